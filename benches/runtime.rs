@@ -1,0 +1,2 @@
+//! Runtime benchmarks (placeholder).
+fn main() {}

@@ -1,0 +1,4 @@
+//! `hrx-trace`: record, replay and view hrx traces.
+fn main() {
+    println!("hrx-trace {}", env!("CARGO_PKG_VERSION"));
+}

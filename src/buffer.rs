@@ -1,0 +1,616 @@
+//! Buffers, byte-range views, host access and cross-engine visibility.
+//!
+//! A [`Buffer`] is allocated by the runtime with a [`Placement`]. Every placement has a GPU
+//! allocation; host-visible and NPU-shared buffers also have a host pointer (pinned memory,
+//! GPU-mapped), and NPU-shared buffers an NPU buffer object in a memory-bank group.
+//!
+//! Host access and device use never race: while a submission that uses a range is in flight,
+//! a conflicting host mapping answers [`Error::Busy`]; while a host mapping is live, a
+//! conflicting `submit` answers `Busy`. A buffer written by a region that failed with an
+//! uncertain extent is *poisoned*: every later use answers [`Error::DeviceLost`] naming the
+//! cause.
+
+use crate::runtime::RuntimeOwner;
+use crate::{Engine, Error, Result};
+use std::ops::{Deref, DerefMut, Range};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// How an operation uses a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// The range is only read.
+    Read,
+    /// The range is only written (its previous contents are not read).
+    Write,
+    /// The range is read and written.
+    ReadWrite,
+}
+
+impl Access {
+    /// Whether the access reads.
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+    /// Whether the access writes.
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+    /// The access that covers both.
+    pub fn union(self, other: Access) -> Access {
+        if self == other {
+            self
+        } else {
+            Access::ReadWrite
+        }
+    }
+    /// Whether two uses of intersecting ranges must be ordered (at least one writes).
+    pub fn conflicts_with(self, other: Access) -> bool {
+        self.writes() || other.writes()
+    }
+}
+
+/// Where a buffer's memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Device memory with no host pointer; host helpers stage through the backend.
+    GpuLocal,
+    /// Pinned host memory mapped for the GPU.
+    HostVisible,
+    /// Host memory mapped for the GPU and imported as an NPU buffer object in memory-bank
+    /// group `group` (XRT's `kernel.group_id(arg)`).
+    NpuShared {
+        /// The NPU memory-bank group the buffer object is allocated in.
+        group: u32,
+    },
+}
+
+impl Placement {
+    /// Whether buffers of this placement have a host pointer.
+    pub fn host_visible(self) -> bool {
+        !matches!(self, Placement::GpuLocal)
+    }
+}
+
+fn engine_bit(engine: Engine) -> u8 {
+    1 << engine as u8
+}
+
+/// Which engines see a buffer's latest contents.
+#[derive(Debug)]
+pub(crate) struct Visibility {
+    last_writer: Option<Engine>,
+    visible: u8,
+}
+
+impl Visibility {
+    pub fn new() -> Self {
+        Self {
+            last_writer: None,
+            visible: 0b111,
+        }
+    }
+    /// Record a write by `engine`: only it sees the new contents.
+    pub fn wrote(&mut self, engine: Engine) {
+        self.last_writer = Some(engine);
+        self.visible = engine_bit(engine);
+    }
+}
+
+#[derive(Debug)]
+struct Mapping {
+    token: u64,
+    range: Range<usize>,
+    access: Access,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    submission: u64,
+    range: Range<usize>,
+    access: Access,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct HostState {
+    pub poison: Option<String>,
+    mappings: Vec<Mapping>,
+    in_flight: Vec<InFlight>,
+}
+
+fn intersects(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end && a.start < a.end && b.start < b.end
+}
+
+pub(crate) struct Storage {
+    pub id: u64,
+    pub runtime: Arc<RuntimeOwner>,
+    pub len: usize,
+    pub placement: Placement,
+    pub allocation: crate::gpu::Allocation,
+    /// Host pointer, null for GPU-local buffers (the copy-lane choice reads this).
+    pub pointer: *mut u8,
+    pub bo: Option<crate::npu::Bo>,
+    pub npu_device: Option<u32>,
+    pub group: Option<u32>,
+    pub host: Mutex<HostState>,
+    pub visibility: Mutex<Visibility>,
+}
+
+// SAFETY: `pointer` is a host mapping owned by `allocation`, which is Send + Sync; every
+// access through it is guarded by the host-mapping and in-flight bookkeeping in `host`.
+unsafe impl Send for Storage {}
+// SAFETY: as above.
+unsafe impl Sync for Storage {}
+
+static MAPPING_TOKENS: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Storage {
+    pub fn poisoned(&self) -> Result<()> {
+        match &lock(&self.host).poison {
+            Some(message) => Err(Error::DeviceLost(format!(
+                "buffer {} is poisoned: {message}",
+                self.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    pub fn poison(&self, message: &str) {
+        let mut host = lock(&self.host);
+        if host.poison.is_none() {
+            host.poison = Some(message.to_string());
+        }
+    }
+
+    /// `Busy` if a live host mapping conflicts with a device use of `range`.
+    pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
+        let host = lock(&self.host);
+        for mapping in &host.mappings {
+            if intersects(&mapping.range, range) && mapping.access.conflicts_with(access) {
+                return Err(Error::Busy(format!(
+                    "buffer {} bytes {}..{} is mapped for host {:?} access",
+                    self.id, mapping.range.start, mapping.range.end, mapping.access
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn begin_device_use(&self, submission: u64, range: Range<usize>, access: Access) {
+        lock(&self.host).in_flight.push(InFlight {
+            submission,
+            range,
+            access,
+        });
+    }
+
+    pub fn end_device_use(&self, submission: u64) {
+        lock(&self.host)
+            .in_flight
+            .retain(|use_| use_.submission != submission);
+    }
+
+    /// Make the latest contents visible to `engine`, synchronizing an NPU buffer object when
+    /// the last writer was on the other side of it.
+    pub fn make_visible(&self, engine: Engine) -> Result<()> {
+        let mut visibility = lock(&self.visibility);
+        if visibility.visible & engine_bit(engine) != 0 {
+            return Ok(());
+        }
+        if let Some(bo) = &self.bo {
+            // XRT: `bo.sync(XCL_BO_SYNC_BO_TO_DEVICE)` before the NPU reads host-side
+            // writes, `XCL_BO_SYNC_BO_FROM_DEVICE` before others read NPU writes.
+            if engine == Engine::Npu {
+                bo.sync_to_device()?;
+            } else if visibility.last_writer == Some(Engine::Npu) {
+                bo.sync_from_device()?;
+            }
+        }
+        self.runtime
+            .core
+            .counters
+            .visibility_syncs
+            .fetch_add(1, Ordering::Relaxed);
+        visibility.visible |= engine_bit(engine);
+        Ok(())
+    }
+
+    fn map(&self, range: Range<usize>, access: Access) -> Result<(u64, *mut u8)> {
+        if self.pointer.is_null() {
+            return Err(Error::Unsupported(format!(
+                "buffer {} is GPU-local and has no host mapping; use read/write",
+                self.id
+            )));
+        }
+        self.check_range(&range)?;
+        let token = {
+            let mut host = lock(&self.host);
+            if let Some(message) = &host.poison {
+                return Err(Error::DeviceLost(format!(
+                    "buffer {} is poisoned: {message}",
+                    self.id
+                )));
+            }
+            self.check_host_access(&host, &range, access)?;
+            let token = MAPPING_TOKENS.fetch_add(1, Ordering::Relaxed);
+            host.mappings.push(Mapping {
+                token,
+                range: range.clone(),
+                access,
+            });
+            token
+        };
+        if access.reads()
+            && let Err(error) = self.make_visible(Engine::Host)
+        {
+            self.unmap(token, false);
+            return Err(error);
+        }
+        // SAFETY: range checked against the allocation length above.
+        Ok((token, unsafe { self.pointer.add(range.start) }))
+    }
+
+    fn check_host_access(
+        &self,
+        host: &HostState,
+        range: &Range<usize>,
+        access: Access,
+    ) -> Result<()> {
+        for use_ in &host.in_flight {
+            if intersects(&use_.range, range) && use_.access.conflicts_with(access) {
+                return Err(Error::Busy(format!(
+                    "buffer {} bytes {}..{} is in use by submission {} ({:?})",
+                    self.id, use_.range.start, use_.range.end, use_.submission, use_.access
+                )));
+            }
+        }
+        for mapping in &host.mappings {
+            if intersects(&mapping.range, range) && mapping.access.conflicts_with(access) {
+                return Err(Error::Busy(format!(
+                    "buffer {} bytes {}..{} is already mapped for host {:?} access",
+                    self.id, mapping.range.start, mapping.range.end, mapping.access
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn unmap(&self, token: u64, wrote: bool) {
+        lock(&self.host).mappings.retain(|m| m.token != token);
+        if wrote {
+            lock(&self.visibility).wrote(Engine::Host);
+        }
+    }
+
+    fn check_range(&self, range: &Range<usize>) -> Result<()> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::OutOfBounds {
+                buffer: self.id,
+                range: range.clone(),
+                len_bytes: self.len,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        crate::trace::buffer_dropped(&self.runtime, self.id);
+    }
+}
+
+/// A runtime-allocated buffer. Cloning shares the allocation.
+#[derive(Clone)]
+pub struct Buffer {
+    pub(crate) storage: Arc<Storage>,
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("id", &self.storage.id)
+            .field("len_bytes", &self.storage.len)
+            .field("placement", &self.storage.placement)
+            .finish()
+    }
+}
+
+impl Buffer {
+    /// Process-unique id (the trace and error messages use it).
+    pub fn id(&self) -> u64 {
+        self.storage.id
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.storage.len
+    }
+    /// Whether the buffer has zero bytes.
+    pub fn is_empty(&self) -> bool {
+        self.storage.len == 0
+    }
+    /// Where the memory lives.
+    pub fn placement(&self) -> Placement {
+        self.storage.placement
+    }
+    /// The device address of the allocation's first byte.
+    pub fn device_address(&self) -> u64 {
+        self.storage.allocation.address()
+    }
+
+    /// A view of `range` (bytes).
+    ///
+    /// # Errors
+    /// [`Error::OutOfBounds`] when the range is reversed or exceeds the buffer.
+    pub fn view(&self, range: Range<usize>) -> Result<BufferView> {
+        self.storage.check_range(&range)?;
+        Ok(BufferView {
+            buffer: self.clone(),
+            offset: range.start,
+            len: range.end - range.start,
+        })
+    }
+
+    /// A view of the whole buffer.
+    pub fn whole(&self) -> BufferView {
+        BufferView {
+            buffer: self.clone(),
+            offset: 0,
+            len: self.storage.len,
+        }
+    }
+
+    /// The poison message if a failed region left this buffer undefined.
+    pub fn poisoned(&self) -> Option<String> {
+        lock(&self.storage.host).poison.clone()
+    }
+
+    /// Map `range` for host reading.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for GPU-local buffers; [`Error::Busy`] while an in-flight
+    /// submission or a host write mapping writes an intersecting range;
+    /// [`Error::DeviceLost`] when poisoned; [`Error::OutOfBounds`].
+    pub fn map_read(&self, range: Range<usize>) -> Result<HostRead<'_>> {
+        let len = range.len();
+        let (token, pointer) = self.storage.map(range, Access::Read)?;
+        // SAFETY: the mapping is registered: no device use or host write of these bytes
+        // can start until it is dropped.
+        let bytes = unsafe { std::slice::from_raw_parts(pointer, len) };
+        Ok(HostRead {
+            buffer: self,
+            token,
+            bytes,
+        })
+    }
+
+    /// Map `range` for host writing; on drop the host becomes the last writer.
+    ///
+    /// # Errors
+    /// As [`Buffer::map_read`], with any intersecting in-flight use or mapping.
+    pub fn map_write(&self, range: Range<usize>) -> Result<HostWrite<'_>> {
+        let len = range.len();
+        let (token, pointer) = self.storage.map(range, Access::ReadWrite)?;
+        // SAFETY: the exclusive mapping is registered; nothing else touches these bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(pointer, len) };
+        Ok(HostWrite {
+            buffer: self,
+            token,
+            bytes,
+        })
+    }
+
+    /// Copy `data` into the buffer at byte `offset` (staged through the backend for
+    /// GPU-local buffers).
+    ///
+    /// # Errors
+    /// As [`Buffer::map_write`], except that GPU-local buffers are supported.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        let range = offset..offset.saturating_add(data.len());
+        if self.storage.pointer.is_null() {
+            let token = self.register_staging(range.clone(), Access::Write)?;
+            let view = self.view(range.clone());
+            let result = view.and_then(|view| {
+                let gpu = view.gpu()?;
+                self.storage.runtime.device.write(&gpu, data)
+            });
+            self.storage.unmap(token, result.is_ok());
+            result?;
+        } else {
+            self.map_write(range.clone())?.copy_from_slice(data);
+        }
+        crate::trace::host_write(&self.storage, offset, data);
+        Ok(())
+    }
+
+    /// Copy the bytes at `offset` into `out`.
+    ///
+    /// # Errors
+    /// As [`Buffer::map_read`], except that GPU-local buffers are supported.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let range = offset..offset.saturating_add(out.len());
+        if self.storage.pointer.is_null() {
+            let token = self.register_staging(range.clone(), Access::Read)?;
+            let result = self.view(range).and_then(|view| {
+                self.storage.make_visible(Engine::Host)?;
+                self.storage.runtime.device.read(&view.gpu()?, out)
+            });
+            self.storage.unmap(token, false);
+            result
+        } else {
+            out.copy_from_slice(&self.map_read(range)?);
+            Ok(())
+        }
+    }
+
+    /// Read the whole buffer into a new vector.
+    ///
+    /// # Errors
+    /// As [`Buffer::read`].
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut out = vec![0; self.len()];
+        self.read(0, &mut out)?;
+        Ok(out)
+    }
+
+    fn register_staging(&self, range: Range<usize>, access: Access) -> Result<u64> {
+        self.storage.check_range(&range)?;
+        let mut host = lock(&self.storage.host);
+        if let Some(message) = &host.poison {
+            return Err(Error::DeviceLost(format!(
+                "buffer {} is poisoned: {message}",
+                self.storage.id
+            )));
+        }
+        self.storage.check_host_access(&host, &range, access)?;
+        let token = MAPPING_TOKENS.fetch_add(1, Ordering::Relaxed);
+        host.mappings.push(Mapping {
+            token,
+            range,
+            access,
+        });
+        Ok(token)
+    }
+
+    /// Make the latest contents visible to `engine` (an NPU buffer-object sync where needed).
+    ///
+    /// # Errors
+    /// A backend error from the sync.
+    pub fn make_visible(&self, engine: Engine) -> Result<()> {
+        self.storage.make_visible(engine)
+    }
+
+    /// Record that `engine` wrote the buffer: other engines must `make_visible` first.
+    pub fn wrote(&self, engine: Engine) {
+        lock(&self.storage.visibility).wrote(engine);
+    }
+
+    /// Whether `engine` sees the latest contents without a sync.
+    pub fn visible_to(&self, engine: Engine) -> bool {
+        lock(&self.storage.visibility).visible & engine_bit(engine) != 0
+    }
+}
+
+/// A live host read mapping; dereferences to the mapped bytes.
+pub struct HostRead<'a> {
+    buffer: &'a Buffer,
+    token: u64,
+    bytes: &'a [u8],
+}
+
+impl Deref for HostRead<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl Drop for HostRead<'_> {
+    fn drop(&mut self) {
+        self.buffer.storage.unmap(self.token, false);
+    }
+}
+
+/// A live host write mapping; dereferences to the mapped bytes.
+pub struct HostWrite<'a> {
+    buffer: &'a Buffer,
+    token: u64,
+    bytes: &'a mut [u8],
+}
+
+impl Deref for HostWrite<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl DerefMut for HostWrite<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.bytes
+    }
+}
+
+impl Drop for HostWrite<'_> {
+    fn drop(&mut self) {
+        self.buffer.storage.unmap(self.token, true);
+    }
+}
+
+/// A byte range of a buffer: (buffer, offset, length).
+#[derive(Clone)]
+pub struct BufferView {
+    pub(crate) buffer: Buffer,
+    offset: usize,
+    len: usize,
+}
+
+impl std::fmt::Debug for BufferView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "buffer {} bytes {}..{}",
+            self.buffer.id(),
+            self.offset,
+            self.offset + self.len
+        )
+    }
+}
+
+impl BufferView {
+    /// The viewed buffer.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+    /// Byte offset into the buffer.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The byte range within the buffer.
+    pub fn range(&self) -> Range<usize> {
+        self.offset..self.offset + self.len
+    }
+    /// Whether both views are of the same buffer and share at least one byte.
+    pub fn overlaps(&self, other: &BufferView) -> bool {
+        Arc::ptr_eq(&self.buffer.storage, &other.buffer.storage)
+            && intersects(&self.range(), &other.range())
+    }
+    /// Whether both views can touch the same memory: the same allocation and intersecting
+    /// device address ranges. Hazards use this test.
+    pub fn conflicts(&self, other: &BufferView) -> bool {
+        let a = &self.buffer.storage.allocation;
+        let b = &other.buffer.storage.allocation;
+        a.same_memory(b) && {
+            let base_a = a.address() as usize;
+            let base_b = b.address() as usize;
+            intersects(
+                &(base_a + self.offset..base_a + self.offset + self.len),
+                &(base_b + other.offset..base_b + other.offset + other.len),
+            )
+        }
+    }
+    /// The GPU view of these bytes.
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`] when the buffer is poisoned.
+    pub fn gpu(&self) -> Result<crate::gpu::View<'_>> {
+        Ok(crate::gpu::View::new(
+            &self.buffer.storage.allocation,
+            self.offset,
+            self.len,
+        ))
+    }
+}

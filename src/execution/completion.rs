@@ -1,0 +1,165 @@
+//! Completions: the host's handle on one submission.
+//!
+//! A submission's [`Signal`] lives in its prepared graph's slot and is reused by later
+//! submissions of that slot. A slot is reused only when its submission retired *and* every
+//! [`Completion`] of it was dropped (the signal's `Arc` is then unique), so a completion
+//! always observes exactly its own submission.
+
+use crate::buffer::lock;
+use crate::runtime::Core;
+use crate::{Error, Result};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// How a submission ended.
+#[derive(Clone, Debug)]
+pub enum Status {
+    /// Every region ran and succeeded.
+    Succeeded,
+    /// A region failed; the error is the first failure's.
+    Failed(Arc<Error>),
+    /// Nothing more ran because a producer failed or was cancelled.
+    Cancelled(Arc<Error>),
+}
+
+impl Status {
+    /// Whether the submission succeeded.
+    pub fn succeeded(&self) -> bool {
+        matches!(self, Status::Succeeded)
+    }
+    /// `Ok` on success, the failure or cancellation otherwise.
+    ///
+    /// # Errors
+    /// The failure's error, or [`Error::Cancelled`] naming the cause.
+    pub fn into_result(self) -> Result<()> {
+        match self {
+            Status::Succeeded => Ok(()),
+            Status::Failed(error) => Err((*error).clone()),
+            Status::Cancelled(cause) => Err(Error::Cancelled(cause.to_string())),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct SignalState {
+    pub done: bool,
+    pub submission: u64,
+    pub status: Option<Status>,
+}
+
+/// One slot's completion signal.
+#[derive(Debug)]
+pub(crate) struct Signal {
+    pub state: Mutex<SignalState>,
+    changed: Condvar,
+}
+
+impl Signal {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(SignalState {
+                done: true,
+                submission: 0,
+                status: None,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+    /// Arms the signal for `submission`.
+    pub fn reset(&self, submission: u64) {
+        let mut state = lock(&self.state);
+        state.done = false;
+        state.submission = submission;
+        state.status = None;
+    }
+    /// Records the outcome; the caller calls [`Signal::notify`] after dropping its locks.
+    pub fn complete(&self, status: Status) {
+        let mut state = lock(&self.state);
+        state.done = true;
+        state.status = Some(status);
+    }
+    pub fn notify(&self) {
+        self.changed.notify_all();
+    }
+    pub fn is_done(&self) -> bool {
+        lock(&self.state).done
+    }
+}
+
+/// The host's handle on one submission. Hold it while you need the outcome; dropping it
+/// lets the graph's slot be reused once the submission retired.
+#[derive(Clone)]
+pub struct Completion {
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) core: Weak<Core>,
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = lock(&self.signal.state);
+        f.debug_struct("Completion")
+            .field("submission", &state.submission)
+            .field("status", &state.status)
+            .finish()
+    }
+}
+
+impl Completion {
+    /// The submission's index (from 1, per runtime).
+    pub fn submission(&self) -> u64 {
+        lock(&self.signal.state).submission
+    }
+
+    /// Whether the submission retired.
+    pub fn is_complete(&self) -> bool {
+        self.signal.is_done()
+    }
+
+    /// The outcome once retired.
+    pub fn status(&self) -> Option<Status> {
+        let state = lock(&self.signal.state);
+        if state.done {
+            state.status.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Blocks until the submission retired.
+    ///
+    /// # Errors
+    /// The failure of the submission or [`Error::Cancelled`].
+    pub fn wait(&self) -> Result<()> {
+        let mut state = lock(&self.signal.state);
+        while !state.done {
+            state = self
+                .signal
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        state.status.clone().map_or(Ok(()), Status::into_result)
+    }
+
+    /// Blocks until the submission retired or `timeout` passed.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when it did not retire in time; otherwise as [`Completion::wait`].
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut state = lock(&self.signal.state);
+        while !state.done {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::Timeout(timeout));
+            }
+            state = self
+                .signal
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state.status.clone().map_or(Ok(()), Status::into_result)
+    }
+}

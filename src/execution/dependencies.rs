@@ -1,0 +1,576 @@
+//! Hazard inference over byte ranges.
+//!
+//! # Design
+//!
+//! Operations arrive in program order, each with its uses (a buffer byte range and an
+//! [`Access`]). The [`Frontier`] keeps, per buffer, a sorted list of disjoint *segments*;
+//! each segment remembers the last operation that wrote it and every operation that read
+//! it since that write:
+//!
+//! ```text
+//!   buffer 7:  [0 ......... 4096)[4096 ........ 8192)
+//!               writer: op 2      writer: op 0
+//!               readers: [3, 4]   readers: []
+//! ```
+//!
+//! A new operation `n` that reads a segment depends on its writer (read-after-write); one
+//! that writes depends on its writer (write-after-write, unless it also reads, which is
+//! read-after-write) and on each reader since (write-after-read). Hazards are computed for
+//! all of `n`'s uses first and applied after, so an operation never depends on itself.
+//! Afterwards a write makes `n` the segment's writer and clears its readers; a read adds
+//! `n` to the readers. Segments are split at use boundaries and merged again where
+//! neighbours end up in the same state, so the list stays as short as the access pattern.
+//!
+//! Each [`Hazard`] keeps its kind and the exact byte range that caused it: the trace and
+//! the timeline show "op 4 waited on op 2, read-after-write, buffer 7 bytes 0..4096".
+//!
+//! [`summarize`] merges an operation group's uses into the fewest disjoint ranges per
+//! buffer, each with the union of the accesses that cover it.
+
+use crate::{Access, BufferView};
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// Why one operation must wait for another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HazardKind {
+    /// The consumer reads bytes the producer wrote.
+    ReadAfterWrite,
+    /// The consumer overwrites bytes the producer read.
+    WriteAfterRead,
+    /// The consumer overwrites bytes the producer wrote.
+    WriteAfterWrite,
+}
+
+impl HazardKind {
+    /// The short form used in tables: `RAW`, `WAR`, `WAW`.
+    pub fn short(self) -> &'static str {
+        match self {
+            HazardKind::ReadAfterWrite => "RAW",
+            HazardKind::WriteAfterRead => "WAR",
+            HazardKind::WriteAfterWrite => "WAW",
+        }
+    }
+
+    /// The kind of hazard between an earlier `producer` access and a later `consumer`
+    /// access of the same bytes, or `None` when both only read.
+    pub fn between(producer: Access, consumer: Access) -> Option<HazardKind> {
+        if producer.writes() {
+            Some(if consumer.reads() {
+                HazardKind::ReadAfterWrite
+            } else {
+                HazardKind::WriteAfterWrite
+            })
+        } else if consumer.writes() {
+            Some(HazardKind::WriteAfterRead)
+        } else {
+            None
+        }
+    }
+}
+
+/// An ordering edge: the consumer waits for `producer` because of `kind` on `range` of
+/// buffer `buffer`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Hazard {
+    /// Index of the producing operation (or region).
+    pub producer: usize,
+    /// Why.
+    pub kind: HazardKind,
+    /// Buffer id.
+    pub buffer: u64,
+    /// Byte range within the buffer.
+    pub range: Range<usize>,
+}
+
+/// A declared use of a byte range.
+#[derive(Clone, Debug)]
+pub(crate) struct Use {
+    pub view: BufferView,
+    pub access: Access,
+}
+
+impl Use {
+    pub fn buffer_id(&self) -> u64 {
+        self.view.buffer().id()
+    }
+    /// Whether the two uses must be ordered.
+    pub fn conflicts(&self, other: &Use) -> bool {
+        self.access.conflicts_with(other.access) && self.view.conflicts(&other.view)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Segment {
+    start: usize,
+    end: usize,
+    writer: Option<usize>,
+    readers: Vec<usize>,
+}
+
+/// The per-buffer frontier of last writers and readers since.
+#[derive(Default, Debug)]
+pub(crate) struct Frontier {
+    buffers: HashMap<u64, Vec<Segment>>,
+}
+
+/// Splits the segment containing `position` strictly inside it.
+fn split_at(segments: &mut Vec<Segment>, position: usize) {
+    let index = segments.partition_point(|s| s.end <= position);
+    if let Some(segment) = segments.get(index)
+        && segment.start < position
+        && position < segment.end
+    {
+        let mut right = segment.clone();
+        right.start = position;
+        segments[index].end = position;
+        segments.insert(index + 1, right);
+    }
+}
+
+/// Ensures segments tile `range` exactly (splitting at its ends, filling gaps); returns
+/// the index range of the covering segments.
+fn cover(segments: &mut Vec<Segment>, range: &Range<usize>) -> Range<usize> {
+    split_at(segments, range.start);
+    split_at(segments, range.end);
+    let first = segments.partition_point(|s| s.end <= range.start);
+    let mut position = range.start;
+    let mut index = first;
+    while position < range.end {
+        match segments.get(index) {
+            Some(segment) if segment.start == position => {
+                position = segment.end;
+            }
+            next => {
+                let end = next.map_or(range.end, |s| s.start.min(range.end));
+                segments.insert(
+                    index,
+                    Segment {
+                        start: position,
+                        end,
+                        writer: None,
+                        readers: Vec::new(),
+                    },
+                );
+                position = end;
+            }
+        }
+        index += 1;
+    }
+    first..index
+}
+
+fn merge_adjacent(segments: &mut Vec<Segment>) {
+    segments.dedup_by(|next, previous| {
+        if previous.end == next.start
+            && previous.writer == next.writer
+            && previous.readers == next.readers
+        {
+            previous.end = next.end;
+            true
+        } else {
+            false
+        }
+    });
+}
+
+/// Adds `hazard`, extending an existing one of the same producer, kind and buffer whose
+/// range touches it.
+fn push_hazard(hazards: &mut Vec<Hazard>, hazard: Hazard) {
+    if let Some(existing) = hazards.iter_mut().find(|h| {
+        h.producer == hazard.producer
+            && h.kind == hazard.kind
+            && h.buffer == hazard.buffer
+            && h.range.start <= hazard.range.end
+            && hazard.range.start <= h.range.end
+    }) {
+        existing.range.start = existing.range.start.min(hazard.range.start);
+        existing.range.end = existing.range.end.max(hazard.range.end);
+    } else {
+        hazards.push(hazard);
+    }
+}
+
+impl Frontier {
+    /// The hazards of operation `index` with `uses`, then records its uses.
+    pub fn hazards(&mut self, index: usize, uses: &[Use]) -> Vec<Hazard> {
+        let mut hazards = Vec::new();
+        for use_ in uses {
+            if use_.view.is_empty() {
+                continue;
+            }
+            let buffer = use_.buffer_id();
+            let range = use_.view.range();
+            let segments = self.buffers.entry(buffer).or_default();
+            let covering = cover(segments, &range);
+            for segment in &segments[covering] {
+                let bytes = segment.start..segment.end;
+                if let Some(writer) = segment.writer.filter(|&w| w != index) {
+                    let kind = if use_.access.reads() {
+                        HazardKind::ReadAfterWrite
+                    } else {
+                        HazardKind::WriteAfterWrite
+                    };
+                    push_hazard(
+                        &mut hazards,
+                        Hazard {
+                            producer: writer,
+                            kind,
+                            buffer,
+                            range: bytes.clone(),
+                        },
+                    );
+                }
+                if use_.access.writes() {
+                    for &reader in segment.readers.iter().filter(|&&r| r != index) {
+                        push_hazard(
+                            &mut hazards,
+                            Hazard {
+                                producer: reader,
+                                kind: HazardKind::WriteAfterRead,
+                                buffer,
+                                range: bytes.clone(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        for use_ in uses {
+            if use_.view.is_empty() {
+                continue;
+            }
+            let range = use_.view.range();
+            let segments = self
+                .buffers
+                .get_mut(&use_.buffer_id())
+                .expect("covered above");
+            let covering = cover(segments, &range);
+            for segment in &mut segments[covering] {
+                if use_.access.writes() {
+                    segment.writer = Some(index);
+                    segment.readers.clear();
+                } else if !segment.readers.contains(&index) {
+                    segment.readers.push(index);
+                }
+            }
+            merge_adjacent(segments);
+        }
+        hazards.sort_by_key(|h| (h.producer, h.kind, h.buffer, h.range.start));
+        hazards
+    }
+
+    /// The distinct producers operation `index` depends on, ascending.
+    #[cfg(test)]
+    pub fn dependencies(&mut self, index: usize, uses: &[Use]) -> Vec<usize> {
+        let mut producers: Vec<usize> = self
+            .hazards(index, uses)
+            .iter()
+            .map(|h| h.producer)
+            .collect();
+        producers.dedup();
+        producers
+    }
+
+    #[cfg(test)]
+    fn segments(&self, buffer: u64) -> Vec<(usize, usize, Option<usize>, Vec<usize>)> {
+        self.buffers.get(&buffer).map_or_else(Vec::new, |segments| {
+            segments
+                .iter()
+                .map(|s| (s.start, s.end, s.writer, s.readers.clone()))
+                .collect()
+        })
+    }
+}
+
+/// Hazards between an earlier group of uses and a later one (cross-submission waits):
+/// one per conflicting pair, with the intersecting bytes. `producer` is left 0.
+pub(crate) fn hazards_between(earlier: &[Use], later: &[Use]) -> Vec<Hazard> {
+    let mut hazards = Vec::new();
+    for e in earlier {
+        for l in later {
+            if let Some(kind) = HazardKind::between(e.access, l.access)
+                && e.view.conflicts(&l.view)
+            {
+                let start = e.view.offset().max(l.view.offset());
+                let end = (e.view.offset() + e.view.len()).min(l.view.offset() + l.view.len());
+                push_hazard(
+                    &mut hazards,
+                    Hazard {
+                        producer: 0,
+                        kind,
+                        buffer: l.buffer_id(),
+                        range: start..end,
+                    },
+                );
+            }
+        }
+    }
+    hazards
+}
+
+/// Merges uses into the fewest disjoint ranges per buffer, each carrying the union of the
+/// accesses that cover it. Output is ordered by buffer id, then offset.
+pub(crate) fn summarize(uses: impl IntoIterator<Item = Use>) -> Vec<Use> {
+    let mut by_buffer: Vec<(u64, Vec<Use>)> = Vec::new();
+    for use_ in uses {
+        if use_.view.is_empty() {
+            continue;
+        }
+        let id = use_.buffer_id();
+        match by_buffer.iter_mut().find(|(b, _)| *b == id) {
+            Some((_, list)) => list.push(use_),
+            None => by_buffer.push((id, vec![use_])),
+        }
+    }
+    by_buffer.sort_by_key(|(id, _)| *id);
+    let mut out = Vec::new();
+    for (_, list) in by_buffer {
+        let mut points: Vec<usize> = list
+            .iter()
+            .flat_map(|u| [u.view.offset(), u.view.offset() + u.view.len()])
+            .collect();
+        points.sort_unstable();
+        points.dedup();
+        let buffer = list[0].view.buffer().clone();
+        let mut current: Option<(usize, usize, Access)> = None;
+        for window in points.windows(2) {
+            let (start, end) = (window[0], window[1]);
+            let access = list
+                .iter()
+                .filter(|u| u.view.offset() <= start && end <= u.view.offset() + u.view.len())
+                .map(|u| u.access)
+                .reduce(Access::union);
+            match (current, access) {
+                (Some((s, e, a)), Some(access)) if e == start && a == access => {
+                    current = Some((s, end, a))
+                }
+                (previous, access) => {
+                    if let Some((s, e, a)) = previous {
+                        out.push(Use {
+                            view: buffer.view(s..e).expect("inside the buffer"),
+                            access: a,
+                        });
+                    }
+                    current = access.map(|a| (start, end, a));
+                }
+            }
+        }
+        if let Some((s, e, a)) = current {
+            out.push(Use {
+                view: buffer.view(s..e).expect("inside the buffer"),
+                access: a,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Placement, Runtime, RuntimeOptions};
+
+    fn runtime() -> Runtime {
+        Runtime::new(RuntimeOptions::sim()).unwrap()
+    }
+
+    fn use_(buffer: &crate::Buffer, range: Range<usize>, access: Access) -> Use {
+        Use {
+            view: buffer.view(range).unwrap(),
+            access,
+        }
+    }
+
+    #[test]
+    fn read_after_write_keeps_kind_and_exact_range() {
+        let rt = runtime();
+        let b = rt.buffer(8192, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        assert!(f.hazards(0, &[use_(&b, 0..8192, Access::Write)]).is_empty());
+        let h = f.hazards(1, &[use_(&b, 1000..2000, Access::Read)]);
+        assert_eq!(
+            h,
+            vec![Hazard {
+                producer: 0,
+                kind: HazardKind::ReadAfterWrite,
+                buffer: b.id(),
+                range: 1000..2000
+            }]
+        );
+    }
+
+    #[test]
+    fn write_after_read_depends_on_every_reader_since_the_writer() {
+        let rt = runtime();
+        let b = rt.buffer(100, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&b, 0..100, Access::Write)]);
+        f.hazards(1, &[use_(&b, 0..50, Access::Read)]);
+        f.hazards(2, &[use_(&b, 40..100, Access::Read)]);
+        let h = f.hazards(3, &[use_(&b, 30..60, Access::Write)]);
+        let id = b.id();
+        assert_eq!(
+            h,
+            vec![
+                Hazard {
+                    producer: 0,
+                    kind: HazardKind::WriteAfterWrite,
+                    buffer: id,
+                    range: 30..60
+                },
+                Hazard {
+                    producer: 1,
+                    kind: HazardKind::WriteAfterRead,
+                    buffer: id,
+                    range: 30..50
+                },
+                Hazard {
+                    producer: 2,
+                    kind: HazardKind::WriteAfterRead,
+                    buffer: id,
+                    range: 40..60
+                },
+            ]
+        );
+        // After the write, readers 1 and 2 remain only outside 30..60.
+        assert_eq!(
+            f.segments(id),
+            vec![
+                (0, 30, Some(0), vec![1]),
+                (30, 60, Some(3), vec![]),
+                (60, 100, Some(0), vec![2]),
+            ]
+        );
+    }
+
+    #[test]
+    fn disjoint_ranges_and_reads_never_depend() {
+        let rt = runtime();
+        let b = rt.buffer(100, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&b, 0..50, Access::Write)]);
+        assert!(f.hazards(1, &[use_(&b, 50..100, Access::Write)]).is_empty());
+        f.hazards(2, &[use_(&b, 60..70, Access::Read)]);
+        assert!(
+            f.hazards(3, &[use_(&b, 60..70, Access::Read)])
+                .iter()
+                .all(|h| h.kind == HazardKind::ReadAfterWrite && h.producer == 1)
+        );
+    }
+
+    #[test]
+    fn read_write_after_write_is_read_after_write() {
+        let rt = runtime();
+        let b = rt.buffer(16, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&b, 0..16, Access::Write)]);
+        let h = f.hazards(1, &[use_(&b, 0..16, Access::ReadWrite)]);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].kind, HazardKind::ReadAfterWrite);
+    }
+
+    #[test]
+    fn an_operation_never_depends_on_itself() {
+        let rt = runtime();
+        let b = rt.buffer(64, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        // A copy inside one buffer: reads 0..32, writes 32..64; then an aliasing op.
+        assert!(
+            f.hazards(
+                0,
+                &[
+                    use_(&b, 32..64, Access::Write),
+                    use_(&b, 0..32, Access::Read)
+                ]
+            )
+            .is_empty()
+        );
+        let h = f.hazards(
+            1,
+            &[
+                use_(&b, 0..64, Access::Read),
+                use_(&b, 0..64, Access::Write),
+            ],
+        );
+        assert!(h.iter().all(|h| h.producer == 0), "{h:?}");
+    }
+
+    #[test]
+    fn segments_merge_back_when_state_matches() {
+        let rt = runtime();
+        let b = rt.buffer(100, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&b, 0..50, Access::Write)]);
+        f.hazards(0, &[use_(&b, 50..100, Access::Write)]);
+        assert_eq!(f.segments(b.id()), vec![(0, 100, Some(0), vec![])]);
+    }
+
+    #[test]
+    fn dependencies_are_distinct_and_sorted() {
+        let rt = runtime();
+        let a = rt.buffer(10, Placement::GpuLocal).unwrap();
+        let b = rt.buffer(10, Placement::GpuLocal).unwrap();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&a, 0..10, Access::Write)]);
+        f.hazards(1, &[use_(&b, 0..10, Access::Write)]);
+        f.hazards(2, &[use_(&a, 0..5, Access::Read)]);
+        assert_eq!(
+            f.dependencies(
+                3,
+                &[
+                    use_(&a, 0..10, Access::Write),
+                    use_(&b, 0..10, Access::Read)
+                ]
+            ),
+            vec![0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn summarize_merges_into_fewest_disjoint_ranges() {
+        let rt = runtime();
+        let a = rt.buffer(200, Placement::GpuLocal).unwrap();
+        let b = rt.buffer(200, Placement::GpuLocal).unwrap();
+        let summary = summarize(vec![
+            use_(&a, 0..100, Access::Read),
+            use_(&a, 50..150, Access::Write),
+            use_(&a, 150..160, Access::Write),
+            use_(&b, 0..10, Access::Read),
+            use_(&b, 10..20, Access::Read),
+            use_(&b, 30..40, Access::Read),
+        ]);
+        let got: Vec<_> = summary
+            .iter()
+            .map(|u| (u.buffer_id(), u.view.range(), u.access))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (a.id(), 0..50, Access::Read),
+                (a.id(), 50..100, Access::ReadWrite),
+                (a.id(), 100..160, Access::Write),
+                (b.id(), 0..20, Access::Read),
+                (b.id(), 30..40, Access::Read),
+            ]
+        );
+    }
+
+    #[test]
+    fn hazards_between_groups_report_each_conflict() {
+        let rt = runtime();
+        let a = rt.buffer(4096, Placement::GpuLocal).unwrap();
+        let earlier = [use_(&a, 0..4096, Access::Read)];
+        let later = [use_(&a, 1024..2048, Access::Write)];
+        assert_eq!(
+            hazards_between(&earlier, &later),
+            vec![Hazard {
+                producer: 0,
+                kind: HazardKind::WriteAfterRead,
+                buffer: a.id(),
+                range: 1024..2048
+            }]
+        );
+        assert!(hazards_between(&earlier, &[use_(&a, 0..10, Access::Read)]).is_empty());
+    }
+}

@@ -1,0 +1,6 @@
+//! Graphs, hazards, scheduling and completion.
+
+pub mod completion;
+pub mod dependencies;
+pub mod graph;
+pub(crate) mod scheduler;

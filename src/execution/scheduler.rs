@@ -1,0 +1,380 @@
+//! The scheduler: in-flight submissions, readiness, retirement.
+//!
+//! # States
+//!
+//! ```text
+//!   submit ──> in flight ──(every region finished)──> retired ──(completions dropped)──> slot free
+//!                │  region: Pending ─> Running ─> Done | Failed
+//!                │                  └──────────> Cancelled (a failure or a failed producer)
+//! ```
+//!
+//! A region is ready when (1) its in-graph dependencies are `Done`, (2) every explicit
+//! producer of its submission succeeded, and (3) every region of an earlier in-flight
+//! submission that conflicts with it (recorded at submit as a *cross wait*, with the hazard
+//! kind and byte range) has finished. Conflicting earlier work is therefore ordered, while
+//! non-conflicting work overlaps across queues.
+//!
+//! Failure: a failed region cancels every region of its submission that has not started,
+//! and the submission fails with that first error. A failed or cancelled submission cancels
+//! every submission that named it as a producer, transitively. A native failure for which
+//! [`crate::Error::is_device_loss`] holds quarantines the prepared graph and poisons every
+//! buffer range its region writes. A region whose input is poisoned fails with
+//! `DeviceLost` without running and without quarantining anything further.
+//!
+//! One worker thread per queue runs ready regions; nothing runs native work in `wait`.
+//! Signals and condition variables are notified after the scheduler lock is dropped.
+
+use super::completion::{Signal, Status};
+use super::dependencies::hazards_between;
+use super::graph::{Prepared, Queue};
+use crate::buffer::lock;
+use crate::runtime::Core;
+use crate::{Completion, Error};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Pending,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl State {
+    fn finished(self) -> bool {
+        matches!(self, State::Done | State::Failed | State::Cancelled)
+    }
+}
+
+struct InFlight {
+    submission: u64,
+    prepared: Arc<Prepared>,
+    slot: usize,
+    producers: Vec<Completion>,
+    states: Vec<State>,
+    /// Per region: (earlier submission, its region) that must finish first.
+    waits: Vec<Vec<(u64, usize)>>,
+    unfinished: usize,
+    status: Option<Status>,
+}
+
+/// Work the caller hands to a worker.
+pub(crate) struct Task {
+    pub prepared: Arc<Prepared>,
+    pub submission: u64,
+    pub region: usize,
+}
+
+/// What to notify once the scheduler lock is dropped.
+#[derive(Default)]
+pub(crate) struct Wake {
+    /// Bit `q` set: queue `q` may have ready work.
+    pub queues: u8,
+    pub signals: Vec<Arc<Signal>>,
+}
+
+pub(crate) struct Scheduler {
+    pub capacity: usize,
+    next: u64,
+    in_flight: VecDeque<InFlight>,
+}
+
+impl Scheduler {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            next: 0,
+            in_flight: VecDeque::new(),
+        }
+    }
+
+    /// Submissions in flight.
+    pub fn occupied(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn next_submission(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn position(&self, submission: u64) -> Option<usize> {
+        self.in_flight
+            .binary_search_by_key(&submission, |f| f.submission)
+            .ok()
+    }
+
+    pub fn enqueue(
+        &mut self,
+        prepared: Arc<Prepared>,
+        submission: u64,
+        slot: usize,
+        producers: Vec<Completion>,
+    ) -> Wake {
+        let mut waits = vec![Vec::new(); prepared.regions.len()];
+        for earlier in &self.in_flight {
+            if !earlier
+                .prepared
+                .uses
+                .iter()
+                .any(|e| prepared.uses.iter().any(|u| e.conflicts(u)))
+            {
+                continue;
+            }
+            for (er, earlier_region) in earlier.prepared.regions.iter().enumerate() {
+                if earlier.states[er].finished() {
+                    continue;
+                }
+                for (r, region) in prepared.regions.iter().enumerate() {
+                    let hazards = hazards_between(&earlier_region.uses, &region.uses);
+                    if !hazards.is_empty() {
+                        crate::trace::cross_wait(
+                            &prepared,
+                            submission,
+                            r,
+                            earlier.submission,
+                            er,
+                            &hazards,
+                        );
+                        waits[r].push((earlier.submission, er));
+                    }
+                }
+            }
+        }
+        let regions = prepared.regions.len();
+        self.in_flight.push_back(InFlight {
+            submission,
+            prepared,
+            slot,
+            producers,
+            states: vec![State::Pending; regions],
+            waits,
+            unfinished: regions,
+            status: None,
+        });
+        let mut wake = Wake::default();
+        self.resolve_producers(&mut wake);
+        wake.queues = self.pending_queues();
+        wake
+    }
+
+    fn ready(&self, position: usize, region: usize) -> bool {
+        let flight = &self.in_flight[position];
+        flight.prepared.regions[region]
+            .dependencies
+            .iter()
+            .all(|&d| flight.states[d] == State::Done)
+            && flight.waits[region].iter().all(|&(submission, r)| {
+                self.position(submission)
+                    .is_none_or(|p| self.in_flight[p].states[r].finished())
+            })
+    }
+
+    /// Claims the oldest ready region of `queue`.
+    pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
+        let mut found = None;
+        'search: for (position, flight) in self.in_flight.iter().enumerate() {
+            if flight.status.is_some()
+                || !flight
+                    .producers
+                    .iter()
+                    .all(|p| p.status().is_some_and(|s| s.succeeded()))
+            {
+                continue;
+            }
+            for (region, state) in flight.states.iter().enumerate() {
+                if *state == State::Pending
+                    && flight.prepared.regions[region].queue() == queue
+                    && self.ready(position, region)
+                {
+                    found = Some((position, region));
+                    break 'search;
+                }
+            }
+        }
+        let (position, region) = found?;
+        let flight = &mut self.in_flight[position];
+        flight.states[region] = State::Running;
+        Some(Task {
+            prepared: flight.prepared.clone(),
+            submission: flight.submission,
+            region,
+        })
+    }
+
+    /// Records a region's outcome. `native` says whether the error came from native
+    /// execution (and may quarantine) rather than from a poisoned input.
+    pub fn finish(
+        &mut self,
+        submission: u64,
+        region: usize,
+        result: Result<(), Error>,
+        native: bool,
+    ) -> Wake {
+        let mut wake = Wake::default();
+        let Some(position) = self.position(submission) else {
+            return wake;
+        };
+        let flight = &mut self.in_flight[position];
+        flight.unfinished -= 1;
+        match result {
+            Ok(()) => flight.states[region] = State::Done,
+            Err(error) => {
+                flight.states[region] = State::Failed;
+                let prepared = &flight.prepared;
+                if native && error.is_device_loss() {
+                    let cause = format!(
+                        "region {region} of submission {submission} (graph {}) failed: {error}",
+                        prepared.id
+                    );
+                    if !prepared.quarantined.swap(true, Ordering::AcqRel) {
+                        crate::trace::quarantine(prepared, submission, region, &error);
+                    }
+                    for use_ in prepared.regions[region]
+                        .uses
+                        .iter()
+                        .filter(|u| u.access.writes())
+                    {
+                        use_.view.buffer().storage.poison(&cause);
+                        crate::trace::poison(prepared, use_, &cause);
+                    }
+                }
+                if flight.status.is_none() {
+                    flight.status = Some(Status::Failed(Arc::new(error)));
+                }
+                Self::cancel_pending(flight);
+            }
+        }
+        crate::trace::region_done(
+            &flight.prepared,
+            submission,
+            region,
+            flight.states[region] == State::Done,
+        );
+        if flight.unfinished == 0 {
+            self.retire(position, &mut wake);
+        }
+        self.resolve_producers(&mut wake);
+        wake.queues = self.pending_queues();
+        wake
+    }
+
+    fn cancel_pending(flight: &mut InFlight) {
+        for state in &mut flight.states {
+            if *state == State::Pending {
+                *state = State::Cancelled;
+                flight.unfinished -= 1;
+            }
+        }
+    }
+
+    /// Cancels, transitively, submissions whose producer failed or was cancelled.
+    fn resolve_producers(&mut self, wake: &mut Wake) {
+        loop {
+            let failed = self.in_flight.iter().position(|flight| {
+                flight.status.is_none()
+                    && flight
+                        .producers
+                        .iter()
+                        .any(|p| p.status().is_some_and(|s| !s.succeeded()))
+            });
+            let Some(position) = failed else { return };
+            let flight = &mut self.in_flight[position];
+            let (producer, status) = flight
+                .producers
+                .iter()
+                .find_map(|p| {
+                    p.status()
+                        .filter(|s| !s.succeeded())
+                        .map(|s| (p.submission(), s))
+                })
+                .expect("found above");
+            let cause = match status {
+                Status::Failed(error) => format!("producer submission {producer} failed: {error}"),
+                Status::Cancelled(error) => {
+                    format!("producer submission {producer} was cancelled: {error}")
+                }
+                Status::Succeeded => unreachable!("filtered"),
+            };
+            flight.status = Some(Status::Cancelled(Arc::new(Error::Cancelled(cause))));
+            Self::cancel_pending(flight);
+            if flight.unfinished == 0 {
+                self.retire(position, wake);
+            }
+        }
+    }
+
+    fn retire(&mut self, position: usize, wake: &mut Wake) {
+        let flight = self.in_flight.remove(position).expect("position is valid");
+        let status = flight.status.unwrap_or(Status::Succeeded);
+        for use_ in &flight.prepared.uses {
+            use_.view.buffer().storage.end_device_use(flight.submission);
+        }
+        crate::trace::submission_done(&flight.prepared, flight.submission, &status);
+        let signal = flight.prepared.signals[flight.slot].clone();
+        signal.complete(status);
+        lock(&flight.prepared.occupied)[flight.slot] = false;
+        wake.signals.push(signal);
+    }
+
+    fn pending_queues(&self) -> u8 {
+        let mut mask = 0u8;
+        for flight in &self.in_flight {
+            for (state, region) in flight.states.iter().zip(&flight.prepared.regions) {
+                if *state == State::Pending {
+                    mask |= 1 << region.queue() as u8;
+                }
+            }
+        }
+        mask
+    }
+}
+
+/// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
+pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
+    let mut state = lock(&core.state);
+    loop {
+        if let Some(task) = state.find_ready(queue) {
+            drop(state);
+            let region = &task.prepared.regions[task.region];
+            let start_ns = crate::trace::now_ns();
+            let (result, native) = match region.check_inputs() {
+                Err(error) => (Err(error), false),
+                Ok(()) => {
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        region.run(&core)
+                    }));
+                    (
+                        run.unwrap_or_else(|_| {
+                            Err(Error::DeviceLost(
+                                "a native callback panicked; its effects are unknown".into(),
+                            ))
+                        }),
+                        true,
+                    )
+                }
+            };
+            crate::trace::region_timing(
+                &task.prepared,
+                task.submission,
+                task.region,
+                start_ns,
+                crate::trace::now_ns(),
+            );
+            let wake = lock(&core.state).finish(task.submission, task.region, result, native);
+            drop(task);
+            core.wake(wake);
+            state = lock(&core.state);
+            continue;
+        }
+        if core.shutdown.load(Ordering::Acquire) && state.occupied() == 0 {
+            return;
+        }
+        state = core.queues[queue as usize]
+            .wait(state)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+}

@@ -1,0 +1,211 @@
+//! Fault injection on the software device.
+//!
+//! A [`FaultSpec`] fails one native operation — the Nth operation the device executes
+//! (copies, fills, kernel dispatches and NPU runs, counted from 1 across all streams), or
+//! the Nth dispatch of a named kernel — with a device loss or a kernel error. It fires once.
+//! Set it with [`crate::RuntimeOptions::fault`] or the `HRX_FAULT` environment variable:
+//!
+//! ```text
+//! HRX_FAULT=op=7:device-lost          the 7th operation loses the device
+//! HRX_FAULT=kernel=hrx_sobel:kernel-error     the first hrx_sobel dispatch fails
+//! HRX_FAULT=kernel=hrx_sobel#3:device-lost    the third hrx_sobel dispatch loses the device
+//! ```
+//!
+//! Outcomes (documented in [`crate::execution`]): a device loss quarantines the prepared
+//! graph and poisons what its region writes; a kernel error fails the submission only.
+
+use crate::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Which operation fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultTarget {
+    /// The Nth native operation (1-based) executed by the device.
+    Operation(u64),
+    /// The Nth (1-based) dispatch of the kernel with this entry name.
+    Kernel {
+        /// Entry name.
+        name: String,
+        /// Which dispatch of it, from 1.
+        occurrence: u64,
+    },
+}
+
+/// How it fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// A failure of uncertain extent ([`Error::DeviceLost`]).
+    DeviceLost,
+    /// A kernel failure of known extent ([`Error::Kernel`]).
+    KernelError,
+}
+
+/// An injected fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSpec {
+    /// Which operation fails.
+    pub target: FaultTarget,
+    /// How.
+    pub kind: FaultKind,
+}
+
+impl fmt::Display for FaultSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.target {
+            FaultTarget::Operation(n) => write!(f, "op={n}")?,
+            FaultTarget::Kernel {
+                name,
+                occurrence: 1,
+            } => write!(f, "kernel={name}")?,
+            FaultTarget::Kernel { name, occurrence } => write!(f, "kernel={name}#{occurrence}")?,
+        }
+        match self.kind {
+            FaultKind::DeviceLost => write!(f, ":device-lost"),
+            FaultKind::KernelError => write!(f, ":kernel-error"),
+        }
+    }
+}
+
+impl FromStr for FaultSpec {
+    type Err = Error;
+
+    /// Parses `op=N:KIND` or `kernel=NAME[#N]:KIND`, KIND being `device-lost` or
+    /// `kernel-error`.
+    fn from_str(text: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::Message(format!(
+                "bad fault spec {text:?}: {why} (expected op=N:device-lost or kernel=NAME[#N]:kernel-error)"
+            ))
+        };
+        let (target, kind) = text
+            .rsplit_once(':')
+            .ok_or_else(|| bad("missing ':KIND'"))?;
+        let kind = match kind {
+            "device-lost" => FaultKind::DeviceLost,
+            "kernel-error" => FaultKind::KernelError,
+            _ => return Err(bad("unknown kind")),
+        };
+        let count = |n: &str| match n.parse::<u64>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(bad("the count must be a whole number from 1")),
+        };
+        let target = if let Some(n) = target.strip_prefix("op=") {
+            FaultTarget::Operation(count(n)?)
+        } else if let Some(rest) = target.strip_prefix("kernel=") {
+            let (name, occurrence) = match rest.split_once('#') {
+                Some((name, n)) => (name, count(n)?),
+                None => (rest, 1),
+            };
+            if name.is_empty() {
+                return Err(bad("empty kernel name"));
+            }
+            FaultTarget::Kernel {
+                name: name.to_string(),
+                occurrence,
+            }
+        } else {
+            return Err(bad("unknown target"));
+        };
+        Ok(Self { target, kind })
+    }
+}
+
+/// Counts native operations and fires the fault once.
+#[derive(Debug, Default)]
+pub(crate) struct FaultInjector {
+    spec: Option<FaultSpec>,
+    operations: AtomicU64,
+    kernel_hits: AtomicU64,
+    fired: AtomicBool,
+}
+
+impl FaultInjector {
+    pub fn new(spec: Option<FaultSpec>) -> Self {
+        Self {
+            spec,
+            ..Self::default()
+        }
+    }
+
+    /// Called before each native operation; `kernel` is the entry name of a dispatch.
+    pub fn check(&self, kernel: Option<&str>, what: &str) -> Result<()> {
+        let operation = self.operations.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(spec) = &self.spec else {
+            return Ok(());
+        };
+        let hit = match &spec.target {
+            FaultTarget::Operation(n) => operation == *n,
+            FaultTarget::Kernel { name, occurrence } => {
+                kernel == Some(name.as_str())
+                    && self.kernel_hits.fetch_add(1, Ordering::Relaxed) + 1 == *occurrence
+            }
+        };
+        if !hit || self.fired.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let message = format!("injected fault {spec} at device operation {operation} ({what})");
+        Err(match spec.kind {
+            FaultKind::DeviceLost => Error::DeviceLost(message),
+            FaultKind::KernelError => Error::Kernel(message),
+        })
+    }
+
+    /// Whether the fault has fired.
+    pub fn fired(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_round_trip() {
+        for text in [
+            "op=7:device-lost",
+            "kernel=hrx_sobel:kernel-error",
+            "kernel=hrx_blur_h#3:device-lost",
+        ] {
+            assert_eq!(text.parse::<FaultSpec>().unwrap().to_string(), text);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_a_clear_message() {
+        for text in [
+            "",
+            "op=0:device-lost",
+            "op=x:device-lost",
+            "op=3",
+            "op=3:melt",
+            "kernel=:device-lost",
+            "disk=1:device-lost",
+        ] {
+            let error = text.parse::<FaultSpec>().unwrap_err().to_string();
+            assert!(error.starts_with("bad fault spec"), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn fires_exactly_once_at_the_nth_operation() {
+        let injector = FaultInjector::new(Some("op=3:kernel-error".parse().unwrap()));
+        let results: Vec<bool> = (0..6)
+            .map(|_| injector.check(None, "copy").is_err())
+            .collect();
+        assert_eq!(results, [false, false, true, false, false, false]);
+        assert!(injector.fired());
+    }
+
+    #[test]
+    fn kernel_target_counts_only_that_kernel() {
+        let injector = FaultInjector::new(Some("kernel=k#2:device-lost".parse().unwrap()));
+        assert!(injector.check(Some("k"), "k").is_ok());
+        assert!(injector.check(Some("other"), "other").is_ok());
+        let error = injector.check(Some("k"), "k").unwrap_err();
+        assert!(error.is_device_loss(), "{error}");
+        assert!(injector.check(Some("k"), "k").is_ok());
+    }
+}

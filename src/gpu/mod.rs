@@ -1,0 +1,259 @@
+//! GPU backend traits and the always-built software device.
+//!
+//! One trait family, one module per backend (wgpu-hal's layout): a [`NativeDevice`] allocates
+//! memory, opens streams and loads kernels; a [`NativeStream`] runs copies and launches
+//! executable native graphs; a [`NativeGraphBuilder`] records fill, copy and dispatch nodes
+//! with their dependencies and finishes into a [`NativeGraphExec`].
+//!
+//! Who validates what: hazards, contracts, alignment and runtime identity are checked above
+//! the backend (in [`crate::Graph`]). A backend only reports out-of-memory, device loss
+//! ([`Error::DeviceLost`] for failures of uncertain extent) or a kernel failure of known
+//! extent ([`Error::Kernel`]).
+
+pub(crate) mod sim;
+
+use crate::kernels::KernelSpec;
+use crate::{Error, Result};
+use std::any::Any;
+use std::sync::Arc;
+
+/// What a device says about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Backend name (`sim`, `cuda`, `hip`).
+    pub backend: &'static str,
+    /// Device name.
+    pub name: String,
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Device memory in bytes (0 where unknown).
+    pub memory_bytes: u64,
+}
+
+/// A device memory allocation owned by a backend.
+pub trait NativeAllocation: Send + Sync + Any {
+    /// Device address of the first byte.
+    fn device_address(&self) -> u64;
+    /// Host pointer of the first byte, null when the memory has no host mapping.
+    fn host_pointer(&self) -> *mut u8;
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the allocation has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// For the owning backend's downcasts.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A device allocation, kept alive by the buffer that owns it.
+pub struct Allocation(Arc<dyn NativeAllocation>);
+
+impl Allocation {
+    /// Wraps a backend allocation.
+    pub fn new(native: Arc<dyn NativeAllocation>) -> Self {
+        Self(native)
+    }
+    /// Device address of the first byte (the alignment checks use it).
+    ///
+    /// # Errors
+    /// Never on the built-in backends; reserved for backends without address queries.
+    pub fn allocation_address(&self) -> Result<u64> {
+        Ok(self.0.device_address())
+    }
+    pub(crate) fn address(&self) -> u64 {
+        self.0.device_address()
+    }
+    pub(crate) fn host_pointer(&self) -> *mut u8 {
+        self.0.host_pointer()
+    }
+    pub(crate) fn same_memory(&self, other: &Allocation) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// The backend's allocation, for its own downcasts.
+    pub fn native(&self) -> &dyn NativeAllocation {
+        &*self.0
+    }
+}
+
+/// A byte range of a device allocation, as backends see a binding.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    owner: &'a Allocation,
+    offset: usize,
+    len: usize,
+}
+
+impl<'a> View<'a> {
+    pub(crate) fn new(owner: &'a Allocation, offset: usize, len: usize) -> Self {
+        Self { owner, offset, len }
+    }
+    /// The allocation.
+    pub fn owner(&self) -> &'a Allocation {
+        self.owner
+    }
+    /// Byte offset into the allocation.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Host address of the first byte, where the memory has a host mapping.
+    pub fn host_pointer(&self) -> Option<*mut u8> {
+        let base = self.owner.host_pointer();
+        // SAFETY: the view is in bounds of its allocation.
+        (!base.is_null()).then(|| unsafe { base.add(self.offset) })
+    }
+    /// Device address of the first byte.
+    pub fn address(&self) -> u64 {
+        self.owner.address() + self.offset as u64
+    }
+}
+
+/// A node of a native graph under construction (its insertion index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphNode(pub usize);
+
+/// A loaded kernel.
+pub trait NativeKernel: Send + Sync + Any {
+    /// Entry point name.
+    fn entry(&self) -> &str;
+    /// For the owning backend's downcasts.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A loaded kernel, shared by every graph that dispatches it.
+pub type Kernel = Arc<dyn NativeKernel>;
+
+/// Device start/end of a launch in device nanoseconds, where the backend can time it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceSpan {
+    /// Start in ns on the device clock.
+    pub start_ns: u64,
+    /// End in ns on the device clock.
+    pub end_ns: u64,
+}
+
+/// A device: memory, streams, kernels.
+pub trait NativeDevice: Send + Sync {
+    /// Name, ordinal, memory.
+    fn info(&self) -> DeviceInfo;
+    /// Allocates `len` bytes; `host_visible` asks for pinned host memory mapped for the GPU.
+    ///
+    /// # Errors
+    /// Out of memory, or a device error.
+    fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation>;
+    /// Opens a stream.
+    ///
+    /// # Errors
+    /// A device error.
+    fn stream(&self) -> Result<Stream>;
+    /// Loads a kernel from its spec (host code on the software device, PTX on CUDA).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the spec has no code for this backend.
+    fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel>;
+    /// Synchronous host-to-device write (host helpers of GPU-local buffers).
+    ///
+    /// # Errors
+    /// A device error.
+    fn write(&self, dst: &View<'_>, data: &[u8]) -> Result<()>;
+    /// Synchronous device-to-host read.
+    ///
+    /// # Errors
+    /// A device error.
+    fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()>;
+}
+
+/// An ordered queue of device work.
+pub trait NativeStream: Send {
+    /// Enqueues a device copy of equal-length views.
+    ///
+    /// # Errors
+    /// A device error.
+    fn copy(&mut self, dst: &View<'_>, src: &View<'_>) -> Result<()>;
+    /// Waits for all enqueued work.
+    ///
+    /// # Errors
+    /// The first error of the enqueued work.
+    fn synchronize(&mut self) -> Result<()>;
+    /// Starts recording a native graph.
+    ///
+    /// # Errors
+    /// A device error.
+    fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>>;
+    /// Launches an executable graph made by this backend.
+    ///
+    /// # Errors
+    /// A device error or the first failing node's error.
+    fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()>;
+    /// Device times of the last synchronized launch or copy batch, where measurable.
+    fn last_span(&mut self) -> Option<DeviceSpan> {
+        None
+    }
+}
+
+/// A stream owned by the runtime.
+pub type Stream = Box<dyn NativeStream>;
+
+/// Records a native graph.
+pub trait NativeGraphBuilder: Send {
+    /// Adds a byte fill of `dst` after `dependencies`.
+    ///
+    /// # Errors
+    /// A device error.
+    fn fill(&mut self, dependencies: &[GraphNode], dst: &View<'_>, value: u8) -> Result<GraphNode>;
+    /// Adds a copy of equal-length views after `dependencies`.
+    ///
+    /// # Errors
+    /// A device error.
+    fn copy(
+        &mut self,
+        dependencies: &[GraphNode],
+        dst: &View<'_>,
+        src: &View<'_>,
+    ) -> Result<GraphNode>;
+    /// Adds a kernel dispatch after `dependencies`.
+    ///
+    /// # Safety
+    /// - `views` satisfy `kernel`'s contract (extents, alignment, aliasing) — the graph
+    ///   builder checked them;
+    /// - the memory behind `views` outlives every launch of the finished graph.
+    ///
+    /// # Errors
+    /// A device error.
+    unsafe fn dispatch(
+        &mut self,
+        dependencies: &[GraphNode],
+        kernel: &Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        constants: &[u8],
+        views: &[View<'_>],
+    ) -> Result<GraphNode>;
+    /// Instantiates the graph.
+    ///
+    /// # Errors
+    /// A device error.
+    fn finish(self: Box<Self>) -> Result<GraphExec>;
+}
+
+/// An instantiated native graph, launched once per submission.
+pub trait NativeGraphExec: Send + Any {
+    /// For the owning backend's downcasts.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// An executable native graph owned by the runtime.
+pub type GraphExec = Box<dyn NativeGraphExec>;
+
+/// The error when a backend is asked for another backend's object.
+pub(crate) fn foreign_object(what: &str) -> Error {
+    Error::Message(format!("{what} was made by another backend"))
+}

@@ -1,0 +1,348 @@
+//! The software device: always compiled, the default when no GPU is found.
+//!
+//! Memory is 256-byte-aligned host memory with stable fake device addresses (a separate
+//! address space starting at `0x7f00_0000_0000`, so code that confuses host and device
+//! addresses fails). A stream executes its work on the thread that enqueues it — the
+//! runtime's queue worker *is* the stream — so `synchronize` only reports. Native graphs run
+//! node by node in insertion order, which is a topological order because every dependency
+//! names an earlier node. Kernels are host functions from the built-in library or
+//! registered by the application. Every operation passes the [`FaultInjector`] first.
+
+use super::{
+    Allocation, DeviceInfo, GraphExec, GraphNode, Kernel, NativeAllocation, NativeDevice,
+    NativeGraphBuilder, NativeGraphExec, NativeKernel, NativeStream, Stream, View, foreign_object,
+};
+use crate::fault::FaultInjector;
+use crate::kernels::{HostBinding, HostKernelFn, HostLaunch, KernelSpec};
+use crate::{Error, Result};
+use std::alloc::Layout;
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const ALIGNMENT: usize = 256;
+const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
+
+/// The software device.
+pub(crate) struct SimDevice {
+    ordinal: usize,
+    next_address: AtomicU64,
+    faults: Arc<FaultInjector>,
+}
+
+impl SimDevice {
+    pub fn new(ordinal: usize, faults: Arc<FaultInjector>) -> Self {
+        Self {
+            ordinal,
+            next_address: AtomicU64::new(ADDRESS_BASE),
+            faults,
+        }
+    }
+}
+
+struct SimAllocation {
+    pointer: *mut u8,
+    layout: Layout,
+    len: usize,
+    address: u64,
+    host_visible: bool,
+}
+
+// SAFETY: the allocation is plain host memory owned by this value; concurrent access is
+// ordered by the runtime's hazard tracking.
+unsafe impl Send for SimAllocation {}
+// SAFETY: as above.
+unsafe impl Sync for SimAllocation {}
+
+impl Drop for SimAllocation {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `allocate` with this layout.
+        unsafe { std::alloc::dealloc(self.pointer, self.layout) }
+    }
+}
+
+impl NativeAllocation for SimAllocation {
+    fn device_address(&self) -> u64 {
+        self.address
+    }
+    fn host_pointer(&self) -> *mut u8 {
+        if self.host_visible {
+            self.pointer
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The host address of a view's first byte.
+fn host_address(view: &View<'_>) -> Result<*mut u8> {
+    let allocation = view
+        .owner()
+        .native()
+        .as_any()
+        .downcast_ref::<SimAllocation>()
+        .ok_or_else(|| foreign_object("allocation"))?;
+    // SAFETY: views are range-checked against their buffer, whose length is the allocation's.
+    Ok(unsafe { allocation.pointer.add(view.offset()) })
+}
+
+struct SimKernel {
+    entry: String,
+    host: HostKernelFn,
+}
+
+impl NativeKernel for SimKernel {
+    fn entry(&self) -> &str {
+        &self.entry
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl NativeDevice for SimDevice {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            backend: "sim",
+            name: "hrx software device".into(),
+            ordinal: self.ordinal,
+            memory_bytes: 0,
+        }
+    }
+
+    fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation> {
+        let rounded = len.max(1).div_ceil(ALIGNMENT) * ALIGNMENT;
+        let layout = Layout::from_size_align(rounded, ALIGNMENT)
+            .map_err(|_| Error::Message(format!("cannot allocate {len} bytes")))?;
+        // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
+        // guaranteed to be but deterministic contents make runs comparable.
+        let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
+        if pointer.is_null() {
+            return Err(Error::Message(format!(
+                "out of memory allocating {len} bytes"
+            )));
+        }
+        let address = self
+            .next_address
+            .fetch_add(rounded as u64, Ordering::Relaxed);
+        Ok(Allocation::new(Arc::new(SimAllocation {
+            pointer,
+            layout,
+            len,
+            address,
+            host_visible,
+        })))
+    }
+
+    fn stream(&self) -> Result<Stream> {
+        Ok(Box::new(SimStream {
+            faults: self.faults.clone(),
+        }))
+    }
+
+    fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
+        let host = spec.code.host.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "kernel {} has no host implementation for the software device",
+                spec.entry
+            ))
+        })?;
+        Ok(Arc::new(SimKernel {
+            entry: spec.entry.clone(),
+            host,
+        }))
+    }
+
+    fn write(&self, dst: &View<'_>, data: &[u8]) -> Result<()> {
+        let pointer = host_address(dst)?;
+        // SAFETY: the caller registered exclusive host access to `dst`, of data.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), pointer, data.len().min(dst.len())) };
+        Ok(())
+    }
+
+    fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()> {
+        let pointer = host_address(src)?;
+        // SAFETY: the caller registered host read access to `src`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(pointer, out.as_mut_ptr(), out.len().min(src.len()))
+        };
+        Ok(())
+    }
+}
+
+struct SimStream {
+    faults: Arc<FaultInjector>,
+}
+
+enum Node {
+    Fill {
+        dst: HostBinding,
+        value: u8,
+    },
+    Copy {
+        dst: HostBinding,
+        src: HostBinding,
+    },
+    Dispatch {
+        entry: String,
+        host: HostKernelFn,
+        grid: [u32; 3],
+        block: [u32; 3],
+        constants: Vec<u8>,
+        bindings: Vec<HostBinding>,
+    },
+}
+
+// SAFETY: nodes hold raw pointers into allocations that the prepared graph keeps alive
+// (the dispatch contract); they are dereferenced only during a launch.
+unsafe impl Send for Node {}
+
+fn run_node(faults: &FaultInjector, node: &Node) -> Result<()> {
+    match node {
+        Node::Fill { dst, value } => {
+            faults.check(None, "fill")?;
+            // SAFETY: the range was checked when the view was made; hazards order access.
+            unsafe { std::ptr::write_bytes(dst.ptr, *value, dst.len) };
+        }
+        Node::Copy { dst, src } => {
+            faults.check(None, "copy")?;
+            // SAFETY: equal, non-overlapping ranges (checked by `Graph::copy_on`).
+            unsafe { std::ptr::copy_nonoverlapping(src.ptr, dst.ptr, dst.len.min(src.len)) };
+        }
+        Node::Dispatch {
+            entry,
+            host,
+            grid,
+            block,
+            constants,
+            bindings,
+        } => {
+            faults.check(Some(entry), entry)?;
+            host(&HostLaunch {
+                entry,
+                grid: *grid,
+                block: *block,
+                constants,
+                bindings,
+            })
+            .map_err(|message| Error::Kernel(format!("{entry}: {message}")))?;
+        }
+    }
+    Ok(())
+}
+
+fn binding(view: &View<'_>) -> Result<HostBinding> {
+    Ok(HostBinding {
+        ptr: host_address(view)?,
+        len: view.len(),
+    })
+}
+
+impl NativeStream for SimStream {
+    fn copy(&mut self, dst: &View<'_>, src: &View<'_>) -> Result<()> {
+        run_node(
+            &self.faults,
+            &Node::Copy {
+                dst: binding(dst)?,
+                src: binding(src)?,
+            },
+        )
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>> {
+        Ok(Box::new(SimGraph { nodes: Vec::new() }))
+    }
+
+    fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        let graph = graph
+            .as_any_mut()
+            .downcast_mut::<SimGraph>()
+            .ok_or_else(|| foreign_object("graph"))?;
+        for node in &graph.nodes {
+            run_node(&self.faults, node)?;
+        }
+        Ok(())
+    }
+}
+
+struct SimGraph {
+    nodes: Vec<Node>,
+}
+
+impl SimGraph {
+    fn add(&mut self, dependencies: &[GraphNode], node: Node) -> Result<GraphNode> {
+        let index = self.nodes.len();
+        if let Some(bad) = dependencies.iter().find(|d| d.0 >= index) {
+            return Err(Error::Message(format!(
+                "graph node {index} depends on node {} that does not precede it",
+                bad.0
+            )));
+        }
+        self.nodes.push(node);
+        Ok(GraphNode(index))
+    }
+}
+
+impl NativeGraphBuilder for SimGraph {
+    fn fill(&mut self, dependencies: &[GraphNode], dst: &View<'_>, value: u8) -> Result<GraphNode> {
+        let dst = binding(dst)?;
+        self.add(dependencies, Node::Fill { dst, value })
+    }
+
+    fn copy(
+        &mut self,
+        dependencies: &[GraphNode],
+        dst: &View<'_>,
+        src: &View<'_>,
+    ) -> Result<GraphNode> {
+        let (dst, src) = (binding(dst)?, binding(src)?);
+        self.add(dependencies, Node::Copy { dst, src })
+    }
+
+    unsafe fn dispatch(
+        &mut self,
+        dependencies: &[GraphNode],
+        kernel: &Kernel,
+        grid: [u32; 3],
+        block: [u32; 3],
+        constants: &[u8],
+        views: &[View<'_>],
+    ) -> Result<GraphNode> {
+        let kernel = kernel
+            .as_any()
+            .downcast_ref::<SimKernel>()
+            .ok_or_else(|| foreign_object("kernel"))?;
+        let bindings = views.iter().map(binding).collect::<Result<Vec<_>>>()?;
+        self.add(
+            dependencies,
+            Node::Dispatch {
+                entry: kernel.entry.clone(),
+                host: kernel.host,
+                grid,
+                block,
+                constants: constants.to_vec(),
+                bindings,
+            },
+        )
+    }
+
+    fn finish(self: Box<Self>) -> Result<GraphExec> {
+        Ok(self)
+    }
+}
+
+impl NativeGraphExec for SimGraph {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,58 @@
+//! hrx: a heterogeneous GPU/NPU runtime.
+//!
+//! Graphs of operations that declare the byte ranges they read and write; hazards inferred
+//! from those declarations (read-after-write, write-after-read, write-after-write at byte
+//! precision); `prepare()` lowering runs of operations into native GPU graphs, batched copy
+//! lanes (Upload, Compute, Download), NPU runs and scoped native callbacks; bounded,
+//! reusable submission slots; ordering of conflicting work across submissions; quarantine
+//! and poisoning after device failures.
+//!
+//! ```
+//! use hrx::{Placement, Runtime, RuntimeOptions, kernels};
+//! let runtime = Runtime::new(RuntimeOptions::sim())?;
+//! let x = runtime.buffer(4 * 1024, Placement::HostVisible)?;
+//! let y = runtime.buffer(4 * 1024, Placement::GpuLocal)?;
+//! let saxpy = runtime.kernel(&kernels::saxpy(1024, 2.0))?;
+//! let mut graph = runtime.graph();
+//! graph.fill(y.whole(), 0)?;
+//! graph.gpu(&saxpy, &[x.whole(), y.whole()])?;
+//! let executable = graph.prepare()?;
+//! executable.submit()?.wait()?;
+//! # Ok::<(), hrx::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod buffer;
+mod contract;
+mod error;
+pub mod execution;
+pub mod fault;
+pub mod gpu;
+pub mod kernels;
+pub mod npu;
+mod runtime;
+mod trace;
+
+pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
+pub use contract::{BindingContract, KernelContract};
+pub use error::{BindingError, Error, Result};
+pub use execution::completion::{Completion, Status};
+pub use execution::dependencies::{Hazard, HazardKind};
+pub use execution::graph::{
+    ExecutableGraph, GpuAccess, GpuKernel, GpuLane, Graph, HostViews, Node, Queue, RegionInfo,
+    RegionKind,
+};
+pub use fault::{FaultKind, FaultSpec, FaultTarget};
+pub use npu::NpuKernel;
+pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions};
+
+/// An execution engine; visibility is tracked between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// A GPU.
+    Gpu = 0,
+    /// An NPU.
+    Npu = 1,
+    /// The host CPU.
+    Host = 2,
+}

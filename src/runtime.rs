@@ -1,0 +1,435 @@
+//! The runtime: options, backend selection, workers, counters.
+
+use crate::buffer::{Storage, lock};
+use crate::execution::graph::{CopyStream, GpuLane, Queue};
+use crate::execution::scheduler::{Scheduler, Wake, worker};
+use crate::fault::{FaultInjector, FaultSpec};
+use crate::gpu::{DeviceInfo, NativeDevice};
+use crate::kernels::{KernelSpec, NpuKernelSpec};
+use crate::{Buffer, Error, GpuKernel, Graph, Placement, Result};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Which backend a runtime uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// `HRX_BACKEND` if set, else the first GPU backend that finds a device, else `Sim`.
+    #[default]
+    Auto,
+    /// The software device.
+    Sim,
+    /// NVIDIA CUDA.
+    Cuda,
+    /// AMD HIP.
+    Hip,
+}
+
+impl FromStr for BackendChoice {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "auto" | "" => BackendChoice::Auto,
+            "sim" | "software" => BackendChoice::Sim,
+            "cuda" => BackendChoice::Cuda,
+            "hip" => BackendChoice::Hip,
+            other => {
+                return Err(Error::Message(format!(
+                    "unknown backend {other:?} (expected auto, sim, cuda or hip)"
+                )));
+            }
+        })
+    }
+}
+
+/// Runtime configuration. Unset fields fall back to the environment: `HRX_BACKEND`
+/// (`auto`, `sim`, `cuda`, `hip`), `HRX_FAULT` (see [`crate::fault`]) and `HRX_TRACE`.
+#[derive(Clone, Debug)]
+pub struct RuntimeOptions {
+    /// Backend; `Auto` consults `HRX_BACKEND`.
+    pub backend: BackendChoice,
+    /// GPU ordinal.
+    pub gpu_index: usize,
+    /// Reusable submission slots per prepared graph (at least 1).
+    pub graph_slots: usize,
+    /// Submissions in flight per runtime before `submit` answers `Busy` (at least 1).
+    pub capacity: usize,
+    /// Fault to inject on the software device; `None` consults `HRX_FAULT`.
+    pub fault: Option<FaultSpec>,
+    /// Trace file; `None` consults `HRX_TRACE`.
+    pub trace: Option<PathBuf>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            backend: BackendChoice::Auto,
+            gpu_index: 0,
+            graph_slots: 2,
+            capacity: 64,
+            fault: None,
+            trace: None,
+        }
+    }
+}
+
+impl RuntimeOptions {
+    /// Defaults on the software device.
+    pub fn sim() -> Self {
+        Self {
+            backend: BackendChoice::Sim,
+            ..Self::default()
+        }
+    }
+    /// Sets the backend.
+    pub fn backend(mut self, backend: BackendChoice) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// Sets the slots per prepared graph.
+    pub fn graph_slots(mut self, slots: usize) -> Self {
+        self.graph_slots = slots;
+        self
+    }
+    /// Sets the submission capacity.
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+    /// Sets the injected fault.
+    pub fn fault(mut self, fault: FaultSpec) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+    /// Sets the GPU ordinal.
+    pub fn gpu_index(mut self, index: usize) -> Self {
+        self.gpu_index = index;
+        self
+    }
+    /// Sets the trace file.
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
+        self
+    }
+
+    fn resolve(mut self) -> Result<Self> {
+        if self.graph_slots == 0 || self.capacity == 0 {
+            return Err(Error::Message(
+                "graph_slots and capacity must be at least 1".into(),
+            ));
+        }
+        if self.backend == BackendChoice::Auto
+            && let Ok(text) = std::env::var("HRX_BACKEND")
+        {
+            self.backend = text
+                .parse()
+                .map_err(|e| Error::Message(format!("HRX_BACKEND: {e}")))?;
+        }
+        if self.fault.is_none()
+            && let Ok(text) = std::env::var("HRX_FAULT")
+            && !text.is_empty()
+        {
+            self.fault = Some(
+                text.parse()
+                    .map_err(|e| Error::Message(format!("HRX_FAULT: {e}")))?,
+            );
+        }
+        if self.trace.is_none()
+            && let Some(path) = std::env::var_os("HRX_TRACE").filter(|p| !p.is_empty())
+        {
+            self.trace = Some(path.into());
+        }
+        Ok(self)
+    }
+}
+
+/// Shared counters (see [`Counters`]).
+#[derive(Default)]
+pub(crate) struct CounterCells {
+    pub submissions: AtomicU64,
+    pub native_graphs_prepared: AtomicU64,
+    pub copy_streams_created: AtomicU64,
+    pub copied_bytes: AtomicU64,
+    pub lane_copy_bytes: [AtomicU64; 3],
+    pub visibility_syncs: AtomicU64,
+}
+
+/// A snapshot of the runtime's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Submissions accepted.
+    pub submissions: u64,
+    /// Native GPU graphs built by `prepare`.
+    pub native_graphs_prepared: u64,
+    /// Cached per-lane copy streams created.
+    pub copy_streams_created: u64,
+    /// Bytes copied by completed copy work, all lanes.
+    pub copied_bytes: u64,
+    /// Bytes copied per lane (Upload, Compute, Download).
+    pub lane_copy_bytes: [u64; 3],
+    /// Cross-engine visibility syncs performed.
+    pub visibility_syncs: u64,
+}
+
+/// Scheduler state shared with the workers.
+pub(crate) struct Core {
+    #[allow(dead_code)] // Trace records carry it.
+    pub id: u32,
+    pub counters: CounterCells,
+    pub state: Mutex<Scheduler>,
+    pub queues: [Condvar; 5],
+    pub shutdown: AtomicBool,
+}
+
+impl Core {
+    /// Notifies queues and signals; call after dropping the scheduler lock.
+    pub fn wake(&self, wake: Wake) {
+        for signal in &wake.signals {
+            signal.notify();
+        }
+        for queue in Queue::ALL {
+            if wake.queues & (1 << queue as u8) != 0 {
+                self.queues[queue as usize].notify_one();
+            }
+        }
+    }
+}
+
+pub(crate) struct RuntimeOwner {
+    pub id: u32,
+    pub core: Arc<Core>,
+    pub device: Arc<dyn NativeDevice>,
+    pub faults: Arc<FaultInjector>,
+    pub npu_device: u32,
+    copy_streams: [Mutex<Option<Arc<Mutex<CopyStream>>>>; 3],
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl RuntimeOwner {
+    /// The cached copy stream of `lane`, created on first use.
+    pub fn copy_stream(&self, lane: GpuLane) -> Result<Arc<Mutex<CopyStream>>> {
+        let mut slot = lock(&self.copy_streams[lane as usize]);
+        if let Some(stream) = &*slot {
+            return Ok(stream.clone());
+        }
+        let stream = Arc::new(Mutex::new(CopyStream {
+            stream: self.device.stream()?,
+            healthy: true,
+        }));
+        self.core
+            .counters
+            .copy_streams_created
+            .fetch_add(1, Ordering::Relaxed);
+        *slot = Some(stream.clone());
+        Ok(stream)
+    }
+}
+
+impl Drop for RuntimeOwner {
+    fn drop(&mut self) {
+        self.core.shutdown.store(true, Ordering::Release);
+        drop(lock(&self.core.state));
+        for queue in &self.core.queues {
+            queue.notify_all();
+        }
+        let current = std::thread::current().id();
+        for handle in lock(&self.workers).drain(..) {
+            // A worker can drop the last owner (a scoped callback holding a clone); it
+            // exits on its own once the flight list is empty.
+            if handle.thread().id() != current {
+                let _ = handle.join();
+            }
+        }
+        crate::trace::runtime_dropped(self);
+    }
+}
+
+static RUNTIME_IDS: AtomicU32 = AtomicU32::new(1);
+static BUFFER_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// A runtime: one device, five queues, bounded submissions. Cloning shares it.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeOwner>,
+    pub(crate) options: Arc<RuntimeOptions>,
+}
+
+fn open_device(
+    options: &RuntimeOptions,
+    faults: &Arc<FaultInjector>,
+) -> Result<Arc<dyn NativeDevice>> {
+    let sim = || {
+        Arc::new(crate::gpu::sim::SimDevice::new(
+            options.gpu_index,
+            faults.clone(),
+        )) as Arc<dyn NativeDevice>
+    };
+    match options.backend {
+        BackendChoice::Auto | BackendChoice::Sim => Ok(sim()),
+        BackendChoice::Cuda => Err(Error::Unsupported(
+            "the CUDA backend is not built into this hrx (it looks for libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
+        )),
+        BackendChoice::Hip => Err(Error::Unsupported(
+            "the HIP backend is not built into this hrx (rebuild with --features hip; it needs libamdhip64 from ROCm); use HRX_BACKEND=sim".into(),
+        )),
+    }
+}
+
+impl Runtime {
+    /// Opens the backend and starts one worker per queue.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the chosen backend is missing (the message names the
+    /// library looked for); [`Error::Message`] for bad options or environment values.
+    pub fn new(options: RuntimeOptions) -> Result<Self> {
+        let options = options.resolve()?;
+        let faults = Arc::new(FaultInjector::new(options.fault.clone()));
+        let device = open_device(&options, &faults)?;
+        let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
+        let core = Arc::new(Core {
+            id,
+            counters: CounterCells::default(),
+            state: Mutex::new(Scheduler::new(options.capacity)),
+            queues: Default::default(),
+            shutdown: AtomicBool::new(false),
+        });
+        let mut workers = Vec::new();
+        for queue in Queue::ALL {
+            let core = core.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!(
+                    "hrx-{}",
+                    queue.name().to_ascii_lowercase().replace(' ', "-")
+                ))
+                .spawn(move || worker(core, queue))
+                .map_err(|e| Error::Message(format!("cannot start a worker thread: {e}")))?;
+            workers.push(handle);
+        }
+        let runtime = Self {
+            inner: Arc::new(RuntimeOwner {
+                id,
+                core,
+                device,
+                faults,
+                npu_device: 0,
+                copy_streams: Default::default(),
+                workers: Mutex::new(workers),
+            }),
+            options: Arc::new(options),
+        };
+        crate::trace::runtime_created(&runtime);
+        Ok(runtime)
+    }
+
+    /// Whether both handles are the same runtime.
+    pub fn same_domain(&self, other: &Runtime) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The options in force (environment applied).
+    pub fn options(&self) -> &RuntimeOptions {
+        &self.options
+    }
+
+    /// Process-unique runtime id (trace records carry it).
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// The device.
+    pub fn device_info(&self) -> DeviceInfo {
+        self.inner.device.info()
+    }
+
+    /// A new, empty graph.
+    pub fn graph(&self) -> Graph {
+        Graph::new(self.clone())
+    }
+
+    /// Allocates a buffer of `len_bytes` with `placement` (zero-filled on the software
+    /// device).
+    ///
+    /// # Errors
+    /// Out-of-memory or device errors.
+    pub fn buffer(&self, len_bytes: usize, placement: Placement) -> Result<Buffer> {
+        let allocation = self
+            .inner
+            .device
+            .allocate(len_bytes, placement.host_visible())?;
+        let pointer = allocation.host_pointer();
+        let (bo, npu_device, group) = match placement {
+            Placement::NpuShared { group } => (
+                Some(crate::npu::Bo::import(
+                    pointer,
+                    len_bytes,
+                    allocation.address(),
+                )),
+                Some(self.inner.npu_device),
+                Some(group),
+            ),
+            _ => (None, None, None),
+        };
+        let storage = Arc::new(Storage {
+            id: BUFFER_IDS.fetch_add(1, Ordering::Relaxed),
+            runtime: self.inner.clone(),
+            len: len_bytes,
+            placement,
+            allocation,
+            pointer,
+            bo,
+            npu_device,
+            group,
+            host: Default::default(),
+            visibility: Mutex::new(crate::buffer::Visibility::new()),
+        });
+        crate::trace::buffer_created(&storage);
+        Ok(Buffer { storage })
+    }
+
+    /// Loads a GPU kernel (see [`crate::kernels`] for the built-in library).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the spec has no code for this backend.
+    pub fn kernel(&self, spec: &KernelSpec) -> Result<GpuKernel> {
+        GpuKernel::load(self, spec)
+    }
+
+    /// Loads an NPU kernel on this runtime's NPU device.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the spec has no code for the NPU in use;
+    /// [`Error::Message`] when its groups do not match its bindings.
+    pub fn npu_kernel(&self, spec: &NpuKernelSpec) -> Result<crate::npu::NpuKernel> {
+        crate::npu::load_kernel(&self.inner, spec)
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        let c = &self.inner.core.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Counters {
+            submissions: load(&c.submissions),
+            native_graphs_prepared: load(&c.native_graphs_prepared),
+            copy_streams_created: load(&c.copy_streams_created),
+            copied_bytes: load(&c.copied_bytes),
+            lane_copy_bytes: [
+                load(&c.lane_copy_bytes[0]),
+                load(&c.lane_copy_bytes[1]),
+                load(&c.lane_copy_bytes[2]),
+            ],
+            visibility_syncs: load(&c.visibility_syncs),
+        }
+    }
+
+    /// Submissions in flight now.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.inner.core.state).occupied()
+    }
+
+    /// Whether the injected fault (if any) has fired.
+    pub fn fault_fired(&self) -> bool {
+        self.inner.faults.fired()
+    }
+}

@@ -1,0 +1,55 @@
+//! Shared test helpers.
+
+use hrx::{BackendChoice, Runtime, RuntimeOptions};
+
+/// The backends the conformance suite runs on: `sim`, plus `HRX_TEST_BACKENDS`.
+pub fn backends() -> Vec<RuntimeOptions> {
+    let mut choices = vec![BackendChoice::Sim];
+    if let Ok(list) = std::env::var("HRX_TEST_BACKENDS") {
+        for name in list.split(',').filter(|n| !n.is_empty()) {
+            let choice: BackendChoice = name.parse().expect("HRX_TEST_BACKENDS names a backend");
+            if !choices.contains(&choice) {
+                choices.push(choice);
+            }
+        }
+    }
+    choices
+        .into_iter()
+        .map(|b| RuntimeOptions::default().backend(b))
+        .collect()
+}
+
+/// A runtime per conformance backend, with `configure` applied to its options.
+pub fn runtimes(configure: impl Fn(RuntimeOptions) -> RuntimeOptions) -> Vec<Runtime> {
+    backends()
+        .into_iter()
+        .map(|options| Runtime::new(configure(options)).expect("backend opens"))
+        .collect()
+}
+
+/// Declares a test that runs its body once per conformance backend.
+macro_rules! conformance {
+    ($(#[$meta:meta])* fn $name:ident($rt:ident) $body:block) => {
+        $(#[$meta])*
+        #[test]
+        fn $name() {
+            for $rt in crate::common::runtimes(|o| o) {
+                eprintln!("backend: {}", $rt.device_info().backend);
+                $body
+            }
+        }
+    };
+}
+
+/// Bytes as little-endian u32s.
+pub fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// u32s as little-endian bytes.
+pub fn bytes_of(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}

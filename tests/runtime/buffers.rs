@@ -1,0 +1,162 @@
+//! Buffers, views, host access, poisoning and visibility.
+
+use hrx::{Access, Engine, Error, GpuAccess, Placement, Runtime, RuntimeOptions};
+use std::sync::mpsc;
+use std::time::Duration;
+
+conformance! {
+    fn host_write_and_read_round_trip_on_every_placement(rt) {
+        for placement in [Placement::GpuLocal, Placement::HostVisible, Placement::NpuShared { group: 0 }] {
+            let buffer = rt.buffer(1000, placement).unwrap();
+            let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+            buffer.write(0, &data).unwrap();
+            assert_eq!(buffer.to_vec().unwrap(), data, "{placement:?}");
+            let mut middle = [0u8; 10];
+            buffer.read(500, &mut middle).unwrap();
+            assert_eq!(&middle[..], &data[500..510]);
+        }
+    }
+}
+
+conformance! {
+    fn gpu_local_buffers_have_no_host_mapping(rt) {
+        let buffer = rt.buffer(64, Placement::GpuLocal).unwrap();
+        assert!(matches!(buffer.map_read(0..64), Err(Error::Unsupported(_))));
+        let host = rt.buffer(64, Placement::HostVisible).unwrap();
+        host.map_write(0..64).unwrap().fill(3);
+        assert!(host.map_read(0..64).unwrap().iter().all(|&b| b == 3));
+    }
+}
+
+#[test]
+fn views_out_of_bounds_are_rejected() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(100, Placement::HostVisible).unwrap();
+    let error = buffer.view(90..101).unwrap_err();
+    assert!(
+        matches!(error, Error::OutOfBounds { len_bytes: 100, .. }),
+        "{error}"
+    );
+    assert!(buffer.write(95, &[0; 10]).is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = buffer.view(10..5);
+    assert!(reversed.is_err());
+}
+
+#[test]
+fn overlaps_and_conflicts_are_exact_byte_range_tests() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let a = rt.buffer(100, Placement::GpuLocal).unwrap();
+    let b = rt.buffer(100, Placement::GpuLocal).unwrap();
+    let v = |buffer: &hrx::Buffer, r: std::ops::Range<usize>| buffer.view(r).unwrap();
+    assert!(v(&a, 0..10).overlaps(&v(&a, 9..20)));
+    assert!(
+        !v(&a, 0..10).overlaps(&v(&a, 10..20)),
+        "touching ranges share no byte"
+    );
+    assert!(!v(&a, 0..10).overlaps(&v(&b, 0..10)), "other buffer");
+    assert!(!v(&a, 5..5).overlaps(&v(&a, 0..10)), "empty view");
+    assert!(v(&a, 0..10).conflicts(&v(&a, 9..20)));
+    assert!(!v(&a, 0..10).conflicts(&v(&a, 10..20)));
+    assert!(!v(&a, 0..100).conflicts(&v(&b, 0..100)));
+}
+
+#[test]
+fn overlapping_host_mappings_are_busy_disjoint_ones_are_not() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(100, Placement::HostVisible).unwrap();
+    let write = buffer.map_write(0..50).unwrap();
+    assert!(matches!(buffer.map_read(40..60), Err(Error::Busy(_))));
+    let disjoint = buffer.map_read(50..100).unwrap();
+    drop(write);
+    let reads = buffer.map_read(0..60).unwrap();
+    drop((reads, disjoint));
+}
+
+#[test]
+fn a_live_mapping_makes_a_conflicting_submit_busy_and_a_disjoint_one_run() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(128, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.view(0..64).unwrap(), 9).unwrap();
+    let fill_low = graph.prepare().unwrap();
+    let mapping = buffer.map_read(32..128).unwrap();
+    let error = fill_low.submit().unwrap_err();
+    assert!(matches!(error, Error::Busy(_)), "{error}");
+    assert!(error.to_string().contains("mapped"), "{error}");
+    // Reading bytes 64..128 while the device writes 0..64 is fine.
+    let mut other = rt.graph();
+    other.fill(buffer.view(0..32).unwrap(), 1).unwrap();
+    other.prepare().unwrap().submit().unwrap().wait().unwrap();
+    drop(mapping);
+    fill_low.submit().unwrap().wait().unwrap();
+    assert_eq!(&buffer.to_vec().unwrap()[..64], &[9; 64]);
+}
+
+#[test]
+fn host_access_during_a_conflicting_submission_is_busy_never_a_race() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
+                move |_| {
+                    gate.lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(10))
+                        .ok();
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    let completion = graph.prepare().unwrap().submit().unwrap();
+    assert!(matches!(buffer.map_read(0..16), Err(Error::Busy(_))));
+    assert!(matches!(buffer.write(16, &[1; 4]), Err(Error::Busy(_))));
+    buffer.map_read(32..64).unwrap();
+    release.send(()).unwrap();
+    completion.wait().unwrap();
+    buffer.map_read(0..16).unwrap();
+}
+
+#[test]
+fn visibility_is_tracked_between_engines() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::NpuShared { group: 0 }).unwrap();
+    assert!(buffer.visible_to(Engine::Npu) && buffer.visible_to(Engine::Gpu));
+    buffer.wrote(Engine::Gpu);
+    assert!(!buffer.visible_to(Engine::Npu) && !buffer.visible_to(Engine::Host));
+    let before = rt.counters().visibility_syncs;
+    buffer.make_visible(Engine::Npu).unwrap();
+    assert!(buffer.visible_to(Engine::Npu) && !buffer.visible_to(Engine::Host));
+    buffer.make_visible(Engine::Npu).unwrap();
+    assert_eq!(
+        rt.counters().visibility_syncs,
+        before + 1,
+        "a second make_visible is free"
+    );
+    // A host write makes only the host current.
+    buffer.write(0, &[1]).unwrap();
+    assert!(buffer.visible_to(Engine::Host) && !buffer.visible_to(Engine::Gpu));
+}
+
+#[test]
+fn device_work_syncs_visibility_before_running() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let src = rt.buffer(64, Placement::HostVisible).unwrap();
+    let dst = rt.buffer(64, Placement::GpuLocal).unwrap();
+    src.write(0, &[5; 64]).unwrap();
+    assert!(!src.visible_to(Engine::Gpu));
+    let mut graph = rt.graph();
+    graph.copy(dst.whole(), src.whole()).unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    assert!(src.visible_to(Engine::Gpu));
+    assert!(dst.visible_to(Engine::Gpu) && !dst.visible_to(Engine::Host));
+    assert_eq!(dst.to_vec().unwrap(), vec![5; 64]);
+    assert!(dst.visible_to(Engine::Host));
+}

@@ -1,0 +1,306 @@
+//! Submission: slots, capacity, producers, ordering and overlap, completions.
+
+use hrx::{Access, Error, GpuAccess, Placement, Runtime, RuntimeOptions, Status};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A graph with one scoped region on `view` that blocks until released.
+fn gated(
+    rt: &Runtime,
+    view: hrx::BufferView,
+    access: Access,
+) -> (hrx::ExecutableGraph, mpsc::Sender<()>) {
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(&[GpuAccess::new(view, access)], move |_| {
+                let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(20));
+                Ok(())
+            })
+            .unwrap();
+    }
+    (graph.prepare().unwrap(), release)
+}
+
+conformance! {
+    fn completions_report_status_and_wait(rt) {
+        let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), 4).unwrap();
+        let executable = graph.prepare().unwrap();
+        let completion = executable.submit().unwrap();
+        completion.wait().unwrap();
+        assert!(completion.is_complete());
+        assert!(matches!(completion.status(), Some(Status::Succeeded)));
+        completion.wait_timeout(Duration::from_millis(1)).unwrap();
+        assert_eq!(completion.submission(), 1);
+        assert_eq!(buffer.to_vec().unwrap(), vec![4; 64]);
+    }
+}
+
+#[test]
+fn wait_timeout_times_out_while_work_is_blocked() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (executable, release) = gated(&rt, buffer.whole(), Access::Write);
+    let completion = executable.submit().unwrap();
+    assert!(matches!(
+        completion.wait_timeout(Duration::from_millis(30)),
+        Err(Error::Timeout(_))
+    ));
+    assert!(!completion.is_complete() && completion.status().is_none());
+    release.send(()).unwrap();
+    completion.wait().unwrap();
+}
+
+#[test]
+fn slots_are_reused_only_after_completion_and_drop() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(2)).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let executable = graph.prepare().unwrap();
+    let first = executable.submit().unwrap();
+    let second = executable.submit().unwrap();
+    first.wait().unwrap();
+    second.wait().unwrap();
+    let error = executable.submit().unwrap_err();
+    assert!(
+        matches!(error, Error::Busy(_)),
+        "completed but still observed: {error}"
+    );
+    assert!(error.to_string().contains("slots"), "{error}");
+    let clone = first.clone();
+    drop(first);
+    assert!(
+        matches!(executable.submit(), Err(Error::Busy(_))),
+        "a clone still observes the slot"
+    );
+    drop(clone);
+    let third = executable.submit().unwrap();
+    third.wait().unwrap();
+    assert_eq!(third.submission(), 3);
+    assert_eq!(
+        second.submission(),
+        2,
+        "an old completion still observes its own submission"
+    );
+}
+
+#[test]
+fn a_slot_in_flight_is_not_reused_even_when_dropped() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
+    let buffer = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (executable, release) = gated(&rt, buffer.whole(), Access::Write);
+    drop(executable.submit().unwrap());
+    assert!(matches!(executable.submit(), Err(Error::Busy(_))));
+    release.send(()).unwrap();
+    let retry = loop {
+        match executable.submit() {
+            Ok(completion) => break completion,
+            Err(Error::Busy(_)) => std::thread::sleep(Duration::from_millis(1)),
+            Err(other) => panic!("{other}"),
+        }
+    };
+    release.send(()).unwrap();
+    retry.wait().unwrap();
+}
+
+#[test]
+fn capacity_exhaustion_answers_busy() {
+    let rt = Runtime::new(RuntimeOptions::sim().capacity(2).graph_slots(4)).unwrap();
+    let buffer = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (executable, release) = gated(&rt, buffer.whole(), Access::Write);
+    let a = executable.submit().unwrap();
+    let b = executable.submit().unwrap();
+    let error = executable.submit().unwrap_err();
+    assert!(error.to_string().contains("capacity of 2"), "{error}");
+    assert_eq!(rt.in_flight(), 2);
+    release.send(()).unwrap();
+    release.send(()).unwrap();
+    a.wait().unwrap();
+    b.wait().unwrap();
+    assert_eq!(rt.in_flight(), 0);
+}
+
+#[test]
+fn conflicting_work_is_ordered_across_submissions() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let host = rt.buffer(64, Placement::HostVisible).unwrap();
+    let device = rt.buffer(64, Placement::GpuLocal).unwrap();
+    // Submission 1 reads `host` (blocked); submission 2 uploads from `host`... and writes it.
+    let (reader, release) = gated(&rt, host.whole(), Access::Read);
+    let mut graph = rt.graph();
+    graph.copy(device.whole(), host.whole()).unwrap(); // Upload: reads host — no conflict
+    let upload = graph.prepare().unwrap();
+    let mut graph = rt.graph();
+    graph.copy(host.whole(), device.whole()).unwrap(); // Download: writes host — WAR
+    let download = graph.prepare().unwrap();
+    let first = reader.submit().unwrap();
+    let second = upload.submit().unwrap();
+    second
+        .wait_timeout(Duration::from_secs(10))
+        .expect("read-read overlaps");
+    let third = download.submit().unwrap();
+    assert!(
+        matches!(
+            third.wait_timeout(Duration::from_millis(50)),
+            Err(Error::Timeout(_))
+        ),
+        "write-after-read must wait"
+    );
+    release.send(()).unwrap();
+    first.wait().unwrap();
+    third.wait().unwrap();
+}
+
+#[test]
+fn non_conflicting_work_overlaps_across_queues() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let a = rt.buffer(64, Placement::HostVisible).unwrap();
+    let b = rt.buffer(64, Placement::HostVisible).unwrap();
+    // A Compute region and a Host region rendezvous: each announces itself and waits for
+    // the other, which only succeeds if both run at the same time.
+    let (compute_arrived, compute_seen) = mpsc::channel::<()>();
+    let (host_arrived, host_seen) = mpsc::channel::<()>();
+    let (results, outcome) = mpsc::channel::<bool>();
+    let (host_seen, compute_seen) = (Mutex::new(host_seen), Mutex::new(compute_seen));
+    let mut compute = rt.graph();
+    let compute_results = results.clone();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        compute
+            .gpu_scoped(&[GpuAccess::new(a.whole(), Access::Write)], move |_| {
+                compute_arrived.send(()).unwrap();
+                let met = host_seen
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10))
+                    .is_ok();
+                compute_results.send(met).unwrap();
+                Ok(())
+            })
+            .unwrap();
+    }
+    let mut host = rt.graph();
+    host.host(&[GpuAccess::new(b.whole(), Access::Write)], move |_| {
+        host_arrived.send(()).unwrap();
+        let met = compute_seen
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(10))
+            .is_ok();
+        results.send(met).unwrap();
+        Ok(())
+    })
+    .unwrap();
+    let (compute, host) = (compute.prepare().unwrap(), host.prepare().unwrap());
+    let first = compute.submit().unwrap();
+    let second = host.submit().unwrap();
+    assert!(
+        outcome.recv().unwrap() && outcome.recv().unwrap(),
+        "both regions ran at once"
+    );
+    first.wait().unwrap();
+    second.wait().unwrap();
+}
+
+#[test]
+fn submit_after_waits_for_producers_even_without_overlap() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let a = rt.buffer(8, Placement::HostVisible).unwrap();
+    let b = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (producer, release) = gated(&rt, a.whole(), Access::Write);
+    let mut graph = rt.graph();
+    graph.fill(b.whole(), 2).unwrap();
+    let consumer = graph.prepare().unwrap();
+    let first = producer.submit().unwrap();
+    let second = consumer.submit_after(std::slice::from_ref(&first)).unwrap();
+    assert!(matches!(
+        second.wait_timeout(Duration::from_millis(50)),
+        Err(Error::Timeout(_))
+    ));
+    release.send(()).unwrap();
+    second.wait().unwrap();
+    assert!(first.is_complete());
+    // A producer that already completed is fine.
+    consumer.submit_after(&[first]).unwrap().wait().unwrap();
+}
+
+#[test]
+fn producers_of_another_or_a_dropped_runtime() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let other = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let mk = |rt: &Runtime| {
+        let buffer = rt.buffer(8, Placement::HostVisible).unwrap();
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), 1).unwrap();
+        graph.prepare().unwrap()
+    };
+    let local = mk(&rt);
+    let foreign = mk(&other).submit().unwrap();
+    assert!(matches!(
+        local.submit_after(std::slice::from_ref(&foreign)),
+        Err(Error::ForeignRuntime { what: "completion" })
+    ));
+    foreign.wait().unwrap();
+    drop(other);
+    // The runtime is gone but the producer completed: accepted.
+    local.submit_after(&[foreign]).unwrap().wait().unwrap();
+}
+
+#[test]
+fn many_threads_submit_concurrently_and_everything_retires() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(4).capacity(8)).unwrap();
+    let buffer = rt.buffer(1024, Placement::HostVisible).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let rt = rt.clone();
+            let buffer = buffer.clone();
+            scope.spawn(move || {
+                let mut graph = rt.graph();
+                graph
+                    .fill(buffer.view(t * 256..(t + 1) * 256).unwrap(), t as u8 + 1)
+                    .unwrap();
+                let executable = graph.prepare().unwrap();
+                let mut done = 0;
+                while done < 200 {
+                    match executable.submit() {
+                        Ok(completion) => {
+                            completion.wait().unwrap();
+                            done += 1;
+                        }
+                        Err(Error::Busy(_)) => std::thread::yield_now(),
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(rt.counters().submissions, 800);
+    assert_eq!(rt.in_flight(), 0);
+    let bytes = buffer.to_vec().unwrap();
+    for t in 0..4 {
+        assert!(
+            bytes[t * 256..(t + 1) * 256]
+                .iter()
+                .all(|&b| b == t as u8 + 1)
+        );
+    }
+}
+
+#[test]
+fn dropping_the_runtime_with_work_in_flight_finishes_it() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(1 << 20, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 5).unwrap();
+    let completion = graph.prepare().unwrap().submit().unwrap();
+    drop(rt);
+    completion.wait().unwrap();
+    assert!(buffer.to_vec().unwrap().iter().all(|&b| b == 5));
+}
