@@ -1,2 +1,51 @@
-//! Trace schema, writer and reader for hrx (see `../shared/DESIGN.md` section 4).
+//! Trace schema, writer and reader for the hrx runtime (DESIGN.md section 4).
+//!
+//! - [`schema`]: the [`Record`] enum, every event the runtime records.
+//! - [`format`](mod@format): the file layout and the postcard/zstd codec (the only module that knows
+//!   bytes).
+//! - [`Recorder`] (module `writer`): records from any thread into per-thread rings that a
+//!   background thread writes out at least every 100 ms.
+//! - The process-wide gate ([`enabled`], [`record`], [`install_or_current`], ...): one
+//!   relaxed atomic load when tracing is off.
+//! - [`reader`]: streaming and memory-mapped readers that treat the file as untrusted and
+//!   recover every complete block of a crashed recording.
+//!
+//! ```
+//! use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace, schema::*};
+//!
+//! let sink = MemorySink::new();
+//! let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default())?;
+//! let runtime = recorder.next_runtime_id();
+//! let start_ns = recorder.now_ns();
+//! recorder.record(&Record::RegionTiming(RegionTiming {
+//!     runtime,
+//!     submission: SubmissionIndex(0),
+//!     region: RegionIndex(0),
+//!     start_ns,
+//!     end_ns: recorder.now_ns(),
+//!     device: None,
+//! }));
+//! recorder.close()?;
+//!
+//! let trace = Trace::from_bytes(&sink.contents())?;
+//! assert!(trace.recovery.is_complete());
+//! assert_eq!(trace.records.len(), 3); // session start, the timing, session end
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
+
+mod activation;
+pub mod format;
+pub mod reader;
+mod ring;
+pub mod schema;
+mod staging;
+mod writer;
+
+pub use activation::{
+    TRACE_ENV, current, enabled, expand_path, install, install_from_env, install_or_current,
+    now_ns, record, shutdown, uninstall,
+};
+pub use reader::{MappedTrace, ReadError, Recovery, Trace, TraceReader, Warning, read_all};
+pub use schema::Record;
+pub use writer::{CloseSummary, FileSink, MemorySink, Recorder, RecorderOptions, Sink, WriteError};

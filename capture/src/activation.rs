@@ -1,0 +1,238 @@
+//! The process-wide recorder slot and the instrumentation gate.
+//!
+//! Instrumentation in the runtime looks like this (tracing's callsite interest,
+//! tracy-client's `enable`): when tracing is off, a hook costs one relaxed atomic load and a
+//! branch, and builds nothing.
+//!
+//! ```
+//! # use hrx_capture::{schema::*, *};
+//! if hrx_capture::enabled() {
+//!     hrx_capture::record(&Record::RuntimeEnd(RuntimeEnd {
+//!         runtime: RuntimeId(0),
+//!         time_ns: hrx_capture::now_ns(),
+//!     }));
+//! }
+//! ```
+//!
+//! One recorder is installed per process at a time, and every runtime in the process records
+//! into it, so several runtimes share one trace ([`install_or_current`], [`install_from_env`]).
+//! A runtime may also keep a [`Recorder`] handle from [`current`] and call it directly, which
+//! skips the slot lookup. The slot is never read on the hot path: the gate is an atomic id,
+//! and each thread caches its ring for that id.
+
+use crate::writer::{CloseSummary, Recorder, RecorderOptions, Shared, WriteError, lock};
+use crate::{Record, writer};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The environment variable naming the trace file (`hrx-trace record` sets it). `%p` in it
+/// is replaced by the process id.
+pub const TRACE_ENV: &str = "HRX_TRACE";
+
+/// Id of the installed recorder, 0 when none: the gate.
+static CURRENT: AtomicU64 = AtomicU64::new(0);
+static SLOT: Mutex<Option<Recorder>> = Mutex::new(None);
+
+/// Whether a recorder is installed: one relaxed atomic load.
+#[inline]
+pub fn enabled() -> bool {
+    CURRENT.load(Ordering::Relaxed) != 0
+}
+
+/// Records into the installed recorder, if any (see [`Recorder::record`]).
+#[inline]
+pub fn record(record: &Record) {
+    let id = CURRENT.load(Ordering::Relaxed);
+    if id != 0 {
+        writer::record_with(id, &|| installed(id), record);
+    }
+}
+
+/// The installed recorder's session clock in ns (see [`Recorder::now_ns`]); 0 when none is
+/// installed.
+pub fn now_ns() -> u64 {
+    let id = CURRENT.load(Ordering::Relaxed);
+    if id == 0 {
+        return 0;
+    }
+    writer::now_ns_with(id, &|| installed(id))
+}
+
+fn installed(id: u64) -> Option<Arc<Shared>> {
+    lock(&SLOT)
+        .as_ref()
+        .filter(|r| r.id() == id)
+        .map(|r| r.shared().clone())
+}
+
+/// Installs `recorder` as the process's recorder and returns the one it replaces.
+pub fn install(recorder: Recorder) -> Option<Recorder> {
+    let mut slot = lock(&SLOT);
+    CURRENT.store(recorder.id(), Ordering::Release);
+    slot.replace(recorder)
+}
+
+/// Removes the installed recorder and returns it (it keeps recording for its handles).
+pub fn uninstall() -> Option<Recorder> {
+    let mut slot = lock(&SLOT);
+    CURRENT.store(0, Ordering::Release);
+    slot.take()
+}
+
+/// Removes the installed recorder if its id is `id`.
+pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
+    let mut slot = lock(&SLOT);
+    if slot.as_ref().is_some_and(|r| r.id() == id) {
+        CURRENT.store(0, Ordering::Release);
+        slot.take()
+    } else {
+        None
+    }
+}
+
+/// A handle to the installed recorder, if any.
+pub fn current() -> Option<Recorder> {
+    lock(&SLOT).clone()
+}
+
+/// The installed recorder, or a new one recording to `path` (after [`expand_path`]), which
+/// is installed. Atomic: concurrent callers share one trace.
+///
+/// # Errors
+///
+/// See [`Recorder::create`].
+pub fn install_or_current(
+    path: impl AsRef<Path>,
+    options: RecorderOptions,
+) -> Result<Recorder, WriteError> {
+    let mut slot = lock(&SLOT);
+    if let Some(recorder) = slot.as_ref() {
+        return Ok(recorder.clone());
+    }
+    let recorder = Recorder::create(expand_path(path), options)?;
+    CURRENT.store(recorder.id(), Ordering::Release);
+    *slot = Some(recorder.clone());
+    Ok(recorder)
+}
+
+/// The installed recorder; else, when [`TRACE_ENV`] is set and not empty, a new installed
+/// recorder writing there; else `None`.
+///
+/// # Errors
+///
+/// See [`Recorder::create`].
+pub fn install_from_env(options: RecorderOptions) -> Result<Option<Recorder>, WriteError> {
+    if let Some(recorder) = current() {
+        return Ok(Some(recorder));
+    }
+    match std::env::var_os(TRACE_ENV) {
+        Some(path) if !path.is_empty() => {
+            install_or_current(PathBuf::from(path), options).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Uninstalls and closes the installed recorder. Call before the process exits: a recorder
+/// that is never closed loses nothing older than one flush interval, but its trace has no
+/// footer and reads back as not cleanly closed.
+///
+/// # Errors
+///
+/// See [`Recorder::close`].
+pub fn shutdown() -> Result<Option<CloseSummary>, WriteError> {
+    uninstall().map(|r| r.close()).transpose()
+}
+
+/// Replaces `%p` in `template` with the process id and `%%` with `%`.
+pub fn expand_path(template: impl AsRef<Path>) -> PathBuf {
+    let template = template.as_ref();
+    let Some(text) = template.to_str() else {
+        return template.to_owned();
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    PathBuf::from(OsString::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::read_all;
+    use crate::schema::{RuntimeEnd, RuntimeId};
+
+    #[test]
+    fn expands_pid() {
+        let pid = std::process::id();
+        assert_eq!(
+            expand_path("/tmp/t-%p.hrxt"),
+            PathBuf::from(format!("/tmp/t-{pid}.hrxt"))
+        );
+        assert_eq!(expand_path("a%%p%x%"), PathBuf::from("a%p%x%"));
+    }
+
+    /// The only test touching the process-wide slot (tests run in parallel).
+    #[test]
+    fn global_slot_gates_and_shares_one_trace() {
+        assert!(!enabled());
+        record(&Record::RuntimeEnd(RuntimeEnd {
+            runtime: RuntimeId(9),
+            time_ns: 0,
+        })); // no recorder: ignored
+        assert_eq!(now_ns(), 0);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared-%p.hrxt");
+        let first = install_or_current(&path, RecorderOptions::default()).unwrap();
+        let second =
+            install_or_current(dir.path().join("unused"), RecorderOptions::default()).unwrap();
+        assert!(enabled());
+        let (a, b) = (first.next_runtime_id(), second.next_runtime_id());
+        assert_ne!(a, b);
+        let from_other_thread = std::thread::spawn(move || {
+            record(&Record::RuntimeEnd(RuntimeEnd {
+                runtime: b,
+                time_ns: now_ns(),
+            }));
+        });
+        record(&Record::RuntimeEnd(RuntimeEnd {
+            runtime: a,
+            time_ns: now_ns(),
+        }));
+        from_other_thread.join().unwrap();
+        assert!(
+            install_from_env(RecorderOptions::default())
+                .unwrap()
+                .is_some()
+        );
+        drop((first, second));
+        let summary = shutdown().unwrap().unwrap();
+        assert!(!enabled());
+        assert!(shutdown().unwrap().is_none());
+        assert!(!dir.path().join("unused").exists());
+
+        let trace = read_all(expand_path(&path)).unwrap();
+        assert!(trace.recovery.clean_close);
+        assert_eq!(summary.records, trace.records.len() as u64);
+        let mut runtimes: Vec<_> = trace.records.iter().filter_map(Record::runtime).collect();
+        runtimes.sort();
+        assert_eq!(runtimes, vec![a, b]);
+    }
+}

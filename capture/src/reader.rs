@@ -1,0 +1,1273 @@
+//! Reading traces: a streaming reader over any [`Read`], a memory-mapped reader with random
+//! access to blocks, and [`read_all`].
+//!
+//! # The file is untrusted
+//!
+//! Nothing in a trace can make a reader panic or allocate much more than the file's size:
+//! block lengths are capped at [`MAX_BLOCK_BYTES`], a payload is read in bounded chunks so a
+//! lying length on a short file allocates only what is there, zstd output is bounded by the
+//! declared length, and postcard only allocates for bytes the record actually contains.
+//! Every error and warning names the byte offset it is about and displays as one line.
+//!
+//! # Damage and recovery
+//!
+//! Fatal ([`ReadError`]): an empty file, a bad file header, a version this reader cannot
+//! read, an I/O error. Everything else is a [`Warning`] and reading goes on:
+//!
+//! - **Torn tail** (the writer was killed mid-block): every complete block before it is
+//!   read; [`Recovery`] says how many bytes were discarded and that the close was unclean.
+//! - **Bad payload checksum** or undecodable payload: the block is skipped and reading
+//!   continues with the next block, as Perfetto skips a bad packet (GFXReconstruct stops
+//!   instead). Records name objects by id, never by position, so the rest of the trace stays
+//!   meaningful; [`Recovery::skipped_blocks`] tells replay that something is missing.
+//! - **Damaged block header**: the reader searches forward for the next block marker with a
+//!   valid header checksum and resumes there.
+//! - **Unknown block kind or record variant** (a newer minor): skipped with a warning.
+
+use crate::format::{
+    BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
+    FormatError, FormatVersion, FrameDecoder, Frames, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
+    decode_trailer,
+};
+use crate::schema::{BlobHash, Record};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+use thiserror::Error;
+
+/// A trace that cannot be read (further), and where.
+#[derive(Debug, Error)]
+#[error("byte {offset}: {kind}")]
+pub struct ReadError {
+    /// File offset of the problem.
+    pub offset: u64,
+    /// What is wrong.
+    pub kind: ReadErrorKind,
+}
+
+/// What is wrong with an unreadable trace.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ReadErrorKind {
+    /// The file is empty.
+    #[error("the file is empty, not an hrx trace")]
+    Empty,
+    /// The file ends inside the file header.
+    #[error("the file ends after {len} bytes, inside the {FILE_HEADER_LEN}-byte header")]
+    TruncatedHeader {
+        /// File length.
+        len: u64,
+    },
+    /// The file header is invalid or names an unreadable version.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// Reading failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl ReadError {
+    fn new(offset: u64, kind: impl Into<ReadErrorKind>) -> ReadError {
+        ReadError {
+            offset,
+            kind: kind.into(),
+        }
+    }
+}
+
+/// Something was skipped or is suspicious; reading went on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// File offset the warning is about (usually a block header).
+    pub offset: u64,
+    /// What happened.
+    pub kind: WarningKind,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte {}: {}", self.offset, self.kind)
+    }
+}
+
+/// What a [`Warning`] is about.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// The file was written by a newer minor version; unknown parts are skipped.
+    #[error("trace format {file} is newer than this reader's {reader}; unknown parts are skipped")]
+    NewerMinor {
+        /// File version.
+        file: FormatVersion,
+        /// Reader version.
+        reader: FormatVersion,
+    },
+    /// A block of a kind this reader does not know was skipped.
+    #[error("skipped a block of unknown {kind} ({len} bytes)")]
+    UnknownBlockKind {
+        /// The kind.
+        kind: BlockKind,
+        /// Its length on disk in bytes.
+        len: u64,
+    },
+    /// A damaged block was skipped.
+    #[error("skipped a damaged block declaring {records} records: {error}")]
+    BlockSkipped {
+        /// Records the block header declared.
+        records: u32,
+        /// The damage.
+        error: FormatError,
+    },
+    /// A record that does not decode was skipped (e.g. a variant of a newer minor).
+    #[error("skipped record {index} of the block: {error}")]
+    RecordSkipped {
+        /// Index of the record within its block.
+        index: u32,
+        /// Why.
+        error: FormatError,
+    },
+    /// A block holds a different number of records than its header declares.
+    #[error("block declares {declared} records but holds {found}")]
+    RecordCount {
+        /// Declared.
+        declared: u32,
+        /// Found.
+        found: u32,
+    },
+    /// A damaged block header; reading resumed at the next valid block.
+    #[error("damaged block header ({error}); skipped {skipped_bytes} bytes to the next block")]
+    Resynchronized {
+        /// Bytes skipped.
+        skipped_bytes: u64,
+        /// The damage.
+        error: FormatError,
+    },
+    /// The file ends inside a block (a torn write) or with unreadable bytes.
+    #[error("the file ends inside a block: {bytes} bytes discarded")]
+    TruncatedTail {
+        /// Bytes discarded.
+        bytes: u64,
+    },
+    /// The footer is damaged or disagrees with the file.
+    #[error("footer ignored: {reason}")]
+    BadFooter {
+        /// Why.
+        reason: String,
+    },
+    /// Bytes follow the trailer.
+    #[error("{bytes} bytes after the end of the trace ignored")]
+    TrailingData {
+        /// Bytes ignored.
+        bytes: u64,
+    },
+}
+
+/// How much of a trace was read back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Blocks read and verified (records and footer).
+    pub complete_blocks: u64,
+    /// Records read.
+    pub records: u64,
+    /// Damaged blocks skipped (payload checksum, decompression) or lost to a damaged
+    /// header.
+    pub skipped_blocks: u64,
+    /// Records skipped: undecodable ones, plus those declared by skipped blocks.
+    pub skipped_records: u64,
+    /// Bytes discarded: a torn tail, or damaged bytes between blocks.
+    pub bytes_discarded: u64,
+    /// Whether the trace ends with its footer and trailer (the recorder closed it).
+    pub clean_close: bool,
+}
+
+impl Recovery {
+    /// Whether the whole trace was read: closed cleanly and nothing skipped or discarded.
+    pub fn is_complete(&self) -> bool {
+        self.clean_close
+            && self.skipped_blocks == 0
+            && self.skipped_records == 0
+            && self.bytes_discarded == 0
+    }
+}
+
+/// Parses the file header from the first bytes of a file (`bytes` may be shorter than the
+/// header, for a truncated file).
+fn parse_header(bytes: &[u8], warnings: &mut Vec<Warning>) -> Result<FileHeader, ReadError> {
+    if bytes.is_empty() {
+        return Err(ReadError::new(0, ReadErrorKind::Empty));
+    }
+    let Ok(fixed) = <&[u8; FILE_HEADER_LEN]>::try_from(&bytes[..bytes.len().min(FILE_HEADER_LEN)])
+    else {
+        let magic_len = bytes.len().min(8);
+        if bytes[..magic_len] != crate::format::MAGIC[..magic_len] {
+            let mut found = [0u8; 8];
+            found[..magic_len].copy_from_slice(&bytes[..magic_len]);
+            return Err(ReadError::new(0, FormatError::BadMagic { found }));
+        }
+        let len = bytes.len() as u64;
+        return Err(ReadError::new(len, ReadErrorKind::TruncatedHeader { len }));
+    };
+    let (header, compatibility) = FileHeader::decode(fixed).map_err(|e| {
+        let offset = match e {
+            FormatError::Version(_) => 8,
+            FormatError::HeaderChecksum => 28,
+            FormatError::HeaderLength { .. } => 20,
+            FormatError::UnknownCodec(_) => 12,
+            FormatError::UnknownCompression(_) => 13,
+            _ => 0,
+        };
+        ReadError::new(offset, e)
+    })?;
+    if compatibility == Compatibility::NewerMinor {
+        warnings.push(Warning {
+            offset: 10,
+            kind: WarningKind::NewerMinor {
+                file: header.version,
+                reader: FormatVersion::CURRENT,
+            },
+        });
+    }
+    Ok(header)
+}
+
+/// A streaming trace reader: an iterator of `(block offset, record)` in file order.
+///
+/// Iteration yields `Err` only for I/O errors (and then ends); damage is reported through
+/// [`TraceReader::warnings`] and [`TraceReader::recovery`], complete once iteration ends.
+pub struct TraceReader<R> {
+    src: BufReader<R>,
+    offset: u64,
+    header: FileHeader,
+    warnings: Vec<Warning>,
+    recovery: Recovery,
+    queue: VecDeque<(u64, Record)>,
+    blocks_seen: u64,
+    done: bool,
+}
+
+impl TraceReader<File> {
+    /// Opens the trace at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadErrorKind::Io`] when it cannot be opened; see [`TraceReader::new`].
+    pub fn open(path: impl AsRef<Path>) -> Result<TraceReader<File>, ReadError> {
+        let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+        TraceReader::new(file)
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Reads and checks the file header.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadErrorKind::Empty`], [`ReadErrorKind::TruncatedHeader`],
+    /// [`ReadErrorKind::Format`] (bad magic, checksum, unreadable version),
+    /// [`ReadErrorKind::Io`].
+    pub fn new(src: R) -> Result<TraceReader<R>, ReadError> {
+        let mut reader = TraceReader {
+            src: BufReader::with_capacity(64 << 10, src),
+            offset: 0,
+            header: FileHeader::current(crate::format::Compression::None),
+            warnings: Vec::new(),
+            recovery: Recovery::default(),
+            queue: VecDeque::new(),
+            blocks_seen: 0,
+            done: false,
+        };
+        let mut fixed = [0u8; FILE_HEADER_LEN];
+        let n = reader.read_up_to(&mut fixed)?;
+        reader.header = parse_header(&fixed[..n], &mut reader.warnings)?;
+        let extra = u64::from(reader.header.header_len) - FILE_HEADER_LEN as u64;
+        let skipped = reader.skip_bytes(extra)?;
+        if skipped < extra {
+            reader.tail(skipped);
+        }
+        Ok(reader)
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// Warnings so far.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// What was recovered so far (final once iteration has ended).
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Reads until `buf` is full or the input ends; returns the bytes read.
+    fn read_up_to(&mut self, buf: &mut [u8]) -> Result<usize, ReadError> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.src.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::new(self.offset + filled as u64, e)),
+            }
+        }
+        self.offset += filled as u64;
+        Ok(filled)
+    }
+
+    /// Reads up to `len` bytes, growing the buffer only as data arrives.
+    fn read_payload(&mut self, len: u32) -> Result<Vec<u8>, ReadError> {
+        const CHUNK: usize = 256 << 10;
+        let len = len as usize;
+        let mut out = Vec::with_capacity(len.min(CHUNK));
+        while out.len() < len {
+            let start = out.len();
+            let step = (len - start).min(CHUNK);
+            out.resize(start + step, 0);
+            let n = self.read_up_to(&mut out[start..])?;
+            out.truncate(start + n);
+            if n < step {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn skip_bytes(&mut self, len: u64) -> Result<u64, ReadError> {
+        let n = io::copy(&mut (&mut self.src).take(len), &mut io::sink())
+            .map_err(|e| ReadError::new(self.offset, e))?;
+        self.offset += n;
+        Ok(n)
+    }
+
+    fn warn(&mut self, offset: u64, kind: WarningKind) {
+        self.warnings.push(Warning { offset, kind });
+    }
+
+    /// The input ended inside a block: `bytes` before the current offset are discarded.
+    fn tail(&mut self, bytes: u64) {
+        self.recovery.bytes_discarded += bytes;
+        self.warn(self.offset - bytes, WarningKind::TruncatedTail { bytes });
+        self.done = true;
+    }
+
+    /// Reads the next block into the queue; sets `done` at the end of the input.
+    fn next_block(&mut self) -> Result<(), ReadError> {
+        let at = self.offset;
+        let mut raw = [0u8; BLOCK_HEADER_LEN];
+        let n = self.read_up_to(&mut raw)?;
+        if n == 0 {
+            self.done = true;
+            return Ok(());
+        }
+        if n < BLOCK_HEADER_LEN {
+            self.tail(n as u64);
+            return Ok(());
+        }
+        let header = match BlockHeader::decode(&raw) {
+            Ok(header) => header,
+            Err(error) => match self.resynchronize(at, raw, error)? {
+                Some(header) => header,
+                None => return Ok(()),
+            },
+        };
+        let at = self.offset - BLOCK_HEADER_LEN as u64;
+        let stored = self.read_payload(header.stored_len)?;
+        if stored.len() < header.stored_len as usize {
+            self.tail(BLOCK_HEADER_LEN as u64 + stored.len() as u64);
+            return Ok(());
+        }
+        self.blocks_seen += 1;
+        match header.kind {
+            BlockKind::RECORDS => self.records_block(at, &header, &stored),
+            BlockKind::FOOTER => self.footer_block(at, &header, &stored)?,
+            kind => self.warn(
+                at,
+                WarningKind::UnknownBlockKind {
+                    kind,
+                    len: header.block_len(),
+                },
+            ),
+        }
+        Ok(())
+    }
+
+    /// Slides a 32-byte window forward from a damaged header at `at` until it holds a valid
+    /// block header; `None` (and `done`) when the input ends first.
+    fn resynchronize(
+        &mut self,
+        at: u64,
+        mut window: [u8; BLOCK_HEADER_LEN],
+        error: FormatError,
+    ) -> Result<Option<BlockHeader>, ReadError> {
+        let mut byte = [0u8; 1];
+        loop {
+            if self.read_up_to(&mut byte)? == 0 {
+                self.tail(self.offset - at);
+                return Ok(None);
+            }
+            window.copy_within(1.., 0);
+            window[BLOCK_HEADER_LEN - 1] = byte[0];
+            if window[..4] != crate::format::BLOCK_MARKER {
+                continue;
+            }
+            if let Ok(header) = BlockHeader::decode(&window) {
+                let skipped_bytes = self.offset - BLOCK_HEADER_LEN as u64 - at;
+                self.recovery.bytes_discarded += skipped_bytes;
+                self.recovery.skipped_blocks += 1;
+                self.warn(
+                    at,
+                    WarningKind::Resynchronized {
+                        skipped_bytes,
+                        error,
+                    },
+                );
+                return Ok(Some(header));
+            }
+        }
+    }
+
+    fn records_block(&mut self, at: u64, header: &BlockHeader, stored: &[u8]) {
+        let payload = match decode_payload(header, stored) {
+            Ok(payload) => payload,
+            Err(error) => {
+                self.recovery.skipped_blocks += 1;
+                self.recovery.skipped_records += u64::from(header.record_count);
+                let records = header.record_count;
+                self.warn(at, WarningKind::BlockSkipped { records, error });
+                return;
+            }
+        };
+        let (records, warnings) = decode_records(&payload, header.record_count);
+        self.recovery.complete_blocks += 1;
+        self.recovery.records += records.len() as u64;
+        for kind in warnings {
+            if let WarningKind::RecordSkipped { .. } = kind {
+                self.recovery.skipped_records += 1;
+            }
+            self.warn(at, kind);
+        }
+        self.queue.extend(records.into_iter().map(|r| (at, r)));
+    }
+
+    fn footer_block(
+        &mut self,
+        at: u64,
+        header: &BlockHeader,
+        stored: &[u8],
+    ) -> Result<(), ReadError> {
+        let footer = decode_payload(header, stored).and_then(|payload| {
+            postcard::from_bytes::<Footer>(&payload).map_err(FormatError::Record)
+        });
+        match footer {
+            Ok(footer) => {
+                self.recovery.complete_blocks += 1;
+                if footer.blocks.len() as u64 + 1 != self.blocks_seen {
+                    let reason = format!(
+                        "it lists {} blocks, {} were found before it",
+                        footer.blocks.len(),
+                        self.blocks_seen - 1
+                    );
+                    self.warn(at, WarningKind::BadFooter { reason });
+                }
+            }
+            Err(error) => {
+                let reason = error.to_string();
+                self.warn(at, WarningKind::BadFooter { reason });
+            }
+        }
+        // The trailer, then the end of the file.
+        let mut trailer = [0u8; TRAILER_LEN];
+        let n = self.read_up_to(&mut trailer)?;
+        if n == 0 {
+            let reason = "the trailer is missing".to_owned();
+            self.warn(self.offset, WarningKind::BadFooter { reason });
+            self.done = true;
+            return Ok(());
+        }
+        if n < TRAILER_LEN || decode_trailer(&trailer) != Some(at) {
+            self.tail(n as u64);
+            return Ok(());
+        }
+        let rest = self.skip_bytes(u64::MAX)?;
+        if rest > 0 {
+            let offset = self.offset - rest;
+            self.warn(offset, WarningKind::TrailingData { bytes: rest });
+        } else {
+            self.recovery.clean_close = true;
+        }
+        self.done = true;
+        Ok(())
+    }
+}
+
+/// Decodes a records payload; undecodable records and count mismatches become warnings.
+fn decode_records(payload: &[u8], declared: u32) -> (Vec<Record>, Vec<WarningKind>) {
+    let mut records = Vec::with_capacity((declared as usize).min(payload.len()));
+    let mut warnings = Vec::new();
+    let mut found = 0u32;
+    let mut decoder = FrameDecoder::new();
+    for (index, frame) in Frames::new(payload).enumerate() {
+        let index = index as u32;
+        found = found.saturating_add(1);
+        match frame.and_then(|(_, body)| decoder.decode(body)) {
+            Ok(record) => records.push(record),
+            Err(error) => warnings.push(WarningKind::RecordSkipped { index, error }),
+        }
+    }
+    if found != declared {
+        warnings.push(WarningKind::RecordCount { declared, found });
+    }
+    (records, warnings)
+}
+
+impl<R: Read> Iterator for TraceReader<R> {
+    type Item = Result<(u64, Record), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.next_block() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// A whole trace in memory.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The file header.
+    pub header: FileHeader,
+    /// Every record read, in file order.
+    pub records: Vec<Record>,
+    /// What was skipped or suspicious.
+    pub warnings: Vec<Warning>,
+    /// How much was read back.
+    pub recovery: Recovery,
+}
+
+impl Trace {
+    /// Reads a whole trace from `src`.
+    ///
+    /// # Errors
+    ///
+    /// See [`TraceReader::new`]; [`ReadErrorKind::Io`] for a read error mid-file.
+    pub fn from_reader(src: impl Read) -> Result<Trace, ReadError> {
+        let mut reader = TraceReader::new(src)?;
+        let records = reader
+            .by_ref()
+            .map(|item| item.map(|(_, record)| record))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Trace {
+            header: reader.header,
+            records,
+            warnings: reader.warnings,
+            recovery: reader.recovery,
+        })
+    }
+
+    /// Reads a whole trace from bytes in memory.
+    ///
+    /// # Errors
+    ///
+    /// See [`TraceReader::new`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Trace, ReadError> {
+        Trace::from_reader(bytes)
+    }
+
+    /// Every blob, by hash.
+    pub fn blobs(&self) -> HashMap<BlobHash, &[u8]> {
+        self.records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Blob(blob) => Some((blob.hash, &blob.bytes[..])),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Reads the whole trace at `path`.
+///
+/// # Errors
+///
+/// See [`TraceReader::open`] and [`Trace::from_reader`].
+pub fn read_all(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
+    let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+    Trace::from_reader(file)
+}
+
+/// Where a block is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// File offset of its header.
+    pub offset: u64,
+    /// Its header.
+    pub header: BlockHeader,
+}
+
+/// The records of one block, read by [`MappedTrace::read_block`].
+#[derive(Clone, Debug, Default)]
+pub struct BlockRecords {
+    /// The records that decoded, in order.
+    pub records: Vec<Record>,
+    /// Records skipped, count mismatches.
+    pub warnings: Vec<Warning>,
+}
+
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+/// A trace with random access to its blocks: the footer's index when the trace was closed
+/// cleanly (verified against the file), otherwise a scan of the block headers.
+pub struct MappedTrace {
+    bytes: Bytes,
+    header: FileHeader,
+    blocks: Vec<BlockInfo>,
+    warnings: Vec<Warning>,
+    indexed: bool,
+    clean_close: bool,
+}
+
+impl fmt::Debug for MappedTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedTrace")
+            .field("len_bytes", &self.bytes().len())
+            .field("header", &self.header)
+            .field("blocks", &self.blocks.len())
+            .field("indexed", &self.indexed)
+            .field("clean_close", &self.clean_close)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MappedTrace {
+    /// Maps the trace at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadErrorKind::Io`] when it cannot be opened or mapped; the file header errors of
+    /// [`TraceReader::new`].
+    pub fn open(path: impl AsRef<Path>) -> Result<MappedTrace, ReadError> {
+        let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+        if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
+            return Err(ReadError::new(0, ReadErrorKind::Empty));
+        }
+        // SAFETY: the map is read-only and only read as bytes. If another process truncates
+        // the file while it is mapped, reads past the new end fault (SIGBUS); traces are
+        // append-only, so this only happens when the file is replaced under the reader.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ReadError::new(0, e))?;
+        MappedTrace::build(Bytes::Map(map))
+    }
+
+    /// A trace held in memory.
+    ///
+    /// # Errors
+    ///
+    /// The file header errors of [`TraceReader::new`].
+    pub fn from_vec(bytes: Vec<u8>) -> Result<MappedTrace, ReadError> {
+        MappedTrace::build(Bytes::Owned(bytes))
+    }
+
+    fn build(bytes: Bytes) -> Result<MappedTrace, ReadError> {
+        let mut warnings = Vec::new();
+        let slice = match &bytes {
+            Bytes::Map(map) => &map[..],
+            Bytes::Owned(vec) => &vec[..],
+        };
+        let header = parse_header(slice, &mut warnings)?;
+        let mut trace = MappedTrace {
+            bytes,
+            header,
+            blocks: Vec::new(),
+            warnings,
+            indexed: false,
+            clean_close: false,
+        };
+        match trace.index_from_footer() {
+            Ok(blocks) => {
+                trace.blocks = blocks;
+                trace.indexed = true;
+                trace.clean_close = true;
+            }
+            Err(reason) => {
+                if let Some((offset, reason)) = reason {
+                    let kind = WarningKind::BadFooter { reason };
+                    trace.warnings.push(Warning { offset, kind });
+                }
+                trace.scan();
+            }
+        }
+        Ok(trace)
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Map(map) => map,
+            Bytes::Owned(vec) => vec,
+        }
+    }
+
+    fn header_at(&self, offset: u64) -> Result<BlockHeader, FormatError> {
+        let start = usize::try_from(offset).map_err(|_| FormatError::BadBlockMarker)?;
+        let raw = self
+            .bytes()
+            .get(start..)
+            .and_then(|rest| rest.get(..BLOCK_HEADER_LEN))
+            .ok_or(FormatError::BadBlockMarker)?;
+        BlockHeader::decode(raw.try_into().expect("32 bytes"))
+    }
+
+    /// The block index from a verified footer; `Err(None)` when there is no trailer,
+    /// `Err(Some((offset, reason)))` when the footer is unusable.
+    #[allow(clippy::type_complexity)]
+    fn index_from_footer(&self) -> Result<Vec<BlockInfo>, Option<(u64, String)>> {
+        let bytes = self.bytes();
+        let len = bytes.len() as u64;
+        let first = u64::from(self.header.header_len);
+        if len < first + (BLOCK_HEADER_LEN + TRAILER_LEN) as u64 {
+            return Err(None);
+        }
+        let trailer_at = len - TRAILER_LEN as u64;
+        let footer_at = decode_trailer(&bytes[trailer_at as usize..]).ok_or(None)?;
+        let bad = |reason: String| Some((footer_at, reason));
+        if footer_at < first || footer_at > trailer_at - BLOCK_HEADER_LEN as u64 {
+            return Err(bad(format!(
+                "trailer points outside the file ({footer_at})"
+            )));
+        }
+        let header = self.header_at(footer_at).map_err(|e| bad(e.to_string()))?;
+        if header.kind != BlockKind::FOOTER || footer_at + header.block_len() != trailer_at {
+            return Err(bad("the trailer does not point at the footer".into()));
+        }
+        let payload_at = footer_at as usize + BLOCK_HEADER_LEN;
+        let footer = decode_payload(&header, &bytes[payload_at..trailer_at as usize])
+            .and_then(|p| postcard::from_bytes::<Footer>(&p).map_err(FormatError::Record))
+            .map_err(|e| bad(e.to_string()))?;
+        let mut blocks = Vec::with_capacity(footer.blocks.len().min(bytes.len() / 32) + 1);
+        let mut next = first;
+        for entry in &footer.blocks {
+            let header = self
+                .header_at(entry.offset)
+                .map_err(|e| bad(format!("index entry at {}: {e}", entry.offset)))?;
+            if entry.offset != next || header.kind != entry.kind {
+                return Err(bad(format!(
+                    "index entry at {} disagrees with the file",
+                    entry.offset
+                )));
+            }
+            next = entry.offset + header.block_len();
+            blocks.push(BlockInfo {
+                offset: entry.offset,
+                header,
+            });
+        }
+        if next != footer_at {
+            return Err(bad("the index does not cover the file".into()));
+        }
+        blocks.push(BlockInfo {
+            offset: footer_at,
+            header,
+        });
+        Ok(blocks)
+    }
+
+    /// Walks the block headers from the start, resynchronizing after damage.
+    fn scan(&mut self) {
+        let len = self.bytes().len() as u64;
+        let mut at = u64::from(self.header.header_len);
+        while at < len {
+            match self.header_at(at) {
+                Ok(header) if at + header.block_len() <= len => {
+                    self.blocks.push(BlockInfo { offset: at, header });
+                    at += header.block_len();
+                    if header.kind == BlockKind::FOOTER {
+                        let rest = &self.bytes()[at as usize..];
+                        if rest.len() == TRAILER_LEN && decode_trailer(rest).is_some() {
+                            self.clean_close = true;
+                            return;
+                        }
+                    }
+                }
+                Ok(_) => {
+                    self.truncated(at, len); // the payload is cut short
+                    return;
+                }
+                Err(_) if len - at < BLOCK_HEADER_LEN as u64 => {
+                    self.truncated(at, len);
+                    return;
+                }
+                Err(error) => match self.find_block_after(at) {
+                    Some(found) => {
+                        let skipped_bytes = found - at;
+                        let kind = WarningKind::Resynchronized {
+                            skipped_bytes,
+                            error,
+                        };
+                        self.warnings.push(Warning { offset: at, kind });
+                        at = found;
+                    }
+                    None => {
+                        self.truncated(at, len);
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    fn truncated(&mut self, at: u64, len: u64) {
+        let kind = WarningKind::TruncatedTail { bytes: len - at };
+        self.warnings.push(Warning { offset: at, kind });
+    }
+
+    fn find_block_after(&self, at: u64) -> Option<u64> {
+        let bytes = self.bytes();
+        let from = at as usize + 1;
+        bytes
+            .get(from..)?
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| *w == crate::format::BLOCK_MARKER)
+            .map(|(i, _)| (from + i) as u64)
+            .find(|&offset| self.header_at(offset).is_ok())
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// Every block found, in file order (records, footer and unknown kinds).
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.blocks
+    }
+
+    /// Whether the block list came from the footer's index.
+    pub fn has_index(&self) -> bool {
+        self.indexed
+    }
+
+    /// Whether the trace ends with its footer and trailer.
+    pub fn clean_close(&self) -> bool {
+        self.clean_close
+    }
+
+    /// Warnings from opening (footer, damage found by the scan).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Decodes the records of block `index` (of [`MappedTrace::blocks`]). Footer and
+    /// unknown blocks hold no records.
+    ///
+    /// # Errors
+    ///
+    /// A [`ReadErrorKind::Format`] naming the block's offset when its payload is damaged.
+    ///
+    /// # Panics
+    ///
+    /// When `index` is out of bounds.
+    pub fn read_block(&self, index: usize) -> Result<BlockRecords, ReadError> {
+        let info = self.blocks[index];
+        if info.header.kind != BlockKind::RECORDS {
+            return Ok(BlockRecords::default());
+        }
+        let start = info.offset as usize + BLOCK_HEADER_LEN;
+        let stored = &self.bytes()[start..start + info.header.stored_len as usize];
+        let payload =
+            decode_payload(&info.header, stored).map_err(|e| ReadError::new(info.offset, e))?;
+        let (records, warnings) = decode_records(&payload, info.header.record_count);
+        let warnings = warnings
+            .into_iter()
+            .map(|kind| Warning {
+                offset: info.offset,
+                kind,
+            })
+            .collect();
+        Ok(BlockRecords { records, warnings })
+    }
+
+    /// A streaming reader over the mapped bytes, for reading every record in order.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the header was checked when the trace was opened.
+    pub fn records(&self) -> Result<TraceReader<&[u8]>, ReadError> {
+        TraceReader::new(self.bytes())
+    }
+}
+
+const _: () = assert!(MAX_BLOCK_BYTES as u64 <= u32::MAX as u64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{BlockEncoder, FormatMajor, FormatMinor, FrameEncoder};
+    use crate::schema::testgen::{KINDS, Rng, record};
+    use crate::writer::{MemorySink, Recorder, RecorderOptions};
+    use proptest::prelude::*;
+
+    /// A small closed trace (several blocks) and the records recorded into it.
+    fn small_trace() -> (Vec<u8>, Vec<Record>) {
+        let sink = MemorySink::new();
+        let options = RecorderOptions {
+            block_bytes: 4096,
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+        let mut rng = Rng(3);
+        let mut recorded = Vec::new();
+        for k in 0..KINDS * 2 {
+            let rec = record(&mut rng, k);
+            recorder.record(&rec);
+            recorded.push(rec);
+            if k % 10 == 0 {
+                recorder.flush().unwrap(); // several blocks
+            }
+        }
+        recorder.close().unwrap();
+        let trace = Trace::from_bytes(&sink.contents()).unwrap();
+        (sink.contents(), trace.records)
+    }
+
+    fn file(blocks: &[(BlockKind, Vec<Record>)], version: FormatVersion) -> Vec<u8> {
+        let mut header = FileHeader::current(crate::format::Compression::Zstd);
+        header.version = version;
+        let mut out = header.encode().to_vec();
+        let mut encoder = BlockEncoder::new(Some(1)).unwrap();
+        for (kind, records) in blocks {
+            let mut payload = Vec::new();
+            let mut frames = FrameEncoder::new();
+            for r in records {
+                frames.encode(r, &mut payload).unwrap();
+            }
+            encoder
+                .encode(*kind, &payload, records.len() as u32, &mut out)
+                .unwrap();
+        }
+        out
+    }
+
+    fn is_prefix(prefix: &[Record], of: &[Record]) -> bool {
+        prefix.len() <= of.len() && prefix == &of[..prefix.len()]
+    }
+
+    #[test]
+    fn streaming_and_mapped_readers_agree() {
+        let (bytes, records) = small_trace();
+        let mapped = MappedTrace::from_vec(bytes.clone()).unwrap();
+        assert!(mapped.has_index() && mapped.clean_close());
+        assert!(mapped.warnings().is_empty(), "{:?}", mapped.warnings());
+        assert!(mapped.blocks().len() > 3);
+        let mut from_blocks = Vec::new();
+        for i in 0..mapped.blocks().len() {
+            from_blocks.extend(mapped.read_block(i).unwrap().records);
+        }
+        assert_eq!(from_blocks, records);
+        let streamed: Vec<_> = mapped.records().unwrap().map(|r| r.unwrap().1).collect();
+        assert_eq!(streamed, records);
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert!(trace.recovery.is_complete());
+        assert_eq!(trace.recovery.records, records.len() as u64);
+    }
+
+    #[test]
+    fn mapped_reader_opens_files() {
+        let (bytes, records) = small_trace();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = MappedTrace::open(&path).unwrap();
+        let n: usize = (0..mapped.blocks().len())
+            .map(|i| mapped.read_block(i).unwrap().records.len())
+            .sum();
+        assert_eq!(n, records.len());
+        assert_eq!(read_all(&path).unwrap().records, records);
+        std::fs::write(&path, b"").unwrap();
+        let err = MappedTrace::open(&path).unwrap_err();
+        assert!(matches!(err.kind, ReadErrorKind::Empty));
+    }
+
+    #[test]
+    fn truncation_at_every_offset_yields_a_prefix() {
+        let (bytes, records) = small_trace();
+        for cut in 0..bytes.len() {
+            let part = &bytes[..cut];
+            match Trace::from_bytes(part) {
+                Ok(trace) => {
+                    assert!(cut >= FILE_HEADER_LEN, "cut {cut}");
+                    assert!(is_prefix(&trace.records, &records), "cut {cut}");
+                    assert!(!trace.recovery.clean_close, "cut {cut}");
+                    assert_eq!(trace.recovery.skipped_blocks, 0, "cut {cut}");
+                }
+                Err(e) => {
+                    assert!(cut < FILE_HEADER_LEN, "cut {cut}: {e}");
+                    assert!(!e.to_string().contains('\n'));
+                }
+            }
+            let mapped = MappedTrace::from_vec(part.to_vec());
+            if let Ok(mapped) = mapped {
+                assert!(!mapped.clean_close());
+                let mut got = Vec::new();
+                for i in 0..mapped.blocks().len() {
+                    got.extend(mapped.read_block(i).unwrap().records);
+                }
+                assert!(is_prefix(&got, &records), "mapped cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn flipped_bytes_never_panic_and_errors_are_one_line() {
+        let (bytes, records) = small_trace();
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x5a;
+            match Trace::from_bytes(&damaged) {
+                Ok(trace) => {
+                    for w in &trace.warnings {
+                        assert!(!w.to_string().contains('\n'), "{w}");
+                    }
+                    // Whatever was read is a subsequence of what was written.
+                    let mut it = records.iter();
+                    for r in &trace.records {
+                        assert!(it.any(|x| x == r), "byte {at}: invented record {r:?}");
+                    }
+                    if trace.records.len() < records.len() {
+                        assert!(!trace.warnings.is_empty(), "byte {at}: silent loss");
+                    }
+                }
+                Err(e) => {
+                    assert!(at < FILE_HEADER_LEN, "byte {at}: {e}");
+                    assert!(!e.to_string().contains('\n'));
+                }
+            }
+            if let Ok(mapped) = MappedTrace::from_vec(damaged) {
+                for i in 0..mapped.blocks().len() {
+                    if let Err(e) = mapped.read_block(i) {
+                        assert!(!e.to_string().contains('\n'));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_payload_skips_one_block_and_continues() {
+        let mut rng = Rng(8);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let b: Vec<_> = (5..9).map(|k| record(&mut rng, k)).collect();
+        let c: Vec<_> = (9..12).map(|k| record(&mut rng, k)).collect();
+        let blocks = [
+            (BlockKind::RECORDS, a.clone()),
+            (BlockKind::RECORDS, b.clone()),
+            (BlockKind::RECORDS, c.clone()),
+        ];
+        let mut bytes = file(&blocks, FormatVersion::CURRENT);
+        let second = MappedTrace::from_vec(bytes.clone()).unwrap().blocks()[1].offset as usize;
+        bytes[second + BLOCK_HEADER_LEN + 2] ^= 1;
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.records, [a.clone(), c.clone()].concat());
+        assert_eq!(trace.recovery.skipped_blocks, 1);
+        assert_eq!(trace.recovery.skipped_records, b.len() as u64);
+        let w = trace.warnings[0].to_string();
+        assert!(w.starts_with(&format!("byte {second}: ")), "{w}");
+        assert!(w.contains("checksum"), "{w}");
+        // A damaged header: resynchronize at the third block.
+        bytes[second + 9] ^= 1;
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.records, [a, c].concat());
+        assert!(matches!(
+            trace.warnings[0].kind,
+            WarningKind::Resynchronized { .. }
+        ));
+    }
+
+    #[test]
+    fn garbage_empty_and_wrong_magic_are_refused() {
+        let err = Trace::from_bytes(b"").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "byte 0: the file is empty, not an hrx trace"
+        );
+        let err = Trace::from_bytes(b"GIF89a garbage garbage garbage garbage").unwrap_err();
+        assert!(
+            err.to_string().starts_with("byte 0: not an hrx trace"),
+            "{err}"
+        );
+        let err = Trace::from_bytes(b"HRXTRA").unwrap_err();
+        assert!(matches!(
+            err.kind,
+            ReadErrorKind::TruncatedHeader { len: 6 }
+        ));
+        let mut rng = Rng(99);
+        let garbage: Vec<u8> = (0..10_000).map(|_| rng.next() as u8).collect();
+        assert!(Trace::from_bytes(&garbage).is_err());
+        assert!(MappedTrace::from_vec(garbage).is_err());
+    }
+
+    #[test]
+    fn garbage_after_a_valid_header_is_discarded() {
+        let mut bytes = FileHeader::current(crate::format::Compression::Zstd)
+            .encode()
+            .to_vec();
+        let mut rng = Rng(4);
+        bytes.extend((0..5000).map(|_| rng.next() as u8));
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert!(trace.records.is_empty());
+        assert_eq!(trace.recovery.bytes_discarded, 5000);
+        assert!(!MappedTrace::from_vec(bytes).unwrap().clean_close());
+    }
+
+    #[test]
+    fn newer_major_is_refused_naming_both_versions() {
+        let version = FormatVersion {
+            major: FormatMajor(2),
+            minor: FormatMinor(0),
+        };
+        let bytes = file(&[], version);
+        let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "byte 8: trace format 2.0 is newer than this reader's format 1.0; \
+             upgrade hrx-trace to read it"
+        );
+        assert!(MappedTrace::from_vec(bytes).is_err());
+    }
+
+    #[test]
+    fn newer_minor_unknown_block_kind_is_skipped_with_a_warning() {
+        let version = FormatVersion {
+            major: FormatVersion::CURRENT.major,
+            minor: FormatMinor(FormatVersion::CURRENT.minor.0 + 1),
+        };
+        let mut rng = Rng(5);
+        let a = vec![record(&mut rng, 3)];
+        let b = vec![record(&mut rng, 12)];
+        let blocks = [
+            (BlockKind::RECORDS, a.clone()),
+            (BlockKind(77), vec![record(&mut rng, 1)]),
+            (BlockKind::RECORDS, b.clone()),
+        ];
+        let bytes = file(&blocks, version);
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.records, [a, b].concat());
+        let warnings: Vec<_> = trace.warnings.iter().map(|w| &w.kind).collect();
+        assert!(matches!(warnings[0], WarningKind::NewerMinor { .. }));
+        assert!(matches!(
+            warnings[1],
+            WarningKind::UnknownBlockKind {
+                kind: BlockKind(77),
+                ..
+            }
+        ));
+        assert_eq!(warnings.len(), 2);
+        assert_eq!(trace.recovery.skipped_blocks, 0);
+        assert!(trace.warnings[0].to_string().contains("1.1"));
+        let mapped = MappedTrace::from_vec(bytes).unwrap();
+        assert_eq!(mapped.blocks().len(), 3);
+        assert!(mapped.read_block(1).unwrap().records.is_empty());
+    }
+
+    #[test]
+    fn unknown_record_variant_is_skipped() {
+        // A record variant appended by a newer minor: tag 200, some body.
+        let mut payload = Vec::new();
+        let known = record(&mut Rng(1), 2);
+        let mut frames = FrameEncoder::new();
+        frames.encode(&known, &mut payload).unwrap();
+        payload.extend_from_slice(&[3, 0xc8, 0x01, 0x05]);
+        frames.encode(&known, &mut payload).unwrap();
+        let mut bytes = FileHeader::current(crate::format::Compression::None)
+            .encode()
+            .to_vec();
+        BlockEncoder::new(None)
+            .unwrap()
+            .encode(BlockKind::RECORDS, &payload, 3, &mut bytes)
+            .unwrap();
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.records, vec![known.clone(), known]);
+        assert!(matches!(
+            trace.warnings[0].kind,
+            WarningKind::RecordSkipped { index: 1, .. }
+        ));
+        assert_eq!(trace.recovery.skipped_records, 1);
+    }
+
+    #[test]
+    fn huge_declared_lengths_do_not_allocate() {
+        // A block header declaring the maximum lengths, followed by only a few bytes.
+        let mut bytes = FileHeader::current(crate::format::Compression::Zstd)
+            .encode()
+            .to_vec();
+        let header = BlockHeader {
+            kind: BlockKind::RECORDS,
+            flags: crate::format::BLOCK_FLAG_ZSTD,
+            stored_len: MAX_BLOCK_BYTES,
+            uncompressed_len: MAX_BLOCK_BYTES,
+            record_count: u32::MAX,
+            checksum: 0,
+        };
+        bytes.extend_from_slice(&header.encode());
+        bytes.extend_from_slice(&[0; 100]);
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.recovery.bytes_discarded, 132);
+        let w = trace.warnings[0].to_string();
+        assert_eq!(
+            w,
+            "byte 32: the file ends inside a block: 132 bytes discarded"
+        );
+    }
+
+    #[test]
+    fn blobs_are_found_by_hash() {
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        let hash = recorder.intern_blob(&[9; 10_000]).unwrap();
+        recorder.close().unwrap();
+        let trace = Trace::from_bytes(&sink.contents()).unwrap();
+        assert_eq!(trace.blobs()[&hash], &[9; 10_000][..]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn arbitrary_bytes_after_a_header_never_panic(
+            tail in proptest::collection::vec(any::<u8>(), 0..2048)
+        ) {
+            let mut bytes = FileHeader::current(crate::format::Compression::Zstd)
+                .encode()
+                .to_vec();
+            bytes.extend_from_slice(&tail);
+            let trace = Trace::from_bytes(&bytes).unwrap();
+            prop_assert!(trace.records.len() <= tail.len());
+            let _ = MappedTrace::from_vec(bytes);
+        }
+
+        #[test]
+        fn arbitrary_records_round_trip_through_a_file(
+            seed in any::<u64>(), n in 0usize..60
+        ) {
+            let mut rng = Rng(seed);
+            let records: Vec<_> = (0..n).map(|_| { let k = rng.next(); record(&mut rng, k) }).collect();
+            let bytes = file(&[(BlockKind::RECORDS, records.clone())], FormatVersion::CURRENT);
+            let trace = Trace::from_bytes(&bytes).unwrap();
+            prop_assert_eq!(trace.records, records);
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! A single-producer single-consumer byte ring: one per recording thread and recorder.
+//!
+//! The recording thread (the producer) appends whole record frames; the writer (the
+//! consumer) copies out everything committed so far. This is what keeps the hot path free of
+//! locks, read-modify-write atomics and allocation:
+//!
+//! ```text
+//!   recording thread                          writer (under the recorder's core lock)
+//!   ----------------                          ---------------------------------------
+//!   copy frame into buf[head..]               h = head.load(Acquire)
+//!   head.store(head + len, Release)  ───────▶ copy buf[tail..h] out
+//!   (tail re-read with Acquire only when  ◀── tail.store(h, Release)
+//!    the cached copy says the ring is full)
+//! ```
+//!
+//! Positions are free-running `usize` counters (wrapping), reduced modulo the power-of-two
+//! capacity when indexing, so `head - tail` is always the number of committed, unread bytes.
+//! Exactly one [`Producer`] and one [`Consumer`] exist per ring, and both need `&mut self`,
+//! so the single-producer single-consumer contract is enforced by ownership: the producer
+//! lives in its thread's thread-local state, the consumer in the recorder's core, which is
+//! behind a mutex.
+
+use std::cell::UnsafeCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Keeps producer-written and consumer-written fields on separate cache lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+struct Ring {
+    /// Written by the producer; `closed` by the consumer side once, at close.
+    producer: Padded<ProducerSide>,
+    /// Written by the consumer.
+    tail: Padded<AtomicUsize>,
+    /// Records the producer dropped because the ring stayed full.
+    dropped: AtomicU64,
+    buf: Box<[UnsafeCell<u8>]>,
+}
+
+struct ProducerSide {
+    head: AtomicUsize,
+    /// Set when the recorder closes: the producer stops pushing.
+    closed: AtomicBool,
+    /// Set when the producer is dropped (its thread exited).
+    orphaned: AtomicBool,
+}
+
+// SAFETY: the bytes in `buf` are only accessed through the unique `Producer` (writes to
+// `[head, tail + capacity)`, which the consumer never reads) and the unique `Consumer`
+// (reads of `[tail, head)`, which the producer never writes until `tail` moves past them).
+// The Release store of `head` after writing and its Acquire load before reading (and the same
+// pair on `tail`) order the byte accesses; all other fields are atomics.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn base(&self) -> *mut u8 {
+        // `UnsafeCell<u8>` has the same layout as `u8`.
+        UnsafeCell::raw_get(self.buf.as_ptr())
+    }
+}
+
+/// Creates a ring of at least `capacity` bytes (rounded up to a power of two, at least 64).
+pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
+    let capacity = capacity.max(64).next_power_of_two();
+    let ring = Arc::new(Ring {
+        producer: Padded(ProducerSide {
+            head: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            orphaned: AtomicBool::new(false),
+        }),
+        tail: Padded(AtomicUsize::new(0)),
+        dropped: AtomicU64::new(0),
+        buf: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
+    });
+    let producer = Producer {
+        ring: ring.clone(),
+        head: 0,
+        tail: 0,
+        woken_at_tail: usize::MAX,
+    };
+    (producer, Consumer { ring, tail: 0 })
+}
+
+/// What happened to a pushed frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// Committed; the ring is less than half full.
+    Done,
+    /// Committed; the ring is past half full and the writer has not drained it since the
+    /// last time this was answered: wake the writer.
+    DoneWake,
+    /// Not committed: not enough free space.
+    Full,
+    /// Not committed: the recorder is closed.
+    Closed,
+}
+
+/// The recording thread's end of a ring.
+pub(crate) struct Producer {
+    ring: Arc<Ring>,
+    /// Producer-local copy of `ring.producer.head`.
+    head: usize,
+    /// Last `tail` observed; refreshed only when space looks short.
+    tail: usize,
+    /// The `tail` at the last `DoneWake`, so that one drain answers at most one wake.
+    woken_at_tail: usize,
+}
+
+impl Producer {
+    /// Capacity in bytes.
+    pub(crate) fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Whether the recorder closed this ring.
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.ring.producer.0.closed.load(Ordering::Relaxed)
+    }
+
+    /// Commits `frame` if it fits. No locks, no read-modify-write, no allocation.
+    #[inline]
+    pub(crate) fn push(&mut self, frame: &[u8]) -> Push {
+        if self.is_closed() {
+            return Push::Closed;
+        }
+        let capacity = self.capacity();
+        let len = frame.len();
+        if capacity - self.head.wrapping_sub(self.tail) < len {
+            self.tail = self.ring.tail.0.load(Ordering::Acquire);
+            if capacity - self.head.wrapping_sub(self.tail) < len {
+                return Push::Full;
+            }
+        }
+        let start = self.head & (capacity - 1);
+        let first = len.min(capacity - start);
+        // SAFETY: `[head, head + len)` is free space (checked above against a `tail` loaded
+        // with Acquire, so the consumer finished reading it), only this unique producer
+        // writes it, and the consumer does not read it before the Release store below.
+        // `start + first <= capacity` and `len - first <= start` keep both copies in bounds.
+        unsafe {
+            let base = self.ring.base();
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), base.add(start), first);
+            std::ptr::copy_nonoverlapping(frame.as_ptr().add(first), base, len - first);
+        }
+        self.commit(len)
+    }
+
+    /// Commits the first `len` bytes of `buf`. When there is contiguous room for all of
+    /// `buf`, copies all of it (a fixed-size copy the compiler inlines; the bytes past `len`
+    /// land in free space and are never read), else falls back to [`Producer::push`].
+    #[inline]
+    pub(crate) fn push_fixed<const N: usize>(&mut self, buf: &[u8; N], len: usize) -> Push {
+        debug_assert!(len <= N);
+        let capacity = self.capacity();
+        let start = self.head & (capacity - 1);
+        let room = capacity - self.head.wrapping_sub(self.tail);
+        if self.is_closed() || capacity - start < N || room < N {
+            return self.push(&buf[..len]);
+        }
+        // SAFETY: `[head, head + N)` is contiguous (checked against the end of the buffer)
+        // and free (checked against a `tail` the consumer had already passed, as in `push`);
+        // only this unique producer writes it, and the consumer reads only up to the `head`
+        // published below, i.e. the first `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(buf.as_ptr(), self.ring.base().add(start), N);
+        }
+        self.commit(len)
+    }
+
+    /// Publishes `len` written bytes; says whether to wake the writer.
+    #[inline]
+    fn commit(&mut self, len: usize) -> Push {
+        let capacity = self.capacity();
+        self.head = self.head.wrapping_add(len);
+        self.ring
+            .producer
+            .0
+            .head
+            .store(self.head, Ordering::Release);
+        if self.head.wrapping_sub(self.tail) > capacity / 2 {
+            self.tail = self.ring.tail.0.load(Ordering::Acquire);
+            if self.head.wrapping_sub(self.tail) > capacity / 2 && self.tail != self.woken_at_tail {
+                self.woken_at_tail = self.tail;
+                return Push::DoneWake;
+            }
+        }
+        Push::Done
+    }
+
+    /// Counts one record dropped by this thread.
+    pub(crate) fn count_dropped(&self) {
+        self.ring.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether `consumer` is this ring's consumer.
+    pub(crate) fn is_paired_with(&self, consumer: &Consumer) -> bool {
+        Arc::ptr_eq(&self.ring, &consumer.ring)
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.ring.producer.0.orphaned.store(true, Ordering::Release);
+    }
+}
+
+/// The writer's end of a ring.
+pub(crate) struct Consumer {
+    ring: Arc<Ring>,
+    /// Consumer-local copy of `ring.tail`.
+    tail: usize,
+}
+
+impl Consumer {
+    /// Appends every committed byte to `out`; returns how many.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<u8>) -> usize {
+        let head = self.ring.producer.0.head.load(Ordering::Acquire);
+        let len = head.wrapping_sub(self.tail);
+        if len == 0 {
+            return 0;
+        }
+        let capacity = self.ring.capacity();
+        debug_assert!(len <= capacity);
+        let start = self.tail & (capacity - 1);
+        let first = len.min(capacity - start);
+        // SAFETY: `[tail, head)` was fully written before the producer's Release store of
+        // `head`, which the Acquire load above observed; the producer does not write it again
+        // until `tail` moves past it below. Both ranges are in bounds as in `Producer::push`.
+        unsafe {
+            let base = self.ring.base() as *const u8;
+            out.extend_from_slice(std::slice::from_raw_parts(base.add(start), first));
+            out.extend_from_slice(std::slice::from_raw_parts(base, len - first));
+        }
+        self.tail = head;
+        self.ring.tail.0.store(head, Ordering::Release);
+        len
+    }
+
+    /// Whether the producer is gone; check before the final drain (Acquire pairs with the
+    /// producer's drop, so everything it pushed is visible to the next drain).
+    pub(crate) fn is_orphaned(&self) -> bool {
+        self.ring.producer.0.orphaned.load(Ordering::Acquire)
+    }
+
+    /// Tells the producer to stop pushing.
+    pub(crate) fn close(&self) {
+        self.ring.producer.0.closed.store(true, Ordering::Release);
+    }
+
+    /// Records the producer dropped so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.ring.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether committed bytes are waiting.
+    #[cfg(test)]
+    pub(crate) fn has_pending(&self) -> bool {
+        self.ring.producer.0.head.load(Ordering::Acquire) != self.tail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_and_drain_wraps_around() {
+        let (mut p, mut c) = ring(64);
+        let mut out = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..200u8 {
+            let frame = [i, i.wrapping_mul(3), 7, 9, 11];
+            match p.push(&frame) {
+                Push::Done | Push::DoneWake => expected.extend_from_slice(&frame),
+                Push::Full => {
+                    c.drain_into(&mut out);
+                    assert_ne!(p.push(&frame), Push::Full);
+                    expected.extend_from_slice(&frame);
+                }
+                Push::Closed => unreachable!(),
+            }
+        }
+        c.drain_into(&mut out);
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn full_ring_refuses_and_wakes_once_per_drain() {
+        let (mut p, mut c) = ring(64);
+        assert_eq!(p.capacity(), 64);
+        let frame = [1u8; 20];
+        assert_eq!(p.push(&frame), Push::Done);
+        assert_eq!(p.push(&frame), Push::DoneWake);
+        assert_eq!(p.push(&frame), Push::Done);
+        assert_eq!(p.push(&frame), Push::Full);
+        let mut out = Vec::new();
+        assert_eq!(c.drain_into(&mut out), 60);
+        assert!(!c.has_pending());
+        assert_eq!(p.push(&frame), Push::Done);
+        assert_eq!(p.push(&frame), Push::DoneWake);
+    }
+
+    #[test]
+    fn push_fixed_commits_only_len_and_wraps() {
+        let (mut p, mut c) = ring(64);
+        let mut out = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..100u8 {
+            let buf = [i; 24];
+            let len = 1 + usize::from(i % 20);
+            if p.push_fixed(&buf, len) == Push::Full {
+                c.drain_into(&mut out);
+                assert_ne!(p.push_fixed(&buf, len), Push::Full);
+            }
+            expected.extend_from_slice(&buf[..len]);
+        }
+        c.drain_into(&mut out);
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn close_and_orphan_flags() {
+        let (mut p, c) = ring(64);
+        p.count_dropped();
+        assert_eq!(c.dropped(), 1);
+        assert!(p.is_paired_with(&c));
+        c.close();
+        assert_eq!(p.push(&[1]), Push::Closed);
+        assert!(!c.is_orphaned());
+        drop(p);
+        assert!(c.is_orphaned());
+    }
+
+    #[test]
+    fn concurrent_producer_and_consumer_preserve_bytes() {
+        let (mut p, mut c) = ring(256);
+        let n = 50_000u32;
+        let producer = std::thread::spawn(move || {
+            for i in 0..n {
+                let frame = i.to_le_bytes();
+                while p.push(&frame) == Push::Full {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let mut out = Vec::new();
+        while out.len() < n as usize * 4 {
+            c.drain_into(&mut out);
+        }
+        producer.join().unwrap();
+        for (i, chunk) in out.chunks(4).enumerate() {
+            assert_eq!(u32::from_le_bytes(chunk.try_into().unwrap()), i as u32);
+        }
+    }
+}

@@ -1,0 +1,1412 @@
+//! The trace schema: every event the runtime records, as serde types.
+//!
+//! A trace is a sequence of [`Record`]s. Each record is self-contained: it names the objects
+//! it is about by id, never by file position, so a reader can skip a damaged block and still
+//! make sense of the rest, and records from several threads may be interleaved freely.
+//!
+//! # Design choices
+//!
+//! - **Ids are newtypes** over the integer the runtime uses ([`RuntimeId`] is `u32`, every
+//!   other id `u64`, region and operation indices `u32`), so a buffer id cannot be passed where
+//!   a graph id is expected. They encode exactly like the bare integer (a postcard varint).
+//! - **Several runtimes share one trace.** Every record that belongs to a runtime carries its
+//!   [`RuntimeId`]; all other ids are scoped to that runtime. [`crate::Recorder::next_runtime_id`]
+//!   hands out runtime ids.
+//! - **Clocks are explicit.** Every field ending in `_ns` is a host time in nanoseconds on the
+//!   session's monotonic clock, relative to [`SessionStart::monotonic_base_ns`] (so the first
+//!   record is near zero). Device times appear only inside [`DeviceSpan`], on the device clock
+//!   of the record's runtime; [`ClockCalibration`] maps them onto the host clock.
+//! - **Byte ranges** are half-open `start..end` offsets in bytes into a buffer.
+//! - **Large payloads live out of line.** Buffer contents and kernel code are stored once per
+//!   xxh3-64 content hash in a [`Blob`] record and referenced by [`BlobHash`]; small contents
+//!   are inlined ([`Payload`]). The writer guarantees a blob precedes, in file order, every
+//!   record recorded after it was interned.
+//! - **Timing records are hot and tiny.** [`RegionTiming`] and [`OpTiming`] are the only
+//!   records the codec does not store as their plain postcard form: it stores them as deltas
+//!   from the previous timing in the same block (see [`crate::format`]), about 10 bytes per
+//!   timing with a device span on disk for a realistic stream (a writer test checks <= 16).
+//! - **Evolution.** postcard is not self-describing, so within one format major version the
+//!   schema only grows by appending new [`Record`] variants (and new block kinds). Records are
+//!   length-prefixed in the file, so an older reader skips a variant it does not know with a
+//!   warning instead of failing. Changing an existing struct is a major version bump.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+macro_rules! id_newtype {
+    ($(#[$meta:meta])* $name:ident($int:ty)) => {
+        $(#[$meta])*
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub $int);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl From<$int> for $name {
+            fn from(value: $int) -> Self {
+                Self(value)
+            }
+        }
+    };
+}
+
+id_newtype!(
+    /// A runtime within the traced process; scopes every other id.
+    RuntimeId(u32)
+);
+id_newtype!(
+    /// A buffer allocated by a runtime.
+    BufferId(u64)
+);
+id_newtype!(
+    /// A loaded GPU or NPU kernel.
+    KernelId(u64)
+);
+id_newtype!(
+    /// A graph while it is being built (before `prepare`).
+    GraphId(u64)
+);
+id_newtype!(
+    /// A prepared (executable) graph.
+    PreparedId(u64)
+);
+id_newtype!(
+    /// A submission of a prepared graph; increases with submission order within a runtime.
+    SubmissionIndex(u64)
+);
+id_newtype!(
+    /// A region of a prepared graph (index into [`Prepared::regions`]).
+    RegionIndex(u32)
+);
+id_newtype!(
+    /// An operation (node) of a graph, in build order (index of its [`GraphOp`]).
+    NodeIndex(u32)
+);
+id_newtype!(
+    /// The xxh3-64 hash of a [`Blob`]'s bytes, which names it.
+    BlobHash(u64)
+);
+
+/// Serializes `Vec<u8>` as postcard bytes (a length then the raw bytes).
+///
+/// The wire form is identical to serde's default sequence of `u8`, but encoding and decoding
+/// are one copy instead of one call per byte.
+mod bytes {
+    use serde::de::{self, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        deserializer.deserialize_byte_buf(BytesVisitor)
+    }
+
+    struct BytesVisitor;
+
+    impl<'de> Visitor<'de> for BytesVisitor {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("bytes")
+        }
+
+        fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+
+        fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            // Cap the preallocation: the length hint comes from an untrusted file.
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(byte) = seq.next_element()? {
+                out.push(byte);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// How an operation uses a byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// Only read.
+    Read,
+    /// Only written; previous contents are not read.
+    Write,
+    /// Read and written.
+    ReadWrite,
+}
+
+/// Where a buffer's memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Placement {
+    /// Device memory with no host pointer.
+    GpuLocal,
+    /// Pinned host memory mapped for the GPU.
+    HostVisible,
+    /// Host memory also imported as an NPU buffer object.
+    NpuShared {
+        /// The NPU memory-bank group of the buffer object.
+        group: u32,
+    },
+}
+
+/// The kind of engine that executes work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Engine {
+    /// A GPU.
+    Gpu,
+    /// An NPU.
+    Npu,
+    /// The host CPU.
+    Host,
+}
+
+/// A GPU scheduling lane of a graph operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Lane {
+    /// Host-to-device transfers.
+    Upload,
+    /// Kernels, fills and device-to-device copies.
+    Compute,
+    /// Device-to-host transfers.
+    Download,
+}
+
+/// One of the runtime's five execution queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Queue {
+    /// GPU upload lane.
+    GpuUpload,
+    /// GPU compute lane.
+    GpuCompute,
+    /// GPU download lane.
+    GpuDownload,
+    /// The NPU.
+    Npu,
+    /// Host worker threads.
+    Host,
+}
+
+/// How a region of a prepared graph is executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RegionKind {
+    /// One native GPU graph (CUDA/HIP graph, or the sim device's equivalent).
+    NativeGraph,
+    /// A batch of copies on the lane's cached copy stream.
+    CopyBatch,
+    /// A scoped native callback supplied by the application.
+    Scoped,
+    /// One NPU run.
+    NpuRun,
+    /// Host work.
+    Host,
+}
+
+/// The kind of a memory hazard between two operations or regions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HazardKind {
+    /// The consumer reads what the producer wrote.
+    ReadAfterWrite,
+    /// The consumer overwrites what the producer read.
+    WriteAfterRead,
+    /// Both write.
+    WriteAfterWrite,
+}
+
+impl HazardKind {
+    /// The usual three-letter abbreviation (`RAW`, `WAR`, `WAW`).
+    pub fn abbreviation(self) -> &'static str {
+        match self {
+            HazardKind::ReadAfterWrite => "RAW",
+            HazardKind::WriteAfterRead => "WAR",
+            HazardKind::WriteAfterWrite => "WAW",
+        }
+    }
+}
+
+/// How a region, submission or operation ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    /// Completed successfully.
+    Ok,
+    /// Ran and failed.
+    Failed {
+        /// The error, as the runtime displays it.
+        error: String,
+    },
+    /// Never ran, because something it depended on failed or was cancelled.
+    Cancelled {
+        /// Why, e.g. "producer submission 11 failed".
+        reason: String,
+    },
+}
+
+/// Bytes captured from a buffer: inline, out of line in a [`Blob`], or not captured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Payload {
+    /// The bytes themselves (small payloads).
+    Inline(#[serde(with = "bytes")] Vec<u8>),
+    /// The bytes are in the [`Blob`] record named `hash`.
+    Blob {
+        /// The blob's content hash.
+        hash: BlobHash,
+        /// The blob's length in bytes.
+        len_bytes: u64,
+    },
+    /// The bytes were not captured (capture of contents was off, or they were too large).
+    Omitted {
+        /// The length in bytes of what was not captured.
+        len_bytes: u64,
+    },
+}
+
+/// The first record of every trace: who recorded it, where and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStart {
+    /// The recording library and version, e.g. `hrx-capture 0.1.0`.
+    pub producer: String,
+    /// The file format version the writer used, as `(major, minor)`.
+    pub format_version: (u16, u16),
+    /// Wall-clock time at the session's monotonic base.
+    pub wall_clock_utc: DateTime<Utc>,
+    /// The host monotonic clock (`CLOCK_MONOTONIC` on Unix) at the session base, in ns;
+    /// all other host `_ns` fields are relative to it. 0 where unavailable.
+    pub monotonic_base_ns: u64,
+    /// Host name.
+    pub host: String,
+    /// Process id of the traced process.
+    pub pid: u32,
+    /// Command line of the traced process.
+    pub args: Vec<String>,
+    /// Backend of the runtime that opened the trace (each runtime restates its own in
+    /// [`RuntimeStart`]); may be empty.
+    pub backend: String,
+    /// Device description of the runtime that opened the trace; may be empty.
+    pub device: String,
+}
+
+/// A runtime was created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeStart {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// Backend name (`sim`, `cuda`, `hip`, ...).
+    pub backend: String,
+    /// Device description (name, memory, driver).
+    pub device: String,
+    /// Run slots reserved per prepared graph.
+    pub graph_slots: u32,
+    /// Maximum in-flight submissions.
+    pub capacity: u32,
+    /// The configured fault injection, if any (sim backend), as text.
+    pub fault: Option<String>,
+    /// Host time of creation.
+    pub time_ns: u64,
+}
+
+/// A runtime was dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeEnd {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A buffer was allocated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferCreated {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Length in bytes.
+    pub len_bytes: u64,
+    /// Where its memory lives.
+    pub placement: Placement,
+    /// The device address of the allocation (for alignment checks on replay), 0 if none.
+    pub device_address: u64,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A buffer was freed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferDropped {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// Content-addressed bytes (kernel code, buffer contents), stored once per hash per trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blob {
+    /// xxh3-64 of `bytes`.
+    pub hash: BlobHash,
+    /// The contents.
+    #[serde(with = "bytes")]
+    pub bytes: Vec<u8>,
+}
+
+/// One binding of a kernel's contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BindingContract {
+    /// How the kernel uses the binding.
+    pub access: Access,
+    /// Required extent in bytes.
+    pub extent_bytes: u64,
+    /// Required base alignment in bytes.
+    pub alignment: u64,
+}
+
+/// A kernel was loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelLoaded {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The kernel.
+    pub kernel: KernelId,
+    /// Entry point name (or built-in kernel name).
+    pub entry: String,
+    /// The module code (PTX, code object, xclbin) as a [`Blob`]; `None` for built-ins.
+    pub code: Option<BlobHash>,
+    /// One entry per argument binding.
+    pub contract: Vec<BindingContract>,
+    /// Constant argument bytes.
+    #[serde(with = "bytes")]
+    pub constants: Vec<u8>,
+    /// Grid dimensions in blocks.
+    pub grid: [u32; 3],
+    /// Block dimensions in threads.
+    pub block: [u32; 3],
+    /// The engine it runs on.
+    pub engine: Engine,
+    /// NPU memory-bank group of each argument (empty for GPU kernels).
+    pub npu_groups: Vec<u32>,
+}
+
+/// What a graph operation does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpKind {
+    /// Fill the written range with a byte.
+    Fill {
+        /// The byte value.
+        value: u8,
+    },
+    /// Copy the read range into the written range.
+    Copy,
+    /// Dispatch a GPU kernel.
+    Kernel {
+        /// The kernel.
+        kernel: KernelId,
+    },
+    /// A scoped native callback (cannot be re-executed by replay).
+    Scoped,
+    /// Run an NPU kernel.
+    Npu {
+        /// The kernel.
+        kernel: KernelId,
+    },
+    /// Host work run by a worker thread.
+    Host,
+}
+
+/// One declared use of a buffer byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Use {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// How it is used.
+    pub access: Access,
+}
+
+/// An operation was added to a graph under construction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphOp {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The graph being built.
+    pub graph: GraphId,
+    /// The operation's index in the graph (build order).
+    pub node: NodeIndex,
+    /// What it does.
+    pub op: OpKind,
+    /// Its GPU lane.
+    pub lane: Lane,
+    /// Its declared uses, bindings in order.
+    pub uses: Vec<Use>,
+}
+
+/// An ordering edge from a producer to a consumer, with the hazard that caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edge {
+    /// The producer: a [`NodeIndex`] value for internal edges, a [`RegionIndex`] value for
+    /// region dependencies.
+    pub producer: u32,
+    /// The consumer, in the same index space as `producer`.
+    pub consumer: u32,
+    /// Why the consumer waits.
+    pub kind: HazardKind,
+    /// The buffer of the conflicting ranges.
+    pub buffer: BufferId,
+    /// First byte of the conflicting range.
+    pub start: u64,
+    /// One past the last byte of the conflicting range.
+    pub end: u64,
+}
+
+/// One region of a prepared graph.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    /// The queue it runs on.
+    pub queue: Queue,
+    /// The engine it runs on.
+    pub engine: Engine,
+    /// How it is executed.
+    pub kind: RegionKind,
+    /// The graph operations it contains, in order.
+    pub nodes: Vec<NodeIndex>,
+    /// Edges between its own operations (native graph dependencies).
+    pub internal_edges: Vec<Edge>,
+    /// Edges from earlier regions of the same graph.
+    pub dependencies: Vec<Edge>,
+    /// Its uses, summarized into the fewest disjoint ranges.
+    pub uses: Vec<Use>,
+    /// Bytes copied by its copy operations.
+    pub copy_bytes: u64,
+}
+
+/// A graph was prepared (lowered into regions).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The graph that was prepared.
+    pub graph: GraphId,
+    /// The new prepared graph.
+    pub prepared: PreparedId,
+    /// Run slots reserved.
+    pub slots: u32,
+    /// Whether some region may run concurrently with its predecessor.
+    pub parallel: bool,
+    /// The regions, in order.
+    pub regions: Vec<Region>,
+    /// Host time when prepare finished.
+    pub time_ns: u64,
+}
+
+/// A prepared graph was submitted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submit {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The prepared graph.
+    pub prepared: PreparedId,
+    /// The new submission.
+    pub submission: SubmissionIndex,
+    /// The run slot it occupies.
+    pub slot: u32,
+    /// Explicit producers (`submit_after`).
+    pub producers: Vec<SubmissionIndex>,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// Why a submit was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefusalKind {
+    /// Capacity or slots exhausted.
+    Busy,
+    /// The prepared graph is quarantined or the device was lost.
+    DeviceLost,
+    /// Any other error.
+    Other,
+}
+
+/// A submit was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitRefused {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The prepared graph.
+    pub prepared: PreparedId,
+    /// The kind of refusal.
+    pub kind: RefusalKind,
+    /// The error, as the runtime displays it.
+    pub reason: String,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A region waited on a region of an earlier submission (cross-submission ordering).
+///
+/// For example: submission 12 region 3 waited on submission 11 region 1, write-after-read
+/// on buffer 7 bytes 0..4096.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossWait {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The waiting submission.
+    pub submission: SubmissionIndex,
+    /// The waiting region.
+    pub region: RegionIndex,
+    /// The earlier submission.
+    pub on_submission: SubmissionIndex,
+    /// The region of the earlier submission waited on.
+    pub on_region: RegionIndex,
+    /// The hazard.
+    pub kind: HazardKind,
+    /// The buffer of the conflicting ranges.
+    pub buffer: BufferId,
+    /// First byte of the conflict.
+    pub start: u64,
+    /// One past the last byte of the conflict.
+    pub end: u64,
+}
+
+/// A span on the device clock of the record's runtime (map with [`ClockCalibration`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DeviceSpan {
+    /// Device clock at the start, in ns.
+    pub start_ns: u64,
+    /// Device clock at the end, in ns.
+    pub end_ns: u64,
+}
+
+/// When a region of a submission ran (the hot record: one per region execution).
+///
+/// In a trace file the codec stores it in a compact block-local delta form (see
+/// [`crate::format`]); its serde form, used by other formats such as JSON, is these fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RegionTiming {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission.
+    pub submission: SubmissionIndex,
+    /// The region.
+    pub region: RegionIndex,
+    /// Host time when it started.
+    pub start_ns: u64,
+    /// Host time when it ended.
+    pub end_ns: u64,
+    /// Device timestamps around it, where the backend has them.
+    pub device: Option<DeviceSpan>,
+}
+
+/// When one operation inside a region ran (where the backend can time operations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpTiming {
+    /// The timing of the operation; `region` is the region containing it.
+    pub timing: RegionTiming,
+    /// The operation.
+    pub node: NodeIndex,
+}
+
+/// A measured relation between a runtime's device clock and the host clock.
+///
+/// `host_ns = device_ns + device_offset_ns` (wrapping), within `uncertainty_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockCalibration {
+    /// The runtime whose device clock this maps.
+    pub runtime: RuntimeId,
+    /// Host time of the sample.
+    pub host_ns: u64,
+    /// Device clock at the sample, in ns.
+    pub device_ns: u64,
+    /// Offset to add to a device time to get a host time, in ns.
+    pub device_offset_ns: i64,
+    /// Half-width of the sampling interval, in ns.
+    pub uncertainty_ns: u64,
+}
+
+impl ClockCalibration {
+    /// Maps a device-clock time onto the session's host clock, in ns.
+    pub fn to_host_ns(&self, device_ns: u64) -> u64 {
+        device_ns.wrapping_add(self.device_offset_ns as u64)
+    }
+}
+
+/// A region of a submission finished, failed or was cancelled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionDone {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission.
+    pub submission: SubmissionIndex,
+    /// The region.
+    pub region: RegionIndex,
+    /// How it ended.
+    pub status: Status,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A submission finished (all its regions are done).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmissionDone {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission.
+    pub submission: SubmissionIndex,
+    /// How it ended (the first failure, if any).
+    pub status: Status,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A prepared graph was quarantined after a native failure of uncertain extent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quarantine {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The prepared graph.
+    pub prepared: PreparedId,
+    /// The submission whose failure caused it, if any.
+    pub submission: Option<SubmissionIndex>,
+    /// The region whose failure caused it, if any.
+    pub region: Option<RegionIndex>,
+    /// The failure.
+    pub cause: String,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A buffer was poisoned (later use fails with device lost).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Poison {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// The failure.
+    pub cause: String,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A lane's cached copy stream was marked unhealthy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyStreamUnhealthy {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The lane.
+    pub lane: Lane,
+    /// The failure.
+    pub cause: String,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// An injected fault fired (sim backend fault injection).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultInjected {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission it hit, if known.
+    pub submission: Option<SubmissionIndex>,
+    /// The region it hit, if known.
+    pub region: Option<RegionIndex>,
+    /// What was injected, e.g. "device lost at operation 3".
+    pub description: String,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// The host wrote into a buffer (so replay can reproduce inputs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostWrite {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Byte offset of the write.
+    pub offset: u64,
+    /// Length of the write in bytes.
+    pub len_bytes: u64,
+    /// xxh3-64 of the written bytes.
+    pub xxh3: u64,
+    /// The written bytes.
+    pub contents: Payload,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// Digest (and optionally contents) of a written range at a submission's completion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputDigest {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission that wrote it.
+    pub submission: SubmissionIndex,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// xxh3-64 of bytes `start..end`.
+    pub xxh3: u64,
+    /// The bytes, when full contents were captured; [`Payload::Omitted`] otherwise.
+    pub contents: Payload,
+}
+
+/// A snapshot of a runtime's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// Host time of the snapshot.
+    pub time_ns: u64,
+    /// Submissions accepted.
+    pub submissions: u64,
+    /// Native GPU graphs prepared.
+    pub native_graphs_prepared: u64,
+    /// Copy streams created.
+    pub copy_streams_created: u64,
+    /// Bytes copied, all lanes.
+    pub copied_bytes: u64,
+    /// Bytes copied per lane: upload, compute, download.
+    pub lane_copy_bytes: [u64; 3],
+}
+
+/// The last record of a cleanly closed trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEnd {
+    /// Host time of close.
+    pub time_ns: u64,
+    /// Records written before this one.
+    pub records: u64,
+    /// Records the recorder had to drop (full buffers, oversized records, write errors).
+    pub dropped_records: u64,
+}
+
+/// One trace record.
+///
+/// Variants are only ever appended (see the module docs); match with a wildcard arm.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Record {
+    /// See [`SessionStart`].
+    SessionStart(SessionStart),
+    /// See [`RuntimeStart`].
+    RuntimeStart(RuntimeStart),
+    /// See [`RuntimeEnd`].
+    RuntimeEnd(RuntimeEnd),
+    /// See [`BufferCreated`].
+    BufferCreated(BufferCreated),
+    /// See [`BufferDropped`].
+    BufferDropped(BufferDropped),
+    /// See [`Blob`].
+    Blob(Blob),
+    /// See [`KernelLoaded`].
+    KernelLoaded(KernelLoaded),
+    /// See [`GraphOp`].
+    GraphOp(GraphOp),
+    /// See [`Prepared`].
+    Prepared(Prepared),
+    /// See [`Submit`].
+    Submit(Submit),
+    /// See [`SubmitRefused`].
+    SubmitRefused(SubmitRefused),
+    /// See [`CrossWait`].
+    CrossWait(CrossWait),
+    /// See [`RegionTiming`].
+    RegionTiming(RegionTiming),
+    /// See [`OpTiming`].
+    OpTiming(OpTiming),
+    /// See [`ClockCalibration`].
+    ClockCalibration(ClockCalibration),
+    /// See [`RegionDone`].
+    RegionDone(RegionDone),
+    /// See [`SubmissionDone`].
+    SubmissionDone(SubmissionDone),
+    /// See [`Quarantine`].
+    Quarantine(Quarantine),
+    /// See [`Poison`].
+    Poison(Poison),
+    /// See [`CopyStreamUnhealthy`].
+    CopyStreamUnhealthy(CopyStreamUnhealthy),
+    /// See [`FaultInjected`].
+    FaultInjected(FaultInjected),
+    /// See [`HostWrite`].
+    HostWrite(HostWrite),
+    /// See [`OutputDigest`].
+    OutputDigest(OutputDigest),
+    /// See [`Counters`].
+    Counters(Counters),
+    /// See [`SessionEnd`].
+    SessionEnd(SessionEnd),
+}
+
+impl Record {
+    /// The variant's name, e.g. `"RegionTiming"`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Record::SessionStart(_) => "SessionStart",
+            Record::RuntimeStart(_) => "RuntimeStart",
+            Record::RuntimeEnd(_) => "RuntimeEnd",
+            Record::BufferCreated(_) => "BufferCreated",
+            Record::BufferDropped(_) => "BufferDropped",
+            Record::Blob(_) => "Blob",
+            Record::KernelLoaded(_) => "KernelLoaded",
+            Record::GraphOp(_) => "GraphOp",
+            Record::Prepared(_) => "Prepared",
+            Record::Submit(_) => "Submit",
+            Record::SubmitRefused(_) => "SubmitRefused",
+            Record::CrossWait(_) => "CrossWait",
+            Record::RegionTiming(_) => "RegionTiming",
+            Record::OpTiming(_) => "OpTiming",
+            Record::ClockCalibration(_) => "ClockCalibration",
+            Record::RegionDone(_) => "RegionDone",
+            Record::SubmissionDone(_) => "SubmissionDone",
+            Record::Quarantine(_) => "Quarantine",
+            Record::Poison(_) => "Poison",
+            Record::CopyStreamUnhealthy(_) => "CopyStreamUnhealthy",
+            Record::FaultInjected(_) => "FaultInjected",
+            Record::HostWrite(_) => "HostWrite",
+            Record::OutputDigest(_) => "OutputDigest",
+            Record::Counters(_) => "Counters",
+            Record::SessionEnd(_) => "SessionEnd",
+        }
+    }
+
+    /// The runtime the record belongs to; `None` for session-level records.
+    pub fn runtime(&self) -> Option<RuntimeId> {
+        Some(match self {
+            Record::SessionStart(_) | Record::Blob(_) | Record::SessionEnd(_) => return None,
+            Record::RuntimeStart(r) => r.runtime,
+            Record::RuntimeEnd(r) => r.runtime,
+            Record::BufferCreated(r) => r.runtime,
+            Record::BufferDropped(r) => r.runtime,
+            Record::KernelLoaded(r) => r.runtime,
+            Record::GraphOp(r) => r.runtime,
+            Record::Prepared(r) => r.runtime,
+            Record::Submit(r) => r.runtime,
+            Record::SubmitRefused(r) => r.runtime,
+            Record::CrossWait(r) => r.runtime,
+            Record::RegionTiming(r) => r.runtime,
+            Record::OpTiming(r) => r.timing.runtime,
+            Record::ClockCalibration(r) => r.runtime,
+            Record::RegionDone(r) => r.runtime,
+            Record::SubmissionDone(r) => r.runtime,
+            Record::Quarantine(r) => r.runtime,
+            Record::Poison(r) => r.runtime,
+            Record::CopyStreamUnhealthy(r) => r.runtime,
+            Record::FaultInjected(r) => r.runtime,
+            Record::HostWrite(r) => r.runtime,
+            Record::OutputDigest(r) => r.runtime,
+            Record::Counters(r) => r.runtime,
+        })
+    }
+}
+
+macro_rules! record_from {
+    ($($variant:ident),* $(,)?) => {
+        $(
+            impl From<$variant> for Record {
+                fn from(value: $variant) -> Self {
+                    Record::$variant(value)
+                }
+            }
+        )*
+    };
+}
+
+record_from!(
+    SessionStart,
+    RuntimeStart,
+    RuntimeEnd,
+    BufferCreated,
+    BufferDropped,
+    Blob,
+    KernelLoaded,
+    GraphOp,
+    Prepared,
+    Submit,
+    SubmitRefused,
+    CrossWait,
+    RegionTiming,
+    OpTiming,
+    ClockCalibration,
+    RegionDone,
+    SubmissionDone,
+    Quarantine,
+    Poison,
+    CopyStreamUnhealthy,
+    FaultInjected,
+    HostWrite,
+    OutputDigest,
+    Counters,
+    SessionEnd,
+);
+
+/// Pseudo-random records of every kind, shared by the crate's tests.
+#[cfg(test)]
+pub(crate) mod testgen {
+    use super::*;
+
+    /// The number of [`Record`] variants; [`record`] cycles through all of them.
+    pub const KINDS: u64 = 25;
+
+    /// A small deterministic generator (SplitMix64).
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        pub fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        /// Mostly small numbers, sometimes extreme ones (varint edge cases).
+        pub fn int(&mut self) -> u64 {
+            match self.next() % 4 {
+                0 => self.next() % 128,
+                1 => self.next() % 100_000,
+                2 => self.next(),
+                _ => [0, 127, 128, u32::MAX as u64, u64::MAX][(self.next() % 5) as usize],
+            }
+        }
+        pub fn u32(&mut self) -> u32 {
+            self.int() as u32
+        }
+        pub fn bool(&mut self) -> bool {
+            self.next() & 1 == 0
+        }
+        pub fn string(&mut self) -> String {
+            let len = self.next() % 12;
+            (0..len)
+                .map(|_| ['a', 'Z', '0', ' ', 'é', '→', '\n'][(self.next() % 7) as usize])
+                .collect()
+        }
+        pub fn bytes(&mut self) -> Vec<u8> {
+            let len = self.next() % 40;
+            (0..len).map(|_| self.next() as u8).collect()
+        }
+        pub fn vec<T>(&mut self, mut f: impl FnMut(&mut Self) -> T) -> Vec<T> {
+            let len = self.next() % 4;
+            (0..len).map(|_| f(self)).collect()
+        }
+        pub fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Option<T> {
+            self.bool().then(|| f(self))
+        }
+        fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+            items[(self.next() % items.len() as u64) as usize]
+        }
+        fn access(&mut self) -> Access {
+            self.pick(&[Access::Read, Access::Write, Access::ReadWrite])
+        }
+        fn hazard(&mut self) -> HazardKind {
+            self.pick(&[
+                HazardKind::ReadAfterWrite,
+                HazardKind::WriteAfterRead,
+                HazardKind::WriteAfterWrite,
+            ])
+        }
+        fn lane(&mut self) -> Lane {
+            self.pick(&[Lane::Upload, Lane::Compute, Lane::Download])
+        }
+        fn engine(&mut self) -> Engine {
+            self.pick(&[Engine::Gpu, Engine::Npu, Engine::Host])
+        }
+        fn status(&mut self) -> Status {
+            match self.next() % 3 {
+                0 => Status::Ok,
+                1 => Status::Failed {
+                    error: self.string(),
+                },
+                _ => Status::Cancelled {
+                    reason: self.string(),
+                },
+            }
+        }
+        fn payload(&mut self) -> Payload {
+            match self.next() % 3 {
+                0 => Payload::Inline(self.bytes()),
+                1 => Payload::Blob {
+                    hash: BlobHash(self.next()),
+                    len_bytes: self.int(),
+                },
+                _ => Payload::Omitted {
+                    len_bytes: self.int(),
+                },
+            }
+        }
+        fn uses(&mut self) -> Vec<Use> {
+            self.vec(|r| Use {
+                buffer: BufferId(r.int()),
+                start: r.int(),
+                end: r.int(),
+                access: r.access(),
+            })
+        }
+        fn edges(&mut self) -> Vec<Edge> {
+            self.vec(|r| Edge {
+                producer: r.u32(),
+                consumer: r.u32(),
+                kind: r.hazard(),
+                buffer: BufferId(r.int()),
+                start: r.int(),
+                end: r.int(),
+            })
+        }
+        pub fn timing(&mut self) -> RegionTiming {
+            RegionTiming {
+                runtime: RuntimeId(self.u32()),
+                submission: SubmissionIndex(self.int()),
+                region: RegionIndex(self.u32()),
+                start_ns: self.int(),
+                end_ns: self.int(),
+                device: self.opt(|r| DeviceSpan {
+                    start_ns: r.int(),
+                    end_ns: r.int(),
+                }),
+            }
+        }
+    }
+
+    /// A pseudo-random record of kind `kind % KINDS`.
+    pub fn record(r: &mut Rng, kind: u64) -> Record {
+        let runtime = RuntimeId(r.u32());
+        match kind % KINDS {
+            0 => Record::SessionStart(SessionStart {
+                producer: r.string(),
+                format_version: (r.u32() as u16, r.u32() as u16),
+                wall_clock_utc: DateTime::from_timestamp(
+                    (r.next() % 4_000_000_000) as i64,
+                    (r.next() % 1_000_000_000) as u32,
+                )
+                .unwrap(),
+                monotonic_base_ns: r.int(),
+                host: r.string(),
+                pid: r.u32(),
+                args: r.vec(Rng::string),
+                backend: r.string(),
+                device: r.string(),
+            }),
+            1 => Record::RuntimeStart(RuntimeStart {
+                runtime,
+                backend: r.string(),
+                device: r.string(),
+                graph_slots: r.u32(),
+                capacity: r.u32(),
+                fault: r.opt(Rng::string),
+                time_ns: r.int(),
+            }),
+            2 => Record::RuntimeEnd(RuntimeEnd {
+                runtime,
+                time_ns: r.int(),
+            }),
+            3 => Record::BufferCreated(BufferCreated {
+                runtime,
+                buffer: BufferId(r.int()),
+                len_bytes: r.int(),
+                placement: match r.next() % 3 {
+                    0 => Placement::GpuLocal,
+                    1 => Placement::HostVisible,
+                    _ => Placement::NpuShared { group: r.u32() },
+                },
+                device_address: r.int(),
+                time_ns: r.int(),
+            }),
+            4 => Record::BufferDropped(BufferDropped {
+                runtime,
+                buffer: BufferId(r.int()),
+                time_ns: r.int(),
+            }),
+            5 => {
+                let bytes = r.bytes();
+                Record::Blob(Blob {
+                    hash: BlobHash(xxhash_rust::xxh3::xxh3_64(&bytes)),
+                    bytes,
+                })
+            }
+            6 => Record::KernelLoaded(KernelLoaded {
+                runtime,
+                kernel: KernelId(r.int()),
+                entry: r.string(),
+                code: r.opt(|r| BlobHash(r.next())),
+                contract: r.vec(|r| BindingContract {
+                    access: r.access(),
+                    extent_bytes: r.int(),
+                    alignment: r.int(),
+                }),
+                constants: r.bytes(),
+                grid: [r.u32(), r.u32(), r.u32()],
+                block: [r.u32(), r.u32(), r.u32()],
+                engine: r.engine(),
+                npu_groups: r.vec(Rng::u32),
+            }),
+            7 => Record::GraphOp(GraphOp {
+                runtime,
+                graph: GraphId(r.int()),
+                node: NodeIndex(r.u32()),
+                op: match r.next() % 6 {
+                    0 => OpKind::Fill {
+                        value: r.next() as u8,
+                    },
+                    1 => OpKind::Copy,
+                    2 => OpKind::Kernel {
+                        kernel: KernelId(r.int()),
+                    },
+                    3 => OpKind::Scoped,
+                    4 => OpKind::Host,
+                    _ => OpKind::Npu {
+                        kernel: KernelId(r.int()),
+                    },
+                },
+                lane: r.lane(),
+                uses: r.uses(),
+            }),
+            8 => Record::Prepared(Prepared {
+                runtime,
+                graph: GraphId(r.int()),
+                prepared: PreparedId(r.int()),
+                slots: r.u32(),
+                parallel: r.bool(),
+                regions: r.vec(|r| Region {
+                    queue: r.pick(&[
+                        Queue::GpuUpload,
+                        Queue::GpuCompute,
+                        Queue::GpuDownload,
+                        Queue::Npu,
+                        Queue::Host,
+                    ]),
+                    engine: r.engine(),
+                    kind: r.pick(&[
+                        RegionKind::NativeGraph,
+                        RegionKind::CopyBatch,
+                        RegionKind::Scoped,
+                        RegionKind::NpuRun,
+                        RegionKind::Host,
+                    ]),
+                    nodes: r.vec(|r| NodeIndex(r.u32())),
+                    internal_edges: r.edges(),
+                    dependencies: r.edges(),
+                    uses: r.uses(),
+                    copy_bytes: r.int(),
+                }),
+                time_ns: r.int(),
+            }),
+            9 => Record::Submit(Submit {
+                runtime,
+                prepared: PreparedId(r.int()),
+                submission: SubmissionIndex(r.int()),
+                slot: r.u32(),
+                producers: r.vec(|r| SubmissionIndex(r.int())),
+                time_ns: r.int(),
+            }),
+            10 => Record::SubmitRefused(SubmitRefused {
+                runtime,
+                prepared: PreparedId(r.int()),
+                kind: r.pick(&[
+                    RefusalKind::Busy,
+                    RefusalKind::DeviceLost,
+                    RefusalKind::Other,
+                ]),
+                reason: r.string(),
+                time_ns: r.int(),
+            }),
+            11 => Record::CrossWait(CrossWait {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                region: RegionIndex(r.u32()),
+                on_submission: SubmissionIndex(r.int()),
+                on_region: RegionIndex(r.u32()),
+                kind: r.hazard(),
+                buffer: BufferId(r.int()),
+                start: r.int(),
+                end: r.int(),
+            }),
+            12 => Record::RegionTiming(r.timing()),
+            13 => Record::OpTiming(OpTiming {
+                timing: r.timing(),
+                node: NodeIndex(r.u32()),
+            }),
+            14 => Record::ClockCalibration(ClockCalibration {
+                runtime,
+                host_ns: r.int(),
+                device_ns: r.int(),
+                device_offset_ns: r.int() as i64,
+                uncertainty_ns: r.int(),
+            }),
+            15 => Record::RegionDone(RegionDone {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                region: RegionIndex(r.u32()),
+                status: r.status(),
+                time_ns: r.int(),
+            }),
+            16 => Record::SubmissionDone(SubmissionDone {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                status: r.status(),
+                time_ns: r.int(),
+            }),
+            17 => Record::Quarantine(Quarantine {
+                runtime,
+                prepared: PreparedId(r.int()),
+                submission: r.opt(|r| SubmissionIndex(r.int())),
+                region: r.opt(|r| RegionIndex(r.u32())),
+                cause: r.string(),
+                time_ns: r.int(),
+            }),
+            18 => Record::Poison(Poison {
+                runtime,
+                buffer: BufferId(r.int()),
+                cause: r.string(),
+                time_ns: r.int(),
+            }),
+            19 => Record::CopyStreamUnhealthy(CopyStreamUnhealthy {
+                runtime,
+                lane: r.lane(),
+                cause: r.string(),
+                time_ns: r.int(),
+            }),
+            20 => Record::FaultInjected(FaultInjected {
+                runtime,
+                submission: r.opt(|r| SubmissionIndex(r.int())),
+                region: r.opt(|r| RegionIndex(r.u32())),
+                description: r.string(),
+                time_ns: r.int(),
+            }),
+            21 => Record::HostWrite(HostWrite {
+                runtime,
+                buffer: BufferId(r.int()),
+                offset: r.int(),
+                len_bytes: r.int(),
+                xxh3: r.next(),
+                contents: r.payload(),
+                time_ns: r.int(),
+            }),
+            22 => Record::OutputDigest(OutputDigest {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                buffer: BufferId(r.int()),
+                start: r.int(),
+                end: r.int(),
+                xxh3: r.next(),
+                contents: r.payload(),
+            }),
+            23 => Record::Counters(Counters {
+                runtime,
+                time_ns: r.int(),
+                submissions: r.int(),
+                native_graphs_prepared: r.int(),
+                copy_streams_created: r.int(),
+                copied_bytes: r.int(),
+                lane_copy_bytes: [r.int(), r.int(), r.int()],
+            }),
+            _ => Record::SessionEnd(SessionEnd {
+                time_ns: r.int(),
+                records: r.int(),
+                dropped_records: r.int(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testgen::{KINDS, Rng, record};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn round_trip(rec: &Record) -> Record {
+        let bytes = postcard::to_stdvec(rec).unwrap();
+        postcard::from_bytes(&bytes).unwrap()
+    }
+
+    #[test]
+    fn generator_covers_every_kind() {
+        let mut rng = Rng(1);
+        let names: BTreeSet<_> = (0..KINDS)
+            .map(|k| record(&mut rng, k).kind_name())
+            .collect();
+        assert_eq!(names.len() as u64, KINDS);
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        let mut rng = Rng(7);
+        for i in 0..KINDS * 40 {
+            let rec = record(&mut rng, i);
+            assert_eq!(round_trip(&rec), rec, "{}", rec.kind_name());
+        }
+    }
+
+    #[test]
+    fn bytes_fields_use_the_sequence_wire_form() {
+        // `serialize_bytes` and a sequence of u8 are the same bytes on the wire.
+        let as_seq = postcard::to_stdvec(&vec![1u8, 2, 3]).unwrap();
+        let as_payload = postcard::to_stdvec(&Payload::Inline(vec![1, 2, 3])).unwrap();
+        assert_eq!(&as_payload[1..], &as_seq[..]);
+    }
+
+    #[test]
+    fn calibration_maps_device_time() {
+        let c = ClockCalibration {
+            runtime: RuntimeId(0),
+            host_ns: 1_000,
+            device_ns: 50_000,
+            device_offset_ns: -49_000,
+            uncertainty_ns: 10,
+        };
+        assert_eq!(c.to_host_ns(50_500), 1_500);
+    }
+
+    #[test]
+    fn runtime_of_session_records_is_none() {
+        let mut rng = Rng(3);
+        for k in 0..KINDS {
+            let rec = record(&mut rng, k);
+            let session = matches!(
+                rec,
+                Record::SessionStart(_) | Record::SessionEnd(_) | Record::Blob(_)
+            );
+            assert_eq!(rec.runtime().is_none(), session, "{}", rec.kind_name());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_records_round_trip(seed in any::<u64>(), kind in 0..KINDS) {
+            let rec = record(&mut Rng(seed), kind);
+            prop_assert_eq!(round_trip(&rec), rec);
+        }
+
+        #[test]
+        fn arbitrary_timings_round_trip(seed in any::<u64>()) {
+            let t = Rng(seed).timing();
+            prop_assert_eq!(round_trip(&Record::RegionTiming(t)), Record::RegionTiming(t));
+        }
+
+        #[test]
+        fn decoding_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = postcard::from_bytes::<Record>(&bytes);
+        }
+    }
+}

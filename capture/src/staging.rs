@@ -1,0 +1,194 @@
+//! The in-memory entry format of the per-thread rings (never written to disk).
+//!
+//! Encoding a timing as postcard varints costs more than everything else on the hot path
+//! together, so the recording thread does not do it: it stores a timing as a fixed-size
+//! little-endian copy of its fields (a handful of stores), and the writer thread transcodes
+//! it into the postcard frame when it drains the ring, as Tracy's serializer thread does.
+//! Every other record is encoded to its postcard frame on the recording thread.
+//!
+//! | Kind byte | Then                                                                  |
+//! |----------:|-----------------------------------------------------------------------|
+//! | 0         | one frame as written to disk (varint length, postcard record)         |
+//! | 1 / 2     | a [`RegionTiming`] without / with device span, [`TIMING_LEN`] bytes   |
+//! |           | (without the device fields: [`TIMING_BASE_LEN`] bytes)                |
+//! | 3 / 4     | an `OpTiming`: the region timing as for 1 / 2, then the node (`u32`)  |
+
+use crate::format::{FrameEncoder, encode_untimed_frame_in, read_varint_u32};
+use crate::schema::{DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
+use std::ops::Range;
+
+const FRAME: u8 = 0;
+const REGION: u8 = 1;
+const REGION_DEVICE: u8 = 2;
+const OP: u8 = 3;
+const OP_DEVICE: u8 = 4;
+
+/// runtime u32, submission u64, region u32, start u64, end u64.
+const TIMING_BASE_LEN: usize = 32;
+/// Plus device start u64, device end u64.
+const TIMING_LEN: usize = TIMING_BASE_LEN + 16;
+/// Longest raw entry: kind, timing with device span, node.
+pub(crate) const MAX_RAW_ENTRY: usize = 1 + TIMING_LEN + 4;
+
+/// Encodes `record` as one ring entry in `scratch`; returns the entry's range in `scratch`.
+///
+/// # Errors
+///
+/// When the record's frame does not fit in `scratch` (the caller takes the slow path).
+#[inline]
+pub(crate) fn encode_entry(
+    record: &Record,
+    scratch: &mut [u8],
+) -> Result<Range<usize>, postcard::Error> {
+    match record {
+        Record::RegionTiming(t) => raw_timing(t, None, scratch),
+        Record::OpTiming(t) => raw_timing(&t.timing, Some(t.node.0), scratch),
+        _ => {
+            let Some(rest) = scratch.get_mut(1..) else {
+                return Err(postcard::Error::SerializeBufferFull);
+            };
+            let base = rest.as_ptr() as usize;
+            let frame = encode_untimed_frame_in(record, rest)?;
+            // The frame sits somewhere in `rest`; put the kind byte just before it.
+            let offset = frame.as_ptr() as usize - base;
+            let end = 1 + offset + frame.len();
+            scratch[offset] = FRAME;
+            Ok(offset..end)
+        }
+    }
+}
+
+#[inline(always)]
+fn raw_timing(
+    t: &RegionTiming,
+    node: Option<u32>,
+    scratch: &mut [u8],
+) -> Result<Range<usize>, postcard::Error> {
+    let Some(out) = scratch.get_mut(..MAX_RAW_ENTRY) else {
+        return Err(postcard::Error::SerializeBufferFull);
+    };
+    out[1..5].copy_from_slice(&t.runtime.0.to_le_bytes());
+    out[5..13].copy_from_slice(&t.submission.0.to_le_bytes());
+    out[13..17].copy_from_slice(&t.region.0.to_le_bytes());
+    out[17..25].copy_from_slice(&t.start_ns.to_le_bytes());
+    out[25..33].copy_from_slice(&t.end_ns.to_le_bytes());
+    let mut len = 1 + TIMING_BASE_LEN;
+    let mut kind = if node.is_some() { OP } else { REGION };
+    if let Some(d) = t.device {
+        out[33..41].copy_from_slice(&d.start_ns.to_le_bytes());
+        out[41..49].copy_from_slice(&d.end_ns.to_le_bytes());
+        len = 1 + TIMING_LEN;
+        kind += 1;
+    }
+    if let Some(node) = node {
+        out[len..len + 4].copy_from_slice(&node.to_le_bytes());
+        len += 4;
+    }
+    out[0] = kind;
+    Ok(0..len)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Decodes the raw timing after a kind byte (`b` starts after it).
+fn timing_from(b: &[u8], device: bool) -> RegionTiming {
+    RegionTiming {
+        runtime: RuntimeId(u32_at(b, 0)),
+        submission: SubmissionIndex(u64_at(b, 4)),
+        region: RegionIndex(u32_at(b, 12)),
+        start_ns: u64_at(b, 16),
+        end_ns: u64_at(b, 24),
+        device: device.then(|| DeviceSpan {
+            start_ns: u64_at(b, 32),
+            end_ns: u64_at(b, 40),
+        }),
+    }
+}
+
+/// Transcodes ring entries (whole entries, as drained) into frames appended to `out`, with
+/// `encoder` holding the state of the block being assembled; returns the number of records.
+///
+/// # Panics
+///
+/// On a malformed entry, which would be a bug in this crate: entries come only from
+/// [`encode_entry`].
+pub(crate) fn transcode(mut entries: &[u8], encoder: &mut FrameEncoder, out: &mut Vec<u8>) -> u32 {
+    let mut records = 0;
+    while let Some((&kind, rest)) = entries.split_first() {
+        let len = match kind {
+            FRAME => {
+                let (body, prefix) = read_varint_u32(rest).expect("ring frame prefix");
+                let len = prefix + body as usize;
+                out.extend_from_slice(&rest[..len]);
+                len
+            }
+            REGION | REGION_DEVICE | OP | OP_DEVICE => {
+                let device = matches!(kind, REGION_DEVICE | OP_DEVICE);
+                let timing = timing_from(rest, device);
+                let mut len = if device { TIMING_LEN } else { TIMING_BASE_LEN };
+                let node = matches!(kind, OP | OP_DEVICE).then(|| {
+                    len += 4;
+                    u32_at(rest, len - 4)
+                });
+                encoder.encode_timing(&timing, node, out);
+                len
+            }
+            other => unreachable!("ring entry kind {other}"),
+        };
+        records += 1;
+        entries = &rest[len..];
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{FrameDecoder, Frames};
+    use crate::schema::testgen::{KINDS, Rng, record};
+
+    #[test]
+    fn entries_transcode_to_the_records() {
+        let mut rng = Rng(21);
+        let mut records: Vec<_> = (0..KINDS * 8).map(|k| record(&mut rng, k)).collect();
+        records.extend((0..50).map(|_| Record::RegionTiming(rng.timing())));
+        records.extend((0..50).map(|i| {
+            Record::OpTiming(crate::schema::OpTiming {
+                timing: rng.timing(),
+                node: crate::schema::NodeIndex(i),
+            })
+        }));
+        let mut entries = Vec::new();
+        let mut scratch = vec![0u8; 4096];
+        for r in &records {
+            let range = encode_entry(r, &mut scratch).unwrap();
+            entries.extend_from_slice(&scratch[range]);
+        }
+        let mut frames = Vec::new();
+        let mut encoder = FrameEncoder::new();
+        assert_eq!(
+            transcode(&entries, &mut encoder, &mut frames) as usize,
+            records.len()
+        );
+        let mut decoder = FrameDecoder::new();
+        let decoded: Vec<_> = Frames::new(&frames)
+            .map(|f| decoder.decode(f.unwrap().1).unwrap())
+            .collect();
+        assert_eq!(decoded, records);
+    }
+
+    #[test]
+    fn small_scratch_is_refused() {
+        let timing = Record::RegionTiming(Rng(1).timing());
+        assert!(encode_entry(&timing, &mut [0u8; 10]).is_err());
+        let big = record(&mut Rng(1), 0);
+        assert!(encode_entry(&big, &mut [0u8; 4]).is_err());
+        assert!(encode_entry(&big, &mut []).is_err());
+    }
+}

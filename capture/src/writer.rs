@@ -1,0 +1,1352 @@
+//! The recorder: encodes records on the recording threads and writes trace blocks from a
+//! background thread.
+//!
+//! # Design
+//!
+//! ```text
+//!  thread A ──encode into thread-local scratch──▶ ring A ─┐
+//!  thread B ──encode into thread-local scratch──▶ ring B ─┼─▶ writer thread: drain rings,
+//!  large record / blob ──(core lock, synchronous)─────────┘    transcode, compress, write
+//! ```
+//!
+//! - **Hot path.** [`Recorder::record`] encodes the record into a thread-local scratch
+//!   buffer and copies it into this thread's single-producer ring (see `ring.rs`): no lock,
+//!   no read-modify-write atomic, no allocation once the thread has recorded its first
+//!   record. The ring is per thread *and* per recorder. Timings are not even varint-encoded
+//!   there: they are stored as raw fields and transcoded to postcard by the writer thread
+//!   (see `staging.rs`); other records are postcard-encoded on the recording thread.
+//! - **Nothing waits in a thread's buffer.** Unlike a plain thread-local `Vec`, a ring can be
+//!   drained by the writer thread at any time, so records of a thread that went idle are
+//!   written at the next flush. The writer drains every ring at least every
+//!   [`RecorderOptions::flush_interval`] (100 ms) and writes what it found as one block with
+//!   `write_all`, so a process killed with SIGKILL loses at most the last interval. There is
+//!   no fsync except at close.
+//! - **Back-pressure.** A producer wakes the writer when its ring passes half full. If the
+//!   ring is full it waits up to [`RecorderOptions::full_buffer_wait`] for the writer, then
+//!   drops the record and counts it; after a timeout it drops without waiting for one flush
+//!   interval. Drops are never hidden: they are summed into [`SessionEnd::dropped_records`].
+//! - **Order.** Records of one thread keep their order. Records of different threads are
+//!   ordered only by their timestamps. A record too large for the ring (over a quarter of it)
+//!   is written synchronously under the core lock after draining the thread's own ring
+//!   first, which keeps the thread's order. [`Recorder::intern_blob`] writes the blob before
+//!   it returns, so it precedes every record recorded after it, on any thread.
+//! - **Close.** [`Recorder::close`] (or dropping the last handle) stops the rings, drains
+//!   them, writes [`SessionEnd`], the footer index and the trailer, and fsyncs. A record
+//!   racing with `close` on another thread may be missed.
+
+use crate::activation;
+use crate::format::{
+    BlockEncoder, BlockKind, FileHeader, Footer, FormatVersion, FrameEncoder, IndexEntry,
+    MAX_RECORD_BYTES, encode_trailer,
+};
+use crate::ring::{self, Consumer, Producer, Push};
+use crate::schema::{Blob, BlobHash, Payload, Record, RuntimeId, SessionEnd, SessionStart};
+use crate::staging::{self, MAX_RAW_ENTRY};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Size of each thread's encode scratch buffer; larger records take the slow path.
+const SCRATCH_BYTES: usize = 2048;
+
+/// Where trace bytes go.
+pub trait Sink: Send + 'static {
+    /// Appends `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error; the recorder stops writing and counts later records as dropped.
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+
+    /// Hands buffered bytes to the OS (not necessarily to stable storage). Called after
+    /// every periodic flush.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Makes everything written durable; called once, at close.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error.
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A trace file. Writes go straight to the OS (no user-space buffering), so they survive
+/// the process being killed.
+#[derive(Debug)]
+pub struct FileSink {
+    file: File,
+}
+
+impl FileSink {
+    /// Creates (or truncates) the file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created.
+    pub fn create(path: impl AsRef<Path>) -> io::Result<FileSink> {
+        Ok(FileSink {
+            file: File::create(path)?,
+        })
+    }
+}
+
+impl Sink for FileSink {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// An in-memory trace, for tests and tools. Clones share the same bytes.
+#[derive(Clone, Debug, Default)]
+pub struct MemorySink {
+    bytes: Arc<Mutex<Vec<u8>>>,
+}
+
+impl MemorySink {
+    /// An empty sink.
+    pub fn new() -> MemorySink {
+        MemorySink::default()
+    }
+
+    /// A copy of everything written so far.
+    pub fn contents(&self) -> Vec<u8> {
+        lock(&self.bytes).clone()
+    }
+}
+
+impl Sink for MemorySink {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        lock(&self.bytes).extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Recorder settings.
+#[derive(Clone, Debug)]
+pub struct RecorderOptions {
+    /// Backend of the runtime opening the trace, for [`SessionStart::backend`].
+    pub backend: String,
+    /// Device of the runtime opening the trace, for [`SessionStart::device`].
+    pub device: String,
+    /// Longest time a record waits before it is written to the sink. Default 100 ms.
+    pub flush_interval: Duration,
+    /// Size of each recording thread's ring in bytes (a power of two, rounded up).
+    /// Default 256 KiB.
+    pub thread_buffer_bytes: usize,
+    /// Target uncompressed block size in bytes. Default 1 MiB.
+    pub block_bytes: usize,
+    /// zstd level (1-3), or `None` to store blocks uncompressed. Default `Some(1)`: the
+    /// writer thread competes with the application for CPU, and on timing streams level 3
+    /// saves little.
+    pub compression_level: Option<i32>,
+    /// Largest payload [`Recorder::payload`] stores inline; larger ones become blobs.
+    /// Default 4 KiB.
+    pub inline_payload_bytes: usize,
+    /// How long a recording thread waits for room in a full ring before dropping the
+    /// record. Default 10 ms.
+    pub full_buffer_wait: Duration,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            backend: String::new(),
+            device: String::new(),
+            flush_interval: Duration::from_millis(100),
+            thread_buffer_bytes: 256 << 10,
+            block_bytes: 1 << 20,
+            compression_level: Some(1),
+            inline_payload_bytes: 4 << 10,
+            full_buffer_wait: Duration::from_millis(10),
+        }
+    }
+}
+
+/// The recorder could not write the trace.
+#[derive(Clone, Debug, Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The trace file could not be created.
+    #[error("cannot create trace file {}: {source}", path.display())]
+    Create {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: Arc<io::Error>,
+    },
+    /// Writing to the sink failed; records after the failure were dropped.
+    #[error("writing the trace failed: {0}")]
+    Io(Arc<io::Error>),
+    /// The recorder was already closed.
+    #[error("the trace recorder is closed")]
+    Closed,
+    /// The writer thread could not be started.
+    #[error("cannot start the trace writer thread: {0}")]
+    Spawn(Arc<io::Error>),
+    /// The writer thread panicked (a bug); the trace is incomplete.
+    #[error("the trace writer thread panicked")]
+    WriterPanicked,
+}
+
+/// What a closed recorder wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CloseSummary {
+    /// Records written, including session start and end.
+    pub records: u64,
+    /// Blocks written, including the footer.
+    pub blocks: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Records dropped.
+    pub dropped_records: u64,
+}
+
+enum Control {
+    Wake,
+    Flush(Sender<Result<(), WriteError>>),
+    Close,
+}
+
+/// State shared by all handles, the writer thread and the thread-local entries.
+pub(crate) struct Shared {
+    id: u64,
+    base: Instant,
+    core: Mutex<Core>,
+    control: Sender<Control>,
+    /// Drops detected outside a ring (no thread-local state, oversized records).
+    dropped: AtomicU64,
+    next_runtime: AtomicU32,
+    flush_interval: Duration,
+    full_buffer_wait: Duration,
+    thread_buffer_bytes: usize,
+    inline_payload_bytes: usize,
+    writer: Mutex<Option<JoinHandle<Result<CloseSummary, WriteError>>>>,
+    summary: Mutex<Option<Result<CloseSummary, WriteError>>>,
+}
+
+/// Everything the writer touches, behind one lock (never taken on the hot path).
+struct Core {
+    sink: Option<Box<dyn Sink>>,
+    encoder: BlockEncoder,
+    /// Framed records of the block being assembled.
+    pending: Vec<u8>,
+    /// Ring entries drained, before transcoding into `pending`.
+    staging: Vec<u8>,
+    /// Encoder state of the block being assembled.
+    frames: FrameEncoder,
+    pending_records: u32,
+    block_bytes: usize,
+    consumers: Vec<Consumer>,
+    /// File offset of the next block.
+    offset: u64,
+    index: Vec<IndexEntry>,
+    records: u64,
+    /// Records dropped by the core (write errors, oversized records).
+    dropped: u64,
+    blobs: HashSet<u64>,
+    error: Option<Arc<io::Error>>,
+    closed: bool,
+    out: Vec<u8>,
+}
+
+impl Core {
+    /// Drains every ring into `pending`, writing full blocks as it goes.
+    fn drain_rings(&mut self) {
+        let mut i = 0;
+        while i < self.consumers.len() {
+            let orphaned = self.consumers[i].is_orphaned();
+            if self.consumers[i].drain_into(&mut self.staging) > 0 {
+                self.transcode_staging();
+                if self.pending.len() >= self.block_bytes {
+                    self.write_pending();
+                }
+            }
+            if orphaned {
+                self.dropped += self.consumers[i].dropped();
+                self.consumers.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Drains the ring paired with `producer`, keeping that thread's order.
+    fn drain_ring_of(&mut self, producer: &Producer) {
+        if let Some(consumer) = self
+            .consumers
+            .iter_mut()
+            .find(|c| producer.is_paired_with(c))
+        {
+            consumer.drain_into(&mut self.staging);
+            self.transcode_staging();
+        }
+    }
+
+    /// Moves drained ring entries into `pending` as frames.
+    fn transcode_staging(&mut self) {
+        self.pending_records +=
+            staging::transcode(&self.staging, &mut self.frames, &mut self.pending);
+        self.staging.clear();
+    }
+
+    /// Appends one record, writing the pending block first if the record would overflow it.
+    ///
+    /// # Errors
+    ///
+    /// When the record does not encode or is larger than [`MAX_RECORD_BYTES`].
+    fn append_record(&mut self, record: &Record) -> Result<(), postcard::Error> {
+        let mut frame = Vec::new();
+        // Only timings depend on the block state, and they are far below any block size.
+        FrameEncoder::new().encode(record, &mut frame)?;
+        if frame.len() > MAX_RECORD_BYTES {
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        if !self.pending.is_empty() && self.pending.len() + frame.len() > self.block_bytes {
+            self.write_pending();
+        }
+        match record {
+            Record::RegionTiming(_) | Record::OpTiming(_) => {
+                self.frames.encode(record, &mut self.pending)?
+            }
+            _ => self.pending.extend_from_slice(&frame),
+        }
+        self.pending_records += 1;
+        Ok(())
+    }
+
+    /// Writes the pending records as one block (or counts them as dropped after an error).
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let records = self.pending_records;
+        let payload = std::mem::take(&mut self.pending);
+        if let Err(e) = self.write_block(BlockKind::RECORDS, &payload, records) {
+            self.fail(e, records);
+        } else {
+            self.records += u64::from(records);
+        }
+        self.pending = payload;
+        self.pending.clear();
+        self.pending_records = 0;
+        self.frames.reset();
+    }
+
+    fn write_block(&mut self, kind: BlockKind, payload: &[u8], records: u32) -> io::Result<()> {
+        if let Some(e) = &self.error {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
+        let Some(sink) = self.sink.as_mut() else {
+            return Err(io::Error::other("the trace is closed"));
+        };
+        self.out.clear();
+        self.encoder.encode(kind, payload, records, &mut self.out)?;
+        sink.write_all(&self.out)?;
+        self.index.push(IndexEntry {
+            offset: self.offset,
+            kind,
+            record_count: records,
+        });
+        self.offset += self.out.len() as u64;
+        Ok(())
+    }
+
+    fn fail(&mut self, e: io::Error, records: u32) {
+        self.dropped += u64::from(records);
+        if self.error.is_none() {
+            self.error = Some(Arc::new(e));
+        }
+    }
+
+    fn flush_sink(&mut self) -> Result<(), WriteError> {
+        if let Some(e) = &self.error {
+            return Err(WriteError::Io(e.clone()));
+        }
+        match self.sink.as_mut().map(|s| s.flush()) {
+            Some(Err(e)) => {
+                let e = Arc::new(e);
+                self.error = Some(e.clone());
+                Err(WriteError::Io(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn dropped_total(&self, shared: &Shared) -> u64 {
+        self.dropped
+            + shared.dropped.load(Ordering::Relaxed)
+            + self.consumers.iter().map(Consumer::dropped).sum::<u64>()
+    }
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    fn core(&self) -> MutexGuard<'_, Core> {
+        lock(&self.core)
+    }
+
+    fn wake(&self) {
+        // A full channel means a wake is already queued.
+        let _ = self.control.try_send(Control::Wake);
+    }
+
+    /// A new ring for the calling thread, or `None` once closed.
+    fn register(&self) -> Option<Producer> {
+        let mut core = self.core();
+        if core.closed {
+            return None;
+        }
+        let (producer, consumer) = ring::ring(self.thread_buffer_bytes);
+        core.consumers.push(consumer);
+        Some(producer)
+    }
+
+    /// Writes a record too large for the ring, after the thread's own ring.
+    fn record_large(&self, producer: &Producer, record: &Record) -> Outcome {
+        let mut core = self.core();
+        if core.closed {
+            return Outcome::Closed;
+        }
+        core.drain_ring_of(producer);
+        match core.append_record(record) {
+            Ok(()) => Outcome::Recorded,
+            Err(_) => Outcome::Dropped,
+        }
+    }
+
+    /// One pass of the writer: drain all rings; on `tick`, also write what is pending.
+    fn sweep(&self, tick: bool) {
+        let mut core = self.core();
+        core.drain_rings();
+        if tick {
+            core.write_pending();
+            let _ = core.flush_sink();
+        }
+    }
+
+    /// Final pass: stop the rings, drain, write session end, footer and trailer, fsync.
+    fn finish(&self) -> Result<CloseSummary, WriteError> {
+        let mut core = self.core();
+        core.closed = true;
+        for consumer in &core.consumers {
+            consumer.close();
+        }
+        core.drain_rings();
+        let dropped = core.dropped_total(self);
+        let end = Record::SessionEnd(SessionEnd {
+            time_ns: self.now_ns(),
+            records: core.records + u64::from(core.pending_records),
+            dropped_records: dropped,
+        });
+        core.append_record(&end).expect("session end encodes");
+        core.write_pending();
+        let footer = Footer {
+            blocks: core.index.clone(),
+            records: core.records,
+            dropped_records: dropped,
+        };
+        let footer_offset = core.offset;
+        let payload = postcard::to_stdvec(&footer).expect("footer encodes");
+        let result = core
+            .write_block(BlockKind::FOOTER, &payload, 0)
+            .and_then(|()| {
+                let sink = core.sink.as_mut().expect("sink present until finish");
+                sink.write_all(&encode_trailer(footer_offset))?;
+                sink.flush()?;
+                sink.sync()
+            });
+        if let Err(e) = result {
+            core.fail(e, 0);
+        }
+        // Thread-local entries may keep `Shared` alive for a while: free what it holds.
+        core.sink = None;
+        core.consumers = Vec::new();
+        core.pending = Vec::new();
+        core.staging = Vec::new();
+        core.out = Vec::new();
+        core.blobs = HashSet::new();
+        if let Some(e) = &core.error {
+            return Err(WriteError::Io(e.clone()));
+        }
+        let blocks = core.index.len() as u64; // includes the footer
+        core.index = Vec::new();
+        Ok(CloseSummary {
+            records: core.records,
+            blocks,
+            bytes: core.offset + crate::format::TRAILER_LEN as u64,
+            dropped_records: dropped,
+        })
+    }
+
+    fn close(&self) -> Result<CloseSummary, WriteError> {
+        let displaced = activation::uninstall_if(self.id);
+        let result = {
+            let mut summary = lock(&self.summary);
+            if let Some(result) = summary.as_ref() {
+                result.clone()
+            } else {
+                let _ = self.control.send(Control::Close);
+                let writer = lock(&self.writer).take();
+                let result = match writer.map(JoinHandle::join) {
+                    Some(Ok(result)) => result,
+                    Some(Err(_)) => Err(WriteError::WriterPanicked),
+                    None => Err(WriteError::Closed),
+                };
+                *summary = Some(result.clone());
+                result
+            }
+        };
+        drop(displaced);
+        result
+    }
+}
+
+fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSummary, WriteError> {
+    let mut deadline = Instant::now() + shared.flush_interval;
+    loop {
+        match control.recv_deadline(deadline) {
+            Ok(Control::Wake) => shared.sweep(false),
+            Ok(Control::Flush(ack)) => {
+                shared.sweep(true);
+                let _ = ack.send(shared.core().flush_sink());
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                shared.sweep(true);
+                deadline = Instant::now() + shared.flush_interval;
+            }
+            Ok(Control::Close) | Err(RecvTimeoutError::Disconnected) => return shared.finish(),
+        }
+    }
+}
+
+/// Closes the session when the last [`Recorder`] handle is dropped.
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // Errors stay in the summary; `Drop` must not panic.
+        let _ = self.shared.close();
+    }
+}
+
+/// A trace being recorded. Cheap to clone; all clones record into the same trace, from any
+/// thread. The trace is closed by [`Recorder::close`] or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Recorder {
+    handle: Arc<Handle>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("id", &self.handle.shared.id)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Recorder {
+    /// Starts recording into a new file at `path` (created or truncated).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Create`] when the file cannot be created; see [`Recorder::with_sink`].
+    pub fn create(
+        path: impl AsRef<Path>,
+        options: RecorderOptions,
+    ) -> Result<Recorder, WriteError> {
+        let path = path.as_ref();
+        let sink = FileSink::create(path).map_err(|e| WriteError::Create {
+            path: path.to_owned(),
+            source: Arc::new(e),
+        })?;
+        Recorder::with_sink(sink, options)
+    }
+
+    /// Starts recording into `sink`: writes the file header and [`SessionStart`] at once and
+    /// starts the writer thread.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Io`] when the header cannot be written or zstd cannot start,
+    /// [`WriteError::Spawn`] when the writer thread cannot be started.
+    pub fn with_sink(sink: impl Sink, options: RecorderOptions) -> Result<Recorder, WriteError> {
+        let io_error = |e| WriteError::Io(Arc::new(e));
+        let mut sink: Box<dyn Sink> = Box::new(sink);
+        let encoder = BlockEncoder::new(options.compression_level).map_err(io_error)?;
+        let header = FileHeader::current(encoder.compression()).encode();
+        sink.write_all(&header).map_err(io_error)?;
+        let base = Instant::now();
+        let start = SessionStart {
+            producer: concat!("hrx-capture ", env!("CARGO_PKG_VERSION")).to_owned(),
+            format_version: (
+                FormatVersion::CURRENT.major.0,
+                FormatVersion::CURRENT.minor.0,
+            ),
+            wall_clock_utc: chrono::Utc::now(),
+            monotonic_base_ns: monotonic_clock_ns(),
+            host: host_name(),
+            pid: std::process::id(),
+            args: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            backend: options.backend.clone(),
+            device: options.device.clone(),
+        };
+        let mut core = Core {
+            sink: Some(sink),
+            encoder,
+            pending: Vec::new(),
+            staging: Vec::new(),
+            frames: FrameEncoder::new(),
+            pending_records: 0,
+            block_bytes: options.block_bytes.clamp(4 << 10, 16 << 20),
+            consumers: Vec::new(),
+            offset: header.len() as u64,
+            index: Vec::new(),
+            records: 0,
+            dropped: 0,
+            blobs: HashSet::new(),
+            error: None,
+            closed: false,
+            out: Vec::new(),
+        };
+        core.append_record(&Record::SessionStart(start))
+            .expect("session start encodes");
+        core.write_pending();
+        if let Some(e) = core.error.take() {
+            return Err(WriteError::Io(e));
+        }
+        let (control, receiver) = crossbeam_channel::bounded(64);
+        let shared = Arc::new(Shared {
+            id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
+            base,
+            core: Mutex::new(core),
+            control,
+            dropped: AtomicU64::new(0),
+            next_runtime: AtomicU32::new(0),
+            flush_interval: options.flush_interval.max(Duration::from_millis(1)),
+            full_buffer_wait: options.full_buffer_wait,
+            thread_buffer_bytes: options.thread_buffer_bytes.clamp(4 << 10, 64 << 20),
+            inline_payload_bytes: options.inline_payload_bytes,
+            writer: Mutex::new(None),
+            summary: Mutex::new(None),
+        });
+        let thread_shared = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("hrx-capture-writer".into())
+            .spawn(move || run_writer(thread_shared, receiver))
+            .map_err(|e| WriteError::Spawn(Arc::new(e)))?;
+        *lock(&shared.writer) = Some(writer);
+        Ok(Recorder {
+            handle: Arc::new(Handle { shared }),
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.handle.shared.id
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.handle.shared
+    }
+
+    /// Records `record` from the calling thread.
+    ///
+    /// Never blocks on I/O and takes no lock in the common case: the record is encoded into
+    /// this thread's buffer, which the writer thread drains. After close, records are ignored.
+    #[inline]
+    pub fn record(&self, record: &Record) {
+        let shared = &self.handle.shared;
+        record_with(shared.id, &|| Some(shared.clone()), record);
+    }
+
+    /// The session's host clock: nanoseconds since the session's monotonic base. Use it for
+    /// every host `_ns` field.
+    pub fn now_ns(&self) -> u64 {
+        self.handle.shared.now_ns()
+    }
+
+    /// The instant of the session's monotonic base.
+    pub fn base(&self) -> Instant {
+        self.handle.shared.base
+    }
+
+    /// A fresh runtime id, unique within this trace.
+    pub fn next_runtime_id(&self) -> RuntimeId {
+        RuntimeId(
+            self.handle
+                .shared
+                .next_runtime
+                .fetch_add(1, Ordering::Relaxed),
+        )
+    }
+
+    /// Stores `bytes` as a [`Blob`] unless this trace already has it, and returns its hash.
+    /// The blob is written before this returns, so it precedes, in file order, every record
+    /// recorded afterwards that refers to it.
+    ///
+    /// Returns `None` (and counts a dropped record) when the blob is larger than
+    /// [`MAX_RECORD_BYTES`] allows or the recorder is closed.
+    pub fn intern_blob(&self, bytes: &[u8]) -> Option<BlobHash> {
+        let shared = &self.handle.shared;
+        let hash = xxh3_64(bytes);
+        let mut core = shared.core();
+        if core.blobs.contains(&hash) {
+            return Some(BlobHash(hash));
+        }
+        if core.closed || bytes.len() > MAX_RECORD_BYTES - 16 {
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let blob = Record::Blob(Blob {
+            hash: BlobHash(hash),
+            bytes: bytes.to_vec(),
+        });
+        core.append_record(&blob).expect("blob encodes");
+        core.write_pending();
+        core.blobs.insert(hash);
+        Some(BlobHash(hash))
+    }
+
+    /// Captures `bytes` for a record: inline when small, else as a blob, else
+    /// [`Payload::Omitted`].
+    pub fn payload(&self, bytes: &[u8]) -> Payload {
+        let len_bytes = bytes.len() as u64;
+        if bytes.len() <= self.handle.shared.inline_payload_bytes {
+            return Payload::Inline(bytes.to_vec());
+        }
+        match self.intern_blob(bytes) {
+            Some(hash) => Payload::Blob { hash, len_bytes },
+            None => Payload::Omitted { len_bytes },
+        }
+    }
+
+    /// Writes everything recorded so far (by any thread) to the sink and flushes it.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Closed`] after close; [`WriteError::Io`] after a write error.
+    pub fn flush(&self) -> Result<(), WriteError> {
+        let (ack, done) = crossbeam_channel::bounded(1);
+        self.handle
+            .shared
+            .control
+            .send(Control::Flush(ack))
+            .map_err(|_| WriteError::Closed)?;
+        done.recv().map_err(|_| WriteError::Closed)?
+    }
+
+    /// Records dropped so far (full buffers, oversized records, write errors).
+    pub fn dropped_records(&self) -> u64 {
+        let shared = &self.handle.shared;
+        shared.core().dropped_total(shared)
+    }
+
+    /// Ends the session: drains every thread's buffer, writes [`SessionEnd`], the footer
+    /// and trailer, fsyncs, and uninstalls the recorder if it is the global one. Later calls
+    /// (from any clone) return the same result; later records are ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Io`] when a write failed at any point of the session;
+    /// [`WriteError::WriterPanicked`].
+    pub fn close(&self) -> Result<CloseSummary, WriteError> {
+        self.handle.shared.close()
+    }
+}
+
+/// What happened to one record on the recording thread.
+enum Outcome {
+    Recorded,
+    /// Dropped and already counted in the thread's ring.
+    DroppedCounted,
+    /// Dropped; not yet counted.
+    Dropped,
+    Closed,
+}
+
+/// Per-thread recording state: one ring per recorder this thread has recorded into.
+struct Local {
+    entries: Vec<Entry>,
+    scratch: Vec<u8>,
+}
+
+struct Entry {
+    recorder: u64,
+    shared: Arc<Shared>,
+    producer: Producer,
+    /// After a full-ring timeout, drop instead of waiting until this instant.
+    no_wait_until: Option<Instant>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            entries: Vec::new(),
+            scratch: Vec::new(),
+        })
+    };
+}
+
+/// Records `record` into recorder `id`; `lookup` finds it on this thread's first record.
+#[inline]
+pub(crate) fn record_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>, record: &Record) {
+    let outcome = LOCAL
+        .try_with(|local| match local.try_borrow_mut() {
+            Ok(mut local) => local.record(id, lookup, record),
+            Err(_) => Outcome::Dropped,
+        })
+        .unwrap_or(Outcome::Dropped);
+    if let Outcome::Dropped = outcome
+        && let Some(shared) = lookup()
+    {
+        shared.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The session clock of recorder `id`, via this thread's entry; 0 if there is none.
+pub(crate) fn now_ns_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> u64 {
+    let cached = LOCAL
+        .try_with(|local| {
+            let local = local.try_borrow().ok()?;
+            let entry = local.entries.iter().find(|e| e.recorder == id)?;
+            Some(entry.shared.now_ns())
+        })
+        .ok()
+        .flatten();
+    cached.or_else(|| lookup().map(|s| s.now_ns())).unwrap_or(0)
+}
+
+impl Local {
+    #[inline]
+    fn record(
+        &mut self,
+        id: u64,
+        lookup: &dyn Fn() -> Option<Arc<Shared>>,
+        record: &Record,
+    ) -> Outcome {
+        let index = match self.entries.iter().position(|e| e.recorder == id) {
+            Some(index) => index,
+            None => match self.register(id, lookup) {
+                Some(index) => index,
+                None => return Outcome::Closed,
+            },
+        };
+        let entry = &mut self.entries[index];
+        if self.scratch.is_empty() {
+            self.scratch.resize(SCRATCH_BYTES, 0);
+        }
+        let range = match staging::encode_entry(record, &mut self.scratch) {
+            Ok(range) if range.len() <= entry.producer.capacity() / 4 => range,
+            _ => return entry.shared.record_large(&entry.producer, record),
+        };
+        let pushed = match self.scratch.first_chunk::<MAX_RAW_ENTRY>() {
+            Some(fixed) if range.start == 0 && range.end <= MAX_RAW_ENTRY => {
+                entry.producer.push_fixed(fixed, range.end)
+            }
+            _ => entry.producer.push(&self.scratch[range.clone()]),
+        };
+        match pushed {
+            Push::Done => Outcome::Recorded,
+            Push::DoneWake => {
+                entry.shared.wake();
+                Outcome::Recorded
+            }
+            Push::Closed => Outcome::Closed,
+            Push::Full => entry.push_when_full(&self.scratch[range]),
+        }
+    }
+
+    #[cold]
+    fn register(&mut self, id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> Option<usize> {
+        self.entries.retain(|e| !e.producer.is_closed());
+        let shared = lookup()?;
+        let producer = shared.register()?;
+        self.entries.push(Entry {
+            recorder: id,
+            shared,
+            producer,
+            no_wait_until: None,
+        });
+        Some(self.entries.len() - 1)
+    }
+}
+
+impl Entry {
+    /// The ring is full: wake the writer and wait a bounded time for room.
+    #[cold]
+    fn push_when_full(&mut self, frame: &[u8]) -> Outcome {
+        self.shared.wake();
+        let now = Instant::now();
+        let may_wait = self.no_wait_until.is_none_or(|until| now >= until);
+        let deadline = now + self.shared.full_buffer_wait;
+        let mut spins = 0u32;
+        loop {
+            match self.producer.push(frame) {
+                Push::Done | Push::DoneWake => {
+                    self.no_wait_until = None;
+                    return Outcome::Recorded;
+                }
+                Push::Closed => return Outcome::Closed,
+                Push::Full => {}
+            }
+            if !may_wait || Instant::now() >= deadline {
+                break;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        if may_wait {
+            self.no_wait_until = Some(Instant::now() + self.shared.flush_interval);
+        }
+        self.producer.count_dropped();
+        Outcome::DroppedCounted
+    }
+}
+
+/// Reads the host monotonic clock (`CLOCK_MONOTONIC`) in ns; 0 where unavailable.
+fn monotonic_clock_ns() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } == 0 {
+            return (ts.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(ts.tv_nsec as u64);
+        }
+    }
+    0
+}
+
+/// The host name, or "" when unknown.
+fn host_name() -> String {
+    #[cfg(unix)]
+    {
+        let mut buf = [0u8; 256];
+        // SAFETY: the pointer and length describe `buf`, which gethostname may write.
+        if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+            let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            return String::from_utf8_lossy(&buf[..len]).into_owned();
+        }
+    }
+    std::env::var("HOSTNAME")
+        .or_else(|_| std::env::var("COMPUTERNAME"))
+        .unwrap_or_default()
+}
+
+/// Locks `mutex`, ignoring poisoning (the protected state stays consistent: every critical
+/// section either completes or only loses records, which are counted).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::{Trace, read_all};
+    use crate::schema::testgen::{KINDS, Rng, record};
+    use crate::schema::{RegionIndex, RegionTiming, SubmissionIndex};
+
+    fn timing(runtime: u32, submission: u64) -> Record {
+        Record::RegionTiming(RegionTiming {
+            runtime: RuntimeId(runtime),
+            submission: SubmissionIndex(submission),
+            region: RegionIndex(0),
+            start_ns: submission * 1000,
+            end_ns: submission * 1000 + 500,
+            device: None,
+        })
+    }
+
+    fn memory_recorder(options: RecorderOptions) -> (Recorder, MemorySink) {
+        let sink = MemorySink::new();
+        (Recorder::with_sink(sink.clone(), options).unwrap(), sink)
+    }
+
+    fn read(sink: &MemorySink) -> Trace {
+        Trace::from_bytes(&sink.contents()).unwrap()
+    }
+
+    #[test]
+    fn records_every_kind_and_closes_cleanly() {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let mut rng = Rng(42);
+        let expected: Vec<_> = (0..KINDS * 4).map(|k| record(&mut rng, k)).collect();
+        for r in &expected {
+            rec.record(r);
+        }
+        let summary = rec.close().unwrap();
+        assert_eq!(summary.dropped_records, 0);
+        let trace = read(&sink);
+        assert!(trace.recovery.clean_close, "{:?}", trace.warnings);
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        assert!(matches!(trace.records[0], Record::SessionStart(_)));
+        let Some(Record::SessionEnd(end)) = trace.records.last() else {
+            panic!("no session end")
+        };
+        assert_eq!(end.dropped_records, 0);
+        assert_eq!(end.records, expected.len() as u64 + 1);
+        assert_eq!(&trace.records[1..trace.records.len() - 1], &expected[..]);
+        assert_eq!(summary.records, trace.records.len() as u64);
+        assert_eq!(summary.bytes, sink.contents().len() as u64);
+        let mapped = crate::MappedTrace::from_vec(sink.contents()).unwrap();
+        assert_eq!(summary.blocks, mapped.blocks().len() as u64);
+    }
+
+    #[test]
+    fn session_start_describes_the_process() {
+        let options = RecorderOptions {
+            backend: "sim".into(),
+            device: "software device".into(),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        rec.close().unwrap();
+        let Record::SessionStart(start) = &read(&sink).records[0] else {
+            panic!("no session start")
+        };
+        assert_eq!(start.pid, std::process::id());
+        assert_eq!(start.backend, "sim");
+        assert_eq!(start.format_version, (1, 0));
+        assert!(!start.args.is_empty());
+        #[cfg(unix)]
+        assert!(start.monotonic_base_ns > 0);
+    }
+
+    #[test]
+    fn concurrent_threads_keep_their_order() {
+        // Wait for room rather than drop, however starved of CPU the writer is.
+        let options = RecorderOptions {
+            full_buffer_wait: Duration::from_secs(60),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let threads = 8;
+        let per_thread = 20_000;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let rec = rec.clone();
+                s.spawn(move || {
+                    for i in 0..per_thread {
+                        rec.record(&timing(t, i));
+                    }
+                });
+            }
+        });
+        assert_eq!(rec.close().unwrap().dropped_records, 0);
+        let trace = read(&sink);
+        let mut next = vec![0u64; threads as usize];
+        for r in &trace.records {
+            if let Record::RegionTiming(t) = r {
+                let thread = t.runtime.0 as usize;
+                assert_eq!(t.submission.0, next[thread], "thread {thread} out of order");
+                next[thread] += 1;
+            }
+        }
+        assert_eq!(next, vec![per_thread; threads as usize]);
+    }
+
+    #[test]
+    fn tiny_rings_drop_with_a_count_but_keep_order() {
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            full_buffer_wait: Duration::ZERO,
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let threads = 4u32;
+        let per_thread = 50_000u64;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let rec = rec.clone();
+                s.spawn(move || (0..per_thread).for_each(|i| rec.record(&timing(t, i))));
+            }
+        });
+        let summary = rec.close().unwrap();
+        let trace = read(&sink);
+        let mut last = vec![None::<u64>; threads as usize];
+        let mut received = 0u64;
+        for r in &trace.records {
+            if let Record::RegionTiming(t) = r {
+                let slot = &mut last[t.runtime.0 as usize];
+                assert!(slot.is_none_or(|prev| prev < t.submission.0));
+                *slot = Some(t.submission.0);
+                received += 1;
+            }
+        }
+        let Some(Record::SessionEnd(end)) = trace.records.last() else {
+            panic!("no session end")
+        };
+        assert_eq!(end.dropped_records, summary.dropped_records);
+        assert_eq!(
+            received + end.dropped_records,
+            u64::from(threads) * per_thread
+        );
+    }
+
+    #[test]
+    fn records_of_idle_threads_are_flushed_periodically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let rec = Recorder::create(&path, RecorderOptions::default()).unwrap();
+        let (parked_tx, parked_rx) = crossbeam_channel::bounded::<()>(0);
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+        let idle = {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                rec.record(&timing(1, 7));
+                parked_tx.send(()).unwrap();
+                // Stay alive (holding the record in this thread's ring) until released.
+                release_rx.recv().unwrap();
+            })
+        };
+        parked_rx.recv().unwrap();
+        rec.record(&timing(0, 3));
+        let started = Instant::now();
+        let found = loop {
+            let trace = read_all(&path).unwrap();
+            let timings = trace
+                .records
+                .iter()
+                .filter(|r| matches!(r, Record::RegionTiming(_)))
+                .count();
+            if timings == 2 {
+                assert!(!trace.recovery.clean_close);
+                break true;
+            }
+            if started.elapsed() > Duration::from_secs(2) {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        release_tx.send(()).unwrap();
+        idle.join().unwrap();
+        assert!(found, "records did not reach the file within 2 s");
+        rec.close().unwrap();
+        assert!(read_all(&path).unwrap().recovery.clean_close);
+    }
+
+    #[test]
+    fn flush_writes_everything_now() {
+        let options = RecorderOptions {
+            flush_interval: Duration::from_secs(3600),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        rec.record(&timing(0, 1));
+        rec.flush().unwrap();
+        assert_eq!(read(&sink).records.len(), 2);
+        rec.close().unwrap();
+        assert_eq!(
+            rec.flush().unwrap_err().to_string(),
+            "the trace recorder is closed"
+        );
+    }
+
+    #[test]
+    fn large_records_keep_thread_order_and_blobs_are_stored_once() {
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let big = vec![7u8; 100_000];
+        rec.record(&timing(0, 1));
+        let payload = rec.payload(&big);
+        assert_eq!(rec.payload(&big), payload);
+        assert!(matches!(
+            payload,
+            Payload::Blob {
+                len_bytes: 100_000,
+                ..
+            }
+        ));
+        assert_eq!(rec.payload(b"tiny"), Payload::Inline(b"tiny".to_vec()));
+        // Larger than the scratch buffer and the ring: takes the synchronous path.
+        let large = Record::Blob(Blob {
+            hash: BlobHash(1),
+            bytes: vec![1; 3000],
+        });
+        rec.record(&large);
+        rec.record(&timing(0, 2));
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let kinds: Vec<_> = trace.records.iter().map(Record::kind_name).collect();
+        assert_eq!(
+            kinds,
+            [
+                "SessionStart",
+                "Blob",
+                "RegionTiming",
+                "Blob",
+                "RegionTiming",
+                "SessionEnd"
+            ]
+        );
+        assert_eq!(trace.records[3], large);
+    }
+
+    #[test]
+    fn runtime_ids_are_unique_and_close_is_idempotent() {
+        let (rec, _sink) = memory_recorder(RecorderOptions::default());
+        assert_eq!(rec.next_runtime_id(), RuntimeId(0));
+        assert_eq!(rec.clone().next_runtime_id(), RuntimeId(1));
+        let first = rec.close().unwrap();
+        assert_eq!(rec.close().unwrap(), first);
+        rec.record(&timing(0, 1)); // ignored, no panic
+        assert!(rec.now_ns() > 0);
+    }
+
+    #[test]
+    fn dropping_the_last_handle_closes() {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        rec.record(&timing(0, 1));
+        drop(rec);
+        assert!(read(&sink).recovery.clean_close);
+    }
+
+    struct FailingSink {
+        budget: usize,
+    }
+
+    impl Sink for FailingSink {
+        fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+            if bytes.len() > self.budget {
+                return Err(io::Error::other("disk full"));
+            }
+            self.budget -= bytes.len();
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn write_errors_are_reported_and_counted() {
+        let rec =
+            Recorder::with_sink(FailingSink { budget: 200 }, RecorderOptions::default()).unwrap();
+        for i in 0..100 {
+            rec.record(&timing(0, i));
+        }
+        rec.flush().unwrap_err();
+        assert!(rec.dropped_records() >= 100);
+        let err = rec.close().unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+    }
+
+    #[test]
+    fn uncompressed_traces_read_back() {
+        let options = RecorderOptions {
+            compression_level: None,
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        rec.record(&timing(0, 1));
+        rec.close().unwrap();
+        let trace = read(&sink);
+        assert_eq!(trace.records.len(), 3);
+        assert_eq!(trace.header.compression, crate::format::Compression::None);
+    }
+
+    /// Bytes on disk per timing (with device span) for 100 000 timings, all of them written.
+    fn bytes_per_timing(mut next: impl FnMut(u64) -> RegionTiming) -> f64 {
+        let options = RecorderOptions {
+            full_buffer_wait: Duration::from_secs(60),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let n = 100_000;
+        for i in 0..n {
+            rec.record(&Record::RegionTiming(next(i)));
+        }
+        let empty = {
+            let (empty, sink) = memory_recorder(RecorderOptions::default());
+            empty.close().unwrap();
+            sink.contents().len()
+        };
+        assert_eq!(rec.close().unwrap().dropped_records, 0);
+        (sink.contents().len() - empty) as f64 / n as f64
+    }
+
+    #[test]
+    fn timing_records_are_small_on_disk() {
+        // A pipeline: 4 regions per submission with their own durations (±3 %), 1-3 µs
+        // gaps, device spans on an absolute device clock (globaltimer-like) that drifts.
+        let mut rng = Rng(9);
+        let mut host = 1_000_000u64;
+        let nominal = [12_000u64, 180_000, 45_000, 8_000];
+        let pipeline = bytes_per_timing(|i| {
+            let r = (i % 4) as usize;
+            let duration = nominal[r] + nominal[r] * (rng.next() % 60) / 1000;
+            let skew = 1_700_000_000_000_000_000 + i / 50 + rng.next() % 500;
+            let start_ns = host;
+            host += duration + 1_000 + rng.next() % 2_000;
+            RegionTiming {
+                runtime: RuntimeId(0),
+                submission: SubmissionIndex(i / 4),
+                region: RegionIndex(r as u32),
+                start_ns,
+                end_ns: start_ns + duration,
+                device: Some(crate::schema::DeviceSpan {
+                    start_ns: start_ns + skew,
+                    end_ns: start_ns + skew + duration - 300 - rng.next() % 400,
+                }),
+            }
+        });
+        assert!(pipeline <= 16.0, "{pipeline:.2} bytes per timing");
+        // Pessimistic: uniformly random 2-200 µs durations and 0-5 µs gaps.
+        let mut host = 1_000_000u64;
+        let random = bytes_per_timing(|i| {
+            let duration = 2_000 + rng.next() % 198_000;
+            let skew = 1_700_000_000_000_000_000 + rng.next() % 2_000;
+            let start_ns = host;
+            host += duration + rng.next() % 5_000;
+            RegionTiming {
+                runtime: RuntimeId(0),
+                submission: SubmissionIndex(i / 4),
+                region: RegionIndex((i % 4) as u32),
+                start_ns,
+                end_ns: start_ns + duration,
+                device: Some(crate::schema::DeviceSpan {
+                    start_ns: start_ns + skew,
+                    end_ns: start_ns + skew + duration - rng.next() % 1_000,
+                }),
+            }
+        });
+        assert!(random <= 16.0, "{random:.2} bytes per timing");
+    }
+}
