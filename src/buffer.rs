@@ -204,18 +204,25 @@ impl Storage {
         }
         if let Some(bo) = &self.bo {
             // XRT: `bo.sync(XCL_BO_SYNC_BO_TO_DEVICE)` before the NPU reads host-side
-            // writes, `XCL_BO_SYNC_BO_FROM_DEVICE` before others read NPU writes.
-            if engine == Engine::Npu {
+            // writes, `XCL_BO_SYNC_BO_FROM_DEVICE` before others read NPU writes. Between
+            // the host and a GPU, mapped pinned memory needs no explicit sync.
+            let synced = if engine == Engine::Npu {
                 bo.sync_to_device()?;
+                true
             } else if visibility.last_writer == Some(Engine::Npu) {
                 bo.sync_from_device()?;
+                true
+            } else {
+                false
+            };
+            if synced {
+                self.runtime
+                    .core
+                    .counters
+                    .visibility_syncs
+                    .fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.runtime
-            .core
-            .counters
-            .visibility_syncs
-            .fetch_add(1, Ordering::Relaxed);
         visibility.visible |= engine_bit(engine);
         Ok(())
     }
@@ -421,10 +428,11 @@ impl Buffer {
             });
             self.storage.unmap(token, result.is_ok());
             result?;
+            crate::trace::host_write(&self.storage, offset, data);
         } else {
+            // Traced when the mapping drops.
             self.map_write(range.clone())?.copy_from_slice(data);
         }
-        crate::trace::host_write(&self.storage, offset, data);
         Ok(())
     }
 
@@ -538,7 +546,11 @@ impl DerefMut for HostWrite<'_> {
 
 impl Drop for HostWrite<'_> {
     fn drop(&mut self) {
-        self.buffer.storage.unmap(self.token, true);
+        let storage = &self.buffer.storage;
+        // The mapping's address minus the buffer's host pointer is its offset.
+        let offset = self.bytes.as_ptr() as usize - storage.pointer as usize;
+        crate::trace::host_write(storage, offset, self.bytes);
+        storage.unmap(self.token, true);
     }
 }
 

@@ -16,12 +16,16 @@ use std::thread::JoinHandle;
 /// Which backend a runtime uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// `HRX_BACKEND` if set, else the first GPU backend that finds a device, else `Sim`.
+    /// `HRX_BACKEND` if set, else CUDA when this build has it (feature `cuda`), libcuda loads
+    /// and the GPU ordinal exists, else `Sim` (also `Sim` when a fault is injected: fault
+    /// injection is a software-device feature). With `HRX_VERBOSE` set, the reason for falling
+    /// back is printed to stderr.
     #[default]
     Auto,
     /// The software device.
     Sim,
-    /// NVIDIA CUDA.
+    /// NVIDIA CUDA (feature `cuda`, on by default): loads libcuda.so.1 at run time; without
+    /// it, or without a device, `Runtime::new` answers [`Error::Unsupported`].
     Cuda,
     /// AMD HIP.
     Hip,
@@ -169,7 +173,7 @@ pub struct Counters {
     pub copied_bytes: u64,
     /// Bytes copied per lane (Upload, Compute, Download).
     pub lane_copy_bytes: [u64; 3],
-    /// Cross-engine visibility syncs performed.
+    /// NPU buffer-object syncs performed for cross-engine visibility.
     pub visibility_syncs: u64,
 }
 
@@ -180,18 +184,26 @@ pub(crate) struct Core {
     pub counters: CounterCells,
     pub state: Mutex<Scheduler>,
     pub queues: [Condvar; 5],
+    /// Per queue: its worker is parked on its condition variable (set under the lock).
+    pub parked: [AtomicBool; 5],
+    /// Bumped by every wake that may make work ready: spinning workers watch it.
+    pub epoch: AtomicU64,
     pub shutdown: AtomicBool,
 }
 
 impl Core {
-    /// Notifies queues and signals; call after dropping the scheduler lock.
-    pub fn wake(&self, wake: Wake) {
-        for signal in &wake.signals {
-            signal.notify();
-        }
-        for queue in Queue::ALL {
-            if wake.queues & (1 << queue as u8) != 0 {
-                self.queues[queue as usize].notify_one();
+    /// Notifies queues and signals; call after dropping the scheduler lock. A queue whose
+    /// worker is spinning, not parked, sees the epoch move and needs no syscall.
+    pub fn wake(&self, mut wake: Wake) {
+        wake.release();
+        if wake.queues != 0 {
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+            for queue in Queue::ALL {
+                if wake.queues & (1 << queue as u8) != 0
+                    && self.parked[queue as usize].load(Ordering::SeqCst)
+                {
+                    self.queues[queue as usize].notify_one();
+                }
             }
         }
     }
@@ -256,7 +268,8 @@ pub struct Runtime {
     pub(crate) options: Arc<RuntimeOptions>,
 }
 
-fn open_device(
+/// Opens the device `options` choose (see [`BackendChoice`]).
+pub(crate) fn open_device(
     options: &RuntimeOptions,
     faults: &Arc<FaultInjector>,
 ) -> Result<Arc<dyn NativeDevice>> {
@@ -267,9 +280,43 @@ fn open_device(
         )) as Arc<dyn NativeDevice>
     };
     match options.backend {
-        BackendChoice::Auto | BackendChoice::Sim => Ok(sim()),
+        BackendChoice::Sim => Ok(sim()),
+        BackendChoice::Auto => {
+            #[cfg(feature = "cuda")]
+            {
+                let opened = match options.fault {
+                    Some(_) => Err(Error::Unsupported(
+                        "a fault is injected, which only the software device supports".into(),
+                    )),
+                    None => crate::gpu::cuda::CudaDevice::open(options.gpu_index),
+                };
+                match opened {
+                    Ok(device) => return Ok(Arc::new(device)),
+                    Err(error) => {
+                        if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
+                            eprintln!("hrx: using the software device: {error}");
+                        }
+                        crate::gpu::cuda::note_fallback(error.to_string());
+                    }
+                }
+            }
+            Ok(sim())
+        }
+        #[cfg(feature = "cuda")]
+        BackendChoice::Cuda => {
+            if options.fault.is_some() {
+                return Err(Error::Unsupported(
+                    "fault injection works on the software device only; use HRX_BACKEND=sim"
+                        .into(),
+                ));
+            }
+            Ok(Arc::new(crate::gpu::cuda::CudaDevice::open(
+                options.gpu_index,
+            )?))
+        }
+        #[cfg(not(feature = "cuda"))]
         BackendChoice::Cuda => Err(Error::Unsupported(
-            "the CUDA backend is not built into this hrx (it looks for libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
+            "the CUDA backend is not built into this hrx (rebuild with --features cuda; it loads libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
         )),
         BackendChoice::Hip => Err(Error::Unsupported(
             "the HIP backend is not built into this hrx (rebuild with --features hip; it needs libamdhip64 from ROCm); use HRX_BACKEND=sim".into(),
@@ -293,6 +340,8 @@ impl Runtime {
             counters: CounterCells::default(),
             state: Mutex::new(Scheduler::new(options.capacity)),
             queues: Default::default(),
+            parked: Default::default(),
+            epoch: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
         });
         let mut workers = Vec::new();

@@ -8,7 +8,8 @@
 use crate::buffer::lock;
 use crate::runtime::Core;
 use crate::{Error, Result};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// How a submission ended.
@@ -42,7 +43,11 @@ impl Status {
 
 #[derive(Debug)]
 pub(crate) struct SignalState {
+    /// Retired, as the scheduler sees it (set under the scheduler lock).
     pub done: bool,
+    /// Announced to completions: set once the scheduler dropped everything the submission
+    /// held, so a waiter that returns can rely on the runtime having let go.
+    pub published: bool,
     pub submission: u64,
     pub status: Option<Status>,
 }
@@ -52,6 +57,31 @@ pub(crate) struct SignalState {
 pub(crate) struct Signal {
     pub state: Mutex<SignalState>,
     changed: Condvar,
+    /// Mirrors `state.published` for lock-free spinning in `wait`.
+    done: AtomicBool,
+    /// Threads parked on `changed`; `notify` skips the syscall when there are none.
+    waiters: AtomicUsize,
+}
+
+/// How long `wait` spins on the done flag before parking (cf. CUDA's
+/// `cudaDeviceScheduleAuto`, which spins while cores are free): a short region completes
+/// without two context switches.
+pub(crate) const SPIN: Duration = Duration::from_micros(50);
+
+/// Polls `done` for up to [`SPIN`]; whether it became true.
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN {
+            return false;
+        }
+    }
 }
 
 impl Signal {
@@ -59,18 +89,23 @@ impl Signal {
         Arc::new(Self {
             state: Mutex::new(SignalState {
                 done: true,
+                published: true,
                 submission: 0,
                 status: None,
             }),
             changed: Condvar::new(),
+            done: AtomicBool::new(true),
+            waiters: AtomicUsize::new(0),
         })
     }
     /// Arms the signal for `submission`.
     pub fn reset(&self, submission: u64) {
         let mut state = lock(&self.state);
         state.done = false;
+        state.published = false;
         state.submission = submission;
         state.status = None;
+        self.done.store(false, Ordering::Release);
     }
     /// Records the outcome; the caller calls [`Signal::notify`] after dropping its locks.
     pub fn complete(&self, status: Status) {
@@ -78,8 +113,41 @@ impl Signal {
         state.done = true;
         state.status = Some(status);
     }
-    pub fn notify(&self) {
-        self.changed.notify_all();
+    /// Announces the outcome to completions and wakes waiters; call with no lock held.
+    pub fn publish(&self) {
+        lock(&self.state).published = true;
+        self.done.store(true, Ordering::Release);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            self.changed.notify_all();
+        }
+    }
+    /// The outcome as the scheduler sees it, published or not.
+    pub fn outcome(&self) -> Option<Status> {
+        let state = lock(&self.state);
+        if state.done {
+            state.status.clone()
+        } else {
+            None
+        }
+    }
+    /// Parks on the condition variable, counted in `waiters`.
+    fn park<'a>(
+        &self,
+        state: MutexGuard<'a, SignalState>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, SignalState> {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let state = match timeout {
+            None => self.changed.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(timeout) => {
+                self.changed
+                    .wait_timeout(state, timeout)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        };
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        state
     }
     pub fn is_done(&self) -> bool {
         lock(&self.state).done
@@ -112,17 +180,22 @@ impl Completion {
 
     /// Whether the submission retired.
     pub fn is_complete(&self) -> bool {
-        self.signal.is_done()
+        self.signal.done.load(Ordering::Acquire)
     }
 
     /// The outcome once retired.
     pub fn status(&self) -> Option<Status> {
         let state = lock(&self.signal.state);
-        if state.done {
+        if state.published {
             state.status.clone()
         } else {
             None
         }
+    }
+
+    /// The outcome as the scheduler sees it (under its lock), before it is published.
+    pub(crate) fn outcome(&self) -> Option<Status> {
+        self.signal.outcome()
     }
 
     /// Blocks until the submission retired.
@@ -130,13 +203,10 @@ impl Completion {
     /// # Errors
     /// The failure of the submission or [`Error::Cancelled`].
     pub fn wait(&self) -> Result<()> {
+        spin_until(|| self.signal.done.load(Ordering::Acquire));
         let mut state = lock(&self.signal.state);
-        while !state.done {
-            state = self
-                .signal
-                .changed
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+        while !state.published {
+            state = self.signal.park(state, None);
         }
         state.status.clone().map_or(Ok(()), Status::into_result)
     }
@@ -148,17 +218,12 @@ impl Completion {
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut state = lock(&self.signal.state);
-        while !state.done {
+        while !state.published {
             let now = Instant::now();
             if now >= deadline {
                 return Err(Error::Timeout(timeout));
             }
-            state = self
-                .signal
-                .changed
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.signal.park(state, Some(deadline - now));
         }
         state.status.clone().map_or(Ok(()), Status::into_result)
     }

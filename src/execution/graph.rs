@@ -829,7 +829,7 @@ impl Region {
     /// Runs the region's native work to completion on the calling worker.
     pub fn run(&self, core: &Core) -> Result<()> {
         let engine = self.engine();
-        for use_ in &self.uses {
+        for use_ in self.uses.iter().filter(|u| u.access.reads()) {
             use_.view.buffer().storage.make_visible(engine)?;
         }
         match &self.backend {

@@ -73,7 +73,19 @@ pub(crate) struct Task {
 pub(crate) struct Wake {
     /// Bit `q` set: queue `q` may have ready work.
     pub queues: u8,
+    /// Retired submissions' signals, published after `retired` is dropped.
     pub signals: Vec<Arc<Signal>>,
+    retired: Vec<InFlight>,
+}
+
+impl Wake {
+    /// Drops what retired submissions held, then publishes their outcomes.
+    pub fn release(&mut self) {
+        self.retired.clear();
+        for signal in self.signals.drain(..) {
+            signal.publish();
+        }
+    }
 }
 
 pub(crate) struct Scheduler {
@@ -175,13 +187,25 @@ impl Scheduler {
 
     /// Claims the oldest ready region of `queue`.
     pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
+        let (position, region) = self.next_ready(queue)?;
+        let flight = &mut self.in_flight[position];
+        flight.states[region] = State::Running;
+        Some(Task {
+            prepared: flight.prepared.clone(),
+            submission: flight.submission,
+            region,
+        })
+    }
+
+    /// The oldest ready region of `queue`: (flight position, region).
+    fn next_ready(&self, queue: Queue) -> Option<(usize, usize)> {
         let mut found = None;
         'search: for (position, flight) in self.in_flight.iter().enumerate() {
             if flight.status.is_some()
                 || !flight
                     .producers
                     .iter()
-                    .all(|p| p.status().is_some_and(|s| s.succeeded()))
+                    .all(|p| p.outcome().is_some_and(|s| s.succeeded()))
             {
                 continue;
             }
@@ -195,14 +219,7 @@ impl Scheduler {
                 }
             }
         }
-        let (position, region) = found?;
-        let flight = &mut self.in_flight[position];
-        flight.states[region] = State::Running;
-        Some(Task {
-            prepared: flight.prepared.clone(),
-            submission: flight.submission,
-            region,
-        })
+        found
     }
 
     /// Records a region's outcome. `native` says whether the error came from native
@@ -279,7 +296,7 @@ impl Scheduler {
                     && flight
                         .producers
                         .iter()
-                        .any(|p| p.status().is_some_and(|s| !s.succeeded()))
+                        .any(|p| p.outcome().is_some_and(|s| !s.succeeded()))
             });
             let Some(position) = failed else { return };
             let flight = &mut self.in_flight[position];
@@ -287,7 +304,7 @@ impl Scheduler {
                 .producers
                 .iter()
                 .find_map(|p| {
-                    p.status()
+                    p.outcome()
                         .filter(|s| !s.succeeded())
                         .map(|s| (p.submission(), s))
                 })
@@ -309,7 +326,7 @@ impl Scheduler {
 
     fn retire(&mut self, position: usize, wake: &mut Wake) {
         let flight = self.in_flight.remove(position).expect("position is valid");
-        let status = flight.status.unwrap_or(Status::Succeeded);
+        let status = flight.status.clone().unwrap_or(Status::Succeeded);
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
@@ -318,6 +335,8 @@ impl Scheduler {
         signal.complete(status);
         lock(&flight.prepared.occupied)[flight.slot] = false;
         wake.signals.push(signal);
+        // Dropped after the lock: it may hold the last reference to the runtime.
+        wake.retired.push(flight);
     }
 
     fn pending_queues(&self) -> u8 {
@@ -334,47 +353,75 @@ impl Scheduler {
 }
 
 /// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
+///
+/// When idle it first spins for [`super::completion::SPIN`] watching the wake epoch (a
+/// submission arriving then is picked up with no syscall on either side), then re-checks
+/// the state and parks.
 pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
     let mut state = lock(&core.state);
+    let mut spun = false;
     loop {
         if let Some(task) = state.find_ready(queue) {
             drop(state);
-            let region = &task.prepared.regions[task.region];
-            let start_ns = crate::trace::now_ns();
-            let (result, native) = match region.check_inputs() {
-                Err(error) => (Err(error), false),
-                Ok(()) => {
-                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        region.run(&core)
-                    }));
-                    (
-                        run.unwrap_or_else(|_| {
-                            Err(Error::DeviceLost(
-                                "a native callback panicked; its effects are unknown".into(),
-                            ))
-                        }),
-                        true,
-                    )
-                }
-            };
-            crate::trace::region_timing(
-                &task.prepared,
-                task.submission,
-                task.region,
-                start_ns,
-                crate::trace::now_ns(),
-            );
-            let wake = lock(&core.state).finish(task.submission, task.region, result, native);
-            drop(task);
-            core.wake(wake);
+            run(&core, task);
+            spun = false;
             state = lock(&core.state);
             continue;
         }
         if core.shutdown.load(Ordering::Acquire) && state.occupied() == 0 {
             return;
         }
+        if !spun {
+            let epoch = core.epoch.load(Ordering::SeqCst);
+            drop(state);
+            super::completion::spin_until(|| {
+                core.epoch.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
+            });
+            spun = true;
+            state = lock(&core.state);
+            continue;
+        }
+        // The flag is set under the lock, so a waker that changed the state after the check
+        // above sees it and notifies; one that changed it before was seen by `find_ready`.
+        core.parked[queue as usize].store(true, Ordering::SeqCst);
         state = core.queues[queue as usize]
             .wait(state)
             .unwrap_or_else(|e| e.into_inner());
+        core.parked[queue as usize].store(false, Ordering::SeqCst);
+        spun = false;
     }
+}
+
+/// Runs one claimed region and records its outcome.
+fn run(core: &Core, task: Task) {
+    let region = &task.prepared.regions[task.region];
+    let start_ns = crate::trace::now_ns();
+    let (result, native) = match region.check_inputs() {
+        Err(error) => (Err(error), false),
+        Ok(()) => {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| region.run(core)));
+            let result = run.unwrap_or_else(|_| {
+                Err(Error::DeviceLost(
+                    "a native callback panicked; its effects are unknown".into(),
+                ))
+            });
+            (result, true)
+        }
+    };
+    crate::trace::region_timing(
+        &task.prepared,
+        task.submission,
+        task.region,
+        start_ns,
+        crate::trace::now_ns(),
+    );
+    let Task {
+        prepared,
+        submission,
+        region,
+    } = task;
+    // Let go of the prepared graph before the outcome is published (see `Wake::release`).
+    drop(prepared);
+    let wake = lock(&core.state).finish(submission, region, result, native);
+    core.wake(wake);
 }

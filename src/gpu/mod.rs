@@ -10,6 +10,8 @@
 //! ([`Error::DeviceLost`] for failures of uncertain extent) or a kernel failure of known
 //! extent ([`Error::Kernel`]).
 
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 pub(crate) mod sim;
 
 use crate::kernels::KernelSpec;

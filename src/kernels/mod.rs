@@ -8,6 +8,8 @@
 //! Host implementations follow the GPU kernels' arithmetic exactly for integer kernels, so
 //! outputs are bit-identical across backends; float kernels state their tolerance.
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod cuda;
 mod host;
 
 use crate::{Access, BindingContract, KernelContract};
@@ -90,6 +92,19 @@ pub fn builtin_code(entry: &str) -> Option<KernelCode> {
         host: Some(host),
         ptx: None,
     })
+}
+
+/// CUDA C source of a built-in kernel by entry name (the CUDA backend compiles it with NVRTC
+/// when the spec carries no PTX). Its signature follows the CUDA backend's parameter ABI: one
+/// device pointer per binding, in order, then one 32-bit parameter per constant word.
+pub fn cuda_source(entry: &str) -> Option<&'static str> {
+    cuda::lookup(entry).map(|s| s.source)
+}
+
+/// Parameter counts `(bindings, constant words)` of a built-in kernel's CUDA source.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn cuda_parameters(entry: &str) -> Option<(usize, usize)> {
+    cuda::lookup(entry).map(|s| (s.bindings, s.words))
 }
 
 /// Little-endian packing of kernel constants.

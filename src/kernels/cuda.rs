@@ -1,0 +1,340 @@
+//! CUDA C sources of the built-in kernels (compiled at run time with NVRTC by `gpu::cuda`).
+//!
+//! Each source is self-contained (a shared prelude plus one `extern "C" __global__` entry) and
+//! follows the CUDA backend's parameter ABI: one device pointer per binding, in binding order,
+//! then one 32-bit parameter (`unsigned` or `float`, same bits) per 4-byte constant word, in
+//! order. Every kernel loops grid-stride, so it is correct for any grid, and reproduces its host
+//! implementation in `host.rs` bit for bit:
+//! - integer kernels use the same integer formulas;
+//! - `hrx_saxpy` rounds the product, then the sum (`__fmul_rn`, `__fadd_rn`: never an FMA);
+//! - `hrx_reduce_sum` evaluates the documented per-256-slot tree, then adds the block partials
+//!   in block order (see the kernel's comment);
+//! - `hrx_histogram256` adds into the existing counts (wrapping, like the host);
+//! - `hrx_threshold` with a level word above 255 writes zeros (the host rejects it; the
+//!   [`super::threshold`] constructor cannot make such a spec);
+//! - `hrx_fail` writes `0xEE` into the first half and then stores to global address `0x10`, which
+//!   no allocation covers: on real hardware that raises `CUDA_ERROR_ILLEGAL_ADDRESS`, a sticky
+//!   error that the backend reports as device loss (the host version returns a kernel error of
+//!   known extent instead).
+//!
+//! `hrx_npu_threshold` is NPU-only and has no CUDA source.
+
+/// Shared helpers, prepended to every kernel source.
+macro_rules! prelude {
+    () => {
+        r#"
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+/* First index and stride of a 1-D grid-stride loop. */
+__device__ __forceinline__ u64 hrx_first_x() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 hrx_stride_x() { return (u64)gridDim.x * blockDim.x; }
+__device__ __forceinline__ u64 hrx_first_y() { return (u64)blockIdx.y * blockDim.y + threadIdx.y; }
+__device__ __forceinline__ u64 hrx_stride_y() { return (u64)gridDim.y * blockDim.y; }
+
+/* clamp(v, 0, last) for a signed coordinate. */
+__device__ __forceinline__ u64 hrx_clamp(long long v, u64 last) {
+    return v < 0 ? 0 : ((u64)v > last ? last : (u64)v);
+}
+"#
+    };
+}
+
+const SAXPY: &str = concat!(
+    prelude!(),
+    r#"
+extern "C" __global__ void hrx_saxpy(const float* x, float* y, u32 n, float a) {
+    for (u64 i = hrx_first_x(); i < n; i += hrx_stride_x()) {
+        y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
+    }
+}
+"#
+);
+
+const IOTA: &str = concat!(
+    prelude!(),
+    r#"
+extern "C" __global__ void hrx_iota(u32* out, u32 n, u32 start, u32 step) {
+    for (u64 i = hrx_first_x(); i < n; i += hrx_stride_x()) {
+        out[i] = start + (u32)i * step;
+    }
+}
+"#
+);
+
+const FILL_U32: &str = concat!(
+    prelude!(),
+    r#"
+extern "C" __global__ void hrx_fill_u32(u32* out, u32 n, u32 value) {
+    for (u64 i = hrx_first_x(); i < n; i += hrx_stride_x()) {
+        out[i] = value;
+    }
+}
+"#
+);
+
+const REDUCE_SUM: &str = concat!(
+    prelude!(),
+    r#"
+/* Bit reversal of an 8-bit index. */
+__device__ __forceinline__ u32 hrx_rev8(u32 k) { return __brev(k) >> 24; }
+
+/*
+ * The documented order: each 256-slot chunk (zero-padded past n) reduces by the tree
+ * s[t] += s[t + stride] for stride 128, 64, ..., 1; then acc = +0.0 and acc += partial[b] for
+ * every chunk b in increasing order.
+ *
+ * That tree is a balanced binary tree whose root splits on index bit 0, the next level on bit
+ * 1, ..., the leaves on bit 7, always with the lower slot on the left. Visiting the leaves in
+ * order of k = 0..255 means reading slot rev8(k); merging with a binary counter (merge after
+ * leaf k once per trailing one bit of k) evaluates exactly the same additions. So one thread
+ * computes one chunk's partial alone, with an 8-entry stack in registers.
+ *
+ * Block 0 does the whole reduction: each round its 256 threads compute the partials of the next
+ * 256 chunks, and thread 0 adds them to the accumulator in chunk order. Other blocks return.
+ */
+extern "C" __global__ void hrx_reduce_sum(const float* input, float* out, u32 n) {
+    if (blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) return;
+    __shared__ float partial[256];
+    const u64 chunks = ((u64)n + 255) / 256;
+    const u32 lanes = blockDim.x * blockDim.y * blockDim.z;
+    const u32 lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    float acc = 0.0f;
+    for (u64 round = 0; round < chunks; round += 256) {
+        for (u32 t = lane; t < 256; t += lanes) {
+            const u64 chunk = round + t;
+            float value = 0.0f;
+            if (chunk < chunks) {
+                const u64 base = chunk * 256;
+                float stack[9];
+                int top = 0;
+                #pragma unroll
+                for (u32 k = 0; k < 256; ++k) {
+                    const u64 index = base + hrx_rev8(k);
+                    float v = index < n ? input[index] : 0.0f;
+                    #pragma unroll
+                    for (u32 m = k; m & 1; m >>= 1) {
+                        v = __fadd_rn(stack[--top], v);
+                    }
+                    stack[top++] = v;
+                }
+                value = stack[0];
+            }
+            partial[t] = value;
+        }
+        __syncthreads();
+        if (lane == 0) {
+            const u64 left = chunks - round;
+            const u32 count = left < 256 ? (u32)left : 256;
+            for (u32 t = 0; t < count; ++t) {
+                acc = __fadd_rn(acc, partial[t]);
+            }
+        }
+        __syncthreads();
+    }
+    if (lane == 0) out[0] = acc;
+}
+"#
+);
+
+const RGB_TO_GRAY: &str = concat!(
+    prelude!(),
+    r#"
+extern "C" __global__ void hrx_rgb_to_gray(const u8* rgb, u8* gray, u32 width, u32 height) {
+    for (u64 y = hrx_first_y(); y < height; y += hrx_stride_y()) {
+        for (u64 x = hrx_first_x(); x < width; x += hrx_stride_x()) {
+            const u64 i = y * width + x;
+            const u32 r = rgb[3 * i], g = rgb[3 * i + 1], b = rgb[3 * i + 2];
+            gray[i] = (u8)((77u * r + 150u * g + 29u * b + 128u) >> 8);
+        }
+    }
+}
+"#
+);
+
+/// Shared by both blur passes: `(a + 4b + 6c + 4d + e + 8) >> 4`.
+macro_rules! binomial5 {
+    () => {
+        r#"
+__device__ __forceinline__ u8 hrx_binomial5(u32 a, u32 b, u32 c, u32 d, u32 e) {
+    return (u8)((a + e + 4u * (b + d) + 6u * c + 8u) >> 4);
+}
+"#
+    };
+}
+
+const BLUR_H: &str = concat!(
+    prelude!(),
+    binomial5!(),
+    r#"
+extern "C" __global__ void hrx_blur_h(const u8* input, u8* out, u32 width, u32 height) {
+    if (width == 0) return;
+    const u64 last = width - 1;
+    for (u64 y = hrx_first_y(); y < height; y += hrx_stride_y()) {
+        const u8* row = input + y * width;
+        for (u64 x = hrx_first_x(); x < width; x += hrx_stride_x()) {
+            const long long c = (long long)x;
+            out[y * width + x] = hrx_binomial5(
+                row[hrx_clamp(c - 2, last)], row[hrx_clamp(c - 1, last)], row[x],
+                row[hrx_clamp(c + 1, last)], row[hrx_clamp(c + 2, last)]);
+        }
+    }
+}
+"#
+);
+
+const BLUR_V: &str = concat!(
+    prelude!(),
+    binomial5!(),
+    r#"
+extern "C" __global__ void hrx_blur_v(const u8* input, u8* out, u32 width, u32 height) {
+    if (height == 0) return;
+    const u64 last = height - 1;
+    for (u64 y = hrx_first_y(); y < height; y += hrx_stride_y()) {
+        const long long c = (long long)y;
+        const u64 r0 = hrx_clamp(c - 2, last) * width, r1 = hrx_clamp(c - 1, last) * width;
+        const u64 r2 = y * width;
+        const u64 r3 = hrx_clamp(c + 1, last) * width, r4 = hrx_clamp(c + 2, last) * width;
+        for (u64 x = hrx_first_x(); x < width; x += hrx_stride_x()) {
+            out[r2 + x] = hrx_binomial5(
+                input[r0 + x], input[r1 + x], input[r2 + x], input[r3 + x], input[r4 + x]);
+        }
+    }
+}
+"#
+);
+
+const SOBEL: &str = concat!(
+    prelude!(),
+    r#"
+/* min(255, isqrt(m)), built bit by bit from the top exactly as the host does. */
+__device__ __forceinline__ u8 hrx_isqrt_u8(u32 m) {
+    u32 root = 0;
+    #pragma unroll
+    for (int bit = 7; bit >= 0; --bit) {
+        const u32 candidate = root | (1u << bit);
+        if (candidate * candidate <= m) root = candidate;
+    }
+    return (u8)root;
+}
+
+extern "C" __global__ void hrx_sobel(const u8* input, u8* out, u32 width, u32 height) {
+    if (width == 0 || height == 0) return;
+    const u64 last_x = width - 1, last_y = height - 1;
+    for (u64 y = hrx_first_y(); y < height; y += hrx_stride_y()) {
+        const u8* up = input + hrx_clamp((long long)y - 1, last_y) * width;
+        const u8* mid = input + y * width;
+        const u8* down = input + hrx_clamp((long long)y + 1, last_y) * width;
+        for (u64 x = hrx_first_x(); x < width; x += hrx_stride_x()) {
+            const u64 l = hrx_clamp((long long)x - 1, last_x), c = x;
+            const u64 r = hrx_clamp((long long)x + 1, last_x);
+            const int gx = ((int)up[r] + 2 * (int)mid[r] + (int)down[r])
+                         - ((int)up[l] + 2 * (int)mid[l] + (int)down[l]);
+            const int gy = ((int)down[l] + 2 * (int)down[c] + (int)down[r])
+                         - ((int)up[l] + 2 * (int)up[c] + (int)up[r]);
+            out[y * width + x] = hrx_isqrt_u8((u32)(gx * gx + gy * gy));
+        }
+    }
+}
+"#
+);
+
+const HISTOGRAM256: &str = concat!(
+    prelude!(),
+    r#"
+/* Per-block counts in shared memory, then one atomic add per non-empty bin into hist. */
+extern "C" __global__ void hrx_histogram256(const u8* input, u32* hist, u32 n) {
+    __shared__ u32 counts[256];
+    const u32 lanes = blockDim.x * blockDim.y * blockDim.z;
+    const u32 lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    for (u32 b = lane; b < 256; b += lanes) counts[b] = 0;
+    __syncthreads();
+    for (u64 i = hrx_first_x(); i < n; i += hrx_stride_x()) {
+        atomicAdd(&counts[input[i]], 1u);
+    }
+    __syncthreads();
+    for (u32 b = lane; b < 256; b += lanes) {
+        if (counts[b] != 0) atomicAdd(&hist[b], counts[b]);
+    }
+}
+"#
+);
+
+const THRESHOLD: &str = concat!(
+    prelude!(),
+    r#"
+extern "C" __global__ void hrx_threshold(const u8* input, u8* out, u32 n, u32 level) {
+    for (u64 i = hrx_first_x(); i < n; i += hrx_stride_x()) {
+        out[i] = (u32)input[i] >= level ? 255 : 0;
+    }
+}
+"#
+);
+
+const FAIL: &str = concat!(
+    prelude!(),
+    r#"
+/*
+ * Deliberately faulting: fills the first half with 0xEE, then one thread stores to global
+ * address 0x10, which no allocation covers -> CUDA_ERROR_ILLEGAL_ADDRESS (sticky: the context
+ * is unusable afterwards). Inline PTX, so the compiler can neither drop nor fold the store.
+ */
+extern "C" __global__ void hrx_fail(u8* out, u32 n) {
+    for (u64 i = hrx_first_x(); i < n / 2; i += hrx_stride_x()) {
+        out[i] = 0xEE;
+    }
+    __threadfence();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        asm volatile("st.global.u32 [%0], %1;" :: "l"(0x10ull), "r"(0xEEEEEEEEu) : "memory");
+    }
+}
+"#
+);
+
+/// A built-in kernel's CUDA source and its parameter counts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CudaKernelSource {
+    /// Entry point name.
+    pub entry: &'static str,
+    /// Bindings (device pointer parameters), first.
+    pub bindings: usize,
+    /// 32-bit constant words (one parameter each), after the bindings.
+    pub words: usize,
+    /// The CUDA C source, prelude included.
+    pub source: &'static str,
+}
+
+const fn source(
+    entry: &'static str,
+    bindings: usize,
+    words: usize,
+    source: &'static str,
+) -> CudaKernelSource {
+    CudaKernelSource {
+        entry,
+        bindings,
+        words,
+        source,
+    }
+}
+
+/// Every built-in kernel with a CUDA version, in library order.
+pub(super) const SOURCES: &[CudaKernelSource] = &[
+    source("hrx_saxpy", 2, 2, SAXPY),
+    source("hrx_iota", 1, 3, IOTA),
+    source("hrx_fill_u32", 1, 2, FILL_U32),
+    source("hrx_reduce_sum", 2, 1, REDUCE_SUM),
+    source("hrx_rgb_to_gray", 2, 2, RGB_TO_GRAY),
+    source("hrx_blur_h", 2, 2, BLUR_H),
+    source("hrx_blur_v", 2, 2, BLUR_V),
+    source("hrx_sobel", 2, 2, SOBEL),
+    source("hrx_histogram256", 2, 1, HISTOGRAM256),
+    source("hrx_threshold", 2, 2, THRESHOLD),
+    source("hrx_fail", 1, 1, FAIL),
+];
+
+/// The CUDA source of a built-in kernel.
+pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
+    SOURCES.iter().find(|s| s.entry == entry)
+}
