@@ -1,2 +1,145 @@
-//! Runtime benchmarks (placeholder).
-fn main() {}
+//! Runtime overheads on the software device.
+//!
+//! ```text
+//! cargo bench -p hrx --bench runtime
+//! ```
+//!
+//! - `submit`: host CPU time of `ExecutableGraph::submit` for a prepared one-region graph
+//!   (a single 4 KiB fill). Only the `submit` call is timed; the wait for the submission and
+//!   the drop of its completion happen outside the timed part, so every submit finds an
+//!   idle runtime and a free slot.
+//! - `submit_to_complete`: `submit` plus `Completion::wait` of the same graph: the round trip
+//!   through the scheduler, a worker thread and the software device.
+//! - `pipeline_frame/640x480`: one 640x480 RGB frame through the image pipeline
+//!   (`hrx::workloads::Pipeline`, one frame in flight): host write, upload, five kernels and
+//!   a fill in one native graph, two downloads, the NPU threshold, and the host reading the
+//!   edges and the histogram.
+//! - `pipeline_8_frames/in_flight_{1,3}`: eight 640x480 frames, one or three in flight.
+//!
+//! Measurement is kept short (1 s warm-up, 3 s measurement, 50 samples) so the whole run
+//! takes well under two minutes on two cores.
+
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use hrx::workloads::{Frame, Pipeline, PipelineOptions};
+use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn runtime() -> Runtime {
+    Runtime::new(RuntimeOptions::sim().graph_slots(8)).expect("software runtime")
+}
+
+/// A prepared graph of one region: a 4 KiB fill of a GPU-local buffer.
+fn one_fill(runtime: &Runtime) -> ExecutableGraph {
+    let buffer = runtime.buffer(4096, Placement::GpuLocal).expect("buffer");
+    let mut graph = runtime.graph();
+    graph.fill(buffer.whole(), 0x5A).expect("fill");
+    let graph = graph.prepare().expect("prepare");
+    assert_eq!(graph.regions(), 1);
+    graph
+}
+
+fn frame(width: usize, height: usize, seed: usize) -> Frame {
+    let rgb = (0..width * height * 3)
+        .map(|i| ((i * 7 + seed * 13) ^ (i / (width * 3) * 5)) as u8)
+        .collect();
+    Frame { width, height, rgb }
+}
+
+fn submit(c: &mut Criterion) {
+    let runtime = runtime();
+    let graph = one_fill(&runtime);
+    c.bench_function("submit", |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iterations {
+                let started = Instant::now();
+                let completion = graph.submit();
+                timed += started.elapsed();
+                let completion = completion.expect("submit");
+                completion.wait().expect("wait");
+                drop(completion);
+            }
+            timed
+        })
+    });
+}
+
+fn submit_to_complete(c: &mut Criterion) {
+    let runtime = runtime();
+    let graph = one_fill(&runtime);
+    c.bench_function("submit_to_complete", |b| {
+        b.iter(|| graph.submit().expect("submit").wait().expect("wait"))
+    });
+}
+
+fn pipeline(c: &mut Criterion) {
+    let (width, height) = (640, 480);
+    let runtime = runtime();
+
+    let mut group = c.benchmark_group("pipeline_frame");
+    group
+        .throughput(Throughput::Elements(1))
+        .sampling_mode(SamplingMode::Flat);
+    let options = PipelineOptions {
+        frames_in_flight: 1,
+        ..PipelineOptions::default()
+    };
+    let mut single = Pipeline::new(&runtime, width, height, options).expect("pipeline");
+    let input = frame(width, height, 0);
+    group.bench_function("640x480", |b| {
+        b.iter_batched(
+            || input.clone(),
+            |frame| {
+                single
+                    .run([frame], |_, output| {
+                        black_box(output);
+                    })
+                    .expect("run")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("pipeline_8_frames");
+    group
+        .throughput(Throughput::Elements(8))
+        .sampling_mode(SamplingMode::Flat);
+    let frames: Vec<Frame> = (0..8).map(|seed| frame(width, height, seed)).collect();
+    for frames_in_flight in [1, 3] {
+        let options = PipelineOptions {
+            frames_in_flight,
+            ..PipelineOptions::default()
+        };
+        let mut pipeline = Pipeline::new(&runtime, width, height, options).expect("pipeline");
+        group.bench_function(format!("in_flight_{frames_in_flight}"), |b| {
+            b.iter_batched(
+                || frames.clone(),
+                |frames| {
+                    pipeline
+                        .run(frames, |_, output| {
+                            black_box(output);
+                        })
+                        .expect("run")
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = submit, submit_to_complete, pipeline
+}
+criterion_main!(benches);

@@ -32,6 +32,7 @@ pub mod kernels;
 pub mod npu;
 mod runtime;
 mod trace;
+pub mod workloads;
 
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
 pub use contract::{BindingContract, KernelContract};
