@@ -119,6 +119,8 @@ pub(crate) struct FaultInjector {
     operations: AtomicU64,
     kernel_hits: AtomicU64,
     fired: AtomicBool,
+    /// The fired fault's description until the runtime takes it for the trace.
+    report: std::sync::Mutex<Option<String>>,
 }
 
 impl FaultInjector {
@@ -146,6 +148,7 @@ impl FaultInjector {
             return Ok(());
         }
         let message = format!("injected fault {spec} at device operation {operation} ({what})");
+        *crate::buffer::lock(&self.report) = Some(message.clone());
         Err(match spec.kind {
             FaultKind::DeviceLost => Error::DeviceLost(message),
             FaultKind::KernelError => Error::Kernel(message),
@@ -155,6 +158,14 @@ impl FaultInjector {
     /// Whether the fault has fired.
     pub fn fired(&self) -> bool {
         self.fired.load(Ordering::Acquire)
+    }
+
+    /// The fired fault's description, once.
+    pub fn take_report(&self) -> Option<String> {
+        if !self.fired() {
+            return None;
+        }
+        crate::buffer::lock(&self.report).take()
     }
 }
 

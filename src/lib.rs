@@ -31,7 +31,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod npu;
 mod runtime;
-mod trace;
+pub(crate) mod trace;
 pub mod workloads;
 
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
@@ -46,6 +46,7 @@ pub use execution::graph::{
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
 pub use npu::NpuKernel;
 pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions};
+pub use trace::close_trace;
 
 /// An execution engine; visibility is tracked between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -64,6 +64,9 @@ pub struct RuntimeOptions {
     pub fault: Option<FaultSpec>,
     /// Trace file; `None` consults `HRX_TRACE`.
     pub trace: Option<PathBuf>,
+    /// Capture the full contents of written ranges in the trace, not only their digests
+    /// (`HRX_TRACE_CONTENTS=1`); replay can then compare floats within a tolerance.
+    pub trace_contents: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -75,6 +78,7 @@ impl Default for RuntimeOptions {
             capacity: 64,
             fault: None,
             trace: None,
+            trace_contents: false,
         }
     }
 }
@@ -145,6 +149,9 @@ impl RuntimeOptions {
         {
             self.trace = Some(path.into());
         }
+        if std::env::var_os("HRX_TRACE_CONTENTS").is_some_and(|v| v == "1") {
+            self.trace_contents = true;
+        }
         Ok(self)
     }
 }
@@ -179,8 +186,12 @@ pub struct Counters {
 
 /// Scheduler state shared with the workers.
 pub(crate) struct Core {
-    #[allow(dead_code)] // Trace records carry it.
+    /// Runtime id; trace records carry it.
     pub id: u32,
+    /// The trace this runtime records into, if any.
+    pub recorder: Option<hrx_capture::Recorder>,
+    /// Whether output contents, not only digests, are traced.
+    pub trace_contents: bool,
     pub counters: CounterCells,
     pub state: Mutex<Scheduler>,
     pub queues: [Condvar; 5],
@@ -334,9 +345,12 @@ impl Runtime {
         let options = options.resolve()?;
         let faults = Arc::new(FaultInjector::new(options.fault.clone()));
         let device = open_device(&options, &faults)?;
+        let recorder = crate::trace::open(&options, &device.info())?;
         let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
         let core = Arc::new(Core {
             id,
+            recorder,
+            trace_contents: options.trace_contents,
             counters: CounterCells::default(),
             state: Mutex::new(Scheduler::new(options.capacity)),
             queues: Default::default(),

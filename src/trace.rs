@@ -1,13 +1,28 @@
-//! Instrumentation hooks. Disabled: one relaxed atomic load per hook, no allocation.
-#![allow(dead_code)] // Hook arguments are read once capture lands.
+//! Instrumentation hooks: the runtime's side of the trace (`hrx-capture`).
+//!
+//! A runtime opens the process's trace when `RuntimeOptions::trace` (or `HRX_TRACE`) names
+//! a file, or joins the trace another runtime of the process opened; every record carries
+//! the runtime id. The recorder handle lives in the runtime's [`Core`]: with tracing off a
+//! hook is one branch on `None` and allocates nothing. The trace is closed (footer written)
+//! by [`close_trace`], which an `atexit` handler also runs when the process exits normally;
+//! a process killed outright keeps everything flushed up to 100 ms before its death.
+//!
+//! What is recorded where: build operations as they are added, the regions with their
+//! hazards at `prepare`, every submit and refused submit, cross-submission waits at submit,
+//! each region's host (and, where the backend has it, device) time and outcome, output
+//! digests (xxh3) of every range a region wrote, taken before its successors may run,
+//! quarantine, poison, unhealthy copy streams, injected faults, host writes with their
+//! bytes, counters at runtime drop.
 
 use crate::buffer::Storage;
 use crate::execution::completion::Status;
-use crate::execution::dependencies::{Hazard, Use};
-use crate::execution::graph::{GpuLane, Prepared};
+use crate::execution::dependencies::{Hazard, HazardKind, Use};
+use crate::execution::graph::{GpuLane, Prepared, Queue, Region, RegionKind};
 use crate::runtime::{Core, RuntimeOwner};
-use crate::{Completion, Error, Runtime};
-use std::sync::OnceLock;
+use crate::{Access, Completion, Engine, Error, Placement, Runtime};
+use hrx_capture::schema as s;
+use hrx_capture::{Recorder, RecorderOptions};
+use std::sync::{Once, OnceLock};
 use std::time::Instant;
 
 /// What a graph operation is, for the trace.
@@ -25,59 +40,583 @@ fn base() -> Instant {
     *BASE.get_or_init(Instant::now)
 }
 
-/// Nanoseconds on the host monotonic clock since the process's trace base.
+/// Host monotonic time in ns: the trace's session clock while a trace is open, else a
+/// process-local base. Backends map device timestamps onto this clock.
 pub(crate) fn now_ns() -> u64 {
-    base().elapsed().as_nanos() as u64
+    if hrx_capture::enabled() {
+        hrx_capture::now_ns()
+    } else {
+        base().elapsed().as_nanos() as u64
+    }
 }
 
-pub(crate) fn runtime_created(_runtime: &Runtime) {}
-pub(crate) fn runtime_dropped(_owner: &RuntimeOwner) {}
-pub(crate) fn buffer_created(_storage: &Storage) {}
-pub(crate) fn buffer_dropped(_owner: &RuntimeOwner, _buffer: u64) {}
-pub(crate) fn host_write(_storage: &Storage, _offset: usize, _data: &[u8]) {}
-pub(crate) fn kernel_loaded(
-    _owner: &RuntimeOwner,
-    _kernel: u64,
-    _spec: &crate::kernels::KernelSpec,
-) {
+/// Flushes and closes the process's trace, writing its footer. Runtimes that record
+/// afterwards record nothing until a new trace is opened. Runs automatically at normal
+/// process exit.
+///
+/// # Errors
+/// [`Error::Message`] when the trace file could not be written.
+pub fn close_trace() -> crate::Result<()> {
+    hrx_capture::shutdown()
+        .map(|_| ())
+        .map_err(|e| Error::Message(format!("closing the trace: {e}")))
 }
+
+extern "C" fn close_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Err(error) = close_trace() {
+            eprintln!("hrx: {error}");
+        }
+    });
+}
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// The recorder for a new runtime: the trace named by the options, or the one already
+/// open in this process, or none.
+pub(crate) fn open(
+    options: &crate::RuntimeOptions,
+    info: &crate::gpu::DeviceInfo,
+) -> crate::Result<Option<Recorder>> {
+    let recorder = match &options.trace {
+        Some(path) => {
+            let recorder_options = RecorderOptions {
+                backend: info.backend.to_string(),
+                device: info.name.clone(),
+                ..RecorderOptions::default()
+            };
+            Some(
+                hrx_capture::install_or_current(path, recorder_options).map_err(|e| {
+                    Error::Message(format!("cannot open trace {}: {e}", path.display()))
+                })?,
+            )
+        }
+        None => hrx_capture::current(),
+    };
+    if recorder.is_some() {
+        static AT_EXIT: Once = Once::new();
+        // SAFETY: `close_at_exit` is a plain function that catches every panic.
+        AT_EXIT.call_once(|| unsafe {
+            atexit(close_at_exit);
+        });
+    }
+    Ok(recorder)
+}
+
+fn access(access: Access) -> s::Access {
+    match access {
+        Access::Read => s::Access::Read,
+        Access::Write => s::Access::Write,
+        Access::ReadWrite => s::Access::ReadWrite,
+    }
+}
+
+fn lane(lane: GpuLane) -> s::Lane {
+    match lane {
+        GpuLane::Upload => s::Lane::Upload,
+        GpuLane::Compute => s::Lane::Compute,
+        GpuLane::Download => s::Lane::Download,
+    }
+}
+
+fn engine(engine: Engine) -> s::Engine {
+    match engine {
+        Engine::Gpu => s::Engine::Gpu,
+        Engine::Npu => s::Engine::Npu,
+        Engine::Host => s::Engine::Host,
+    }
+}
+
+fn queue(queue: Queue) -> s::Queue {
+    match queue {
+        Queue::GpuUpload => s::Queue::GpuUpload,
+        Queue::GpuCompute => s::Queue::GpuCompute,
+        Queue::GpuDownload => s::Queue::GpuDownload,
+        Queue::Npu => s::Queue::Npu,
+        Queue::Host => s::Queue::Host,
+    }
+}
+
+fn hazard_kind(kind: HazardKind) -> s::HazardKind {
+    match kind {
+        HazardKind::ReadAfterWrite => s::HazardKind::ReadAfterWrite,
+        HazardKind::WriteAfterRead => s::HazardKind::WriteAfterRead,
+        HazardKind::WriteAfterWrite => s::HazardKind::WriteAfterWrite,
+    }
+}
+
+fn use_record(use_: &Use) -> s::Use {
+    let range = use_.view.range();
+    s::Use {
+        buffer: s::BufferId(use_.buffer_id()),
+        start: range.start as u64,
+        end: range.end as u64,
+        access: access(use_.access),
+    }
+}
+
+fn edge(producer: usize, consumer: usize, hazard: &Hazard) -> s::Edge {
+    s::Edge {
+        producer: producer as u32,
+        consumer: consumer as u32,
+        kind: hazard_kind(hazard.kind),
+        buffer: s::BufferId(hazard.buffer),
+        start: hazard.range.start as u64,
+        end: hazard.range.end as u64,
+    }
+}
+
+fn status(status: &Status) -> s::Status {
+    match status {
+        Status::Succeeded => s::Status::Ok,
+        Status::Failed(error) => s::Status::Failed {
+            error: error.to_string(),
+        },
+        Status::Cancelled(reason) => s::Status::Cancelled {
+            reason: reason.to_string(),
+        },
+    }
+}
+
+fn runtime_id(core: &Core) -> s::RuntimeId {
+    s::RuntimeId(core.id)
+}
+
+pub(crate) fn runtime_created(runtime: &Runtime) {
+    let core = &runtime.inner.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    let info = runtime.inner.device.info();
+    let options = runtime.options();
+    recorder.record(&s::Record::RuntimeStart(s::RuntimeStart {
+        runtime: runtime_id(core),
+        backend: info.backend.to_string(),
+        device: format!("{} (ordinal {})", info.name, info.ordinal),
+        graph_slots: options.graph_slots as u32,
+        capacity: options.capacity as u32,
+        fault: options.fault.as_ref().map(ToString::to_string),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn runtime_dropped(owner: &RuntimeOwner) {
+    let core = &owner.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    let counters = &core.counters;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let time_ns = recorder.now_ns();
+    recorder.record(&s::Record::Counters(s::Counters {
+        runtime: runtime_id(core),
+        time_ns,
+        submissions: load(&counters.submissions),
+        native_graphs_prepared: load(&counters.native_graphs_prepared),
+        copy_streams_created: load(&counters.copy_streams_created),
+        copied_bytes: load(&counters.copied_bytes),
+        lane_copy_bytes: [0, 1, 2].map(|i| load(&counters.lane_copy_bytes[i])),
+    }));
+    recorder.record(&s::Record::RuntimeEnd(s::RuntimeEnd {
+        runtime: runtime_id(core),
+        time_ns,
+    }));
+    let _ = recorder.flush();
+}
+
+pub(crate) fn buffer_created(storage: &Storage) {
+    let core = &storage.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::BufferCreated(s::BufferCreated {
+        runtime: runtime_id(core),
+        buffer: s::BufferId(storage.id),
+        len_bytes: storage.len as u64,
+        placement: match storage.placement {
+            Placement::GpuLocal => s::Placement::GpuLocal,
+            Placement::HostVisible => s::Placement::HostVisible,
+            Placement::NpuShared { group } => s::Placement::NpuShared { group },
+        },
+        device_address: storage.allocation.address(),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn buffer_dropped(owner: &RuntimeOwner, buffer: u64) {
+    let core = &owner.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::BufferDropped(s::BufferDropped {
+        runtime: runtime_id(core),
+        buffer: s::BufferId(buffer),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn host_write(storage: &Storage, offset: usize, data: &[u8]) {
+    let core = &storage.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::HostWrite(s::HostWrite {
+        runtime: runtime_id(core),
+        buffer: s::BufferId(storage.id),
+        offset: offset as u64,
+        len_bytes: data.len() as u64,
+        xxh3: xxhash_rust::xxh3::xxh3_64(data),
+        contents: recorder.payload(data),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+/// A loaded GPU or NPU kernel.
+pub(crate) struct KernelRecord<'a> {
+    pub id: u64,
+    pub entry: &'a str,
+    pub code: Option<&'a [u8]>,
+    pub contract: &'a crate::KernelContract,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub engine: Engine,
+    pub npu_groups: &'a [u32],
+}
+
+pub(crate) fn kernel_loaded(core: &Core, kernel: KernelRecord<'_>) {
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    let code = kernel.code.and_then(|code| recorder.intern_blob(code));
+    recorder.record(&s::Record::KernelLoaded(s::KernelLoaded {
+        runtime: runtime_id(core),
+        kernel: s::KernelId(kernel.id),
+        entry: kernel.entry.to_string(),
+        code,
+        contract: kernel
+            .contract
+            .bindings
+            .iter()
+            .map(|b| s::BindingContract {
+                access: access(b.access),
+                extent_bytes: b.extent_bytes as u64,
+                alignment: b.alignment as u64,
+            })
+            .collect(),
+        constants: kernel.contract.constants.clone(),
+        grid: kernel.grid,
+        block: kernel.block,
+        engine: engine(kernel.engine),
+        npu_groups: kernel.npu_groups.to_vec(),
+    }));
+}
+
 pub(crate) fn graph_op(
-    _owner: &RuntimeOwner,
-    _graph: u64,
-    _node: usize,
-    _kind: &OpKind,
-    _lane: GpuLane,
-    _uses: &[Use],
+    owner: &RuntimeOwner,
+    graph: u64,
+    node: usize,
+    kind: &OpKind,
+    op_lane: GpuLane,
+    uses: &[Use],
 ) {
+    let core = &owner.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::GraphOp(s::GraphOp {
+        runtime: runtime_id(core),
+        graph: s::GraphId(graph),
+        node: s::NodeIndex(node as u32),
+        op: match kind {
+            OpKind::Fill(value) => s::OpKind::Fill { value: *value },
+            OpKind::Copy => s::OpKind::Copy,
+            OpKind::Kernel(kernel) => s::OpKind::Kernel {
+                kernel: s::KernelId(*kernel),
+            },
+            OpKind::Scoped => s::OpKind::Scoped,
+            OpKind::Npu(kernel) => s::OpKind::Npu {
+                kernel: s::KernelId(*kernel),
+            },
+            OpKind::Host => s::OpKind::Host,
+        },
+        lane: lane(op_lane),
+        uses: uses.iter().map(use_record).collect(),
+    }));
 }
-pub(crate) fn prepared(_prepared: &Prepared) {}
+
+fn region_record(index: usize, region: &Region) -> s::Region {
+    s::Region {
+        queue: queue(region.queue()),
+        engine: engine(region.engine()),
+        kind: match region.kind {
+            RegionKind::NativeGraph => s::RegionKind::NativeGraph,
+            RegionKind::CopyBatch => s::RegionKind::CopyBatch,
+            RegionKind::Scoped => s::RegionKind::Scoped,
+            RegionKind::NpuRun => s::RegionKind::NpuRun,
+            RegionKind::HostCallback => s::RegionKind::Host,
+        },
+        nodes: region
+            .nodes
+            .clone()
+            .map(|n| s::NodeIndex(n as u32))
+            .collect(),
+        internal_edges: region
+            .internal
+            .iter()
+            .map(|(consumer, h)| edge(h.producer, *consumer, h))
+            .collect(),
+        dependencies: region
+            .hazards
+            .iter()
+            .map(|h| edge(h.producer, index, h))
+            .collect(),
+        uses: region.uses.iter().map(use_record).collect(),
+        copy_bytes: region.copy_bytes as u64,
+    }
+}
+
+pub(crate) fn prepared(prepared: &Prepared) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::Prepared(s::Prepared {
+        runtime: runtime_id(core),
+        graph: s::GraphId(prepared.id),
+        prepared: s::PreparedId(prepared.id),
+        slots: prepared.signals.len() as u32,
+        parallel: prepared.parallel,
+        regions: prepared
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| region_record(i, r))
+            .collect(),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
 pub(crate) fn submitted(
-    _prepared: &Prepared,
-    _submission: u64,
-    _slot: usize,
-    _producers: &[Completion],
+    prepared: &Prepared,
+    submission: u64,
+    slot: usize,
+    producers: &[Completion],
 ) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::Submit(s::Submit {
+        runtime: runtime_id(core),
+        prepared: s::PreparedId(prepared.id),
+        submission: s::SubmissionIndex(submission),
+        slot: slot as u32,
+        producers: producers
+            .iter()
+            .map(|p| s::SubmissionIndex(p.submission()))
+            .collect(),
+        time_ns: recorder.now_ns(),
+    }));
 }
-pub(crate) fn submit_refused(_prepared: &Prepared, _error: &Error) {}
+
+pub(crate) fn submit_refused(prepared: &Prepared, error: &Error) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::SubmitRefused(s::SubmitRefused {
+        runtime: runtime_id(core),
+        prepared: s::PreparedId(prepared.id),
+        kind: match error {
+            Error::Busy(_) => s::RefusalKind::Busy,
+            Error::DeviceLost(_) => s::RefusalKind::DeviceLost,
+            _ => s::RefusalKind::Other,
+        },
+        reason: error.to_string(),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
 pub(crate) fn cross_wait(
-    _prepared: &Prepared,
-    _submission: u64,
-    _region: usize,
-    _on_submission: u64,
-    _on_region: usize,
-    _hazards: &[Hazard],
+    prepared: &Prepared,
+    submission: u64,
+    region: usize,
+    on_submission: u64,
+    on_region: usize,
+    hazards: &[Hazard],
 ) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    for hazard in hazards {
+        recorder.record(&s::Record::CrossWait(s::CrossWait {
+            runtime: runtime_id(core),
+            submission: s::SubmissionIndex(submission),
+            region: s::RegionIndex(region as u32),
+            on_submission: s::SubmissionIndex(on_submission),
+            on_region: s::RegionIndex(on_region as u32),
+            kind: hazard_kind(hazard.kind),
+            buffer: s::BufferId(hazard.buffer),
+            start: hazard.range.start as u64,
+            end: hazard.range.end as u64,
+        }));
+    }
 }
-pub(crate) fn region_timing(
-    _prepared: &Prepared,
-    _submission: u64,
-    _region: usize,
-    _start_ns: u64,
-    _end_ns: u64,
+
+/// After a region ran: its timing, the injected fault it hit, and digests of what it wrote.
+pub(crate) fn region_ran(
+    core: &Core,
+    prepared: &Prepared,
+    submission: u64,
+    index: usize,
+    (start_ns, end_ns): (u64, u64),
+    result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
+    fault: Option<String>,
 ) {
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    let device = result.as_ref().ok().copied().flatten();
+    let runtime = runtime_id(core);
+    let (submission_id, region_id) = (s::SubmissionIndex(submission), s::RegionIndex(index as u32));
+    if let Some(span) = device {
+        static CALIBRATED: Once = Once::new();
+        // Backends map device spans onto the host clock themselves; state the identity.
+        CALIBRATED.call_once(|| {
+            recorder.record(&s::Record::ClockCalibration(s::ClockCalibration {
+                runtime,
+                host_ns: span.end_ns,
+                device_ns: span.end_ns,
+                device_offset_ns: 0,
+                uncertainty_ns: 0,
+            }));
+        });
+    }
+    recorder.record(&s::Record::RegionTiming(s::RegionTiming {
+        runtime,
+        submission: submission_id,
+        region: region_id,
+        start_ns,
+        end_ns,
+        device: device.map(|d| s::DeviceSpan {
+            start_ns: d.start_ns,
+            end_ns: d.end_ns,
+        }),
+    }));
+    if let Some(description) = fault {
+        recorder.record(&s::Record::FaultInjected(s::FaultInjected {
+            runtime,
+            submission: Some(submission_id),
+            region: Some(region_id),
+            description,
+            time_ns: end_ns,
+        }));
+    }
+    if result.is_err() {
+        return;
+    }
+    let region = &prepared.regions[index];
+    for use_ in region.uses.iter().filter(|u| u.access.writes()) {
+        let storage = &use_.view.buffer().storage;
+        let range = use_.view.range();
+        let staged;
+        let bytes: &[u8] = if storage.pointer.is_null() {
+            let mut out = vec![0; range.len()];
+            let Ok(view) = use_.view.gpu() else { continue };
+            if storage.runtime.device.read(&view, &mut out).is_err() {
+                continue;
+            }
+            staged = out;
+            &staged
+        } else {
+            // SAFETY: the region that wrote these bytes has finished and is not yet marked
+            // finished, so nothing that writes them can start; the range is in bounds.
+            unsafe { std::slice::from_raw_parts(storage.pointer.add(range.start), range.len()) }
+        };
+        recorder.record(&s::Record::OutputDigest(s::OutputDigest {
+            runtime,
+            submission: submission_id,
+            buffer: s::BufferId(storage.id),
+            start: range.start as u64,
+            end: range.end as u64,
+            xxh3: xxhash_rust::xxh3::xxh3_64(bytes),
+            contents: if core.trace_contents {
+                recorder.payload(bytes)
+            } else {
+                s::Payload::Omitted {
+                    len_bytes: bytes.len() as u64,
+                }
+            },
+        }));
+    }
 }
-pub(crate) fn region_done(_prepared: &Prepared, _submission: u64, _region: usize, _ok: bool) {}
-pub(crate) fn submission_done(_prepared: &Prepared, _submission: u64, _status: &Status) {}
-pub(crate) fn quarantine(_prepared: &Prepared, _submission: u64, _region: usize, _error: &Error) {}
-pub(crate) fn poison(_prepared: &Prepared, _use: &Use, _cause: &str) {}
-pub(crate) fn copy_stream_unhealthy(_core: &Core, _lane: GpuLane, _error: &Error) {}
+
+pub(crate) fn region_done(prepared: &Prepared, submission: u64, region: usize, outcome: &Status) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::RegionDone(s::RegionDone {
+        runtime: runtime_id(core),
+        submission: s::SubmissionIndex(submission),
+        region: s::RegionIndex(region as u32),
+        status: status(outcome),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn submission_done(prepared: &Prepared, submission: u64, outcome: &Status) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::SubmissionDone(s::SubmissionDone {
+        runtime: runtime_id(core),
+        submission: s::SubmissionIndex(submission),
+        status: status(outcome),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn quarantine(prepared: &Prepared, submission: u64, region: usize, error: &Error) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::Quarantine(s::Quarantine {
+        runtime: runtime_id(core),
+        prepared: s::PreparedId(prepared.id),
+        submission: Some(s::SubmissionIndex(submission)),
+        region: Some(s::RegionIndex(region as u32)),
+        cause: error.to_string(),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn poison(prepared: &Prepared, use_: &Use, cause: &str) {
+    let core = &prepared.runtime.core;
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::Poison(s::Poison {
+        runtime: runtime_id(core),
+        buffer: s::BufferId(use_.buffer_id()),
+        cause: cause.to_string(),
+        time_ns: recorder.now_ns(),
+    }));
+}
+
+pub(crate) fn copy_stream_unhealthy(core: &Core, copy_lane: GpuLane, error: &Error) {
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::CopyStreamUnhealthy(s::CopyStreamUnhealthy {
+        runtime: runtime_id(core),
+        lane: lane(copy_lane),
+        cause: error.to_string(),
+        time_ns: recorder.now_ns(),
+    }));
+}

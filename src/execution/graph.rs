@@ -103,7 +103,8 @@ impl GpuAccess {
     }
 }
 
-static KERNEL_IDS: AtomicU64 = AtomicU64::new(1);
+/// Kernel ids, shared by GPU and NPU kernels.
+pub(crate) static KERNEL_IDS: AtomicU64 = AtomicU64::new(1);
 static GRAPH_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// A loaded GPU kernel with fixed launch dimensions and argument contract.
@@ -140,7 +141,19 @@ impl GpuKernel {
             block: spec.block,
             runtime: runtime.inner.clone(),
         };
-        crate::trace::kernel_loaded(&runtime.inner, kernel.id, spec);
+        crate::trace::kernel_loaded(
+            &runtime.inner.core,
+            crate::trace::KernelRecord {
+                id: kernel.id,
+                entry: &spec.entry,
+                code: kernel.raw.code(),
+                contract: &spec.contract,
+                grid: spec.grid,
+                block: spec.block,
+                engine: Engine::Gpu,
+                npu_groups: &[],
+            },
+        );
         Ok(kernel)
     }
     /// Fixed invocation contract.
@@ -765,7 +778,7 @@ fn operation_kind(operation: &Description) -> crate::trace::OpKind {
         Description::Copy(..) => OpKind::Copy,
         Description::Gpu(kernel, _) => OpKind::Kernel(kernel.id),
         Description::Scoped(..) => OpKind::Scoped,
-        Description::Npu(kernel, _) => OpKind::Npu(Arc::as_ptr(&kernel.inner) as u64),
+        Description::Npu(kernel, _) => OpKind::Npu(kernel.inner.id),
         Description::Host(..) => OpKind::Host,
     }
 }
@@ -827,8 +840,10 @@ impl Region {
     }
 
     /// Runs the region's native work to completion on the calling worker.
-    pub fn run(&self, core: &Core) -> Result<()> {
+    /// Returns the device span where the backend measured one.
+    pub fn run(&self, core: &Core) -> Result<Option<crate::gpu::DeviceSpan>> {
         let engine = self.engine();
+        let mut span = None;
         for use_ in self.uses.iter().filter(|u| u.access.reads()) {
             use_.view.buffer().storage.make_visible(engine)?;
         }
@@ -852,12 +867,14 @@ impl Region {
                     crate::trace::copy_stream_unhealthy(core, self.lane, error);
                 }
                 result?;
+                span = stream.stream.last_span();
             }
             Backend::Gpu(pair) => {
                 let mut pair = lock(pair);
                 let (stream, graph) = &mut *pair;
                 stream.launch(graph.as_mut())?;
                 stream.synchronize()?;
+                span = stream.last_span();
             }
             Backend::Scoped(callback, bindings) => {
                 let views = bindings
@@ -881,7 +898,7 @@ impl Region {
                 lock(&use_.view.buffer().storage.visibility).wrote(engine);
             }
         }
-        Ok(())
+        Ok(span)
     }
 }
 

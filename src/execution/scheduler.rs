@@ -238,7 +238,10 @@ impl Scheduler {
         let flight = &mut self.in_flight[position];
         flight.unfinished -= 1;
         match result {
-            Ok(()) => flight.states[region] = State::Done,
+            Ok(()) => {
+                flight.states[region] = State::Done;
+                crate::trace::region_done(&flight.prepared, submission, region, &Status::Succeeded);
+            }
             Err(error) => {
                 flight.states[region] = State::Failed;
                 let prepared = &flight.prepared;
@@ -259,18 +262,20 @@ impl Scheduler {
                         crate::trace::poison(prepared, use_, &cause);
                     }
                 }
+                let error = Arc::new(error);
+                crate::trace::region_done(
+                    &flight.prepared,
+                    submission,
+                    region,
+                    &Status::Failed(error.clone()),
+                );
                 if flight.status.is_none() {
-                    flight.status = Some(Status::Failed(Arc::new(error)));
+                    flight.status = Some(Status::Failed(error.clone()));
                 }
-                Self::cancel_pending(flight);
+                let reason = format!("region {region} of submission {submission} failed: {error}");
+                Self::cancel_pending(flight, &reason);
             }
         }
-        crate::trace::region_done(
-            &flight.prepared,
-            submission,
-            region,
-            flight.states[region] == State::Done,
-        );
         if flight.unfinished == 0 {
             self.retire(position, &mut wake);
         }
@@ -279,11 +284,13 @@ impl Scheduler {
         wake
     }
 
-    fn cancel_pending(flight: &mut InFlight) {
-        for state in &mut flight.states {
+    fn cancel_pending(flight: &mut InFlight, reason: &str) {
+        let cancelled = Status::Cancelled(Arc::new(Error::Cancelled(reason.to_string())));
+        for (region, state) in flight.states.iter_mut().enumerate() {
             if *state == State::Pending {
                 *state = State::Cancelled;
                 flight.unfinished -= 1;
+                crate::trace::region_done(&flight.prepared, flight.submission, region, &cancelled);
             }
         }
     }
@@ -316,8 +323,8 @@ impl Scheduler {
                 }
                 Status::Succeeded => unreachable!("filtered"),
             };
+            Self::cancel_pending(flight, &cause);
             flight.status = Some(Status::Cancelled(Arc::new(Error::Cancelled(cause))));
-            Self::cancel_pending(flight);
             if flight.unfinished == 0 {
                 self.retire(position, wake);
             }
@@ -408,13 +415,23 @@ fn run(core: &Core, task: Task) {
             (result, true)
         }
     };
-    crate::trace::region_timing(
-        &task.prepared,
-        task.submission,
-        task.region,
-        start_ns,
-        crate::trace::now_ns(),
-    );
+    let end_ns = crate::trace::now_ns();
+    if core.recorder.is_some() {
+        let fault = result
+            .is_err()
+            .then(|| task.prepared.runtime.faults.take_report())
+            .flatten();
+        crate::trace::region_ran(
+            core,
+            &task.prepared,
+            task.submission,
+            task.region,
+            (start_ns, end_ns),
+            &result,
+            fault,
+        );
+    }
+    let result = result.map(|_| ());
     let Task {
         prepared,
         submission,

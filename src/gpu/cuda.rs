@@ -489,6 +489,8 @@ struct CudaKernel {
     function: sys::CUfunction,
     /// `(bindings, words)` for built-in sources, checked at dispatch.
     parameters: Option<(usize, usize)>,
+    /// The PTX the module was loaded from (the trace stores it; replay needs no NVRTC).
+    ptx: std::sync::Arc<str>,
 }
 
 // SAFETY: a function handle may be used from any thread with its context current; its module
@@ -498,6 +500,9 @@ unsafe impl Send for CudaKernel {}
 unsafe impl Sync for CudaKernel {}
 
 impl NativeKernel for CudaKernel {
+    fn code(&self) -> Option<&[u8]> {
+        Some(self.ptx.as_bytes())
+    }
     fn entry(&self) -> &str {
         &self.entry
     }
@@ -579,6 +584,7 @@ impl NativeDevice for CudaDevice {
             entry: spec.entry.clone(),
             function,
             parameters,
+            ptx,
         }))
     }
 

@@ -126,6 +126,10 @@ pub struct GraphNode(pub usize);
 pub trait NativeKernel: Send + Sync + Any {
     /// Entry point name.
     fn entry(&self) -> &str;
+    /// The code the kernel was loaded from (PTX on CUDA), where there is some.
+    fn code(&self) -> Option<&[u8]> {
+        None
+    }
     /// For the owning backend's downcasts.
     fn as_any(&self) -> &dyn Any;
 }

@@ -24,6 +24,7 @@ pub(crate) fn memory_bank(group: u32) -> u32 {
 }
 
 pub(crate) struct NpuKernelInner {
+    pub id: u64,
     pub runtime: Arc<RuntimeOwner>,
     pub device: u32,
     pub name: String,
@@ -87,8 +88,23 @@ pub(crate) fn load_kernel(runtime: &Arc<RuntimeOwner>, spec: &NpuKernelSpec) -> 
             spec.contract.bindings.len()
         )));
     }
+    let id = crate::execution::graph::KERNEL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::trace::kernel_loaded(
+        &runtime.core,
+        crate::trace::KernelRecord {
+            id,
+            entry: &spec.name,
+            code: Some(&spec.instructions),
+            contract: &spec.contract,
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            engine: crate::Engine::Npu,
+            npu_groups: &spec.groups,
+        },
+    );
     Ok(NpuKernel {
         inner: Arc::new(NpuKernelInner {
+            id,
             runtime: runtime.clone(),
             device: runtime.npu_device,
             name: spec.name.clone(),

@@ -245,7 +245,7 @@ fn named_backends_that_are_missing_say_which_library() {
 }
 
 /// Runs this test binary again with `env` set, executing only `child_test`.
-fn run_child(child_test: &str, env: &[(&str, &str)]) -> std::process::Output {
+pub(super) fn run_child(child_test: &str, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = std::process::Command::new(std::env::current_exe().unwrap());
     command
         .args([child_test, "--exact", "--nocapture", "--test-threads=1"])

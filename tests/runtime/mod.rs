@@ -5,3 +5,4 @@ mod failure;
 mod graphs;
 mod properties;
 mod submission;
+mod tracing;

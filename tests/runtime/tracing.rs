@@ -1,0 +1,206 @@
+//! The runtime's trace: what a traced process leaves in its file.
+//!
+//! Tracing is process-wide (every runtime of a process records into one trace), so the
+//! traced work runs in a child process: this test binary again, running `traced_child`.
+
+use hrx::{FaultSpec, Placement, Runtime, RuntimeOptions};
+use hrx_capture::schema::{self as s, Record};
+use std::collections::BTreeSet;
+
+#[test]
+fn traced_child() {
+    if std::env::var_os("HRX_TEST_CHILD").is_none() {
+        return;
+    }
+    // Runtime 1 opens the trace from HRX_TRACE; it runs the hazards workload.
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
+    hrx::workloads::run_hazards(&rt).unwrap();
+    // A refused submit: the only slot is still observed.
+    let host = rt.buffer(64, Placement::HostVisible).unwrap();
+    host.write(0, &[7; 64]).unwrap();
+    let device = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.copy(device.whole(), host.whole()).unwrap();
+    let upload = graph.prepare().unwrap();
+    let first = upload.submit().unwrap();
+    first.wait().unwrap();
+    assert!(upload.submit().is_err());
+    drop(first);
+    // Runtime 2 joins the same trace; its kernel loses the device.
+    let faulty = Runtime::new(
+        RuntimeOptions::sim().fault("kernel=hrx_iota:device-lost".parse::<FaultSpec>().unwrap()),
+    )
+    .unwrap();
+    let out = faulty.buffer(256, Placement::GpuLocal).unwrap();
+    let iota = faulty.kernel(&hrx::kernels::iota(64, 0, 1)).unwrap();
+    let mut graph = faulty.graph();
+    graph.gpu(&iota, &[out.whole()]).unwrap();
+    let executable = graph.prepare().unwrap();
+    assert!(executable.submit().unwrap().wait().is_err());
+    drop((executable, out, iota, faulty, upload, host, device, rt));
+    hrx::close_trace().unwrap();
+    println!("CHILD done");
+}
+
+#[test]
+fn a_traced_process_records_builds_prepares_submits_timings_failures_and_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("child.hrxt");
+    let output = super::failure::run_child(
+        "runtime::tracing::traced_child",
+        &[("HRX_TRACE", path.to_str().unwrap())],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("CHILD done"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let trace = hrx_capture::read_all(&path).unwrap();
+    assert!(
+        trace.recovery.clean_close && trace.warnings.is_empty(),
+        "{:?}",
+        trace.recovery
+    );
+    let records = &trace.records;
+    assert!(matches!(records.first(), Some(Record::SessionStart(_))));
+    assert!(matches!(records.last(), Some(Record::SessionEnd(_))));
+    let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
+
+    let runtimes: BTreeSet<u32> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RuntimeStart(start) => Some(start.runtime.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(runtimes.len(), 2, "two runtimes share the trace");
+    assert_eq!(count(&|r| matches!(r, Record::RuntimeEnd(_))), 2);
+    assert_eq!(count(&|r| matches!(r, Record::Counters(_))), 2);
+
+    // Every prepared region of every submission that ran has a timing and an outcome.
+    let submits: Vec<&s::Submit> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Submit(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let done = count(&|r| matches!(r, Record::SubmissionDone(_)));
+    assert_eq!(submits.len(), done, "every submission retired");
+    let timings: Vec<&s::RegionTiming> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::RegionTiming(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(!timings.is_empty() && timings.iter().all(|t| t.start_ns <= t.end_ns));
+    assert!(count(&|r| matches!(r, Record::GraphOp(_))) >= 10);
+
+    // Hazards inside graphs carry kind and range; waits across submissions are explicit.
+    let edges: Vec<s::Edge> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Prepared(p) = r {
+                Some(p)
+            } else {
+                None
+            }
+        })
+        .flat_map(|p| {
+            p.regions
+                .iter()
+                .flat_map(|r| r.dependencies.iter().chain(&r.internal_edges).copied())
+        })
+        .collect();
+    let kinds: BTreeSet<_> = edges.iter().map(|e| e.kind.abbreviation()).collect();
+    assert_eq!(kinds, BTreeSet::from(["RAW", "WAR", "WAW"]));
+    assert!(edges.iter().all(|e| e.start < e.end));
+    let waits: Vec<&s::CrossWait> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::CrossWait(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(!waits.is_empty());
+    assert!(
+        waits
+            .iter()
+            .all(|w| w.on_submission.0 < w.submission.0 && w.start < w.end)
+    );
+
+    // The refused submit, the injected fault and what it took down.
+    assert!(
+        records
+            .iter()
+            .any(|r| matches!(r, Record::SubmitRefused(x) if x.kind == s::RefusalKind::Busy))
+    );
+    let fault = records
+        .iter()
+        .find_map(|r| {
+            if let Record::FaultInjected(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert!(
+        fault.description.contains("kernel=hrx_iota:device-lost"),
+        "{}",
+        fault.description
+    );
+    let quarantine = records
+        .iter()
+        .find_map(|r| {
+            if let Record::Quarantine(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        (quarantine.submission, quarantine.region),
+        (fault.submission, fault.region)
+    );
+    assert_eq!(count(&|r| matches!(r, Record::Poison(_))), 1);
+    assert!(records.iter().any(
+        |r| matches!(r, Record::RegionDone(x) if matches!(x.status, s::Status::Failed { .. }))
+    ));
+
+    // Host writes carry their bytes; output digests are xxh3 of what was written.
+    let write = records
+        .iter()
+        .find_map(|r| {
+            if let Record::HostWrite(x) = r {
+                (x.len_bytes == 64).then_some(x)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(write.contents, s::Payload::Inline(vec![7; 64]));
+    let digest_of_upload = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::OutputDigest(x) = r {
+                Some(x)
+            } else {
+                None
+            }
+        })
+        .find(|d| d.end - d.start == 64 && d.xxh3 == xxhash_rust::xxh3::xxh3_64(&[7; 64]));
+    assert!(digest_of_upload.is_some(), "the upload's output digest");
+}
