@@ -67,6 +67,9 @@ pub struct RuntimeOptions {
     /// Capture the full contents of written ranges in the trace, not only their digests
     /// (`HRX_TRACE_CONTENTS=1`); replay can then compare floats within a tolerance.
     pub trace_contents: bool,
+    /// Record into this recorder instead of the process's trace (a replay's own
+    /// measurements, an in-memory trace in a test). Takes precedence over `trace`.
+    pub recorder: Option<hrx_capture::Recorder>,
 }
 
 impl Default for RuntimeOptions {
@@ -79,6 +82,7 @@ impl Default for RuntimeOptions {
             fault: None,
             trace: None,
             trace_contents: false,
+            recorder: None,
         }
     }
 }
@@ -121,6 +125,16 @@ impl RuntimeOptions {
         self.trace = Some(path.into());
         self
     }
+    /// Records into `recorder` rather than the process's trace.
+    pub fn recorder(mut self, recorder: hrx_capture::Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+    /// Captures full output contents in the trace, not only digests.
+    pub fn trace_contents(mut self, on: bool) -> Self {
+        self.trace_contents = on;
+        self
+    }
 
     fn resolve(mut self) -> Result<Self> {
         if self.graph_slots == 0 || self.capacity == 0 {
@@ -145,6 +159,7 @@ impl RuntimeOptions {
             );
         }
         if self.trace.is_none()
+            && self.recorder.is_none()
             && let Some(path) = std::env::var_os("HRX_TRACE").filter(|p| !p.is_empty())
         {
             self.trace = Some(path.into());

@@ -80,6 +80,9 @@ pub(crate) fn open(
     options: &crate::RuntimeOptions,
     info: &crate::gpu::DeviceInfo,
 ) -> crate::Result<Option<Recorder>> {
+    if let Some(recorder) = &options.recorder {
+        return Ok(Some(recorder.clone()));
+    }
     let recorder = match &options.trace {
         Some(path) => {
             let recorder_options = RecorderOptions {

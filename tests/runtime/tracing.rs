@@ -204,3 +204,38 @@ fn a_traced_process_records_builds_prepares_submits_timings_failures_and_data() 
         .find(|d| d.end - d.start == 64 && d.xxh3 == xxhash_rust::xxh3::xxh3_64(&[7; 64]));
     assert!(digest_of_upload.is_some(), "the upload's output digest");
 }
+
+#[test]
+fn a_runtime_can_record_into_its_own_recorder() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(32, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 3).unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    drop((buffer, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let submits = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Submit(_)))
+        .count();
+    let timings = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::RegionTiming(_)))
+        .count();
+    assert_eq!((submits, timings), (1, 1));
+    let digest = trace.records.iter().find_map(|r| {
+        if let Record::OutputDigest(d) = r {
+            Some(d.xxh3)
+        } else {
+            None
+        }
+    });
+    assert_eq!(digest, Some(xxhash_rust::xxh3::xxh3_64(&[3; 32])));
+}
