@@ -130,6 +130,50 @@ fn pipeline(c: &mut Criterion) {
     group.finish();
 }
 
+/// The pipeline traced (into a trace file, with output digests) against untraced, in the
+/// same run: 8 frames of 1280x720, 3 in flight.
+fn pipeline_traced(c: &mut Criterion) {
+    let (width, height) = (1280, 720);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("bench.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .expect("recorder");
+    let untraced = runtime();
+    let traced = Runtime::new(
+        RuntimeOptions::sim()
+            .graph_slots(8)
+            .recorder(recorder.clone()),
+    )
+    .expect("traced runtime");
+    let frames: Vec<Frame> = (0..8).map(|seed| frame(width, height, seed)).collect();
+    let mut group = c.benchmark_group("pipeline_traced");
+    group
+        .throughput(Throughput::Elements(8))
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(20);
+    for (name, runtime) in [("untraced", &untraced), ("traced", &traced)] {
+        let mut pipeline =
+            Pipeline::new(runtime, width, height, PipelineOptions::default()).expect("pipeline");
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || frames.clone(),
+                |frames| {
+                    pipeline
+                        .run(frames, |_, output| drop(black_box(output)))
+                        .expect("run")
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+    drop(traced);
+    let summary = recorder.close().expect("close");
+    eprintln!("pipeline_traced: {summary:?}");
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -140,6 +184,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = submit, submit_to_complete, pipeline
+    targets = submit, submit_to_complete, pipeline, pipeline_traced
 }
 criterion_main!(benches);

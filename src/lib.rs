@@ -45,7 +45,7 @@ pub use execution::graph::{
 };
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
 pub use npu::NpuKernel;
-pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions};
+pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions, TraceDigests};
 pub use trace::close_trace;
 
 /// An execution engine; visibility is tracked between them.

@@ -48,6 +48,18 @@ impl FromStr for BackendChoice {
     }
 }
 
+/// Which written ranges the trace digests after each region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceDigests {
+    /// Ranges the host can observe: host-visible and NPU-shared buffers (downloads, NPU
+    /// outputs). Cheap: no device reads, little hashing.
+    #[default]
+    Outputs,
+    /// Every written range, GPU-local intermediates too (GPU-local ones are read back from
+    /// the device): replay then names the first diverging region exactly.
+    All,
+}
+
 /// Runtime configuration. Unset fields fall back to the environment: `HRX_BACKEND`
 /// (`auto`, `sim`, `cuda`, `hip`), `HRX_FAULT` (see [`crate::fault`]) and `HRX_TRACE`.
 #[derive(Clone, Debug)]
@@ -67,6 +79,8 @@ pub struct RuntimeOptions {
     /// Capture the full contents of written ranges in the trace, not only their digests
     /// (`HRX_TRACE_CONTENTS=1`); replay can then compare floats within a tolerance.
     pub trace_contents: bool,
+    /// Which written ranges are digested (`HRX_TRACE_DIGESTS=outputs|all`).
+    pub trace_digests: TraceDigests,
     /// Record into this recorder instead of the process's trace (a replay's own
     /// measurements, an in-memory trace in a test). Takes precedence over `trace`.
     pub recorder: Option<hrx_capture::Recorder>,
@@ -82,6 +96,7 @@ impl Default for RuntimeOptions {
             fault: None,
             trace: None,
             trace_contents: false,
+            trace_digests: TraceDigests::Outputs,
             recorder: None,
         }
     }
@@ -130,6 +145,11 @@ impl RuntimeOptions {
         self.recorder = Some(recorder);
         self
     }
+    /// Sets which written ranges are digested.
+    pub fn trace_digests(mut self, digests: TraceDigests) -> Self {
+        self.trace_digests = digests;
+        self
+    }
     /// Captures full output contents in the trace, not only digests.
     pub fn trace_contents(mut self, on: bool) -> Self {
         self.trace_contents = on;
@@ -166,6 +186,16 @@ impl RuntimeOptions {
         }
         if std::env::var_os("HRX_TRACE_CONTENTS").is_some_and(|v| v == "1") {
             self.trace_contents = true;
+        }
+        match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
+            Ok("all") => self.trace_digests = TraceDigests::All,
+            Ok("outputs") => self.trace_digests = TraceDigests::Outputs,
+            Ok(other) => {
+                return Err(Error::Message(format!(
+                    "HRX_TRACE_DIGESTS: expected outputs or all, got {other:?}"
+                )));
+            }
+            Err(_) => {}
         }
         Ok(self)
     }
@@ -207,6 +237,8 @@ pub(crate) struct Core {
     pub recorder: Option<hrx_capture::Recorder>,
     /// Whether output contents, not only digests, are traced.
     pub trace_contents: bool,
+    /// Which written ranges are digested.
+    pub trace_digests: TraceDigests,
     pub counters: CounterCells,
     pub state: Mutex<Scheduler>,
     pub queues: [Condvar; 5],
@@ -366,6 +398,7 @@ impl Runtime {
             id,
             recorder,
             trace_contents: options.trace_contents,
+            trace_digests: options.trace_digests,
             counters: CounterCells::default(),
             state: Mutex::new(Scheduler::new(options.capacity)),
             queues: Default::default(),

@@ -10,7 +10,9 @@
 //! What is recorded where: build operations as they are added, the regions with their
 //! hazards at `prepare`, every submit and refused submit, cross-submission waits at submit,
 //! each region's host (and, where the backend has it, device) time and outcome, output
-//! digests (xxh3) of every range a region wrote, taken before its successors may run,
+//! digests (xxh3) of the ranges a region wrote — by default those the host can observe
+//! (host-visible and NPU-shared buffers), with `TraceDigests::All` every one — taken before
+//! any later writer may run,
 //! quarantine, poison, unhealthy copy streams, injected faults, host writes with their
 //! bytes, counters at runtime drop.
 
@@ -522,8 +524,12 @@ pub(crate) fn region_ran(
         return;
     }
     let region = &prepared.regions[index];
+    let all = core.trace_digests == crate::runtime::TraceDigests::All;
     for use_ in region.uses.iter().filter(|u| u.access.writes()) {
         let storage = &use_.view.buffer().storage;
+        if !all && storage.pointer.is_null() {
+            continue;
+        }
         let range = use_.view.range();
         let staged;
         let bytes: &[u8] = if storage.pointer.is_null() {

@@ -48,7 +48,10 @@ fn a_traced_process_records_builds_prepares_submits_timings_failures_and_data() 
     let path = dir.path().join("child.hrxt");
     let output = super::failure::run_child(
         "runtime::tracing::traced_child",
-        &[("HRX_TRACE", path.to_str().unwrap())],
+        &[
+            ("HRX_TRACE", path.to_str().unwrap()),
+            ("HRX_TRACE_DIGESTS", "all"),
+        ],
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -202,7 +205,20 @@ fn a_traced_process_records_builds_prepares_submits_timings_failures_and_data() 
             }
         })
         .find(|d| d.end - d.start == 64 && d.xxh3 == xxhash_rust::xxh3::xxh3_64(&[7; 64]));
-    assert!(digest_of_upload.is_some(), "the upload's output digest");
+    let sixty_four: Vec<_> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::OutputDigest(x) = r {
+                (x.end - x.start == 64).then_some(x)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        digest_of_upload.is_some(),
+        "the upload's output digest: {sixty_four:?}"
+    );
 }
 
 #[test]
@@ -238,4 +254,38 @@ fn a_runtime_can_record_into_its_own_recorder() {
         }
     });
     assert_eq!(digest, Some(xxhash_rust::xxh3::xxh3_64(&[3; 32])));
+}
+
+#[test]
+fn by_default_only_host_observable_outputs_are_digested() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let device = rt.buffer(16, Placement::GpuLocal).unwrap();
+    let host = rt.buffer(16, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(device.whole(), 1).unwrap();
+    graph.copy(host.whole(), device.whole()).unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    drop((device, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let digested: Vec<u64> = trace
+        .records
+        .iter()
+        .filter_map(|r| {
+            if let Record::OutputDigest(d) = r {
+                Some(d.buffer.0)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        digested,
+        vec![host.id()],
+        "the GPU-local intermediate is not digested"
+    );
 }

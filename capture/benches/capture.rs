@@ -1,0 +1,135 @@
+//! Instrumentation costs.
+//!
+//! ```text
+//! cargo bench -p hrx-capture --bench capture
+//! ```
+//!
+//! - `hook_off/gate`: a hook with tracing off: [`hrx_capture::enabled`] (one relaxed atomic
+//!   load) and the untaken branch, as the process-wide gate is used.
+//! - `hook_off/runtime`: the runtime's own form, a branch on its `Option<Recorder>` being
+//!   `None` (what every hook in `hrx` does).
+//! - `timing_record`: one `RegionTiming` recorded on the calling thread into a file-backed
+//!   recorder (the background writer compresses and writes meanwhile).
+//! - `timing_bytes`: not timed; prints the on-disk bytes per timing record of a realistic
+//!   stream (a repeating pipeline of 4 regions, monotonically increasing times).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hrx_capture::schema::{DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+use std::hint::black_box;
+
+/// A timing of a 4-region pipeline: region `i % 4` of submission `i / 4`, starting about
+/// 2.5 µs after the previous one and lasting about 1.8 µs, both with pseudo-random jitter
+/// (real timings do not repeat exactly, which matters for compression).
+fn timing(i: u64) -> Record {
+    // splitmix64's finalizer: consecutive inputs give unrelated outputs.
+    let jitter = |salt: u64| {
+        let mut z = (i * 2 + salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) >> 54
+    };
+    let start_ns = 1_000_000 + i * 2_500 + jitter(1);
+    Record::RegionTiming(RegionTiming {
+        runtime: RuntimeId(1),
+        submission: SubmissionIndex(i / 4 + 1),
+        region: RegionIndex((i % 4) as u32),
+        start_ns,
+        end_ns: start_ns + 1_800 + jitter(2),
+        device: None,
+    })
+}
+
+fn hook_off(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hook_off");
+    group.bench_function("gate", |b| {
+        b.iter(|| {
+            if hrx_capture::enabled() {
+                hrx_capture::record(black_box(&timing(0)));
+            }
+        })
+    });
+    let recorder: Option<Recorder> = black_box(None);
+    group.bench_function("runtime", |b| {
+        b.iter(|| {
+            if let Some(recorder) = black_box(&recorder) {
+                recorder.record(&timing(0));
+            }
+        })
+    });
+    group.finish();
+}
+
+fn timing_record(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recorder = Recorder::create(dir.path().join("bench.hrxt"), RecorderOptions::default()).expect("recorder");
+    let mut group = c.benchmark_group("timing_record");
+    let mut i = 0u64;
+    let records: Vec<Record> = (0..1024).map(timing).collect();
+    // Bursts of 1024 records with the writer given time to drain between them: the cost
+    // on the recording thread when the writer keeps up (a runtime records a few thousand
+    // timings a second).
+    group.bench_function("burst", |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = std::time::Duration::ZERO;
+            let mut left = iterations;
+            while left > 0 {
+                let batch = left.min(records.len() as u64) as usize;
+                let started = std::time::Instant::now();
+                for record in &records[..batch] {
+                    recorder.record(black_box(record));
+                }
+                timed += started.elapsed();
+                left -= batch as u64;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            timed
+        })
+    });
+    // Back to back without pause: the writer thread competes for the second core and full
+    // rings make the recording thread wait (or drop and count).
+    group.bench_function("sustained", |b| {
+        b.iter(|| {
+            i += 1;
+            recorder.record(black_box(&records[(i % 1024) as usize]));
+        })
+    });
+    group.finish();
+    let summary = recorder.close().expect("close");
+    eprintln!("timing_record: {summary:?}");
+}
+
+fn timing_bytes(_: &mut Criterion) {
+    let records = 1_000_000u64;
+    for device in [false, true] {
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+        let before = {
+            recorder.flush().expect("flush");
+            sink.contents().len()
+        };
+        for i in 0..records {
+            let mut record = timing(i);
+            if device && let Record::RegionTiming(t) = &mut record {
+                t.device = Some(DeviceSpan { start_ns: t.start_ns + 40, end_ns: t.end_ns - 30 });
+            }
+            recorder.record(&record);
+        }
+        let summary = recorder.close().expect("close");
+        assert_eq!(recorder.dropped_records(), 0, "no record may be dropped: {summary:?}");
+        let bytes = sink.contents().len() - before;
+        println!(
+            "timing_bytes (device span: {device}): {records} records, {bytes} bytes, {:.2} bytes/record",
+            bytes as f64 / records as f64
+        );
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3));
+    targets = hook_off, timing_record, timing_bytes
+}
+criterion_main!(benches);
