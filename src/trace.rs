@@ -267,13 +267,19 @@ pub(crate) fn host_write(storage: &Storage, offset: usize, data: &[u8]) {
     let Some(recorder) = &core.recorder else {
         return;
     };
+    let contents = recorder.payload(data);
+    let xxh3 = match contents {
+        // A blob is named by the xxh3 of its bytes: no second pass over them.
+        s::Payload::Blob { hash, .. } => hash.0,
+        _ => xxhash_rust::xxh3::xxh3_64(data),
+    };
     recorder.record(&s::Record::HostWrite(s::HostWrite {
         runtime: runtime_id(core),
         buffer: s::BufferId(storage.id),
         offset: offset as u64,
         len_bytes: data.len() as u64,
-        xxh3: xxhash_rust::xxh3::xxh3_64(data),
-        contents: recorder.payload(data),
+        xxh3,
+        contents,
         time_ns: recorder.now_ns(),
     }));
 }

@@ -57,6 +57,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Size of each thread's encode scratch buffer; larger records take the slow path.
 const SCRATCH_BYTES: usize = 2048;
+/// Blobs larger than this are stored uncompressed (see `BlockEncoder::encode_with`).
+const RAW_BLOB_BYTES: usize = 64 << 10;
 
 /// Where trace bytes go.
 pub trait Sink: Send + 'static {
@@ -337,12 +339,17 @@ impl Core {
 
     /// Writes the pending records as one block (or counts them as dropped after an error).
     fn write_pending(&mut self) {
+        self.write_pending_with(true);
+    }
+
+    /// As `write_pending`, storing the block uncompressed when `compress` is false.
+    fn write_pending_with(&mut self, compress: bool) {
         if self.pending.is_empty() {
             return;
         }
         let records = self.pending_records;
         let payload = std::mem::take(&mut self.pending);
-        if let Err(e) = self.write_block(BlockKind::RECORDS, &payload, records) {
+        if let Err(e) = self.write_block(BlockKind::RECORDS, &payload, records, compress) {
             self.fail(e, records);
         } else {
             self.records += u64::from(records);
@@ -353,7 +360,13 @@ impl Core {
         self.frames.reset();
     }
 
-    fn write_block(&mut self, kind: BlockKind, payload: &[u8], records: u32) -> io::Result<()> {
+    fn write_block(
+        &mut self,
+        kind: BlockKind,
+        payload: &[u8],
+        records: u32,
+        compress: bool,
+    ) -> io::Result<()> {
         if let Some(e) = &self.error {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
@@ -361,7 +374,8 @@ impl Core {
             return Err(io::Error::other("the trace is closed"));
         };
         self.out.clear();
-        self.encoder.encode(kind, payload, records, &mut self.out)?;
+        self.encoder
+            .encode_with(kind, payload, records, compress, &mut self.out)?;
         sink.write_all(&self.out)?;
         self.index.push(IndexEntry {
             offset: self.offset,
@@ -472,7 +486,7 @@ impl Shared {
         let footer_offset = core.offset;
         let payload = postcard::to_stdvec(&footer).expect("footer encodes");
         let result = core
-            .write_block(BlockKind::FOOTER, &payload, 0)
+            .write_block(BlockKind::FOOTER, &payload, 0, true)
             .and_then(|()| {
                 let sink = core.sink.as_mut().expect("sink present until finish");
                 sink.write_all(&encode_trailer(footer_offset))?;
@@ -710,6 +724,7 @@ impl Recorder {
     }
 
     /// Stores `bytes` as a [`Blob`] unless this trace already has it, and returns its hash.
+    /// Blobs over 64 KiB are stored uncompressed in a block of their own.
     /// The blob is written before this returns, so it precedes, in file order, every record
     /// recorded afterwards that refers to it.
     ///
@@ -730,8 +745,13 @@ impl Recorder {
             hash: BlobHash(hash),
             bytes: bytes.to_vec(),
         });
+        // Large blobs (captured buffer contents) go in a block of their own, uncompressed.
+        let bulk = bytes.len() > RAW_BLOB_BYTES;
+        if bulk {
+            core.write_pending();
+        }
         core.append_record(&blob).expect("blob encodes");
-        core.write_pending();
+        core.write_pending_with(!bulk);
         core.blobs.insert(hash);
         Some(BlobHash(hash))
     }
