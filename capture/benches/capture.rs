@@ -14,7 +14,9 @@
 //!   stream (a repeating pipeline of 4 regions, monotonically increasing times).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hrx_capture::schema::{DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
+use hrx_capture::schema::{
+    DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
+};
 use hrx_capture::{MemorySink, Recorder, RecorderOptions};
 use std::hint::black_box;
 
@@ -62,7 +64,8 @@ fn hook_off(c: &mut Criterion) {
 
 fn timing_record(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let recorder = Recorder::create(dir.path().join("bench.hrxt"), RecorderOptions::default()).expect("recorder");
+    let recorder = Recorder::create(dir.path().join("bench.hrxt"), RecorderOptions::default())
+        .expect("recorder");
     let mut group = c.benchmark_group("timing_record");
     let mut i = 0u64;
     let records: Vec<Record> = (0..1024).map(timing).collect();
@@ -103,7 +106,8 @@ fn timing_bytes(_: &mut Criterion) {
     let records = 1_000_000u64;
     for device in [false, true] {
         let sink = MemorySink::new();
-        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+        let recorder =
+            Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
         let before = {
             recorder.flush().expect("flush");
             sink.contents().len()
@@ -111,12 +115,19 @@ fn timing_bytes(_: &mut Criterion) {
         for i in 0..records {
             let mut record = timing(i);
             if device && let Record::RegionTiming(t) = &mut record {
-                t.device = Some(DeviceSpan { start_ns: t.start_ns + 40, end_ns: t.end_ns - 30 });
+                t.device = Some(DeviceSpan {
+                    start_ns: t.start_ns + 40,
+                    end_ns: t.end_ns - 30,
+                });
             }
             recorder.record(&record);
         }
         let summary = recorder.close().expect("close");
-        assert_eq!(recorder.dropped_records(), 0, "no record may be dropped: {summary:?}");
+        assert_eq!(
+            recorder.dropped_records(),
+            0,
+            "no record may be dropped: {summary:?}"
+        );
         let bytes = sink.contents().len() - before;
         println!(
             "timing_bytes (device span: {device}): {records} records, {bytes} bytes, {:.2} bytes/record",

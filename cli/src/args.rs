@@ -1,0 +1,122 @@
+//! The command line, declared with clap derive. Parsing only: every verb's behaviour lives
+//! in its own module.
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Record, inspect and replay traces of the hrx GPU/NPU runtime.
+///
+/// Exit codes: 0 success; 1 a regression (replay); 2 unusable input, a usage error or a
+/// failure to do what was asked. `record -- PROGRAM` exits with the program's code.
+#[derive(Debug, Parser)]
+#[command(name = "hrx-trace", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record a trace of a program that uses hrx, or of a built-in workload.
+    Record(RecordArgs),
+    /// Describe a trace: header, session, record counts, time span, recovery.
+    Info(InfoArgs),
+    /// Print every record of a trace, one per line (or as JSON lines).
+    Dump(DumpArgs),
+}
+
+/// `hrx-trace record`.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("what").required(true).args(["workload", "program"])),
+    after_help = "\
+Examples:
+  hrx-trace record -- ./my-app --input frames/
+  hrx-trace record -o run.hrxt -- cargo run --release -p hrx --example pipeline -- --frames 2
+  hrx-trace record --workload pipeline --input photos/ --frames 20
+  hrx-trace record --workload faults --fault op=9:device-lost
+
+With `-- PROGRAM`, the program runs with HRX_TRACE=FILE in its environment: every hrx
+runtime it creates records into FILE. hrx-trace waits for it, exits with its exit code
+(128+N when it is killed by signal N) and prints a summary of the trace."
+)]
+// The workload options conflict with PROGRAM rather than `requires = "workload"`: clap lets
+// any member of a required group satisfy `requires` (clap-rs/clap#4707).
+pub struct RecordArgs {
+    /// Trace file to write (overwritten; taken literally, `%` included).
+    #[arg(short, long, value_name = "FILE", default_value = "hrx.hrxt")]
+    pub output: PathBuf,
+
+    /// Run a built-in workload in this process instead of a program: `pipeline` (edge
+    /// detection over photographs), `hazards` (overlapping byte ranges across submissions)
+    /// or `faults` (the pipeline with a device loss injected mid-run).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+
+    /// Photographs for `pipeline` and `faults`: a JPEG/PNG file or a directory of them
+    /// [default: /usr/share/backgrounds/mate/nature when present, else a built-in photo].
+    #[arg(long, value_name = "PATH", conflicts_with = "program")]
+    pub input: Option<PathBuf>,
+
+    /// Frames to run, cycling through the photographs [default: each photograph once;
+    /// `faults`: at least 4].
+    #[arg(long, value_name = "N", conflicts_with = "program")]
+    pub frames: Option<usize>,
+
+    /// Largest frame width in pixels: the first photograph is scaled down to it (aspect
+    /// kept) and every other one scaled and centre-cropped to that size.
+    #[arg(
+        long,
+        value_name = "PX",
+        default_value_t = 1280,
+        conflicts_with = "program"
+    )]
+    pub max_width: u32,
+
+    /// Frames in flight in the pipeline [default: 3].
+    #[arg(long, value_name = "N", conflicts_with = "program")]
+    pub in_flight: Option<usize>,
+
+    /// Backend: auto, sim, cuda or hip [default: auto, which honours HRX_BACKEND].
+    #[arg(long, value_name = "B", conflicts_with = "program")]
+    pub backend: Option<String>,
+
+    /// Fault to inject on the software device, e.g. `op=7:device-lost` or
+    /// `kernel=hrx_sobel#2:kernel-error` [`faults` default: kernel=hrx_sobel#2:device-lost].
+    #[arg(long, value_name = "SPEC", conflicts_with = "program")]
+    pub fault: Option<String>,
+
+    /// The program to record and its arguments (after `--`).
+    #[arg(last = true, value_name = "PROGRAM [ARGS]...")]
+    pub program: Vec<OsString>,
+}
+
+/// `hrx-trace info`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A trace that was not closed cleanly (the recording process crashed or was killed) is still
+described from every complete block, with what was lost listed as warnings.")]
+pub struct InfoArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `hrx-trace dump`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Records are streamed in file order. The text form starts each line with the record's host
+time (ms since the session start) where it has one. Warnings about damaged or missing parts
+go to standard error.")]
+pub struct DumpArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// One JSON object per line (the record's serde form) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}

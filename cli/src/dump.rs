@@ -1,0 +1,53 @@
+//! `hrx-trace dump FILE [--json]`: every record in file order, streamed (the trace is never
+//! held in memory), as readable lines ([`crate::line`]) or JSON lines (the record's serde
+//! form, externally tagged: `{"Submit":{...}}`).
+//!
+//! Standard output carries records only; warnings about damaged or missing parts go to
+//! standard error after the last record, so `--json` output always parses line by line.
+
+use crate::args::DumpArgs;
+use crate::failure::{TraceError, one_line};
+use crate::line::Line;
+use hrx_capture::TraceReader;
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+/// Runs `dump`.
+///
+/// # Errors
+///
+/// An unreadable trace ([`TraceError`]) or a write error (a closed pipe is reported as
+/// such and ends quietly with status 0, see [`crate::failure`]).
+pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
+    let fail = |error| TraceError {
+        path: args.file.clone(),
+        error,
+    };
+    let mut reader = TraceReader::open(&args.file).map_err(fail)?;
+    let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
+    for item in reader.by_ref() {
+        let (_, record) = item.map_err(fail)?;
+        if args.json {
+            serde_json::to_writer(&mut out, &record).map_err(io::Error::from)?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(out, "{}", Line(&record))?;
+        }
+    }
+    out.flush()?;
+    drop(out);
+
+    let recovery = reader.recovery();
+    for warning in reader.warnings() {
+        eprintln!("warning: {}", one_line(&warning.to_string()));
+    }
+    if !recovery.clean_close {
+        eprintln!(
+            "warning: {}: not closed cleanly; {} records from {} complete blocks recovered",
+            args.file.display(),
+            recovery.records,
+            recovery.complete_blocks
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

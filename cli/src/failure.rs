@@ -1,0 +1,172 @@
+//! Errors as the user sees them: one `error: ...` line, at most one `hint: ...` line, and an
+//! exit code; never a panic message or a backtrace.
+//!
+//! Exit codes: 0 success, 1 a regression (reserved for replay), 2 everything that stopped
+//! hrx-trace from doing what was asked (unreadable input, usage errors, a failed workload).
+//! A closed standard output (`hrx-trace dump FILE | head`) is not an error: exit 0.
+
+use hrx_capture::ReadError;
+use hrx_capture::format::{FormatError, VersionError};
+use hrx_capture::reader::ReadErrorKind;
+use std::fmt;
+use std::io;
+use std::process::ExitCode;
+
+/// Exit code for unusable input, usage errors and failures.
+pub const EXIT_FAILURE: u8 = 2;
+
+/// An error that carries its own hint and exit code.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    hint: Option<String>,
+    code: u8,
+}
+
+impl Failure {
+    /// A failure with exit code [`EXIT_FAILURE`].
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            hint: None,
+            code: EXIT_FAILURE,
+        }
+    }
+
+    /// Adds the `hint:` line.
+    pub fn hint(mut self, hint: impl Into<String>) -> Failure {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A trace that could not be read, named by its path.
+#[derive(Debug)]
+pub struct TraceError {
+    /// The trace file, as the user named it.
+    pub path: std::path::PathBuf,
+    /// What the reader said.
+    pub error: ReadError,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Prints `error` as one line (plus a hint) on standard error and returns its exit code.
+pub fn report(error: &anyhow::Error) -> ExitCode {
+    if is_broken_pipe(error) {
+        return ExitCode::SUCCESS;
+    }
+    let (code, hint) = classify(error);
+    eprintln!("error: {}", one_line(&format!("{error:#}")));
+    if let Some(hint) = hint {
+        eprintln!("hint: {hint}");
+    }
+    ExitCode::from(code)
+}
+
+/// Whether the error is a write to a closed pipe (the reader went away).
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn classify(error: &anyhow::Error) -> (u8, Option<String>) {
+    for cause in error.chain() {
+        if let Some(failure) = cause.downcast_ref::<Failure>() {
+            return (failure.code, failure.hint.clone());
+        }
+        if let Some(trace) = cause.downcast_ref::<TraceError>() {
+            return (EXIT_FAILURE, read_hint(&trace.error));
+        }
+    }
+    (EXIT_FAILURE, None)
+}
+
+/// A hint for a trace that cannot be read, where one helps.
+fn read_hint(error: &ReadError) -> Option<String> {
+    let hint = match &error.kind {
+        ReadErrorKind::Empty | ReadErrorKind::TruncatedHeader { .. } => {
+            "the recording process probably died before its first write; record again"
+        }
+        ReadErrorKind::Format(FormatError::BadMagic { .. }) => {
+            "hrx-trace reads trace files written by `hrx-trace record` or by a program run with HRX_TRACE=FILE"
+        }
+        ReadErrorKind::Format(FormatError::Version(VersionError::OlderMajor { .. })) => {
+            "read it with the hrx-trace release that recorded it"
+        }
+        ReadErrorKind::Io(e) if e.kind() == io::ErrorKind::NotFound => {
+            "record one with `hrx-trace record -o FILE --workload pipeline` or `hrx-trace record -o FILE -- PROGRAM`"
+        }
+        _ => return None,
+    };
+    Some(hint.to_string())
+}
+
+/// Joins the lines of a message, so that an error is always one line.
+pub fn one_line(text: &str) -> String {
+    text.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Replaces the default panic message and backtrace with one `error:` line (exit code 101
+/// stays: a panic is a bug).
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown panic");
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error (a bug in hrx-trace): {}{place}",
+            one_line(message)
+        );
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_become_one_line() {
+        assert_eq!(one_line("a\n  b\n\nc"), "a b c");
+    }
+
+    #[test]
+    fn failure_code_and_hint_survive_context() {
+        let error = anyhow::Error::new(Failure::new("boom").hint("try again")).context("while x");
+        assert_eq!(classify(&error), (2, Some("try again".into())));
+    }
+
+    #[test]
+    fn broken_pipe_is_detected_through_context() {
+        let error = anyhow::Error::new(io::Error::from(io::ErrorKind::BrokenPipe)).context("dump");
+        assert!(is_broken_pipe(&error));
+    }
+}

@@ -1,0 +1,145 @@
+//! `hrx-trace info FILE`: the file header, the session, record counts per kind, the time
+//! span, and whether the trace was closed cleanly or recovered (with every warning).
+
+use crate::args::InfoArgs;
+use crate::stats::{TraceStats, bytes, codec_name, compression_name, duration};
+use hrx_capture::format::Compression;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+/// Runs `info`.
+///
+/// # Errors
+///
+/// An unreadable trace ([`crate::failure::TraceError`]) or a write error.
+pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let stats = TraceStats::read(&args.file)?;
+    let mut out = io::stdout().lock();
+    write(&mut out, &args.file, &stats)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io::Result<()> {
+    let h = &stats.header;
+    writeln!(
+        out,
+        "{:<12} {} ({})",
+        "file",
+        path.display(),
+        bytes(stats.file_len_bytes)
+    )?;
+    let blocks = match h.compression {
+        Compression::None => "uncompressed blocks".to_string(),
+        other => format!("{}-compressed blocks", compression_name(other)),
+    };
+    writeln!(
+        out,
+        "{:<12} {} ({} records, {blocks})",
+        "format",
+        h.version,
+        codec_name(h.codec),
+    )?;
+    match &stats.session {
+        Some(s) => {
+            writeln!(
+                out,
+                "{:<12} {} on {}, pid {}",
+                "session",
+                s.wall_clock_utc.format("%Y-%m-%d %H:%M:%S%.3f UTC"),
+                s.host,
+                s.pid
+            )?;
+            writeln!(out, "{:<12} {}", "producer", s.producer)?;
+            writeln!(out, "{:<12} {}", "args", shell_words(&s.args))?;
+        }
+        None => writeln!(out, "{:<12} (no session record: it was lost)", "session")?,
+    }
+    if stats.runtimes.is_empty() {
+        let device = stats.device().unwrap_or_else(|| "(none recorded)".into());
+        writeln!(out, "{:<12} {device}", "device")?;
+    }
+    for r in &stats.runtimes {
+        let fault = match &r.fault {
+            Some(fault) => format!(", fault {fault}"),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "{:<12} {} {}: {} ({} slots, capacity {}{fault})",
+            "runtime", r.runtime, r.backend, r.device, r.graph_slots, r.capacity
+        )?;
+    }
+    let span = match (stats.span_ns, stats.duration_ns()) {
+        (Some((first, _)), Some(end)) => format!(
+            "{} .. {} ({})",
+            duration(first),
+            duration(end),
+            duration(end.saturating_sub(first))
+        ),
+        (None, Some(end)) => format!("0 .. {}", duration(end)),
+        _ => "unknown (no timed records)".into(),
+    };
+    writeln!(out, "{:<12} {span}", "time span")?;
+
+    let r = &stats.recovery;
+    if r.is_complete() {
+        writeln!(
+            out,
+            "{:<12} cleanly ({} blocks)",
+            "closed", r.complete_blocks
+        )?;
+    } else {
+        let how = if r.clean_close {
+            "closed, but damaged parts were skipped"
+        } else {
+            "not closed cleanly (the recording process crashed or was killed)"
+        };
+        writeln!(out, "{:<12} {how}", "recovered")?;
+        writeln!(
+            out,
+            "{:<12} {} complete blocks, {} records, {} discarded, {} blocks and {} records skipped",
+            "",
+            r.complete_blocks,
+            r.records,
+            bytes(r.bytes_discarded),
+            r.skipped_blocks,
+            r.skipped_records
+        )?;
+    }
+    if let Some(end) = &stats.end
+        && end.dropped_records > 0
+    {
+        writeln!(
+            out,
+            "{:<12} {} records dropped by the recorder (full buffers or write errors)",
+            "lost", end.dropped_records
+        )?;
+    }
+    for warning in &stats.warnings {
+        writeln!(
+            out,
+            "{:<12} {}",
+            "warning",
+            crate::failure::one_line(&warning.to_string())
+        )?;
+    }
+    writeln!(out, "{:<12} {}", "records", stats.records)?;
+    for (kind, count) in stats.kinds_in_order() {
+        writeln!(out, "  {kind:<20} {count:>10}")?;
+    }
+    Ok(())
+}
+
+/// The command line as one line, quoting arguments that need it.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+%@".contains(c));
+            if plain { a.clone() } else { format!("{a:?}") }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

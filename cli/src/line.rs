@@ -1,0 +1,378 @@
+//! One readable line per trace record, for `dump`.
+//!
+//! `{time} {kind} {fields}`: the host time in ms since the session start (blank for records
+//! without one), a short kind name, then `key=value` fields. Ids print bare (`sub=12`),
+//! byte ranges as `buf7[0..4096]`, strings debug-quoted so a line never breaks.
+//!
+//! ```text
+//!        1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]
+//! ```
+
+use crate::stats::{bytes, duration, host_time_ns};
+use hrx_capture::Record;
+use hrx_capture::schema::{Access, Edge, Payload, Region, Status, Use};
+use std::fmt::{self, Display, Formatter};
+
+/// Displays a record as one line.
+pub struct Line<'a>(pub &'a Record);
+
+impl Display for Line<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match host_time_ns(self.0) {
+            Some(ns) => write!(f, "{:>12.3} ms  ", ns as f64 / 1e6)?,
+            None => write!(f, "{:>15}  ", "")?,
+        }
+        write!(f, "{:<14} ", kind(self.0))?;
+        fields(f, self.0)
+    }
+}
+
+/// The short kind name of a record.
+fn kind(record: &Record) -> &'static str {
+    match record {
+        Record::SessionStart(_) => "session",
+        Record::RuntimeStart(_) => "runtime",
+        Record::RuntimeEnd(_) => "runtime-end",
+        Record::BufferCreated(_) => "buffer",
+        Record::BufferDropped(_) => "buffer-drop",
+        Record::Blob(_) => "blob",
+        Record::KernelLoaded(_) => "kernel",
+        Record::GraphOp(_) => "op",
+        Record::Prepared(_) => "prepared",
+        Record::Submit(_) => "submit",
+        Record::SubmitRefused(_) => "refused",
+        Record::CrossWait(_) => "cross-wait",
+        Record::RegionTiming(_) => "region-time",
+        Record::OpTiming(_) => "op-time",
+        Record::ClockCalibration(_) => "calibration",
+        Record::RegionDone(_) => "region-done",
+        Record::SubmissionDone(_) => "sub-done",
+        Record::Quarantine(_) => "quarantine",
+        Record::Poison(_) => "poison",
+        Record::CopyStreamUnhealthy(_) => "copy-unhealthy",
+        Record::FaultInjected(_) => "fault",
+        Record::HostWrite(_) => "host-write",
+        Record::OutputDigest(_) => "digest",
+        Record::Counters(_) => "counters",
+        Record::SessionEnd(_) => "session-end",
+        other => other.kind_name(),
+    }
+}
+
+fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
+    match record {
+        Record::SessionStart(r) => write!(
+            f,
+            "producer={:?} format={}.{} wall={} host={:?} pid={} backend={:?} device={:?} args={:?}",
+            r.producer,
+            r.format_version.0,
+            r.format_version.1,
+            r.wall_clock_utc.to_rfc3339(),
+            r.host,
+            r.pid,
+            r.backend,
+            r.device,
+            r.args
+        ),
+        Record::RuntimeStart(r) => {
+            write!(
+                f,
+                "rt={} backend={} device={:?} slots={} capacity={}",
+                r.runtime, r.backend, r.device, r.graph_slots, r.capacity
+            )?;
+            if let Some(fault) = &r.fault {
+                write!(f, " fault={fault}")?;
+            }
+            Ok(())
+        }
+        Record::RuntimeEnd(r) => write!(f, "rt={}", r.runtime),
+        Record::BufferCreated(r) => write!(
+            f,
+            "rt={} buf={} len={} placement={:?} addr={:#x}",
+            r.runtime, r.buffer, r.len_bytes, r.placement, r.device_address
+        ),
+        Record::BufferDropped(r) => write!(f, "rt={} buf={}", r.runtime, r.buffer),
+        Record::Blob(r) => write!(f, "hash={:#018x} len={}", r.hash.0, r.bytes.len()),
+        Record::KernelLoaded(r) => {
+            write!(
+                f,
+                "rt={} kernel={} entry={} engine={:?} grid={:?} block={:?} bindings=[",
+                r.runtime, r.kernel, r.entry, r.engine, r.grid, r.block
+            )?;
+            for (i, b) in r.contract.iter().enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                write!(f, "{sep}{} {}B", access(b.access), b.extent_bytes)?;
+            }
+            write!(f, "] constants={}B", r.constants.len())?;
+            if let Some(code) = r.code {
+                write!(f, " code={:#018x}", code.0)?;
+            }
+            if !r.npu_groups.is_empty() {
+                write!(f, " groups={:?}", r.npu_groups)?;
+            }
+            Ok(())
+        }
+        Record::GraphOp(r) => {
+            write!(f, "rt={} graph={} node={} ", r.runtime, r.graph, r.node)?;
+            match &r.op {
+                hrx_capture::schema::OpKind::Fill { value } => write!(f, "fill={value:#04x}")?,
+                hrx_capture::schema::OpKind::Copy => write!(f, "copy")?,
+                hrx_capture::schema::OpKind::Kernel { kernel } => write!(f, "kernel={kernel}")?,
+                hrx_capture::schema::OpKind::Scoped => write!(f, "scoped")?,
+                hrx_capture::schema::OpKind::Npu { kernel } => write!(f, "npu={kernel}")?,
+                hrx_capture::schema::OpKind::Host => write!(f, "host")?,
+            }
+            write!(f, " lane={:?} uses=", r.lane)?;
+            uses(f, &r.uses)
+        }
+        Record::Prepared(r) => {
+            write!(
+                f,
+                "rt={} graph={} prepared={} slots={} parallel={} regions=[",
+                r.runtime, r.graph, r.prepared, r.slots, r.parallel
+            )?;
+            for (i, region) in r.regions.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "; " };
+                write!(f, "{sep}{i}: ")?;
+                region_line(f, region)?;
+            }
+            write!(f, "]")
+        }
+        Record::Submit(r) => write!(
+            f,
+            "rt={} sub={} prepared={} slot={} producers={:?}",
+            r.runtime,
+            r.submission,
+            r.prepared,
+            r.slot,
+            r.producers.iter().map(|p| p.0).collect::<Vec<_>>()
+        ),
+        Record::SubmitRefused(r) => write!(
+            f,
+            "rt={} prepared={} kind={:?} reason={:?}",
+            r.runtime, r.prepared, r.kind, r.reason
+        ),
+        Record::CrossWait(r) => write!(
+            f,
+            "rt={} sub={} region={} waits on sub={} region={}: {} buf{}[{}..{}]",
+            r.runtime,
+            r.submission,
+            r.region,
+            r.on_submission,
+            r.on_region,
+            r.kind.abbreviation(),
+            r.buffer,
+            r.start,
+            r.end
+        ),
+        Record::RegionTiming(t) => timing(f, t, None),
+        Record::OpTiming(t) => timing(f, &t.timing, Some(t.node.0)),
+        Record::ClockCalibration(r) => write!(
+            f,
+            "rt={} host={} device={} offset={} ±{}",
+            r.runtime,
+            r.host_ns,
+            r.device_ns,
+            r.device_offset_ns,
+            duration(r.uncertainty_ns)
+        ),
+        Record::RegionDone(r) => {
+            write!(
+                f,
+                "rt={} sub={} region={} ",
+                r.runtime, r.submission, r.region
+            )?;
+            status(f, &r.status)
+        }
+        Record::SubmissionDone(r) => {
+            write!(f, "rt={} sub={} ", r.runtime, r.submission)?;
+            status(f, &r.status)
+        }
+        Record::Quarantine(r) => {
+            write!(f, "rt={} prepared={}", r.runtime, r.prepared)?;
+            if let Some(s) = r.submission {
+                write!(f, " sub={s}")?;
+            }
+            if let Some(region) = r.region {
+                write!(f, " region={region}")?;
+            }
+            write!(f, " cause={:?}", r.cause)
+        }
+        Record::Poison(r) => write!(f, "rt={} buf={} cause={:?}", r.runtime, r.buffer, r.cause),
+        Record::CopyStreamUnhealthy(r) => {
+            write!(f, "rt={} lane={:?} cause={:?}", r.runtime, r.lane, r.cause)
+        }
+        Record::FaultInjected(r) => {
+            write!(f, "rt={}", r.runtime)?;
+            if let Some(s) = r.submission {
+                write!(f, " sub={s}")?;
+            }
+            if let Some(region) = r.region {
+                write!(f, " region={region}")?;
+            }
+            write!(f, " {:?}", r.description)
+        }
+        Record::HostWrite(r) => {
+            write!(
+                f,
+                "rt={} buf{}[{}..{}] xxh3={:#018x} ",
+                r.runtime,
+                r.buffer,
+                r.offset,
+                r.offset.saturating_add(r.len_bytes),
+                r.xxh3
+            )?;
+            payload(f, &r.contents)
+        }
+        Record::OutputDigest(r) => {
+            write!(
+                f,
+                "rt={} sub={} buf{}[{}..{}] xxh3={:#018x} ",
+                r.runtime, r.submission, r.buffer, r.start, r.end, r.xxh3
+            )?;
+            payload(f, &r.contents)
+        }
+        Record::Counters(r) => write!(
+            f,
+            "rt={} submissions={} native_graphs={} copy_streams={} copied={} (upload {}, compute {}, download {})",
+            r.runtime,
+            r.submissions,
+            r.native_graphs_prepared,
+            r.copy_streams_created,
+            bytes(r.copied_bytes),
+            bytes(r.lane_copy_bytes[0]),
+            bytes(r.lane_copy_bytes[1]),
+            bytes(r.lane_copy_bytes[2])
+        ),
+        Record::SessionEnd(r) => write!(f, "records={} dropped={}", r.records, r.dropped_records),
+        _ => write!(
+            f,
+            "(a record kind this hrx-trace does not describe; see --json)"
+        ),
+    }
+}
+
+fn access(access: Access) -> &'static str {
+    match access {
+        Access::Read => "R",
+        Access::Write => "W",
+        Access::ReadWrite => "RW",
+    }
+}
+
+fn uses(f: &mut Formatter<'_>, uses: &[Use]) -> fmt::Result {
+    write!(f, "[")?;
+    for (i, u) in uses.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        write!(
+            f,
+            "{sep}{} buf{}[{}..{}]",
+            access(u.access),
+            u.buffer,
+            u.start,
+            u.end
+        )?;
+    }
+    write!(f, "]")
+}
+
+fn edges(f: &mut Formatter<'_>, name: &str, edges: &[Edge]) -> fmt::Result {
+    if edges.is_empty() {
+        return Ok(());
+    }
+    write!(f, " {name}=[")?;
+    for (i, e) in edges.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        write!(
+            f,
+            "{sep}{}->{} {} buf{}[{}..{}]",
+            e.producer,
+            e.consumer,
+            e.kind.abbreviation(),
+            e.buffer,
+            e.start,
+            e.end
+        )?;
+    }
+    write!(f, "]")
+}
+
+fn region_line(f: &mut Formatter<'_>, r: &Region) -> fmt::Result {
+    write!(
+        f,
+        "{:?} {:?} nodes={:?}",
+        r.queue,
+        r.kind,
+        r.nodes.iter().map(|n| n.0).collect::<Vec<_>>()
+    )?;
+    edges(f, "deps", &r.dependencies)?;
+    edges(f, "internal", &r.internal_edges)?;
+    if r.copy_bytes > 0 {
+        write!(f, " copies={}", bytes(r.copy_bytes))?;
+    }
+    Ok(())
+}
+
+fn timing(
+    f: &mut Formatter<'_>,
+    t: &hrx_capture::schema::RegionTiming,
+    node: Option<u32>,
+) -> fmt::Result {
+    write!(
+        f,
+        "rt={} sub={} region={}",
+        t.runtime, t.submission, t.region
+    )?;
+    if let Some(node) = node {
+        write!(f, " node={node}")?;
+    }
+    write!(f, " host={}", duration(t.end_ns.saturating_sub(t.start_ns)))?;
+    if let Some(d) = t.device {
+        write!(
+            f,
+            " device={}",
+            duration(d.end_ns.saturating_sub(d.start_ns))
+        )?;
+    }
+    Ok(())
+}
+
+fn status(f: &mut Formatter<'_>, status: &Status) -> fmt::Result {
+    match status {
+        Status::Ok => write!(f, "ok"),
+        Status::Failed { error } => write!(f, "failed {error:?}"),
+        Status::Cancelled { reason } => write!(f, "cancelled {reason:?}"),
+    }
+}
+
+fn payload(f: &mut Formatter<'_>, payload: &Payload) -> fmt::Result {
+    match payload {
+        Payload::Inline(b) => write!(f, "contents=inline {}", bytes(b.len() as u64)),
+        Payload::Blob { hash, len_bytes } => {
+            write!(f, "contents=blob {:#018x} {}", hash.0, bytes(*len_bytes))
+        }
+        Payload::Omitted { len_bytes } => write!(f, "contents=omitted {}", bytes(*len_bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrx_capture::schema::{PreparedId, RuntimeId, SubmissionIndex, Submit};
+
+    #[test]
+    fn submit_reads_as_one_line() {
+        let record = Record::Submit(Submit {
+            runtime: RuntimeId(1),
+            prepared: PreparedId(3),
+            submission: SubmissionIndex(12),
+            slot: 1,
+            producers: vec![SubmissionIndex(11)],
+            time_ns: 1_204_000,
+        });
+        assert_eq!(
+            Line(&record).to_string(),
+            "       1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! Photographs for the `pipeline` and `faults` workloads, decoded into RGB8 frames of one
+//! size.
+//!
+//! The input is a JPEG/PNG file or a directory whose `*.jpg`, `*.jpeg` and `*.png` files are
+//! taken in name order; by default `/usr/share/backgrounds/mate/nature` when present, else
+//! the photograph built into the binary (`cli/assets/photo.jpg`, see its README). The frame
+//! size is the first photograph's, scaled down to at most `max_width` pixels wide (aspect
+//! kept); every other photograph is scaled and centre-cropped to it (`resize_to_fill`),
+//! as `examples/pipeline.rs` does, so one pipeline serves the whole run.
+//!
+//! Frames are decoded lazily, one per pipeline slot that frees up, so decoding overlaps the
+//! device work of earlier frames. When the run cycles (more frames than photographs) the
+//! decoded frames are kept and reused instead of decoded again.
+
+use crate::failure::Failure;
+use hrx::workloads::Frame;
+use image::DynamicImage;
+use image::imageops::FilterType;
+use std::path::{Path, PathBuf};
+
+/// The default photo directory.
+pub const DEFAULT_DIR: &str = "/usr/share/backgrounds/mate/nature";
+
+/// The built-in photograph (`cli/assets/photo.jpg`).
+const BUILT_IN: &[u8] = include_bytes!("../assets/photo.jpg");
+
+/// Where the photographs come from.
+#[derive(Debug)]
+enum Source {
+    Files(Vec<PathBuf>),
+    BuiltIn,
+}
+
+/// A set of photographs and the frame size they are brought to.
+#[derive(Debug)]
+pub struct Photos {
+    source: Source,
+    /// Frame width in pixels.
+    pub width: usize,
+    /// Frame height in pixels.
+    pub height: usize,
+    /// Where they come from, for messages.
+    pub origin: String,
+    cache: Vec<Option<Frame>>,
+}
+
+impl Photos {
+    /// Lists the photographs of `input` (or the default), decodes the first and fixes the
+    /// frame size.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure`] for a missing input, a directory without images, or a first photograph
+    /// that does not decode.
+    pub fn open(input: Option<&Path>, max_width: u32) -> Result<Photos, Failure> {
+        let default_dir = Path::new(DEFAULT_DIR);
+        let (source, origin) = match input {
+            Some(path) => (Source::Files(list(path)?), path.display().to_string()),
+            None if default_dir.is_dir() => match list(default_dir) {
+                Ok(files) => (Source::Files(files), DEFAULT_DIR.to_string()),
+                Err(_) => (Source::BuiltIn, "the built-in photo".to_string()),
+            },
+            None => (Source::BuiltIn, "the built-in photo".to_string()),
+        };
+        if max_width == 0 {
+            return Err(Failure::new("--max-width must be at least 1"));
+        }
+        let mut photos = Photos {
+            source,
+            width: 0,
+            height: 0,
+            origin,
+            cache: Vec::new(),
+        };
+        let first = photos.decode(0)?;
+        let (w, h) = (first.width(), first.height());
+        let width = w.min(max_width);
+        let height = ((u64::from(h) * u64::from(width) + u64::from(w) / 2) / u64::from(w)).max(1);
+        photos.width = width as usize;
+        photos.height = height as usize;
+        photos.cache = vec![None; photos.len()];
+        Ok(photos)
+    }
+
+    /// How many photographs there are.
+    pub fn len(&self) -> usize {
+        match &self.source {
+            Source::Files(files) => files.len(),
+            Source::BuiltIn => 1,
+        }
+    }
+
+    /// Frame `index` of a run of `frames`: photograph `index % len`, at the frame size.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure`] when the photograph does not decode.
+    pub fn frame(&mut self, index: usize, frames: usize) -> Result<Frame, Failure> {
+        let photo = index % self.len();
+        if let Some(frame) = &self.cache[photo] {
+            return Ok(frame.clone());
+        }
+        let image = self.decode(photo)?;
+        let (w, h) = (self.width as u32, self.height as u32);
+        let image = if (image.width(), image.height()) == (w, h) {
+            image
+        } else {
+            image.resize_to_fill(w, h, FilterType::Triangle)
+        };
+        let frame = Frame {
+            width: self.width,
+            height: self.height,
+            rgb: image.to_rgb8().into_raw(),
+        };
+        if frames > self.len() {
+            self.cache[photo] = Some(frame.clone());
+        }
+        Ok(frame)
+    }
+
+    fn decode(&self, index: usize) -> Result<DynamicImage, Failure> {
+        match &self.source {
+            Source::Files(files) => {
+                let path = &files[index];
+                image::ImageReader::open(path)
+                    .and_then(|reader| reader.with_guessed_format())
+                    .map_err(|e| Failure::new(format!("cannot open {}: {e}", path.display())))?
+                    .decode()
+                    .map_err(|e| Failure::new(format!("cannot decode {}: {e}", path.display())))
+            }
+            Source::BuiltIn => {
+                image::load_from_memory_with_format(BUILT_IN, image::ImageFormat::Jpeg)
+                    .map_err(|e| Failure::new(format!("cannot decode the built-in photo: {e}")))
+            }
+        }
+    }
+}
+
+/// The file itself, or the directory's images in name order.
+fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let metadata = std::fs::metadata(input)
+        .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.display())))?;
+    if metadata.is_file() {
+        return Ok(vec![input.to_path_buf()]);
+    }
+    let unreadable =
+        |e: std::io::Error| Failure::new(format!("cannot read directory {}: {e}", input.display()));
+    let mut images = Vec::new();
+    for entry in std::fs::read_dir(input).map_err(unreadable)? {
+        let path = entry.map_err(unreadable)?.path();
+        let is_image = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| ["jpg", "jpeg", "png"].contains(&e.to_ascii_lowercase().as_str()));
+        if is_image && path.is_file() {
+            images.push(path);
+        }
+    }
+    if images.is_empty() {
+        return Err(Failure::new(format!(
+            "no .jpg, .jpeg or .png images in {}",
+            input.display()
+        ))
+        .hint("give --input a JPEG/PNG file or a directory of them"));
+    }
+    images.sort();
+    Ok(images)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_photo_decodes_and_scales() {
+        let mut photos = Photos {
+            source: Source::BuiltIn,
+            width: 0,
+            height: 0,
+            origin: String::new(),
+            cache: vec![None],
+        };
+        let image = photos.decode(0).expect("built-in photo");
+        assert_eq!((image.width(), image.height()), (640, 481));
+        photos.width = 320;
+        photos.height = 240;
+        let frame = photos.frame(3, 4).expect("frame");
+        assert_eq!(frame.rgb.len(), 320 * 240 * 3);
+        assert!(photos.cache[0].is_some(), "cycled frames are cached");
+    }
+}

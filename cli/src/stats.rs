@@ -1,0 +1,335 @@
+//! One streaming pass over a trace that gathers what `record`'s summary and `info` print.
+//!
+//! Everything here comes from reading the written file back, never from the recorder's own
+//! counts, so a summary is only as good as the trace it describes.
+
+use crate::failure::TraceError;
+use hrx_capture::format::{Codec, Compression, FileHeader};
+use hrx_capture::schema::{
+    Counters, RefusalKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, Status,
+};
+use hrx_capture::{Record, Recovery, TraceReader, Warning};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Record kinds in schema order, for stable listings; kinds of a newer schema follow.
+const KIND_ORDER: [&str; 25] = [
+    "SessionStart",
+    "RuntimeStart",
+    "RuntimeEnd",
+    "BufferCreated",
+    "BufferDropped",
+    "Blob",
+    "KernelLoaded",
+    "GraphOp",
+    "Prepared",
+    "Submit",
+    "SubmitRefused",
+    "CrossWait",
+    "RegionTiming",
+    "OpTiming",
+    "ClockCalibration",
+    "RegionDone",
+    "SubmissionDone",
+    "Quarantine",
+    "Poison",
+    "CopyStreamUnhealthy",
+    "FaultInjected",
+    "HostWrite",
+    "OutputDigest",
+    "Counters",
+    "SessionEnd",
+];
+
+/// What a trace holds, in numbers.
+#[derive(Debug)]
+pub struct TraceStats {
+    /// The file header.
+    pub header: FileHeader,
+    /// File size in bytes.
+    pub file_len_bytes: u64,
+    /// The session's first record, if it was read.
+    pub session: Option<SessionStart>,
+    /// Every runtime that started, in order.
+    pub runtimes: Vec<RuntimeStart>,
+    /// The session's last record (only in a cleanly closed trace).
+    pub end: Option<SessionEnd>,
+    /// Records per kind name.
+    pub kinds: BTreeMap<&'static str, u64>,
+    /// Records read.
+    pub records: u64,
+    /// Graph operations built ([`Record::GraphOp`]).
+    pub operations: u64,
+    /// Graphs prepared.
+    pub prepared: u64,
+    /// Submissions accepted.
+    pub submissions: u64,
+    /// Submits refused, and how many of those were `Busy`.
+    pub refused: u64,
+    /// Refusals because the slots or the capacity were taken.
+    pub refused_busy: u64,
+    /// Submissions that ended failed.
+    pub failed: u64,
+    /// Submissions that ended cancelled.
+    pub cancelled: u64,
+    /// The first failure's error text.
+    pub first_failure: Option<String>,
+    /// Prepared graphs quarantined.
+    pub quarantines: u64,
+    /// Buffers poisoned.
+    pub poisoned: u64,
+    /// Injected faults that fired.
+    pub faults: u64,
+    /// The last counters snapshot of each runtime.
+    pub counters: BTreeMap<RuntimeId, Counters>,
+    /// Earliest and latest host time seen, in ns since the session start.
+    pub span_ns: Option<(u64, u64)>,
+    /// What was read back.
+    pub recovery: Recovery,
+    /// Damage and skipped parts.
+    pub warnings: Vec<Warning>,
+}
+
+impl TraceStats {
+    /// Reads the whole trace at `path`, one record at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`TraceError`] when the file cannot be opened, has no valid header, or a read fails.
+    pub fn read(path: &Path) -> Result<TraceStats, TraceError> {
+        let fail = |error| TraceError {
+            path: path.to_path_buf(),
+            error,
+        };
+        let mut reader = TraceReader::open(path).map_err(fail)?;
+        let file_len_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let mut stats = TraceStats::empty(*reader.header(), file_len_bytes);
+        for item in reader.by_ref() {
+            let (_, record) = item.map_err(fail)?;
+            stats.add(record);
+        }
+        stats.recovery = *reader.recovery();
+        stats.warnings = reader.warnings().to_vec();
+        Ok(stats)
+    }
+
+    fn empty(header: FileHeader, file_len_bytes: u64) -> TraceStats {
+        TraceStats {
+            header,
+            file_len_bytes,
+            session: None,
+            runtimes: Vec::new(),
+            end: None,
+            kinds: BTreeMap::new(),
+            records: 0,
+            operations: 0,
+            prepared: 0,
+            submissions: 0,
+            refused: 0,
+            refused_busy: 0,
+            failed: 0,
+            cancelled: 0,
+            first_failure: None,
+            quarantines: 0,
+            poisoned: 0,
+            faults: 0,
+            counters: BTreeMap::new(),
+            span_ns: None,
+            recovery: Recovery::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, record: Record) {
+        self.records += 1;
+        *self.kinds.entry(record.kind_name()).or_default() += 1;
+        if let Some(time_ns) = host_time_ns(&record) {
+            let (first, last) = self.span_ns.get_or_insert((time_ns, time_ns));
+            *first = (*first).min(time_ns);
+            *last = (*last).max(time_ns);
+        }
+        match record {
+            Record::SessionStart(start) => {
+                self.session.get_or_insert(start);
+            }
+            Record::RuntimeStart(start) => self.runtimes.push(start),
+            Record::SessionEnd(end) => self.end = Some(end),
+            Record::GraphOp(_) => self.operations += 1,
+            Record::Prepared(_) => self.prepared += 1,
+            Record::Submit(_) => self.submissions += 1,
+            Record::SubmitRefused(refused) => {
+                self.refused += 1;
+                if refused.kind == RefusalKind::Busy {
+                    self.refused_busy += 1;
+                }
+            }
+            Record::SubmissionDone(done) => match done.status {
+                Status::Ok => {}
+                Status::Failed { error } => {
+                    self.failed += 1;
+                    self.first_failure.get_or_insert(error);
+                }
+                Status::Cancelled { .. } => self.cancelled += 1,
+            },
+            Record::Quarantine(_) => self.quarantines += 1,
+            Record::Poison(_) => self.poisoned += 1,
+            Record::FaultInjected(_) => self.faults += 1,
+            Record::Counters(counters) => {
+                self.counters.insert(counters.runtime, counters);
+            }
+            _ => {}
+        }
+    }
+
+    /// Record counts per kind, in schema order.
+    pub fn kinds_in_order(&self) -> Vec<(&'static str, u64)> {
+        let known = KIND_ORDER
+            .iter()
+            .filter_map(|name| self.kinds.get(name).map(|&n| (*name, n)));
+        let newer = self
+            .kinds
+            .iter()
+            .filter(|(name, _)| !KIND_ORDER.contains(name))
+            .map(|(name, n)| (*name, *n));
+        known.chain(newer).collect()
+    }
+
+    /// Bytes copied by all runtimes, from their last counters; `None` without counters.
+    pub fn copied_bytes(&self) -> Option<u64> {
+        (!self.counters.is_empty()).then(|| self.counters.values().map(|c| c.copied_bytes).sum())
+    }
+
+    /// The session's duration in ns: until its end record, else until the last timed record.
+    pub fn duration_ns(&self) -> Option<u64> {
+        match (self.end, self.span_ns) {
+            (Some(end), Some((_, last))) => Some(end.time_ns.max(last)),
+            (Some(end), None) => Some(end.time_ns),
+            (None, span) => span.map(|(_, last)| last),
+        }
+    }
+
+    /// Backend and device of the session, as the first runtime (or the session) states them.
+    pub fn device(&self) -> Option<String> {
+        let (backend, device) = match (self.runtimes.first(), &self.session) {
+            (Some(runtime), _) => (&runtime.backend, &runtime.device),
+            (None, Some(session)) => (&session.backend, &session.device),
+            (None, None) => return None,
+        };
+        match (backend.is_empty(), device.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(backend.clone()),
+            (true, false) => Some(device.clone()),
+            (false, false) => Some(format!("{backend}: {device}")),
+        }
+    }
+
+    /// How the file ended, in a few words.
+    pub fn close_state(&self) -> String {
+        let r = &self.recovery;
+        if r.is_complete() {
+            "clean close".to_string()
+        } else if r.clean_close {
+            format!(
+                "closed, but damaged: {} blocks and {} records skipped",
+                r.skipped_blocks, r.skipped_records
+            )
+        } else {
+            format!(
+                "not closed cleanly: recovered {} complete blocks, {} discarded",
+                r.complete_blocks,
+                bytes(r.bytes_discarded)
+            )
+        }
+    }
+}
+
+/// The host time of a record in ns since the session start (the end of a span).
+pub fn host_time_ns(record: &Record) -> Option<u64> {
+    Some(match record {
+        Record::RuntimeStart(r) => r.time_ns,
+        Record::RuntimeEnd(r) => r.time_ns,
+        Record::BufferCreated(r) => r.time_ns,
+        Record::BufferDropped(r) => r.time_ns,
+        Record::Prepared(r) => r.time_ns,
+        Record::Submit(r) => r.time_ns,
+        Record::SubmitRefused(r) => r.time_ns,
+        Record::RegionTiming(r) => r.end_ns,
+        Record::OpTiming(r) => r.timing.end_ns,
+        Record::ClockCalibration(r) => r.host_ns,
+        Record::RegionDone(r) => r.time_ns,
+        Record::SubmissionDone(r) => r.time_ns,
+        Record::Quarantine(r) => r.time_ns,
+        Record::Poison(r) => r.time_ns,
+        Record::CopyStreamUnhealthy(r) => r.time_ns,
+        Record::FaultInjected(r) => r.time_ns,
+        Record::HostWrite(r) => r.time_ns,
+        Record::Counters(r) => r.time_ns,
+        Record::SessionEnd(r) => r.time_ns,
+        _ => return None,
+    })
+}
+
+/// `1 frame`, `3 frames`.
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// `1.2 MiB`, `512 B`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// `412.3 ms`, `12.0 µs`, `3.210 s`.
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
+/// The codec's name.
+pub fn codec_name(codec: Codec) -> &'static str {
+    match codec {
+        Codec::Postcard => "postcard",
+    }
+}
+
+/// The compression's name.
+pub fn compression_name(compression: Compression) -> &'static str {
+    match compression {
+        Compression::None => "none",
+        Compression::Zstd => "zstd",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 20), "3.0 MiB");
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(12_000), "12.0 µs");
+        assert_eq!(duration(412_300_000), "412.3 ms");
+        assert_eq!(duration(3_210_000_000), "3.210 s");
+    }
+}

@@ -1,0 +1,304 @@
+//! `hrx-trace record --workload NAME`: a built-in workload ([`hrx::workloads`]) run in this
+//! process on a runtime made with `RuntimeOptions::default().backend(B).trace(FILE)`
+//! (plus `.fault(SPEC)`), then the trace is closed and its summary printed.
+//!
+//! - `pipeline`: edge detection over photographs ([`crate::photos`]), several frames in
+//!   flight. A failure is an error (exit 2), printed after the summary.
+//! - `hazards`: [`hrx::workloads::run_hazards`], whose final buffers are checked against a
+//!   sequential CPU computation.
+//! - `faults`: the pipeline with a fault injected mid-run ([`DEFAULT_FAULT`] unless
+//!   `--fault` is given; at least 4 frames). Its purpose is to fail: it succeeds (exit 0)
+//!   when the run failed and the injected fault is what fired, so that the trace holds the
+//!   failure, the quarantine and the poisoned buffers. A run the fault never hit is an error.
+//!
+//! Fault injection is a software-device feature: with a fault, `auto` picks the software
+//! device and `--backend cuda` is refused by the runtime.
+
+use crate::args::RecordArgs;
+use crate::failure::Failure;
+use crate::photos::Photos;
+use crate::record::{check_output, print_summary};
+use crate::stats::{TraceStats, plural};
+use anyhow::Context;
+use hrx::workloads::{Pipeline, PipelineOptions};
+use hrx::{BackendChoice, FaultSpec, Runtime, RuntimeOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::cell::RefCell;
+use std::process::ExitCode;
+
+/// The fault `faults` injects unless `--fault` is given: the second Sobel dispatch loses
+/// the device, so the first frame completes and the second fails.
+pub const DEFAULT_FAULT: &str = "kernel=hrx_sobel#2:device-lost";
+
+/// The workload names, as `--workload` takes them.
+pub const NAMES: [&str; 3] = ["pipeline", "hazards", "faults"];
+
+/// Fewest frames `faults` runs, so that the fault lands mid-run.
+const FAULTS_MIN_FRAMES: usize = 4;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Workload {
+    Pipeline,
+    Hazards,
+    Faults,
+}
+
+/// What a workload run did, printed above the summary as `workload`, `device` and
+/// `outcome` lines.
+struct Outcome {
+    /// What ran.
+    workload: String,
+    /// Backend and device.
+    device: String,
+    /// How it ended.
+    outcome: String,
+    /// Why the run failed unexpectedly (reported after the summary).
+    error: Option<anyhow::Error>,
+}
+
+/// Runs the workload `name` as `args` describe and prints its report and trace summary.
+///
+/// # Errors
+///
+/// [`Failure`] for an unknown workload or bad options; the runtime's or the workload's
+/// error when the run failed (after the summary of what was recorded).
+pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let workload = match name {
+        "pipeline" => Workload::Pipeline,
+        "hazards" => Workload::Hazards,
+        "faults" => Workload::Faults,
+        other => {
+            return Err(Failure::new(format!(
+                "unknown workload {other:?} (expected one of: {})",
+                NAMES.join(", ")
+            ))
+            .into());
+        }
+    };
+    let backend = match &args.backend {
+        Some(text) => text
+            .parse::<BackendChoice>()
+            .map_err(|e| Failure::new(format!("--backend: {e}")))?,
+        None => BackendChoice::Auto,
+    };
+    let fault = match (&args.fault, workload) {
+        (Some(text), _) => Some(
+            text.parse::<FaultSpec>()
+                .map_err(|e| Failure::new(format!("--fault: {e}")))?,
+        ),
+        (None, Workload::Faults) => Some(DEFAULT_FAULT.parse::<FaultSpec>()?),
+        (None, _) => None,
+    };
+    if args.frames == Some(0) {
+        return Err(Failure::new("--frames must be at least 1").into());
+    }
+    if workload == Workload::Hazards && (args.input.is_some() || args.frames.is_some()) {
+        return Err(Failure::new(
+            "--input and --frames apply to the pipeline and faults workloads",
+        )
+        .into());
+    }
+    let photos = match workload {
+        Workload::Hazards => None,
+        _ => Some(Photos::open(args.input.as_deref(), args.max_width)?),
+    };
+    check_output(&args.output)?;
+
+    // `%` doubled: the runtime expands `%p` in trace paths; this one is literal.
+    let trace_path = args.output.to_string_lossy().replace('%', "%%");
+    let mut options = RuntimeOptions::default().backend(backend).trace(trace_path);
+    if let Some(fault) = fault.clone() {
+        options = options.fault(fault);
+    }
+    let outcome = execute(workload, options, photos, args);
+    // Closes the trace even when the run failed: the trace of a failure is the point.
+    let closed = hrx::close_trace();
+    let outcome = outcome?;
+    closed.context("the trace is incomplete")?;
+
+    for (key, value) in [
+        ("workload", &outcome.workload),
+        ("device", &outcome.device),
+        ("outcome", &outcome.outcome),
+    ] {
+        println!("{key:<12} {}", crate::failure::one_line(value));
+    }
+    let stats = TraceStats::read(&args.output)?;
+    print_summary(&args.output, &stats)?;
+    match outcome.error {
+        Some(error) => Err(error),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Creates the runtime, runs the workload and drops the runtime (so that its last records,
+/// such as counters, are in the trace before it is closed).
+fn execute(
+    workload: Workload,
+    options: RuntimeOptions,
+    photos: Option<Photos>,
+    args: &RecordArgs,
+) -> anyhow::Result<Outcome> {
+    let fault = options.fault.clone();
+    let backend = options.backend;
+    let runtime = Runtime::new(options).map_err(|e| {
+        let failure = Failure::new(format!("cannot start the hrx runtime: {e}"));
+        match (e, backend) {
+            (hrx::Error::Unsupported(_), BackendChoice::Cuda | BackendChoice::Hip) => {
+                failure.hint("`--backend sim` runs the workload on the software device")
+            }
+            _ => failure,
+        }
+    })?;
+    let info = runtime.device_info();
+    let device = format!("{}: {}", info.backend, info.name);
+    let outcome = match (workload, photos) {
+        (Workload::Hazards, _) => hazards(&runtime, device),
+        (_, Some(mut photos)) => {
+            let frames = args.frames.unwrap_or(match workload {
+                Workload::Faults => photos.len().max(FAULTS_MIN_FRAMES),
+                _ => photos.len(),
+            });
+            let run = pipeline(&runtime, &mut photos, frames, args.in_flight)?;
+            let what = format!(
+                "{}: {} of {}x{} from {} ({}), {} in flight",
+                name(workload),
+                plural(frames as u64, "frame"),
+                photos.width,
+                photos.height,
+                photos.origin,
+                plural(photos.len() as u64, "photo"),
+                run.in_flight
+            );
+            let done = format!("{} of {frames} frames done", run.delivered);
+            let (outcome, error) = match (workload, run.error, fault) {
+                (Workload::Faults, Some(error), Some(fault)) if runtime.fault_fired() => (
+                    format!("{fault} fired as injected; {done}; the run stopped with: {error}"),
+                    None,
+                ),
+                (Workload::Faults, None, Some(fault)) => (
+                    format!("{done}; the injected fault {fault} never fired"),
+                    Some(
+                        Failure::new(format!(
+                            "the injected fault {fault} never fired in {}",
+                            plural(frames as u64, "frame")
+                        ))
+                        .hint("run more --frames, or inject a fault that hits an earlier operation")
+                        .into(),
+                    ),
+                ),
+                (_, Some(error), _) => (
+                    format!("failed: {done}; then: {error}"),
+                    Some(anyhow::Error::new(error).context("the workload failed")),
+                ),
+                (_, None, _) => (
+                    format!("ok: {done} at {:.1} frames/s", run.frames_per_second),
+                    None,
+                ),
+            };
+            Outcome {
+                workload: what,
+                device,
+                outcome,
+                error,
+            }
+        }
+        (_, None) => unreachable!("photos are opened for every pipeline workload"),
+    };
+    drop(runtime);
+    Ok(outcome)
+}
+
+fn name(workload: Workload) -> &'static str {
+    match workload {
+        Workload::Pipeline => "pipeline",
+        Workload::Hazards => "hazards",
+        Workload::Faults => "faults",
+    }
+}
+
+fn hazards(runtime: &Runtime, device: String) -> Outcome {
+    match hrx::workloads::run_hazards(runtime) {
+        Ok(report) => {
+            let kinds: Vec<_> = report.in_graph.iter().map(|k| k.short()).collect();
+            Outcome {
+                workload: format!(
+                    "hazards: submissions {} back to back; {} inside graphs; {} conflicting \
+                     pairs across submissions",
+                    report.submissions.join(", "),
+                    kinds.join(", "),
+                    report.across_submissions.len()
+                ),
+                device,
+                outcome: "ok: final buffers match the sequential reference".into(),
+                error: None,
+            }
+        }
+        Err(error) => Outcome {
+            workload: "hazards".into(),
+            device,
+            outcome: format!("failed: {error}"),
+            error: Some(anyhow::Error::new(error).context("the hazards workload failed")),
+        },
+    }
+}
+
+/// What a pipeline run did.
+struct PipelineRun {
+    delivered: usize,
+    in_flight: usize,
+    frames_per_second: f64,
+    /// The runtime's error that stopped the run, if any.
+    error: Option<hrx::Error>,
+}
+
+/// Runs `frames` frames through the pipeline.
+///
+/// # Errors
+///
+/// [`Failure`] when a photograph does not decode; the pipeline's construction errors.
+fn pipeline(
+    runtime: &Runtime,
+    photos: &mut Photos,
+    frames: usize,
+    in_flight: Option<usize>,
+) -> anyhow::Result<PipelineRun> {
+    let options = PipelineOptions {
+        frames_in_flight: in_flight.unwrap_or(PipelineOptions::default().frames_in_flight),
+        ..PipelineOptions::default()
+    };
+    let mut pipeline = Pipeline::new(runtime, photos.width, photos.height, options)
+        .map_err(|e| Failure::new(format!("cannot build the pipeline: {e}")))?;
+    let progress = ProgressBar::new(frames as u64).with_style(
+        ProgressStyle::with_template("{spinner} frame {pos}/{len} [{bar:30}] {per_sec} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let decode_error: RefCell<Option<Failure>> = RefCell::new(None);
+    let source = (0..frames).map_while(|index| match photos.frame(index, frames) {
+        Ok(frame) => Some(frame),
+        Err(error) => {
+            decode_error.borrow_mut().get_or_insert(error);
+            None
+        }
+    });
+    let mut delivered = 0;
+    let result = pipeline.run(source, |_index, _output| {
+        delivered += 1;
+        progress.inc(1);
+    });
+    progress.finish_and_clear();
+    if let Some(error) = decode_error.into_inner() {
+        return Err(error.into());
+    }
+    let (frames_per_second, error) = match result {
+        Ok(stats) => (stats.fps(), None),
+        Err(error) => (0.0, Some(error)),
+    };
+    Ok(PipelineRun {
+        delivered,
+        in_flight: options.frames_in_flight,
+        frames_per_second,
+        error,
+    })
+}

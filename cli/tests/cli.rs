@@ -1,0 +1,18 @@
+//! End-to-end tests of the `hrx-trace` binary: each test runs the real binary in a temporary
+//! directory, as a user would.
+//!
+//! The pipeline tests decode a real photograph, `/usr/share/backgrounds/mate/nature/
+//! FreshFlower.jpg` (Debian package mate-backgrounds); where it is absent they say so and
+//! skip.
+
+#[path = "cli/util.rs"]
+mod util;
+
+#[path = "cli/inspect.rs"]
+mod inspect;
+#[path = "cli/program.rs"]
+mod program;
+#[path = "cli/usage.rs"]
+mod usage;
+#[path = "cli/workloads.rs"]
+mod workloads;

@@ -1,0 +1,112 @@
+//! `info` and `dump` on files that are not (whole) traces.
+
+use crate::util::*;
+use std::path::Path;
+
+fn both(dir: &Path, file: &str, contains: &str) {
+    for verb in ["info", "dump"] {
+        let output = run(dir, &[verb, file]);
+        assert_error(&output, contains);
+        assert!(stdout(&output).is_empty(), "{verb}: {}", stdout(&output));
+    }
+}
+
+#[test]
+fn a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    both(dir.path(), "missing.hrxt", "missing.hrxt: byte 0: ");
+    let output = run(dir.path(), &["info", "missing.hrxt"]);
+    assert!(
+        stderr(&output).contains("hint: record one"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    both(dir.path(), "sub", "directory");
+}
+
+#[test]
+fn an_empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.hrxt"), b"").unwrap();
+    both(dir.path(), "empty.hrxt", "byte 0: the file is empty");
+}
+
+#[test]
+fn garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("g.hrxt"),
+        b"#!/bin/sh\necho this is not a trace\n",
+    )
+    .unwrap();
+    both(dir.path(), "g.hrxt", "not an hrx trace");
+}
+
+#[test]
+fn a_header_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("short.hrxt"), b"HRXTRACE\x01\x00").unwrap();
+    both(dir.path(), "short.hrxt", "byte 10: ");
+}
+
+/// A real trace recorded by the hazards workload (no photograph needed).
+fn hazards_trace(dir: &Path) -> Vec<u8> {
+    let output = run(
+        dir,
+        &["record", "-o", "whole.hrxt", "--workload", "hazards"],
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    std::fs::read(dir.join("whole.hrxt")).unwrap()
+}
+
+#[test]
+fn a_newer_major_version_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = hazards_trace(dir.path());
+    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    std::fs::write(dir.path().join("v2.hrxt"), &bytes).unwrap();
+    both(
+        dir.path(),
+        "v2.hrxt",
+        "byte 8: trace format 2.0 is newer than this reader's format 1.0",
+    );
+}
+
+#[test]
+fn a_truncated_trace_is_still_described_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = hazards_trace(dir.path());
+    let whole = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
+    // Cut inside the last data block (before the footer): the blocks before it survive.
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() * 2 / 3]).unwrap();
+
+    let info = run(dir.path(), &["info", "cut.hrxt"]);
+    let out = stdout(&info);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert!(
+        field(&out, "recovered").starts_with("not closed cleanly"),
+        "{out}"
+    );
+    assert!(field(&out, "warning").contains("discarded"), "{out}");
+    assert!(number(&out, "records") >= 1, "{out}");
+    assert!(number(&out, "records") < number(&whole, "records"), "{out}");
+
+    let dump = run(dir.path(), &["dump", "cut.hrxt"]);
+    assert_eq!(code(&dump), 0, "{}", stderr(&dump));
+    assert_eq!(
+        stdout(&dump).lines().count() as u64,
+        number(&out, "records")
+    );
+    assert!(stderr(&dump).contains("warning: "), "{}", stderr(&dump));
+    assert!(
+        stderr(&dump).contains("not closed cleanly"),
+        "{}",
+        stderr(&dump)
+    );
+}

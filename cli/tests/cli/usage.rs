@@ -1,0 +1,58 @@
+//! Help, version and usage errors.
+
+use crate::util::*;
+
+#[test]
+fn every_verb_has_help() {
+    let dir = tempfile::tempdir().unwrap();
+    for (verb, mentions) in [
+        ("record", "HRX_TRACE"),
+        ("info", "not closed cleanly"),
+        ("dump", "--json"),
+    ] {
+        let output = run(dir.path(), &[verb, "--help"]);
+        assert_eq!(code(&output), 0, "{verb}");
+        assert!(
+            stdout(&output).contains(mentions),
+            "{verb}: {}",
+            stdout(&output)
+        );
+    }
+    let top = run(dir.path(), &["--help"]);
+    assert_eq!(code(&top), 0);
+    for verb in ["record", "info", "dump", "Exit codes"] {
+        assert!(stdout(&top).contains(verb), "{}", stdout(&top));
+    }
+}
+
+#[test]
+fn version() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["--version"]);
+    assert_eq!(code(&output), 0);
+    assert_eq!(
+        stdout(&output).trim(),
+        format!("hrx-trace {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["info"][..],
+        &["info", "--bogus", "x"],
+        &["dump"],
+        &["record"],
+        &["record", "--input", "x", "--", "true"],
+        &["record", "--workload", "hazards", "--", "true"],
+        &["record", "--workload", "pipeline", "--frames", "many"],
+        &["frobnicate"],
+        &[],
+    ] {
+        let output = run(dir.path(), args);
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains("panicked"), "{args:?}");
+    }
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}

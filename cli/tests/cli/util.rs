@@ -1,0 +1,108 @@
+//! Running the binary and reading its output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The photograph the pipeline tests use.
+pub const PHOTO: &str = "/usr/share/backgrounds/mate/nature/FreshFlower.jpg";
+
+/// `hrx-trace` with a clean environment for tracing, run in `dir`.
+pub fn hrx_trace(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hrx-trace"));
+    command
+        .current_dir(dir)
+        .env_remove("HRX_TRACE")
+        .env_remove("HRX_FAULT")
+        .env_remove("HRX_TRACE_CONTENTS");
+    command
+}
+
+/// Runs `hrx-trace ARGS` in `dir`.
+pub fn run(dir: &Path, args: &[&str]) -> Output {
+    hrx_trace(dir).args(args).output().expect("run hrx-trace")
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The exit code (panics on a signal).
+pub fn code(output: &Output) -> i32 {
+    output.status.code().expect("exited normally")
+}
+
+/// The photograph, or `None` after printing why the test is skipped.
+pub fn photo() -> Option<PathBuf> {
+    let path = PathBuf::from(PHOTO);
+    if path.is_file() {
+        Some(path)
+    } else {
+        println!("skipped: {PHOTO} is absent (install the Debian package mate-backgrounds)");
+        None
+    }
+}
+
+/// The value of the summary or info line `key` (`records      148 (17 kinds)` -> `148 (17
+/// kinds)`).
+pub fn field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(key)
+                .filter(|rest| rest.starts_with(' '))
+                .map(str::trim)
+        })
+        .unwrap_or_else(|| panic!("no {key:?} line in:\n{text}"))
+}
+
+/// The first number of the line `key`.
+pub fn number(text: &str, key: &str) -> u64 {
+    let value = field(text, key);
+    value
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|part| !part.is_empty())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number in {key:?} line {value:?}"))
+}
+
+/// Asserts an error exit: code 2, one `error:` line, optionally one `hint:` line, no panic.
+pub fn assert_error(output: &Output, contains: &str) {
+    let err = stderr(output);
+    assert_eq!(code(output), 2, "stderr: {err}");
+    let lines: Vec<_> = err.lines().collect();
+    assert!(
+        lines.first().is_some_and(|l| l.starts_with("error: ")),
+        "first line is not `error: ...`: {err}"
+    );
+    assert!(
+        lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: ")),
+        "more than an error and a hint: {err}"
+    );
+    assert!(err.contains(contains), "{contains:?} not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Records the pipeline over the photograph into `dir/name`; returns the output.
+pub fn record_pipeline(dir: &Path, name: &str, photo: &Path) -> Output {
+    run(
+        dir,
+        &[
+            "record",
+            "-o",
+            name,
+            "--workload",
+            "pipeline",
+            "--input",
+            photo.to_str().expect("utf-8 path"),
+            "--frames",
+            "3",
+            "--max-width",
+            "320",
+        ],
+    )
+}

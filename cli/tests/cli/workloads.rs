@@ -1,0 +1,289 @@
+//! `record --workload NAME`, then `info` and `dump` of what it wrote.
+
+use crate::util::*;
+use std::io::{BufRead, BufReader, Read};
+use std::process::Stdio;
+
+#[test]
+fn pipeline_on_a_photo_records_operations_and_submissions() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = record_pipeline(dir.path(), "run.hrxt", &photo);
+    let out = stdout(&output);
+    assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
+    assert!(
+        field(&out, "workload").starts_with("pipeline: 3 frames of 320x"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "outcome").starts_with("ok: 3 of 3 frames done"),
+        "{out}"
+    );
+    assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
+    assert!(number(&out, "records") > 2, "{out}");
+    assert!(number(&out, "operations") > 0, "{out}");
+    assert!(number(&out, "submissions") >= 3, "{out}");
+    assert_eq!(number(&out, "failures"), 0, "{out}");
+    assert_eq!(number(&out, "quarantines"), 0, "{out}");
+    assert!(field(&out, "bytes").contains("copied"), "{out}");
+    assert!(dir.path().join("run.hrxt").is_file());
+}
+
+#[test]
+fn info_describes_a_recorded_pipeline() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = stdout(&record_pipeline(dir.path(), "run.hrxt", &photo));
+    let output = run(dir.path(), &["info", "run.hrxt"]);
+    let out = stdout(&output);
+    assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
+    assert!(
+        field(&out, "format").starts_with("1.0 (postcard records"),
+        "{out}"
+    );
+    assert!(field(&out, "session").contains("UTC on "), "{out}");
+    assert!(field(&out, "args").contains("--workload pipeline"), "{out}");
+    assert!(field(&out, "closed").starts_with("cleanly"), "{out}");
+    assert_eq!(
+        number(&out, "records"),
+        number(&recorded, "records"),
+        "{out}"
+    );
+    for kind in [
+        "SessionStart",
+        "GraphOp",
+        "Prepared",
+        "Submit",
+        "SessionEnd",
+    ] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(kind)),
+            "no {kind} count in:\n{out}"
+        );
+    }
+    assert!(field(&out, "runtime").contains("capacity"), "{out}");
+}
+
+#[test]
+fn dump_prints_one_line_per_record_as_text_and_json() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = stdout(&record_pipeline(dir.path(), "run.hrxt", &photo));
+    let records = number(&recorded, "records") as usize;
+
+    let text = run(dir.path(), &["dump", "run.hrxt"]);
+    assert_eq!(code(&text), 0, "{}", stderr(&text));
+    assert!(stderr(&text).is_empty(), "{}", stderr(&text));
+    let lines: Vec<_> = stdout(&text).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), records);
+    assert!(lines[0].contains("session"), "{}", lines[0]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" submit ") && l.contains("sub="))
+    );
+    assert!(lines.last().unwrap().contains("session-end"));
+
+    let json = run(dir.path(), &["dump", "--json", "run.hrxt"]);
+    assert_eq!(code(&json), 0, "{}", stderr(&json));
+    let mut kinds = Vec::new();
+    for line in stdout(&json).lines() {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let object = value.as_object().expect("an object per record");
+        assert_eq!(object.len(), 1, "externally tagged: {line}");
+        kinds.push(object.keys().next().unwrap().clone());
+    }
+    assert_eq!(kinds.len(), records);
+    assert_eq!(kinds.first().map(String::as_str), Some("SessionStart"));
+    assert!(kinds.iter().any(|k| k == "GraphOp"));
+    assert!(kinds.iter().any(|k| k == "Submit"));
+}
+
+#[test]
+fn dump_into_a_closed_pipe_ends_quietly() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(code(&record_pipeline(dir.path(), "run.hrxt", &photo)), 0);
+    // The JSON form holds the frame bytes, far more than a pipe buffer: the writes after
+    // the reader is gone fail with EPIPE.
+    let mut child = hrx_trace(dir.path())
+        .args(["dump", "--json", "run.hrxt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("{\"SessionStart\""), "{first}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn pipeline_with_the_default_photos() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "pipeline",
+            "--frames",
+            "2",
+            "--max-width",
+            "64",
+        ],
+    );
+    let out = stdout(&output);
+    assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
+    assert!(
+        field(&out, "workload").starts_with("pipeline: 2 frames of 64x"),
+        "{out}"
+    );
+    assert!(dir.path().join("hrx.hrxt").is_file(), "default output file");
+    assert!(number(&out, "submissions") >= 2, "{out}");
+}
+
+#[test]
+fn hazards_records_four_submissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(
+        dir.path(),
+        &["record", "-o", "h.hrxt", "--workload", "hazards"],
+    );
+    let out = stdout(&output);
+    assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
+    assert!(
+        field(&out, "outcome").contains("match the sequential reference"),
+        "{out}"
+    );
+    assert_eq!(number(&out, "submissions"), 4, "{out}");
+    assert!(number(&out, "operations") >= 13, "{out}");
+    assert_eq!(number(&out, "failures"), 0, "{out}");
+    assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
+}
+
+#[test]
+fn faults_shows_the_failure_and_the_quarantine() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "f.hrxt",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().unwrap(),
+            "--max-width",
+            "320",
+        ],
+    );
+    let out = stdout(&output);
+    assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
+    assert!(
+        field(&out, "outcome").starts_with("kernel=hrx_sobel#2:device-lost fired as injected"),
+        "{out}"
+    );
+    assert!(number(&out, "failures") >= 1, "{out}");
+    assert!(field(&out, "failures").contains("device lost"), "{out}");
+    assert!(number(&out, "quarantines") >= 1, "{out}");
+    assert!(field(&out, "quarantines").contains("poisoned"), "{out}");
+    assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
+
+    let dump = stdout(&run(dir.path(), &["dump", "f.hrxt"]));
+    assert!(dump.lines().any(|l| l.contains(" fault ")), "{dump}");
+    assert!(dump.lines().any(|l| l.contains(" quarantine ")), "{dump}");
+}
+
+#[test]
+fn faults_that_never_fire_are_an_error() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().unwrap(),
+            "--max-width",
+            "64",
+            "--frames",
+            "1",
+        ],
+    );
+    assert_error(&output, "never fired");
+    // What was recorded is still summarised.
+    assert!(field(&stdout(&output), "file").contains("hrx.hrxt"));
+}
+
+#[test]
+fn unknown_workload_lists_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["record", "--workload", "nope"]);
+    assert_error(&output, "pipeline, hazards, faults");
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+#[test]
+fn bad_backend_and_fault_specs_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "--backend", "tpu"],
+    );
+    assert_error(&backend, "unknown backend");
+    let fault = run(
+        dir.path(),
+        &["record", "--workload", "faults", "--fault", "op=x"],
+    );
+    assert_error(&fault, "bad fault spec");
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+#[test]
+fn missing_input_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "pipeline",
+            "--input",
+            "no-such-photos",
+        ],
+    );
+    assert_error(&output, "no-such-photos");
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+#[test]
+fn an_output_that_is_a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let output = run(
+        dir.path(),
+        &["record", "-o", "sub", "--workload", "hazards"],
+    );
+    assert_error(&output, "is a directory");
+    let output = run(
+        dir.path(),
+        &["record", "-o", "nowhere/t.hrxt", "--", "true"],
+    );
+    assert_error(&output, "does not exist");
+}
