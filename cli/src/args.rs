@@ -26,6 +26,22 @@ pub enum Command {
     Info(InfoArgs),
     /// Print every record of a trace, one per line (or as JSON lines).
     Dump(DumpArgs),
+    /// Interactive timeline of a trace: lanes, hazards, failures, statistics.
+    #[command(visible_alias = "tui")]
+    View(ViewArgs),
+}
+
+/// `hrx-trace view`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Keys: arrows select and change queue, +/- zoom, f fit, z zoom to the selection, Tab next
+span, h hazards of the selection, p jump to its producer, n/N next/previous failure event,
+e events list, s statistics, / search, ? every key, q quit. The mouse wheel zooms and a
+click selects.")]
+pub struct ViewArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 /// `hrx-trace record`.

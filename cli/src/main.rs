@@ -24,6 +24,13 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),
         Command::Dump(args) => dump::run(args),
+        Command::View(args) => view(&args.file),
     };
     result.unwrap_or_else(|error| failure::report(&error))
+}
+
+/// `hrx-trace view`: the terminal timeline (`hrx-tui`).
+fn view(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    hrx_tui::run(file).map_err(|error| failure::Failure::new(error.to_string()))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,2 +1,70 @@
-//! Terminal timeline of hrx traces (see `../shared/DESIGN.md` section 6).
+//! Terminal timeline of hrx traces: `hrx-trace view TRACE` (DESIGN.md section 6).
+//!
+//! # Layout
+//!
+//! - [`state`]: the model of a trace (spans per queue, hazards, events, statistics, the
+//!   first failure) and the [`ViewState`] with its [`Action`]s. It imports nothing from
+//!   ratatui or crossterm.
+//! - [`view`]: drawing with ratatui, reading the model and the view state only.
+//! - [`app`]: the terminal and the event loop ([`run`]): crossterm input → [`Action`] →
+//!   [`ViewState::update`] → [`render`].
+//!
+//! For tests and tools: [`load`] a trace into a [`Model`], make a [`ViewState`], drive it
+//! with actions, and [`render_to_string`] the screen.
+//!
+//! ```
+//! use hrx_tui::state::{Action, Model, ViewState, synthetic};
+//!
+//! let records: Vec<_> = synthetic::pipeline(synthetic::PipelineSpec::ops(40)).collect();
+//! let model = Model::from_records(&records);
+//! let mut state = ViewState::new(&model, 120, 40);
+//! state.update(&model, Action::Tab);
+//! let screen = hrx_tui::render_to_string(&model, &state, 120, 40);
+//! assert!(screen.contains("GPU Compute"));
+//! ```
 #![warn(missing_docs)]
+
+pub mod app;
+pub mod state;
+pub mod view;
+
+pub use app::run;
+pub use state::{Action, Model, ViewState};
+pub use view::{render, render_to_string};
+
+use std::io;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why the viewer could not start or stopped.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TuiError {
+    /// The trace could not be read (the reader's one-line error).
+    #[error("{path}: {source}")]
+    Read {
+        /// The trace.
+        path: PathBuf,
+        /// The reader's error.
+        source: hrx_capture::ReadError,
+    },
+    /// The terminal could not be set up, drawn or restored.
+    #[error("terminal: {0}")]
+    Terminal(#[from] io::Error),
+}
+
+/// Reads the trace at `path` into a model, streaming (records are not kept).
+///
+/// # Errors
+///
+/// [`TuiError::Read`] when the file cannot be opened or its header is unreadable, or an
+/// I/O error occurs while reading; damaged blocks are skipped and reported in
+/// [`state::TraceInfo::warnings`].
+pub fn load(path: &Path) -> Result<Model, TuiError> {
+    let read_error = |source| TuiError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let reader = hrx_capture::TraceReader::open(path).map_err(read_error)?;
+    Model::from_reader(reader).map_err(read_error)
+}

@@ -1,0 +1,880 @@
+//! Building a [`Model`] from records in one pass.
+//!
+//! Records arrive in file order, which is only per-thread order: a region's timing may
+//! precede its submission's `Submit` record, and a completion its timing. The builder
+//! therefore places what it can at once (the usual case: prepare, then submit, then
+//! timings and completions) and parks the rest in small pending lists resolved by
+//! [`ModelBuilder::finish`]. Every step is linear in the number of records, except sorting
+//! spans by start time, which is adaptive (already-ordered runs cost linear time).
+//!
+//! `finish` runs the stages in this order:
+//!
+//! 1. sort submissions by (runtime, index) and renumber span references;
+//! 2. place parked timings and completions;
+//! 3. add an untimed span for every failed or cancelled region that has no timing;
+//! 4. sort each lane, fill the (submission, region) → span table and copy statuses in;
+//! 5. resolve cross-submission waits and explicit producers, label regions, sort events;
+//! 6. statistics and the first failure.
+
+use super::hazards;
+use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
+use super::model::{
+    CrossEdge, Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef,
+    QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
+};
+use super::stats;
+use hrx_capture::schema::{
+    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RegionKind, RegionTiming,
+    RuntimeId, Status, SubmissionIndex,
+};
+use hrx_capture::{Trace, TraceReader};
+use std::collections::HashMap;
+use std::io::Read;
+
+/// A completion parked until its submission is known.
+#[derive(Clone, Copy, Debug)]
+struct PendingDone {
+    runtime: RuntimeId,
+    submission: SubmissionIndex,
+    region: RegionIndex,
+    status: SpanStatus,
+}
+
+/// Builds a [`Model`] from records pushed one at a time.
+#[derive(Debug, Default)]
+pub struct ModelBuilder {
+    model: Model,
+    runtimes: Vec<RuntimeId>,
+    sub_ids: HashMap<(RuntimeId, SubmissionIndex), SubId>,
+    region_status: Vec<SpanStatus>,
+    pending_timings: Vec<RegionTiming>,
+    pending_done: Vec<PendingDone>,
+    cross_raw: Vec<CrossWait>,
+}
+
+impl ModelBuilder {
+    /// An empty builder.
+    pub fn new() -> ModelBuilder {
+        ModelBuilder::default()
+    }
+
+    /// The lane of `queue` on `runtime`, creating the runtime's five lanes on first use.
+    fn lane_of(&mut self, runtime: RuntimeId, queue: Queue) -> LaneId {
+        let ordinal = match self.runtimes.iter().position(|&r| r == runtime) {
+            Some(i) => i,
+            None => {
+                self.runtimes.push(runtime);
+                self.model
+                    .lanes
+                    .extend(QUEUES.iter().map(|&q| Lane::new(runtime, q)));
+                self.runtimes.len() - 1
+            }
+        };
+        LaneId((ordinal * QUEUES.len() + queue_slot(queue)) as u32)
+    }
+
+    /// Ingests one record.
+    pub fn push(&mut self, record: &Record) {
+        self.model.info.records += 1;
+        match record {
+            Record::SessionStart(s) => self.model.info.session = Some(s.clone()),
+            Record::SessionEnd(e) => self.model.info.end = Some(*e),
+            Record::RuntimeStart(r) => {
+                self.lane_of(r.runtime, Queue::GpuUpload);
+                self.model.info.runtimes.push(r.clone());
+            }
+            Record::BufferCreated(b) => {
+                self.model.buffers.insert((b.runtime, b.buffer), b.clone());
+            }
+            Record::KernelLoaded(k) => {
+                self.model.kernels.insert((k.runtime, k.kernel), k.clone());
+            }
+            Record::GraphOp(op) => {
+                let ops = self.model.graphs.entry((op.runtime, op.graph)).or_default();
+                let node = op.node.0 as usize;
+                if ops.len() <= node {
+                    ops.resize(node + 1, None);
+                }
+                ops[node] = Some(op.clone());
+            }
+            Record::Prepared(p) => {
+                let prepared = PreparedRef(self.model.prepared.len() as u32);
+                let first = self.model.regions.len() as u32;
+                for (i, r) in p.regions.iter().enumerate() {
+                    self.lane_of(p.runtime, r.queue);
+                    self.model.regions.push(RegionInfo {
+                        prepared,
+                        index: RegionIndex(i as u32),
+                        queue: r.queue,
+                        engine: r.engine,
+                        kind: r.kind,
+                        nodes: r.nodes.clone(),
+                        internal_edges: r.internal_edges.clone(),
+                        dependencies: r.dependencies.clone(),
+                        uses: r.uses.clone(),
+                        copy_bytes: r.copy_bytes,
+                        label: LabelId(0),
+                    });
+                }
+                self.model.prepared.push(PreparedInfo {
+                    runtime: p.runtime,
+                    id: p.prepared,
+                    graph: p.graph,
+                    slots: p.slots,
+                    time_ns: p.time_ns,
+                    regions: first..self.model.regions.len() as u32,
+                });
+                self.model
+                    .prepared_ids
+                    .insert((p.runtime, p.prepared), prepared);
+            }
+            Record::Submit(s) => {
+                let prepared = self
+                    .model
+                    .prepared_ids
+                    .get(&(s.runtime, s.prepared))
+                    .copied();
+                let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
+                let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
+                sub.region_base = self.model.region_spans.len() as u32;
+                self.model
+                    .region_spans
+                    .resize(self.model.region_spans.len() + regions, SpanRef::NONE);
+                self.region_status
+                    .resize(self.region_status.len() + regions, SpanStatus::Unknown);
+                sub.producers_start = self.model.explicit_producers.len() as u32;
+                sub.producers_len = s.producers.len() as u32;
+                self.model.explicit_producers.extend(&s.producers);
+                let id = SubId(self.model.submissions.len() as u32);
+                self.model.submissions.push(sub);
+                self.sub_ids.insert((s.runtime, s.submission), id);
+                self.model.submit_times.push(s.time_ns);
+            }
+            Record::SubmitRefused(r) => {
+                let kind = match r.kind {
+                    RefusalKind::Busy => EventKind::Busy,
+                    RefusalKind::DeviceLost => EventKind::DeviceLost,
+                    _ => EventKind::Refused,
+                };
+                if kind == EventKind::Busy {
+                    self.model.busy_times.push(r.time_ns);
+                }
+                self.event(Event {
+                    prepared: Some(r.prepared),
+                    ..event(r.time_ns, kind, r.runtime, &r.reason)
+                });
+            }
+            Record::CrossWait(w) => self.cross_raw.push(*w),
+            Record::RegionTiming(t) => self.timing(t),
+            Record::OpTiming(_) => self.model.info.op_timings += 1,
+            Record::ClockCalibration(c) => {
+                let clocks = &mut self.model.info.clocks;
+                match clocks.iter_mut().find(|k| k.runtime == c.runtime) {
+                    Some(k) => *k = *c,
+                    None => clocks.push(*c),
+                }
+            }
+            Record::RegionDone(d) => {
+                let status = span_status(&d.status);
+                let done = PendingDone {
+                    runtime: d.runtime,
+                    submission: d.submission,
+                    region: d.region,
+                    status,
+                };
+                if !self.set_status(done) {
+                    self.pending_done.push(done);
+                }
+                let (kind, text) = match &d.status {
+                    Status::Failed { error } => (EventKind::RegionFailed, error),
+                    Status::Cancelled { reason } => (EventKind::RegionCancelled, reason),
+                    Status::Ok => return,
+                };
+                self.event(Event {
+                    submission: Some(d.submission),
+                    region: Some(d.region),
+                    ..event(d.time_ns, kind, d.runtime, text)
+                });
+            }
+            Record::SubmissionDone(d) => {
+                if let Some(&id) = self.sub_ids.get(&(d.runtime, d.submission)) {
+                    self.model.submissions[id.get()].status = span_status(&d.status);
+                }
+            }
+            Record::Quarantine(q) => self.event(Event {
+                submission: q.submission,
+                region: q.region,
+                prepared: Some(q.prepared),
+                ..event(q.time_ns, EventKind::Quarantine, q.runtime, &q.cause)
+            }),
+            Record::Poison(p) => self.event(Event {
+                buffer: Some(p.buffer),
+                ..event(p.time_ns, EventKind::Poison, p.runtime, &p.cause)
+            }),
+            Record::CopyStreamUnhealthy(c) => self.event(Event {
+                lane: Some(c.lane),
+                ..event(
+                    c.time_ns,
+                    EventKind::CopyStreamUnhealthy,
+                    c.runtime,
+                    &c.cause,
+                )
+            }),
+            Record::FaultInjected(f) => self.event(Event {
+                submission: f.submission,
+                region: f.region,
+                ..event(
+                    f.time_ns,
+                    EventKind::FaultInjected,
+                    f.runtime,
+                    &f.description,
+                )
+            }),
+            // Buffer contents, digests, blobs, counters and drops do not appear on the
+            // timeline.
+            _ => {}
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        self.model.events.push(event);
+    }
+
+    /// The region of a timing or completion: its submission and model-wide region.
+    fn resolve(
+        &self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+        region: RegionIndex,
+    ) -> Option<(SubId, RegionId)> {
+        let &sub = self.sub_ids.get(&(runtime, submission))?;
+        let prepared = self.model.submissions[sub.get()].prepared()?;
+        let regions = &self.model.prepared[prepared.get()].regions;
+        let id = regions.start.checked_add(region.0)?;
+        (id < regions.end).then_some((sub, RegionId(id)))
+    }
+
+    /// Places a timing now, or parks it until its submission is known.
+    fn timing(&mut self, t: &RegionTiming) {
+        if !self.place(t) {
+            self.pending_timings.push(*t);
+        }
+    }
+
+    /// Places a timing on its lane; false when its submission is not known yet.
+    fn place(&mut self, t: &RegionTiming) -> bool {
+        let Some((sub, region)) = self.resolve(t.runtime, t.submission, t.region) else {
+            return false;
+        };
+        let queue = self.model.regions[region.get()].queue;
+        let lane = self.lane_of(t.runtime, queue);
+        self.model.lanes[lane.get()].push(Span::timed(t.start_ns, t.end_ns, t.device, sub, region));
+        true
+    }
+
+    /// Records a completion status; false when its submission is not known yet.
+    fn set_status(&mut self, done: PendingDone) -> bool {
+        let Some((sub, _)) = self.resolve(done.runtime, done.submission, done.region) else {
+            return false;
+        };
+        let slot = self.model.submissions[sub.get()].region_base as usize + done.region.0 as usize;
+        self.region_status[slot] = done.status;
+        true
+    }
+
+    /// Finishes the model (see the module docs for the stages).
+    pub fn finish(mut self) -> Model {
+        self.sort_submissions();
+        for t in std::mem::take(&mut self.pending_timings) {
+            if !self.place(&t) {
+                self.model.info.unplaced_timings += 1;
+            }
+        }
+        for d in std::mem::take(&mut self.pending_done) {
+            self.set_status(d);
+        }
+        self.add_untimed_spans();
+        self.index_spans();
+        self.resolve_edges();
+        self.label_regions();
+        self.finish_events();
+        let mut model = self.model;
+        model.range = time_range(&model);
+        model.stats = stats::compute(&model);
+        model.first_failure = hazards::first_failure(&model);
+        model
+    }
+
+    /// Sorts submissions by (runtime, index) and renumbers every [`SubId`] held so far.
+    fn sort_submissions(&mut self) {
+        let subs = &self.model.submissions;
+        if subs
+            .windows(2)
+            .all(|w| (w[0].runtime, w[0].index) < (w[1].runtime, w[1].index))
+        {
+            return;
+        }
+        let mut order: Vec<u32> = (0..subs.len() as u32).collect();
+        order.sort_by_key(|&i| (subs[i as usize].runtime, subs[i as usize].index));
+        let mut new_id = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        self.model.submissions = order
+            .iter()
+            .map(|&old| self.model.submissions[old as usize])
+            .collect();
+        for lane in &mut self.model.lanes {
+            for span in lane.spans_mut() {
+                span.submission = SubId(new_id[span.submission.get()]);
+            }
+        }
+        for id in self.sub_ids.values_mut() {
+            *id = SubId(new_id[id.get()]);
+        }
+    }
+
+    /// Adds a span at its completion time for every failed or cancelled region without a
+    /// timing (a cancelled region never ran; a failed one may have lost its timing).
+    fn add_untimed_spans(&mut self) {
+        let model = &mut self.model;
+        for lane in &model.lanes {
+            for span in lane.spans() {
+                let base = model.submissions[span.submission.get()].region_base as usize;
+                let region = model.regions[span.region.get()].index.0 as usize;
+                model.region_spans[base + region] = 0; // timed
+            }
+        }
+        let mut untimed = Vec::new();
+        for e in &self.model.events {
+            let (Some(submission), Some(region)) = (e.submission, e.region) else {
+                continue;
+            };
+            let status = match e.kind {
+                EventKind::RegionFailed => SpanStatus::Failed,
+                EventKind::RegionCancelled => SpanStatus::Cancelled,
+                _ => continue,
+            };
+            if let Some((sub, region_id)) = self.resolve(e.runtime, submission, region) {
+                let slot =
+                    self.model.submissions[sub.get()].region_base as usize + region.0 as usize;
+                if self.model.region_spans[slot] == SpanRef::NONE {
+                    self.model.region_spans[slot] = 0;
+                    let queue = self.model.regions[region_id.get()].queue;
+                    untimed.push((
+                        e.runtime,
+                        queue,
+                        Span::untimed(e.time_ns, sub, region_id, status),
+                    ));
+                }
+            }
+        }
+        for (runtime, queue, span) in untimed {
+            let lane = self.lane_of(runtime, queue);
+            self.model.lanes[lane.get()].push(span);
+        }
+    }
+
+    /// Sorts every lane, fills the span table and copies completion statuses into spans.
+    fn index_spans(&mut self) {
+        self.model.region_spans.fill(SpanRef::NONE);
+        let model = &mut self.model;
+        for (lane_index, lane) in model.lanes.iter_mut().enumerate() {
+            lane.sort();
+            for (i, span) in lane.spans_mut().iter_mut().enumerate() {
+                let sub = &model.submissions[span.submission.get()];
+                let region = &model.regions[span.region.get()];
+                let slot = sub.region_base as usize + region.index.0 as usize;
+                model.region_spans[slot] = SpanRef {
+                    lane: LaneId(lane_index as u32),
+                    index: i as u32,
+                }
+                .pack();
+                if span.ran() {
+                    span.status = self.region_status[slot];
+                }
+            }
+            lane.build_index();
+        }
+        self.region_status = Vec::new();
+        self.sub_ids = HashMap::new();
+    }
+
+    /// Resolves cross-submission waits and explicit producers to model indices.
+    fn resolve_edges(&mut self) {
+        let model = &mut self.model;
+        let key = |runtime, submission, region: RegionIndex| {
+            model
+                .find_submission(runtime, submission)
+                .map(|submission| RegionKey {
+                    submission,
+                    region: region.0,
+                })
+        };
+        let mut cross = Vec::with_capacity(self.cross_raw.len());
+        let mut unresolved = 0;
+        for w in &self.cross_raw {
+            match (
+                key(w.runtime, w.submission, w.region),
+                key(w.runtime, w.on_submission, w.on_region),
+            ) {
+                (Some(consumer), Some(producer)) => cross.push(CrossEdge {
+                    consumer,
+                    producer,
+                    kind: w.kind,
+                    buffer: w.buffer,
+                    start: w.start,
+                    end: w.end,
+                }),
+                _ => unresolved += 1,
+            }
+        }
+        model.info.unresolved_waits += unresolved;
+        cross.sort_by_key(|e| e.consumer);
+        let mut by_producer: Vec<u32> = (0..cross.len() as u32).collect();
+        by_producer.sort_by_key(|&i| cross[i as usize].producer);
+        model.cross = cross;
+        model.cross_by_producer = by_producer;
+        self.cross_raw = Vec::new();
+
+        let mut explicit = Vec::new();
+        for (i, s) in model.submissions.iter().enumerate() {
+            let start = s.producers_start as usize;
+            for &p in &model.explicit_producers[start..start + s.producers_len as usize] {
+                if let Some(producer) = model.find_submission(s.runtime, p) {
+                    explicit.push((producer, SubId(i as u32)));
+                }
+            }
+        }
+        explicit.sort_unstable();
+        model.explicit_edges = explicit;
+    }
+
+    /// Names every region and counts spans per label.
+    fn label_regions(&mut self) {
+        let mut interned: HashMap<String, LabelId> = HashMap::new();
+        let mut labels = Vec::new();
+        for i in 0..self.model.regions.len() {
+            let name = region_label(&self.model, RegionId(i as u32));
+            let id = *interned.entry(name).or_insert_with_key(|name| {
+                labels.push(name.clone());
+                LabelId(labels.len() as u32 - 1)
+            });
+            self.model.regions[i].label = id;
+        }
+        let mut counts = vec![0u64; labels.len()];
+        for lane in &self.model.lanes {
+            for span in lane.spans() {
+                counts[self.model.regions[span.region.get()].label.get()] += 1;
+            }
+        }
+        self.model.labels = labels;
+        self.model.label_spans = counts;
+    }
+
+    /// Sorts events by time and links failures and cancellations to their spans.
+    fn finish_events(&mut self) {
+        let model = &mut self.model;
+        model.events.sort_by_key(|e| e.time_ns);
+        model.submit_times.sort_unstable();
+        model.busy_times.sort_unstable();
+        let spans: Vec<Option<SpanRef>> = model
+            .events
+            .iter()
+            .map(|e| {
+                let submission = model.find_submission(e.runtime, e.submission?)?;
+                model.span_of(RegionKey {
+                    submission,
+                    region: e.region?.0,
+                })
+            })
+            .collect();
+        for (i, (e, span)) in model.events.iter_mut().zip(spans).enumerate() {
+            e.span = span;
+            if let (Some(span), EventKind::RegionFailed | EventKind::RegionCancelled) =
+                (span, e.kind)
+            {
+                model.span_events.insert(span, EventId(i as u32));
+            }
+        }
+    }
+
+    /// Builds a model from records.
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Model {
+        let mut builder = ModelBuilder::new();
+        for record in records {
+            builder.push(record);
+        }
+        builder.finish()
+    }
+}
+
+/// A blank event.
+fn event(time_ns: u64, kind: EventKind, runtime: RuntimeId, text: &str) -> Event {
+    Event {
+        time_ns,
+        kind,
+        runtime,
+        submission: None,
+        region: None,
+        prepared: None,
+        buffer: None,
+        lane: None,
+        text: text.to_owned(),
+        span: None,
+    }
+}
+
+fn span_status(status: &Status) -> SpanStatus {
+    match status {
+        Status::Ok => SpanStatus::Ok,
+        Status::Failed { .. } => SpanStatus::Failed,
+        Status::Cancelled { .. } => SpanStatus::Cancelled,
+    }
+}
+
+/// The label of a region: its kernel name, `upload`/`download`/`copy` for copy batches,
+/// `kernel +N` when a native graph holds several operations.
+fn region_label(model: &Model, id: RegionId) -> String {
+    let region = model.region(id);
+    let runtime = model.prepared[region.prepared.get()].runtime;
+    let names: Vec<String> = region
+        .nodes
+        .iter()
+        .filter_map(|&n| model.op(region.prepared, n))
+        .map(|op| model.op_name(runtime, &op.op))
+        .collect();
+    let all_copies = !names.is_empty() && names.iter().all(|n| n == "copy");
+    if region.kind == RegionKind::CopyBatch || all_copies {
+        return match region.queue {
+            Queue::GpuUpload => "upload",
+            Queue::GpuDownload => "download",
+            _ => "copy",
+        }
+        .to_owned();
+    }
+    // Prefer a kernel's name over fills and copies around it.
+    let main = region
+        .nodes
+        .iter()
+        .filter_map(|&n| model.op(region.prepared, n))
+        .position(|op| matches!(op.op, OpKind::Kernel { .. } | OpKind::Npu { .. }))
+        .unwrap_or(0);
+    match names.get(main) {
+        Some(name) if names.len() > 1 => format!("{name} +{}", names.len() - 1),
+        Some(name) => name.clone(),
+        None => match region.kind {
+            RegionKind::NativeGraph => "graph",
+            RegionKind::CopyBatch => "copy",
+            RegionKind::Scoped => "scoped",
+            RegionKind::NpuRun => "npu",
+            RegionKind::Host => "host",
+        }
+        .to_owned(),
+    }
+}
+
+/// The range from the first to the last thing on the timeline.
+fn time_range(model: &Model) -> Option<TimeWindow> {
+    let spans = model.lanes.iter().filter(|l| !l.is_empty());
+    let starts = spans.clone().map(|l| l.spans()[0].start_ns);
+    let ends = spans.flat_map(|l| l.spans().iter().map(Span::query_end_ns).max());
+    let events = model.events.iter().map(|e| e.time_ns);
+    let ticks = model.submit_times.iter().chain(&model.busy_times).copied();
+    let start = starts
+        .clone()
+        .chain(events.clone())
+        .chain(ticks.clone())
+        .min()?;
+    let end = ends
+        .chain(events.map(|t| t.saturating_add(1)))
+        .chain(ticks.map(|t| t.saturating_add(1)))
+        .max()?;
+    Some(TimeWindow::new(start, end))
+}
+
+impl Model {
+    /// Builds a model from records in memory.
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Model {
+        ModelBuilder::from_records(records)
+    }
+
+    /// Builds a model from a trace read whole, keeping its recovery report and warnings.
+    pub fn from_trace(trace: &Trace) -> Model {
+        let mut model = Model::from_records(&trace.records);
+        model.info.recovery = Some(trace.recovery);
+        model.info.warnings = trace.warnings.iter().map(ToString::to_string).collect();
+        model
+    }
+
+    /// Builds a model while streaming a trace (no record is kept beyond its ingestion).
+    ///
+    /// # Errors
+    ///
+    /// The reader's [`hrx_capture::ReadError`] for an unreadable header or an I/O error.
+    pub fn from_reader<R: Read>(
+        mut reader: TraceReader<R>,
+    ) -> Result<Model, hrx_capture::ReadError> {
+        let mut builder = ModelBuilder::new();
+        for item in reader.by_ref() {
+            let (_, record) = item?;
+            builder.push(&record);
+        }
+        let mut model = builder.finish();
+        model.info.recovery = Some(*reader.recovery());
+        model.info.warnings = reader.warnings().iter().map(ToString::to_string).collect();
+        Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::*;
+    use crate::state::model::queue_name;
+    use hrx_capture::schema::{
+        BufferId, HazardKind, Poison, PreparedId, Queue, RefusalKind, RegionIndex, RegionKind,
+        SubmissionIndex, SubmitRefused,
+    };
+    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+
+    fn lane_named(model: &Model, queue: Queue) -> &Lane {
+        model.lanes().iter().find(|l| l.queue == queue).unwrap()
+    }
+
+    #[test]
+    fn spans_join_timings_with_prepare_and_submit() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 10)
+            .ran(0, 0, 100, 200)
+            .ran(0, 1, 210, 500)
+            .ran(0, 2, 510, 600);
+        let model = f.model();
+        assert_eq!(model.lanes().len(), 5);
+        assert_eq!(model.span_count(), 3);
+        let compute = lane_named(&model, Queue::GpuCompute);
+        let span = compute.spans()[0];
+        assert_eq!(
+            (span.start_ns, span.end_ns, span.status),
+            (210, 500, SpanStatus::Ok)
+        );
+        assert_eq!(model.span_label(&span), "saxpy");
+        let region = model.region(span.region);
+        assert_eq!(region.kind, RegionKind::NativeGraph);
+        assert_eq!(region.index, RegionIndex(1));
+        let sub = model.submission(span.submission);
+        assert_eq!(
+            (sub.index, sub.slot, sub.submit_ns),
+            (SubmissionIndex(0), 0, 10)
+        );
+        let op = model.op(region.prepared, region.nodes[0]).unwrap();
+        assert_eq!(op.uses[1].end, 512);
+        assert_eq!(
+            model.span_label(&lane_named(&model, Queue::GpuUpload).spans()[0]),
+            "upload"
+        );
+        assert_eq!(
+            model.span_label(&lane_named(&model, Queue::GpuDownload).spans()[0]),
+            "download"
+        );
+        // The (submission, region) table points back at the span.
+        let key = model.key_of(&span);
+        let r = model.span_of(key).unwrap();
+        assert_eq!(*model.span(r), span);
+        assert_eq!(queue_name(model.lane(r.lane).queue), "GPU Compute");
+        assert_eq!(model.time_range(), Some(TimeWindow::new(10, 600)));
+    }
+
+    #[test]
+    fn records_out_of_file_order_still_join() {
+        let mut f = three_stage();
+        // Completion before timing, timing before its submit (other threads' records).
+        f.done(3, 1, failed("boom"), 900)
+            .timing(3, 1, 400, 800)
+            .submit(1, 3, &[], 300)
+            .ran(3, 0, 310, 390);
+        let model = f.model();
+        assert_eq!(model.span_count(), 2);
+        let span = lane_named(&model, Queue::GpuCompute).spans()[0];
+        assert_eq!((span.start_ns, span.status), (400, SpanStatus::Failed));
+        assert!(span.ran());
+        assert_eq!(model.info().unplaced_timings, 0);
+    }
+
+    #[test]
+    fn cancelled_region_without_timing_gets_an_untimed_span() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .ran(0, 0, 10, 20)
+            .timing(0, 1, 30, 40)
+            .done(0, 1, failed("kernel error"), 41)
+            .done(0, 2, cancelled("producer region 1 failed"), 45);
+        let model = f.model();
+        let download = lane_named(&model, Queue::GpuDownload).spans()[0];
+        assert!(!download.ran());
+        assert_eq!((download.start_ns, download.end_ns), (45, 45));
+        assert_eq!(download.status, SpanStatus::Cancelled);
+        let r = model.span_of(model.key_of(&download)).unwrap();
+        assert_eq!(
+            model.span_event(r).unwrap().kind,
+            EventKind::RegionCancelled
+        );
+    }
+
+    #[test]
+    fn unknown_submissions_are_counted_not_placed() {
+        let mut f = three_stage();
+        f.timing(9, 0, 0, 10)
+            .cross(9, 0, (8, 1), HazardKind::WriteAfterRead, 1, (0, 4));
+        let model = f.model();
+        assert_eq!(model.span_count(), 0);
+        assert_eq!(model.info().unplaced_timings, 1);
+        assert_eq!(model.info().unresolved_waits, 1);
+    }
+
+    #[test]
+    fn submissions_are_sorted_and_spans_renumbered() {
+        let mut f = three_stage();
+        f.submit(1, 5, &[], 50)
+            .submit(1, 2, &[], 20)
+            .ran(5, 0, 60, 70)
+            .ran(2, 0, 30, 40);
+        let model = f.model();
+        let indices: Vec<_> = model.submissions().iter().map(|s| s.index.0).collect();
+        assert_eq!(indices, vec![2, 5]);
+        for span in lane_named(&model, Queue::GpuUpload).spans() {
+            let sub = model.submission(span.submission);
+            assert_eq!(sub.submit_ns + 10, span.start_ns);
+        }
+        let id = model.find_submission(RT, SubmissionIndex(5)).unwrap();
+        assert_eq!(model.submission(id).submit_ns, 50);
+    }
+
+    #[test]
+    fn events_are_sorted_by_time() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .push(Poison {
+                runtime: RT,
+                buffer: BufferId(2),
+                cause: "x".into(),
+                time_ns: 90,
+            })
+            .push(SubmitRefused {
+                runtime: RT,
+                prepared: PreparedId(1),
+                kind: RefusalKind::Busy,
+                reason: "busy".into(),
+                time_ns: 5,
+            })
+            .timing(0, 1, 30, 40)
+            .done(0, 1, failed("kernel error"), 41);
+        let model = f.model();
+        let kinds: Vec<_> = model.events().iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![EventKind::Busy, EventKind::RegionFailed, EventKind::Poison]
+        );
+        assert_eq!(model.busy_times(), &[5]);
+        assert!(model.events()[1].span.is_some());
+    }
+
+    #[test]
+    fn reads_a_recorded_trace() {
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 10)
+            .ran(0, 0, 100, 200)
+            .ran(0, 1, 210, 300);
+        for r in &f.records {
+            recorder.record(r);
+        }
+        recorder.close().unwrap();
+        let bytes = sink.contents();
+        let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
+        let model = Model::from_reader(reader).unwrap();
+        assert_eq!(model.span_count(), 2);
+        assert!(model.info().recovery.unwrap().is_complete());
+        assert!(model.info().session.is_some());
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(Model::from_trace(&trace).span_count(), 2);
+    }
+
+    #[test]
+    fn synthetic_pipeline_builds() {
+        use crate::state::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
+        let spec = PipelineSpec::ops(400);
+        let model = ModelBuilder::from_records(&pipeline(spec).collect::<Vec<_>>());
+        assert_eq!(model.span_count() as u64, 100 * REGIONS_PER_SUBMISSION);
+        assert_eq!(model.submissions().len(), 100);
+        assert!(model.events().is_empty());
+        assert_eq!(model.cross.len(), 2 * 99);
+        let labels: Vec<_> = model.labels().iter().map(String::as_str).collect();
+        assert_eq!(labels, vec!["upload", "blur +1", "download", "host"]);
+    }
+
+    /// Builds a model of a million operations and prints the time and memory it took.
+    /// Run with `cargo test -p hrx-tui --release -- --ignored million --nocapture`.
+    #[test]
+    #[ignore = "measurement: run in release"]
+    fn million_operations() {
+        use crate::state::synthetic::{PipelineSpec, pipeline};
+        use std::time::Instant;
+        let spec = PipelineSpec::ops(1_000_000);
+        let start = Instant::now();
+        let records = pipeline(spec.clone()).count();
+        println!("generating {records} records alone: {:?}", start.elapsed());
+        let start = Instant::now();
+        let mut builder = ModelBuilder::new();
+        for record in pipeline(spec.clone()) {
+            builder.push(&record);
+        }
+        let model = builder.finish();
+        let ingest = start.elapsed();
+        let spans = model.span_count();
+        println!(
+            "ingest of {spans} spans from generated records: {ingest:?}, {:.1} bytes/span in span structures",
+            model.heap_bytes() as f64 / spans as f64
+        );
+        assert_eq!(spans, 1_000_000);
+
+        // The same trace through the real writer and reader.
+        let sink = MemorySink::new();
+        let options = RecorderOptions {
+            full_buffer_wait: std::time::Duration::from_secs(5),
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+        for record in pipeline(spec) {
+            recorder.record(&record);
+        }
+        recorder.close().unwrap();
+        let bytes = sink.contents();
+        let start = Instant::now();
+        let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
+        let from_file = Model::from_reader(reader).unwrap();
+        println!(
+            "decode + ingest of a {} MiB trace file: {:?}",
+            bytes.len() >> 20,
+            start.elapsed()
+        );
+        assert_eq!(from_file.span_count(), spans);
+
+        let mut state = crate::state::ViewState::new(&model, 200, 60);
+        let start = Instant::now();
+        let frames = 20;
+        for _ in 0..frames {
+            std::hint::black_box(crate::view::render_to_string(&model, &state, 200, 60));
+            state.update(&model, crate::state::Action::ZoomIn);
+        }
+        println!(
+            "render (fit, then zooming in): {:?} per frame",
+            start.elapsed() / frames
+        );
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+            let peak = status.lines().find(|l| l.starts_with("VmHWM"));
+            println!("peak resident memory of the whole test: {peak:?}");
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! Spans and the per-lane index the timeline queries.
+//!
+//! A *lane* is one queue of one runtime (GPU Upload, GPU Compute, GPU Download, NPU, Host).
+//! Its spans live in one `Vec<Span>` sorted by start time (40 bytes a span), plus one
+//! [`Block`] summary per [`BLOCK_SPANS`] spans:
+//!
+//! ```text
+//! spans   [s0 s1 ... s63][s64 ... s127][s128 ...]      sorted by start_ns
+//! blocks  [prefix_end, worst][prefix_end, worst][...]  prefix_end: max end of all spans
+//!                                                       up to the block's end (monotone)
+//! ```
+//!
+//! - **Visible window** `[t0, t1)`: the first span that can reach `t0` is found by a binary
+//!   search over the monotone `prefix_end` of the blocks and a scan of at most one block;
+//!   the last by a binary search on `start_ns`. The candidates between them are filtered by
+//!   their end. (One very long span early in a lane makes every later span a candidate; the
+//!   raster then switches to per-cell summaries, which never walk the candidates.)
+//! - **Per-cell summary** ([`Lane::cell_summary`]): the spans *starting* in a cell come from
+//!   two binary searches, their worst status from the blocks (whole blocks in O(1), at most
+//!   two partial blocks scanned), and whether an earlier span still covers the cell from
+//!   `prefix_end`. A frame over a million spans costs O(cells × (log n + 2 × 64) + n / 64).
+//! - **Raster** ([`Lane::raster`]): with at most [`SPANS_PER_COLUMN`] candidates per
+//!   column each span becomes a [`Bar`] (labelled by the view where wide enough) and cells
+//!   where several spans start become [`DenseCell`]s; with more, every cell is a summary.
+//!
+//! An instant span (`start_ns == end_ns`, e.g. a region cancelled before it ran) occupies
+//! `[start_ns, start_ns + 1)` for these queries.
+
+use super::model::{RegionId, SubId};
+use hrx_capture::schema::{DeviceSpan, Queue, RuntimeId};
+use std::ops::Range;
+
+/// Spans summarised by one block of the lane index (see the module docs).
+pub const BLOCK_SPANS: usize = 64;
+
+/// Above this many candidate spans per column, [`Lane::raster`] summarises every cell.
+pub const SPANS_PER_COLUMN: usize = 4;
+
+/// How a span's region ended; ordered by severity (the "busiest" status of a cell is the
+/// greatest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum SpanStatus {
+    /// Completed.
+    #[default]
+    Ok = 0,
+    /// No completion was recorded (the trace ends while it runs, or a record was lost).
+    Unknown = 1,
+    /// Never ran: something it depended on failed or was cancelled.
+    Cancelled = 2,
+    /// Ran and failed.
+    Failed = 3,
+}
+
+impl SpanStatus {
+    /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpanStatus::Ok => "ok",
+            SpanStatus::Unknown => "unknown",
+            SpanStatus::Cancelled => "cancelled",
+            SpanStatus::Failed => "failed",
+        }
+    }
+}
+
+/// `device_len_ns` of a span without device timestamps.
+const NO_DEVICE: u32 = u32::MAX;
+/// The span has no timing record: it is placed at its completion time.
+const FLAG_UNTIMED: u8 = 1;
+
+/// One execution of a region of a submission on a lane (40 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Host time when it started.
+    pub start_ns: u64,
+    /// Host time when it ended.
+    pub end_ns: u64,
+    /// Device clock at the start (valid when `device_len_ns != NO_DEVICE`).
+    device_start_ns: u64,
+    /// Device duration, saturated below `NO_DEVICE`.
+    device_len_ns: u32,
+    /// The submission it belongs to.
+    pub submission: SubId,
+    /// The region of the submission's prepared graph.
+    pub region: RegionId,
+    /// How it ended.
+    pub status: SpanStatus,
+    flags: u8,
+}
+
+impl Span {
+    /// A span measured by a region timing record.
+    pub(crate) fn timed(
+        start_ns: u64,
+        end_ns: u64,
+        device: Option<DeviceSpan>,
+        submission: SubId,
+        region: RegionId,
+    ) -> Span {
+        let (device_start_ns, device_len_ns) = match device {
+            Some(d) => (
+                d.start_ns,
+                u32::try_from(d.end_ns.saturating_sub(d.start_ns))
+                    .unwrap_or(NO_DEVICE - 1)
+                    .min(NO_DEVICE - 1),
+            ),
+            None => (0, NO_DEVICE),
+        };
+        Span {
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+            device_start_ns,
+            device_len_ns,
+            submission,
+            region,
+            status: SpanStatus::Unknown,
+            flags: 0,
+        }
+    }
+
+    /// A region that never ran (or whose timing was lost), placed at `time_ns`.
+    pub(crate) fn untimed(
+        time_ns: u64,
+        submission: SubId,
+        region: RegionId,
+        status: SpanStatus,
+    ) -> Span {
+        Span {
+            flags: FLAG_UNTIMED,
+            status,
+            ..Span::timed(time_ns, time_ns, None, submission, region)
+        }
+    }
+
+    /// Host duration in ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    /// Device clock start and end, where the backend recorded them.
+    pub fn device_ns(&self) -> Option<(u64, u64)> {
+        (self.device_len_ns != NO_DEVICE).then(|| {
+            (
+                self.device_start_ns,
+                self.device_start_ns
+                    .saturating_add(u64::from(self.device_len_ns)),
+            )
+        })
+    }
+
+    /// Whether it ran and was timed (false for a region cancelled before it ran).
+    pub fn ran(&self) -> bool {
+        self.flags & FLAG_UNTIMED == 0
+    }
+
+    /// The end used by window queries: at least one ns after the start.
+    pub fn query_end_ns(&self) -> u64 {
+        self.end_ns.max(self.start_ns.saturating_add(1))
+    }
+}
+
+/// A visible time window `[start_ns, end_ns)` and its mapping onto terminal columns.
+///
+/// Column `c` of `cols` covers `[start + ceil(c·w/cols), start + ceil((c+1)·w/cols))`
+/// where `w` is the width, so every ns maps to exactly one column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// First ns shown.
+    pub start_ns: u64,
+    /// One past the last ns shown (always > `start_ns`).
+    pub end_ns: u64,
+}
+
+impl TimeWindow {
+    /// A window; an empty one is widened to 1 ns.
+    pub fn new(start_ns: u64, end_ns: u64) -> TimeWindow {
+        TimeWindow {
+            start_ns,
+            end_ns: end_ns.max(start_ns.saturating_add(1)),
+        }
+    }
+
+    /// Width in ns.
+    pub fn width_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    /// The column of `t_ns`, which may lie outside `0..cols`.
+    pub fn col_unclamped(&self, t_ns: u64, cols: u16) -> i64 {
+        let d = i128::from(t_ns) - i128::from(self.start_ns);
+        let c = (d * i128::from(cols)).div_euclid(i128::from(self.width_ns()));
+        c.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
+    /// The column of `t_ns`, clamped into `0..cols`.
+    pub fn col(&self, t_ns: u64, cols: u16) -> u16 {
+        self.col_unclamped(t_ns, cols)
+            .clamp(0, i64::from(cols.max(1)) - 1) as u16
+    }
+
+    /// The first ns of column `col` (`end_ns` for `col == cols`).
+    pub fn col_start_ns(&self, col: u16, cols: u16) -> u64 {
+        let w = u128::from(self.width_ns());
+        let cols = u128::from(cols.max(1));
+        self.start_ns + (u128::from(col) * w).div_ceil(cols) as u64
+    }
+
+    /// The ns range `[start, end)` covered by column `col` (possibly empty when the window
+    /// is narrower in ns than in columns).
+    pub fn cell(&self, col: u16, cols: u16) -> (u64, u64) {
+        (
+            self.col_start_ns(col, cols),
+            self.col_start_ns(col.saturating_add(1).min(cols), cols),
+        )
+    }
+}
+
+/// Summary of the spans in one column of a lane.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CellSummary {
+    /// Spans that start in the cell.
+    pub count: u32,
+    /// Whether any span covers part of the cell (one starting there or earlier).
+    pub active: bool,
+    /// The worst status of the spans starting in the cell.
+    pub worst: Option<SpanStatus>,
+}
+
+/// A span drawn as a bar over columns `first_col..=last_col`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bar {
+    /// Index of the span in its lane.
+    pub index: u32,
+    /// First column.
+    pub first_col: u16,
+    /// Last column (inclusive).
+    pub last_col: u16,
+    /// The span starts before the window.
+    pub clipped_start: bool,
+    /// The span ends after the window.
+    pub clipped_end: bool,
+}
+
+/// A column where several spans start (or, in summary mode, any column with spans).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DenseCell {
+    /// The column.
+    pub col: u16,
+    /// What is in it.
+    pub summary: CellSummary,
+}
+
+/// What to draw for one lane in a window: see the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Raster {
+    /// Spans drawn individually, in start order.
+    pub bars: Vec<Bar>,
+    /// Columns drawn as summaries, over the bars.
+    pub dense: Vec<DenseCell>,
+    /// Whether every column was summarised (too many spans to draw one by one).
+    pub summarised: bool,
+}
+
+/// Summary of [`BLOCK_SPANS`] consecutive spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    /// Largest query end of every span up to the end of this block (monotone).
+    prefix_end_ns: u64,
+    /// Worst status within the block.
+    worst: SpanStatus,
+}
+
+/// One queue of one runtime, with its spans sorted by start time.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The queue.
+    pub queue: Queue,
+    spans: Vec<Span>,
+    blocks: Vec<Block>,
+}
+
+impl Lane {
+    pub(crate) fn new(runtime: RuntimeId, queue: Queue) -> Lane {
+        Lane {
+            runtime,
+            queue,
+            spans: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, span: Span) {
+        self.spans.push(span);
+    }
+
+    pub(crate) fn spans_mut(&mut self) -> &mut [Span] {
+        &mut self.spans
+    }
+
+    /// Sorts the spans by start time and builds the block index.
+    ///
+    /// The sort is stable and adaptive: spans recorded in time order (the usual case) are
+    /// checked in linear time.
+    pub(crate) fn sort(&mut self) {
+        self.spans.sort_by_key(|s| s.start_ns);
+    }
+
+    /// Builds the block index (after statuses are final).
+    pub(crate) fn build_index(&mut self) {
+        self.spans.shrink_to_fit();
+        let mut prefix_end_ns = 0;
+        self.blocks = self
+            .spans
+            .chunks(BLOCK_SPANS)
+            .map(|chunk| {
+                let mut worst = SpanStatus::Ok;
+                for s in chunk {
+                    prefix_end_ns = prefix_end_ns.max(s.query_end_ns());
+                    worst = worst.max(s.status);
+                }
+                Block {
+                    prefix_end_ns,
+                    worst,
+                }
+            })
+            .collect();
+    }
+
+    /// The spans, sorted by start time.
+    pub fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether the lane has no spans.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Bytes of heap this lane holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.spans.capacity() * size_of::<Span>() + self.blocks.capacity() * size_of::<Block>()
+    }
+
+    /// Index of the first span with `start_ns >= t_ns`.
+    pub fn first_starting_at(&self, t_ns: u64) -> usize {
+        self.spans.partition_point(|s| s.start_ns < t_ns)
+    }
+
+    /// Largest query end among spans `0..index`.
+    fn prefix_end_before(&self, index: usize) -> u64 {
+        let block = index / BLOCK_SPANS;
+        let base = if block > 0 {
+            self.blocks[block - 1].prefix_end_ns
+        } else {
+            0
+        };
+        self.spans[block * BLOCK_SPANS..index]
+            .iter()
+            .fold(base, |m, s| m.max(s.query_end_ns()))
+    }
+
+    /// Index of the first span that may reach `t_ns` (every earlier span ends at or before
+    /// it).
+    fn first_reaching(&self, t_ns: u64) -> usize {
+        let block = self.blocks.partition_point(|b| b.prefix_end_ns <= t_ns);
+        let start = (block * BLOCK_SPANS).min(self.spans.len());
+        let mut running = if block > 0 {
+            self.blocks[block - 1].prefix_end_ns
+        } else {
+            0
+        };
+        let end = (start + BLOCK_SPANS).min(self.spans.len());
+        for (i, s) in self.spans[start..end].iter().enumerate() {
+            running = running.max(s.query_end_ns());
+            if running > t_ns {
+                return start + i;
+            }
+        }
+        end
+    }
+
+    /// Indices of the spans that may overlap `[t0, t1)`; filter with [`Lane::visible`].
+    pub fn candidates(&self, t0: u64, t1: u64) -> Range<usize> {
+        let lo = self.first_reaching(t0);
+        let hi = self.first_starting_at(t1).max(lo);
+        lo..hi
+    }
+
+    /// The spans overlapping `[t0, t1)`, with their indices, in start order.
+    pub fn visible(&self, t0: u64, t1: u64) -> impl Iterator<Item = (usize, &Span)> {
+        let range = self.candidates(t0, t1);
+        self.spans[range.clone()]
+            .iter()
+            .zip(range)
+            .filter(move |(s, _)| s.query_end_ns() > t0)
+            .map(|(s, i)| (i, s))
+    }
+
+    /// Worst status among spans `range`.
+    fn worst_in(&self, range: Range<usize>) -> Option<SpanStatus> {
+        if range.is_empty() {
+            return None;
+        }
+        let mut worst = SpanStatus::Ok;
+        let mut i = range.start;
+        while i < range.end {
+            if i.is_multiple_of(BLOCK_SPANS) && i + BLOCK_SPANS <= range.end {
+                worst = worst.max(self.blocks[i / BLOCK_SPANS].worst);
+                i += BLOCK_SPANS;
+            } else {
+                worst = worst.max(self.spans[i].status);
+                i += 1;
+            }
+            if worst == SpanStatus::Failed {
+                break;
+            }
+        }
+        Some(worst)
+    }
+
+    /// Summary of the spans in `[t0, t1)`: how many start there, their worst status, and
+    /// whether any span is active there.
+    pub fn cell_summary(&self, t0: u64, t1: u64) -> CellSummary {
+        let lo = self.first_starting_at(t0);
+        let hi = lo + self.spans[lo..].partition_point(|s| s.start_ns < t1);
+        self.summary_of(lo..hi, t0)
+    }
+
+    fn summary_of(&self, starts: Range<usize>, t0: u64) -> CellSummary {
+        let count = starts.len() as u32;
+        CellSummary {
+            count,
+            active: count > 0 || self.prefix_end_before(starts.start) > t0,
+            worst: self.worst_in(starts),
+        }
+    }
+
+    /// What to draw for this lane in `window` over `cols` columns.
+    pub fn raster(&self, window: TimeWindow, cols: u16) -> Raster {
+        let mut raster = Raster::default();
+        if cols == 0 || self.spans.is_empty() {
+            return raster;
+        }
+        let (t0, t1) = (window.start_ns, window.end_ns);
+        let candidates = self.candidates(t0, t1);
+        if candidates.len() > usize::from(cols) * SPANS_PER_COLUMN {
+            raster.summarised = true;
+            let mut lo = self.first_starting_at(t0);
+            for col in 0..cols {
+                let (a, b) = window.cell(col, cols);
+                let hi = lo + self.spans[lo..].partition_point(|s| s.start_ns < b);
+                let summary = self.summary_of(lo..hi, a);
+                if summary.active {
+                    raster.dense.push(DenseCell { col, summary });
+                }
+                lo = hi;
+            }
+            return raster;
+        }
+        let mut starts = vec![CellSummary::default(); usize::from(cols)];
+        for (index, span) in self.visible(t0, t1) {
+            let first_col = window.col(span.start_ns.max(t0), cols);
+            let last_col = window.col(span.query_end_ns().min(t1) - 1, cols);
+            raster.bars.push(Bar {
+                index: index as u32,
+                first_col,
+                last_col,
+                clipped_start: span.start_ns < t0,
+                clipped_end: span.query_end_ns() > t1,
+            });
+            if span.start_ns >= t0 {
+                let cell = &mut starts[usize::from(first_col)];
+                cell.count += 1;
+                cell.active = true;
+                cell.worst = cell.worst.max(Some(span.status));
+            }
+        }
+        raster.dense = starts
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.count >= 2)
+            .map(|(col, summary)| DenseCell {
+                col: col as u16,
+                summary,
+            })
+            .collect();
+        raster
+    }
+
+    /// The span covering `t_ns` (the latest-starting one), else the one starting or ending
+    /// nearest to it.
+    pub fn nearest(&self, t_ns: u64) -> Option<usize> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        if let Some((i, _)) = self.visible(t_ns, t_ns.saturating_add(1)).last() {
+            return Some(i);
+        }
+        let next = self.first_starting_at(t_ns);
+        let after = self.spans.get(next).map(|s| s.start_ns - t_ns);
+        let before = next
+            .checked_sub(1)
+            .map(|i| t_ns.saturating_sub(self.spans[i].end_ns));
+        match (before, after) {
+            (Some(b), Some(a)) if a < b => Some(next),
+            (Some(_), _) => Some(next - 1),
+            (None, _) => Some(next),
+        }
+    }
+
+    /// The span overlapping `[t0, t1)` the most (ties: the earliest), looking at no more
+    /// than `limit` spans.
+    pub fn pick(&self, t0: u64, t1: u64, limit: usize) -> Option<usize> {
+        self.visible(t0, t1)
+            .take(limit)
+            .map(|(i, s)| {
+                let overlap = s.query_end_ns().min(t1) - s.start_ns.max(t0);
+                (i, overlap)
+            })
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(start: u64, end: u64, status: SpanStatus) -> Span {
+        let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
+        s.status = status;
+        s
+    }
+
+    fn lane(spans: &[(u64, u64)]) -> Lane {
+        let mut lane = Lane::new(RuntimeId(0), Queue::GpuCompute);
+        for &(a, b) in spans {
+            lane.push(span(a, b, SpanStatus::Ok));
+        }
+        lane.sort();
+        lane.build_index();
+        lane
+    }
+
+    #[test]
+    fn span_is_40_bytes() {
+        assert_eq!(size_of::<Span>(), 40);
+    }
+
+    #[test]
+    fn window_columns_partition_time() {
+        let w = TimeWindow::new(1_000, 1_010);
+        for t in 1_000..1_010 {
+            let c = w.col(t, 3);
+            let (a, b) = w.cell(c, 3);
+            assert!(a <= t && t < b, "t={t} col={c} cell={a}..{b}");
+        }
+        assert_eq!(w.col_unclamped(990, 10), -10);
+        assert_eq!(w.col(2_000, 10), 9);
+    }
+
+    #[test]
+    fn visible_finds_spans_overlapping_the_window() {
+        let l = lane(&[(0, 10), (5, 100), (20, 30), (40, 50), (60, 60)]);
+        let ids: Vec<_> = l.visible(35, 61).map(|(i, _)| i).collect();
+        // (5,100) still covers 35; (60,60) is an instant span inside.
+        assert_eq!(ids, vec![1, 3, 4]);
+        assert_eq!(l.visible(100, 200).count(), 0);
+        assert_eq!(l.visible(0, 1).count(), 1);
+    }
+
+    #[test]
+    fn visible_across_many_blocks_matches_a_scan() {
+        let spans: Vec<_> = (0..1000u64)
+            .map(|i| (i * 10, i * 10 + if i % 97 == 0 { 2_000 } else { 5 }))
+            .collect();
+        let l = lane(&spans);
+        for (t0, t1) in [(0, 10), (995, 1_010), (4_000, 4_500), (9_990, 20_000)] {
+            let fast: Vec<_> = l.visible(t0, t1).map(|(i, _)| i).collect();
+            let slow: Vec<_> = spans
+                .iter()
+                .enumerate()
+                .filter(|(_, (a, b))| *a < t1 && (*b).max(a + 1) > t0)
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(fast, slow, "window {t0}..{t1}");
+        }
+    }
+
+    #[test]
+    fn cell_summary_counts_starts_and_worst_status() {
+        let mut l = Lane::new(RuntimeId(0), Queue::Host);
+        for i in 0..200u64 {
+            let status = match i {
+                150 => SpanStatus::Failed,
+                10 => SpanStatus::Cancelled,
+                _ => SpanStatus::Ok,
+            };
+            l.push(span(i * 10, i * 10 + 5, status));
+        }
+        l.sort();
+        l.build_index();
+        let all = l.cell_summary(0, 2_000);
+        assert_eq!(all.count, 200);
+        assert_eq!(all.worst, Some(SpanStatus::Failed));
+        let early = l.cell_summary(0, 1_000);
+        assert_eq!(
+            (early.count, early.worst),
+            (100, Some(SpanStatus::Cancelled))
+        );
+        let gap = l.cell_summary(6, 9);
+        assert_eq!(gap, CellSummary::default());
+        let inside = l.cell_summary(2, 4);
+        assert_eq!((inside.count, inside.active), (0, true));
+    }
+
+    #[test]
+    fn raster_switches_to_summaries_when_dense() {
+        let spans: Vec<_> = (0..10_000u64).map(|i| (i * 10, i * 10 + 8)).collect();
+        let l = lane(&spans);
+        let sparse = l.raster(TimeWindow::new(0, 100), 10);
+        assert!(!sparse.summarised);
+        assert_eq!(sparse.bars.len(), 10);
+        assert_eq!(sparse.bars[0].first_col, 0);
+        let dense = l.raster(TimeWindow::new(0, 100_000), 10);
+        assert!(dense.summarised);
+        assert_eq!(dense.dense.len(), 10);
+        assert_eq!(
+            dense.dense.iter().map(|d| d.summary.count).sum::<u32>(),
+            10_000
+        );
+    }
+
+    #[test]
+    fn raster_marks_cells_where_several_spans_start() {
+        let l = lane(&[(0, 1), (2, 3), (50, 100)]);
+        let r = l.raster(TimeWindow::new(0, 100), 10);
+        assert_eq!(r.bars.len(), 3);
+        assert_eq!(r.dense.len(), 1);
+        assert_eq!((r.dense[0].col, r.dense[0].summary.count), (0, 2));
+        assert_eq!((r.bars[2].first_col, r.bars[2].last_col), (5, 9));
+    }
+
+    #[test]
+    fn nearest_and_pick() {
+        let l = lane(&[(0, 10), (20, 30), (100, 110)]);
+        assert_eq!(l.nearest(25), Some(1));
+        assert_eq!(l.nearest(12), Some(0));
+        assert_eq!(l.nearest(90), Some(2));
+        assert_eq!(l.pick(5, 25, 10), Some(0));
+        assert_eq!(l.pick(40, 50, 10), None);
+    }
+}

@@ -1,0 +1,43 @@
+//! The model of a trace and the state of the view. Nothing here knows about ratatui or
+//! crossterm: the model answers queries, the view state changes only through
+//! [`ViewState::update`].
+//!
+//! - [`ingest`](ModelBuilder): records → [`Model`] in one linear pass.
+//! - `model`: the tables (submissions, prepared graphs, regions, events) and accessors.
+//! - `lanes`: [`Span`]s per lane sorted by start, with the block index behind window
+//!   queries, per-cell summaries and rasterisation ([`Lane::raster`]).
+//! - `hazards`: producers/consumers of a region ([`Model::hazards`]) and the
+//!   [`FirstFailure`].
+//! - `stats`: per-kernel durations, lane utilisation, copy bandwidth ([`Stats`]).
+//! - [`ViewState`], [`Action`]: what is shown and how input changes it;
+//!   [`ScreenLayout`]: where things go, shared by drawing and click mapping.
+//! - [`units`]: time, byte and bandwidth formatting; [`synthetic`]: generated traces for
+//!   tests and measurements.
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+mod hazards;
+mod ingest;
+mod lanes;
+mod layout;
+mod model;
+mod navigation;
+mod stats;
+pub mod synthetic;
+pub mod units;
+mod view_state;
+
+pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
+pub use ingest::ModelBuilder;
+pub use lanes::{
+    BLOCK_SPANS, Bar, CellSummary, DenseCell, Lane, Raster, SPANS_PER_COLUMN, Span, SpanStatus,
+    TimeWindow,
+};
+pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, list_offset};
+pub use model::{
+    Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef, QUEUES, RegionId,
+    RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
+    queue_name, queue_slot,
+};
+pub use stats::{CopyStats, KernelStats, LaneStats, Stats, percentile};
+pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -1,0 +1,622 @@
+//! The model of one trace: lanes of spans, submissions, prepared graphs and their regions,
+//! events, statistics and the first failure. Built once by [`super::ModelBuilder`], then
+//! only queried.
+//!
+//! # Layout
+//!
+//! ```text
+//! lanes[runtime × 5 queues] ── spans (sorted by start) ──▶ SubId ──▶ submissions[]
+//!                                               └──────▶ RegionId ──▶ regions[] ──▶ prepared[]
+//! submissions[s].region_base + region ──▶ region_spans[] ──▶ SpanRef (lane, index)
+//! ```
+//!
+//! Everything a span needs to be drawn is in its 40 bytes; everything else (kind, kernel,
+//! bindings, hazards) is shared per region of a prepared graph and found through the two
+//! dense indices [`SubId`] and [`RegionId`]. Submissions are sorted by (runtime, index), so
+//! a captured submission index is found by binary search.
+
+use super::hazards::FirstFailure;
+use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
+use super::stats::Stats;
+use hrx_capture::Recovery;
+use hrx_capture::schema::{
+    BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, KernelId,
+    KernelLoaded, Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex, RegionKind,
+    RuntimeId, RuntimeStart, SessionEnd, SessionStart, SubmissionIndex, Use,
+};
+use std::collections::HashMap;
+use std::ops::Range;
+
+macro_rules! index_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The index as a `usize`.
+            pub fn get(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+index_newtype!(
+    /// A submission: index into the model's submissions (sorted by runtime, index).
+    SubId
+);
+index_newtype!(
+    /// A region of a prepared graph, model-wide: index into the model's regions.
+    RegionId
+);
+index_newtype!(
+    /// A lane (one queue of one runtime): index into [`Model::lanes`].
+    LaneId
+);
+index_newtype!(
+    /// An interned span label (kernel or copy name).
+    LabelId
+);
+index_newtype!(
+    /// An event: index into [`Model::events`] (sorted by time).
+    EventId
+);
+index_newtype!(
+    /// A prepared graph: index into the model's prepared graphs.
+    PreparedRef
+);
+
+/// A span: its lane and its index in the lane's sorted spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SpanRef {
+    /// The lane.
+    pub lane: LaneId,
+    /// Index into the lane's spans.
+    pub index: u32,
+}
+
+impl SpanRef {
+    pub(crate) const NONE: u64 = u64::MAX;
+
+    pub(crate) fn pack(self) -> u64 {
+        (u64::from(self.lane.0) << 32) | u64::from(self.index)
+    }
+
+    pub(crate) fn unpack(packed: u64) -> Option<SpanRef> {
+        (packed != SpanRef::NONE).then_some(SpanRef {
+            lane: LaneId((packed >> 32) as u32),
+            index: packed as u32,
+        })
+    }
+}
+
+/// A region of one submission (what a span executes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RegionKey {
+    /// The submission.
+    pub submission: SubId,
+    /// The region's index in the submission's prepared graph.
+    pub region: u32,
+}
+
+/// The five queues, in timeline order.
+pub const QUEUES: [Queue; 5] = [
+    Queue::GpuUpload,
+    Queue::GpuCompute,
+    Queue::GpuDownload,
+    Queue::Npu,
+    Queue::Host,
+];
+
+/// Position of `queue` in [`QUEUES`].
+pub fn queue_slot(queue: Queue) -> usize {
+    match queue {
+        Queue::GpuUpload => 0,
+        Queue::GpuCompute => 1,
+        Queue::GpuDownload => 2,
+        Queue::Npu => 3,
+        Queue::Host => 4,
+    }
+}
+
+/// The queue's display name: `GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`, `Host`.
+pub fn queue_name(queue: Queue) -> &'static str {
+    match queue {
+        Queue::GpuUpload => "GPU Upload",
+        Queue::GpuCompute => "GPU Compute",
+        Queue::GpuDownload => "GPU Download",
+        Queue::Npu => "NPU",
+        Queue::Host => "Host",
+    }
+}
+
+/// The GPU lane of a copy queue.
+pub fn gpu_lane_queue(lane: GpuLane) -> Queue {
+    match lane {
+        GpuLane::Upload => Queue::GpuUpload,
+        GpuLane::Compute => Queue::GpuCompute,
+        GpuLane::Download => Queue::GpuDownload,
+    }
+}
+
+/// Sentinel for "no prepared graph recorded" in [`Submission`].
+const NO_PREPARED: u32 = u32::MAX;
+
+/// A submission of a prepared graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The captured submission index.
+    pub index: SubmissionIndex,
+    /// The run slot it occupied.
+    pub slot: u32,
+    /// Host time of the submit.
+    pub submit_ns: u64,
+    /// How it ended ([`SpanStatus::Unknown`] without a completion record).
+    pub status: SpanStatus,
+    prepared: u32,
+    pub(crate) region_base: u32,
+    pub(crate) producers_start: u32,
+    pub(crate) producers_len: u32,
+}
+
+impl Submission {
+    pub(crate) fn new(
+        runtime: RuntimeId,
+        index: SubmissionIndex,
+        slot: u32,
+        submit_ns: u64,
+        prepared: Option<PreparedRef>,
+    ) -> Submission {
+        Submission {
+            runtime,
+            index,
+            slot,
+            submit_ns,
+            status: SpanStatus::Unknown,
+            prepared: prepared.map_or(NO_PREPARED, |p| p.0),
+            region_base: 0,
+            producers_start: 0,
+            producers_len: 0,
+        }
+    }
+
+    /// The prepared graph it ran, where its `Prepared` record was read.
+    pub fn prepared(&self) -> Option<PreparedRef> {
+        (self.prepared != NO_PREPARED).then_some(PreparedRef(self.prepared))
+    }
+}
+
+/// A prepared graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedInfo {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The captured id.
+    pub id: PreparedId,
+    /// The graph it was prepared from.
+    pub graph: GraphId,
+    /// Run slots reserved.
+    pub slots: u32,
+    /// Host time of prepare.
+    pub time_ns: u64,
+    /// Its regions in the model's region table.
+    pub regions: Range<u32>,
+}
+
+/// One region of a prepared graph, shared by every submission of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// The prepared graph.
+    pub prepared: PreparedRef,
+    /// Its index in the prepared graph.
+    pub index: RegionIndex,
+    /// The queue it runs on.
+    pub queue: Queue,
+    /// The engine it runs on.
+    pub engine: Engine,
+    /// How it is executed.
+    pub kind: RegionKind,
+    /// Its graph operations, in order.
+    pub nodes: Vec<NodeIndex>,
+    /// Edges between its own operations.
+    pub internal_edges: Vec<Edge>,
+    /// Edges from earlier regions of the same prepared graph.
+    pub dependencies: Vec<Edge>,
+    /// Its uses, summarized.
+    pub uses: Vec<Use>,
+    /// Bytes copied by its copy operations.
+    pub copy_bytes: u64,
+    /// Its label (kernel or copy name).
+    pub label: LabelId,
+}
+
+/// What an [`Event`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventKind {
+    /// A submit was refused because capacity or slots were exhausted.
+    Busy,
+    /// A submit was refused for another reason.
+    Refused,
+    /// A submit was refused because the graph is quarantined or the device lost.
+    DeviceLost,
+    /// A prepared graph was quarantined.
+    Quarantine,
+    /// A buffer was poisoned.
+    Poison,
+    /// A lane's copy stream was marked unhealthy.
+    CopyStreamUnhealthy,
+    /// An injected fault fired.
+    FaultInjected,
+    /// A region ran and failed.
+    RegionFailed,
+    /// A region was cancelled.
+    RegionCancelled,
+}
+
+impl EventKind {
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Busy => "busy",
+            EventKind::Refused => "refused",
+            EventKind::DeviceLost => "device lost",
+            EventKind::Quarantine => "quarantine",
+            EventKind::Poison => "poison",
+            EventKind::CopyStreamUnhealthy => "stream unhealthy",
+            EventKind::FaultInjected => "fault injected",
+            EventKind::RegionFailed => "failed",
+            EventKind::RegionCancelled => "cancelled",
+        }
+    }
+
+    /// Whether it is a failure (not a refusal or a cancellation).
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            EventKind::DeviceLost
+                | EventKind::Quarantine
+                | EventKind::CopyStreamUnhealthy
+                | EventKind::FaultInjected
+                | EventKind::RegionFailed
+        )
+    }
+}
+
+/// A failure, refusal or cancellation, with its time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Host time.
+    pub time_ns: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The submission concerned, if any.
+    pub submission: Option<SubmissionIndex>,
+    /// The region concerned, if any.
+    pub region: Option<RegionIndex>,
+    /// The prepared graph concerned, if any.
+    pub prepared: Option<PreparedId>,
+    /// The buffer concerned (poison), if any.
+    pub buffer: Option<BufferId>,
+    /// The GPU lane concerned (unhealthy copy stream), if any.
+    pub lane: Option<GpuLane>,
+    /// The error, cause or description as recorded.
+    pub text: String,
+    /// The span of the region concerned, where it is on the timeline.
+    pub span: Option<SpanRef>,
+}
+
+/// Facts about the recording itself.
+#[derive(Clone, Debug, Default)]
+pub struct TraceInfo {
+    /// The session start record.
+    pub session: Option<SessionStart>,
+    /// The session end record (absent after a crash).
+    pub end: Option<SessionEnd>,
+    /// Every runtime.
+    pub runtimes: Vec<RuntimeStart>,
+    /// What the reader recovered (absent for records not read from a file).
+    pub recovery: Option<Recovery>,
+    /// Reader warnings, one line each.
+    pub warnings: Vec<String>,
+    /// Records ingested.
+    pub records: u64,
+    /// Region timings whose submission or prepared graph was never recorded.
+    pub unplaced_timings: u64,
+    /// Cross-submission waits naming an unknown submission.
+    pub unresolved_waits: u64,
+    /// Per-operation timings (not shown: spans are whole regions).
+    pub op_timings: u64,
+    /// The latest clock calibration of each runtime.
+    pub clocks: Vec<ClockCalibration>,
+}
+
+/// A cross-submission wait resolved to model indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CrossEdge {
+    pub consumer: RegionKey,
+    pub producer: RegionKey,
+    pub kind: hrx_capture::schema::HazardKind,
+    pub buffer: BufferId,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// One loaded trace, ready to query.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub(crate) lanes: Vec<Lane>,
+    pub(crate) submissions: Vec<Submission>,
+    pub(crate) region_spans: Vec<u64>,
+    pub(crate) explicit_producers: Vec<SubmissionIndex>,
+    /// (producer, consumer) pairs of `submit_after`, sorted.
+    pub(crate) explicit_edges: Vec<(SubId, SubId)>,
+    pub(crate) prepared: Vec<PreparedInfo>,
+    pub(crate) prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
+    pub(crate) regions: Vec<RegionInfo>,
+    pub(crate) labels: Vec<String>,
+    pub(crate) label_spans: Vec<u64>,
+    pub(crate) graphs: HashMap<(RuntimeId, GraphId), Vec<Option<GraphOp>>>,
+    pub(crate) kernels: HashMap<(RuntimeId, KernelId), KernelLoaded>,
+    pub(crate) buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
+    /// Sorted by consumer.
+    pub(crate) cross: Vec<CrossEdge>,
+    /// Indices into `cross`, sorted by producer.
+    pub(crate) cross_by_producer: Vec<u32>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) span_events: HashMap<SpanRef, EventId>,
+    pub(crate) submit_times: Vec<u64>,
+    pub(crate) busy_times: Vec<u64>,
+    pub(crate) range: Option<TimeWindow>,
+    pub(crate) stats: Stats,
+    pub(crate) first_failure: Option<FirstFailure>,
+    pub(crate) info: TraceInfo,
+}
+
+impl Model {
+    /// Every lane (five per runtime, in [`QUEUES`] order), empty ones included.
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    /// The lane `id`.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not a lane of this model.
+    pub fn lane(&self, id: LaneId) -> &Lane {
+        &self.lanes[id.get()]
+    }
+
+    /// The display name of a lane: the queue, prefixed by the runtime when the trace has
+    /// several.
+    pub fn lane_name(&self, id: LaneId) -> String {
+        let lane = self.lane(id);
+        if self.lanes.len() > QUEUES.len() {
+            format!("r{} {}", lane.runtime, queue_name(lane.queue))
+        } else {
+            queue_name(lane.queue).to_owned()
+        }
+    }
+
+    /// The span `r`.
+    ///
+    /// # Panics
+    ///
+    /// If `r` is not a span of this model.
+    pub fn span(&self, r: SpanRef) -> &Span {
+        &self.lanes[r.lane.get()].spans()[r.index as usize]
+    }
+
+    /// The span `r`, if it exists.
+    pub fn get_span(&self, r: SpanRef) -> Option<&Span> {
+        self.lanes.get(r.lane.get())?.spans().get(r.index as usize)
+    }
+
+    /// Total number of spans.
+    pub fn span_count(&self) -> usize {
+        self.lanes.iter().map(Lane::len).sum()
+    }
+
+    /// Every submission, sorted by (runtime, index).
+    pub fn submissions(&self) -> &[Submission] {
+        &self.submissions
+    }
+
+    /// The submission `id`.
+    pub fn submission(&self, id: SubId) -> &Submission {
+        &self.submissions[id.get()]
+    }
+
+    /// The submission with captured index `index` of `runtime`.
+    pub fn find_submission(&self, runtime: RuntimeId, index: SubmissionIndex) -> Option<SubId> {
+        self.submissions
+            .binary_search_by_key(&(runtime, index), |s| (s.runtime, s.index))
+            .ok()
+            .map(|i| SubId(i as u32))
+    }
+
+    /// The explicit producers (`submit_after`) of a submission, as captured.
+    pub fn explicit_producers(&self, id: SubId) -> &[SubmissionIndex] {
+        let s = self.submission(id);
+        let start = s.producers_start as usize;
+        &self.explicit_producers[start..start + s.producers_len as usize]
+    }
+
+    /// Every prepared graph.
+    pub fn prepared(&self) -> &[PreparedInfo] {
+        &self.prepared
+    }
+
+    /// A prepared graph by its captured id.
+    pub fn find_prepared(&self, runtime: RuntimeId, id: PreparedId) -> Option<&PreparedInfo> {
+        self.prepared_ids
+            .get(&(runtime, id))
+            .map(|p| &self.prepared[p.get()])
+    }
+
+    /// The region `id`.
+    pub fn region(&self, id: RegionId) -> &RegionInfo {
+        &self.regions[id.get()]
+    }
+
+    /// The regions of a submission's prepared graph (empty when it was not recorded).
+    pub fn submission_regions(&self, id: SubId) -> &[RegionInfo] {
+        match self.submission(id).prepared() {
+            Some(p) => {
+                let range = &self.prepared[p.get()].regions;
+                &self.regions[range.start as usize..range.end as usize]
+            }
+            None => &[],
+        }
+    }
+
+    /// The span of a region of a submission, where it is on the timeline.
+    pub fn span_of(&self, key: RegionKey) -> Option<SpanRef> {
+        let s = self.submissions.get(key.submission.get())?;
+        if key.region as usize >= self.submission_regions(key.submission).len() {
+            return None;
+        }
+        SpanRef::unpack(self.region_spans[s.region_base as usize + key.region as usize])
+    }
+
+    /// The spans of every region of a submission that is on the timeline.
+    pub fn submission_spans(&self, id: SubId) -> impl Iterator<Item = SpanRef> + '_ {
+        let base = self.submission(id).region_base as usize;
+        let n = self.submission_regions(id).len();
+        self.region_spans[base..base + n]
+            .iter()
+            .filter_map(|&p| SpanRef::unpack(p))
+    }
+
+    /// The region key of a span.
+    pub fn key_of(&self, span: &Span) -> RegionKey {
+        RegionKey {
+            submission: span.submission,
+            region: self.region(span.region).index.0,
+        }
+    }
+
+    /// The label of a span's region.
+    pub fn span_label(&self, span: &Span) -> &str {
+        self.label(self.region(span.region).label)
+    }
+
+    /// An interned label.
+    pub fn label(&self, id: LabelId) -> &str {
+        &self.labels[id.get()]
+    }
+
+    /// Every label, by [`LabelId`].
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// Spans per label, by [`LabelId`].
+    pub fn label_span_counts(&self) -> &[u64] {
+        &self.label_spans
+    }
+
+    /// The recorded operation `node` of a prepared graph's source graph.
+    pub fn op(&self, prepared: PreparedRef, node: NodeIndex) -> Option<&GraphOp> {
+        let p = &self.prepared[prepared.get()];
+        self.graphs
+            .get(&(p.runtime, p.graph))?
+            .get(node.0 as usize)?
+            .as_ref()
+    }
+
+    /// A loaded kernel.
+    pub fn kernel(&self, runtime: RuntimeId, id: KernelId) -> Option<&KernelLoaded> {
+        self.kernels.get(&(runtime, id))
+    }
+
+    /// The kernel name of an operation (`fill`, `copy`, the kernel entry, ...).
+    pub fn op_name(&self, runtime: RuntimeId, op: &OpKind) -> String {
+        match op {
+            OpKind::Fill { .. } => "fill".to_owned(),
+            OpKind::Copy => "copy".to_owned(),
+            OpKind::Scoped => "scoped".to_owned(),
+            OpKind::Host => "host".to_owned(),
+            OpKind::Kernel { kernel } | OpKind::Npu { kernel } => self
+                .kernel(runtime, *kernel)
+                .map_or_else(|| format!("kernel {kernel}"), |k| k.entry.clone()),
+        }
+    }
+
+    /// A created buffer.
+    pub fn buffer(&self, runtime: RuntimeId, id: BufferId) -> Option<&BufferCreated> {
+        self.buffers.get(&(runtime, id))
+    }
+
+    /// Every event, sorted by time.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The failure or cancellation event of a span, if any.
+    pub fn span_event(&self, span: SpanRef) -> Option<&Event> {
+        self.span_events.get(&span).map(|e| &self.events[e.get()])
+    }
+
+    /// The first event at or after `t_ns`.
+    pub fn first_event_at(&self, t_ns: u64) -> usize {
+        self.events.partition_point(|e| e.time_ns < t_ns)
+    }
+
+    /// Submit times, sorted.
+    pub fn submit_times(&self) -> &[u64] {
+        &self.submit_times
+    }
+
+    /// Busy refusal times, sorted.
+    pub fn busy_times(&self) -> &[u64] {
+        &self.busy_times
+    }
+
+    /// The time range of everything on the timeline (`None` for an empty trace).
+    pub fn time_range(&self) -> Option<TimeWindow> {
+        self.range
+    }
+
+    /// The statistics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The first failure and what it took down.
+    pub fn first_failure(&self) -> Option<&FirstFailure> {
+        self.first_failure.as_ref()
+    }
+
+    /// Facts about the recording.
+    pub fn info(&self) -> &TraceInfo {
+        &self.info
+    }
+
+    /// The clock calibration of a runtime, if recorded.
+    pub fn clock(&self, runtime: RuntimeId) -> Option<&ClockCalibration> {
+        self.info.clocks.iter().find(|c| c.runtime == runtime)
+    }
+
+    /// Approximate heap bytes held by the per-span structures (lanes, span slots,
+    /// submissions), which dominate on large traces.
+    pub fn heap_bytes(&self) -> usize {
+        self.lanes.iter().map(Lane::heap_bytes).sum::<usize>()
+            + self.region_spans.capacity() * size_of::<u64>()
+            + self.submissions.capacity() * size_of::<Submission>()
+            + self.submit_times.capacity() * size_of::<u64>()
+            + self.explicit_producers.capacity() * size_of::<SubmissionIndex>()
+            + self.cross.capacity() * (size_of::<CrossEdge>() + size_of::<u32>())
+            + self.regions.capacity() * size_of::<RegionInfo>()
+    }
+}
+
+/// Count of sorted `times` in `[t0, t1)`.
+pub fn count_in(times: &[u64], t0: u64, t1: u64) -> usize {
+    times.partition_point(|&t| t < t1) - times.partition_point(|&t| t < t0)
+}

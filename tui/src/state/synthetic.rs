@@ -1,0 +1,433 @@
+//! Generated traces: a four-region image pipeline submitted over and over, with optional
+//! Busy refusals and an injected failure. Used by the tests, the snapshot tests and to
+//! measure ingestion of large traces; records are produced lazily, so a million-operation
+//! trace never exists in memory as records.
+//!
+//! Every submission runs one prepared graph:
+//!
+//! ```text
+//! r0 GPU Upload   copy   buf0 → buf1 (1 MiB)          ┐ RAW buf1
+//! r1 GPU Compute  blur, sobel  buf1 → buf2 → buf3      ┘ ┐ RAW buf3
+//! r2 GPU Download copy   buf3 → buf4                     ┘ ┐ RAW buf4
+//! r3 Host         host   reads buf4                        ┘
+//! ```
+//!
+//! and waits on the previous submission write-after-read: its upload (buf1) on the
+//! previous compute, its compute (buf3) on the previous download. Durations vary
+//! deterministically; every 97th compute is five times longer.
+
+use hrx_capture::schema::*;
+
+/// Regions (spans) per submission.
+pub const REGIONS_PER_SUBMISSION: u64 = 4;
+
+/// Bytes of each copy.
+pub const COPY_BYTES: u64 = 1 << 20;
+
+/// What to generate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineSpec {
+    /// Submissions.
+    pub submissions: u64,
+    /// Host ns between submits.
+    pub period_ns: u64,
+    /// Refuse a submit as Busy before every n-th submission.
+    pub busy_every: Option<u64>,
+    /// Fail this submission's compute region with an injected device loss: its download
+    /// and host regions are cancelled, the graph quarantined, buffer 3 poisoned, and the
+    /// next submit refused; nothing runs after it.
+    pub fail_at: Option<u64>,
+}
+
+impl PipelineSpec {
+    /// About `ops` operations (spans), no failures.
+    pub fn ops(ops: u64) -> PipelineSpec {
+        PipelineSpec {
+            submissions: ops.div_ceil(REGIONS_PER_SUBMISSION),
+            period_ns: 60_000,
+            busy_every: None,
+            fail_at: None,
+        }
+    }
+}
+
+const RT: RuntimeId = RuntimeId(1);
+const GRAPH: GraphId = GraphId(1);
+const PREPARED: PreparedId = PreparedId(1);
+const BLUR: KernelId = KernelId(10);
+const SOBEL: KernelId = KernelId(11);
+const DEVICE_OFFSET_NS: u64 = 1_000_000_000;
+
+fn edge(producer: u32, consumer: u32, kind: HazardKind, buffer: u64) -> Edge {
+    Edge {
+        producer,
+        consumer,
+        kind,
+        buffer: BufferId(buffer),
+        start: 0,
+        end: COPY_BYTES,
+    }
+}
+
+fn uses(list: &[(u64, Access)]) -> Vec<Use> {
+    list.iter()
+        .map(|&(b, access)| Use {
+            buffer: BufferId(b),
+            start: 0,
+            end: COPY_BYTES,
+            access,
+        })
+        .collect()
+}
+
+/// Records that set the pipeline up: session, runtime, buffers, kernels, graph, prepare.
+pub fn setup_records() -> Vec<Record> {
+    let mut out = vec![Record::SessionStart(SessionStart {
+        producer: "hrx-capture synthetic".into(),
+        format_version: (1, 0),
+        wall_clock_utc: chrono_epoch(),
+        monotonic_base_ns: 0,
+        host: "synthetic".into(),
+        pid: 1,
+        args: vec!["pipeline".into()],
+        backend: "sim".into(),
+        device: "sim device".into(),
+    })];
+    out.push(Record::RuntimeStart(RuntimeStart {
+        runtime: RT,
+        backend: "sim".into(),
+        device: "sim device".into(),
+        graph_slots: 2,
+        capacity: 4,
+        fault: None,
+        time_ns: 0,
+    }));
+    for (b, placement) in [
+        (0, Placement::HostVisible),
+        (1, Placement::GpuLocal),
+        (2, Placement::GpuLocal),
+        (3, Placement::GpuLocal),
+        (4, Placement::HostVisible),
+    ] {
+        out.push(Record::BufferCreated(BufferCreated {
+            runtime: RT,
+            buffer: BufferId(b),
+            len_bytes: COPY_BYTES,
+            placement,
+            device_address: 0x1000_0000 * (b + 1),
+            time_ns: 100 + b,
+        }));
+    }
+    for (kernel, entry, constants) in [(BLUR, "blur", 16), (SOBEL, "sobel", 8)] {
+        out.push(Record::KernelLoaded(KernelLoaded {
+            runtime: RT,
+            kernel,
+            entry: entry.into(),
+            code: None,
+            contract: vec![
+                BindingContract {
+                    access: Access::Read,
+                    extent_bytes: COPY_BYTES,
+                    alignment: 256,
+                },
+                BindingContract {
+                    access: Access::Write,
+                    extent_bytes: COPY_BYTES,
+                    alignment: 256,
+                },
+            ],
+            constants: vec![0; constants],
+            grid: [64, 64, 1],
+            block: [16, 16, 1],
+            engine: Engine::Gpu,
+            npu_groups: Vec::new(),
+        }));
+    }
+    let ops = [
+        (
+            OpKind::Copy,
+            Lane::Upload,
+            uses(&[(0, Access::Read), (1, Access::Write)]),
+        ),
+        (
+            OpKind::Kernel { kernel: BLUR },
+            Lane::Compute,
+            uses(&[(1, Access::Read), (2, Access::Write)]),
+        ),
+        (
+            OpKind::Kernel { kernel: SOBEL },
+            Lane::Compute,
+            uses(&[(2, Access::Read), (3, Access::Write)]),
+        ),
+        (
+            OpKind::Copy,
+            Lane::Download,
+            uses(&[(3, Access::Read), (4, Access::Write)]),
+        ),
+        (OpKind::Host, Lane::Compute, uses(&[(4, Access::Read)])),
+    ];
+    for (node, (op, lane, uses)) in ops.into_iter().enumerate() {
+        out.push(Record::GraphOp(GraphOp {
+            runtime: RT,
+            graph: GRAPH,
+            node: NodeIndex(node as u32),
+            op,
+            lane,
+            uses,
+        }));
+    }
+    let region = |queue, engine, kind, nodes: &[u32], deps, region_uses, copy_bytes| Region {
+        queue,
+        engine,
+        kind,
+        nodes: nodes.iter().map(|&n| NodeIndex(n)).collect(),
+        internal_edges: if nodes.len() > 1 {
+            vec![edge(nodes[0], nodes[1], HazardKind::ReadAfterWrite, 2)]
+        } else {
+            Vec::new()
+        },
+        dependencies: deps,
+        uses: region_uses,
+        copy_bytes,
+    };
+    out.push(Record::Prepared(Prepared {
+        runtime: RT,
+        graph: GRAPH,
+        prepared: PREPARED,
+        slots: 2,
+        parallel: true,
+        regions: vec![
+            region(
+                Queue::GpuUpload,
+                Engine::Gpu,
+                RegionKind::CopyBatch,
+                &[0],
+                vec![],
+                uses(&[(0, Access::Read), (1, Access::Write)]),
+                COPY_BYTES,
+            ),
+            region(
+                Queue::GpuCompute,
+                Engine::Gpu,
+                RegionKind::NativeGraph,
+                &[1, 2],
+                vec![edge(0, 1, HazardKind::ReadAfterWrite, 1)],
+                uses(&[
+                    (1, Access::Read),
+                    (2, Access::ReadWrite),
+                    (3, Access::Write),
+                ]),
+                0,
+            ),
+            region(
+                Queue::GpuDownload,
+                Engine::Gpu,
+                RegionKind::CopyBatch,
+                &[3],
+                vec![edge(1, 2, HazardKind::ReadAfterWrite, 3)],
+                uses(&[(3, Access::Read), (4, Access::Write)]),
+                COPY_BYTES,
+            ),
+            region(
+                Queue::Host,
+                Engine::Host,
+                RegionKind::Host,
+                &[4],
+                vec![edge(2, 3, HazardKind::ReadAfterWrite, 4)],
+                uses(&[(4, Access::Read)]),
+                0,
+            ),
+        ],
+        time_ns: 1_000,
+    }));
+    out.push(Record::ClockCalibration(ClockCalibration {
+        runtime: RT,
+        host_ns: 1_000,
+        device_ns: 1_000 + DEVICE_OFFSET_NS,
+        device_offset_ns: -(DEVICE_OFFSET_NS as i64),
+        uncertainty_ns: 50,
+    }));
+    out
+}
+
+fn chrono_epoch() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(1_750_000_000, 0).unwrap_or_default()
+}
+
+/// A deterministic jitter in `0..range` for submission `i`, region `r`.
+fn jitter(i: u64, r: u64, range: u64) -> u64 {
+    let mut z = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ r.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 31)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 29)) % range.max(1)
+}
+
+/// Per-submission generator state: when each queue frees up.
+#[derive(Default)]
+struct Schedule {
+    compute_end: u64,
+    download_end: u64,
+    host_end: u64,
+    stopped: bool,
+}
+
+impl Schedule {
+    fn submission(&mut self, spec: &PipelineSpec, i: u64) -> Vec<Record> {
+        let mut out = Vec::with_capacity(12);
+        if self.stopped {
+            return out;
+        }
+        let sub = SubmissionIndex(i);
+        let submit_ns = 10_000 + i * spec.period_ns;
+        if spec
+            .busy_every
+            .is_some_and(|n| n > 0 && i > 0 && i.is_multiple_of(n))
+        {
+            out.push(Record::SubmitRefused(SubmitRefused {
+                runtime: RT,
+                prepared: PREPARED,
+                kind: RefusalKind::Busy,
+                reason: "busy: both run slots are in flight".into(),
+                time_ns: submit_ns - 2_000,
+            }));
+        }
+        out.push(Record::Submit(Submit {
+            runtime: RT,
+            prepared: PREPARED,
+            submission: sub,
+            slot: (i % 2) as u32,
+            producers: Vec::new(),
+            time_ns: submit_ns,
+        }));
+        if i > 0 {
+            for (region, on_region, buffer) in [(0, 1, 1), (1, 2, 3)] {
+                out.push(Record::CrossWait(CrossWait {
+                    runtime: RT,
+                    submission: sub,
+                    region: RegionIndex(region),
+                    on_submission: SubmissionIndex(i - 1),
+                    on_region: RegionIndex(on_region),
+                    kind: HazardKind::WriteAfterRead,
+                    buffer: BufferId(buffer),
+                    start: 0,
+                    end: COPY_BYTES,
+                }));
+            }
+        }
+        let long = if i % 97 == 13 { 5 } else { 1 };
+        let up = (submit_ns + 1_000).max(self.compute_end);
+        let up_end = up + 18_000 + jitter(i, 0, 4_000);
+        let compute = up_end.max(self.download_end) + 500;
+        let compute_end = compute + (40_000 + jitter(i, 1, 20_000)) * long;
+        let failing = spec.fail_at == Some(i);
+        let timing = |region: u32, start_ns: u64, end_ns: u64, device: bool| {
+            Record::RegionTiming(RegionTiming {
+                runtime: RT,
+                submission: sub,
+                region: RegionIndex(region),
+                start_ns,
+                end_ns,
+                device: device.then_some(DeviceSpan {
+                    start_ns: start_ns + DEVICE_OFFSET_NS + 300,
+                    end_ns: end_ns + DEVICE_OFFSET_NS - 200,
+                }),
+            })
+        };
+        let done = |region: u32, status: Status, time_ns: u64| {
+            Record::RegionDone(RegionDone {
+                runtime: RT,
+                submission: sub,
+                region: RegionIndex(region),
+                status,
+                time_ns,
+            })
+        };
+        out.push(timing(0, up, up_end, true));
+        out.push(done(0, Status::Ok, up_end + 200));
+        if failing {
+            let fail_ns = compute + 7_000;
+            out.push(Record::FaultInjected(FaultInjected {
+                runtime: RT,
+                submission: Some(sub),
+                region: Some(RegionIndex(1)),
+                description: "device lost at operation 2".into(),
+                time_ns: fail_ns,
+            }));
+            out.push(timing(1, compute, fail_ns, true));
+            let error = "device lost: sobel (injected)".to_owned();
+            out.push(done(
+                1,
+                Status::Failed {
+                    error: error.clone(),
+                },
+                fail_ns + 100,
+            ));
+            for (region, t) in [(2, fail_ns + 300), (3, fail_ns + 400)] {
+                let reason = "producer region 1 failed".to_owned();
+                out.push(done(region, Status::Cancelled { reason }, t));
+            }
+            out.push(Record::Quarantine(Quarantine {
+                runtime: RT,
+                prepared: PREPARED,
+                submission: Some(sub),
+                region: Some(RegionIndex(1)),
+                cause: error.clone(),
+                time_ns: fail_ns + 500,
+            }));
+            out.push(Record::Poison(Poison {
+                runtime: RT,
+                buffer: BufferId(3),
+                cause: error.clone(),
+                time_ns: fail_ns + 600,
+            }));
+            out.push(Record::SubmissionDone(SubmissionDone {
+                runtime: RT,
+                submission: sub,
+                status: Status::Failed { error },
+                time_ns: fail_ns + 700,
+            }));
+            out.push(Record::SubmitRefused(SubmitRefused {
+                runtime: RT,
+                prepared: PREPARED,
+                kind: RefusalKind::DeviceLost,
+                reason: "prepared graph 1 is quarantined".into(),
+                time_ns: (submit_ns + spec.period_ns).max(fail_ns + 800),
+            }));
+            self.stopped = true;
+            return out;
+        }
+        let download = compute_end.max(self.host_end) + 500;
+        let download_end = download + 14_000 + jitter(i, 2, 3_000);
+        let host = download_end + 1_000;
+        let host_end = host + 4_000 + jitter(i, 3, 2_000);
+        out.push(timing(1, compute, compute_end, true));
+        out.push(done(1, Status::Ok, compute_end + 200));
+        out.push(timing(2, download, download_end, true));
+        out.push(done(2, Status::Ok, download_end + 200));
+        out.push(timing(3, host, host_end, false));
+        out.push(done(3, Status::Ok, host_end + 100));
+        out.push(Record::SubmissionDone(SubmissionDone {
+            runtime: RT,
+            submission: sub,
+            status: Status::Ok,
+            time_ns: host_end + 300,
+        }));
+        self.compute_end = compute_end;
+        self.download_end = download_end;
+        self.host_end = host_end;
+        out
+    }
+}
+
+/// The records of a pipeline trace, produced lazily (see the module docs).
+pub fn pipeline(spec: PipelineSpec) -> impl Iterator<Item = Record> {
+    let mut schedule = Schedule::default();
+    let end_ns = 10_000 + (spec.submissions + 2) * spec.period_ns * 2;
+    setup_records()
+        .into_iter()
+        .chain((0..spec.submissions).flat_map(move |i| schedule.submission(&spec, i)))
+        .chain(std::iter::once(Record::SessionEnd(SessionEnd {
+            time_ns: end_ns,
+            records: 0,
+            dropped_records: 0,
+        })))
+}

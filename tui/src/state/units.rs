@@ -1,0 +1,203 @@
+//! Human-readable times, durations, byte counts and bandwidths, and the ruler's tick
+//! spacing. Pure functions shared by the model (search, summaries) and the views.
+
+/// Nanoseconds per unit, smallest first, with the unit's suffix.
+const UNITS: [(u64, &str); 4] = [
+    (1, "ns"),
+    (1_000, "µs"),
+    (1_000_000, "ms"),
+    (1_000_000_000, "s"),
+];
+
+/// The largest unit not larger than `ns` (ns for 0).
+fn unit_for(ns: u64) -> (u64, &'static str) {
+    UNITS
+        .iter()
+        .rev()
+        .copied()
+        .find(|&(scale, _)| ns >= scale)
+        .unwrap_or(UNITS[0])
+}
+
+/// A duration with three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
+pub fn duration(ns: u64) -> String {
+    let (scale, suffix) = unit_for(ns);
+    if scale == 1 {
+        return format!("{ns} ns");
+    }
+    let value = ns as f64 / scale as f64;
+    let decimals = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$} {suffix}")
+}
+
+/// A host time at full (ns) resolution, in milliseconds: `12.345678 ms`.
+pub fn time(ns: u64) -> String {
+    format!("{}.{:06} ms", ns / 1_000_000, ns % 1_000_000)
+}
+
+/// A byte count with binary units: `512 B`, `4 KiB`, `1.50 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// A byte range `[start..end)` as `0..4096`.
+pub fn range(start: u64, end: u64) -> String {
+    format!("{start}..{end}")
+}
+
+/// A bandwidth in decimal units (as GPU bandwidths are quoted): `12.3 GB/s`.
+pub fn bandwidth(bytes_per_s: f64) -> String {
+    const UNITS: [&str; 5] = ["B/s", "KB/s", "MB/s", "GB/s", "TB/s"];
+    let mut value = bytes_per_s;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A tick spacing chosen by [`ruler_ticks`] and how its labels are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickSpacing {
+    /// Nanoseconds between ticks (1, 2 or 5 times a power of ten).
+    pub step_ns: u64,
+    /// Unit scale of the labels, in ns (1, 1e3, 1e6, 1e9).
+    pub unit_ns: u64,
+    /// Digits after the decimal point needed to tell ticks apart.
+    pub decimals: usize,
+}
+
+impl TickSpacing {
+    /// The label of the tick at `t_ns`: `12.5ms`, `3.200001s`, `850ns`.
+    pub fn label(&self, t_ns: u64) -> String {
+        let (_, suffix) = UNITS
+            .iter()
+            .copied()
+            .find(|&(scale, _)| scale == self.unit_ns)
+            .unwrap_or(UNITS[0]);
+        if self.decimals == 0 {
+            format!("{}{suffix}", t_ns / self.unit_ns)
+        } else {
+            let whole = t_ns / self.unit_ns;
+            let frac = t_ns % self.unit_ns;
+            // unit_ns is a power of ten >= 10^decimals, so this division is exact for ticks.
+            let digits = frac / (self.unit_ns / 10u64.pow(self.decimals as u32));
+            format!("{whole}.{digits:0width$}{suffix}", width = self.decimals)
+        }
+    }
+}
+
+/// The smallest "nice" tick spacing (1, 2, 5 × 10^k ns) whose labels, written in the unit of
+/// the window's end time, fit between ticks on a ruler of `cols` columns spanning
+/// `width_ns`, leaving at least one blank column.
+pub fn ruler_ticks(start_ns: u64, width_ns: u64, cols: u16) -> TickSpacing {
+    let cols = u64::from(cols.max(1));
+    let end_ns = start_ns.saturating_add(width_ns);
+    let (unit_ns, _) = unit_for(end_ns.max(1));
+    let mut magnitude = 1u64;
+    loop {
+        for mult in [1, 2, 5] {
+            let step_ns = magnitude.saturating_mul(mult);
+            let decimals = decimals_for(step_ns, unit_ns);
+            let spacing = TickSpacing {
+                step_ns,
+                unit_ns,
+                decimals,
+            };
+            let label_cols = spacing.label(end_ns).chars().count() as u64 + 2;
+            // Columns between two ticks: step * cols / width.
+            let gap = u128::from(step_ns) * u128::from(cols) / u128::from(width_ns.max(1));
+            if gap >= u128::from(label_cols) || step_ns == u64::MAX {
+                return spacing;
+            }
+        }
+        magnitude = magnitude.saturating_mul(10);
+    }
+}
+
+/// Decimal digits needed to write multiples of `step_ns` in units of `unit_ns`.
+fn decimals_for(step_ns: u64, unit_ns: u64) -> usize {
+    let mut decimals = 0;
+    let mut resolution = unit_ns;
+    while resolution > 1 && !step_ns.is_multiple_of(resolution) {
+        resolution /= 10;
+        decimals += 1;
+    }
+    decimals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_have_three_significant_digits() {
+        assert_eq!(duration(0), "0 ns");
+        assert_eq!(duration(850), "850 ns");
+        assert_eq!(duration(12_345), "12.3 µs");
+        assert_eq!(duration(4_560_000), "4.56 ms");
+        assert_eq!(duration(1_230_000_000), "1.23 s");
+        assert_eq!(duration(250_000), "250 µs");
+    }
+
+    #[test]
+    fn times_and_bytes() {
+        assert_eq!(time(12_345_678), "12.345678 ms");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(4096), "4 KiB");
+        assert_eq!(bytes(1536 * 1024), "1.50 MiB");
+        assert_eq!(bandwidth(12.34e9), "12.3 GB/s");
+    }
+
+    #[test]
+    fn ruler_units_adapt_to_the_zoom() {
+        // 10 µs over 100 columns: 1 µs ticks written in µs.
+        let t = ruler_ticks(0, 10_000, 100);
+        assert_eq!((t.unit_ns, t.decimals), (1_000, 0));
+        assert_eq!(t.label(3_000), "3µs");
+        // 2 s window: ticks in s.
+        let t = ruler_ticks(0, 2_000_000_000, 100);
+        assert_eq!(t.unit_ns, 1_000_000_000);
+        assert!(t.step_ns >= 100_000_000);
+        // Deep zoom far from zero: 3.2 s in, 1 µs wide.
+        let t = ruler_ticks(3_200_000_000, 1_000, 100);
+        assert_eq!(t.unit_ns, 1_000_000_000);
+        let label = t.label(3_200_000_200);
+        assert!(
+            label.starts_with("3.2000002") && label.ends_with('s'),
+            "{label}"
+        );
+        // Tiny windows use ns.
+        let t = ruler_ticks(0, 100, 100);
+        assert_eq!(t.label(20), "20ns");
+    }
+
+    #[test]
+    fn labels_fit_between_ticks() {
+        for width in [1u64, 17, 999, 12_345, 9_876_543, 5_000_000_000] {
+            let t = ruler_ticks(1_000_000, width, 110);
+            let gap = t.step_ns as f64 * 110.0 / width as f64;
+            assert!(gap >= t.label(1_000_000 + width).chars().count() as f64 + 2.0);
+        }
+    }
+}

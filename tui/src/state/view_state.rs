@@ -1,0 +1,859 @@
+//! What the user is looking at, and every way input changes it.
+//!
+//! [`ViewState`] holds the visible time window (ns), the time cursor, the focused lane, the
+//! selected span, which pane has focus and which list is open, the search filter and the
+//! overlays. Input is first mapped to an [`Action`] (keys and mouse in `app.rs`, or tests
+//! directly), then [`ViewState::update`] applies it. The views only read this state.
+//!
+//! Conventions: zooming keeps the time under the cursor (or the mouse) in place; any jump
+//! (event, producer, search hit) keeps the zoom and recentres the window only when the
+//! target is outside it; the search filter matches span labels, case-insensitively, and
+//! restricts span navigation to matches.
+
+use super::hazards::Hazards;
+use super::lanes::{Span, TimeWindow};
+use super::layout::ScreenLayout;
+use super::model::{LaneId, Model, SpanRef};
+
+/// Narrowest window, in ns.
+pub const MIN_WINDOW_NS: u64 = 10;
+
+/// Which pane receives list keys (↑/↓, Enter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Focus {
+    /// The timeline: arrows move between spans and lanes.
+    #[default]
+    Timeline,
+    /// The open list: arrows move its cursor.
+    List,
+}
+
+/// The list shown beside the details pane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// Producers and consumers of the selected span.
+    Hazards,
+    /// Every event, by time.
+    Events,
+}
+
+/// One input, already decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Halve the window around the cursor.
+    ZoomIn,
+    /// Double the window around the cursor.
+    ZoomOut,
+    /// Move the window a quarter to the left.
+    PanLeft,
+    /// Move the window a quarter to the right.
+    PanRight,
+    /// Show the whole trace.
+    Fit,
+    /// Show the selected span (with margins).
+    ZoomToSelection,
+    /// Select the first span of the focused lane.
+    Home,
+    /// Select the last span of the focused lane.
+    End,
+    /// Select the next span on the focused lane (→).
+    SelectNext,
+    /// Select the previous span on the focused lane (←).
+    SelectPrev,
+    /// Focus the next lane down (↓); in a focused list, move down.
+    NextQueue,
+    /// Focus the previous lane up (↑); in a focused list, move up.
+    PrevQueue,
+    /// Select the next span in time on any visible lane.
+    Tab,
+    /// Select the previous span in time on any visible lane.
+    BackTab,
+    /// A mouse click, mapped through the layout.
+    Click {
+        /// Column.
+        column: u16,
+        /// Row.
+        row: u16,
+    },
+    /// A mouse wheel step: zoom around the pointer (or scroll a list).
+    Wheel {
+        /// Column.
+        column: u16,
+        /// Row.
+        row: u16,
+        /// Zoom in (wheel up) or out.
+        zoom_in: bool,
+    },
+    /// Jump to the next event.
+    NextEvent,
+    /// Jump to the previous event.
+    PrevEvent,
+    /// Select the producer of the selection that ended last.
+    JumpToProducer,
+    /// Open or close the hazards list.
+    ToggleHazards,
+    /// Open and focus the events list; close it when it has focus.
+    ToggleEvents,
+    /// Show or hide statistics.
+    ToggleStats,
+    /// Show or hide help.
+    ToggleHelp,
+    /// Show or hide lanes without spans.
+    ToggleEmptyLanes,
+    /// Start typing a search.
+    StartSearch,
+    /// Append to the search.
+    Search(char),
+    /// Delete the last search character.
+    SearchBackspace,
+    /// Stop typing, keep the filter.
+    EndSearch,
+    /// Clear the search and its filter.
+    ClearSearch,
+    /// Enter: jump to the list item under the cursor.
+    Activate,
+    /// Esc: close help, the search, the list focus, the list, or the selection.
+    Escape,
+    /// The terminal was resized.
+    Resize {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
+    /// Leave.
+    Quit,
+}
+
+/// Every key binding, for the help overlay (`app.rs` maps the same keys).
+pub const KEYS: &[(&str, &str)] = &[
+    ("←/→", "previous/next span on the queue"),
+    ("Shift+←/→  </>", "pan left/right"),
+    ("↑/↓", "previous/next queue (in a focused list: move)"),
+    ("+/=  -/_", "zoom in/out around the cursor"),
+    ("wheel", "zoom around the pointer"),
+    ("click", "select a span, event or hazard"),
+    ("f", "fit the whole trace"),
+    ("z", "zoom to the selection"),
+    ("Home/End", "first/last span of the queue"),
+    ("Tab/Shift+Tab", "next/previous span in time, any queue"),
+    ("h", "hazards list (producers ← and consumers →)"),
+    ("p", "jump to the producer that ended last"),
+    ("n/N", "next/previous event"),
+    ("e", "events list (focus it; again: close)"),
+    ("s", "statistics"),
+    ("a", "show/hide empty queues"),
+    ("/", "search labels (Enter keeps, Esc clears)"),
+    ("Enter", "jump to the list item"),
+    ("Esc", "close help/list, clear search/selection"),
+    ("?", "this help"),
+    ("q", "quit"),
+];
+
+/// What the user is looking at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewState {
+    /// The visible time window.
+    pub window: TimeWindow,
+    /// The time cursor (zoom centre).
+    pub cursor_ns: u64,
+    /// The focused lane.
+    pub lane: Option<LaneId>,
+    /// The selected span.
+    pub selection: Option<SpanRef>,
+    /// The pane receiving list keys.
+    pub focus: Focus,
+    /// The open list.
+    pub list: Option<ListKind>,
+    /// Statistics shown instead of details and list.
+    pub show_stats: bool,
+    /// Help overlay shown.
+    pub show_help: bool,
+    /// Lanes without spans shown.
+    pub show_empty_lanes: bool,
+    /// The search text.
+    pub search: String,
+    /// Whether the search is being typed.
+    pub searching: bool,
+    /// The current event (events list cursor).
+    pub event_cursor: Option<usize>,
+    /// The hazards list cursor.
+    pub hazard_cursor: usize,
+    /// A one-line message for the status line (cleared by the next action).
+    pub message: Option<String>,
+    /// Use ASCII symbols instead of Unicode.
+    pub ascii: bool,
+    /// Set by [`Action::Quit`].
+    pub quit: bool,
+    /// Terminal columns.
+    pub width: u16,
+    /// Terminal rows.
+    pub height: u16,
+    /// Per label: matches the search (`None`: no filter).
+    filter: Option<Vec<bool>>,
+}
+
+impl ViewState {
+    /// The initial view: the whole trace, the first busy lane focused, the events list
+    /// open when there are events (else the hazards list).
+    pub fn new(model: &Model, width: u16, height: u16) -> ViewState {
+        let mut state = ViewState {
+            window: TimeWindow::new(0, 1_000),
+            cursor_ns: 0,
+            lane: None,
+            selection: None,
+            focus: Focus::Timeline,
+            list: Some(if model.events().is_empty() {
+                ListKind::Hazards
+            } else {
+                ListKind::Events
+            }),
+            show_stats: false,
+            show_help: false,
+            show_empty_lanes: false,
+            search: String::new(),
+            searching: false,
+            event_cursor: None,
+            hazard_cursor: 0,
+            message: None,
+            ascii: false,
+            quit: false,
+            width,
+            height,
+            filter: None,
+        };
+        state.fit(model);
+        state.lane = state.visible_lanes(model).first().copied();
+        state.cursor_ns = state.window.start_ns;
+        state
+    }
+
+    /// Lanes shown, top to bottom: those with spans, or all when empty lanes are shown
+    /// (or when no lane has spans).
+    pub fn visible_lanes(&self, model: &Model) -> Vec<LaneId> {
+        let all = (0..model.lanes().len() as u32).map(LaneId);
+        let busy: Vec<LaneId> = all.clone().filter(|&l| !model.lane(l).is_empty()).collect();
+        if self.show_empty_lanes || busy.is_empty() {
+            all.collect()
+        } else {
+            busy
+        }
+    }
+
+    /// The current layout.
+    pub fn layout(&self, model: &Model) -> ScreenLayout {
+        ScreenLayout::compute(self.width, self.height, model, self)
+    }
+
+    /// Whether a span matches the search filter.
+    pub fn matches(&self, model: &Model, span: &Span) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f[model.region(span.region).label.get()])
+    }
+
+    /// Whether a search filter is active.
+    pub fn filtering(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Spans matching the filter (`None` without a filter).
+    pub fn filter_matches(&self, model: &Model) -> Option<u64> {
+        let filter = self.filter.as_ref()?;
+        Some(
+            model
+                .label_span_counts()
+                .iter()
+                .zip(filter)
+                .filter(|(_, m)| **m)
+                .map(|(c, _)| c)
+                .sum(),
+        )
+    }
+
+    /// The hazards of the selection.
+    pub fn hazards(&self, model: &Model) -> Hazards {
+        self.selection.map(|s| model.hazards(s)).unwrap_or_default()
+    }
+
+    /// Items in the open list.
+    pub fn list_len(&self, model: &Model) -> usize {
+        match self.list {
+            Some(ListKind::Events) => model.events().len(),
+            Some(ListKind::Hazards) => self.hazards(model).len(),
+            None => 0,
+        }
+    }
+
+    /// The cursor of the open list.
+    pub fn list_cursor(&self) -> usize {
+        match self.list {
+            Some(ListKind::Events) => self.event_cursor.unwrap_or(0),
+            Some(ListKind::Hazards) => self.hazard_cursor,
+            None => 0,
+        }
+    }
+
+    /// Applies one action.
+    pub fn update(&mut self, model: &Model, action: Action) {
+        self.message = None;
+        if self.searching {
+            match action {
+                Action::Search(c) => return self.set_search(model, format!("{}{c}", self.search)),
+                Action::SearchBackspace => {
+                    let mut s = self.search.clone();
+                    s.pop();
+                    return self.set_search(model, s);
+                }
+                Action::EndSearch | Action::Activate => {
+                    self.searching = false;
+                    return;
+                }
+                Action::ClearSearch | Action::Escape => return self.clear_search(),
+                _ => {}
+            }
+        }
+        match action {
+            Action::ZoomIn => self.zoom(model, self.zoom_centre(), true),
+            Action::ZoomOut => self.zoom(model, self.zoom_centre(), false),
+            Action::PanLeft => self.pan(model, false),
+            Action::PanRight => self.pan(model, true),
+            Action::Fit => self.fit(model),
+            Action::ZoomToSelection => self.zoom_to_selection(model),
+            Action::Home => self.select_end(model, false),
+            Action::End => self.select_end(model, true),
+            Action::SelectNext => self.select_step(model, true),
+            Action::SelectPrev => self.select_step(model, false),
+            Action::NextQueue | Action::PrevQueue => {
+                let down = action == Action::NextQueue;
+                if self.focus == Focus::List && self.list.is_some() {
+                    self.move_list(model, down);
+                } else {
+                    self.change_lane(model, down);
+                }
+            }
+            Action::Tab => self.select_in_time(model, true),
+            Action::BackTab => self.select_in_time(model, false),
+            Action::Click { column, row } => self.click(model, column, row),
+            Action::Wheel {
+                column,
+                row,
+                zoom_in,
+            } => self.wheel(model, column, row, zoom_in),
+            Action::NextEvent => self.step_event(model, true),
+            Action::PrevEvent => self.step_event(model, false),
+            Action::JumpToProducer => self.jump_to_producer(model),
+            Action::ToggleHazards => {
+                self.list = (self.list != Some(ListKind::Hazards)).then_some(ListKind::Hazards);
+                self.hazard_cursor = 0;
+                self.focus = Focus::Timeline;
+                self.show_stats = false;
+            }
+            Action::ToggleEvents => {
+                if self.list == Some(ListKind::Events) && self.focus == Focus::List {
+                    self.list = None;
+                    self.focus = Focus::Timeline;
+                } else {
+                    self.list = Some(ListKind::Events);
+                    self.focus = Focus::List;
+                    self.show_stats = false;
+                    if self.event_cursor.is_none() && !model.events().is_empty() {
+                        self.event_cursor = Some(
+                            model
+                                .first_event_at(self.cursor_ns)
+                                .min(model.events().len() - 1),
+                        );
+                    }
+                }
+            }
+            Action::ToggleStats => self.show_stats = !self.show_stats,
+            Action::ToggleHelp => self.show_help = !self.show_help,
+            Action::ToggleEmptyLanes => self.show_empty_lanes = !self.show_empty_lanes,
+            Action::StartSearch => {
+                self.searching = true;
+                self.set_search(model, String::new());
+            }
+            Action::Search(_) | Action::SearchBackspace | Action::EndSearch => {}
+            Action::ClearSearch => self.clear_search(),
+            Action::Activate => self.activate(model),
+            Action::Escape => self.escape(),
+            Action::Resize { width, height } => {
+                self.width = width;
+                self.height = height;
+            }
+            Action::Quit => self.quit = true,
+        }
+    }
+
+    pub(super) fn set_search(&mut self, model: &Model, search: String) {
+        self.search = search;
+        self.filter = (!self.search.is_empty()).then(|| {
+            let needle = self.search.to_lowercase();
+            model
+                .labels()
+                .iter()
+                .map(|l| l.to_lowercase().contains(&needle))
+                .collect()
+        });
+        // Keep a matching selection; otherwise select the first match after the cursor.
+        if let Some(sel) = self.selection
+            && self.matches(model, model.span(sel))
+        {
+            return;
+        }
+        if self.filter.is_some() {
+            let from = (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX);
+            match self.next_in_time(model, from, true, true) {
+                Some(r) => self.select(model, r),
+                None => self.message = Some(format!("no span matches /{}", self.search)),
+            }
+        }
+    }
+
+    fn clear_search(&mut self) {
+        self.searching = false;
+        self.search.clear();
+        self.filter = None;
+    }
+
+    fn escape(&mut self) {
+        if self.show_help {
+            self.show_help = false;
+        } else if self.show_stats {
+            self.show_stats = false;
+        } else if self.filter.is_some() {
+            self.clear_search();
+        } else if self.focus == Focus::List {
+            self.focus = Focus::Timeline;
+        } else if self.selection.is_some() {
+            self.selection = None;
+        } else {
+            self.list = None;
+        }
+    }
+
+    /// The zoom centre: the cursor when visible, else the window's middle.
+    fn zoom_centre(&self) -> u64 {
+        if self.cursor_ns >= self.window.start_ns && self.cursor_ns < self.window.end_ns {
+            self.cursor_ns
+        } else {
+            self.window.start_ns + self.window.width_ns() / 2
+        }
+    }
+
+    /// The widest window: twice the trace.
+    fn max_width(model: &Model) -> u64 {
+        model
+            .time_range()
+            .map_or(1_000_000_000, |r| r.width_ns().saturating_mul(2))
+            .max(1_000)
+    }
+
+    pub(super) fn set_window(&mut self, model: &Model, start_ns: u64, width_ns: u64) {
+        let width_ns = width_ns.clamp(MIN_WINDOW_NS, Self::max_width(model));
+        self.window = TimeWindow::new(start_ns, start_ns.saturating_add(width_ns));
+    }
+
+    pub(super) fn zoom(&mut self, model: &Model, centre: u64, zoom_in: bool) {
+        let w = self.window.width_ns();
+        let new_w = if zoom_in { w / 2 } else { w.saturating_mul(2) }
+            .clamp(MIN_WINDOW_NS, Self::max_width(model));
+        if new_w == w {
+            self.message = Some(
+                if zoom_in {
+                    "fully zoomed in"
+                } else {
+                    "fully zoomed out"
+                }
+                .into(),
+            );
+            return;
+        }
+        // Keep `centre` at the same fraction of the window.
+        let offset = u128::from(centre.saturating_sub(self.window.start_ns));
+        let new_offset = (offset * u128::from(new_w) / u128::from(w)) as u64;
+        self.set_window(model, centre.saturating_sub(new_offset), new_w);
+    }
+
+    fn pan(&mut self, model: &Model, right: bool) {
+        let w = self.window.width_ns();
+        let step = (w / 4).max(1);
+        let start = if right {
+            self.window.start_ns.saturating_add(step)
+        } else {
+            self.window.start_ns.saturating_sub(step)
+        };
+        self.set_window(model, start, w);
+    }
+
+    fn fit(&mut self, model: &Model) {
+        let Some(range) = model.time_range() else {
+            return;
+        };
+        let pad = range.width_ns() / 50;
+        let start = range.start_ns.saturating_sub(pad);
+        self.set_window(model, start, range.end_ns.saturating_add(pad) - start);
+    }
+
+    fn zoom_to_selection(&mut self, model: &Model) {
+        let Some(sel) = self.selection else {
+            self.message = Some("nothing selected".into());
+            return;
+        };
+        let span = model.span(sel);
+        let w = (span.query_end_ns() - span.start_ns).max(MIN_WINDOW_NS);
+        let pad = w / 4;
+        self.set_window(
+            model,
+            span.start_ns.saturating_sub(pad),
+            w.saturating_add(2 * pad),
+        );
+    }
+
+    /// Moves the window so that `[t0, t1)` is visible, keeping the zoom.
+    pub(super) fn reveal(&mut self, model: &Model, t0: u64, t1: u64) {
+        let w = self.window.width_ns();
+        if t0 >= self.window.start_ns && t1 <= self.window.end_ns {
+            return;
+        }
+        let start = if t1 - t0 >= w {
+            t0
+        } else {
+            (t0 / 2 + t1 / 2).saturating_sub(w / 2)
+        };
+        self.set_window(model, start, w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::synthetic::{PipelineSpec, pipeline};
+    use super::*;
+    use crate::state::{EventKind, GUTTER, SpanStatus};
+    use hrx_capture::schema::{HazardKind, Queue};
+
+    fn pipeline_model(spec: PipelineSpec) -> Model {
+        Model::from_records(&pipeline(spec).collect::<Vec<_>>())
+    }
+
+    fn failing() -> Model {
+        pipeline_model(PipelineSpec {
+            submissions: 6,
+            period_ns: 60_000,
+            busy_every: Some(3),
+            fail_at: Some(4),
+        })
+    }
+
+    fn queue_of(model: &Model, state: &ViewState) -> Queue {
+        model.lane(state.selection.unwrap().lane).queue
+    }
+
+    #[test]
+    fn starts_fitted_with_the_first_busy_lane() {
+        let model = failing();
+        let state = ViewState::new(&model, 120, 40);
+        let range = model.time_range().unwrap();
+        assert!(state.window.start_ns <= range.start_ns && state.window.end_ns >= range.end_ns);
+        assert_eq!(model.lane(state.lane.unwrap()).queue, Queue::GpuUpload);
+        assert_eq!(state.list, Some(ListKind::Events));
+        assert_eq!(
+            state.visible_lanes(&model).len(),
+            4,
+            "the NPU lane is empty"
+        );
+    }
+
+    #[test]
+    fn zoom_keeps_the_cursor_in_place() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.cursor_ns = state.window.start_ns + state.window.width_ns() / 4;
+        let cols = 100;
+        let before = state.window.col(state.cursor_ns, cols);
+        let width = state.window.width_ns();
+        state.update(&model, Action::ZoomIn);
+        assert_eq!(state.window.width_ns(), width / 2);
+        assert!(state.window.col(state.cursor_ns, cols).abs_diff(before) <= 1);
+        state.update(&model, Action::ZoomOut);
+        assert_eq!(state.window.width_ns(), width / 2 * 2);
+        for _ in 0..80 {
+            state.update(&model, Action::ZoomIn);
+        }
+        assert_eq!(state.window.width_ns(), MIN_WINDOW_NS);
+        assert_eq!(state.message.as_deref(), Some("fully zoomed in"));
+        state.update(&model, Action::Fit);
+        assert_eq!(state.window.width_ns(), width);
+    }
+
+    #[test]
+    fn pan_moves_a_quarter_window() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        let w = state.window;
+        state.update(&model, Action::PanRight);
+        assert_eq!(state.window.start_ns, w.start_ns + w.width_ns() / 4);
+        state.update(&model, Action::PanLeft);
+        assert_eq!(state.window, w);
+    }
+
+    #[test]
+    fn arrows_walk_spans_and_queues() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::SelectNext);
+        let first = state.selection.unwrap();
+        assert_eq!(first.index, 0);
+        assert_eq!(queue_of(&model, &state), Queue::GpuUpload);
+        state.update(&model, Action::SelectNext);
+        assert_eq!(state.selection.unwrap().index, 1);
+        state.update(&model, Action::SelectPrev);
+        assert_eq!(state.selection, Some(first));
+        state.update(&model, Action::SelectPrev);
+        assert_eq!(state.message.as_deref(), Some("first span of the queue"));
+        state.update(&model, Action::NextQueue);
+        assert_eq!(queue_of(&model, &state), Queue::GpuCompute);
+        let compute = model.span(state.selection.unwrap());
+        assert_eq!(
+            model.submission(compute.submission).index.0,
+            0,
+            "nearest in time"
+        );
+        state.update(&model, Action::End);
+        assert_eq!(
+            model.span(state.selection.unwrap()).status,
+            SpanStatus::Failed
+        );
+        state.update(&model, Action::PrevQueue);
+        state.update(&model, Action::PrevQueue);
+        assert_eq!(queue_of(&model, &state), Queue::GpuUpload);
+    }
+
+    #[test]
+    fn tab_follows_time_across_queues() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        let mut starts = Vec::new();
+        for _ in 0..8 {
+            state.update(&model, Action::Tab);
+            starts.push(model.span(state.selection.unwrap()).start_ns);
+        }
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+        let queues: std::collections::HashSet<_> = (0..8)
+            .map(|_| {
+                state.update(&model, Action::BackTab);
+                queue_of(&model, &state)
+            })
+            .collect();
+        assert!(queues.len() >= 3);
+    }
+
+    #[test]
+    fn zoom_to_selection_and_home() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::ZoomToSelection);
+        assert_eq!(state.message.as_deref(), Some("nothing selected"));
+        state.update(&model, Action::Home);
+        let span = *model.span(state.selection.unwrap());
+        state.update(&model, Action::ZoomToSelection);
+        assert!(state.window.start_ns < span.start_ns && state.window.end_ns > span.end_ns);
+        assert_eq!(
+            state.window.width_ns(),
+            span.duration_ns() + 2 * (span.duration_ns() / 4)
+        );
+    }
+
+    #[test]
+    fn click_selects_what_is_under_the_pointer() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        let layout = state.layout(&model);
+        let compute = layout
+            .lanes
+            .iter()
+            .find(|l| model.lane(l.lane).queue == Queue::GpuCompute)
+            .unwrap();
+        let span = model.lane(compute.lane).spans()[1];
+        let cols = layout.timeline_cols;
+        let col = state
+            .window
+            .col(span.start_ns + span.duration_ns() / 2, cols);
+        state.update(
+            &model,
+            Action::Click {
+                column: GUTTER + col,
+                row: compute.area.y,
+            },
+        );
+        assert_eq!(state.selection.map(|s| s.index), Some(1));
+        assert_eq!(state.lane, Some(compute.lane));
+        // A click in the events list jumps to that event.
+        let list = layout.list.unwrap();
+        state.update(
+            &model,
+            Action::Click {
+                column: list.x + 3,
+                row: list.y + 1 + 3,
+            },
+        );
+        assert_eq!(state.event_cursor, Some(3));
+        assert_eq!(state.focus, Focus::List);
+        assert_eq!(model.events()[3].span, state.selection);
+    }
+
+    #[test]
+    fn wheel_zooms_around_the_pointer() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        let layout = state.layout(&model);
+        let row = layout.lanes[0].area.y;
+        let (t, _) = state.window.cell(30, layout.timeline_cols);
+        state.update(
+            &model,
+            Action::Wheel {
+                column: GUTTER + 30,
+                row,
+                zoom_in: true,
+            },
+        );
+        assert_eq!(state.cursor_ns, t);
+        assert!(state.window.col(t, layout.timeline_cols).abs_diff(30) <= 1);
+    }
+
+    #[test]
+    fn events_are_walked_in_time_order() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        let mut seen = Vec::new();
+        for _ in 0..model.events().len() {
+            state.update(&model, Action::NextEvent);
+            seen.push(model.events()[state.event_cursor.unwrap()].kind);
+        }
+        assert_eq!(seen[0], EventKind::Busy);
+        assert!(seen.contains(&EventKind::RegionFailed));
+        state.update(&model, Action::NextEvent);
+        assert_eq!(state.message.as_deref(), Some("last event"));
+        // Jumping to the failure selects the failed span.
+        let failed = model
+            .events()
+            .iter()
+            .position(|e| e.kind == EventKind::RegionFailed)
+            .unwrap();
+        while state.event_cursor != Some(failed) {
+            state.update(&model, Action::PrevEvent);
+        }
+        assert_eq!(
+            model.span(state.selection.unwrap()).status,
+            SpanStatus::Failed
+        );
+    }
+
+    #[test]
+    fn producer_jump_and_hazard_list() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .submit(1, 1, &[], 0)
+            .ran(0, 0, 10, 20)
+            .ran(0, 1, 30, 40)
+            .ran(1, 0, 45, 50)
+            .cross(1, 0, (0, 1), HazardKind::WriteAfterRead, 1, (0, 1024));
+        let model = f.model();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::End);
+        let upload_1 = state.selection.unwrap();
+        state.update(&model, Action::JumpToProducer);
+        assert_eq!(queue_of(&model, &state), Queue::GpuCompute);
+        state.update(&model, Action::JumpToProducer);
+        assert_eq!(state.selection.unwrap().index, 0, "the first upload");
+        state.update(&model, Action::JumpToProducer);
+        assert_eq!(
+            state.message.as_deref(),
+            Some("no producer on the timeline")
+        );
+        // Hazards list: Enter on the consumer goes forward again.
+        state.update(&model, Action::NextQueue);
+        assert_eq!(
+            state.list,
+            Some(ListKind::Hazards),
+            "no events: hazards by default"
+        );
+        // Producer: upload (in graph); consumers: download (in graph, never ran) and the
+        // next submission's upload (cross-submission).
+        assert_eq!(state.list_len(&model), 3);
+        state.focus = Focus::List;
+        state.update(&model, Action::NextQueue);
+        state.update(&model, Action::Activate);
+        assert_eq!(
+            state.message.as_deref(),
+            Some("that region is not on the timeline")
+        );
+        state.update(&model, Action::NextQueue);
+        assert_eq!(state.hazard_cursor, 2);
+        state.update(&model, Action::Activate);
+        assert_eq!(state.selection, Some(upload_1));
+        state.update(&model, Action::ToggleHazards);
+        assert_eq!(state.list, None);
+    }
+
+    #[test]
+    fn search_filters_navigation() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::StartSearch);
+        for c in "DOWN".chars() {
+            state.update(&model, Action::Search(c));
+        }
+        assert!(state.searching);
+        assert_eq!(state.filter_matches(&model), Some(5));
+        assert_eq!(
+            model.span_label(model.span(state.selection.unwrap())),
+            "download"
+        );
+        state.update(&model, Action::EndSearch);
+        state.update(&model, Action::Tab);
+        assert_eq!(
+            model.span_label(model.span(state.selection.unwrap())),
+            "download"
+        );
+        state.update(&model, Action::StartSearch);
+        state.update(&model, Action::Search('z'));
+        assert_eq!(state.filter_matches(&model), Some(0));
+        state.update(&model, Action::SearchBackspace);
+        assert_eq!(state.filter_matches(&model), None);
+        state.update(&model, Action::Search('x'));
+        state.update(&model, Action::Escape);
+        assert!(!state.searching && !state.filtering());
+    }
+
+    #[test]
+    fn escape_unwinds_one_thing_at_a_time() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::ToggleEvents);
+        state.update(&model, Action::Tab);
+        state.update(&model, Action::ToggleHelp);
+        state.update(&model, Action::Escape);
+        assert!(!state.show_help);
+        state.update(&model, Action::Escape);
+        assert_eq!(state.focus, Focus::Timeline);
+        state.update(&model, Action::Escape);
+        assert!(state.selection.is_none());
+        state.update(&model, Action::Escape);
+        assert!(state.list.is_none());
+        state.update(&model, Action::Quit);
+        assert!(state.quit);
+    }
+
+    #[test]
+    fn empty_lanes_toggle() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::ToggleEmptyLanes);
+        assert_eq!(state.visible_lanes(&model).len(), 5);
+        let empty = Model::default();
+        let state = ViewState::new(&empty, 80, 24);
+        assert!(state.visible_lanes(&empty).is_empty());
+    }
+}

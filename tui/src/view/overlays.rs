@@ -1,0 +1,148 @@
+//! Statistics, the help overlay and the status line.
+
+use super::theme;
+use super::timeline::fit;
+use crate::state::units;
+use crate::state::{KEYS, Model, ViewState};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span as Text};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+/// A bar of `width` cells filled to `fraction`.
+fn gauge(fraction: f64, width: usize) -> String {
+    let filled = ((fraction.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
+    format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
+}
+
+pub(super) fn stats(model: &Model, _state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let stats = model.stats();
+    let heading = |text: String| Line::styled(text, theme::KEY);
+    let mut lines = vec![heading(format!(
+        "{:<22}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}",
+        "kernel", "count", "total", "mean", "p50", "p99", "min", "max"
+    ))];
+    for k in &stats.kernels {
+        lines.push(Line::raw(format!(
+            "{:<22}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}",
+            fit(&k.name, 21),
+            k.count,
+            units::duration(k.total_ns),
+            units::duration(k.mean_ns),
+            units::duration(k.p50_ns),
+            units::duration(k.p99_ns),
+            units::duration(k.min_ns),
+            units::duration(k.max_ns),
+        )));
+    }
+    lines.push(Line::default());
+    lines.push(heading(format!(
+        "{:<22}{:>8}{:>11}  utilisation over {}",
+        "queue",
+        "spans",
+        "busy",
+        units::duration(stats.span_ns)
+    )));
+    for l in &stats.lanes {
+        lines.push(Line::raw(format!(
+            "{:<22}{:>8}{:>11}  {:>5.1}% {}",
+            fit(&model.lane_name(l.lane), 21),
+            l.spans,
+            units::duration(l.busy_ns),
+            l.utilisation * 100.0,
+            gauge(l.utilisation, 30)
+        )));
+    }
+    lines.push(Line::default());
+    lines.push(heading(format!(
+        "{:<22}{:>8}{:>11}{:>11}{:>13}",
+        "copy bandwidth", "batches", "bytes", "time", "bandwidth"
+    )));
+    if stats.copies.is_empty() {
+        lines.push(Line::styled("no copy batches", theme::DIM));
+    }
+    for c in &stats.copies {
+        lines.push(Line::raw(format!(
+            "{:<22}{:>8}{:>11}{:>11}{:>13}",
+            fit(&model.lane_name(c.lane), 21),
+            c.batches,
+            units::bytes(c.bytes),
+            units::duration(c.busy_ns),
+            units::bandwidth(c.bytes_per_s)
+        )));
+    }
+    Paragraph::new(lines)
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .title(" Statistics (s closes) "),
+        )
+        .render(area, buf);
+}
+
+pub(super) fn help(_state: &ViewState, area: Rect, buf: &mut Buffer) {
+    Clear.render(area, buf);
+    let lines: Vec<Line<'_>> = KEYS
+        .iter()
+        .map(|(key, what)| {
+            Line::from(vec![
+                Text::styled(format!(" {key:<16}"), theme::KEY),
+                Text::raw(*what),
+            ])
+        })
+        .collect();
+    Paragraph::new(lines)
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .border_style(theme::FOCUSED)
+                .title(" Keys (? or Esc closes) "),
+        )
+        .render(area, buf);
+}
+
+pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let mut left: Vec<Text<'_>> = Vec::new();
+    if state.searching || state.filtering() {
+        let matches = state
+            .filter_matches(model)
+            .unwrap_or(model.span_count() as u64);
+        left.push(Text::styled(
+            format!(
+                " /{}{}",
+                state.search,
+                if state.searching { "▏" } else { "" }
+            ),
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
+        left.push(Text::raw(format!("  {matches} spans match ")));
+    }
+    if let Some(message) = &state.message {
+        left.push(Text::styled(
+            format!(" {message} "),
+            Style::new().fg(ratatui::style::Color::Yellow),
+        ));
+    }
+    if left.is_empty() {
+        left.push(Text::styled(
+            " ←/→ span  ↑/↓ queue  +/- zoom  f fit  h hazards  e events  s stats  / search  ? help  q quit",
+            theme::DIM,
+        ));
+    }
+    let right = format!("cursor {} ", units::time(state.cursor_ns),);
+    let rw = right.chars().count() as u16;
+    Paragraph::new(Line::from(left)).render(
+        Rect::new(area.x, area.y, area.width.saturating_sub(rw + 1), 1),
+        buf,
+    );
+    if area.width > rw {
+        buf.set_stringn(
+            area.x + area.width - rw,
+            area.y,
+            &right,
+            usize::from(rw),
+            theme::DIM,
+        );
+    }
+}

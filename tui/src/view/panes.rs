@@ -1,0 +1,528 @@
+//! The details pane (the selected span, or the trace when nothing is selected), the
+//! hazards list and the events list.
+
+use super::theme::{self, Symbols};
+use super::timeline::fit;
+use crate::state::units;
+use crate::state::{
+    Event, Focus, HazardEdge, HazardScope, ListKind, Model, RegionKey, SpanRef, ViewState,
+    list_offset, queue_name,
+};
+use hrx_capture::schema::{Access, OpKind, Placement, RegionKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span as Text};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+/// A `name  value` line.
+fn field<'a>(name: &'a str, value: impl Into<Text<'a>>) -> Line<'a> {
+    Line::from(vec![
+        Text::styled(format!("{name:<11} "), theme::KEY),
+        value.into(),
+    ])
+}
+
+fn access(a: Access) -> &'static str {
+    match a {
+        Access::Read => "read",
+        Access::Write => "write",
+        Access::ReadWrite => "read-write",
+    }
+}
+
+fn kind_name(kind: RegionKind) -> &'static str {
+    match kind {
+        RegionKind::NativeGraph => "native graph",
+        RegionKind::CopyBatch => "copy batch",
+        RegionKind::Scoped => "scoped callback",
+        RegionKind::NpuRun => "NPU run",
+        RegionKind::Host => "host work",
+    }
+}
+
+/// `sub 12 r1 blur`: a region of a submission, for lists.
+pub(super) fn region_name(model: &Model, key: RegionKey) -> String {
+    let sub = model.submission(key.submission);
+    let label = model
+        .submission_regions(key.submission)
+        .get(key.region as usize)
+        .map_or("?", |r| model.label(r.label));
+    format!("sub {} r{} {label}", sub.index, key.region)
+}
+
+fn pane<'a>(title: String, focused: bool) -> Block<'a> {
+    let block = Block::new().borders(Borders::ALL).title(title);
+    if focused {
+        block.border_style(theme::FOCUSED)
+    } else {
+        block
+    }
+}
+
+pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let (title, lines) = match state.selection.filter(|&s| model.get_span(s).is_some()) {
+        Some(s) => (" Details ".to_owned(), span_lines(model, s)),
+        None => (" Trace ".to_owned(), trace_lines(model)),
+    };
+    Paragraph::new(lines)
+        .block(pane(title, false))
+        .render(area, buf);
+}
+
+fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
+    let span = *model.span(r);
+    let region = model.region(span.region);
+    let sub = *model.submission(span.submission);
+    let prepared = &model.prepared()[region.prepared.get()];
+    let runtime = prepared.runtime;
+    let mut lines = vec![Line::from(vec![
+        Text::styled(
+            format!(
+                "{}  ·  sub {} · region {} · {}  ",
+                model.span_label(&span),
+                sub.index,
+                region.index,
+                queue_name(region.queue)
+            ),
+            Style::new().add_modifier(ratatui::style::Modifier::BOLD),
+        ),
+        Text::styled(span.status.name(), theme::status_fg(span.status)),
+    ])];
+    lines.push(field(
+        "kind",
+        format!(
+            "{}, {} op{}, {:?} engine",
+            kind_name(region.kind),
+            region.nodes.len(),
+            if region.nodes.len() == 1 { "" } else { "s" },
+            region.engine
+        ),
+    ));
+    for &node in &region.nodes {
+        let Some(op) = model.op(region.prepared, node) else {
+            lines.push(field("op", format!("#{node} (not recorded)")));
+            continue;
+        };
+        let mut text = format!("#{node} {}", model.op_name(runtime, &op.op));
+        let mut launch = None;
+        if let OpKind::Kernel { kernel } | OpKind::Npu { kernel } = op.op
+            && let Some(k) = model.kernel(runtime, kernel)
+        {
+            let [gx, gy, gz] = k.grid;
+            let [bx, by, bz] = k.block;
+            launch = Some(format!(
+                "  grid {gx}×{gy}×{gz}  block {bx}×{by}×{bz}  const {}",
+                units::bytes(k.constants.len() as u64)
+            ));
+        }
+        if let OpKind::Fill { value } = op.op {
+            text.push_str(&format!("  value {value:#04x}"));
+        }
+        lines.push(field("op", text));
+        lines.extend(launch.map(|l| field("", l)));
+        for u in &op.uses {
+            lines.push(field(
+                "",
+                format!(
+                    "  {}  {}  {}",
+                    buffer_name(model, runtime, u.buffer),
+                    units::range(u.start, u.end),
+                    access(u.access)
+                ),
+            ));
+        }
+    }
+    if region.nodes.is_empty()
+        || region
+            .nodes
+            .iter()
+            .all(|&n| model.op(region.prepared, n).is_none())
+    {
+        for u in &region.uses {
+            lines.push(field(
+                "uses",
+                format!(
+                    "buf {} {}  {}",
+                    u.buffer,
+                    units::range(u.start, u.end),
+                    access(u.access)
+                ),
+            ));
+        }
+    }
+    if region.copy_bytes > 0 {
+        lines.push(field("copied", units::bytes(region.copy_bytes)));
+    }
+    if span.ran() {
+        lines.push(field(
+            "host",
+            format!(
+                "{} → {}  ({})",
+                units::time(span.start_ns),
+                units::time(span.end_ns),
+                units::duration(span.duration_ns())
+            ),
+        ));
+    } else {
+        lines.push(field(
+            "host",
+            format!("never ran; done at {}", units::time(span.start_ns)),
+        ));
+    }
+    if let Some((d0, d1)) = span.device_ns() {
+        let times = match model.clock(runtime) {
+            Some(c) => format!(
+                "{} → {}",
+                units::time(c.to_host_ns(d0)),
+                units::time(c.to_host_ns(d1))
+            ),
+            None => format!("device clock {d0} → {d1} ns"),
+        };
+        lines.push(field(
+            "device",
+            format!("{}  {times}", units::duration(d1 - d0)),
+        ));
+    }
+    let after: Vec<String> = model
+        .explicit_producers(span.submission)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    lines.push(field(
+        "submission",
+        format!(
+            "{} · slot {} · submitted {} · {}",
+            sub.index,
+            sub.slot,
+            units::time(sub.submit_ns),
+            sub.status.name(),
+        ),
+    ));
+    if !after.is_empty() {
+        lines.push(field("after", format!("submissions {}", after.join(", "))));
+    }
+    lines.push(field(
+        "prepared",
+        format!(
+            "{} from graph {} · {} slots",
+            prepared.id, prepared.graph, prepared.slots
+        ),
+    ));
+    if let Some(e) = model.span_event(r) {
+        lines.push(field(
+            "status",
+            Text::styled(
+                format!("{}: {}", e.kind.name(), e.text),
+                theme::status_fg(span.status),
+            ),
+        ));
+    }
+    let hazards = model.hazards(r);
+    lines.push(field(
+        "hazards",
+        format!(
+            "waited on {}, released {}  (h lists them, p jumps to the producer)",
+            hazards.producers.len(),
+            hazards.consumers.len()
+        ),
+    ));
+    lines
+}
+
+fn trace_lines(model: &Model) -> Vec<Line<'static>> {
+    let info = model.info();
+    let mut lines = Vec::new();
+    if let Some(s) = &info.session {
+        lines.push(field(
+            "session",
+            format!("{} · {} · pid {}", s.producer, s.host, s.pid),
+        ));
+    }
+    for r in &info.runtimes {
+        lines.push(field(
+            "runtime",
+            format!(
+                "r{} {} ({}) · {} slots · capacity {}{}",
+                r.runtime,
+                r.backend,
+                r.device,
+                r.graph_slots,
+                r.capacity,
+                r.fault
+                    .as_ref()
+                    .map(|f| format!(" · fault {f}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let recovery = match (&info.recovery, &info.end) {
+        (Some(r), _) if !r.is_complete() => format!(
+            "{} records recovered · {} blocks skipped · {} bytes discarded{}",
+            r.records,
+            r.skipped_blocks,
+            r.bytes_discarded,
+            if r.clean_close {
+                ""
+            } else {
+                " · not closed cleanly"
+            }
+        ),
+        (_, Some(end)) if end.dropped_records > 0 => {
+            format!(
+                "{} records · {} dropped by the recorder",
+                info.records, end.dropped_records
+            )
+        }
+        _ => format!("{} records, complete", info.records),
+    };
+    lines.push(field("recording", recovery));
+    for w in info.warnings.iter().take(3) {
+        lines.push(field("warning", w.clone()));
+    }
+    lines.push(field(
+        "timeline",
+        format!(
+            "{} spans · {} submissions · {} events",
+            model.span_count(),
+            model.submissions().len(),
+            model.events().len()
+        ),
+    ));
+    if let Some(range) = model.time_range() {
+        lines.push(field(
+            "time",
+            format!(
+                "{} → {}  ({})",
+                units::time(range.start_ns),
+                units::time(range.end_ns),
+                units::duration(range.width_ns())
+            ),
+        ));
+    }
+    if info.unplaced_timings + info.unresolved_waits > 0 {
+        lines.push(field(
+            "unplaced",
+            format!(
+                "{} timings and {} waits name an unrecorded submission",
+                info.unplaced_timings, info.unresolved_waits
+            ),
+        ));
+    }
+    match model.first_failure() {
+        None => lines.push(field("failures", "none")),
+        Some(f) => {
+            let e = &model.events()[f.event.get()];
+            let red = theme::status_fg(crate::state::SpanStatus::Failed);
+            lines.push(field(
+                "first fail",
+                Text::styled(
+                    format!(
+                        "{} {} at {}",
+                        event_subject(e),
+                        e.kind.name(),
+                        units::time(e.time_ns)
+                    ),
+                    red,
+                ),
+            ));
+            lines.push(field("", Text::styled(e.text.clone(), red)));
+            let names = |spans: &[SpanRef]| {
+                spans
+                    .iter()
+                    .take(6)
+                    .map(|&s| region_name(model, model.key_of(model.span(s))))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    + if spans.len() > 6 { ", …" } else { "" }
+            };
+            lines.push(field(
+                "took down",
+                format!("{} cancelled: {}", f.cancelled.len(), names(&f.cancelled)),
+            ));
+            if !f.failed.is_empty() {
+                lines.push(field(
+                    "",
+                    format!("{} failed: {}", f.failed.len(), names(&f.failed)),
+                ));
+            }
+            let list = |v: Vec<String>| {
+                if v.is_empty() {
+                    "none".to_owned()
+                } else {
+                    v.join(", ")
+                }
+            };
+            lines.push(field(
+                "poisoned",
+                list(f.poisoned.iter().map(|b| format!("buf {b}")).collect()),
+            ));
+            lines.push(field(
+                "quarantined",
+                list(
+                    f.quarantined
+                        .iter()
+                        .map(|p| format!("prepared {p}"))
+                        .collect(),
+                ),
+            ));
+        }
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        "Tab selects the next span · n the next event · s statistics · ? every key",
+        theme::DIM,
+    ));
+    lines
+}
+
+/// What an event is about: `sub 4 r1`, `buf 3`, `prepared 1`, ...
+fn event_subject(e: &Event) -> String {
+    match (e.submission, e.region, e.buffer, e.lane, e.prepared) {
+        (Some(s), Some(r), ..) => format!("sub {s} r{r}"),
+        (Some(s), None, ..) => format!("sub {s}"),
+        (_, _, Some(b), ..) => format!("buf {b}"),
+        (_, _, _, Some(l), _) => format!("{l:?} copy stream"),
+        (_, _, _, _, Some(p)) => format!("prepared {p}"),
+        _ => format!("r{}", e.runtime),
+    }
+}
+
+pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let focused = state.focus == Focus::List;
+    let rows = usize::from(area.height.saturating_sub(2));
+    let width = usize::from(area.width.saturating_sub(2));
+    let sym = Symbols::for_ascii(state.ascii);
+    let (title, items): (String, Vec<Line<'static>>) = match state.list {
+        Some(ListKind::Events) => {
+            let events = model.events();
+            let cursor = state.event_cursor.unwrap_or(0);
+            let offset = list_offset(cursor, events.len(), rows);
+            let items = events
+                .iter()
+                .enumerate()
+                .skip(offset)
+                .take(rows)
+                .map(|(i, e)| {
+                    let text = format!(
+                        "{}{:>11} {} {:<14} {:<11} {}",
+                        if state.event_cursor == Some(i) {
+                            sym.focus
+                        } else {
+                            " "
+                        },
+                        units::time(e.time_ns),
+                        sym.event(e.kind),
+                        e.kind.name(),
+                        event_subject(e),
+                        e.text
+                    );
+                    let style = if state.event_cursor == Some(i) {
+                        theme::LIST_CURSOR
+                    } else {
+                        theme::event_style(e.kind)
+                    };
+                    Line::styled(fit(&text, width), style)
+                })
+                .collect();
+            (format!(" Events ({}) ", events.len()), items)
+        }
+        Some(ListKind::Hazards) => {
+            let hazards = state.hazards(model);
+            let n_producers = hazards.producers.len();
+            let all: Vec<&HazardEdge> = hazards.all().collect();
+            let offset = list_offset(state.hazard_cursor, all.len(), rows);
+            let mut items: Vec<Line<'static>> = all
+                .iter()
+                .enumerate()
+                .skip(offset)
+                .take(rows)
+                .map(|(i, e)| {
+                    let producer_side = i < n_producers;
+                    let mark = if focused && i == state.hazard_cursor {
+                        sym.focus
+                    } else {
+                        ""
+                    };
+                    let text = format!("{mark}{}", hazard_text(model, e, producer_side, sym));
+                    let style = if focused && i == state.hazard_cursor {
+                        theme::LIST_CURSOR
+                    } else if producer_side {
+                        Style::new().fg(ratatui::style::Color::Yellow)
+                    } else {
+                        Style::new().fg(ratatui::style::Color::Cyan)
+                    };
+                    Line::styled(fit(&text, width), style)
+                })
+                .collect();
+            if state.selection.is_none() {
+                items.push(Line::styled(
+                    "select a span to see why it waited",
+                    theme::DIM,
+                ));
+            } else if all.is_empty() {
+                items.push(Line::styled("no hazards: it waited on nothing", theme::DIM));
+            }
+            (
+                format!(
+                    " Hazards: waited on {} · released {} ",
+                    n_producers,
+                    hazards.consumers.len()
+                ),
+                items,
+            )
+        }
+        None => return,
+    };
+    Paragraph::new(items)
+        .block(pane(title, focused))
+        .render(area, buf);
+}
+
+/// `← RAW buf 1 0..4096  sub 3 r0 upload  in graph`.
+fn hazard_text(model: &Model, e: &HazardEdge, producer_side: bool, sym: &Symbols) -> String {
+    let (arrow, other) = if producer_side {
+        (sym.arrows[0], e.producer)
+    } else {
+        (sym.arrows[1], e.consumer)
+    };
+    let what = match (e.kind, e.buffer, e.bytes) {
+        (Some(kind), Some(buffer), Some((start, end))) => {
+            format!(
+                "{} buf {buffer} {}",
+                kind.abbreviation(),
+                units::range(start, end)
+            )
+        }
+        _ => "after (whole submission)".to_owned(),
+    };
+    let scope = match e.scope {
+        HazardScope::InGraph => "in graph",
+        HazardScope::CrossSubmission => "cross-sub",
+        HazardScope::Explicit => "explicit",
+    };
+    format!(
+        "{arrow} {what:<22} {:<18} {scope}",
+        region_name(model, other)
+    )
+}
+
+/// A buffer's description: `buf 3 (1 MiB, GPU)` (where its memory lives).
+fn buffer_name(
+    model: &Model,
+    runtime: hrx_capture::schema::RuntimeId,
+    id: hrx_capture::schema::BufferId,
+) -> String {
+    match model.buffer(runtime, id) {
+        Some(b) => format!(
+            "buf {id} ({}, {})",
+            units::bytes(b.len_bytes),
+            match b.placement {
+                Placement::GpuLocal => "GPU",
+                Placement::HostVisible => "host",
+                Placement::NpuShared { .. } => "NPU",
+            }
+        ),
+        None => format!("buf {id}"),
+    }
+}

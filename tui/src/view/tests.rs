@@ -1,0 +1,368 @@
+//! Snapshot tests of the screen (ratatui `TestBackend`, 120×40 unless noted) on generated
+//! traces, and checks of the styles that the text snapshots cannot show.
+
+use super::*;
+use crate::state::synthetic::{PipelineSpec, pipeline};
+use crate::state::{Action, EventKind, GUTTER, ListKind, Model, SpanStatus, ViewState};
+use hrx_capture::schema::Queue;
+use ratatui::style::Color;
+
+/// A six-submission pipeline: Busy before submissions 3, submission 4's compute fails.
+fn failing() -> Model {
+    Model::from_records(
+        &pipeline(PipelineSpec {
+            submissions: 6,
+            period_ns: 60_000,
+            busy_every: Some(3),
+            fail_at: Some(4),
+        })
+        .collect::<Vec<_>>(),
+    )
+}
+
+fn terminal(model: &Model, state: &ViewState) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(state.width, state.height)).unwrap();
+    terminal.draw(|frame| render(model, state, frame)).unwrap();
+    terminal
+}
+
+fn act(model: &Model, state: &mut ViewState, actions: &[Action]) {
+    for &a in actions {
+        state.update(model, a);
+    }
+}
+
+/// Selects the `n`-th span of `queue`.
+fn select(model: &Model, state: &mut ViewState, queue: Queue, n: usize) {
+    state.update(model, Action::Fit);
+    while state.lane.is_none_or(|l| model.lane(l).queue != queue) {
+        state.update(model, Action::NextQueue);
+    }
+    state.update(model, Action::Home);
+    for _ in 0..n {
+        state.update(model, Action::SelectNext);
+    }
+}
+
+#[test]
+fn timeline_fit() {
+    let model = failing();
+    let state = ViewState::new(&model, 120, 40);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn timeline_zoomed_in() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuCompute, 1);
+    act(&model, &mut state, &[Action::ZoomIn, Action::ZoomIn]);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn timeline_deep_zoom_on_one_span() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuUpload, 2);
+    act(
+        &model,
+        &mut state,
+        &[Action::ZoomToSelection, Action::ToggleHazards],
+    );
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn timeline_dense_is_summarised() {
+    let model = Model::from_records(&pipeline(PipelineSpec::ops(40_000)).collect::<Vec<_>>());
+    let state = ViewState::new(&model, 120, 40);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn details_pane() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuCompute, 2);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn hazards_of_the_selection() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuCompute, 2);
+    state.update(&model, Action::ToggleHazards);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn events_list_at_the_failure() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleEvents);
+    while model.events()[state.event_cursor.unwrap()].kind != EventKind::RegionFailed {
+        state.update(&model, Action::NextEvent);
+    }
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn statistics() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleStats);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleHelp);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn search_in_the_status_line() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::StartSearch);
+    for c in "blur".chars() {
+        state.update(&model, Action::Search(c));
+    }
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn small_terminal_with_ascii_symbols() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 100, 24);
+    state.ascii = true;
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn empty_trace() {
+    let model = Model::default();
+    let state = ViewState::new(&model, 80, 20);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+/// The background colour of the first timeline cell of the span `n` of `queue`.
+fn span_bg(model: &Model, state: &ViewState, queue: Queue, n: usize) -> Color {
+    let t = terminal(model, state);
+    let layout = state.layout(model);
+    let row = layout
+        .lanes
+        .iter()
+        .find(|l| model.lane(l.lane).queue == queue)
+        .unwrap();
+    let span = model.lane(row.lane).spans()[n];
+    let col = state.window.col(span.start_ns, layout.timeline_cols);
+    t.backend().buffer()[(GUTTER + col, row.area.y)].bg
+}
+
+#[test]
+fn failed_red_cancelled_grey_producers_yellow() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    let compute = model
+        .lanes()
+        .iter()
+        .find(|l| l.queue == Queue::GpuCompute)
+        .unwrap();
+    let failed = compute
+        .spans()
+        .iter()
+        .position(|s| s.status == SpanStatus::Failed)
+        .unwrap();
+    assert_eq!(
+        span_bg(&model, &state, Queue::GpuCompute, failed),
+        Color::Red
+    );
+    let download = model
+        .lanes()
+        .iter()
+        .find(|l| l.queue == Queue::GpuDownload)
+        .unwrap();
+    let cancelled = download.len() - 1;
+    assert_eq!(download.spans()[cancelled].status, SpanStatus::Cancelled);
+    assert_eq!(
+        span_bg(&model, &state, Queue::GpuDownload, cancelled),
+        Color::DarkGray
+    );
+    // Submissions cycle through the palette.
+    assert_ne!(
+        span_bg(&model, &state, Queue::GpuUpload, 0),
+        span_bg(&model, &state, Queue::GpuUpload, 1)
+    );
+    // With the hazards list open, the producer of the selection is yellow, its
+    // consumers cyan and the selection white.
+    select(&model, &mut state, Queue::GpuCompute, 2);
+    state.list = Some(ListKind::Hazards);
+    assert_eq!(span_bg(&model, &state, Queue::GpuCompute, 2), Color::White);
+    assert_eq!(span_bg(&model, &state, Queue::GpuUpload, 2), Color::Yellow);
+    assert_eq!(span_bg(&model, &state, Queue::GpuDownload, 2), Color::Cyan);
+}
+
+#[test]
+fn render_to_string_matches_the_backend() {
+    let model = failing();
+    let state = ViewState::new(&model, 120, 40);
+    let text = render_to_string(&model, &state, 120, 40);
+    assert_eq!(text.lines().count(), 40);
+    assert!(text.lines().nth(4).unwrap().contains("GPU Upload"));
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    let model = failing();
+    for (w, h) in [(1, 1), (5, 3), (14, 6), (20, 8), (40, 12), (300, 100)] {
+        let mut state = ViewState::new(&model, w, h);
+        for action in [
+            Action::Tab,
+            Action::ToggleHazards,
+            Action::ToggleHelp,
+            Action::ToggleStats,
+            Action::Click {
+                column: w / 2,
+                row: h / 2,
+            },
+            Action::ZoomIn,
+        ] {
+            state.update(&model, action);
+            render_to_string(&model, &state, w, h);
+        }
+    }
+}
+
+/// Records that contradict each other or sit at the ends of the clock: the model and the
+/// views must cope (a damaged or hostile trace must not crash the viewer).
+#[test]
+fn contradictory_records_do_not_panic() {
+    use hrx_capture::schema::*;
+    let rt = RuntimeId(0);
+    let edge = |producer, consumer| Edge {
+        producer,
+        consumer,
+        kind: HazardKind::WriteAfterWrite,
+        buffer: BufferId(u64::MAX),
+        start: u64::MAX - 1,
+        end: 0,
+    };
+    let records = vec![
+        Record::Prepared(Prepared {
+            runtime: rt,
+            graph: GraphId(0),
+            prepared: PreparedId(0),
+            slots: 0,
+            parallel: true,
+            regions: vec![Region {
+                queue: Queue::Npu,
+                engine: Engine::Npu,
+                kind: RegionKind::NpuRun,
+                nodes: vec![NodeIndex(u32::MAX)],
+                internal_edges: vec![edge(0, 0)],
+                dependencies: vec![edge(7, 0), edge(0, 0)],
+                uses: Vec::new(),
+                copy_bytes: u64::MAX,
+            }],
+            time_ns: 0,
+        }),
+        Record::Submit(Submit {
+            runtime: rt,
+            prepared: PreparedId(0),
+            submission: SubmissionIndex(0),
+            slot: 0,
+            producers: vec![SubmissionIndex(0), SubmissionIndex(99)],
+            time_ns: u64::MAX,
+        }),
+        Record::RegionTiming(RegionTiming {
+            runtime: rt,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(0),
+            start_ns: u64::MAX - 5,
+            end_ns: 3,
+            device: Some(DeviceSpan {
+                start_ns: u64::MAX,
+                end_ns: 0,
+            }),
+        }),
+        Record::RegionTiming(RegionTiming {
+            runtime: rt,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(u32::MAX),
+            start_ns: 0,
+            end_ns: 1,
+            device: None,
+        }),
+        Record::CrossWait(CrossWait {
+            runtime: rt,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(0),
+            on_submission: SubmissionIndex(0),
+            on_region: RegionIndex(0),
+            kind: HazardKind::ReadAfterWrite,
+            buffer: BufferId(1),
+            start: 5,
+            end: 1,
+        }),
+        Record::RegionDone(RegionDone {
+            runtime: rt,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(0),
+            status: Status::Failed {
+                error: String::new(),
+            },
+            time_ns: u64::MAX,
+        }),
+        Record::Poison(Poison {
+            runtime: rt,
+            buffer: BufferId(3),
+            cause: "\n\t".into(),
+            time_ns: u64::MAX,
+        }),
+        Record::ClockCalibration(ClockCalibration {
+            runtime: rt,
+            host_ns: 0,
+            device_ns: u64::MAX,
+            device_offset_ns: i64::MIN,
+            uncertainty_ns: 0,
+        }),
+    ];
+    let model = Model::from_records(&records);
+    assert_eq!(model.span_count(), 1);
+    let mut state = ViewState::new(&model, 120, 40);
+    for action in [
+        Action::Tab,
+        Action::JumpToProducer,
+        Action::ToggleHazards,
+        Action::ZoomToSelection,
+        Action::ZoomOut,
+        Action::PanRight,
+        Action::NextEvent,
+        Action::ToggleEvents,
+        Action::ToggleStats,
+        Action::End,
+        Action::Fit,
+        Action::ZoomIn,
+    ] {
+        state.update(&model, action);
+        render_to_string(&model, &state, 120, 40);
+    }
+}
+
+#[test]
+fn huge_copies_and_durations_saturate() {
+    use crate::state::fixtures::*;
+    let mut f = three_stage();
+    for i in 0..3 {
+        f.submit(1, i, &[], 0).ran(i, 0, 0, u64::MAX / 2);
+    }
+    let model = f.model();
+    let upload = &model.stats().kernels[0];
+    assert_eq!(upload.total_ns, u64::MAX);
+    render_to_string(&model, &ViewState::new(&model, 120, 40), 120, 40);
+}

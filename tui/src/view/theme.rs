@@ -1,0 +1,201 @@
+//! Colours and symbols.
+
+use crate::state::{EventKind, SpanStatus};
+use ratatui::style::{Color, Modifier, Style};
+
+/// Background colours of submissions, cycled by submission index (no red, grey, yellow or
+/// cyan: those mean failed, cancelled, producer and consumer).
+const PALETTE: [Color; 6] = [
+    Color::Blue,
+    Color::Green,
+    Color::Magenta,
+    Color::LightBlue,
+    Color::LightGreen,
+    Color::LightMagenta,
+];
+
+/// The style of a span bar.
+pub(super) fn span_style(submission: u64, status: SpanStatus) -> Style {
+    match status {
+        SpanStatus::Failed => Style::new()
+            .bg(Color::Red)
+            .fg(Color::White)
+            .add_modifier(Modifier::BOLD),
+        SpanStatus::Cancelled => Style::new().bg(Color::DarkGray).fg(Color::Gray),
+        SpanStatus::Ok | SpanStatus::Unknown => {
+            let bg = PALETTE[(submission % PALETTE.len() as u64) as usize];
+            let fg = if bg == Color::Blue || bg == Color::Magenta {
+                Color::White
+            } else {
+                Color::Black
+            };
+            let style = Style::new().bg(bg).fg(fg);
+            if status == SpanStatus::Unknown {
+                style.add_modifier(Modifier::ITALIC)
+            } else {
+                style
+            }
+        }
+    }
+}
+
+/// The selected span.
+pub(super) const SELECTED: Style = Style::new()
+    .bg(Color::White)
+    .fg(Color::Black)
+    .add_modifier(Modifier::BOLD);
+/// A producer of the selection (hazards list open).
+pub(super) const PRODUCER: Style = Style::new().bg(Color::Yellow).fg(Color::Black);
+/// A consumer of the selection (hazards list open).
+pub(super) const CONSUMER: Style = Style::new().bg(Color::Cyan).fg(Color::Black);
+/// A span that does not match the search.
+pub(super) const FILTERED_OUT: Style = Style::new().fg(Color::DarkGray);
+/// Secondary text.
+pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
+/// Field names and headings.
+pub(super) const KEY: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+/// The cursor of a list.
+pub(super) const LIST_CURSOR: Style = Style::new().bg(Color::DarkGray).fg(Color::White);
+/// The focused pane's border.
+pub(super) const FOCUSED: Style = Style::new().fg(Color::Yellow);
+
+/// The colour of a status in text.
+pub(super) fn status_fg(status: SpanStatus) -> Style {
+    match status {
+        SpanStatus::Ok => Style::new().fg(Color::Green),
+        SpanStatus::Unknown => Style::new().fg(Color::Yellow),
+        SpanStatus::Cancelled => Style::new().fg(Color::Gray),
+        SpanStatus::Failed => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+    }
+}
+
+/// The colour of an event marker.
+pub(super) fn event_style(kind: EventKind) -> Style {
+    match kind {
+        EventKind::Busy | EventKind::Refused => Style::new().fg(Color::Yellow),
+        EventKind::RegionCancelled => Style::new().fg(Color::Gray),
+        EventKind::CopyStreamUnhealthy => Style::new().fg(Color::LightRed),
+        EventKind::Poison => Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD),
+        _ => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+    }
+}
+
+/// Marker precedence when several events share a cell (higher wins).
+pub(super) fn event_rank(kind: EventKind) -> u8 {
+    match kind {
+        EventKind::RegionFailed | EventKind::DeviceLost | EventKind::Quarantine => 7,
+        EventKind::FaultInjected => 6,
+        EventKind::Poison => 5,
+        EventKind::CopyStreamUnhealthy => 4,
+        EventKind::RegionCancelled => 3,
+        EventKind::Busy => 2,
+        EventKind::Refused => 1,
+    }
+}
+
+/// The glyphs the views draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Symbols {
+    /// Device lost, quarantine, failed region.
+    pub failure: &'static str,
+    /// Injected fault.
+    pub fault: &'static str,
+    /// Poisoned buffer.
+    pub poison: &'static str,
+    /// Cancelled region.
+    pub cancel: &'static str,
+    /// Unhealthy copy stream.
+    pub unhealthy: &'static str,
+    /// Busy refusal.
+    pub busy: &'static str,
+    /// Another refusal.
+    pub refused: &'static str,
+    /// A submit tick.
+    pub submit: &'static str,
+    /// A ruler tick.
+    pub tick: &'static str,
+    /// The time cursor on the ruler.
+    pub cursor: &'static str,
+    /// A one-column span.
+    pub thin: &'static str,
+    /// Bar ends: start, end, clipped start, clipped end.
+    pub ends: [&'static str; 4],
+    /// Density of a summarised cell: covered only, 1-3, 4-15, 16+ spans starting.
+    pub density: [&'static str; 4],
+    /// Focused lane marker.
+    pub focus: &'static str,
+    /// Producer / consumer arrows in the hazards list.
+    pub arrows: [&'static str; 2],
+}
+
+impl Symbols {
+    /// Unicode symbols.
+    pub const UNICODE: Symbols = Symbols {
+        failure: "✖",
+        fault: "↯",
+        poison: "☠",
+        cancel: "∅",
+        unhealthy: "!",
+        busy: "B",
+        refused: "?",
+        submit: "╵",
+        tick: "│",
+        cursor: "▼",
+        thin: "▌",
+        ends: ["[", "]", "‹", "›"],
+        density: ["░", "▒", "▓", "█"],
+        focus: "▶",
+        arrows: ["←", "→"],
+    };
+
+    /// ASCII symbols, for terminals without the Unicode ones.
+    pub const ASCII: Symbols = Symbols {
+        failure: "X",
+        fault: "F",
+        poison: "P",
+        cancel: "C",
+        unhealthy: "!",
+        busy: "B",
+        refused: "?",
+        submit: "'",
+        tick: "|",
+        cursor: "v",
+        thin: "|",
+        ends: ["[", "]", "<", ">"],
+        density: [".", ":", "*", "#"],
+        focus: ">",
+        arrows: ["<-", "->"],
+    };
+
+    /// The symbols for `ascii`.
+    pub fn for_ascii(ascii: bool) -> &'static Symbols {
+        if ascii {
+            &Symbols::ASCII
+        } else {
+            &Symbols::UNICODE
+        }
+    }
+
+    /// The marker of an event kind.
+    pub fn event(&self, kind: EventKind) -> &'static str {
+        match kind {
+            EventKind::RegionFailed | EventKind::DeviceLost | EventKind::Quarantine => self.failure,
+            EventKind::FaultInjected => self.fault,
+            EventKind::Poison => self.poison,
+            EventKind::CopyStreamUnhealthy => self.unhealthy,
+            EventKind::RegionCancelled => self.cancel,
+            EventKind::Busy => self.busy,
+            EventKind::Refused => self.refused,
+        }
+    }
+
+    /// The glyph of a summarised cell.
+    pub fn density_of(&self, count: u32) -> &'static str {
+        match count {
+            0 => self.density[0],
+            1..=3 => self.density[1],
+            4..=15 => self.density[2],
+            _ => self.density[3],
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The header, the ruler, the submit/Busy ticks, the event markers and the lanes.
+
+use super::theme::{self, Symbols};
+use crate::state::units;
+use crate::state::{
+    GUTTER, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, TimeWindow, ViewState,
+    count_in,
+};
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier, Style};
+use std::collections::HashSet;
+
+pub(super) fn draw(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buffer) {
+    let sym = Symbols::for_ascii(state.ascii);
+    header(model, state, layout, buf);
+    ruler(state, layout, buf, sym);
+    ticks(model, state, layout, buf, sym);
+    markers(model, state, layout, buf, sym);
+    let highlights = Highlights::new(model, state);
+    for row in &layout.lanes {
+        lane(model, state, layout, row, &highlights, buf, sym);
+    }
+}
+
+/// Writes `text` at `(x, y)` clipped to `width` columns.
+fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) {
+    if width > 0 && y < buf.area.bottom() && x < buf.area.right() {
+        buf.set_stringn(x, y, text, usize::from(width), style);
+    }
+}
+
+/// `text` cut to `width` characters, with `…` when cut.
+pub(super) fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else if width == 0 {
+        String::new()
+    } else {
+        let mut s: String = text.chars().take(width - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn header(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buffer) {
+    let a = layout.header;
+    let info = model.info();
+    let source = match &info.session {
+        Some(s) if !s.device.is_empty() => format!("{} · {}  ·  ", s.backend, s.device),
+        Some(s) if !s.backend.is_empty() => format!("{}  ·  ", s.backend),
+        _ => String::new(),
+    };
+    let left = format!(
+        " hrx-trace view  {source}{} spans  ·  {} events",
+        model.span_count(),
+        model.events().len()
+    );
+    let w = state.window;
+    let right = format!(
+        "{} – {}  ({}) ",
+        units::time(w.start_ns),
+        units::time(w.end_ns),
+        units::duration(w.width_ns())
+    );
+    let style = Style::new().add_modifier(Modifier::BOLD);
+    put(buf, a.x, a.y, &left, a.width, style);
+    let rw = right.chars().count() as u16;
+    if rw + left.chars().count() as u16 + 2 <= a.width {
+        put(buf, a.x + a.width - rw, a.y, &right, rw, Style::new());
+    }
+}
+
+fn ruler(state: &ViewState, layout: &ScreenLayout, buf: &mut Buffer, sym: &Symbols) {
+    let a = layout.ruler;
+    let cols = layout.timeline_cols;
+    let w = state.window;
+    put(buf, a.x, a.y, " time", GUTTER, theme::DIM);
+    if cols == 0 {
+        return;
+    }
+    let ticks = units::ruler_ticks(w.start_ns, w.width_ns(), cols);
+    let mut t = w
+        .start_ns
+        .div_ceil(ticks.step_ns)
+        .saturating_mul(ticks.step_ns);
+    while t < w.end_ns {
+        let col = w.col(t, cols);
+        let x = GUTTER + col;
+        put(buf, x, a.y, sym.tick, 1, theme::DIM);
+        let label = ticks.label(t);
+        // Only whole labels: a cut one reads as another time.
+        if (label.chars().count() as u16) < cols - col {
+            put(buf, x + 1, a.y, &label, cols - col - 1, Style::new());
+        }
+        t = match t.checked_add(ticks.step_ns) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    if state.cursor_ns >= w.start_ns && state.cursor_ns < w.end_ns {
+        let x = GUTTER + w.col(state.cursor_ns, cols);
+        let cell = &mut buf[(x, a.y)];
+        if cell.symbol() == " " {
+            cell.set_symbol(sym.cursor).set_fg(Color::Yellow);
+        } else {
+            cell.set_bg(Color::Yellow).set_fg(Color::Black);
+        }
+    }
+}
+
+fn ticks(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buffer, sym: &Symbols) {
+    let a = layout.ticks;
+    let cols = layout.timeline_cols;
+    put(buf, a.x, a.y, " submits", GUTTER, theme::DIM);
+    for col in 0..cols {
+        let (t0, t1) = state.window.cell(col, cols);
+        let x = GUTTER + col;
+        if count_in(model.busy_times(), t0, t1) > 0 {
+            put(
+                buf,
+                x,
+                a.y,
+                sym.busy,
+                1,
+                theme::event_style(crate::state::EventKind::Busy),
+            );
+        } else if count_in(model.submit_times(), t0, t1) > 0 {
+            put(buf, x, a.y, sym.submit, 1, Style::new());
+        }
+    }
+}
+
+fn markers(
+    model: &Model,
+    state: &ViewState,
+    layout: &ScreenLayout,
+    buf: &mut Buffer,
+    sym: &Symbols,
+) {
+    let a = layout.markers;
+    let cols = layout.timeline_cols;
+    put(buf, a.x, a.y, " events", GUTTER, theme::DIM);
+    let events = model.events();
+    let mut i = model.first_event_at(state.window.start_ns);
+    for col in 0..cols {
+        let (_, t1) = state.window.cell(col, cols);
+        let mut best = None;
+        // At most 64 events are inspected per cell; the rest only move the index.
+        let mut seen = 0;
+        while i < events.len() && events[i].time_ns < t1 {
+            if seen < 64 {
+                let kind = events[i].kind;
+                if best.is_none_or(|b| theme::event_rank(kind) > theme::event_rank(b)) {
+                    best = Some(kind);
+                }
+                seen += 1;
+            }
+            i += 1;
+        }
+        if let Some(kind) = best {
+            let current = state
+                .event_cursor
+                .and_then(|c| events.get(c))
+                .is_some_and(|e| {
+                    state.window.col(e.time_ns, cols) == col
+                        && e.time_ns >= state.window.start_ns
+                        && e.time_ns < state.window.end_ns
+                });
+            let mut style = theme::event_style(kind);
+            if current {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            put(buf, GUTTER + col, a.y, sym.event(kind), 1, style);
+        }
+    }
+}
+
+/// Spans drawn specially: the selection and, with the hazards list open, its producers
+/// and consumers.
+struct Highlights {
+    selected: Option<SpanRef>,
+    producers: HashSet<SpanRef>,
+    consumers: HashSet<SpanRef>,
+}
+
+impl Highlights {
+    fn new(model: &Model, state: &ViewState) -> Highlights {
+        let mut h = Highlights {
+            selected: state.selection,
+            producers: HashSet::new(),
+            consumers: HashSet::new(),
+        };
+        if state.list == Some(ListKind::Hazards) {
+            let hazards = state.hazards(model);
+            h.producers = hazards
+                .producers
+                .iter()
+                .filter_map(|e| model.span_of(e.producer))
+                .collect();
+            h.consumers = hazards
+                .consumers
+                .iter()
+                .filter_map(|e| model.span_of(e.consumer))
+                .collect();
+        }
+        h
+    }
+
+    fn style(&self, r: SpanRef) -> Option<Style> {
+        if self.selected == Some(r) {
+            Some(theme::SELECTED)
+        } else if self.producers.contains(&r) {
+            Some(theme::PRODUCER)
+        } else if self.consumers.contains(&r) {
+            Some(theme::CONSUMER)
+        } else {
+            None
+        }
+    }
+}
+
+/// The text of a bar `width` columns wide: `[label  ]`, `‹label  ]` when clipped.
+fn bar_text(
+    label: &str,
+    width: u16,
+    clipped: (bool, bool),
+    status: SpanStatus,
+    sym: &Symbols,
+) -> String {
+    match width {
+        0 => String::new(),
+        1 => match status {
+            SpanStatus::Failed => sym.failure.to_owned(),
+            SpanStatus::Cancelled => sym.cancel.to_owned(),
+            _ => sym.thin.to_owned(),
+        },
+        _ => {
+            let inner = usize::from(width - 2);
+            let open = if clipped.0 { sym.ends[2] } else { sym.ends[0] };
+            let close = if clipped.1 { sym.ends[3] } else { sym.ends[1] };
+            // In one column, the status mark says more than an ellipsis.
+            let text = match status {
+                SpanStatus::Failed if inner == 1 => sym.failure.to_owned(),
+                SpanStatus::Cancelled if inner == 1 => sym.cancel.to_owned(),
+                _ => fit(label, inner),
+            };
+            format!("{open}{text:<inner$}{close}")
+        }
+    }
+}
+
+fn lane(
+    model: &Model,
+    state: &ViewState,
+    layout: &ScreenLayout,
+    row: &LaneRow,
+    highlights: &Highlights,
+    buf: &mut Buffer,
+    sym: &Symbols,
+) {
+    let a = row.area;
+    let focused = state.lane == Some(row.lane);
+    let name = model.lane_name(row.lane);
+    let (marker, style) = if focused {
+        (sym.focus, Style::new().add_modifier(Modifier::BOLD))
+    } else {
+        (" ", Style::new())
+    };
+    put(
+        buf,
+        a.x,
+        a.y,
+        &format!("{marker}{}", fit(&name, usize::from(GUTTER) - 2)),
+        GUTTER,
+        style,
+    );
+    let cols = layout.timeline_cols;
+    let lane = model.lane(row.lane);
+    let window: TimeWindow = state.window;
+    let raster = lane.raster(window, cols);
+    let meta_row = (a.height > 1).then_some(a.y + 1);
+    for bar in &raster.bars {
+        let span = &lane.spans()[bar.index as usize];
+        let r = SpanRef {
+            lane: row.lane,
+            index: bar.index,
+        };
+        let submission = model.submission(span.submission);
+        let style = highlights.style(r).unwrap_or_else(|| {
+            if state.matches(model, span) {
+                theme::span_style(submission.index.0, span.status)
+            } else {
+                theme::FILTERED_OUT
+            }
+        });
+        let width = bar.last_col - bar.first_col + 1;
+        let label = match span.status {
+            SpanStatus::Failed => format!("{} {}", sym.failure, model.span_label(span)),
+            SpanStatus::Cancelled => format!("{} {}", sym.cancel, model.span_label(span)),
+            _ => model.span_label(span).to_owned(),
+        };
+        let text = bar_text(
+            &label,
+            width,
+            (bar.clipped_start, bar.clipped_end),
+            span.status,
+            sym,
+        );
+        let x = GUTTER + bar.first_col;
+        put(buf, x, a.y, &text, width, style);
+        if let Some(y) = meta_row
+            && width >= 4
+        {
+            let mut meta = format!(
+                "#{} {}",
+                submission.index,
+                units::duration(span.duration_ns())
+            );
+            if meta.chars().count() > usize::from(width) {
+                meta = format!("#{}", submission.index);
+            }
+            let meta_style = if highlights.style(r).is_some() {
+                style
+            } else {
+                theme::DIM
+            };
+            put(
+                buf,
+                x,
+                y,
+                &fit(&meta, usize::from(width)),
+                width,
+                meta_style,
+            );
+        }
+    }
+    for cell in &raster.dense {
+        let s = cell.summary;
+        let style = match s.worst {
+            Some(status @ (SpanStatus::Failed | SpanStatus::Cancelled)) => theme::status_fg(status),
+            _ => Style::new(),
+        };
+        let glyph = sym.density_of(s.count);
+        put(buf, GUTTER + cell.col, a.y, glyph, 1, style);
+        if let Some(y) = meta_row
+            && raster.summarised
+        {
+            put(buf, GUTTER + cell.col, y, glyph, 1, theme::DIM);
+        }
+    }
+}
