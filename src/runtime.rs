@@ -377,7 +377,7 @@ pub(crate) fn open_device(
             "the CUDA backend is not built into this hrx (rebuild with --features cuda; it loads libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
         )),
         BackendChoice::Hip => Err(Error::Unsupported(
-            "the HIP backend is not built into this hrx (rebuild with --features hip; it needs libamdhip64 from ROCm); use HRX_BACKEND=sim".into(),
+            "the HIP backend is not built into this hrx yet (it will need libamdhip64 from ROCm); use HRX_BACKEND=sim or cuda".into(),
         )),
     }
 }

@@ -72,6 +72,10 @@ pub struct TraceStats {
     pub failed: u64,
     /// Submissions that ended cancelled.
     pub cancelled: u64,
+    /// Regions that ran and failed.
+    pub regions_failed: u64,
+    /// Regions cancelled without running (after a failure, or a failed producer).
+    pub regions_cancelled: u64,
     /// The first failure's error text.
     pub first_failure: Option<String>,
     /// Prepared graphs quarantined.
@@ -129,6 +133,8 @@ impl TraceStats {
             refused_busy: 0,
             failed: 0,
             cancelled: 0,
+            regions_failed: 0,
+            regions_cancelled: 0,
             first_failure: None,
             quarantines: 0,
             poisoned: 0,
@@ -170,6 +176,11 @@ impl TraceStats {
                     self.first_failure.get_or_insert(error);
                 }
                 Status::Cancelled { .. } => self.cancelled += 1,
+            },
+            Record::RegionDone(done) => match done.status {
+                Status::Ok => {}
+                Status::Failed { .. } => self.regions_failed += 1,
+                Status::Cancelled { .. } => self.regions_cancelled += 1,
             },
             Record::Quarantine(_) => self.quarantines += 1,
             Record::Poison(_) => self.poisoned += 1,

@@ -5,7 +5,7 @@
 //! records      1 234 (12 kinds)
 //! operations   36 in 3 prepared graphs
 //! submissions  12 accepted, 0 refused
-//! failures     0 failed, 0 cancelled
+//! failures     submissions 0 failed, 0 cancelled; regions 0 failed, 0 cancelled
 //! quarantines  0 graphs, 0 poisoned buffers
 //! bytes        52.1 KiB on disk, 1.2 MiB copied
 //! duration     412.3 ms
@@ -29,7 +29,11 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
     )?;
     line(
         "operations",
-        format!("{} in {} prepared graphs", stats.operations, stats.prepared),
+        format!(
+            "{} in {}",
+            stats.operations,
+            plural(stats.prepared, "prepared graph")
+        ),
     )?;
     let busy = match stats.refused_busy {
         0 => String::new(),
@@ -53,8 +57,8 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
     line(
         "failures",
         crate::failure::one_line(&format!(
-            "{} failed, {} cancelled{faults}{first}",
-            stats.failed, stats.cancelled
+            "submissions {} failed, {} cancelled; regions {} failed, {} cancelled{faults}{first}",
+            stats.failed, stats.cancelled, stats.regions_failed, stats.regions_cancelled
         )),
     )?;
     line(
