@@ -81,6 +81,10 @@ pub struct RuntimeOptions {
     pub trace_contents: bool,
     /// Which written ranges are digested (`HRX_TRACE_DIGESTS=outputs|all`).
     pub trace_digests: TraceDigests,
+    /// Whether unset fields fall back to the environment (`HRX_BACKEND`, `HRX_FAULT`,
+    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`); a replay turns this off so
+    /// the replayed run is exactly what it asks for.
+    pub environment: bool,
     /// Record into this recorder instead of the process's trace (a replay's own
     /// measurements, an in-memory trace in a test). Takes precedence over `trace`.
     pub recorder: Option<hrx_capture::Recorder>,
@@ -97,6 +101,7 @@ impl Default for RuntimeOptions {
             trace: None,
             trace_contents: false,
             trace_digests: TraceDigests::Outputs,
+            environment: true,
             recorder: None,
         }
     }
@@ -145,6 +150,11 @@ impl RuntimeOptions {
         self.recorder = Some(recorder);
         self
     }
+    /// Whether unset fields fall back to the environment.
+    pub fn environment(mut self, on: bool) -> Self {
+        self.environment = on;
+        self
+    }
     /// Sets which written ranges are digested.
     pub fn trace_digests(mut self, digests: TraceDigests) -> Self {
         self.trace_digests = digests;
@@ -161,6 +171,9 @@ impl RuntimeOptions {
             return Err(Error::Message(
                 "graph_slots and capacity must be at least 1".into(),
             ));
+        }
+        if !self.environment {
+            return Ok(self);
         }
         if self.backend == BackendChoice::Auto
             && let Ok(text) = std::env::var("HRX_BACKEND")
@@ -188,8 +201,9 @@ impl RuntimeOptions {
             self.trace_contents = true;
         }
         match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
+            // Widens the default only: an explicit `All` is never narrowed.
             Ok("all") => self.trace_digests = TraceDigests::All,
-            Ok("outputs") => self.trace_digests = TraceDigests::Outputs,
+            Ok("outputs") => {}
             Ok(other) => {
                 return Err(Error::Message(format!(
                     "HRX_TRACE_DIGESTS: expected outputs or all, got {other:?}"

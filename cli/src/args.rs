@@ -26,9 +26,60 @@ pub enum Command {
     Info(InfoArgs),
     /// Print every record of a trace, one per line (or as JSON lines).
     Dump(DumpArgs),
+    /// Re-execute a trace's pipelines and compare outputs and timings (exit 0 match, 1
+    /// regression, 2 not replayable).
+    Replay(ReplayArgs),
     /// Interactive timeline of a trace: lanes, hazards, failures, statistics.
     #[command(visible_alias = "tui")]
     View(ViewArgs),
+}
+
+/// `hrx-trace replay`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 every output and status matches (and no region is slower than
+--max-slowdown); 1 a regression: an output digest differs, a submission failed where the
+capture succeeded or the reverse, or a region slowed past --max-slowdown; 2 the trace cannot
+be replayed here (and why).
+
+Examples:
+  hrx-trace replay pipeline.hrxt
+  hrx-trace replay --backend cuda --repeat 5 --max-slowdown 1.2 pipeline.hrxt
+  hrx-trace replay --report json pipeline.hrxt > report.json")]
+pub struct ReplayArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Backend to replay on: sim or cuda (built-in kernels exist on both).
+    #[arg(long, value_name = "B", default_value = "sim")]
+    pub backend: String,
+
+    /// Replays to time; timings are medians over them.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: usize,
+
+    /// Also launch and time each operation on its own.
+    #[arg(long)]
+    pub per_op: bool,
+
+    /// Compare float outputs within this relative tolerance (needs captured contents:
+    /// record with HRX_TRACE_CONTENTS=1); exact digests otherwise.
+    #[arg(long, value_name = "T")]
+    pub tolerance: Option<f64>,
+
+    /// A region whose median replay time exceeds the captured one by more than this
+    /// factor is a regression.
+    #[arg(long, value_name = "R")]
+    pub max_slowdown: Option<f64>,
+
+    /// Replay only the first N submissions of each runtime.
+    #[arg(long, value_name = "N")]
+    pub until: Option<u64>,
+
+    /// Report format.
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub report: String,
 }
 
 /// `hrx-trace view`.

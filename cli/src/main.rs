@@ -10,6 +10,7 @@ mod info;
 mod line;
 mod photos;
 mod record;
+mod replay;
 mod stats;
 mod summary;
 mod workload;
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),
         Command::Dump(args) => dump::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::View(args) => view(&args.file),
     };
     result.unwrap_or_else(|error| failure::report(&error))

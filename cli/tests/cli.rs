@@ -12,6 +12,8 @@ mod util;
 mod inspect;
 #[path = "cli/program.rs"]
 mod program;
+#[path = "cli/replay.rs"]
+mod replay;
 #[path = "cli/usage.rs"]
 mod usage;
 #[path = "cli/workloads.rs"]

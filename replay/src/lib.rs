@@ -1,2 +1,205 @@
-//! Re-execution of captured hrx pipelines (see `../shared/DESIGN.md` section 5).
+//! Re-execution of captured hrx pipelines and comparison with the capture (DESIGN.md
+//! section 5).
+//!
+//! ```no_run
+//! use hrx_replay::{ReplayOptions, replay_file};
+//! let report = replay_file("frames.hrxt", &ReplayOptions::default().repeat(5).max_slowdown(1.5))?;
+//! print!("{}", report.to_text());
+//! std::process::exit(report.exit_code());
+//! # Ok::<(), hrx_replay::ReplayError>(())
+//! ```
+//!
+//! # Stages
+//!
+//! 1. **Plan** (module `plan`): the trace is untrusted; it is parsed into buffers, kernels,
+//!    prepared graphs (operations in build order plus the captured regions), a timeline of
+//!    host writes and submits, and per submission the expected status, quarantine and
+//!    output digests. Every inconsistency is a [`ReplayError`] (exit code 2), never a panic.
+//! 2. **Execute** (module `execute`): each captured runtime is replayed in its own fresh
+//!    [`hrx::Runtime`] (same graph slots and capacity; the captured fault injection on the
+//!    software device), `repeat` times. The replay runtime records into its own in-memory
+//!    trace, so its region timings and output digests come back in the capture's schema.
+//! 3. **Compare** (module `compare`): statuses, output digests per (submission, region, buffer,
+//!    range), and region times; the result is a [`Report`] with a [`Verdict`] and
+//!    [`Report::exit_code`]: 0 all match, 1 a regression.
+//!
+//! # How captured ids map to new objects
+//!
+//! Ids in a trace are the capturing process's (process-wide counters), so nothing is
+//! looked up by id in the replay runtime. Buffers, kernels and prepared graphs are
+//! created in capture order and kept in vectors parallel to the plan's; each captured id
+//! maps to its index there. Going back, the replay's own trace is read with tables from
+//! the new objects' ids (`Buffer::id`, `ExecutableGraph::id`, `Completion::submission`) to
+//! the captured ids, so every comparison is in captured ids: the report names captured
+//! submissions, graphs and buffers.
+//!
+//! # What cannot be replayed
+//!
+//! - **Scoped native callbacks and host operations** run application code that is not in
+//!   the trace. Replay keeps them in the graph (so it lowers into the same regions) as a
+//!   callback that writes the captured contents of the written bindings (taken from the
+//!   region's output digests, recorded with trace contents), or fails as the captured
+//!   callback failed. Without contents, or for a scoped callback writing GPU-local memory
+//!   (a callback has no device write at hand), the operation is a no-op and its written
+//!   ranges, and every later output reading them, are excluded from comparison, visibly
+//!   (`OutputResult::Excluded`, [`SubstitutionRow`]). Operations writing nothing replay as
+//!   no-ops.
+//! - **Refused submits** (Busy, quarantined) are not replayed; replay waits instead of
+//!   being refused, so only accepted submissions are compared.
+//! - **Host reads and waits** are not in the trace; the runtime's own conflict checks order
+//!   replayed host writes after the work they conflict with (a `Busy` answer makes replay
+//!   wait for the oldest submission in flight and retry).
+//! - **Kernel code**: built-in kernels are rebuilt from their entry name on any backend; a
+//!   kernel that is not built in needs its captured code (PTX on CUDA), else the replay
+//!   stops with [`ReplayError::KernelMissing`].
+//! - **Fault injection** exists on the software device only: a captured fault is not
+//!   replayed on CUDA or HIP (the report says so, and the captured failures then diverge).
+//! - Several runtimes in one trace are replayed one after the other, each in its own
+//!   replay runtime; `until` counts submissions per runtime.
 #![warn(missing_docs)]
+
+mod compare;
+mod error;
+mod execute;
+mod options;
+mod plan;
+mod report;
+mod substitute;
+
+pub use error::ReplayError;
+pub use options::{Progress, ReplayOptions};
+pub use report::{
+    Clock, Divergence, DivergenceKind, OpTimingRow, Outcome, OutputCheck, OutputResult,
+    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow,
+    Summary, TraceInfo, Verdict, format_ns,
+};
+
+use hrx::BackendChoice;
+use hrx_capture::Trace;
+use hrx_capture::schema::OpKind;
+use std::path::Path;
+
+/// Replays `trace` and compares the replay with it.
+///
+/// # Errors
+/// [`ReplayError::Unreplayable`] for an inconsistent trace or missing data;
+/// [`ReplayError::KernelMissing`] when a kernel has no code for the backend;
+/// [`ReplayError::Runtime`] when the backend cannot be opened or an object cannot be
+/// created (out of memory, ...); [`ReplayError::Measurement`] when the replay's own trace
+/// fails.
+pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayError> {
+    run(trace, options, None)
+}
+
+/// Reads the trace at `path`, replays it and compares.
+///
+/// # Errors
+/// [`ReplayError::Read`] when the file cannot be read (a newer format major version
+/// included); otherwise as [`replay`].
+pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Report, ReplayError> {
+    let path = path.as_ref();
+    let trace = hrx_capture::read_all(path).map_err(|source| ReplayError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    run(&trace, options, Some(path.display().to_string()))
+}
+
+fn run(
+    trace: &Trace,
+    options: &ReplayOptions,
+    source: Option<String>,
+) -> Result<Report, ReplayError> {
+    let plan = plan::plan(trace, options.until)?;
+    if plan.runtimes.is_empty() {
+        return Err(ReplayError::unreplayable(
+            "the trace records no runtime (no RuntimeStart): nothing to replay",
+        ));
+    }
+    let repeat = options.repeat.max(1);
+    let op_runs = repeat.max(3);
+    let mut notes = plan.notes.clone();
+    let total = plan
+        .runtimes
+        .iter()
+        .map(|rp| {
+            let submissions = (rp.submissions.len() * repeat) as u64;
+            let ops: usize = if options.per_op {
+                rp.graphs
+                    .iter()
+                    .flat_map(|g| &g.ops)
+                    .filter(|op| !matches!(op.op, OpKind::Scoped | OpKind::Host))
+                    .count()
+            } else {
+                0
+            };
+            submissions + (ops * op_runs) as u64
+        })
+        .sum();
+    let mut ticker = execute::Ticker {
+        done: 0,
+        total,
+        callback: options.progress.as_deref(),
+    };
+    let mut runs = Vec::with_capacity(plan.runtimes.len());
+    for rp in &plan.runtimes {
+        let fault = match (&options.fault, &rp.fault) {
+            (Some(fault), captured) => {
+                if let Some(captured) = captured
+                    && *captured != fault.to_string()
+                {
+                    notes.push(format!(
+                        "runtime {}: the captured fault {captured} is replaced by {fault}",
+                        rp.id
+                    ));
+                }
+                Some(fault.clone())
+            }
+            (None, Some(captured)) if options.captured_fault => {
+                if matches!(options.backend, BackendChoice::Cuda | BackendChoice::Hip) {
+                    notes.push(format!(
+                        "runtime {}: the captured fault {captured} is not injected: fault injection exists on the software device only",
+                        rp.id
+                    ));
+                    None
+                } else {
+                    Some(captured.parse().map_err(|e| {
+                        ReplayError::unreplayable(format!(
+                            "runtime {}: the captured fault {captured:?} does not parse: {e}",
+                            rp.id
+                        ))
+                    })?)
+                }
+            }
+            _ => None,
+        };
+        let contents = options.tolerance.is_some()
+            && rp
+                .submissions
+                .iter()
+                .flat_map(|s| &s.outputs)
+                .any(|o| o.contents.is_some());
+        let mut repeats = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            repeats.push(execute::run(
+                rp,
+                options,
+                fault.clone(),
+                contents,
+                &mut ticker,
+            )?);
+        }
+        let op_times = if options.per_op {
+            execute::time_ops(rp, options, op_runs, &mut ticker, &mut notes)?
+        } else {
+            Default::default()
+        };
+        runs.push(compare::RuntimeRuns {
+            repeats,
+            op_times,
+            replay_fault: fault.map(|f| f.to_string()),
+        });
+    }
+    ticker.finish();
+    Ok(compare::report(&plan, &runs, options, source, notes))
+}

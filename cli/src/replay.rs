@@ -1,0 +1,54 @@
+//! `hrx-trace replay`: re-execute a trace with `hrx-replay` and print its verdict.
+
+use crate::args::ReplayArgs;
+use crate::failure::Failure;
+use hrx_replay::ReplayOptions;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::process::ExitCode;
+
+/// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let backend: hrx::BackendChoice = args
+        .backend
+        .parse()
+        .map_err(|e: hrx::Error| Failure::new(format!("--backend: {e}")))?;
+    if args.repeat == 0 {
+        return Err(Failure::new("--repeat must be at least 1").into());
+    }
+    let progress = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template(
+            "{spinner} replay {pos}/{len} submissions [{bar:30}] {per_sec}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let bar = progress.clone();
+    let mut options = ReplayOptions::default()
+        .backend(backend)
+        .repeat(args.repeat)
+        .per_op(args.per_op)
+        .progress(move |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        });
+    if let Some(tolerance) = args.tolerance {
+        options = options.tolerance(tolerance);
+    }
+    if let Some(ratio) = args.max_slowdown {
+        options = options.max_slowdown(ratio);
+    }
+    if let Some(until) = args.until {
+        options = options.until(until);
+    }
+    let report = hrx_replay::replay_file(&args.file, &options);
+    progress.finish_and_clear();
+    let report = report.map_err(|error| {
+        Failure::new(format!("{}: cannot replay: {error}", args.file.display()))
+    })?;
+    if args.report == "json" {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(ExitCode::from(report.exit_code().clamp(0, 255) as u8))
+}

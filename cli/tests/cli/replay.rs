@@ -1,0 +1,71 @@
+//! `hrx-trace replay`: verdicts and exit codes through the real binary.
+
+use crate::util::{code, run, stderr, stdout};
+
+#[test]
+fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "h.hrxt"],
+    );
+    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    let replay = run(dir.path(), &["replay", "h.hrxt", "--repeat", "2"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+    assert!(
+        stdout(&replay).contains("verdict: MATCH"),
+        "{}",
+        stdout(&replay)
+    );
+    let json = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
+    assert_eq!(code(&json), 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["verdict"], "match", "{report}");
+}
+
+#[test]
+fn the_faults_workload_replays_its_failure_as_expected() {
+    let Some(photo) = crate::util::photo() else {
+        eprintln!("skipped: mate-backgrounds is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let photo = photo.to_str().unwrap();
+    let args = [
+        "record",
+        "--workload",
+        "faults",
+        "--input",
+        photo,
+        "--max-width",
+        "160",
+        "-o",
+        "f.hrxt",
+    ];
+    assert_eq!(code(&run(dir.path(), &args)), 0);
+    let replay = run(dir.path(), &["replay", "f.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}", stdout(&replay));
+    assert!(
+        stdout(&replay).contains("failed    failed"),
+        "{}",
+        stdout(&replay)
+    );
+}
+
+#[test]
+fn unreplayable_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk.hrxt"), b"definitely not a trace").unwrap();
+    for file in ["junk.hrxt", "missing.hrxt"] {
+        let replay = run(dir.path(), &["replay", file]);
+        assert_eq!(code(&replay), 2, "{file}");
+        let err = stderr(&replay);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains("cannot replay"),
+            "{err}"
+        );
+    }
+    let bad = run(dir.path(), &["replay", "junk.hrxt", "--backend", "quantum"]);
+    assert_eq!(code(&bad), 2);
+}

@@ -1,0 +1,671 @@
+//! Stage 3: compare what the replay observed with what the capture recorded.
+//!
+//! - **Statuses**: each submission's outcome (ok, failed, cancelled) in every repeat, and
+//!   whether its graph was quarantined. Error texts are shown, not compared (they carry
+//!   process-specific ids).
+//! - **Outputs**: digests per (submission, region, buffer, range), in order. Several
+//!   digests of one key (a range written by several regions) match when they agree in
+//!   order or as a multiset (digests of concurrently finishing regions may interleave in
+//!   the file). Where a submission's status diverged, outputs present on one side only
+//!   are `NotRun`, not extra divergences. With a tolerance and captured contents, a
+//!   differing range is compared as little-endian `f32`s.
+//! - **Timing**: per (prepared graph, region), the captured durations against the replay's
+//!   over all repeats; device clock where every sample on both sides has device timestamps,
+//!   host clock otherwise.
+
+use crate::execute::{Observed, ReplayOutput};
+use crate::options::ReplayOptions;
+use crate::plan::{Event, Output, Plan, RuntimePlan, Sample};
+use crate::report::{
+    Clock, Divergence, DivergenceKind, OpTimingRow, OutputCheck, OutputResult, RegionTimingRow,
+    ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow, Summary, TraceInfo,
+    Verdict,
+};
+use crate::substitute::Substitute;
+use hrx_capture::schema::{BufferId, OpKind};
+use std::collections::{BTreeMap, HashMap};
+
+/// Everything replay observed of one captured runtime.
+pub(crate) struct RuntimeRuns {
+    pub repeats: Vec<Observed>,
+    pub op_times: HashMap<(usize, u32), Vec<Sample>>,
+    pub replay_fault: Option<String>,
+}
+
+type Key = (Option<u32>, BufferId, u64, u64);
+
+/// Compares `a` and `b` as little-endian `f32` arrays: the largest absolute difference and
+/// whether every element is within `tolerance` (absolute below magnitude 1, relative above).
+fn within(a: &[u8], b: &[u8], tolerance: f64) -> Option<(f64, bool)> {
+    if a.len() != b.len() || !a.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut max = 0.0f64;
+    let mut ok = true;
+    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        let x = f32::from_le_bytes([x[0], x[1], x[2], x[3]]) as f64;
+        let y = f32::from_le_bytes([y[0], y[1], y[2], y[3]]) as f64;
+        if x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()) {
+            continue;
+        }
+        let diff = (x - y).abs();
+        let diff = if diff.is_nan() { f64::INFINITY } else { diff };
+        max = max.max(diff);
+        if diff > tolerance * x.abs().max(y.abs()).max(1.0) {
+            ok = false;
+        }
+    }
+    Some((max, ok))
+}
+
+struct Compared {
+    result: OutputResult,
+    divergence: Option<DivergenceKind>,
+}
+
+/// Compares the digest sequences of one key.
+fn compare_key(
+    expected: &[&Output<'_>],
+    replayed: &[&ReplayOutput],
+    tolerance: Option<f64>,
+    status_diverged: bool,
+) -> Compared {
+    let same = |e: &[&Output<'_>], r: &[&ReplayOutput]| {
+        let mut a: Vec<u64> = e.iter().map(|o| o.xxh3).collect();
+        let mut b: Vec<u64> = r.iter().map(|o| o.xxh3).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
+    };
+    match (expected.is_empty(), replayed.is_empty()) {
+        (false, true) => {
+            return if status_diverged {
+                Compared {
+                    result: OutputResult::NotRun,
+                    divergence: None,
+                }
+            } else {
+                Compared {
+                    result: OutputResult::Missing,
+                    divergence: Some(DivergenceKind::MissingOutput {
+                        expected: expected[0].xxh3,
+                    }),
+                }
+            };
+        }
+        (true, false) => {
+            return if status_diverged {
+                Compared {
+                    result: OutputResult::NotRun,
+                    divergence: None,
+                }
+            } else {
+                Compared {
+                    result: OutputResult::Extra,
+                    divergence: Some(DivergenceKind::ExtraOutput {
+                        replayed: replayed[0].xxh3,
+                    }),
+                }
+            };
+        }
+        _ => {}
+    }
+    if expected.len() == replayed.len() && same(expected, replayed) {
+        return Compared {
+            result: OutputResult::Match,
+            divergence: None,
+        };
+    }
+    // Pair them in order; the first differing pair decides.
+    let mut max_diff: Option<f64> = None;
+    for (e, r) in expected.iter().zip(replayed) {
+        if e.xxh3 == r.xxh3 {
+            continue;
+        }
+        let float = tolerance.and_then(|t| within(e.contents?, r.contents.as_deref()?, t));
+        match float {
+            Some((diff, true)) => {
+                max_diff = Some(max_diff.unwrap_or(0.0).max(diff));
+            }
+            Some((diff, false)) => {
+                return Compared {
+                    result: OutputResult::Differs,
+                    divergence: Some(DivergenceKind::Output {
+                        expected: e.xxh3,
+                        replayed: r.xxh3,
+                        max_abs_diff: Some(diff),
+                    }),
+                };
+            }
+            None => {
+                return Compared {
+                    result: OutputResult::Differs,
+                    divergence: Some(DivergenceKind::Output {
+                        expected: e.xxh3,
+                        replayed: r.xxh3,
+                        max_abs_diff: None,
+                    }),
+                };
+            }
+        }
+    }
+    if expected.len() != replayed.len() && !status_diverged {
+        let n = expected.len().min(replayed.len());
+        return if expected.len() > n {
+            Compared {
+                result: OutputResult::Missing,
+                divergence: Some(DivergenceKind::MissingOutput {
+                    expected: expected[n].xxh3,
+                }),
+            }
+        } else {
+            Compared {
+                result: OutputResult::Extra,
+                divergence: Some(DivergenceKind::ExtraOutput {
+                    replayed: replayed[n].xxh3,
+                }),
+            }
+        };
+    }
+    Compared {
+        result: match max_diff {
+            Some(max_abs_diff) => OutputResult::WithinTolerance { max_abs_diff },
+            None => OutputResult::Match,
+        },
+        divergence: None,
+    }
+}
+
+/// Pools samples into stats on the chosen clock.
+fn stats(samples: &[&Sample], clock: Clock) -> Option<Stats> {
+    Stats::of(
+        samples
+            .iter()
+            .map(|s| match clock {
+                Clock::Device => s.device_ns.unwrap_or(s.host_ns),
+                Clock::Host => s.host_ns,
+            })
+            .collect(),
+    )
+}
+
+fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
+    let device = |s: &[&Sample]| !s.is_empty() && s.iter().all(|s| s.device_ns.is_some());
+    if device(captured) && device(replayed) {
+        Clock::Device
+    } else {
+        Clock::Host
+    }
+}
+
+fn ratio_and_regression(
+    captured: Option<Stats>,
+    replayed: Option<Stats>,
+    options: &ReplayOptions,
+) -> (Option<f64>, bool) {
+    let (Some(c), Some(r)) = (captured, replayed) else {
+        return (None, false);
+    };
+    if c.median_ns == 0 {
+        return (None, false);
+    }
+    let ratio = r.median_ns as f64 / c.median_ns as f64;
+    let floor = options.timing_floor.as_nanos() as u64;
+    let regression = options
+        .max_slowdown
+        .is_some_and(|max| ratio > max && r.median_ns.saturating_sub(c.median_ns) > floor);
+    (Some(ratio), regression)
+}
+
+/// Builds the report.
+pub(crate) fn report(
+    plan: &Plan<'_>,
+    runs: &[RuntimeRuns],
+    options: &ReplayOptions,
+    source: Option<String>,
+    mut notes: Vec<String>,
+) -> Report {
+    let several = plan.runtimes.len() > 1;
+    let mut summary = Summary::default();
+    let mut submissions = Vec::new();
+    let mut outputs = Vec::new();
+    let mut divergences: Vec<Divergence> = Vec::new();
+    // (The list is deduplicated over repeats at the end.)
+    let mut timing = Vec::new();
+    let mut op_timing = Vec::new();
+    let mut substitutions = Vec::new();
+    let mut runtimes = Vec::new();
+    let (mut backend, mut device) = (String::new(), String::new());
+
+    for (rp, run) in plan.runtimes.iter().zip(runs) {
+        let runtime = rp.id.0;
+        if let Some(first) = run.repeats.first() {
+            backend.clone_from(&first.backend);
+            device.clone_from(&first.device);
+        }
+        runtimes.push(RuntimeInfo {
+            runtime,
+            backend: rp.backend.clone(),
+            device: rp.device.clone(),
+            buffers: rp.buffers.len(),
+            kernels: rp.kernels.len(),
+            graphs: rp.graphs.len(),
+            submissions: rp.captured_submissions(),
+            replayed_submissions: rp.submissions.len(),
+            captured_fault: rp.fault.clone(),
+            replay_fault: run.replay_fault.clone(),
+        });
+        for observed in &run.repeats {
+            for note in &observed.notes {
+                if !notes.contains(note) {
+                    notes.push(note.clone());
+                }
+            }
+        }
+        let divergence = |submission: u64,
+                          region: Option<u32>,
+                          range: Option<(BufferId, u64, u64)>,
+                          repeat: usize,
+                          kind: DivergenceKind| {
+            let graph = rp
+                .submission_index
+                .get(&hrx_capture::schema::SubmissionIndex(submission))
+                .map(|&p| rp.submissions[p].graph);
+            Divergence {
+                runtime,
+                submission,
+                region,
+                region_label: region
+                    .zip(graph)
+                    .map(|(region, graph)| rp.region_label(graph, region, range)),
+                buffer: range.map(|r| r.0.0),
+                range: range.map(|r| (r.1, r.2)),
+                repeat,
+                repeats: 1,
+                kind,
+                show_runtime: several,
+                of_repeats: options.repeat.max(1),
+            }
+        };
+
+        // Host writes that failed at replay, attributed to the submission they preceded.
+        for (repeat, observed) in run.repeats.iter().enumerate() {
+            for (write, error) in &observed.host_write_errors {
+                let next = rp
+                    .timeline
+                    .iter()
+                    .skip_while(|e| **e != Event::HostWrite(*write))
+                    .find_map(|e| match e {
+                        Event::Submit(p) => Some(rp.submissions[*p].index.0),
+                        Event::HostWrite(_) => None,
+                    })
+                    .unwrap_or_else(|| rp.submissions.last().map_or(0, |s| s.index.0 + 1));
+                let w = &rp.host_writes[*write];
+                let mut d = divergence(
+                    next,
+                    None,
+                    None,
+                    repeat,
+                    DivergenceKind::HostWrite {
+                        error: error.clone(),
+                    },
+                );
+                d.buffer = Some(w.buffer.0);
+                d.range = Some((w.offset as u64, (w.offset + w.bytes.len()) as u64));
+                divergences.push(d);
+            }
+        }
+
+        for submission in &rp.submissions {
+            let index = submission.index;
+            let graph = &rp.graphs[submission.graph];
+            let mut row = SubmissionRow {
+                runtime,
+                submission: index.0,
+                graph: graph.prepared.0,
+                captured: submission.status.as_ref().map(|s| s.0),
+                captured_error: submission
+                    .status
+                    .as_ref()
+                    .map(|s| s.1.clone())
+                    .unwrap_or_default(),
+                replayed: None,
+                replayed_error: String::new(),
+                outputs: 0,
+                matched: 0,
+                excluded: 0,
+                diverged: false,
+            };
+            let before = divergences.len();
+            let mut statuses_match = true;
+            let captured_failed_region = submission
+                .region_status
+                .iter()
+                .find(|(_, s)| matches!(s, hrx_capture::schema::Status::Failed { .. }))
+                .map(|(r, _)| *r);
+            let mut expected: BTreeMap<Key, Vec<&Output<'_>>> = BTreeMap::new();
+            for o in &submission.outputs {
+                expected
+                    .entry((o.region, o.buffer, o.start, o.end))
+                    .or_default()
+                    .push(o);
+            }
+            for (repeat, observed) in run.repeats.iter().enumerate() {
+                let replayed_status = observed.statuses.get(&index);
+                if repeat == 0 {
+                    row.replayed = replayed_status.map(|s| s.0);
+                    row.replayed_error = match (replayed_status, observed.refused.get(&index)) {
+                        (Some(s), _) => s.1.clone(),
+                        (None, Some(refusal)) => refusal.clone(),
+                        (None, None) => String::new(),
+                    };
+                }
+                let mut status_diverged = false;
+                if let Some(refusal) = observed.refused.get(&index) {
+                    status_diverged = true;
+                    divergences.push(divergence(
+                        index.0,
+                        None,
+                        None,
+                        repeat,
+                        DivergenceKind::Refused {
+                            error: refusal.clone(),
+                        },
+                    ));
+                } else if let (Some((expected_outcome, expected_error)), Some((got, got_error))) =
+                    (&submission.status, replayed_status)
+                {
+                    if expected_outcome != got {
+                        status_diverged = true;
+                        let region = observed
+                            .failed_region
+                            .get(&index)
+                            .copied()
+                            .or(captured_failed_region);
+                        divergences.push(divergence(
+                            index.0,
+                            region,
+                            None,
+                            repeat,
+                            DivergenceKind::Status {
+                                expected: *expected_outcome,
+                                expected_error: expected_error.clone(),
+                                replayed: *got,
+                                replayed_error: got_error.clone(),
+                            },
+                        ));
+                    } else if submission.quarantined != observed.quarantined.contains(&index) {
+                        divergences.push(divergence(
+                            index.0,
+                            observed
+                                .failed_region
+                                .get(&index)
+                                .copied()
+                                .or(captured_failed_region),
+                            None,
+                            repeat,
+                            DivergenceKind::Quarantine {
+                                expected: submission.quarantined,
+                                replayed: observed.quarantined.contains(&index),
+                            },
+                        ));
+                    }
+                }
+                statuses_match &= !status_diverged;
+
+                let mut got: BTreeMap<Key, Vec<&ReplayOutput>> = BTreeMap::new();
+                for o in observed.outputs.get(&index).into_iter().flatten() {
+                    got.entry((o.region, o.buffer, o.start, o.end))
+                        .or_default()
+                        .push(o);
+                }
+                let mut keys: Vec<Key> = expected.keys().chain(got.keys()).copied().collect();
+                keys.sort_unstable();
+                keys.dedup();
+                for key in keys {
+                    let e = expected.get(&key).map_or(&[][..], Vec::as_slice);
+                    let g = got.get(&key).map_or(&[][..], Vec::as_slice);
+                    let (region, buffer, start, end) = key;
+                    let check = |result: OutputResult| OutputCheck {
+                        runtime,
+                        submission: index.0,
+                        region,
+                        buffer: buffer.0,
+                        start,
+                        end,
+                        expected: e.first().map(|o| o.xxh3),
+                        replayed: g.first().map(|o| o.xxh3),
+                        result,
+                    };
+                    if let Some(why) = submission.exclusion(region, buffer, start, end) {
+                        if repeat == 0 {
+                            summary.outputs_excluded += 1;
+                            row.excluded += 1;
+                            outputs.push(check(OutputResult::Excluded {
+                                why: why.to_string(),
+                            }));
+                        }
+                        continue;
+                    }
+                    // Without a captured status (a truncated trace) one-sided outputs are
+                    // not evidence either.
+                    let lenient = status_diverged || submission.status.is_none();
+                    let compared = compare_key(e, g, options.tolerance, lenient);
+                    if let Some(kind) = compared.divergence {
+                        divergences.push(divergence(
+                            index.0,
+                            region,
+                            Some((buffer, start, end)),
+                            repeat,
+                            kind,
+                        ));
+                    }
+                    if repeat == 0 {
+                        if !matches!(compared.result, OutputResult::NotRun) {
+                            summary.outputs_compared += 1;
+                            row.outputs += 1;
+                        }
+                        match compared.result {
+                            OutputResult::Match => {
+                                summary.outputs_matched += 1;
+                                row.matched += 1;
+                            }
+                            OutputResult::WithinTolerance { .. } => {
+                                summary.outputs_within_tolerance += 1;
+                                row.matched += 1;
+                            }
+                            _ => {}
+                        }
+                        outputs.push(check(compared.result));
+                    }
+                }
+            }
+            summary.submissions += 1;
+            if statuses_match {
+                summary.statuses_matched += 1;
+            }
+            row.diverged = divergences.len() > before
+                || divergences
+                    .iter()
+                    .any(|d| d.runtime == runtime && d.submission == index.0);
+            submissions.push(row);
+        }
+
+        // Region timing.
+        let mut keys: Vec<(usize, u32)> = rp.region_times.keys().copied().collect();
+        for observed in &run.repeats {
+            keys.extend(observed.region_times.keys().copied());
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        for (graph, region) in keys {
+            let captured: Vec<&Sample> = rp
+                .region_times
+                .get(&(graph, region))
+                .into_iter()
+                .flatten()
+                .collect();
+            let replayed: Vec<&Sample> = run
+                .repeats
+                .iter()
+                .filter_map(|o| o.region_times.get(&(graph, region)))
+                .flatten()
+                .collect();
+            let clock = clock_of(&captured, &replayed);
+            let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
+            let (ratio, regression) = ratio_and_regression(c, r, options);
+            timing.push(RegionTimingRow {
+                runtime,
+                graph: rp.graphs[graph].prepared.0,
+                region,
+                label: rp.region_label(graph, region, None),
+                clock,
+                captured: c,
+                replayed: r,
+                ratio,
+                regression,
+            });
+        }
+
+        // Per-operation timing.
+        let mut keys: Vec<(usize, u32)> = run.op_times.keys().copied().collect();
+        keys.sort_unstable();
+        for (graph, node) in keys {
+            let g = &rp.graphs[graph];
+            let captured: Vec<&Sample> = rp
+                .op_times
+                .get(&(graph, node))
+                .into_iter()
+                .flatten()
+                .collect();
+            let replayed: Vec<&Sample> = run.op_times[&(graph, node)].iter().collect();
+            let (c, r) = (stats(&captured, Clock::Host), stats(&replayed, Clock::Host));
+            let (ratio, regression) = ratio_and_regression(c, r, options);
+            op_timing.push(OpTimingRow {
+                runtime,
+                graph: g.prepared.0,
+                node,
+                region: g
+                    .regions
+                    .iter()
+                    .position(|r| r.nodes.iter().any(|n| n.0 == node))
+                    .unwrap_or_default() as u32,
+                label: rp.op_name(&g.ops[node as usize]),
+                captured: c,
+                replayed: r,
+                ratio,
+                regression,
+            });
+        }
+
+        substitutions.extend(substitution_rows(rp));
+    }
+
+    divergences.sort_by_key(Divergence::key);
+    // One entry per divergence, counting the repeats that showed it.
+    let mut unique: Vec<Divergence> = Vec::with_capacity(divergences.len());
+    for d in divergences {
+        match unique.iter_mut().rev().find(|u| u.same_as(&d)) {
+            Some(seen) => seen.repeats += 1,
+            None => unique.push(d),
+        }
+    }
+    let divergences = unique;
+    summary.divergences = divergences.len();
+    summary.slow = timing.iter().filter(|t| t.regression).count()
+        + op_timing.iter().filter(|t| t.regression).count();
+    if options.tolerance.is_some()
+        && !plan
+            .runtimes
+            .iter()
+            .flat_map(|rp| &rp.submissions)
+            .flat_map(|s| &s.outputs)
+            .any(|o| o.contents.is_some())
+    {
+        notes.push(
+            "a tolerance was given but the trace has no output contents (record with trace contents, HRX_TRACE_CONTENTS=1): digests were compared exactly"
+                .into(),
+        );
+    }
+    let verdict = if divergences.is_empty() && summary.slow == 0 {
+        Verdict::Match
+    } else {
+        Verdict::Regression
+    };
+    Report {
+        verdict,
+        trace: TraceInfo {
+            source,
+            format_version: plan.format_version.clone(),
+            complete: plan.complete,
+            runtimes,
+        },
+        replay: ReplayInfo {
+            backend,
+            device,
+            repeat: options.repeat.max(1),
+            per_op: options.per_op,
+            tolerance: options.tolerance,
+            max_slowdown: options.max_slowdown,
+            timing_floor_ns: options.timing_floor.as_nanos() as u64,
+            until: options.until,
+        },
+        summary,
+        submissions,
+        outputs,
+        first_divergence: divergences.first().cloned(),
+        divergences,
+        timing,
+        op_timing,
+        substitutions,
+        notes,
+    }
+}
+
+fn substitution_rows(rp: &RuntimePlan<'_>) -> Vec<SubstitutionRow> {
+    rp.substitutions
+        .iter()
+        .map(|sub| {
+            let count = |f: fn(&Substitute<'_>) -> bool| {
+                sub.per_submission.iter().filter(|(_, e)| f(e)).count()
+            };
+            SubstitutionRow {
+                runtime: rp.id.0,
+                graph: rp.graphs[sub.graph].prepared.0,
+                node: sub.node as u32,
+                region: sub.region,
+                kind: match rp.graphs[sub.graph].ops[sub.node].op {
+                    OpKind::Host => "host callback".into(),
+                    _ => "scoped callback".into(),
+                },
+                writes: sub.writes,
+                substituted: count(|e| matches!(e, Substitute::Write(_))),
+                failed: count(|e| matches!(e, Substitute::Fail { .. })),
+                unavailable: count(|e| matches!(e, Substitute::Unavailable)),
+                why: sub.unavailable_why.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn floats_compare_absolutely_below_one_and_relatively_above() {
+        let a = f32s(&[0.5, 1000.0, f32::NAN]);
+        let b = f32s(&[0.5001, 1000.05, f32::NAN]);
+        let (max, ok) = within(&a, &b, 1e-3).unwrap();
+        assert!(ok && (max - 0.05).abs() < 1e-3, "{max}");
+        let (_, ok) = within(&a, &b, 1e-5).unwrap();
+        assert!(!ok);
+        assert!(within(&a, &b[..8], 1e-3).is_none());
+        let (max, ok) = within(&f32s(&[1.0]), &f32s(&[f32::NAN]), 1.0).unwrap();
+        assert!(!ok && max.is_infinite());
+    }
+}

@@ -1,0 +1,75 @@
+//! Why a trace could not be replayed (exit code 2).
+//!
+//! A [`ReplayError`] means no verdict could be reached: the trace is unreadable or
+//! inconsistent, something it needs is missing on this backend, or the replay runtime
+//! could not be set up. A replay that ran and found differences is not an error: it is a
+//! [`crate::Report`] with the verdict [`crate::Verdict::Regression`].
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// The trace could not be replayed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The trace file could not be read (including a format major version this reader
+    /// refuses).
+    #[error("cannot read trace {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reader's error (it names the byte offset).
+        source: hrx_capture::ReadError,
+    },
+    /// The trace is inconsistent or lacks data replay needs (contents of a host write,
+    /// a blob, an operation of a prepared graph, ...).
+    #[error("the trace cannot be replayed: {why}")]
+    Unreplayable {
+        /// What is wrong, naming the record and ids involved.
+        why: String,
+    },
+    /// A kernel has no code for the replay backend.
+    #[error(
+        "kernel {entry} (kernel {kernel} of runtime {runtime}) cannot be loaded on {backend}: {reason}"
+    )]
+    KernelMissing {
+        /// The captured runtime.
+        runtime: u32,
+        /// The captured kernel id.
+        kernel: u64,
+        /// Entry name.
+        entry: String,
+        /// The replay backend.
+        backend: String,
+        /// The runtime's explanation.
+        reason: String,
+    },
+    /// The replay runtime failed outside of the replayed work itself (opening the backend,
+    /// allocating buffers, building or preparing graphs).
+    #[error("replaying runtime {runtime}: {context}: {source}")]
+    Runtime {
+        /// The captured runtime.
+        runtime: u32,
+        /// What replay was doing.
+        context: String,
+        /// The runtime's error.
+        source: hrx::Error,
+    },
+    /// The replay's own measurements (its in-memory trace) could not be recorded or read.
+    #[error("recording the replay's measurements: {why}")]
+    Measurement {
+        /// What failed.
+        why: String,
+    },
+}
+
+impl ReplayError {
+    /// The process exit code for this error: always 2 ("the trace could not be replayed").
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+
+    pub(crate) fn unreplayable(why: impl Into<String>) -> ReplayError {
+        ReplayError::Unreplayable { why: why.into() }
+    }
+}

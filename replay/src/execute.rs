@@ -1,0 +1,829 @@
+//! Stage 2: re-execute one captured runtime in a fresh replay runtime.
+//!
+//! build -> walk the timeline -> retire -> read the replay's own trace:
+//!
+//! 1. A new [`Runtime`] records into a runtime-local [`Recorder`] over a [`MemorySink`],
+//!    so the replay's region timings, output digests and failures come back as trace
+//!    records of the same schema as the capture's, without touching the process's trace.
+//! 2. Buffers are created in capture order, kernels loaded (built-in code by entry name,
+//!    else the captured code), every prepared graph rebuilt operation by operation with
+//!    the captured byte ranges, and prepared. Captured ids map to the new objects through
+//!    the plan's indices; the replay's own ids map back through the returned tables.
+//! 3. The timeline is walked: host writes with [`Buffer::write`], submits in submission
+//!    order with [`ExecutableGraph::submit_after`] for captured producers. Whenever the
+//!    runtime answers `Busy` (capacity, slots, a host write conflicting with work in
+//!    flight), the oldest outstanding submission is waited for and the call retried.
+//! 4. Scoped callbacks and host operations are replaced by callbacks that write the
+//!    captured contents of their written bindings (or fail as the capture's did); see
+//!    [`crate::substitute`] for what is substituted.
+
+use crate::error::ReplayError;
+use crate::options::ReplayOptions;
+use crate::plan::{Event, KernelPlan, OpPlan, RuntimePlan, Sample};
+use crate::report::Outcome;
+use crate::substitute::Substitute;
+use hrx::kernels::{KernelSpec, NpuKernelSpec, builtin_code};
+use hrx::{
+    Access, BindingContract, Buffer, BufferView, Completion, Error, ExecutableGraph, GpuAccess,
+    GpuKernel, GpuLane, HostViews, KernelContract, NpuKernel, Placement, Runtime, RuntimeOptions,
+    TraceDigests,
+};
+use hrx_capture::schema::{self as s, BufferId, OpKind, Record, SubmissionIndex};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Counts work done for the progress callback.
+pub(crate) struct Ticker<'o> {
+    pub done: u64,
+    pub total: u64,
+    pub callback: Option<&'o (dyn Fn(u64, u64) + Send + Sync)>,
+}
+
+impl Ticker<'_> {
+    pub fn tick(&mut self) {
+        self.done += 1;
+        if let Some(callback) = self.callback {
+            callback(self.done.min(self.total), self.total);
+        }
+    }
+
+    /// Reports completion (work planned but skipped, such as failed per-op runs).
+    pub fn finish(&mut self) {
+        if self.done < self.total {
+            self.done = self.total;
+            if let Some(callback) = self.callback {
+                callback(self.total, self.total);
+            }
+        }
+    }
+}
+
+/// An output digest the replay recorded, mapped back to captured ids.
+#[derive(Clone, Debug)]
+pub(crate) struct ReplayOutput {
+    pub region: Option<u32>,
+    pub buffer: BufferId,
+    pub start: u64,
+    pub end: u64,
+    pub xxh3: u64,
+    pub contents: Option<Vec<u8>>,
+}
+
+/// What one replay of one runtime did, keyed by captured ids.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    pub backend: String,
+    pub device: String,
+    pub statuses: HashMap<SubmissionIndex, (Outcome, String)>,
+    pub refused: HashMap<SubmissionIndex, String>,
+    /// Host writes that failed: (host write index, error).
+    pub host_write_errors: Vec<(usize, String)>,
+    pub outputs: HashMap<SubmissionIndex, Vec<ReplayOutput>>,
+    pub failed_region: HashMap<SubmissionIndex, u32>,
+    pub quarantined: HashSet<SubmissionIndex>,
+    pub region_times: HashMap<(usize, u32), Vec<Sample>>,
+    pub notes: Vec<String>,
+}
+
+/// What a substituted callback does in its next run.
+enum Entry {
+    Write(Vec<(usize, Arc<[u8]>)>),
+    Fail { device_lost: bool, message: String },
+    Noop,
+}
+
+type EntryQueue = Arc<Mutex<VecDeque<Entry>>>;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+enum Loaded {
+    Gpu(GpuKernel),
+    Npu(NpuKernel),
+}
+
+/// The replay runtime's objects, parallel to the plan's vectors.
+struct Objects {
+    buffers: Vec<Buffer>,
+    kernels: Vec<Loaded>,
+    graphs: Vec<ExecutableGraph>,
+    /// Callback queues of substituted operations by (graph, node).
+    queues: HashMap<(usize, usize), EntryQueue>,
+}
+
+fn access(access: s::Access) -> Access {
+    match access {
+        s::Access::Read => Access::Read,
+        s::Access::Write => Access::Write,
+        s::Access::ReadWrite => Access::ReadWrite,
+    }
+}
+
+fn lane(lane: s::Lane) -> GpuLane {
+    match lane {
+        s::Lane::Upload => GpuLane::Upload,
+        s::Lane::Compute => GpuLane::Compute,
+        s::Lane::Download => GpuLane::Download,
+    }
+}
+
+fn placement(placement: s::Placement) -> Placement {
+    match placement {
+        s::Placement::GpuLocal => Placement::GpuLocal,
+        s::Placement::HostVisible => Placement::HostVisible,
+        s::Placement::NpuShared { group } => Placement::NpuShared { group },
+    }
+}
+
+pub(crate) fn outcome(status: &hrx::Status) -> (Outcome, String) {
+    match status {
+        hrx::Status::Succeeded => (Outcome::Ok, String::new()),
+        hrx::Status::Failed(error) => (Outcome::Failed, error.to_string()),
+        hrx::Status::Cancelled(cause) => (Outcome::Cancelled, cause.to_string()),
+    }
+}
+
+/// A fresh runtime recording into a memory sink.
+fn open_runtime(
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    fault: Option<hrx::FaultSpec>,
+    contents: bool,
+) -> Result<(Runtime, Recorder, MemorySink), ReplayError> {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(
+        sink.clone(),
+        RecorderOptions {
+            // The replay must not lose its own measurements: a full ring waits for the
+            // writer rather than dropping.
+            full_buffer_wait: Duration::from_secs(2),
+            ..RecorderOptions::default()
+        },
+    )
+    .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+    let mut runtime_options = RuntimeOptions::default()
+        .backend(options.backend)
+        .graph_slots(plan.graph_slots as usize)
+        .capacity(plan.capacity as usize)
+        .trace_contents(contents)
+        // Digest everything: the comparison looks up whatever the capture digested.
+        .trace_digests(TraceDigests::All)
+        // The replayed run is what the trace and the options say, not the environment.
+        .environment(false)
+        .recorder(recorder.clone());
+    if let Some(fault) = fault {
+        runtime_options = runtime_options.fault(fault);
+    }
+    let runtime = Runtime::new(runtime_options).map_err(|source| ReplayError::Runtime {
+        runtime: plan.id.0,
+        context: "opening the replay backend".into(),
+        source,
+    })?;
+    Ok((runtime, recorder, sink))
+}
+
+fn load_kernel(
+    runtime: &Runtime,
+    plan: &RuntimePlan<'_>,
+    k: &KernelPlan<'_>,
+    options: &ReplayOptions,
+) -> Result<Loaded, ReplayError> {
+    let contract = KernelContract {
+        bindings: k
+            .contract
+            .iter()
+            .map(|c| {
+                BindingContract::new(
+                    access(c.access),
+                    c.extent_bytes as usize,
+                    c.alignment as usize,
+                )
+            })
+            .collect(),
+        constants: k.constants.clone(),
+    };
+    let backend = runtime.device_info().backend.to_string();
+    let missing = |error: Error| match error {
+        Error::Unsupported(reason) => ReplayError::KernelMissing {
+            runtime: plan.id.0,
+            kernel: k.id.0,
+            entry: k.entry.clone(),
+            backend: backend.clone(),
+            reason,
+        },
+        source => ReplayError::Runtime {
+            runtime: plan.id.0,
+            context: format!("loading kernel {} ({})", k.id, k.entry),
+            source,
+        },
+    };
+    let override_host = options.override_for(&k.entry);
+    match k.engine {
+        s::Engine::Gpu => {
+            let mut code = builtin_code(&k.entry).unwrap_or_default();
+            if code.host.is_none() && code.ptx.is_none() {
+                // Not a built-in: the captured module (PTX text on CUDA).
+                code.ptx = k
+                    .code
+                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                    .map(Arc::from);
+            }
+            if override_host.is_some() {
+                code.host = override_host;
+            }
+            let spec = KernelSpec {
+                entry: k.entry.clone(),
+                contract,
+                grid: k.grid,
+                block: k.block,
+                code,
+            };
+            runtime.kernel(&spec).map(Loaded::Gpu).map_err(missing)
+        }
+        s::Engine::Npu => {
+            let spec = NpuKernelSpec {
+                name: k.entry.clone(),
+                contract,
+                groups: k.npu_groups.clone(),
+                instructions: k.code.map(<[u8]>::to_vec).unwrap_or_default(),
+                host: override_host.or_else(|| builtin_code(&k.entry).and_then(|c| c.host)),
+            };
+            runtime.npu_kernel(&spec).map(Loaded::Npu).map_err(missing)
+        }
+        s::Engine::Host => Err(ReplayError::unreplayable(format!(
+            "runtime {}: kernel {} ({}) runs on the host, which no backend loads",
+            plan.id, k.id, k.entry
+        ))),
+    }
+}
+
+/// The callback replacing a scoped native callback: it writes captured bytes through the
+/// bindings' host mappings, fails as the captured one failed, or does nothing.
+fn scoped_callback(
+    queue: EntryQueue,
+) -> impl FnMut(&[hrx::gpu::View<'_>]) -> hrx::Result<()> + Send + 'static {
+    move |views| {
+        let entry = lock(&queue).pop_front();
+        match entry {
+            None | Some(Entry::Noop) => Ok(()),
+            Some(Entry::Fail {
+                device_lost,
+                message,
+            }) => Err(failure(device_lost, message)),
+            Some(Entry::Write(writes)) => {
+                for (binding, bytes) in writes {
+                    let view = views.get(binding).ok_or_else(|| {
+                        Error::Message(format!("replayed callback has no binding {binding}"))
+                    })?;
+                    let pointer = view.host_pointer().ok_or_else(|| {
+                        Error::Unsupported(format!(
+                            "replayed callback binding {binding} has no host mapping"
+                        ))
+                    })?;
+                    if bytes.len() != view.len() {
+                        return Err(Error::Message(format!(
+                            "replayed callback binding {binding}: {} captured bytes for {} bytes",
+                            bytes.len(),
+                            view.len()
+                        )));
+                    }
+                    // SAFETY: the binding was declared written; the runtime orders every
+                    // conflicting use around this callback; `pointer` maps `view.len()`
+                    // bytes of host-visible memory, exactly the length copied.
+                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), pointer, bytes.len()) };
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The callback replacing a host operation (see [`scoped_callback`]).
+fn host_callback(
+    queue: EntryQueue,
+) -> impl FnMut(&mut HostViews<'_>) -> hrx::Result<()> + Send + 'static {
+    move |views| {
+        let entry = lock(&queue).pop_front();
+        match entry {
+            None | Some(Entry::Noop) => Ok(()),
+            Some(Entry::Fail {
+                device_lost,
+                message,
+            }) => Err(failure(device_lost, message)),
+            Some(Entry::Write(writes)) => {
+                for (binding, bytes) in writes {
+                    let target = views.write(binding)?;
+                    if target.len() != bytes.len() {
+                        return Err(Error::Message(format!(
+                            "replayed host callback binding {binding}: {} captured bytes for {} bytes",
+                            bytes.len(),
+                            target.len()
+                        )));
+                    }
+                    target.copy_from_slice(&bytes);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn failure(device_lost: bool, message: String) -> Error {
+    let message = format!("replayed failure of the captured callback: {message}");
+    if device_lost {
+        Error::DeviceLost(message)
+    } else {
+        Error::Kernel(message)
+    }
+}
+
+/// Whether a kernel operation binds a written range that overlaps another binding (the
+/// capture used `gpu_aliasing`).
+fn aliases(op: &OpPlan) -> bool {
+    op.uses.iter().enumerate().any(|(i, a)| {
+        op.uses.iter().skip(i + 1).any(|b| {
+            (a.access != s::Access::Read || b.access != s::Access::Read)
+                && a.buffer == b.buffer
+                && a.start < b.end
+                && b.start < a.end
+        })
+    })
+}
+
+/// Adds captured operation `op` to `graph`.
+fn add_op(
+    graph: &mut hrx::Graph,
+    plan: &RuntimePlan<'_>,
+    objects: &Objects,
+    op: &OpPlan,
+    queue: Option<EntryQueue>,
+) -> hrx::Result<()> {
+    let views = op
+        .uses
+        .iter()
+        .map(|u| {
+            objects.buffers[plan.buffer_index[&u.buffer]].view(u.start as usize..u.end as usize)
+        })
+        .collect::<hrx::Result<Vec<BufferView>>>()?;
+    let bindings = || {
+        views
+            .iter()
+            .zip(&op.uses)
+            .map(|(view, u)| GpuAccess::new(view.clone(), access(u.access)))
+            .collect::<Vec<_>>()
+    };
+    let queue = queue.unwrap_or_default();
+    match &op.op {
+        OpKind::Fill { value } => graph.fill(views[0].clone(), *value)?,
+        OpKind::Copy => graph.copy_on(views[0].clone(), views[1].clone(), lane(op.lane))?,
+        OpKind::Kernel { kernel } => {
+            let Loaded::Gpu(kernel) = &objects.kernels[plan.kernel_index[kernel]] else {
+                return Err(Error::Message(format!(
+                    "kernel {kernel} is not a GPU kernel"
+                )));
+            };
+            if aliases(op) {
+                // SAFETY: the captured application made this same call with these ranges
+                // (the plan checked them against the kernel's contract), so it vouched for
+                // the kernel being valid for the aliased bindings.
+                unsafe { graph.gpu_aliasing(kernel, &views)? }
+            } else {
+                graph.gpu(kernel, &views)?
+            }
+        }
+        OpKind::Npu { kernel } => {
+            let Loaded::Npu(kernel) = &objects.kernels[plan.kernel_index[kernel]] else {
+                return Err(Error::Message(format!(
+                    "kernel {kernel} is not an NPU kernel"
+                )));
+            };
+            graph.npu(kernel, &views)?
+        }
+        // SAFETY: the callback retains no native resource, writes only bindings declared
+        // written (through their host mappings, within their length), lets nothing escape,
+        // and reports a captured device loss as `DeviceLost`.
+        OpKind::Scoped => unsafe { graph.gpu_scoped(&bindings(), scoped_callback(queue))? },
+        OpKind::Host => graph.host(&bindings(), host_callback(queue))?,
+    };
+    Ok(())
+}
+
+/// Whether the replay lowered a graph as the capture did.
+fn same_lowering(captured: &[s::Region], replayed: &[hrx::RegionInfo]) -> bool {
+    captured.len() == replayed.len()
+        && captured.iter().zip(replayed).all(|(c, r)| {
+            let kind = match r.kind {
+                hrx::RegionKind::NativeGraph => s::RegionKind::NativeGraph,
+                hrx::RegionKind::CopyBatch => s::RegionKind::CopyBatch,
+                hrx::RegionKind::Scoped => s::RegionKind::Scoped,
+                hrx::RegionKind::NpuRun => s::RegionKind::NpuRun,
+                hrx::RegionKind::HostCallback => s::RegionKind::Host,
+            };
+            c.kind == kind && c.nodes.iter().map(|n| n.0 as usize).eq(r.nodes.clone())
+        })
+}
+
+/// Creates buffers, loads kernels, rebuilds and prepares every graph.
+fn build(
+    runtime: &Runtime,
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    notes: &mut Vec<String>,
+) -> Result<Objects, ReplayError> {
+    let runtime_error = |context: String| {
+        move |source| ReplayError::Runtime {
+            runtime: plan.id.0,
+            context,
+            source,
+        }
+    };
+    let mut objects = Objects {
+        buffers: Vec::with_capacity(plan.buffers.len()),
+        kernels: Vec::with_capacity(plan.kernels.len()),
+        graphs: Vec::with_capacity(plan.graphs.len()),
+        queues: HashMap::new(),
+    };
+    for b in &plan.buffers {
+        let buffer = runtime
+            .buffer(b.len, placement(b.placement))
+            .map_err(runtime_error(format!(
+                "allocating buffer {} ({} bytes, {:?})",
+                b.id, b.len, b.placement
+            )))?;
+        objects.buffers.push(buffer);
+    }
+    for k in &plan.kernels {
+        let loaded = load_kernel(runtime, plan, k, options)?;
+        objects.kernels.push(loaded);
+    }
+    for sub in &plan.substitutions {
+        objects
+            .queues
+            .insert((sub.graph, sub.node), EntryQueue::default());
+    }
+    for (index, g) in plan.graphs.iter().enumerate() {
+        let mut graph = runtime.graph();
+        for (node, op) in g.ops.iter().enumerate() {
+            let queue = objects.queues.get(&(index, node)).cloned();
+            add_op(&mut graph, plan, &objects, op, queue).map_err(runtime_error(format!(
+                "rebuilding graph {} operation {node} ({})",
+                g.prepared,
+                plan.op_name(op)
+            )))?;
+        }
+        let executable = graph
+            .prepare()
+            .map_err(runtime_error(format!("preparing graph {}", g.prepared)))?;
+        if !same_lowering(&g.regions, &executable.describe()) {
+            notes.push(format!(
+                "runtime {}: graph {} lowers into different regions at replay ({} captured, {} replayed): region attribution may be off",
+                plan.id,
+                g.prepared,
+                g.regions.len(),
+                executable.regions()
+            ));
+        }
+        objects.graphs.push(executable);
+    }
+    Ok(objects)
+}
+
+/// Submissions waited on in submission order, and completions kept for later producers.
+struct Flight {
+    outstanding: VecDeque<(SubmissionIndex, Completion)>,
+    /// Completions later submissions name as producers, until their last consumer.
+    held: HashMap<SubmissionIndex, Completion>,
+    statuses: HashMap<SubmissionIndex, (Outcome, String)>,
+}
+
+impl Flight {
+    /// Waits for the oldest outstanding submission; false when none is outstanding.
+    fn retire_oldest(&mut self, ticker: &mut Ticker<'_>) -> bool {
+        let Some((index, completion)) = self.outstanding.pop_front() else {
+            return false;
+        };
+        let _ = completion.wait();
+        let status = completion
+            .status()
+            .map(|s| outcome(&s))
+            .unwrap_or((Outcome::Failed, "no status after wait".into()));
+        self.statuses.insert(index, status);
+        ticker.tick();
+        true
+    }
+}
+
+/// Replays `plan` once and reads back what the replay recorded.
+pub(crate) fn run(
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    fault: Option<hrx::FaultSpec>,
+    contents: bool,
+    ticker: &mut Ticker<'_>,
+) -> Result<Observed, ReplayError> {
+    let (runtime, recorder, sink) = open_runtime(plan, options, fault, contents)?;
+    let info = runtime.device_info();
+    let mut observed = Observed {
+        backend: info.backend.to_string(),
+        device: info.name.clone(),
+        ..Observed::default()
+    };
+    let objects = build(&runtime, plan, options, &mut observed.notes)?;
+
+    // Last submission (position) naming each submission as a producer.
+    let mut last_consumer: HashMap<SubmissionIndex, usize> = HashMap::new();
+    for (position, submission) in plan.submissions.iter().enumerate() {
+        for producer in &submission.producers {
+            last_consumer.insert(*producer, position);
+        }
+    }
+    // Substitution entries per submission.
+    let mut entries: HashMap<SubmissionIndex, Vec<(&EntryQueue, &Substitute<'_>)>> = HashMap::new();
+    for sub in &plan.substitutions {
+        if !sub.writes {
+            continue;
+        }
+        let queue = &objects.queues[&(sub.graph, sub.node)];
+        for (index, entry) in &sub.per_submission {
+            entries.entry(*index).or_default().push((queue, entry));
+        }
+    }
+
+    let mut flight = Flight {
+        outstanding: VecDeque::new(),
+        held: HashMap::new(),
+        statuses: HashMap::new(),
+    };
+    let mut replay_index: HashMap<u64, SubmissionIndex> = HashMap::new();
+    for event in &plan.timeline {
+        match *event {
+            Event::HostWrite(i) => {
+                let w = &plan.host_writes[i];
+                let buffer = &objects.buffers[plan.buffer_index[&w.buffer]];
+                loop {
+                    match buffer.write(w.offset, w.bytes) {
+                        Ok(()) => break,
+                        Err(Error::Busy(why)) => {
+                            if !flight.retire_oldest(ticker) {
+                                return Err(ReplayError::unreplayable(format!(
+                                    "runtime {}: the host write into buffer {} stays busy with nothing in flight: {why}",
+                                    plan.id, w.buffer
+                                )));
+                            }
+                        }
+                        Err(error) => {
+                            observed.host_write_errors.push((i, error.to_string()));
+                            break;
+                        }
+                    }
+                }
+            }
+            Event::Submit(position) => {
+                let submission = &plan.submissions[position];
+                let pushed = entries
+                    .get(&submission.index)
+                    .map_or(&[][..], Vec::as_slice);
+                for (queue, entry) in pushed {
+                    lock(queue).push_back(match entry {
+                        Substitute::Write(writes) => Entry::Write(
+                            writes
+                                .iter()
+                                .map(|(binding, bytes)| (*binding, Arc::from(*bytes)))
+                                .collect(),
+                        ),
+                        Substitute::Fail {
+                            device_lost,
+                            message,
+                        } => Entry::Fail {
+                            device_lost: *device_lost,
+                            message: message.clone(),
+                        },
+                        Substitute::Unavailable => Entry::Noop,
+                    });
+                }
+                let producers: Vec<Completion> = submission
+                    .producers
+                    .iter()
+                    .filter_map(|p| flight.held.get(p).cloned())
+                    .collect();
+                let graph = &objects.graphs[submission.graph];
+                let completion = loop {
+                    match graph.submit_after(&producers) {
+                        Ok(completion) => break Some(completion),
+                        Err(Error::Busy(why)) => {
+                            if !flight.retire_oldest(ticker) {
+                                return Err(ReplayError::unreplayable(format!(
+                                    "runtime {}: submission {} stays busy with nothing in flight: {why}",
+                                    plan.id, submission.index
+                                )));
+                            }
+                        }
+                        Err(error) => {
+                            observed.refused.insert(submission.index, error.to_string());
+                            for (queue, _) in pushed {
+                                lock(queue).pop_back();
+                            }
+                            ticker.tick();
+                            break None;
+                        }
+                    }
+                };
+                drop(producers);
+                if let Some(completion) = completion {
+                    replay_index.insert(completion.submission(), submission.index);
+                    if last_consumer.contains_key(&submission.index) {
+                        flight.held.insert(submission.index, completion.clone());
+                    }
+                    flight.outstanding.push_back((submission.index, completion));
+                }
+                flight.held.retain(|index, _| {
+                    last_consumer
+                        .get(index)
+                        .is_some_and(|&last| last > position)
+                });
+            }
+        }
+    }
+    while flight.retire_oldest(ticker) {}
+    observed.statuses = std::mem::take(&mut flight.statuses);
+    drop(flight);
+
+    let buffer_of: HashMap<u64, BufferId> = objects
+        .buffers
+        .iter()
+        .zip(&plan.buffers)
+        .map(|(b, p)| (b.id(), p.id))
+        .collect();
+    drop(objects);
+    drop(runtime);
+    let trace = close(&recorder, &sink)?;
+    read_back(plan, &trace, &replay_index, &buffer_of, &mut observed);
+    Ok(observed)
+}
+
+/// Closes the replay's recorder and reads its trace.
+fn close(recorder: &Recorder, sink: &MemorySink) -> Result<Trace, ReplayError> {
+    let summary = recorder
+        .close()
+        .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+    if summary.dropped_records > 0 {
+        return Err(ReplayError::Measurement {
+            why: format!(
+                "the replay's recorder dropped {} records (the machine is overloaded?)",
+                summary.dropped_records
+            ),
+        });
+    }
+    Trace::from_bytes(&sink.contents()).map_err(|e| ReplayError::Measurement { why: e.to_string() })
+}
+
+/// Maps the replay's own records back onto captured ids.
+fn read_back(
+    plan: &RuntimePlan<'_>,
+    trace: &Trace,
+    replay_index: &HashMap<u64, SubmissionIndex>,
+    buffer_of: &HashMap<u64, BufferId>,
+    observed: &mut Observed,
+) {
+    let captured = |submission: s::SubmissionIndex| replay_index.get(&submission.0).copied();
+    let blobs = trace.blobs();
+    for record in &trace.records {
+        match record {
+            Record::OutputDigest(o) => {
+                let (Some(index), Some(&buffer)) =
+                    (captured(o.submission), buffer_of.get(&o.buffer.0))
+                else {
+                    continue;
+                };
+                // The replay digests every range: ignore those the capture did not digest.
+                if !plan.digests_all
+                    && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
+                {
+                    continue;
+                }
+                let contents = match &o.contents {
+                    s::Payload::Inline(bytes) => Some(bytes.clone()),
+                    s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
+                    s::Payload::Omitted { .. } => None,
+                };
+                observed
+                    .outputs
+                    .entry(index)
+                    .or_default()
+                    .push(ReplayOutput {
+                        region: None,
+                        buffer,
+                        start: o.start,
+                        end: o.end,
+                        xxh3: o.xxh3,
+                        contents,
+                    });
+            }
+            Record::RegionTiming(t) => {
+                if let Some(index) = captured(t.submission) {
+                    let graph = plan.submissions[plan.submission_index[&index]].graph;
+                    observed
+                        .region_times
+                        .entry((graph, t.region.0))
+                        .or_default()
+                        .push(Sample::of(t));
+                }
+            }
+            Record::RegionDone(d) => {
+                if let (Some(index), s::Status::Failed { .. }) = (captured(d.submission), &d.status)
+                {
+                    let region = observed.failed_region.entry(index).or_insert(d.region.0);
+                    *region = (*region).min(d.region.0);
+                }
+            }
+            Record::Quarantine(q) => {
+                if let Some(index) = q.submission.and_then(captured) {
+                    observed.quarantined.insert(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (index, outputs) in &mut observed.outputs {
+        let regions = &plan.graphs[plan.submissions[plan.submission_index[index]].graph].regions;
+        let keys: Vec<_> = outputs.iter().map(|o| (o.buffer, o.start, o.end)).collect();
+        for (output, region) in outputs
+            .iter_mut()
+            .zip(crate::plan::attribute(regions, &keys))
+        {
+            output.region = region;
+        }
+    }
+}
+
+/// Per-operation timing: each operation of each prepared graph launched on its own (one
+/// graph per operation) in a fresh runtime without fault injection, `runs` times, after the
+/// captured host writes. Scoped and host operations are not timed.
+pub(crate) fn time_ops(
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    runs: usize,
+    ticker: &mut Ticker<'_>,
+    notes: &mut Vec<String>,
+) -> Result<HashMap<(usize, u32), Vec<Sample>>, ReplayError> {
+    let (runtime, recorder, sink) = open_runtime(plan, options, None, false)?;
+    let mut build_notes = Vec::new();
+    let objects = build(&runtime, plan, options, &mut build_notes)?;
+    for w in &plan.host_writes {
+        let _ = objects.buffers[plan.buffer_index[&w.buffer]].write(w.offset, w.bytes);
+    }
+    let mut op_of: HashMap<u64, (usize, u32)> = HashMap::new();
+    for (graph_index, g) in plan.graphs.iter().enumerate() {
+        for (node, op) in g.ops.iter().enumerate() {
+            if matches!(op.op, OpKind::Scoped | OpKind::Host) {
+                continue;
+            }
+            let mut graph = runtime.graph();
+            let prepared =
+                add_op(&mut graph, plan, &objects, op, None).and_then(|()| graph.prepare());
+            let executable = match prepared {
+                Ok(executable) => executable,
+                Err(error) => {
+                    notes.push(format!(
+                        "runtime {}: graph {} operation {node} ({}) cannot run on its own: {error}",
+                        plan.id,
+                        g.prepared,
+                        plan.op_name(op)
+                    ));
+                    continue;
+                }
+            };
+            for _ in 0..runs {
+                let result = executable.submit().and_then(|completion| {
+                    op_of.insert(completion.submission(), (graph_index, node as u32));
+                    completion.wait()
+                });
+                ticker.tick();
+                if let Err(error) = result {
+                    notes.push(format!(
+                        "runtime {}: graph {} operation {node} ({}) failed on its own: {error}",
+                        plan.id,
+                        g.prepared,
+                        plan.op_name(op)
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    drop(objects);
+    drop(runtime);
+    let trace = close(&recorder, &sink)?;
+    let mut times: HashMap<(usize, u32), Vec<Sample>> = HashMap::new();
+    for record in &trace.records {
+        if let Record::RegionTiming(t) = record
+            && let Some(key) = op_of.get(&t.submission.0)
+        {
+            times.entry(*key).or_default().push(Sample::of(t));
+        }
+    }
+    Ok(times)
+}

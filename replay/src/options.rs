@@ -1,0 +1,154 @@
+//! What a replay does: backend, repeats, comparisons and test hooks.
+
+use hrx::kernels::HostKernelFn;
+use hrx::{BackendChoice, FaultSpec};
+use std::fmt;
+use std::time::Duration;
+
+/// A progress callback: `(done, total)` units of work (submissions replayed and per-op
+/// launches), called from the replaying thread.
+pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
+
+/// How to replay a trace. `ReplayOptions::default()` replays once on the software device
+/// and compares outputs exactly, with no timing threshold.
+pub struct ReplayOptions {
+    /// The backend to replay on. Default [`BackendChoice::Sim`].
+    pub backend: BackendChoice,
+    /// How many times the whole trace is replayed, each time in a fresh runtime (at least
+    /// 1). Outputs are compared for every repeat; times are pooled over all repeats.
+    pub repeat: usize,
+    /// Additionally launch and time each operation on its own (one graph per operation)
+    /// and report per-operation medians.
+    pub per_op: bool,
+    /// Compare differing outputs as little-endian `f32` arrays within this tolerance
+    /// (absolute below magnitude 1, relative above). Needs output contents in the trace
+    /// (`trace_contents`); without them digests are compared exactly and a note says so.
+    pub tolerance: Option<f64>,
+    /// A region whose replay median time exceeds the captured median by more than this
+    /// ratio (and by more than [`ReplayOptions::timing_floor`]) is a timing regression.
+    pub max_slowdown: Option<f64>,
+    /// Differences of median times below this are never a timing regression: tiny
+    /// regions are dominated by scheduling noise. Default 100 µs.
+    pub timing_floor: Duration,
+    /// Replay only the first N submissions of each runtime.
+    pub until: Option<u64>,
+    /// Replay the fault injection the trace recorded (`RuntimeStart::fault`) on the
+    /// software device. Default `true`. Ignored where [`ReplayOptions::fault`] is set.
+    pub captured_fault: bool,
+    /// Inject this fault at replay instead of the captured one (software device only).
+    pub fault: Option<FaultSpec>,
+    /// Replace the host implementation of kernels by entry name (software device and NPU
+    /// simulator): a test hook to prove that changed behaviour is detected.
+    pub kernel_overrides: Vec<(String, HostKernelFn)>,
+    /// Called as work completes, for progress bars.
+    pub progress: Option<Progress>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            backend: BackendChoice::Sim,
+            repeat: 1,
+            per_op: false,
+            tolerance: None,
+            max_slowdown: None,
+            timing_floor: Duration::from_micros(100),
+            until: None,
+            captured_fault: true,
+            fault: None,
+            kernel_overrides: Vec::new(),
+            progress: None,
+        }
+    }
+}
+
+impl fmt::Debug for ReplayOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplayOptions")
+            .field("backend", &self.backend)
+            .field("repeat", &self.repeat)
+            .field("per_op", &self.per_op)
+            .field("tolerance", &self.tolerance)
+            .field("max_slowdown", &self.max_slowdown)
+            .field("timing_floor", &self.timing_floor)
+            .field("until", &self.until)
+            .field("captured_fault", &self.captured_fault)
+            .field("fault", &self.fault)
+            .field(
+                "kernel_overrides",
+                &self
+                    .kernel_overrides
+                    .iter()
+                    .map(|(entry, _)| entry)
+                    .collect::<Vec<_>>(),
+            )
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl ReplayOptions {
+    /// Sets the backend.
+    pub fn backend(mut self, backend: BackendChoice) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// Sets the number of repeats (at least 1).
+    pub fn repeat(mut self, repeat: usize) -> Self {
+        self.repeat = repeat.max(1);
+        self
+    }
+    /// Turns per-operation timing on or off.
+    pub fn per_op(mut self, on: bool) -> Self {
+        self.per_op = on;
+        self
+    }
+    /// Sets the float tolerance.
+    pub fn tolerance(mut self, tolerance: f64) -> Self {
+        self.tolerance = Some(tolerance);
+        self
+    }
+    /// Sets the slowdown ratio above which a region is a timing regression.
+    pub fn max_slowdown(mut self, ratio: f64) -> Self {
+        self.max_slowdown = Some(ratio);
+        self
+    }
+    /// Sets the timing noise floor.
+    pub fn timing_floor(mut self, floor: Duration) -> Self {
+        self.timing_floor = floor;
+        self
+    }
+    /// Replays only the first `submissions` submissions of each runtime.
+    pub fn until(mut self, submissions: u64) -> Self {
+        self.until = Some(submissions);
+        self
+    }
+    /// Injects `fault` at replay instead of the captured fault.
+    pub fn fault(mut self, fault: FaultSpec) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+    /// Whether to replay the captured fault injection.
+    pub fn captured_fault(mut self, on: bool) -> Self {
+        self.captured_fault = on;
+        self
+    }
+    /// Replaces the host code of kernel `entry` at replay.
+    pub fn kernel_override(mut self, entry: impl Into<String>, host: HostKernelFn) -> Self {
+        self.kernel_overrides.push((entry.into(), host));
+        self
+    }
+    /// Sets the progress callback.
+    pub fn progress(mut self, progress: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
+    }
+
+    pub(crate) fn override_for(&self, entry: &str) -> Option<HostKernelFn> {
+        self.kernel_overrides
+            .iter()
+            .rev()
+            .find(|(name, _)| name == entry)
+            .map(|(_, host)| *host)
+    }
+}

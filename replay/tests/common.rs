@@ -1,0 +1,203 @@
+//! Recording traces in-process, test inputs, and trace rewriting.
+
+use hrx::workloads::{Frame, Pipeline, PipelineOptions};
+use hrx::{Runtime, RuntimeOptions, TraceDigests};
+use hrx_capture::schema::{self as s, Record};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
+use hrx_replay::{ReplayOptions, Report, replay};
+use std::sync::OnceLock;
+
+/// The photograph the pipeline tests use (Debian package `mate-backgrounds`).
+pub const PHOTO: &str = "/usr/share/backgrounds/mate/nature/FreshFlower.jpg";
+/// Frame size of the photographic pipeline: small, so debug builds stay fast.
+pub const WIDTH: usize = 160;
+/// See [`WIDTH`].
+pub const HEIGHT: usize = 100;
+
+/// Records what `body` does with a software runtime built from `options` into an
+/// in-memory trace; the runtime is dropped (its workers joined) before the trace closes.
+pub fn record<T>(options: RuntimeOptions, body: impl FnOnce(&Runtime) -> T) -> (Trace, T) {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    let result = {
+        let runtime = Runtime::new(options.recorder(recorder.clone())).expect("runtime");
+        body(&runtime)
+    };
+    recorder.close().expect("close");
+    let trace = Trace::from_bytes(&sink.contents()).expect("read back");
+    assert!(trace.recovery.is_complete(), "{:?}", trace.recovery);
+    (trace, result)
+}
+
+/// The hazards workload, with output contents.
+pub fn hazards_trace() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        record(
+            RuntimeOptions::sim()
+                .trace_contents(true)
+                .trace_digests(TraceDigests::All),
+            |rt| hrx::workloads::run_hazards(rt).expect("hazards"),
+        )
+        .0
+    })
+}
+
+/// Four 160x100 frames from the photograph: as is, mirrored, upside down, both.
+pub fn photo_frames() -> &'static [Frame] {
+    static FRAMES: OnceLock<Vec<Frame>> = OnceLock::new();
+    FRAMES.get_or_init(|| {
+        let photo = image::open(PHOTO)
+            .unwrap_or_else(|e| panic!("{PHOTO}: {e} (install mate-backgrounds)"))
+            .to_rgb8();
+        let small = image::imageops::resize(
+            &photo,
+            WIDTH as u32,
+            HEIGHT as u32,
+            image::imageops::FilterType::Triangle,
+        );
+        let variants = [
+            small.clone(),
+            image::imageops::flip_horizontal(&small),
+            image::imageops::flip_vertical(&small),
+            image::imageops::rotate180(&small),
+        ];
+        variants
+            .into_iter()
+            .map(|img| Frame {
+                width: WIDTH,
+                height: HEIGHT,
+                rgb: img.into_raw(),
+            })
+            .collect()
+    })
+}
+
+/// A small synthetic frame: 8x8 checkerboard plus noise.
+pub fn synthetic(width: usize, height: usize, seed: u32) -> Frame {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    let mut rgb = Vec::with_capacity(width * height * 3);
+    for y in 0..height {
+        for x in 0..width {
+            let bright = (x / 8 + y / 8 + seed as usize).is_multiple_of(2);
+            for _ in 0..3 {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let base = if bright { 200 } else { 30 };
+                rgb.push((base + (state >> 26)) as u8);
+            }
+        }
+    }
+    Frame { width, height, rgb }
+}
+
+/// Runs the pipeline over `frames` (3 in flight); returns the run's result.
+pub fn run_pipeline(runtime: &Runtime, frames: &[Frame]) -> hrx::Result<usize> {
+    let (width, height) = (frames[0].width, frames[0].height);
+    let mut pipeline = Pipeline::new(runtime, width, height, PipelineOptions::default())?;
+    let mut delivered = 0;
+    pipeline.run(frames.iter().cloned(), |_, _| delivered += 1)?;
+    Ok(delivered)
+}
+
+/// The photographic pipeline, digests (no contents) of every written range.
+pub fn pipeline_trace() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let options = RuntimeOptions::sim().trace_digests(TraceDigests::All);
+        let (trace, result) = record(options, |rt| run_pipeline(rt, photo_frames()));
+        assert_eq!(result.expect("pipeline"), 4);
+        trace
+    })
+}
+
+/// The photographic pipeline with the second Sobel dispatch losing the device.
+pub fn faulty_pipeline_trace() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let fault = "kernel=hrx_sobel#2:device-lost".parse().expect("fault");
+        let options = RuntimeOptions::sim()
+            .trace_digests(TraceDigests::All)
+            .fault(fault);
+        let (trace, result) = record(options, |rt| run_pipeline(rt, photo_frames()));
+        let error = result.expect_err("the injected fault fails the run");
+        assert!(error.is_device_loss(), "{error}");
+        trace
+    })
+}
+
+/// Replays with `options`, printing the text report (shown for failing tests).
+pub fn replay_with(trace: &Trace, options: &ReplayOptions) -> Report {
+    let report = replay(trace, options).unwrap_or_else(|e| panic!("replay failed: {e}"));
+    println!("{}", report.to_text());
+    report
+}
+
+/// Re-encodes `trace` with a fresh recorder, letting `edit` change records on the way
+/// (it may intern new blobs through the recorder). Blobs are carried over; `edit` may drop
+/// a record by returning `false`.
+pub fn rewrite(trace: &Trace, mut edit: impl FnMut(&mut Record, &Recorder) -> bool) -> Trace {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    for record in &trace.records {
+        match record {
+            Record::SessionStart(_) | Record::SessionEnd(_) => {}
+            Record::Blob(blob) => {
+                recorder.intern_blob(&blob.bytes).expect("blob");
+            }
+            other => {
+                let mut record = other.clone();
+                if edit(&mut record, &recorder) {
+                    recorder.record(&record);
+                }
+            }
+        }
+    }
+    recorder.close().expect("close");
+    Trace::from_bytes(&sink.contents()).expect("read back")
+}
+
+/// The bytes of a captured payload.
+pub fn payload_bytes(trace: &Trace, payload: &s::Payload) -> Vec<u8> {
+    match payload {
+        s::Payload::Inline(bytes) => bytes.clone(),
+        s::Payload::Blob { hash, .. } => trace.blobs()[hash].to_vec(),
+        s::Payload::Omitted { .. } => panic!("contents were not captured"),
+    }
+}
+
+/// Every record of one kind.
+#[macro_export]
+macro_rules! records {
+    ($trace:expr, $variant:ident) => {
+        $trace.records.iter().filter_map(|r| match r {
+            hrx_capture::schema::Record::$variant(x) => Some(x),
+            _ => None,
+        })
+    };
+}
+
+/// The buffer written by the operation dispatching `entry` in `prepared`'s graph
+/// (binding `binding`).
+pub fn kernel_binding(
+    trace: &Trace,
+    prepared: s::PreparedId,
+    entry: &str,
+    binding: usize,
+) -> s::BufferId {
+    let kernel = records!(trace, KernelLoaded)
+        .find(|k| k.entry == entry)
+        .expect("kernel")
+        .kernel;
+    records!(trace, GraphOp)
+        .find(|op| op.graph.0 == prepared.0 && op.op == s::OpKind::Kernel { kernel })
+        .expect("operation")
+        .uses[binding]
+        .buffer
+}
+
+/// The Submit record of `submission`.
+pub fn submit(trace: &Trace, submission: u64) -> &s::Submit {
+    records!(trace, Submit)
+        .find(|s| s.submission.0 == submission)
+        .expect("submit")
+}

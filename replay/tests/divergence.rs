@@ -1,0 +1,272 @@
+//! Changes between capture and replay are found and named (exit code 1).
+
+use crate::common::*;
+use crate::records;
+use hrx::kernels::{HostLaunch, builtin_code};
+use hrx_capture::schema::{self as s, Record};
+use hrx_replay::{DivergenceKind, Outcome, ReplayOptions, Verdict};
+use std::time::Duration;
+
+/// A Sobel that writes a constant instead of the gradient magnitude.
+fn sobel_writes_constant(launch: &HostLaunch<'_>) -> Result<(), String> {
+    let out = launch.bindings.get(1).ok_or("no output binding")?;
+    // SAFETY: the runtime checked the binding against the contract; `len` bytes at `ptr`
+    // belong to this launch's output.
+    unsafe { std::ptr::write_bytes(out.ptr, 0x42, out.len) };
+    Ok(())
+}
+
+/// The real Sobel, 20 ms late.
+fn slow_sobel(launch: &HostLaunch<'_>) -> Result<(), String> {
+    std::thread::sleep(Duration::from_millis(20));
+    let host = builtin_code("hrx_sobel")
+        .and_then(|c| c.host)
+        .ok_or("no built-in sobel")?;
+    host(launch)
+}
+
+#[test]
+fn a_kernel_that_changed_behaviour_is_the_first_divergence() {
+    let trace = pipeline_trace();
+    let options = ReplayOptions::default().kernel_override("hrx_sobel", sobel_writes_constant);
+    let report = replay_with(trace, &options);
+    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.verdict, Verdict::Regression);
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    let sobel = kernel_binding(trace, submit(trace, 1).prepared, "hrx_sobel", 1);
+    assert_eq!(
+        (first.submission, first.region, first.buffer),
+        (1, Some(1), Some(sobel.0)),
+        "{first}"
+    );
+    assert_eq!(first.range, Some((0, (WIDTH * HEIGHT) as u64)));
+    assert!(matches!(first.kind, DivergenceKind::Output { .. }));
+    assert_eq!(
+        first.region_label.as_deref(),
+        Some("GPU Compute, native graph: hrx_sobel")
+    );
+    let text = report.to_text();
+    let line = format!(
+        "first divergence: submission 1 region 1 (GPU Compute, native graph: hrx_sobel) buffer {} bytes 0..{}: digest 0x",
+        sobel.0,
+        WIDTH * HEIGHT
+    );
+    assert!(text.contains(&line), "{text}");
+    // Everything downstream of the Sobel image differs too, in every frame.
+    assert!(report.submissions.iter().all(|s| s.diverged));
+}
+
+#[test]
+fn with_output_digests_only_the_divergence_shows_where_it_becomes_visible() {
+    let frames: Vec<_> = (0..3).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 3);
+    let options = ReplayOptions::default().kernel_override("hrx_sobel", sobel_writes_constant);
+    let report = replay_with(&trace, &options);
+    assert_eq!(report.exit_code(), 1);
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    // The Sobel image first reaches host-visible memory in the download copy batch.
+    assert_eq!((first.submission, first.region), (1, Some(2)), "{first}");
+    assert_eq!(
+        first.region_label.as_deref(),
+        Some("GPU Download, copy batch: copy")
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("HRX_TRACE_DIGESTS=all")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn a_flipped_input_byte_diverges_at_the_first_region_reading_it() {
+    let trace = pipeline_trace();
+    // The second frame's RGB bytes (the second host write of the run).
+    let mut writes_seen = 0;
+    let flipped = rewrite(trace, |record, recorder| {
+        if let Record::HostWrite(write) = record {
+            writes_seen += 1;
+            if writes_seen == 2 {
+                let mut bytes = payload_bytes(trace, &write.contents);
+                bytes[1234] ^= 0x10;
+                write.contents = recorder.payload(&bytes);
+                assert!(matches!(write.contents, s::Payload::Blob { .. }));
+            }
+        }
+        true
+    });
+    let report = replay_with(&flipped, &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 1);
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    // Frame 2 is submission 2; its upload copy batch (region 0) reads the host buffer and
+    // writes the GPU-local RGB image.
+    let upload = records!(flipped, GraphOp)
+        .find(|op| op.graph.0 == submit(&flipped, 2).prepared.0 && op.node.0 == 0)
+        .expect("upload op");
+    assert_eq!(
+        (first.submission, first.region, first.buffer),
+        (2, Some(0), Some(upload.uses[0].buffer.0)),
+        "{first}"
+    );
+    assert_eq!(
+        first.region_label.as_deref(),
+        Some("GPU Upload, copy batch: copy")
+    );
+    // Frames 1, 3 and 4 are untouched.
+    let diverged: Vec<u64> = report
+        .submissions
+        .iter()
+        .filter(|s| s.diverged)
+        .map(|s| s.submission)
+        .collect();
+    assert_eq!(diverged, [2]);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("do not match their recorded digest")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn a_fault_injected_at_replay_only_is_a_status_divergence() {
+    let trace = pipeline_trace();
+    let fault = "kernel=hrx_sobel#2:device-lost".parse().expect("fault");
+    let report = replay_with(trace, &ReplayOptions::default().fault(fault));
+    assert_eq!(report.exit_code(), 1);
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    assert_eq!(first.submission, 2);
+    assert_eq!(first.region, Some(1));
+    match &first.kind {
+        DivergenceKind::Status {
+            expected,
+            replayed,
+            replayed_error,
+            ..
+        } => {
+            assert_eq!((*expected, *replayed), (Outcome::Ok, Outcome::Failed));
+            assert!(replayed_error.contains("device lost"), "{replayed_error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = report.to_text();
+    assert!(
+        text.contains("first divergence: submission 2 region 1 (GPU Compute, native graph: "),
+        "{text}"
+    );
+    assert!(
+        text.contains(": replay failed (device lost: injected fault"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_fault_the_capture_had_but_the_replay_does_not_is_a_divergence_too() {
+    let report = replay_with(
+        faulty_pipeline_trace(),
+        &ReplayOptions::default().captured_fault(false),
+    );
+    assert_eq!(report.exit_code(), 1);
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    assert_eq!(first.submission, 2);
+    assert!(matches!(
+        first.kind,
+        DivergenceKind::Status {
+            expected: Outcome::Failed,
+            replayed: Outcome::Ok,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_slowed_region_past_max_slowdown_is_a_timing_regression() {
+    // Small frames: their compute region takes well under 20 ms even on a loaded machine,
+    // so the slowed replay is far past 2x.
+    let frames: Vec<_> = (0..3).map(|seed| synthetic(24, 16, seed)).collect();
+    let options = hrx::RuntimeOptions::sim().trace_digests(hrx::TraceDigests::All);
+    let (trace, result) = record(options, |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 3);
+    let trace = &trace;
+    let options = ReplayOptions::default()
+        .kernel_override("hrx_sobel", slow_sobel)
+        .max_slowdown(2.0);
+    let report = replay_with(trace, &options);
+    assert_eq!(report.exit_code(), 1);
+    assert!(report.divergences.is_empty(), "outputs still match");
+    let slow: Vec<_> = report.timing.iter().filter(|t| t.regression).collect();
+    assert!(
+        slow.iter()
+            .any(|t| t.region == 1 && t.label.contains("hrx_sobel")),
+        "{slow:?}"
+    );
+    for t in &slow {
+        assert!(t.ratio.expect("ratio") > 2.0);
+    }
+    let text = report.to_text();
+    assert!(text.contains("SLOW"), "{text}");
+    assert!(text.contains("verdict: REGRESSION (exit 1)"), "{text}");
+    // Without a threshold the same replay is a match.
+    let report = replay_with(
+        trace,
+        &ReplayOptions::default().kernel_override("hrx_sobel", slow_sobel),
+    );
+    assert_eq!(report.exit_code(), 0);
+}
+
+/// saxpy, then every result one ULP larger: a float kernel that changed slightly.
+fn saxpy_one_ulp_off(launch: &HostLaunch<'_>) -> Result<(), String> {
+    let saxpy = builtin_code("hrx_saxpy")
+        .and_then(|c| c.host)
+        .ok_or("no saxpy")?;
+    saxpy(launch)?;
+    let y = launch.bindings.get(1).ok_or("no y")?;
+    for i in 0..y.len / 4 {
+        // SAFETY: `y` holds `len` bytes of f32s written by this launch.
+        unsafe {
+            let p = y.ptr.add(i * 4).cast::<f32>();
+            p.write_unaligned(f32::from_bits(p.read_unaligned().to_bits() + 1));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn float_outputs_compare_within_a_tolerance_when_contents_were_captured() {
+    let n = 256;
+    let options = hrx::RuntimeOptions::sim()
+        .trace_contents(true)
+        .trace_digests(hrx::TraceDigests::All);
+    let (trace, ()) = record(options, |rt| {
+        let x = rt.buffer(n * 4, hrx::Placement::HostVisible).unwrap();
+        let y = rt.buffer(n * 4, hrx::Placement::GpuLocal).unwrap();
+        let xs: Vec<u8> = (0..n)
+            .flat_map(|i| (i as f32 * 0.25).to_le_bytes())
+            .collect();
+        x.write(0, &xs).unwrap();
+        y.write(0, &xs).unwrap();
+        let saxpy = rt.kernel(&hrx::kernels::saxpy(n, 1.5)).unwrap();
+        let mut graph = rt.graph();
+        graph.gpu(&saxpy, &[x.whole(), y.whole()]).unwrap();
+        graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    });
+    let changed = || ReplayOptions::default().kernel_override("hrx_saxpy", saxpy_one_ulp_off);
+    let exact = replay_with(&trace, &changed());
+    assert_eq!(exact.exit_code(), 1);
+    let tolerant = replay_with(&trace, &changed().tolerance(1e-5));
+    assert_eq!(tolerant.exit_code(), 0);
+    assert_eq!(tolerant.summary.outputs_within_tolerance, 1);
+    assert!(matches!(
+        tolerant.outputs[0].result,
+        hrx_replay::OutputResult::WithinTolerance { max_abs_diff } if max_abs_diff > 0.0
+    ));
+    let strict = replay_with(&trace, &changed().tolerance(1e-9));
+    assert_eq!(strict.exit_code(), 1);
+    let text = strict.to_text();
+    assert!(text.contains("past the tolerance"), "{text}");
+}

@@ -1,0 +1,202 @@
+//! Traces that cannot be replayed give a typed error (exit code 2), never a panic.
+
+use crate::common::*;
+use hrx_capture::schema::{self as s, Record};
+use hrx_replay::{ReplayError, ReplayOptions, replay, replay_file};
+
+fn error_of(trace: &hrx_capture::Trace) -> ReplayError {
+    let error = replay(trace, &ReplayOptions::default()).expect_err("unreplayable");
+    assert_eq!(error.exit_code(), 2);
+    println!("{error}");
+    error
+}
+
+#[test]
+fn a_host_write_without_contents_is_unreplayable() {
+    let trace = rewrite(hazards_trace(), |record, _| {
+        if let Record::HostWrite(w) = record {
+            w.contents = s::Payload::Omitted {
+                len_bytes: w.len_bytes,
+            };
+        }
+        true
+    });
+    let error = error_of(&trace);
+    assert!(matches!(error, ReplayError::Unreplayable { .. }));
+    assert!(error.to_string().contains("were not captured"), "{error}");
+}
+
+#[test]
+fn a_kernel_missing_on_the_backend_is_named() {
+    let trace = rewrite(hazards_trace(), |record, _| {
+        if let Record::KernelLoaded(k) = record
+            && k.entry == "hrx_iota"
+        {
+            k.entry = "vendor_secret_kernel".into();
+        }
+        true
+    });
+    match error_of(&trace) {
+        ReplayError::KernelMissing { entry, backend, .. } => {
+            assert_eq!(
+                (entry.as_str(), backend.as_str()),
+                ("vendor_secret_kernel", "sim")
+            );
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_missing_graph_operation_is_unreplayable() {
+    let mut dropped = false;
+    let trace = rewrite(hazards_trace(), |record, _| {
+        if let Record::GraphOp(op) = record
+            && op.node.0 == 0
+            && !dropped
+        {
+            dropped = true;
+            return false;
+        }
+        true
+    });
+    let error = error_of(&trace);
+    assert!(error.to_string().contains("lacks operation 0"), "{error}");
+}
+
+#[test]
+fn an_unreadable_file_is_a_read_error() {
+    let dir = std::env::temp_dir().join(format!("hrx-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("garbage.hrxt");
+    std::fs::write(&path, b"not a trace at all").unwrap();
+    let error = replay_file(&path, &ReplayOptions::default()).expect_err("garbage");
+    assert!(matches!(error, ReplayError::Read { .. }), "{error}");
+    assert_eq!(error.exit_code(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_newer_format_major_is_refused_naming_both_versions() {
+    use hrx_capture::format::{FILE_HEADER_LEN, FileHeader, FormatMajor};
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hazards-v1.0.hrxt");
+    let mut bytes = std::fs::read(fixture).unwrap();
+    let fixed: [u8; FILE_HEADER_LEN] = bytes[..FILE_HEADER_LEN].try_into().unwrap();
+    let (mut header, _) = FileHeader::decode(&fixed).unwrap();
+    header.version.major = FormatMajor(header.version.major.0 + 1);
+    bytes[..FILE_HEADER_LEN].copy_from_slice(&header.encode());
+    let dir = std::env::temp_dir().join(format!("hrx-replay-major-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("future.hrxt");
+    std::fs::write(&path, bytes).unwrap();
+    let error = replay_file(&path, &ReplayOptions::default()).expect_err("newer major");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(error.exit_code(), 2);
+    let text = error.to_string();
+    assert!(text.contains("2.0") && text.contains("1.0"), "{text}");
+}
+
+/// SplitMix64, for deterministic mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn value(&mut self, old: u64) -> u64 {
+        match self.next() % 5 {
+            0 => 0,
+            1 => old.wrapping_add(1),
+            2 => old.wrapping_sub(1),
+            3 => u64::MAX - self.next() % 3,
+            _ => self.next() % 100_000,
+        }
+    }
+}
+
+/// Damages one numeric field of one record.
+fn mutate(record: &mut Record, rng: &mut Rng) {
+    match record {
+        Record::BufferCreated(b) => match rng.next() % 2 {
+            0 => b.len_bytes = rng.value(b.len_bytes),
+            _ => b.buffer.0 = rng.value(b.buffer.0),
+        },
+        Record::GraphOp(op) => {
+            if let Some(u) = op.uses.first_mut() {
+                match rng.next() % 3 {
+                    0 => u.start = rng.value(u.start),
+                    1 => u.end = rng.value(u.end),
+                    _ => u.buffer.0 = rng.value(u.buffer.0),
+                }
+            } else {
+                op.node.0 = rng.value(op.node.0.into()) as u32;
+            }
+        }
+        Record::Prepared(p) => match rng.next() % 2 {
+            0 => p.prepared.0 = rng.value(p.prepared.0),
+            _ => {
+                if let Some(r) = p.regions.first_mut() {
+                    r.nodes.push(s::NodeIndex(rng.value(0) as u32));
+                }
+            }
+        },
+        Record::Submit(x) => match rng.next() % 2 {
+            0 => x.prepared.0 = rng.value(x.prepared.0),
+            _ => x
+                .producers
+                .push(s::SubmissionIndex(rng.value(x.submission.0))),
+        },
+        Record::HostWrite(w) => match rng.next() % 2 {
+            0 => w.offset = rng.value(w.offset),
+            _ => w.len_bytes = rng.value(w.len_bytes),
+        },
+        Record::OutputDigest(o) => match rng.next() % 3 {
+            0 => o.start = rng.value(o.start),
+            1 => o.submission.0 = rng.value(o.submission.0),
+            _ => o.xxh3 = rng.value(o.xxh3),
+        },
+        Record::KernelLoaded(k) => {
+            if let Some(c) = k.contract.first_mut() {
+                match rng.next() % 2 {
+                    0 => c.extent_bytes = rng.value(c.extent_bytes),
+                    _ => c.alignment = rng.value(c.alignment),
+                }
+            }
+        }
+        Record::RegionTiming(t) => t.region.0 = rng.value(t.region.0.into()) as u32,
+        Record::RuntimeStart(r) => r.capacity = rng.value(r.capacity.into()) as u32,
+        _ => {}
+    }
+}
+
+#[test]
+fn damaged_records_never_panic() {
+    let base = hazards_trace();
+    let mut outcomes = [0usize; 3];
+    for seed in 0..40u64 {
+        let mut rng = Rng(seed);
+        let target = (rng.next() as usize) % base.records.len();
+        let mut index = 0;
+        let trace = rewrite(base, |record, _| {
+            index += 1;
+            if index == target {
+                mutate(record, &mut rng);
+            }
+            true
+        });
+        match replay(&trace, &ReplayOptions::default()) {
+            Ok(report) => outcomes[report.exit_code() as usize] += 1,
+            Err(error) => {
+                assert_eq!(error.exit_code(), 2);
+                outcomes[2] += 1;
+            }
+        }
+    }
+    println!("match/regression/unreplayable: {outcomes:?}");
+    assert!(outcomes[2] > 0);
+}

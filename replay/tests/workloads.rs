@@ -1,0 +1,209 @@
+//! Captured workloads replay identically (exit code 0).
+
+use crate::common::*;
+use hrx::RuntimeOptions;
+use hrx_replay::{OutputResult, ReplayOptions, Verdict};
+
+#[test]
+fn the_hazards_workload_replays_with_every_output_matching() {
+    let trace = hazards_trace();
+    let report = replay_with(trace, &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.verdict, Verdict::Match);
+    assert_eq!(report.submissions.len(), 4);
+    assert!(report.outputs.len() >= 8, "{:?}", report.outputs);
+    assert!(
+        report
+            .outputs
+            .iter()
+            .all(|o| o.result == OutputResult::Match)
+    );
+    assert_eq!(report.summary.outputs_matched, report.outputs.len());
+    // Every region of every graph has a captured and a replayed time.
+    assert!(!report.timing.is_empty());
+    assert!(
+        report
+            .timing
+            .iter()
+            .all(|t| t.captured.is_some() && t.replayed.is_some() && t.ratio.is_some())
+    );
+    let text = report.to_text();
+    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(text.contains("no divergence"), "{text}");
+}
+
+#[test]
+fn the_photographic_pipeline_replays_repeatedly_with_per_operation_times() {
+    let trace = pipeline_trace();
+    let report = replay_with(trace, &ReplayOptions::default().repeat(2).per_op(true));
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.submissions.len(), 4);
+    assert!(report.submissions.iter().all(|s| s.captured == s.replayed));
+    // Four regions per frame context; each submission wrote every region's outputs.
+    assert!(report.outputs.len() >= 4 * 8);
+    // Region times pool both repeats; each of the 3 contexts has 4 regions.
+    assert_eq!(report.timing.len(), 12);
+    let compute = report
+        .timing
+        .iter()
+        .find(|t| t.label.contains("hrx_sobel"))
+        .expect("compute region row");
+    assert_eq!(compute.region, 1);
+    assert!(
+        compute
+            .label
+            .starts_with("GPU Compute, native graph: hrx_rgb_to_gray")
+    );
+    // Per operation: 10 operations per graph, 3 graphs.
+    assert_eq!(report.op_timing.len(), 30);
+    assert!(
+        report
+            .op_timing
+            .iter()
+            .all(|t| t.replayed.is_some_and(|s| s.samples >= 3))
+    );
+    let text = report.to_text();
+    assert!(text.contains("per-operation timing"), "{text}");
+}
+
+#[test]
+fn small_synthetic_frames_replay_with_a_float_tolerance_noted_as_unused() {
+    let frames: Vec<_> = (0..5).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 5);
+    let report = replay_with(&trace, &ReplayOptions::default().tolerance(1e-6));
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.submissions.len(), 5);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("no output contents")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[test]
+fn the_faulty_pipeline_replays_its_failure_and_quarantine() {
+    let trace = faulty_pipeline_trace();
+    let failed: Vec<u64> = crate::records!(trace, SubmissionDone)
+        .filter(|d| d.status != hrx_capture::schema::Status::Ok)
+        .map(|d| d.submission.0)
+        .collect();
+    assert_eq!(failed, [2], "the second frame lost the device");
+    let report = replay_with(trace, &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+    let row = report
+        .submissions
+        .iter()
+        .find(|s| s.submission == 2)
+        .expect("row");
+    assert_eq!(row.captured, Some(hrx_replay::Outcome::Failed));
+    assert_eq!(row.replayed, Some(hrx_replay::Outcome::Failed));
+    assert!(row.replayed_error.contains("injected fault"), "{row:?}");
+    assert_eq!(
+        report.trace.runtimes[0].replay_fault.as_deref(),
+        Some("kernel=hrx_sobel#2:device-lost")
+    );
+}
+
+#[test]
+fn until_replays_a_prefix() {
+    let report = replay_with(pipeline_trace(), &ReplayOptions::default().until(2));
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.submissions.len(), 2);
+    assert_eq!(report.trace.runtimes[0].submissions, 4);
+    assert_eq!(report.trace.runtimes[0].replayed_submissions, 2);
+}
+
+#[test]
+fn one_trace_replays_identically_twenty_times() {
+    let trace = hazards_trace();
+    let progress = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = progress.clone();
+    let options = ReplayOptions::default().progress(move |done, total| {
+        seen.lock().unwrap().push((done, total));
+    });
+    let first = replay_with(trace, &options);
+    let digests = |r: &hrx_replay::Report| r.outputs.iter().map(|o| o.replayed).collect::<Vec<_>>();
+    assert_eq!(*progress.lock().unwrap().last().unwrap(), (4, 4));
+    for _ in 1..20 {
+        let report = hrx_replay::replay(trace, &ReplayOptions::default()).expect("replay");
+        assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+        assert_eq!(digests(&report), digests(&first));
+    }
+}
+
+#[test]
+fn the_json_report_carries_the_verdict_and_rows() {
+    let report = replay_with(hazards_trace(), &ReplayOptions::default());
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
+    assert_eq!(json["verdict"], "match");
+    assert_eq!(json["submissions"].as_array().map(Vec::len), Some(4));
+    assert_eq!(json["outputs"][0]["result"], "match");
+    assert!(json["first_divergence"].is_null());
+}
+
+#[test]
+fn several_runtimes_in_one_trace_replay_each_in_their_own_runtime() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+    let frames: Vec<_> = (0..2).map(|seed| synthetic(16, 16, seed)).collect();
+    {
+        let options = || {
+            RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .trace_digests(hrx::TraceDigests::All)
+        };
+        let first = hrx::Runtime::new(options()).expect("first");
+        let second = hrx::Runtime::new(options()).expect("second");
+        hrx::workloads::run_hazards(&first).expect("hazards");
+        assert_eq!(run_pipeline(&second, &frames).expect("pipeline"), 2);
+    }
+    recorder.close().expect("close");
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).expect("trace");
+    let report = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.trace.runtimes.len(), 2);
+    assert_eq!(report.submissions.len(), 4 + 2);
+    assert!(
+        report.to_text().contains("runtime  sub"),
+        "{}",
+        report.to_text()
+    );
+}
+
+/// Traces recorded on the software device replay on CUDA with identical outputs (the
+/// built-in kernels are rebuilt by entry name; their integer arithmetic is bit-exact on
+/// every backend). Skipped, saying so, where no CUDA device is present.
+#[test]
+fn traces_from_the_software_device_replay_on_cuda() {
+    if let Err(error) =
+        hrx::Runtime::new(RuntimeOptions::default().backend(hrx::BackendChoice::Cuda))
+    {
+        println!("skipped: no CUDA device ({error})");
+        return;
+    }
+    let options = ReplayOptions::default()
+        .backend(hrx::BackendChoice::Cuda)
+        .repeat(3);
+    for trace in [hazards_trace(), pipeline_trace()] {
+        let report = replay_with(trace, &options);
+        assert_eq!(report.replay.backend, "cuda");
+        assert_eq!(report.exit_code(), 0);
+    }
+    // The captured fault cannot be injected on CUDA: the report says so and the captured
+    // failure diverges.
+    let report = replay_with(faulty_pipeline_trace(), &options);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("software device only")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(report.exit_code(), 1);
+}
