@@ -22,15 +22,30 @@
 //!   the software device. `write`/`read` are synchronous (`cuMemcpyHtoD`/`DtoH` on the legacy
 //!   stream, then a synchronize of that stream; the runtime's streams are non-blocking).
 //! - **Streams.** `cuStreamCreate(NON_BLOCKING)`; copies are `cuMemcpyAsync` between device
-//!   addresses; [`NativeStream::last_span`] comes from an event pair around everything enqueued
-//!   since the last synchronize. CUDA events have no absolute time, so the span is placed on
-//!   the host trace clock: `end_ns` is the host time at which `cuStreamSynchronize` returned
-//!   and `start_ns = end_ns - elapsed(start event, end event)`. The position is late by the
-//!   synchronize wake-up latency (microseconds). Caveat seen on the H200: around a graph
-//!   launch the pair measured 106 ns for a five-node graph that must take microseconds, so
-//!   the driver does not order the start event's timestamp before the graph's work; spans
-//!   of native graphs are a lower bound until the events become event-record nodes inside
-//!   the graph (`cuGraphAddEventRecordNode` before the roots and after the leaves).
+//!   addresses. [`NativeStream::last_span`] times everything enqueued since the last
+//!   synchronize, from the batch's first start event to its last end event. CUDA events have
+//!   no absolute time, so the span is placed on the host trace clock: `end_ns` is the host time
+//!   at which `cuStreamSynchronize` returned and `start_ns = end_ns - elapsed(start, end)`. The
+//!   position is late by the synchronize wake-up latency (microseconds).
+//!   - A copy batch is bracketed by the stream's own event pair (`cuEventRecord` before the
+//!     first copy and before the synchronize).
+//!   - A native graph is timed by two event-record nodes inside the executable graph itself
+//!     (`cuGraphAddEventRecordNode`): a start node that every root of the graph depends on,
+//!     and an end node that depends on every leaf; each executable graph owns its event pair.
+//!     Relaunching the same executable graph before a synchronize re-records its events, so
+//!     the span then covers the last launch only (the runtime never does this).
+//!   - Measured on the H200 (driver 580.159.04, `cargo bench -p hrx --bench gpu`, its span
+//!     check; BENCHMARKS.md): on warm launches the nodes and a stream event pair around
+//!     `cuGraphLaunch` agree within 0.4 µs (one iota kernel over 64 MiB: 42.7 vs 43.0 µs, the
+//!     kernel alone 44.8; 100 chained kernels: 127.7 vs 127.8; a four-node memset/memcpy
+//!     graph through pinned host memory: 22.0 vs 22.1), and the runtime's traced spans match
+//!     (42.7, 127.5). The nodes cost 0.7-1.3 µs more per launch than the pair (one-kernel
+//!     graph launch-to-synchronized: untimed 7.6-8.0 µs, pair 10.8, nodes 11.5).
+//!   - Not explained yet: `hardware_tests::hardware_graph_nodes_and_stream_copies` (one launch
+//!     of a five-node graph: a fill of host-visible memory, copies through pinned host
+//!     memory, an empty node) reads 107-168 ns with either method, where the same shape
+//!     without the empty node, warm, reads 22 µs. Suspects: the first launch of a graph
+//!     instance, or the empty node; a span from such a graph may be a lower bound.
 //! - **Native graphs.** `cuGraphCreate`; fill -> `cuGraphAddMemsetNode` (element size 1, with
 //!   the context); copy -> `cuGraphAddMemcpyNode` (a 1-D `CUDA_MEMCPY3D`); dispatch ->
 //!   `cuGraphAddKernelNode_v2` (`kern`/`ctx` null); empty ranges -> `cuGraphAddEmptyNode`;
@@ -629,11 +644,23 @@ impl NativeDevice for CudaDevice {
 struct CudaStream {
     context: Arc<Context>,
     raw: sys::CUstream,
+    /// The stream's own timing events (copy batches).
     start: sys::CUevent,
     end: sys::CUevent,
-    /// Whether `start` was recorded since the last synchronize.
-    open: bool,
+    /// The timed batch enqueued since the last synchronize.
+    batch: Option<Batch>,
     last: Option<DeviceSpan>,
+}
+
+/// The events that bracket a batch of enqueued work.
+#[derive(Clone, Copy)]
+struct Batch {
+    /// Recorded before the batch's first operation: the stream's start event (a copy came
+    /// first) or the start node's event of the first graph launched.
+    start: sys::CUevent,
+    /// The end node's event of the last graph launched, when nothing was enqueued after it;
+    /// `None`: the stream's end event is recorded at synchronize.
+    end: Option<sys::CUevent>,
 }
 
 // SAFETY: stream and event handles may be used from any thread with the context current.
@@ -648,7 +675,7 @@ impl CudaStream {
             raw,
             start: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
-            open: false,
+            batch: None,
             last: None,
         };
         stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
@@ -656,12 +683,19 @@ impl CudaStream {
         Ok(stream)
     }
 
-    /// Makes the context current and opens a timed batch.
+    /// Makes the context current and, for a stream operation (a copy), opens a timed batch
+    /// with the stream's start event or extends the open one.
     fn begin(&mut self) -> Result<()> {
         self.context.enter()?;
-        if !self.open {
-            api::event_record(self.start, self.raw).map_err(|e| self.context.error(e))?;
-            self.open = true;
+        match &mut self.batch {
+            Some(batch) => batch.end = None,
+            None => {
+                api::event_record(self.start, self.raw).map_err(|e| self.context.error(e))?;
+                self.batch = Some(Batch {
+                    start: self.start,
+                    end: None,
+                });
+            }
         }
         Ok(())
     }
@@ -702,15 +736,20 @@ impl NativeStream for CudaStream {
 
     fn synchronize(&mut self) -> Result<()> {
         self.context.enter()?;
-        if !self.open {
+        let Some(batch) = self.batch.take() else {
             return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
-        }
-        self.open = false;
+        };
         self.last = None;
-        api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
+        let end = match batch.end {
+            Some(end) => end,
+            None => {
+                api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
+                self.end
+            }
+        };
         api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
         let end_ns = crate::trace::now_ns();
-        let ms = api::event_elapsed_ms(self.start, self.end).map_err(|e| self.context.error(e))?;
+        let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
         let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
         self.last = Some(DeviceSpan {
             start_ns: end_ns.saturating_sub(elapsed_ns),
@@ -722,11 +761,18 @@ impl NativeStream for CudaStream {
     fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>> {
         self.context.enter()?;
         let raw = api::graph_create().map_err(|e| self.context.error(e))?;
-        Ok(Box::new(CudaGraphBuilder {
+        // Owned from here: dropping the builder destroys the graph and the events.
+        let mut builder = CudaGraphBuilder {
             context: self.context.clone(),
             raw,
             nodes: Vec::new(),
-        }))
+            has_dependents: Vec::new(),
+            events: GraphEvents::new(self.context.clone())?,
+            start_node: std::ptr::null_mut(),
+        };
+        builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
+            .map_err(|e| self.context.error(e))?;
+        Ok(Box::new(builder))
     }
 
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
@@ -735,8 +781,20 @@ impl NativeStream for CudaStream {
             .downcast_mut::<CudaGraphExec>()
             .filter(|g| Arc::ptr_eq(&g.context, &self.context))
             .ok_or_else(|| foreign_object("graph"))?;
-        self.begin()?;
-        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))
+        self.context.enter()?;
+        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
+        // The graph's own event-record nodes bracket its execution.
+        let (start, end) = (graph.events.start, graph.events.end);
+        match &mut self.batch {
+            Some(batch) => batch.end = Some(end),
+            None => {
+                self.batch = Some(Batch {
+                    start,
+                    end: Some(end),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn last_span(&mut self) -> Option<DeviceSpan> {
@@ -744,10 +802,57 @@ impl NativeStream for CudaStream {
     }
 }
 
+/// The event pair that a native graph's event-record nodes record: created with the
+/// builder, owned by the executable graph, destroyed after it.
+struct GraphEvents {
+    context: Arc<Context>,
+    start: sys::CUevent,
+    end: sys::CUevent,
+}
+
+// SAFETY: event handles may be used from any thread with the context current.
+unsafe impl Send for GraphEvents {}
+
+impl GraphEvents {
+    /// Two timing events. The context is current.
+    fn new(context: Arc<Context>) -> Result<Self> {
+        let mut events = Self {
+            context,
+            start: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
+        };
+        events.start = api::event_create().map_err(|e| events.context.error(e))?;
+        events.end = api::event_create().map_err(|e| events.context.error(e))?;
+        Ok(events)
+    }
+}
+
+impl Drop for GraphEvents {
+    fn drop(&mut self) {
+        if (self.start.is_null() && self.end.is_null()) || !self.context.enter_for_drop() {
+            return;
+        }
+        for event in [self.start, self.end] {
+            if !event.is_null()
+                && let Err(error) = api::event_destroy(event)
+            {
+                self.context.record(error);
+            }
+        }
+    }
+}
+
 struct CudaGraphBuilder {
     context: Arc<Context>,
     raw: sys::CUgraph,
+    /// The operation nodes, by [`GraphNode`] index.
     nodes: Vec<sys::CUgraphNode>,
+    /// Whether each operation node has a dependent (the leaves have none).
+    has_dependents: Vec<bool>,
+    /// The timing events of the start and end event-record nodes.
+    events: GraphEvents,
+    /// The start event-record node: every root depends on it.
+    start_node: sys::CUgraphNode,
 }
 
 // SAFETY: the graph is mutated only through `&mut self`; handles are thread-agnostic.
@@ -789,7 +894,10 @@ impl CudaGraphBuilder {
         empty: bool,
         add: impl FnOnce(sys::CUgraph, &[sys::CUgraphNode]) -> CuResult<sys::CUgraphNode>,
     ) -> Result<GraphNode> {
-        let deps = self.dependencies(dependencies)?;
+        let mut deps = self.dependencies(dependencies)?;
+        if deps.is_empty() {
+            deps.push(self.start_node);
+        }
         self.context.enter()?;
         let node = if empty {
             api::graph_add_empty(self.raw, &deps)
@@ -797,7 +905,11 @@ impl CudaGraphBuilder {
             add(self.raw, &deps)
         }
         .map_err(|e| self.context.error(e))?;
+        for dependency in dependencies {
+            self.has_dependents[dependency.0] = true;
+        }
         self.nodes.push(node);
+        self.has_dependents.push(false);
         Ok(GraphNode(self.nodes.len() - 1))
     }
 }
@@ -953,6 +1065,19 @@ impl NativeGraphBuilder for CudaGraphBuilder {
 
     fn finish(mut self: Box<Self>) -> Result<GraphExec> {
         self.context.enter()?;
+        // The end event-record node waits for every leaf (the start node in an empty graph).
+        let mut leaves: Vec<sys::CUgraphNode> = self
+            .nodes
+            .iter()
+            .zip(&self.has_dependents)
+            .filter(|(_, has)| !**has)
+            .map(|(node, _)| *node)
+            .collect();
+        if leaves.is_empty() {
+            leaves.push(self.start_node);
+        }
+        api::graph_add_event_record(self.raw, &leaves, self.events.end)
+            .map_err(|e| self.context.error(e))?;
         let instantiated = api::graph_instantiate(self.raw);
         let graph = std::mem::replace(&mut self.raw, std::ptr::null_mut());
         // The executable graph does not need its template any more.
@@ -960,9 +1085,19 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             self.context.record(error);
         }
         let raw = instantiated.map_err(|e| self.context.error(e))?;
+        // The executable graph owns the events from here (the builder keeps null handles).
+        let events = std::mem::replace(
+            &mut self.events,
+            GraphEvents {
+                context: self.context.clone(),
+                start: std::ptr::null_mut(),
+                end: std::ptr::null_mut(),
+            },
+        );
         Ok(Box::new(CudaGraphExec {
             context: self.context.clone(),
             raw,
+            events,
         }))
     }
 }
@@ -970,6 +1105,8 @@ impl NativeGraphBuilder for CudaGraphBuilder {
 struct CudaGraphExec {
     context: Arc<Context>,
     raw: sys::CUgraphExec,
+    /// Recorded by the graph's start and end nodes; dropped (destroyed) after `raw`.
+    events: GraphEvents,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.

@@ -45,6 +45,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuGraphAddMemsetNode",
     "cuGraphAddMemcpyNode",
     "cuGraphAddKernelNode_v2",
+    "cuGraphAddEventRecordNode",
     "cuGraphInstantiateWithFlags",
     "cuGraphExecDestroy",
     "cuGraphLaunch",
@@ -392,6 +393,22 @@ pub unsafe fn graph_add_kernel(
         "cuGraphAddKernelNode_v2",
         sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), params),
     )?;
+    Ok(node)
+}
+
+/// [`cuGraphAddEventRecordNode`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html)
+/// (records `event` when the node runs; the graph refers to the event, it does not own it).
+pub fn graph_add_event_record(
+    graph: CUgraph,
+    deps: &[CUgraphNode],
+    event: CUevent,
+) -> CuResult<CUgraphNode> {
+    let mut node = null_mut();
+    // SAFETY: `deps` are nodes of `graph`; `event` is a live event of the graph's context
+    // that outlives every executable graph made from it; writes one handle.
+    check("cuGraphAddEventRecordNode", unsafe {
+        sys::cuGraphAddEventRecordNode(&mut node, graph, deps.as_ptr(), deps.len(), event)
+    })?;
     Ok(node)
 }
 
