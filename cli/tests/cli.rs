@@ -3,18 +3,22 @@
 //!
 //! The pipeline tests decode a real photograph, `/usr/share/backgrounds/mate/nature/
 //! FreshFlower.jpg` (Debian package mate-backgrounds); where it is absent they say so and
-//! skip.
+//! skip. The `view` test drives the terminal timeline in tmux; without tmux it skips.
 
 #[path = "cli/util.rs"]
 mod util;
 
 #[path = "cli/inspect.rs"]
 mod inspect;
+#[path = "cli/killed.rs"]
+mod killed;
 #[path = "cli/program.rs"]
 mod program;
 #[path = "cli/replay.rs"]
 mod replay;
 #[path = "cli/usage.rs"]
 mod usage;
+#[path = "cli/view.rs"]
+mod view;
 #[path = "cli/workloads.rs"]
 mod workloads;

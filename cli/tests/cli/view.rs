@@ -1,0 +1,284 @@
+//! `hrx-trace view` end to end: the real binary in a real terminal (a detached tmux pane,
+//! 120×40), on a trace recorded by `record --workload faults`, driven by keys as a user
+//! would: open, zoom, select, hazards, next failure, quit.
+//!
+//! Each step sends keys with `tmux send-keys` and polls `tmux capture-pane -p` until the
+//! screen shows what the step should change (or a timeout, which fails with the last
+//! screen). The tmux server is private to the test (its own socket in the test's
+//! temporary directory, no configuration file) and is killed when the test ends, whatever
+//! happens. Without tmux the test says
+//! so and passes (CI installs tmux).
+
+use crate::util::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// How long one step may take to show on the screen (a debug build on a loaded machine).
+const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A private tmux server with one session running one command; killed on drop.
+struct Tmux {
+    /// The server's socket, in the test's temporary directory.
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// Whether tmux can be run; prints why the test is skipped when not.
+    fn available() -> bool {
+        match Command::new("tmux").arg("-V").output() {
+            Ok(output) if output.status.success() => true,
+            _ => {
+                println!("skipped: tmux is not installed (the CI image installs it)");
+                false
+            }
+        }
+    }
+
+    /// Starts `command` in a detached `width`×`height` session, in `dir` (which also holds
+    /// the server's socket). The pane stays after the command exits, so that its exit
+    /// status can be read.
+    fn start(dir: &Path, width: u16, height: u16, command: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: dir.join("tmux.sock"),
+        };
+        let started = tmux
+            .command(dir)
+            .args(["new-session", "-d", "-s", "view", "-x"])
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .arg(command)
+            .args([";", "set-option", "-t", "view", "remain-on-exit", "on"])
+            .output()
+            .expect("run tmux");
+        assert_ok(&started, "tmux new-session");
+        tmux
+    }
+
+    /// `tmux` on this test's server, with a clean environment.
+    fn command(&self, dir: &Path) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .current_dir(dir)
+            .env_remove("TMUX")
+            .env_remove("HRX_TUI_ASCII")
+            .env("LANG", "C.UTF-8")
+            .args(["-u", "-f", "/dev/null", "-S"])
+            .arg(&self.socket);
+        command
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        let output = self
+            .command(Path::new("/"))
+            .args(args)
+            .output()
+            .expect("run tmux");
+        assert_ok(&output, &args.join(" "));
+        output
+    }
+
+    /// The pane's text, one line per row.
+    fn screen(&self) -> String {
+        stdout(&self.tmux(&["capture-pane", "-p", "-t", "view"]))
+    }
+
+    /// A tmux format about the pane (`#{pane_dead}`, ...).
+    fn pane(&self, format: &str) -> String {
+        stdout(&self.tmux(&["display-message", "-p", "-t", "view", format]))
+            .trim()
+            .to_owned()
+    }
+
+    /// Sends keys (tmux key names: `Tab`, `Down`, or characters).
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "view"];
+        args.extend(keys);
+        self.tmux(&args);
+    }
+
+    /// Polls the screen until `done` accepts it; returns it. Fails after [`STEP_TIMEOUT`]
+    /// with `what` and the last screen.
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Polls until the pane's command has exited (the pane is dead); returns its exit
+    /// status.
+    fn wait_for_exit(&self) -> String {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let status = self.pane("#{pane_dead} #{pane_dead_status}");
+            if let Some(code) = status.strip_prefix("1 ").filter(|c| !c.is_empty()) {
+                return code.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the viewer did not exit; pane {status:?}, screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Only this test's server: its session and the viewer in it.
+        let _ = self.command(Path::new("/")).arg("kill-server").output();
+    }
+}
+
+fn assert_ok(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what}: {}{}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// The ruler line (the one starting with ` time`).
+fn ruler(screen: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.starts_with(" time"))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The details pane's first line (the selection), from its left half.
+fn details(screen: &str) -> Option<String> {
+    let mut lines = screen.lines().skip_while(|l| !l.contains(" Details "));
+    lines.next()?;
+    lines.next().map(|l| l.chars().take(60).collect())
+}
+
+/// Single quotes for `sh`.
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[test]
+fn view_a_faults_trace_in_tmux() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "faults.hrxt",
+            "--workload",
+            "faults",
+            "--max-width",
+            "320",
+        ],
+    );
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    let trace = dir.path().join("faults.hrxt");
+
+    // The viewer alone in the pane. After it, the shell shows `stty -a` (whether the
+    // terminal is back in cooked mode) and the viewer's exit code, then waits for Enter so
+    // that the terminal's state can be read, and exits with the viewer's code.
+    let command = format!(
+        "{} view {}; code=$?; stty -a; echo \"viewer exited: $code\"; read -r _; exit $code",
+        quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace"))),
+        quote(&trace)
+    );
+    let tmux = Tmux::start(dir.path(), 120, 40, &command);
+
+    // Open: the header, then one row per busy queue.
+    let fit = tmux.wait_for("the header", |s| s.contains("hrx-trace view"));
+    for lane in ["GPU Upload", "GPU Compute", "GPU Download", "NPU"] {
+        assert!(fit.contains(lane), "no {lane} lane:\n{fit}");
+    }
+    assert!(fit.contains("Events (10)"), "{fit}");
+    assert_eq!(
+        tmux.pane("#{alternate_on}"),
+        "1",
+        "the viewer runs in the alternate screen"
+    );
+
+    // Zoom: the ruler's scale changes.
+    tmux.send(&["+"]);
+    let zoomed = tmux.wait_for("the ruler to change", |s| ruler(s) != ruler(&fit));
+    assert!(!ruler(&zoomed).is_empty(), "{zoomed}");
+
+    // Select: Tab selects the first span (an upload), ↓ the compute span nearest in time.
+    tmux.send(&["Tab"]);
+    tmux.wait_for("the details of the first span", |s| {
+        details(s).is_some_and(|d| d.contains("upload") && d.contains("sub 1"))
+    });
+    tmux.send(&["Down"]);
+    let compute = tmux.wait_for("a compute span's details", |s| {
+        details(s).is_some_and(|d| d.contains("GPU Compute"))
+    });
+    for kernel in ["hrx_rgb_to_gray", "hrx_sobel"] {
+        assert!(
+            compute.contains(kernel),
+            "no {kernel} in the details:\n{compute}"
+        );
+    }
+
+    // Hazards: the list of what the selection waited on and released.
+    tmux.send(&["h"]);
+    let hazards = tmux.wait_for("the hazards list", |s| s.contains("Hazards: waited on"));
+    assert!(
+        hazards.contains("RAW") && hazards.contains("in graph"),
+        "{hazards}"
+    );
+
+    // Next failure: `n` selects the span the first event names, the failed compute of
+    // frame 1; `e` shows the events list with the injected fault under its cursor.
+    tmux.send(&["n"]);
+    tmux.wait_for("the failed span", |s| {
+        details(s).is_some_and(|d| d.contains("sub 2 · region 1 · GPU Compute"))
+    });
+    tmux.send(&["e"]);
+    let events = tmux.wait_for("the events list", |s| s.contains("Events (10)"));
+    let cursor = events
+        .lines()
+        .find(|l| l.contains("▶") && l.contains(" sub 2 r1 "))
+        .unwrap_or_else(|| panic!("no event of sub 2 r1 under the cursor:\n{events}"));
+    assert!(
+        cursor.contains("fault injected") || cursor.contains("quarantine"),
+        "{cursor}"
+    );
+    assert!(events.contains("quarantine"), "{events}");
+
+    // Quit: the viewer exits with 0 and gives the terminal back: main screen, cursor
+    // shown, mouse reporting off, cooked mode with echo; then the pane's command ends.
+    tmux.send(&["q"]);
+    let after = tmux.wait_for("the viewer to exit", |s| s.contains("viewer exited: "));
+    assert!(after.contains("viewer exited: 0"), "{after}");
+    assert_eq!(
+        tmux.pane("#{alternate_on} #{cursor_flag} #{mouse_any_flag}"),
+        "0 1 0",
+        "alternate screen, cursor shown, mouse reporting"
+    );
+    let flags: Vec<&str> = after.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(flags.contains(&flag), "{flag} is off after quit:\n{after}");
+    }
+    assert!(
+        !after.contains("GPU Compute"),
+        "the timeline stayed on screen:\n{after}"
+    );
+    tmux.send(&["Enter"]);
+    assert_eq!(tmux.wait_for_exit(), "0");
+}
