@@ -96,9 +96,10 @@ pub struct FirstFailure {
     pub cancelled: Vec<SpanRef>,
     /// Dependent regions that failed too.
     pub failed: Vec<SpanRef>,
-    /// Buffers poisoned at or after it.
+    /// Buffers poisoned with it (recorded just before its completion) or after it.
     pub poisoned: Vec<BufferId>,
-    /// Prepared graphs quarantined at or after it.
+    /// Prepared graphs quarantined with it (recorded just before its completion) or
+    /// after it.
     pub quarantined: Vec<PreparedId>,
 }
 
@@ -260,7 +261,15 @@ pub(crate) fn first_failure(model: &Model) -> Option<FirstFailure> {
         poisoned: Vec::new(),
         quarantined: Vec::new(),
     };
-    for e in &events[index..] {
+    // The runtime records the quarantine and the poisonings of a failure just before the
+    // failed region's completion: take those recorded since the failed region started.
+    let since = event
+        .span
+        .and_then(|s| model.get_span(s))
+        .filter(|s| s.ran())
+        .map_or(event.time_ns, |s| s.start_ns.min(event.time_ns));
+    let from = events.partition_point(|e| e.time_ns < since).min(index);
+    for e in &events[from..] {
         if e.runtime != event.runtime {
             continue;
         }
@@ -502,6 +511,46 @@ mod tests {
         );
         assert_eq!(failure.poisoned, vec![hrx_capture::schema::BufferId(2)]);
         assert_eq!(failure.quarantined, vec![PreparedId(1)]);
+    }
+
+    /// As the runtime records a device loss: fault, quarantine and poison, then the failed
+    /// completion.
+    #[test]
+    fn quarantine_and_poison_recorded_before_the_failure_belong_to_it() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .push(Poison {
+                runtime: RT,
+                buffer: hrx_capture::schema::BufferId(3),
+                cause: "an earlier, unrelated poisoning".into(),
+                time_ns: 5,
+            })
+            .ran(0, 0, 10, 20)
+            .timing(0, 1, 30, 40)
+            .push(Quarantine {
+                runtime: RT,
+                prepared: PreparedId(1),
+                submission: Some(SubmissionIndex(0)),
+                region: Some(hrx_capture::schema::RegionIndex(1)),
+                cause: "device lost".into(),
+                time_ns: 40,
+            })
+            .push(Poison {
+                runtime: RT,
+                buffer: hrx_capture::schema::BufferId(2),
+                cause: "device lost".into(),
+                time_ns: 41,
+            })
+            .done(0, 1, failed("device lost"), 42)
+            .done(0, 2, cancelled("producer failed"), 43);
+        let model = f.model();
+        let failure = model.first_failure().unwrap();
+        assert_eq!(
+            model.events()[failure.event.get()].kind,
+            EventKind::RegionFailed
+        );
+        assert_eq!(failure.quarantined, vec![PreparedId(1)]);
+        assert_eq!(failure.poisoned, vec![hrx_capture::schema::BufferId(2)]);
     }
 
     #[test]
