@@ -128,6 +128,12 @@ pub enum WarningKind {
         /// Why.
         error: FormatError,
     },
+    /// More undecodable records of one block than are listed one by one.
+    #[error("{count} more records of the block skipped")]
+    MoreRecordsSkipped {
+        /// Records skipped beyond those listed.
+        count: u32,
+    },
     /// A block holds a different number of records than its header declares.
     #[error("block declares {declared} records but holds {found}")]
     RecordCount {
@@ -446,8 +452,12 @@ impl<R: Read> TraceReader<R> {
         self.recovery.complete_blocks += 1;
         self.recovery.records += records.len() as u64;
         for kind in warnings {
-            if let WarningKind::RecordSkipped { .. } = kind {
-                self.recovery.skipped_records += 1;
+            match kind {
+                WarningKind::RecordSkipped { .. } => self.recovery.skipped_records += 1,
+                WarningKind::MoreRecordsSkipped { count } => {
+                    self.recovery.skipped_records += u64::from(count);
+                }
+                _ => {}
             }
             self.warn(at, kind);
         }
@@ -505,19 +515,35 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+/// Undecodable records of one block listed one by one; the rest are counted (a crafted
+/// block of zero bytes would otherwise become millions of warnings).
+const LISTED_SKIPS: u32 = 8;
+
 /// Decodes a records payload; undecodable records and count mismatches become warnings.
 fn decode_records(payload: &[u8], declared: u32) -> (Vec<Record>, Vec<WarningKind>) {
-    let mut records = Vec::with_capacity((declared as usize).min(payload.len()));
+    // The declared count is untrusted: reserve no more than a small, fixed amount up front.
+    let mut records = Vec::with_capacity((declared as usize).min(payload.len() / 4).min(4096));
     let mut warnings = Vec::new();
     let mut found = 0u32;
+    let mut skipped = 0u32;
     let mut decoder = FrameDecoder::new();
     for (index, frame) in Frames::new(payload).enumerate() {
         let index = index as u32;
         found = found.saturating_add(1);
         match frame.and_then(|(_, body)| decoder.decode(body)) {
             Ok(record) => records.push(record),
-            Err(error) => warnings.push(WarningKind::RecordSkipped { index, error }),
+            Err(error) => {
+                skipped = skipped.saturating_add(1);
+                if skipped <= LISTED_SKIPS {
+                    warnings.push(WarningKind::RecordSkipped { index, error });
+                }
+            }
         }
+    }
+    if skipped > LISTED_SKIPS {
+        warnings.push(WarningKind::MoreRecordsSkipped {
+            count: skipped - LISTED_SKIPS,
+        });
     }
     if found != declared {
         warnings.push(WarningKind::RecordCount { declared, found });

@@ -97,15 +97,29 @@ pub struct FileSink {
 }
 
 impl FileSink {
-    /// Creates (or truncates) the file at `path`.
+    /// Creates (or truncates) the file at `path`, holding an exclusive advisory lock on it
+    /// while the sink lives, so two recorders never interleave their blocks in one file.
     ///
     /// # Errors
     ///
-    /// When the file cannot be created.
+    /// When the file cannot be created, or another recorder holds it
+    /// ([`io::ErrorKind::WouldBlock`]).
     pub fn create(path: impl AsRef<Path>) -> io::Result<FileSink> {
-        Ok(FileSink {
-            file: File::create(path)?,
-        })
+        let path = path.as_ref();
+        // Open without truncating: the lock must be ours before anything is destroyed.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        file.try_lock().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is being written by another recorder", path.display()),
+            )
+        })?;
+        file.set_len(0)?;
+        Ok(FileSink { file })
     }
 }
 

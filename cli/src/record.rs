@@ -109,6 +109,22 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
             parent.display()
         )));
     }
+    // Overwrite traces (and empty files) only: `-o` naming a photograph or any other file
+    // by mistake must not destroy it.
+    if let Ok(mut file) = std::fs::File::open(path)
+        && path.is_file()
+    {
+        use std::io::Read;
+        let mut magic = [0u8; 8];
+        let read = file.read(&mut magic).unwrap_or(0);
+        if read > 0 && magic[..read] != b"HRXTRACE"[..read] {
+            return Err(Failure::new(format!(
+                "refusing to overwrite {}: it exists and is not an hrx trace",
+                path.display()
+            ))
+            .hint("choose another -o file, or remove it first"));
+        }
+    }
     Ok(())
 }
 

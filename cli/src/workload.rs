@@ -116,12 +116,17 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let outcome = outcome?;
     closed.context("the trace is incomplete")?;
 
-    for (key, value) in [
-        ("workload", &outcome.workload),
-        ("device", &outcome.device),
-        ("outcome", &outcome.outcome),
-    ] {
-        println!("{key:<12} {}", crate::failure::one_line(value));
+    {
+        use std::io::Write;
+        // A closed or full stdout is an error value (exit 0 for a closed pipe), not a panic.
+        let mut out = std::io::stdout().lock();
+        for (key, value) in [
+            ("workload", &outcome.workload),
+            ("device", &outcome.device),
+            ("outcome", &outcome.outcome),
+        ] {
+            writeln!(out, "{key:<12} {}", crate::failure::one_line(value))?;
+        }
     }
     let stats = TraceStats::read(&args.output)?;
     print_summary(&args.output, &stats)?;

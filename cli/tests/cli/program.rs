@@ -16,13 +16,13 @@ fn exit_code_is_forwarded_and_a_missing_trace_is_reported() {
 #[test]
 fn a_stale_trace_is_not_mistaken_for_a_new_one() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("old.hrxt"), b"from an earlier run").unwrap();
+    std::fs::write(dir.path().join("old.hrxt"), b"HRXTRACE from an earlier run").unwrap();
     let output = run(dir.path(), &["record", "-o", "old.hrxt", "--", "true"]);
     assert_eq!(code(&output), 0);
     assert!(stderr(&output).contains("no trace"), "{}", stderr(&output));
     assert_eq!(
         std::fs::read(dir.path().join("old.hrxt")).unwrap(),
-        b"from an earlier run"
+        b"HRXTRACE from an earlier run"
     );
 }
 
@@ -117,4 +117,45 @@ fn the_pipeline_example_records_through_hrx_trace() {
     assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
     assert!(number(&out, "submissions") >= 2, "{out}");
     assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
+}
+
+#[test]
+fn an_existing_file_that_is_not_a_trace_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"precious").unwrap();
+    for args in [
+        &["record", "-o", "notes.txt", "--", "true"][..],
+        &["record", "-o", "notes.txt", "--workload", "hazards"][..],
+    ] {
+        let output = run(dir.path(), args);
+        assert_eq!(code(&output), 2, "{args:?}");
+        assert!(
+            stderr(&output).contains("refusing to overwrite"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("notes.txt")).unwrap(),
+        b"precious"
+    );
+}
+
+#[test]
+fn a_second_recorder_on_the_same_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Hold the lock as a live recorder would.
+    let file = std::fs::File::create(dir.path().join("busy.hrxt")).unwrap();
+    file.try_lock().unwrap();
+    let output = run(
+        dir.path(),
+        &["record", "-o", "busy.hrxt", "--workload", "hazards"],
+    );
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("another recorder"),
+        "{}",
+        stderr(&output)
+    );
+    drop(file);
 }
