@@ -90,33 +90,14 @@ fn parse_args() -> Result<Option<Args>, String> {
 
 /// The images to process: the file itself, or the directory's images in name order.
 fn list_images(input: &Path) -> Result<Vec<PathBuf>, String> {
-    let metadata =
-        std::fs::metadata(input).map_err(|e| format!("cannot read {}: {e}", input.display()))?;
-    if metadata.is_file() {
-        return Ok(vec![input.to_path_buf()]);
-    }
-    let entries = std::fs::read_dir(input)
-        .map_err(|e| format!("cannot read directory {}: {e}", input.display()))?;
-    let mut images = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot read directory {}: {e}", input.display()))?
-            .path();
-        let is_image = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| ["jpg", "jpeg", "png"].contains(&e.to_ascii_lowercase().as_str()));
-        if is_image && path.is_file() {
-            images.push(path);
-        }
-    }
+    let images = hrx::workloads::image_files(input)
+        .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
     if images.is_empty() {
         return Err(format!(
             "no .jpg, .jpeg or .png images found in {}",
             input.display()
         ));
     }
-    images.sort();
     Ok(images)
 }
 

@@ -138,24 +138,8 @@ impl Photos {
 
 /// The file itself, or the directory's images in name order.
 fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let metadata = std::fs::metadata(input)
+    let images = hrx::workloads::image_files(input)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.display())))?;
-    if metadata.is_file() {
-        return Ok(vec![input.to_path_buf()]);
-    }
-    let unreadable =
-        |e: std::io::Error| Failure::new(format!("cannot read directory {}: {e}", input.display()));
-    let mut images = Vec::new();
-    for entry in std::fs::read_dir(input).map_err(unreadable)? {
-        let path = entry.map_err(unreadable)?.path();
-        let is_image = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| ["jpg", "jpeg", "png"].contains(&e.to_ascii_lowercase().as_str()));
-        if is_image && path.is_file() {
-            images.push(path);
-        }
-    }
     if images.is_empty() {
         return Err(Failure::new(format!(
             "no .jpg, .jpeg or .png images in {}",
@@ -163,7 +147,6 @@ fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
         ))
         .hint("give --input a JPEG/PNG file or a directory of them"));
     }
-    images.sort();
     Ok(images)
 }
 

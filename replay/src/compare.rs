@@ -77,38 +77,31 @@ fn compare_key(
         b.sort_unstable();
         a == b
     };
-    match (expected.is_empty(), replayed.is_empty()) {
-        (false, true) => {
-            return if status_diverged {
-                Compared {
-                    result: OutputResult::NotRun,
-                    divergence: None,
-                }
-            } else {
-                Compared {
-                    result: OutputResult::Missing,
-                    divergence: Some(DivergenceKind::MissingOutput {
-                        expected: expected[0].xxh3,
-                    }),
-                }
-            };
-        }
-        (true, false) => {
-            return if status_diverged {
-                Compared {
-                    result: OutputResult::NotRun,
-                    divergence: None,
-                }
-            } else {
-                Compared {
-                    result: OutputResult::Extra,
-                    divergence: Some(DivergenceKind::ExtraOutput {
-                        replayed: replayed[0].xxh3,
-                    }),
-                }
-            };
-        }
-        _ => {}
+    // One side empty: a missing or extra output, unless the status already diverged (then
+    // the region did not run as captured, and the status divergence says so).
+    let one_sided = match (expected.first(), replayed.first()) {
+        (Some(e), None) => Some((
+            OutputResult::Missing,
+            DivergenceKind::MissingOutput { expected: e.xxh3 },
+        )),
+        (None, Some(r)) => Some((
+            OutputResult::Extra,
+            DivergenceKind::ExtraOutput { replayed: r.xxh3 },
+        )),
+        _ => None,
+    };
+    if let Some((result, divergence)) = one_sided {
+        return if status_diverged {
+            Compared {
+                result: OutputResult::NotRun,
+                divergence: None,
+            }
+        } else {
+            Compared {
+                result,
+                divergence: Some(divergence),
+            }
+        };
     }
     if expected.len() == replayed.len() && same(expected, replayed) {
         return Compared {

@@ -260,44 +260,60 @@ fn load_kernel(
     }
 }
 
+/// Runs the next queued entry of a replaced callback: nothing, the captured failure, or
+/// the captured bytes handed to `write` (binding index, bytes).
+fn apply_next(
+    queue: &EntryQueue,
+    mut write: impl FnMut(usize, &[u8]) -> hrx::Result<()>,
+) -> hrx::Result<()> {
+    let entry = lock(queue).pop_front();
+    match entry {
+        None | Some(Entry::Noop) => Ok(()),
+        Some(Entry::Fail {
+            device_lost,
+            message,
+        }) => Err(failure(device_lost, message)),
+        Some(Entry::Write(writes)) => writes
+            .into_iter()
+            .try_for_each(|(binding, bytes)| write(binding, &bytes)),
+    }
+}
+
+fn length_mismatch(what: &str, binding: usize, captured: usize, len: usize) -> Error {
+    Error::Message(format!(
+        "replayed {what} binding {binding}: {captured} captured bytes for {len} bytes"
+    ))
+}
+
 /// The callback replacing a scoped native callback: it writes captured bytes through the
 /// bindings' host mappings, fails as the captured one failed, or does nothing.
 fn scoped_callback(
     queue: EntryQueue,
 ) -> impl FnMut(&[hrx::gpu::View<'_>]) -> hrx::Result<()> + Send + 'static {
     move |views| {
-        let entry = lock(&queue).pop_front();
-        match entry {
-            None | Some(Entry::Noop) => Ok(()),
-            Some(Entry::Fail {
-                device_lost,
-                message,
-            }) => Err(failure(device_lost, message)),
-            Some(Entry::Write(writes)) => {
-                for (binding, bytes) in writes {
-                    let view = views.get(binding).ok_or_else(|| {
-                        Error::Message(format!("replayed callback has no binding {binding}"))
-                    })?;
-                    let pointer = view.host_pointer().ok_or_else(|| {
-                        Error::Unsupported(format!(
-                            "replayed callback binding {binding} has no host mapping"
-                        ))
-                    })?;
-                    if bytes.len() != view.len() {
-                        return Err(Error::Message(format!(
-                            "replayed callback binding {binding}: {} captured bytes for {} bytes",
-                            bytes.len(),
-                            view.len()
-                        )));
-                    }
-                    // SAFETY: the binding was declared written; the runtime orders every
-                    // conflicting use around this callback; `pointer` maps `view.len()`
-                    // bytes of host-visible memory, exactly the length copied.
-                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), pointer, bytes.len()) };
-                }
-                Ok(())
+        apply_next(&queue, |binding, bytes| {
+            let view = views.get(binding).ok_or_else(|| {
+                Error::Message(format!("replayed callback has no binding {binding}"))
+            })?;
+            let pointer = view.host_pointer().ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "replayed callback binding {binding} has no host mapping"
+                ))
+            })?;
+            if bytes.len() != view.len() {
+                return Err(length_mismatch(
+                    "callback",
+                    binding,
+                    bytes.len(),
+                    view.len(),
+                ));
             }
-        }
+            // SAFETY: the binding was declared written; the runtime orders every
+            // conflicting use around this callback; `pointer` maps `view.len()` bytes of
+            // host-visible memory, exactly the length copied.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), pointer, bytes.len()) };
+            Ok(())
+        })
     }
 }
 
@@ -306,28 +322,19 @@ fn host_callback(
     queue: EntryQueue,
 ) -> impl FnMut(&mut HostViews<'_>) -> hrx::Result<()> + Send + 'static {
     move |views| {
-        let entry = lock(&queue).pop_front();
-        match entry {
-            None | Some(Entry::Noop) => Ok(()),
-            Some(Entry::Fail {
-                device_lost,
-                message,
-            }) => Err(failure(device_lost, message)),
-            Some(Entry::Write(writes)) => {
-                for (binding, bytes) in writes {
-                    let target = views.write(binding)?;
-                    if target.len() != bytes.len() {
-                        return Err(Error::Message(format!(
-                            "replayed host callback binding {binding}: {} captured bytes for {} bytes",
-                            bytes.len(),
-                            target.len()
-                        )));
-                    }
-                    target.copy_from_slice(&bytes);
-                }
-                Ok(())
+        apply_next(&queue, |binding, bytes| {
+            let target = views.write(binding)?;
+            if target.len() != bytes.len() {
+                return Err(length_mismatch(
+                    "host callback",
+                    binding,
+                    bytes.len(),
+                    target.len(),
+                ));
             }
-        }
+            target.copy_from_slice(bytes);
+            Ok(())
+        })
     }
 }
 

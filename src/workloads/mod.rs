@@ -20,3 +20,27 @@ pub mod pipeline;
 
 pub use hazards::{CrossHazard, HazardsReport, run_hazards};
 pub use pipeline::{Frame, FrameOutput, Pipeline, PipelineOptions, PipelineStats};
+
+/// The photographs to feed the pipeline: `input` itself when it is a file, else the
+/// `.jpg`, `.jpeg` and `.png` files directly in the directory, in name order (possibly none).
+///
+/// # Errors
+/// The I/O error of reading `input` or listing the directory.
+pub fn image_files(input: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    if std::fs::metadata(input)?.is_file() {
+        return Ok(vec![input.to_path_buf()]);
+    }
+    let mut images = Vec::new();
+    for entry in std::fs::read_dir(input)? {
+        let path = entry?.path();
+        let is_image = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| ["jpg", "jpeg", "png"].contains(&e.to_ascii_lowercase().as_str()));
+        if is_image && path.is_file() {
+            images.push(path);
+        }
+    }
+    images.sort();
+    Ok(images)
+}
