@@ -47,7 +47,11 @@ fn main() {
 }
 
 #[cfg(feature = "cuda")]
+mod common;
+
+#[cfg(feature = "cuda")]
 mod gpu {
+    use super::common::{self, frame};
     use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
     use hrx::workloads::{Frame, Pipeline, PipelineOptions};
     use hrx::{BackendChoice, ExecutableGraph, Placement, Runtime, RuntimeOptions, kernels};
@@ -219,13 +223,6 @@ mod gpu {
         cuda.free_host(host);
     }
 
-    fn frame(width: usize, height: usize, seed: usize) -> Frame {
-        let rgb = (0..width * height * 3)
-            .map(|i| ((i * 7 + seed * 13) ^ (i / (width * 3) * 5)) as u8)
-            .collect();
-        Frame { width, height, rgb }
-    }
-
     fn pipeline_traced(c: &mut Criterion) {
         let (width, height) = (1280, 720);
         let dir = tempfile::tempdir().expect("temp dir");
@@ -296,6 +293,9 @@ mod gpu {
             });
         }
         group.finish();
+        // The ratio again, untraced (a) and traced (b) alternating round by round.
+        let paired = common::paired_pipelines(&untraced, &traced, &frames, 400);
+        println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
         drop(traced);
         let summary = recorder.close().expect("close");
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);

@@ -20,6 +20,9 @@
 //! takes well under two minutes on two cores.
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+mod common;
+
+use common::frame;
 use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
 use std::hint::black_box;
@@ -37,13 +40,6 @@ fn one_fill(runtime: &Runtime) -> ExecutableGraph {
     let graph = graph.prepare().expect("prepare");
     assert_eq!(graph.regions(), 1);
     graph
-}
-
-fn frame(width: usize, height: usize, seed: usize) -> Frame {
-    let rgb = (0..width * height * 3)
-        .map(|i| ((i * 7 + seed * 13) ^ (i / (width * 3) * 5)) as u8)
-        .collect();
-    Frame { width, height, rgb }
 }
 
 fn submit(c: &mut Criterion) {
@@ -169,6 +165,9 @@ fn pipeline_traced(c: &mut Criterion) {
         });
     }
     group.finish();
+    // The ratio again, untraced (a) and traced (b) alternating round by round.
+    let paired = common::paired_pipelines(&untraced, &traced, &frames, 60);
+    println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
     drop(traced);
     let summary = recorder.close().expect("close");
     eprintln!("pipeline_traced: {summary:?}");

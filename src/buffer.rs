@@ -13,7 +13,7 @@
 use crate::runtime::RuntimeOwner;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How an operation uses a range.
@@ -135,6 +135,7 @@ pub(crate) struct Storage {
     pub group: Option<u32>,
     pub host: Mutex<HostState>,
     pub visibility: Mutex<Visibility>,
+    pub captures: Captures,
 }
 
 // SAFETY: `pointer` is a host mapping owned by `allocation`, which is Send + Sync; every
@@ -144,6 +145,49 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 static MAPPING_TOKENS: AtomicU64 = AtomicU64::new(1);
+
+/// Deferred trace captures (hashing, storing contents) still reading a buffer's bytes on the
+/// trace writer's thread. Whoever would change or free those bytes waits for them first, so
+/// the trace holds exactly what was written; untraced runtimes never take a fence, and the
+/// check is then one atomic load.
+#[derive(Default)]
+pub(crate) struct Captures(Arc<AtomicUsize>);
+
+impl Captures {
+    /// A fence for one deferred capture; writers wait until it drops.
+    pub fn fence(&self) -> CaptureFence {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        CaptureFence(self.0.clone())
+    }
+
+    /// Waits until no deferred capture reads the buffer.
+    pub fn wait(&self) {
+        if self.0.load(Ordering::Acquire) != 0 {
+            self.wait_slow();
+        }
+    }
+
+    #[cold]
+    fn wait_slow(&self) {
+        let idle = || self.0.load(Ordering::Acquire) == 0;
+        // A capture takes the writer thread tens to hundreds of µs: spin briefly, then sleep.
+        if crate::execution::completion::spin_until(idle) {
+            return;
+        }
+        while !idle() {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
+/// Held by a deferred capture while it reads a buffer's bytes.
+pub(crate) struct CaptureFence(Arc<AtomicUsize>);
+
+impl Drop for CaptureFence {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -235,6 +279,9 @@ impl Storage {
             )));
         }
         self.check_range(&range)?;
+        if access.writes() {
+            self.captures.wait();
+        }
         let token = {
             let mut host = lock(&self.host);
             if let Some(message) = &host.poison {
@@ -308,6 +355,8 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
+        // The allocation is freed after this: no capture may still be reading it.
+        self.captures.wait();
         crate::trace::buffer_dropped(&self.runtime, self.id);
     }
 }

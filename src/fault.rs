@@ -1,8 +1,16 @@
 //! Fault injection on the software device.
 //!
-//! A [`FaultSpec`] fails one native operation — the Nth operation the device executes
-//! (copies, fills, kernel dispatches and NPU runs, counted from 1 across all streams), or
-//! the Nth dispatch of a named kernel — with a device loss or a kernel error. It fires once.
+//! A [`FaultSpec`] fails one native operation — the Nth device operation (copies, fills,
+//! kernel dispatches and NPU runs, counted from 1 in submission order: by submission
+//! index, then region, then operation within the region), or the Nth dispatch of a named
+//! kernel — with a device loss or a kernel error. It fires once.
+//!
+//! Counting in submission order rather than execution order makes `op=N` name the same
+//! operation however submissions overlap across queues, so a capture and its replay fail
+//! the same operation. The scheduler numbers each region's first operation at submit
+//! ([`numbered`]); an operation of a region that was cancelled keeps its number and never
+//! runs. Operations outside a scheduled region (none on the software device today) are
+//! counted in execution order.
 //! Set it with [`crate::RuntimeOptions::fault`] or the `HRX_FAULT` environment variable:
 //!
 //! ```text
@@ -15,6 +23,7 @@
 //! graph and poisons what its region writes; a kernel error fails the submission only.
 
 use crate::{Error, Result};
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -112,6 +121,25 @@ impl FromStr for FaultSpec {
     }
 }
 
+thread_local! {
+    /// The submission-order number of the next device operation of the region this thread
+    /// is running, if any (see [`numbered`]).
+    static NEXT_OPERATION: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Runs `body` (one region's native work, on the calling thread) with its device
+/// operations numbered from `first`, their number in submission order.
+pub(crate) fn numbered<T>(first: u64, body: impl FnOnce() -> T) -> T {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NEXT_OPERATION.set(self.0);
+        }
+    }
+    let _restore = Restore(NEXT_OPERATION.replace(Some(first)));
+    body()
+}
+
 /// Counts native operations and fires the fault once.
 #[derive(Debug, Default)]
 pub(crate) struct FaultInjector {
@@ -133,7 +161,13 @@ impl FaultInjector {
 
     /// Called before each native operation; `kernel` is the entry name of a dispatch.
     pub fn check(&self, kernel: Option<&str>, what: &str) -> Result<()> {
-        let operation = self.operations.fetch_add(1, Ordering::Relaxed) + 1;
+        let operation = match NEXT_OPERATION.get() {
+            Some(number) => {
+                NEXT_OPERATION.set(Some(number + 1));
+                number
+            }
+            None => self.operations.fetch_add(1, Ordering::Relaxed) + 1,
+        };
         let Some(spec) = &self.spec else {
             return Ok(());
         };
@@ -208,6 +242,27 @@ mod tests {
             .collect();
         assert_eq!(results, [false, false, true, false, false, false]);
         assert!(injector.fired());
+    }
+
+    #[test]
+    fn numbered_operations_count_in_submission_order_not_execution_order() {
+        let injector = FaultInjector::new(Some("op=5:kernel-error".parse().unwrap()));
+        // A later submission's region (operations 7..) runs first: nothing fires.
+        numbered(7, || {
+            assert!(injector.check(None, "copy").is_ok());
+            assert!(injector.check(None, "copy").is_ok());
+        });
+        // The earlier region's operations 4 and 5: the second one fails.
+        numbered(4, || {
+            assert!(injector.check(None, "fill").is_ok());
+            let error = injector.check(None, "copy").unwrap_err();
+            assert!(
+                error.to_string().contains("at device operation 5 (copy)"),
+                "{error}"
+            );
+        });
+        // Outside a region: execution order, and the numbering was restored.
+        assert!(NEXT_OPERATION.get().is_none());
     }
 
     #[test]

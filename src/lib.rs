@@ -44,7 +44,7 @@ pub use execution::graph::{
     RegionKind,
 };
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
-pub use npu::NpuKernel;
+pub use npu::{NpuBackendChoice, NpuInfo, NpuKernel};
 pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions, TraceDigests};
 pub use trace::close_trace;
 

@@ -27,7 +27,8 @@ pub enum BackendChoice {
     /// NVIDIA CUDA (feature `cuda`, on by default): loads libcuda.so.1 at run time; without
     /// it, or without a device, `Runtime::new` answers [`Error::Unsupported`].
     Cuda,
-    /// AMD HIP.
+    /// AMD HIP (feature `hip`, off by default; links libamdhip64 from ROCm): without an AMD
+    /// GPU, `Runtime::new` answers [`Error::Unsupported`]. `Auto` tries it after CUDA.
     Hip,
 }
 
@@ -39,6 +40,13 @@ impl FromStr for BackendChoice {
             "sim" | "software" => BackendChoice::Sim,
             "cuda" => BackendChoice::Cuda,
             "hip" => BackendChoice::Hip,
+            "xrt" => {
+                return Err(Error::Message(
+                    "xrt is an NPU backend: choose it with HRX_NPU_BACKEND=xrt \
+                     (RuntimeOptions::npu_backend)"
+                        .into(),
+                ));
+            }
             other => {
                 return Err(Error::Message(format!(
                     "unknown backend {other:?} (expected auto, sim, cuda or hip)"
@@ -61,11 +69,13 @@ pub enum TraceDigests {
 }
 
 /// Runtime configuration. Unset fields fall back to the environment: `HRX_BACKEND`
-/// (`auto`, `sim`, `cuda`, `hip`), `HRX_FAULT` (see [`crate::fault`]) and `HRX_TRACE`.
+/// (`auto`, `sim`, `cuda`, `hip`), `HRX_NPU_BACKEND` (`auto`, `sim`, `xrt`), `HRX_FAULT` (see [`crate::fault`]) and `HRX_TRACE`.
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
     /// Backend; `Auto` consults `HRX_BACKEND`.
     pub backend: BackendChoice,
+    /// NPU backend; `Auto` consults `HRX_NPU_BACKEND`.
+    pub npu_backend: crate::npu::NpuBackendChoice,
     /// GPU ordinal.
     pub gpu_index: usize,
     /// Reusable submission slots per prepared graph (at least 1).
@@ -94,6 +104,7 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         Self {
             backend: BackendChoice::Auto,
+            npu_backend: crate::npu::NpuBackendChoice::Auto,
             gpu_index: 0,
             graph_slots: 2,
             capacity: 64,
@@ -118,6 +129,11 @@ impl RuntimeOptions {
     /// Sets the backend.
     pub fn backend(mut self, backend: BackendChoice) -> Self {
         self.backend = backend;
+        self
+    }
+    /// Sets the NPU backend.
+    pub fn npu_backend(mut self, backend: crate::npu::NpuBackendChoice) -> Self {
+        self.npu_backend = backend;
         self
     }
     /// Sets the slots per prepared graph.
@@ -181,6 +197,13 @@ impl RuntimeOptions {
             self.backend = text
                 .parse()
                 .map_err(|e| Error::Message(format!("HRX_BACKEND: {e}")))?;
+        }
+        if self.npu_backend == crate::npu::NpuBackendChoice::Auto
+            && let Ok(text) = std::env::var("HRX_NPU_BACKEND")
+        {
+            self.npu_backend = text
+                .parse()
+                .map_err(|e| Error::Message(format!("HRX_NPU_BACKEND: {e}")))?;
         }
         if self.fault.is_none()
             && let Ok(text) = std::env::var("HRX_FAULT")
@@ -287,6 +310,8 @@ pub(crate) struct RuntimeOwner {
     pub device: Arc<dyn NativeDevice>,
     pub faults: Arc<FaultInjector>,
     pub npu_device: u32,
+    /// The NPU backend's device (the simulator or XRT).
+    pub npu: crate::npu::NpuDevice,
     copy_streams: [Mutex<Option<Arc<Mutex<CopyStream>>>>; 3],
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -298,8 +323,10 @@ impl RuntimeOwner {
         if let Some(stream) = &*slot {
             return Ok(stream.clone());
         }
+        let mut native = self.device.stream()?;
+        native.set_timed(self.core.recorder.is_some());
         let stream = Arc::new(Mutex::new(CopyStream {
-            stream: self.device.stream()?,
+            stream: native,
             healthy: true,
         }));
         self.core
@@ -372,6 +399,24 @@ pub(crate) fn open_device(
                     }
                 }
             }
+            #[cfg(feature = "hip")]
+            {
+                let opened = match options.fault {
+                    Some(_) => Err(Error::Unsupported(
+                        "a fault is injected, which only the software device supports".into(),
+                    )),
+                    None => crate::gpu::hip::HipDevice::open(options.gpu_index),
+                };
+                match opened {
+                    Ok(device) => return Ok(Arc::new(device)),
+                    Err(error) => {
+                        if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
+                            eprintln!("hrx: skipping HIP: {error}");
+                        }
+                        crate::gpu::hip::note_fallback(error.to_string());
+                    }
+                }
+            }
             Ok(sim())
         }
         #[cfg(feature = "cuda")]
@@ -390,8 +435,19 @@ pub(crate) fn open_device(
         BackendChoice::Cuda => Err(Error::Unsupported(
             "the CUDA backend is not built into this hrx (rebuild with --features cuda; it loads libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
         )),
+        #[cfg(feature = "hip")]
+        BackendChoice::Hip => {
+            if options.fault.is_some() {
+                return Err(Error::Unsupported(
+                    "fault injection works on the software device only; use HRX_BACKEND=sim"
+                        .into(),
+                ));
+            }
+            Ok(Arc::new(crate::gpu::hip::HipDevice::open(options.gpu_index)?))
+        }
+        #[cfg(not(feature = "hip"))]
         BackendChoice::Hip => Err(Error::Unsupported(
-            "the HIP backend is not built into this hrx yet (it will need libamdhip64 from ROCm); use HRX_BACKEND=sim or cuda".into(),
+            "the HIP backend is not built into this hrx (rebuild with --features hip and HIP_PATH=/usr; it links libamdhip64 from ROCm, Debian package libamdhip64-dev); use HRX_BACKEND=sim or cuda".into(),
         )),
     }
 }
@@ -406,6 +462,7 @@ impl Runtime {
         let options = options.resolve()?;
         let faults = Arc::new(FaultInjector::new(options.fault.clone()));
         let device = open_device(&options, &faults)?;
+        let npu = crate::npu::open(options.npu_backend, options.fault.is_some())?;
         let recorder = crate::trace::open(&options, &device.info())?;
         let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
         let core = Arc::new(Core {
@@ -439,6 +496,7 @@ impl Runtime {
                 device,
                 faults,
                 npu_device: 0,
+                npu,
                 copy_streams: Default::default(),
                 workers: Mutex::new(workers),
             }),
@@ -468,6 +526,11 @@ impl Runtime {
         self.inner.device.info()
     }
 
+    /// The NPU (the simulator or an XRT device).
+    pub fn npu_info(&self) -> crate::npu::NpuInfo {
+        self.inner.npu.info()
+    }
+
     /// A new, empty graph.
     pub fn graph(&self) -> Graph {
         Graph::new(self.clone())
@@ -486,11 +549,13 @@ impl Runtime {
         let pointer = allocation.host_pointer();
         let (bo, npu_device, group) = match placement {
             Placement::NpuShared { group } => (
-                Some(crate::npu::Bo::import(
-                    pointer,
-                    len_bytes,
-                    allocation.address(),
-                )),
+                // SAFETY: `pointer` is the allocation's host memory of `len_bytes` bytes, which
+                // the storage owns together with the BO.
+                Some(unsafe {
+                    self.inner
+                        .npu
+                        .import(pointer, len_bytes, allocation.address(), group)
+                }?),
                 Some(self.inner.npu_device),
                 Some(group),
             ),
@@ -508,6 +573,7 @@ impl Runtime {
             group,
             host: Default::default(),
             visibility: Mutex::new(crate::buffer::Visibility::new()),
+            captures: Default::default(),
         });
         crate::trace::buffer_created(&storage);
         Ok(Buffer { storage })

@@ -24,7 +24,7 @@ use crate::runtime::{Core, RuntimeOwner};
 use crate::{Access, Completion, Engine, Error, Placement, Runtime};
 use hrx_capture::schema as s;
 use hrx_capture::{Recorder, RecorderOptions};
-use std::sync::{Once, OnceLock};
+use std::sync::{Arc, Once, OnceLock};
 use std::time::Instant;
 
 /// What a graph operation is, for the trace.
@@ -262,26 +262,70 @@ pub(crate) fn buffer_dropped(owner: &RuntimeOwner, buffer: u64) {
     }));
 }
 
-pub(crate) fn host_write(storage: &Storage, offset: usize, data: &[u8]) {
+/// A host write of `data` at `offset`. For a buffer with a host mapping the bytes are in
+/// the buffer: hashing and storing them is deferred to the trace writer's thread behind a
+/// capture fence (writers of the buffer wait for it). For a GPU-local buffer `data` is the
+/// caller's and is captured now.
+pub(crate) fn host_write(storage: &Arc<Storage>, offset: usize, data: &[u8]) {
     let core = &storage.runtime.core;
     let Some(recorder) = &core.recorder else {
         return;
     };
-    let contents = recorder.payload(data);
-    let xxh3 = match contents {
-        // A blob is named by the xxh3 of its bytes: no second pass over them.
-        s::Payload::Blob { hash, .. } => hash.0,
-        _ => xxhash_rust::xxh3::xxh3_64(data),
+    let (runtime, buffer, time_ns) = (runtime_id(core), s::BufferId(storage.id), recorder.now_ns());
+    let host_write = move |out: &mut dyn FnMut(&[u8]) -> s::Payload, bytes: &[u8]| {
+        let contents = out(bytes);
+        let xxh3 = match contents {
+            // A blob is named by the xxh3 of its bytes: no second pass over them.
+            s::Payload::Blob { hash, .. } => hash.0,
+            _ => xxhash_rust::xxh3::xxh3_64(bytes),
+        };
+        s::Record::HostWrite(s::HostWrite {
+            runtime,
+            buffer,
+            offset: offset as u64,
+            len_bytes: bytes.len() as u64,
+            xxh3,
+            contents,
+            time_ns,
+        })
     };
-    recorder.record(&s::Record::HostWrite(s::HostWrite {
-        runtime: runtime_id(core),
-        buffer: s::BufferId(storage.id),
-        offset: offset as u64,
-        len_bytes: data.len() as u64,
-        xxh3,
-        contents,
-        time_ns: recorder.now_ns(),
-    }));
+    if storage.pointer.is_null() {
+        let record = host_write(&mut |bytes| recorder.payload(bytes), data);
+        recorder.record(&record);
+        return;
+    }
+    let captured = Captured::new(storage, offset..offset + data.len());
+    recorder.record_deferred(move |out| {
+        let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
+        out.record(&record);
+    });
+}
+
+/// Bytes of a host-mapped buffer that a deferred capture reads on the trace writer's thread,
+/// with the fence that keeps writers (and the buffer's release) waiting until it drops.
+struct Captured {
+    pointer: usize,
+    len: usize,
+    _fence: crate::buffer::CaptureFence,
+}
+
+impl Captured {
+    fn new(storage: &Storage, range: std::ops::Range<usize>) -> Self {
+        debug_assert!(!storage.pointer.is_null() && range.end <= storage.len);
+        Self {
+            _fence: storage.captures.fence(),
+            pointer: storage.pointer as usize + range.start,
+            len: range.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the range is in bounds of the buffer's host mapping (checked by the caller
+        // that wrote or produced it), and while the fence lives nothing writes these bytes
+        // (`Region::run` and host write mappings wait for it) and the allocation is not freed
+        // (`Storage`'s drop waits for it).
+        unsafe { std::slice::from_raw_parts(self.pointer as *const u8, self.len) }
+    }
 }
 
 /// A loaded GPU or NPU kernel.
@@ -531,41 +575,54 @@ pub(crate) fn region_ran(
     }
     let region = &prepared.regions[index];
     let all = core.trace_digests == crate::runtime::TraceDigests::All;
+    let contents = core.trace_contents;
     for use_ in region.uses.iter().filter(|u| u.access.writes()) {
         let storage = &use_.view.buffer().storage;
         if !all && storage.pointer.is_null() {
             continue;
         }
         let range = use_.view.range();
-        let staged;
-        let bytes: &[u8] = if storage.pointer.is_null() {
-            let mut out = vec![0; range.len()];
+        let (buffer, start, end) = (
+            s::BufferId(storage.id),
+            range.start as u64,
+            range.end as u64,
+        );
+        let digest = move |out: &mut dyn FnMut(&[u8]) -> s::Payload, bytes: &[u8]| {
+            s::Record::OutputDigest(s::OutputDigest {
+                runtime,
+                submission: submission_id,
+                buffer,
+                start,
+                end,
+                xxh3: xxhash_rust::xxh3::xxh3_64(bytes),
+                contents: if contents {
+                    out(bytes)
+                } else {
+                    s::Payload::Omitted {
+                        len_bytes: bytes.len() as u64,
+                    }
+                },
+            })
+        };
+        // Hashing runs on the trace writer's thread: the bytes of a host-mapped buffer stay
+        // put behind a capture fence; a GPU-local range is read back now.
+        if storage.pointer.is_null() {
+            let mut staged = vec![0; range.len()];
             let Ok(view) = use_.view.gpu() else { continue };
-            if storage.runtime.device.read(&view, &mut out).is_err() {
+            if storage.runtime.device.read(&view, &mut staged).is_err() {
                 continue;
             }
-            staged = out;
-            &staged
+            recorder.record_deferred(move |out| {
+                let record = digest(&mut |bytes| out.payload(bytes), &staged);
+                out.record(&record);
+            });
         } else {
-            // SAFETY: the region that wrote these bytes has finished and is not yet marked
-            // finished, so nothing that writes them can start; the range is in bounds.
-            unsafe { std::slice::from_raw_parts(storage.pointer.add(range.start), range.len()) }
-        };
-        recorder.record(&s::Record::OutputDigest(s::OutputDigest {
-            runtime,
-            submission: submission_id,
-            buffer: s::BufferId(storage.id),
-            start: range.start as u64,
-            end: range.end as u64,
-            xxh3: xxhash_rust::xxh3::xxh3_64(bytes),
-            contents: if core.trace_contents {
-                recorder.payload(bytes)
-            } else {
-                s::Payload::Omitted {
-                    len_bytes: bytes.len() as u64,
-                }
-            },
-        }));
+            let captured = Captured::new(storage, range);
+            recorder.record_deferred(move |out| {
+                let record = digest(&mut |bytes| out.payload(bytes), captured.bytes());
+                out.record(&record);
+            });
+        }
     }
 }
 

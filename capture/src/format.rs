@@ -46,10 +46,17 @@
 //! [`Footer`] (the block index, written on clean close), and the file then ends with a
 //! 16-byte trailer: the footer block's offset (`u64`) and `b"HRXTEND!"`.
 //!
-//! Both lengths of a block are capped at [`MAX_BLOCK_BYTES`] by writer and reader, and zstd
-//! payloads are decoded into a buffer that grows with the actual output, stopping one byte
-//! past the declared length, so a hostile file cannot make a reader allocate much more than
-//! its own size.
+//! Both lengths of a block are capped at [`MAX_BLOCK_BYTES`] by writer and reader. A zstd
+//! payload is further bounded: it decompresses to at most [`MAX_ZSTD_PAYLOAD_BYTES`] (2 MiB)
+//! and to at most [`MAX_ZSTD_RATIO`] (64) times the block's length on disk (header
+//! included); [`BlockEncoder`] stores a payload as is when compressing it would break either
+//! bound (a larger block, or an exceptionally compressible one), and a reader refuses a zstd
+//! block that declares more. zstd output is decoded into a buffer that grows with the actual
+//! output, stopping one byte past the declared length. So the decompressed bytes of a whole
+//! file are at most 64 times its size, and no single block makes a reader allocate more than
+//! about 2 MiB beyond the bytes it read: a hostile file cannot make a reader allocate much
+//! more than its own size (a 4 KiB crafted block could decompress to 128 MiB before these
+//! bounds).
 
 use crate::schema::{
     DeviceSpan, NodeIndex, OpTiming, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
@@ -77,14 +84,30 @@ pub const TRAILER_MAGIC: [u8; 8] = *b"HRXTEND!";
 pub const TRAILER_LEN: usize = 16;
 /// Largest stored or uncompressed block payload, in bytes.
 pub const MAX_BLOCK_BYTES: u32 = 128 << 20;
+/// Largest uncompressed length of a zstd-compressed block payload, in bytes. Larger payloads
+/// are stored uncompressed, so their size on disk bounds what a reader allocates for them.
+pub const MAX_ZSTD_PAYLOAD_BYTES: u32 = 2 << 20;
+/// Largest ratio of a zstd block's uncompressed payload length to its length on disk
+/// (header included). The traces of the built-in workloads stay under 40; a payload that
+/// would compress better is stored uncompressed.
+pub const MAX_ZSTD_RATIO: u64 = 64;
 /// Largest encoded record, in bytes; the writer drops (and counts) larger ones.
 pub const MAX_RECORD_BYTES: usize = 64 << 20;
 /// Block flag: the payload is one zstd frame.
 pub const BLOCK_FLAG_ZSTD: u16 = 1;
 /// Longest varint length prefix of a record frame, in bytes.
 pub const MAX_FRAME_PREFIX: usize = 5;
-/// Largest zstd window (log2 bytes) a reader accepts; levels 1-3 use at most 2^21.
-const ZSTD_WINDOW_LOG_MAX: u32 = 24;
+/// Largest zstd window (log2 bytes) a reader accepts: 2^21 = [`MAX_ZSTD_PAYLOAD_BYTES`]
+/// (levels 1-3 never use a window larger than the payload, nor than 2^21).
+const ZSTD_WINDOW_LOG_MAX: u32 = 21;
+const _: () = assert!(1 << ZSTD_WINDOW_LOG_MAX == MAX_ZSTD_PAYLOAD_BYTES);
+
+/// Whether a zstd payload of `uncompressed_len` bytes stored in `stored_len` bytes is within
+/// [`MAX_ZSTD_PAYLOAD_BYTES`] and [`MAX_ZSTD_RATIO`].
+pub fn zstd_payload_allowed(stored_len: u64, uncompressed_len: u64) -> bool {
+    uncompressed_len <= u64::from(MAX_ZSTD_PAYLOAD_BYTES)
+        && uncompressed_len <= MAX_ZSTD_RATIO * (stored_len + BLOCK_HEADER_LEN as u64)
+}
 
 /// The format's major version: readers refuse any major they were not written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -247,6 +270,18 @@ pub enum FormatError {
         declared: u64,
         /// Length found (at most one byte past the declared length).
         found: u64,
+    },
+    /// A zstd block declares more than [`MAX_ZSTD_PAYLOAD_BYTES`] or [`MAX_ZSTD_RATIO`] allow.
+    #[error(
+        "zstd block declares {declared} bytes uncompressed from {stored} stored, over the \
+         format's bound (at most {MAX_ZSTD_PAYLOAD_BYTES} bytes and {MAX_ZSTD_RATIO} times the \
+         block's length)"
+    )]
+    CompressedTooLarge {
+        /// Declared uncompressed length.
+        declared: u64,
+        /// Stored length.
+        stored: u64,
     },
     /// zstd refused the payload.
     #[error("zstd: {0}")]
@@ -486,6 +521,12 @@ pub fn decode_payload<'a>(
             }
             Ok(Cow::Borrowed(stored))
         }
+        BLOCK_FLAG_ZSTD if !zstd_payload_allowed(stored.len() as u64, declared) => {
+            Err(FormatError::CompressedTooLarge {
+                declared,
+                stored: stored.len() as u64,
+            })
+        }
         BLOCK_FLAG_ZSTD => decompress_bounded(stored, declared).map(Cow::Owned),
         other => Err(FormatError::UnknownBlockFlags(other)),
     }
@@ -550,7 +591,8 @@ impl BlockEncoder {
     }
 
     /// Appends one block (header and payload) to `out`. The payload is stored compressed
-    /// only when that makes it smaller.
+    /// only when that makes it smaller and stays within [`MAX_ZSTD_PAYLOAD_BYTES`] and
+    /// [`MAX_ZSTD_RATIO`].
     ///
     /// # Errors
     ///
@@ -589,12 +631,15 @@ impl BlockEncoder {
         }
         let mut flags = 0;
         let mut stored = payload;
+        let compress = compress && payload.len() <= MAX_ZSTD_PAYLOAD_BYTES as usize;
         if let Some(compressor) = self.compressor.as_mut().filter(|_| compress) {
             self.scratch.clear();
             self.scratch
                 .reserve(zstd::zstd_safe::compress_bound(payload.len()));
             compressor.compress_to_buffer(payload, &mut self.scratch)?;
-            if self.scratch.len() < payload.len() {
+            if self.scratch.len() < payload.len()
+                && zstd_payload_allowed(self.scratch.len() as u64, payload.len() as u64)
+            {
                 stored = &self.scratch;
                 flags = BLOCK_FLAG_ZSTD;
             }
@@ -1065,9 +1110,15 @@ mod tests {
         ));
     }
 
+    /// Bytes of 4 random bits each: they compress about 2x, within [`MAX_ZSTD_RATIO`].
+    fn compressible(len: usize) -> Vec<u8> {
+        let mut rng = Rng(9);
+        (0..len).map(|_| (rng.next() % 16) as u8).collect()
+    }
+
     #[test]
     fn block_round_trips_compressed_and_not() {
-        let payload: Vec<u8> = (0..5000u32).flat_map(|i| (i % 7).to_le_bytes()).collect();
+        let payload = compressible(20_000);
         for level in [None, Some(1), Some(3)] {
             let mut encoder = BlockEncoder::new(level).unwrap();
             let mut out = Vec::new();
@@ -1097,8 +1148,49 @@ mod tests {
     }
 
     #[test]
+    fn zstd_blocks_are_bounded_in_size_and_ratio() {
+        // Larger than the cap, or more compressible than the ratio: stored as is.
+        let mut encoder = BlockEncoder::new(Some(1)).unwrap();
+        for len in [MAX_ZSTD_PAYLOAD_BYTES as usize + 1, 64 << 10] {
+            let payload = vec![0u8; len];
+            let mut out = Vec::new();
+            encoder
+                .encode(BlockKind::RECORDS, &payload, 1, &mut out)
+                .unwrap();
+            let header = BlockHeader::decode(out[..32].try_into().unwrap()).unwrap();
+            assert_eq!(header.flags, 0, "{len}");
+            assert_eq!(&*decode_payload(&header, &out[32..]).unwrap(), &payload[..]);
+        }
+        // A crafted 4 KiB block of zeros that decompresses to 2 MiB is refused before any
+        // decompression (it could decompress to 128 MiB before the bound).
+        let payload = vec![0u8; 2 << 20];
+        let stored = zstd::bulk::compress(&payload, 1).unwrap();
+        assert!(stored.len() < 4096, "{}", stored.len());
+        let header = BlockHeader {
+            kind: BlockKind::RECORDS,
+            flags: BLOCK_FLAG_ZSTD,
+            stored_len: stored.len() as u32,
+            uncompressed_len: payload.len() as u32,
+            record_count: 1,
+            checksum: xxh3_64(&stored),
+        };
+        let err = decode_payload(&header, &stored).unwrap_err();
+        assert!(
+            matches!(err, FormatError::CompressedTooLarge { declared, .. } if declared == 2 << 20),
+            "{err}"
+        );
+        // Within the ratio, past the cap: refused too.
+        assert!(!zstd_payload_allowed(
+            1 << 20,
+            u64::from(MAX_ZSTD_PAYLOAD_BYTES) + 1
+        ));
+        assert!(zstd_payload_allowed(4096, 64 * (4096 + 32)));
+        assert!(!zstd_payload_allowed(4096, 64 * (4096 + 32) + 1));
+    }
+
+    #[test]
     fn lying_uncompressed_length_is_caught() {
-        let payload = vec![0u8; 10_000];
+        let payload = compressible(10_000);
         let mut out = Vec::new();
         BlockEncoder::new(Some(1))
             .unwrap()

@@ -48,4 +48,6 @@ pub use activation::{
 };
 pub use reader::{MappedTrace, ReadError, Recovery, Trace, TraceReader, Warning, read_all};
 pub use schema::Record;
-pub use writer::{CloseSummary, FileSink, MemorySink, Recorder, RecorderOptions, Sink, WriteError};
+pub use writer::{
+    CloseSummary, Deferred, FileSink, MemorySink, Recorder, RecorderOptions, Sink, WriteError,
+};

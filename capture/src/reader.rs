@@ -5,9 +5,18 @@
 //!
 //! Nothing in a trace can make a reader panic or allocate much more than the file's size:
 //! block lengths are capped at [`MAX_BLOCK_BYTES`], a payload is read in bounded chunks so a
-//! lying length on a short file allocates only what is there, zstd output is bounded by the
-//! declared length, and postcard only allocates for bytes the record actually contains.
+//! lying length on a short file allocates only what is there, a zstd payload decompresses
+//! to at most 2 MiB and 64 times its block's size (`format::MAX_ZSTD_RATIO`), and postcard
+//! only allocates for bytes the record actually contains. The streaming reader decodes a
+//! block's records one at a time, so it holds one block's payload and one record, never a
+//! block's worth of decoded records (a `Record` is 160 bytes in memory, from as few as 4 on
+//! disk). The fuzz targets in `fuzz/` check these bounds with a counting allocator.
 //! Every error and warning names the byte offset it is about and displays as one line.
+//!
+//! The end of a trace is reported as one of three states ([`Recovery::end`]): closed
+//! cleanly; closed, but its end damaged (a damaged footer or trailer, or bytes appended
+//! after it: every block is still read, and a warning names the damage); or not closed
+//! (the recording process crashed or was killed).
 //!
 //! # Damage and recovery
 //!
@@ -26,11 +35,12 @@
 
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
-    FormatError, FormatVersion, FrameDecoder, Frames, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
-    decode_trailer,
+    FormatError, FormatVersion, FrameDecoder, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
+    decode_trailer, read_varint_u32,
 };
 use crate::schema::{BlobHash, Record};
-use std::collections::{HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -184,8 +194,13 @@ pub struct Recovery {
     pub skipped_records: u64,
     /// Bytes discarded: a torn tail, or damaged bytes between blocks.
     pub bytes_discarded: u64,
-    /// Whether the trace ends with its footer and trailer (the recorder closed it).
+    /// Whether the trace ends with an intact footer and trailer (the recorder closed it and
+    /// nothing damaged its end since).
     pub clean_close: bool,
+    /// Whether the recorder closed the trace: a footer block or a trailer pointing at one
+    /// was found, even if the footer, the trailer or what follows them is damaged. `closed`
+    /// without `clean_close` means a damaged end, not a crash; [`Recovery::end`] says which.
+    pub closed: bool,
 }
 
 impl Recovery {
@@ -195,6 +210,17 @@ impl Recovery {
             && self.skipped_blocks == 0
             && self.skipped_records == 0
             && self.bytes_discarded == 0
+    }
+
+    /// How the trace ends, in a few words: `closed cleanly`, `closed, but its end is
+    /// damaged` (a damaged footer or trailer, or bytes after it: the warnings say which), or
+    /// `not closed cleanly` (the recording process crashed or was killed).
+    pub fn end(&self) -> &'static str {
+        match (self.clean_close, self.closed) {
+            (true, _) => "closed cleanly",
+            (false, true) => "closed, but its end is damaged",
+            (false, false) => "not closed cleanly",
+        }
     }
 }
 
@@ -248,7 +274,8 @@ pub struct TraceReader<R> {
     header: FileHeader,
     warnings: Vec<Warning>,
     recovery: Recovery,
-    queue: VecDeque<(u64, Record)>,
+    /// The records block being read, decoded one record per `next`.
+    block: Option<(u64, BlockDecoder<'static>)>,
     blocks_seen: u64,
     done: bool,
 }
@@ -280,7 +307,7 @@ impl<R: Read> TraceReader<R> {
             header: FileHeader::current(crate::format::Compression::None),
             warnings: Vec::new(),
             recovery: Recovery::default(),
-            queue: VecDeque::new(),
+            block: None,
             blocks_seen: 0,
             done: false,
         };
@@ -361,7 +388,8 @@ impl<R: Read> TraceReader<R> {
         self.done = true;
     }
 
-    /// Reads the next block into the queue; sets `done` at the end of the input.
+    /// Reads the next block (a records block becomes `block`); sets `done` at the end of
+    /// the input.
     fn next_block(&mut self) -> Result<(), ReadError> {
         let at = self.offset;
         let mut raw = [0u8; BLOCK_HEADER_LEN];
@@ -389,7 +417,7 @@ impl<R: Read> TraceReader<R> {
         }
         self.blocks_seen += 1;
         match header.kind {
-            BlockKind::RECORDS => self.records_block(at, &header, &stored),
+            BlockKind::RECORDS => self.records_block(at, &header, stored),
             BlockKind::FOOTER => self.footer_block(at, &header, &stored)?,
             kind => self.warn(
                 at,
@@ -413,7 +441,17 @@ impl<R: Read> TraceReader<R> {
         let mut byte = [0u8; 1];
         loop {
             if self.read_up_to(&mut byte)? == 0 {
-                self.tail(self.offset - at);
+                if decode_trailer(&window[BLOCK_HEADER_LEN - TRAILER_LEN..]) == Some(at) {
+                    // The file ends with a trailer pointing here: the footer's header is
+                    // damaged, and the trace was closed.
+                    self.recovery.closed = true;
+                    self.recovery.bytes_discarded += self.offset - at;
+                    let reason = format!("its block header is damaged ({error})");
+                    self.warn(at, WarningKind::BadFooter { reason });
+                    self.done = true;
+                } else {
+                    self.tail(self.offset - at);
+                }
                 return Ok(None);
             }
             window.copy_within(1.., 0);
@@ -437,9 +475,13 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    fn records_block(&mut self, at: u64, header: &BlockHeader, stored: &[u8]) {
-        let payload = match decode_payload(header, stored) {
-            Ok(payload) => payload,
+    /// Verifies a records block and makes it the current block. Its records are decoded one
+    /// at a time by `next`, so a reader holds one block's payload and one record, never a
+    /// block's worth of decoded records (up to 40 times the payload's size).
+    fn records_block(&mut self, at: u64, header: &BlockHeader, stored: Vec<u8>) {
+        let decompressed = match decode_payload(header, &stored) {
+            Ok(Cow::Owned(payload)) => Some(payload),
+            Ok(Cow::Borrowed(_)) => None,
             Err(error) => {
                 self.recovery.skipped_blocks += 1;
                 self.recovery.skipped_records += u64::from(header.record_count);
@@ -448,20 +490,39 @@ impl<R: Read> TraceReader<R> {
                 return;
             }
         };
-        let (records, warnings) = decode_records(&payload, header.record_count);
         self.recovery.complete_blocks += 1;
-        self.recovery.records += records.len() as u64;
-        for kind in warnings {
-            match kind {
-                WarningKind::RecordSkipped { .. } => self.recovery.skipped_records += 1,
-                WarningKind::MoreRecordsSkipped { count } => {
-                    self.recovery.skipped_records += u64::from(count);
+        let payload = decompressed.unwrap_or(stored);
+        self.block = Some((
+            at,
+            BlockDecoder::new(Cow::Owned(payload), header.record_count),
+        ));
+    }
+
+    /// The next record of the current block, or `None` once it is finished (its warnings
+    /// then reported).
+    fn next_in_block(&mut self) -> Option<(u64, Record)> {
+        let (at, block) = self.block.as_mut()?;
+        let at = *at;
+        loop {
+            match block.next_record() {
+                Some(Ok(record)) => {
+                    self.recovery.records += 1;
+                    return Some((at, record));
                 }
-                _ => {}
+                Some(Err(kind)) => {
+                    self.recovery.skipped_records += 1;
+                    if let Some(kind) = kind {
+                        self.warnings.push(Warning { offset: at, kind });
+                    }
+                }
+                None => break,
             }
+        }
+        let (_, block) = self.block.take()?;
+        for kind in block.finish() {
             self.warn(at, kind);
         }
-        self.queue.extend(records.into_iter().map(|r| (at, r)));
+        None
     }
 
     fn footer_block(
@@ -470,9 +531,11 @@ impl<R: Read> TraceReader<R> {
         header: &BlockHeader,
         stored: &[u8],
     ) -> Result<(), ReadError> {
+        self.recovery.closed = true;
         let footer = decode_payload(header, stored).and_then(|payload| {
             postcard::from_bytes::<Footer>(&payload).map_err(FormatError::Record)
         });
+        let mut intact = true;
         match footer {
             Ok(footer) => {
                 self.recovery.complete_blocks += 1;
@@ -483,34 +546,40 @@ impl<R: Read> TraceReader<R> {
                         self.blocks_seen - 1
                     );
                     self.warn(at, WarningKind::BadFooter { reason });
+                    intact = false;
                 }
             }
             Err(error) => {
-                let reason = error.to_string();
+                let reason = format!("the footer is damaged ({error})");
                 self.warn(at, WarningKind::BadFooter { reason });
+                intact = false;
             }
         }
         // The trailer, then the end of the file.
         let mut trailer = [0u8; TRAILER_LEN];
         let n = self.read_up_to(&mut trailer)?;
+        self.done = true;
         if n == 0 {
             let reason = "the trailer is missing".to_owned();
             self.warn(self.offset, WarningKind::BadFooter { reason });
-            self.done = true;
             return Ok(());
         }
         if n < TRAILER_LEN || decode_trailer(&trailer) != Some(at) {
-            self.tail(n as u64);
+            let rest = self.skip_bytes(u64::MAX)?;
+            let bytes = n as u64 + rest;
+            self.recovery.bytes_discarded += bytes;
+            let reason = format!("the trailer is damaged ({bytes} bytes after the footer)");
+            self.warn(self.offset - bytes, WarningKind::BadFooter { reason });
             return Ok(());
         }
         let rest = self.skip_bytes(u64::MAX)?;
         if rest > 0 {
             let offset = self.offset - rest;
+            self.recovery.bytes_discarded += rest;
             self.warn(offset, WarningKind::TrailingData { bytes: rest });
         } else {
-            self.recovery.clean_close = true;
+            self.recovery.clean_close = intact;
         }
-        self.done = true;
         Ok(())
     }
 }
@@ -519,35 +588,89 @@ impl<R: Read> TraceReader<R> {
 /// block of zero bytes would otherwise become millions of warnings).
 const LISTED_SKIPS: u32 = 8;
 
+/// Decodes the records of one verified payload, one at a time.
+struct BlockDecoder<'a> {
+    payload: Cow<'a, [u8]>,
+    /// Offset of the next frame in `payload`.
+    pos: usize,
+    decoder: FrameDecoder,
+    declared: u32,
+    found: u32,
+    skipped: u32,
+}
+
+impl<'a> BlockDecoder<'a> {
+    fn new(payload: Cow<'a, [u8]>, declared: u32) -> BlockDecoder<'a> {
+        BlockDecoder {
+            payload,
+            pos: 0,
+            decoder: FrameDecoder::new(),
+            declared,
+            found: 0,
+            skipped: 0,
+        }
+    }
+
+    /// The next record; `Err` for one that does not decode, with its warning for the first
+    /// [`LISTED_SKIPS`] of the block (the rest are counted by `finish`); `None` at the end.
+    fn next_record(&mut self) -> Option<Result<Record, Option<WarningKind>>> {
+        let at = self.pos;
+        let rest = self.payload.get(at..).filter(|rest| !rest.is_empty())?;
+        // As `Frames`: a varint length, then the body; a malformed frame ends the block.
+        let frame = read_varint_u32(rest).and_then(|(len, n)| {
+            let end = n.checked_add(len as usize)?;
+            (end <= rest.len()).then_some((n, end))
+        });
+        let index = self.found;
+        self.found = self.found.saturating_add(1);
+        let decoded = match frame {
+            Some((n, end)) => {
+                self.pos = at + end;
+                self.decoder.decode(&self.payload[at + n..at + end])
+            }
+            None => {
+                self.pos = self.payload.len();
+                Err(FormatError::Frame { at })
+            }
+        };
+        Some(decoded.map_err(|error| {
+            self.skipped = self.skipped.saturating_add(1);
+            (self.skipped <= LISTED_SKIPS).then_some(WarningKind::RecordSkipped { index, error })
+        }))
+    }
+
+    /// The block's closing warnings: skipped records beyond those listed, a count that
+    /// differs from the declared one.
+    fn finish(self) -> Vec<WarningKind> {
+        let mut warnings = Vec::new();
+        if self.skipped > LISTED_SKIPS {
+            warnings.push(WarningKind::MoreRecordsSkipped {
+                count: self.skipped - LISTED_SKIPS,
+            });
+        }
+        if self.found != self.declared {
+            warnings.push(WarningKind::RecordCount {
+                declared: self.declared,
+                found: self.found,
+            });
+        }
+        warnings
+    }
+}
+
 /// Decodes a records payload; undecodable records and count mismatches become warnings.
-fn decode_records(payload: &[u8], declared: u32) -> (Vec<Record>, Vec<WarningKind>) {
+fn decode_records(payload: Cow<'_, [u8]>, declared: u32) -> (Vec<Record>, Vec<WarningKind>) {
     // The declared count is untrusted: reserve no more than a small, fixed amount up front.
     let mut records = Vec::with_capacity((declared as usize).min(payload.len() / 4).min(4096));
     let mut warnings = Vec::new();
-    let mut found = 0u32;
-    let mut skipped = 0u32;
-    let mut decoder = FrameDecoder::new();
-    for (index, frame) in Frames::new(payload).enumerate() {
-        let index = index as u32;
-        found = found.saturating_add(1);
-        match frame.and_then(|(_, body)| decoder.decode(body)) {
+    let mut block = BlockDecoder::new(payload, declared);
+    while let Some(next) = block.next_record() {
+        match next {
             Ok(record) => records.push(record),
-            Err(error) => {
-                skipped = skipped.saturating_add(1);
-                if skipped <= LISTED_SKIPS {
-                    warnings.push(WarningKind::RecordSkipped { index, error });
-                }
-            }
+            Err(warning) => warnings.extend(warning),
         }
     }
-    if skipped > LISTED_SKIPS {
-        warnings.push(WarningKind::MoreRecordsSkipped {
-            count: skipped - LISTED_SKIPS,
-        });
-    }
-    if found != declared {
-        warnings.push(WarningKind::RecordCount { declared, found });
-    }
+    warnings.extend(block.finish());
     (records, warnings)
 }
 
@@ -556,7 +679,7 @@ impl<R: Read> Iterator for TraceReader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(item) = self.queue.pop_front() {
+            if let Some(item) = self.next_in_block() {
                 return Some(Ok(item));
             }
             if self.done {
@@ -666,6 +789,7 @@ pub struct MappedTrace {
     warnings: Vec<Warning>,
     indexed: bool,
     clean_close: bool,
+    closed: bool,
 }
 
 impl fmt::Debug for MappedTrace {
@@ -722,12 +846,14 @@ impl MappedTrace {
             warnings,
             indexed: false,
             clean_close: false,
+            closed: false,
         };
         match trace.index_from_footer() {
             Ok(blocks) => {
                 trace.blocks = blocks;
                 trace.indexed = true;
                 trace.clean_close = true;
+                trace.closed = true;
             }
             Err(reason) => {
                 if let Some((offset, reason)) = reason {
@@ -822,9 +948,25 @@ impl MappedTrace {
                     self.blocks.push(BlockInfo { offset: at, header });
                     at += header.block_len();
                     if header.kind == BlockKind::FOOTER {
+                        self.closed = true;
                         let rest = &self.bytes()[at as usize..];
-                        if rest.len() == TRAILER_LEN && decode_trailer(rest).is_some() {
-                            self.clean_close = true;
+                        let footer_at = at - header.block_len();
+                        if rest.len() >= TRAILER_LEN
+                            && decode_trailer(&rest[..TRAILER_LEN]) == Some(footer_at)
+                        {
+                            let extra = (rest.len() - TRAILER_LEN) as u64;
+                            if extra == 0 {
+                                // The footer index was refused (a warning says why) but
+                                // the end itself is intact only if the footer decodes.
+                                self.clean_close = self
+                                    .warnings
+                                    .iter()
+                                    .all(|w| !matches!(w.kind, WarningKind::BadFooter { .. }));
+                            } else {
+                                let kind = WarningKind::TrailingData { bytes: extra };
+                                let offset = at + TRAILER_LEN as u64;
+                                self.warnings.push(Warning { offset, kind });
+                            }
                             return;
                         }
                     }
@@ -857,6 +999,16 @@ impl MappedTrace {
     }
 
     fn truncated(&mut self, at: u64, len: u64) {
+        let end = &self.bytes()[(len - (len - at).min(TRAILER_LEN as u64)) as usize..];
+        if decode_trailer(end) == Some(at) {
+            // The file ends with a trailer pointing here: the footer's header is damaged,
+            // and the trace was closed.
+            self.closed = true;
+            let reason = "its block header is damaged".to_owned();
+            let kind = WarningKind::BadFooter { reason };
+            self.warnings.push(Warning { offset: at, kind });
+            return;
+        }
         let kind = WarningKind::TruncatedTail { bytes: len - at };
         self.warnings.push(Warning { offset: at, kind });
     }
@@ -888,9 +1040,15 @@ impl MappedTrace {
         self.indexed
     }
 
-    /// Whether the trace ends with its footer and trailer.
+    /// Whether the trace ends with an intact footer and trailer.
     pub fn clean_close(&self) -> bool {
         self.clean_close
+    }
+
+    /// Whether the recorder closed the trace (a footer block was found), even if its end
+    /// is damaged; see [`Recovery::closed`].
+    pub fn closed(&self) -> bool {
+        self.closed
     }
 
     /// Warnings from opening (footer, damage found by the scan).
@@ -917,7 +1075,7 @@ impl MappedTrace {
         let stored = &self.bytes()[start..start + info.header.stored_len as usize];
         let payload =
             decode_payload(&info.header, stored).map_err(|e| ReadError::new(info.offset, e))?;
-        let (records, warnings) = decode_records(&payload, info.header.record_count);
+        let (records, warnings) = decode_records(payload, info.header.record_count);
         let warnings = warnings
             .into_iter()
             .map(|kind| Warning {
@@ -991,6 +1149,56 @@ mod tests {
 
     fn is_prefix(prefix: &[Record], of: &[Record]) -> bool {
         prefix.len() <= of.len() && prefix == &of[..prefix.len()]
+    }
+
+    /// Damage to the end of a cleanly closed trace: every record is still read, and the
+    /// trace is reported as closed with a damaged end, not as crashed.
+    #[test]
+    fn a_damaged_end_after_a_clean_close_is_named_and_loses_nothing() {
+        let (bytes, records) = small_trace();
+        let trailer_at = bytes.len() - TRAILER_LEN;
+        let footer_at = decode_trailer(&bytes[trailer_at..]).unwrap() as usize;
+        let mut cases: Vec<(&str, Vec<u8>, &str)> = Vec::new();
+        let mut garbage = bytes.clone();
+        garbage.extend_from_slice(b"garbage appended by a careless tool");
+        cases.push(("trailing garbage", garbage, "bytes after the end"));
+        let mut trailer = bytes.clone();
+        trailer[trailer_at + 9] ^= 0xff;
+        cases.push(("damaged trailer", trailer, "the trailer is damaged"));
+        let mut payload = bytes.clone();
+        payload[footer_at + BLOCK_HEADER_LEN + 1] ^= 0xff;
+        cases.push(("damaged footer payload", payload, "footer ignored"));
+        let mut header = bytes.clone();
+        header[footer_at + 5] ^= 0xff;
+        cases.push(("damaged footer header", header, "block header is damaged"));
+        for (what, file, says) in cases {
+            let trace = Trace::from_bytes(&file).unwrap();
+            assert_eq!(trace.records, records, "{what}");
+            let r = trace.recovery;
+            assert!(r.closed && !r.clean_close, "{what}: {r:?}");
+            assert_eq!(r.end(), "closed, but its end is damaged", "{what}");
+            assert_eq!(r.skipped_blocks + r.skipped_records, 0, "{what}: {r:?}");
+            let text: Vec<_> = trace.warnings.iter().map(|w| w.to_string()).collect();
+            assert!(text.iter().any(|w| w.contains(says)), "{what}: {text:?}");
+            assert!(
+                !text.iter().any(|w| w.contains("inside a block")),
+                "{what}: {text:?}"
+            );
+
+            let mapped = MappedTrace::from_vec(file.clone()).unwrap();
+            assert!(mapped.closed() && !mapped.clean_close(), "{what}");
+            let mut read = Vec::new();
+            for i in 0..mapped.blocks().len() {
+                read.extend(mapped.read_block(i).map(|b| b.records).unwrap_or_default());
+            }
+            assert_eq!(read, records, "{what}");
+        }
+        let r = Trace::from_bytes(&bytes).unwrap().recovery;
+        assert!(r.closed && r.clean_close && r.is_complete());
+        assert_eq!(r.end(), "closed cleanly");
+        let cut = Trace::from_bytes(&bytes[..footer_at]).unwrap().recovery;
+        assert!(!cut.closed && !cut.clean_close);
+        assert_eq!(cut.end(), "not closed cleanly");
     }
 
     #[test]

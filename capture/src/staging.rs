@@ -12,6 +12,11 @@
 //! | 1 / 2     | a [`RegionTiming`] without / with device span, [`TIMING_LEN`] bytes   |
 //! |           | (without the device fields: [`TIMING_BASE_LEN`] bytes)                |
 //! | 3 / 4     | an `OpTiming`: the region timing as for 1 / 2, then the node (`u32`)  |
+//! | 5         | a deferred job: a `Box<DeferredJob>` as a little-endian `u64` address  |
+//!
+//! A deferred job is work the recording thread hands to the writer thread (hashing a
+//! buffer's contents, say) whose records must still appear at the job's place in that
+//! thread's order: transcoding stops at it so the writer can run it in place.
 
 use crate::format::{FrameEncoder, encode_untimed_frame_in, read_varint_u32};
 use crate::schema::{DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
@@ -22,6 +27,10 @@ const REGION: u8 = 1;
 const REGION_DEVICE: u8 = 2;
 const OP: u8 = 3;
 const OP_DEVICE: u8 = 4;
+const DEFERRED: u8 = 5;
+
+/// Length of a deferred-job entry: kind byte and address.
+pub(crate) const DEFERRED_ENTRY: usize = 9;
 
 /// runtime u32, submission u64, region u32, start u64, end u64.
 const TIMING_BASE_LEN: usize = 32;
@@ -111,17 +120,49 @@ fn timing_from(b: &[u8], device: bool) -> RegionTiming {
     }
 }
 
+/// The ring entry of a deferred job at `address` (a `Box<DeferredJob>` turned into a raw
+/// pointer; whoever transcodes the entry owns the box again).
+pub(crate) fn deferred_entry(address: usize) -> [u8; DEFERRED_ENTRY] {
+    let mut entry = [DEFERRED; DEFERRED_ENTRY];
+    entry[1..].copy_from_slice(&(address as u64).to_le_bytes());
+    entry
+}
+
+/// What [`transcode`] did with a run of entries.
+pub(crate) struct Transcoded {
+    /// Records appended to `out`.
+    pub records: u32,
+    /// Bytes of `entries` consumed, up to and including a deferred job's entry.
+    pub consumed: usize,
+    /// The address of the deferred job transcoding stopped after, if it did.
+    pub deferred: Option<usize>,
+}
+
 /// Transcodes ring entries (whole entries, as drained) into frames appended to `out`, with
-/// `encoder` holding the state of the block being assembled; returns the number of records.
+/// `encoder` holding the state of the block being assembled. Stops after a deferred job's
+/// entry, so the caller can run the job before the entries that follow it.
 ///
 /// # Panics
 ///
 /// On a malformed entry, which would be a bug in this crate: entries come only from
-/// [`encode_entry`].
-pub(crate) fn transcode(mut entries: &[u8], encoder: &mut FrameEncoder, out: &mut Vec<u8>) -> u32 {
+/// [`encode_entry`] and [`deferred_entry`].
+pub(crate) fn transcode(
+    entries: &[u8],
+    encoder: &mut FrameEncoder,
+    out: &mut Vec<u8>,
+) -> Transcoded {
     let mut records = 0;
-    while let Some((&kind, rest)) = entries.split_first() {
+    let mut at = 0;
+    while let Some((&kind, rest)) = entries[at..].split_first() {
         let len = match kind {
+            DEFERRED => {
+                let address = u64_at(rest, 0) as usize;
+                return Transcoded {
+                    records,
+                    consumed: at + DEFERRED_ENTRY,
+                    deferred: Some(address),
+                };
+            }
             FRAME => {
                 let (body, prefix) = read_varint_u32(rest).expect("ring frame prefix");
                 let len = prefix + body as usize;
@@ -142,9 +183,13 @@ pub(crate) fn transcode(mut entries: &[u8], encoder: &mut FrameEncoder, out: &mu
             other => unreachable!("ring entry kind {other}"),
         };
         records += 1;
-        entries = &rest[len..];
+        at += 1 + len;
     }
-    records
+    Transcoded {
+        records,
+        consumed: at,
+        deferred: None,
+    }
 }
 
 #[cfg(test)]
@@ -172,15 +217,41 @@ mod tests {
         }
         let mut frames = Vec::new();
         let mut encoder = FrameEncoder::new();
-        assert_eq!(
-            transcode(&entries, &mut encoder, &mut frames) as usize,
-            records.len()
-        );
+        let done = transcode(&entries, &mut encoder, &mut frames);
+        assert_eq!(done.records as usize, records.len());
+        assert_eq!(done.consumed, entries.len());
+        assert!(done.deferred.is_none());
         let mut decoder = FrameDecoder::new();
         let decoded: Vec<_> = Frames::new(&frames)
             .map(|f| decoder.decode(f.unwrap().1).unwrap())
             .collect();
         assert_eq!(decoded, records);
+    }
+
+    #[test]
+    fn transcoding_stops_after_a_deferred_entry() {
+        let mut rng = Rng(5);
+        let (a, b) = (rng.timing(), rng.timing());
+        let mut scratch = vec![0u8; 256];
+        let mut entries = Vec::new();
+        let range = encode_entry(&Record::RegionTiming(a), &mut scratch).unwrap();
+        entries.extend_from_slice(&scratch[range]);
+        let first = entries.len();
+        entries.extend_from_slice(&deferred_entry(0xDEAD_BEEF));
+        let range = encode_entry(&Record::RegionTiming(b), &mut scratch).unwrap();
+        entries.extend_from_slice(&scratch[range]);
+        let (mut encoder, mut frames) = (FrameEncoder::new(), Vec::new());
+        let done = transcode(&entries, &mut encoder, &mut frames);
+        assert_eq!(done.records, 1);
+        assert_eq!(done.consumed, first + DEFERRED_ENTRY);
+        assert_eq!(done.deferred, Some(0xDEAD_BEEF));
+        let rest = transcode(&entries[done.consumed..], &mut encoder, &mut frames);
+        assert_eq!((rest.records, rest.deferred), (1, None));
+        let mut decoder = FrameDecoder::new();
+        let decoded: Vec<_> = Frames::new(&frames)
+            .map(|f| decoder.decode(f.unwrap().1).unwrap())
+            .collect();
+        assert_eq!(decoded, [Record::RegionTiming(a), Record::RegionTiming(b)]);
     }
 
     #[test]

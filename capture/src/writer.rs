@@ -283,6 +283,9 @@ struct Core {
     blobs: HashSet<u64>,
     error: Option<Arc<io::Error>>,
     closed: bool,
+    /// Set once the final records are written: later blobs are dropped.
+    closed_for_blobs: bool,
+    inline_payload_bytes: usize,
     out: Vec<u8>,
 }
 
@@ -319,11 +322,69 @@ impl Core {
         }
     }
 
-    /// Moves drained ring entries into `pending` as frames.
+    /// Moves drained ring entries into `pending` as frames, running deferred jobs in place.
     fn transcode_staging(&mut self) {
-        self.pending_records +=
-            staging::transcode(&self.staging, &mut self.frames, &mut self.pending);
+        let staging = std::mem::take(&mut self.staging);
+        let mut at = 0;
+        while at < staging.len() {
+            let done = staging::transcode(&staging[at..], &mut self.frames, &mut self.pending);
+            self.pending_records += done.records;
+            at += done.consumed;
+            if let Some(address) = done.deferred {
+                // SAFETY: the address came from `Box::into_raw` in `Recorder::record_deferred`
+                // and its entry is transcoded exactly once, here.
+                let job = unsafe { take_job(address) };
+                self.run_job(job);
+            }
+        }
+        self.staging = staging;
         self.staging.clear();
+    }
+
+    /// Runs a deferred job: its blobs and records go where the job stood.
+    fn run_job(&mut self, job: DeferredJob) {
+        job(&mut Deferred { core: self });
+        if self.pending.len() >= self.block_bytes {
+            self.write_pending();
+        }
+    }
+
+    /// Stores `bytes` as a [`Blob`] unless the trace already has it (see
+    /// [`Recorder::intern_blob`]).
+    fn intern_blob(&mut self, bytes: &[u8]) -> Option<BlobHash> {
+        let hash = xxh3_64(bytes);
+        if self.blobs.contains(&hash) {
+            return Some(BlobHash(hash));
+        }
+        if self.closed_for_blobs || bytes.len() > MAX_RECORD_BYTES - 16 {
+            self.dropped += 1;
+            return None;
+        }
+        let blob = Record::Blob(Blob {
+            hash: BlobHash(hash),
+            bytes: bytes.to_vec(),
+        });
+        // Large blobs (captured buffer contents) go in a block of their own, uncompressed.
+        let bulk = bytes.len() > RAW_BLOB_BYTES;
+        if bulk {
+            self.write_pending();
+        }
+        self.append_record(&blob).expect("blob encodes");
+        self.write_pending_with(!bulk);
+        self.blobs.insert(hash);
+        Some(BlobHash(hash))
+    }
+
+    /// Captures `bytes` for a record: inline when small, else as a blob, else omitted.
+    fn payload(&mut self, bytes: &[u8]) -> Payload {
+        let len_bytes = bytes.len() as u64;
+        if bytes.len() <= self.inline_payload_bytes {
+            return Payload::Inline(bytes.to_vec());
+        }
+        match self.intern_blob(bytes) {
+            Some(hash) => Payload::Blob { hash, len_bytes },
+            None => Payload::Omitted { len_bytes },
+        }
     }
 
     /// Appends one record, writing the pending block first if the record would overflow it.
@@ -484,6 +545,7 @@ impl Shared {
             consumer.close();
         }
         core.drain_rings();
+        core.closed_for_blobs = true;
         let dropped = core.dropped_total(self);
         let end = Record::SessionEnd(SessionEnd {
             time_ns: self.now_ns(),
@@ -664,6 +726,8 @@ impl Recorder {
             blobs: HashSet::new(),
             error: None,
             closed: false,
+            closed_for_blobs: false,
+            inline_payload_bytes: options.inline_payload_bytes,
             out: Vec::new(),
         };
         core.append_record(&Record::SessionStart(start))
@@ -745,29 +809,12 @@ impl Recorder {
     /// Returns `None` (and counts a dropped record) when the blob is larger than
     /// [`MAX_RECORD_BYTES`] allows or the recorder is closed.
     pub fn intern_blob(&self, bytes: &[u8]) -> Option<BlobHash> {
-        let shared = &self.handle.shared;
-        let hash = xxh3_64(bytes);
-        let mut core = shared.core();
-        if core.blobs.contains(&hash) {
-            return Some(BlobHash(hash));
-        }
-        if core.closed || bytes.len() > MAX_RECORD_BYTES - 16 {
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
+        let mut core = self.handle.shared.core();
+        if core.closed {
+            core.dropped += 1;
             return None;
         }
-        let blob = Record::Blob(Blob {
-            hash: BlobHash(hash),
-            bytes: bytes.to_vec(),
-        });
-        // Large blobs (captured buffer contents) go in a block of their own, uncompressed.
-        let bulk = bytes.len() > RAW_BLOB_BYTES;
-        if bulk {
-            core.write_pending();
-        }
-        core.append_record(&blob).expect("blob encodes");
-        core.write_pending_with(!bulk);
-        core.blobs.insert(hash);
-        Some(BlobHash(hash))
+        core.intern_blob(bytes)
     }
 
     /// Captures `bytes` for a record: inline when small, else as a blob, else
@@ -780,6 +827,36 @@ impl Recorder {
         match self.intern_blob(bytes) {
             Some(hash) => Payload::Blob { hash, len_bytes },
             None => Payload::Omitted { len_bytes },
+        }
+    }
+
+    /// Hands `job` to the writer thread, which runs it soon (it is woken now) and writes the
+    /// blobs and records the job produces at this point of the calling thread's order, as
+    /// if they had been recorded here. For work too slow for the recording thread, such as
+    /// hashing and storing buffer contents: the caller must keep whatever the job reads
+    /// unchanged until the job has run or been dropped (drop a guard inside the job).
+    ///
+    /// When the thread's buffer is full, the job runs on the calling thread instead; after
+    /// close it is dropped without running.
+    pub fn record_deferred(&self, job: impl FnOnce(&mut Deferred<'_>) + Send + 'static) {
+        let shared = &self.handle.shared;
+        let address = Box::into_raw(Box::new(Box::new(job) as DeferredJob)) as usize;
+        let outcome = LOCAL
+            .try_with(|local| match local.try_borrow_mut() {
+                Ok(mut local) => {
+                    local.record_deferred(shared.id, &|| Some(shared.clone()), address)
+                }
+                Err(_) => Deferral::NotTaken,
+            })
+            .unwrap_or(Deferral::NotTaken);
+        if let Deferral::NotTaken = outcome {
+            // SAFETY: the job's entry was not committed to any ring: it is still ours.
+            let job = unsafe { take_job(address) };
+            let mut core = shared.core();
+            if !core.closed {
+                core.drain_rings();
+                core.run_job(job);
+            }
         }
     }
 
@@ -815,6 +892,47 @@ impl Recorder {
     pub fn close(&self) -> Result<CloseSummary, WriteError> {
         self.handle.shared.close()
     }
+}
+
+/// Work for the writer thread (see [`Recorder::record_deferred`]).
+type DeferredJob = Box<dyn FnOnce(&mut Deferred<'_>) + Send>;
+
+/// Takes back ownership of a job passed through a ring entry.
+///
+/// # Safety
+///
+/// `address` must come from `Box::into_raw` of a `Box<DeferredJob>` not taken back yet.
+unsafe fn take_job(address: usize) -> DeferredJob {
+    // SAFETY: as the caller promises.
+    *unsafe { Box::from_raw(address as *mut DeferredJob) }
+}
+
+/// What a deferred job records through: blobs and records land where the job was queued.
+pub struct Deferred<'a> {
+    core: &'a mut Core,
+}
+
+impl Deferred<'_> {
+    /// As [`Recorder::payload`]: inline when small, else a blob written now, before any
+    /// record this job appends afterwards.
+    pub fn payload(&mut self, bytes: &[u8]) -> Payload {
+        self.core.payload(bytes)
+    }
+
+    /// Appends `record`; a record that does not encode is counted as dropped.
+    pub fn record(&mut self, record: &Record) {
+        if self.core.append_record(record).is_err() {
+            self.core.dropped += 1;
+        }
+    }
+}
+
+/// What happened to a deferred job on the recording thread.
+enum Deferral {
+    /// In a ring, or already run.
+    Queued,
+    /// Neither: the caller still owns it.
+    NotTaken,
 }
 
 /// What happened to one record on the recording thread.
@@ -916,6 +1034,42 @@ impl Local {
             }
             Push::Closed => Outcome::Closed,
             Push::Full => entry.push_when_full(&self.scratch[range]),
+        }
+    }
+
+    /// Queues the deferred job at `address` in this thread's ring (see
+    /// [`Recorder::record_deferred`]).
+    fn record_deferred(
+        &mut self,
+        id: u64,
+        lookup: &dyn Fn() -> Option<Arc<Shared>>,
+        address: usize,
+    ) -> Deferral {
+        let index = match self.entries.iter().position(|e| e.recorder == id) {
+            Some(index) => index,
+            None => match self.register(id, lookup) {
+                Some(index) => index,
+                None => return Deferral::NotTaken,
+            },
+        };
+        let entry = &mut self.entries[index];
+        match entry.producer.push(&staging::deferred_entry(address)) {
+            Push::Done | Push::DoneWake => {
+                entry.shared.wake();
+                Deferral::Queued
+            }
+            Push::Closed => Deferral::NotTaken,
+            Push::Full => {
+                // Run it now, after what the ring already holds, keeping this thread's order.
+                // SAFETY: the entry was not committed: the job is still ours.
+                let job = unsafe { take_job(address) };
+                let mut core = entry.shared.core();
+                if !core.closed {
+                    core.drain_ring_of(&entry.producer);
+                    core.run_job(job);
+                }
+                Deferral::Queued
+            }
         }
     }
 
@@ -1254,6 +1408,111 @@ mod tests {
             ]
         );
         assert_eq!(trace.records[3], large);
+    }
+
+    /// A guard that counts how many deferred jobs were dropped (run or not).
+    struct Released(Arc<AtomicU32>);
+    impl Drop for Released {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The job's blob and record take the job's place in the thread's order, the writer runs
+    /// it without a flush or close, and every job is dropped exactly once: run, run on the
+    /// recording thread when the ring is full, or dropped unrun after close.
+    #[test]
+    fn deferred_jobs_record_in_place_and_release_their_guards() {
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            full_buffer_wait: Duration::from_secs(30),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let released = Arc::new(AtomicU32::new(0));
+        let contents = vec![3u8; 200_000];
+        rec.record(&timing(0, 1));
+        let guard = Released(released.clone());
+        let bytes = contents.clone();
+        rec.record_deferred(move |out| {
+            let _guard = guard;
+            let contents = out.payload(&bytes);
+            out.record(&Record::HostWrite(crate::schema::HostWrite {
+                runtime: RuntimeId(0),
+                buffer: crate::schema::BufferId(9),
+                offset: 0,
+                len_bytes: bytes.len() as u64,
+                xxh3: xxh3_64(&bytes),
+                contents,
+                time_ns: 5,
+            }));
+        });
+        rec.record(&timing(0, 2));
+        // The writer is woken at once: the job runs without a flush.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while released.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "the writer never ran the job");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Fill the ring with timings, then queue more jobs: some run on this thread.
+        for i in 0..2_000 {
+            rec.record(&timing(0, 10 + i));
+            let guard = Released(released.clone());
+            rec.record_deferred(move |out| {
+                let _guard = guard;
+                out.record(&timing(1, i));
+            });
+        }
+        rec.close().unwrap();
+        assert_eq!(released.load(Ordering::SeqCst), 2_001);
+        let guard = Released(released.clone());
+        rec.record_deferred(move |_| drop(guard));
+        assert_eq!(
+            released.load(Ordering::SeqCst),
+            2_002,
+            "dropped after close"
+        );
+
+        let trace = read(&sink);
+        let kinds: Vec<_> = trace
+            .records
+            .iter()
+            .take(5)
+            .map(Record::kind_name)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "SessionStart",
+                "RegionTiming",
+                "Blob",
+                "HostWrite",
+                "RegionTiming"
+            ]
+        );
+        let Record::Blob(blob) = &trace.records[2] else {
+            unreachable!()
+        };
+        assert_eq!(blob.bytes, contents);
+        // Every deferred timing follows the thread timing recorded just before it.
+        let Some(Record::SessionEnd(end)) = trace.records.last() else {
+            unreachable!("closed cleanly")
+        };
+        assert_eq!(end.dropped_records, 0);
+        let mut last_thread = None;
+        let mut deferred = 0;
+        for record in &trace.records {
+            if let Record::RegionTiming(t) = record {
+                match t.runtime.0 {
+                    0 => last_thread = Some(t.submission.0),
+                    _ => {
+                        deferred += 1;
+                        assert_eq!(last_thread, Some(10 + t.submission.0), "out of order");
+                    }
+                }
+            }
+        }
+        assert_eq!(deferred, 2_000);
     }
 
     #[test]

@@ -4,12 +4,27 @@
 //! submissions of that slot. A slot is reused only when its submission retired *and* every
 //! [`Completion`] of it was dropped (the signal's `Arc` is then unique), so a completion
 //! always observes exactly its own submission.
+//!
+//! The slot protocol, in the order the runtime runs it:
+//!
+//! 1. `submit`, under the scheduler lock: [`claim_slot`] picks a slot that is not occupied
+//!    and whose signal is [`Signal::reusable`] (retired, its `Arc` unique), then
+//!    [`Signal::reset`] arms it for the new submission.
+//! 2. The scheduler, under its lock, retires the submission: [`retire_slot`] records the
+//!    outcome ([`Signal::complete`]) and frees the slot, keeping a clone of the signal.
+//! 3. With no lock held, the scheduler drops what the submission held, then [`publish_all`]
+//!    announces the outcomes ([`Signal::publish`]) and drops its clones.
+//! 4. [`Completion::wait`] spins on the `done` flag, then parks on the condition variable
+//!    counted in `waiters`; `publish` skips the notify when nobody is counted.
+//!
+//! Its synchronization comes from [`super::sync`]: `std`'s types, or loom's under the
+//! `model-check` feature, with which `execution::model_check` explores every schedule of
+//! this code.
 
-use crate::buffer::lock;
+use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock};
 use crate::runtime::Core;
 use crate::{Error, Result};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// How a submission ended.
@@ -56,19 +71,21 @@ pub(crate) struct SignalState {
 #[derive(Debug)]
 pub(crate) struct Signal {
     pub state: Mutex<SignalState>,
-    changed: Condvar,
+    pub(super) changed: Condvar,
     /// Mirrors `state.published` for lock-free spinning in `wait`.
-    done: AtomicBool,
+    pub(super) done: AtomicBool,
     /// Threads parked on `changed`; `notify` skips the syscall when there are none.
-    waiters: AtomicUsize,
+    pub(super) waiters: AtomicUsize,
 }
 
 /// How long `wait` spins on the done flag before parking (cf. CUDA's
 /// `cudaDeviceScheduleAuto`, which spins while cores are free): a short region completes
 /// without two context switches.
+#[cfg_attr(feature = "model-check", allow(dead_code))] // `MODEL_SPINS` polls instead
 pub(crate) const SPIN: Duration = Duration::from_micros(50);
 
 /// Polls `done` for up to [`SPIN`]; whether it became true.
+#[cfg(not(feature = "model-check"))]
 pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
     let start = Instant::now();
     loop {
@@ -81,6 +98,48 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
         if start.elapsed() >= SPIN {
             return false;
         }
+    }
+}
+
+/// Under loom (no wall clock): polls `done` a fixed [`MODEL_SPINS`] times, so a model
+/// explores both a spin that sees the flag and one that gives up and parks.
+#[cfg(feature = "model-check")]
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    (0..MODEL_SPINS).any(|_| done())
+}
+
+/// Polls of `done` in [`spin_until`] under the `model-check` feature.
+#[cfg(feature = "model-check")]
+pub(crate) const MODEL_SPINS: usize = 2;
+
+/// Picks and marks a free slot (called under the scheduler lock, with the graph's
+/// `occupied` flags): one not occupied whose signal is [`Signal::reusable`].
+pub(crate) fn claim_slot(occupied: &mut [bool], signals: &[Arc<Signal>]) -> Option<usize> {
+    let slot = (0..occupied.len()).find(|&i| !occupied[i] && Signal::reusable(&signals[i]))?;
+    occupied[slot] = true;
+    Some(slot)
+}
+
+/// Retires a slot's submission (called under the scheduler lock): records `status` and
+/// frees the slot; the returned clone of the signal is published by [`publish_all`] once the
+/// lock is dropped, and keeps the slot from being reused until then.
+pub(crate) fn retire_slot(
+    occupied: &mut [bool],
+    slot: usize,
+    signals: &[Arc<Signal>],
+    status: Status,
+) -> Arc<Signal> {
+    let signal = signals[slot].clone();
+    signal.complete(status);
+    occupied[slot] = false;
+    signal
+}
+
+/// Publishes retired signals (with no lock held, after what their submissions held was
+/// dropped) and drops the scheduler's clones of them.
+pub(crate) fn publish_all(signals: &mut Vec<Arc<Signal>>) {
+    for signal in signals.drain(..) {
+        signal.publish();
     }
 }
 
@@ -113,8 +172,20 @@ impl Signal {
         state.done = true;
         state.status = Some(status);
     }
+    /// Whether a slot holding this signal may be re-armed: its submission retired and nothing
+    /// else holds the signal (no [`Completion`], no scheduler clone awaiting publication).
+    pub fn reusable(this: &Arc<Self>) -> bool {
+        let unique = Arc::strong_count(this) == 1;
+        #[cfg(all(test, feature = "model-check"))]
+        let unique = unique || super::model_check::seeded(super::model_check::Bug::ReuseWhileHeld);
+        unique && this.is_done()
+    }
     /// Announces the outcome to completions and wakes waiters; call with no lock held.
     pub fn publish(&self) {
+        #[cfg(all(test, feature = "model-check"))]
+        if super::model_check::publish_seeded(self) {
+            return;
+        }
         lock(&self.state).published = true;
         self.done.store(true, Ordering::Release);
         if self.waiters.load(Ordering::SeqCst) != 0 {

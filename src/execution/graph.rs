@@ -681,6 +681,7 @@ impl Graph {
                 continue;
             }
             let mut stream = owner.device.stream()?;
+            stream.set_timed(owner.core.recorder.is_some());
             let mut graph = stream.graph()?;
             let mut nodes = Vec::with_capacity(run.len());
             let mut internal = Vec::new();
@@ -844,6 +845,10 @@ impl Region {
     pub fn run(&self, core: &Core) -> Result<Option<crate::gpu::DeviceSpan>> {
         let engine = self.engine();
         let mut span = None;
+        for use_ in self.uses.iter().filter(|u| u.access.writes()) {
+            // A deferred trace capture may still be hashing what an earlier writer left.
+            use_.view.buffer().storage.captures.wait();
+        }
         for use_ in self.uses.iter().filter(|u| u.access.reads()) {
             use_.view.buffer().storage.make_visible(engine)?;
         }
@@ -862,7 +867,11 @@ impl Region {
                     }
                     stream.stream.synchronize()
                 })();
-                if let Err(error) = &result {
+                // Only a failure of uncertain extent leaves the stream in an unknown state; a
+                // kernel error (known extent) fails its submission and nothing else.
+                if let Err(error) = &result
+                    && error.is_device_loss()
+                {
                     stream.healthy = false;
                     crate::trace::copy_stream_unhealthy(core, self.lane, error);
                 }
@@ -1008,8 +1017,7 @@ impl ExecutableGraph {
                 .host_conflict(&use_.view.range(), use_.access)?;
         }
         let mut occupied = lock(&self.inner.occupied);
-        let slot = (0..occupied.len())
-            .find(|&i| !occupied[i] && Arc::strong_count(&self.inner.signals[i]) == 1 && self.inner.signals[i].is_done())
+        let slot = super::completion::claim_slot(&mut occupied, &self.inner.signals)
             .ok_or_else(|| {
                 Error::Busy(format!(
                     "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
@@ -1017,7 +1025,6 @@ impl ExecutableGraph {
                     self.inner.id
                 ))
             })?;
-        occupied[slot] = true;
         drop(occupied);
         let submission = scheduler.next_submission();
         self.inner.signals[slot].reset(submission);

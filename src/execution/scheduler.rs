@@ -24,9 +24,9 @@
 //! One worker thread per queue runs ready regions; nothing runs native work in `wait`.
 //! Signals and condition variables are notified after the scheduler lock is dropped.
 
-use super::completion::{Signal, Status};
+use super::completion::{Signal, Status, publish_all, retire_slot};
 use super::dependencies::hazards_between;
-use super::graph::{Prepared, Queue};
+use super::graph::{Prepared, Queue, Region, RegionKind};
 use crate::buffer::lock;
 use crate::runtime::Core;
 use crate::{Completion, Error};
@@ -57,6 +57,8 @@ struct InFlight {
     states: Vec<State>,
     /// Per region: (earlier submission, its region) that must finish first.
     waits: Vec<Vec<(u64, usize)>>,
+    /// Submission-order number of its first device operation (see [`crate::fault`]).
+    first_operation: u64,
     unfinished: usize,
     status: Option<Status>,
 }
@@ -66,6 +68,18 @@ pub(crate) struct Task {
     pub prepared: Arc<Prepared>,
     pub submission: u64,
     pub region: usize,
+    /// Submission-order number of the region's first device operation.
+    pub first_operation: u64,
+}
+
+/// Device operations a region executes: one per copy, fill, dispatch or NPU run.
+fn device_operations(region: &Region) -> u64 {
+    match region.kind {
+        RegionKind::Scoped | RegionKind::HostCallback => 0,
+        RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun => {
+            region.nodes.len() as u64
+        }
+    }
 }
 
 /// What to notify once the scheduler lock is dropped.
@@ -82,15 +96,15 @@ impl Wake {
     /// Drops what retired submissions held, then publishes their outcomes.
     pub fn release(&mut self) {
         self.retired.clear();
-        for signal in self.signals.drain(..) {
-            signal.publish();
-        }
+        publish_all(&mut self.signals);
     }
 }
 
 pub(crate) struct Scheduler {
     pub capacity: usize,
     next: u64,
+    /// Device operations numbered so far, in submission order.
+    operations: u64,
     in_flight: VecDeque<InFlight>,
 }
 
@@ -99,6 +113,7 @@ impl Scheduler {
         Self {
             capacity,
             next: 0,
+            operations: 0,
             in_flight: VecDeque::new(),
         }
     }
@@ -157,6 +172,8 @@ impl Scheduler {
             }
         }
         let regions = prepared.regions.len();
+        let first_operation = self.operations + 1;
+        self.operations += prepared.regions.iter().map(device_operations).sum::<u64>();
         self.in_flight.push_back(InFlight {
             submission,
             prepared,
@@ -164,6 +181,7 @@ impl Scheduler {
             producers,
             states: vec![State::Pending; regions],
             waits,
+            first_operation,
             unfinished: regions,
             status: None,
         });
@@ -190,10 +208,15 @@ impl Scheduler {
         let (position, region) = self.next_ready(queue)?;
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
+        let earlier: u64 = flight.prepared.regions[..region]
+            .iter()
+            .map(device_operations)
+            .sum();
         Some(Task {
             prepared: flight.prepared.clone(),
             submission: flight.submission,
             region,
+            first_operation: flight.first_operation + earlier,
         })
     }
 
@@ -338,10 +361,12 @@ impl Scheduler {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
         crate::trace::submission_done(&flight.prepared, flight.submission, &status);
-        let signal = flight.prepared.signals[flight.slot].clone();
-        signal.complete(status);
-        lock(&flight.prepared.occupied)[flight.slot] = false;
-        wake.signals.push(signal);
+        wake.signals.push(retire_slot(
+            &mut lock(&flight.prepared.occupied),
+            flight.slot,
+            &flight.prepared.signals,
+            status,
+        ));
         // Dropped after the lock: it may hold the last reference to the runtime.
         wake.retired.push(flight);
     }
@@ -408,7 +433,9 @@ fn run(core: &Core, task: Task) {
     let (result, native) = match region.check_inputs() {
         Err(error) => (Err(error), false),
         Ok(()) => {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| region.run(core)));
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::fault::numbered(task.first_operation, || region.run(core))
+            }));
             let result = run.unwrap_or_else(|_| {
                 Err(Error::DeviceLost(
                     "a native callback panicked; its effects are unknown".into(),
@@ -438,6 +465,7 @@ fn run(core: &Core, task: Task) {
         prepared,
         submission,
         region,
+        ..
     } = task;
     // Let go of the prepared graph before the outcome is published (see `Wake::release`).
     drop(prepared);

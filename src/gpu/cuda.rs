@@ -650,6 +650,9 @@ struct CudaStream {
     /// The timed batch enqueued since the last synchronize.
     batch: Option<Batch>,
     last: Option<DeviceSpan>,
+    /// Whether copies and new graphs are timed (only when the runtime is traced: events
+    /// cost 3-4 µs per one-kernel launch-to-synchronize, BENCHMARKS.md).
+    timed: bool,
 }
 
 /// The events that bracket a batch of enqueued work.
@@ -677,6 +680,7 @@ impl CudaStream {
             end: std::ptr::null_mut(),
             batch: None,
             last: None,
+            timed: true,
         };
         stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
         stream.end = api::event_create().map_err(|e| stream.context.error(e))?;
@@ -687,6 +691,9 @@ impl CudaStream {
     /// with the stream's start event or extends the open one.
     fn begin(&mut self) -> Result<()> {
         self.context.enter()?;
+        if !self.timed {
+            return Ok(());
+        }
         match &mut self.batch {
             Some(batch) => batch.end = None,
             None => {
@@ -767,11 +774,14 @@ impl NativeStream for CudaStream {
             raw,
             nodes: Vec::new(),
             has_dependents: Vec::new(),
-            events: GraphEvents::new(self.context.clone())?,
+            events: GraphEvents::none(self.context.clone()),
             start_node: std::ptr::null_mut(),
         };
-        builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
-            .map_err(|e| self.context.error(e))?;
+        if self.timed {
+            builder.events = GraphEvents::new(self.context.clone())?;
+            builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
+                .map_err(|e| self.context.error(e))?;
+        }
         Ok(Box::new(builder))
     }
 
@@ -783,8 +793,12 @@ impl NativeStream for CudaStream {
             .ok_or_else(|| foreign_object("graph"))?;
         self.context.enter()?;
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
-        // The graph's own event-record nodes bracket its execution.
+        // The graph's own event-record nodes bracket its execution (an untimed graph has none).
         let (start, end) = (graph.events.start, graph.events.end);
+        if start.is_null() {
+            self.batch = None;
+            return Ok(());
+        }
         match &mut self.batch {
             Some(batch) => batch.end = Some(end),
             None => {
@@ -800,6 +814,10 @@ impl NativeStream for CudaStream {
     fn last_span(&mut self) -> Option<DeviceSpan> {
         self.last
     }
+
+    fn set_timed(&mut self, timed: bool) {
+        self.timed = timed;
+    }
 }
 
 /// The event pair that a native graph's event-record nodes record: created with the
@@ -814,6 +832,15 @@ struct GraphEvents {
 unsafe impl Send for GraphEvents {}
 
 impl GraphEvents {
+    /// No events: an untimed graph.
+    fn none(context: Arc<Context>) -> Self {
+        Self {
+            context,
+            start: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
+        }
+    }
+
     /// Two timing events. The context is current.
     fn new(context: Arc<Context>) -> Result<Self> {
         let mut events = Self {
@@ -895,7 +922,7 @@ impl CudaGraphBuilder {
         add: impl FnOnce(sys::CUgraph, &[sys::CUgraphNode]) -> CuResult<sys::CUgraphNode>,
     ) -> Result<GraphNode> {
         let mut deps = self.dependencies(dependencies)?;
-        if deps.is_empty() {
+        if deps.is_empty() && !self.start_node.is_null() {
             deps.push(self.start_node);
         }
         self.context.enter()?;
@@ -1076,8 +1103,10 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         if leaves.is_empty() {
             leaves.push(self.start_node);
         }
-        api::graph_add_event_record(self.raw, &leaves, self.events.end)
-            .map_err(|e| self.context.error(e))?;
+        if !self.events.end.is_null() {
+            api::graph_add_event_record(self.raw, &leaves, self.events.end)
+                .map_err(|e| self.context.error(e))?;
+        }
         let instantiated = api::graph_instantiate(self.raw);
         let graph = std::mem::replace(&mut self.raw, std::ptr::null_mut());
         // The executable graph does not need its template any more.
@@ -1086,14 +1115,7 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         }
         let raw = instantiated.map_err(|e| self.context.error(e))?;
         // The executable graph owns the events from here (the builder keeps null handles).
-        let events = std::mem::replace(
-            &mut self.events,
-            GraphEvents {
-                context: self.context.clone(),
-                start: std::ptr::null_mut(),
-                end: std::ptr::null_mut(),
-            },
-        );
+        let events = std::mem::replace(&mut self.events, GraphEvents::none(self.context.clone()));
         Ok(Box::new(CudaGraphExec {
             context: self.context.clone(),
             raw,

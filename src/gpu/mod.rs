@@ -12,6 +12,8 @@
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+#[cfg(feature = "hip")]
+pub(crate) mod hip;
 pub(crate) mod sim;
 
 use crate::kernels::KernelSpec;
@@ -203,6 +205,10 @@ pub trait NativeStream: Send {
     fn last_span(&mut self) -> Option<DeviceSpan> {
         None
     }
+    /// Whether later copies and graphs are timed for [`NativeStream::last_span`]. The
+    /// runtime turns timing off when nothing is traced: device timing has a cost per launch
+    /// (event records) that an untraced run should not pay. On by default.
+    fn set_timed(&mut self, _timed: bool) {}
 }
 
 /// A stream owned by the runtime.

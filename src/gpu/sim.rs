@@ -1,6 +1,7 @@
 //! The software device: always compiled, the default when no GPU is found.
 //!
-//! Memory is 256-byte-aligned host memory with stable fake device addresses (a separate
+//! Memory is 256-byte-aligned host memory (host-visible memory page-aligned) with stable
+//! fake device addresses (a separate
 //! address space starting at `0x7f00_0000_0000`, so code that confuses host and device
 //! addresses fails). A stream executes its work on the thread that enqueues it — the
 //! runtime's queue worker *is* the stream — so `synchronize` only reports. Native graphs run
@@ -21,6 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const ALIGNMENT: usize = 256;
+/// Alignment of host-visible allocations (a page).
+const HOST_ALIGNMENT: usize = 4096;
 const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
 
 /// The software device.
@@ -117,8 +120,15 @@ impl NativeDevice for SimDevice {
     }
 
     fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation> {
-        let rounded = len.max(1).div_ceil(ALIGNMENT) * ALIGNMENT;
-        let layout = Layout::from_size_align(rounded, ALIGNMENT)
+        // Host-visible memory is page-aligned, as pinned memory from `cuMemHostAlloc` is and
+        // as XRT's import of host memory into a BO requires.
+        let alignment = if host_visible {
+            HOST_ALIGNMENT
+        } else {
+            ALIGNMENT
+        };
+        let rounded = len.max(1).div_ceil(alignment) * alignment;
+        let layout = Layout::from_size_align(rounded, alignment)
             .map_err(|_| Error::Message(format!("cannot allocate {len} bytes")))?;
         // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
         // guaranteed to be but deterministic contents make runs comparable.

@@ -64,6 +64,12 @@ pub struct PipelineOptions {
     /// Edge level: a Sobel magnitude `>= threshold` is an edge (255), anything else 0.
     /// Default 64.
     pub threshold: u8,
+    /// The frame (index in a run, from 0) whose Compute graph also dispatches `hrx_fail`
+    /// ([`kernels::fail_kernel`]) over the Sobel output, right after the Sobel kernel: a
+    /// real failing kernel for backends without fault injection. On CUDA it writes to an
+    /// unmapped address (`CUDA_ERROR_ILLEGAL_ADDRESS`, a device loss: quarantine and
+    /// poison); the software device reports a kernel error. Default `None`.
+    pub faulting_frame: Option<usize>,
 }
 
 impl Default for PipelineOptions {
@@ -71,6 +77,7 @@ impl Default for PipelineOptions {
         Self {
             frames_in_flight: 3,
             threshold: 64,
+            faulting_frame: None,
         }
     }
 }
@@ -125,6 +132,8 @@ struct Kernels {
     sobel: crate::GpuKernel,
     histogram: crate::GpuKernel,
     threshold: NpuKernel,
+    /// `hrx_fail`, loaded only for a [`PipelineOptions::faulting_frame`].
+    fail: Option<crate::GpuKernel>,
 }
 
 /// One ring slot: the host-side buffers, the prepared graph and the frame in flight.
@@ -133,6 +142,9 @@ struct Context {
     edges: Buffer,
     hist_host: Buffer,
     graph: ExecutableGraph,
+    /// The same graph with `hrx_fail` after the Sobel kernel (see
+    /// [`PipelineOptions::faulting_frame`]).
+    faulting: Option<ExecutableGraph>,
     /// The frame index and completion of the submission not yet collected.
     pending: Option<(usize, Completion)>,
 }
@@ -160,27 +172,40 @@ impl Context {
         let hist = runtime.buffer(HISTOGRAM_BYTES, Placement::GpuLocal)?;
         let hist_host = runtime.buffer(HISTOGRAM_BYTES, Placement::HostVisible)?;
 
-        let mut graph = runtime.graph();
-        // Upload lane: host-visible -> GPU-local.
-        graph.copy(rgb.whole(), rgb_host.whole())?;
-        // Compute lane: one native graph.
-        graph.gpu(&kernels.gray, &[rgb.whole(), gray.whole()])?;
-        graph.gpu(&kernels.blur_h, &[gray.whole(), blur_tmp.whole()])?;
-        graph.gpu(&kernels.blur_v, &[blur_tmp.whole(), blurred.whole()])?;
-        graph.gpu(&kernels.sobel, &[blurred.whole(), sobel.whole()])?;
-        graph.fill(hist.whole(), 0)?;
-        graph.gpu(&kernels.histogram, &[sobel.whole(), hist.whole()])?;
-        // Download lane: GPU-local -> host-mapped (the NPU-shared buffer has a host pointer).
-        graph.copy(sobel_npu.whole(), sobel.whole())?;
-        graph.copy(hist_host.whole(), hist.whole())?;
-        // NPU queue.
-        graph.npu(&kernels.threshold, &[sobel_npu.whole(), edges.whole()])?;
-        let graph = graph.prepare()?;
+        let build = |fail: Option<&crate::GpuKernel>| -> Result<ExecutableGraph> {
+            let mut graph = runtime.graph();
+            // Upload lane: host-visible -> GPU-local.
+            graph.copy(rgb.whole(), rgb_host.whole())?;
+            // Compute lane: one native graph.
+            graph.gpu(&kernels.gray, &[rgb.whole(), gray.whole()])?;
+            graph.gpu(&kernels.blur_h, &[gray.whole(), blur_tmp.whole()])?;
+            graph.gpu(&kernels.blur_v, &[blur_tmp.whole(), blurred.whole()])?;
+            graph.gpu(&kernels.sobel, &[blurred.whole(), sobel.whole()])?;
+            if let Some(fail) = fail {
+                graph.gpu(fail, &[sobel.whole()])?;
+            }
+            graph.fill(hist.whole(), 0)?;
+            graph.gpu(&kernels.histogram, &[sobel.whole(), hist.whole()])?;
+            // Download lane: GPU-local -> host-mapped (the NPU-shared buffer has a host
+            // pointer).
+            graph.copy(sobel_npu.whole(), sobel.whole())?;
+            graph.copy(hist_host.whole(), hist.whole())?;
+            // NPU queue.
+            graph.npu(&kernels.threshold, &[sobel_npu.whole(), edges.whole()])?;
+            graph.prepare()
+        };
+        let graph = build(None)?;
+        let faulting = kernels
+            .fail
+            .as_ref()
+            .map(|fail| build(Some(fail)))
+            .transpose()?;
         Ok(Self {
             rgb_host,
             edges,
             hist_host,
             graph,
+            faulting,
             pending: None,
         })
     }
@@ -259,6 +284,10 @@ impl Pipeline {
             sobel: runtime.kernel(&kernels::sobel(width, height))?,
             histogram: runtime.kernel(&kernels::histogram256(pixels))?,
             threshold: runtime.npu_kernel(&kernels::npu_threshold(pixels, options.threshold))?,
+            fail: match options.faulting_frame {
+                Some(_) => Some(runtime.kernel(&kernels::fail_kernel(pixels))?),
+                None => None,
+            },
         };
         let contexts = (0..options.frames_in_flight)
             .map(|_| Context::new(runtime, &kernels, pixels))
@@ -346,7 +375,11 @@ impl Pipeline {
             let context = &mut self.contexts[slot];
             context.rgb_host.write(0, &frame.rgb)?;
             drop(frame);
-            let completion = context.graph.submit()?;
+            let graph = match &context.faulting {
+                Some(faulting) if self.options.faulting_frame == Some(index) => faulting,
+                _ => &context.graph,
+            };
+            let completion = graph.submit()?;
             context.pending = Some((index, completion));
             stats.frames += 1;
             stats.max_in_flight = stats.max_in_flight.max(self.runtime.in_flight());
@@ -523,6 +556,7 @@ mod tests {
                 let options = PipelineOptions {
                     frames_in_flight,
                     threshold: 40,
+                    ..PipelineOptions::default()
                 };
                 let mut pipeline =
                     Pipeline::new(&runtime, width, height, options).expect("pipeline");
@@ -623,6 +657,7 @@ mod tests {
         let options = PipelineOptions {
             frames_in_flight: 3,
             threshold: 64,
+            faulting_frame: None,
         };
         let mut pipeline = Pipeline::new(&runtime, width, height, options).expect("pipeline");
 
@@ -675,6 +710,34 @@ mod tests {
             assert_eq!(*output, reference(frame, 64), "frame {index}");
         }
         assert!(outputs.iter().map(|(i, _)| *i).eq(0..6));
+    }
+
+    /// The faulting frame's graph runs `hrx_fail` after the Sobel kernel: the frames
+    /// before it are delivered, and the run stops with that kernel's failure (a kernel
+    /// error on the software device).
+    #[test]
+    fn the_faulting_frame_fails_with_hrx_fail_after_the_earlier_frames() {
+        let runtime = runtime();
+        let (width, height) = (32, 16);
+        let options = PipelineOptions {
+            frames_in_flight: 1,
+            faulting_frame: Some(1),
+            ..PipelineOptions::default()
+        };
+        let mut pipeline = Pipeline::new(&runtime, width, height, options).expect("pipeline");
+        let frames: Vec<_> = (0..4).map(|seed| synthetic(width, height, seed)).collect();
+        let mut delivered = Vec::new();
+        let error = pipeline
+            .run(frames.clone(), |index, _| delivered.push(index))
+            .expect_err("frame 1 fails");
+        assert_eq!(delivered, [0]);
+        assert!(matches!(error, Error::Kernel(_)), "{error:?}");
+        assert!(error.to_string().contains("hrx_fail"), "{error}");
+        // Without the option the same frames all pass.
+        let mut clean =
+            Pipeline::new(&runtime, width, height, PipelineOptions::default()).expect("pipeline");
+        let stats = clean.run(frames, |_, _| {}).expect("clean run");
+        assert_eq!(stats.frames, 4);
     }
 
     #[test]

@@ -1,13 +1,19 @@
 //! Shared test helpers.
 
-use hrx::{BackendChoice, Runtime, RuntimeOptions};
+use hrx::{BackendChoice, NpuBackendChoice, Runtime, RuntimeOptions};
 
-/// The backends the conformance suite runs on: `sim`, plus `HRX_TEST_BACKENDS`.
+/// The backends the conformance suite runs on: `sim`, plus `HRX_TEST_BACKENDS` (GPU backends
+/// `cuda`, `hip`; `xrt` is the software GPU with the XRT NPU).
 pub fn backends() -> Vec<RuntimeOptions> {
-    let mut choices = vec![BackendChoice::Sim];
+    let mut choices = vec![(BackendChoice::Sim, NpuBackendChoice::Sim)];
     if let Ok(list) = std::env::var("HRX_TEST_BACKENDS") {
         for name in list.split(',').filter(|n| !n.is_empty()) {
-            let choice: BackendChoice = name.parse().expect("HRX_TEST_BACKENDS names a backend");
+            let choice = if name.eq_ignore_ascii_case("xrt") {
+                (BackendChoice::Sim, NpuBackendChoice::Xrt)
+            } else {
+                let gpu: BackendChoice = name.parse().expect("HRX_TEST_BACKENDS names a backend");
+                (gpu, NpuBackendChoice::Sim)
+            };
             if !choices.contains(&choice) {
                 choices.push(choice);
             }
@@ -15,7 +21,7 @@ pub fn backends() -> Vec<RuntimeOptions> {
     }
     choices
         .into_iter()
-        .map(|b| RuntimeOptions::default().backend(b))
+        .map(|(gpu, npu)| RuntimeOptions::default().backend(gpu).npu_backend(npu))
         .collect()
 }
 
@@ -34,7 +40,7 @@ macro_rules! conformance {
         #[test]
         fn $name() {
             for $rt in crate::common::runtimes(|o| o) {
-                eprintln!("backend: {}", $rt.device_info().backend);
+                eprintln!("backend: {} (NPU {})", $rt.device_info().backend, $rt.npu_info().backend);
                 $body
             }
         }

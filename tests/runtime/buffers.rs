@@ -28,6 +28,22 @@ conformance! {
     }
 }
 
+conformance! {
+    /// Host-visible and NPU-shared memory is page-aligned (pinned memory is; XRT imports host
+    /// memory into BOs only at 4 KiB-aligned addresses).
+    fn host_mapped_memory_is_page_aligned(rt) {
+        for placement in [Placement::HostVisible, Placement::NpuShared { group: 0 }] {
+            for len in [1, 100, 4097] {
+                let buffers: Vec<_> = (0..3).map(|_| rt.buffer(len, placement).unwrap()).collect();
+                for buffer in &buffers {
+                    let address = buffer.map_read(0..len).unwrap().as_ptr() as usize;
+                    assert_eq!(address % 4096, 0, "{placement:?} {len} bytes at {address:#x}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn views_out_of_bounds_are_rejected() {
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();

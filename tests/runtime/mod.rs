@@ -1,8 +1,10 @@
 //! The hrx runtime, through its public API.
 
+mod backends;
 mod buffers;
 mod failure;
 mod graphs;
 mod properties;
+mod stress;
 mod submission;
 mod tracing;

@@ -289,3 +289,93 @@ fn by_default_only_host_observable_outputs_are_digested() {
         "the GPU-local intermediate is not digested"
     );
 }
+
+/// Contents are hashed and stored on the trace writer's thread, after the call that wrote
+/// them returned; the capture fence makes the next writer of the same bytes wait. Back-to-back
+/// host writes and regions that overwrite one host-visible buffer must each leave their own
+/// bytes in the trace, never a later writer's.
+#[test]
+fn deferred_captures_keep_each_writers_bytes() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(
+        RuntimeOptions::sim()
+            .recorder(recorder.clone())
+            .trace_contents(true),
+    )
+    .unwrap();
+    const LEN: usize = 200_000; // a blob of its own, not inline
+    let host = rt.buffer(LEN, Placement::HostVisible).unwrap();
+    let fills: Vec<_> = (0..8u8)
+        .map(|value| {
+            let mut graph = rt.graph();
+            graph.fill(host.whole(), 100 + value).unwrap();
+            graph.prepare().unwrap()
+        })
+        .collect();
+    let pattern = |round: u8| -> Vec<u8> {
+        (0..LEN)
+            .map(|i| (i as u8).wrapping_mul(round | 1).wrapping_add(round))
+            .collect()
+    };
+    for round in 0..8u8 {
+        host.write(0, &pattern(round)).unwrap();
+        host.write(0, &pattern(round + 50)).unwrap();
+        fills[round as usize].submit().unwrap().wait().unwrap();
+    }
+    drop((fills, host, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let blob = |payload: &s::Payload| -> Vec<u8> {
+        match payload {
+            s::Payload::Inline(bytes) => bytes.clone(),
+            s::Payload::Blob { hash, .. } => trace
+                .records
+                .iter()
+                .find_map(|r| match r {
+                    Record::Blob(b) if b.hash == *hash => Some(b.bytes.clone()),
+                    _ => None,
+                })
+                .expect("the blob precedes its record"),
+            s::Payload::Omitted { .. } => panic!("contents were asked for"),
+        }
+    };
+    let writes: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::HostWrite(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes.len(), 16);
+    for (i, write) in writes.iter().enumerate() {
+        let round = (i / 2) as u8 + if i % 2 == 1 { 50 } else { 0 };
+        let bytes = blob(&write.contents);
+        assert!(
+            bytes == pattern(round),
+            "host write {i} holds another writer's bytes"
+        );
+        assert_eq!(write.xxh3, xxhash_rust::xxh3::xxh3_64(&bytes));
+    }
+    let digests: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::OutputDigest(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(digests.len(), 8);
+    for (round, digest) in digests.iter().enumerate() {
+        let expected = vec![100 + round as u8; LEN];
+        assert_eq!(
+            digest.xxh3,
+            xxhash_rust::xxh3::xxh3_64(&expected),
+            "fill {round}"
+        );
+        assert!(blob(&digest.contents) == expected, "fill {round}");
+    }
+}

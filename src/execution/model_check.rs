@@ -1,0 +1,322 @@
+//! Loom models of the slot, signal and completion protocol ([`super::completion`]).
+//!
+//! Every model runs the runtime's own code: [`Signal`], [`Completion`], [`claim_slot`],
+//! [`retire_slot`] and [`publish_all`], whose mutexes, condition variable and atomics are
+//! loom's under the `model-check` feature (see [`super::sync`]). Loom runs each model once
+//! per schedule, exhaustively, and fails on a panic in any schedule or on a deadlock (every
+//! thread blocked: a lost wake-up). The `seeded_*` tests switch on a deliberate bug in that
+//! code and expect loom to find it, proving the models can fail.
+//!
+//! Run: `cargo test -p hrx --lib --features model-check model_check -- --nocapture` (each
+//! model prints the schedules it explored).
+//!
+//! Loom's `Condvar::wait_timeout` never times out (it is `wait`): the timed wait is modelled
+//! as an untimed one, so the models prove that a timed waiter is woken by `publish` but never
+//! explore a timeout racing `publish`; that path returns `Error::Timeout` without touching
+//! shared state other than `waiters` (decremented under the lock, as after a wake-up).
+
+use super::completion::{Completion, Signal, Status, claim_slot, publish_all, retire_slot};
+use super::sync::{self, Mutex, lock};
+use crate::Error;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// A bug seeded into the protocol's code for one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bug {
+    /// `publish` reads `waiters` before setting `published`: a waiter that parks in between
+    /// is never notified (a lost wake-up).
+    LostWakeup,
+    /// `publish` stores the `done` flag before setting `published`: `is_complete()` is true
+    /// while `status()` is still `None`.
+    DoneBeforePublished,
+    /// A slot is reused while a `Completion` (or the scheduler's clone) still holds it.
+    ReuseWhileHeld,
+}
+
+thread_local! {
+    /// The bug seeded on this OS thread: loom runs a model's threads on the calling thread,
+    /// so a test seeds only its own models.
+    static SEEDED: Cell<Option<Bug>> = const { Cell::new(None) };
+}
+
+/// Whether `bug` is seeded.
+pub(crate) fn seeded(bug: Bug) -> bool {
+    SEEDED.with(|seeded| seeded.get() == Some(bug))
+}
+
+/// `Signal::publish` with a seeded bug; false when none is seeded (the real code runs).
+pub(crate) fn publish_seeded(signal: &Signal) -> bool {
+    if seeded(Bug::LostWakeup) {
+        let waiters = signal.waiters.load(Ordering::SeqCst);
+        lock(&signal.state).published = true;
+        signal.done.store(true, Ordering::Release);
+        if waiters != 0 {
+            signal.changed.notify_all();
+        }
+        true
+    } else if seeded(Bug::DoneBeforePublished) {
+        signal.done.store(true, Ordering::Release);
+        lock(&signal.state).published = true;
+        if signal.waiters.load(Ordering::SeqCst) != 0 {
+            signal.changed.notify_all();
+        }
+        true
+    } else {
+        false
+    }
+}
+
+/// Runs `model` under loom (every schedule) with `bug` seeded; prints and returns the
+/// number of schedules explored.
+fn check(name: &str, bug: Option<Bug>, model: impl Fn() + Sync + Send + 'static) -> usize {
+    check_counting(name, bug, &Arc::new(AtomicUsize::new(0)), model)
+}
+
+/// As [`check`], counting schedules in `schedules` (read back after a failure).
+fn check_counting(
+    name: &str,
+    bug: Option<Bug>,
+    schedules: &Arc<AtomicUsize>,
+    model: impl Fn() + Sync + Send + 'static,
+) -> usize {
+    let counted = schedules.clone();
+    SEEDED.with(|seeded| seeded.set(bug));
+    let start = Instant::now();
+    let builder = loom::model::Builder::new();
+    builder.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        model();
+    });
+    let explored = schedules.load(Ordering::Relaxed);
+    println!(
+        "model_check {name}: {explored} schedules in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    explored
+}
+
+/// Runs `model` with `bug` seeded and returns loom's failure message (panics if loom found
+/// nothing).
+fn seeded_failure(name: &str, bug: Bug, model: impl Fn() + Sync + Send + 'static) -> String {
+    let schedules = Arc::new(AtomicUsize::new(0));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_counting(name, Some(bug), &schedules, model);
+    }));
+    SEEDED.with(|seeded| seeded.set(None));
+    let Err(panic) = result else {
+        panic!("loom explored every schedule of {name} and missed the seeded {bug:?}");
+    };
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+        .unwrap_or_default();
+    println!(
+        "model_check {name}: seeded {bug:?} found in schedule {}: {message}",
+        schedules.load(Ordering::Relaxed)
+    );
+    message
+}
+
+fn completion(signal: &Arc<Signal>) -> Completion {
+    Completion {
+        signal: signal.clone(),
+        core: Weak::new(),
+    }
+}
+
+fn failed(what: &str) -> Status {
+    Status::Failed(Arc::new(Error::Message(what.into())))
+}
+
+/// The message of a submission's `Failed(Message)` result, if that is what it is.
+fn failure_message(result: &crate::Result<()>) -> Option<&str> {
+    match result {
+        Err(Error::Message(message)) => Some(message),
+        _ => None,
+    }
+}
+
+/// Model 1: waiters and a publisher. One thread waits with `wait`, one with `wait_timeout`
+/// (loom: never times out), while the scheduler completes and publishes. Neither wait
+/// returns before `publish` set `published` (each sees the outcome), and neither misses
+/// the wake-up (a lost wake-up leaves a thread parked forever: loom reports a deadlock).
+fn waiters_and_publisher() {
+    let signal = Signal::new();
+    signal.reset(1);
+    let timed = completion(&signal);
+    let timed = loom::thread::spawn(move || {
+        let result = timed.wait_timeout(Duration::from_secs(3600));
+        assert_eq!(
+            failure_message(&result),
+            Some("one"),
+            "timed wait: {result:?}"
+        );
+    });
+    let publisher = {
+        let signal = signal.clone();
+        loom::thread::spawn(move || {
+            signal.complete(failed("one"));
+            signal.publish();
+        })
+    };
+    let result = completion(&signal).wait();
+    assert_eq!(failure_message(&result), Some("one"), "wait: {result:?}");
+    assert!(
+        lock(&signal.state).published,
+        "wait returned before publish"
+    );
+    publisher.join().unwrap();
+    timed.join().unwrap();
+}
+
+/// Model 2: slot reuse. One slot; submission 1 is claimed and armed, a worker retires it
+/// (`retire_slot`, then `publish_all` with no lock held), its submitter waits on its
+/// completion and drops it, while a second submitter tries to claim the slot. The slot is
+/// re-armed only after submission 1 retired, was published and its completion was
+/// dropped, so completion 1 always observes submission 1 and its outcome, and completion 2
+/// its own.
+fn slot_reuse() {
+    let signals = Arc::new(vec![Signal::new()]);
+    // The scheduler lock together with the graph's `occupied` flags (always taken together).
+    let scheduler = sync::Arc::new(Mutex::new(vec![false]));
+    // Witness, not protocol: set by the first submitter just before it drops its completion.
+    // A plain `std` atomic, like the signal's `std` `Arc` count that `claim_slot` reads: both
+    // are seen in loom's execution order (the happens-before that makes `reset` safe comes
+    // from the signal's mutex, which loom does model: completion 1 checks what it observed).
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let first = {
+        let mut occupied = lock(&scheduler);
+        let slot = claim_slot(&mut occupied, &signals).expect("a fresh slot is free");
+        signals[slot].reset(1);
+        completion(&signals[slot])
+    };
+    let worker = {
+        let (signals, scheduler) = (signals.clone(), scheduler.clone());
+        loom::thread::spawn(move || {
+            let mut wake = vec![retire_slot(
+                &mut lock(&scheduler),
+                0,
+                &signals,
+                failed("one"),
+            )];
+            publish_all(&mut wake);
+        })
+    };
+    let second = {
+        let (signals, scheduler, released) = (signals.clone(), scheduler.clone(), released.clone());
+        loom::thread::spawn(move || {
+            let mut occupied = lock(&scheduler);
+            let Some(slot) = claim_slot(&mut occupied, &signals) else {
+                return;
+            };
+            assert!(
+                released.load(Ordering::SeqCst),
+                "slot re-armed while completion 1 was held"
+            );
+            signals[slot].reset(2);
+            let second = completion(&signals[slot]);
+            drop(occupied);
+            assert_eq!(second.submission(), 2);
+            let mut wake = vec![retire_slot(
+                &mut lock(&scheduler),
+                slot,
+                &signals,
+                Status::Succeeded,
+            )];
+            publish_all(&mut wake);
+            assert!(second.wait().is_ok(), "completion 2 saw another outcome");
+        })
+    };
+    let result = first.wait();
+    assert_eq!(first.submission(), 1, "completion 1 saw another submission");
+    assert_eq!(
+        failure_message(&result),
+        Some("one"),
+        "completion 1: {result:?}"
+    );
+    released.store(true, Ordering::SeqCst);
+    drop(first);
+    worker.join().unwrap();
+    second.join().unwrap();
+}
+
+/// Model 3: status and outcome visibility, polled while the scheduler completes and
+/// publishes. `is_complete()` implies `status()` is set; a published status implies the
+/// scheduler's `outcome()`; the status is the submission's own; and after `publish` every
+/// view agrees.
+fn visibility() {
+    let signal = Signal::new();
+    signal.reset(7);
+    let observed = completion(&signal);
+    let publisher = {
+        let signal = signal.clone();
+        loom::thread::spawn(move || {
+            signal.complete(failed("seven"));
+            signal.publish();
+        })
+    };
+    for _ in 0..2 {
+        let complete = observed.is_complete();
+        let status = observed.status();
+        if complete {
+            assert!(status.is_some(), "is_complete() but status() is None");
+        }
+        if let Some(status) = status {
+            assert!(
+                observed.outcome().is_some(),
+                "published but the scheduler has no outcome"
+            );
+            assert_eq!(failure_message(&status.into_result()), Some("seven"));
+        }
+        assert_eq!(observed.submission(), 7);
+    }
+    publisher.join().unwrap();
+    assert!(observed.is_complete() && observed.status().is_some());
+}
+
+#[test]
+fn model_check_waiters_and_publisher() {
+    assert!(check("waiters_and_publisher", None, waiters_and_publisher) > 1);
+}
+
+#[test]
+fn model_check_slot_reuse() {
+    assert!(check("slot_reuse", None, slot_reuse) > 1);
+}
+
+#[test]
+fn model_check_visibility() {
+    assert!(check("visibility", None, visibility) > 1);
+}
+
+#[test]
+fn model_check_seeded_lost_wakeup_is_a_deadlock() {
+    let message = seeded_failure(
+        "waiters_and_publisher",
+        Bug::LostWakeup,
+        waiters_and_publisher,
+    );
+    assert!(message.contains("deadlock"), "{message}");
+}
+
+#[test]
+fn model_check_seeded_done_before_published_is_seen() {
+    let message = seeded_failure("visibility", Bug::DoneBeforePublished, visibility);
+    assert!(
+        message.contains("is_complete() but status() is None"),
+        "{message}"
+    );
+}
+
+#[test]
+fn model_check_seeded_reuse_while_held_is_seen() {
+    let message = seeded_failure("slot_reuse", Bug::ReuseWhileHeld, slot_reuse);
+    assert!(
+        message.contains("slot re-armed while completion 1 was held"),
+        "{message}"
+    );
+}
