@@ -5,7 +5,9 @@
 //! software device.
 
 mod common;
+mod corpus;
 mod divergence;
+mod fault_matrix;
 mod fixtures;
 mod substitution;
 mod unreplayable;

@@ -10,6 +10,8 @@
 #[path = "view/record.rs"]
 mod record;
 
+#[path = "view/cuda.rs"]
+mod cuda;
 #[path = "view/faults.rs"]
 mod faults;
 #[path = "view/hazards.rs"]

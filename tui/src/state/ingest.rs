@@ -538,15 +538,27 @@ fn span_status(status: &Status) -> SpanStatus {
 fn region_label(model: &Model, id: RegionId) -> String {
     let region = model.region(id);
     let runtime = model.prepared[region.prepared.get()].runtime;
-    let names: Vec<String> = region
+    let names: Vec<(bool, String)> = region
         .nodes
         .iter()
         .filter_map(|&n| model.op(region.prepared, n))
-        .map(|op| model.op_name(runtime, &op.op))
+        .map(|op| {
+            let kernel = matches!(op.op, OpKind::Kernel { .. } | OpKind::Npu { .. });
+            (kernel, model.op_name(runtime, &op.op))
+        })
         .collect();
-    let all_copies = !names.is_empty() && names.iter().all(|n| n == "copy");
-    if region.kind == RegionKind::CopyBatch || all_copies {
-        return match region.queue {
+    label_region(region.kind, region.queue, &names)
+}
+
+/// The label the timeline gives a region of `kind` on `queue` whose operations, in node
+/// order, have `names` (each with whether it is a kernel or NPU run): `upload`, `download`
+/// or `copy` for copies, else the first kernel's name (a fill or copy's when there is no
+/// kernel) with `+N` for the other operations, else the region kind. `hrx-trace export`
+/// names its slices the same way.
+pub fn label_region(kind: RegionKind, queue: Queue, names: &[(bool, String)]) -> String {
+    let all_copies = !names.is_empty() && names.iter().all(|(_, n)| n == "copy");
+    if kind == RegionKind::CopyBatch || all_copies {
+        return match queue {
             Queue::GpuUpload => "upload",
             Queue::GpuDownload => "download",
             _ => "copy",
@@ -554,16 +566,11 @@ fn region_label(model: &Model, id: RegionId) -> String {
         .to_owned();
     }
     // Prefer a kernel's name over fills and copies around it.
-    let main = region
-        .nodes
-        .iter()
-        .filter_map(|&n| model.op(region.prepared, n))
-        .position(|op| matches!(op.op, OpKind::Kernel { .. } | OpKind::Npu { .. }))
-        .unwrap_or(0);
+    let main = names.iter().position(|(kernel, _)| *kernel).unwrap_or(0);
     match names.get(main) {
-        Some(name) if names.len() > 1 => format!("{name} +{}", names.len() - 1),
-        Some(name) => name.clone(),
-        None => match region.kind {
+        Some((_, name)) if names.len() > 1 => format!("{name} +{}", names.len() - 1),
+        Some((_, name)) => name.clone(),
+        None => match kind {
             RegionKind::NativeGraph => "graph",
             RegionKind::CopyBatch => "copy",
             RegionKind::Scoped => "scoped",

@@ -28,7 +28,7 @@ pub mod units;
 mod view_state;
 
 pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
-pub use ingest::ModelBuilder;
+pub use ingest::{ModelBuilder, label_region};
 pub use lanes::{
     BLOCK_SPANS, Bar, CellSummary, DenseCell, Lane, Raster, SPANS_PER_COLUMN, Span, SpanStatus,
     TimeWindow,
