@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Record, inspect and replay traces of the hrx GPU/NPU runtime.
 ///
-/// Exit codes: 0 success; 1 a regression (replay); 2 unusable input, a usage error or a
+/// Exit codes: 0 success; 1 a regression (replay, diff); 2 unusable input, a usage error or a
 /// failure to do what was asked. `record -- PROGRAM` exits with the program's code.
 #[derive(Debug, Parser)]
 #[command(name = "hrx-trace", version, propagate_version = true)]
@@ -32,6 +32,17 @@ pub enum Command {
     /// Interactive timeline of a trace: lanes, hazards, failures, statistics.
     #[command(visible_alias = "tui")]
     View(ViewArgs),
+    /// Export a trace for Perfetto's UI: Chrome trace-event JSON or Perfetto protobuf.
+    Export(ExportArgs),
+    /// Per-kernel durations, queue utilisation, copy bandwidth, submissions and failures.
+    Stats(StatsArgs),
+    /// Compare two traces: kernel times with their spread, new and missing kernels, output
+    /// digests (exit 0 same, 1 regression, 2 unusable input).
+    Diff(DiffArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per verb into a directory.
+    Man(ManArgs),
 }
 
 /// `hrx-trace replay`.
@@ -186,4 +197,107 @@ pub struct DumpArgs {
     /// One JSON object per line (the record's serde form) instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `hrx-trace export`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+One track per queue of each runtime (and an Events track for failures, quarantine, poison,
+cancellations and refused submits); one slice per timed region (and per timed operation
+inside it), with the region's buffer ranges and hazards as arguments; flows for the
+dependencies between regions of a graph and for the waits on earlier submissions.
+
+The trace is read twice and never held in memory; a progress bar shows on a terminal.
+Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
+
+Examples:
+  hrx-trace export pipeline.hrxt --format perfetto -o pipeline.perfetto-trace
+  hrx-trace export pipeline.hrxt --format chrome -o pipeline.json")]
+pub struct ExportArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Output format: `chrome` (trace-event JSON) or `perfetto` (protobuf TracePacket stream).
+    #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto"])]
+    pub format: String,
+
+    /// Output file (overwritten); `-` for standard output.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// `hrx-trace stats`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Kernels are region labels, as in the timeline: a native graph of several operations counts
+under its main kernel, `hrx_sobel +3`. Durations are host times of regions that ran;
+percentiles use the nearest-rank method. Utilisation is the union of a queue's busy
+intervals over the trace span; bandwidth is copied bytes over copy-batch time.")]
+pub struct StatsArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// One JSON object instead of text (times in ns, bandwidth in bytes/s).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hrx-trace diff`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Kernels are matched by label, regions by (runtime, prepared graph, region index), outputs by
+(runtime, submission, buffer, byte range). A kernel is SLOW when its median grew past
+--max-slowdown and beyond the spread: the new median is also above the base's p99 and more
+than 50 us above the base median. Exit codes: 0 no regression; 1 a slow kernel or an output
+digest that differs; 2 unusable input. New and missing kernels, regions and outputs are
+reported but are not regressions.
+
+Examples:
+  hrx-trace diff base.hrxt new.hrxt
+  hrx-trace diff --max-slowdown 1.2 --json base.hrxt new.hrxt > diff.json")]
+pub struct DiffArgs {
+    /// The reference trace.
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+
+    /// The trace to compare with it.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+
+    /// A kernel whose median time grew by more than this factor (and beyond the spread)
+    /// is a regression.
+    #[arg(long, value_name = "R", default_value_t = 1.5)]
+    pub max_slowdown: f64,
+
+    /// One JSON object instead of text (times in ns).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hrx-trace completions`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  hrx-trace completions bash > /etc/bash_completion.d/hrx-trace
+  hrx-trace completions zsh > \"${fpath[1]}/_hrx-trace\"
+  hrx-trace completions fish > ~/.config/fish/completions/hrx-trace.fish")]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `hrx-trace man`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  hrx-trace man | man -l -
+  hrx-trace man --dir /usr/local/share/man/man1")]
+pub struct ManArgs {
+    /// Write hrx-trace.1 and hrx-trace-VERB.1 for every verb into this directory (created
+    /// if missing) instead of printing hrx-trace.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }

@@ -43,8 +43,9 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     }
     if !recovery.clean_close {
         eprintln!(
-            "warning: {}: not closed cleanly; {} records from {} complete blocks recovered",
+            "warning: {}: {}; {} records from {} complete blocks recovered",
             args.file.display(),
+            recovery.end(),
             recovery.records,
             recovery.complete_blocks
         );

@@ -1,9 +1,13 @@
 //! Errors as the user sees them: one `error: ...` line, at most one `hint: ...` line, and an
 //! exit code; never a panic message or a backtrace.
 //!
-//! Exit codes: 0 success, 1 a regression (reserved for replay), 2 everything that stopped
-//! hrx-trace from doing what was asked (unreadable input, usage errors, a failed workload).
-//! A closed standard output (`hrx-trace dump FILE | head`) is not an error: exit 0.
+//! Exit codes (README.md and RELIABILITY.md have the table): 0 success; 1 a regression
+//! (replay); 2 everything that stopped hrx-trace from doing what was asked (unreadable input,
+//! usage errors, an unwritable output, a program that cannot start, a failed workload, a
+//! trace whose writing failed); `record -- PROGRAM`: the program's exit code, 128+N when it
+//! was killed by signal N or when hrx-trace received signal N and forwarded it; 101 an
+//! internal error (a bug). A closed standard output (`hrx-trace dump FILE | head`) is not
+//! an error: exit 0.
 
 use hrx_capture::ReadError;
 use hrx_capture::format::{FormatError, VersionError};
@@ -117,6 +121,43 @@ fn read_hint(error: &ReadError) -> Option<String> {
         _ => return None,
     };
     Some(hint.to_string())
+}
+
+/// Parses the command line. Help and version are printed as clap prints them (exit 0), and
+/// so is the help shown for a bare `hrx-trace` or a verb without its arguments (exit 2); any
+/// other usage error becomes one `error:` line and one `hint:` line (clap's tip, else the
+/// usage line, else `see --help`), exit 2.
+pub fn parse_args<P: clap::Parser>() -> P {
+    use clap::error::ErrorKind;
+    let error = match P::try_parse() {
+        Ok(parsed) => return parsed,
+        Err(error) => error,
+    };
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
+        _ => {}
+    }
+    let text = error.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines.next().unwrap_or("error: bad arguments");
+    let rest: Vec<&str> = lines.collect();
+    let hint = rest
+        .iter()
+        .find_map(|l| l.strip_prefix("tip: "))
+        .map(str::to_owned)
+        .or_else(|| {
+            rest.iter()
+                .find_map(|l| l.strip_prefix("Usage: "))
+                .map(|usage| format!("usage: {usage}; more with --help"))
+        })
+        .or_else(|| Some("see --help".to_owned()));
+    eprintln!("{}", one_line(message));
+    if let Some(hint) = hint {
+        eprintln!("hint: {hint}");
+    }
+    std::process::exit(i32::from(EXIT_FAILURE));
 }
 
 /// Joins the lines of a message, so that an error is always one line.

@@ -90,10 +90,12 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
             "closed", r.complete_blocks
         )?;
     } else {
-        let how = if r.clean_close {
-            "closed, but damaged parts were skipped"
-        } else {
-            "not closed cleanly (the recording process crashed or was killed)"
+        let how = match (r.clean_close, r.closed) {
+            (true, _) => "closed, but damaged parts were skipped",
+            (false, true) => {
+                "closed, but its end is damaged (see the warnings): every block before it is read"
+            }
+            (false, false) => "not closed cleanly (the recording process crashed or was killed)",
         };
         writeln!(out, "{:<12} {how}", "recovered")?;
         writeln!(

@@ -4,9 +4,13 @@
 //! map the error to one `error:` line and an exit code ([`failure`]).
 
 mod args;
+mod completions;
+mod diff;
 mod dump;
+mod export;
 mod failure;
 mod info;
+mod kernel_stats;
 mod line;
 mod photos;
 mod record;
@@ -16,17 +20,21 @@ mod summary;
 mod workload;
 
 use args::{Cli, Command};
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     failure::install_panic_hook();
-    let result = match Cli::parse().command {
+    let result = match failure::parse_args::<Cli>().command {
         Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Replay(args) => replay::run(args),
         Command::View(args) => view(&args.file),
+        Command::Export(args) => export::run(args),
+        Command::Stats(args) => kernel_stats::run(args),
+        Command::Diff(args) => diff::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     };
     result.unwrap_or_else(|error| failure::report(&error))
 }

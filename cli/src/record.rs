@@ -12,6 +12,17 @@
 //! wrote no trace, which is reported as such: it does not link hrx, or it exited before it
 //! created a runtime. With several processes that use hrx (say `make`), each one opens
 //! FILE and the last one wins; record the one process you care about.
+//!
+//! SIGINT, SIGTERM and SIGHUP sent to hrx-trace (by `kill`, a CI runner's timeout, ...) are
+//! forwarded to the program, so that it can close its trace; hrx-trace then exits 128+N
+//! for signal N, after the summary of whatever trace was written. A Ctrl-C typed at the
+//! terminal already reaches the program (the terminal signals the whole process group) and
+//! is not sent twice.
+//!
+//! A program that exits 0 leaves a closed trace: the runtime closes it at exit. A trace
+//! that is not closed cleanly after exit code 0 means writing it failed (a full disk, a file
+//! size limit): hrx-trace prints the summary of what was recovered, then an error, and
+//! exits 2.
 
 use crate::args::RecordArgs;
 use crate::failure::{EXIT_FAILURE, Failure};
@@ -46,13 +57,33 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     check_output(&args.output)?;
     let absolute = std::path::absolute(&args.output)?;
     let before = identity(&args.output);
-    let mut child = Command::new(program)
+    // Handlers first: a signal that arrives while the program starts is held, then sent.
+    let forwarding = signals::install();
+    let spawned = Command::new(program)
         .args(program_args)
         .env(hrx_capture::TRACE_ENV, escape_percent(absolute.as_os_str()))
-        .spawn()
-        .map_err(|e| spawn_failure(program, &e))?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            forwarding.stop();
+            return Err(spawn_failure(program, &e).into());
+        }
+    };
+    forwarding.forward_to(child.id());
     let status = child.wait()?;
+    let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);
+    if let Some(signal) = forwarded {
+        eprintln!(
+            "note: hrx-trace received signal {signal}{} and forwarded it to {}",
+            signal_name(signal)
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default(),
+            name(program)
+        );
+        code = (128 + signal).clamp(0, 255) as u8;
+    }
 
     let after = identity(&args.output);
     if after.is_none() || after == before {
@@ -65,7 +96,22 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     match TraceStats::read(&args.output) {
-        Ok(stats) => print_summary(&args.output, &stats)?,
+        Ok(stats) => {
+            print_summary(&args.output, &stats)?;
+            if code == 0 && !stats.recovery.clean_close {
+                let error = anyhow::Error::new(
+                    Failure::new(format!(
+                        "the trace {} is incomplete ({}): {} exited 0, so writing the trace \
+                         failed (a full disk or a file size limit?)",
+                        args.output.display(),
+                        stats.recovery.end(),
+                        name(program)
+                    ))
+                    .hint("free some space, or record to another file system with -o"),
+                );
+                return Ok(crate::failure::report(&error));
+            }
+        }
         Err(error) => {
             let error = anyhow::Error::new(error);
             crate::failure::report(&error);
@@ -109,6 +155,7 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
             parent.display()
         )));
     }
+    check_writable(path)?;
     // Overwrite traces (and empty files) only: `-o` naming a photograph or any other file
     // by mistake must not destroy it.
     if let Ok(mut file) = std::fs::File::open(path)
@@ -126,6 +173,46 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Refuses an output the recorder could not write, before anything runs: an existing file
+/// that cannot be opened for writing, or a directory in which no file can be created (read
+/// only, a read-only file system, `/proc`). The directory is probed with a file of its own,
+/// created and removed at once; FILE itself is never created or truncated here.
+fn check_writable(path: &Path) -> Result<(), Failure> {
+    let refuse = |what: String, error: io::Error| {
+        Failure::new(format!(
+            "cannot write the trace to {}: {what}: {error}",
+            path.display()
+        ))
+        .hint("choose a writable -o path")
+    };
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| refuse("it cannot be opened for writing".into(), e));
+    }
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => std::path::PathBuf::from("."),
+    };
+    let probe = dir.join(format!(".hrx-trace-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(refuse(
+            format!("no file can be created in {}", dir.display()),
+            e,
+        )),
+    }
 }
 
 /// Size and modification time, to tell whether the program rewrote the file.
@@ -185,6 +272,111 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
         }
     }
     EXIT_FAILURE
+}
+
+/// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
+#[cfg(unix)]
+mod signals {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// The program's pid while it runs, else 0.
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// A signal received before the program's pid was known, not yet sent, else 0.
+    static PENDING: AtomicI32 = AtomicI32::new(0);
+    /// The last signal received, else 0.
+    static FORWARDED: AtomicI32 = AtomicI32::new(0);
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Forwards the signals to `pid` until [`Forwarding::stop`].
+    pub struct Forwarding;
+
+    extern "C" fn forward(
+        signal: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _context: *mut libc::c_void,
+    ) {
+        // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+        let code = unsafe { (*info).si_code };
+        // The terminal signals the whole foreground process group (si_code SI_KERNEL): the
+        // program got this signal already.
+        if code != libc::SI_KERNEL {
+            PENDING.store(signal, Ordering::SeqCst);
+            send_pending();
+        }
+        FORWARDED.store(signal, Ordering::Relaxed);
+    }
+
+    /// Sends the pending signal to the program once its pid is known. Both the handler and
+    /// [`Forwarding::forward_to`] call it after their store, and the swap lets exactly one
+    /// of them send.
+    fn send_pending() {
+        let pid = CHILD.load(Ordering::SeqCst);
+        if pid > 0 {
+            let signal = PENDING.swap(0, Ordering::SeqCst);
+            if signal != 0 {
+                // SAFETY: kill is async-signal-safe; `pid` is our child, not yet reaped.
+                unsafe { libc::kill(pid, signal) };
+            }
+        }
+    }
+
+    /// Installs the handlers; signals are held until [`Forwarding::forward_to`].
+    pub fn install() -> Forwarding {
+        for signal in SIGNALS {
+            // SAFETY: a zeroed sigaction is valid; `forward` only touches atomics and calls
+            // kill, both async-signal-safe; SA_RESTART keeps waitpid going.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = forward as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+        Forwarding
+    }
+
+    impl Forwarding {
+        /// Forwards to `pid` from now on, and sends it a signal received before.
+        pub fn forward_to(&self, pid: u32) {
+            CHILD.store(pid as i32, Ordering::SeqCst);
+            send_pending();
+        }
+
+        /// Stops forwarding (the program has exited) and returns the signal received, if
+        /// any. Later signals have their default action again.
+        pub fn stop(self) -> Option<i32> {
+            CHILD.store(0, Ordering::SeqCst);
+            PENDING.store(0, Ordering::SeqCst);
+            for signal in SIGNALS {
+                // SAFETY: restoring the default disposition.
+                unsafe { libc::signal(signal, libc::SIG_DFL) };
+            }
+            match FORWARDED.swap(0, Ordering::Relaxed) {
+                0 => None,
+                signal => Some(signal),
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod signals {
+    pub struct Forwarding;
+    pub fn install() -> Forwarding {
+        Forwarding
+    }
+    impl Forwarding {
+        pub fn forward_to(&self, _pid: u32) {}
+        pub fn stop(self) -> Option<i32> {
+            None
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn signal_name(_signal: i32) -> Option<&'static str> {
+    None
 }
 
 #[cfg(unix)]

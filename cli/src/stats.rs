@@ -244,6 +244,12 @@ impl TraceStats {
                 "closed, but damaged: {} blocks and {} records skipped",
                 r.skipped_blocks, r.skipped_records
             )
+        } else if r.closed {
+            format!(
+                "closed, but its end is damaged: recovered {} complete blocks, {} discarded",
+                r.complete_blocks,
+                bytes(r.bytes_discarded)
+            )
         } else {
             format!(
                 "not closed cleanly: recovered {} complete blocks, {} discarded",

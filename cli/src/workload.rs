@@ -12,7 +12,10 @@
 //!   failure, the quarantine and the poisoned buffers. A run the fault never hit is an error.
 //!
 //! Fault injection is a software-device feature: with a fault, `auto` picks the software
-//! device and `--backend cuda` is refused by the runtime.
+//! device and `--backend cuda` is refused by the runtime. So on `--backend cuda` (or `hip`)
+//! without `--fault`, `faults` runs a real failing kernel instead: the second frame's graph
+//! dispatches `hrx_fail` after the Sobel kernel ([`PipelineOptions::faulting_frame`]), an
+//! out-of-bounds write that the device reports as an illegal address (a device loss).
 
 use crate::args::RecordArgs;
 use crate::failure::Failure;
@@ -86,6 +89,8 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             text.parse::<FaultSpec>()
                 .map_err(|e| Failure::new(format!("--fault: {e}")))?,
         ),
+        // Hardware backends fail for real (see the module docs).
+        (None, Workload::Faults) if hardware(backend) => None,
         (None, Workload::Faults) => Some(DEFAULT_FAULT.parse::<FaultSpec>()?),
         (None, _) => None,
     };
@@ -164,7 +169,15 @@ fn execute(
                 Workload::Faults => photos.len().max(FAULTS_MIN_FRAMES),
                 _ => photos.len(),
             });
-            let run = pipeline(&runtime, &mut photos, frames, args.in_flight)?;
+            let faulting_frame =
+                (workload == Workload::Faults && fault.is_none()).then_some(FAULTING_FRAME);
+            let run = pipeline(
+                &runtime,
+                &mut photos,
+                frames,
+                args.in_flight,
+                faulting_frame,
+            )?;
             let what = format!(
                 "{}: {} of {}x{} from {} ({}), {} in flight",
                 name(workload),
@@ -177,6 +190,24 @@ fn execute(
             );
             let done = format!("{} of {frames} frames done", run.delivered);
             let (outcome, error) = match (workload, run.error, fault) {
+                (Workload::Faults, Some(error), None) => (
+                    format!(
+                        "hrx_fail (an out-of-bounds write) in frame {} failed as intended; \
+                         {done}; the run stopped with: {error}",
+                        FAULTING_FRAME + 1
+                    ),
+                    None,
+                ),
+                (Workload::Faults, None, None) => (
+                    format!("{done}; hrx_fail never failed"),
+                    Some(
+                        Failure::new(format!(
+                            "hrx_fail ran in frame {} and did not fail",
+                            FAULTING_FRAME + 1
+                        ))
+                        .into(),
+                    ),
+                ),
                 (Workload::Faults, Some(error), Some(fault)) if runtime.fault_fired() => (
                     format!("{fault} fired as injected; {done}; the run stopped with: {error}"),
                     None,
@@ -213,6 +244,15 @@ fn execute(
     drop(runtime);
     Ok(outcome)
 }
+
+/// Backends without fault injection, where `faults` runs `hrx_fail`.
+fn hardware(backend: BackendChoice) -> bool {
+    matches!(backend, BackendChoice::Cuda | BackendChoice::Hip)
+}
+
+/// The frame (from 0) whose graph runs `hrx_fail` on hardware: the second, as with
+/// [`DEFAULT_FAULT`].
+const FAULTING_FRAME: usize = 1;
 
 fn name(workload: Workload) -> &'static str {
     match workload {
@@ -267,9 +307,11 @@ fn pipeline(
     photos: &mut Photos,
     frames: usize,
     in_flight: Option<usize>,
+    faulting_frame: Option<usize>,
 ) -> anyhow::Result<PipelineRun> {
     let options = PipelineOptions {
         frames_in_flight: in_flight.unwrap_or(PipelineOptions::default().frames_in_flight),
+        faulting_frame,
         ..PipelineOptions::default()
     };
     let mut pipeline = Pipeline::new(runtime, photos.width, photos.height, options)

@@ -8,8 +8,16 @@
 #[path = "cli/util.rs"]
 mod util;
 
+#[path = "cli/bad_input.rs"]
+mod bad_input;
+#[path = "cli/diff.rs"]
+mod diff;
+#[path = "cli/export.rs"]
+mod export;
 #[path = "cli/inspect.rs"]
 mod inspect;
+#[path = "cli/kernel_stats.rs"]
+mod kernel_stats;
 #[path = "cli/killed.rs"]
 mod killed;
 #[path = "cli/program.rs"]

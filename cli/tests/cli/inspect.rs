@@ -110,3 +110,31 @@ fn a_truncated_trace_is_still_described_with_a_warning() {
         stderr(&dump)
     );
 }
+
+#[test]
+fn a_damaged_end_after_a_clean_close_is_named_not_called_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = hazards_trace(dir.path());
+    let whole = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
+    bytes.extend_from_slice(b"appended by a careless tool");
+    std::fs::write(dir.path().join("tail.hrxt"), &bytes).unwrap();
+
+    let info = run(dir.path(), &["info", "tail.hrxt"]);
+    let out = stdout(&info);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert!(
+        field(&out, "recovered").starts_with("closed, but its end is damaged"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "warning").contains("27 bytes after the end"),
+        "{out}"
+    );
+    assert_eq!(number(&out, "records"), number(&whole, "records"), "{out}");
+
+    let dump = run(dir.path(), &["dump", "tail.hrxt"]);
+    assert_eq!(code(&dump), 0, "{}", stderr(&dump));
+    let err = stderr(&dump);
+    assert!(err.contains("closed, but its end is damaged"), "{err}");
+    assert!(!err.contains("not closed cleanly"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! `record -- PROGRAM`: exit codes, programs without hrx, programs that cannot start.
 
 use crate::util::*;
+use std::path::Path;
 
 #[test]
 fn exit_code_is_forwarded_and_a_missing_trace_is_reported() {
@@ -158,4 +159,157 @@ fn a_second_recorder_on_the_same_file_is_refused() {
         stderr(&output)
     );
     drop(file);
+}
+
+/// An output no recorder can write: a missing directory, a read-only one (as root, which
+/// writes anywhere else, `/proc`), a directory. Refused in one line before anything runs.
+#[test]
+fn an_unwritable_output_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = dir.path().join("ro");
+    std::fs::create_dir(&read_only).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let unwritable = if root {
+        Path::new("/proc/hrx-test.hrxt").to_path_buf()
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
+        read_only.join("x.hrxt")
+    };
+    let unwritable = unwritable.to_str().unwrap();
+    for (output_path, says) in [
+        (
+            "/nonexistent/dir/x.hrxt",
+            "directory /nonexistent/dir does not exist",
+        ),
+        (unwritable, "no file can be created in"),
+        (".", "it is a directory"),
+    ] {
+        for what in [
+            &["--", "sh", "-c", "touch ran"][..],
+            &["--workload", "hazards"][..],
+        ] {
+            let mut args = vec!["record", "-o", output_path];
+            args.extend_from_slice(what);
+            let output = run(dir.path(), &args);
+            assert_error(&output, says);
+            assert!(stdout(&output).is_empty(), "{args:?}");
+            assert!(!Path::new(output_path).is_file(), "{args:?}");
+            assert!(
+                !dir.path().join("ran").exists(),
+                "{args:?}: the program ran"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(&read_only).unwrap().count(), 0);
+}
+
+#[test]
+fn a_program_that_crashes_exits_128_plus_the_signal_with_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["record", "--", "sh", "-c", "kill -SEGV $$"]);
+    assert_eq!(code(&output), 128 + 11);
+    let err = stderr(&output);
+    assert!(err.contains("killed by signal 11 (SIGSEGV)"), "{err}");
+    // The note about the signal, and the one saying no trace was written.
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+/// SIGTERM sent to `hrx-trace record` reaches the program (which may close its trace), and
+/// hrx-trace exits 128+15; a program that does not catch it dies of it.
+#[test]
+fn sigterm_and_sigint_are_forwarded_to_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    for (signal, name) in [(libc::SIGTERM, "TERM"), (libc::SIGINT, "INT")] {
+        let marker = format!("caught-{name}");
+        let script = format!(
+            "trap 'touch {marker}; exit 0' {name}; touch ready; while :; do sleep 0.05; done"
+        );
+        let child = hrx_trace(dir.path())
+            .args(["record", "--", "sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&dir.path().join("ready"));
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(code(&output), 128 + signal, "{}", stderr(&output));
+        assert!(
+            dir.path().join(&marker).exists(),
+            "the program never got SIG{name}"
+        );
+        let err = stderr(&output);
+        assert!(
+            err.contains(&format!(
+                "received signal {signal} (SIG{name}) and forwarded it"
+            )),
+            "{err}"
+        );
+        std::fs::remove_file(dir.path().join("ready")).unwrap();
+    }
+    // A program that does not catch SIGTERM dies of it.
+    let child = hrx_trace(dir.path())
+        .args(["record", "--", "sh", "-c", "touch ready; exec sleep 30"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("ready"));
+    let started = std::time::Instant::now();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(code(&output), 128 + 15, "{}", stderr(&output));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(stderr(&output).contains("killed by signal 15 (SIGTERM)"));
+}
+
+fn wait_for(path: &Path) {
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{path:?} never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Writing the trace fails (here a file size limit, as a full disk would) while the program
+/// ignores it and exits 0: hrx-trace summarises what was recovered, reports the incomplete
+/// trace in one line and exits 2. The truncated trace stays, and it reads.
+#[test]
+fn a_trace_write_failure_is_an_error_even_when_the_program_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    // dash's `ulimit -f` counts 512-byte blocks: 2 KiB, less than the hazards trace; with
+    // SIGXFSZ ignored, writes past it fail with EFBIG.
+    let script = format!(
+        "ulimit -f 4; trap '' XFSZ; HRX_TRACE_CONTENTS=1 {} record -o t.hrxt --workload hazards >/dev/null 2>&1; exit 0",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let output = run(
+        dir.path(),
+        &["record", "-o", "t.hrxt", "--", "sh", "-c", &script],
+    );
+    assert_error(
+        &output,
+        "the trace t.hrxt is incomplete (not closed cleanly)",
+    );
+    assert!(
+        stderr(&output).contains("sh exited 0"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        field(&stdout(&output), "file").contains("not closed cleanly"),
+        "{}",
+        stdout(&output)
+    );
+    let len = std::fs::metadata(dir.path().join("t.hrxt")).unwrap().len();
+    assert!(len <= 2048, "{len}");
+    let info = run(dir.path(), &["info", "t.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
 }

@@ -1,0 +1,51 @@
+//! `hrx-trace completions SHELL` and `hrx-trace man [--dir DIR]`: generated from the clap
+//! definitions in [`crate::args`] (clap_complete, clap_mangen), so they never drift from
+//! the parser.
+//!
+//! `man` prints the top-level page (`hrx-trace.1`, roff) on standard output; with `--dir`
+//! it writes that page and one `hrx-trace-VERB.1` per verb into the directory instead.
+
+use crate::args::{Cli, CompletionsArgs, ManArgs};
+use crate::failure::Failure;
+use clap::CommandFactory;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+/// Prints the completion script of `args.shell` on standard output.
+///
+/// # Errors
+///
+/// A write error (a closed pipe ends quietly, see [`crate::failure`]).
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
+    let mut command = Cli::command();
+    let mut out = io::stdout().lock();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "hrx-trace", &mut script);
+    out.write_all(&script)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the man page, or writes every page into `args.dir`.
+///
+/// # Errors
+///
+/// [`Failure`] when the directory cannot be created or written; a write error otherwise.
+pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
+    let command = Cli::command();
+    match args.dir {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page)?;
+            let mut out = io::stdout().lock();
+            out.write_all(&page)?;
+            out.flush()?;
+        }
+        Some(dir) => {
+            let fail = |e: io::Error| Failure::new(format!("{}: {e}", dir.display()));
+            std::fs::create_dir_all(&dir).map_err(fail)?;
+            clap_mangen::generate_to(command, &dir).map_err(fail)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,350 @@
+//! `hrx-trace diff BASE NEW [--json] [--max-slowdown R]`: what changed between two traces of
+//! the same program.
+//!
+//! - **Kernels** (region labels, as `stats` names them) are matched by name; each has its
+//!   count, median (p50), p99, min and max on both sides. A kernel only in NEW is *new*,
+//!   one only in BASE *missing*.
+//! - **Regions** are matched by (runtime, prepared graph, region index), runtimes and
+//!   graphs by rank (the n-th runtime of the trace, its m-th prepared graph, in id order,
+//!   since ids differ between runs that shared a process); a matched region
+//!   whose label changed is *relabelled* (the graph was built differently). Each matched
+//!   region has its median on both sides.
+//! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, buffer,
+//!   byte range) and their xxh3 digests compared.
+//!
+//! # Verdict
+//!
+//! A kernel is **slow** when all three hold: its median grew by more than `R`
+//! (`new.p50 > R × base.p50`); the growth is beyond the base's spread (`new.p50 >
+//! base.p99`: most new runs are slower than almost every base run, so one-off outliers
+//! on a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
+//! scheduling noise of microsecond kernels). A **regression** is a slow kernel or an
+//! output whose digest differs: exit 1. Otherwise exit 0 (new, missing and relabelled
+//! kernels and regions, and outputs present on one side only, are reported but are not
+//! regressions: they mean a different program or run length, not a slower one). Exit 2
+//! when either trace cannot be read or `R` is not a finite number ≥ 1.
+//!
+//! JSON (`--json`), times in ns:
+//!
+//! ```text
+//! {"base", "new", "max_slowdown", "noise_floor_ns", "verdict": "same"|"regression",
+//!  "exit_code",
+//!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
+//!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
+//!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime",
+//!              "prepared", "region", "base", "new"}],
+//!              "times": [{"runtime", "prepared", "region", "label", "base_p50_ns",
+//!                         "new_p50_ns", "ratio"}]},
+//!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
+//!              [{"runtime", "submission", "buffer", "start", "end", "base_xxh3",
+//!                "new_xxh3"}]},
+//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs"}}
+//! ```
+
+use crate::args::DiffArgs;
+use crate::failure::{Failure, TraceError};
+use crate::kernel_stats::{kernel_json, load, print_report};
+use crate::stats::duration;
+use hrx_capture::TraceReader;
+use hrx_capture::schema::Record;
+use hrx_tui::Model;
+use hrx_tui::state::{KernelStats, RegionId, percentile};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Growth below this many ns is never a slowdown (timer and scheduling noise).
+pub const NOISE_FLOOR_NS: u64 = 50_000;
+
+/// Runs `diff`; exit 0 no regression, 1 a regression.
+///
+/// # Errors
+///
+/// An unreadable trace ([`TraceError`]), a bad `--max-slowdown` ([`Failure`]) or a write
+/// error.
+pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    if !(args.max_slowdown.is_finite() && args.max_slowdown >= 1.0) {
+        return Err(Failure::new(format!(
+            "--max-slowdown {}: must be a number of at least 1 (a time ratio)",
+            args.max_slowdown
+        ))
+        .into());
+    }
+    let base = load(&args.base)?;
+    let new = load(&args.new)?;
+    let base_outputs = outputs(&args.base)?;
+    let new_outputs = outputs(&args.new)?;
+    let report = compare(
+        &args,
+        (&base, &base_outputs),
+        (&new, &new_outputs),
+        args.max_slowdown,
+    );
+    print_report(&report, args.json, write_text)?;
+    Ok(ExitCode::from(
+        report["exit_code"].as_u64().unwrap_or(2) as u8
+    ))
+}
+
+/// (runtime, submission, buffer, start, end) → xxh3.
+type Outputs = BTreeMap<(u32, u64, u64, u64, u64), u64>;
+
+/// Every output digest of a trace, streamed.
+fn outputs(path: &Path) -> Result<Outputs, TraceError> {
+    let fail = |error| TraceError {
+        path: path.to_owned(),
+        error,
+    };
+    let mut map = Outputs::new();
+    for item in TraceReader::open(path).map_err(fail)? {
+        if let (_, Record::OutputDigest(d)) = item.map_err(fail)? {
+            let key = (d.runtime.0, d.submission.0, d.buffer.0, d.start, d.end);
+            map.insert(key, d.xxh3);
+        }
+    }
+    Ok(map)
+}
+
+/// Whether `new` is slower than `base` past `ratio` and beyond the spread.
+pub fn is_slow(base: &KernelStats, new: &KernelStats, ratio: f64) -> bool {
+    new.p50_ns as f64 > ratio * base.p50_ns as f64
+        && new.p50_ns > base.p99_ns
+        && new.p50_ns.saturating_sub(base.p50_ns) > NOISE_FLOOR_NS
+}
+
+/// (runtime rank, prepared graph rank, region index) → (label, durations of the runs).
+type RegionTimes = BTreeMap<(u32, u64, u32), (String, Vec<u64>)>;
+
+fn region_times(model: &Model) -> RegionTimes {
+    // Ids differ between runs that share a process, so graphs are matched by rank: the
+    // n-th runtime (by id) of the trace, its m-th prepared graph (by id).
+    let mut ids: Vec<(u32, u64)> = model
+        .prepared()
+        .iter()
+        .map(|p| (p.runtime.0, p.id.0))
+        .collect();
+    ids.sort_unstable();
+    let mut rank = BTreeMap::new();
+    let (mut runtime_rank, mut prepared_rank) = (0u32, 0u64);
+    for (i, &(runtime, id)) in ids.iter().enumerate() {
+        if i > 0 && ids[i - 1].0 != runtime {
+            runtime_rank += 1;
+            prepared_rank = 0;
+        }
+        rank.insert((runtime, id), (runtime_rank, prepared_rank));
+        prepared_rank += 1;
+    }
+    let key_of = |region: &hrx_tui::state::RegionInfo| {
+        let p = &model.prepared()[region.prepared.get()];
+        let (r, g) = rank[&(p.runtime.0, p.id.0)];
+        (r, g, region.index.0)
+    };
+    let mut map = RegionTimes::new();
+    // Every region of every prepared graph, timed or not.
+    for info in model.prepared() {
+        for r in info.regions.clone() {
+            let region = model.region(RegionId(r));
+            map.insert(
+                key_of(region),
+                (model.label(region.label).to_owned(), Vec::new()),
+            );
+        }
+    }
+    for lane in model.lanes() {
+        for span in lane.spans().iter().filter(|s| s.ran()) {
+            let key = key_of(model.region(span.region));
+            if let Some((_, durations)) = map.get_mut(&key) {
+                durations.push(span.duration_ns());
+            }
+        }
+    }
+    for (_, durations) in map.values_mut() {
+        durations.sort_unstable();
+    }
+    map
+}
+
+fn compare(
+    args: &DiffArgs,
+    (base, base_outputs): (&Model, &Outputs),
+    (new, new_outputs): (&Model, &Outputs),
+    ratio: f64,
+) -> Value {
+    let by_name = |m: &Model| -> BTreeMap<String, KernelStats> {
+        m.stats()
+            .kernels
+            .iter()
+            .map(|k| (k.name.clone(), k.clone()))
+            .collect()
+    };
+    let (b, n) = (by_name(base), by_name(new));
+    let names: BTreeSet<&String> = b.keys().chain(n.keys()).collect();
+    let mut kernels = Vec::new();
+    let (mut slow, mut added, mut missing) = (0, 0, 0);
+    for name in names {
+        let entry = match (b.get(name), n.get(name)) {
+            (Some(bk), Some(nk)) => {
+                let is_slow = is_slow(bk, nk, ratio);
+                slow += usize::from(is_slow);
+                let r = (bk.p50_ns > 0).then(|| nk.p50_ns as f64 / bk.p50_ns as f64);
+                json!({
+                    "name": name, "status": "matched", "base": kernel_json(bk),
+                    "new": kernel_json(nk), "ratio": r,
+                    "delta_ns": nk.p50_ns as i64 - bk.p50_ns as i64, "slow": is_slow,
+                })
+            }
+            (Some(bk), None) => {
+                missing += 1;
+                json!({"name": name, "status": "missing", "base": kernel_json(bk),
+                       "new": null, "ratio": null, "delta_ns": null, "slow": false})
+            }
+            (None, Some(nk)) => {
+                added += 1;
+                json!({"name": name, "status": "new", "base": null, "new": kernel_json(nk),
+                       "ratio": null, "delta_ns": null, "slow": false})
+            }
+            (None, None) => continue,
+        };
+        kernels.push(entry);
+    }
+
+    let (br, nr) = (region_times(base), region_times(new));
+    let mut relabelled = Vec::new();
+    let mut times = Vec::new();
+    let mut matched = 0;
+    for (key, (label, d)) in &br {
+        let Some((new_label, nd)) = nr.get(key) else {
+            continue;
+        };
+        matched += 1;
+        if label != new_label {
+            relabelled.push(json!({"runtime": key.0, "prepared": key.1, "region": key.2,
+                                   "base": label, "new": new_label}));
+            continue;
+        }
+        if d.is_empty() || nd.is_empty() {
+            continue;
+        }
+        let (bp, np) = (percentile(d, 50.0), percentile(nd, 50.0));
+        times.push(json!({"runtime": key.0, "prepared": key.1, "region": key.2,
+            "label": label, "base_p50_ns": bp, "new_p50_ns": np,
+            "ratio": (bp > 0).then(|| np as f64 / bp as f64)}));
+    }
+    let only_base = br.keys().filter(|k| !nr.contains_key(k)).count();
+    let only_new = nr.keys().filter(|k| !br.contains_key(k)).count();
+
+    let mut differing = Vec::new();
+    let mut identical = 0;
+    for (key, digest) in base_outputs {
+        match new_outputs.get(key) {
+            Some(d) if d == digest => identical += 1,
+            Some(d) => differing.push(json!({
+                "runtime": key.0, "submission": key.1, "buffer": key.2, "start": key.3,
+                "end": key.4, "base_xxh3": format!("{digest:#018x}"),
+                "new_xxh3": format!("{d:#018x}"),
+            })),
+            None => {}
+        }
+    }
+    let compared = identical + differing.len();
+    let regression = slow > 0 || !differing.is_empty();
+    json!({
+        "base": args.base.display().to_string(),
+        "new": args.new.display().to_string(),
+        "max_slowdown": ratio,
+        "noise_floor_ns": NOISE_FLOOR_NS,
+        "verdict": if regression { "regression" } else { "same" },
+        "exit_code": u8::from(regression),
+        "summary": {
+            "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
+            "differing_outputs": differing.len(),
+        },
+        "kernels": kernels,
+        "regions": {"matched": matched, "only_base": only_base, "only_new": only_new,
+                    "relabelled": relabelled, "times": times},
+        "outputs": {
+            "compared": compared, "identical": identical,
+            "only_base": base_outputs.len() - compared,
+            "only_new": new_outputs.keys().filter(|k| !base_outputs.contains_key(k)).count(),
+            "differing": differing,
+        },
+    })
+}
+
+fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
+    writeln!(
+        out,
+        "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
+        "kernel", "runs", "base p50", "new p50", "base p99", "new p99", "ratio"
+    )?;
+    for k in r["kernels"].as_array().into_iter().flatten() {
+        let runs = format!("{}/{}", u(&k["base"]["count"]), u(&k["new"]["count"]));
+        let mark = match (k["status"].as_str(), k["slow"].as_bool()) {
+            (_, Some(true)) => "  SLOW",
+            (Some("new"), _) => "  NEW",
+            (Some("missing"), _) => "  MISSING",
+            _ => "",
+        };
+        let ratio = k["ratio"]
+            .as_f64()
+            .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}x"));
+        writeln!(
+            out,
+            "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}{mark}",
+            k["name"].as_str().unwrap_or(""),
+            runs,
+            ns(&k["base"]["p50_ns"]),
+            ns(&k["new"]["p50_ns"]),
+            ns(&k["base"]["p99_ns"]),
+            ns(&k["new"]["p99_ns"]),
+            ratio,
+        )?;
+    }
+    let g = &r["regions"];
+    writeln!(
+        out,
+        "\nregions      {} matched, {} only in base, {} only in new, {} relabelled",
+        u(&g["matched"]),
+        u(&g["only_base"]),
+        u(&g["only_new"]),
+        g["relabelled"].as_array().map_or(0, Vec::len)
+    )?;
+    let o = &r["outputs"];
+    writeln!(
+        out,
+        "outputs      {} compared, {} identical, {} differ; {} only in base, {} only in new",
+        u(&o["compared"]),
+        u(&o["identical"]),
+        o["differing"].as_array().map_or(0, Vec::len),
+        u(&o["only_base"]),
+        u(&o["only_new"])
+    )?;
+    for d in o["differing"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "  differs    submission {} buffer {} bytes {}..{}: {} -> {}",
+            u(&d["submission"]),
+            u(&d["buffer"]),
+            u(&d["start"]),
+            u(&d["end"]),
+            d["base_xxh3"].as_str().unwrap_or(""),
+            d["new_xxh3"].as_str().unwrap_or("")
+        )?;
+    }
+    let s = &r["summary"];
+    writeln!(
+        out,
+        "verdict      {} (exit {}): {} slow kernels (past {:.2}x and the base p99), {} differing outputs, {} new and {} missing kernels",
+        r["verdict"].as_str().unwrap_or(""),
+        u(&r["exit_code"]),
+        u(&s["slow_kernels"]),
+        r["max_slowdown"].as_f64().unwrap_or(0.0),
+        u(&s["differing_outputs"]),
+        u(&s["new_kernels"]),
+        u(&s["missing_kernels"]),
+    )
+}

@@ -1,0 +1,231 @@
+//! `hrx-trace stats FILE [--json]`: per-kernel durations, per-queue utilisation, copy
+//! bandwidth per lane, submissions, `Busy` refusals and failures.
+//!
+//! The numbers are the timeline's statistics view (`hrx_tui::state::Stats`, computed by
+//! the model the viewer loads), so `stats` and the `s` key in `view` always agree. A
+//! "kernel" is a region label: a native graph of several operations counts under its main
+//! kernel (`hrx_sobel +3`), copy batches as `upload`, `download` or `copy`.
+//!
+//! JSON (`--json`), times in ns, bandwidth in bytes per second:
+//!
+//! ```text
+//! {"file", "span_ns",
+//!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns"}],
+//!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
+//!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
+//!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
+//!                  "other_refusals"},
+//!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
+//!               "unhealthy_streams", "faults_injected"}}
+//! ```
+
+use crate::args::StatsArgs;
+use crate::failure::{Failure, TraceError};
+use crate::stats::{bytes, duration};
+use hrx_tui::Model;
+use hrx_tui::state::{EventKind, KernelStats, SpanStatus, queue_name};
+use serde_json::{Value, json};
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Runs `stats`.
+///
+/// # Errors
+///
+/// An unreadable trace ([`TraceError`]) or a write error.
+pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
+    let model = load(&args.file)?;
+    let report = report(&args.file, &model);
+    print_report(&report, args.json, write_text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a verb's report to stdout: pretty JSON with `json`, else as `text` writes it.
+///
+/// # Errors
+///
+/// A write error (a closed stdout included).
+pub fn print_report(
+    report: &Value,
+    json: bool,
+    text: impl FnOnce(&mut io::StdoutLock<'static>, &Value) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, report).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        text(&mut out, report)?;
+    }
+    out.flush()
+}
+
+/// Loads a trace into the timeline's model.
+///
+/// # Errors
+///
+/// [`TraceError`] when the trace cannot be read.
+pub fn load(path: &Path) -> anyhow::Result<Model> {
+    hrx_tui::load(path).map_err(|e| match e {
+        hrx_tui::TuiError::Read { path, source } => TraceError {
+            path,
+            error: source,
+        }
+        .into(),
+        other => Failure::new(other.to_string()).into(),
+    })
+}
+
+/// One kernel's durations as JSON.
+pub fn kernel_json(k: &KernelStats) -> Value {
+    json!({
+        "name": k.name, "count": k.count, "total_ns": k.total_ns, "mean_ns": k.mean_ns,
+        "p50_ns": k.p50_ns, "p99_ns": k.p99_ns, "min_ns": k.min_ns, "max_ns": k.max_ns,
+    })
+}
+
+/// Every statistic of `model` as JSON (the shape in the module docs).
+pub fn report(path: &Path, model: &Model) -> Value {
+    let stats = model.stats();
+    let lane = |id| model.lane(id);
+    let queues: Vec<Value> = stats
+        .lanes
+        .iter()
+        .map(|l| {
+            json!({
+                "runtime": lane(l.lane).runtime.0, "queue": queue_name(lane(l.lane).queue),
+                "spans": l.spans, "busy_ns": l.busy_ns, "utilisation": l.utilisation,
+            })
+        })
+        .collect();
+    let copies: Vec<Value> = stats
+        .copies
+        .iter()
+        .map(|c| {
+            json!({
+                "runtime": lane(c.lane).runtime.0, "queue": queue_name(lane(c.lane).queue),
+                "batches": c.batches, "bytes": c.bytes, "busy_ns": c.busy_ns,
+                "bytes_per_s": c.bytes_per_s,
+            })
+        })
+        .collect();
+    let subs = model.submissions();
+    let with = |status| subs.iter().filter(|s| s.status == status).count();
+    let events = |kind| model.events().iter().filter(|e| e.kind == kind).count();
+    json!({
+        "file": path.display().to_string(),
+        "span_ns": stats.span_ns,
+        "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
+        "queues": queues,
+        "copies": copies,
+        "submissions": {
+            "accepted": subs.len(),
+            "ok": with(SpanStatus::Ok),
+            "failed": with(SpanStatus::Failed),
+            "cancelled": with(SpanStatus::Cancelled),
+            "unknown": with(SpanStatus::Unknown),
+            "busy_refusals": model.busy_times().len(),
+            "other_refusals": events(EventKind::DeviceLost) + events(EventKind::Refused),
+        },
+        "failures": {
+            "regions_failed": events(EventKind::RegionFailed),
+            "regions_cancelled": events(EventKind::RegionCancelled),
+            "quarantines": events(EventKind::Quarantine),
+            "poisoned_buffers": events(EventKind::Poison),
+            "unhealthy_streams": events(EventKind::CopyStreamUnhealthy),
+            "faults_injected": events(EventKind::FaultInjected),
+        },
+    })
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    writeln!(out, "{:<12} {}", "file", r["file"].as_str().unwrap_or(""))?;
+    writeln!(out, "{:<12} {}", "span", duration(u(&r["span_ns"])))?;
+    writeln!(
+        out,
+        "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "kernel", "count", "total", "mean", "p50", "p99", "max"
+    )?;
+    for k in r["kernels"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            k["name"].as_str().unwrap_or(""),
+            u(&k["count"]),
+            duration(u(&k["total_ns"])),
+            duration(u(&k["mean_ns"])),
+            duration(u(&k["p50_ns"])),
+            duration(u(&k["p99_ns"])),
+            duration(u(&k["max_ns"])),
+        )?;
+    }
+    writeln!(
+        out,
+        "\n{:<16} {:>7} {:>11} {:>12}",
+        "queue", "spans", "busy", "utilisation"
+    )?;
+    for q in r["queues"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<16} {:>7} {:>11} {:>11.1}%",
+            format!(
+                "r{} {}",
+                u(&q["runtime"]),
+                q["queue"].as_str().unwrap_or("")
+            ),
+            u(&q["spans"]),
+            duration(u(&q["busy_ns"])),
+            q["utilisation"].as_f64().unwrap_or(0.0) * 100.0
+        )?;
+    }
+    writeln!(
+        out,
+        "\n{:<16} {:>7} {:>11} {:>11} {:>12}",
+        "copies", "batches", "bytes", "busy", "bandwidth"
+    )?;
+    for c in r["copies"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<16} {:>7} {:>11} {:>11} {:>10}/s",
+            format!(
+                "r{} {}",
+                u(&c["runtime"]),
+                c["queue"].as_str().unwrap_or("")
+            ),
+            u(&c["batches"]),
+            bytes(u(&c["bytes"])),
+            duration(u(&c["busy_ns"])),
+            bytes(c["bytes_per_s"].as_f64().unwrap_or(0.0) as u64),
+        )?;
+    }
+    let s = &r["submissions"];
+    writeln!(
+        out,
+        "\n{:<12} {} accepted: {} ok, {} failed, {} cancelled, {} unknown; {} refused busy, {} refused otherwise",
+        "submissions",
+        u(&s["accepted"]),
+        u(&s["ok"]),
+        u(&s["failed"]),
+        u(&s["cancelled"]),
+        u(&s["unknown"]),
+        u(&s["busy_refusals"]),
+        u(&s["other_refusals"]),
+    )?;
+    let f = &r["failures"];
+    writeln!(
+        out,
+        "{:<12} regions {} failed, {} cancelled; {} quarantines, {} poisoned buffers, {} unhealthy streams, {} faults injected",
+        "failures",
+        u(&f["regions_failed"]),
+        u(&f["regions_cancelled"]),
+        u(&f["quarantines"]),
+        u(&f["poisoned_buffers"]),
+        u(&f["unhealthy_streams"]),
+        u(&f["faults_injected"]),
+    )
+}

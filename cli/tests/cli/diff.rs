@@ -1,0 +1,196 @@
+//! `diff`: an identical re-recording passes (exit 0), a deliberately slowed kernel is
+//! flagged (exit 1), changed outputs are regressions, bad input exits 2.
+
+use crate::util::*;
+use hrx::kernels::{HostLaunch, builtin_code, fill_u32};
+use hrx::{Placement, Runtime, RuntimeOptions};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+/// The built-in `hrx_fill_u32`, 10 ms late.
+fn slow_fill(launch: &HostLaunch<'_>) -> Result<(), String> {
+    std::thread::sleep(Duration::from_millis(10));
+    let host = builtin_code("hrx_fill_u32")
+        .and_then(|c| c.host)
+        .ok_or("no built-in")?;
+    host(launch)
+}
+
+/// Records 8 submissions of a one-kernel graph (`hrx_fill_u32` over 4 KiB) into `path`,
+/// with the built-in kernel or the slowed one.
+fn record_fill(path: &Path, slow: bool) {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    {
+        let options = RuntimeOptions::sim()
+            .environment(false)
+            .recorder(recorder.clone());
+        let rt = Runtime::new(options).expect("runtime");
+        let buffer = rt.buffer(4096, Placement::HostVisible).expect("buffer");
+        let mut spec = fill_u32(1024, 7);
+        if slow {
+            spec.code.host = Some(slow_fill);
+        }
+        let kernel = rt.kernel(&spec).expect("kernel");
+        let mut graph = rt.graph();
+        graph
+            .gpu(&kernel, &[buffer.view(0..4096).expect("view")])
+            .expect("gpu");
+        let graph = graph.prepare().expect("prepare");
+        for _ in 0..8 {
+            graph.submit().expect("submit").wait().expect("wait");
+        }
+    }
+    recorder.close().expect("close");
+    std::fs::write(path, sink.contents()).expect("write trace");
+}
+
+fn diff_json(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["diff", "--json"];
+    all.extend(args);
+    let out = run(dir, &all);
+    let v = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    (code(&out), v)
+}
+
+fn kernel<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == name)
+        .expect(name)
+}
+
+#[test]
+fn a_slowed_kernel_is_a_regression_and_its_own_base_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    record_fill(&dir.path().join("base.hrxt"), false);
+    record_fill(&dir.path().join("slow.hrxt"), true);
+
+    let (code, r) = diff_json(dir.path(), &["base.hrxt", "slow.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    assert_eq!(r["verdict"], "regression");
+    let fill = kernel(&r, "hrx_fill_u32");
+    assert_eq!(
+        (fill["status"].as_str(), fill["slow"].as_bool()),
+        (Some("matched"), Some(true)),
+        "{fill}"
+    );
+    assert!(fill["ratio"].as_f64().unwrap() > 1.5, "{fill}");
+    assert!(
+        fill["new"]["p50_ns"].as_u64().unwrap() >= 10_000_000,
+        "{fill}"
+    );
+    assert_eq!(fill["base"]["count"], 8);
+    assert_eq!(r["summary"]["slow_kernels"], 1);
+    assert_eq!(r["regions"]["matched"], 1);
+    assert_eq!(r["outputs"]["differing"].as_array().unwrap().len(), 0);
+
+    // The slowed trace against itself, and a slow base against a fast new: no regression.
+    let (code, r) = diff_json(dir.path(), &["slow.hrxt", "slow.hrxt"]);
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("same")), "{r:#}");
+    assert_eq!(kernel(&r, "hrx_fill_u32")["ratio"], 1.0);
+    let (code, _) = diff_json(dir.path(), &["slow.hrxt", "base.hrxt"]);
+    assert_eq!(code, 0);
+    // A ratio past the slowdown is not enough: --max-slowdown 10000 tolerates 10 ms.
+    let (code, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "10000", "base.hrxt", "slow.hrxt"],
+    );
+    assert_eq!(code, 0, "{r:#}");
+
+    let text = stdout(&run(dir.path(), &["diff", "base.hrxt", "slow.hrxt"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("hrx_fill_u32") && l.ends_with("SLOW")),
+        "{text}"
+    );
+    assert!(
+        field(&text, "verdict").starts_with("regression (exit 1)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_identical_re_recording_passes_and_other_outputs_fail() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // 8 frames each, so that the spread (p99) is measured; a generous ratio, since the
+    // two recordings may run while other tests load the machine.
+    let record = |name: &str, photo: &Path| {
+        let input = photo.to_str().unwrap();
+        let args = [
+            "record",
+            "-o",
+            name,
+            "--workload",
+            "pipeline",
+            "--input",
+            input,
+        ];
+        let out = run(
+            dir.path(),
+            &[&args[..], &["--frames", "8", "--max-width", "160"]].concat(),
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    record("a.hrxt", &photo);
+    record("b.hrxt", &photo);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "3", "a.hrxt", "b.hrxt"]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["verdict"], "same");
+    let outputs = &r["outputs"];
+    assert!(outputs["compared"].as_u64().unwrap() > 0);
+    assert_eq!(outputs["identical"], outputs["compared"]);
+    assert_eq!(
+        (
+            &r["summary"]["new_kernels"],
+            &r["summary"]["missing_kernels"]
+        ),
+        (&0.into(), &0.into())
+    );
+    assert!(
+        r["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["status"] == "matched")
+    );
+    assert_eq!(r["regions"]["only_base"], 0);
+
+    // The same pipeline on a mirrored photograph: same kernels, different outputs.
+    let mirrored = dir.path().join("mirrored.png");
+    image::imageops::flip_horizontal(&image::open(&photo).unwrap().to_rgb8())
+        .save(&mirrored)
+        .unwrap();
+    record("m.hrxt", &mirrored);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1000", "a.hrxt", "m.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    assert!(!r["outputs"]["differing"].as_array().unwrap().is_empty());
+    assert_eq!(r["summary"]["slow_kernels"], 0);
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    record_fill(&dir.path().join("base.hrxt"), false);
+    assert_error(
+        &run(dir.path(), &["diff", "base.hrxt", "missing.hrxt"]),
+        "missing.hrxt",
+    );
+    std::fs::write(dir.path().join("junk.hrxt"), b"not a trace at all").unwrap();
+    assert_error(
+        &run(dir.path(), &["diff", "junk.hrxt", "base.hrxt"]),
+        "junk.hrxt",
+    );
+    assert_error(
+        &run(
+            dir.path(),
+            &["diff", "--max-slowdown", "0.5", "base.hrxt", "base.hrxt"],
+        ),
+        "--max-slowdown",
+    );
+}

@@ -1,0 +1,142 @@
+//! `stats` (text and JSON, checked against the trace's records), `completions` and `man`.
+
+use crate::util::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[test]
+fn stats_json_counts_match_the_records() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().unwrap(),
+            "--max-width",
+            "160",
+            "-o",
+            "f.hrxt",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let dump = stdout(&run(dir.path(), &["dump", "--json", "f.hrxt"]));
+    let mut kinds: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for line in dump.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let (k, body) = v.as_object().unwrap().iter().next().unwrap();
+        kinds.entry(k.clone()).or_default().push(body.clone());
+    }
+    let count = |k: &str| kinds.get(k).map_or(0, Vec::len) as u64;
+    let done = |status: &str| {
+        kinds["RegionDone"]
+            .iter()
+            .filter(|d| d["status"].get(status).is_some())
+            .count() as u64
+    };
+
+    let out = run(dir.path(), &["stats", "--json", "f.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s: Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    let u = |v: &Value| v.as_u64().unwrap();
+    assert_eq!(u(&s["submissions"]["accepted"]), count("Submit"));
+    let busy = kinds
+        .get("SubmitRefused")
+        .map_or(0, |r| r.iter().filter(|r| r["kind"] == "Busy").count()) as u64;
+    assert_eq!(u(&s["submissions"]["busy_refusals"]), busy);
+    assert_eq!(u(&s["failures"]["quarantines"]), count("Quarantine"));
+    assert_eq!(u(&s["failures"]["poisoned_buffers"]), count("Poison"));
+    assert_eq!(u(&s["failures"]["faults_injected"]), count("FaultInjected"));
+    assert_eq!(u(&s["failures"]["regions_failed"]), done("Failed"));
+    assert_eq!(u(&s["failures"]["regions_cancelled"]), done("Cancelled"));
+    assert!(u(&s["failures"]["regions_failed"]) >= 1);
+
+    // Every timing that ran is in exactly one kernel, with consistent order statistics.
+    let kernels = s["kernels"].as_array().unwrap();
+    let ran: u64 = kernels.iter().map(|k| u(&k["count"])).sum();
+    let failed_timed = kinds["RegionTiming"].len() as u64;
+    assert!(
+        ran <= failed_timed && ran + done("Failed") >= failed_timed,
+        "{ran} of {failed_timed}"
+    );
+    for k in kernels {
+        let (min, p50, p99, max) = (
+            u(&k["min_ns"]),
+            u(&k["p50_ns"]),
+            u(&k["p99_ns"]),
+            u(&k["max_ns"]),
+        );
+        assert!(min <= p50 && p50 <= p99 && p99 <= max, "{k}");
+        assert_eq!(u(&k["mean_ns"]), u(&k["total_ns"]) / u(&k["count"]), "{k}");
+    }
+    assert!(kernels.iter().any(|k| k["name"] == "upload"));
+    // Copy bytes per lane: the copy batches' bytes over their time.
+    for c in s["copies"].as_array().unwrap() {
+        let bw = c["bytes_per_s"].as_f64().unwrap();
+        let expect = u(&c["bytes"]) as f64 * 1e9 / u(&c["busy_ns"]) as f64;
+        assert!((bw - expect).abs() <= expect * 1e-9, "{c}");
+    }
+    for q in s["queues"].as_array().unwrap() {
+        let util = q["utilisation"].as_f64().unwrap();
+        assert!(util > 0.0 && util <= 1.0, "{q}");
+    }
+
+    let text = stdout(&run(dir.path(), &["stats", "f.hrxt"]));
+    assert!(
+        text.contains("upload") && text.contains("utilisation"),
+        "{text}"
+    );
+    assert!(
+        field(&text, "failures").contains(&format!("{} quarantines", count("Quarantine"))),
+        "{text}"
+    );
+}
+
+#[test]
+fn stats_of_a_missing_trace_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_error(
+        &run(dir.path(), &["stats", "--json", "missing.hrxt"]),
+        "missing.hrxt",
+    );
+}
+
+#[test]
+fn completions_and_man_pages_name_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(dir.path(), &["completions", shell]);
+        assert_eq!(code(&out), 0, "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        for verb in ["record", "export", "stats", "diff"] {
+            assert!(script.contains(verb), "{shell} lacks {verb}");
+        }
+    }
+    assert_eq!(code(&run(dir.path(), &["completions", "tcsh"])), 2);
+
+    let out = run(dir.path(), &["man"]);
+    assert_eq!(code(&out), 0);
+    let page = stdout(&out);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH hrx-trace"),
+        "{page}"
+    );
+    assert!(page.contains("export") && page.contains("diff"), "{page}");
+
+    let out = run(dir.path(), &["man", "--dir", "man1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for page in [
+        "hrx-trace.1",
+        "hrx-trace-export.1",
+        "hrx-trace-stats.1",
+        "hrx-trace-diff.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join("man1").join(page)).expect(page);
+        assert!(text.contains(".TH"), "{page}");
+    }
+    let diff = std::fs::read_to_string(dir.path().join("man1/hrx-trace-diff.1")).unwrap();
+    assert!(diff.contains("max\\-slowdown"), "{diff}");
+}
