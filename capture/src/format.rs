@@ -215,7 +215,7 @@ pub enum Compression {
 #[non_exhaustive]
 pub enum FormatError {
     /// The file does not start with [`MAGIC`].
-    #[error("not an hrx trace: magic is {found:02x?}, expected \"HRXTRACE\"")]
+    #[error("not an hrx trace: it starts \"{}\", not \"HRXTRACE\"", .found.escape_ascii())]
     BadMagic {
         /// The first eight bytes.
         found: [u8; 8],

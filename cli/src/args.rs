@@ -80,7 +80,8 @@ pub struct ReplayArgs {
     pub tolerance: Option<f64>,
 
     /// A region whose median replay time exceeds the captured one by more than this
-    /// factor is a regression.
+    /// factor, and by more than 100 µs (shorter differences are scheduling noise), is a
+    /// regression.
     #[arg(long, value_name = "R")]
     pub max_slowdown: Option<f64>,
 

@@ -21,9 +21,21 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "hrx-trace", &mut script);
+    if args.shell == clap_complete::Shell::Bash {
+        script = fix_bash_names(&script);
+    }
     out.write_all(&script)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// clap_complete 4.6's bash script names a hyphenated binary's states two ways: `cmd` is
+/// set to `hrx__trace__subcmd__VERB` but matched against `hrx__subcmd__trace__subcmd__VERB`,
+/// so nothing after the verb completed. One spelling makes them meet.
+fn fix_bash_names(script: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(script)
+        .replace("hrx__subcmd__trace", "hrx__trace")
+        .into_bytes()
 }
 
 /// Prints the man page, or writes every page into `args.dir`.

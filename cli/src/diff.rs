@@ -11,6 +11,8 @@
 //!   region has its median on both sides.
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, buffer,
 //!   byte range) and their xxh3 digests compared.
+//! - **Submissions** are matched by (runtime, submission index) and their outcomes (ok,
+//!   failed, cancelled, unknown) compared.
 //!
 //! # Verdict
 //!
@@ -18,8 +20,8 @@
 //! (`new.p50 > R × base.p50`); the growth is beyond the base's spread (`new.p50 >
 //! base.p99`: most new runs are slower than almost every base run, so one-off outliers
 //! on a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
-//! scheduling noise of microsecond kernels). A **regression** is a slow kernel or an
-//! output whose digest differs: exit 1. Otherwise exit 0 (new, missing and relabelled
+//! scheduling noise of microsecond kernels). A **regression** is a slow kernel, an output
+//! whose digest differs or a submission whose outcome changed: exit 1. Otherwise exit 0 (new, missing and relabelled
 //! kernels and regions, and outputs present on one side only, are reported but are not
 //! regressions: they mean a different program or run length, not a slower one). Exit 2
 //! when either trace cannot be read or `R` is not a finite number ≥ 1.
@@ -38,7 +40,9 @@
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
 //!              [{"runtime", "submission", "buffer", "start", "end", "base_xxh3",
 //!                "new_xxh3"}]},
-//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs"}}
+//!  "submissions": {"compared", "changed": [{"runtime", "submission", "base", "new"}]},
+//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
+//!              "changed_submissions"}}
 //! ```
 
 use crate::args::DiffArgs;
@@ -48,7 +52,7 @@ use crate::stats::duration;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::Record;
 use hrx_tui::Model;
-use hrx_tui::state::{KernelStats, RegionId, percentile};
+use hrx_tui::state::{KernelStats, RegionId, SpanStatus, percentile};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -105,6 +109,16 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
         }
     }
     Ok(map)
+}
+
+/// A submission outcome's name in reports.
+fn status_name(status: SpanStatus) -> &'static str {
+    match status {
+        SpanStatus::Ok => "ok",
+        SpanStatus::Failed => "failed",
+        SpanStatus::Cancelled => "cancelled",
+        SpanStatus::Unknown => "unknown",
+    }
 }
 
 /// Whether `new` is slower than `base` past `ratio` and beyond the spread.
@@ -249,7 +263,27 @@ fn compare(
         }
     }
     let compared = identical + differing.len();
-    let regression = slow > 0 || !differing.is_empty();
+
+    let outcomes = |m: &Model| -> BTreeMap<(u32, u64), SpanStatus> {
+        m.submissions()
+            .iter()
+            .map(|s| ((s.runtime.0, s.index.0), s.status))
+            .collect()
+    };
+    let (base_outcomes, new_outcomes) = (outcomes(base), outcomes(new));
+    let mut changed = Vec::new();
+    let mut outcomes_compared = 0;
+    for (key, status) in &base_outcomes {
+        let Some(new_status) = new_outcomes.get(key) else {
+            continue;
+        };
+        outcomes_compared += 1;
+        if new_status != status {
+            changed.push(json!({"runtime": key.0, "submission": key.1,
+                                "base": status_name(*status), "new": status_name(*new_status)}));
+        }
+    }
+    let regression = slow > 0 || !differing.is_empty() || !changed.is_empty();
     json!({
         "base": args.base.display().to_string(),
         "new": args.new.display().to_string(),
@@ -259,8 +293,9 @@ fn compare(
         "exit_code": u8::from(regression),
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
-            "differing_outputs": differing.len(),
+            "differing_outputs": differing.len(), "changed_submissions": changed.len(),
         },
+        "submissions": {"compared": outcomes_compared, "changed": changed},
         "kernels": kernels,
         "regions": {"matched": matched, "only_base": only_base, "only_new": only_new,
                     "relabelled": relabelled, "times": times},
@@ -335,15 +370,32 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             d["new_xxh3"].as_str().unwrap_or("")
         )?;
     }
+    let c = &r["submissions"];
+    writeln!(
+        out,
+        "submissions  {} compared, {} changed outcome",
+        u(&c["compared"]),
+        c["changed"].as_array().map_or(0, Vec::len)
+    )?;
+    for d in c["changed"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "  changed    submission {}: {} -> {}",
+            u(&d["submission"]),
+            d["base"].as_str().unwrap_or(""),
+            d["new"].as_str().unwrap_or("")
+        )?;
+    }
     let s = &r["summary"];
     writeln!(
         out,
-        "verdict      {} (exit {}): {} slow kernels (past {:.2}x and the base p99), {} differing outputs, {} new and {} missing kernels",
+        "verdict      {} (exit {}): {} slow kernels (past {:.2}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels",
         r["verdict"].as_str().unwrap_or(""),
         u(&r["exit_code"]),
         u(&s["slow_kernels"]),
         r["max_slowdown"].as_f64().unwrap_or(0.0),
         u(&s["differing_outputs"]),
+        u(&s["changed_submissions"]),
         u(&s["new_kernels"]),
         u(&s["missing_kernels"]),
     )

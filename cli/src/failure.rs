@@ -141,8 +141,21 @@ pub fn parse_args<P: clap::Parser>() -> P {
     }
     let text = error.render().to_string();
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let message = lines.next().unwrap_or("error: bad arguments");
+    let first = lines.next().unwrap_or("error: bad arguments");
     let rest: Vec<&str> = lines.collect();
+    // A message ending in ':' continues on the next lines (clap lists missing arguments
+    // there), up to the usage or tip.
+    let message = if first.ends_with(':') {
+        let listed: Vec<&str> = rest
+            .iter()
+            .copied()
+            .take_while(|l| !l.starts_with("Usage: ") && !l.starts_with("tip: "))
+            .collect();
+        format!("{first} {}", listed.join(", "))
+    } else {
+        first.to_owned()
+    };
+    let message = message.as_str();
     let hint = rest
         .iter()
         .find_map(|l| l.strip_prefix("tip: "))

@@ -26,7 +26,6 @@ use anyhow::Context;
 use hrx::workloads::{Pipeline, PipelineOptions};
 use hrx::{BackendChoice, FaultSpec, Runtime, RuntimeOptions};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::cell::RefCell;
 use std::process::ExitCode;
 
 /// The fault `faults` injects unless `--fault` is given: the second Sobel dispatch loses
@@ -188,7 +187,9 @@ fn execute(
                 plural(photos.len() as u64, "photo"),
                 run.in_flight
             );
-            let done = format!("{} of {frames} frames done", run.delivered);
+            // The pipeline stops at its first failed frame: frames after it (some may have
+            // run, see the trace) are not delivered.
+            let done = format!("{} of {frames} frames delivered", run.delivered);
             let (outcome, error) = match (workload, run.error, fault) {
                 (Workload::Faults, Some(error), None) => (
                     format!(
@@ -226,6 +227,17 @@ fn execute(
                 (_, Some(error), _) => (
                     format!("failed: {done}; then: {error}"),
                     Some(anyhow::Error::new(error).context("the workload failed")),
+                ),
+                (Workload::Pipeline, None, Some(fault)) if !runtime.fault_fired() => (
+                    format!("{done}; the injected fault {fault} never fired"),
+                    Some(
+                        Failure::new(format!(
+                            "the injected fault {fault} never fired in {}",
+                            plural(frames as u64, "frame")
+                        ))
+                        .hint("check the kernel name and operation number against `dump`")
+                        .into(),
+                    ),
                 ),
                 (_, None, _) => (
                     format!("ok: {done} at {:.1} frames/s", run.frames_per_second),
@@ -321,21 +333,37 @@ fn pipeline(
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    let decode_error: RefCell<Option<Failure>> = RefCell::new(None);
-    let source = (0..frames).map_while(|index| match photos.frame(index, frames) {
-        Ok(frame) => Some(frame),
-        Err(error) => {
-            decode_error.borrow_mut().get_or_insert(error);
-            None
-        }
-    });
     let mut delivered = 0;
-    let result = pipeline.run(source, |_index, _output| {
-        delivered += 1;
-        progress.inc(1);
+    // Frames are decoded on a thread of their own, a few ahead of the pipeline, so that
+    // decoding a photograph (tens to hundreds of ms) overlaps the frames in flight.
+    let (result, decode_error) = std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(options.frames_in_flight);
+        let decoder = scope.spawn(move || {
+            for index in 0..frames {
+                match photos.frame(index, frames) {
+                    Ok(frame) => {
+                        if sender.send(frame).is_err() {
+                            return None;
+                        }
+                    }
+                    Err(error) => return Some(error),
+                }
+            }
+            None
+        });
+        let result = pipeline.run(receiver.iter(), |_index, _output| {
+            delivered += 1;
+            progress.inc(1);
+        });
+        // A stopped run drops the receiver, which ends the decoder.
+        drop(receiver);
+        let decode_error = decoder
+            .join()
+            .unwrap_or_else(|_| Some(Failure::new("the photograph decoder panicked")));
+        (result, decode_error)
     });
     progress.finish_and_clear();
-    if let Some(error) = decode_error.into_inner() {
+    if let Some(error) = decode_error {
         return Err(error.into());
     }
     let (frames_per_second, error) = match result {

@@ -70,6 +70,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
+    if args.output.as_os_str() != "-" {
+        check_output(&args.output, &args.format)?;
+    }
     progress.set_message("indexing");
     let read = Arc::new(AtomicU64::new(0));
     let index = Index::build(open(&args.file, &read, &progress)?, &args.file)?;
@@ -555,6 +558,38 @@ impl Instant {
             args,
         })
     }
+}
+
+/// Refuses an output that is a directory, or an existing non-empty file that is not an
+/// earlier export in `format` (Chrome JSON starts `{"traceEvents":`, a Perfetto trace with
+/// its first packet's tag, 0x0a): `-o` naming a trace, a photograph or a README by mistake
+/// must not destroy it.
+fn check_output(path: &std::path::Path, format: &str) -> Result<(), Failure> {
+    if path.is_dir() {
+        return Err(Failure::new(format!(
+            "cannot write the export to {}: it is a directory",
+            path.display()
+        ))
+        .hint("give -o a file name, e.g. -o trace.json"));
+    }
+    let Ok(mut file) = File::open(path) else {
+        return Ok(());
+    };
+    let mut head = [0u8; 15];
+    let read = io::Read::read(&mut file, &mut head).unwrap_or(0);
+    let head = &head[..read];
+    let earlier_export = match format {
+        "perfetto" => head.first() == Some(&0x0a),
+        _ => head.starts_with(b"{\"traceEvents\"") || b"{\"traceEvents\"".starts_with(head),
+    };
+    if read > 0 && !earlier_export {
+        return Err(Failure::new(format!(
+            "refusing to overwrite {}: it exists and is not a {format} export",
+            path.display()
+        ))
+        .hint("choose another -o file, or remove it first"));
+    }
+    Ok(())
 }
 
 /// What an output format does with the stream of tracks, slices and instants.

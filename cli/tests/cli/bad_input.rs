@@ -97,3 +97,13 @@ fn bad_flags_are_one_line_with_a_hint() {
     }
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
+
+/// A missing required argument is named on the error line itself.
+#[test]
+fn a_missing_argument_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["export", "x.hrxt", "-o", "x.json"]);
+    assert_error(&out, "--format");
+    let out = run(dir.path(), &["completions"]);
+    assert_error(&out, "<SHELL>");
+}

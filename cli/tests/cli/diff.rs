@@ -171,6 +171,36 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
     assert_eq!(code, 1, "{r:#}");
     assert!(!r["outputs"]["differing"].as_array().unwrap().is_empty());
     assert_eq!(r["summary"]["slow_kernels"], 0);
+    assert_eq!(r["summary"]["changed_submissions"], 0);
+
+    // The same frames with a device loss injected: submissions that succeeded now fail.
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "f.hrxt",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().unwrap(),
+            "--frames",
+            "8",
+            "--max-width",
+            "160",
+        ],
+    );
+    assert_eq!(crate::util::code(&out), 0, "{}", stderr(&out));
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1000", "a.hrxt", "f.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    let changed = r["submissions"]["changed"].as_array().unwrap();
+    assert!(
+        changed
+            .iter()
+            .any(|c| c["base"] == "ok" && c["new"] == "failed"),
+        "{r:#}"
+    );
+    assert_eq!(r["summary"]["changed_submissions"], changed.len());
 }
 
 #[test]

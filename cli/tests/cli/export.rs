@@ -308,3 +308,41 @@ fn export_of_a_missing_trace_or_bad_format_is_a_usage_error() {
     );
     assert_eq!(code(&out), 2);
 }
+
+/// `-o` naming an existing file that is not an earlier export (here the trace itself and a
+/// text file) is refused and the file is left as it was; an earlier export is overwritten.
+#[test]
+fn export_never_overwrites_a_file_that_is_not_an_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "h.hrxt"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, "# my notes\n").unwrap();
+    let trace = std::fs::read(dir.path().join("h.hrxt")).unwrap();
+    for (target, format) in [
+        ("notes.md", "chrome"),
+        ("h.hrxt", "perfetto"),
+        ("h.hrxt", "chrome"),
+    ] {
+        let out = run(
+            dir.path(),
+            &["export", "h.hrxt", "--format", format, "-o", target],
+        );
+        assert_error(&out, "refusing to overwrite");
+    }
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# my notes\n");
+    assert_eq!(std::fs::read(dir.path().join("h.hrxt")).unwrap(), trace);
+    for format in ["chrome", "perfetto"] {
+        let target = format!("h.{format}");
+        for _ in 0..2 {
+            let out = run(
+                dir.path(),
+                &["export", "h.hrxt", "--format", format, "-o", &target],
+            );
+            assert_eq!(code(&out), 0, "{}", stderr(&out));
+        }
+    }
+}

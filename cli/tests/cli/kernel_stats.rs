@@ -117,6 +117,27 @@ fn completions_and_man_pages_name_every_verb() {
     }
     assert_eq!(code(&run(dir.path(), &["completions", "tcsh"])), 2);
 
+    // Bash completes a verb's options too (bash runs the script as a shell would).
+    let script = dir.path().join("hrx-trace.bash");
+    std::fs::write(&script, stdout(&run(dir.path(), &["completions", "bash"]))).unwrap();
+    let complete = |words: &str, cword: usize| {
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; \
+             _hrx__trace hrx-trace \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; \
+             echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(program)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(complete("hrx-trace re", 1).contains("replay"));
+    assert!(complete("hrx-trace export --fo", 2).contains("--format"));
+    assert!(complete("hrx-trace export --format ''", 3).contains("perfetto"));
+
     let out = run(dir.path(), &["man"]);
     assert_eq!(code(&out), 0);
     let page = stdout(&out);

@@ -16,7 +16,7 @@ fn pipeline_on_a_photo_records_operations_and_submissions() {
         "{out}"
     );
     assert!(
-        field(&out, "outcome").starts_with("ok: 3 of 3 frames done"),
+        field(&out, "outcome").starts_with("ok: 3 of 3 frames delivered"),
         "{out}"
     );
     assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
@@ -229,6 +229,26 @@ fn faults_that_never_fire_are_an_error() {
     assert_error(&output, "never fired");
     // What was recorded is still summarised.
     assert!(field(&stdout(&output), "file").contains("hrx.hrxt"));
+    // The same on `pipeline`: a fault naming a kernel that never runs.
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "pipeline",
+            "--input",
+            photo.to_str().unwrap(),
+            "--max-width",
+            "64",
+            "--frames",
+            "1",
+            "--fault",
+            "kernel=nope:kernel-error",
+            "-o",
+            "p.hrxt",
+        ],
+    );
+    assert_error(&output, "never fired");
 }
 
 #[test]

@@ -49,6 +49,9 @@ pub struct ModelBuilder {
     region_status: Vec<SpanStatus>,
     pending_timings: Vec<RegionTiming>,
     pending_done: Vec<PendingDone>,
+    /// Submission outcomes read before their submit (another thread's ring was written
+    /// out first).
+    pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
     cross_raw: Vec<CrossWait>,
 }
 
@@ -196,11 +199,14 @@ impl ModelBuilder {
                     ..event(d.time_ns, kind, d.runtime, text)
                 });
             }
-            Record::SubmissionDone(d) => {
-                if let Some(&id) = self.sub_ids.get(&(d.runtime, d.submission)) {
-                    self.model.submissions[id.get()].status = span_status(&d.status);
-                }
-            }
+            Record::SubmissionDone(d) => match self.sub_ids.get(&(d.runtime, d.submission)) {
+                Some(&id) => self.model.submissions[id.get()].status = span_status(&d.status),
+                None => self.pending_submission_done.push((
+                    d.runtime,
+                    d.submission,
+                    span_status(&d.status),
+                )),
+            },
             Record::Quarantine(q) => self.event(Event {
                 submission: q.submission,
                 region: q.region,
@@ -292,6 +298,11 @@ impl ModelBuilder {
         }
         for d in std::mem::take(&mut self.pending_done) {
             self.set_status(d);
+        }
+        for (runtime, submission, status) in std::mem::take(&mut self.pending_submission_done) {
+            if let Some(&id) = self.sub_ids.get(&(runtime, submission)) {
+                self.model.submissions[id.get()].status = status;
+            }
         }
         self.add_untimed_spans();
         self.index_spans();
@@ -700,12 +711,20 @@ mod tests {
             .timing(3, 1, 400, 800)
             .submit(1, 3, &[], 300)
             .ran(3, 0, 310, 390);
+        // The submission's outcome before its submit, too.
+        f.push(hrx_capture::schema::SubmissionDone {
+            runtime: crate::state::fixtures::RT,
+            submission: SubmissionIndex(3),
+            status: failed("boom"),
+            time_ns: 901,
+        });
         let model = f.model();
         assert_eq!(model.span_count(), 2);
         let span = lane_named(&model, Queue::GpuCompute).spans()[0];
         assert_eq!((span.start_ns, span.status), (400, SpanStatus::Failed));
         assert!(span.ran());
         assert_eq!(model.info().unplaced_timings, 0);
+        assert_eq!(model.submissions()[0].status, SpanStatus::Failed);
     }
 
     #[test]
