@@ -42,14 +42,20 @@ fn base() -> Instant {
     *BASE.get_or_init(Instant::now)
 }
 
-/// Host monotonic time in ns: the trace's session clock while a trace is open, else a
-/// process-local base. Backends map device timestamps onto this clock.
+/// Host monotonic time in ns since a process-wide base: region start and end times and the
+/// host times backends map device timestamps onto. [`region_ran`] converts them to the
+/// session clock of the recorder they go to (each recorder has its own base), so that every
+/// record of a trace is on one clock.
 pub(crate) fn now_ns() -> u64 {
-    if hrx_capture::enabled() {
-        hrx_capture::now_ns()
-    } else {
-        base().elapsed().as_nanos() as u64
-    }
+    base().elapsed().as_nanos() as u64
+}
+
+/// `process_ns` (from [`now_ns`]) on `recorder`'s session clock.
+fn session_ns(recorder: &Recorder, process_ns: u64) -> u64 {
+    let instant = base() + std::time::Duration::from_nanos(process_ns);
+    instant
+        .saturating_duration_since(recorder.base())
+        .as_nanos() as u64
 }
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
@@ -534,7 +540,12 @@ pub(crate) fn region_ran(
     let Some(recorder) = &core.recorder else {
         return;
     };
-    let device = result.as_ref().ok().copied().flatten();
+    let on_session = |span: crate::gpu::DeviceSpan| crate::gpu::DeviceSpan {
+        start_ns: session_ns(recorder, span.start_ns),
+        end_ns: session_ns(recorder, span.end_ns),
+    };
+    let device = result.as_ref().ok().copied().flatten().map(on_session);
+    let (start_ns, end_ns) = (session_ns(recorder, start_ns), session_ns(recorder, end_ns));
     let runtime = runtime_id(core);
     let (submission_id, region_id) = (s::SubmissionIndex(submission), s::RegionIndex(index as u32));
     if let Some(span) = device {

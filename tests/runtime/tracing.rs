@@ -379,3 +379,66 @@ fn deferred_captures_keep_each_writers_bytes() {
         assert!(blob(&digest.contents) == expected, "fill {round}");
     }
 }
+
+/// A runtime recording into a recorder of its own (not the process's trace) puts region
+/// times on that recorder's clock, like every other record: each region ran after its
+/// submit and before its submission's completion.
+#[test]
+fn region_times_share_the_recorders_clock() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let warm = rt.buffer(16, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(warm.whole(), 1).unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    // The recorder's base comes well after the process's first host time.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let traced = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let host = traced.buffer(4096, Placement::HostVisible).unwrap();
+    let device = traced.buffer(4096, Placement::GpuLocal).unwrap();
+    let mut graph = traced.graph();
+    graph.fill(device.whole(), 7).unwrap();
+    graph.copy(host.whole(), device.whole()).unwrap();
+    let executable = graph.prepare().unwrap();
+    for _ in 0..5 {
+        executable.submit().unwrap().wait().unwrap();
+    }
+    drop((executable, host, device, traced));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let mut submitted = std::collections::HashMap::new();
+    let mut done = std::collections::HashMap::new();
+    for record in &trace.records {
+        match record {
+            Record::Submit(s) => {
+                submitted.insert(s.submission, s.time_ns);
+            }
+            Record::SubmissionDone(d) => {
+                done.insert(d.submission, d.time_ns);
+            }
+            _ => {}
+        }
+    }
+    let timings: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionTiming(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timings.len(), 10);
+    for t in timings {
+        let (submit, finished) = (submitted[&t.submission], done[&t.submission]);
+        assert!(
+            submit <= t.start_ns && t.start_ns <= t.end_ns && t.end_ns <= finished,
+            "region {:?} ran {}..{} ns, submitted at {submit}, done at {finished}",
+            t.region,
+            t.start_ns,
+            t.end_ns
+        );
+    }
+}
