@@ -111,6 +111,15 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
     Ok(map)
 }
 
+/// A ratio for text output: two decimals, or scientific notation for huge ones.
+fn ratio_text(ratio: f64) -> String {
+    if ratio < 1e6 {
+        format!("{ratio:.2}")
+    } else {
+        format!("{ratio:.2e}")
+    }
+}
+
 /// A submission outcome's name in reports.
 fn status_name(status: SpanStatus) -> &'static str {
     match status {
@@ -389,11 +398,11 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let s = &r["summary"];
     writeln!(
         out,
-        "verdict      {} (exit {}): {} slow kernels (past {:.2}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels",
+        "verdict      {} (exit {}): {} slow kernels (past {}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels",
         r["verdict"].as_str().unwrap_or(""),
         u(&r["exit_code"]),
         u(&s["slow_kernels"]),
-        r["max_slowdown"].as_f64().unwrap_or(0.0),
+        ratio_text(r["max_slowdown"].as_f64().unwrap_or(0.0)),
         u(&s["differing_outputs"]),
         u(&s["changed_submissions"]),
         u(&s["new_kernels"]),

@@ -13,6 +13,7 @@
 //!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns"}],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
+//!  "complete": whether the whole trace was read, "end": how it ends,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
@@ -66,15 +67,34 @@ pub fn print_report(
 /// # Errors
 ///
 /// [`TraceError`] when the trace cannot be read.
+///
+/// A damaged or cut-short trace loads with what was recovered; its reader warnings and how
+/// it ends go to standard error, one `warning:` line each, so that numbers from part of a
+/// trace are never mistaken for the whole.
 pub fn load(path: &Path) -> anyhow::Result<Model> {
-    hrx_tui::load(path).map_err(|e| match e {
-        hrx_tui::TuiError::Read { path, source } => TraceError {
+    let model = hrx_tui::load(path).map_err(|e| match e {
+        hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
             path,
             error: source,
-        }
-        .into(),
+        }),
         other => Failure::new(other.to_string()).into(),
-    })
+    })?;
+    let info = model.info();
+    for warning in &info.warnings {
+        eprintln!(
+            "warning: {}: {}",
+            path.display(),
+            crate::failure::one_line(warning)
+        );
+    }
+    if let Some(recovery) = info.recovery.as_ref().filter(|r| !r.is_complete()) {
+        eprintln!(
+            "warning: {}: {}; these figures cover only what was recovered",
+            path.display(),
+            recovery.end()
+        );
+    }
+    Ok(model)
 }
 
 /// One kernel's durations as JSON.
@@ -113,8 +133,11 @@ pub fn report(path: &Path, model: &Model) -> Value {
     let subs = model.submissions();
     let with = |status| subs.iter().filter(|s| s.status == status).count();
     let events = |kind| model.events().iter().filter(|e| e.kind == kind).count();
+    let recovery = model.info().recovery.as_ref();
     json!({
         "file": path.display().to_string(),
+        "complete": recovery.is_none_or(|r| r.is_complete()),
+        "end": recovery.map(|r| r.end()),
         "span_ns": stats.span_ns,
         "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
         "queues": queues,

@@ -24,6 +24,13 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     failure::install_panic_hook();
+    // Past a file-size limit (`ulimit -f`), a write then fails with EFBIG and is reported as
+    // one error line (and a partial export removed) instead of the process being killed by
+    // SIGXFSZ with a partial file left behind. A program run by `record --` inherits this.
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let result = match failure::parse_args::<Cli>().command {
         Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),

@@ -171,6 +171,15 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
             ))
             .hint("choose another -o file, or remove it first"));
         }
+        // The recorder holds an exclusive lock on the file it writes: probe it now, so that
+        // a second recording into the same file is refused before its program runs.
+        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+            return Err(Failure::new(format!(
+                "cannot write the trace to {}: another recorder is writing it",
+                path.display()
+            ))
+            .hint("choose another -o file, or wait for that recording to end"));
+        }
     }
     Ok(())
 }

@@ -6,14 +6,37 @@ use hrx_replay::ReplayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::process::ExitCode;
 
+/// Most repeats `--repeat` takes: timings of every repeat are kept for the medians.
+const MAX_REPEAT: usize = 100_000;
+
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let backend: hrx::BackendChoice = args
         .backend
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("--backend: {e}")))?;
-    if args.repeat == 0 {
-        return Err(Failure::new("--repeat must be at least 1").into());
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        return Err(Failure::new(format!(
+            "--repeat {}: must be between 1 and {MAX_REPEAT}",
+            args.repeat
+        ))
+        .into());
+    }
+    if let Some(ratio) = args.max_slowdown
+        && !(ratio.is_finite() && ratio >= 1.0)
+    {
+        return Err(Failure::new(format!(
+            "--max-slowdown {ratio}: must be a number of at least 1 (a time ratio)"
+        ))
+        .into());
+    }
+    if let Some(tolerance) = args.tolerance
+        && !(tolerance.is_finite() && tolerance >= 0.0)
+    {
+        return Err(Failure::new(format!(
+            "--tolerance {tolerance}: must be a finite number of at least 0 (a relative error)"
+        ))
+        .into());
     }
     let progress = ProgressBar::new(0).with_style(
         ProgressStyle::with_template(

@@ -77,6 +77,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let read = Arc::new(AtomicU64::new(0));
     let index = Index::build(open(&args.file, &read, &progress)?, &args.file)?;
 
+    // Pass 2's reader first: an input that cannot be read again (a pipe) must not leave an
+    // empty output behind.
+    let reader = open(&args.file, &read, &progress)?;
     let to_stdout = args.output.as_os_str() == "-";
     let out: Box<dyn Write> = if to_stdout {
         Box::new(io::stdout().lock())
@@ -87,11 +90,24 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     };
     let out = BufWriter::with_capacity(256 << 10, out);
     progress.set_message("writing");
-    let reader = open(&args.file, &read, &progress)?;
-    let counts = if args.format == "perfetto" {
-        write(&index, reader, &args.file, perfetto::Writer::new(out))?
+    let written = if args.format == "perfetto" {
+        write(&index, reader, &args.file, perfetto::Writer::new(out))
     } else {
-        write(&index, reader, &args.file, chrome::Writer::new(out))?
+        write(&index, reader, &args.file, chrome::Writer::new(out))
+    };
+    let counts = match written {
+        Ok(counts) => counts,
+        Err(error) if !to_stdout => {
+            // A half-written export is not an export: leave nothing rather than a file that
+            // does not parse.
+            progress.finish_and_clear();
+            let _ = std::fs::remove_file(&args.output);
+            return Err(error.context(format!(
+                "cannot write {} (removed the incomplete file)",
+                args.output.display()
+            )));
+        }
+        Err(error) => return Err(error),
     };
     progress.finish_and_clear();
     for warning in &index.warnings {
@@ -181,12 +197,21 @@ struct PreparedMeta {
 struct SubMeta {
     prepared: Option<PreparedId>,
     slot: u32,
+    /// Bits of the timed regions, by region index, for the first [`DENSE_REGIONS`]
+    /// regions; a set for the rest (a damaged index costs one entry, not memory up to it).
     timed: Vec<u64>,
+    timed_beyond: std::collections::BTreeSet<u32>,
 }
+
+/// Regions per submission kept in the bitset.
+const DENSE_REGIONS: usize = 4096;
 
 impl SubMeta {
     fn is_timed(&self, region: RegionIndex) -> bool {
         let i = region.0 as usize;
+        if i >= DENSE_REGIONS {
+            return self.timed_beyond.contains(&region.0);
+        }
         self.timed
             .get(i / 64)
             .is_some_and(|w| w & (1 << (i % 64)) != 0)
@@ -194,6 +219,10 @@ impl SubMeta {
 
     fn set_timed(&mut self, region: RegionIndex) {
         let i = region.0 as usize;
+        if i >= DENSE_REGIONS {
+            self.timed_beyond.insert(region.0);
+            return;
+        }
         if self.timed.len() <= i / 64 {
             self.timed.resize(i / 64 + 1, 0);
         }
@@ -206,13 +235,16 @@ impl SubMeta {
 struct Index {
     runtimes: BTreeMap<RuntimeId, String>,
     kernels: HashMap<(RuntimeId, KernelId), String>,
-    /// Operation names per graph, by node index.
-    ops: HashMap<(RuntimeId, GraphId), Vec<Option<String>>>,
+    /// Operation names by (runtime, graph, node): a map, so a damaged node index costs one
+    /// entry, not memory up to the index.
+    ops: HashMap<(RuntimeId, GraphId, NodeIndex), String>,
     prepared: HashMap<(RuntimeId, PreparedId), PreparedMeta>,
     subs: HashMap<(RuntimeId, SubmissionIndex), SubMeta>,
     /// Cross-submission waits by consumer, and the distinct consumers of each producer.
     waits_on: HashMap<RegionRef, Vec<CrossWait>>,
     waited_by: HashMap<RegionRef, Vec<RegionRef>>,
+    /// (consumer, producer) pairs seen, so a repeated wait is found in constant time.
+    wait_pairs: std::collections::HashSet<(RegionRef, RegionRef)>,
     /// Per runtime: which tracks (five queues, then events) have something on them.
     used: BTreeMap<RuntimeId, [bool; QUEUES.len() + 1]>,
     warnings: Vec<String>,
@@ -245,12 +277,7 @@ impl Index {
                 self.kernels.insert((k.runtime, k.kernel), k.entry);
             }
             Record::GraphOp(op) => {
-                let names = self.ops.entry((op.runtime, op.graph)).or_default();
-                let i = op.node.0 as usize;
-                if names.len() <= i {
-                    names.resize(i + 1, None);
-                }
-                names[i] = Some(match op.op {
+                let name = match op.op {
                     OpKind::Kernel { kernel } | OpKind::Npu { kernel } => {
                         format!("\0{}", kernel.0)
                     }
@@ -258,7 +285,8 @@ impl Index {
                     OpKind::Copy => "copy".into(),
                     OpKind::Scoped => "scoped".into(),
                     OpKind::Host => "host".into(),
-                });
+                };
+                self.ops.insert((op.runtime, op.graph, op.node), name);
             }
             Record::Prepared(p) => {
                 let mut regions: Vec<RegionMeta> = p
@@ -312,12 +340,8 @@ impl Index {
             Record::CrossWait(w) => {
                 let consumer = (w.runtime, w.submission, w.region);
                 let producer = (w.runtime, w.on_submission, w.on_region);
-                let waits = self.waits_on.entry(consumer).or_default();
-                let new_pair = !waits
-                    .iter()
-                    .any(|x| (x.on_submission, x.on_region) == (w.on_submission, w.on_region));
-                waits.push(w);
-                if new_pair {
+                self.waits_on.entry(consumer).or_default().push(w);
+                if self.wait_pairs.insert((consumer, producer)) {
                     self.waited_by.entry(producer).or_default().push(consumer);
                 }
             }
@@ -358,11 +382,7 @@ impl Index {
 
     /// The name of operation `node` of `graph`.
     fn op_name(&self, runtime: RuntimeId, graph: GraphId, node: NodeIndex) -> Option<String> {
-        let name = self
-            .ops
-            .get(&(runtime, graph))?
-            .get(node.0 as usize)?
-            .as_ref()?;
+        let name = self.ops.get(&(runtime, graph, node))?;
         Some(match name.strip_prefix('\0') {
             Some(kernel) => {
                 let id = KernelId(kernel.parse().unwrap_or(u64::MAX));
@@ -382,11 +402,7 @@ impl Index {
             .nodes
             .iter()
             .filter_map(|&n| {
-                let raw = self
-                    .ops
-                    .get(&(runtime, graph))?
-                    .get(n.0 as usize)?
-                    .as_ref()?;
+                let raw = self.ops.get(&(runtime, graph, n))?;
                 Some((raw.starts_with('\0'), self.op_name(runtime, graph, n)?))
             })
             .collect();

@@ -107,3 +107,148 @@ fn a_missing_argument_is_named() {
     let out = run(dir.path(), &["completions"]);
     assert_error(&out, "<SHELL>");
 }
+
+/// Crafted indices must not size memory: a graph operation numbered u32::MAX and timings of
+/// region u32::MAX in many submissions (a few KiB of trace) are read by `stats`, `export`
+/// and `diff` in bounded memory and time, without a panic.
+#[test]
+fn huge_indices_in_a_crafted_trace_cost_no_memory() {
+    use hrx_capture::schema::*;
+    use hrx_capture::{Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crafted.hrxt");
+    let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+    let runtime = RuntimeId(0);
+    recorder.record(&Record::GraphOp(GraphOp {
+        runtime,
+        graph: GraphId(1),
+        node: NodeIndex(u32::MAX),
+        op: OpKind::Copy,
+        lane: Lane::Upload,
+        uses: Vec::new(),
+    }));
+    for submission in 1..200 {
+        recorder.record(&Record::RegionTiming(RegionTiming {
+            runtime,
+            submission: SubmissionIndex(submission),
+            region: RegionIndex(u32::MAX),
+            start_ns: submission * 10,
+            end_ns: submission * 10 + 5,
+            device: None,
+        }));
+    }
+    recorder.close().unwrap();
+    let started = std::time::Instant::now();
+    for args in [
+        &["stats", "crafted.hrxt"][..],
+        &["stats", "--json", "crafted.hrxt"],
+        &[
+            "export",
+            "crafted.hrxt",
+            "--format",
+            "chrome",
+            "-o",
+            "c.json",
+        ],
+        &[
+            "export",
+            "crafted.hrxt",
+            "--format",
+            "perfetto",
+            "-o",
+            "c.pftrace",
+        ],
+        &["diff", "crafted.hrxt", "crafted.hrxt"],
+    ] {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    }
+    // Each verb allocated up to 32 GiB per crafted record before.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+/// `replay` refuses numbers that would disable its checks or exhaust memory.
+#[test]
+fn replay_refuses_meaningless_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "h.hrxt"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for (flag, value) in [
+        ("--repeat", "100000000"),
+        ("--repeat", "0"),
+        ("--max-slowdown", "NaN"),
+        ("--max-slowdown", "0.5"),
+        ("--max-slowdown", "inf"),
+        ("--tolerance", "NaN"),
+        ("--tolerance=-1", ""),
+    ] {
+        let args = if value.is_empty() {
+            vec!["replay", "h.hrxt", flag]
+        } else {
+            vec!["replay", "h.hrxt", flag, value]
+        };
+        let out = run(dir.path(), &args);
+        assert_error(&out, flag.split('=').next().unwrap());
+    }
+}
+
+/// `stats` and `diff` of a cut-short trace say so: numbers from part of a trace are never
+/// presented as the whole.
+#[test]
+fn stats_and_diff_of_a_truncated_trace_warn() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("p.hrxt")).unwrap();
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() / 2]).unwrap();
+    let out = run(dir.path(), &["stats", "cut.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("only what was recovered"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(dir.path(), &["stats", "--json", "cut.hrxt"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["complete"], false);
+    let out = run(dir.path(), &["stats", "--json", "p.hrxt"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["complete"], true);
+    let out = run(dir.path(), &["diff", "p.hrxt", "cut.hrxt"]);
+    assert!(
+        stderr(&out).contains("cut.hrxt: not closed cleanly"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// An export that cannot be written whole (here past a file-size limit) is one error line
+/// naming the output, exit 2, and leaves no half-written file.
+#[test]
+fn a_failed_export_leaves_no_partial_file() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for format in ["chrome", "perfetto"] {
+        let script = format!(
+            "ulimit -f 4; exec {} export p.hrxt --format {format} -o big.out",
+            env!("CARGO_BIN_EXE_hrx-trace")
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_error(&out, "big.out");
+        assert!(
+            !dir.path().join("big.out").exists(),
+            "{format}: partial file left"
+        );
+    }
+}

@@ -158,6 +158,18 @@ fn a_second_recorder_on_the_same_file_is_refused() {
         "{}",
         stderr(&output)
     );
+    // `record -- PROGRAM` is refused before the program runs: it would create `ran`.
+    let output = run(
+        dir.path(),
+        &["record", "-o", "busy.hrxt", "--", "sh", "-c", "touch ran"],
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("another recorder"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("ran").exists(), "the program ran");
     drop(file);
 }
 

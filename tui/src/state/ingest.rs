@@ -93,12 +93,9 @@ impl ModelBuilder {
                 self.model.kernels.insert((k.runtime, k.kernel), k.clone());
             }
             Record::GraphOp(op) => {
-                let ops = self.model.graphs.entry((op.runtime, op.graph)).or_default();
-                let node = op.node.0 as usize;
-                if ops.len() <= node {
-                    ops.resize(node + 1, None);
-                }
-                ops[node] = Some(op.clone());
+                self.model
+                    .graphs
+                    .insert((op.runtime, op.graph, op.node), op.clone());
             }
             Record::Prepared(p) => {
                 let prepared = PreparedRef(self.model.prepared.len() as u32);

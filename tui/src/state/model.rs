@@ -360,7 +360,9 @@ pub struct Model {
     pub(crate) regions: Vec<RegionInfo>,
     pub(crate) labels: Vec<String>,
     pub(crate) label_spans: Vec<u64>,
-    pub(crate) graphs: HashMap<(RuntimeId, GraphId), Vec<Option<GraphOp>>>,
+    /// Recorded operations by (runtime, graph, node): a map, not a vector indexed by node,
+    /// so that a damaged node index costs one entry, not memory up to the index.
+    pub(crate) graphs: HashMap<(RuntimeId, GraphId, NodeIndex), GraphOp>,
     pub(crate) kernels: HashMap<(RuntimeId, KernelId), KernelLoaded>,
     pub(crate) buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
     /// Sorted by consumer.
@@ -524,10 +526,7 @@ impl Model {
     /// The recorded operation `node` of a prepared graph's source graph.
     pub fn op(&self, prepared: PreparedRef, node: NodeIndex) -> Option<&GraphOp> {
         let p = &self.prepared[prepared.get()];
-        self.graphs
-            .get(&(p.runtime, p.graph))?
-            .get(node.0 as usize)?
-            .as_ref()
+        self.graphs.get(&(p.runtime, p.graph, node))
     }
 
     /// A loaded kernel.
