@@ -274,21 +274,7 @@ fn hazards_export_has_cross_submission_flows() {
 fn faults_export_has_instant_events() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "faults",
-            "--input",
-            photo.to_str().unwrap(),
-            "--max-width",
-            "160",
-            "-o",
-            "f.hrxt",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_faults(dir.path(), "f.hrxt", &photo);
     let want = check_both(dir.path(), "f.hrxt");
     assert!(want.instants >= 3, "{want:?}");
 }

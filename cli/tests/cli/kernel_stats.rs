@@ -8,21 +8,7 @@ use std::collections::BTreeMap;
 fn stats_json_counts_match_the_records() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "faults",
-            "--input",
-            photo.to_str().unwrap(),
-            "--max-width",
-            "160",
-            "-o",
-            "f.hrxt",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_faults(dir.path(), "f.hrxt", &photo);
     let dump = stdout(&run(dir.path(), &["dump", "--json", "f.hrxt"]));
     let mut kinds: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for line in dump.lines() {

@@ -106,3 +106,23 @@ pub fn record_pipeline(dir: &Path, name: &str, photo: &Path) -> Output {
         ],
     )
 }
+
+/// Records the `faults` workload on `photo` at 160 pixels wide into `dir/name`; panics
+/// unless it exits 0.
+pub fn record_faults(dir: &Path, name: &str, photo: &Path) {
+    let out = run(
+        dir,
+        &[
+            "record",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().expect("utf-8 path"),
+            "--max-width",
+            "160",
+            "-o",
+            name,
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
