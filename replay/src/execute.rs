@@ -130,6 +130,55 @@ fn lane(lane: s::Lane) -> GpuLane {
     }
 }
 
+/// Refuses a trace whose buffers cannot fit: GPU-local ones in the device's memory (where the
+/// backend knows it), all of them in host memory on the software device and host-visible
+/// ones anywhere. A trace is untrusted; a few bytes can declare terabytes of buffers, and
+/// allocating them would swap or exhaust the machine before failing.
+fn check_memory(runtime: &Runtime, plan: &RuntimePlan<'_>) -> Result<(), ReplayError> {
+    let total = |filter: &dyn Fn(s::Placement) -> bool| -> u64 {
+        plan.buffers
+            .iter()
+            .filter(|b| filter(b.placement))
+            .map(|b| b.len as u64)
+            .fold(0, u64::saturating_add)
+    };
+    let info = runtime.device_info();
+    let device_local = total(&|p| matches!(p, s::Placement::GpuLocal));
+    let on_host = match info.backend {
+        "sim" => total(&|_| true),
+        _ => total(&|p| !matches!(p, s::Placement::GpuLocal)),
+    };
+    let refuse = |what: &str, bytes: u64, limit: u64| ReplayError::Unreplayable {
+        why: format!(
+            "runtime {} declares {bytes} bytes of {what} buffers, more than the {limit} bytes of {what} memory here",
+            plan.id.0
+        ),
+    };
+    if info.backend != "sim" && info.memory_bytes > 0 && device_local > info.memory_bytes {
+        return Err(refuse("device", device_local, info.memory_bytes));
+    }
+    if let Some(host) = host_memory_bytes()
+        && on_host > host
+    {
+        return Err(refuse("host", on_host, host));
+    }
+    Ok(())
+}
+
+/// Physical memory of this machine, where the OS says.
+fn host_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
 fn placement(placement: s::Placement) -> Placement {
     match placement {
         s::Placement::GpuLocal => Placement::GpuLocal,
@@ -453,6 +502,7 @@ fn build(
         graphs: Vec::with_capacity(plan.graphs.len()),
         queues: HashMap::new(),
     };
+    check_memory(runtime, plan)?;
     for b in &plan.buffers {
         let buffer = runtime
             .buffer(b.len, placement(b.placement))

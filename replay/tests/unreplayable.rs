@@ -26,6 +26,26 @@ fn a_host_write_without_contents_is_unreplayable() {
     assert!(error.to_string().contains("were not captured"), "{error}");
 }
 
+/// A few bytes of trace can declare buffers of any size: more than this machine's memory is
+/// refused before anything is allocated (it swapped, or aborted, before).
+#[test]
+fn buffers_larger_than_the_machine_are_refused_before_allocation() {
+    let trace = rewrite(hazards_trace(), |record, _| {
+        if let Record::BufferCreated(b) = record {
+            b.len_bytes = 1 << 38; // 256 GiB each: under the 1 TiB cap on one buffer
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let error = error_of(&trace);
+    assert!(matches!(error, ReplayError::Unreplayable { .. }), "{error}");
+    assert!(
+        error.to_string().contains("bytes of host memory here"),
+        "{error}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
 #[test]
 fn a_kernel_missing_on_the_backend_is_named() {
     let trace = rewrite(hazards_trace(), |record, _| {
