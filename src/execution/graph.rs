@@ -1017,8 +1017,20 @@ impl ExecutableGraph {
                 .host_conflict(&use_.view.range(), use_.access)?;
         }
         let mut occupied = lock(&self.inner.occupied);
-        let slot = super::completion::claim_slot(&mut occupied, &self.inner.signals)
-            .ok_or_else(|| {
+        let signals = &self.inner.signals;
+        let mut slot = super::completion::claim_slot(&mut occupied, signals);
+        // A retired submission's slot is free once the worker that published its completion
+        // drops its reference, a moment after a waiter may already have returned: wait that
+        // moment (bounded) rather than answer a spurious `Busy` to a submit right after
+        // `wait`. A slot held by a live `Completion` still answers `Busy`, after the bound.
+        if slot.is_none() && signals.iter().any(|s| s.is_done()) {
+            let deadline = std::time::Instant::now() + super::completion::SPIN;
+            while slot.is_none() && std::time::Instant::now() < deadline {
+                std::hint::spin_loop();
+                slot = super::completion::claim_slot(&mut occupied, signals);
+            }
+        }
+        let slot = slot.ok_or_else(|| {
                 Error::Busy(format!(
                     "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
                     occupied.len(),

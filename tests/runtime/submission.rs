@@ -304,3 +304,21 @@ fn dropping_the_runtime_with_work_in_flight_finishes_it() {
     completion.wait().unwrap();
     assert!(buffer.to_vec().unwrap().iter().all(|&b| b == 5));
 }
+
+/// A submit right after `wait` of the previous submission in a one-slot graph never meets
+/// `Busy`: the slot is waited for while the worker that published the completion still
+/// drops its reference.
+#[test]
+fn resubmitting_right_after_wait_is_never_busy() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
+    let buffer = rt.buffer(64, hrx::Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let executable = graph.prepare().unwrap();
+    for round in 0..5_000 {
+        match executable.submit() {
+            Ok(completion) => completion.wait().unwrap(),
+            Err(error) => panic!("round {round}: {error}"),
+        }
+    }
+}
