@@ -76,6 +76,10 @@ pub(crate) struct Signal {
     pub(super) done: AtomicBool,
     /// Threads parked on `changed`; `notify` skips the syscall when there are none.
     pub(super) waiters: AtomicUsize,
+    /// Live [`Completion`]s of this signal. Not part of the slot protocol (that is the
+    /// `Arc`'s uniqueness, [`Signal::reusable`]): `submit` uses it to tell a slot that only
+    /// the publishing worker still references, free a moment later, from one a caller holds.
+    pub(super) completions: AtomicUsize,
 }
 
 /// How long `wait` spins on the done flag before parking (cf. CUDA's
@@ -155,6 +159,7 @@ impl Signal {
             changed: Condvar::new(),
             done: AtomicBool::new(true),
             waiters: AtomicUsize::new(0),
+            completions: AtomicUsize::new(0),
         })
     }
     /// Arms the signal for `submission`.
@@ -227,10 +232,37 @@ impl Signal {
 
 /// The host's handle on one submission. Hold it while you need the outcome; dropping it
 /// lets the graph's slot be reused once the submission retired.
-#[derive(Clone)]
 pub struct Completion {
     pub(crate) signal: Arc<Signal>,
     pub(crate) core: Weak<Core>,
+}
+
+impl Completion {
+    /// A completion of `signal`'s submission, counted in [`Signal`]'s `completions`.
+    pub(crate) fn new(signal: Arc<Signal>, core: Weak<Core>) -> Self {
+        signal.completions.fetch_add(1, Ordering::AcqRel);
+        Self { signal, core }
+    }
+}
+
+impl Clone for Completion {
+    fn clone(&self) -> Self {
+        Self::new(self.signal.clone(), self.core.clone())
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        self.signal.completions.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Signal {
+    /// Whether only the worker publishing this signal's retired submission may still hold
+    /// it: retired, and no [`Completion`] of it is alive.
+    pub(crate) fn settling(&self) -> bool {
+        self.completions.load(Ordering::Acquire) == 0 && self.is_done()
+    }
 }
 
 impl std::fmt::Debug for Completion {

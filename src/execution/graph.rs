@@ -1020,13 +1020,17 @@ impl ExecutableGraph {
         let signals = &self.inner.signals;
         let mut slot = super::completion::claim_slot(&mut occupied, signals);
         // A retired submission's slot is free once the worker that published its completion
-        // drops its reference, a moment after a waiter may already have returned: wait that
-        // moment (bounded) rather than answer a spurious `Busy` to a submit right after
-        // `wait`. A slot held by a live `Completion` still answers `Busy`, after the bound.
-        if slot.is_none() && signals.iter().any(|s| s.is_done()) {
-            let deadline = std::time::Instant::now() + super::completion::SPIN;
-            while slot.is_none() && std::time::Instant::now() < deadline {
-                std::hint::spin_loop();
+        // drops its reference, a moment after a waiter may already have returned: when no
+        // `Completion` holds such a slot, wait for that drop rather than answer a spurious
+        // `Busy` to a submit right after `wait` (bounded, in case the worker is descheduled
+        // for long). A slot a caller's `Completion` holds answers `Busy` at once.
+        if slot.is_none() && signals.iter().any(|s| s.settling()) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while slot.is_none()
+                && signals.iter().any(|s| s.settling())
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::yield_now();
                 slot = super::completion::claim_slot(&mut occupied, signals);
             }
         }
@@ -1040,10 +1044,7 @@ impl ExecutableGraph {
         drop(occupied);
         let submission = scheduler.next_submission();
         self.inner.signals[slot].reset(submission);
-        let completion = Completion {
-            signal: self.inner.signals[slot].clone(),
-            core: Arc::downgrade(core),
-        };
+        let completion = Completion::new(self.inner.signals[slot].clone(), Arc::downgrade(core));
         for use_ in &self.inner.uses {
             use_.view
                 .buffer()

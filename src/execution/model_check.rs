@@ -122,10 +122,7 @@ fn seeded_failure(name: &str, bug: Bug, model: impl Fn() + Sync + Send + 'static
 }
 
 fn completion(signal: &Arc<Signal>) -> Completion {
-    Completion {
-        signal: signal.clone(),
-        core: Weak::new(),
-    }
+    Completion::new(signal.clone(), Weak::new())
 }
 
 fn failed(what: &str) -> Status {
