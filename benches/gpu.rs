@@ -52,7 +52,7 @@ mod common;
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::common::{self, frame};
-    use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
+    use criterion::{Criterion, SamplingMode, Throughput};
     use hrx::workloads::{Frame, Pipeline, PipelineOptions};
     use hrx::{BackendChoice, ExecutableGraph, Placement, Runtime, RuntimeOptions, kernels};
     use std::collections::BTreeMap;
@@ -103,8 +103,8 @@ mod gpu {
             .measurement_time(Duration::from_secs(3))
             .sample_size(40)
             .configure_from_args();
-        one_kernel(&mut criterion, &runtime, &cuda);
-        hundred_kernels(&mut criterion, &runtime, &cuda);
+        kernel_chain(&mut criterion, &runtime, &cuda, "one_kernel", 1);
+        kernel_chain(&mut criterion, &runtime, &cuda, "hundred_kernels", CHAIN);
         copy_bandwidth(&mut criterion, &runtime, &cuda);
         drop(runtime);
         pipeline_traced(&mut criterion);
@@ -161,34 +161,24 @@ mod gpu {
         }
     }
 
-    fn one_kernel(c: &mut Criterion, runtime: &Runtime, cuda: &raw::Cuda) {
-        let (buffer, graph) = iota_chain(runtime, KERNEL_ELEMENTS, 1);
+    /// `name/{hrx,raw}`: submit-to-complete of a chain of `count` iota kernels, checked
+    /// first, against the same raw CUDA graph.
+    fn kernel_chain(
+        c: &mut Criterion,
+        runtime: &Runtime,
+        cuda: &raw::Cuda,
+        name: &str,
+        count: usize,
+    ) {
+        let (buffer, graph) = iota_chain(runtime, KERNEL_ELEMENTS, count);
         graph.submit().expect("submit").wait().expect("wait");
         check_iota(&buffer, KERNEL_ELEMENTS);
         let raw_buffer = cuda.alloc(KERNEL_ELEMENTS * 4);
-        let raw_graph = cuda.iota_graph(raw_buffer, 1, raw::Timing::None);
+        let raw_graph = cuda.iota_graph(raw_buffer, count, raw::Timing::None);
         cuda.launch_sync(&raw_graph);
         cuda.check_iota(raw_buffer);
 
-        let mut group = c.benchmark_group("one_kernel");
-        group.bench_function("hrx", |b| {
-            b.iter(|| graph.submit().expect("submit").wait().expect("wait"))
-        });
-        group.bench_function("raw", |b| b.iter(|| cuda.launch_sync(&raw_graph)));
-        group.finish();
-        cuda.free(raw_buffer);
-    }
-
-    fn hundred_kernels(c: &mut Criterion, runtime: &Runtime, cuda: &raw::Cuda) {
-        let (buffer, graph) = iota_chain(runtime, KERNEL_ELEMENTS, CHAIN);
-        graph.submit().expect("submit").wait().expect("wait");
-        check_iota(&buffer, KERNEL_ELEMENTS);
-        let raw_buffer = cuda.alloc(KERNEL_ELEMENTS * 4);
-        let raw_graph = cuda.iota_graph(raw_buffer, CHAIN, raw::Timing::None);
-        cuda.launch_sync(&raw_graph);
-        cuda.check_iota(raw_buffer);
-
-        let mut group = c.benchmark_group("hundred_kernels");
+        let mut group = c.benchmark_group(name);
         group.bench_function("hrx", |b| {
             b.iter(|| graph.submit().expect("submit").wait().expect("wait"))
         });
@@ -273,25 +263,15 @@ mod gpu {
             .sampling_mode(SamplingMode::Flat)
             .measurement_time(Duration::from_secs(5))
             .sample_size(30);
-        for (name, runtime) in [
-            ("untraced", &untraced),
-            ("traced", &traced),
-            ("untraced_again", &untraced),
-        ] {
-            let mut pipeline = Pipeline::new(runtime, width, height, PipelineOptions::default())
-                .expect("pipeline");
-            group.bench_function(name, |b| {
-                b.iter_batched(
-                    || frames.clone(),
-                    |frames| {
-                        pipeline
-                            .run(frames, |_, output| drop(black_box(output)))
-                            .expect("run")
-                    },
-                    BatchSize::LargeInput,
-                )
-            });
-        }
+        common::pipeline_functions(
+            &mut group,
+            &[
+                ("untraced", &untraced),
+                ("traced", &traced),
+                ("untraced_again", &untraced),
+            ],
+            &frames,
+        );
         group.finish();
         // The ratio again, untraced (a) and traced (b) alternating round by round.
         let paired = common::paired_pipelines(&untraced, &traced, &frames, 400);

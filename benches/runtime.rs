@@ -149,21 +149,11 @@ fn pipeline_traced(c: &mut Criterion) {
         .throughput(Throughput::Elements(8))
         .sampling_mode(SamplingMode::Flat)
         .sample_size(20);
-    for (name, runtime) in [("untraced", &untraced), ("traced", &traced)] {
-        let mut pipeline =
-            Pipeline::new(runtime, width, height, PipelineOptions::default()).expect("pipeline");
-        group.bench_function(name, |b| {
-            b.iter_batched(
-                || frames.clone(),
-                |frames| {
-                    pipeline
-                        .run(frames, |_, output| drop(black_box(output)))
-                        .expect("run")
-                },
-                BatchSize::LargeInput,
-            )
-        });
-    }
+    common::pipeline_functions(
+        &mut group,
+        &[("untraced", &untraced), ("traced", &traced)],
+        &frames,
+    );
     group.finish();
     // The ratio again, untraced (a) and traced (b) alternating round by round.
     let paired = common::paired_pipelines(&untraced, &traced, &frames, 60);

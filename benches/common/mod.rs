@@ -1,6 +1,8 @@
 //! What the runtime and GPU benches share: the synthetic frames of the pipeline groups and an
 //! interleaved A/B measurement for small ratios.
 
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup};
 use hrx::Runtime;
 use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use std::hint::black_box;
@@ -109,4 +111,29 @@ pub fn paired_pipelines(
         |frames| run(a, frames),
         |frames| run(b, frames),
     )
+}
+
+/// One criterion function per `(name, runtime)`: the image pipeline over `frames` (copied
+/// outside the timed part), 3 frames in flight.
+pub fn pipeline_functions(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    runtimes: &[(&str, &Runtime)],
+    frames: &[Frame],
+) {
+    let (width, height) = (frames[0].width, frames[0].height);
+    for &(name, runtime) in runtimes {
+        let mut pipeline =
+            Pipeline::new(runtime, width, height, PipelineOptions::default()).expect("pipeline");
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || frames.to_vec(),
+                |frames| {
+                    pipeline
+                        .run(frames, |_, output| drop(black_box(output)))
+                        .expect("run")
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
 }
