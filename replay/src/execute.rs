@@ -573,20 +573,6 @@ impl Flight {
     }
 }
 
-/// After `Busy` with nothing of the replay's own left to wait for: whether to try again.
-/// A retired submission's slot is free a moment after its completion is published (the
-/// worker that published it still drops its reference), so a submit right after `wait`
-/// can meet `Busy`; retry for up to a second before calling the replay stuck.
-fn settle(since: &mut Option<std::time::Instant>) -> bool {
-    let since = since.get_or_insert_with(std::time::Instant::now);
-    if since.elapsed() < std::time::Duration::from_secs(1) {
-        std::thread::yield_now();
-        true
-    } else {
-        false
-    }
-}
-
 /// Replays `plan` once and reads back what the replay recorded.
 pub(crate) fn run(
     plan: &RuntimePlan<'_>,
@@ -634,12 +620,11 @@ pub(crate) fn run(
             Event::HostWrite(i) => {
                 let w = &plan.host_writes[i];
                 let buffer = &objects.buffers[plan.buffer_index[&w.buffer]];
-                let mut settling = None;
                 loop {
                     match buffer.write(w.offset, w.bytes) {
                         Ok(()) => break,
                         Err(Error::Busy(why)) => {
-                            if !flight.retire_oldest(ticker) && !settle(&mut settling) {
+                            if !flight.retire_oldest(ticker) {
                                 return Err(ReplayError::unreplayable(format!(
                                     "runtime {}: the host write into buffer {} stays busy with nothing in flight: {why}",
                                     plan.id, w.buffer
@@ -682,12 +667,11 @@ pub(crate) fn run(
                     .filter_map(|p| flight.held.get(p).cloned())
                     .collect();
                 let graph = &objects.graphs[submission.graph];
-                let mut settling = None;
                 let completion = loop {
                     match graph.submit_after(&producers) {
                         Ok(completion) => break Some(completion),
                         Err(Error::Busy(why)) => {
-                            if !flight.retire_oldest(ticker) && !settle(&mut settling) {
+                            if !flight.retire_oldest(ticker) {
                                 return Err(ReplayError::unreplayable(format!(
                                     "runtime {}: submission {} stays busy with nothing in flight: {why}",
                                     plan.id, submission.index
