@@ -283,7 +283,8 @@ struct Core {
     blobs: HashSet<u64>,
     error: Option<Arc<io::Error>>,
     closed: bool,
-    /// Set once the final records are written: later blobs are dropped.
+    /// Set once the final records are written (deferred jobs drained at close may still
+    /// store blobs before): later blobs are dropped.
     closed_for_blobs: bool,
     inline_payload_bytes: usize,
     out: Vec<u8>,
@@ -809,25 +810,17 @@ impl Recorder {
     /// Returns `None` (and counts a dropped record) when the blob is larger than
     /// [`MAX_RECORD_BYTES`] allows or the recorder is closed.
     pub fn intern_blob(&self, bytes: &[u8]) -> Option<BlobHash> {
-        let mut core = self.handle.shared.core();
-        if core.closed {
-            core.dropped += 1;
-            return None;
-        }
-        core.intern_blob(bytes)
+        self.handle.shared.core().intern_blob(bytes)
     }
 
     /// Captures `bytes` for a record: inline when small, else as a blob, else
     /// [`Payload::Omitted`].
     pub fn payload(&self, bytes: &[u8]) -> Payload {
-        let len_bytes = bytes.len() as u64;
+        // Small payloads take no lock.
         if bytes.len() <= self.handle.shared.inline_payload_bytes {
             return Payload::Inline(bytes.to_vec());
         }
-        match self.intern_blob(bytes) {
-            Some(hash) => Payload::Blob { hash, len_bytes },
-            None => Payload::Omitted { len_bytes },
-        }
+        self.handle.shared.core().payload(bytes)
     }
 
     /// Hands `job` to the writer thread, which runs it soon (it is woken now) and writes the

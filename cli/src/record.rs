@@ -158,19 +158,13 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
     check_writable(path)?;
     // Overwrite traces (and empty files) only: `-o` naming a photograph or any other file
     // by mistake must not destroy it.
-    if let Ok(mut file) = std::fs::File::open(path)
+    const MAGIC: &[u8] = b"HRXTRACE";
+    refuse_overwrite(path, "an hrx trace", |head| {
+        head.starts_with(MAGIC) || MAGIC.starts_with(head)
+    })?;
+    if let Ok(file) = std::fs::File::open(path)
         && path.is_file()
     {
-        use std::io::Read;
-        let mut magic = [0u8; 8];
-        let read = file.read(&mut magic).unwrap_or(0);
-        if read > 0 && magic[..read] != b"HRXTRACE"[..read] {
-            return Err(Failure::new(format!(
-                "refusing to overwrite {}: it exists and is not an hrx trace",
-                path.display()
-            ))
-            .hint("choose another -o file, or remove it first"));
-        }
         // The recorder holds an exclusive lock on the file it writes: probe it now, so that
         // a second recording into the same file is refused before its program runs.
         if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
@@ -180,6 +174,36 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
             ))
             .hint("choose another -o file, or wait for that recording to end"));
         }
+    }
+    Ok(())
+}
+
+/// Refuses to overwrite `path` when it is an existing, non-empty file whose first bytes
+/// (up to 15) `ours` does not recognise as `what` (e.g. "an hrx trace").
+///
+/// # Errors
+///
+/// A [`Failure`] naming the file, with a hint.
+pub fn refuse_overwrite(
+    path: &Path,
+    what: &str,
+    ours: impl Fn(&[u8]) -> bool,
+) -> Result<(), Failure> {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    if !path.is_file() {
+        return Ok(());
+    }
+    let mut head = [0u8; 15];
+    let read = file.read(&mut head).unwrap_or(0);
+    if read > 0 && !ours(&head[..read]) {
+        return Err(Failure::new(format!(
+            "refusing to overwrite {}: it exists and is not {what}",
+            path.display()
+        ))
+        .hint("choose another -o file, or remove it first"));
     }
     Ok(())
 }

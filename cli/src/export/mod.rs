@@ -588,24 +588,11 @@ fn check_output(path: &std::path::Path, format: &str) -> Result<(), Failure> {
         ))
         .hint("give -o a file name, e.g. -o trace.json"));
     }
-    let Ok(mut file) = File::open(path) else {
-        return Ok(());
-    };
-    let mut head = [0u8; 15];
-    let read = io::Read::read(&mut file, &mut head).unwrap_or(0);
-    let head = &head[..read];
-    let earlier_export = match format {
+    const CHROME: &[u8] = b"{\"traceEvents\"";
+    crate::record::refuse_overwrite(path, &format!("a {format} export"), |head| match format {
         "perfetto" => head.first() == Some(&0x0a),
-        _ => head.starts_with(b"{\"traceEvents\"") || b"{\"traceEvents\"".starts_with(head),
-    };
-    if read > 0 && !earlier_export {
-        return Err(Failure::new(format!(
-            "refusing to overwrite {}: it exists and is not a {format} export",
-            path.display()
-        ))
-        .hint("choose another -o file, or remove it first"));
-    }
-    Ok(())
+        _ => head.starts_with(CHROME) || CHROME.starts_with(head),
+    })
 }
 
 /// What an output format does with the stream of tracks, slices and instants.
