@@ -17,8 +17,9 @@
 //! - **Sticky slot.** A device-loss error poisons the shared context: every later call answers
 //!   `DeviceLost` naming the first cause (the driver would answer the same sticky error). Errors
 //!   in `Drop` are never panics: they go into the slot and surface on the next call.
-//! - **Memory.** GPU-local: `cuMemAlloc`. Host-visible: `cuMemHostAlloc(DEVICEMAP | PORTABLE)`,
-//!   its device address from `cuMemHostGetDevicePointer`. New allocations are zero-filled, as on
+//! - **Memory.** GPU-local: `cuMemAlloc`. Host-visible: `cuMemHostAlloc(DEVICEMAP | PORTABLE)`
+//!   with a page more, used from its first 4 KiB boundary (XRT imports only page-aligned host
+//!   memory), its device address from `cuMemHostGetDevicePointer`. New allocations are zero-filled, as on
 //!   the software device. `write`/`read` are synchronous (`cuMemcpyHtoD`/`DtoH` on the legacy
 //!   stream, then a synchronize of that stream; the runtime's streams are non-blocking).
 //! - **Streams.** `cuStreamCreate(NON_BLOCKING)`; copies are `cuMemcpyAsync` between device
@@ -153,6 +154,9 @@ mod hardware_tests;
 
 /// The oldest driver with every call the backend makes (`cuEventElapsedTime_v2`: 12.8).
 const MIN_DRIVER_VERSION: i32 = 12080;
+
+/// Alignment of host-visible memory (XRT's rule for imported host memory).
+const PAGE: usize = 4096;
 
 /// Why CUDA cannot be used here, or `None`: checks the library and its symbols without
 /// initializing the driver.
@@ -452,8 +456,11 @@ struct CudaAllocation {
     context: Arc<Context>,
     /// Device address (of the mapping, for host memory).
     address: sys::CUdeviceptr,
-    /// Pinned host memory, or null for device memory.
+    /// Pinned host memory (page-aligned, inside `host_base`'s allocation), or null for device
+    /// memory.
     host: *mut u8,
+    /// What `cuMemHostAlloc` returned, freed on drop.
+    host_base: *mut u8,
     len: usize,
 }
 
@@ -474,7 +481,7 @@ impl Drop for CudaAllocation {
             if self.host.is_null() {
                 api::mem_free(self.address)
             } else {
-                api::mem_free_host(self.host.cast())
+                api::mem_free_host(self.host_base.cast())
             }
         };
         if let Err(error) = result {
@@ -541,20 +548,27 @@ impl NativeDevice for CudaDevice {
         context.enter()?;
         let bytes = len.max(1);
         let allocation = if host_visible {
-            let host = api::mem_host_alloc(bytes).map_err(|e| context.error(e))?;
+            // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
+            // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
+            // a page more and start at the first page boundary.
+            let base = api::mem_host_alloc(bytes + PAGE).map_err(|e| context.error(e))?;
+            let offset = (base as usize).next_multiple_of(PAGE) - base as usize;
             // Owned from here: dropping it frees the host memory.
             let mut allocation = CudaAllocation {
                 context: context.clone(),
                 address: 0,
-                host: host.cast(),
+                // SAFETY: `offset < PAGE`, inside the allocation of `bytes + PAGE` bytes.
+                host: unsafe { base.cast::<u8>().add(offset) },
+                host_base: base.cast(),
                 len,
             };
-            // SAFETY: `host` is a live allocation of `bytes` bytes, owned here; zeroed as on
-            // the software device.
+            // SAFETY: `host..host + bytes` lies in the live allocation, owned here; zeroed as
+            // on the software device.
             unsafe { std::ptr::write_bytes(allocation.host, 0, bytes) };
-            // SAFETY: `host` came from cuMemHostAlloc and is live.
-            allocation.address =
-                unsafe { api::mem_host_device_pointer(host) }.map_err(|e| context.error(e))?;
+            // SAFETY: `base` came from cuMemHostAlloc and is live; the mapping is linear.
+            let device =
+                unsafe { api::mem_host_device_pointer(base) }.map_err(|e| context.error(e))?;
+            allocation.address = device + offset as u64;
             allocation
         } else {
             let address = api::mem_alloc(bytes).map_err(|e| context.error(e))?;
@@ -562,6 +576,7 @@ impl NativeDevice for CudaDevice {
                 context: context.clone(),
                 address,
                 host: std::ptr::null_mut(),
+                host_base: std::ptr::null_mut(),
                 len,
             };
             // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning
