@@ -7,6 +7,7 @@ use crate::fault::{FaultInjector, FaultSpec};
 use crate::gpu::{DeviceInfo, NativeDevice};
 use crate::kernels::{KernelSpec, NpuKernelSpec};
 use crate::{Buffer, Error, GpuKernel, Graph, Placement, Result};
+use crossbeam_utils::CachePadded;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -247,6 +248,7 @@ pub(crate) struct CounterCells {
     pub copied_bytes: AtomicU64,
     pub lane_copy_bytes: [AtomicU64; 3],
     pub visibility_syncs: AtomicU64,
+    pub regions_run_by_waiters: AtomicU64,
 }
 
 /// A snapshot of the runtime's counters.
@@ -264,6 +266,9 @@ pub struct Counters {
     pub lane_copy_bytes: [u64; 3],
     /// NPU buffer-object syncs performed for cross-engine visibility.
     pub visibility_syncs: u64,
+    /// Native regions that a thread in `Completion::wait` ran itself, its queue being idle,
+    /// instead of the queue's worker.
+    pub regions_run_by_waiters: u64,
 }
 
 /// Scheduler state shared with the workers.
@@ -277,27 +282,29 @@ pub(crate) struct Core {
     /// Which written ranges are digested.
     pub trace_digests: TraceDigests,
     pub counters: CounterCells,
-    pub state: Mutex<Scheduler>,
+    /// Every hot shared field has a cache line of its own: a submit, the workers and the
+    /// waiters touch them from different cores on every round trip.
+    pub state: CachePadded<Mutex<Scheduler>>,
     pub queues: [Condvar; 5],
     /// Per queue: its worker is parked on its condition variable (set under the lock).
     pub parked: [AtomicBool; 5],
-    /// Bumped by every wake that may make work ready: spinning workers watch it.
-    pub epoch: AtomicU64,
+    /// Per queue: bumped by every wake that may make its work ready; its spinning worker
+    /// watches it (and no other queue's).
+    pub epochs: [CachePadded<AtomicU64>; 5],
     pub shutdown: AtomicBool,
 }
 
 impl Core {
     /// Notifies queues and signals; call after dropping the scheduler lock. A queue whose
-    /// worker is spinning, not parked, sees the epoch move and needs no syscall.
+    /// worker is spinning, not parked, sees its epoch move and needs no syscall.
     pub fn wake(&self, mut wake: Wake) {
         wake.release();
-        if wake.queues != 0 {
-            self.epoch.fetch_add(1, Ordering::SeqCst);
-            for queue in Queue::ALL {
-                if wake.queues & (1 << queue as u8) != 0
-                    && self.parked[queue as usize].load(Ordering::SeqCst)
-                {
-                    self.queues[queue as usize].notify_one();
+        for queue in Queue::ALL {
+            let q = queue as usize;
+            if wake.queues & (1 << q) != 0 {
+                self.epochs[q].fetch_add(1, Ordering::SeqCst);
+                if self.parked[q].load(Ordering::SeqCst) {
+                    self.queues[q].notify_one();
                 }
             }
         }
@@ -471,10 +478,10 @@ impl Runtime {
             trace_contents: options.trace_contents,
             trace_digests: options.trace_digests,
             counters: CounterCells::default(),
-            state: Mutex::new(Scheduler::new(options.capacity)),
+            state: CachePadded::new(Mutex::new(Scheduler::new(options.capacity))),
             queues: Default::default(),
             parked: Default::default(),
-            epoch: AtomicU64::new(0),
+            epochs: Default::default(),
             shutdown: AtomicBool::new(false),
         });
         let mut workers = Vec::new();
@@ -611,6 +618,7 @@ impl Runtime {
                 load(&c.lane_copy_bytes[2]),
             ],
             visibility_syncs: load(&c.visibility_syncs),
+            regions_run_by_waiters: load(&c.regions_run_by_waiters),
         }
     }
 

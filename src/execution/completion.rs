@@ -301,12 +301,21 @@ impl Completion {
         self.signal.outcome()
     }
 
-    /// Blocks until the submission retired.
+    /// Blocks until the submission retired. First the calling thread runs those of the
+    /// submission's native regions (native graph, copy batch, NPU run) that are ready while
+    /// their queue is idle, as the queue's worker would have, sparing the hand-off to and from
+    /// that worker; the workers run the rest, and user callbacks always.
     ///
     /// # Errors
     /// The failure of the submission or [`Error::Cancelled`].
     pub fn wait(&self) -> Result<()> {
-        spin_until(|| self.signal.done.load(Ordering::Acquire));
+        let done = || self.signal.done.load(Ordering::Acquire);
+        if !done()
+            && let Some(core) = self.core.upgrade()
+        {
+            super::scheduler::help(&core, self.submission(), done);
+        }
+        spin_until(done);
         let mut state = lock(&self.signal.state);
         while !state.published {
             state = self.signal.park(state, None);

@@ -21,8 +21,12 @@
 //! buffer range its region writes. A region whose input is poisoned fails with
 //! `DeviceLost` without running and without quarantining anything further.
 //!
-//! One worker thread per queue runs ready regions; nothing runs native work in `wait`.
-//! Signals and condition variables are notified after the scheduler lock is dropped.
+//! At most one region per queue runs at a time, oldest ready first. One worker thread per
+//! queue runs them, and a thread in [`crate::Completion::wait`] runs its own submission's
+//! ready native regions (native graph, copy batch, NPU run; never user callbacks) when that
+//! queue is idle, so that a submit-then-wait round trip needs no thread hand-off, like a
+//! launch followed by a stream synchronize. Signals and condition variables are notified
+//! after the scheduler lock is dropped.
 
 use super::completion::{Signal, Status, publish_all, retire_slot};
 use super::dependencies::hazards_between;
@@ -30,9 +34,11 @@ use super::graph::{Prepared, Queue, Region, RegionKind};
 use crate::buffer::lock;
 use crate::runtime::Core;
 use crate::{Completion, Error};
+use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -106,6 +112,11 @@ pub(crate) struct Scheduler {
     /// Device operations numbered so far, in submission order.
     operations: u64,
     in_flight: VecDeque<InFlight>,
+    /// Bit `q` set: a region of queue `q` is running (on its worker or a waiter).
+    running: u8,
+    /// Bit `q` set: queue `q` is idle and holds pending regions, ready or not (updated
+    /// under the lock, read by spinning workers without it).
+    pub claimable: Arc<CachePadded<AtomicU8>>,
 }
 
 impl Scheduler {
@@ -115,6 +126,8 @@ impl Scheduler {
             next: 0,
             operations: 0,
             in_flight: VecDeque::new(),
+            running: 0,
+            claimable: Arc::default(),
         }
     }
 
@@ -187,7 +200,7 @@ impl Scheduler {
         });
         let mut wake = Wake::default();
         self.resolve_producers(&mut wake);
-        wake.queues = self.pending_queues();
+        self.wake_queues(&mut wake);
         wake
     }
 
@@ -203,21 +216,52 @@ impl Scheduler {
             })
     }
 
-    /// Claims the oldest ready region of `queue`.
+    /// Claims the oldest ready region of `queue`, unless a region of `queue` is running.
     pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
+        if self.running & (1 << queue as u8) != 0 {
+            return None;
+        }
         let (position, region) = self.next_ready(queue)?;
+        Some(self.claim(position, region))
+    }
+
+    /// Claims, for a thread waiting on `submission`, a native region of it that an idle
+    /// queue would run next anyway (the oldest ready region of that queue).
+    pub fn claim_own(&mut self, submission: u64) -> Option<Task> {
+        for queue in Queue::ALL {
+            if self.running & (1 << queue as u8) != 0 {
+                continue;
+            }
+            let Some((position, region)) = self.next_ready(queue) else {
+                continue;
+            };
+            let flight = &self.in_flight[position];
+            let native = matches!(
+                flight.prepared.regions[region].kind,
+                RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun
+            );
+            if flight.submission == submission && native {
+                return Some(self.claim(position, region));
+            }
+        }
+        None
+    }
+
+    fn claim(&mut self, position: usize, region: usize) -> Task {
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
+        self.running |= 1 << flight.prepared.regions[region].queue() as u8;
+        self.claimable.fetch_and(!self.running, Ordering::SeqCst);
         let earlier: u64 = flight.prepared.regions[..region]
             .iter()
             .map(device_operations)
             .sum();
-        Some(Task {
+        Task {
             prepared: flight.prepared.clone(),
             submission: flight.submission,
             region,
             first_operation: flight.first_operation + earlier,
-        })
+        }
     }
 
     /// The oldest ready region of `queue`: (flight position, region).
@@ -245,15 +289,15 @@ impl Scheduler {
         found
     }
 
-    /// Records a region's outcome. `native` says whether the error came from native
-    /// execution (and may quarantine) rather than from a poisoned input.
+    /// Records the outcome of a region of `queue`. `native` says whether the error came
+    /// from native execution (and may quarantine) rather than from a poisoned input.
     pub fn finish(
         &mut self,
-        submission: u64,
-        region: usize,
+        (submission, region, queue): (u64, usize, Queue),
         result: Result<(), Error>,
         native: bool,
     ) -> Wake {
+        self.running &= !(1 << queue as u8);
         let mut wake = Wake::default();
         let Some(position) = self.position(submission) else {
             return wake;
@@ -303,7 +347,7 @@ impl Scheduler {
             self.retire(position, &mut wake);
         }
         self.resolve_producers(&mut wake);
-        wake.queues = self.pending_queues();
+        self.wake_queues(&mut wake);
         wake
     }
 
@@ -371,6 +415,13 @@ impl Scheduler {
         wake.retired.push(flight);
     }
 
+    /// Marks the queues with pending work for waking and in the `claimable` mirror.
+    fn wake_queues(&self, wake: &mut Wake) {
+        wake.queues = self.pending_queues();
+        self.claimable
+            .store(wake.queues & !self.running, Ordering::SeqCst);
+    }
+
     fn pending_queues(&self) -> u8 {
         let mut mask = 0u8;
         for flight in &self.in_flight {
@@ -386,11 +437,15 @@ impl Scheduler {
 
 /// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
 ///
-/// When idle it first spins for [`super::completion::SPIN`] watching the wake epoch (a
-/// submission arriving then is picked up with no syscall on either side), then re-checks
-/// the state and parks.
+/// When idle it first spins for [`super::completion::SPIN`] watching its queue's wake epoch (a
+/// submission arriving then is picked up with no syscall on either side), leaving new work
+/// for [`CLAIM_GRACE`] to a thread that waits for it, then re-checks the state; after a whole
+/// spin without new work it parks.
 pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
+    let bit = 1 << queue as u8;
+    let epochs = &core.epochs[queue as usize];
     let mut state = lock(&core.state);
+    let claimable = state.claimable.clone();
     let mut spun = false;
     loop {
         if let Some(task) = state.find_ready(queue) {
@@ -404,12 +459,9 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
             return;
         }
         if !spun {
-            let epoch = core.epoch.load(Ordering::SeqCst);
+            let epoch = epochs.load(Ordering::SeqCst);
             drop(state);
-            super::completion::spin_until(|| {
-                core.epoch.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
-            });
-            spun = true;
+            spun = !idle_spin(&core, epochs, epoch, &claimable, bit);
             state = lock(&core.state);
             continue;
         }
@@ -424,9 +476,61 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
     }
 }
 
+/// How long a worker that sees new work in its queue leaves it to a thread waiting for it
+/// (see [`help`]) before taking the scheduler lock itself. A waiter that calls `wait` right
+/// after `submit` claims within a few hundred nanoseconds; the worker's lock would only pull
+/// the scheduler's cache lines away from it. Work nobody waits for starts this much later.
+const CLAIM_GRACE: Duration = Duration::from_micros(1);
+
+/// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
+/// true once its queue may hold unclaimed work (or at shutdown), false after a whole
+/// [`super::completion::SPIN`] without activity (the worker then parks).
+fn idle_spin(
+    core: &Core,
+    epochs: &AtomicU64,
+    mut epoch: u64,
+    claimable: &AtomicU8,
+    bit: u8,
+) -> bool {
+    let unclaimed = || claimable.load(Ordering::SeqCst) & bit != 0;
+    loop {
+        let active = super::completion::spin_until(|| {
+            epochs.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
+        });
+        if !active || core.shutdown.load(Ordering::Relaxed) {
+            return active;
+        }
+        let grace_end = Instant::now() + CLAIM_GRACE;
+        while unclaimed() && Instant::now() < grace_end {
+            std::hint::spin_loop();
+        }
+        // A waker sets `claimable` under the lock before it moves the epoch: read in the
+        // other order, a change after these reads moves the epoch again.
+        epoch = epochs.load(Ordering::SeqCst);
+        if unclaimed() {
+            return true;
+        }
+    }
+}
+
+/// Runs, on the thread waiting for `submission`, its native regions that are ready while their
+/// queue is idle, one after another (see [`Scheduler::claim_own`]); returns when none is (the
+/// workers run the rest).
+pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
+    while !done() {
+        let task = lock(&core.state).claim_own(submission);
+        let Some(task) = task else { return };
+        core.counters
+            .regions_run_by_waiters
+            .fetch_add(1, Ordering::Relaxed);
+        run(core, task);
+    }
+}
+
 /// Runs one claimed region and records its outcome.
 fn run(core: &Core, task: Task) {
     let region = &task.prepared.regions[task.region];
+    let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let traced = core.recorder.is_some();
     let start_ns = if traced { crate::trace::now_ns() } else { 0 };
@@ -469,6 +573,6 @@ fn run(core: &Core, task: Task) {
     } = task;
     // Let go of the prepared graph before the outcome is published (see `Wake::release`).
     drop(prepared);
-    let wake = lock(&core.state).finish(submission, region, result, native);
+    let wake = lock(&core.state).finish((submission, region, queue), result, native);
     core.wake(wake);
 }

@@ -322,3 +322,107 @@ fn resubmitting_right_after_wait_is_never_busy() {
         }
     }
 }
+
+conformance! {
+    /// `wait` runs its submission's ready native region on the waiting thread when the
+    /// queue's worker is idle: with the workers parked (idle long past their spin), the waiter
+    /// claims the fill before a woken worker can.
+    fn a_waiting_thread_runs_its_ready_native_regions(rt) {
+        let buffer = rt.buffer(4096, Placement::GpuLocal).unwrap();
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), 9).unwrap();
+        let executable = graph.prepare().unwrap();
+        let before = rt.counters().regions_run_by_waiters;
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(2));
+            executable.submit().unwrap().wait().unwrap();
+        }
+        let helped = rt.counters().regions_run_by_waiters - before;
+        assert!(helped > 0, "no region of 20 ran on the waiting thread");
+        assert!(helped <= 20, "{helped} regions counted for 20 one-region submissions");
+    }
+}
+
+/// User callbacks never run on a waiting thread: a host callback always runs on the Host
+/// queue's worker, even while the caller waits with nothing else to do.
+#[test]
+fn host_callbacks_never_run_on_the_waiting_thread() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let mut graph = rt.graph();
+    let seen = threads.clone();
+    graph
+        .host(
+            &[GpuAccess::new(buffer.whole(), Access::Write)],
+            move |_| {
+                seen.lock().unwrap().push(std::thread::current().id());
+                Ok(())
+            },
+        )
+        .unwrap();
+    let executable = graph.prepare().unwrap();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(2));
+        executable.submit().unwrap().wait().unwrap();
+    }
+    let threads = threads.lock().unwrap();
+    assert_eq!(threads.len(), 20);
+    assert!(!threads.contains(&std::thread::current().id()));
+    assert_eq!(rt.counters().regions_run_by_waiters, 0);
+}
+
+/// At most one region of a queue runs at a time, whether a worker or a waiting thread runs
+/// it: four threads submit and wait on fills of their own buffers (no hazards between them,
+/// all on the Compute queue), and the host intervals the trace holds never overlap.
+#[test]
+fn regions_of_one_queue_never_overlap_when_waiters_run_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queue.hrxt");
+    let recorder =
+        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        for t in 0..4u8 {
+            let (rt, start) = (rt.clone(), &start);
+            scope.spawn(move || {
+                let buffer = rt.buffer(1 << 18, Placement::GpuLocal).unwrap();
+                let mut graph = rt.graph();
+                graph.fill(buffer.whole(), t).unwrap();
+                let executable = graph.prepare().unwrap();
+                assert_eq!(executable.describe()[0].queue, hrx::Queue::GpuCompute);
+                start.wait();
+                for _ in 0..500 {
+                    executable.submit().unwrap().wait().unwrap();
+                }
+            });
+        }
+    });
+    let helped = rt.counters().regions_run_by_waiters;
+    drop(rt);
+    recorder.close().unwrap();
+    let trace = hrx_capture::read_all(&path).unwrap();
+    let mut spans: Vec<(u64, u64)> = trace
+        .records
+        .iter()
+        .filter_map(|record| match record {
+            hrx_capture::Record::RegionTiming(t) => Some((t.start_ns, t.end_ns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spans.len(), 2000);
+    assert!(
+        helped > 0,
+        "no waiter ran a region: the test proves nothing"
+    );
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        assert!(
+            pair[1].0 >= pair[0].1,
+            "Compute regions overlap: {:?} and {:?}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
