@@ -211,26 +211,30 @@ impl Storage {
         }
     }
 
-    /// `Busy` if a live host mapping conflicts with a device use of `range`.
-    pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
-        let host = lock(&self.host);
+    /// Registers a device use of `range` by `submission`, or `Busy` if a live host mapping
+    /// conflicts with it. Checked and registered under one lock, so that no host mapping can
+    /// slip in between (`map` checks the registered uses under the same lock).
+    pub fn begin_device_use(
+        &self,
+        submission: u64,
+        range: Range<usize>,
+        access: Access,
+    ) -> Result<()> {
+        let mut host = lock(&self.host);
         for mapping in &host.mappings {
-            if intersects(&mapping.range, range) && mapping.access.conflicts_with(access) {
+            if intersects(&mapping.range, &range) && mapping.access.conflicts_with(access) {
                 return Err(Error::Busy(format!(
                     "buffer {} bytes {}..{} is mapped for host {:?} access",
                     self.id, mapping.range.start, mapping.range.end, mapping.access
                 )));
             }
         }
-        Ok(())
-    }
-
-    pub fn begin_device_use(&self, submission: u64, range: Range<usize>, access: Access) {
-        lock(&self.host).in_flight.push(InFlight {
+        host.in_flight.push(InFlight {
             submission,
             range,
             access,
         });
+        Ok(())
     }
 
     pub fn end_device_use(&self, submission: u64) {

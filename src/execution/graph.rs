@@ -1010,11 +1010,21 @@ impl ExecutableGraph {
                 scheduler.capacity
             )));
         }
-        for use_ in &self.inner.uses {
-            use_.view
-                .buffer()
-                .storage
-                .host_conflict(&use_.view.range(), use_.access)?;
+        // The uses are registered first, each with its host-mapping check, and withdrawn if
+        // the submit fails after all.
+        let submission = scheduler.peek_submission();
+        let withdraw = |uses: &[Use]| {
+            for use_ in uses {
+                use_.view.buffer().storage.end_device_use(submission);
+            }
+        };
+        for (index, use_) in self.inner.uses.iter().enumerate() {
+            let storage = &use_.view.buffer().storage;
+            if let Err(error) = storage.begin_device_use(submission, use_.view.range(), use_.access)
+            {
+                withdraw(&self.inner.uses[..index]);
+                return Err(error);
+            }
         }
         let mut occupied = lock(&self.inner.occupied);
         let signals = &self.inner.signals;
@@ -1034,23 +1044,19 @@ impl ExecutableGraph {
                 slot = super::completion::claim_slot(&mut occupied, signals);
             }
         }
-        let slot = slot.ok_or_else(|| {
-                Error::Busy(format!(
-                    "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
-                    occupied.len(),
-                    self.inner.id
-                ))
-            })?;
+        let Some(slot) = slot else {
+            withdraw(&self.inner.uses);
+            return Err(Error::Busy(format!(
+                "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
+                occupied.len(),
+                self.inner.id
+            )));
+        };
         drop(occupied);
-        let submission = scheduler.next_submission();
+        let numbered = scheduler.next_submission();
+        debug_assert_eq!(numbered, submission);
         self.inner.signals[slot].reset(submission);
         let completion = Completion::new(self.inner.signals[slot].clone(), Arc::downgrade(core));
-        for use_ in &self.inner.uses {
-            use_.view
-                .buffer()
-                .storage
-                .begin_device_use(submission, use_.view.range(), use_.access);
-        }
         core.counters.submissions.fetch_add(1, Ordering::Relaxed);
         crate::trace::submitted(&self.inner, submission, slot, producers);
         let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());

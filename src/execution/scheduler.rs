@@ -136,6 +136,11 @@ impl Scheduler {
         self.in_flight.len()
     }
 
+    /// The number [`Scheduler::next_submission`] will hand out next.
+    pub fn peek_submission(&self) -> u64 {
+        self.next + 1
+    }
+
     pub fn next_submission(&mut self) -> u64 {
         self.next += 1;
         self.next
