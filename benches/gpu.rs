@@ -23,7 +23,8 @@
 //!   (`hrx::workloads::Pipeline`, 8 synthetic 1280x720 frames, 3 in flight) on CUDA, without
 //!   and with a runtime-local trace recorder writing a trace file (output digests on, the
 //!   default). `untraced_again` repeats the baseline to show the run-to-run spread.
-//!   Target: traced <= 1.01x untraced.
+//!   Target: traced <= 1.01x untraced. Then the same pipelines in paired rounds (untraced and
+//!   traced alternating, `HRX_BENCH_ROUNDS`, default 400), reported as the per-round ratio.
 //!
 //! Before the groups, a short `span check` (not criterion) verifies the device spans that the
 //! CUDA backend records for native graphs and copy batches: raw CUDA timings of the same work
@@ -178,12 +179,19 @@ mod gpu {
         cuda.launch_sync(&raw_graph);
         cuda.check_iota(raw_buffer);
 
+        let before = runtime.counters();
         let mut group = c.benchmark_group(name);
         group.bench_function("hrx", |b| {
             b.iter(|| graph.submit().expect("submit").wait().expect("wait"))
         });
+        let after = runtime.counters();
         group.bench_function("raw", |b| b.iter(|| cuda.launch_sync(&raw_graph)));
         group.finish();
+        println!(
+            "{name}: the waiting thread ran {} of {} submissions' regions itself",
+            after.regions_run_by_waiters - before.regions_run_by_waiters,
+            after.submissions - before.submissions
+        );
         cuda.free(raw_buffer);
     }
 
@@ -274,7 +282,11 @@ mod gpu {
         );
         group.finish();
         // The ratio again, untraced (a) and traced (b) alternating round by round.
-        let paired = common::paired_pipelines(&untraced, &traced, &frames, 400);
+        let rounds = std::env::var("HRX_BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(400);
+        let paired = common::paired_pipelines(&untraced, &traced, &frames, rounds);
         println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
         drop(traced);
         let summary = recorder.close().expect("close");

@@ -78,10 +78,12 @@ pub fn interleaved<I>(
 
 impl std::fmt::Display for Interleaved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Standard error of the median of a normal sample, its sigma estimated from the IQR.
+        let se = 1.2533 * (self.ratio[2] - self.ratio[0]) / 1.349 / (self.rounds as f64).sqrt();
         write!(
             f,
             "{} interleaved rounds: a {:.3} ms, b {:.3} ms (medians); b/a per round: median \
-             {:.4} [p25 {:.4}, p75 {:.4}]",
+             {:.4} [p25 {:.4}, p75 {:.4}], standard error of the median {se:.4}",
             self.rounds, self.a_ms, self.b_ms, self.ratio[1], self.ratio[0], self.ratio[2]
         )
     }
