@@ -211,9 +211,32 @@ impl Storage {
         }
     }
 
+    /// `Busy` if a live host mapping conflicts with a device use of `range`.
+    pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
+        self.mapping_conflict(&lock(&self.host), range, access)
+    }
+
+    fn mapping_conflict(
+        &self,
+        host: &HostState,
+        range: &Range<usize>,
+        access: Access,
+    ) -> Result<()> {
+        for mapping in &host.mappings {
+            if intersects(&mapping.range, range) && mapping.access.conflicts_with(access) {
+                return Err(Error::Busy(format!(
+                    "buffer {} bytes {}..{} is mapped for host {:?} access",
+                    self.id, mapping.range.start, mapping.range.end, mapping.access
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Registers a device use of `range` by `submission`, or `Busy` if a live host mapping
-    /// conflicts with it. Checked and registered under one lock, so that no host mapping can
-    /// slip in between (`map` checks the registered uses under the same lock).
+    /// conflicts with it: checked again under the lock that registers it, so that no host
+    /// mapping can slip in after [`Storage::host_conflict`] (`map` checks the registered uses
+    /// under the same lock).
     pub fn begin_device_use(
         &self,
         submission: u64,
@@ -221,14 +244,7 @@ impl Storage {
         access: Access,
     ) -> Result<()> {
         let mut host = lock(&self.host);
-        for mapping in &host.mappings {
-            if intersects(&mapping.range, &range) && mapping.access.conflicts_with(access) {
-                return Err(Error::Busy(format!(
-                    "buffer {} bytes {}..{} is mapped for host {:?} access",
-                    self.id, mapping.range.start, mapping.range.end, mapping.access
-                )));
-            }
-        }
+        self.mapping_conflict(&host, &range, access)?;
         host.in_flight.push(InFlight {
             submission,
             range,

@@ -680,7 +680,10 @@ type HashJob = Box<dyn FnOnce() + Send>;
 /// frame's host write (2.7 MB) and two output digests (0.9 MB each) in about 0.7 ms of every
 /// 0.78 ms frame, so digests queued behind host writes and the next writer of an output
 /// buffer stalled at its capture fence (45-70 µs per frame, the traced pipeline 5% slower);
-/// hashed here in parallel, a digest's fence drops as soon as its hash is taken.
+/// hashed here in parallel, a digest's fence drops as soon as its hash is taken. So a later
+/// record about the same buffer from another thread (a host write, the buffer's release) may
+/// precede its `OutputDigest` in the file; the schema lets records of different threads
+/// interleave and names the digest's submission, buffer and range by id.
 fn hashing_threads() -> Option<&'static crossbeam_channel::Sender<HashJob>> {
     static THREADS: OnceLock<Option<crossbeam_channel::Sender<HashJob>>> = OnceLock::new();
     THREADS

@@ -1010,21 +1010,11 @@ impl ExecutableGraph {
                 scheduler.capacity
             )));
         }
-        // The uses are registered first, each with its host-mapping check, and withdrawn if
-        // the submit fails after all.
-        let submission = scheduler.peek_submission();
-        let withdraw = |uses: &[Use]| {
-            for use_ in uses {
-                use_.view.buffer().storage.end_device_use(submission);
-            }
-        };
-        for (index, use_) in self.inner.uses.iter().enumerate() {
-            let storage = &use_.view.buffer().storage;
-            if let Err(error) = storage.begin_device_use(submission, use_.view.range(), use_.access)
-            {
-                withdraw(&self.inner.uses[..index]);
-                return Err(error);
-            }
+        for use_ in &self.inner.uses {
+            use_.view
+                .buffer()
+                .storage
+                .host_conflict(&use_.view.range(), use_.access)?;
         }
         let mut occupied = lock(&self.inner.occupied);
         let signals = &self.inner.signals;
@@ -1044,15 +1034,29 @@ impl ExecutableGraph {
                 slot = super::completion::claim_slot(&mut occupied, signals);
             }
         }
-        let Some(slot) = slot else {
-            withdraw(&self.inner.uses);
-            return Err(Error::Busy(format!(
-                "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
-                occupied.len(),
-                self.inner.id
-            )));
-        };
+        let slot = slot.ok_or_else(|| {
+                Error::Busy(format!(
+                    "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
+                    occupied.len(),
+                    self.inner.id
+                ))
+            })?;
         drop(occupied);
+        // Registered only now that the submit cannot fail otherwise (a registered use makes
+        // conflicting host maps `Busy`), each checked again under its lock: a host mapping
+        // made since the check above refuses the submit, which withdraws what it registered.
+        let submission = scheduler.peek_submission();
+        for (index, use_) in self.inner.uses.iter().enumerate() {
+            let storage = &use_.view.buffer().storage;
+            if let Err(error) = storage.begin_device_use(submission, use_.view.range(), use_.access)
+            {
+                for registered in &self.inner.uses[..index] {
+                    registered.view.buffer().storage.end_device_use(submission);
+                }
+                lock(&self.inner.occupied)[slot] = false;
+                return Err(error);
+            }
+        }
         let numbered = scheduler.next_submission();
         debug_assert_eq!(numbered, submission);
         self.inner.signals[slot].reset(submission);

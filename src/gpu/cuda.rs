@@ -551,13 +551,16 @@ impl NativeDevice for CudaDevice {
             // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
             // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
             // a page more and start at the first page boundary.
-            let base = api::mem_host_alloc(bytes + PAGE).map_err(|e| context.error(e))?;
+            let padded = bytes.checked_add(PAGE).ok_or_else(|| {
+                Error::Message(format!("cannot allocate {len} bytes of pinned host memory"))
+            })?;
+            let base = api::mem_host_alloc(padded).map_err(|e| context.error(e))?;
             let offset = (base as usize).next_multiple_of(PAGE) - base as usize;
             // Owned from here: dropping it frees the host memory.
             let mut allocation = CudaAllocation {
                 context: context.clone(),
                 address: 0,
-                // SAFETY: `offset < PAGE`, inside the allocation of `bytes + PAGE` bytes.
+                // SAFETY: `offset < PAGE`, inside the allocation of `padded` bytes.
                 host: unsafe { base.cast::<u8>().add(offset) },
                 host_base: base.cast(),
                 len,

@@ -426,3 +426,62 @@ fn regions_of_one_queue_never_overlap_when_waiters_run_them() {
         );
     }
 }
+
+/// Maps of `buffer` while another thread keeps calling `submit`, which must answer `Busy`
+/// every time: a refused submit never registers a use, so no map of `buffer` is `Busy`.
+fn maps_stay_free_while_submits_are_refused(
+    buffer: &hrx::Buffer,
+    executable: &hrx::ExecutableGraph,
+) {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut maps, mut busy) = (0u64, Vec::new());
+    std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(matches!(executable.submit(), Err(Error::Busy(_))));
+            }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_millis(300);
+        while std::time::Instant::now() < deadline {
+            maps += 1;
+            match buffer.map_write(0..64) {
+                Ok(mapping) => drop(mapping),
+                Err(Error::Busy(message)) => busy.push(message),
+                Err(other) => panic!("{other}"),
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        submitter.join().unwrap();
+    });
+    assert!(
+        busy.is_empty(),
+        "{} of {maps} maps Busy, first: {}",
+        busy.len(),
+        busy[0]
+    );
+}
+
+#[test]
+fn a_submit_refused_for_its_slot_leaves_its_buffers_mappable() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let executable = graph.prepare().unwrap();
+    let held = executable.submit().unwrap();
+    held.wait().unwrap();
+    maps_stay_free_while_submits_are_refused(&buffer, &executable);
+}
+
+#[test]
+fn a_submit_refused_for_a_host_mapping_leaves_its_other_buffers_mappable() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let free = rt.buffer(64, Placement::HostVisible).unwrap();
+    let mapped = rt.buffer(64, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(free.whole(), 1).unwrap();
+    graph.fill(mapped.whole(), 2).unwrap();
+    let executable = graph.prepare().unwrap();
+    let _held = mapped.map_write(0..64).unwrap();
+    maps_stay_free_while_submits_are_refused(&free, &executable);
+}
