@@ -19,9 +19,10 @@
 //!   in `Drop` are never panics: they go into the slot and surface on the next call.
 //! - **Memory.** GPU-local: `cuMemAlloc`. Host-visible: `cuMemHostAlloc(DEVICEMAP | PORTABLE)`
 //!   with a page more, used from its first 4 KiB boundary (XRT imports only page-aligned host
-//!   memory), its device address from `cuMemHostGetDevicePointer`. New allocations are zero-filled, as on
-//!   the software device. `write`/`read` are synchronous (`cuMemcpyHtoD`/`DtoH` on the legacy
-//!   stream, then a synchronize of that stream; the runtime's streams are non-blocking).
+//!   memory), its device address from `cuMemHostGetDevicePointer`. New allocations are
+//!   zero-filled, as on the software device. `write`/`read` are synchronous
+//!   (`cuMemcpyHtoD`/`DtoH` on the legacy stream, then a synchronize of that stream; the
+//!   runtime's streams are non-blocking).
 //! - **Streams.** `cuStreamCreate(NON_BLOCKING)`; copies are `cuMemcpyAsync` between device
 //!   addresses. [`NativeStream::last_span`] times everything enqueued since the last
 //!   synchronize, from the batch's first start event to its last end event. CUDA events have
