@@ -430,7 +430,7 @@ pub(crate) fn open_device(
         BackendChoice::Cuda => {
             if options.fault.is_some() {
                 return Err(Error::Unsupported(
-                    "fault injection works on the software device only; use HRX_BACKEND=sim"
+                    "fault injection works on the software device (backend sim) only"
                         .into(),
                 ));
             }
@@ -440,13 +440,13 @@ pub(crate) fn open_device(
         }
         #[cfg(not(feature = "cuda"))]
         BackendChoice::Cuda => Err(Error::Unsupported(
-            "the CUDA backend is not built into this hrx (rebuild with --features cuda; it loads libcuda.so.1 from the NVIDIA driver); use HRX_BACKEND=sim".into(),
+            "the CUDA backend is not built into this hrx (rebuild with --features cuda; it loads libcuda.so.1 from the NVIDIA driver); the software device (backend sim) is always built".into(),
         )),
         #[cfg(feature = "hip")]
         BackendChoice::Hip => {
             if options.fault.is_some() {
                 return Err(Error::Unsupported(
-                    "fault injection works on the software device only; use HRX_BACKEND=sim"
+                    "fault injection works on the software device (backend sim) only"
                         .into(),
                 ));
             }
@@ -454,7 +454,7 @@ pub(crate) fn open_device(
         }
         #[cfg(not(feature = "hip"))]
         BackendChoice::Hip => Err(Error::Unsupported(
-            "the HIP backend is not built into this hrx (rebuild with --features hip and HIP_PATH=/usr; it links libamdhip64 from ROCm, Debian package libamdhip64-dev); use HRX_BACKEND=sim or cuda".into(),
+            "the HIP backend is not built into this hrx (rebuild with --features hip and HIP_PATH=/usr; it links libamdhip64 from ROCm, Debian package libamdhip64-dev); the software device (backend sim) is always built".into(),
         )),
     }
 }

@@ -66,7 +66,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = hrx_replay::replay_file(&args.file, &options);
     progress.finish_and_clear();
     let report = report.map_err(|error| {
-        Failure::new(format!("{}: cannot replay: {error}", args.file.display()))
+        let unavailable =
+            matches!(
+                &error,
+                hrx_replay::ReplayError::Runtime {
+                    source: hrx::Error::Unsupported(_),
+                    ..
+                }
+            ) && matches!(backend, hrx::BackendChoice::Cuda | hrx::BackendChoice::Hip);
+        let failure = Failure::new(format!("{}: cannot replay: {error}", args.file.display()));
+        if unavailable {
+            failure.hint("`--backend sim` (the default) replays on the software device")
+        } else {
+            failure
+        }
     })?;
     if args.report == "json" {
         println!("{}", report.to_json());

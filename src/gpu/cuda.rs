@@ -165,16 +165,16 @@ fn library_problem() -> Option<String> {
     // SAFETY: only tries to dlopen the driver library (running its initializers).
     if !unsafe { sys::is_culib_present() } {
         return Some(
-            "CUDA driver library libcuda.so.1 not found (install the NVIDIA driver); use \
-             HRX_BACKEND=sim for the software device"
+            "CUDA driver library libcuda.so.1 not found (install the NVIDIA driver); the \
+             software device (backend sim) needs none"
                 .into(),
         );
     }
     // SAFETY: the library is present, so cudarc's loader does not panic.
     unsafe { api::missing_symbol() }.map(|name| {
         format!(
-            "the NVIDIA driver's libcuda lacks {name} (update to driver 570 or newer); use \
-             HRX_BACKEND=sim for the software device"
+            "the NVIDIA driver's libcuda lacks {name} (update to driver 570 or newer); the \
+             software device (backend sim) needs none"
         )
     })
 }

@@ -278,8 +278,8 @@ impl HipDevice {
         let no_device = |detail: String| {
             Error::Unsupported(format!(
                 "HIP: no device {ordinal} ({detail}; hrx links libamdhip64.so.5, HIP runtime \
-                 {}.{}); the hip backend needs an AMD GPU with the ROCm driver (/dev/kfd); use \
-                 HRX_BACKEND=sim for the software device",
+                 {}.{}); the hip backend needs an AMD GPU with the ROCm driver (/dev/kfd); the \
+                 software device (backend sim) needs none",
                 version / 10_000_000,
                 version / 100_000 % 100
             ))

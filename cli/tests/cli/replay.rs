@@ -69,3 +69,40 @@ fn unreplayable_input_is_one_line_and_exit_2() {
     let bad = run(dir.path(), &["replay", "junk.hrxt", "--backend", "quantum"]);
     assert_eq!(code(&bad), 2);
 }
+
+/// Without a CUDA driver, `replay --backend cuda` is one error line and a hint naming the
+/// software device (on a machine with CUDA the replay simply runs).
+#[test]
+fn replay_on_an_unavailable_backend_hints_at_the_software_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "hazards",
+            "--backend",
+            "sim",
+            "-o",
+            "h.hrxt",
+        ],
+    );
+    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    let replay = run(dir.path(), &["replay", "h.hrxt", "--backend", "cuda"]);
+    if code(&replay) == 0 {
+        eprintln!("CUDA is available here: nothing to check");
+        return;
+    }
+    assert_eq!(code(&replay), 2);
+    let err = stderr(&replay);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains("cannot replay"),
+        "{err}"
+    );
+    assert_eq!(
+        lines[1],
+        "hint: `--backend sim` (the default) replays on the software device"
+    );
+}
