@@ -9,7 +9,8 @@
 //!   the drop of its completion happen outside the timed part, so every submit finds an
 //!   idle runtime and a free slot.
 //! - `submit_to_complete`: `submit` plus `Completion::wait` of the same graph: the round trip
-//!   through the scheduler, a worker thread and the software device.
+//!   through the scheduler and the software device (the waiting thread runs the fill itself
+//!   when the Compute worker has not claimed it first).
 //! - `pipeline_frame/640x480`: one 640x480 RGB frame through the image pipeline
 //!   (`hrx::workloads::Pipeline`, one frame in flight): host write, upload, five kernels and
 //!   a fill in one native graph, two downloads, the NPU threshold, and the host reading the
