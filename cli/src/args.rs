@@ -251,8 +251,9 @@ pub struct StatsArgs {
 Kernels are matched by label, regions by (runtime, prepared graph, region index), outputs by
 (runtime, submission, buffer, byte range). A kernel is SLOW when its median grew past
 --max-slowdown and beyond the spread: the new median is also above the base's p99 and more
-than 50 us above the base median. Exit codes: 0 no regression; 1 a slow kernel or an output
-digest that differs; 2 unusable input. New and missing kernels, regions and outputs are
+than 50 us above the base median. Exit codes: 0 no regression; 1 a slow kernel, an output
+digest that differs or a submission whose outcome changed (succeeded in one, failed or
+cancelled in the other); 2 unusable input. New and missing kernels, regions and outputs are
 reported but are not regressions.
 
 Examples:

@@ -48,6 +48,15 @@ fn main() -> ExitCode {
 
 /// `hrx-trace view`: the terminal timeline (`hrx-tui`).
 fn view(file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    hrx_tui::run(file).map_err(|error| failure::Failure::new(error.to_string()))?;
+    hrx_tui::run(file).map_err(|error| {
+        let failure = failure::Failure::new(error.to_string());
+        match error {
+            hrx_tui::TuiError::NotATerminal => failure.hint(
+                "run it in a terminal (or tmux); without one, `stats` prints the timeline's \
+                 statistics and `export` writes the timeline for Perfetto",
+            ),
+            _ => failure,
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -17,6 +17,7 @@ use crossterm::event::{
 use crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use std::io::IsTerminal;
 use std::io::{self, Stdout};
 use std::panic::{self, PanicHookInfo};
 use std::path::Path;
@@ -30,9 +31,14 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// # Errors
 ///
 /// [`TuiError::Read`] when the trace cannot be read (before the terminal is touched);
+/// [`TuiError::NotATerminal`] when standard input or output is not a terminal (checked
+/// before it is touched, so no escape sequences reach a pipe or file);
 /// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
 pub fn run(path: &Path) -> Result<(), TuiError> {
     let model = crate::load(path)?;
+    if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
     let mut guard = TerminalGuard::enter()?;
     let size = guard.terminal.size()?;
     let mut state = ViewState::new(&model, size.width, size.height);

@@ -51,6 +51,9 @@ pub enum TuiError {
     /// The terminal could not be set up, drawn or restored.
     #[error("terminal: {0}")]
     Terminal(#[from] io::Error),
+    /// Standard input or output is not a terminal (a pipe, a file): nothing to draw on.
+    #[error("view needs an interactive terminal, and standard input or output is not one")]
+    NotATerminal,
 }
 
 /// Reads the trace at `path` into a model, streaming (records are not kept).

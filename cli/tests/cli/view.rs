@@ -289,3 +289,38 @@ fn view_a_faults_trace_in_tmux() {
         "exit status {status:?}"
     );
 }
+
+/// Without a terminal (standard input and output not one), `view` writes nothing to the
+/// pipe, no escape sequences included, and says why in one error line and a hint.
+#[test]
+fn view_without_a_terminal_is_one_error_and_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "hazards",
+            "--backend",
+            "sim",
+            "-o",
+            "h.hrxt",
+        ],
+    );
+    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    let output = hrx_trace(dir.path())
+        .args(["view", "h.hrxt"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(output.stdout.is_empty(), "{:?}", stdout(&output));
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(
+        lines[0],
+        "error: view needs an interactive terminal, and standard input or output is not one"
+    );
+    assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
+}
