@@ -171,11 +171,7 @@ fn huge_indices_in_a_crafted_trace_cost_no_memory() {
 #[test]
 fn replay_refuses_meaningless_numbers() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &["record", "--workload", "hazards", "-o", "h.hrxt"],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_hazards(dir.path(), "h.hrxt");
     for (flag, value) in [
         ("--repeat", "100000000"),
         ("--repeat", "0"),

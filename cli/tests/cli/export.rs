@@ -259,11 +259,7 @@ fn pipeline_exports_match_the_records_and_perfettos_schema() {
 #[test]
 fn hazards_export_has_cross_submission_flows() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &["record", "--workload", "hazards", "-o", "h.hrxt"],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_hazards(dir.path(), "h.hrxt");
     let records = records(dir.path(), "h.hrxt");
     assert!(records.iter().any(|r| r.get("CrossWait").is_some()));
     let want = check_both(dir.path(), "h.hrxt");
@@ -300,11 +296,7 @@ fn export_of_a_missing_trace_or_bad_format_is_a_usage_error() {
 #[test]
 fn export_never_overwrites_a_file_that_is_not_an_export() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &["record", "--workload", "hazards", "-o", "h.hrxt"],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_hazards(dir.path(), "h.hrxt");
     let notes = dir.path().join("notes.md");
     std::fs::write(&notes, "# my notes\n").unwrap();
     let trace = std::fs::read(dir.path().join("h.hrxt")).unwrap();

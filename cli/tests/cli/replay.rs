@@ -1,15 +1,11 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
-use crate::util::{code, run, stderr, stdout};
+use crate::util::{code, record_hazards, run, stderr, stdout};
 
 #[test]
 fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
     let dir = tempfile::tempdir().unwrap();
-    let record = run(
-        dir.path(),
-        &["record", "--workload", "hazards", "-o", "h.hrxt"],
-    );
-    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    record_hazards(dir.path(), "h.hrxt");
     let replay = run(dir.path(), &["replay", "h.hrxt", "--repeat", "2"]);
     assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
     assert!(
@@ -75,19 +71,7 @@ fn unreplayable_input_is_one_line_and_exit_2() {
 #[test]
 fn replay_on_an_unavailable_backend_hints_at_the_software_device() {
     let dir = tempfile::tempdir().unwrap();
-    let record = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "hazards",
-            "--backend",
-            "sim",
-            "-o",
-            "h.hrxt",
-        ],
-    );
-    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    record_hazards(dir.path(), "h.hrxt");
     let replay = run(dir.path(), &["replay", "h.hrxt", "--backend", "cuda"]);
     if code(&replay) == 0 {
         eprintln!("CUDA is available here: nothing to check");

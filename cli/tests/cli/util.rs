@@ -87,6 +87,12 @@ pub fn assert_error(output: &Output, contains: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Records the `hazards` workload into `dir/name`; panics unless it exits 0.
+pub fn record_hazards(dir: &Path, name: &str) {
+    let out = run(dir, &["record", "--workload", "hazards", "-o", name]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 /// Records the pipeline over the photograph into `dir/name`; returns the output.
 pub fn record_pipeline(dir: &Path, name: &str, photo: &Path) -> Output {
     run(

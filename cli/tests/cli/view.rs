@@ -295,19 +295,7 @@ fn view_a_faults_trace_in_tmux() {
 #[test]
 fn view_without_a_terminal_is_one_error_and_a_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let record = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "hazards",
-            "--backend",
-            "sim",
-            "-o",
-            "h.hrxt",
-        ],
-    );
-    assert_eq!(code(&record), 0, "{}", stderr(&record));
+    record_hazards(dir.path(), "h.hrxt");
     let output = hrx_trace(dir.path())
         .args(["view", "h.hrxt"])
         .stdin(std::process::Stdio::null())
