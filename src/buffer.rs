@@ -13,7 +13,7 @@
 use crate::runtime::RuntimeOwner;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How an operation uses a range.
@@ -134,6 +134,9 @@ pub(crate) struct Storage {
     pub npu_device: Option<u32>,
     pub group: Option<u32>,
     pub host: Mutex<HostState>,
+    /// Set with `host.poison` (under that lock), so that the check before every region runs
+    /// needs no lock while nothing is poisoned.
+    pub poisoned: AtomicBool,
     pub visibility: Mutex<Visibility>,
     pub captures: Captures,
 }
@@ -195,6 +198,9 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Storage {
     pub fn poisoned(&self) -> Result<()> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &lock(&self.host).poison {
             Some(message) => Err(Error::DeviceLost(format!(
                 "buffer {} is poisoned: {message}",
@@ -208,11 +214,15 @@ impl Storage {
         let mut host = lock(&self.host);
         if host.poison.is_none() {
             host.poison = Some(message.to_string());
+            self.poisoned.store(true, Ordering::Release);
         }
     }
 
     /// `Busy` if a live host mapping conflicts with a device use of `range`.
     pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
+        if self.pointer.is_null() {
+            return Ok(()); // GPU-local: never mapped
+        }
         self.mapping_conflict(&lock(&self.host), range, access)
     }
 

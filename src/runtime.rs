@@ -2,7 +2,7 @@
 
 use crate::buffer::{Storage, lock};
 use crate::execution::graph::{CopyStream, GpuLane, Queue};
-use crate::execution::scheduler::{Scheduler, Wake, worker};
+use crate::execution::scheduler::{Doorbells, Scheduler, Wake, worker};
 use crate::fault::{FaultInjector, FaultSpec};
 use crate::gpu::{DeviceInfo, NativeDevice};
 use crate::kernels::{KernelSpec, NpuKernelSpec};
@@ -288,10 +288,12 @@ pub(crate) struct Core {
     pub queues: [Condvar; 5],
     /// Per queue: its worker is parked on its condition variable (set under the lock).
     pub parked: [AtomicBool; 5],
-    /// Per queue: bumped by every wake that may make its work ready; its spinning worker
-    /// watches it (and no other queue's).
-    pub epochs: [CachePadded<AtomicU64>; 5],
-    pub shutdown: AtomicBool,
+    /// Per queue: what a waker writes and the queue's spinning worker watches (and no other
+    /// queue's), shared with the scheduler, which keeps its `claimable` flags.
+    pub doorbells: Doorbells,
+    /// Read by every spinning worker on every poll: on its own line, away from the counters
+    /// that each submit and wait write.
+    pub shutdown: CachePadded<AtomicBool>,
 }
 
 impl Core {
@@ -302,7 +304,7 @@ impl Core {
         for queue in Queue::ALL {
             let q = queue as usize;
             if wake.queues & (1 << q) != 0 {
-                self.epochs[q].fetch_add(1, Ordering::SeqCst);
+                self.doorbells[q].epoch.fetch_add(1, Ordering::SeqCst);
                 if self.parked[q].load(Ordering::SeqCst) {
                     self.queues[q].notify_one();
                 }
@@ -472,17 +474,21 @@ impl Runtime {
         let npu = crate::npu::open(options.npu_backend, options.fault.is_some())?;
         let recorder = crate::trace::open(&options, &device.info())?;
         let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
+        let doorbells = Doorbells::default();
         let core = Arc::new(Core {
             id,
             recorder,
             trace_contents: options.trace_contents,
             trace_digests: options.trace_digests,
             counters: CounterCells::default(),
-            state: CachePadded::new(Mutex::new(Scheduler::new(options.capacity))),
+            state: CachePadded::new(Mutex::new(Scheduler::new(
+                options.capacity,
+                doorbells.clone(),
+            ))),
             queues: Default::default(),
             parked: Default::default(),
-            epochs: Default::default(),
-            shutdown: AtomicBool::new(false),
+            doorbells,
+            shutdown: CachePadded::new(AtomicBool::new(false)),
         });
         let mut workers = Vec::new();
         for queue in Queue::ALL {
@@ -579,6 +585,7 @@ impl Runtime {
             npu_device,
             group,
             host: Default::default(),
+            poisoned: AtomicBool::new(false),
             visibility: Mutex::new(crate::buffer::Visibility::new()),
             captures: Default::default(),
         });

@@ -24,6 +24,7 @@
 use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock};
 use crate::runtime::Core;
 use crate::{Error, Result};
+use std::sync::atomic::{AtomicBool as Flag, Ordering as StdOrdering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -74,6 +75,11 @@ pub(crate) struct Signal {
     pub(super) changed: Condvar,
     /// Mirrors `state.published` for lock-free spinning in `wait`.
     pub(super) done: AtomicBool,
+    /// Set before `done` when the published outcome is a success: `wait` then returns
+    /// without taking the lock.
+    succeeded: AtomicBool,
+    /// Mirrors `state.done` (retired) for the lock-free slot checks.
+    retired: AtomicBool,
     /// Threads parked on `changed`; `notify` skips the syscall when there are none.
     pub(super) waiters: AtomicUsize,
     /// Live [`Completion`]s of this signal. Not part of the slot protocol (that is the
@@ -91,6 +97,10 @@ pub(crate) const SPIN: Duration = Duration::from_micros(50);
 /// Polls `done` for up to [`SPIN`]; whether it became true.
 #[cfg(not(feature = "model-check"))]
 pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    // Checked before the clock is read: a wait that finds its submission done reads none.
+    if done() {
+        return true;
+    }
     let start = Instant::now();
     loop {
         for _ in 0..64 {
@@ -117,10 +127,12 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
 pub(crate) const MODEL_SPINS: usize = 2;
 
 /// Picks and marks a free slot (called under the scheduler lock, with the graph's
-/// `occupied` flags): one not occupied whose signal is [`Signal::reusable`].
-pub(crate) fn claim_slot(occupied: &mut [bool], signals: &[Arc<Signal>]) -> Option<usize> {
-    let slot = (0..occupied.len()).find(|&i| !occupied[i] && Signal::reusable(&signals[i]))?;
-    occupied[slot] = true;
+/// `occupied` flags, which only the lock holder reads or writes): one not occupied whose
+/// signal is [`Signal::reusable`].
+pub(crate) fn claim_slot(occupied: &[Flag], signals: &[Arc<Signal>]) -> Option<usize> {
+    let slot = (0..occupied.len())
+        .find(|&i| !occupied[i].load(StdOrdering::Relaxed) && Signal::reusable(&signals[i]))?;
+    occupied[slot].store(true, StdOrdering::Relaxed);
     Some(slot)
 }
 
@@ -128,21 +140,21 @@ pub(crate) fn claim_slot(occupied: &mut [bool], signals: &[Arc<Signal>]) -> Opti
 /// frees the slot; the returned clone of the signal is published by [`publish_all`] once the
 /// lock is dropped, and keeps the slot from being reused until then.
 pub(crate) fn retire_slot(
-    occupied: &mut [bool],
+    occupied: &[Flag],
     slot: usize,
     signals: &[Arc<Signal>],
     status: Status,
 ) -> Arc<Signal> {
     let signal = signals[slot].clone();
     signal.complete(status);
-    occupied[slot] = false;
+    occupied[slot].store(false, StdOrdering::Relaxed);
     signal
 }
 
 /// Publishes retired signals (with no lock held, after what their submissions held was
 /// dropped) and drops the scheduler's clones of them.
-pub(crate) fn publish_all(signals: &mut Vec<Arc<Signal>>) {
-    for signal in signals.drain(..) {
+pub(crate) fn publish_all(signals: impl IntoIterator<Item = Arc<Signal>>) {
+    for signal in signals {
         signal.publish();
     }
 }
@@ -158,6 +170,8 @@ impl Signal {
             }),
             changed: Condvar::new(),
             done: AtomicBool::new(true),
+            succeeded: AtomicBool::new(false),
+            retired: AtomicBool::new(true),
             waiters: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
         })
@@ -169,6 +183,8 @@ impl Signal {
         state.published = false;
         state.submission = submission;
         state.status = None;
+        self.retired.store(false, Ordering::Release);
+        self.succeeded.store(false, Ordering::Relaxed);
         self.done.store(false, Ordering::Release);
     }
     /// Records the outcome; the caller calls [`Signal::notify`] after dropping its locks.
@@ -176,6 +192,7 @@ impl Signal {
         let mut state = lock(&self.state);
         state.done = true;
         state.status = Some(status);
+        self.retired.store(true, Ordering::Release);
     }
     /// Whether a slot holding this signal may be re-armed: its submission retired and nothing
     /// else holds the signal (no [`Completion`], no scheduler clone awaiting publication).
@@ -191,7 +208,11 @@ impl Signal {
         if super::model_check::publish_seeded(self) {
             return;
         }
-        lock(&self.state).published = true;
+        let mut state = lock(&self.state);
+        state.published = true;
+        let succeeded = matches!(state.status, Some(Status::Succeeded));
+        drop(state);
+        self.succeeded.store(succeeded, Ordering::Relaxed);
         self.done.store(true, Ordering::Release);
         if self.waiters.load(Ordering::SeqCst) != 0 {
             self.changed.notify_all();
@@ -225,8 +246,9 @@ impl Signal {
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         state
     }
+    /// Whether the submission retired (as the scheduler sees it, published or not).
     pub fn is_done(&self) -> bool {
-        lock(&self.state).done
+        self.retired.load(Ordering::Acquire)
     }
 }
 
@@ -235,19 +257,26 @@ impl Signal {
 pub struct Completion {
     pub(crate) signal: Arc<Signal>,
     pub(crate) core: Weak<Core>,
+    /// The signal's submission, fixed while any completion of it is alive.
+    submission: u64,
 }
 
 impl Completion {
-    /// A completion of `signal`'s submission, counted in [`Signal`]'s `completions`.
-    pub(crate) fn new(signal: Arc<Signal>, core: Weak<Core>) -> Self {
+    /// A completion of `signal`'s `submission` (the one it was just armed for), counted in
+    /// [`Signal`]'s `completions`.
+    pub(crate) fn new(signal: Arc<Signal>, core: Weak<Core>, submission: u64) -> Self {
         signal.completions.fetch_add(1, Ordering::AcqRel);
-        Self { signal, core }
+        Self {
+            signal,
+            core,
+            submission,
+        }
     }
 }
 
 impl Clone for Completion {
     fn clone(&self) -> Self {
-        Self::new(self.signal.clone(), self.core.clone())
+        Self::new(self.signal.clone(), self.core.clone(), self.submission)
     }
 }
 
@@ -278,7 +307,7 @@ impl std::fmt::Debug for Completion {
 impl Completion {
     /// The submission's index (from 1, per runtime).
     pub fn submission(&self) -> u64 {
-        lock(&self.signal.state).submission
+        self.submission
     }
 
     /// Whether the submission retired.
@@ -315,7 +344,10 @@ impl Completion {
         {
             super::scheduler::help(&core, self.submission(), done);
         }
-        spin_until(done);
+        // `done` is stored after `succeeded`: a success needs no lock.
+        if spin_until(done) && self.signal.succeeded.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut state = lock(&self.signal.state);
         while !state.published {
             state = self.signal.park(state, None);

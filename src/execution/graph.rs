@@ -761,7 +761,7 @@ impl Graph {
             id: self.id,
             quarantined: AtomicBool::new(false),
             signals: (0..slots).map(|_| Signal::new()).collect(),
-            occupied: Mutex::new(vec![false; slots]),
+            occupied: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             runtime: self.runtime.inner.clone(),
             parallel,
             regions,
@@ -920,7 +920,8 @@ pub(crate) struct Prepared {
     pub regions: Vec<Region>,
     pub uses: Vec<Use>,
     /// Whether each slot's submission is still in flight.
-    pub occupied: Mutex<Vec<bool>>,
+    /// Read and written only under the scheduler lock (atomics only to be shared).
+    pub occupied: Box<[AtomicBool]>,
     pub signals: Vec<Arc<Signal>>,
 }
 
@@ -1016,9 +1017,9 @@ impl ExecutableGraph {
                 .storage
                 .host_conflict(&use_.view.range(), use_.access)?;
         }
-        let mut occupied = lock(&self.inner.occupied);
+        let occupied = &self.inner.occupied;
         let signals = &self.inner.signals;
-        let mut slot = super::completion::claim_slot(&mut occupied, signals);
+        let mut slot = super::completion::claim_slot(occupied, signals);
         // A retired submission's slot is free once the worker that published its completion
         // drops its reference, a moment after a waiter may already have returned: when no
         // `Completion` holds such a slot, wait for that drop rather than answer a spurious
@@ -1031,7 +1032,7 @@ impl ExecutableGraph {
                 && std::time::Instant::now() < deadline
             {
                 std::thread::yield_now();
-                slot = super::completion::claim_slot(&mut occupied, signals);
+                slot = super::completion::claim_slot(occupied, signals);
             }
         }
         let slot = slot.ok_or_else(|| {
@@ -1041,7 +1042,6 @@ impl ExecutableGraph {
                     self.inner.id
                 ))
             })?;
-        drop(occupied);
         // Registered only now that the submit cannot fail otherwise (a registered use makes
         // conflicting host maps `Busy`), each checked again under its lock: a host mapping
         // made since the check above refuses the submit, which withdraws what it registered.
@@ -1053,14 +1053,18 @@ impl ExecutableGraph {
                 for registered in &self.inner.uses[..index] {
                     registered.view.buffer().storage.end_device_use(submission);
                 }
-                lock(&self.inner.occupied)[slot] = false;
+                occupied[slot].store(false, Ordering::Relaxed);
                 return Err(error);
             }
         }
         let numbered = scheduler.next_submission();
         debug_assert_eq!(numbered, submission);
         self.inner.signals[slot].reset(submission);
-        let completion = Completion::new(self.inner.signals[slot].clone(), Arc::downgrade(core));
+        let completion = Completion::new(
+            self.inner.signals[slot].clone(),
+            Arc::downgrade(core),
+            submission,
+        );
         core.counters.submissions.fetch_add(1, Ordering::Relaxed);
         crate::trace::submitted(&self.inner, submission, slot, producers);
         let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());

@@ -122,7 +122,8 @@ fn seeded_failure(name: &str, bug: Bug, model: impl Fn() + Sync + Send + 'static
 }
 
 fn completion(signal: &Arc<Signal>) -> Completion {
-    Completion::new(signal.clone(), Weak::new())
+    let submission = lock(&signal.state).submission;
+    Completion::new(signal.clone(), Weak::new(), submission)
 }
 
 fn failed(what: &str) -> Status {
@@ -179,35 +180,30 @@ fn waiters_and_publisher() {
 fn slot_reuse() {
     let signals = Arc::new(vec![Signal::new()]);
     // The scheduler lock together with the graph's `occupied` flags (always taken together).
-    let scheduler = sync::Arc::new(Mutex::new(vec![false]));
+    let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
     // Witness, not protocol: set by the first submitter just before it drops its completion.
     // A plain `std` atomic, like the signal's `std` `Arc` count that `claim_slot` reads: both
     // are seen in loom's execution order (the happens-before that makes `reset` safe comes
     // from the signal's mutex, which loom does model: completion 1 checks what it observed).
     let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let first = {
-        let mut occupied = lock(&scheduler);
-        let slot = claim_slot(&mut occupied, &signals).expect("a fresh slot is free");
+        let occupied = lock(&scheduler);
+        let slot = claim_slot(&occupied, &signals).expect("a fresh slot is free");
         signals[slot].reset(1);
         completion(&signals[slot])
     };
     let worker = {
         let (signals, scheduler) = (signals.clone(), scheduler.clone());
         loom::thread::spawn(move || {
-            let mut wake = vec![retire_slot(
-                &mut lock(&scheduler),
-                0,
-                &signals,
-                failed("one"),
-            )];
-            publish_all(&mut wake);
+            let wake = [retire_slot(&lock(&scheduler), 0, &signals, failed("one"))];
+            publish_all(wake);
         })
     };
     let second = {
         let (signals, scheduler, released) = (signals.clone(), scheduler.clone(), released.clone());
         loom::thread::spawn(move || {
-            let mut occupied = lock(&scheduler);
-            let Some(slot) = claim_slot(&mut occupied, &signals) else {
+            let occupied = lock(&scheduler);
+            let Some(slot) = claim_slot(&occupied, &signals) else {
                 return;
             };
             assert!(
@@ -218,13 +214,13 @@ fn slot_reuse() {
             let second = completion(&signals[slot]);
             drop(occupied);
             assert_eq!(second.submission(), 2);
-            let mut wake = vec![retire_slot(
-                &mut lock(&scheduler),
+            let wake = [retire_slot(
+                &lock(&scheduler),
                 slot,
                 &signals,
                 Status::Succeeded,
             )];
-            publish_all(&mut wake);
+            publish_all(wake);
             assert!(second.wait().is_ok(), "completion 2 saw another outcome");
         })
     };

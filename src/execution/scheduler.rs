@@ -35,9 +35,10 @@ use crate::buffer::lock;
 use crate::runtime::Core;
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +61,11 @@ struct InFlight {
     prepared: Arc<Prepared>,
     slot: usize,
     producers: Vec<Completion>,
-    states: Vec<State>,
-    /// Per region: (earlier submission, its region) that must finish first.
-    waits: Vec<Vec<(u64, usize)>>,
+    /// Per region (inline up to 8 regions: a submit allocates nothing for most graphs).
+    states: SmallVec<[State; 8]>,
+    /// Cross waits: (region, earlier submission, its region that must finish first). Flat,
+    /// so a submission that conflicts with nothing in flight allocates nothing.
+    waits: Vec<(usize, u64, usize)>,
     /// Submission-order number of its first device operation (see [`crate::fault`]).
     first_operation: u64,
     unfinished: usize,
@@ -88,21 +91,22 @@ fn device_operations(region: &Region) -> u64 {
     }
 }
 
-/// What to notify once the scheduler lock is dropped.
+/// What to notify once the scheduler lock is dropped. Inline room for the one retirement a
+/// region's end usually brings: the round trip allocates nothing.
 #[derive(Default)]
 pub(crate) struct Wake {
     /// Bit `q` set: queue `q` may have ready work.
     pub queues: u8,
     /// Retired submissions' signals, published after `retired` is dropped.
-    pub signals: Vec<Arc<Signal>>,
-    retired: Vec<InFlight>,
+    pub signals: SmallVec<[Arc<Signal>; 2]>,
+    retired: SmallVec<[InFlight; 1]>,
 }
 
 impl Wake {
     /// Drops what retired submissions held, then publishes their outcomes.
     pub fn release(&mut self) {
         self.retired.clear();
-        publish_all(&mut self.signals);
+        publish_all(self.signals.drain(..));
     }
 }
 
@@ -114,20 +118,47 @@ pub(crate) struct Scheduler {
     in_flight: VecDeque<InFlight>,
     /// Bit `q` set: a region of queue `q` is running (on its worker or a waiter).
     running: u8,
-    /// Bit `q` set: queue `q` is idle and holds pending regions, ready or not (updated
-    /// under the lock, read by spinning workers without it).
-    pub claimable: Arc<CachePadded<AtomicU8>>,
+    /// Bit `q` set: queue `q`'s doorbell shows claimable work (what was last stored there).
+    claimable: u8,
+    /// Per queue: regions in the `Pending` state, in every in-flight submission.
+    pending: [u32; 5],
+    /// In-flight submissions that name producers (none: no producer outcome to check).
+    with_producers: usize,
+    doorbells: Doorbells,
 }
 
+/// One queue's doorbell, on a cache line of its own: a submit stores its flag and moves its
+/// epoch with one cache-line transfer, and the waiter's claim clears the flag with one more.
+#[derive(Default)]
+pub(crate) struct Doorbell {
+    /// Moved by every wake that may make the queue's work ready.
+    pub epoch: AtomicU64,
+    /// The queue is idle and holds pending regions, ready or not. Written under the scheduler
+    /// lock, before the epoch moves; read by the queue's spinning worker without it.
+    claimable: AtomicBool,
+}
+
+impl Doorbell {
+    fn claimable(&self) -> bool {
+        self.claimable.load(Ordering::SeqCst)
+    }
+}
+
+/// The doorbells of the five queues, by [`Queue`] index.
+pub(crate) type Doorbells = Arc<[CachePadded<Doorbell>; 5]>;
+
 impl Scheduler {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize, doorbells: Doorbells) -> Self {
         Self {
             capacity,
             next: 0,
             operations: 0,
             in_flight: VecDeque::new(),
             running: 0,
-            claimable: Arc::default(),
+            claimable: 0,
+            pending: [0; 5],
+            with_producers: 0,
+            doorbells,
         }
     }
 
@@ -159,7 +190,7 @@ impl Scheduler {
         slot: usize,
         producers: Vec<Completion>,
     ) -> Wake {
-        let mut waits = vec![Vec::new(); prepared.regions.len()];
+        let mut waits = Vec::new();
         for earlier in &self.in_flight {
             if !earlier
                 .prepared
@@ -184,12 +215,16 @@ impl Scheduler {
                             er,
                             &hazards,
                         );
-                        waits[r].push((earlier.submission, er));
+                        waits.push((r, earlier.submission, er));
                     }
                 }
             }
         }
         let regions = prepared.regions.len();
+        for region in &prepared.regions {
+            self.pending[region.queue() as usize] += 1;
+        }
+        self.with_producers += usize::from(!producers.is_empty());
         let first_operation = self.operations + 1;
         self.operations += prepared.regions.iter().map(device_operations).sum::<u64>();
         self.in_flight.push_back(InFlight {
@@ -197,7 +232,7 @@ impl Scheduler {
             prepared,
             slot,
             producers,
-            states: vec![State::Pending; regions],
+            states: smallvec::smallvec![State::Pending; regions],
             waits,
             first_operation,
             unfinished: regions,
@@ -215,15 +250,19 @@ impl Scheduler {
             .dependencies
             .iter()
             .all(|&d| flight.states[d] == State::Done)
-            && flight.waits[region].iter().all(|&(submission, r)| {
-                self.position(submission)
-                    .is_none_or(|p| self.in_flight[p].states[r].finished())
-            })
+            && flight
+                .waits
+                .iter()
+                .filter(|&&(waiting, ..)| waiting == region)
+                .all(|&(_, submission, r)| {
+                    self.position(submission)
+                        .is_none_or(|p| self.in_flight[p].states[r].finished())
+                })
     }
 
     /// Claims the oldest ready region of `queue`, unless a region of `queue` is running.
     pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
-        if self.running & (1 << queue as u8) != 0 {
+        if self.running & (1 << queue as u8) != 0 || self.pending[queue as usize] == 0 {
             return None;
         }
         let (position, region) = self.next_ready(queue)?;
@@ -234,7 +273,7 @@ impl Scheduler {
     /// queue would run next anyway (the oldest ready region of that queue).
     pub fn claim_own(&mut self, submission: u64) -> Option<Task> {
         for queue in Queue::ALL {
-            if self.running & (1 << queue as u8) != 0 {
+            if self.running & (1 << queue as u8) != 0 || self.pending[queue as usize] == 0 {
                 continue;
             }
             let Some((position, region)) = self.next_ready(queue) else {
@@ -253,10 +292,12 @@ impl Scheduler {
     }
 
     fn claim(&mut self, position: usize, region: usize) -> Task {
+        let queue = self.in_flight[position].prepared.regions[region].queue();
+        self.pending[queue as usize] -= 1;
+        self.running |= 1 << queue as u8;
+        self.set_claimable(self.claimable & !self.running);
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
-        self.running |= 1 << flight.prepared.regions[region].queue() as u8;
-        self.claimable.fetch_and(!self.running, Ordering::SeqCst);
         let earlier: u64 = flight.prepared.regions[..region]
             .iter()
             .map(device_operations)
@@ -345,7 +386,7 @@ impl Scheduler {
                     flight.status = Some(Status::Failed(error.clone()));
                 }
                 let reason = format!("region {region} of submission {submission} failed: {error}");
-                Self::cancel_pending(flight, &reason);
+                Self::cancel_pending(flight, &mut self.pending, &reason);
             }
         }
         if flight.unfinished == 0 {
@@ -356,11 +397,13 @@ impl Scheduler {
         wake
     }
 
-    fn cancel_pending(flight: &mut InFlight, reason: &str) {
+    /// Cancels `flight`'s pending regions, counting them off `pending`.
+    fn cancel_pending(flight: &mut InFlight, pending: &mut [u32; 5], reason: &str) {
         let cancelled = Status::Cancelled(Arc::new(Error::Cancelled(reason.to_string())));
         for (region, state) in flight.states.iter_mut().enumerate() {
             if *state == State::Pending {
                 *state = State::Cancelled;
+                pending[flight.prepared.regions[region].queue() as usize] -= 1;
                 flight.unfinished -= 1;
                 crate::trace::region_done(&flight.prepared, flight.submission, region, &cancelled);
             }
@@ -369,6 +412,9 @@ impl Scheduler {
 
     /// Cancels, transitively, submissions whose producer failed or was cancelled.
     fn resolve_producers(&mut self, wake: &mut Wake) {
+        if self.with_producers == 0 {
+            return;
+        }
         loop {
             let failed = self.in_flight.iter().position(|flight| {
                 flight.status.is_none()
@@ -395,7 +441,7 @@ impl Scheduler {
                 }
                 Status::Succeeded => unreachable!("filtered"),
             };
-            Self::cancel_pending(flight, &cause);
+            Self::cancel_pending(flight, &mut self.pending, &cause);
             flight.status = Some(Status::Cancelled(Arc::new(Error::Cancelled(cause))));
             if flight.unfinished == 0 {
                 self.retire(position, wake);
@@ -405,13 +451,14 @@ impl Scheduler {
 
     fn retire(&mut self, position: usize, wake: &mut Wake) {
         let flight = self.in_flight.remove(position).expect("position is valid");
+        self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
         crate::trace::submission_done(&flight.prepared, flight.submission, &status);
         wake.signals.push(retire_slot(
-            &mut lock(&flight.prepared.occupied),
+            &flight.prepared.occupied,
             flight.slot,
             &flight.prepared.signals,
             status,
@@ -420,37 +467,62 @@ impl Scheduler {
         wake.retired.push(flight);
     }
 
-    /// Marks the queues with pending work for waking and in the `claimable` mirror.
-    fn wake_queues(&self, wake: &mut Wake) {
+    /// Marks the queues with pending work for waking and on their doorbells.
+    fn wake_queues(&mut self, wake: &mut Wake) {
         wake.queues = self.pending_queues();
-        self.claimable
-            .store(wake.queues & !self.running, Ordering::SeqCst);
+        self.set_claimable(wake.queues & !self.running);
+    }
+
+    /// Shows bit `q` of `mask` on queue `q`'s doorbell. Stores only the flags that change:
+    /// the spinning workers keep their copies of the other lines.
+    fn set_claimable(&mut self, mask: u8) {
+        let mut changed = self.claimable ^ mask;
+        while changed != 0 {
+            let q = changed.trailing_zeros() as usize;
+            self.doorbells[q]
+                .claimable
+                .store(mask & (1 << q) != 0, Ordering::SeqCst);
+            changed &= changed - 1;
+        }
+        self.claimable = mask;
     }
 
     fn pending_queues(&self) -> u8 {
+        #[cfg(debug_assertions)]
+        assert_eq!(self.pending, self.count_pending(), "pending counts drifted");
         let mut mask = 0u8;
-        for flight in &self.in_flight {
-            for (state, region) in flight.states.iter().zip(&flight.prepared.regions) {
-                if *state == State::Pending {
-                    mask |= 1 << region.queue() as u8;
-                }
+        for (q, &count) in self.pending.iter().enumerate() {
+            if count != 0 {
+                mask |= 1 << q;
             }
         }
         mask
+    }
+
+    /// The `pending` counts recounted from the region states (a debug check).
+    #[cfg(debug_assertions)]
+    fn count_pending(&self) -> [u32; 5] {
+        let mut pending = [0; 5];
+        for flight in &self.in_flight {
+            for (state, region) in flight.states.iter().zip(&flight.prepared.regions) {
+                if *state == State::Pending {
+                    pending[region.queue() as usize] += 1;
+                }
+            }
+        }
+        pending
     }
 }
 
 /// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
 ///
-/// When idle it first spins for [`super::completion::SPIN`] watching its queue's wake epoch (a
-/// submission arriving then is picked up with no syscall on either side), leaving new work
+/// When idle it first spins for [`super::completion::SPIN`] watching its queue's [`Doorbell`]
+/// (a submission arriving then is picked up with no syscall on either side), leaving new work
 /// for [`CLAIM_GRACE`] to a thread that waits for it, then re-checks the state; after a whole
 /// spin without new work it parks.
 pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
-    let bit = 1 << queue as u8;
-    let epochs = &core.epochs[queue as usize];
+    let doorbell = &core.doorbells[queue as usize];
     let mut state = lock(&core.state);
-    let claimable = state.claimable.clone();
     let mut spun = false;
     loop {
         if let Some(task) = state.find_ready(queue) {
@@ -464,9 +536,9 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
             return;
         }
         if !spun {
-            let epoch = epochs.load(Ordering::SeqCst);
+            let epoch = doorbell.epoch.load(Ordering::SeqCst);
             drop(state);
-            spun = !idle_spin(&core, epochs, epoch, &claimable, bit);
+            spun = !idle_spin(&core, doorbell, epoch);
             state = lock(&core.state);
             continue;
         }
@@ -490,17 +562,11 @@ const CLAIM_GRACE: Duration = Duration::from_micros(1);
 /// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
 /// true once its queue may hold unclaimed work (or at shutdown), false after a whole
 /// [`super::completion::SPIN`] without activity (the worker then parks).
-fn idle_spin(
-    core: &Core,
-    epochs: &AtomicU64,
-    mut epoch: u64,
-    claimable: &AtomicU8,
-    bit: u8,
-) -> bool {
-    let unclaimed = || claimable.load(Ordering::SeqCst) & bit != 0;
+fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
+    let unclaimed = || doorbell.claimable();
     loop {
         let active = super::completion::spin_until(|| {
-            epochs.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
+            doorbell.epoch.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
         });
         if !active || core.shutdown.load(Ordering::Relaxed) {
             return active;
@@ -511,7 +577,7 @@ fn idle_spin(
         }
         // A waker sets `claimable` under the lock before it moves the epoch: read in the
         // other order, a change after these reads moves the epoch again.
-        epoch = epochs.load(Ordering::SeqCst);
+        epoch = doorbell.epoch.load(Ordering::SeqCst);
         if unclaimed() {
             return true;
         }
