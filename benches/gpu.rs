@@ -104,14 +104,16 @@ mod gpu {
             .measurement_time(Duration::from_secs(3))
             .sample_size(40)
             .configure_from_args();
-        kernel_chain(&mut criterion, &runtime, &cuda, "one_kernel", 1);
-        kernel_chain(&mut criterion, &runtime, &cuda, "hundred_kernels", CHAIN);
-        copy_bandwidth(&mut criterion, &runtime, &cuda);
+        let paired = [
+            kernel_chain(&mut criterion, &runtime, &cuda, "one_kernel", 1),
+            kernel_chain(&mut criterion, &runtime, &cuda, "hundred_kernels", CHAIN),
+            copy_bandwidth(&mut criterion, &runtime, &cuda),
+        ];
         drop(runtime);
         pipeline_traced(&mut criterion);
         criterion.final_summary();
         if benchmarking {
-            summary();
+            summary(&paired);
         }
     }
 
@@ -162,15 +164,23 @@ mod gpu {
         }
     }
 
+    /// Paired rounds of the benches (`HRX_BENCH_ROUNDS`, default 400).
+    fn rounds() -> usize {
+        std::env::var("HRX_BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(400)
+    }
+
     /// `name/{hrx,raw}`: submit-to-complete of a chain of `count` iota kernels, checked
-    /// first, against the same raw CUDA graph.
+    /// first, against the same raw CUDA graph; then the two in paired rounds (raw is `a`).
     fn kernel_chain(
         c: &mut Criterion,
         runtime: &Runtime,
         cuda: &raw::Cuda,
-        name: &str,
+        name: &'static str,
         count: usize,
-    ) {
+    ) -> (&'static str, common::Interleaved) {
         let (buffer, graph) = iota_chain(runtime, KERNEL_ELEMENTS, count);
         graph.submit().expect("submit").wait().expect("wait");
         check_iota(&buffer, KERNEL_ELEMENTS);
@@ -192,10 +202,24 @@ mod gpu {
             after.regions_run_by_waiters - before.regions_run_by_waiters,
             after.submissions - before.submissions
         );
+        // About a millisecond per timed batch: far above the clock's resolution.
+        let batch = if count == 1 { 100 } else { 8 };
+        let paired = common::interleaved(
+            rounds(),
+            || (),
+            |()| (0..batch).for_each(|_| cuda.launch_sync(&raw_graph)),
+            |()| (0..batch).for_each(|_| graph.submit().expect("submit").wait().expect("wait")),
+        );
+        println!("{name}: raw (a) vs hrx (b), batches of {batch} launches, {paired}");
         cuda.free(raw_buffer);
+        (name, paired)
     }
 
-    fn copy_bandwidth(c: &mut Criterion, runtime: &Runtime, cuda: &raw::Cuda) {
+    fn copy_bandwidth(
+        c: &mut Criterion,
+        runtime: &Runtime,
+        cuda: &raw::Cuda,
+    ) -> (&'static str, common::Interleaved) {
         let (src, dst, graph) = upload(runtime, COPY_BYTES);
         graph.submit().expect("submit").wait().expect("wait");
         assert_eq!(
@@ -217,8 +241,16 @@ mod gpu {
             b.iter(|| cuda.upload_sync(device, host, COPY_BYTES))
         });
         group.finish();
+        let paired = common::interleaved(
+            rounds(),
+            || (),
+            |()| cuda.upload_sync(device, host, COPY_BYTES),
+            |()| graph.submit().expect("submit").wait().expect("wait"),
+        );
+        println!("copy_bandwidth: raw (a) vs hrx (b), {paired}");
         cuda.free(device);
         cuda.free_host(host);
+        ("copy_bandwidth", paired)
     }
 
     fn pipeline_traced(c: &mut Criterion) {
@@ -282,11 +314,7 @@ mod gpu {
         );
         group.finish();
         // The ratio again, untraced (a) and traced (b) alternating round by round.
-        let rounds = std::env::var("HRX_BENCH_ROUNDS")
-            .ok()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(400);
-        let paired = common::paired_pipelines(&untraced, &traced, &frames, rounds);
+        let paired = common::paired_pipelines(&untraced, &traced, &frames, rounds());
         println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
         drop(traced);
         let summary = recorder.close().expect("close");
@@ -544,7 +572,9 @@ mod gpu {
         after[..end].trim().parse().ok()
     }
 
-    fn summary() {
+    /// The criterion medians' ratios, then the paired rounds' median ratios (which decide
+    /// the targets: consecutive criterion groups drift apart by more than the margins).
+    fn summary(paired: &[(&str, common::Interleaved)]) {
         println!();
         println!("summary (criterion medians):");
         println!(
@@ -582,6 +612,23 @@ mod gpu {
                 }
                 _ => println!("| {group} ({hrx} vs {base}) | n/a | n/a | | | |"),
             }
+        }
+        println!();
+        println!("summary (paired rounds: per-round ratio hrx / raw):");
+        println!(
+            "| group | median ratio [p25, p75] | standard error | rounds | target | met |\n\
+             | --- | --- | --- | --- | --- | --- |"
+        );
+        for (group, p) in paired {
+            println!(
+                "| {group} | {:.3}x [{:.3}, {:.3}] | {:.3} | {} | <= 1.15x | {} |",
+                p.ratio[1],
+                p.ratio[0],
+                p.ratio[2],
+                p.standard_error(),
+                p.rounds,
+                if p.ratio[1] <= 1.15 { "yes" } else { "no" }
+            );
         }
     }
 

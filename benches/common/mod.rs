@@ -76,10 +76,17 @@ pub fn interleaved<I>(
     }
 }
 
+impl Interleaved {
+    /// Standard error of the median ratio: that of the median of a normal sample, its sigma
+    /// estimated from the interquartile range.
+    pub fn standard_error(&self) -> f64 {
+        1.2533 * (self.ratio[2] - self.ratio[0]) / 1.349 / (self.rounds as f64).sqrt()
+    }
+}
+
 impl std::fmt::Display for Interleaved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Standard error of the median of a normal sample, its sigma estimated from the IQR.
-        let se = 1.2533 * (self.ratio[2] - self.ratio[0]) / 1.349 / (self.rounds as f64).sqrt();
+        let se = self.standard_error();
         write!(
             f,
             "{} interleaved rounds: a {:.3} ms, b {:.3} ms (medians); b/a per round: median \
