@@ -224,7 +224,7 @@ pub(crate) fn runtime_dropped(owner: &RuntimeOwner) {
     recorder.record(&s::Record::Counters(s::Counters {
         runtime: runtime_id(core),
         time_ns,
-        submissions: load(&counters.submissions),
+        submissions: crate::buffer::lock(&core.state).submissions(),
         native_graphs_prepared: load(&counters.native_graphs_prepared),
         copy_streams_created: load(&counters.copy_streams_created),
         copied_bytes: load(&counters.copied_bytes),

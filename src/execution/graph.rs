@@ -881,8 +881,7 @@ impl Region {
             Backend::Gpu(pair) => {
                 let mut pair = lock(pair);
                 let (stream, graph) = &mut *pair;
-                stream.launch(graph.as_mut())?;
-                stream.synchronize()?;
+                stream.launch_and_synchronize(graph.as_mut())?;
                 span = stream.last_span();
             }
             Backend::Scoped(callback, bindings) => {
@@ -1065,7 +1064,6 @@ impl ExecutableGraph {
             Arc::downgrade(core),
             submission,
         );
-        core.counters.submissions.fetch_add(1, Ordering::Relaxed);
         crate::trace::submitted(&self.inner, submission, slot, producers);
         let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());
         drop(scheduler);

@@ -124,6 +124,8 @@ pub(crate) struct Scheduler {
     pending: [u32; 5],
     /// In-flight submissions that name producers (none: no producer outcome to check).
     with_producers: usize,
+    /// Regions claimed by threads in `Completion::wait` ([`Scheduler::claim_own`]).
+    pub regions_run_by_waiters: u64,
     doorbells: Doorbells,
 }
 
@@ -158,6 +160,7 @@ impl Scheduler {
             claimable: 0,
             pending: [0; 5],
             with_producers: 0,
+            regions_run_by_waiters: 0,
             doorbells,
         }
     }
@@ -165,6 +168,11 @@ impl Scheduler {
     /// Submissions in flight.
     pub fn occupied(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// Submissions accepted so far.
+    pub fn submissions(&self) -> u64 {
+        self.next
     }
 
     /// The number [`Scheduler::next_submission`] will hand out next.
@@ -285,6 +293,7 @@ impl Scheduler {
                 RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun
             );
             if flight.submission == submission && native {
+                self.regions_run_by_waiters += 1;
                 return Some(self.claim(position, region));
             }
         }
@@ -591,9 +600,6 @@ pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
     while !done() {
         let task = lock(&core.state).claim_own(submission);
         let Some(task) = task else { return };
-        core.counters
-            .regions_run_by_waiters
-            .fetch_add(1, Ordering::Relaxed);
         run(core, task);
     }
 }

@@ -201,6 +201,15 @@ pub trait NativeStream: Send {
     /// # Errors
     /// A device error or the first failing node's error.
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()>;
+    /// [`NativeStream::launch`] then [`NativeStream::synchronize`], as one call so that a
+    /// backend can do its per-call setup once (CUDA: make the context current).
+    ///
+    /// # Errors
+    /// As `launch`, then as `synchronize`.
+    fn launch_and_synchronize(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        self.launch(graph)?;
+        self.synchronize()
+    }
     /// Device times of the last synchronized launch or copy batch, where measurable.
     fn last_span(&mut self) -> Option<DeviceSpan> {
         None
