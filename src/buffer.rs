@@ -220,9 +220,6 @@ impl Storage {
 
     /// `Busy` if a live host mapping conflicts with a device use of `range`.
     pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
-        if self.pointer.is_null() {
-            return Ok(()); // GPU-local: never mapped
-        }
         self.mapping_conflict(&lock(&self.host), range, access)
     }
 

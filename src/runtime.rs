@@ -303,11 +303,9 @@ impl Core {
         wake.release();
         for queue in Queue::ALL {
             let q = queue as usize;
-            if wake.queues & (1 << q) != 0 {
-                self.doorbells[q].epoch.fetch_add(1, Ordering::SeqCst);
-                if self.parked[q].load(Ordering::SeqCst) {
-                    self.queues[q].notify_one();
-                }
+            // The doorbell was rung under the lock; a parked worker needs a notification.
+            if wake.queues & (1 << q) != 0 && self.parked[q].load(Ordering::SeqCst) {
+                self.queues[q].notify_one();
             }
         }
     }

@@ -38,7 +38,7 @@ use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,8 +118,8 @@ pub(crate) struct Scheduler {
     in_flight: VecDeque<InFlight>,
     /// Bit `q` set: a region of queue `q` is running (on its worker or a waiter).
     running: u8,
-    /// Bit `q` set: queue `q`'s doorbell shows claimable work (what was last stored there).
-    claimable: u8,
+    /// What was last stored on each queue's doorbell (only the lock holder stores there).
+    rung: [u64; 5],
     /// Per queue: regions in the `Pending` state, in every in-flight submission.
     pending: [u32; 5],
     /// In-flight submissions that name producers (none: no producer outcome to check).
@@ -129,20 +129,25 @@ pub(crate) struct Scheduler {
     doorbells: Doorbells,
 }
 
-/// One queue's doorbell, on a cache line of its own: a submit stores its flag and moves its
-/// epoch with one cache-line transfer, and the waiter's claim clears the flag with one more.
+/// One queue's doorbell: one word on a cache line of its own, stored only under the
+/// scheduler lock and watched by the queue's spinning worker without it. A submit rings it
+/// with one store (one cache-line transfer), and a waiter's claim clears its flag with one
+/// more: the fewest a hand-over can take.
 #[derive(Default)]
 pub(crate) struct Doorbell {
-    /// Moved by every wake that may make the queue's work ready.
-    pub epoch: AtomicU64,
-    /// The queue is idle and holds pending regions, ready or not. Written under the scheduler
-    /// lock, before the epoch moves; read by the queue's spinning worker without it.
-    claimable: AtomicBool,
+    /// `epoch << 1 | claimable`: the epoch moves with every wake that may make the queue's
+    /// work ready; `claimable` says the queue is idle and holds pending regions, ready or not.
+    word: AtomicU64,
 }
 
 impl Doorbell {
+    /// Moved by every ring.
+    fn epoch(&self) -> u64 {
+        self.word.load(Ordering::SeqCst) >> 1
+    }
+
     fn claimable(&self) -> bool {
-        self.claimable.load(Ordering::SeqCst)
+        self.word.load(Ordering::SeqCst) & 1 != 0
     }
 }
 
@@ -157,7 +162,7 @@ impl Scheduler {
             operations: 0,
             in_flight: VecDeque::new(),
             running: 0,
-            claimable: 0,
+            rung: [0; 5],
             pending: [0; 5],
             with_producers: 0,
             regions_run_by_waiters: 0,
@@ -304,7 +309,7 @@ impl Scheduler {
         let queue = self.in_flight[position].prepared.regions[region].queue();
         self.pending[queue as usize] -= 1;
         self.running |= 1 << queue as u8;
-        self.set_claimable(self.claimable & !self.running);
+        self.ring(0, self.claimable() & !self.running);
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
         let earlier: u64 = flight.prepared.regions[..region]
@@ -476,24 +481,34 @@ impl Scheduler {
         wake.retired.push(flight);
     }
 
-    /// Marks the queues with pending work for waking and on their doorbells.
+    /// Rings the doorbells of the queues with pending work (marked in `wake` for a parked
+    /// worker's notification once the lock is dropped).
     fn wake_queues(&mut self, wake: &mut Wake) {
         wake.queues = self.pending_queues();
-        self.set_claimable(wake.queues & !self.running);
+        self.ring(wake.queues, wake.queues & !self.running);
     }
 
-    /// Shows bit `q` of `mask` on queue `q`'s doorbell. Stores only the flags that change:
-    /// the spinning workers keep their copies of the other lines.
-    fn set_claimable(&mut self, mask: u8) {
-        let mut changed = self.claimable ^ mask;
-        while changed != 0 {
-            let q = changed.trailing_zeros() as usize;
-            self.doorbells[q]
-                .claimable
-                .store(mask & (1 << q) != 0, Ordering::SeqCst);
-            changed &= changed - 1;
+    /// The doorbells' claimable flags, from what was last stored.
+    fn claimable(&self) -> u8 {
+        let mut mask = 0;
+        for (q, word) in self.rung.iter().enumerate() {
+            mask |= ((word & 1) as u8) << q;
         }
-        self.claimable = mask;
+        mask
+    }
+
+    /// Moves the epoch of the queues in `ring` and shows bit `q` of `claimable` on queue
+    /// `q`'s doorbell, storing only the words that change: the spinning workers keep their
+    /// copies of the other lines.
+    fn ring(&mut self, ring: u8, claimable: u8) {
+        for (q, rung) in self.rung.iter_mut().enumerate() {
+            let epoch = (*rung >> 1) + u64::from(ring >> q & 1);
+            let word = epoch << 1 | u64::from(claimable >> q & 1);
+            if word != *rung {
+                self.doorbells[q].word.store(word, Ordering::SeqCst);
+                *rung = word;
+            }
+        }
     }
 
     fn pending_queues(&self) -> u8 {
@@ -545,7 +560,7 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
             return;
         }
         if !spun {
-            let epoch = doorbell.epoch.load(Ordering::SeqCst);
+            let epoch = doorbell.epoch();
             drop(state);
             spun = !idle_spin(&core, doorbell, epoch);
             state = lock(&core.state);
@@ -575,7 +590,7 @@ fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
     let unclaimed = || doorbell.claimable();
     loop {
         let active = super::completion::spin_until(|| {
-            doorbell.epoch.load(Ordering::SeqCst) != epoch || core.shutdown.load(Ordering::Relaxed)
+            doorbell.epoch() != epoch || core.shutdown.load(Ordering::Relaxed)
         });
         if !active || core.shutdown.load(Ordering::Relaxed) {
             return active;
@@ -584,10 +599,11 @@ fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
         while unclaimed() && Instant::now() < grace_end {
             std::hint::spin_loop();
         }
-        // A waker sets `claimable` under the lock before it moves the epoch: read in the
-        // other order, a change after these reads moves the epoch again.
-        epoch = doorbell.epoch.load(Ordering::SeqCst);
-        if unclaimed() {
+        // One word: the flag read is that of the epoch read, and a later change moves the
+        // epoch again.
+        let word = doorbell.word.load(Ordering::SeqCst);
+        epoch = word >> 1;
+        if word & 1 != 0 {
             return true;
         }
     }
