@@ -26,6 +26,12 @@
 //!   Target: traced <= 1.01x untraced. Then the same pipelines in paired rounds (untraced and
 //!   traced alternating, `HRX_BENCH_ROUNDS`, default 400), reported as the per-round ratio.
 //!
+//! After each of `one_kernel`, `hundred_kernels` and `copy_bandwidth` the same work runs in
+//! paired rounds (raw and hrx alternating, timed batches of 100, 8 and 1 launches,
+//! `HRX_BENCH_ROUNDS` rounds): consecutive criterion groups drift apart on a shared machine by
+//! more than the 15% margin, so the paired per-round ratio decides the targets. The summary
+//! prints the criterion medians' ratios, then the paired ratios.
+//!
 //! Before the groups, a short `span check` (not criterion) verifies the device spans that the
 //! CUDA backend records for native graphs and copy batches: raw CUDA timings of the same work
 //! (the kernel alone between stream events, stream events around `cuGraphLaunch`, event-record
