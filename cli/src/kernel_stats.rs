@@ -22,7 +22,7 @@
 
 use crate::args::StatsArgs;
 use crate::failure::{Failure, TraceError};
-use crate::stats::{bytes, duration};
+use crate::stats::{bytes, duration, plural};
 use hrx_tui::Model;
 use hrx_tui::state::{EventKind, KernelStats, SpanStatus, queue_name};
 use serde_json::{Value, json};
@@ -242,13 +242,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let f = &r["failures"];
     writeln!(
         out,
-        "{:<12} regions {} failed, {} cancelled; {} quarantines, {} poisoned buffers, {} unhealthy streams, {} faults injected",
+        "{:<12} regions {} failed, {} cancelled; {}, {}, {}, {} injected",
         "failures",
         u(&f["regions_failed"]),
         u(&f["regions_cancelled"]),
-        u(&f["quarantines"]),
-        u(&f["poisoned_buffers"]),
-        u(&f["unhealthy_streams"]),
-        u(&f["faults_injected"]),
+        plural(u(&f["quarantines"]), "quarantine"),
+        plural(u(&f["poisoned_buffers"]), "poisoned buffer"),
+        plural(u(&f["unhealthy_streams"]), "unhealthy stream"),
+        plural(u(&f["faults_injected"]), "fault"),
     )
 }

@@ -75,10 +75,19 @@ fn stats_json_counts_match_the_records() {
         text.contains("upload") && text.contains("utilisation"),
         "{text}"
     );
-    assert!(
-        field(&text, "failures").contains(&format!("{} quarantines", count("Quarantine"))),
-        "{text}"
-    );
+    // Counts with their nouns, singular for one ("1 quarantine", "1 fault injected").
+    let counted = |n: u64, noun: &str| match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    };
+    let failures = field(&text, "failures");
+    for expected in [
+        counted(count("Quarantine"), "quarantine"),
+        counted(count("Poison"), "poisoned buffer"),
+        format!("{} injected", counted(count("FaultInjected"), "fault")),
+    ] {
+        assert!(failures.contains(&expected), "{expected:?} in {text}");
+    }
 }
 
 #[test]
