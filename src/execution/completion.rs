@@ -198,6 +198,13 @@ impl Signal {
     /// else holds the signal (no [`Completion`], no scheduler clone awaiting publication).
     pub fn reusable(this: &Arc<Self>) -> bool {
         let unique = Arc::strong_count(this) == 1;
+        if unique {
+            // Pairs with the release decrement of the last other clone's drop: whatever that
+            // holder stored before letting go (a publisher's late `succeeded`/`done`) is then
+            // visible here and is overwritten by `reset`, not after it (on weakly ordered CPUs
+            // the count alone would not order them).
+            std::sync::atomic::fence(StdOrdering::Acquire);
+        }
         #[cfg(all(test, feature = "model-check"))]
         let unique = unique || super::model_check::seeded(super::model_check::Bug::ReuseWhileHeld);
         unique && this.is_done()

@@ -485,3 +485,144 @@ fn a_submit_refused_for_a_host_mapping_leaves_its_other_buffers_mappable() {
     let _held = mapped.map_write(0..64).unwrap();
     maps_stay_free_while_submits_are_refused(&free, &executable);
 }
+
+/// A graph whose host callback fails on every other run: each slot's signal alternates
+/// between success and failure (its lock-free success flag must never outlive its own
+/// submission), while completions are waited at once, held, dropped, waited through clones
+/// on another thread, or waited after another graph's submit.
+#[test]
+fn reused_slots_report_each_submissions_own_outcome() {
+    let runtime = Runtime::new(RuntimeOptions::sim().graph_slots(3)).unwrap();
+    let host = runtime.buffer(16, Placement::HostVisible).unwrap();
+    let local = runtime.buffer(16, Placement::GpuLocal).unwrap();
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut graph = runtime.graph();
+    graph.fill(local.whole(), 1).unwrap();
+    graph.copy(host.whole(), local.whole()).unwrap();
+    let seen = runs.clone();
+    graph
+        .host(
+            &[GpuAccess::new(host.whole(), Access::ReadWrite)],
+            move |_| {
+                let run = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if run % 2 == 1 {
+                    Err(Error::Message(format!("run {run} fails")))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap();
+    let alternating = graph.prepare().unwrap();
+    let mut other = runtime.graph();
+    other.fill(local.whole(), 5).unwrap();
+    let other = other.prepare().unwrap();
+
+    let (clones, received) = mpsc::channel::<(hrx::Completion, bool)>();
+    let waiter = std::thread::spawn(move || {
+        let mut waited = 0;
+        for (completion, ok) in received {
+            let result = completion.wait();
+            assert_eq!(
+                result.is_ok(),
+                ok,
+                "submission {}: {result:?}",
+                completion.submission()
+            );
+            waited += 1;
+        }
+        waited
+    });
+    let mut held: Vec<(hrx::Completion, bool)> = Vec::new();
+    let mut state = 3u64; // a fixed linear congruential sequence: the same run every time
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let rounds = 1500;
+    for index in 0..rounds {
+        let completion = loop {
+            match alternating.submit() {
+                Ok(completion) => break completion,
+                // The slots are held here or by clones the other thread has yet to wait.
+                Err(Error::Busy(_)) => match held.pop() {
+                    Some((held, ok)) => assert_eq!(held.wait().is_ok(), ok),
+                    None => std::thread::yield_now(),
+                },
+                Err(error) => panic!("{error}"),
+            }
+        };
+        // Runs happen in submission order (each run's callback writes what the next reads).
+        let ok = index % 2 == 0;
+        clones.send((completion.clone(), ok)).unwrap();
+        match next() % 4 {
+            0 => assert_eq!(completion.wait().is_ok(), ok),
+            1 => held.push((completion, ok)),
+            2 => drop(completion),
+            _ => {
+                let unrelated = other.submit().unwrap();
+                assert_eq!(completion.wait().is_ok(), ok);
+                unrelated.wait().unwrap();
+            }
+        }
+        if held.len() > 2 {
+            let (completion, ok) = held.remove((next() % held.len() as u64) as usize);
+            assert_eq!(completion.wait().is_ok(), ok);
+        }
+    }
+    drop(clones);
+    assert_eq!(waiter.join().unwrap(), rounds);
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        rounds as u64
+    );
+}
+
+/// `Counters::submissions` counts accepted submits only, from several threads, while some
+/// are refused for capacity or slots.
+#[test]
+fn the_submission_counter_counts_accepted_submits_only() {
+    let runtime = Runtime::new(RuntimeOptions::sim().graph_slots(2).capacity(3)).unwrap();
+    let before = runtime.counters().submissions;
+    let accepted = std::sync::atomic::AtomicU64::new(0);
+    let refused = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for thread in 0..3u64 {
+            let (runtime, accepted, refused) = (runtime.clone(), &accepted, &refused);
+            scope.spawn(move || {
+                let buffer = runtime.buffer(1 << 16, Placement::GpuLocal).unwrap();
+                let mut graph = runtime.graph();
+                graph.fill(buffer.whole(), 1).unwrap();
+                let graph = graph.prepare().unwrap();
+                let mut held = std::collections::VecDeque::new();
+                for round in 0..1000u64 {
+                    match graph.submit() {
+                        Ok(completion) => {
+                            accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            held.push_back(completion);
+                        }
+                        Err(Error::Busy(_)) => {
+                            refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(error) => panic!("{error}"),
+                    }
+                    if ((round + thread) % 3 == 0 || held.len() > 2)
+                        && let Some(completion) = held.pop_front()
+                    {
+                        completion.wait().unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert!(
+        refused.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "nothing was refused: the test proves nothing"
+    );
+    assert_eq!(
+        runtime.counters().submissions - before,
+        accepted.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
