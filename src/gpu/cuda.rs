@@ -725,6 +725,56 @@ impl CudaStream {
         }
         Ok(())
     }
+
+    /// [`NativeStream::launch`] with the context current.
+    fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        let graph = graph
+            .as_any_mut()
+            .downcast_mut::<CudaGraphExec>()
+            .filter(|g| Arc::ptr_eq(&g.context, &self.context))
+            .ok_or_else(|| foreign_object("graph"))?;
+        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
+        // The graph's own event-record nodes bracket its execution (an untimed graph has none).
+        let (start, end) = (graph.events.start, graph.events.end);
+        if start.is_null() {
+            self.batch = None;
+            return Ok(());
+        }
+        match &mut self.batch {
+            Some(batch) => batch.end = Some(end),
+            None => {
+                self.batch = Some(Batch {
+                    start,
+                    end: Some(end),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// [`NativeStream::synchronize`] with the context current.
+    fn synchronize_entered(&mut self) -> Result<()> {
+        let Some(batch) = self.batch.take() else {
+            return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
+        };
+        self.last = None;
+        let end = match batch.end {
+            Some(end) => end,
+            None => {
+                api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
+                self.end
+            }
+        };
+        api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
+        let end_ns = crate::trace::now_ns();
+        let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
+        let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
+        self.last = Some(DeviceSpan {
+            start_ns: end_ns.saturating_sub(elapsed_ns),
+            end_ns,
+        });
+        Ok(())
+    }
 }
 
 impl Drop for CudaStream {
@@ -802,58 +852,6 @@ impl NativeStream for CudaStream {
 
     fn set_timed(&mut self, timed: bool) {
         self.timed = timed;
-    }
-}
-
-impl CudaStream {
-    /// [`NativeStream::launch`] with the context current.
-    fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
-        let graph = graph
-            .as_any_mut()
-            .downcast_mut::<CudaGraphExec>()
-            .filter(|g| Arc::ptr_eq(&g.context, &self.context))
-            .ok_or_else(|| foreign_object("graph"))?;
-        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
-        // The graph's own event-record nodes bracket its execution (an untimed graph has none).
-        let (start, end) = (graph.events.start, graph.events.end);
-        if start.is_null() {
-            self.batch = None;
-            return Ok(());
-        }
-        match &mut self.batch {
-            Some(batch) => batch.end = Some(end),
-            None => {
-                self.batch = Some(Batch {
-                    start,
-                    end: Some(end),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// [`NativeStream::synchronize`] with the context current.
-    fn synchronize_entered(&mut self) -> Result<()> {
-        let Some(batch) = self.batch.take() else {
-            return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
-        };
-        self.last = None;
-        let end = match batch.end {
-            Some(end) => end,
-            None => {
-                api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
-                self.end
-            }
-        };
-        api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
-        let end_ns = crate::trace::now_ns();
-        let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
-        let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
-        self.last = Some(DeviceSpan {
-            start_ns: end_ns.saturating_sub(elapsed_ns),
-            end_ns,
-        });
-        Ok(())
     }
 }
 
