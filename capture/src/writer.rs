@@ -287,6 +287,9 @@ struct Core {
     /// store blobs before): later blobs are dropped.
     closed_for_blobs: bool,
     inline_payload_bytes: usize,
+    /// The file header until the first block goes out with it: one write, so a recorder
+    /// killed at any instant leaves an empty file or a header followed by its session start.
+    unwritten_header: Vec<u8>,
     out: Vec<u8>,
 }
 
@@ -450,6 +453,8 @@ impl Core {
             return Err(io::Error::other("the trace is closed"));
         };
         self.out.clear();
+        self.out.append(&mut self.unwritten_header);
+        let block_start = self.out.len();
         self.encoder
             .encode_with(kind, payload, records, compress, &mut self.out)?;
         sink.write_all(&self.out)?;
@@ -458,7 +463,7 @@ impl Core {
             kind,
             record_count: records,
         });
-        self.offset += self.out.len() as u64;
+        self.offset += (self.out.len() - block_start) as u64;
         Ok(())
     }
 
@@ -681,8 +686,8 @@ impl Recorder {
         Recorder::with_sink(sink, options)
     }
 
-    /// Starts recording into `sink`: writes the file header and [`SessionStart`] at once and
-    /// starts the writer thread.
+    /// Starts recording into `sink`: writes the file header and [`SessionStart`] at once, in
+    /// one write, and starts the writer thread.
     ///
     /// # Errors
     ///
@@ -690,10 +695,9 @@ impl Recorder {
     /// [`WriteError::Spawn`] when the writer thread cannot be started.
     pub fn with_sink(sink: impl Sink, options: RecorderOptions) -> Result<Recorder, WriteError> {
         let io_error = |e| WriteError::Io(Arc::new(e));
-        let mut sink: Box<dyn Sink> = Box::new(sink);
+        let sink: Box<dyn Sink> = Box::new(sink);
         let encoder = BlockEncoder::new(options.compression_level).map_err(io_error)?;
         let header = FileHeader::current(encoder.compression()).encode();
-        sink.write_all(&header).map_err(io_error)?;
         let base = Instant::now();
         let start = SessionStart {
             producer: concat!("hrx-capture ", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -729,6 +733,7 @@ impl Recorder {
             closed: false,
             closed_for_blobs: false,
             inline_payload_bytes: options.inline_payload_bytes,
+            unwritten_header: header.to_vec(),
             out: Vec::new(),
         };
         core.append_record(&Record::SessionStart(start))
@@ -1527,24 +1532,57 @@ mod tests {
         assert!(read(&sink).recovery.clean_close);
     }
 
+    /// Takes `writes` writes (the first holds the header and session start), then fails.
     struct FailingSink {
-        budget: usize,
+        writes: usize,
     }
 
     impl Sink for FailingSink {
-        fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-            if bytes.len() > self.budget {
+        fn write_all(&mut self, _: &[u8]) -> io::Result<()> {
+            if self.writes == 0 {
                 return Err(io::Error::other("disk full"));
             }
-            self.budget -= bytes.len();
+            self.writes -= 1;
+            Ok(())
+        }
+    }
+
+    /// Keeps each `write_all` call's bytes apart.
+    #[derive(Clone, Default)]
+    struct WriteLog(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Sink for WriteLog {
+        fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+            self.0.lock().unwrap().push(bytes.to_vec());
             Ok(())
         }
     }
 
     #[test]
+    fn the_header_and_the_session_start_go_out_in_one_write() {
+        let log = WriteLog::default();
+        let rec = Recorder::with_sink(log.clone(), RecorderOptions::default()).unwrap();
+        let first = log
+            .0
+            .lock()
+            .unwrap()
+            .first()
+            .cloned()
+            .expect("nothing written");
+        // A recorder killed right after that write leaves a readable session start.
+        let trace = Trace::from_bytes(&first).unwrap();
+        assert!(matches!(trace.records[..], [Record::SessionStart(_)]));
+        assert_eq!(log.0.lock().unwrap().len(), 1);
+        rec.close().unwrap();
+        let whole: Vec<u8> = log.0.lock().unwrap().concat();
+        let trace = Trace::from_bytes(&whole).unwrap();
+        assert!(trace.recovery.clean_close, "{:?}", trace.warnings);
+    }
+
+    #[test]
     fn write_errors_are_reported_and_counted() {
         let rec =
-            Recorder::with_sink(FailingSink { budget: 200 }, RecorderOptions::default()).unwrap();
+            Recorder::with_sink(FailingSink { writes: 1 }, RecorderOptions::default()).unwrap();
         for i in 0..100 {
             rec.record(&timing(0, i));
         }
