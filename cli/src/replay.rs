@@ -4,6 +4,7 @@ use crate::args::ReplayArgs;
 use crate::failure::Failure;
 use hrx_replay::ReplayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
 use std::process::ExitCode;
 
 /// Most repeats `--repeat` takes: timings of every repeat are kept for the medians.
@@ -81,10 +82,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure
         }
     })?;
+    // Written, not printed: a closed standard output (`| head`) is an error `main` treats as
+    // success, where `print!` would panic.
+    let mut out = std::io::stdout().lock();
     if args.report == "json" {
-        println!("{}", report.to_json());
+        writeln!(out, "{}", report.to_json())?;
     } else {
-        print!("{}", report.to_text());
+        write!(out, "{}", report.to_text())?;
     }
+    out.flush()?;
     Ok(ExitCode::from(report.exit_code().clamp(0, 255) as u8))
 }

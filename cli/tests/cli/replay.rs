@@ -1,6 +1,6 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
-use crate::util::{code, record_hazards, run, stderr, stdout};
+use crate::util::{code, hrx_trace, record_hazards, run, stderr, stdout};
 
 #[test]
 fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
@@ -89,4 +89,26 @@ fn replay_on_an_unavailable_backend_hints_at_the_software_device() {
         lines[1],
         "hint: `--backend sim` (the default) replays on the software device"
     );
+}
+
+/// A reader that goes away before the report (`replay ... | head -c 1`) is not an error:
+/// both report formats exit 0 with nothing on standard error (found in first use: the JSON
+/// report was printed with `println!`, which panicked into "internal error", exit 101).
+#[test]
+fn a_closed_standard_output_is_not_an_error_for_either_report() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    for report in ["json", "text"] {
+        let mut child = hrx_trace(dir.path())
+            .args(["replay", "h.hrxt", "--report", report])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the replay (milliseconds) can have written anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "--report {report}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "--report {report}");
+    }
 }
