@@ -377,6 +377,7 @@ impl ModelBuilder {
                 }
             }
         }
+        self.model.untimed_spans = untimed.len();
         for (runtime, queue, span) in untimed {
             let lane = self.lane_of(runtime, queue);
             self.model.lanes[lane.get()].push(span);
@@ -737,6 +738,9 @@ mod tests {
         assert!(!download.ran());
         assert_eq!((download.start_ns, download.end_ns), (45, 45));
         assert_eq!(download.status, SpanStatus::Cancelled);
+        // Two regions ran (one failed with its timing); the header counts them as `stats` does.
+        assert_eq!((model.span_count(), model.untimed_span_count()), (3, 1));
+        assert_eq!(model.spans_summary(), "2 spans (+1 untimed)");
         let r = model.span_of(model.key_of(&download)).unwrap();
         assert_eq!(
             model.span_event(r).unwrap().kind,

@@ -350,6 +350,8 @@ pub(crate) struct CrossEdge {
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     pub(crate) lanes: Vec<Lane>,
+    /// Spans of regions that never ran or lost their timing (counted in `lanes`).
+    pub(crate) untimed_spans: usize,
     pub(crate) submissions: Vec<Submission>,
     pub(crate) region_spans: Vec<u64>,
     pub(crate) explicit_producers: Vec<SubmissionIndex>,
@@ -422,6 +424,22 @@ impl Model {
     /// Total number of spans.
     pub fn span_count(&self) -> usize {
         self.lanes.iter().map(Lane::len).sum()
+    }
+
+    /// How many of the spans are untimed: regions cancelled before they ran, or failed ones
+    /// whose timing was lost ([`Span::ran`] is false).
+    pub fn untimed_span_count(&self) -> usize {
+        self.untimed_spans
+    }
+
+    /// "N spans", or "N spans (M untimed)": the spans that ran, as `stats` counts them, then
+    /// the regions shown without timing.
+    pub fn spans_summary(&self) -> String {
+        let ran = self.span_count() - self.untimed_spans;
+        match self.untimed_spans {
+            0 => format!("{ran} spans"),
+            untimed => format!("{ran} spans (+{untimed} untimed)"),
+        }
     }
 
     /// Every submission, sorted by (runtime, index).

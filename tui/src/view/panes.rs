@@ -283,8 +283,8 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
     lines.push(field(
         "timeline",
         format!(
-            "{} spans · {} submissions · {} events",
-            model.span_count(),
+            "{} · {} submissions · {} events",
+            model.spans_summary(),
             model.submissions().len(),
             model.events().len()
         ),

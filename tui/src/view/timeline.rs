@@ -51,8 +51,8 @@ fn header(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buf
         _ => String::new(),
     };
     let left = format!(
-        " hrx-trace view  {source}{} spans  ·  {} events",
-        model.span_count(),
+        " hrx-trace view  {source}{}  ·  {} events",
+        model.spans_summary(),
         model.events().len()
     );
     let w = state.window;
