@@ -155,7 +155,7 @@ pub struct RecordArgs {
     )]
     pub max_width: u32,
 
-    /// Frames in flight in the pipeline [default: 3].
+    /// Frames in flight in the pipeline, 1 to the runtime's 64 submission slots [default: 3].
     #[arg(long, value_name = "N", conflicts_with = "program")]
     pub in_flight: Option<usize>,
 

@@ -83,16 +83,32 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| Failure::new(format!("--backend: {e}")))?,
         None => BackendChoice::Auto,
     };
-    let fault = match (&args.fault, workload) {
-        (Some(text), _) => Some(
+    // `--fault`, else `HRX_FAULT` as the runtime reads it: named here so that the report
+    // (and `faults`, which otherwise injects its own) knows the fault it runs with.
+    let given = match &args.fault {
+        Some(text) => Some(("--fault", text.clone())),
+        None => std::env::var("HRX_FAULT")
+            .ok()
+            .filter(|text| !text.is_empty())
+            .map(|text| ("HRX_FAULT", text)),
+    };
+    let fault = match (given, workload) {
+        (Some((source, text)), _) => Some(
             text.parse::<FaultSpec>()
-                .map_err(|e| Failure::new(format!("--fault: {e}")))?,
+                .map_err(|e| Failure::new(format!("{source}: {e}")))?,
         ),
         // Hardware backends fail for real (see the module docs).
         (None, Workload::Faults) if hardware(backend) => None,
         (None, Workload::Faults) => Some(DEFAULT_FAULT.parse::<FaultSpec>()?),
         (None, _) => None,
     };
+    let slots = RuntimeOptions::default().capacity;
+    if let Some(n) = args.in_flight.filter(|n| !(1..=slots).contains(n)) {
+        return Err(Failure::new(format!(
+            "--in-flight must be between 1 and {slots} (the runtime's submission slots), not {n}"
+        ))
+        .into());
+    }
     if args.frames == Some(0) {
         return Err(Failure::new("--frames must be at least 1").into());
     }

@@ -272,7 +272,44 @@ fn bad_backend_and_fault_specs_are_one_line_errors() {
         &["record", "--workload", "faults", "--fault", "op=x"],
     );
     assert_error(&fault, "bad fault spec");
+    let env_fault = hrx_trace(dir.path())
+        .args(["record", "--workload", "faults"])
+        .env("HRX_FAULT", "op=x")
+        .output()
+        .unwrap();
+    assert_error(&env_fault, "HRX_FAULT: bad fault spec");
+    for n in ["0", "65"] {
+        let in_flight = run(
+            dir.path(),
+            &["record", "--workload", "pipeline", "--in-flight", n],
+        );
+        assert_error(
+            &in_flight,
+            &format!("between 1 and 64 (the runtime's submission slots), not {n}"),
+        );
+    }
     assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+/// `faults` injects the fault `HRX_FAULT` names instead of its own, and says so.
+#[test]
+fn faults_runs_the_fault_hrx_fault_names() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = hrx_trace(dir.path())
+        .args(["record", "--workload", "faults", "--max-width", "64"])
+        .args(["--input", photo.to_str().unwrap()])
+        .env("HRX_FAULT", "op=2:kernel-error")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    let outcome = field(&text, "outcome");
+    assert!(
+        outcome.starts_with("op=2:kernel-error fired as injected"),
+        "{outcome}"
+    );
+    assert!(outcome.contains("at device operation 2"), "{outcome}");
 }
 
 #[test]
