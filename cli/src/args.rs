@@ -81,7 +81,8 @@ pub struct ReplayArgs {
 
     /// A region whose median replay time exceeds the captured one by more than this
     /// factor, and by more than 100 µs (shorter differences are scheduling noise), is a
-    /// regression.
+    /// regression [default: off, timings are reported but not judged: a replay often runs
+    /// on another device or backend than the capture].
     #[arg(long, value_name = "R")]
     pub max_slowdown: Option<f64>,
 
