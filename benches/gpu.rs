@@ -172,10 +172,7 @@ mod gpu {
 
     /// Paired rounds of the benches (`HRX_BENCH_ROUNDS`, default 400).
     fn rounds() -> usize {
-        std::env::var("HRX_BENCH_ROUNDS")
-            .ok()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(400)
+        common::rounds(400)
     }
 
     /// `name/{hrx,raw}`: submit-to-complete of a chain of `count` iota kernels, checked

@@ -157,7 +157,7 @@ fn pipeline_traced(c: &mut Criterion) {
     );
     group.finish();
     // The ratio again, untraced (a) and traced (b) alternating round by round.
-    let paired = common::paired_pipelines(&untraced, &traced, &frames, 60);
+    let paired = common::paired_pipelines(&untraced, &traced, &frames, common::rounds(60));
     println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
     drop(traced);
     let summary = recorder.close().expect("close");

@@ -96,6 +96,14 @@ impl std::fmt::Display for Interleaved {
     }
 }
 
+/// Paired rounds to run: `HRX_BENCH_ROUNDS`, else `default`.
+pub fn rounds(default: usize) -> usize {
+    std::env::var("HRX_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The image pipeline over `frames` on an untraced runtime (a) and a traced one (b), in
 /// paired rounds (see [`interleaved`]).
 pub fn paired_pipelines(
