@@ -24,7 +24,7 @@ use crate::record::{check_output, print_summary};
 use crate::stats::{TraceStats, plural};
 use anyhow::Context;
 use hrx::workloads::{Pipeline, PipelineOptions};
-use hrx::{BackendChoice, FaultSpec, Runtime, RuntimeOptions};
+use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::process::ExitCode;
 
@@ -229,31 +229,27 @@ fn execute(
                     format!("{fault} fired as injected; {done}; the run stopped with: {error}"),
                     None,
                 ),
-                (Workload::Faults, None, Some(fault)) => (
+                (_, None, Some(fault)) if !runtime.fault_fired() => (
                     format!("{done}; the injected fault {fault} never fired"),
                     Some(
                         Failure::new(format!(
                             "the injected fault {fault} never fired in {}",
                             plural(frames as u64, "frame")
                         ))
-                        .hint("run more --frames, or inject a fault that hits an earlier operation")
+                        .hint(match fault.target {
+                            FaultTarget::Operation(_) => {
+                                "run more --frames, or name an earlier operation (`dump` lists them)"
+                            }
+                            FaultTarget::Kernel { .. } => {
+                                "check the kernel name and dispatch number against `dump`"
+                            }
+                        })
                         .into(),
                     ),
                 ),
                 (_, Some(error), _) => (
                     format!("failed: {done}; then: {error}"),
                     Some(anyhow::Error::new(error).context("the workload failed")),
-                ),
-                (Workload::Pipeline, None, Some(fault)) if !runtime.fault_fired() => (
-                    format!("{done}; the injected fault {fault} never fired"),
-                    Some(
-                        Failure::new(format!(
-                            "the injected fault {fault} never fired in {}",
-                            plural(frames as u64, "frame")
-                        ))
-                        .hint("check the kernel name and operation number against `dump`")
-                        .into(),
-                    ),
                 ),
                 (_, None, _) => (
                     format!("ok: {done} at {:.1} frames/s", run.frames_per_second),

@@ -227,8 +227,31 @@ fn faults_that_never_fire_are_an_error() {
         ],
     );
     assert_error(&output, "never fired");
+    // The default fault names a kernel dispatch: the hint says to check it.
+    assert!(stderr(&output).contains("hint: check the kernel name"));
     // What was recorded is still summarised.
     assert!(field(&stdout(&output), "file").contains("hrx.hrxt"));
+    // An operation number past the run's last: the hint says to run more frames.
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "faults",
+            "--input",
+            photo.to_str().unwrap(),
+            "--max-width",
+            "64",
+            "--frames",
+            "1",
+            "--fault",
+            "op=999999:device-lost",
+            "-o",
+            "op.hrxt",
+        ],
+    );
+    assert_error(&output, "never fired");
+    assert!(stderr(&output).contains("hint: run more --frames"));
     // The same on `pipeline`: a fault naming a kernel that never runs.
     let output = run(
         dir.path(),
@@ -249,6 +272,7 @@ fn faults_that_never_fire_are_an_error() {
         ],
     );
     assert_error(&output, "never fired");
+    assert!(stderr(&output).contains("hint: check the kernel name"));
 }
 
 #[test]
