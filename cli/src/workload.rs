@@ -134,7 +134,6 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
     let outcome = outcome?;
-    closed.context("the trace is incomplete")?;
 
     {
         use std::io::Write;
@@ -148,6 +147,9 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "{key:<12} {}", crate::failure::one_line(value))?;
         }
     }
+    // After the report: a trace that could not be written whole (a full disk) does not hide
+    // what the run did.
+    closed.context("the trace is incomplete")?;
     let stats = TraceStats::read(&args.output)?;
     print_summary(&args.output, &stats)?;
     match outcome.error {

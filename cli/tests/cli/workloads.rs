@@ -368,3 +368,28 @@ fn an_output_that_is_a_directory_is_refused() {
     );
     assert_error(&output, "does not exist");
 }
+
+/// A trace that cannot be written whole (a file size limit, as a full disk would) fails the
+/// recording in one line, after the report of what the workload did.
+#[test]
+fn a_full_disk_fails_the_recording_after_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    // dash's `ulimit -f` counts 512-byte blocks; with SIGXFSZ ignored, writes past 2 KiB fail.
+    let script = format!(
+        "ulimit -f 4; trap '' XFSZ; exec {} record -o t.hrxt --workload hazards",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env_remove("HRX_TRACE")
+        .env("HRX_TRACE_CONTENTS", "1")
+        .output()
+        .unwrap();
+    assert_error(&output, "the trace is incomplete");
+    assert!(
+        field(&stdout(&output), "outcome").starts_with("ok"),
+        "{}",
+        stdout(&output)
+    );
+}
