@@ -95,7 +95,9 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
             (false, true) => {
                 "closed, but its end is damaged (see the warnings): every block before it is read"
             }
-            (false, false) => "not closed cleanly (the recording process crashed or was killed)",
+            (false, false) => {
+                "not closed cleanly (the recording process crashed or was killed, or the trace could not be written whole)"
+            }
         };
         writeln!(out, "{:<12} {how}", "recovered")?;
         writeln!(
