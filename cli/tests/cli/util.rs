@@ -17,6 +17,16 @@ pub fn hrx_trace(dir: &Path) -> Command {
     command
 }
 
+/// A `sh -c` script running `hrx-trace ARGS` under a 2 KiB file size limit (dash's
+/// `ulimit -f` counts 512-byte blocks) with SIGXFSZ ignored, so that writes past it fail with
+/// EFBIG, as on a full disk.
+pub fn size_limited(args: &str) -> String {
+    format!(
+        "ulimit -f 4; trap '' XFSZ; {} {args}",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    )
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")

@@ -212,64 +212,36 @@ fn faults_shows_the_failure_and_the_quarantine() {
 fn faults_that_never_fire_are_an_error() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "faults",
-            "--input",
+    // One 64-pixel-wide frame of `workload`, then `extra` arguments.
+    let one_frame = |workload: &str, extra: &[&str]| {
+        let mut args = vec!["record", "--workload", workload, "--input"];
+        args.extend([
             photo.to_str().unwrap(),
             "--max-width",
             "64",
             "--frames",
             "1",
-        ],
-    );
+        ]);
+        args.extend(extra);
+        run(dir.path(), &args)
+    };
+    let output = one_frame("faults", &[]);
     assert_error(&output, "never fired");
     // The default fault names a kernel dispatch: the hint says to check it.
     assert!(stderr(&output).contains("hint: check the kernel name"));
     // What was recorded is still summarised.
     assert!(field(&stdout(&output), "file").contains("hrx.hrxt"));
     // An operation number past the run's last: the hint says to run more frames.
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "faults",
-            "--input",
-            photo.to_str().unwrap(),
-            "--max-width",
-            "64",
-            "--frames",
-            "1",
-            "--fault",
-            "op=999999:device-lost",
-            "-o",
-            "op.hrxt",
-        ],
+    let output = one_frame(
+        "faults",
+        &["--fault", "op=999999:device-lost", "-o", "op.hrxt"],
     );
     assert_error(&output, "never fired");
     assert!(stderr(&output).contains("hint: run more --frames"));
     // The same on `pipeline`: a fault naming a kernel that never runs.
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "pipeline",
-            "--input",
-            photo.to_str().unwrap(),
-            "--max-width",
-            "64",
-            "--frames",
-            "1",
-            "--fault",
-            "kernel=nope:kernel-error",
-            "-o",
-            "p.hrxt",
-        ],
+    let output = one_frame(
+        "pipeline",
+        &["--fault", "kernel=nope:kernel-error", "-o", "p.hrxt"],
     );
     assert_error(&output, "never fired");
     assert!(stderr(&output).contains("hint: check the kernel name"));
@@ -374,13 +346,8 @@ fn an_output_that_is_a_directory_is_refused() {
 #[test]
 fn a_full_disk_fails_the_recording_after_its_report() {
     let dir = tempfile::tempdir().unwrap();
-    // dash's `ulimit -f` counts 512-byte blocks; with SIGXFSZ ignored, writes past 2 KiB fail.
-    let script = format!(
-        "ulimit -f 4; trap '' XFSZ; exec {} record -o t.hrxt --workload hazards",
-        env!("CARGO_BIN_EXE_hrx-trace")
-    );
     let output = std::process::Command::new("sh")
-        .args(["-c", &script])
+        .args(["-c", &size_limited("record -o t.hrxt --workload hazards")])
         .current_dir(dir.path())
         .env_remove("HRX_TRACE")
         .env("HRX_TRACE_CONTENTS", "1")
