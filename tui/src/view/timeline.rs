@@ -50,8 +50,8 @@ fn header(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buf
         Some(s) if !s.backend.is_empty() => format!("{}  ·  ", s.backend),
         _ => String::new(),
     };
-    let left = format!(
-        " hrx-trace view  {source}{}  ·  {} events",
+    let counts = format!(
+        "{}  ·  {} events",
         model.spans_summary(),
         model.events().len()
     );
@@ -62,10 +62,21 @@ fn header(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buf
         units::time(w.end_ns),
         units::duration(w.width_ns())
     );
+    let rw = right.chars().count() as u16;
+    let fits = |left: &String| rw + left.chars().count() as u16 + 2 <= a.width;
+    // The time window outranks the backend and device (the Trace pane names them too).
+    let full = format!(" hrx-trace view  {source}{counts}");
+    let short = format!(" hrx-trace view  {counts}");
+    let (left, with_window) = if fits(&full) {
+        (full, true)
+    } else if fits(&short) {
+        (short, true)
+    } else {
+        (full, false)
+    };
     let style = Style::new().add_modifier(Modifier::BOLD);
     put(buf, a.x, a.y, &left, a.width, style);
-    let rw = right.chars().count() as u16;
-    if rw + left.chars().count() as u16 + 2 <= a.width {
+    if with_window {
         put(buf, a.x + a.width - rw, a.y, &right, rw, Style::new());
     }
 }
