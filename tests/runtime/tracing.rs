@@ -380,6 +380,70 @@ fn deferred_captures_keep_each_writers_bytes() {
     }
 }
 
+/// A frame uploaded again is stored once: every host write names exactly its own bytes, a
+/// repeated one by the blob stored the first time.
+#[test]
+fn repeated_host_writes_name_the_blob_stored_once() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    const LEN: usize = 300_000;
+    let host = rt.buffer(LEN, Placement::HostVisible).unwrap();
+    let frame = |seed: u8| -> Vec<u8> {
+        (0..LEN)
+            .map(|i| (i as u8).wrapping_mul(seed | 1) ^ seed)
+            .collect()
+    };
+    let (a, b) = (frame(1), frame(2));
+    host.write(0, &a).unwrap();
+    // The blob of `a` is in the trace now: the writes of `a` below find it.
+    recorder.flush().unwrap();
+    let mut expected = vec![a.clone()];
+    for round in 0..6u8 {
+        let other = frame(10 + round);
+        host.write(0, &a).unwrap();
+        host.write(0, &other).unwrap();
+        host.write(0, &b).unwrap();
+        expected.extend([a.clone(), other, b.clone()]);
+    }
+    drop((host, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let blobs: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Blob(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    let writes: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::HostWrite(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes.len(), expected.len());
+    for (i, (write, bytes)) in writes.iter().zip(&expected).enumerate() {
+        let s::Payload::Blob { hash, len_bytes } = &write.contents else {
+            panic!("host write {i}: {:?}", write.contents);
+        };
+        let stored = blobs.iter().find(|b| b.hash == *hash).expect("its blob");
+        assert!(&stored.bytes == bytes, "host write {i} names other bytes");
+        assert_eq!(
+            (write.xxh3, *len_bytes),
+            (hash.0, LEN as u64),
+            "host write {i}"
+        );
+    }
+    // a, b and the six others, each stored once.
+    assert_eq!(blobs.len(), 8);
+}
+
 /// A runtime recording into a recorder of its own (not the process's trace) puts region
 /// times on that recorder's clock, like every other record: each region ran after its
 /// submit and before its submission's completion.
