@@ -86,8 +86,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "R")]
     pub max_slowdown: Option<f64>,
 
-    /// Replay only the first N submissions of each runtime.
-    #[arg(long, value_name = "N")]
+    /// Replay only the first N submissions of each runtime (N >= 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub until: Option<u64>,
 
     /// Report format.

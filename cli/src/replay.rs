@@ -75,7 +75,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     ..
                 }
             ) && matches!(backend, hrx::BackendChoice::Cuda | hrx::BackendChoice::Hip);
-        let failure = Failure::new(format!("{}: cannot replay: {error}", args.file.display()));
+        let error = error.to_string();
+        // The replay errors about the trace itself open with what this line already says.
+        let why = error
+            .strip_prefix("the trace cannot be replayed: ")
+            .unwrap_or(&error);
+        let failure = Failure::new(format!("{}: cannot replay: {why}", args.file.display()));
         if unavailable {
             failure.hint("`--backend sim` (the default) replays on the software device")
         } else {

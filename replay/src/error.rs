@@ -55,6 +55,19 @@ pub enum ReplayError {
         /// The runtime's error.
         source: hrx::Error,
     },
+    /// The trace holds no submission: nothing to compare, which is not a match (a recording
+    /// cut short before its first submit, or a program that never submitted).
+    #[error(
+        "the trace cannot be replayed: it holds no submission to compare ({runtimes} runtime{}){}",
+        if *runtimes == 1 { "" } else { "s" },
+        if *complete { "" } else { "; it was not closed cleanly, so the recording may have stopped before them" }
+    )]
+    NoSubmissions {
+        /// Runtimes the trace holds.
+        runtimes: usize,
+        /// Whether the trace was read whole ([`hrx_capture::Recovery::is_complete`]).
+        complete: bool,
+    },
     /// The replay's own measurements (its in-memory trace) could not be recorded or read.
     #[error("recording the replay's measurements: {why}")]
     Measurement {

@@ -83,6 +83,7 @@ use std::path::Path;
 ///
 /// # Errors
 /// [`ReplayError::Unreplayable`] for an inconsistent trace or missing data;
+/// [`ReplayError::NoSubmissions`] when the trace holds no submission to compare;
 /// [`ReplayError::KernelMissing`] when a kernel has no code for the backend;
 /// [`ReplayError::Runtime`] when the backend cannot be opened or an object cannot be
 /// created (out of memory, ...); [`ReplayError::Measurement`] when the replay's own trace

@@ -410,6 +410,14 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     for (id, g) in gathered {
         runtimes.push(runtime_plan(id, g, &blobs, until, &mut notes)?);
     }
+    // Nothing to compare is not a match: a CI gate must not pass on a capture that was cut
+    // short before its first submit, or that never used hrx.
+    if runtimes.iter().all(|r| r.captured_submissions() == 0) {
+        return Err(ReplayError::NoSubmissions {
+            runtimes: runtimes.len(),
+            complete,
+        });
+    }
     Ok(Plan {
         runtimes,
         notes,

@@ -84,6 +84,40 @@ fn a_missing_graph_operation_is_unreplayable() {
     assert!(error.to_string().contains("lacks operation 0"), "{error}");
 }
 
+/// A recording cut short before its first submit holds buffers, kernels and graphs but
+/// nothing to compare: an error, not a match of nothing.
+#[test]
+fn a_trace_without_submissions_is_unreplayable() {
+    let mut submitted = false;
+    let trace = rewrite(hazards_trace(), |record, _| {
+        submitted |= matches!(record, Record::Submit(_));
+        !submitted
+    });
+    assert!(
+        trace
+            .records
+            .iter()
+            .any(|r| matches!(r, Record::Prepared(_)))
+    );
+    let error = error_of(&trace);
+    assert!(
+        matches!(
+            error,
+            ReplayError::NoSubmissions {
+                runtimes: 1,
+                complete: true
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("no submission to compare (1 runtime)"),
+        "{error}"
+    );
+}
+
 #[test]
 fn an_unreadable_file_is_a_read_error() {
     let dir = std::env::temp_dir().join(format!("hrx-replay-{}", std::process::id()));

@@ -180,6 +180,7 @@ fn replay_refuses_meaningless_numbers() {
         ("--max-slowdown", "inf"),
         ("--tolerance", "NaN"),
         ("--tolerance=-1", ""),
+        ("--until", "0"),
     ] {
         let args = if value.is_empty() {
             vec!["replay", "h.hrxt", flag]

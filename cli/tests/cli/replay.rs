@@ -1,6 +1,6 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
-use crate::util::{code, hrx_trace, record_hazards, run, stderr, stdout};
+use crate::util::{assert_error, code, hrx_trace, record_hazards, run, stderr, stdout};
 
 #[test]
 fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
@@ -64,6 +64,31 @@ fn unreplayable_input_is_one_line_and_exit_2() {
     }
     let bad = run(dir.path(), &["replay", "junk.hrxt", "--backend", "quantum"]);
     assert_eq!(code(&bad), 2);
+}
+
+/// A trace whose runtime prepared a graph but never submitted it has nothing to compare:
+/// exit 2 with one line saying so, not a match of nothing (it said "MATCH (exit 0)").
+#[test]
+fn a_trace_without_submissions_is_not_a_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("idle.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let prepared = graph.prepare().unwrap();
+    drop((prepared, buffer, rt));
+    recorder.close().unwrap();
+    let replay = run(dir.path(), &["replay", "idle.hrxt"]);
+    assert_error(
+        &replay,
+        "idle.hrxt: cannot replay: it holds no submission to compare (1 runtime)",
+    );
+    assert_eq!(stdout(&replay), "");
 }
 
 /// Without a CUDA driver, `replay --backend cuda` is one error line and a hint naming the
