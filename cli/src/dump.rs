@@ -6,7 +6,7 @@
 //! standard error after the last record, so `--json` output always parses line by line.
 
 use crate::args::DumpArgs;
-use crate::failure::{TraceError, one_line};
+use crate::failure::TraceError;
 use crate::line::Line;
 use hrx_capture::TraceReader;
 use std::io::{self, BufWriter, Write};
@@ -38,17 +38,14 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     drop(out);
 
     let recovery = reader.recovery();
-    for warning in reader.warnings() {
-        eprintln!("warning: {}", one_line(&warning.to_string()));
-    }
-    if !recovery.clean_close {
-        eprintln!(
-            "warning: {}: {}; {} records from {} complete blocks recovered",
-            args.file.display(),
-            recovery.end(),
-            recovery.records,
-            recovery.complete_blocks
-        );
-    }
+    crate::failure::warn_partial(
+        &args.file,
+        reader.warnings(),
+        Some(recovery),
+        &format!(
+            "{} records from {} complete blocks recovered",
+            recovery.records, recovery.complete_blocks
+        ),
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -173,6 +173,27 @@ pub fn parse_args<P: clap::Parser>() -> P {
     std::process::exit(i32::from(EXIT_FAILURE));
 }
 
+/// Prints what a reading verb must say about a trace it could not read whole, on standard
+/// error, each on one `warning:` line naming the file: the reader's warnings, then, unless
+/// the trace was read whole, how it ends and `covers` (what that means for the output).
+pub fn warn_partial(
+    path: &std::path::Path,
+    warnings: impl IntoIterator<Item = impl std::fmt::Display>,
+    recovery: Option<&hrx_capture::Recovery>,
+    covers: &str,
+) {
+    for warning in warnings {
+        eprintln!(
+            "warning: {}: {}",
+            path.display(),
+            one_line(&warning.to_string())
+        );
+    }
+    if let Some(recovery) = recovery.filter(|r| !r.is_complete()) {
+        eprintln!("warning: {}: {}; {covers}", path.display(), recovery.end());
+    }
+}
+
 /// Joins the lines of a message, so that an error is always one line.
 pub fn one_line(text: &str) -> String {
     text.split('\n')

@@ -80,20 +80,12 @@ pub fn load(path: &Path) -> anyhow::Result<Model> {
         other => Failure::new(other.to_string()).into(),
     })?;
     let info = model.info();
-    for warning in &info.warnings {
-        eprintln!(
-            "warning: {}: {}",
-            path.display(),
-            crate::failure::one_line(warning)
-        );
-    }
-    if let Some(recovery) = info.recovery.as_ref().filter(|r| !r.is_complete()) {
-        eprintln!(
-            "warning: {}: {}; these figures cover only what was recovered",
-            path.display(),
-            recovery.end()
-        );
-    }
+    crate::failure::warn_partial(
+        path,
+        &info.warnings,
+        info.recovery.as_ref(),
+        "these figures cover only what was recovered",
+    );
     Ok(model)
 }
 

@@ -35,7 +35,7 @@ mod chrome;
 mod perfetto;
 
 use crate::args::ExportArgs;
-use crate::failure::{Failure, TraceError, one_line};
+use crate::failure::{Failure, TraceError};
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{
     Access, CrossWait, Edge, GraphId, KernelId, NodeIndex, OpKind, OpTiming, PreparedId, Queue,
@@ -110,9 +110,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return Err(error),
     };
     progress.finish_and_clear();
-    for warning in &index.warnings {
-        eprintln!("warning: {}", one_line(warning));
-    }
+    crate::failure::warn_partial(
+        &args.file,
+        &index.warnings,
+        Some(&index.recovery),
+        "the export covers only what was recovered",
+    );
     if !to_stdout {
         println!(
             "{}: {} tracks, {} slices, {} flows, {} instant events ({})",
@@ -248,6 +251,7 @@ struct Index {
     /// Per runtime: which tracks (five queues, then events) have something on them.
     used: BTreeMap<RuntimeId, [bool; QUEUES.len() + 1]>,
     warnings: Vec<String>,
+    recovery: hrx_capture::Recovery,
 }
 
 impl Index {
@@ -262,6 +266,7 @@ impl Index {
         }
         index.finish();
         index.warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
+        index.recovery = *reader.recovery();
         Ok(index)
     }
 

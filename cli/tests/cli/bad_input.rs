@@ -192,10 +192,11 @@ fn replay_refuses_meaningless_numbers() {
     }
 }
 
-/// `stats` and `diff` of a cut-short trace say so: numbers from part of a trace are never
-/// presented as the whole.
+/// `stats`, `diff`, `export` and `dump` of a cut-short trace say so, each warning naming
+/// the file: numbers from part of a trace are never presented as the whole (`export` named
+/// neither the file nor the cut).
 #[test]
-fn stats_and_diff_of_a_truncated_trace_warn() {
+fn stats_diff_export_and_dump_of_a_truncated_trace_warn() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = record_pipeline(dir.path(), "p.hrxt", &photo);
@@ -221,6 +222,31 @@ fn stats_and_diff_of_a_truncated_trace_warn() {
         "{}",
         stderr(&out)
     );
+    for (args, covers) in [
+        (
+            &["export", "cut.hrxt", "--format", "chrome", "-o", "cut.json"][..],
+            "the export covers only what was recovered",
+        ),
+        (&["dump", "cut.hrxt"][..], "complete blocks recovered"),
+    ] {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.lines().all(|l| l.starts_with("warning: cut.hrxt: ")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("cut.hrxt: not closed cleanly; ") && err.contains(covers),
+            "{args:?}: {err}"
+        );
+    }
+    // A whole trace draws no warning.
+    let out = run(
+        dir.path(),
+        &["export", "p.hrxt", "--format", "chrome", "-o", "p.json"],
+    );
+    assert_eq!(stderr(&out), "");
 }
 
 /// An export that cannot be written whole (here past a file-size limit) is one error line
