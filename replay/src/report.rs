@@ -811,7 +811,16 @@ impl Report {
         }
 
         if !self.op_timing.is_empty() {
-            out.push_str("\nper-operation timing (each operation launched on its own):\n");
+            // hrx captures time regions, not single operations (a native graph runs as one):
+            // say why the captured column is empty rather than leave a column of dashes.
+            if self.op_timing.iter().any(|t| t.captured.is_some()) {
+                out.push_str("\nper-operation timing (each operation launched on its own):\n");
+            } else {
+                out.push_str(
+                    "\nper-operation timing (each operation launched on its own; the capture \
+                     timed whole regions only, so there is no captured time to compare):\n",
+                );
+            }
             let rows: Vec<Vec<String>> = self
                 .op_timing
                 .iter()
