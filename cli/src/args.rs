@@ -250,7 +250,8 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Kernels are matched by label, regions by (runtime, prepared graph, region index), outputs by
-(runtime, submission, buffer, byte range). A kernel is SLOW when its median grew past
+(runtime, submission, the graph operation and use that write them, byte range), never by
+buffer id, which depends on how a run allocated. A kernel is SLOW when its median grew past
 --max-slowdown and beyond the spread: the new median is also above the base's p99 and more
 than 50 us above the base median. Exit codes: 0 no regression; 1 a slow kernel, an output
 digest that differs or a submission whose outcome changed (succeeded in one, failed or

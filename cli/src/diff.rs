@@ -9,8 +9,10 @@
 //!   since ids differ between runs that shared a process); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
 //!   region has its median on both sides.
-//! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, buffer,
-//!   byte range) and their xxh3 digests compared.
+//! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, the
+//!   first operation and use of the submitted graph that writes the range, byte range),
+//!   not by buffer id, which depends on how a run allocated; their xxh3 digests are
+//!   compared.
 //! - **Submissions** are matched by (runtime, submission index) and their outcomes (ok,
 //!   failed, cancelled, unknown) compared.
 //!
@@ -38,8 +40,8 @@
 //!              "times": [{"runtime", "prepared", "region", "label", "base_p50_ns",
 //!                         "new_p50_ns", "ratio"}]},
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
-//!              [{"runtime", "submission", "buffer", "start", "end", "base_xxh3",
-//!                "new_xxh3"}]},
+//!              [{"runtime", "submission", "node"|null, "use"|null, "buffer",
+//!                "new_buffer", "start", "end", "base_xxh3", "new_xxh3"}]},
 //!  "submissions": {"compared", "changed": [{"runtime", "submission", "base", "new"}]},
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
 //!              "changed_submissions"}}
@@ -50,11 +52,11 @@ use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::{kernel_json, load, print_report};
 use crate::stats::duration;
 use hrx_capture::TraceReader;
-use hrx_capture::schema::Record;
+use hrx_capture::schema::{Access, Record};
 use hrx_tui::Model;
 use hrx_tui::state::{KernelStats, RegionId, SpanStatus, percentile};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -92,20 +94,67 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     ))
 }
 
-/// (runtime, submission, buffer, start, end) → xxh3.
-type Outputs = BTreeMap<(u32, u64, u64, u64, u64), u64>;
+/// Where an output lives, independent of buffer ids: the first operation of the submitted
+/// graph (node, then use index) that writes exactly that buffer range. Buffer ids depend on
+/// how a run allocated (`--in-flight 3` rotates three sets of buffers, `--in-flight 1` one),
+/// so matching on them left most outputs of two runs of the same program uncompared. A
+/// digest whose graph is not in the trace (a damaged trace) keeps its buffer id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    /// Node and use index in the graph.
+    Use(u32, u32),
+    /// Raw buffer id, when the operation writing the range is unknown.
+    Buffer(u64),
+}
 
-/// Every output digest of a trace, streamed.
+/// (runtime, submission, place, start, end) → (xxh3, buffer id).
+type Outputs = BTreeMap<(u32, u64, Place, u64, u64), (u64, u64)>;
+
+/// Every output digest of a trace, streamed; graphs, prepared graphs and submits precede
+/// the digests that name them.
 fn outputs(path: &Path) -> Result<Outputs, TraceError> {
     let fail = |error| TraceError {
         path: path.to_owned(),
         error,
     };
+    // (runtime, graph) → (node, use, buffer, start, end) of every writing use.
+    type Writes = Vec<(u32, u32, u64, u64, u64)>;
+    let mut writes: HashMap<(u32, u64), Writes> = HashMap::new();
+    let mut graph_of: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut prepared_of: HashMap<(u32, u64), u64> = HashMap::new();
     let mut map = Outputs::new();
     for item in TraceReader::open(path).map_err(fail)? {
-        if let (_, Record::OutputDigest(d)) = item.map_err(fail)? {
-            let key = (d.runtime.0, d.submission.0, d.buffer.0, d.start, d.end);
-            map.insert(key, d.xxh3);
+        match item.map_err(fail)?.1 {
+            Record::GraphOp(op) => {
+                let graph = writes.entry((op.runtime.0, op.graph.0)).or_default();
+                for (i, u) in op.uses.iter().enumerate() {
+                    if u.access != Access::Read {
+                        graph.push((op.node.0, i as u32, u.buffer.0, u.start, u.end));
+                    }
+                }
+            }
+            Record::Prepared(p) => {
+                graph_of.insert((p.runtime.0, p.prepared.0), p.graph.0);
+            }
+            Record::Submit(s) => {
+                prepared_of.insert((s.runtime.0, s.submission.0), s.prepared.0);
+            }
+            Record::OutputDigest(d) => {
+                let runtime = d.runtime.0;
+                let place = prepared_of
+                    .get(&(runtime, d.submission.0))
+                    .and_then(|p| graph_of.get(&(runtime, *p)))
+                    .and_then(|g| writes.get(&(runtime, *g)))
+                    .and_then(|w| {
+                        w.iter()
+                            .filter(|w| (w.2, w.3, w.4) == (d.buffer.0, d.start, d.end))
+                            .min_by_key(|w| (w.0, w.1))
+                    })
+                    .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
+                let key = (runtime, d.submission.0, place, d.start, d.end);
+                map.insert(key, (d.xxh3, d.buffer.0));
+            }
+            _ => {}
         }
     }
     Ok(map)
@@ -260,14 +309,20 @@ fn compare(
 
     let mut differing = Vec::new();
     let mut identical = 0;
-    for (key, digest) in base_outputs {
+    for (key, (digest, buffer)) in base_outputs {
         match new_outputs.get(key) {
-            Some(d) if d == digest => identical += 1,
-            Some(d) => differing.push(json!({
-                "runtime": key.0, "submission": key.1, "buffer": key.2, "start": key.3,
-                "end": key.4, "base_xxh3": format!("{digest:#018x}"),
-                "new_xxh3": format!("{d:#018x}"),
-            })),
+            Some((d, _)) if d == digest => identical += 1,
+            Some((d, new_buffer)) => {
+                let (node, use_) = match key.2 {
+                    Place::Use(node, use_) => (Some(node), Some(use_)),
+                    Place::Buffer(_) => (None, None),
+                };
+                differing.push(json!({
+                    "runtime": key.0, "submission": key.1, "node": node, "use": use_,
+                    "buffer": buffer, "new_buffer": new_buffer, "start": key.3, "end": key.4,
+                    "base_xxh3": format!("{digest:#018x}"), "new_xxh3": format!("{d:#018x}"),
+                }));
+            }
             None => {}
         }
     }
@@ -368,11 +423,20 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         u(&o["only_new"])
     )?;
     for d in o["differing"].as_array().into_iter().flatten() {
+        let place = match (d["node"].as_u64(), d["use"].as_u64()) {
+            (Some(node), Some(use_)) => {
+                format!("node {node} use {use_} (buffer {}", u(&d["buffer"]))
+            }
+            _ => format!("(buffer {}", u(&d["buffer"])),
+        };
+        let new_buffer = match u(&d["new_buffer"]) {
+            b if b == u(&d["buffer"]) => String::new(),
+            b => format!(", {b} in new"),
+        };
         writeln!(
             out,
-            "  differs    submission {} buffer {} bytes {}..{}: {} -> {}",
+            "  differs    submission {} {place}{new_buffer}) bytes {}..{}: {} -> {}",
             u(&d["submission"]),
-            u(&d["buffer"]),
             u(&d["start"]),
             u(&d["end"]),
             d["base_xxh3"].as_str().unwrap_or(""),

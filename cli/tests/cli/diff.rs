@@ -120,7 +120,7 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
     let dir = tempfile::tempdir().unwrap();
     // 8 frames each, so that the spread (p99) is measured; a generous ratio, since the
     // two recordings may run while other tests load the machine.
-    let record = |name: &str, photo: &Path| {
+    let record_with = |name: &str, photo: &Path, in_flight: &str| {
         let input = photo.to_str().unwrap();
         let args = [
             "record",
@@ -130,6 +130,8 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
             "pipeline",
             "--input",
             input,
+            "--in-flight",
+            in_flight,
         ];
         let out = run(
             dir.path(),
@@ -137,6 +139,7 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
         );
         assert_eq!(code(&out), 0, "{}", stderr(&out));
     };
+    let record = |name: &str, photo: &Path| record_with(name, photo, "3");
     record("a.hrxt", &photo);
     record("b.hrxt", &photo);
     let (code, r) = diff_json(dir.path(), &["--max-slowdown", "3", "a.hrxt", "b.hrxt"]);
@@ -161,6 +164,20 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
     );
     assert_eq!(r["regions"]["only_base"], 0);
 
+    // One frame in flight instead of three: other buffers (one set, not three), the same
+    // outputs, every one of them compared (matched by the operation writing them; by buffer
+    // id, two thirds went uncompared).
+    record_with("s.hrxt", &photo, "1");
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1000", "a.hrxt", "s.hrxt"]);
+    assert_eq!(code, 0, "{r:#}");
+    let outputs = &r["outputs"];
+    assert_eq!(outputs["compared"], 8 * 3, "{outputs:#}");
+    assert_eq!(outputs["identical"], outputs["compared"]);
+    assert_eq!(
+        (&outputs["only_base"], &outputs["only_new"]),
+        (&0.into(), &0.into())
+    );
+
     // The same pipeline on a mirrored photograph: same kernels, different outputs.
     let mirrored = dir.path().join("mirrored.png");
     image::imageops::flip_horizontal(&image::open(&photo).unwrap().to_rgb8())
@@ -169,7 +186,17 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
     record("m.hrxt", &mirrored);
     let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1000", "a.hrxt", "m.hrxt"]);
     assert_eq!(code, 1, "{r:#}");
-    assert!(!r["outputs"]["differing"].as_array().unwrap().is_empty());
+    // Every output compared; the edge image and its threshold differ in each frame, the
+    // histogram (node 8) does not: mirroring keeps the counts of gray levels.
+    assert_eq!(r["outputs"]["compared"], 8 * 3, "{r:#}");
+    let differing = r["outputs"]["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 8 * 2, "{r:#}");
+    assert!(
+        differing
+            .iter()
+            .all(|d| d["node"].is_u64() && d["node"] != 8),
+        "{r:#}"
+    );
     assert_eq!(r["summary"]["slow_kernels"], 0);
     assert_eq!(r["summary"]["changed_submissions"], 0);
 
