@@ -215,10 +215,15 @@ pub enum Compression {
 #[non_exhaustive]
 pub enum FormatError {
     /// The file does not start with [`MAGIC`].
-    #[error("not an hrx trace: it starts \"{}\", not \"HRXTRACE\"", .found.escape_ascii())]
+    #[error(
+        "not an hrx trace: it starts \"{}\", not \"HRXTRACE\"",
+        .found[..usize::from(*.len).min(8)].escape_ascii()
+    )]
     BadMagic {
-        /// The first eight bytes.
+        /// The first eight bytes, zero-padded past `len`.
         found: [u8; 8],
+        /// How many of them the file has: fewer than 8 for a shorter file.
+        len: u8,
     },
     /// The format version cannot be read.
     #[error(transparent)]
@@ -354,7 +359,10 @@ impl FileHeader {
     pub fn decode(b: &[u8; FILE_HEADER_LEN]) -> Result<(FileHeader, Compatibility), FormatError> {
         let magic: [u8; 8] = b[0..8].try_into().expect("8 bytes");
         if magic != MAGIC {
-            return Err(FormatError::BadMagic { found: magic });
+            return Err(FormatError::BadMagic {
+                found: magic,
+                len: 8,
+            });
         }
         let version = FormatVersion {
             major: FormatMajor(u16_at(b, 8)),

@@ -236,7 +236,13 @@ fn parse_header(bytes: &[u8], warnings: &mut Vec<Warning>) -> Result<FileHeader,
         if bytes[..magic_len] != crate::format::MAGIC[..magic_len] {
             let mut found = [0u8; 8];
             found[..magic_len].copy_from_slice(&bytes[..magic_len]);
-            return Err(ReadError::new(0, FormatError::BadMagic { found }));
+            return Err(ReadError::new(
+                0,
+                FormatError::BadMagic {
+                    found,
+                    len: magic_len as u8,
+                },
+            ));
         }
         let len = bytes.len() as u64;
         return Err(ReadError::new(len, ReadErrorKind::TruncatedHeader { len }));
@@ -1343,6 +1349,12 @@ mod tests {
         assert!(
             err.to_string().starts_with("byte 0: not an hrx trace"),
             "{err}"
+        );
+        // A file shorter than the magic shows only the bytes it has.
+        let err = Trace::from_bytes(b"hi\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "byte 0: not an hrx trace: it starts \"hi\\n\", not \"HRXTRACE\""
         );
         let err = Trace::from_bytes(b"HRXTRA").unwrap_err();
         assert!(matches!(

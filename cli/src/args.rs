@@ -62,7 +62,8 @@ pub struct ReplayArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Backend to replay on: sim or cuda (built-in kernels exist on both).
+    /// Backend to replay on: sim or cuda (built-in kernels exist on both); hip in a build
+    /// with the `hip` feature.
     #[arg(long, value_name = "B", default_value = "sim")]
     pub backend: String,
 
@@ -82,7 +83,8 @@ pub struct ReplayArgs {
     /// A region whose median replay time exceeds the captured one by more than this
     /// factor, and by more than 100 µs (shorter differences are scheduling noise), is a
     /// regression [default: off, timings are reported but not judged: a replay often runs
-    /// on another device or backend than the capture].
+    /// on another device or backend than the capture]. Give --repeat 3 or more with it:
+    /// the median of two replays is their mean, so one slow outlier decides it.
     #[arg(long, value_name = "R")]
     pub max_slowdown: Option<f64>,
 
@@ -99,7 +101,7 @@ pub struct ReplayArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Keys: arrows select and change queue, +/- zoom, f fit, z zoom to the selection, Tab next
-span, h hazards of the selection, p jump to its producer, n/N next/previous failure event,
+span, h hazards of the selection, p jump to its producer, n/N next/previous event,
 e events list, s statistics, / search, ? every key, q quit. The mouse wheel zooms and a
 click selects.")]
 pub struct ViewArgs {
@@ -206,14 +208,14 @@ pub struct DumpArgs {
 #[command(after_help = "\
 One track per queue of each runtime (and an Events track for failures, quarantine, poison,
 cancellations and refused submits); one slice per timed region (and per timed operation
-inside it), with the region's buffer ranges and hazards as arguments; flows for the
+inside it, where the trace has operation timings), with the region's buffer ranges and hazards as arguments; flows for the
 dependencies between regions of a graph and for the waits on earlier submissions.
 
 The trace is read twice and never held in memory; a progress bar shows on a terminal.
 Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
 
 Examples:
-  hrx-trace export pipeline.hrxt --format perfetto -o pipeline.perfetto-trace
+  hrx-trace export pipeline.hrxt --format perfetto -o pipeline.pftrace
   hrx-trace export pipeline.hrxt --format chrome -o pipeline.json")]
 pub struct ExportArgs {
     /// The trace file.
@@ -224,7 +226,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto"])]
     pub format: String,
 
-    /// Output file (overwritten); `-` for standard output.
+    /// Output file: created, or replaced if it is an earlier export in the same format
+    /// (nothing else is overwritten); `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
 }

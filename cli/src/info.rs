@@ -66,7 +66,7 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
         };
         writeln!(
             out,
-            "{:<12} {} {}: {} ({} slots, capacity {}{fault})",
+            "{:<12} {} {}: {} ({} slots per graph, {} submission slots{fault})",
             "runtime", r.runtime, r.backend, r.device, r.graph_slots, r.capacity
         )?;
     }

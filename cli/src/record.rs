@@ -199,11 +199,15 @@ pub fn refuse_overwrite(
     let mut head = [0u8; 15];
     let read = file.read(&mut head).unwrap_or(0);
     if read > 0 && !ours(&head[..read]) {
-        return Err(Failure::new(format!(
-            "refusing to overwrite {}: it exists and is not {what}",
-            path.display()
-        ))
-        .hint("choose another -o file, or remove it first"));
+        let is = if head[..read].starts_with(&hrx_capture::format::MAGIC) {
+            format!("it is an hrx trace, not {what}")
+        } else {
+            format!("it exists and is not {what}")
+        };
+        return Err(
+            Failure::new(format!("refusing to overwrite {}: {is}", path.display()))
+                .hint("choose another -o file, or remove it first"),
+        );
     }
     Ok(())
 }

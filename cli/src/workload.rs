@@ -240,7 +240,7 @@ fn execute(
                         ))
                         .hint(match fault.target {
                             FaultTarget::Operation(_) => {
-                                "run more --frames, or name an earlier operation (`dump` lists them)"
+                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's are its `node=` records in `dump`)"
                             }
                             FaultTarget::Kernel { .. } => {
                                 "check the kernel name and dispatch number against `dump`"

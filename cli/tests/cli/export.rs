@@ -300,16 +300,24 @@ fn export_never_overwrites_a_file_that_is_not_an_export() {
     let notes = dir.path().join("notes.md");
     std::fs::write(&notes, "# my notes\n").unwrap();
     let trace = std::fs::read(dir.path().join("h.hrxt")).unwrap();
-    for (target, format) in [
-        ("notes.md", "chrome"),
-        ("h.hrxt", "perfetto"),
-        ("h.hrxt", "chrome"),
+    for (target, format, is) in [
+        ("notes.md", "chrome", "it exists and is not a chrome export"),
+        (
+            "h.hrxt",
+            "perfetto",
+            "it is an hrx trace, not a perfetto export",
+        ),
+        (
+            "h.hrxt",
+            "chrome",
+            "it is an hrx trace, not a chrome export",
+        ),
     ] {
         let out = run(
             dir.path(),
             &["export", "h.hrxt", "--format", format, "-o", target],
         );
-        assert_error(&out, "refusing to overwrite");
+        assert_error(&out, &format!("refusing to overwrite {target}: {is}"));
     }
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# my notes\n");
     assert_eq!(std::fs::read(dir.path().join("h.hrxt")).unwrap(), trace);
@@ -323,4 +331,10 @@ fn export_never_overwrites_a_file_that_is_not_an_export() {
             assert_eq!(code(&out), 0, "{}", stderr(&out));
         }
     }
+    // An export in the other format is not overwritten either: `-o` names what it writes.
+    let out = run(
+        dir.path(),
+        &["export", "h.hrxt", "--format", "perfetto", "-o", "h.chrome"],
+    );
+    assert_error(&out, "it exists and is not a perfetto export");
 }

@@ -61,7 +61,10 @@ fn info_describes_a_recorded_pipeline() {
             "no {kind} count in:\n{out}"
         );
     }
-    assert!(field(&out, "runtime").contains("capacity"), "{out}");
+    assert!(
+        field(&out, "runtime").contains("slots per graph, 64 submission slots"),
+        "{out}"
+    );
 }
 
 #[test]
