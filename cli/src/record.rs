@@ -412,12 +412,12 @@ mod signals {
 }
 
 #[cfg(not(unix))]
-fn signal_name(_signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(_signal: i32) -> Option<&'static str> {
     None
 }
 
 #[cfg(unix)]
-fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         1 => "SIGHUP",
         2 => "SIGINT",

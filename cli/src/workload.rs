@@ -130,6 +130,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(fault) = fault.clone() {
         options = options.fault(fault);
     }
+    let stop = stop::install();
     let outcome = execute(workload, options, photos, args);
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
@@ -152,9 +153,92 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     closed.context("the trace is incomplete")?;
     let stats = TraceStats::read(&args.output)?;
     print_summary(&args.output, &stats)?;
+    if let Some(signal) = stop.received() {
+        eprintln!(
+            "note: hrx-trace received signal {signal}{} and stopped the workload; the trace is closed",
+            crate::record::signal_name(signal)
+                .map(|name| format!(" ({name})"))
+                .unwrap_or_default()
+        );
+        return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
+    }
     match outcome.error {
         Some(error) => Err(error),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP during `record --workload`: the first stops a pipeline
+/// workload after its frames in flight (`hazards` runs to its end, milliseconds), so the
+/// trace is closed and the report printed, as Nsight Systems does on Ctrl-C; exit 128+N.
+/// Each handler resets itself (`SA_RESETHAND`): a second signal kills at once.
+#[cfg(unix)]
+mod stop {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    /// The signal received, else 0.
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    extern "C" fn handler(signal: libc::c_int) {
+        RECEIVED.store(signal, Ordering::SeqCst);
+    }
+
+    /// The handlers, until dropped.
+    pub struct Stop;
+
+    pub fn install() -> Stop {
+        for signal in SIGNALS {
+            // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = handler as *const () as usize;
+                action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+        Stop
+    }
+
+    impl Stop {
+        /// The signal received since [`install`], if any.
+        pub fn received(&self) -> Option<i32> {
+            requested()
+        }
+    }
+
+    /// Whether a signal asked the workload to stop, and which.
+    pub fn requested() -> Option<i32> {
+        match RECEIVED.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(signal),
+        }
+    }
+
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            for signal in SIGNALS {
+                // SAFETY: restoring the default disposition.
+                unsafe { libc::signal(signal, libc::SIG_DFL) };
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod stop {
+    pub struct Stop;
+    pub fn install() -> Stop {
+        Stop
+    }
+    impl Stop {
+        pub fn received(&self) -> Option<i32> {
+            None
+        }
+    }
+    pub fn requested() -> Option<i32> {
+        None
     }
 }
 
@@ -209,6 +293,12 @@ fn execute(
             // run, see the trace) are not delivered.
             let done = format!("{} of {frames} frames delivered", run.delivered);
             let (outcome, error) = match (workload, run.error, fault) {
+                (_, None, _) if run.stopped.is_some() => {
+                    let signal = run.stopped.unwrap_or_default();
+                    let name = crate::record::signal_name(signal)
+                        .map_or_else(|| format!("signal {signal}"), str::to_owned);
+                    (format!("stopped by {name}: {done}"), None)
+                }
                 (Workload::Faults, Some(error), None) => (
                     format!(
                         "hrx_fail (an out-of-bounds write) in frame {} failed as intended; \
@@ -321,6 +411,8 @@ struct PipelineRun {
     frames_per_second: f64,
     /// The runtime's error that stopped the run, if any.
     error: Option<hrx::Error>,
+    /// The signal that stopped the run before its last frame, if one did.
+    stopped: Option<i32>,
 }
 
 /// Runs `frames` frames through the pipeline.
@@ -354,6 +446,9 @@ fn pipeline(
         let (sender, receiver) = std::sync::mpsc::sync_channel(options.frames_in_flight);
         let decoder = scope.spawn(move || {
             for index in 0..frames {
+                if stop::requested().is_some() {
+                    return None;
+                }
                 match photos.frame(index, frames) {
                     Ok(frame) => {
                         if sender.send(frame).is_err() {
@@ -389,5 +484,6 @@ fn pipeline(
         in_flight: options.frames_in_flight,
         frames_per_second,
         error,
+        stopped: stop::requested().filter(|_| delivered < frames),
     })
 }

@@ -363,3 +363,54 @@ fn a_full_disk_fails_the_recording_after_its_report() {
         stdout(&output)
     );
 }
+
+/// SIGINT (a Ctrl-C) or SIGTERM (a CI runner's timeout) during a long `record --workload`
+/// stops it after the frames in flight: the report and the summary of a cleanly closed
+/// trace, then exit 128+N. Before, the signal killed hrx-trace and left a trace that was
+/// never closed.
+#[test]
+fn a_signal_stops_a_workload_with_a_closed_trace() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let file = format!("{name}.hrxt");
+        let child = hrx_trace(dir.path())
+            .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
+            .arg(&photo)
+            .args(["--frames", "1000000", "--max-width", "64"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The trace exists once the runtime runs, after the handlers are installed.
+        let started = std::time::Instant::now();
+        while !dir.path().join(&file).exists() {
+            assert!(started.elapsed().as_secs() < 20, "no trace appeared");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let output = child.wait_with_output().unwrap();
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert_eq!(code(&output), 128 + signal, "{out}{err}");
+        assert!(
+            field(&out, "outcome").starts_with(&format!("stopped by {name}: ")),
+            "{out}"
+        );
+        assert!(field(&out, "file").contains("(clean close)"), "{out}");
+        assert!(
+            err.contains(&format!(
+                "received signal {signal} ({name}) and stopped the workload"
+            )),
+            "{err}"
+        );
+        let info = run(dir.path(), &["info", &file]);
+        assert_eq!(code(&info), 0, "{}", stderr(&info));
+        assert!(
+            !stdout(&info).contains("not closed cleanly"),
+            "{}",
+            stdout(&info)
+        );
+    }
+}
