@@ -78,6 +78,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    crate::failure::require_rereadable(&args.base, "diff")?;
+    crate::failure::require_rereadable(&args.new, "diff")?;
     let base = load(&args.base)?;
     let new = load(&args.new)?;
     let base_outputs = outputs(&args.base)?;

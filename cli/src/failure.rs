@@ -194,6 +194,23 @@ pub fn warn_partial(
     }
 }
 
+/// Refuses an input that `verb` cannot read twice: a pipe or a device (a FIFO would block
+/// the second open forever). Missing files and directories get the reader's own error.
+///
+/// # Errors
+///
+/// A [`Failure`] naming the file, with a hint.
+pub fn require_rereadable(path: &std::path::Path, verb: &str) -> Result<(), Failure> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => Err(Failure::new(format!(
+            "{}: not a regular file (a pipe or a device): `{verb}` reads its input twice",
+            path.display()
+        ))
+        .hint("save the trace to a file first")),
+        _ => Ok(()),
+    }
+}
+
 /// Joins the lines of a message, so that an error is always one line.
 pub fn one_line(text: &str) -> String {
     text.split('\n')

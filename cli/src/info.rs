@@ -90,8 +90,11 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
             "closed", r.complete_blocks
         )?;
     } else {
+        let skipped = r.skipped_blocks > 0 || r.skipped_records > 0;
         let how = match (r.clean_close, r.closed) {
             (true, _) => "closed, but damaged parts were skipped",
+            // A block lost before the end (its header damaged, say) also unsettles the end.
+            (false, true) if skipped => "closed, but damaged parts were skipped (see the warnings)",
             (false, true) => {
                 "closed, but its end is damaged (see the warnings): every block before it is read"
             }

@@ -42,6 +42,15 @@ use std::time::SystemTime;
 /// [`Failure`] for a bad output path, a program that cannot be started, bad workload
 /// options or a failed workload; I/O errors.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    // The runtime takes its trace path as text (`HRX_TRACE`, with `%p` expanded): a path
+    // that is not UTF-8 would be written under another name.
+    if args.output.to_str().is_none() {
+        return Err(Failure::new(format!(
+            "-o {}: the path is not valid UTF-8, which trace paths must be",
+            args.output.display()
+        ))
+        .into());
+    }
     match args.workload.as_deref() {
         Some(name) => crate::workload::run(name, &args),
         None => record_program(&args),

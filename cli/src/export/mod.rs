@@ -70,6 +70,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
+    crate::failure::require_rereadable(&args.file, "export")?;
     if args.output.as_os_str() != "-" {
         check_output(&args.output, &args.format)?;
     }
@@ -101,10 +102,20 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             // A half-written export is not an export: leave nothing rather than a file that
             // does not parse.
             progress.finish_and_clear();
-            let _ = std::fs::remove_file(&args.output);
+            // The regular file written, through any symlink: never the link itself, nor a
+            // device such as `-o /dev/full`.
+            let written = std::fs::canonicalize(&args.output)
+                .ok()
+                .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
+            let removed = written.is_some_and(|p| std::fs::remove_file(p).is_ok());
             return Err(error.context(format!(
-                "cannot write {} (removed the incomplete file)",
-                args.output.display()
+                "cannot write {}{}",
+                args.output.display(),
+                if removed {
+                    " (removed the incomplete file)"
+                } else {
+                    ""
+                }
             )));
         }
         Err(error) => return Err(error),
@@ -117,7 +128,11 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         "the export covers only what was recovered",
     );
     if !to_stdout {
-        println!(
+        // Written, not printed: a closed standard output is an error `main` treats as
+        // success, where `println!` would panic.
+        let mut out = io::stdout().lock();
+        writeln!(
+            out,
             "{}: {} tracks, {} slices, {} flows, {} instant events ({})",
             args.output.display(),
             counts.tracks,
@@ -125,7 +140,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             counts.flows,
             counts.instants,
             args.format
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -274,4 +274,53 @@ fn a_failed_export_leaves_no_partial_file() {
             "{format}: partial file left"
         );
     }
+    // Through a symlink, the file written is removed and the link is left alone (the link
+    // itself was removed, as a device node such as `-o /dev/full` would have been).
+    std::os::unix::fs::symlink("real.json", dir.path().join("link.json")).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(size_limited("export p.hrxt --format chrome -o link.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_error(&out, "cannot write link.json (removed the incomplete file)");
+    let link = std::fs::symlink_metadata(dir.path().join("link.json")).unwrap();
+    assert!(link.file_type().is_symlink());
+    assert!(!dir.path().join("real.json").exists(), "partial file left");
+}
+
+/// `export` and `diff` read their input twice: a pipe is refused in one line (the second
+/// open of a FIFO blocked forever).
+#[test]
+fn export_and_diff_refuse_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let fifo = dir.path().join("pipe");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    for args in [
+        &["export", "pipe", "--format", "chrome", "-o", "-"][..],
+        &["diff", "h.hrxt", "pipe"][..],
+        &["diff", "pipe", "h.hrxt"][..],
+    ] {
+        let out = run(dir.path(), args);
+        assert_error(&out, "pipe: not a regular file (a pipe or a device)");
+    }
+}
+
+/// A non-UTF-8 `-o` is refused before anything runs (the trace went to another name, then
+/// the summary failed to find it).
+#[test]
+fn record_refuses_an_output_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"bad_\xffx.hrxt");
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o"])
+        .arg(name)
+        .output()
+        .unwrap();
+    assert_error(&out, "the path is not valid UTF-8");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

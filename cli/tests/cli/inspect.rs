@@ -138,3 +138,21 @@ fn a_damaged_end_after_a_clean_close_is_named_not_called_a_crash() {
     assert!(err.contains("closed, but its end is damaged"), "{err}");
     assert!(!err.contains("not closed cleanly"), "{err}");
 }
+
+/// A damaged first block of a closed trace: `info` says parts were skipped, not that every
+/// block before a damaged end was read (found by the break-it review: byte 36 flipped).
+#[test]
+fn a_damaged_block_before_the_end_is_named_as_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = hazards_trace(dir.path());
+    bytes[36] ^= 0xff;
+    std::fs::write(dir.path().join("flipped.hrxt"), &bytes).unwrap();
+    let info = run(dir.path(), &["info", "flipped.hrxt"]);
+    let out = stdout(&info);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert!(
+        field(&out, "recovered").starts_with("closed, but damaged parts were skipped"),
+        "{out}"
+    );
+    assert!(!out.contains("every block before it is read"), "{out}");
+}
