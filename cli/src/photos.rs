@@ -138,6 +138,13 @@ impl Photos {
 
 /// The file itself, or the directory's images in name order.
 fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
+    // A device or a pipe is neither (reading it as a directory said "Not a directory").
+    if std::fs::metadata(input).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(Failure::new(format!(
+            "--input {}: not an image file or a directory of them",
+            input.display()
+        )));
+    }
     let images = hrx::workloads::image_files(input)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.display())))?;
     if images.is_empty() {
@@ -153,6 +160,15 @@ fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_is_neither_an_image_nor_a_directory() {
+        let error = list(Path::new("/dev/null")).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "--input /dev/null: not an image file or a directory of them"
+        );
+    }
 
     #[test]
     fn built_in_photo_decodes_and_scales() {
