@@ -322,7 +322,7 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
 
 /// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
 #[cfg(unix)]
-mod signals {
+pub(crate) mod signals {
     use std::sync::atomic::{AtomicI32, Ordering};
 
     /// The program's pid while it runs, else 0.
@@ -332,6 +332,34 @@ mod signals {
     /// The last signal received, else 0.
     static FORWARDED: AtomicI32 = AtomicI32::new(0);
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
+    /// SIGHUP.
+    ///
+    /// # Safety
+    ///
+    /// `handler` must be an `extern "C"` function of the shape `flags` declares that does
+    /// only async-signal-safe work.
+    pub(crate) unsafe fn set_handlers(handler: usize, flags: libc::c_int) {
+        for signal in SIGNALS {
+            // SAFETY: a zeroed sigaction is valid; the handler is the caller's promise.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = handler;
+                action.sa_flags = flags;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    /// Gives SIGINT, SIGTERM and SIGHUP their default action again.
+    pub(crate) fn restore_defaults() {
+        for signal in SIGNALS {
+            // SAFETY: restoring the default disposition.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        }
+    }
 
     /// Forwards the signals to `pid` until [`Forwarding::stop`].
     pub struct Forwarding;
@@ -368,16 +396,13 @@ mod signals {
 
     /// Installs the handlers; signals are held until [`Forwarding::forward_to`].
     pub fn install() -> Forwarding {
-        for signal in SIGNALS {
-            // SAFETY: a zeroed sigaction is valid; `forward` only touches atomics and calls
-            // kill, both async-signal-safe; SA_RESTART keeps waitpid going.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = forward as *const () as usize;
-                action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+        // SAFETY: `forward` is an SA_SIGINFO handler that only touches atomics and calls
+        // kill, both async-signal-safe; SA_RESTART keeps waitpid going.
+        unsafe {
+            set_handlers(
+                forward as *const () as usize,
+                libc::SA_SIGINFO | libc::SA_RESTART,
+            );
         }
         Forwarding
     }
@@ -394,10 +419,7 @@ mod signals {
         pub fn stop(self) -> Option<i32> {
             CHILD.store(0, Ordering::SeqCst);
             PENDING.store(0, Ordering::SeqCst);
-            for signal in SIGNALS {
-                // SAFETY: restoring the default disposition.
-                unsafe { libc::signal(signal, libc::SIG_DFL) };
-            }
+            restore_defaults();
             match FORWARDED.swap(0, Ordering::Relaxed) {
                 0 => None,
                 signal => Some(signal),

@@ -176,9 +176,10 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
 mod stop {
     use std::sync::atomic::{AtomicI32, Ordering};
 
+    use crate::record::signals::{restore_defaults, set_handlers};
+
     /// The signal received, else 0.
     static RECEIVED: AtomicI32 = AtomicI32::new(0);
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
     extern "C" fn handler(signal: libc::c_int) {
         RECEIVED.store(signal, Ordering::SeqCst);
@@ -188,15 +189,12 @@ mod stop {
     pub struct Stop;
 
     pub fn install() -> Stop {
-        for signal in SIGNALS {
-            // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = handler as *const () as usize;
-                action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+        // SAFETY: `handler` is a plain handler that only stores an atomic.
+        unsafe {
+            set_handlers(
+                handler as *const () as usize,
+                libc::SA_RESETHAND | libc::SA_RESTART,
+            );
         }
         Stop
     }
@@ -218,10 +216,7 @@ mod stop {
 
     impl Drop for Stop {
         fn drop(&mut self) {
-            for signal in SIGNALS {
-                // SAFETY: restoring the default disposition.
-                unsafe { libc::signal(signal, libc::SIG_DFL) };
-            }
+            restore_defaults();
         }
     }
 }

@@ -342,14 +342,7 @@ fn deferred_captures_keep_each_writers_bytes() {
             s::Payload::Omitted { .. } => panic!("contents were asked for"),
         }
     };
-    let writes: Vec<_> = trace
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::HostWrite(w) => Some(w),
-            _ => None,
-        })
-        .collect();
+    let writes = host_writes(&trace);
     assert_eq!(writes.len(), 16);
     for (i, write) in writes.iter().enumerate() {
         let round = (i / 2) as u8 + if i % 2 == 1 { 50 } else { 0 };
@@ -419,14 +412,7 @@ fn repeated_host_writes_name_the_blob_stored_once() {
             _ => None,
         })
         .collect();
-    let writes: Vec<_> = trace
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::HostWrite(w) => Some(w),
-            _ => None,
-        })
-        .collect();
+    let writes = host_writes(&trace);
     assert_eq!(writes.len(), expected.len());
     for (i, (write, bytes)) in writes.iter().zip(&expected).enumerate() {
         let s::Payload::Blob { hash, len_bytes } = &write.contents else {
@@ -505,4 +491,16 @@ fn region_times_share_the_recorders_clock() {
             t.end_ns
         );
     }
+}
+
+/// The trace's host writes, in file order.
+fn host_writes(trace: &hrx_capture::Trace) -> Vec<&s::HostWrite> {
+    trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::HostWrite(w) => Some(w),
+            _ => None,
+        })
+        .collect()
 }

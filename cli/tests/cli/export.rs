@@ -345,21 +345,17 @@ fn export_never_overwrites_a_file_that_is_not_an_export() {
 fn a_closed_standard_output_after_an_export_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
-    let mut child = hrx_trace(dir.path())
-        .args([
+    let out = run_into_closed_stdout(
+        dir.path(),
+        &[
             "export",
             "h.hrxt",
             "--format",
             "perfetto",
             "-o",
             "h.pftrace",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
     assert!(

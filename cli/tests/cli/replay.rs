@@ -1,6 +1,8 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
-use crate::util::{assert_error, code, hrx_trace, record_hazards, run, stderr, stdout};
+use crate::util::{
+    assert_error, code, record_hazards, run, run_into_closed_stdout, stderr, stdout,
+};
 
 #[test]
 fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
@@ -124,15 +126,8 @@ fn a_closed_standard_output_is_not_an_error_for_either_report() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
     for report in ["json", "text"] {
-        let mut child = hrx_trace(dir.path())
-            .args(["replay", "h.hrxt", "--report", report])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
         // Closed before the replay (milliseconds) can have written anything.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = run_into_closed_stdout(dir.path(), &["replay", "h.hrxt", "--report", report]);
         assert_eq!(code(&out), 0, "--report {report}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "--report {report}");
     }

@@ -27,6 +27,18 @@ pub fn size_limited(args: &str) -> String {
     )
 }
 
+/// Runs `hrx-trace ARGS` in `dir` with its standard output closed before it can write.
+pub fn run_into_closed_stdout(dir: &Path, args: &[&str]) -> Output {
+    let mut child = hrx_trace(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hrx-trace");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("wait for hrx-trace")
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")
