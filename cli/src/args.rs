@@ -208,8 +208,9 @@ pub struct DumpArgs {
 #[command(after_help = "\
 One track per queue of each runtime (and an Events track for failures, quarantine, poison,
 cancellations and refused submits); one slice per timed region (and per timed operation
-inside it, where the trace has operation timings), with the region's buffer ranges and hazards as arguments; flows for the
-dependencies between regions of a graph and for the waits on earlier submissions.
+inside it, where the trace has operation timings), with the region's buffer ranges and
+hazards as arguments; flows for the dependencies between regions of a graph and for the
+waits on earlier submissions.
 
 The trace is read twice and never held in memory; a progress bar shows on a terminal.
 Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
