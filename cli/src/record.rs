@@ -85,10 +85,8 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut code = exit_code(program, status);
     if let Some(signal) = forwarded {
         eprintln!(
-            "note: hrx-trace received signal {signal}{} and forwarded it to {}",
-            signal_name(signal)
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default(),
+            "note: hrx-trace received {} and forwarded it to {}",
+            signal_text(signal),
             name(program)
         );
         code = (128 + signal).clamp(0, 255) as u8;
@@ -308,11 +306,9 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
                 ""
             };
             eprintln!(
-                "note: {} was killed by signal {signal}{}{core}",
+                "note: {} was killed by {}{core}",
                 name(program),
-                signal_name(signal)
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
+                signal_text(signal)
             );
             return (128 + signal).clamp(0, 255) as u8;
         }
@@ -439,6 +435,14 @@ mod signals {
         pub fn stop(self) -> Option<i32> {
             None
         }
+    }
+}
+
+/// `signal N (NAME)`, or `signal N` for a signal without a name here.
+pub(crate) fn signal_text(signal: i32) -> String {
+    match signal_name(signal) {
+        Some(name) => format!("signal {signal} ({name})"),
+        None => format!("signal {signal}"),
     }
 }
 

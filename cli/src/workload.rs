@@ -130,7 +130,8 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(fault) = fault.clone() {
         options = options.fault(fault);
     }
-    let stop = stop::install();
+    // Held until `run` returns: the handlers stay through the trace's close.
+    let _stop = stop::install();
     let outcome = execute(workload, options, photos, args);
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
@@ -153,12 +154,10 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     closed.context("the trace is incomplete")?;
     let stats = TraceStats::read(&args.output)?;
     print_summary(&args.output, &stats)?;
-    if let Some(signal) = stop.received() {
+    if let Some(signal) = stop::requested() {
         eprintln!(
-            "note: hrx-trace received signal {signal}{} and stopped the workload; the trace is closed",
-            crate::record::signal_name(signal)
-                .map(|name| format!(" ({name})"))
-                .unwrap_or_default()
+            "note: hrx-trace received {} and stopped the workload; the trace is closed",
+            crate::record::signal_text(signal)
         );
         return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
     }
@@ -199,14 +198,7 @@ mod stop {
         Stop
     }
 
-    impl Stop {
-        /// The signal received since [`install`], if any.
-        pub fn received(&self) -> Option<i32> {
-            requested()
-        }
-    }
-
-    /// Whether a signal asked the workload to stop, and which.
+    /// The signal received since [`install`], which asks the workload to stop, if any.
     pub fn requested() -> Option<i32> {
         match RECEIVED.load(Ordering::SeqCst) {
             0 => None,
@@ -226,11 +218,6 @@ mod stop {
     pub struct Stop;
     pub fn install() -> Stop {
         Stop
-    }
-    impl Stop {
-        pub fn received(&self) -> Option<i32> {
-            None
-        }
     }
     pub fn requested() -> Option<i32> {
         None
