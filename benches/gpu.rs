@@ -23,8 +23,12 @@
 //!   (`hrx::workloads::Pipeline`, 8 synthetic 1280x720 frames, 3 in flight) on CUDA, without
 //!   and with a runtime-local trace recorder writing a trace file (output digests on, the
 //!   default). `untraced_again` repeats the baseline to show the run-to-run spread.
-//!   Target: traced <= 1.01x untraced. Then the same pipelines in paired rounds (untraced and
-//!   traced alternating, `HRX_BENCH_ROUNDS`, default 400), reported as the per-round ratio.
+//!   Target: traced <= 1.01x untraced. Then the same pipelines in paired rounds
+//!   (`HRX_BENCH_ROUNDS`, default 400), reported as the per-round ratio: untraced, a second
+//!   untraced runtime (the control: what two runtimes of the same options differ by) and
+//!   traced in turn, the trace flushed before each timed run, on fresh runtimes every
+//!   `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 10 epochs), since one runtime's
+//!   threads and memory placement shift all its rounds alike.
 //!
 //! After each of `one_kernel`, `hundred_kernels` and `copy_bandwidth` the same work runs in
 //! paired rounds (raw and hrx alternating, timed batches of 100, 8 and 1 launches,
@@ -116,10 +120,10 @@ mod gpu {
             copy_bandwidth(&mut criterion, &runtime, &cuda),
         ];
         drop(runtime);
-        pipeline_traced(&mut criterion);
+        let traced = pipeline_traced(&mut criterion);
         criterion.final_summary();
         if benchmarking {
-            summary(&paired);
+            summary(&paired, &traced);
         }
     }
 
@@ -175,6 +179,13 @@ mod gpu {
         common::rounds(400)
     }
 
+    /// `a` and `b` alternating in [`rounds`] paired rounds, which goes first swapped every
+    /// round (see [`common::rotated`]).
+    fn paired(mut a: impl FnMut(), mut b: impl FnMut()) -> common::Interleaved {
+        let [a_ms, b_ms] = common::rotated(rounds(), || (), [&mut |()| a(), &mut |()| b()]);
+        common::Interleaved::new(a_ms, b_ms)
+    }
+
     /// `name/{hrx,raw}`: submit-to-complete of a chain of `count` iota kernels, checked
     /// first, against the same raw CUDA graph; then the two in paired rounds (raw is `a`).
     fn kernel_chain(
@@ -200,18 +211,19 @@ mod gpu {
         let after = runtime.counters();
         group.bench_function("raw", |b| b.iter(|| cuda.launch_sync(&raw_graph)));
         group.finish();
-        println!(
-            "{name}: the waiting thread ran {} of {} submissions' regions itself",
-            after.regions_run_by_waiters - before.regions_run_by_waiters,
-            after.submissions - before.submissions
-        );
+        let submissions = after.submissions - before.submissions;
+        // Zero when a filter skipped the criterion group.
+        if submissions > 0 {
+            println!(
+                "{name}: the waiting thread ran {} of {submissions} submissions' regions itself",
+                after.regions_run_by_waiters - before.regions_run_by_waiters,
+            );
+        }
         // About a millisecond per timed batch: far above the clock's resolution.
         let batch = if count == 1 { 100 } else { 8 };
-        let paired = common::interleaved(
-            rounds(),
-            || (),
-            |()| (0..batch).for_each(|_| cuda.launch_sync(&raw_graph)),
-            |()| (0..batch).for_each(|_| graph.submit().expect("submit").wait().expect("wait")),
+        let paired = paired(
+            || (0..batch).for_each(|_| cuda.launch_sync(&raw_graph)),
+            || (0..batch).for_each(|_| graph.submit().expect("submit").wait().expect("wait")),
         );
         println!("{name}: raw (a) vs hrx (b), batches of {batch} launches, {paired}");
         cuda.free(raw_buffer);
@@ -244,11 +256,9 @@ mod gpu {
             b.iter(|| cuda.upload_sync(device, host, COPY_BYTES))
         });
         group.finish();
-        let paired = common::interleaved(
-            rounds(),
-            || (),
-            |()| cuda.upload_sync(device, host, COPY_BYTES),
-            |()| graph.submit().expect("submit").wait().expect("wait"),
+        let paired = paired(
+            || cuda.upload_sync(device, host, COPY_BYTES),
+            || graph.submit().expect("submit").wait().expect("wait"),
         );
         println!("copy_bandwidth: raw (a) vs hrx (b), {paired}");
         cuda.free(device);
@@ -256,7 +266,7 @@ mod gpu {
         ("copy_bandwidth", paired)
     }
 
-    fn pipeline_traced(c: &mut Criterion) {
+    fn pipeline_traced(c: &mut Criterion) -> common::TracedRounds {
         let (width, height) = (1280, 720);
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("gpu-bench.hrxt");
@@ -316,20 +326,31 @@ mod gpu {
             &frames,
         );
         group.finish();
-        // The ratio again, untraced (a) and traced (b) alternating round by round.
-        let paired = common::paired_pipelines(&untraced, &traced, &frames, rounds());
-        println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
         drop(traced);
+        drop(untraced);
+        // The ratio again, untraced, control and traced in turn round by round, on fresh
+        // runtimes every epoch.
+        let paired = common::traced_rounds(
+            || cuda_options().graph_slots(8),
+            dir.path(),
+            &frames,
+            rounds(),
+            common::epochs(10),
+        );
+        println!("pipeline_traced: {paired}");
         let summary = recorder.close().expect("close");
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         println!("pipeline_traced: trace file {bytes} bytes; {summary:?}");
         match hrx_capture::read_all(&path) {
             Ok(trace) => {
-                println!("pipeline_traced: device spans by region (median over the whole run):");
+                println!(
+                    "pipeline_traced: device spans by region (medians over the criterion groups):"
+                );
                 print_spans(&trace, false);
             }
             Err(error) => println!("pipeline_traced: could not read the trace back: {error}"),
         }
+        paired
     }
 
     /// Raw and hrx timings of the same work, and the cost of each timing method.
@@ -577,7 +598,7 @@ mod gpu {
 
     /// The criterion medians' ratios, then the paired rounds' median ratios (which decide
     /// the targets: consecutive criterion groups drift apart by more than the margins).
-    fn summary(paired: &[(&str, common::Interleaved)]) {
+    fn summary(paired: &[(&str, common::Interleaved)], traced: &common::TracedRounds) {
         println!();
         println!("summary (criterion medians):");
         println!(
@@ -617,20 +638,36 @@ mod gpu {
             }
         }
         println!();
-        println!("summary (paired rounds: per-round ratio hrx / raw):");
+        println!(
+            "summary (paired rounds: per-round ratio hrx / raw, traced / untraced, second \
+             untraced / untraced):"
+        );
         println!(
             "| group | median ratio [p25, p75] | standard error | rounds | target | met |\n\
              | --- | --- | --- | --- | --- | --- |"
         );
-        for (group, p) in paired {
+        let rows = paired
+            .iter()
+            .map(|(group, p)| (*group, p, Some(1.15)))
+            .chain([
+                ("pipeline_traced", &traced.traced, Some(1.01)),
+                ("pipeline_traced control", &traced.control, None),
+            ]);
+        for (group, p, target) in rows {
+            let (target, met) = match target {
+                Some(t) => (
+                    format!("<= {t}x"),
+                    if p.ratio[1] <= t { "yes" } else { "no" },
+                ),
+                None => (String::new(), ""),
+            };
             println!(
-                "| {group} | {:.3}x [{:.3}, {:.3}] | {:.3} | {} | <= 1.15x | {} |",
+                "| {group} | {:.3}x [{:.3}, {:.3}] | {:.4} | {} | {target} | {met} |",
                 p.ratio[1],
                 p.ratio[0],
                 p.ratio[2],
                 p.standard_error(),
                 p.rounds,
-                if p.ratio[1] <= 1.15 { "yes" } else { "no" }
             );
         }
     }

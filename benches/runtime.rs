@@ -16,6 +16,10 @@
 //!   a fill in one native graph, two downloads, the NPU threshold, and the host reading the
 //!   edges and the histogram.
 //! - `pipeline_8_frames/in_flight_{1,3}`: eight 640x480 frames, one or three in flight.
+//! - `pipeline_traced/{untraced,traced}`: eight 1280x720 frames, three in flight, without and
+//!   with a trace recorder writing a trace file; then paired rounds (`HRX_BENCH_ROUNDS`,
+//!   default 60) of untraced, a second untraced runtime (the control) and traced in turn, on
+//!   fresh runtimes every `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 3 epochs).
 //!
 //! Measurement is kept short (1 s warm-up, 3 s measurement, 50 samples) so the whole run
 //! takes well under two minutes on two cores.
@@ -156,12 +160,20 @@ fn pipeline_traced(c: &mut Criterion) {
         &frames,
     );
     group.finish();
-    // The ratio again, untraced (a) and traced (b) alternating round by round.
-    let paired = common::paired_pipelines(&untraced, &traced, &frames, common::rounds(60));
-    println!("pipeline_traced: untraced (a) vs traced (b), {paired}");
     drop(traced);
+    drop(untraced);
     let summary = recorder.close().expect("close");
     eprintln!("pipeline_traced: {summary:?}");
+    // The ratio again, untraced, control and traced in turn round by round, on fresh
+    // runtimes every epoch.
+    let paired = common::traced_rounds(
+        || RuntimeOptions::sim().graph_slots(8),
+        dir.path(),
+        &frames,
+        common::rounds(60),
+        common::epochs(3),
+    );
+    println!("pipeline_traced: {paired}");
 }
 
 fn config() -> Criterion {

@@ -3,9 +3,11 @@
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup};
-use hrx::Runtime;
 use hrx::workloads::{Frame, Pipeline, PipelineOptions};
+use hrx::{Runtime, RuntimeOptions};
+use hrx_capture::{Recorder, RecorderOptions};
 use std::hint::black_box;
+use std::path::Path;
 use std::time::Instant;
 
 /// A deterministic synthetic RGB8 frame (a gradient with per-row and per-seed variation).
@@ -28,55 +30,56 @@ pub struct Interleaved {
     pub rounds: usize,
 }
 
-/// Runs `a` and `b` alternately for `rounds` rounds (after one warm-up round each), swapping
-/// which goes first every round, so that drifts of the machine (clocks, other load) hit both
-/// alike; only the calls of `a` and `b` are timed, each on a fresh input from `setup`. A
-/// ratio of a few percent is below the run-to-run spread of consecutive criterion groups on
-/// a shared machine; paired rounds resolve it.
-pub fn interleaved<I>(
+/// The times (ms) of `N` workloads run in turn for `rounds` rounds (after one warm-up round
+/// each), the first to run rotating every round, so that drifts of the machine (clocks,
+/// other load) hit all alike; only the workloads are timed, each on a fresh input from
+/// `setup`. A ratio of a few percent is below the run-to-run spread of consecutive criterion
+/// groups on a shared machine; rounds like these resolve it.
+pub fn rotated<I, const N: usize>(
     rounds: usize,
     mut setup: impl FnMut() -> I,
-    mut a: impl FnMut(I),
-    mut b: impl FnMut(I),
-) -> Interleaved {
+    mut workloads: [&mut dyn FnMut(I); N],
+) -> [Vec<f64>; N] {
     let mut time = |f: &mut dyn FnMut(I)| {
         let input = setup();
         let start = Instant::now();
         f(input);
         start.elapsed().as_secs_f64() * 1e3
     };
-    time(&mut a);
-    time(&mut b);
-    let (mut a_ms, mut b_ms, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for f in workloads.iter_mut() {
+        time(*f);
+    }
+    let mut times = [(); N].map(|()| Vec::with_capacity(rounds));
     for round in 0..rounds.max(1) {
-        let (ta, tb) = if round % 2 == 0 {
-            let ta = time(&mut a);
-            (ta, time(&mut b))
-        } else {
-            let tb = time(&mut b);
-            (time(&mut a), tb)
-        };
-        a_ms.push(ta);
-        b_ms.push(tb);
-        ratios.push(tb / ta);
+        for turn in 0..N {
+            let i = (round + turn) % N;
+            times[i].push(time(workloads[i]));
+        }
     }
-    let quantile = |v: &mut Vec<f64>, q: f64| {
-        v.sort_by(f64::total_cmp);
-        v[((v.len() - 1) as f64 * q).round() as usize]
-    };
-    Interleaved {
-        a_ms: quantile(&mut a_ms, 0.5),
-        b_ms: quantile(&mut b_ms, 0.5),
-        ratio: [
-            quantile(&mut ratios, 0.25),
-            quantile(&mut ratios, 0.5),
-            quantile(&mut ratios, 0.75),
-        ],
-        rounds: rounds.max(1),
-    }
+    times
 }
 
 impl Interleaved {
+    /// The summary of `a_ms[i]` and `b_ms[i]` measured in round `i`.
+    pub fn new(mut a_ms: Vec<f64>, mut b_ms: Vec<f64>) -> Self {
+        assert_eq!(a_ms.len(), b_ms.len(), "one time of each per round");
+        let mut ratios: Vec<f64> = a_ms.iter().zip(&b_ms).map(|(a, b)| b / a).collect();
+        let quantile = |v: &mut Vec<f64>, q: f64| {
+            v.sort_by(f64::total_cmp);
+            v[((v.len() - 1) as f64 * q).round() as usize]
+        };
+        Interleaved {
+            a_ms: quantile(&mut a_ms, 0.5),
+            b_ms: quantile(&mut b_ms, 0.5),
+            ratio: [
+                quantile(&mut ratios, 0.25),
+                quantile(&mut ratios, 0.5),
+                quantile(&mut ratios, 0.75),
+            ],
+            rounds: ratios.len(),
+        }
+    }
+
     /// Standard error of the median ratio: that of the median of a normal sample, its sigma
     /// estimated from the interquartile range.
     pub fn standard_error(&self) -> f64 {
@@ -98,36 +101,113 @@ impl std::fmt::Display for Interleaved {
 
 /// Paired rounds to run: `HRX_BENCH_ROUNDS`, else `default`.
 pub fn rounds(default: usize) -> usize {
-    std::env::var("HRX_BENCH_ROUNDS")
+    env_count("HRX_BENCH_ROUNDS", default)
+}
+
+/// Epochs of fresh runtimes for [`traced_rounds`]: `HRX_BENCH_EPOCHS`, else `default`.
+pub fn epochs(default: usize) -> usize {
+    env_count("HRX_BENCH_EPOCHS", default)
+}
+
+fn env_count(variable: &str, default: usize) -> usize {
+    std::env::var(variable)
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(default)
 }
 
-/// The image pipeline over `frames` on an untraced runtime (a) and a traced one (b), in
-/// paired rounds (see [`interleaved`]).
-pub fn paired_pipelines(
-    untraced: &Runtime,
-    traced: &Runtime,
+/// The traced pipeline against the untraced one in paired rounds, with a control.
+pub struct TracedRounds {
+    /// Untraced (a) vs traced (b).
+    pub traced: Interleaved,
+    /// Untraced (a) vs a second untraced runtime (b): how far two runtimes of the same options
+    /// differ, which bounds the ratio that `traced` can resolve.
+    pub control: Interleaved,
+    /// Fresh sets of runtimes the rounds were spread over.
+    pub epochs: usize,
+}
+
+/// The image pipeline over `frames` in `rounds` paired rounds spread over `epochs` epochs.
+/// Each epoch makes three runtimes of `options`, an untraced one, a second untraced one (the
+/// control) and one tracing into a new trace file in `dir` (output digests on, the default),
+/// in an order rotated every epoch, then runs the three pipelines in turn (see
+/// [`rotated`]), the trace flushed before each. Fresh runtimes spread over the epochs
+/// average out what one runtime's threads and memory placement add to all its rounds alike.
+pub fn traced_rounds(
+    options: impl Fn() -> RuntimeOptions,
+    dir: &Path,
     frames: &[Frame],
     rounds: usize,
-) -> Interleaved {
+    epochs: usize,
+) -> TracedRounds {
     let (width, height) = (frames[0].width, frames[0].height);
-    let mut pipelines = [untraced, traced].map(|runtime| {
-        Pipeline::new(runtime, width, height, PipelineOptions::default()).expect("pipeline")
-    });
-    let [a, b] = &mut pipelines;
-    let run = |pipeline: &mut Pipeline, frames: Vec<Frame>| {
-        pipeline
-            .run(frames, |_, output| drop(black_box(output)))
-            .expect("run");
-    };
-    interleaved(
-        rounds,
-        || frames.to_vec(),
-        |frames| run(a, frames),
-        |frames| run(b, frames),
-    )
+    let epochs = epochs.clamp(1, rounds.max(1));
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    for epoch in 0..epochs {
+        let recorder = Recorder::create(
+            dir.join(format!("rounds-{epoch}.hrxt")),
+            RecorderOptions::default(),
+        )
+        .expect("recorder");
+        let mut runtimes: [Option<Runtime>; 3] = [None, None, None];
+        for turn in 0..3 {
+            let i = (epoch + turn) % 3;
+            let runtime_options = match i {
+                2 => options().recorder(recorder.clone()),
+                _ => options(),
+            };
+            runtimes[i] = Some(Runtime::new(runtime_options).expect("runtime"));
+        }
+        let runtimes = runtimes.map(|r| r.expect("made above"));
+        let mut pipelines = runtimes.each_ref().map(|runtime| {
+            Pipeline::new(runtime, width, height, PipelineOptions::default()).expect("pipeline")
+        });
+        let run = |pipeline: &mut Pipeline, frames: Vec<Frame>| {
+            pipeline
+                .run(frames, |_, output| drop(black_box(output)))
+                .expect("run");
+        };
+        let [untraced, control, traced] = &mut pipelines;
+        let share = rounds / epochs + usize::from(epoch < rounds % epochs);
+        // The trace writer catches up before every timed run: the traced run's writing,
+        // unfinished when it returns, would otherwise slow whichever run follows it.
+        let settled = || {
+            recorder.flush().expect("flush the rounds' trace");
+            frames.to_vec()
+        };
+        let epoch_times = rotated(
+            share,
+            settled,
+            [
+                &mut |f| run(untraced, f),
+                &mut |f| run(control, f),
+                &mut |f| run(traced, f),
+            ],
+        );
+        for (all, epoch) in times.iter_mut().zip(epoch_times) {
+            all.extend(epoch);
+        }
+        drop(pipelines);
+        drop(runtimes);
+        recorder.close().expect("close the rounds' trace");
+    }
+    let [untraced, control, traced] = times;
+    TracedRounds {
+        traced: Interleaved::new(untraced.clone(), traced),
+        control: Interleaved::new(untraced, control),
+        epochs,
+    }
+}
+
+impl std::fmt::Display for TracedRounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "untraced (a) vs traced (b), {} epochs of fresh runtimes, {}\n  control: untraced \
+             (a) vs a second untraced runtime (b), {}",
+            self.epochs, self.traced, self.control
+        )
+    }
 }
 
 /// One criterion function per `(name, runtime)`: the image pipeline over `frames` (copied
