@@ -122,11 +122,24 @@ impl Photos {
         match &self.source {
             Source::Files(files) => {
                 let path = &files[index];
-                image::ImageReader::open(path)
-                    .and_then(|reader| reader.with_guessed_format())
-                    .map_err(|e| Failure::new(format!("cannot open {}: {e}", path.display())))?
-                    .decode()
-                    .map_err(|e| Failure::new(format!("cannot decode {}: {e}", path.display())))
+                let cannot = |what: &str, e: &dyn std::fmt::Display| {
+                    Failure::new(format!("cannot {what} {}: {e}", path.display()))
+                };
+                let bytes = std::fs::read(path).map_err(|e| cannot("open", &e))?;
+                let reader = image::ImageReader::new(std::io::Cursor::new(&bytes))
+                    .with_guessed_format()
+                    .map_err(|e| cannot("open", &e))?;
+                let jpeg = reader.format() == Some(image::ImageFormat::Jpeg);
+                let image = reader.decode().map_err(|e| cannot("decode", &e))?;
+                // The JPEG decoder fills what a cut-short file lacks with grey and says
+                // nothing; a frame of it would be recorded as if it were the photograph.
+                if jpeg && !jpeg_is_complete(&bytes) {
+                    return Err(cannot(
+                        "decode",
+                        &"the JPEG data ends before its end-of-image marker (the file is cut short)",
+                    ));
+                }
+                Ok(image)
             }
             Source::BuiltIn => {
                 image::load_from_memory_with_format(BUILT_IN, image::ImageFormat::Jpeg)
@@ -134,6 +147,20 @@ impl Photos {
             }
         }
     }
+}
+
+/// Whether a JPEG's last scan is followed by its end-of-image marker `FF D9`. In a scan's
+/// entropy-coded data a byte `FF` is always followed by `00` or a restart marker (ITU-T
+/// T.81, B.1.1.5), so an `FF D9` after the last start-of-scan `FF DA` is the real end, and an
+/// embedded thumbnail's end (inside APP1, before the first scan) does not count.
+fn jpeg_is_complete(bytes: &[u8]) -> bool {
+    const SOS: [u8; 2] = [0xFF, 0xDA];
+    const EOI: [u8; 2] = [0xFF, 0xD9];
+    let after_last_scan = bytes
+        .windows(2)
+        .rposition(|w| w == SOS)
+        .map_or(bytes, |at| &bytes[at..]);
+    after_last_scan.windows(2).any(|w| w == EOI)
 }
 
 /// The file itself, or the directory's images in name order.
@@ -168,6 +195,31 @@ mod tests {
             error,
             "--input /dev/null: not an image file or a directory of them"
         );
+    }
+
+    #[test]
+    fn a_cut_short_jpeg_is_refused_and_a_whole_one_with_trailing_bytes_is_not() {
+        assert!(jpeg_is_complete(BUILT_IN));
+        let dir = tempfile::tempdir().unwrap();
+        let photo = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            Photos::open(Some(&path), 64)
+        };
+        // Cut inside the scan and just before the end-of-image marker; both decode without
+        // an error from the image crate.
+        for cut in [BUILT_IN.len() / 2, BUILT_IN.len() - 2] {
+            assert!(!jpeg_is_complete(&BUILT_IN[..cut]));
+            let error = photo("cut.jpg", &BUILT_IN[..cut]).unwrap_err().to_string();
+            assert!(
+                error.contains("cut.jpg") && error.contains("cut short"),
+                "{error}"
+            );
+        }
+        let mut padded = BUILT_IN.to_vec();
+        padded.extend_from_slice(&[0; 16]);
+        let photos = photo("padded.jpg", &padded).expect("trailing bytes after the end");
+        assert_eq!((photos.width, photos.height), (64, 48));
     }
 
     #[test]

@@ -329,6 +329,23 @@ fn missing_input_is_an_error() {
 }
 
 #[test]
+fn a_cut_short_photograph_is_an_error_not_a_grey_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
+    let cut = dir.path().join("cut.jpg");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let output = run(
+        dir.path(),
+        &["record", "--workload", "pipeline", "--input", "cut.jpg"],
+    );
+    assert_error(
+        &output,
+        "cut.jpg: the JPEG data ends before its end-of-image marker",
+    );
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
+#[test]
 fn an_output_that_is_a_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
