@@ -222,10 +222,15 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
     lines.push(field(
         "hazards",
         format!(
-            "waited on {}, released {}  (h lists them, p jumps to the producer)",
+            "waited on {}, released {}",
             hazards.producers.len(),
             hazards.consumers.len()
         ),
+    ));
+    // On its own line: after the counts it was clipped in a pane of 120 columns.
+    lines.push(field(
+        "",
+        Text::styled("h lists them, p jumps to the producer", theme::DIM),
     ));
     lines
 }
