@@ -186,8 +186,13 @@ impl ModelBuilder {
                     self.pending_done.push(done);
                 }
                 let (kind, text) = match &d.status {
-                    Status::Failed { error } => (EventKind::RegionFailed, error),
-                    Status::Cancelled { reason } => (EventKind::RegionCancelled, reason),
+                    Status::Failed { error } => (EventKind::RegionFailed, error.as_str()),
+                    // The runtime's reason reads "cancelled: ..." (`hrx::Error::Cancelled`);
+                    // the event's kind already says it.
+                    Status::Cancelled { reason } => (
+                        EventKind::RegionCancelled,
+                        reason.strip_prefix("cancelled: ").unwrap_or(reason),
+                    ),
                     Status::Ok => return,
                 };
                 self.event(Event {
@@ -732,7 +737,7 @@ mod tests {
             .ran(0, 0, 10, 20)
             .timing(0, 1, 30, 40)
             .done(0, 1, failed("kernel error"), 41)
-            .done(0, 2, cancelled("producer region 1 failed"), 45);
+            .done(0, 2, cancelled("cancelled: producer region 1 failed"), 45);
         let model = f.model();
         let download = lane_named(&model, Queue::GpuDownload).spans()[0];
         assert!(!download.ran());
@@ -742,10 +747,10 @@ mod tests {
         assert_eq!((model.span_count(), model.untimed_span_count()), (3, 1));
         assert_eq!(model.spans_summary(), "2 spans (+1 untimed)");
         let r = model.span_of(model.key_of(&download)).unwrap();
-        assert_eq!(
-            model.span_event(r).unwrap().kind,
-            EventKind::RegionCancelled
-        );
+        let event = model.span_event(r).unwrap();
+        assert_eq!(event.kind, EventKind::RegionCancelled);
+        // Shown after the kind's name: "cancelled: cancelled: ..." before.
+        assert_eq!(event.text, "producer region 1 failed");
     }
 
     #[test]
