@@ -65,9 +65,61 @@ pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Bu
         Some(s) => (" Details ".to_owned(), span_lines(model, s)),
         None => (" Trace ".to_owned(), trace_lines(model)),
     };
+    let lines = wrap(lines, usize::from(area.width.saturating_sub(2)));
     Paragraph::new(lines)
         .block(pane(title, false))
         .render(area, buf);
+}
+
+/// Where a [`field`]'s value starts: the name padded to 11 columns and a space.
+const VALUE_COLUMN: usize = 12;
+
+/// `lines` wrapped to `width` columns, at a space where there is one, each continuation
+/// indented to the value column, so that nothing is clipped at the pane's edge. Styles are
+/// kept. Below 24 columns lines are left to be clipped: an indented column of a few
+/// characters reads worse than a cut line.
+fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    if width < 2 * VALUE_COLUMN {
+        return lines;
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        let chars: Vec<(char, Style)> = line
+            .spans
+            .iter()
+            .flat_map(|t| t.content.chars().map(move |c| (c, t.style)))
+            .collect();
+        if chars.len() <= width {
+            out.push(line);
+            continue;
+        }
+        let mut rest = &chars[..];
+        let mut indent = 0;
+        while !rest.is_empty() {
+            let room = width - indent;
+            let take = if rest.len() <= room {
+                rest.len()
+            } else {
+                // Break at the last space that fits (dropped), else mid-word.
+                match rest[..=room].iter().rposition(|&(c, _)| c == ' ') {
+                    Some(at) if at > 0 => at,
+                    _ => room,
+                }
+            };
+            let (head, tail) = rest.split_at(take);
+            let mut spans = vec![Text::raw(" ".repeat(indent))];
+            for run in head.chunk_by(|a, b| a.1 == b.1) {
+                spans.push(Text::styled(
+                    run.iter().map(|&(c, _)| c).collect::<String>(),
+                    run[0].1,
+                ));
+            }
+            out.push(Line::from(spans).style(line.style));
+            rest = &tail[tail.iter().take_while(|&&(c, _)| c == ' ').count()..];
+            indent = VALUE_COLUMN;
+        }
+    }
+    out
 }
 
 fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
@@ -375,7 +427,7 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
     }
     lines.push(Line::default());
     lines.push(Line::styled(
-        "Tab selects the next span · n the next event · s statistics · ? every key",
+        "Tab next span · n next event · s statistics · ? every key",
         theme::DIM,
     ));
     lines
