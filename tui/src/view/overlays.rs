@@ -102,6 +102,35 @@ pub(super) fn help(_state: &ViewState, area: Rect, buf: &mut Buffer) {
         .render(area, buf);
 }
 
+/// The status line's key hints in `room` columns: as many of the others as fit, in order,
+/// and always `? help` and `q quit` (cut off at the end, they were the first to go in a
+/// narrow terminal).
+fn key_hints(room: usize) -> String {
+    const KEYS: [&str; 8] = [
+        "←/→ span",
+        "↑/↓ queue",
+        "+/- zoom",
+        "f fit",
+        "h hazards",
+        "e events",
+        "s stats",
+        "/ search",
+    ];
+    const ALWAYS: &str = "? help  q quit";
+    (0..=KEYS.len())
+        .rev()
+        .map(|shown| {
+            KEYS[..shown]
+                .iter()
+                .chain([&ALWAYS])
+                .fold(String::new(), |line, key| line + " " + key + " ")
+        })
+        .find(|line| line.trim_end().chars().count() <= room)
+        .unwrap_or_else(|| format!(" {ALWAYS}"))
+        .trim_end()
+        .to_owned()
+}
+
 pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let mut left: Vec<Text<'_>> = Vec::new();
     if state.searching || state.filtering() {
@@ -124,14 +153,14 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
             Style::new().fg(ratatui::style::Color::Yellow),
         ));
     }
+    let right = format!("cursor {} ", units::time(state.cursor_ns),);
+    let rw = right.chars().count() as u16;
     if left.is_empty() {
         left.push(Text::styled(
-            " ←/→ span  ↑/↓ queue  +/- zoom  f fit  h hazards  e events  s stats  / search  ? help  q quit",
+            key_hints(usize::from(area.width.saturating_sub(rw + 1))),
             theme::DIM,
         ));
     }
-    let right = format!("cursor {} ", units::time(state.cursor_ns),);
-    let rw = right.chars().count() as u16;
     Paragraph::new(Line::from(left)).render(
         Rect::new(area.x, area.y, area.width.saturating_sub(rw + 1), 1),
         buf,
