@@ -102,8 +102,8 @@ pub struct ReplayArgs {
 #[command(after_help = "\
 Keys: arrows select and change queue, +/- zoom, f fit, z zoom to the selection, Tab next
 span, h hazards of the selection, p jump to its producer, n/N next/previous event,
-e events list, s statistics, / search, ? every key, q quit. The mouse wheel zooms and a
-click selects.")]
+e events list, s statistics, / search (labels and the kernels inside), ? every key, q quit.
+The mouse wheel zooms and a click selects.")]
 pub struct ViewArgs {
     /// The trace file.
     #[arg(value_name = "FILE")]

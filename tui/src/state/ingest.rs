@@ -114,6 +114,7 @@ impl ModelBuilder {
                         uses: r.uses.clone(),
                         copy_bytes: r.copy_bytes,
                         label: LabelId(0),
+                        search_key: 0,
                     });
                 }
                 self.model.prepared.push(PreparedInfo {
@@ -464,26 +465,43 @@ impl ModelBuilder {
         model.explicit_edges = explicit;
     }
 
-    /// Names every region and counts spans per label.
+    /// Names every region, gives it its search key, and counts spans per label and key.
     fn label_regions(&mut self) {
         let mut interned: HashMap<String, LabelId> = HashMap::new();
         let mut labels = Vec::new();
+        let mut keys: HashMap<String, u32> = HashMap::new();
+        let mut texts = Vec::new();
         for i in 0..self.model.regions.len() {
-            let name = region_label(&self.model, RegionId(i as u32));
+            let (name, ops) = region_label(&self.model, RegionId(i as u32));
+            let mut text = name.to_lowercase();
+            for (_, op) in &ops {
+                text.push('\n');
+                text.push_str(&op.to_lowercase());
+            }
             let id = *interned.entry(name).or_insert_with_key(|name| {
                 labels.push(name.clone());
                 LabelId(labels.len() as u32 - 1)
             });
+            let key = *keys.entry(text).or_insert_with_key(|text| {
+                texts.push(text.clone());
+                texts.len() as u32 - 1
+            });
             self.model.regions[i].label = id;
+            self.model.regions[i].search_key = key;
         }
         let mut counts = vec![0u64; labels.len()];
+        let mut key_counts = vec![0u64; texts.len()];
         for lane in &self.model.lanes {
             for span in lane.spans() {
-                counts[self.model.regions[span.region.get()].label.get()] += 1;
+                let region = &self.model.regions[span.region.get()];
+                counts[region.label.get()] += 1;
+                key_counts[region.search_key as usize] += 1;
             }
         }
         self.model.labels = labels;
         self.model.label_spans = counts;
+        self.model.search_texts = texts;
+        self.model.search_key_spans = key_counts;
     }
 
     /// Sorts events by time and links failures and cancellations to their spans.
@@ -549,7 +567,8 @@ fn span_status(status: &Status) -> SpanStatus {
 
 /// The label of a region: its kernel name, `upload`/`download`/`copy` for copy batches,
 /// `kernel +N` when a native graph holds several operations.
-fn region_label(model: &Model, id: RegionId) -> String {
+/// The region's label and its operations' names (each with whether it is a kernel).
+fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
     let region = model.region(id);
     let runtime = model.prepared[region.prepared.get()].runtime;
     let names: Vec<(bool, String)> = region
@@ -561,7 +580,7 @@ fn region_label(model: &Model, id: RegionId) -> String {
             (kernel, model.op_name(runtime, &op.op))
         })
         .collect();
-    label_region(region.kind, region.queue, &names)
+    (label_region(region.kind, region.queue, &names), names)
 }
 
 /// The label the timeline gives a region of `kind` on `queue` whose operations, in node

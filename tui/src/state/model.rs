@@ -231,6 +231,9 @@ pub struct RegionInfo {
     pub copy_bytes: u64,
     /// Its label (kernel or copy name).
     pub label: LabelId,
+    /// What the search matches for it: an index into the model's search texts (its label
+    /// and every operation's name), shared by regions with the same.
+    pub(crate) search_key: u32,
 }
 
 /// What an [`Event`] is.
@@ -362,6 +365,10 @@ pub struct Model {
     pub(crate) regions: Vec<RegionInfo>,
     pub(crate) labels: Vec<String>,
     pub(crate) label_spans: Vec<u64>,
+    /// Per search key ([`RegionInfo::search_key`]): the label and the operations' names,
+    /// lowercase, one per line; and the spans of its regions.
+    pub(crate) search_texts: Vec<String>,
+    pub(crate) search_key_spans: Vec<u64>,
     /// Recorded operations by (runtime, graph, node): a map, not a vector indexed by node,
     /// so that a damaged node index costs one entry, not memory up to the index.
     pub(crate) graphs: HashMap<(RuntimeId, GraphId, NodeIndex), GraphOp>,
@@ -539,6 +546,13 @@ impl Model {
     /// Spans per label, by [`LabelId`].
     pub fn label_span_counts(&self) -> &[u64] {
         &self.label_spans
+    }
+
+    /// Whether search key `key` ([`RegionInfo::search_key`]) matches `needle` (lowercase):
+    /// the label or the name of any operation of its regions contains it, so `/sobel`
+    /// finds the native graph `hrx_rgb_to_gray +5` that runs `hrx_sobel`.
+    pub(crate) fn search_key_matches(&self, key: usize, needle: &str) -> bool {
+        self.search_texts[key].contains(needle)
     }
 
     /// The recorded operation `node` of a prepared graph's source graph.

@@ -7,8 +7,9 @@
 //!
 //! Conventions: zooming keeps the time under the cursor (or the mouse) in place; any jump
 //! (event, producer, search hit) keeps the zoom and recentres the window only when the
-//! target is outside it; the search filter matches span labels, case-insensitively, and
-//! restricts span navigation to matches.
+//! target is outside it; the search filter matches span labels and the names of the
+//! operations a span's region runs, case-insensitively, and restricts span navigation to
+//! matches.
 
 use super::hazards::Hazards;
 use super::lanes::{Span, TimeWindow};
@@ -143,7 +144,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("e", "events list (focus it; again: close)"),
     ("s", "statistics"),
     ("a", "show/hide empty queues"),
-    ("/", "search labels (Enter keeps, Esc clears)"),
+    ("/", "search labels and kernels (Enter keeps, Esc clears)"),
     ("Enter", "jump to the list item"),
     ("Esc", "close help/list, clear search/selection"),
     ("?", "this help"),
@@ -189,7 +190,8 @@ pub struct ViewState {
     pub width: u16,
     /// Terminal rows.
     pub height: u16,
-    /// Per label: matches the search (`None`: no filter).
+    /// Per search key ([`crate::state::RegionInfo`]'s): matches the search (`None`: no
+    /// filter).
     filter: Option<Vec<bool>>,
 }
 
@@ -249,7 +251,7 @@ impl ViewState {
     pub fn matches(&self, model: &Model, span: &Span) -> bool {
         self.filter
             .as_ref()
-            .is_none_or(|f| f[model.region(span.region).label.get()])
+            .is_none_or(|f| f[model.region(span.region).search_key as usize])
     }
 
     /// Whether a search filter is active.
@@ -262,7 +264,7 @@ impl ViewState {
         let filter = self.filter.as_ref()?;
         Some(
             model
-                .label_span_counts()
+                .search_key_spans
                 .iter()
                 .zip(filter)
                 .filter(|(_, m)| **m)
@@ -389,10 +391,8 @@ impl ViewState {
         self.search = search;
         self.filter = (!self.search.is_empty()).then(|| {
             let needle = self.search.to_lowercase();
-            model
-                .labels()
-                .iter()
-                .map(|l| l.to_lowercase().contains(&needle))
+            (0..model.search_texts.len())
+                .map(|key| model.search_key_matches(key, &needle))
                 .collect()
         });
         // Keep a matching selection; otherwise select the first match after the cursor.
@@ -825,6 +825,28 @@ mod tests {
         state.update(&model, Action::Search('x'));
         state.update(&model, Action::Escape);
         assert!(!state.searching && !state.filtering());
+    }
+
+    #[test]
+    fn search_finds_a_kernel_inside_a_native_graph() {
+        let model = failing();
+        // The compute graph runs blur then sobel and is labelled by its first kernel.
+        let label = model.labels().iter().position(|l| l == "blur +1").unwrap();
+        let graphs = model.label_span_counts()[label];
+        assert!(graphs > 0);
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::StartSearch);
+        for c in "SOBEL".chars() {
+            state.update(&model, Action::Search(c));
+        }
+        assert_eq!(state.filter_matches(&model), Some(graphs));
+        assert_eq!(
+            model.span_label(model.span(state.selection.unwrap())),
+            "blur +1"
+        );
+        // A name no operation has matches nothing.
+        state.update(&model, Action::Search('x'));
+        assert_eq!(state.filter_matches(&model), Some(0));
     }
 
     #[test]
