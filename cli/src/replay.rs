@@ -31,6 +31,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    if args.max_slowdown.is_some() && args.repeat < 3 {
+        eprintln!(
+            "note: --max-slowdown judges {} here; --repeat 3 or more takes a median that one \
+             slow replay cannot decide",
+            if args.repeat == 1 {
+                "a single replay's time"
+            } else {
+                "the mean of two replays"
+            }
+        );
+    }
     if let Some(tolerance) = args.tolerance
         && !(tolerance.is_finite() && tolerance >= 0.0)
     {

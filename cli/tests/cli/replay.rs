@@ -22,6 +22,36 @@ fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
 }
 
 #[test]
+fn max_slowdown_over_fewer_than_three_replays_gets_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    for (repeat, note) in [
+        ("1", Some("a single replay's time")),
+        ("2", Some("the mean of two replays")),
+        ("3", None),
+    ] {
+        let args = [
+            "replay",
+            "h.hrxt",
+            "--max-slowdown",
+            "1000",
+            "--repeat",
+            repeat,
+        ];
+        let replay = run(dir.path(), &args);
+        assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+        let err = stderr(&replay);
+        match note {
+            Some(note) => assert!(
+                err.starts_with("note: --max-slowdown judges") && err.contains(note),
+                "--repeat {repeat}: {err}"
+            ),
+            None => assert!(!err.contains("note:"), "--repeat {repeat}: {err}"),
+        }
+    }
+}
+
+#[test]
 fn the_faults_workload_replays_its_failure_as_expected() {
     let Some(photo) = crate::util::photo() else {
         eprintln!("skipped: mate-backgrounds is not installed");
