@@ -47,9 +47,10 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use thiserror::Error;
 
-/// A trace that cannot be read (further), and where.
+/// A trace that cannot be read (further), and where: `byte N: what`, or only what for a
+/// file that cannot be opened.
 #[derive(Debug, Error)]
-#[error("byte {offset}: {kind}")]
+#[error("{}{kind}", place(*.offset, .kind))]
 pub struct ReadError {
     /// File offset of the problem.
     pub offset: u64,
@@ -73,9 +74,20 @@ pub enum ReadErrorKind {
     /// The file header is invalid or names an unreadable version.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// The file cannot be opened (missing, not permitted).
+    #[error("cannot open it: {0}")]
+    Open(io::Error),
     /// Reading failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
+}
+
+/// `byte N: `, or nothing where no byte was read.
+fn place(offset: u64, kind: &ReadErrorKind) -> String {
+    match kind {
+        ReadErrorKind::Open(_) => String::new(),
+        _ => format!("byte {offset}: "),
+    }
 }
 
 impl ReadError {
@@ -291,9 +303,9 @@ impl TraceReader<File> {
     ///
     /// # Errors
     ///
-    /// [`ReadErrorKind::Io`] when it cannot be opened; see [`TraceReader::new`].
+    /// [`ReadErrorKind::Open`] when it cannot be opened; see [`TraceReader::new`].
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader<File>, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+        let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
         TraceReader::new(file)
     }
 }
@@ -759,7 +771,7 @@ impl Trace {
 ///
 /// See [`TraceReader::open`] and [`Trace::from_reader`].
 pub fn read_all(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+    let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
     Trace::from_reader(file)
 }
 
@@ -815,10 +827,11 @@ impl MappedTrace {
     ///
     /// # Errors
     ///
-    /// [`ReadErrorKind::Io`] when it cannot be opened or mapped; the file header errors of
+    /// [`ReadErrorKind::Open`] when it cannot be opened, [`ReadErrorKind::Io`] when it cannot
+    /// be mapped; the file header errors of
     /// [`TraceReader::new`].
     pub fn open(path: impl AsRef<Path>) -> Result<MappedTrace, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError::new(0, e))?;
+        let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
         if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
             return Err(ReadError::new(0, ReadErrorKind::Empty));
         }

@@ -115,7 +115,7 @@ fn read_hint(error: &ReadError) -> Option<String> {
         ReadErrorKind::Format(FormatError::Version(VersionError::OlderMajor { .. })) => {
             "read it with the hrx-trace release that recorded it"
         }
-        ReadErrorKind::Io(e) if e.kind() == io::ErrorKind::NotFound => {
+        ReadErrorKind::Open(e) if e.kind() == io::ErrorKind::NotFound => {
             "record one with `hrx-trace record -o FILE --workload pipeline` or `hrx-trace record -o FILE -- PROGRAM`"
         }
         _ => return None,

@@ -1,7 +1,7 @@
 //! `hrx-trace replay`: re-execute a trace with `hrx-replay` and print its verdict.
 
 use crate::args::ReplayArgs;
-use crate::failure::Failure;
+use crate::failure::{Failure, TraceError};
 use hrx_replay::ReplayOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
@@ -77,6 +77,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     let report = hrx_replay::replay_file(&args.file, &options);
     progress.finish_and_clear();
+    // A trace that does not read is told, and hinted at, as every other verb tells it.
+    let report = match report {
+        Err(hrx_replay::ReplayError::Read { source, .. }) => {
+            return Err(TraceError {
+                path: args.file.clone(),
+                error: source,
+            }
+            .into());
+        }
+        report => report,
+    };
     let report = report.map_err(|error| {
         let unavailable =
             matches!(

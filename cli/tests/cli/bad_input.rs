@@ -20,7 +20,10 @@ fn unusable(dir: &Path) -> Vec<(&'static str, &'static str)> {
     std::fs::write(dir.join("v2.hrxt"), &newer).unwrap();
     std::fs::write(dir.join("cut.hrxt"), &newer[..20]).unwrap();
     vec![
-        ("missing.hrxt", "missing.hrxt: byte 0: "),
+        (
+            "missing.hrxt",
+            "missing.hrxt: cannot open it: No such file or directory",
+        ),
         ("sub", "directory"),
         ("empty.hrxt", "byte 0: the file is empty"),
         ("magic.hrxt", "not an hrx trace"),

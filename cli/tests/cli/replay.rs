@@ -81,18 +81,17 @@ fn the_faults_workload_replays_its_failure_as_expected() {
 }
 
 #[test]
-fn unreplayable_input_is_one_line_and_exit_2() {
+fn unreadable_input_is_the_readers_error_and_hint_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("junk.hrxt"), b"definitely not a trace").unwrap();
-    for file in ["junk.hrxt", "missing.hrxt"] {
+    // A file that does not read is told as every verb tells it, with the same hint.
+    for (file, says) in [
+        ("junk.hrxt", "error: junk.hrxt: byte 0: not an hrx trace"),
+        ("missing.hrxt", "error: missing.hrxt: cannot open it"),
+    ] {
         let replay = run(dir.path(), &["replay", file]);
-        assert_eq!(code(&replay), 2, "{file}");
-        let err = stderr(&replay);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.starts_with("error: ") && err.contains("cannot replay"),
-            "{err}"
-        );
+        assert_error(&replay, says);
+        assert!(stderr(&replay).contains("\nhint: "), "{}", stderr(&replay));
     }
     let bad = run(dir.path(), &["replay", "junk.hrxt", "--backend", "quantum"]);
     assert_eq!(code(&bad), 2);
