@@ -129,17 +129,17 @@ impl Photos {
                 let reader = image::ImageReader::new(std::io::Cursor::new(&bytes))
                     .with_guessed_format()
                     .map_err(|e| cannot("open", &e))?;
-                let jpeg = reader.format() == Some(image::ImageFormat::Jpeg);
-                let image = reader.decode().map_err(|e| cannot("decode", &e))?;
                 // The JPEG decoder fills what a cut-short file lacks with grey and says
                 // nothing; a frame of it would be recorded as if it were the photograph.
-                if jpeg && !jpeg_is_complete(&bytes) {
+                // Checked first, so that a cut that the decoder does notice gets this
+                // message too.
+                if reader.format() == Some(image::ImageFormat::Jpeg) && !jpeg_is_complete(&bytes) {
                     return Err(cannot(
                         "decode",
                         &"the JPEG data ends before its end-of-image marker (the file is cut short)",
                     ));
                 }
-                Ok(image)
+                reader.decode().map_err(|e| cannot("decode", &e))
             }
             Source::BuiltIn => {
                 image::load_from_memory_with_format(BUILT_IN, image::ImageFormat::Jpeg)
@@ -149,18 +149,57 @@ impl Photos {
     }
 }
 
-/// Whether a JPEG's last scan is followed by its end-of-image marker `FF D9`. In a scan's
-/// entropy-coded data a byte `FF` is always followed by `00` or a restart marker (ITU-T
-/// T.81, B.1.1.5), so an `FF D9` after the last start-of-scan `FF DA` is the real end, and an
-/// embedded thumbnail's end (inside APP1, before the first scan) does not count.
+/// Whether a JPEG's segments, walked from its start, reach the end-of-image marker `FF D9`
+/// before the bytes run out (ITU-T T.81, annex B). Marker segments are skipped by their
+/// length; in a scan's entropy-coded data a byte `FF` is followed by `00` (a stuffed `FF`),
+/// a restart marker `D0`-`D7` or fill `FF`s, anything else being the next marker (B.1.1.5).
+/// Only the structure is walked, so bytes after the end of the image (a trailer, another
+/// file appended) do not count, and neither does an embedded thumbnail's `FF D9`, which
+/// lies inside its APP1 segment. Data without the start-of-image marker is left to the
+/// decoder.
 fn jpeg_is_complete(bytes: &[u8]) -> bool {
-    const SOS: [u8; 2] = [0xFF, 0xDA];
-    const EOI: [u8; 2] = [0xFF, 0xD9];
-    let after_last_scan = bytes
-        .windows(2)
-        .rposition(|w| w == SOS)
-        .map_or(bytes, |at| &bytes[at..]);
-    after_last_scan.windows(2).any(|w| w == EOI)
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return true;
+    }
+    let mut at = 2;
+    loop {
+        // A marker: `FF`s (fill), then its code. Stray bytes before it are skipped, as
+        // decoders do.
+        while bytes.get(at).is_some_and(|&b| b != 0xFF) {
+            at += 1;
+        }
+        while bytes.get(at) == Some(&0xFF) {
+            at += 1;
+        }
+        let Some(&code) = bytes.get(at) else {
+            return false;
+        };
+        at += 1;
+        match code {
+            0xD9 => return true,
+            // Markers without a segment: TEM, RSTn, SOI.
+            0x01 | 0xD0..=0xD8 => continue,
+            _ => {}
+        }
+        let Some(len) = bytes.get(at..at + 2) else {
+            return false;
+        };
+        at += usize::from(u16::from_be_bytes([len[0], len[1]]));
+        if code == 0xDA {
+            // The scan's entropy-coded data, up to the next marker that is not a restart.
+            loop {
+                match bytes.get(at..at + 2) {
+                    None => return false,
+                    Some([0xFF, next]) if *next == 0x00 || (0xD0..=0xD7).contains(next) => {
+                        at += 2;
+                    }
+                    Some([0xFF, 0xFF]) => at += 1,
+                    Some([0xFF, _]) => break,
+                    Some(_) => at += 1,
+                }
+            }
+        }
+    }
 }
 
 /// The file itself, or the directory's images in name order.
@@ -198,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_short_jpeg_is_refused_and_a_whole_one_with_trailing_bytes_is_not() {
+    fn a_cut_short_jpeg_is_refused_and_a_whole_one_with_a_trailer_is_not() {
         assert!(jpeg_is_complete(BUILT_IN));
         let dir = tempfile::tempdir().unwrap();
         let photo = |name: &str, bytes: &[u8]| {
@@ -216,10 +255,21 @@ mod tests {
                 "{error}"
             );
         }
-        let mut padded = BUILT_IN.to_vec();
-        padded.extend_from_slice(&[0; 16]);
-        let photos = photo("padded.jpg", &padded).expect("trailing bytes after the end");
-        assert_eq!((photos.width, photos.height), (64, 48));
+        // Cuts all through the file (every 61st byte: each walk is linear) and every cut in
+        // its last 256 bytes, down to the start-of-image marker.
+        let end = BUILT_IN.len();
+        for cut in (2..end).step_by(61).chain(end - 256..end) {
+            assert!(!jpeg_is_complete(&BUILT_IN[..cut]), "cut at {cut}");
+        }
+        // Bytes after the end of the image are not part of it, whatever they hold: a
+        // start-of-scan, a second JPEG cut short (a phone's trailer, a file appended).
+        for trailer in [&[0u8; 16][..], &[0xFF, 0xDA, 0x00, 0x08], &BUILT_IN[..5000]] {
+            let mut whole = BUILT_IN.to_vec();
+            whole.extend_from_slice(trailer);
+            assert!(jpeg_is_complete(&whole));
+            let photos = photo("trailer.jpg", &whole).expect("trailing bytes after the end");
+            assert_eq!((photos.width, photos.height), (64, 48));
+        }
     }
 
     #[test]
