@@ -237,9 +237,10 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Kernels are region labels, as in the timeline: a native graph of several operations counts
-under its main kernel, `hrx_sobel +3`. Durations are host times of regions that ran;
-percentiles use the nearest-rank method. Utilisation is the union of a queue's busy
-intervals over the trace span; bandwidth is copied bytes over copy-batch time.")]
+under its first kernel and the count of the others, `hrx_rgb_to_gray +5`. Durations are
+host times of regions that ran; percentiles use the nearest-rank method. Utilisation is the
+union of a queue's busy intervals over the trace span; bandwidth is copied bytes over
+copy-batch time.")]
 pub struct StatsArgs {
     /// The trace file.
     #[arg(value_name = "FILE")]

@@ -3,8 +3,9 @@
 //!
 //! The numbers are the timeline's statistics view (`hrx_tui::state::Stats`, computed by
 //! the model the viewer loads), so `stats` and the `s` key in `view` always agree. A
-//! "kernel" is a region label: a native graph of several operations counts under its main
-//! kernel (`hrx_sobel +3`), copy batches as `upload`, `download` or `copy`.
+//! "kernel" is a region label: a native graph of several operations counts under its first
+//! kernel and the count of the others (`hrx_rgb_to_gray +5`), copy batches as `upload`,
+//! `download` or `copy`.
 //!
 //! JSON (`--json`), times in ns, bandwidth in bytes per second:
 //!

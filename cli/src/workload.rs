@@ -366,7 +366,7 @@ fn hazards(runtime: &Runtime, device: String) -> Outcome {
             let kinds: Vec<_> = report.in_graph.iter().map(|k| k.short()).collect();
             Outcome {
                 workload: format!(
-                    "hazards: submissions {} back to back; {} inside graphs; {} conflicting \
+                    "hazards: graphs {} submitted back to back; {} inside graphs; {} conflicting \
                      pairs across submissions",
                     report.submissions.join(", "),
                     kinds.join(", "),
