@@ -31,17 +31,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    if args.max_slowdown.is_some() && args.repeat < 3 {
-        eprintln!(
-            "note: --max-slowdown judges {} here; --repeat 3 or more takes a median that one \
-             slow replay cannot decide",
-            if args.repeat == 1 {
-                "a single replay's time"
-            } else {
-                "the mean of two replays"
-            }
-        );
-    }
     if let Some(tolerance) = args.tolerance
         && !(tolerance.is_finite() && tolerance >= 0.0)
     {
@@ -109,6 +98,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure
         }
     })?;
+    // After the replay, so that an error stays one line.
+    if args.max_slowdown.is_some() && args.repeat < 3 {
+        eprintln!(
+            "note: --max-slowdown judged {} here; --repeat 3 or more takes a median that one \
+             slow replay cannot decide",
+            if args.repeat == 1 {
+                "a single replay's time"
+            } else {
+                "the mean of two replays"
+            }
+        );
+    }
     // Written, not printed: a closed standard output (`| head`) is an error `main` treats as
     // success, where `print!` would panic.
     let mut out = std::io::stdout().lock();

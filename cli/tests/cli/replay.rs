@@ -43,12 +43,15 @@ fn max_slowdown_over_fewer_than_three_replays_gets_a_note() {
         let err = stderr(&replay);
         match note {
             Some(note) => assert!(
-                err.starts_with("note: --max-slowdown judges") && err.contains(note),
+                err.starts_with("note: --max-slowdown judged") && err.contains(note),
                 "--repeat {repeat}: {err}"
             ),
             None => assert!(!err.contains("note:"), "--repeat {repeat}: {err}"),
         }
     }
+    // An error stays one line (and its hint), without the note.
+    let missing = run(dir.path(), &["replay", "gone.hrxt", "--max-slowdown", "2"]);
+    assert_error(&missing, "gone.hrxt: cannot open it");
 }
 
 #[test]

@@ -565,9 +565,9 @@ fn span_status(status: &Status) -> SpanStatus {
     }
 }
 
-/// The label of a region: its kernel name, `upload`/`download`/`copy` for copy batches,
-/// `kernel +N` when a native graph holds several operations.
-/// The region's label and its operations' names (each with whether it is a kernel).
+/// The label of a region (its kernel name, `upload`/`download`/`copy` for copy batches,
+/// `kernel +N` when a native graph holds several operations), and its operations' names,
+/// each with whether it is a kernel.
 fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
     let region = model.region(id);
     let runtime = model.prepared[region.prepared.get()].runtime;
