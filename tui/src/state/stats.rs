@@ -76,6 +76,14 @@ pub struct Stats {
     pub span_ns: u64,
 }
 
+impl Stats {
+    /// Rows of the statistics overlay: three headed tables (kernels, queues, copy
+    /// bandwidth, the last at least one row) and a blank row between them. ↑/↓ scroll it.
+    pub fn overlay_rows(&self) -> usize {
+        3 + 2 + self.kernels.len() + self.lanes.len() + self.copies.len().max(1)
+    }
+}
+
 /// The nearest-rank percentile `p` (0..=100) of sorted values; 0 when empty.
 pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {

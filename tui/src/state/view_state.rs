@@ -130,7 +130,10 @@ pub enum Action {
 pub const KEYS: &[(&str, &str)] = &[
     ("←/→", "previous/next span on the queue"),
     ("Shift+←/→  </>", "pan left/right"),
-    ("↑/↓", "previous/next queue (in a focused list: move)"),
+    (
+        "↑/↓",
+        "previous/next queue (list: move; statistics: scroll)",
+    ),
     ("+/=  -/_", "zoom in/out around the cursor"),
     ("wheel", "zoom around the pointer"),
     ("click", "select a span, event or hazard"),
@@ -168,6 +171,8 @@ pub struct ViewState {
     pub list: Option<ListKind>,
     /// Statistics shown instead of details and list.
     pub show_stats: bool,
+    /// Rows the statistics overlay is scrolled down by.
+    pub stats_scroll: u16,
     /// Help overlay shown.
     pub show_help: bool,
     /// Lanes without spans shown.
@@ -211,6 +216,7 @@ impl ViewState {
                 ListKind::Events
             }),
             show_stats: false,
+            stats_scroll: 0,
             show_help: false,
             show_empty_lanes: false,
             search: String::new(),
@@ -328,7 +334,17 @@ impl ViewState {
             Action::SelectPrev => self.select_step(model, false),
             Action::NextQueue | Action::PrevQueue => {
                 let down = action == Action::NextQueue;
-                if self.focus == Focus::List && self.list.is_some() {
+                if self.show_stats {
+                    // Over the overlay, the arrows scroll it (the lane behind is hidden),
+                    // down to where its last row is at the bottom.
+                    let visible = self.layout(model).stats.map_or(0, |a| a.height - 2);
+                    let last = model.stats().overlay_rows().saturating_sub(visible.into());
+                    self.stats_scroll = if down {
+                        (usize::from(self.stats_scroll) + 1).min(last) as u16
+                    } else {
+                        self.stats_scroll.saturating_sub(1)
+                    };
+                } else if self.focus == Focus::List && self.list.is_some() {
                     self.move_list(model, down);
                 } else {
                     self.change_lane(model, down);
@@ -368,7 +384,10 @@ impl ViewState {
                     }
                 }
             }
-            Action::ToggleStats => self.show_stats = !self.show_stats,
+            Action::ToggleStats => {
+                self.show_stats = !self.show_stats;
+                self.stats_scroll = 0;
+            }
             Action::ToggleHelp => self.show_help = !self.show_help,
             Action::ToggleEmptyLanes => self.show_empty_lanes = !self.show_empty_lanes,
             Action::StartSearch => {

@@ -3,7 +3,7 @@
 use super::theme;
 use super::timeline::fit;
 use crate::state::units;
-use crate::state::{KEYS, Model, ViewState};
+use crate::state::{KEYS, KernelStats, Model, ViewState};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -16,25 +16,41 @@ fn gauge(fraction: f64, width: usize) -> String {
     format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
 }
 
-pub(super) fn stats(model: &Model, _state: &ViewState, area: Rect, buf: &mut Buffer) {
+/// The statistics over the lower panes: per kernel durations (the columns that fit the
+/// width, from the left), queue utilisation and copy bandwidth, scrolled by ↑/↓.
+pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let stats = model.stats();
     let heading = |text: String| Line::styled(text, theme::KEY);
-    let mut lines = vec![heading(format!(
-        "{:<22}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}",
-        "kernel", "count", "total", "mean", "p50", "p99", "min", "max"
-    ))];
+    type Column = (&'static str, fn(&KernelStats) -> u64);
+    let columns: [Column; 6] = [
+        ("total", |k| k.total_ns),
+        ("mean", |k| k.mean_ns),
+        ("p50", |k| k.p50_ns),
+        ("p99", |k| k.p99_ns),
+        ("min", |k| k.min_ns),
+        ("max", |k| k.max_ns),
+    ];
+    // Name 22 and count 8, then 11 per duration, as many as fit: min goes first, then max,
+    // p99, ... (at 80 columns, min and max).
+    let inner = usize::from(area.width.saturating_sub(2));
+    let fit_columns = (inner.saturating_sub(30) / 11).clamp(1, columns.len());
+    const DROPPED_FIRST: [&str; 6] = ["min", "max", "p99", "p50", "mean", "total"];
+    let dropped = &DROPPED_FIRST[..columns.len() - fit_columns];
+    let shown: Vec<&Column> = columns
+        .iter()
+        .filter(|(name, _)| !dropped.contains(name))
+        .collect();
+    let mut head = format!("{:<22}{:>8}", "kernel", "count");
+    for (name, _) in &shown {
+        head.push_str(&format!("{name:>11}"));
+    }
+    let mut lines = vec![heading(head)];
     for k in &stats.kernels {
-        lines.push(Line::raw(format!(
-            "{:<22}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}",
-            fit(&k.name, 21),
-            k.count,
-            units::duration(k.total_ns),
-            units::duration(k.mean_ns),
-            units::duration(k.p50_ns),
-            units::duration(k.p99_ns),
-            units::duration(k.min_ns),
-            units::duration(k.max_ns),
-        )));
+        let mut row = format!("{:<22}{:>8}", fit(&k.name, 21), k.count);
+        for (_, value) in &shown {
+            row.push_str(&format!("{:>11}", units::duration(value(k))));
+        }
+        lines.push(Line::raw(row));
     }
     lines.push(Line::default());
     lines.push(heading(format!(
@@ -51,7 +67,8 @@ pub(super) fn stats(model: &Model, _state: &ViewState, area: Rect, buf: &mut Buf
             l.spans,
             units::duration(l.busy_ns),
             l.utilisation * 100.0,
-            gauge(l.utilisation, 30)
+            // After name, spans, busy and percentage (49 columns), up to 30 wide.
+            gauge(l.utilisation, inner.saturating_sub(49).min(30))
         )));
     }
     lines.push(Line::default());
@@ -72,12 +89,21 @@ pub(super) fn stats(model: &Model, _state: &ViewState, area: Rect, buf: &mut Buf
             units::bandwidth(c.bytes_per_s)
         )));
     }
+    debug_assert_eq!(
+        lines.len(),
+        stats.overlay_rows(),
+        "the rows ↑/↓ scroll over"
+    );
+    let rows = usize::from(area.height.saturating_sub(2));
+    let scroll = usize::from(state.stats_scroll).min(lines.len().saturating_sub(rows));
+    let title = if lines.len() > rows {
+        " Statistics (↑/↓ scroll, s closes) "
+    } else {
+        " Statistics (s closes) "
+    };
     Paragraph::new(lines)
-        .block(
-            Block::new()
-                .borders(Borders::ALL)
-                .title(" Statistics (s closes) "),
-        )
+        .scroll((scroll as u16, 0))
+        .block(Block::new().borders(Borders::ALL).title(title))
         .render(area, buf);
 }
 

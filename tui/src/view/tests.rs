@@ -117,6 +117,32 @@ fn statistics() {
 }
 
 #[test]
+fn statistics_in_a_small_terminal_drop_columns_and_scroll() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 80, 24);
+    state.update(&model, Action::ToggleStats);
+    let lane = state.lane;
+    let top = terminal(&model, &state).backend().to_string();
+    assert!(top.contains("↑/↓ scroll"), "{top}");
+    assert!(top.contains("p99") && !top.contains(" min"), "{top}");
+    // ↓ scrolls the overlay until its last row is at the bottom, and leaves the queue
+    // alone; ↑ then scrolls back at once.
+    let visible = usize::from(state.layout(&model).stats.unwrap().height - 2);
+    let end = model.stats().overlay_rows() - visible;
+    assert!(end > 0, "the overlay is taller than the pane");
+    for _ in 0..100 {
+        state.update(&model, Action::NextQueue);
+    }
+    assert_eq!(state.lane, lane);
+    assert_eq!(usize::from(state.stats_scroll), end);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+    state.update(&model, Action::PrevQueue);
+    assert_eq!(usize::from(state.stats_scroll), end - 1);
+    state.update(&model, Action::ToggleStats);
+    assert_eq!(state.stats_scroll, 0);
+}
+
+#[test]
 fn help_overlay() {
     let model = failing();
     let mut state = ViewState::new(&model, 120, 40);
