@@ -454,6 +454,9 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
         Some(ListKind::Events) => {
             let events = model.events();
             let cursor = state.event_cursor.unwrap_or(0);
+            // In a narrow pane the symbol alone names the kind, leaving room for the
+            // subject and the text (at 80 columns every poison row read "buf 1…").
+            let with_kind = width >= 50;
             let offset = list_offset(cursor, events.len(), rows);
             let items = events
                 .iter()
@@ -461,8 +464,13 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
                 .skip(offset)
                 .take(rows)
                 .map(|(i, e)| {
+                    let kind = if with_kind {
+                        format!(" {:<14}", e.kind.name())
+                    } else {
+                        String::new()
+                    };
                     let text = format!(
-                        "{}{:>11} {} {:<14} {:<11} {}",
+                        "{}{:>11} {}{} {:<11} {}",
                         if state.event_cursor == Some(i) {
                             sym.focus
                         } else {
@@ -470,7 +478,7 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
                         },
                         units::time(e.time_ns),
                         sym.event(e.kind),
-                        e.kind.name(),
+                        kind,
                         event_subject(e),
                         e.text
                     );
