@@ -9,7 +9,8 @@
 //! (event, producer, search hit) keeps the zoom and recentres the window only when the
 //! target is outside it; the search filter matches span labels and the names of the
 //! operations a span's region runs, case-insensitively, and restricts span navigation to
-//! matches.
+//! matches; while it is typed it searches from where `/` was pressed, and Esc returns
+//! there.
 
 use super::hazards::Hazards;
 use super::lanes::{Span, TimeWindow};
@@ -198,6 +199,19 @@ pub struct ViewState {
     /// Per search key ([`crate::state::RegionInfo`]'s): matches the search (`None`: no
     /// filter).
     filter: Option<Vec<bool>>,
+    /// Where the view was when `/` was pressed, while the search is typed: each keystroke
+    /// searches from there, a text that matches nothing shows it again, and Esc returns
+    /// to it (as an incremental search in an editor does).
+    search_origin: Option<SearchOrigin>,
+}
+
+/// The selection and window a typed search started from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SearchOrigin {
+    selection: Option<SpanRef>,
+    lane: Option<LaneId>,
+    cursor_ns: u64,
+    window: TimeWindow,
 }
 
 impl ViewState {
@@ -229,6 +243,7 @@ impl ViewState {
             width,
             height,
             filter: None,
+            search_origin: None,
         };
         state.fit(model);
         state.lane = state.visible_lanes(model).first().copied();
@@ -315,6 +330,7 @@ impl ViewState {
                 }
                 Action::EndSearch | Action::Activate => {
                     self.searching = false;
+                    self.search_origin = None;
                     return;
                 }
                 Action::ClearSearch | Action::Escape => return self.clear_search(),
@@ -392,6 +408,12 @@ impl ViewState {
             Action::ToggleEmptyLanes => self.show_empty_lanes = !self.show_empty_lanes,
             Action::StartSearch => {
                 self.searching = true;
+                self.search_origin = Some(SearchOrigin {
+                    selection: self.selection,
+                    lane: self.lane,
+                    cursor_ns: self.cursor_ns,
+                    window: self.window,
+                });
                 self.set_search(model, String::new());
             }
             Action::Search(_) | Action::SearchBackspace | Action::EndSearch => {}
@@ -407,6 +429,7 @@ impl ViewState {
     }
 
     pub(super) fn set_search(&mut self, model: &Model, search: String) {
+        self.return_to_search_origin();
         self.search = search;
         self.filter = (!self.search.is_empty()).then(|| {
             let needle = self.search.to_lowercase();
@@ -430,9 +453,21 @@ impl ViewState {
     }
 
     fn clear_search(&mut self) {
+        self.return_to_search_origin();
+        self.search_origin = None;
         self.searching = false;
         self.search.clear();
         self.filter = None;
+    }
+
+    /// Back to where a search being typed started (nothing once it was kept with Enter).
+    fn return_to_search_origin(&mut self) {
+        if let Some(o) = self.search_origin {
+            self.selection = o.selection;
+            self.lane = o.lane;
+            self.cursor_ns = o.cursor_ns;
+            self.window = o.window;
+        }
     }
 
     fn escape(&mut self) {
@@ -844,6 +879,51 @@ mod tests {
         state.update(&model, Action::Search('x'));
         state.update(&model, Action::Escape);
         assert!(!state.searching && !state.filtering());
+    }
+
+    #[test]
+    fn a_search_typed_then_abandoned_returns_to_where_it_started() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        state.update(&model, Action::Tab);
+        state.update(&model, Action::Tab);
+        let (start, window) = (state.selection, state.window);
+        assert_eq!(model.span_label(model.span(start.unwrap())), "blur +1");
+        let type_text = |state: &mut ViewState, text: &str| {
+            for c in text.chars() {
+                state.update(&model, Action::Search(c));
+            }
+        };
+        state.update(&model, Action::StartSearch);
+        // "h" matches "host" and moves there; "hz" matches nothing: back to the start.
+        type_text(&mut state, "h");
+        assert_eq!(
+            model.span_label(model.span(state.selection.unwrap())),
+            "host"
+        );
+        type_text(&mut state, "z");
+        assert_eq!(state.filter_matches(&model), Some(0));
+        assert_eq!((state.selection, state.window), (start, window));
+        // Each keystroke searches from the start: "down" finds the first download after it.
+        state.update(&model, Action::SearchBackspace);
+        state.update(&model, Action::SearchBackspace);
+        type_text(&mut state, "down");
+        let download = state.selection.unwrap();
+        assert_eq!(model.span_label(model.span(download)), "download");
+        assert!(model.span(download).start_ns >= model.span(start.unwrap()).start_ns);
+        // Esc abandons the search and the view returns; Enter would have kept the match.
+        state.update(&model, Action::Escape);
+        assert_eq!((state.selection, state.window), (start, window));
+        state.update(&model, Action::StartSearch);
+        type_text(&mut state, "down");
+        state.update(&model, Action::EndSearch);
+        assert_eq!(state.selection, Some(download));
+        state.update(&model, Action::Escape);
+        assert_eq!(
+            state.selection,
+            Some(download),
+            "a kept search clears in place"
+        );
     }
 
     #[test]
