@@ -31,9 +31,9 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
         ("max", |k| k.max_ns),
     ];
     // Name 22 and count 8, then 11 per duration, as many as fit: min goes first, then max,
-    // p99, ... (at 80 columns, min and max).
+    // p99, ... (at 80 columns, min and max; below 41, all of them).
     let inner = usize::from(area.width.saturating_sub(2));
-    let fit_columns = (inner.saturating_sub(30) / 11).clamp(1, columns.len());
+    let fit_columns = (inner.saturating_sub(30) / 11).min(columns.len());
     const DROPPED_FIRST: [&str; 6] = ["min", "max", "p99", "p50", "mean", "total"];
     let dropped = &DROPPED_FIRST[..columns.len() - fit_columns];
     let shown: Vec<&Column> = columns
@@ -179,7 +179,17 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
             Style::new().fg(ratatui::style::Color::Yellow),
         ));
     }
-    let right = format!("cursor {} ", units::time(state.cursor_ns),);
+    let mut right = format!("cursor {} ", units::time(state.cursor_ns),);
+    // Whatever is on the left (the keys, the search, a message) outranks the cursor's time,
+    // which the ruler also shows: below room for both the cursor goes.
+    let left_needs = if left.is_empty() {
+        " ? help  q quit".chars().count()
+    } else {
+        left.iter().map(|t| t.content.chars().count()).sum()
+    };
+    if usize::from(area.width) < left_needs + 1 + right.chars().count() {
+        right.clear();
+    }
     let rw = right.chars().count() as u16;
     if left.is_empty() {
         left.push(Text::styled(
@@ -191,7 +201,7 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
         Rect::new(area.x, area.y, area.width.saturating_sub(rw + 1), 1),
         buf,
     );
-    if area.width > rw {
+    if rw > 0 && area.width > rw {
         buf.set_stringn(
             area.x + area.width - rw,
             area.y,

@@ -66,6 +66,7 @@ pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Bu
         None => (" Trace ".to_owned(), trace_lines(model)),
     };
     let lines = wrap(lines, usize::from(area.width.saturating_sub(2)));
+    let lines = fit_rows(lines, usize::from(area.height.saturating_sub(2)));
     Paragraph::new(lines)
         .block(pane(title, false))
         .render(area, buf);
@@ -74,12 +75,13 @@ pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Bu
 /// Where a [`field`]'s value starts: the name padded to 11 columns and a space.
 const VALUE_COLUMN: usize = 12;
 
-/// `lines` wrapped to `width` columns, at a space where there is one, each continuation
-/// indented to the value column, so that nothing is clipped at the pane's edge. Styles are
-/// kept. Below 24 columns lines are left to be clipped: an indented column of a few
-/// characters reads worse than a cut line.
-fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
-    if width < 2 * VALUE_COLUMN {
+/// `lines` wrapped to `width` columns so that nothing is clipped at the pane's edge. A line
+/// breaks at a space (dropped) other than one after a plain number, or after a hyphen, else
+/// mid-word. Continuations are indented to the value column, or to the
+/// line's own indentation where that is deeper (an operation's sub-rows); in a pane
+/// narrower than two value columns, by 2. Styles are kept.
+pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    if width < 8 {
         return lines;
     }
     let mut out = Vec::with_capacity(lines.len());
@@ -93,18 +95,25 @@ fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
             out.push(line);
             continue;
         }
+        let lead = chars.iter().take_while(|&&(c, _)| c == ' ').count();
+        let hanging = if width >= 2 * VALUE_COLUMN {
+            lead.max(VALUE_COLUMN).min(width / 2)
+        } else {
+            2
+        };
         let mut rest = &chars[..];
         let mut indent = 0;
         while !rest.is_empty() {
             let room = width - indent;
-            let take = if rest.len() <= room {
-                rest.len()
+            let (take, skip) = if rest.len() <= room {
+                (rest.len(), 0)
             } else {
-                // Break at the last space that fits (dropped), else mid-word.
-                match rest[..=room].iter().rposition(|&(c, _)| c == ' ') {
-                    Some(at) if at > 0 => at,
-                    _ => room,
-                }
+                let breaks = (1..=room).rev().find_map(|at| match rest[at].0 {
+                    ' ' if rest[at - 1].0 != ' ' && !number_before(rest, at) => Some((at, 1)),
+                    _ if rest[at - 1].0 == '-' => Some((at, 0)),
+                    _ => None,
+                });
+                breaks.unwrap_or((room, 0))
             };
             let (head, tail) = rest.split_at(take);
             let mut spans = vec![Text::raw(" ".repeat(indent))];
@@ -115,11 +124,44 @@ fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
                 ));
             }
             out.push(Line::from(spans).style(line.style));
-            rest = &tail[tail.iter().take_while(|&&(c, _)| c == ' ').count()..];
-            indent = VALUE_COLUMN;
+            rest = &tail[skip..];
+            rest = &rest[rest.iter().take_while(|&&(c, _)| c == ' ').count()..];
+            indent = hanging;
         }
     }
     out
+}
+
+/// Whether the space at `at` follows a plain number (`86.2`, `(5`), which then stays with
+/// the word after it: its unit or what it counts (`86.2 ms`, `5 submissions`). A number
+/// that ends a clause (`2,`) or a shape (`20×13×1`) can end a line.
+fn number_before(chars: &[(char, Style)], at: usize) -> bool {
+    let word: Vec<char> = chars[..at]
+        .iter()
+        .rev()
+        .map(|&(c, _)| c)
+        .take_while(|&c| c != ' ')
+        .collect();
+    let digits = word.iter().rev().skip_while(|&&c| c == '(');
+    word.first().is_some_and(char::is_ascii_digit)
+        && digits.clone().all(|c| c.is_ascii_digit() || *c == '.')
+}
+
+/// `lines` cut to `rows`, the last row saying how many more there are: the pane does not
+/// scroll, and a cut with no mark reads as the end.
+fn fit_rows(mut lines: Vec<Line<'static>>, rows: usize) -> Vec<Line<'static>> {
+    if lines.len() > rows && rows > 0 {
+        let more = lines.len() - (rows - 1);
+        lines.truncate(rows - 1);
+        lines.push(Line::styled(
+            format!(
+                "… {more} more line{} (a larger terminal shows them)",
+                if more == 1 { "" } else { "s" }
+            ),
+            theme::DIM,
+        ));
+    }
+    lines
 }
 
 fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
@@ -465,7 +507,8 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
                 .take(rows)
                 .map(|(i, e)| {
                     let kind = if with_kind {
-                        format!(" {:<14}", e.kind.name())
+                        // The longest kind's name, "stream unhealthy".
+                        format!(" {:<16}", e.kind.name())
                     } else {
                         String::new()
                     };

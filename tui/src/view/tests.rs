@@ -6,6 +6,7 @@ use crate::state::synthetic::{PipelineSpec, pipeline};
 use crate::state::{Action, EventKind, GUTTER, ListKind, Model, SpanStatus, ViewState};
 use hrx_capture::schema::Queue;
 use ratatui::style::Color;
+use ratatui::text::Line;
 
 /// A six-submission pipeline: Busy before submissions 3, submission 4's compute fails.
 fn failing() -> Model {
@@ -391,4 +392,49 @@ fn huge_copies_and_durations_saturate() {
     let upload = &model.stats().kernels[0];
     assert_eq!(upload.total_ns, u64::MAX);
     render_to_string(&model, &ViewState::new(&model, 120, 40), 120, 40);
+}
+
+#[test]
+fn wrapping_keeps_numbers_with_units_breaks_after_hyphens_and_hangs_sub_rows() {
+    let text =
+        |lines: &[Line<'_>]| -> Vec<String> { lines.iter().map(|l| l.to_string()).collect() };
+    // A number stays with its unit: the break goes before "(86.2 ms)", not inside it (a
+    // number before a word that is not a unit can end a line, below).
+    let wrapped = panes::wrap(vec![Line::from("host        took (86.2 ms)")], 24);
+    assert_eq!(
+        text(&wrapped),
+        ["host        took", "            (86.2 ms)"]
+    );
+    // After a hyphen, kept on the first line, rather than mid-word.
+    let wrapped = panes::wrap(vec![Line::from("cause       kernel=x:device-lost")], 30);
+    assert_eq!(
+        text(&wrapped),
+        ["cause       kernel=x:device-", "            lost"]
+    );
+    // A sub-row's continuation hangs under the sub-row, not under its parent.
+    let wrapped = panes::wrap(
+        vec![Line::from("              grid 20×13×1  block 16×16×1")],
+        32,
+    );
+    assert_eq!(
+        text(&wrapped),
+        ["              grid 20×13×1", "              block 16×16×1"]
+    );
+    // Narrow panes still wrap (by 2) instead of clipping.
+    let wrapped = panes::wrap(vec![Line::from("runtime     r1 sim")], 12);
+    assert_eq!(text(&wrapped), ["runtime", "  r1 sim"]);
+}
+
+#[test]
+fn a_narrow_status_line_keeps_help_and_quit_over_the_cursor_time() {
+    let model = failing();
+    for width in [16, 24, 36] {
+        let state = ViewState::new(&model, width, 12);
+        let screen = terminal(&model, &state).backend().to_string();
+        let status = screen.lines().last().unwrap();
+        assert!(status.contains("? help  q quit"), "{width}: {status}");
+    }
+    let state = ViewState::new(&model, 120, 12);
+    let screen = terminal(&model, &state).backend().to_string();
+    assert!(screen.lines().last().unwrap().contains("cursor"));
 }
