@@ -262,6 +262,8 @@ impl ViewState {
         match event.span {
             Some(span) => self.select(model, span),
             None => {
+                // The details pane then shows the event, not the span selected before.
+                self.selection = None;
                 self.cursor_ns = event.time_ns;
                 self.reveal(model, event.time_ns, event.time_ns.saturating_add(1));
             }

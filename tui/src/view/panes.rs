@@ -61,9 +61,19 @@ fn pane<'a>(title: String, focused: bool) -> Block<'a> {
 }
 
 pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    // An event of the open list that has no span (a lost device, an unhealthy stream, a
+    // refused submit) is shown whole when nothing is selected.
+    let event = state
+        .event_cursor
+        .filter(|_| state.list == Some(ListKind::Events) && state.selection.is_none())
+        .and_then(|i| model.events().get(i))
+        .filter(|e| e.span.is_none());
     let (title, lines) = match state.selection.filter(|&s| model.get_span(s).is_some()) {
         Some(s) => (" Details ".to_owned(), span_lines(model, s)),
-        None => (" Trace ".to_owned(), trace_lines(model)),
+        None => match event {
+            Some(e) => (" Event ".to_owned(), event_lines(e)),
+            None => (" Trace ".to_owned(), trace_lines(model)),
+        },
     };
     let lines = wrap(lines, usize::from(area.width.saturating_sub(2)));
     let lines = fit_rows(lines, usize::from(area.height.saturating_sub(2)));
@@ -327,6 +337,16 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
         Text::styled("h lists them, p jumps to the producer", theme::DIM),
     ));
     lines
+}
+
+fn event_lines(e: &Event) -> Vec<Line<'static>> {
+    let style = theme::event_style(e.kind);
+    vec![
+        field("time", units::time(e.time_ns)),
+        field("kind", Text::styled(e.kind.name(), style)),
+        field("subject", event_subject(e)),
+        field("what", Text::styled(e.text.clone(), style)),
+    ]
 }
 
 fn trace_lines(model: &Model) -> Vec<Line<'static>> {

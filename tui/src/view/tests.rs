@@ -438,3 +438,34 @@ fn a_narrow_status_line_keeps_help_and_quit_over_the_cursor_time() {
     let screen = terminal(&model, &state).backend().to_string();
     assert!(screen.lines().last().unwrap().contains("cursor"));
 }
+
+#[test]
+fn an_event_without_a_span_is_shown_whole_not_the_span_selected_before() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::Tab);
+    assert!(state.selection.is_some());
+    let busy = model
+        .events()
+        .iter()
+        .position(|e| e.kind == EventKind::Busy && e.span.is_none())
+        .expect("a refused submit");
+    state.update(&model, Action::ToggleEvents);
+    // Step onto it (opening the list only places the cursor).
+    if state.event_cursor == Some(busy) {
+        state.update(&model, Action::NextEvent);
+    }
+    while let Some(at) = state.event_cursor.filter(|&at| at != busy) {
+        let toward = if at < busy {
+            Action::NextEvent
+        } else {
+            Action::PrevEvent
+        };
+        state.update(&model, toward);
+    }
+    assert_eq!(state.selection, None);
+    let screen = terminal(&model, &state).backend().to_string();
+    assert!(screen.contains("┌ Event "), "{screen}");
+    let text = &model.events()[busy].text;
+    assert!(screen.contains(&text[..text.len().min(30)]), "{screen}");
+}
