@@ -851,14 +851,19 @@ mod tests {
         assert_eq!(state.list, None);
     }
 
+    /// Types `text` into the search.
+    fn type_search(model: &Model, state: &mut ViewState, text: &str) {
+        for c in text.chars() {
+            state.update(model, Action::Search(c));
+        }
+    }
+
     #[test]
     fn search_filters_navigation() {
         let model = failing();
         let mut state = ViewState::new(&model, 120, 40);
         state.update(&model, Action::StartSearch);
-        for c in "DOWN".chars() {
-            state.update(&model, Action::Search(c));
-        }
+        type_search(&model, &mut state, "DOWN");
         assert!(state.searching);
         assert_eq!(state.filter_matches(&model), Some(5));
         assert_eq!(
@@ -889,25 +894,20 @@ mod tests {
         state.update(&model, Action::Tab);
         let (start, window) = (state.selection, state.window);
         assert_eq!(model.span_label(model.span(start.unwrap())), "blur +1");
-        let type_text = |state: &mut ViewState, text: &str| {
-            for c in text.chars() {
-                state.update(&model, Action::Search(c));
-            }
-        };
         state.update(&model, Action::StartSearch);
         // "h" matches "host" and moves there; "hz" matches nothing: back to the start.
-        type_text(&mut state, "h");
+        type_search(&model, &mut state, "h");
         assert_eq!(
             model.span_label(model.span(state.selection.unwrap())),
             "host"
         );
-        type_text(&mut state, "z");
+        type_search(&model, &mut state, "z");
         assert_eq!(state.filter_matches(&model), Some(0));
         assert_eq!((state.selection, state.window), (start, window));
         // Each keystroke searches from the start: "down" finds the first download after it.
         state.update(&model, Action::SearchBackspace);
         state.update(&model, Action::SearchBackspace);
-        type_text(&mut state, "down");
+        type_search(&model, &mut state, "down");
         let download = state.selection.unwrap();
         assert_eq!(model.span_label(model.span(download)), "download");
         assert!(model.span(download).start_ns >= model.span(start.unwrap()).start_ns);
@@ -915,7 +915,7 @@ mod tests {
         state.update(&model, Action::Escape);
         assert_eq!((state.selection, state.window), (start, window));
         state.update(&model, Action::StartSearch);
-        type_text(&mut state, "down");
+        type_search(&model, &mut state, "down");
         state.update(&model, Action::EndSearch);
         assert_eq!(state.selection, Some(download));
         state.update(&model, Action::Escape);
@@ -935,9 +935,7 @@ mod tests {
         assert!(graphs > 0);
         let mut state = ViewState::new(&model, 120, 40);
         state.update(&model, Action::StartSearch);
-        for c in "SOBEL".chars() {
-            state.update(&model, Action::Search(c));
-        }
+        type_search(&model, &mut state, "SOBEL");
         assert_eq!(state.filter_matches(&model), Some(graphs));
         assert_eq!(
             model.span_label(model.span(state.selection.unwrap())),
