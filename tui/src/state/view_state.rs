@@ -445,7 +445,11 @@ impl ViewState {
         }
         if self.filter.is_some() {
             let from = (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX);
-            match self.next_in_time(model, from, true, true) {
+            // The first match from the cursor on, else the nearest before it.
+            let found = self
+                .next_in_time(model, from, true, true)
+                .or_else(|| self.next_in_time(model, from, false, true));
+            match found {
                 Some(r) => self.select(model, r),
                 None => self.message = Some(format!("no span matches /{}", self.search)),
             }
@@ -924,6 +928,28 @@ mod tests {
             Some(download),
             "a kept search clears in place"
         );
+    }
+
+    #[test]
+    fn a_search_with_matches_only_before_the_cursor_selects_the_nearest() {
+        let model = failing();
+        let mut state = ViewState::new(&model, 120, 40);
+        // The last span in time.
+        loop {
+            let before = state.selection;
+            state.update(&model, Action::Tab);
+            if state.selection == before {
+                break;
+            }
+        }
+        let last = state.selection.unwrap();
+        assert_ne!(model.span_label(model.span(last)), "upload");
+        state.update(&model, Action::StartSearch);
+        type_search(&model, &mut state, "upload");
+        let found = state.selection.unwrap();
+        assert_eq!(model.span_label(model.span(found)), "upload");
+        assert!(model.span(found).start_ns <= model.span(last).start_ns);
+        assert_eq!(state.message, None, "not \"no span matches\"");
     }
 
     #[test]

@@ -192,15 +192,20 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
     }
     let rw = right.chars().count() as u16;
     if left.is_empty() {
-        left.push(Text::styled(
-            key_hints(usize::from(area.width.saturating_sub(rw + 1))),
-            theme::DIM,
-        ));
+        let room = if rw == 0 {
+            area.width
+        } else {
+            area.width.saturating_sub(rw + 1)
+        };
+        left.push(Text::styled(key_hints(usize::from(room)), theme::DIM));
     }
-    Paragraph::new(Line::from(left)).render(
-        Rect::new(area.x, area.y, area.width.saturating_sub(rw + 1), 1),
-        buf,
-    );
+    // Without the cursor time the keys take the whole row, so no cell keeps an old letter.
+    let left_width = if rw == 0 {
+        area.width
+    } else {
+        area.width.saturating_sub(rw + 1)
+    };
+    Paragraph::new(Line::from(left)).render(Rect::new(area.x, area.y, left_width, 1), buf);
     if rw > 0 && area.width > rw {
         buf.set_stringn(
             area.x + area.width - rw,

@@ -106,12 +106,18 @@ pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>
             continue;
         }
         let lead = chars.iter().take_while(|&&(c, _)| c == ' ').count();
-        let hanging = if width >= 2 * VALUE_COLUMN {
-            lead.max(VALUE_COLUMN).min(width / 2)
-        } else {
+        // The value column while it leaves room for a word or two, else 2; in a narrow
+        // pane a sub-row's own indentation shrinks to 2 as well.
+        let narrow = width < 30;
+        let hanging = if narrow {
             2
+        } else {
+            lead.max(VALUE_COLUMN).min(width / 2)
         };
         let mut rest = &chars[..];
+        if narrow && lead > 2 {
+            rest = &rest[lead - 2..];
+        }
         let mut indent = 0;
         while !rest.is_empty() {
             let room = width - indent;
@@ -142,8 +148,8 @@ pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>
     out
 }
 
-/// Whether the space at `at` follows a plain number (`86.2`, `(5`), which then stays with
-/// the word after it: its unit or what it counts (`86.2 ms`, `5 submissions`). A number
+/// Whether the space at `at` follows a plain number (`86.2`, `(+5`), which then stays with
+/// the word after it: its unit or what it counts (`86.2 ms`, `(+5 untimed)`). A number
 /// that ends a clause (`2,`) or a shape (`20×13×1`) can end a line.
 fn number_before(chars: &[(char, Style)], at: usize) -> bool {
     let word: Vec<char> = chars[..at]
@@ -152,7 +158,7 @@ fn number_before(chars: &[(char, Style)], at: usize) -> bool {
         .map(|&(c, _)| c)
         .take_while(|&c| c != ' ')
         .collect();
-    let digits = word.iter().rev().skip_while(|&&c| c == '(');
+    let digits = word.iter().rev().skip_while(|&&c| c == '(' || c == '+');
     word.first().is_some_and(char::is_ascii_digit)
         && digits.clone().all(|c| c.is_ascii_digit() || *c == '.')
 }
@@ -164,10 +170,7 @@ fn fit_rows(mut lines: Vec<Line<'static>>, rows: usize) -> Vec<Line<'static>> {
         let more = lines.len() - (rows - 1);
         lines.truncate(rows - 1);
         lines.push(Line::styled(
-            format!(
-                "… {more} more line{} (a larger terminal shows them)",
-                if more == 1 { "" } else { "s" }
-            ),
+            format!("… {more} more line{}", if more == 1 { "" } else { "s" }),
             theme::DIM,
         ));
     }

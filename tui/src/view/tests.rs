@@ -399,11 +399,11 @@ fn wrapping_keeps_numbers_with_units_breaks_after_hyphens_and_hangs_sub_rows() {
     let text =
         |lines: &[Line<'_>]| -> Vec<String> { lines.iter().map(|l| l.to_string()).collect() };
     // A number stays with its unit: the break goes before "(86.2 ms)", not inside it (a
-    // number before a word that is not a unit can end a line, below).
-    let wrapped = panes::wrap(vec![Line::from("host        took (86.2 ms)")], 24);
+    // shape such as 20×13×1 can end a line, below).
+    let wrapped = panes::wrap(vec![Line::from("host        took about (86.2 ms)")], 30);
     assert_eq!(
         text(&wrapped),
-        ["host        took", "            (86.2 ms)"]
+        ["host        took about", "            (86.2 ms)"]
     );
     // After a hyphen, kept on the first line, rather than mid-word.
     let wrapped = panes::wrap(vec![Line::from("cause       kernel=x:device-lost")], 30);
@@ -411,15 +411,25 @@ fn wrapping_keeps_numbers_with_units_breaks_after_hyphens_and_hangs_sub_rows() {
         text(&wrapped),
         ["cause       kernel=x:device-", "            lost"]
     );
-    // A sub-row's continuation hangs under the sub-row, not under its parent.
-    let wrapped = panes::wrap(
-        vec![Line::from("              grid 20×13×1  block 16×16×1")],
-        32,
-    );
+    // A sub-row's continuation hangs under the sub-row, not under its parent; in a narrow
+    // pane both shrink to 2.
+    let sub_row = "              grid 20×13×1  block 16×16×1  const 8 B";
+    let wrapped = panes::wrap(vec![Line::from(sub_row)], 44);
     assert_eq!(
         text(&wrapped),
-        ["              grid 20×13×1", "              block 16×16×1"]
+        [
+            "              grid 20×13×1  block 16×16×1",
+            "              const 8 B"
+        ]
     );
+    let wrapped = panes::wrap(vec![Line::from(sub_row)], 29);
+    assert_eq!(
+        text(&wrapped),
+        ["  grid 20×13×1  block 16×16×1", "  const 8 B"]
+    );
+    // A count in brackets stays with its word.
+    let wrapped = panes::wrap(vec![Line::from("timeline    14 spans (+2 untimed)")], 28);
+    assert_eq!(text(&wrapped), ["timeline    14 spans", "  (+2 untimed)"]);
     // Narrow panes still wrap (by 2) instead of clipping.
     let wrapped = panes::wrap(vec![Line::from("runtime     r1 sim")], 12);
     assert_eq!(text(&wrapped), ["runtime", "  r1 sim"]);
