@@ -112,8 +112,8 @@ enum Place {
 /// (runtime, submission, place, start, end) → (xxh3, buffer id).
 type Outputs = BTreeMap<(u32, u64, Place, u64, u64), (u64, u64)>;
 
-/// Every output digest of a trace, streamed; graphs, prepared graphs and submits precede
-/// the digests that name them.
+/// Every output digest of a trace, placed by the operation that writes its range (the
+/// records are streamed; the digests, a few per submission, are kept until the end).
 fn outputs(path: &Path) -> Result<Outputs, TraceError> {
     let fail = |error| TraceError {
         path: path.to_owned(),
@@ -125,6 +125,7 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
     let mut graph_of: HashMap<(u32, u64), u64> = HashMap::new();
     let mut prepared_of: HashMap<(u32, u64), u64> = HashMap::new();
     let mut map = Outputs::new();
+    let mut digests = Vec::new();
     for item in TraceReader::open(path).map_err(fail)? {
         match item.map_err(fail)?.1 {
             Record::GraphOp(op) => {
@@ -141,23 +142,27 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
             Record::Submit(s) => {
                 prepared_of.insert((s.runtime.0, s.submission.0), s.prepared.0);
             }
-            Record::OutputDigest(d) => {
-                let runtime = d.runtime.0;
-                let place = prepared_of
-                    .get(&(runtime, d.submission.0))
-                    .and_then(|p| graph_of.get(&(runtime, *p)))
-                    .and_then(|g| writes.get(&(runtime, *g)))
-                    .and_then(|w| {
-                        w.iter()
-                            .filter(|w| (w.2, w.3, w.4) == (d.buffer.0, d.start, d.end))
-                            .min_by_key(|w| (w.0, w.1))
-                    })
-                    .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
-                let key = (runtime, d.submission.0, place, d.start, d.end);
-                map.insert(key, (d.xxh3, d.buffer.0));
-            }
+            Record::OutputDigest(d) => digests.push(d),
             _ => {}
         }
+    }
+    // Placed once every record is read: a digest, recorded on a hashing thread, can reach
+    // the file before the submit that it names (each thread's records are written in
+    // order, not the threads' among each other).
+    for d in digests {
+        let runtime = d.runtime.0;
+        let place = prepared_of
+            .get(&(runtime, d.submission.0))
+            .and_then(|p| graph_of.get(&(runtime, *p)))
+            .and_then(|g| writes.get(&(runtime, *g)))
+            .and_then(|w| {
+                w.iter()
+                    .filter(|w| (w.2, w.3, w.4) == (d.buffer.0, d.start, d.end))
+                    .min_by_key(|w| (w.0, w.1))
+            })
+            .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
+        let key = (runtime, d.submission.0, place, d.start, d.end);
+        map.insert(key, (d.xxh3, d.buffer.0));
     }
     Ok(map)
 }
