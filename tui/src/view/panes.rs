@@ -87,9 +87,9 @@ const VALUE_COLUMN: usize = 12;
 
 /// `lines` wrapped to `width` columns so that nothing is clipped at the pane's edge. A line
 /// breaks at a space (dropped) other than one after a plain number, or after a hyphen, else
-/// mid-word. Continuations are indented to the value column, or to the
-/// line's own indentation where that is deeper (an operation's sub-rows); in a pane
-/// narrower than two value columns, by 2. Styles are kept.
+/// mid-word. Continuations are indented to the value column, or to the line's own
+/// indentation where that is deeper (an operation's sub-rows); in a pane under 30 columns,
+/// by 2, a sub-row's own indentation shrinking to 2 too. Styles are kept.
 pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
     if width < 8 {
         return lines;
@@ -106,8 +106,7 @@ pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>
             continue;
         }
         let lead = chars.iter().take_while(|&&(c, _)| c == ' ').count();
-        // The value column while it leaves room for a word or two, else 2; in a narrow
-        // pane a sub-row's own indentation shrinks to 2 as well.
+        // Below 30 columns the value column would leave room for a word or two.
         let narrow = width < 30;
         let hanging = if narrow {
             2
@@ -158,9 +157,9 @@ fn number_before(chars: &[(char, Style)], at: usize) -> bool {
         .map(|&(c, _)| c)
         .take_while(|&c| c != ' ')
         .collect();
-    let digits = word.iter().rev().skip_while(|&&c| c == '(' || c == '+');
+    let mut digits = word.iter().rev().skip_while(|&&c| c == '(' || c == '+');
     word.first().is_some_and(char::is_ascii_digit)
-        && digits.clone().all(|c| c.is_ascii_digit() || *c == '.')
+        && digits.all(|c| c.is_ascii_digit() || *c == '.')
 }
 
 /// `lines` cut to `rows`, the last row saying how many more there are: the pane does not
