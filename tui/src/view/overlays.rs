@@ -191,20 +191,15 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
         right.clear();
     }
     let rw = right.chars().count() as u16;
-    if left.is_empty() {
-        let room = if rw == 0 {
-            area.width
-        } else {
-            area.width.saturating_sub(rw + 1)
-        };
-        left.push(Text::styled(key_hints(usize::from(room)), theme::DIM));
-    }
-    // Without the cursor time the keys take the whole row, so no cell keeps an old letter.
+    // Without the cursor time the left takes the whole row, so no cell keeps an old letter.
     let left_width = if rw == 0 {
         area.width
     } else {
         area.width.saturating_sub(rw + 1)
     };
+    if left.is_empty() {
+        left.push(Text::styled(key_hints(usize::from(left_width)), theme::DIM));
+    }
     Paragraph::new(Line::from(left)).render(Rect::new(area.x, area.y, left_width, 1), buf);
     if rw > 0 && area.width > rw {
         buf.set_stringn(

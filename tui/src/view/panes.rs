@@ -120,15 +120,17 @@ pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>
         let mut indent = 0;
         while !rest.is_empty() {
             let room = width - indent;
-            let (take, skip) = if rest.len() <= room {
-                (rest.len(), 0)
+            let take = if rest.len() <= room {
+                rest.len()
             } else {
-                let breaks = (1..=room).rev().find_map(|at| match rest[at].0 {
-                    ' ' if rest[at - 1].0 != ' ' && !number_before(rest, at) => Some((at, 1)),
-                    _ if rest[at - 1].0 == '-' => Some((at, 0)),
-                    _ => None,
-                });
-                breaks.unwrap_or((room, 0))
+                // Before a space (trimmed below) or after a hyphen, the last that fits.
+                (1..=room)
+                    .rev()
+                    .find(|&at| match rest[at].0 {
+                        ' ' => rest[at - 1].0 != ' ' && !number_before(rest, at),
+                        _ => rest[at - 1].0 == '-',
+                    })
+                    .unwrap_or(room)
             };
             let (head, tail) = rest.split_at(take);
             let mut spans = vec![Text::raw(" ".repeat(indent))];
@@ -139,8 +141,7 @@ pub(super) fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>
                 ));
             }
             out.push(Line::from(spans).style(line.style));
-            rest = &tail[skip..];
-            rest = &rest[rest.iter().take_while(|&&(c, _)| c == ' ').count()..];
+            rest = &tail[tail.iter().take_while(|&&(c, _)| c == ' ').count()..];
             indent = hanging;
         }
     }
