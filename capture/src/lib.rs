@@ -46,7 +46,9 @@ pub use activation::{
     TRACE_ENV, current, enabled, expand_path, install, install_from_env, install_or_current,
     now_ns, record, shutdown, uninstall,
 };
-pub use reader::{MappedTrace, ReadError, Recovery, Trace, TraceReader, Warning, read_all};
+pub use reader::{
+    MappedTrace, ReadError, Recovery, Trace, TraceReader, Warning, open_file, read_all,
+};
 pub use schema::Record;
 pub use writer::{
     CloseSummary, Deferred, FileSink, MemorySink, Recorder, RecorderOptions, Sink, WriteError,

@@ -74,12 +74,29 @@ pub enum ReadErrorKind {
     /// The file header is invalid or names an unreadable version.
     #[error(transparent)]
     Format(#[from] FormatError),
-    /// The file cannot be opened (missing, not permitted).
+    /// The file cannot be opened (missing, not permitted, a directory).
     #[error("cannot open it: {0}")]
     Open(io::Error),
     /// Reading failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
+}
+
+/// Opens a trace file for reading, for a [`TraceReader`] over a wrapped file. A directory
+/// is refused here, where it is named, rather than at its first read ("byte 0: I/O error:
+/// Is a directory").
+///
+/// # Errors
+///
+/// [`ReadErrorKind::Open`] when the file cannot be opened or is a directory.
+pub fn open_file(path: &Path) -> Result<File, ReadError> {
+    let open = |e| ReadError::new(0, ReadErrorKind::Open(e));
+    let file = File::open(path).map_err(open)?;
+    if file.metadata().map_err(open)?.is_dir() {
+        let e = io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
+        return Err(open(e));
+    }
+    Ok(file)
 }
 
 /// `byte N: `, or nothing where no byte was read.
@@ -305,7 +322,7 @@ impl TraceReader<File> {
     ///
     /// [`ReadErrorKind::Open`] when it cannot be opened; see [`TraceReader::new`].
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader<File>, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
+        let file = open_file(path.as_ref())?;
         TraceReader::new(file)
     }
 }
@@ -771,7 +788,7 @@ impl Trace {
 ///
 /// See [`TraceReader::open`] and [`Trace::from_reader`].
 pub fn read_all(path: impl AsRef<Path>) -> Result<Trace, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
+    let file = open_file(path.as_ref())?;
     Trace::from_reader(file)
 }
 
@@ -831,7 +848,7 @@ impl MappedTrace {
     /// be mapped; the file header errors of
     /// [`TraceReader::new`].
     pub fn open(path: impl AsRef<Path>) -> Result<MappedTrace, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError::new(0, ReadErrorKind::Open(e)))?;
+        let file = open_file(path.as_ref())?;
         if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
             return Err(ReadError::new(0, ReadErrorKind::Empty));
         }

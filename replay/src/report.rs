@@ -644,16 +644,21 @@ impl Report {
             }
         );
         for rt in &self.trace.runtimes {
+            let s = |n: usize| if n == 1 { "" } else { "s" };
             let _ = write!(
                 out,
-                "captured: runtime {} on {} ({}): {} buffers, {} kernels, {} graphs, {} submissions",
+                "captured: runtime {} on {} ({}): {} buffer{}, {} kernel{}, {} graph{}, {} submission{}",
                 rt.runtime,
                 rt.backend,
                 rt.device,
                 rt.buffers,
+                s(rt.buffers),
                 rt.kernels,
+                s(rt.kernels),
                 rt.graphs,
-                rt.submissions
+                s(rt.graphs),
+                rt.submissions,
+                s(rt.submissions)
             );
             if rt.replayed_submissions != rt.submissions {
                 let _ = write!(out, " ({} replayed)", rt.replayed_submissions);
@@ -879,8 +884,9 @@ impl Report {
                 }
                 let _ = write!(
                     out,
-                    "captured contents written in {} submissions",
-                    sub.substituted
+                    "captured contents written in {} submission{}",
+                    sub.substituted,
+                    if sub.substituted == 1 { "" } else { "s" }
                 );
                 if sub.failed > 0 {
                     let _ = write!(out, ", captured failure repeated in {}", sub.failed);

@@ -155,9 +155,7 @@ fn open(
         path: path.to_owned(),
         error,
     };
-    // Opening through the reader first gives its error (and hint) for a missing file.
-    drop(TraceReader::open(path).map_err(fail)?);
-    let file = File::open(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
+    let file = hrx_capture::open_file(path).map_err(fail)?;
     let reader = TraceReader::new(Counting {
         inner: file,
         read: read.clone(),

@@ -24,7 +24,7 @@ fn unusable(dir: &Path) -> Vec<(&'static str, &'static str)> {
             "missing.hrxt",
             "missing.hrxt: cannot open it: No such file or directory",
         ),
-        ("sub", "directory"),
+        ("sub", "sub: cannot open it: it is a directory"),
         ("empty.hrxt", "byte 0: the file is empty"),
         ("magic.hrxt", "not an hrx trace"),
         (
