@@ -90,10 +90,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         (&new, &new_outputs),
         args.max_slowdown,
     );
-    print_report(&report, args.json, write_text)?;
-    Ok(ExitCode::from(
-        report["exit_code"].as_u64().unwrap_or(2) as u8
-    ))
+    let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
+    crate::failure::verdict(code, print_report(&report, args.json, write_text))
 }
 
 /// Where an output lives, independent of buffer ids: the first operation of the submitted

@@ -7,7 +7,7 @@
 //! trace whose writing failed); `record -- PROGRAM`: the program's exit code, 128+N when it
 //! was killed by signal N or when hrx-trace received signal N and forwarded it; 101 an
 //! internal error (a bug). A closed standard output (`hrx-trace dump FILE | head`) is not
-//! an error: exit 0.
+//! an error: exit 0, or the verdict's code for `replay` and `diff`.
 
 use hrx_capture::ReadError;
 use hrx_capture::format::{FormatError, VersionError};
@@ -80,6 +80,20 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
         eprintln!("hint: {hint}");
     }
     ExitCode::from(code)
+}
+
+/// The exit code of a verdict (`replay`, `diff`) once its report is `written`. A closed
+/// standard output ends the report, not the verdict: `hrx-trace diff A B | head` in CI still
+/// fails on a regression.
+///
+/// # Errors
+///
+/// Any other write error.
+pub fn verdict(code: u8, written: io::Result<()>) -> anyhow::Result<ExitCode> {
+    match written {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::from(code)),
+    }
 }
 
 /// Whether the error is a write to a closed pipe (the reader went away).

@@ -110,14 +110,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    // Written, not printed: a closed standard output (`| head`) is an error `main` treats as
-    // success, where `print!` would panic.
+    // Written, not printed: `print!` would panic on a closed standard output (`| head`).
     let mut out = std::io::stdout().lock();
-    if args.report == "json" {
-        writeln!(out, "{}", report.to_json())?;
+    let written = if args.report == "json" {
+        writeln!(out, "{}", report.to_json())
     } else {
-        write!(out, "{}", report.to_text())?;
-    }
-    out.flush()?;
-    Ok(ExitCode::from(report.exit_code().clamp(0, 255) as u8))
+        write!(out, "{}", report.to_text())
+    };
+    let code = report.exit_code().clamp(0, 255) as u8;
+    crate::failure::verdict(code, written.and_then(|()| out.flush()))
 }

@@ -73,6 +73,12 @@ fn a_slowed_kernel_is_a_regression_and_its_own_base_is_not() {
     let (code, r) = diff_json(dir.path(), &["base.hrxt", "slow.hrxt"]);
     assert_eq!(code, 1, "{r:#}");
     assert_eq!(r["verdict"], "regression");
+    // A closed standard output (`| head`) ends the report, not the verdict.
+    for json in [&["--json"][..], &[]] {
+        let args = [&["diff"][..], json, &["base.hrxt", "slow.hrxt"]].concat();
+        let out = crate::util::run_into_closed_stdout(dir.path(), &args);
+        assert_eq!(crate::util::code(&out), 1, "{args:?}: {}", stderr(&out));
+    }
     let fill = kernel(&r, "hrx_fill_u32");
     assert_eq!(
         (fill["status"].as_str(), fill["slow"].as_bool()),

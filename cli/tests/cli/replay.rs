@@ -156,13 +156,25 @@ fn replay_on_an_unavailable_backend_hints_at_the_software_device() {
 /// both report formats exit 0 with nothing on standard error (found in first use: the JSON
 /// report was printed with `println!`, which panicked into "internal error", exit 101).
 #[test]
-fn a_closed_standard_output_is_not_an_error_for_either_report() {
+fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
     for report in ["json", "text"] {
         // Closed before the replay (milliseconds) can have written anything.
         let out = run_into_closed_stdout(dir.path(), &["replay", "h.hrxt", "--report", report]);
         assert_eq!(code(&out), 0, "--report {report}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "--report {report}");
+    }
+    // A regression keeps its exit code: the CUDA recording of `faults` fails elsewhere on
+    // the software device (`hrx-trace replay F | head` in CI must still fail).
+    let cuda = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tui/tests/data/faults-cuda-h200.hrxt"
+    );
+    assert_eq!(code(&run(dir.path(), &["replay", cuda])), 1);
+    for report in ["json", "text"] {
+        let out = run_into_closed_stdout(dir.path(), &["replay", cuda, "--report", report]);
+        assert_eq!(code(&out), 1, "--report {report}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "--report {report}");
     }
 }
