@@ -241,11 +241,14 @@ impl Recovery {
             && self.bytes_discarded == 0
     }
 
-    /// How the trace ends, in a few words: `closed cleanly`, `closed, but its end is
-    /// damaged` (a damaged footer or trailer, or bytes after it: the warnings say which), or
-    /// `not closed cleanly` (the recording process crashed or was killed).
+    /// How the trace ends, in a few words: `closed cleanly`, `closed, but damaged parts
+    /// were skipped` (blocks or records before the end), `closed, but its end is damaged` (a
+    /// damaged footer or trailer, or bytes after it: the warnings say which), or `not closed
+    /// cleanly` (the recording process crashed or was killed).
     pub fn end(&self) -> &'static str {
+        let skipped = self.skipped_blocks > 0 || self.skipped_records > 0;
         match (self.clean_close, self.closed) {
+            (_, true) if skipped => "closed, but damaged parts were skipped",
             (true, _) => "closed cleanly",
             (false, true) => "closed, but its end is damaged",
             (false, false) => "not closed cleanly",

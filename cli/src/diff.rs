@@ -14,7 +14,8 @@
 //!   not by buffer id, which depends on how a run allocated; their xxh3 digests are
 //!   compared.
 //! - **Submissions** are matched by (runtime, submission index) and their outcomes (ok,
-//!   failed, cancelled, unknown) compared.
+//!   failed, cancelled) compared; one without a recorded outcome on either side (a trace
+//!   cut short) is counted as unknown, not compared.
 //!
 //! # Verdict
 //!
@@ -32,7 +33,7 @@
 //!
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns", "verdict": "same"|"regression",
-//!  "exit_code",
+//!  "complete": {"base", "new"}, "exit_code",
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime",
@@ -42,7 +43,8 @@
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
 //!              [{"runtime", "submission", "node"|null, "use"|null, "buffer",
 //!                "new_buffer", "start", "end", "base_xxh3", "new_xxh3"}]},
-//!  "submissions": {"compared", "changed": [{"runtime", "submission", "base", "new"}]},
+//!  "submissions": {"compared", "unknown", "changed": [{"runtime", "submission", "base",
+//!                  "new"}]},
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
 //!              "changed_submissions"}}
 //! ```
@@ -174,14 +176,13 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
-/// A submission outcome's name in reports.
-fn status_name(status: SpanStatus) -> &'static str {
-    match status {
-        SpanStatus::Ok => "ok",
-        SpanStatus::Failed => "failed",
-        SpanStatus::Cancelled => "cancelled",
-        SpanStatus::Unknown => "unknown",
-    }
+/// Whether the trace behind `model` was read whole (closed cleanly, nothing skipped).
+fn complete(model: &Model) -> bool {
+    model
+        .info()
+        .recovery
+        .as_ref()
+        .is_none_or(|r| r.is_complete())
 }
 
 /// Whether `new` is slower than `base` past `ratio` and beyond the spread.
@@ -341,15 +342,21 @@ fn compare(
     };
     let (base_outcomes, new_outcomes) = (outcomes(base), outcomes(new));
     let mut changed = Vec::new();
-    let mut outcomes_compared = 0;
+    let (mut outcomes_compared, mut outcomes_unknown) = (0, 0);
     for (key, status) in &base_outcomes {
         let Some(new_status) = new_outcomes.get(key) else {
             continue;
         };
+        // No completion recorded (a trace cut short or damaged): nothing to compare, and
+        // not a changed outcome.
+        if [status, new_status].contains(&&SpanStatus::Unknown) {
+            outcomes_unknown += 1;
+            continue;
+        }
         outcomes_compared += 1;
         if new_status != status {
             changed.push(json!({"runtime": key.0, "submission": key.1,
-                                "base": status_name(*status), "new": status_name(*new_status)}));
+                                "base": status.name(), "new": new_status.name()}));
         }
     }
     let regression = slow > 0 || !differing.is_empty() || !changed.is_empty();
@@ -359,12 +366,16 @@ fn compare(
         "max_slowdown": ratio,
         "noise_floor_ns": NOISE_FLOOR_NS,
         "verdict": if regression { "regression" } else { "same" },
+        // Whether each trace was read whole; a damaged or cut-short one is compared on what
+        // was recovered (standard error warns), which can leave most of it unmatched.
+        "complete": {"base": complete(base), "new": complete(new)},
         "exit_code": u8::from(regression),
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
         },
-        "submissions": {"compared": outcomes_compared, "changed": changed},
+        "submissions": {"compared": outcomes_compared, "unknown": outcomes_unknown,
+                        "changed": changed},
         "kernels": kernels,
         "regions": {"matched": matched, "only_base": only_base, "only_new": only_new,
                     "relabelled": relabelled, "times": times},
@@ -451,9 +462,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let c = &r["submissions"];
     writeln!(
         out,
-        "submissions  {} compared, {} changed outcome",
+        "submissions  {} compared, {} changed outcome{}",
         u(&c["compared"]),
-        c["changed"].as_array().map_or(0, Vec::len)
+        c["changed"].as_array().map_or(0, Vec::len),
+        match u(&c["unknown"]) {
+            0 => String::new(),
+            n => format!("; {n} without a recorded outcome (not compared)"),
+        }
     )?;
     for d in c["changed"].as_array().into_iter().flatten() {
         writeln!(

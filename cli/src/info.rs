@@ -91,18 +91,16 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
         )?;
     } else {
         let skipped = r.skipped_blocks > 0 || r.skipped_records > 0;
-        let how = match (r.clean_close, r.closed) {
-            (true, _) => "closed, but damaged parts were skipped",
+        let more = match (r.clean_close, r.closed) {
+            (true, _) => "",
             // A block lost before the end (its header damaged, say) also unsettles the end.
-            (false, true) if skipped => "closed, but damaged parts were skipped (see the warnings)",
-            (false, true) => {
-                "closed, but its end is damaged (see the warnings): every block before it is read"
-            }
+            (false, true) if skipped => " (see the warnings)",
+            (false, true) => " (see the warnings): every block before it is read",
             (false, false) => {
-                "not closed cleanly (the recording process crashed or was killed, or the trace could not be written whole)"
+                " (the recording process crashed or was killed, or the trace could not be written whole)"
             }
         };
-        writeln!(out, "{:<12} {how}", "recovered")?;
+        writeln!(out, "{:<12} {}{more}", "recovered", r.end())?;
         writeln!(
             out,
             "{:<12} {} complete blocks, {} records, {} discarded, {} blocks and {} records skipped",

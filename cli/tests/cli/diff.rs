@@ -308,3 +308,44 @@ fn digests_written_before_their_submit_are_still_matched() {
         (&0.into(), &0.into())
     );
 }
+
+/// A submission whose completion is missing on one side (a trace cut short by a kill, or a
+/// damaged block) has no outcome to compare: it is counted, not called "ok -> unknown".
+#[test]
+fn a_submission_without_a_recorded_outcome_is_not_a_changed_outcome() {
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "a.hrxt");
+    let trace = hrx_capture::read_all(dir.path().join("a.hrxt")).unwrap();
+    let last_done = trace
+        .records
+        .iter()
+        .rposition(|r| matches!(r, Record::SubmissionDone(_)))
+        .unwrap();
+    let cut = Recorder::create(dir.path().join("cut.hrxt"), RecorderOptions::default()).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i != last_done && !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            cut.record(record);
+        }
+    }
+    cut.close().unwrap();
+    for (base, new) in [("a.hrxt", "cut.hrxt"), ("cut.hrxt", "a.hrxt")] {
+        let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", base, new]);
+        assert_eq!(code, 0, "{base} {new}: {r:#}");
+        let submissions = &r["submissions"];
+        assert_eq!(submissions["unknown"], 1, "{submissions:#}");
+        assert_eq!(
+            submissions["changed"],
+            serde_json::json!([]),
+            "{submissions:#}"
+        );
+        let text = stdout(&run(
+            dir.path(),
+            &["diff", "--max-slowdown", "1e9", base, new],
+        ));
+        assert!(
+            text.contains("1 without a recorded outcome (not compared)"),
+            "{text}"
+        );
+    }
+}

@@ -160,4 +160,28 @@ fn a_damaged_block_before_the_end_is_named_as_skipped() {
         "{out}"
     );
     assert!(!out.contains("every block before it is read"), "{out}");
+    // The verbs that compute figures warn alike (they said "closed cleanly; these figures
+    // cover only what was recovered").
+    for verb in ["stats", "diff"] {
+        let args: &[&str] = if verb == "diff" {
+            &["diff", "flipped.hrxt", "flipped.hrxt"]
+        } else {
+            &["stats", "flipped.hrxt"]
+        };
+        let err = stderr(&run(dir.path(), args));
+        assert!(
+            err.contains("flipped.hrxt: closed, but damaged parts were skipped; these figures"),
+            "{verb}: {err}"
+        );
+    }
+    // `hazards_trace` left the undamaged recording as whole.hrxt.
+    let diff = run(
+        dir.path(),
+        &["diff", "--json", "whole.hrxt", "flipped.hrxt"],
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&diff)).unwrap();
+    assert_eq!(
+        report["complete"],
+        serde_json::json!({"base": true, "new": false})
+    );
 }
