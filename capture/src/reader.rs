@@ -207,6 +207,14 @@ pub enum WarningKind {
         /// Bytes ignored.
         bytes: u64,
     },
+    /// Another trace's file header stands where a block should: two files joined (`cat`),
+    /// the first not closed. Reading stops there, rather than taking the second trace's
+    /// records for the first's.
+    #[error("another trace starts here (two files joined?): its {bytes} bytes are not read")]
+    AnotherTrace {
+        /// Bytes from that header to the end of the file.
+        bytes: u64,
+    },
 }
 
 /// How much of a trace was read back.
@@ -442,6 +450,13 @@ impl<R: Read> TraceReader<R> {
         }
         let header = match BlockHeader::decode(&raw) {
             Ok(header) => header,
+            Err(_) if raw.starts_with(&crate::format::MAGIC) => {
+                let bytes = raw.len() as u64 + self.skip_bytes(u64::MAX)?;
+                self.recovery.bytes_discarded += bytes;
+                self.warn(at, WarningKind::AnotherTrace { bytes });
+                self.done = true;
+                return Ok(());
+            }
             Err(error) => match self.resynchronize(at, raw, error)? {
                 Some(header) => header,
                 None => return Ok(()),
@@ -1018,6 +1033,11 @@ impl MappedTrace {
                     self.truncated(at, len);
                     return;
                 }
+                Err(_) if self.bytes()[at as usize..].starts_with(&crate::format::MAGIC) => {
+                    let kind = WarningKind::AnotherTrace { bytes: len - at };
+                    self.warnings.push(Warning { offset: at, kind });
+                    return;
+                }
                 Err(error) => match self.find_block_after(at) {
                     Some(found) => {
                         let skipped_bytes = found - at;
@@ -1338,6 +1358,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `cat killed.hrxt other.hrxt`: the second trace's records are not read as the first's
+    /// (they were, after a "damaged block header"), by either reader.
+    #[test]
+    fn a_trace_joined_after_an_unclosed_one_is_not_read_as_its_records() {
+        let mut rng = Rng(12);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let b: Vec<_> = (5..9).map(|k| record(&mut rng, k)).collect();
+        let first = file(&[(BlockKind::RECORDS, a.clone())], FormatVersion::CURRENT);
+        let second = file(&[(BlockKind::RECORDS, b)], FormatVersion::CURRENT);
+        let joined = [&first[..], &second[..]].concat();
+        let trace = Trace::from_bytes(&joined).unwrap();
+        assert_eq!(trace.records, a);
+        assert_eq!(trace.recovery.bytes_discarded, second.len() as u64);
+        let another = WarningKind::AnotherTrace {
+            bytes: second.len() as u64,
+        };
+        assert_eq!(trace.warnings.len(), 1, "{:?}", trace.warnings);
+        assert_eq!(
+            (trace.warnings[0].offset, &trace.warnings[0].kind),
+            (first.len() as u64, &another)
+        );
+        let mapped = MappedTrace::from_vec(joined).unwrap();
+        assert_eq!(mapped.blocks().len(), 1);
+        let warnings: Vec<_> = mapped
+            .warnings()
+            .iter()
+            .map(|w| (w.offset, &w.kind))
+            .collect();
+        assert_eq!(warnings, [(first.len() as u64, &another)]);
     }
 
     #[test]
