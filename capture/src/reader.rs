@@ -256,8 +256,9 @@ impl Recovery {
     pub fn end(&self) -> &'static str {
         let skipped = self.skipped_blocks > 0 || self.skipped_records > 0;
         match (self.clean_close, self.closed) {
-            (_, true) if skipped => "closed, but damaged parts were skipped",
-            (true, _) => "closed cleanly",
+            (true, _) if self.is_complete() => "closed cleanly",
+            (true, _) => "closed, but damaged parts were skipped",
+            (false, true) if skipped => "closed, but damaged parts were skipped",
             (false, true) => "closed, but its end is damaged",
             (false, false) => "not closed cleanly",
         }
