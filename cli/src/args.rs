@@ -37,7 +37,7 @@ pub enum Command {
     /// Per-kernel durations, queue utilisation, copy bandwidth, submissions and failures.
     Stats(StatsArgs),
     /// Compare two traces: kernel times with their spread, new and missing kernels, output
-    /// digests (exit 0 same, 1 regression, 2 unusable input).
+    /// digests (exit 0 same or different, 1 regression, 2 unusable input).
     Diff(DiffArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),

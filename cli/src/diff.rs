@@ -24,16 +24,28 @@
 //! base.p99`: most new runs are slower than almost every base run, so one-off outliers
 //! on a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
 //! scheduling noise of microsecond kernels). A **regression** is a slow kernel, an output
-//! whose digest differs or a submission whose outcome changed: exit 1. Otherwise exit 0 (new, missing and relabelled
-//! kernels and regions, and outputs present on one side only, are reported but are not
-//! regressions: they mean a different program or run length, not a slower one). Exit 2
-//! when either trace cannot be read or `R` is not a finite number ≥ 1.
+//! whose digest differs or a submission whose outcome changed: exit 1. New, missing and
+//! relabelled kernels and regions, and outputs present on one side only, are not
+//! regressions (they mean a different program or run length, not a slower one) but they
+//! are differences: the verdict is then **different**, exit 0; **same** only when every
+//! count of one-sided or relabelled items is zero. Exit 2 when either trace cannot be read
+//! or `R` is not a finite number ≥ 1.
+//!
+//! # Arguments
+//!
+//! Each session record holds the recorded process's command line. They are compared
+//! without the trace's own name (the value of `-o`/`--output`, which always differs
+//! between two recordings) and with the program reduced to its file name (a debug and a
+//! release build of one program are one program); when they differ, both are printed, so
+//! a "different" verdict from a run with `--frames 8` against one with `--frames 4` says
+//! why.
 //!
 //! JSON (`--json`), times in ns:
 //!
 //! ```text
-//! {"base", "new", "max_slowdown", "noise_floor_ns", "verdict": "same"|"regression",
-//!  "complete": {"base", "new"}, "exit_code",
+//! {"base", "new", "max_slowdown", "noise_floor_ns",
+//!  "verdict": "same"|"different"|"regression", "complete": {"base", "new"}, "exit_code",
+//!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime",
@@ -43,10 +55,11 @@
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
 //!              [{"runtime", "submission", "node"|null, "use"|null, "buffer",
 //!                "new_buffer", "start", "end", "base_xxh3", "new_xxh3"}]},
-//!  "submissions": {"compared", "unknown", "changed": [{"runtime", "submission", "base",
-//!                  "new"}]},
+//!  "submissions": {"compared", "unknown", "only_base", "only_new", "changed":
+//!                  [{"runtime", "submission", "base", "new"}]},
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
-//!              "changed_submissions"}}
+//!              "changed_submissions", "one_sided": regions, outputs and submissions in
+//!              one trace only, relabelled regions, new and missing kernels}}
 //! ```
 
 use crate::args::DiffArgs;
@@ -244,6 +257,31 @@ fn region_times(model: &Model) -> RegionTimes {
     map
 }
 
+/// The recorded command line as compared (see the module docs): the program's file name,
+/// then its arguments without the trace's own name. `None` without a session record.
+fn arguments(model: &Model) -> Option<Vec<String>> {
+    let args = &model.info().session.as_ref()?.args;
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = args.iter();
+    if let Some(program) = rest.next() {
+        let name = Path::new(program)
+            .file_name()
+            .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+        out.push(name);
+    }
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "-o" | "--output" => {
+                rest.next();
+                out.push(format!("{a} …"));
+            }
+            _ if a.starts_with("--output=") => out.push("--output=…".to_owned()),
+            _ => out.push(a.clone()),
+        }
+    }
+    Some(out)
+}
+
 fn compare(
     args: &DiffArgs,
     (base, base_outputs): (&Model, &Outputs),
@@ -360,12 +398,43 @@ fn compare(
         }
     }
     let regression = slow > 0 || !differing.is_empty() || !changed.is_empty();
+    let outputs_only_base = base_outputs.len() - compared;
+    let outputs_only_new = new_outputs
+        .keys()
+        .filter(|k| !base_outputs.contains_key(k))
+        .count();
+    let subs_only_base = base_outcomes
+        .keys()
+        .filter(|k| !new_outcomes.contains_key(k))
+        .count();
+    let subs_only_new = new_outcomes
+        .keys()
+        .filter(|k| !base_outcomes.contains_key(k))
+        .count();
+    let one_sided = only_base
+        + only_new
+        + subs_only_base
+        + subs_only_new
+        + relabelled.len()
+        + added
+        + missing
+        + outputs_only_base
+        + outputs_only_new;
+    let verdict = if regression {
+        "regression"
+    } else if one_sided > 0 {
+        "different"
+    } else {
+        "same"
+    };
+    let (base_args, new_args) = (arguments(base), arguments(new));
     json!({
         "base": args.base.display().to_string(),
         "new": args.new.display().to_string(),
         "max_slowdown": ratio,
         "noise_floor_ns": NOISE_FLOOR_NS,
-        "verdict": if regression { "regression" } else { "same" },
+        "verdict": verdict,
+        "arguments": {"base": base_args, "new": new_args, "differ": base_args != new_args},
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
         // was recovered (standard error warns), which can leave most of it unmatched.
         "complete": {"base": complete(base), "new": complete(new)},
@@ -373,16 +442,18 @@ fn compare(
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
+            "one_sided": one_sided,
         },
         "submissions": {"compared": outcomes_compared, "unknown": outcomes_unknown,
+                        "only_base": subs_only_base, "only_new": subs_only_new,
                         "changed": changed},
         "kernels": kernels,
         "regions": {"matched": matched, "only_base": only_base, "only_new": only_new,
                     "relabelled": relabelled, "times": times},
         "outputs": {
             "compared": compared, "identical": identical,
-            "only_base": base_outputs.len() - compared,
-            "only_new": new_outputs.keys().filter(|k| !base_outputs.contains_key(k)).count(),
+            "only_base": outputs_only_base,
+            "only_new": outputs_only_new,
             "differing": differing,
         },
     })
@@ -462,12 +533,16 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let c = &r["submissions"];
     writeln!(
         out,
-        "submissions  {} compared, {} changed outcome{}",
+        "submissions  {} compared, {} changed outcome{}{}",
         u(&c["compared"]),
         c["changed"].as_array().map_or(0, Vec::len),
         match u(&c["unknown"]) {
             0 => String::new(),
             n => format!("; {n} without a recorded outcome (not compared)"),
+        },
+        match (u(&c["only_base"]), u(&c["only_new"])) {
+            (0, 0) => String::new(),
+            (b, n) => format!("; {b} only in base, {n} only in new"),
         }
     )?;
     for d in c["changed"].as_array().into_iter().flatten() {
@@ -479,10 +554,34 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             d["new"].as_str().unwrap_or("")
         )?;
     }
+    let a = &r["arguments"];
+    if a["differ"].as_bool() == Some(true) {
+        let line = |v: &Value| match v.as_array() {
+            Some(args) => args
+                .iter()
+                .map(|x| x.as_str().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => "(no session record)".to_owned(),
+        };
+        writeln!(
+            out,
+            "arguments    differ (the traces record different runs)"
+        )?;
+        writeln!(out, "  base       {}", line(&a["base"]))?;
+        writeln!(out, "  new        {}", line(&a["new"]))?;
+    }
     let s = &r["summary"];
+    let one_sided = match u(&s["one_sided"]) {
+        0 => String::new(),
+        n => format!(
+            "; {n} item{} in one trace only or relabelled (see above)",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
     writeln!(
         out,
-        "verdict      {} (exit {}): {} slow kernels (past {}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels",
+        "verdict      {} (exit {}): {} slow kernels (past {}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels{one_sided}",
         r["verdict"].as_str().unwrap_or(""),
         u(&r["exit_code"]),
         u(&s["slow_kernels"]),

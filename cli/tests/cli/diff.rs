@@ -349,3 +349,71 @@ fn a_submission_without_a_recorded_outcome_is_not_a_changed_outcome() {
         );
     }
 }
+
+#[test]
+fn one_sided_items_are_a_difference_and_other_arguments_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = |name: &str, frames: &str| {
+        let args = [
+            "record",
+            "-o",
+            name,
+            "--workload",
+            "pipeline",
+            "--frames",
+            frames,
+            "--max-width",
+            "64",
+        ];
+        let out = run(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    record("two.hrxt", "2");
+    record("again.hrxt", "2");
+    record("four.hrxt", "4");
+    // Timing is not under test: `--max-slowdown 1e9` keeps a loaded machine from being slow.
+    let (code, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "1e9", "two.hrxt", "again.hrxt"],
+    );
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("same")), "{r:#}");
+    assert_eq!(
+        r["arguments"]["differ"], false,
+        "the trace's own name is not an argument"
+    );
+    assert_eq!(r["summary"]["one_sided"], 0);
+
+    let (code, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "1e9", "two.hrxt", "four.hrxt"],
+    );
+    assert_eq!(code, 0, "more frames are not a regression: {r:#}");
+    assert!(r["outputs"]["only_new"].as_u64().unwrap() > 0, "{r:#}");
+    assert_eq!(r["submissions"]["only_new"], 2, "{r:#}");
+    assert_eq!(r["verdict"], "different", "{r:#}");
+    assert_eq!(r["arguments"]["differ"], true);
+    let has = |side: &str, arg: &str| {
+        r["arguments"][side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == arg)
+    };
+    assert!(has("base", "2") && has("new", "4"), "{r:#}");
+    assert!(has("base", "-o …"), "{r:#}");
+
+    let text = stdout(&run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "two.hrxt", "four.hrxt"],
+    ));
+    assert!(
+        field(&text, "verdict").starts_with("different (exit 0)"),
+        "{text}"
+    );
+    assert!(field(&text, "arguments").starts_with("differ"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("new") && l.contains("--frames 4")),
+        "{text}"
+    );
+}
