@@ -102,12 +102,19 @@ pub struct ReplayArgs {
 #[command(after_help = "\
 Keys: arrows select and change queue, +/- zoom, f fit, z zoom to the selection, Tab next
 span, h hazards of the selection, p jump to its producer, n/N next/previous event,
-e events list, s statistics, / search (labels and the kernels inside), ? every key, q quit.
-The mouse wheel zooms and a click selects.")]
+e events list, s statistics, / search (labels and the kernels inside), PgUp/PgDn scroll
+the details, F follow the newest time (--follow), ? every key, q quit. The mouse wheel
+zooms and a click selects.")]
 pub struct ViewArgs {
     /// The trace file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+
+    /// Follow a trace that is still being written: new blocks appear as the recorder
+    /// flushes them, and the window follows the newest time until you pan or zoom (F
+    /// follows again).
+    #[arg(long)]
+    pub follow: bool,
 }
 
 /// `hrx-trace record`.
@@ -249,6 +256,11 @@ pub struct StatsArgs {
     /// One JSON object instead of text (times in ns, bandwidth in bytes/s).
     #[arg(long)]
     pub json: bool,
+
+    /// Follow a trace that is still being written: the summary again each second until
+    /// the trace is closed (then the final report), or Ctrl-C.
+    #[arg(long)]
+    pub follow: bool,
 }
 
 /// `hrx-trace diff`.

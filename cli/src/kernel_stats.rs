@@ -1,5 +1,10 @@
-//! `hrx-trace stats FILE [--json]`: per-kernel durations, per-queue utilisation, copy
-//! bandwidth per lane, submissions, `Busy` refusals and failures.
+//! `hrx-trace stats FILE [--json] [--follow]`: per-kernel durations, per-queue
+//! utilisation, copy bandwidth per lane, submissions, `Busy` refusals and failures.
+//!
+//! With `--follow` the trace may still be being written: the summary is printed again
+//! each second (over the previous one on a terminal, after a `live:` line with the record
+//! count and rate; one compact JSON object a line with `--json`) until the trace is closed,
+//! then once more in full, the final report (exit 0), or until Ctrl-C.
 //!
 //! The numbers are the timeline's statistics view (`hrx_tui::state::Stats`, computed by
 //! the model the viewer loads), so `stats` and the `s` key in `view` always agree. A
@@ -37,10 +42,64 @@ use std::process::ExitCode;
 ///
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
+    if args.follow {
+        follow(&args)?;
+    }
     let model = load(&args.file)?;
     let report = report(&args.file, &model);
     print_report(&report, args.json, write_text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `stats --follow`: a summary each second until the trace is closed (see the module
+/// docs); the caller then prints the final report.
+fn follow(args: &StatsArgs) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    use std::time::{Duration, Instant};
+    let terminal = io::stdout().is_terminal();
+    let mut last: Option<(Instant, u64)> = None;
+    loop {
+        // Quietly: an unclosed trace is expected here, and its warnings would repeat.
+        let model = hrx_tui::load(&args.file).map_err(|e| match e {
+            hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
+                path,
+                error: source,
+            }),
+            other => Failure::new(other.to_string()).into(),
+        })?;
+        if model.info().end.is_some() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let records = model.info().records;
+        let rate = last.map_or(0.0, |(then, before): (Instant, u64)| {
+            records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
+        });
+        last = Some((now, records));
+        let report = report(&args.file, &model);
+        let mut out = io::stdout().lock();
+        if args.json {
+            let mut line = report;
+            line["live"] = json!({"records": records, "records_per_s": rate});
+            serde_json::to_writer(&mut out, &line).map_err(io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            if terminal {
+                // Home and clear: each summary replaces the last.
+                write!(out, "\x1b[H\x1b[2J")?;
+            }
+            writeln!(
+                out,
+                "live: {records} records, {rate:.0} records/s (refreshed each second until \
+                 the trace is closed; Ctrl-C stops)\n"
+            )?;
+            write_text(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        out.flush()?;
+        drop(out);
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// Prints a verb's report to stdout: pretty JSON with `json`, else as `text` writes it.

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Replay(args) => replay::run(args),
-        Command::View(args) => view(&args.file),
+        Command::View(args) => view(&args.file, args.follow),
         Command::Export(args) => export::run(args),
         Command::Stats(args) => kernel_stats::run(args),
         Command::Diff(args) => diff::run(args),
@@ -47,8 +47,8 @@ fn main() -> ExitCode {
 }
 
 /// `hrx-trace view`: the terminal timeline (`hrx-tui`).
-fn view(file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    hrx_tui::run(file).map_err(|error| {
+fn view(file: &std::path::Path, follow: bool) -> anyhow::Result<ExitCode> {
+    hrx_tui::run(file, follow).map_err(|error| {
         let failure = failure::Failure::new(error.to_string());
         match error {
             hrx_tui::TuiError::NotATerminal => failure.hint(

@@ -20,6 +20,8 @@ mod inspect;
 mod kernel_stats;
 #[path = "cli/killed.rs"]
 mod killed;
+#[path = "cli/live.rs"]
+mod live;
 #[path = "cli/program.rs"]
 mod program;
 #[path = "cli/replay.rs"]

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("--write") if args.len() >= 2 => write(&args[1..]),
         Some(path) if !path.starts_with("--") => {
-            hrx_tui::run(Path::new(path)).map_err(|e| e.to_string())
+            hrx_tui::run(Path::new(path), false).map_err(|e| e.to_string())
         }
         _ => Err("usage: view TRACE | view --write OUT [OPS] [--fail]".to_owned()),
     };

@@ -8,9 +8,17 @@
 //!
 //! Each input event becomes at most one [`Action`] ([`map_event`]), applied with
 //! [`ViewState::update`]; then the screen is drawn again.
+//!
+//! With `follow` (`view --follow`), the loop also wakes every [`FOLLOW_POLL`] and re-reads
+//! the trace when the file grew (the writer flushes every 100 ms; the reader recovers an
+//! unclosed file), hands the new model to [`ViewState::model_changed`] and draws it, so
+//! new blocks are on screen within about one flush and one poll. The record rate is
+//! measured over the last second or more of re-reads. Re-reading costs a read of the whole
+//! file each time it grows: fine for the traces a live session makes in minutes, not for
+//! following a 10M-region file (a reader that continues from its last block is the fix).
 
 use crate::state::{Action, Model, ViewState};
-use crate::{TuiError, render};
+use crate::{TuiError, details_scroll_limit, render};
 use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
@@ -22,6 +30,10 @@ use std::io::{self, Stdout};
 use std::panic::{self, PanicHookInfo};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often a followed trace is checked for growth.
+pub const FOLLOW_POLL: Duration = Duration::from_millis(50);
 
 /// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.
 pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
@@ -34,7 +46,7 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// [`TuiError::NotATerminal`] when standard input or output is not a terminal (checked
 /// before it is touched, so no escape sequences reach a pipe or file);
 /// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
-pub fn run(path: &Path) -> Result<(), TuiError> {
+pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     let model = crate::load(path)?;
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
@@ -43,33 +55,121 @@ pub fn run(path: &Path) -> Result<(), TuiError> {
     let size = guard.terminal.size()?;
     let mut state = ViewState::new(&model, size.width, size.height);
     state.ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
-    event_loop(&mut guard.terminal, &model, &mut state)?;
+    let mut follower = follow.then(|| {
+        state.start_live();
+        Follower::new(path, &model)
+    });
+    if follower.is_some() {
+        state.model_changed(&model, &model, 0.0);
+    }
+    event_loop(&mut guard.terminal, model, &mut state, follower.as_mut())?;
     guard.leave()?;
     Ok(())
 }
 
 fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
-    model: &Model,
+    mut model: Model,
     state: &mut ViewState,
+    mut follower: Option<&mut Follower<'_>>,
 ) -> io::Result<()> {
     while !state.quit {
-        terminal.draw(|frame| render(model, state, frame))?;
+        terminal.draw(|frame| render(&model, state, frame))?;
+        if let Some(f) = follower.as_deref_mut()
+            && !event::poll(FOLLOW_POLL)?
+        {
+            if let Some((new, rate)) = f.reread() {
+                state.model_changed(&model, &new, rate);
+                model = new;
+            }
+            continue;
+        }
         let event = event::read()?;
-        if let Some(action) = map_event(&event, state) {
-            state.update(model, action);
+        if let Some(action) = map_event(&event, &model, state) {
+            state.update(&model, action);
         }
     }
     Ok(())
 }
 
+/// Re-reads a followed trace when it grows, and measures its record rate.
+struct Follower<'a> {
+    path: &'a Path,
+    /// The file's length and modification time at the last read.
+    seen: Option<(u64, SystemTime)>,
+    /// (when, records) of past reads, the oldest at least a second before the newest
+    /// when there are enough.
+    samples: std::collections::VecDeque<(Instant, u64)>,
+    closed: bool,
+}
+
+impl<'a> Follower<'a> {
+    fn new(path: &'a Path, model: &Model) -> Follower<'a> {
+        Follower {
+            path,
+            seen: Self::stamp(path),
+            samples: [(Instant::now(), model.info().records)].into(),
+            closed: model.info().end.is_some(),
+        }
+    }
+
+    fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+        let m = std::fs::metadata(path).ok()?;
+        Some((m.len(), m.modified().ok()?))
+    }
+
+    /// A new model and the record rate when the file changed since the last read; `None`
+    /// when it did not, when it was closed, or when it cannot be read now (a later poll
+    /// tries again, and the view keeps what it shows).
+    fn reread(&mut self) -> Option<(Model, f64)> {
+        if self.closed {
+            return None;
+        }
+        let stamp = Self::stamp(self.path);
+        if stamp.is_none() || stamp == self.seen {
+            return None;
+        }
+        let model = crate::load(self.path).ok()?;
+        self.seen = stamp;
+        self.closed = model.info().end.is_some();
+        let now = Instant::now();
+        let records = model.info().records;
+        while self.samples.len() > 1
+            && now.duration_since(self.samples[1].0) >= Duration::from_secs(1)
+        {
+            self.samples.pop_front();
+        }
+        let (then, before) = self.samples[0];
+        let seconds = now.duration_since(then).as_secs_f64();
+        let rate = if seconds > 0.0 {
+            records.saturating_sub(before) as f64 / seconds
+        } else {
+            0.0
+        };
+        self.samples.push_back((now, records));
+        Some((model, rate))
+    }
+}
+
 /// The action of an input event, given the current state (search input takes keys).
-pub fn map_event(event: &Event, state: &ViewState) -> Option<Action> {
+pub fn map_event(event: &Event, model: &Model, state: &ViewState) -> Option<Action> {
     match event {
-        Event::Key(key) if key.kind != KeyEventKind::Release => map_key(key, state),
+        Event::Key(key) if key.kind != KeyEventKind::Release => map_key(key, model, state),
         Event::Mouse(mouse) => {
             let (column, row) = (mouse.column, mouse.row);
+            // The wheel over the details pane scrolls it (3 lines, as terminals do).
+            let over_details = state
+                .layout(model)
+                .details
+                .is_some_and(|d| d.contains(column, row));
             match mouse.kind {
+                MouseEventKind::ScrollUp | MouseEventKind::ScrollDown if over_details => {
+                    let up = mouse.kind == MouseEventKind::ScrollUp;
+                    Some(Action::ScrollDetails {
+                        lines: if up { -3 } else { 3 },
+                        limit: details_scroll_limit(model, state).0,
+                    })
+                }
                 MouseEventKind::Down(MouseButton::Left) => Some(Action::Click { column, row }),
                 MouseEventKind::ScrollUp => Some(Action::Wheel {
                     column,
@@ -92,7 +192,7 @@ pub fn map_event(event: &Event, state: &ViewState) -> Option<Action> {
     }
 }
 
-fn map_key(key: &KeyEvent, state: &ViewState) -> Option<Action> {
+fn map_key(key: &KeyEvent, model: &Model, state: &ViewState) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
     if ctrl && key.code == KeyCode::Char('c') {
@@ -120,6 +220,7 @@ fn map_key(key: &KeyEvent, state: &ViewState) -> Option<Action> {
         KeyCode::Char('+' | '=') => Action::ZoomIn,
         KeyCode::Char('-' | '_') => Action::ZoomOut,
         KeyCode::Char('f') => Action::Fit,
+        KeyCode::Char('F') => Action::ResumeFollow,
         KeyCode::Char('z') => Action::ZoomToSelection,
         KeyCode::Home => Action::Home,
         KeyCode::End => Action::End,
@@ -132,6 +233,15 @@ fn map_key(key: &KeyEvent, state: &ViewState) -> Option<Action> {
         KeyCode::Char('e') => Action::ToggleEvents,
         KeyCode::Char('s') => Action::ToggleStats,
         KeyCode::Char('a') => Action::ToggleEmptyLanes,
+        KeyCode::PageDown | KeyCode::PageUp | KeyCode::Char('J' | 'K') => {
+            let (limit, page) = details_scroll_limit(model, state);
+            let page = page.min(i16::MAX as u16) as i16;
+            let down = matches!(key.code, KeyCode::PageDown | KeyCode::Char('J'));
+            Action::ScrollDetails {
+                lines: if down { page } else { -page },
+                limit,
+            }
+        }
         KeyCode::Char('/') => Action::StartSearch,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Enter => Action::Activate,
@@ -229,15 +339,16 @@ mod tests {
         })
     }
 
-    fn state() -> ViewState {
+    fn state() -> (Model, ViewState) {
         let records: Vec<_> = pipeline(PipelineSpec::ops(8)).collect();
         let model = Model::from_records(&records);
-        ViewState::new(&model, 120, 40)
+        let state = ViewState::new(&model, 120, 40);
+        (model, state)
     }
 
     #[test]
     fn keys_map_to_actions() {
-        let s = state();
+        let (m, s) = state();
         let none = KeyModifiers::NONE;
         let cases = [
             (key(KeyCode::Char('q'), none), Action::Quit),
@@ -263,32 +374,32 @@ mod tests {
             (key(KeyCode::Char('c'), KeyModifiers::CONTROL), Action::Quit),
         ];
         for (event, action) in cases {
-            assert_eq!(map_event(&event, &s), Some(action), "{event:?}");
+            assert_eq!(map_event(&event, &m, &s), Some(action), "{event:?}");
         }
     }
 
     #[test]
     fn search_input_takes_letters() {
-        let mut s = state();
+        let (m, mut s) = state();
         s.searching = true;
         let none = KeyModifiers::NONE;
         assert_eq!(
-            map_event(&key(KeyCode::Char('q'), none), &s),
+            map_event(&key(KeyCode::Char('q'), none), &m, &s),
             Some(Action::Search('q'))
         );
         assert_eq!(
-            map_event(&key(KeyCode::Esc, none), &s),
+            map_event(&key(KeyCode::Esc, none), &m, &s),
             Some(Action::ClearSearch)
         );
         assert_eq!(
-            map_event(&key(KeyCode::Left, none), &s),
+            map_event(&key(KeyCode::Left, none), &m, &s),
             Some(Action::SelectPrev)
         );
     }
 
     #[test]
     fn mouse_maps_to_click_and_wheel() {
-        let s = state();
+        let (m, s) = state();
         let mouse = |kind| {
             Event::Mouse(MouseEvent {
                 kind,
@@ -298,11 +409,11 @@ mod tests {
             })
         };
         assert_eq!(
-            map_event(&mouse(MouseEventKind::Down(MouseButton::Left)), &s),
+            map_event(&mouse(MouseEventKind::Down(MouseButton::Left)), &m, &s),
             Some(Action::Click { column: 30, row: 5 })
         );
         assert_eq!(
-            map_event(&mouse(MouseEventKind::ScrollUp), &s),
+            map_event(&mouse(MouseEventKind::ScrollUp), &m, &s),
             Some(Action::Wheel {
                 column: 30,
                 row: 5,
@@ -313,7 +424,7 @@ mod tests {
 
     #[test]
     fn unreadable_trace_fails_before_the_terminal() {
-        let err = run(Path::new("/nonexistent/trace.hrx")).unwrap_err();
+        let err = run(Path::new("/nonexistent/trace.hrx"), false).unwrap_err();
         let text = err.to_string();
         assert!(
             text.starts_with("/nonexistent/trace.hrx: cannot open it: "),

@@ -30,7 +30,7 @@ pub mod view;
 
 pub use app::run;
 pub use state::{Action, Model, ViewState};
-pub use view::{render, render_to_string};
+pub use view::{details_scroll_limit, render, render_to_string};
 
 use std::io;
 use std::path::{Path, PathBuf};

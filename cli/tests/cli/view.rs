@@ -15,17 +15,17 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// How long one step may take to show on the screen (a debug build on a loaded machine).
-const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A private tmux server with one session running one command; killed on drop.
-struct Tmux {
+pub struct Tmux {
     /// The server's socket, in the test's temporary directory.
     socket: PathBuf,
 }
 
 impl Tmux {
     /// Whether tmux can be run; prints why the test is skipped when not.
-    fn available() -> bool {
+    pub fn available() -> bool {
         match Command::new("tmux").arg("-V").output() {
             Ok(output) if output.status.success() => true,
             _ => {
@@ -38,7 +38,7 @@ impl Tmux {
     /// Starts `command` in a detached `width`×`height` session, in `dir` (which also holds
     /// the server's socket). The pane stays after the command exits, so that its exit
     /// status can be read.
-    fn start(dir: &Path, width: u16, height: u16, command: &str) -> Tmux {
+    pub fn start(dir: &Path, width: u16, height: u16, command: &str) -> Tmux {
         let tmux = Tmux {
             socket: dir.join("tmux.sock"),
         };
@@ -80,19 +80,19 @@ impl Tmux {
     }
 
     /// The pane's text, one line per row.
-    fn screen(&self) -> String {
+    pub fn screen(&self) -> String {
         stdout(&self.tmux(&["capture-pane", "-p", "-t", "view"]))
     }
 
     /// A tmux format about the pane (`#{pane_dead}`, ...).
-    fn pane(&self, format: &str) -> String {
+    pub fn pane(&self, format: &str) -> String {
         stdout(&self.tmux(&["display-message", "-p", "-t", "view", format]))
             .trim()
             .to_owned()
     }
 
     /// Sends keys (tmux key names: `Tab`, `Down`, or characters).
-    fn send(&self, keys: &[&str]) {
+    pub fn send(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "view"];
         args.extend(keys);
         self.tmux(&args);
@@ -100,7 +100,7 @@ impl Tmux {
 
     /// Polls the screen until `done` accepts it; returns it. Fails after [`STEP_TIMEOUT`]
     /// with `what` and the last screen.
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
             let screen = self.screen();
@@ -117,7 +117,7 @@ impl Tmux {
 
     /// Polls until the pane's command has exited (the pane is dead); returns its exit
     /// status where tmux has it (it may see the pane close before it reaps the process).
-    fn wait_for_exit(&self) -> Option<String> {
+    pub fn wait_for_exit(&self) -> Option<String> {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
             let status = self.pane("#{pane_dead} #{pane_dead_status}");
@@ -160,14 +160,14 @@ fn ruler(screen: &str) -> String {
 }
 
 /// The details pane's first line (the selection), from its left half.
-fn details(screen: &str) -> Option<String> {
+pub fn details(screen: &str) -> Option<String> {
     let mut lines = screen.lines().skip_while(|l| !l.contains(" Details "));
     lines.next()?;
     lines.next().map(|l| l.chars().take(60).collect())
 }
 
 /// Single quotes for `sh`.
-fn quote(path: &Path) -> String {
+pub fn quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
@@ -288,6 +288,71 @@ fn view_a_faults_trace_in_tmux() {
         status.as_deref().is_none_or(|s| s == "0"),
         "exit status {status:?}"
     );
+}
+
+/// The timeline as a new user expects it (issue 21, point 5), at 120x40 on the faults
+/// trace: the failed span's details start with why and mark the failed operation, the pane
+/// scrolls with PgDn/PgUp, `h` hides the open hazards list on the first press as its label
+/// says, hazard kinds are whole, and with a search active `n` steps through its matches.
+#[test]
+fn the_timeline_as_a_new_user_expects_it_in_tmux() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["record", "-o", "faults.hrxt", "--workload", "faults"];
+    let recorded = run(dir.path(), &[&args[..], &["--max-width", "320"]].concat());
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    let command = format!(
+        "{} view {}",
+        quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace"))),
+        quote(&dir.path().join("faults.hrxt"))
+    );
+    let tmux = Tmux::start(dir.path(), 120, 40, &command);
+    tmux.wait_for("the header", |s| s.contains("hrx-trace view"));
+
+    // `n`: the first event's span, the failed compute: why first, the operation marked.
+    tmux.send(&["n"]);
+    let failed = tmux.wait_for("the failed span", |s| {
+        details(s).is_some_and(|d| d.contains("sub 2 · region 1 · GPU Compute"))
+    });
+    assert!(
+        failed.contains("status      failed: device lost"),
+        "{failed}"
+    );
+    assert!(failed.contains("failed op   ✖ hrx_sobel"), "{failed}");
+    assert!(failed.contains("more lines (PgDn)"), "{failed}");
+    tmux.send(&["NPage"]);
+    let scrolled = tmux.wait_for("the details scrolled", |s| s.contains("lines above (PgUp)"));
+    assert!(
+        scrolled.contains("started     r0 upload after"),
+        "{scrolled}"
+    );
+    tmux.send(&["PPage", "PPage"]);
+    tmux.wait_for("the details at the top", |s| {
+        !s.contains("lines above (PgUp)")
+    });
+
+    // `h` opens the hazards list (the events list was open); its label then says the next
+    // press hides it, and it does.
+    tmux.send(&["h"]);
+    let hazards = tmux.wait_for("the hazards list", |s| s.contains("Hazards: waited on"));
+    assert!(hazards.contains("h hide hazards"), "{hazards}");
+    assert!(!hazards.contains("cross-s…"), "{hazards}");
+    tmux.send(&["h"]);
+    let closed = tmux.wait_for("the list closed", |s| !s.contains("Hazards: waited on"));
+    assert!(closed.contains(" h hazards "), "{closed}");
+
+    // A search: `n` steps through its matches (the uploads), not through events.
+    tmux.send(&["/", "u", "p", "l", "o", "a", "d", "Enter"]);
+    let first = tmux.wait_for("the first upload", |s| {
+        details(s).is_some_and(|d| d.starts_with("│upload"))
+    });
+    tmux.send(&["n"]);
+    let next = tmux.wait_for("the next upload", |s| details(s) != details(&first));
+    assert!(details(&next).unwrap().starts_with("│upload"), "{next}");
+    tmux.send(&["q"]);
+    tmux.wait_for_exit();
 }
 
 /// Without a terminal (standard input and output not one), `view` writes nothing to the

@@ -20,6 +20,7 @@ mod hazards;
 mod ingest;
 mod lanes;
 mod layout;
+mod live;
 mod model;
 mod navigation;
 mod stats;
@@ -34,6 +35,7 @@ pub use lanes::{
     TimeWindow,
 };
 pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, list_offset};
+pub use live::Live;
 pub use model::{
     Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef, QUEUES, RegionId,
     RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,

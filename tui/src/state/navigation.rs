@@ -133,6 +133,53 @@ impl ViewState {
         best.map(|(_, lane, index)| SpanRef { lane, index })
     }
 
+    /// `n`/`N` with a search active: the next (previous) match in time on any visible
+    /// lane; past the last (first) one, wraps to the first (last) and says so, as vim
+    /// does.
+    pub(super) fn step_match(&mut self, model: &Model, forward: bool) {
+        let from = match self.selection {
+            Some(s) => (model.span(s).start_ns, s.lane, s.index),
+            None if forward => (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX),
+            None => (self.cursor_ns, LaneId(0), 0),
+        };
+        if let Some(r) = self.next_in_time(model, from, forward, true) {
+            return self.select(model, r);
+        }
+        let wrapped = if forward {
+            self.first_match(model)
+        } else {
+            let end = (u64::MAX, LaneId(u32::MAX), u32::MAX);
+            self.next_in_time(model, end, false, true)
+        };
+        match wrapped {
+            Some(r) => {
+                self.select(model, r);
+                self.message = Some(
+                    if forward {
+                        "search hit the end, continuing at the start"
+                    } else {
+                        "search hit the start, continuing at the end"
+                    }
+                    .into(),
+                );
+            }
+            None => self.message = Some(format!("no span matches /{}", self.search)),
+        }
+    }
+
+    /// The earliest matching span on the visible lanes.
+    fn first_match(&self, model: &Model) -> Option<SpanRef> {
+        self.visible_lanes(model)
+            .into_iter()
+            .filter_map(|lane| {
+                let spans = model.lane(lane).spans();
+                let i = spans.iter().position(|s| self.matches(model, s))?;
+                Some((spans[i].start_ns, lane, i as u32))
+            })
+            .min()
+            .map(|(_, lane, index)| SpanRef { lane, index })
+    }
+
     pub(super) fn select_in_time(&mut self, model: &Model, forward: bool) {
         let from = match self.selection {
             Some(s) => (model.span(s).start_ns, s.lane, s.index),

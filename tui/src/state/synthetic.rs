@@ -353,7 +353,9 @@ impl Schedule {
                 time_ns: fail_ns,
             }));
             out.push(timing(1, compute, fail_ns, true));
-            let error = "device lost: sobel (injected)".to_owned();
+            let error =
+                "device lost: injected fault op=2:device-lost at device operation 2 (sobel)"
+                    .to_owned();
             out.push(done(
                 1,
                 Status::Failed {

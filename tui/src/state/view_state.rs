@@ -10,11 +10,15 @@
 //! target is outside it; the search filter matches span labels and the names of the
 //! operations a span's region runs, case-insensitively, and restricts span navigation to
 //! matches; while it is typed it searches from where `/` was pressed, and Esc returns
-//! there.
+//! there. With a search active, `n`/`N` step through its matches in time (as in less and
+//! vim), wrapping at either end with a message; without one they step through events.
+//! The details pane scrolls (PgUp/PgDn, `J`/`K`, the wheel over it) and starts at its top
+//! again whenever the selection changes.
 
 use super::hazards::Hazards;
 use super::lanes::{Span, TimeWindow};
 use super::layout::ScreenLayout;
+use super::live::Live;
 use super::model::{LaneId, Model, SpanRef};
 
 /// Narrowest window, in ns.
@@ -86,10 +90,18 @@ pub enum Action {
         /// Zoom in (wheel up) or out.
         zoom_in: bool,
     },
-    /// Jump to the next event.
+    /// `n`: the next search match while a search is active, else the next event.
     NextEvent,
-    /// Jump to the previous event.
+    /// `N`: the previous search match while a search is active, else the previous event.
     PrevEvent,
+    /// Scroll the details pane by `lines` (negative: up), to at most `limit` lines down
+    /// (the keys' mapping knows how many lines the pane hides; see `app.rs`).
+    ScrollDetails {
+        /// Lines to scroll; negative scrolls up.
+        lines: i16,
+        /// The largest scroll that still fills the pane.
+        limit: u16,
+    },
     /// Select the producer of the selection that ended last.
     JumpToProducer,
     /// Open or close the hazards list.
@@ -116,6 +128,8 @@ pub enum Action {
     Activate,
     /// Esc: close help, the search, the list focus, the list, or the selection.
     Escape,
+    /// `F`: follow the newest time again (a live trace).
+    ResumeFollow,
     /// The terminal was resized.
     Resize {
         /// Columns.
@@ -142,15 +156,17 @@ pub const KEYS: &[(&str, &str)] = &[
     ("z", "zoom to the selection"),
     ("Home/End", "first/last span of the queue"),
     ("Tab/Shift+Tab", "next/previous span in time, any queue"),
-    ("h", "hazards list (producers ← and consumers →)"),
+    ("h", "show/hide the hazards list (producers ←, consumers →)"),
     ("p", "jump to the producer that ended last"),
-    ("n/N", "next/previous event"),
+    ("n/N", "next/previous search match, else event"),
+    ("PgDn/PgUp  J/K", "scroll the details pane"),
     ("e", "events list (focus it; again: close)"),
     ("s", "statistics"),
     ("a", "show/hide empty queues"),
     ("/", "search labels and kernels (Enter keeps, Esc clears)"),
     ("Enter", "jump to the list item"),
     ("Esc", "close help/list, clear search/selection"),
+    ("F", "follow the newest time (view --follow)"),
     ("?", "this help"),
     ("q", "quit"),
 ];
@@ -174,6 +190,8 @@ pub struct ViewState {
     pub show_stats: bool,
     /// Rows the statistics overlay is scrolled down by.
     pub stats_scroll: u16,
+    /// Lines the details pane is scrolled down by (0 whenever the selection changes).
+    pub details_scroll: u16,
     /// Help overlay shown.
     pub show_help: bool,
     /// Lanes without spans shown.
@@ -196,6 +214,8 @@ pub struct ViewState {
     pub width: u16,
     /// Terminal rows.
     pub height: u16,
+    /// Following a trace being written (`view --follow`); `None` for a finished file.
+    pub live: Option<Live>,
     /// Per search key ([`crate::state::RegionInfo`]'s): matches the search (`None`: no
     /// filter).
     filter: Option<Vec<bool>>,
@@ -231,6 +251,7 @@ impl ViewState {
             }),
             show_stats: false,
             stats_scroll: 0,
+            details_scroll: 0,
             show_help: false,
             show_empty_lanes: false,
             search: String::new(),
@@ -242,6 +263,7 @@ impl ViewState {
             quit: false,
             width,
             height,
+            live: None,
             filter: None,
             search_origin: None,
         };
@@ -319,6 +341,23 @@ impl ViewState {
 
     /// Applies one action.
     pub fn update(&mut self, model: &Model, action: Action) {
+        let (selection, list, event) = (self.selection, self.list, self.event_cursor);
+        let window = self.window;
+        self.apply(model, action);
+        // A pan, a zoom or a jump elsewhere stops following the newest time.
+        if let Some(live) = &mut self.live
+            && self.window != window
+            && !matches!(action, Action::ResumeFollow | Action::Resize { .. })
+        {
+            live.following = false;
+        }
+        // The details pane shows something else: from its top again.
+        if (selection, list, event) != (self.selection, self.list, self.event_cursor) {
+            self.details_scroll = 0;
+        }
+    }
+
+    fn apply(&mut self, model: &Model, action: Action) {
         self.message = None;
         if self.searching {
             match action {
@@ -374,8 +413,14 @@ impl ViewState {
                 row,
                 zoom_in,
             } => self.wheel(model, column, row, zoom_in),
+            Action::NextEvent if self.filtering() => self.step_match(model, true),
+            Action::PrevEvent if self.filtering() => self.step_match(model, false),
             Action::NextEvent => self.step_event(model, true),
             Action::PrevEvent => self.step_event(model, false),
+            Action::ScrollDetails { lines, limit } => {
+                let to = i32::from(self.details_scroll) + i32::from(lines);
+                self.details_scroll = to.clamp(0, i32::from(limit)) as u16;
+            }
             Action::JumpToProducer => self.jump_to_producer(model),
             Action::ToggleHazards => {
                 self.list = (self.list != Some(ListKind::Hazards)).then_some(ListKind::Hazards);
@@ -424,7 +469,20 @@ impl ViewState {
                 self.width = width;
                 self.height = height;
             }
+            Action::ResumeFollow => self.resume_follow(model),
             Action::Quit => self.quit = true,
+        }
+    }
+
+    /// Recomputes the search filter for a new model, moving nothing.
+    pub(super) fn refilter(&mut self, model: &Model) {
+        if self.filter.is_some() {
+            let needle = self.search.to_lowercase();
+            self.filter = Some(
+                (0..model.search_texts.len())
+                    .map(|key| model.search_key_matches(key, &needle))
+                    .collect(),
+            );
         }
     }
 
@@ -544,7 +602,7 @@ impl ViewState {
         self.set_window(model, start, w);
     }
 
-    fn fit(&mut self, model: &Model) {
+    pub(super) fn fit(&mut self, model: &Model) {
         let Some(range) = model.time_range() else {
             return;
         };
@@ -584,421 +642,5 @@ impl ViewState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::fixtures::*;
-    use super::super::synthetic::{PipelineSpec, pipeline};
-    use super::*;
-    use crate::state::{EventKind, GUTTER, SpanStatus};
-    use hrx_capture::schema::{HazardKind, Queue};
-
-    fn pipeline_model(spec: PipelineSpec) -> Model {
-        Model::from_records(&pipeline(spec).collect::<Vec<_>>())
-    }
-
-    fn failing() -> Model {
-        pipeline_model(PipelineSpec {
-            submissions: 6,
-            period_ns: 60_000,
-            busy_every: Some(3),
-            fail_at: Some(4),
-        })
-    }
-
-    fn queue_of(model: &Model, state: &ViewState) -> Queue {
-        model.lane(state.selection.unwrap().lane).queue
-    }
-
-    #[test]
-    fn starts_fitted_with_the_first_busy_lane() {
-        let model = failing();
-        let state = ViewState::new(&model, 120, 40);
-        let range = model.time_range().unwrap();
-        assert!(state.window.start_ns <= range.start_ns && state.window.end_ns >= range.end_ns);
-        assert_eq!(model.lane(state.lane.unwrap()).queue, Queue::GpuUpload);
-        assert_eq!(state.list, Some(ListKind::Events));
-        assert_eq!(
-            state.visible_lanes(&model).len(),
-            4,
-            "the NPU lane is empty"
-        );
-    }
-
-    #[test]
-    fn zoom_keeps_the_cursor_in_place() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.cursor_ns = state.window.start_ns + state.window.width_ns() / 4;
-        let cols = 100;
-        let before = state.window.col(state.cursor_ns, cols);
-        let width = state.window.width_ns();
-        state.update(&model, Action::ZoomIn);
-        assert_eq!(state.window.width_ns(), width / 2);
-        assert!(state.window.col(state.cursor_ns, cols).abs_diff(before) <= 1);
-        state.update(&model, Action::ZoomOut);
-        assert_eq!(state.window.width_ns(), width / 2 * 2);
-        for _ in 0..80 {
-            state.update(&model, Action::ZoomIn);
-        }
-        assert_eq!(state.window.width_ns(), MIN_WINDOW_NS);
-        assert_eq!(state.message.as_deref(), Some("fully zoomed in"));
-        state.update(&model, Action::Fit);
-        assert_eq!(state.window.width_ns(), width);
-    }
-
-    #[test]
-    fn pan_moves_a_quarter_window() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        let w = state.window;
-        state.update(&model, Action::PanRight);
-        assert_eq!(state.window.start_ns, w.start_ns + w.width_ns() / 4);
-        state.update(&model, Action::PanLeft);
-        assert_eq!(state.window, w);
-    }
-
-    #[test]
-    fn arrows_walk_spans_and_queues() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::SelectNext);
-        let first = state.selection.unwrap();
-        assert_eq!(first.index, 0);
-        assert_eq!(queue_of(&model, &state), Queue::GpuUpload);
-        state.update(&model, Action::SelectNext);
-        assert_eq!(state.selection.unwrap().index, 1);
-        state.update(&model, Action::SelectPrev);
-        assert_eq!(state.selection, Some(first));
-        state.update(&model, Action::SelectPrev);
-        assert_eq!(state.message.as_deref(), Some("first span of the queue"));
-        state.update(&model, Action::NextQueue);
-        assert_eq!(queue_of(&model, &state), Queue::GpuCompute);
-        let compute = model.span(state.selection.unwrap());
-        assert_eq!(
-            model.submission(compute.submission).index.0,
-            0,
-            "nearest in time"
-        );
-        state.update(&model, Action::End);
-        assert_eq!(
-            model.span(state.selection.unwrap()).status,
-            SpanStatus::Failed
-        );
-        state.update(&model, Action::PrevQueue);
-        state.update(&model, Action::PrevQueue);
-        assert_eq!(queue_of(&model, &state), Queue::GpuUpload);
-    }
-
-    #[test]
-    fn tab_follows_time_across_queues() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        let mut starts = Vec::new();
-        for _ in 0..8 {
-            state.update(&model, Action::Tab);
-            starts.push(model.span(state.selection.unwrap()).start_ns);
-        }
-        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
-        let queues: std::collections::HashSet<_> = (0..8)
-            .map(|_| {
-                state.update(&model, Action::BackTab);
-                queue_of(&model, &state)
-            })
-            .collect();
-        assert!(queues.len() >= 3);
-    }
-
-    #[test]
-    fn zoom_to_selection_and_home() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::ZoomToSelection);
-        assert_eq!(state.message.as_deref(), Some("nothing selected"));
-        state.update(&model, Action::Home);
-        let span = *model.span(state.selection.unwrap());
-        state.update(&model, Action::ZoomToSelection);
-        assert!(state.window.start_ns < span.start_ns && state.window.end_ns > span.end_ns);
-        assert_eq!(
-            state.window.width_ns(),
-            span.duration_ns() + 2 * (span.duration_ns() / 4)
-        );
-    }
-
-    #[test]
-    fn click_selects_what_is_under_the_pointer() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        let layout = state.layout(&model);
-        let compute = layout
-            .lanes
-            .iter()
-            .find(|l| model.lane(l.lane).queue == Queue::GpuCompute)
-            .unwrap();
-        let span = model.lane(compute.lane).spans()[1];
-        let cols = layout.timeline_cols;
-        let col = state
-            .window
-            .col(span.start_ns + span.duration_ns() / 2, cols);
-        state.update(
-            &model,
-            Action::Click {
-                column: GUTTER + col,
-                row: compute.area.y,
-            },
-        );
-        assert_eq!(state.selection.map(|s| s.index), Some(1));
-        assert_eq!(state.lane, Some(compute.lane));
-        // A click in the events list jumps to that event.
-        let list = layout.list.unwrap();
-        state.update(
-            &model,
-            Action::Click {
-                column: list.x + 3,
-                row: list.y + 1 + 3,
-            },
-        );
-        assert_eq!(state.event_cursor, Some(3));
-        assert_eq!(state.focus, Focus::List);
-        assert_eq!(model.events()[3].span, state.selection);
-    }
-
-    #[test]
-    fn wheel_zooms_around_the_pointer() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        let layout = state.layout(&model);
-        let row = layout.lanes[0].area.y;
-        let (t, _) = state.window.cell(30, layout.timeline_cols);
-        state.update(
-            &model,
-            Action::Wheel {
-                column: GUTTER + 30,
-                row,
-                zoom_in: true,
-            },
-        );
-        assert_eq!(state.cursor_ns, t);
-        assert!(state.window.col(t, layout.timeline_cols).abs_diff(30) <= 1);
-    }
-
-    #[test]
-    fn events_are_walked_in_time_order() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        let mut seen = Vec::new();
-        for _ in 0..model.events().len() {
-            state.update(&model, Action::NextEvent);
-            seen.push(model.events()[state.event_cursor.unwrap()].kind);
-        }
-        assert_eq!(seen[0], EventKind::Busy);
-        assert!(seen.contains(&EventKind::RegionFailed));
-        state.update(&model, Action::NextEvent);
-        assert_eq!(state.message.as_deref(), Some("last event"));
-        // Jumping to the failure selects the failed span.
-        let failed = model
-            .events()
-            .iter()
-            .position(|e| e.kind == EventKind::RegionFailed)
-            .unwrap();
-        while state.event_cursor != Some(failed) {
-            state.update(&model, Action::PrevEvent);
-        }
-        assert_eq!(
-            model.span(state.selection.unwrap()).status,
-            SpanStatus::Failed
-        );
-    }
-
-    #[test]
-    fn producer_jump_and_hazard_list() {
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 0)
-            .submit(1, 1, &[], 0)
-            .ran(0, 0, 10, 20)
-            .ran(0, 1, 30, 40)
-            .ran(1, 0, 45, 50)
-            .cross(1, 0, (0, 1), HazardKind::WriteAfterRead, 1, (0, 1024));
-        let model = f.model();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::End);
-        let upload_1 = state.selection.unwrap();
-        state.update(&model, Action::JumpToProducer);
-        assert_eq!(queue_of(&model, &state), Queue::GpuCompute);
-        state.update(&model, Action::JumpToProducer);
-        assert_eq!(state.selection.unwrap().index, 0, "the first upload");
-        state.update(&model, Action::JumpToProducer);
-        assert_eq!(
-            state.message.as_deref(),
-            Some("no producer on the timeline")
-        );
-        // Hazards list: Enter on the consumer goes forward again.
-        state.update(&model, Action::NextQueue);
-        assert_eq!(
-            state.list,
-            Some(ListKind::Hazards),
-            "no events: hazards by default"
-        );
-        // Producer: upload (in graph); consumers: download (in graph, never ran) and the
-        // next submission's upload (cross-submission).
-        assert_eq!(state.list_len(&model), 3);
-        state.focus = Focus::List;
-        state.update(&model, Action::NextQueue);
-        state.update(&model, Action::Activate);
-        assert_eq!(
-            state.message.as_deref(),
-            Some("that region is not on the timeline")
-        );
-        state.update(&model, Action::NextQueue);
-        assert_eq!(state.hazard_cursor, 2);
-        state.update(&model, Action::Activate);
-        assert_eq!(state.selection, Some(upload_1));
-        state.update(&model, Action::ToggleHazards);
-        assert_eq!(state.list, None);
-    }
-
-    /// Types `text` into the search.
-    fn type_search(model: &Model, state: &mut ViewState, text: &str) {
-        for c in text.chars() {
-            state.update(model, Action::Search(c));
-        }
-    }
-
-    #[test]
-    fn search_filters_navigation() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::StartSearch);
-        type_search(&model, &mut state, "DOWN");
-        assert!(state.searching);
-        assert_eq!(state.filter_matches(&model), Some(5));
-        assert_eq!(
-            model.span_label(model.span(state.selection.unwrap())),
-            "download"
-        );
-        state.update(&model, Action::EndSearch);
-        state.update(&model, Action::Tab);
-        assert_eq!(
-            model.span_label(model.span(state.selection.unwrap())),
-            "download"
-        );
-        state.update(&model, Action::StartSearch);
-        state.update(&model, Action::Search('z'));
-        assert_eq!(state.filter_matches(&model), Some(0));
-        state.update(&model, Action::SearchBackspace);
-        assert_eq!(state.filter_matches(&model), None);
-        state.update(&model, Action::Search('x'));
-        state.update(&model, Action::Escape);
-        assert!(!state.searching && !state.filtering());
-    }
-
-    #[test]
-    fn a_search_typed_then_abandoned_returns_to_where_it_started() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::Tab);
-        state.update(&model, Action::Tab);
-        let (start, window) = (state.selection, state.window);
-        assert_eq!(model.span_label(model.span(start.unwrap())), "blur +1");
-        state.update(&model, Action::StartSearch);
-        // "h" matches "host" and moves there; "hz" matches nothing: back to the start.
-        type_search(&model, &mut state, "h");
-        assert_eq!(
-            model.span_label(model.span(state.selection.unwrap())),
-            "host"
-        );
-        type_search(&model, &mut state, "z");
-        assert_eq!(state.filter_matches(&model), Some(0));
-        assert_eq!((state.selection, state.window), (start, window));
-        // Each keystroke searches from the start: "down" finds the first download after it.
-        state.update(&model, Action::SearchBackspace);
-        state.update(&model, Action::SearchBackspace);
-        type_search(&model, &mut state, "down");
-        let download = state.selection.unwrap();
-        assert_eq!(model.span_label(model.span(download)), "download");
-        assert!(model.span(download).start_ns >= model.span(start.unwrap()).start_ns);
-        // Esc abandons the search and the view returns; Enter would have kept the match.
-        state.update(&model, Action::Escape);
-        assert_eq!((state.selection, state.window), (start, window));
-        state.update(&model, Action::StartSearch);
-        type_search(&model, &mut state, "down");
-        state.update(&model, Action::EndSearch);
-        assert_eq!(state.selection, Some(download));
-        state.update(&model, Action::Escape);
-        assert_eq!(
-            state.selection,
-            Some(download),
-            "a kept search clears in place"
-        );
-    }
-
-    #[test]
-    fn a_search_with_matches_only_before_the_cursor_selects_the_nearest() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        // The last span in time.
-        loop {
-            let before = state.selection;
-            state.update(&model, Action::Tab);
-            if state.selection == before {
-                break;
-            }
-        }
-        let last = state.selection.unwrap();
-        assert_ne!(model.span_label(model.span(last)), "upload");
-        state.update(&model, Action::StartSearch);
-        type_search(&model, &mut state, "upload");
-        let found = state.selection.unwrap();
-        assert_eq!(model.span_label(model.span(found)), "upload");
-        assert!(model.span(found).start_ns <= model.span(last).start_ns);
-        assert_eq!(state.message, None, "not \"no span matches\"");
-    }
-
-    #[test]
-    fn search_finds_a_kernel_inside_a_native_graph() {
-        let model = failing();
-        // The compute graph runs blur then sobel and is labelled by its first kernel.
-        let label = model.labels().iter().position(|l| l == "blur +1").unwrap();
-        let graphs = model.label_span_counts()[label];
-        assert!(graphs > 0);
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::StartSearch);
-        type_search(&model, &mut state, "SOBEL");
-        assert_eq!(state.filter_matches(&model), Some(graphs));
-        assert_eq!(
-            model.span_label(model.span(state.selection.unwrap())),
-            "blur +1"
-        );
-        // A name no operation has matches nothing.
-        state.update(&model, Action::Search('x'));
-        assert_eq!(state.filter_matches(&model), Some(0));
-    }
-
-    #[test]
-    fn escape_unwinds_one_thing_at_a_time() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::ToggleEvents);
-        state.update(&model, Action::Tab);
-        state.update(&model, Action::ToggleHelp);
-        state.update(&model, Action::Escape);
-        assert!(!state.show_help);
-        state.update(&model, Action::Escape);
-        assert_eq!(state.focus, Focus::Timeline);
-        state.update(&model, Action::Escape);
-        assert!(state.selection.is_none());
-        state.update(&model, Action::Escape);
-        assert!(state.list.is_none());
-        state.update(&model, Action::Quit);
-        assert!(state.quit);
-    }
-
-    #[test]
-    fn empty_lanes_toggle() {
-        let model = failing();
-        let mut state = ViewState::new(&model, 120, 40);
-        state.update(&model, Action::ToggleEmptyLanes);
-        assert_eq!(state.visible_lanes(&model).len(), 5);
-        let empty = Model::default();
-        let state = ViewState::new(&empty, 80, 24);
-        assert!(state.visible_lanes(&empty).is_empty());
-    }
-}
+#[path = "view_state_tests.rs"]
+mod tests;

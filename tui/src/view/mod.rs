@@ -53,6 +53,15 @@ fn draw(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buffe
     }
 }
 
+/// How far the details pane scrolls at most on this screen, and a page of it (for
+/// PgUp/PgDn): `(0, _)` when there is no pane or nothing is hidden.
+pub fn details_scroll_limit(model: &Model, state: &ViewState) -> (u16, u16) {
+    match state.layout(model).details {
+        Some(area) => panes::details_scroll_limit(model, state, rect(area)),
+        None => (0, 1),
+    }
+}
+
 /// A layout area as a ratatui rectangle.
 fn rect(a: crate::state::Area) -> Rect {
     Rect::new(a.x, a.y, a.width, a.height)

@@ -3,7 +3,7 @@
 use super::theme;
 use super::timeline::fit;
 use crate::state::units;
-use crate::state::{KEYS, KernelStats, Model, ViewState};
+use crate::state::{KEYS, KernelStats, ListKind, Model, ViewState};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -130,23 +130,29 @@ pub(super) fn help(_state: &ViewState, area: Rect, buf: &mut Buffer) {
 
 /// The status line's key hints in `room` columns: as many of the others as fit, in order,
 /// and always `? help` and `q quit` (cut off at the end, they were the first to go in a
-/// narrow terminal).
-fn key_hints(room: usize) -> String {
-    const KEYS: [&str; 8] = [
+/// narrow terminal). Each says what its key does now: `h hide hazards` while the hazards
+/// list is open (the first press closes it), `n/N match` while a search is active.
+fn key_hints(state: &ViewState, room: usize) -> String {
+    let hazards = if state.list == Some(ListKind::Hazards) {
+        "h hide hazards"
+    } else {
+        "h hazards"
+    };
+    let keys: [&str; 8] = [
         "←/→ span",
         "↑/↓ queue",
         "+/- zoom",
         "f fit",
-        "h hazards",
+        hazards,
         "e events",
         "s stats",
         "/ search",
     ];
     const ALWAYS: &str = "? help  q quit";
-    (0..=KEYS.len())
+    (0..=keys.len())
         .rev()
         .map(|shown| {
-            KEYS[..shown]
+            keys[..shown]
                 .iter()
                 .chain([&ALWAYS])
                 .fold(String::new(), |line, key| line + " " + key + " ")
@@ -155,6 +161,15 @@ fn key_hints(room: usize) -> String {
         .unwrap_or_else(|| format!(" {ALWAYS}"))
         .trim_end()
         .to_owned()
+}
+
+/// `850 records/s`, `12.4k records/s`, `3.10M records/s`.
+fn record_rate(per_s: f64) -> String {
+    match per_s {
+        r if r >= 1e6 => format!("{:.2}M records/s", r / 1e6),
+        r if r >= 1e4 => format!("{:.1}k records/s", r / 1e3),
+        r => format!("{:.0} records/s", r.max(0.0)),
+    }
 }
 
 pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
@@ -171,7 +186,9 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
             ),
             Style::new().add_modifier(Modifier::BOLD),
         ));
-        left.push(Text::raw(format!("  {matches} spans match ")));
+        left.push(Text::raw(format!(
+            "  {matches} spans match · n/N next/previous "
+        )));
     }
     if let Some(message) = &state.message {
         left.push(Text::styled(
@@ -179,6 +196,23 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
             Style::new().fg(ratatui::style::Color::Yellow),
         ));
     }
+    // A live trace says so, with its record rate, before the cursor's time (and keeps it
+    // when the cursor's time does not fit).
+    let live = state.live.as_ref().map(|live| {
+        if live.closed {
+            "closed (the recording ended) ".to_owned()
+        } else {
+            format!(
+                "live · {} · {} ",
+                record_rate(live.records_per_s),
+                if live.following {
+                    "following"
+                } else {
+                    "F follows"
+                }
+            )
+        }
+    });
     let mut right = format!("cursor {} ", units::time(state.cursor_ns),);
     // Whatever is on the left (the keys, the search, a message) outranks the cursor's time,
     // which the ruler also shows: below room for both the cursor goes.
@@ -187,8 +221,11 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
     } else {
         left.iter().map(|t| t.content.chars().count()).sum()
     };
+    if let Some(live) = &live {
+        right = format!("{live}· {right}");
+    }
     if usize::from(area.width) < left_needs + 1 + right.chars().count() {
-        right.clear();
+        right = live.unwrap_or_default();
     }
     let rw = right.chars().count() as u16;
     // Without the cursor time the left takes the whole row, so no cell keeps an old letter.
@@ -198,7 +235,10 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
         area.width.saturating_sub(rw + 1)
     };
     if left.is_empty() {
-        left.push(Text::styled(key_hints(usize::from(left_width)), theme::DIM));
+        left.push(Text::styled(
+            key_hints(state, usize::from(left_width)),
+            theme::DIM,
+        ));
     }
     Paragraph::new(Line::from(left)).render(Rect::new(area.x, area.y, left_width, 1), buf);
     if rw > 0 && area.width > rw {

@@ -1,12 +1,29 @@
 //! The details pane (the selected span, or the trace when nothing is selected), the
 //! hazards list and the events list.
+//!
+//! - The details pane scrolls ([`ViewState::details_scroll`]); a cut shows how many lines
+//!   are above and below and which keys reach them.
+//! - **The failed operation.** The trace's failure record ([`RegionDone`]'s error) names
+//!   the region, not the operation, so it is derived from the error's text: the runtime
+//!   ends every native failure it raises with the operation it was running in
+//!   parentheses (`… at device operation 9 (hrx_blur_h)`: the kernel's entry name, `fill`
+//!   or `copy`), and the region's operation with that name is marked `✖`. Two operations
+//!   of that name in one region are both marked and said to be ambiguous; an error that
+//!   names no operation (a native graph failing as a whole, as CUDA reports it) marks
+//!   none and says so.
+//! - **Flows.** A terminal has no room for arrows from each submit to the regions it
+//!   started, so the flow is listed and marked instead: the details of a span list every
+//!   region its submission started, with each one's start after the submit (`+12 µs`),
+//!   and the timeline marks the selection's submit tick.
+//!
+//! [`RegionDone`]: hrx_capture::schema::RegionDone
 
 use super::theme::{self, Symbols};
 use super::timeline::fit;
 use crate::state::units;
 use crate::state::{
-    Event, Focus, HazardEdge, HazardScope, ListKind, Model, RegionKey, SpanRef, ViewState,
-    list_offset, queue_name,
+    Event, Focus, HazardEdge, HazardScope, ListKind, Model, RegionKey, SpanRef, SpanStatus,
+    ViewState, list_offset, queue_name,
 };
 use hrx_capture::schema::{Access, OpKind, Placement, RegionKind};
 use ratatui::buffer::Buffer;
@@ -61,6 +78,17 @@ fn pane<'a>(title: String, focused: bool) -> Block<'a> {
 }
 
 pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let (title, lines) = details_content(model, state);
+    let lines = wrap(lines, usize::from(area.width.saturating_sub(2)));
+    let rows = usize::from(area.height.saturating_sub(2));
+    let lines = scroll_rows(lines, rows, usize::from(state.details_scroll));
+    Paragraph::new(lines)
+        .block(pane(title, false))
+        .render(area, buf);
+}
+
+/// The details pane's content: title and lines (before wrapping).
+fn details_content(model: &Model, state: &ViewState) -> (String, Vec<Line<'static>>) {
     // An event of the open list that has no span (a lost device, an unhealthy stream, a
     // refused submit) is shown whole when nothing is selected.
     let event = state
@@ -68,18 +96,26 @@ pub(super) fn details(model: &Model, state: &ViewState, area: Rect, buf: &mut Bu
         .filter(|_| state.list == Some(ListKind::Events) && state.selection.is_none())
         .and_then(|i| model.events().get(i))
         .filter(|e| e.span.is_none());
-    let (title, lines) = match state.selection.filter(|&s| model.get_span(s).is_some()) {
-        Some(s) => (" Details ".to_owned(), span_lines(model, s)),
+    match state.selection.filter(|&s| model.get_span(s).is_some()) {
+        Some(s) => (
+            " Details ".to_owned(),
+            span_lines(model, s, Symbols::for_ascii(state.ascii)),
+        ),
         None => match event {
             Some(e) => (" Event ".to_owned(), event_lines(e)),
             None => (" Trace ".to_owned(), trace_lines(model)),
         },
-    };
-    let lines = wrap(lines, usize::from(area.width.saturating_sub(2)));
-    let lines = fit_rows(lines, usize::from(area.height.saturating_sub(2)));
-    Paragraph::new(lines)
-        .block(pane(title, false))
-        .render(area, buf);
+    }
+}
+
+/// How far the details pane of `area` scrolls at most, and a page (for PgUp/PgDn).
+pub(super) fn details_scroll_limit(model: &Model, state: &ViewState, area: Rect) -> (u16, u16) {
+    let (_, lines) = details_content(model, state);
+    let len = wrap(lines, usize::from(area.width.saturating_sub(2))).len();
+    let rows = usize::from(area.height.saturating_sub(2));
+    let limit = if len <= rows { 0 } else { len - (rows - 1) };
+    let page = rows.saturating_sub(2).max(1);
+    (limit.min(usize::from(u16::MAX)) as u16, page as u16)
 }
 
 /// Where a [`field`]'s value starts: the name padded to 11 columns and a space.
@@ -163,21 +199,38 @@ fn number_before(chars: &[(char, Style)], at: usize) -> bool {
         && digits.all(|c| c.is_ascii_digit() || *c == '.')
 }
 
-/// `lines` cut to `rows`, the last row saying how many more there are: the pane does not
-/// scroll, and a cut with no mark reads as the end.
-fn fit_rows(mut lines: Vec<Line<'static>>, rows: usize) -> Vec<Line<'static>> {
-    if lines.len() > rows && rows > 0 {
-        let more = lines.len() - (rows - 1);
-        lines.truncate(rows - 1);
-        lines.push(Line::styled(
-            format!("… {more} more line{}", if more == 1 { "" } else { "s" }),
+/// `lines` scrolled down by `scroll` and cut to `rows`: a first row says how many lines
+/// are above, a last row how many more are below (a cut with no mark reads as the end),
+/// each with the keys that reach them. `scroll` past the end shows the end.
+fn scroll_rows(lines: Vec<Line<'static>>, rows: usize, scroll: usize) -> Vec<Line<'static>> {
+    if lines.len() <= rows || rows < 3 {
+        return lines;
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let scroll = scroll.min(lines.len() - (rows - 1));
+    let mut out = Vec::with_capacity(rows);
+    let mut room = rows;
+    if scroll > 0 {
+        out.push(Line::styled(
+            format!("… {scroll} line{} above (PgUp)", plural(scroll)),
+            theme::DIM,
+        ));
+        room -= 1;
+    }
+    let below = lines.len() - scroll;
+    let shown = if below > room { room - 1 } else { below };
+    let more = below - shown;
+    out.extend(lines.into_iter().skip(scroll).take(shown));
+    if more > 0 {
+        out.push(Line::styled(
+            format!("… {more} more line{} (PgDn)", plural(more)),
             theme::DIM,
         ));
     }
-    lines
+    out
 }
 
-fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
+fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     let span = *model.span(r);
     let region = model.region(span.region);
     let sub = *model.submission(span.submission);
@@ -196,6 +249,48 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
         ),
         Text::styled(span.status.name(), theme::status_fg(span.status)),
     ])];
+    // Why it failed or was cancelled comes first: below the operations it was out of sight.
+    let event = model.span_event(r);
+    if let Some(e) = event {
+        lines.push(field(
+            "status",
+            Text::styled(
+                format!("{}: {}", e.kind.name(), e.text),
+                theme::status_fg(span.status),
+            ),
+        ));
+    }
+    let failed_name = event
+        .filter(|_| span.status == SpanStatus::Failed)
+        .and_then(|e| failed_operation(&e.text));
+    let op_names: Vec<Option<String>> = region
+        .nodes
+        .iter()
+        .map(|&n| {
+            model
+                .op(region.prepared, n)
+                .map(|op| model.op_name(runtime, &op.op))
+        })
+        .collect();
+    let failed_ops = failed_name.as_deref().map_or(0, |name| {
+        op_names
+            .iter()
+            .filter(|n| n.as_deref().is_some_and(|n| op_is(n, name)))
+            .count()
+    });
+    if span.status == SpanStatus::Failed && !region.nodes.is_empty() {
+        let note = match (failed_name.as_deref(), failed_ops) {
+            (Some(name), 1) => format!("{} {name}, marked below", sym.failure),
+            (Some(name), n @ 2..) => {
+                format!("one of the {n} ops named {name} (the error does not say which)")
+            }
+            _ => "not named by the error (the region failed as a whole)".to_owned(),
+        };
+        lines.push(field(
+            "failed op",
+            Text::styled(note, theme::status_fg(span.status)),
+        ));
+    }
     lines.push(field(
         "kind",
         format!(
@@ -206,12 +301,14 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
             region.engine
         ),
     ));
-    for &node in &region.nodes {
+    for (i, &node) in region.nodes.iter().enumerate() {
         let Some(op) = model.op(region.prepared, node) else {
             lines.push(field("op", format!("#{node} (not recorded)")));
             continue;
         };
-        let mut text = format!("#{node} {}", model.op_name(runtime, &op.op));
+        let name = op_names[i].clone().unwrap_or_default();
+        let failed = failed_name.as_deref().is_some_and(|f| op_is(&name, f));
+        let mut text = format!("#{node} {name}");
         let mut launch = None;
         if let OpKind::Kernel { kernel } | OpKind::Npu { kernel } = op.op
             && let Some(k) = model.kernel(runtime, kernel)
@@ -226,7 +323,20 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
         if let OpKind::Fill { value } = op.op {
             text.push_str(&format!("  value {value:#04x}"));
         }
-        lines.push(field("op", text));
+        if failed {
+            lines.push(Line::from(vec![
+                Text::styled(
+                    format!("{:<11} ", format!("op {}", sym.failure)),
+                    theme::status_fg(SpanStatus::Failed),
+                ),
+                Text::styled(
+                    format!("{text}  failed here"),
+                    theme::status_fg(SpanStatus::Failed),
+                ),
+            ]));
+        } else {
+            lines.push(field("op", text));
+        }
         lines.extend(launch.map(|l| field("", l)));
         for u in &op.uses {
             lines.push(field(
@@ -316,15 +426,7 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
             prepared.id, prepared.graph, prepared.slots
         ),
     ));
-    if let Some(e) = model.span_event(r) {
-        lines.push(field(
-            "status",
-            Text::styled(
-                format!("{}: {}", e.kind.name(), e.text),
-                theme::status_fg(span.status),
-            ),
-        ));
-    }
+    lines.extend(started_lines(model, span.submission));
     let hazards = model.hazards(r);
     lines.push(field(
         "hazards",
@@ -340,6 +442,49 @@ fn span_lines(model: &Model, r: SpanRef) -> Vec<Line<'static>> {
         Text::styled("h lists them, p jumps to the producer", theme::DIM),
     ));
     lines
+}
+
+/// The operation a native failure's text names: the runtime ends the errors it raises
+/// with the operation in parentheses (`… at device operation 9 (hrx_blur_h)`).
+fn failed_operation(text: &str) -> Option<String> {
+    let inner = text.trim_end().strip_suffix(')')?;
+    let name = &inner[inner.rfind('(')? + 1..];
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| name.to_owned())
+}
+
+/// Whether an operation's name ([`Model::op_name`]) is the one a failure names.
+fn op_is(op_name: &str, failed: &str) -> bool {
+    op_name == failed
+}
+
+/// Every region the span's submission started, by start, with its delay after the submit:
+/// the flow from the submit to its work (see the module docs).
+fn started_lines(model: &Model, submission: crate::state::SubId) -> Vec<Line<'static>> {
+    let sub = model.submission(submission);
+    let mut spans: Vec<_> = model
+        .submission_spans(submission)
+        .map(|s| (*model.span(s), s))
+        .collect();
+    spans.sort_by_key(|(s, _)| s.start_ns);
+    let items: Vec<String> = spans
+        .iter()
+        .map(|(s, _)| {
+            let region = model.region(s.region);
+            let when = if s.ran() {
+                format!(
+                    "after {}",
+                    units::duration(s.start_ns.saturating_sub(sub.submit_ns))
+                )
+            } else {
+                s.status.name().to_owned()
+            };
+            format!("r{} {} {when}", region.index, model.label(region.label))
+        })
+        .collect();
+    if items.is_empty() {
+        return Vec::new();
+    }
+    vec![field("started", items.join(" · "))]
 }
 
 fn event_lines(e: &Event) -> Vec<Line<'static>> {
@@ -610,32 +755,31 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
         .render(area, buf);
 }
 
-/// `← RAW buf 1 0..4096  sub 3 r0 upload  in graph`.
+/// `← RAW in graph  buf 1 0..4096  sub 3 r0 upload`.
 fn hazard_text(model: &Model, e: &HazardEdge, producer_side: bool, sym: &Symbols) -> String {
     let (arrow, other) = if producer_side {
         (sym.arrows[0], e.producer)
     } else {
         (sym.arrows[1], e.consumer)
     };
-    let what = match (e.kind, e.buffer, e.bytes) {
-        (Some(kind), Some(buffer), Some((start, end))) => {
-            format!(
-                "{} buf {buffer} {}",
-                kind.abbreviation(),
-                units::range(start, end)
-            )
-        }
-        _ => "after (whole submission)".to_owned(),
-    };
     let scope = match e.scope {
         HazardScope::InGraph => "in graph",
         HazardScope::CrossSubmission => "cross-sub",
         HazardScope::Explicit => "explicit",
     };
-    format!(
-        "{arrow} {what:<22} {:<18} {scope}",
-        region_name(model, other)
-    )
+    // The kind, scope and range first and the region's label last: a narrow pane cuts the
+    // label, never the kind ("cross-s…" at 120 columns).
+    let what = match (e.kind, e.buffer, e.bytes) {
+        (Some(kind), Some(buffer), Some((start, end))) => {
+            format!(
+                "{} {scope:<9} buf {buffer} {}",
+                kind.abbreviation(),
+                units::range(start, end)
+            )
+        }
+        _ => format!("after {scope:<9} (whole submission)"),
+    };
+    format!("{arrow} {what:<32} {}", region_name(model, other))
 }
 
 /// A buffer's description: `buf 3 (1 MiB, GPU)` (where its memory lives).

@@ -479,3 +479,151 @@ fn an_event_without_a_span_is_shown_whole_not_the_span_selected_before() {
     let text = &model.events()[busy].text;
     assert!(screen.contains(&text[..text.len().min(30)]), "{screen}");
 }
+
+/// The rows of the screen, as text.
+fn rows(model: &Model, state: &ViewState) -> Vec<String> {
+    render_to_string(model, state, state.width, state.height)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_details_pane_scrolls_to_the_failure_and_marks_the_failed_operation() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleEvents);
+    while model.events()[state.event_cursor.unwrap()].kind != EventKind::RegionFailed {
+        state.update(&model, Action::NextEvent);
+    }
+    let top = render_to_string(&model, &state, 120, 40);
+    // The reason comes first, and the operation the error names is marked.
+    assert!(
+        top.contains("status      failed: device lost: injected fault"),
+        "{top}"
+    );
+    assert!(top.contains("failed op   ✖ sobel, marked below"), "{top}");
+    assert!(top.contains("op ✖        #2 sobel  failed here"), "{top}");
+    // At 80x24 the pane hides most of it; it scrolls to the end.
+    state.update(
+        &model,
+        Action::Resize {
+            width: 80,
+            height: 24,
+        },
+    );
+    let top = render_to_string(&model, &state, 80, 24);
+    assert!(top.contains("failed op   ✖ sobel, marked below"), "{top}");
+    assert!(top.contains("more lines (PgDn)"), "{top}");
+    let (limit, page) = details_scroll_limit(&model, &state);
+    assert!(limit > 0 && page > 0);
+    for _ in 0..10 {
+        state.update(
+            &model,
+            Action::ScrollDetails {
+                lines: page as i16,
+                limit,
+            },
+        );
+    }
+    assert_eq!(state.details_scroll, limit);
+    let bottom = render_to_string(&model, &state, 80, 24);
+    assert!(bottom.contains("lines above (PgUp)"), "{bottom}");
+    assert!(
+        !bottom.contains("more lines (PgDn)"),
+        "the end is in sight: {bottom}"
+    );
+    assert!(bottom.contains("h lists them, p jumps to"), "{bottom}");
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+}
+
+#[test]
+fn the_hazards_key_label_says_what_the_next_press_does() {
+    let model = Model::from_records(&pipeline(PipelineSpec::ops(24)).collect::<Vec<_>>());
+    let mut state = ViewState::new(&model, 120, 40);
+    assert_eq!(state.list, Some(ListKind::Hazards), "open by default");
+    let status = |state: &ViewState| rows(&model, state).last().unwrap().clone();
+    assert!(
+        status(&state).contains("h hide hazards"),
+        "{}",
+        status(&state)
+    );
+    state.update(&model, Action::ToggleHazards);
+    assert_eq!(state.list, None, "the first press hides it, as labelled");
+    assert!(status(&state).contains("h hazards"), "{}", status(&state));
+    assert!(!status(&state).contains("hide"));
+    state.update(&model, Action::ToggleHazards);
+    assert_eq!(state.list, Some(ListKind::Hazards));
+}
+
+#[test]
+fn hazard_kinds_and_scopes_are_whole_at_120_columns() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuUpload, 2);
+    state.update(&model, Action::ToggleHazards);
+    let screen = render_to_string(&model, &state, 120, 40);
+    let hazards: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains(" RAW ") || l.contains(" WAR ") || l.contains(" WAW "))
+        .collect();
+    assert!(!hazards.is_empty(), "{screen}");
+    assert!(screen.contains("cross-sub"), "{screen}");
+    assert!(!screen.contains("cross-s…"), "{screen}");
+}
+
+#[test]
+fn zoomed_out_rows_show_how_much_of_each_cell_is_busy() {
+    // Spans of a few µs every 2 ms: every lane is busy well under half the time.
+    let model = Model::from_records(
+        &pipeline(PipelineSpec {
+            submissions: 3_000,
+            period_ns: 2_000_000,
+            busy_every: None,
+            fail_at: None,
+        })
+        .collect::<Vec<_>>(),
+    );
+    let state = ViewState::new(&model, 120, 40);
+    let layout = state.layout(&model);
+    let screen = rows(&model, &state);
+    for row in &layout.lanes {
+        let stats = model
+            .stats()
+            .lanes
+            .iter()
+            .find(|l| l.lane == row.lane)
+            .unwrap();
+        assert!(stats.utilisation < 0.5, "{}", stats.utilisation);
+        let cells: String = (row.area.y..row.area.y + row.area.height)
+            .flat_map(|y| screen[usize::from(y)].chars().skip(usize::from(GUTTER)))
+            .collect();
+        assert!(!cells.contains('█'), "{cells}");
+        assert!(cells.contains('▁') || cells.contains('▂'), "{cells}");
+    }
+}
+
+#[test]
+fn a_span_lists_the_regions_its_submit_started_and_marks_the_submit() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    select(&model, &mut state, Queue::GpuCompute, 1);
+    let screen = render_to_string(&model, &state, 120, 40);
+    let started = screen
+        .lines()
+        .find(|l| l.contains("started"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        started.contains("r0 upload after ") && started.contains("r1 blur"),
+        "{started}"
+    );
+    // The submit tick of the selection's submission is drawn in the selection's style.
+    let t = model
+        .submission(model.span(state.selection.unwrap()).submission)
+        .submit_ns;
+    let layout = state.layout(&model);
+    let x = GUTTER + state.window.col(t, layout.timeline_cols);
+    let terminal = terminal(&model, &state);
+    let cell = &terminal.backend().buffer()[(x, layout.ticks.y)];
+    assert_eq!(Some(cell.bg), theme::SELECTED.bg, "{cell:?}");
+}

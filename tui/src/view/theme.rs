@@ -120,8 +120,9 @@ pub struct Symbols {
     pub thin: &'static str,
     /// Bar ends: start, end, clipped start, clipped end.
     pub ends: [&'static str; 4],
-    /// Density of a summarised cell: covered only, 1-3, 4-15, 16+ spans starting.
-    pub density: [&'static str; 4],
+    /// A summarised cell covered 1/8, 2/8, ... 8/8 of its time (a bar chart of the
+    /// lane's utilisation, from the bottom of the cell).
+    pub levels: [&'static str; 8],
     /// Focused lane marker.
     pub focus: &'static str,
     /// Producer / consumer arrows in the hazards list.
@@ -143,7 +144,7 @@ impl Symbols {
         cursor: "▼",
         thin: "▌",
         ends: ["[", "]", "‹", "›"],
-        density: ["░", "▒", "▓", "█"],
+        levels: ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"],
         focus: "▶",
         arrows: ["←", "→"],
     };
@@ -162,7 +163,7 @@ impl Symbols {
         cursor: "v",
         thin: "|",
         ends: ["[", "]", "<", ">"],
-        density: [".", ":", "*", "#"],
+        levels: [".", ".", ":", ":", "+", "+", "#", "#"],
         focus: ">",
         arrows: ["<-", "->"],
     };
@@ -189,13 +190,11 @@ impl Symbols {
         }
     }
 
-    /// The glyph of a summarised cell.
-    pub fn density_of(&self, count: u32) -> &'static str {
-        match count {
-            0 => self.density[0],
-            1..=3 => self.density[1],
-            4..=15 => self.density[2],
-            _ => self.density[3],
+    /// The glyph of `eighths` (1..=8) of a cell covered; 0 draws nothing.
+    pub fn level(&self, eighths: u16) -> &'static str {
+        match eighths {
+            0 => " ",
+            e => self.levels[usize::from(e.min(8)) - 1],
         }
     }
 }

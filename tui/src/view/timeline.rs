@@ -139,6 +139,15 @@ fn ticks(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buff
             put(buf, x, a.y, sym.submit, 1, Style::new());
         }
     }
+    // The submit that started the selection, in the selection's colours: the start of its
+    // flow (the details pane lists the regions it started).
+    if let Some(sel) = state.selection.and_then(|s| model.get_span(s)) {
+        let t = model.submission(sel.submission).submit_ns;
+        if t >= state.window.start_ns && t < state.window.end_ns {
+            let x = GUTTER + state.window.col(t, cols);
+            put(buf, x, a.y, sym.submit, 1, theme::SELECTED);
+        }
+    }
 }
 
 fn markers(
@@ -345,18 +354,28 @@ fn lane(
             );
         }
     }
+    // Summarised cells are a bar chart of how much of each cell's time is covered, over
+    // the lane's two rows when it has them (the lower row fills first), so a lane busy 9%
+    // of the time reads as low bars, not as solid blocks.
+    let two_rows = raster.summarised && meta_row.is_some();
+    let steps: u64 = if two_rows { 16 } else { 8 };
     for cell in &raster.dense {
         let s = cell.summary;
         let style = match s.worst {
             Some(status @ (SpanStatus::Failed | SpanStatus::Cancelled)) => theme::status_fg(status),
             _ => Style::new(),
         };
-        let glyph = sym.density_of(s.count);
-        put(buf, GUTTER + cell.col, a.y, glyph, 1, style);
-        if let Some(y) = meta_row
-            && raster.summarised
-        {
-            put(buf, GUTTER + cell.col, y, glyph, 1, theme::DIM);
+        // Anything at all in the cell shows at least the lowest step.
+        let level = (u64::from(s.covered_permille) * steps)
+            .div_ceil(1000)
+            .max(1) as u16;
+        let x = GUTTER + cell.col;
+        match meta_row {
+            Some(y) if two_rows => {
+                put(buf, x, y, sym.level(level.min(8)), 1, style);
+                put(buf, x, a.y, sym.level(level.saturating_sub(8)), 1, style);
+            }
+            _ => put(buf, x, a.y, sym.level(level), 1, style),
         }
     }
 }

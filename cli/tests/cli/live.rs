@@ -1,0 +1,123 @@
+//! `view --follow` and `stats --follow` end to end, against a recording in progress: a
+//! `record --workload pipeline` of many frames runs in the background, the viewer and the
+//! summary follow its trace in tmux panes, and SIGINT then ends the recording (the workload
+//! stops and closes its trace). Asserted: structure (the status line says live with a
+//! record rate, the span count grows, `-` stops following and `F` resumes it, the
+//! recording's end shows as closed and ends `stats --follow`), never how fast.
+
+use crate::util::*;
+use crate::view::{Tmux, quote};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `N spans` count of the viewer's header.
+fn spans(screen: &str) -> Option<u64> {
+    let header = screen.lines().next()?;
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "spans")?;
+    words.get(at.checked_sub(1)?)?.parse().ok()
+}
+
+/// The background recording; stopped (SIGINT, then killed) when dropped.
+struct Recording(Child);
+
+impl Recording {
+    fn start(dir: &Path) -> Recording {
+        let args = ["record", "-o", "live.hrxt", "--workload", "pipeline"];
+        let child = hrx_trace(dir)
+            .args(args)
+            .args(["--frames", "1000000", "--max-width", "32"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the recording");
+        let recording = Recording(child);
+        // Until the trace has its first blocks (a debug build on a loaded machine).
+        let deadline = Instant::now() + crate::view::STEP_TIMEOUT;
+        let trace = dir.join("live.hrxt");
+        while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 4096 {
+            assert!(Instant::now() < deadline, "the recording wrote nothing");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        recording
+    }
+
+    /// SIGINT: the workload stops and closes its trace.
+    fn interrupt(&self) {
+        // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+        unsafe {
+            libc::kill(self.0.id() as libc::pid_t, libc::SIGINT);
+        }
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn view_and_stats_follow_a_recording_in_progress() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let recording = Recording::start(dir.path());
+    let trace = dir.path().join("live.hrxt");
+    let binary = quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace")));
+    let view_dir = dir.path().join("view");
+    let stats_dir = dir.path().join("stats");
+    std::fs::create_dir_all(&view_dir).unwrap();
+    std::fs::create_dir_all(&stats_dir).unwrap();
+    let view = Tmux::start(
+        &view_dir,
+        120,
+        40,
+        &format!("{binary} view --follow {}", quote(&trace)),
+    );
+    let stats = Tmux::start(
+        &stats_dir,
+        120,
+        60,
+        &format!(
+            "{binary} stats --follow {}; echo \"stats exited: $?\"; read -r _",
+            quote(&trace)
+        ),
+    );
+
+    // Live, with a rate, following; new spans appear as the recorder flushes.
+    let first = view.wait_for("the live status", |s| {
+        s.contains("live · ") && s.contains("records/s · following") && spans(s).is_some()
+    });
+    let before = spans(&first).unwrap();
+    view.wait_for("new spans", |s| spans(s).is_some_and(|n| n > before));
+    // A zoom stops following; F follows again.
+    view.send(&["-"]);
+    view.wait_for("following to stop", |s| s.contains("records/s · F follows"));
+    view.send(&["F"]);
+    view.wait_for("following again", |s| s.contains("records/s · following"));
+
+    // The summary, refreshed: its record count grows.
+    let records = |s: &str| -> Option<u64> {
+        let line = s.lines().rev().find(|l| l.starts_with("live: "))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let summary = stats.wait_for("the live summary", |s| {
+        records(s).is_some() && s.contains("records/s") && s.contains("kernel")
+    });
+    let n = records(&summary).unwrap();
+    stats.wait_for("a refreshed summary", |s| records(s).is_some_and(|m| m > n));
+
+    // The recording ends: the viewer says so, and the summary's last report ends it.
+    recording.interrupt();
+    view.wait_for("the closed status", |s| {
+        s.contains("closed (the recording ended)")
+    });
+    let end = stats.wait_for("stats to end", |s| s.contains("stats exited: "));
+    assert!(end.contains("stats exited: 0"), "{end}");
+    view.send(&["q"]);
+    view.wait_for_exit();
+}

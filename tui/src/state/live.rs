@@ -1,0 +1,106 @@
+//! Following a trace that is still being written (`view --follow`).
+//!
+//! The app re-reads the trace when it grows ([`crate::app`]); [`ViewState::model_changed`]
+//! then carries the view over to the new model: the selection by (runtime, submission
+//! index, region) and the focused lane by (runtime, queue), since indexes into the new
+//! model's lanes may differ; the search filter is recomputed in place; and while
+//! *following*, the window moves to the newest time. Following starts on, showing the
+//! whole trace as it grows; any action that moves the window (a pan, a zoom, a jump that
+//! reveals a span elsewhere) stops it, and `F` resumes it at the current zoom, the window
+//! ending at the newest time (Tracy's live view behaves so).
+
+use super::model::{LaneId, Model, RegionKey, SpanRef};
+use super::view_state::ViewState;
+
+/// The state of a live (followed) trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Live {
+    /// Whether the window follows the newest time.
+    pub following: bool,
+    /// The window width kept while following; `None`: the whole trace.
+    pub width_ns: Option<u64>,
+    /// Records per second over the last refresh interval (the app measures it).
+    pub records_per_s: f64,
+    /// The trace was closed (its session end was read): nothing more will come.
+    pub closed: bool,
+}
+
+impl ViewState {
+    /// Starts following (`view --follow`).
+    pub fn start_live(&mut self) {
+        self.live = Some(Live {
+            following: true,
+            ..Live::default()
+        });
+    }
+
+    /// Resumes following at the current zoom (`F`).
+    pub(super) fn resume_follow(&mut self, model: &Model) {
+        match &mut self.live {
+            Some(live) => {
+                live.following = true;
+                live.width_ns = Some(self.window.width_ns());
+                self.follow(model);
+            }
+            None => self.message = Some("not a live trace (view --follow FILE)".into()),
+        }
+    }
+
+    /// Moves the window to the newest time while following.
+    pub(super) fn follow(&mut self, model: &Model) {
+        let Some(live) = &self.live else { return };
+        if !live.following {
+            return;
+        }
+        let Some(range) = model.time_range() else {
+            return;
+        };
+        match live.width_ns {
+            None => self.fit(model),
+            Some(width) => {
+                let end = range.end_ns.saturating_add(width / 50);
+                self.set_window(model, end.saturating_sub(width), width);
+            }
+        }
+    }
+
+    /// Carries the view from `old` to `new`, a re-read of the same trace that has grown
+    /// (see the module docs); `records_per_s` is the latest record rate.
+    pub fn model_changed(&mut self, old: &Model, new: &Model, records_per_s: f64) {
+        let region_of = |r: SpanRef| {
+            let key = old.key_of(old.get_span(r)?);
+            let sub = old.submission(key.submission);
+            Some((sub.runtime, sub.index, key.region))
+        };
+        let lane_of = |l: LaneId| {
+            let lane = old.lanes().get(l.0 as usize)?;
+            Some((lane.runtime, lane.queue))
+        };
+        let find_lane = |(runtime, queue)| {
+            new.lanes()
+                .iter()
+                .position(|l| l.runtime == runtime && l.queue == queue)
+                .map(|i| LaneId(i as u32))
+        };
+        self.selection = self
+            .selection
+            .and_then(region_of)
+            .and_then(|(rt, index, region)| {
+                let submission = new.find_submission(rt, index)?;
+                new.span_of(RegionKey { submission, region })
+            });
+        self.lane = self
+            .lane
+            .and_then(lane_of)
+            .and_then(find_lane)
+            .or_else(|| self.visible_lanes(new).first().copied());
+        let events = new.events().len();
+        self.event_cursor = self.event_cursor.filter(|&i| i < events);
+        self.refilter(new);
+        if let Some(live) = &mut self.live {
+            live.records_per_s = records_per_s;
+            live.closed = new.info().end.is_some();
+        }
+        self.follow(new);
+    }
+}
