@@ -528,25 +528,31 @@ impl Lane {
     /// Per column of `window`, the share of its time covered by the union of the spans,
     /// in ‰ (see the module docs). O(spans starting in the window + cols).
     pub fn coverage(&self, window: TimeWindow, cols: u16) -> Vec<u16> {
-        let mut covered = vec![0u64; usize::from(cols)];
+        let n = usize::from(cols);
         if cols == 0 || self.spans.is_empty() {
-            return vec![0; usize::from(cols)];
+            return vec![0; n];
         }
         let (t0, t1) = (window.start_ns, window.end_ns);
-        let add = |covered: &mut [u64], from: u64, to: u64| {
-            if from >= to {
-                return;
+        // Column boundaries once (each a 128-bit division), then a cursor that only moves
+        // forward: the sweep's times never decrease.
+        let bounds: Vec<u64> = (0..=cols).map(|c| window.col_start_ns(c, cols)).collect();
+        let mut covered = vec![0u64; n];
+        let mut col = 0;
+        // Adds [from, to) (from >= the previous call's from) to the cells it crosses.
+        let add = |covered: &mut [u64], col: &mut usize, from: u64, to: u64| {
+            while *col + 1 < n && bounds[*col + 1] <= from {
+                *col += 1;
             }
-            let (first, last) = (window.col(from, cols), window.col(to - 1, cols));
-            for col in first..=last {
-                let (a, b) = window.cell(col, cols);
-                covered[usize::from(col)] += to.min(b).saturating_sub(from.max(a));
+            let mut c = *col;
+            while c < n && bounds[c] < to {
+                covered[c] += to.min(bounds[c + 1]).saturating_sub(from.max(bounds[c]));
+                c += 1;
             }
         };
         let lo = self.first_starting_at(t0);
         // Spans that started earlier cover [t0, the furthest of their ends).
         let mut until = self.prefix_end_before(lo).max(t0);
-        add(&mut covered, t0, until.min(t1));
+        add(&mut covered, &mut col, t0, until.min(t1));
         let mut i = lo;
         while i < self.spans.len() && self.spans[i].start_ns < t1 {
             // A whole block inside one cell: its contribution at once. Its spans start at
@@ -554,11 +560,13 @@ impl Lane {
             // the block's own prefix end does.
             if i.is_multiple_of(BLOCK_SPANS) && i + BLOCK_SPANS <= self.spans.len() {
                 let block = &self.blocks[i / BLOCK_SPANS];
-                let col = window.col(self.spans[i].start_ns, cols);
-                let (_, b) = window.cell(col, cols);
-                if block.prefix_end_ns <= b {
+                let start = self.spans[i].start_ns;
+                while col + 1 < n && bounds[col + 1] <= start {
+                    col += 1;
+                }
+                if block.prefix_end_ns <= bounds[col + 1] {
                     if block.prefix_end_ns > until {
-                        covered[usize::from(col)] += block.new_ns;
+                        covered[col] += block.new_ns;
                         until = block.prefix_end_ns;
                     }
                     i += BLOCK_SPANS;
@@ -568,19 +576,20 @@ impl Lane {
             let span = &self.spans[i];
             let end = span.query_end_ns();
             if end > until {
-                add(&mut covered, span.start_ns.max(until), end.min(t1));
+                add(
+                    &mut covered,
+                    &mut col,
+                    span.start_ns.max(until),
+                    end.min(t1),
+                );
                 until = end;
             }
             i += 1;
         }
-        (0..cols)
-            .map(|col| {
-                let (a, b) = window.cell(col, cols);
-                match b - a {
-                    0 => 0,
-                    w => (u128::from(covered[usize::from(col)]) * 1000 / u128::from(w)).min(1000)
-                        as u16,
-                }
+        (0..n)
+            .map(|c| match bounds[c + 1] - bounds[c] {
+                0 => 0,
+                w => (u128::from(covered[c]) * 1000 / u128::from(w)).min(1000) as u16,
             })
             .collect()
     }

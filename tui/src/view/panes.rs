@@ -8,12 +8,14 @@
 //!   ends every native failure it raises with the operation it was running in
 //!   parentheses (`… at device operation 9 (hrx_blur_h)`: the kernel's entry name, `fill`
 //!   or `copy`), and the region's operation with that name is marked `✖`. Two operations
-//!   of that name in one region are both marked and said to be ambiguous; an error that
+//!   of that name in one region are both marked (`failed here?`) and said to be
+//!   ambiguous; an error that
 //!   names no operation (a native graph failing as a whole, as CUDA reports it) marks
 //!   none and says so.
 //! - **Flows.** A terminal has no room for arrows from each submit to the regions it
 //!   started, so the flow is listed and marked instead: the details of a span list every
-//!   region its submission started, with each one's start after the submit (`+12 µs`),
+//!   region its submission started, with each one's start after the submit (`after 12
+//!   µs`),
 //!   and the timeline marks the selection's submit tick.
 //!
 //! [`RegionDone`]: hrx_capture::schema::RegionDone
@@ -330,7 +332,11 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
                     theme::status_fg(SpanStatus::Failed),
                 ),
                 Text::styled(
-                    format!("{text}  failed here"),
+                    // Ambiguous when several operations have the failure's name.
+                    format!(
+                        "{text}  failed here{}",
+                        if failed_ops > 1 { "?" } else { "" }
+                    ),
                     theme::status_fg(SpanStatus::Failed),
                 ),
             ]));
@@ -446,7 +452,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
 
 /// The operation a native failure's text names: the runtime ends the errors it raises
 /// with the operation in parentheses (`… at device operation 9 (hrx_blur_h)`).
-fn failed_operation(text: &str) -> Option<String> {
+pub(super) fn failed_operation(text: &str) -> Option<String> {
     let inner = text.trim_end().strip_suffix(')')?;
     let name = &inner[inner.rfind('(')? + 1..];
     (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| name.to_owned())
