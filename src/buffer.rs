@@ -7,8 +7,10 @@
 //! Host access and device use never race: while a submission that uses a range is in flight,
 //! a conflicting host mapping answers [`Error::Busy`]; while a host mapping is live, a
 //! conflicting `submit` answers `Busy`. A buffer written by a region that failed with an
-//! uncertain extent is *poisoned*: every later use answers [`Error::DeviceLost`] naming the
-//! cause.
+//! uncertain extent is *poisoned*, as a whole (the seed keeps poison per buffer: an
+//! uncertain failure does not say which bytes it reached): every later use of any of its
+//! bytes answers [`Error::DeviceLost`] naming the cause ("poisoned by submission S region
+//! R"), including uses of bytes the failed region never declared.
 
 use crate::runtime::RuntimeOwner;
 use crate::{Engine, Error, Result};
@@ -203,7 +205,7 @@ impl Storage {
         }
         match &lock(&self.host).poison {
             Some(message) => Err(Error::DeviceLost(format!(
-                "buffer {} is poisoned: {message}",
+                "buffer {} is {message}",
                 self.id
             ))),
             None => Ok(()),
@@ -313,7 +315,7 @@ impl Storage {
             let mut host = lock(&self.host);
             if let Some(message) = &host.poison {
                 return Err(Error::DeviceLost(format!(
-                    "buffer {} is poisoned: {message}",
+                    "buffer {} is {message}",
                     self.id
                 )));
             }
@@ -547,7 +549,7 @@ impl Buffer {
         let mut host = lock(&self.storage.host);
         if let Some(message) = &host.poison {
             return Err(Error::DeviceLost(format!(
-                "buffer {} is poisoned: {message}",
+                "buffer {} is {message}",
                 self.storage.id
             )));
         }

@@ -20,7 +20,8 @@
 //! ```
 //!
 //! Outcomes (documented in [`crate::execution`]): a device loss quarantines the prepared
-//! graph and poisons what its region writes; a kernel error fails the submission only.
+//! graph and poisons every buffer its region writes; a kernel error fails the submission,
+//! and, on a copy batch, marks the lane's copy stream unhealthy as any batch failure does.
 
 use crate::{Error, Result};
 use std::cell::Cell;

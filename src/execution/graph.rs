@@ -14,6 +14,18 @@
 //! - any other region becomes one native GPU graph whose internal edges come from the hazard
 //!   frontier over its operations;
 //! - region dependencies come from the frontier over each region's summarized uses.
+//!
+//! Failure rules, as the seed (`shared/seed/graph.rs`) has them, with its reasons:
+//! - before a region runs, every use is made visible to its engine, written-only uses too:
+//!   a region that writes part of a buffer must take in another engine's newer bytes first,
+//!   or the bytes it does not write stay stale once its engine is the last writer;
+//! - any error of a copy batch marks its lane's cached copy stream unhealthy, and later
+//!   copy regions on that lane answer `DeviceLost`: after a failed batch nobody knows what
+//!   is still queued on, or half done by, the shared stream;
+//! - any error a scoped native callback returns is an uncertain failure (answered as
+//!   `DeviceLost`): the runtime cannot see into the callback's private streams, so its
+//!   graph is quarantined and what its bindings write is poisoned;
+//! - poison is per buffer (see [`crate::execution::scheduler`]).
 
 use super::completion::Signal;
 use super::dependencies::{Frontier, Hazard, Use, summarize};
@@ -441,7 +453,9 @@ impl Graph {
     ///   them before returning;
     /// - it lets no raw pointer or view escape its scope, and its private storage is not
     ///   reachable outside it;
-    /// - on an uncertain failure it returns [`Error::DeviceLost`]: the graph is then
+    /// - it returns an error only for a failure it cannot bound: any error it returns is
+    ///   an uncertain failure (the runtime cannot see into its streams), answered as
+    ///   [`Error::DeviceLost`] with the callback's error in the message; the graph is then
     ///   quarantined and its written bindings poisoned.
     ///
     /// # Errors
@@ -849,7 +863,11 @@ impl Region {
             // A deferred trace capture may still be hashing what an earlier writer left.
             use_.view.buffer().storage.captures.wait();
         }
-        for use_ in self.uses.iter().filter(|u| u.access.reads()) {
+        // Every use, written-only ones too (the seed makes each use visible before a region
+        // runs): a region that writes part of a buffer must first take in another engine's
+        // newer bytes (an NPU write synced back from its buffer object), or the rest of the
+        // buffer would keep stale bytes once this engine becomes its last writer.
+        for use_ in &self.uses {
             use_.view.buffer().storage.make_visible(engine)?;
         }
         match &self.backend {
@@ -867,11 +885,10 @@ impl Region {
                     }
                     stream.stream.synchronize()
                 })();
-                // Only a failure of uncertain extent leaves the stream in an unknown state; a
-                // kernel error (known extent) fails its submission and nothing else.
-                if let Err(error) = &result
-                    && error.is_device_loss()
-                {
+                // Any failed batch leaves the stream in a state the runtime cannot see into
+                // (earlier copies of the batch may be queued or half done), so, as the seed
+                // does, every error marks the lane's stream unhealthy, a kernel error too.
+                if let Err(error) = &result {
                     stream.healthy = false;
                     crate::trace::copy_stream_unhealthy(core, self.lane, error);
                 }
@@ -889,7 +906,7 @@ impl Region {
                     .iter()
                     .map(BufferView::gpu)
                     .collect::<Result<Vec<_>>>()?;
-                lock(callback)(&views)?;
+                lock(callback)(&views).map_err(scoped_failure)?;
             }
             Backend::Npu(run) => lock(run).execute()?,
             Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
@@ -907,6 +924,23 @@ impl Region {
             }
         }
         Ok(span)
+    }
+}
+
+/// The error of a scoped native callback, as an uncertain failure.
+///
+/// The runtime cannot see into a callback's private streams: whatever it returns, the
+/// runtime cannot know how far its writes got. The seed's contract ("on an uncertain failure
+/// return an error; captured resources and bindings are then quarantined together") makes
+/// every callback error a device loss, so [`Error::is_device_loss`] quarantines the graph and
+/// poisons what the callback writes; the callback's own error stays in the message.
+fn scoped_failure(error: Error) -> Error {
+    if error.is_device_loss() {
+        error
+    } else {
+        Error::DeviceLost(format!(
+            "a scoped native callback failed, its effects are unknown: {error}"
+        ))
     }
 }
 

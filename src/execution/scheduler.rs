@@ -18,8 +18,13 @@
 //! and the submission fails with that first error. A failed or cancelled submission cancels
 //! every submission that named it as a producer, transitively. A native failure for which
 //! [`crate::Error::is_device_loss`] holds quarantines the prepared graph and poisons every
-//! buffer range its region writes. A region whose input is poisoned fails with
-//! `DeviceLost` without running and without quarantining anything further.
+//! buffer its region writes, the whole buffer, not only the bytes written: as in the seed,
+//! poison is per buffer, because an uncertain failure says nothing reliable about which
+//! bytes the native work reached. A region that uses any byte of a poisoned buffer fails
+//! with `DeviceLost` without running and without quarantining anything further; its error
+//! and the trace's `Poison` record name the cause ("poisoned by submission S region R").
+//! Whether a submission in flight beside the failure meets the poison therefore depends on
+//! timing: a region that started before the poison ran, one that starts after it fails.
 //!
 //! At most one region per queue runs at a time, oldest ready first. One worker thread per
 //! queue runs them, and a thread in [`crate::Completion::wait`] runs its own submission's
@@ -374,7 +379,7 @@ impl Scheduler {
                 let prepared = &flight.prepared;
                 if native && error.is_device_loss() {
                     let cause = format!(
-                        "region {region} of submission {submission} (graph {}) failed: {error}",
+                        "poisoned by submission {submission} region {region} (graph {}): {error}",
                         prepared.id
                     );
                     if !prepared.quarantined.swap(true, Ordering::AcqRel) {

@@ -60,7 +60,10 @@ fn device_loss_quarantines_the_graph_and_poisons_what_its_region_writes() {
         .device_out
         .poisoned()
         .expect("the kernel's output is poisoned");
-    assert!(poison.contains("region 1 of submission 1"), "{poison}");
+    assert!(
+        poison.contains("poisoned by submission 1 region 1"),
+        "{poison}"
+    );
     assert!(
         c.device_in.poisoned().is_none(),
         "the kernel only read its input"
@@ -79,7 +82,9 @@ fn device_loss_quarantines_the_graph_and_poisons_what_its_region_writes() {
     graph.copy(c.output.whole(), c.device_out.whole()).unwrap();
     let uses_poison = graph.prepare().unwrap().submit().unwrap_err();
     assert!(
-        uses_poison.to_string().contains("region 1 of submission 1"),
+        uses_poison
+            .to_string()
+            .contains("poisoned by submission 1 region 1"),
         "{uses_poison}"
     );
     // Unrelated work still runs.
