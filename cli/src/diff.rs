@@ -64,8 +64,8 @@
 
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
-use crate::kernel_stats::{kernel_json, load, print_report};
-use crate::stats::duration;
+use crate::kernel_stats::print_report;
+use hrx_analysis::units::duration;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Access, Record};
 use hrx_tui::Model;
@@ -75,6 +75,38 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
+
+/// Loads a trace into the timeline's model.
+///
+/// # Errors
+///
+/// [`TraceError`] when the trace cannot be read. Reader warnings and how a damaged trace
+/// ends go to standard error, one `warning:` line each.
+fn load(path: &Path) -> anyhow::Result<Model> {
+    let model = hrx_tui::load(path).map_err(|e| match e {
+        hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
+            path,
+            error: source,
+        }),
+        other => Failure::new(other.to_string()).into(),
+    })?;
+    let info = model.info();
+    crate::failure::warn_partial(
+        path,
+        &info.warnings,
+        info.recovery.as_ref(),
+        "these figures cover only what was recovered",
+    );
+    Ok(model)
+}
+
+/// One kernel's durations as JSON.
+fn kernel_json(k: &KernelStats) -> Value {
+    json!({
+        "name": k.name, "count": k.count, "total_ns": k.total_ns, "mean_ns": k.mean_ns,
+        "p50_ns": k.p50_ns, "p99_ns": k.p99_ns, "min_ns": k.min_ns, "max_ns": k.max_ns,
+    })
+}
 
 /// Growth below this many ns is never a slowdown (timer and scheduling noise).
 pub const NOISE_FLOOR_NS: u64 = 50_000;

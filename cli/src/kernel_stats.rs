@@ -6,31 +6,40 @@
 //! count and rate; one compact JSON object a line with `--json`) until the trace is closed,
 //! then once more in full, the final report (exit 0), or until Ctrl-C.
 //!
-//! The numbers are the timeline's statistics view (`hrx_tui::state::Stats`, computed by
-//! the model the viewer loads), so `stats` and the `s` key in `view` always agree. A
-//! "kernel" is a region label: a native graph of several operations counts under its first
-//! kernel and the count of the others (`hrx_rgb_to_gray +5`), copy batches as `upload`,
-//! `download` or `copy`.
+//! The numbers come from `hrx_analysis::stats`: one streaming pass over the memory-mapped
+//! trace in bounded memory (nothing is kept per submission or region). The timeline's
+//! statistics view computes the same figures the same way. A "kernel" is a region label: a
+//! native graph of several operations counts under its first kernel and the count of the
+//! others (`hrx_rgb_to_gray +5`), copy batches as `upload`, `download` or `copy`.
+//!
+//! Percentiles are nearest-rank: exact up to 1,024 spans of a kernel, then from a
+//! log-bucketed histogram within 1/256 (0.4%) of the exact value; each kernel's `"exact"`
+//! says which, and `"quantiles"` states the method. Count, total, mean, min and max are
+//! always exact.
 //!
 //! JSON (`--json`), times in ns, bandwidth in bytes per second:
 //!
 //! ```text
 //! {"file", "span_ns",
-//!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns"}],
+//!  "quantiles": {"method", "exact_up_to", "relative_error"},
+//!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns",
+//!               "exact"}],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
 //!  "complete": whether the whole trace was read, "end": how it ends,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
-//!               "unhealthy_streams", "faults_injected"}}
+//!               "unhealthy_streams", "faults_injected"},
+//!  "unplaced_timings": timings that joined no region, "late_spans": spans counted from their
+//!  lane's retired busy time on (both 0 for traces the recorder wrote)}
 //! ```
 
 use crate::args::StatsArgs;
-use crate::failure::{Failure, TraceError};
-use crate::stats::{bytes, duration, plural};
-use hrx_tui::Model;
-use hrx_tui::state::{EventKind, KernelStats, SpanStatus, queue_name};
+use crate::failure::TraceError;
+use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
+use hrx_analysis::units::{bandwidth, bytes, duration, plural};
+use hrx_analysis::{KernelStats, ScanSummary, Stats, StatsVisitor, queue_name};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -45,8 +54,8 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     if args.follow {
         follow(&args)?;
     }
-    let model = load(&args.file)?;
-    let report = report(&args.file, &model);
+    let (stats, summary) = load(&args.file)?;
+    let report = report(&args.file, &stats, &summary);
     print_report(&report, args.json, write_text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -60,23 +69,22 @@ fn follow(args: &StatsArgs) -> anyhow::Result<()> {
     let mut last: Option<(Instant, u64)> = None;
     loop {
         // Quietly: an unclosed trace is expected here, and its warnings would repeat.
-        let model = hrx_tui::load(&args.file).map_err(|e| match e {
-            hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
-                path,
-                error: source,
-            }),
-            other => Failure::new(other.to_string()).into(),
+        let mut visitor = StatsVisitor::new();
+        let summary = hrx_analysis::scan(&args.file, &mut visitor).map_err(|error| TraceError {
+            path: args.file.clone(),
+            error,
         })?;
-        if model.info().end.is_some() {
+        if summary.session_ended {
             return Ok(());
         }
+        let stats = visitor.finish(&summary);
         let now = Instant::now();
-        let records = model.info().records;
+        let records = summary.records;
         let rate = last.map_or(0.0, |(then, before): (Instant, u64)| {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
-        let report = report(&args.file, &model);
+        let report = report(&args.file, &stats, &summary);
         let mut out = io::stdout().lock();
         if args.json {
             let mut line = report;
@@ -122,31 +130,28 @@ pub fn print_report(
     out.flush()
 }
 
-/// Loads a trace into the timeline's model.
+/// Reads a trace's statistics in one streaming pass.
 ///
 /// # Errors
 ///
 /// [`TraceError`] when the trace cannot be read.
 ///
-/// A damaged or cut-short trace loads with what was recovered; its reader warnings and how
-/// it ends go to standard error, one `warning:` line each, so that numbers from part of a
-/// trace are never mistaken for the whole.
-pub fn load(path: &Path) -> anyhow::Result<Model> {
-    let model = hrx_tui::load(path).map_err(|e| match e {
-        hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
-            path,
-            error: source,
-        }),
-        other => Failure::new(other.to_string()).into(),
+/// A damaged or cut-short trace is read as far as it was recovered; its reader warnings and
+/// how it ends go to standard error, one `warning:` line each, so that numbers from part of
+/// a trace are never mistaken for the whole.
+pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary)> {
+    let mut visitor = StatsVisitor::new();
+    let summary = hrx_analysis::scan(path, &mut visitor).map_err(|error| TraceError {
+        path: path.to_path_buf(),
+        error,
     })?;
-    let info = model.info();
     crate::failure::warn_partial(
         path,
-        &info.warnings,
-        info.recovery.as_ref(),
+        &summary.warnings,
+        summary.recovery.as_ref(),
         "these figures cover only what was recovered",
     );
-    Ok(model)
+    Ok((visitor.finish(&summary), summary))
 }
 
 /// One kernel's durations as JSON.
@@ -154,19 +159,18 @@ pub fn kernel_json(k: &KernelStats) -> Value {
     json!({
         "name": k.name, "count": k.count, "total_ns": k.total_ns, "mean_ns": k.mean_ns,
         "p50_ns": k.p50_ns, "p99_ns": k.p99_ns, "min_ns": k.min_ns, "max_ns": k.max_ns,
+        "exact": k.exact,
     })
 }
 
-/// Every statistic of `model` as JSON (the shape in the module docs).
-pub fn report(path: &Path, model: &Model) -> Value {
-    let stats = model.stats();
-    let lane = |id| model.lane(id);
+/// Every statistic as JSON (the shape in the module docs).
+pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
     let queues: Vec<Value> = stats
         .lanes
         .iter()
         .map(|l| {
             json!({
-                "runtime": lane(l.lane).runtime.0, "queue": queue_name(lane(l.lane).queue),
+                "runtime": l.runtime.0, "queue": queue_name(l.queue),
                 "spans": l.spans, "busy_ns": l.busy_ns, "utilisation": l.utilisation,
             })
         })
@@ -176,41 +180,48 @@ pub fn report(path: &Path, model: &Model) -> Value {
         .iter()
         .map(|c| {
             json!({
-                "runtime": lane(c.lane).runtime.0, "queue": queue_name(lane(c.lane).queue),
+                "runtime": c.runtime.0, "queue": queue_name(c.queue),
                 "batches": c.batches, "bytes": c.bytes, "busy_ns": c.busy_ns,
                 "bytes_per_s": c.bytes_per_s,
             })
         })
         .collect();
-    let subs = model.submissions();
-    let with = |status| subs.iter().filter(|s| s.status == status).count();
-    let events = |kind| model.events().iter().filter(|e| e.kind == kind).count();
-    let recovery = model.info().recovery.as_ref();
+    let s = &stats.submissions;
+    let f = &stats.failures;
+    let recovery = summary.recovery.as_ref();
     json!({
         "file": path.display().to_string(),
         "complete": recovery.is_none_or(|r| r.is_complete()),
         "end": recovery.map(|r| r.end()),
         "span_ns": stats.span_ns,
+        "quantiles": {
+            "method": "nearest rank; exact up to exact_up_to spans of a kernel, else a \
+                       log-bucketed histogram within relative_error",
+            "exact_up_to": EXACT_LIMIT,
+            "relative_error": RELATIVE_ERROR,
+        },
         "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
         "queues": queues,
         "copies": copies,
         "submissions": {
-            "accepted": subs.len(),
-            "ok": with(SpanStatus::Ok),
-            "failed": with(SpanStatus::Failed),
-            "cancelled": with(SpanStatus::Cancelled),
-            "unknown": with(SpanStatus::Unknown),
-            "busy_refusals": model.busy_times().len(),
-            "other_refusals": events(EventKind::DeviceLost) + events(EventKind::Refused),
+            "accepted": s.accepted,
+            "ok": s.ok,
+            "failed": s.failed,
+            "cancelled": s.cancelled,
+            "unknown": s.unknown,
+            "busy_refusals": s.busy_refusals,
+            "other_refusals": s.other_refusals,
         },
         "failures": {
-            "regions_failed": events(EventKind::RegionFailed),
-            "regions_cancelled": events(EventKind::RegionCancelled),
-            "quarantines": events(EventKind::Quarantine),
-            "poisoned_buffers": events(EventKind::Poison),
-            "unhealthy_streams": events(EventKind::CopyStreamUnhealthy),
-            "faults_injected": events(EventKind::FaultInjected),
+            "regions_failed": f.regions_failed,
+            "regions_cancelled": f.regions_cancelled,
+            "quarantines": f.quarantines,
+            "poisoned_buffers": f.poisoned_buffers,
+            "unhealthy_streams": f.unhealthy_streams,
+            "faults_injected": f.faults_injected,
         },
+        "unplaced_timings": stats.unplaced_timings,
+        "late_spans": stats.late_spans,
     })
 }
 
@@ -266,7 +277,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     for c in r["copies"].as_array().into_iter().flatten() {
         writeln!(
             out,
-            "{:<16} {:>7} {:>11} {:>11} {:>10}/s",
+            "{:<16} {:>7} {:>11} {:>11} {:>12}",
             format!(
                 "r{} {}",
                 u(&c["runtime"]),
@@ -275,7 +286,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             u(&c["batches"]),
             bytes(u(&c["bytes"])),
             duration(u(&c["busy_ns"])),
-            bytes(c["bytes_per_s"].as_f64().unwrap_or(0.0) as u64),
+            bandwidth(c["bytes_per_s"].as_f64().unwrap_or(0.0)),
         )?;
     }
     let s = &r["submissions"];

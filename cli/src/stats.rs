@@ -286,39 +286,7 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
     })
 }
 
-/// `1 frame`, `3 frames`.
-pub fn plural(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// `1.2 MiB`, `512 B`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
-/// `412.3 ms`, `12.0 µs`, `3.210 s`.
-pub fn duration(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
-        _ => format!("{:.3} s", ns as f64 / 1e9),
-    }
-}
+pub use hrx_analysis::units::{bytes, duration, plural};
 
 /// The codec's name.
 pub fn codec_name(codec: Codec) -> &'static str {
@@ -332,21 +300,5 @@ pub fn compression_name(compression: Compression) -> &'static str {
     match compression {
         Compression::None => "none",
         Compression::Zstd => "zstd",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_units() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(3 << 20), "3.0 MiB");
-        assert_eq!(duration(999), "999 ns");
-        assert_eq!(duration(12_000), "12.0 µs");
-        assert_eq!(duration(412_300_000), "412.3 ms");
-        assert_eq!(duration(3_210_000_000), "3.210 s");
     }
 }

@@ -24,8 +24,8 @@ use super::model::{
 };
 use super::stats;
 use hrx_capture::schema::{
-    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RegionKind, RegionTiming,
-    RuntimeId, Status, SubmissionIndex,
+    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RegionTiming, RuntimeId, Status,
+    SubmissionIndex,
 };
 use hrx_capture::{Trace, TraceReader};
 use std::collections::HashMap;
@@ -583,36 +583,7 @@ fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
     (label_region(region.kind, region.queue, &names), names)
 }
 
-/// The label the timeline gives a region of `kind` on `queue` whose operations, in node
-/// order, have `names` (each with whether it is a kernel or NPU run): `upload`, `download`
-/// or `copy` for copies, else the first kernel's name (a fill or copy's when there is no
-/// kernel) with `+N` for the other operations, else the region kind. `hrx-trace export`
-/// names its slices the same way.
-pub fn label_region(kind: RegionKind, queue: Queue, names: &[(bool, String)]) -> String {
-    let all_copies = !names.is_empty() && names.iter().all(|(_, n)| n == "copy");
-    if kind == RegionKind::CopyBatch || all_copies {
-        return match queue {
-            Queue::GpuUpload => "upload",
-            Queue::GpuDownload => "download",
-            _ => "copy",
-        }
-        .to_owned();
-    }
-    // Prefer a kernel's name over fills and copies around it.
-    let main = names.iter().position(|(kernel, _)| *kernel).unwrap_or(0);
-    match names.get(main) {
-        Some((_, name)) if names.len() > 1 => format!("{name} +{}", names.len() - 1),
-        Some((_, name)) => name.clone(),
-        None => match kind {
-            RegionKind::NativeGraph => "graph",
-            RegionKind::CopyBatch => "copy",
-            RegionKind::Scoped => "scoped",
-            RegionKind::NpuRun => "npu",
-            RegionKind::Host => "host",
-        }
-        .to_owned(),
-    }
-}
+pub use hrx_analysis::label_region;
 
 /// The range from the first to the last thing on the timeline.
 fn time_range(model: &Model) -> Option<TimeWindow> {

@@ -24,9 +24,12 @@ mod live;
 mod model;
 mod navigation;
 mod stats;
-pub mod synthetic;
-pub mod units;
 mod view_state;
+
+/// Generated traces (moved to `hrx-analysis`, where benchmarks and generators share them).
+pub use hrx_analysis::synthetic;
+/// The one units module (`hrx-analysis`), shared with every `hrx-trace` verb.
+pub use hrx_analysis::units;
 
 pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
 pub use ingest::{ModelBuilder, label_region};

@@ -2,7 +2,9 @@
 //! bandwidth per lane. Computed once when the model is built.
 //!
 //! - Durations are host durations of spans that ran (untimed cancelled regions are left
-//!   out). Percentiles use the nearest-rank method: p50 of `[1, 2, 3, 4]` is 2.
+//!   out). Percentiles use the nearest-rank method (p50 of `[1, 2, 3, 4]` is 2) through
+//!   `hrx_analysis::sketch`, as `hrx-trace stats` computes them: exact up to its
+//!   `EXACT_LIMIT` spans per label, within its `RELATIVE_ERROR` past that.
 //! - Utilisation is the union of a lane's span intervals (overlaps counted once) over the
 //!   trace span: first span start to last span end, over every lane.
 //! - Copy bandwidth is the sum of `copy_bytes` of copy-batch regions over the sum of their
@@ -10,6 +12,7 @@
 
 use super::lanes::Span;
 use super::model::{LabelId, LaneId, Model};
+use hrx_analysis::sketch::Sketch;
 use hrx_capture::schema::{Queue, RegionKind};
 
 /// Duration statistics of one kernel (span label).
@@ -112,7 +115,7 @@ fn busy_ns<'a>(spans: impl Iterator<Item = &'a Span>) -> u64 {
 }
 
 pub(crate) fn compute(model: &Model) -> Stats {
-    let mut durations: Vec<Vec<u64>> = vec![Vec::new(); model.labels().len()];
+    let mut durations: Vec<Sketch> = vec![Sketch::new(); model.labels().len()];
     let mut stats = Stats::default();
     let mut first = u64::MAX;
     let mut last = 0;
@@ -131,7 +134,7 @@ pub(crate) fn compute(model: &Model) -> Stats {
             first = first.min(s.start_ns);
             last = last.max(s.end_ns);
             let region = model.region(s.region);
-            durations[region.label.get()].push(s.duration_ns());
+            durations[region.label.get()].add(s.duration_ns());
             if region.kind == RegionKind::CopyBatch {
                 copy.batches += 1;
                 copy.bytes = copy.bytes.saturating_add(region.copy_bytes);
@@ -164,21 +167,19 @@ pub(crate) fn compute(model: &Model) -> Stats {
         }
     }
     for (label, mut d) in durations.into_iter().enumerate() {
-        if d.is_empty() {
+        if d.count() == 0 {
             continue;
         }
-        d.sort_unstable();
-        let total_ns = d.iter().fold(0u64, |t, &x| t.saturating_add(x));
         stats.kernels.push(KernelStats {
             label: LabelId(label as u32),
             name: model.labels()[label].clone(),
-            count: d.len() as u64,
-            total_ns,
-            mean_ns: total_ns / d.len() as u64,
-            p50_ns: percentile(&d, 50.0),
-            p99_ns: percentile(&d, 99.0),
-            min_ns: d[0],
-            max_ns: d[d.len() - 1],
+            count: d.count(),
+            total_ns: d.total(),
+            mean_ns: d.total() / d.count(),
+            p50_ns: d.percentile(50.0),
+            p99_ns: d.percentile(99.0),
+            min_ns: d.min(),
+            max_ns: d.max(),
         });
     }
     stats.kernels.sort_by(|a, b| {
@@ -266,5 +267,60 @@ mod model_tests {
         let lane = &model.stats().lanes[0];
         assert_eq!((lane.spans, lane.busy_ns), (2, 150));
         assert!((lane.utilisation - 1.0).abs() < 1e-12);
+    }
+}
+
+#[cfg(test)]
+mod agreement_tests {
+    use crate::state::Model;
+    use crate::state::synthetic::{PipelineSpec, pipeline};
+
+    /// The timeline's statistics and `hrx-trace stats` (the streaming pass of
+    /// `hrx-analysis`) give the same figures, past the sketches' exact limit too.
+    #[test]
+    fn timeline_and_streaming_statistics_agree() {
+        let spec = PipelineSpec {
+            busy_every: Some(7),
+            fail_at: Some(1_500),
+            ..PipelineSpec::ops(8_000)
+        };
+        let records: Vec<_> = pipeline(spec).collect();
+        let model = Model::from_records(&records);
+        let (streamed, summary) = hrx_analysis::stats::stats_of(&records);
+        assert_eq!(summary.unplaced_timings, 0);
+        let timeline = model.stats();
+        assert_eq!(streamed.span_ns, timeline.span_ns);
+        assert_eq!(streamed.kernels.len(), timeline.kernels.len());
+        for (s, t) in streamed.kernels.iter().zip(&timeline.kernels) {
+            assert_eq!(
+                (
+                    &s.name, s.count, s.total_ns, s.p50_ns, s.p99_ns, s.min_ns, s.max_ns
+                ),
+                (
+                    &t.name, t.count, t.total_ns, t.p50_ns, t.p99_ns, t.min_ns, t.max_ns
+                )
+            );
+        }
+        assert!(streamed.kernels.iter().any(|k| !k.exact));
+        for (s, t) in streamed.lanes.iter().zip(&timeline.lanes) {
+            assert_eq!(s.lane.0, t.lane.0);
+            assert_eq!((s.spans, s.busy_ns), (t.spans, t.busy_ns));
+        }
+        assert_eq!(streamed.lanes.len(), timeline.lanes.len());
+        for (s, t) in streamed.copies.iter().zip(&timeline.copies) {
+            assert_eq!(
+                (s.batches, s.bytes, s.busy_ns),
+                (t.batches, t.bytes, t.busy_ns)
+            );
+        }
+        assert_eq!(streamed.copies.len(), timeline.copies.len());
+        let subs = model.submissions();
+        assert_eq!(streamed.submissions.accepted, subs.len() as u64);
+        assert_eq!(
+            streamed.submissions.busy_refusals,
+            model.busy_times().len() as u64
+        );
+        assert!(streamed.submissions.failed >= 1);
+        assert!(streamed.failures.regions_cancelled >= 1);
     }
 }

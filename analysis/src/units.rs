@@ -1,5 +1,10 @@
-//! Human-readable times, durations, byte counts and bandwidths, and the ruler's tick
-//! spacing. Pure functions shared by the model (search, summaries) and the views.
+//! Human-readable times, durations, byte counts and bandwidths, and the timeline ruler's
+//! tick spacing: the one formatter every verb (`stats`, `info`, `diff`, `replay`, `dump`)
+//! and the timeline use, so a duration reads the same everywhere.
+//!
+//! Durations have three significant digits (`850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`), byte
+//! counts binary units with two decimals unless whole (`512 B`, `4 KiB`, `1.50 MiB`),
+//! bandwidths decimal units as GPU bandwidths are quoted (`12.3 GB/s`).
 
 /// Nanoseconds per unit, smallest first, with the unit's suffix.
 const UNITS: [(u64, &str); 4] = [
@@ -56,6 +61,15 @@ pub fn bytes(n: u64) -> String {
         format!("{value:.0} {}", UNITS[unit])
     } else {
         format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// `1 frame`, `3 frames`.
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

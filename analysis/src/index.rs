@@ -1,0 +1,357 @@
+//! The structural index of a trace: runtimes and their lanes, buffers, kernels, graph
+//! operations, prepared graphs and their regions, each region's label interned once.
+//!
+//! Everything here grows with what a program *builds* (graphs, buffers, kernels, distinct
+//! labels), never with what it *submits*: per-submission records (submits, timings,
+//! completions) are joined to these tables by [`crate::scan`] and handed to a
+//! [`crate::Visitor`] without being stored.
+//!
+//! Regions are numbered model-wide ([`RegionRef`]): prepared graph `p`'s region `i` is
+//! `prepared[p].regions.start + i`. Lanes are numbered as the timeline numbers them: the
+//! `n`-th runtime seen (by `RuntimeStart`, `Prepared` or a placed timing) owns lanes
+//! `5n .. 5n + 5`, one per queue in [`QUEUES`] order.
+
+use hrx_capture::schema::{
+    BufferCreated, BufferId, Engine, GraphId, KernelId, NodeIndex, OpKind, PreparedId, Queue,
+    Record, RegionIndex, RegionKind, RuntimeId,
+};
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// The five queues in lane order.
+pub const QUEUES: [Queue; 5] = [
+    Queue::GpuUpload,
+    Queue::GpuCompute,
+    Queue::GpuDownload,
+    Queue::Npu,
+    Queue::Host,
+];
+
+/// The position of `queue` in [`QUEUES`].
+pub fn queue_slot(queue: Queue) -> usize {
+    match queue {
+        Queue::GpuUpload => 0,
+        Queue::GpuCompute => 1,
+        Queue::GpuDownload => 2,
+        Queue::Npu => 3,
+        Queue::Host => 4,
+    }
+}
+
+/// A queue's name as the timeline and every report write it (`GPU Upload`, `NPU`).
+pub fn queue_name(queue: Queue) -> &'static str {
+    match queue {
+        Queue::GpuUpload => "GPU Upload",
+        Queue::GpuCompute => "GPU Compute",
+        Queue::GpuDownload => "GPU Download",
+        Queue::Npu => "NPU",
+        Queue::Host => "Host",
+    }
+}
+
+/// Whether `queue` is one of the GPU's three lanes.
+pub fn is_gpu_queue(queue: Queue) -> bool {
+    matches!(
+        queue,
+        Queue::GpuUpload | Queue::GpuCompute | Queue::GpuDownload
+    )
+}
+
+/// A lane: one queue of one runtime (index into [`Index::lanes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneRef(pub u32);
+
+/// A prepared graph (index into [`Index::prepared`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PreparedRef(pub u32);
+
+/// A region of a prepared graph, numbered model-wide (index into [`Index::regions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegionRef(pub u32);
+
+/// An interned label (index into [`Index::labels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LabelRef(pub u32);
+
+/// A lane's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneInfo {
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// Its queue.
+    pub queue: Queue,
+}
+
+/// A prepared graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedInfo {
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// The runtime's id for it.
+    pub id: PreparedId,
+    /// The graph it was prepared from.
+    pub graph: GraphId,
+    /// Run slots reserved.
+    pub slots: u32,
+    /// Host time of the prepare, ns since the session start.
+    pub time_ns: u64,
+    /// Its regions, model-wide.
+    pub regions: Range<u32>,
+}
+
+/// A region of a prepared graph (the structural part of `schema::Region`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Its prepared graph.
+    pub prepared: PreparedRef,
+    /// Its index within the prepared graph.
+    pub index: RegionIndex,
+    /// The queue it runs on.
+    pub queue: Queue,
+    /// The engine it runs on.
+    pub engine: Engine,
+    /// What it lowers to.
+    pub kind: RegionKind,
+    /// Its operations, in node order.
+    pub nodes: Vec<NodeIndex>,
+    /// Bytes a copy batch moves (0 otherwise).
+    pub copy_bytes: u64,
+    /// The lane it runs on.
+    pub lane: LaneRef,
+}
+
+/// The structural tables of a trace (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Index {
+    runtimes: Vec<RuntimeId>,
+    lanes: Vec<LaneInfo>,
+    buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
+    kernel_names: HashMap<(RuntimeId, KernelId), String>,
+    ops: HashMap<(RuntimeId, GraphId, NodeIndex), OpKind>,
+    prepared: Vec<PreparedInfo>,
+    prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
+    regions: Vec<RegionInfo>,
+    /// Each region's label, filled by [`Index::label_regions`].
+    region_labels: Vec<LabelRef>,
+    labels: Vec<String>,
+}
+
+impl Index {
+    /// An empty index.
+    pub fn new() -> Index {
+        Index::default()
+    }
+
+    /// Absorbs the structural part of `record` (runtimes, buffers, kernels, operations,
+    /// prepared graphs); other records leave it unchanged.
+    pub fn push(&mut self, record: &Record) {
+        match record {
+            Record::RuntimeStart(r) => {
+                self.lane_of(r.runtime, Queue::GpuUpload);
+            }
+            Record::BufferCreated(b) => {
+                self.buffers.insert((b.runtime, b.buffer), b.clone());
+            }
+            Record::KernelLoaded(k) => {
+                self.kernel_names
+                    .insert((k.runtime, k.kernel), k.entry.clone());
+            }
+            Record::GraphOp(op) => {
+                self.ops
+                    .insert((op.runtime, op.graph, op.node), op.op.clone());
+            }
+            Record::Prepared(p) => {
+                let prepared = PreparedRef(self.prepared.len() as u32);
+                let first = self.regions.len() as u32;
+                for (i, r) in p.regions.iter().enumerate() {
+                    let lane = self.lane_of(p.runtime, r.queue);
+                    self.regions.push(RegionInfo {
+                        prepared,
+                        index: RegionIndex(i as u32),
+                        queue: r.queue,
+                        engine: r.engine,
+                        kind: r.kind,
+                        nodes: r.nodes.clone(),
+                        copy_bytes: r.copy_bytes,
+                        lane,
+                    });
+                }
+                self.prepared.push(PreparedInfo {
+                    runtime: p.runtime,
+                    id: p.prepared,
+                    graph: p.graph,
+                    slots: p.slots,
+                    time_ns: p.time_ns,
+                    regions: first..self.regions.len() as u32,
+                });
+                self.prepared_ids.insert((p.runtime, p.prepared), prepared);
+            }
+            _ => {}
+        }
+    }
+
+    /// The lane of `queue` on `runtime`, creating the runtime's five lanes on first use.
+    pub fn lane_of(&mut self, runtime: RuntimeId, queue: Queue) -> LaneRef {
+        let ordinal = match self.runtimes.iter().position(|&r| r == runtime) {
+            Some(i) => i,
+            None => {
+                self.runtimes.push(runtime);
+                self.lanes
+                    .extend(QUEUES.iter().map(|&queue| LaneInfo { runtime, queue }));
+                self.runtimes.len() - 1
+            }
+        };
+        LaneRef((ordinal * QUEUES.len() + queue_slot(queue)) as u32)
+    }
+
+    /// Runtimes in the order they were first seen.
+    pub fn runtimes(&self) -> &[RuntimeId] {
+        &self.runtimes
+    }
+
+    /// Every lane (five per runtime).
+    pub fn lanes(&self) -> &[LaneInfo] {
+        &self.lanes
+    }
+
+    /// A lane.
+    ///
+    /// # Panics
+    ///
+    /// When `lane` is not of this index.
+    pub fn lane(&self, lane: LaneRef) -> LaneInfo {
+        self.lanes[lane.0 as usize]
+    }
+
+    /// Every prepared graph, in prepare order.
+    pub fn prepared(&self) -> &[PreparedInfo] {
+        &self.prepared
+    }
+
+    /// The prepared graph `id` of `runtime`, if it was recorded.
+    pub fn find_prepared(&self, runtime: RuntimeId, id: PreparedId) -> Option<PreparedRef> {
+        self.prepared_ids.get(&(runtime, id)).copied()
+    }
+
+    /// Region `index` of prepared graph `prepared`, if it has one.
+    pub fn region_of(&self, prepared: PreparedRef, index: RegionIndex) -> Option<RegionRef> {
+        let regions = &self.prepared.get(prepared.0 as usize)?.regions;
+        let id = regions.start.checked_add(index.0)?;
+        (id < regions.end).then_some(RegionRef(id))
+    }
+
+    /// Every region, model-wide.
+    pub fn regions(&self) -> &[RegionInfo] {
+        &self.regions
+    }
+
+    /// A region.
+    ///
+    /// # Panics
+    ///
+    /// When `region` is not of this index.
+    pub fn region(&self, region: RegionRef) -> &RegionInfo {
+        &self.regions[region.0 as usize]
+    }
+
+    /// A created buffer.
+    pub fn buffer(&self, runtime: RuntimeId, id: BufferId) -> Option<&BufferCreated> {
+        self.buffers.get(&(runtime, id))
+    }
+
+    /// The operation `node` of `graph`, if it was recorded.
+    pub fn op(&self, runtime: RuntimeId, graph: GraphId, node: NodeIndex) -> Option<&OpKind> {
+        self.ops.get(&(runtime, graph, node))
+    }
+
+    /// The name of an operation: `fill`, `copy`, `scoped`, `host`, or the kernel's entry
+    /// (`kernel N` when the kernel was not recorded).
+    pub fn op_name(&self, runtime: RuntimeId, op: &OpKind) -> String {
+        match op {
+            OpKind::Fill { .. } => "fill".to_owned(),
+            OpKind::Copy => "copy".to_owned(),
+            OpKind::Scoped => "scoped".to_owned(),
+            OpKind::Host => "host".to_owned(),
+            OpKind::Kernel { kernel } | OpKind::Npu { kernel } => self
+                .kernel_names
+                .get(&(runtime, *kernel))
+                .map_or_else(|| format!("kernel {kernel}"), Clone::clone),
+        }
+    }
+
+    /// The operations of a region: each one's name and whether it is a kernel or NPU run.
+    pub fn region_ops(&self, region: RegionRef) -> Vec<(bool, String)> {
+        let info = self.region(region);
+        let p = &self.prepared[info.prepared.0 as usize];
+        info.nodes
+            .iter()
+            .filter_map(|&n| self.op(p.runtime, p.graph, n))
+            .map(|op| {
+                let kernel = matches!(op, OpKind::Kernel { .. } | OpKind::Npu { .. });
+                (kernel, self.op_name(p.runtime, op))
+            })
+            .collect()
+    }
+
+    /// Labels every region (see [`label_region`]) and interns the labels. Run once all
+    /// structural records are in (a reader calls it at the end of its pass, so an operation
+    /// recorded after its graph's prepare still names it).
+    pub fn label_regions(&mut self) {
+        let mut interned: HashMap<String, LabelRef> = HashMap::new();
+        let mut labels = Vec::new();
+        let mut region_labels = Vec::with_capacity(self.regions.len());
+        for i in 0..self.regions.len() {
+            let region = RegionRef(i as u32);
+            let info = self.region(region);
+            let name = label_region(info.kind, info.queue, &self.region_ops(region));
+            let id = *interned.entry(name).or_insert_with_key(|name| {
+                labels.push(name.clone());
+                LabelRef(labels.len() as u32 - 1)
+            });
+            region_labels.push(id);
+        }
+        self.labels = labels;
+        self.region_labels = region_labels;
+    }
+
+    /// The label of a region, once [`Index::label_regions`] ran.
+    pub fn label(&self, region: RegionRef) -> Option<LabelRef> {
+        self.region_labels.get(region.0 as usize).copied()
+    }
+
+    /// Every distinct label, once [`Index::label_regions`] ran.
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+}
+
+/// The label of a region of `kind` on `queue` whose operations, in node order, have
+/// `names` (each with whether it is a kernel or NPU run): `upload`, `download` or `copy` for
+/// copies, else the first kernel's name (a fill or copy's when there is no kernel) with `+N`
+/// for the other operations, else the region kind. The timeline, `stats` and `export` all
+/// name regions this way.
+pub fn label_region(kind: RegionKind, queue: Queue, names: &[(bool, String)]) -> String {
+    let all_copies = !names.is_empty() && names.iter().all(|(_, n)| n == "copy");
+    if kind == RegionKind::CopyBatch || all_copies {
+        return match queue {
+            Queue::GpuUpload => "upload",
+            Queue::GpuDownload => "download",
+            _ => "copy",
+        }
+        .to_owned();
+    }
+    // Prefer a kernel's name over fills and copies around it.
+    let main = names.iter().position(|(kernel, _)| *kernel).unwrap_or(0);
+    match names.get(main) {
+        Some((_, name)) if names.len() > 1 => format!("{name} +{}", names.len() - 1),
+        Some((_, name)) => name.clone(),
+        None => match kind {
+            RegionKind::NativeGraph => "graph",
+            RegionKind::CopyBatch => "copy",
+            RegionKind::Scoped => "scoped",
+            RegionKind::NpuRun => "npu",
+            RegionKind::Host => "host",
+        }
+        .to_owned(),
+    }
+}

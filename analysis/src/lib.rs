@@ -1,0 +1,43 @@
+//! The one trace model every hrx-trace reader builds on (DESIGN.md section 9).
+//!
+//! - [`index`]: the structural tables (runtimes, lanes, buffers, kernels, operations,
+//!   prepared graphs, regions) with every region's label interned once.
+//! - [`scan`](mod@scan): one streaming pass over a trace (a file, a mapped trace or records
+//!   in memory) that joins every
+//!   region timing and submission outcome to its submission, prepared graph, region, queue
+//!   and lane once, and hands the joined records to a [`Visitor`]. Memory grows with graphs,
+//!   buffers, kernels and labels, not with submissions or regions.
+//! - [`stats`]: per-kernel durations (bounded [`sketch`]es), lane utilisation, copy
+//!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
+//! - [`units`]: the one formatter of times, sizes and rates.
+//! - [`synthetic`]: generated traces of any size for tests and benchmarks.
+//!
+//! ```
+//! use hrx_analysis::{StatsVisitor, scan_records, synthetic};
+//!
+//! let records: Vec<_> = synthetic::pipeline(synthetic::PipelineSpec::ops(40)).collect();
+//! let mut visitor = StatsVisitor::new();
+//! let summary = scan_records(&records, &mut visitor);
+//! let stats = visitor.finish(&summary);
+//! assert_eq!(stats.submissions.accepted, 10);
+//! assert_eq!(stats.kernels.iter().map(|k| k.count).sum::<u64>(), 40);
+//! ```
+#![warn(missing_docs)]
+
+pub mod index;
+pub mod scan;
+pub mod sketch;
+pub mod stats;
+pub mod synthetic;
+pub mod units;
+
+pub use index::{
+    Index, LabelRef, LaneInfo, LaneRef, PreparedInfo, PreparedRef, QUEUES, RegionInfo, RegionRef,
+    is_gpu_queue, label_region, queue_name, queue_slot,
+};
+pub use scan::{
+    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, scan, scan_mapped, scan_records,
+};
+pub use stats::{
+    CopyStats, FailureCounts, KernelStats, LaneStats, Stats, StatsVisitor, SubmissionCounts,
+};

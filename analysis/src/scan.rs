@@ -1,0 +1,419 @@
+//! One streaming pass over a trace: every record goes into the [`Index`] and to a
+//! [`Visitor`], and every region timing and submission outcome is joined once to its
+//! submission, prepared graph, region, queue and lane.
+//!
+//! Records arrive in file order, which is only per-thread order: a region's timing may be
+//! written before its submission's `Submit` (another thread's ring went out first), a
+//! completion before its timing. The joiner keeps only submissions *in flight*: a submission
+//! enters at its `Submit` and leaves [`RETIRE_WINDOW`] completed submissions after its
+//! `SubmissionDone`, so a late timing of a finished submission still joins while memory stays
+//! bounded by the window, not by the trace. Timings and outcomes that arrive before their
+//! `Submit` wait in a parked list (at most [`PARK_LIMIT`] timings). A timing that never
+//! joins (its submission was never recorded, or arrived later than the window allows) is
+//! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
+
+use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
+use hrx_capture::schema::{DeviceSpan, Record, RegionTiming, RuntimeId, Status, SubmissionIndex};
+use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+
+/// Completed submissions kept joinable after their `SubmissionDone`.
+pub const RETIRE_WINDOW: usize = 1 << 16;
+
+/// Timings kept waiting for their `Submit`; past this, the oldest is counted unplaced.
+pub const PARK_LIMIT: usize = 1 << 18;
+
+/// How a submission or region ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Completed.
+    Ok,
+    /// Failed.
+    Failed,
+    /// Cancelled (a failed producer, or a failure before it).
+    Cancelled,
+}
+
+impl Outcome {
+    /// The outcome of a recorded status.
+    pub fn of(status: &Status) -> Outcome {
+        match status {
+            Status::Ok => Outcome::Ok,
+            Status::Failed { .. } => Outcome::Failed,
+            Status::Cancelled { .. } => Outcome::Cancelled,
+        }
+    }
+}
+
+/// A region timing joined to its region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedSpan {
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// Its submission.
+    pub submission: SubmissionIndex,
+    /// Its prepared graph.
+    pub prepared: PreparedRef,
+    /// Its region, model-wide.
+    pub region: RegionRef,
+    /// Its lane.
+    pub lane: LaneRef,
+    /// Host start, ns since the session start.
+    pub start_ns: u64,
+    /// Host end, ns since the session start.
+    pub end_ns: u64,
+    /// Device clock span, where the backend recorded one.
+    pub device: Option<DeviceSpan>,
+}
+
+impl JoinedSpan {
+    /// `end_ns - start_ns` (0 for a span recorded backwards).
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+/// What a pass hands to its consumer. Every method has an empty default.
+pub trait Visitor {
+    /// A record as read, after the index absorbed it.
+    fn record(&mut self, _index: &Index, _record: &Record) {}
+    /// A region timing joined to its region (at most once per timing record).
+    fn span(&mut self, _index: &Index, _span: &JoinedSpan) {}
+    /// A submitted submission's outcome was recorded: `previous` is its earlier outcome
+    /// when a second `SubmissionDone` replaced it.
+    fn outcome(
+        &mut self,
+        _index: &Index,
+        _runtime: RuntimeId,
+        _submission: SubmissionIndex,
+        _previous: Option<Outcome>,
+        _outcome: Outcome,
+    ) {
+    }
+}
+
+/// What a pass read, beside what its visitor gathered.
+#[derive(Debug)]
+pub struct ScanSummary {
+    /// The structural index, labels assigned.
+    pub index: Index,
+    /// Records read.
+    pub records: u64,
+    /// `Submit` records.
+    pub submissions: u64,
+    /// Whether the session's end record was read (the recorder closed the trace).
+    pub session_ended: bool,
+    /// Region timings whose submission or region was never found (see the module docs).
+    pub unplaced_timings: u64,
+    /// How the file ended (`None` for records read from memory).
+    pub recovery: Option<Recovery>,
+    /// Damage and skipped parts.
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    prepared: Option<PreparedRef>,
+    outcome: Option<Outcome>,
+}
+
+/// The streaming join (see the module docs).
+#[derive(Debug, Default)]
+pub struct Joiner {
+    index: Index,
+    live: HashMap<(RuntimeId, SubmissionIndex), Live>,
+    retired: VecDeque<(RuntimeId, SubmissionIndex)>,
+    parked_timings: HashMap<(RuntimeId, SubmissionIndex), Vec<RegionTiming>>,
+    /// Parked submissions, oldest first (a key may repeat after it was taken).
+    parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
+    parked_count: usize,
+    parked_outcomes: HashMap<(RuntimeId, SubmissionIndex), Outcome>,
+    records: u64,
+    submissions: u64,
+    session_ended: bool,
+    unplaced_timings: u64,
+}
+
+impl Joiner {
+    /// An empty joiner.
+    pub fn new() -> Joiner {
+        Joiner::default()
+    }
+
+    /// The index so far.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Takes one record.
+    pub fn push(&mut self, record: &Record, visitor: &mut impl Visitor) {
+        self.records += 1;
+        self.index.push(record);
+        visitor.record(&self.index, record);
+        match record {
+            Record::SessionEnd(_) => self.session_ended = true,
+            Record::Submit(s) => {
+                self.submissions += 1;
+                let key = (s.runtime, s.submission);
+                let prepared = self.index.find_prepared(s.runtime, s.prepared);
+                self.live.insert(
+                    key,
+                    Live {
+                        prepared,
+                        outcome: None,
+                    },
+                );
+                if let Some(parked) = self.parked_timings.remove(&key) {
+                    self.parked_count -= parked.len();
+                    for t in parked {
+                        self.place(&t, visitor);
+                    }
+                }
+                if let Some(outcome) = self.parked_outcomes.remove(&key) {
+                    self.set_outcome(key, outcome, visitor);
+                }
+            }
+            Record::RegionTiming(t) => {
+                if self.live.contains_key(&(t.runtime, t.submission)) {
+                    self.place(t, visitor);
+                } else {
+                    self.park(*t);
+                }
+            }
+            Record::SubmissionDone(d) => {
+                let key = (d.runtime, d.submission);
+                let outcome = Outcome::of(&d.status);
+                if self.live.contains_key(&key) {
+                    self.set_outcome(key, outcome, visitor);
+                } else if self.parked_outcomes.len() < PARK_LIMIT {
+                    self.parked_outcomes.insert(key, outcome);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn park(&mut self, t: RegionTiming) {
+        while self.parked_count >= PARK_LIMIT {
+            let Some(oldest) = self.parked_order.pop_front() else {
+                break;
+            };
+            if let Some(dropped) = self.parked_timings.remove(&oldest) {
+                self.parked_count -= dropped.len();
+                self.unplaced_timings += dropped.len() as u64;
+            }
+        }
+        let key = (t.runtime, t.submission);
+        let waiting = self.parked_timings.entry(key).or_default();
+        let first = waiting.is_empty();
+        waiting.push(t);
+        self.parked_count += 1;
+        if first {
+            self.parked_order.push_back(key);
+            // Keys taken by their `Submit` stay in the order list; drop them now and then
+            // so it stays proportional to what is parked.
+            if self.parked_order.len() > 2 * self.parked_timings.len() + 1024 {
+                let parked = &self.parked_timings;
+                self.parked_order.retain(|k| parked.contains_key(k));
+            }
+        }
+    }
+
+    fn place(&mut self, t: &RegionTiming, visitor: &mut impl Visitor) {
+        let joined = self
+            .live
+            .get(&(t.runtime, t.submission))
+            .and_then(|live| live.prepared)
+            .and_then(|p| Some((p, self.index.region_of(p, t.region)?)));
+        let Some((prepared, region)) = joined else {
+            self.unplaced_timings += 1;
+            return;
+        };
+        let queue = self.index.region(region).queue;
+        let lane = self.index.lane_of(t.runtime, queue);
+        let span = JoinedSpan {
+            runtime: t.runtime,
+            submission: t.submission,
+            prepared,
+            region,
+            lane,
+            start_ns: t.start_ns,
+            end_ns: t.end_ns,
+            device: t.device,
+        };
+        visitor.span(&self.index, &span);
+    }
+
+    fn set_outcome(
+        &mut self,
+        key: (RuntimeId, SubmissionIndex),
+        outcome: Outcome,
+        visitor: &mut impl Visitor,
+    ) {
+        let Some(live) = self.live.get_mut(&key) else {
+            return;
+        };
+        let previous = live.outcome.replace(outcome);
+        visitor.outcome(&self.index, key.0, key.1, previous, outcome);
+        if previous.is_none() {
+            self.retired.push_back(key);
+            if self.retired.len() > RETIRE_WINDOW
+                && let Some(old) = self.retired.pop_front()
+            {
+                self.live.remove(&old);
+            }
+        }
+    }
+
+    /// Ends the pass: parked timings that never joined are counted, labels assigned.
+    pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
+        self.unplaced_timings += self.parked_count as u64;
+        self.index.label_regions();
+        ScanSummary {
+            index: self.index,
+            records: self.records,
+            submissions: self.submissions,
+            session_ended: self.session_ended,
+            unplaced_timings: self.unplaced_timings,
+            recovery,
+            warnings,
+        }
+    }
+}
+
+/// Reads every record of `trace` once, in file order, into `visitor`.
+///
+/// # Errors
+///
+/// The reader's [`ReadError`] when a part of the file that must be read is unusable (a
+/// damaged tail or block is recovered from and reported in [`ScanSummary::warnings`]).
+pub fn scan_mapped(
+    trace: &MappedTrace,
+    visitor: &mut impl Visitor,
+) -> Result<ScanSummary, ReadError> {
+    let mut reader = trace.records()?;
+    let mut joiner = Joiner::new();
+    for item in reader.by_ref() {
+        let (_, record) = item?;
+        joiner.push(&record, visitor);
+    }
+    let recovery = Some(*reader.recovery());
+    let warnings = reader.warnings().to_vec();
+    Ok(joiner.finish(recovery, warnings))
+}
+
+/// Reads the trace at `path` once into `visitor`, streaming the file through a buffered
+/// reader: a mapped file's pages count towards the process's resident memory as they are
+/// read, so a 10M-region trace would cost its whole size; streamed, the pass holds one
+/// block at a time. [`scan_mapped`] reads a trace already mapped or held in memory.
+///
+/// # Errors
+///
+/// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a read
+/// fails.
+pub fn scan(path: &Path, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
+    let mut reader = TraceReader::open(path)?;
+    let mut joiner = Joiner::new();
+    for item in reader.by_ref() {
+        let (_, record) = item?;
+        joiner.push(&record, visitor);
+    }
+    let recovery = Some(*reader.recovery());
+    let warnings = reader.warnings().to_vec();
+    Ok(joiner.finish(recovery, warnings))
+}
+
+/// Reads records held in memory into `visitor` (tests, and traces recorded into a
+/// [`hrx_capture::MemorySink`]).
+pub fn scan_records<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    visitor: &mut impl Visitor,
+) -> ScanSummary {
+    let mut joiner = Joiner::new();
+    for record in records {
+        joiner.push(record, visitor);
+    }
+    joiner.finish(None, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
+
+    #[derive(Default)]
+    struct Count {
+        spans: u64,
+        outcomes: u64,
+    }
+
+    impl Visitor for Count {
+        fn span(&mut self, _: &Index, _: &JoinedSpan) {
+            self.spans += 1;
+        }
+        fn outcome(
+            &mut self,
+            _: &Index,
+            _: RuntimeId,
+            _: SubmissionIndex,
+            _: Option<Outcome>,
+            _: Outcome,
+        ) {
+            self.outcomes += 1;
+        }
+    }
+
+    #[test]
+    fn timings_written_before_their_submit_still_join() {
+        let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+        // Move every Submit after the records of its submission (another thread's ring
+        // written out later).
+        let mut reordered = Vec::new();
+        let mut held = None;
+        for r in records {
+            match r {
+                Record::Submit(_) => {
+                    if let Some(s) = held.replace(r) {
+                        reordered.push(s);
+                    }
+                }
+                Record::SubmissionDone(_) => {
+                    reordered.push(r);
+                    reordered.extend(held.take());
+                }
+                _ => reordered.push(r),
+            }
+        }
+        let mut count = Count::default();
+        let summary = scan_records(&reordered, &mut count);
+        assert_eq!(summary.unplaced_timings, 0);
+        assert_eq!(count.spans, 40);
+        assert_eq!(count.outcomes, 10);
+    }
+
+    #[test]
+    fn state_stays_bounded_by_the_window_not_the_trace() {
+        let submissions = 3 * RETIRE_WINDOW as u64;
+        let mut joiner = Joiner::new();
+        let mut count = Count::default();
+        for r in pipeline(PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION)) {
+            joiner.push(&r, &mut count);
+            assert!(joiner.live.len() <= RETIRE_WINDOW + 2);
+        }
+        assert!(joiner.retired.len() <= RETIRE_WINDOW);
+        let summary = joiner.finish(None, Vec::new());
+        assert_eq!(count.spans, submissions * REGIONS_PER_SUBMISSION);
+        assert_eq!(summary.unplaced_timings, 0);
+    }
+
+    #[test]
+    fn a_timing_of_an_unknown_submission_is_counted_not_dropped() {
+        let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
+        records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
+        let mut count = Count::default();
+        let summary = scan_records(&records, &mut count);
+        assert_eq!(summary.unplaced_timings, REGIONS_PER_SUBMISSION);
+        assert_eq!(count.spans, 4);
+    }
+}

@@ -1,0 +1,390 @@
+//! Statistics of a trace in one streaming pass and bounded memory: per kernel (region
+//! label) durations, per lane utilisation, copy bandwidth per GPU lane, submission outcomes,
+//! refusals and failures.
+//!
+//! - Durations are host durations of region timings joined to their region (untimed
+//!   cancelled regions are left out). A "kernel" is a region label ([`crate::label_region`]).
+//!   Count, total, mean, min and max are exact; p50 and p99 are nearest-rank, exact up to
+//!   [`crate::sketch::EXACT_LIMIT`] spans of a label and within
+//!   [`crate::sketch::RELATIVE_ERROR`] past it ([`KernelStats::exact`] says which).
+//! - Utilisation is the union of a lane's span intervals (overlaps counted once) over the
+//!   trace span: first span start to last span end, over every lane. The union is kept as
+//!   at most [`OPEN_INTERVALS`] disjoint intervals per lane; older ones are retired into a
+//!   running total. A span that starts before the retired part ends (more than
+//!   `OPEN_INTERVALS` intervals out of order, which recorders do not produce) is counted
+//!   from that point on, and [`Stats::late_spans`] says how many were.
+//! - Copy bandwidth is the sum of `copy_bytes` of copy-batch regions over the sum of their
+//!   durations, per GPU lane.
+//!
+//! State: one distribution per region of each prepared graph, one interval set per lane,
+//! and the joiner's in-flight window ([`crate::scan`]): nothing grows with submissions.
+
+use crate::index::{Index, LabelRef, LaneRef, is_gpu_queue};
+use crate::scan::{JoinedSpan, Outcome, ScanSummary, Visitor};
+use crate::sketch::Sketch;
+use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex};
+use std::collections::BTreeMap;
+
+/// Disjoint busy intervals kept per lane before the oldest are retired.
+pub const OPEN_INTERVALS: usize = 4096;
+
+/// Duration statistics of one kernel (region label).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelStats {
+    /// The label.
+    pub label: LabelRef,
+    /// Its text.
+    pub name: String,
+    /// Spans.
+    pub count: u64,
+    /// Sum of durations in ns.
+    pub total_ns: u64,
+    /// Mean duration in ns.
+    pub mean_ns: u64,
+    /// Median (nearest rank) in ns.
+    pub p50_ns: u64,
+    /// 99th percentile (nearest rank) in ns.
+    pub p99_ns: u64,
+    /// Shortest in ns.
+    pub min_ns: u64,
+    /// Longest in ns.
+    pub max_ns: u64,
+    /// Whether p50 and p99 are exact (see the module docs).
+    pub exact: bool,
+}
+
+/// Utilisation of one lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneStats {
+    /// The lane.
+    pub lane: LaneRef,
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// Its queue.
+    pub queue: Queue,
+    /// Spans that ran on it.
+    pub spans: u64,
+    /// Time with at least one span running, in ns.
+    pub busy_ns: u64,
+    /// `busy_ns` over the trace span, 0..=1.
+    pub utilisation: f64,
+}
+
+/// Copy throughput of one GPU lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopyStats {
+    /// The lane.
+    pub lane: LaneRef,
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// Its queue.
+    pub queue: Queue,
+    /// Copy batches that ran.
+    pub batches: u64,
+    /// Bytes they copied.
+    pub bytes: u64,
+    /// Sum of their durations in ns.
+    pub busy_ns: u64,
+    /// `bytes` over `busy_ns`, in bytes per second.
+    pub bytes_per_s: f64,
+}
+
+/// Submissions by outcome, and refused submits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubmissionCounts {
+    /// `Submit` records.
+    pub accepted: u64,
+    /// Ended ok.
+    pub ok: u64,
+    /// Ended failed.
+    pub failed: u64,
+    /// Ended cancelled.
+    pub cancelled: u64,
+    /// No outcome recorded (cut trace, or still running at the end).
+    pub unknown: u64,
+    /// Submits refused `Busy`.
+    pub busy_refusals: u64,
+    /// Submits refused otherwise (device lost, other).
+    pub other_refusals: u64,
+}
+
+/// Failure records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailureCounts {
+    /// Regions that ran and failed.
+    pub regions_failed: u64,
+    /// Regions cancelled.
+    pub regions_cancelled: u64,
+    /// Prepared graphs quarantined.
+    pub quarantines: u64,
+    /// Buffers poisoned.
+    pub poisoned_buffers: u64,
+    /// Copy streams marked unhealthy.
+    pub unhealthy_streams: u64,
+    /// Injected faults that fired.
+    pub faults_injected: u64,
+}
+
+/// Every statistic of a trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Per kernel, by total time (largest first, then by name).
+    pub kernels: Vec<KernelStats>,
+    /// Per lane with spans, in lane order.
+    pub lanes: Vec<LaneStats>,
+    /// Per GPU lane with copy batches, in lane order.
+    pub copies: Vec<CopyStats>,
+    /// The trace span in ns: first span start to last span end.
+    pub span_ns: u64,
+    /// Submission outcomes.
+    pub submissions: SubmissionCounts,
+    /// Failure records.
+    pub failures: FailureCounts,
+    /// Timings that could not be joined to a region.
+    pub unplaced_timings: u64,
+    /// Spans that arrived after their lane's retired intervals (see the module docs).
+    pub late_spans: u64,
+}
+
+/// The busy-time union of one lane (see the module docs).
+#[derive(Clone, Debug, Default)]
+struct Busy {
+    open: BTreeMap<u64, u64>,
+    retired_ns: u64,
+    floor: u64,
+    spans: u64,
+    late: u64,
+}
+
+impl Busy {
+    fn add(&mut self, start: u64, end: u64) {
+        self.spans += 1;
+        let mut start = start;
+        if start < self.floor {
+            self.late += 1;
+            start = self.floor;
+        }
+        if end <= start {
+            return;
+        }
+        let mut end = end;
+        // Merge with the interval starting at or before `start` when it reaches `start`.
+        if let Some((&s, &e)) = self.open.range(..=start).next_back()
+            && e >= start
+        {
+            if e >= end {
+                return;
+            }
+            start = s;
+            self.open.remove(&s);
+        }
+        // Swallow every interval starting inside [start, end].
+        while let Some((&s, &e)) = self.open.range(start..=end).next() {
+            end = end.max(e);
+            self.open.remove(&s);
+        }
+        self.open.insert(start, end);
+        if self.open.len() > OPEN_INTERVALS {
+            while self.open.len() > OPEN_INTERVALS / 2 {
+                let Some((s, e)) = self.open.pop_first() else {
+                    break;
+                };
+                self.retired_ns = self.retired_ns.saturating_add(e - s);
+                self.floor = e;
+            }
+        }
+    }
+
+    fn busy_ns(&self) -> u64 {
+        self.open
+            .iter()
+            .fold(self.retired_ns, |t, (s, e)| t.saturating_add(e - s))
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct CopyAcc {
+    batches: u64,
+    bytes: u64,
+    busy_ns: u64,
+}
+
+/// The [`Visitor`] that gathers [`Stats`]; [`StatsVisitor::finish`] turns it into them.
+#[derive(Debug, Default)]
+pub struct StatsVisitor {
+    /// Per region (model-wide), its durations.
+    durations: Vec<Sketch>,
+    busy: Vec<Busy>,
+    copies: Vec<CopyAcc>,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    submissions: SubmissionCounts,
+    failures: FailureCounts,
+}
+
+impl Visitor for StatsVisitor {
+    fn record(&mut self, _index: &Index, record: &Record) {
+        let f = &mut self.failures;
+        match record {
+            Record::SubmitRefused(r) => match r.kind {
+                RefusalKind::Busy => self.submissions.busy_refusals += 1,
+                _ => self.submissions.other_refusals += 1,
+            },
+            Record::RegionDone(d) => match Outcome::of(&d.status) {
+                Outcome::Ok => {}
+                Outcome::Failed => f.regions_failed += 1,
+                Outcome::Cancelled => f.regions_cancelled += 1,
+            },
+            Record::Quarantine(_) => f.quarantines += 1,
+            Record::Poison(_) => f.poisoned_buffers += 1,
+            Record::CopyStreamUnhealthy(_) => f.unhealthy_streams += 1,
+            Record::FaultInjected(_) => f.faults_injected += 1,
+            _ => {}
+        }
+    }
+
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        let region = span.region.0 as usize;
+        if self.durations.len() <= region {
+            self.durations.resize(region + 1, Sketch::new());
+        }
+        let lane = span.lane.0 as usize;
+        if self.busy.len() <= lane {
+            self.busy.resize(lane + 1, Busy::default());
+            self.copies.resize(lane + 1, CopyAcc::default());
+        }
+        let duration = span.duration_ns();
+        self.durations[region].add(duration);
+        self.busy[lane].add(span.start_ns, span.end_ns.max(span.start_ns));
+        let first = self.first_ns.get_or_insert(span.start_ns);
+        *first = (*first).min(span.start_ns);
+        self.last_ns = self.last_ns.max(span.end_ns);
+        let info = index.region(span.region);
+        if info.kind == RegionKind::CopyBatch {
+            let copy = &mut self.copies[lane];
+            copy.batches += 1;
+            copy.bytes = copy.bytes.saturating_add(info.copy_bytes);
+            copy.busy_ns = copy.busy_ns.saturating_add(duration);
+        }
+    }
+
+    fn outcome(
+        &mut self,
+        _index: &Index,
+        _runtime: RuntimeId,
+        _submission: SubmissionIndex,
+        previous: Option<Outcome>,
+        outcome: Outcome,
+    ) {
+        fn count(s: &mut SubmissionCounts, o: Outcome) -> &mut u64 {
+            match o {
+                Outcome::Ok => &mut s.ok,
+                Outcome::Failed => &mut s.failed,
+                Outcome::Cancelled => &mut s.cancelled,
+            }
+        }
+        let s = &mut self.submissions;
+        if let Some(previous) = previous {
+            *count(s, previous) -= 1;
+        }
+        *count(s, outcome) += 1;
+    }
+}
+
+impl StatsVisitor {
+    /// An empty gatherer.
+    pub fn new() -> StatsVisitor {
+        StatsVisitor::default()
+    }
+
+    /// The statistics, given the pass's summary (labels, submissions, unplaced timings).
+    pub fn finish(self, summary: &ScanSummary) -> Stats {
+        let index = &summary.index;
+        let mut stats = Stats {
+            span_ns: self
+                .first_ns
+                .map_or(0, |first| self.last_ns.saturating_sub(first)),
+            submissions: self.submissions,
+            failures: self.failures,
+            unplaced_timings: summary.unplaced_timings,
+            ..Stats::default()
+        };
+        let s = &mut stats.submissions;
+        s.accepted = summary.submissions;
+        s.unknown = s.accepted.saturating_sub(s.ok + s.failed + s.cancelled);
+        for (i, busy) in self.busy.iter().enumerate() {
+            let lane = LaneRef(i as u32);
+            let info = index.lane(lane);
+            stats.late_spans += busy.late;
+            if busy.spans > 0 {
+                let busy_ns = busy.busy_ns();
+                let utilisation = if stats.span_ns > 0 {
+                    busy_ns as f64 / stats.span_ns as f64
+                } else {
+                    0.0
+                };
+                stats.lanes.push(LaneStats {
+                    lane,
+                    runtime: info.runtime,
+                    queue: info.queue,
+                    spans: busy.spans,
+                    busy_ns,
+                    utilisation,
+                });
+            }
+            let copy = &self.copies[i];
+            if is_gpu_queue(info.queue) && copy.batches > 0 {
+                let bytes_per_s = if copy.busy_ns > 0 {
+                    copy.bytes as f64 * 1e9 / copy.busy_ns as f64
+                } else {
+                    0.0
+                };
+                stats.copies.push(CopyStats {
+                    lane,
+                    runtime: info.runtime,
+                    queue: info.queue,
+                    batches: copy.batches,
+                    bytes: copy.bytes,
+                    busy_ns: copy.busy_ns,
+                    bytes_per_s,
+                });
+            }
+        }
+        let mut by_label: Vec<Sketch> = vec![Sketch::new(); index.labels().len()];
+        for (region, sketch) in self.durations.iter().enumerate() {
+            if let Some(label) = index.label(crate::index::RegionRef(region as u32)) {
+                by_label[label.0 as usize].merge(sketch);
+            }
+        }
+        for (label, mut d) in by_label.into_iter().enumerate() {
+            if d.count() == 0 {
+                continue;
+            }
+            stats.kernels.push(KernelStats {
+                label: LabelRef(label as u32),
+                name: index.labels()[label].clone(),
+                count: d.count(),
+                total_ns: d.total(),
+                mean_ns: d.total() / d.count(),
+                p50_ns: d.percentile(50.0),
+                p99_ns: d.percentile(99.0),
+                min_ns: d.min(),
+                max_ns: d.max(),
+                exact: d.is_exact(),
+            });
+        }
+        stats.kernels.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        stats
+    }
+}
+
+/// Statistics of records held in memory (tests, in-memory traces).
+pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, ScanSummary) {
+    let mut visitor = StatsVisitor::new();
+    let summary = crate::scan::scan_records(records, &mut visitor);
+    (visitor.finish(&summary), summary)
+}
