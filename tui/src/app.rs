@@ -35,6 +35,42 @@ use std::time::{Duration, Instant, SystemTime};
 /// How often a followed trace is checked for growth.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(50);
 
+/// How long `view --follow` waits for a trace that does not exist yet, or is still empty
+/// (a recording started just before the viewer).
+pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
+
+/// Loads the trace at `path`, waiting up to `wait` while it is missing or has no complete
+/// header yet (the recorder creates the file, then writes), saying so once on standard
+/// error. Any other error, or the last one after `wait`, is returned at once.
+///
+/// # Errors
+///
+/// [`TuiError::Read`] as [`crate::load`].
+pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<Model, TuiError> {
+    let deadline = Instant::now() + wait;
+    let mut said = false;
+    loop {
+        let error = match crate::load(path) {
+            Ok(model) => return Ok(model),
+            Err(error) => error,
+        };
+        // Missing, or shorter than a header: the recording may be starting.
+        let starting = std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() < 64);
+        if !starting || Instant::now() >= deadline {
+            return Err(error);
+        }
+        if !said {
+            eprintln!(
+                "waiting for {} to be written (up to {} s; Ctrl-C stops)",
+                path.display(),
+                wait.as_secs()
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.
 pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 
@@ -47,7 +83,11 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// before it is touched, so no escape sequences reach a pipe or file);
 /// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
 pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
-    let model = crate::load(path)?;
+    let model = if follow {
+        wait_for_trace(path, FOLLOW_WAIT)?
+    } else {
+        crate::load(path)?
+    };
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
@@ -420,6 +460,36 @@ mod tests {
                 zoom_in: true
             })
         );
+    }
+
+    #[test]
+    fn follow_waits_for_a_trace_that_is_not_written_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.hrxt");
+        let records: Vec<_> = pipeline(PipelineSpec::ops(8)).collect();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                let recorder =
+                    hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default())
+                        .unwrap();
+                for r in &records {
+                    recorder.record(r);
+                }
+                recorder.close().unwrap();
+            })
+        };
+        // Whatever it caught of the recording, it opened it (not "cannot open it").
+        let opened = wait_for_trace(&path, Duration::from_secs(600));
+        writer.join().unwrap();
+        assert!(opened.is_ok(), "{:?}", opened.err());
+        // A missing file past the wait, and a file that is not a trace, fail as before.
+        let missing = wait_for_trace(&dir.path().join("never"), Duration::ZERO);
+        assert!(missing.unwrap_err().to_string().contains("cannot open it"));
+        let junk = dir.path().join("junk");
+        std::fs::write(&junk, vec![7u8; 4096]).unwrap();
+        assert!(wait_for_trace(&junk, Duration::from_secs(600)).is_err());
     }
 
     #[test]
