@@ -13,10 +13,11 @@
 //! R"), including uses of bytes the failed region never declared.
 
 use crate::runtime::RuntimeOwner;
+use crate::sync::lock;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// How an operation uses a range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -192,10 +193,6 @@ impl Drop for CaptureFence {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Release);
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Storage {

@@ -183,7 +183,7 @@ impl FaultInjector {
             return Ok(());
         }
         let message = format!("injected fault {spec} at device operation {operation} ({what})");
-        *crate::buffer::lock(&self.report) = Some(message.clone());
+        *crate::sync::lock(&self.report) = Some(message.clone());
         Err(match spec.kind {
             FaultKind::DeviceLost => Error::DeviceLost(message),
             FaultKind::KernelError => Error::Kernel(message),
@@ -200,7 +200,7 @@ impl FaultInjector {
         if !self.fired() {
             return None;
         }
-        crate::buffer::lock(&self.report).take()
+        crate::sync::lock(&self.report).take()
     }
 }
 

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod clock;
 mod contract;
 mod error;
 pub mod execution;
@@ -31,6 +32,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod npu;
 mod runtime;
+mod sync;
 pub(crate) mod trace;
 pub mod workloads;
 

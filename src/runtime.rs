@@ -1,6 +1,7 @@
 //! The runtime: options, backend selection, workers, counters.
 
-use crate::buffer::{Storage, lock};
+use crate::buffer::Storage;
+use crate::sync::lock;
 use crate::execution::graph::{CopyStream, GpuLane, Queue};
 use crate::execution::scheduler::{Doorbells, Scheduler, Wake, worker};
 use crate::fault::{FaultInjector, FaultSpec};

@@ -25,7 +25,6 @@ use crate::{Access, Completion, Engine, Error, Placement, Runtime};
 use hrx_capture::schema as s;
 use hrx_capture::{Recorder, RecorderOptions};
 use std::sync::{Arc, Once, OnceLock};
-use std::time::Instant;
 
 /// What a graph operation is, for the trace.
 pub(crate) enum OpKind {
@@ -37,25 +36,11 @@ pub(crate) enum OpKind {
     Host,
 }
 
-fn base() -> Instant {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    *BASE.get_or_init(Instant::now)
-}
-
-/// Host monotonic time in ns since a process-wide base: region start and end times and the
-/// host times backends map device timestamps onto. [`region_ran`] converts them to the
-/// session clock of the recorder they go to (each recorder has its own base), so that every
-/// record of a trace is on one clock.
-pub(crate) fn now_ns() -> u64 {
-    base().elapsed().as_nanos() as u64
-}
-
-/// `process_ns` (from [`now_ns`]) on `recorder`'s session clock.
+/// `process_ns` (from [`crate::clock::now_ns`]: region start and end times, the host times
+/// backends map device timestamps onto) on `recorder`'s session clock (each recorder has its
+/// own base), so that every record of a trace is on one clock.
 fn session_ns(recorder: &Recorder, process_ns: u64) -> u64 {
-    let instant = base() + std::time::Duration::from_nanos(process_ns);
-    instant
-        .saturating_duration_since(recorder.base())
-        .as_nanos() as u64
+    crate::clock::to_session_ns(process_ns, recorder.base())
 }
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
@@ -224,7 +209,7 @@ pub(crate) fn runtime_dropped(owner: &RuntimeOwner) {
     recorder.record(&s::Record::Counters(s::Counters {
         runtime: runtime_id(core),
         time_ns,
-        submissions: crate::buffer::lock(&core.state).submissions(),
+        submissions: crate::sync::lock(&core.state).submissions(),
         native_graphs_prepared: load(&counters.native_graphs_prepared),
         copy_streams_created: load(&counters.copy_streams_created),
         copied_bytes: load(&counters.copied_bytes),

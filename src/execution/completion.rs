@@ -21,7 +21,8 @@
 //! `model-check` feature, with which `execution::model_check` explores every schedule of
 //! this code.
 
-use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock};
+use crate::sync::lock;
+use crate::sync::protocol::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use crate::runtime::Core;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool as Flag, Ordering as StdOrdering};

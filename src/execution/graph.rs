@@ -29,7 +29,7 @@
 
 use super::completion::Signal;
 use super::dependencies::{Frontier, Hazard, Use, summarize};
-use crate::buffer::lock;
+use crate::sync::lock;
 use crate::runtime::{Core, RuntimeOwner};
 use crate::{Access, BufferView, Completion, Engine, Error, KernelContract, Result, Runtime};
 use std::ops::Range;

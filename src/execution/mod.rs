@@ -4,7 +4,6 @@ pub mod completion;
 pub mod dependencies;
 pub mod graph;
 pub(crate) mod scheduler;
-pub(crate) mod sync;
 
 /// Loom models of the slot, signal and completion protocol: see RELIABILITY.md.
 #[cfg(all(test, feature = "model-check"))]

@@ -36,7 +36,7 @@
 use super::completion::{Signal, Status, publish_all, retire_slot};
 use super::dependencies::hazards_between;
 use super::graph::{Prepared, Queue, Region, RegionKind};
-use crate::buffer::lock;
+use crate::sync::lock;
 use crate::runtime::Core;
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;
@@ -631,7 +631,7 @@ fn run(core: &Core, task: Task) {
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let traced = core.recorder.is_some();
-    let start_ns = if traced { crate::trace::now_ns() } else { 0 };
+    let start_ns = if traced { crate::clock::now_ns() } else { 0 };
     let (result, native) = match region.check_inputs() {
         Err(error) => (Err(error), false),
         Ok(()) => {
@@ -647,7 +647,7 @@ fn run(core: &Core, task: Task) {
         }
     };
     if traced {
-        let end_ns = crate::trace::now_ns();
+        let end_ns = crate::clock::now_ns();
         let fault = result
             .is_err()
             .then(|| task.prepared.runtime.faults.take_report())

@@ -82,7 +82,8 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use crate::sync::lock;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A failed driver call: its name and result code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,12 +208,6 @@ struct Context {
 unsafe impl Send for Context {}
 // SAFETY: as above; mutable state is behind mutexes and atomics.
 unsafe impl Sync for Context {}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 impl Context {
     /// The process's context for `ordinal`, retained on first use.
@@ -766,7 +761,7 @@ impl CudaStream {
             }
         };
         api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
-        let end_ns = crate::trace::now_ns();
+        let end_ns = crate::clock::now_ns();
         let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
         let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
         self.last = Some(DeviceSpan {

@@ -48,7 +48,8 @@ use hip_runtime_sys as sys;
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use crate::sync::lock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod api;
 mod codes;
@@ -104,10 +105,6 @@ pub(crate) fn map_error(error: HipError) -> Error {
     } else {
         Error::Message(format!("HIP {call} failed: {name} ({code})"))
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why `Auto` last skipped HIP.
@@ -591,7 +588,7 @@ impl NativeStream for HipStream {
         self.last = None;
         api::event_record(self.end, self.raw).map_err(|e| self.shared.error(e))?;
         api::stream_synchronize(self.raw).map_err(|e| self.shared.error(e))?;
-        let end_ns = crate::trace::now_ns();
+        let end_ns = crate::clock::now_ns();
         let ms = api::event_elapsed_ms(self.start, self.end).map_err(|e| self.shared.error(e))?;
         let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
         self.last = Some(DeviceSpan {

@@ -89,10 +89,7 @@ static FALLBACK_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(N
 #[cfg(feature = "xrt")]
 #[allow(dead_code)] // Read by tests; kept for a `Runtime` accessor like CUDA's.
 pub(crate) fn fallback_note() -> Option<String> {
-    FALLBACK_NOTE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    crate::sync::lock(&FALLBACK_NOTE).clone()
 }
 
 /// Opens the NPU `choice` asks for (device 0); `fault`: a fault is injected (simulator only).
@@ -119,7 +116,7 @@ pub(crate) fn open(choice: NpuBackendChoice, fault: bool) -> Result<NpuDevice> {
                         if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
                             eprintln!("hrx: using the NPU simulator: {error}");
                         }
-                        *FALLBACK_NOTE.lock().unwrap_or_else(|e| e.into_inner()) =
+                        *crate::sync::lock(&FALLBACK_NOTE) =
                             Some(error.to_string());
                     }
                 }

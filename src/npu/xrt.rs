@@ -26,6 +26,7 @@
 //! paths tested; not run on NPU hardware (AMD NPUs need a newer XRT with the xdna plugin).
 
 use super::raw::{self, ErrorSlot, Status};
+use crate::sync::lock;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -137,9 +138,6 @@ impl std::fmt::Debug for XrtDevice {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 impl XrtDevice {
     /// Opens XRT device `index`.
