@@ -1,8 +1,13 @@
 //! The runtime's error type.
 //!
 //! Validation errors (bad bindings, foreign buffers, bad copies) stay distinct from device
-//! errors. [`Error::is_device_loss`] is the one place that decides whether a native failure
-//! has an uncertain extent: quarantine and poisoning flow from it.
+//! errors: a failed vendor call is a [`DeviceError`] (out of memory, lost, kernel fault,
+//! invalid argument, unsupported, other) carrying the backend, the call and the vendor's
+//! code, made by one mapping function per backend (`map_error` in `gpu::cuda`, `gpu::hip`,
+//! `npu::xrt`). [`Error`] keeps the seed's variants (`Message`, `Busy`, `DeviceLost`,
+//! `Unsupported`, ...) and wraps device errors as [`Error::Device`].
+//! [`Error::is_device_loss`] is the one place that decides whether a failure has an
+//! uncertain extent: quarantine, poisoning and unhealthy copy streams flow from it.
 
 use std::ops::Range;
 
@@ -70,6 +75,77 @@ pub enum BindingError {
     },
 }
 
+/// The device call that failed: which backend, which vendor function, and what it returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceCall {
+    /// The backend ("CUDA", "HIP", "XRT", "sim").
+    pub backend: &'static str,
+    /// The vendor function, e.g. `cuMemAlloc_v2`, `hipGraphLaunch`.
+    pub call: &'static str,
+    /// The vendor's result code (`CUresult`, `hipError_t`, an XRT shim status), as a number.
+    pub code: i64,
+    /// The code's vendor name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub name: String,
+    /// What else the vendor said (an exception message, a sticky-state note); may be empty.
+    pub detail: String,
+}
+
+impl std::fmt::Display for DeviceCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} failed: {} ({})",
+            self.backend, self.call, self.name, self.code
+        )?;
+        if !self.detail.is_empty() {
+            write!(f, "; {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// A failed device call, classified by one mapping function per backend (`map_error` in
+/// `gpu::cuda`, `gpu::hip`, `npu::xrt`). Only [`DeviceError::Lost`] and
+/// [`DeviceError::KernelFault`] are failures of uncertain extent ([`Error::is_device_loss`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The device (or pinned host memory) is out of memory. Nothing was changed.
+    #[error("out of device memory: {0}")]
+    OutOfMemory(DeviceCall),
+    /// The device or its context is unusable (ECC, reset, driver deinitialized, unknown
+    /// sticky errors): what in-flight work wrote is undefined.
+    #[error("device lost: {0}")]
+    Lost(DeviceCall),
+    /// A kernel faulted (illegal address, illegal instruction, launch failure, timeout).
+    /// CUDA and HIP make these sticky for the whole context: an uncertain failure.
+    #[error("device lost: kernel fault: {0}")]
+    KernelFault(DeviceCall),
+    /// The driver rejected an argument (a bug above the backend or a limit of the device).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(DeviceCall),
+    /// The device or driver does not support the call.
+    #[error("unsupported: {0}")]
+    Unsupported(DeviceCall),
+    /// Any other failed call: known extent, the device stays usable.
+    #[error("{0}")]
+    Other(DeviceCall),
+}
+
+impl DeviceError {
+    /// The failed call.
+    pub fn call(&self) -> &DeviceCall {
+        match self {
+            DeviceError::OutOfMemory(c)
+            | DeviceError::Lost(c)
+            | DeviceError::KernelFault(c)
+            | DeviceError::InvalidArgument(c)
+            | DeviceError::Unsupported(c)
+            | DeviceError::Other(c) => c,
+        }
+    }
+}
+
 /// Errors of the hrx runtime.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -134,6 +210,9 @@ pub enum Error {
     /// `wait_timeout` ran out before the submission completed.
     #[error("timed out after {0:?}")]
     Timeout(std::time::Duration),
+    /// A device call failed.
+    #[error("{0}")]
+    Device(#[from] DeviceError),
 }
 
 impl Error {
@@ -141,6 +220,10 @@ impl Error {
     /// quarantined, the buffers the failed region writes are poisoned and a copy stream is
     /// marked unhealthy. The single decision point for device loss.
     pub fn is_device_loss(&self) -> bool {
-        matches!(self, Error::DeviceLost(_))
+        matches!(
+            self,
+            Error::DeviceLost(_)
+                | Error::Device(DeviceError::Lost(_) | DeviceError::KernelFault(_))
+        )
     }
 }

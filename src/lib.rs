@@ -38,7 +38,7 @@ pub mod workloads;
 
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
 pub use contract::{BindingContract, KernelContract};
-pub use error::{BindingError, Error, Result};
+pub use error::{BindingError, DeviceCall, DeviceError, Error, Result};
 pub use execution::completion::{Completion, Status};
 pub use execution::dependencies::{Hazard, HazardKind};
 pub use execution::graph::{

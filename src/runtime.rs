@@ -1,12 +1,12 @@
 //! The runtime: options, backend selection, workers, counters.
 
 use crate::buffer::Storage;
-use crate::sync::lock;
 use crate::execution::graph::{CopyStream, GpuLane, Queue};
 use crate::execution::scheduler::{Doorbells, Scheduler, Wake, worker};
 use crate::fault::{FaultInjector, FaultSpec};
 use crate::gpu::{DeviceInfo, NativeDevice};
 use crate::kernels::{KernelSpec, NpuKernelSpec};
+use crate::sync::lock;
 use crate::{Buffer, Error, GpuKernel, Graph, Placement, Result};
 use crossbeam_utils::CachePadded;
 use std::path::PathBuf;

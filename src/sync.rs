@@ -25,7 +25,8 @@ impl<T: ?Sized> Lockable for std::sync::Mutex<T> {
     where
         T: 'a;
     fn lock_ignoring_poison(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -36,7 +37,8 @@ impl<T> Lockable for loom::sync::Mutex<T> {
     where
         T: 'a;
     fn lock_ignoring_poison(&self) -> Self::Guard<'_> {
-        self.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -477,7 +477,7 @@ pub(crate) fn submit_refused(prepared: &Prepared, error: &Error) {
         prepared: s::PreparedId(prepared.id),
         kind: match error {
             Error::Busy(_) => s::RefusalKind::Busy,
-            Error::DeviceLost(_) => s::RefusalKind::DeviceLost,
+            error if error.is_device_loss() => s::RefusalKind::DeviceLost,
             _ => s::RefusalKind::Other,
         },
         reason: error.to_string(),

@@ -21,9 +21,9 @@
 //! `model-check` feature, with which `execution::model_check` explores every schedule of
 //! this code.
 
+use crate::runtime::Core;
 use crate::sync::lock;
 use crate::sync::protocol::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
-use crate::runtime::Core;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool as Flag, Ordering as StdOrdering};
 use std::sync::{Arc, Weak};

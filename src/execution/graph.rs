@@ -29,8 +29,8 @@
 
 use super::completion::Signal;
 use super::dependencies::{Frontier, Hazard, Use, summarize};
-use crate::sync::lock;
 use crate::runtime::{Core, RuntimeOwner};
+use crate::sync::lock;
 use crate::{Access, BufferView, Completion, Engine, Error, KernelContract, Result, Runtime};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

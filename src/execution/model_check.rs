@@ -16,9 +16,9 @@
 //! shared state other than `waiters` (decremented under the lock, as after a wake-up).
 
 use super::completion::{Completion, Signal, Status, claim_slot, publish_all, retire_slot};
+use crate::Error;
 use crate::sync::lock;
 use crate::sync::protocol::{self as sync, Mutex};
-use crate::Error;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};

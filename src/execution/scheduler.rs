@@ -36,8 +36,8 @@
 use super::completion::{Signal, Status, publish_all, retire_slot};
 use super::dependencies::hazards_between;
 use super::graph::{Prepared, Queue, Region, RegionKind};
-use crate::sync::lock;
 use crate::runtime::Core;
+use crate::sync::lock;
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;

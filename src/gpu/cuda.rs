@@ -2,10 +2,10 @@
 //!
 //! Layers (cudarc's own): raw `cudarc::driver::sys` -> [`api`], one checked wrapper per driver
 //! call returning [`CuError`] -> this backend. [`map_error`] is the one place that turns a
-//! `CUresult` into an [`Error`]: sticky errors of uncertain extent (illegal address, launch
-//! failure, ECC, unknown, ...) are [`Error::DeviceLost`], out of memory and every other code an
-//! [`Error::Message`] naming the call and the CUDA error. Hazards, contracts and alignment are
-//! checked above the backend.
+//! `CUresult` into a [`DeviceError`]: kernel faults (illegal address, launch failure, ...) and
+//! other sticky errors of uncertain extent (ECC, unknown, ...) are device losses; out of
+//! memory, invalid arguments and unsupported calls keep their kind; each names the call and
+//! the CUDA code. Hazards, contracts and alignment are checked above the backend.
 //!
 //! - **Loading.** cudarc panics when libcuda is absent, so [`CudaDevice::open`] first asks
 //!   `sys::is_culib_present()`, then resolves every driver symbol the backend calls, and only
@@ -76,13 +76,13 @@ use super::{
     foreign_object,
 };
 use crate::kernels::KernelSpec;
-use crate::{Error, Result};
+use crate::sync::lock;
+use crate::{DeviceCall, DeviceError, Error, Result};
 use cudarc::driver::sys::{self, CUresult};
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::lock;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A failed driver call: its name and result code.
@@ -132,22 +132,63 @@ fn is_uncertain(code: CUresult) -> bool {
     )
 }
 
-/// The one decision from a driver error to an [`Error`]: sticky errors are
-/// [`Error::DeviceLost`]; out of memory and all else [`Error::Message`] with the CUDA name.
+/// Whether `code` says a kernel faulted (a sticky error too, see [`is_uncertain`]).
+fn is_kernel_fault(code: CUresult) -> bool {
+    use CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+    )
+}
+
+/// The one decision from a driver error to an [`Error`] (a [`DeviceError`] naming the call
+/// and the CUDA code): kernel faults and other sticky errors are device losses
+/// ([`Error::is_device_loss`]); out of memory, invalid arguments and unsupported calls keep
+/// their kind; the rest is [`DeviceError::Other`].
 pub(crate) fn map_error(error: CuError) -> Error {
+    use CUresult::*;
     let CuError { call, code } = error;
-    if is_uncertain(code) {
-        Error::DeviceLost(format!(
-            "{code:?} in {call} (sticky: the CUDA context is unusable until every runtime \
-             on the device is dropped)"
-        ))
-    } else if code == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        Error::Message(format!(
-            "out of device memory ({call}: CUDA_ERROR_OUT_OF_MEMORY)"
-        ))
-    } else {
-        Error::Message(format!("CUDA {call} failed: {code:?}"))
+    let uncertain = is_uncertain(code);
+    let device_call = DeviceCall {
+        backend: "CUDA",
+        call,
+        code: code as i64,
+        name: format!("{code:?}"),
+        detail: if uncertain {
+            "sticky: the CUDA context is unusable until every runtime on the device is dropped"
+                .into()
+        } else {
+            String::new()
+        },
+    };
+    match code {
+        code if is_kernel_fault(code) => DeviceError::KernelFault(device_call),
+        _ if uncertain => DeviceError::Lost(device_call),
+        CUDA_ERROR_OUT_OF_MEMORY => DeviceError::OutOfMemory(device_call),
+        CUDA_ERROR_INVALID_VALUE
+        | CUDA_ERROR_INVALID_HANDLE
+        | CUDA_ERROR_INVALID_DEVICE
+        | CUDA_ERROR_INVALID_CONTEXT
+        | CUDA_ERROR_INVALID_IMAGE
+        | CUDA_ERROR_INVALID_PTX
+        | CUDA_ERROR_INVALID_SOURCE
+        | CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+        | CUDA_ERROR_NOT_FOUND => DeviceError::InvalidArgument(device_call),
+        CUDA_ERROR_NOT_SUPPORTED
+        | CUDA_ERROR_NOT_PERMITTED
+        | CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+        | CUDA_ERROR_NO_BINARY_FOR_GPU => DeviceError::Unsupported(device_call),
+        _ => DeviceError::Other(device_call),
     }
+    .into()
 }
 
 mod api;
@@ -283,10 +324,9 @@ impl Context {
     fn error(&self, error: CuError) -> Error {
         let mapped = map_error(error);
         if mapped.is_device_loss() {
-            let mut sticky = lock(&self.sticky);
-            if let Error::DeviceLost(cause) = &mapped {
-                sticky.lost.get_or_insert_with(|| cause.clone());
-            }
+            lock(&self.sticky)
+                .lost
+                .get_or_insert_with(|| mapped.to_string());
             self.flagged.store(true, Ordering::Release);
         }
         mapped
@@ -1209,11 +1249,21 @@ mod tests {
             assert!(error.to_string().contains(&format!("{code:?}")), "{error}");
             assert!(error.to_string().contains("cuTest"), "{error}");
         }
+        assert!(matches!(
+            map(CUDA_ERROR_ILLEGAL_ADDRESS),
+            Error::Device(DeviceError::KernelFault(_))
+        ));
+        assert!(matches!(
+            map(CUDA_ERROR_ECC_UNCORRECTABLE),
+            Error::Device(DeviceError::Lost(_))
+        ));
         let oom = map(CUDA_ERROR_OUT_OF_MEMORY);
         assert!(
-            matches!(&oom, Error::Message(m) if m.starts_with("out of device memory")),
+            matches!(&oom, Error::Device(DeviceError::OutOfMemory(c)) if c.call == "cuTest" && c.name == "CUDA_ERROR_OUT_OF_MEMORY"),
             "{oom}"
         );
+        assert!(!oom.is_device_loss());
+        assert!(oom.to_string().starts_with("out of device memory"), "{oom}");
         for code in [
             CUDA_ERROR_INVALID_VALUE,
             CUDA_ERROR_INVALID_HANDLE,
@@ -1223,10 +1273,20 @@ mod tests {
         ] {
             let error = map(code);
             assert!(
-                matches!(&error, Error::Message(m) if m == &format!("CUDA cuTest failed: {code:?}")),
+                matches!(&error, Error::Device(DeviceError::InvalidArgument(c)) if c.code == code as i64),
                 "{code:?} -> {error}"
             );
+            assert!(
+                error
+                    .to_string()
+                    .contains(&format!("CUDA cuTest failed: {code:?}")),
+                "{error}"
+            );
         }
+        assert!(matches!(
+            map(CUDA_ERROR_NOT_SUPPORTED),
+            Error::Device(DeviceError::Unsupported(_))
+        ));
     }
 
     fn libcuda_present() -> bool {

@@ -3,10 +3,10 @@
 //! result, converted without undefined behaviour).
 //!
 //! Mirrors the CUDA backend. [`map_error`] is the one place that turns a HIP result code into
-//! an [`Error`]: sticky errors of uncertain extent (illegal address, launch failure, ECC,
-//! `hipErrorUnknown`, and any code the bindings do not know, conservatively) are
-//! [`Error::DeviceLost`]; out of memory and other codes are [`Error::Message`] naming the call
-//! and the code. Hazards, contracts and alignment are checked above the backend.
+//! a [`DeviceError`]: kernel faults and other sticky errors of uncertain extent (illegal
+//! address, launch failure, ECC, `hipErrorUnknown`, and any code the bindings do not know,
+//! conservatively) are device losses; out of memory, invalid arguments and unsupported calls
+//! keep their kind; each names the call and the code. Hazards, contracts and alignment are checked above the backend.
 //!
 //! - **Opening.** `hipGetDeviceCount`; `hipErrorNoDevice` or too few devices answer
 //!   [`Error::Unsupported`] naming libamdhip64 ("no device"), never a crash. HIP's current
@@ -42,13 +42,13 @@ use super::{
     foreign_object,
 };
 use crate::kernels::KernelSpec;
-use crate::{Error, Result};
+use crate::sync::lock;
+use crate::{DeviceCall, DeviceError, Error, Result};
 use api::{HipError, HipResult};
 use hip_runtime_sys as sys;
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use crate::sync::lock;
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod api;
@@ -90,21 +90,49 @@ fn is_uncertain(code: i32) -> bool {
     }
 }
 
-/// The one decision from a HIP error to an [`Error`]: sticky or unknown codes are
-/// [`Error::DeviceLost`]; out of memory and the rest [`Error::Message`] with the code's name.
+/// The one decision from a HIP error to an [`Error`] (a [`DeviceError`] naming the call and
+/// the code): kernel faults and other sticky or unknown codes are device losses
+/// ([`Error::is_device_loss`]); out of memory, invalid arguments and unsupported calls keep
+/// their kind; the rest is [`DeviceError::Other`].
 pub(crate) fn map_error(error: HipError) -> Error {
+    use sys::hipError_t::*;
     let HipError { call, code } = error;
-    let name = code_name(code);
-    if is_uncertain(code) {
-        Error::DeviceLost(format!(
-            "{name} in {call} (sticky: the HIP device is unusable until every runtime on it \
-             is dropped)"
-        ))
-    } else if code == sys::hipError_t::hipErrorOutOfMemory as i32 {
-        Error::Message(format!("out of device memory ({call}: {name})"))
-    } else {
-        Error::Message(format!("HIP {call} failed: {name} ({code})"))
+    let uncertain = is_uncertain(code);
+    let device_call = DeviceCall {
+        backend: "HIP",
+        call,
+        code: i64::from(code),
+        name: code_name(code),
+        detail: if uncertain {
+            "sticky: the HIP device is unusable until every runtime on it is dropped".into()
+        } else {
+            String::new()
+        },
+    };
+    match codes::known(code) {
+        Some(
+            hipErrorIllegalAddress | hipErrorLaunchFailure | hipErrorLaunchTimeOut | hipErrorAssert,
+        ) => DeviceError::KernelFault(device_call),
+        _ if uncertain => DeviceError::Lost(device_call),
+        Some(hipErrorOutOfMemory) => DeviceError::OutOfMemory(device_call),
+        Some(
+            hipErrorInvalidValue
+            | hipErrorInvalidHandle
+            | hipErrorInvalidDevice
+            | hipErrorInvalidContext
+            | hipErrorInvalidImage
+            | hipErrorInvalidDeviceFunction
+            | hipErrorInvalidDevicePointer
+            | hipErrorInvalidConfiguration
+            | hipErrorLaunchOutOfResources
+            | hipErrorNotFound,
+        ) => DeviceError::InvalidArgument(device_call),
+        Some(hipErrorNotSupported | hipErrorNoBinaryForGpu) => {
+            DeviceError::Unsupported(device_call)
+        }
+        _ => DeviceError::Other(device_call),
     }
+    .into()
 }
 
 /// Why `Auto` last skipped HIP.
@@ -158,8 +186,8 @@ impl Shared {
     /// Maps `error`; a device loss also fills the sticky slot.
     fn error(&self, error: HipError) -> Error {
         let mapped = map_error(error);
-        if let Error::DeviceLost(cause) = &mapped {
-            lock(&self.lost).get_or_insert_with(|| cause.clone());
+        if mapped.is_device_loss() {
+            lock(&self.lost).get_or_insert_with(|| mapped.to_string());
         }
         mapped
     }
@@ -877,23 +905,38 @@ mod tests {
             assert!(error.is_device_loss(), "{code:?} -> {error}");
             assert!(error.to_string().contains(&format!("{code:?}")), "{error}");
         }
+        assert!(matches!(
+            map(hipErrorIllegalAddress),
+            Error::Device(DeviceError::KernelFault(_))
+        ));
         let oom = map(hipErrorOutOfMemory);
         assert!(
-            matches!(&oom, Error::Message(m) if m.starts_with("out of device memory")),
+            matches!(&oom, Error::Device(DeviceError::OutOfMemory(c)) if c.call == "hipTest"),
             "{oom}"
         );
+        assert!(oom.to_string().starts_with("out of device memory"), "{oom}");
         for code in [
             hipErrorInvalidValue,
             hipErrorInvalidHandle,
             hipErrorNotFound,
-            hipErrorHostMemoryAlreadyRegistered,
         ] {
             let error = map(code);
             assert!(
-                matches!(&error, Error::Message(m) if m.starts_with(&format!("HIP hipTest failed: {code:?}"))),
+                matches!(&error, Error::Device(DeviceError::InvalidArgument(_))),
+                "{code:?} -> {error}"
+            );
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("invalid argument: HIP hipTest failed: {code:?}")),
                 "{code:?} -> {error}"
             );
         }
+        let other = map(hipErrorHostMemoryAlreadyRegistered);
+        assert!(
+            matches!(&other, Error::Device(DeviceError::Other(_))) && !other.is_device_loss(),
+            "{other}"
+        );
     }
 
     fn device_present() -> bool {

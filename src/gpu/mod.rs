@@ -6,9 +6,11 @@
 //! with their dependencies and finishes into a [`NativeGraphExec`].
 //!
 //! Who validates what: hazards, contracts, alignment and runtime identity are checked above
-//! the backend (in [`crate::Graph`]). A backend only reports out-of-memory, device loss
-//! ([`Error::DeviceLost`] for failures of uncertain extent) or a kernel failure of known
-//! extent ([`Error::Kernel`]).
+//! the backend (in [`crate::Graph`]). A backend only reports failed device calls
+//! ([`crate::DeviceError`], from one `map_error` per backend: out of memory, device lost,
+//! kernel fault, invalid argument, unsupported, with the vendor code and the call), device
+//! loss noticed otherwise ([`Error::DeviceLost`]) or a kernel failure of known extent
+//! ([`Error::Kernel`]).
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;

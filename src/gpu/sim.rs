@@ -134,9 +134,14 @@ impl NativeDevice for SimDevice {
         // guaranteed to be but deterministic contents make runs comparable.
         let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
         if pointer.is_null() {
-            return Err(Error::Message(format!(
-                "out of memory allocating {len} bytes"
-            )));
+            return Err(crate::DeviceError::OutOfMemory(crate::DeviceCall {
+                backend: "sim",
+                call: "alloc_zeroed",
+                code: 0,
+                name: "null".into(),
+                detail: format!("allocating {len} bytes of host memory"),
+            })
+            .into());
         }
         let address = self
             .next_address

@@ -116,8 +116,7 @@ pub(crate) fn open(choice: NpuBackendChoice, fault: bool) -> Result<NpuDevice> {
                         if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
                             eprintln!("hrx: using the NPU simulator: {error}");
                         }
-                        *crate::sync::lock(&FALLBACK_NOTE) =
-                            Some(error.to_string());
+                        *crate::sync::lock(&FALLBACK_NOTE) = Some(error.to_string());
                     }
                 }
             }

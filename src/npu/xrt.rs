@@ -19,15 +19,16 @@
 //!   `set_arg`: one BO per binding, in order, then one 32-bit scalar per constant word, the GPU
 //!   backends' parameter ABI) and executed per submission (`run.start(); run.wait()`).
 //! - **Errors.** [`map_error`] is the one function from a shim failure to an [`Error`]: a
-//!   failed or abnormal run is [`Error::DeviceLost`] (what it wrote is unknown), "no device"
-//!   is [`Error::Unsupported`], every other exception an [`Error::Message`] naming the call.
+//!   failed or abnormal run is a device loss ([`crate::DeviceError::Lost`], or [`Error::DeviceLost`]
+//!   for an abnormal end state: what it wrote is unknown), "no device" is [`Error::Unsupported`],
+//!   every other exception a [`crate::DeviceError`] naming the call.
 //!
 //! Verified here: built and linked against Debian's XRT 2.13, its no-device and exception
 //! paths tested; not run on NPU hardware (AMD NPUs need a newer XRT with the xdna plugin).
 
 use super::raw::{self, ErrorSlot, Status};
 use crate::sync::lock;
-use crate::{Error, Result};
+use crate::{DeviceCall, DeviceError, Error, Result};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, Weak};
@@ -60,8 +61,9 @@ fn call(name: &'static str, body: impl FnOnce(*mut ErrorSlot) -> Status) -> Resu
 }
 
 /// The one decision from a shim failure to an [`Error`]: runs (`hrx_xrt_run_execute`) fail
-/// with uncertain extent ([`Error::DeviceLost`]); no device is [`Error::Unsupported`]; the
-/// rest is [`Error::Message`] naming the call and XRT's message.
+/// with uncertain extent ([`DeviceError::Lost`]); no device is [`Error::Unsupported`] (with
+/// how to get one); an invalid argument is [`DeviceError::InvalidArgument`]; the rest
+/// [`DeviceError::Other`], each naming the call, the shim status and XRT's message.
 pub(crate) fn map_error(error: XrtError) -> Error {
     let XrtError {
         call,
@@ -76,20 +78,30 @@ pub(crate) fn map_error(error: XrtError) -> Error {
         raw::SYSTEM => "system error",
         _ => "exception",
     };
-    let code = if system_code != 0 {
-        format!(", error value {system_code}")
-    } else {
-        String::new()
-    };
     if status == raw::NO_DEVICE {
         Error::Unsupported(format!(
             "XRT NPU: no device ({message}); the xrt backend needs an NPU with its XRT driver \
              (libxrt_coreutil.so.2); use HRX_NPU_BACKEND=sim for the NPU simulator"
         ))
-    } else if call == "hrx_xrt_run_execute" {
-        Error::DeviceLost(format!("XRT {call} failed ({kind}{code}): {message}"))
     } else {
-        Error::Message(format!("XRT {call} failed ({kind}{code}): {message}"))
+        let device_call = DeviceCall {
+            backend: "XRT",
+            call,
+            code: i64::from(status),
+            name: kind.to_string(),
+            detail: if system_code != 0 {
+                format!("error value {system_code}: {message}")
+            } else {
+                message
+            },
+        };
+        if call == "hrx_xrt_run_execute" {
+            DeviceError::Lost(device_call).into()
+        } else if status == raw::INVALID {
+            DeviceError::InvalidArgument(device_call).into()
+        } else {
+            DeviceError::Other(device_call).into()
+        }
     }
 }
 
@@ -137,7 +149,6 @@ impl std::fmt::Debug for XrtDevice {
             .finish()
     }
 }
-
 
 impl XrtDevice {
     /// Opens XRT device `index`.
@@ -568,7 +579,8 @@ mod tests {
         assert!(oom.message.contains("bad_alloc"), "{}", oom.message);
         let mapped = map_error(system);
         assert!(
-            matches!(&mapped, Error::Message(m) if m.contains("hrx_xrt_test_throw") && m.contains("error value 19")),
+            matches!(&mapped, Error::Device(DeviceError::Other(c)) if c.call == "hrx_xrt_test_throw")
+                && mapped.to_string().contains("error value 19"),
             "{mapped}"
         );
     }
