@@ -93,8 +93,12 @@ pub struct RuntimeOptions {
     pub trace_contents: bool,
     /// Which written ranges are digested (`HRX_TRACE_DIGESTS=outputs|all`).
     pub trace_digests: TraceDigests,
+    /// Whether a trace opened by this runtime may drop records when a thread's buffer is
+    /// full (`HRX_TRACE_MODE=lossless|lossy`); `None`: lossless, unless the environment says
+    /// otherwise.
+    pub trace_mode: Option<hrx_capture::TraceMode>,
     /// Whether unset fields fall back to the environment (`HRX_BACKEND`, `HRX_FAULT`,
-    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`); a replay turns this off so
+    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`, `HRX_TRACE_MODE`); a replay turns this off so
     /// the replayed run is exactly what it asks for.
     pub environment: bool,
     /// Record into this recorder instead of the process's trace (a replay's own
@@ -114,6 +118,7 @@ impl Default for RuntimeOptions {
             trace: None,
             trace_contents: false,
             trace_digests: TraceDigests::Outputs,
+            trace_mode: None,
             environment: true,
             recorder: None,
         }
@@ -178,6 +183,12 @@ impl RuntimeOptions {
         self.trace_digests = digests;
         self
     }
+    /// Sets the trace mode (lossless or lossy) of a trace this runtime opens.
+    pub fn trace_mode(mut self, mode: hrx_capture::TraceMode) -> Self {
+        self.trace_mode = Some(mode);
+        self
+    }
+
     /// Captures full output contents in the trace, not only digests.
     pub fn trace_contents(mut self, on: bool) -> Self {
         self.trace_contents = on;
@@ -221,6 +232,10 @@ impl RuntimeOptions {
             && let Some(path) = std::env::var_os("HRX_TRACE").filter(|p| !p.is_empty())
         {
             self.trace = Some(path.into());
+        }
+        if self.trace_mode.is_none() {
+            self.trace_mode =
+                hrx_capture::TraceMode::from_env().map_err(|e| Error::Message(e.to_string()))?;
         }
         if std::env::var_os("HRX_TRACE_CONTENTS").is_some_and(|v| v == "1") {
             self.trace_contents = true;

@@ -81,6 +81,7 @@ pub(crate) fn open(
             let recorder_options = RecorderOptions {
                 backend: info.backend.to_string(),
                 device: info.name.clone(),
+                mode: options.trace_mode.unwrap_or_default(),
                 ..RecorderOptions::default()
             };
             Some(

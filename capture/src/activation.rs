@@ -118,17 +118,21 @@ pub fn install_or_current(
 }
 
 /// The installed recorder; else, when [`TRACE_ENV`] is set and not empty, a new installed
-/// recorder writing there; else `None`.
+/// recorder writing there, in the mode [`TRACE_MODE_ENV`](crate::TRACE_MODE_ENV) names if it
+/// is set; else `None`.
 ///
 /// # Errors
 ///
-/// See [`Recorder::create`].
-pub fn install_from_env(options: RecorderOptions) -> Result<Option<Recorder>, WriteError> {
+/// See [`Recorder::create`]; [`WriteError::BadMode`].
+pub fn install_from_env(mut options: RecorderOptions) -> Result<Option<Recorder>, WriteError> {
     if let Some(recorder) = current() {
         return Ok(Some(recorder));
     }
     match std::env::var_os(TRACE_ENV) {
         Some(path) if !path.is_empty() => {
+            if let Some(mode) = crate::TraceMode::from_env()? {
+                options.mode = mode;
+            }
             install_or_current(PathBuf::from(path), options).map(Some)
         }
         _ => Ok(None),

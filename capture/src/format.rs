@@ -130,7 +130,7 @@ impl FormatVersion {
     /// The version this crate writes and reads.
     pub const CURRENT: FormatVersion = FormatVersion {
         major: FormatMajor(1),
-        minor: FormatMinor(0),
+        minor: FormatMinor(1),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1080,7 +1080,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.3") && err.contains("1.0"), "{err}");
+        assert!(err.contains("2.3") && err.contains("1.1"), "{err}");
     }
 
     #[test]

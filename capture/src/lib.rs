@@ -47,9 +47,11 @@ pub use activation::{
     now_ns, record, shutdown, uninstall,
 };
 pub use reader::{
-    MappedTrace, ReadError, Recovery, Trace, TraceReader, Warning, open_file, read_all,
+    Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning, open_file,
+    read_all,
 };
 pub use schema::Record;
 pub use writer::{
-    CloseSummary, Deferred, FileSink, MemorySink, Recorder, RecorderOptions, Sink, WriteError,
+    CloseSummary, Deferred, FileSink, MemorySink, Recorder, RecorderOptions, Sink, TRACE_MODE_ENV,
+    TraceMode, WriteError,
 };

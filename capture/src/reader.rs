@@ -238,6 +238,130 @@ pub struct Recovery {
     /// was found, even if the footer, the trailer or what follows them is damaged. `closed`
     /// without `clean_close` means a damaged end, not a crash; [`Recovery::end`] says which.
     pub closed: bool,
+    /// Records the recorder itself lost while recording (lossy mode, write errors), as the
+    /// trace says: distinct from damage found while reading. Every reader reports it.
+    pub lost: Lost,
+    /// Time recording threads waited on the recorder ([`RecorderWait`] records).
+    ///
+    /// [`RecorderWait`]: crate::schema::RecorderWait
+    pub waits: RecorderWaits,
+}
+
+/// What the trace's [`RecorderWait`] records add up to: how long recording threads were held
+/// up by the recorder (lossless mode, a full buffer handed over on the thread).
+///
+/// [`RecorderWait`]: crate::schema::RecorderWait
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecorderWaits {
+    /// Waits recorded.
+    pub count: u64,
+    /// Their total duration, in ns.
+    pub total_ns: u64,
+    /// The longest one, in ns.
+    pub max_ns: u64,
+    /// Waits that happened while a region's record was being recorded.
+    pub in_regions: u64,
+    /// Recording threads that waited at least once (distinct thread indices, up to 64
+    /// counted exactly, more as a lower bound).
+    pub threads: u32,
+    seen: u64,
+}
+
+impl RecorderWaits {
+    fn observe(&mut self, record: &Record) {
+        if let Record::RecorderWait(wait) = record {
+            let ns = wait.end_ns.saturating_sub(wait.start_ns);
+            self.count += 1;
+            self.total_ns = self.total_ns.saturating_add(ns);
+            self.max_ns = self.max_ns.max(ns);
+            self.in_regions += u64::from(wait.region.is_some());
+            let bit = 1u64 << wait.thread.min(63);
+            if self.seen & bit == 0 {
+                self.seen |= bit;
+                self.threads += 1;
+            }
+        }
+    }
+}
+
+/// Records the recorder lost while recording, from the trace's [`RecordsLost`] and
+/// [`SessionEnd`] records (the latest count wins: they are cumulative).
+///
+/// [`RecordsLost`]: crate::schema::RecordsLost
+/// [`SessionEnd`]: crate::schema::SessionEnd
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lost {
+    /// Records lost, all kinds.
+    pub total: u64,
+    /// Whether the trace was recorded in lossy mode.
+    pub lossy: bool,
+    /// Per [`Record::KIND_NAMES`] entry; the last slot counts kinds this reader does not
+    /// know (named by a newer writer).
+    by_kind: [u64; Record::KIND_NAMES.len() + 1],
+}
+
+impl Lost {
+    /// Whether nothing was lost.
+    pub fn is_none(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Records lost by kind, largest first; records whose kind the trace does not name are
+    /// reported as `"unknown"`.
+    pub fn by_kind(&self) -> Vec<(&'static str, u64)> {
+        let names = Record::KIND_NAMES.iter().copied().chain(["unknown"]);
+        let mut kinds: Vec<_> = names.zip(self.by_kind).filter(|&(_, n)| n > 0).collect();
+        let named: u64 = self.by_kind.iter().sum();
+        if let Some(rest) = self.total.checked_sub(named).filter(|&n| n > 0) {
+            match kinds.iter_mut().find(|(k, _)| *k == "unknown") {
+                Some((_, n)) => *n += rest,
+                None => kinds.push(("unknown", rest)),
+            }
+        }
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        kinds
+    }
+
+    /// Takes the counts a record states, if it states any.
+    pub fn observe(&mut self, record: &Record) {
+        match record {
+            Record::RecordsLost(lost) if lost.total >= self.total => {
+                self.total = lost.total;
+                self.lossy |= lost.lossy;
+                self.by_kind = [0; Record::KIND_NAMES.len() + 1];
+                for kind in &lost.by_kind {
+                    let slot = Record::KIND_NAMES
+                        .iter()
+                        .position(|n| *n == kind.kind)
+                        .unwrap_or(Record::KIND_NAMES.len());
+                    self.by_kind[slot] = self.by_kind[slot].saturating_add(kind.records);
+                }
+            }
+            Record::SessionEnd(end) => self.total = self.total.max(end.dropped_records),
+            _ => {}
+        }
+    }
+}
+
+impl fmt::Display for Lost {
+    /// `N records lost (RegionTiming 12, RegionDone 3)`, or `no records lost`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_none() {
+            return f.write_str("no records lost");
+        }
+        write!(f, "{} records lost (", self.total)?;
+        for (i, (kind, n)) in self.by_kind().into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{kind} {n}")?;
+        }
+        f.write_str(")")?;
+        if self.lossy {
+            f.write_str(" in lossy mode")?;
+        }
+        Ok(())
+    }
 }
 
 impl Recovery {
@@ -561,6 +685,8 @@ impl<R: Read> TraceReader<R> {
             match block.next_record() {
                 Some(Ok(record)) => {
                     self.recovery.records += 1;
+                    self.recovery.lost.observe(&record);
+                    self.recovery.waits.observe(&record);
                     return Some((at, record));
                 }
                 Some(Err(kind)) => {
@@ -1475,7 +1601,7 @@ mod tests {
         let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
         assert_eq!(
             err,
-            "byte 8: trace format 2.0 is newer than this reader's format 1.0; \
+            "byte 8: trace format 2.0 is newer than this reader's format 1.1; \
              upgrade hrx-trace to read it"
         );
         assert!(MappedTrace::from_vec(bytes).is_err());

@@ -24,6 +24,9 @@ use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+/// Slots of a per-kind loss count: every record kind, then one for unknown kinds.
+pub(crate) const KINDS: usize = crate::Record::KIND_NAMES.len() + 1;
+
 /// Keeps producer-written and consumer-written fields on separate cache lines.
 #[repr(align(128))]
 struct Padded<T>(T);
@@ -33,8 +36,9 @@ struct Ring {
     producer: Padded<ProducerSide>,
     /// Written by the consumer.
     tail: Padded<AtomicUsize>,
-    /// Records the producer dropped because the ring stayed full.
-    dropped: AtomicU64,
+    /// Records the producer dropped because the ring stayed full (lossy mode), by kind
+    /// (index into `Record::KIND_NAMES`).
+    dropped: [AtomicU64; KINDS],
     buf: Box<[UnsafeCell<u8>]>,
 }
 
@@ -74,7 +78,7 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
             orphaned: AtomicBool::new(false),
         }),
         tail: Padded(AtomicUsize::new(0)),
-        dropped: AtomicU64::new(0),
+        dropped: std::array::from_fn(|_| AtomicU64::new(0)),
         buf: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
     });
     let producer = Producer {
@@ -193,9 +197,10 @@ impl Producer {
         Push::Done
     }
 
-    /// Counts one record dropped by this thread.
-    pub(crate) fn count_dropped(&self) {
-        self.ring.dropped.fetch_add(1, Ordering::Relaxed);
+    /// Counts one record of kind `kind` (an index into `Record::KIND_NAMES`) dropped by
+    /// this thread.
+    pub(crate) fn count_dropped(&self, kind: usize) {
+        self.ring.dropped[kind.min(KINDS - 1)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether `consumer` is this ring's consumer.
@@ -253,9 +258,11 @@ impl Consumer {
         self.ring.producer.0.closed.store(true, Ordering::Release);
     }
 
-    /// Records the producer dropped so far.
-    pub(crate) fn dropped(&self) -> u64 {
-        self.ring.dropped.load(Ordering::Relaxed)
+    /// Adds the records the producer dropped so far, by kind, to `out`.
+    pub(crate) fn add_dropped(&self, out: &mut [u64; KINDS]) {
+        for (sum, count) in out.iter_mut().zip(&self.ring.dropped) {
+            *sum += count.load(Ordering::Relaxed);
+        }
     }
 
     /// Whether committed bytes are waiting.
@@ -327,8 +334,10 @@ mod tests {
     #[test]
     fn close_and_orphan_flags() {
         let (mut p, c) = ring(64);
-        p.count_dropped();
-        assert_eq!(c.dropped(), 1);
+        p.count_dropped(3);
+        let mut dropped = [0; KINDS];
+        c.add_dropped(&mut dropped);
+        assert_eq!((dropped[3], dropped.iter().sum::<u64>()), (1, 1));
         assert!(p.is_paired_with(&c));
         c.close();
         assert_eq!(p.push(&[1]), Push::Closed);

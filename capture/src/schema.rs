@@ -801,6 +801,76 @@ pub struct SessionEnd {
     pub dropped_records: u64,
 }
 
+/// A recording thread waited for the recorder (lossless mode): its buffer was full, so it
+/// handed what it held to the writer itself before recording on.
+///
+/// The wait happens while a record is being recorded, which is after the times that record
+/// carries were read: it is never inside a region's measured span, but it does delay what the
+/// thread does next, so it is shown beside the regions. `runtime`, `submission` and `region`
+/// name the region whose record was being recorded, when it was one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecorderWait {
+    /// The recording thread: its index within the session (in order of first record).
+    pub thread: u32,
+    /// The thread's name, or "" when it has none.
+    pub thread_name: String,
+    /// Host time when the wait began.
+    pub start_ns: u64,
+    /// Host time when the thread could record again.
+    pub end_ns: u64,
+    /// The runtime of the record being recorded, if it belongs to one.
+    pub runtime: Option<RuntimeId>,
+    /// The submission of the record being recorded, if it names one.
+    pub submission: Option<SubmissionIndex>,
+    /// The region of the record being recorded, if it names one.
+    pub region: Option<RegionIndex>,
+}
+
+/// How many records of one kind were lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostKind {
+    /// The record kind ([`Record::kind_name`]), or `"unknown"` for records lost to a write
+    /// error (a whole block, whose kinds are not kept).
+    pub kind: String,
+    /// Records lost.
+    pub records: u64,
+}
+
+/// Records the recorder lost so far in this session, cumulative: a later one supersedes an
+/// earlier one. Written at the first flush after a loss and at close, so a trace cut short
+/// still says what it lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordsLost {
+    /// Host time of the count.
+    pub time_ns: u64,
+    /// Whether the session ran in lossy mode (a full thread buffer drops records); `false`
+    /// means the losses came from write errors or records too large to store.
+    pub lossy: bool,
+    /// Records lost, all kinds.
+    pub total: u64,
+    /// Records lost, by kind (kinds with none omitted).
+    pub by_kind: Vec<LostKind>,
+}
+
+/// A region waited for capture work (hashing or storing an earlier submission's output) to
+/// let go of a buffer it writes: the capture fence. Recorded instead of being hidden in the
+/// region's time; the region's [`RegionTiming`] starts after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureFence {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission of the waiting region.
+    pub submission: SubmissionIndex,
+    /// The waiting region.
+    pub region: RegionIndex,
+    /// The buffer the capture held.
+    pub buffer: BufferId,
+    /// Host time when the wait began.
+    pub start_ns: u64,
+    /// Host time when the buffer was free.
+    pub end_ns: u64,
+}
+
 /// One trace record.
 ///
 /// Variants are only ever appended (see the module docs); match with a wildcard arm.
@@ -857,9 +927,56 @@ pub enum Record {
     Counters(Counters),
     /// See [`SessionEnd`].
     SessionEnd(SessionEnd),
+    /// See [`RecorderWait`] (format 1.1).
+    RecorderWait(RecorderWait),
+    /// See [`RecordsLost`] (format 1.1).
+    RecordsLost(RecordsLost),
+    /// See [`CaptureFence`] (format 1.1).
+    CaptureFence(CaptureFence),
 }
 
 impl Record {
+    /// Every variant's name ([`Record::kind_name`]), in declaration order.
+    pub const KIND_NAMES: [&'static str; 28] = [
+        "SessionStart",
+        "RuntimeStart",
+        "RuntimeEnd",
+        "BufferCreated",
+        "BufferDropped",
+        "Blob",
+        "KernelLoaded",
+        "GraphOp",
+        "Prepared",
+        "Submit",
+        "SubmitRefused",
+        "CrossWait",
+        "RegionTiming",
+        "OpTiming",
+        "ClockCalibration",
+        "RegionDone",
+        "SubmissionDone",
+        "Quarantine",
+        "Poison",
+        "CopyStreamUnhealthy",
+        "FaultInjected",
+        "HostWrite",
+        "OutputDigest",
+        "Counters",
+        "SessionEnd",
+        "RecorderWait",
+        "RecordsLost",
+        "CaptureFence",
+    ];
+
+    /// The variant's index in [`Record::KIND_NAMES`].
+    pub fn kind_index(&self) -> usize {
+        let name = self.kind_name();
+        Record::KIND_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .expect("every kind is named")
+    }
+
     /// The variant's name, e.g. `"RegionTiming"`.
     pub fn kind_name(&self) -> &'static str {
         match self {
@@ -888,13 +1005,21 @@ impl Record {
             Record::OutputDigest(_) => "OutputDigest",
             Record::Counters(_) => "Counters",
             Record::SessionEnd(_) => "SessionEnd",
+            Record::RecorderWait(_) => "RecorderWait",
+            Record::RecordsLost(_) => "RecordsLost",
+            Record::CaptureFence(_) => "CaptureFence",
         }
     }
 
     /// The runtime the record belongs to; `None` for session-level records.
     pub fn runtime(&self) -> Option<RuntimeId> {
         Some(match self {
-            Record::SessionStart(_) | Record::Blob(_) | Record::SessionEnd(_) => return None,
+            Record::SessionStart(_)
+            | Record::Blob(_)
+            | Record::SessionEnd(_)
+            | Record::RecordsLost(_) => return None,
+            Record::RecorderWait(r) => return r.runtime,
+            Record::CaptureFence(r) => r.runtime,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
             Record::BufferCreated(r) => r.runtime,
@@ -959,6 +1084,9 @@ record_from!(
     OutputDigest,
     Counters,
     SessionEnd,
+    RecorderWait,
+    RecordsLost,
+    CaptureFence,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -967,7 +1095,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 25;
+    pub const KINDS: u64 = 28;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1319,10 +1447,36 @@ pub(crate) mod testgen {
                 copied_bytes: r.int(),
                 lane_copy_bytes: [r.int(), r.int(), r.int()],
             }),
-            _ => Record::SessionEnd(SessionEnd {
+            24 => Record::SessionEnd(SessionEnd {
                 time_ns: r.int(),
                 records: r.int(),
                 dropped_records: r.int(),
+            }),
+            25 => Record::RecorderWait(RecorderWait {
+                thread: r.u32(),
+                thread_name: r.string(),
+                start_ns: r.int(),
+                end_ns: r.int(),
+                runtime: r.opt(|r| RuntimeId(r.u32())),
+                submission: r.opt(|r| SubmissionIndex(r.int())),
+                region: r.opt(|r| RegionIndex(r.u32())),
+            }),
+            26 => Record::RecordsLost(RecordsLost {
+                time_ns: r.int(),
+                lossy: r.bool(),
+                total: r.int(),
+                by_kind: r.vec(|r| LostKind {
+                    kind: r.string(),
+                    records: r.int(),
+                }),
+            }),
+            _ => Record::CaptureFence(CaptureFence {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                region: RegionIndex(r.u32()),
+                buffer: BufferId(r.int()),
+                start_ns: r.int(),
+                end_ns: r.int(),
             }),
         }
     }
@@ -1383,11 +1537,25 @@ mod tests {
         let mut rng = Rng(3);
         for k in 0..KINDS {
             let rec = record(&mut rng, k);
-            let session = matches!(
-                rec,
-                Record::SessionStart(_) | Record::SessionEnd(_) | Record::Blob(_)
-            );
+            let session = match &rec {
+                Record::SessionStart(_)
+                | Record::SessionEnd(_)
+                | Record::Blob(_)
+                | Record::RecordsLost(_) => true,
+                Record::RecorderWait(wait) => wait.runtime.is_none(),
+                _ => false,
+            };
             assert_eq!(rec.runtime().is_none(), session, "{}", rec.kind_name());
+        }
+    }
+
+    #[test]
+    fn kind_names_follow_the_variants() {
+        let mut rng = Rng(5);
+        for k in 0..KINDS {
+            let rec = record(&mut rng, k);
+            assert_eq!(rec.kind_index() as u64, k);
+            assert_eq!(Record::KIND_NAMES[k as usize], rec.kind_name());
         }
     }
 

@@ -21,10 +21,22 @@
 //!   [`RecorderOptions::flush_interval`] (100 ms) and writes what it found as one block with
 //!   `write_all`, so a process killed with SIGKILL loses at most the last interval. There is
 //!   no fsync except at close.
-//! - **Back-pressure.** A producer wakes the writer when its ring passes half full. If the
-//!   ring is full it waits up to [`RecorderOptions::full_buffer_wait`] for the writer, then
-//!   drops the record and counts it; after a timeout it drops without waiting for one flush
-//!   interval. Drops are never hidden: they are summed into [`SessionEnd::dropped_records`].
+//! - **Back-pressure: lossless by default.** A producer wakes the writer when its ring passes
+//!   half full. If the ring is full ([`TraceMode::Lossless`], the default), the recording
+//!   thread hands its records over itself: it takes the core lock, drains its own ring into
+//!   the block being assembled (writing full blocks as it goes) and records on; nothing is
+//!   dropped, and the time this took is recorded as a [`RecorderWait`] (thread, span, and the
+//!   region whose record was being recorded). Waiting for the writer thread instead would
+//!   make the recording thread's progress depend on a thread the scheduler may not run (on
+//!   a loaded machine it does not); a chained overflow buffer would make memory grow without
+//!   bound while the writer is starved. Memory is bounded: one ring per recording thread
+//!   ([`RecorderOptions::thread_buffer_bytes`]) plus the writer's one block being assembled
+//!   ([`RecorderOptions::block_bytes`]) and its compressed copy.
+//!   In [`TraceMode::Lossy`] (only when asked: `HRX_TRACE_MODE=lossy`) the thread instead
+//!   waits up to [`RecorderOptions::full_buffer_wait`] for the writer, then drops the record
+//!   and counts it by kind; after a timeout it drops without waiting for one flush interval.
+//!   Losses are never hidden: the first flush after a loss, and the close, write a
+//!   [`RecordsLost`] with the counts by kind, and [`SessionEnd::dropped_records`] sums them.
 //! - **Order.** Records of one thread keep their order. Records of different threads are
 //!   ordered only by their timestamps. A record too large for the ring (over a quarter of it)
 //!   is written synchronously under the core lock after draining the thread's own ring
@@ -39,8 +51,12 @@ use crate::format::{
     BlockEncoder, BlockKind, FileHeader, Footer, FormatVersion, FrameEncoder, IndexEntry,
     MAX_RECORD_BYTES, encode_trailer,
 };
+use crate::ring::KINDS;
 use crate::ring::{self, Consumer, Producer, Push};
-use crate::schema::{Blob, BlobHash, Payload, Record, RuntimeId, SessionEnd, SessionStart};
+use crate::schema::{
+    Blob, BlobHash, LostKind, Payload, Record, RecorderWait, RecordsLost, RegionIndex, RuntimeId,
+    SessionEnd, SessionStart, SubmissionIndex,
+};
 use crate::staging::{self, MAX_RAW_ENTRY};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cell::RefCell;
@@ -158,6 +174,54 @@ impl Sink for MemorySink {
     }
 }
 
+/// The environment variable choosing the [`TraceMode`]: `lossless` (the default) or
+/// `lossy`.
+pub const TRACE_MODE_ENV: &str = "HRX_TRACE_MODE";
+
+/// What a recording thread does when its buffer is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TraceMode {
+    /// Never drop a record: hand the buffer to the writer on the recording thread, and record
+    /// the time that took ([`RecorderWait`]).
+    #[default]
+    Lossless,
+    /// Wait a bounded time ([`RecorderOptions::full_buffer_wait`]) for the writer, then drop
+    /// the record; the losses are recorded by kind ([`RecordsLost`]) and every reader
+    /// reports them.
+    Lossy,
+}
+
+impl TraceMode {
+    /// The mode [`TRACE_MODE_ENV`] asks for; `None` when it is unset or empty.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::BadMode`] for any other value than `lossless` or `lossy`.
+    pub fn from_env() -> Result<Option<TraceMode>, WriteError> {
+        match std::env::var(TRACE_MODE_ENV) {
+            Ok(text) if text.is_empty() => Ok(None),
+            Ok(text) => text.parse().map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(text)) => {
+                Err(WriteError::BadMode(text.to_string_lossy().into_owned()))
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for TraceMode {
+    type Err = WriteError;
+
+    fn from_str(text: &str) -> Result<TraceMode, WriteError> {
+        match text {
+            "lossless" => Ok(TraceMode::Lossless),
+            "lossy" => Ok(TraceMode::Lossy),
+            other => Err(WriteError::BadMode(other.to_owned())),
+        }
+    }
+}
+
 /// Recorder settings.
 #[derive(Clone, Debug)]
 pub struct RecorderOptions {
@@ -179,9 +243,11 @@ pub struct RecorderOptions {
     /// Largest payload [`Recorder::payload`] stores inline; larger ones become blobs.
     /// Default 4 KiB.
     pub inline_payload_bytes: usize,
-    /// How long a recording thread waits for room in a full ring before dropping the
-    /// record. Default 10 ms.
+    /// In [`TraceMode::Lossy`], how long a recording thread waits for room in a full ring
+    /// before dropping the record. Default 10 ms.
     pub full_buffer_wait: Duration,
+    /// Whether a full thread buffer may drop records. Default [`TraceMode::Lossless`].
+    pub mode: TraceMode,
 }
 
 impl Default for RecorderOptions {
@@ -195,6 +261,7 @@ impl Default for RecorderOptions {
             compression_level: Some(1),
             inline_payload_bytes: 4 << 10,
             full_buffer_wait: Duration::from_millis(10),
+            mode: TraceMode::Lossless,
         }
     }
 }
@@ -223,6 +290,9 @@ pub enum WriteError {
     /// The writer thread panicked (a bug); the trace is incomplete.
     #[error("the trace writer thread panicked")]
     WriterPanicked,
+    /// [`TRACE_MODE_ENV`] names no mode.
+    #[error("{TRACE_MODE_ENV}={0:?}: expected lossless or lossy")]
+    BadMode(String),
 }
 
 /// What a closed recorder wrote.
@@ -250,9 +320,12 @@ pub(crate) struct Shared {
     base: Instant,
     core: Mutex<Core>,
     control: Sender<Control>,
-    /// Drops detected outside a ring (no thread-local state, oversized records).
-    dropped: AtomicU64,
+    /// Drops detected outside a ring (no thread-local state, oversized records), by kind.
+    dropped: [AtomicU64; KINDS],
     next_runtime: AtomicU32,
+    /// Index of the next thread to record (see [`RecorderWait::thread`]).
+    next_thread: AtomicU32,
+    mode: TraceMode,
     flush_interval: Duration,
     full_buffer_wait: Duration,
     thread_buffer_bytes: usize,
@@ -278,8 +351,10 @@ struct Core {
     offset: u64,
     index: Vec<IndexEntry>,
     records: u64,
-    /// Records dropped by the core (write errors, oversized records).
-    dropped: u64,
+    /// Records dropped by the core (write errors, oversized records), by kind.
+    dropped: [u64; KINDS],
+    /// The loss total of the last [`RecordsLost`] written.
+    lost_written: u64,
     blobs: HashSet<u64>,
     error: Option<Arc<io::Error>>,
     closed: bool,
@@ -306,7 +381,9 @@ impl Core {
                 }
             }
             if orphaned {
-                self.dropped += self.consumers[i].dropped();
+                let mut dropped = self.dropped;
+                self.consumers[i].add_dropped(&mut dropped);
+                self.dropped = dropped;
                 self.consumers.swap_remove(i);
             } else {
                 i += 1;
@@ -361,7 +438,7 @@ impl Core {
             return Some(BlobHash(hash));
         }
         if self.closed_for_blobs || bytes.len() > MAX_RECORD_BYTES - 16 {
-            self.dropped += 1;
+            self.dropped[kind_slot("Blob")] += 1;
             return None;
         }
         let blob = Record::Blob(Blob {
@@ -468,7 +545,7 @@ impl Core {
     }
 
     fn fail(&mut self, e: io::Error, records: u32) {
-        self.dropped += u64::from(records);
+        self.dropped[KINDS - 1] += u64::from(records);
         if self.error.is_none() {
             self.error = Some(Arc::new(e));
         }
@@ -488,11 +565,55 @@ impl Core {
         }
     }
 
-    fn dropped_total(&self, shared: &Shared) -> u64 {
-        self.dropped
-            + shared.dropped.load(Ordering::Relaxed)
-            + self.consumers.iter().map(Consumer::dropped).sum::<u64>()
+    /// Records lost so far, by kind slot.
+    fn lost(&self, shared: &Shared) -> [u64; KINDS] {
+        let mut lost = self.dropped;
+        for (sum, count) in lost.iter_mut().zip(&shared.dropped) {
+            *sum += count.load(Ordering::Relaxed);
+        }
+        for consumer in &self.consumers {
+            consumer.add_dropped(&mut lost);
+        }
+        lost
     }
+
+    fn dropped_total(&self, shared: &Shared) -> u64 {
+        self.lost(shared).iter().sum()
+    }
+
+    /// Appends a [`RecordsLost`] when the losses grew since the last one.
+    fn note_losses(&mut self, shared: &Shared) {
+        let lost = self.lost(shared);
+        let total: u64 = lost.iter().sum();
+        if total == self.lost_written {
+            return;
+        }
+        let names = Record::KIND_NAMES.iter().copied().chain(["unknown"]);
+        let record = Record::RecordsLost(RecordsLost {
+            time_ns: shared.now_ns(),
+            lossy: shared.mode == TraceMode::Lossy,
+            total,
+            by_kind: names
+                .zip(lost)
+                .filter(|&(_, records)| records > 0)
+                .map(|(kind, records)| LostKind {
+                    kind: kind.to_owned(),
+                    records,
+                })
+                .collect(),
+        });
+        if self.append_record(&record).is_ok() {
+            self.lost_written = total;
+        }
+    }
+}
+
+/// The loss-count slot of the record kind named `name`.
+fn kind_slot(name: &str) -> usize {
+    Record::KIND_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or(KINDS - 1)
 }
 
 impl Shared {
@@ -529,8 +650,26 @@ impl Shared {
         core.drain_ring_of(producer);
         match core.append_record(record) {
             Ok(()) => Outcome::Recorded,
-            Err(_) => Outcome::Dropped,
+            Err(_) => Outcome::Dropped(record.kind_index()),
         }
+    }
+
+    /// Records `record` under the core lock, for a thread that cannot use its ring (its
+    /// thread-local state is gone or busy) in lossless mode.
+    fn record_locked(&self, record: &Record) -> Outcome {
+        let mut core = self.core();
+        if core.closed {
+            return Outcome::Closed;
+        }
+        match core.append_record(record) {
+            Ok(()) => Outcome::Recorded,
+            Err(_) => Outcome::Dropped(record.kind_index()),
+        }
+    }
+
+    /// Counts one lost record of kind `kind` (an index into [`Record::KIND_NAMES`]).
+    fn count_dropped(&self, kind: usize) {
+        self.dropped[kind.min(KINDS - 1)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// One pass of the writer: drain all rings; on `tick`, also write what is pending.
@@ -538,6 +677,7 @@ impl Shared {
         let mut core = self.core();
         core.drain_rings();
         if tick {
+            core.note_losses(self);
             core.write_pending();
             let _ = core.flush_sink();
         }
@@ -552,6 +692,7 @@ impl Shared {
         }
         core.drain_rings();
         core.closed_for_blobs = true;
+        core.note_losses(self);
         let dropped = core.dropped_total(self);
         let end = Record::SessionEnd(SessionEnd {
             time_ns: self.now_ns(),
@@ -727,7 +868,8 @@ impl Recorder {
             offset: header.len() as u64,
             index: Vec::new(),
             records: 0,
-            dropped: 0,
+            dropped: [0; KINDS],
+            lost_written: 0,
             blobs: HashSet::new(),
             error: None,
             closed: false,
@@ -748,8 +890,10 @@ impl Recorder {
             base,
             core: Mutex::new(core),
             control,
-            dropped: AtomicU64::new(0),
+            dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             next_runtime: AtomicU32::new(0),
+            next_thread: AtomicU32::new(0),
+            mode: options.mode,
             flush_interval: options.flush_interval.max(Duration::from_millis(1)),
             full_buffer_wait: options.full_buffer_wait,
             thread_buffer_bytes: options.thread_buffer_bytes.clamp(4 << 10, 64 << 20),
@@ -920,7 +1064,7 @@ impl Deferred<'_> {
     /// Appends `record`; a record that does not encode is counted as dropped.
     pub fn record(&mut self, record: &Record) {
         if self.core.append_record(record).is_err() {
-            self.core.dropped += 1;
+            self.core.dropped[record.kind_index()] += 1;
         }
     }
 }
@@ -938,8 +1082,10 @@ enum Outcome {
     Recorded,
     /// Dropped and already counted in the thread's ring.
     DroppedCounted,
-    /// Dropped; not yet counted.
-    Dropped,
+    /// Dropped; not yet counted. The record's kind index.
+    Dropped(usize),
+    /// The thread's state is unusable (being destroyed, or borrowed by a reentrant call).
+    NoLocal,
     Closed,
 }
 
@@ -953,6 +1099,8 @@ struct Entry {
     recorder: u64,
     shared: Arc<Shared>,
     producer: Producer,
+    /// This thread's index in the session (see [`RecorderWait::thread`]).
+    thread: u32,
     /// After a full-ring timeout, drop instead of waiting until this instant.
     no_wait_until: Option<Instant>,
 }
@@ -972,13 +1120,27 @@ pub(crate) fn record_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>, rec
     let outcome = LOCAL
         .try_with(|local| match local.try_borrow_mut() {
             Ok(mut local) => local.record(id, lookup, record),
-            Err(_) => Outcome::Dropped,
+            Err(_) => Outcome::NoLocal,
         })
-        .unwrap_or(Outcome::Dropped);
-    if let Outcome::Dropped = outcome
-        && let Some(shared) = lookup()
-    {
-        shared.dropped.fetch_add(1, Ordering::Relaxed);
+        .unwrap_or(Outcome::NoLocal);
+    match outcome {
+        Outcome::Dropped(kind) => {
+            if let Some(shared) = lookup() {
+                shared.count_dropped(kind);
+            }
+        }
+        Outcome::NoLocal => {
+            if let Some(shared) = lookup() {
+                let outcome = match shared.mode {
+                    TraceMode::Lossless => shared.record_locked(record),
+                    TraceMode::Lossy => Outcome::Dropped(record.kind_index()),
+                };
+                if let Outcome::Dropped(kind) = outcome {
+                    shared.count_dropped(kind);
+                }
+            }
+        }
+        Outcome::Recorded | Outcome::DroppedCounted | Outcome::Closed => {}
     }
 }
 
@@ -1031,7 +1193,31 @@ impl Local {
                 Outcome::Recorded
             }
             Push::Closed => Outcome::Closed,
-            Push::Full => entry.push_when_full(&self.scratch[range]),
+            Push::Full => match entry.shared.mode {
+                TraceMode::Lossy => entry.push_when_full(&self.scratch[range], record),
+                TraceMode::Lossless => {
+                    let (outcome, wait) = entry.hand_over(&self.scratch[range], record);
+                    if let Some(wait) = wait {
+                        self.record_wait(index, &wait);
+                    }
+                    outcome
+                }
+            },
+        }
+    }
+
+    /// Records a [`RecorderWait`] into entry `index`'s ring (just drained: it has room).
+    #[cold]
+    fn record_wait(&mut self, index: usize, wait: &Record) {
+        let entry = &mut self.entries[index];
+        let pushed = match staging::encode_entry(wait, &mut self.scratch) {
+            Ok(range) => entry.producer.push(&self.scratch[range]),
+            Err(_) => Push::Full,
+        };
+        if pushed == Push::Full
+            && let Outcome::Dropped(kind) = entry.shared.record_large(&entry.producer, wait)
+        {
+            entry.shared.count_dropped(kind);
         }
     }
 
@@ -1076,10 +1262,12 @@ impl Local {
         self.entries.retain(|e| !e.producer.is_closed());
         let shared = lookup()?;
         let producer = shared.register()?;
+        let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
         self.entries.push(Entry {
             recorder: id,
             shared,
             producer,
+            thread,
             no_wait_until: None,
         });
         Some(self.entries.len() - 1)
@@ -1087,9 +1275,45 @@ impl Local {
 }
 
 impl Entry {
-    /// The ring is full: wake the writer and wait a bounded time for room.
+    /// The ring is full, lossless mode: drain it into the writer's block on this thread (under
+    /// the core lock), then push `frame`. Returns the outcome and the [`RecorderWait`] to
+    /// record.
     #[cold]
-    fn push_when_full(&mut self, frame: &[u8]) -> Outcome {
+    fn hand_over(&mut self, frame: &[u8], record: &Record) -> (Outcome, Option<Record>) {
+        let start_ns = self.shared.now_ns();
+        {
+            let mut core = self.shared.core();
+            if core.closed {
+                return (Outcome::Closed, None);
+            }
+            core.drain_ring_of(&self.producer);
+            if core.pending.len() >= core.block_bytes {
+                core.write_pending();
+            }
+        }
+        let outcome = match self.producer.push(frame) {
+            Push::Done | Push::DoneWake => Outcome::Recorded,
+            Push::Closed => return (Outcome::Closed, None),
+            // Cannot happen (the ring is empty and a frame is at most a quarter of it), but
+            // never drop: write it directly.
+            Push::Full => self.shared.record_large(&self.producer, record),
+        };
+        let (runtime, submission, region) = region_of(record);
+        let wait = Record::RecorderWait(RecorderWait {
+            thread: self.thread,
+            thread_name: std::thread::current().name().unwrap_or("").to_owned(),
+            start_ns,
+            end_ns: self.shared.now_ns(),
+            runtime,
+            submission,
+            region,
+        });
+        (outcome, Some(wait))
+    }
+
+    /// The ring is full, lossy mode: wake the writer and wait a bounded time for room.
+    #[cold]
+    fn push_when_full(&mut self, frame: &[u8], record: &Record) -> Outcome {
         self.shared.wake();
         let now = Instant::now();
         let may_wait = self.no_wait_until.is_none_or(|until| now >= until);
@@ -1117,8 +1341,32 @@ impl Entry {
         if may_wait {
             self.no_wait_until = Some(Instant::now() + self.shared.flush_interval);
         }
-        self.producer.count_dropped();
+        self.producer.count_dropped(record.kind_index());
         Outcome::DroppedCounted
+    }
+}
+
+/// The runtime, submission and region a record is about, where it names them.
+fn region_of(
+    record: &Record,
+) -> (
+    Option<RuntimeId>,
+    Option<SubmissionIndex>,
+    Option<RegionIndex>,
+) {
+    match record {
+        Record::RegionTiming(t) => (Some(t.runtime), Some(t.submission), Some(t.region)),
+        Record::OpTiming(t) => (
+            Some(t.timing.runtime),
+            Some(t.timing.submission),
+            Some(t.timing.region),
+        ),
+        Record::RegionDone(r) => (Some(r.runtime), Some(r.submission), Some(r.region)),
+        Record::CrossWait(r) => (Some(r.runtime), Some(r.submission), Some(r.region)),
+        Record::SubmissionDone(r) => (Some(r.runtime), Some(r.submission), None),
+        Record::OutputDigest(r) => (Some(r.runtime), Some(r.submission), None),
+        Record::Submit(r) => (Some(r.runtime), Some(r.submission), None),
+        other => (other.runtime(), None, None),
     }
 }
 
@@ -1229,7 +1477,7 @@ mod tests {
         };
         assert_eq!(start.pid, std::process::id());
         assert_eq!(start.backend, "sim");
-        assert_eq!(start.format_version, (1, 0));
+        assert_eq!(start.format_version, (1, 1));
         assert!(!start.args.is_empty());
         #[cfg(unix)]
         assert!(start.monotonic_base_ns > 0);
@@ -1273,6 +1521,7 @@ mod tests {
         let options = RecorderOptions {
             thread_buffer_bytes: 4096,
             full_buffer_wait: Duration::ZERO,
+            mode: TraceMode::Lossy,
             ..RecorderOptions::default()
         };
         let (rec, sink) = memory_recorder(options);
@@ -1304,6 +1553,141 @@ mod tests {
             received + end.dropped_records,
             u64::from(threads) * per_thread
         );
+        // The losses are in the trace by kind, and the reader reports them.
+        let lost = trace.recovery.lost;
+        assert_eq!(lost.total, end.dropped_records);
+        assert!(lost.lossy);
+        if lost.total > 0 {
+            assert_eq!(lost.by_kind(), vec![("RegionTiming", lost.total)]);
+            let Some(Record::RecordsLost(counted)) = trace.records.iter().rev().nth(1) else {
+                panic!("no RecordsLost before the session end")
+            };
+            assert_eq!(counted.total, lost.total);
+        }
+    }
+
+    #[test]
+    fn lossless_tiny_rings_keep_every_record_in_order() {
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            full_buffer_wait: Duration::ZERO,
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let threads = 4u32;
+        let per_thread = 50_000u64;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let rec = rec.clone();
+                s.spawn(move || (0..per_thread).for_each(|i| rec.record(&timing(t, i))));
+            }
+        });
+        let summary = rec.close().unwrap();
+        assert_eq!(summary.dropped_records, 0);
+        let trace = read(&sink);
+        let mut next = vec![0u64; threads as usize];
+        for r in &trace.records {
+            match r {
+                Record::RegionTiming(t) => {
+                    let slot = &mut next[t.runtime.0 as usize];
+                    assert_eq!(*slot, t.submission.0, "thread {} out of order", t.runtime);
+                    *slot += 1;
+                }
+                Record::RecorderWait(w) => {
+                    assert!(w.thread < threads && w.start_ns <= w.end_ns, "{w:?}");
+                    assert_eq!(w.region, Some(RegionIndex(0)));
+                }
+                Record::RecordsLost(_) => panic!("a lossless session lost records"),
+                _ => {}
+            }
+        }
+        assert_eq!(next, vec![per_thread; threads as usize]);
+        assert!(trace.recovery.lost.is_none());
+        assert_eq!(trace.recovery.lost.to_string(), "no records lost");
+    }
+
+    /// A sink whose second write blocks until released: the writer thread is stuck.
+    struct StuckSink {
+        writes: u32,
+        blocked: crossbeam_channel::Sender<()>,
+        release: crossbeam_channel::Receiver<()>,
+    }
+
+    impl Sink for StuckSink {
+        fn write_all(&mut self, _: &[u8]) -> io::Result<()> {
+            self.writes += 1;
+            if self.writes == 2 {
+                let _ = self.blocked.send(());
+                let _ = self.release.recv();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lossy_mode_drops_behind_a_stuck_writer_and_records_the_losses_by_kind() {
+        let (blocked, on_blocked) = crossbeam_channel::bounded(1);
+        let (release, on_release) = crossbeam_channel::bounded(1);
+        let sink = StuckSink {
+            writes: 0,
+            blocked,
+            release: on_release,
+        };
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            flush_interval: Duration::from_millis(1),
+            full_buffer_wait: Duration::ZERO,
+            mode: TraceMode::Lossy,
+            ..RecorderOptions::default()
+        };
+        let rec = Recorder::with_sink(sink, options).unwrap();
+        rec.record(&timing(0, 0));
+        on_blocked.recv().unwrap();
+        for i in 1..1000 {
+            rec.record(&timing(0, i));
+        }
+        release.send(()).unwrap();
+        // The ring holds about a hundred timings: the rest were dropped, and counted.
+        let dropped = rec.dropped_records();
+        assert!(dropped > 500, "{dropped}");
+        let summary = rec.close().unwrap();
+        assert_eq!(summary.dropped_records, dropped);
+        assert_eq!(summary.records + dropped, 1000 + 2 + 1); // and one RecordsLost
+    }
+
+    #[test]
+    fn a_full_buffer_waits_for_a_stuck_writer_and_records_the_wait() {
+        let (blocked, on_blocked) = crossbeam_channel::bounded(1);
+        let (release, on_release) = crossbeam_channel::bounded(1);
+        let sink = StuckSink {
+            writes: 0,
+            blocked,
+            release: on_release,
+        };
+        let options = RecorderOptions {
+            thread_buffer_bytes: 4096,
+            flush_interval: Duration::from_millis(1),
+            ..RecorderOptions::default()
+        };
+        let rec = Recorder::with_sink(sink, options).unwrap();
+        rec.record(&timing(0, 0));
+        // The writer took the first record and is stuck writing it, holding the core.
+        on_blocked.recv().unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            release.send(()).unwrap();
+        });
+        let per_thread = 1000u64; // about ten rings' worth
+        for i in 1..per_thread {
+            rec.record(&timing(0, i));
+        }
+        releaser.join().unwrap();
+        assert_eq!(rec.dropped_records(), 0);
+        let summary = rec.close().unwrap();
+        assert_eq!(summary.dropped_records, 0);
+        // The records themselves went to a sink that kept nothing: check the counts.
+        let waits = summary.records - per_thread - 2; // session start and end
+        assert!(waits >= 1, "{summary:?}");
     }
 
     #[test]

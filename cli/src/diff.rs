@@ -44,7 +44,8 @@
 //!
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
-//!  "verdict": "same"|"different"|"regression", "complete": {"base", "new"}, "exit_code",
+//!  "verdict": "same"|"different"|"regression", "complete": {"base", "new"},
+//!  "records_lost": {"base", "new"}, "exit_code",
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
@@ -221,13 +222,19 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
-/// Whether the trace behind `model` was read whole (closed cleanly, nothing skipped).
+/// Whether the trace behind `model` was read whole (closed cleanly, nothing skipped) and
+/// lost no records while recording.
 fn complete(model: &Model) -> bool {
     model
         .info()
         .recovery
         .as_ref()
-        .is_none_or(|r| r.is_complete())
+        .is_none_or(|r| r.is_complete() && r.lost.is_none())
+}
+
+/// Records the trace behind `model` lost while recording.
+fn lost(model: &Model) -> u64 {
+    model.info().recovery.as_ref().map_or(0, |r| r.lost.total)
 }
 
 /// Whether `new` is slower than `base` past `ratio` and beyond the spread.
@@ -470,6 +477,7 @@ fn compare(
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
         // was recovered (standard error warns), which can leave most of it unmatched.
         "complete": {"base": complete(base), "new": complete(new)},
+        "records_lost": {"base": lost(base), "new": lost(new)},
         "exit_code": u8::from(regression),
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
@@ -494,6 +502,15 @@ fn compare(
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
+    for side in ["base", "new"] {
+        let lost = u(&r["records_lost"][side]);
+        if lost > 0 {
+            writeln!(
+                out,
+                "{side} trace lost {lost} records while recording: what it lacks reads as changed"
+            )?;
+        }
+    }
     writeln!(
         out,
         "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",

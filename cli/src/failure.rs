@@ -206,6 +206,12 @@ pub fn warn_partial(
     if let Some(recovery) = recovery.filter(|r| !r.is_complete()) {
         eprintln!("warning: {}: {}; {covers}", path.display(), recovery.end());
     }
+    if let Some(lost) = recovery.map(|r| &r.lost).filter(|l| !l.is_none()) {
+        eprintln!(
+            "warning: {}: {lost} while recording; {covers}",
+            path.display()
+        );
+    }
 }
 
 /// Refuses an input that `verb` cannot read twice: a pipe or a device (a FIFO would block

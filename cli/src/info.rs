@@ -112,14 +112,36 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
             r.skipped_records
         )?;
     }
-    if let Some(end) = &stats.end
-        && end.dropped_records > 0
-    {
+    let lost = &stats.recovery.lost;
+    if !lost.is_none() {
+        let cause = if lost.lossy {
+            "lossy mode: full thread buffers dropped them"
+        } else {
+            "write errors or records too large to store"
+        };
+        writeln!(out, "{:<12} {lost}: {cause}", "lost")?;
+    }
+    let waits = &stats.recovery.waits;
+    if waits.count > 0 {
         writeln!(
             out,
-            "{:<12} {} records dropped by the recorder (full buffers or write errors)",
-            "lost", end.dropped_records
+            "{:<12} {} waits on the recorder, {} in all, longest {} ({} threads; {} while recording a region)",
+            "waited",
+            waits.count,
+            duration(waits.total_ns),
+            duration(waits.max_ns),
+            waits.threads,
+            waits.in_regions
         )?;
+        for (thread, (name, count, total_ns)) in &stats.thread_waits {
+            let name = if name.is_empty() { "unnamed" } else { name };
+            writeln!(
+                out,
+                "{:<12} thread {thread} ({name}): {count} waits, {}",
+                "",
+                duration(*total_ns)
+            )?;
+        }
     }
     for warning in &stats.warnings {
         writeln!(

@@ -189,10 +189,25 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
     let s = &stats.submissions;
     let f = &stats.failures;
     let recovery = summary.recovery.as_ref();
+    let lost = recovery.map(|r| r.lost).unwrap_or_default();
+    let waits = recovery.map(|r| r.waits).unwrap_or_default();
     json!({
         "file": path.display().to_string(),
-        "complete": recovery.is_none_or(|r| r.is_complete()),
+        "complete": recovery.is_none_or(|r| r.is_complete()) && lost.is_none(),
         "end": recovery.map(|r| r.end()),
+        "lost": {
+            "records": lost.total,
+            "lossy_mode": lost.lossy,
+            "by_kind": lost
+                .by_kind()
+                .into_iter()
+                .map(|(kind, n)| (kind.to_owned(), json!(n)))
+                .collect::<serde_json::Map<_, _>>(),
+        },
+        "recorder_waits": {
+            "count": waits.count, "total_ns": waits.total_ns, "max_ns": waits.max_ns,
+            "threads": waits.threads, "in_regions": waits.in_regions,
+        },
         "span_ns": stats.span_ns,
         "quantiles": {
             "method": "nearest rank; exact up to exact_up_to spans of a kernel, else a \
@@ -232,6 +247,33 @@ fn u(v: &Value) -> u64 {
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     writeln!(out, "{:<12} {}", "file", r["file"].as_str().unwrap_or(""))?;
     writeln!(out, "{:<12} {}", "span", duration(u(&r["span_ns"])))?;
+    let lost = &r["lost"];
+    if u(&lost["records"]) > 0 {
+        let kinds: Vec<String> = lost["by_kind"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(kind, n)| format!("{kind} {}", u(n)))
+            .collect();
+        writeln!(
+            out,
+            "{:<12} {} records lost while recording ({}): these figures miss them",
+            "lost",
+            u(&lost["records"]),
+            kinds.join(", ")
+        )?;
+    }
+    let waits = &r["recorder_waits"];
+    if u(&waits["count"]) > 0 {
+        writeln!(
+            out,
+            "{:<12} {} waits on the recorder, {} in all, longest {}",
+            "waited",
+            u(&waits["count"]),
+            duration(u(&waits["total_ns"])),
+            duration(u(&waits["max_ns"]))
+        )?;
+    }
     writeln!(
         out,
         "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",

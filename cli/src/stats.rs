@@ -88,6 +88,8 @@ pub struct TraceStats {
     pub counters: BTreeMap<RuntimeId, Counters>,
     /// Earliest and latest host time seen, in ns since the session start.
     pub span_ns: Option<(u64, u64)>,
+    /// Waits on the recorder per recording thread: name, waits, total ns.
+    pub thread_waits: BTreeMap<u32, (String, u64, u64)>,
     /// What was read back.
     pub recovery: Recovery,
     /// Damage and skipped parts.
@@ -141,6 +143,7 @@ impl TraceStats {
             faults: 0,
             counters: BTreeMap::new(),
             span_ns: None,
+            thread_waits: BTreeMap::new(),
             recovery: Recovery::default(),
             warnings: Vec::new(),
         }
@@ -187,6 +190,14 @@ impl TraceStats {
             Record::FaultInjected(_) => self.faults += 1,
             Record::Counters(counters) => {
                 self.counters.insert(counters.runtime, counters);
+            }
+            Record::RecorderWait(wait) => {
+                let (_, count, total_ns) = self
+                    .thread_waits
+                    .entry(wait.thread)
+                    .or_insert_with(|| (wait.thread_name.clone(), 0, 0));
+                *count += 1;
+                *total_ns += wait.end_ns.saturating_sub(wait.start_ns);
             }
             _ => {}
         }

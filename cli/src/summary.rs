@@ -83,6 +83,21 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
         (None, _) => "unknown (no timed records)".to_string(),
     };
     line("duration", span)?;
+    let lost = &stats.recovery.lost;
+    if !lost.is_none() {
+        line("lost", lost.to_string())?;
+    }
+    let waits = &stats.recovery.waits;
+    if waits.count > 0 {
+        line(
+            "waited",
+            format!(
+                "{} on the recorder ({})",
+                duration(waits.total_ns),
+                plural(waits.count, "wait")
+            ),
+        )?;
+    }
     line(
         "file",
         format!("{} ({})", path.display(), stats.close_state()),

@@ -22,6 +22,8 @@ mod kernel_stats;
 mod killed;
 #[path = "cli/live.rs"]
 mod live;
+#[path = "cli/lost.rs"]
+mod lost;
 #[path = "cli/program.rs"]
 mod program;
 #[path = "cli/replay.rs"]

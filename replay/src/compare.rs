@@ -591,6 +591,13 @@ pub(crate) fn report(
             source,
             format_version: plan.format_version.clone(),
             complete: plan.complete,
+            records_lost: plan.lost.total,
+            records_lost_by_kind: plan
+                .lost
+                .by_kind()
+                .into_iter()
+                .map(|(kind, n)| (kind.to_owned(), n))
+                .collect(),
             runtimes,
         },
         replay: ReplayInfo {

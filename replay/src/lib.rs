@@ -111,7 +111,14 @@ fn run(
     options: &ReplayOptions,
     source: Option<String>,
 ) -> Result<Report, ReplayError> {
-    let plan = plan::plan(trace, options.until)?;
+    let lost = trace.recovery.lost;
+    let plan = plan::plan(trace, options.until).map_err(|error| match error {
+        // Say first why the trace is inconsistent, when it lost records.
+        ReplayError::Unreplayable { why } if !lost.is_none() => {
+            ReplayError::unreplayable(format!("cannot be exact: {lost} while recording; {why}"))
+        }
+        other => other,
+    })?;
     if plan.runtimes.is_empty() {
         return Err(ReplayError::unreplayable(
             "the trace records no runtime (no RuntimeStart): nothing to replay",

@@ -273,6 +273,8 @@ pub(crate) struct Plan<'t> {
     pub notes: Vec<String>,
     pub format_version: String,
     pub complete: bool,
+    /// Records the capture lost while recording.
+    pub lost: hrx_capture::Lost,
 }
 
 fn bad(why: impl Into<String>) -> ReplayError {
@@ -346,7 +348,15 @@ struct Gather<'t> {
 pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
     let blobs = trace.blobs();
     let mut notes = Vec::new();
-    let complete = trace.recovery.is_complete();
+    // First of all: a trace that lost records cannot be replayed exactly.
+    let lost = trace.recovery.lost;
+    if !lost.is_none() {
+        notes.push(format!(
+            "cannot be exact: {lost} while recording: missing submissions, host writes or \
+             digests show up as divergences"
+        ));
+    }
+    let complete = trace.recovery.is_complete() && lost.is_none();
     if !complete {
         let r = &trace.recovery;
         notes.push(format!(
@@ -355,7 +365,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             r.clean_close, r.skipped_blocks, r.skipped_records, r.bytes_discarded
         ));
     }
-    let mut dropped = 0;
     let mut format_version = format!(
         "{}.{}",
         trace.header.version.major.0, trace.header.version.minor.0
@@ -367,10 +376,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
                 format_version = format!("{}.{}", start.format_version.0, start.format_version.1);
                 continue;
             }
-            Record::SessionEnd(end) => {
-                dropped += end.dropped_records;
-                continue;
-            }
+            Record::SessionEnd(_) => continue,
             _ => {}
         }
         let Some(runtime) = record.runtime() else {
@@ -401,11 +407,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             _ => {}
         }
     }
-    if dropped > 0 {
-        notes.push(format!(
-            "the recorder dropped {dropped} records while capturing: missing host writes or digests show up as divergences"
-        ));
-    }
     let mut runtimes = Vec::new();
     for (id, g) in gathered {
         runtimes.push(runtime_plan(id, g, &blobs, until, &mut notes)?);
@@ -423,6 +424,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
         notes,
         format_version,
         complete,
+        lost,
     })
 }
 

@@ -2,6 +2,7 @@
 //! (through serde) as JSON.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 /// How a submission ended, without its message (what replay compares).
@@ -53,8 +54,13 @@ pub struct TraceInfo {
     pub source: Option<String>,
     /// The trace format version, `major.minor`.
     pub format_version: String,
-    /// Whether the whole trace was read (closed cleanly, nothing skipped).
+    /// Whether the whole trace was read (closed cleanly, nothing skipped, no records lost
+    /// while recording).
     pub complete: bool,
+    /// Records lost while recording ([`hrx_capture::Lost`]); a replay cannot be exact then.
+    pub records_lost: u64,
+    /// Records lost by kind.
+    pub records_lost_by_kind: BTreeMap<String, u64>,
     /// Each captured runtime.
     pub runtimes: Vec<RuntimeInfo>,
 }
@@ -627,6 +633,20 @@ impl Report {
     /// timing table, substitutions and notes.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        if self.trace.records_lost > 0 {
+            let kinds: Vec<String> = self
+                .trace
+                .records_lost_by_kind
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "cannot be exact: {} records lost while recording ({})",
+                self.trace.records_lost,
+                kinds.join(", ")
+            );
+        }
         let several = self.trace.runtimes.len() > 1;
         let _ = writeln!(
             out,

@@ -551,6 +551,44 @@ impl Instant {
                 args.push(("cause", Arg::Str(q.cause.clone())));
                 (q.runtime, "quarantine", q.time_ns, args)
             }
+            // Session-level: shown on the first runtime's events track, at the count's time.
+            Record::RecordsLost(lost) => {
+                let kinds = lost
+                    .by_kind
+                    .iter()
+                    .map(|k| format!("{} {}", k.kind, k.records))
+                    .collect();
+                let args = vec![
+                    ("records", Arg::Uint(lost.total)),
+                    ("by_kind", Arg::List(kinds)),
+                    ("lossy_mode", Arg::Str(lost.lossy.to_string())),
+                ];
+                (RuntimeId(0), "records lost", lost.time_ns, args)
+            }
+            Record::RecorderWait(w) => {
+                let mut args = vec![
+                    ("thread", Arg::Uint(w.thread.into())),
+                    ("thread_name", Arg::Str(w.thread_name.clone())),
+                    ("wait_ns", Arg::Uint(w.end_ns.saturating_sub(w.start_ns))),
+                ];
+                args.extend(sub(w.submission));
+                args.extend(region(w.region));
+                (
+                    w.runtime.unwrap_or_default(),
+                    "recorder wait",
+                    w.start_ns,
+                    args,
+                )
+            }
+            Record::CaptureFence(f) => {
+                let args = vec![
+                    ("submission", Arg::Uint(f.submission.0)),
+                    ("region", Arg::Uint(f.region.0.into())),
+                    ("buffer", Arg::Uint(f.buffer.0)),
+                    ("wait_ns", Arg::Uint(f.end_ns.saturating_sub(f.start_ns))),
+                ];
+                (f.runtime, "capture fence", f.start_ns, args)
+            }
             Record::Poison(p) => {
                 let args = vec![
                     ("buffer", Arg::Uint(p.buffer.0)),

@@ -550,6 +550,22 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
         _ => format!("{} records, complete", info.records),
     };
     lines.push(field("recording", recovery));
+    if let Some(r) = info.recovery.as_ref() {
+        if !r.lost.is_none() {
+            lines.push(field("lost", r.lost.to_string()));
+        }
+        if r.waits.count > 0 {
+            lines.push(field(
+                "recorder",
+                format!(
+                    "threads waited {} times on the recorder, {} in all (longest {})",
+                    r.waits.count,
+                    units::duration(r.waits.total_ns),
+                    units::duration(r.waits.max_ns)
+                ),
+            ));
+        }
+    }
     for w in info.warnings.iter().take(3) {
         lines.push(field("warning", w.clone()));
     }

@@ -1,0 +1,130 @@
+//! Every verb says how many records of which kinds a trace lost while recording.
+//!
+//! A lossy-mode recording loses records only when its writer falls behind, which depends on
+//! the machine's load; so the trace here is a real recording rewritten the way a lossy
+//! recorder leaves it: two `RegionTiming` records missing and a `RecordsLost` saying so. The
+//! recorder's own counting in lossy mode is tested in `hrx-capture` (a stuck writer).
+
+use crate::util::{code, record_hazards, run, stderr, stdout};
+use hrx_capture::schema::{LostKind, RecordsLost};
+use hrx_capture::{Record, Recorder, RecorderOptions, TraceMode, read_all};
+use std::path::Path;
+
+/// Writes `dir/lossy.hrxt`: `dir/base.hrxt` without its last two region timings.
+fn lossy_copy(dir: &Path) {
+    let trace = read_all(dir.join("base.hrxt")).unwrap();
+    let timings = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::RegionTiming(_)))
+        .count();
+    assert!(timings > 2);
+    let options = RecorderOptions {
+        mode: TraceMode::Lossy,
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(dir.join("lossy.hrxt"), options).unwrap();
+    let mut seen = 0;
+    for record in &trace.records {
+        match record {
+            Record::SessionStart(_) | Record::SessionEnd(_) => continue,
+            Record::RegionTiming(_) => {
+                seen += 1;
+                if seen > timings - 2 {
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        recorder.record(record);
+    }
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: recorder.now_ns(),
+        lossy: true,
+        total: 2,
+        by_kind: vec![LostKind {
+            kind: "RegionTiming".into(),
+            records: 2,
+        }],
+    }));
+    recorder.close().unwrap();
+}
+
+#[test]
+fn every_verb_reports_lost_records() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    lossy_copy(dir.path());
+    let said = "2 records lost (RegionTiming 2)";
+
+    let info = run(dir.path(), &["info", "lossy.hrxt"]);
+    assert!(stdout(&info).contains(said), "{}", stdout(&info));
+
+    let stats = run(dir.path(), &["stats", "lossy.hrxt"]);
+    assert!(
+        stdout(&stats).contains("2 records lost while recording (RegionTiming 2)"),
+        "{}",
+        stdout(&stats)
+    );
+    assert!(stderr(&stats).contains(said), "{}", stderr(&stats));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["stats", "--json", "lossy.hrxt"],
+    )))
+    .unwrap();
+    assert_eq!(json["complete"], false);
+    assert_eq!(json["lost"]["records"], 2);
+    assert_eq!(json["lost"]["by_kind"]["RegionTiming"], 2);
+
+    let export = run(
+        dir.path(),
+        &[
+            "export",
+            "lossy.hrxt",
+            "--format",
+            "chrome",
+            "-o",
+            "out.json",
+        ],
+    );
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    assert!(stderr(&export).contains(said), "{}", stderr(&export));
+    let exported = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
+    assert!(exported.contains("\"records lost\""), "no metadata event");
+
+    let diff = run(dir.path(), &["diff", "base.hrxt", "lossy.hrxt"]);
+    assert!(
+        stdout(&diff).contains("new trace lost 2 records while recording"),
+        "{}",
+        stdout(&diff)
+    );
+    let diff_json: serde_json::Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["diff", "--json", "base.hrxt", "lossy.hrxt"],
+    )))
+    .unwrap();
+    assert_eq!(diff_json["records_lost"]["new"], 2);
+    assert_eq!(diff_json["records_lost"]["base"], 0);
+
+    // Replay says it first of all.
+    let replay = run(dir.path(), &["replay", "lossy.hrxt"]);
+    let first = stdout(&replay)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        first,
+        "cannot be exact: 2 records lost while recording (RegionTiming 2)",
+        "{}{}",
+        stdout(&replay),
+        stderr(&replay)
+    );
+
+    let dump = run(dir.path(), &["dump", "lossy.hrxt"]);
+    assert!(stderr(&dump).contains(said), "{}", stderr(&dump));
+
+    // The untouched recording says nothing of losses.
+    let info = stdout(&run(dir.path(), &["info", "base.hrxt"]));
+    assert!(!info.contains("lost"), "{info}");
+}
