@@ -166,6 +166,11 @@ impl Captures {
         CaptureFence(self.0.clone())
     }
 
+    /// Whether a deferred capture reads the buffer now.
+    pub fn busy(&self) -> bool {
+        self.0.load(Ordering::Acquire) != 0
+    }
+
     /// Waits until no deferred capture reads the buffer.
     pub fn wait(&self) {
         if self.0.load(Ordering::Acquire) != 0 {

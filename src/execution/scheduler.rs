@@ -631,6 +631,11 @@ fn run(core: &Core, task: Task) {
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let traced = core.recorder.is_some();
+    if traced {
+        // A capture still reading an earlier output this region overwrites: wait here, as a
+        // span of its own, so the wait is never part of the region's time.
+        crate::trace::capture_fences(core, &task.prepared, task.submission, task.region);
+    }
     let start_ns = if traced { crate::clock::now_ns() } else { 0 };
     let (result, native) = match region.check_inputs() {
         Err(error) => (Err(error), false),

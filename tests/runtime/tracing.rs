@@ -504,3 +504,81 @@ fn host_writes(trace: &hrx_capture::Trace) -> Vec<&s::HostWrite> {
         })
         .collect()
 }
+
+/// Capture never sits inside a measured time: a region that overwrites an output still being
+/// hashed waits at the capture fence before its start time is read, and the wait is a
+/// `CaptureFence` span of its own. A small host-visible output is digested with no fence.
+#[test]
+fn capture_fence_waits_are_spans_of_their_own_outside_region_times() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    // Hashing 16 MiB takes milliseconds; the next submission's fill starts within
+    // microseconds of the previous one's end, so it finds the digest still running.
+    const LEN: usize = 16 << 20;
+    let large = rt.buffer(LEN, Placement::HostVisible).unwrap();
+    let small = rt.buffer(256, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(large.whole(), 7).unwrap();
+    let fill_large = graph.prepare().unwrap();
+    let mut graph = rt.graph();
+    graph.fill(small.whole(), 9).unwrap();
+    let fill_small = graph.prepare().unwrap();
+    for _ in 0..20 {
+        fill_large.submit().unwrap().wait().unwrap();
+    }
+    for _ in 0..20 {
+        fill_small.submit().unwrap().wait().unwrap();
+    }
+    drop((fill_large, fill_small, large, small, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let timing = |submission: s::SubmissionIndex, region: s::RegionIndex| {
+        trace
+            .records
+            .iter()
+            .find_map(|r| match r {
+                Record::RegionTiming(t) if t.submission == submission && t.region == region => {
+                    Some(*t)
+                }
+                _ => None,
+            })
+            .expect("the waiting region ran")
+    };
+    let fences: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::CaptureFence(f) => Some(*f),
+            _ => None,
+        })
+        .collect();
+    assert!(!fences.is_empty(), "no region waited at a capture fence");
+    for fence in &fences {
+        assert!(fence.start_ns <= fence.end_ns);
+        let region = timing(fence.submission, fence.region);
+        assert!(
+            region.start_ns >= fence.end_ns,
+            "the capture fence {fence:?} is inside the region's time {region:?}"
+        );
+    }
+    // The small outputs: every one digested, none behind a fence.
+    let small_digests = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::OutputDigest(d) if d.end == 256))
+        .count();
+    assert_eq!(small_digests, 20);
+    assert!(fences.iter().all(|f| f.submission.0 < 20 + 20));
+    let small_buffer = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::OutputDigest(d) if d.end == 256 => Some(d.buffer),
+            _ => None,
+        })
+        .unwrap();
+    assert!(fences.iter().all(|f| f.buffer != small_buffer));
+}
