@@ -2,5 +2,6 @@
 //! `capture/tests/corpus.rs` and `replay/tests/corpus.rs`) and the counting allocator.
 
 pub mod alloc;
+pub mod index;
 pub mod plan;
 pub mod read;

@@ -1,0 +1,94 @@
+//! The trace-index fuzz entry, shared by the `index` fuzz target and by
+//! `analysis/tests/corpus.rs`, which replays the committed `read` corpus through it in CI.
+//!
+//! An input is the `read` target's (one mode byte, then the file; see [`crate::read`]'s
+//! `file_of`, included here by path so this file stands alone in the analysis tests).
+//! The file is indexed twice by `hrx-analysis`: mapped (`scan_mapped`) and streamed from
+//! memory (`Joiner` over a `TraceReader`), each gathering the statistics `hrx-trace stats`
+//! prints. Checked: no panic; an error is one line naming a byte offset; both passes agree
+//! on what they read and on the statistics; the figures are consistent (outcomes never
+//! exceed submissions, every joined span's lane and region exist).
+
+use hrx_analysis::{Index, JoinedSpan, Joiner, StatsVisitor, Visitor, scan_mapped};
+use hrx_capture::{MappedTrace, TraceReader};
+
+/// Checks every joined span against the index before passing it on.
+struct Checked(StatsVisitor);
+
+impl Visitor for Checked {
+    fn record(&mut self, index: &Index, record: &hrx_capture::Record) {
+        self.0.record(index, record);
+    }
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        let region = index.region(span.region);
+        assert_eq!(index.lane(span.lane).queue, region.queue);
+        assert_eq!(index.lane(span.lane).runtime, span.runtime);
+        self.0.span(index, span);
+    }
+    fn outcome(
+        &mut self,
+        index: &Index,
+        runtime: hrx_capture::schema::RuntimeId,
+        submission: hrx_capture::schema::SubmissionIndex,
+        previous: Option<hrx_analysis::Outcome>,
+        outcome: hrx_analysis::Outcome,
+    ) {
+        self.0
+            .outcome(index, runtime, submission, previous, outcome);
+    }
+}
+
+/// Indexes `file` (the bytes after the mode byte, resealed or not) both ways.
+///
+/// # Panics
+///
+/// On any violated property: that is the finding.
+pub fn index(file: &[u8]) {
+    let one_line = |e: &dyn std::fmt::Display| {
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "a multi-line error: {text:?}");
+    };
+    let mapped = match MappedTrace::from_vec(file.to_vec()) {
+        Ok(m) => m,
+        Err(e) => return one_line(&e),
+    };
+    let mut visitor = Checked(StatsVisitor::new());
+    let first = match scan_mapped(&mapped, &mut visitor) {
+        Ok(summary) => {
+            let stats = visitor.0.finish(&summary);
+            let s = &stats.submissions;
+            assert!(s.ok + s.failed + s.cancelled <= s.accepted, "{s:?}");
+            assert_eq!(
+                s.unknown,
+                s.accepted.saturating_sub(s.ok + s.failed + s.cancelled)
+            );
+            Some((summary.records, summary.submissions, stats))
+        }
+        Err(e) => {
+            one_line(&e);
+            None
+        }
+    };
+    let Ok(mut reader) = TraceReader::new(file) else {
+        panic!("the mapped reader opened a file the streaming reader refuses");
+    };
+    let mut joiner = Joiner::new();
+    let mut visitor = StatsVisitor::new();
+    let mut failed = false;
+    for item in reader.by_ref() {
+        match item {
+            Ok((_, record)) => joiner.push(&record, &mut visitor),
+            Err(e) => {
+                one_line(&e);
+                failed = true;
+                break;
+            }
+        }
+    }
+    let summary = joiner.finish(Some(*reader.recovery()), reader.warnings().to_vec());
+    if let (Some((records, submissions, stats)), false) = (first, failed) {
+        assert_eq!(records, summary.records);
+        assert_eq!(submissions, summary.submissions);
+        assert_eq!(stats, visitor.finish(&summary));
+    }
+}
