@@ -35,7 +35,9 @@ if [ "${SKIP_BASE:-0}" != 1 ]; then
         cp "$root/target/release/hrx-trace" "$base_bin"
     fi
 fi
-cargo build --release -p hrx-trace -p hrx-analysis --example gen-trace >&2
+cargo build --release -p hrx-trace >&2
+# Separately: `--example` limits a build to the example.
+cargo build --release -p hrx-analysis --example gen-trace >&2
 new_bin=$root/target/release/hrx-trace
 gen=$root/target/release/examples/gen-trace
 
