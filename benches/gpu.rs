@@ -20,7 +20,7 @@
 //!   an hrx Upload-lane copy batch, against `cuMemcpyHtoDAsync` from pinned memory +
 //!   `cuStreamSynchronize`. Reported as throughput.
 //! - `pipeline_traced/{untraced,traced,untraced_again}`: the image pipeline
-//!   (`hrx::workloads::Pipeline`, 8 synthetic 1280x720 frames, 3 in flight) on CUDA, without
+//!   (`hrx_workloads::Pipeline`, 8 synthetic 1280x720 frames, 3 in flight) on CUDA, without
 //!   and with a runtime-local trace recorder writing a trace file (output digests on, the
 //!   default). `untraced_again` repeats the baseline to show the run-to-run spread.
 //!   Target: traced <= 1.01x untraced. Then the same pipelines in paired rounds
@@ -64,8 +64,8 @@ mod common;
 mod gpu {
     use super::common::{self, frame};
     use criterion::{Criterion, SamplingMode, Throughput};
-    use hrx::workloads::{Frame, Pipeline, PipelineOptions};
     use hrx::{BackendChoice, ExecutableGraph, Placement, Runtime, RuntimeOptions, kernels};
+    use hrx_workloads::{Frame, Pipeline, PipelineOptions};
     use std::collections::BTreeMap;
     use std::hint::black_box;
     use std::path::PathBuf;

@@ -12,7 +12,7 @@
 //!   through the scheduler and the software device (the waiting thread runs the fill itself
 //!   when the Compute worker has not claimed it first).
 //! - `pipeline_frame/640x480`: one 640x480 RGB frame through the image pipeline
-//!   (`hrx::workloads::Pipeline`, one frame in flight): host write, upload, five kernels and
+//!   (`hrx_workloads::Pipeline`, one frame in flight): host write, upload, five kernels and
 //!   a fill in one native graph, two downloads, the NPU threshold, and the host reading the
 //!   edges and the histogram.
 //! - `pipeline_8_frames/in_flight_{1,3}`: eight 640x480 frames, one or three in flight.
@@ -28,8 +28,8 @@ use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group,
 mod common;
 
 use common::frame;
-use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
+use hrx_workloads::{Frame, Pipeline, PipelineOptions};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

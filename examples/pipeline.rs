@@ -24,8 +24,8 @@
 //! apply (`hrx-trace record -- target/release/examples/pipeline` traces it). Errors print
 //! one line and exit with status 1.
 
-use hrx::workloads::{Frame, FrameOutput, Pipeline, PipelineOptions};
 use hrx::{Runtime, RuntimeOptions};
+use hrx_workloads::{Frame, FrameOutput, Pipeline, PipelineOptions};
 use image::imageops::FilterType;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -90,7 +90,7 @@ fn parse_args() -> Result<Option<Args>, String> {
 
 /// The images to process: the file itself, or the directory's images in name order.
 fn list_images(input: &Path) -> Result<Vec<PathBuf>, String> {
-    let images = hrx::workloads::image_files(input)
+    let images = hrx_workloads::image_files(input)
         .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
     if images.is_empty() {
         return Err(format!(

@@ -34,7 +34,6 @@ pub mod npu;
 mod runtime;
 mod sync;
 pub(crate) mod trace;
-pub mod workloads;
 
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
 pub use contract::{BindingContract, KernelContract};

@@ -3,9 +3,9 @@
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup};
-use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use hrx::{Runtime, RuntimeOptions};
 use hrx_capture::{Recorder, RecorderOptions};
+use hrx_workloads::{Frame, Pipeline, PipelineOptions};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;

@@ -13,7 +13,7 @@
 //! decoded frames are kept and reused instead of decoded again.
 
 use crate::failure::Failure;
-use hrx::workloads::Frame;
+use hrx_workloads::Frame;
 use image::DynamicImage;
 use image::imageops::FilterType;
 use std::path::{Path, PathBuf};
@@ -211,7 +211,7 @@ fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
             input.display()
         )));
     }
-    let images = hrx::workloads::image_files(input)
+    let images = hrx_workloads::image_files(input)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.display())))?;
     if images.is_empty() {
         return Err(Failure::new(format!(

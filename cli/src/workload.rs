@@ -1,10 +1,10 @@
-//! `hrx-trace record --workload NAME`: a built-in workload ([`hrx::workloads`]) run in this
+//! `hrx-trace record --workload NAME`: a built-in workload ([`hrx_workloads`]) run in this
 //! process on a runtime made with `RuntimeOptions::default().backend(B).trace(FILE)`
 //! (plus `.fault(SPEC)`), then the trace is closed and its summary printed.
 //!
 //! - `pipeline`: edge detection over photographs ([`crate::photos`]), several frames in
 //!   flight. A failure is an error (exit 2), printed after the summary.
-//! - `hazards`: [`hrx::workloads::run_hazards`], whose final buffers are checked against a
+//! - `hazards`: [`hrx_workloads::run_hazards`], whose final buffers are checked against a
 //!   sequential CPU computation.
 //! - `faults`: the pipeline with a fault injected mid-run ([`DEFAULT_FAULT`] unless
 //!   `--fault` is given; at least 4 frames). Its purpose is to fail: it succeeds (exit 0)
@@ -23,8 +23,8 @@ use crate::photos::Photos;
 use crate::record::{check_output, print_summary};
 use crate::stats::{TraceStats, plural};
 use anyhow::Context;
-use hrx::workloads::{Pipeline, PipelineOptions};
 use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
+use hrx_workloads::{Pipeline, PipelineOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::process::ExitCode;
 
@@ -361,7 +361,7 @@ fn name(workload: Workload) -> &'static str {
 }
 
 fn hazards(runtime: &Runtime, device: String) -> Outcome {
-    match hrx::workloads::run_hazards(runtime) {
+    match hrx_workloads::run_hazards(runtime) {
         Ok(report) => {
             let kinds: Vec<_> = report.in_graph.iter().map(|k| k.short()).collect();
             Outcome {

@@ -1,10 +1,10 @@
 //! Recording traces in-process, test inputs, and trace rewriting.
 
-use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use hrx::{Runtime, RuntimeOptions, TraceDigests};
 use hrx_capture::schema::{self as s, Record};
 use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
 use hrx_replay::{ReplayOptions, Report, replay};
+use hrx_workloads::{Frame, Pipeline, PipelineOptions};
 use std::sync::OnceLock;
 
 /// The photograph the pipeline tests use (Debian package `mate-backgrounds`).
@@ -37,7 +37,7 @@ pub fn hazards_trace() -> &'static Trace {
             RuntimeOptions::sim()
                 .trace_contents(true)
                 .trace_digests(TraceDigests::All),
-            |rt| hrx::workloads::run_hazards(rt).expect("hazards"),
+            |rt| hrx_workloads::run_hazards(rt).expect("hazards"),
         )
         .0
     })

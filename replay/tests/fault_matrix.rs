@@ -32,11 +32,11 @@
 //!   "poisoned by submission S region R"); the pipeline cannot run again (`DeviceLost`).
 
 use crate::common::*;
-use hrx::workloads::{Pipeline, PipelineOptions};
 use hrx::{Error, FaultSpec, RuntimeOptions};
 use hrx_capture::Trace;
 use hrx_capture::schema::{self as s, Record, Status};
 use hrx_replay::ReplayOptions;
+use hrx_workloads::{Pipeline, PipelineOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc;
 use std::time::Duration;

@@ -70,7 +70,7 @@ fn generate_fixtures() {
             .trace_digests(TraceDigests::All)
     };
     write("hazards", options(), &|rt| {
-        hrx::workloads::run_hazards(rt).expect("hazards");
+        hrx_workloads::run_hazards(rt).expect("hazards");
     });
     let frames: Vec<_> = (0..4).map(|seed| synthetic(32, 20, seed)).collect();
     let fault = "kernel=hrx_sobel#2:device-lost".parse().expect("fault");

@@ -164,7 +164,7 @@ fn several_runtimes_in_one_trace_replay_each_in_their_own_runtime() {
         };
         let first = hrx::Runtime::new(options()).expect("first");
         let second = hrx::Runtime::new(options()).expect("second");
-        hrx::workloads::run_hazards(&first).expect("hazards");
+        hrx_workloads::run_hazards(&first).expect("hazards");
         assert_eq!(run_pipeline(&second, &frames).expect("pipeline"), 2);
     }
     recorder.close().expect("close");

@@ -14,7 +14,7 @@ fn traced_child() {
     }
     // Runtime 1 opens the trace from HRX_TRACE; it runs the hazards workload.
     let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
-    hrx::workloads::run_hazards(&rt).unwrap();
+    hrx_workloads::run_hazards(&rt).unwrap();
     // A refused submit: the only slot is still observed.
     let host = rt.buffer(64, Placement::HostVisible).unwrap();
     host.write(0, &[7; 64]).unwrap();

@@ -27,12 +27,12 @@
 //! submits are accepted before its first region finishes; [`hazards`] checks that last
 //! point and records again if a slow start let a region finish first.
 
-use hrx::workloads::{Frame, Pipeline, PipelineOptions};
 use hrx::{Runtime, RuntimeOptions};
 use hrx_capture::schema::*;
 use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
 use hrx_tui::state::ListKind;
 use hrx_tui::{Action, Model, ViewState};
+use hrx_workloads::{Frame, Pipeline, PipelineOptions};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
@@ -147,11 +147,11 @@ pub fn faults() -> Vec<Record> {
 /// flight at once.
 const HAZARD_WAITS: usize = 11;
 
-/// `hazards`: [`hrx::workloads::run_hazards`].
+/// `hazards`: [`hrx_workloads::run_hazards`].
 pub fn hazards() -> Vec<Record> {
     for _ in 0..5 {
         let records = record(RuntimeOptions::sim(), |runtime| {
-            hrx::workloads::run_hazards(runtime).expect("hazards workload");
+            hrx_workloads::run_hazards(runtime).expect("hazards workload");
         });
         let waits = records
             .iter()

@@ -44,9 +44,7 @@
 //! and compared with [`sequential_reference`]: the same operations applied one after the
 //! other on the CPU. Any difference is a hazard the runtime failed to order.
 
-use crate::{
-    Access, Buffer, Error, GpuLane, Graph, HazardKind, Placement, Result, Runtime, kernels,
-};
+use hrx::{Access, Buffer, Error, GpuLane, Graph, HazardKind, Placement, Result, Runtime, kernels};
 use std::collections::BTreeSet;
 use std::ops::Range;
 
@@ -311,7 +309,7 @@ pub struct HazardsReport {
     /// Graph names in submission order.
     pub submissions: Vec<&'static str>,
     /// Hazard kinds the runtime inferred inside the prepared graphs: native-graph edges and
-    /// region dependencies, as [`crate::ExecutableGraph::describe`] reports them.
+    /// region dependencies, as [`hrx::ExecutableGraph::describe`] reports them.
     pub in_graph: BTreeSet<HazardKind>,
     /// Every pair of operations of different submissions that touch intersecting bytes with
     /// at least one write, from the workload's declarations (the scheduler's cross-submission
@@ -454,7 +452,7 @@ pub fn run_hazards(runtime: &Runtime) -> Result<HazardsReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RuntimeOptions;
+    use hrx::RuntimeOptions;
 
     fn word(bytes: &[u8], index: usize) -> u32 {
         u32::from_le_bytes(bytes[index * 4..index * 4 + 4].try_into().expect("4 bytes"))

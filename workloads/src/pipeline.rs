@@ -35,10 +35,10 @@
 //! `k` uploads, frame `k - 1` may compute and frame `k - 2` threshold on the NPU. Before a
 //! context is reused, the host waits for its previous frame, reads the edges and the
 //! histogram, and hands them to the caller, always in frame order. Then it writes the new
-//! frame's RGB bytes into the context's host-visible input with [`crate::Buffer::write`]
+//! frame's RGB bytes into the context's host-visible input with [`hrx::Buffer::write`]
 //! (which the trace records, so a replay can reproduce the inputs) and submits.
 
-use crate::{
+use hrx::{
     Buffer, Completion, Error, ExecutableGraph, NpuKernel, Placement, RegionInfo, Result, Runtime,
     kernels,
 };
@@ -126,14 +126,14 @@ impl PipelineStats {
 
 /// The loaded kernels every context shares.
 struct Kernels {
-    gray: crate::GpuKernel,
-    blur_h: crate::GpuKernel,
-    blur_v: crate::GpuKernel,
-    sobel: crate::GpuKernel,
-    histogram: crate::GpuKernel,
+    gray: hrx::GpuKernel,
+    blur_h: hrx::GpuKernel,
+    blur_v: hrx::GpuKernel,
+    sobel: hrx::GpuKernel,
+    histogram: hrx::GpuKernel,
     threshold: NpuKernel,
     /// `hrx_fail`, loaded only for a [`PipelineOptions::faulting_frame`].
-    fail: Option<crate::GpuKernel>,
+    fail: Option<hrx::GpuKernel>,
 }
 
 /// One ring slot: the host-side buffers, the prepared graph and the frame in flight.
@@ -172,7 +172,7 @@ impl Context {
         let hist = runtime.buffer(HISTOGRAM_BYTES, Placement::GpuLocal)?;
         let hist_host = runtime.buffer(HISTOGRAM_BYTES, Placement::HostVisible)?;
 
-        let build = |fail: Option<&crate::GpuKernel>| -> Result<ExecutableGraph> {
+        let build = |fail: Option<&hrx::GpuKernel>| -> Result<ExecutableGraph> {
             let mut graph = runtime.graph();
             // Upload lane: host-visible -> GPU-local.
             graph.copy(rgb.whole(), rgb_host.whole())?;
@@ -456,7 +456,7 @@ impl Pipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Access, GpuAccess, Queue, RegionKind, RuntimeOptions};
+    use hrx::{Access, GpuAccess, Queue, RegionKind, RuntimeOptions};
     use std::sync::mpsc;
 
     /// A deterministic frame: a checkerboard of 8x8 tiles (dark/bright, shifted per frame)
@@ -632,8 +632,8 @@ mod tests {
             ]
         );
         for (index, region) in regions.iter().enumerate().skip(1) {
-            let raw = |h: &crate::Hazard| {
-                h.producer == index - 1 && h.kind == crate::HazardKind::ReadAfterWrite
+            let raw = |h: &hrx::Hazard| {
+                h.producer == index - 1 && h.kind == hrx::HazardKind::ReadAfterWrite
             };
             assert!(
                 region.hazards.iter().any(raw),

@@ -13,7 +13,10 @@
 //!   write-after-write occur both inside graphs and between submissions; the final bytes
 //!   are checked against a sequential CPU computation.
 //!
-//! The workloads take decoded data only: no file formats are parsed here.
+//! The workloads take decoded data only: no file formats are parsed here. They live in
+//! their own crate, over the runtime's public API only, so the runtime crate holds the
+//! runtime alone (used by the `hrx-trace` CLI, the examples, the benches and the tests).
+#![warn(missing_docs)]
 
 pub mod hazards;
 pub mod pipeline;
