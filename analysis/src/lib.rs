@@ -9,6 +9,8 @@
 //!   buffers, kernels and labels, not with submissions or regions.
 //! - [`stats`]: per-kernel durations (bounded [`sketch`]es), lane utilisation, copy
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
+//! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
+//!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`units`]: the one formatter of times, sizes and rates.
 //! - [`synthetic`]: generated traces of any size for tests and benchmarks.
 //!
@@ -27,6 +29,7 @@
 pub mod index;
 pub mod scan;
 pub mod sketch;
+pub mod spans;
 pub mod stats;
 pub mod synthetic;
 pub mod units;
@@ -38,6 +41,7 @@ pub use index::{
 pub use scan::{
     JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, scan, scan_mapped, scan_records,
 };
+pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{
     CopyStats, FailureCounts, KernelStats, LaneStats, Stats, StatsVisitor, SubmissionCounts,
 };
