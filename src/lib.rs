@@ -22,6 +22,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod access;
 mod buffer;
 mod clock;
 mod contract;
@@ -44,8 +45,9 @@ pub use execution::graph::{
     ExecutableGraph, GpuAccess, GpuKernel, GpuLane, Graph, HostViews, Node, Queue, RegionInfo,
     RegionKind,
 };
+pub use execution::npu_kernel::NpuKernel;
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
-pub use npu::{NpuBackendChoice, NpuInfo, NpuKernel};
+pub use npu::{NpuBackendChoice, NpuInfo};
 pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions, TraceDigests};
 pub use trace::close_trace;
 

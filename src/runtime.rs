@@ -620,8 +620,8 @@ impl Runtime {
     /// # Errors
     /// [`Error::Unsupported`] when the spec has no code for the NPU in use;
     /// [`Error::Message`] when its groups do not match its bindings.
-    pub fn npu_kernel(&self, spec: &NpuKernelSpec) -> Result<crate::npu::NpuKernel> {
-        crate::npu::load_kernel(&self.inner, spec)
+    pub fn npu_kernel(&self, spec: &NpuKernelSpec) -> Result<crate::NpuKernel> {
+        crate::execution::npu_kernel::load(&self.inner, spec)
     }
 
     /// A snapshot of the counters.

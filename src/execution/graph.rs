@@ -258,7 +258,7 @@ enum Description {
     Copy(BufferView, BufferView),
     Gpu(GpuKernel, Vec<BufferView>),
     Scoped(Arc<Mutex<ScopedGpu>>, Vec<BufferView>),
-    Npu(crate::npu::NpuKernel, Vec<BufferView>),
+    Npu(crate::NpuKernel, Vec<BufferView>),
     Host(Arc<Mutex<HostCallback>>, Vec<(BufferView, Access)>),
 }
 
@@ -493,7 +493,7 @@ impl Graph {
     /// [`Error::Binding`] (including [`crate::BindingError::Placement`]);
     /// [`Error::Unsupported`] for a binding without an NPU import;
     /// [`Error::ForeignRuntime`].
-    pub fn npu(&mut self, kernel: &crate::npu::NpuKernel, bindings: &[BufferView]) -> Result<Node> {
+    pub fn npu(&mut self, kernel: &crate::NpuKernel, bindings: &[BufferView]) -> Result<Node> {
         if !Arc::ptr_eq(&kernel.inner.runtime, &self.runtime.inner) {
             return Err(Error::ForeignRuntime { what: "kernel" });
         }

@@ -3,6 +3,7 @@
 pub mod completion;
 pub mod dependencies;
 pub mod graph;
+pub(crate) mod npu_kernel;
 pub(crate) mod scheduler;
 
 /// Loom models of the slot, signal and completion protocol: see RELIABILITY.md.

@@ -25,8 +25,7 @@ pub(crate) mod sim;
 pub(crate) mod xrt;
 
 use crate::kernels::{HostKernelFn, NpuKernelSpec};
-use crate::runtime::RuntimeOwner;
-use crate::{Error, KernelContract, Result};
+use crate::{Error, Result};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -314,136 +313,83 @@ pub(crate) fn memory_bank(group: u32) -> u32 {
     group
 }
 
-pub(crate) struct NpuKernelInner {
-    pub id: u64,
-    pub runtime: Arc<RuntimeOwner>,
-    pub device: u32,
-    pub name: String,
-    pub contract: KernelContract,
-    pub groups: Vec<u32>,
-    pub instructions: Vec<u8>,
-    pub host: HostKernelFn,
-    /// The XRT kernel, kept alive for the runs prepared from it (they find it by name).
-    #[cfg(feature = "xrt")]
-    #[allow(dead_code)] // Held, never read.
-    pub xrt: Option<Arc<xrt::XrtKernel>>,
-}
-
-/// A kernel of a loaded NPU program, with its contract and argument groups.
-#[derive(Clone)]
-pub struct NpuKernel {
-    pub(crate) inner: Arc<NpuKernelInner>,
-}
-
-impl std::fmt::Debug for NpuKernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NpuKernel")
-            .field("name", &self.inner.name)
-            .field("groups", &self.inner.groups)
-            .finish()
-    }
-}
-
-impl NpuKernel {
-    /// Fixed invocation contract.
-    pub fn contract(&self) -> &KernelContract {
-        &self.inner.contract
-    }
-    /// Kernel name.
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-    /// Memory-bank group of argument `index`: allocate its buffer with
-    /// `Placement::NpuShared { group }`.
-    pub fn group(&self, index: usize) -> Option<u32> {
-        self.inner.groups.get(index).copied()
-    }
-    /// The kernel's instruction stream (opaque to the runtime).
-    pub fn instructions(&self) -> &[u8] {
-        &self.inner.instructions
-    }
-    /// The NPU device the program was loaded on.
-    pub fn device(&self) -> u32 {
-        self.inner.device
-    }
-}
-
 /// The host implementation of a kernel that runs on XRT (never called: XRT runs execute).
 #[cfg(feature = "xrt")]
 fn runs_on_xrt(_: &crate::kernels::HostLaunch<'_>) -> std::result::Result<(), String> {
     Err("this NPU kernel runs on XRT, not on the simulator".into())
 }
 
-pub(crate) fn load_kernel(runtime: &Arc<RuntimeOwner>, spec: &NpuKernelSpec) -> Result<NpuKernel> {
+/// What the NPU backend made of a kernel spec: how a run executes and the argument groups.
+pub(crate) struct LoadedNpuKernel {
+    /// The host implementation (the simulator's), or a stub for XRT kernels.
+    pub host: HostKernelFn,
+    /// The memory-bank group of each argument.
+    pub groups: Vec<u32>,
+    /// The XRT kernel, kept alive for the runs prepared from it (they find it by name).
     #[cfg(feature = "xrt")]
-    let mut xrt_kernel = None;
-    #[cfg_attr(not(feature = "xrt"), allow(unused_mut))]
-    let mut groups = spec.groups.clone();
-    let host = match &runtime.npu {
-        NpuDevice::Sim => spec.host.ok_or_else(|| {
-            crate::Error::Unsupported(format!(
-                "NPU kernel {} has no implementation for the NPU simulator",
-                spec.name
-            ))
-        })?,
+    pub xrt: Option<Arc<xrt::XrtKernel>>,
+}
+
+impl NpuDevice {
+    /// Loads `spec` on this device: the simulator takes its host implementation, XRT loads
+    /// the instructions and reports the argument groups.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a kernel without a simulator implementation or without
+    /// buffer arguments on XRT; [`Error::Message`] when the groups disagree with the
+    /// contract or with XRT's; XRT's errors.
+    pub(crate) fn load_kernel(&self, spec: &NpuKernelSpec) -> Result<LoadedNpuKernel> {
         #[cfg(feature = "xrt")]
-        NpuDevice::Xrt(device) => {
-            if spec.contract.bindings.is_empty() {
-                return Err(Error::Unsupported(format!(
-                    "NPU kernel {}: XRT runs need at least one buffer argument",
+        let mut xrt_kernel = None;
+        #[cfg_attr(not(feature = "xrt"), allow(unused_mut))]
+        let mut groups = spec.groups.clone();
+        let host = match self {
+            NpuDevice::Sim => spec.host.ok_or_else(|| {
+                crate::Error::Unsupported(format!(
+                    "NPU kernel {} has no implementation for the NPU simulator",
                     spec.name
-                )));
+                ))
+            })?,
+            #[cfg(feature = "xrt")]
+            NpuDevice::Xrt(device) => {
+                if spec.contract.bindings.is_empty() {
+                    return Err(Error::Unsupported(format!(
+                        "NPU kernel {}: XRT runs need at least one buffer argument",
+                        spec.name
+                    )));
+                }
+                let kernel = device.load_kernel(
+                    &spec.name,
+                    &spec.instructions,
+                    spec.contract.bindings.len(),
+                )?;
+                // The memory banks are the device's: a spec naming others is refused.
+                if !spec.groups.is_empty() && spec.groups != kernel.groups() {
+                    return Err(Error::Message(format!(
+                        "NPU kernel {} names argument groups {:?}; XRT reports {:?}",
+                        spec.name,
+                        spec.groups,
+                        kernel.groups()
+                    )));
+                }
+                groups = kernel.groups().to_vec();
+                xrt_kernel = Some(kernel);
+                runs_on_xrt
             }
-            let kernel =
-                device.load_kernel(&spec.name, &spec.instructions, spec.contract.bindings.len())?;
-            // The memory banks are the device's: a spec naming others is refused.
-            if !spec.groups.is_empty() && spec.groups != kernel.groups() {
-                return Err(Error::Message(format!(
-                    "NPU kernel {} names argument groups {:?}; XRT reports {:?}",
-                    spec.name,
-                    spec.groups,
-                    kernel.groups()
-                )));
-            }
-            groups = kernel.groups().to_vec();
-            xrt_kernel = Some(kernel);
-            runs_on_xrt
+        };
+        if groups.len() != spec.contract.bindings.len() {
+            return Err(crate::Error::Message(format!(
+                "NPU kernel {} names {} argument groups for {} bindings",
+                spec.name,
+                groups.len(),
+                spec.contract.bindings.len()
+            )));
         }
-    };
-    if groups.len() != spec.contract.bindings.len() {
-        return Err(crate::Error::Message(format!(
-            "NPU kernel {} names {} argument groups for {} bindings",
-            spec.name,
-            groups.len(),
-            spec.contract.bindings.len()
-        )));
-    }
-    let id = crate::execution::graph::KERNEL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    crate::trace::kernel_loaded(
-        &runtime.core,
-        crate::trace::KernelRecord {
-            id,
-            entry: &spec.name,
-            code: Some(&spec.instructions),
-            contract: &spec.contract,
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
-            engine: crate::Engine::Npu,
-            npu_groups: &groups,
-        },
-    );
-    Ok(NpuKernel {
-        inner: Arc::new(NpuKernelInner {
-            id,
-            runtime: runtime.clone(),
-            device: runtime.npu_device,
-            name: spec.name.clone(),
-            contract: spec.contract.clone(),
-            groups,
-            instructions: spec.instructions.clone(),
+        Ok(LoadedNpuKernel {
             host,
+            groups,
             #[cfg(feature = "xrt")]
             xrt: xrt_kernel,
-        }),
-    })
+        })
+    }
 }
