@@ -11,6 +11,7 @@
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
+//! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`units`]: the one formatter of times, sizes and rates.
 //! - [`synthetic`]: generated traces of any size for tests and benchmarks.
 //!
@@ -26,6 +27,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod dump;
 pub mod index;
 pub mod scan;
 pub mod sketch;

@@ -1,5 +1,5 @@
 //! `hrx-trace dump FILE [--json]`: every record in file order, streamed (the trace is never
-//! held in memory), as readable lines ([`crate::line`]) or JSON lines (the record's serde
+//! held in memory), as readable lines (`hrx_analysis::dump::Line`) or JSON lines (the record's serde
 //! form, externally tagged: `{"Submit":{...}}`).
 //!
 //! Standard output carries records only; warnings about damaged or missing parts go to
@@ -7,7 +7,7 @@
 
 use crate::args::DumpArgs;
 use crate::failure::TraceError;
-use crate::line::Line;
+use hrx_analysis::dump::Line;
 use hrx_capture::TraceReader;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;

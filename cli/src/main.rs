@@ -11,7 +11,6 @@ mod export;
 mod failure;
 mod info;
 mod kernel_stats;
-mod line;
 mod photos;
 mod record;
 mod replay;

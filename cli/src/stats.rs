@@ -271,32 +271,7 @@ impl TraceStats {
     }
 }
 
-/// The host time of a record in ns since the session start (the end of a span).
-pub fn host_time_ns(record: &Record) -> Option<u64> {
-    Some(match record {
-        Record::RuntimeStart(r) => r.time_ns,
-        Record::RuntimeEnd(r) => r.time_ns,
-        Record::BufferCreated(r) => r.time_ns,
-        Record::BufferDropped(r) => r.time_ns,
-        Record::Prepared(r) => r.time_ns,
-        Record::Submit(r) => r.time_ns,
-        Record::SubmitRefused(r) => r.time_ns,
-        Record::RegionTiming(r) => r.end_ns,
-        Record::OpTiming(r) => r.timing.end_ns,
-        Record::ClockCalibration(r) => r.host_ns,
-        Record::RegionDone(r) => r.time_ns,
-        Record::SubmissionDone(r) => r.time_ns,
-        Record::Quarantine(r) => r.time_ns,
-        Record::Poison(r) => r.time_ns,
-        Record::CopyStreamUnhealthy(r) => r.time_ns,
-        Record::FaultInjected(r) => r.time_ns,
-        Record::HostWrite(r) => r.time_ns,
-        Record::Counters(r) => r.time_ns,
-        Record::SessionEnd(r) => r.time_ns,
-        _ => return None,
-    })
-}
-
+pub use hrx_analysis::dump::host_time_ns;
 pub use hrx_analysis::units::{bytes, duration, plural};
 
 /// The codec's name.

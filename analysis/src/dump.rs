@@ -1,4 +1,5 @@
-//! One readable line per trace record, for `dump`.
+//! One readable line per trace record, for `hrx-trace dump` (which streams them: nothing is
+//! held per record), and the host time every reader orders records by.
 //!
 //! `{time} {kind} {fields}`: the host time in ms since the session start (blank for records
 //! without one), a short kind name, then `key=value` fields. Ids print bare (`sub=12`),
@@ -8,10 +9,36 @@
 //!        1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]
 //! ```
 
-use crate::stats::{bytes, duration, host_time_ns};
+use crate::units::{bytes, duration};
 use hrx_capture::Record;
 use hrx_capture::schema::{Access, Edge, Payload, Region, Status, Use};
 use std::fmt::{self, Display, Formatter};
+
+/// The host time of a record in ns since the session start (the end of a span).
+pub fn host_time_ns(record: &Record) -> Option<u64> {
+    Some(match record {
+        Record::RuntimeStart(r) => r.time_ns,
+        Record::RuntimeEnd(r) => r.time_ns,
+        Record::BufferCreated(r) => r.time_ns,
+        Record::BufferDropped(r) => r.time_ns,
+        Record::Prepared(r) => r.time_ns,
+        Record::Submit(r) => r.time_ns,
+        Record::SubmitRefused(r) => r.time_ns,
+        Record::RegionTiming(r) => r.end_ns,
+        Record::OpTiming(r) => r.timing.end_ns,
+        Record::ClockCalibration(r) => r.host_ns,
+        Record::RegionDone(r) => r.time_ns,
+        Record::SubmissionDone(r) => r.time_ns,
+        Record::Quarantine(r) => r.time_ns,
+        Record::Poison(r) => r.time_ns,
+        Record::CopyStreamUnhealthy(r) => r.time_ns,
+        Record::FaultInjected(r) => r.time_ns,
+        Record::HostWrite(r) => r.time_ns,
+        Record::Counters(r) => r.time_ns,
+        Record::SessionEnd(r) => r.time_ns,
+        _ => return None,
+    })
+}
 
 /// Displays a record as one line.
 pub struct Line<'a>(pub &'a Record);
