@@ -5,6 +5,7 @@
 //! software device.
 
 mod common;
+mod contention;
 mod corpus;
 mod divergence;
 mod fault_matrix;
