@@ -10,6 +10,11 @@
 //!   `None` (what every hook in `hrx` does).
 //! - `timing_record`: one `RegionTiming` recorded on the calling thread into a file-backed
 //!   recorder (the background writer compresses and writes meanwhile).
+//! - `timed_zone`: what a zone costs the recording thread: two reads of the session clock and
+//!   one `RegionTiming` recorded (bursts with pauses, as `timing_record/burst`).
+//! - `lossless/threads_N`: sustained lossless throughput, N threads recording timings back to
+//!   back until all are recorded and flushed (the hand-overs of full buffers included);
+//!   criterion reports it in records per second.
 //! - `timing_bytes`: not timed; prints the on-disk bytes per timing record of a realistic
 //!   stream (a repeating pipeline of 4 regions, monotonically increasing times).
 
@@ -102,6 +107,72 @@ fn timing_record(c: &mut Criterion) {
     eprintln!("timing_record: {summary:?}");
 }
 
+fn timed_zone(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recorder = Recorder::create(dir.path().join("zone.hrxt"), RecorderOptions::default())
+        .expect("recorder");
+    c.bench_function("timed_zone", |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = std::time::Duration::ZERO;
+            let mut left = iterations;
+            let mut i = 0u64;
+            while left > 0 {
+                let batch = left.min(1024);
+                let started = std::time::Instant::now();
+                for _ in 0..batch {
+                    let start_ns = recorder.now_ns();
+                    black_box(&mut i);
+                    recorder.record(&Record::RegionTiming(RegionTiming {
+                        runtime: RuntimeId(1),
+                        submission: SubmissionIndex(i),
+                        region: RegionIndex(0),
+                        start_ns,
+                        end_ns: recorder.now_ns(),
+                        device: None,
+                    }));
+                    i += 1;
+                }
+                timed += started.elapsed();
+                left -= batch;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            timed
+        })
+    });
+    let summary = recorder.close().expect("close");
+    assert_eq!(summary.dropped_records, 0);
+}
+
+fn lossless(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lossless");
+    group.throughput(criterion::Throughput::Elements(1));
+    for threads in [1u64, 4] {
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink, RecorderOptions::default()).expect("recorder");
+        let records: Vec<Record> = (0..1024).map(timing).collect();
+        group.bench_function(format!("threads_{threads}"), |b| {
+            b.iter_custom(|iterations| {
+                let per_thread = iterations.div_ceil(threads);
+                let started = std::time::Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            for i in 0..per_thread {
+                                recorder.record(black_box(&records[(i % 1024) as usize]));
+                            }
+                        });
+                    }
+                });
+                recorder.flush().expect("flush");
+                started.elapsed()
+            })
+        });
+        let summary = recorder.close().expect("close");
+        assert_eq!(summary.dropped_records, 0, "lossless mode dropped records");
+    }
+    group.finish();
+}
+
 fn timing_bytes(_: &mut Criterion) {
     let records = 1_000_000u64;
     for device in [false, true] {
@@ -141,6 +212,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(3));
-    targets = hook_off, timing_record, timing_bytes
+    targets = hook_off, timing_record, timed_zone, lossless, timing_bytes
 }
 criterion_main!(benches);
