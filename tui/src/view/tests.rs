@@ -646,3 +646,43 @@ fn the_failed_operation_is_the_one_the_error_names_in_parentheses() {
     assert_eq!(named("device lost"), None);
     assert_eq!(named("()"), None);
 }
+
+#[test]
+fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
+    use hrx_capture::schema::{LostKind, Record, RecorderWait, RecordsLost};
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: 5,
+        lossy: true,
+        total: 7,
+        by_kind: vec![LostKind {
+            kind: "RegionTiming".into(),
+            records: 7,
+        }],
+    }));
+    recorder.record(&Record::RecorderWait(RecorderWait {
+        thread: 0,
+        thread_name: "main".into(),
+        start_ns: 10,
+        end_ns: 2_010,
+        runtime: None,
+        submission: None,
+        region: None,
+    }));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let model = Model::from_trace(&trace);
+    let state = ViewState::new(&model, 160, 40);
+    let screen = render_to_string(&model, &state, 160, 40);
+    assert!(
+        screen.contains("7 records lost (RegionTiming 7) in lossy mode"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("threads waited 1 times on the recorder"),
+        "{screen}"
+    );
+}
