@@ -8,7 +8,10 @@
 //! file read-only and builds the lane's coverage summaries. Memory is then the summaries
 //! ([`LOD_BUCKETS`] `u64`s per lane and level, about 1 MiB per lane) plus whatever pages of
 //! the maps a reader touches: the kernel pages them in and out, so a 100-million-region
-//! trace opens with resident memory independent of its length.
+//! trace opens with resident memory independent of its length. (The summaries are built by
+//! reading the files, not the maps, so building them leaves nothing resident; a lane whose
+//! spans arrived out of start order is sorted in its map, which touches every page of it
+//! once.)
 //!
 //! Summaries: level 0 splits the whole trace's time range into at most [`LOD_BUCKETS`]
 //! buckets of `2^k` ns; level `j` buckets are `2^j` level-0 buckets wide. Each bucket
@@ -25,7 +28,7 @@ use hrx_capture::ReadError;
 use hrx_capture::schema::SubmissionIndex;
 use memmap2::{Mmap, MmapMut};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// Bytes of one stored span: start, end, submission (`u64` each), region, flags (`u32`
@@ -199,15 +202,11 @@ impl SpanStoreBuilder {
                 entries.sort_unstable_by_key(|e| (StoredSpan::start_of(e), StoredSpan::end_of(e)));
                 map.flush()?;
             }
+            // Summaries read the file through the page cache, not the map, so a pass over
+            // every span leaves none of them resident in this process.
+            let (levels, extent) = summarise(&file, origin, base_shift, buckets)?;
             // SAFETY: as above.
             let map = unsafe { Mmap::map(&file)? };
-            let levels = summarise(&map, origin, base_shift, buckets);
-            let extent = map
-                .chunks_exact(ENTRY_BYTES)
-                .fold((u64::MAX, 0), |(lo, hi), e| {
-                    let span = StoredSpan::decode(e);
-                    (lo.min(span.start_ns), hi.max(span.end_ns))
-                });
             lanes.push(StoredLane {
                 map: Some(map),
                 extent,
@@ -224,12 +223,31 @@ impl SpanStoreBuilder {
     }
 }
 
-/// Level 0 from the spans, then each level from the one below.
-fn summarise(map: &[u8], origin: u64, shift: u32, buckets: usize) -> Vec<Vec<u64>> {
+/// Coverage summaries: level 0 first, each level half as many buckets as the one below.
+type Levels = Vec<Vec<u64>>;
+
+/// Level 0 from the spans, then each level from the one below; and the lane's extent
+/// (earliest start, latest end).
+fn summarise(
+    file: &File,
+    origin: u64,
+    shift: u32,
+    buckets: usize,
+) -> std::io::Result<(Levels, (u64, u64))> {
     let mut level0 = vec![0u64; buckets];
+    let mut extent = (u64::MAX, 0u64);
     let width = 1u64 << shift;
-    for e in map.chunks_exact(ENTRY_BYTES) {
-        let span = StoredSpan::decode(e);
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    reader.seek(SeekFrom::Start(0))?;
+    let mut e = [0u8; ENTRY_BYTES];
+    loop {
+        match reader.read_exact(&mut e) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(error) => return Err(error),
+        }
+        let span = StoredSpan::decode(&e);
+        extent = (extent.0.min(span.start_ns), extent.1.max(span.end_ns));
         let (start, end) = (span.start_ns.max(origin), span.end_ns);
         if end <= start {
             continue;
@@ -251,7 +269,7 @@ fn summarise(map: &[u8], origin: u64, shift: u32, buckets: usize) -> Vec<Vec<u64
             .collect();
         levels.push(next);
     }
-    levels
+    Ok((levels, extent))
 }
 
 #[derive(Debug, Default)]
@@ -261,7 +279,7 @@ struct StoredLane {
     extent: (u64, u64),
     count: usize,
     max_duration: u64,
-    levels: Vec<Vec<u64>>,
+    levels: Levels,
 }
 
 impl StoredLane {
