@@ -21,6 +21,11 @@
 //!   default 60) of untraced, a second untraced runtime (the control) and traced in turn, on
 //!   fresh runtimes every `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 3 epochs).
 //!
+//! - `host_visible_graph/{untraced,traced}`: `submit` + `wait` of a three-region graph
+//!   (upload 256 B from a host-visible buffer, a fill on Compute, download 256 B into a
+//!   host-visible buffer, whose digest the trace takes), without and with a trace (issue 17:
+//!   the Download used to wait for the previous submission's digest inside its own time).
+//!
 //! Measurement is kept short (1 s warm-up, 3 s measurement, 50 samples) so the whole run
 //! takes well under two minutes on two cores.
 
@@ -176,6 +181,55 @@ fn pipeline_traced(c: &mut Criterion) {
     println!("pipeline_traced: {paired}");
 }
 
+/// The three-region host-visible graph of `host_visible_graph`.
+fn three_regions(runtime: &Runtime) -> ExecutableGraph {
+    let input = runtime.buffer(256, Placement::HostVisible).expect("buffer");
+    let device = runtime.buffer(512, Placement::GpuLocal).expect("buffer");
+    let output = runtime.buffer(256, Placement::HostVisible).expect("buffer");
+    let mut graph = runtime.graph();
+    let (low, high) = (
+        device.view(0..256).expect("view"),
+        device.view(256..512).expect("view"),
+    );
+    graph.copy(low.clone(), input.whole()).expect("upload");
+    graph.fill(high.clone(), 7).expect("fill");
+    graph.copy(output.whole(), low).expect("download");
+    let graph = graph.prepare().expect("prepare");
+    assert_eq!(graph.regions(), 3);
+    graph
+}
+
+fn host_visible_graph(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("graph.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .expect("recorder");
+    let untraced = runtime();
+    let traced = Runtime::new(
+        RuntimeOptions::sim()
+            .graph_slots(8)
+            .recorder(recorder.clone()),
+    )
+    .expect("traced runtime");
+    let graphs = [
+        ("untraced", three_regions(&untraced)),
+        ("traced", three_regions(&traced)),
+    ];
+    let mut group = c.benchmark_group("host_visible_graph");
+    for (name, graph) in &graphs {
+        group.bench_function(*name, |b| {
+            b.iter(|| graph.submit().expect("submit").wait().expect("wait"))
+        });
+    }
+    group.finish();
+    drop(graphs);
+    drop((traced, untraced));
+    let summary = recorder.close().expect("close");
+    assert_eq!(summary.dropped_records, 0);
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -186,6 +240,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = submit, submit_to_complete, pipeline, pipeline_traced
+    targets = submit, submit_to_complete, host_visible_graph, pipeline, pipeline_traced
 }
 criterion_main!(benches);
