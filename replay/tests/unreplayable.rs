@@ -36,14 +36,12 @@ fn buffers_larger_than_the_machine_are_refused_before_allocation() {
         }
         true
     });
-    let started = std::time::Instant::now();
     let error = error_of(&trace);
     assert!(matches!(error, ReplayError::Unreplayable { .. }), "{error}");
     assert!(
         error.to_string().contains("bytes of host memory here"),
         "{error}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// How long one step may take to show on the screen (a debug build on a loaded machine).
-pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A private tmux server with one session running one command; killed on drop.
 pub struct Tmux {
