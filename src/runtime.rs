@@ -237,8 +237,20 @@ impl RuntimeOptions {
             self.trace_mode =
                 hrx_capture::TraceMode::from_env().map_err(|e| Error::Message(e.to_string()))?;
         }
-        if std::env::var_os("HRX_TRACE_CONTENTS").is_some_and(|v| v == "1") {
-            self.trace_contents = true;
+        match std::env::var("HRX_TRACE_CONTENTS").as_deref() {
+            // Widens only, as HRX_TRACE_DIGESTS: an explicit `trace_contents(true)` stays.
+            Ok("1") => self.trace_contents = true,
+            Ok("0" | "") | Err(std::env::VarError::NotPresent) => {}
+            Ok(other) => {
+                return Err(Error::Message(format!(
+                    "HRX_TRACE_CONTENTS: expected 0 or 1, got {other:?}"
+                )));
+            }
+            Err(std::env::VarError::NotUnicode(other)) => {
+                return Err(Error::Message(format!(
+                    "HRX_TRACE_CONTENTS: expected 0 or 1, got {other:?}"
+                )));
+            }
         }
         match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
             // Widens the default only: an explicit `All` is never narrowed.

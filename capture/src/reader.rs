@@ -88,15 +88,43 @@ pub enum ReadErrorKind {
 ///
 /// # Errors
 ///
-/// [`ReadErrorKind::Open`] when the file cannot be opened or is a directory.
+/// [`ReadErrorKind::Open`] when the file cannot be opened, is a directory, or is not a
+/// regular file: a FIFO, a socket or a device is refused before it is opened, since opening
+/// a FIFO without a writer, or reading a terminal, would wait forever.
 pub fn open_file(path: &Path) -> Result<File, ReadError> {
     let open = |e| ReadError::new(0, ReadErrorKind::Open(e));
+    if let Ok(metadata) = std::fs::metadata(path)
+        && let Some(what) = special_file(&metadata)
+    {
+        let e = io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {what}, not a trace file"),
+        );
+        return Err(open(e));
+    }
     let file = File::open(path).map_err(open)?;
     if file.metadata().map_err(open)?.is_dir() {
         let e = io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
         return Err(open(e));
     }
     Ok(file)
+}
+
+/// What a file that is neither a regular file nor a directory is, in words (`a FIFO (named
+/// pipe)`), or `None`. Paths of these must never be opened as traces: opening a FIFO blocks
+/// until its other end opens.
+pub fn special_file(metadata: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else {
+        None
+    }
 }
 
 /// `byte N: `, or nothing where no byte was read.
@@ -215,6 +243,26 @@ pub enum WarningKind {
         /// Bytes from that header to the end of the file.
         bytes: u64,
     },
+    /// Whole blocks are missing between the first and the footer: the footer lists more
+    /// blocks than the file holds (cut out, not damaged: nothing was left to skip).
+    #[error("{blocks} blocks ({records} records) listed by the footer are missing from the file")]
+    MissingBlocks {
+        /// Blocks missing.
+        blocks: u64,
+        /// Records the footer counts in them.
+        records: u64,
+    },
+    /// A runtime's submission numbers (1, 2, 3, ... per runtime) have gaps: the submits of
+    /// that many submissions are missing (a block lost, or records dropped).
+    #[error("runtime {runtime}: {missing} of its submissions 1..={last} are missing")]
+    SubmissionsMissing {
+        /// The runtime.
+        runtime: u32,
+        /// Submission numbers absent.
+        missing: u64,
+        /// The highest submission number found.
+        last: u64,
+    },
 }
 
 /// How much of a trace was read back.
@@ -245,6 +293,9 @@ pub struct Recovery {
     ///
     /// [`RecorderWait`]: crate::schema::RecorderWait
     pub waits: RecorderWaits,
+    /// Submission numbers absent from their runtime's sequence (see
+    /// [`WarningKind::SubmissionsMissing`]), counted once the whole file was read.
+    pub missing_submissions: u64,
 }
 
 /// What the trace's [`RecorderWait`] records add up to: how long recording threads were held
@@ -371,6 +422,7 @@ impl Recovery {
             && self.skipped_blocks == 0
             && self.skipped_records == 0
             && self.bytes_discarded == 0
+            && self.missing_submissions == 0
     }
 
     /// How the trace ends, in a few words: `closed cleanly`, `closed, but damaged parts
@@ -378,7 +430,8 @@ impl Recovery {
     /// damaged footer or trailer, or bytes after it: the warnings say which), or `not closed
     /// cleanly` (the recording process crashed or was killed).
     pub fn end(&self) -> &'static str {
-        let skipped = self.skipped_blocks > 0 || self.skipped_records > 0;
+        let skipped =
+            self.skipped_blocks > 0 || self.skipped_records > 0 || self.missing_submissions > 0;
         match (self.clean_close, self.closed) {
             (true, _) if self.is_complete() => "closed cleanly",
             (true, _) => "closed, but damaged parts were skipped",
@@ -449,6 +502,10 @@ pub struct TraceReader<R> {
     block: Option<(u64, BlockDecoder<'static>)>,
     blocks_seen: u64,
     done: bool,
+    /// Per runtime: the highest submission number seen and how many submits were read,
+    /// checked for gaps at the end. Bounded by runtimes, not submissions.
+    submissions: std::collections::BTreeMap<u32, (u64, u64)>,
+    submissions_checked: bool,
 }
 
 impl TraceReader<File> {
@@ -481,6 +538,8 @@ impl<R: Read> TraceReader<R> {
             block: None,
             blocks_seen: 0,
             done: false,
+            submissions: std::collections::BTreeMap::new(),
+            submissions_checked: false,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -719,7 +778,17 @@ impl<R: Read> TraceReader<R> {
         match footer {
             Ok(footer) => {
                 self.recovery.complete_blocks += 1;
-                if footer.blocks.len() as u64 + 1 != self.blocks_seen {
+                let listed = footer.blocks.len() as u64;
+                let found = self.blocks_seen - 1;
+                if listed > found && self.recovery.skipped_blocks == 0 {
+                    // Nothing damaged was skipped, yet blocks are gone: cut out whole.
+                    let blocks = listed - found;
+                    let records = footer.records.saturating_sub(self.recovery.records);
+                    self.recovery.skipped_blocks += blocks;
+                    self.recovery.skipped_records += records;
+                    self.warn(at, WarningKind::MissingBlocks { blocks, records });
+                    intact = false;
+                } else if footer.blocks.len() as u64 + 1 != self.blocks_seen {
                     let reason = format!(
                         "it lists {} blocks, {} were found before it",
                         footer.blocks.len(),
@@ -854,15 +923,45 @@ fn decode_records(payload: Cow<'_, [u8]>, declared: u32) -> (Vec<Record>, Vec<Wa
     (records, warnings)
 }
 
+impl<R: Read> TraceReader<R> {
+    /// At the end: a runtime numbers its submissions 1, 2, 3, ..., so fewer submits than its
+    /// highest number means some are missing (a duplicated submit would hide one; none is
+    /// ever written twice).
+    fn check_submissions(&mut self) {
+        if std::mem::replace(&mut self.submissions_checked, true) {
+            return;
+        }
+        let submissions = std::mem::take(&mut self.submissions);
+        for (runtime, (last, count)) in submissions {
+            if count < last {
+                let missing = last - count;
+                self.recovery.missing_submissions += missing;
+                let kind = WarningKind::SubmissionsMissing {
+                    runtime,
+                    missing,
+                    last,
+                };
+                self.warn(self.offset, kind);
+            }
+        }
+    }
+}
+
 impl<R: Read> Iterator for TraceReader<R> {
     type Item = Result<(u64, Record), ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(item) = self.next_in_block() {
+                if let (_, Record::Submit(submit)) = &item {
+                    let seen = self.submissions.entry(submit.runtime.0).or_default();
+                    seen.0 = seen.0.max(submit.submission.0);
+                    seen.1 += 1;
+                }
                 return Some(Ok(item));
             }
             if self.done {
+                self.check_submissions();
                 return None;
             }
             if let Err(e) = self.next_block() {

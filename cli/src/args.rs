@@ -77,7 +77,9 @@ pub struct ReplayArgs {
 
     /// Compare float outputs within this relative tolerance (needs captured contents:
     /// record with HRX_TRACE_CONTENTS=1); exact digests otherwise.
-    #[arg(long, value_name = "T")]
+    // Negative numbers parse, so that the value check names what is wrong with them (clap
+    // would call `-1` an unexpected argument).
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
     pub tolerance: Option<f64>,
 
     /// A region whose median replay time exceeds the captured one by more than this
@@ -85,7 +87,7 @@ pub struct ReplayArgs {
     /// regression [default: off, timings are reported but not judged: a replay often runs
     /// on another device or backend than the capture]. Give --repeat 3 or more with it:
     /// the median of two replays is their mean, so one slow outlier decides it.
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 
     /// Replay only the first N submissions of each runtime (N >= 1).
@@ -135,7 +137,10 @@ runtime it creates records into FILE. hrx-trace waits for it, exits with its exi
 // The workload options conflict with PROGRAM rather than `requires = "workload"`: clap lets
 // any member of a required group satisfy `requires` (clap-rs/clap#4707).
 pub struct RecordArgs {
-    /// Trace file to write (overwritten; taken literally, `%` included).
+    /// Trace file to write (an earlier trace there is overwritten). `%p` becomes the process
+    /// id, `%h` the host name, `%n` the first free sequence number, `%%` a `%`. Without `%p`
+    /// or `%n`, each further process of PROGRAM that uses hrx writes NAME.PID.EXT beside it
+    /// (it says so on standard error); every file written is listed.
     #[arg(short, long, value_name = "FILE", default_value = "hrx.hrxt")]
     pub output: PathBuf,
 
@@ -289,7 +294,12 @@ pub struct DiffArgs {
 
     /// A kernel whose median time grew by more than this factor (and beyond the spread)
     /// is a regression.
-    #[arg(long, value_name = "R", default_value_t = 1.5)]
+    #[arg(
+        long,
+        value_name = "R",
+        default_value_t = 1.5,
+        allow_negative_numbers = true
+    )]
     pub max_slowdown: f64,
 
     /// One JSON object instead of text (times in ns).

@@ -137,8 +137,9 @@ fn read_hint(error: &ReadError) -> Option<String> {
     Some(hint.to_string())
 }
 
-/// Parses the command line. Help and version are printed as clap prints them (exit 0), and
-/// so is the help shown for a bare `hrx-trace` or a verb without its arguments (exit 2); any
+/// Parses the command line. Help and version are printed as clap prints them (exit 0); a bare
+/// `hrx-trace` or a verb without its arguments prints an `error:` line saying what is missing,
+/// then clap's help (exit 2); any
 /// other usage error becomes one `error:` line and one `hint:` line (clap's tip, else the
 /// usage line, else `see --help`), exit 2.
 pub fn parse_args<P: clap::Parser>() -> P {
@@ -148,9 +149,14 @@ pub fn parse_args<P: clap::Parser>() -> P {
         Err(error) => error,
     };
     match error.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => error.exit(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            match std::env::args_os().nth(1) {
+                None => eprintln!("error: no verb given: say what to do, e.g. `record` or `info`"),
+                Some(verb) => eprintln!("error: `{}` needs arguments", verb.to_string_lossy()),
+            }
+            error.exit()
+        }
         _ => {}
     }
     let text = error.render().to_string();

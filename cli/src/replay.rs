@@ -12,6 +12,7 @@ const MAX_REPEAT: usize = 100_000;
 
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    crate::workload::require_backend_name(&args.backend)?;
     let backend: hrx::BackendChoice = args
         .backend
         .parse()

@@ -360,9 +360,14 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     if !complete {
         let r = &trace.recovery;
         notes.push(format!(
-            "the trace is incomplete (clean close: {}, {} damaged blocks and {} records skipped, \
-             {} bytes discarded): what it lacks cannot be compared",
-            r.clean_close, r.skipped_blocks, r.skipped_records, r.bytes_discarded
+            "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
+             records skipped, {} bytes discarded, {} submissions missing): what it lacks cannot \
+             be compared",
+            r.clean_close,
+            r.skipped_blocks,
+            r.skipped_records,
+            r.bytes_discarded,
+            r.missing_submissions
         ));
     }
     let mut format_version = format!(

@@ -637,6 +637,7 @@ impl Instant {
 /// its first packet's tag, 0x0a): `-o` naming a trace, a photograph or a README by mistake
 /// must not destroy it.
 fn check_output(path: &std::path::Path, format: &str) -> Result<(), Failure> {
+    crate::record::refuse_special(path, "export")?;
     if path.is_dir() {
         return Err(Failure::new(format!(
             "cannot write the export to {}: it is a directory",

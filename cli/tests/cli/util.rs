@@ -39,6 +39,20 @@ pub fn run_into_closed_stdout(dir: &Path, args: &[&str]) -> Output {
     child.wait_with_output().expect("wait for hrx-trace")
 }
 
+/// Runs `hrx-trace ARGS` in `dir` under an address-space limit (`ulimit -v`, KiB): an
+/// allocation past it fails, which aborts the process.
+pub fn run_memory_limited(dir: &Path, limit_kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .current_dir(dir)
+        .env_remove("HRX_TRACE")
+        .arg("-c")
+        .arg(format!("ulimit -v {limit_kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_hrx-trace"))
+        .args(args)
+        .output()
+        .expect("run hrx-trace")
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")
