@@ -27,9 +27,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The environment variable naming the trace file (`hrx-trace record` sets it). `%p` in it
-/// is replaced by the process id.
+/// The environment variable naming the trace file (`hrx-trace record` sets it); its
+/// patterns are expanded as [`expand_path`] says.
 pub const TRACE_ENV: &str = "HRX_TRACE";
+
+/// Set by `hrx-trace record` beside [`TRACE_ENV`]: what the trace path was before the
+/// recorded program started ([`file_identity`]). A process of that program that finds the
+/// path changed knows another process of the same recording wrote it, and records into its
+/// own file instead of overwriting that trace (see [`install_or_current`]).
+pub const TRACE_SESSION_ENV: &str = "HRX_TRACE_SESSION";
 
 /// Id of the installed recorder, 0 when none: the gate.
 static CURRENT: AtomicU64 = AtomicU64::new(0);
@@ -111,7 +117,13 @@ pub fn install_or_current(
     if let Some(recorder) = slot.as_ref() {
         return Ok(recorder.clone());
     }
-    let recorder = Recorder::create(expand_path(path), options)?;
+    let mut options = options;
+    if options.flush_report.is_none() {
+        options.flush_report = std::env::var_os(writer::FLUSH_REPORT_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from);
+    }
+    let recorder = create_unshared(path.as_ref(), options)?;
     CURRENT.store(recorder.id(), Ordering::Release);
     *slot = Some(recorder.clone());
     Ok(recorder)
@@ -150,9 +162,90 @@ pub fn shutdown() -> Result<Option<CloseSummary>, WriteError> {
     uninstall().map(|r| r.close()).transpose()
 }
 
-/// Replaces `%p` in `template` with the process id and `%%` with `%`.
+/// Creates the recorder for the trace `template` names, never taking another process's
+/// trace (the rules of `hrx-trace record` with several processes, as Nsight Systems'):
+///
+/// - `%n` in the template: the first number from 1 whose file does not exist yet, or that
+///   another process has not locked first;
+/// - otherwise, when the file is locked by another recorder, or [`TRACE_SESSION_ENV`] says
+///   another process of this recording already wrote it, this process records into
+///   `NAME.PID.EXT` beside it and says so on standard error: tracing never makes the traced
+///   program fail for want of a file, and never silently overwrites a sibling's trace.
+fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder, WriteError> {
+    let taken = |e: &WriteError| matches!(e, WriteError::Create { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock);
+    if template.to_str().is_some_and(|t| t.contains("%n")) {
+        for n in 1..=100_000u64 {
+            let path = expand_path_with(template, n);
+            if path.exists() {
+                continue;
+            }
+            match Recorder::create(&path, options.clone()) {
+                Err(e) if taken(&e) => continue,
+                other => return other,
+            }
+        }
+    }
+    let path = expand_path(template);
+    let sibling_wrote =
+        std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
+    if !sibling_wrote {
+        match Recorder::create(&path, options.clone()) {
+            Err(e) if taken(&e) => {}
+            other => return other,
+        }
+    }
+    let own = own_path(&path, std::process::id());
+    let why = if sibling_wrote {
+        "was written by another process of this recording"
+    } else {
+        "is being written by another process"
+    };
+    eprintln!(
+        "hrx: {} {why}: this process ({}) records into {}",
+        path.display(),
+        std::process::id(),
+        own.display()
+    );
+    Recorder::create(own, options)
+}
+
+/// `NAME.PID.EXT` beside `path` (`NAME.PID` without an extension): where a process records
+/// when another process of the same recording has the trace file.
+pub fn own_path(path: &Path, pid: u32) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{pid}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{pid}"),
+    };
+    path.with_file_name(name)
+}
+
+/// What a path is now, for [`TRACE_SESSION_ENV`]: `absent`, or its length, modification
+/// time and inode. Two calls agree unless the file was created, written or replaced between.
+pub fn file_identity(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) => format!("{}:{}.{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()),
+        Err(_) => "absent".to_owned(),
+    }
+}
+
+/// Expands the patterns of a trace path, as Nsight Systems does: `%p` the process id, `%h`
+/// the host name, `%n` the first sequence number from 1 whose file does not exist, `%%` a
+/// `%`; any other `%` stays as it is.
 pub fn expand_path(template: impl AsRef<Path>) -> PathBuf {
     let template = template.as_ref();
+    let mut n = 1;
+    loop {
+        let path = expand_path_with(template, n);
+        if n >= 100_000 || !template.to_str().is_some_and(|t| t.contains("%n")) || !path.exists() {
+            return path;
+        }
+        n += 1;
+    }
+}
+
+fn expand_path_with(template: &Path, n: u64) -> PathBuf {
     let Some(text) = template.to_str() else {
         return template.to_owned();
     };
@@ -165,6 +258,8 @@ pub fn expand_path(template: impl AsRef<Path>) -> PathBuf {
         }
         match chars.next() {
             Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('h') => out.push_str(&writer::host_name()),
+            Some('n') => out.push_str(&n.to_string()),
             Some('%') => out.push('%'),
             Some(other) => {
                 out.push('%');
@@ -190,6 +285,42 @@ mod tests {
             PathBuf::from(format!("/tmp/t-{pid}.hrxt"))
         );
         assert_eq!(expand_path("a%%p%x%"), PathBuf::from("a%p%x%"));
+        let host = writer::host_name();
+        assert_eq!(expand_path("t-%h-%n"), PathBuf::from(format!("t-{host}-1")));
+        assert_eq!(
+            own_path(Path::new("/d/t.hrxt"), 7),
+            PathBuf::from("/d/t.7.hrxt")
+        );
+        assert_eq!(own_path(Path::new("t"), 7), PathBuf::from("t.7"));
+    }
+
+    #[test]
+    fn a_sequence_number_skips_existing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s-1.hrxt"), b"").unwrap();
+        let recorder =
+            create_unshared(&dir.path().join("s-%n.hrxt"), RecorderOptions::default()).unwrap();
+        recorder.close().unwrap();
+        assert!(
+            read_all(dir.path().join("s-2.hrxt"))
+                .unwrap()
+                .recovery
+                .clean_close
+        );
+        assert_eq!(std::fs::read(dir.path().join("s-1.hrxt")).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_locked_trace_sends_this_process_to_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let first = Recorder::create(&path, RecorderOptions::default()).unwrap();
+        let second = create_unshared(&path, RecorderOptions::default()).unwrap();
+        second.close().unwrap();
+        first.close().unwrap();
+        let own = own_path(&path, std::process::id());
+        assert!(read_all(&path).unwrap().recovery.clean_close);
+        assert!(read_all(own).unwrap().recovery.clean_close);
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).

@@ -43,15 +43,15 @@ mod staging;
 mod writer;
 
 pub use activation::{
-    TRACE_ENV, current, enabled, expand_path, install, install_from_env, install_or_current,
-    now_ns, record, shutdown, uninstall,
+    TRACE_ENV, TRACE_SESSION_ENV, current, enabled, expand_path, file_identity, install,
+    install_from_env, install_or_current, now_ns, own_path, record, shutdown, uninstall,
 };
 pub use reader::{
     Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning, open_file,
-    read_all,
+    read_all, special_file,
 };
 pub use schema::Record;
 pub use writer::{
-    CloseSummary, Deferred, FileSink, MemorySink, Recorder, RecorderOptions, Sink, TRACE_MODE_ENV,
-    TraceMode, WriteError,
+    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, Recorder, RecorderOptions,
+    Sink, TRACE_MODE_ENV, TraceMode, WriteError,
 };

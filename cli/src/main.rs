@@ -16,6 +16,7 @@ mod record;
 mod replay;
 mod stats;
 mod summary;
+mod traces;
 mod workload;
 
 use args::{Cli, Command};

@@ -3,15 +3,17 @@
 //!
 //! # Recording a program
 //!
-//! The program runs with `HRX_TRACE` set to the absolute path of FILE, with `%` escaped so
-//! the path is taken literally (the runtime expands `%p` in `HRX_TRACE`). Standard streams
-//! are inherited. hrx-trace waits for it and exits with its exit code, or 128+N when it was
-//! killed by signal N. hrx-trace never creates or removes FILE itself: a program that does
-//! not exist leaves nothing behind, and a FILE that the program did not rewrite (its
-//! size and modification time are unchanged, or it is still missing) means the program
-//! wrote no trace, which is reported as such: it does not link hrx, or it exited before it
-//! created a runtime. With several processes that use hrx (say `make`), each one opens
-//! FILE and the last one wins; record the one process you care about.
+//! The program runs with `HRX_TRACE` set to the absolute path of FILE, whose patterns (`%p`,
+//! `%h`, `%n`, `%%`) each process's runtime expands, and `HRX_TRACE_SESSION` set to what FILE
+//! was before (unless a `%p` or `%n` pattern gives each process its own file). Standard
+//! streams are inherited. hrx-trace waits for it and exits with its exit code, or 128+N when
+//! it was killed by signal N. hrx-trace never creates or removes FILE itself: a program that
+//! does not exist leaves nothing behind, and no file new or changed since the start means the
+//! program wrote no trace, which is reported as such: it does not link hrx, or it exited
+//! before it created a runtime. With several processes that use hrx (say `make`, or
+//! `sh -c 'prog & prog'`), the first writes FILE and every other one `NAME.PID.EXT` beside
+//! it, whether they run at once or one after another ([`crate::traces`]); every file written
+//! is summarised, and a trace that failed makes the exit code 2 when the program exited 0.
 //!
 //! SIGINT, SIGTERM and SIGHUP sent to hrx-trace (by `kill`, a CI runner's timeout, ...) are
 //! forwarded to the program, so that it can close its trace; hrx-trace then exits 128+N
@@ -29,11 +31,9 @@ use crate::failure::{EXIT_FAILURE, Failure};
 use crate::stats::TraceStats;
 use crate::summary;
 use std::ffi::{OsStr, OsString};
-use std::fs::Metadata;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, ExitCode, ExitStatus};
-use std::time::SystemTime;
 
 /// Runs `record`.
 ///
@@ -63,15 +63,24 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .hint("use `hrx-trace record -- PROGRAM [ARGS]...` or `--workload NAME`")
             .into());
     };
-    check_output(&args.output)?;
+    // Checked as this process expands it; each process of the program expands its own.
+    let expanded = hrx_capture::expand_path(&args.output);
+    check_output(&expanded)?;
     let absolute = std::path::absolute(&args.output)?;
-    let before = identity(&args.output);
+    let snapshot = crate::traces::Snapshot::take(&absolute);
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
-    let spawned = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(program_args)
-        .env(hrx_capture::TRACE_ENV, escape_percent(absolute.as_os_str()))
-        .spawn();
+        .env(hrx_capture::TRACE_ENV, &absolute);
+    if crate::traces::per_process(&args.output) {
+        command.env_remove(hrx_capture::TRACE_SESSION_ENV);
+    } else {
+        let before = hrx_capture::file_identity(&std::path::absolute(&expanded)?);
+        command.env(hrx_capture::TRACE_SESSION_ENV, before);
+    }
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
@@ -92,8 +101,8 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
-    let after = identity(&args.output);
-    if after.is_none() || after == before {
+    let written = snapshot.written();
+    if written.is_empty() {
         eprintln!(
             "note: no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
              creating an hrx runtime)",
@@ -102,30 +111,46 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(code));
     }
-    match TraceStats::read(&args.output) {
-        Ok(stats) => {
-            print_summary(&args.output, &stats)?;
-            if code == 0 && !stats.recovery.clean_close {
-                let error = anyhow::Error::new(
-                    Failure::new(format!(
-                        "the trace {} is incomplete ({}): {} exited 0, so writing the trace \
-                         failed (a full disk or a file size limit?)",
-                        args.output.display(),
-                        stats.recovery.end(),
-                        name(program)
-                    ))
-                    .hint("free some space, or record to another file system with -o"),
-                );
-                return Ok(crate::failure::report(&error));
+    if written.len() > 1 {
+        println!(
+            "{} traces written (one per process that used hrx):",
+            written.len()
+        );
+    }
+    let shown = |path: &Path| -> std::path::PathBuf {
+        let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
+        relative.map_or_else(|_| path.to_owned(), Path::to_owned)
+    };
+    let mut failed = false;
+    for path in &written {
+        let path = shown(path);
+        match TraceStats::read(&path) {
+            Ok(stats) => {
+                print_summary(&path, &stats)?;
+                if code == 0 && !stats.recovery.clean_close {
+                    let error = anyhow::Error::new(
+                        Failure::new(format!(
+                            "the trace {} is incomplete ({}): {} exited 0, so writing the \
+                             trace failed (a full disk or a file size limit?)",
+                            path.display(),
+                            stats.recovery.end(),
+                            name(program)
+                        ))
+                        .hint("free some space, or record to another file system with -o"),
+                    );
+                    crate::failure::report(&error);
+                    failed = true;
+                }
+            }
+            Err(error) => {
+                let error = anyhow::Error::new(error);
+                crate::failure::report(&error);
+                failed = true;
             }
         }
-        Err(error) => {
-            let error = anyhow::Error::new(error);
-            crate::failure::report(&error);
-            if code == 0 {
-                code = EXIT_FAILURE;
-            }
-        }
+    }
+    if failed && code == 0 {
+        code = EXIT_FAILURE;
     }
     Ok(ExitCode::from(code))
 }
@@ -146,6 +171,7 @@ pub fn print_summary(path: &Path, stats: &TraceStats) -> io::Result<()> {
 ///
 /// [`Failure`] when it is a directory or its directory does not exist.
 pub fn check_output(path: &Path) -> Result<(), Failure> {
+    refuse_special(path, "trace")?;
     if path.is_dir() {
         return Err(Failure::new(format!(
             "cannot write the trace to {}: it is a directory",
@@ -183,6 +209,27 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Refuses an output that is a FIFO, a socket or a device, before anything opens it (opening
+/// a FIFO for writing waits for a reader; a trace or an export must be a file).
+///
+/// # Errors
+///
+/// A [`Failure`] naming the path and what it is.
+pub fn refuse_special(path: &Path, what: &str) -> Result<(), Failure> {
+    match std::fs::metadata(path)
+        .ok()
+        .as_ref()
+        .and_then(hrx_capture::special_file)
+    {
+        Some(kind) => Err(Failure::new(format!(
+            "cannot write the {what} to {}: it is {kind}, not a file",
+            path.display()
+        ))
+        .hint("give -o a regular file")),
+        None => Ok(()),
+    }
 }
 
 /// Refuses to overwrite `path` when it is an existing, non-empty file whose first bytes
@@ -259,15 +306,8 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
     }
 }
 
-/// Size and modification time, to tell whether the program rewrote the file.
-fn identity(path: &Path) -> Option<(u64, Option<SystemTime>)> {
-    std::fs::metadata(path)
-        .ok()
-        .map(|m: Metadata| (m.len(), m.modified().ok()))
-}
-
 /// `%` doubled, so that `HRX_TRACE` expansion gives the path back.
-fn escape_percent(path: &OsStr) -> OsString {
+pub(crate) fn escape_percent(path: &OsStr) -> OsString {
     match path.to_str() {
         Some(text) => text.replace('%', "%%").into(),
         None => path.to_owned(),

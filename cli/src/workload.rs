@@ -78,7 +78,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let backend = match &args.backend {
-        Some(text) => text
+        Some(text) => require_backend_name(text)?
             .parse::<BackendChoice>()
             .map_err(|e| Failure::new(format!("--backend: {e}")))?,
         None => BackendChoice::Auto,
@@ -122,10 +122,10 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         Workload::Hazards => None,
         _ => Some(Photos::open(args.input.as_deref(), args.max_width)?),
     };
-    check_output(&args.output)?;
-
-    // `%` doubled: the runtime expands `%p` in trace paths; this one is literal.
-    let trace_path = args.output.to_string_lossy().replace('%', "%%");
+    // Expanded here (`%p` is this process), then passed literally (`%` doubled).
+    let output = hrx_capture::expand_path(&args.output);
+    check_output(&output)?;
+    let trace_path = crate::record::escape_percent(output.as_os_str());
     let mut options = RuntimeOptions::default().backend(backend).trace(trace_path);
     if let Some(fault) = fault.clone() {
         options = options.fault(fault);
@@ -152,8 +152,8 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // After the report: a trace that could not be written whole (a full disk) does not hide
     // what the run did.
     closed.context("the trace is incomplete")?;
-    let stats = TraceStats::read(&args.output)?;
-    print_summary(&args.output, &stats)?;
+    let stats = TraceStats::read(&output)?;
+    print_summary(&output, &stats)?;
     if let Some(signal) = stop::requested() {
         eprintln!(
             "note: hrx-trace received {} and stopped the workload; the trace is closed",
@@ -468,4 +468,19 @@ fn pipeline(
         error,
         stopped: stop::requested().filter(|_| delivered < frames),
     })
+}
+
+/// Refuses an empty `--backend` (the runtime reads an empty `HRX_BACKEND` as `auto`, but an
+/// empty flag value is a mistake, such as an unset shell variable) and returns `text`.
+///
+/// # Errors
+///
+/// A [`Failure`] saying what the flag takes.
+pub fn require_backend_name(text: &str) -> Result<&str, Failure> {
+    if text.trim().is_empty() {
+        return Err(Failure::new(
+            "--backend '': expected a backend name: auto, sim, cuda or hip",
+        ));
+    }
+    Ok(text)
 }

@@ -24,6 +24,8 @@ mod killed;
 mod live;
 #[path = "cli/lost.rs"]
 mod lost;
+#[path = "cli/processes.rs"]
+mod processes;
 #[path = "cli/program.rs"]
 mod program;
 #[path = "cli/replay.rs"]

@@ -46,7 +46,7 @@ fn a_program_killed_by_a_signal_exits_128_plus_the_signal() {
 }
 
 #[test]
-fn the_program_sees_hrx_trace_with_an_absolute_literal_path() {
+fn the_program_sees_hrx_trace_as_an_absolute_pattern() {
     let dir = tempfile::tempdir().unwrap();
     let output = run(
         dir.path(),
@@ -62,8 +62,8 @@ fn the_program_sees_hrx_trace_with_an_absolute_literal_path() {
     );
     assert_eq!(code(&output), 0);
     // hrx-trace's working directory is `dir`, so the absolute path is under getcwd's
-    // (canonical) form of it; `%` is doubled so that the runtime's `%p` expansion keeps it.
-    let expected = dir.path().canonicalize().unwrap().join("a%%p.hrxt");
+    // (canonical) form of it; `%p` is left for each process's runtime to expand.
+    let expected = dir.path().canonicalize().unwrap().join("a%p.hrxt");
     assert_eq!(stdout(&output), expected.to_str().unwrap());
 }
 
@@ -265,27 +265,22 @@ fn sigterm_and_sigint_are_forwarded_to_the_program() {
     }
     // A program that does not catch SIGTERM dies of it.
     let child = hrx_trace(dir.path())
-        .args(["record", "--", "sh", "-c", "touch ready; exec sleep 30"])
+        .args(["record", "--", "sh", "-c", "touch ready; exec sleep 600"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     wait_for(&dir.path().join("ready"));
-    let started = std::time::Instant::now();
-    // SAFETY: as above.
+    // SAFETY: as above. (Had it not been forwarded, the program would exit 0 in 10 minutes.)
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let output = child.wait_with_output().unwrap();
     assert_eq!(code(&output), 128 + 15, "{}", stderr(&output));
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(stderr(&output).contains("killed by signal 15 (SIGTERM)"));
 }
 
+/// Waits for `path` to appear. No time limit: a loaded machine may take long to start a
+/// program, and a program that never writes it fails its test by exiting first.
 fn wait_for(path: &Path) {
-    let started = std::time::Instant::now();
     while !path.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "{path:?} never appeared"
-        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -1,0 +1,172 @@
+//! The trace files one `record -- PROGRAM` may leave: every process of the program that
+//! uses hrx writes its own (DESIGN.md section 4, as Nsight Systems' `-o` patterns).
+//!
+//! `-o` may hold `%p` (process id), `%h` (host name), `%n` (a sequence number, the first
+//! free one) and `%%`, which the runtime of each process expands. Without `%p` or `%n`, a
+//! process that finds the file taken by another process of the same recording writes
+//! `NAME.PID.EXT` beside it (the runtime says so on standard error). So the files written are
+//! those in `-o`'s directory whose names fit the pattern, or its `NAME.PID.EXT` form, and that
+//! are new or changed since the program started: [`Snapshot`] tells them apart.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One piece of a file name pattern.
+#[derive(Clone, Debug, PartialEq)]
+enum Piece {
+    Literal(String),
+    Digits,
+}
+
+/// A file name pattern from `-o`'s file name.
+#[derive(Debug)]
+struct Pattern(Vec<Piece>);
+
+impl Pattern {
+    fn new(name: &str, host: &str) -> Pattern {
+        let mut pieces = Vec::new();
+        let mut literal = String::new();
+        let mut chars = name.chars();
+        while let Some(c) = chars.next() {
+            match (c, chars.clone().next()) {
+                ('%', Some('p' | 'n')) => {
+                    chars.next();
+                    pieces.push(Piece::Literal(std::mem::take(&mut literal)));
+                    pieces.push(Piece::Digits);
+                }
+                ('%', Some('h')) => {
+                    chars.next();
+                    literal.push_str(host);
+                }
+                ('%', Some('%')) => {
+                    chars.next();
+                    literal.push('%');
+                }
+                _ => literal.push(c),
+            }
+        }
+        pieces.push(Piece::Literal(literal));
+        pieces.retain(|p| *p != Piece::Literal(String::new()));
+        Pattern(pieces)
+    }
+
+    /// The `NAME.PID.EXT` form: `.DIGITS` before the last extension of the last literal.
+    fn own(&self) -> Pattern {
+        let mut pieces = self.0.clone();
+        if let Some(Piece::Literal(last)) = pieces.last().cloned() {
+            let cut = last.rfind('.').filter(|&i| i > 0).unwrap_or(last.len());
+            pieces.pop();
+            pieces.push(Piece::Literal(format!("{}.", &last[..cut])));
+            pieces.push(Piece::Digits);
+            if cut < last.len() {
+                pieces.push(Piece::Literal(last[cut..].to_owned()));
+            }
+        } else {
+            pieces.push(Piece::Literal(".".into()));
+            pieces.push(Piece::Digits);
+        }
+        Pattern(pieces)
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        fn go(pieces: &[Piece], s: &str) -> bool {
+            match pieces.split_first() {
+                None => s.is_empty(),
+                Some((Piece::Literal(l), rest)) => {
+                    s.strip_prefix(l.as_str()).is_some_and(|s| go(rest, s))
+                }
+                Some((Piece::Digits, rest)) => {
+                    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+                    (1..=digits).any(|n| go(rest, &s[n..]))
+                }
+            }
+        }
+        go(&self.0, name)
+    }
+}
+
+/// The files that could be traces of this recording, with what each was before it.
+#[derive(Debug)]
+pub struct Snapshot {
+    dir: PathBuf,
+    patterns: [Pattern; 2],
+    before: BTreeMap<String, String>,
+}
+
+impl Snapshot {
+    /// Takes the snapshot of `-o`'s directory for the pattern `output`.
+    pub fn take(output: &Path) -> Snapshot {
+        let dir = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(dir) => dir.to_owned(),
+            None => PathBuf::from("."),
+        };
+        let name = output.file_name().unwrap_or_default().to_string_lossy();
+        let host = hrx_capture::expand_path("%h")
+            .to_string_lossy()
+            .into_owned();
+        let pattern = Pattern::new(&name, &host);
+        let own = pattern.own();
+        let mut snapshot = Snapshot {
+            dir,
+            patterns: [pattern, own],
+            before: BTreeMap::new(),
+        };
+        snapshot.before = snapshot.candidates();
+        snapshot
+    }
+
+    /// Name -> identity of every file in the directory that fits a pattern.
+    fn candidates(&self) -> BTreeMap<String, String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return BTreeMap::new();
+        };
+        entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| self.patterns.iter().any(|p| p.matches(name)))
+            .map(|name| {
+                let identity = hrx_capture::file_identity(&self.dir.join(&name));
+                (name, identity)
+            })
+            .collect()
+    }
+
+    /// The files created or changed since the snapshot, by name, with `-o`'s directory
+    /// prefix as the user gave it.
+    pub fn written(&self) -> Vec<PathBuf> {
+        self.candidates()
+            .into_iter()
+            .filter(|(name, identity)| self.before.get(name) != Some(identity))
+            .map(|(name, _)| {
+                if self.dir == Path::new(".") {
+                    PathBuf::from(name)
+                } else {
+                    self.dir.join(name)
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether `output` holds a pattern that gives each process its own file.
+pub fn per_process(output: &Path) -> bool {
+    let text = output.to_string_lossy().replace("%%", "");
+    text.contains("%p") || text.contains("%n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_what_the_runtime_writes() {
+        let p = Pattern::new("t%p.hrxt", "box");
+        assert!(p.matches("t123.hrxt") && !p.matches("t.hrxt") && !p.matches("tx.hrxt"));
+        let p = Pattern::new("run-%h-%n.hrxt", "box");
+        assert!(p.matches("run-box-2.hrxt") && !p.matches("run-cat-2.hrxt"));
+        let p = Pattern::new("t.hrxt", "box");
+        assert!(p.matches("t.hrxt") && !p.matches("t.4.hrxt"));
+        assert!(p.own().matches("t.4.hrxt") && !p.own().matches("t.hrxt"));
+        assert!(Pattern::new("trace", "h").own().matches("trace.77"));
+        assert!(Pattern::new("100%%.hrxt", "h").matches("100%.hrxt"));
+    }
+}

@@ -1,0 +1,164 @@
+//! `record -- PROGRAM` where several processes use hrx: `-o` patterns (`%p`, `%h`, `%n`,
+//! `%%`), and without one, each further process in its own `NAME.PID.EXT`, concurrent or one
+//! after another. No process fails for tracing, no trace is overwritten, and `record` lists
+//! every file written. The processes are `cli/examples/traced.rs`, which `cargo test` builds.
+
+use crate::util::*;
+use std::path::{Path, PathBuf};
+
+/// The `traced` example, beside this test executable (`target/debug/examples/traced`).
+fn traced() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let examples = exe.parent().unwrap().parent().unwrap().join("examples");
+    let path = examples.join("traced");
+    assert!(
+        path.is_file(),
+        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
+         run `cargo build -p hrx-trace --example traced` first)"
+    );
+    path
+}
+
+/// Runs `record -o OUTPUT -- sh -c SCRIPT`, where `$T` in the script is the example.
+fn record_script(dir: &Path, output: &str, script: &str) -> std::process::Output {
+    hrx_trace(dir)
+        .args(["record", "-o", output, "--", "sh", "-c", script])
+        .env("T", traced())
+        .output()
+        .unwrap()
+}
+
+/// The files of `dir` whose names start with `prefix`, sorted.
+fn files(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Each trace is closed cleanly and holds `submissions` submissions of one process.
+fn check_traces(dir: &Path, names: &[String], submissions: &[u64]) {
+    let mut found: Vec<u64> = names
+        .iter()
+        .map(|name| {
+            let trace = hrx_capture::read_all(dir.join(name)).unwrap();
+            assert!(trace.recovery.is_complete(), "{name}: {:?}", trace.recovery);
+            trace
+                .records
+                .iter()
+                .filter(|r| matches!(r, hrx_capture::Record::Submit(_)))
+                .count() as u64
+        })
+        .collect();
+    found.sort_unstable();
+    let mut expected = submissions.to_vec();
+    expected.sort_unstable();
+    assert_eq!(found, expected, "{names:?}");
+}
+
+/// The summary lines of `record`: one `file` line per trace.
+fn summarised(out: &std::process::Output) -> Vec<String> {
+    stdout(out)
+        .lines()
+        .filter(|l| l.starts_with("file "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn two_concurrent_processes_with_pid_patterns_write_two_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_script(dir.path(), "t%p.hrxt", "$T 5 300 & $T 7 300; wait");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let names = files(dir.path(), "t");
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n[1..n.len() - 5].parse::<u32>().is_ok()),
+        "{names:?}"
+    );
+    check_traces(dir.path(), &names, &[5, 7]);
+    assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
+}
+
+#[test]
+fn three_concurrent_processes_without_a_pattern_each_get_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_script(dir.path(), "t.hrxt", "$T 3 400 & $T 4 400 & $T 5 400; wait");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{}{err}", stdout(&out));
+    let names = files(dir.path(), "t.");
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.contains(&"t.hrxt".to_owned()), "{names:?}");
+    check_traces(dir.path(), &names, &[3, 4, 5]);
+    // The two that found t.hrxt taken said where they record.
+    assert_eq!(err.matches("records into").count(), 2, "{err}");
+    let lines = summarised(&out);
+    assert_eq!(lines.len(), 3, "{}", stdout(&out));
+    for name in &names {
+        assert!(
+            lines.iter().any(|l| l.contains(name.as_str())),
+            "{name}: {lines:?}"
+        );
+    }
+}
+
+#[test]
+fn processes_one_after_another_never_overwrite_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    // An earlier recording's trace is replaced by the first process, as before.
+    std::fs::write(dir.path().join("t.hrxt"), b"").unwrap();
+    let out = record_script(dir.path(), "t.hrxt", "$T 2; $T 6; $T 4");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{}{err}", stdout(&out));
+    let names = files(dir.path(), "t.");
+    assert_eq!(names.len(), 3, "{names:?}");
+    check_traces(dir.path(), &names, &[2, 6, 4]);
+    let first = hrx_capture::read_all(dir.path().join("t.hrxt")).unwrap();
+    let submits = first
+        .records
+        .iter()
+        .filter(|r| matches!(r, hrx_capture::Record::Submit(_)));
+    assert_eq!(submits.count(), 2, "t.hrxt is the first process's");
+    assert_eq!(
+        err.matches("written by another process of this recording")
+            .count(),
+        2,
+        "{err}"
+    );
+    assert_eq!(summarised(&out).len(), 3, "{}", stdout(&out));
+}
+
+#[test]
+fn host_sequence_and_percent_patterns_expand() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = hrx_capture::expand_path("%h")
+        .to_string_lossy()
+        .into_owned();
+    std::fs::write(dir.path().join(format!("r-{host}-1%.hrxt")), b"").unwrap();
+    let out = record_script(dir.path(), "r-%h-%n%%.hrxt", "$T 1; $T 2");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let names = files(dir.path(), "r-");
+    assert_eq!(
+        names,
+        [1, 2, 3].map(|n| format!("r-{host}-{n}%.hrxt")).to_vec(),
+        "the existing file 1 is skipped"
+    );
+    check_traces(dir.path(), &names[1..], &[1, 2]);
+    assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
+}
+
+#[test]
+fn a_failed_trace_makes_record_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    // The second process's trace is cut by a file size limit while it exits 0.
+    let script = "$T 1; (ulimit -f 4; trap '' XFSZ; $T 20000); exit 0";
+    let out = record_script(dir.path(), "t.hrxt", script);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("is incomplete"), "{}", stderr(&out));
+    assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
+}
