@@ -503,8 +503,11 @@ pub struct TraceReader<R> {
     blocks_seen: u64,
     done: bool,
     /// Per runtime: the highest submission number seen and how many submits were read,
-    /// checked for gaps at the end. Bounded by runtimes, not submissions.
+    /// checked for gaps at the end when `check_submissions` is on. Bounded by runtimes, not
+    /// submissions.
     submissions: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// Whether to check submission numbers (see [`TraceReader::check_submission_numbers`]).
+    check_submissions: bool,
     submissions_checked: bool,
 }
 
@@ -539,6 +542,7 @@ impl<R: Read> TraceReader<R> {
             blocks_seen: 0,
             done: false,
             submissions: std::collections::BTreeMap::new(),
+            check_submissions: false,
             submissions_checked: false,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
@@ -550,6 +554,17 @@ impl<R: Read> TraceReader<R> {
             reader.tail(skipped);
         }
         Ok(reader)
+    }
+
+    /// Also checks, once the whole file is read, that each runtime's submission numbers run
+    /// 1, 2, 3, ... without a gap, as the hrx runtime numbers them: a gap becomes a
+    /// [`WarningKind::SubmissionsMissing`] and counts in [`Recovery::missing_submissions`]
+    /// (a block lost whole, or records dropped). Off by default: the format itself allows
+    /// any numbers (synthetic traces, tests); readers of runtime traces (`info`, `diff`,
+    /// `replay`) turn it on.
+    pub fn check_submission_numbers(mut self) -> Self {
+        self.check_submissions = true;
+        self
     }
 
     /// The file header.
@@ -935,7 +950,8 @@ impl<R: Read> TraceReader<R> {
         for (runtime, (last, count)) in submissions {
             if count < last {
                 let missing = last - count;
-                self.recovery.missing_submissions += missing;
+                self.recovery.missing_submissions =
+                    self.recovery.missing_submissions.saturating_add(missing);
                 let kind = WarningKind::SubmissionsMissing {
                     runtime,
                     missing,
@@ -953,10 +969,10 @@ impl<R: Read> Iterator for TraceReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(item) = self.next_in_block() {
-                if let (_, Record::Submit(submit)) = &item {
+                if let (true, (_, Record::Submit(submit))) = (self.check_submissions, &item) {
                     let seen = self.submissions.entry(submit.runtime.0).or_default();
                     seen.0 = seen.0.max(submit.submission.0);
-                    seen.1 += 1;
+                    seen.1 = seen.1.saturating_add(1);
                 }
                 return Some(Ok(item));
             }
@@ -992,7 +1008,16 @@ impl Trace {
     ///
     /// See [`TraceReader::new`]; [`ReadErrorKind::Io`] for a read error mid-file.
     pub fn from_reader(src: impl Read) -> Result<Trace, ReadError> {
-        let mut reader = TraceReader::new(src)?;
+        Trace::read_whole(TraceReader::new(src)?)
+    }
+
+    /// Reads the rest of `reader` (set up as wanted, e.g.
+    /// [`TraceReader::check_submission_numbers`]) into memory.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadErrorKind::Io`] for a read error mid-file.
+    pub fn read_whole<R: Read>(mut reader: TraceReader<R>) -> Result<Trace, ReadError> {
         let records = reader
             .by_ref()
             .map(|item| item.map(|(_, record)| record))

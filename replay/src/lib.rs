@@ -99,10 +99,12 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayEr
 /// included); otherwise as [`replay`].
 pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Report, ReplayError> {
     let path = path.as_ref();
-    let trace = hrx_capture::read_all(path).map_err(|source| ReplayError::Read {
+    let read = |source| ReplayError::Read {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
+    let trace = Trace::read_whole(reader.check_submission_numbers()).map_err(read)?;
     run(&trace, options, Some(path.display().to_string()))
 }
 

@@ -68,6 +68,7 @@ pub fn load(path: &Path) -> Result<Model, TuiError> {
         path: path.to_owned(),
         source,
     };
+    // Submission numbers are checked: a gap (a block lost whole) is a warning.
     let reader = hrx_capture::TraceReader::open(path).map_err(read_error)?;
-    Model::from_reader(reader).map_err(read_error)
+    Model::from_reader(reader.check_submission_numbers()).map_err(read_error)
 }
