@@ -36,6 +36,7 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::HostWrite(r) => r.time_ns,
         Record::Counters(r) => r.time_ns,
         Record::SessionEnd(r) => r.time_ns,
+        Record::SessionStopped(r) => r.time_ns,
         _ => return None,
     })
 }
@@ -82,6 +83,7 @@ fn kind(record: &Record) -> &'static str {
         Record::OutputDigest(_) => "digest",
         Record::Counters(_) => "counters",
         Record::SessionEnd(_) => "session-end",
+        Record::SessionStopped(_) => "session-stopped",
         other => other.kind_name(),
     }
 }
@@ -272,6 +274,13 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             bytes(r.lane_copy_bytes[2])
         ),
         Record::SessionEnd(r) => write!(f, "records={} dropped={}", r.records, r.dropped_records),
+        Record::SessionStopped(r) => write!(
+            f,
+            "signal={} done={} asked={}",
+            r.signal,
+            r.done.map_or_else(|| "-".into(), |n| n.to_string()),
+            r.asked.map_or_else(|| "-".into(), |n| n.to_string())
+        ),
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"

@@ -130,7 +130,8 @@ impl FormatVersion {
     /// The version this crate writes and reads.
     pub const CURRENT: FormatVersion = FormatVersion {
         major: FormatMajor(1),
-        minor: FormatMinor(1),
+        // 1.2: `Record::SessionStopped`.
+        minor: FormatMinor(2),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1080,7 +1081,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.3") && err.contains("1.1"), "{err}");
+        assert!(err.contains("2.3") && err.contains("1.2"), "{err}");
     }
 
     #[test]

@@ -1725,7 +1725,7 @@ mod tests {
         let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
         assert_eq!(
             err,
-            "byte 8: trace format 2.0 is newer than this reader's format 1.1; \
+            "byte 8: trace format 2.0 is newer than this reader's format 1.2; \
              upgrade hrx-trace to read it"
         );
         assert!(MappedTrace::from_vec(bytes).is_err());
@@ -1759,7 +1759,7 @@ mod tests {
         ));
         assert_eq!(warnings.len(), 2);
         assert_eq!(trace.recovery.skipped_blocks, 0);
-        assert!(trace.warnings[0].to_string().contains("1.1"));
+        assert!(trace.warnings[0].to_string().contains("1.2"));
         let mapped = MappedTrace::from_vec(bytes).unwrap();
         assert_eq!(mapped.blocks().len(), 3);
         assert!(mapped.read_block(1).unwrap().records.is_empty());

@@ -871,6 +871,23 @@ pub struct CaptureFence {
     pub end_ns: u64,
 }
 
+/// The recording was stopped before the program's own end: a signal asked it to stop (the
+/// program then closed the trace, so the trace reads as closed), after `done` of `asked`
+/// units of work where the program counts them (a workload's frames). Written just before
+/// [`SessionEnd`] by whoever stopped the work; `info` says "stopped by SIGINT after 11 of 400
+/// frames" instead of calling the trace whole. Format 1.2; an older reader skips it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStopped {
+    /// Host time.
+    pub time_ns: u64,
+    /// The signal number (2 for SIGINT, 15 for SIGTERM, ...).
+    pub signal: i32,
+    /// Units of work done, when counted.
+    pub done: Option<u64>,
+    /// Units of work asked for, when counted.
+    pub asked: Option<u64>,
+}
+
 /// One trace record.
 ///
 /// Variants are only ever appended (see the module docs); match with a wildcard arm.
@@ -933,11 +950,13 @@ pub enum Record {
     RecordsLost(RecordsLost),
     /// See [`CaptureFence`] (format 1.1).
     CaptureFence(CaptureFence),
+    /// See [`SessionStopped`] (format 1.2).
+    SessionStopped(SessionStopped),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 28] = [
+    pub const KIND_NAMES: [&'static str; 29] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -966,6 +985,7 @@ impl Record {
         "RecorderWait",
         "RecordsLost",
         "CaptureFence",
+        "SessionStopped",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1008,6 +1028,7 @@ impl Record {
             Record::RecorderWait(_) => "RecorderWait",
             Record::RecordsLost(_) => "RecordsLost",
             Record::CaptureFence(_) => "CaptureFence",
+            Record::SessionStopped(_) => "SessionStopped",
         }
     }
 
@@ -1020,6 +1041,7 @@ impl Record {
             | Record::RecordsLost(_) => return None,
             Record::RecorderWait(r) => return r.runtime,
             Record::CaptureFence(r) => r.runtime,
+            | Record::SessionStopped(_) => return None,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
             Record::BufferCreated(r) => r.runtime,
@@ -1087,6 +1109,7 @@ record_from!(
     RecorderWait,
     RecordsLost,
     CaptureFence,
+    SessionStopped,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1095,7 +1118,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 28;
+    pub const KINDS: u64 = 29;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1470,13 +1493,19 @@ pub(crate) mod testgen {
                     records: r.int(),
                 }),
             }),
-            _ => Record::CaptureFence(CaptureFence {
+            27 => Record::CaptureFence(CaptureFence {
                 runtime,
                 submission: SubmissionIndex(r.int()),
                 region: RegionIndex(r.u32()),
                 buffer: BufferId(r.int()),
                 start_ns: r.int(),
                 end_ns: r.int(),
+            }),
+            _ => Record::SessionStopped(SessionStopped {
+                time_ns: r.int(),
+                signal: r.u32() as i32,
+                done: r.opt(Rng::int),
+                asked: r.opt(Rng::int),
             }),
         }
     }

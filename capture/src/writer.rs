@@ -1528,7 +1528,13 @@ mod tests {
         };
         assert_eq!(start.pid, std::process::id());
         assert_eq!(start.backend, "sim");
-        assert_eq!(start.format_version, (1, 1));
+        assert_eq!(
+            start.format_version,
+            (
+                FormatVersion::CURRENT.major.0,
+                FormatVersion::CURRENT.minor.0
+            )
+        );
         assert!(!start.args.is_empty());
         #[cfg(unix)]
         assert!(start.monotonic_base_ns > 0);

@@ -20,6 +20,28 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the trace is: the whole run, a run stopped by a signal (after N of M frames), or cut
+/// short (never closed: killed, crashed, or its writing failed).
+fn what_it_is(stats: &TraceStats) -> String {
+    if let Some(stopped) = &stats.stopped {
+        let signal = crate::record::signal_name(stopped.signal)
+            .map_or_else(|| format!("signal {}", stopped.signal), str::to_owned);
+        let progress = match (stopped.done, stopped.asked) {
+            (Some(done), Some(asked)) => format!(" after {done} of {asked} frames"),
+            (Some(done), None) => format!(" after {done} frames"),
+            _ => String::new(),
+        };
+        return format!("stopped by {signal}{progress}, then closed");
+    }
+    if stats.recovery.closed {
+        "whole: recorded to the program's end".into()
+    } else {
+        "cut short: never closed (the process was killed or crashed, or writing the trace \
+         failed)"
+            .into()
+    }
+}
+
 fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io::Result<()> {
     let h = &stats.header;
     writeln!(
@@ -82,6 +104,7 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
     };
     writeln!(out, "{:<12} {span}", "time span")?;
 
+    writeln!(out, "{:<12} {}", "capture", what_it_is(stats))?;
     let r = &stats.recovery;
     if r.is_complete() {
         writeln!(

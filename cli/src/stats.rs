@@ -6,14 +6,15 @@
 use crate::failure::TraceError;
 use hrx_capture::format::{Codec, Compression, FileHeader};
 use hrx_capture::schema::{
-    Counters, RefusalKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, Status,
+    Counters, RefusalKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, SessionStopped,
+    Status,
 };
 use hrx_capture::{Record, Recovery, TraceReader, Warning};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Record kinds in schema order, for stable listings; kinds of a newer schema follow.
-const KIND_ORDER: [&str; 25] = [
+const KIND_ORDER: [&str; 26] = [
     "SessionStart",
     "RuntimeStart",
     "RuntimeEnd",
@@ -39,6 +40,7 @@ const KIND_ORDER: [&str; 25] = [
     "OutputDigest",
     "Counters",
     "SessionEnd",
+    "SessionStopped",
 ];
 
 /// What a trace holds, in numbers.
@@ -54,6 +56,8 @@ pub struct TraceStats {
     pub runtimes: Vec<RuntimeStart>,
     /// The session's last record (only in a cleanly closed trace).
     pub end: Option<SessionEnd>,
+    /// Why the recording stopped early, when a signal stopped it.
+    pub stopped: Option<SessionStopped>,
     /// Records per kind name.
     pub kinds: BTreeMap<&'static str, u64>,
     /// Records read.
@@ -107,7 +111,9 @@ impl TraceStats {
             path: path.to_path_buf(),
             error,
         };
-        let mut reader = TraceReader::open(path).map_err(fail)?;
+        let mut reader = TraceReader::open(path)
+            .map_err(fail)?
+            .check_submission_numbers();
         let file_len_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let mut stats = TraceStats::empty(*reader.header(), file_len_bytes);
         for item in reader.by_ref() {
@@ -126,6 +132,7 @@ impl TraceStats {
             session: None,
             runtimes: Vec::new(),
             end: None,
+            stopped: None,
             kinds: BTreeMap::new(),
             records: 0,
             operations: 0,
@@ -161,6 +168,7 @@ impl TraceStats {
             Record::SessionStart(start) => {
                 self.session.get_or_insert(start);
             }
+            Record::SessionStopped(stopped) => self.stopped = Some(stopped),
             Record::RuntimeStart(start) => self.runtimes.push(start),
             Record::SessionEnd(end) => self.end = Some(end),
             Record::GraphOp(_) => self.operations += 1,

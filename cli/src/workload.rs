@@ -277,6 +277,15 @@ fn execute(
             let (outcome, error) = match (workload, run.error, fault) {
                 (_, None, _) if run.stopped.is_some() => {
                     let signal = run.stopped.unwrap_or_default();
+                    // In the trace too: it closes cleanly, but is not the whole run.
+                    hrx_capture::record(&hrx_capture::Record::SessionStopped(
+                        hrx_capture::schema::SessionStopped {
+                            time_ns: hrx_capture::now_ns(),
+                            signal,
+                            done: Some(run.delivered as u64),
+                            asked: Some(frames as u64),
+                        },
+                    ));
                     let name = crate::record::signal_name(signal)
                         .map_or_else(|| format!("signal {signal}"), str::to_owned);
                     (format!("stopped by {name}: {done}"), None)

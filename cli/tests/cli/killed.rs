@@ -171,6 +171,10 @@ fn check_one(dir: &Path, file: &str, context: &str) -> hrx_capture::Trace {
         crate::util::field(&text, "recovered").starts_with("not closed cleanly"),
         "{context}: {text}"
     );
+    assert!(
+        crate::util::field(&text, "capture").starts_with("cut short"),
+        "{context}: {text}"
+    );
     let trace = hrx_capture::read_all(dir.join(file)).expect(context);
     let recovery = &trace.recovery;
     assert!(!recovery.closed, "{context}");

@@ -38,7 +38,7 @@ fn info_describes_a_recorded_pipeline() {
     let out = stdout(&output);
     assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
     assert!(
-        field(&out, "format").starts_with("1.1 (postcard records"),
+        field(&out, "format").starts_with("1.2 (postcard records"),
         "{out}"
     );
     assert!(field(&out, "session").contains("UTC on "), "{out}");
@@ -431,5 +431,26 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
             "{}",
             stdout(&info)
         );
+        // Closed, but not the whole run: it said "closed cleanly" and nothing more.
+        let capture = field_of(&stdout(&info), "capture");
+        assert!(
+            capture.starts_with(&format!("stopped by {name} after "))
+                && capture.contains(" of 1000000 frames"),
+            "{}",
+            stdout(&info)
+        );
     }
+    // A run to its end is whole.
+    let out = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "whole.hrxt"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let info = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
+    assert!(field_of(&info, "capture").starts_with("whole"), "{info}");
+}
+
+/// The value of `key`'s line (an owned copy of [`field`]'s).
+fn field_of(text: &str, key: &str) -> String {
+    field(text, key).to_owned()
 }
