@@ -1041,7 +1041,7 @@ impl Record {
             | Record::RecordsLost(_) => return None,
             Record::RecorderWait(r) => return r.runtime,
             Record::CaptureFence(r) => r.runtime,
-            | Record::SessionStopped(_) => return None,
+            Record::SessionStopped(_) => return None,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
             Record::BufferCreated(r) => r.runtime,
