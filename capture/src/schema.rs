@@ -1570,7 +1570,8 @@ mod tests {
                 Record::SessionStart(_)
                 | Record::SessionEnd(_)
                 | Record::Blob(_)
-                | Record::RecordsLost(_) => true,
+                | Record::RecordsLost(_)
+                | Record::SessionStopped(_) => true,
                 Record::RecorderWait(wait) => wait.runtime.is_none(),
                 _ => false,
             };
