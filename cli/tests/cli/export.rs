@@ -85,14 +85,20 @@ fn expected(records: &[Value]) -> Expected {
         let (kind, body) = r.as_object().unwrap().iter().next().unwrap();
         let event = match kind.as_str() {
             "RegionDone" => body["status"] != "Ok",
-            "Quarantine" | "Poison" | "CopyStreamUnhealthy" | "FaultInjected" | "SubmitRefused" => {
-                true
-            }
+            // Capture fences and recorder waits are events too (a loaded machine makes them).
+            "Quarantine"
+            | "Poison"
+            | "CopyStreamUnhealthy"
+            | "FaultInjected"
+            | "SubmitRefused"
+            | "CaptureFence"
+            | "RecorderWait" => true,
             _ => false,
         };
         if event {
             instants += 1;
-            tracks.insert((body["runtime"].as_u64().unwrap(), "events".to_owned()));
+            let runtime = body["runtime"].as_u64().unwrap_or(0);
+            tracks.insert((runtime, "events".to_owned()));
         }
     }
     Expected {
