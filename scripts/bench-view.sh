@@ -10,6 +10,9 @@
 # Each row is one run of `/usr/bin/time -v`: elapsed wall clock and maximum resident set
 # size. For `view`, "first frame" is when tmux first shows a lane header (polled every
 # 20 ms); its wall is until it quit.
+# A `view` built from this checkout can be timed without a terminal:
+# `HRX_TUI_HEADLESS_FRAME=120x40 /usr/bin/time -v hrx-trace view TRACE >/dev/null` loads the
+# trace, draws the first frame off-screen, prints it and exits.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

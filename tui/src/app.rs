@@ -74,7 +74,32 @@ pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<Model, TuiError> {
 /// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.
 pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 
-/// Opens the trace at `path` and runs the viewer until the user quits.
+/// Environment variable for benchmarks only: `WIDTHxHEIGHT` (e.g. `120x40`) makes [`run`]
+/// load the trace, draw its first frame off-screen at that size, print it to standard output
+/// and return, so the time to the first frame can be measured without a terminal
+/// (`scripts/bench-view.sh`).
+pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
+
+/// The first frame of the trace at `path`, drawn off-screen at `width` x `height`, as text.
+///
+/// # Errors
+///
+/// [`TuiError::Read`] as [`crate::load`].
+pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<String, TuiError> {
+    let model = crate::load(path)?;
+    let state = ViewState::new(&model, width, height);
+    Ok(crate::render_to_string(&model, &state, width, height))
+}
+
+/// `WIDTHxHEIGHT` as two non-zero sizes.
+fn parse_size(text: &str) -> Option<(u16, u16)> {
+    let (w, h) = text.split_once('x')?;
+    let (w, h) = (w.parse().ok()?, h.parse().ok()?);
+    (w > 0 && h > 0).then_some((w, h))
+}
+
+/// Opens the trace at `path` and runs the viewer until the user quits (or, with
+/// [`HEADLESS_FRAME_ENV`] set, prints the first frame and returns).
 ///
 /// # Errors
 ///
@@ -83,6 +108,18 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// before it is touched, so no escape sequences reach a pipe or file);
 /// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
 pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
+    if let Some(size) = std::env::var_os(HEADLESS_FRAME_ENV) {
+        let size = size.to_string_lossy();
+        let (width, height) = parse_size(&size).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{HEADLESS_FRAME_ENV}={size}: expected WIDTHxHEIGHT, as 120x40"),
+            )
+        })?;
+        let frame = first_frame(path, width, height)?;
+        io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
+        return Ok(());
+    }
     let model = if follow {
         wait_for_trace(path, FOLLOW_WAIT)?
     } else {
@@ -490,6 +527,28 @@ mod tests {
         let junk = dir.path().join("junk");
         std::fs::write(&junk, vec![7u8; 4096]).unwrap();
         assert!(wait_for_trace(&junk, Duration::from_secs(600)).is_err());
+    }
+
+    #[test]
+    fn the_headless_first_frame_is_the_rendered_screen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipeline.hrxt");
+        let records: Vec<_> = pipeline(PipelineSpec::ops(40)).collect();
+        let recorder =
+            hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+        for r in &records {
+            recorder.record(r);
+        }
+        recorder.close().unwrap();
+        let frame = first_frame(&path, 120, 40).unwrap();
+        let model = crate::load(&path).unwrap();
+        let state = ViewState::new(&model, 120, 40);
+        assert_eq!(frame, crate::render_to_string(&model, &state, 120, 40));
+        assert!(frame.contains("GPU Compute"), "{frame}");
+        assert_eq!(parse_size("80x24"), Some((80, 24)));
+        assert_eq!(parse_size("80x0"), None);
+        assert_eq!(parse_size("wide"), None);
+        assert!(first_frame(&dir.path().join("missing"), 80, 24).is_err());
     }
 
     #[test]
