@@ -37,6 +37,9 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::Counters(r) => r.time_ns,
         Record::SessionEnd(r) => r.time_ns,
         Record::SessionStopped(r) => r.time_ns,
+        Record::RecorderWait(r) => r.end_ns,
+        Record::RecordsLost(r) => r.time_ns,
+        Record::CaptureFence(r) => r.end_ns,
         _ => return None,
     })
 }
@@ -84,6 +87,9 @@ fn kind(record: &Record) -> &'static str {
         Record::Counters(_) => "counters",
         Record::SessionEnd(_) => "session-end",
         Record::SessionStopped(_) => "session-stopped",
+        Record::RecorderWait(_) => "recorder-wait",
+        Record::RecordsLost(_) => "records-lost",
+        Record::CaptureFence(_) => "capture-fence",
         other => other.kind_name(),
     }
 }
@@ -281,6 +287,42 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.done.map_or_else(|| "-".into(), |n| n.to_string()),
             r.asked.map_or_else(|| "-".into(), |n| n.to_string())
         ),
+        Record::RecorderWait(r) => {
+            write!(
+                f,
+                "thread={} {:?} waited={}",
+                r.thread,
+                r.thread_name,
+                duration(r.end_ns.saturating_sub(r.start_ns))
+            )?;
+            if let Some(rt) = r.runtime {
+                write!(f, " rt={rt}")?;
+            }
+            if let Some(s) = r.submission {
+                write!(f, " sub={s}")?;
+            }
+            if let Some(region) = r.region {
+                write!(f, " region={region}")?;
+            }
+            Ok(())
+        }
+        Record::RecordsLost(r) => {
+            write!(f, "total={} lossy={} [", r.total, r.lossy)?;
+            for (i, k) in r.by_kind.iter().enumerate() {
+                let sep = if i == 0 { "" } else { " " };
+                write!(f, "{sep}{}={}", k.kind, k.records)?;
+            }
+            write!(f, "]")
+        }
+        Record::CaptureFence(r) => write!(
+            f,
+            "rt={} sub={} region={} buf={} waited={}",
+            r.runtime,
+            r.submission,
+            r.region,
+            r.buffer,
+            duration(r.end_ns.saturating_sub(r.start_ns))
+        ),
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"
@@ -409,6 +451,53 @@ mod tests {
         assert_eq!(
             Line(&record).to_string(),
             "       1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]"
+        );
+    }
+
+    /// The record kinds of format 1.1 (capture work and losses) read as lines with their
+    /// times, like every other kind, not as "a record kind this hrx-trace does not describe".
+    #[test]
+    fn capture_fences_recorder_waits_and_losses_are_described() {
+        use hrx_capture::schema::{
+            BufferId, CaptureFence, LostKind, RecorderWait, RecordsLost, RegionIndex,
+        };
+        let fence = Record::CaptureFence(CaptureFence {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(4),
+            region: RegionIndex(2),
+            buffer: BufferId(9),
+            start_ns: 1_000_000,
+            end_ns: 1_500_000,
+        });
+        let wait = Record::RecorderWait(RecorderWait {
+            thread: 3,
+            thread_name: "worker".into(),
+            start_ns: 2_000_000,
+            end_ns: 2_250_000,
+            runtime: Some(RuntimeId(1)),
+            submission: Some(SubmissionIndex(5)),
+            region: None,
+        });
+        let lost = Record::RecordsLost(RecordsLost {
+            time_ns: 3_000_000,
+            lossy: true,
+            total: 7,
+            by_kind: vec![LostKind {
+                kind: "RegionTiming".into(),
+                records: 7,
+            }],
+        });
+        assert_eq!(
+            Line(&fence).to_string(),
+            "       1.500 ms  capture-fence  rt=1 sub=4 region=2 buf=9 waited=500 µs"
+        );
+        assert_eq!(
+            Line(&wait).to_string(),
+            "       2.250 ms  recorder-wait  thread=3 \"worker\" waited=250 µs rt=1 sub=5"
+        );
+        assert_eq!(
+            Line(&lost).to_string(),
+            "       3.000 ms  records-lost   total=7 lossy=true [RegionTiming=7]"
         );
     }
 }

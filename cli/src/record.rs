@@ -130,13 +130,17 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
                         Failure::new(format!(
-                            "the trace {} is incomplete ({}): {} exited 0, so writing the \
-                             trace failed (a full disk or a file size limit?)",
+                            "the trace {} is incomplete ({}): {} exited 0, but the process \
+                             writing the trace did not close it (killed, crashed, or its writes \
+                             failed: a full disk or a file size limit?)",
                             path.display(),
                             stats.recovery.end(),
                             name(program)
                         ))
-                        .hint("free some space, or record to another file system with -o"),
+                        .hint(
+                            "if no process was killed, free some space or record to another \
+                             file system with -o",
+                        ),
                     );
                     crate::failure::report(&error);
                     failed = true;

@@ -13,36 +13,6 @@ use hrx_capture::{Record, Recovery, TraceReader, Warning};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Record kinds in schema order, for stable listings; kinds of a newer schema follow.
-const KIND_ORDER: [&str; 26] = [
-    "SessionStart",
-    "RuntimeStart",
-    "RuntimeEnd",
-    "BufferCreated",
-    "BufferDropped",
-    "Blob",
-    "KernelLoaded",
-    "GraphOp",
-    "Prepared",
-    "Submit",
-    "SubmitRefused",
-    "CrossWait",
-    "RegionTiming",
-    "OpTiming",
-    "ClockCalibration",
-    "RegionDone",
-    "SubmissionDone",
-    "Quarantine",
-    "Poison",
-    "CopyStreamUnhealthy",
-    "FaultInjected",
-    "HostWrite",
-    "OutputDigest",
-    "Counters",
-    "SessionEnd",
-    "SessionStopped",
-];
-
 /// What a trace holds, in numbers.
 #[derive(Debug)]
 pub struct TraceStats {
@@ -213,13 +183,13 @@ impl TraceStats {
 
     /// Record counts per kind, in schema order.
     pub fn kinds_in_order(&self) -> Vec<(&'static str, u64)> {
-        let known = KIND_ORDER
+        let known = Record::KIND_NAMES
             .iter()
             .filter_map(|name| self.kinds.get(name).map(|&n| (*name, n)));
         let newer = self
             .kinds
             .iter()
-            .filter(|(name, _)| !KIND_ORDER.contains(name))
+            .filter(|(name, _)| !Record::KIND_NAMES.contains(name))
             .map(|(name, n)| (*name, *n));
         known.chain(newer).collect()
     }
