@@ -118,10 +118,23 @@ impl FileSink {
     ///
     /// # Errors
     ///
-    /// When the file cannot be created, or another recorder holds it
+    /// When the file cannot be created, when `path` is a FIFO, a socket or a device
+    /// ([`io::ErrorKind::InvalidInput`]), or another recorder holds it
     /// ([`io::ErrorKind::WouldBlock`]).
     pub fn create(path: impl AsRef<Path>) -> io::Result<FileSink> {
         let path = path.as_ref();
+        // A FIFO opened for writing waits for a reader (a traced program would hang in
+        // `Runtime::new`), and a socket or a device is no trace: refuse them before opening.
+        if let Some(kind) = std::fs::metadata(path)
+            .ok()
+            .as_ref()
+            .and_then(crate::reader::special_file)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("it is {kind}, not a file"),
+            ));
+        }
         // Open without truncating: the lock must be ours before anything is destroyed.
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -2116,5 +2129,26 @@ mod tests {
             }
         });
         assert!(random <= 16.0, "{random:.2} bytes per timing");
+    }
+
+    /// A FIFO named as the trace (`HRX_TRACE=fifo`) is refused at once, where opening it for
+    /// writing would wait for a reader forever; a device likewise.
+    #[test]
+    fn a_fifo_or_a_device_is_refused_as_a_trace_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c_path` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        for (path, kind) in [
+            (fifo.as_path(), "a FIFO (named pipe)"),
+            (Path::new("/dev/null"), "a device"),
+        ] {
+            let Err(error) = FileSink::create(path) else {
+                panic!("{} was accepted as a trace file", path.display())
+            };
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+            assert_eq!(error.to_string(), format!("it is {kind}, not a file"));
+        }
     }
 }
