@@ -138,7 +138,7 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
     let lost = &stats.recovery.lost;
     if !lost.is_none() {
         let cause = if lost.lossy {
-            "lossy mode: full thread buffers dropped them"
+            "full thread buffers dropped them"
         } else {
             "write errors or records too large to store"
         };
