@@ -138,6 +138,22 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         (&new, &new_outputs),
         args.max_slowdown,
     );
+    // As replay: nothing compared is not a match (two recordings cut short before their
+    // first submit would otherwise read "same" and pass a CI gate).
+    let submissions = &report["submissions"];
+    let held: u64 = ["compared", "unknown", "only_base", "only_new"]
+        .iter()
+        .map(|k| submissions[k].as_u64().unwrap_or(0))
+        .sum();
+    if held == 0 {
+        return Err(Failure::new(format!(
+            "neither {} nor {} holds a submission: nothing to compare, which is not a match",
+            args.base.display(),
+            args.new.display()
+        ))
+        .hint("`hrx-trace info` says what each trace holds (a recording cut short before its first submit holds none)")
+        .into());
+    }
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
 }

@@ -161,11 +161,20 @@ fn huge_indices_in_a_crafted_trace_cost_no_memory() {
             "-o",
             "c.pftrace",
         ],
-        &["diff", "crafted.hrxt", "crafted.hrxt"],
     ] {
         let out = run_memory_limited(dir.path(), 4 << 20, args);
         assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
     }
+    // diff compares the whole trace within the limit, then refuses: it holds timings but no
+    // submission, so nothing was compared.
+    let args = ["diff", "crafted.hrxt", "crafted.hrxt"];
+    let out = run_memory_limited(dir.path(), 4 << 20, &args);
+    assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds a submission: nothing to compare"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `replay` refuses numbers that would disable its checks or exhaust memory.
