@@ -252,6 +252,20 @@ pub enum WarningKind {
         /// Records the footer counts in them.
         records: u64,
     },
+    /// The session end counts more records written before it than were read or skipped:
+    /// whole blocks are gone (cut out of a trace whose footer is gone too, so no footer
+    /// lists them).
+    #[error(
+        "the session end counts {declared} records before it; {found} were read: {missing} are missing"
+    )]
+    RecordsMissing {
+        /// Records the session end says were written before it.
+        declared: u64,
+        /// Records read before it.
+        found: u64,
+        /// Records missing (neither read nor counted as skipped).
+        missing: u64,
+    },
     /// A runtime's submission numbers (1, 2, 3, ... per runtime) have gaps: the submits of
     /// that many submissions are missing (a block lost, or records dropped).
     #[error("runtime {runtime}: {missing} of its submissions 1..={last} are missing")]
@@ -559,9 +573,11 @@ impl<R: Read> TraceReader<R> {
     /// Also checks, once the whole file is read, that each runtime's submission numbers run
     /// 1, 2, 3, ... without a gap, as the hrx runtime numbers them: a gap becomes a
     /// [`WarningKind::SubmissionsMissing`] and counts in [`Recovery::missing_submissions`]
-    /// (a block lost whole, or records dropped). Off by default: the format itself allows
-    /// any numbers (synthetic traces, tests); readers of runtime traces (`info`, `diff`,
-    /// `replay`) turn it on.
+    /// (a block lost whole, or records dropped). Likewise the session end's count of the
+    /// records written before it: records neither read nor skipped become a
+    /// [`WarningKind::RecordsMissing`] (blocks cut out where no footer lists them). Off by
+    /// default: the format itself allows any numbers and records anywhere (synthetic traces,
+    /// tests); readers of runtime traces (`info`, `diff`, `replay`) turn it on.
     pub fn check_submission_numbers(mut self) -> Self {
         self.check_submissions = true;
         self
@@ -761,6 +777,26 @@ impl<R: Read> TraceReader<R> {
                     self.recovery.records += 1;
                     self.recovery.lost.observe(&record);
                     self.recovery.waits.observe(&record);
+                    if let Record::SessionEnd(end) = &record
+                        && self.check_submissions
+                    {
+                        // Every record the recorder wrote before the end was read or
+                        // counted as skipped; what is neither went with a block cut out.
+                        let found = self.recovery.records - 1;
+                        let accounted = found + self.recovery.skipped_records;
+                        if end.records > accounted {
+                            let missing = end.records - accounted;
+                            self.recovery.skipped_records += missing;
+                            self.warnings.push(Warning {
+                                offset: at,
+                                kind: WarningKind::RecordsMissing {
+                                    declared: end.records,
+                                    found,
+                                    missing,
+                                },
+                            });
+                        }
+                    }
                     return Some((at, record));
                 }
                 Some(Err(kind)) => {
@@ -800,7 +836,10 @@ impl<R: Read> TraceReader<R> {
                     let blocks = listed - found;
                     let records = footer.records.saturating_sub(self.recovery.records);
                     self.recovery.skipped_blocks += blocks;
-                    self.recovery.skipped_records += records;
+                    // Less what the session end already counted as missing.
+                    self.recovery.skipped_records += footer
+                        .records
+                        .saturating_sub(self.recovery.records + self.recovery.skipped_records);
                     self.warn(at, WarningKind::MissingBlocks { blocks, records });
                     intact = false;
                 } else if footer.blocks.len() as u64 + 1 != self.blocks_seen {
@@ -1640,6 +1679,58 @@ mod tests {
             .map(|w| (w.offset, &w.kind))
             .collect();
         assert_eq!(warnings, [(first.len() as u64, &another)]);
+    }
+
+    /// A block cut out of a trace whose footer went too (no footer lists it): the session
+    /// end's count of the records written before it says how many are missing.
+    #[test]
+    fn a_cut_out_block_is_counted_by_the_session_end_without_a_footer() {
+        let mut rng = Rng(9);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let b: Vec<_> = (5..9).map(|k| record(&mut rng, k)).collect();
+        let mut c: Vec<_> = (9..11).map(|k| record(&mut rng, k)).collect();
+        let written = (a.len() + b.len() + c.len()) as u64;
+        c.push(Record::SessionEnd(crate::schema::SessionEnd {
+            time_ns: 99,
+            records: written,
+            dropped_records: 0,
+        }));
+        let whole = file(
+            &[
+                (BlockKind::RECORDS, a.clone()),
+                (BlockKind::RECORDS, b.clone()),
+                (BlockKind::RECORDS, c.clone()),
+            ],
+            FormatVersion::CURRENT,
+        );
+        let checked = |bytes: &[u8]| {
+            Trace::read_whole(TraceReader::new(bytes).unwrap().check_submission_numbers()).unwrap()
+        };
+        let missing_warnings = |trace: &Trace| -> Vec<WarningKind> {
+            let kinds = trace.warnings.iter().map(|w| w.kind.clone());
+            kinds
+                .filter(|k| matches!(k, WarningKind::RecordsMissing { .. }))
+                .collect()
+        };
+        assert_eq!(missing_warnings(&checked(&whole)), []);
+        let cut = file(
+            &[
+                (BlockKind::RECORDS, a.clone()),
+                (BlockKind::RECORDS, c.clone()),
+            ],
+            FormatVersion::CURRENT,
+        );
+        // Unchecked (the format allows anything), nothing is said.
+        assert_eq!(missing_warnings(&Trace::from_bytes(&cut).unwrap()), []);
+        let trace = checked(&cut);
+        assert_eq!(trace.records, [a.clone(), c].concat());
+        assert_eq!(trace.recovery.skipped_records, b.len() as u64);
+        let missing = WarningKind::RecordsMissing {
+            declared: written,
+            found: written - b.len() as u64,
+            missing: b.len() as u64,
+        };
+        assert_eq!(missing_warnings(&trace), [missing]);
     }
 
     #[test]
