@@ -292,15 +292,7 @@ pub fn scan_mapped(
     trace: &MappedTrace,
     visitor: &mut impl Visitor,
 ) -> Result<ScanSummary, ReadError> {
-    let mut reader = trace.records()?;
-    let mut joiner = Joiner::new();
-    for item in reader.by_ref() {
-        let (_, record) = item?;
-        joiner.push(&record, visitor);
-    }
-    let recovery = Some(*reader.recovery());
-    let warnings = reader.warnings().to_vec();
-    Ok(joiner.finish(recovery, warnings))
+    scan_reader(trace.records()?, visitor)
 }
 
 /// Reads the trace at `path` once into `visitor`, streaming the file through a buffered
@@ -313,7 +305,14 @@ pub fn scan_mapped(
 /// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a read
 /// fails.
 pub fn scan(path: &Path, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
-    let mut reader = TraceReader::open(path)?;
+    scan_reader(TraceReader::open(path)?, visitor)
+}
+
+/// The one pass of [`scan`] and [`scan_mapped`], over any reader.
+fn scan_reader<R: std::io::Read>(
+    mut reader: TraceReader<R>,
+    visitor: &mut impl Visitor,
+) -> Result<ScanSummary, ReadError> {
     let mut joiner = Joiner::new();
     for item in reader.by_ref() {
         let (_, record) = item?;

@@ -104,35 +104,27 @@ fn check(call: &'static str, code: CUresult) -> CuResult<()> {
 }
 
 /// Whether `code` is a sticky error of uncertain extent: the context is corrupted and device
-/// memory written by in-flight work is undefined.
+/// memory written by in-flight work is undefined. Every kernel fault is one.
 fn is_uncertain(code: CUresult) -> bool {
     use CUresult::*;
-    matches!(
-        code,
-        CUDA_ERROR_ILLEGAL_ADDRESS
-            | CUDA_ERROR_LAUNCH_FAILED
-            | CUDA_ERROR_MISALIGNED_ADDRESS
-            | CUDA_ERROR_ILLEGAL_INSTRUCTION
-            | CUDA_ERROR_HARDWARE_STACK_ERROR
-            | CUDA_ERROR_INVALID_ADDRESS_SPACE
-            | CUDA_ERROR_INVALID_PC
-            | CUDA_ERROR_ASSERT
-            | CUDA_ERROR_LAUNCH_TIMEOUT
-            | CUDA_ERROR_ECC_UNCORRECTABLE
-            | CUDA_ERROR_NVLINK_UNCORRECTABLE
-            | CUDA_ERROR_CONTAINED
-            | CUDA_ERROR_TENSOR_MEMORY_LEAK
-            | CUDA_ERROR_EXTERNAL_DEVICE
-            | CUDA_ERROR_CONTEXT_IS_DESTROYED
-            | CUDA_ERROR_DEINITIALIZED
-            | CUDA_ERROR_MPS_CONNECTION_FAILED
-            | CUDA_ERROR_MPS_RPC_FAILURE
-            | CUDA_ERROR_MPS_CLIENT_TERMINATED
-            | CUDA_ERROR_UNKNOWN
-    )
+    is_kernel_fault(code)
+        || matches!(
+            code,
+            CUDA_ERROR_ECC_UNCORRECTABLE
+                | CUDA_ERROR_NVLINK_UNCORRECTABLE
+                | CUDA_ERROR_CONTAINED
+                | CUDA_ERROR_TENSOR_MEMORY_LEAK
+                | CUDA_ERROR_EXTERNAL_DEVICE
+                | CUDA_ERROR_CONTEXT_IS_DESTROYED
+                | CUDA_ERROR_DEINITIALIZED
+                | CUDA_ERROR_MPS_CONNECTION_FAILED
+                | CUDA_ERROR_MPS_RPC_FAILURE
+                | CUDA_ERROR_MPS_CLIENT_TERMINATED
+                | CUDA_ERROR_UNKNOWN
+        )
 }
 
-/// Whether `code` says a kernel faulted (a sticky error too, see [`is_uncertain`]).
+/// Whether `code` says a kernel faulted (a sticky error, part of [`is_uncertain`]).
 fn is_kernel_fault(code: CUresult) -> bool {
     use CUresult::*;
     matches!(
