@@ -13,7 +13,7 @@
 //! R"), including uses of bytes the failed region never declared.
 
 pub use crate::access::Access;
-use crate::runtime::RuntimeOwner;
+use crate::execution::shared::RuntimeOwner;
 use crate::sync::lock;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};

@@ -39,13 +39,14 @@ pub(crate) mod trace;
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
 pub use contract::{BindingContract, KernelContract};
 pub use error::{BindingError, DeviceCall, DeviceError, Error, Result};
+pub use execution::build::Graph;
 pub use execution::completion::{Completion, Status};
 pub use execution::dependencies::{Hazard, HazardKind};
-pub use execution::graph::{
-    ExecutableGraph, GpuAccess, GpuKernel, GpuLane, Graph, HostViews, Node, Queue, RegionInfo,
-    RegionKind,
-};
+pub use execution::gpu_kernel::GpuKernel;
 pub use execution::npu_kernel::NpuKernel;
+pub use execution::region::HostViews;
+pub use execution::submit::ExecutableGraph;
+pub use execution::types::{GpuAccess, GpuLane, Node, Queue, RegionInfo, RegionKind};
 pub use fault::{FaultKind, FaultSpec, FaultTarget};
 pub use npu::{NpuBackendChoice, NpuInfo};
 pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions, TraceDigests};

@@ -19,8 +19,10 @@
 use crate::buffer::Storage;
 use crate::execution::completion::Status;
 use crate::execution::dependencies::{Hazard, HazardKind, Use};
-use crate::execution::graph::{GpuLane, Prepared, Queue, Region, RegionKind};
-use crate::runtime::{Core, RuntimeOwner};
+use crate::execution::region::Region;
+use crate::execution::shared::{Core, RuntimeOwner};
+use crate::execution::submit::Prepared;
+use crate::execution::types::{GpuLane, Queue, RegionKind};
 use crate::{Access, Completion, Engine, Error, Placement, Runtime};
 use hrx_capture::schema as s;
 use hrx_capture::{Recorder, RecorderOptions};

@@ -21,7 +21,7 @@
 //! `model-check` feature, with which `execution::model_check` explores every schedule of
 //! this code.
 
-use crate::runtime::Core;
+use super::shared::Core;
 use crate::sync::lock;
 use crate::sync::protocol::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use crate::{Error, Result};

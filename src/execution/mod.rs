@@ -1,10 +1,37 @@
-//! Graphs, hazards, scheduling and completion.
+//! Graphs, hazards, scheduling and completion: the runtime's stages, one file each.
+//!
+//! Three stages, as in the field's APIs (vulkano's build -> submit -> retire) and in the
+//! seed (`shared/seed/graph.rs`, the reference design of this module):
+//!
+//! ```text
+//!   build (build.rs) ──prepare (prepare.rs)──> regions (region.rs) ──submit (submit.rs)──>
+//!   scheduler (scheduler.rs, worker.rs) ──retire──> completion (completion.rs)
+//! ```
+//!
+//! - [`types`]: the vocabulary every stage uses (lanes, queues, region kinds, nodes);
+//! - [`build`]: [`crate::Graph`]; each operation declares the byte ranges it reads and writes;
+//!   contracts, alignment and runtime identity are checked here;
+//! - [`prepare`]: [`crate::Graph::prepare`] lowers operations into *regions*, each one unit of
+//!   native work on one queue;
+//! - [`region`]: what a region is and how it runs on a worker;
+//! - [`submit`]: [`crate::ExecutableGraph::submit`] into one of the graph's bounded, reusable
+//!   slots;
+//! - [`scheduler`]: in-flight submissions, readiness, retirement, failure;
+//! - [`completion`]: the host's handle on one submission, and the slot protocol;
+//! - [`shared`]: the state the runtime's handles, its workers and the stages share;
+//! - [`dependencies`]: the hazard frontier over byte ranges.
 
+pub(crate) mod build;
 pub mod completion;
 pub mod dependencies;
-pub mod graph;
+pub(crate) mod gpu_kernel;
 pub(crate) mod npu_kernel;
+pub(crate) mod prepare;
+pub(crate) mod region;
 pub(crate) mod scheduler;
+pub(crate) mod shared;
+pub(crate) mod submit;
+pub(crate) mod types;
 
 /// Loom models of the slot, signal and completion protocol: see RELIABILITY.md.
 #[cfg(all(test, feature = "model-check"))]

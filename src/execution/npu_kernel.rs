@@ -4,8 +4,8 @@
 //! the trace, so the NPU backend imports nothing of the runtime, the execution stages or the
 //! trace.
 
+use super::shared::RuntimeOwner;
 use crate::kernels::{HostKernelFn, NpuKernelSpec};
-use crate::runtime::RuntimeOwner;
 use crate::{KernelContract, Result};
 use std::sync::Arc;
 
@@ -69,7 +69,7 @@ impl NpuKernel {
 /// As [`crate::npu::NpuDevice::load_kernel`].
 pub(crate) fn load(runtime: &Arc<RuntimeOwner>, spec: &NpuKernelSpec) -> Result<NpuKernel> {
     let loaded = runtime.npu.load_kernel(spec)?;
-    let id = super::graph::KERNEL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = super::gpu_kernel::KERNEL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     crate::trace::kernel_loaded(
         &runtime.core,
         crate::trace::KernelRecord {

@@ -35,8 +35,10 @@
 
 use super::completion::{Signal, Status, publish_all, retire_slot};
 use super::dependencies::hazards_between;
-use super::graph::{Prepared, Queue, Region, RegionKind};
-use crate::runtime::Core;
+use super::region::Region;
+use super::shared::Core;
+use super::submit::Prepared;
+use super::types::{Queue, RegionKind};
 use crate::sync::lock;
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;

@@ -1,0 +1,226 @@
+//! Regions: one unit of native work on one queue (a native GPU graph, a copy batch on the
+//! lane's cached copy stream, a scoped native callback, an NPU run or a host callback), and
+//! how a worker runs one.
+//!
+//! Failure rules, as the seed (`shared/seed/graph.rs`) has them, with its reasons:
+//! - before a region runs, every use is made visible to its engine, written-only uses too:
+//!   a region that writes part of a buffer must take in another engine's newer bytes first,
+//!   or the bytes it does not write stay stale once its engine is the last writer;
+//! - any error of a copy batch marks its lane's cached copy stream unhealthy, and later
+//!   copy regions on that lane answer `DeviceLost`: after a failed batch nobody knows what
+//!   is still queued on, or half done by, the shared stream;
+//! - any error a scoped native callback returns is an uncertain failure (answered as
+//!   `DeviceLost`): the runtime cannot see into the callback's private streams, so its
+//!   graph is quarantined and what its bindings write is poisoned;
+//! - poison is per buffer (see [`crate::execution::scheduler`]).
+
+use super::dependencies::{Hazard, Use};
+use super::shared::Core;
+use super::types::{GpuLane, Queue, RegionKind};
+use crate::sync::lock;
+use crate::{Access, BufferView, Engine, Error, Result};
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+pub(crate) type ScopedGpu = Box<dyn FnMut(&[crate::gpu::View<'_>]) -> Result<()> + Send>;
+pub(crate) type HostCallback = Box<dyn FnMut(&mut HostViews<'_>) -> Result<()> + Send>;
+
+/// The bindings of a host callback ([`crate::Graph::host`]) while it runs.
+pub struct HostViews<'a> {
+    bindings: &'a [(BufferView, Access)],
+}
+
+impl HostViews<'_> {
+    /// Number of bindings.
+    pub fn len(&self) -> usize {
+        self.bindings.len()
+    }
+
+    /// Whether there are no bindings.
+    pub fn is_empty(&self) -> bool {
+        self.bindings.is_empty()
+    }
+
+    fn pointer(&self, index: usize, write: bool) -> Result<(*mut u8, usize)> {
+        let (view, access) = self
+            .bindings
+            .get(index)
+            .ok_or_else(|| Error::Message(format!("host callback has no binding {index}")))?;
+        if (write && !access.writes()) || (!write && !access.reads()) {
+            return Err(Error::Message(format!(
+                "host callback binding {index} was declared {access:?}"
+            )));
+        }
+        let base = view.buffer().storage.pointer;
+        // SAFETY: `Graph::host` accepted only host-visible buffers; the view is in bounds.
+        Ok((unsafe { base.add(view.offset()) }, view.len()))
+    }
+
+    /// The bytes of binding `index`, declared `Read` or `ReadWrite`.
+    ///
+    /// # Errors
+    /// [`Error::Message`] for a missing binding or one declared write-only.
+    pub fn read(&self, index: usize) -> Result<&[u8]> {
+        let (pointer, len) = self.pointer(index, false)?;
+        // SAFETY: the scheduler orders every conflicting use around this callback, and
+        // `Graph::host` rejected writable aliases between its bindings.
+        Ok(unsafe { std::slice::from_raw_parts(pointer, len) })
+    }
+
+    /// The bytes of binding `index`, declared `Write` or `ReadWrite`.
+    ///
+    /// # Errors
+    /// [`Error::Message`] for a missing binding or one declared read-only.
+    pub fn write(&mut self, index: usize) -> Result<&mut [u8]> {
+        let (pointer, len) = self.pointer(index, true)?;
+        // SAFETY: as in `read`; `&mut self` prevents two live slices from this value.
+        Ok(unsafe { std::slice::from_raw_parts_mut(pointer, len) })
+    }
+}
+
+pub(crate) struct CopyStream {
+    pub stream: crate::gpu::Stream,
+    pub healthy: bool,
+}
+
+pub(crate) enum Backend {
+    Copies(Arc<Mutex<CopyStream>>, Vec<(BufferView, BufferView)>),
+    Gpu(Box<Mutex<(crate::gpu::Stream, crate::gpu::GraphExec)>>),
+    Scoped(Arc<Mutex<ScopedGpu>>, Vec<BufferView>),
+    Npu(Mutex<crate::npu::PreparedRun>),
+    Host(Arc<Mutex<HostCallback>>, Vec<(BufferView, Access)>),
+}
+
+/// One unit of native work on one queue.
+pub(crate) struct Region {
+    pub lane: GpuLane,
+    pub kind: RegionKind,
+    pub copy_bytes: usize,
+    pub backend: Backend,
+    /// Summarized uses.
+    pub uses: Vec<Use>,
+    /// The graph operations lowered into this region.
+    pub nodes: Range<usize>,
+    /// Edges inside a native graph: (consumer node, hazard on producer node).
+    pub internal: Vec<(usize, Hazard)>,
+    /// Region-level hazards (producer = region index).
+    pub hazards: Vec<Hazard>,
+    /// Distinct producer regions, ascending.
+    pub dependencies: Vec<usize>,
+}
+
+impl Region {
+    pub fn engine(&self) -> Engine {
+        match &self.backend {
+            Backend::Gpu(_) | Backend::Scoped(..) | Backend::Copies(..) => Engine::Gpu,
+            Backend::Npu(_) => Engine::Npu,
+            Backend::Host(..) => Engine::Host,
+        }
+    }
+
+    pub fn queue(&self) -> Queue {
+        match self.engine() {
+            Engine::Gpu => Queue::ALL[self.lane as usize],
+            Engine::Npu => Queue::Npu,
+            Engine::Host => Queue::Host,
+        }
+    }
+
+    /// Fails with `DeviceLost` when an input is poisoned; nothing ran.
+    pub fn check_inputs(&self) -> Result<()> {
+        for use_ in &self.uses {
+            use_.view.buffer().storage.poisoned()?;
+        }
+        Ok(())
+    }
+
+    /// Runs the region's native work to completion on the calling worker.
+    /// Returns the device span where the backend measured one.
+    pub fn run(&self, core: &Core) -> Result<Option<crate::gpu::DeviceSpan>> {
+        let engine = self.engine();
+        let mut span = None;
+        for use_ in self.uses.iter().filter(|u| u.access.writes()) {
+            // A deferred trace capture may still be hashing what an earlier writer left.
+            use_.view.buffer().storage.captures.wait();
+        }
+        // Every use, written-only ones too (the seed makes each use visible before a region
+        // runs): a region that writes part of a buffer must first take in another engine's
+        // newer bytes (an NPU write synced back from its buffer object), or the rest of the
+        // buffer would keep stale bytes once this engine becomes its last writer.
+        for use_ in &self.uses {
+            use_.view.buffer().storage.make_visible(engine)?;
+        }
+        match &self.backend {
+            Backend::Copies(stream, copies) => {
+                let mut stream = lock(stream);
+                if !stream.healthy {
+                    return Err(Error::DeviceLost(format!(
+                        "{:?} copy stream is unhealthy after an earlier failure",
+                        self.lane
+                    )));
+                }
+                let result = (|| {
+                    for (dst, src) in copies {
+                        stream.stream.copy(&dst.gpu()?, &src.gpu()?)?;
+                    }
+                    stream.stream.synchronize()
+                })();
+                // Any failed batch leaves the stream in a state the runtime cannot see into
+                // (earlier copies of the batch may be queued or half done), so, as the seed
+                // does, every error marks the lane's stream unhealthy, a kernel error too.
+                if let Err(error) = &result {
+                    stream.healthy = false;
+                    crate::trace::copy_stream_unhealthy(core, self.lane, error);
+                }
+                result?;
+                span = stream.stream.last_span();
+            }
+            Backend::Gpu(pair) => {
+                let mut pair = lock(pair);
+                let (stream, graph) = &mut *pair;
+                stream.launch_and_synchronize(graph.as_mut())?;
+                span = stream.last_span();
+            }
+            Backend::Scoped(callback, bindings) => {
+                let views = bindings
+                    .iter()
+                    .map(BufferView::gpu)
+                    .collect::<Result<Vec<_>>>()?;
+                lock(callback)(&views).map_err(scoped_failure)?;
+            }
+            Backend::Npu(run) => lock(run).execute()?,
+            Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
+        }
+        if self.copy_bytes != 0 {
+            core.counters.lane_copy_bytes[self.lane as usize]
+                .fetch_add(self.copy_bytes as u64, Ordering::Relaxed);
+            core.counters
+                .copied_bytes
+                .fetch_add(self.copy_bytes as u64, Ordering::Relaxed);
+        }
+        for use_ in &self.uses {
+            if use_.access.writes() {
+                lock(&use_.view.buffer().storage.visibility).wrote(engine);
+            }
+        }
+        Ok(span)
+    }
+}
+
+/// The error of a scoped native callback, as an uncertain failure.
+///
+/// The runtime cannot see into a callback's private streams: whatever it returns, the
+/// runtime cannot know how far its writes got. The seed's contract ("on an uncertain failure
+/// return an error; captured resources and bindings are then quarantined together") makes
+/// every callback error a device loss, so [`Error::is_device_loss`] quarantines the graph and
+/// poisons what the callback writes; the callback's own error stays in the message.
+fn scoped_failure(error: Error) -> Error {
+    if error.is_device_loss() {
+        error
+    } else {
+        Error::DeviceLost(format!(
+            "a scoped native callback failed, its effects are unknown: {error}"
+        ))
+    }
+}

@@ -1,0 +1,193 @@
+//! The submit stage: [`ExecutableGraph`], a prepared graph, and its submission into one of
+//! its bounded, reusable slots; the scheduler ([`super::scheduler`]) then runs and retires it.
+
+use super::completion::Signal;
+use super::dependencies::Use;
+use super::region::Region;
+use super::shared::RuntimeOwner;
+use super::types::RegionInfo;
+use crate::sync::lock;
+use crate::{Completion, Error, Result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A graph after `prepare`: regions, slots and signals.
+pub(crate) struct Prepared {
+    pub id: u64,
+    pub quarantined: AtomicBool,
+    pub runtime: Arc<RuntimeOwner>,
+    pub parallel: bool,
+    pub regions: Vec<Region>,
+    pub uses: Vec<Use>,
+    /// Whether each slot's submission is still in flight.
+    /// Read and written only under the scheduler lock (atomics only to be shared).
+    pub occupied: Box<[AtomicBool]>,
+    pub signals: Vec<Arc<Signal>>,
+}
+
+/// A prepared graph with fixed bindings and bounded reusable submission slots.
+#[derive(Clone)]
+pub struct ExecutableGraph {
+    pub(crate) inner: Arc<Prepared>,
+}
+
+impl ExecutableGraph {
+    fn usable(&self) -> Result<()> {
+        if self.inner.quarantined.load(Ordering::Acquire) {
+            return Err(Error::DeviceLost(format!(
+                "graph {} is quarantined after a native failure",
+                self.inner.id
+            )));
+        }
+        for use_ in &self.inner.uses {
+            use_.view.buffer().storage.poisoned()?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues without waiting for a device. Conflicting earlier work is ordered first.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when the runtime's capacity or this graph's slots are exhausted or a
+    /// live host mapping conflicts; [`Error::DeviceLost`] when the graph is quarantined or
+    /// a buffer it uses is poisoned.
+    pub fn submit(&self) -> Result<Completion> {
+        self.submit_after(&[])
+    }
+
+    /// Submits to run after `producers` (completions of this runtime) succeed. A failed or
+    /// cancelled producer cancels this submission, even when no byte range overlaps. A
+    /// producer whose runtime is gone is accepted only if it already completed.
+    ///
+    /// # Errors
+    /// As [`ExecutableGraph::submit`]; [`Error::ForeignRuntime`] for another runtime's
+    /// completion; [`Error::Message`] for an orphaned incomplete producer.
+    pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
+        let result = self.try_submit(producers);
+        if let Err(error) = &result {
+            crate::trace::submit_refused(&self.inner, error);
+        }
+        result
+    }
+
+    fn try_submit(&self, producers: &[Completion]) -> Result<Completion> {
+        self.usable()?;
+        let core = &self.inner.runtime.core;
+        for producer in producers {
+            match producer.core.upgrade() {
+                Some(owner) if !Arc::ptr_eq(core, &owner) => {
+                    return Err(Error::ForeignRuntime { what: "completion" });
+                }
+                Some(_) => {}
+                None if !producer.is_complete() => {
+                    return Err(Error::Message(
+                        "orphaned incomplete producer: its runtime was dropped".into(),
+                    ));
+                }
+                None => {}
+            }
+        }
+        let mut scheduler = lock(&core.state);
+        if scheduler.occupied() >= scheduler.capacity {
+            return Err(Error::Busy(format!(
+                "runtime submission capacity of {} is exhausted; wait for or drop completions",
+                scheduler.capacity
+            )));
+        }
+        for use_ in &self.inner.uses {
+            use_.view
+                .buffer()
+                .storage
+                .host_conflict(&use_.view.range(), use_.access)?;
+        }
+        let occupied = &self.inner.occupied;
+        let signals = &self.inner.signals;
+        let mut slot = super::completion::claim_slot(occupied, signals);
+        // A retired submission's slot is free once the worker that published its completion
+        // drops its reference, a moment after a waiter may already have returned: when no
+        // `Completion` holds such a slot, wait for that drop rather than answer a spurious
+        // `Busy` to a submit right after `wait` (bounded, in case the worker is descheduled
+        // for long). A slot a caller's `Completion` holds answers `Busy` at once.
+        if slot.is_none() && signals.iter().any(|s| s.settling()) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while slot.is_none()
+                && signals.iter().any(|s| s.settling())
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::yield_now();
+                slot = super::completion::claim_slot(occupied, signals);
+            }
+        }
+        let slot = slot.ok_or_else(|| {
+                Error::Busy(format!(
+                    "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
+                    occupied.len(),
+                    self.inner.id
+                ))
+            })?;
+        // Registered only now that the submit cannot fail otherwise (a registered use makes
+        // conflicting host maps `Busy`), each checked again under its lock: a host mapping
+        // made since the check above refuses the submit, which withdraws what it registered.
+        let submission = scheduler.peek_submission();
+        for (index, use_) in self.inner.uses.iter().enumerate() {
+            let storage = &use_.view.buffer().storage;
+            if let Err(error) = storage.begin_device_use(submission, use_.view.range(), use_.access)
+            {
+                for registered in &self.inner.uses[..index] {
+                    registered.view.buffer().storage.end_device_use(submission);
+                }
+                occupied[slot].store(false, Ordering::Relaxed);
+                return Err(error);
+            }
+        }
+        let numbered = scheduler.next_submission();
+        debug_assert_eq!(numbered, submission);
+        self.inner.signals[slot].reset(submission);
+        let completion = Completion::new(
+            self.inner.signals[slot].clone(),
+            Arc::downgrade(core),
+            submission,
+        );
+        crate::trace::submitted(&self.inner, submission, slot, producers);
+        let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());
+        drop(scheduler);
+        core.wake(wake);
+        Ok(completion)
+    }
+
+    /// Number of prepared regions (a native-graph region may hold many kernels).
+    pub fn regions(&self) -> usize {
+        self.inner.regions.len()
+    }
+
+    /// Whether some region does not depend on its predecessor (regions can overlap).
+    pub fn parallel(&self) -> bool {
+        self.inner.parallel
+    }
+
+    /// Whether a native failure quarantined this graph.
+    pub fn quarantined(&self) -> bool {
+        self.inner.quarantined.load(Ordering::Acquire)
+    }
+
+    /// Process-unique id (the id of the graph it was prepared from).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Describes each region: queue, kind, operations and hazards.
+    pub fn describe(&self) -> Vec<RegionInfo> {
+        self.inner
+            .regions
+            .iter()
+            .map(|r| RegionInfo {
+                queue: r.queue(),
+                kind: r.kind,
+                nodes: r.nodes.clone(),
+                hazards: r.hazards.clone(),
+                internal: r.internal.clone(),
+                copy_bytes: r.copy_bytes,
+            })
+            .collect()
+    }
+}
