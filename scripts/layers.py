@@ -8,8 +8,9 @@ crate root's and folders' `pub use` re-exports), and fails when:
 - files import each other in a cycle (a strongly connected component of more than one
   file), unless every file of the cycle lies inside one folder whose `mod.rs` doc says why
   with a line `//! Import cycles: <reason>`;
-- a pure backend (`src/gpu/`, `src/npu/`) imports `trace`, `runtime` or `execution`
-  (DESIGN.md: sync/clock <- gpu, npu <- execution stages <- runtime).
+- a pure backend (`src/gpu/`, `src/npu/`, and `src/kernels/`, the kernel library every backend
+  loads from) imports `trace`, `runtime` or `execution` (DESIGN.md: sync/clock <- gpu, npu <-
+  execution stages <- runtime).
 
 Usage: scripts/layers.py [--baseline FILE] [SRC_DIR]   (default: src/ beside scripts/)
 Exit 0 when clean, 1 with one line per violation.
@@ -24,7 +25,9 @@ import os
 import re
 import sys
 
-FORBIDDEN = {"gpu": ("trace", "runtime", "execution"), "npu": ("trace", "runtime", "execution")}
+PURE = ("trace", "runtime", "execution")
+# The backends, and the kernel library they load kernels from.
+FORBIDDEN = {"gpu": PURE, "npu": PURE, "kernels": PURE}
 ALLOW_MARK = re.compile(r"^//!\s*Import cycles:\s*\S", re.M)
 
 

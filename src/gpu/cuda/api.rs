@@ -5,7 +5,7 @@
 //! keeps alive. Those that take host pointers or device ranges are `unsafe`.
 #![allow(unsafe_op_in_unsafe_fn)]
 
-use super::{CuResult, check};
+use super::error::{CuResult, check};
 use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream};
 use cudarc::driver::sys::{CUfunction, CUgraph, CUgraphExec, CUgraphNode, CUmodule};
 use std::ffi::{CStr, c_void};

@@ -9,6 +9,8 @@
 
 use super::*;
 use crate::RuntimeOptions;
+use crate::gpu::{Allocation, NativeDevice, View};
+use crate::kernels::KernelSpec;
 
 /// Whether hardware tests run: `HRX_CUDA_HARDWARE` set (to `fault` for the faulting one).
 fn hardware(fault: bool) -> bool {

@@ -1,0 +1,249 @@
+//! The device: opening it, allocation, streams, kernels, synchronous host reads and writes.
+
+use super::api;
+use super::context::Context;
+use super::kernel::{CudaKernel, compile};
+use super::memory::{CudaAllocation, PAGE, allocation};
+use super::stream::CudaStream;
+use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
+use crate::kernels::KernelSpec;
+use crate::sync::lock;
+use crate::{Error, Result};
+use cudarc::driver::sys;
+use std::sync::{Arc, Mutex};
+
+/// Why CUDA cannot be used here, or `None`: checks the library and its symbols without
+/// initializing the driver.
+pub(super) fn library_problem() -> Option<String> {
+    // SAFETY: only tries to dlopen the driver library (running its initializers).
+    if !unsafe { sys::is_culib_present() } {
+        return Some(
+            "CUDA driver library libcuda.so.1 not found (install the NVIDIA driver); the \
+             software device (backend sim) needs none"
+                .into(),
+        );
+    }
+    // SAFETY: the library is present, so cudarc's loader does not panic.
+    unsafe { api::missing_symbol() }.map(|name| {
+        format!(
+            "the NVIDIA driver's libcuda lacks {name} (update to driver 570 or newer); the \
+             software device (backend sim) needs none"
+        )
+    })
+}
+
+/// The CUDA device.
+pub(crate) struct CudaDevice {
+    context: Arc<Context>,
+    name: String,
+    memory_bytes: u64,
+}
+
+/// Why [`CudaDevice::open`] last failed for `BackendChoice::Auto` (surfaced with
+/// `HRX_VERBOSE`; kept for a later `Runtime` accessor).
+pub(super) static FALLBACK_NOTE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Records why `Auto` fell back to the software device.
+pub(crate) fn note_fallback(reason: String) {
+    *lock(&FALLBACK_NOTE) = Some(reason);
+}
+
+/// Why `Auto` last fell back to the software device, if it did.
+#[allow(dead_code)] // For a `Runtime` accessor; the runtime's owner decides.
+pub(crate) fn fallback_note() -> Option<String> {
+    lock(&FALLBACK_NOTE).clone()
+}
+
+impl CudaDevice {
+    /// Opens device `ordinal` on its primary context.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when libcuda is missing or too old, the driver does not
+    /// initialize or the device does not exist; a mapped driver error otherwise.
+    pub(crate) fn open(ordinal: usize) -> Result<Self> {
+        if let Some(problem) = library_problem() {
+            return Err(Error::Unsupported(problem));
+        }
+        let context = Context::get(ordinal)?;
+        let name = api::device_name(context.device).map_err(|e| context.error(e))?;
+        let memory_bytes = api::device_total_mem(context.device).map_err(|e| context.error(e))?;
+        Ok(Self {
+            context,
+            name,
+            memory_bytes: memory_bytes as u64,
+        })
+    }
+
+    /// The CUDA allocation behind a view of this device.
+    pub(super) fn allocation<'a>(&self, view: &View<'a>) -> Result<&'a CudaAllocation> {
+        allocation(&self.context, view)
+    }
+}
+
+impl NativeDevice for CudaDevice {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            backend: "cuda",
+            name: self.name.clone(),
+            ordinal: self.context.ordinal,
+            memory_bytes: self.memory_bytes,
+        }
+    }
+
+    fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation> {
+        let context = &self.context;
+        context.enter()?;
+        let bytes = len.max(1);
+        let allocation = if host_visible {
+            // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
+            // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
+            // a page more and start at the first page boundary.
+            let padded = bytes.checked_add(PAGE).ok_or_else(|| {
+                Error::Message(format!("cannot allocate {len} bytes of pinned host memory"))
+            })?;
+            let base = api::mem_host_alloc(padded).map_err(|e| context.error(e))?;
+            let offset = (base as usize).next_multiple_of(PAGE) - base as usize;
+            // Owned from here: dropping it frees the host memory.
+            let mut allocation = CudaAllocation {
+                context: context.clone(),
+                address: 0,
+                // SAFETY: `offset < PAGE`, inside the allocation of `padded` bytes.
+                host: unsafe { base.cast::<u8>().add(offset) },
+                host_base: base.cast(),
+                len,
+            };
+            // SAFETY: `host..host + bytes` lies in the live allocation, owned here; zeroed as
+            // on the software device.
+            unsafe { std::ptr::write_bytes(allocation.host, 0, bytes) };
+            // SAFETY: `base` came from cuMemHostAlloc and is live; the mapping is linear.
+            let device =
+                unsafe { api::mem_host_device_pointer(base) }.map_err(|e| context.error(e))?;
+            allocation.address = device + offset as u64;
+            allocation
+        } else {
+            let address = api::mem_alloc(bytes).map_err(|e| context.error(e))?;
+            let allocation = CudaAllocation {
+                context: context.clone(),
+                address,
+                host: std::ptr::null_mut(),
+                host_base: std::ptr::null_mut(),
+                len,
+            };
+            // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning
+            // (non-blocking streams do not wait for the legacy stream).
+            unsafe { api::memset_d8(address, 0, bytes) }.map_err(|e| context.error(e))?;
+            api::stream_synchronize(std::ptr::null_mut()).map_err(|e| context.error(e))?;
+            allocation
+        };
+        Ok(Allocation::new(Arc::new(allocation)))
+    }
+
+    fn stream(&self) -> Result<Stream> {
+        self.context.enter()?;
+        Ok(Box::new(CudaStream::new(self.context.clone())?))
+    }
+
+    fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
+        let (ptx, parameters) = match &spec.code.ptx {
+            Some(ptx) => (ptx.clone(), None),
+            None => {
+                let source = crate::kernels::cuda_source(&spec.entry).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "kernel {} has no PTX and no built-in CUDA source",
+                        spec.entry
+                    ))
+                })?;
+                let parameters = crate::kernels::cuda_parameters(&spec.entry);
+                (compile(&spec.entry, source)?, parameters)
+            }
+        };
+        self.context.enter()?;
+        let function = self.context.function(&ptx, &spec.entry)?;
+        Ok(Arc::new(CudaKernel {
+            context: self.context.clone(),
+            entry: spec.entry.clone(),
+            function,
+            parameters,
+            ptx,
+        }))
+    }
+
+    fn write(&self, dst: &View<'_>, data: &[u8]) -> Result<()> {
+        let allocation = self.allocation(dst)?;
+        let data = &data[..data.len().min(dst.len())];
+        if let Some(host) = dst.host_pointer() {
+            // SAFETY: the caller registered exclusive host access to `dst`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.context.enter()?;
+        let address = allocation.address + dst.offset() as u64;
+        // SAFETY: the view is in bounds of the allocation; the caller registered exclusive
+        // access. The legacy stream is synchronized before returning.
+        unsafe { api::memcpy_htod(address, data) }.map_err(|e| self.context.error(e))?;
+        api::stream_synchronize(std::ptr::null_mut()).map_err(|e| self.context.error(e))
+    }
+
+    fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()> {
+        let allocation = self.allocation(src)?;
+        let len = out.len().min(src.len());
+        let out = &mut out[..len];
+        if let Some(host) = src.host_pointer() {
+            // SAFETY: the caller registered host read access to `src`.
+            unsafe { std::ptr::copy_nonoverlapping(host, out.as_mut_ptr(), len) };
+            return Ok(());
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.context.enter()?;
+        let address = allocation.address + src.offset() as u64;
+        // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
+        unsafe { api::memcpy_dtoh(out, address) }.map_err(|e| self.context.error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RuntimeOptions;
+
+    fn libcuda_present() -> bool {
+        // SAFETY: only tries to dlopen the driver library.
+        unsafe { sys::is_culib_present() }
+    }
+
+    #[test]
+    fn without_libcuda_open_is_unsupported_and_names_the_library() {
+        if libcuda_present() {
+            eprintln!("skipped: libcuda is present on this machine");
+            return;
+        }
+        let error = CudaDevice::open(0).err().expect("no driver, no device");
+        assert!(
+            matches!(&error, Error::Unsupported(m) if m.contains("libcuda.so.1")),
+            "{error}"
+        );
+        let faults = Arc::new(crate::fault::FaultInjector::new(None));
+        let options = RuntimeOptions::default().backend(crate::BackendChoice::Cuda);
+        let error = crate::runtime::open_device(&options, &faults)
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("libcuda.so.1"), "{error}");
+    }
+
+    #[test]
+    fn without_libcuda_auto_falls_back_to_the_software_device() {
+        if libcuda_present() {
+            eprintln!("skipped: libcuda is present on this machine");
+            return;
+        }
+        let faults = Arc::new(crate::fault::FaultInjector::new(None));
+        let device = crate::runtime::open_device(&RuntimeOptions::default(), &faults).unwrap();
+        assert_eq!(device.info().backend, "sim");
+        assert!(fallback_note().unwrap().contains("libcuda.so.1"));
+    }
+}

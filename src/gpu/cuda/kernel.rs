@@ -1,0 +1,108 @@
+//! Kernels: PTX from a spec or compiled from a built-in CUDA C source with NVRTC, loaded per
+//! context.
+
+use super::context::Context;
+use crate::gpu::NativeKernel;
+use crate::sync::lock;
+use crate::{Error, Result};
+use cudarc::driver::sys;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// PTX of a built-in kernel source, compiled once per process.
+pub(super) fn compile(entry: &str, source: &'static str) -> Result<Arc<str>> {
+    static CACHE: OnceLock<Mutex<HashMap<&'static str, Arc<str>>>> = OnceLock::new();
+    let mut cache = lock(CACHE.get_or_init(Default::default));
+    if let Some(ptx) = cache.get(source) {
+        return Ok(ptx.clone());
+    }
+    // SAFETY: only tries to dlopen libnvrtc.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::Unsupported(format!(
+            "kernel {entry}: the NVRTC library libnvrtc.so was not found (install the CUDA \
+             toolkit's NVRTC, e.g. the cuda-nvrtc package), or give the spec PTX"
+        )));
+    }
+    let options = cudarc::nvrtc::CompileOptions {
+        fmad: Some(false),
+        ftz: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        name: Some(format!("{entry}.cu")),
+        ..Default::default()
+    };
+    // cudarc panics on a missing NVRTC symbol; answer an error instead.
+    let compiled = std::panic::catch_unwind(|| {
+        cudarc::nvrtc::compile_ptx_with_opts(source, options).map(|ptx| ptx.to_src())
+    })
+    .map_err(|_| Error::Unsupported(format!("kernel {entry}: NVRTC could not be loaded")))?;
+    let ptx: Arc<str> = compiled
+        .map_err(|error| {
+            let detail = match error {
+                cudarc::nvrtc::CompileError::CompileError { nvrtc, log, .. } => {
+                    format!("{nvrtc:?}: {}", log.to_string_lossy())
+                }
+                other => format!("{other:?}"),
+            };
+            Error::Message(format!("NVRTC could not compile kernel {entry}: {detail}"))
+        })?
+        .into();
+    cache.insert(source, ptx.clone());
+    Ok(ptx)
+}
+
+pub(super) struct CudaKernel {
+    pub(super) context: Arc<Context>,
+    pub(super) entry: String,
+    pub(super) function: sys::CUfunction,
+    /// `(bindings, words)` for built-in sources, checked at dispatch.
+    pub(super) parameters: Option<(usize, usize)>,
+    /// The PTX the module was loaded from (the trace stores it; replay needs no NVRTC).
+    pub(super) ptx: std::sync::Arc<str>,
+}
+
+// SAFETY: a function handle may be used from any thread with its context current; its module
+// lives as long as the context this value holds.
+unsafe impl Send for CudaKernel {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for CudaKernel {}
+
+impl NativeKernel for CudaKernel {
+    fn code(&self) -> Option<&[u8]> {
+        Some(self.ptx.as_bytes())
+    }
+    fn entry(&self) -> &str {
+        &self.entry
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_builtin_gpu_kernel_has_a_cuda_source_with_its_entry() {
+        for entry in crate::kernels::builtin_entries() {
+            if *entry == "hrx_npu_threshold" {
+                assert!(crate::kernels::cuda_source(entry).is_none());
+                continue;
+            }
+            let source = crate::kernels::cuda_source(entry).expect("CUDA source");
+            assert!(
+                source.contains(&format!("extern \"C\" __global__ void {entry}(")),
+                "{entry}"
+            );
+            let (bindings, words) = crate::kernels::cuda_parameters(entry).unwrap();
+            let signature = source.split(&format!("void {entry}(")).nth(1).unwrap();
+            let signature = &signature[..signature.find(')').unwrap()];
+            assert_eq!(signature.matches('*').count(), bindings, "{entry}");
+            assert_eq!(
+                signature.matches(',').count() + 1,
+                bindings + words,
+                "{entry}"
+            );
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Streams: asynchronous copies, graph launches, and the timing of each synchronized batch.
+
+use super::api;
+use super::context::Context;
+use super::graph::{CudaGraphBuilder, CudaGraphExec, GraphEvents};
+use super::memory::allocation;
+use crate::Result;
+use crate::gpu::{
+    DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View, foreign_object,
+};
+use cudarc::driver::sys;
+use std::sync::Arc;
+
+pub(super) struct CudaStream {
+    pub(super) context: Arc<Context>,
+    pub(super) raw: sys::CUstream,
+    /// The stream's own timing events (copy batches).
+    pub(super) start: sys::CUevent,
+    pub(super) end: sys::CUevent,
+    /// The timed batch enqueued since the last synchronize.
+    pub(super) batch: Option<Batch>,
+    pub(super) last: Option<DeviceSpan>,
+    /// Whether copies and new graphs are timed (only when the runtime is traced: events
+    /// cost 3-4 µs per one-kernel launch-to-synchronize, BENCHMARKS.md).
+    pub(super) timed: bool,
+}
+
+/// The events that bracket a batch of enqueued work.
+#[derive(Clone, Copy)]
+pub(super) struct Batch {
+    /// Recorded before the batch's first operation: the stream's start event (a copy came
+    /// first) or the start node's event of the first graph launched.
+    pub(super) start: sys::CUevent,
+    /// The end node's event of the last graph launched, when nothing was enqueued after it;
+    /// `None`: the stream's end event is recorded at synchronize.
+    pub(super) end: Option<sys::CUevent>,
+}
+
+// SAFETY: stream and event handles may be used from any thread with the context current.
+unsafe impl Send for CudaStream {}
+
+impl CudaStream {
+    /// A stream with its timing events. The context is current.
+    pub(super) fn new(context: Arc<Context>) -> Result<Self> {
+        let raw = api::stream_create().map_err(|e| context.error(e))?;
+        let mut stream = Self {
+            context,
+            raw,
+            start: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
+            batch: None,
+            last: None,
+            timed: true,
+        };
+        stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
+        stream.end = api::event_create().map_err(|e| stream.context.error(e))?;
+        Ok(stream)
+    }
+
+    /// Makes the context current and, for a stream operation (a copy), opens a timed batch
+    /// with the stream's start event or extends the open one.
+    pub(super) fn begin(&mut self) -> Result<()> {
+        self.context.enter()?;
+        if !self.timed {
+            return Ok(());
+        }
+        match &mut self.batch {
+            Some(batch) => batch.end = None,
+            None => {
+                api::event_record(self.start, self.raw).map_err(|e| self.context.error(e))?;
+                self.batch = Some(Batch {
+                    start: self.start,
+                    end: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// [`NativeStream::launch`] with the context current.
+    pub(super) fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        let graph = graph
+            .as_any_mut()
+            .downcast_mut::<CudaGraphExec>()
+            .filter(|g| Arc::ptr_eq(&g.context, &self.context))
+            .ok_or_else(|| foreign_object("graph"))?;
+        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
+        // The graph's own event-record nodes bracket its execution (an untimed graph has none).
+        let (start, end) = (graph.events.start, graph.events.end);
+        if start.is_null() {
+            self.batch = None;
+            return Ok(());
+        }
+        match &mut self.batch {
+            Some(batch) => batch.end = Some(end),
+            None => {
+                self.batch = Some(Batch {
+                    start,
+                    end: Some(end),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// [`NativeStream::synchronize`] with the context current.
+    pub(super) fn synchronize_entered(&mut self) -> Result<()> {
+        let Some(batch) = self.batch.take() else {
+            return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
+        };
+        self.last = None;
+        let end = match batch.end {
+            Some(end) => end,
+            None => {
+                api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
+                self.end
+            }
+        };
+        api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
+        let end_ns = crate::clock::now_ns();
+        let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
+        let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
+        self.last = Some(DeviceSpan {
+            start_ns: end_ns.saturating_sub(elapsed_ns),
+            end_ns,
+        });
+        Ok(())
+    }
+}
+
+impl Drop for CudaStream {
+    fn drop(&mut self) {
+        if !self.context.enter_for_drop() {
+            return;
+        }
+        for event in [self.start, self.end] {
+            if !event.is_null()
+                && let Err(error) = api::event_destroy(event)
+            {
+                self.context.record(error);
+            }
+        }
+        if let Err(error) = api::stream_destroy(self.raw) {
+            self.context.record(error);
+        }
+    }
+}
+
+impl NativeStream for CudaStream {
+    fn copy(&mut self, dst: &View<'_>, src: &View<'_>) -> Result<()> {
+        allocation(&self.context, dst)?;
+        allocation(&self.context, src)?;
+        let len = dst.len().min(src.len());
+        if len == 0 {
+            return Ok(());
+        }
+        self.begin()?;
+        // SAFETY: both views are in bounds of live allocations that the runtime keeps alive
+        // until this stream is synchronized; hazards order access.
+        unsafe { api::memcpy_async(dst.address(), src.address(), len, self.raw) }
+            .map_err(|e| self.context.error(e))
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.context.enter()?;
+        self.synchronize_entered()
+    }
+
+    fn launch_and_synchronize(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        self.context.enter()?;
+        self.launch_entered(graph)?;
+        self.synchronize_entered()
+    }
+
+    fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>> {
+        self.context.enter()?;
+        let raw = api::graph_create().map_err(|e| self.context.error(e))?;
+        // Owned from here: dropping the builder destroys the graph and the events.
+        let mut builder = CudaGraphBuilder {
+            context: self.context.clone(),
+            raw,
+            nodes: Vec::new(),
+            has_dependents: Vec::new(),
+            events: GraphEvents::none(self.context.clone()),
+            start_node: std::ptr::null_mut(),
+        };
+        if self.timed {
+            builder.events = GraphEvents::new(self.context.clone())?;
+            builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
+                .map_err(|e| self.context.error(e))?;
+        }
+        Ok(Box::new(builder))
+    }
+
+    fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        self.context.enter()?;
+        self.launch_entered(graph)
+    }
+
+    fn last_span(&mut self) -> Option<DeviceSpan> {
+        self.last
+    }
+
+    fn set_timed(&mut self, timed: bool) {
+        self.timed = timed;
+    }
+}
