@@ -11,7 +11,21 @@
 //! kernel fault, invalid argument, unsupported, with the vendor code and the call), device
 //! loss noticed otherwise ([`Error::DeviceLost`]) or a kernel failure of known extent
 //! ([`Error::Kernel`]).
+//!
+//! The backends are pure: nothing here imports the runtime, the execution stages or the
+//! trace (checked by `scripts/layers.py`). A backend returns what the layers above record
+//! (a stream's [`NativeStream::last_span`], a kernel's [`NativeKernel::code`]); it is handed
+//! what it needs (a [`KernelSpec`], [`View`]s) and never reaches up for it.
+//!
+//! - `mod.rs`: the traits, [`Allocation`] and [`View`] (how the runtime's buffers reach a
+//!   backend).
+//! - `sim.rs`: the software device, always built.
+//! - `common.rs`: what the CUDA and HIP backends share (built with either).
+//! - `cuda/`, `hip/`: one folder per vendor backend, one file per driver object (their
+//!   `mod.rs` lists the files and the vendor rules behind each).
 
+#[cfg(any(feature = "cuda", feature = "hip"))]
+pub(crate) mod common;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 #[cfg(feature = "hip")]

@@ -3,18 +3,18 @@
 use super::api;
 use super::context::Context;
 use super::kernel::{CudaKernel, compile};
-use super::memory::{CudaAllocation, PAGE, allocation};
+use super::memory::{CudaAllocation, allocation};
 use super::stream::CudaStream;
+use crate::gpu::common::{FallbackNote, read_through, write_through};
 use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
 use crate::kernels::KernelSpec;
-use crate::sync::lock;
 use crate::{Error, Result};
 use cudarc::driver::sys;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Why CUDA cannot be used here, or `None`: checks the library and its symbols without
 /// initializing the driver.
-pub(super) fn library_problem() -> Option<String> {
+fn library_problem() -> Option<String> {
     // SAFETY: only tries to dlopen the driver library (running its initializers).
     if !unsafe { sys::is_culib_present() } {
         return Some(
@@ -39,19 +39,18 @@ pub(crate) struct CudaDevice {
     memory_bytes: u64,
 }
 
-/// Why [`CudaDevice::open`] last failed for `BackendChoice::Auto` (surfaced with
-/// `HRX_VERBOSE`; kept for a later `Runtime` accessor).
-pub(super) static FALLBACK_NOTE: Mutex<Option<String>> = Mutex::new(None);
+/// Why [`CudaDevice::open`] last failed for `BackendChoice::Auto`.
+static FALLBACK: FallbackNote = FallbackNote::new();
 
 /// Records why `Auto` fell back to the software device.
 pub(crate) fn note_fallback(reason: String) {
-    *lock(&FALLBACK_NOTE) = Some(reason);
+    FALLBACK.note(reason);
 }
 
 /// Why `Auto` last fell back to the software device, if it did.
 #[allow(dead_code)] // For a `Runtime` accessor; the runtime's owner decides.
 pub(crate) fn fallback_note() -> Option<String> {
-    lock(&FALLBACK_NOTE).clone()
+    FALLBACK.get()
 }
 
 impl CudaDevice {
@@ -73,11 +72,6 @@ impl CudaDevice {
             memory_bytes: memory_bytes as u64,
         })
     }
-
-    /// The CUDA allocation behind a view of this device.
-    pub(super) fn allocation<'a>(&self, view: &View<'a>) -> Result<&'a CudaAllocation> {
-        allocation(&self.context, view)
-    }
 }
 
 impl NativeDevice for CudaDevice {
@@ -91,50 +85,8 @@ impl NativeDevice for CudaDevice {
     }
 
     fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation> {
-        let context = &self.context;
-        context.enter()?;
-        let bytes = len.max(1);
-        let allocation = if host_visible {
-            // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
-            // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
-            // a page more and start at the first page boundary.
-            let padded = bytes.checked_add(PAGE).ok_or_else(|| {
-                Error::Message(format!("cannot allocate {len} bytes of pinned host memory"))
-            })?;
-            let base = api::mem_host_alloc(padded).map_err(|e| context.error(e))?;
-            let offset = (base as usize).next_multiple_of(PAGE) - base as usize;
-            // Owned from here: dropping it frees the host memory.
-            let mut allocation = CudaAllocation {
-                context: context.clone(),
-                address: 0,
-                // SAFETY: `offset < PAGE`, inside the allocation of `padded` bytes.
-                host: unsafe { base.cast::<u8>().add(offset) },
-                host_base: base.cast(),
-                len,
-            };
-            // SAFETY: `host..host + bytes` lies in the live allocation, owned here; zeroed as
-            // on the software device.
-            unsafe { std::ptr::write_bytes(allocation.host, 0, bytes) };
-            // SAFETY: `base` came from cuMemHostAlloc and is live; the mapping is linear.
-            let device =
-                unsafe { api::mem_host_device_pointer(base) }.map_err(|e| context.error(e))?;
-            allocation.address = device + offset as u64;
-            allocation
-        } else {
-            let address = api::mem_alloc(bytes).map_err(|e| context.error(e))?;
-            let allocation = CudaAllocation {
-                context: context.clone(),
-                address,
-                host: std::ptr::null_mut(),
-                host_base: std::ptr::null_mut(),
-                len,
-            };
-            // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning
-            // (non-blocking streams do not wait for the legacy stream).
-            unsafe { api::memset_d8(address, 0, bytes) }.map_err(|e| context.error(e))?;
-            api::stream_synchronize(std::ptr::null_mut()).map_err(|e| context.error(e))?;
-            allocation
-        };
+        self.context.enter()?;
+        let allocation = CudaAllocation::new(&self.context, len, host_visible)?;
         Ok(Allocation::new(Arc::new(allocation)))
     }
 
@@ -169,40 +121,23 @@ impl NativeDevice for CudaDevice {
     }
 
     fn write(&self, dst: &View<'_>, data: &[u8]) -> Result<()> {
-        let allocation = self.allocation(dst)?;
-        let data = &data[..data.len().min(dst.len())];
-        if let Some(host) = dst.host_pointer() {
-            // SAFETY: the caller registered exclusive host access to `dst`.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
-            return Ok(());
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        self.context.enter()?;
-        let address = allocation.address + dst.offset() as u64;
-        // SAFETY: the view is in bounds of the allocation; the caller registered exclusive
-        // access. The legacy stream is synchronized before returning.
-        unsafe { api::memcpy_htod(address, data) }.map_err(|e| self.context.error(e))?;
-        api::stream_synchronize(std::ptr::null_mut()).map_err(|e| self.context.error(e))
+        allocation(&self.context, dst)?;
+        write_through(dst, data, |address, data| {
+            self.context.enter()?;
+            // SAFETY: the view is in bounds of the allocation; the caller registered exclusive
+            // access. The legacy stream is synchronized before returning.
+            unsafe { api::memcpy_htod(address, data) }.map_err(|e| self.context.error(e))?;
+            api::stream_synchronize(std::ptr::null_mut()).map_err(|e| self.context.error(e))
+        })
     }
 
     fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()> {
-        let allocation = self.allocation(src)?;
-        let len = out.len().min(src.len());
-        let out = &mut out[..len];
-        if let Some(host) = src.host_pointer() {
-            // SAFETY: the caller registered host read access to `src`.
-            unsafe { std::ptr::copy_nonoverlapping(host, out.as_mut_ptr(), len) };
-            return Ok(());
-        }
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.context.enter()?;
-        let address = allocation.address + src.offset() as u64;
-        // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
-        unsafe { api::memcpy_dtoh(out, address) }.map_err(|e| self.context.error(e))
+        allocation(&self.context, src)?;
+        read_through(src, out, |address, out| {
+            self.context.enter()?;
+            // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
+            unsafe { api::memcpy_dtoh(out, address) }.map_err(|e| self.context.error(e))
+        })
     }
 }
 

@@ -23,7 +23,7 @@ pub(super) fn check(call: &'static str, code: CUresult) -> CuResult<()> {
 
 /// Whether `code` is a sticky error of uncertain extent: the context is corrupted and device
 /// memory written by in-flight work is undefined. Every kernel fault is one.
-pub(super) fn is_uncertain(code: CUresult) -> bool {
+fn is_uncertain(code: CUresult) -> bool {
     use CUresult::*;
     is_kernel_fault(code)
         || matches!(
@@ -43,7 +43,7 @@ pub(super) fn is_uncertain(code: CUresult) -> bool {
 }
 
 /// Whether `code` says a kernel faulted (a sticky error, part of [`is_uncertain`]).
-pub(super) fn is_kernel_fault(code: CUresult) -> bool {
+fn is_kernel_fault(code: CUresult) -> bool {
     use CUresult::*;
     matches!(
         code,

@@ -6,10 +6,9 @@ use super::context::Context;
 use super::error::CuResult;
 use super::kernel::CudaKernel;
 use super::memory::allocation;
-use crate::gpu::{
-    GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View, foreign_object,
-};
-use crate::{Error, Result};
+use crate::Result;
+use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
+use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
 use cudarc::driver::sys;
 use std::any::Any;
 use std::ffi::c_void;
@@ -18,7 +17,7 @@ use std::sync::Arc;
 /// The event pair that a native graph's event-record nodes record: created with the
 /// builder, owned by the executable graph, destroyed after it.
 pub(super) struct GraphEvents {
-    pub(super) context: Arc<Context>,
+    context: Arc<Context>,
     pub(super) start: sys::CUevent,
     pub(super) end: sys::CUevent,
 }
@@ -28,7 +27,7 @@ unsafe impl Send for GraphEvents {}
 
 impl GraphEvents {
     /// No events: an untimed graph.
-    pub(super) fn none(context: Arc<Context>) -> Self {
+    fn none(context: Arc<Context>) -> Self {
         Self {
             context,
             start: std::ptr::null_mut(),
@@ -37,7 +36,7 @@ impl GraphEvents {
     }
 
     /// Two timing events. The context is current.
-    pub(super) fn new(context: Arc<Context>) -> Result<Self> {
+    fn new(context: Arc<Context>) -> Result<Self> {
         let mut events = Self {
             context,
             start: std::ptr::null_mut(),
@@ -64,17 +63,17 @@ impl Drop for GraphEvents {
     }
 }
 
+/// A graph under construction (`cuGraphCreate`), destroyed on drop; when timed, with a start
+/// event-record node before every root.
 pub(super) struct CudaGraphBuilder {
-    pub(super) context: Arc<Context>,
-    pub(super) raw: sys::CUgraph,
-    /// The operation nodes, by [`GraphNode`] index.
-    pub(super) nodes: Vec<sys::CUgraphNode>,
-    /// Whether each operation node has a dependent (the leaves have none).
-    pub(super) has_dependents: Vec<bool>,
+    context: Arc<Context>,
+    raw: sys::CUgraph,
+    /// The operation nodes.
+    nodes: Nodes<sys::CUgraphNode>,
     /// The timing events of the start and end event-record nodes.
-    pub(super) events: GraphEvents,
+    events: GraphEvents,
     /// The start event-record node: every root depends on it.
-    pub(super) start_node: sys::CUgraphNode,
+    start_node: sys::CUgraphNode,
 }
 
 // SAFETY: the graph is mutated only through `&mut self`; handles are thread-agnostic.
@@ -92,31 +91,37 @@ impl Drop for CudaGraphBuilder {
 }
 
 impl CudaGraphBuilder {
-    /// The driver nodes of `dependencies`, each of which must precede the new node.
-    pub(super) fn dependencies(&self, dependencies: &[GraphNode]) -> Result<Vec<sys::CUgraphNode>> {
-        let index = self.nodes.len();
-        dependencies
-            .iter()
-            .map(|d| {
-                self.nodes.get(d.0).copied().ok_or_else(|| {
-                    Error::Message(format!(
-                        "graph node {index} depends on node {} that does not precede it",
-                        d.0
-                    ))
-                })
-            })
-            .collect()
+    /// A builder of the empty graph `raw`, owned from here (dropping the builder destroys the
+    /// graph and the events); `timed` adds the start event-record node. The context is
+    /// current.
+    ///
+    /// # Errors
+    /// A mapped driver error.
+    pub(super) fn new(context: Arc<Context>, raw: sys::CUgraph, timed: bool) -> Result<Self> {
+        let mut builder = Self {
+            events: GraphEvents::none(context.clone()),
+            context,
+            raw,
+            nodes: Nodes::default(),
+            start_node: std::ptr::null_mut(),
+        };
+        if timed {
+            builder.events = GraphEvents::new(builder.context.clone())?;
+            builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
+                .map_err(|e| builder.context.error(e))?;
+        }
+        Ok(builder)
     }
 
     /// Adds the node made by `add` after `dependencies` (an empty node instead when `empty`:
     /// the driver refuses zero-byte memsets and copies).
-    pub(super) fn add(
+    fn add(
         &mut self,
         dependencies: &[GraphNode],
         empty: bool,
         add: impl FnOnce(sys::CUgraph, &[sys::CUgraphNode]) -> CuResult<sys::CUgraphNode>,
     ) -> Result<GraphNode> {
-        let mut deps = self.dependencies(dependencies)?;
+        let mut deps = self.nodes.dependencies(dependencies)?;
         if deps.is_empty() && !self.start_node.is_null() {
             deps.push(self.start_node);
         }
@@ -127,17 +132,12 @@ impl CudaGraphBuilder {
             add(self.raw, &deps)
         }
         .map_err(|e| self.context.error(e))?;
-        for dependency in dependencies {
-            self.has_dependents[dependency.0] = true;
-        }
-        self.nodes.push(node);
-        self.has_dependents.push(false);
-        Ok(GraphNode(self.nodes.len() - 1))
+        Ok(self.nodes.push(node, dependencies))
     }
 }
 
 /// One side of a 1-D memcpy node: pinned host memory by host pointer, else device memory.
-pub(super) fn memcpy_side(view: &View<'_>) -> (sys::CUmemorytype, *mut c_void, sys::CUdeviceptr) {
+fn memcpy_side(view: &View<'_>) -> (sys::CUmemorytype, *mut c_void, sys::CUdeviceptr) {
     match view.host_pointer() {
         Some(host) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, host.cast(), 0),
         None => (
@@ -220,46 +220,15 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         constants: &[u8],
         views: &[View<'_>],
     ) -> Result<GraphNode> {
-        let kernel = kernel
-            .as_any()
-            .downcast_ref::<CudaKernel>()
-            .filter(|k| Arc::ptr_eq(&k.context, &self.context))
-            .ok_or_else(|| foreign_object("kernel"))?;
+        let kernel = owned_kernel(kernel, |k: &CudaKernel| {
+            Arc::ptr_eq(&k.context, &self.context)
+        })?;
         for view in views {
             allocation(&self.context, view)?;
         }
-        if !constants.len().is_multiple_of(4) {
-            return Err(Error::Message(format!(
-                "kernel {}: {} constant bytes are not whole 4-byte words (the CUDA parameter ABI)",
-                kernel.entry,
-                constants.len()
-            )));
-        }
-        let words: Vec<u32> = constants
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        if let Some((bindings, count)) = kernel.parameters
-            && (bindings, count) != (views.len(), words.len())
-        {
-            return Err(Error::Message(format!(
-                "kernel {} takes {bindings} bindings and {count} constant words, got {} and {}",
-                kernel.entry,
-                views.len(),
-                words.len()
-            )));
-        }
         // The parameter values; the driver copies them in cuGraphAddKernelNode.
-        let addresses: Vec<u64> = views.iter().map(View::address).collect();
-        let mut parameters: Vec<*mut c_void> = addresses
-            .iter()
-            .map(|a| std::ptr::from_ref(a).cast_mut().cast())
-            .chain(
-                words
-                    .iter()
-                    .map(|w| std::ptr::from_ref(w).cast_mut().cast()),
-            )
-            .collect();
+        let arguments = KernelArguments::new(&kernel.entry, kernel.parameters, constants, views)?;
+        let mut parameters = arguments.pointers();
         let params = sys::CUDA_KERNEL_NODE_PARAMS {
             func: kernel.function,
             gridDimX: grid[0],
@@ -269,11 +238,7 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             blockDimY: block[1],
             blockDimZ: block[2],
             sharedMemBytes: 0,
-            kernelParams: if parameters.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                parameters.as_mut_ptr()
-            },
+            kernelParams: kernel_params(&mut parameters),
             extra: std::ptr::null_mut(),
             kern: std::ptr::null_mut(),
             ctx: std::ptr::null_mut(),
@@ -288,13 +253,7 @@ impl NativeGraphBuilder for CudaGraphBuilder {
     fn finish(mut self: Box<Self>) -> Result<GraphExec> {
         self.context.enter()?;
         // The end event-record node waits for every leaf (the start node in an empty graph).
-        let mut leaves: Vec<sys::CUgraphNode> = self
-            .nodes
-            .iter()
-            .zip(&self.has_dependents)
-            .filter(|(_, has)| !**has)
-            .map(|(node, _)| *node)
-            .collect();
+        let mut leaves = self.nodes.leaves();
         if leaves.is_empty() {
             leaves.push(self.start_node);
         }
@@ -319,6 +278,8 @@ impl NativeGraphBuilder for CudaGraphBuilder {
     }
 }
 
+/// An instantiated graph (`cuGraphInstantiateWithFlags`) and its timing events, destroyed on
+/// drop.
 pub(super) struct CudaGraphExec {
     pub(super) context: Arc<Context>,
     pub(super) raw: sys::CUgraphExec,

@@ -52,6 +52,8 @@ pub(super) fn compile(entry: &str, source: &'static str) -> Result<Arc<str>> {
     Ok(ptx)
 }
 
+/// A function of a loaded PTX module, with the PTX and the parameter counts of its built-in
+/// source.
 pub(super) struct CudaKernel {
     pub(super) context: Arc<Context>,
     pub(super) entry: String,

@@ -2,37 +2,92 @@
 
 use super::api;
 use super::context::Context;
-use crate::Result;
-use crate::gpu::{NativeAllocation, View, foreign_object};
+use crate::gpu::common::owned_allocation;
+use crate::gpu::{NativeAllocation, View};
+use crate::{Error, Result};
 use cudarc::driver::sys;
 use std::any::Any;
 use std::sync::Arc;
 
 /// Alignment of host-visible memory (XRT's rule for imported host memory).
-pub(super) const PAGE: usize = 4096;
+const PAGE: usize = 4096;
 
+/// The allocation behind `view`, made on `context`.
+///
+/// # Errors
+/// [`Error::Message`] for another backend's or context's allocation.
 pub(super) fn allocation<'a>(
     context: &Arc<Context>,
     view: &View<'a>,
 ) -> Result<&'a CudaAllocation> {
-    view.owner()
-        .native()
-        .as_any()
-        .downcast_ref::<CudaAllocation>()
-        .filter(|a| Arc::ptr_eq(&a.context, context))
-        .ok_or_else(|| foreign_object("allocation"))
+    owned_allocation(view, |a: &CudaAllocation| Arc::ptr_eq(&a.context, context))
 }
 
+/// Device memory (`cuMemAlloc`) or pinned host memory mapped for the device
+/// (`cuMemHostAlloc(DEVICEMAP | PORTABLE)`), freed on drop.
 pub(super) struct CudaAllocation {
-    pub(super) context: Arc<Context>,
+    context: Arc<Context>,
     /// Device address (of the mapping, for host memory).
-    pub(super) address: sys::CUdeviceptr,
+    address: sys::CUdeviceptr,
     /// Pinned host memory (page-aligned, inside `host_base`'s allocation), or null for device
     /// memory.
-    pub(super) host: *mut u8,
+    host: *mut u8,
     /// What `cuMemHostAlloc` returned, freed on drop.
-    pub(super) host_base: *mut u8,
-    pub(super) len: usize,
+    host_base: *mut u8,
+    len: usize,
+}
+
+impl CudaAllocation {
+    /// `len` zero-filled bytes (one at least); `host_visible`: pinned host memory mapped for
+    /// the device, starting at a page boundary. The context is current.
+    ///
+    /// # Errors
+    /// A mapped driver error (out of memory among them).
+    pub(super) fn new(context: &Arc<Context>, len: usize, host_visible: bool) -> Result<Self> {
+        let bytes = len.max(1);
+        let allocation = if host_visible {
+            // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
+            // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
+            // a page more and start at the first page boundary.
+            let padded = bytes.checked_add(PAGE).ok_or_else(|| {
+                Error::Message(format!("cannot allocate {len} bytes of pinned host memory"))
+            })?;
+            let base = api::mem_host_alloc(padded).map_err(|e| context.error(e))?;
+            let offset = (base as usize).next_multiple_of(PAGE) - base as usize;
+            // Owned from here: dropping it frees the host memory.
+            let mut allocation = CudaAllocation {
+                context: context.clone(),
+                address: 0,
+                // SAFETY: `offset < PAGE`, inside the allocation of `padded` bytes.
+                host: unsafe { base.cast::<u8>().add(offset) },
+                host_base: base.cast(),
+                len,
+            };
+            // SAFETY: `host..host + bytes` lies in the live allocation, owned here; zeroed as
+            // on the software device.
+            unsafe { std::ptr::write_bytes(allocation.host, 0, bytes) };
+            // SAFETY: `base` came from cuMemHostAlloc and is live; the mapping is linear.
+            let device =
+                unsafe { api::mem_host_device_pointer(base) }.map_err(|e| context.error(e))?;
+            allocation.address = device + offset as u64;
+            allocation
+        } else {
+            let address = api::mem_alloc(bytes).map_err(|e| context.error(e))?;
+            let allocation = CudaAllocation {
+                context: context.clone(),
+                address,
+                host: std::ptr::null_mut(),
+                host_base: std::ptr::null_mut(),
+                len,
+            };
+            // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning
+            // (non-blocking streams do not wait for the legacy stream).
+            unsafe { api::memset_d8(address, 0, bytes) }.map_err(|e| context.error(e))?;
+            api::stream_synchronize(std::ptr::null_mut()).map_err(|e| context.error(e))?;
+            allocation
+        };
+        Ok(allocation)
+    }
 }
 
 // SAFETY: device memory and pinned host memory may be used from any thread; concurrent access
@@ -46,7 +101,7 @@ impl Drop for CudaAllocation {
         if !self.context.enter_for_drop() {
             return;
         }
-        // SAFETY: allocated in `CudaDevice::allocate`, freed once here; the runtime drops a
+        // SAFETY: allocated in `CudaAllocation::new`, freed once here; the runtime drops a
         // buffer only after every graph and submission using it.
         let result = unsafe {
             if self.host.is_null() {

@@ -1,41 +1,69 @@
 //! The CUDA backend: cudarc 0.19's driver API, loaded at run time.
 //!
 //! Layers (cudarc's own): raw `cudarc::driver::sys` -> [`api`], one checked wrapper per driver
-//! call returning [`CuError`](error::CuError) -> this backend. [`map_error`](error::map_error) is the one place that turns a
-//! `CUresult` into a [`DeviceError`](crate::DeviceError): kernel faults (illegal address, launch failure, ...) and
-//! other sticky errors of uncertain extent (ECC, unknown, ...) are device losses; out of
-//! memory, invalid arguments and unsupported calls keep their kind; each names the call and
-//! the CUDA code. Hazards, contracts and alignment are checked above the backend.
+//! call -> one file per driver object. What CUDA and HIP share (the sticky slot, module cache,
+//! host access, the kernel parameter ABI, graph node bookkeeping, span placement) is in
+//! [`crate::gpu::common`]; this folder keeps what is CUDA's. Hazards, contracts and alignment
+//! are checked above the backend. Each file imports only those listed before it (no import
+//! cycles inside the folder), and nothing above `gpu/` but the kernel library, `sync` and
+//! `clock`.
 //!
-//! - **Loading.** cudarc panics when libcuda is absent, so [`CudaDevice::open`] first asks
-//!   `sys::is_culib_present()`, then resolves every driver symbol the backend calls, and only
-//!   then calls into the driver: without a driver it answers [`Error::Unsupported`](crate::Error::Unsupported).
-//! - **Contexts.** Each device ordinal uses its primary context, shared by every runtime of the
-//!   process on that device (one [`Context`](context::Context) per ordinal, with its loaded modules). Runtime
-//!   workers are different threads, so every operation first makes the context current
-//!   (`cuCtxSetCurrent`, a thread-local store).
-//! - **Sticky slot.** A device-loss error poisons the shared context: every later call answers
-//!   `DeviceLost` naming the first cause (the driver would answer the same sticky error). Errors
-//!   in `Drop` are never panics: they go into the slot and surface on the next call.
-//! - **Memory.** GPU-local: `cuMemAlloc`. Host-visible: `cuMemHostAlloc(DEVICEMAP | PORTABLE)`
-//!   with a page more, used from its first 4 KiB boundary (XRT imports only page-aligned host
+//! # Files, and the vendor rules that shape them
+//!
+//! The rules are the CUDA Driver API's
+//! (<https://docs.nvidia.com/cuda/cuda-driver-api/index.html>); each wrapper in `api.rs` links
+//! its function's page.
+//!
+//! - `error.rs`: [`CuError`](error::CuError) (a call and its `CUresult`) and
+//!   [`map_error`](error::map_error), the one place that turns a `CUresult` into a
+//!   [`DeviceError`](crate::DeviceError): kernel faults (illegal address, launch failure, ...)
+//!   and other sticky errors of uncertain extent (ECC, unknown, ...) are device losses; out of
+//!   memory, invalid arguments and unsupported calls keep their kind; each names the call and
+//!   the CUDA code. (The driver API documents those codes as sticky: the context cannot be
+//!   used again.)
+//! - `api.rs`: the checked wrappers, and the list of symbols resolved before the first call.
+//!   cudarc panics when libcuda or one of its symbols is absent, so `device.rs` first asks
+//!   `sys::is_culib_present()`, then resolves every symbol, and only then calls into the
+//!   driver: without a driver it answers [`Error::Unsupported`](crate::Error::Unsupported).
+//! - `context.rs`: [`Context`](context::Context), the device's primary context
+//!   (`cuDevicePrimaryCtxRetain`), shared by every runtime of the process on that device (one
+//!   per ordinal, with its loaded modules). A context is current per thread
+//!   (`cuCtxSetCurrent`, a thread-local store) and runtime workers are different threads, so
+//!   every operation first makes it current. Its sticky slot: a device-loss error poisons the
+//!   shared context, every later call answers `DeviceLost` naming the first cause (the driver
+//!   would answer the same sticky error); errors in `Drop` are never panics, they go into the
+//!   slot and surface on the next call. `cuInit` and a driver of CUDA 12.8 or newer
+//!   (`cuEventElapsedTime_v2`) are checked here.
+//! - `memory.rs`: GPU-local memory is `cuMemAlloc`; host-visible memory is
+//!   `cuMemHostAlloc(DEVICEMAP | PORTABLE)` with a page more, used from its first 4 KiB
+//!   boundary (the driver promises no page alignment, and XRT imports only page-aligned host
 //!   memory), its device address from `cuMemHostGetDevicePointer`. New allocations are
-//!   zero-filled, as on the software device. `write`/`read` are synchronous
-//!   (`cuMemcpyHtoD`/`DtoH` on the legacy stream, then a synchronize of that stream; the
-//!   runtime's streams are non-blocking).
-//! - **Streams.** `cuStreamCreate(NON_BLOCKING)`; copies are `cuMemcpyAsync` between device
-//!   addresses. [`NativeStream::last_span`](crate::gpu::NativeStream::last_span) times everything enqueued since the last
-//!   synchronize, from the batch's first start event to its last end event. CUDA events have
-//!   no absolute time, so the span is placed on the host trace clock: `end_ns` is the host time
-//!   at which `cuStreamSynchronize` returned and `start_ns = end_ns - elapsed(start, end)`. The
-//!   position is late by the synchronize wake-up latency (microseconds).
+//!   zero-filled, as on the software device (`cuMemsetD8` on the legacy stream, then a
+//!   synchronize of that stream: the runtime's streams are non-blocking and do not wait for it).
+//! - `kernel.rs`: a spec's PTX when it has one, else the built-in CUDA C source
+//!   ([`crate::kernels::cuda_source`]) compiled once per process with NVRTC (`--fmad=false`,
+//!   no flush-to-zero). Modules are loaded once per context and PTX text
+//!   (`cuModuleLoadData`, `cuModuleGetFunction`).
+//! - `graph.rs`: native graphs. `cuGraphCreate`; fill -> `cuGraphAddMemsetNode` (element size
+//!   1, with the context); copy -> `cuGraphAddMemcpyNode` (a 1-D `CUDA_MEMCPY3D`); dispatch ->
+//!   `cuGraphAddKernelNode_v2` (`kern`/`ctx` null; the parameter ABI of
+//!   [`crate::gpu::common`]); empty ranges -> `cuGraphAddEmptyNode` (the driver refuses
+//!   zero-byte memsets and copies); finish -> `cuGraphInstantiateWithFlags`. A timed graph
+//!   carries two event-record nodes (`cuGraphAddEventRecordNode`): a start node that every
+//!   root depends on and an end node that depends on every leaf; each executable graph owns
+//!   its event pair.
+//! - `stream.rs`: `cuStreamCreate(NON_BLOCKING)`; copies are `cuMemcpyAsync` between device
+//!   addresses; launch -> `cuGraphLaunch`. [`NativeStream::last_span`](crate::gpu::NativeStream::last_span)
+//!   times everything enqueued since the last synchronize, from the batch's first start event
+//!   to its last end event. CUDA events have no absolute time, so the span is placed on the
+//!   host trace clock: `end_ns` is the host time at which `cuStreamSynchronize` returned and
+//!   `start_ns = end_ns - elapsed(start, end)`. The position is late by the synchronize
+//!   wake-up latency (microseconds).
 //!   - A copy batch is bracketed by the stream's own event pair (`cuEventRecord` before the
 //!     first copy and before the synchronize).
-//!   - A native graph is timed by two event-record nodes inside the executable graph itself
-//!     (`cuGraphAddEventRecordNode`): a start node that every root of the graph depends on,
-//!     and an end node that depends on every leaf; each executable graph owns its event pair.
-//!     Relaunching the same executable graph before a synchronize re-records its events, so
-//!     the span then covers the last launch only (the runtime never does this).
+//!   - A graph is bracketed by its own event-record nodes. Relaunching the same executable
+//!     graph before a synchronize re-records its events, so the span then covers the last
+//!     launch only (the runtime never does this).
 //!   - Measured on the H200 (driver 580.159.04, `cargo bench -p hrx --bench gpu`, its span
 //!     check; BENCHMARKS.md): on warm launches the nodes and a stream event pair around
 //!     `cuGraphLaunch` agree within 0.4 µs (one iota kernel over 64 MiB: 42.7 vs 43.0 µs, the
@@ -48,21 +76,11 @@
 //!     memory, an empty node) reads 107-168 ns with either method, where the same shape
 //!     without the empty node, warm, reads 22 µs. Suspects: the first launch of a graph
 //!     instance, or the empty node; a span from such a graph may be a lower bound.
-//! - **Native graphs.** `cuGraphCreate`; fill -> `cuGraphAddMemsetNode` (element size 1, with
-//!   the context); copy -> `cuGraphAddMemcpyNode` (a 1-D `CUDA_MEMCPY3D`); dispatch ->
-//!   `cuGraphAddKernelNode_v2` (`kern`/`ctx` null); empty ranges -> `cuGraphAddEmptyNode`;
-//!   finish -> `cuGraphInstantiateWithFlags`; launch -> `cuGraphLaunch`.
-//! - **Kernels.** A spec's PTX when it has one, else the built-in CUDA C source
-//!   ([`crate::kernels::cuda_source`]) compiled once per process with NVRTC (`--fmad=false`,
-//!   no flush-to-zero). Modules are loaded once per context and PTX text.
-//!
-//! # Kernel parameter ABI
-//!
-//! A dispatch passes, in order: one 64-bit device address (`CUdeviceptr`) per binding (view
-//! address = allocation address + view offset), then each 4-byte little-endian constant word as
-//! its own 32-bit parameter. In CUDA C, bindings are pointers and words are `unsigned` or
-//! `float`: `extern "C" __global__ void hrx_saxpy(const float* x, float* y, unsigned n,
-//! float a)`. Constant bytes must be a whole number of words.
+//! - `device.rs`: [`CudaDevice`], the [`crate::gpu::NativeDevice`]: opening (library check,
+//!   then the context), allocation, streams, kernels, and the synchronous host `write`/`read`
+//!   of GPU-local memory (`cuMemcpyHtoD`/`DtoH` on the legacy stream, then a synchronize of
+//!   that stream).
+//! - `hardware_tests.rs`: tests on a real NVIDIA GPU, skipped without `HRX_CUDA_HARDWARE`.
 //!
 //! # Faults
 //!

@@ -2,38 +2,39 @@
 
 use super::api;
 use super::context::Context;
-use super::graph::{CudaGraphBuilder, CudaGraphExec, GraphEvents};
+use super::graph::{CudaGraphBuilder, CudaGraphExec};
 use super::memory::allocation;
 use crate::Result;
-use crate::gpu::{
-    DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View, foreign_object,
-};
+use crate::gpu::common::{owned_graph, span_ending_at};
+use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View};
 use cudarc::driver::sys;
 use std::sync::Arc;
 
+/// A non-blocking stream, its own event pair, and the batch enqueued since the last
+/// synchronize.
 pub(super) struct CudaStream {
-    pub(super) context: Arc<Context>,
-    pub(super) raw: sys::CUstream,
+    context: Arc<Context>,
+    raw: sys::CUstream,
     /// The stream's own timing events (copy batches).
-    pub(super) start: sys::CUevent,
-    pub(super) end: sys::CUevent,
+    start: sys::CUevent,
+    end: sys::CUevent,
     /// The timed batch enqueued since the last synchronize.
-    pub(super) batch: Option<Batch>,
-    pub(super) last: Option<DeviceSpan>,
+    batch: Option<Batch>,
+    last: Option<DeviceSpan>,
     /// Whether copies and new graphs are timed (only when the runtime is traced: events
     /// cost 3-4 µs per one-kernel launch-to-synchronize, BENCHMARKS.md).
-    pub(super) timed: bool,
+    timed: bool,
 }
 
 /// The events that bracket a batch of enqueued work.
 #[derive(Clone, Copy)]
-pub(super) struct Batch {
+struct Batch {
     /// Recorded before the batch's first operation: the stream's start event (a copy came
     /// first) or the start node's event of the first graph launched.
-    pub(super) start: sys::CUevent,
+    start: sys::CUevent,
     /// The end node's event of the last graph launched, when nothing was enqueued after it;
     /// `None`: the stream's end event is recorded at synchronize.
-    pub(super) end: Option<sys::CUevent>,
+    end: Option<sys::CUevent>,
 }
 
 // SAFETY: stream and event handles may be used from any thread with the context current.
@@ -59,7 +60,7 @@ impl CudaStream {
 
     /// Makes the context current and, for a stream operation (a copy), opens a timed batch
     /// with the stream's start event or extends the open one.
-    pub(super) fn begin(&mut self) -> Result<()> {
+    fn begin(&mut self) -> Result<()> {
         self.context.enter()?;
         if !self.timed {
             return Ok(());
@@ -78,12 +79,10 @@ impl CudaStream {
     }
 
     /// [`NativeStream::launch`] with the context current.
-    pub(super) fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
-        let graph = graph
-            .as_any_mut()
-            .downcast_mut::<CudaGraphExec>()
-            .filter(|g| Arc::ptr_eq(&g.context, &self.context))
-            .ok_or_else(|| foreign_object("graph"))?;
+    fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        let graph = owned_graph(graph, |g: &CudaGraphExec| {
+            Arc::ptr_eq(&g.context, &self.context)
+        })?;
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
         // The graph's own event-record nodes bracket its execution (an untimed graph has none).
         let (start, end) = (graph.events.start, graph.events.end);
@@ -104,7 +103,7 @@ impl CudaStream {
     }
 
     /// [`NativeStream::synchronize`] with the context current.
-    pub(super) fn synchronize_entered(&mut self) -> Result<()> {
+    fn synchronize_entered(&mut self) -> Result<()> {
         let Some(batch) = self.batch.take() else {
             return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
         };
@@ -119,11 +118,7 @@ impl CudaStream {
         api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
         let end_ns = crate::clock::now_ns();
         let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
-        let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
-        self.last = Some(DeviceSpan {
-            start_ns: end_ns.saturating_sub(elapsed_ns),
-            end_ns,
-        });
+        self.last = Some(span_ending_at(end_ns, ms));
         Ok(())
     }
 }
@@ -175,21 +170,11 @@ impl NativeStream for CudaStream {
     fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>> {
         self.context.enter()?;
         let raw = api::graph_create().map_err(|e| self.context.error(e))?;
-        // Owned from here: dropping the builder destroys the graph and the events.
-        let mut builder = CudaGraphBuilder {
-            context: self.context.clone(),
+        Ok(Box::new(CudaGraphBuilder::new(
+            self.context.clone(),
             raw,
-            nodes: Vec::new(),
-            has_dependents: Vec::new(),
-            events: GraphEvents::none(self.context.clone()),
-            start_node: std::ptr::null_mut(),
-        };
-        if self.timed {
-            builder.events = GraphEvents::new(self.context.clone())?;
-            builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
-                .map_err(|e| self.context.error(e))?;
-        }
-        Ok(Box::new(builder))
+            self.timed,
+        )?))
     }
 
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {

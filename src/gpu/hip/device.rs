@@ -1,37 +1,37 @@
 //! The device: opening it, allocation, streams, kernels, synchronous host reads and writes.
 
 use super::api;
-use super::context::Shared;
+use super::context::Context;
 use super::error::code_name;
 use super::kernel::{HipKernel, arch_options, compile};
-use super::memory::{HipAllocation, allocation, device_pointer};
+use super::memory::{HipAllocation, allocation, pointer};
 use super::stream::HipStream;
+use crate::gpu::common::{FallbackNote, read_through, write_through};
 use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
 use crate::kernels::KernelSpec;
-use crate::sync::lock;
 use crate::{Error, Result};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// `hipErrorNoDevice`.
-pub(super) const NO_DEVICE: i32 = 100;
+const NO_DEVICE: i32 = 100;
 
 /// Why `Auto` last skipped HIP.
-pub(super) static FALLBACK_NOTE: Mutex<Option<String>> = Mutex::new(None);
+static FALLBACK: FallbackNote = FallbackNote::new();
 
 /// Records why `Auto` skipped HIP.
 pub(crate) fn note_fallback(reason: String) {
-    *lock(&FALLBACK_NOTE) = Some(reason);
+    FALLBACK.note(reason);
 }
 
 /// Why `Auto` last skipped HIP, if it did.
 #[allow(dead_code)] // Read by tests; kept for a `Runtime` accessor like CUDA's.
 pub(crate) fn fallback_note() -> Option<String> {
-    lock(&FALLBACK_NOTE).clone()
+    FALLBACK.get()
 }
 
 /// The HIP device.
 pub(crate) struct HipDevice {
-    shared: Arc<Shared>,
+    context: Arc<Context>,
     name: String,
     memory_bytes: u64,
 }
@@ -67,18 +67,13 @@ impl HipDevice {
             .ok()
             .filter(|&i| i < count)
             .ok_or_else(|| no_device(format!("{count} HIP devices found")))?;
-        let shared = Arc::new(Shared {
-            ordinal: index,
-            lost: Mutex::default(),
-            deferred: Mutex::default(),
-            modules: Mutex::default(),
-        });
-        shared.enter()?;
-        let device = api::device(index).map_err(|e| shared.error(e))?;
-        let name = api::device_name(device).map_err(|e| shared.error(e))?;
-        let memory_bytes = api::device_total_mem(device).map_err(|e| shared.error(e))? as u64;
+        let context = Arc::new(Context::new(index));
+        context.enter()?;
+        let device = api::device(index).map_err(|e| context.error(e))?;
+        let name = api::device_name(device).map_err(|e| context.error(e))?;
+        let memory_bytes = api::device_total_mem(device).map_err(|e| context.error(e))? as u64;
         Ok(Self {
-            shared,
+            context,
             name,
             memory_bytes,
         })
@@ -90,43 +85,20 @@ impl NativeDevice for HipDevice {
         DeviceInfo {
             backend: "hip",
             name: self.name.clone(),
-            ordinal: self.shared.ordinal as usize,
+            ordinal: self.context.ordinal as usize,
             memory_bytes: self.memory_bytes,
         }
     }
 
     fn allocate(&self, len: usize, host_visible: bool) -> Result<Allocation> {
-        let shared = &self.shared;
-        shared.enter()?;
-        let bytes = len.max(1);
-        let mut allocation = HipAllocation {
-            shared: shared.clone(),
-            address: 0,
-            host: std::ptr::null_mut(),
-            len,
-        };
-        if host_visible {
-            let host = api::host_malloc(bytes).map_err(|e| shared.error(e))?;
-            allocation.host = host.cast();
-            // SAFETY: a live allocation of `bytes` bytes, owned here; zeroed as on the
-            // software device.
-            unsafe { std::ptr::write_bytes(allocation.host, 0, bytes) };
-            // SAFETY: `host` came from hipHostMalloc and is live.
-            let device = unsafe { api::host_device_pointer(host) }.map_err(|e| shared.error(e))?;
-            allocation.address = device as usize as u64;
-        } else {
-            let device = api::malloc(bytes).map_err(|e| shared.error(e))?;
-            allocation.address = device as usize as u64;
-            // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning.
-            unsafe { api::memset(device, 0, bytes) }.map_err(|e| shared.error(e))?;
-            api::device_synchronize().map_err(|e| shared.error(e))?;
-        }
+        self.context.enter()?;
+        let allocation = HipAllocation::new(&self.context, len, host_visible)?;
         Ok(Allocation::new(Arc::new(allocation)))
     }
 
     fn stream(&self) -> Result<Stream> {
-        self.shared.enter()?;
-        Ok(Box::new(HipStream::new(self.shared.clone())?))
+        self.context.enter()?;
+        Ok(Box::new(HipStream::new(self.context.clone())?))
     }
 
     fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
@@ -142,11 +114,11 @@ impl NativeDevice for HipDevice {
                 }
             ))
         })?;
-        self.shared.enter()?;
+        self.context.enter()?;
         let code = compile(&spec.entry, source, &arch_options())?;
-        let function = self.shared.function(&code, &spec.entry)?;
+        let function = self.context.function(&code, &spec.entry)?;
         Ok(Arc::new(HipKernel {
-            shared: self.shared.clone(),
+            context: self.context.clone(),
             entry: spec.entry.clone(),
             function,
             parameters: crate::kernels::cuda_parameters(&spec.entry),
@@ -154,37 +126,23 @@ impl NativeDevice for HipDevice {
     }
 
     fn write(&self, dst: &View<'_>, data: &[u8]) -> Result<()> {
-        allocation(&self.shared, dst)?;
-        let data = &data[..data.len().min(dst.len())];
-        if let Some(host) = dst.host_pointer() {
-            // SAFETY: the caller registered exclusive host access to `dst`.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
-            return Ok(());
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        self.shared.enter()?;
-        // SAFETY: the view is in bounds; the caller registered exclusive access.
-        unsafe { api::memcpy_htod(device_pointer(dst), data) }.map_err(|e| self.shared.error(e))?;
-        api::device_synchronize().map_err(|e| self.shared.error(e))
+        allocation(&self.context, dst)?;
+        write_through(dst, data, |address, data| {
+            self.context.enter()?;
+            // SAFETY: the view is in bounds; the caller registered exclusive access.
+            unsafe { api::memcpy_htod(pointer(address), data) }
+                .map_err(|e| self.context.error(e))?;
+            api::device_synchronize().map_err(|e| self.context.error(e))
+        })
     }
 
     fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()> {
-        allocation(&self.shared, src)?;
-        let len = out.len().min(src.len());
-        let out = &mut out[..len];
-        if let Some(host) = src.host_pointer() {
-            // SAFETY: the caller registered host read access to `src`.
-            unsafe { std::ptr::copy_nonoverlapping(host, out.as_mut_ptr(), len) };
-            return Ok(());
-        }
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.shared.enter()?;
-        // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
-        unsafe { api::memcpy_dtoh(out, device_pointer(src)) }.map_err(|e| self.shared.error(e))
+        allocation(&self.context, src)?;
+        read_through(src, out, |address, out| {
+            self.context.enter()?;
+            // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
+            unsafe { api::memcpy_dtoh(out, pointer(address)) }.map_err(|e| self.context.error(e))
+        })
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) fn code_name(code: i32) -> String {
 
 /// Whether `code` is a sticky error of uncertain extent. Codes the bindings do not know are
 /// treated as uncertain: nothing says what they left behind.
-pub(super) fn is_uncertain(code: i32) -> bool {
+fn is_uncertain(code: i32) -> bool {
     use sys::hipError_t::*;
     match codes::known(code) {
         None => true,

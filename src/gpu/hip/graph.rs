@@ -1,22 +1,21 @@
 //! Native graphs: the builder of memset, memcpy and kernel nodes, and the executable graph.
 
 use super::api::{self, HipResult};
-use super::context::Shared;
+use super::context::Context;
 use super::kernel::HipKernel;
 use super::memory::{allocation, device_pointer};
-use crate::gpu::{
-    GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View, foreign_object,
-};
-use crate::{Error, Result};
+use crate::Result;
+use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
+use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
 use hip_runtime_sys as sys;
 use std::any::Any;
-use std::ffi::c_void;
 use std::sync::Arc;
 
+/// A graph under construction (`hipGraphCreate`), destroyed on drop.
 pub(super) struct HipGraphBuilder {
-    pub(super) shared: Arc<Shared>,
-    pub(super) raw: sys::hipGraph_t,
-    pub(super) nodes: Vec<sys::hipGraphNode_t>,
+    context: Arc<Context>,
+    raw: sys::hipGraph_t,
+    nodes: Nodes<sys::hipGraphNode_t>,
 }
 
 // SAFETY: mutated only through `&mut self`; handles are thread-agnostic.
@@ -25,49 +24,46 @@ unsafe impl Send for HipGraphBuilder {}
 impl Drop for HipGraphBuilder {
     fn drop(&mut self) {
         if !self.raw.is_null()
-            && self.shared.enter_for_drop()
+            && self.context.enter_for_drop()
             && let Err(error) = api::graph_destroy(self.raw)
         {
-            self.shared.record(error);
+            self.context.record(error);
         }
     }
 }
 
 impl HipGraphBuilder {
+    /// A builder of the empty graph `raw`, owned from here.
+    pub(super) fn new(context: Arc<Context>, raw: sys::hipGraph_t) -> Self {
+        Self {
+            context,
+            raw,
+            nodes: Nodes::default(),
+        }
+    }
+
     /// Adds the node made by `add` after `dependencies` (an empty node when `empty`).
-    pub(super) fn add(
+    fn add(
         &mut self,
         dependencies: &[GraphNode],
         empty: bool,
         add: impl FnOnce(sys::hipGraph_t, &[sys::hipGraphNode_t]) -> HipResult<sys::hipGraphNode_t>,
     ) -> Result<GraphNode> {
-        let index = self.nodes.len();
-        let deps = dependencies
-            .iter()
-            .map(|d| {
-                self.nodes.get(d.0).copied().ok_or_else(|| {
-                    Error::Message(format!(
-                        "graph node {index} depends on node {} that does not precede it",
-                        d.0
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.shared.enter()?;
+        let deps = self.nodes.dependencies(dependencies)?;
+        self.context.enter()?;
         let node = if empty {
             api::graph_add_empty(self.raw, &deps)
         } else {
             add(self.raw, &deps)
         }
-        .map_err(|e| self.shared.error(e))?;
-        self.nodes.push(node);
-        Ok(GraphNode(index))
+        .map_err(|e| self.context.error(e))?;
+        Ok(self.nodes.push(node, dependencies))
     }
 }
 
 impl NativeGraphBuilder for HipGraphBuilder {
     fn fill(&mut self, dependencies: &[GraphNode], dst: &View<'_>, value: u8) -> Result<GraphNode> {
-        allocation(&self.shared, dst)?;
+        allocation(&self.context, dst)?;
         let params = sys::hipMemsetParams {
             dst: device_pointer(dst),
             elementSize: 1,
@@ -88,8 +84,8 @@ impl NativeGraphBuilder for HipGraphBuilder {
         dst: &View<'_>,
         src: &View<'_>,
     ) -> Result<GraphNode> {
-        allocation(&self.shared, dst)?;
-        allocation(&self.shared, src)?;
+        allocation(&self.context, dst)?;
+        allocation(&self.context, src)?;
         let len = dst.len().min(src.len());
         let (dst, src) = (device_pointer(dst), device_pointer(src));
         // SAFETY: both views are in bounds; the prepared graph keeps their buffers alive.
@@ -107,45 +103,14 @@ impl NativeGraphBuilder for HipGraphBuilder {
         constants: &[u8],
         views: &[View<'_>],
     ) -> Result<GraphNode> {
-        let kernel = kernel
-            .as_any()
-            .downcast_ref::<HipKernel>()
-            .filter(|k| Arc::ptr_eq(&k.shared, &self.shared))
-            .ok_or_else(|| foreign_object("kernel"))?;
+        let kernel = owned_kernel(kernel, |k: &HipKernel| {
+            Arc::ptr_eq(&k.context, &self.context)
+        })?;
         for view in views {
-            allocation(&self.shared, view)?;
+            allocation(&self.context, view)?;
         }
-        if !constants.len().is_multiple_of(4) {
-            return Err(Error::Message(format!(
-                "kernel {}: {} constant bytes are not whole 4-byte words (the parameter ABI)",
-                kernel.entry,
-                constants.len()
-            )));
-        }
-        let words: Vec<u32> = constants
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        if let Some((bindings, count)) = kernel.parameters
-            && (bindings, count) != (views.len(), words.len())
-        {
-            return Err(Error::Message(format!(
-                "kernel {} takes {bindings} bindings and {count} constant words, got {} and {}",
-                kernel.entry,
-                views.len(),
-                words.len()
-            )));
-        }
-        let addresses: Vec<u64> = views.iter().map(View::address).collect();
-        let mut parameters: Vec<*mut c_void> = addresses
-            .iter()
-            .map(|a| std::ptr::from_ref(a).cast_mut().cast())
-            .chain(
-                words
-                    .iter()
-                    .map(|w| std::ptr::from_ref(w).cast_mut().cast()),
-            )
-            .collect();
+        let arguments = KernelArguments::new(&kernel.entry, kernel.parameters, constants, views)?;
+        let mut parameters = arguments.pointers();
         let dim = |d: [u32; 3]| sys::dim3 {
             x: d[0],
             y: d[1],
@@ -156,11 +121,7 @@ impl NativeGraphBuilder for HipGraphBuilder {
             extra: std::ptr::null_mut(),
             func: kernel.function.cast(),
             gridDim: dim(grid),
-            kernelParams: if parameters.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                parameters.as_mut_ptr()
-            },
+            kernelParams: kernel_params(&mut parameters),
             sharedMemBytes: 0,
         };
         // SAFETY: one pointer per parameter of the ABI, each to a live u64 or u32 that
@@ -171,22 +132,23 @@ impl NativeGraphBuilder for HipGraphBuilder {
     }
 
     fn finish(mut self: Box<Self>) -> Result<GraphExec> {
-        self.shared.enter()?;
+        self.context.enter()?;
         let instantiated = api::graph_instantiate(self.raw);
         let graph = std::mem::replace(&mut self.raw, std::ptr::null_mut());
         if let Err(error) = api::graph_destroy(graph) {
-            self.shared.record(error);
+            self.context.record(error);
         }
-        let raw = instantiated.map_err(|e| self.shared.error(e))?;
+        let raw = instantiated.map_err(|e| self.context.error(e))?;
         Ok(Box::new(HipGraphExec {
-            shared: self.shared.clone(),
+            context: self.context.clone(),
             raw,
         }))
     }
 }
 
+/// An instantiated graph (`hipGraphInstantiateWithFlags`), destroyed on drop.
 pub(super) struct HipGraphExec {
-    pub(super) shared: Arc<Shared>,
+    pub(super) context: Arc<Context>,
     pub(super) raw: sys::hipGraphExec_t,
 }
 
@@ -195,10 +157,10 @@ unsafe impl Send for HipGraphExec {}
 
 impl Drop for HipGraphExec {
     fn drop(&mut self) {
-        if self.shared.enter_for_drop()
+        if self.context.enter_for_drop()
             && let Err(error) = api::graph_exec_destroy(self.raw)
         {
-            self.shared.record(error);
+            self.context.record(error);
         }
     }
 }

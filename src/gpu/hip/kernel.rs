@@ -2,7 +2,7 @@
 //! device.
 
 use super::api;
-use super::context::Shared;
+use super::context::Context;
 use crate::gpu::NativeKernel;
 use crate::sync::lock;
 use crate::{Error, Result};
@@ -51,8 +51,9 @@ pub(super) fn compile(entry: &str, source: &'static str, options: &[CString]) ->
     Ok(code)
 }
 
+/// A function of a loaded code object, with the parameter counts of its built-in source.
 pub(super) struct HipKernel {
-    pub(super) shared: Arc<Shared>,
+    pub(super) context: Arc<Context>,
     pub(super) entry: String,
     pub(super) function: sys::hipFunction_t,
     /// `(bindings, words)` for built-in sources, checked at dispatch.

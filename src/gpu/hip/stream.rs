@@ -1,50 +1,51 @@
 //! Streams: asynchronous copies, graph launches, and the timing of each synchronized batch.
 
 use super::api;
-use super::context::Shared;
+use super::context::Context;
 use super::graph::{HipGraphBuilder, HipGraphExec};
 use super::memory::{allocation, device_pointer};
 use crate::Result;
-use crate::gpu::{
-    DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View, foreign_object,
-};
+use crate::gpu::common::{owned_graph, span_ending_at};
+use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View};
 use hip_runtime_sys as sys;
 use std::sync::Arc;
 
+/// A non-blocking stream with the event pair that times each batch between synchronizes.
 pub(super) struct HipStream {
-    pub(super) shared: Arc<Shared>,
-    pub(super) raw: sys::hipStream_t,
-    pub(super) start: sys::hipEvent_t,
-    pub(super) end: sys::hipEvent_t,
+    context: Arc<Context>,
+    raw: sys::hipStream_t,
+    start: sys::hipEvent_t,
+    end: sys::hipEvent_t,
     /// Whether work was enqueued (and `start` recorded) since the last synchronize.
-    pub(super) open: bool,
-    pub(super) last: Option<DeviceSpan>,
+    open: bool,
+    last: Option<DeviceSpan>,
 }
 
 // SAFETY: stream and event handles may be used from any thread with the device current.
 unsafe impl Send for HipStream {}
 
 impl HipStream {
-    pub(super) fn new(shared: Arc<Shared>) -> Result<Self> {
-        let raw = api::stream_create().map_err(|e| shared.error(e))?;
+    /// A stream with its timing events. The device is current.
+    pub(super) fn new(context: Arc<Context>) -> Result<Self> {
+        let raw = api::stream_create().map_err(|e| context.error(e))?;
         let mut stream = Self {
-            shared,
+            context,
             raw,
             start: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
             open: false,
             last: None,
         };
-        stream.start = api::event_create().map_err(|e| stream.shared.error(e))?;
-        stream.end = api::event_create().map_err(|e| stream.shared.error(e))?;
+        stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
+        stream.end = api::event_create().map_err(|e| stream.context.error(e))?;
         Ok(stream)
     }
 
     /// Makes the device current and opens a timed batch if none is open.
-    pub(super) fn begin(&mut self) -> Result<()> {
-        self.shared.enter()?;
+    fn begin(&mut self) -> Result<()> {
+        self.context.enter()?;
         if !self.open {
-            api::event_record(self.start, self.raw).map_err(|e| self.shared.error(e))?;
+            api::event_record(self.start, self.raw).map_err(|e| self.context.error(e))?;
             self.open = true;
         }
         Ok(())
@@ -53,26 +54,26 @@ impl HipStream {
 
 impl Drop for HipStream {
     fn drop(&mut self) {
-        if !self.shared.enter_for_drop() {
+        if !self.context.enter_for_drop() {
             return;
         }
         for event in [self.start, self.end] {
             if !event.is_null()
                 && let Err(error) = api::event_destroy(event)
             {
-                self.shared.record(error);
+                self.context.record(error);
             }
         }
         if let Err(error) = api::stream_destroy(self.raw) {
-            self.shared.record(error);
+            self.context.record(error);
         }
     }
 }
 
 impl NativeStream for HipStream {
     fn copy(&mut self, dst: &View<'_>, src: &View<'_>) -> Result<()> {
-        allocation(&self.shared, dst)?;
-        allocation(&self.shared, src)?;
+        allocation(&self.context, dst)?;
+        allocation(&self.context, src)?;
         let len = dst.len().min(src.len());
         if len == 0 {
             return Ok(());
@@ -81,45 +82,35 @@ impl NativeStream for HipStream {
         // SAFETY: both views are in bounds of live allocations kept alive until this stream
         // is synchronized; hazards order access.
         unsafe { api::memcpy_async(device_pointer(dst), device_pointer(src), len, self.raw) }
-            .map_err(|e| self.shared.error(e))
+            .map_err(|e| self.context.error(e))
     }
 
     fn synchronize(&mut self) -> Result<()> {
-        self.shared.enter()?;
+        self.context.enter()?;
         if !std::mem::take(&mut self.open) {
-            return api::stream_synchronize(self.raw).map_err(|e| self.shared.error(e));
+            return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
         }
         self.last = None;
-        api::event_record(self.end, self.raw).map_err(|e| self.shared.error(e))?;
-        api::stream_synchronize(self.raw).map_err(|e| self.shared.error(e))?;
+        api::event_record(self.end, self.raw).map_err(|e| self.context.error(e))?;
+        api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
         let end_ns = crate::clock::now_ns();
-        let ms = api::event_elapsed_ms(self.start, self.end).map_err(|e| self.shared.error(e))?;
-        let elapsed_ns = (f64::from(ms.max(0.0)) * 1e6) as u64;
-        self.last = Some(DeviceSpan {
-            start_ns: end_ns.saturating_sub(elapsed_ns),
-            end_ns,
-        });
+        let ms = api::event_elapsed_ms(self.start, self.end).map_err(|e| self.context.error(e))?;
+        self.last = Some(span_ending_at(end_ns, ms));
         Ok(())
     }
 
     fn graph(&mut self) -> Result<Box<dyn NativeGraphBuilder>> {
-        self.shared.enter()?;
-        let raw = api::graph_create().map_err(|e| self.shared.error(e))?;
-        Ok(Box::new(HipGraphBuilder {
-            shared: self.shared.clone(),
-            raw,
-            nodes: Vec::new(),
-        }))
+        self.context.enter()?;
+        let raw = api::graph_create().map_err(|e| self.context.error(e))?;
+        Ok(Box::new(HipGraphBuilder::new(self.context.clone(), raw)))
     }
 
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
-        let graph = graph
-            .as_any_mut()
-            .downcast_mut::<HipGraphExec>()
-            .filter(|g| Arc::ptr_eq(&g.shared, &self.shared))
-            .ok_or_else(|| foreign_object("graph"))?;
+        let graph = owned_graph(graph, |g: &HipGraphExec| {
+            Arc::ptr_eq(&g.context, &self.context)
+        })?;
         self.begin()?;
-        api::graph_launch(graph.raw, self.raw).map_err(|e| self.shared.error(e))
+        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))
     }
 
     fn last_span(&mut self) -> Option<DeviceSpan> {
