@@ -6,6 +6,8 @@
 //! - [`StickySlot`]: the first device loss is kept and answered by every later call (both
 //!   vendors' sticky errors leave the context/device unusable), and errors met in `Drop` are
 //!   recorded there and surface on the next call (never a panic in `Drop`, cudarc's rule).
+//! - [`DeviceContext`]: entering a context (sticky check, then make it current) and the error
+//!   paths through the backend's `map_error` and the slot, over three backend methods.
 //! - [`Modules`]: code modules loaded once per device and code, unloaded with the device.
 //! - [`FallbackNote`]: why `auto` skipped the backend.
 //! - [`owned_allocation`], [`owned_kernel`], [`owned_graph`]: a backend accepts only objects it
@@ -106,6 +108,57 @@ impl StickySlot {
         if !mapped.is_device_loss() {
             lock(&self.slot).deferred.get_or_insert(mapped);
             self.flagged.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// A vendor context (CUDA's primary context, HIP's current device): what the shared entry and
+/// error paths need from a backend. Every operation enters first; every failed call goes
+/// through the backend's one `map_error` and the sticky slot.
+pub(crate) trait DeviceContext {
+    /// A failed vendor call: its name and raw code.
+    type CallError;
+
+    /// The context's sticky slot.
+    fn sticky(&self) -> &StickySlot;
+
+    /// The backend's one mapping from a failed call to an [`Error`].
+    fn map_error(error: Self::CallError) -> Error;
+
+    /// Makes the context current on this thread (`cuCtxSetCurrent`, `hipSetDevice`: both are
+    /// per-thread state, and runtime workers are different threads).
+    ///
+    /// # Errors
+    /// The failed call.
+    fn make_current(&self) -> std::result::Result<(), Self::CallError>;
+
+    /// Fails with the sticky error, if any; else makes the context current on this thread.
+    ///
+    /// # Errors
+    /// As [`StickySlot::check`]; a failed `make_current`, mapped.
+    fn enter(&self) -> Result<()> {
+        self.sticky().check()?;
+        self.make_current().map_err(|e| self.error(e))
+    }
+
+    /// Maps `error`; a device loss also fills the sticky slot.
+    fn error(&self, error: Self::CallError) -> Error {
+        self.sticky().note(Self::map_error(error))
+    }
+
+    /// Records an error that cannot be returned (in `Drop`).
+    fn record(&self, error: Self::CallError) {
+        self.sticky().record(Self::map_error(error));
+    }
+
+    /// For `Drop`: makes the context current, recording a failure; whether that worked.
+    fn enter_for_drop(&self) -> bool {
+        match self.make_current() {
+            Ok(()) => true,
+            Err(error) => {
+                self.record(error);
+                false
+            }
         }
     }
 }
@@ -450,6 +503,52 @@ mod tests {
                 "{lost}"
             );
         }
+    }
+
+    /// A context whose `make_current` fails with the queued kinds, in order.
+    struct FakeContext {
+        sticky: StickySlot,
+        failures: std::sync::Mutex<Vec<&'static str>>,
+    }
+
+    impl DeviceContext for FakeContext {
+        type CallError = &'static str;
+        fn sticky(&self) -> &StickySlot {
+            &self.sticky
+        }
+        fn map_error(kind: &'static str) -> Error {
+            match kind {
+                "lost" => DeviceError::Lost(call(kind)),
+                _ => DeviceError::InvalidArgument(call(kind)),
+            }
+            .into()
+        }
+        fn make_current(&self) -> std::result::Result<(), &'static str> {
+            self.failures.lock().unwrap().pop().map_or(Ok(()), Err)
+        }
+    }
+
+    #[test]
+    fn a_context_enters_through_its_sticky_slot_and_records_drop_failures() {
+        let context = FakeContext {
+            sticky: StickySlot::new("TEST", 0),
+            failures: std::sync::Mutex::new(vec!["invalid", "invalid"]),
+        };
+        // A failed `make_current` in `Drop` is recorded and answered by the next call, once.
+        assert!(!context.enter_for_drop());
+        let deferred = context.enter().expect_err("deferred");
+        assert!(matches!(
+            deferred,
+            Error::Device(DeviceError::InvalidArgument(_))
+        ));
+        // A failed `make_current` on entry is returned, not kept.
+        assert!(context.enter().is_err());
+        assert!(context.enter().is_ok());
+        // A device loss from any call is answered by every later entry.
+        let lost = context.error("lost");
+        assert!(lost.is_device_loss());
+        assert!(matches!(context.enter(), Err(Error::DeviceLost(_))));
+        assert!(matches!(context.enter(), Err(Error::DeviceLost(_))));
     }
 
     #[test]

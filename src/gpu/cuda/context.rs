@@ -1,8 +1,8 @@
 //! The device's primary context: making it current, the sticky error slot, loaded modules.
 
 use super::api;
-use super::error::{CuError, map_error};
-use crate::gpu::common::{Modules, StickySlot};
+use super::error::{CuError, CuResult, map_error};
+use crate::gpu::common::{DeviceContext, Modules, StickySlot};
 use crate::sync::lock;
 use crate::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
@@ -74,33 +74,6 @@ impl Context {
         Ok(context)
     }
 
-    /// Fails with the sticky error, if any; else makes the context current on this thread.
-    pub(super) fn enter(&self) -> Result<()> {
-        self.sticky.check()?;
-        api::ctx_set_current(self.raw).map_err(|e| self.error(e))
-    }
-
-    /// Maps `error`; a device loss also fills the sticky slot.
-    pub(super) fn error(&self, error: CuError) -> Error {
-        self.sticky.note(map_error(error))
-    }
-
-    /// Records an error that cannot be returned (in `Drop`).
-    pub(super) fn record(&self, error: CuError) {
-        self.sticky.record(map_error(error));
-    }
-
-    /// For `Drop`: makes the context current, recording a failure; whether that worked.
-    pub(super) fn enter_for_drop(&self) -> bool {
-        match api::ctx_set_current(self.raw) {
-            Ok(()) => true,
-            Err(error) => {
-                self.record(error);
-                false
-            }
-        }
-    }
-
     /// `entry` from the module of `ptx`, loading it on first use. The context is current.
     pub(super) fn function(&self, ptx: &Arc<str>, entry: &str) -> Result<sys::CUfunction> {
         let load = || {
@@ -117,6 +90,22 @@ impl Context {
             })
         };
         self.modules.function(ptx, entry, load, lookup)
+    }
+}
+
+impl DeviceContext for Context {
+    type CallError = CuError;
+
+    fn sticky(&self) -> &StickySlot {
+        &self.sticky
+    }
+
+    fn map_error(error: CuError) -> Error {
+        map_error(error)
+    }
+
+    fn make_current(&self) -> CuResult<()> {
+        api::ctx_set_current(self.raw)
     }
 }
 

@@ -5,6 +5,7 @@ use super::context::Context;
 use super::kernel::{CudaKernel, compile};
 use super::memory::{CudaAllocation, allocation};
 use super::stream::CudaStream;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{FallbackNote, read_through, write_through};
 use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
 use crate::kernels::KernelSpec;

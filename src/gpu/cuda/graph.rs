@@ -7,6 +7,7 @@ use super::error::CuResult;
 use super::kernel::CudaKernel;
 use super::memory::allocation;
 use crate::Result;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
 use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
 use cudarc::driver::sys;

@@ -2,6 +2,7 @@
 
 use super::api;
 use super::context::Context;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::owned_allocation;
 use crate::gpu::{NativeAllocation, View};
 use crate::{Error, Result};

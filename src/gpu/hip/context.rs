@@ -1,9 +1,9 @@
 //! Per-device state (HIP's counterpart of a CUDA context: HIP's current device is per thread):
 //! making the device current, the sticky error slot, loaded modules.
 
-use super::api::{self, HipError};
+use super::api::{self, HipError, HipResult};
 use super::error::map_error;
-use crate::gpu::common::{Modules, StickySlot};
+use crate::gpu::common::{DeviceContext, Modules, StickySlot};
 use crate::{Error, Result};
 use hip_runtime_sys as sys;
 use std::ffi::CStr;
@@ -33,33 +33,6 @@ impl Context {
         }
     }
 
-    /// Fails with the sticky or deferred error, else makes the device current on this thread.
-    pub(super) fn enter(&self) -> Result<()> {
-        self.sticky.check()?;
-        api::set_device(self.ordinal).map_err(|e| self.error(e))
-    }
-
-    /// Maps `error`; a device loss also fills the sticky slot.
-    pub(super) fn error(&self, error: HipError) -> Error {
-        self.sticky.note(map_error(error))
-    }
-
-    /// Records an error that cannot be returned (in `Drop`).
-    pub(super) fn record(&self, error: HipError) {
-        self.sticky.record(map_error(error));
-    }
-
-    /// For `Drop`: makes the device current; whether that worked.
-    pub(super) fn enter_for_drop(&self) -> bool {
-        match api::set_device(self.ordinal) {
-            Ok(()) => true,
-            Err(error) => {
-                self.record(error);
-                false
-            }
-        }
-    }
-
     /// `entry` of the module loaded from `code`, loading it on first use. Device current.
     pub(super) fn function(&self, code: &Arc<[u8]>, entry: &str) -> Result<sys::hipFunction_t> {
         let load = || api::module_load_data(code).map_err(|e| self.error(e));
@@ -75,6 +48,22 @@ impl Context {
             })
         };
         self.modules.function(code, entry, load, lookup)
+    }
+}
+
+impl DeviceContext for Context {
+    type CallError = HipError;
+
+    fn sticky(&self) -> &StickySlot {
+        &self.sticky
+    }
+
+    fn map_error(error: HipError) -> Error {
+        map_error(error)
+    }
+
+    fn make_current(&self) -> HipResult<()> {
+        api::set_device(self.ordinal)
     }
 }
 

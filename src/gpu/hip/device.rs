@@ -6,6 +6,7 @@ use super::error::code_name;
 use super::kernel::{HipKernel, arch_options, compile};
 use super::memory::{HipAllocation, allocation, pointer};
 use super::stream::HipStream;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{FallbackNote, read_through, write_through};
 use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
 use crate::kernels::KernelSpec;

@@ -5,6 +5,7 @@ use super::context::Context;
 use super::kernel::HipKernel;
 use super::memory::{allocation, device_pointer};
 use crate::Result;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
 use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
 use hip_runtime_sys as sys;

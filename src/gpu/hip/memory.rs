@@ -3,6 +3,7 @@
 use super::api;
 use super::context::Context;
 use crate::Result;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::owned_allocation;
 use crate::gpu::{NativeAllocation, View};
 use std::any::Any;

@@ -5,6 +5,7 @@ use super::context::Context;
 use super::graph::{HipGraphBuilder, HipGraphExec};
 use super::memory::{allocation, device_pointer};
 use crate::Result;
+use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{owned_graph, span_ending_at};
 use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View};
 use hip_runtime_sys as sys;
