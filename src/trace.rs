@@ -807,7 +807,13 @@ pub(crate) fn quarantine(prepared: &Prepared, submission: u64, region: usize, er
     }));
 }
 
-pub(crate) fn poison(prepared: &Prepared, use_: &Use, cause: &str) {
+/// `use_`'s buffer was poisoned by the failure of `region` of `submission`.
+pub(crate) fn poison(
+    prepared: &Prepared,
+    (submission, region): (u64, usize),
+    use_: &Use,
+    cause: &str,
+) {
     let core = &prepared.runtime.core;
     let Some(recorder) = &core.recorder else {
         return;
@@ -817,6 +823,8 @@ pub(crate) fn poison(prepared: &Prepared, use_: &Use, cause: &str) {
         buffer: s::BufferId(use_.buffer_id()),
         cause: cause.to_string(),
         time_ns: recorder.now_ns(),
+        submission: Some(s::SubmissionIndex(submission)),
+        region: Some(s::RegionIndex(region as u32)),
     }));
 }
 

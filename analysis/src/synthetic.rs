@@ -380,6 +380,8 @@ impl Schedule {
                 buffer: BufferId(3),
                 cause: error.clone(),
                 time_ns: fail_ns + 600,
+                submission: Some(sub),
+                region: Some(RegionIndex(1)),
             }));
             out.push(Record::SubmissionDone(SubmissionDone {
                 runtime: RT,

@@ -59,7 +59,8 @@
 //! bounds).
 
 use crate::schema::{
-    DeviceSpan, NodeIndex, OpTiming, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
+    BufferId, DeviceSpan, NodeIndex, OpTiming, Poison, Record, RegionIndex, RegionTiming,
+    RuntimeId, SubmissionIndex,
 };
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -130,8 +131,8 @@ impl FormatVersion {
     /// The version this crate writes and reads.
     pub const CURRENT: FormatVersion = FormatVersion {
         major: FormatMajor(1),
-        // 1.2: `Record::SessionStopped`.
-        minor: FormatMinor(2),
+        // 1.2: `Record::SessionStopped`. 1.3: `Poison::submission` and `Poison::region`.
+        minor: FormatMinor(3),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -902,7 +903,10 @@ impl FrameDecoder {
                 self.broken = record.is_none();
                 record.ok_or(FormatError::Timing)
             }
-            _ => Ok(postcard::take_from_bytes(body)?.0),
+            _ => match postcard::take_from_bytes(body) {
+                Ok((record, _)) => Ok(record),
+                Err(error) => legacy_poison(body).ok_or(FormatError::from(error)),
+            },
         }
     }
 
@@ -945,6 +949,34 @@ impl FrameDecoder {
             Record::RegionTiming(timing)
         })
     }
+}
+
+/// A `Poison` record as format 1.0-1.2 wrote it (without `submission` and `region`).
+#[derive(Serialize, Deserialize)]
+struct PoisonBefore13 {
+    runtime: RuntimeId,
+    buffer: BufferId,
+    cause: String,
+    time_ns: u64,
+}
+
+/// Decodes `body` as a 1.2 `Poison` frame, the only record whose fields grew: the new
+/// fields are at its end, so a 1.2 frame ends early for this reader's `Poison`.
+fn legacy_poison(body: &[u8]) -> Option<Record> {
+    let index = Record::KIND_NAMES.iter().position(|n| *n == "Poison")?;
+    let (&tag, rest) = body.split_first()?;
+    if usize::from(tag) != index {
+        return None;
+    }
+    let old: PoisonBefore13 = postcard::take_from_bytes(rest).ok()?.0;
+    Some(Record::Poison(Poison {
+        runtime: old.runtime,
+        buffer: old.buffer,
+        cause: old.cause,
+        time_ns: old.time_ns,
+        submission: None,
+        region: None,
+    }))
 }
 
 /// Reads postcard varints from untrusted bytes.
@@ -1081,7 +1113,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.3") && err.contains("1.2"), "{err}");
+        assert!(err.contains("2.3") && err.contains("1.3"), "{err}");
     }
 
     #[test]
@@ -1238,6 +1270,51 @@ mod tests {
         Frames::new(payload)
             .map(|f| decoder.decode(f.unwrap().1).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn poison_of_format_1_2_reads_without_its_cause_fields_and_1_2_readers_read_1_3() {
+        let tag = Record::KIND_NAMES
+            .iter()
+            .position(|n| *n == "Poison")
+            .unwrap() as u8;
+        let old = PoisonBefore13 {
+            runtime: RuntimeId(3),
+            buffer: BufferId(7),
+            cause: "poisoned by submission 4 region 1".into(),
+            time_ns: 99,
+        };
+        // A 1.2 writer's frame body: the variant tag, then the four fields.
+        let mut body = vec![tag];
+        body.extend(postcard::to_allocvec(&old).unwrap());
+        let expected = Poison {
+            runtime: RuntimeId(3),
+            buffer: BufferId(7),
+            cause: old.cause.clone(),
+            time_ns: 99,
+            submission: None,
+            region: None,
+        };
+        assert_eq!(
+            FrameDecoder::new().decode(&body).unwrap(),
+            Record::Poison(expected.clone())
+        );
+        // A 1.3 frame: a 1.2 reader decodes the same four fields and ignores the rest.
+        let new = Record::Poison(Poison {
+            submission: Some(SubmissionIndex(4)),
+            region: Some(RegionIndex(1)),
+            ..expected
+        });
+        let mut scratch = [0u8; 256];
+        let frame = encode_untimed_frame_in(&new, &mut scratch).unwrap();
+        let (_, body) = Frames::new(frame).next().unwrap().unwrap();
+        assert_eq!(body[0], tag);
+        let (read, _) = postcard::take_from_bytes::<PoisonBefore13>(&body[1..]).unwrap();
+        assert_eq!(
+            (read.runtime, read.buffer, read.time_ns),
+            (RuntimeId(3), BufferId(7), 99)
+        );
+        assert_eq!(FrameDecoder::new().decode(body).unwrap(), new);
     }
 
     #[test]

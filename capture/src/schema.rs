@@ -693,16 +693,25 @@ pub struct Quarantine {
 }
 
 /// A buffer was poisoned (later use fails with device lost).
+///
+/// `submission` and `region` (format 1.3) name the failure that poisoned it, so a reader
+/// need not parse `cause`. They are the record's last fields: a 1.2 reader decodes the rest
+/// and ignores them, and this reader decodes a 1.2 record with both `None`
+/// ([`crate::format::FrameDecoder`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Poison {
     /// The owning runtime.
     pub runtime: RuntimeId,
-    /// The buffer.
+    /// The poisoned buffer.
     pub buffer: BufferId,
     /// The failure.
     pub cause: String,
     /// Host time.
     pub time_ns: u64,
+    /// The submission whose failure poisoned it (`None` in a 1.2 trace).
+    pub submission: Option<SubmissionIndex>,
+    /// The failed region of that submission (`None` in a 1.2 trace).
+    pub region: Option<RegionIndex>,
 }
 
 /// A lane's cached copy stream was marked unhealthy.
@@ -930,7 +939,7 @@ pub enum Record {
     SubmissionDone(SubmissionDone),
     /// See [`Quarantine`].
     Quarantine(Quarantine),
-    /// See [`Poison`].
+    /// See [`Poison`] (its cause's submission and region: format 1.3).
     Poison(Poison),
     /// See [`CopyStreamUnhealthy`].
     CopyStreamUnhealthy(CopyStreamUnhealthy),
@@ -1429,6 +1438,8 @@ pub(crate) mod testgen {
                 buffer: BufferId(r.int()),
                 cause: r.string(),
                 time_ns: r.int(),
+                submission: r.opt(|r| SubmissionIndex(r.int())),
+                region: r.opt(|r| RegionIndex(r.u32())),
             }),
             19 => Record::CopyStreamUnhealthy(CopyStreamUnhealthy {
                 runtime,

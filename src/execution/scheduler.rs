@@ -393,7 +393,7 @@ impl Scheduler {
                         .filter(|u| u.access.writes())
                     {
                         use_.view.buffer().storage.poison(&cause);
-                        crate::trace::poison(prepared, use_, &cause);
+                        crate::trace::poison(prepared, (submission, region), use_, &cause);
                     }
                 }
                 let error = Arc::new(error);

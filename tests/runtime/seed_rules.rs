@@ -129,7 +129,8 @@ conformance! {
     }
 }
 
-/// The poison record of the trace names the submission and region that caused it.
+/// The poison record of the trace names the submission and region that caused it, in its
+/// text and in its fields.
 #[test]
 fn the_trace_poison_record_names_its_cause() {
     let sink = hrx_capture::MemorySink::new();
@@ -165,6 +166,14 @@ fn the_trace_poison_record_names_its_cause() {
             .starts_with(&format!("poisoned by submission {submission} region 0 ")),
         "{}",
         poison.cause
+    );
+    // And as fields (format 1.3), so a reader (replay) need not parse the text.
+    assert_eq!(
+        (poison.submission, poison.region),
+        (
+            Some(hrx_capture::schema::SubmissionIndex(submission)),
+            Some(hrx_capture::schema::RegionIndex(0))
+        )
     );
 }
 

@@ -490,6 +490,8 @@ mod tests {
                 buffer: hrx_capture::schema::BufferId(2),
                 cause: "device lost".into(),
                 time_ns: 45,
+                submission: None,
+                region: None,
             });
         let model = f.model();
         let failure = model.first_failure().unwrap();
@@ -524,6 +526,8 @@ mod tests {
                 buffer: hrx_capture::schema::BufferId(3),
                 cause: "an earlier, unrelated poisoning".into(),
                 time_ns: 5,
+                submission: None,
+                region: None,
             })
             .ran(0, 0, 10, 20)
             .timing(0, 1, 30, 40)
@@ -540,6 +544,8 @@ mod tests {
                 buffer: hrx_capture::schema::BufferId(2),
                 cause: "device lost".into(),
                 time_ns: 41,
+                submission: None,
+                region: None,
             })
             .done(0, 1, failed("device lost"), 42)
             .done(0, 2, cancelled("producer failed"), 43);

@@ -781,6 +781,8 @@ mod tests {
                 buffer: BufferId(2),
                 cause: "x".into(),
                 time_ns: 90,
+                submission: None,
+                region: None,
             })
             .push(SubmitRefused {
                 runtime: RT,

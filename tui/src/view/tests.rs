@@ -350,6 +350,8 @@ fn contradictory_records_do_not_panic() {
             buffer: BufferId(3),
             cause: "\n\t".into(),
             time_ns: u64::MAX,
+            submission: None,
+            region: None,
         }),
         Record::ClockCalibration(ClockCalibration {
             runtime: rt,
