@@ -16,6 +16,7 @@
 use crate::execute::{Observed, ReplayOutput};
 use crate::options::ReplayOptions;
 use crate::plan::{Event, Output, Plan, RuntimePlan, Sample};
+use crate::report::Outcome;
 use crate::report::{
     Clock, Divergence, DivergenceKind, OpTimingRow, OutputCheck, OutputResult, RegionTimingRow,
     ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow, Summary, TraceInfo,
@@ -271,6 +272,7 @@ pub(crate) fn report(
                 region_label: region
                     .zip(graph)
                     .map(|(region, graph)| rp.region_label(graph, region, range)),
+                timing_dependent: None,
                 buffer: range.map(|r| r.0.0),
                 range: range.map(|r| (r.1, r.2)),
                 repeat,
@@ -328,6 +330,7 @@ pub(crate) fn report(
                 matched: 0,
                 excluded: 0,
                 diverged: false,
+                timing_dependent: false,
             };
             let before = divergences.len();
             let mut statuses_match = true;
@@ -473,14 +476,67 @@ pub(crate) fn report(
                     }
                 }
             }
+            // A status that differs because a concurrent failure's poison came earlier or
+            // later on one side is timing-dependent, not a regression.
+            let captured_reason = submission
+                .failure
+                .filter(|_| matches!(submission.status, Some((Outcome::Failed, _))))
+                .and_then(|f| {
+                    crate::concurrent::poisoned_by_concurrent_failure(
+                        rp,
+                        submission,
+                        f,
+                        &rp.poisons,
+                    )
+                });
+            for d in &mut divergences[before..] {
+                let observed = &run.repeats[d.repeat];
+                if matches!(d.kind, DivergenceKind::Refused { .. }) {
+                    d.timing_dependent = match &captured_reason {
+                        Some(reason) => Some(format!("captured {reason}")),
+                        None => crate::concurrent::refused_for_concurrent_poison(
+                            rp,
+                            submission,
+                            &observed.poisons,
+                        )
+                        .map(|reason| format!("replayed {reason}")),
+                    };
+                    continue;
+                }
+                if !matches!(d.kind, DivergenceKind::Status { .. }) {
+                    continue;
+                }
+                let replayed_reason = || {
+                    let failure = crate::concurrent::Failure {
+                        region: *observed.failed_region.get(&index)?,
+                        time_ns: *observed.failed_at.get(&index)?,
+                    };
+                    crate::concurrent::poisoned_by_concurrent_failure(
+                        rp,
+                        submission,
+                        failure,
+                        &observed.poisons,
+                    )
+                };
+                d.timing_dependent = match (&captured_reason, replayed_reason()) {
+                    (Some(reason), _) => Some(format!("captured {reason}")),
+                    (None, Some(reason)) => Some(format!("replayed {reason}")),
+                    (None, None) => None,
+                };
+            }
             summary.submissions += 1;
             if statuses_match {
                 summary.statuses_matched += 1;
             }
-            row.diverged = divergences.len() > before
-                || divergences
+            let mine = |d: &&Divergence| d.runtime == runtime && d.submission == index.0;
+            row.diverged = divergences[before..]
+                .iter()
+                .chain(divergences.iter().filter(mine))
+                .any(|d| d.timing_dependent.is_none());
+            row.timing_dependent = !row.diverged
+                && divergences[before..]
                     .iter()
-                    .any(|d| d.runtime == runtime && d.submission == index.0);
+                    .any(|d| d.timing_dependent.is_some());
             submissions.push(row);
         }
 
@@ -563,8 +619,11 @@ pub(crate) fn report(
             None => unique.push(d),
         }
     }
-    let divergences = unique;
+    let (timing_dependent, divergences): (Vec<Divergence>, Vec<Divergence>) = unique
+        .into_iter()
+        .partition(|d| d.timing_dependent.is_some());
     summary.divergences = divergences.len();
+    summary.timing_dependent = timing_dependent.len();
     summary.slow = timing.iter().filter(|t| t.regression).count()
         + op_timing.iter().filter(|t| t.regression).count();
     if options.tolerance.is_some()
@@ -615,6 +674,7 @@ pub(crate) fn report(
         outputs,
         first_divergence: divergences.first().cloned(),
         divergences,
+        timing_dependent,
         timing,
         op_timing,
         substitutions,

@@ -82,6 +82,10 @@ pub(crate) struct Observed {
     pub host_write_errors: Vec<(usize, String)>,
     pub outputs: HashMap<SubmissionIndex, Vec<ReplayOutput>>,
     pub failed_region: HashMap<SubmissionIndex, u32>,
+    /// When the failed region failed (the replay's clock).
+    pub failed_at: HashMap<SubmissionIndex, u64>,
+    /// Buffers the replay poisoned, mapped to captured ids.
+    pub poisons: Vec<crate::concurrent::PoisonEvent>,
     pub quarantined: HashSet<SubmissionIndex>,
     pub region_times: HashMap<(usize, u32), Vec<Sample>>,
     pub notes: Vec<String>,
@@ -793,12 +797,27 @@ fn read_back(
                 if let (Some(index), s::Status::Failed { .. }) = (captured(d.submission), &d.status)
                 {
                     let region = observed.failed_region.entry(index).or_insert(d.region.0);
-                    *region = (*region).min(d.region.0);
+                    if *region >= d.region.0 {
+                        *region = d.region.0;
+                        observed.failed_at.insert(index, d.time_ns);
+                    }
                 }
             }
             Record::Quarantine(q) => {
                 if let Some(index) = q.submission.and_then(captured) {
                     observed.quarantined.insert(index);
+                }
+            }
+            Record::Poison(p) => {
+                if let Some(event) = crate::concurrent::PoisonEvent::of(p)
+                    && let (Some(submission), Some(&buffer)) =
+                        (captured(event.submission), buffer_of.get(&event.buffer.0))
+                {
+                    observed.poisons.push(crate::concurrent::PoisonEvent {
+                        buffer,
+                        submission,
+                        ..event
+                    });
                 }
             }
             _ => {}

@@ -21,7 +21,10 @@
 //!    trace, so its region timings and output digests come back in the capture's schema.
 //! 3. **Compare** (module `compare`): statuses, output digests per (submission, region, buffer,
 //!    range), and region times; the result is a [`Report`] with a [`Verdict`] and
-//!    [`Report::exit_code`]: 0 all match, 1 a regression.
+//!    [`Report::exit_code`]: 0 all match, 1 a regression. A status that differs because a
+//!    concurrent failure's poison came before a submission on one side and after it on the
+//!    other is reported apart as timing-dependent ([`Report::timing_dependent`], module
+//!    `concurrent`), with its reason, and is not a regression.
 //!
 //! # How captured ids map to new objects
 //!
@@ -59,6 +62,7 @@
 #![warn(missing_docs)]
 
 mod compare;
+mod concurrent;
 mod error;
 mod execute;
 mod options;

@@ -105,6 +105,8 @@ pub(crate) struct SubmissionPlan<'t> {
     /// Captured status and its text; `None` when the trace ends before it retired.
     pub status: Option<(Outcome, String)>,
     pub region_status: BTreeMap<u32, s::Status>,
+    /// The first failed region and when it failed (capture clock).
+    pub failure: Option<crate::concurrent::Failure>,
     pub quarantined: bool,
     pub faults: Vec<String>,
     pub outputs: Vec<Output<'t>>,
@@ -182,6 +184,10 @@ pub(crate) struct RuntimePlan<'t> {
     pub region_times: HashMap<(usize, u32), Vec<Sample>>,
     /// Captured operation times by (graph index, node), where the backend had them.
     pub op_times: HashMap<(usize, u32), Vec<Sample>>,
+    /// Buffers the capture poisoned, with their cause (format 1.3 `Poison` records).
+    pub poisons: Vec<crate::concurrent::PoisonEvent>,
+    /// The earlier submissions each submission's regions waited for (`CrossWait`).
+    pub cross_waits: HashMap<SubmissionIndex, Vec<SubmissionIndex>>,
     /// Submits the capture saw refused (Busy, quarantine, ...): not replayed.
     pub refusals: usize,
     /// Submissions left out by `until`.
@@ -339,6 +345,8 @@ struct Gather<'t> {
     done: Vec<&'t s::SubmissionDone>,
     quarantines: Vec<&'t s::Quarantine>,
     faults: Vec<&'t s::FaultInjected>,
+    poisons: Vec<&'t s::Poison>,
+    cross_waits: Vec<&'t s::CrossWait>,
 }
 
 /// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
@@ -409,6 +417,8 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::SubmissionDone(r) => g.done.push(r),
             Record::Quarantine(r) => g.quarantines.push(r),
             Record::FaultInjected(r) => g.faults.push(r),
+            Record::Poison(r) => g.poisons.push(r),
+            Record::CrossWait(r) => g.cross_waits.push(r),
             _ => {}
         }
     }
@@ -471,6 +481,12 @@ fn runtime_plan<'t>(
         substitutions: Vec::new(),
         region_times: HashMap::new(),
         op_times: HashMap::new(),
+        poisons: g
+            .poisons
+            .iter()
+            .filter_map(|p| crate::concurrent::PoisonEvent::of(p))
+            .collect(),
+        cross_waits: HashMap::new(),
         refusals: g.refusals,
         cut: 0,
         digests_all: false,
@@ -682,6 +698,7 @@ fn runtime_plan<'t>(
             time_ns: submit.time_ns,
             status: None,
             region_status: BTreeMap::new(),
+            failure: None,
             quarantined: false,
             faults: Vec::new(),
             outputs: Vec::new(),
@@ -721,10 +738,25 @@ fn runtime_plan<'t>(
     for done in &g.region_done {
         if let Some(position) = locate(&plan, done.submission, "RegionDone")? {
             check_region(&plan, position, done.region.0, "RegionDone")?;
-            plan.submissions[position]
+            let submission = &mut plan.submissions[position];
+            submission
                 .region_status
                 .insert(done.region.0, done.status.clone());
+            if matches!(done.status, s::Status::Failed { .. })
+                && submission.failure.is_none_or(|f| f.region > done.region.0)
+            {
+                submission.failure = Some(crate::concurrent::Failure {
+                    region: done.region.0,
+                    time_ns: done.time_ns,
+                });
+            }
         }
+    }
+    for wait in &g.cross_waits {
+        plan.cross_waits
+            .entry(wait.submission)
+            .or_default()
+            .push(wait.on_submission);
     }
     for q in &g.quarantines {
         if let Some(submission) = q.submission

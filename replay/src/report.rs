@@ -126,8 +126,10 @@ pub struct Summary {
     pub outputs_within_tolerance: usize,
     /// Output ranges excluded from comparison (they depend on work replay cannot redo).
     pub outputs_excluded: usize,
-    /// Divergences over all repeats.
+    /// Divergences over all repeats (timing-dependent ones aside).
     pub divergences: usize,
+    /// Timing-dependent divergences ([`Report::timing_dependent`]): not a regression.
+    pub timing_dependent: usize,
     /// Regions (and operations) slower than `max_slowdown` allows.
     pub slow: usize,
 }
@@ -155,8 +157,10 @@ pub struct SubmissionRow {
     pub matched: usize,
     /// Output ranges excluded.
     pub excluded: usize,
-    /// Whether any divergence names this submission.
+    /// Whether any divergence names this submission (timing-dependent ones aside).
     pub diverged: bool,
+    /// Whether its only divergences are timing-dependent ([`Report::timing_dependent`]).
+    pub timing_dependent: bool,
 }
 
 /// The result of comparing one output range.
@@ -284,6 +288,10 @@ pub struct Divergence {
     /// What differs.
     #[serde(flatten)]
     pub kind: DivergenceKind,
+    /// Why it depends on when a concurrent failure happened, when it does (then it is listed
+    /// in [`Report::timing_dependent`], not a regression).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing_dependent: Option<String>,
     #[serde(skip)]
     pub(crate) show_runtime: bool,
     #[serde(skip)]
@@ -554,8 +562,12 @@ pub struct Report {
     pub submissions: Vec<SubmissionRow>,
     /// Every output range compared, first repeat.
     pub outputs: Vec<OutputCheck>,
-    /// Every divergence, earliest first.
+    /// Every divergence, earliest first (timing-dependent ones aside).
     pub divergences: Vec<Divergence>,
+    /// Divergences of a poison failure whose cause, a concurrent failure (not ordered
+    /// before it), may happen before or after it from run to run: each says why. Not a
+    /// regression.
+    pub timing_dependent: Vec<Divergence>,
     /// The earliest divergence (submission, then region, then buffer).
     pub first_divergence: Option<Divergence>,
     /// Region times, captured vs replayed.
@@ -716,7 +728,7 @@ impl Report {
         let s = &self.summary;
         let _ = writeln!(
             out,
-            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}, {} slow",
+            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow",
             match self.verdict {
                 Verdict::Match => "MATCH",
                 Verdict::Regression => "REGRESSION",
@@ -738,6 +750,11 @@ impl Report {
             },
             s.divergences,
             if s.divergences == 1 { "" } else { "s" },
+            if s.timing_dependent > 0 {
+                format!(", {} timing-dependent", s.timing_dependent)
+            } else {
+                String::new()
+            },
             s.slow
         );
 
@@ -757,7 +774,16 @@ impl Report {
                 let _ = write!(outputs, ", {} excluded", row.excluded);
             }
             cells.push(outputs);
-            cells.push(if row.diverged { "DIVERGED" } else { "" }.to_string());
+            cells.push(
+                if row.diverged {
+                    "DIVERGED"
+                } else if row.timing_dependent {
+                    "timing-dependent"
+                } else {
+                    ""
+                }
+                .to_string(),
+            );
             rows.push(cells);
         }
         let mut header = Vec::new();
@@ -786,6 +812,23 @@ impl Report {
                 }
             }
             None => out.push_str("no divergence\n"),
+        }
+        if !self.timing_dependent.is_empty() {
+            let _ = writeln!(
+                out,
+                "timing-dependent, not a regression ({}): a poison failure whose cause, a \
+                 concurrent failure, may come before or after it from run to run:",
+                self.timing_dependent.len()
+            );
+            for d in self.timing_dependent.iter().take(20) {
+                let _ = writeln!(out, "  {d}");
+                if let Some(why) = &d.timing_dependent {
+                    let _ = writeln!(out, "    {why}");
+                }
+            }
+            if self.timing_dependent.len() > 20 {
+                let _ = writeln!(out, "  ... {} more", self.timing_dependent.len() - 20);
+            }
         }
 
         if !self.timing.is_empty() {
@@ -1010,6 +1053,7 @@ mod tests {
                 replayed: 0xdef,
                 max_abs_diff: None,
             },
+            timing_dependent: None,
             show_runtime: false,
             of_repeats: 1,
         };
