@@ -37,6 +37,8 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::Counters(r) => r.time_ns,
         Record::SessionEnd(r) => r.time_ns,
         Record::SessionStopped(r) => r.time_ns,
+        Record::RegionStarted(r) => r.time_ns,
+        Record::FatalSignal(r) => r.time_ns,
         Record::RecorderWait(r) => r.end_ns,
         Record::RecordsLost(r) => r.time_ns,
         Record::CaptureFence(r) => r.end_ns,
@@ -87,6 +89,8 @@ fn kind(record: &Record) -> &'static str {
         Record::Counters(_) => "counters",
         Record::SessionEnd(_) => "session-end",
         Record::SessionStopped(_) => "session-stopped",
+        Record::RegionStarted(_) => "region-start",
+        Record::FatalSignal(_) => "fatal-signal",
         Record::RecorderWait(_) => "recorder-wait",
         Record::RecordsLost(_) => "records-lost",
         Record::CaptureFence(_) => "capture-fence",
@@ -287,6 +291,18 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.done.map_or_else(|| "-".into(), |n| n.to_string()),
             r.asked.map_or_else(|| "-".into(), |n| n.to_string())
         ),
+        Record::RegionStarted(r) => write!(
+            f,
+            "rt={} sub={} region={}",
+            r.runtime, r.submission, r.region
+        ),
+        Record::FatalSignal(r) => {
+            write!(f, "signal={} seen-by={:?}", r.signal, r.witness)?;
+            match r.fault_address {
+                Some(address) => write!(f, " address={address:#x}"),
+                None => Ok(()),
+            }
+        }
         Record::RecorderWait(r) => {
             write!(
                 f,

@@ -12,6 +12,10 @@
 //!   recorder (the background writer compresses and writes meanwhile).
 //! - `timed_zone`: what a zone costs the recording thread: two reads of the session clock and
 //!   one `RegionTiming` recorded (bursts with pauses, as `timing_record/burst`).
+//! - `timed_zone_started`: the same zone as the runtime times a region since format 1.3: a
+//!   clock read and a `RegionStarted` recorded before the zone's start is read (so a hang or a
+//!   crash shows what was running), then `timed_zone`'s work. Against `timed_zone` in the
+//!   same run: the cost of the region-start record.
 //! - `lossless/threads_N`: sustained lossless throughput, N threads recording timings back to
 //!   back until all are recorded and flushed (the hand-overs of full buffers included);
 //!   criterion reports it in records per second.
@@ -20,7 +24,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hrx_capture::schema::{
-    DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
+    DeviceSpan, Record, RegionIndex, RegionStarted, RegionTiming, RuntimeId, SubmissionIndex,
 };
 use hrx_capture::{MemorySink, Recorder, RecorderOptions};
 use std::hint::black_box;
@@ -143,6 +147,48 @@ fn timed_zone(c: &mut Criterion) {
     assert_eq!(summary.dropped_records, 0);
 }
 
+fn timed_zone_started(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recorder = Recorder::create(dir.path().join("zone.hrxt"), RecorderOptions::default())
+        .expect("recorder");
+    c.bench_function("timed_zone_started", |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = std::time::Duration::ZERO;
+            let mut left = iterations;
+            let mut i = 0u64;
+            while left > 0 {
+                let batch = left.min(1024);
+                let started = std::time::Instant::now();
+                for _ in 0..batch {
+                    recorder.record(&Record::RegionStarted(RegionStarted {
+                        runtime: RuntimeId(1),
+                        submission: SubmissionIndex(i),
+                        region: RegionIndex(0),
+                        time_ns: recorder.now_ns(),
+                    }));
+                    let start_ns = recorder.now_ns();
+                    black_box(&mut i);
+                    recorder.record(&Record::RegionTiming(RegionTiming {
+                        runtime: RuntimeId(1),
+                        submission: SubmissionIndex(i),
+                        region: RegionIndex(0),
+                        start_ns,
+                        end_ns: recorder.now_ns(),
+                        device: None,
+                    }));
+                    i += 1;
+                }
+                timed += started.elapsed();
+                left -= batch;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            timed
+        })
+    });
+    let summary = recorder.close().expect("close");
+    assert_eq!(summary.dropped_records, 0);
+}
+
 fn lossless(c: &mut Criterion) {
     let mut group = c.benchmark_group("lossless");
     group.throughput(criterion::Throughput::Elements(1));
@@ -212,6 +258,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(3));
-    targets = hook_off, timing_record, timed_zone, lossless, timing_bytes
+    targets = hook_off, timing_record, timed_zone, timed_zone_started, lossless, timing_bytes
 }
 criterion_main!(benches);

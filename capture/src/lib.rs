@@ -36,6 +36,7 @@
 
 mod activation;
 pub mod format;
+mod note;
 pub mod reader;
 mod ring;
 pub mod schema;
@@ -46,6 +47,7 @@ pub use activation::{
     TRACE_ENV, TRACE_SESSION_ENV, current, enabled, expand_path, file_identity, install,
     install_from_env, install_or_current, now_ns, own_path, record, shutdown, uninstall,
 };
+pub use note::append_to_unclosed;
 pub use reader::{
     Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning, open_file,
     read_all, special_file,

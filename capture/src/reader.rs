@@ -1816,7 +1816,7 @@ mod tests {
         let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
         assert_eq!(
             err,
-            "byte 8: trace format 2.0 is newer than this reader's format 1.3; \
+            "byte 8: trace format 2.0 is newer than this reader's format 1.4; \
              upgrade hrx-trace to read it"
         );
         assert!(MappedTrace::from_vec(bytes).is_err());
@@ -1850,7 +1850,7 @@ mod tests {
         ));
         assert_eq!(warnings.len(), 2);
         assert_eq!(trace.recovery.skipped_blocks, 0);
-        assert!(trace.warnings[0].to_string().contains("1.3"));
+        assert!(trace.warnings[0].to_string().contains("1.4"));
         let mapped = MappedTrace::from_vec(bytes).unwrap();
         assert_eq!(mapped.blocks().len(), 3);
         assert!(mapped.read_block(1).unwrap().records.is_empty());

@@ -223,6 +223,11 @@ pub(crate) struct Consumer {
 }
 
 impl Consumer {
+    /// Capacity in bytes: the most a drain appends.
+    pub(crate) fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
     /// Appends every committed byte to `out`; returns how many.
     pub(crate) fn drain_into(&mut self, out: &mut Vec<u8>) -> usize {
         let head = self.ring.producer.0.head.load(Ordering::Acquire);

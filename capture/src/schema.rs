@@ -897,6 +897,53 @@ pub struct SessionStopped {
     pub asked: Option<u64>,
 }
 
+/// A region is about to run (format 1.4): written on the worker thread before the region's
+/// host start time is read, so it is never inside the region's measured span. A region with
+/// a [`RegionStarted`] and no [`RegionTiming`] was still running when the trace ended: the
+/// region a hang or a crash was in. An older reader skips it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionStarted {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission.
+    pub submission: SubmissionIndex,
+    /// The region within the submission's prepared graph.
+    pub region: RegionIndex,
+    /// Host time just before the region ran (its [`RegionTiming::start_ns`] follows).
+    pub time_ns: u64,
+}
+
+/// Who saw a [`FatalSignal`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SignalWitness {
+    /// The traced process's own recorder, from its signal handler, as it wrote out every
+    /// thread's pending records (the signal then went on to the program's handler, or
+    /// ended the process).
+    #[default]
+    Handler,
+    /// `hrx-trace record`, which saw the process die of the signal and appended this to the
+    /// trace the process left unclosed.
+    Parent,
+}
+
+/// The traced process received a signal that ends it (format 1.4): a crash (SIGSEGV,
+/// SIGBUS, SIGILL, SIGFPE, SIGABRT) or a termination signal (SIGTERM, SIGINT, SIGHUP,
+/// SIGQUIT) whose action was the default one, or, seen by `hrx-trace record`, any death by a
+/// signal (SIGKILL too). `info` says "crashed: SIGSEGV during submission 12, region 2
+/// running". An older reader skips it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FatalSignal {
+    /// Host time.
+    pub time_ns: u64,
+    /// The signal number (11 for SIGSEGV, 6 for SIGABRT, ...).
+    pub signal: i32,
+    /// Who saw it.
+    pub witness: SignalWitness,
+    /// The faulting address, for a fault the kernel raised (SIGSEGV, SIGBUS, SIGILL,
+    /// SIGFPE); `None` for a signal sent by a process (`kill`, `abort`).
+    pub fault_address: Option<u64>,
+}
+
 /// One trace record.
 ///
 /// Variants are only ever appended (see the module docs); match with a wildcard arm.
@@ -961,11 +1008,15 @@ pub enum Record {
     CaptureFence(CaptureFence),
     /// See [`SessionStopped`] (format 1.2).
     SessionStopped(SessionStopped),
+    /// See [`RegionStarted`] (format 1.4).
+    RegionStarted(RegionStarted),
+    /// See [`FatalSignal`] (format 1.4).
+    FatalSignal(FatalSignal),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 29] = [
+    pub const KIND_NAMES: [&'static str; 31] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -995,6 +1046,8 @@ impl Record {
         "RecordsLost",
         "CaptureFence",
         "SessionStopped",
+        "RegionStarted",
+        "FatalSignal",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1038,6 +1091,8 @@ impl Record {
             Record::RecordsLost(_) => "RecordsLost",
             Record::CaptureFence(_) => "CaptureFence",
             Record::SessionStopped(_) => "SessionStopped",
+            Record::RegionStarted(_) => "RegionStarted",
+            Record::FatalSignal(_) => "FatalSignal",
         }
     }
 
@@ -1050,7 +1105,8 @@ impl Record {
             | Record::RecordsLost(_) => return None,
             Record::RecorderWait(r) => return r.runtime,
             Record::CaptureFence(r) => r.runtime,
-            Record::SessionStopped(_) => return None,
+            Record::SessionStopped(_) | Record::FatalSignal(_) => return None,
+            Record::RegionStarted(r) => r.runtime,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
             Record::BufferCreated(r) => r.runtime,
@@ -1119,6 +1175,8 @@ record_from!(
     RecordsLost,
     CaptureFence,
     SessionStopped,
+    RegionStarted,
+    FatalSignal,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1127,7 +1185,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 29;
+    pub const KINDS: u64 = 31;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1512,11 +1570,27 @@ pub(crate) mod testgen {
                 start_ns: r.int(),
                 end_ns: r.int(),
             }),
-            _ => Record::SessionStopped(SessionStopped {
+            28 => Record::SessionStopped(SessionStopped {
                 time_ns: r.int(),
                 signal: r.u32() as i32,
                 done: r.opt(Rng::int),
                 asked: r.opt(Rng::int),
+            }),
+            29 => Record::RegionStarted(RegionStarted {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                region: RegionIndex(r.u32()),
+                time_ns: r.int(),
+            }),
+            _ => Record::FatalSignal(FatalSignal {
+                time_ns: r.int(),
+                signal: r.u32() as i32,
+                witness: if r.bool() {
+                    SignalWitness::Handler
+                } else {
+                    SignalWitness::Parent
+                },
+                fault_address: r.opt(Rng::int),
             }),
         }
     }
@@ -1582,7 +1656,8 @@ mod tests {
                 | Record::SessionEnd(_)
                 | Record::Blob(_)
                 | Record::RecordsLost(_)
-                | Record::SessionStopped(_) => true,
+                | Record::SessionStopped(_)
+                | Record::FatalSignal(_) => true,
                 Record::RecorderWait(wait) => wait.runtime.is_none(),
                 _ => false,
             };

@@ -18,7 +18,7 @@
 //! buffer's contents, say) whose records must still appear at the job's place in that
 //! thread's order: transcoding stops at it so the writer can run it in place.
 
-use crate::format::{FrameEncoder, encode_untimed_frame_in, read_varint_u32};
+use crate::format::{FrameEncoder, MAX_TIMING_FRAME, encode_untimed_frame_in, read_varint_u32};
 use crate::schema::{DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
 use std::ops::Range;
 
@@ -126,6 +126,28 @@ pub(crate) fn deferred_entry(address: usize) -> [u8; DEFERRED_ENTRY] {
     let mut entry = [DEFERRED; DEFERRED_ENTRY];
     entry[1..].copy_from_slice(&(address as u64).to_le_bytes());
     entry
+}
+
+/// The first entry of `entries`: its length in bytes and the most bytes its frame takes once
+/// transcoded; `None` when `entries` is empty or does not start with a whole, well-formed
+/// entry (for the fatal-signal flush, which transcodes one entry at a time into a buffer it
+/// cannot grow, and must not panic on a ring a crash damaged).
+pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
+    let (&kind, rest) = entries.split_first()?;
+    let (len, frame) = match kind {
+        FRAME => {
+            let (body, prefix) = read_varint_u32(rest)?;
+            let len = prefix.checked_add(body as usize)?;
+            (len, len)
+        }
+        REGION => (TIMING_BASE_LEN, MAX_TIMING_FRAME),
+        REGION_DEVICE => (TIMING_LEN, MAX_TIMING_FRAME),
+        OP => (TIMING_BASE_LEN + 4, MAX_TIMING_FRAME),
+        OP_DEVICE => (TIMING_LEN + 4, MAX_TIMING_FRAME),
+        DEFERRED => (DEFERRED_ENTRY - 1, 0),
+        _ => return None,
+    };
+    (len <= rest.len()).then_some((1 + len, frame))
 }
 
 /// What [`transcode`] did with a run of entries.

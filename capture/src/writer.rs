@@ -42,6 +42,9 @@
 //!   is written synchronously under the core lock after draining the thread's own ring
 //!   first, which keeps the thread's order. [`Recorder::intern_blob`] writes the blob before
 //!   it returns, so it precedes every record recorded after it, on any thread.
+//! - **Fatal signals.** A recorder writing to a file ([`Sink::signal_fd`]) also writes every
+//!   thread's pending records from the handler of a fatal signal (see `fatal.rs`): the call
+//!   that crashed, and the region that was running, are in the trace.
 //! - **Close.** [`Recorder::close`] (or dropping the last handle) stops the rings, drains
 //!   them, writes [`SessionEnd`], the footer index and the trailer, and fsyncs. A record
 //!   racing with `close` on another thread may be missed.
@@ -64,12 +67,18 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use xxhash_rust::xxh3::xxh3_64;
+
+mod fatal;
+
+/// Room reserved in the block being assembled beyond its target size: a drained ring's
+/// frames are added before the block is written.
+const MAX_RECORD_FRAME_SLACK: usize = 64 << 10;
 
 /// Size of each thread's encode scratch buffer; larger records take the slow path.
 const SCRATCH_BYTES: usize = 2048;
@@ -102,6 +111,14 @@ pub trait Sink: Send + 'static {
     /// Any I/O error.
     fn sync(&mut self) -> io::Result<()> {
         Ok(())
+    }
+
+    /// A file descriptor that [`Sink::write_all`] writes to with plain `write(2)` calls and no
+    /// user-space buffer, for the fatal-signal flush, which writes the pending records with
+    /// `write(2)` from a signal handler (where `write_all` may not run: it could allocate or
+    /// take a lock). `None` (the default): this sink gets no fatal-signal flush.
+    fn signal_fd(&self) -> Option<i32> {
+        None
     }
 }
 
@@ -159,6 +176,12 @@ impl Sink for FileSink {
 
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    #[cfg(unix)]
+    fn signal_fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        Some(self.file.as_raw_fd())
     }
 }
 
@@ -381,6 +404,38 @@ pub(crate) struct Shared {
     inline_payload_bytes: usize,
     writer: Mutex<Option<JoinHandle<Result<CloseSummary, WriteError>>>>,
     summary: Mutex<Option<Result<CloseSummary, WriteError>>>,
+    /// The kernel thread id of the thread holding `core`, else 0: a fatal signal on that
+    /// thread must not wait for the lock (see `fatal.rs`).
+    core_holder: AtomicI32,
+    /// The sink's [`Sink::signal_fd`].
+    signal_fd: Option<i32>,
+}
+
+/// The core, locked; records its holder in [`Shared::core_holder`] while it lives.
+struct CoreGuard<'a> {
+    guard: MutexGuard<'a, Core>,
+    holder: &'a AtomicI32,
+}
+
+impl std::ops::Deref for CoreGuard<'_> {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for CoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Core {
+        &mut self.guard
+    }
+}
+
+impl Drop for CoreGuard<'_> {
+    fn drop(&mut self) {
+        // Before the mutex itself is released (fields drop after this).
+        self.holder.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Everything the writer touches, behind one lock (never taken on the hot path).
@@ -590,6 +645,10 @@ impl Core {
             kind,
             record_count: records,
         });
+        if self.index.capacity() - self.index.len() < fatal::SPARE_INDEX_ENTRIES {
+            self.index
+                .reserve(self.index.len().max(fatal::SPARE_INDEX_ENTRIES));
+        }
         self.offset += (self.out.len() - block_start) as u64;
         FlushReport::block_written(&mut self.report, self.offset, records);
         Ok(())
@@ -672,8 +731,14 @@ impl Shared {
         self.base.elapsed().as_nanos() as u64
     }
 
-    fn core(&self) -> MutexGuard<'_, Core> {
-        lock(&self.core)
+    fn core(&self) -> CoreGuard<'_> {
+        let guard = lock(&self.core);
+        self.core_holder
+            .store(fatal::current_thread_id(), Ordering::Relaxed);
+        CoreGuard {
+            guard,
+            holder: &self.core_holder,
+        }
     }
 
     fn wake(&self) {
@@ -791,6 +856,8 @@ impl Shared {
     }
 
     fn close(&self) -> Result<CloseSummary, WriteError> {
+        // Before the final write: a fatal signal from now on leaves this trace to its close.
+        fatal::unregister(self);
         let displaced = activation::uninstall_if(self.id);
         let result = {
             let mut summary = lock(&self.summary);
@@ -887,6 +954,7 @@ impl Recorder {
     /// [`WriteError::Spawn`] when the writer thread cannot be started.
     pub fn with_sink(sink: impl Sink, options: RecorderOptions) -> Result<Recorder, WriteError> {
         let io_error = |e| WriteError::Io(Arc::new(e));
+        let signal_fd = sink.signal_fd();
         let sink: Box<dyn Sink> = Box::new(sink);
         let encoder = BlockEncoder::new(options.compression_level).map_err(io_error)?;
         let header = FileHeader::current(encoder.compression()).encode();
@@ -919,17 +987,22 @@ impl Recorder {
             backend: options.backend.clone(),
             device: options.device.clone(),
         };
+        let block_bytes = options.block_bytes.clamp(4 << 10, 16 << 20);
+        let thread_buffer_bytes = options.thread_buffer_bytes.clamp(4 << 10, 64 << 20);
+        // Reserved now (address space; the pages are touched only when used) so that the
+        // fatal-signal flush, which must not allocate, can drain a whole ring and assemble a
+        // block; and spare index room for the blocks it writes.
         let mut core = Core {
             sink: Some(sink),
             encoder,
-            pending: Vec::new(),
-            staging: Vec::new(),
+            pending: Vec::with_capacity(block_bytes + MAX_RECORD_FRAME_SLACK),
+            staging: Vec::with_capacity(thread_buffer_bytes.max(64).next_power_of_two()),
             frames: FrameEncoder::new(),
             pending_records: 0,
-            block_bytes: options.block_bytes.clamp(4 << 10, 16 << 20),
+            block_bytes,
             consumers: Vec::new(),
             offset: header.len() as u64,
-            index: Vec::new(),
+            index: Vec::with_capacity(fatal::SPARE_INDEX_ENTRIES),
             records: 0,
             dropped: [0; KINDS],
             lost_written: 0,
@@ -960,10 +1033,12 @@ impl Recorder {
             mode: options.mode,
             flush_interval: options.flush_interval.max(Duration::from_millis(1)),
             full_buffer_wait: options.full_buffer_wait,
-            thread_buffer_bytes: options.thread_buffer_bytes.clamp(4 << 10, 64 << 20),
+            thread_buffer_bytes,
             inline_payload_bytes: options.inline_payload_bytes,
             writer: Mutex::new(None),
             summary: Mutex::new(None),
+            core_holder: AtomicI32::new(0),
+            signal_fd,
         });
         let thread_shared = shared.clone();
         let writer = std::thread::Builder::new()
@@ -971,6 +1046,9 @@ impl Recorder {
             .spawn(move || run_writer(thread_shared, receiver))
             .map_err(|e| WriteError::Spawn(Arc::new(e)))?;
         *lock(&shared.writer) = Some(writer);
+        if signal_fd.is_some() {
+            fatal::register(&shared);
+        }
         Ok(Recorder {
             handle: Arc::new(Handle { shared }),
         })
