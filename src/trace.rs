@@ -542,6 +542,20 @@ pub(crate) fn capture_fences(core: &Core, prepared: &Prepared, submission: u64, 
     }
 }
 
+/// A region is about to run: [`s::RegionStarted`], so that a region still running when the
+/// process hangs or crashes is in the trace (the fatal-signal flush writes it out).
+pub(crate) fn region_started(core: &Core, submission: u64, index: usize) {
+    let Some(recorder) = &core.recorder else {
+        return;
+    };
+    recorder.record(&s::Record::RegionStarted(s::RegionStarted {
+        runtime: runtime_id(core),
+        submission: s::SubmissionIndex(submission),
+        region: s::RegionIndex(index as u32),
+        time_ns: session_ns(recorder, crate::clock::now_ns()),
+    }));
+}
+
 /// Outputs up to this size in host-mapped buffers are hashed on the worker right after the
 /// region's end time was read, with no capture fence: xxh3 hashes 4 KiB in about 0.2 µs,
 /// less than handing it to another thread costs, and nothing later waits on it. Before, a

@@ -637,6 +637,9 @@ fn run(core: &Core, task: Task) {
         // A capture still reading an earlier output this region overwrites: wait here, as a
         // span of its own, so the wait is never part of the region's time.
         crate::trace::capture_fences(core, &task.prepared, task.submission, task.region);
+        // Before the start time is read: a hang or a crash inside the region leaves this in
+        // the trace, and recording it is not part of the region's time.
+        crate::trace::region_started(core, task.submission, task.region);
     }
     let start_ns = if traced { crate::clock::now_ns() } else { 0 };
     let (result, native) = match region.check_inputs() {
