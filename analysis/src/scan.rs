@@ -13,7 +13,9 @@
 //! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
 
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
-use hrx_capture::schema::{DeviceSpan, Record, RegionTiming, RuntimeId, Status, SubmissionIndex};
+use hrx_capture::schema::{
+    DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
+};
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -93,6 +95,22 @@ pub trait Visitor {
     }
 }
 
+/// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
+/// it was still running, the region a hang or a crash was in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunningRegion {
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// Its submission.
+    pub submission: SubmissionIndex,
+    /// Its region within the submission's prepared graph.
+    pub region: RegionIndex,
+    /// The region, model-wide, where its submission was found.
+    pub region_ref: Option<RegionRef>,
+    /// When it started, ns since the session start.
+    pub start_ns: u64,
+}
+
 /// What a pass read, beside what its visitor gathered.
 #[derive(Debug)]
 pub struct ScanSummary {
@@ -106,6 +124,8 @@ pub struct ScanSummary {
     pub session_ended: bool,
     /// Region timings whose submission or region was never found (see the module docs).
     pub unplaced_timings: u64,
+    /// Regions still running when the trace ends, by submission.
+    pub running: Vec<RunningRegion>,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -133,6 +153,8 @@ pub struct Joiner {
     submissions: u64,
     session_ended: bool,
     unplaced_timings: u64,
+    /// Regions started and not timed yet (bounded by the regions in flight).
+    started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
 }
 
 impl Joiner {
@@ -174,7 +196,28 @@ impl Joiner {
                     self.set_outcome(key, outcome, visitor);
                 }
             }
+            Record::RegionStarted(r) => {
+                let region_ref = self
+                    .live
+                    .get(&(r.runtime, r.submission))
+                    .and_then(|live| live.prepared)
+                    .and_then(|p| self.index.region_of(p, r.region));
+                self.started.insert(
+                    (r.runtime, r.submission, r.region),
+                    RunningRegion {
+                        runtime: r.runtime,
+                        submission: r.submission,
+                        region: r.region,
+                        region_ref,
+                        start_ns: r.time_ns,
+                    },
+                );
+            }
+            Record::RegionDone(d) => {
+                self.started.remove(&(d.runtime, d.submission, d.region));
+            }
             Record::RegionTiming(t) => {
+                self.started.remove(&(t.runtime, t.submission, t.region));
                 if self.live.contains_key(&(t.runtime, t.submission)) {
                     self.place(t, visitor);
                 } else {
@@ -270,12 +313,15 @@ impl Joiner {
     pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
         self.unplaced_timings += self.parked_count as u64;
         self.index.label_regions();
+        let mut running: Vec<RunningRegion> = self.started.into_values().collect();
+        running.sort_by_key(|r| (r.runtime, r.submission, r.region));
         ScanSummary {
             index: self.index,
             records: self.records,
             submissions: self.submissions,
             session_ended: self.session_ended,
             unplaced_timings: self.unplaced_timings,
+            running,
             recovery,
             warnings,
         }

@@ -11,7 +11,9 @@
 //!
 //! 1. sort submissions by (runtime, index) and renumber span references;
 //! 2. place parked timings and completions;
-//! 3. add an untimed span for every failed or cancelled region that has no timing;
+//! 3. add an untimed span for every failed or cancelled region that has no timing, and a
+//!    span to the trace's end for every region that started and never finished
+//!    ([`SpanStatus::Running`]: what a hang or a crash was in);
 //! 4. sort each lane, fill the (submission, region) → span table and copy statuses in;
 //! 5. resolve cross-submission waits and explicit producers, label regions, sort events;
 //! 6. statistics and the first failure.
@@ -53,6 +55,10 @@ pub struct ModelBuilder {
     /// out first).
     pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
     cross_raw: Vec<CrossWait>,
+    /// Regions started and not finished yet, with their start.
+    started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
+    /// The latest host time of any record.
+    last_ns: u64,
 }
 
 impl ModelBuilder {
@@ -79,7 +85,14 @@ impl ModelBuilder {
     /// Ingests one record.
     pub fn push(&mut self, record: &Record) {
         self.model.info.records += 1;
+        if let Some(ns) = hrx_analysis::dump::host_time_ns(record) {
+            self.last_ns = self.last_ns.max(ns);
+        }
         match record {
+            Record::RegionStarted(r) => {
+                self.started
+                    .insert((r.runtime, r.submission, r.region), r.time_ns);
+            }
             Record::SessionStart(s) => self.model.info.session = Some(s.clone()),
             Record::SessionEnd(e) => self.model.info.end = Some(*e),
             Record::RuntimeStart(r) => {
@@ -176,6 +189,7 @@ impl ModelBuilder {
                 }
             }
             Record::RegionDone(d) => {
+                self.started.remove(&(d.runtime, d.submission, d.region));
                 let status = span_status(&d.status);
                 let done = PendingDone {
                     runtime: d.runtime,
@@ -265,6 +279,7 @@ impl ModelBuilder {
 
     /// Places a timing now, or parks it until its submission is known.
     fn timing(&mut self, t: &RegionTiming) {
+        self.started.remove(&(t.runtime, t.submission, t.region));
         if !self.place(t) {
             self.pending_timings.push(*t);
         }
@@ -308,6 +323,7 @@ impl ModelBuilder {
             }
         }
         self.add_untimed_spans();
+        self.add_running_spans();
         self.index_spans();
         self.resolve_edges();
         self.label_regions();
@@ -387,6 +403,28 @@ impl ModelBuilder {
         for (runtime, queue, span) in untimed {
             let lane = self.lane_of(runtime, queue);
             self.model.lanes[lane.get()].push(span);
+        }
+    }
+
+    /// A span from its start to the trace's end for every region that started and has no
+    /// timing nor completion: it was running when the trace ended.
+    fn add_running_spans(&mut self) {
+        let mut started: Vec<_> = std::mem::take(&mut self.started).into_iter().collect();
+        started.sort_unstable();
+        for ((runtime, submission, region), start_ns) in started {
+            let Some((sub, region_id)) = self.resolve(runtime, submission, region) else {
+                continue;
+            };
+            let slot = self.model.submissions[sub.get()].region_base as usize + region.0 as usize;
+            if self.model.region_spans[slot] != SpanRef::NONE {
+                continue;
+            }
+            self.model.region_spans[slot] = 0;
+            let queue = self.model.regions[region_id.get()].queue;
+            let lane = self.lane_of(runtime, queue);
+            let end_ns = self.last_ns.max(start_ns);
+            self.model.untimed_spans += 1;
+            self.model.lanes[lane.get()].push(Span::unfinished(start_ns, end_ns, sub, region_id));
         }
     }
 
@@ -741,6 +779,45 @@ mod tests {
         assert_eq!(event.kind, EventKind::RegionCancelled);
         // Shown after the kind's name: "cancelled: cancelled: ..." before.
         assert_eq!(event.text, "producer region 1 failed");
+    }
+
+    #[test]
+    fn a_region_started_and_never_finished_runs_to_the_trace_end() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0).ran(0, 0, 10, 20);
+        f.push(hrx_capture::schema::RegionStarted {
+            runtime: crate::state::fixtures::RT,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(1),
+            time_ns: 30,
+        });
+        // The last record: the trace ends here, the region still running.
+        f.push(hrx_capture::schema::FatalSignal {
+            time_ns: 95,
+            signal: 11,
+            ..Default::default()
+        });
+        let model = f.model();
+        let compute = lane_named(&model, Queue::GpuCompute).spans()[0];
+        assert_eq!(
+            (compute.start_ns, compute.end_ns, compute.status),
+            (30, 95, SpanStatus::Running)
+        );
+        assert!(!compute.ran(), "its bar is not a duration");
+        assert_eq!(model.spans_summary(), "1 spans (+1 untimed)");
+        // A region whose timing arrived is not running, in any record order.
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0);
+        f.push(hrx_capture::schema::RegionStarted {
+            runtime: crate::state::fixtures::RT,
+            submission: SubmissionIndex(0),
+            region: RegionIndex(0),
+            time_ns: 5,
+        });
+        f.ran(0, 0, 10, 20);
+        let model = f.model();
+        let upload = lane_named(&model, Queue::GpuUpload).spans()[0];
+        assert_eq!(upload.status, SpanStatus::Ok);
     }
 
     #[test]

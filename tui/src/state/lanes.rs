@@ -57,16 +57,20 @@ pub enum SpanStatus {
     Cancelled = 2,
     /// Ran and failed.
     Failed = 3,
+    /// Started and never finished: still running when the trace ends (the region a hang or
+    /// a crash was in); its bar reaches the trace's end.
+    Running = 4,
 }
 
 impl SpanStatus {
-    /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`.
+    /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`, `running`.
     pub fn name(self) -> &'static str {
         match self {
             SpanStatus::Ok => "ok",
             SpanStatus::Unknown => "unknown",
             SpanStatus::Cancelled => "cancelled",
             SpanStatus::Failed => "failed",
+            SpanStatus::Running => "running at the trace's end",
         }
     }
 }
@@ -75,6 +79,8 @@ impl SpanStatus {
 const NO_DEVICE: u32 = u32::MAX;
 /// The span has no timing record: it is placed at its completion time.
 const FLAG_UNTIMED: u8 = 1;
+/// The span started and never finished: it reaches the trace's end.
+const FLAG_UNFINISHED: u8 = 2;
 
 /// One execution of a region of a submission on a lane (40 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +146,21 @@ impl Span {
         }
     }
 
+    /// A region that started at `start_ns` and was still running at `end_ns`, the trace's
+    /// end ([`SpanStatus::Running`]).
+    pub(crate) fn unfinished(
+        start_ns: u64,
+        end_ns: u64,
+        submission: SubId,
+        region: RegionId,
+    ) -> Span {
+        Span {
+            flags: FLAG_UNFINISHED,
+            status: SpanStatus::Running,
+            ..Span::timed(start_ns, end_ns, None, submission, region)
+        }
+    }
+
     /// Host duration in ns.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns - self.start_ns
@@ -156,9 +177,10 @@ impl Span {
         })
     }
 
-    /// Whether it ran and was timed (false for a region cancelled before it ran).
+    /// Whether it ran and was timed (false for a region cancelled before it ran, and for one
+    /// still running at the trace's end: its bar's length is not its duration).
     pub fn ran(&self) -> bool {
-        self.flags & FLAG_UNTIMED == 0
+        self.flags & (FLAG_UNTIMED | FLAG_UNFINISHED) == 0
     }
 
     /// The end used by window queries: at least one ns after the start.

@@ -377,7 +377,16 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     if region.copy_bytes > 0 {
         lines.push(field("copied", units::bytes(region.copy_bytes)));
     }
-    if span.ran() {
+    if span.status == SpanStatus::Running {
+        lines.push(field(
+            "host",
+            format!(
+                "{} → still running when the trace ends ({})",
+                units::time(span.start_ns),
+                units::time(span.end_ns)
+            ),
+        ));
+    } else if span.ran() {
         lines.push(field(
             "host",
             format!(

@@ -22,6 +22,10 @@ pub(super) fn span_style(submission: u64, status: SpanStatus) -> Style {
             .fg(Color::White)
             .add_modifier(Modifier::BOLD),
         SpanStatus::Cancelled => Style::new().bg(Color::DarkGray).fg(Color::Gray),
+        SpanStatus::Running => Style::new()
+            .bg(Color::Yellow)
+            .fg(Color::Black)
+            .add_modifier(Modifier::BOLD),
         SpanStatus::Ok | SpanStatus::Unknown => {
             let bg = PALETTE[(submission % PALETTE.len() as u64) as usize];
             let fg = if bg == Color::Blue || bg == Color::Magenta {
@@ -66,6 +70,7 @@ pub(super) fn status_fg(status: SpanStatus) -> Style {
         SpanStatus::Unknown => Style::new().fg(Color::Yellow),
         SpanStatus::Cancelled => Style::new().fg(Color::Gray),
         SpanStatus::Failed => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        SpanStatus::Running => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
     }
 }
 

@@ -317,6 +317,8 @@ fn lane(
         let label = match span.status {
             SpanStatus::Failed => format!("{} {}", sym.failure, model.span_label(span)),
             SpanStatus::Cancelled => format!("{} {}", sym.cancel, model.span_label(span)),
+            // Unfinished: its bar runs to the trace's end.
+            SpanStatus::Running => format!("{} running at end", model.span_label(span)),
             _ => model.span_label(span).to_owned(),
         };
         let text = bar_text(

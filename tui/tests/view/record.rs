@@ -173,7 +173,14 @@ pub fn normalise(mut records: Vec<Record>, window: Option<usize>) -> Vec<Record>
     // (a region overwrites an output still being hashed; a thread buffer fills before the
     // writer drains it): how many a run has depends on load, not on the workload, so the
     // snapshots leave them out.
-    records.retain(|r| !matches!(r, Record::CaptureFence(_) | Record::RecorderWait(_)));
+    // A region's start adds nothing to the view of a region that finished (its timing
+    // says when it ran), and the schedule below rewrites times from the timings alone.
+    records.retain(|r| {
+        !matches!(
+            r,
+            Record::CaptureFence(_) | Record::RecorderWait(_) | Record::RegionStarted(_)
+        )
+    });
     renumber(&mut records);
     let schedule = Schedule::build(&records, window);
     schedule.apply(&mut records);
