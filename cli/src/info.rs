@@ -20,9 +20,25 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the trace is: the whole run, a run stopped by a signal (after N of M frames), or cut
-/// short (never closed: killed, crashed, or its writing failed).
+/// What the trace is, on one line: the whole run, a run stopped by a signal (after N of M
+/// frames), or cut short (crashed, killed, or never closed), with where it ended.
+///
+/// A trace of part of a run (a capture range, or `trim` output) says so here as well: its
+/// record decides it, ahead of the cases below ("a range: submissions 10..20 of ...",
+/// "trimmed from FILE ...").
 fn what_it_is(stats: &TraceStats) -> String {
+    if let Some(death) = stats.death() {
+        let signal = stats.fatal.map_or(0, |f| f.signal);
+        return if stats.recovery.closed {
+            // The program's own handler took the signal and the run went on to its end.
+            format!(
+                "whole: recorded to the program's end (it survived {})",
+                crate::record::signal_name(signal).unwrap_or("a signal")
+            )
+        } else {
+            format!("{death} (cut short: never closed)")
+        };
+    }
     if let Some(stopped) = &stats.stopped {
         let signal = crate::record::signal_name(stopped.signal)
             .map_or_else(|| format!("signal {}", stopped.signal), str::to_owned);
@@ -36,9 +52,11 @@ fn what_it_is(stats: &TraceStats) -> String {
     if stats.recovery.closed {
         "whole: recorded to the program's end".into()
     } else {
-        "cut short: never closed (the process was killed or crashed, or writing the trace \
-         failed)"
-            .into()
+        format!(
+            "cut short: never closed {} (the process was killed or crashed, or writing the \
+             trace failed)",
+            stats.at_the_end()
+        )
     }
 }
 

@@ -33,7 +33,9 @@
 //!               "unhealthy_streams", "faults_injected"},
 //!  "unplaced_timings": timings that joined no region, "late_spans": spans that arrived after
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
-//!  flush far out of order; the text report says so whenever either is not 0)}
+//!  flush far out of order; the text report says so whenever either is not 0),
+//!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
+//!  started and never finished, what a hang or a crash was in (the text says so)}
 //! ```
 
 use crate::args::StatsArgs;
@@ -238,7 +240,32 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         },
         "unplaced_timings": stats.unplaced_timings,
         "late_spans": stats.late_spans,
+        "running": running_json(summary),
     })
+}
+
+/// The regions still running when the trace ends, as JSON.
+fn running_json(summary: &ScanSummary) -> Vec<Value> {
+    let index = &summary.index;
+    summary
+        .running
+        .iter()
+        .map(|r| {
+            let (label, queue) = match r.region_ref {
+                Some(region) => (
+                    index
+                        .label(region)
+                        .map(|l| index.labels()[l.0 as usize].clone()),
+                    Some(queue_name(index.region(region).queue)),
+                ),
+                None => (None, None),
+            };
+            json!({
+                "runtime": r.runtime.0, "submission": r.submission.0, "region": r.region.0,
+                "label": label, "queue": queue, "start_ns": r.start_ns,
+            })
+        })
+        .collect()
 }
 
 fn u(v: &Value) -> u64 {
@@ -283,6 +310,21 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             "{:<12} {unplaced} region timings joined no submission (a submit missing or far \
              out of order): the kernel and queue figures leave them out",
             "unplaced"
+        )?;
+    }
+    for running in r["running"].as_array().into_iter().flatten() {
+        let what = match (running["label"].as_str(), running["queue"].as_str()) {
+            (Some(label), Some(queue)) => format!(" ({label} on {queue})"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{:<12} submission {}, region {}{what}: started at {} and still running when the \
+             trace ends (a hang or a crash)",
+            "running",
+            u(&running["submission"]),
+            u(&running["region"]),
+            duration(u(&running["start_ns"]))
         )?;
     }
     let late = u(&r["late_spans"]);

@@ -16,10 +16,19 @@
 //! is summarised, and a trace that failed makes the exit code 2 when the program exited 0.
 //!
 //! SIGINT, SIGTERM and SIGHUP sent to hrx-trace (by `kill`, a CI runner's timeout, ...) are
-//! forwarded to the program, so that it can close its trace; hrx-trace then exits 128+N
-//! for signal N, after the summary of whatever trace was written. A Ctrl-C typed at the
-//! terminal already reaches the program (the terminal signals the whole process group) and
-//! is not sent twice.
+//! forwarded to the program and to every process it started (as nsys does: `sh -c 'prog'`
+//! must not leave `prog` running with its trace open), so that each can close its trace, or
+//! at least write what it holds (the runtime's fatal-signal flush); hrx-trace then exits
+//! 128+N for signal N, after the summary of whatever trace was written. A Ctrl-C typed at the
+//! terminal already reaches them all (the terminal signals the whole process group) and is
+//! not sent twice.
+//!
+//! hrx-trace waits for the program and then for every process the program left running
+//! (it is their subreaper, on Linux: orphans are reparented to it), so that their traces
+//! are complete before the summary. A process that died of a signal with its trace unclosed
+//! gets a [`FatalSignal`](hrx_capture::schema::FatalSignal) appended to that trace (unless
+//! its own handler wrote one), so that `info` says "killed by SIGKILL during submission 3,
+//! region 1 running" instead of only "never closed".
 //!
 //! A program that exits 0 leaves a closed trace: the runtime closes it at exit. A trace
 //! that is not closed cleanly after exit code 0 means writing it failed (a full disk, a file
@@ -81,7 +90,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         command.env(hrx_capture::TRACE_SESSION_ENV, before);
     }
     let spawned = command.spawn();
-    let mut child = match spawned {
+    let child = match spawned {
         Ok(child) => child,
         Err(e) => {
             forwarding.stop();
@@ -89,7 +98,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
     };
     forwarding.forward_to(child.id());
-    let status = child.wait()?;
+    let (status, deaths) = wait_for_all(program, child, &forwarding)?;
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);
     if let Some(signal) = forwarded {
@@ -124,6 +133,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in &written {
         let path = shown(path);
+        note_death(&path, &deaths);
         match TraceStats::read(&path) {
             Ok(stats) => {
                 print_summary(&path, &stats)?;
@@ -157,6 +167,128 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         code = EXIT_FAILURE;
     }
     Ok(ExitCode::from(code))
+}
+
+/// Waits for `child`, then for every process it left running (forwarding a signal
+/// hrx-trace received to them too); returns the child's status and, by pid, the signal
+/// each process that hrx-trace reaped died of.
+///
+/// # Errors
+///
+/// `waitpid` errors other than `EINTR`.
+fn wait_for_all(
+    program: &OsStr,
+    child: std::process::Child,
+    forwarding: &signals::Forwarding,
+) -> io::Result<(ExitStatus, std::collections::BTreeMap<u32, i32>)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        let pid = child.id() as i32;
+        let mut deaths = std::collections::BTreeMap::new();
+        let mut status = None;
+        let mut waiting_noted = false;
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid writes only `raw`. -1: the child, or an orphan reparented here.
+            let reaped = unsafe { libc::waitpid(-1, &mut raw, 0) };
+            if reaped < 0 {
+                let error = io::Error::last_os_error();
+                match error.raw_os_error() {
+                    // A signal arrived: the handler sent it to the child; now the others.
+                    Some(libc::EINTR) => forwarding.forward_to_descendants(),
+                    Some(libc::ECHILD) if status.is_some() => break,
+                    _ => return Err(error),
+                }
+                continue;
+            }
+            let exit = ExitStatus::from_raw(raw);
+            if let Some(signal) = exit.signal() {
+                deaths.insert(reaped as u32, signal);
+            }
+            if reaped == pid {
+                status = Some(exit);
+                forwarding.forward_to_descendants();
+                let left = signals::descendants();
+                if !left.is_empty() && !waiting_noted {
+                    waiting_noted = true;
+                    let pids: Vec<String> = left.iter().map(u32::to_string).collect();
+                    eprintln!(
+                        "note: waiting for {} that {} left running (pid {})",
+                        crate::stats::plural(left.len() as u64, "process"),
+                        name(program),
+                        pids.join(", ")
+                    );
+                }
+            }
+        }
+        drop(child);
+        Ok((status.expect("set before the loop ends"), deaths))
+    }
+    #[cfg(not(unix))]
+    {
+        let mut child = child;
+        let _ = (program, forwarding);
+        Ok((child.wait()?, std::collections::BTreeMap::new()))
+    }
+}
+
+/// Notes in the trace at `path`, when its recorder left it unclosed and the process that
+/// wrote it died of a signal that it did not note itself (SIGKILL runs no handler), that
+/// death: a [`FatalSignal`](hrx_capture::schema::FatalSignal) seen by the parent, so that
+/// `info` says "killed by SIGKILL ..." instead of only "never closed". A trace that cannot
+/// take the note keeps what it has (a warning says why).
+fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
+    use hrx_capture::schema::{FatalSignal, SignalWitness};
+    if deaths.is_empty() {
+        return;
+    }
+    let Ok(stats) = TraceStats::read(path) else {
+        return;
+    };
+    let Some(session) = &stats.session else {
+        return;
+    };
+    let Some(&signal) = deaths.get(&session.pid) else {
+        return;
+    };
+    let noted = stats
+        .fatal
+        .is_some_and(|f| f.witness == SignalWitness::Handler);
+    if stats.recovery.closed || noted {
+        return;
+    }
+    let now_ns = monotonic_ns();
+    let note = hrx_capture::Record::FatalSignal(FatalSignal {
+        time_ns: now_ns.saturating_sub(session.monotonic_base_ns),
+        signal,
+        witness: SignalWitness::Parent,
+        fault_address: None,
+    });
+    if let Err(error) = hrx_capture::append_to_unclosed(path, &[note]) {
+        eprintln!(
+            "warning: {}: could not note the program's death in the trace: {error}",
+            path.display()
+        );
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of [`SessionStart::monotonic_base_ns`].
+///
+/// [`SessionStart::monotonic_base_ns`]: hrx_capture::schema::SessionStart::monotonic_base_ns
+fn monotonic_ns() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } == 0 {
+            return ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        }
+    }
+    0
 }
 
 /// Prints the summary on standard output; a closed pipe is not an error.
@@ -369,6 +501,8 @@ pub(crate) mod signals {
     static CHILD: AtomicI32 = AtomicI32::new(0);
     /// A signal received before the program's pid was known, not yet sent, else 0.
     static PENDING: AtomicI32 = AtomicI32::new(0);
+    /// A signal sent to the program, not yet to the processes it started, else 0.
+    static DESCENDANTS_PENDING: AtomicI32 = AtomicI32::new(0);
     /// The last signal received, else 0.
     static FORWARDED: AtomicI32 = AtomicI32::new(0);
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -415,6 +549,7 @@ pub(crate) mod signals {
         // program got this signal already.
         if code != libc::SI_KERNEL {
             PENDING.store(signal, Ordering::SeqCst);
+            DESCENDANTS_PENDING.store(signal, Ordering::SeqCst);
             send_pending();
         }
         FORWARDED.store(signal, Ordering::Relaxed);
@@ -434,17 +569,65 @@ pub(crate) mod signals {
         }
     }
 
-    /// Installs the handlers; signals are held until [`Forwarding::forward_to`].
+    /// Installs the handlers; signals are held until [`Forwarding::forward_to`]. Makes this
+    /// process the subreaper of the program's processes (Linux), so that orphans are
+    /// reparented here and can be waited for.
     pub fn install() -> Forwarding {
         // SAFETY: `forward` is an SA_SIGINFO handler that only touches atomics and calls
-        // kill, both async-signal-safe; SA_RESTART keeps waitpid going.
+        // kill, both async-signal-safe. No SA_RESTART: waitpid returns EINTR, and the main
+        // thread then forwards the signal to the program's descendants.
         unsafe {
-            set_handlers(
-                forward as *const () as usize,
-                libc::SA_SIGINFO | libc::SA_RESTART,
-            );
+            set_handlers(forward as *const () as usize, libc::SA_SIGINFO);
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag and touches no memory.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
         }
         Forwarding
+    }
+
+    /// The pids of every live descendant of this process (from `/proc`; empty elsewhere).
+    pub fn descendants() -> Vec<u32> {
+        let mut parents: Vec<(u32, u32)> = Vec::new();
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for entry in entries.flatten() {
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                    continue;
+                };
+                // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+                let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+                let mut fields = after.split_whitespace();
+                let (state, ppid) = (fields.next(), fields.next().and_then(|p| p.parse().ok()));
+                // A zombie has nothing left to signal.
+                if let (Some(state), Some(ppid)) = (state, ppid)
+                    && state != "Z"
+                {
+                    parents.push((pid, ppid));
+                }
+            }
+        }
+        let mut found = vec![std::process::id()];
+        let mut at = 0;
+        while at < found.len() {
+            let parent = found[at];
+            found.extend(
+                parents
+                    .iter()
+                    .filter(|(_, p)| *p == parent)
+                    .map(|(c, _)| *c),
+            );
+            at += 1;
+        }
+        found.remove(0);
+        found
     }
 
     impl Forwarding {
@@ -454,11 +637,28 @@ pub(crate) mod signals {
             send_pending();
         }
 
+        /// Sends a signal forwarded to the program since the last call to every other
+        /// process it started (a shell's children do not get the shell's signal).
+        pub fn forward_to_descendants(&self) {
+            let signal = DESCENDANTS_PENDING.swap(0, Ordering::SeqCst);
+            if signal == 0 {
+                return;
+            }
+            let child = CHILD.load(Ordering::SeqCst);
+            for pid in descendants() {
+                if pid as i32 != child {
+                    // SAFETY: kill has no memory preconditions; `pid` is a live descendant.
+                    unsafe { libc::kill(pid as i32, signal) };
+                }
+            }
+        }
+
         /// Stops forwarding (the program has exited) and returns the signal received, if
         /// any. Later signals have their default action again.
         pub fn stop(self) -> Option<i32> {
             CHILD.store(0, Ordering::SeqCst);
             PENDING.store(0, Ordering::SeqCst);
+            DESCENDANTS_PENDING.store(0, Ordering::SeqCst);
             restore_defaults();
             match FORWARDED.swap(0, Ordering::Relaxed) {
                 0 => None,
@@ -474,8 +674,12 @@ mod signals {
     pub fn install() -> Forwarding {
         Forwarding
     }
+    pub fn descendants() -> Vec<u32> {
+        Vec::new()
+    }
     impl Forwarding {
         pub fn forward_to(&self, _pid: u32) {}
+        pub fn forward_to_descendants(&self) {}
         pub fn stop(self) -> Option<i32> {
             None
         }

@@ -6,11 +6,11 @@
 use crate::failure::TraceError;
 use hrx_capture::format::{Codec, Compression, FileHeader};
 use hrx_capture::schema::{
-    Counters, RefusalKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, SessionStopped,
-    Status,
+    Counters, FatalSignal, RefusalKind, RegionIndex, RuntimeId, RuntimeStart, SessionEnd,
+    SessionStart, SessionStopped, SignalWitness, Status, SubmissionIndex,
 };
 use hrx_capture::{Record, Recovery, TraceReader, Warning};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// What a trace holds, in numbers.
@@ -28,6 +28,14 @@ pub struct TraceStats {
     pub end: Option<SessionEnd>,
     /// Why the recording stopped early, when a signal stopped it.
     pub stopped: Option<SessionStopped>,
+    /// The signal that ended the process, as its recorder's handler or `record` saw it (the
+    /// handler's when both did).
+    pub fatal: Option<FatalSignal>,
+    /// Regions started and not finished when the trace ends (a [`Record::RegionStarted`]
+    /// without its timing): what was running at a hang or a crash.
+    pub running: BTreeSet<(RuntimeId, SubmissionIndex, RegionIndex)>,
+    /// Submissions submitted and not done when the trace ends.
+    pub in_flight: BTreeSet<(RuntimeId, SubmissionIndex)>,
     /// Records per kind name.
     pub kinds: BTreeMap<&'static str, u64>,
     /// Records read.
@@ -103,6 +111,9 @@ impl TraceStats {
             runtimes: Vec::new(),
             end: None,
             stopped: None,
+            fatal: None,
+            running: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
             kinds: BTreeMap::new(),
             records: 0,
             operations: 0,
@@ -134,16 +145,43 @@ impl TraceStats {
             *first = (*first).min(time_ns);
             *last = (*last).max(time_ns);
         }
+        match &record {
+            Record::SubmissionDone(done) => {
+                self.in_flight.remove(&(done.runtime, done.submission));
+            }
+            Record::RegionDone(done) => {
+                self.running
+                    .remove(&(done.runtime, done.submission, done.region));
+            }
+            _ => {}
+        }
         match record {
             Record::SessionStart(start) => {
                 self.session.get_or_insert(start);
             }
             Record::SessionStopped(stopped) => self.stopped = Some(stopped),
+            Record::FatalSignal(fatal) => {
+                let better = self
+                    .fatal
+                    .is_none_or(|f| f.witness != SignalWitness::Handler);
+                if better {
+                    self.fatal = Some(fatal);
+                }
+            }
+            Record::RegionStarted(r) => {
+                self.running.insert((r.runtime, r.submission, r.region));
+            }
+            Record::RegionTiming(r) => {
+                self.running.remove(&(r.runtime, r.submission, r.region));
+            }
             Record::RuntimeStart(start) => self.runtimes.push(start),
             Record::SessionEnd(end) => self.end = Some(end),
             Record::GraphOp(_) => self.operations += 1,
             Record::Prepared(_) => self.prepared += 1,
-            Record::Submit(_) => self.submissions += 1,
+            Record::Submit(submit) => {
+                self.submissions += 1;
+                self.in_flight.insert((submit.runtime, submit.submission));
+            }
             Record::SubmitRefused(refused) => {
                 self.refused += 1;
                 if refused.kind == RefusalKind::Busy {
@@ -221,6 +259,67 @@ impl TraceStats {
             (true, false) => Some(device.clone()),
             (false, false) => Some(format!("{backend}: {device}")),
         }
+    }
+
+    /// How a signal ended the recorded process, when one did (a [`FatalSignal`] in the
+    /// trace): "crashed: SIGSEGV during submission 12, region 2 running", "killed by SIGKILL
+    /// after 3 submissions".
+    pub fn death(&self) -> Option<String> {
+        let fatal = self.fatal?;
+        let name = crate::record::signal_name(fatal.signal)
+            .map_or_else(|| format!("signal {}", fatal.signal), str::to_owned);
+        let crash = matches!(
+            fatal.signal,
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGABRT
+        );
+        let what = if crash { "crashed:" } else { "killed by" };
+        Some(format!("{what} {name} {}", self.at_the_end()))
+    }
+
+    /// What the runtime was doing when the trace ends: "during submission 12, region 2
+    /// running" (a region started and not finished: the one a hang or a crash was in),
+    /// "during submission 12, no region running" (submitted, not done), or "after 3
+    /// submissions" (none in flight).
+    pub fn at_the_end(&self) -> String {
+        let several = self.runtimes.len() > 1;
+        let runtime = |r: RuntimeId| {
+            if several {
+                format!("runtime {r} ")
+            } else {
+                String::new()
+            }
+        };
+        // The latest submission with a running region, and its running regions.
+        if let Some(&(rt, submission, _)) = self.running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
+            let regions: Vec<String> = self
+                .running
+                .iter()
+                .filter(|(r, s, _)| (*r, *s) == (rt, submission))
+                .map(|(_, _, region)| region.to_string())
+                .collect();
+            let others = self.running.len() - regions.len();
+            let noun = if regions.len() == 1 {
+                "region"
+            } else {
+                "regions"
+            };
+            let more = match others {
+                0 => String::new(),
+                n => format!(" (and {} of other submissions)", plural(n as u64, "region")),
+            };
+            return format!(
+                "during {}submission {submission}, {noun} {} running{more}",
+                runtime(rt),
+                regions.join(", ")
+            );
+        }
+        if let Some(&(rt, submission)) = self.in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
+            return format!(
+                "during {}submission {submission}, no region running",
+                runtime(rt)
+            );
+        }
+        format!("after {}", plural(self.submissions, "submission"))
     }
 
     /// How the file ended, in a few words.

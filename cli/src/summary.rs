@@ -98,6 +98,13 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
             ),
         )?;
     }
+    // A trace cut short says where: the signal and the region that was running.
+    if !stats.recovery.closed {
+        let ended = stats
+            .death()
+            .unwrap_or_else(|| format!("never closed {}", stats.at_the_end()));
+        line("ended", ended)?;
+    }
     line(
         "file",
         format!("{} ({})", path.display(), stats.close_state()),

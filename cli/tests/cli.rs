@@ -10,6 +10,8 @@ mod util;
 
 #[path = "cli/bad_input.rs"]
 mod bad_input;
+#[path = "cli/crashes.rs"]
+mod crashes;
 #[path = "cli/diff.rs"]
 mod diff;
 #[path = "cli/export.rs"]

@@ -1,0 +1,243 @@
+//! Crash safety of `record -- PROGRAM`: a program that aborts in a host callback, one that
+//! segfaults right after a submit, and one that hangs until a signal. The submit, the graph,
+//! the kernel and the region that was running are in the trace every time (each case runs
+//! a few times), with the signal, and `info` names them. The program is
+//! `cli/examples/crashing.rs`, which `cargo test` builds.
+//!
+//! Structural: nothing waits for a flush period; the records reach the file through the
+//! fatal-signal flush, which also writes the [`FatalSignal`] the tests look for.
+
+use crate::util::*;
+use hrx_capture::Record;
+use hrx_capture::schema::{FatalSignal, Queue, SignalWitness};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// Runs of each case.
+const RUNS: usize = 3;
+
+/// The `crashing` example, beside this test executable.
+fn crashing() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("crashing");
+    assert!(
+        path.is_file(),
+        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
+         run `cargo build -p hrx-trace --example crashing` first)"
+    );
+    path
+}
+
+/// What the trace at `path` must hold after the program died of `signal`: one submit, the
+/// graph's three operations, its kernel, and the host callback's region started and never
+/// finished; the signal as the program's own handler saw it. Returns what `info` says: the
+/// start of the `capture` line, "during submission S, region R running".
+fn check_trace(path: &Path, signal: i32) -> String {
+    let trace = hrx_capture::read_all(path).unwrap();
+    let r = &trace.recovery;
+    assert!(!r.closed, "{path:?}: {r:?}");
+    assert_eq!(
+        (r.skipped_blocks, r.skipped_records, r.bytes_discarded),
+        (0, 0, 0),
+        "{path:?}: every block written is whole: {r:?}"
+    );
+    let count = |kind: &str| {
+        trace
+            .records
+            .iter()
+            .filter(|r| r.kind_name() == kind)
+            .count()
+    };
+    assert_eq!(count("Submit"), 1, "{path:?}");
+    assert_eq!(count("GraphOp"), 3, "{path:?}: fill, kernel, callback");
+    assert_eq!(count("KernelLoaded"), 1, "{path:?}");
+    let prepared = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Prepared(p) => Some(p),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{path:?}: no Prepared"));
+    // Started and never finished: the region that was running.
+    let running: Vec<u32> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionStarted(s) => Some(s.region.0),
+            _ => None,
+        })
+        .filter(|region| {
+            !trace
+                .records
+                .iter()
+                .any(|r| matches!(r, Record::RegionTiming(t) if t.region.0 == *region))
+        })
+        .collect();
+    assert_eq!(running.len(), 1, "{path:?}: {running:?}");
+    let region = &prepared.regions[running[0] as usize];
+    assert_eq!(
+        region.queue,
+        Queue::Host,
+        "{path:?}: the callback was running"
+    );
+    let fatal: Vec<&FatalSignal> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::FatalSignal(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fatal.len(), 1, "{path:?}: {fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness),
+        (signal, SignalWitness::Handler),
+        "{path:?}"
+    );
+    let submission = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Submit(s) => Some(s.submission),
+            _ => None,
+        })
+        .unwrap();
+    format!(
+        "during submission {submission}, region {} running",
+        running[0]
+    )
+}
+
+/// `info`'s capture line for the trace `file` in `dir`.
+fn capture_line(dir: &Path, file: &str) -> String {
+    let info = run(dir, &["info", file]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    field(&stdout(&info), "capture").to_owned()
+}
+
+#[test]
+fn a_program_that_aborts_in_a_host_callback_keeps_the_running_region() {
+    let dir = tempfile::tempdir().unwrap();
+    for run_index in 0..RUNS {
+        let file = format!("abort{run_index}.hrxt");
+        let out = hrx_trace(dir.path())
+            .args(["record", "-o", &file, "--"])
+            .arg(crashing())
+            .arg("abort")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 128 + libc::SIGABRT, "{}", stderr(&out));
+        let during = check_trace(&dir.path().join(&file), libc::SIGABRT);
+        let says = format!("crashed: SIGABRT {during}");
+        let capture = capture_line(dir.path(), &file);
+        assert!(capture.starts_with(&says), "{capture}");
+        assert!(
+            stdout(&out).contains(&says),
+            "the summary says it too: {}",
+            stdout(&out)
+        );
+    }
+}
+
+#[test]
+fn a_program_that_segfaults_right_after_a_submit_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for run_index in 0..RUNS {
+        let file = format!("segv{run_index}.hrxt");
+        let out = hrx_trace(dir.path())
+            .args(["record", "-o", &file, "--"])
+            .arg(crashing())
+            .arg("segv")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+        let during = check_trace(&dir.path().join(&file), libc::SIGSEGV);
+        let capture = capture_line(dir.path(), &file);
+        assert!(
+            capture.starts_with(&format!("crashed: SIGSEGV {during}")),
+            "{capture}"
+        );
+    }
+}
+
+/// A hang, killed the way a CI timeout kills it: SIGTERM to `record`, whose program is a
+/// shell running the hanging program (so the signal must reach a grandchild).
+#[test]
+fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
+    let dir = tempfile::tempdir().unwrap();
+    for run_index in 0..RUNS {
+        let file = format!("hang{run_index}.hrxt");
+        // `; true`: the shell stays the parent (no exec of the last command).
+        let mut child = hrx_trace(dir.path())
+            .args(["record", "-o", &file, "--", "sh", "-c", "\"$C\" hang; true"])
+            .env("C", crashing())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.starts_with("running "), "{line}");
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(code(&out), 128 + libc::SIGTERM, "{err}");
+        assert!(rest.iter().any(|l| l.starts_with("file ")), "{rest:?}");
+        let during = check_trace(&dir.path().join(&file), libc::SIGTERM);
+        let capture = capture_line(dir.path(), &file);
+        assert!(
+            capture.starts_with(&format!("killed by SIGTERM {during}")),
+            "{capture}"
+        );
+    }
+}
+
+/// SIGKILL runs no handler: `record` notes the death in the trace the program left.
+#[test]
+fn a_program_killed_by_sigkill_is_noted_by_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "kill.hrxt";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("hang")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let _: Vec<String> = lines.map(Result::unwrap).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+    let trace = hrx_capture::read_all(dir.path().join(file)).unwrap();
+    let fatal: Vec<&FatalSignal> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::FatalSignal(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness),
+        (libc::SIGKILL, SignalWitness::Parent)
+    );
+    let capture = capture_line(dir.path(), file);
+    assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
+    assert!(capture.ends_with("(cut short: never closed)"), "{capture}");
+}
