@@ -13,11 +13,12 @@
 //! R"), including uses of bytes the failed region never declared.
 
 pub use crate::access::Access;
-use crate::execution::shared::RuntimeOwner;
+use crate::context::Context;
 use crate::sync::lock;
+use crate::trace::Captures;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Where a buffer's memory lives.
@@ -94,7 +95,8 @@ fn intersects(a: &Range<usize>, b: &Range<usize>) -> bool {
 
 pub(crate) struct Storage {
     pub id: u64,
-    pub runtime: Arc<RuntimeOwner>,
+    /// The runtime's devices, counters and trace.
+    pub context: Arc<Context>,
     pub len: usize,
     pub placement: Placement,
     pub allocation: crate::gpu::Allocation,
@@ -118,54 +120,6 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 static MAPPING_TOKENS: AtomicU64 = AtomicU64::new(1);
-
-/// Deferred trace captures (hashing, storing contents) still reading a buffer's bytes on the
-/// trace writer's thread. Whoever would change or free those bytes waits for them first, so
-/// the trace holds exactly what was written; untraced runtimes never take a fence, and the
-/// check is then one atomic load.
-#[derive(Default)]
-pub(crate) struct Captures(Arc<AtomicUsize>);
-
-impl Captures {
-    /// A fence for one deferred capture; writers wait until it drops.
-    pub fn fence(&self) -> CaptureFence {
-        self.0.fetch_add(1, Ordering::AcqRel);
-        CaptureFence(self.0.clone())
-    }
-
-    /// Whether a deferred capture reads the buffer now.
-    pub fn busy(&self) -> bool {
-        self.0.load(Ordering::Acquire) != 0
-    }
-
-    /// Waits until no deferred capture reads the buffer.
-    pub fn wait(&self) {
-        if self.0.load(Ordering::Acquire) != 0 {
-            self.wait_slow();
-        }
-    }
-
-    #[cold]
-    fn wait_slow(&self) {
-        let idle = || self.0.load(Ordering::Acquire) == 0;
-        // A capture takes the writer thread tens to hundreds of µs: spin briefly, then sleep.
-        if crate::execution::completion::spin_until(idle) {
-            return;
-        }
-        while !idle() {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
-    }
-}
-
-/// Held by a deferred capture while it reads a buffer's bytes.
-pub(crate) struct CaptureFence(Arc<AtomicUsize>);
-
-impl Drop for CaptureFence {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Release);
-    }
-}
 
 impl Storage {
     pub fn poisoned(&self) -> Result<()> {
@@ -258,8 +212,7 @@ impl Storage {
                 false
             };
             if synced {
-                self.runtime
-                    .core
+                self.context
                     .counters
                     .visibility_syncs
                     .fetch_add(1, Ordering::Relaxed);
@@ -339,6 +292,19 @@ impl Storage {
         }
     }
 
+    /// Records a host write of `data` at `offset` in the trace: `data` is the caller's for a
+    /// GPU-local buffer, else this buffer's own host mapping (captured later, fenced).
+    fn traced_write(&self, offset: usize, data: &[u8]) {
+        let Some(hook) = self.context.tracer.hook() else {
+            return;
+        };
+        let mapped = (!self.pointer.is_null()).then_some(&self.captures);
+        // SAFETY: a host-mapped buffer's `data` is its mapping at `offset` (`HostWrite`'s
+        // bytes): this storage's drop waits for the capture fences before the allocation is
+        // freed, and every writer of the buffer (`Region::run`, write mappings) waits for them.
+        unsafe { hook.host_write(self.id, offset, data, mapped) }
+    }
+
     fn check_range(&self, range: &Range<usize>) -> Result<()> {
         if range.start > range.end || range.end > self.len {
             return Err(Error::OutOfBounds {
@@ -355,7 +321,15 @@ impl Drop for Storage {
     fn drop(&mut self) {
         // The allocation is freed after this: no capture may still be reading it.
         self.captures.wait();
-        crate::trace::buffer_dropped(&self.runtime, self.id);
+        if let Some(hook) = self.context.tracer.hook() {
+            hook.record(hrx_capture::schema::Record::BufferDropped(
+                hrx_capture::schema::BufferDropped {
+                    runtime: hook.runtime,
+                    buffer: hrx_capture::schema::BufferId(self.id),
+                    time_ns: hook.now_ns(),
+                },
+            ));
+        }
     }
 }
 
@@ -471,11 +445,11 @@ impl Buffer {
             let view = self.view(range.clone());
             let result = view.and_then(|view| {
                 let gpu = view.gpu()?;
-                self.storage.runtime.device.write(&gpu, data)
+                self.storage.context.device.write(&gpu, data)
             });
             self.storage.unmap(token, result.is_ok());
             result?;
-            crate::trace::host_write(&self.storage, offset, data);
+            self.storage.traced_write(offset, data);
         } else {
             // Traced when the mapping drops.
             self.map_write(range.clone())?.copy_from_slice(data);
@@ -493,7 +467,7 @@ impl Buffer {
             let token = self.register_staging(range.clone(), Access::Read)?;
             let result = self.view(range).and_then(|view| {
                 self.storage.make_visible(Engine::Host)?;
-                self.storage.runtime.device.read(&view.gpu()?, out)
+                self.storage.context.device.read(&view.gpu()?, out)
             });
             self.storage.unmap(token, false);
             result
@@ -596,7 +570,7 @@ impl Drop for HostWrite<'_> {
         let storage = &self.buffer.storage;
         // The mapping's address minus the buffer's host pointer is its offset.
         let offset = self.bytes.as_ptr() as usize - storage.pointer as usize;
-        crate::trace::host_write(storage, offset, self.bytes);
+        storage.traced_write(offset, self.bytes);
         storage.unmap(self.token, true);
     }
 }

@@ -1,15 +1,14 @@
 //! The runtime: options, backend selection, workers, counters.
 
 use crate::buffer::Storage;
-use crate::execution::scheduler::{Doorbells, Scheduler, worker};
-use crate::execution::shared::{Core, CounterCells, RuntimeOwner};
-use crate::execution::types::Queue;
+use crate::context::Context;
+use crate::execution::shared::RuntimeOwner;
 use crate::fault::{FaultInjector, FaultSpec};
 use crate::gpu::{DeviceInfo, NativeDevice};
 use crate::kernels::{KernelSpec, NpuKernelSpec};
-use crate::sync::lock;
+use crate::trace::{TraceTarget, Tracer};
 use crate::{Buffer, Error, GpuKernel, Graph, Placement, Result};
-use crossbeam_utils::CachePadded;
+use hrx_capture::schema as s;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -393,51 +392,41 @@ impl Runtime {
         let faults = Arc::new(FaultInjector::new(options.fault.clone()));
         let device = open_device(&options, &faults)?;
         let npu = crate::npu::open(options.npu_backend, options.fault.is_some())?;
-        let recorder = crate::trace::open(&options, &device.info())?;
+        let info = device.info();
+        let recorder = crate::trace::open(TraceTarget {
+            recorder: options.recorder.as_ref(),
+            path: options.trace.as_deref(),
+            mode: options.trace_mode.unwrap_or_default(),
+            backend: info.backend.to_string(),
+            device: info.name.clone(),
+        })?;
         let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
-        let doorbells = Doorbells::default();
-        let core = Arc::new(Core {
-            id,
+        let tracer = Tracer::new(
             recorder,
-            trace_contents: options.trace_contents,
-            trace_digests: options.trace_digests,
-            counters: CounterCells::default(),
-            state: CachePadded::new(Mutex::new(Scheduler::new(
-                options.capacity,
-                doorbells.clone(),
-            ))),
-            queues: Default::default(),
-            parked: Default::default(),
-            doorbells,
-            shutdown: CachePadded::new(AtomicBool::new(false)),
-        });
-        let mut workers = Vec::new();
-        for queue in Queue::ALL {
-            let core = core.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!(
-                    "hrx-{}",
-                    queue.name().to_ascii_lowercase().replace(' ', "-")
-                ))
-                .spawn(move || worker(core, queue))
-                .map_err(|e| Error::Message(format!("cannot start a worker thread: {e}")))?;
-            workers.push(handle);
+            id,
+            options.trace_contents,
+            options.trace_digests == TraceDigests::All,
+        );
+        let context = Arc::new(Context::new(id, device, faults, npu, tracer));
+        if let Some(hook) = context.tracer.hook() {
+            hook.record(s::Record::RuntimeStart(s::RuntimeStart {
+                runtime: hook.runtime,
+                backend: info.backend.to_string(),
+                device: format!("{} (ordinal {})", info.name, info.ordinal),
+                graph_slots: options.graph_slots as u32,
+                capacity: options.capacity as u32,
+                fault: options.fault.as_ref().map(ToString::to_string),
+                time_ns: hook.now_ns(),
+            }));
         }
-        let runtime = Self {
-            inner: Arc::new(RuntimeOwner {
-                id,
-                core,
-                device,
-                faults,
-                npu_device: 0,
-                npu,
-                copy_streams: Default::default(),
-                workers: Mutex::new(workers),
-            }),
+        Ok(Self {
+            inner: RuntimeOwner::start(context, options.capacity)?,
             options: Arc::new(options),
-        };
-        crate::trace::runtime_created(&runtime);
-        Ok(runtime)
+        })
+    }
+
+    fn context(&self) -> &Context {
+        self.inner.context()
     }
 
     /// Whether both handles are the same runtime.
@@ -452,22 +441,22 @@ impl Runtime {
 
     /// Process-unique runtime id (trace records carry it).
     pub fn id(&self) -> u32 {
-        self.inner.id
+        self.context().id
     }
 
     /// The device.
     pub fn device_info(&self) -> DeviceInfo {
-        self.inner.device.info()
+        self.context().device.info()
     }
 
     /// The NPU (the simulator or an XRT device).
     pub fn npu_info(&self) -> crate::npu::NpuInfo {
-        self.inner.npu.info()
+        self.context().npu.info()
     }
 
     /// A new, empty graph.
     pub fn graph(&self) -> Graph {
-        Graph::new(self.clone())
+        Graph::new(self.inner.clone(), self.options.graph_slots)
     }
 
     /// Allocates a buffer of `len_bytes` with `placement` (zero-filled on the software
@@ -476,8 +465,8 @@ impl Runtime {
     /// # Errors
     /// Out-of-memory or device errors.
     pub fn buffer(&self, len_bytes: usize, placement: Placement) -> Result<Buffer> {
-        let allocation = self
-            .inner
+        let context = self.inner.context();
+        let allocation = context
             .device
             .allocate(len_bytes, placement.host_visible())?;
         let pointer = allocation.host_pointer();
@@ -486,18 +475,18 @@ impl Runtime {
                 // SAFETY: `pointer` is the allocation's host memory of `len_bytes` bytes, which
                 // the storage owns together with the BO.
                 Some(unsafe {
-                    self.inner
+                    context
                         .npu
                         .import(pointer, len_bytes, allocation.address(), group)
                 }?),
-                Some(self.inner.npu_device),
+                Some(context.npu_device),
                 Some(group),
             ),
             _ => (None, None, None),
         };
         let storage = Arc::new(Storage {
             id: BUFFER_IDS.fetch_add(1, Ordering::Relaxed),
-            runtime: self.inner.clone(),
+            context: context.clone(),
             len: len_bytes,
             placement,
             allocation,
@@ -510,7 +499,20 @@ impl Runtime {
             visibility: Mutex::new(crate::buffer::Visibility::new()),
             captures: Default::default(),
         });
-        crate::trace::buffer_created(&storage);
+        if let Some(hook) = context.tracer.hook() {
+            hook.record(s::Record::BufferCreated(s::BufferCreated {
+                runtime: hook.runtime,
+                buffer: s::BufferId(storage.id),
+                len_bytes: storage.len as u64,
+                placement: match storage.placement {
+                    Placement::GpuLocal => s::Placement::GpuLocal,
+                    Placement::HostVisible => s::Placement::HostVisible,
+                    Placement::NpuShared { group } => s::Placement::NpuShared { group },
+                },
+                device_address: storage.allocation.address(),
+                time_ns: hook.now_ns(),
+            }));
+        }
         Ok(Buffer { storage })
     }
 
@@ -519,7 +521,7 @@ impl Runtime {
     /// # Errors
     /// [`Error::Unsupported`] when the spec has no code for this backend.
     pub fn kernel(&self, spec: &KernelSpec) -> Result<GpuKernel> {
-        GpuKernel::load(self, spec)
+        GpuKernel::load(&self.inner, spec)
     }
 
     /// Loads an NPU kernel on this runtime's NPU device.
@@ -533,10 +535,10 @@ impl Runtime {
 
     /// A snapshot of the counters.
     pub fn counters(&self) -> Counters {
-        let c = &self.inner.core.counters;
+        let c = &self.context().counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let (submissions, regions_run_by_waiters) = {
-            let state = lock(&self.inner.core.state);
+            let state = self.inner.core().scheduler();
             (state.submissions(), state.regions_run_by_waiters)
         };
         Counters {
@@ -556,11 +558,11 @@ impl Runtime {
 
     /// Submissions in flight now.
     pub fn in_flight(&self) -> usize {
-        lock(&self.inner.core.state).occupied()
+        self.inner.core().scheduler().occupied()
     }
 
     /// Whether the injected fault (if any) has fired.
     pub fn fault_fired(&self) -> bool {
-        self.inner.faults.fired()
+        self.context().faults.fired()
     }
 }

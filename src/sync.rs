@@ -8,6 +8,9 @@
 //! [`protocol`] is the completion protocol's facade: `std`'s types, or loom's with the
 //! `model-check` feature, so that `completion::model_check` explores every schedule of the
 //! real completion code. [`lock`] takes both.
+//!
+//! [`spin_until`] is the runtime's one bounded spin (completion waits, idle workers, trace
+//! capture fences and hashing threads).
 
 /// A mutex [`lock`] can take: `std`'s, and loom's in model-checking builds.
 pub(crate) trait Lockable {
@@ -88,6 +91,44 @@ impl<M: Lockable + ?Sized> Lockable for loom::sync::Arc<M> {
 pub(crate) fn lock<M: Lockable + ?Sized>(mutex: &M) -> M::Guard<'_> {
     mutex.lock_ignoring_poison()
 }
+
+/// How long `wait` spins on the done flag before parking (cf. CUDA's
+/// `cudaDeviceScheduleAuto`, which spins while cores are free): a short region completes
+/// without two context switches.
+#[cfg_attr(feature = "model-check", allow(dead_code))] // `MODEL_SPINS` polls instead
+pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Polls `done` for up to [`SPIN`]; whether it became true.
+#[cfg(not(feature = "model-check"))]
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    // Checked before the clock is read: a wait that finds its submission done reads none.
+    if done() {
+        return true;
+    }
+    let start = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN {
+            return false;
+        }
+    }
+}
+
+/// Under loom (no wall clock): polls `done` a fixed [`MODEL_SPINS`] times, so a model
+/// explores both a spin that sees the flag and one that gives up and parks.
+#[cfg(feature = "model-check")]
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    (0..MODEL_SPINS).any(|_| done())
+}
+
+/// Polls of `done` in [`spin_until`] under the `model-check` feature.
+#[cfg(feature = "model-check")]
+pub(crate) const MODEL_SPINS: usize = 2;
 
 /// The primitives of the slot, signal and completion protocol, from `std` or from loom.
 ///

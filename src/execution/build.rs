@@ -4,9 +4,11 @@
 
 use super::dependencies::Use;
 use super::gpu_kernel::GpuKernel;
+use super::record::{OpKind, graph_op};
 use super::region::{HostCallback, HostViews, ScopedGpu};
+use super::shared::RuntimeOwner;
 use super::types::{GpuAccess, GpuLane, Node};
-use crate::{Access, BufferView, Error, KernelContract, Result, Runtime};
+use crate::{Access, BufferView, Error, KernelContract, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,15 +33,19 @@ pub(super) struct Entry {
 /// reads and writes; ordering is inferred from those declarations.
 pub struct Graph {
     pub(super) id: u64,
-    pub(super) runtime: Runtime,
+    pub(super) owner: Arc<RuntimeOwner>,
+    /// Submission slots each prepared graph reserves.
+    pub(super) slots: usize,
     pub(super) entries: Vec<Entry>,
 }
 
 impl Graph {
-    pub(crate) fn new(runtime: Runtime) -> Self {
+    /// An empty graph of `owner`'s runtime whose prepared graphs reserve `slots` slots.
+    pub(crate) fn new(owner: Arc<RuntimeOwner>, slots: usize) -> Self {
         Self {
             id: GRAPH_IDS.fetch_add(1, Ordering::Relaxed),
-            runtime,
+            owner,
+            slots,
             entries: Vec::new(),
         }
     }
@@ -61,13 +67,13 @@ impl Graph {
 
     fn push(&mut self, operation: Description, uses: Vec<Use>, lane: GpuLane) -> Result<Node> {
         for use_ in &uses {
-            if !Arc::ptr_eq(&use_.view.buffer().storage.runtime, &self.runtime.inner) {
+            if !Arc::ptr_eq(&use_.view.buffer().storage.context, self.owner.context()) {
                 return Err(Error::ForeignRuntime { what: "buffer" });
             }
         }
         let node = Node(self.entries.len());
-        crate::trace::graph_op(
-            &self.runtime.inner,
+        graph_op(
+            &self.owner.context().tracer,
             self.id,
             node.0,
             &operation_kind(&operation),
@@ -179,7 +185,7 @@ impl Graph {
         kernel: &GpuKernel,
         bindings: &[BufferView],
     ) -> Result<Node> {
-        if !Arc::ptr_eq(&kernel.runtime, &self.runtime.inner) {
+        if !Arc::ptr_eq(&kernel.runtime, &self.owner) {
             return Err(Error::ForeignRuntime { what: "kernel" });
         }
         kernel.contract.check_extents(bindings)?;
@@ -253,7 +259,7 @@ impl Graph {
     /// [`Error::Unsupported`] for a binding without an NPU import;
     /// [`Error::ForeignRuntime`].
     pub fn npu(&mut self, kernel: &crate::NpuKernel, bindings: &[BufferView]) -> Result<Node> {
-        if !Arc::ptr_eq(&kernel.inner.runtime, &self.runtime.inner) {
+        if !Arc::ptr_eq(&kernel.inner.runtime, &self.owner) {
             return Err(Error::ForeignRuntime { what: "kernel" });
         }
         kernel.contract().check(bindings)?;
@@ -344,8 +350,7 @@ impl Graph {
     }
 }
 
-fn operation_kind(operation: &Description) -> crate::trace::OpKind {
-    use crate::trace::OpKind;
+fn operation_kind(operation: &Description) -> OpKind {
     match operation {
         Description::Fill(_, value) => OpKind::Fill(*value),
         Description::Copy(..) => OpKind::Copy,

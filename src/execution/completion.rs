@@ -22,41 +22,13 @@
 //! this code.
 
 use super::shared::Core;
-use crate::sync::lock;
+use super::types::Status;
 use crate::sync::protocol::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, spin_until};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool as Flag, Ordering as StdOrdering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
-
-/// How a submission ended.
-#[derive(Clone, Debug)]
-pub enum Status {
-    /// Every region ran and succeeded.
-    Succeeded,
-    /// A region failed; the error is the first failure's.
-    Failed(Arc<Error>),
-    /// Nothing more ran because a producer failed or was cancelled.
-    Cancelled(Arc<Error>),
-}
-
-impl Status {
-    /// Whether the submission succeeded.
-    pub fn succeeded(&self) -> bool {
-        matches!(self, Status::Succeeded)
-    }
-    /// `Ok` on success, the failure or cancellation otherwise.
-    ///
-    /// # Errors
-    /// The failure's error, or [`Error::Cancelled`] naming the cause.
-    pub fn into_result(self) -> Result<()> {
-        match self {
-            Status::Succeeded => Ok(()),
-            Status::Failed(error) => Err((*error).clone()),
-            Status::Cancelled(cause) => Err(Error::Cancelled(cause.to_string())),
-        }
-    }
-}
 
 #[derive(Debug)]
 pub(crate) struct SignalState {
@@ -88,44 +60,6 @@ pub(crate) struct Signal {
     /// the publishing worker still references, free a moment later, from one a caller holds.
     pub(super) completions: AtomicUsize,
 }
-
-/// How long `wait` spins on the done flag before parking (cf. CUDA's
-/// `cudaDeviceScheduleAuto`, which spins while cores are free): a short region completes
-/// without two context switches.
-#[cfg_attr(feature = "model-check", allow(dead_code))] // `MODEL_SPINS` polls instead
-pub(crate) const SPIN: Duration = Duration::from_micros(50);
-
-/// Polls `done` for up to [`SPIN`]; whether it became true.
-#[cfg(not(feature = "model-check"))]
-pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
-    // Checked before the clock is read: a wait that finds its submission done reads none.
-    if done() {
-        return true;
-    }
-    let start = Instant::now();
-    loop {
-        for _ in 0..64 {
-            if done() {
-                return true;
-            }
-            std::hint::spin_loop();
-        }
-        if start.elapsed() >= SPIN {
-            return false;
-        }
-    }
-}
-
-/// Under loom (no wall clock): polls `done` a fixed [`MODEL_SPINS`] times, so a model
-/// explores both a spin that sees the flag and one that gives up and parks.
-#[cfg(feature = "model-check")]
-pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
-    (0..MODEL_SPINS).any(|_| done())
-}
-
-/// Polls of `done` in [`spin_until`] under the `model-check` feature.
-#[cfg(feature = "model-check")]
-pub(crate) const MODEL_SPINS: usize = 2;
 
 /// Picks and marks a free slot (called under the scheduler lock, with the graph's
 /// `occupied` flags, which only the lock holder reads or writes): one not occupied whose
@@ -350,7 +284,7 @@ impl Completion {
         if !done()
             && let Some(core) = self.core.upgrade()
         {
-            super::scheduler::help(&core, self.submission(), done);
+            super::worker::help(&core, self.submission(), done);
         }
         // `done` is stored after `succeeded`: a success needs no lock.
         if spin_until(done) && self.signal.succeeded.load(Ordering::Relaxed) {

@@ -1,8 +1,9 @@
 //! GPU kernels as the runtime holds them: a backend's loaded kernel with its id, launch
 //! dimensions, contract and runtime; loading records it in the trace.
 
+use super::record::{KernelRecord, kernel_loaded};
 use super::shared::RuntimeOwner;
-use crate::{Engine, KernelContract, Result, Runtime};
+use crate::{Engine, KernelContract, Result};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,8 +33,12 @@ impl std::fmt::Debug for GpuKernel {
 }
 
 impl GpuKernel {
-    pub(crate) fn load(runtime: &Runtime, spec: &crate::kernels::KernelSpec) -> Result<Self> {
-        let raw = runtime.inner.device.load_kernel(spec)?;
+    /// Loads `spec` on `runtime`'s GPU, numbers it and records it in the trace.
+    pub(crate) fn load(
+        runtime: &Arc<RuntimeOwner>,
+        spec: &crate::kernels::KernelSpec,
+    ) -> Result<Self> {
+        let raw = runtime.context().device.load_kernel(spec)?;
         let kernel = Self {
             id: KERNEL_IDS.fetch_add(1, Ordering::Relaxed),
             entry: spec.entry.as_str().into(),
@@ -41,11 +46,11 @@ impl GpuKernel {
             contract: spec.contract.clone(),
             grid: spec.grid,
             block: spec.block,
-            runtime: runtime.inner.clone(),
+            runtime: runtime.clone(),
         };
-        crate::trace::kernel_loaded(
-            &runtime.inner.core,
-            crate::trace::KernelRecord {
+        kernel_loaded(
+            &runtime.context().tracer,
+            KernelRecord {
                 id: kernel.id,
                 entry: &spec.entry,
                 code: kernel.raw.code(),

@@ -17,9 +17,24 @@
 //! - [`submit`]: [`crate::ExecutableGraph::submit`] into one of the graph's bounded, reusable
 //!   slots;
 //! - [`scheduler`]: in-flight submissions, readiness, retirement, failure;
+//! - [`worker`]: the queues' worker threads, and waiters that run their own regions;
 //! - [`completion`]: the host's handle on one submission, and the slot protocol;
 //! - [`shared`]: the state the runtime's handles, its workers and the stages share;
-//! - [`dependencies`]: the hazard frontier over byte ranges.
+//! - [`dependencies`]: the hazard frontier over byte ranges;
+//! - [`record`]: the trace records of the stages, built here and handed to the trace hooks.
+//!
+//! Layers: this folder imports the buffers, contracts, backends, the context and the trace
+//! hooks below it, and only `runtime.rs` imports it; nothing below imports it back.
+//!
+//! Import cycles: five files of the run-time ownership loop import each other, and only
+//! they: `submit.rs` (a prepared graph holds the runtime owner, as the seed's `Prepared`
+//! holds its `runtime`, so that work in flight keeps the workers running after every
+//! handle is dropped), `shared.rs` (the owner holds the scheduler's core and starts the
+//! workers), `scheduler.rs` (it holds each in-flight submission's prepared graph and its
+//! producers' completions), `worker.rs` (it runs the scheduler's regions) and
+//! `completion.rs` (a waiting completion runs its own regions through the workers). The
+//! other stages (types, dependencies, build, prepare, region, record, the kernels) are
+//! layered below or above that loop.
 
 pub(crate) mod build;
 pub mod completion;
@@ -27,11 +42,13 @@ pub mod dependencies;
 pub(crate) mod gpu_kernel;
 pub(crate) mod npu_kernel;
 pub(crate) mod prepare;
+pub(crate) mod record;
 pub(crate) mod region;
 pub(crate) mod scheduler;
 pub(crate) mod shared;
 pub(crate) mod submit;
 pub(crate) mod types;
+pub(crate) mod worker;
 
 /// Loom models of the slot, signal and completion protocol: see RELIABILITY.md.
 #[cfg(all(test, feature = "model-check"))]

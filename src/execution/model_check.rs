@@ -15,7 +15,8 @@
 //! explore a timeout racing `publish`; that path returns `Error::Timeout` without touching
 //! shared state other than `waiters` (decremented under the lock, as after a wake-up).
 
-use super::completion::{Completion, Signal, Status, claim_slot, publish_all, retire_slot};
+use super::completion::{Completion, Signal, claim_slot, publish_all, retire_slot};
+use super::types::Status;
 use crate::Error;
 use crate::sync::lock;
 use crate::sync::protocol::{self as sync, Mutex};

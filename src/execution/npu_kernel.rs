@@ -4,6 +4,7 @@
 //! the trace, so the NPU backend imports nothing of the runtime, the execution stages or the
 //! trace.
 
+use super::record::{KernelRecord, kernel_loaded};
 use super::shared::RuntimeOwner;
 use crate::kernels::{HostKernelFn, NpuKernelSpec};
 use crate::{KernelContract, Result};
@@ -68,11 +69,12 @@ impl NpuKernel {
 /// # Errors
 /// As [`crate::npu::NpuDevice::load_kernel`].
 pub(crate) fn load(runtime: &Arc<RuntimeOwner>, spec: &NpuKernelSpec) -> Result<NpuKernel> {
-    let loaded = runtime.npu.load_kernel(spec)?;
+    let context = runtime.context();
+    let loaded = context.npu.load_kernel(spec)?;
     let id = super::gpu_kernel::KERNEL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    crate::trace::kernel_loaded(
-        &runtime.core,
-        crate::trace::KernelRecord {
+    kernel_loaded(
+        &context.tracer,
+        KernelRecord {
             id,
             entry: &spec.name,
             code: Some(&spec.instructions),
@@ -87,7 +89,7 @@ pub(crate) fn load(runtime: &Arc<RuntimeOwner>, spec: &NpuKernelSpec) -> Result<
         inner: Arc::new(NpuKernelInner {
             id,
             runtime: runtime.clone(),
-            device: runtime.npu_device,
+            device: context.npu_device,
             name: spec.name.clone(),
             contract: spec.contract.clone(),
             groups: loaded.groups,

@@ -28,7 +28,8 @@ impl Graph {
         if self.entries.is_empty() {
             return Err(Error::EmptyGraph);
         }
-        let owner = &self.runtime.inner;
+        let owner = &self.owner;
+        let context = owner.context();
         let mut regions: Vec<Region> = Vec::new();
         let mut index = 0;
         while index < self.entries.len() {
@@ -57,7 +58,7 @@ impl Graph {
                         kernel.inner.host,
                         &kernel.inner.contract.constants,
                         arguments,
-                        owner.faults.clone(),
+                        context.faults.clone(),
                     );
                     Some((RegionKind::NpuRun, Backend::Npu(Mutex::new(run))))
                 }
@@ -129,8 +130,8 @@ impl Graph {
                 });
                 continue;
             }
-            let mut stream = owner.device.stream()?;
-            stream.set_timed(owner.core.recorder.is_some());
+            let mut stream = context.device.stream()?;
+            stream.set_timed(context.tracer.on());
             let mut graph = stream.graph()?;
             let mut nodes = Vec::with_capacity(run.len());
             let mut internal = Vec::new();
@@ -175,8 +176,7 @@ impl Graph {
                 nodes.push(node);
             }
             let executable = graph.finish()?;
-            owner
-                .core
+            context
                 .counters
                 .native_graphs_prepared
                 .fetch_add(1, Ordering::Relaxed);
@@ -200,7 +200,7 @@ impl Graph {
             region.dependencies.dedup();
         }
         let uses = summarize(regions.iter().flat_map(|r| r.uses.iter().cloned()));
-        let slots = self.runtime.options.graph_slots;
+        let slots = self.slots;
         let parallel = regions
             .iter()
             .enumerate()
@@ -211,12 +211,22 @@ impl Graph {
             quarantined: AtomicBool::new(false),
             signals: (0..slots).map(|_| Signal::new()).collect(),
             occupied: (0..slots).map(|_| AtomicBool::new(false)).collect(),
-            runtime: self.runtime.inner.clone(),
+            runtime: self.owner.clone(),
             parallel,
             regions,
             uses,
         });
-        crate::trace::prepared(&prepared);
+        super::record::prepared(
+            &context.tracer,
+            prepared.id,
+            prepared.signals.len(),
+            prepared.parallel,
+            prepared
+                .regions
+                .iter()
+                .enumerate()
+                .map(|(i, r)| r.record(i)),
+        );
         Ok(ExecutableGraph { inner: prepared })
     }
 }

@@ -15,10 +15,12 @@
 //! - poison is per buffer (see [`crate::execution::scheduler`]).
 
 use super::dependencies::{Hazard, Use};
-use super::shared::Core;
+use super::record::{edge, engine, queue, use_record};
 use super::types::{GpuLane, Queue, RegionKind};
+use crate::context::Context;
 use crate::sync::lock;
 use crate::{Access, BufferView, Engine, Error, Result};
+use hrx_capture::schema as s;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -127,6 +129,34 @@ impl Region {
         }
     }
 
+    /// What the trace records of this region, the `index`th of its graph.
+    pub fn record(&self, index: usize) -> s::Region {
+        s::Region {
+            queue: queue(self.queue()),
+            engine: engine(self.engine()),
+            kind: match self.kind {
+                RegionKind::NativeGraph => s::RegionKind::NativeGraph,
+                RegionKind::CopyBatch => s::RegionKind::CopyBatch,
+                RegionKind::Scoped => s::RegionKind::Scoped,
+                RegionKind::NpuRun => s::RegionKind::NpuRun,
+                RegionKind::HostCallback => s::RegionKind::Host,
+            },
+            nodes: self.nodes.clone().map(|n| s::NodeIndex(n as u32)).collect(),
+            internal_edges: self
+                .internal
+                .iter()
+                .map(|(consumer, h)| edge(h.producer, *consumer, h))
+                .collect(),
+            dependencies: self
+                .hazards
+                .iter()
+                .map(|h| edge(h.producer, index, h))
+                .collect(),
+            uses: self.uses.iter().map(use_record).collect(),
+            copy_bytes: self.copy_bytes as u64,
+        }
+    }
+
     /// Fails with `DeviceLost` when an input is poisoned; nothing ran.
     pub fn check_inputs(&self) -> Result<()> {
         for use_ in &self.uses {
@@ -137,7 +167,7 @@ impl Region {
 
     /// Runs the region's native work to completion on the calling worker.
     /// Returns the device span where the backend measured one.
-    pub fn run(&self, core: &Core) -> Result<Option<crate::gpu::DeviceSpan>> {
+    pub fn run(&self, context: &Context) -> Result<Option<crate::gpu::DeviceSpan>> {
         let engine = self.engine();
         let mut span = None;
         for use_ in self.uses.iter().filter(|u| u.access.writes()) {
@@ -171,7 +201,7 @@ impl Region {
                 // does, every error marks the lane's stream unhealthy, a kernel error too.
                 if let Err(error) = &result {
                     stream.healthy = false;
-                    crate::trace::copy_stream_unhealthy(core, self.lane, error);
+                    super::record::copy_stream_unhealthy(&context.tracer, self.lane, error);
                 }
                 result?;
                 span = stream.stream.last_span();
@@ -193,9 +223,10 @@ impl Region {
             Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
         }
         if self.copy_bytes != 0 {
-            core.counters.lane_copy_bytes[self.lane as usize]
+            context.counters.lane_copy_bytes[self.lane as usize]
                 .fetch_add(self.copy_bytes as u64, Ordering::Relaxed);
-            core.counters
+            context
+                .counters
                 .copied_bytes
                 .fetch_add(self.copy_bytes as u64, Ordering::Relaxed);
         }

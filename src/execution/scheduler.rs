@@ -33,20 +33,17 @@
 //! launch followed by a stream synchronize. Signals and condition variables are notified
 //! after the scheduler lock is dropped.
 
-use super::completion::{Signal, Status, publish_all, retire_slot};
+use super::completion::{Signal, publish_all, retire_slot};
 use super::dependencies::hazards_between;
 use super::region::Region;
-use super::shared::Core;
 use super::submit::Prepared;
-use super::types::{Queue, RegionKind};
-use crate::sync::lock;
+use super::types::{Queue, RegionKind, Status};
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -149,12 +146,19 @@ pub(crate) struct Doorbell {
 
 impl Doorbell {
     /// Moved by every ring.
-    fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.word.load(Ordering::SeqCst) >> 1
     }
 
-    fn claimable(&self) -> bool {
+    /// Whether the queue is idle and holds pending regions.
+    pub(super) fn claimable(&self) -> bool {
         self.word.load(Ordering::SeqCst) & 1 != 0
+    }
+
+    /// The epoch and the claimable flag, from one read of the word.
+    pub(super) fn load(&self) -> (u64, bool) {
+        let word = self.word.load(Ordering::SeqCst);
+        (word >> 1, word & 1 != 0)
     }
 }
 
@@ -227,8 +231,8 @@ impl Scheduler {
                 for (r, region) in prepared.regions.iter().enumerate() {
                     let hazards = hazards_between(&earlier_region.uses, &region.uses);
                     if !hazards.is_empty() {
-                        crate::trace::cross_wait(
-                            &prepared,
+                        super::record::cross_wait(
+                            prepared.tracer(),
                             submission,
                             r,
                             earlier.submission,
@@ -374,7 +378,12 @@ impl Scheduler {
         match result {
             Ok(()) => {
                 flight.states[region] = State::Done;
-                crate::trace::region_done(&flight.prepared, submission, region, &Status::Succeeded);
+                super::record::region_done(
+                    flight.prepared.tracer(),
+                    submission,
+                    region,
+                    &Status::Succeeded,
+                );
             }
             Err(error) => {
                 flight.states[region] = State::Failed;
@@ -385,7 +394,12 @@ impl Scheduler {
                         prepared.id
                     );
                     if !prepared.quarantined.swap(true, Ordering::AcqRel) {
-                        crate::trace::quarantine(prepared, submission, region, &error);
+                        super::record::quarantine(
+                            prepared.tracer(),
+                            prepared.id,
+                            (submission, region),
+                            &error,
+                        );
                     }
                     for use_ in prepared.regions[region]
                         .uses
@@ -393,12 +407,17 @@ impl Scheduler {
                         .filter(|u| u.access.writes())
                     {
                         use_.view.buffer().storage.poison(&cause);
-                        crate::trace::poison(prepared, (submission, region), use_, &cause);
+                        super::record::poison(
+                            prepared.tracer(),
+                            (submission, region),
+                            use_,
+                            &cause,
+                        );
                     }
                 }
                 let error = Arc::new(error);
-                crate::trace::region_done(
-                    &flight.prepared,
+                super::record::region_done(
+                    flight.prepared.tracer(),
                     submission,
                     region,
                     &Status::Failed(error.clone()),
@@ -426,7 +445,12 @@ impl Scheduler {
                 *state = State::Cancelled;
                 pending[flight.prepared.regions[region].queue() as usize] -= 1;
                 flight.unfinished -= 1;
-                crate::trace::region_done(&flight.prepared, flight.submission, region, &cancelled);
+                super::record::region_done(
+                    flight.prepared.tracer(),
+                    flight.submission,
+                    region,
+                    &cancelled,
+                );
             }
         }
     }
@@ -477,7 +501,7 @@ impl Scheduler {
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
-        crate::trace::submission_done(&flight.prepared, flight.submission, &status);
+        super::record::submission_done(flight.prepared.tracer(), flight.submission, &status);
         wake.signals.push(retire_slot(
             &flight.prepared.occupied,
             flight.slot,
@@ -543,144 +567,4 @@ impl Scheduler {
         }
         pending
     }
-}
-
-/// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
-///
-/// When idle it first spins for [`super::completion::SPIN`] watching its queue's [`Doorbell`]
-/// (a submission arriving then is picked up with no syscall on either side), leaving new work
-/// for [`CLAIM_GRACE`] to a thread that waits for it, then re-checks the state; after a whole
-/// spin without new work it parks.
-pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
-    let doorbell = &core.doorbells[queue as usize];
-    let mut state = lock(&core.state);
-    let mut spun = false;
-    loop {
-        if let Some(task) = state.find_ready(queue) {
-            drop(state);
-            run(&core, task);
-            spun = false;
-            state = lock(&core.state);
-            continue;
-        }
-        if core.shutdown.load(Ordering::Acquire) && state.occupied() == 0 {
-            return;
-        }
-        if !spun {
-            let epoch = doorbell.epoch();
-            drop(state);
-            spun = !idle_spin(&core, doorbell, epoch);
-            state = lock(&core.state);
-            continue;
-        }
-        // The flag is set under the lock, so a waker that changed the state after the check
-        // above sees it and notifies; one that changed it before was seen by `find_ready`.
-        core.parked[queue as usize].store(true, Ordering::SeqCst);
-        state = core.queues[queue as usize]
-            .wait(state)
-            .unwrap_or_else(|e| e.into_inner());
-        core.parked[queue as usize].store(false, Ordering::SeqCst);
-        spun = false;
-    }
-}
-
-/// How long a worker that sees new work in its queue leaves it to a thread waiting for it
-/// (see [`help`]) before taking the scheduler lock itself. A waiter that calls `wait` right
-/// after `submit` claims within a few hundred nanoseconds; the worker's lock would only pull
-/// the scheduler's cache lines away from it. Work nobody waits for starts this much later.
-const CLAIM_GRACE: Duration = Duration::from_micros(1);
-
-/// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
-/// true once its queue may hold unclaimed work (or at shutdown), false after a whole
-/// [`super::completion::SPIN`] without activity (the worker then parks).
-fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
-    let unclaimed = || doorbell.claimable();
-    loop {
-        let active = super::completion::spin_until(|| {
-            doorbell.epoch() != epoch || core.shutdown.load(Ordering::Relaxed)
-        });
-        if !active || core.shutdown.load(Ordering::Relaxed) {
-            return active;
-        }
-        let grace_end = Instant::now() + CLAIM_GRACE;
-        while unclaimed() && Instant::now() < grace_end {
-            std::hint::spin_loop();
-        }
-        // One word: the flag read is that of the epoch read, and a later change moves the
-        // epoch again.
-        let word = doorbell.word.load(Ordering::SeqCst);
-        epoch = word >> 1;
-        if word & 1 != 0 {
-            return true;
-        }
-    }
-}
-
-/// Runs, on the thread waiting for `submission`, its native regions that are ready while their
-/// queue is idle, one after another (see [`Scheduler::claim_own`]); returns when none is (the
-/// workers run the rest).
-pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
-    while !done() {
-        let task = lock(&core.state).claim_own(submission);
-        let Some(task) = task else { return };
-        run(core, task);
-    }
-}
-
-/// Runs one claimed region and records its outcome.
-fn run(core: &Core, task: Task) {
-    let region = &task.prepared.regions[task.region];
-    let queue = region.queue();
-    // Host times are read only for the trace: an untraced region pays no clock reads.
-    let traced = core.recorder.is_some();
-    if traced {
-        // A capture still reading an earlier output this region overwrites: wait here, as a
-        // span of its own, so the wait is never part of the region's time.
-        crate::trace::capture_fences(core, &task.prepared, task.submission, task.region);
-        // Before the start time is read: a hang or a crash inside the region leaves this in
-        // the trace, and recording it is not part of the region's time.
-        crate::trace::region_started(core, task.submission, task.region);
-    }
-    let start_ns = if traced { crate::clock::now_ns() } else { 0 };
-    let (result, native) = match region.check_inputs() {
-        Err(error) => (Err(error), false),
-        Ok(()) => {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::fault::numbered(task.first_operation, || region.run(core))
-            }));
-            let result = run.unwrap_or_else(|_| {
-                Err(Error::DeviceLost(
-                    "a native callback panicked; its effects are unknown".into(),
-                ))
-            });
-            (result, true)
-        }
-    };
-    if traced {
-        let end_ns = crate::clock::now_ns();
-        let fault = result
-            .is_err()
-            .then(|| task.prepared.runtime.faults.take_report())
-            .flatten();
-        crate::trace::region_ran(
-            core,
-            &task.prepared,
-            task.submission,
-            task.region,
-            (start_ns, end_ns),
-            &result,
-            fault,
-        );
-    }
-    let result = result.map(|_| ());
-    let Task {
-        prepared,
-        submission,
-        region,
-        ..
-    } = task;
-    // Let go of the prepared graph before the outcome is published (see `Wake::release`).
-    drop(prepared);
-    let wake = lock(&core.state).finish((submission, region, queue), result, native);
-    core.wake(wake);
 }

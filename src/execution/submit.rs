@@ -6,7 +6,7 @@ use super::dependencies::Use;
 use super::region::Region;
 use super::shared::RuntimeOwner;
 use super::types::RegionInfo;
-use crate::sync::lock;
+use crate::trace::Tracer;
 use crate::{Completion, Error, Result};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +23,13 @@ pub(crate) struct Prepared {
     /// Read and written only under the scheduler lock (atomics only to be shared).
     pub occupied: Box<[AtomicBool]>,
     pub signals: Vec<Arc<Signal>>,
+}
+
+impl Prepared {
+    /// The runtime's trace.
+    pub fn tracer(&self) -> &Tracer {
+        &self.runtime.context().tracer
+    }
 }
 
 /// A prepared graph with fixed bindings and bounded reusable submission slots.
@@ -65,14 +72,14 @@ impl ExecutableGraph {
     pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
         let result = self.try_submit(producers);
         if let Err(error) = &result {
-            crate::trace::submit_refused(&self.inner, error);
+            super::record::submit_refused(self.inner.tracer(), self.inner.id, error);
         }
         result
     }
 
     fn try_submit(&self, producers: &[Completion]) -> Result<Completion> {
         self.usable()?;
-        let core = &self.inner.runtime.core;
+        let core = self.inner.runtime.core();
         for producer in producers {
             match producer.core.upgrade() {
                 Some(owner) if !Arc::ptr_eq(core, &owner) => {
@@ -87,7 +94,7 @@ impl ExecutableGraph {
                 None => {}
             }
         }
-        let mut scheduler = lock(&core.state);
+        let mut scheduler = core.scheduler();
         if scheduler.occupied() >= scheduler.capacity {
             return Err(Error::Busy(format!(
                 "runtime submission capacity of {} is exhausted; wait for or drop completions",
@@ -148,7 +155,13 @@ impl ExecutableGraph {
             Arc::downgrade(core),
             submission,
         );
-        crate::trace::submitted(&self.inner, submission, slot, producers);
+        super::record::submitted(
+            self.inner.tracer(),
+            self.inner.id,
+            submission,
+            slot,
+            producers.iter().map(Completion::submission),
+        );
         let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());
         drop(scheduler);
         core.wake(wake);

@@ -1,9 +1,11 @@
 //! The vocabulary of the execution stages: GPU lanes, the five queues, what a region lowers
-//! to, operation nodes, scoped-callback bindings, and the description of a prepared region.
+//! to, operation nodes, scoped-callback bindings, the description of a prepared region, and
+//! how a submission ended.
 
 use super::dependencies::Hazard;
-use crate::{Access, BufferView};
+use crate::{Access, BufferView, Error, Result};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// Independent GPU scheduling lanes. Memory hazards apply across every lane.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -110,4 +112,33 @@ pub struct RegionInfo {
     pub internal: Vec<(usize, Hazard)>,
     /// Bytes copied per run.
     pub copy_bytes: usize,
+}
+
+/// How a submission ended.
+#[derive(Clone, Debug)]
+pub enum Status {
+    /// Every region ran and succeeded.
+    Succeeded,
+    /// A region failed; the error is the first failure's.
+    Failed(Arc<Error>),
+    /// Nothing more ran because a producer failed or was cancelled.
+    Cancelled(Arc<Error>),
+}
+
+impl Status {
+    /// Whether the submission succeeded.
+    pub fn succeeded(&self) -> bool {
+        matches!(self, Status::Succeeded)
+    }
+    /// `Ok` on success, the failure or cancellation otherwise.
+    ///
+    /// # Errors
+    /// The failure's error, or [`Error::Cancelled`] naming the cause.
+    pub fn into_result(self) -> Result<()> {
+        match self {
+            Status::Succeeded => Ok(()),
+            Status::Failed(error) => Err((*error).clone()),
+            Status::Cancelled(cause) => Err(Error::Cancelled(cause.to_string())),
+        }
+    }
 }

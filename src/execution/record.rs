@@ -1,0 +1,414 @@
+//! What the execution stages record in the trace: the `hrx_capture` schema values built from
+//! the stages' own types, handed to the runtime's [`Tracer`] (which imports nothing of them).
+//!
+//! What is recorded where: build operations as they are added, the regions with their
+//! hazards at `prepare`, every submit and refused submit, cross-submission waits at submit,
+//! each region's host (and, where the backend has it, device) time and outcome, output
+//! digests (xxh3) of the ranges a region wrote (by default those the host can observe:
+//! host-visible and NPU-shared buffers; with `TraceDigests::All` every one) taken before
+//! any later writer may run, quarantine, poison, unhealthy copy streams, injected faults.
+//! Every hook starts with [`Tracer::hook`]: with tracing off, one branch and nothing built.
+//!
+//! This file imports only the stages' vocabulary ([`super::types`], [`super::dependencies`]),
+//! so that every stage can record through it; a region describes itself
+//! (`Region::record`) with the conversions here.
+
+use super::dependencies::{Hazard, HazardKind, Use};
+use super::types::{GpuLane, Queue, Status};
+use crate::trace::{Captured, Output, Tracer};
+use crate::{Access, Engine, Error, KernelContract};
+use hrx_capture::schema as s;
+
+pub(crate) fn access(access: Access) -> s::Access {
+    match access {
+        Access::Read => s::Access::Read,
+        Access::Write => s::Access::Write,
+        Access::ReadWrite => s::Access::ReadWrite,
+    }
+}
+
+pub(crate) fn lane(lane: GpuLane) -> s::Lane {
+    match lane {
+        GpuLane::Upload => s::Lane::Upload,
+        GpuLane::Compute => s::Lane::Compute,
+        GpuLane::Download => s::Lane::Download,
+    }
+}
+
+pub(crate) fn engine(engine: Engine) -> s::Engine {
+    match engine {
+        Engine::Gpu => s::Engine::Gpu,
+        Engine::Npu => s::Engine::Npu,
+        Engine::Host => s::Engine::Host,
+    }
+}
+
+pub(crate) fn queue(queue: Queue) -> s::Queue {
+    match queue {
+        Queue::GpuUpload => s::Queue::GpuUpload,
+        Queue::GpuCompute => s::Queue::GpuCompute,
+        Queue::GpuDownload => s::Queue::GpuDownload,
+        Queue::Npu => s::Queue::Npu,
+        Queue::Host => s::Queue::Host,
+    }
+}
+
+fn hazard_kind(kind: HazardKind) -> s::HazardKind {
+    match kind {
+        HazardKind::ReadAfterWrite => s::HazardKind::ReadAfterWrite,
+        HazardKind::WriteAfterRead => s::HazardKind::WriteAfterRead,
+        HazardKind::WriteAfterWrite => s::HazardKind::WriteAfterWrite,
+    }
+}
+
+pub(crate) fn use_record(use_: &Use) -> s::Use {
+    let range = use_.view.range();
+    s::Use {
+        buffer: s::BufferId(use_.buffer_id()),
+        start: range.start as u64,
+        end: range.end as u64,
+        access: access(use_.access),
+    }
+}
+
+pub(crate) fn edge(producer: usize, consumer: usize, hazard: &Hazard) -> s::Edge {
+    s::Edge {
+        producer: producer as u32,
+        consumer: consumer as u32,
+        kind: hazard_kind(hazard.kind),
+        buffer: s::BufferId(hazard.buffer),
+        start: hazard.range.start as u64,
+        end: hazard.range.end as u64,
+    }
+}
+
+pub(crate) fn status(status: &Status) -> s::Status {
+    match status {
+        Status::Succeeded => s::Status::Ok,
+        Status::Failed(error) => s::Status::Failed {
+            error: error.to_string(),
+        },
+        Status::Cancelled(reason) => s::Status::Cancelled {
+            reason: reason.to_string(),
+        },
+    }
+}
+
+/// What a graph operation is, for the trace.
+pub(crate) enum OpKind {
+    Fill(u8),
+    Copy,
+    Kernel(u64),
+    Scoped,
+    Npu(u64),
+    Host,
+}
+
+/// A loaded GPU or NPU kernel.
+pub(crate) struct KernelRecord<'a> {
+    pub id: u64,
+    pub entry: &'a str,
+    pub code: Option<&'a [u8]>,
+    pub contract: &'a KernelContract,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub engine: Engine,
+    pub npu_groups: &'a [u32],
+}
+
+pub(crate) fn kernel_loaded(tracer: &Tracer, kernel: KernelRecord<'_>) {
+    let Some(hook) = tracer.hook() else { return };
+    let code = kernel.code.and_then(|code| hook.intern_blob(code));
+    hook.record(s::Record::KernelLoaded(s::KernelLoaded {
+        runtime: hook.runtime,
+        kernel: s::KernelId(kernel.id),
+        entry: kernel.entry.to_string(),
+        code,
+        contract: kernel
+            .contract
+            .bindings
+            .iter()
+            .map(|b| s::BindingContract {
+                access: access(b.access),
+                extent_bytes: b.extent_bytes as u64,
+                alignment: b.alignment as u64,
+            })
+            .collect(),
+        constants: kernel.contract.constants.clone(),
+        grid: kernel.grid,
+        block: kernel.block,
+        engine: engine(kernel.engine),
+        npu_groups: kernel.npu_groups.to_vec(),
+    }));
+}
+
+pub(crate) fn graph_op(
+    tracer: &Tracer,
+    graph: u64,
+    node: usize,
+    kind: &OpKind,
+    op_lane: GpuLane,
+    uses: &[Use],
+) {
+    let Some(hook) = tracer.hook() else { return };
+    hook.record(s::Record::GraphOp(s::GraphOp {
+        runtime: hook.runtime,
+        graph: s::GraphId(graph),
+        node: s::NodeIndex(node as u32),
+        op: match kind {
+            OpKind::Fill(value) => s::OpKind::Fill { value: *value },
+            OpKind::Copy => s::OpKind::Copy,
+            OpKind::Kernel(kernel) => s::OpKind::Kernel {
+                kernel: s::KernelId(*kernel),
+            },
+            OpKind::Scoped => s::OpKind::Scoped,
+            OpKind::Npu(kernel) => s::OpKind::Npu {
+                kernel: s::KernelId(*kernel),
+            },
+            OpKind::Host => s::OpKind::Host,
+        },
+        lane: lane(op_lane),
+        uses: uses.iter().map(use_record).collect(),
+    }));
+}
+
+/// Graph `graph` prepared into `regions` (built only when traced), with `slots` slots.
+pub(crate) fn prepared(
+    tracer: &Tracer,
+    graph: u64,
+    slots: usize,
+    parallel: bool,
+    regions: impl Iterator<Item = s::Region>,
+) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::Prepared(s::Prepared {
+        runtime: hook.runtime,
+        graph: s::GraphId(graph),
+        prepared: s::PreparedId(graph),
+        slots: slots as u32,
+        parallel,
+        regions: regions.collect(),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+/// `submission` of prepared graph `prepared` accepted into `slot`, after `producers`
+/// (their submission indices).
+pub(crate) fn submitted(
+    tracer: &Tracer,
+    prepared: u64,
+    submission: u64,
+    slot: usize,
+    producers: impl Iterator<Item = u64>,
+) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::Submit(s::Submit {
+        runtime: hook.runtime,
+        prepared: s::PreparedId(prepared),
+        submission: s::SubmissionIndex(submission),
+        slot: slot as u32,
+        producers: producers.map(s::SubmissionIndex).collect(),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+pub(crate) fn submit_refused(tracer: &Tracer, prepared: u64, error: &Error) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::SubmitRefused(s::SubmitRefused {
+        runtime: hook.runtime,
+        prepared: s::PreparedId(prepared),
+        kind: match error {
+            Error::Busy(_) => s::RefusalKind::Busy,
+            error if error.is_device_loss() => s::RefusalKind::DeviceLost,
+            _ => s::RefusalKind::Other,
+        },
+        reason: error.to_string(),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+pub(crate) fn cross_wait(
+    tracer: &Tracer,
+    submission: u64,
+    region: usize,
+    on_submission: u64,
+    on_region: usize,
+    hazards: &[Hazard],
+) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    for hazard in hazards {
+        hook.record(s::Record::CrossWait(s::CrossWait {
+            runtime: hook.runtime,
+            submission: s::SubmissionIndex(submission),
+            region: s::RegionIndex(region as u32),
+            on_submission: s::SubmissionIndex(on_submission),
+            on_region: s::RegionIndex(on_region as u32),
+            kind: hazard_kind(hazard.kind),
+            buffer: s::BufferId(hazard.buffer),
+            start: hazard.range.start as u64,
+            end: hazard.range.end as u64,
+        }));
+    }
+}
+
+/// Before a region runs: waits for the captures (hashing, storing contents) still reading
+/// buffers it writes, recording each wait as a span of its own, outside the region's timing.
+/// `Region::run` waits too, but then finds nothing to wait for.
+pub(crate) fn capture_fences(tracer: &Tracer, submission: u64, index: usize, uses: &[Use]) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    for use_ in uses.iter().filter(|u| u.access.writes()) {
+        let storage = &use_.view.buffer().storage;
+        hook.capture_fence(submission, index, storage.id, &storage.captures);
+    }
+}
+
+/// A region is about to run: [`s::RegionStarted`], so that a region still running when the
+/// process hangs or crashes is in the trace (the fatal-signal flush writes it out).
+pub(crate) fn region_started(tracer: &Tracer, submission: u64, index: usize) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::RegionStarted(s::RegionStarted {
+        runtime: hook.runtime,
+        submission: s::SubmissionIndex(submission),
+        region: s::RegionIndex(index as u32),
+        time_ns: hook.session_ns(crate::clock::now_ns()),
+    }));
+}
+
+/// After a region ran: its timing, the injected fault it hit, and digests of what it wrote.
+pub(crate) fn region_ran(
+    tracer: &Tracer,
+    (submission, index, uses): (u64, usize, &[Use]),
+    times_ns: (u64, u64),
+    result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
+    fault: Option<String>,
+) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    let device = result.as_ref().ok().copied().flatten();
+    hook.region_timing(
+        submission,
+        index,
+        times_ns,
+        device.map(|span| (span.start_ns, span.end_ns)),
+    );
+    if let Some(description) = fault {
+        hook.record(s::Record::FaultInjected(s::FaultInjected {
+            runtime: hook.runtime,
+            submission: Some(s::SubmissionIndex(submission)),
+            region: Some(s::RegionIndex(index as u32)),
+            description,
+            time_ns: hook.session_ns(times_ns.1),
+        }));
+    }
+    if result.is_err() {
+        return;
+    }
+    for use_ in uses.iter().filter(|u| u.access.writes()) {
+        let storage = &use_.view.buffer().storage;
+        if !hook.all_outputs && storage.pointer.is_null() {
+            continue;
+        }
+        let range = use_.view.range();
+        // The bytes stay put behind a capture fence in a host-mapped buffer; a GPU-local range
+        // is read back now.
+        let source = if storage.pointer.is_null() {
+            let mut staged = vec![0; range.len()];
+            let Ok(view) = use_.view.gpu() else { continue };
+            if storage.context.device.read(&view, &mut staged).is_err() {
+                continue;
+            }
+            Output::Staged(staged)
+        } else {
+            // SAFETY: the range is in bounds of the buffer's host mapping (the region wrote
+            // it); `Storage`'s drop and every writer wait for the capture's fence.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(storage.pointer.add(range.start), range.len())
+            };
+            // SAFETY: as above.
+            Output::Captured(unsafe { Captured::new(&storage.captures, bytes) })
+        };
+        hook.output_digest(submission, storage.id, range, source);
+    }
+}
+
+pub(crate) fn region_done(tracer: &Tracer, submission: u64, region: usize, outcome: &Status) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::RegionDone(s::RegionDone {
+        runtime: hook.runtime,
+        submission: s::SubmissionIndex(submission),
+        region: s::RegionIndex(region as u32),
+        status: status(outcome),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+pub(crate) fn submission_done(tracer: &Tracer, submission: u64, outcome: &Status) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::SubmissionDone(s::SubmissionDone {
+        runtime: hook.runtime,
+        submission: s::SubmissionIndex(submission),
+        status: status(outcome),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+pub(crate) fn quarantine(
+    tracer: &Tracer,
+    prepared: u64,
+    (submission, region): (u64, usize),
+    error: &Error,
+) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::Quarantine(s::Quarantine {
+        runtime: hook.runtime,
+        prepared: s::PreparedId(prepared),
+        submission: Some(s::SubmissionIndex(submission)),
+        region: Some(s::RegionIndex(region as u32)),
+        cause: error.to_string(),
+        time_ns: hook.now_ns(),
+    }));
+}
+
+/// `use_`'s buffer was poisoned by the failure of `region` of `submission`.
+pub(crate) fn poison(tracer: &Tracer, (submission, region): (u64, usize), use_: &Use, cause: &str) {
+    let Some(hook) = tracer.hook() else {
+        return;
+    };
+    hook.record(s::Record::Poison(s::Poison {
+        runtime: hook.runtime,
+        buffer: s::BufferId(use_.buffer_id()),
+        cause: cause.to_string(),
+        time_ns: hook.now_ns(),
+        submission: Some(s::SubmissionIndex(submission)),
+        region: Some(s::RegionIndex(region as u32)),
+    }));
+}
+
+pub(crate) fn copy_stream_unhealthy(tracer: &Tracer, copy_lane: GpuLane, error: &Error) {
+    let Some(hook) = tracer.hook() else { return };
+    hook.record(s::Record::CopyStreamUnhealthy(s::CopyStreamUnhealthy {
+        runtime: hook.runtime,
+        lane: lane(copy_lane),
+        cause: error.to_string(),
+        time_ns: hook.now_ns(),
+    }));
+}
