@@ -11,6 +11,7 @@
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
+//! - [`export`]: Chrome JSON and Perfetto protobuf exports, two streaming passes.
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`units`]: the one formatter of times, sizes and rates.
 //! - [`synthetic`]: generated traces of any size for tests and benchmarks.
@@ -28,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod dump;
+pub mod export;
 pub mod index;
 pub mod scan;
 pub mod sketch;
@@ -41,7 +43,7 @@ pub use index::{
     is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
-    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, scan, scan_mapped, scan_records,
+    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, scan, scan_mapped, scan_reader, scan_records,
 };
 pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{

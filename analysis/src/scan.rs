@@ -14,7 +14,7 @@
 
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    DeviceSpan, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
+    DeviceSpan, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::{HashMap, VecDeque};
@@ -82,6 +82,9 @@ pub trait Visitor {
     fn record(&mut self, _index: &Index, _record: &Record) {}
     /// A region timing joined to its region (at most once per timing record).
     fn span(&mut self, _index: &Index, _span: &JoinedSpan) {}
+    /// An operation timing (`OpTiming`) joined to the region holding operation `node`
+    /// (at most once per timing record).
+    fn op_span(&mut self, _index: &Index, _span: &JoinedSpan, _node: NodeIndex) {}
     /// A submitted submission's outcome was recorded: `previous` is its earlier outcome
     /// when a second `SubmissionDone` replaced it.
     fn outcome(
@@ -126,6 +129,8 @@ pub struct ScanSummary {
     pub unplaced_timings: u64,
     /// Regions still running when the trace ends, by submission.
     pub running: Vec<RunningRegion>,
+    /// Operation timings whose submission or region was never found.
+    pub unplaced_op_timings: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -138,13 +143,17 @@ struct Live {
     outcome: Option<Outcome>,
 }
 
+/// A timing waiting for its `Submit`: a region's, or an operation's (`Some(node)`).
+type Parked = (RegionTiming, Option<NodeIndex>);
+
 /// The streaming join (see the module docs).
 #[derive(Debug, Default)]
 pub struct Joiner {
     index: Index,
     live: HashMap<(RuntimeId, SubmissionIndex), Live>,
     retired: VecDeque<(RuntimeId, SubmissionIndex)>,
-    parked_timings: HashMap<(RuntimeId, SubmissionIndex), Vec<RegionTiming>>,
+    /// Timings waiting for their `Submit`: a region's, or an operation's (`Some(node)`).
+    parked_timings: HashMap<(RuntimeId, SubmissionIndex), Vec<Parked>>,
     /// Parked submissions, oldest first (a key may repeat after it was taken).
     parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
     parked_count: usize,
@@ -155,6 +164,7 @@ pub struct Joiner {
     unplaced_timings: u64,
     /// Regions started and not timed yet (bounded by the regions in flight).
     started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
+    unplaced_op_timings: u64,
 }
 
 impl Joiner {
@@ -188,8 +198,8 @@ impl Joiner {
                 );
                 if let Some(parked) = self.parked_timings.remove(&key) {
                     self.parked_count -= parked.len();
-                    for t in parked {
-                        self.place(&t, visitor);
+                    for (t, node) in parked {
+                        self.place(&t, node, visitor);
                     }
                 }
                 if let Some(outcome) = self.parked_outcomes.remove(&key) {
@@ -219,9 +229,17 @@ impl Joiner {
             Record::RegionTiming(t) => {
                 self.started.remove(&(t.runtime, t.submission, t.region));
                 if self.live.contains_key(&(t.runtime, t.submission)) {
-                    self.place(t, visitor);
+                    self.place(t, None, visitor);
                 } else {
-                    self.park(*t);
+                    self.park(*t, None);
+                }
+            }
+            Record::OpTiming(o) => {
+                let t = &o.timing;
+                if self.live.contains_key(&(t.runtime, t.submission)) {
+                    self.place(t, Some(o.node), visitor);
+                } else {
+                    self.park(*t, Some(o.node));
                 }
             }
             Record::SubmissionDone(d) => {
@@ -237,20 +255,22 @@ impl Joiner {
         }
     }
 
-    fn park(&mut self, t: RegionTiming) {
+    fn park(&mut self, t: RegionTiming, node: Option<NodeIndex>) {
         while self.parked_count >= PARK_LIMIT {
             let Some(oldest) = self.parked_order.pop_front() else {
                 break;
             };
             if let Some(dropped) = self.parked_timings.remove(&oldest) {
                 self.parked_count -= dropped.len();
-                self.unplaced_timings += dropped.len() as u64;
+                for (_, node) in dropped {
+                    self.count_unplaced(node);
+                }
             }
         }
         let key = (t.runtime, t.submission);
         let waiting = self.parked_timings.entry(key).or_default();
         let first = waiting.is_empty();
-        waiting.push(t);
+        waiting.push((t, node));
         self.parked_count += 1;
         if first {
             self.parked_order.push_back(key);
@@ -263,14 +283,21 @@ impl Joiner {
         }
     }
 
-    fn place(&mut self, t: &RegionTiming, visitor: &mut impl Visitor) {
+    fn count_unplaced(&mut self, node: Option<NodeIndex>) {
+        match node {
+            None => self.unplaced_timings += 1,
+            Some(_) => self.unplaced_op_timings += 1,
+        }
+    }
+
+    fn place(&mut self, t: &RegionTiming, node: Option<NodeIndex>, visitor: &mut impl Visitor) {
         let joined = self
             .live
             .get(&(t.runtime, t.submission))
             .and_then(|live| live.prepared)
             .and_then(|p| Some((p, self.index.region_of(p, t.region)?)));
         let Some((prepared, region)) = joined else {
-            self.unplaced_timings += 1;
+            self.count_unplaced(node);
             return;
         };
         let queue = self.index.region(region).queue;
@@ -285,7 +312,10 @@ impl Joiner {
             end_ns: t.end_ns,
             device: t.device,
         };
-        visitor.span(&self.index, &span);
+        match node {
+            None => visitor.span(&self.index, &span),
+            Some(node) => visitor.op_span(&self.index, &span, node),
+        }
     }
 
     fn set_outcome(
@@ -311,7 +341,10 @@ impl Joiner {
 
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
     pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
-        self.unplaced_timings += self.parked_count as u64;
+        let parked = std::mem::take(&mut self.parked_timings);
+        for (_, node) in parked.into_values().flatten() {
+            self.count_unplaced(node);
+        }
         self.index.label_regions();
         let mut running: Vec<RunningRegion> = self.started.into_values().collect();
         running.sort_by_key(|r| (r.runtime, r.submission, r.region));
@@ -322,6 +355,7 @@ impl Joiner {
             session_ended: self.session_ended,
             unplaced_timings: self.unplaced_timings,
             running,
+            unplaced_op_timings: self.unplaced_op_timings,
             recovery,
             warnings,
         }
@@ -354,8 +388,13 @@ pub fn scan(path: &Path, visitor: &mut impl Visitor) -> Result<ScanSummary, Read
     scan_reader(TraceReader::open(path)?, visitor)
 }
 
-/// The one pass of [`scan`] and [`scan_mapped`], over any reader.
-fn scan_reader<R: std::io::Read>(
+/// The one pass of [`scan`] and [`scan_mapped`], over any reader (one that counts the bytes
+/// it reads for a progress bar, say).
+///
+/// # Errors
+///
+/// The reader's [`ReadError`] when a part of the file that must be read is unusable.
+pub fn scan_reader<R: std::io::Read>(
     mut reader: TraceReader<R>,
     visitor: &mut impl Visitor,
 ) -> Result<ScanSummary, ReadError> {

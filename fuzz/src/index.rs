@@ -7,7 +7,8 @@
 //! memory (`Joiner` over a `TraceReader`), each gathering the statistics `hrx-trace stats`
 //! prints. Checked: no panic; an error is one line naming a byte offset; both passes agree
 //! on what they read and on the statistics; the figures are consistent (outcomes never
-//! exceed submissions, every joined span's lane and region exist).
+//! exceed submissions, every joined span's lane and region exist). Then the file is exported
+//! in both formats (`hrx_analysis::export`) into a sink: no panic, errors one line.
 
 use hrx_analysis::{Index, JoinedSpan, Joiner, StatsVisitor, Visitor, scan_mapped};
 use hrx_capture::{MappedTrace, TraceReader};
@@ -90,5 +91,29 @@ pub fn index(file: &[u8]) {
         assert_eq!(records, summary.records);
         assert_eq!(submissions, summary.submissions);
         assert_eq!(stats, visitor.finish(&summary));
+    }
+    export(file);
+}
+
+/// Exports `file` in both formats (`hrx-trace export`'s two passes) into a sink: no panic,
+/// and an error is one line.
+fn export(file: &[u8]) {
+    use hrx_analysis::export::{ExportPlan, Format, write};
+    let Ok(reader) = TraceReader::new(file) else {
+        return;
+    };
+    let plan = match ExportPlan::build(reader) {
+        Ok(plan) => plan,
+        Err(e) => {
+            assert!(!e.to_string().contains('\n'), "a multi-line error: {e}");
+            return;
+        }
+    };
+    for format in [Format::Chrome, Format::Perfetto] {
+        let reader = TraceReader::new(file).expect("opened once already");
+        match write(&plan, reader, format, std::io::sink()) {
+            Ok(_) => {}
+            Err(e) => assert!(!e.to_string().contains('\n'), "a multi-line error: {e}"),
+        }
     }
 }

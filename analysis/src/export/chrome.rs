@@ -1,0 +1,202 @@
+//! Chrome trace-event JSON (the "Trace Event Format" document; Perfetto's UI and
+//! chrome://tracing open it): `{"traceEvents": [...], "displayTimeUnit": "ns"}`.
+//!
+//! - Each runtime is a process (`pid` = runtime id, `process_name` metadata event); each
+//!   track a thread (`tid` 1..5 the queues in timeline order, 6 the events;
+//!   `thread_name` and `thread_sort_index` metadata events).
+//! - A slice is a complete event (`ph: "X"`, `ts` and `dur` in µs written exactly to the
+//!   ns, `cat`, `name`, `args`).
+//! - A flow is a pair of flow events with the same `id` (`cat: "hazard"`, `name: "hazard"`):
+//!   `ph: "s"` at the middle of the producer's slice and `ph: "f"` with `bp: "e"` at the
+//!   middle of the consumer's, so each binds to its enclosing slice.
+//! - An instant event is `ph: "i"` with `s: "t"` (thread scope) on the events track.
+//!
+//! Events are written as they come (the format does not require time order), each one
+//! straight into the output: no JSON value is built per event.
+
+use super::{Arg, EVENTS_SLOT, Instant, Sink, Slice, Track};
+use std::io::{self, Write};
+
+/// Writes events into one JSON document.
+pub struct Writer<W: Write> {
+    out: W,
+    first: bool,
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer into `out`; nothing is written until the tracks are declared.
+    pub fn new(out: W) -> Writer<W> {
+        Writer { out, first: true }
+    }
+
+    /// Starts an event: the separator, then `{`.
+    fn open(&mut self) -> io::Result<()> {
+        if self.first {
+            self.out.write_all(b"{\"traceEvents\":[\n{")?;
+            self.first = false;
+            Ok(())
+        } else {
+            self.out.write_all(b",\n{")
+        }
+    }
+
+    fn place(&mut self, pid: u32, tid: u32) -> io::Result<()> {
+        write!(self.out, "\"pid\":{pid},\"tid\":{tid}")
+    }
+}
+
+/// Writes `s` as a JSON string.
+pub(super) fn string(out: &mut impl Write, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let bytes = s.as_bytes();
+    let mut plain = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..0x20 => b"",
+            _ => continue,
+        };
+        out.write_all(&bytes[plain..i])?;
+        if escape.is_empty() {
+            write!(out, "\\u{b:04x}")?;
+        } else {
+            out.write_all(escape)?;
+        }
+        plain = i + 1;
+    }
+    out.write_all(&bytes[plain..])?;
+    out.write_all(b"\"")
+}
+
+/// Microseconds written exactly from ns (`1234.5` for 1,234,500 ns), a JSON number.
+pub(super) fn us(out: &mut impl Write, ns: u64) -> io::Result<()> {
+    let (whole, frac) = (ns / 1000, ns % 1000);
+    match frac {
+        0 => write!(out, "{whole}"),
+        f if f % 100 == 0 => write!(out, "{whole}.{}", f / 100),
+        f if f % 10 == 0 => write!(out, "{whole}.{:02}", f / 10),
+        f => write!(out, "{whole}.{f:03}"),
+    }
+}
+
+fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()> {
+    out.write_all(b"{")?;
+    for (i, (key, arg)) in args.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        string(out, key)?;
+        out.write_all(b":")?;
+        match arg {
+            Arg::Uint(v) => write!(out, "{v}")?,
+            Arg::Str(s) => string(out, s)?,
+            Arg::List(items) => {
+                out.write_all(b"[")?;
+                for (j, item) in items.iter().enumerate() {
+                    if j > 0 {
+                        out.write_all(b",")?;
+                    }
+                    string(out, item)?;
+                }
+                out.write_all(b"]")?;
+            }
+        }
+    }
+    out.write_all(b"}")
+}
+
+impl<W: Write> Sink for Writer<W> {
+    fn tracks(&mut self, tracks: &[Track]) -> io::Result<()> {
+        let mut named = Vec::new();
+        for track in tracks {
+            let pid = track.runtime.0;
+            if !named.contains(&pid) {
+                named.push(pid);
+                self.open()?;
+                self.out
+                    .write_all(b"\"ph\":\"M\",\"name\":\"process_name\",")?;
+                self.place(pid, 0)?;
+                self.out.write_all(b",\"args\":{\"name\":")?;
+                string(&mut self.out, &track.process)?;
+                self.out.write_all(b"}}")?;
+            }
+            self.open()?;
+            self.out
+                .write_all(b"\"ph\":\"M\",\"name\":\"thread_name\",")?;
+            self.place(pid, track.tid())?;
+            self.out.write_all(b",\"args\":{\"name\":")?;
+            string(&mut self.out, track.name)?;
+            self.out.write_all(b"}}")?;
+            self.open()?;
+            self.out
+                .write_all(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",")?;
+            self.place(pid, track.tid())?;
+            write!(self.out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)?;
+        }
+        Ok(())
+    }
+
+    fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
+        let pid = slice.runtime.0;
+        let tid = slice.slot as u32 + 1;
+        self.open()?;
+        self.out.write_all(b"\"ph\":\"X\",\"name\":")?;
+        string(&mut self.out, slice.name)?;
+        self.out.write_all(b",\"cat\":")?;
+        string(&mut self.out, slice.category)?;
+        self.out.write_all(b",")?;
+        self.place(pid, tid)?;
+        self.out.write_all(b",\"ts\":")?;
+        us(&mut self.out, slice.start_ns)?;
+        self.out.write_all(b",\"dur\":")?;
+        us(&mut self.out, slice.end_ns - slice.start_ns)?;
+        self.out.write_all(b",\"args\":")?;
+        args(&mut self.out, &slice.args)?;
+        self.out.write_all(b"}")?;
+        let middle = slice.start_ns + (slice.end_ns - slice.start_ns) / 2;
+        for (phase, ids) in [("s", slice.flows_out), ("f", slice.flows_in)] {
+            for id in ids {
+                self.open()?;
+                write!(self.out, "\"ph\":\"{phase}\",")?;
+                if phase == "f" {
+                    self.out.write_all(b"\"bp\":\"e\",")?;
+                }
+                write!(
+                    self.out,
+                    "\"id\":{id},\"name\":\"hazard\",\"cat\":\"hazard\","
+                )?;
+                self.place(pid, tid)?;
+                self.out.write_all(b",\"ts\":")?;
+                us(&mut self.out, middle)?;
+                self.out.write_all(b"}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
+        self.open()?;
+        self.out.write_all(b"\"ph\":\"i\",\"s\":\"t\",\"name\":")?;
+        string(&mut self.out, instant.name)?;
+        self.out.write_all(b",\"cat\":\"event\",")?;
+        self.place(instant.runtime.0, EVENTS_SLOT as u32 + 1)?;
+        self.out.write_all(b",\"ts\":")?;
+        us(&mut self.out, instant.time_ns)?;
+        self.out.write_all(b",\"args\":")?;
+        args(&mut self.out, &instant.args)?;
+        self.out.write_all(b"}")
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        if self.first {
+            self.out.write_all(b"{\"traceEvents\":[\n")?;
+            self.first = false;
+        }
+        self.out.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")?;
+        self.out.flush()
+    }
+}

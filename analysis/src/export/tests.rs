@@ -1,0 +1,336 @@
+use super::*;
+use crate::synthetic::{PipelineSpec, pipeline};
+use hrx_capture::schema::HazardKind;
+use prost::Message;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The Perfetto messages the export writes, declared with prost's derive from the official
+/// definitions' field numbers: the hand-written encoder is checked against prost's.
+mod pb {
+    use prost::Message;
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Trace {
+        #[prost(message, repeated, tag = "1")]
+        pub packet: Vec<TracePacket>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct TracePacket {
+        #[prost(uint64, optional, tag = "8")]
+        pub timestamp: Option<u64>,
+        #[prost(uint32, optional, tag = "10")]
+        pub trusted_packet_sequence_id: Option<u32>,
+        #[prost(message, optional, tag = "11")]
+        pub track_event: Option<TrackEvent>,
+        #[prost(uint32, optional, tag = "13")]
+        pub sequence_flags: Option<u32>,
+        #[prost(message, optional, tag = "60")]
+        pub track_descriptor: Option<TrackDescriptor>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct TrackDescriptor {
+        #[prost(uint64, optional, tag = "1")]
+        pub uuid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
+        #[prost(message, optional, tag = "3")]
+        pub process: Option<ProcessDescriptor>,
+        #[prost(uint64, optional, tag = "5")]
+        pub parent_uuid: Option<u64>,
+        #[prost(int32, optional, tag = "11")]
+        pub child_ordering: Option<i32>,
+        #[prost(int32, optional, tag = "12")]
+        pub sibling_order_rank: Option<i32>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct ProcessDescriptor {
+        #[prost(int32, optional, tag = "1")]
+        pub pid: Option<i32>,
+        #[prost(string, optional, tag = "6")]
+        pub process_name: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct TrackEvent {
+        #[prost(message, repeated, tag = "4")]
+        pub debug_annotations: Vec<DebugAnnotation>,
+        #[prost(int32, optional, tag = "9")]
+        pub r#type: Option<i32>,
+        #[prost(uint64, optional, tag = "11")]
+        pub track_uuid: Option<u64>,
+        #[prost(string, repeated, tag = "22")]
+        pub categories: Vec<String>,
+        #[prost(string, optional, tag = "23")]
+        pub name: Option<String>,
+        #[prost(fixed64, repeated, packed = "false", tag = "47")]
+        pub flow_ids: Vec<u64>,
+        #[prost(fixed64, repeated, packed = "false", tag = "48")]
+        pub terminating_flow_ids: Vec<u64>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct DebugAnnotation {
+        #[prost(uint64, optional, tag = "3")]
+        pub uint_value: Option<u64>,
+        #[prost(string, optional, tag = "6")]
+        pub string_value: Option<String>,
+        #[prost(string, optional, tag = "10")]
+        pub name: Option<String>,
+        #[prost(message, repeated, tag = "12")]
+        pub array_values: Vec<DebugAnnotation>,
+    }
+}
+
+fn export(records: &[Record], format: Format) -> (Vec<u8>, ExportCounts) {
+    let plan = ExportPlan::build_from(records).unwrap();
+    let mut out = Vec::new();
+    let counts = write_from(&plan, format, &mut out, records).unwrap();
+    (out, counts)
+}
+
+/// Flows the records call for, counted independently: (runtime, producer submission,
+/// producer region, consumer submission, consumer region) with both ends timed.
+fn expected_flows(records: &[Record]) -> usize {
+    let timed: HashSet<(u64, u32)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionTiming(t) => Some((t.submission.0, t.region.0)),
+            _ => None,
+        })
+        .collect();
+    let deps: Vec<Vec<u32>> = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Prepared(p) => Some(
+                p.regions
+                    .iter()
+                    .map(|r| r.dependencies.iter().map(|e| e.producer).collect())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap();
+    let mut flows = BTreeSet::new();
+    for &(sub, region) in &timed {
+        for &p in &deps[region as usize] {
+            if timed.contains(&(sub, p)) {
+                flows.insert((sub, p, sub, region));
+            }
+        }
+    }
+    for r in records {
+        if let Record::CrossWait(w) = r
+            && timed.contains(&(w.submission.0, w.region.0))
+            && timed.contains(&(w.on_submission.0, w.on_region.0))
+        {
+            flows.insert((w.on_submission.0, w.on_region.0, w.submission.0, w.region.0));
+        }
+    }
+    flows.len()
+}
+
+/// Slices, flows (ids at both ends), flow ids at one end only, and the packets.
+fn perfetto_counts(out: &[u8]) -> (usize, usize, usize, Vec<pb::TracePacket>) {
+    let trace = pb::Trace::decode(out).expect("a Trace");
+    let (mut starts, mut ends) = (HashMap::new(), HashMap::new());
+    let mut slices = 0;
+    for p in &trace.packet {
+        if let Some(e) = &p.track_event {
+            slices += usize::from(e.r#type == Some(1));
+            for &id in &e.flow_ids {
+                *starts.entry(id).or_insert(0) += 1;
+            }
+            for &id in &e.terminating_flow_ids {
+                *ends.entry(id).or_insert(0) += 1;
+            }
+        }
+    }
+    let both = starts.keys().filter(|id| ends.contains_key(id)).count();
+    let unmatched = starts.len() + ends.len() - 2 * both;
+    assert!(starts.values().chain(ends.values()).all(|&n| n == 1));
+    (slices, both, unmatched, trace.packet)
+}
+
+#[test]
+fn flows_match_an_independent_count_across_several_windows() {
+    let spec = PipelineSpec {
+        submissions: 2 * WINDOW + 300,
+        ..PipelineSpec::ops(0)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    let (out, counts) = export(&records, Format::Perfetto);
+    let (slices, flows, unmatched, _) = perfetto_counts(&out);
+    let timings = records
+        .iter()
+        .filter(|r| matches!(r, Record::RegionTiming(_)))
+        .count();
+    assert_eq!(slices, timings);
+    assert_eq!(flows, expected_flows(&records));
+    assert_eq!(unmatched, 0);
+    assert_eq!(counts.flows as usize, flows);
+    assert_eq!(counts.flows_not_drawn, 0);
+}
+
+#[test]
+fn a_failed_submission_draws_flows_only_between_timed_regions() {
+    let spec = PipelineSpec {
+        fail_at: Some(5),
+        busy_every: Some(3),
+        ..PipelineSpec::ops(40)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    let (out, counts) = export(&records, Format::Perfetto);
+    let (_, flows, unmatched, packets) = perfetto_counts(&out);
+    assert_eq!(flows, expected_flows(&records));
+    assert_eq!(unmatched, 0);
+    assert!(counts.instants > 0);
+    let names: Vec<_> = packets
+        .iter()
+        .filter_map(|p| p.track_event.as_ref()?.name.clone())
+        .collect();
+    assert!(names.iter().any(|n| n == "quarantine"), "{names:?}");
+    assert!(names.iter().any(|n| n == "busy"), "{names:?}");
+}
+
+#[test]
+fn a_wait_on_a_submission_beyond_the_window_is_counted_not_drawn() {
+    let spec = PipelineSpec {
+        submissions: 2 * WINDOW + 10,
+        ..PipelineSpec::ops(0)
+    };
+    let mut records: Vec<Record> = pipeline(spec).collect();
+    let last = 2 * WINDOW + 9;
+    let at = records
+        .iter()
+        .position(|r| matches!(r, Record::Submit(s) if s.submission.0 == last))
+        .unwrap();
+    records.insert(
+        at + 1,
+        Record::CrossWait(CrossWait {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(last),
+            region: RegionIndex(0),
+            on_submission: SubmissionIndex(0),
+            on_region: RegionIndex(3),
+            kind: HazardKind::WriteAfterRead,
+            buffer: hrx_capture::schema::BufferId(4),
+            start: 0,
+            end: 8,
+        }),
+    );
+    let (out, counts) = export(&records, Format::Perfetto);
+    let (_, flows, unmatched, packets) = perfetto_counts(&out);
+    assert_eq!(counts.flows_not_drawn, 1);
+    assert_eq!(flows + 1, expected_flows(&records));
+    assert_eq!(unmatched, 0);
+    // The wait is still in the consumer's hazards.
+    let hazard = packets
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .any(|e| {
+            e.debug_annotations.iter().any(|a| {
+                a.array_values.iter().any(|v| {
+                    v.string_value.as_deref() == Some("WAR buf 4 [0..8) on submission 0 region 3")
+                })
+            })
+        });
+    assert!(hazard);
+}
+
+#[test]
+fn the_encoder_writes_what_prost_writes() {
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    let (out, _) = export(&records, Format::Perfetto);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    // Re-encoding the decoded packets gives the same bytes: field order, lengths and
+    // varints are as a generated encoder writes them.
+    assert_eq!(trace.encode_to_vec(), out);
+    let first = &trace.packet[0];
+    assert_eq!(first.sequence_flags, Some(1));
+    assert!(trace.packet[1..].iter().all(|p| p.sequence_flags.is_none()));
+    let process = first.track_descriptor.as_ref().unwrap().process.as_ref();
+    assert_eq!(process.unwrap().pid, Some(1));
+    let begin = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .find(|e| e.r#type == Some(1) && e.name.as_deref() == Some("blur +1"))
+        .expect("the compute region's slice");
+    assert_eq!(begin.categories, ["region"]);
+    let uses = begin
+        .debug_annotations
+        .iter()
+        .find(|a| a.name.as_deref() == Some("uses"))
+        .unwrap();
+    assert!(uses.array_values.len() >= 2);
+}
+
+#[test]
+fn a_long_label_widens_its_length_prefixes() {
+    let mut enc = perfetto::Encoder::default();
+    let long = "x".repeat(300);
+    enc.annotation(1, Some("name"), &Arg::Str(Cow::Borrowed(&long)));
+    // Field 1, then the widened length (2 bytes for 300+ bytes), then the annotation.
+    assert_eq!(enc.buf[0], 1 << 3 | 2);
+    assert!(enc.buf[1] & 0x80 != 0 && enc.buf[2] & 0x80 == 0);
+    let decoded = pb::DebugAnnotation::decode(&enc.buf[3..]).unwrap();
+    assert_eq!(decoded.name.as_deref(), Some("name"));
+    assert_eq!(decoded.string_value.as_deref(), Some(long.as_str()));
+}
+
+#[test]
+fn chrome_json_parses_and_pairs_every_flow() {
+    let spec = PipelineSpec {
+        fail_at: Some(7),
+        ..PipelineSpec::ops(40)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    let (out, counts) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut ends: HashMap<u64, (u32, u32)> = HashMap::new();
+    for e in events {
+        match e["ph"].as_str().unwrap() {
+            "s" => ends.entry(e["id"].as_u64().unwrap()).or_default().0 += 1,
+            "f" => ends.entry(e["id"].as_u64().unwrap()).or_default().1 += 1,
+            _ => {}
+        }
+    }
+    assert!(ends.values().all(|&e| e == (1, 1)), "{ends:?}");
+    assert_eq!(ends.len(), expected_flows(&records));
+    assert_eq!(counts.flows as usize, ends.len());
+    let slices = events.iter().filter(|e| e["ph"] == "X").count();
+    assert_eq!(slices as u64, counts.slices);
+}
+
+#[test]
+fn chrome_strings_and_times_are_exact() {
+    let mut out = Vec::new();
+    chrome::string(&mut out, "a \"b\"\n\\ \u{1}é").unwrap();
+    let back: String = serde_json::from_slice(&out).unwrap();
+    assert_eq!(back, "a \"b\"\n\\ \u{1}é");
+    for (ns, text) in [
+        (0, "0"),
+        (1_500, "1.5"),
+        (1_050, "1.05"),
+        (1_001, "1.001"),
+        (123_456_789_012_345, "123456789012.345"),
+    ] {
+        let mut out = Vec::new();
+        chrome::us(&mut out, ns).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+    }
+}
+
+#[test]
+fn flow_ids_fit_json_numbers_and_tell_edges_apart() {
+    let a = (RuntimeId(1), SubmissionIndex(2), RegionIndex(0));
+    let b = (RuntimeId(1), SubmissionIndex(2), RegionIndex(1));
+    assert!(flow_id(0, a, b) < 1 << 53);
+    assert_ne!(flow_id(0, a, b), flow_id(0, b, a));
+    assert_ne!(flow_id(0, a, b), flow_id(1, a, b));
+    assert_eq!(flow_id(1, a, b), flow_id(1, a, b));
+}
