@@ -1,48 +1,54 @@
 #!/usr/bin/env bash
-# Opening a trace for the timeline at scale (BENCHMARKS.md, "Timeline at scale"): the
-# baseline binary's `view` (in a detached tmux at 120x40, until its first frame shows, then
-# `q`) against `hrx_analysis::spans` (the span-store example: one pass building the
-# per-lane store, one zoomed-out frame of coverage and one 1 ms window of spans) and the
-# bare pass (`--scan-only`), one after the other on the same trace.
+# `hrx-trace view` at scale (BENCHMARKS.md, "Timeline at scale"): time to the first frame
+# and peak RSS of this checkout's binary against a baseline binary, one after the other on
+# the same trace in the same run.
 #
-#   BASE_BIN=path/to/hrx-trace-75bcf8a scripts/bench-view.sh TRACE...
+#   BASE_BIN=path/to/baseline/hrx-trace scripts/bench-view.sh TRACE...
 #
-# Each row is one run of `/usr/bin/time -v`: elapsed wall clock and maximum resident set
-# size. For `view`, "first frame" is when tmux first shows a lane header (polled every
-# 20 ms); its wall is until it quit.
-# A `view` built from this checkout can be timed without a terminal:
-# `HRX_TUI_HEADLESS_FRAME=120x40 /usr/bin/time -v hrx-trace view TRACE >/dev/null` loads the
-# trace, draws the first frame off-screen, prints it and exits.
+# The first frame is drawn off-screen (`HRX_TUI_HEADLESS_FRAME=120x40`: open the trace, lay
+# out and draw the first frame at 120x40, print it, exit), so each row is one whole process
+# under `/usr/bin/time -v`: elapsed wall clock (process start to first frame printed, and
+# exit) and maximum resident set size. Rows per trace:
+#   base            the baseline binary (reads the whole trace into its model)
+#   new, first open this checkout with an empty view cache: reads the trace, writes the
+#                   cache entry, reopens it mapped, draws
+#   new, reopen     this checkout again: the cache entry is current, nothing of the trace is
+#                   read but its first and last 64 KiB (the issue's "first frame on open")
+# The view cache lives in a scratch directory removed at exit (HRX_VIEW_CACHE); the trace
+# and the cache files are in the page cache for every row after the first.
+# Traces: `cargo run --release -p hrx-analysis --example gen-trace -- --regions N -o FILE`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${BASE_BIN:?set BASE_BIN to the baseline hrx-trace binary}"
-cargo build --release -p hrx-analysis --example span-store >&2
-store=$root/target/release/examples/span-store
+NEW_BIN=${NEW_BIN:-$root/target/release/hrx-trace}
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release -p hrx-trace >&2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-row() { # LABEL TIMEFILE [FIRST_FRAME_S]
+row() { # TRACE LABEL TIMEFILE
     local wall rss
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$2")
-    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$2")
-    printf '%s\twall %s\tpeak RSS %d MiB\t%s\n' "$1" "$wall" $((rss / 1024)) "${3:-}"
+    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$3")
+    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$3")
+    printf '%s\t%s\twall %s\tpeak RSS %d MiB\n' "$1" "$2" "$wall" $((rss / 1024))
+}
+
+frame() { # BIN TIMEFILE
+    HRX_TUI_HEADLESS_FRAME=120x40 HRX_VIEW_CACHE=$out/cache \
+        /usr/bin/time -v -o "$2" "$1" view "$trace" >"$out/frame.txt"
+    grep -q 'GPU' "$out/frame.txt" || { echo "no lanes in the first frame" >&2; exit 1; }
 }
 
 for trace in "$@"; do
     name=$(basename "$trace")
-    session=bench-view-$$
-    start=$(date +%s.%N)
-    tmux new-session -d -s "$session" -x 120 -y 40 \
-        "/usr/bin/time -v -o $out/view.time $BASE_BIN view $trace; sleep 1"
-    until tmux capture-pane -p -t "$session" 2>/dev/null | grep -q 'GPU'; do sleep 0.02; done
-    first=$(echo "$(date +%s.%N) - $start" | bc)
-    tmux send-keys -t "$session" q
-    while [ ! -s "$out/view.time" ]; do sleep 0.05; done
-    tmux kill-session -t "$session" 2>/dev/null || true
-    row "$name base view" "$out/view.time" "first frame ${first} s"
-    /usr/bin/time -v -o "$out/scan.time" "$store" --scan-only "$trace" >/dev/null
-    row "$name scan only" "$out/scan.time"
-    /usr/bin/time -v -o "$out/store.time" "$store" "$trace"
-    row "$name span store" "$out/store.time"
+    rm -rf "$out/cache"
+    if [ -z "${SKIP_BASE:-}" ]; then
+        frame "$BASE_BIN" "$out/base.time"
+        row "$name" "base" "$out/base.time"
+    fi
+    frame "$NEW_BIN" "$out/first.time"
+    row "$name" "new, first open" "$out/first.time"
+    frame "$NEW_BIN" "$out/reopen.time"
+    row "$name" "new, reopen" "$out/reopen.time"
+    du -sh "$out/cache" | sed "s|$out/||;s|^|$name\tcache entry |"
 done

@@ -279,8 +279,8 @@ pub enum WarningKind {
     },
 }
 
-/// How much of a trace was read back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How much of a trace was read back (serde: the timeline's cache keeps it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Recovery {
     /// Blocks read and verified (records and footer).
     pub complete_blocks: u64,
@@ -316,7 +316,7 @@ pub struct Recovery {
 /// up by the recorder (lossless mode, a full buffer handed over on the thread).
 ///
 /// [`RecorderWait`]: crate::schema::RecorderWait
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RecorderWaits {
     /// Waits recorded.
     pub count: u64,
@@ -333,7 +333,10 @@ pub struct RecorderWaits {
 }
 
 impl RecorderWaits {
-    fn observe(&mut self, record: &Record) {
+    /// Takes a [`RecorderWait`] record into the totals (other records leave them).
+    ///
+    /// [`RecorderWait`]: crate::schema::RecorderWait
+    pub fn observe(&mut self, record: &Record) {
         if let Record::RecorderWait(wait) = record {
             let ns = wait.end_ns.saturating_sub(wait.start_ns);
             self.count += 1;
@@ -354,7 +357,7 @@ impl RecorderWaits {
 ///
 /// [`RecordsLost`]: crate::schema::RecordsLost
 /// [`SessionEnd`]: crate::schema::SessionEnd
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Lost {
     /// Records lost, all kinds.
     pub total: u64,

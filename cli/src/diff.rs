@@ -430,7 +430,7 @@ fn compare(
     let outcomes = |m: &Model| -> BTreeMap<(u32, u64), SpanStatus> {
         m.submissions()
             .iter()
-            .map(|s| ((s.runtime.0, s.index.0), s.status))
+            .map(|s| ((s.runtime.0, s.index.0), s.status()))
             .collect()
     };
     let (base_outcomes, new_outcomes) = (outcomes(base), outcomes(new));

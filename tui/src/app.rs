@@ -9,14 +9,14 @@
 //! Each input event becomes at most one [`Action`] ([`map_event`]), applied with
 //! [`ViewState::update`]; then the screen is drawn again.
 //!
-//! With `follow` (`view --follow`), the loop also wakes every [`FOLLOW_POLL`] and re-reads
-//! the trace when the file grew (the writer flushes every 100 ms; the reader recovers an
-//! unclosed file), hands the new model to [`ViewState::model_changed`] and draws it, so
-//! new blocks are on screen within about one flush and one poll. The record rate is
-//! measured over the last second or more of re-reads. Re-reading costs a read of the whole
-//! file each time it grows: fine for the traces a live session makes in minutes, not for
-//! following a 10M-region file (a reader that continues from its last block is the fix).
+//! With `follow` (`view --follow`), the loop also wakes every [`FOLLOW_POLL`] and, when the
+//! file grew (the writer flushes every 100 ms; the reader recovers an unclosed file), reads
+//! only the blocks appended since ([`crate::follow::TraceTail`]), hands the new model to
+//! [`ViewState::model_changed`] and draws it, so new blocks are on screen within about one
+//! flush and one poll. The record rate is measured over the last second or more of reads.
+//! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
+use crate::follow::TraceTail;
 use crate::state::{Action, Model, ViewState};
 use crate::{TuiError, details_scroll_limit, render};
 use crossterm::event::{
@@ -39,19 +39,19 @@ pub const FOLLOW_POLL: Duration = Duration::from_millis(50);
 /// (a recording started just before the viewer).
 pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 
-/// Loads the trace at `path`, waiting up to `wait` while it is missing or has no complete
-/// header yet (the recorder creates the file, then writes), saying so once on standard
-/// error. Any other error, or the last one after `wait`, is returned at once.
+/// Opens the trace at `path` for following, waiting up to `wait` while it is missing or has
+/// no complete header yet (the recorder creates the file, then writes), saying so once on
+/// standard error. Any other error, or the last one after `wait`, is returned at once.
 ///
 /// # Errors
 ///
 /// [`TuiError::Read`] as [`crate::load`].
-pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<Model, TuiError> {
+pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<(TraceTail, Model), TuiError> {
     let deadline = Instant::now() + wait;
     let mut said = false;
     loop {
-        let error = match crate::load(path) {
-            Ok(model) => return Ok(model),
+        let error = match TraceTail::open(path) {
+            Ok(opened) => return Ok(opened),
             Err(error) => error,
         };
         // Missing, or shorter than a header: the recording may be starting.
@@ -84,9 +84,10 @@ pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
 ///
 /// # Errors
 ///
-/// [`TuiError::Read`] as [`crate::load`].
+/// [`TuiError::Read`] as [`crate::load`]. The trace is opened as `view` opens it, through
+/// the view cache ([`crate::open`]).
 pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<String, TuiError> {
-    let model = crate::load(path)?;
+    let model = crate::open(path)?;
     let state = ViewState::new(&model, width, height);
     Ok(crate::render_to_string(&model, &state, width, height))
 }
@@ -120,10 +121,11 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
         return Ok(());
     }
-    let model = if follow {
-        wait_for_trace(path, FOLLOW_WAIT)?
+    let (tail, model) = if follow {
+        let (tail, model) = wait_for_trace(path, FOLLOW_WAIT)?;
+        (Some(tail), model)
     } else {
-        crate::load(path)?
+        (None, crate::open(path)?)
     };
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
@@ -132,9 +134,9 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     let size = guard.terminal.size()?;
     let mut state = ViewState::new(&model, size.width, size.height);
     state.ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
-    let mut follower = follow.then(|| {
+    let mut follower = tail.map(|tail| {
         state.start_live();
-        Follower::new(path, &model)
+        Follower::new(path, tail, &model)
     });
     if follower.is_some() {
         state.model_changed(&model, &model, 0.0);
@@ -169,9 +171,10 @@ fn event_loop(
     Ok(())
 }
 
-/// Re-reads a followed trace when it grows, and measures its record rate.
+/// Reads what a followed trace appended when it grows, and measures its record rate.
 struct Follower<'a> {
     path: &'a Path,
+    tail: TraceTail,
     /// The file's length and modification time at the last read.
     seen: Option<(u64, SystemTime)>,
     /// (when, records) of past reads, the oldest at least a second before the newest
@@ -181,9 +184,10 @@ struct Follower<'a> {
 }
 
 impl<'a> Follower<'a> {
-    fn new(path: &'a Path, model: &Model) -> Follower<'a> {
+    fn new(path: &'a Path, tail: TraceTail, model: &Model) -> Follower<'a> {
         Follower {
             path,
+            tail,
             seen: Self::stamp(path),
             samples: [(Instant::now(), model.info().records)].into(),
             closed: model.info().end.is_some(),
@@ -206,8 +210,10 @@ impl<'a> Follower<'a> {
         if stamp.is_none() || stamp == self.seen {
             return None;
         }
-        let model = crate::load(self.path).ok()?;
+        // An error (the file replaced, a read failing) is tried again at the next poll.
+        let new = self.tail.read_new().ok()?;
         self.seen = stamp;
+        let model = new?;
         self.closed = model.info().end.is_some();
         let now = Instant::now();
         let records = model.info().records;

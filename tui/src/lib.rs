@@ -8,6 +8,10 @@
 //! - [`view`]: drawing with ratatui, reading the model and the view state only.
 //! - [`app`]: the terminal and the event loop ([`run`]): crossterm input → [`Action`] →
 //!   [`ViewState::update`] → [`render`].
+//! - [`follow`]: a trace still being written, read one appended block at a time.
+//!
+//! `view` opens a trace with [`open`] (through the view cache, [`state::cache`]);
+//! `view --follow` with [`follow::TraceTail`].
 //!
 //! For tests and tools: [`load`] a trace into a [`Model`], make a [`ViewState`], drive it
 //! with actions, and [`render_to_string`] the screen.
@@ -25,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod follow;
 pub mod state;
 pub mod view;
 
@@ -48,12 +53,32 @@ pub enum TuiError {
         /// The reader's error.
         source: hrx_capture::ReadError,
     },
+    /// A followed trace could not be reopened or read on (`view --follow`).
+    #[error("{path}: {source}")]
+    Follow {
+        /// The trace.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
     /// The terminal could not be set up, drawn or restored.
     #[error("terminal: {0}")]
     Terminal(#[from] io::Error),
     /// Standard input or output is not a terminal (a pipe, a file): nothing to draw on.
     #[error("view needs an interactive terminal, and standard input or output is not one")]
     NotATerminal,
+}
+
+/// Opens the trace at `path` for the timeline through the view cache
+/// ([`state::cache`], configured from the environment): a trace opened before and
+/// unchanged since is reopened by mapping its cached model, without reading the trace; any
+/// other is read with [`load`] and cached for the next time.
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn open(path: &Path) -> Result<Model, TuiError> {
+    state::cache::open(path, &state::cache::CacheOptions::from_env(), || load(path))
 }
 
 /// Reads the trace at `path` into a model, streaming (records are not kept).

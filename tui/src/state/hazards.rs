@@ -85,7 +85,7 @@ impl Hazards {
 }
 
 /// The first failure of the trace and what it took down.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FirstFailure {
     /// The failure event (the first failed region, else the first other failure).
     pub event: EventId,
@@ -145,7 +145,7 @@ impl Model {
 
         let cross = |e: &super::model::CrossEdge| HazardEdge {
             scope: HazardScope::CrossSubmission,
-            kind: Some(e.kind),
+            kind: Some(e.kind()),
             buffer: Some(e.buffer),
             bytes: Some((e.start, e.end)),
             producer: e.producer,
@@ -311,7 +311,7 @@ pub(crate) fn first_failure(model: &Model) -> Option<FirstFailure> {
     }
     while let Some(key) = queue.pop_front() {
         let span = model.span_of(key);
-        let status = span.map(|s| model.span(s).status);
+        let status = span.map(|s| model.span(s).status());
         if key != start {
             match (span, status) {
                 (Some(span), Some(SpanStatus::Cancelled)) => failure.cancelled.push(span),

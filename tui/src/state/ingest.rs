@@ -43,7 +43,7 @@ struct PendingDone {
 }
 
 /// Builds a [`Model`] from records pushed one at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ModelBuilder {
     model: Model,
     runtimes: Vec<RuntimeId>,
@@ -151,18 +151,17 @@ impl ModelBuilder {
                 let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
                 let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
                 sub.region_base = self.model.region_spans.len() as u32;
-                self.model
-                    .region_spans
-                    .resize(self.model.region_spans.len() + regions, SpanRef::NONE);
+                let region_spans = self.model.region_spans.vec_mut();
+                region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
                 self.region_status
                     .resize(self.region_status.len() + regions, SpanStatus::Unknown);
                 sub.producers_start = self.model.explicit_producers.len() as u32;
                 sub.producers_len = s.producers.len() as u32;
-                self.model.explicit_producers.extend(&s.producers);
+                self.model.explicit_producers.vec_mut().extend(&s.producers);
                 let id = SubId(self.model.submissions.len() as u32);
-                self.model.submissions.push(sub);
+                self.model.submissions.vec_mut().push(sub);
                 self.sub_ids.insert((s.runtime, s.submission), id);
-                self.model.submit_times.push(s.time_ns);
+                self.model.submit_times.vec_mut().push(s.time_ns);
             }
             Record::SubmitRefused(r) => {
                 let kind = match r.kind {
@@ -217,7 +216,7 @@ impl ModelBuilder {
                 });
             }
             Record::SubmissionDone(d) => match self.sub_ids.get(&(d.runtime, d.submission)) {
-                Some(&id) => self.model.submissions[id.get()].status = span_status(&d.status),
+                Some(&id) => self.model.submissions[id.get()].set_status(span_status(&d.status)),
                 None => self.pending_submission_done.push((
                     d.runtime,
                     d.submission,
@@ -319,7 +318,7 @@ impl ModelBuilder {
         }
         for (runtime, submission, status) in std::mem::take(&mut self.pending_submission_done) {
             if let Some(&id) = self.sub_ids.get(&(runtime, submission)) {
-                self.model.submissions[id.get()].status = status;
+                self.model.submissions[id.get()].set_status(status);
             }
         }
         self.add_untimed_spans();
@@ -353,7 +352,8 @@ impl ModelBuilder {
         self.model.submissions = order
             .iter()
             .map(|&old| self.model.submissions[old as usize])
-            .collect();
+            .collect::<Vec<_>>()
+            .into();
         for lane in &mut self.model.lanes {
             for span in lane.spans_mut() {
                 span.submission = SubId(new_id[span.submission.get()]);
@@ -444,7 +444,7 @@ impl ModelBuilder {
                 }
                 .pack();
                 if span.ran() {
-                    span.status = self.region_status[slot];
+                    span.set_status(self.region_status[slot]);
                 }
             }
             lane.build_index();
@@ -471,14 +471,9 @@ impl ModelBuilder {
                 key(w.runtime, w.submission, w.region),
                 key(w.runtime, w.on_submission, w.on_region),
             ) {
-                (Some(consumer), Some(producer)) => cross.push(CrossEdge {
-                    consumer,
-                    producer,
-                    kind: w.kind,
-                    buffer: w.buffer,
-                    start: w.start,
-                    end: w.end,
-                }),
+                (Some(consumer), Some(producer)) => cross.push(CrossEdge::new(
+                    consumer, producer, w.kind, w.buffer, w.start, w.end,
+                )),
                 _ => unresolved += 1,
             }
         }
@@ -486,8 +481,8 @@ impl ModelBuilder {
         cross.sort_by_key(|e| e.consumer);
         let mut by_producer: Vec<u32> = (0..cross.len() as u32).collect();
         by_producer.sort_by_key(|&i| cross[i as usize].producer);
-        model.cross = cross;
-        model.cross_by_producer = by_producer;
+        model.cross = cross.into();
+        model.cross_by_producer = by_producer.into();
         self.cross_raw = Vec::new();
 
         let mut explicit = Vec::new();
@@ -500,7 +495,7 @@ impl ModelBuilder {
             }
         }
         explicit.sort_unstable();
-        model.explicit_edges = explicit;
+        model.explicit_edges = explicit.into();
     }
 
     /// Names every region, gives it its search key, and counts spans per label and key.
@@ -546,7 +541,7 @@ impl ModelBuilder {
     fn finish_events(&mut self) {
         let model = &mut self.model;
         model.events.sort_by_key(|e| e.time_ns);
-        model.submit_times.sort_unstable();
+        model.submit_times.vec_mut().sort_unstable();
         model.busy_times.sort_unstable();
         let spans: Vec<Option<SpanRef>> = model
             .events
@@ -704,7 +699,7 @@ mod tests {
         let compute = lane_named(&model, Queue::GpuCompute);
         let span = compute.spans()[0];
         assert_eq!(
-            (span.start_ns, span.end_ns, span.status),
+            (span.start_ns, span.end_ns, span.status()),
             (210, 500, SpanStatus::Ok)
         );
         assert_eq!(model.span_label(&span), "saxpy");
@@ -752,10 +747,10 @@ mod tests {
         let model = f.model();
         assert_eq!(model.span_count(), 2);
         let span = lane_named(&model, Queue::GpuCompute).spans()[0];
-        assert_eq!((span.start_ns, span.status), (400, SpanStatus::Failed));
+        assert_eq!((span.start_ns, span.status()), (400, SpanStatus::Failed));
         assert!(span.ran());
         assert_eq!(model.info().unplaced_timings, 0);
-        assert_eq!(model.submissions()[0].status, SpanStatus::Failed);
+        assert_eq!(model.submissions()[0].status(), SpanStatus::Failed);
     }
 
     #[test]
@@ -770,7 +765,7 @@ mod tests {
         let download = lane_named(&model, Queue::GpuDownload).spans()[0];
         assert!(!download.ran());
         assert_eq!((download.start_ns, download.end_ns), (45, 45));
-        assert_eq!(download.status, SpanStatus::Cancelled);
+        assert_eq!(download.status(), SpanStatus::Cancelled);
         // Two regions ran (one failed with its timing); the header counts them as `stats` does.
         assert_eq!((model.span_count(), model.untimed_span_count()), (3, 1));
         assert_eq!(model.spans_summary(), "2 spans (+1 untimed)");
@@ -800,7 +795,7 @@ mod tests {
         let model = f.model();
         let compute = lane_named(&model, Queue::GpuCompute).spans()[0];
         assert_eq!(
-            (compute.start_ns, compute.end_ns, compute.status),
+            (compute.start_ns, compute.end_ns, compute.status()),
             (30, 95, SpanStatus::Running)
         );
         assert!(!compute.ran(), "its bar is not a duration");
@@ -817,7 +812,7 @@ mod tests {
         f.ran(0, 0, 10, 20);
         let model = f.model();
         let upload = lane_named(&model, Queue::GpuUpload).spans()[0];
-        assert_eq!(upload.status, SpanStatus::Ok);
+        assert_eq!(upload.status(), SpanStatus::Ok);
     }
 
     #[test]

@@ -1,14 +1,19 @@
 //! Spans and the per-lane index the timeline queries.
 //!
 //! A *lane* is one queue of one runtime (GPU Upload, GPU Compute, GPU Download, NPU, Host).
-//! Its spans live in one `Vec<Span>` sorted by start time (40 bytes a span), plus one
-//! [`Block`] summary per [`BLOCK_SPANS`] spans:
+//! Its spans live in one column sorted by start time (40 bytes a span; in memory while the
+//! model is built, mapped from the view cache once reopened), plus one [`Block`] summary
+//! per [`BLOCK_SPANS`] spans, the lane's level of detail:
 //!
 //! ```text
-//! spans   [s0 s1 ... s63][s64 ... s127][s128 ...]      sorted by start_ns
-//! blocks  [prefix_end, worst][prefix_end, worst][...]  prefix_end: max end of all spans
-//!                                                       up to the block's end (monotone)
+//! spans   [s0 s1 ... s63][s64 ... s127][s128 ...]  sorted by start_ns
+//! blocks  [first_start, prefix_end, new, worst]    prefix_end: max end of all spans up to
+//!         [...]                                    the block's end (monotone)
 //! ```
+//!
+//! Searches start in the blocks (the first start of each), so a query over a mapped lane
+//! touches a page or two of spans at each edge it looks for, and a zoomed-out frame reads
+//! the blocks and the spans at its cells' edges only.
 //!
 //! - **Visible window** `[t0, t1)`: the first span that can reach `t0` is found by a binary
 //!   search over the monotone `prefix_end` of the blocks and a scan of at most one block;
@@ -33,6 +38,7 @@
 //! An instant span (`start_ns == end_ns`, e.g. a region cancelled before it ran) occupies
 //! `[start_ns, start_ns + 1)` for these queries.
 
+use super::column::{Column, Plain};
 use super::model::{RegionId, SubId};
 use hrx_capture::schema::{DeviceSpan, Queue, RuntimeId};
 use std::ops::Range;
@@ -45,7 +51,19 @@ pub const SPANS_PER_COLUMN: usize = 4;
 
 /// How a span's region ended; ordered by severity (the "busiest" status of a cell is the
 /// greatest).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[repr(u8)]
 pub enum SpanStatus {
     /// Completed.
@@ -63,6 +81,17 @@ pub enum SpanStatus {
 }
 
 impl SpanStatus {
+    /// The status stored as `byte` (an unknown byte reads as [`SpanStatus::Unknown`]).
+    pub fn from_byte(byte: u8) -> SpanStatus {
+        match byte {
+            0 => SpanStatus::Ok,
+            2 => SpanStatus::Cancelled,
+            3 => SpanStatus::Failed,
+            4 => SpanStatus::Running,
+            _ => SpanStatus::Unknown,
+        }
+    }
+
     /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`, `running`.
     pub fn name(self) -> &'static str {
         match self {
@@ -82,8 +111,10 @@ const FLAG_UNTIMED: u8 = 1;
 /// The span started and never finished: it reaches the trace's end.
 const FLAG_UNFINISHED: u8 = 2;
 
-/// One execution of a region of a submission on a lane (40 bytes).
+/// One execution of a region of a submission on a lane (40 bytes, stored as they are in
+/// the view cache's lane files).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Span {
     /// Host time when it started.
     pub start_ns: u64,
@@ -97,10 +128,15 @@ pub struct Span {
     pub submission: SubId,
     /// The region of the submission's prepared graph.
     pub region: RegionId,
-    /// How it ended.
-    pub status: SpanStatus,
+    /// How it ended ([`SpanStatus`] as a byte: any byte read back from a file is valid).
+    status: u8,
     flags: u8,
+    _pad: [u8; 2],
 }
+
+const _: () = assert!(size_of::<Span>() == 8 + 8 + 8 + 4 + 4 + 4 + 1 + 1 + 2);
+// SAFETY: integer fields and integer newtypes, no padding (asserted above).
+unsafe impl Plain for Span {}
 
 impl Span {
     /// A span measured by a region timing record.
@@ -127,8 +163,9 @@ impl Span {
             device_len_ns,
             submission,
             region,
-            status: SpanStatus::Unknown,
+            status: SpanStatus::Unknown as u8,
             flags: 0,
+            _pad: [0; 2],
         }
     }
 
@@ -141,7 +178,7 @@ impl Span {
     ) -> Span {
         Span {
             flags: FLAG_UNTIMED,
-            status,
+            status: status as u8,
             ..Span::timed(time_ns, time_ns, None, submission, region)
         }
     }
@@ -156,9 +193,19 @@ impl Span {
     ) -> Span {
         Span {
             flags: FLAG_UNFINISHED,
-            status: SpanStatus::Running,
+            status: SpanStatus::Running as u8,
             ..Span::timed(start_ns, end_ns, None, submission, region)
         }
+    }
+
+    /// How it ended.
+    pub fn status(&self) -> SpanStatus {
+        SpanStatus::from_byte(self.status)
+    }
+
+    /// Sets how it ended.
+    pub(crate) fn set_status(&mut self, status: SpanStatus) {
+        self.status = status as u8;
     }
 
     /// Host duration in ns.
@@ -193,7 +240,7 @@ impl Span {
 ///
 /// Column `c` of `cols` covers `[start + ceil(c·w/cols), start + ceil((c+1)·w/cols))`
 /// where `w` is the width, so every ns maps to exactly one column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TimeWindow {
     /// First ns shown.
     pub start_ns: u64,
@@ -294,16 +341,32 @@ pub struct Raster {
     pub summarised: bool,
 }
 
-/// Summary of [`BLOCK_SPANS`] consecutive spans.
+/// Summary of [`BLOCK_SPANS`] consecutive spans: the lane's level of detail. A zoomed-out
+/// frame reads these and only the few spans at cell edges, so a lane mapped from the cache
+/// is not paged in whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Block {
+#[repr(C)]
+pub(crate) struct Block {
+    /// Start of the block's first span.
+    first_start_ns: u64,
     /// Largest query end of every span up to the end of this block (monotone).
     prefix_end_ns: u64,
-    /// Worst status within the block.
-    worst: SpanStatus,
     /// Time the block's spans add to the union of all spans before them (the coverage
     /// sweep's contribution of the whole block; see [`Lane::coverage`]), in ns.
     new_ns: u64,
+    /// Worst status within the block ([`SpanStatus`] as a byte).
+    worst: u8,
+    _pad: [u8; 7],
+}
+
+const _: () = assert!(size_of::<Block>() == 8 + 8 + 8 + 1 + 7);
+// SAFETY: integer fields, no padding (asserted above).
+unsafe impl Plain for Block {}
+
+impl Block {
+    fn worst(&self) -> SpanStatus {
+        SpanStatus::from_byte(self.worst)
+    }
 }
 
 /// One queue of one runtime, with its spans sorted by start time.
@@ -313,8 +376,8 @@ pub struct Lane {
     pub runtime: RuntimeId,
     /// The queue.
     pub queue: Queue,
-    spans: Vec<Span>,
-    blocks: Vec<Block>,
+    spans: Column<Span>,
+    blocks: Column<Block>,
 }
 
 impl Lane {
@@ -322,17 +385,37 @@ impl Lane {
         Lane {
             runtime,
             queue,
-            spans: Vec::new(),
-            blocks: Vec::new(),
+            spans: Column::default(),
+            blocks: Column::default(),
         }
     }
 
+    /// A lane over spans and blocks mapped from the view cache.
+    pub(crate) fn mapped(
+        runtime: RuntimeId,
+        queue: Queue,
+        spans: Column<Span>,
+        blocks: Column<Block>,
+    ) -> Lane {
+        Lane {
+            runtime,
+            queue,
+            spans,
+            blocks,
+        }
+    }
+
+    /// The spans and block index, for the view cache.
+    pub(crate) fn columns(&self) -> (&Column<Span>, &Column<Block>) {
+        (&self.spans, &self.blocks)
+    }
+
     pub(crate) fn push(&mut self, span: Span) {
-        self.spans.push(span);
+        self.spans.vec_mut().push(span);
     }
 
     pub(crate) fn spans_mut(&mut self) -> &mut [Span] {
-        &mut self.spans
+        self.spans.vec_mut()
     }
 
     /// Sorts the spans by start time and builds the block index.
@@ -340,14 +423,14 @@ impl Lane {
     /// The sort is stable and adaptive: spans recorded in time order (the usual case) are
     /// checked in linear time.
     pub(crate) fn sort(&mut self) {
-        self.spans.sort_by_key(|s| s.start_ns);
+        self.spans.vec_mut().sort_by_key(|s| s.start_ns);
     }
 
     /// Builds the block index (after statuses are final).
     pub(crate) fn build_index(&mut self) {
-        self.spans.shrink_to_fit();
+        self.spans.vec_mut().shrink_to_fit();
         let mut prefix_end_ns = 0;
-        self.blocks = self
+        let blocks: Vec<Block> = self
             .spans
             .chunks(BLOCK_SPANS)
             .map(|chunk| {
@@ -359,15 +442,18 @@ impl Lane {
                         new_ns += end - s.start_ns.max(prefix_end_ns);
                         prefix_end_ns = end;
                     }
-                    worst = worst.max(s.status);
+                    worst = worst.max(s.status());
                 }
                 Block {
+                    first_start_ns: chunk[0].start_ns,
                     prefix_end_ns,
-                    worst,
                     new_ns,
+                    worst: worst as u8,
+                    _pad: [0; 7],
                 }
             })
             .collect();
+        self.blocks = blocks.into();
     }
 
     /// The spans, sorted by start time.
@@ -387,12 +473,32 @@ impl Lane {
 
     /// Bytes of heap this lane holds.
     pub fn heap_bytes(&self) -> usize {
-        self.spans.capacity() * size_of::<Span>() + self.blocks.capacity() * size_of::<Block>()
+        self.spans.heap_bytes() + self.blocks.heap_bytes()
     }
 
     /// Index of the first span with `start_ns >= t_ns`.
+    ///
+    /// The blocks' first starts narrow the search to one block, so a mapped lane reads a
+    /// page or two of spans, not one per step of a binary search over all of them.
     pub fn first_starting_at(&self, t_ns: u64) -> usize {
-        self.spans.partition_point(|s| s.start_ns < t_ns)
+        if self.blocks.is_empty() {
+            return self.spans.partition_point(|s| s.start_ns < t_ns);
+        }
+        // Spans before block `block - 1` start before t_ns; from block `block` on, at or
+        // after it.
+        let block = self.blocks.partition_point(|b| b.first_start_ns < t_ns);
+        let lo = block.saturating_sub(1) * BLOCK_SPANS;
+        let hi = (block * BLOCK_SPANS).min(self.spans.len());
+        lo + self.spans[lo..hi].partition_point(|s| s.start_ns < t_ns)
+    }
+
+    /// The start of span `i`, from its block where it is a block's first (no page of a
+    /// mapped lane is touched for it).
+    fn start_of(&self, i: usize) -> u64 {
+        match self.blocks.get(i / BLOCK_SPANS) {
+            Some(block) if i.is_multiple_of(BLOCK_SPANS) => block.first_start_ns,
+            _ => self.spans[i].start_ns,
+        }
     }
 
     /// Largest query end among spans `0..index`.
@@ -454,10 +560,10 @@ impl Lane {
         let mut i = range.start;
         while i < range.end {
             if i.is_multiple_of(BLOCK_SPANS) && i + BLOCK_SPANS <= range.end {
-                worst = worst.max(self.blocks[i / BLOCK_SPANS].worst);
+                worst = worst.max(self.blocks[i / BLOCK_SPANS].worst());
                 i += BLOCK_SPANS;
             } else {
-                worst = worst.max(self.spans[i].status);
+                worst = worst.max(self.spans[i].status());
                 i += 1;
             }
             if worst == SpanStatus::Failed {
@@ -471,7 +577,7 @@ impl Lane {
     /// whether any span is active there and how much of it they cover.
     pub fn cell_summary(&self, t0: u64, t1: u64) -> CellSummary {
         let lo = self.first_starting_at(t0);
-        let hi = lo + self.spans[lo..].partition_point(|s| s.start_ns < t1);
+        let hi = self.first_starting_at(t1).max(lo);
         let mut summary = self.summary_of(lo..hi, t0);
         if t1 > t0 {
             summary.covered_permille = self.coverage(TimeWindow::new(t0, t1), 1)[0];
@@ -503,7 +609,7 @@ impl Lane {
             let mut lo = self.first_starting_at(t0);
             for col in 0..cols {
                 let (a, b) = window.cell(col, cols);
-                let hi = lo + self.spans[lo..].partition_point(|s| s.start_ns < b);
+                let hi = self.first_starting_at(b).max(lo);
                 let mut summary = self.summary_of(lo..hi, a);
                 summary.covered_permille = covered[usize::from(col)];
                 if summary.active {
@@ -528,7 +634,7 @@ impl Lane {
                 let cell = &mut starts[usize::from(first_col)];
                 cell.count += 1;
                 cell.active = true;
-                cell.worst = cell.worst.max(Some(span.status));
+                cell.worst = cell.worst.max(Some(span.status()));
             }
         }
         let covered = self.coverage(window, cols);
@@ -576,13 +682,13 @@ impl Lane {
         let mut until = self.prefix_end_before(lo).max(t0);
         add(&mut covered, &mut col, t0, until.min(t1));
         let mut i = lo;
-        while i < self.spans.len() && self.spans[i].start_ns < t1 {
+        while i < self.spans.len() && self.start_of(i) < t1 {
             // A whole block inside one cell: its contribution at once. Its spans start at
             // or after t0, so `until` (the furthest end before it, or t0) clips them as
             // the block's own prefix end does.
             if i.is_multiple_of(BLOCK_SPANS) && i + BLOCK_SPANS <= self.spans.len() {
                 let block = &self.blocks[i / BLOCK_SPANS];
-                let start = self.spans[i].start_ns;
+                let start = block.first_start_ns;
                 while col + 1 < n && bounds[col + 1] <= start {
                     col += 1;
                 }
@@ -657,7 +763,7 @@ mod tests {
 
     fn span(start: u64, end: u64, status: SpanStatus) -> Span {
         let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
-        s.status = status;
+        s.set_status(status);
         s
     }
 

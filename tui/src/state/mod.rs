@@ -11,9 +11,13 @@
 //! - `stats`: per-kernel durations, lane utilisation, copy bandwidth ([`Stats`]).
 //! - [`ViewState`], [`Action`]: what is shown and how input changes it;
 //!   [`ScreenLayout`]: where things go, shared by drawing and click mapping.
+//! - [`cache`]: the view cache: a model written once per trace and reopened by mapping
+//!   its columns (`column`), so a large trace opens without being read again.
 //! - [`units`]: time, byte and bandwidth formatting; [`synthetic`]: generated traces for
 //!   tests and measurements.
 
+pub mod cache;
+mod column;
 #[cfg(test)]
 pub(crate) mod fixtures;
 mod hazards;

@@ -15,23 +15,31 @@
 //! dense indices [`SubId`] and [`RegionId`]. Submissions are sorted by (runtime, index), so
 //! a captured submission index is found by binary search.
 
+use super::column::{Column, Plain};
 use super::hazards::FirstFailure;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
 use super::stats::Stats;
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
-    BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, KernelId,
-    KernelLoaded, Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex, RegionKind,
-    RuntimeId, RuntimeStart, SessionEnd, SessionStart, SubmissionIndex, Use,
+    BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, HazardKind,
+    KernelId, KernelLoaded, Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex,
+    RegionKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, SubmissionIndex, Use,
 };
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::ops::Range;
 
 macro_rules! index_newtype {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        #[repr(transparent)]
         pub struct $name(pub u32);
+
+        // SAFETY: one u32.
+        unsafe impl Plain for $name {}
 
         impl $name {
             /// The index as a `usize`.
@@ -68,7 +76,7 @@ index_newtype!(
 );
 
 /// A span: its lane and its index in the lane's sorted spans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SpanRef {
     /// The lane.
     pub lane: LaneId,
@@ -93,6 +101,7 @@ impl SpanRef {
 
 /// A region of one submission (what a span executes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(C)]
 pub struct RegionKey {
     /// The submission.
     pub submission: SubId,
@@ -143,24 +152,39 @@ pub fn gpu_lane_queue(lane: GpuLane) -> Queue {
 /// Sentinel for "no prepared graph recorded" in [`Submission`].
 const NO_PREPARED: u32 = u32::MAX;
 
-/// A submission of a prepared graph.
+/// A submission of a prepared graph (48 bytes, stored as they are in the view cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Submission {
-    /// The runtime.
-    pub runtime: RuntimeId,
     /// The captured submission index.
     pub index: SubmissionIndex,
-    /// The run slot it occupied.
-    pub slot: u32,
     /// Host time of the submit.
     pub submit_ns: u64,
-    /// How it ended ([`SpanStatus::Unknown`] without a completion record).
-    pub status: SpanStatus,
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The run slot it occupied.
+    pub slot: u32,
     prepared: u32,
     pub(crate) region_base: u32,
     pub(crate) producers_start: u32,
     pub(crate) producers_len: u32,
+    /// How it ended ([`SpanStatus`] as a byte).
+    status: u8,
+    _pad: [u8; 7],
 }
+
+const _: () = assert!(size_of::<Submission>() == 8 + 8 + 4 * 6 + 1 + 7);
+const _: () = assert!(size_of::<RegionKey>() == 8);
+const _: () = assert!(size_of::<SubmissionIndex>() == 8 && size_of::<RuntimeId>() == 4);
+// SAFETY: integer fields and integer newtypes, no padding (asserted above).
+unsafe impl Plain for Submission {}
+// SAFETY: as above.
+unsafe impl Plain for RegionKey {}
+// SAFETY: one u64 (asserted above).
+unsafe impl Plain for SubmissionIndex {}
+// SAFETY: two u32 newtypes, no padding (asserted).
+unsafe impl Plain for (SubId, SubId) {}
+const _: () = assert!(size_of::<(SubId, SubId)>() == 8);
 
 impl Submission {
     pub(crate) fn new(
@@ -171,16 +195,27 @@ impl Submission {
         prepared: Option<PreparedRef>,
     ) -> Submission {
         Submission {
-            runtime,
             index,
-            slot,
             submit_ns,
-            status: SpanStatus::Unknown,
+            runtime,
+            slot,
             prepared: prepared.map_or(NO_PREPARED, |p| p.0),
             region_base: 0,
             producers_start: 0,
             producers_len: 0,
+            status: SpanStatus::Unknown as u8,
+            _pad: [0; 7],
         }
+    }
+
+    /// How it ended ([`SpanStatus::Unknown`] without a completion record).
+    pub fn status(&self) -> SpanStatus {
+        SpanStatus::from_byte(self.status)
+    }
+
+    /// Sets how it ended.
+    pub(crate) fn set_status(&mut self, status: SpanStatus) {
+        self.status = status as u8;
     }
 
     /// The prepared graph it ran, where its `Prepared` record was read.
@@ -190,7 +225,7 @@ impl Submission {
 }
 
 /// A prepared graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PreparedInfo {
     /// The runtime.
     pub runtime: RuntimeId,
@@ -207,7 +242,7 @@ pub struct PreparedInfo {
 }
 
 /// One region of a prepared graph, shared by every submission of it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionInfo {
     /// The prepared graph.
     pub prepared: PreparedRef,
@@ -237,7 +272,7 @@ pub struct RegionInfo {
 }
 
 /// What an [`Event`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum EventKind {
     /// A submit was refused because capacity or slots were exhausted.
     Busy,
@@ -289,7 +324,7 @@ impl EventKind {
 }
 
 /// A failure, refusal or cancellation, with its time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// Host time.
     pub time_ns: u64,
@@ -314,7 +349,7 @@ pub struct Event {
 }
 
 /// Facts about the recording itself.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceInfo {
     /// The session start record.
     pub session: Option<SessionStart>,
@@ -338,28 +373,81 @@ pub struct TraceInfo {
     pub clocks: Vec<ClockCalibration>,
 }
 
-/// A cross-submission wait resolved to model indices.
+/// A cross-submission wait resolved to model indices (48 bytes, stored as they are in the
+/// view cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct CrossEdge {
-    pub consumer: RegionKey,
-    pub producer: RegionKey,
-    pub kind: hrx_capture::schema::HazardKind,
     pub buffer: BufferId,
     pub start: u64,
     pub end: u64,
+    pub consumer: RegionKey,
+    pub producer: RegionKey,
+    /// [`HazardKind`] as a byte ([`CrossEdge::kind`]).
+    kind: u8,
+    _pad: [u8; 7],
+}
+
+const _: () = assert!(size_of::<CrossEdge>() == 8 * 3 + 8 * 2 + 1 + 7);
+const _: () = assert!(size_of::<BufferId>() == 8);
+// SAFETY: integer fields and integer newtypes, no padding (asserted above).
+unsafe impl Plain for CrossEdge {}
+
+impl CrossEdge {
+    pub(crate) fn new(
+        consumer: RegionKey,
+        producer: RegionKey,
+        kind: HazardKind,
+        buffer: BufferId,
+        start: u64,
+        end: u64,
+    ) -> CrossEdge {
+        let kind = match kind {
+            HazardKind::ReadAfterWrite => 0,
+            HazardKind::WriteAfterRead => 1,
+            HazardKind::WriteAfterWrite => 2,
+        };
+        CrossEdge {
+            buffer,
+            start,
+            end,
+            consumer,
+            producer,
+            kind,
+            _pad: [0; 7],
+        }
+    }
+
+    /// The hazard's kind (a byte not written by [`CrossEdge::new`] reads as
+    /// write-after-write, the most conservative).
+    pub(crate) fn kind(&self) -> HazardKind {
+        match self.kind {
+            0 => HazardKind::ReadAfterWrite,
+            1 => HazardKind::WriteAfterRead,
+            _ => HazardKind::WriteAfterWrite,
+        }
+    }
 }
 
 /// One loaded trace, ready to query.
-#[derive(Clone, Debug, Default)]
+///
+/// Serialised by the view cache ([`super::cache`]) without its columns (the lanes and the
+/// per-submission tables), which it writes as files of their own and maps back.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Model {
+    #[serde(skip)]
     pub(crate) lanes: Vec<Lane>,
     /// Spans of regions that never ran or lost their timing (counted in `lanes`).
     pub(crate) untimed_spans: usize,
-    pub(crate) submissions: Vec<Submission>,
-    pub(crate) region_spans: Vec<u64>,
-    pub(crate) explicit_producers: Vec<SubmissionIndex>,
+    #[serde(skip)]
+    pub(crate) submissions: Column<Submission>,
+    #[serde(skip)]
+    pub(crate) region_spans: Column<u64>,
+    #[serde(skip)]
+    pub(crate) explicit_producers: Column<SubmissionIndex>,
     /// (producer, consumer) pairs of `submit_after`, sorted.
-    pub(crate) explicit_edges: Vec<(SubId, SubId)>,
+    #[serde(skip)]
+    pub(crate) explicit_edges: Column<(SubId, SubId)>,
     pub(crate) prepared: Vec<PreparedInfo>,
     pub(crate) prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
     pub(crate) regions: Vec<RegionInfo>,
@@ -375,12 +463,15 @@ pub struct Model {
     pub(crate) kernels: HashMap<(RuntimeId, KernelId), KernelLoaded>,
     pub(crate) buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
     /// Sorted by consumer.
-    pub(crate) cross: Vec<CrossEdge>,
+    #[serde(skip)]
+    pub(crate) cross: Column<CrossEdge>,
     /// Indices into `cross`, sorted by producer.
-    pub(crate) cross_by_producer: Vec<u32>,
+    #[serde(skip)]
+    pub(crate) cross_by_producer: Column<u32>,
     pub(crate) events: Vec<Event>,
     pub(crate) span_events: HashMap<SpanRef, EventId>,
-    pub(crate) submit_times: Vec<u64>,
+    #[serde(skip)]
+    pub(crate) submit_times: Column<u64>,
     pub(crate) busy_times: Vec<u64>,
     pub(crate) range: Option<TimeWindow>,
     pub(crate) stats: Stats,
@@ -638,11 +729,13 @@ impl Model {
     /// submissions), which dominate on large traces.
     pub fn heap_bytes(&self) -> usize {
         self.lanes.iter().map(Lane::heap_bytes).sum::<usize>()
-            + self.region_spans.capacity() * size_of::<u64>()
-            + self.submissions.capacity() * size_of::<Submission>()
-            + self.submit_times.capacity() * size_of::<u64>()
-            + self.explicit_producers.capacity() * size_of::<SubmissionIndex>()
-            + self.cross.capacity() * (size_of::<CrossEdge>() + size_of::<u32>())
+            + self.region_spans.heap_bytes()
+            + self.submissions.heap_bytes()
+            + self.submit_times.heap_bytes()
+            + self.explicit_producers.heap_bytes()
+            + self.explicit_edges.heap_bytes()
+            + self.cross.heap_bytes()
+            + self.cross_by_producer.heap_bytes()
             + self.regions.capacity() * size_of::<RegionInfo>()
     }
 }

@@ -14,9 +14,10 @@ use super::lanes::Span;
 use super::model::{LabelId, LaneId, Model};
 use hrx_analysis::sketch::Sketch;
 use hrx_capture::schema::{Queue, RegionKind};
+use serde::{Deserialize, Serialize};
 
 /// Duration statistics of one kernel (span label).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelStats {
     /// The label.
     pub label: LabelId,
@@ -39,7 +40,7 @@ pub struct KernelStats {
 }
 
 /// Utilisation of one lane.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaneStats {
     /// The lane.
     pub lane: LaneId,
@@ -52,7 +53,7 @@ pub struct LaneStats {
 }
 
 /// Copy throughput of one GPU lane.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CopyStats {
     /// The lane.
     pub lane: LaneId,
@@ -67,7 +68,7 @@ pub struct CopyStats {
 }
 
 /// Every statistic of a trace.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Per kernel, by total time (largest first).
     pub kernels: Vec<KernelStats>,

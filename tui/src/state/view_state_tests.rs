@@ -95,7 +95,7 @@ fn arrows_walk_spans_and_queues() {
     );
     state.update(&model, Action::End);
     assert_eq!(
-        model.span(state.selection.unwrap()).status,
+        model.span(state.selection.unwrap()).status(),
         SpanStatus::Failed
     );
     state.update(&model, Action::PrevQueue);
@@ -218,7 +218,7 @@ fn events_are_walked_in_time_order() {
         state.update(&model, Action::PrevEvent);
     }
     assert_eq!(
-        model.span(state.selection.unwrap()).status,
+        model.span(state.selection.unwrap()).status(),
         SpanStatus::Failed
     );
 }

@@ -249,7 +249,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             ),
             Style::new().add_modifier(ratatui::style::Modifier::BOLD),
         ),
-        Text::styled(span.status.name(), theme::status_fg(span.status)),
+        Text::styled(span.status().name(), theme::status_fg(span.status())),
     ])];
     // Why it failed or was cancelled comes first: below the operations it was out of sight.
     let event = model.span_event(r);
@@ -258,12 +258,12 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             "status",
             Text::styled(
                 format!("{}: {}", e.kind.name(), e.text),
-                theme::status_fg(span.status),
+                theme::status_fg(span.status()),
             ),
         ));
     }
     let failed_name = event
-        .filter(|_| span.status == SpanStatus::Failed)
+        .filter(|_| span.status() == SpanStatus::Failed)
         .and_then(|e| failed_operation(&e.text));
     let op_names: Vec<Option<String>> = region
         .nodes
@@ -280,7 +280,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             .filter(|n| n.as_deref().is_some_and(|n| op_is(n, name)))
             .count()
     });
-    if span.status == SpanStatus::Failed && !region.nodes.is_empty() {
+    if span.status() == SpanStatus::Failed && !region.nodes.is_empty() {
         let note = match (failed_name.as_deref(), failed_ops) {
             (Some(name), 1) => format!("{} {name}, marked below", sym.failure),
             (Some(name), n @ 2..) => {
@@ -290,7 +290,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         };
         lines.push(field(
             "failed op",
-            Text::styled(note, theme::status_fg(span.status)),
+            Text::styled(note, theme::status_fg(span.status())),
         ));
     }
     lines.push(field(
@@ -377,7 +377,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     if region.copy_bytes > 0 {
         lines.push(field("copied", units::bytes(region.copy_bytes)));
     }
-    if span.status == SpanStatus::Running {
+    if span.status() == SpanStatus::Running {
         lines.push(field(
             "host",
             format!(
@@ -428,7 +428,7 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             sub.index,
             sub.slot,
             units::time(sub.submit_ns),
-            sub.status.name(),
+            sub.status().name(),
         ),
     ));
     if !after.is_empty() {
@@ -491,7 +491,7 @@ fn started_lines(model: &Model, submission: crate::state::SubId) -> Vec<Line<'st
                     units::duration(s.start_ns.saturating_sub(sub.submit_ns))
                 )
             } else {
-                s.status.name().to_owned()
+                s.status().name().to_owned()
             };
             format!("r{} {} {when}", region.index, model.label(region.label))
         })

@@ -203,7 +203,7 @@ fn failed_red_cancelled_grey_producers_yellow() {
     let failed = compute
         .spans()
         .iter()
-        .position(|s| s.status == SpanStatus::Failed)
+        .position(|s| s.status() == SpanStatus::Failed)
         .unwrap();
     assert_eq!(
         span_bg(&model, &state, Queue::GpuCompute, failed),
@@ -215,7 +215,7 @@ fn failed_red_cancelled_grey_producers_yellow() {
         .find(|l| l.queue == Queue::GpuDownload)
         .unwrap();
     let cancelled = download.len() - 1;
-    assert_eq!(download.spans()[cancelled].status, SpanStatus::Cancelled);
+    assert_eq!(download.spans()[cancelled].status(), SpanStatus::Cancelled);
     assert_eq!(
         span_bg(&model, &state, Queue::GpuDownload, cancelled),
         Color::DarkGray

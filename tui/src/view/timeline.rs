@@ -308,13 +308,13 @@ fn lane(
         let submission = model.submission(span.submission);
         let style = highlights.style(r).unwrap_or_else(|| {
             if state.matches(model, span) {
-                theme::span_style(submission.index.0, span.status)
+                theme::span_style(submission.index.0, span.status())
             } else {
                 theme::FILTERED_OUT
             }
         });
         let width = bar.last_col - bar.first_col + 1;
-        let label = match span.status {
+        let label = match span.status() {
             SpanStatus::Failed => format!("{} {}", sym.failure, model.span_label(span)),
             SpanStatus::Cancelled => format!("{} {}", sym.cancel, model.span_label(span)),
             // Unfinished: its bar runs to the trace's end.
@@ -325,7 +325,7 @@ fn lane(
             &label,
             width,
             (bar.clipped_start, bar.clipped_end),
-            span.status,
+            span.status(),
             sym,
         );
         let x = GUTTER + bar.first_col;

@@ -37,7 +37,7 @@ fn events_list_at_the_first_failure() {
     let event = &model.events()[state.event_cursor.unwrap()];
     assert_eq!(event.kind, EventKind::FaultInjected);
     let failed = model.span(state.selection.expect("the failed span is selected"));
-    assert_eq!(failed.status, SpanStatus::Failed);
+    assert_eq!(failed.status(), SpanStatus::Failed);
     let text = screen(model, &state);
     assert!(text.contains("hrx_sobel"), "{text}");
     insta::assert_snapshot!(text);

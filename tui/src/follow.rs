@@ -1,0 +1,248 @@
+//! Reading a trace that is still being written, one new block at a time (`view --follow`).
+//!
+//! [`TraceTail`] reads the file once, then on each [`TraceTail::read_new`] only what was
+//! appended since: it reopens the file at the start of the last block it read (that block
+//! is complete and no longer changes), behind a copy of the file header, skips the records
+//! of that block it already has, and pushes the rest into the same [`ModelBuilder`]. The
+//! model shown is a finished copy of the builder, so a refresh costs the decoding of the
+//! new blocks plus one pass over the model, never a decoding of the whole trace.
+//!
+//! A block the writer has not finished yet reads as a torn tail: it is left for the next
+//! refresh, and only the latest read's torn tail is reported. Submission numbers are not
+//! checked (a live trace's newest submissions may still sit in the writer's buffers).
+
+use crate::TuiError;
+use crate::state::{Model, ModelBuilder};
+use hrx_capture::reader::WarningKind;
+use hrx_capture::{Recovery, TraceReader};
+use std::fs::File;
+use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// A followed trace (see the module docs).
+#[derive(Debug)]
+pub struct TraceTail {
+    path: PathBuf,
+    /// The file header, put before the appended bytes of each later read.
+    header: Vec<u8>,
+    builder: ModelBuilder,
+    /// File offset of the last block read, and how many of its records were taken.
+    resume_at: u64,
+    taken: u64,
+    /// Totals over every read so far.
+    recovery: Recovery,
+    /// Warnings of earlier reads that stay true (not a torn tail: that is read again).
+    warnings: Vec<String>,
+    /// The latest read's torn tail, if it ended inside a block.
+    latest_warnings: Vec<String>,
+}
+
+impl TraceTail {
+    /// Reads the whole trace at `path` as it is now.
+    ///
+    /// # Errors
+    ///
+    /// [`TuiError::Read`] when it cannot be opened, its header is unreadable, or a read
+    /// fails.
+    pub fn open(path: &Path) -> Result<(TraceTail, Model), TuiError> {
+        let read_error = |source| TuiError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let reader = TraceReader::open(path).map_err(read_error)?;
+        let header_len = u64::from(reader.header().header_len);
+        let mut header = Vec::new();
+        File::open(path)
+            .and_then(|f| f.take(header_len).read_to_end(&mut header))
+            .map_err(|source| TuiError::Follow {
+                path: path.to_owned(),
+                source,
+            })?;
+        let mut tail = TraceTail {
+            path: path.to_owned(),
+            header,
+            builder: ModelBuilder::new(),
+            resume_at: header_len,
+            taken: 0,
+            recovery: Recovery::default(),
+            warnings: Vec::new(),
+            latest_warnings: Vec::new(),
+        };
+        tail.take(reader, header_len).map_err(read_error)?;
+        let model = tail.model();
+        Ok((tail, model))
+    }
+
+    /// The model with what was appended since the last read, or `None` when no new record
+    /// was read.
+    ///
+    /// # Errors
+    ///
+    /// [`TuiError::Follow`] when the file cannot be reopened; [`TuiError::Read`] when a read
+    /// fails.
+    pub fn read_new(&mut self) -> Result<Option<Model>, TuiError> {
+        let io_error = |source| TuiError::Follow {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = File::open(&self.path).map_err(io_error)?;
+        file.seek(SeekFrom::Start(self.resume_at))
+            .map_err(io_error)?;
+        let src = Cursor::new(self.header.clone()).chain(file);
+        let reader = TraceReader::new(src).map_err(|source| TuiError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        // Offsets in `src` are the header, then the file from `resume_at`.
+        let origin = self.resume_at;
+        let before = self.recovery.records;
+        self.take(reader, origin).map_err(|source| TuiError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok((self.recovery.records > before).then(|| self.model()))
+    }
+
+    /// Takes every record of `reader` (whose first block is at file offset `origin`) not
+    /// taken before.
+    fn take<R: Read>(
+        &mut self,
+        mut reader: TraceReader<R>,
+        origin: u64,
+    ) -> Result<(), hrx_capture::ReadError> {
+        let header_len = self.header.len() as u64;
+        let (mut block, mut in_block) = (self.resume_at, 0u64);
+        // A block already taken from is read again first: the reader counts it again.
+        let reread = u64::from(self.taken > 0);
+        let total = &mut self.recovery;
+        for item in reader.by_ref() {
+            let (offset, record) = item?;
+            let at = (offset + origin).saturating_sub(header_len);
+            if at != block {
+                (block, in_block) = (at, 0);
+            }
+            in_block += 1;
+            if at == self.resume_at && in_block <= self.taken {
+                continue;
+            }
+            // Counted here, not from the reader's totals, which count the block read again.
+            total.records += 1;
+            total.lost.observe(&record);
+            total.waits.observe(&record);
+            self.builder.push(&record);
+        }
+        if block != self.resume_at || in_block > self.taken {
+            (self.resume_at, self.taken) = (block, in_block);
+        }
+        let read = reader.recovery();
+        total.complete_blocks += read.complete_blocks.saturating_sub(reread);
+        total.skipped_blocks += read.skipped_blocks;
+        total.skipped_records += read.skipped_records;
+        total.bytes_discarded = read.bytes_discarded;
+        total.clean_close = read.clean_close;
+        total.closed = read.closed;
+        let mut latest = Vec::new();
+        for warning in reader.warnings() {
+            if matches!(warning.kind, WarningKind::TruncatedTail { .. }) {
+                latest.push(warning.to_string());
+            } else {
+                self.warnings.push(warning.to_string());
+            }
+        }
+        self.latest_warnings = latest;
+        Ok(())
+    }
+
+    fn model(&self) -> Model {
+        let mut model = self.builder.clone().finish();
+        model.info.recovery = Some(self.recovery);
+        model.info.warnings = self
+            .warnings
+            .iter()
+            .chain(&self.latest_warnings)
+            .cloned()
+            .collect();
+        model
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+    use std::io::Write;
+
+    /// A trace of many small blocks (about 1 KiB of records each), as its bytes.
+    fn trace_bytes() -> Vec<u8> {
+        let sink = MemorySink::new();
+        let options = RecorderOptions {
+            block_bytes: 1 << 10,
+            thread_buffer_bytes: 4 << 10,
+            compression_level: None,
+            full_buffer_wait: std::time::Duration::from_secs(5),
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+        for record in pipeline(PipelineSpec {
+            fail_at: Some(300),
+            ..PipelineSpec::ops(2_000)
+        }) {
+            recorder.record(&record);
+        }
+        recorder.close().unwrap();
+        sink.contents()
+    }
+
+    #[test]
+    fn appended_blocks_are_read_alone_and_the_model_matches_a_whole_read() {
+        let bytes = trace_bytes();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        // The file grows in steps that end anywhere, inside a block too.
+        let cuts = [
+            bytes.len() / 5,
+            bytes.len() / 3 + 17,
+            bytes.len() * 2 / 3 + 5,
+            bytes.len(),
+        ];
+        std::fs::write(&path, &bytes[..cuts[0]]).unwrap();
+        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone())
+            .unwrap()
+            .blocks()
+            .len();
+        assert!(blocks >= 8, "{blocks} blocks");
+        let (mut tail, first) = TraceTail::open(&path).unwrap();
+        assert!(first.span_count() > 0);
+        let mut shown = first.span_count();
+        for pair in cuts.windows(2) {
+            let (from, to) = (pair[0], pair[1]);
+            // What was read before is damaged now: a reader of the whole file would see
+            // it, one that reads only appended blocks does not.
+            let resume_at = tail.resume_at as usize;
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.seek(SeekFrom::Start(resume_at as u64 / 2)).unwrap();
+            file.write_all(&vec![0xA5; resume_at / 2 - resume_at / 4])
+                .unwrap();
+            file.seek(SeekFrom::Start(from as u64)).unwrap();
+            file.write_all(&bytes[from..to]).unwrap();
+            drop(file);
+            let model = tail.read_new().unwrap().expect("new records");
+            // The same as reading this prefix of the undamaged trace whole.
+            let whole = Model::from_reader(TraceReader::new(&bytes[..to]).unwrap()).unwrap();
+            assert_eq!(model.span_count(), whole.span_count());
+            assert_eq!(model.info().records, whole.info().records);
+            assert_eq!(model.info().recovery.unwrap().records, whole.info().records);
+            assert_eq!(model.submissions().len(), whole.submissions().len());
+            assert_eq!(model.events(), whole.events());
+            assert!(model.info().warnings.iter().all(|w| !w.contains("skipped")));
+            assert!(model.span_count() > shown);
+            shown = model.span_count();
+        }
+        let last = tail.read_new().unwrap();
+        assert!(last.is_none(), "nothing appended, nothing new");
+        let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
+        assert!(whole.info().end.is_some());
+        assert_eq!(shown, whole.span_count());
+    }
+}

@@ -1,0 +1,313 @@
+//! The view cache: a trace's model built once, written to files, and reopened by mapping
+//! them, so `hrx-trace view` of a large trace opens again without reading the trace.
+//!
+//! ```text
+//! <cache dir>/<xxh3 of the trace's canonical path>/
+//!     model.bin                 postcard: Manifest (format, the trace's identity, column
+//!                               lengths, lanes), then the Model without its columns
+//!     lane-N.spans lane-N.blocks   lane N's spans (40 B each) and level-of-detail blocks
+//!     submissions region_spans explicit_producers explicit_edges cross
+//!     cross_by_producer submit_times  the per-submission tables, as stored in memory
+//! ```
+//!
+//! A model reopened from the cache holds in memory only what grows with the program's
+//! structure (graphs, regions, labels, events, statistics); every column that grows with
+//! submissions or regions is a read-only map ([`super::column`]), paged in as frames touch
+//! it. The first frame of a zoomed-out view reads the lanes' blocks, a binary search per
+//! cell edge and the spans at cell edges.
+//!
+//! **Invalidation.** The manifest records the trace's length, modification time and the xxh3
+//! of its first and last 64 KiB, the cache format and this crate's version; any difference
+//! (or any error reading the cache) rebuilds it from the trace. An entry is written under a
+//! temporary name and renamed into place, so a reader never sees half of one. The cache
+//! directory is this user's (created mode 0700): its files are trusted as the process's own
+//! memory would be, beyond their lengths, which are checked (a value of any other bytes
+//! decodes to some span or submission, never to undefined behaviour: see [`Plain`]).
+//!
+//! [`Plain`]: super::column::Plain
+
+use super::column::{Column, Plain};
+use super::lanes::Lane;
+use super::model::Model;
+use hrx_capture::schema::{Queue, RuntimeId};
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// Environment variable: `off` disables the cache; a directory puts it there.
+pub const CACHE_ENV: &str = "HRX_VIEW_CACHE";
+
+/// Environment variable: traces smaller than this many bytes are read directly (default
+/// [`DEFAULT_MIN_BYTES`]); `0` caches every trace.
+pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
+
+/// Traces below this size (about 700k regions) open in well under a second without it.
+pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
+
+/// Bumped whenever the layout of a column or the model changes.
+const FORMAT: u32 = 1;
+
+/// Bytes hashed at each end of the trace for its identity.
+const HASH_BYTES: u64 = 64 << 10;
+
+/// Where and when the cache is used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// The cache directory; `None`: no cache.
+    pub dir: Option<PathBuf>,
+    /// Traces smaller than this are not cached.
+    pub min_bytes: u64,
+}
+
+impl CacheOptions {
+    /// From [`CACHE_ENV`] and [`CACHE_MIN_ENV`]; by default `hrx-trace-view` in the
+    /// temporary directory and [`DEFAULT_MIN_BYTES`].
+    pub fn from_env() -> CacheOptions {
+        let dir = match std::env::var_os(CACHE_ENV) {
+            Some(v) if v == "off" => None,
+            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+            _ => Some(std::env::temp_dir().join("hrx-trace-view")),
+        };
+        let min_bytes = std::env::var(CACHE_MIN_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_MIN_BYTES);
+        CacheOptions { dir, min_bytes }
+    }
+}
+
+/// Which version of a trace a cached model was built from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceKey {
+    len: u64,
+    modified_ns: u128,
+    head_hash: u64,
+    tail_hash: u64,
+}
+
+impl TraceKey {
+    /// The trace at `path` as it is now: length, modification time, and the xxh3 of its
+    /// first and last 64 KiB.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error when it cannot be opened or read.
+    pub fn of(path: &Path) -> io::Result<TraceKey> {
+        let mut file = File::open(path)?;
+        let meta = file.metadata()?;
+        let modified_ns = meta
+            .modified()?
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut hash_at = |from: u64| -> io::Result<u64> {
+            file.seek(SeekFrom::Start(from))?;
+            let mut bytes = Vec::with_capacity(HASH_BYTES as usize);
+            (&mut file).take(HASH_BYTES).read_to_end(&mut bytes)?;
+            Ok(xxhash_rust::xxh3::xxh3_64(&bytes))
+        };
+        Ok(TraceKey {
+            len: meta.len(),
+            modified_ns,
+            head_hash: hash_at(0)?,
+            tail_hash: hash_at(meta.len().saturating_sub(HASH_BYTES))?,
+        })
+    }
+}
+
+/// Lengths of the model's columns, and its lanes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    version: String,
+    trace: TraceKey,
+    /// (runtime, queue, spans, blocks) per lane.
+    lanes: Vec<(RuntimeId, Queue, u64, u64)>,
+    submissions: u64,
+    region_spans: u64,
+    explicit_producers: u64,
+    explicit_edges: u64,
+    cross: u64,
+    cross_by_producer: u64,
+    submit_times: u64,
+}
+
+fn invalid(what: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.into())
+}
+
+/// The entry of the trace at `path` in `dir`.
+fn entry(dir: &Path, path: &Path) -> io::Result<PathBuf> {
+    let canonical = fs::canonicalize(path)?;
+    let hash = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes());
+    Ok(dir.join(format!("{hash:016x}")))
+}
+
+/// The model of the trace at `path` from the cache in `dir`.
+///
+/// # Errors
+///
+/// An I/O error when there is no entry, it belongs to another version of the trace (or of
+/// this program), or a file is missing or of the wrong length.
+pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
+    let entry = entry(dir, path)?;
+    let bytes = fs::read(entry.join("model.bin"))?;
+    let (manifest, rest): (Manifest, &[u8]) =
+        postcard::take_from_bytes(&bytes).map_err(|e| invalid(e.to_string()))?;
+    if manifest.format != FORMAT || manifest.version != env!("CARGO_PKG_VERSION") {
+        return Err(invalid("cache of another format"));
+    }
+    if manifest.trace != TraceKey::of(path)? {
+        return Err(invalid("the trace changed since it was cached"));
+    }
+    let mut model: Model = postcard::from_bytes(rest).map_err(|e| invalid(e.to_string()))?;
+    let entry = entry.as_path();
+    model.lanes = Vec::with_capacity(manifest.lanes.len());
+    for (i, &(runtime, queue, spans, blocks)) in manifest.lanes.iter().enumerate() {
+        let spans = map_column(entry, &format!("lane-{i}.spans"), spans)?;
+        let blocks = map_column(entry, &format!("lane-{i}.blocks"), blocks)?;
+        model
+            .lanes
+            .push(Lane::mapped(runtime, queue, spans, blocks));
+    }
+    model.submissions = map_column(entry, "submissions", manifest.submissions)?;
+    model.region_spans = map_column(entry, "region_spans", manifest.region_spans)?;
+    model.explicit_producers =
+        map_column(entry, "explicit_producers", manifest.explicit_producers)?;
+    model.explicit_edges = map_column(entry, "explicit_edges", manifest.explicit_edges)?;
+    model.cross = map_column(entry, "cross", manifest.cross)?;
+    model.cross_by_producer = map_column(entry, "cross_by_producer", manifest.cross_by_producer)?;
+    model.submit_times = map_column(entry, "submit_times", manifest.submit_times)?;
+    Ok(model)
+}
+
+/// Opens the trace at `path` through the cache of `options`: reopens its entry when it is
+/// current, else builds the model with `load`, writes the entry and reopens it mapped (so
+/// the built model's memory is given back). A trace below `options.min_bytes`, or any
+/// failure of the cache itself, leaves it to `load` alone.
+///
+/// # Errors
+///
+/// `load`'s.
+pub fn open<E>(
+    path: &Path,
+    options: &CacheOptions,
+    load: impl FnOnce() -> Result<Model, E>,
+) -> Result<Model, E> {
+    let Some(dir) = &options.dir else {
+        return load();
+    };
+    let large = fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
+    if !large {
+        return load();
+    }
+    if let Ok(model) = reopen(dir, path) {
+        return Ok(model);
+    }
+    // The key is taken before the read: a trace that grows meanwhile is cached as the
+    // older version it was, and rebuilt on the next open.
+    let Ok(key) = TraceKey::of(path) else {
+        return load();
+    };
+    let model = load()?;
+    if write(dir, path, &key, &model).is_ok()
+        && let Ok(mapped) = reopen(dir, path)
+    {
+        return Ok(mapped);
+    }
+    Ok(model)
+}
+
+fn map_column<T: Plain>(entry: &Path, name: &str, len: u64) -> io::Result<Column<T>> {
+    let file = File::open(entry.join(name))?;
+    let len = usize::try_from(len).map_err(|_| invalid("column too long"))?;
+    // SAFETY: cache files are written once under a temporary name, renamed into place and
+    // never written again (a rebuild writes a new entry and renames it over).
+    unsafe { Column::map(&file, len) }
+}
+
+/// Writes `model`, built from the trace at `path` when it was `key`, into the cache in
+/// `dir`, replacing an older entry.
+///
+/// # Errors
+///
+/// An I/O error when the directory or a file cannot be written.
+pub fn write(dir: &Path, path: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {
+    create_private_dir(dir)?;
+    let entry = entry(dir, path)?;
+    let temporary = entry.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&temporary);
+    fs::create_dir(&temporary)?;
+    let written = write_entry(&temporary, key, model);
+    if let Err(error) = written {
+        let _ = fs::remove_dir_all(&temporary);
+        return Err(error);
+    }
+    // A directory cannot be renamed over a non-empty one: the old entry goes first (a
+    // reader in between finds none and reads the trace).
+    let _ = fs::remove_dir_all(&entry);
+    fs::rename(&temporary, &entry).inspect_err(|_| {
+        let _ = fs::remove_dir_all(&temporary);
+    })
+}
+
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {
+    let column = |name: &str, write: &dyn Fn(&mut BufWriter<File>) -> io::Result<()>| {
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(temporary.join(name))?);
+        // No fsync: a cache entry cut short by a crash has files of the wrong length,
+        // which `reopen` refuses.
+        write(&mut out)?;
+        out.flush()
+    };
+    let mut lanes = Vec::with_capacity(model.lanes.len());
+    for (i, lane) in model.lanes.iter().enumerate() {
+        let (spans, blocks) = lane.columns();
+        column(&format!("lane-{i}.spans"), &|out| spans.write_to(out))?;
+        column(&format!("lane-{i}.blocks"), &|out| blocks.write_to(out))?;
+        lanes.push((
+            lane.runtime,
+            lane.queue,
+            spans.len() as u64,
+            blocks.len() as u64,
+        ));
+    }
+    column("submissions", &|out| model.submissions.write_to(out))?;
+    column("region_spans", &|out| model.region_spans.write_to(out))?;
+    column("explicit_producers", &|out| {
+        model.explicit_producers.write_to(out)
+    })?;
+    column("explicit_edges", &|out| model.explicit_edges.write_to(out))?;
+    column("cross", &|out| model.cross.write_to(out))?;
+    column("cross_by_producer", &|out| {
+        model.cross_by_producer.write_to(out)
+    })?;
+    column("submit_times", &|out| model.submit_times.write_to(out))?;
+    let manifest = Manifest {
+        format: FORMAT,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        trace: key.clone(),
+        lanes,
+        submissions: model.submissions.len() as u64,
+        region_spans: model.region_spans.len() as u64,
+        explicit_producers: model.explicit_producers.len() as u64,
+        explicit_edges: model.explicit_edges.len() as u64,
+        cross: model.cross.len() as u64,
+        cross_by_producer: model.cross_by_producer.len() as u64,
+        submit_times: model.submit_times.len() as u64,
+    };
+    let mut bytes = postcard::to_stdvec(&manifest).map_err(|e| invalid(e.to_string()))?;
+    bytes.extend(postcard::to_stdvec(model).map_err(|e| invalid(e.to_string()))?);
+    column("model.bin", &|out| out.write_all(&bytes))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use super::*;
+use crate::state::synthetic::{PipelineSpec, pipeline};
+use crate::state::{Action, ViewState};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+
+/// A trace file of `spec`, written through the real recorder.
+fn trace_file(dir: &Path, spec: PipelineSpec) -> PathBuf {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+    for record in pipeline(spec) {
+        recorder.record(&record);
+    }
+    recorder.close().unwrap();
+    let path = dir.join("trace.hrxt");
+    fs::write(&path, sink.contents()).unwrap();
+    path
+}
+
+/// A failing pipeline: a failure, cancellations, a quarantine, Busy refusals.
+fn failing() -> PipelineSpec {
+    PipelineSpec {
+        busy_every: Some(7),
+        fail_at: Some(150),
+        ..PipelineSpec::ops(800)
+    }
+}
+
+fn load(path: &Path) -> Result<Model, crate::TuiError> {
+    crate::load(path)
+}
+
+fn options(dir: &Path) -> CacheOptions {
+    CacheOptions {
+        dir: Some(dir.join("cache")),
+        min_bytes: 0,
+    }
+}
+
+/// Screens of a walk through the model: the whole trace, zoomed in with a span selected,
+/// its hazards and producer, failure events, the statistics.
+fn screens(model: &Model) -> Vec<String> {
+    let mut state = ViewState::new(model, 120, 40);
+    let mut out = vec![crate::render_to_string(model, &state, 120, 40)];
+    for action in [
+        Action::ZoomIn,
+        Action::ZoomIn,
+        Action::SelectNext,
+        Action::SelectNext,
+        Action::ToggleHazards,
+        Action::JumpToProducer,
+        Action::NextEvent,
+        Action::NextEvent,
+        Action::ToggleEvents,
+        Action::ToggleStats,
+    ] {
+        state.update(model, action);
+        out.push(crate::render_to_string(model, &state, 120, 40));
+    }
+    out
+}
+
+#[test]
+fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), failing());
+    let read = crate::load(&trace).unwrap();
+    let opened = open(&trace, &options(dir.path()), || load(&trace)).unwrap();
+    // Written, then reopened by mapping: no per-span memory is held.
+    assert!(
+        opened
+            .lanes
+            .iter()
+            .all(|l| l.columns().0.is_mapped() || l.is_empty())
+    );
+    assert!(opened.submissions.is_mapped() && opened.cross.is_mapped());
+    assert_eq!(
+        opened.heap_bytes(),
+        opened.regions.capacity() * size_of::<super::super::RegionInfo>()
+    );
+    assert_eq!(opened.span_count(), read.span_count());
+    assert!(read.first_failure().is_some());
+    assert_eq!(screens(&opened), screens(&read));
+    // The second open reads the cache, not the trace.
+    let again = open(&trace, &options(dir.path()), || -> Result<Model, ()> {
+        panic!("the trace was read again")
+    })
+    .unwrap();
+    assert_eq!(screens(&again), screens(&read));
+}
+
+#[test]
+fn a_changed_trace_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(400));
+    let cache = options(dir.path());
+    let first = open(&trace, &cache, || load(&trace)).unwrap();
+    assert_eq!(first.span_count(), 400);
+    // The same path, another trace: a longer recording.
+    trace_file(dir.path(), PipelineSpec::ops(800));
+    assert!(reopen(cache.dir.as_deref().unwrap(), &trace).is_err());
+    let second = open(&trace, &cache, || load(&trace)).unwrap();
+    assert_eq!(second.span_count(), 800);
+    assert!(second.submissions.is_mapped());
+}
+
+#[test]
+fn a_damaged_entry_is_rebuilt_from_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), failing());
+    let cache = options(dir.path());
+    let read = crate::load(&trace).unwrap();
+    open(&trace, &cache, || load(&trace)).unwrap();
+    let entry = entry(cache.dir.as_deref().unwrap(), &trace).unwrap();
+    // A column cut short (a crash while writing it), then a manifest of garbage.
+    let spans = entry.join("lane-1.spans");
+    let len = fs::metadata(&spans).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&spans)
+        .unwrap()
+        .set_len(len - 7)
+        .unwrap();
+    let error = reopen(cache.dir.as_deref().unwrap(), &trace).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+    let rebuilt = open(&trace, &cache, || load(&trace)).unwrap();
+    assert_eq!(screens(&rebuilt), screens(&read));
+    fs::write(entry.join("model.bin"), b"\xff\xff\xff\xff not a manifest").unwrap();
+    assert!(reopen(cache.dir.as_deref().unwrap(), &trace).is_err());
+    let rebuilt = open(&trace, &cache, || load(&trace)).unwrap();
+    assert_eq!(screens(&rebuilt), screens(&read));
+}
+
+#[test]
+fn small_traces_and_a_disabled_cache_are_read_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(40));
+    let small = CacheOptions {
+        min_bytes: fs::metadata(&trace).unwrap().len() + 1,
+        ..options(dir.path())
+    };
+    let model = open(&trace, &small, || load(&trace)).unwrap();
+    assert!(!model.submissions.is_mapped());
+    assert!(!dir.path().join("cache").exists());
+    let off = CacheOptions {
+        dir: None,
+        min_bytes: 0,
+    };
+    assert!(
+        !open(&trace, &off, || load(&trace))
+            .unwrap()
+            .submissions
+            .is_mapped()
+    );
+    assert!(!dir.path().join("cache").exists());
+}
