@@ -50,5 +50,9 @@ for trace in "$@"; do
     row "$name" "new, first open" "$out/first.time"
     frame "$NEW_BIN" "$out/reopen.time"
     row "$name" "new, reopen" "$out/reopen.time"
-    du -sh "$out/cache" | sed "s|$out/||;s|^|$name\tcache entry |"
+    if [ -d "$out/cache" ]; then
+        printf '%s\tcache entry\t%s\n' "$name" "$(du -sh "$out/cache" | cut -f1)"
+    else
+        printf '%s\tcache entry\tnone (below HRX_VIEW_CACHE_MIN_BYTES)\n' "$name"
+    fi
 done

@@ -263,10 +263,13 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {
     let column = |name: &str, write: &dyn Fn(&mut BufWriter<File>) -> io::Result<()>| {
         let mut out = BufWriter::with_capacity(1 << 20, File::create(temporary.join(name))?);
-        // No fsync: a cache entry cut short by a crash has files of the wrong length,
-        // which `reopen` refuses.
+        // Synced so that its pages can be dropped from the page cache now and read back
+        // page by page when mapped (see `column::drop_cached_pages`).
         write(&mut out)?;
-        out.flush()
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_data()?;
+        super::column::drop_cached_pages(&file);
+        Ok(())
     };
     let mut lanes = Vec::with_capacity(model.lanes.len());
     for (i, lane) in model.lanes.iter().enumerate() {
