@@ -409,6 +409,9 @@ pub(crate) struct Shared {
     core_holder: AtomicI32,
     /// The sink's [`Sink::signal_fd`].
     signal_fd: Option<i32>,
+    /// The process that opened the recorder: a child forked without exec shares the file
+    /// descriptor, and its fatal signal must not write into this trace.
+    pid: u32,
 }
 
 /// The core, locked; records its holder in [`Shared::core_holder`] while it lives.
@@ -1039,6 +1042,7 @@ impl Recorder {
             summary: Mutex::new(None),
             core_holder: AtomicI32::new(0),
             signal_fd,
+            pid: std::process::id(),
         });
         let thread_shared = shared.clone();
         let writer = std::thread::Builder::new()

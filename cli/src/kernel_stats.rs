@@ -35,7 +35,8 @@
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
 //!  flush far out of order; the text report says so whenever either is not 0),
 //!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
-//!  started and never finished, what a hang or a crash was in (the text says so)}
+//!  started and not finished where the trace ends: running now in a trace still being
+//!  written, what a hang or a crash was in otherwise (the text says so)}
 //! ```
 
 use crate::args::StatsArgs;
@@ -319,8 +320,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         };
         writeln!(
             out,
-            "{:<12} submission {}, region {}{what}: started at {} and still running when the \
-             trace ends (a hang or a crash)",
+            "{:<12} submission {}, region {}{what}: started at {}, not finished where the \
+             trace ends (running now, or what a hang or a crash was in)",
             "running",
             u(&running["submission"]),
             u(&running["region"]),

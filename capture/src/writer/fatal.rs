@@ -48,6 +48,8 @@
 //!   replaces this one (nothing is flushed unless it passes the signal on to the previous
 //!   handler); one installed before is chained to.
 //! - At most [`SLOTS`] recorders of one process are flushed (a process has one in practice).
+//! - A child forked without `exec` writes nothing into its parent's trace (it shares the
+//!   file descriptor; its own records are lost with it).
 
 use super::{Core, Shared};
 use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, IndexEntry};
@@ -217,6 +219,12 @@ mod imp {
         let _ = context;
     }
 
+    /// The process id (`getpid`, async-signal-safe; `std::process::id` is the same call).
+    pub(super) fn process_id() -> u32 {
+        // SAFETY: getpid has no preconditions.
+        unsafe { libc::getpid() as u32 }
+    }
+
     /// CLOCK_MONOTONIC in ns (async-signal-safe).
     pub(super) fn monotonic_ns() -> u64 {
         let mut ts = libc::timespec {
@@ -265,6 +273,9 @@ mod imp {
         0
     }
     pub(super) fn install() {}
+    pub(super) fn process_id() -> u32 {
+        std::process::id()
+    }
     pub(super) fn monotonic_ns() -> u64 {
         0
     }
@@ -338,6 +349,9 @@ impl Shared {
     /// handler on thread `me`.
     fn flush_on_signal(&self, signal: i32, fault_address: Option<u64>, me: i32) {
         let Some(fd) = self.signal_fd else { return };
+        if imp::process_id() != self.pid {
+            return;
+        }
         let deadline = imp::monotonic_ns().saturating_add(LOCK_WAIT_NS);
         let mut core = loop {
             match self.core.try_lock() {
