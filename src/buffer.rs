@@ -18,7 +18,7 @@ use crate::sync::lock;
 use crate::trace::Captures;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Where a buffer's memory lives.
@@ -45,6 +45,12 @@ impl Placement {
 
 fn engine_bit(engine: Engine) -> u8 {
     1 << engine as u8
+}
+
+/// [`Visibility`] as one byte: the visible bits, and the last writer plus one above them
+/// (0: none).
+fn visibility_word(visibility: &Visibility) -> u8 {
+    visibility.visible | visibility.last_writer.map_or(0, |e| (e as u8 + 1) << 3)
 }
 
 /// Which engines see a buffer's latest contents.
@@ -110,6 +116,13 @@ pub(crate) struct Storage {
     /// needs no lock while nothing is poisoned.
     pub poisoned: AtomicBool,
     pub visibility: Mutex<Visibility>,
+    /// `visibility` as [`visibility_word`] writes it, stored under that lock: a region that
+    /// finds it already as it needs it (the steady state of a graph run again and again)
+    /// takes no lock.
+    pub visibility_seen: AtomicU8,
+    /// Live host mappings (`host.mappings.len()`, stored under that lock): a submit checks
+    /// a buffer without mappings for conflicts without the lock.
+    pub mapped: AtomicUsize,
     pub captures: Captures,
 }
 
@@ -143,8 +156,13 @@ impl Storage {
         }
     }
 
-    /// `Busy` if a live host mapping conflicts with a device use of `range`.
+    /// `Busy` if a live host mapping conflicts with a device use of `range`. No lock while
+    /// the buffer has no mapping (one made just after is caught by
+    /// [`Storage::begin_device_use`], under the lock).
     pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
+        if self.mapped.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
         self.mapping_conflict(&lock(&self.host), range, access)
     }
 
@@ -194,6 +212,11 @@ impl Storage {
     /// Make the latest contents visible to `engine`, synchronizing an NPU buffer object when
     /// the last writer was on the other side of it.
     pub fn make_visible(&self, engine: Engine) -> Result<()> {
+        // Conflicting regions are ordered by the scheduler, so no writer runs beside this
+        // check: a set bit stays set until this region ends.
+        if self.visibility_seen.load(Ordering::Acquire) & engine_bit(engine) != 0 {
+            return Ok(());
+        }
         let mut visibility = lock(&self.visibility);
         if visibility.visible & engine_bit(engine) != 0 {
             return Ok(());
@@ -219,7 +242,25 @@ impl Storage {
             }
         }
         visibility.visible |= engine_bit(engine);
+        self.visibility_seen
+            .store(visibility_word(&visibility), Ordering::Release);
         Ok(())
+    }
+
+    /// Records a write by `engine` (only it sees the new contents); no lock when it already
+    /// was the last writer and the only engine that sees them.
+    pub fn wrote(&self, engine: Engine) {
+        let only = Visibility {
+            last_writer: Some(engine),
+            visible: engine_bit(engine),
+        };
+        if self.visibility_seen.load(Ordering::Acquire) == visibility_word(&only) {
+            return;
+        }
+        let mut visibility = lock(&self.visibility);
+        visibility.wrote(engine);
+        self.visibility_seen
+            .store(visibility_word(&visibility), Ordering::Release);
     }
 
     fn map(&self, range: Range<usize>, access: Access) -> Result<(u64, *mut u8)> {
@@ -248,6 +289,7 @@ impl Storage {
                 range: range.clone(),
                 access,
             });
+            self.mapped.store(host.mappings.len(), Ordering::Release);
             token
         };
         if access.reads()
@@ -286,9 +328,12 @@ impl Storage {
     }
 
     fn unmap(&self, token: u64, wrote: bool) {
-        lock(&self.host).mappings.retain(|m| m.token != token);
+        let mut host = lock(&self.host);
+        host.mappings.retain(|m| m.token != token);
+        self.mapped.store(host.mappings.len(), Ordering::Release);
+        drop(host);
         if wrote {
-            lock(&self.visibility).wrote(Engine::Host);
+            self.wrote(Engine::Host);
         }
     }
 
@@ -503,6 +548,9 @@ impl Buffer {
             range,
             access,
         });
+        self.storage
+            .mapped
+            .store(host.mappings.len(), Ordering::Release);
         Ok(token)
     }
 
@@ -516,7 +564,7 @@ impl Buffer {
 
     /// Record that `engine` wrote the buffer: other engines must `make_visible` first.
     pub fn wrote(&self, engine: Engine) {
-        lock(&self.storage.visibility).wrote(engine);
+        self.storage.wrote(engine);
     }
 
     /// Whether `engine` sees the latest contents without a sync.

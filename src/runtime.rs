@@ -11,7 +11,7 @@ use crate::{Buffer, Error, GpuKernel, Graph, Placement, Result};
 use hrx_capture::schema as s;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which backend a runtime uses.
@@ -497,6 +497,8 @@ impl Runtime {
             host: Default::default(),
             poisoned: AtomicBool::new(false),
             visibility: Mutex::new(crate::buffer::Visibility::new()),
+            visibility_seen: AtomicU8::new(0b111),
+            mapped: AtomicUsize::new(0),
             captures: Default::default(),
         });
         if let Some(hook) = context.tracer.hook() {

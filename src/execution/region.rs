@@ -232,7 +232,7 @@ impl Region {
         }
         for use_ in &self.uses {
             if use_.access.writes() {
-                lock(&use_.view.buffer().storage.visibility).wrote(engine);
+                use_.view.buffer().storage.wrote(engine);
             }
         }
         Ok(span)

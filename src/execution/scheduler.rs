@@ -147,17 +147,17 @@ pub(crate) struct Doorbell {
 impl Doorbell {
     /// Moved by every ring.
     pub(super) fn epoch(&self) -> u64 {
-        self.word.load(Ordering::SeqCst) >> 1
+        self.word.load(Ordering::Acquire) >> 1
     }
 
     /// Whether the queue is idle and holds pending regions.
     pub(super) fn claimable(&self) -> bool {
-        self.word.load(Ordering::SeqCst) & 1 != 0
+        self.word.load(Ordering::Acquire) & 1 != 0
     }
 
     /// The epoch and the claimable flag, from one read of the word.
     pub(super) fn load(&self) -> (u64, bool) {
-        let word = self.word.load(Ordering::SeqCst);
+        let word = self.word.load(Ordering::Acquire);
         (word >> 1, word & 1 != 0)
     }
 }
@@ -536,7 +536,10 @@ impl Scheduler {
             let epoch = (*rung >> 1) + u64::from(ring >> q & 1);
             let word = epoch << 1 | u64::from(claimable >> q & 1);
             if word != *rung {
-                self.doorbells[q].word.store(word, Ordering::SeqCst);
+                // Release, not SeqCst (an xchg on x86, twice per round trip): no decision
+                // rests on the doorbell's order against another location; a worker parks
+                // only after re-checking the state under the scheduler lock.
+                self.doorbells[q].word.store(word, Ordering::Release);
                 *rung = word;
             }
         }
