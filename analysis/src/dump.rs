@@ -42,6 +42,8 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::RecorderWait(r) => r.end_ns,
         Record::RecordsLost(r) => r.time_ns,
         Record::CaptureFence(r) => r.end_ns,
+        Record::TraceRange(r) => r.time_ns,
+        Record::BufferSnapshot(r) => r.time_ns,
         _ => return None,
     })
 }
@@ -94,6 +96,8 @@ fn kind(record: &Record) -> &'static str {
         Record::RecorderWait(_) => "recorder-wait",
         Record::RecordsLost(_) => "records-lost",
         Record::CaptureFence(_) => "capture-fence",
+        Record::TraceRange(_) => "range",
+        Record::BufferSnapshot(_) => "snapshot",
         other => other.kind_name(),
     }
 }
@@ -339,6 +343,29 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.buffer,
             duration(r.end_ns.saturating_sub(r.start_ns))
         ),
+        Record::TraceRange(r) => {
+            write!(f, "rt={} subs={}..", r.runtime, r.start)?;
+            if let Some(end) = r.end {
+                write!(f, "{end}")?;
+            }
+            write!(f, " trigger={:?}", r.trigger)?;
+            if let Some(from) = &r.trimmed_from {
+                write!(f, " trimmed_from={from:?}")?;
+            }
+            Ok(())
+        }
+        Record::BufferSnapshot(r) => {
+            write!(
+                f,
+                "rt={} buf{}[{}..{}] xxh3={:#018x} ",
+                r.runtime,
+                r.buffer,
+                r.offset,
+                r.offset.saturating_add(r.len_bytes),
+                r.xxh3
+            )?;
+            payload(f, &r.contents)
+        }
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"

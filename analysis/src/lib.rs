@@ -13,6 +13,8 @@
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, two streaming passes.
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
+//! - [`trim`]: cuts a trace down to a range of submissions with the state it needs
+//!   (`hrx-trace trim`).
 //! - [`units`]: the one formatter of times, sizes and rates.
 //! - [`synthetic`]: generated traces of any size for tests and benchmarks.
 //!
@@ -36,6 +38,7 @@ pub mod sketch;
 pub mod spans;
 pub mod stats;
 pub mod synthetic;
+pub mod trim;
 pub mod units;
 
 pub use index::{

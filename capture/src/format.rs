@@ -133,7 +133,8 @@ impl FormatVersion {
         major: FormatMajor(1),
         // 1.2: `Record::SessionStopped`. 1.3: `Poison::submission` and `Poison::region`.
         // 1.4: `Record::RegionStarted`, `Record::FatalSignal`.
-        minor: FormatMinor(4),
+        // 1.5: `Record::TraceRange`, `Record::BufferSnapshot`.
+        minor: FormatMinor(5),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1109,12 +1110,12 @@ mod tests {
         let mut header = FileHeader::current(Compression::Zstd);
         header.version = FormatVersion {
             major: FormatMajor(2),
-            minor: FormatMinor(5),
+            minor: FormatMinor(6),
         };
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.5") && err.contains("1.4"), "{err}");
+        assert!(err.contains("2.6") && err.contains("1.5"), "{err}");
     }
 
     #[test]

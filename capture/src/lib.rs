@@ -7,6 +7,7 @@
 //!   background thread writes out at least every 100 ms.
 //! - The process-wide gate ([`enabled`], [`record`], [`install_or_current`], ...): one
 //!   relaxed atomic load when tracing is off.
+//! - [`TraceWriter`]: writes records that already exist into a new trace (`trim`).
 //! - [`reader`]: streaming and memory-mapped readers that treat the file as untrusted and
 //!   recover every complete block of a crashed recording.
 //!
@@ -37,7 +38,9 @@
 mod activation;
 pub mod format;
 mod note;
+pub mod range;
 pub mod reader;
+mod rewrite;
 mod ring;
 pub mod schema;
 mod staging;
@@ -48,10 +51,12 @@ pub use activation::{
     install_from_env, install_or_current, now_ns, own_path, record, shutdown, uninstall,
 };
 pub use note::append_to_unclosed;
+pub use range::{CaptureRange, TRACE_RANGE_ENV};
 pub use reader::{
     Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning, open_file,
     read_all, special_file,
 };
+pub use rewrite::TraceWriter;
 pub use schema::Record;
 pub use writer::{
     CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, Recorder, RecorderOptions,

@@ -357,7 +357,7 @@ impl RecorderWaits {
 ///
 /// [`RecordsLost`]: crate::schema::RecordsLost
 /// [`SessionEnd`]: crate::schema::SessionEnd
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Lost {
     /// Records lost, all kinds.
     pub total: u64,
@@ -365,7 +365,43 @@ pub struct Lost {
     pub lossy: bool,
     /// Per [`Record::KIND_NAMES`] entry; the last slot counts kinds this reader does not
     /// know (named by a newer writer).
+    #[serde(with = "kind_counts")]
     by_kind: [u64; Record::KIND_NAMES.len() + 1],
+}
+
+/// serde for [`Lost::by_kind`] as a sequence: serde derives arrays up to 32 entries only.
+mod kind_counts {
+    use super::Record;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    const LEN: usize = Record::KIND_NAMES.len() + 1;
+
+    pub fn serialize<S: Serializer>(counts: &[u64; LEN], s: S) -> Result<S::Ok, S::Error> {
+        counts.as_slice().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; LEN], D::Error> {
+        let counts = Vec::<u64>::deserialize(d)?;
+        let mut out = [0u64; LEN];
+        // A count from another version's kinds lands in the slots both know; the rest in
+        // the last, as unknown kinds.
+        for (i, n) in counts.into_iter().enumerate() {
+            let slot = i.min(LEN - 1);
+            out[slot] = out[slot].saturating_add(n);
+        }
+        Ok(out)
+    }
+}
+
+// By hand: arrays longer than 32 have no `Default`.
+impl Default for Lost {
+    fn default() -> Self {
+        Lost {
+            total: 0,
+            lossy: false,
+            by_kind: [0; Record::KIND_NAMES.len() + 1],
+        }
+    }
 }
 
 impl Lost {
@@ -523,6 +559,10 @@ pub struct TraceReader<R> {
     /// checked for gaps at the end when `check_submissions` is on. Bounded by runtimes, not
     /// submissions.
     submissions: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// Per runtime: the submission ranges its [`TraceRange`](crate::schema::TraceRange)
+    /// records declare, start -> end (`None`: open), so that a range's trace is not read as
+    /// missing the submissions before and after it.
+    ranges: std::collections::BTreeMap<u32, std::collections::BTreeMap<u64, Option<u64>>>,
     /// Whether to check submission numbers (see [`TraceReader::check_submission_numbers`]).
     check_submissions: bool,
     submissions_checked: bool,
@@ -559,6 +599,7 @@ impl<R: Read> TraceReader<R> {
             blocks_seen: 0,
             done: false,
             submissions: std::collections::BTreeMap::new(),
+            ranges: std::collections::BTreeMap::new(),
             check_submissions: false,
             submissions_checked: false,
         };
@@ -989,9 +1030,21 @@ impl<R: Read> TraceReader<R> {
             return;
         }
         let submissions = std::mem::take(&mut self.submissions);
+        let ranges = std::mem::take(&mut self.ranges);
         for (runtime, (last, count)) in submissions {
-            if count < last {
-                let missing = last - count;
+            // A range's trace holds only the numbers its ranges cover (up to the last seen).
+            let expected = match ranges.get(&runtime) {
+                Some(ranges) => ranges
+                    .iter()
+                    .map(|(&start, &end)| {
+                        let end = end.unwrap_or(u64::MAX).min(last.saturating_add(1));
+                        end.saturating_sub(start)
+                    })
+                    .fold(0u64, u64::saturating_add),
+                None => last,
+            };
+            if count < expected {
+                let missing = expected - count;
                 self.recovery.missing_submissions =
                     self.recovery.missing_submissions.saturating_add(missing);
                 let kind = WarningKind::SubmissionsMissing {
@@ -1011,10 +1064,20 @@ impl<R: Read> Iterator for TraceReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(item) = self.next_in_block() {
-                if let (true, (_, Record::Submit(submit))) = (self.check_submissions, &item) {
-                    let seen = self.submissions.entry(submit.runtime.0).or_default();
-                    seen.0 = seen.0.max(submit.submission.0);
-                    seen.1 = seen.1.saturating_add(1);
+                match (self.check_submissions, &item) {
+                    (true, (_, Record::Submit(submit))) => {
+                        let seen = self.submissions.entry(submit.runtime.0).or_default();
+                        seen.0 = seen.0.max(submit.submission.0);
+                        seen.1 = seen.1.saturating_add(1);
+                    }
+                    (true, (_, Record::TraceRange(range))) => {
+                        let ranges = self.ranges.entry(range.runtime.0).or_default();
+                        // The record that closes a range restates its start.
+                        if ranges.len() < 4096 || ranges.contains_key(&range.start.0) {
+                            ranges.insert(range.start.0, range.end.map(|e| e.0));
+                        }
+                    }
+                    _ => {}
                 }
                 return Some(Ok(item));
             }
@@ -1499,6 +1562,49 @@ mod tests {
         out
     }
 
+    /// A range's trace holds submissions `start..end` only: not a gap; one missing inside
+    /// the range still is.
+    #[test]
+    fn a_range_is_not_read_as_missing_submissions_but_a_gap_inside_it_is() {
+        use crate::schema::{PreparedId, RuntimeId, SubmissionIndex, Submit, TraceRange};
+        let submit = |n| {
+            Record::Submit(Submit {
+                runtime: RuntimeId(1),
+                prepared: PreparedId(1),
+                submission: SubmissionIndex(n),
+                slot: 0,
+                producers: Vec::new(),
+                time_ns: n,
+            })
+        };
+        let range = |end: Option<u64>| {
+            Record::TraceRange(TraceRange {
+                runtime: RuntimeId(1),
+                start: SubmissionIndex(5),
+                end: end.map(SubmissionIndex),
+                trigger: "submissions:5..8".into(),
+                trimmed_from: None,
+                time_ns: 0,
+            })
+        };
+        let missing = |records: Vec<Record>| {
+            let bytes = file(&[(BlockKind::RECORDS, records)], FormatVersion::CURRENT);
+            let reader = TraceReader::new(&bytes[..]).unwrap();
+            Trace::read_whole(reader.check_submission_numbers())
+                .unwrap()
+                .recovery
+                .missing_submissions
+        };
+        let whole = vec![range(None), submit(5), submit(6), submit(7), range(Some(8))];
+        assert_eq!(missing(whole), 0);
+        let open = vec![range(None), submit(5), submit(6)];
+        assert_eq!(missing(open), 0);
+        let gap = vec![range(None), submit(5), submit(7), range(Some(8))];
+        assert_eq!(missing(gap), 1);
+        let without_range = vec![submit(5), submit(6), submit(7)];
+        assert_eq!(missing(without_range), 4);
+    }
+
     fn is_prefix(prefix: &[Record], of: &[Record]) -> bool {
         prefix.len() <= of.len() && prefix == &of[..prefix.len()]
     }
@@ -1819,7 +1925,7 @@ mod tests {
         let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
         assert_eq!(
             err,
-            "byte 8: trace format 2.0 is newer than this reader's format 1.4; \
+            "byte 8: trace format 2.0 is newer than this reader's format 1.5; \
              upgrade hrx-trace to read it"
         );
         assert!(MappedTrace::from_vec(bytes).is_err());
@@ -1853,7 +1959,7 @@ mod tests {
         ));
         assert_eq!(warnings.len(), 2);
         assert_eq!(trace.recovery.skipped_blocks, 0);
-        assert!(trace.warnings[0].to_string().contains("1.4"));
+        assert!(trace.warnings[0].to_string().contains("1.5"));
         let mapped = MappedTrace::from_vec(bytes).unwrap();
         assert_eq!(mapped.blocks().len(), 3);
         assert!(mapped.read_block(1).unwrap().records.is_empty());

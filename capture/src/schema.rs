@@ -944,6 +944,55 @@ pub struct FatalSignal {
     pub fault_address: Option<u64>,
 }
 
+/// What part of a recording a trace holds for one runtime: a capture range, or a trim
+/// (format 1.5; an older reader skips it and reads the trace as whole).
+///
+/// A trace of a range holds every definition (buffers, kernels, graphs, prepares) and the
+/// submissions, their timings and outcomes, and host writes inside the range. A recording
+/// with a range writes one `TraceRange` with `end: None` when the range opens (before the
+/// range's [`BufferSnapshot`]s and first submit) and one with the same `start` and `end`
+/// set when it closes; `hrx-trace trim` writes one with both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceRange {
+    /// The runtime whose submissions the range counts.
+    pub runtime: RuntimeId,
+    /// The first submission in the range.
+    pub start: SubmissionIndex,
+    /// One past the last submission in the range; `None` while the range is open (a trace
+    /// that ends with it open holds every submission from `start` on).
+    pub end: Option<SubmissionIndex>,
+    /// What chose the range, as the user wrote it: `submissions:3..7`, `time:1.5s..3s`,
+    /// `api` (the program's own start and stop calls).
+    pub trigger: String,
+    /// The trace this one was trimmed from (its path as given to `trim`); `None` for a
+    /// range recorded at run time.
+    pub trimmed_from: Option<String>,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// The contents of a buffer's bytes when a range opens: the state replay needs to start
+/// mid-run (GFXReconstruct's state snapshot), applied like a host write before the range's
+/// first submission (format 1.5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferSnapshot {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Byte offset of the snapshot range.
+    pub offset: u64,
+    /// Length of the snapshot range in bytes.
+    pub len_bytes: u64,
+    /// xxh3-64 of the bytes; 0 when they are not known.
+    pub xxh3: u64,
+    /// The bytes; [`Payload::Omitted`] when the source of a trim did not hold them (the
+    /// trace then cannot be replayed exactly, and says so).
+    pub contents: Payload,
+    /// Host time.
+    pub time_ns: u64,
+}
+
 /// One trace record.
 ///
 /// Variants are only ever appended (see the module docs); match with a wildcard arm.
@@ -1012,11 +1061,15 @@ pub enum Record {
     RegionStarted(RegionStarted),
     /// See [`FatalSignal`] (format 1.4).
     FatalSignal(FatalSignal),
+    /// See [`TraceRange`] (format 1.5).
+    TraceRange(TraceRange),
+    /// See [`BufferSnapshot`] (format 1.5).
+    BufferSnapshot(BufferSnapshot),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 31] = [
+    pub const KIND_NAMES: [&'static str; 33] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -1048,6 +1101,8 @@ impl Record {
         "SessionStopped",
         "RegionStarted",
         "FatalSignal",
+        "TraceRange",
+        "BufferSnapshot",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1093,6 +1148,8 @@ impl Record {
             Record::SessionStopped(_) => "SessionStopped",
             Record::RegionStarted(_) => "RegionStarted",
             Record::FatalSignal(_) => "FatalSignal",
+            Record::TraceRange(_) => "TraceRange",
+            Record::BufferSnapshot(_) => "BufferSnapshot",
         }
     }
 
@@ -1129,6 +1186,8 @@ impl Record {
             Record::HostWrite(r) => r.runtime,
             Record::OutputDigest(r) => r.runtime,
             Record::Counters(r) => r.runtime,
+            Record::TraceRange(r) => r.runtime,
+            Record::BufferSnapshot(r) => r.runtime,
         })
     }
 }
@@ -1177,6 +1236,8 @@ record_from!(
     SessionStopped,
     RegionStarted,
     FatalSignal,
+    TraceRange,
+    BufferSnapshot,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1185,7 +1246,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 31;
+    pub const KINDS: u64 = 33;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1582,7 +1643,7 @@ pub(crate) mod testgen {
                 region: RegionIndex(r.u32()),
                 time_ns: r.int(),
             }),
-            _ => Record::FatalSignal(FatalSignal {
+            30 => Record::FatalSignal(FatalSignal {
                 time_ns: r.int(),
                 signal: r.u32() as i32,
                 witness: if r.bool() {
@@ -1591,6 +1652,23 @@ pub(crate) mod testgen {
                     SignalWitness::Parent
                 },
                 fault_address: r.opt(Rng::int),
+            }),
+            31 => Record::TraceRange(TraceRange {
+                runtime,
+                start: SubmissionIndex(r.int()),
+                end: r.opt(|r| SubmissionIndex(r.int())),
+                trigger: r.string(),
+                trimmed_from: r.opt(Rng::string),
+                time_ns: r.int(),
+            }),
+            _ => Record::BufferSnapshot(BufferSnapshot {
+                runtime,
+                buffer: BufferId(r.int()),
+                offset: r.int(),
+                len_bytes: r.int(),
+                xxh3: r.next(),
+                contents: r.payload(),
+                time_ns: r.int(),
             }),
         }
     }

@@ -347,6 +347,9 @@ struct Gather<'t> {
     faults: Vec<&'t s::FaultInjected>,
     poisons: Vec<&'t s::Poison>,
     cross_waits: Vec<&'t s::CrossWait>,
+    snapshots: Vec<&'t s::BufferSnapshot>,
+    /// The first submission of the earliest range, when the trace holds ranges.
+    range_start: Option<SubmissionIndex>,
 }
 
 /// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
@@ -419,6 +422,10 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::FaultInjected(r) => g.faults.push(r),
             Record::Poison(r) => g.poisons.push(r),
             Record::CrossWait(r) => g.cross_waits.push(r),
+            Record::BufferSnapshot(r) => g.snapshots.push(r),
+            Record::TraceRange(r) => {
+                g.range_start = Some(g.range_start.map_or(r.start, |s| s.min(r.start)));
+            }
             _ => {}
         }
     }
@@ -678,6 +685,10 @@ fn runtime_plan<'t>(
             ))
         })?;
         for producer in &submit.producers {
+            // A producer before the trace's range completed before the range started.
+            if g.range_start.is_some_and(|start| *producer < start) {
+                continue;
+            }
             if *producer >= submit.submission || !all_submissions.contains_key(producer) {
                 return Err(bad(format!(
                     "runtime {id}: submission {} waits on submission {producer}, which is not an earlier submission",
@@ -694,7 +705,12 @@ fn runtime_plan<'t>(
         plan.submissions.push(SubmissionPlan {
             index: submit.submission,
             graph,
-            producers: submit.producers.clone(),
+            producers: submit
+                .producers
+                .iter()
+                .copied()
+                .filter(|p| g.range_start.is_none_or(|start| *p >= start))
+                .collect(),
             time_ns: submit.time_ns,
             status: None,
             region_status: BTreeMap::new(),
@@ -710,7 +726,9 @@ fn runtime_plan<'t>(
     let locate = |plan: &RuntimePlan<'_>, submission: SubmissionIndex, what: &str| {
         if let Some(&position) = plan.submission_index.get(&submission) {
             Ok(Some(position))
-        } else if all_submissions.contains_key(&submission) {
+        } else if all_submissions.contains_key(&submission)
+            || g.range_start.is_some_and(|start| submission < start)
+        {
             Ok(None)
         } else {
             Err(bad(format!(
@@ -874,6 +892,41 @@ fn runtime_plan<'t>(
             time_ns: w.time_ns,
             digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == w.xxh3,
         });
+    }
+    // The state a range starts from: applied before everything else the range does.
+    let mut unknown = 0u64;
+    let mut snapshots = Vec::new();
+    for snap in &g.snapshots {
+        let what = || {
+            format!(
+                "runtime {id} snapshot of buffer {} at byte {}",
+                snap.buffer, snap.offset
+            )
+        };
+        let end = snap
+            .offset
+            .checked_add(snap.len_bytes)
+            .ok_or_else(|| bad(format!("{}: the range overflows", what())))?;
+        check_range(&plan, snap.buffer, snap.offset, end, &what)?;
+        match contents(&snap.contents, snap.len_bytes, blobs, &what)? {
+            Some(bytes) => snapshots.push(HostWritePlan {
+                buffer: snap.buffer,
+                offset: to_usize(snap.offset, what)?,
+                bytes,
+                time_ns: 0,
+                digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == snap.xxh3,
+            }),
+            None => unknown += snap.len_bytes,
+        }
+    }
+    if unknown > 0 {
+        notes.push(format!(
+            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1?)"
+        ));
+    }
+    if !snapshots.is_empty() {
+        snapshots.append(&mut plan.host_writes);
+        plan.host_writes = snapshots;
     }
     let edited = plan.host_writes.iter().filter(|w| !w.digest_ok).count();
     if edited > 0 {

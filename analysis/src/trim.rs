@@ -1,0 +1,1031 @@
+//! Cutting a trace down to a range of submissions (`hrx-trace trim`), so that it still
+//! replays: GFXReconstruct's trimming, done on a finished trace.
+//!
+//! # What the trimmed trace holds
+//!
+//! - Every definition, whenever it was recorded: the session, runtimes, buffers, kernels
+//!   (with their code), graph operations, prepares, calibrations, quarantines, poisons,
+//!   losses. They are small, and a submission in the range may use any of them.
+//! - Of the submissions, only those in the range (per runtime, by submission number), with
+//!   everything that names them (timings, outcomes, cross waits, output digests, faults,
+//!   capture fences, recorder waits). Producers and cross waits naming a submission before
+//!   the range are dropped: it completed before the range started.
+//! - The host writes replay places inside the range: after the last submit before the
+//!   range, up to the range's last submit (replay puts a host write before the first submit
+//!   recorded after it).
+//! - The state snapshot: for each buffer byte range that the range *reads before it writes*,
+//!   a [`BufferSnapshot`] with its contents when the range starts, and a [`TraceRange`]
+//!   naming the range and the source file.
+//!
+//! # Read before written
+//!
+//! Known exactly from the trace: the range's host writes and submissions are walked in
+//! replay order (host writes by time before the submit that follows them, submissions by
+//! number, each graph's operations in build order, which the runtime's hazard ordering
+//! respects); a byte read by an operation and not written earlier in the range is needed.
+//! Bytes never written before the range need nothing (replay's fresh buffer is the
+//! capture's fresh buffer).
+//!
+//! # Where the contents come from
+//!
+//! The last writer before the range of every needed byte: a host write (its contents are
+//! always in the trace), an earlier snapshot, or a submission, whose written bytes are known
+//! only from an output digest with contents (`HRX_TRACE_CONTENTS=1`). Writers are ordered by
+//! host time (a host write cannot overlap a submission in flight that writes the same bytes:
+//! the runtime answers `Busy`), submissions by their submit time. Needed bytes whose last
+//! writer's contents are not in the trace get a snapshot with [`Payload::Omitted`]: the
+//! trimmed trace is still written, [`TrimSummary::unknown_bytes`] says how much is missing,
+//! and replay says it cannot be exact.
+//!
+//! # Memory
+//!
+//! Four streaming passes over the file (plan, contents before the range, blobs to keep,
+//! write). Held: the graphs' operations, per buffer the needed ranges and their last
+//! writers' bytes, the distinct contents ever written to a needed buffer (a blob is stored
+//! once and may be named again later), per runtime the range's own submits and host writes
+//! (position and time only), and the hashes of the blobs kept; not the trace's submissions,
+//! timings or other contents.
+
+use hrx_capture::schema::{
+    Access, Blob, BlobHash, BufferId, BufferSnapshot, GraphId, Payload, PreparedId, Record,
+    RuntimeId, SessionEnd, SubmissionIndex, TraceRange, Use,
+};
+use hrx_capture::{ReadError, TraceReader, TraceWriter};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::Path;
+use thiserror::Error;
+
+/// Which part of the trace to keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Submissions `start..end` of each runtime (by their numbers in the trace); `end`
+    /// `None`: to the last.
+    Submissions {
+        /// The first submission kept.
+        start: u64,
+        /// One past the last submission kept.
+        end: Option<u64>,
+    },
+    /// The submissions submitted in `start_ns..end_ns` (host time since the session start).
+    Time {
+        /// Start of the window, ns.
+        start_ns: u64,
+        /// End of the window, ns; `None`: to the end.
+        end_ns: Option<u64>,
+    },
+}
+
+impl Selection {
+    /// As the user wrote it, for [`TraceRange::trigger`].
+    pub fn describe(&self) -> String {
+        let end = |e: Option<u64>| e.map(|e| e.to_string()).unwrap_or_default();
+        match *self {
+            Selection::Submissions { start, end: e } => format!("submissions:{start}..{}", end(e)),
+            Selection::Time { start_ns, end_ns } => format!(
+                "time:{}s..{}",
+                start_ns as f64 / 1e9,
+                end_ns
+                    .map(|e| format!("{}s", e as f64 / 1e9))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// Why a trim failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TrimError {
+    /// The input could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The output could not be written.
+    #[error("writing the trimmed trace: {0}")]
+    Write(#[from] std::io::Error),
+    /// The selection holds no submission of the trace.
+    #[error("{selection} selects no submission: the trace holds {holds}")]
+    Empty {
+        /// The selection, as [`Selection::describe`] writes it.
+        selection: String,
+        /// What the trace holds, e.g. `submissions 1..13 (12.3 ms to 1.71 s)`.
+        holds: String,
+    },
+}
+
+/// What a trim kept, per runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeTrim {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// First submission kept.
+    pub start: u64,
+    /// One past the last submission kept.
+    pub end: u64,
+    /// Snapshot ranges written.
+    pub snapshots: u64,
+    /// Bytes of snapshot contents.
+    pub snapshot_bytes: u64,
+    /// Needed bytes whose contents the trace lacks.
+    pub unknown_bytes: u64,
+    /// Buffers with unknown needed bytes (at most 8 listed).
+    pub unknown_buffers: Vec<BufferId>,
+}
+
+/// What a trim wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrimSummary {
+    /// The runtimes with submissions in the range.
+    pub runtimes: Vec<RuntimeTrim>,
+    /// Records read from the source (one pass).
+    pub records_in: u64,
+    /// Records written.
+    pub records_out: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+}
+
+impl TrimSummary {
+    /// Needed bytes whose contents the source lacked, all runtimes.
+    pub fn unknown_bytes(&self) -> u64 {
+        self.runtimes.iter().map(|r| r.unknown_bytes).sum()
+    }
+}
+
+type Key = (RuntimeId, BufferId);
+
+/// Sorted, disjoint half-open byte ranges.
+#[derive(Clone, Debug, Default)]
+struct Ranges(Vec<(u64, u64)>);
+
+impl Ranges {
+    fn add(&mut self, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        let (mut s, mut e) = (start, end);
+        let mut out = Vec::with_capacity(self.0.len() + 1);
+        let mut placed = false;
+        for &(a, b) in &self.0 {
+            if b < s {
+                out.push((a, b));
+            } else if e < a {
+                if !placed {
+                    out.push((s, e));
+                    placed = true;
+                }
+                out.push((a, b));
+            } else {
+                s = s.min(a);
+                e = e.max(b);
+            }
+        }
+        if !placed {
+            out.push((s, e));
+        }
+        out.sort_unstable();
+        self.0 = out;
+    }
+
+    /// The parts of `start..end` not in the set.
+    fn missing(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = start;
+        for &(a, b) in &self.0 {
+            if b <= at {
+                continue;
+            }
+            if a >= end {
+                break;
+            }
+            if a > at {
+                out.push((at, a));
+            }
+            at = at.max(b);
+        }
+        if at < end {
+            out.push((at, end));
+        }
+        out
+    }
+}
+
+/// Per runtime, what pass 1 learns.
+#[derive(Default)]
+struct RuntimePass {
+    /// Submit times: the latest before the range, the range's last.
+    before_ns: Option<(u64, u64)>,
+    first: Option<u64>,
+    last: Option<(u64, u64)>,
+    /// The range's submits: (number, prepared, time).
+    submits: Vec<(u64, PreparedId, u64)>,
+    /// Host writes that may be in the range: (time, buffer, start, end).
+    writes: Vec<(u64, BufferId, u64, u64)>,
+    /// Every submission number seen, as (lowest, highest), and their times.
+    seen: Option<(u64, u64)>,
+    seen_ns: Option<(u64, u64)>,
+}
+
+/// The range of one runtime, fixed after pass 1.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: u64,
+    end: u64,
+    /// Host writes after this time (and up to `last_ns`) are in the range.
+    after_ns: Option<u64>,
+    /// The range's last submit time; `None` when the range runs to the trace's end.
+    last_ns: Option<u64>,
+}
+
+impl Window {
+    fn holds(&self, submission: SubmissionIndex) -> bool {
+        (self.start..self.end).contains(&submission.0)
+    }
+
+    fn holds_time(&self, time_ns: u64) -> bool {
+        self.after_ns.is_none_or(|a| time_ns > a) && self.last_ns.is_none_or(|l| time_ns <= l)
+    }
+}
+
+/// The last writer of a span of needed bytes before the range.
+#[derive(Clone, Debug)]
+struct Span {
+    start: u64,
+    end: u64,
+    /// The last host write or earlier snapshot: (time, bytes if known).
+    host: Option<(u64, Option<Vec<u8>>)>,
+    /// The last submission writing it: (number, submit time).
+    submission: Option<(u64, u64)>,
+    /// The output digest of the highest submission covering it: (number, bytes).
+    digest: Option<(u64, Vec<u8>)>,
+}
+
+impl Span {
+    /// Splits at `at` (inside the span), keeping `self` as the left part.
+    fn split_off(&mut self, at: u64) -> Span {
+        let cut = (at - self.start) as usize;
+        let split = |bytes: &mut Vec<u8>| bytes.split_off(cut.min(bytes.len()));
+        let right = Span {
+            start: at,
+            end: self.end,
+            host: self.host.as_mut().map(|(t, b)| (*t, b.as_mut().map(split))),
+            submission: self.submission,
+            digest: self.digest.as_mut().map(|(k, b)| (*k, split(b))),
+        };
+        self.end = at;
+        right
+    }
+
+    /// The contents at the range's start: `None` when never written, `Some(None)` when
+    /// unknown.
+    fn contents(&self) -> Option<Option<&[u8]>> {
+        match (&self.host, self.submission) {
+            (None, None) => None,
+            (Some((_, bytes)), None) => Some(bytes.as_deref()),
+            (Some((t, bytes)), Some((_, ts))) if *t > ts => Some(bytes.as_deref()),
+            (_, Some((k, _))) => Some(
+                self.digest
+                    .as_ref()
+                    .filter(|(d, _)| *d == k)
+                    .map(|(_, b)| b.as_slice()),
+            ),
+        }
+    }
+}
+
+/// The needed spans of one buffer, sorted and disjoint.
+#[derive(Default)]
+struct Shadow(Vec<Span>);
+
+impl Shadow {
+    /// Applies `f` to the spans inside `start..end`, splitting at its ends; `f` gets the
+    /// span and the offset of its start into the update.
+    fn update(&mut self, start: u64, end: u64, mut f: impl FnMut(&mut Span, usize)) {
+        let mut i = 0;
+        while i < self.0.len() {
+            let (s, e) = (self.0[i].start, self.0[i].end);
+            if e <= start || s >= end {
+                i += 1;
+                continue;
+            }
+            if s < start {
+                let right = self.0[i].split_off(start);
+                self.0.insert(i + 1, right);
+                i += 1;
+                continue;
+            }
+            if e > end {
+                let right = self.0[i].split_off(end);
+                self.0.insert(i + 1, right);
+            }
+            let span = &mut self.0[i];
+            f(span, (span.start - start) as usize);
+            i += 1;
+        }
+    }
+}
+
+fn slice(bytes: &[u8], at: usize, len: u64) -> Vec<u8> {
+    bytes
+        .get(at..at + len as usize)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// Resolves a payload against the blobs held: `None` when not captured or not found.
+fn payload_bytes<'a>(
+    payload: &'a Payload,
+    blobs: &'a HashMap<BlobHash, Vec<u8>>,
+) -> Option<&'a [u8]> {
+    match payload {
+        Payload::Inline(bytes) => Some(bytes),
+        Payload::Blob { hash, .. } => blobs.get(hash).map(Vec::as_slice),
+        Payload::Omitted { .. } => None,
+    }
+}
+
+/// Trims the trace `open` reads (it is opened once per pass) into `out`; `source` names it
+/// in the [`TraceRange`] records.
+///
+/// # Errors
+///
+/// [`TrimError::Read`] when the source cannot be read; [`TrimError::Empty`] when the
+/// selection holds no submission; [`TrimError::Write`] on a write error.
+pub fn trim<R: std::io::Read, W: Write>(
+    open: impl Fn() -> Result<TraceReader<R>, ReadError>,
+    selection: Selection,
+    source: &str,
+    out: W,
+) -> Result<(TrimSummary, W), TrimError> {
+    // Pass 1: definitions, the range's submits and host writes.
+    let mut ops: HashMap<(RuntimeId, GraphId), BTreeMap<u32, Vec<Use>>> = HashMap::new();
+    let mut prepared: HashMap<(RuntimeId, PreparedId), GraphId> = HashMap::new();
+    let mut passes: BTreeMap<RuntimeId, RuntimePass> = BTreeMap::new();
+    let mut records_in = 0u64;
+    let in_selection = |sub: u64, time_ns: u64| match selection {
+        Selection::Submissions { start, end } => sub >= start && end.is_none_or(|e| sub < e),
+        Selection::Time { start_ns, end_ns } => {
+            time_ns >= start_ns && end_ns.is_none_or(|e| time_ns < e)
+        }
+    };
+    for item in open()? {
+        let (_, record) = item?;
+        records_in += 1;
+        match record {
+            Record::GraphOp(op) => {
+                ops.entry((op.runtime, op.graph))
+                    .or_default()
+                    .insert(op.node.0, op.uses);
+            }
+            Record::Prepared(p) => {
+                prepared.insert((p.runtime, p.prepared), p.graph);
+            }
+            Record::Submit(s) => {
+                let pass = passes.entry(s.runtime).or_default();
+                let (n, t) = (s.submission.0, s.time_ns);
+                pass.seen = Some(pass.seen.map_or((n, n), |(a, b)| (a.min(n), b.max(n))));
+                pass.seen_ns = Some(pass.seen_ns.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                if in_selection(n, t) {
+                    pass.first = Some(pass.first.map_or(n, |f| f.min(n)));
+                    if pass.last.is_none_or(|(l, _)| n > l) {
+                        pass.last = Some((n, t));
+                    }
+                    pass.submits.push((n, s.prepared, t));
+                } else if match selection {
+                    Selection::Submissions { start, .. } => n < start,
+                    Selection::Time { start_ns, .. } => t < start_ns,
+                } && pass.before_ns.is_none_or(|(b, _)| n > b)
+                {
+                    pass.before_ns = Some((n, t));
+                }
+            }
+            Record::HostWrite(w) => {
+                let pass = passes.entry(w.runtime).or_default();
+                if pass.before_ns.is_none_or(|(_, t)| w.time_ns > t) {
+                    pass.writes.push((
+                        w.time_ns,
+                        w.buffer,
+                        w.offset,
+                        w.offset.saturating_add(w.len_bytes),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut windows: BTreeMap<RuntimeId, Window> = BTreeMap::new();
+    for (&runtime, pass) in &passes {
+        let (Some(first), Some((last, last_ns))) = (pass.first, pass.last) else {
+            continue;
+        };
+        let open_end = match selection {
+            Selection::Submissions { end, .. } => {
+                end.is_none_or(|e| pass.seen.is_some_and(|(_, h)| e > h))
+            }
+            Selection::Time { end_ns, .. } => {
+                end_ns.is_none_or(|e| pass.seen_ns.is_some_and(|(_, h)| e > h))
+            }
+        };
+        windows.insert(
+            runtime,
+            Window {
+                start: first,
+                end: last + 1,
+                after_ns: pass.before_ns.map(|(_, t)| t),
+                last_ns: (!open_end).then_some(last_ns),
+            },
+        );
+    }
+    if windows.is_empty() {
+        let holds = passes
+            .values()
+            .filter_map(|p| Some((p.seen?, p.seen_ns?)))
+            .map(|((a, b), (ta, tb))| {
+                format!(
+                    "submissions {a}..{} (submitted {} to {})",
+                    b + 1,
+                    crate::units::duration(ta),
+                    crate::units::duration(tb)
+                )
+            })
+            .collect::<Vec<_>>();
+        return Err(TrimError::Empty {
+            selection: selection.describe(),
+            holds: if holds.is_empty() {
+                "no submission".into()
+            } else {
+                holds.join(", ")
+            },
+        });
+    }
+
+    // Needed bytes: read before written, walking the range in replay order.
+    let mut needed: HashMap<Key, Ranges> = HashMap::new();
+    for (&runtime, pass) in &mut passes {
+        let Some(window) = windows.get(&runtime) else {
+            continue;
+        };
+        pass.writes.retain(|w| window.holds_time(w.0));
+        pass.writes.sort_by_key(|w| w.0);
+        pass.submits.sort_by_key(|s| s.0);
+        let mut written: HashMap<BufferId, Ranges> = HashMap::new();
+        let mut next_write = 0;
+        for &(_, prepared_id, time_ns) in &pass.submits {
+            while next_write < pass.writes.len() && pass.writes[next_write].0 <= time_ns {
+                let (_, buffer, s, e) = pass.writes[next_write];
+                written.entry(buffer).or_default().add(s, e);
+                next_write += 1;
+            }
+            let Some(graph) = prepared.get(&(runtime, prepared_id)) else {
+                continue;
+            };
+            let Some(graph_ops) = ops.get(&(runtime, *graph)) else {
+                continue;
+            };
+            for uses in graph_ops.values() {
+                for u in uses.iter().filter(|u| u.access != Access::Write) {
+                    let done = written.entry(u.buffer).or_default();
+                    for (s, e) in done.missing(u.start, u.end) {
+                        needed.entry((runtime, u.buffer)).or_default().add(s, e);
+                    }
+                }
+                for u in uses.iter().filter(|u| u.access != Access::Read) {
+                    written.entry(u.buffer).or_default().add(u.start, u.end);
+                }
+            }
+        }
+    }
+
+    // Pass 2: the last writer of every needed byte before the range.
+    let mut shadows: HashMap<Key, Shadow> = needed
+        .iter()
+        .map(|(key, ranges)| {
+            let spans = ranges
+                .0
+                .iter()
+                .map(|&(start, end)| Span {
+                    start,
+                    end,
+                    host: None,
+                    submission: None,
+                    digest: None,
+                })
+                .collect();
+            (*key, Shadow(spans))
+        })
+        .collect();
+    if !shadows.is_empty() {
+        let needed_buffers: HashSet<Key> = shadows.keys().copied().collect();
+        // Blobs precede their references in file order: each is kept until a reference
+        // shows it belongs to a buffer that is not needed.
+        let mut blobs: HashMap<BlobHash, Vec<u8>> = HashMap::new();
+        for item in open()? {
+            let (_, record) = item?;
+            match record {
+                Record::Blob(blob) => {
+                    blobs.insert(blob.hash, blob.bytes);
+                }
+                Record::HostWrite(w) => {
+                    let before = windows
+                        .get(&w.runtime)
+                        .is_some_and(|win| win.after_ns.is_some_and(|a| w.time_ns <= a));
+                    if before && needed_buffers.contains(&(w.runtime, w.buffer)) {
+                        let bytes = payload_bytes(&w.contents, &blobs);
+                        let shadow = shadows.get_mut(&(w.runtime, w.buffer)).expect("needed");
+                        let end = w.offset.saturating_add(w.len_bytes);
+                        shadow.update(w.offset, end, |span, at| {
+                            if span.host.as_ref().is_none_or(|(t, _)| w.time_ns >= *t) {
+                                let len = span.end - span.start;
+                                span.host = Some((w.time_ns, bytes.map(|b| slice(b, at, len))));
+                            }
+                        });
+                    }
+                    // A blob is stored once however often it is written: keep those a
+                    // needed buffer refers to (a later write may name it again).
+                    if let Payload::Blob { hash, .. } = w.contents
+                        && !needed_buffers.contains(&(w.runtime, w.buffer))
+                    {
+                        blobs.remove(&hash);
+                    }
+                }
+                Record::BufferSnapshot(snap) => {
+                    let before = windows
+                        .get(&snap.runtime)
+                        .is_some_and(|win| win.after_ns.is_some_and(|a| snap.time_ns <= a));
+                    if before && let Some(shadow) = shadows.get_mut(&(snap.runtime, snap.buffer)) {
+                        let bytes = payload_bytes(&snap.contents, &blobs);
+                        let end = snap.offset.saturating_add(snap.len_bytes);
+                        shadow.update(snap.offset, end, |span, at| {
+                            if span.host.as_ref().is_none_or(|(t, _)| snap.time_ns >= *t) {
+                                let len = span.end - span.start;
+                                span.host = Some((snap.time_ns, bytes.map(|b| slice(b, at, len))));
+                            }
+                        });
+                    }
+                    if let Payload::Blob { hash, .. } = snap.contents
+                        && !needed_buffers.contains(&(snap.runtime, snap.buffer))
+                    {
+                        blobs.remove(&hash);
+                    }
+                }
+                Record::Submit(s) => {
+                    let Some(win) = windows.get(&s.runtime) else {
+                        continue;
+                    };
+                    if s.submission.0 >= win.start {
+                        continue;
+                    }
+                    let graph = prepared.get(&(s.runtime, s.prepared));
+                    let Some(graph_ops) = graph.and_then(|g| ops.get(&(s.runtime, *g))) else {
+                        continue;
+                    };
+                    for u in graph_ops.values().flatten() {
+                        if u.access == Access::Read {
+                            continue;
+                        }
+                        if let Some(shadow) = shadows.get_mut(&(s.runtime, u.buffer)) {
+                            shadow.update(u.start, u.end, |span, _| {
+                                if span.submission.is_none_or(|(k, _)| s.submission.0 > k) {
+                                    span.submission = Some((s.submission.0, s.time_ns));
+                                }
+                            });
+                        }
+                    }
+                }
+                Record::OutputDigest(d) => {
+                    let before = windows
+                        .get(&d.runtime)
+                        .is_some_and(|w| d.submission.0 < w.start);
+                    if before && let Some(shadow) = shadows.get_mut(&(d.runtime, d.buffer)) {
+                        let bytes = payload_bytes(&d.contents, &blobs).map(<[u8]>::to_vec);
+                        if let Some(bytes) = bytes {
+                            shadow.update(d.start, d.end, |span, at| {
+                                if span
+                                    .digest
+                                    .as_ref()
+                                    .is_none_or(|(k, _)| d.submission.0 >= *k)
+                                {
+                                    let len = span.end - span.start;
+                                    span.digest = Some((d.submission.0, slice(&bytes, at, len)));
+                                }
+                            });
+                        }
+                    }
+                    if let Payload::Blob { hash, .. } = d.contents
+                        && !needed_buffers.contains(&(d.runtime, d.buffer))
+                    {
+                        blobs.remove(&hash);
+                    }
+                }
+                Record::BufferDropped(b) => {
+                    // Ids are never reused; nothing in the range can need a dropped buffer.
+                    let _ = b;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // Blobs the kept records refer to (kernel code, the range's contents), from pass 1's
+    // knowledge of the range: decided in pass 3 as records go by would be too late, since a
+    // blob precedes its references.
+    let keep_blobs = referenced_blobs(&open, &windows)?;
+
+    // Pass 3: write.
+    let mut writer = TraceWriter::new(out)?;
+    let mut opened: HashSet<RuntimeId> = HashSet::new();
+    let mut trims: BTreeMap<RuntimeId, RuntimeTrim> = windows
+        .iter()
+        .map(|(&runtime, w)| {
+            (
+                runtime,
+                RuntimeTrim {
+                    runtime,
+                    start: w.start,
+                    end: w.end,
+                    snapshots: 0,
+                    snapshot_bytes: 0,
+                    unknown_bytes: 0,
+                    unknown_buffers: Vec::new(),
+                },
+            )
+        })
+        .collect();
+    let mut written_blobs: HashSet<BlobHash> = HashSet::new();
+    let trigger = selection.describe();
+    let mut open_range = |writer: &mut TraceWriter<W>,
+                          runtime: RuntimeId,
+                          time_ns: u64,
+                          written_blobs: &mut HashSet<BlobHash>|
+     -> Result<(), TrimError> {
+        let Some(window) = windows.get(&runtime) else {
+            return Ok(());
+        };
+        if !opened.insert(runtime) {
+            return Ok(());
+        }
+        writer.write(&Record::TraceRange(TraceRange {
+            runtime,
+            start: SubmissionIndex(window.start),
+            end: Some(SubmissionIndex(window.end)),
+            trigger: trigger.clone(),
+            trimmed_from: Some(source.to_owned()),
+            time_ns,
+        }))?;
+        let trim = trims.get_mut(&runtime).expect("a trim per window");
+        let mut keys: Vec<&Key> = shadows.keys().filter(|k| k.0 == runtime).collect();
+        keys.sort();
+        for key in keys {
+            for span in &shadows[key].0 {
+                let Some(known) = span.contents() else {
+                    continue;
+                };
+                let len_bytes = span.end - span.start;
+                let (xxh3, contents) = match known {
+                    Some(bytes) if bytes.len() as u64 == len_bytes => {
+                        let hash = xxhash_rust::xxh3::xxh3_64(bytes);
+                        let contents = if bytes.len() <= 4096 {
+                            Payload::Inline(bytes.to_vec())
+                        } else {
+                            if written_blobs.insert(BlobHash(hash)) {
+                                writer.write(&Record::Blob(Blob {
+                                    hash: BlobHash(hash),
+                                    bytes: bytes.to_vec(),
+                                }))?;
+                            }
+                            Payload::Blob {
+                                hash: BlobHash(hash),
+                                len_bytes,
+                            }
+                        };
+                        trim.snapshot_bytes += len_bytes;
+                        (hash, contents)
+                    }
+                    _ => {
+                        trim.unknown_bytes += len_bytes;
+                        if trim.unknown_buffers.len() < 8 && !trim.unknown_buffers.contains(&key.1)
+                        {
+                            trim.unknown_buffers.push(key.1);
+                        }
+                        (0, Payload::Omitted { len_bytes })
+                    }
+                };
+                trim.snapshots += 1;
+                writer.write(&Record::BufferSnapshot(BufferSnapshot {
+                    runtime,
+                    buffer: key.1,
+                    offset: span.start,
+                    len_bytes,
+                    xxh3,
+                    contents,
+                    time_ns,
+                }))?;
+            }
+        }
+        Ok(())
+    };
+    let submission_of = |record: &Record| -> Option<SubmissionIndex> {
+        Some(match record {
+            Record::CrossWait(r) => r.submission,
+            Record::RegionTiming(r) => r.submission,
+            Record::OpTiming(r) => r.timing.submission,
+            Record::RegionDone(r) => r.submission,
+            Record::SubmissionDone(r) => r.submission,
+            Record::OutputDigest(r) => r.submission,
+            Record::CaptureFence(r) => r.submission,
+            Record::RegionStarted(r) => r.submission,
+            Record::FaultInjected(r) => r.submission?,
+            Record::RecorderWait(r) => r.submission?,
+            _ => return None,
+        })
+    };
+    let mut last_time = 0u64;
+    for item in open()? {
+        let (_, mut record) = item?;
+        if let Some(t) = crate::dump::host_time_ns(&record) {
+            last_time = last_time.max(t);
+        }
+        let runtime = record.runtime();
+        let window = runtime.and_then(|r| windows.get(&r));
+        let keep = match &mut record {
+            Record::SessionEnd(_) | Record::TraceRange(_) | Record::BufferSnapshot(_) => false,
+            Record::Blob(blob) => {
+                keep_blobs.contains(&blob.hash) && written_blobs.insert(blob.hash)
+            }
+            Record::Submit(s) => {
+                let keep = window.is_some_and(|w| w.holds(s.submission));
+                if keep {
+                    let start = window.map_or(0, |w| w.start);
+                    s.producers.retain(|p| p.0 >= start);
+                }
+                keep
+            }
+            Record::CrossWait(c) => {
+                window.is_some_and(|w| w.holds(c.submission) && w.holds(c.on_submission))
+            }
+            Record::HostWrite(w) => window.is_some_and(|win| win.holds_time(w.time_ns)),
+            Record::SubmitRefused(r) => window.is_some_and(|w| w.holds_time(r.time_ns)),
+            Record::FaultInjected(f) if f.submission.is_none() => {
+                window.is_some_and(|w| w.holds_time(f.time_ns))
+            }
+            Record::RecorderWait(r) if r.submission.is_none() => true,
+            other => match submission_of(other) {
+                Some(sub) => window.is_some_and(|w| w.holds(sub)),
+                None => true,
+            },
+        };
+        if !keep {
+            continue;
+        }
+        let opens = matches!(
+            record,
+            Record::Submit(_) | Record::HostWrite(_) | Record::SubmitRefused(_)
+        );
+        if opens && let Some(runtime) = runtime {
+            let time_ns = windows.get(&runtime).and_then(|w| w.after_ns).unwrap_or(0);
+            open_range(&mut writer, runtime, time_ns, &mut written_blobs)?;
+        }
+        writer.write(&record)?;
+    }
+    let runtimes: Vec<RuntimeId> = windows.keys().copied().collect();
+    for runtime in runtimes {
+        let time_ns = windows.get(&runtime).and_then(|w| w.after_ns).unwrap_or(0);
+        open_range(&mut writer, runtime, time_ns, &mut written_blobs)?;
+    }
+    let records_out = writer.records() + 1;
+    writer.write(&Record::SessionEnd(SessionEnd {
+        time_ns: last_time,
+        records: writer.records(),
+        dropped_records: 0,
+    }))?;
+    let (out, bytes_out) = writer.finish()?;
+    Ok((
+        TrimSummary {
+            runtimes: trims.into_values().collect(),
+            records_in,
+            records_out,
+            bytes_out,
+        },
+        out,
+    ))
+}
+
+/// The blobs the trimmed trace refers to: kernel code, and the contents of the range's host
+/// writes and output digests (one more pass; blobs precede their references in the file).
+fn referenced_blobs<R: std::io::Read>(
+    open: &impl Fn() -> Result<TraceReader<R>, ReadError>,
+    windows: &BTreeMap<RuntimeId, Window>,
+) -> Result<HashSet<BlobHash>, TrimError> {
+    let mut keep = HashSet::new();
+    for item in open()? {
+        let (_, record) = item?;
+        let window = record.runtime().and_then(|r| windows.get(&r));
+        let hash = match &record {
+            Record::KernelLoaded(k) => k.code,
+            Record::HostWrite(w) if window.is_some_and(|win| win.holds_time(w.time_ns)) => {
+                blob_of(&w.contents)
+            }
+            Record::OutputDigest(d) if window.is_some_and(|w| w.holds(d.submission)) => {
+                blob_of(&d.contents)
+            }
+            _ => None,
+        };
+        keep.extend(hash);
+    }
+    Ok(keep)
+}
+
+fn blob_of(payload: &Payload) -> Option<BlobHash> {
+    match payload {
+        Payload::Blob { hash, .. } => Some(*hash),
+        _ => None,
+    }
+}
+
+/// Opens `path` for [`trim`], with the submission-number check on.
+///
+/// # Errors
+///
+/// As [`TraceReader::open`].
+pub fn open_checked(path: &Path) -> Result<TraceReader<std::fs::File>, ReadError> {
+    Ok(TraceReader::open(path)?.check_submission_numbers())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace of one runtime: buffer 1 (16 bytes), read by every submission of its one
+    /// graph; `contents[i]`, when set, is written by the host before submission i+1, stored
+    /// as a blob once per distinct contents, as the recorder stores them.
+    fn trace(contents: &[Option<[u8; 16]>]) -> Vec<u8> {
+        use hrx_capture::schema::*;
+        let rt = RuntimeId(1);
+        let mut records = vec![
+            Record::RuntimeStart(RuntimeStart {
+                runtime: rt,
+                backend: "sim".into(),
+                device: String::new(),
+                graph_slots: 2,
+                capacity: 8,
+                fault: None,
+                time_ns: 0,
+            }),
+            Record::BufferCreated(BufferCreated {
+                runtime: rt,
+                buffer: BufferId(1),
+                len_bytes: 16,
+                placement: Placement::HostVisible,
+                device_address: 0,
+                time_ns: 0,
+            }),
+            Record::GraphOp(GraphOp {
+                runtime: rt,
+                graph: GraphId(1),
+                node: NodeIndex(0),
+                op: OpKind::Host,
+                lane: Lane::Compute,
+                uses: vec![Use {
+                    buffer: BufferId(1),
+                    start: 0,
+                    end: 16,
+                    access: Access::Read,
+                }],
+            }),
+            Record::Prepared(Prepared {
+                runtime: rt,
+                graph: GraphId(1),
+                prepared: PreparedId(1),
+                slots: 2,
+                parallel: false,
+                regions: Vec::new(),
+                time_ns: 0,
+            }),
+        ];
+        let mut stored = HashSet::new();
+        for (i, bytes) in contents.iter().enumerate() {
+            let t = 10 * i as u64;
+            if let Some(bytes) = bytes {
+                let hash = BlobHash(xxhash_rust::xxh3::xxh3_64(bytes));
+                if stored.insert(hash) {
+                    records.push(Record::Blob(Blob {
+                        hash,
+                        bytes: bytes.to_vec(),
+                    }));
+                }
+                records.push(Record::HostWrite(HostWrite {
+                    runtime: rt,
+                    buffer: BufferId(1),
+                    offset: 0,
+                    len_bytes: 16,
+                    xxh3: hash.0,
+                    contents: Payload::Blob {
+                        hash,
+                        len_bytes: 16,
+                    },
+                    time_ns: t + 1,
+                }));
+            }
+            records.push(Record::Submit(Submit {
+                runtime: rt,
+                prepared: PreparedId(1),
+                submission: SubmissionIndex(i as u64 + 1),
+                slot: 0,
+                producers: Vec::new(),
+                time_ns: t + 2,
+            }));
+        }
+        let mut writer = TraceWriter::new(Vec::new()).unwrap();
+        for r in &records {
+            writer.write(r).unwrap();
+        }
+        writer.finish().unwrap().0
+    }
+
+    fn snapshots(bytes: &[u8], selection: Selection) -> (TrimSummary, Vec<BufferSnapshot>) {
+        let open = || TraceReader::new(bytes);
+        let (summary, out) = trim(open, selection, "t.hrxt", Vec::new()).unwrap();
+        let trimmed = hrx_capture::Trace::from_bytes(&out).unwrap();
+        assert!(trimmed.recovery.is_complete());
+        let snaps = trimmed
+            .records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::BufferSnapshot(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        (summary, snaps)
+    }
+
+    #[test]
+    fn a_snapshot_holds_the_last_host_write_before_the_range_even_a_repeated_blob() {
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        // Submission 4 reads what the third write left, a blob first stored (and
+        // referenced) by the first write: the snapshot holds it.
+        let bytes = trace(&[Some(a), Some(b), Some(a), None]);
+        let start_at = |start| Selection::Submissions { start, end: None };
+        let (summary, snaps) = snapshots(&bytes, start_at(4));
+        assert_eq!((summary.runtimes[0].start, summary.runtimes[0].end), (4, 5));
+        assert_eq!(summary.unknown_bytes(), 0);
+        assert_eq!(snaps.len(), 1);
+        assert_eq!(snaps[0].contents, Payload::Inline(a.to_vec()));
+        assert_eq!((snaps[0].offset, snaps[0].len_bytes), (0, 16));
+        // A range whose own host write precedes every read needs nothing.
+        let (_, snaps) = snapshots(&bytes, start_at(3));
+        assert!(snaps.is_empty(), "{snaps:?}");
+        // A time window: submissions submitted at or after 22 ns (3 and 4).
+        let time = Selection::Time {
+            start_ns: 22,
+            end_ns: None,
+        };
+        let (summary, _) = snapshots(&bytes, time);
+        assert_eq!((summary.runtimes[0].start, summary.runtimes[0].end), (3, 5));
+    }
+
+    #[test]
+    fn ranges_merge_and_answer_what_is_missing() {
+        let mut r = Ranges::default();
+        r.add(10, 20);
+        r.add(30, 40);
+        r.add(18, 31);
+        assert_eq!(r.0, [(10, 40)]);
+        r.add(50, 60);
+        assert_eq!(r.missing(0, 70), [(0, 10), (40, 50), (60, 70)]);
+        assert_eq!(r.missing(12, 38), []);
+    }
+
+    #[test]
+    fn the_last_writer_decides_a_spans_contents() {
+        let mut shadow = Shadow(vec![Span {
+            start: 0,
+            end: 8,
+            host: None,
+            submission: None,
+            digest: None,
+        }]);
+        // A host write of bytes 0..8 at t=5, then submission 3 (submitted at t=7) writes
+        // 4..8 with its digest captured, submission 4 (t=9) writes 6..8 without one.
+        shadow.update(0, 8, |s, at| {
+            s.host = Some((5, Some(slice(b"abcdefgh", at, s.end - s.start))))
+        });
+        shadow.update(4, 8, |s, _| s.submission = Some((3, 7)));
+        shadow.update(4, 8, |s, at| {
+            s.digest = Some((3, slice(b"WXYZ", at, s.end - s.start)))
+        });
+        shadow.update(6, 8, |s, _| s.submission = Some((4, 9)));
+        let spans: Vec<_> = shadow
+            .0
+            .iter()
+            .map(|s| (s.start, s.end, s.contents().map(|c| c.map(<[u8]>::to_vec))))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (0, 4, Some(Some(b"abcd".to_vec()))),
+                (4, 6, Some(Some(b"WX".to_vec()))),
+                (6, 8, Some(None)),
+            ]
+        );
+    }
+}

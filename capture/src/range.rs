@@ -1,0 +1,268 @@
+//! Ranges of submissions (Nsight Systems' `--capture-range`, GFXReconstruct's trimming):
+//! their text forms (`submissions:A..B`, `time:S..E`, `api`) and what they hold. `hrx-trace
+//! trim` parses its `--submissions` and `--time` here; [`TRACE_RANGE_ENV`] names the
+//! variable a recording with a range will read (`HRX_TRACE_RANGE`).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The environment variable naming a capture range (`submissions:A..B`, `time:S..E`, `api`).
+pub const TRACE_RANGE_ENV: &str = "HRX_TRACE_RANGE";
+
+/// Which submissions of a runtime a recording keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureRange {
+    /// Submissions numbered `start..end` (the runtime numbers them from 1); `end` `None`:
+    /// to the last.
+    Submissions {
+        /// The first submission kept.
+        start: u64,
+        /// One past the last submission kept.
+        end: Option<u64>,
+    },
+    /// Submissions submitted `start_ns..end_ns` after the trace session started (the first
+    /// runtime's creation), host clock.
+    Time {
+        /// Start of the window, ns.
+        start_ns: u64,
+        /// End of the window, ns; `None`: to the end.
+        end_ns: Option<u64>,
+    },
+    /// From the program's `start` to its `stop` call only.
+    Api,
+}
+
+/// Why a range does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RangeError(String);
+
+impl CaptureRange {
+    /// Whether submission `submission`, submitted at `time_ns`, is inside the range.
+    pub fn holds(&self, submission: u64, time_ns: u64) -> bool {
+        match *self {
+            CaptureRange::Submissions { start, end } => {
+                submission >= start && end.is_none_or(|e| submission < e)
+            }
+            CaptureRange::Time { start_ns, end_ns } => {
+                time_ns >= start_ns && end_ns.is_none_or(|e| time_ns < e)
+            }
+            CaptureRange::Api => true,
+        }
+    }
+
+    /// Whether no submission numbered `submission` or later, submitted at `time_ns` or later,
+    /// can be inside the range.
+    pub fn is_over(&self, submission: u64, time_ns: u64) -> bool {
+        match *self {
+            CaptureRange::Submissions { end, .. } => end.is_some_and(|e| submission >= e),
+            CaptureRange::Time { end_ns, .. } => end_ns.is_some_and(|e| time_ns >= e),
+            CaptureRange::Api => false,
+        }
+    }
+
+    /// The environment's range ([`TRACE_RANGE_ENV`]), if set and not empty.
+    ///
+    /// # Errors
+    ///
+    /// A [`RangeError`] naming the variable and what it must be.
+    pub fn from_env() -> Result<Option<CaptureRange>, RangeError> {
+        match std::env::var(TRACE_RANGE_ENV) {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .map(Some)
+                .map_err(|e: RangeError| RangeError(format!("{TRACE_RANGE_ENV}: {e}"))),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Parses `A..B`, `A..=B`, `A..` (submission numbers).
+///
+/// # Errors
+///
+/// A [`RangeError`] saying what the range must be.
+pub fn parse_submissions(text: &str) -> Result<(u64, Option<u64>), RangeError> {
+    let bad = || {
+        RangeError(format!(
+            "{text:?} is not a submission range: expected A..B (B excluded), A..=B or A.., \
+             with A and B whole numbers"
+        ))
+    };
+    let (a, b) = text.trim().split_once("..").ok_or_else(bad)?;
+    let start: u64 = if a.is_empty() {
+        0
+    } else {
+        a.parse().map_err(|_| bad())?
+    };
+    let end = if b.is_empty() {
+        None
+    } else if let Some(b) = b.strip_prefix('=') {
+        Some(b.parse::<u64>().map_err(|_| bad())?.saturating_add(1))
+    } else {
+        Some(b.parse().map_err(|_| bad())?)
+    };
+    if let Some(end) = end
+        && end <= start
+    {
+        return Err(RangeError(format!(
+            "{text:?} selects no submission: the start must be below the end"
+        )));
+    }
+    Ok((start, end))
+}
+
+/// Parses a duration: a number with `s`, `ms`, `us` or `ns` (seconds without a unit), in ns.
+///
+/// # Errors
+///
+/// A [`RangeError`] saying what a duration must be.
+pub fn parse_duration_ns(text: &str) -> Result<u64, RangeError> {
+    let t = text.trim();
+    let (number, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale)))
+        .unwrap_or((t, 1e9));
+    match number.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= 0.0 && value * scale < u64::MAX as f64 => {
+            Ok((value * scale).round() as u64)
+        }
+        _ => Err(RangeError(format!(
+            "{text:?} is not a duration: expected a number of seconds, or one with s, ms, us \
+             or ns (1.5s, 200ms)"
+        ))),
+    }
+}
+
+/// Parses `S..E` or `S..` (durations, see [`parse_duration_ns`]).
+///
+/// # Errors
+///
+/// A [`RangeError`] saying what the range must be.
+pub fn parse_time(text: &str) -> Result<(u64, Option<u64>), RangeError> {
+    let (a, b) = text.trim().split_once("..").ok_or_else(|| {
+        RangeError(format!(
+            "{text:?} is not a time range: expected S..E or S.. (1.5s..3s)"
+        ))
+    })?;
+    let start = if a.is_empty() {
+        0
+    } else {
+        parse_duration_ns(a)?
+    };
+    let end = if b.is_empty() {
+        None
+    } else {
+        Some(parse_duration_ns(b)?)
+    };
+    if let Some(end) = end
+        && end <= start
+    {
+        return Err(RangeError(format!(
+            "{text:?} is empty: the start must be before the end"
+        )));
+    }
+    Ok((start, end))
+}
+
+impl FromStr for CaptureRange {
+    type Err = RangeError;
+
+    fn from_str(text: &str) -> Result<Self, RangeError> {
+        if text == "api" {
+            return Ok(CaptureRange::Api);
+        }
+        if let Some(range) = text.strip_prefix("submissions:") {
+            let (start, end) = parse_submissions(range)?;
+            return Ok(CaptureRange::Submissions { start, end });
+        }
+        if let Some(range) = text.strip_prefix("time:") {
+            let (start_ns, end_ns) = parse_time(range)?;
+            return Ok(CaptureRange::Time { start_ns, end_ns });
+        }
+        Err(RangeError(format!(
+            "{text:?} is not a capture range: expected submissions:A..B, time:S..E or api"
+        )))
+    }
+}
+
+impl fmt::Display for CaptureRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            CaptureRange::Submissions { start, end } => {
+                write!(f, "submissions:{start}..")?;
+                match end {
+                    Some(end) => write!(f, "{end}"),
+                    None => Ok(()),
+                }
+            }
+            CaptureRange::Time { start_ns, end_ns } => {
+                write!(f, "time:{}s..", start_ns as f64 / 1e9)?;
+                match end_ns {
+                    Some(end) => write!(f, "{}s", end as f64 / 1e9),
+                    None => Ok(()),
+                }
+            }
+            CaptureRange::Api => f.write_str("api"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_parse_and_print_back() {
+        for text in [
+            "submissions:3..7",
+            "submissions:3..",
+            "api",
+            "time:1.5s..3s",
+        ] {
+            let range: CaptureRange = text.parse().unwrap();
+            assert_eq!(range.to_string(), text);
+        }
+        assert_eq!(
+            "submissions:3..=7".parse::<CaptureRange>().unwrap(),
+            CaptureRange::Submissions {
+                start: 3,
+                end: Some(8)
+            }
+        );
+        assert_eq!(
+            "time:200ms..".parse::<CaptureRange>().unwrap(),
+            CaptureRange::Time {
+                start_ns: 200_000_000,
+                end_ns: None
+            }
+        );
+    }
+
+    #[test]
+    fn bad_ranges_say_what_is_wrong() {
+        let err = |t: &str| t.parse::<CaptureRange>().unwrap_err().to_string();
+        assert!(err("submissions:9..3").contains("start must be below the end"));
+        assert!(err("submissions:3..3").contains("selects no submission"));
+        assert!(err("submissions:x..3").contains("expected A..B"));
+        assert!(err("submissions:-1..3").contains("expected A..B"));
+        assert!(err("time:3s..1s").contains("before the end"));
+        assert!(err("time:1h..2h").contains("not a duration"));
+        assert!(err("frames:1..2").contains("expected submissions:A..B"));
+    }
+
+    #[test]
+    fn holds_and_is_over() {
+        let r = CaptureRange::Submissions {
+            start: 3,
+            end: Some(5),
+        };
+        assert!(!r.holds(2, 0) && r.holds(3, 0) && r.holds(4, 0) && !r.holds(5, 0));
+        assert!(!r.is_over(4, 0) && r.is_over(5, 0));
+        let t = CaptureRange::Time {
+            start_ns: 10,
+            end_ns: None,
+        };
+        assert!(!t.holds(1, 9) && t.holds(1, 10) && !t.is_over(u64::MAX, u64::MAX));
+    }
+}
