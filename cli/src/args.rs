@@ -39,6 +39,9 @@ pub enum Command {
     /// Compare two traces: kernel times with their spread, new and missing kernels, output
     /// digests (exit 0 same or different, 1 regression, 2 unusable input).
     Diff(DiffArgs),
+    /// Cut a trace down to a range of submissions (or a time window) that still replays:
+    /// the buffer contents the range reads before writing come from the full trace.
+    Trim(TrimArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per verb into a directory.
@@ -243,6 +246,43 @@ pub struct ExportArgs {
     /// (nothing else is overwritten); `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+}
+
+/// `hrx-trace trim`.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("range").required(true).args(["submissions", "time"])),
+    after_help = "\
+The trimmed trace keeps every definition (buffers, kernels, graphs), the submissions of the
+range with everything that names them, the host writes replay places inside the range, and
+a snapshot of every buffer byte the range reads before it writes it, taken from the full
+trace (host writes, and output contents when recorded with HRX_TRACE_CONTENTS=1). Bytes whose
+contents the full trace lacks are named on one warning line; the trace is then written but
+replays as not exact.
+
+Examples:
+  hrx-trace trim pipeline.hrxt -o frames-4-6.hrxt --submissions 4..7
+  hrx-trace trim pipeline.hrxt -o late.hrxt --time 1.5s..3s"
+)]
+pub struct TrimArgs {
+    /// The trace to trim.
+    #[arg(value_name = "IN")]
+    pub file: PathBuf,
+
+    /// The trimmed trace to write (an earlier trace there is replaced; never IN).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+
+    /// Submissions A..B of each runtime (B excluded; A..=B includes it; A.. to the end), by
+    /// their numbers in the trace (`dump`, `replay` show them).
+    // Hyphen values parse, so that `-2..4` gets the range's own message.
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
+    pub submissions: Option<String>,
+
+    /// The submissions submitted in S..E after the session start: seconds, or with s, ms, us
+    /// or ns (1.5s..3s, 200ms..).
+    #[arg(long, value_name = "S..E", allow_hyphen_values = true)]
+    pub time: Option<String>,
 }
 
 /// `hrx-trace stats`.

@@ -60,6 +60,49 @@ fn what_it_is(stats: &TraceStats) -> String {
     }
 }
 
+/// What part of a recording the trace holds, one line per range (none: the whole run),
+/// and its state snapshot.
+pub(crate) fn ranges(stats: &TraceStats) -> Vec<String> {
+    let mut lines: Vec<String> = stats
+        .ranges
+        .values()
+        .map(|r| {
+            let end = r
+                .end
+                .map_or_else(|| "(to the end)".to_owned(), |e| e.to_string());
+            let runtime = if stats.runtimes.len() > 1 {
+                format!("runtime {}, ", r.runtime)
+            } else {
+                String::new()
+            };
+            match &r.trimmed_from {
+                Some(from) => {
+                    format!(
+                        "trimmed from {from}, {runtime}submissions {}..{end} ({})",
+                        r.start, r.trigger
+                    )
+                }
+                None => format!(
+                    "{runtime}submissions {}..{end} of a recording ({})",
+                    r.start, r.trigger
+                ),
+            }
+        })
+        .collect();
+    let (count, known, unknown) = stats.snapshots;
+    if count > 0 {
+        let mut line = format!("state snapshot: {count} buffer ranges, {}", bytes(known));
+        if unknown > 0 {
+            line.push_str(&format!(
+                ", {} not held by the source: not replayable exactly",
+                bytes(unknown)
+            ));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io::Result<()> {
     let h = &stats.header;
     writeln!(
@@ -123,6 +166,9 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
     writeln!(out, "{:<12} {span}", "time span")?;
 
     writeln!(out, "{:<12} {}", "capture", what_it_is(stats))?;
+    for line in ranges(stats) {
+        writeln!(out, "{:<12} {line}", "range")?;
+    }
     let r = &stats.recovery;
     if r.is_complete() {
         writeln!(

@@ -17,6 +17,7 @@ mod replay;
 mod stats;
 mod summary;
 mod traces;
+mod trim;
 mod workload;
 
 use args::{Cli, Command};
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Stats(args) => kernel_stats::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Trim(args) => trim::run(args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
     };

@@ -6,8 +6,8 @@
 use crate::failure::TraceError;
 use hrx_capture::format::{Codec, Compression, FileHeader};
 use hrx_capture::schema::{
-    Counters, FatalSignal, RefusalKind, RegionIndex, RuntimeId, RuntimeStart, SessionEnd,
-    SessionStart, SessionStopped, SignalWitness, Status, SubmissionIndex,
+    Counters, FatalSignal, Payload, RefusalKind, RegionIndex, RuntimeId, RuntimeStart, SessionEnd,
+    SessionStart, SessionStopped, SignalWitness, Status, SubmissionIndex, TraceRange,
 };
 use hrx_capture::{Record, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,6 +36,11 @@ pub struct TraceStats {
     pub running: BTreeSet<(RuntimeId, SubmissionIndex, RegionIndex)>,
     /// Submissions submitted and not done when the trace ends.
     pub in_flight: BTreeSet<(RuntimeId, SubmissionIndex)>,
+    /// The ranges the trace holds, by (runtime, first submission): the latest record of
+    /// each (the one that closed it, when one did).
+    pub ranges: BTreeMap<(RuntimeId, u64), TraceRange>,
+    /// State snapshot ranges: (count, bytes with contents, bytes without).
+    pub snapshots: (u64, u64, u64),
     /// Records per kind name.
     pub kinds: BTreeMap<&'static str, u64>,
     /// Records read.
@@ -114,6 +119,8 @@ impl TraceStats {
             fatal: None,
             running: BTreeSet::new(),
             in_flight: BTreeSet::new(),
+            ranges: BTreeMap::new(),
+            snapshots: (0, 0, 0),
             kinds: BTreeMap::new(),
             records: 0,
             operations: 0,
@@ -173,6 +180,20 @@ impl TraceStats {
             }
             Record::RegionTiming(r) => {
                 self.running.remove(&(r.runtime, r.submission, r.region));
+            }
+            // Bounded: a trace opening a range per submission keeps the first 1024.
+            Record::TraceRange(range)
+                if self.ranges.len() < 1024
+                    || self.ranges.contains_key(&(range.runtime, range.start.0)) =>
+            {
+                self.ranges.insert((range.runtime, range.start.0), range);
+            }
+            Record::BufferSnapshot(snap) => {
+                self.snapshots.0 += 1;
+                match snap.contents {
+                    Payload::Omitted { .. } => self.snapshots.2 += snap.len_bytes,
+                    _ => self.snapshots.1 += snap.len_bytes,
+                }
             }
             Record::RuntimeStart(start) => self.runtimes.push(start),
             Record::SessionEnd(end) => self.end = Some(end),

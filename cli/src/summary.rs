@@ -83,6 +83,9 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
         (None, _) => "unknown (no timed records)".to_string(),
     };
     line("duration", span)?;
+    for range in crate::info::ranges(stats) {
+        line("range", range)?;
+    }
     let lost = &stats.recovery.lost;
     if !lost.is_none() {
         line("lost", lost.to_string())?;

@@ -30,6 +30,8 @@ mod lost;
 mod processes;
 #[path = "cli/program.rs"]
 mod program;
+#[path = "cli/range.rs"]
+mod range;
 #[path = "cli/replay.rs"]
 mod replay;
 #[path = "cli/usage.rs"]

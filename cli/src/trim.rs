@@ -1,0 +1,127 @@
+//! `hrx-trace trim`: a range of a trace that still replays ([`hrx_analysis::trim`] does the
+//! work; this parses, guards the output and reports).
+
+use crate::args::TrimArgs;
+use crate::failure::{Failure, TraceError};
+use hrx_analysis::trim::{Selection, TrimError, open_checked, trim};
+use hrx_analysis::units::bytes;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+/// Runs `trim`.
+///
+/// # Errors
+///
+/// A bad range, an unreadable input, an output that may not be written or a write error.
+pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
+    let selection = match (&args.submissions, &args.time) {
+        (Some(range), _) => {
+            let (start, end) = hrx_capture::range::parse_submissions(range)
+                .map_err(|e| Failure::new(format!("--submissions: {e}")))?;
+            Selection::Submissions { start, end }
+        }
+        (None, Some(range)) => {
+            let (start_ns, end_ns) = hrx_capture::range::parse_time(range)
+                .map_err(|e| Failure::new(format!("--time: {e}")))?;
+            Selection::Time { start_ns, end_ns }
+        }
+        (None, None) => unreachable!("clap requires one of them"),
+    };
+    crate::failure::require_rereadable(&args.file, "trim")?;
+    crate::record::refuse_special(&args.output, "trim")?;
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b);
+    if same(&args.file, &args.output) {
+        return Err(Failure::new(format!(
+            "refusing to trim {} into itself",
+            args.file.display()
+        ))
+        .hint("give -o another file")
+        .into());
+    }
+    if args.output.is_dir() {
+        return Err(Failure::new(format!(
+            "cannot write the trimmed trace to {}: it is a directory",
+            args.output.display()
+        ))
+        .hint("give -o a file name, e.g. -o trimmed.hrxt")
+        .into());
+    }
+    crate::record::refuse_overwrite(&args.output, "an hrx trace", |head| {
+        head.starts_with(&hrx_capture::format::MAGIC)
+            || hrx_capture::format::MAGIC.starts_with(head)
+    })?;
+    let read_error = |error| TraceError {
+        path: args.file.clone(),
+        error,
+    };
+    // The input must read before the output is created: a bad input leaves nothing.
+    drop(open_checked(&args.file).map_err(read_error)?);
+    let partial = args.output.with_extension("hrxt.partial");
+    let file = std::fs::File::create(&partial)
+        .map_err(|e| Failure::new(format!("{}: {e}", partial.display())))?;
+    let source = args.file.display().to_string();
+    let result = trim(
+        || open_checked(&args.file),
+        selection,
+        &source,
+        BufWriter::with_capacity(1 << 20, file),
+    );
+    let (summary, out) = match result {
+        Ok(done) => done,
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(match error {
+                TrimError::Read(error) => read_error(error).into(),
+                TrimError::Empty { .. } => Failure::new(error.to_string())
+                    .hint("`hrx-trace info` shows the submissions a trace holds")
+                    .into(),
+                other => anyhow::Error::new(other)
+                    .context(format!("cannot write {}", args.output.display())),
+            });
+        }
+    };
+    let finish = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .and_then(|()| std::fs::rename(&partial, &args.output));
+    if let Err(error) = finish {
+        let _ = std::fs::remove_file(&partial);
+        return Err(
+            Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    for r in &summary.runtimes {
+        writeln!(
+            stdout,
+            "runtime {}: submissions {}..{}, snapshot of {} ranges ({})",
+            r.runtime,
+            r.start,
+            r.end,
+            r.snapshots,
+            bytes(r.snapshot_bytes)
+        )?;
+    }
+    writeln!(
+        stdout,
+        "{}: {} of {} records, {}",
+        args.output.display(),
+        summary.records_out,
+        summary.records_in,
+        bytes(summary.bytes_out)
+    )?;
+    for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
+        let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
+        eprintln!(
+            "warning: {}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 to keep output contents)",
+            args.output.display(),
+            r.runtime,
+            bytes(r.unknown_bytes),
+            r.start,
+            args.file.display(),
+            buffers.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
