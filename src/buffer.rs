@@ -340,7 +340,8 @@ impl Storage {
     /// Records a host write of `data` at `offset` in the trace: `data` is the caller's for a
     /// GPU-local buffer, else this buffer's own host mapping (captured later, fenced).
     fn traced_write(&self, offset: usize, data: &[u8]) {
-        let Some(hook) = self.context.tracer.hook() else {
+        // Outside a capture range the snapshot at its opening holds the bytes.
+        let Some(hook) = self.context.tracer.open_hook() else {
             return;
         };
         let mapped = (!self.pointer.is_null()).then_some(&self.captures);
@@ -366,6 +367,7 @@ impl Drop for Storage {
     fn drop(&mut self) {
         // The allocation is freed after this: no capture may still be reading it.
         self.captures.wait();
+        self.context.tracer.buffer_gone(self.id);
         if let Some(hook) = self.context.tracer.hook() {
             hook.record(hrx_capture::schema::Record::BufferDropped(
                 hrx_capture::schema::BufferDropped {
@@ -375,6 +377,16 @@ impl Drop for Storage {
                 },
             ));
         }
+    }
+}
+
+impl crate::trace::LiveBuffer for Storage {
+    fn len_bytes(&self) -> usize {
+        self.len
+    }
+
+    fn contents(self: Arc<Self>) -> Option<Vec<u8>> {
+        Buffer { storage: self }.to_vec().ok()
     }
 }
 

@@ -77,6 +77,7 @@ impl Drop for Context {
         else {
             return;
         };
+        self.tracer.runtime_ended(submissions);
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let counters = &self.counters;
         let time_ns = hook.now_ns();

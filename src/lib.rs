@@ -35,7 +35,7 @@ pub mod kernels;
 pub mod npu;
 mod runtime;
 mod sync;
-pub(crate) mod trace;
+pub mod trace;
 
 pub use buffer::{Access, Buffer, BufferView, HostRead, HostWrite, Placement};
 pub use contract::{BindingContract, KernelContract};

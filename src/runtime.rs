@@ -96,8 +96,11 @@ pub struct RuntimeOptions {
     /// full (`HRX_TRACE_MODE=lossless|lossy`); `None`: lossless, unless the environment says
     /// otherwise.
     pub trace_mode: Option<hrx_capture::TraceMode>,
+    /// Which submissions a trace records (`HRX_TRACE_RANGE`); `None`: all of them, unless
+    /// [`crate::trace::stop`] pauses it. See [`crate::trace`].
+    pub trace_range: Option<hrx_capture::CaptureRange>,
     /// Whether unset fields fall back to the environment (`HRX_BACKEND`, `HRX_FAULT`,
-    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`, `HRX_TRACE_MODE`); a replay turns this off so
+    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`, `HRX_TRACE_MODE`, `HRX_TRACE_RANGE`); a replay turns this off so
     /// the replayed run is exactly what it asks for.
     pub environment: bool,
     /// Record into this recorder instead of the process's trace (a replay's own
@@ -118,6 +121,7 @@ impl Default for RuntimeOptions {
             trace_contents: false,
             trace_digests: TraceDigests::Outputs,
             trace_mode: None,
+            trace_range: None,
             environment: true,
             recorder: None,
         }
@@ -188,6 +192,12 @@ impl RuntimeOptions {
         self
     }
 
+    /// Records only the submissions inside `range` (see [`crate::trace`]).
+    pub fn trace_range(mut self, range: hrx_capture::CaptureRange) -> Self {
+        self.trace_range = Some(range);
+        self
+    }
+
     /// Captures full output contents in the trace, not only digests.
     pub fn trace_contents(mut self, on: bool) -> Self {
         self.trace_contents = on;
@@ -235,6 +245,10 @@ impl RuntimeOptions {
         if self.trace_mode.is_none() {
             self.trace_mode =
                 hrx_capture::TraceMode::from_env().map_err(|e| Error::Message(e.to_string()))?;
+        }
+        if self.trace_range.is_none() {
+            self.trace_range =
+                hrx_capture::CaptureRange::from_env().map_err(|e| Error::Message(e.to_string()))?;
         }
         match std::env::var("HRX_TRACE_CONTENTS").as_deref() {
             // Widens only, as HRX_TRACE_DIGESTS: an explicit `trace_contents(true)` stays.
@@ -406,6 +420,7 @@ impl Runtime {
             id,
             options.trace_contents,
             options.trace_digests == TraceDigests::All,
+            options.trace_range,
         );
         let context = Arc::new(Context::new(id, device, faults, npu, tracer));
         if let Some(hook) = context.tracer.hook() {
@@ -501,6 +516,10 @@ impl Runtime {
             mapped: AtomicUsize::new(0),
             captures: Default::default(),
         });
+        let live: Arc<dyn crate::trace::LiveBuffer> = storage.clone();
+        context
+            .tracer
+            .buffer_live(storage.id, Arc::downgrade(&live));
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::BufferCreated(s::BufferCreated {
                 runtime: hook.runtime,

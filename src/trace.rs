@@ -2,8 +2,8 @@
 //!
 //! A runtime opens the process's trace when `RuntimeOptions::trace` (or `HRX_TRACE`) names
 //! a file, or joins the trace another runtime of the process opened; every record carries
-//! the runtime id. The recorder lives in the runtime's [`Tracer`]: with tracing off a hook
-//! is one branch on `None` ([`Tracer::hook`]) and allocates nothing. The trace is closed
+//! the runtime id. The recorder lives in the runtime's `Tracer`: with tracing off a hook
+//! is one branch on `None` (`Tracer::hook`) and allocates nothing. The trace is closed
 //! (footer written) by [`close_trace`], which an `atexit` handler also runs when the process
 //! exits normally; a process killed outright keeps everything flushed up to 100 ms before
 //! its death.
@@ -13,14 +13,38 @@
 //! record (`execution/record.rs` for the stages), so this module imports nothing of them
 //! and sits below the buffers, beside the clock. What it owns is the machinery: opening
 //! and closing the trace, the session clock, deferred captures of buffer bytes behind
-//! [`Captures`] fences, and output digests hashed off the recording thread.
+//! `Captures` fences, and output digests hashed off the recording thread.
+//!
+//! # Ranges
+//!
+//! A capture range (`HRX_TRACE_RANGE`, `RuntimeOptions::trace_range`, [`start`]/[`stop`];
+//! see [`hrx_capture::range`]) limits what a runtime records to the submissions inside it:
+//! definitions (buffers, kernels, graph operations, prepares, quarantines, poison) are always
+//! recorded, since they are small and a later submission may use any of them; submits,
+//! their timings, outcomes, digests and host writes only while the range is open. The
+//! decision is made at each submit, under the scheduler lock, by submission number and
+//! session time (`Tracer::submit_hook`); a submission recorded is recorded whole, even
+//! when the range closes while it runs.
+//!
+//! When a range opens mid-run (the runtime submitted or wrote buffers before it), replay
+//! needs the state the range starts from, GFXReconstruct's state snapshot. The choice here:
+//! before the range's first submission, the submit path waits for the runtime's submissions
+//! in flight to finish, then `Tracer::open_range` records the whole contents of every live
+//! buffer as [`s::BufferSnapshot`]s (GPU-local ones read back). Exact for any later graph,
+//! including one prepared inside the range, at a cost paid once per opening: a drain of the
+//! runtime (as GFXReconstruct waits for the device to idle before writing its state) and the
+//! bytes of every live buffer, read and stored. Knowing which bytes the range reads before
+//! writing needs the range's future; `hrx-trace trim`, which has it, snapshots only those.
+//! The buffers register themselves as `LiveBuffer`s, so this module still names none of
+//! the layers above it.
 
 use hrx_capture::schema as s;
 use hrx_capture::{Recorder, RecorderOptions, TraceMode};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
 /// afterwards record nothing until a new trace is opened. Runs automatically at normal
@@ -32,6 +56,21 @@ pub fn close_trace() -> crate::Result<()> {
     hrx_capture::shutdown()
         .map(|_| ())
         .map_err(|e| crate::Error::Message(format!("closing the trace: {e}")))
+}
+
+/// Starts (or resumes) recording submissions, at each runtime's next submit: one atomic
+/// store. A runtime that was not recording first records the state replay needs to start
+/// there (see the module docs): its next submit waits for its work in flight. With no trace
+/// open it does nothing. `HRX_TRACE_RANGE=api` (`hrx-trace record --capture-range api`)
+/// records nothing until the first `start`.
+pub fn start() {
+    hrx_capture::range::start();
+}
+
+/// Stops recording submissions at each runtime's next submit; buffers, kernels and graphs
+/// are still recorded, so a later [`start`] can resume. One atomic store.
+pub fn stop() {
+    hrx_capture::range::stop();
 }
 
 extern "C" fn close_at_exit() {
@@ -101,6 +140,80 @@ pub(crate) struct Tracer {
     contents: bool,
     /// Whether every written range is digested, GPU-local ones too.
     all_outputs: bool,
+    /// Which submissions go into the trace (with a recorder only).
+    window: Option<Window>,
+}
+
+/// A buffer whose whole contents a range opening mid-run snapshots (see the module docs).
+pub(crate) trait LiveBuffer: Send + Sync {
+    /// Its size, bytes.
+    fn len_bytes(&self) -> usize;
+    /// Its whole contents (GPU-local ones read back); `None` when it has none to restore
+    /// (poisoned).
+    fn contents(self: Arc<Self>) -> Option<Vec<u8>>;
+}
+
+/// Which submissions a traced runtime records (see the module docs), and its live buffers
+/// for the snapshot a range opening mid-run needs.
+struct Window {
+    range: Option<hrx_capture::CaptureRange>,
+    /// Every submission so far was recorded: the fast path of [`Window::traced`].
+    all: AtomicBool,
+    /// The range is open: host writes and submits are recorded.
+    open: AtomicBool,
+    state: Mutex<WindowState>,
+    buffers: Mutex<HashMap<u64, Weak<dyn LiveBuffer>>>,
+}
+
+#[derive(Default)]
+struct WindowState {
+    /// The first submission of the open range.
+    open_from: Option<u64>,
+    /// Closed ranges, `start..end`.
+    closed: Vec<(u64, u64)>,
+}
+
+impl Window {
+    fn new(range: Option<hrx_capture::CaptureRange>) -> Window {
+        let open = range.is_none() && hrx_capture::range::manually_on(None);
+        Window {
+            range,
+            all: AtomicBool::new(open),
+            open: AtomicBool::new(open),
+            state: Mutex::new(WindowState {
+                open_from: open.then_some(1),
+                closed: Vec::new(),
+            }),
+            buffers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the records of `submission` are in the trace.
+    fn traced(&self, submission: u64) -> bool {
+        if self.all.load(Ordering::Relaxed) {
+            return true;
+        }
+        let state = crate::sync::lock(&self.state);
+        state.open_from.is_some_and(|f| submission >= f)
+            || state
+                .closed
+                .iter()
+                .any(|&(a, b)| (a..b).contains(&submission))
+    }
+
+    fn wanted(&self, submission: u64, time_ns: u64) -> bool {
+        hrx_capture::range::manually_on(self.range.as_ref())
+            && self.range.is_none_or(|r| r.holds(submission, time_ns))
+    }
+
+    fn trigger(&self) -> String {
+        self.range
+            .map_or_else(|| "api".to_owned(), |r| r.to_string())
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::Relaxed)
+    }
 }
 
 impl Tracer {
@@ -111,8 +224,10 @@ impl Tracer {
         runtime: u32,
         contents: bool,
         all_outputs: bool,
+        range: Option<hrx_capture::CaptureRange>,
     ) -> Self {
         Self {
+            window: recorder.as_ref().map(|_| Window::new(range)),
             recorder,
             runtime: s::RuntimeId(runtime),
             contents,
@@ -135,6 +250,174 @@ impl Tracer {
     #[inline]
     pub fn on(&self) -> bool {
         self.recorder.is_some()
+    }
+
+    /// The hook for a record that belongs inside the range (a host write, a refused
+    /// submit): `None` when tracing is off or the range is closed.
+    #[inline]
+    pub fn open_hook(&self) -> Option<Hook<'_>> {
+        match &self.window {
+            Some(window) if !window.is_open() => None,
+            _ => self.hook(),
+        }
+    }
+
+    /// The hook for a record of `submission` (its timings, outcome, digests): `None` when
+    /// tracing is off or the submission is outside the range.
+    #[inline]
+    pub fn submission_hook(&self, submission: u64) -> Option<Hook<'_>> {
+        match &self.window {
+            Some(window) if !window.traced(submission) => None,
+            _ => self.hook(),
+        }
+    }
+
+    /// Whether `submission`'s records go into the trace.
+    #[inline]
+    pub fn traces(&self, submission: u64) -> bool {
+        self.submission_hook(submission).is_some()
+    }
+
+    /// Buffer `id` is live: a range opening later snapshots it.
+    pub fn buffer_live(&self, id: u64, buffer: Weak<dyn LiveBuffer>) {
+        if let Some(window) = &self.window {
+            crate::sync::lock(&window.buffers).insert(id, buffer);
+        }
+    }
+
+    /// Buffer `id` was released.
+    pub fn buffer_gone(&self, id: u64) {
+        if let Some(window) = &self.window {
+            crate::sync::lock(&window.buffers).remove(&id);
+        }
+    }
+
+    /// Whether this runtime records into a trace whose capture range is closed now.
+    #[inline]
+    pub fn range_closed(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| !w.is_open())
+    }
+
+    /// Whether the next submit, `next`, opens the range (it is closed and `next` is inside
+    /// it): the caller then drains the runtime and calls [`Tracer::open_range`].
+    pub fn opens_range(&self, next: u64) -> bool {
+        match (&self.recorder, &self.window) {
+            (Some(recorder), Some(window)) => {
+                !window.is_open() && window.wanted(next, recorder.now_ns())
+            }
+            _ => false,
+        }
+    }
+
+    /// Opens the range at submission `next`, recording its [`s::TraceRange`] and a
+    /// [`s::BufferSnapshot`] of every live buffer. The runtime must have nothing in flight
+    /// (see the module docs).
+    pub fn open_range(&self, next: u64) {
+        let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
+            return;
+        };
+        let mut state = crate::sync::lock(&window.state);
+        if window.is_open() {
+            return; // another thread opened it meanwhile
+        }
+        let time_ns = hook.now_ns();
+        hook.record(s::Record::TraceRange(s::TraceRange {
+            runtime: self.runtime,
+            start: s::SubmissionIndex(next),
+            end: None,
+            trigger: window.trigger(),
+            trimmed_from: None,
+            time_ns,
+        }));
+        let mut live: Vec<(u64, Arc<dyn LiveBuffer>)> = {
+            let mut buffers = crate::sync::lock(&window.buffers);
+            buffers.retain(|_, b| b.strong_count() > 0);
+            buffers
+                .iter()
+                .filter_map(|(&id, b)| Some((id, b.upgrade()?)))
+                .collect()
+        };
+        live.sort_by_key(|&(id, _)| id);
+        for (id, buffer) in live {
+            let len_bytes = buffer.len_bytes() as u64;
+            let (contents, xxh3) = match buffer.contents() {
+                Some(bytes) => (
+                    hook.recorder.payload(&bytes),
+                    xxhash_rust::xxh3::xxh3_64(&bytes),
+                ),
+                // A poisoned buffer has no contents to restore; replay says it cannot be exact.
+                None => (s::Payload::Omitted { len_bytes }, 0),
+            };
+            hook.record(s::Record::BufferSnapshot(s::BufferSnapshot {
+                runtime: self.runtime,
+                buffer: s::BufferId(id),
+                offset: 0,
+                len_bytes,
+                xxh3,
+                contents,
+                time_ns,
+            }));
+        }
+        state.open_from = Some(next);
+        window.open.store(true, Ordering::Relaxed);
+    }
+
+    /// The hook to record `submission`'s submit with, at the submit under the scheduler
+    /// lock: `None` when it is outside the range, closing the range when it has left it.
+    pub fn submit_hook(&self, submission: u64) -> Option<Hook<'_>> {
+        let hook = self.hook()?;
+        let Some(window) = &self.window else {
+            return Some(hook);
+        };
+        if !window.is_open() {
+            return None;
+        }
+        if window.all.load(Ordering::Relaxed)
+            && window.range.is_none()
+            && hrx_capture::range::manually_on(None)
+        {
+            return Some(hook);
+        }
+        if window.wanted(submission, hook.now_ns()) {
+            return Some(hook);
+        }
+        self.close_range(submission);
+        None
+    }
+
+    /// Closes the open range before submission `end`: at a submit that left it, or at the
+    /// runtime's end (`end` then one past its last submission). Nothing when it is not open
+    /// or recorded everything.
+    pub fn close_range(&self, end: u64) {
+        let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
+            return;
+        };
+        let mut state = crate::sync::lock(&window.state);
+        let Some(start) = state.open_from.take() else {
+            return;
+        };
+        window.all.store(false, Ordering::Relaxed);
+        window.open.store(false, Ordering::Relaxed);
+        state.closed.push((start, end));
+        hook.record(s::Record::TraceRange(s::TraceRange {
+            runtime: self.runtime,
+            start: s::SubmissionIndex(start),
+            end: Some(s::SubmissionIndex(end)),
+            trigger: window.trigger(),
+            trimmed_from: None,
+            time_ns: hook.now_ns(),
+        }));
+    }
+
+    /// At the runtime's end, after `submissions` submissions: closes a range still open
+    /// that did not record the whole run.
+    pub fn runtime_ended(&self, submissions: u64) {
+        if let Some(window) = &self.window
+            && !window.all.load(Ordering::Relaxed)
+            && window.is_open()
+        {
+            self.close_range(submissions + 1);
+        }
     }
 }
 

@@ -1,10 +1,15 @@
-//! Ranges of submissions (Nsight Systems' `--capture-range`, GFXReconstruct's trimming):
-//! their text forms (`submissions:A..B`, `time:S..E`, `api`) and what they hold. `hrx-trace
-//! trim` parses its `--submissions` and `--time` here; [`TRACE_RANGE_ENV`] names the
-//! variable a recording with a range will read (`HRX_TRACE_RANGE`).
+//! Capture ranges: which submissions a recording keeps (Nsight Systems' `--capture-range`,
+//! GFXReconstruct's trimming).
+//!
+//! A range is chosen by `HRX_TRACE_RANGE` (`hrx-trace record --capture-range`, `--delay`,
+//! `--duration` set it), by `RuntimeOptions::trace_range`, or at run time by [`start`] and
+//! [`stop`] (`hrx::trace::start()`/`stop()`): with `HRX_TRACE_RANGE=api` nothing is recorded
+//! until the first `start`; otherwise `stop` pauses and `start` resumes within the range.
+//! The runtime decides at each submit; see `hrx`'s trace module for what a range records.
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The environment variable naming a capture range (`submissions:A..B`, `time:S..E`, `api`).
 pub const TRACE_RANGE_ENV: &str = "HRX_TRACE_RANGE";
@@ -28,7 +33,7 @@ pub enum CaptureRange {
         /// End of the window, ns; `None`: to the end.
         end_ns: Option<u64>,
     },
-    /// From the program's `start` to its `stop` call only.
+    /// From [`start`] to [`stop`] only.
     Api,
 }
 
@@ -205,6 +210,37 @@ impl fmt::Display for CaptureRange {
             }
             CaptureRange::Api => f.write_str("api"),
         }
+    }
+}
+
+const UNSET: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+
+/// The process's [`start`]/[`stop`] state.
+static MANUAL: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Starts (or resumes) recording submissions at each runtime's next submit: one atomic
+/// store. A runtime whose recording was paused first records the state replay needs (see
+/// `hrx::trace`). Without a trace open it does nothing.
+pub fn start() {
+    MANUAL.store(ON, Ordering::Relaxed);
+}
+
+/// Stops recording submissions at each runtime's next submit (definitions are still
+/// recorded); one atomic store.
+pub fn stop() {
+    MANUAL.store(OFF, Ordering::Relaxed);
+}
+
+/// Whether a submission inside `range` (or any, without one) is recorded now, as
+/// [`start`] and [`stop`] left it: `api` waits for a `start`; otherwise only a `stop`
+/// pauses.
+pub fn manually_on(range: Option<&CaptureRange>) -> bool {
+    match MANUAL.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => !matches!(range, Some(CaptureRange::Api)),
     }
 }
 

@@ -186,6 +186,25 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SPEC", conflicts_with = "program")]
     pub fault: Option<String>,
 
+    /// Record only some submissions: `submissions:A..B` (the runtime numbers them from 1;
+    /// B excluded, A..=B includes it, A.. to the end), `time:S..E` (submitted S to E after
+    /// the trace session starts: 1.5s..3s) or `api` (from the program's
+    /// `hrx::trace::start()` to its `stop()`). Buffers, kernels and graphs are always
+    /// recorded, and the contents of every live buffer when the range opens, so the trace
+    /// replays on its own.
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["delay", "duration"])]
+    pub capture_range: Option<String>,
+
+    /// Record the submissions submitted from S seconds after the trace session starts (the
+    /// first hrx runtime's creation): `time:S..` (with --duration, `time:S..S+D`).
+    #[arg(long, value_name = "S")]
+    pub delay: Option<String>,
+
+    /// Record the submissions submitted during D seconds (from --delay, else from the
+    /// session's start).
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+
     /// The program to record and its arguments (after `--`).
     #[arg(last = true, value_name = "PROGRAM [ARGS]...")]
     pub program: Vec<OsString>,

@@ -66,6 +66,54 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The capture range `--capture-range`, `--delay` and `--duration` ask for.
+///
+/// # Errors
+///
+/// A [`Failure`] naming the option and what it must be.
+pub fn capture_range(args: &RecordArgs) -> Result<Option<hrx_capture::CaptureRange>, Failure> {
+    use hrx_capture::range::parse_duration_ns;
+    if let Some(spec) = &args.capture_range {
+        return spec
+            .parse()
+            .map(Some)
+            .map_err(|e| Failure::new(format!("--capture-range: {e}")));
+    }
+    if args.delay.is_none() && args.duration.is_none() {
+        return Ok(None);
+    }
+    let seconds = |flag: &str, value: &Option<String>| match value {
+        Some(v) => parse_duration_ns(v)
+            .map(Some)
+            .map_err(|e| Failure::new(format!("--{flag}: {e}"))),
+        None => Ok(None),
+    };
+    let start_ns = seconds("delay", &args.delay)?.unwrap_or(0);
+    let end_ns = match seconds("duration", &args.duration)? {
+        Some(0) => return Err(Failure::new("--duration: must be more than 0")),
+        Some(d) => Some(start_ns.saturating_add(d)),
+        None => None,
+    };
+    Ok(Some(hrx_capture::CaptureRange::Time { start_ns, end_ns }))
+}
+
+/// A note when a capture range kept no submission of a trace that recorded some runtime.
+pub fn note_empty_range(
+    range: Option<&hrx_capture::CaptureRange>,
+    path: &Path,
+    stats: &TraceStats,
+) {
+    if let Some(range) = range
+        && stats.submissions == 0
+    {
+        eprintln!(
+            "note: {}: the capture range {range} kept no submission (the program submitted \
+             fewer, or ended before it)",
+            path.display()
+        );
+    }
+}
+
 fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let Some((program, program_args)) = args.program.split_first() else {
         return Err(Failure::new("nothing to record")
@@ -79,10 +127,14 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
+    let range = capture_range(args)?;
     let mut command = Command::new(program);
     command
         .args(program_args)
         .env(hrx_capture::TRACE_ENV, &absolute);
+    if let Some(range) = &range {
+        command.env(hrx_capture::TRACE_RANGE_ENV, range.to_string());
+    }
     if crate::traces::per_process(&args.output) {
         command.env_remove(hrx_capture::TRACE_SESSION_ENV);
     } else {
@@ -137,6 +189,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         match TraceStats::read(&path) {
             Ok(stats) => {
                 print_summary(&path, &stats)?;
+                note_empty_range(range.as_ref(), &path, &stats);
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
                         Failure::new(format!(

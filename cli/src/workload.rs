@@ -126,7 +126,11 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let output = hrx_capture::expand_path(&args.output);
     check_output(&output)?;
     let trace_path = crate::record::escape_percent(output.as_os_str());
+    let range = crate::record::capture_range(args)?;
     let mut options = RuntimeOptions::default().backend(backend).trace(trace_path);
+    if let Some(range) = range {
+        options = options.trace_range(range);
+    }
     if let Some(fault) = fault.clone() {
         options = options.fault(fault);
     }
@@ -154,6 +158,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     closed.context("the trace is incomplete")?;
     let stats = TraceStats::read(&output)?;
     print_summary(&output, &stats)?;
+    crate::record::note_empty_range(range.as_ref(), &output, &stats);
     if let Some(signal) = stop::requested() {
         eprintln!(
             "note: hrx-trace received {} and stopped the workload; the trace is closed",

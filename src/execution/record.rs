@@ -8,6 +8,8 @@
 //! host-visible and NPU-shared buffers; with `TraceDigests::All` every one) taken before
 //! any later writer may run, quarantine, poison, unhealthy copy streams, injected faults.
 //! Every hook starts with [`Tracer::hook`]: with tracing off, one branch and nothing built.
+//! A submission's own records go through [`Tracer::submission_hook`] (and the submit through
+//! [`Tracer::submit_hook`]), so that a capture range keeps only its submissions.
 //!
 //! This file imports only the stages' vocabulary ([`super::types`], [`super::dependencies`]),
 //! so that every stage can record through it; a region describes itself
@@ -203,7 +205,7 @@ pub(crate) fn submitted(
     slot: usize,
     producers: impl Iterator<Item = u64>,
 ) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submit_hook(submission) else {
         return;
     };
     hook.record(s::Record::Submit(s::Submit {
@@ -217,7 +219,7 @@ pub(crate) fn submitted(
 }
 
 pub(crate) fn submit_refused(tracer: &Tracer, prepared: u64, error: &Error) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.open_hook() else {
         return;
     };
     hook.record(s::Record::SubmitRefused(s::SubmitRefused {
@@ -241,7 +243,7 @@ pub(crate) fn cross_wait(
     on_region: usize,
     hazards: &[Hazard],
 ) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     for hazard in hazards {
@@ -263,7 +265,7 @@ pub(crate) fn cross_wait(
 /// buffers it writes, recording each wait as a span of its own, outside the region's timing.
 /// `Region::run` waits too, but then finds nothing to wait for.
 pub(crate) fn capture_fences(tracer: &Tracer, submission: u64, index: usize, uses: &[Use]) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     for use_ in uses.iter().filter(|u| u.access.writes()) {
@@ -275,7 +277,7 @@ pub(crate) fn capture_fences(tracer: &Tracer, submission: u64, index: usize, use
 /// A region is about to run: [`s::RegionStarted`], so that a region still running when the
 /// process hangs or crashes is in the trace (the fatal-signal flush writes it out).
 pub(crate) fn region_started(tracer: &Tracer, submission: u64, index: usize) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     hook.record(s::Record::RegionStarted(s::RegionStarted {
@@ -294,7 +296,7 @@ pub(crate) fn region_ran(
     result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
     fault: Option<String>,
 ) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     let device = result.as_ref().ok().copied().flatten();
@@ -345,7 +347,7 @@ pub(crate) fn region_ran(
 }
 
 pub(crate) fn region_done(tracer: &Tracer, submission: u64, region: usize, outcome: &Status) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     hook.record(s::Record::RegionDone(s::RegionDone {
@@ -358,7 +360,7 @@ pub(crate) fn region_done(tracer: &Tracer, submission: u64, region: usize, outco
 }
 
 pub(crate) fn submission_done(tracer: &Tracer, submission: u64, outcome: &Status) {
-    let Some(hook) = tracer.hook() else {
+    let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
     hook.record(s::Record::SubmissionDone(s::SubmissionDone {

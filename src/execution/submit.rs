@@ -70,11 +70,34 @@ impl ExecutableGraph {
     /// As [`ExecutableGraph::submit`]; [`Error::ForeignRuntime`] for another runtime's
     /// completion; [`Error::Message`] for an orphaned incomplete producer.
     pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
+        self.open_trace_range();
         let result = self.try_submit(producers);
         if let Err(error) = &result {
             super::record::submit_refused(self.inner.tracer(), self.inner.id, error);
         }
         result
+    }
+
+    /// Before a submit: when the trace's capture range is closed and the next submission
+    /// is inside it, drains the runtime (the snapshot must not race its own writes) and
+    /// opens the range, snapshotting every live buffer (see `crate::trace`).
+    fn open_trace_range(&self) {
+        let tracer = self.inner.tracer();
+        if !tracer.range_closed() {
+            return; // untraced, or recording: one branch, no lock
+        }
+        let core = self.inner.runtime.core();
+        let next = core.scheduler().peek_submission();
+        if !tracer.opens_range(next) {
+            return;
+        }
+        // Bounded: a submission that never finishes (a hung device) must not hang the
+        // program's submit too; the snapshot then reads what is there.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while core.scheduler().occupied() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        tracer.open_range(next);
     }
 
     fn try_submit(&self, producers: &[Completion]) -> Result<Completion> {

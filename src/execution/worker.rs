@@ -91,7 +91,7 @@ fn run(core: &Core, task: Task) {
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let context = core.context();
-    let traced = context.tracer.on();
+    let traced = context.tracer.traces(task.submission);
     if traced {
         // A capture still reading an earlier output this region overwrites: wait here, as a
         // span of its own, so the wait is never part of the region's time.

@@ -1,5 +1,6 @@
-//! Trimming: a trace of part of a run, trimmed from a whole trace, replays on its own and
-//! reproduces the whole run's outputs for those submissions.
+//! Ranges and trimming: a trace of part of a run (recorded with a capture range, or trimmed
+//! from a whole trace) replays on its own and reproduces the whole run's outputs for those
+//! submissions.
 
 use crate::util::{assert_error, code, field, photo, run, stderr, stdout};
 use std::collections::BTreeMap;
@@ -119,6 +120,151 @@ fn trim_refuses_bad_ranges_with_one_line() {
     );
     assert_error(&missing, "gone.hrxt");
     assert!(!dir.path().join("x.hrxt").exists());
+}
+
+/// The `ranged` example, beside this test executable (`target/debug/examples/ranged`).
+fn ranged() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/ranged");
+    assert!(
+        path.is_file(),
+        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
+         run `cargo build -p hrx-trace --example ranged` first)"
+    );
+    path
+}
+
+/// `record [OPTIONS] -o NAME -- ranged ARGS`.
+fn record_ranged(dir: &Path, name: &str, options: &[&str], args: &[&str]) {
+    let program = ranged();
+    let mut all = vec!["record", "-o", name];
+    all.extend_from_slice(options);
+    all.push("--");
+    all.push(program.to_str().unwrap());
+    all.extend_from_slice(args);
+    let out = run(dir, &all);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
+
+/// A range opened mid-run, by the program's `hrx::trace::start()`/`stop()` or by
+/// `--capture-range submissions:A..B`, replays on its own and gives the whole run's outputs
+/// for its submissions: it carries the buffer written before it (a snapshot), without which
+/// the copies it replays would read zeros.
+#[test]
+fn a_range_recorded_mid_run_replays_and_matches_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    record_ranged(dir.path(), "whole.hrxt", &[], &["8"]);
+    let whole = replayed_outputs(dir.path(), "whole.hrxt");
+    assert_eq!(whole.len(), 8);
+    // (trace, record options, program arguments, submissions kept, info's range line)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [u64], &'a str);
+    let cases: [Case; 3] = [
+        (
+            "api.hrxt",
+            &["--capture-range", "api"],
+            &["8", "3", "6"],
+            &[3, 4, 5],
+            "submissions 3..6 of a recording (api)",
+        ),
+        (
+            "subs.hrxt",
+            &["--capture-range", "submissions:3..6"],
+            &["8"],
+            &[3, 4, 5],
+            "submissions 3..6 of a recording (submissions:3..6)",
+        ),
+        // Without a range everything is recorded until the program's stop() (before 6).
+        (
+            "stop.hrxt",
+            &[],
+            &["8", "3", "6"],
+            &[1, 2, 3, 4, 5],
+            "submissions 1..6 of a recording (api)",
+        ),
+    ];
+    for (name, options, args, kept, range) in cases {
+        record_ranged(dir.path(), name, options, args);
+        let info = stdout(&run(dir.path(), &["info", name]));
+        assert!(!info.contains("warning"), "{name}: {info}");
+        assert_eq!(field(&info, "range"), range, "{name}");
+        let ranged = replayed_outputs(dir.path(), name);
+        let expected: BTreeMap<_, _> = whole
+            .iter()
+            .filter(|((sub, ..), _)| kept.contains(sub))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(ranged, expected, "{name}");
+    }
+}
+
+#[test]
+fn a_pipeline_range_recording_replays_and_matches_the_whole_replay() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(code(&record(dir.path(), "whole.hrxt", &photo, &[])), 0);
+    let whole = replayed_outputs(dir.path(), "whole.hrxt");
+    let out = record(
+        dir.path(),
+        "r.hrxt",
+        &photo,
+        &["--capture-range", "submissions:4..7"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        field(&stdout(&out), "range"),
+        "submissions 4..7 of a recording (submissions:4..7)"
+    );
+    let ranged = replayed_outputs(dir.path(), "r.hrxt");
+    let expected: BTreeMap<_, _> = whole
+        .iter()
+        .filter(|((sub, ..), _)| (4..7).contains(sub))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(ranged, expected);
+    // A range that never opens: a trace of the definitions, and a note.
+    let out = record(
+        dir.path(),
+        "none.hrxt",
+        &photo,
+        &["--capture-range", "submissions:100.."],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the capture range submissions:100.. kept no submission"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn record_refuses_bad_ranges_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            vec!["--capture-range", "submissions:9..3"],
+            "start must be below the end",
+        ),
+        (
+            vec!["--capture-range", "frames:1..2"],
+            "not a capture range",
+        ),
+        (
+            vec!["--delay", "soon"],
+            "--delay: \"soon\" is not a duration",
+        ),
+        (vec!["--duration", "0"], "--duration: must be more than 0"),
+    ] {
+        let mut all = vec!["record", "--workload", "hazards", "-o", "h.hrxt"];
+        all.extend(args);
+        assert_error(&run(dir.path(), &all), says);
+        assert!(!dir.path().join("h.hrxt").exists());
+    }
 }
 
 /// The hazards workload reads, in its later submissions, what earlier ones wrote: a trim
