@@ -27,12 +27,20 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
 /// record decides it, ahead of the cases below ("a range: submissions 10..20 of ...",
 /// "trimmed from FILE ...").
 fn what_it_is(stats: &TraceStats) -> String {
+    // A range or a trim is not the whole run, even when the recording ran to its end.
+    let whole = if stats.ranges.values().any(|r| r.trimmed_from.is_some()) {
+        "trimmed: a range cut from a recording (see range)"
+    } else if !stats.ranges.is_empty() {
+        "a range of the run, recorded to the program's end (see range)"
+    } else {
+        "whole: recorded to the program's end"
+    };
     if let Some(death) = stats.death() {
         let signal = stats.fatal.map_or(0, |f| f.signal);
         return if stats.recovery.closed {
             // The program's own handler took the signal and the run went on to its end.
             format!(
-                "whole: recorded to the program's end (it survived {})",
+                "{whole} (it survived {})",
                 crate::record::signal_name(signal).unwrap_or("a signal")
             )
         } else {
@@ -50,7 +58,7 @@ fn what_it_is(stats: &TraceStats) -> String {
         return format!("stopped by {signal}{progress}, then closed");
     }
     if stats.recovery.closed {
-        "whole: recorded to the program's end".into()
+        whole.into()
     } else {
         format!(
             "cut short: never closed {} (the process was killed or crashed, or writing the \

@@ -67,6 +67,7 @@ fn a_trimmed_pipeline_replays_and_matches_the_whole_replay() {
             field(&info, "range"),
             format!("trimmed from whole.hrxt, submissions {start}..{end} (submissions:{range})")
         );
+        assert!(field(&info, "capture").starts_with("trimmed"), "{info}");
         assert!(!info.contains("warning"), "{info}");
         let trimmed = replayed_outputs(dir.path(), &name);
         let expected: BTreeMap<_, _> = whole
@@ -192,6 +193,11 @@ fn a_range_recorded_mid_run_replays_and_matches_the_whole_run() {
         let info = stdout(&run(dir.path(), &["info", name]));
         assert!(!info.contains("warning"), "{name}: {info}");
         assert_eq!(field(&info, "range"), range, "{name}");
+        // A range is not the whole run, even when the program ran to its end.
+        assert!(
+            field(&info, "capture").starts_with("a range"),
+            "{name}: {info}"
+        );
         let ranged = replayed_outputs(dir.path(), name);
         let expected: BTreeMap<_, _> = whole
             .iter()
