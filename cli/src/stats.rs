@@ -36,6 +36,11 @@ pub struct TraceStats {
     pub running: BTreeSet<(RuntimeId, SubmissionIndex, RegionIndex)>,
     /// Submissions submitted and not done when the trace ends.
     pub in_flight: BTreeSet<(RuntimeId, SubmissionIndex)>,
+    /// Submissions whose `SubmissionDone` was read before their `Submit`: each thread's
+    /// records reach the file in its own blocks, so block order is not time order (the
+    /// waiting thread's block may precede the submitting thread's). Removed when the
+    /// `Submit` comes, so this holds only the reordering window.
+    done_before_submit: BTreeSet<(RuntimeId, SubmissionIndex)>,
     /// The ranges the trace holds, by (runtime, first submission): the latest record of
     /// each (the one that closed it, when one did).
     pub ranges: BTreeMap<(RuntimeId, u64), TraceRange>,
@@ -118,6 +123,7 @@ impl TraceStats {
             stopped: None,
             fatal: None,
             running: BTreeSet::new(),
+            done_before_submit: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             ranges: BTreeMap::new(),
             snapshots: (0, 0, 0),
@@ -154,7 +160,20 @@ impl TraceStats {
         }
         match &record {
             Record::SubmissionDone(done) => {
-                self.in_flight.remove(&(done.runtime, done.submission));
+                let key = (done.runtime, done.submission);
+                if !self.in_flight.remove(&key) {
+                    self.done_before_submit.insert(key);
+                }
+                // A done submission runs nothing, whatever region timings are still to come.
+                let (r, s) = key;
+                let of_it: Vec<_> = self
+                    .running
+                    .range((r, s, RegionIndex(0))..=(r, s, RegionIndex(u32::MAX)))
+                    .copied()
+                    .collect();
+                for k in of_it {
+                    self.running.remove(&k);
+                }
             }
             Record::RegionDone(done) => {
                 self.running
@@ -201,7 +220,10 @@ impl TraceStats {
             Record::Prepared(_) => self.prepared += 1,
             Record::Submit(submit) => {
                 self.submissions += 1;
-                self.in_flight.insert((submit.runtime, submit.submission));
+                let key = (submit.runtime, submit.submission);
+                if !self.done_before_submit.remove(&key) {
+                    self.in_flight.insert(key);
+                }
             }
             Record::SubmitRefused(refused) => {
                 self.refused += 1;
@@ -310,15 +332,21 @@ impl TraceStats {
                 String::new()
             }
         };
-        // The latest submission with a running region, and its running regions.
-        if let Some(&(rt, submission, _)) = self.running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
-            let regions: Vec<String> = self
-                .running
+        // The latest submission with a running region, and its running regions; a region
+        // start read after its submission's done (blocks out of time order) is not running.
+        let running: BTreeSet<_> = self
+            .running
+            .iter()
+            .filter(|(r, s, _)| self.in_flight.contains(&(*r, *s)))
+            .copied()
+            .collect();
+        if let Some(&(rt, submission, _)) = running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
+            let regions: Vec<String> = running
                 .iter()
                 .filter(|(r, s, _)| (*r, *s) == (rt, submission))
                 .map(|(_, _, region)| region.to_string())
                 .collect();
-            let others = self.running.len() - regions.len();
+            let others = running.len() - regions.len();
             let noun = if regions.len() == 1 {
                 "region"
             } else {
@@ -384,5 +412,75 @@ pub fn compression_name(compression: Compression) -> &'static str {
     match compression {
         Compression::None => "none",
         Compression::Zstd => "zstd",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrx_capture::schema::{PreparedId, RegionStarted, Status, SubmissionDone, Submit};
+
+    fn submit(n: u64) -> Record {
+        Record::Submit(Submit {
+            runtime: RuntimeId(1),
+            prepared: PreparedId(1),
+            submission: SubmissionIndex(n),
+            slot: 0,
+            producers: Vec::new(),
+            time_ns: n * 10,
+        })
+    }
+
+    fn done(n: u64) -> Record {
+        Record::SubmissionDone(SubmissionDone {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(n),
+            status: Status::Ok,
+            time_ns: n * 10 + 5,
+        })
+    }
+
+    fn started(n: u64, region: u32) -> Record {
+        Record::RegionStarted(RegionStarted {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(n),
+            region: RegionIndex(region),
+            time_ns: n * 10 + 1,
+        })
+    }
+
+    fn stats(records: Vec<Record>) -> TraceStats {
+        let mut stats = TraceStats::empty(FileHeader::current(Compression::None), 0);
+        for r in records {
+            stats.add(r);
+        }
+        stats
+    }
+
+    /// Each thread's records reach the file in its own blocks: the waiting thread's block
+    /// (region start, done) may be read before the submitting thread's (the submits).
+    #[test]
+    fn a_done_read_before_its_submit_is_not_in_flight() {
+        let s = stats(vec![
+            started(1, 0),
+            done(1),
+            started(2, 0),
+            done(2),
+            submit(1),
+            submit(2),
+        ]);
+        assert_eq!(s.at_the_end(), "after 2 submissions");
+        // In file order, the last one still running is named.
+        let s = stats(vec![
+            submit(1),
+            submit(2),
+            started(1, 0),
+            done(1),
+            started(2, 1),
+        ]);
+        assert_eq!(s.at_the_end(), "during submission 2, region 1 running");
+        // A region start read after its submission's done is not running.
+        let s = stats(vec![submit(1), done(1), started(1, 0), submit(2)]);
+        assert_eq!(s.at_the_end(), "during submission 2, no region running");
     }
 }
