@@ -525,7 +525,9 @@ pub(crate) fn report(
                 };
             }
             summary.submissions += 1;
-            if statuses_match {
+            if submission.status.is_none() {
+                summary.outcomes_unknown += 1;
+            } else if statuses_match {
                 summary.statuses_matched += 1;
             }
             let mine = |d: &&Divergence| d.runtime == runtime && d.submission == index.0;
@@ -639,6 +641,23 @@ pub(crate) fn report(
                 .into(),
         );
     }
+    if summary.outcomes_unknown > 0 {
+        notes.push(format!(
+            "{} without a recorded outcome (the trace ends before {} finished: cut short or \
+             crashed): {} not compared",
+            plural_submissions(summary.outcomes_unknown),
+            if summary.outcomes_unknown == 1 {
+                "it"
+            } else {
+                "they"
+            },
+            if summary.outcomes_unknown == 1 {
+                "its status was"
+            } else {
+                "their statuses were"
+            }
+        ));
+    }
     let verdict = if divergences.is_empty() && summary.slow == 0 {
         Verdict::Match
     } else {
@@ -706,6 +725,14 @@ fn substitution_rows(rp: &RuntimePlan<'_>) -> Vec<SubstitutionRow> {
             }
         })
         .collect()
+}
+
+fn plural_submissions(n: usize) -> String {
+    if n == 1 {
+        "1 submission".to_owned()
+    } else {
+        format!("{n} submissions")
+    }
 }
 
 #[cfg(test)]

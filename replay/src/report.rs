@@ -116,8 +116,12 @@ pub struct ReplayInfo {
 pub struct Summary {
     /// Submissions replayed.
     pub submissions: usize,
-    /// Submissions whose status matched in every repeat.
+    /// Submissions whose status matched in every repeat (one without a captured outcome
+    /// never counts: there was nothing to match).
     pub statuses_matched: usize,
+    /// Submissions the trace holds no outcome for (it ends before they finished: cut short
+    /// or crashed): their statuses were not compared.
+    pub outcomes_unknown: usize,
     /// Output ranges compared (first repeat).
     pub outputs_compared: usize,
     /// Output ranges with identical digests.

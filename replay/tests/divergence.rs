@@ -270,3 +270,35 @@ fn float_outputs_compare_within_a_tolerance_when_contents_were_captured() {
     let text = strict.to_text();
     assert!(text.contains("past the tolerance"), "{text}");
 }
+
+/// A trace that ends before a submission finished (a crash, a kill) holds no outcome for
+/// it: its status is not compared, so it is not counted as a match, and the report says so.
+#[test]
+fn a_submission_without_a_recorded_outcome_is_not_a_matching_status() {
+    let trace = pipeline_trace();
+    let last = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some(s.submission),
+            _ => None,
+        })
+        .max()
+        .expect("a submission");
+    let cut = rewrite(
+        trace,
+        |r, _| !matches!(r, Record::SubmissionDone(d) if d.submission == last),
+    );
+    let report = replay_with(&cut, &ReplayOptions::default());
+    let s = report.summary;
+    assert_eq!(s.outcomes_unknown, 1);
+    assert_eq!(s.statuses_matched, s.submissions - 1);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 submission without a recorded outcome")),
+        "{:?}",
+        report.notes
+    );
+}
