@@ -68,6 +68,8 @@ pub fn bytes(n: u64) -> String {
 pub fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
+    } else if ["s", "sh", "ch", "x"].iter().any(|end| noun.ends_with(end)) {
+        format!("{n} {noun}es")
     } else {
         format!("{n} {noun}s")
     }
@@ -163,6 +165,14 @@ fn decimals_for(step_ns: u64, unit_ns: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plurals_of_nouns_ending_in_a_hiss_take_es() {
+        assert_eq!(plural(1, "process"), "1 process");
+        assert_eq!(plural(2, "process"), "2 processes");
+        assert_eq!(plural(3, "batch"), "3 batches");
+        assert_eq!(plural(0, "block"), "0 blocks");
+    }
 
     #[test]
     fn durations_have_three_significant_digits() {
