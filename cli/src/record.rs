@@ -121,6 +121,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .into());
     };
     // Checked as this process expands it; each process of the program expands its own.
+    warn_unknown_patterns(&args.output);
     let expanded = hrx_capture::expand_path(&args.output);
     check_output(&expanded)?;
     let absolute = std::path::absolute(&args.output)?;
@@ -360,6 +361,14 @@ pub fn print_summary(path: &Path, stats: &TraceStats) -> io::Result<()> {
 ///
 /// [`Failure`] when it is a directory or its directory does not exist.
 pub fn check_output(path: &Path) -> Result<(), Failure> {
+    if path.as_os_str() == "-" {
+        // A trace is written in blocks by a background thread and its header is rewritten at
+        // close, so it needs a seekable file (nsys and Tracy refuse stdout likewise).
+        return Err(Failure::new(
+            "cannot write the trace to standard output: a trace is a seekable file",
+        )
+        .hint("give -o a file name, e.g. -o run.hrxt"));
+    }
     refuse_special(path, "trace")?;
     if path.is_dir() {
         return Err(Failure::new(format!(
@@ -398,6 +407,28 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Warns about a `%` followed by anything but `p`, `h`, `n` or `%`: it is kept as written
+/// (as Nsight Systems keeps what it does not expand), which is rarely what was meant.
+pub(crate) fn warn_unknown_patterns(path: &Path) {
+    let Some(text) = path.to_str() else { return };
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        match chars.next() {
+            Some('p' | 'h' | 'n' | '%') => {}
+            Some(other) => eprintln!(
+                "warning: `%{other}` in the trace path is not a pattern (%p process id, %h host \
+                 name, %n sequence number, %% a percent sign): kept as written"
+            ),
+            None => eprintln!(
+                "warning: a `%` ends the trace path: kept as written (%% writes a percent sign)"
+            ),
+        }
+    }
 }
 
 /// Refuses an output that is a FIFO, a socket or a device, before anything opens it (opening

@@ -123,6 +123,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         _ => Some(Photos::open(args.input.as_deref(), args.max_width)?),
     };
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
+    crate::record::warn_unknown_patterns(&args.output);
     let output = hrx_capture::expand_path(&args.output);
     check_output(&output)?;
     let trace_path = crate::record::escape_percent(output.as_os_str());
@@ -329,7 +330,7 @@ fn execute(
                                 "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's are its `node=` records in `dump`)"
                             }
                             FaultTarget::Kernel { .. } => {
-                                "check the kernel name and dispatch number against `dump`"
+                                "`#N` counts the kernel's dispatches across the run from 1: run more --frames, or check the kernel name and dispatch number against `dump`"
                             }
                         })
                         .into(),

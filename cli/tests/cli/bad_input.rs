@@ -393,6 +393,61 @@ fn fifos_sockets_and_devices_are_refused_as_traces() {
     assert_error(&out, "it is a device, not a trace file");
 }
 
+/// `-o -` is refused in one line (it wrote a file named `-`), and a `%` that is not a pattern
+/// is kept as written with a warning (it was kept silently).
+#[test]
+fn standard_output_and_unknown_patterns_in_the_trace_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["record", "--workload", "hazards", "-o", "-"][..],
+        &["record", "-o", "-", "--", "true"],
+    ] {
+        let out = run_unless_stuck(dir.path(), args);
+        assert_error(&out, "cannot write the trace to standard output");
+        assert!(
+            !dir.path().join("-").exists(),
+            "{args:?} wrote a file named -"
+        );
+    }
+    let out = run_unless_stuck(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "a%x%%.hrxt"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: `%x` in the trace path is not a pattern"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("`%%`"), "{}", stderr(&out));
+    assert!(dir.path().join("a%x%.hrxt").is_file());
+}
+
+/// The faults workload cut to one frame never reaches its fault's second dispatch: the hint
+/// says to run more frames (it said only to check the kernel name).
+#[test]
+fn a_fault_past_the_last_frame_hints_at_more_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_unless_stuck(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "faults",
+            "--frames",
+            "1",
+            "-o",
+            "f.hrxt",
+        ],
+    );
+    assert_error(&out, "never fired in 1 frame");
+    assert!(
+        stderr(&out).contains("run more --frames"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Re-records `from` into `to` without the records `keep` refuses, writing a block after
 /// every submit (so that a test can cut one out); returns each block's (offset, length).
 fn rewrite(
