@@ -645,8 +645,9 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The report as readable text: header, per-submission table, first divergence,
-    /// timing table, substitutions and notes.
+    /// The report as readable text: header, per-submission table (equal rows of
+    /// consecutive submissions grouped as `first..last`), first divergence, timing table,
+    /// substitutions and notes.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         if self.trace.records_lost > 0 {
@@ -763,13 +764,28 @@ impl Report {
         );
 
         out.push_str("\nsubmissions:\n");
-        let mut rows = Vec::new();
+        // Consecutive submissions of one runtime whose rows are equal (graph, outcomes,
+        // output counts) share one line, `first..last`: a clean replay of a million
+        // submissions is one line, not a million; `--report json` lists every one.
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut group: Option<(u32, u64, u64, Vec<String>)> = None;
+        let flush = |group: Option<(u32, u64, u64, Vec<String>)>, rows: &mut Vec<_>| {
+            if let Some((runtime, first, last, rest)) = group {
+                let mut cells = Vec::new();
+                if several {
+                    cells.push(runtime.to_string());
+                }
+                cells.push(if first == last {
+                    first.to_string()
+                } else {
+                    format!("{first}..{last}")
+                });
+                cells.extend(rest);
+                rows.push(cells);
+            }
+        };
         for row in &self.submissions {
             let mut cells = Vec::new();
-            if several {
-                cells.push(row.runtime.to_string());
-            }
-            cells.push(row.submission.to_string());
             cells.push(row.graph.to_string());
             cells.push(row.captured.map_or("?", Outcome::name).to_string());
             cells.push(row.replayed.map_or("refused", Outcome::name).to_string());
@@ -788,8 +804,21 @@ impl Report {
                 }
                 .to_string(),
             );
-            rows.push(cells);
+            match &mut group {
+                Some((runtime, _, last, rest))
+                    if *runtime == row.runtime
+                        && row.submission.checked_sub(1) == Some(*last)
+                        && *rest == cells =>
+                {
+                    *last = row.submission;
+                }
+                _ => {
+                    let next = Some((row.runtime, row.submission, row.submission, cells));
+                    flush(std::mem::replace(&mut group, next), &mut rows);
+                }
+            }
         }
+        flush(group, &mut rows);
         let mut header = Vec::new();
         if several {
             header.push("runtime");

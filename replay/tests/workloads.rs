@@ -212,3 +212,32 @@ fn traces_from_the_software_device_replay_on_cuda() {
     );
     assert_eq!(report.exit_code(), 1);
 }
+
+#[test]
+fn equal_submission_rows_share_one_line_of_the_text_report() {
+    let report = replay_with(pipeline_trace(), &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.submissions.len(), 4);
+    let text = report.to_text();
+    // The table: "submissions:", a header, the rows, then a blank line.
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "submissions:")
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let (first, last) = (
+        report.submissions[0].submission,
+        report.submissions[3].submission,
+    );
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(
+        rows[0]
+            .trim_start()
+            .starts_with(&format!("{first}..{last} ")),
+        "{text}"
+    );
+    // The JSON still lists every submission.
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
+    assert_eq!(json["submissions"].as_array().map(Vec::len), Some(4));
+}
