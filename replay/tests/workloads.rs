@@ -2,7 +2,8 @@
 
 use crate::common::*;
 use hrx::RuntimeOptions;
-use hrx_replay::{OutputResult, ReplayOptions, Verdict};
+use hrx_replay::{Outcome, OutputResult, ReplayOptions, Verdict};
+use hrx_workloads::{Pipeline, PipelineOptions};
 
 #[test]
 fn the_hazards_workload_replays_with_every_output_matching() {
@@ -213,31 +214,87 @@ fn traces_from_the_software_device_replay_on_cuda() {
     assert_eq!(report.exit_code(), 1);
 }
 
-#[test]
-fn equal_submission_rows_share_one_line_of_the_text_report() {
-    let report = replay_with(pipeline_trace(), &ReplayOptions::default());
-    assert_eq!(report.exit_code(), 0);
-    assert_eq!(report.submissions.len(), 4);
-    let text = report.to_text();
-    // The table: "submissions:", a header, the rows, then a blank line.
-    let rows: Vec<&str> = text
-        .lines()
+/// The rows of the text report's submission table ("submissions:", a header, the rows,
+/// then a blank line), trimmed.
+fn submission_rows(text: &str) -> Vec<&str> {
+    text.lines()
         .skip_while(|l| *l != "submissions:")
         .skip(2)
         .take_while(|l| !l.is_empty())
-        .collect();
-    let (first, last) = (
-        report.submissions[0].submission,
-        report.submissions[3].submission,
+        .map(str::trim)
+        .collect()
+}
+
+/// Records the pipeline over six small frames with one frame in flight (one graph,
+/// submitted once per frame), with `options`; returns the trace.
+fn one_graph_trace(options: RuntimeOptions) -> hrx_capture::Trace {
+    let frames: Vec<_> = (0..6).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, _run) = record(options, |rt| {
+        let options = PipelineOptions {
+            frames_in_flight: 1,
+            ..PipelineOptions::default()
+        };
+        let mut pipeline = Pipeline::new(rt, 24, 16, options)?;
+        pipeline.run(frames.iter().cloned(), |_, _| {})
+    });
+    trace
+}
+
+#[test]
+fn equal_rows_of_consecutive_submissions_share_one_line_of_the_text_report() {
+    let report = replay_with(
+        &one_graph_trace(RuntimeOptions::sim()),
+        &ReplayOptions::default(),
     );
-    assert_eq!(rows.len(), 1, "{text}");
-    assert!(
-        rows[0]
-            .trim_start()
-            .starts_with(&format!("{first}..{last} ")),
-        "{text}"
-    );
+    assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+    let rows = &report.submissions;
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|r| r.graph == rows[0].graph));
+    let text = report.to_text();
+    let lines = submission_rows(&text);
+    assert_eq!(lines.len(), 1, "{text}");
+    let range = format!("{}..{} ", rows[0].submission, rows[5].submission);
+    assert!(lines[0].starts_with(&range), "{text}");
     // The JSON still lists every submission.
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
-    assert_eq!(json["submissions"].as_array().map(Vec::len), Some(4));
+    assert_eq!(json["submissions"].as_array().map(Vec::len), Some(6));
+}
+
+#[test]
+fn a_submission_with_another_outcome_breaks_a_group_of_equal_rows() {
+    // The third Sobel dispatch fails (a kernel error), in the capture and in the replay;
+    // the pipeline stops at the failed frame.
+    let fault = "kernel=hrx_sobel#3:kernel-error".parse().expect("fault");
+    let report = replay_with(
+        &one_graph_trace(RuntimeOptions::sim().fault(fault)),
+        &ReplayOptions::default(),
+    );
+    assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+    let rows = &report.submissions;
+    assert_eq!(rows.len(), 3, "{}", report.to_text());
+    assert!(rows.iter().all(|r| r.graph == rows[0].graph));
+    assert_eq!(rows[2].captured, Some(Outcome::Failed));
+    let text = report.to_text();
+    let lines = submission_rows(&text);
+    assert_eq!(lines.len(), 2, "{text}");
+    let range = format!("{}..{} ", rows[0].submission, rows[1].submission);
+    assert!(lines[0].starts_with(&range), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("{} ", rows[2].submission)),
+        "{text}"
+    );
+    assert!(lines[1].contains("failed"), "{text}");
+}
+
+#[test]
+fn submissions_of_different_graphs_keep_their_own_rows() {
+    // Three frames in flight rotate over three graphs: no two consecutive rows are equal.
+    let report = replay_with(pipeline_trace(), &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0);
+    let text = report.to_text();
+    let lines = submission_rows(&text);
+    assert_eq!(lines.len(), report.submissions.len(), "{text}");
+    for (line, row) in lines.iter().zip(&report.submissions) {
+        assert!(line.starts_with(&format!("{} ", row.submission)), "{text}");
+    }
 }
