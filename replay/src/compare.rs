@@ -311,6 +311,42 @@ pub(crate) fn report(
             }
         }
 
+        // Device losses of each side, and the submissions whose divergence in a repeat is
+        // timing-dependent (their consequences are too).
+        let captured_losses: Vec<_> = rp
+            .submissions
+            .iter()
+            .filter_map(|s| {
+                let (outcome, error) = s.status.as_ref()?;
+                (*outcome == Outcome::Failed)
+                    .then(|| crate::concurrent::Loss::of(s.index, error, s.failure))
+                    .flatten()
+            })
+            .collect();
+        let replay_losses: Vec<Vec<_>> = run
+            .repeats
+            .iter()
+            .map(|observed| {
+                let mut losses: Vec<_> = observed
+                    .statuses
+                    .iter()
+                    .filter(|(_, (outcome, _))| *outcome == Outcome::Failed)
+                    .filter_map(|(&index, (_, error))| {
+                        let failure = crate::concurrent::Failure {
+                            region: *observed.failed_region.get(&index)?,
+                            time_ns: *observed.failed_at.get(&index)?,
+                        };
+                        crate::concurrent::Loss::of(index, error, Some(failure))
+                    })
+                    .collect();
+                losses.sort_by_key(|l| (l.time_ns, l.submission));
+                losses
+            })
+            .collect();
+        let mut timing_dependent: std::collections::HashSet<(
+            usize,
+            hrx_capture::schema::SubmissionIndex,
+        )> = Default::default();
         for submission in &rp.submissions {
             let index = submission.index;
             let graph = &rp.graphs[submission.graph];
@@ -476,53 +512,57 @@ pub(crate) fn report(
                     }
                 }
             }
-            // A status that differs because a concurrent failure's poison came earlier or
-            // later on one side is timing-dependent, not a regression.
-            let captured_reason = submission
-                .failure
-                .filter(|_| matches!(submission.status, Some((Outcome::Failed, _))))
-                .and_then(|f| {
-                    crate::concurrent::poisoned_by_concurrent_failure(
-                        rp,
-                        submission,
-                        f,
-                        &rp.poisons,
-                    )
-                });
+            // A status or refusal that differs because a concurrent failure came earlier or
+            // later on one side is timing-dependent, not a regression (module `concurrent`).
+            let quarantined_in_capture = |s: hrx_capture::schema::SubmissionIndex| {
+                rp.submission_index
+                    .get(&s)
+                    .is_some_and(|&p| rp.submissions[p].quarantined)
+            };
+            let captured = crate::concurrent::Side {
+                name: "captured",
+                outcome: submission.status.as_ref().map(|s| s.0),
+                error: submission.status.as_ref().map_or("", |s| s.1.as_str()),
+                failure: submission.failure,
+                poisons: &rp.poisons,
+                losses: &captured_losses,
+                quarantined_by: &quarantined_in_capture,
+            };
             for d in &mut divergences[before..] {
-                let observed = &run.repeats[d.repeat];
-                if matches!(d.kind, DivergenceKind::Refused { .. }) {
-                    d.timing_dependent = match &captured_reason {
-                        Some(reason) => Some(format!("captured {reason}")),
-                        None => crate::concurrent::refused_for_concurrent_poison(
-                            rp,
-                            submission,
-                            &observed.poisons,
-                        )
-                        .map(|reason| format!("replayed {reason}")),
-                    };
+                let refused = matches!(d.kind, DivergenceKind::Refused { .. });
+                if !refused && !matches!(d.kind, DivergenceKind::Status { .. }) {
                     continue;
                 }
-                if !matches!(d.kind, DivergenceKind::Status { .. }) {
-                    continue;
+                let repeat = d.repeat;
+                let observed = &run.repeats[repeat];
+                let status = observed.statuses.get(&index);
+                let quarantined_in_replay = |s| observed.quarantined.contains(&s);
+                let replayed = crate::concurrent::Side {
+                    name: "replayed",
+                    outcome: if refused { None } else { status.map(|s| s.0) },
+                    error: match (refused, &d.kind) {
+                        (true, DivergenceKind::Refused { error }) => error.as_str(),
+                        _ => status.map_or("", |s| s.1.as_str()),
+                    },
+                    failure: observed
+                        .failed_region
+                        .get(&index)
+                        .zip(observed.failed_at.get(&index))
+                        .map(|(&region, &time_ns)| crate::concurrent::Failure { region, time_ns }),
+                    poisons: &observed.poisons,
+                    losses: &replay_losses[repeat],
+                    quarantined_by: &quarantined_in_replay,
+                };
+                let timing_so_far = |s| timing_dependent.contains(&(repeat, s));
+                d.timing_dependent = crate::concurrent::classify(
+                    rp,
+                    submission,
+                    [&captured, &replayed],
+                    &timing_so_far,
+                );
+                if d.timing_dependent.is_some() {
+                    timing_dependent.insert((repeat, index));
                 }
-                let replayed_reason = || {
-                    let failure = crate::concurrent::Failure {
-                        region: *observed.failed_region.get(&index)?,
-                        time_ns: *observed.failed_at.get(&index)?,
-                    };
-                    crate::concurrent::poisoned_by_concurrent_failure(
-                        rp,
-                        submission,
-                        failure,
-                        &observed.poisons,
-                    )
-                };
-                d.timing_dependent = match (&captured_reason, replayed_reason()) {
-                    (Some(reason), _) => Some(format!("captured {reason}")),
-                    (None, Some(reason)) => Some(format!("replayed {reason}")),
-                    (None, None) => None,
-                };
             }
             summary.submissions += 1;
             if submission.status.is_none() {

@@ -1,22 +1,42 @@
 //! Divergences that depend on when a concurrent failure happened, told from regressions.
 //!
-//! Poison is per buffer (the seed's rule, see `hrx`'s scheduler docs): a region that uses
-//! any byte of a buffer poisoned by a failure fails, even when the failed region wrote other
-//! bytes. When nothing orders the poisoning submission before the reader (no explicit
-//! producer, no hazard between the two regions, no recorded cross wait), whether the reader
-//! ran before the poison or after it is a matter of timing, in the capture and again in the
-//! replay: an unchanged program can fail in one and succeed in the other.
+//! Three rules, each read on the side (capture or replay) where the submission failed or
+//! was refused, with that side's clock:
 //!
-//! Such a divergence is *timing-dependent* when, on the captured or the replayed side, the
-//! submission's failed region uses a buffer that another submission's failure poisoned
-//! before that region failed (the trace's `Poison` records name the poisoning submission
-//! and region, format 1.3), and that submission is not ordered before it. It is reported
-//! apart, with the reason, and is not a regression. A poison failure that the program's
-//! order makes certain (the reader depends on the failure) stays a regression when it
-//! diverges. Ordering through a chain of hazards is seen only where the capture recorded
-//! the cross waits of the chain.
+//! - **Poison races.** Poison is per buffer (the seed's rule, see `hrx`'s scheduler docs): a
+//!   region that uses any byte of a buffer poisoned by a failure fails, even when the
+//!   failed region wrote other bytes. When nothing orders the poisoning submission before
+//!   the reader (no explicit producer, no hazard between the two regions, no recorded cross
+//!   wait), whether the reader ran before the poison or after it is a matter of timing, in
+//!   the capture and again in the replay: an unchanged program can fail in one and succeed
+//!   in the other. The failure must be the poison's: its error names a poisoned buffer
+//!   (`buffer N is poisoned by submission S region R`), so a region that failed on its own
+//!   beside a concurrent poison stays a regression.
+//! - **Device-loss races.** A device loss is not confined to the failed region's buffers:
+//!   CUDA and HIP make a kernel fault sticky for the whole context (every operation in
+//!   flight then fails with the same error), and a failed copy batch leaves its lane's copy
+//!   stream unhealthy (later copies on the lane answer `DeviceLost`, the seed's rule). A
+//!   submission that fails with a device loss of its own (its error reads `device lost:
+//!   ...`, `hrx`'s display of every failure of uncertain extent) at or after another
+//!   submission's device loss, while nothing orders that submission before it, fails or
+//!   succeeds depending on whether its work finished before the loss. Found on the H200:
+//!   frame 2's sticky `CUDA_ERROR_ILLEGAL_ADDRESS` caught frame 1's Download still running
+//!   in a replay, where the capture had seen it finish.
+//! - **Consequences.** A divergence that follows from a timing-dependent failure of the
+//!   same repeat is timing-dependent too: a submit refused because that failure
+//!   quarantined its graph or poisoned a buffer it uses, a failure on that poison, a
+//!   cancellation because that submission was its producer (frame 4 of the H200 replay,
+//!   refused because frame 1's graph was quarantined).
+//!
+//! A divergence is timing-dependent when the rule holds on the side where the submission
+//! failed; it is reported apart, with the reason, and is not a regression. The poisoning
+//! events are the trace's `Poison` records (format 1.3: they name the poisoning submission
+//! and region). A failure that the program's order makes certain (the reader depends on the
+//! failure) stays a regression when it diverges. Ordering through a chain of hazards is
+//! seen only where the capture recorded the cross waits of the chain.
 
 use crate::plan::{RuntimePlan, SubmissionPlan};
+use crate::report::Outcome;
 use hrx_capture::schema::{self as s, BufferId, SubmissionIndex};
 use std::collections::{HashSet, VecDeque};
 
@@ -56,8 +76,12 @@ pub(crate) fn poisoned_by_concurrent_failure(
     rp: &RuntimePlan<'_>,
     submission: &SubmissionPlan<'_>,
     failure: Failure,
+    error: &str,
     poisons: &[PoisonEvent],
 ) -> Option<String> {
+    if !is_poison_failure(error) {
+        return None;
+    }
     let uses = &rp.graphs[submission.graph]
         .regions
         .get(failure.region as usize)?
@@ -67,7 +91,7 @@ pub(crate) fn poisoned_by_concurrent_failure(
             && p.time_ns <= failure.time_ns
             && uses.iter().any(|u| u.buffer == p.buffer)
     })?;
-    if ordered_before(rp, poison, submission) {
+    if ordered_before(rp, poison.submission, poison.region, submission) {
         return None;
     }
     Some(format!(
@@ -84,15 +108,19 @@ pub(crate) fn poisoned_by_concurrent_failure(
 pub(crate) fn refused_for_concurrent_poison(
     rp: &RuntimePlan<'_>,
     submission: &SubmissionPlan<'_>,
+    error: &str,
     poisons: &[PoisonEvent],
 ) -> Option<String> {
+    if !is_poison_failure(error) {
+        return None;
+    }
     let regions = &rp.graphs[submission.graph].regions;
     let poison = poisons.iter().find(|p| {
         p.submission < submission.index
             && regions
                 .iter()
                 .any(|r| r.uses.iter().any(|u| u.buffer == p.buffer))
-            && !ordered_before(rp, p, submission)
+            && !ordered_before(rp, p.submission, p.region, submission)
     })?;
     Some(format!(
         "submit found buffer {} poisoned by submission {} region {}, which is not ordered \
@@ -102,19 +130,24 @@ pub(crate) fn refused_for_concurrent_poison(
     ))
 }
 
-/// Whether the failure of `poison`'s region is ordered before `reader`: an explicit
-/// producer or a recorded cross wait leads from the reader to it (transitively), or a
-/// region of the reader conflicts with the failed region (overlapping bytes, one writes),
-/// which the runtime orders in submission order.
-fn ordered_before(rp: &RuntimePlan<'_>, poison: &PoisonEvent, reader: &SubmissionPlan<'_>) -> bool {
-    let Some(&failed) = rp.submission_index.get(&poison.submission) else {
+/// Whether the failure of `region` of submission `failed` is ordered before `reader`: an
+/// explicit producer or a recorded cross wait leads from the reader to it (transitively),
+/// or a region of the reader conflicts with the failed region (overlapping bytes, one
+/// writes), which the runtime orders in submission order.
+fn ordered_before(
+    rp: &RuntimePlan<'_>,
+    failed: SubmissionIndex,
+    region: u32,
+    reader: &SubmissionPlan<'_>,
+) -> bool {
+    let Some(&failed) = rp.submission_index.get(&failed) else {
         return false;
     };
     let failed = &rp.submissions[failed];
     if failed.index >= reader.index {
         return false;
     }
-    if let Some(region) = rp.graphs[failed.graph].regions.get(poison.region as usize) {
+    if let Some(region) = rp.graphs[failed.graph].regions.get(region as usize) {
         let conflicts = rp.graphs[reader.graph].regions.iter().any(|r| {
             r.uses.iter().any(|a| {
                 region.uses.iter().any(|b| {
@@ -152,4 +185,209 @@ fn ordered_before(rp: &RuntimePlan<'_>, poison: &PoisonEvent, reader: &Submissio
 
 fn writes(access: s::Access) -> bool {
     access != s::Access::Read
+}
+
+/// Whether a failure's error text is a device loss: `hrx` displays every failure of
+/// uncertain extent (`Error::DeviceLost`, `DeviceError::Lost`, `DeviceError::KernelFault`)
+/// as `device lost: ...`.
+fn is_device_loss(error: &str) -> bool {
+    error.starts_with("device lost:")
+}
+
+/// Whether an error is a region's (or a submit's) meeting with a poisoned buffer
+/// (`buffer N is poisoned by submission S region R`, `hrx`'s buffer storage).
+fn is_poison_failure(error: &str) -> bool {
+    error.contains(" is poisoned by submission ")
+}
+
+/// Whether a submit was refused because its graph is quarantined.
+fn is_quarantine_refusal(error: &str) -> bool {
+    error.contains(" is quarantined after a native failure")
+}
+
+/// A device loss of one side that did not come from a poisoned input: its submission,
+/// failed region and when (that side's clock).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Loss {
+    pub submission: SubmissionIndex,
+    pub region: u32,
+    pub time_ns: u64,
+}
+
+impl Loss {
+    /// The loss of a failed submission, if its error is a device loss of its own (a poison
+    /// failure is told by the poison rule).
+    pub fn of(submission: SubmissionIndex, error: &str, failure: Option<Failure>) -> Option<Loss> {
+        let failure = failure?;
+        (is_device_loss(error) && !is_poison_failure(error)).then_some(Loss {
+            submission,
+            region: failure.region,
+            time_ns: failure.time_ns,
+        })
+    }
+}
+
+/// Why `submission`'s device-loss failure on one side depends on when a concurrent device
+/// loss happened: another submission, not ordered before it, lost the device on that side
+/// at or before its failure. `None` when the failure is no device loss, is a poison
+/// failure, or no such loss is found.
+pub(crate) fn lost_beside_concurrent_loss(
+    rp: &RuntimePlan<'_>,
+    submission: &SubmissionPlan<'_>,
+    failure: Failure,
+    error: &str,
+    losses: &[Loss],
+) -> Option<String> {
+    if !is_device_loss(error) || is_poison_failure(error) {
+        return None;
+    }
+    let loss = losses.iter().find(|l| {
+        l.submission != submission.index
+            && l.time_ns <= failure.time_ns
+            && !ordered_before(rp, l.submission, l.region, submission)
+    })?;
+    Some(format!(
+        "region {} failed with a device loss after submission {} region {} lost the device, \
+         which is not ordered before it (no producer, hazard or cross wait): whether its work \
+         finished before the loss depends on timing",
+        failure.region, loss.submission, loss.region
+    ))
+}
+
+/// What one side knows of a submission that failed, was cancelled or was refused there.
+pub(crate) struct SideFailure<'a> {
+    /// The error of the failure or refusal, or the cancellation's reason.
+    pub error: &'a str,
+    /// Whether the submission was cancelled (a producer failed).
+    pub cancelled: bool,
+    /// The failed region and when, for a failure.
+    pub failure: Option<Failure>,
+    /// The side's poison events.
+    pub poisons: &'a [PoisonEvent],
+}
+
+/// Why a divergence of `submission` on one side follows from a timing-dependent failure of
+/// the same repeat (`timing(s)`: submission `s`'s status diverged and was told
+/// timing-dependent): a refusal because that failure quarantined its graph
+/// (`quarantined_by(s)`: `s` quarantined its graph on this side) or poisoned a buffer it
+/// uses, a failure on that poison, or a cancellation because that submission was its
+/// producer.
+pub(crate) fn consequence_of_timing_dependent_failure(
+    rp: &RuntimePlan<'_>,
+    submission: &SubmissionPlan<'_>,
+    side: &SideFailure<'_>,
+    quarantined_by: impl Fn(SubmissionIndex) -> bool,
+    timing: impl Fn(SubmissionIndex) -> bool,
+) -> Option<String> {
+    if is_quarantine_refusal(side.error)
+        && let Some(q) = rp.submissions.iter().rev().find(|q| {
+            q.index < submission.index
+                && q.graph == submission.graph
+                && quarantined_by(q.index)
+                && timing(q.index)
+        })
+    {
+        return Some(format!(
+            "its graph was quarantined by submission {}, whose failure is timing-dependent",
+            q.index
+        ));
+    }
+    if is_poison_failure(side.error) {
+        let regions = &rp.graphs[submission.graph].regions;
+        let uses = |buffer: BufferId| match side.failure {
+            Some(f) => regions
+                .get(f.region as usize)
+                .is_some_and(|r| r.uses.iter().any(|u| u.buffer == buffer)),
+            None => regions
+                .iter()
+                .any(|r| r.uses.iter().any(|u| u.buffer == buffer)),
+        };
+        if let Some(p) = side.poisons.iter().find(|p| {
+            p.submission != submission.index
+                && side.failure.is_none_or(|f| p.time_ns <= f.time_ns)
+                && timing(p.submission)
+                && uses(p.buffer)
+        }) {
+            return Some(format!(
+                "it met buffer {} poisoned by submission {} region {}, whose failure is \
+                 timing-dependent",
+                p.buffer, p.submission, p.region
+            ));
+        }
+    }
+    if side.cancelled
+        && let Some(producer) = submission.producers.iter().find(|&&p| timing(p))
+    {
+        return Some(format!(
+            "its producer, submission {producer}, failed in a timing-dependent way"
+        ));
+    }
+    None
+}
+
+/// The side of a comparison a divergent submission is read on.
+pub(crate) struct Side<'a> {
+    /// `captured` or `replayed`, the reason's first word.
+    pub name: &'static str,
+    /// Its outcome there: `None` for a refused submit; the error (or reason, or refusal).
+    pub outcome: Option<Outcome>,
+    pub error: &'a str,
+    pub failure: Option<Failure>,
+    pub poisons: &'a [PoisonEvent],
+    pub losses: &'a [Loss],
+    /// Whether submission `s` quarantined its graph on this side.
+    pub quarantined_by: &'a dyn Fn(SubmissionIndex) -> bool,
+}
+
+/// Why a status or refusal divergence of `submission` is timing-dependent, read on each
+/// side in turn (`captured` first), the reason prefixed with the side's name; `timing(s)`:
+/// submission `s`'s own divergence in the same repeat is timing-dependent. `None`: a
+/// regression.
+pub(crate) fn classify(
+    rp: &RuntimePlan<'_>,
+    submission: &SubmissionPlan<'_>,
+    sides: [&Side<'_>; 2],
+    timing: &dyn Fn(SubmissionIndex) -> bool,
+) -> Option<String> {
+    let [a, b] = sides;
+    [(a, b), (b, a)].into_iter().find_map(|(side, other)| {
+        let reason = match (side.outcome, side.failure) {
+            (Some(Outcome::Failed), Some(failure)) => {
+                poisoned_by_concurrent_failure(rp, submission, failure, side.error, side.poisons)
+                    .or_else(|| {
+                        // A loss race is one side failing where the other succeeded.
+                        (other.outcome == Some(Outcome::Ok))
+                            .then(|| {
+                                lost_beside_concurrent_loss(
+                                    rp,
+                                    submission,
+                                    failure,
+                                    side.error,
+                                    side.losses,
+                                )
+                            })
+                            .flatten()
+                    })
+            }
+            (None, _) => refused_for_concurrent_poison(rp, submission, side.error, side.poisons),
+            _ => None,
+        };
+        reason
+            .or_else(|| {
+                let failed = SideFailure {
+                    error: side.error,
+                    cancelled: side.outcome == Some(Outcome::Cancelled),
+                    failure: side.failure,
+                    poisons: side.poisons,
+                };
+                consequence_of_timing_dependent_failure(
+                    rp,
+                    submission,
+                    &failed,
+                    side.quarantined_by,
+                    timing,
+                )
+            })
+            .map(|reason| format!("{} {reason}", side.name))
+    })
 }

@@ -10,6 +10,7 @@ mod corpus;
 mod divergence;
 mod fault_matrix;
 mod fixtures;
+mod loss_race;
 mod substitution;
 mod unreplayable;
 mod workloads;

@@ -1,0 +1,245 @@
+//! Device-loss races: a submission that fails with a device loss because a concurrent
+//! submission lost the device first is timing-dependent, not a regression, and so are its
+//! consequences (a cancelled consumer, a submit refused because its graph is quarantined).
+//!
+//! On the software device a failed copy batch leaves its lane's copy stream unhealthy, so
+//! every later copy on that lane fails with `DeviceLost` whatever it copies: the lane-wide
+//! analogue of CUDA's sticky context error (found on the H200: frame 2's
+//! `CUDA_ERROR_ILLEGAL_ADDRESS` caught frame 1's Download still running in the replay,
+//! where the capture had seen it finish). The capture here runs everything in order, and is
+//! then rewritten into the capture that the other timing gives: the submissions after the
+//! loss finished before it.
+
+use crate::common::{record, replay_with, rewrite};
+use hrx::{Placement, RuntimeOptions};
+use hrx_capture::Trace;
+use hrx_capture::schema::{Record, Status, SubmissionIndex};
+use hrx_replay::{DivergenceKind, ReplayOptions};
+
+const LEN: usize = 4096;
+
+/// The captured indexes: `x` downloads its own buffers (graph X, one slot), `f` downloads
+/// others and loses the device (the injected fault), `x_again` is X after the loss,
+/// `consumer` names `x_again` as its producer, `x_last` is X once more.
+struct Indexes {
+    f: u64,
+    x_again: u64,
+    consumer: u64,
+    x_last: u64,
+}
+
+/// Records: X, wait; F (its download loses the device), wait; X (fails: the Download
+/// stream is unhealthy; its graph is quarantined), Y after it (cancelled), wait; X again
+/// (refused: quarantined).
+fn lost_download_trace() -> (Trace, Indexes) {
+    let options = RuntimeOptions::sim()
+        .graph_slots(1)
+        .trace_digests(hrx::TraceDigests::All)
+        .fault("op=2:device-lost".parse().expect("fault"));
+    let (trace, indexes) = record(options, |rt| {
+        let download = |len| {
+            let gpu = rt.buffer(len, Placement::GpuLocal).expect("buffer");
+            let host = rt.buffer(len, Placement::HostVisible).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(host.whole(), gpu.whole()).expect("copy");
+            (graph.prepare().expect("prepare"), gpu, host)
+        };
+        let (x, _xg, _xh) = download(LEN);
+        let (f, _fg, _fh) = download(LEN);
+        let (y, _yg, _yh) = download(LEN);
+        x.submit().expect("x").wait().expect("x runs");
+        let lost = f
+            .submit()
+            .expect("f")
+            .wait()
+            .expect_err("f loses the device");
+        assert!(lost.is_device_loss(), "{lost}");
+        let x_again = x.submit().expect("x again");
+        let consumer = y
+            .submit_after(std::slice::from_ref(&x_again))
+            .expect("consumer");
+        let (x_again_index, consumer_index) = (x_again.submission(), consumer.submission());
+        let unhealthy = x_again
+            .wait()
+            .expect_err("the Download stream is unhealthy");
+        assert!(unhealthy.is_device_loss(), "{unhealthy}");
+        consumer.wait().expect_err("its producer failed");
+        x.submit().expect_err("X is quarantined");
+        Indexes {
+            f: 0,
+            x_again: x_again_index,
+            consumer: consumer_index,
+            x_last: 0,
+        }
+    });
+    let f = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Quarantine(q) if q.submission.is_some_and(|s| s.0 < indexes.x_again) => {
+                q.submission
+            }
+            _ => None,
+        })
+        .expect("F's quarantine")
+        .0;
+    (
+        trace,
+        Indexes {
+            f,
+            x_last: indexes.consumer + 1,
+            ..indexes
+        },
+    )
+}
+
+/// The capture the other timing gives: X again (and so its consumer) finished before F's
+/// loss, and X was submitted once more, successfully, as `x_last`.
+fn raced(trace: &Trace, ix: &Indexes) -> Trace {
+    let ok_again = |s: SubmissionIndex| s.0 == ix.x_again || s.0 == ix.consumer;
+    let mut x_records = Vec::new();
+    let mut rewritten = rewrite(trace, |record, _| {
+        match record {
+            Record::SubmissionDone(d) if ok_again(d.submission) => d.status = Status::Ok,
+            Record::RegionDone(d) if ok_again(d.submission) => d.status = Status::Ok,
+            Record::Quarantine(q) if q.submission.is_some_and(ok_again) => return false,
+            Record::Poison(p) if p.submission.is_some_and(ok_again) => return false,
+            Record::SubmitRefused(_) => return false,
+            _ => {}
+        }
+        // X's records, once more as `x_last`, a second later.
+        let mut copy = record.clone();
+        let again = match &mut copy {
+            Record::Submit(s) if s.submission.0 == ix.x_again => {
+                s.submission.0 = ix.x_last;
+                s.time_ns += 1_000_000_000;
+                true
+            }
+            Record::SubmissionDone(d) if d.submission.0 == ix.x_again => {
+                d.submission.0 = ix.x_last;
+                d.time_ns += 1_000_000_000;
+                true
+            }
+            Record::RegionDone(d) if d.submission.0 == ix.x_again => {
+                d.submission.0 = ix.x_last;
+                d.time_ns += 1_000_000_000;
+                true
+            }
+            _ => false,
+        };
+        if again {
+            x_records.push(copy);
+        }
+        true
+    });
+    rewritten.records.extend(x_records);
+    rewritten
+}
+
+#[test]
+fn a_download_caught_by_a_concurrent_device_loss_is_timing_dependent_with_its_consequences() {
+    let (trace, ix) = lost_download_trace();
+    // The capture as recorded replays identically: the same order loses the same work.
+    let report = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0);
+    assert!(
+        report.timing_dependent.is_empty(),
+        "{:?}",
+        report.timing_dependent
+    );
+
+    let raced = raced(&trace, &ix);
+    let report = replay_with(&raced, &ReplayOptions::default());
+    // Before device-loss races were told apart, X again read as a regression (captured ok,
+    // replayed failed), and so did its consequences.
+    assert!(report.divergences.is_empty(), "{:?}", report.divergences);
+    assert_eq!(report.exit_code(), 0);
+    let why = |submission: u64| {
+        report
+            .timing_dependent
+            .iter()
+            .find(|d| d.submission == submission)
+            .and_then(|d| Some((&d.kind, d.timing_dependent.as_deref()?)))
+            .unwrap_or_else(|| panic!("submission {submission}: {:?}", report.timing_dependent))
+    };
+    let (kind, reason) = why(ix.x_again);
+    assert!(matches!(kind, DivergenceKind::Status { .. }), "{kind:?}");
+    assert!(
+        reason.starts_with(&format!(
+            "replayed region 0 failed with a device loss after submission {} region 0 lost \
+             the device, which is not ordered before it",
+            ix.f
+        )),
+        "{reason}"
+    );
+    let (kind, reason) = why(ix.consumer);
+    assert!(matches!(kind, DivergenceKind::Status { .. }), "{kind:?}");
+    assert!(
+        reason.contains(&format!("its producer, submission {}, failed", ix.x_again)),
+        "{reason}"
+    );
+    let (kind, reason) = why(ix.x_last);
+    assert!(matches!(kind, DivergenceKind::Refused { .. }), "{kind:?}");
+    assert!(
+        reason.contains(&format!(
+            "its graph was quarantined by submission {}, whose failure is timing-dependent",
+            ix.x_again
+        )),
+        "{reason}"
+    );
+    // F's own loss is reproduced, not a divergence.
+    assert!(report.timing_dependent.iter().all(|d| d.submission != ix.f));
+    let text = report.to_text();
+    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+}
+
+#[test]
+fn a_failure_of_its_own_beside_a_concurrent_loss_or_poison_stays_a_regression() {
+    let (trace, ix) = lost_download_trace();
+    let raced = raced(&trace, &ix);
+
+    // Replayed with a loss of its own at X again (an injected fault there instead of F's):
+    // no other submission lost the device before it, so the capture's ok X again against
+    // the replay's loss is a regression.
+    let options = ReplayOptions::default().fault("op=3:device-lost".parse().expect("fault"));
+    let report = replay_with(&raced, &options);
+    assert_eq!(report.exit_code(), 1);
+    let regression = |report: &hrx_replay::Report| {
+        report
+            .divergences
+            .iter()
+            .any(|d| d.submission == ix.x_again && d.timing_dependent.is_none())
+    };
+    assert!(regression(&report), "{:?}", report.timing_dependent);
+
+    // The capture says X again failed with a kernel error of its own after F poisoned a
+    // buffer it uses (a Poison record added for its host buffer); replayed without the
+    // fault, it succeeds. The poison did not cause that failure (its error names no
+    // poisoned buffer): a regression, which the poison rule once called timing-dependent.
+    let x_host = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Poison(p) if p.submission.is_some_and(|s| s.0 == ix.x_again) => Some(p.buffer),
+            _ => None,
+        })
+        .expect("X again poisoned its host buffer");
+    let own = Status::Failed {
+        error: "kernel error: out of range".into(),
+    };
+    let edited = rewrite(&raced, |record, recorder| {
+        match record {
+            Record::SubmissionDone(d) if d.submission.0 == ix.x_again => d.status = own.clone(),
+            Record::RegionDone(d) if d.submission.0 == ix.x_again => d.status = own.clone(),
+            Record::Poison(p) if p.submission.is_some_and(|s| s.0 == ix.f) => {
+                let mut x = p.clone();
+                x.buffer = x_host;
+                recorder.record(&Record::Poison(x));
+            }
+            _ => {}
+        }
+        true
+    });
+    let report = replay_with(&edited, &ReplayOptions::default().captured_fault(false));
+    assert!(regression(&report), "{:?}", report.timing_dependent);
+}
