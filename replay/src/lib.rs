@@ -22,9 +22,11 @@
 //! 3. **Compare** (module `compare`): statuses, output digests per (submission, region, buffer,
 //!    range), and region times; the result is a [`Report`] with a [`Verdict`] and
 //!    [`Report::exit_code`]: 0 all match, 1 a regression. A status that differs because a
-//!    concurrent failure's poison came before a submission on one side and after it on the
-//!    other is reported apart as timing-dependent ([`Report::timing_dependent`], module
-//!    `concurrent`), with its reason, and is not a regression.
+//!    concurrent failure's poison or device loss came before a submission on one side and
+//!    after it on the other, or that follows from such a divergence (a quarantine refusal,
+//!    a cancelled consumer), is reported apart as timing-dependent
+//!    ([`Report::timing_dependent`], module `concurrent`), with its reason, and is not a
+//!    regression.
 //!
 //! # How captured ids map to new objects
 //!
