@@ -28,7 +28,11 @@
 //! relabelled kernels and regions, and outputs present on one side only, are not
 //! regressions (they mean a different program or run length, not a slower one) but they
 //! are differences: the verdict is then **different**, exit 0; **same** only when every
-//! count of one-sided or relabelled items is zero. Exit 2 when either trace cannot be read
+//! count of one-sided or relabelled items is zero. A trace that holds no submission beside
+//! one that holds some is a **regression** (the program did none of its work: "different"
+//! with exit 0 let a run that stopped before its first submit pass a CI gate). The text's
+//! `because` line and the JSON's `reasons` say what decided the verdict, from the same
+//! counts, and name a difference of the recordings' arguments. Exit 2 when either trace cannot be read
 //! or `R` is not a finite number ≥ 1.
 //!
 //! # Arguments
@@ -44,7 +48,7 @@
 //!
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
-//!  "verdict": "same"|"different"|"regression", "complete": {"base", "new"},
+//!  "verdict": "same"|"different"|"regression", "reasons": [text], "complete": {"base", "new"},
 //!  "records_lost": {"base", "new"}, "exit_code",
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
@@ -60,13 +64,14 @@
 //!                  [{"runtime", "submission", "base", "new"}]},
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
 //!              "changed_submissions", "one_sided": regions, outputs and submissions in
-//!              one trace only, relabelled regions, new and missing kernels}}
+//!              one trace only, relabelled regions, new and missing kernels,
+//!              "empty_side": "base"|"new"|null (the trace without a submission)}}
 //! ```
 
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
-use hrx_analysis::units::duration;
+use hrx_analysis::units::{duration, plural};
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Access, Record};
 use hrx_tui::Model;
@@ -452,7 +457,16 @@ fn compare(
                                 "base": status.name(), "new": new_status.name()}));
         }
     }
-    let regression = slow > 0 || !differing.is_empty() || !changed.is_empty();
+    // A trace that holds no submission beside one that holds some: the program did none
+    // of its work (it stopped before its first submit), whatever else matches.
+    let held = |m: &Model| !m.submissions().is_empty();
+    let empty_side = match (held(base), held(new)) {
+        (true, false) => Some("new"),
+        (false, true) => Some("base"),
+        _ => None,
+    };
+    let regression =
+        slow > 0 || !differing.is_empty() || !changed.is_empty() || empty_side.is_some();
     let outputs_only_base = base_outputs.len() - compared;
     let outputs_only_new = new_outputs
         .keys()
@@ -483,12 +497,40 @@ fn compare(
         "same"
     };
     let (base_args, new_args) = (arguments(base), arguments(new));
+    // What decided the verdict, in words, from the counts above.
+    let mut reasons = Vec::new();
+    if let Some(side) = empty_side {
+        let other = if side == "new" { base } else { new };
+        reasons.push(format!(
+            "{side} holds no submission ({} in the other trace): it did none of the work",
+            other.submissions().len()
+        ));
+    }
+    for (n, what) in [
+        (slow, "slow kernel"),
+        (differing.len(), "differing output"),
+        (changed.len(), "changed outcome"),
+    ] {
+        if n > 0 {
+            reasons.push(plural(n as u64, what));
+        }
+    }
+    if !regression && one_sided > 0 {
+        reasons.push(format!(
+            "{} in one trace only or relabelled",
+            plural(one_sided as u64, "item")
+        ));
+    }
+    if base_args != new_args {
+        reasons.push("the recordings' arguments differ".to_owned());
+    }
     json!({
         "base": args.base.display().to_string(),
         "new": args.new.display().to_string(),
         "max_slowdown": ratio,
         "noise_floor_ns": NOISE_FLOOR_NS,
         "verdict": verdict,
+        "reasons": reasons,
         "arguments": {"base": base_args, "new": new_args, "differ": base_args != new_args},
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
         // was recovered (standard error warns), which can leave most of it unmatched.
@@ -498,7 +540,7 @@ fn compare(
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
-            "one_sided": one_sided,
+            "one_sided": one_sided, "empty_side": empty_side,
         },
         "submissions": {"compared": outcomes_compared, "unknown": outcomes_unknown,
                         "only_base": subs_only_base, "only_new": subs_only_new,
@@ -644,6 +686,15 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             if n == 1 { "" } else { "s" }
         ),
     };
+    let reasons: Vec<&str> = r["reasons"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !reasons.is_empty() {
+        writeln!(out, "because      {}", reasons.join("; "))?;
+    }
     writeln!(
         out,
         "verdict      {} (exit {}): {} slow kernels (past {}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels{one_sided}",

@@ -412,6 +412,13 @@ fn one_sided_items_are_a_difference_and_other_arguments_are_named() {
         "{text}"
     );
     assert!(field(&text, "arguments").starts_with("differ"), "{text}");
+    // The verdict says why: the one-sided items, and that the recordings differ.
+    let because = field(&text, "because");
+    assert!(because.contains("in one trace only"), "{text}");
+    assert!(
+        because.ends_with("the recordings' arguments differ"),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("new") && l.contains("--frames 4")),
@@ -439,4 +446,50 @@ fn traces_without_submissions_are_not_the_same() {
         "neither idle.hrxt nor idle.hrxt holds a submission: nothing to compare, which is not a match",
     );
     assert_eq!(stdout(&diff), "");
+}
+
+/// A trace without a submission against one with some: the new run did none of the work.
+/// It read "different" with exit 0 (its counts were all one-sided), which a CI gate passes.
+#[test]
+fn a_trace_without_submissions_against_one_with_some_is_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    record_fill(&dir.path().join("fill.hrxt"), false);
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("idle.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    drop(rt);
+    recorder.close().unwrap();
+
+    let (status, r) = diff_json(dir.path(), &["fill.hrxt", "idle.hrxt"]);
+    assert_eq!(
+        (status, r["verdict"].as_str()),
+        (1, Some("regression")),
+        "{r:#}"
+    );
+    assert_eq!(r["exit_code"], 1);
+    assert_eq!(r["summary"]["empty_side"], "new");
+    assert_eq!(r["submissions"]["only_base"], 8, "{r:#}");
+    let reasons = r["reasons"].as_array().unwrap();
+    assert!(
+        reasons[0]
+            .as_str()
+            .unwrap()
+            .starts_with("new holds no submission (8 in the other trace)"),
+        "{r:#}"
+    );
+    // The other way round too, and in the text.
+    let out = run(dir.path(), &["diff", "idle.hrxt", "fill.hrxt"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        field(&text, "verdict").starts_with("regression (exit 1)"),
+        "{text}"
+    );
+    assert!(
+        field(&text, "because").starts_with("base holds no submission"),
+        "{text}"
+    );
 }
