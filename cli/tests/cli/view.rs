@@ -377,3 +377,26 @@ fn view_without_a_terminal_is_one_error_and_a_hint() {
     );
     assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
 }
+
+/// A `HRX_VIEW_CACHE_MIN_BYTES` that is not a number is named in a warning (it was ignored
+/// silently) and the default is used.
+#[test]
+fn an_invalid_cache_threshold_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let output = hrx_trace(dir.path())
+        .args(["view", "h.hrxt"])
+        .env("HRX_VIEW_CACHE_MIN_BYTES", "32MB")
+        .env("HRX_VIEW_CACHE", dir.path().join("cache"))
+        .env("HRX_TUI_HEADLESS_FRAME", "80x24")
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("warning: HRX_VIEW_CACHE_MIN_BYTES=\"32MB\" is not a number of bytes"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stdout(&output).is_empty());
+}

@@ -20,9 +20,10 @@
 //! of its first and last 64 KiB, the cache format and this crate's version; any difference
 //! (or any error reading the cache) rebuilds it from the trace. An entry is written under a
 //! temporary name and renamed into place, so a reader never sees half of one. The cache
-//! directory is this user's (created mode 0700): its files are trusted as the process's own
-//! memory would be, beyond their lengths, which are checked (a value of any other bytes
-//! decodes to some span or submission, never to undefined behaviour: see [`Plain`]).
+//! directory is this user's (created mode 0700; one owned by another user, or writable by
+//! others, is not used, with a warning): its files are trusted as the process's own memory
+//! would be, beyond their lengths, which are checked (a value of any other bytes decodes to
+//! some span or submission, never to undefined behaviour: see [`Plain`]).
 //!
 //! [`Plain`]: super::column::Plain
 
@@ -70,10 +71,16 @@ impl CacheOptions {
             Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
             _ => Some(std::env::temp_dir().join("hrx-trace-view")),
         };
-        let min_bytes = std::env::var(CACHE_MIN_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_MIN_BYTES);
+        let min_bytes = match std::env::var(CACHE_MIN_ENV) {
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                eprintln!(
+                    "warning: {CACHE_MIN_ENV}={v:?} is not a number of bytes: using the \
+                     default, {DEFAULT_MIN_BYTES}"
+                );
+                DEFAULT_MIN_BYTES
+            }),
+            Err(_) => DEFAULT_MIN_BYTES,
+        };
         CacheOptions { dir, min_bytes }
     }
 }
@@ -151,6 +158,7 @@ fn entry(dir: &Path, path: &Path) -> io::Result<PathBuf> {
 /// An I/O error when there is no entry, it belongs to another version of the trace (or of
 /// this program), or a file is missing or of the wrong length.
 pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
+    check_private_dir(dir)?;
     let entry = entry(dir, path)?;
     let bytes = fs::read(entry.join("model.bin"))?;
     let (manifest, rest): (Manifest, &[u8]) =
@@ -200,6 +208,12 @@ pub fn open<E>(
     };
     let large = fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
     if !large {
+        return load();
+    }
+    if let Err(error) = check_private_dir(dir)
+        && error.kind() == io::ErrorKind::PermissionDenied
+    {
+        eprintln!("warning: view cache not used: {error}");
         return load();
     }
     if let Ok(model) = reopen(dir, path) {
@@ -257,7 +271,39 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+    builder.create(dir)?;
+    check_private_dir(dir)
+}
+
+/// Refuses a cache directory that another user owns or that others may write: its files
+/// are mapped and trusted as this process's memory, so anyone who can plant an entry there
+/// (a shared `/tmp/hrx-trace-view` created first by another user) could feed the timeline.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::PermissionDenied`] naming the directory, owner and mode; an I/O error
+/// when it cannot be inspected (absent: [`io::ErrorKind::NotFound`]).
+fn check_private_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(dir)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not a private directory of this user (owner uid {}, mode {:o}); \
+                     set {CACHE_ENV} to another directory, or to off",
+                    dir.display(),
+                    meta.uid(),
+                    meta.mode() & 0o7777
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {

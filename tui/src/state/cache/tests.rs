@@ -153,3 +153,28 @@ fn small_traces_and_a_disabled_cache_are_read_directly() {
     );
     assert!(!dir.path().join("cache").exists());
 }
+
+/// A cache directory that others may write (a shared `/tmp/hrx-trace-view` another user
+/// made first) is not used: nothing is written into it and nothing in it is mapped.
+#[test]
+fn a_cache_directory_others_may_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(40));
+    let cache = dir.path().join("cache");
+    fs::create_dir(&cache).unwrap();
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o777)).unwrap();
+    let model = open(&trace, &options(dir.path()), || load(&trace)).unwrap();
+    assert!(!model.submissions.is_mapped());
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 0);
+    let error = reopen(&cache, &trace).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::PermissionDenied, "{error}");
+    // Made private again, the same directory caches the trace.
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(
+        open(&trace, &options(dir.path()), || load(&trace))
+            .unwrap()
+            .submissions
+            .is_mapped()
+    );
+}
