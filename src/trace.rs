@@ -448,7 +448,7 @@ impl Hook<'_> {
     /// backends map device timestamps onto) on the session's clock (each recorder has its own
     /// base), so that every record of a trace is on one clock.
     pub fn session_ns(&self, process_ns: u64) -> u64 {
-        crate::clock::to_session_ns(process_ns, self.recorder.base())
+        crate::clock::to_session_ns(process_ns, self.recorder.base_ns())
     }
 
     /// Stores `code` once per content hash; its hash, or `None` when it could not be stored.

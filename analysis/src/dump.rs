@@ -44,6 +44,7 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::CaptureFence(r) => r.end_ns,
         Record::TraceRange(r) => r.time_ns,
         Record::BufferSnapshot(r) => r.time_ns,
+        Record::HostClock(r) => r.session_ns,
         _ => return None,
     })
 }
@@ -98,6 +99,7 @@ fn kind(record: &Record) -> &'static str {
         Record::CaptureFence(_) => "capture-fence",
         Record::TraceRange(_) => "range",
         Record::BufferSnapshot(_) => "snapshot",
+        Record::HostClock(_) => "host-clock",
         other => other.kind_name(),
     }
 }
@@ -366,6 +368,20 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             )?;
             payload(f, &r.contents)
         }
+        Record::HostClock(r) => write!(
+            f,
+            "source={} ticks={} monotonic={} ns (±{} ns) rate={:.6} GHz{}",
+            r.source.name(),
+            r.ticks,
+            r.monotonic_ns,
+            r.error_ns,
+            r.ticks_per_second() / 1e9,
+            if r.next_session_ns != r.session_ns {
+                format!(" stepped to {:.3} ms", r.next_session_ns as f64 / 1e6)
+            } else {
+                String::new()
+            }
+        ),
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"

@@ -135,13 +135,15 @@ pub fn install_or_current(
 ///
 /// # Errors
 ///
-/// See [`Recorder::create`]; [`WriteError::BadMode`].
+/// See [`Recorder::create`]; [`WriteError::BadMode`], [`WriteError::BadClock`] (a
+/// [`CLOCK_ENV`](crate::clock::CLOCK_ENV) naming no clock).
 pub fn install_from_env(mut options: RecorderOptions) -> Result<Option<Recorder>, WriteError> {
     if let Some(recorder) = current() {
         return Ok(Some(recorder));
     }
     match std::env::var_os(TRACE_ENV) {
         Some(path) if !path.is_empty() => {
+            crate::clock::ClockChoice::from_env().map_err(WriteError::BadClock)?;
             if let Some(mode) = crate::TraceMode::from_env()? {
                 options.mode = mode;
             }

@@ -134,7 +134,8 @@ impl FormatVersion {
         // 1.2: `Record::SessionStopped`. 1.3: `Poison::submission` and `Poison::region`.
         // 1.4: `Record::RegionStarted`, `Record::FatalSignal`.
         // 1.5: `Record::TraceRange`, `Record::BufferSnapshot`.
-        minor: FormatMinor(5),
+        // 1.6: `Record::HostClock` (the session clock's calibrations).
+        minor: FormatMinor(6),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1110,12 +1111,12 @@ mod tests {
         let mut header = FileHeader::current(Compression::Zstd);
         header.version = FormatVersion {
             major: FormatMajor(2),
-            minor: FormatMinor(6),
+            minor: FormatMinor(7),
         };
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.6") && err.contains("1.5"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.6"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Trace schema, writer and reader for the hrx runtime (DESIGN.md section 4).
 //!
 //! - [`schema`]: the [`Record`] enum, every event the runtime records.
+//! - [`clock`]: the host clock sessions read (the TSC where invariant, calibrated against
+//!   `CLOCK_MONOTONIC`).
 //! - [`format`](mod@format): the file layout and the postcard/zstd codec (the only module that knows
 //!   bytes).
 //! - [`Recorder`] (module `writer`): records from any thread into per-thread rings that a
@@ -30,12 +32,17 @@
 //!
 //! let trace = Trace::from_bytes(&sink.contents())?;
 //! assert!(trace.recovery.is_complete());
-//! assert_eq!(trace.records.len(), 3); // session start, the timing, session end
+//! // Session start, the clock's calibrations (at start, every flush, close), the timing,
+//! // session end.
+//! let timings = trace.records.iter().filter(|r| matches!(r, Record::RegionTiming(_)));
+//! assert_eq!(timings.count(), 1);
+//! assert!(matches!(trace.records[1], Record::HostClock(_)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![warn(missing_docs)]
 
 mod activation;
+pub mod clock;
 pub mod format;
 mod note;
 pub mod range;
@@ -53,8 +60,8 @@ pub use activation::{
 pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};
 pub use reader::{
-    Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning, open_file,
-    read_all, special_file,
+    HostClocks, Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning,
+    open_file, read_all, special_file,
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;

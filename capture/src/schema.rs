@@ -993,6 +993,78 @@ pub struct BufferSnapshot {
     pub time_ns: u64,
 }
 
+/// Where the session's host times come from (see [`HostClock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HostClockSource {
+    /// The CPU's invariant time-stamp counter (`rdtsc`), mapped onto `CLOCK_MONOTONIC`.
+    Tsc,
+    /// `CLOCK_MONOTONIC` itself (where there is no invariant TSC, or when asked for).
+    Monotonic,
+}
+
+impl HostClockSource {
+    /// A short name: `TSC` or `CLOCK_MONOTONIC`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostClockSource::Tsc => "TSC",
+            HostClockSource::Monotonic => "CLOCK_MONOTONIC",
+        }
+    }
+}
+
+/// A calibration of the session's host clock against `CLOCK_MONOTONIC`, written at the
+/// session's start, at every flush and at its close (format 1.6; an older reader skips it,
+/// and reads the same host times, which records carry in ns).
+///
+/// The clock maps raw readings (`ticks`: TSC ticks, or `CLOCK_MONOTONIC` ns) to session ns
+/// piecewise linearly; this record states the pair measured (`ticks` with `monotonic_ns`,
+/// within `error_ns`), what the clock read at `ticks` (`session_ns`), and the piece in force
+/// from `ticks` until the next calibration ([`HostClock::to_session_ns`]).
+/// `monotonic_ns - (SessionStart::monotonic_base_ns + session_ns)` is the clock's offset from
+/// `CLOCK_MONOTONIC` at that instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostClock {
+    /// The clock's source.
+    pub source: HostClockSource,
+    /// The raw reading.
+    pub ticks: u64,
+    /// The session clock at `ticks`, before this calibration (the time records carry).
+    pub session_ns: u64,
+    /// `CLOCK_MONOTONIC` at the same instant, absolute, in ns.
+    pub monotonic_ns: u64,
+    /// The pair's own error: half the window of the monotonic reads around the tick read,
+    /// in ns (0 for [`HostClockSource::Monotonic`], which reads that clock itself).
+    pub error_ns: u64,
+    /// Where the piece in force from here starts, in session ns (at `ticks`). Equal to
+    /// `session_ns` but where the clock was stepped forward.
+    pub next_session_ns: u64,
+    /// The piece's slope: ns per tick as 32.32 fixed point (`1 << 32` for the monotonic
+    /// source).
+    pub ns_per_tick_q32: u64,
+}
+
+impl HostClock {
+    /// A raw reading at or after `ticks` (until the next calibration) in session ns, as the
+    /// recorder mapped it.
+    pub fn to_session_ns(&self, ticks: u64) -> u64 {
+        let d = u128::from(ticks.saturating_sub(self.ticks));
+        self.next_session_ns
+            .saturating_add(((d * u128::from(self.ns_per_tick_q32)) >> 32) as u64)
+    }
+
+    /// The clock's ticks per second, from the piece's slope.
+    pub fn ticks_per_second(&self) -> f64 {
+        1e9 * (1u64 << 32) as f64 / self.ns_per_tick_q32.max(1) as f64
+    }
+
+    /// `CLOCK_MONOTONIC` minus the session clock at this calibration, in ns, given the
+    /// session's monotonic base ([`SessionStart::monotonic_base_ns`]).
+    pub fn offset_ns(&self, monotonic_base_ns: u64) -> i64 {
+        self.monotonic_ns
+            .wrapping_sub(monotonic_base_ns.wrapping_add(self.session_ns)) as i64
+    }
+}
+
 /// One trace record.
 ///
 /// Variants are only ever appended (see the module docs); match with a wildcard arm.
@@ -1065,11 +1137,13 @@ pub enum Record {
     TraceRange(TraceRange),
     /// See [`BufferSnapshot`] (format 1.5).
     BufferSnapshot(BufferSnapshot),
+    /// See [`HostClock`] (format 1.6).
+    HostClock(HostClock),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 33] = [
+    pub const KIND_NAMES: [&'static str; 34] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -1103,6 +1177,7 @@ impl Record {
         "FatalSignal",
         "TraceRange",
         "BufferSnapshot",
+        "HostClock",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1150,6 +1225,7 @@ impl Record {
             Record::FatalSignal(_) => "FatalSignal",
             Record::TraceRange(_) => "TraceRange",
             Record::BufferSnapshot(_) => "BufferSnapshot",
+            Record::HostClock(_) => "HostClock",
         }
     }
 
@@ -1162,7 +1238,9 @@ impl Record {
             | Record::RecordsLost(_) => return None,
             Record::RecorderWait(r) => return r.runtime,
             Record::CaptureFence(r) => r.runtime,
-            Record::SessionStopped(_) | Record::FatalSignal(_) => return None,
+            Record::SessionStopped(_) | Record::FatalSignal(_) | Record::HostClock(_) => {
+                return None;
+            }
             Record::RegionStarted(r) => r.runtime,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
@@ -1238,6 +1316,7 @@ record_from!(
     FatalSignal,
     TraceRange,
     BufferSnapshot,
+    HostClock,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1246,7 +1325,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 33;
+    pub const KINDS: u64 = 34;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1661,7 +1740,7 @@ pub(crate) mod testgen {
                 trimmed_from: r.opt(Rng::string),
                 time_ns: r.int(),
             }),
-            _ => Record::BufferSnapshot(BufferSnapshot {
+            32 => Record::BufferSnapshot(BufferSnapshot {
                 runtime,
                 buffer: BufferId(r.int()),
                 offset: r.int(),
@@ -1669,6 +1748,19 @@ pub(crate) mod testgen {
                 xxh3: r.next(),
                 contents: r.payload(),
                 time_ns: r.int(),
+            }),
+            _ => Record::HostClock(HostClock {
+                source: if r.bool() {
+                    HostClockSource::Tsc
+                } else {
+                    HostClockSource::Monotonic
+                },
+                ticks: r.int(),
+                session_ns: r.int(),
+                monotonic_ns: r.int(),
+                error_ns: r.int(),
+                next_session_ns: r.int(),
+                ns_per_tick_q32: r.int(),
             }),
         }
     }
@@ -1735,7 +1827,8 @@ mod tests {
                 | Record::Blob(_)
                 | Record::RecordsLost(_)
                 | Record::SessionStopped(_)
-                | Record::FatalSignal(_) => true,
+                | Record::FatalSignal(_)
+                | Record::HostClock(_) => true,
                 Record::RecorderWait(wait) => wait.runtime.is_none(),
                 _ => false,
             };

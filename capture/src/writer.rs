@@ -57,8 +57,8 @@ use crate::format::{
 use crate::ring::KINDS;
 use crate::ring::{self, Consumer, Producer, Push};
 use crate::schema::{
-    Blob, BlobHash, LostKind, Payload, Record, RecorderWait, RecordsLost, RegionIndex, RuntimeId,
-    SessionEnd, SessionStart, SubmissionIndex,
+    Blob, BlobHash, HostClock, LostKind, Payload, Record, RecorderWait, RecordsLost, RegionIndex,
+    RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
 };
 use crate::staging::{self, MAX_RAW_ENTRY};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -365,6 +365,9 @@ pub enum WriteError {
     /// [`TRACE_MODE_ENV`] names no mode.
     #[error("{TRACE_MODE_ENV}={0:?}: expected lossless or lossy")]
     BadMode(String),
+    /// [`CLOCK_ENV`](crate::clock::CLOCK_ENV) names no clock.
+    #[error("{env}={0:?}: expected auto or monotonic", env = crate::clock::CLOCK_ENV)]
+    BadClock(String),
 }
 
 /// What a closed recorder wrote.
@@ -389,7 +392,8 @@ enum Control {
 /// State shared by all handles, the writer thread and the thread-local entries.
 pub(crate) struct Shared {
     id: u64,
-    base: Instant,
+    /// The host clock ([`crate::clock::now_ns`]) at the session's start: session time 0.
+    base_ns: u64,
     core: Mutex<Core>,
     control: Sender<Control>,
     /// Drops detected outside a ring (no thread-local state, oversized records), by kind.
@@ -730,8 +734,15 @@ fn kind_slot(name: &str) -> usize {
 }
 
 impl Shared {
+    #[inline]
     fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
+        crate::clock::now_ns().saturating_sub(self.base_ns)
+    }
+
+    /// Calibrates the host clock and appends the calibration as a [`HostClock`] record.
+    fn calibrate(&self, core: &mut Core) {
+        let record = host_clock(self.base_ns, crate::clock::recalibrate());
+        let _ = core.append_record(&record);
     }
 
     fn core(&self) -> CoreGuard<'_> {
@@ -796,6 +807,7 @@ impl Shared {
         let mut core = self.core();
         core.drain_rings();
         if tick {
+            self.calibrate(&mut core);
             core.note_losses(self);
             core.write_pending();
             let _ = core.flush_sink();
@@ -811,6 +823,7 @@ impl Shared {
         }
         core.drain_rings();
         core.closed_for_blobs = true;
+        self.calibrate(&mut core);
         core.note_losses(self);
         let dropped = core.dropped_total(self);
         let end = Record::SessionEnd(SessionEnd {
@@ -973,7 +986,8 @@ impl Recorder {
             }),
             None => None,
         };
-        let base = Instant::now();
+        let calibration = crate::clock::recalibrate();
+        let base_ns = calibration.next.from_ns;
         let start = SessionStart {
             producer: concat!("hrx-capture ", env!("CARGO_PKG_VERSION")).to_owned(),
             format_version: (
@@ -981,7 +995,8 @@ impl Recorder {
                 FormatVersion::CURRENT.minor.0,
             ),
             wall_clock_utc: chrono::Utc::now(),
-            monotonic_base_ns: monotonic_clock_ns(),
+            // The session clock reads on the CLOCK_MONOTONIC time line, so its zero is there.
+            monotonic_base_ns: base_ns,
             host: host_name(),
             pid: std::process::id(),
             args: std::env::args_os()
@@ -1020,6 +1035,8 @@ impl Recorder {
         };
         core.append_record(&Record::SessionStart(start))
             .expect("session start encodes");
+        core.append_record(&host_clock(base_ns, calibration))
+            .expect("host clock encodes");
         core.write_pending();
         if let Some(e) = core.error.take() {
             return Err(WriteError::Io(e));
@@ -1027,7 +1044,7 @@ impl Recorder {
         let (control, receiver) = crossbeam_channel::bounded(64);
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
-            base,
+            base_ns,
             core: Mutex::new(core),
             control,
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -1078,13 +1095,15 @@ impl Recorder {
 
     /// The session's host clock: nanoseconds since the session's monotonic base. Use it for
     /// every host `_ns` field.
+    #[inline]
     pub fn now_ns(&self) -> u64 {
         self.handle.shared.now_ns()
     }
 
-    /// The instant of the session's monotonic base.
-    pub fn base(&self) -> Instant {
-        self.handle.shared.base
+    /// The session's zero on the host clock ([`crate::clock::now_ns`]), in ns: a host clock
+    /// reading `t` is session time `t - base_ns()`.
+    pub fn base_ns(&self) -> u64 {
+        self.handle.shared.base_ns
     }
 
     /// A fresh runtime id, unique within this trace.
@@ -1516,22 +1535,17 @@ fn region_of(
     }
 }
 
-/// Reads the host monotonic clock (`CLOCK_MONOTONIC`) in ns; 0 where unavailable.
-fn monotonic_clock_ns() -> u64 {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
-        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } == 0 {
-            return (ts.tv_sec as u64)
-                .wrapping_mul(1_000_000_000)
-                .wrapping_add(ts.tv_nsec as u64);
-        }
-    }
-    0
+/// A calibration as the session's record: ns relative to the session's zero, `base_ns`.
+fn host_clock(base_ns: u64, c: crate::clock::Calibration) -> Record {
+    Record::HostClock(HostClock {
+        source: c.source,
+        ticks: c.ticks,
+        session_ns: c.clock_ns.saturating_sub(base_ns),
+        monotonic_ns: c.monotonic_ns,
+        error_ns: c.error_ns,
+        next_session_ns: c.next.from_ns.saturating_sub(base_ns),
+        ns_per_tick_q32: c.next.ns_per_tick_q32,
+    })
 }
 
 /// The host name, or "" when unknown.
@@ -1561,7 +1575,9 @@ mod tests {
     use super::*;
     use crate::reader::{Trace, read_all};
     use crate::schema::testgen::{KINDS, Rng, record};
-    use crate::schema::{RegionIndex, RegionTiming, SubmissionIndex};
+    use crate::schema::{
+        HostClock, HostClockSource, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
+    };
 
     fn timing(runtime: u32, submission: u64) -> Record {
         Record::RegionTiming(RegionTiming {
@@ -1583,6 +1599,16 @@ mod tests {
         Trace::from_bytes(&sink.contents()).unwrap()
     }
 
+    /// The records but the session clock's calibrations (written at start, at every flush,
+    /// timed ones included, and at close).
+    fn without_clocks(records: &[Record]) -> Vec<Record> {
+        records
+            .iter()
+            .filter(|r| !matches!(r, Record::HostClock(_)))
+            .cloned()
+            .collect()
+    }
+
     #[test]
     fn records_every_kind_and_closes_cleanly() {
         let (rec, sink) = memory_recorder(RecorderOptions::default());
@@ -1601,8 +1627,12 @@ mod tests {
             panic!("no session end")
         };
         assert_eq!(end.dropped_records, 0);
-        assert_eq!(end.records, expected.len() as u64 + 1);
-        assert_eq!(&trace.records[1..trace.records.len() - 1], &expected[..]);
+        assert_eq!(end.records, trace.records.len() as u64 - 1);
+        let recorded = without_clocks(&trace.records);
+        assert_eq!(
+            without_clocks(&recorded[1..recorded.len() - 1]),
+            without_clocks(&expected)
+        );
         assert_eq!(summary.records, trace.records.len() as u64);
         assert_eq!(summary.bytes, sink.contents().len() as u64);
         let mapped = crate::MappedTrace::from_vec(sink.contents()).unwrap();
@@ -1763,10 +1793,12 @@ mod tests {
         writes: u32,
         blocked: crossbeam_channel::Sender<()>,
         release: crossbeam_channel::Receiver<()>,
+        written: MemorySink,
     }
 
     impl Sink for StuckSink {
-        fn write_all(&mut self, _: &[u8]) -> io::Result<()> {
+        fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+            self.written.write_all(bytes)?;
             self.writes += 1;
             if self.writes == 2 {
                 let _ = self.blocked.send(());
@@ -1784,6 +1816,7 @@ mod tests {
             writes: 0,
             blocked,
             release: on_release,
+            written: MemorySink::new(),
         };
         let options = RecorderOptions {
             thread_buffer_bytes: 4096,
@@ -1792,6 +1825,7 @@ mod tests {
             mode: TraceMode::Lossy,
             ..RecorderOptions::default()
         };
+        let written = sink.written.clone();
         let rec = Recorder::with_sink(sink, options).unwrap();
         rec.record(&timing(0, 0));
         on_blocked.recv().unwrap();
@@ -1804,7 +1838,14 @@ mod tests {
         assert!(dropped > 500, "{dropped}");
         let summary = rec.close().unwrap();
         assert_eq!(summary.dropped_records, dropped);
-        assert_eq!(summary.records + dropped, 1000 + 2 + 1); // and one RecordsLost
+        // Session start and end, one RecordsLost, and the clock's calibrations.
+        let clocks = read(&written)
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::HostClock(_)))
+            .count() as u64;
+        assert!(clocks >= 2);
+        assert_eq!(summary.records + dropped, 1000 + 2 + 1 + clocks);
     }
 
     #[test]
@@ -1815,6 +1856,7 @@ mod tests {
             writes: 0,
             blocked,
             release: on_release,
+            written: MemorySink::new(),
         };
         let options = RecorderOptions {
             thread_buffer_bytes: 4096,
@@ -1895,7 +1937,8 @@ mod tests {
         let (rec, sink) = memory_recorder(options);
         rec.record(&timing(0, 1));
         rec.flush().unwrap();
-        assert_eq!(read(&sink).records.len(), 2);
+        // Session start, its calibration, the timing, the flush's calibration.
+        assert_eq!(read(&sink).records.len(), 4);
         rec.close().unwrap();
         assert_eq!(
             rec.flush().unwrap_err().to_string(),
@@ -1931,7 +1974,8 @@ mod tests {
         rec.record(&timing(0, 2));
         rec.close().unwrap();
         let trace = read(&sink);
-        let kinds: Vec<_> = trace.records.iter().map(Record::kind_name).collect();
+        let records = without_clocks(&trace.records);
+        let kinds: Vec<_> = records.iter().map(Record::kind_name).collect();
         assert_eq!(
             kinds,
             [
@@ -1943,7 +1987,7 @@ mod tests {
                 "SessionEnd"
             ]
         );
-        assert_eq!(trace.records[3], large);
+        assert_eq!(records[3], large);
     }
 
     /// A guard that counts how many deferred jobs were dropped (run or not).
@@ -2011,12 +2055,8 @@ mod tests {
         );
 
         let trace = read(&sink);
-        let kinds: Vec<_> = trace
-            .records
-            .iter()
-            .take(5)
-            .map(Record::kind_name)
-            .collect();
+        let records = without_clocks(&trace.records);
+        let kinds: Vec<_> = records.iter().take(5).map(Record::kind_name).collect();
         assert_eq!(
             kinds,
             [
@@ -2027,7 +2067,7 @@ mod tests {
                 "RegionTiming"
             ]
         );
-        let Record::Blob(blob) = &trace.records[2] else {
+        let Record::Blob(blob) = &records[2] else {
             unreachable!()
         };
         assert_eq!(blob.bytes, contents);
@@ -2108,9 +2148,13 @@ mod tests {
             .first()
             .cloned()
             .expect("nothing written");
-        // A recorder killed right after that write leaves a readable session start.
+        // A recorder killed right after that write leaves a readable session start (and the
+        // session clock's first calibration).
         let trace = Trace::from_bytes(&first).unwrap();
-        assert!(matches!(trace.records[..], [Record::SessionStart(_)]));
+        assert!(matches!(
+            trace.records[..],
+            [Record::SessionStart(_), Record::HostClock(_)]
+        ));
         assert_eq!(log.0.lock().unwrap().len(), 1);
         rec.close().unwrap();
         let whole: Vec<u8> = log.0.lock().unwrap().concat();
@@ -2141,7 +2185,7 @@ mod tests {
         rec.record(&timing(0, 1));
         rec.close().unwrap();
         let trace = read(&sink);
-        assert_eq!(trace.records.len(), 3);
+        assert_eq!(without_clocks(&trace.records).len(), 3);
         assert_eq!(trace.header.compression, crate::format::Compression::None);
     }
 
@@ -2211,6 +2255,104 @@ mod tests {
             }
         });
         assert!(random <= 16.0, "{random:.2} bytes per timing");
+    }
+
+    /// The session clock's calibrations are in the trace: one after the session start, one
+    /// per flush, one at the close; each maps its own ticks to where its piece starts; the
+    /// session times recorded between two calibrations lie between theirs (the clock never
+    /// runs back across a calibration); and the reader states the clock.
+    #[test]
+    fn host_clock_calibrations_round_trip() {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        for flush in 0..5u64 {
+            let start_ns = rec.now_ns();
+            let end_ns = rec.now_ns();
+            rec.record(&Record::RegionTiming(RegionTiming {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(flush),
+                region: RegionIndex(0),
+                start_ns,
+                end_ns,
+                device: None,
+            }));
+            rec.flush().unwrap();
+        }
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let clocks: Vec<_> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostClock(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        assert!(matches!(trace.records[1], Record::HostClock(_)));
+        // Start, one per flush (timed flushes may add more), close.
+        assert!(clocks.len() >= 7, "{} calibrations", clocks.len());
+        assert!(matches!(
+            trace.records[trace.records.len() - 2],
+            Record::HostClock(_)
+        ));
+        assert_eq!(
+            clocks[0].session_ns, 0,
+            "the session starts at its calibration"
+        );
+        let source = crate::clock::source();
+        for c in &clocks {
+            assert_eq!(c.source, source);
+            assert_eq!(c.to_session_ns(c.ticks), c.next_session_ns);
+            assert!(c.next_session_ns >= c.session_ns, "never stepped back");
+            assert!(c.ns_per_tick_q32 > 0);
+            if source == HostClockSource::Monotonic {
+                // The fallback reads the monotonic clock itself: exact, no offset.
+                assert_eq!(c.error_ns, 0);
+                assert_eq!(c.offset_ns(start_of(&trace).monotonic_base_ns), 0);
+            }
+        }
+        for pair in clocks.windows(2) {
+            assert!(pair[1].ticks >= pair[0].ticks);
+            assert!(pair[1].session_ns >= pair[0].next_session_ns, "ran back");
+        }
+        // Each timing lies between the calibrations before and after it in the file.
+        let mut before: Option<HostClock> = None;
+        let mut open: Vec<(u64, u64)> = Vec::new();
+        for r in &trace.records {
+            match r {
+                Record::HostClock(c) => {
+                    for (start, end) in open.drain(..) {
+                        assert!(c.session_ns >= end, "{c:?} before {end}");
+                        assert!(start <= end);
+                    }
+                    before = Some(*c);
+                }
+                Record::RegionTiming(t) => {
+                    let before = before.expect("a calibration first");
+                    assert!(before.next_session_ns <= t.start_ns, "{before:?} {t:?}");
+                    open.push((t.start_ns, t.end_ns));
+                }
+                _ => {}
+            }
+        }
+        assert!(open.is_empty(), "a timing after the last calibration");
+        let stated = trace.recovery.clock;
+        assert_eq!(stated.source, Some(source));
+        assert_eq!(stated.calibrations, clocks.len() as u64);
+        let base = start_of(&trace).monotonic_base_ns;
+        let max_offset = clocks
+            .iter()
+            .map(|c| c.offset_ns(base).unsigned_abs())
+            .max()
+            .unwrap();
+        assert_eq!(stated.max_offset_ns, max_offset);
+        assert!(stated.to_string().starts_with(source.name()), "{stated}");
+    }
+
+    fn start_of(trace: &Trace) -> &crate::schema::SessionStart {
+        match &trace.records[0] {
+            Record::SessionStart(start) => start,
+            other => panic!("first record {other:?}"),
+        }
     }
 
     /// A FIFO named as the trace (`HRX_TRACE=fifo`) is refused at once, where opening it for

@@ -1,5 +1,6 @@
 //! `hrx-trace info FILE`: the file header, the session, record counts per kind, the time
-//! span, and whether the trace was closed cleanly or recovered (with every warning).
+//! span, the host clock the times were read on, and whether the trace was closed cleanly or
+//! recovered (with every warning).
 
 use crate::args::InfoArgs;
 use crate::stats::{TraceStats, bytes, codec_name, compression_name, duration};
@@ -177,6 +178,7 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
     for line in ranges(stats) {
         writeln!(out, "{:<12} {line}", "range")?;
     }
+    writeln!(out, "{:<12} {}", "clock", stats.recovery.clock)?;
     let r = &stats.recovery;
     if r.is_complete() {
         writeln!(

@@ -13,7 +13,8 @@ pub fn hrx_trace(dir: &Path) -> Command {
         .current_dir(dir)
         .env_remove("HRX_TRACE")
         .env_remove("HRX_FAULT")
-        .env_remove("HRX_TRACE_CONTENTS");
+        .env_remove("HRX_TRACE_CONTENTS")
+        .env_remove(hrx_capture::clock::CLOCK_ENV);
     command
 }
 

@@ -38,7 +38,7 @@ fn info_describes_a_recorded_pipeline() {
     let out = stdout(&output);
     assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
     assert!(
-        field(&out, "format").starts_with("1.5 (postcard records"),
+        field(&out, "format").starts_with("1.6 (postcard records"),
         "{out}"
     );
     assert!(field(&out, "session").contains("UTC on "), "{out}");
@@ -448,6 +448,33 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let info = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
     assert!(field_of(&info, "capture").starts_with("whole"), "{info}");
+}
+
+/// `info` names the host clock a trace's times were read on: the TSC where the CPU reports an
+/// invariant one, else `CLOCK_MONOTONIC`; `HRX_TRACE_CLOCK=monotonic` forces the fallback.
+#[test]
+fn info_names_the_clock_and_the_fallback_can_be_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    for forced in [false, true] {
+        let mut record = hrx_trace(dir.path());
+        record.args(["record", "--workload", "hazards", "-o", "clock.hrxt"]);
+        if forced {
+            record.env(hrx_capture::clock::CLOCK_ENV, "monotonic");
+        }
+        let out = record.output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let info = stdout(&run(dir.path(), &["info", "clock.hrxt"]));
+        let clock = field_of(&info, "clock");
+        if forced || !hrx_capture::clock::invariant_tsc() {
+            assert!(clock.starts_with("CLOCK_MONOTONIC ("), "{info}");
+        } else {
+            assert!(
+                clock.starts_with("TSC at ") && clock.contains("GHz"),
+                "{info}"
+            );
+        }
+        assert!(clock.contains(" calibrations"), "{info}");
+    }
 }
 
 /// The value of `key`'s line (an owned copy of [`field`]'s).

@@ -48,7 +48,7 @@ pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
 pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 
 /// Bumped whenever the layout of a column or the model changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2; // 2: Recovery::clock (the host clock's calibrations)
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;

@@ -172,13 +172,16 @@ pub fn normalise(mut records: Vec<Record>, window: Option<usize>) -> Vec<Record>
     // A capture fence or a recorder wait happens only when the recording machine is slow
     // (a region overwrites an output still being hashed; a thread buffer fills before the
     // writer drains it): how many a run has depends on load, not on the workload, so the
-    // snapshots leave them out.
+    // snapshots leave them out. Likewise the host clock's calibrations, one per flush.
     // A region's start adds nothing to the view of a region that finished (its timing
     // says when it ran), and the schedule below rewrites times from the timings alone.
     records.retain(|r| {
         !matches!(
             r,
-            Record::CaptureFence(_) | Record::RecorderWait(_) | Record::RegionStarted(_)
+            Record::CaptureFence(_)
+                | Record::RecorderWait(_)
+                | Record::RegionStarted(_)
+                | Record::HostClock(_)
         )
     });
     renumber(&mut records);
