@@ -21,7 +21,8 @@
 //!   (each pair the narrowest of a few tries bracketing the TSC read between two monotonic
 //!   reads) and starts the first segment at the second pair.
 //! - **Recalibration** ([`recalibrate`], called by every recorder's writer thread at each
-//!   flush, at its start and at its close): a new pair, the clock's own reading at its ticks,
+//!   flush that writes records (an idle session's flush writes nothing), at its start and at
+//!   its close): a new pair, the clock's own reading at its ticks,
 //!   and a new segment from there. The new segment starts where the old one was at that tick
 //!   (so the clock never jumps back) and its slope is the frequency measured over the whole
 //!   process so far, bent to absorb the measured offset by the next calibration, at most

@@ -466,6 +466,8 @@ struct Core {
     dropped: [u64; KINDS],
     /// The loss total of the last [`RecordsLost`] written.
     lost_written: u64,
+    /// Records written or pending at the last calibration (see `Shared::sweep`).
+    calibrated_at: u64,
     blobs: HashSet<u64>,
     error: Option<Arc<io::Error>>,
     closed: bool,
@@ -743,6 +745,7 @@ impl Shared {
     fn calibrate(&self, core: &mut Core) {
         let record = host_clock(self.base_ns, crate::clock::recalibrate());
         let _ = core.append_record(&record);
+        core.calibrated_at = core.records + u64::from(core.pending_records);
     }
 
     fn core(&self) -> CoreGuard<'_> {
@@ -807,7 +810,11 @@ impl Shared {
         let mut core = self.core();
         core.drain_rings();
         if tick {
-            self.calibrate(&mut core);
+            // An idle session's flush writes nothing, not even a calibration: the clock's
+            // piece stays in force until records need it.
+            if core.records + u64::from(core.pending_records) > core.calibrated_at {
+                self.calibrate(&mut core);
+            }
             core.note_losses(self);
             core.write_pending();
             let _ = core.flush_sink();
@@ -1024,6 +1031,7 @@ impl Recorder {
             records: 0,
             dropped: [0; KINDS],
             lost_written: 0,
+            calibrated_at: 0,
             blobs: HashSet::new(),
             error: None,
             closed: false,
@@ -1037,6 +1045,7 @@ impl Recorder {
             .expect("session start encodes");
         core.append_record(&host_clock(base_ns, calibration))
             .expect("host clock encodes");
+        core.calibrated_at = u64::from(core.pending_records);
         core.write_pending();
         if let Some(e) = core.error.take() {
             return Err(WriteError::Io(e));
