@@ -1,0 +1,1 @@
+//! Nothing: the comparator is `benches/zone.rs`.
