@@ -231,7 +231,11 @@ fn faults_that_never_fire_are_an_error() {
     let output = one_frame("faults", &[]);
     assert_error(&output, "never fired");
     // The default fault names a kernel dispatch: the hint says to check it.
-    assert!(stderr(&output).contains("hint: check the kernel name"));
+    assert!(
+        stderr(&output).contains("check the kernel name"),
+        "{}",
+        stderr(&output)
+    );
     // What was recorded is still summarised.
     assert!(field(&stdout(&output), "file").contains("hrx.hrxt"));
     // An operation number past the run's last: the hint says to run more frames.
@@ -247,7 +251,11 @@ fn faults_that_never_fire_are_an_error() {
         &["--fault", "kernel=nope:kernel-error", "-o", "p.hrxt"],
     );
     assert_error(&output, "never fired");
-    assert!(stderr(&output).contains("hint: check the kernel name"));
+    assert!(
+        stderr(&output).contains("check the kernel name"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
