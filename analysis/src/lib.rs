@@ -11,10 +11,11 @@
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
-//! - [`export`]: Chrome JSON and Perfetto protobuf exports, two streaming passes.
+//! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`trim`]: cuts a trace down to a range of submissions with the state it needs
 //!   (`hrx-trace trim`).
+//! - [`hash`]: the fast hasher of the readers' integer-keyed maps.
 //! - [`units`]: the one formatter of times, sizes and rates.
 //! - [`synthetic`]: generated traces of any size for tests and benchmarks.
 //!
@@ -32,6 +33,7 @@
 
 pub mod dump;
 pub mod export;
+pub mod hash;
 pub mod index;
 pub mod scan;
 pub mod sketch;

@@ -12,12 +12,13 @@
 //! joins (its submission was never recorded, or arrived later than the window allows) is
 //! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
 
+use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
     DeviceSpan, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 
 /// Completed submissions kept joinable after their `SubmissionDone`.
@@ -150,20 +151,20 @@ type Parked = (RegionTiming, Option<NodeIndex>);
 #[derive(Debug, Default)]
 pub struct Joiner {
     index: Index,
-    live: HashMap<(RuntimeId, SubmissionIndex), Live>,
+    live: IdMap<(RuntimeId, SubmissionIndex), Live>,
     retired: VecDeque<(RuntimeId, SubmissionIndex)>,
     /// Timings waiting for their `Submit`: a region's, or an operation's (`Some(node)`).
-    parked_timings: HashMap<(RuntimeId, SubmissionIndex), Vec<Parked>>,
+    parked_timings: IdMap<(RuntimeId, SubmissionIndex), Vec<Parked>>,
     /// Parked submissions, oldest first (a key may repeat after it was taken).
     parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
     parked_count: usize,
-    parked_outcomes: HashMap<(RuntimeId, SubmissionIndex), Outcome>,
+    parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
     records: u64,
     submissions: u64,
     session_ended: bool,
     unplaced_timings: u64,
     /// Regions started and not timed yet (bounded by the regions in flight).
-    started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
+    started: IdMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
     unplaced_op_timings: u64,
 }
 

@@ -5,7 +5,7 @@
 
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
-use hrx_analysis::export::{self, ExportError, ExportPlan, Format};
+use hrx_analysis::export::{self, ExportError, Format};
 use hrx_capture::TraceReader;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// a write error.
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let file_len = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
-    let progress = ProgressBar::new(file_len.saturating_mul(2)).with_style(
+    let progress = ProgressBar::new(file_len).with_style(
         ProgressStyle::with_template("{spinner} export {msg} [{bar:30}] {bytes}/{total_bytes}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
@@ -37,16 +37,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     } else {
         Format::Chrome
     };
-    progress.set_message("indexing");
     let read = Arc::new(AtomicU64::new(0));
     let fail = |error| TraceError {
         path: args.file.clone(),
         error,
     };
-    let plan = ExportPlan::build(open(&args.file, &read, &progress)?).map_err(fail)?;
-
-    // Pass 2's reader first: an input that cannot be read again (a pipe) must not leave an
-    // empty output behind.
+    // The reader first: a trace that cannot be opened must not leave an empty output.
     let reader = open(&args.file, &read, &progress)?;
     let to_stdout = args.output.as_os_str() == "-";
     let out: Box<dyn Write> = if to_stdout {
@@ -59,12 +55,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // Large: the writers hand it many small pieces.
     let out = BufWriter::with_capacity(1 << 20, out);
     progress.set_message("writing");
-    let written = export::write(&plan, reader, format, out).map_err(|error| match error {
+    let written = export::write(reader, format, out).map_err(|error| match error {
         ExportError::Read(error) => anyhow::Error::from(fail(error)),
         other => anyhow::Error::from(other),
     });
-    let counts = match written {
-        Ok(counts) => counts,
+    let exported = match written {
+        Ok(exported) => exported,
         Err(error) if !to_stdout => {
             // A half-written export is not an export: leave nothing rather than a file that
             // does not parse.
@@ -90,22 +86,22 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     progress.finish_and_clear();
     crate::failure::warn_partial(
         &args.file,
-        &plan.warnings,
-        plan.recovery.as_ref(),
+        &exported.warnings,
+        exported.recovery.as_ref(),
         "the export covers only what was recovered",
     );
-    if plan.unplaced_timings > 0 {
+    if exported.unplaced_timings > 0 {
         eprintln!(
             "warning: {}: {} timings name a submission or region the trace does not record; they are not exported",
             args.file.display(),
-            plan.unplaced_timings
+            exported.unplaced_timings
         );
     }
-    if counts.flows_not_drawn > 0 {
+    if exported.counts.flows_not_drawn > 0 {
         eprintln!(
             "warning: {}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
             args.file.display(),
-            counts.flows_not_drawn,
+            exported.counts.flows_not_drawn,
             2 * export::WINDOW
         );
     }
@@ -117,10 +113,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             out,
             "{}: {} tracks, {} slices, {} flows, {} instant events ({})",
             args.output.display(),
-            counts.tracks,
-            counts.slices,
-            counts.flows,
-            counts.instants,
+            exported.counts.tracks,
+            exported.counts.slices,
+            exported.counts.flows,
+            exported.counts.instants,
             args.format
         )?;
     }

@@ -220,8 +220,9 @@ pub fn warn_partial(
     }
 }
 
-/// Refuses an input that `verb` cannot read twice: a pipe or a device (a FIFO would block
-/// the second open forever). Missing files and directories get the reader's own error.
+/// Refuses an input that is a pipe or a device: the trace reader never opens one (a FIFO
+/// blocks until its other end opens, and `diff` and `trim` read their input twice).
+/// Missing files and directories get the reader's own error.
 ///
 /// # Errors
 ///
@@ -229,7 +230,7 @@ pub fn warn_partial(
 pub fn require_rereadable(path: &std::path::Path, verb: &str) -> Result<(), Failure> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() && !m.is_dir() => Err(Failure::new(format!(
-            "{}: not a regular file (a pipe or a device): `{verb}` reads its input twice",
+            "{}: not a regular file (a pipe or a device): `{verb}` reads trace files, not streams",
             path.display()
         ))
         .hint("save the trace to a file first")),

@@ -11,8 +11,9 @@
 //!   middle of the consumer's, so each binds to its enclosing slice.
 //! - An instant event is `ph: "i"` with `s: "t"` (thread scope) on the events track.
 //!
-//! Events are written as they come (the format does not require time order), each one
-//! straight into the output: no JSON value is built per event.
+//! Events are written as they come (the format requires neither time order nor metadata
+//! first: a track's metadata events come just before its first event), each one straight
+//! into the output: no JSON value is built per event.
 
 use super::{Arg, EVENTS_SLOT, Instant, Sink, Slice, Track};
 use std::io::{self, Write};
@@ -94,9 +95,9 @@ fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()
         match arg {
             Arg::Uint(v) => write!(out, "{v}")?,
             Arg::Str(s) => string(out, s)?,
-            Arg::List(items) => {
+            list => {
                 out.write_all(b"[")?;
-                for (j, item) in items.iter().enumerate() {
+                for (j, item) in list.items().into_iter().flatten().enumerate() {
                     if j > 0 {
                         out.write_all(b",")?;
                     }
@@ -110,34 +111,29 @@ fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()
 }
 
 impl<W: Write> Sink for Writer<W> {
-    fn tracks(&mut self, tracks: &[Track]) -> io::Result<()> {
-        let mut named = Vec::new();
-        for track in tracks {
-            let pid = track.runtime.0;
-            if !named.contains(&pid) {
-                named.push(pid);
-                self.open()?;
-                self.out
-                    .write_all(b"\"ph\":\"M\",\"name\":\"process_name\",")?;
-                self.place(pid, 0)?;
-                self.out.write_all(b",\"args\":{\"name\":")?;
-                string(&mut self.out, &track.process)?;
-                self.out.write_all(b"}}")?;
-            }
+    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
+        let pid = track.runtime.0;
+        if new_process {
             self.open()?;
             self.out
-                .write_all(b"\"ph\":\"M\",\"name\":\"thread_name\",")?;
-            self.place(pid, track.tid())?;
+                .write_all(b"\"ph\":\"M\",\"name\":\"process_name\",")?;
+            self.place(pid, 0)?;
             self.out.write_all(b",\"args\":{\"name\":")?;
-            string(&mut self.out, track.name)?;
+            string(&mut self.out, &track.process)?;
             self.out.write_all(b"}}")?;
-            self.open()?;
-            self.out
-                .write_all(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",")?;
-            self.place(pid, track.tid())?;
-            write!(self.out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)?;
         }
-        Ok(())
+        self.open()?;
+        self.out
+            .write_all(b"\"ph\":\"M\",\"name\":\"thread_name\",")?;
+        self.place(pid, track.tid())?;
+        self.out.write_all(b",\"args\":{\"name\":")?;
+        string(&mut self.out, track.name)?;
+        self.out.write_all(b"}}")?;
+        self.open()?;
+        self.out
+            .write_all(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",")?;
+        self.place(pid, track.tid())?;
+        write!(self.out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {

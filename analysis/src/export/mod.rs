@@ -20,16 +20,20 @@
 //!   poison, unhealthy copy streams, injected faults, refused submits, lost records,
 //!   capture fences and recorder waits, with the recorded cause.
 //!
-//! # Streaming, in bounded memory
+//! # One streaming pass, in bounded memory
 //!
-//! Both passes read through [`crate::scan_reader`], so every timing is joined to its
-//! submission, prepared graph and region by the one [`crate::Joiner`]. Pass 1
-//! ([`ExportPlan::build`]) keeps the structural [`Index`], each region's argument texts and
-//! which tracks have something on them: state that grows with graphs and labels. Pass 2
-//! ([`write`]) streams every slice and event to the output.
+//! The trace is read once through [`crate::scan_reader`], so every timing is joined to its
+//! submission, prepared graph and region by the one [`crate::Joiner`]. What is kept grows
+//! with graphs and labels: each region's argument texts (made when its graph is prepared),
+//! its label (made when its first slice is written, again after a later `GraphOp` or
+//! `KernelLoaded` could change it), the runtimes' names and which tracks were declared. A
+//! track is declared (its process first) just before the first slice or instant event on
+//! it, so the output needs no first pass to find the tracks in use; Perfetto orders a
+//! process's tracks by their `sibling_order_rank` and Chrome by `thread_sort_index`, not by
+//! where they are declared.
 //!
-//! A flow needs both of its ends timed, and the producer's slice must carry it, so pass 2
-//! holds each submission's region timings back until the submission is settled: a
+//! A flow needs both of its ends timed, and the producer's slice must carry it, so the
+//! pass holds each submission's region timings back until the submission is settled: a
 //! submission of runtime `r` is written once a `Submit` two [`WINDOW`]s later is read,
 //! and its cross-submission flows are decided then, from the waits of the submissions
 //! up to [`WINDOW`] after it (all read by then, as records of one submission lie within a
@@ -38,19 +42,23 @@
 //! earlier, or a timing read after its submission was written, is still exported (the
 //! wait in the slice's hazards, the timing as a slice) without its flow, and counted in
 //! [`ExportCounts::flows_not_drawn`]: the caller says so.
+//!
+//! Until session 11 the export read the trace twice (a first pass to name things and find
+//! the tracks in use): one decode pass of a 10M-region trace is about 5.8 s of CPU here.
 
 mod chrome;
 mod perfetto;
 
-use crate::index::{Index, QUEUES, RegionRef, queue_name, queue_slot};
+use crate::hash::IdMap;
+use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
 use crate::scan::{JoinedSpan, ScanSummary, Visitor, scan_reader};
 use hrx_capture::schema::{
-    Access, CrossWait, NodeIndex, Record, RefusalKind, RegionIndex, RegionKind, RuntimeId, Status,
-    SubmissionIndex, Use,
+    Access, CrossWait, NodeIndex, Prepared, Record, RefusalKind, RegionIndex, RegionKind,
+    RuntimeId, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 
 /// Submissions per settling window (see the module docs).
@@ -141,134 +149,99 @@ fn track_uuid(runtime: RuntimeId, slot: usize) -> u64 {
     process_uuid(runtime) | (slot as u64 + 1)
 }
 
-/// Pass 1: what names things, and which tracks are used (see the module docs).
+/// Each region's argument texts and label, by [`RegionRef`] (see the module docs).
 #[derive(Debug)]
-pub struct ExportPlan {
-    index: Index,
+struct Names {
     regions: Vec<RegionArgs>,
-    tracks: Vec<Track>,
-    /// Damage and skipped parts of the file, as read in pass 1.
+    /// Each region's label, with the generation it was made in (0: not made yet).
+    labels: Vec<(u64, String)>,
+    /// Bumped by every record that can change a label (an operation, a kernel's name).
+    generation: u64,
+}
+
+impl Names {
+    fn new() -> Names {
+        Names {
+            regions: Vec::new(),
+            labels: Vec::new(),
+            generation: 1,
+        }
+    }
+
+    fn prepared(&mut self, p: &Prepared) {
+        let first = self.regions.len();
+        for r in &p.regions {
+            let mut producers: Vec<u32> = r.dependencies.iter().map(|e| e.producer).collect();
+            producers.sort_unstable();
+            producers.dedup();
+            let hazards = r
+                .dependencies
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} buf {} [{}..{}) on region {}",
+                        e.kind.abbreviation(),
+                        e.buffer,
+                        e.start,
+                        e.end,
+                        e.producer
+                    )
+                })
+                .collect();
+            self.regions.push(RegionArgs {
+                kind: r.kind,
+                operations: r.nodes.len() as u64,
+                uses: r.uses.iter().map(use_text).collect(),
+                hazards,
+                internal_edges: r.internal_edges.len() as u64,
+                copy_bytes: r.copy_bytes,
+                producers,
+                consumers: Vec::new(),
+            });
+            self.labels.push((0, String::new()));
+        }
+        let graph = &mut self.regions[first..];
+        for consumer in 0..graph.len() {
+            for p in graph[consumer].producers.clone() {
+                if let Some(producer) = graph.get_mut(p as usize) {
+                    producer.consumers.push(consumer as u32);
+                }
+            }
+        }
+    }
+
+    /// Makes `region`'s label current: the timeline's name for it ([`crate::label_region`]).
+    fn refresh(&mut self, index: &Index, region: RegionRef) {
+        let generation = self.generation;
+        if let Some(entry) = self.labels.get_mut(region.0 as usize)
+            && entry.0 != generation
+        {
+            let info = index.region(region);
+            entry.1 = label_region(info.kind, info.queue, &index.region_ops(region));
+            entry.0 = generation;
+        }
+    }
+
+    /// `region`'s label, as of its last [`Names::refresh`].
+    fn label(&self, region: RegionRef) -> &str {
+        self.labels
+            .get(region.0 as usize)
+            .map_or("region", |(_, label)| label.as_str())
+    }
+}
+
+/// What an export wrote, and what it read.
+#[derive(Debug)]
+pub struct Exported {
+    /// What was written.
+    pub counts: ExportCounts,
+    /// Damage and skipped parts of the file.
     pub warnings: Vec<Warning>,
-    /// How the file ended.
+    /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Region and operation timings that never joined a recorded submission and region:
     /// they are not exported.
     pub unplaced_timings: u64,
-}
-
-#[derive(Default)]
-struct Pass1 {
-    runtimes: BTreeMap<RuntimeId, String>,
-    used: BTreeMap<RuntimeId, [bool; QUEUES.len() + 1]>,
-    regions: Vec<RegionArgs>,
-}
-
-impl Visitor for Pass1 {
-    fn record(&mut self, _: &Index, record: &Record) {
-        match record {
-            Record::RuntimeStart(r) => {
-                self.runtimes.insert(
-                    r.runtime,
-                    format!("hrx runtime {} ({}: {})", r.runtime, r.backend, r.device),
-                );
-            }
-            Record::Prepared(p) => {
-                let first = self.regions.len();
-                for r in &p.regions {
-                    let mut producers: Vec<u32> =
-                        r.dependencies.iter().map(|e| e.producer).collect();
-                    producers.sort_unstable();
-                    producers.dedup();
-                    let hazards = r
-                        .dependencies
-                        .iter()
-                        .map(|e| {
-                            format!(
-                                "{} buf {} [{}..{}) on region {}",
-                                e.kind.abbreviation(),
-                                e.buffer,
-                                e.start,
-                                e.end,
-                                e.producer
-                            )
-                        })
-                        .collect();
-                    self.regions.push(RegionArgs {
-                        kind: r.kind,
-                        operations: r.nodes.len() as u64,
-                        uses: r.uses.iter().map(use_text).collect(),
-                        hazards,
-                        internal_edges: r.internal_edges.len() as u64,
-                        copy_bytes: r.copy_bytes,
-                        producers,
-                        consumers: Vec::new(),
-                    });
-                }
-                let graph = &mut self.regions[first..];
-                for consumer in 0..graph.len() {
-                    for p in graph[consumer].producers.clone() {
-                        if let Some(producer) = graph.get_mut(p as usize) {
-                            producer.consumers.push(consumer as u32);
-                        }
-                    }
-                }
-            }
-            other => {
-                if let Some(runtime) = instant_runtime(other) {
-                    self.used.entry(runtime).or_default()[EVENTS_SLOT] = true;
-                }
-            }
-        }
-    }
-
-    fn span(&mut self, index: &Index, span: &JoinedSpan) {
-        let slot = queue_slot(index.region(span.region).queue);
-        self.used.entry(span.runtime).or_default()[slot] = true;
-    }
-
-    fn op_span(&mut self, index: &Index, span: &JoinedSpan, _: NodeIndex) {
-        self.span(index, span);
-    }
-}
-
-impl ExportPlan {
-    /// Pass 1 over `reader`.
-    ///
-    /// # Errors
-    ///
-    /// The reader's [`ReadError`] when a part of the file that must be read is unusable.
-    pub fn build<R: Read>(reader: TraceReader<R>) -> Result<ExportPlan, ReadError> {
-        ExportPlan::build_from(reader)
-    }
-
-    fn build_from(source: impl Source) -> Result<ExportPlan, ReadError> {
-        let mut pass = Pass1::default();
-        let summary = source.scan(&mut pass)?;
-        let mut tracks = Vec::new();
-        for (&runtime, used) in &pass.used {
-            let process = pass
-                .runtimes
-                .get(&runtime)
-                .cloned()
-                .unwrap_or_else(|| format!("hrx runtime {runtime}"));
-            for (slot, _) in used.iter().enumerate().filter(|(_, used)| **used) {
-                tracks.push(Track {
-                    runtime,
-                    slot,
-                    name: QUEUES.get(slot).map_or("Events", |&q| queue_name(q)),
-                    process: process.clone(),
-                });
-            }
-        }
-        Ok(ExportPlan {
-            index: summary.index,
-            regions: pass.regions,
-            tracks,
-            warnings: summary.warnings,
-            recovery: summary.recovery,
-            unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
-        })
-    }
 }
 
 /// A slice argument.
@@ -277,6 +250,24 @@ pub(crate) enum Arg<'a> {
     Uint(u64),
     Str(Cow<'a, str>),
     List(Vec<Cow<'a, str>>),
+    /// A list of texts kept elsewhere (a region's, made once per graph): `.0`, then `.1`.
+    Texts(&'a [String], &'a [String]),
+}
+
+impl Arg<'_> {
+    /// A list's items, in order; `None` for a number or a string.
+    fn items(&self) -> Option<impl Iterator<Item = &str>> {
+        let (list, first, second): (&[Cow<'_, str>], &[String], &[String]) = match self {
+            Arg::List(list) => (list, &[], &[]),
+            Arg::Texts(first, second) => (&[], first, second),
+            Arg::Uint(_) | Arg::Str(_) => return None,
+        };
+        Some(
+            list.iter()
+                .map(AsRef::as_ref)
+                .chain(first.iter().chain(second).map(String::as_str)),
+        )
+    }
 }
 
 /// A slice (a timed region or operation).
@@ -306,8 +297,9 @@ pub(crate) struct Instant<'a> {
 
 /// What an output format does with the stream of tracks, slices and instants.
 trait Sink {
-    /// Declares every track, before anything else.
-    fn tracks(&mut self, tracks: &[Track]) -> io::Result<()>;
+    /// Declares a track, before anything on it; `new_process`: the first of its runtime's
+    /// tracks, so its process is declared first.
+    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()>;
     /// Writes one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()>;
     /// Writes one instant event.
@@ -316,23 +308,22 @@ trait Sink {
     fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Pass 2: streams every timing and event of `reader` (the same trace as the plan's) into
-/// `out` in `format`. Give `out` a large buffer: it is written in small pieces.
+/// Streams every timing and event of `reader` into `out` in `format`, in one pass. Give
+/// `out` a large buffer: it is written in small pieces.
 ///
 /// # Errors
 ///
 /// [`ExportError::Read`] when the trace cannot be read, [`ExportError::Write`] when the
 /// output cannot be written.
 pub fn write<R: Read, W: Write>(
-    plan: &ExportPlan,
     reader: TraceReader<R>,
     format: Format,
     out: W,
-) -> Result<ExportCounts, ExportError> {
-    write_from(plan, format, out, reader)
+) -> Result<Exported, ExportError> {
+    write_from(format, out, reader)
 }
 
-/// Where a pass reads records: a trace file, or records in memory (tests).
+/// Where the pass reads records: a trace file, or records in memory (tests).
 trait Source {
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
@@ -350,43 +341,45 @@ impl Source for &[Record] {
 }
 
 fn write_from<W: Write>(
-    plan: &ExportPlan,
     format: Format,
     out: W,
     source: impl Source,
-) -> Result<ExportCounts, ExportError> {
+) -> Result<Exported, ExportError> {
     match format {
-        Format::Chrome => write_to(plan, chrome::Writer::new(out), source),
-        Format::Perfetto => write_to(plan, perfetto::Writer::new(out), source),
+        Format::Chrome => write_to(chrome::Writer::new(out), source),
+        Format::Perfetto => write_to(perfetto::Writer::new(out), source),
     }
 }
 
-fn write_to<S: Sink>(
-    plan: &ExportPlan,
-    sink: S,
-    source: impl Source,
-) -> Result<ExportCounts, ExportError> {
-    let mut pass = Pass2 {
-        plan,
-        sink,
-        counts: ExportCounts {
-            tracks: plan.tracks.len(),
-            ..ExportCounts::default()
+fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportError> {
+    let mut pass = Pass {
+        out: Out {
+            sink,
+            counts: ExportCounts::default(),
+            error: None,
+            processes: BTreeMap::new(),
+            declared: Vec::new(),
         },
-        runtimes: HashMap::new(),
-        error: None,
+        names: Names::new(),
+        scratch: Scratch::default(),
+        runtimes: Vec::new(),
     };
-    pass.sink.tracks(&plan.tracks)?;
-    source.scan(&mut pass)?;
-    let runtimes: Vec<RuntimeId> = pass.runtimes.keys().copied().collect();
+    let summary = source.scan(&mut pass)?;
+    let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
     for runtime in runtimes {
-        pass.settle(runtime, u64::MAX);
+        pass.settle(&summary.index, runtime, u64::MAX);
     }
-    if let Some(error) = pass.error.take() {
+    let mut out = pass.out;
+    if let Some(error) = out.error.take() {
         return Err(error.into());
     }
-    pass.sink.finish()?;
-    Ok(pass.counts)
+    out.sink.finish()?;
+    Ok(Exported {
+        counts: out.counts,
+        warnings: summary.warnings,
+        recovery: summary.recovery,
+        unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+    })
 }
 
 /// A submission held back until it settles.
@@ -410,82 +403,230 @@ impl Held {
     }
 }
 
-/// Pass 2's submissions of one runtime.
+impl Held {
+    /// Empties it, keeping its vectors' room for the next submission.
+    fn reset(&mut self) {
+        self.slot = 0;
+        self.spans.clear();
+        self.waits.clear();
+        self.waited_by.clear();
+        self.flows_in.clear();
+    }
+}
+
+/// The held submissions of one runtime.
 #[derive(Debug, Default)]
 struct RuntimeHeld {
-    held: BTreeMap<u64, Held>,
+    held: IdMap<u64, Held>,
     /// Every submission below this one was written.
     written_below: u64,
 }
 
-struct Pass2<'p, S> {
-    plan: &'p ExportPlan,
+/// The output side of the pass: the sink, what was declared and counted.
+struct Out<S> {
     sink: S,
     counts: ExportCounts,
-    runtimes: HashMap<RuntimeId, RuntimeHeld>,
     /// The first write error; the pass stops writing after it.
     error: Option<io::Error>,
+    /// Each runtime's display name, from its `RuntimeStart`.
+    processes: BTreeMap<RuntimeId, String>,
+    /// The tracks declared, by runtime (few) and slot.
+    declared: Vec<(RuntimeId, [bool; QUEUES.len() + 1])>,
 }
 
-impl<S: Sink> Pass2<'_, S> {
-    /// The held submission, or `None` when it was already written.
-    fn held(&mut self, runtime: RuntimeId, submission: SubmissionIndex) -> Option<&mut Held> {
-        let rt = self.runtimes.entry(runtime).or_default();
-        (submission.0 >= rt.written_below).then(|| rt.held.entry(submission.0).or_default())
-    }
-
-    /// Writes every submission of `runtime` below `below - 2 * WINDOW`, oldest first.
-    fn settle(&mut self, runtime: RuntimeId, newest: u64) {
-        let horizon = newest.saturating_sub(2 * WINDOW);
-        loop {
-            let Some(rt) = self.runtimes.get_mut(&runtime) else {
-                return;
-            };
-            let Some(entry) = rt.held.first_entry() else {
-                rt.written_below = rt.written_below.max(horizon);
-                return;
-            };
-            if *entry.key() >= horizon && newest != u64::MAX {
-                rt.written_below = rt.written_below.max(horizon);
-                return;
-            }
-            let submission = *entry.key();
-            let held = entry.remove();
-            rt.written_below = rt.written_below.max(submission + 1);
-            self.emit(runtime, SubmissionIndex(submission), held);
+impl<S: Sink> Out<S> {
+    /// Declares track `slot` of `runtime` unless it was.
+    fn declare(&mut self, runtime: RuntimeId, slot: usize) {
+        let at = self.declared.iter().position(|(r, _)| *r == runtime);
+        let new_process = at.is_none();
+        let at = at.unwrap_or_else(|| {
+            self.declared.push((runtime, [false; QUEUES.len() + 1]));
+            self.declared.len() - 1
+        });
+        if std::mem::replace(&mut self.declared[at].1[slot], true) {
+            return;
+        }
+        self.counts.tracks += 1;
+        if self.error.is_some() {
+            return;
+        }
+        let track = Track {
+            runtime,
+            slot,
+            name: QUEUES.get(slot).map_or("Events", |&q| queue_name(q)),
+            process: self
+                .processes
+                .get(&runtime)
+                .cloned()
+                .unwrap_or_else(|| format!("hrx runtime {runtime}")),
+        };
+        if let Err(e) = self.sink.track(&track, new_process) {
+            self.error = Some(e);
         }
     }
 
+    fn slice(&mut self, slice: &Slice<'_>) {
+        self.declare(slice.runtime, slice.slot);
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.slices += 1;
+        self.counts.flows += slice.flows_out.len() as u64;
+        if let Err(e) = self.sink.slice(slice) {
+            self.error = Some(e);
+        }
+    }
+
+    fn instant(&mut self, instant: &Instant<'_>) {
+        self.declare(instant.runtime, EVENTS_SLOT);
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.instants += 1;
+        if let Err(e) = self.sink.instant(instant) {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// What the pass reuses instead of allocating per slice or submission.
+#[derive(Default)]
+struct Scratch {
+    /// Cross-submission waits as text.
+    texts: Vec<String>,
+    /// Emptied submissions.
+    free: Vec<Held>,
+}
+
+/// The one pass (see the module docs).
+struct Pass<S> {
+    out: Out<S>,
+    names: Names,
+    scratch: Scratch,
+    /// Held submissions by runtime (few).
+    runtimes: Vec<(RuntimeId, RuntimeHeld)>,
+}
+
+impl<S: Sink> Pass<S> {
+    /// The held submission, or `None` when it was already written.
+    fn held(&mut self, runtime: RuntimeId, submission: SubmissionIndex) -> Option<&mut Held> {
+        let at = match self.runtimes.iter().position(|(r, _)| *r == runtime) {
+            Some(at) => at,
+            None => {
+                self.runtimes.push((runtime, RuntimeHeld::default()));
+                self.runtimes.len() - 1
+            }
+        };
+        let rt = &mut self.runtimes[at].1;
+        let free = &mut self.scratch.free;
+        (submission.0 >= rt.written_below).then(|| {
+            rt.held
+                .entry(submission.0)
+                .or_insert_with(|| free.pop().unwrap_or_default())
+        })
+    }
+
+    /// Writes every submission of `runtime` below `newest - 2 * WINDOW`, oldest first
+    /// (all of them for `u64::MAX`).
+    fn settle(&mut self, index: &Index, runtime: RuntimeId, newest: u64) {
+        let horizon = match newest {
+            u64::MAX => u64::MAX,
+            n => n.saturating_sub(2 * WINDOW),
+        };
+        let Some((_, rt)) = self.runtimes.iter_mut().find(|(r, _)| *r == runtime) else {
+            return;
+        };
+        if horizon <= rt.written_below {
+            return;
+        }
+        // Submission numbers are dense, so stepping through the range costs about one look-up
+        // per submission; a sparse range (a damaged trace, the end) sorts what is held.
+        let sparse = (horizon - rt.written_below > 2 * rt.held.len() as u64 + 64).then(|| {
+            let mut keys: Vec<u64> = rt.held.keys().copied().filter(|&k| k < horizon).collect();
+            keys.sort_unstable();
+            keys.into_iter()
+        });
+        let mut dense = rt.written_below..horizon;
+        let mut sparse = sparse;
+        loop {
+            let next = match &mut sparse {
+                Some(keys) => keys.next(),
+                None => dense.next(),
+            };
+            let Some(submission) = next else {
+                break;
+            };
+            let Some(held) = rt.held.remove(&submission) else {
+                continue;
+            };
+            rt.written_below = submission + 1;
+            let here = Settled {
+                index,
+                runtime,
+                submission: SubmissionIndex(submission),
+            };
+            here.emit(
+                &mut self.names,
+                &mut self.out,
+                rt,
+                &held,
+                &mut self.scratch.texts,
+            );
+            let mut held = held;
+            held.reset();
+            self.scratch.free.push(held);
+        }
+        rt.written_below = rt.written_below.max(horizon);
+    }
+}
+
+/// A submission being written.
+struct Settled<'i> {
+    index: &'i Index,
+    runtime: RuntimeId,
+    submission: SubmissionIndex,
+}
+
+impl Settled<'_> {
     /// Writes a settled submission's region slices with their flows.
-    fn emit(&mut self, runtime: RuntimeId, submission: SubmissionIndex, held: Held) {
+    fn emit<S: Sink>(
+        &self,
+        names: &mut Names,
+        out: &mut Out<S>,
+        rt: &mut RuntimeHeld,
+        held: &Held,
+        texts: &mut Vec<String>,
+    ) {
+        let Settled {
+            index,
+            runtime,
+            submission,
+        } = *self;
         // Cross-submission flows out: the consumers are still held (they are later).
         let mut out_cross: Vec<(RegionIndex, u64)> = Vec::new();
-        if !held.waited_by.is_empty()
-            && let Some(rt) = self.runtimes.get_mut(&runtime)
-        {
-            for &(consumer_sub, consumer_region, region) in &held.waited_by {
-                if !held.timed(region) {
-                    continue;
-                }
-                let Some(consumer) = rt.held.get_mut(&consumer_sub.0) else {
-                    continue;
-                };
-                if consumer.timed(consumer_region) {
-                    let id = flow_id(
-                        1,
-                        (runtime, submission, region),
-                        (runtime, consumer_sub, consumer_region),
-                    );
-                    out_cross.push((region, id));
-                    consumer.flows_in.push((consumer_region, id));
-                }
+        for &(consumer_sub, consumer_region, region) in &held.waited_by {
+            if !held.timed(region) {
+                continue;
+            }
+            let Some(consumer) = rt.held.get_mut(&consumer_sub.0) else {
+                continue;
+            };
+            if consumer.timed(consumer_region) {
+                let id = flow_id(
+                    1,
+                    (runtime, submission, region),
+                    (runtime, consumer_sub, consumer_region),
+                );
+                out_cross.push((region, id));
+                consumer.flows_in.push((consumer_region, id));
             }
         }
         let mut flows_in = Vec::new();
         let mut flows_out = Vec::new();
-        let plan = self.plan;
         for &(region, ref span) in &held.spans {
-            let args = &plan.regions[span.region.0 as usize];
+            names.refresh(index, span.region);
+            let names = &*names;
+            let args = &names.regions[span.region.0 as usize];
             let here = |r: u32| (runtime, submission, RegionIndex(r));
             flows_in.clear();
             flows_out.clear();
@@ -502,21 +643,13 @@ impl<S: Sink> Pass2<'_, S> {
                     .filter(|&&c| timed(c))
                     .map(|&c| flow_id(0, here(region.0), here(c))),
             );
-            let mut hazards: Vec<Cow<'_, str>> = args
-                .hazards
-                .iter()
-                .map(|h| Cow::Borrowed(h.as_str()))
-                .collect();
+            let mut waits = 0;
             for w in held.waits.iter().filter(|w| w.region == region) {
-                hazards.push(Cow::Owned(format!(
-                    "{} buf {} [{}..{}) on submission {} region {}",
-                    w.kind.abbreviation(),
-                    w.buffer,
-                    w.start,
-                    w.end,
-                    w.on_submission,
-                    w.on_region
-                )));
+                if texts.len() == waits {
+                    texts.push(String::new());
+                }
+                wait_text(&mut texts[waits], w);
+                waits += 1;
             }
             flows_in.extend(
                 held.flows_in
@@ -530,40 +663,38 @@ impl<S: Sink> Pass2<'_, S> {
                     .filter(|(r, _)| *r == region)
                     .map(|&(_, id)| id),
             );
+            let hazards = Arg::Texts(&args.hazards, &texts[..waits]);
             let slice = region_slice(
-                plan, span, region, held.slot, hazards, &flows_in, &flows_out,
+                index, names, span, region, held.slot, hazards, &flows_in, &flows_out,
             );
-            self.slice(&slice);
-        }
-    }
-
-    fn slice(&mut self, slice: &Slice<'_>) {
-        if self.error.is_some() {
-            return;
-        }
-        self.counts.slices += 1;
-        self.counts.flows += slice.flows_out.len() as u64;
-        if let Err(e) = self.sink.slice(slice) {
-            self.error = Some(e);
+            out.slice(&slice);
         }
     }
 }
 
-impl<S: Sink> Visitor for Pass2<'_, S> {
-    fn record(&mut self, _: &Index, record: &Record) {
+impl<S: Sink> Visitor for Pass<S> {
+    fn record(&mut self, index: &Index, record: &Record) {
         match record {
+            Record::RuntimeStart(r) => {
+                self.out.processes.insert(
+                    r.runtime,
+                    format!("hrx runtime {} ({}: {})", r.runtime, r.backend, r.device),
+                );
+            }
+            Record::Prepared(p) => self.names.prepared(p),
+            Record::GraphOp(_) | Record::KernelLoaded(_) => self.names.generation += 1,
             Record::Submit(s) => {
                 if let Some(held) = self.held(s.runtime, s.submission) {
                     held.slot = s.slot;
                 }
-                self.settle(s.runtime, s.submission.0);
+                self.settle(index, s.runtime, s.submission.0);
             }
             Record::CrossWait(w) => {
                 let (consumer, producer) = (w.submission, w.on_submission);
                 match self.held(w.runtime, consumer) {
                     Some(held) => held.waits.push(*w),
                     // Its timing was written already: the slice's hazards miss it too.
-                    None => self.counts.flows_not_drawn += 1,
+                    None => self.out.counts.flows_not_drawn += 1,
                 }
                 let pair = (consumer, w.region, w.on_region);
                 match self.held(w.runtime, producer) {
@@ -572,17 +703,14 @@ impl<S: Sink> Visitor for Pass2<'_, S> {
                             held.waited_by.push(pair);
                         }
                     }
-                    None => self.counts.flows_not_drawn += 1,
+                    None => self.out.counts.flows_not_drawn += 1,
                 }
             }
             other => {
-                if self.error.is_none()
+                if self.out.error.is_none()
                     && let Some(instant) = instant(other)
                 {
-                    self.counts.instants += 1;
-                    if let Err(e) = self.sink.instant(&instant) {
-                        self.error = Some(e);
-                    }
+                    self.out.instant(&instant);
                 }
             }
         }
@@ -594,16 +722,16 @@ impl<S: Sink> Visitor for Pass2<'_, S> {
             Some(held) => held.spans.push((region, *span)),
             None => {
                 // Its submission was written already: a slice without flows.
-                self.counts.flows_not_drawn += 1;
-                let plan = self.plan;
-                let slice = region_slice(plan, span, region, 0, Vec::new(), &[], &[]);
-                self.slice(&slice);
+                self.out.counts.flows_not_drawn += 1;
+                self.names.refresh(index, span.region);
+                let hazards = Arg::Texts(&[], &[]);
+                let slice = region_slice(index, &self.names, span, region, 0, hazards, &[], &[]);
+                self.out.slice(&slice);
             }
         }
     }
 
-    fn op_span(&mut self, _: &Index, span: &JoinedSpan, node: NodeIndex) {
-        let index = &self.plan.index;
+    fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
         let info = index.region(span.region);
         let p = &index.prepared()[info.prepared.0 as usize];
         let name: Cow<'_, str> = match index.op(p.runtime, p.graph, node) {
@@ -625,7 +753,7 @@ impl<S: Sink> Visitor for Pass2<'_, S> {
             flows_out: &[],
             flows_in: &[],
         };
-        self.slice(&slice);
+        self.out.slice(&slice);
     }
 }
 
@@ -656,40 +784,31 @@ fn flow_id(tag: u8, producer: Key, consumer: Key) -> u64 {
     (h & ((1 << 53) - 1)).max(1)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn region_slice<'a>(
-    plan: &'a ExportPlan,
+    index: &Index,
+    names: &'a Names,
     span: &JoinedSpan,
     index_in_graph: RegionIndex,
     slot: u32,
-    hazards: Vec<Cow<'a, str>>,
+    hazards: Arg<'a>,
     flows_in: &'a [u64],
     flows_out: &'a [u64],
 ) -> Slice<'a> {
     let region: RegionRef = span.region;
-    let args = &plan.regions[region.0 as usize];
-    let info = plan.index.region(region);
-    let name = plan
-        .index
-        .label(region)
-        .and_then(|l| plan.index.labels().get(l.0 as usize))
-        .map_or("region", String::as_str);
-    let mut list = vec![
+    let args = &names.regions[region.0 as usize];
+    let info = index.region(region);
+    let name = names.label(region);
+    let mut list = Vec::with_capacity(10);
+    list.extend([
         ("submission", Arg::Uint(span.submission.0)),
         ("region", Arg::Uint(index_in_graph.0.into())),
         ("slot", Arg::Uint(slot.into())),
         ("kind", Arg::Str(Cow::Borrowed(kind_name(args.kind)))),
         ("operations", Arg::Uint(args.operations)),
-        (
-            "uses",
-            Arg::List(
-                args.uses
-                    .iter()
-                    .map(|u| Cow::Borrowed(u.as_str()))
-                    .collect(),
-            ),
-        ),
-        ("hazards", Arg::List(hazards)),
-    ];
+        ("uses", Arg::Texts(&args.uses, &[])),
+        ("hazards", hazards),
+    ]);
     if args.internal_edges > 0 {
         list.push(("internal_edges", Arg::Uint(args.internal_edges)));
     }
@@ -830,6 +949,36 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
         time_ns,
         args,
     })
+}
+
+/// `WAR buf 4 [0..8) on submission 0 region 3` into `text`, without `format!` (one per
+/// cross-submission wait: about a tenth of an export's instructions went to `fmt`).
+fn wait_text(text: &mut String, w: &CrossWait) {
+    fn number(text: &mut String, mut v: u64) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    }
+    text.clear();
+    text.push_str(w.kind.abbreviation());
+    text.push_str(" buf ");
+    number(text, w.buffer.0);
+    text.push_str(" [");
+    number(text, w.start);
+    text.push_str("..");
+    number(text, w.end);
+    text.push_str(") on submission ");
+    number(text, w.on_submission.0);
+    text.push_str(" region ");
+    number(text, w.on_region.0.into());
 }
 
 /// `buf 3 [0..64000) read-write`.

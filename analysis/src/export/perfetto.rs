@@ -73,8 +73,9 @@ const FIXED64: u32 = 1;
 const LEN: u32 = 2;
 
 /// A protobuf encoder into one reused buffer. Length-delimited fields are opened with
-/// [`Encoder::open`], which leaves one byte for the length, and closed with
-/// [`Encoder::close`], which widens it when the content is 128 bytes or more.
+/// [`Encoder::open`] (one byte left for the length) or [`Encoder::open_wide`] (two), and
+/// closed with [`Encoder::close`] or [`Encoder::close_wide`], which move the content only
+/// when the length needs another number of bytes.
 #[derive(Default)]
 pub(super) struct Encoder {
     pub(super) buf: Vec<u8>,
@@ -114,19 +115,35 @@ impl Encoder {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
-    /// Opens a length-delimited field; returns where its content starts.
+    /// Opens a length-delimited field with room for a one-byte length; returns where its
+    /// content starts.
     fn open(&mut self, field: u32) -> usize {
         self.key(field, LEN);
         self.buf.push(0);
         self.buf.len()
     }
 
+    /// Opens a length-delimited field with room for a two-byte length (content of 128 bytes
+    /// to 16 KiB, as a slice's packet and event are): closing it then moves nothing.
+    fn open_wide(&mut self, field: u32) -> usize {
+        self.key(field, LEN);
+        self.buf.extend_from_slice(&[0, 0]);
+        self.buf.len()
+    }
+
     fn close(&mut self, start: usize) {
+        self.close_with(start, 1);
+    }
+
+    fn close_wide(&mut self, start: usize) {
+        self.close_with(start, 2);
+    }
+
+    /// Writes the length of the field whose content starts at `start` into the `room` bytes
+    /// before it, moving the content when the length's varint needs another size (a
+    /// generated encoder writes the shortest varint, and so does this one).
+    fn close_with(&mut self, start: usize, room: usize) {
         let len = self.buf.len() - start;
-        if len < 0x80 {
-            self.buf[start - 1] = len as u8;
-            return;
-        }
         let mut head = [0u8; 10];
         let mut n = 0;
         let mut v = len as u64;
@@ -137,7 +154,16 @@ impl Encoder {
         }
         head[n] = v as u8;
         n += 1;
-        self.buf.splice(start - 1..start, head[..n].iter().copied());
+        let end = self.buf.len();
+        if n > room {
+            self.buf.resize(end + n - room, 0);
+            self.buf.copy_within(start..end, start + n - room);
+        } else if n < room {
+            self.buf.copy_within(start..end, start - (room - n));
+            self.buf.truncate(end - (room - n));
+        }
+        let at = start - room;
+        self.buf[at..at + n].copy_from_slice(&head[..n]);
     }
 
     pub(super) fn annotation(&mut self, field: u32, name: Option<&str>, arg: &Arg<'_>) {
@@ -145,12 +171,12 @@ impl Encoder {
         match arg {
             Arg::Uint(v) => self.uint(field::UINT_VALUE, *v),
             Arg::Str(s) => self.string(field::STRING_VALUE, s),
-            Arg::List(_) => {}
+            Arg::List(_) | Arg::Texts(..) => {}
         }
         if let Some(name) = name {
             self.string(field::ANNOTATION_NAME, name);
         }
-        if let Arg::List(items) = arg {
+        if let Some(items) = arg.items() {
             for item in items {
                 let item_at = self.open(field::ARRAY_VALUES);
                 self.string(field::STRING_VALUE, item);
@@ -181,16 +207,22 @@ impl<W: Write> Writer<W> {
     }
 
     /// Opens a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
-    /// fields numbered 11 and up except the sequence flags.
+    /// fields numbered 11 and up except the sequence flags. `wide`: room for a two-byte
+    /// length (a slice's begin, 128 bytes or more).
     fn packet(
         &mut self,
         timestamp: Option<u64>,
         body: impl FnOnce(&mut Encoder),
         descriptor: bool,
+        wide: bool,
     ) -> io::Result<()> {
         let enc = &mut self.enc;
         enc.buf.clear();
-        let at = enc.open(field::TRACE_PACKET);
+        let at = if wide {
+            enc.open_wide(field::TRACE_PACKET)
+        } else {
+            enc.open(field::TRACE_PACKET)
+        };
         if let Some(t) = timestamp {
             enc.uint(field::TIMESTAMP, t);
         }
@@ -208,7 +240,11 @@ impl<W: Write> Writer<W> {
         if let Some(body) = body {
             body(enc);
         }
-        enc.close(at);
+        if wide {
+            enc.close_wide(at);
+        } else {
+            enc.close(at);
+        }
         self.out.write_all(&enc.buf)
     }
 }
@@ -224,6 +260,7 @@ struct Event<'e, 'a> {
 }
 
 fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
+    let wide = !e.args.is_empty();
     let Event {
         category,
         name,
@@ -231,7 +268,11 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
         flows_out,
         flows_in,
     } = e;
-    let at = enc.open(field::TRACK_EVENT);
+    let at = if wide {
+        enc.open_wide(field::TRACK_EVENT)
+    } else {
+        enc.open(field::TRACK_EVENT)
+    };
     for (key, arg) in args {
         enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
     }
@@ -249,44 +290,45 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
     for &id in flows_in {
         enc.fixed64(field::TERMINATING_FLOW_IDS, id);
     }
-    enc.close(at);
+    if wide {
+        enc.close_wide(at);
+    } else {
+        enc.close(at);
+    }
 }
 
 impl<W: Write> Sink for Writer<W> {
-    fn tracks(&mut self, tracks: &[Track]) -> io::Result<()> {
-        let mut declared = Vec::new();
-        for track in tracks {
-            if !declared.contains(&track.runtime) {
-                declared.push(track.runtime);
-                self.packet(
-                    None,
-                    |enc| {
-                        let at = enc.open(field::TRACK_DESCRIPTOR);
-                        enc.uint(field::UUID, process_uuid(track.runtime));
-                        let process = enc.open(field::PROCESS);
-                        enc.int32(field::PID, track.runtime.0 as i32);
-                        enc.string(field::PROCESS_NAME, &track.process);
-                        enc.close(process);
-                        enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
-                        enc.close(at);
-                    },
-                    true,
-                )?;
-            }
+    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
+        if new_process {
             self.packet(
                 None,
                 |enc| {
                     let at = enc.open(field::TRACK_DESCRIPTOR);
-                    enc.uint(field::UUID, track_uuid(track.runtime, track.slot));
-                    enc.string(field::NAME, track.name);
-                    enc.uint(field::PARENT_UUID, process_uuid(track.runtime));
-                    enc.int32(field::SIBLING_ORDER_RANK, track.slot as i32);
+                    enc.uint(field::UUID, process_uuid(track.runtime));
+                    let process = enc.open(field::PROCESS);
+                    enc.int32(field::PID, track.runtime.0 as i32);
+                    enc.string(field::PROCESS_NAME, &track.process);
+                    enc.close(process);
+                    enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
                     enc.close(at);
                 },
                 true,
+                false,
             )?;
         }
-        Ok(())
+        self.packet(
+            None,
+            |enc| {
+                let at = enc.open(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, track_uuid(track.runtime, track.slot));
+                enc.string(field::NAME, track.name);
+                enc.uint(field::PARENT_UUID, process_uuid(track.runtime));
+                enc.int32(field::SIBLING_ORDER_RANK, track.slot as i32);
+                enc.close(at);
+            },
+            true,
+            false,
+        )
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
@@ -304,10 +346,12 @@ impl<W: Write> Sink for Writer<W> {
                 event(enc, TYPE_SLICE_BEGIN, track, e)
             },
             false,
+            true,
         )?;
         self.packet(
             Some(slice.end_ns),
             |enc| event(enc, TYPE_SLICE_END, track, Event::default()),
+            false,
             false,
         )
     }
@@ -326,6 +370,7 @@ impl<W: Write> Sink for Writer<W> {
                 event(enc, TYPE_INSTANT, track, e)
             },
             false,
+            true,
         )
     }
 

@@ -85,10 +85,9 @@ mod pb {
 }
 
 fn export(records: &[Record], format: Format) -> (Vec<u8>, ExportCounts) {
-    let plan = ExportPlan::build_from(records).unwrap();
     let mut out = Vec::new();
-    let counts = write_from(&plan, format, &mut out, records).unwrap();
-    (out, counts)
+    let exported = write_from(format, &mut out, records).unwrap();
+    (out, exported.counts)
 }
 
 /// Flows the records call for, counted independently: (runtime, producer submission,
@@ -333,4 +332,140 @@ fn flow_ids_fit_json_numbers_and_tell_edges_apart() {
     assert_ne!(flow_id(0, a, b), flow_id(0, b, a));
     assert_ne!(flow_id(0, a, b), flow_id(1, a, b));
     assert_eq!(flow_id(1, a, b), flow_id(1, a, b));
+}
+
+/// A trace file of `spec`, written through the recorder as `hrx-trace record` writes one.
+fn trace_file(spec: PipelineSpec) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let recorder =
+        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+    for record in pipeline(spec) {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&record);
+        }
+    }
+    let summary = recorder.close().unwrap();
+    assert_eq!(summary.dropped_records, 0);
+    std::fs::read(path).unwrap()
+}
+
+/// Counts the bytes read through it.
+struct Counting<'a> {
+    inner: &'a [u8],
+    read: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n);
+        Ok(n)
+    }
+}
+
+#[test]
+fn the_export_reads_the_trace_once() {
+    let file = trace_file(PipelineSpec::ops(400));
+    for format in [Format::Perfetto, Format::Chrome] {
+        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let reader = TraceReader::new(Counting {
+            inner: &file,
+            read: read.clone(),
+        })
+        .unwrap();
+        let exported = write(reader, format, io::sink()).unwrap();
+        assert_eq!(exported.counts.slices, 400);
+        assert_eq!(exported.unplaced_timings, 0);
+        // The two-pass export read it twice.
+        assert_eq!(read.get(), file.len(), "{format:?}");
+    }
+}
+
+#[test]
+fn each_track_is_declared_before_anything_on_it() {
+    let spec = PipelineSpec {
+        fail_at: Some(9),
+        busy_every: Some(4),
+        ..PipelineSpec::ops(60)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    let (out, counts) = export(&records, Format::Perfetto);
+    let (_, _, _, packets) = perfetto_counts(&out);
+    let mut declared = HashSet::new();
+    let mut tracks = 0;
+    for p in &packets {
+        if let Some(d) = &p.track_descriptor {
+            if let Some(parent) = d.parent_uuid {
+                assert!(declared.contains(&parent), "track before its process");
+                tracks += 1;
+            }
+            declared.insert(d.uuid.unwrap());
+        }
+        if let Some(e) = &p.track_event {
+            assert!(declared.contains(&e.track_uuid.unwrap()), "{e:?}");
+        }
+    }
+    // Four queues and the events track.
+    assert_eq!(tracks, 5);
+    assert_eq!(counts.tracks, 5);
+
+    let (out, counts) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let mut named = HashSet::new();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        let place = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        match (e["ph"].as_str().unwrap(), e["name"].as_str().unwrap()) {
+            ("M", "process_name") => {
+                named.insert(place);
+            }
+            ("M", _) => assert!(named.contains(&(place.0, 0)), "thread before its process"),
+            _ => assert!(named.contains(&(place.0, 0)), "{e}"),
+        }
+        if e["ph"] == "M" && e["name"] == "thread_name" {
+            named.insert(place);
+        } else if e["ph"] != "M" {
+            assert!(
+                named.contains(&place),
+                "an event before its thread's name: {e}"
+            );
+        }
+    }
+    assert_eq!(named.len(), 1 + counts.tracks);
+}
+
+#[test]
+fn a_label_is_made_again_when_a_later_kernel_names_it() {
+    let spec = PipelineSpec {
+        submissions: 2 * WINDOW + 60,
+        ..PipelineSpec::ops(0)
+    };
+    let mut records: Vec<Record> = pipeline(spec).collect();
+    // The kernels' names arrive late (another thread's ring), after the first submissions
+    // were written.
+    let kernels: Vec<Record> = records
+        .iter()
+        .filter(|r| matches!(r, Record::KernelLoaded(_)))
+        .cloned()
+        .collect();
+    records.retain(|r| !matches!(r, Record::KernelLoaded(_)));
+    let late = 2 * WINDOW + 30;
+    let at = records
+        .iter()
+        .position(|r| matches!(r, Record::Submit(s) if s.submission.0 == late))
+        .unwrap();
+    records.splice(at..at, kernels);
+    let (out, _) = export(&records, Format::Perfetto);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    let compute: Vec<String> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .filter(|e| e.r#type == Some(1) && e.track_uuid == Some(track_uuid(RuntimeId(1), 1)))
+        .filter_map(|e| e.name.clone())
+        .collect();
+    assert_eq!(compute.len() as u64, 2 * WINDOW + 60);
+    // Written before the names were read: named as the index knew them then.
+    assert_eq!(compute[0], "kernel 10 +1");
+    assert_eq!(compute.last().unwrap(), "blur +1");
 }
