@@ -9,6 +9,8 @@
 //!   buffers, kernels and labels, not with submissions or regions.
 //! - [`stats`]: per-kernel durations (bounded [`sketch`]es), lane utilisation, copy
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
+//! - [`stats_follow`]: the same statistics of a trace still being written, read one new
+//!   block at a time (`hrx-trace stats --follow`).
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
@@ -39,6 +41,7 @@ pub mod scan;
 pub mod sketch;
 pub mod spans;
 pub mod stats;
+pub mod stats_follow;
 pub mod synthetic;
 pub mod trim;
 pub mod units;

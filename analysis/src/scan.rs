@@ -179,6 +179,32 @@ impl Joiner {
         &self.index
     }
 
+    /// Whether the session's end record was read.
+    pub fn session_ended(&self) -> bool {
+        self.session_ended
+    }
+
+    /// What [`Joiner::finish`] would return now, the joiner kept for more records (a trace
+    /// still being written): timings waiting for their `Submit` are not counted unplaced,
+    /// as it may still come.
+    pub fn snapshot(&self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
+        let mut index = self.index.clone();
+        index.label_regions();
+        let mut running: Vec<RunningRegion> = self.started.values().copied().collect();
+        running.sort_by_key(|r| (r.runtime, r.submission, r.region));
+        ScanSummary {
+            index,
+            records: self.records,
+            submissions: self.submissions,
+            session_ended: self.session_ended,
+            unplaced_timings: self.unplaced_timings,
+            running,
+            unplaced_op_timings: self.unplaced_op_timings,
+            recovery,
+            warnings,
+        }
+    }
+
     /// Takes one record.
     pub fn push(&mut self, record: &Record, visitor: &mut impl Visitor) {
         self.records += 1;

@@ -210,7 +210,7 @@ struct CopyAcc {
 }
 
 /// The [`Visitor`] that gathers [`Stats`]; [`StatsVisitor::finish`] turns it into them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct StatsVisitor {
     /// Per region (model-wide), its durations.
     durations: Vec<Sketch>,

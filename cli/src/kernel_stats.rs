@@ -3,8 +3,12 @@
 //!
 //! With `--follow` the trace may still be being written: the summary is printed again
 //! each second (over the previous one on a terminal, after a `live:` line with the record
-//! count and rate; one compact JSON object a line with `--json`) until the trace is closed,
-//! then once more in full, the final report (exit 0), or until Ctrl-C.
+//! count and rate; one compact JSON object a line with `--json`, its `"live"` holding
+//! them) until the trace is closed or a fatal signal is recorded, then once more in full,
+//! the final report after a `closed:` or `crashed (SIGSEGV):` line (with `--json`, its
+//! `"follow"` says which), exit 0; or until Ctrl-C. Each refresh reads only the blocks
+//! appended since the last one (`hrx_analysis::stats_follow`). A trace that does not exist
+//! yet is waited for, up to 30 s, as `view --follow` waits.
 //!
 //! The numbers come from `hrx_analysis::stats`: one streaming pass over the memory-mapped
 //! trace in bounded memory (nothing is kept per submission or region). The timeline's
@@ -42,12 +46,14 @@
 use crate::args::StatsArgs;
 use crate::failure::TraceError;
 use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
+use hrx_analysis::stats_follow::{FollowError, StatsTail, TailState};
 use hrx_analysis::units::{bandwidth, bytes, duration, plural};
 use hrx_analysis::{KernelStats, ScanSummary, Stats, StatsVisitor, queue_name};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Runs `stats`.
 ///
@@ -56,7 +62,7 @@ use std::process::ExitCode;
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     if args.follow {
-        follow(&args)?;
+        return follow(&args);
     }
     let (stats, summary) = load(&args.file)?;
     let report = report(&args.file, &stats, &summary);
@@ -64,31 +70,36 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `stats --follow`: a summary each second until the trace is closed (see the module
-/// docs); the caller then prints the final report.
-fn follow(args: &StatsArgs) -> anyhow::Result<()> {
+/// How long `stats --follow` waits for a trace that does not exist yet (as `view --follow`).
+const FOLLOW_WAIT: Duration = Duration::from_secs(30);
+
+/// `stats --follow`: a summary each second, read one new block at a time, until the trace
+/// is closed or its program crashed; then the final report (see the module docs).
+fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    use std::time::{Duration, Instant};
     let terminal = io::stdout().is_terminal();
-    let mut last: Option<(Instant, u64)> = None;
-    loop {
-        // Quietly: an unclosed trace is expected here, and its warnings would repeat.
-        let mut visitor = StatsVisitor::new();
-        let summary = hrx_analysis::scan(&args.file, &mut visitor).map_err(|error| TraceError {
-            path: args.file.clone(),
-            error,
-        })?;
-        if summary.session_ended {
-            return Ok(());
+    let path = &args.file;
+    let fail = |error: FollowError| -> anyhow::Error {
+        match error {
+            FollowError::Read(error) => TraceError {
+                path: path.clone(),
+                error,
+            }
+            .into(),
+            other => other.into(),
         }
-        let stats = visitor.finish(&summary);
+    };
+    let mut tail = wait_for_trace(path, FOLLOW_WAIT).map_err(fail)?;
+    let mut last: Option<(Instant, u64)> = None;
+    while tail.state() == TailState::Live {
+        let (stats, summary) = tail.snapshot();
         let now = Instant::now();
-        let records = summary.records;
+        let records = tail.records();
         let rate = last.map_or(0.0, |(then, before): (Instant, u64)| {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
-        let report = report(&args.file, &stats, &summary);
+        let report = report(path, &stats, &summary);
         let mut out = io::stdout().lock();
         if args.json {
             let mut line = report;
@@ -111,6 +122,76 @@ fn follow(args: &StatsArgs) -> anyhow::Result<()> {
         out.flush()?;
         drop(out);
         std::thread::sleep(Duration::from_secs(1));
+        tail.read_new().map_err(fail)?;
+    }
+    let state = tail.state();
+    if state == TailState::Closed {
+        // The session end is written before the footer and trailer: give the recorder a
+        // moment to finish them, so that the final report says how the file ends.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !tail.recovery().closed && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            tail.read_new().map_err(fail)?;
+        }
+    }
+    let records = tail.records();
+    let (stats, summary) = tail.finish();
+    let mut report = report(path, &stats, &summary);
+    let ended = match state {
+        TailState::Crashed(fatal) => {
+            let name = crate::record::signal_name(fatal.signal)
+                .map_or_else(|| format!("signal {}", fatal.signal), str::to_owned);
+            // As `info` words it: a fault or an abort is a crash, another signal a kill.
+            let crash = matches!(
+                fatal.signal,
+                libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGABRT
+            );
+            let what = if crash { "crashed" } else { "was killed" };
+            eprintln!(
+                "warning: {}: the recorded program {what} ({name}); the final report covers \
+                 what it recorded",
+                path.display()
+            );
+            format!("{} ({name})", if crash { "crashed" } else { "killed" })
+        }
+        _ => "closed".to_owned(),
+    };
+    if args.json {
+        report["follow"] = json!({"records": records, "ended": ended});
+    } else {
+        let mut out = io::stdout().lock();
+        if terminal {
+            write!(out, "\x1b[H\x1b[2J")?;
+        }
+        writeln!(out, "{ended}: {records} records; the final report\n")?;
+    }
+    print_report(&report, args.json, write_text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `path` for following, waiting up to `wait` while it does not exist yet or is
+/// shorter than a header (the recording may be starting), as `view --follow` does.
+fn wait_for_trace(path: &Path, wait: Duration) -> Result<StatsTail, FollowError> {
+    let deadline = Instant::now() + wait;
+    let mut said = false;
+    loop {
+        let error = match StatsTail::open(path) {
+            Ok(tail) => return Ok(tail),
+            Err(error) => error,
+        };
+        let starting = std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() < 64);
+        if !starting || Instant::now() >= deadline {
+            return Err(error);
+        }
+        if !said {
+            eprintln!(
+                "waiting for {} to be written (up to {} s; Ctrl-C stops)",
+                path.display(),
+                wait.as_secs()
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

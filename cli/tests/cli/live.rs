@@ -121,3 +121,86 @@ fn view_and_stats_follow_a_recording_in_progress() {
     view.send(&["q"]);
     view.wait_for_exit();
 }
+
+/// The lines a child writes to `stream`, as they come.
+fn lines_of(stream: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+/// The next line, failing after [`crate::view::STEP_TIMEOUT`] (a liveness guard, not a
+/// time bound).
+fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    lines
+        .recv_timeout(crate::view::STEP_TIMEOUT)
+        .unwrap_or_else(|_| panic!("no {what}"))
+}
+
+#[test]
+fn stats_follow_waits_for_the_trace_then_its_counts_grow_to_the_final_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    // Started before the trace exists: it waits instead of failing.
+    let mut stats = hrx_trace(dir.path())
+        .args(["stats", "--follow", "--json", "live.hrxt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(stats.stdout.take().unwrap());
+    let err = lines_of(stats.stderr.take().unwrap());
+    let waiting = next_line(&err, "waiting line");
+    assert!(waiting.starts_with("waiting for live.hrxt"), "{waiting}");
+
+    let recording = Recording::start(dir.path());
+    // Live summaries, one JSON object a line: the record count grows.
+    let live = |line: &str| -> u64 {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object a line");
+        v["live"]["records"].as_u64().expect("a live record count")
+    };
+    let first = live(&next_line(&out, "live summary"));
+    let mut last = first;
+    while last == first {
+        let now = live(&next_line(&out, "refreshed summary"));
+        assert!(now >= last, "{now} < {last}");
+        last = now;
+    }
+
+    // The recording ends: the final report, then exit 0.
+    recording.interrupt();
+    let mut rest = String::new();
+    while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    let status = stats.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    // Live lines until the close was read, then the pretty final report.
+    let at = rest.find("{\n").expect("the final report");
+    for line in rest[..at].lines() {
+        let now = live(line);
+        assert!(now >= last, "{now} < {last}");
+        last = now;
+    }
+    let report: serde_json::Value = serde_json::from_str(&rest[at..]).unwrap();
+    assert_eq!(report["follow"]["ended"], "closed");
+    let total = report["follow"]["records"].as_u64().unwrap();
+    assert!(total >= last, "{total} < {last}");
+    // The final totals are the whole trace's, as `stats` reads it.
+    let mut recording = recording;
+    recording.0.wait().unwrap();
+    let whole = crate::util::run(dir.path(), &["stats", "--json", "live.hrxt"]);
+    let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
+    assert_eq!(report["kernels"], whole["kernels"]);
+    assert_eq!(report["submissions"], whole["submissions"]);
+    assert_eq!(report["complete"], true);
+    assert_eq!(report["end"], whole["end"]);
+}

@@ -1,0 +1,420 @@
+//! `stats` of a trace that is still being written (`hrx-trace stats --follow`), one new
+//! block at a time.
+//!
+//! [`StatsTail`] reads the file once, then on each [`StatsTail::read_new`] only what was
+//! appended since: it reopens the file at the start of the last block it read (complete,
+//! so it no longer changes) behind a copy of the file header, skips the records of that
+//! block it already took, and pushes the rest into the same [`Joiner`] and
+//! [`StatsVisitor`]. A refresh costs the decoding of the new blocks and a copy of the
+//! bounded statistics state, never a decoding of the whole trace (the timeline's
+//! `view --follow` reads the same way).
+//!
+//! A block the writer has not finished yet reads as a torn tail: it is read again at the
+//! next refresh, and only the latest read's torn tail is reported. The footer and trailer
+//! describe the whole file, so when a later read reaches them, how the trace ends (closed
+//! cleanly, blocks missing, a damaged footer) is checked on the file itself through its
+//! footer's block index ([`hrx_capture::MappedTrace`]), not from the part read. The trace is over when
+//! its session end is read ([`TailState::Closed`]) or a fatal signal was recorded
+//! ([`TailState::Crashed`]: the recorder's handler, or `hrx-trace record` seeing its
+//! program die, appends one).
+
+use crate::scan::{Joiner, ScanSummary};
+use crate::stats::{Stats, StatsVisitor};
+use hrx_capture::reader::WarningKind;
+use hrx_capture::schema::FatalSignal;
+use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning};
+use std::fs::File;
+use std::io::{self, Cursor, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Why following a trace failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FollowError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The file could not be opened again for the appended part.
+    #[error("{}: cannot read what was appended: {source}", path.display())]
+    Reopen {
+        /// The trace.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// Where a followed trace stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailState {
+    /// Still being written (or its writer was killed without a trace of it).
+    Live,
+    /// Its session end was read: the recorder closed it.
+    Closed,
+    /// A fatal signal was recorded: the program crashed or was killed by a signal.
+    Crashed(FatalSignal),
+}
+
+/// A followed trace's statistics (see the module docs).
+#[derive(Debug)]
+pub struct StatsTail {
+    path: PathBuf,
+    /// The file header, put before the appended bytes of each later read.
+    header: Vec<u8>,
+    joiner: Joiner,
+    visitor: StatsVisitor,
+    /// File offset of the last block read, and how many of its records were taken.
+    resume_at: u64,
+    taken: u64,
+    /// Totals over every read so far.
+    recovery: Recovery,
+    /// Warnings of earlier reads that stay true (not a torn tail: that is read again).
+    warnings: Vec<Warning>,
+    /// The latest read's torn tail, if it ended inside a block.
+    latest_warnings: Vec<Warning>,
+    fatal: Option<FatalSignal>,
+}
+
+impl StatsTail {
+    /// Reads the whole trace at `path` as it is now.
+    ///
+    /// # Errors
+    ///
+    /// [`FollowError::Read`] when it cannot be opened, its header is unreadable, or a read
+    /// fails.
+    pub fn open(path: &Path) -> Result<StatsTail, FollowError> {
+        let reader = TraceReader::open(path)?;
+        let header_len = u64::from(reader.header().header_len);
+        let mut header = Vec::new();
+        File::open(path)
+            .and_then(|f| f.take(header_len).read_to_end(&mut header))
+            .map_err(|source| FollowError::Reopen {
+                path: path.to_owned(),
+                source,
+            })?;
+        let mut tail = StatsTail {
+            path: path.to_owned(),
+            header,
+            joiner: Joiner::new(),
+            visitor: StatsVisitor::new(),
+            resume_at: header_len,
+            taken: 0,
+            recovery: Recovery::default(),
+            warnings: Vec::new(),
+            latest_warnings: Vec::new(),
+            fatal: None,
+        };
+        tail.take(reader, header_len)?;
+        Ok(tail)
+    }
+
+    /// Reads what was appended since the last read; returns how many records it took.
+    ///
+    /// # Errors
+    ///
+    /// [`FollowError::Reopen`] when the file cannot be reopened; [`FollowError::Read`] when
+    /// a read fails.
+    pub fn read_new(&mut self) -> Result<u64, FollowError> {
+        let reopen = |source| FollowError::Reopen {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = File::open(&self.path).map_err(reopen)?;
+        file.seek(SeekFrom::Start(self.resume_at)).map_err(reopen)?;
+        let reader = TraceReader::new(Cursor::new(self.header.clone()).chain(file))?;
+        let before = self.recovery.records;
+        // Offsets in the stream are the header, then the file from `resume_at`.
+        self.take(reader, self.resume_at)?;
+        Ok(self.recovery.records - before)
+    }
+
+    /// Records taken so far.
+    pub fn records(&self) -> u64 {
+        self.recovery.records
+    }
+
+    /// What was read so far: records, blocks, whether the footer and trailer were read.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Where the trace stands.
+    pub fn state(&self) -> TailState {
+        match self.fatal {
+            Some(fatal) => TailState::Crashed(fatal),
+            None if self.joiner.session_ended() => TailState::Closed,
+            None => TailState::Live,
+        }
+    }
+
+    /// The statistics of what was read so far; the tail reads on. Timings still waiting
+    /// for their `Submit` are not counted unplaced: it may come in a later block.
+    pub fn snapshot(&self) -> (Stats, ScanSummary) {
+        let summary = self
+            .joiner
+            .snapshot(Some(self.recovery), self.all_warnings());
+        (self.visitor.clone().finish(&summary), summary)
+    }
+
+    /// The statistics of everything read, when the trace is over (or following stops).
+    pub fn finish(self) -> (Stats, ScanSummary) {
+        let warnings = self.all_warnings();
+        let summary = self.joiner.finish(Some(self.recovery), warnings);
+        (self.visitor.finish(&summary), summary)
+    }
+
+    fn all_warnings(&self) -> Vec<Warning> {
+        self.warnings
+            .iter()
+            .chain(&self.latest_warnings)
+            .cloned()
+            .collect()
+    }
+
+    /// Takes every record of `reader` (whose first block is at file offset `origin`) not
+    /// taken before.
+    fn take<R: Read>(&mut self, mut reader: TraceReader<R>, origin: u64) -> Result<(), ReadError> {
+        let header_len = self.header.len() as u64;
+        let (mut block, mut in_block) = (self.resume_at, 0u64);
+        // A block already taken from is read again first: the reader counts it again.
+        let reread = u64::from(self.taken > 0);
+        for item in reader.by_ref() {
+            let (offset, record) = item?;
+            let at = (offset + origin).saturating_sub(header_len);
+            if at != block {
+                (block, in_block) = (at, 0);
+            }
+            in_block += 1;
+            if at == self.resume_at && in_block <= self.taken {
+                continue;
+            }
+            // Counted here, not from the reader's totals, which count the block read again.
+            let total = &mut self.recovery;
+            total.records += 1;
+            total.lost.observe(&record);
+            total.waits.observe(&record);
+            if let Record::FatalSignal(fatal) = &record {
+                self.fatal.get_or_insert(*fatal);
+            }
+            self.joiner.push(&record, &mut self.visitor);
+        }
+        if block != self.resume_at || in_block > self.taken {
+            (self.resume_at, self.taken) = (block, in_block);
+        }
+        let read = *reader.recovery();
+        // A later read starts mid-file: the footer's block count and the trailer's offset
+        // are checked against that part, so what the reader says of them is wrong there.
+        // The end is checked on the file itself, from its footer's index.
+        let partial_end = origin > header_len && read.closed;
+        let about_the_end = |kind: &WarningKind| {
+            matches!(
+                kind,
+                WarningKind::BadFooter { .. }
+                    | WarningKind::MissingBlocks { .. }
+                    | WarningKind::TrailingData { .. }
+            )
+        };
+        let missing = reader
+            .warnings()
+            .iter()
+            .filter_map(|w| match w.kind {
+                WarningKind::MissingBlocks { blocks, records } if partial_end => {
+                    Some((blocks, records))
+                }
+                _ => None,
+            })
+            .fold((0, 0), |(b, r), (blocks, records)| {
+                (b + blocks, r + records)
+            });
+        let total = &mut self.recovery;
+        total.complete_blocks += read.complete_blocks.saturating_sub(reread);
+        total.skipped_blocks += read.skipped_blocks.saturating_sub(missing.0);
+        total.skipped_records += read.skipped_records.saturating_sub(missing.1);
+        total.bytes_discarded = read.bytes_discarded;
+        total.clean_close = read.clean_close;
+        total.closed = read.closed;
+        let mut latest = Vec::new();
+        for warning in reader.warnings() {
+            if partial_end && about_the_end(&warning.kind) {
+                continue;
+            }
+            if matches!(warning.kind, WarningKind::TruncatedTail { .. }) {
+                latest.push(warning.clone());
+            } else {
+                self.warnings.push(warning.clone());
+            }
+        }
+        if partial_end {
+            let mapped = hrx_capture::MappedTrace::open(&self.path)?;
+            total.bytes_discarded = 0;
+            total.clean_close = mapped.clean_close();
+            total.closed = mapped.closed();
+            latest.extend(
+                mapped
+                    .warnings()
+                    .iter()
+                    .filter(|w| about_the_end(&w.kind))
+                    .cloned(),
+            );
+        }
+        self.latest_warnings = latest;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::scan_reader;
+    use crate::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::schema::SignalWitness;
+    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+    use std::io::Write;
+
+    /// A trace of many small blocks (about 1 KiB of records each), as its bytes; `crash`
+    /// ends it with a fatal signal and no session end, as a crashed program's does.
+    fn trace_bytes(crash: bool) -> Vec<u8> {
+        let sink = MemorySink::new();
+        let options = RecorderOptions {
+            block_bytes: 1 << 10,
+            thread_buffer_bytes: 4 << 10,
+            compression_level: None,
+            full_buffer_wait: std::time::Duration::from_secs(5),
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+        let records = pipeline(PipelineSpec {
+            busy_every: Some(7),
+            ..PipelineSpec::ops(2_000)
+        });
+        for record in records {
+            if crash && matches!(record, Record::SessionEnd(_)) {
+                recorder.record(&Record::FatalSignal(FatalSignal {
+                    time_ns: 1,
+                    signal: 11,
+                    witness: SignalWitness::default(),
+                    fault_address: Some(8),
+                }));
+                continue;
+            }
+            recorder.record(&record);
+        }
+        recorder.close().unwrap();
+        sink.contents()
+    }
+
+    /// The statistics of the whole of `bytes`, read in one pass.
+    fn whole(bytes: &[u8]) -> (Stats, ScanSummary) {
+        let mut visitor = StatsVisitor::new();
+        let summary = scan_reader(TraceReader::new(bytes).unwrap(), &mut visitor).unwrap();
+        (visitor.finish(&summary), summary)
+    }
+
+    fn spans(stats: &Stats) -> u64 {
+        stats.kernels.iter().map(|k| k.count).sum()
+    }
+
+    #[test]
+    fn a_growing_trace_is_read_block_by_block_to_the_final_totals() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        // The file grows in steps that end anywhere, inside a block too.
+        let cuts = [
+            bytes.len() / 6,
+            bytes.len() / 3 + 17,
+            bytes.len() / 2 + 3,
+            bytes.len() * 4 / 5 + 5,
+            bytes.len(),
+        ];
+        std::fs::write(&path, &bytes[..cuts[0]]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        let (first, _) = tail.snapshot();
+        let mut shown = (tail.records(), spans(&first), first.submissions.accepted);
+        assert!(shown.1 > 0);
+        for pair in cuts.windows(2) {
+            let (from, to) = (pair[0], pair[1]);
+            // What was read before is damaged now: a reader of the whole file would see
+            // it, one that reads only appended blocks does not.
+            let resume_at = tail.resume_at as usize;
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.seek(SeekFrom::Start(resume_at as u64 / 2)).unwrap();
+            file.write_all(&vec![0xA5; resume_at / 2 - resume_at / 4])
+                .unwrap();
+            file.seek(SeekFrom::Start(from as u64)).unwrap();
+            file.write_all(&bytes[from..to]).unwrap();
+            drop(file);
+            assert!(tail.read_new().unwrap() > 0);
+            let (stats, summary) = tail.snapshot();
+            let now = (tail.records(), spans(&stats), stats.submissions.accepted);
+            // Counts grow ...
+            assert!(
+                now.0 > shown.0 && now.1 > shown.1 && now.2 >= shown.2,
+                "{now:?}"
+            );
+            shown = now;
+            // ... as a whole read of the undamaged prefix counts them.
+            let (prefix, prefix_summary) = whole(&bytes[..to]);
+            assert_eq!(summary.records, prefix_summary.records);
+            assert_eq!(tail.records(), prefix_summary.records);
+            assert_eq!(spans(&stats), spans(&prefix));
+            assert_eq!(stats.submissions, prefix.submissions);
+            assert!(
+                summary
+                    .warnings
+                    .iter()
+                    .all(|w| !w.to_string().contains("skipped"))
+            );
+        }
+        assert_eq!(tail.read_new().unwrap(), 0, "nothing appended, nothing new");
+        assert_eq!(tail.state(), TailState::Closed);
+        let (stats, summary) = tail.finish();
+        let (all, all_summary) = whole(&bytes);
+        assert_eq!(stats, all);
+        assert_eq!(summary.records, all_summary.records);
+        assert!(summary.session_ended);
+        assert_eq!(spans(&stats), 2_000);
+    }
+
+    #[test]
+    fn the_end_of_a_followed_trace_is_judged_on_the_whole_file() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(tail.read_new().unwrap() > 0);
+        assert_eq!(tail.state(), TailState::Closed);
+        // The footer lists every block and the trailer points at it: read from the middle,
+        // they looked like missing blocks and a damaged trailer.
+        let (_, summary) = tail.finish();
+        let recovery = summary.recovery.unwrap();
+        assert!(
+            recovery.is_complete(),
+            "{recovery:?} {:?}",
+            summary.warnings
+        );
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        assert_eq!(recovery.records, whole(&bytes).1.records);
+    }
+
+    #[test]
+    fn a_fatal_signal_ends_the_following_as_crashed() {
+        let bytes = trace_bytes(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crashed.hrxt");
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        std::fs::write(&path, &bytes).unwrap();
+        tail.read_new().unwrap();
+        match tail.state() {
+            TailState::Crashed(fatal) => assert_eq!(fatal.signal, 11),
+            other => panic!("{other:?}"),
+        }
+        let (stats, _) = tail.finish();
+        assert_eq!(spans(&stats), 2_000);
+    }
+}
