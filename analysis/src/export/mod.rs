@@ -22,8 +22,9 @@
 //!
 //! # One streaming pass, in bounded memory
 //!
-//! The trace is read once through [`crate::scan_reader`], so every timing is joined to its
-//! submission, prepared graph and region by the one [`crate::Joiner`]. What is kept grows
+//! The trace is read once through [`crate::scan_reader_threaded`] (its records decoded on a
+//! second thread), so every timing is joined to its submission, prepared graph and region
+//! by the one [`crate::Joiner`]. What is kept grows
 //! with graphs and labels: each region's argument texts (made when its graph is prepared),
 //! its label (made when its first slice is written, again after a later `GraphOp` or
 //! `KernelLoaded` could change it), the runtimes' names and which tracks were declared. A
@@ -51,7 +52,7 @@ mod perfetto;
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
-use crate::scan::{JoinedSpan, ScanSummary, Visitor, scan_reader};
+use crate::scan::{JoinedSpan, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
     Access, CrossWait, NodeIndex, Prepared, Record, RefusalKind, RegionIndex, RegionKind,
     RuntimeId, Status, SubmissionIndex, Use,
@@ -315,7 +316,7 @@ trait Sink {
 ///
 /// [`ExportError::Read`] when the trace cannot be read, [`ExportError::Write`] when the
 /// output cannot be written.
-pub fn write<R: Read, W: Write>(
+pub fn write<R: Read + Send, W: Write>(
     reader: TraceReader<R>,
     format: Format,
     out: W,
@@ -328,9 +329,9 @@ trait Source {
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
 
-impl<R: Read> Source for TraceReader<R> {
+impl<R: Read + Send> Source for TraceReader<R> {
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
-        scan_reader(self, visitor)
+        scan_reader_threaded(self, visitor)
     }
 }
 

@@ -353,13 +353,13 @@ fn trace_file(spec: PipelineSpec) -> Vec<u8> {
 /// Counts the bytes read through it.
 struct Counting<'a> {
     inner: &'a [u8],
-    read: std::rc::Rc<std::cell::Cell<usize>>,
+    read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Read for Counting<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n);
+        self.read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -368,7 +368,7 @@ impl Read for Counting<'_> {
 fn the_export_reads_the_trace_once() {
     let file = trace_file(PipelineSpec::ops(400));
     for format in [Format::Perfetto, Format::Chrome] {
-        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let reader = TraceReader::new(Counting {
             inner: &file,
             read: read.clone(),
@@ -378,7 +378,8 @@ fn the_export_reads_the_trace_once() {
         assert_eq!(exported.counts.slices, 400);
         assert_eq!(exported.unplaced_timings, 0);
         // The two-pass export read it twice.
-        assert_eq!(read.get(), file.len(), "{format:?}");
+        let read = read.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(read, file.len(), "{format:?}");
     }
 }
 
