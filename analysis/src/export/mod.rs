@@ -281,6 +281,10 @@ pub(crate) struct Slice<'a> {
     start_ns: u64,
     end_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
+    /// The region whose slice this is, and which of `args` (bit `i` for `args[i]`) are the
+    /// same in all its slices (made from its prepared graph): a writer may encode those
+    /// once per region.
+    constant: Option<(RegionRef, u16)>,
     /// Flows starting here.
     flows_out: &'a [u64],
     /// Flows ending here.
@@ -751,6 +755,7 @@ impl<S: Sink> Visitor for Pass<S> {
                 ("region", Arg::Uint(info.index.0.into())),
                 ("node", Arg::Uint(node.0.into())),
             ],
+            constant: None,
             flows_out: &[],
             flows_in: &[],
         };
@@ -810,10 +815,14 @@ fn region_slice<'a>(
         ("uses", Arg::Texts(&args.uses, &[])),
         ("hazards", hazards),
     ]);
+    // Kind, operations and uses; below, internal edges and copy bytes.
+    let mut constant: u16 = 0b11_1000;
     if args.internal_edges > 0 {
+        constant |= 1 << list.len();
         list.push(("internal_edges", Arg::Uint(args.internal_edges)));
     }
     if args.copy_bytes > 0 {
+        constant |= 1 << list.len();
         list.push(("copy_bytes", Arg::Uint(args.copy_bytes)));
     }
     if let Some(device) = span.device {
@@ -830,6 +839,7 @@ fn region_slice<'a>(
         start_ns: span.start_ns,
         end_ns: span.end_ns.max(span.start_ns),
         args: list,
+        constant: Some((region, constant)),
         flows_out,
         flows_in,
     }

@@ -192,6 +192,9 @@ pub struct Writer<W: Write> {
     out: W,
     first: bool,
     enc: Encoder,
+    /// Per region (model-wide), its slices' constant annotations encoded once: one byte
+    /// string per run of consecutive constant arguments (see `Slice::constant`).
+    constant: Vec<Vec<Vec<u8>>>,
 }
 
 impl<W: Write> Writer<W> {
@@ -203,6 +206,7 @@ impl<W: Write> Writer<W> {
             enc: Encoder {
                 buf: Vec::with_capacity(4096),
             },
+            constant: Vec::new(),
         }
     }
 
@@ -255,6 +259,8 @@ struct Event<'e, 'a> {
     category: Option<&'e str>,
     name: Option<&'e str>,
     args: &'e [(&'static str, Arg<'a>)],
+    /// Which of `args` are constant (bit `i` for `args[i]`), and their runs encoded.
+    constant: (u16, &'e [Vec<u8>]),
     flows_out: &'e [u64],
     flows_in: &'e [u64],
 }
@@ -265,6 +271,7 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
         category,
         name,
         args,
+        constant: (mask, runs),
         flows_out,
         flows_in,
     } = e;
@@ -273,7 +280,17 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
     } else {
         enc.open(field::TRACK_EVENT)
     };
-    for (key, arg) in args {
+    let mut runs = runs.iter();
+    let mut in_run = false;
+    for (i, (key, arg)) in args.iter().enumerate() {
+        if mask & (1 << i) != 0 {
+            if !in_run && let Some(run) = runs.next() {
+                enc.buf.extend_from_slice(run);
+            }
+            in_run = true;
+            continue;
+        }
+        in_run = false;
         enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
     }
     enc.uint(field::TYPE, kind);
@@ -294,6 +311,43 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
         enc.close_wide(at);
     } else {
         enc.close(at);
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Takes `region`'s encoded constant annotations out of the cache (the caller puts them
+    /// back), encoding them on its first slice.
+    fn constant_runs(
+        &mut self,
+        region: usize,
+        mask: u16,
+        args: &[(&str, Arg<'_>)],
+    ) -> Vec<Vec<u8>> {
+        if self.constant.len() <= region {
+            self.constant.resize_with(region + 1, Vec::new);
+        }
+        let runs = std::mem::take(&mut self.constant[region]);
+        if !runs.is_empty() || mask == 0 {
+            return runs;
+        }
+        let mut runs: Vec<Vec<u8>> = Vec::new();
+        let mut in_run = false;
+        for (i, (key, arg)) in args.iter().enumerate() {
+            if mask & (1 << i) == 0 {
+                in_run = false;
+                continue;
+            }
+            if !in_run {
+                runs.push(Vec::new());
+                in_run = true;
+            }
+            let mut enc = Encoder {
+                buf: runs.pop().unwrap_or_default(),
+            };
+            enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
+            runs.push(enc.buf);
+        }
+        runs
     }
 }
 
@@ -333,13 +387,19 @@ impl<W: Write> Sink for Writer<W> {
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
         let track = track_uuid(slice.runtime, slice.slot);
-        self.packet(
+        let (region, mask) = slice.constant.map_or((None, 0), |(r, m)| (Some(r), m));
+        let runs = match region {
+            Some(region) => self.constant_runs(region.0 as usize, mask, &slice.args),
+            None => Vec::new(),
+        };
+        let written = self.packet(
             Some(slice.start_ns),
             |enc| {
                 let e = Event {
                     category: Some(slice.category),
                     name: Some(slice.name),
                     args: &slice.args,
+                    constant: (mask, &runs),
                     flows_out: slice.flows_out,
                     flows_in: slice.flows_in,
                 };
@@ -347,7 +407,11 @@ impl<W: Write> Sink for Writer<W> {
             },
             false,
             true,
-        )?;
+        );
+        if let Some(region) = region {
+            self.constant[region.0 as usize] = runs;
+        }
+        written?;
         self.packet(
             Some(slice.end_ns),
             |enc| event(enc, TYPE_SLICE_END, track, Event::default()),

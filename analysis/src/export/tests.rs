@@ -265,6 +265,34 @@ fn the_encoder_writes_what_prost_writes() {
         .find(|a| a.name.as_deref() == Some("uses"))
         .unwrap();
     assert!(uses.array_values.len() >= 2);
+    // A region's constant arguments are encoded once and reused: every slice of it carries
+    // the same ones, around its own submission and slot.
+    let computes: Vec<&pb::TrackEvent> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .filter(|e| e.r#type == Some(1) && e.name.as_deref() == Some("blur +1"))
+        .collect();
+    assert_eq!(computes.len(), 3);
+    let named = |e: &pb::TrackEvent, key: &str| {
+        e.debug_annotations
+            .iter()
+            .find(|a| a.name.as_deref() == Some(key))
+            .cloned()
+    };
+    for (i, e) in computes.iter().enumerate() {
+        let keys: Vec<_> = e.debug_annotations.iter().map(|a| a.name.clone()).collect();
+        let first: Vec<_> = computes[0]
+            .debug_annotations
+            .iter()
+            .map(|a| a.name.clone())
+            .collect();
+        assert_eq!(keys, first);
+        for key in ["kind", "operations", "uses"] {
+            assert_eq!(named(e, key), named(computes[0], key), "{key}");
+        }
+        assert_eq!(named(e, "submission").unwrap().uint_value, Some(i as u64));
+    }
 }
 
 #[test]
