@@ -930,7 +930,9 @@ pub enum SignalWitness {
 /// SIGBUS, SIGILL, SIGFPE, SIGABRT) or a termination signal (SIGTERM, SIGINT, SIGHUP,
 /// SIGQUIT) whose action was the default one, or, seen by `hrx-trace record`, any death by a
 /// signal (SIGKILL too). `info` says "crashed: SIGSEGV during submission 12, region 2
-/// running". An older reader skips it.
+/// running". A signal that a handler of the program's survived (a JVM's expected fault, a
+/// `kill -SEGV` that Rust's handler returns from) is not one: nothing is recorded for it.
+/// An older reader skips it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FatalSignal {
     /// Host time.
@@ -942,6 +944,44 @@ pub struct FatalSignal {
     /// The faulting address, for a fault the kernel raised (SIGSEGV, SIGBUS, SIGILL,
     /// SIGFPE); `None` for a signal sent by a process (`kill`, `abort`).
     pub fault_address: Option<u64>,
+}
+
+impl FatalSignal {
+    /// How the process ended, in `info`'s words: `crashed: SIGSEGV` for a crash (SIGSEGV,
+    /// SIGBUS, SIGILL, SIGFPE, SIGABRT), else `killed by SIGTERM` (`signal N` for a number
+    /// without a name here).
+    pub fn describe(&self) -> String {
+        let name = signal_name(self.signal)
+            .map_or_else(|| format!("signal {}", self.signal), str::to_owned);
+        // SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT (Linux numbers).
+        let crash = matches!(self.signal, 11 | 7 | 4 | 8 | 6);
+        if crash {
+            format!("crashed: {name}")
+        } else {
+            format!("killed by {name}")
+        }
+    }
+}
+
+/// The name of Linux signal number `signal` (`SIGSEGV` for 11), for the signals a
+/// [`FatalSignal`] names; `None` for another number.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// What part of a recording a trace holds for one runtime: a capture range, or a trim
