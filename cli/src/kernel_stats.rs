@@ -3,8 +3,10 @@
 //!
 //! With `--follow` the trace may still be being written: the summary is printed again
 //! each second (over the previous one on a terminal, after a `live:` line with the record
-//! count and rate; one compact JSON object a line with `--json`) until the trace is closed,
-//! then once more in full, the final report (exit 0), or until Ctrl-C.
+//! count and rate; one compact JSON object a line with `--json`) until the trace is closed
+//! or its recorded process died of a signal (a `FatalSignal`: `live: ended: crashed:
+//! SIGSEGV`, nothing more will come), then once more in full, the final report (exit 0), or
+//! until Ctrl-C.
 //!
 //! The numbers come from `hrx_analysis::stats`: one streaming pass over the memory-mapped
 //! trace in bounded memory (nothing is kept per submission or region). The timeline's
@@ -26,7 +28,8 @@
 //!               "exact"}],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
-//!  "complete": whether the whole trace was read, "end": how it ends,
+//!  "complete": whether the whole trace was read, "end": how it ends, "signal": how a signal
+//!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
@@ -79,6 +82,18 @@ fn follow(args: &StatsArgs) -> anyhow::Result<()> {
             error,
         })?;
         if summary.session_ended {
+            return Ok(());
+        }
+        if let Some(fatal) = summary.fatal {
+            if !args.json {
+                let mut out = io::stdout().lock();
+                writeln!(
+                    out,
+                    "live: ended: {} (the recorded process died; the final report follows)\n",
+                    fatal.describe()
+                )?;
+                out.flush()?;
+            }
             return Ok(());
         }
         let stats = visitor.finish(&summary);
@@ -199,6 +214,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "file": path.display().to_string(),
         "complete": recovery.is_none_or(|r| r.is_complete()) && lost.is_none(),
         "end": recovery.map(|r| r.end()),
+        "signal": summary.fatal.map(|f| f.describe()),
         "lost": {
             "records": lost.total,
             "lossy_mode": lost.lossy,

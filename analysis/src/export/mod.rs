@@ -18,7 +18,13 @@
 //!   slice's arguments only.
 //! - **Instant events** on the `Events` track: failed and cancelled regions, quarantine,
 //!   poison, unhealthy copy streams, injected faults, refused submits, lost records,
-//!   capture fences and recorder waits, with the recorded cause.
+//!   capture fences and recorder waits, with the recorded cause; and the signal that ended
+//!   the process (`fatal signal: SIGSEGV`, from a [`FatalSignal`] record) on the first
+//!   runtime's events track.
+//! - **Running regions.** A region that started and has no timing when the trace ends (the
+//!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
+//!   host time), named `LABEL (running at end)` with the argument `state`: `still running
+//!   when the trace ends`, as the timeline draws it: its length is not a duration.
 //!
 //! # Streaming, in bounded memory
 //!
@@ -43,10 +49,10 @@ mod chrome;
 mod perfetto;
 
 use crate::index::{Index, QUEUES, RegionRef, queue_name, queue_slot};
-use crate::scan::{JoinedSpan, ScanSummary, Visitor, scan_reader};
+use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader};
 use hrx_capture::schema::{
-    Access, CrossWait, NodeIndex, Record, RefusalKind, RegionIndex, RegionKind, RuntimeId, Status,
-    SubmissionIndex, Use,
+    Access, CrossWait, FatalSignal, NodeIndex, Record, RefusalKind, RegionIndex, RegionKind,
+    RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
@@ -154,6 +160,12 @@ pub struct ExportPlan {
     /// Region and operation timings that never joined a recorded submission and region:
     /// they are not exported.
     pub unplaced_timings: u64,
+    /// Regions still running when the trace ends, with a known region.
+    running: Vec<RunningRegion>,
+    /// The signals that ended the process, and the runtime whose events track shows them.
+    fatal: Vec<(RuntimeId, FatalSignal)>,
+    /// The trace's last host time, ns: where a running region's slice ends.
+    end_ns: u64,
 }
 
 #[derive(Default)]
@@ -161,11 +173,17 @@ struct Pass1 {
     runtimes: BTreeMap<RuntimeId, String>,
     used: BTreeMap<RuntimeId, [bool; QUEUES.len() + 1]>,
     regions: Vec<RegionArgs>,
+    fatal: Vec<FatalSignal>,
+    end_ns: u64,
 }
 
 impl Visitor for Pass1 {
     fn record(&mut self, _: &Index, record: &Record) {
+        if let Some(time_ns) = crate::dump::host_time_ns(record) {
+            self.end_ns = self.end_ns.max(time_ns);
+        }
         match record {
+            Record::FatalSignal(f) => self.fatal.push(*f),
             Record::RuntimeStart(r) => {
                 self.runtimes.insert(
                     r.runtime,
@@ -244,6 +262,30 @@ impl ExportPlan {
     fn build_from(source: impl Source) -> Result<ExportPlan, ReadError> {
         let mut pass = Pass1::default();
         let summary = source.scan(&mut pass)?;
+        let running: Vec<RunningRegion> = summary
+            .running
+            .iter()
+            .filter(|r| r.region_ref.is_some())
+            .copied()
+            .collect();
+        for r in &running {
+            if let Some(region) = r.region_ref {
+                let slot = queue_slot(summary.index.region(region).queue);
+                pass.used.entry(r.runtime).or_default()[slot] = true;
+            }
+        }
+        // Session-level: on the first runtime's events track.
+        let first = pass
+            .runtimes
+            .keys()
+            .next()
+            .or_else(|| pass.used.keys().next())
+            .copied()
+            .unwrap_or_default();
+        let fatal: Vec<(RuntimeId, FatalSignal)> = pass.fatal.iter().map(|&f| (first, f)).collect();
+        if !fatal.is_empty() {
+            pass.used.entry(first).or_default()[EVENTS_SLOT] = true;
+        }
         let mut tracks = Vec::new();
         for (&runtime, used) in &pass.used {
             let process = pass
@@ -267,6 +309,9 @@ impl ExportPlan {
             warnings: summary.warnings,
             recovery: summary.recovery,
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+            running,
+            fatal,
+            end_ns: pass.end_ns,
         })
     }
 }
@@ -382,6 +427,7 @@ fn write_to<S: Sink>(
     for runtime in runtimes {
         pass.settle(runtime, u64::MAX);
     }
+    pass.at_the_end();
     if let Some(error) = pass.error.take() {
         return Err(error.into());
     }
@@ -534,6 +580,73 @@ impl<S: Sink> Pass2<'_, S> {
                 plan, span, region, held.slot, hazards, &flows_in, &flows_out,
             );
             self.slice(&slice);
+        }
+    }
+
+    /// Writes what the trace's end shows: each region still running (a slice to the end)
+    /// and the signal that ended the process.
+    fn at_the_end(&mut self) {
+        let plan = self.plan;
+        for r in &plan.running {
+            let Some(region) = r.region_ref else { continue };
+            let info = plan.index.region(region);
+            let span = JoinedSpan {
+                runtime: r.runtime,
+                submission: r.submission,
+                prepared: info.prepared,
+                region,
+                lane: crate::index::LaneRef(0),
+                start_ns: r.start_ns,
+                end_ns: plan.end_ns.max(r.start_ns),
+                device: None,
+            };
+            let hazards = plan.regions[region.0 as usize]
+                .hazards
+                .iter()
+                .map(|h| Cow::Borrowed(h.as_str()))
+                .collect();
+            let mut slice = region_slice(plan, &span, r.region, 0, hazards, &[], &[]);
+            slice.args.retain(|(name, _)| *name != "slot");
+            slice.args.push((
+                "state",
+                Arg::Str(Cow::Borrowed("still running when the trace ends")),
+            ));
+            let name = format!("{} (running at end)", slice.name);
+            slice.name = &name;
+            self.slice(&slice);
+        }
+        for &(runtime, f) in &plan.fatal {
+            if self.error.is_some() {
+                return;
+            }
+            let signal = hrx_capture::schema::signal_name(f.signal)
+                .map_or_else(|| format!("signal {}", f.signal), str::to_owned);
+            let mut args = vec![
+                ("signal", Arg::Str(Cow::Owned(signal))),
+                (
+                    "seen_by",
+                    Arg::Str(Cow::Borrowed(match f.witness {
+                        SignalWitness::Handler => "the process's own handler",
+                        SignalWitness::Parent => "hrx-trace record (the process's parent)",
+                    })),
+                ),
+            ];
+            if let Some(address) = f.fault_address {
+                args.push((
+                    "fault_address",
+                    Arg::Str(Cow::Owned(format!("{address:#x}"))),
+                ));
+            }
+            let instant = Instant {
+                runtime,
+                name: "fatal signal",
+                time_ns: f.time_ns,
+                args,
+            };
+            self.counts.instants += 1;
+            if let Err(e) = self.sink.instant(&instant) {
+                self.error = Some(e);
+            }
         }
     }
 

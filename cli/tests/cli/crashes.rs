@@ -396,3 +396,72 @@ fn a_program_whose_recorder_is_sigkilled_ends_with_sigterm() {
         "the runtime noted the parent-death signal"
     );
 }
+
+/// A crashed trace read by the followers and exporters: `stats --follow` ends at its
+/// `FatalSignal` and says how (it refreshed forever, waiting for a close that never comes),
+/// and `export` shows the region the crash was in, to the trace's end, and the signal.
+#[test]
+fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "segv.hrxt";
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("segv")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+
+    let mut follow = hrx_trace(dir.path())
+        .args(["stats", "--follow", file])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A liveness limit, not a measurement: it ends at once, or never.
+    let mut waited = 0;
+    while follow.try_wait().unwrap().is_none() {
+        if waited == 600 {
+            follow.kill().unwrap();
+            panic!("stats --follow still refreshing a minute after the crash");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let out = follow.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("live: ended: crashed: SIGSEGV"),
+        "{}",
+        stdout(&out)
+    );
+    let json = run(dir.path(), &["stats", "--json", file]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["signal"], "crashed: SIGSEGV");
+
+    let export = run(
+        dir.path(),
+        &["export", file, "--format", "chrome", "-o", "segv.json"],
+    );
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("segv.json")).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let running = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with(" (running at end)"))
+        })
+        .count();
+    assert_eq!(running, 1, "the callback the crash was in");
+    let fatal: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "fatal signal")
+        .collect();
+    assert_eq!(fatal.len(), 1);
+    assert_eq!(fatal[0]["args"]["signal"], "SIGSEGV");
+    assert_eq!(fatal[0]["args"]["fault_address"], "0x10");
+}
