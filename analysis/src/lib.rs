@@ -12,6 +12,8 @@
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, two streaming passes.
+//! - [`compare`]: the one comparison rule of `diff` and `replay` (outcomes, output digests,
+//!   the verdict of their counts).
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`trim`]: cuts a trace down to a range of submissions with the state it needs
 //!   (`hrx-trace trim`).
@@ -30,6 +32,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod dump;
 pub mod export;
 pub mod index;
