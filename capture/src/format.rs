@@ -834,7 +834,11 @@ impl FrameEncoder {
         }
         debug_assert!(pos - 1 < 0x80);
         frame[0] = (pos - 1) as u8;
-        out.extend_from_slice(&frame[..pos]);
+        // A fixed-size copy (inlined) then a truncate: a copy of `pos` bytes is a call to
+        // memmove per record, a fifth of the writer's time at 20M records/s.
+        let len = out.len();
+        out.extend_from_slice(&frame);
+        out.truncate(len + pos);
     }
 }
 
