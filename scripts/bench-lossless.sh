@@ -8,6 +8,7 @@
 # unless SKIP_BUILD is set, then prints one block per target:
 #   (a) lossless/threads_{1,4}: sustained timing records/s, every record kept (criterion)
 #   (b) host_visible_graph/{untraced,traced}: submit + wait of the three-region graph
+#       (criterion, then paired rounds of 1000 submissions; the ratio is the paired one)
 #   (c) REGIONS regions of that graph (REGIONS/3 submissions, one thread), untraced then
 #       traced then untraced then traced, each a whole process under `/usr/bin/time -v`:
 #       wall clock and peak RSS, the traced/untraced ratio of the sums, and the trace's

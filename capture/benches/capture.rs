@@ -196,8 +196,9 @@ fn lossless(c: &mut Criterion) {
         // A trace file, as a program writes: an in-memory sink's growing Vec (copied on
         // every doubling, its fresh pages zeroed) cost the writer more than the records.
         let dir = tempfile::tempdir().expect("temp dir");
-        let recorder = Recorder::create(dir.path().join("lossless.hrxt"), RecorderOptions::default())
-            .expect("recorder");
+        let recorder =
+            Recorder::create(dir.path().join("lossless.hrxt"), RecorderOptions::default())
+                .expect("recorder");
         let records: Vec<Record> = (0..1024).map(timing).collect();
         group.bench_function(format!("threads_{threads}"), |b| {
             b.iter_custom(|iterations| {

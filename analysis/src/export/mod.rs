@@ -836,6 +836,7 @@ fn instant_runtime(record: &Record) -> Option<RuntimeId> {
         Record::RecordsLost(_) => RuntimeId(0),
         Record::RecorderWait(w) => w.runtime.unwrap_or_default(),
         Record::CaptureFence(f) => f.runtime,
+        Record::DigestSpan(d) => d.runtime,
         Record::Poison(p) => p.runtime,
         Record::CopyStreamUnhealthy(c) => c.runtime,
         Record::FaultInjected(f) => f.runtime,
@@ -905,6 +906,16 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
                 ("wait_ns", Arg::Uint(f.end_ns.saturating_sub(f.start_ns))),
             ];
             ("capture fence", f.start_ns, args)
+        }
+        Record::DigestSpan(d) => {
+            let args = vec![
+                ("submission", Arg::Uint(d.submission.0)),
+                ("buffer", Arg::Uint(d.buffer.0)),
+                ("start", Arg::Uint(d.start)),
+                ("end", Arg::Uint(d.end)),
+                ("took_ns", Arg::Uint(d.end_ns.saturating_sub(d.start_ns))),
+            ];
+            ("output digest", d.start_ns, args)
         }
         Record::Poison(p) => {
             let args = vec![("buffer", Arg::Uint(p.buffer.0)), ("cause", str(&p.cause))];

@@ -16,7 +16,12 @@ use std::process::{Child, Command, Stdio};
 /// The `host_visible` example, beside this test executable.
 fn host_visible() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("examples/host_visible");
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/host_visible");
     assert!(
         path.is_file(),
         "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
@@ -93,13 +98,7 @@ fn lossless_under_contention(dir: &Path, submissions: u64) {
     assert_eq!(count(&info, "RegionDone"), 3 * submissions, "{info}");
     assert_eq!(count(&info, "OutputDigest"), submissions, "{info}");
     let replay = run(dir, &["replay", "t.hrxt"]);
-    assert_eq!(
-        code(&replay),
-        0,
-        "{}{}",
-        stdout(&replay),
-        stderr(&replay)
-    );
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
     assert!(!stdout(&replay).contains("cannot be exact"));
 }
 
