@@ -139,3 +139,36 @@ fn a_streamed_replay_hands_out_every_row_and_keeps_only_grouped_lines() {
         Some(DivergenceKind::Status { .. })
     ));
 }
+
+#[test]
+fn several_runtimes_replay_the_same_in_chunks() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+    let frames: Vec<_> = (0..5).map(|seed| synthetic(16, 16, seed)).collect();
+    {
+        let options = || {
+            RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .trace_digests(TraceDigests::All)
+        };
+        let first = hrx::Runtime::new(options()).expect("first");
+        let second = hrx::Runtime::new(options()).expect("second");
+        hrx_workloads::run_hazards(&first).expect("hazards");
+        assert_eq!(run_pipeline(&second, &frames).expect("pipeline"), 5);
+    }
+    recorder.close().expect("close");
+    let trace = Trace::from_bytes(&sink.contents()).expect("trace");
+    let whole = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(whole.exit_code(), 0);
+    let (_dir, path) = file(&trace, "two.hrxt");
+    for chunk in [1, 3] {
+        let streamed =
+            replay_file(&path, &ReplayOptions::default().chunk_submissions(chunk)).expect("replay");
+        assert_same(
+            &whole,
+            &streamed,
+            &format!("two runtimes in chunks of {chunk}"),
+        );
+    }
+}
