@@ -82,7 +82,7 @@ mod stream;
 mod substitute;
 
 pub use error::ReplayError;
-pub use group::{Grouper, SubmissionGroup};
+pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
     Clock, Divergence, DivergenceKind, OpTimingRow, Outcome, OutputCheck, OutputResult,
@@ -109,7 +109,11 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayEr
     run(trace, options, None)
 }
 
-/// Reads the trace at `path`, replays it and compares.
+/// Reads the trace at `path`, replays it and compares, streamed as
+/// [`replay_file_streaming`] does, with every submission row and output check collected
+/// into the report (memory then grows with the submissions: a tool replaying large traces
+/// uses [`replay_file_streaming`]). Divergences are listed up to [`MAX_LISTED`] and counted
+/// in full.
 ///
 /// # Errors
 /// [`ReplayError::Read`] when the file cannot be read (a newer format major version
