@@ -24,7 +24,9 @@
 //! - `host_visible_graph/{untraced,traced}`: `submit` + `wait` of a three-region graph
 //!   (upload 256 B from a host-visible buffer, a fill on Compute, download 256 B into a
 //!   host-visible buffer, whose digest the trace takes), without and with a trace (issue 17:
-//!   the Download used to wait for the previous submission's digest inside its own time).
+//!   the Download used to wait for the previous submission's digest inside its own time);
+//!   then paired rounds (`HRX_BENCH_ROUNDS`, default 60) of 1000 submissions untraced and
+//!   traced in turn.
 //!
 //! Measurement is kept short (1 s warm-up, 3 s measurement, 50 samples) so the whole run
 //! takes well under two minutes on two cores.
@@ -224,10 +226,28 @@ fn host_visible_graph(c: &mut Criterion) {
         });
     }
     group.finish();
+    // The ratio again, untraced and traced in turn round by round (1000 submissions each):
+    // consecutive criterion groups drift apart by more than the target on a shared machine.
+    let [untraced_ms, traced_ms] = common::rotated(
+        common::rounds(60),
+        || (),
+        [&mut |()| submit_many(&graphs[0].1), &mut |()| {
+            submit_many(&graphs[1].1)
+        }],
+    );
+    let paired = common::Interleaved::new(untraced_ms, traced_ms);
+    println!("host_visible_graph: untraced (a) vs traced (b), 1000 submissions a round, {paired}");
     drop(graphs);
     drop((traced, untraced));
     let summary = recorder.close().expect("close");
     assert_eq!(summary.dropped_records, 0);
+}
+
+/// 1000 `submit` + `wait` of `graph`.
+fn submit_many(graph: &ExecutableGraph) {
+    for _ in 0..1000 {
+        graph.submit().expect("submit").wait().expect("wait");
+    }
 }
 
 fn config() -> Criterion {

@@ -596,23 +596,41 @@ impl Hook<'_> {
         }
         // Hashing runs off this thread: on the hashing threads when only the digest is
         // traced (the fence drops once it is taken), else with the contents on the writer's.
+        // Either way the work is timed where it runs and recorded as a `DigestSpan`.
+        let session = self.session_clock();
+        let span = move |(start_ns, end_ns): (u64, u64)| {
+            s::Record::DigestSpan(s::DigestSpan {
+                runtime,
+                submission,
+                buffer,
+                start,
+                end,
+                start_ns: session(start_ns),
+                end_ns: session(end_ns),
+            })
+        };
         match hashing_threads().filter(|_| !contents) {
             Some(threads) => {
                 let (hashed, hash) = crossbeam_channel::bounded(1);
                 let len_bytes = source.bytes().len() as u64;
                 let job = Box::new(move || {
-                    let _ = hashed.send(xxhash_rust::xxh3::xxh3_64(source.bytes()));
+                    let start_ns = crate::clock::now_ns();
+                    let xxh3 = xxhash_rust::xxh3::xxh3_64(source.bytes());
+                    drop(source); // the fence: a writer of the buffer may go on
+                    let _ = hashed.send((xxh3, (start_ns, crate::clock::now_ns())));
                 });
                 if threads.send(job).is_err() {
                     return;
                 }
                 self.recorder.record_deferred(move |out| {
-                    if let Ok(xxh3) = hash.recv() {
+                    if let Ok((xxh3, times)) = hash.recv() {
                         out.record(&digest(xxh3, s::Payload::Omitted { len_bytes }));
+                        out.record(&span(times));
                     }
                 });
             }
             None => self.recorder.record_deferred(move |out| {
+                let start_ns = crate::clock::now_ns();
                 let bytes = source.bytes();
                 let payload = if contents {
                     out.payload(bytes)
@@ -621,9 +639,20 @@ impl Hook<'_> {
                         len_bytes: bytes.len() as u64,
                     }
                 };
-                out.record(&digest(xxhash_rust::xxh3::xxh3_64(bytes), payload));
+                let xxh3 = xxhash_rust::xxh3::xxh3_64(bytes);
+                drop(source);
+                let times = (start_ns, crate::clock::now_ns());
+                out.record(&digest(xxh3, payload));
+                out.record(&span(times));
             }),
         }
+    }
+
+    /// Maps readings of [`crate::clock::now_ns`] onto this trace's session clock, on any
+    /// thread (see [`Hook::session_ns`]).
+    fn session_clock(&self) -> impl Fn(u64) -> u64 + Send + 'static {
+        let base = self.recorder.base_ns();
+        move |process_ns| crate::clock::to_session_ns(process_ns, base)
     }
 }
 

@@ -42,6 +42,7 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::RecorderWait(r) => r.end_ns,
         Record::RecordsLost(r) => r.time_ns,
         Record::CaptureFence(r) => r.end_ns,
+        Record::DigestSpan(r) => r.end_ns,
         Record::TraceRange(r) => r.time_ns,
         Record::BufferSnapshot(r) => r.time_ns,
         Record::HostClock(r) => r.session_ns,
@@ -97,6 +98,7 @@ fn kind(record: &Record) -> &'static str {
         Record::RecorderWait(_) => "recorder-wait",
         Record::RecordsLost(_) => "records-lost",
         Record::CaptureFence(_) => "capture-fence",
+        Record::DigestSpan(_) => "digest-span",
         Record::TraceRange(_) => "range",
         Record::BufferSnapshot(_) => "snapshot",
         Record::HostClock(_) => "host-clock",
@@ -343,6 +345,16 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.submission,
             r.region,
             r.buffer,
+            duration(r.end_ns.saturating_sub(r.start_ns))
+        ),
+        Record::DigestSpan(r) => write!(
+            f,
+            "rt={} sub={} buf={} bytes={}..{} took={}",
+            r.runtime,
+            r.submission,
+            r.buffer,
+            r.start,
+            r.end,
             duration(r.end_ns.saturating_sub(r.start_ns))
         ),
         Record::TraceRange(r) => {

@@ -14,6 +14,8 @@
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
+//! - [`compare`]: the one comparison rule of `diff` and `replay` (outcomes, output digests,
+//!   the verdict of their counts).
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`trim`]: cuts a trace down to a range of submissions with the state it needs
 //!   (`hrx-trace trim`).
@@ -33,6 +35,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod dump;
 pub mod export;
 pub mod hash;

@@ -15,7 +15,8 @@
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    DeviceSpan, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
+    DeviceSpan, FatalSignal, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId, Status,
+    SubmissionIndex,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::VecDeque;
@@ -126,6 +127,9 @@ pub struct ScanSummary {
     pub submissions: u64,
     /// Whether the session's end record was read (the recorder closed the trace).
     pub session_ended: bool,
+    /// The signal that ended the recorded process, when a [`FatalSignal`] was read (the
+    /// last one).
+    pub fatal: Option<FatalSignal>,
     /// Region timings whose submission or region was never found (see the module docs).
     pub unplaced_timings: u64,
     /// Regions still running when the trace ends, by submission.
@@ -162,6 +166,7 @@ pub struct Joiner {
     records: u64,
     submissions: u64,
     session_ended: bool,
+    fatal: Option<FatalSignal>,
     unplaced_timings: u64,
     /// Regions started and not timed yet (bounded by the regions in flight).
     started: IdMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
@@ -200,6 +205,7 @@ impl Joiner {
             unplaced_timings: self.unplaced_timings,
             running,
             unplaced_op_timings: self.unplaced_op_timings,
+            fatal: self.fatal,
             recovery,
             warnings,
         }
@@ -212,6 +218,7 @@ impl Joiner {
         visitor.record(&self.index, record);
         match record {
             Record::SessionEnd(_) => self.session_ended = true,
+            Record::FatalSignal(f) => self.fatal = Some(*f),
             Record::Submit(s) => {
                 self.submissions += 1;
                 let key = (s.runtime, s.submission);
@@ -380,6 +387,7 @@ impl Joiner {
             records: self.records,
             submissions: self.submissions,
             session_ended: self.session_ended,
+            fatal: self.fatal,
             unplaced_timings: self.unplaced_timings,
             running,
             unplaced_op_timings: self.unplaced_op_timings,

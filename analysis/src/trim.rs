@@ -733,6 +733,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             Record::SubmissionDone(r) => r.submission,
             Record::OutputDigest(r) => r.submission,
             Record::CaptureFence(r) => r.submission,
+            Record::DigestSpan(r) => r.submission,
             Record::RegionStarted(r) => r.submission,
             Record::FaultInjected(r) => r.submission?,
             Record::RecorderWait(r) => r.submission?,

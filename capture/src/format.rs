@@ -135,7 +135,8 @@ impl FormatVersion {
         // 1.4: `Record::RegionStarted`, `Record::FatalSignal`.
         // 1.5: `Record::TraceRange`, `Record::BufferSnapshot`.
         // 1.6: `Record::HostClock` (the session clock's calibrations).
-        minor: FormatMinor(6),
+        // 1.8: `Record::DigestSpan`.
+        minor: FormatMinor(8),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -834,7 +835,11 @@ impl FrameEncoder {
         }
         debug_assert!(pos - 1 < 0x80);
         frame[0] = (pos - 1) as u8;
-        out.extend_from_slice(&frame[..pos]);
+        // A fixed-size copy (inlined) then a truncate: a copy of `pos` bytes is a call to
+        // memmove per record, a fifth of the writer's time at 20M records/s.
+        let len = out.len();
+        out.extend_from_slice(&frame);
+        out.truncate(len + pos);
     }
 }
 
@@ -1116,7 +1121,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.6"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.8"), "{err}");
     }
 
     #[test]

@@ -880,6 +880,31 @@ pub struct CaptureFence {
     pub end_ns: u64,
 }
 
+/// The capture work behind an [`OutputDigest`] taken off the region's thread (format 1.8):
+/// when the trace hashed (and, with contents traced, stored) bytes `start..end` of `buffer`
+/// that `submission` wrote, on the thread that did it. It starts after the writing region's
+/// [`RegionTiming`] ends, so capture work is visible as its own span and never part of a
+/// region's time; a later region overwriting the buffer meanwhile waits at a
+/// [`CaptureFence`]. Outputs small enough to hash on the region's thread right after its end
+/// (4 KiB, about 0.2 µs) have no span: recording one would cost more than the hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DigestSpan {
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission that wrote the bytes.
+    pub submission: SubmissionIndex,
+    /// The buffer.
+    pub buffer: BufferId,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Host time when the work began.
+    pub start_ns: u64,
+    /// Host time when it ended.
+    pub end_ns: u64,
+}
+
 /// The recording was stopped before the program's own end: a signal asked it to stop (the
 /// program then closed the trace, so the trace reads as closed), after `done` of `asked`
 /// units of work where the program counts them (a workload's frames). Written just before
@@ -930,7 +955,9 @@ pub enum SignalWitness {
 /// SIGBUS, SIGILL, SIGFPE, SIGABRT) or a termination signal (SIGTERM, SIGINT, SIGHUP,
 /// SIGQUIT) whose action was the default one, or, seen by `hrx-trace record`, any death by a
 /// signal (SIGKILL too). `info` says "crashed: SIGSEGV during submission 12, region 2
-/// running". An older reader skips it.
+/// running". A signal that a handler of the program's survived (a JVM's expected fault, a
+/// `kill -SEGV` that Rust's handler returns from) is not one: nothing is recorded for it.
+/// An older reader skips it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FatalSignal {
     /// Host time.
@@ -942,6 +969,44 @@ pub struct FatalSignal {
     /// The faulting address, for a fault the kernel raised (SIGSEGV, SIGBUS, SIGILL,
     /// SIGFPE); `None` for a signal sent by a process (`kill`, `abort`).
     pub fault_address: Option<u64>,
+}
+
+impl FatalSignal {
+    /// How the process ended, in `info`'s words: `crashed: SIGSEGV` for a crash (SIGSEGV,
+    /// SIGBUS, SIGILL, SIGFPE, SIGABRT), else `killed by SIGTERM` (`signal N` for a number
+    /// without a name here).
+    pub fn describe(&self) -> String {
+        let name = signal_name(self.signal)
+            .map_or_else(|| format!("signal {}", self.signal), str::to_owned);
+        // SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT (Linux numbers).
+        let crash = matches!(self.signal, 11 | 7 | 4 | 8 | 6);
+        if crash {
+            format!("crashed: {name}")
+        } else {
+            format!("killed by {name}")
+        }
+    }
+}
+
+/// The name of Linux signal number `signal` (`SIGSEGV` for 11), for the signals a
+/// [`FatalSignal`] names; `None` for another number.
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// What part of a recording a trace holds for one runtime: a capture range, or a trim
@@ -1139,11 +1204,13 @@ pub enum Record {
     BufferSnapshot(BufferSnapshot),
     /// See [`HostClock`] (format 1.6).
     HostClock(HostClock),
+    /// See [`DigestSpan`] (format 1.8).
+    DigestSpan(DigestSpan),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 34] = [
+    pub const KIND_NAMES: [&'static str; 35] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -1178,6 +1245,7 @@ impl Record {
         "TraceRange",
         "BufferSnapshot",
         "HostClock",
+        "DigestSpan",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1226,6 +1294,7 @@ impl Record {
             Record::TraceRange(_) => "TraceRange",
             Record::BufferSnapshot(_) => "BufferSnapshot",
             Record::HostClock(_) => "HostClock",
+            Record::DigestSpan(_) => "DigestSpan",
         }
     }
 
@@ -1266,6 +1335,7 @@ impl Record {
             Record::Counters(r) => r.runtime,
             Record::TraceRange(r) => r.runtime,
             Record::BufferSnapshot(r) => r.runtime,
+            Record::DigestSpan(r) => r.runtime,
         })
     }
 }
@@ -1317,6 +1387,7 @@ record_from!(
     TraceRange,
     BufferSnapshot,
     HostClock,
+    DigestSpan,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1325,7 +1396,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 34;
+    pub const KINDS: u64 = 35;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1749,7 +1820,7 @@ pub(crate) mod testgen {
                 contents: r.payload(),
                 time_ns: r.int(),
             }),
-            _ => Record::HostClock(HostClock {
+            33 => Record::HostClock(HostClock {
                 source: if r.bool() {
                     HostClockSource::Tsc
                 } else {
@@ -1761,6 +1832,15 @@ pub(crate) mod testgen {
                 error_ns: r.int(),
                 next_session_ns: r.int(),
                 ns_per_tick_q32: r.int(),
+            }),
+            _ => Record::DigestSpan(DigestSpan {
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                buffer: BufferId(r.int()),
+                start: r.int(),
+                end: r.int(),
+                start_ns: r.int(),
+                end_ns: r.int(),
             }),
         }
     }

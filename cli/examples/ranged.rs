@@ -6,7 +6,10 @@
 //! iteration's number) and submits a graph copying A into a host-visible B, waiting for each.
 //! With START and STOP (iterations, from 1) it calls `hrx::trace::start()` before iteration
 //! START and `hrx::trace::stop()` before iteration STOP: so a range opening mid-run must
-//! carry A's earlier contents for its replay to match. Errors print one line and exit 1.
+//! carry A's earlier contents for its replay to match. With `RANGED_PAUSE_MS=N` in the
+//! environment it sleeps N ms before each iteration, so that iteration I submits at least
+//! I*N ms after the runtime started (the time-range tests rely on that bound, a lower one
+//! only). Errors print one line and exit 1.
 
 use hrx::{Placement, Runtime, RuntimeOptions};
 
@@ -27,6 +30,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         [n, start, stop] => (n, Some(start), Some(stop)),
         _ => return Err("usage: ranged SUBMISSIONS [START STOP]".into()),
     };
+    let pause = match std::env::var("RANGED_PAUSE_MS") {
+        Ok(ms) => std::time::Duration::from_millis(ms.parse()?),
+        Err(_) => std::time::Duration::ZERO,
+    };
     let runtime = Runtime::new(RuntimeOptions::sim())?;
     let a = runtime.buffer(4096, Placement::GpuLocal)?;
     let b = runtime.buffer(4096, Placement::HostVisible)?;
@@ -36,6 +43,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     graph.copy(b.whole(), a.whole())?;
     let graph = graph.prepare()?;
     for i in 1..=submissions {
+        std::thread::sleep(pause);
         if start == Some(i) {
             hrx::trace::start();
         }

@@ -12,10 +12,13 @@
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, the
 //!   first operation and use of the submitted graph that writes the range, byte range),
 //!   not by buffer id, which depends on how a run allocated; their xxh3 digests are
-//!   compared.
+//!   compared by the rule `replay` uses too (`hrx_analysis::compare::digests`).
 //! - **Submissions** are matched by (runtime, submission index) and their outcomes (ok,
-//!   failed, cancelled) compared; one without a recorded outcome on either side (a trace
-//!   cut short) is counted as unknown, not compared.
+//!   failed, cancelled) compared (`hrx_analysis::compare::outcomes`, as `replay`); one
+//!   without a recorded outcome on either side (a trace cut short) is counted as unknown,
+//!   not compared.
+//!
+//! The verdict is `hrx_analysis::compare::Verdict::of` its counts (below).
 //!
 //! # Verdict
 //!
@@ -71,6 +74,9 @@
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
+use hrx_analysis::compare::{
+    Digest, DigestMatch, OutcomeMatch, Verdict, digests, outcomes as compare_outcomes,
+};
 use hrx_analysis::units::{duration, plural};
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Access, Record};
@@ -414,9 +420,19 @@ fn compare(
     let mut differing = Vec::new();
     let mut identical = 0;
     for (key, (digest, buffer)) in base_outputs {
-        match new_outputs.get(key) {
-            Some((d, _)) if d == digest => identical += 1,
-            Some((d, new_buffer)) => {
+        let Some((d, new_buffer)) = new_outputs.get(key) else {
+            continue;
+        };
+        // The one rule of `diff` and `replay` for the digests of one key.
+        let one = |xxh3: u64| {
+            [Digest {
+                xxh3,
+                contents: None,
+            }]
+        };
+        match digests(&one(*digest), &one(*d), None, false) {
+            DigestMatch::Match => identical += 1,
+            _ => {
                 let (node, use_) = match key.2 {
                     Place::Use(node, use_) => (Some(node), Some(use_)),
                     Place::Buffer(_) => (None, None),
@@ -427,7 +443,6 @@ fn compare(
                     "base_xxh3": format!("{digest:#018x}"), "new_xxh3": format!("{d:#018x}"),
                 }));
             }
-            None => {}
         }
     }
     let compared = identical + differing.len();
@@ -447,14 +462,15 @@ fn compare(
         };
         // No completion recorded (a trace cut short or damaged): nothing to compare, and
         // not a changed outcome.
-        if [status, new_status].contains(&&SpanStatus::Unknown) {
-            outcomes_unknown += 1;
-            continue;
-        }
-        outcomes_compared += 1;
-        if new_status != status {
-            changed.push(json!({"runtime": key.0, "submission": key.1,
-                                "base": status.name(), "new": new_status.name()}));
+        let known = |s: &SpanStatus| (*s != SpanStatus::Unknown).then_some(*s);
+        match compare_outcomes(known(status), known(new_status)) {
+            OutcomeMatch::Unknown => outcomes_unknown += 1,
+            OutcomeMatch::Same => outcomes_compared += 1,
+            OutcomeMatch::Changed => {
+                outcomes_compared += 1;
+                changed.push(json!({"runtime": key.0, "submission": key.1,
+                                    "base": status.name(), "new": new_status.name()}));
+            }
         }
     }
     // A trace that holds no submission beside one that holds some: the program did none
@@ -489,13 +505,11 @@ fn compare(
         + missing
         + outputs_only_base
         + outputs_only_new;
-    let verdict = if regression {
-        "regression"
-    } else if one_sided > 0 {
-        "different"
-    } else {
-        "same"
-    };
+    let verdict = Verdict::of(
+        slow + differing.len() + changed.len() + usize::from(empty_side.is_some()),
+        one_sided,
+    );
+    debug_assert_eq!(regression, verdict == Verdict::Regression);
     let (base_args, new_args) = (arguments(base), arguments(new));
     // What decided the verdict, in words, from the counts above.
     let mut reasons = Vec::new();
@@ -529,14 +543,14 @@ fn compare(
         "new": args.new.display().to_string(),
         "max_slowdown": ratio,
         "noise_floor_ns": NOISE_FLOOR_NS,
-        "verdict": verdict,
+        "verdict": verdict.name(),
         "reasons": reasons,
         "arguments": {"base": base_args, "new": new_args, "differ": base_args != new_args},
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
         // was recovered (standard error warns), which can leave most of it unmatched.
         "complete": {"base": complete(base), "new": complete(new)},
         "records_lost": {"base": lost(base), "new": lost(new)},
-        "exit_code": u8::from(regression),
+        "exit_code": verdict.exit_code(),
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),

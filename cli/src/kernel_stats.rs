@@ -4,9 +4,10 @@
 //! With `--follow` the trace may still be being written: the summary is printed again
 //! each second (over the previous one on a terminal, after a `live:` line with the record
 //! count and rate; one compact JSON object a line with `--json`, its `"live"` holding
-//! them) until the trace is closed or a fatal signal is recorded, then once more in full,
-//! the final report after a `closed:` or `crashed (SIGSEGV):` line (with `--json`, its
-//! `"follow"` says which), exit 0; or until Ctrl-C. Each refresh reads only the blocks
+//! them) until the trace is closed or its recorded process died of a signal (a
+//! `FatalSignal`: `live: ended: crashed: SIGSEGV`, nothing more will come), then once more
+//! in full, the final report after a `live: ended: closed` or `live: ended: crashed: ...`
+//! line (with `--json`, its `"follow"` says which), exit 0; or until Ctrl-C. Each refresh reads only the blocks
 //! appended since the last one (`hrx_analysis::stats_follow`). A trace that does not exist
 //! yet is waited for, up to 30 s, as `view --follow` waits.
 //!
@@ -30,7 +31,8 @@
 //!               "exact"}],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
-//!  "complete": whether the whole trace was read, "end": how it ends,
+//!  "complete": whether the whole trace was read, "end": how it ends, "signal": how a signal
+//!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
@@ -136,24 +138,15 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     }
     let records = tail.records();
     let (stats, summary) = tail.finish();
+    crate::failure::warn_partial(
+        path,
+        &summary.warnings,
+        summary.recovery.as_ref(),
+        "these figures cover only what was recovered",
+    );
     let mut report = report(path, &stats, &summary);
     let ended = match state {
-        TailState::Crashed(fatal) => {
-            let name = crate::record::signal_name(fatal.signal)
-                .map_or_else(|| format!("signal {}", fatal.signal), str::to_owned);
-            // As `info` words it: a fault or an abort is a crash, another signal a kill.
-            let crash = matches!(
-                fatal.signal,
-                libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGABRT
-            );
-            let what = if crash { "crashed" } else { "was killed" };
-            eprintln!(
-                "warning: {}: the recorded program {what} ({name}); the final report covers \
-                 what it recorded",
-                path.display()
-            );
-            format!("{} ({name})", if crash { "crashed" } else { "killed" })
-        }
+        TailState::Crashed(fatal) => fatal.describe(),
         _ => "closed".to_owned(),
     };
     if args.json {
@@ -163,7 +156,10 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         if terminal {
             write!(out, "\x1b[H\x1b[2J")?;
         }
-        writeln!(out, "{ended}: {records} records; the final report\n")?;
+        writeln!(
+            out,
+            "live: ended: {ended} ({records} records; the final report follows)\n"
+        )?;
     }
     print_report(&report, args.json, write_text)?;
     Ok(ExitCode::SUCCESS)
@@ -280,6 +276,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "file": path.display().to_string(),
         "complete": recovery.is_none_or(|r| r.is_complete()) && lost.is_none(),
         "end": recovery.map(|r| r.end()),
+        "signal": summary.fatal.map(|f| f.describe()),
         "lost": {
             "records": lost.total,
             "lossy_mode": lost.lossy,

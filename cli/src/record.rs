@@ -25,10 +25,13 @@
 //!
 //! hrx-trace waits for the program and then for every process the program left running
 //! (it is their subreaper, on Linux: orphans are reparented to it), so that their traces
-//! are complete before the summary. A process that died of a signal with its trace unclosed
-//! gets a [`FatalSignal`](hrx_capture::schema::FatalSignal) appended to that trace (unless
-//! its own handler wrote one), so that `info` says "killed by SIGKILL during submission 3,
-//! region 1 running" instead of only "never closed".
+//! are complete before the summary. If hrx-trace itself dies (SIGKILL), the program gets
+//! SIGTERM (its parent-death signal, Linux), so that it does not run on as an orphan with
+//! its trace growing; the processes it started do not ([`parent_death::set`]). A process
+//! that died of a signal with its trace unclosed gets a
+//! [`FatalSignal`](hrx_capture::schema::FatalSignal) appended to that trace (unless its own
+//! handler wrote one), so that `info` says "killed by SIGKILL during submission 3, region 1
+//! running" instead of only "never closed".
 //!
 //! A program that exits 0 leaves a closed trace: the runtime closes it at exit. A trace
 //! that is not closed cleanly after exit code 0 means writing it failed (a full disk, a file
@@ -142,6 +145,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         let before = hrx_capture::file_identity(&std::path::absolute(&expanded)?);
         command.env(hrx_capture::TRACE_SESSION_ENV, before);
     }
+    parent_death::set(&mut command);
     let spawned = command.spawn();
     let child = match spawned {
         Ok(child) => child,
@@ -770,6 +774,45 @@ mod signals {
     }
 }
 
+/// The program's end when hrx-trace itself dies.
+mod parent_death {
+    /// Makes the program receive SIGTERM when hrx-trace dies (Linux's parent-death signal),
+    /// so that `record` killed with SIGKILL (which it cannot forward) does not leave the
+    /// program running on as an orphan with its trace growing. SIGTERM, not SIGKILL: the
+    /// program's runtime writes what it holds and notes the signal (its fatal-signal flush),
+    /// and a program that catches SIGTERM can close its trace. A program that ignores
+    /// SIGTERM runs on.
+    ///
+    /// Only the program itself gets it: the signal is not inherited by the processes it
+    /// starts, so under `record -- sh -c 'prog'` the shell gets SIGTERM and `prog` runs on
+    /// unless the shell passes it on (with hrx-trace gone, no subreaper waits for it).
+    /// Killing the process group (`kill -TERM -PGID`, hrx-trace's group) reaches them all.
+    /// The kernel sends it when the thread that spawned the program exits: hrx-trace spawns
+    /// from its main thread, which lives until the end.
+    #[cfg(target_os = "linux")]
+    pub fn set(command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and calls only prctl and
+        // getppid, both async-signal-safe; it allocates nothing.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // hrx-trace died between the fork and the prctl: no signal will come.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn set(_command: &mut std::process::Command) {}
+}
+
 /// `signal N (NAME)`, or `signal N` for a signal without a name here.
 pub(crate) fn signal_text(signal: i32) -> String {
     match signal_name(signal) {
@@ -785,22 +828,7 @@ pub(crate) fn signal_name(_signal: i32) -> Option<&'static str> {
 
 #[cfg(unix)]
 pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return None,
-    })
+    hrx_capture::schema::signal_name(signal)
 }
 
 #[cfg(test)]

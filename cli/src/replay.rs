@@ -65,7 +65,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(until) = args.until {
         options = options.until(until);
     }
-    let report = hrx_replay::replay_file(&args.file, &options);
+    // Rows are handed out chunk by chunk: the text groups them (the report keeps the lines),
+    // the JSON spools them to unnamed temporary files and prints them once the replay is
+    // done, so that an error still prints nothing but its one line.
+    let json = args.report == "json";
+    let mut spool = if json { Some(Spool::new()?) } else { None };
+    let report = hrx_replay::replay_file_streaming(&args.file, &options, &mut |rows, checks| {
+        if let Some(spool) = &mut spool {
+            spool.add(rows, checks);
+        }
+    });
     progress.finish_and_clear();
     // A trace that does not read is told, and hinted at, as every other verb tells it.
     let report = match report {
@@ -113,11 +122,107 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     // Written, not printed: `print!` would panic on a closed standard output (`| head`).
     let mut out = std::io::stdout().lock();
-    let written = if args.report == "json" {
-        writeln!(out, "{}", report.to_json())
-    } else {
-        write!(out, "{}", report.to_text())
+    let written = match spool {
+        Some(spool) => spool.write(&mut out, &report),
+        None => write!(out, "{}", report.to_text()),
     };
     let code = report.exit_code().clamp(0, 255) as u8;
     crate::failure::verdict(code, written.and_then(|()| out.flush()))
+}
+
+/// `--report json`'s submission rows and output checks, spooled as JSON array elements.
+struct Spool {
+    submissions: std::io::BufWriter<std::fs::File>,
+    outputs: std::io::BufWriter<std::fs::File>,
+    counts: (u64, u64),
+    error: Option<std::io::Error>,
+}
+
+impl Spool {
+    fn new() -> anyhow::Result<Spool> {
+        let file = || {
+            tempfile::tempfile()
+                .map(std::io::BufWriter::new)
+                .map_err(|e| {
+                    Failure::new(format!(
+                        "cannot create a temporary file for the JSON report: {e}"
+                    ))
+                })
+        };
+        Ok(Spool {
+            submissions: file()?,
+            outputs: file()?,
+            counts: (0, 0),
+            error: None,
+        })
+    }
+
+    fn add(&mut self, rows: &[hrx_replay::SubmissionRow], checks: &[hrx_replay::OutputCheck]) {
+        fn element(
+            out: &mut impl Write,
+            count: &mut u64,
+            value: serde_json::Result<String>,
+        ) -> std::io::Result<()> {
+            out.write_all(if *count == 0 { b"\n    " } else { b",\n    " })?;
+            out.write_all(value?.as_bytes())?;
+            *count += 1;
+            Ok(())
+        }
+        if self.error.is_some() {
+            return;
+        }
+        let result = rows
+            .iter()
+            .try_for_each(|r| {
+                element(
+                    &mut self.submissions,
+                    &mut self.counts.0,
+                    serde_json::to_string(r),
+                )
+            })
+            .and_then(|()| {
+                checks.iter().try_for_each(|c| {
+                    element(
+                        &mut self.outputs,
+                        &mut self.counts.1,
+                        serde_json::to_string(c),
+                    )
+                })
+            });
+        self.error = result.err();
+    }
+
+    /// The report as one JSON object: the spooled arrays, then every other field.
+    fn write(self, out: &mut impl Write, report: &hrx_replay::Report) -> std::io::Result<()> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let copy = |file: std::io::BufWriter<std::fs::File>, out: &mut dyn Write| {
+            let mut file = file.into_inner().map_err(|e| e.into_error())?;
+            use std::io::Seek;
+            file.seek(std::io::SeekFrom::Start(0))?;
+            std::io::copy(&mut file, out).map(drop)
+        };
+        let mut rest = serde_json::to_value(report)?;
+        if let Some(fields) = rest.as_object_mut() {
+            fields.remove("submissions");
+            fields.remove("outputs");
+        }
+        out.write_all(b"{\n  \"submissions\": [")?;
+        copy(self.submissions, out)?;
+        out.write_all(b"\n  ],\n  \"outputs\": [")?;
+        copy(self.outputs, out)?;
+        out.write_all(b"\n  ]")?;
+        if let Some(fields) = rest.as_object() {
+            for (key, value) in fields {
+                write!(
+                    out,
+                    ",\n  {}: {}",
+                    serde_json::to_string(key)?,
+                    serde_json::to_string_pretty(value)?
+                )?;
+            }
+        }
+        out.write_all(b"\n}\n")
+    }
 }

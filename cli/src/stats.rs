@@ -309,14 +309,7 @@ impl TraceStats {
     /// after 3 submissions".
     pub fn death(&self) -> Option<String> {
         let fatal = self.fatal?;
-        let name = crate::record::signal_name(fatal.signal)
-            .map_or_else(|| format!("signal {}", fatal.signal), str::to_owned);
-        let crash = matches!(
-            fatal.signal,
-            libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGABRT
-        );
-        let what = if crash { "crashed:" } else { "killed by" };
-        Some(format!("{what} {name} {}", self.at_the_end()))
+        Some(format!("{} {}", fatal.describe(), self.at_the_end()))
     }
 
     /// What the runtime was doing when the trace ends: "during submission 12, region 2

@@ -113,3 +113,41 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Resul
         format!("{} ({})", path.display(), stats.close_state()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrx_capture::schema::{LostKind, RecordsLost};
+    use hrx_capture::{Record, Recorder, RecorderOptions, TraceMode};
+
+    /// `record`'s summary of a lossy recording says how many records of which kinds it lost
+    /// (issue 17: every verb; the others are tested in `tests/cli/lost.rs`).
+    #[test]
+    fn the_summary_of_a_lossy_recording_says_what_was_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lossy.hrxt");
+        let options = RecorderOptions {
+            mode: TraceMode::Lossy,
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::create(&path, options).unwrap();
+        recorder.record(&Record::RecordsLost(RecordsLost {
+            time_ns: recorder.now_ns(),
+            lossy: true,
+            total: 3,
+            by_kind: vec![LostKind {
+                kind: "RegionTiming".into(),
+                records: 3,
+            }],
+        }));
+        recorder.close().unwrap();
+        let stats = TraceStats::read(&path).unwrap();
+        let mut out = Vec::new();
+        write(&mut out, &path, &stats).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("lost         3 records lost (RegionTiming 3)"),
+            "{text}"
+        );
+    }
+}

@@ -10,6 +10,8 @@ mod util;
 
 #[path = "cli/bad_input.rs"]
 mod bad_input;
+#[path = "cli/contention.rs"]
+mod contention;
 #[path = "cli/crashes.rs"]
 mod crashes;
 #[path = "cli/diff.rs"]

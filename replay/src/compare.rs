@@ -3,12 +3,13 @@
 //! - **Statuses**: each submission's outcome (ok, failed, cancelled) in every repeat, and
 //!   whether its graph was quarantined. Error texts are shown, not compared (they carry
 //!   process-specific ids).
-//! - **Outputs**: digests per (submission, region, buffer, range), in order. Several
-//!   digests of one key (a range written by several regions) match when they agree in
-//!   order or as a multiset (digests of concurrently finishing regions may interleave in
-//!   the file). Where a submission's status diverged, outputs present on one side only
-//!   are `NotRun`, not extra divergences. With a tolerance and captured contents, a
-//!   differing range is compared as little-endian `f32`s.
+//! - **Outputs**: digests per (submission, region, buffer, range), compared by the one rule
+//!   `diff` uses too (`hrx_analysis::compare`): several digests of one key (a range written
+//!   by several regions) match when they agree in order or as a multiset (digests of
+//!   concurrently finishing regions may interleave in the file). Where a submission's
+//!   status diverged, outputs present on one side only are `NotRun`, not extra divergences.
+//!   With a tolerance and captured contents, a differing range is compared as
+//!   little-endian `f32`s.
 //! - **Timing**: per (prepared graph, region), the captured durations against the replay's
 //!   over all repeats; device clock where every sample on both sides has device timestamps,
 //!   host clock otherwise.
@@ -35,139 +36,63 @@ pub(crate) struct RuntimeRuns {
 
 type Key = (Option<u32>, BufferId, u64, u64);
 
-/// Compares `a` and `b` as little-endian `f32` arrays: the largest absolute difference and
-/// whether every element is within `tolerance` (absolute below magnitude 1, relative above).
-fn within(a: &[u8], b: &[u8], tolerance: f64) -> Option<(f64, bool)> {
-    if a.len() != b.len() || !a.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut max = 0.0f64;
-    let mut ok = true;
-    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-        let x = f32::from_le_bytes([x[0], x[1], x[2], x[3]]) as f64;
-        let y = f32::from_le_bytes([y[0], y[1], y[2], y[3]]) as f64;
-        if x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()) {
-            continue;
-        }
-        let diff = (x - y).abs();
-        let diff = if diff.is_nan() { f64::INFINITY } else { diff };
-        max = max.max(diff);
-        if diff > tolerance * x.abs().max(y.abs()).max(1.0) {
-            ok = false;
-        }
-    }
-    Some((max, ok))
-}
-
 struct Compared {
     result: OutputResult,
     divergence: Option<DivergenceKind>,
 }
 
-/// Compares the digest sequences of one key.
+/// Compares the digest sequences of one key with the one rule of `diff` and `replay`
+/// (`hrx_analysis::compare::digests`); `status_diverged`: the submission did not run as
+/// captured, so one-sided digests are not divergences.
 fn compare_key(
     expected: &[&Output<'_>],
     replayed: &[&ReplayOutput],
     tolerance: Option<f64>,
     status_diverged: bool,
 ) -> Compared {
-    let same = |e: &[&Output<'_>], r: &[&ReplayOutput]| {
-        let mut a: Vec<u64> = e.iter().map(|o| o.xxh3).collect();
-        let mut b: Vec<u64> = r.iter().map(|o| o.xxh3).collect();
-        a.sort_unstable();
-        b.sort_unstable();
-        a == b
-    };
-    // One side empty: a missing or extra output, unless the status already diverged (then
-    // the region did not run as captured, and the status divergence says so).
-    let one_sided = match (expected.first(), replayed.first()) {
-        (Some(e), None) => Some((
+    use hrx_analysis::compare::{Digest, DigestMatch, digests};
+    let base: Vec<Digest<'_>> = expected
+        .iter()
+        .map(|o| Digest {
+            xxh3: o.xxh3,
+            contents: o.contents,
+        })
+        .collect();
+    let new: Vec<Digest<'_>> = replayed
+        .iter()
+        .map(|o| Digest {
+            xxh3: o.xxh3,
+            contents: o.contents.as_deref(),
+        })
+        .collect();
+    let (result, divergence) = match digests(&base, &new, tolerance, status_diverged) {
+        DigestMatch::Match => (OutputResult::Match, None),
+        DigestMatch::WithinTolerance { max_abs_diff } => {
+            (OutputResult::WithinTolerance { max_abs_diff }, None)
+        }
+        DigestMatch::Differs {
+            base,
+            new,
+            max_abs_diff,
+        } => (
+            OutputResult::Differs,
+            Some(DivergenceKind::Output {
+                expected: base,
+                replayed: new,
+                max_abs_diff,
+            }),
+        ),
+        DigestMatch::Missing { base } => (
             OutputResult::Missing,
-            DivergenceKind::MissingOutput { expected: e.xxh3 },
-        )),
-        (None, Some(r)) => Some((
+            Some(DivergenceKind::MissingOutput { expected: base }),
+        ),
+        DigestMatch::Extra { new } => (
             OutputResult::Extra,
-            DivergenceKind::ExtraOutput { replayed: r.xxh3 },
-        )),
-        _ => None,
+            Some(DivergenceKind::ExtraOutput { replayed: new }),
+        ),
+        DigestMatch::NotRun => (OutputResult::NotRun, None),
     };
-    if let Some((result, divergence)) = one_sided {
-        return if status_diverged {
-            Compared {
-                result: OutputResult::NotRun,
-                divergence: None,
-            }
-        } else {
-            Compared {
-                result,
-                divergence: Some(divergence),
-            }
-        };
-    }
-    if expected.len() == replayed.len() && same(expected, replayed) {
-        return Compared {
-            result: OutputResult::Match,
-            divergence: None,
-        };
-    }
-    // Pair them in order; the first differing pair decides.
-    let mut max_diff: Option<f64> = None;
-    for (e, r) in expected.iter().zip(replayed) {
-        if e.xxh3 == r.xxh3 {
-            continue;
-        }
-        let float = tolerance.and_then(|t| within(e.contents?, r.contents.as_deref()?, t));
-        match float {
-            Some((diff, true)) => {
-                max_diff = Some(max_diff.unwrap_or(0.0).max(diff));
-            }
-            Some((diff, false)) => {
-                return Compared {
-                    result: OutputResult::Differs,
-                    divergence: Some(DivergenceKind::Output {
-                        expected: e.xxh3,
-                        replayed: r.xxh3,
-                        max_abs_diff: Some(diff),
-                    }),
-                };
-            }
-            None => {
-                return Compared {
-                    result: OutputResult::Differs,
-                    divergence: Some(DivergenceKind::Output {
-                        expected: e.xxh3,
-                        replayed: r.xxh3,
-                        max_abs_diff: None,
-                    }),
-                };
-            }
-        }
-    }
-    if expected.len() != replayed.len() && !status_diverged {
-        let n = expected.len().min(replayed.len());
-        return if expected.len() > n {
-            Compared {
-                result: OutputResult::Missing,
-                divergence: Some(DivergenceKind::MissingOutput {
-                    expected: expected[n].xxh3,
-                }),
-            }
-        } else {
-            Compared {
-                result: OutputResult::Extra,
-                divergence: Some(DivergenceKind::ExtraOutput {
-                    replayed: replayed[n].xxh3,
-                }),
-            }
-        };
-    }
-    Compared {
-        result: match max_diff {
-            Some(max_abs_diff) => OutputResult::WithinTolerance { max_abs_diff },
-            None => OutputResult::Match,
-        },
-        divergence: None,
-    }
+    Compared { result, divergence }
 }
 
 /// Pools samples into stats on the chosen clock.
@@ -192,7 +117,7 @@ fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
     }
 }
 
-fn ratio_and_regression(
+pub(crate) fn ratio_and_regression(
     captured: Option<Stats>,
     replayed: Option<Stats>,
     options: &ReplayOptions,
@@ -407,7 +332,9 @@ pub(crate) fn report(
                 } else if let (Some((expected_outcome, expected_error)), Some((got, got_error))) =
                     (&submission.status, replayed_status)
                 {
-                    if expected_outcome != got {
+                    if hrx_analysis::compare::outcomes(Some(expected_outcome), Some(got))
+                        == hrx_analysis::compare::OutcomeMatch::Changed
+                    {
                         status_diverged = true;
                         let region = observed
                             .failed_region
@@ -730,6 +657,7 @@ pub(crate) fn report(
         },
         summary,
         submissions,
+        submission_groups: Default::default(),
         outputs,
         first_divergence: divergences.first().cloned(),
         divergences,
@@ -772,27 +700,5 @@ fn plural_submissions(n: usize) -> String {
         "1 submission".to_owned()
     } else {
         format!("{n} submissions")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn f32s(values: &[f32]) -> Vec<u8> {
-        values.iter().flat_map(|v| v.to_le_bytes()).collect()
-    }
-
-    #[test]
-    fn floats_compare_absolutely_below_one_and_relatively_above() {
-        let a = f32s(&[0.5, 1000.0, f32::NAN]);
-        let b = f32s(&[0.5001, 1000.05, f32::NAN]);
-        let (max, ok) = within(&a, &b, 1e-3).unwrap();
-        assert!(ok && (max - 0.05).abs() < 1e-3, "{max}");
-        let (_, ok) = within(&a, &b, 1e-5).unwrap();
-        assert!(!ok);
-        assert!(within(&a, &b[..8], 1e-3).is_none());
-        let (max, ok) = within(&f32s(&[1.0]), &f32s(&[f32::NAN]), 1.0).unwrap();
-        assert!(!ok && max.is_infinite());
     }
 }

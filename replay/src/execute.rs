@@ -29,7 +29,7 @@ use hrx::{
     TraceDigests,
 };
 use hrx_capture::schema::{self as s, BufferId, OpKind, Record, SubmissionIndex};
-use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions, Sink, Trace, TraceReader};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -205,10 +205,10 @@ fn open_runtime(
     options: &ReplayOptions,
     fault: Option<hrx::FaultSpec>,
     contents: bool,
-) -> Result<(Runtime, Recorder, MemorySink), ReplayError> {
-    let sink = MemorySink::new();
+    sink: impl Sink,
+) -> Result<(Runtime, Recorder), ReplayError> {
     let recorder = Recorder::with_sink(
-        sink.clone(),
+        sink,
         RecorderOptions {
             // The replay must not lose its own measurements: a full ring waits for the
             // writer rather than dropping.
@@ -235,7 +235,7 @@ fn open_runtime(
         context: "opening the replay backend".into(),
         source,
     })?;
-    Ok((runtime, recorder, sink))
+    Ok((runtime, recorder))
 }
 
 fn load_kernel(
@@ -493,6 +493,27 @@ fn build(
     options: &ReplayOptions,
     notes: &mut Vec<String>,
 ) -> Result<Objects, ReplayError> {
+    check_memory(runtime, plan)?;
+    let mut objects = Objects {
+        buffers: Vec::with_capacity(plan.buffers.len()),
+        kernels: Vec::with_capacity(plan.kernels.len()),
+        graphs: Vec::with_capacity(plan.graphs.len()),
+        queues: HashMap::new(),
+    };
+    build_more(runtime, plan, options, notes, &mut objects)?;
+    Ok(objects)
+}
+
+/// Creates the buffers, kernels and graphs of `plan` that `objects` lacks: those after its
+/// own (a later chunk of a streamed trace names every object of the earlier ones first, in
+/// the same order).
+fn build_more(
+    runtime: &Runtime,
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    notes: &mut Vec<String>,
+    objects: &mut Objects,
+) -> Result<(), ReplayError> {
     let runtime_error = |context: String| {
         move |source| ReplayError::Runtime {
             runtime: plan.id.0,
@@ -500,14 +521,7 @@ fn build(
             source,
         }
     };
-    let mut objects = Objects {
-        buffers: Vec::with_capacity(plan.buffers.len()),
-        kernels: Vec::with_capacity(plan.kernels.len()),
-        graphs: Vec::with_capacity(plan.graphs.len()),
-        queues: HashMap::new(),
-    };
-    check_memory(runtime, plan)?;
-    for b in &plan.buffers {
+    for b in plan.buffers.iter().skip(objects.buffers.len()) {
         let buffer = runtime
             .buffer(b.len, placement(b.placement))
             .map_err(runtime_error(format!(
@@ -516,20 +530,18 @@ fn build(
             )))?;
         objects.buffers.push(buffer);
     }
-    for k in &plan.kernels {
+    for k in plan.kernels.iter().skip(objects.kernels.len()) {
         let loaded = load_kernel(runtime, plan, k, options)?;
         objects.kernels.push(loaded);
     }
     for sub in &plan.substitutions {
-        objects
-            .queues
-            .insert((sub.graph, sub.node), EntryQueue::default());
+        objects.queues.entry((sub.graph, sub.node)).or_default();
     }
-    for (index, g) in plan.graphs.iter().enumerate() {
+    for (index, g) in plan.graphs.iter().enumerate().skip(objects.graphs.len()) {
         let mut graph = runtime.graph();
         for (node, op) in g.ops.iter().enumerate() {
             let queue = objects.queues.get(&(index, node)).cloned();
-            add_op(&mut graph, plan, &objects, op, queue).map_err(runtime_error(format!(
+            add_op(&mut graph, plan, objects, op, queue).map_err(runtime_error(format!(
                 "rebuilding graph {} operation {node} ({})",
                 g.prepared,
                 plan.op_name(op)
@@ -549,7 +561,7 @@ fn build(
         }
         objects.graphs.push(executable);
     }
-    Ok(objects)
+    Ok(())
 }
 
 /// Submissions waited on in submission order, and completions kept for later producers.
@@ -577,6 +589,197 @@ impl Flight {
     }
 }
 
+/// A sink whose bytes are taken away chunk by chunk (the replay's own trace is read back
+/// as it is written, so it never exists whole in memory).
+#[derive(Clone, Default)]
+struct DrainSink(Arc<Mutex<Vec<u8>>>);
+
+impl Sink for DrainSink {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// What one chunk's replay left to read back: the flight's statuses, refusals and host
+/// write errors, the replay's submission numbers (replay index to captured index) and the
+/// records the replay wrote about them.
+pub(crate) struct ChunkRun {
+    observed: Observed,
+    replay_index: HashMap<u64, SubmissionIndex>,
+    records: Vec<Record>,
+    buffer_of: Arc<HashMap<u64, BufferId>>,
+}
+
+impl ChunkRun {
+    /// Moves the records of `later` that are about this chunk's submissions (digests hashed
+    /// after the chunk was drained) here.
+    pub fn take_late(&mut self, later: &mut ChunkRun) {
+        let (mine, theirs): (Vec<Record>, Vec<Record>) = std::mem::take(&mut later.records)
+            .into_iter()
+            .partition(|r| {
+                crate::chunk::submission_of(r).is_some_and(|s| self.replay_index.contains_key(&s.0))
+            });
+        // Blobs stay with both: either side's digests may name them.
+        let blobs = theirs
+            .iter()
+            .filter(|r| matches!(r, Record::Blob(_)))
+            .cloned();
+        self.records.extend(mine.into_iter().chain(blobs));
+        later.records = theirs;
+    }
+
+    /// Adds records the replay wrote after this chunk (its last ones, at the runtime's end).
+    pub fn extend(&mut self, records: Vec<Record>) {
+        self.records.extend(records);
+    }
+
+    /// Maps the replay's records onto captured ids: what the replay observed.
+    pub fn observe(mut self, plan: &RuntimePlan<'_>) -> Observed {
+        read_back(
+            plan,
+            &self.records,
+            &self.replay_index,
+            &self.buffer_of,
+            &mut self.observed,
+        );
+        self.observed
+    }
+}
+
+/// A replay runtime and its objects, kept across the chunks of a streamed trace.
+pub(crate) struct Session {
+    // Dropped in this order: the objects, then the runtime (its workers joined).
+    objects: Option<Objects>,
+    runtime: Option<Runtime>,
+    recorder: Recorder,
+    sink: DrainSink,
+    /// The replay trace's file header, put before every drained piece to decode it.
+    header: Vec<u8>,
+    buffer_of: Arc<HashMap<u64, BufferId>>,
+    backend: String,
+    device: String,
+    notes: Vec<String>,
+}
+
+impl Session {
+    /// A fresh runtime with `plan`'s buffers, kernels and graphs.
+    pub fn open(
+        plan: &RuntimePlan<'_>,
+        options: &ReplayOptions,
+        fault: Option<hrx::FaultSpec>,
+        contents: bool,
+    ) -> Result<Session, ReplayError> {
+        let sink = DrainSink::default();
+        let (runtime, recorder) = open_runtime(plan, options, fault, contents, sink.clone())?;
+        let info = runtime.device_info();
+        let mut notes = Vec::new();
+        let objects = build(&runtime, plan, options, &mut notes)?;
+        let buffer_of: HashMap<u64, BufferId> = objects
+            .buffers
+            .iter()
+            .zip(&plan.buffers)
+            .map(|(b, p)| (b.id(), p.id))
+            .collect();
+        Ok(Session {
+            objects: Some(objects),
+            runtime: Some(runtime),
+            recorder,
+            sink,
+            header: Vec::new(),
+            buffer_of: Arc::new(buffer_of),
+            backend: info.backend.to_string(),
+            device: info.name.clone(),
+            notes,
+        })
+    }
+
+    /// Decodes what the recorder wrote since the last call.
+    fn drain(&mut self) -> Result<Vec<Record>, ReplayError> {
+        let measurement = |why: String| ReplayError::Measurement { why };
+        let bytes = std::mem::take(&mut *lock(&self.sink.0));
+        let mut input = Vec::with_capacity(self.header.len() + bytes.len());
+        if self.header.is_empty() {
+            self.header = bytes
+                .get(..hrx_capture::format::FILE_HEADER_LEN)
+                .ok_or_else(|| measurement("the replay's trace has no header".into()))?
+                .to_vec();
+            input.extend_from_slice(&bytes);
+        } else {
+            input.extend_from_slice(&self.header);
+            input.extend_from_slice(&bytes);
+        }
+        let reader = TraceReader::new(input.as_slice()).map_err(|e| measurement(e.to_string()))?;
+        reader
+            .map(|item| item.map(|(_, record)| record))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| measurement(e.to_string()))
+    }
+
+    /// Replays `plan`'s timeline (one chunk: every submission of it retired before this
+    /// returns) and takes what the replay recorded so far.
+    pub fn run_chunk(
+        &mut self,
+        plan: &RuntimePlan<'_>,
+        options: &ReplayOptions,
+        ticker: &mut Ticker<'_>,
+    ) -> Result<ChunkRun, ReplayError> {
+        let (Some(runtime), Some(objects)) = (&self.runtime, &mut self.objects) else {
+            unreachable!("the runtime and objects live until finish");
+        };
+        build_more(runtime, plan, options, &mut self.notes, objects)?;
+        let grown = objects.buffers.len() != self.buffer_of.len();
+        if grown {
+            self.buffer_of = Arc::new(
+                objects
+                    .buffers
+                    .iter()
+                    .zip(&plan.buffers)
+                    .map(|(b, p)| (b.id(), p.id))
+                    .collect(),
+            );
+        }
+        let objects = &*objects;
+        let mut observed = Observed {
+            backend: self.backend.clone(),
+            device: self.device.clone(),
+            notes: std::mem::take(&mut self.notes),
+            ..Observed::default()
+        };
+        let replay_index = walk(plan, objects, &mut observed, ticker)?;
+        self.recorder
+            .flush()
+            .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+        let records = self.drain()?;
+        Ok(ChunkRun {
+            observed,
+            replay_index,
+            records,
+            buffer_of: self.buffer_of.clone(),
+        })
+    }
+
+    /// Ends the replay runtime (its workers joined, its pending digests written) and takes
+    /// the records written since the last chunk.
+    pub fn finish(mut self) -> Result<Vec<Record>, ReplayError> {
+        drop(self.objects.take());
+        drop(self.runtime.take());
+        let summary = self
+            .recorder
+            .close()
+            .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+        if summary.dropped_records > 0 {
+            return Err(ReplayError::Measurement {
+                why: format!(
+                    "the replay's recorder dropped {} records (the machine is overloaded?)",
+                    summary.dropped_records
+                ),
+            });
+        }
+        self.drain()
+    }
+}
+
 /// Replays `plan` once and reads back what the replay recorded.
 pub(crate) fn run(
     plan: &RuntimePlan<'_>,
@@ -585,15 +788,20 @@ pub(crate) fn run(
     contents: bool,
     ticker: &mut Ticker<'_>,
 ) -> Result<Observed, ReplayError> {
-    let (runtime, recorder, sink) = open_runtime(plan, options, fault, contents)?;
-    let info = runtime.device_info();
-    let mut observed = Observed {
-        backend: info.backend.to_string(),
-        device: info.name.clone(),
-        ..Observed::default()
-    };
-    let objects = build(&runtime, plan, options, &mut observed.notes)?;
+    let mut session = Session::open(plan, options, fault, contents)?;
+    let mut run = session.run_chunk(plan, options, ticker)?;
+    run.records.extend(session.finish()?);
+    Ok(run.observe(plan))
+}
 
+/// Walks `plan`'s timeline on `objects` and retires every submission; returns the replay's
+/// submission numbers mapped to captured ones.
+fn walk(
+    plan: &RuntimePlan<'_>,
+    objects: &Objects,
+    observed: &mut Observed,
+    ticker: &mut Ticker<'_>,
+) -> Result<HashMap<u64, SubmissionIndex>, ReplayError> {
     // Last submission (position) naming each submission as a producer.
     let mut last_consumer: HashMap<SubmissionIndex, usize> = HashMap::new();
     for (position, submission) in plan.submissions.iter().enumerate() {
@@ -710,19 +918,7 @@ pub(crate) fn run(
     }
     while flight.retire_oldest(ticker) {}
     observed.statuses = std::mem::take(&mut flight.statuses);
-    drop(flight);
-
-    let buffer_of: HashMap<u64, BufferId> = objects
-        .buffers
-        .iter()
-        .zip(&plan.buffers)
-        .map(|(b, p)| (b.id(), p.id))
-        .collect();
-    drop(objects);
-    drop(runtime);
-    let trace = close(&recorder, &sink)?;
-    read_back(plan, &trace, &replay_index, &buffer_of, &mut observed);
-    Ok(observed)
+    Ok(replay_index)
 }
 
 /// Closes the replay's recorder and reads its trace.
@@ -744,14 +940,20 @@ fn close(recorder: &Recorder, sink: &MemorySink) -> Result<Trace, ReplayError> {
 /// Maps the replay's own records back onto captured ids.
 fn read_back(
     plan: &RuntimePlan<'_>,
-    trace: &Trace,
+    records: &[Record],
     replay_index: &HashMap<u64, SubmissionIndex>,
     buffer_of: &HashMap<u64, BufferId>,
     observed: &mut Observed,
 ) {
     let captured = |submission: s::SubmissionIndex| replay_index.get(&submission.0).copied();
-    let blobs = trace.blobs();
-    for record in &trace.records {
+    let blobs: HashMap<s::BlobHash, &[u8]> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Blob(b) => Some((b.hash, b.bytes.as_slice())),
+            _ => None,
+        })
+        .collect();
+    for record in records {
         match record {
             Record::OutputDigest(o) => {
                 let (Some(index), Some(&buffer)) =
@@ -845,7 +1047,8 @@ pub(crate) fn time_ops(
     ticker: &mut Ticker<'_>,
     notes: &mut Vec<String>,
 ) -> Result<HashMap<(usize, u32), Vec<Sample>>, ReplayError> {
-    let (runtime, recorder, sink) = open_runtime(plan, options, None, false)?;
+    let sink = MemorySink::new();
+    let (runtime, recorder) = open_runtime(plan, options, None, false, sink.clone())?;
     let mut build_notes = Vec::new();
     let objects = build(&runtime, plan, options, &mut build_notes)?;
     for w in &plan.host_writes {

@@ -28,6 +28,12 @@
 //!    ([`Report::timing_dependent`], module `concurrent`), with its reason, and is not a
 //!    regression.
 //!
+//! A trace file ([`replay_file`], [`replay_file_streaming`]) is streamed (module `stream`):
+//! read in chunks of [`ReplayOptions::chunk_submissions`] (module `chunk`), each planned,
+//! replayed on replay runtimes kept across chunks, and compared as above, the results folded
+//! into one report; memory grows with the program's objects, not its submissions.
+//! [`replay`] of a trace in memory runs the stages once over the whole trace.
+//!
 //! # How captured ids map to new objects
 //!
 //! Ids in a trace are the capturing process's (process-wide counters), so nothing is
@@ -63,22 +69,27 @@
 //!   replay runtime; `until` counts submissions per runtime.
 #![warn(missing_docs)]
 
+mod chunk;
 mod compare;
 mod concurrent;
 mod error;
 mod execute;
+mod group;
 mod options;
 mod plan;
 mod report;
+mod stream;
 mod substitute;
 
 pub use error::ReplayError;
-pub use options::{Progress, ReplayOptions};
+pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
+pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
     Clock, Divergence, DivergenceKind, OpTimingRow, Outcome, OutputCheck, OutputResult,
     RegionTimingRow, ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow,
     Summary, TraceInfo, Verdict, format_ns,
 };
+pub use stream::MAX_LISTED;
 
 use hrx::BackendChoice;
 use hrx_capture::Trace;
@@ -98,20 +109,94 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayEr
     run(trace, options, None)
 }
 
-/// Reads the trace at `path`, replays it and compares.
+/// Reads the trace at `path`, replays it and compares, streamed as
+/// [`replay_file_streaming`] does, with every submission row and output check collected
+/// into the report (memory then grows with the submissions: a tool replaying large traces
+/// uses [`replay_file_streaming`]). Divergences are listed up to [`MAX_LISTED`] and counted
+/// in full.
 ///
 /// # Errors
 /// [`ReplayError::Read`] when the file cannot be read (a newer format major version
 /// included); otherwise as [`replay`].
 pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Report, ReplayError> {
+    let mut submissions = Vec::new();
+    let mut outputs = Vec::new();
+    let mut report = replay_file_streaming(path, options, &mut |rows, checks| {
+        submissions.extend_from_slice(rows);
+        outputs.extend_from_slice(checks);
+    })?;
+    report.submissions = submissions;
+    report.outputs = outputs;
+    Ok(report)
+}
+
+/// Reads the trace at `path` in chunks of [`ReplayOptions::chunk_submissions`], replays and
+/// compares each (module `stream`): memory grows with the program's buffers, kernels and
+/// graphs, not with its submissions. `rows` gets every submission row and output check as
+/// its chunk is compared; the report returned lists none of them
+/// ([`Report::submissions`] and [`Report::outputs`] are empty but for outputs that did not
+/// match, at most [`stream::MAX_LISTED`]), but groups the rows for the text
+/// ([`Report::submission_groups`]) and counts everything in [`Report::summary`].
+///
+/// # Errors
+/// As [`replay_file`].
+pub fn replay_file_streaming(
+    path: impl AsRef<Path>,
+    options: &ReplayOptions,
+    rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+) -> Result<Report, ReplayError> {
     let path = path.as_ref();
     let read = |source| ReplayError::Read {
         path: path.to_owned(),
         source,
     };
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
-    let trace = Trace::read_whole(reader.check_submission_numbers()).map_err(read)?;
-    run(&trace, options, Some(path.display().to_string()))
+    stream::replay_stream(
+        reader.check_submission_numbers(),
+        options,
+        Some(path.display().to_string()),
+        rows,
+    )
+}
+
+/// The fault a replay of `rp` injects: the option's, else the captured one on the software
+/// device (when [`ReplayOptions::captured_fault`]); `notes` says what was replaced or left
+/// out.
+pub(crate) fn replay_fault(
+    options: &ReplayOptions,
+    rp: &plan::RuntimePlan<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Option<hrx::FaultSpec>, ReplayError> {
+    Ok(match (&options.fault, &rp.fault) {
+        (Some(fault), captured) => {
+            if let Some(captured) = captured
+                && *captured != fault.to_string()
+            {
+                notes.push(format!(
+                    "runtime {}: the captured fault {captured} is replaced by {fault}",
+                    rp.id
+                ));
+            }
+            Some(fault.clone())
+        }
+        (None, Some(captured)) if options.captured_fault => {
+            if matches!(options.backend, BackendChoice::Cuda | BackendChoice::Hip) {
+                notes.push(format!(
+                    "runtime {}: the captured fault {captured} is not injected: fault injection exists on the software device only",
+                    rp.id
+                ));
+                None
+            } else {
+                Some(captured.parse().map_err(|e| {
+                    ReplayError::unreplayable(format!(
+                        "runtime {}: the captured fault {captured:?} does not parse: {e}",
+                        rp.id
+                    ))
+                })?)
+            }
+        }
+        _ => None,
+    })
 }
 
 fn run(
@@ -159,36 +244,7 @@ fn run(
     };
     let mut runs = Vec::with_capacity(plan.runtimes.len());
     for rp in &plan.runtimes {
-        let fault = match (&options.fault, &rp.fault) {
-            (Some(fault), captured) => {
-                if let Some(captured) = captured
-                    && *captured != fault.to_string()
-                {
-                    notes.push(format!(
-                        "runtime {}: the captured fault {captured} is replaced by {fault}",
-                        rp.id
-                    ));
-                }
-                Some(fault.clone())
-            }
-            (None, Some(captured)) if options.captured_fault => {
-                if matches!(options.backend, BackendChoice::Cuda | BackendChoice::Hip) {
-                    notes.push(format!(
-                        "runtime {}: the captured fault {captured} is not injected: fault injection exists on the software device only",
-                        rp.id
-                    ));
-                    None
-                } else {
-                    Some(captured.parse().map_err(|e| {
-                        ReplayError::unreplayable(format!(
-                            "runtime {}: the captured fault {captured:?} does not parse: {e}",
-                            rp.id
-                        ))
-                    })?)
-                }
-            }
-            _ => None,
-        };
+        let fault = replay_fault(options, rp, &mut notes)?;
         let contents = options.tolerance.is_some()
             && rp
                 .submissions

@@ -42,7 +42,15 @@ pub struct ReplayOptions {
     pub kernel_overrides: Vec<(String, HostKernelFn)>,
     /// Called as work completes, for progress bars.
     pub progress: Option<Progress>,
+    /// Submissions per chunk when a trace file is streamed ([`crate::replay_file`]): what
+    /// replay holds at a time (the chunk, the one before it, and their replays). Default
+    /// [`DEFAULT_CHUNK_SUBMISSIONS`].
+    pub chunk_submissions: u64,
 }
+
+/// Submissions per chunk of a streamed replay: about 10 KB each are held while a chunk is
+/// replayed and compared (two chunks and the next 1,024 submits read ahead at a time).
+pub const DEFAULT_CHUNK_SUBMISSIONS: u64 = 2048;
 
 impl Default for ReplayOptions {
     fn default() -> Self {
@@ -58,6 +66,7 @@ impl Default for ReplayOptions {
             fault: None,
             kernel_overrides: Vec::new(),
             progress: None,
+            chunk_submissions: DEFAULT_CHUNK_SUBMISSIONS,
         }
     }
 }
@@ -136,6 +145,11 @@ impl ReplayOptions {
     /// Replaces the host code of kernel `entry` at replay.
     pub fn kernel_override(mut self, entry: impl Into<String>, host: HostKernelFn) -> Self {
         self.kernel_overrides.push((entry.into(), host));
+        self
+    }
+    /// Sets the submissions per chunk of a streamed replay (at least 1).
+    pub fn chunk_submissions(mut self, submissions: u64) -> Self {
+        self.chunk_submissions = submissions.max(1);
         self
     }
     /// Sets the progress callback.

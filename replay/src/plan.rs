@@ -352,24 +352,21 @@ struct Gather<'t> {
     range_start: Option<SubmissionIndex>,
 }
 
-/// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
-///
-/// # Errors
-/// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
-pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
-    let blobs = trace.blobs();
+/// What the reader's recovery means for the replay: notes (records lost while recording, a
+/// damaged or cut-short file) and whether the trace is complete.
+pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, bool) {
     let mut notes = Vec::new();
     // First of all: a trace that lost records cannot be replayed exactly.
-    let lost = trace.recovery.lost;
+    let lost = recovery.lost;
     if !lost.is_none() {
         notes.push(format!(
             "cannot be exact: {lost} while recording: missing submissions, host writes or \
              digests show up as divergences"
         ));
     }
-    let complete = trace.recovery.is_complete() && lost.is_none();
+    let complete = recovery.is_complete() && lost.is_none();
     if !complete {
-        let r = &trace.recovery;
+        let r = recovery;
         notes.push(format!(
             "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
              records skipped, {} bytes discarded, {} submissions missing): what it lacks cannot \
@@ -381,6 +378,17 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             r.missing_submissions
         ));
     }
+    (notes, complete)
+}
+
+/// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
+///
+/// # Errors
+/// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
+pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
+    let blobs = trace.blobs();
+    let lost = trace.recovery.lost;
+    let (mut notes, complete) = recovery_notes(&trace.recovery);
     let mut format_version = format!(
         "{}.{}",
         trace.header.version.major.0, trace.header.version.minor.0

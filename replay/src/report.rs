@@ -112,7 +112,7 @@ pub struct ReplayInfo {
 }
 
 /// Counts over the whole report.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     /// Submissions replayed.
     pub submissions: usize,
@@ -139,7 +139,7 @@ pub struct Summary {
 }
 
 /// One replayed submission.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SubmissionRow {
     /// Captured runtime id.
     pub runtime: u32,
@@ -194,7 +194,7 @@ pub enum OutputResult {
 }
 
 /// One output range of one submission (first repeat).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OutputCheck {
     /// Captured runtime id.
     pub runtime: u32,
@@ -562,8 +562,13 @@ pub struct Report {
     pub replay: ReplayInfo,
     /// Counts.
     pub summary: Summary,
-    /// One row per replayed submission.
+    /// One row per replayed submission (empty for a streamed replay, which hands its rows
+    /// out as it goes: [`crate::replay_file_streaming`]).
     pub submissions: Vec<SubmissionRow>,
+    /// The text report's table: equal rows of consecutive submissions grouped (filled by a
+    /// streamed replay; otherwise built from `submissions` when the text is written).
+    #[serde(skip)]
+    pub submission_groups: crate::group::Grouper,
     /// Every output range compared, first repeat.
     pub outputs: Vec<OutputCheck>,
     /// Every divergence, earliest first (timing-dependent ones aside).
@@ -764,61 +769,30 @@ impl Report {
         );
 
         out.push_str("\nsubmissions:\n");
-        // Consecutive submissions of one runtime whose rows are equal (graph, outcomes,
-        // output counts) share one line, `first..last`: a clean replay of a million
-        // submissions is one line, not a million; `--report json` lists every one.
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        let mut group: Option<(u32, u64, u64, Vec<String>)> = None;
-        let flush = |group: Option<(u32, u64, u64, Vec<String>)>, rows: &mut Vec<_>| {
-            if let Some((runtime, first, last, rest)) = group {
-                let mut cells = Vec::new();
-                if several {
-                    cells.push(runtime.to_string());
-                }
-                cells.push(if first == last {
-                    first.to_string()
-                } else {
-                    format!("{first}..{last}")
-                });
-                cells.extend(rest);
-                rows.push(cells);
+        // Equal rows of consecutive submissions share a line (module `group`); a streamed
+        // replay kept only the lines.
+        let grouped;
+        let table_rows = if self.submissions.is_empty() {
+            &self.submission_groups
+        } else {
+            let mut grouper = crate::group::Grouper::default();
+            for row in &self.submissions {
+                grouper.push(row);
             }
+            grouped = grouper;
+            &grouped
         };
-        for row in &self.submissions {
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for g in &table_rows.groups {
             let mut cells = Vec::new();
-            cells.push(row.graph.to_string());
-            cells.push(row.captured.map_or("?", Outcome::name).to_string());
-            cells.push(row.replayed.map_or("refused", Outcome::name).to_string());
-            let mut outputs = format!("{}/{} match", row.matched, row.outputs);
-            if row.excluded > 0 {
-                let _ = write!(outputs, ", {} excluded", row.excluded);
+            if several {
+                cells.push(g.runtime.to_string());
             }
-            cells.push(outputs);
-            cells.push(
-                if row.diverged {
-                    "DIVERGED"
-                } else if row.timing_dependent {
-                    "timing-dependent"
-                } else {
-                    ""
-                }
-                .to_string(),
-            );
-            match &mut group {
-                Some((runtime, _, last, rest))
-                    if *runtime == row.runtime
-                        && row.submission.checked_sub(1) == Some(*last)
-                        && *rest == cells =>
-                {
-                    *last = row.submission;
-                }
-                _ => {
-                    let next = Some((row.runtime, row.submission, row.submission, cells));
-                    flush(std::mem::replace(&mut group, next), &mut rows);
-                }
-            }
+            cells.push(g.submissions());
+            cells.push(g.graphs_text());
+            cells.extend(g.cells.iter().cloned());
+            rows.push(cells);
         }
-        flush(group, &mut rows);
         let mut header = Vec::new();
         if several {
             header.push("runtime");
@@ -829,6 +803,14 @@ impl Report {
             .map(|h| matches!(*h, "runtime" | "sub" | "graph"))
             .collect();
         table(&mut out, &header, &rows, &right);
+        if table_rows.omitted > 0 {
+            let _ = writeln!(
+                out,
+                "  ... {} more submissions (past {} lines; `--report json` lists every one)",
+                table_rows.omitted,
+                crate::group::MAX_GROUPS
+            );
+        }
 
         out.push('\n');
         match &self.first_divergence {

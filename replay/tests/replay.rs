@@ -11,6 +11,7 @@ mod divergence;
 mod fault_matrix;
 mod fixtures;
 mod loss_race;
+mod streamed;
 mod substitution;
 mod unreplayable;
 mod workloads;

@@ -582,3 +582,90 @@ fn capture_fence_waits_are_spans_of_their_own_outside_region_times() {
         .unwrap();
     assert!(fences.iter().all(|f| f.buffer != small_buffer));
 }
+
+/// Capture work is never inside a measured time (issue 17): a large host-visible output is
+/// hashed off the region's thread, and that work is a `DigestSpan` of its own, starting after
+/// the writing region's recorded end (so the region's time cannot hold the hash); a small one
+/// is hashed on the region's thread after its timing was taken (the digest follows the timing
+/// in that thread's record order), with no span.
+#[test]
+fn digest_work_is_a_span_of_its_own_after_the_region_it_digests() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    const LEN: usize = 4 << 20;
+    let large = rt.buffer(LEN, Placement::HostVisible).unwrap();
+    let small = rt.buffer(256, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(large.whole(), 3).unwrap();
+    let fill_large = graph.prepare().unwrap();
+    let mut graph = rt.graph();
+    graph.fill(small.whole(), 5).unwrap();
+    let fill_small = graph.prepare().unwrap();
+    for _ in 0..5 {
+        fill_large.submit().unwrap().wait().unwrap();
+        fill_small.submit().unwrap().wait().unwrap();
+    }
+    let (large_id, small_id) = (large.id(), small.id());
+    drop((fill_large, fill_small, large, small, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let position = |found: &dyn Fn(&Record) -> bool| {
+        trace
+            .records
+            .iter()
+            .position(found)
+            .expect("the record is in the trace")
+    };
+    let spans: Vec<s::DigestSpan> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::DigestSpan(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spans.len(), 5, "one span per large output: {spans:?}");
+    for span in &spans {
+        assert_eq!(
+            (span.buffer.0, span.start, span.end),
+            (large_id, 0, LEN as u64)
+        );
+        assert!(span.start_ns <= span.end_ns, "{span:?}");
+        let timing = &trace.records[position(
+            &|r| matches!(r, Record::RegionTiming(t) if t.submission == span.submission),
+        )];
+        let Record::RegionTiming(timing) = timing else {
+            unreachable!()
+        };
+        assert!(
+            span.start_ns >= timing.end_ns,
+            "the digest's work {span:?} began inside its region's time {timing:?}"
+        );
+        position(&|r| {
+            matches!(r, Record::OutputDigest(d)
+                if d.submission == span.submission && d.buffer == span.buffer)
+        });
+    }
+    let small_digests: Vec<s::SubmissionIndex> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::OutputDigest(d) if d.buffer.0 == small_id => Some(d.submission),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(small_digests.len(), 5);
+    for submission in small_digests {
+        let timing =
+            position(&|r| matches!(r, Record::RegionTiming(t) if t.submission == submission));
+        let digest =
+            position(&|r| matches!(r, Record::OutputDigest(d) if d.submission == submission));
+        assert!(
+            timing < digest,
+            "submission {submission:?}: digest before its timing"
+        );
+    }
+}

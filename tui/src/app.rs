@@ -14,6 +14,9 @@
 //! only the blocks appended since ([`crate::follow::TraceTail`]), hands the new model to
 //! [`ViewState::model_changed`] and draws it, so new blocks are on screen within about one
 //! flush and one poll. The record rate is measured over the last second or more of reads.
+//! A followed trace stops being live when it is closed, or when its recorded process died
+//! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`); a file truncated
+//! and written again by a new recording is opened afresh, and the status says so.
 //! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
 use crate::follow::TraceTail;
@@ -138,8 +141,9 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
         state.start_live();
         Follower::new(path, tail, &model)
     });
-    if follower.is_some() {
+    if let Some(f) = &follower {
         state.model_changed(&model, &model, 0.0);
+        state.live_ended_by(f.ended_by());
     }
     event_loop(&mut guard.terminal, model, &mut state, follower.as_mut())?;
     guard.leave()?;
@@ -157,9 +161,13 @@ fn event_loop(
         if let Some(f) = follower.as_deref_mut()
             && !event::poll(FOLLOW_POLL)?
         {
-            if let Some((new, rate)) = f.reread() {
-                state.model_changed(&model, &new, rate);
-                model = new;
+            if let Some(read) = f.reread() {
+                if read.reloaded {
+                    state.live_reloaded();
+                }
+                state.model_changed(&model, &read.model, read.rate);
+                state.live_ended_by(f.ended_by());
+                model = read.model;
             }
             continue;
         }
@@ -183,15 +191,29 @@ struct Follower<'a> {
     closed: bool,
 }
 
+/// A followed trace read again.
+struct Reread {
+    model: Model,
+    /// Records per second.
+    rate: f64,
+    /// The file was truncated and written again by a new recording, and opened afresh.
+    reloaded: bool,
+}
+
 impl<'a> Follower<'a> {
     fn new(path: &'a Path, tail: TraceTail, model: &Model) -> Follower<'a> {
         Follower {
             path,
-            tail,
             seen: Self::stamp(path),
             samples: [(Instant::now(), model.info().records)].into(),
             closed: model.info().end.is_some(),
+            tail,
         }
+    }
+
+    /// How the recorded process ended, when a signal ended it (`crashed: SIGSEGV`).
+    fn ended_by(&self) -> Option<String> {
+        self.tail.fatal().map(|f| f.describe())
     }
 
     fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
@@ -200,14 +222,29 @@ impl<'a> Follower<'a> {
     }
 
     /// A new model and the record rate when the file changed since the last read; `None`
-    /// when it did not, when it was closed, or when it cannot be read now (a later poll
-    /// tries again, and the view keeps what it shows).
-    fn reread(&mut self) -> Option<(Model, f64)> {
-        if self.closed {
-            return None;
-        }
+    /// when it did not, when it was closed or its process died (until a new recording
+    /// writes the file again), or when it cannot be read now (a later poll tries again,
+    /// and the view keeps what it shows).
+    fn reread(&mut self) -> Option<Reread> {
         let stamp = Self::stamp(self.path);
         if stamp.is_none() || stamp == self.seen {
+            return None;
+        }
+        if self.tail.replaced() {
+            // A header not yet written is tried again at the next poll.
+            let (tail, model) = TraceTail::open(self.path).ok()?;
+            self.tail = tail;
+            self.seen = stamp;
+            self.closed = model.info().end.is_some();
+            self.samples = [(Instant::now(), model.info().records)].into();
+            return Some(Reread {
+                model,
+                rate: 0.0,
+                reloaded: true,
+            });
+        }
+        if self.closed || self.tail.fatal().is_some() {
+            self.seen = stamp;
             return None;
         }
         // An error (the file replaced, a read failing) is tried again at the next poll.
@@ -230,7 +267,11 @@ impl<'a> Follower<'a> {
             0.0
         };
         self.samples.push_back((now, records));
-        Some((model, rate))
+        Some(Reread {
+            model,
+            rate,
+            reloaded: false,
+        })
     }
 }
 
@@ -412,6 +453,7 @@ mod tests {
     use super::*;
     use crate::state::synthetic::{PipelineSpec, pipeline};
     use crossterm::event::{KeyEventState, MouseEvent};
+    use hrx_capture::TraceReader;
 
     fn key(code: KeyCode, modifiers: KeyModifiers) -> Event {
         Event::Key(KeyEvent {
@@ -533,6 +575,99 @@ mod tests {
         let junk = dir.path().join("junk");
         std::fs::write(&junk, vec![7u8; 4096]).unwrap();
         assert!(wait_for_trace(&junk, Duration::from_secs(600)).is_err());
+    }
+
+    /// A recording of `ops` pipeline operations, closed, as its bytes.
+    fn recording(ops: u64) -> Vec<u8> {
+        let sink = hrx_capture::MemorySink::new();
+        let options = hrx_capture::RecorderOptions {
+            block_bytes: 1 << 10,
+            compression_level: None,
+            ..hrx_capture::RecorderOptions::default()
+        };
+        let recorder = hrx_capture::Recorder::with_sink(sink.clone(), options).unwrap();
+        // The recorder writes the session's start and end itself.
+        for r in pipeline(PipelineSpec::ops(ops)) {
+            if !matches!(
+                r,
+                hrx_capture::Record::SessionStart(_) | hrx_capture::Record::SessionEnd(_)
+            ) {
+                recorder.record(&r);
+            }
+        }
+        recorder.close().unwrap();
+        sink.contents()
+    }
+
+    /// A followed file truncated and written again by a new recording (closed or still
+    /// growing when it happens) is opened afresh: the model is the new recording's (the
+    /// follower kept the old one, or read the new file from the old offset).
+    #[test]
+    fn a_followed_trace_written_again_by_a_new_recording_is_reloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let old = recording(400);
+        // Longer than the old one (its first block tells them apart), and shorter.
+        for (old_len, new_ops) in [(old.len(), 800), (old.len() * 2 / 3, 800), (old.len(), 40)] {
+            let new = recording(new_ops);
+            let whole_new = Model::from_reader(TraceReader::new(&new[..]).unwrap()).unwrap();
+            std::fs::write(&path, &old[..old_len]).unwrap();
+            let (tail, model) = TraceTail::open(&path).unwrap();
+            let mut follower = Follower::new(&path, tail, &model);
+            std::fs::write(&path, &new).unwrap();
+            let read = follower.reread().expect("the new recording");
+            assert!(read.reloaded, "{old_len}");
+            assert_eq!(read.model.info().records, whole_new.info().records);
+            assert_eq!(read.model.span_count(), whole_new.span_count());
+            assert!(follower.reread().is_none(), "unchanged since");
+            let mut state = ViewState::new(&model, 120, 40);
+            state.start_live();
+            state.live_reloaded();
+            state.model_changed(&model, &read.model, read.rate);
+            let screen = crate::render_to_string(&read.model, &state, 120, 40);
+            assert!(
+                screen.contains("written again by a new recording"),
+                "{screen}"
+            );
+        }
+    }
+
+    /// A followed trace whose process died of a signal stops being live and says how.
+    #[test]
+    fn a_followed_trace_stops_at_its_fatal_signal() {
+        use hrx_capture::schema::{FatalSignal, Record, SignalWitness};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let bytes = recording(400);
+        // Crashed in the middle of the recording: whole blocks (the fatal-signal flush
+        // writes whole blocks), no end.
+        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+        let cut = blocks.blocks()[blocks.blocks().len() / 2].offset as usize;
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let (tail, model) = TraceTail::open(&path).unwrap();
+        let mut follower = Follower::new(&path, tail, &model);
+        assert_eq!(follower.ended_by(), None);
+        let fatal = Record::FatalSignal(FatalSignal {
+            time_ns: 1,
+            signal: 11,
+            witness: SignalWitness::Handler,
+            fault_address: None,
+        });
+        hrx_capture::append_to_unclosed(&path, std::slice::from_ref(&fatal)).unwrap();
+        let read = follower.reread().expect("the signal");
+        assert_eq!(follower.ended_by().as_deref(), Some("crashed: SIGSEGV"));
+        let mut state = ViewState::new(&model, 120, 40);
+        state.start_live();
+        state.model_changed(&model, &read.model, read.rate);
+        state.live_ended_by(follower.ended_by());
+        let screen = crate::render_to_string(&read.model, &state, 120, 40);
+        assert!(
+            screen.contains("crashed: SIGSEGV (the recording ended)") && !screen.contains("live ·"),
+            "{screen}"
+        );
+        // Nothing after the signal is read: the recording is over.
+        hrx_capture::append_to_unclosed(&path, &[fatal]).unwrap();
+        assert!(follower.reread().is_none());
     }
 
     #[test]

@@ -10,14 +10,25 @@
 //! A block the writer has not finished yet reads as a torn tail: it is left for the next
 //! refresh, and only the latest read's torn tail is reported. Submission numbers are not
 //! checked (a live trace's newest submissions may still sit in the writer's buffers).
+//!
+//! A new recording to the same path truncates the file and writes it again: appended
+//! blocks read from the old offset would be the middle of another recording.
+//! [`TraceTail::replaced`] tells: the file is shorter than what was read, or its first
+//! block (the session start, whose checksum covers the recording's pid and clock base)
+//! is not the one read; the viewer then opens it afresh. A [`FatalSignal`] read
+//! ([`TraceTail::fatal`]) means the recorded process died: nothing more will come.
 
 use crate::TuiError;
 use crate::state::{Model, ModelBuilder};
 use hrx_capture::reader::WarningKind;
+use hrx_capture::schema::{FatalSignal, Record};
 use hrx_capture::{Recovery, TraceReader};
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+/// Bytes of a block header (the first block's identifies the recording).
+const BLOCK_HEADER_LEN: u64 = hrx_capture::format::BLOCK_HEADER_LEN as u64;
 
 /// A followed trace (see the module docs).
 #[derive(Debug)]
@@ -35,6 +46,10 @@ pub struct TraceTail {
     warnings: Vec<String>,
     /// The latest read's torn tail, if it ended inside a block.
     latest_warnings: Vec<String>,
+    /// The first block's header as read at open (it holds the session start's checksum).
+    first_block: Vec<u8>,
+    /// The signal that ended the recorded process, once read.
+    fatal: Option<FatalSignal>,
 }
 
 impl TraceTail {
@@ -52,8 +67,12 @@ impl TraceTail {
         let reader = TraceReader::open(path).map_err(read_error)?;
         let header_len = u64::from(reader.header().header_len);
         let mut header = Vec::new();
+        let mut first_block = Vec::new();
         File::open(path)
-            .and_then(|f| f.take(header_len).read_to_end(&mut header))
+            .and_then(|mut f| {
+                (&mut f).take(header_len).read_to_end(&mut header)?;
+                f.take(BLOCK_HEADER_LEN).read_to_end(&mut first_block)
+            })
             .map_err(|source| TuiError::Follow {
                 path: path.to_owned(),
                 source,
@@ -67,6 +86,8 @@ impl TraceTail {
             recovery: Recovery::default(),
             warnings: Vec::new(),
             latest_warnings: Vec::new(),
+            first_block,
+            fatal: None,
         };
         tail.take(reader, header_len).map_err(read_error)?;
         let model = tail.model();
@@ -103,6 +124,33 @@ impl TraceTail {
         Ok((self.recovery.records > before).then(|| self.model()))
     }
 
+    /// Whether the file is no longer the recording read so far: shorter than what was read,
+    /// or another first block (a new recording truncated it and wrote it again). `false`
+    /// when it cannot be read now (a later poll tries again).
+    pub fn replaced(&self) -> bool {
+        let Ok(mut file) = File::open(&self.path) else {
+            return false;
+        };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return false;
+        };
+        if len < self.resume_at {
+            return true;
+        }
+        let mut first = Vec::new();
+        let read = file
+            .seek(SeekFrom::Start(self.header.len() as u64))
+            .and_then(|_| file.take(BLOCK_HEADER_LEN).read_to_end(&mut first));
+        let n = first.len().min(self.first_block.len());
+        read.is_ok() && first[..n] != self.first_block[..n]
+    }
+
+    /// The signal that ended the recorded process, when a [`FatalSignal`] was read: the
+    /// trace will not grow any more.
+    pub fn fatal(&self) -> Option<FatalSignal> {
+        self.fatal
+    }
+
     /// Takes every record of `reader` (whose first block is at file offset `origin`) not
     /// taken before.
     fn take<R: Read>(
@@ -129,6 +177,9 @@ impl TraceTail {
             total.records += 1;
             total.lost.observe(&record);
             total.waits.observe(&record);
+            if let Record::FatalSignal(f) = &record {
+                self.fatal = Some(*f);
+            }
             self.builder.push(&record);
         }
         if block != self.resume_at || in_block > self.taken {

@@ -18,7 +18,13 @@
 //!   slice's arguments only.
 //! - **Instant events** on the `Events` track: failed and cancelled regions, quarantine,
 //!   poison, unhealthy copy streams, injected faults, refused submits, lost records,
-//!   capture fences and recorder waits, with the recorded cause.
+//!   capture fences and recorder waits, with the recorded cause; and the signal that ended
+//!   the process (`fatal signal: SIGSEGV`, from a [`FatalSignal`] record) on the first
+//!   runtime's events track.
+//! - **Running regions.** A region that started and has no timing when the trace ends (the
+//!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
+//!   host time), named `LABEL (running at end)` with the argument `state`: `still running
+//!   when the trace ends`, as the timeline draws it: its length is not a duration.
 //!
 //! # One streaming pass, in bounded memory
 //!
@@ -52,10 +58,10 @@ mod perfetto;
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
-use crate::scan::{JoinedSpan, ScanSummary, Visitor, scan_reader_threaded};
+use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, CrossWait, NodeIndex, Prepared, Record, RefusalKind, RegionIndex, RegionKind,
-    RuntimeId, Status, SubmissionIndex, Use,
+    Access, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind, RegionIndex,
+    RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
@@ -367,6 +373,8 @@ fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportErr
         },
         names: Names::new(),
         scratch: Scratch::default(),
+        fatal: Vec::new(),
+        end_ns: 0,
         runtimes: Vec::new(),
     };
     let summary = source.scan(&mut pass)?;
@@ -374,6 +382,7 @@ fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportErr
     for runtime in runtimes {
         pass.settle(&summary.index, runtime, u64::MAX);
     }
+    pass.at_the_end(&summary.index, &summary.running);
     let mut out = pass.out;
     if let Some(error) = out.error.take() {
         return Err(error.into());
@@ -508,6 +517,10 @@ struct Pass<S> {
     out: Out<S>,
     names: Names,
     scratch: Scratch,
+    /// The signals that ended the process, written at the end.
+    fatal: Vec<FatalSignal>,
+    /// The trace's last host time, ns: where a running region's slice ends.
+    end_ns: u64,
     /// Held submissions by runtime (few).
     runtimes: Vec<(RuntimeId, RuntimeHeld)>,
 }
@@ -582,6 +595,77 @@ impl<S: Sink> Pass<S> {
             self.scratch.free.push(held);
         }
         rt.written_below = rt.written_below.max(horizon);
+    }
+}
+
+impl<S: Sink> Pass<S> {
+    /// Writes what the trace's end shows: each region still running (a slice to the end)
+    /// and the signal that ended the process.
+    fn at_the_end(&mut self, index: &Index, running: &[RunningRegion]) {
+        for r in running {
+            let Some(region) = r.region_ref else { continue };
+            let info = index.region(region);
+            let span = JoinedSpan {
+                runtime: r.runtime,
+                submission: r.submission,
+                prepared: info.prepared,
+                region,
+                lane: crate::index::LaneRef(0),
+                start_ns: r.start_ns,
+                end_ns: self.end_ns.max(r.start_ns),
+                device: None,
+            };
+            self.names.refresh(index, region);
+            let names = &self.names;
+            let hazards = Arg::Texts(&names.regions[region.0 as usize].hazards, &[]);
+            let mut slice = region_slice(index, names, &span, r.region, 0, hazards, &[], &[]);
+            // Its arguments are not those of its finished slices.
+            slice.constant = None;
+            slice.args.retain(|(name, _)| *name != "slot");
+            slice.args.push((
+                "state",
+                Arg::Str(Cow::Borrowed("still running when the trace ends")),
+            ));
+            let name = format!("{} (running at end)", slice.name);
+            slice.name = &name;
+            self.out.slice(&slice);
+        }
+        // Session-level: on the first runtime's events track.
+        let first = self
+            .out
+            .processes
+            .keys()
+            .next()
+            .copied()
+            .or_else(|| self.out.declared.iter().map(|(r, _)| *r).min())
+            .unwrap_or_default();
+        for f in std::mem::take(&mut self.fatal) {
+            let signal = hrx_capture::schema::signal_name(f.signal)
+                .map_or_else(|| format!("signal {}", f.signal), str::to_owned);
+            let mut args = vec![
+                ("signal", Arg::Str(Cow::Owned(signal))),
+                (
+                    "seen_by",
+                    Arg::Str(Cow::Borrowed(match f.witness {
+                        SignalWitness::Handler => "the process's own handler",
+                        SignalWitness::Parent => "hrx-trace record (the process's parent)",
+                    })),
+                ),
+            ];
+            if let Some(address) = f.fault_address {
+                args.push((
+                    "fault_address",
+                    Arg::Str(Cow::Owned(format!("{address:#x}"))),
+                ));
+            }
+            let instant = Instant {
+                runtime: first,
+                name: "fatal signal",
+                time_ns: f.time_ns,
+                args,
+            };
+            self.out.instant(&instant);
+        }
     }
 }
 
@@ -679,7 +763,11 @@ impl Settled<'_> {
 
 impl<S: Sink> Visitor for Pass<S> {
     fn record(&mut self, index: &Index, record: &Record) {
+        if let Some(time_ns) = crate::dump::host_time_ns(record) {
+            self.end_ns = self.end_ns.max(time_ns);
+        }
         match record {
+            Record::FatalSignal(f) => self.fatal.push(*f),
             Record::RuntimeStart(r) => {
                 self.out.processes.insert(
                     r.runtime,
@@ -853,6 +941,7 @@ fn instant_runtime(record: &Record) -> Option<RuntimeId> {
         Record::RecordsLost(_) => RuntimeId(0),
         Record::RecorderWait(w) => w.runtime.unwrap_or_default(),
         Record::CaptureFence(f) => f.runtime,
+        Record::DigestSpan(d) => d.runtime,
         Record::Poison(p) => p.runtime,
         Record::CopyStreamUnhealthy(c) => c.runtime,
         Record::FaultInjected(f) => f.runtime,
@@ -922,6 +1011,16 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
                 ("wait_ns", Arg::Uint(f.end_ns.saturating_sub(f.start_ns))),
             ];
             ("capture fence", f.start_ns, args)
+        }
+        Record::DigestSpan(d) => {
+            let args = vec![
+                ("submission", Arg::Uint(d.submission.0)),
+                ("buffer", Arg::Uint(d.buffer.0)),
+                ("start", Arg::Uint(d.start)),
+                ("end", Arg::Uint(d.end)),
+                ("took_ns", Arg::Uint(d.end_ns.saturating_sub(d.start_ns))),
+            ];
+            ("output digest", d.start_ns, args)
         }
         Record::Poison(p) => {
             let args = vec![("buffer", Arg::Uint(p.buffer.0)), ("cause", str(&p.cause))];

@@ -1,6 +1,6 @@
 use super::*;
 use crate::synthetic::{PipelineSpec, pipeline};
-use hrx_capture::schema::HazardKind;
+use hrx_capture::schema::{FatalSignal, HazardKind, SignalWitness};
 use prost::Message;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -497,4 +497,118 @@ fn a_label_is_made_again_when_a_later_kernel_names_it() {
     // Written before the names were read: named as the index knew them then.
     assert_eq!(compute[0], "kernel 10 +1");
     assert_eq!(compute.last().unwrap(), "blur +1");
+}
+
+/// A pipeline whose last submission crashed in its first region: the submit and the
+/// region's start are recorded, nothing after, then the signal.
+fn crashed_pipeline() -> (Vec<Record>, u64, u64) {
+    let all: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+    let last = all
+        .iter()
+        .rev()
+        .find_map(|r| match r {
+            Record::Submit(s) => Some((s.runtime, s.submission, s.time_ns)),
+            _ => None,
+        })
+        .unwrap();
+    let (runtime, submission, submitted_ns) = last;
+    let mut records: Vec<Record> = all
+        .into_iter()
+        .filter(|r| match r {
+            Record::Submit(_) => true,
+            Record::SessionEnd(_) => false,
+            Record::CrossWait(r) => r.submission != submission,
+            Record::RegionTiming(r) => r.submission != submission,
+            Record::OpTiming(r) => r.timing.submission != submission,
+            Record::RegionDone(r) => r.submission != submission,
+            Record::SubmissionDone(r) => r.submission != submission,
+            Record::OutputDigest(r) => r.submission != submission,
+            _ => true,
+        })
+        .collect();
+    let start_ns = submitted_ns + 10;
+    // The signal is the trace's last host time.
+    let end_ns = records
+        .iter()
+        .filter_map(crate::dump::host_time_ns)
+        .max()
+        .unwrap()
+        .max(start_ns)
+        + 5_000;
+    records.push(Record::RegionStarted(hrx_capture::schema::RegionStarted {
+        runtime,
+        submission,
+        region: RegionIndex(0),
+        time_ns: start_ns,
+    }));
+    records.push(Record::FatalSignal(FatalSignal {
+        time_ns: end_ns,
+        signal: 11,
+        witness: SignalWitness::Handler,
+        fault_address: Some(16),
+    }));
+    (records, start_ns, end_ns)
+}
+
+/// The region a crash was in is a slice to the trace's end, labelled, and the signal an
+/// instant, in both formats (export dropped both).
+#[test]
+fn a_region_running_at_a_crash_and_the_signal_are_exported() {
+    let (records, start_ns, end_ns) = crashed_pipeline();
+    let (out, counts) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let running: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().ends_with(" (running at end)"))
+        .collect();
+    assert_eq!(running.len(), 1, "{running:?}");
+    let slice = running[0];
+    assert_eq!(slice["ts"].as_f64().unwrap(), start_ns as f64 / 1000.0);
+    assert_eq!(
+        slice["dur"].as_f64().unwrap(),
+        (end_ns - start_ns) as f64 / 1000.0
+    );
+    assert_eq!(slice["args"]["state"], "still running when the trace ends");
+    assert_eq!(slice["args"]["region"], 0);
+    let fatal: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "fatal signal")
+        .collect();
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(fatal[0]["args"]["signal"], "SIGSEGV");
+    assert_eq!(fatal[0]["args"]["fault_address"], "0x10");
+    assert_eq!(fatal[0]["ts"].as_f64().unwrap(), end_ns as f64 / 1000.0);
+    let slices = events.iter().filter(|e| e["ph"] == "X").count();
+    assert_eq!(slices as u64, counts.slices);
+
+    let (out, _) = export(&records, Format::Perfetto);
+    let trace = pb::Trace::decode(out.as_slice()).expect("a Trace");
+    let named = |name: &dyn Fn(&str) -> bool, kind: i32| -> Vec<(u64, Option<u64>)> {
+        trace
+            .packet
+            .iter()
+            .filter_map(|p| {
+                let e = p.track_event.as_ref()?;
+                (e.r#type == Some(kind) && e.name.as_deref().is_some_and(name))
+                    .then_some((p.timestamp?, e.track_uuid))
+            })
+            .collect()
+    };
+    let begins = named(&|n| n.ends_with(" (running at end)"), 1);
+    assert_eq!(begins.iter().map(|b| b.0).collect::<Vec<_>>(), [start_ns]);
+    // Its end: the slice end on the same track at the trace's end.
+    let ends: Vec<u64> = trace
+        .packet
+        .iter()
+        .filter(|p| {
+            p.track_event
+                .as_ref()
+                .is_some_and(|e| e.r#type == Some(2) && e.track_uuid == begins[0].1)
+        })
+        .filter_map(|p| p.timestamp)
+        .collect();
+    assert!(ends.contains(&end_ns), "{ends:?}");
+    let instants = named(&|n| n == "fatal signal", 3);
+    assert_eq!(instants.iter().map(|i| i.0).collect::<Vec<_>>(), [end_ns]);
 }

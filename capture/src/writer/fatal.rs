@@ -5,7 +5,10 @@
 //! the last one, which is exactly the call that crashed. So, for SIGSEGV, SIGBUS, SIGILL,
 //! SIGFPE and SIGABRT (and SIGTERM, SIGINT, SIGHUP and SIGQUIT when the program left their
 //! action the default one, so that a hang killed by `timeout` or Ctrl-C keeps its last
-//! records too), a recorder installs a handler (`SA_SIGINFO | SA_ONSTACK`) that:
+//! records too), a recorder installs a handler (`SA_SIGINFO | SA_ONSTACK`).
+//!
+//! When the signal ends the process (the action it had before is the default one, a fault
+//! the program ignores, or `abort`), the handler:
 //!
 //! 1. takes the recorder's core lock with `try_lock`, waiting at most [`LOCK_WAIT_NS`] for
 //!    the writer thread to finish a block (it never waits on a lock its own thread holds);
@@ -13,11 +16,26 @@
 //!    [`FatalSignal`] record, and writes the block uncompressed with `write(2)` on the file
 //!    descriptor the sink opened at start ([`super::Sink::signal_fd`]), as one or more
 //!    complete blocks;
-//! 3. restores the action the signal had before (the program's own handler, Rust's stack
-//!    overflow handler, or the default) and passes the signal on: a fault the kernel raised
-//!    (SIGSEGV, SIGBUS, SIGILL, SIGFPE with a positive `si_code`) repeats when the handler
-//!    returns and reaches that action with its own `siginfo`; a signal a process sent (`kill`,
-//!    `abort`) is raised again and delivered to it when the handler returns.
+//! 3. puts the action the signal had before back and passes the signal on: a fault the
+//!    kernel raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE with a positive `si_code`) repeats when
+//!    the handler returns; a signal a process sent (`kill`, `abort`) is raised again and
+//!    delivered when the handler returns.
+//!
+//! When the signal had a handler before (the program's own, as JVMs and wasm runtimes
+//! install for the faults they expect, or Rust's stack-overflow handler), whether the
+//! process dies is that handler's decision, so this one calls it first (with its mask,
+//! flags and `siginfo`, as the kernel would) and claims nothing: if it returns, the program
+//! survived, or it set the action it wants a repeated fault to meet (Rust's handler puts the
+//! default one back and returns). Either way this handler stays installed, chaining to
+//! whatever action the chained handler left, so the repeated fault, or a later real crash,
+//! comes here first and is flushed as above. Breakpad instead gives such a handler a "first
+//! chance" and, if it declines, restores every previous action and re-raises; Tracy's crash
+//! handler ends the process itself. Chaining first is what lets a program that survives
+//! faults keep its recorder. A signal the program survived leaves nothing in the trace: a
+//! JVM handles thousands of faults (safepoint polls, null checks), and noting one would
+//! mean writing from the handler, where the writer's deferred work (output digests) cannot
+//! run. `abort` is the exception: it never returns, so its SIGABRT is flushed and noted
+//! before the program's handler runs.
 //!
 //! Nothing on this path allocates or takes a lock another thread may hold forever: the
 //! buffers (a ring's worth of staging, a block's worth of frames, spare index entries) are
@@ -46,7 +64,11 @@
 //! - Records a thread pushes while the flush runs may land after the [`FatalSignal`].
 //! - A program that installs its own handler for these signals after the runtime started
 //!   replaces this one (nothing is flushed unless it passes the signal on to the previous
-//!   handler); one installed before is chained to.
+//!   handler); one installed before is chained to, and one that ends the process without a
+//!   signal (`_exit` from the handler) leaves the records since the last periodic flush
+//!   unwritten (`hrx-trace record` notes the exit).
+//! - A program's handler that survives SIGABRT by `siglongjmp` out of `abort` leaves a
+//!   [`FatalSignal`] for a signal it survived.
 //! - At most [`SLOTS`] recorders of one process are flushed (a process has one in practice).
 //! - A child forked without `exec` writes nothing into its parent's trace (it shares the
 //!   file descriptor; its own records are lost with it).
@@ -95,15 +117,19 @@ mod imp {
         [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
     const MAX_SIGNAL: usize = 32;
 
-    /// The action each signal had before, written once before `SAVED` is set.
+    /// The action to chain to for each signal: the one it had before, or the one a chained
+    /// handler set.
     struct Previous(UnsafeCell<[MaybeUninit<libc::sigaction>; MAX_SIGNAL]>);
-    // SAFETY: each entry is written once, by `install`, before its `SAVED` flag is stored
-    // with Release; it is read only after that flag is loaded with Acquire.
+    // SAFETY: an entry is read only after its `SAVED` flag is loaded with Acquire, and
+    // written and read only under its `PREVIOUS_LOCK`.
     unsafe impl Sync for Previous {}
     static PREVIOUS: Previous = Previous(UnsafeCell::new(
         [const { MaybeUninit::uninit() }; MAX_SIGNAL],
     ));
     static SAVED: [AtomicBool; MAX_SIGNAL] = [const { AtomicBool::new(false) }; MAX_SIGNAL];
+    /// Held while an entry of `PREVIOUS` is copied or rewritten (the handler rewrites it when
+    /// a chained handler changed the action).
+    static PREVIOUS_LOCK: [AtomicBool; MAX_SIGNAL] = [const { AtomicBool::new(false) }; MAX_SIGNAL];
 
     thread_local! {
         static THREAD_ID: Cell<i32> = const { Cell::new(0) };
@@ -140,28 +166,99 @@ mod imp {
     }
 
     fn set(signal: libc::c_int, only_if_default: bool) {
+        // SAFETY: a zeroed sigaction is valid to be written by sigaction.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: querying an action only writes `current`.
+        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+            return;
+        }
+        if only_if_default && current.sa_sigaction != libc::SIG_DFL {
+            return;
+        }
+        if let Some(previous) = take(signal) {
+            set_previous(signal, previous);
+        }
+    }
+
+    /// Installs [`on_signal`] for `signal`; returns the action it replaced.
+    fn take(signal: libc::c_int) -> Option<libc::sigaction> {
         // SAFETY: zeroed sigaction structs are valid; `on_signal` has the SA_SIGINFO shape
-        // and does only async-signal-safe work (see the module docs).
+        // and does only async-signal-safe work (see the module docs); sigaction is
+        // async-signal-safe (the handler calls this too).
         unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
-                return;
-            }
-            if only_if_default && current.sa_sigaction != libc::SIG_DFL {
-                return;
-            }
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut action.sa_mask);
             let mut previous: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, &action, &mut previous) != 0 {
-                return;
-            }
-            let slot = signal as usize;
-            (*PREVIOUS.0.get())[slot].write(previous);
-            SAVED[slot].store(true, Ordering::Release);
+            (libc::sigaction(signal, &action, &mut previous) == 0).then_some(previous)
         }
+    }
+
+    /// The action to chain to for `signal` (a copy, under its lock), or the default one.
+    fn previous_action(signal: libc::c_int) -> libc::sigaction {
+        let slot = signal as usize;
+        // SAFETY: a zeroed sigaction is the default action.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        if slot < MAX_SIGNAL && SAVED[slot].load(Ordering::Acquire) {
+            lock_previous(slot);
+            // SAFETY: the entry was written before SAVED was set; the lock orders rewrites.
+            action = unsafe { (*PREVIOUS.0.get())[slot].assume_init() };
+            PREVIOUS_LOCK[slot].store(false, Ordering::Release);
+        }
+        action
+    }
+
+    /// Makes `action` the one to chain to for `signal`.
+    fn set_previous(signal: libc::c_int, action: libc::sigaction) {
+        let slot = signal as usize;
+        if slot >= MAX_SIGNAL {
+            return;
+        }
+        lock_previous(slot);
+        // SAFETY: written under the entry's lock; readers copy it under the same lock.
+        unsafe { (*PREVIOUS.0.get())[slot].write(action) };
+        SAVED[slot].store(true, Ordering::Release);
+        PREVIOUS_LOCK[slot].store(false, Ordering::Release);
+    }
+
+    /// Spins for an entry's lock: held only to copy one struct, never across a call that can
+    /// fault or wait, and a signal is blocked while its own handler runs.
+    fn lock_previous(slot: usize) {
+        while PREVIOUS_LOCK[slot]
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// What the action the signal had before does with it.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Next {
+        /// The default action: for every signal handled here, the end of the process.
+        Default,
+        /// Ignored: a fault still ends the process (the kernel forces the default action).
+        Ignore,
+        /// The program's (or Rust's) own handler, which may survive the signal.
+        Handler,
+    }
+
+    fn next(action: &libc::sigaction) -> Next {
+        match action.sa_sigaction {
+            libc::SIG_DFL => Next::Default,
+            libc::SIG_IGN => Next::Ignore,
+            _ => Next::Handler,
+        }
+    }
+
+    /// Whether `on_signal` is the action installed for `signal` now.
+    fn installed(signal: libc::c_int) -> bool {
+        // SAFETY: a zeroed sigaction is valid to be written by sigaction.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: querying an action is async-signal-safe and only writes `current`.
+        let queried = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0;
+        queried && current.sa_sigaction == on_signal as *const () as usize
     }
 
     extern "C" fn on_signal(
@@ -172,20 +269,77 @@ mod imp {
         // SAFETY: errno is thread-local; saved and restored around the handler's calls.
         let errno = unsafe { *libc::__errno_location() };
         // SAFETY: the kernel passes a valid siginfo_t (or null) to an SA_SIGINFO handler.
-        let (code, address) = match unsafe { info.as_ref() } {
-            // SAFETY: si_addr is valid to read for every fault signal.
-            Some(info) => (info.si_code, unsafe { info.si_addr() } as u64),
-            None => (0, 0),
+        let (code, address, sender) = match unsafe { info.as_ref() } {
+            // SAFETY: si_addr is valid to read for every fault signal, si_pid for a sent one
+            // (each only used for its kind of signal).
+            Some(info) => (info.si_code, unsafe { info.si_addr() } as u64, unsafe {
+                info.si_pid()
+            }),
+            None => (0, 0, 0),
         };
         let fault = matches!(
             signal,
             libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE
         ) && code > 0;
+        // abort() raises SIGABRT at its own process and never returns (after a handler that
+        // returns, it puts the default action back and raises again).
+        // SAFETY: getpid has no preconditions.
+        let aborting = signal == libc::SIGABRT && code <= 0 && sender == unsafe { libc::getpid() };
+        let previous = previous_action(signal);
+        let next = next(&previous);
+        // The process dies of this signal: flush everything and note it. A handler of the
+        // program's decides instead (below): nothing is claimed before it returns.
+        let dies = match next {
+            Next::Default => true,
+            Next::Ignore => fault || aborting,
+            Next::Handler => aborting,
+        };
+        // Whether this call came from the kernel to the installed handler (not from a
+        // program's handler installed later that chains to this one as its previous).
+        let ours = next == Next::Handler && installed(signal);
+        if dies {
+            flush_and_note(signal, fault.then_some(address));
+        }
+        if next == Next::Handler {
+            // SAFETY: `previous` is the action the signal had before this handler, called as
+            // the kernel would have called it.
+            unsafe { chain(signal, info, context, &previous) };
+            // It returned: the program handled the signal (a fault it fixed, or a signal it
+            // survives), or it expects the fault to repeat under the action it set. Either
+            // way stay first: a chained handler that changed the action (Rust's puts the
+            // default back before returning) is replaced by this one again, chaining to
+            // what it set, so a repeated fault or a later crash still comes here first.
+            if ours && !installed(signal) {
+                // SAFETY: a zeroed sigaction is valid to be written by sigaction.
+                let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+                // SAFETY: querying an action only writes `current`.
+                if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } == 0 {
+                    set_previous(signal, current);
+                    take(signal);
+                }
+            }
+        } else if dies {
+            // SAFETY: restoring the saved action and raising are async-signal-safe.
+            unsafe {
+                libc::sigaction(signal, &previous, std::ptr::null_mut());
+                if !fault {
+                    // Blocked while this handler runs: delivered to `previous` on return.
+                    libc::raise(signal);
+                }
+            }
+        }
+        // (Otherwise ignored, and not a fault: nothing happens to the process.)
+        // SAFETY: restoring this thread's errno.
+        unsafe { *libc::__errno_location() = errno };
+    }
+
+    /// Flushes every recorder and notes the signal, from the handler.
+    fn flush_and_note(signal: libc::c_int, fault_address: Option<u64>) {
         let me = gettid();
         IN_HANDLER.fetch_add(1, Ordering::SeqCst);
         match FLUSHING.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) => {
-                flush_all(signal, fault.then_some(address), me);
+                flush_all(signal, fault_address, me);
                 FLUSHING.store(0, Ordering::SeqCst);
             }
             // A fault inside this thread's own flush: pass it on.
@@ -199,24 +353,45 @@ mod imp {
             }
         }
         IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
-        // SAFETY: restoring a saved (or the default) action and raising are
-        // async-signal-safe.
+    }
+
+    /// Calls `previous`, a handler, as the kernel would: its mask added (and the signal's,
+    /// unless `SA_NODEFER`), with `siginfo` and context for an `SA_SIGINFO` one, and the
+    /// action reset to the default first for an `SA_RESETHAND` one.
+    ///
+    /// # Safety
+    ///
+    /// - `previous.sa_sigaction` is a signal handler of the shape its flags say.
+    /// - `info` and `context` are the ones the kernel passed for `signal`.
+    unsafe fn chain(
+        signal: libc::c_int,
+        info: *mut libc::siginfo_t,
+        context: *mut libc::c_void,
+        previous: &libc::sigaction,
+    ) {
+        let mut mask = previous.sa_mask;
+        // SAFETY: (all calls) sigaddset and pthread_sigmask only touch the sets passed, and
+        // are async-signal-safe; the handler's shape is the caller's obligation.
         unsafe {
-            let slot = signal as usize;
-            let mut previous: libc::sigaction = std::mem::zeroed();
-            if slot < MAX_SIGNAL && SAVED[slot].load(Ordering::Acquire) {
-                previous = (*PREVIOUS.0.get())[slot].assume_init();
+            if previous.sa_flags & libc::SA_NODEFER == 0 {
+                libc::sigaddset(&mut mask, signal);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &mask, &mut old);
+            if previous.sa_flags & libc::SA_RESETHAND != 0 {
+                set_previous(signal, std::mem::zeroed());
+            }
+            if previous.sa_flags & libc::SA_SIGINFO != 0 {
+                let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal, info, context);
             } else {
-                previous.sa_sigaction = libc::SIG_DFL;
+                let handler: extern "C" fn(libc::c_int) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal);
             }
-            libc::sigaction(signal, &previous, std::ptr::null_mut());
-            if !fault {
-                // Blocked while this handler runs: delivered to `previous` on return.
-                libc::raise(signal);
-            }
-            *libc::__errno_location() = errno;
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         }
-        let _ = context;
     }
 
     /// The process id (`getpid`, async-signal-safe; `std::process::id` is the same call).
@@ -520,119 +695,4 @@ impl LineBuf {
 }
 
 #[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use crate::schema::{FatalSignal, Record, RegionIndex, RegionStarted, RuntimeId};
-    use crate::schema::{SignalWitness, SubmissionIndex};
-    use crate::{Recorder, RecorderOptions, read_all};
-    use std::time::Duration;
-
-    /// Set in the child process: `MODE PATH`.
-    const CHILD_ENV: &str = "HRX_CAPTURE_FATAL_CHILD";
-    const THREADS: u32 = 3;
-    const PER_THREAD: u64 = 200;
-
-    fn started(thread: u32, i: u64) -> Record {
-        Record::RegionStarted(RegionStarted {
-            runtime: RuntimeId(thread),
-            submission: SubmissionIndex(i),
-            region: RegionIndex(0),
-            time_ns: i,
-        })
-    }
-
-    /// The child: records from several threads that stay alive, with a flush period no test
-    /// reaches, then dies of the signal MODE asks for. Only the fatal-signal flush can write
-    /// the records.
-    fn child(mode: &str, path: &str) -> ! {
-        let options = RecorderOptions {
-            flush_interval: Duration::from_secs(3600),
-            ..RecorderOptions::default()
-        };
-        let recorder = Recorder::create(path, options).unwrap();
-        let (done, recorded) = std::sync::mpsc::channel();
-        for thread in 0..THREADS {
-            let (recorder, done) = (recorder.clone(), done.clone());
-            std::thread::spawn(move || {
-                for i in 0..PER_THREAD {
-                    recorder.record(&started(thread, i));
-                }
-                done.send(()).unwrap();
-                loop {
-                    std::thread::park();
-                }
-            });
-        }
-        for _ in 0..THREADS {
-            recorded.recv().unwrap();
-        }
-        match mode {
-            // SAFETY: none: this write to an unmapped page is the crash under test.
-            "segv" => unsafe { std::ptr::write_volatile(16 as *mut u64, 1) },
-            "abort" => std::process::abort(),
-            // SAFETY: raise has no memory preconditions.
-            _ => unsafe {
-                libc::raise(libc::SIGTERM);
-            },
-        }
-        unreachable!("the signal ends the process");
-    }
-
-    #[test]
-    fn a_fatal_signal_writes_every_threads_pending_records() {
-        if let Ok(spec) = std::env::var(CHILD_ENV) {
-            let (mode, path) = spec.split_once(' ').unwrap();
-            child(mode, path);
-        }
-        let dir = tempfile::tempdir().unwrap();
-        for (mode, signal) in [
-            ("segv", libc::SIGSEGV),
-            ("abort", libc::SIGABRT),
-            ("term", libc::SIGTERM),
-        ] {
-            let path = dir.path().join(format!("{mode}.hrxt"));
-            let status = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "writer::fatal::tests::a_fatal_signal_writes_every_threads_pending_records",
-                    "--exact",
-                    "--nocapture",
-                ])
-                .env(CHILD_ENV, format!("{mode} {}", path.display()))
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .unwrap();
-            use std::os::unix::process::ExitStatusExt;
-            assert_eq!(status.signal(), Some(signal), "{mode}: {status:?}");
-            let trace = read_all(&path).unwrap();
-            let r = &trace.recovery;
-            assert!(!r.closed, "{mode}: {r:?}");
-            assert_eq!(
-                (r.bytes_discarded, r.skipped_blocks),
-                (0, 0),
-                "{mode}: {r:?}"
-            );
-            // Every thread's records, in each thread's order, then the signal.
-            for thread in 0..THREADS {
-                let mine: Vec<&Record> = trace
-                    .records
-                    .iter()
-                    .filter(|r| r.runtime() == Some(RuntimeId(thread)))
-                    .collect();
-                let expected: Vec<Record> = (0..PER_THREAD).map(|i| started(thread, i)).collect();
-                assert_eq!(mine, expected.iter().collect::<Vec<_>>(), "{mode}");
-            }
-            match trace.records.last() {
-                Some(Record::FatalSignal(FatalSignal {
-                    signal: s,
-                    witness: SignalWitness::Handler,
-                    fault_address,
-                    ..
-                })) => {
-                    assert_eq!(*s, signal, "{mode}");
-                    assert_eq!(fault_address.is_some(), mode == "segv", "{mode}");
-                }
-                other => panic!("{mode}: last record {other:?}"),
-            }
-        }
-    }
-}
+mod tests;

@@ -241,3 +241,227 @@ fn a_program_killed_by_sigkill_is_noted_by_record() {
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
     assert!(capture.ends_with("(cut short: never closed)"), "{capture}");
 }
+
+/// The [`FatalSignal`]s of the trace at `path`.
+fn fatal_signals(path: &Path) -> Vec<FatalSignal> {
+    let trace = hrx_capture::read_all(path).unwrap();
+    trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::FatalSignal(f) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A program with its own SIGSEGV handler (installed before the runtime, as a JVM's) that
+/// survives a fault on its guard page, submits 7 more times, then really crashes: the trace
+/// holds all 12 submissions and one crash, the real one (the recorder's handler used to
+/// note the survived fault as the crash, put the program's handler back for good, and flush
+/// nothing at the real crash: the trace held 5 submissions).
+#[test]
+fn a_program_that_survives_a_fault_with_its_own_handler_keeps_its_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "survive.hrxt";
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("survive")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+    assert!(stdout(&out).contains("survived "), "{}", stdout(&out));
+    let path = dir.path().join(file);
+    let trace = hrx_capture::read_all(&path).unwrap();
+    let count = |kind: &str| {
+        trace
+            .records
+            .iter()
+            .filter(|r| r.kind_name() == kind)
+            .count()
+    };
+    assert_eq!(
+        (count("Submit"), count("SubmissionDone")),
+        (12, 12),
+        "every submission, those after the survived fault too"
+    );
+    let fatal = fatal_signals(&path);
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness, fatal[0].fault_address),
+        (libc::SIGSEGV, SignalWitness::Handler, Some(16)),
+        "the real crash, not the survived fault"
+    );
+    let capture = capture_line(dir.path(), file);
+    assert!(
+        capture.starts_with("crashed: SIGSEGV after 12 submissions"),
+        "{capture}"
+    );
+}
+
+/// `kill -SEGV` and `kill -BUS` sent to a traced Rust program: Rust's own handler returns
+/// from a signal that is not a stack overflow, so the program runs on, as it does untraced.
+/// The trace must not say it crashed, and a later SIGKILL is noted by `record` (the trace
+/// used to say "crashed: SIGSEGV", and the SIGKILL went unnoted).
+#[test]
+fn a_segv_or_bus_sent_to_a_program_that_survives_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    // Untraced, the program survives both signals.
+    let mut alone = std::process::Command::new(crashing())
+        .arg("sent")
+        .env_remove(hrx_capture::TRACE_ENV)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(alone.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    assert!(line.starts_with("survived "), "{line}");
+    alone.kill().unwrap();
+    alone.wait().unwrap();
+
+    let file = "sent.hrxt";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("sent")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let pid: i32 = line.strip_prefix("survived ").unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let _: Vec<String> = lines.map(Result::unwrap).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+    let fatal = fatal_signals(&dir.path().join(file));
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness),
+        (libc::SIGKILL, SignalWitness::Parent)
+    );
+    let capture = capture_line(dir.path(), file);
+    assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// `record` itself killed with SIGKILL: the program gets SIGTERM (its parent-death signal)
+/// and ends, its runtime noting the signal, instead of running on as an orphan with its
+/// trace growing.
+#[test]
+fn a_program_whose_recorder_is_sigkilled_ends_with_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "orphan.hrxt";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("hang")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A liveness limit, not a measurement: the program ends at once, or never (it hangs).
+    let mut waited = 0;
+    while !ended(pid) {
+        if waited == 600 {
+            // SAFETY: kill has no memory preconditions; the pid is the orphaned program's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the program {pid} ran on for a minute after its recorder was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let fatal = fatal_signals(&dir.path().join(file));
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness),
+        (libc::SIGTERM, SignalWitness::Handler),
+        "the runtime noted the parent-death signal"
+    );
+}
+
+/// A crashed trace read by the followers and exporters: `stats --follow` ends at its
+/// `FatalSignal` and says how (it refreshed forever, waiting for a close that never comes),
+/// and `export` shows the region the crash was in, to the trace's end, and the signal.
+#[test]
+fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "segv.hrxt";
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg("segv")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+
+    let mut follow = hrx_trace(dir.path())
+        .args(["stats", "--follow", file])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A liveness limit, not a measurement: it ends at once, or never.
+    let mut waited = 0;
+    while follow.try_wait().unwrap().is_none() {
+        if waited == 600 {
+            follow.kill().unwrap();
+            panic!("stats --follow still refreshing a minute after the crash");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let out = follow.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("live: ended: crashed: SIGSEGV"),
+        "{}",
+        stdout(&out)
+    );
+    let json = run(dir.path(), &["stats", "--json", file]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["signal"], "crashed: SIGSEGV");
+
+    let export = run(
+        dir.path(),
+        &["export", file, "--format", "chrome", "-o", "segv.json"],
+    );
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("segv.json")).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let running = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with(" (running at end)"))
+        })
+        .count();
+    assert_eq!(running, 1, "the callback the crash was in");
+    let fatal: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "fatal signal")
+        .collect();
+    assert_eq!(fatal.len(), 1);
+    assert_eq!(fatal[0]["args"]["signal"], "SIGSEGV");
+    assert_eq!(fatal[0]["args"]["fault_address"], "0x10");
+}

@@ -92,6 +92,7 @@ fn expected(records: &[Value]) -> Expected {
             | "FaultInjected"
             | "SubmitRefused"
             | "CaptureFence"
+            | "DigestSpan"
             | "RecorderWait" => true,
             _ => false,
         };

@@ -336,3 +336,122 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
         stdout(&replay)
     );
 }
+
+/// `--capture-range time:200ms..400ms`, the same range as `--delay 200ms --duration 200ms`,
+/// and `--delay 200ms` alone, around `ranged` pausing 20 ms before each of its 30
+/// submissions. Structural, whatever the machine's speed: the trace's [`TraceRange`]s say
+/// which submissions it holds, and it holds exactly those, none submitted before the range's
+/// start; the range opened at or after 200 ms and closed at or after 400 ms of the session;
+/// submission 20 and later (submitted 400 ms or more after the runtime started, by the
+/// pauses alone) are outside a range that ends at 400 ms; the range replays with the whole
+/// run's outputs for its submissions.
+#[test]
+fn a_time_range_holds_exactly_the_submissions_its_trace_range_names() {
+    use hrx_capture::Record;
+    const MS: u64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    record_ranged(dir.path(), "whole.hrxt", &[], &["30"]);
+    let whole = replayed_outputs(dir.path(), "whole.hrxt");
+    assert_eq!(whole.len(), 30);
+    type Case<'a> = (&'a str, &'a [&'a str], Option<u64>);
+    let cases: [Case; 3] = [
+        (
+            "time.hrxt",
+            &["--capture-range", "time:200ms..400ms"],
+            Some(400),
+        ),
+        (
+            "delay.hrxt",
+            &["--delay", "200ms", "--duration", "200ms"],
+            Some(400),
+        ),
+        ("open.hrxt", &["--delay", "200ms"], None),
+    ];
+    for (name, options, end_ms) in cases {
+        let program = ranged();
+        let mut args = vec!["record", "-o", name];
+        args.extend_from_slice(options);
+        args.extend(["--", program.to_str().unwrap(), "30"]);
+        let out = crate::util::hrx_trace(dir.path())
+            .args(&args)
+            .env("RANGED_PAUSE_MS", "20")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{name}: {}{}", stdout(&out), stderr(&out));
+        let trace = hrx_capture::read_all(dir.path().join(name)).unwrap();
+        let ranges: Vec<&hrx_capture::schema::TraceRange> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::TraceRange(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        let submits: Vec<(u64, u64)> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Submit(s) => Some((s.submission.0, s.time_ns)),
+                _ => None,
+            })
+            .collect();
+        if ranges.is_empty() {
+            // No submit fell inside (a stall longer than the range): none recorded, and said.
+            assert!(submits.is_empty(), "{name}: {submits:?}");
+            assert!(stderr(&out).contains("kept no submission"), "{name}");
+            continue;
+        }
+        let trigger = match end_ms {
+            Some(_) => "time:0.2s..0.4s",
+            None => "time:0.2s..",
+        };
+        let open = ranges[0];
+        assert_eq!((open.end, open.trigger.as_str()), (None, trigger), "{name}");
+        assert!(
+            open.time_ns >= 200 * MS,
+            "{name}: opened at {}",
+            open.time_ns
+        );
+        // Closed at a submit past its end, or at the runtime's end (after 30).
+        assert_eq!(ranges.len(), 2, "{name}: {ranges:?}");
+        let close = ranges[1];
+        assert_eq!(close.start, open.start, "{name}");
+        let (a, b) = (open.start.0, close.end.expect("closed").0);
+        match end_ms {
+            Some(end_ms) => {
+                assert!(
+                    close.time_ns >= end_ms * MS,
+                    "{name}: closed at {}",
+                    close.time_ns
+                );
+                assert!(
+                    b <= 20,
+                    "{name}: {a}..{b} holds a submission made after 400 ms"
+                );
+            }
+            None => assert_eq!(b, 31, "{name}"),
+        }
+        let kept: Vec<u64> = submits.iter().map(|s| s.0).collect();
+        assert_eq!(
+            kept,
+            (a..b).collect::<Vec<_>>(),
+            "{name}: exactly the range"
+        );
+        assert!(
+            submits.iter().all(|&(_, t)| t >= open.time_ns),
+            "{name}: nothing submitted before the range opened: {submits:?}"
+        );
+        let info = stdout(&run(dir.path(), &["info", name]));
+        assert_eq!(
+            field(&info, "range"),
+            format!("submissions {a}..{b} of a recording ({trigger})"),
+            "{name}"
+        );
+        let expected: BTreeMap<_, _> = whole
+            .iter()
+            .filter(|((sub, ..), _)| (a..b).contains(sub))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(replayed_outputs(dir.path(), name), expected, "{name}");
+    }
+}

@@ -23,6 +23,9 @@ pub struct Live {
     pub records_per_s: f64,
     /// The trace was closed (its session end was read): nothing more will come.
     pub closed: bool,
+    /// The recorded process died of a signal (a `FatalSignal` was read): nothing more will
+    /// come; how, in `info`'s words (`crashed: SIGSEGV`).
+    pub ended_by: Option<String>,
 }
 
 impl ViewState {
@@ -62,6 +65,24 @@ impl ViewState {
                 self.set_window(model, end.saturating_sub(width), width);
             }
         }
+    }
+
+    /// The recorded process of a live trace died of a signal (`text`: `crashed: SIGSEGV`),
+    /// or, with `None`, is not known to have.
+    pub fn live_ended_by(&mut self, text: Option<String>) {
+        if let Some(live) = &mut self.live {
+            live.ended_by = text;
+        }
+    }
+
+    /// A live trace was truncated and written again by a new recording and opened afresh:
+    /// the view starts over (following the whole trace, nothing selected) and says so.
+    /// [`ViewState::model_changed`] then carries it to the new model.
+    pub fn live_reloaded(&mut self) {
+        self.selection = None;
+        self.event_cursor = None;
+        self.start_live();
+        self.message = Some("the trace was written again by a new recording: reloaded".into());
     }
 
     /// Carries the view from `old` to `new`, a re-read of the same trace that has grown

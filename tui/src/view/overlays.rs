@@ -199,7 +199,9 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
     // A live trace says so, with its record rate, before the cursor's time (and keeps it
     // when the cursor's time does not fit).
     let live = state.live.as_ref().map(|live| {
-        if live.closed {
+        if let Some(how) = &live.ended_by {
+            format!("{how} (the recording ended) ")
+        } else if live.closed {
             "closed (the recording ended) ".to_owned()
         } else {
             format!(

@@ -173,6 +173,7 @@ pub fn normalise(mut records: Vec<Record>, window: Option<usize>) -> Vec<Record>
     // (a region overwrites an output still being hashed; a thread buffer fills before the
     // writer drains it): how many a run has depends on load, not on the workload, so the
     // snapshots leave them out. Likewise the host clock's calibrations, one per flush.
+    // A digest's span is capture work on another thread, timed by that thread's schedule.
     // A region's start adds nothing to the view of a region that finished (its timing
     // says when it ran), and the schedule below rewrites times from the timings alone.
     records.retain(|r| {
@@ -182,6 +183,7 @@ pub fn normalise(mut records: Vec<Record>, window: Option<usize>) -> Vec<Record>
                 | Record::RecorderWait(_)
                 | Record::RegionStarted(_)
                 | Record::HostClock(_)
+                | Record::DigestSpan(_)
         )
     });
     renumber(&mut records);

@@ -1,0 +1,305 @@
+//! Tests of the fatal-signal flush: each runs itself again as a child process that dies of
+//! (or survives) a signal, and reads the trace the child left.
+
+use crate::schema::{FatalSignal, Record, RegionIndex, RegionStarted, RuntimeId};
+use crate::schema::{SignalWitness, SubmissionIndex};
+use crate::{Recorder, RecorderOptions, read_all};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Set in the child process: `MODE PATH`.
+const CHILD_ENV: &str = "HRX_CAPTURE_FATAL_CHILD";
+const THREADS: u32 = 3;
+const PER_THREAD: u64 = 200;
+
+fn started(thread: u32, i: u64) -> Record {
+    Record::RegionStarted(RegionStarted {
+        runtime: RuntimeId(thread),
+        submission: SubmissionIndex(i),
+        region: RegionIndex(0),
+        time_ns: i,
+    })
+}
+
+/// The child: records from several threads that stay alive, with a flush period no test
+/// reaches, then dies of the signal MODE asks for. Only the fatal-signal flush can write
+/// the records.
+fn child(mode: &str, path: &str) -> ! {
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    let (done, recorded) = std::sync::mpsc::channel();
+    for thread in 0..THREADS {
+        let (recorder, done) = (recorder.clone(), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..PER_THREAD {
+                recorder.record(&started(thread, i));
+            }
+            done.send(()).unwrap();
+            loop {
+                std::thread::park();
+            }
+        });
+    }
+    for _ in 0..THREADS {
+        recorded.recv().unwrap();
+    }
+    match mode {
+        // SAFETY: none: this write to an unmapped page is the crash under test.
+        "segv" => unsafe { std::ptr::write_volatile(16 as *mut u64, 1) },
+        "abort" => std::process::abort(),
+        // SAFETY: raise has no memory preconditions.
+        _ => unsafe {
+            libc::raise(libc::SIGTERM);
+        },
+    }
+    unreachable!("the signal ends the process");
+}
+
+/// The page the program's own handler owns (the survived fault), else 0.
+static GUARD_PAGE: AtomicUsize = AtomicUsize::new(0);
+const PAGE: usize = 4096;
+/// Records before and after the survived signal.
+const BEFORE: u64 = 5;
+const AFTER: u64 = 7;
+
+/// A program's own SIGSEGV handler, as a JVM's: a fault on its guard page is expected (it
+/// makes the page writable and the access repeats); any other is a real crash, met by the
+/// default action (put back before returning, as Rust's own handler does).
+extern "C" fn program_handler(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
+    let page = GUARD_PAGE.load(Ordering::SeqCst);
+    // SAFETY: the kernel passes a valid siginfo_t; si_addr is valid for a fault.
+    let address = unsafe { (*info).si_addr() } as usize;
+    // SAFETY: mprotect of the page this test mapped; sigaction with a zeroed (default)
+    // action. Both are async-signal-safe.
+    unsafe {
+        if page != 0 && (page..page + PAGE).contains(&address) {
+            libc::mprotect(page as *mut _, PAGE, libc::PROT_READ | libc::PROT_WRITE);
+        } else {
+            let action: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The child of the survival tests: BEFORE records, a signal the program survives (MODE
+/// `fault`: a fault its own handler, installed before the recorder, fixes; `sent`: a
+/// SIGSEGV sent to it, which Rust's handler returns from), AFTER records, then a
+/// real crash (`fault`: a write to address 16; `sent`: the same signal sent again, which
+/// now meets the default action). PATH `-`: no recorder (the program alone).
+fn survivor(mode: &str, path: &str) -> ! {
+    if mode == "fault" {
+        // SAFETY: a fresh anonymous mapping, and a handler of the SA_SIGINFO shape.
+        unsafe {
+            let page = libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(page, libc::MAP_FAILED);
+            GUARD_PAGE.store(page as usize, Ordering::SeqCst);
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = program_handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            assert_eq!(
+                libc::sigaction(libc::SIGSEGV, &action, std::ptr::null_mut()),
+                0
+            );
+        }
+    }
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = (path != "-").then(|| Recorder::create(path, options).unwrap());
+    let record = |i| {
+        if let Some(recorder) = &recorder {
+            recorder.record(&started(0, i));
+        }
+    };
+    (0..BEFORE).for_each(record);
+    let survive = || match mode {
+        // SAFETY: a write to the guard page this test mapped; its handler makes it
+        // writable and the write repeats.
+        "fault" => unsafe {
+            std::ptr::write_volatile(GUARD_PAGE.load(Ordering::SeqCst) as *mut u64, 7);
+        },
+        // To this thread (`tgkill`): a test runs on a thread other than the process's
+        // first, which a process-directed `kill` would reach later, at its own pace.
+        // SAFETY: tgkill has no memory preconditions.
+        _ => unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                libc::getpid(),
+                libc::syscall(libc::SYS_gettid),
+                libc::SIGSEGV,
+            );
+        },
+    };
+    survive();
+    println!("survived");
+    (BEFORE..BEFORE + AFTER).for_each(record);
+    match mode {
+        // SAFETY: none: this write to an unmapped page is the crash under test.
+        "fault" => unsafe { std::ptr::write_volatile(16 as *mut u64, 1) },
+        _ => survive(),
+    }
+    println!("survived twice");
+    std::process::exit(3);
+}
+
+/// Runs test `name` as a child with `spec`; its exit status and standard output.
+fn run_child(name: &str, spec: &str) -> (std::process::ExitStatus, String) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture"])
+        .env(CHILD_ENV, spec)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The survival tests' check: the program survived the first signal and died of the
+/// second, as it does without a recorder, and its trace holds every record and one
+/// [`FatalSignal`], the last record, for the real crash.
+fn check_survivor(mode: &str, test: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, out) = run_child(test, &format!("{mode} -"));
+    assert_eq!(alone.signal(), Some(libc::SIGSEGV), "{mode} alone: {out}");
+    assert!(
+        out.contains("survived\n") && !out.contains("survived twice"),
+        "{out}"
+    );
+    let path = dir.path().join("t.hrxt");
+    let (status, out) = run_child(test, &format!("{mode} {}", path.display()));
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{mode}: {out}");
+    assert!(
+        out.contains("survived\n") && !out.contains("survived twice"),
+        "{out}"
+    );
+    let trace = read_all(&path).unwrap();
+    let fatal: Vec<&Record> = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::FatalSignal(_)))
+        .collect();
+    assert_eq!(fatal.len(), 1, "{mode}: one crash, not two: {fatal:?}");
+    let expected: Vec<Record> = (0..BEFORE + AFTER).map(|i| started(0, i)).collect();
+    let kept: Vec<&Record> = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::RegionStarted(_)))
+        .collect();
+    assert_eq!(
+        kept,
+        expected.iter().collect::<Vec<_>>(),
+        "{mode}: every record, those after the survived signal too"
+    );
+    match trace.records.last() {
+        Some(Record::FatalSignal(FatalSignal {
+            signal: libc::SIGSEGV,
+            witness: SignalWitness::Handler,
+            fault_address,
+            ..
+        })) => assert_eq!(
+            *fault_address,
+            (mode == "fault").then_some(16),
+            "{mode}: the real crash's address"
+        ),
+        other => panic!("{mode}: last record {other:?}"),
+    }
+}
+
+#[test]
+fn a_program_handler_that_survives_a_fault_keeps_the_recorder_for_a_later_crash() {
+    const NAME: &str = "writer::fatal::tests::\
+                        a_program_handler_that_survives_a_fault_keeps_the_recorder_for_a_later_crash";
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (mode, path) = spec.split_once(' ').unwrap();
+        survivor(mode, path);
+    }
+    check_survivor("fault", NAME);
+}
+
+#[test]
+fn a_segv_sent_to_a_rust_program_that_survives_it_is_not_a_crash() {
+    const NAME: &str =
+        "writer::fatal::tests::a_segv_sent_to_a_rust_program_that_survives_it_is_not_a_crash";
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (mode, path) = spec.split_once(' ').unwrap();
+        survivor(mode, path);
+    }
+    check_survivor("sent", NAME);
+}
+
+#[test]
+fn a_fatal_signal_writes_every_threads_pending_records() {
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (mode, path) = spec.split_once(' ').unwrap();
+        child(mode, path);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, signal) in [
+        ("segv", libc::SIGSEGV),
+        ("abort", libc::SIGABRT),
+        ("term", libc::SIGTERM),
+    ] {
+        let path = dir.path().join(format!("{mode}.hrxt"));
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "writer::fatal::tests::a_fatal_signal_writes_every_threads_pending_records",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD_ENV, format!("{mode} {}", path.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(signal), "{mode}: {status:?}");
+        let trace = read_all(&path).unwrap();
+        let r = &trace.recovery;
+        assert!(!r.closed, "{mode}: {r:?}");
+        assert_eq!(
+            (r.bytes_discarded, r.skipped_blocks),
+            (0, 0),
+            "{mode}: {r:?}"
+        );
+        // Every thread's records, in each thread's order, then the signal.
+        for thread in 0..THREADS {
+            let mine: Vec<&Record> = trace
+                .records
+                .iter()
+                .filter(|r| r.runtime() == Some(RuntimeId(thread)))
+                .collect();
+            let expected: Vec<Record> = (0..PER_THREAD).map(|i| started(thread, i)).collect();
+            assert_eq!(mine, expected.iter().collect::<Vec<_>>(), "{mode}");
+        }
+        match trace.records.last() {
+            Some(Record::FatalSignal(FatalSignal {
+                signal: s,
+                witness: SignalWitness::Handler,
+                fault_address,
+                ..
+            })) => {
+                assert_eq!(*s, signal, "{mode}");
+                assert_eq!(fault_address.is_some(), mode == "segv", "{mode}");
+            }
+            other => panic!("{mode}: last record {other:?}"),
+        }
+    }
+}

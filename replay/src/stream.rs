@@ -1,0 +1,523 @@
+//! Replaying a trace file in bounded memory: chunk by chunk (module `chunk`), on replay
+//! runtimes kept across chunks, each chunk compared as a whole trace is (module `compare`)
+//! and folded into one report.
+//!
+//! What replay holds at a time: the structure (buffers, kernels, graphs), two chunks of the
+//! capture and what their replays recorded (a chunk is compared once the next one has run,
+//! so that digests the replay hashed late are with it), the region-time sketches
+//! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
+//! most [`MAX_LISTED`] divergences and outputs that did not match. Submission rows and
+//! output checks are handed to the caller chunk by chunk and not kept.
+//!
+//! Against a whole replay ([`crate::replay`]): the replay runtime drains every submission
+//! at the end of each chunk (a pause in the submit stream every chunk); region-time
+//! medians and percentiles come from the sketches (exact up to 1,024 samples, within 0.4%
+//! beyond; nearest rank, so an even count's median is the lower middle value, not the mean
+//! of the two); per-operation timing (`per_op`) compares the capture's operation times of
+//! the first chunk only.
+
+use crate::chunk::Chunker;
+use crate::compare::{self, RuntimeRuns};
+use crate::error::ReplayError;
+use crate::execute::{ChunkRun, Session, Ticker};
+use crate::options::ReplayOptions;
+use crate::plan::{self, Plan, Sample};
+use crate::report::{
+    Clock, OutputCheck, OutputResult, RegionTimingRow, Report, RuntimeInfo, Stats, SubmissionRow,
+    SubstitutionRow, Verdict,
+};
+use hrx_analysis::sketch::Sketch;
+use hrx_capture::TraceReader;
+use hrx_capture::schema::RuntimeId;
+use std::collections::BTreeMap;
+use std::io::Read;
+
+/// Most divergences, timing-dependent divergences and non-matching outputs a streamed
+/// report lists (every one is counted in the summary and handed to the row callback).
+pub const MAX_LISTED: usize = 1000;
+
+/// One side's durations of one region, on both clocks.
+#[derive(Default)]
+struct Durations {
+    host: Sketch,
+    device: Sketch,
+    /// Samples without device timestamps.
+    host_only: u64,
+}
+
+impl Durations {
+    fn add(&mut self, s: &Sample) {
+        self.host.add(s.host_ns);
+        match s.device_ns {
+            Some(d) => self.device.add(d),
+            None => {
+                self.device.add(s.host_ns);
+                self.host_only += 1;
+            }
+        }
+    }
+
+    fn stats(&mut self, clock: Clock) -> Option<Stats> {
+        let sketch = match clock {
+            Clock::Host => &mut self.host,
+            Clock::Device => &mut self.device,
+        };
+        (sketch.count() > 0).then(|| Stats {
+            samples: sketch.count() as usize,
+            median_ns: sketch.percentile(50.0),
+            min_ns: sketch.min(),
+            p10_ns: sketch.percentile(10.0),
+            p90_ns: sketch.percentile(90.0),
+            max_ns: sketch.max(),
+        })
+    }
+}
+
+/// A region's times on both sides.
+#[derive(Default)]
+struct RegionTimes {
+    label: String,
+    captured: Durations,
+    replayed: Durations,
+}
+
+/// The report so far.
+struct Fold<'o> {
+    options: &'o ReplayOptions,
+    source: Option<String>,
+    report: Option<Report>,
+    runtimes: BTreeMap<u32, RuntimeInfo>,
+    /// Refused submits the capture saw, per runtime.
+    refusals: BTreeMap<u32, usize>,
+    times: BTreeMap<(u32, u64, u32), RegionTimes>,
+    substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
+    divergences_listed: usize,
+    chunks: u64,
+}
+
+/// Notes a chunk's report carries that the fold writes again with whole-trace counts.
+fn per_chunk_note(note: &str) -> bool {
+    note.contains("refused submits (Busy or quarantined)")
+        || note.contains("without a recorded outcome")
+}
+
+impl Fold<'_> {
+    /// Compares one chunk (its replays' late records already with it) and folds it in.
+    fn chunk(
+        &mut self,
+        plan: &Plan<'_>,
+        runs: BTreeMap<RuntimeId, (Vec<ChunkRun>, Option<String>)>,
+        rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+        ticker: &mut Ticker<'_>,
+    ) -> Result<(), ReplayError> {
+        let mut runtime_runs = Vec::new();
+        let mut notes = plan.notes.clone();
+        let mut runs = runs;
+        for rp in &plan.runtimes {
+            let (chunk_runs, replay_fault) = runs.remove(&rp.id).unwrap_or_default();
+            let repeats: Vec<_> = chunk_runs.into_iter().map(|r| r.observe(rp)).collect();
+            let op_times = if self.options.per_op && self.chunks == 0 {
+                crate::execute::time_ops(
+                    rp,
+                    self.options,
+                    self.options.repeat.max(3),
+                    ticker,
+                    &mut notes,
+                )?
+            } else {
+                Default::default()
+            };
+            // Region times into the sketches.
+            for ((graph, region), samples) in &rp.region_times {
+                let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
+                let entry = self.times.entry(key).or_default();
+                samples.iter().for_each(|s| entry.captured.add(s));
+            }
+            for observed in &repeats {
+                for ((graph, region), samples) in &observed.region_times {
+                    let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
+                    let entry = self.times.entry(key).or_default();
+                    samples.iter().for_each(|s| entry.replayed.add(s));
+                }
+            }
+            for (&(graph, region), _) in rp
+                .region_times
+                .iter()
+                .chain(repeats.iter().flat_map(|o| o.region_times.iter()))
+            {
+                let key = (rp.id.0, rp.graphs[graph].prepared.0, region);
+                let entry = self.times.entry(key).or_default();
+                if entry.label.is_empty() {
+                    entry.label = rp.region_label(graph, region, None);
+                }
+            }
+            *self.refusals.entry(rp.id.0).or_default() += rp.refusals;
+            runtime_runs.push(RuntimeRuns {
+                repeats,
+                op_times,
+                replay_fault,
+            });
+        }
+        let mut chunk = compare::report(
+            plan,
+            &runtime_runs,
+            self.options,
+            self.source.clone(),
+            notes,
+        );
+        rows(&chunk.submissions, &chunk.outputs);
+        self.chunks += 1;
+        let report = match &mut self.report {
+            Some(report) => report,
+            None => {
+                let mut first = chunk.clone();
+                first.submissions.clear();
+                first.outputs.clear();
+                first.divergences.clear();
+                first.timing_dependent.clear();
+                first.substitutions.clear();
+                first.summary = Default::default();
+                first.notes.clear();
+                self.report.insert(first)
+            }
+        };
+        for row in &chunk.submissions {
+            report.submission_groups.push(row);
+        }
+        let listed = MAX_LISTED.saturating_sub(report.outputs.len());
+        report.outputs.extend(
+            chunk
+                .outputs
+                .drain(..)
+                .filter(|o| {
+                    !matches!(
+                        o.result,
+                        OutputResult::Match | OutputResult::WithinTolerance { .. }
+                    )
+                })
+                .take(listed),
+        );
+        let s = &mut report.summary;
+        let c = &chunk.summary;
+        s.submissions += c.submissions;
+        s.statuses_matched += c.statuses_matched;
+        s.outcomes_unknown += c.outcomes_unknown;
+        s.outputs_compared += c.outputs_compared;
+        s.outputs_matched += c.outputs_matched;
+        s.outputs_within_tolerance += c.outputs_within_tolerance;
+        s.outputs_excluded += c.outputs_excluded;
+        s.divergences += c.divergences;
+        s.timing_dependent += c.timing_dependent;
+        if report.first_divergence.is_none() {
+            report.first_divergence = chunk.first_divergence.take();
+        }
+        let room = MAX_LISTED.saturating_sub(self.divergences_listed);
+        self.divergences_listed += chunk.divergences.len().min(room);
+        report
+            .divergences
+            .extend(chunk.divergences.drain(..).take(room));
+        let room = MAX_LISTED.saturating_sub(report.timing_dependent.len());
+        report
+            .timing_dependent
+            .extend(chunk.timing_dependent.drain(..).take(room));
+        if report.op_timing.is_empty() {
+            report.op_timing = std::mem::take(&mut chunk.op_timing);
+        }
+        for row in chunk.substitutions {
+            let key = (row.runtime, row.graph, row.node);
+            match self.substitutions.get_mut(&key) {
+                Some(seen) => {
+                    seen.substituted += row.substituted;
+                    seen.failed += row.failed;
+                    seen.unavailable += row.unavailable;
+                }
+                None => {
+                    self.substitutions.insert(key, row);
+                }
+            }
+        }
+        for note in chunk.notes {
+            if !per_chunk_note(&note) && !report.notes.contains(&note) {
+                report.notes.push(note);
+            }
+        }
+        for info in chunk.trace.runtimes {
+            match self.runtimes.get_mut(&info.runtime) {
+                Some(seen) => {
+                    seen.submissions += info.submissions;
+                    seen.replayed_submissions += info.replayed_submissions;
+                    seen.buffers = seen.buffers.max(info.buffers);
+                    seen.kernels = seen.kernels.max(info.kernels);
+                    seen.graphs = seen.graphs.max(info.graphs);
+                }
+                None => {
+                    self.runtimes.insert(info.runtime, info);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The report of the whole trace.
+    fn finish(
+        mut self,
+        chunker_notes: Vec<String>,
+        plan_notes: (Vec<String>, bool, hrx_capture::Lost),
+        cut: &BTreeMap<RuntimeId, u64>,
+    ) -> Report {
+        let mut report = self.report.take().expect("a first chunk");
+        let (notes, complete, lost) = plan_notes;
+        report.trace.complete = complete;
+        report.trace.records_lost = lost.total;
+        report.trace.records_lost_by_kind = lost
+            .by_kind()
+            .into_iter()
+            .map(|(kind, n)| (kind.to_owned(), n))
+            .collect();
+        for (id, n) in cut {
+            if let Some(info) = self.runtimes.get_mut(&id.0) {
+                info.submissions += *n as usize;
+            }
+        }
+        report.trace.runtimes = self.runtimes.into_values().collect();
+        let mut front = notes;
+        front.append(&mut report.notes);
+        report.notes = front;
+        for (runtime, refusals) in &self.refusals {
+            if *refusals > 0 {
+                report.notes.push(format!(
+                    "runtime {runtime}: the capture saw {refusals} refused submits (Busy or quarantined); replay submits only accepted submissions and waits instead of being refused"
+                ));
+            }
+        }
+        let unknown = report.summary.outcomes_unknown;
+        if unknown > 0 {
+            report.notes.push(format!(
+                "{unknown} submission{} without a recorded outcome (the trace ends before {} finished: cut short or crashed): {} not compared",
+                if unknown == 1 { "" } else { "s" },
+                if unknown == 1 { "it" } else { "they" },
+                if unknown == 1 { "its status was" } else { "their statuses were" }
+            ));
+        }
+        report.notes.extend(chunker_notes);
+        report.substitutions = self.substitutions.into_values().collect();
+        report.timing = self
+            .times
+            .into_iter()
+            .map(|((runtime, graph, region), mut t)| {
+                let device = t.captured.host.count() > 0
+                    && t.replayed.host.count() > 0
+                    && t.captured.host_only == 0
+                    && t.replayed.host_only == 0;
+                let clock = if device { Clock::Device } else { Clock::Host };
+                let (captured, replayed) = (t.captured.stats(clock), t.replayed.stats(clock));
+                let (ratio, regression) =
+                    compare::ratio_and_regression(captured, replayed, self.options);
+                RegionTimingRow {
+                    runtime,
+                    graph,
+                    region,
+                    label: t.label,
+                    clock,
+                    captured,
+                    replayed,
+                    ratio,
+                    regression,
+                }
+            })
+            .collect();
+        report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
+            + report.op_timing.iter().filter(|t| t.regression).count();
+        report.verdict = if report.summary.divergences == 0 && report.summary.slow == 0 {
+            Verdict::Match
+        } else {
+            Verdict::Regression
+        };
+        report
+    }
+}
+
+/// Per runtime: one replay session per repeat, and the fault they inject.
+struct Sessions {
+    repeats: Vec<Session>,
+    fault: Option<String>,
+}
+
+/// The chunk waiting for the next one to run before it is compared.
+struct Pending {
+    trace: hrx_capture::Trace,
+    runs: BTreeMap<RuntimeId, Vec<ChunkRun>>,
+}
+
+/// Replays the trace `reader` reads, chunk by chunk; `rows` gets every submission row and
+/// output check as its chunk is compared.
+pub(crate) fn replay_stream<R: Read>(
+    reader: TraceReader<R>,
+    options: &ReplayOptions,
+    source: Option<String>,
+    rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+) -> Result<Report, ReplayError> {
+    let repeat = options.repeat.max(1);
+    let mut chunker = Chunker::new(reader, options.chunk_submissions, options.until);
+    let mut sessions: BTreeMap<RuntimeId, Sessions> = BTreeMap::new();
+    let mut fold = Fold {
+        options,
+        source,
+        report: None,
+        runtimes: BTreeMap::new(),
+        refusals: BTreeMap::new(),
+        times: BTreeMap::new(),
+        substitutions: BTreeMap::new(),
+        divergences_listed: 0,
+        chunks: 0,
+    };
+    let mut ticker = Ticker {
+        done: 0,
+        total: 0,
+        callback: options.progress.as_deref(),
+    };
+    let mut pending: Option<Pending> = None;
+    let mut open_notes = Vec::new();
+    let read_error = |e: hrx_capture::ReadError| ReplayError::Measurement {
+        why: format!("reading the trace: {e}"),
+    };
+    while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
+        let first = chunker.chunks() == 1;
+        let plan = match plan::plan(&trace, None) {
+            Ok(plan) => plan,
+            // A chunk of late records only.
+            Err(ReplayError::NoSubmissions { .. }) if !first => continue,
+            Err(error) => return Err(error),
+        };
+        if plan.runtimes.is_empty() {
+            return Err(ReplayError::unreplayable(
+                "the trace records no runtime (no RuntimeStart): nothing to replay",
+            ));
+        }
+        let mut runs = BTreeMap::new();
+        for rp in &plan.runtimes {
+            ticker.total += (rp.submissions.len() * repeat) as u64;
+            let entry = match sessions.entry(rp.id) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    let fault = crate::replay_fault(options, rp, &mut open_notes)?;
+                    let contents = options.tolerance.is_some()
+                        && rp
+                            .submissions
+                            .iter()
+                            .flat_map(|s| &s.outputs)
+                            .any(|o| o.contents.is_some());
+                    let mut repeats = Vec::with_capacity(repeat);
+                    for _ in 0..repeat {
+                        repeats.push(Session::open(rp, options, fault.clone(), contents)?);
+                    }
+                    e.insert(Sessions {
+                        repeats,
+                        fault: fault.map(|f| f.to_string()),
+                    })
+                }
+            };
+            let mut chunk_runs = Vec::with_capacity(repeat);
+            for session in &mut entry.repeats {
+                chunk_runs.push(session.run_chunk(rp, options, &mut ticker)?);
+            }
+            runs.insert(rp.id, chunk_runs);
+        }
+        drop(plan);
+        if let Some(mut before) = pending.take() {
+            for (id, later) in &mut runs {
+                if let Some(earlier) = before.runs.get_mut(id) {
+                    for (e, l) in earlier.iter_mut().zip(later.iter_mut()) {
+                        e.take_late(l);
+                    }
+                }
+            }
+            compare_pending(&mut fold, before, &sessions, rows, &mut ticker)?;
+        }
+        pending = Some(Pending { trace, runs });
+    }
+    // The replays end: what they wrote last goes with the last chunk.
+    let mut last_records: BTreeMap<RuntimeId, Vec<Vec<hrx_capture::schema::Record>>> =
+        BTreeMap::new();
+    let faults: BTreeMap<RuntimeId, Option<String>> = sessions
+        .iter()
+        .map(|(id, s)| (*id, s.fault.clone()))
+        .collect();
+    for (id, s) in sessions {
+        let mut ends = Vec::new();
+        for session in s.repeats {
+            ends.push(session.finish()?);
+        }
+        last_records.insert(id, ends);
+    }
+    let Some(mut last) = pending.take() else {
+        return Err(ReplayError::unreplayable(
+            "the trace records no runtime (no RuntimeStart): nothing to replay",
+        ));
+    };
+    for (id, ends) in last_records {
+        if let Some(runs) = last.runs.get_mut(&id) {
+            for (run, end) in runs.iter_mut().zip(ends) {
+                run.extend(end);
+            }
+        }
+    }
+    compare_last(&mut fold, last, &faults, rows, &mut ticker)?;
+    ticker.finish();
+    let recovery = *chunker.recovery();
+    let (notes, complete) = plan::recovery_notes(&recovery);
+    let mut chunker_notes = open_notes;
+    if chunker.late > 0 {
+        chunker_notes.push(format!(
+            "{} records came more than {} submits after their submission's chunk was replayed and were not compared",
+            chunker.late,
+            crate::chunk::LAG_SUBMISSIONS
+        ));
+    }
+    if chunker.blobs_evicted {
+        chunker_notes.push(format!(
+            "the trace's blobs exceed {} MiB: contents a late chunk refers to may be missing (an unreplayable-trace error says so)",
+            crate::chunk::BLOB_CACHE_BYTES >> 20
+        ));
+    }
+    if fold.chunks > 1 && options.per_op {
+        chunker_notes.push(format!(
+            "per-operation timing compares the capture's operation times of the first {} submissions only (the trace was replayed in chunks)",
+            options.chunk_submissions
+        ));
+    }
+    Ok(fold.finish(
+        chunker_notes,
+        (notes, complete, recovery.lost),
+        &chunker.cut,
+    ))
+}
+
+fn compare_pending(
+    fold: &mut Fold<'_>,
+    pending: Pending,
+    sessions: &BTreeMap<RuntimeId, Sessions>,
+    rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+    ticker: &mut Ticker<'_>,
+) -> Result<(), ReplayError> {
+    let faults = sessions
+        .iter()
+        .map(|(id, s)| (*id, s.fault.clone()))
+        .collect();
+    compare_last(fold, pending, &faults, rows, ticker)
+}
+
+fn compare_last(
+    fold: &mut Fold<'_>,
+    pending: Pending,
+    faults: &BTreeMap<RuntimeId, Option<String>>,
+    rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+    ticker: &mut Ticker<'_>,
+) -> Result<(), ReplayError> {
+    let plan = plan::plan(&pending.trace, None)?;
+    let mut runs = BTreeMap::new();
+    for (id, chunk_runs) in pending.runs {
+        runs.insert(id, (chunk_runs, faults.get(&id).cloned().flatten()));
+    }
+    fold.chunk(&plan, runs, rows, ticker)
+}

@@ -1,0 +1,174 @@
+//! A trace file replayed in chunks (`replay_file`, bounded memory) reports what the whole
+//! trace replayed at once (`replay`) reports: the same verdict, statuses, outputs, counts
+//! and divergences, whatever the chunk size.
+
+use crate::common::*;
+use hrx::{RuntimeOptions, TraceDigests};
+use hrx_capture::Trace;
+use hrx_replay::{DivergenceKind, ReplayOptions, Report, replay_file, replay_file_streaming};
+use std::path::PathBuf;
+
+/// Writes `trace` to a file of its own (re-encoded, as a recording would be).
+fn file(trace: &Trace, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    let copy = rewrite(trace, |_, _| true);
+    let sink = hrx_capture::FileSink::create(&path).expect("create");
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink, hrx_capture::RecorderOptions::default()).unwrap();
+    for record in &copy.records {
+        match record {
+            hrx_capture::schema::Record::SessionStart(_)
+            | hrx_capture::schema::Record::SessionEnd(_) => {}
+            hrx_capture::schema::Record::Blob(b) => {
+                recorder.intern_blob(&b.bytes).expect("blob");
+            }
+            other => recorder.record(other),
+        }
+    }
+    recorder.close().expect("close");
+    (dir, path)
+}
+
+/// What must agree between a whole and a streamed replay.
+fn assert_same(whole: &Report, streamed: &Report, what: &str) {
+    assert_eq!(whole.verdict, streamed.verdict, "{what}");
+    assert_eq!(whole.summary, streamed.summary, "{what}");
+    assert_eq!(whole.submissions, streamed.submissions, "{what}");
+    assert_eq!(whole.outputs, streamed.outputs, "{what}");
+    let kinds = |r: &Report| -> Vec<(u64, Option<u32>, String)> {
+        r.divergences
+            .iter()
+            .chain(&r.timing_dependent)
+            .map(|d| (d.submission, d.region, format!("{:?}", d.kind)))
+            .collect()
+    };
+    assert_eq!(kinds(whole), kinds(streamed), "{what}");
+    assert_eq!(whole.trace.runtimes.len(), streamed.trace.runtimes.len());
+    for (w, s) in whole.trace.runtimes.iter().zip(&streamed.trace.runtimes) {
+        assert_eq!(
+            (w.submissions, w.replayed_submissions, w.buffers, w.graphs),
+            (s.submissions, s.replayed_submissions, s.buffers, s.graphs),
+            "{what}"
+        );
+    }
+    // Every region timed on both sides, with every sample.
+    let samples = |r: &Report| -> Vec<(u64, u32, Option<usize>, Option<usize>)> {
+        r.timing
+            .iter()
+            .map(|t| {
+                (
+                    t.graph,
+                    t.region,
+                    t.captured.map(|s| s.samples),
+                    t.replayed.map(|s| s.samples),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(samples(whole), samples(streamed), "{what}");
+}
+
+#[test]
+fn a_trace_replayed_in_chunks_reports_what_the_whole_replay_reports() {
+    let frames: Vec<_> = (0..9).map(|seed| synthetic(24, 16, seed)).collect();
+    let options = RuntimeOptions::sim().trace_digests(TraceDigests::All);
+    let (trace, result) = record(options, |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 9);
+    let whole = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(whole.exit_code(), 0);
+    let (_dir, path) = file(&trace, "pipeline.hrxt");
+    for chunk in [1, 2, 4, 1000] {
+        let options = ReplayOptions::default().chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        assert_same(&whole, &streamed, &format!("chunks of {chunk}"));
+    }
+}
+
+#[test]
+fn failures_quarantines_and_until_replay_the_same_in_chunks() {
+    // The faulty pipeline: a device loss in the second frame's Sobel, a quarantine, refused
+    // submits; and a changed kernel that diverges.
+    let (_dir, path) = file(faulty_pipeline_trace(), "faults.hrxt");
+    for options in [
+        ReplayOptions::default,
+        || ReplayOptions::default().captured_fault(false),
+        || ReplayOptions::default().until(2),
+    ] {
+        let whole = replay_with(faulty_pipeline_trace(), &options());
+        for chunk in [1, 3] {
+            let streamed = replay_file(&path, &options().chunk_submissions(chunk)).expect("replay");
+            assert_same(
+                &whole,
+                &streamed,
+                &format!("chunks of {chunk}: {:?}", options()),
+            );
+        }
+    }
+    let (_dir, path) = file(hazards_trace(), "hazards.hrxt");
+    let whole = replay_with(hazards_trace(), &ReplayOptions::default());
+    let streamed =
+        replay_file(&path, &ReplayOptions::default().chunk_submissions(1)).expect("replay");
+    assert_same(&whole, &streamed, "hazards in chunks of 1");
+}
+
+#[test]
+fn a_streamed_replay_hands_out_every_row_and_keeps_only_grouped_lines() {
+    let frames: Vec<_> = (0..7).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, _) = record(RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    let (_dir, path) = file(&trace, "pipeline.hrxt");
+    let (mut rows, mut checks) = (Vec::new(), 0);
+    let options = ReplayOptions::default().chunk_submissions(2);
+    let report = replay_file_streaming(&path, &options, &mut |r, c| {
+        rows.extend(r.iter().map(|r| r.submission));
+        checks += c.len();
+    })
+    .expect("replay");
+    assert_eq!(rows, (1..=7).collect::<Vec<u64>>());
+    assert_eq!(checks, report.summary.outputs_compared);
+    assert!(report.submissions.is_empty() && report.outputs.is_empty());
+    // Three frame contexts in turn, every outcome equal: one line naming the three graphs.
+    let groups = &report.submission_groups.groups;
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!((groups[0].first, groups[0].last), (1, 7));
+    assert_eq!(groups[0].graphs.len(), 3);
+    let text = report.to_text();
+    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(!matches!(
+        report.first_divergence.map(|d| d.kind),
+        Some(DivergenceKind::Status { .. })
+    ));
+}
+
+#[test]
+fn several_runtimes_replay_the_same_in_chunks() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+    let frames: Vec<_> = (0..5).map(|seed| synthetic(16, 16, seed)).collect();
+    {
+        let options = || {
+            RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .trace_digests(TraceDigests::All)
+        };
+        let first = hrx::Runtime::new(options()).expect("first");
+        let second = hrx::Runtime::new(options()).expect("second");
+        hrx_workloads::run_hazards(&first).expect("hazards");
+        assert_eq!(run_pipeline(&second, &frames).expect("pipeline"), 5);
+    }
+    recorder.close().expect("close");
+    let trace = Trace::from_bytes(&sink.contents()).expect("trace");
+    let whole = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(whole.exit_code(), 0);
+    let (_dir, path) = file(&trace, "two.hrxt");
+    for chunk in [1, 3] {
+        let streamed =
+            replay_file(&path, &ReplayOptions::default().chunk_submissions(chunk)).expect("replay");
+        assert_same(
+            &whole,
+            &streamed,
+            &format!("two runtimes in chunks of {chunk}"),
+        );
+    }
+}
