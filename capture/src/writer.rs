@@ -2357,6 +2357,122 @@ mod tests {
         assert!(stated.to_string().starts_with(source.name()), "{stated}");
     }
 
+    /// Records timings read on the session clock between two `CLOCK_MONOTONIC` reads, with
+    /// flushes between them, and checks that the trace's calibrations place every recorded
+    /// time on `CLOCK_MONOTONIC` between those reads (within the calibrations' own errors and
+    /// `CLOCK_MONOTONIC`'s own slew, at most 500 ppm); returns the calibrations.
+    fn record_times_map_onto_monotonic() -> Vec<HostClock> {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let mut brackets = Vec::new();
+        for i in 0..3000u64 {
+            let before = crate::clock::monotonic_ns();
+            let start_ns = rec.now_ns();
+            std::hint::black_box((0..i % 64).sum::<u64>());
+            let end_ns = rec.now_ns();
+            let after = crate::clock::monotonic_ns();
+            rec.record(&Record::RegionTiming(RegionTiming {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(i),
+                region: RegionIndex(0),
+                start_ns,
+                end_ns,
+                device: None,
+            }));
+            brackets.push((before, after));
+            if i % 500 == 499 {
+                rec.flush().unwrap();
+            }
+        }
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let base = start_of(&trace).monotonic_base_ns;
+        let clocks: Vec<HostClock> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostClock(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        // At the start, at each of the six flushes, at the close.
+        assert!(clocks.len() >= 8, "{} calibrations", clocks.len());
+        let timings = trace.records.iter().filter_map(|r| match r {
+            Record::RegionTiming(t) => Some(t),
+            _ => None,
+        });
+        let mut checked = 0;
+        for t in timings {
+            let (before, after) = brackets[t.submission.0 as usize];
+            // The calibrations around this time: their errors and the interval between them.
+            let next = clocks.partition_point(|c| c.session_ns <= t.end_ns);
+            let around = &clocks[next.saturating_sub(1)..(next + 1).min(clocks.len())];
+            let error: u64 = around.iter().map(|c| c.error_ns).sum();
+            let (first, last) = (around[0], around[around.len() - 1]);
+            let interval = last.session_ns.saturating_sub(first.next_session_ns);
+            // 2 ns: the fixed-point map's rounding, once per end.
+            let tolerance = error + interval / 2000 + 2;
+            for time in [t.start_ns, t.end_ns] {
+                let monotonic = HostClock::monotonic_ns_at(&clocks, base, time).unwrap();
+                assert!(
+                    monotonic + tolerance >= before && monotonic <= after + tolerance,
+                    "{time} ns maps to {monotonic}, outside {before}..={after} \
+                     (tolerance {tolerance}): {around:?}"
+                );
+            }
+            assert!(t.start_ns <= t.end_ns);
+            checked += 1;
+        }
+        assert_eq!(checked, 3000);
+        clocks
+    }
+
+    #[test]
+    fn record_times_map_onto_the_monotonic_clock_with_the_calibrations() {
+        let clocks = record_times_map_onto_monotonic();
+        assert!(clocks.iter().all(|c| c.source == crate::clock::source()));
+    }
+
+    /// `HRX_TRACE_CLOCK=monotonic` (read once per process, so in a child process running
+    /// this test alone) takes the fallback even where the TSC is invariant: every
+    /// calibration is `CLOCK_MONOTONIC` itself, exact, with no offset, and record times still
+    /// map onto it.
+    #[test]
+    fn the_monotonic_fallback_is_taken_when_the_env_var_asks() {
+        const CHILD: &str = "HRX_CAPTURE_TEST_CLOCK_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            assert_eq!(crate::clock::source(), HostClockSource::Monotonic);
+            for c in record_times_map_onto_monotonic() {
+                assert_eq!(c.source, HostClockSource::Monotonic);
+                assert_eq!(c.error_ns, 0);
+                assert_eq!(c.ns_per_tick_q32, 1 << 32);
+                assert_eq!(
+                    c.ticks, c.monotonic_ns,
+                    "the ticks are CLOCK_MONOTONIC's ns"
+                );
+                assert_eq!(c.next_session_ns, c.session_ns, "never stepped");
+            }
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "writer::tests::the_monotonic_fallback_is_taken_when_the_env_var_asks",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .env(crate::clock::CLOCK_ENV, "monotonic")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "{text}");
+    }
+
     fn start_of(trace: &Trace) -> &crate::schema::SessionStart {
         match &trace.records[0] {
             Record::SessionStart(start) => start,
