@@ -61,6 +61,7 @@ use crate::schema::{
     RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
 };
 use crate::staging::{self, MAX_RAW_ENTRY};
+use crate::summary::SummaryBuilder;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -455,6 +456,8 @@ struct Core {
     staging: Vec<u8>,
     /// Encoder state of the block being assembled.
     frames: FrameEncoder,
+    /// What the timings of the block being assembled covered, per lane.
+    summary: SummaryBuilder,
     pending_records: u32,
     block_bytes: usize,
     consumers: Vec<Consumer>,
@@ -522,7 +525,12 @@ impl Core {
         let staging = std::mem::take(&mut self.staging);
         let mut at = 0;
         while at < staging.len() {
-            let done = staging::transcode(&staging[at..], &mut self.frames, &mut self.pending);
+            let done = staging::transcode(
+                &staging[at..],
+                &mut self.frames,
+                &mut self.pending,
+                Some(&mut self.summary),
+            );
             self.pending_records += done.records;
             at += done.consumed;
             if let Some(address) = done.deferred {
@@ -598,10 +606,15 @@ impl Core {
             self.write_pending();
         }
         match record {
-            Record::RegionTiming(_) | Record::OpTiming(_) => {
+            Record::RegionTiming(t) => {
+                self.summary.observe_timing(t);
                 self.frames.encode(record, &mut self.pending)?
             }
-            _ => self.pending.extend_from_slice(&frame),
+            Record::OpTiming(_) => self.frames.encode(record, &mut self.pending)?,
+            _ => {
+                self.summary.observe_frame(&frame);
+                self.pending.extend_from_slice(&frame)
+            }
         }
         self.pending_records += 1;
         Ok(())
@@ -623,11 +636,26 @@ impl Core {
             self.fail(e, records);
         } else {
             self.records += u64::from(records);
+            self.write_summary();
         }
         self.pending = payload;
         self.pending.clear();
         self.pending_records = 0;
         self.frames.reset();
+    }
+
+    /// Writes the summary of the timings counted since the last one, if any (format 1.9,
+    /// [`crate::summary`]).
+    fn write_summary(&mut self) {
+        let Some(summary) = self.summary.take() else {
+            return;
+        };
+        let Ok(bytes) = postcard::to_stdvec(&summary) else {
+            return;
+        };
+        if let Err(e) = self.write_block(BlockKind::SUMMARY, &bytes, 0, false) {
+            self.fail(e, 0);
+        }
     }
 
     fn write_block(
@@ -1023,6 +1051,7 @@ impl Recorder {
             pending: Vec::with_capacity(block_bytes + MAX_RECORD_FRAME_SLACK),
             staging: Vec::with_capacity(thread_buffer_bytes.max(64).next_power_of_two()),
             frames: FrameEncoder::new(),
+            summary: SummaryBuilder::default(),
             pending_records: 0,
             block_bytes,
             consumers: Vec::new(),
