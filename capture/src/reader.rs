@@ -282,7 +282,7 @@ pub enum WarningKind {
 /// How much of a trace was read back (serde: the timeline's cache keeps it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Recovery {
-    /// Blocks read and verified (records and footer).
+    /// Blocks read and verified (records, summaries and footer).
     pub complete_blocks: u64,
     /// Records read.
     pub records: u64,
@@ -821,8 +821,13 @@ impl<R: Read> TraceReader<R> {
         match header.kind {
             BlockKind::RECORDS => self.records_block(at, &header, stored),
             BlockKind::FOOTER => self.footer_block(at, &header, &stored)?,
-            // Read by `crate::summary::read_summaries`; nothing for a record stream.
-            BlockKind::SUMMARY => {}
+            // Read by `crate::summary::read_summaries`; nothing for a record stream, but
+            // a block the writer wrote and reported, so counted when intact.
+            BlockKind::SUMMARY => {
+                if decode_payload(&header, &stored).is_ok() {
+                    self.recovery.complete_blocks += 1;
+                }
+            }
             kind => self.warn(
                 at,
                 WarningKind::UnknownBlockKind {
