@@ -24,7 +24,10 @@
 //! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
 use crate::follow::TraceTail;
-use crate::state::{Action, LoadProgress, Model, Overview, ViewState};
+use crate::state::units;
+use crate::state::{
+    Action, LoadProgress, Model, Overview, OverviewMove, OverviewWindow, ViewState,
+};
 use crate::{Opening, TuiError, details_scroll_limit, render};
 use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
@@ -104,7 +107,7 @@ pub const HEADLESS_INDEX_ENV: &str = "HRX_TUI_HEADLESS_INDEX";
 pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<(String, bool), TuiError> {
     Ok(match crate::open_or_summarise(path)? {
         Opening::Ready(model) => (full_frame(&model, width, height), false),
-        Opening::Summary(overview) => {
+        Opening::Summary(overview, _) => {
             let progress = LoadProgress {
                 total_bytes: overview.file_len,
                 ..LoadProgress::default()
@@ -167,8 +170,8 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     let mut guard = TerminalGuard::enter()?;
     let model = match opening {
         Opening::Ready(model) => *model,
-        Opening::Summary(overview) => {
-            match wait_for_index(&mut guard.terminal, path, &overview, ascii)? {
+        Opening::Summary(overview, options) => {
+            match wait_for_index(&mut guard.terminal, path, &overview, options, ascii)? {
                 Some(model) => model,
                 None => return Ok(guard.leave()?),
             }
@@ -197,44 +200,97 @@ fn wait_for_index(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     path: &Path,
     overview: &Overview,
+    options: crate::state::cache::CacheOptions,
     ascii: bool,
 ) -> Result<Option<Model>, TuiError> {
     let read_bytes = Arc::new(AtomicU64::new(0));
     let (done, built) = mpsc::channel();
-    {
+    let too_large = index_too_large(overview.records, available_memory());
+    if too_large.is_none() {
         let read_bytes = Arc::clone(&read_bytes);
         let path = path.to_owned();
         std::thread::Builder::new()
             .name("hrx-view-index".to_owned())
             .spawn(move || {
-                let _ = done.send(crate::open_counting(&path, &read_bytes));
+                let _ = done.send(crate::open_counting(&path, &options, &read_bytes));
             })?;
     }
+    let mut window = OverviewWindow::fit(overview);
     loop {
         let progress = LoadProgress {
             read_bytes: read_bytes.load(Ordering::Relaxed),
             total_bytes: overview.file_len,
-            failed: None,
+            failed: too_large.clone(),
         };
-        terminal.draw(|frame| crate::render_overview(overview, &progress, ascii, frame))?;
+        terminal.draw(|frame| {
+            let shown = window.map(|w| w.window);
+            crate::render_overview(overview, shown, &progress, ascii, frame);
+        })?;
         match built.recv_timeout(LOADING_POLL) {
             Ok(model) => return model.map(Some),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Never started (too large for memory): the summary stays.
+            Err(mpsc::RecvTimeoutError::Disconnected) if too_large.is_some() => {
+                std::thread::sleep(LOADING_POLL);
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(io::Error::other("the index builder stopped").into());
             }
         }
         while event::poll(Duration::ZERO)? {
-            if let Event::Key(key) = event::read()?
-                && key.kind != KeyEventKind::Release
-                && (matches!(key.code, KeyCode::Char('q') | KeyCode::Esc)
-                    || (key.code == KeyCode::Char('c')
-                        && key.modifiers.contains(KeyModifiers::CONTROL)))
-            {
-                return Ok(None);
+            let Event::Key(key) = event::read()? else {
+                continue;
+            };
+            if key.kind == KeyEventKind::Release {
+                continue;
+            }
+            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+            let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+            let step = match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(None),
+                KeyCode::Char('c') if ctrl => return Ok(None),
+                KeyCode::Char('+' | '=') => OverviewMove::ZoomIn,
+                KeyCode::Char('-' | '_') => OverviewMove::ZoomOut,
+                KeyCode::Char('<') => OverviewMove::PanLeft,
+                KeyCode::Char('>') => OverviewMove::PanRight,
+                KeyCode::Left if shift => OverviewMove::PanLeft,
+                KeyCode::Right if shift => OverviewMove::PanRight,
+                KeyCode::Char('f') => OverviewMove::Fit,
+                _ => continue,
+            };
+            if let Some(w) = window.as_mut() {
+                w.apply(step);
             }
         }
     }
+}
+
+/// Bytes the index takes per record of the trace while it is built, rounded up from the
+/// 10M-region trace (1,139 MiB peak for 30M records: BENCHMARKS.md, "Timeline at scale").
+const INDEX_BYTES_PER_RECORD: u64 = 40;
+
+/// Why the index of a trace of `records` records is not built when `available` bytes of
+/// memory are free (more than 80% of them needed); `None` when it fits or the free memory
+/// is unknown. The summary frame then stays, saying so, rather than the viewer being
+/// killed for memory.
+pub fn index_too_large(records: u64, available: Option<u64>) -> Option<String> {
+    let need = records.saturating_mul(INDEX_BYTES_PER_RECORD);
+    let available = available?;
+    (need > available / 10 * 8).then(|| {
+        format!(
+            "index not built: it would take about {} of memory, {} is free",
+            units::bytes(need),
+            units::bytes(available)
+        )
+    })
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (Linux; `None` elsewhere).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// How often the summary frame's progress is redrawn and input is read while the index is
@@ -799,7 +855,7 @@ mod tests {
             dir: Some(dir.path().join("cache")),
             min_bytes: 0,
         };
-        let Opening::Summary(overview) = crate::open_or_summarise_with(&path, &options).unwrap()
+        let Opening::Summary(overview, _) = crate::open_or_summarise_with(&path, &options).unwrap()
         else {
             panic!("expected the summary");
         };
@@ -827,6 +883,19 @@ mod tests {
             crate::open_or_summarise_with(&path, &options).unwrap(),
             Opening::Ready(_)
         ));
+    }
+
+    #[test]
+    fn an_index_too_large_for_memory_is_not_built() {
+        // 300M records (100M regions) need about 12 GB.
+        let why = index_too_large(300_000_000, Some(8 << 30)).unwrap();
+        assert!(
+            why.starts_with("index not built: it would take about 11"),
+            "{why}"
+        );
+        assert!(why.ends_with("8 GiB is free"), "{why}");
+        assert_eq!(index_too_large(30_000_000, Some(8 << 30)), None);
+        assert_eq!(index_too_large(300_000_000, None), None, "unknown: try");
     }
 
     #[test]

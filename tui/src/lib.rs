@@ -94,8 +94,9 @@ pub enum Opening {
     /// cache.
     Ready(Box<Model>),
     /// A large trace not in the view cache: its block summaries, to draw while the index is
-    /// built with [`open_counting`] (empty for a trace written before format 1.9).
-    Summary(Overview),
+    /// built with [`open_counting`] (empty for a trace written before format 1.9), and the
+    /// view cache's options to build it with.
+    Summary(Overview, state::cache::CacheOptions),
 }
 
 /// Opens the trace at `path` as `view` does: a trace below the view cache's threshold is
@@ -124,27 +125,38 @@ pub fn open_or_summarise_with(
         return state::cache::open(path, options, || load(path))
             .map(|model| Opening::Ready(Box::new(model)));
     }
+    let mut options = options.clone();
+    if let Err(warning) = state::cache::usable(&options) {
+        // Said now, before the terminal is taken; the index is then built without it.
+        eprintln!("warning: {warning}");
+        options.dir = None;
+    }
     if let Some(dir) = &options.dir
         && let Ok(model) = state::cache::reopen(dir, path)
     {
         return Ok(Opening::Ready(Box::new(model)));
     }
-    Overview::read(path)
-        .map(Opening::Summary)
-        .map_err(|source| TuiError::Read {
+    match Overview::read(path) {
+        Ok(overview) => Ok(Opening::Summary(overview, options)),
+        Err(source) => Err(TuiError::Read {
             path: path.to_owned(),
             source,
-        })
+        }),
+    }
 }
 
-/// As [`open`], counting the bytes of the trace read into `read_bytes` as it goes (the
-/// summary frame's progress).
+/// As [`open`] with the view cache's `options`, counting the bytes of the trace read into
+/// `read_bytes` as it goes (the summary frame's progress).
 ///
 /// # Errors
 ///
 /// As [`load`].
-pub fn open_counting(path: &Path, read_bytes: &AtomicU64) -> Result<Model, TuiError> {
-    state::cache::open(path, &state::cache::CacheOptions::from_env(), || {
+pub fn open_counting(
+    path: &Path,
+    options: &state::cache::CacheOptions,
+    read_bytes: &AtomicU64,
+) -> Result<Model, TuiError> {
+    state::cache::open(path, options, || {
         let read_error = |source| TuiError::Read {
             path: path.to_owned(),
             source,

@@ -51,6 +51,6 @@ pub use model::{
     RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
     queue_name, queue_slot,
 };
-pub use overview::{LoadProgress, Overview, OverviewLane};
+pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};
 pub use stats::{CopyStats, KernelStats, LaneStats, Stats, percentile};
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -213,5 +213,66 @@ impl Overview {
     }
 }
 
+/// The window over the summary frame: zoom and pan work on it before the index is ready
+/// (each column is then drawn from the summaries it overlaps, so a deep zoom shows the
+/// summaries' own resolution, one block's busy time spread over its range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverviewWindow {
+    /// What is shown.
+    pub window: TimeWindow,
+    /// The whole trace's range (fit).
+    pub range: TimeWindow,
+}
+
+/// A key on the summary frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverviewMove {
+    /// Half the width, around the centre.
+    ZoomIn,
+    /// Twice the width, within the range.
+    ZoomOut,
+    /// A quarter of the width earlier.
+    PanLeft,
+    /// A quarter of the width later.
+    PanRight,
+    /// The whole range.
+    Fit,
+}
+
+impl OverviewWindow {
+    /// The whole range of `overview`, if it has one.
+    pub fn fit(overview: &Overview) -> Option<OverviewWindow> {
+        let range = overview.time_range()?;
+        Some(OverviewWindow {
+            window: range,
+            range,
+        })
+    }
+
+    /// Applies `step`; the window stays inside the range and at least
+    /// [`super::MIN_WINDOW_NS`] wide.
+    pub fn apply(&mut self, step: OverviewMove) {
+        let (r, w) = (self.range, self.window);
+        let width = w.width_ns();
+        let centre = w.start_ns + width / 2;
+        let (start, width) = match step {
+            OverviewMove::Fit => (r.start_ns, r.width_ns()),
+            OverviewMove::ZoomIn => {
+                let new = (width / 2).max(super::MIN_WINDOW_NS);
+                (centre.saturating_sub(new / 2), new)
+            }
+            OverviewMove::ZoomOut => {
+                let new = width.saturating_mul(2).min(r.width_ns());
+                (centre.saturating_sub(new / 2), new)
+            }
+            OverviewMove::PanLeft => (w.start_ns.saturating_sub(width / 4), width),
+            OverviewMove::PanRight => (w.start_ns.saturating_add(width / 4), width),
+        };
+        let width = width.min(r.width_ns()).max(1);
+        let start = start.clamp(r.start_ns, r.end_ns - width);
+        self.window = TimeWindow::new(start, start + width);
+    }
+}
+
 #[cfg(test)]
 mod tests;

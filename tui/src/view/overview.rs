@@ -18,19 +18,24 @@ fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) {
     }
 }
 
-/// Draws the summary frame of `overview` while the index loads (`progress`).
+/// Draws the summary frame of `overview` over `window` (`None`: the whole trace) while the
+/// index loads (`progress`).
 pub fn render_overview(
     overview: &Overview,
+    window: Option<TimeWindow>,
     progress: &LoadProgress,
     ascii: bool,
     frame: &mut Frame<'_>,
 ) {
     let area = frame.area();
+    let window = window.or(overview.time_range());
+    let buf = frame.buffer_mut();
     draw(
         overview,
+        window,
         progress,
         ascii,
-        frame.buffer_mut(),
+        buf,
         area.width,
         area.height,
     );
@@ -48,7 +53,7 @@ pub fn overview_to_string(
         Ok(t) => t,
         Err(never) => match never {},
     };
-    if let Err(never) = terminal.draw(|f| render_overview(overview, progress, false, f)) {
+    if let Err(never) = terminal.draw(|f| render_overview(overview, None, progress, false, f)) {
         match never {}
     }
     super::buffer_to_string(terminal.backend().buffer())
@@ -56,6 +61,7 @@ pub fn overview_to_string(
 
 fn draw(
     overview: &Overview,
+    window: Option<TimeWindow>,
     progress: &LoadProgress,
     ascii: bool,
     buf: &mut Buffer,
@@ -65,7 +71,6 @@ fn draw(
     let sym = Symbols::for_ascii(ascii);
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let cols = width.saturating_sub(GUTTER + 1);
-    let window = overview.time_range();
     // Header: what this frame is drawn from, and the time it covers.
     let left = if overview.is_empty() {
         " hrx-trace view  no block summaries in this trace".to_owned()
@@ -213,11 +218,12 @@ fn summary_note(overview: &Overview) -> String {
 fn progress_line(overview: &Overview, progress: &LoadProgress) -> String {
     let total = progress.total_bytes.max(overview.file_len).max(1);
     let percent = (u128::from(progress.read_bytes.min(total)) * 100 / u128::from(total)) as u64;
+    let keys = "summary: +/- zoom, </> pan, f fit  ·  q quits";
     match &progress.failed {
-        Some(error) => format!(" the index could not be built: {error}  ·  q quits"),
+        Some(why) => format!(" {why}  ·  {keys}"),
         None => format!(
-            " building the index: {percent}% of {} read  ·  selection, zoom, search and \
-             details when it is ready  ·  q quits",
+            " building the index: {percent}% of {}  ·  {keys}  ·  spans, selection and \
+             search when it is ready",
             units::bytes(total)
         ),
     }

@@ -169,3 +169,39 @@ fn a_trace_without_summaries_has_an_empty_overview() {
     assert!(overview.is_empty() && overview.time_range().is_none());
     assert!(overview.records > 0 && overview.stopped.is_none());
 }
+
+#[test]
+fn zoom_and_pan_on_the_summary_stay_inside_the_trace() {
+    let range = TimeWindow::new(1_000, 101_000);
+    let mut w = OverviewWindow {
+        window: range,
+        range,
+    };
+    w.apply(OverviewMove::ZoomOut);
+    assert_eq!(w.window, range, "never wider than the trace");
+    w.apply(OverviewMove::ZoomIn);
+    assert_eq!(
+        w.window,
+        TimeWindow::new(26_000, 76_000),
+        "half, around the centre"
+    );
+    w.apply(OverviewMove::PanRight);
+    assert_eq!(w.window, TimeWindow::new(38_500, 88_500));
+    for _ in 0..10 {
+        w.apply(OverviewMove::PanRight);
+    }
+    assert_eq!(
+        w.window,
+        TimeWindow::new(51_000, 101_000),
+        "stops at the end"
+    );
+    for _ in 0..40 {
+        w.apply(OverviewMove::ZoomIn);
+    }
+    assert_eq!(w.window.width_ns(), crate::state::MIN_WINDOW_NS);
+    assert!(w.window.start_ns >= range.start_ns && w.window.end_ns <= range.end_ns);
+    w.apply(OverviewMove::Fit);
+    assert_eq!(w.window, range);
+    w.apply(OverviewMove::PanLeft);
+    assert_eq!(w.window, range);
+}
