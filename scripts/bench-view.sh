@@ -9,13 +9,19 @@
 # out and draw the first frame at 120x40, print it, exit), so each row is one whole process
 # under `/usr/bin/time -v`: elapsed wall clock (process start to first frame printed, and
 # exit) and maximum resident set size. Rows per trace:
-#   base            the baseline binary (reads the whole trace into its model)
-#   new, first open this checkout with an empty view cache: reads the trace, writes the
-#                   cache entry, reopens it mapped, draws
-#   new, reopen     this checkout again: the cache entry is current, nothing of the trace is
-#                   read but its first and last 64 KiB (the issue's "first frame on open")
-# The view cache lives in a scratch directory removed at exit (HRX_VIEW_CACHE); the trace
-# and the cache files are in the page cache for every row after the first.
+#   base              the baseline binary, its own empty view cache (a first open)
+#   new, first frame  this checkout, empty view cache: a trace over the cache threshold
+#                     is drawn from its block summaries (format 1.9) and the process exits
+#                     (`view` would go on building the index behind that frame)
+#   new, index built  the same, then the index built as `view` builds it behind the first
+#                     frame (HRX_TUI_HEADLESS_INDEX=1: reads the trace, writes the cache
+#                     entry, reopens it mapped, prints the full frame): wall and peak RSS of
+#                     the whole process, first frame included
+#   new, reopen       this checkout again: the cache entry is current, nothing of the trace
+#                     is read but its first and last 64 KiB
+# The view caches live in a scratch directory removed at exit (HRX_VIEW_CACHE, one for each
+# binary); the trace and the cache files are in the page cache for every row after the
+# first.
 # Traces: `cargo run --release -p hrx-analysis --example gen-trace -- --regions N -o FILE`.
 set -euo pipefail
 
@@ -33,22 +39,25 @@ row() { # TRACE LABEL TIMEFILE
     printf '%s\t%s\twall %s\tpeak RSS %d MiB\n' "$1" "$2" "$wall" $((rss / 1024))
 }
 
-frame() { # BIN TIMEFILE
-    HRX_TUI_HEADLESS_FRAME=120x40 HRX_VIEW_CACHE=$out/cache \
+frame() { # BIN TIMEFILE CACHE [INDEX]
+    HRX_TUI_HEADLESS_FRAME=120x40 HRX_VIEW_CACHE=$3 HRX_TUI_HEADLESS_INDEX=${4:-0} \
         /usr/bin/time -v -o "$2" "$1" view "$trace" >"$out/frame.txt"
     grep -q 'GPU' "$out/frame.txt" || { echo "no lanes in the first frame" >&2; exit 1; }
 }
 
 for trace in "$@"; do
     name=$(basename "$trace")
-    rm -rf "$out/cache"
+    rm -rf "$out/cache" "$out/cache-base"
     if [ -z "${SKIP_BASE:-}" ]; then
-        frame "$BASE_BIN" "$out/base.time"
+        frame "$BASE_BIN" "$out/base.time" "$out/cache-base"
         row "$name" "base" "$out/base.time"
+        rm -rf "$out/cache-base"
     fi
-    frame "$NEW_BIN" "$out/first.time"
-    row "$name" "new, first open" "$out/first.time"
-    frame "$NEW_BIN" "$out/reopen.time"
+    frame "$NEW_BIN" "$out/summary.time" "$out/cache"
+    row "$name" "new, first frame" "$out/summary.time"
+    frame "$NEW_BIN" "$out/first.time" "$out/cache" 1
+    row "$name" "new, index built" "$out/first.time"
+    frame "$NEW_BIN" "$out/reopen.time" "$out/cache"
     row "$name" "new, reopen" "$out/reopen.time"
     if [ -d "$out/cache" ]; then
         printf '%s\tcache entry\t%s\n' "$name" "$(du -sh "$out/cache" | cut -f1)"

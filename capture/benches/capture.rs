@@ -21,6 +21,8 @@
 //!   a trace file; criterion reports it in records per second.
 //! - `timing_bytes`: not timed; prints the on-disk bytes per timing record of a realistic
 //!   stream (a repeating pipeline of 4 regions, monotonically increasing times).
+//! - `timing_bytes_clocked`: not timed; the same with times read on the session clock around
+//!   a little work (run again with `HRX_TRACE_CLOCK=monotonic` for the other clock).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hrx_capture::schema::{
@@ -257,11 +259,56 @@ fn timing_bytes(_: &mut Criterion) {
     }
 }
 
+/// On-disk bytes per timing record of times read on the session clock itself (the clock's
+/// own low-order digits, which the synthetic stream of `timing_bytes` does not have): 4-region
+/// submissions whose regions run a few hundred ns of work each, back to back, with the
+/// writer's flushes (and their calibrations) as in a recording. Run once as it is and once
+/// with `HRX_TRACE_CLOCK=monotonic` (the clock is chosen once per process) for the two
+/// clocks' figures.
+fn timing_bytes_clocked(_: &mut Criterion) {
+    let records = 1_000_000u64;
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    let before = {
+        recorder.flush().expect("flush");
+        sink.contents().len()
+    };
+    let mut work = 0u64;
+    for i in 0..records {
+        let start_ns = recorder.now_ns();
+        // A few hundred ns of work, varying with the region.
+        for k in 0..(64 + (i % 4) * 32) {
+            work = black_box(work.wrapping_mul(31).wrapping_add(k));
+        }
+        recorder.record(&Record::RegionTiming(RegionTiming {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(i / 4 + 1),
+            region: RegionIndex((i % 4) as u32),
+            start_ns,
+            end_ns: recorder.now_ns(),
+            device: None,
+        }));
+        if i % 4096 == 4095 {
+            // Let the writer keep up, as between a program's submissions.
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+    let summary = recorder.close().expect("close");
+    assert_eq!(summary.dropped_records, 0, "no record may be dropped");
+    let bytes = sink.contents().len() - before;
+    println!(
+        "timing_bytes_clocked ({}): {records} records, {bytes} bytes, {:.2} bytes/record",
+        hrx_capture::clock::source().name(),
+        bytes as f64 / records as f64
+    );
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(3));
-    targets = hook_off, timing_record, timed_zone, timed_zone_started, lossless, timing_bytes
+    targets = hook_off, timing_record, timed_zone, timed_zone_started, lossless, timing_bytes,
+        timing_bytes_clocked
 }
 criterion_main!(benches);

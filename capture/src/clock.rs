@@ -227,6 +227,10 @@ pub fn invariant_tsc() -> bool {
     }
 }
 
+/// A raw reading. The TSC is read without `lfence` (as Tracy reads it): ordering the read
+/// after the preceding instructions made a timed zone cost about 1.4x as much on the build
+/// machine (BENCHMARKS.md, session 11); the price is a read that may land anywhere in the
+/// out-of-order window, a few cycles of noise per time.
 #[inline]
 fn read_ticks(source: HostClockSource) -> u64 {
     match source {

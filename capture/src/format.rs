@@ -28,7 +28,7 @@
 //! | Offset | Size | Block header field                                                  |
 //! |-------:|-----:|---------------------------------------------------------------------|
 //! | 0      | 4    | marker `b"HRXB"` (lets a reader resynchronize after damage)         |
-//! | 4      | 2    | kind: 1 = records, 2 = footer; unknown kinds are skipped            |
+//! | 4      | 2    | kind: 1 = records, 2 = footer, 3 = summary (1.9); unknown: skipped  |
 //! | 6      | 2    | flags: bit 0 = payload is one zstd frame                            |
 //! | 8      | 4    | stored payload length in bytes                                      |
 //! | 12     | 4    | uncompressed payload length in bytes                                |
@@ -136,7 +136,8 @@ impl FormatVersion {
         // 1.5: `Record::TraceRange`, `Record::BufferSnapshot`.
         // 1.6: `Record::HostClock` (the session clock's calibrations).
         // 1.8: `Record::DigestSpan`.
-        minor: FormatMinor(8),
+        // 1.9: summary blocks (`BlockKind::SUMMARY`, after each records block).
+        minor: FormatMinor(9),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -411,10 +412,13 @@ impl BlockKind {
     pub const RECORDS: BlockKind = BlockKind(1);
     /// The block index, written on clean close.
     pub const FOOTER: BlockKind = BlockKind(2);
+    /// What the records block before it timed, per lane (format 1.9,
+    /// [`crate::summary::BlockSummary`]); uncompressed, record count 0.
+    pub const SUMMARY: BlockKind = BlockKind(3);
 
     /// Whether this reader knows the kind.
     pub fn is_known(self) -> bool {
-        self == Self::RECORDS || self == Self::FOOTER
+        self == Self::RECORDS || self == Self::FOOTER || self == Self::SUMMARY
     }
 }
 
@@ -423,6 +427,7 @@ impl fmt::Display for BlockKind {
         match *self {
             Self::RECORDS => f.write_str("records"),
             Self::FOOTER => f.write_str("footer"),
+            Self::SUMMARY => f.write_str("summary"),
             BlockKind(other) => write!(f, "kind {other}"),
         }
     }
@@ -1121,7 +1126,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.8"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.9"), "{err}");
     }
 
     #[test]

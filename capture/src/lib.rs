@@ -51,6 +51,7 @@ mod rewrite;
 mod ring;
 pub mod schema;
 mod staging;
+pub mod summary;
 mod writer;
 
 pub use activation::{

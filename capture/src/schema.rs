@@ -1128,6 +1128,59 @@ impl HostClock {
         self.monotonic_ns
             .wrapping_sub(monotonic_base_ns.wrapping_add(self.session_ns)) as i64
     }
+
+    /// `CLOCK_MONOTONIC` minus the session clock just after this calibration (where the piece
+    /// in force from `ticks` starts, `next_session_ns`), in ns, given the session's monotonic
+    /// base. Equal to [`HostClock::offset_ns`] but where the clock was stepped forward.
+    pub fn offset_after_ns(&self, monotonic_base_ns: u64) -> i64 {
+        self.monotonic_ns
+            .wrapping_sub(monotonic_base_ns.wrapping_add(self.next_session_ns)) as i64
+    }
+
+    /// A session time placed on `CLOCK_MONOTONIC` (absolute ns), from the session's
+    /// calibrations in file order and its monotonic base
+    /// ([`SessionStart::monotonic_base_ns`]).
+    ///
+    /// Between two calibrations the session clock is linear in ticks, and so, within the
+    /// calibrations' own errors, is `CLOCK_MONOTONIC`: the offset is interpolated linearly
+    /// between the offset after the calibration before `session_ns` and the offset at the one
+    /// after it. Before the first calibration the first's offset holds, after the last the
+    /// last's. `None` without calibrations (a trace of format 1.5 or older, whose host times
+    /// are `CLOCK_MONOTONIC` less the base already).
+    pub fn monotonic_ns_at(
+        calibrations: &[HostClock],
+        monotonic_base_ns: u64,
+        session_ns: u64,
+    ) -> Option<u64> {
+        let after = calibrations.partition_point(|c| c.session_ns <= session_ns);
+        let offset = match (
+            after.checked_sub(1).map(|i| &calibrations[i]),
+            calibrations.get(after),
+        ) {
+            (None, None) => return None,
+            (None, Some(first)) => first.offset_ns(monotonic_base_ns),
+            (Some(last), None) => last.offset_after_ns(monotonic_base_ns),
+            (Some(before), Some(next)) => {
+                let (s0, o0) = (
+                    before.next_session_ns,
+                    before.offset_after_ns(monotonic_base_ns),
+                );
+                let (s1, o1) = (next.session_ns, next.offset_ns(monotonic_base_ns));
+                if session_ns <= s0 || s1 <= s0 {
+                    o0
+                } else {
+                    let along = i128::from(session_ns - s0);
+                    let span = i128::from(s1 - s0);
+                    (i128::from(o0) + (i128::from(o1) - i128::from(o0)) * along / span) as i64
+                }
+            }
+        };
+        Some(
+            monotonic_base_ns
+                .wrapping_add(session_ns)
+                .wrapping_add_signed(offset),
+        )
+    }
 }
 
 /// One trace record.

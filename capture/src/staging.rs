@@ -30,6 +30,7 @@ use crate::format::{
 use crate::schema::{
     DeviceSpan, Record, RegionIndex, RegionStarted, RegionTiming, RuntimeId, SubmissionIndex,
 };
+use crate::summary::SummaryBuilder;
 use std::ops::Range;
 
 const FRAME: u8 = 0;
@@ -203,6 +204,7 @@ pub(crate) fn transcode(
     entries: &[u8],
     encoder: &mut FrameEncoder,
     out: &mut Vec<u8>,
+    mut summary: Option<&mut SummaryBuilder>,
 ) -> Transcoded {
     let mut records = 0;
     let mut at = 0;
@@ -219,6 +221,9 @@ pub(crate) fn transcode(
             FRAME => {
                 let (body, prefix) = read_varint_u32(rest).expect("ring frame prefix");
                 let len = prefix + body as usize;
+                if let Some(summary) = summary.as_deref_mut() {
+                    summary.observe_frame(&rest[..len]);
+                }
                 out.extend_from_slice(&rest[..len]);
                 len
             }
@@ -243,6 +248,11 @@ pub(crate) fn transcode(
                     len += 4;
                     u32_at(rest, len - 4)
                 });
+                if let Some(summary) = summary.as_deref_mut()
+                    && node.is_none()
+                {
+                    summary.observe_timing(&timing);
+                }
                 encoder.encode_timing(&timing, node, out);
                 len
             }
@@ -283,7 +293,7 @@ mod tests {
         }
         let mut frames = Vec::new();
         let mut encoder = FrameEncoder::new();
-        let done = transcode(&entries, &mut encoder, &mut frames);
+        let done = transcode(&entries, &mut encoder, &mut frames, None);
         assert_eq!(done.records as usize, records.len());
         assert_eq!(done.consumed, entries.len());
         assert!(done.deferred.is_none());
@@ -308,7 +318,7 @@ mod tests {
         let (mut at, mut count, mut encoder) = (0, 0, FrameEncoder::new());
         while let Some((len, bound)) = entry_bounds(&entries[at..]) {
             let mut frame = Vec::new();
-            transcode(&entries[at..at + len], &mut encoder, &mut frame);
+            transcode(&entries[at..at + len], &mut encoder, &mut frame, None);
             assert!(frame.len() <= bound, "{} > {bound}", frame.len());
             at += len;
             count += 1;
@@ -332,11 +342,11 @@ mod tests {
         let range = encode_entry(&Record::RegionTiming(b), &mut scratch).unwrap();
         entries.extend_from_slice(&scratch[range]);
         let (mut encoder, mut frames) = (FrameEncoder::new(), Vec::new());
-        let done = transcode(&entries, &mut encoder, &mut frames);
+        let done = transcode(&entries, &mut encoder, &mut frames, None);
         assert_eq!(done.records, 1);
         assert_eq!(done.consumed, first + DEFERRED_ENTRY);
         assert_eq!(done.deferred, Some(0xDEAD_BEEF));
-        let rest = transcode(&entries[done.consumed..], &mut encoder, &mut frames);
+        let rest = transcode(&entries[done.consumed..], &mut encoder, &mut frames, None);
         assert_eq!((rest.records, rest.deferred), (1, None));
         let mut decoder = FrameDecoder::new();
         let decoded: Vec<_> = Frames::new(&frames)

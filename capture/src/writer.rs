@@ -61,6 +61,7 @@ use crate::schema::{
     RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
 };
 use crate::staging::{self, MAX_RAW_ENTRY};
+use crate::summary::SummaryBuilder;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -455,6 +456,8 @@ struct Core {
     staging: Vec<u8>,
     /// Encoder state of the block being assembled.
     frames: FrameEncoder,
+    /// What the timings of the block being assembled covered, per lane.
+    summary: SummaryBuilder,
     pending_records: u32,
     block_bytes: usize,
     consumers: Vec<Consumer>,
@@ -522,7 +525,12 @@ impl Core {
         let staging = std::mem::take(&mut self.staging);
         let mut at = 0;
         while at < staging.len() {
-            let done = staging::transcode(&staging[at..], &mut self.frames, &mut self.pending);
+            let done = staging::transcode(
+                &staging[at..],
+                &mut self.frames,
+                &mut self.pending,
+                Some(&mut self.summary),
+            );
             self.pending_records += done.records;
             at += done.consumed;
             if let Some(address) = done.deferred {
@@ -598,10 +606,15 @@ impl Core {
             self.write_pending();
         }
         match record {
-            Record::RegionTiming(_) | Record::OpTiming(_) => {
+            Record::RegionTiming(t) => {
+                self.summary.observe_timing(t);
                 self.frames.encode(record, &mut self.pending)?
             }
-            _ => self.pending.extend_from_slice(&frame),
+            Record::OpTiming(_) => self.frames.encode(record, &mut self.pending)?,
+            _ => {
+                self.summary.observe_frame(&frame);
+                self.pending.extend_from_slice(&frame)
+            }
         }
         self.pending_records += 1;
         Ok(())
@@ -623,11 +636,26 @@ impl Core {
             self.fail(e, records);
         } else {
             self.records += u64::from(records);
+            self.write_summary();
         }
         self.pending = payload;
         self.pending.clear();
         self.pending_records = 0;
         self.frames.reset();
+    }
+
+    /// Writes the summary of the timings counted since the last one, if any (format 1.9,
+    /// [`crate::summary`]).
+    fn write_summary(&mut self) {
+        let Some(summary) = self.summary.take() else {
+            return;
+        };
+        let Ok(bytes) = postcard::to_stdvec(&summary) else {
+            return;
+        };
+        if let Err(e) = self.write_block(BlockKind::SUMMARY, &bytes, 0, false) {
+            self.fail(e, 0);
+        }
     }
 
     fn write_block(
@@ -1023,6 +1051,7 @@ impl Recorder {
             pending: Vec::with_capacity(block_bytes + MAX_RECORD_FRAME_SLACK),
             staging: Vec::with_capacity(thread_buffer_bytes.max(64).next_power_of_two()),
             frames: FrameEncoder::new(),
+            summary: SummaryBuilder::default(),
             pending_records: 0,
             block_bytes,
             consumers: Vec::new(),
@@ -1750,7 +1779,13 @@ mod tests {
         assert!(lost.lossy);
         if lost.total > 0 {
             assert_eq!(lost.by_kind(), vec![("RegionTiming", lost.total)]);
-            let Some(Record::RecordsLost(counted)) = trace.records.iter().rev().nth(1) else {
+            // The last record but the session end and the close's calibration.
+            let mut before_end = trace
+                .records
+                .iter()
+                .rev()
+                .filter(|r| !matches!(r, Record::HostClock(_)));
+            let Some(Record::RecordsLost(counted)) = before_end.nth(1) else {
                 panic!("no RecordsLost before the session end")
             };
             assert_eq!(counted.total, lost.total);
@@ -2355,6 +2390,122 @@ mod tests {
             .unwrap();
         assert_eq!(stated.max_offset_ns, max_offset);
         assert!(stated.to_string().starts_with(source.name()), "{stated}");
+    }
+
+    /// Records timings read on the session clock between two `CLOCK_MONOTONIC` reads, with
+    /// flushes between them, and checks that the trace's calibrations place every recorded
+    /// time on `CLOCK_MONOTONIC` between those reads (within the calibrations' own errors and
+    /// `CLOCK_MONOTONIC`'s own slew, at most 500 ppm); returns the calibrations.
+    fn record_times_map_onto_monotonic() -> Vec<HostClock> {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let mut brackets = Vec::new();
+        for i in 0..3000u64 {
+            let before = crate::clock::monotonic_ns();
+            let start_ns = rec.now_ns();
+            std::hint::black_box((0..i % 64).sum::<u64>());
+            let end_ns = rec.now_ns();
+            let after = crate::clock::monotonic_ns();
+            rec.record(&Record::RegionTiming(RegionTiming {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(i),
+                region: RegionIndex(0),
+                start_ns,
+                end_ns,
+                device: None,
+            }));
+            brackets.push((before, after));
+            if i % 500 == 499 {
+                rec.flush().unwrap();
+            }
+        }
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let base = start_of(&trace).monotonic_base_ns;
+        let clocks: Vec<HostClock> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostClock(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        // At the start, at each of the six flushes, at the close.
+        assert!(clocks.len() >= 8, "{} calibrations", clocks.len());
+        let timings = trace.records.iter().filter_map(|r| match r {
+            Record::RegionTiming(t) => Some(t),
+            _ => None,
+        });
+        let mut checked = 0;
+        for t in timings {
+            let (before, after) = brackets[t.submission.0 as usize];
+            // The calibrations around this time: their errors and the interval between them.
+            let next = clocks.partition_point(|c| c.session_ns <= t.end_ns);
+            let around = &clocks[next.saturating_sub(1)..(next + 1).min(clocks.len())];
+            let error: u64 = around.iter().map(|c| c.error_ns).sum();
+            let (first, last) = (around[0], around[around.len() - 1]);
+            let interval = last.session_ns.saturating_sub(first.next_session_ns);
+            // 2 ns: the fixed-point map's rounding, once per end.
+            let tolerance = error + interval / 2000 + 2;
+            for time in [t.start_ns, t.end_ns] {
+                let monotonic = HostClock::monotonic_ns_at(&clocks, base, time).unwrap();
+                assert!(
+                    monotonic + tolerance >= before && monotonic <= after + tolerance,
+                    "{time} ns maps to {monotonic}, outside {before}..={after} \
+                     (tolerance {tolerance}): {around:?}"
+                );
+            }
+            assert!(t.start_ns <= t.end_ns);
+            checked += 1;
+        }
+        assert_eq!(checked, 3000);
+        clocks
+    }
+
+    #[test]
+    fn record_times_map_onto_the_monotonic_clock_with_the_calibrations() {
+        let clocks = record_times_map_onto_monotonic();
+        assert!(clocks.iter().all(|c| c.source == crate::clock::source()));
+    }
+
+    /// `HRX_TRACE_CLOCK=monotonic` (read once per process, so in a child process running
+    /// this test alone) takes the fallback even where the TSC is invariant: every
+    /// calibration is `CLOCK_MONOTONIC` itself, exact, with no offset, and record times still
+    /// map onto it.
+    #[test]
+    fn the_monotonic_fallback_is_taken_when_the_env_var_asks() {
+        const CHILD: &str = "HRX_CAPTURE_TEST_CLOCK_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            assert_eq!(crate::clock::source(), HostClockSource::Monotonic);
+            for c in record_times_map_onto_monotonic() {
+                assert_eq!(c.source, HostClockSource::Monotonic);
+                assert_eq!(c.error_ns, 0);
+                assert_eq!(c.ns_per_tick_q32, 1 << 32);
+                assert_eq!(
+                    c.ticks, c.monotonic_ns,
+                    "the ticks are CLOCK_MONOTONIC's ns"
+                );
+                assert_eq!(c.next_session_ns, c.session_ns, "never stepped");
+            }
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "writer::tests::the_monotonic_fallback_is_taken_when_the_env_var_asks",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .env(crate::clock::CLOCK_ENV, "monotonic")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "{text}");
     }
 
     fn start_of(trace: &Trace) -> &crate::schema::SessionStart {

@@ -1,7 +1,11 @@
 //! The terminal and the event loop of `hrx-trace view`.
 //!
-//! [`run`] reads the whole trace first, so an unreadable file fails with the reader's
-//! one-line error before the terminal is touched. It then takes the terminal (raw mode,
+//! [`run`] opens the trace first ([`crate::open_or_summarise`]), so an unreadable file fails
+//! with the reader's one-line error before the terminal is touched. A large trace not in
+//! the view cache is shown at once as its summary frame ([`crate::Overview`]: the whole
+//! trace zoomed out from the recorder's block summaries, saying so) while the index is
+//! built on another thread with its progress in the status line; only `q` works until it
+//! is ready, then the timeline takes over at the same zoom. It then takes the terminal (raw mode,
 //! alternate screen, mouse capture) behind a guard that gives it back on every exit path:
 //! on return, on error, and on panic through a panic hook installed for the session (the
 //! previous hook runs after the terminal is restored, so the panic message is readable).
@@ -20,8 +24,11 @@
 //! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
 use crate::follow::TraceTail;
-use crate::state::{Action, Model, ViewState};
-use crate::{TuiError, details_scroll_limit, render};
+use crate::state::units;
+use crate::state::{
+    Action, LoadProgress, Model, Overview, OverviewMove, OverviewWindow, ViewState,
+};
+use crate::{Opening, TuiError, details_scroll_limit, render};
 use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
@@ -32,7 +39,8 @@ use std::io::IsTerminal;
 use std::io::{self, Stdout};
 use std::panic::{self, PanicHookInfo};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often a followed trace is checked for growth.
@@ -83,16 +91,36 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// (`scripts/bench-view.sh`).
 pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
 
-/// The first frame of the trace at `path`, drawn off-screen at `width` x `height`, as text.
+/// Environment variable for benchmarks only: with [`HEADLESS_FRAME_ENV`], when the first
+/// frame was drawn from the block summaries, also build the index as `view` does behind
+/// that frame, then print the full frame after it, so the build's time and memory can be
+/// measured too (and the view cache is written).
+pub const HEADLESS_INDEX_ENV: &str = "HRX_TUI_HEADLESS_INDEX";
+
+/// The first frame of the trace at `path`, drawn off-screen at `width` x `height`, as text,
+/// and whether it was drawn from the block summaries (the index not built yet).
 ///
 /// # Errors
 ///
-/// [`TuiError::Read`] as [`crate::load`]. The trace is opened as `view` opens it, through
-/// the view cache ([`crate::open`]).
-pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<String, TuiError> {
-    let model = crate::open(path)?;
-    let state = ViewState::new(&model, width, height);
-    Ok(crate::render_to_string(&model, &state, width, height))
+/// [`TuiError::Read`] as [`crate::load`]. The trace is opened as `view` opens it
+/// ([`crate::open_or_summarise`]).
+pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<(String, bool), TuiError> {
+    Ok(match crate::open_or_summarise(path)? {
+        Opening::Ready(model) => (full_frame(&model, width, height), false),
+        Opening::Summary(overview, _) => {
+            let progress = LoadProgress {
+                total_bytes: overview.file_len,
+                ..LoadProgress::default()
+            };
+            let frame = crate::overview_to_string(&overview, &progress, width, height);
+            (frame, true)
+        }
+    })
+}
+
+fn full_frame(model: &Model, width: u16, height: u16) -> String {
+    let state = ViewState::new(model, width, height);
+    crate::render_to_string(model, &state, width, height)
 }
 
 /// `WIDTHxHEIGHT` as two non-zero sizes.
@@ -120,23 +148,38 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
                 format!("{HEADLESS_FRAME_ENV}={size}: expected WIDTHxHEIGHT, as 120x40"),
             )
         })?;
-        let frame = first_frame(path, width, height)?;
+        let (frame, summary) = first_frame(path, width, height)?;
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
+        if summary && std::env::var_os(HEADLESS_INDEX_ENV).is_some_and(|v| v != "0") {
+            let model = crate::open(path)?;
+            let frame = full_frame(&model, width, height);
+            io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
+        }
         return Ok(());
     }
-    let (tail, model) = if follow {
+    let (tail, opening) = if follow {
         let (tail, model) = wait_for_trace(path, FOLLOW_WAIT)?;
-        (Some(tail), model)
+        (Some(tail), Opening::Ready(Box::new(model)))
     } else {
-        (None, crate::open(path)?)
+        (None, crate::open_or_summarise(path)?)
     };
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
+    let ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
     let mut guard = TerminalGuard::enter()?;
+    let model = match opening {
+        Opening::Ready(model) => *model,
+        Opening::Summary(overview, options) => {
+            match wait_for_index(&mut guard.terminal, path, &overview, options, ascii)? {
+                Some(model) => model,
+                None => return Ok(guard.leave()?),
+            }
+        }
+    };
     let size = guard.terminal.size()?;
     let mut state = ViewState::new(&model, size.width, size.height);
-    state.ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
+    state.ascii = ascii;
     let mut follower = tail.map(|tail| {
         state.start_live();
         Follower::new(path, tail, &model)
@@ -149,6 +192,110 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     guard.leave()?;
     Ok(())
 }
+
+/// Shows the summary frame of `overview` while the index of the trace at `path` is built on
+/// another thread, until it is ready (`Some`) or the user quits (`q`, Esc, Ctrl-C: `None`).
+/// Other keys do nothing yet: the status line says what waits for the index.
+fn wait_for_index(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    path: &Path,
+    overview: &Overview,
+    options: crate::state::cache::CacheOptions,
+    ascii: bool,
+) -> Result<Option<Model>, TuiError> {
+    let read_bytes = Arc::new(AtomicU64::new(0));
+    let (done, built) = mpsc::channel();
+    let too_large = index_too_large(overview.records, available_memory());
+    if too_large.is_none() {
+        let read_bytes = Arc::clone(&read_bytes);
+        let path = path.to_owned();
+        std::thread::Builder::new()
+            .name("hrx-view-index".to_owned())
+            .spawn(move || {
+                let _ = done.send(crate::open_counting(&path, &options, &read_bytes));
+            })?;
+    }
+    let mut window = OverviewWindow::fit(overview);
+    loop {
+        let progress = LoadProgress {
+            read_bytes: read_bytes.load(Ordering::Relaxed),
+            total_bytes: overview.file_len,
+            failed: too_large.clone(),
+        };
+        terminal.draw(|frame| {
+            let shown = window.map(|w| w.window);
+            crate::render_overview(overview, shown, &progress, ascii, frame);
+        })?;
+        match built.recv_timeout(LOADING_POLL) {
+            Ok(model) => return model.map(Some),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Never started (too large for memory): the summary stays.
+            Err(mpsc::RecvTimeoutError::Disconnected) if too_large.is_some() => {
+                std::thread::sleep(LOADING_POLL);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("the index builder stopped").into());
+            }
+        }
+        while event::poll(Duration::ZERO)? {
+            let Event::Key(key) = event::read()? else {
+                continue;
+            };
+            if key.kind == KeyEventKind::Release {
+                continue;
+            }
+            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+            let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+            let step = match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(None),
+                KeyCode::Char('c') if ctrl => return Ok(None),
+                KeyCode::Char('+' | '=') => OverviewMove::ZoomIn,
+                KeyCode::Char('-' | '_') => OverviewMove::ZoomOut,
+                KeyCode::Char('<') => OverviewMove::PanLeft,
+                KeyCode::Char('>') => OverviewMove::PanRight,
+                KeyCode::Left if shift => OverviewMove::PanLeft,
+                KeyCode::Right if shift => OverviewMove::PanRight,
+                KeyCode::Char('f') => OverviewMove::Fit,
+                _ => continue,
+            };
+            if let Some(w) = window.as_mut() {
+                w.apply(step);
+            }
+        }
+    }
+}
+
+/// Bytes the index takes per record of the trace while it is built, rounded up from the
+/// 10M-region trace (1,139 MiB peak for 30M records: BENCHMARKS.md, "Timeline at scale").
+const INDEX_BYTES_PER_RECORD: u64 = 40;
+
+/// Why the index of a trace of `records` records is not built when `available` bytes of
+/// memory are free (more than 80% of them needed); `None` when it fits or the free memory
+/// is unknown. The summary frame then stays, saying so, rather than the viewer being
+/// killed for memory.
+pub fn index_too_large(records: u64, available: Option<u64>) -> Option<String> {
+    let need = records.saturating_mul(INDEX_BYTES_PER_RECORD);
+    let available = available?;
+    (need > available / 10 * 8).then(|| {
+        format!(
+            "index not built: it would take about {} of memory, {} is free",
+            units::bytes(need),
+            units::bytes(available)
+        )
+    })
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (Linux; `None` elsewhere).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// How often the summary frame's progress is redrawn and input is read while the index is
+/// built.
+const LOADING_POLL: Duration = Duration::from_millis(100);
 
 fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
@@ -681,7 +828,8 @@ mod tests {
             recorder.record(r);
         }
         recorder.close().unwrap();
-        let frame = first_frame(&path, 120, 40).unwrap();
+        let (frame, summary) = first_frame(&path, 120, 40).unwrap();
+        assert!(!summary, "a small trace is read whole");
         let model = crate::load(&path).unwrap();
         let state = ViewState::new(&model, 120, 40);
         assert_eq!(frame, crate::render_to_string(&model, &state, 120, 40));
@@ -690,6 +838,64 @@ mod tests {
         assert_eq!(parse_size("80x0"), None);
         assert_eq!(parse_size("wide"), None);
         assert!(first_frame(&dir.path().join("missing"), 80, 24).is_err());
+    }
+
+    #[test]
+    fn a_large_trace_not_cached_opens_as_its_summary_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pipeline.hrxt");
+        let recorder =
+            hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+        for r in pipeline(PipelineSpec::ops(4_000)) {
+            recorder.record(&r);
+        }
+        recorder.close().unwrap();
+        // Every trace counts as large here, and the cache is empty.
+        let options = crate::state::cache::CacheOptions {
+            dir: Some(dir.path().join("cache")),
+            min_bytes: 0,
+        };
+        let Opening::Summary(overview, _) = crate::open_or_summarise_with(&path, &options).unwrap()
+        else {
+            panic!("expected the summary");
+        };
+        assert_eq!(overview.regions(), 4_000);
+        let progress = LoadProgress {
+            read_bytes: 0,
+            total_bytes: overview.file_len,
+            failed: None,
+        };
+        let frame = crate::overview_to_string(&overview, &progress, 120, 40);
+        // Honest: it says it is a summary, what it leaves out, and how far the index is.
+        assert!(frame.contains("summary of 4000 regions in"), "{frame}");
+        assert!(
+            frame.contains("summary frame: busy time per column"),
+            "{frame}"
+        );
+        assert!(frame.contains("building the index: 0% of"), "{frame}");
+        for lane in ["GPU Upload", "GPU Compute", "GPU Download", "Host"] {
+            assert!(frame.contains(lane), "{lane}: {frame}");
+        }
+        // Once built and cached, the same trace opens ready.
+        let model = crate::state::cache::open(&path, &options, || crate::load(&path)).unwrap();
+        assert_eq!(model.span_count(), 4_000);
+        assert!(matches!(
+            crate::open_or_summarise_with(&path, &options).unwrap(),
+            Opening::Ready(_)
+        ));
+    }
+
+    #[test]
+    fn an_index_too_large_for_memory_is_not_built() {
+        // 300M records (100M regions) need about 12 GB.
+        let why = index_too_large(300_000_000, Some(8 << 30)).unwrap();
+        assert!(
+            why.starts_with("index not built: it would take about 11"),
+            "{why}"
+        );
+        assert!(why.ends_with("8 GiB is free"), "{why}");
+        assert_eq!(index_too_large(30_000_000, Some(8 << 30)), None);
+        assert_eq!(index_too_large(300_000_000, None), None, "unknown: try");
     }
 
     #[test]

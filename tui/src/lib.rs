@@ -10,8 +10,10 @@
 //!   [`ViewState::update`] → [`render`].
 //! - [`follow`]: a trace still being written, read one appended block at a time.
 //!
-//! `view` opens a trace with [`open`] (through the view cache, [`state::cache`]);
-//! `view --follow` with [`follow::TraceTail`].
+//! `view` opens a trace with [`open_or_summarise`]: a small one is read whole, a large one
+//! reopened from the view cache ([`state::cache`]) or, the first time, drawn from its block
+//! summaries ([`Overview`]) while [`open_counting`] builds the index behind the first
+//! frame; `view --follow` opens with [`follow::TraceTail`].
 //!
 //! For tests and tools: [`load`] a trace into a [`Model`], make a [`ViewState`], drive it
 //! with actions, and [`render_to_string`] the screen.
@@ -35,10 +37,14 @@ pub mod view;
 
 pub use app::run;
 pub use state::{Action, Model, ViewState};
-pub use view::{details_scroll_limit, render, render_to_string};
+pub use state::{LoadProgress, Overview};
+pub use view::{
+    details_scroll_limit, overview_to_string, render, render_overview, render_to_string,
+};
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use thiserror::Error;
 
 /// Why the viewer could not start or stopped.
@@ -79,6 +85,104 @@ pub enum TuiError {
 /// As [`load`].
 pub fn open(path: &Path) -> Result<Model, TuiError> {
     state::cache::open(path, &state::cache::CacheOptions::from_env(), || load(path))
+}
+
+/// What [`open_or_summarise`] found.
+#[derive(Debug)]
+pub enum Opening {
+    /// The model, ready: a small trace read whole, or a large one reopened from the view
+    /// cache.
+    Ready(Box<Model>),
+    /// A large trace not in the view cache: its block summaries, to draw while the index is
+    /// built with [`open_counting`] (empty for a trace written before format 1.9), and the
+    /// view cache's options to build it with.
+    Summary(Overview, state::cache::CacheOptions),
+}
+
+/// Opens the trace at `path` as `view` does: a trace below the view cache's threshold is
+/// read whole (fast); a larger one is reopened from the cache when it is current, and
+/// otherwise only its block summaries are read ([`Overview::read`]), so the first frame
+/// does not wait for the index.
+///
+/// # Errors
+///
+/// [`TuiError::Read`] as [`load`] (for a large trace: its header is unreadable).
+pub fn open_or_summarise(path: &Path) -> Result<Opening, TuiError> {
+    open_or_summarise_with(path, &state::cache::CacheOptions::from_env())
+}
+
+/// [`open_or_summarise`] with the view cache's options given.
+///
+/// # Errors
+///
+/// As [`open_or_summarise`].
+pub fn open_or_summarise_with(
+    path: &Path,
+    options: &state::cache::CacheOptions,
+) -> Result<Opening, TuiError> {
+    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
+    if !large {
+        return state::cache::open(path, options, || load(path))
+            .map(|model| Opening::Ready(Box::new(model)));
+    }
+    let mut options = options.clone();
+    if let Err(warning) = state::cache::usable(&options) {
+        // Said now, before the terminal is taken; the index is then built without it.
+        eprintln!("warning: {warning}");
+        options.dir = None;
+    }
+    if let Some(dir) = &options.dir
+        && let Ok(model) = state::cache::reopen(dir, path)
+    {
+        return Ok(Opening::Ready(Box::new(model)));
+    }
+    match Overview::read(path) {
+        Ok(overview) => Ok(Opening::Summary(overview, options)),
+        Err(source) => Err(TuiError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// As [`open`] with the view cache's `options`, counting the bytes of the trace read into
+/// `read_bytes` as it goes (the summary frame's progress).
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn open_counting(
+    path: &Path,
+    options: &state::cache::CacheOptions,
+    read_bytes: &AtomicU64,
+) -> Result<Model, TuiError> {
+    state::cache::open(path, options, || {
+        let read_error = |source| TuiError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let file = hrx_capture::open_file(path).map_err(read_error)?;
+        let counting = Counting {
+            inner: file,
+            read_bytes,
+        };
+        let reader = hrx_capture::TraceReader::new(counting).map_err(read_error)?;
+        Model::from_reader(reader.check_submission_numbers()).map_err(read_error)
+    })
+}
+
+/// A reader that adds what it reads to a counter.
+struct Counting<'a, R> {
+    inner: R,
+    read_bytes: &'a AtomicU64,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Reads the trace at `path` into a model, streaming (records are not kept).

@@ -581,6 +581,8 @@ impl Core {
                         &staging[at..at + len],
                         &mut self.frames,
                         &mut self.pending,
+                        // No summary: it may allocate, and this runs in a signal handler.
+                        None,
                     );
                     self.pending_records += done.records;
                 }

@@ -233,6 +233,22 @@ pub fn open<E>(
     Ok(model)
 }
 
+/// Whether the cache directory of `options` may be used: `Err` (after the warning
+/// [`open`] prints) when another user owns it or others may write it.
+///
+/// # Errors
+///
+/// The reason, as [`open`] words it.
+pub fn usable(options: &CacheOptions) -> Result<(), String> {
+    if let Some(dir) = &options.dir
+        && let Err(error) = check_private_dir(dir)
+        && error.kind() == io::ErrorKind::PermissionDenied
+    {
+        return Err(format!("view cache not used: {error}"));
+    }
+    Ok(())
+}
+
 fn map_column<T: Plain>(entry: &Path, name: &str, len: u64) -> io::Result<Column<T>> {
     let file = File::open(entry.join(name))?;
     let len = usize::try_from(len).map_err(|_| invalid("column too long"))?;

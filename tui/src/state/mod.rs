@@ -11,6 +11,8 @@
 //! - `stats`: per-kernel durations, lane utilisation, copy bandwidth ([`Stats`]).
 //! - [`ViewState`], [`Action`]: what is shown and how input changes it;
 //!   [`ScreenLayout`]: where things go, shared by drawing and click mapping.
+//! - [`Overview`]: the whole trace from the recorder's block summaries, drawn as the first
+//!   frame while the index is built.
 //! - [`cache`]: the view cache: a model written once per trace and reopened by mapping
 //!   its columns (`column`), so a large trace opens without being read again.
 //! - [`units`]: time, byte and bandwidth formatting; [`synthetic`]: generated traces for
@@ -27,6 +29,7 @@ mod layout;
 mod live;
 mod model;
 mod navigation;
+mod overview;
 mod stats;
 mod view_state;
 
@@ -48,5 +51,6 @@ pub use model::{
     RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
     queue_name, queue_slot,
 };
+pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};
 pub use stats::{CopyStats, KernelStats, LaneStats, Stats, percentile};
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

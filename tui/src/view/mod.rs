@@ -7,6 +7,7 @@
 //! - `panes`: details of the selection (or of the trace), the hazards list and the events
 //!   list.
 //! - `overlays`: statistics, help and the status line.
+//! - `overview`: the summary frame shown while a large trace's index is built.
 //! - `theme`: colours (a cycling palette per submission; failed red, cancelled grey;
 //!   producers yellow and consumers cyan while the hazards list is open) and symbols
 //!   (Unicode, or ASCII with [`ViewState::ascii`]).
@@ -14,6 +15,7 @@
 //! The layout comes from [`ScreenLayout`], which click handling shares.
 
 mod overlays;
+mod overview;
 mod panes;
 mod theme;
 mod timeline;
@@ -25,6 +27,7 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+pub use overview::{overview_to_string, render_overview};
 pub use theme::Symbols;
 
 /// Draws the whole screen.

@@ -1,0 +1,230 @@
+//! The first frame of a trace whose index is still being built: the whole trace zoomed out
+//! from the recorder's block summaries ([`Overview`]), with a line saying that it is a
+//! summary and how far the index has got. Nothing in it can be selected.
+
+use super::theme::{self, Symbols};
+use super::timeline::fit;
+use crate::state::units;
+use crate::state::{GUTTER, LoadProgress, Overview, TimeWindow};
+use ratatui::Frame;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Modifier, Style};
+
+fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) {
+    if width > 0 && y < buf.area.bottom() && x < buf.area.right() {
+        buf.set_stringn(x, y, text, usize::from(width), style);
+    }
+}
+
+/// Draws the summary frame of `overview` over `window` (`None`: the whole trace) while the
+/// index loads (`progress`).
+pub fn render_overview(
+    overview: &Overview,
+    window: Option<TimeWindow>,
+    progress: &LoadProgress,
+    ascii: bool,
+    frame: &mut Frame<'_>,
+) {
+    let area = frame.area();
+    let window = window.or(overview.time_range());
+    let buf = frame.buffer_mut();
+    draw(
+        overview,
+        window,
+        progress,
+        ascii,
+        buf,
+        area.width,
+        area.height,
+    );
+}
+
+/// The summary frame as text (one line per row, trailing spaces trimmed), as
+/// [`super::render_to_string`] renders a full frame.
+pub fn overview_to_string(
+    overview: &Overview,
+    progress: &LoadProgress,
+    width: u16,
+    height: u16,
+) -> String {
+    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+        Ok(t) => t,
+        Err(never) => match never {},
+    };
+    if let Err(never) = terminal.draw(|f| render_overview(overview, None, progress, false, f)) {
+        match never {}
+    }
+    super::buffer_to_string(terminal.backend().buffer())
+}
+
+fn draw(
+    overview: &Overview,
+    window: Option<TimeWindow>,
+    progress: &LoadProgress,
+    ascii: bool,
+    buf: &mut Buffer,
+    width: u16,
+    height: u16,
+) {
+    let sym = Symbols::for_ascii(ascii);
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let cols = width.saturating_sub(GUTTER + 1);
+    // Header: what this frame is drawn from, and the time it covers.
+    let left = if overview.is_empty() {
+        " hrx-trace view  no block summaries in this trace".to_owned()
+    } else {
+        format!(
+            " hrx-trace view  summary of {} in {}",
+            units::plural(overview.regions(), "region"),
+            units::plural(overview.blocks as u64, "block"),
+        )
+    };
+    put(buf, 0, 0, &left, width, bold);
+    if let Some(w) = window {
+        let right = format!(
+            "{} – {}  ({}) ",
+            units::time(w.start_ns),
+            units::time(w.end_ns),
+            units::duration(w.width_ns())
+        );
+        let rw = right.chars().count() as u16;
+        if rw + left.chars().count() as u16 + 2 <= width {
+            put(buf, width - rw, 0, &right, rw, Style::new());
+        }
+    }
+    let footer_rows = 2;
+    if let Some(w) = window.filter(|_| cols > 0 && height > 1) {
+        ruler(w, cols, buf, sym);
+        let mut y = 2;
+        for lane in overview.lanes() {
+            if y + 2 + footer_rows > height {
+                break;
+            }
+            let name = overview.lane_name(lane);
+            put(
+                buf,
+                0,
+                y,
+                &format!(" {}", fit(&name, usize::from(GUTTER) - 2)),
+                GUTTER,
+                Style::new(),
+            );
+            // Two rows of a bar chart per lane (the lower fills first), as the index's
+            // zoomed-out lanes are drawn.
+            for (col, &permille) in lane.coverage(w, cols).iter().enumerate() {
+                if permille == 0 && !lane_touches(lane, w, col as u16, cols) {
+                    continue;
+                }
+                let level = (u64::from(permille) * 16).div_ceil(1000).max(1) as u16;
+                let x = GUTTER + col as u16;
+                put(buf, x, y + 1, sym.level(level.min(8)), 1, Style::new());
+                put(
+                    buf,
+                    x,
+                    y,
+                    sym.level(level.saturating_sub(8)),
+                    1,
+                    Style::new(),
+                );
+            }
+            y += 2;
+        }
+    }
+    if height > footer_rows {
+        let note = summary_note(overview);
+        put(
+            buf,
+            0,
+            height - 2,
+            &fit(&note, usize::from(width)),
+            width,
+            theme::DIM,
+        );
+        let status = progress_line(overview, progress);
+        put(
+            buf,
+            0,
+            height - 1,
+            &fit(&status, usize::from(width)),
+            width,
+            bold,
+        );
+    }
+}
+
+/// Whether any summary of `lane` reaches column `col` (so a column with a sliver of busy
+/// time shows the lowest step, as the index's frame does).
+fn lane_touches(lane: &crate::state::OverviewLane, w: TimeWindow, col: u16, cols: u16) -> bool {
+    let (a, b) = w.cell(col, cols);
+    let first = lane.entries().partition_point(|e| e.1.max(e.0 + 1) <= a);
+    lane.entries()
+        .get(first)
+        .is_some_and(|&(s, _, busy)| s < b && busy > 0)
+}
+
+fn ruler(w: TimeWindow, cols: u16, buf: &mut Buffer, sym: &Symbols) {
+    put(buf, 0, 1, " time", GUTTER, theme::DIM);
+    let ticks = units::ruler_ticks(w.start_ns, w.width_ns(), cols);
+    let mut t = w
+        .start_ns
+        .div_ceil(ticks.step_ns)
+        .saturating_mul(ticks.step_ns);
+    while t < w.end_ns {
+        let col = w.col(t, cols);
+        put(buf, GUTTER + col, 1, sym.tick, 1, theme::DIM);
+        let label = ticks.label(t);
+        if (label.chars().count() as u16) < cols - col {
+            put(
+                buf,
+                GUTTER + col + 1,
+                1,
+                &label,
+                cols - col - 1,
+                Style::new(),
+            );
+        }
+        t = match t.checked_add(ticks.step_ns) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+}
+
+/// What the frame is drawn from and what it leaves out.
+fn summary_note(overview: &Overview) -> String {
+    if overview.is_empty() {
+        return " this trace has no block summaries (written before format 1.9, or nothing \
+                 timed): the timeline appears when the index is built"
+            .to_owned();
+    }
+    let mut note = " summary frame: busy time per column from the recorder's block summaries; \
+                    spans, failures and submits come with the index"
+        .to_owned();
+    if overview.unplaced > 0 {
+        note.push_str(&format!(
+            "; {} not placed on a lane",
+            units::plural(overview.unplaced, "timing")
+        ));
+    }
+    if let Some((at, why)) = &overview.stopped {
+        note.push_str(&format!("; summaries stop at byte {at} ({why})"));
+    }
+    note
+}
+
+/// The index's progress and what waits for it.
+fn progress_line(overview: &Overview, progress: &LoadProgress) -> String {
+    let total = progress.total_bytes.max(overview.file_len).max(1);
+    let percent = (u128::from(progress.read_bytes.min(total)) * 100 / u128::from(total)) as u64;
+    let keys = "summary: +/- zoom, </> pan, f fit  ·  q quits";
+    match &progress.failed {
+        Some(why) => format!(" {why}  ·  {keys}"),
+        None => format!(
+            " building the index: {percent}% of {}  ·  {keys}  ·  spans, selection and \
+             search when it is ready",
+            units::bytes(total)
+        ),
+    }
+}
