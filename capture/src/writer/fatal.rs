@@ -215,15 +215,27 @@ mod imp {
         if slot >= MAX_SIGNAL {
             return;
         }
-        lock_previous(slot);
-        // SAFETY: written under the entry's lock; readers copy it under the same lock.
-        unsafe { (*PREVIOUS.0.get())[slot].write(action) };
-        SAVED[slot].store(true, Ordering::Release);
-        PREVIOUS_LOCK[slot].store(false, Ordering::Release);
+        // The signal is blocked while the lock is held, so that its handler never spins on
+        // a lock its own thread holds (at install; the handler itself runs with it blocked).
+        // SAFETY: (all calls) sigset operations and pthread_sigmask only touch the sets
+        // passed and are async-signal-safe; the entry is written under its lock and readers
+        // copy it under the same lock.
+        unsafe {
+            let mut block: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut block);
+            libc::sigaddset(&mut block, signal);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+            lock_previous(slot);
+            (*PREVIOUS.0.get())[slot].write(action);
+            SAVED[slot].store(true, Ordering::Release);
+            PREVIOUS_LOCK[slot].store(false, Ordering::Release);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        }
     }
 
     /// Spins for an entry's lock: held only to copy one struct, never across a call that can
-    /// fault or wait, and a signal is blocked while its own handler runs.
+    /// fault or wait, and with its signal blocked (a handler never waits on its own thread).
     fn lock_previous(slot: usize) {
         while PREVIOUS_LOCK[slot]
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
