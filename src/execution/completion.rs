@@ -14,8 +14,13 @@
 //!    outcome ([`Signal::complete`]) and frees the slot, keeping a clone of the signal.
 //! 3. With no lock held, the scheduler drops what the submission held, then [`publish_all`]
 //!    announces the outcomes ([`Signal::publish`]) and drops its clones.
-//! 4. [`Completion::wait`] spins on the `done` flag, then parks on the condition variable
-//!    counted in `waiters`; `publish` skips the notify when nobody is counted.
+//! 4. [`Completion::wait`] spins on the signal's word until `PUBLISHED`, then sets
+//!    `PARKED` and parks on the condition variable; `publish` takes the parking mutex and
+//!    notifies only when `PARKED` is set.
+//!
+//! The signal's state is one atomic word (retired, published, succeeded): a successful
+//! round trip arms, retires, publishes and observes it without taking a lock; only a
+//! failure's status and parking use the signal's mutex.
 //!
 //! Its synchronization comes from [`super::sync`]: `std`'s types, or loom's under the
 //! `model-check` feature, with which `execution::model_check` explores every schedule of
@@ -23,38 +28,42 @@
 
 use super::shared::Core;
 use super::types::Status;
-use crate::sync::protocol::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::protocol::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::sync::{lock, spin_until};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool as Flag, Ordering as StdOrdering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-#[derive(Debug)]
-pub(crate) struct SignalState {
-    /// Retired, as the scheduler sees it (set under the scheduler lock).
-    pub done: bool,
-    /// Announced to completions: set once the scheduler dropped everything the submission
-    /// held, so a waiter that returns can rely on the runtime having let go.
-    pub published: bool,
-    pub submission: u64,
-    pub status: Option<Status>,
-}
+/// [`Signal`]'s word: the submission retired (as the scheduler sees it).
+pub(super) const RETIRED: usize = 1;
+/// The outcome is announced to completions: set once the scheduler dropped everything the
+/// submission held, so a waiter that returns can rely on the runtime having let go.
+pub(super) const PUBLISHED: usize = 2;
+/// Set with `RETIRED` when the outcome is a success (no status to read under the lock).
+pub(super) const SUCCEEDED: usize = 4;
+/// A waiter parks (or parked) on the condition variable: `publish` must notify it.
+pub(super) const PARKED: usize = 8;
 
-/// One slot's completion signal.
+/// One slot's completion signal: one atomic word for its state, a mutex only for a failed
+/// outcome's status and for parking.
+///
+/// The word moves `0 -> RETIRED [| SUCCEEDED] -> ... | PUBLISHED`, set by the thread that
+/// retires the submission (under the scheduler lock, then after it), with `PARKED` set by a
+/// waiter at any point, and back to 0 only at [`Signal::reset`], when nothing else holds
+/// the signal. Every change after the reset is a read-modify-write of the one word, so the
+/// changes are totally ordered without `SeqCst` (see [`Signal::publish`]). A successful
+/// round trip takes no lock of the signal: the waiter spins on the word and reads
+/// `SUCCEEDED` from it.
 #[derive(Debug)]
 pub(crate) struct Signal {
-    pub state: Mutex<SignalState>,
+    pub(super) word: AtomicUsize,
+    /// The failure or cancellation of the current submission (`None` for a success): written
+    /// before `RETIRED` is stored, read only after it is seen. Also the parking mutex.
+    pub(super) status: Mutex<Option<Status>>,
+    /// The submission the signal is armed for (for `Debug` and the models).
+    pub(super) submission: AtomicU64,
     pub(super) changed: Condvar,
-    /// Mirrors `state.published` for lock-free spinning in `wait`.
-    pub(super) done: AtomicBool,
-    /// Set before `done` when the published outcome is a success: `wait` then returns
-    /// without taking the lock.
-    succeeded: AtomicBool,
-    /// Mirrors `state.done` (retired) for the lock-free slot checks.
-    retired: AtomicBool,
-    /// Threads parked on `changed`; `notify` skips the syscall when there are none.
-    pub(super) waiters: AtomicUsize,
     /// Live [`Completion`]s of this signal. Not part of the slot protocol (that is the
     /// `Arc`'s uniqueness, [`Signal::reusable`]): `submit` uses it to tell a slot that only
     /// the publishing worker still references, free a moment later, from one a caller holds.
@@ -97,37 +106,38 @@ pub(crate) fn publish_all(signals: impl IntoIterator<Item = Arc<Signal>>) {
 impl Signal {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            state: Mutex::new(SignalState {
-                done: true,
-                published: true,
-                submission: 0,
-                status: None,
-            }),
+            word: AtomicUsize::new(RETIRED | PUBLISHED),
+            status: Mutex::new(None),
+            submission: AtomicU64::new(0),
             changed: Condvar::new(),
-            done: AtomicBool::new(true),
-            succeeded: AtomicBool::new(false),
-            retired: AtomicBool::new(true),
-            waiters: AtomicUsize::new(0),
             completions: AtomicUsize::new(0),
         })
     }
-    /// Arms the signal for `submission`.
+    /// Arms the signal for `submission` (under the scheduler lock, the signal unique).
     pub fn reset(&self, submission: u64) {
-        let mut state = lock(&self.state);
-        state.done = false;
-        state.published = false;
-        state.submission = submission;
-        state.status = None;
-        self.retired.store(false, Ordering::Release);
-        self.succeeded.store(false, Ordering::Relaxed);
-        self.done.store(false, Ordering::Release);
+        if self.word.load(Ordering::Relaxed) & SUCCEEDED == 0 {
+            // An earlier failure's status (or none): cleared, so `outcome` never reads it.
+            *lock(&self.status) = None;
+        }
+        self.submission.store(submission, Ordering::Relaxed);
+        self.word.store(0, Ordering::Release);
     }
-    /// Records the outcome; the caller calls [`Signal::notify`] after dropping its locks.
+    /// Records the outcome (under the scheduler lock); the caller publishes it
+    /// ([`Signal::publish`]) after dropping its locks.
     pub fn complete(&self, status: Status) {
-        let mut state = lock(&self.state);
-        state.done = true;
-        state.status = Some(status);
-        self.retired.store(true, Ordering::Release);
+        #[cfg(all(test, feature = "model-check"))]
+        if super::model_check::complete_seeded(self, &status) {
+            return;
+        }
+        let word = if matches!(status, Status::Succeeded) {
+            RETIRED | SUCCEEDED
+        } else {
+            *lock(&self.status) = Some(status);
+            RETIRED
+        };
+        // Release: whoever sees `RETIRED` sees the status stored above. A read-modify-write:
+        // a waiter may have set `PARKED` already.
+        self.word.fetch_or(word, Ordering::Release);
     }
     /// Whether a slot holding this signal may be re-armed: its submission retired and nothing
     /// else holds the signal (no [`Completion`], no scheduler clone awaiting publication).
@@ -135,7 +145,7 @@ impl Signal {
         let unique = Arc::strong_count(this) == 1;
         if unique {
             // Pairs with the release decrement of the last other clone's drop: whatever that
-            // holder stored before letting go (a publisher's late `succeeded`/`done`) is then
+            // holder stored before letting go (a publisher's late `PUBLISHED`) is then
             // visible here and is overwritten by `reset`, not after it (on weakly ordered CPUs
             // the count alone would not order them).
             std::sync::atomic::fence(StdOrdering::Acquire);
@@ -144,53 +154,83 @@ impl Signal {
         let unique = unique || super::model_check::seeded(super::model_check::Bug::ReuseWhileHeld);
         unique && this.is_done()
     }
-    /// Announces the outcome to completions and wakes waiters; call with no lock held.
+    /// Announces the outcome to completions and wakes waiters; call with no lock held, by the
+    /// thread that called [`Signal::complete`].
+    ///
+    /// The hand-shake with a parking waiter ([`Signal::park`]): both set their bit with a
+    /// read-modify-write of the word, which orders them. Set first, `PUBLISHED` keeps the
+    /// waiter from sleeping; set first, `PARKED` is seen here, and this takes and drops the
+    /// parking mutex before notifying: the waiter holds that mutex from setting its bit until
+    /// the condition variable releases it, so the notification cannot come between its check
+    /// and its sleep.
     pub fn publish(&self) {
         #[cfg(all(test, feature = "model-check"))]
         if super::model_check::publish_seeded(self) {
             return;
         }
-        let mut state = lock(&self.state);
-        state.published = true;
-        let succeeded = matches!(state.status, Some(Status::Succeeded));
-        drop(state);
-        self.succeeded.store(succeeded, Ordering::Relaxed);
-        self.done.store(true, Ordering::Release);
-        if self.waiters.load(Ordering::SeqCst) != 0 {
+        if self.word.fetch_or(PUBLISHED, Ordering::AcqRel) & PARKED != 0 {
+            drop(lock(&self.status));
             self.changed.notify_all();
         }
     }
+    /// The status behind a word with `RETIRED` set (`None` only for a signal never armed).
+    fn status_of(&self, word: usize) -> Option<Status> {
+        if word & SUCCEEDED != 0 {
+            return Some(Status::Succeeded);
+        }
+        lock(&self.status).clone()
+    }
     /// The outcome as the scheduler sees it, published or not.
     pub fn outcome(&self) -> Option<Status> {
-        let state = lock(&self.state);
-        if state.done {
-            state.status.clone()
-        } else {
-            None
+        let word = self.word.load(Ordering::Acquire);
+        if word & RETIRED == 0 {
+            return None;
         }
+        self.status_of(word)
     }
-    /// Parks on the condition variable, counted in `waiters`.
-    fn park<'a>(
-        &self,
-        state: MutexGuard<'a, SignalState>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, SignalState> {
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let state = match timeout {
-            None => self.changed.wait(state).unwrap_or_else(|e| e.into_inner()),
-            Some(timeout) => {
-                self.changed
-                    .wait_timeout(state, timeout)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0
+    /// The published outcome.
+    fn published(&self) -> Option<Status> {
+        let word = self.word.load(Ordering::Acquire);
+        if word & PUBLISHED == 0 {
+            return None;
+        }
+        self.status_of(word)
+    }
+    /// Whether the outcome is published.
+    pub(super) fn is_published(&self) -> bool {
+        self.word.load(Ordering::Acquire) & PUBLISHED != 0
+    }
+    /// The published outcome as a result (`Ok` for a success or a signal never armed).
+    fn result(&self) -> Result<()> {
+        self.published().map_or(Ok(()), Status::into_result)
+    }
+    /// Parks until the outcome is published or `deadline` passed; whether it was published.
+    fn park(&self, deadline: Option<Instant>) -> bool {
+        let mut guard = lock(&self.status);
+        let mut published = self.word.fetch_or(PARKED, Ordering::AcqRel) & PUBLISHED != 0;
+        while !published {
+            match deadline {
+                None => guard = self.changed.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    guard = self
+                        .changed
+                        .wait_timeout(guard, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
             }
-        };
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        state
+            published = self.word.load(Ordering::Acquire) & PUBLISHED != 0;
+        }
+        drop(guard);
+        published
     }
     /// Whether the submission retired (as the scheduler sees it, published or not).
     pub fn is_done(&self) -> bool {
-        self.retired.load(Ordering::Acquire)
+        self.word.load(Ordering::Acquire) & RETIRED != 0
     }
 }
 
@@ -238,10 +278,12 @@ impl Signal {
 
 impl std::fmt::Debug for Completion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = lock(&self.signal.state);
         f.debug_struct("Completion")
-            .field("submission", &state.submission)
-            .field("status", &state.status)
+            .field(
+                "submission",
+                &self.signal.submission.load(Ordering::Relaxed),
+            )
+            .field("status", &self.signal.outcome())
             .finish()
     }
 }
@@ -254,17 +296,12 @@ impl Completion {
 
     /// Whether the submission retired.
     pub fn is_complete(&self) -> bool {
-        self.signal.done.load(Ordering::Acquire)
+        self.signal.is_published()
     }
 
     /// The outcome once retired.
     pub fn status(&self) -> Option<Status> {
-        let state = lock(&self.signal.state);
-        if state.published {
-            state.status.clone()
-        } else {
-            None
-        }
+        self.signal.published()
     }
 
     /// The outcome as the scheduler sees it (under its lock), before it is published.
@@ -280,21 +317,16 @@ impl Completion {
     /// # Errors
     /// The failure of the submission or [`Error::Cancelled`].
     pub fn wait(&self) -> Result<()> {
-        let done = || self.signal.done.load(Ordering::Acquire);
+        let done = || self.signal.is_published();
         if !done()
             && let Some(core) = self.core.upgrade()
         {
             super::worker::help(&core, self.submission(), done);
         }
-        // `done` is stored after `succeeded`: a success needs no lock.
-        if spin_until(done) && self.signal.succeeded.load(Ordering::Relaxed) {
-            return Ok(());
+        if !spin_until(done) {
+            self.signal.park(None);
         }
-        let mut state = lock(&self.signal.state);
-        while !state.published {
-            state = self.signal.park(state, None);
-        }
-        state.status.clone().map_or(Ok(()), Status::into_result)
+        self.signal.result()
     }
 
     /// Blocks until the submission retired or `timeout` passed.
@@ -302,15 +334,9 @@ impl Completion {
     /// # Errors
     /// [`Error::Timeout`] when it did not retire in time; otherwise as [`Completion::wait`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        let mut state = lock(&self.signal.state);
-        while !state.published {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Error::Timeout(timeout));
-            }
-            state = self.signal.park(state, Some(deadline - now));
+        if !self.signal.is_published() && !self.signal.park(Some(Instant::now() + timeout)) {
+            return Err(Error::Timeout(timeout));
         }
-        state.status.clone().map_or(Ok(()), Status::into_result)
+        self.signal.result()
     }
 }

@@ -13,9 +13,12 @@
 //! Loom's `Condvar::wait_timeout` never times out (it is `wait`): the timed wait is modelled
 //! as an untimed one, so the models prove that a timed waiter is woken by `publish` but never
 //! explore a timeout racing `publish`; that path returns `Error::Timeout` without touching
-//! shared state other than `waiters` (decremented under the lock, as after a wake-up).
+//! shared state other than the `PARKED` bit it set (left set: `publish` then takes the
+//! parking mutex and notifies nobody).
 
-use super::completion::{Completion, Signal, claim_slot, publish_all, retire_slot};
+use super::completion::{
+    Completion, PARKED, PUBLISHED, RETIRED, Signal, claim_slot, publish_all, retire_slot,
+};
 use super::types::Status;
 use crate::Error;
 use crate::sync::lock;
@@ -28,12 +31,15 @@ use std::time::{Duration, Instant};
 /// A bug seeded into the protocol's code for one test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Bug {
-    /// `publish` reads `waiters` before setting `published`: a waiter that parks in between
+    /// `publish` reads `PARKED` before it sets `PUBLISHED`: a waiter that parks in between
     /// is never notified (a lost wake-up).
     LostWakeup,
-    /// `publish` stores the `done` flag before setting `published`: `is_complete()` is true
-    /// while `status()` is still `None`.
-    DoneBeforePublished,
+    /// `publish` notifies without taking the parking mutex first: a waiter that set
+    /// `PARKED` and checked the word, but is not yet asleep, misses the notification.
+    NotifyWithoutLock,
+    /// `complete` stores the word (retired, then published) before a failure's status:
+    /// `is_complete()` is true while `status()` is still `None`.
+    PublishedBeforeStatus,
     /// A slot is reused while a `Completion` (or the scheduler's clone) still holds it.
     ReuseWhileHeld,
 }
@@ -52,23 +58,31 @@ pub(crate) fn seeded(bug: Bug) -> bool {
 /// `Signal::publish` with a seeded bug; false when none is seeded (the real code runs).
 pub(crate) fn publish_seeded(signal: &Signal) -> bool {
     if seeded(Bug::LostWakeup) {
-        let waiters = signal.waiters.load(Ordering::SeqCst);
-        lock(&signal.state).published = true;
-        signal.done.store(true, Ordering::Release);
-        if waiters != 0 {
+        let parked = signal.word.load(Ordering::Acquire) & PARKED != 0;
+        signal.word.fetch_or(PUBLISHED, Ordering::AcqRel);
+        if parked {
+            drop(lock(&signal.status));
             signal.changed.notify_all();
         }
         true
-    } else if seeded(Bug::DoneBeforePublished) {
-        signal.done.store(true, Ordering::Release);
-        lock(&signal.state).published = true;
-        if signal.waiters.load(Ordering::SeqCst) != 0 {
+    } else if seeded(Bug::NotifyWithoutLock) {
+        if signal.word.fetch_or(PUBLISHED, Ordering::AcqRel) & PARKED != 0 {
             signal.changed.notify_all();
         }
         true
     } else {
         false
     }
+}
+
+/// `Signal::complete` with a seeded bug; false when none is seeded (the real code runs).
+pub(crate) fn complete_seeded(signal: &Signal, status: &Status) -> bool {
+    if !seeded(Bug::PublishedBeforeStatus) {
+        return false;
+    }
+    signal.word.fetch_or(RETIRED | PUBLISHED, Ordering::AcqRel);
+    *lock(&signal.status) = Some(status.clone());
+    true
 }
 
 /// Runs `model` under loom (every schedule) with `bug` seeded; prints and returns the
@@ -124,7 +138,7 @@ fn seeded_failure(name: &str, bug: Bug, model: impl Fn() + Sync + Send + 'static
 }
 
 fn completion(signal: &Arc<Signal>) -> Completion {
-    let submission = lock(&signal.state).submission;
+    let submission = signal.submission.load(Ordering::Relaxed);
     Completion::new(signal.clone(), Weak::new(), submission)
 }
 
@@ -166,7 +180,7 @@ fn waiters_and_publisher() {
     let result = completion(&signal).wait();
     assert_eq!(failure_message(&result), Some("one"), "wait: {result:?}");
     assert!(
-        lock(&signal.state).published,
+        signal.word.load(Ordering::SeqCst) & PUBLISHED != 0,
         "wait returned before publish"
     );
     publisher.join().unwrap();
@@ -299,8 +313,18 @@ fn model_check_seeded_lost_wakeup_is_a_deadlock() {
 }
 
 #[test]
-fn model_check_seeded_done_before_published_is_seen() {
-    let message = seeded_failure("visibility", Bug::DoneBeforePublished, visibility);
+fn model_check_seeded_notify_without_lock_is_a_deadlock() {
+    let message = seeded_failure(
+        "waiters_and_publisher",
+        Bug::NotifyWithoutLock,
+        waiters_and_publisher,
+    );
+    assert!(message.contains("deadlock"), "{message}");
+}
+
+#[test]
+fn model_check_seeded_published_before_status_is_seen() {
+    let message = seeded_failure("visibility", Bug::PublishedBeforeStatus, visibility);
     assert!(
         message.contains("is_complete() but status() is None"),
         "{message}"

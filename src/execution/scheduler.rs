@@ -102,15 +102,27 @@ pub(crate) struct Wake {
     /// Bit `q` set: queue `q` may have ready work.
     pub queues: u8,
     /// Retired submissions' signals, published after `retired` is dropped.
-    pub signals: SmallVec<[Arc<Signal>; 2]>,
-    retired: SmallVec<[InFlight; 1]>,
+    pub signals: SmallVec<[Arc<Signal>; 1]>,
+    /// Retired submissions' prepared graphs: each may hold the last reference to the runtime,
+    /// so they are dropped after the lock (the rest of a retired submission is dropped under
+    /// it: it holds no runtime).
+    retired: SmallVec<[Arc<Prepared>; 1]>,
 }
 
 impl Wake {
+    /// Whether there is nothing to notify, drop or publish.
+    pub fn is_empty(&self) -> bool {
+        self.queues == 0 && self.signals.is_empty() && self.retired.is_empty()
+    }
+
     /// Drops what retired submissions held, then publishes their outcomes.
     pub fn release(&mut self) {
-        self.retired.clear();
-        publish_all(self.signals.drain(..));
+        if !self.retired.is_empty() {
+            self.retired.clear();
+        }
+        if !self.signals.is_empty() {
+            publish_all(self.signals.drain(..));
+        }
     }
 }
 
@@ -124,6 +136,8 @@ pub(crate) struct Scheduler {
     running: u8,
     /// What was last stored on each queue's doorbell (only the lock holder stores there).
     rung: [u64; 5],
+    /// Bit `q`: the claimable flag last stored on queue `q`'s doorbell.
+    claimable: u8,
     /// Per queue: regions in the `Pending` state, in every in-flight submission.
     pending: [u32; 5],
     /// In-flight submissions that name producers (none: no producer outcome to check).
@@ -174,6 +188,7 @@ impl Scheduler {
             in_flight: VecDeque::new(),
             running: 0,
             rung: [0; 5],
+            claimable: 0,
             pending: [0; 5],
             with_producers: 0,
             regions_run_by_waiters: 0,
@@ -294,26 +309,51 @@ impl Scheduler {
     }
 
     /// Claims, for a thread waiting on `submission`, a native region of it that an idle
-    /// queue would run next anyway (the oldest ready region of that queue).
+    /// queue would run next anyway (the oldest ready region of that queue). Looks at the
+    /// submission's own regions only, in order: most submissions a thread waits for are one
+    /// region on an idle runtime, found at once.
     pub fn claim_own(&mut self, submission: u64) -> Option<Task> {
-        for queue in Queue::ALL {
-            if self.running & (1 << queue as u8) != 0 || self.pending[queue as usize] == 0 {
-                continue;
-            }
-            let Some((position, region)) = self.next_ready(queue) else {
-                continue;
-            };
-            let flight = &self.in_flight[position];
-            let native = matches!(
-                flight.prepared.regions[region].kind,
-                RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun
-            );
-            if flight.submission == submission && native {
-                self.regions_run_by_waiters += 1;
-                return Some(self.claim(position, region));
-            }
+        let position = self.position(submission)?;
+        let flight = &self.in_flight[position];
+        if flight.status.is_some() {
+            return None;
         }
-        None
+        if position == 0 && flight.states.len() == 1 {
+            // The oldest submission's only region is what its queue runs next when it is
+            // ready (no earlier region can come first): no search.
+            let region = &flight.prepared.regions[0];
+            let queue = region.queue();
+            let claimable = flight.states[0] == State::Pending
+                && matches!(
+                    region.kind,
+                    RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun
+                )
+                && self.running & (1 << queue as u8) == 0
+                && flight
+                    .producers
+                    .iter()
+                    .all(|p| p.outcome().is_some_and(|s| s.succeeded()))
+                && self.ready(0, 0);
+            if !claimable {
+                return None;
+            }
+            debug_assert_eq!(self.next_ready(queue), Some((0, 0)));
+            self.regions_run_by_waiters += 1;
+            return Some(self.claim(0, 0));
+        }
+        let found = (0..flight.states.len()).find(|&region| {
+            let prepared = &self.in_flight[position].prepared.regions[region];
+            let queue = prepared.queue();
+            self.in_flight[position].states[region] == State::Pending
+                && matches!(
+                    prepared.kind,
+                    RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun
+                )
+                && self.running & (1 << queue as u8) == 0
+                && self.next_ready(queue) == Some((position, region))
+        })?;
+        self.regions_run_by_waiters += 1;
+        Some(self.claim(position, found))
     }
 
     fn claim(&mut self, position: usize, region: usize) -> Task {
@@ -495,7 +535,12 @@ impl Scheduler {
     }
 
     fn retire(&mut self, position: usize, wake: &mut Wake) {
-        let flight = self.in_flight.remove(position).expect("position is valid");
+        let flight = if position == 0 {
+            self.in_flight.pop_front()
+        } else {
+            self.in_flight.remove(position)
+        };
+        let flight = flight.expect("position is valid");
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
         for use_ in &flight.prepared.uses {
@@ -509,7 +554,7 @@ impl Scheduler {
             status,
         ));
         // Dropped after the lock: it may hold the last reference to the runtime.
-        wake.retired.push(flight);
+        wake.retired.push(flight.prepared);
     }
 
     /// Rings the doorbells of the queues with pending work (marked in `wake` for a parked
@@ -519,29 +564,28 @@ impl Scheduler {
         self.ring(wake.queues, wake.queues & !self.running);
     }
 
-    /// The doorbells' claimable flags, from what was last stored.
+    /// The doorbells' claimable flags, as last stored.
     fn claimable(&self) -> u8 {
-        let mut mask = 0;
-        for (q, word) in self.rung.iter().enumerate() {
-            mask |= ((word & 1) as u8) << q;
-        }
-        mask
+        self.claimable
     }
 
     /// Moves the epoch of the queues in `ring` and shows bit `q` of `claimable` on queue
     /// `q`'s doorbell, storing only the words that change: the spinning workers keep their
     /// copies of the other lines.
     fn ring(&mut self, ring: u8, claimable: u8) {
-        for (q, rung) in self.rung.iter_mut().enumerate() {
+        let mut changed = ring | (claimable ^ self.claimable);
+        self.claimable = claimable;
+        while changed != 0 {
+            let q = changed.trailing_zeros() as usize;
+            changed &= changed - 1;
+            let rung = &mut self.rung[q];
             let epoch = (*rung >> 1) + u64::from(ring >> q & 1);
             let word = epoch << 1 | u64::from(claimable >> q & 1);
-            if word != *rung {
-                // Release, not SeqCst (an xchg on x86, twice per round trip): no decision
-                // rests on the doorbell's order against another location; a worker parks
-                // only after re-checking the state under the scheduler lock.
-                self.doorbells[q].word.store(word, Ordering::Release);
-                *rung = word;
-            }
+            // Release, not SeqCst (an xchg on x86, twice per round trip): no decision
+            // rests on the doorbell's order against another location; a worker parks
+            // only after re-checking the state under the scheduler lock.
+            self.doorbells[q].word.store(word, Ordering::Release);
+            *rung = word;
         }
     }
 

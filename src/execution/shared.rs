@@ -64,11 +64,16 @@ impl Core {
     /// Notifies queues and signals; call after dropping the scheduler lock. A queue whose
     /// worker is spinning, not parked, sees its epoch move and needs no syscall.
     pub fn wake(&self, mut wake: Wake) {
+        if wake.is_empty() {
+            return;
+        }
         wake.release();
-        for queue in Queue::ALL {
-            let q = queue as usize;
+        let mut queues = wake.queues;
+        while queues != 0 {
+            let q = queues.trailing_zeros() as usize;
+            queues &= queues - 1;
             // The doorbell was rung under the lock; a parked worker needs a notification.
-            if wake.queues & (1 << q) != 0 && self.parked[q].load(Ordering::SeqCst) {
+            if self.parked[q].load(Ordering::SeqCst) {
                 self.queues[q].notify_one();
             }
         }
