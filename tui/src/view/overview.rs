@@ -199,9 +199,9 @@ fn summary_note(overview: &Overview) -> String {
                  timed): the timeline appears when the index is built"
             .to_owned();
     }
-    let mut note = " summary frame: busy time per column from the recorder's block summaries; \
-                    spans, failures and submits come with the index"
-        .to_owned();
+    let mut note =
+        " summary frame: busy time per column from the recorder's block summaries, not spans"
+            .to_owned();
     if overview.unplaced > 0 {
         note.push_str(&format!(
             "; {} not placed on a lane",
@@ -218,7 +218,7 @@ fn summary_note(overview: &Overview) -> String {
 fn progress_line(overview: &Overview, progress: &LoadProgress) -> String {
     let total = progress.total_bytes.max(overview.file_len).max(1);
     let percent = (u128::from(progress.read_bytes.min(total)) * 100 / u128::from(total)) as u64;
-    let keys = "summary: +/- zoom, </> pan, f fit  ·  q quits";
+    let keys = "q quits  ·  +/- zoom, </> pan, f fit";
     match &progress.failed {
         Some(why) => format!(" {why}  ·  {keys}"),
         None => format!(
