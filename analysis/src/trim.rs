@@ -32,8 +32,12 @@
 //! always in the trace), an earlier snapshot, or a submission, whose written bytes are known
 //! only from an output digest with contents (`HRX_TRACE_CONTENTS=1`). Writers are ordered by
 //! host time (a host write cannot overlap a submission in flight that writes the same bytes:
-//! the runtime answers `Busy`), submissions by their submit time. Needed bytes whose last
-//! writer's contents are not in the trace get a snapshot with [`Payload::Omitted`]: the
+//! the runtime answers `Busy`), submissions by their submit time, and the regions of one
+//! submission that write the same bytes by region (the runtime runs them in region order;
+//! their digests reach the file in any order, one ring per recording thread: a digest's
+//! region is the one whose written use is its range, from the `Prepared` record). Needed
+//! bytes whose last writer's contents are not in the trace (or whose last writer among a
+//! submission's regions cannot be told) get a snapshot with [`Payload::Omitted`]: the
 //! trimmed trace is still written, [`TrimSummary::unknown_bytes`] says how much is missing,
 //! and replay says it cannot be exact.
 //!
@@ -254,11 +258,23 @@ struct Span {
     end: u64,
     /// The last host write or earlier snapshot: (time, bytes if known).
     host: Option<(u64, Option<Vec<u8>>)>,
-    /// The last submission writing it: (number, submit time).
-    submission: Option<(u64, u64)>,
-    /// The output digest of the highest submission covering it: (number, bytes).
-    digest: Option<(u64, Vec<u8>)>,
+    /// The last submission writing it: (number, submit time, its prepared graph).
+    submission: Option<(u64, u64, PreparedId)>,
+    /// The output digests with contents of the highest submission covering it: (number,
+    /// per digest its whole range in the buffer and its bytes of this span). One per region
+    /// of that submission writing the span, in file order, which is not their run order.
+    digest: Option<(u64, Vec<Written>)>,
 }
+
+/// A digest's whole range in its buffer, and its bytes of one span.
+type Written = ((u64, u64), Vec<u8>);
+
+/// Per prepared graph, per region (in order), the ranges it writes, as its `OutputDigest`s
+/// name them (one digest per written use of the region).
+type RegionWrites = HashMap<(RuntimeId, PreparedId), Vec<Vec<WriteRange>>>;
+
+/// A range a region writes: `(buffer, start, end)`.
+type WriteRange = (BufferId, u64, u64);
 
 impl Span {
     /// Splits at `at` (inside the span), keeping `self` as the left part.
@@ -270,27 +286,72 @@ impl Span {
             end: self.end,
             host: self.host.as_mut().map(|(t, b)| (*t, b.as_mut().map(split))),
             submission: self.submission,
-            digest: self.digest.as_mut().map(|(k, b)| (*k, split(b))),
+            digest: self.digest.as_mut().map(|(k, written)| {
+                let right = written.iter_mut().map(|(r, b)| (*r, split(b))).collect();
+                (*k, right)
+            }),
         };
         self.end = at;
         right
     }
 
     /// The contents at the range's start: `None` when never written, `Some(None)` when
-    /// unknown.
-    fn contents(&self) -> Option<Option<&[u8]>> {
+    /// unknown. `region_of(prepared, range)`: the one region of that graph that writes
+    /// exactly `range` of this span's buffer, if only one does.
+    ///
+    /// Regions of one submission that write the same bytes run in region order (an edge
+    /// goes from a lower region to a higher one), but their digests reach the file in any
+    /// order (each recording thread has its own ring): the highest region's bytes are the
+    /// submission's. When the digests' regions cannot be told apart and their bytes differ,
+    /// the contents are unknown, never a guess.
+    fn contents(
+        &self,
+        region_of: impl Fn(PreparedId, (u64, u64)) -> Option<usize>,
+    ) -> Option<Option<&[u8]>> {
         match (&self.host, self.submission) {
             (None, None) => None,
             (Some((_, bytes)), None) => Some(bytes.as_deref()),
-            (Some((t, bytes)), Some((_, ts))) if *t > ts => Some(bytes.as_deref()),
-            (_, Some((k, _))) => Some(
-                self.digest
-                    .as_ref()
-                    .filter(|(d, _)| *d == k)
-                    .map(|(_, b)| b.as_slice()),
-            ),
+            (Some((t, bytes)), Some((_, ts, _))) if *t > ts => Some(bytes.as_deref()),
+            (_, Some((k, _, prepared))) => {
+                let Some((_, written)) = self.digest.as_ref().filter(|(d, _)| *d == k) else {
+                    return Some(None);
+                };
+                let ranked: Option<Vec<usize>> = written
+                    .iter()
+                    .map(|(range, _)| region_of(prepared, *range))
+                    .collect();
+                let last: Vec<&[u8]> = match ranked {
+                    Some(ranks) => {
+                        let top = ranks.iter().max().copied();
+                        written
+                            .iter()
+                            .zip(&ranks)
+                            .filter(|(_, r)| Some(**r) == top)
+                            .map(|((_, b), _)| b.as_slice())
+                            .collect()
+                    }
+                    None => written.iter().map(|(_, b)| b.as_slice()).collect(),
+                };
+                let first = last.first().copied()?;
+                Some(last.iter().all(|b| *b == first).then_some(first))
+            }
         }
     }
+}
+
+/// The one region of `regions` writing exactly `buffer`'s `range`, if only one does.
+fn region_writing(
+    regions: Option<&Vec<Vec<WriteRange>>>,
+    buffer: BufferId,
+    (start, end): (u64, u64),
+) -> Option<usize> {
+    let mut found = regions?
+        .iter()
+        .enumerate()
+        .filter(|(_, writes)| writes.contains(&(buffer, start, end)))
+        .map(|(index, _)| index);
+    let index = found.next()?;
+    found.next().is_none().then_some(index)
 }
 
 /// The needed spans of one buffer, sorted and disjoint.
@@ -360,6 +421,7 @@ pub fn trim<R: std::io::Read, W: Write>(
     // Pass 1: definitions, the range's submits and host writes.
     let mut ops: HashMap<(RuntimeId, GraphId), BTreeMap<u32, Vec<Use>>> = HashMap::new();
     let mut prepared: HashMap<(RuntimeId, PreparedId), GraphId> = HashMap::new();
+    let mut region_writes: RegionWrites = HashMap::new();
     let mut passes: BTreeMap<RuntimeId, RuntimePass> = BTreeMap::new();
     let mut records_in = 0u64;
     let in_selection = |sub: u64, time_ns: u64| match selection {
@@ -379,6 +441,15 @@ pub fn trim<R: std::io::Read, W: Write>(
             }
             Record::Prepared(p) => {
                 prepared.insert((p.runtime, p.prepared), p.graph);
+                let writes = p
+                    .regions
+                    .iter()
+                    .map(|region| {
+                        let writes = region.uses.iter().filter(|u| u.access != Access::Read);
+                        writes.map(|u| (u.buffer, u.start, u.end)).collect()
+                    })
+                    .collect();
+                region_writes.insert((p.runtime, p.prepared), writes);
             }
             Record::Submit(s) => {
                 let pass = passes.entry(s.runtime).or_default();
@@ -585,8 +656,8 @@ pub fn trim<R: std::io::Read, W: Write>(
                         }
                         if let Some(shadow) = shadows.get_mut(&(s.runtime, u.buffer)) {
                             shadow.update(u.start, u.end, |span, _| {
-                                if span.submission.is_none_or(|(k, _)| s.submission.0 > k) {
-                                    span.submission = Some((s.submission.0, s.time_ns));
+                                if span.submission.is_none_or(|(k, ..)| s.submission.0 > k) {
+                                    span.submission = Some((s.submission.0, s.time_ns, s.prepared));
                                 }
                             });
                         }
@@ -600,13 +671,12 @@ pub fn trim<R: std::io::Read, W: Write>(
                         let bytes = payload_bytes(&d.contents, &blobs).map(<[u8]>::to_vec);
                         if let Some(bytes) = bytes {
                             shadow.update(d.start, d.end, |span, at| {
-                                if span
-                                    .digest
-                                    .as_ref()
-                                    .is_none_or(|(k, _)| d.submission.0 >= *k)
-                                {
-                                    let len = span.end - span.start;
-                                    span.digest = Some((d.submission.0, slice(&bytes, at, len)));
+                                let len = span.end - span.start;
+                                let written = ((d.start, d.end), slice(&bytes, at, len));
+                                match &mut span.digest {
+                                    Some((k, all)) if *k == d.submission.0 => all.push(written),
+                                    Some((k, _)) if *k > d.submission.0 => {}
+                                    _ => span.digest = Some((d.submission.0, vec![written])),
                                 }
                             });
                         }
@@ -677,7 +747,10 @@ pub fn trim<R: std::io::Read, W: Write>(
         keys.sort();
         for key in keys {
             for span in &shadows[key].0 {
-                let Some(known) = span.contents() else {
+                let region_of = |prepared, range| {
+                    region_writing(region_writes.get(&(runtime, prepared)), key.1, range)
+                };
+                let Some(known) = span.contents(region_of) else {
                     continue;
                 };
                 let len_bytes = span.end - span.start;
@@ -853,180 +926,5 @@ pub fn open_checked(path: &Path) -> Result<TraceReader<std::fs::File>, ReadError
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A trace of one runtime: buffer 1 (16 bytes), read by every submission of its one
-    /// graph; `contents[i]`, when set, is written by the host before submission i+1, stored
-    /// as a blob once per distinct contents, as the recorder stores them.
-    fn trace(contents: &[Option<[u8; 16]>]) -> Vec<u8> {
-        use hrx_capture::schema::*;
-        let rt = RuntimeId(1);
-        let mut records = vec![
-            Record::RuntimeStart(RuntimeStart {
-                runtime: rt,
-                backend: "sim".into(),
-                device: String::new(),
-                graph_slots: 2,
-                capacity: 8,
-                fault: None,
-                time_ns: 0,
-            }),
-            Record::BufferCreated(BufferCreated {
-                runtime: rt,
-                buffer: BufferId(1),
-                len_bytes: 16,
-                placement: Placement::HostVisible,
-                device_address: 0,
-                time_ns: 0,
-            }),
-            Record::GraphOp(GraphOp {
-                runtime: rt,
-                graph: GraphId(1),
-                node: NodeIndex(0),
-                op: OpKind::Host,
-                lane: Lane::Compute,
-                uses: vec![Use {
-                    buffer: BufferId(1),
-                    start: 0,
-                    end: 16,
-                    access: Access::Read,
-                }],
-            }),
-            Record::Prepared(Prepared {
-                runtime: rt,
-                graph: GraphId(1),
-                prepared: PreparedId(1),
-                slots: 2,
-                parallel: false,
-                regions: Vec::new(),
-                time_ns: 0,
-            }),
-        ];
-        let mut stored = HashSet::new();
-        for (i, bytes) in contents.iter().enumerate() {
-            let t = 10 * i as u64;
-            if let Some(bytes) = bytes {
-                let hash = BlobHash(xxhash_rust::xxh3::xxh3_64(bytes));
-                if stored.insert(hash) {
-                    records.push(Record::Blob(Blob {
-                        hash,
-                        bytes: bytes.to_vec(),
-                    }));
-                }
-                records.push(Record::HostWrite(HostWrite {
-                    runtime: rt,
-                    buffer: BufferId(1),
-                    offset: 0,
-                    len_bytes: 16,
-                    xxh3: hash.0,
-                    contents: Payload::Blob {
-                        hash,
-                        len_bytes: 16,
-                    },
-                    time_ns: t + 1,
-                }));
-            }
-            records.push(Record::Submit(Submit {
-                runtime: rt,
-                prepared: PreparedId(1),
-                submission: SubmissionIndex(i as u64 + 1),
-                slot: 0,
-                producers: Vec::new(),
-                time_ns: t + 2,
-            }));
-        }
-        let mut writer = TraceWriter::new(Vec::new()).unwrap();
-        for r in &records {
-            writer.write(r).unwrap();
-        }
-        writer.finish().unwrap().0
-    }
-
-    fn snapshots(bytes: &[u8], selection: Selection) -> (TrimSummary, Vec<BufferSnapshot>) {
-        let open = || TraceReader::new(bytes);
-        let (summary, out) = trim(open, selection, "t.hrxt", Vec::new()).unwrap();
-        let trimmed = hrx_capture::Trace::from_bytes(&out).unwrap();
-        assert!(trimmed.recovery.is_complete());
-        let snaps = trimmed
-            .records
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::BufferSnapshot(s) => Some(s),
-                _ => None,
-            })
-            .collect();
-        (summary, snaps)
-    }
-
-    #[test]
-    fn a_snapshot_holds_the_last_host_write_before_the_range_even_a_repeated_blob() {
-        let (a, b) = ([1u8; 16], [2u8; 16]);
-        // Submission 4 reads what the third write left, a blob first stored (and
-        // referenced) by the first write: the snapshot holds it.
-        let bytes = trace(&[Some(a), Some(b), Some(a), None]);
-        let start_at = |start| Selection::Submissions { start, end: None };
-        let (summary, snaps) = snapshots(&bytes, start_at(4));
-        assert_eq!((summary.runtimes[0].start, summary.runtimes[0].end), (4, 5));
-        assert_eq!(summary.unknown_bytes(), 0);
-        assert_eq!(snaps.len(), 1);
-        assert_eq!(snaps[0].contents, Payload::Inline(a.to_vec()));
-        assert_eq!((snaps[0].offset, snaps[0].len_bytes), (0, 16));
-        // A range whose own host write precedes every read needs nothing.
-        let (_, snaps) = snapshots(&bytes, start_at(3));
-        assert!(snaps.is_empty(), "{snaps:?}");
-        // A time window: submissions submitted at or after 22 ns (3 and 4).
-        let time = Selection::Time {
-            start_ns: 22,
-            end_ns: None,
-        };
-        let (summary, _) = snapshots(&bytes, time);
-        assert_eq!((summary.runtimes[0].start, summary.runtimes[0].end), (3, 5));
-    }
-
-    #[test]
-    fn ranges_merge_and_answer_what_is_missing() {
-        let mut r = Ranges::default();
-        r.add(10, 20);
-        r.add(30, 40);
-        r.add(18, 31);
-        assert_eq!(r.0, [(10, 40)]);
-        r.add(50, 60);
-        assert_eq!(r.missing(0, 70), [(0, 10), (40, 50), (60, 70)]);
-        assert_eq!(r.missing(12, 38), []);
-    }
-
-    #[test]
-    fn the_last_writer_decides_a_spans_contents() {
-        let mut shadow = Shadow(vec![Span {
-            start: 0,
-            end: 8,
-            host: None,
-            submission: None,
-            digest: None,
-        }]);
-        // A host write of bytes 0..8 at t=5, then submission 3 (submitted at t=7) writes
-        // 4..8 with its digest captured, submission 4 (t=9) writes 6..8 without one.
-        shadow.update(0, 8, |s, at| {
-            s.host = Some((5, Some(slice(b"abcdefgh", at, s.end - s.start))))
-        });
-        shadow.update(4, 8, |s, _| s.submission = Some((3, 7)));
-        shadow.update(4, 8, |s, at| {
-            s.digest = Some((3, slice(b"WXYZ", at, s.end - s.start)))
-        });
-        shadow.update(6, 8, |s, _| s.submission = Some((4, 9)));
-        let spans: Vec<_> = shadow
-            .0
-            .iter()
-            .map(|s| (s.start, s.end, s.contents().map(|c| c.map(<[u8]>::to_vec))))
-            .collect();
-        assert_eq!(
-            spans,
-            [
-                (0, 4, Some(Some(b"abcd".to_vec()))),
-                (4, 6, Some(Some(b"WX".to_vec()))),
-                (6, 8, Some(None)),
-            ]
-        );
-    }
-}
+#[path = "trim_tests.rs"]
+mod tests;
