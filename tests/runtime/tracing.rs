@@ -669,3 +669,120 @@ fn digest_work_is_a_span_of_its_own_after_the_region_it_digests() {
         );
     }
 }
+
+/// A recorded output digest is of the bytes its region wrote, however soon the buffer's next
+/// writer follows: large host-visible outputs are hashed after the region's end, off its
+/// thread (a hashing thread, or the trace writer when contents are traced), while the next
+/// submission's fill of the same bytes is already ready to run and a host write follows each
+/// round at once. Four graphs fill one buffer with four values back to back, rounds after
+/// rounds; every `OutputDigest` must be the hash of its own submission's value (and every
+/// `HostWrite` of what the host wrote), never of a later writer's bytes. Each digest keeps
+/// the buffer's bytes fenced until it is taken; without that wait the later fills land
+/// while the hash runs (tried: removing the waits fails this test).
+#[test]
+fn every_output_digest_is_of_its_regions_bytes_though_the_next_writer_follows_at_once() {
+    // Over the inline limit (4 KiB), so that hashing is deferred; large enough that a debug
+    // build's hash outlasts the next fill's start.
+    const LEN: usize = 1 << 20;
+    const VALUES: [u8; 4] = [0x11, 0x22, 0x33, 0x44];
+    const HOST: u8 = 0x5a;
+    const ROUNDS: usize = 12;
+    for contents in [false, true] {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(
+            RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .trace_contents(contents),
+        )
+        .unwrap();
+        let buffer = rt.buffer(LEN, Placement::HostVisible).unwrap();
+        let host = vec![HOST; LEN];
+        let fills: Vec<_> = VALUES
+            .iter()
+            .map(|&value| {
+                let mut graph = rt.graph();
+                graph.fill(buffer.whole(), value).unwrap();
+                graph.prepare().unwrap()
+            })
+            .collect();
+        for _ in 0..ROUNDS {
+            // Back to back: each fill is ordered after the previous one only by the hazard.
+            let done: Vec<_> = fills.iter().map(|f| f.submit().unwrap()).collect();
+            for completion in done {
+                completion.wait().unwrap();
+            }
+            buffer.write(0, &host).unwrap();
+        }
+        let id = buffer.id();
+        drop((fills, buffer, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        // Graphs were prepared in `VALUES` order on this thread: their records are in order.
+        let prepared: Vec<s::PreparedId> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Prepared(p) => Some(p.prepared),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prepared.len(), VALUES.len());
+        let value_of: std::collections::HashMap<s::SubmissionIndex, u8> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Submit(submit) => {
+                    let graph = prepared.iter().position(|p| *p == submit.prepared)?;
+                    Some((submit.submission, VALUES[graph]))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(value_of.len(), ROUNDS * VALUES.len());
+        let hashes: Vec<(u8, u64)> = VALUES
+            .iter()
+            .chain([&HOST])
+            .map(|&v| (v, xxhash_rust::xxh3::xxh3_64(&vec![v; LEN])))
+            .collect();
+        let hash_of = |value: u8| hashes.iter().find(|h| h.0 == value).expect("a value").1;
+        let mut digested = BTreeSet::new();
+        for record in &trace.records {
+            let Record::OutputDigest(d) = record else {
+                continue;
+            };
+            assert_eq!((d.buffer.0, d.start, d.end), (id, 0, LEN as u64));
+            let value = value_of[&d.submission];
+            assert!(
+                d.xxh3 == hash_of(value),
+                "contents {contents}: submission {:?} filled {value:#04x}; its digest {:#x} \
+                 is of other bytes ({})",
+                d.submission,
+                d.xxh3,
+                hashes
+                    .iter()
+                    .find(|h| h.1 == d.xxh3)
+                    .map_or("unknown".to_string(), |h| format!(
+                        "{:#04x}, a later writer's",
+                        h.0
+                    )),
+            );
+            if contents {
+                assert!(
+                    !matches!(d.contents, s::Payload::Omitted { .. }),
+                    "{:?}",
+                    d.submission
+                );
+            }
+            digested.insert(d.submission);
+        }
+        assert_eq!(digested.len(), ROUNDS * VALUES.len(), "contents {contents}");
+        let writes = host_writes(&trace);
+        assert_eq!(writes.len(), ROUNDS, "contents {contents}");
+        for write in writes {
+            assert_eq!(write.xxh3, hash_of(HOST), "contents {contents}: {write:?}");
+        }
+    }
+}
