@@ -271,9 +271,6 @@ impl Storage {
             )));
         }
         self.check_range(&range)?;
-        if access.writes() {
-            self.captures.wait();
-        }
         let token = {
             let mut host = lock(&self.host);
             if let Some(message) = &host.poison {
@@ -292,6 +289,14 @@ impl Storage {
             self.mapped.store(host.mappings.len(), Ordering::Release);
             token
         };
+        if access.writes() {
+            // Only now that the mapping is registered: no submission writing the mapped bytes
+            // can be accepted any more, and every earlier one has ended, so the fences of
+            // their digests have all been taken. Waiting before the check let a submission's
+            // region take a fence and end in between, and the host then overwrote bytes
+            // still being hashed.
+            self.captures.wait();
+        }
         if access.reads()
             && let Err(error) = self.make_visible(Engine::Host)
         {
