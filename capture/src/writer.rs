@@ -23,8 +23,9 @@
 //!   no fsync except at close.
 //! - **Back-pressure: lossless by default.** A producer wakes the writer when its ring passes
 //!   half full. If the ring is full ([`TraceMode::Lossless`], the default), the recording
-//!   thread hands its records over itself: it takes the core lock, drains its own ring into
-//!   the block being assembled (writing full blocks as it goes) and records on; nothing is
+//!   thread hands its records over itself: it takes the core lock, drains every ring (so
+//!   no thread's records fall far behind in the file) into the block being assembled
+//!   (writing full blocks as it goes) and records on; nothing is
 //!   dropped, and the time this took is recorded as a [`RecorderWait`] (thread, span, and the
 //!   region whose record was being recorded). Waiting for the writer thread instead would
 //!   make the recording thread's progress depend on a thread the scheduler may not run (on
@@ -1489,7 +1490,11 @@ impl Entry {
             if core.closed {
                 return (Outcome::Closed, None);
             }
-            core.drain_ring_of(&self.producer);
+            // Every ring, not only this thread's: a starved writer thread otherwise leaves
+            // the other threads' records (a worker's region outcomes) behind until its next
+            // sweep, thousands of submissions later in the file than their submit, past
+            // what a streaming reader waits for. Work the writer would do anyway.
+            core.drain_rings();
             if core.pending.len() >= core.block_bytes {
                 core.write_pending();
             }

@@ -219,14 +219,18 @@ impl<R: Read> Chunker<R> {
         let runtime = record.runtime().unwrap_or(RuntimeId(0));
         let rt = self.runtimes.entry(runtime).or_default();
         if let Record::Submit(_) = record {
-            if full {
+            // Submits of several threads reach the file in flush order, not in submission
+            // order: one numbered below the chunk's last still belongs to it, full or not
+            // (else its completion, routed by number, would name a submission the chunk
+            // lacks).
+            if full && rt.last.is_none_or(|last| submission > last) {
                 // Later submits (and their records) wait for the next chunk.
                 self.past += 1;
                 self.next.push(record);
                 return self.past >= LAG_SUBMISSIONS;
             }
             self.submits += 1;
-            rt.first.get_or_insert(submission);
+            rt.first = Some(rt.first.map_or(submission, |f| f.min(submission)));
             rt.last = Some(rt.last.map_or(submission, |l| l.max(submission)));
             self.current.push(record);
             return false;
