@@ -240,8 +240,22 @@ impl RuntimeOptions {
             && self.recorder.is_none()
             && let Some(path) = std::env::var_os("HRX_TRACE").filter(|p| !p.is_empty())
         {
+            if path == "-" {
+                return Err(Error::Message(
+                    "HRX_TRACE=-: a trace cannot go to standard output (it is a seekable \
+                     file); name a file"
+                        .to_owned(),
+                ));
+            }
             self.trace = Some(path.into());
         }
+        // Read by the clock at its first use, where a typo would fall back silently.
+        hrx_capture::clock::ClockChoice::from_env().map_err(|text| {
+            Error::Message(format!(
+                "{}: expected auto or monotonic, got {text:?}",
+                hrx_capture::clock::CLOCK_ENV
+            ))
+        })?;
         if self.trace_mode.is_none() {
             self.trace_mode =
                 hrx_capture::TraceMode::from_env().map_err(|e| Error::Message(e.to_string()))?;

@@ -365,14 +365,7 @@ pub fn print_summary(path: &Path, stats: &TraceStats) -> io::Result<()> {
 ///
 /// [`Failure`] when it is a directory or its directory does not exist.
 pub fn check_output(path: &Path) -> Result<(), Failure> {
-    if path.as_os_str() == "-" {
-        // A trace is written in blocks by a background thread and its header is rewritten at
-        // close, so it needs a seekable file (nsys and Tracy refuse stdout likewise).
-        return Err(Failure::new(
-            "cannot write the trace to standard output: a trace is a seekable file",
-        )
-        .hint("give -o a file name, e.g. -o run.hrxt"));
-    }
+    refuse_stdout(path)?;
     refuse_special(path, "trace")?;
     if path.is_dir() {
         return Err(Failure::new(format!(
@@ -409,6 +402,23 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
             ))
             .hint("choose another -o file, or wait for that recording to end"));
         }
+    }
+    Ok(())
+}
+
+/// Refuses `-` as a trace's output: a trace is written in blocks by a background thread and
+/// its header is rewritten at close, so it needs a seekable file (nsys and Tracy refuse
+/// standard output likewise).
+///
+/// # Errors
+///
+/// A one-line [`Failure`] with a hint when `path` is `-`.
+pub fn refuse_stdout(path: &Path) -> Result<(), Failure> {
+    if path.as_os_str() == "-" {
+        return Err(Failure::new(
+            "cannot write the trace to standard output: a trace is a seekable file",
+        )
+        .hint("give -o a file name, e.g. -o run.hrxt"));
     }
     Ok(())
 }

@@ -28,6 +28,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         (None, None) => unreachable!("clap requires one of them"),
     };
     crate::failure::require_rereadable(&args.file, "trim")?;
+    crate::record::refuse_stdout(&args.output)?;
     crate::record::refuse_special(&args.output, "trim")?;
     let same = |a: &std::path::Path, b: &std::path::Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b);
     if same(&args.file, &args.output) {

@@ -409,6 +409,13 @@ fn standard_output_and_unknown_patterns_in_the_trace_path() {
             "{args:?} wrote a file named -"
         );
     }
+    record_hazards(dir.path(), "h.hrxt");
+    let out = run_unless_stuck(
+        dir.path(),
+        &["trim", "h.hrxt", "--submissions", "1..2", "-o", "-"],
+    );
+    assert_error(&out, "cannot write the trace to standard output");
+    assert!(!dir.path().join("-").exists(), "trim wrote a file named -");
     let out = run_unless_stuck(
         dir.path(),
         &["record", "--workload", "hazards", "-o", "a%x%%.hrxt"],
@@ -622,6 +629,30 @@ fn hrx_trace_contents_is_validated() {
         let out = hrx_trace(dir.path())
             .args(["record", "--workload", "hazards", "-o", "c.hrxt"])
             .env("HRX_TRACE_CONTENTS", ok)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{ok}: {}", stderr(&out));
+    }
+}
+
+/// A mistyped `HRX_TRACE_CLOCK` is refused by name (it fell back to the TSC silently).
+#[test]
+fn hrx_trace_clock_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "c.hrxt"])
+        .env("HRX_TRACE_CLOCK", "Monotonic")
+        .output()
+        .unwrap();
+    assert_error(
+        &out,
+        "HRX_TRACE_CLOCK: expected auto or monotonic, got \"Monotonic\"",
+    );
+    assert!(!dir.path().join("c.hrxt").exists());
+    for ok in ["auto", "monotonic"] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "c.hrxt"])
+            .env("HRX_TRACE_CLOCK", ok)
             .output()
             .unwrap();
         assert_eq!(code(&out), 0, "{ok}: {}", stderr(&out));
