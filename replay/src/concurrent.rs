@@ -19,7 +19,9 @@
 //!   submission that fails with a device loss of its own (its error reads `device lost:
 //!   ...`, `hrx`'s display of every failure of uncertain extent) at or after another
 //!   submission's device loss, while nothing orders that submission before it, fails or
-//!   succeeds depending on whether its work finished before the loss. Found on the H200:
+//!   succeeds depending on whether its work finished before the loss; so does one beside a
+//!   later submission it does not wait for, whose loss both sides reproduce, whichever was
+//!   recorded first (a sticky error surfaces at the first synchronization, on any stream). Found on the H200:
 //!   frame 2's sticky `CUDA_ERROR_ILLEGAL_ADDRESS` caught frame 1's Download still running
 //!   in a replay, where the capture had seen it finish.
 //! - **Consequences.** A divergence that follows from a timing-dependent failure of the
@@ -229,27 +231,46 @@ impl Loss {
 
 /// Why `submission`'s device-loss failure on one side depends on when a concurrent device
 /// loss happened: another submission, not ordered before it, lost the device on that side
-/// at or before its failure. `None` when the failure is no device loss, is a poison
-/// failure, or no such loss is found.
+/// at or before its failure; or a later submission that it is not ordered before (the two
+/// ran side by side) lost the device on both sides (`other_losses`: the other side's), so
+/// that loss is the program's own, whichever failure was recorded first: a sticky CUDA
+/// error surfaces at whichever synchronization comes first (found on the H200: frame 1's
+/// Download recorded the loss before frame 2, whose kernel caused it). `None` when the
+/// failure is no device loss, is a poison failure, or no such loss is found.
 pub(crate) fn lost_beside_concurrent_loss(
     rp: &RuntimePlan<'_>,
     submission: &SubmissionPlan<'_>,
     failure: Failure,
     error: &str,
     losses: &[Loss],
+    other_losses: &[Loss],
 ) -> Option<String> {
     if !is_device_loss(error) || is_poison_failure(error) {
         return None;
     }
-    let loss = losses.iter().find(|l| {
+    if let Some(loss) = losses.iter().find(|l| {
         l.submission != submission.index
             && l.time_ns <= failure.time_ns
             && !ordered_before(rp, l.submission, l.region, submission)
+    }) {
+        return Some(format!(
+            "region {} failed with a device loss after submission {} region {} lost the \
+             device, which is not ordered before it (no producer, hazard or cross wait): \
+             whether its work finished before the loss depends on timing",
+            failure.region, loss.submission, loss.region
+        ));
+    }
+    let loss = losses.iter().find(|l| {
+        l.submission > submission.index
+            && other_losses.iter().any(|o| o.submission == l.submission)
+            && rp.submission_index.get(&l.submission).is_some_and(|&i| {
+                !ordered_before(rp, submission.index, failure.region, &rp.submissions[i])
+            })
     })?;
     Some(format!(
-        "region {} failed with a device loss after submission {} region {} lost the device, \
-         which is not ordered before it (no producer, hazard or cross wait): whether its work \
-         finished before the loss depends on timing",
+        "region {} failed with a device loss beside submission {} region {}, which lost the \
+         device on both sides and does not wait for it (no producer, hazard or cross wait): \
+         a device loss reaches whatever runs beside it, whichever failure is recorded first",
         failure.region, loss.submission, loss.region
     ))
 }
@@ -364,6 +385,7 @@ pub(crate) fn classify(
                                     failure,
                                     side.error,
                                     side.losses,
+                                    other.losses,
                                 )
                             })
                             .flatten()
