@@ -565,15 +565,23 @@ impl Recovery {
             && self.missing_submissions == 0
     }
 
-    /// How the trace ends, in a few words: `closed cleanly`, `closed, but damaged parts
-    /// were skipped` (blocks or records before the end), `closed, but its end is damaged` (a
+    /// How the trace ends, in a few words: `closed cleanly`, `closed cleanly, but the
+    /// recorder lost records` (submissions missing because the recorder dropped their
+    /// records, lossy mode), `closed, but damaged parts were skipped` (blocks or records
+    /// before the end), `closed, but its end is damaged` (a
     /// damaged footer or trailer, or bytes after it: the warnings say which), or `not closed
     /// cleanly` (the recording process crashed or was killed).
     pub fn end(&self) -> &'static str {
         let skipped =
             self.skipped_blocks > 0 || self.skipped_records > 0 || self.missing_submissions > 0;
+        let damaged = self.skipped_blocks > 0 || self.skipped_records > 0;
         match (self.clean_close, self.closed) {
             (true, _) if self.is_complete() => "closed cleanly",
+            // Submissions missing because the recorder dropped their records (lossy mode),
+            // not because anything was damaged.
+            (true, _) if !damaged && self.bytes_discarded == 0 && !self.lost.is_none() => {
+                "closed cleanly, but the recorder lost records"
+            }
             (true, _) => "closed, but damaged parts were skipped",
             (false, true) if skipped => "closed, but damaged parts were skipped",
             (false, true) => "closed, but its end is damaged",

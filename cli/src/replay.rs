@@ -104,6 +104,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let failure = Failure::new(format!("{}: cannot replay: {why}", args.file.display()));
         if unavailable {
             failure.hint("`--backend sim` (the default) replays on the software device")
+        } else if let Some(lost) = lost_records(&args.file) {
+            // A lossy recording's missing records read as an inconsistent trace: say why.
+            failure.hint(format!(
+                "the recorder lost {} while recording{}: a trace with lost records cannot be \
+                 replayed whole (record in the default lossless mode)",
+                hrx_analysis::units::plural(lost.total, "record"),
+                if lost.lossy { " (lossy mode)" } else { "" }
+            ))
         } else {
             failure
         }
@@ -225,4 +233,15 @@ impl Spool {
         }
         out.write_all(b"\n}\n")
     }
+}
+
+/// The records the recorder says it lost while recording `path` (read again: only on a
+/// failed replay), or `None` when it lost none or the file cannot be read.
+fn lost_records(path: &std::path::Path) -> Option<hrx_capture::Lost> {
+    let mut reader = hrx_capture::TraceReader::open(path).ok()?;
+    for item in reader.by_ref() {
+        item.ok()?;
+    }
+    let lost = reader.recovery().lost;
+    (!lost.is_none()).then_some(lost)
 }

@@ -369,6 +369,11 @@ impl TraceStats {
         let r = &self.recovery;
         if r.is_complete() {
             "clean close".to_string()
+        } else if r.end() == "closed cleanly, but the recorder lost records" {
+            format!(
+                "clean close, but the recorder lost {} while recording",
+                hrx_analysis::units::plural(r.lost.total, "record")
+            )
         } else if r.clean_close {
             format!(
                 "closed, but damaged: {} blocks and {} records skipped",

@@ -128,3 +128,58 @@ fn every_verb_reports_lost_records() {
     let info = stdout(&run(dir.path(), &["info", "base.hrxt"]));
     assert!(!info.contains("lost"), "{info}");
 }
+
+/// A lossy recording that lost a `Submit` (its submission's other records kept): `info`
+/// says the recorder lost records, not that damaged parts were skipped, and `replay`'s
+/// one error line comes with a hint naming the losses (it named only the inconsistency).
+#[test]
+fn a_lost_submit_is_named_as_a_loss_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    // A submission in the middle: its number is then a gap in the sequence.
+    let submits: Vec<usize> = (0..trace.records.len())
+        .filter(|&i| matches!(trace.records[i], Record::Submit(_)))
+        .collect();
+    assert!(submits.len() >= 3, "{}", submits.len());
+    let last_submit = submits[submits.len() / 2];
+    let options = RecorderOptions {
+        mode: TraceMode::Lossy,
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(dir.path().join("lossy.hrxt"), options).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i == last_submit || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: recorder.now_ns(),
+        lossy: true,
+        total: 1,
+        by_kind: vec![LostKind {
+            kind: "Submit".into(),
+            records: 1,
+        }],
+    }));
+    recorder.close().unwrap();
+
+    let info = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
+    assert!(
+        info.contains("closed cleanly, but the recorder lost records"),
+        "{info}"
+    );
+    assert!(!info.contains("damaged"), "{info}");
+    let replay = run(dir.path(), &["replay", "lossy.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stdout(&replay));
+    let err = stderr(&replay);
+    assert!(
+        err.starts_with("error: lossy.hrxt: cannot replay: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: the recorder lost 1 record while recording (lossy mode)"),
+        "{err}"
+    );
+}
