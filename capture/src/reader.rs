@@ -410,7 +410,8 @@ impl HostClocks {
 
 impl fmt::Display for HostClocks {
     /// `TSC at 2.900 GHz, 12 calibrations, within 1.2 µs of CLOCK_MONOTONIC (each measured to
-    /// ±40 ns)`, `CLOCK_MONOTONIC (3 calibrations)`, or the older formats' clock.
+    /// ±40 ns)`, `TSC at 2.900 GHz, 1 calibration (at the start: no drift measured; ...)`,
+    /// `CLOCK_MONOTONIC (3 calibrations)`, or the older formats' clock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.source {
             None => f.write_str("CLOCK_MONOTONIC (no calibration record: format 1.5 or older)"),
@@ -418,6 +419,15 @@ impl fmt::Display for HostClocks {
                 f,
                 "CLOCK_MONOTONIC ({} calibrations; forced, or no invariant TSC)",
                 self.calibrations
+            ),
+            // One calibration (a trace cut short before its first flush) measures no drift.
+            Some(source) if self.calibrations < 2 => write!(
+                f,
+                "{} at {:.3} GHz, 1 calibration (at the start: no drift measured; measured to \
+                 ±{} ns)",
+                source.name(),
+                self.ticks_per_second() / 1e9,
+                self.max_error_ns
             ),
             Some(source) => {
                 write!(
@@ -2073,6 +2083,33 @@ mod tests {
         let mapped = MappedTrace::from_vec(bytes).unwrap();
         assert_eq!(mapped.blocks().len(), 3);
         assert!(mapped.read_block(1).unwrap().records.is_empty());
+    }
+
+    /// One calibration (a trace cut short before its first flush) says no drift was
+    /// measured (it read "within 0 ns of CLOCK_MONOTONIC", which a single measurement
+    /// cannot tell).
+    #[test]
+    fn a_single_calibration_claims_no_drift_bound() {
+        let one = HostClocks {
+            source: Some(HostClockSource::Tsc),
+            calibrations: 1,
+            ns_per_tick_q32: 1 << 32,
+            ..HostClocks::default()
+        };
+        let text = one.to_string();
+        assert!(
+            text.contains("1 calibration (at the start: no drift measured"),
+            "{text}"
+        );
+        assert!(!text.contains("within"), "{text}");
+        let two = HostClocks {
+            calibrations: 2,
+            ..one
+        };
+        assert!(
+            two.to_string().contains("2 calibrations, within 0 ns"),
+            "{two}"
+        );
     }
 
     /// A trace of format 1.5 (before the session clock's calibrations) reads as before: its
