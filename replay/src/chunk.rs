@@ -9,33 +9,42 @@
 //!
 //! # Where a record goes
 //!
-//! A record naming a submission goes to the chunk of that submission. Records of one
-//! submission are not contiguous in the file: its completion and digests come after later
-//! submits (the runtime keeps up to its capacity in flight, and digests are hashed on other
-//! threads). So a chunk closes only once the file has moved [`LAG_SUBMISSIONS`] submits
-//! past its last one; records of later submissions read meanwhile wait for the next chunk.
-//! A record of a submission whose chunk was already handed out is *late*: it is counted
-//! ([`Chunker::late`]) and the report says so, never silently dropped from the count.
-//! Records naming no submission (host writes, refusals, blobs, snapshots) go to the chunk
-//! being read.
+//! Chunk `j` holds the submissions `j * size .. (j + 1) * size` of every runtime (chunks
+//! with none are skipped; the first of a trace trimmed to a range may hold fewer); a record
+//! naming a submission goes to that submission's chunk.
 //!
-//! Chunks after the first carry a `TraceRange` record per runtime that opens at their first
-//! submission: the plan then treats producers and late records of earlier chunks as what
-//! happened before a range (completed, not compared again).
+//! Records of one submission are not contiguous in the file, and no bound on how far apart
+//! they are holds: the writer empties each thread's buffer once per flush, so a worker
+//! thread's completions and digests (and another thread's submits) come thousands of
+//! submits after the records around them. So a first, cheap pass over the file ([`index`])
+//! notes per chunk the position of the last record naming one of its submissions (one entry
+//! per `size` submissions and runtime), and the replay pass hands a chunk out only once it
+//! has read past that position, keeping the records of later chunks read meanwhile (what
+//! is genuinely in flight in the file). No record of a handed-out chunk can then come,
+//! unless the file grew between the passes: such a record is *late*, counted
+//! ([`Chunker::late`]) and reported, never silently dropped from the count. A trace cut short
+//! needs nothing special: the first pass saw what the second reads, and records that never
+//! came are missing from their chunk as from a whole-trace replay.
 //!
-//! `until` is applied here (per runtime, in submission order) so that it counts across
-//! chunks; submissions past it are counted ([`Chunker::cut`]) and their records skipped.
+//! Records naming no submission: a host write goes to the first chunk not handed out whose
+//! last submit (by host time) is not before it, so that the plan orders it among the
+//! submits as a whole-trace replay does; others (refusals, snapshots) go to the first chunk
+//! not handed out. The last chunk is handed out only at the end of the file, so it gets
+//! whatever follows the last submission's records.
+//!
+//! Chunks after the first carry a `TraceRange` record per runtime that opens at their lowest
+//! submission: the plan then treats producers of earlier chunks as what happened before a
+//! range (completed, not compared again).
+//!
+//! `until` is applied here (per runtime, in the order submits are read) so that it counts
+//! across chunks; submissions past it are counted ([`Chunker::cut`]) and their records
+//! skipped.
 
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{self as s, Record, RuntimeId, SubmissionIndex};
 use hrx_capture::{ReadError, Recovery, Trace};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
-
-/// Submits the file moves past a chunk's last one before the chunk closes: more than any
-/// runtime's capacity (at most 64 submissions in flight) plus the lag of digests hashed on
-/// other threads.
-pub(crate) const LAG_SUBMISSIONS: u64 = 1024;
 
 /// The submission a record is about, if any.
 pub(crate) fn submission_of(record: &Record) -> Option<SubmissionIndex> {
@@ -90,25 +99,64 @@ fn blob_of(record: &Record) -> Option<s::BlobHash> {
 /// frame uploaded again in a later chunk refers to the blob of an earlier one).
 pub(crate) const BLOB_CACHE_BYTES: usize = 256 << 20;
 
-/// Per runtime: where the chunks stand.
+/// What the first pass over a file learns: where each chunk's records end.
+///
+/// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkIndex {
+    size: u64,
+    /// Per chunk: the position (0-based, in records read) of the last record naming one of
+    /// its submissions.
+    last_record: BTreeMap<u64, u64>,
+    /// Per runtime and chunk: the host time of its latest submit, in ns.
+    last_submit_ns: BTreeMap<(RuntimeId, u64), u64>,
+}
+
+impl ChunkIndex {
+    /// The chunk of a submission.
+    fn chunk_of(&self, submission: SubmissionIndex) -> u64 {
+        submission.0 / self.size
+    }
+}
+
+/// The first pass: reads `reader` to its end (or its first read error: the replay pass
+/// reports it) and notes where each chunk of `size` submissions ends.
+pub(crate) fn index<R: Read>(reader: TraceReader<R>, size: u64) -> ChunkIndex {
+    let mut index = ChunkIndex {
+        size: size.max(1),
+        ..ChunkIndex::default()
+    };
+    for (position, item) in (0u64..).zip(reader) {
+        let Ok((_, record)) = item else { break };
+        let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) else {
+            continue;
+        };
+        let chunk = index.chunk_of(submission);
+        index.last_record.insert(chunk, position);
+        if let Record::Submit(submit) = &record {
+            let t = index
+                .last_submit_ns
+                .entry((runtime, chunk))
+                .or_insert(submit.time_ns);
+            *t = (*t).max(submit.time_ns);
+        }
+    }
+    index
+}
+
+/// Per runtime: what `until` has cut.
 #[derive(Default)]
 struct Runtime {
     /// Submits read (kept or cut by `until`).
     seen: u64,
-    /// The first submission of the chunk being read.
-    first: Option<SubmissionIndex>,
-    /// The last submission of the chunk being read.
-    last: Option<SubmissionIndex>,
-    /// Every submission up to this one was handed out in an earlier chunk.
-    handed_out: Option<SubmissionIndex>,
     /// Submissions cut by `until`: the first of them (records from it on are skipped).
     cut_from: Option<SubmissionIndex>,
 }
 
-/// Splits a trace into chunks of about `size` submissions.
+/// Splits a trace into chunks of submissions, as its [`ChunkIndex`] says where they end.
 pub(crate) struct Chunker<R> {
     reader: TraceReader<R>,
-    size: u64,
+    index: ChunkIndex,
     until: Option<u64>,
     structure: Vec<Record>,
     /// Blobs read so far, by hash, up to [`BLOB_CACHE_BYTES`].
@@ -117,37 +165,37 @@ pub(crate) struct Chunker<R> {
     /// Whether the cache was emptied once (a later chunk may then miss a blob).
     pub blobs_evicted: bool,
     runtimes: BTreeMap<RuntimeId, Runtime>,
-    /// Records of the chunk being read, and of submissions after it.
-    current: Vec<Record>,
-    next: Vec<Record>,
-    /// Submits of the chunk being read.
-    submits: u64,
-    /// Submits read after the chunk filled up.
-    past: u64,
+    /// Records read, per chunk not handed out yet.
+    waiting: BTreeMap<u64, Vec<Record>>,
+    /// Records read so far.
+    position: u64,
+    /// The last chunk handed out.
+    handed_out: Option<u64>,
     chunks: u64,
     done: bool,
-    /// Records that came after their submission's chunk was handed out.
+    /// Records that came after their submission's chunk was handed out (the file grew
+    /// after the first pass).
     pub late: u64,
     /// Submissions left out by `until`, per runtime.
     pub cut: BTreeMap<RuntimeId, u64>,
 }
 
 impl<R: Read> Chunker<R> {
-    /// A chunker over `reader`.
-    pub fn new(reader: TraceReader<R>, size: u64, until: Option<u64>) -> Chunker<R> {
+    /// A chunker over `reader`, whose chunks `index` (the first pass over the same file)
+    /// located.
+    pub fn new(reader: TraceReader<R>, index: ChunkIndex, until: Option<u64>) -> Chunker<R> {
         Chunker {
             reader,
-            size: size.max(1),
+            index,
             until,
             structure: Vec::new(),
             blobs: HashMap::new(),
             blob_bytes: 0,
             blobs_evicted: false,
             runtimes: BTreeMap::new(),
-            current: Vec::new(),
-            next: Vec::new(),
-            submits: 0,
-            past: 0,
+            waiting: BTreeMap::new(),
+            position: 0,
+            handed_out: None,
             chunks: 0,
             done: false,
             late: 0,
@@ -165,8 +213,17 @@ impl<R: Read> Chunker<R> {
         self.chunks
     }
 
-    /// Takes one record read from the file; true when the chunk being read is complete.
-    fn read(&mut self, record: Record) -> bool {
+    /// The first chunk not handed out.
+    fn current(&self) -> u64 {
+        match (self.index.last_record.keys().next(), self.handed_out) {
+            (Some(&chunk), _) => chunk,
+            (None, Some(h)) => h + 1,
+            (None, None) => 0,
+        }
+    }
+
+    /// Takes one record read from the file.
+    fn read(&mut self, record: Record) {
         if let Record::Blob(b) = record {
             // Kept aside, handed to every chunk that refers to it.
             if self.blob_bytes + b.bytes.len() > BLOB_CACHE_BYTES {
@@ -176,73 +233,59 @@ impl<R: Read> Chunker<R> {
             }
             self.blob_bytes += b.bytes.len();
             self.blobs.insert(b.hash, b);
-            return false;
+            return;
         }
         if structural(&record) {
             self.structure.push(record);
-            return false;
+            return;
         }
-        if let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) {
-            let rt = self.runtimes.entry(runtime).or_default();
-            if let Record::Submit(_) = record {
-                rt.seen += 1;
-                if self.until.is_some_and(|n| rt.seen > n) {
-                    rt.cut_from = Some(rt.cut_from.map_or(submission, |c| c.min(submission)));
-                    *self.cut.entry(runtime).or_default() += 1;
-                    return false;
+        let chunk = match (record.runtime(), submission_of(&record)) {
+            (Some(runtime), Some(submission)) => {
+                let rt = self.runtimes.entry(runtime).or_default();
+                if let Record::Submit(_) = record {
+                    rt.seen += 1;
+                    if self.until.is_some_and(|n| rt.seen > n) {
+                        rt.cut_from = Some(rt.cut_from.map_or(submission, |c| c.min(submission)));
+                        *self.cut.entry(runtime).or_default() += 1;
+                        return;
+                    }
                 }
+                if rt.cut_from.is_some_and(|c| submission >= c) {
+                    return;
+                }
+                let chunk = self.index.chunk_of(submission);
+                if self.handed_out.is_some_and(|h| chunk <= h) {
+                    self.late += 1;
+                    return;
+                }
+                // A chunk the first pass did not see (the file grew): it ends with the file.
+                self.index.last_record.entry(chunk).or_insert(u64::MAX);
+                chunk
             }
-            if rt.cut_from.is_some_and(|c| submission >= c) {
-                return false;
-            }
-            if rt.handed_out.is_some_and(|h| submission <= h) {
-                self.late += 1;
-                return false;
-            }
-        }
-        self.route(record)
+            _ => self.chunk_of_unnamed(&record),
+        };
+        self.waiting.entry(chunk).or_default().push(record);
     }
 
-    /// Puts a record into the chunk being read or the next one; true when the chunk being
-    /// read is complete.
-    fn route(&mut self, record: Record) -> bool {
-        let full = self.submits >= self.size;
-        let Some(submission) = submission_of(&record) else {
-            // Host writes, refusals, snapshots: where the file is.
-            if full {
-                self.next.push(record);
-            } else {
-                self.current.push(record);
-            }
-            return false;
+    /// The chunk of a record that names no submission.
+    fn chunk_of_unnamed(&self, record: &Record) -> u64 {
+        let current = self.current();
+        let Record::HostWrite(write) = record else {
+            return current;
         };
-        let runtime = record.runtime().unwrap_or(RuntimeId(0));
-        let rt = self.runtimes.entry(runtime).or_default();
-        if let Record::Submit(_) = record {
-            // Submits of several threads reach the file in flush order, not in submission
-            // order: one numbered below the chunk's last still belongs to it, full or not
-            // (else its completion, routed by number, would name a submission the chunk
-            // lacks).
-            if full && rt.last.is_none_or(|last| submission > last) {
-                // Later submits (and their records) wait for the next chunk.
-                self.past += 1;
-                self.next.push(record);
-                return self.past >= LAG_SUBMISSIONS;
+        // Before the first submit of this runtime at or after it, else after its last.
+        let mut latest = None;
+        for (&(_, chunk), &ns) in self
+            .index
+            .last_submit_ns
+            .range((write.runtime, current)..=(write.runtime, u64::MAX))
+        {
+            if ns >= write.time_ns {
+                return chunk;
             }
-            self.submits += 1;
-            rt.first = Some(rt.first.map_or(submission, |f| f.min(submission)));
-            rt.last = Some(rt.last.map_or(submission, |l| l.max(submission)));
-            self.current.push(record);
-            return false;
+            latest = Some(chunk);
         }
-        // A record before its submit (a digest hashed early) stays with the chunk being
-        // read until the chunk closes, then follows its submission (see `next_chunk`).
-        if full && rt.last.is_none_or(|last| submission > last) {
-            self.next.push(record);
-        } else {
-            self.current.push(record);
-        }
-        false
+        latest.unwrap_or(current)
     }
 
     /// The next chunk: `None` once the file is read.
@@ -250,36 +293,55 @@ impl<R: Read> Chunker<R> {
     /// # Errors
     /// A read error mid-file.
     pub fn next_chunk(&mut self) -> Result<Option<Trace>, ReadError> {
-        if self.done && self.current.is_empty() && self.next.is_empty() {
-            return Ok(None);
-        }
-        let mut full = false;
-        while !self.done && !full {
+        loop {
+            let first = self.index.last_record.first_key_value();
+            match first {
+                // The last chunk waits for the end of the file (what follows its records).
+                Some((&chunk, &last))
+                    if self.done || (self.position > last && self.index.last_record.len() > 1) =>
+                {
+                    return Ok(Some(self.hand_out(chunk)));
+                }
+                None if self.done => {
+                    // Records naming no submission after every chunk was handed out.
+                    return Ok(match self.waiting.keys().next().copied() {
+                        Some(chunk) => Some(self.hand_out(chunk)),
+                        None => None,
+                    });
+                }
+                _ => {}
+            }
             match self.reader.next() {
-                Some(item) => full = self.read(item?.1),
+                Some(item) => {
+                    let (_, record) = item?;
+                    self.position += 1;
+                    self.read(record);
+                }
                 None => self.done = true,
             }
         }
-        // Records of submissions after the chunk's last (read before their submit) wait.
-        let (mine, later): (Vec<Record>, Vec<Record>) = std::mem::take(&mut self.current)
-            .into_iter()
-            .partition(|r| match (r.runtime(), submission_of(r)) {
-                (Some(runtime), Some(submission)) => self
-                    .runtimes
-                    .get(&runtime)
-                    .and_then(|rt| rt.last)
-                    .is_some_and(|last| submission <= last),
-                _ => true,
-            });
-        self.current = mine;
-        self.next.splice(0..0, later);
+    }
+
+    /// Hands chunk `chunk` out.
+    fn hand_out(&mut self, chunk: u64) -> Trace {
+        self.index.last_record.remove(&chunk);
+        let first = self.chunks == 0;
+        self.handed_out = Some(chunk);
+        self.chunks += 1;
+        let mut mine = self.waiting.remove(&chunk).unwrap_or_default();
+        // Records of submissions `until` cut after they were read.
+        mine.retain(|r| match (r.runtime(), submission_of(r)) {
+            (Some(runtime), Some(submission)) => self
+                .runtimes
+                .get(&runtime)
+                .and_then(|rt| rt.cut_from)
+                .is_none_or(|c| submission < c),
+            _ => true,
+        });
         let mut records = self.structure.clone();
         // The blobs the chunk refers to.
-        let mut referenced: Vec<s::BlobHash> = records
-            .iter()
-            .chain(&self.current)
-            .filter_map(blob_of)
-            .collect();
+        let mut referenced: Vec<s::BlobHash> =
+            records.iter().chain(&mine).filter_map(blob_of).collect();
         referenced.sort_unstable_by_key(|h| h.0);
         referenced.dedup();
         for hash in referenced {
@@ -287,38 +349,28 @@ impl<R: Read> Chunker<R> {
                 records.push(Record::Blob(blob.clone()));
             }
         }
-        // Chunks after the first open a range at their first submission.
-        if self.chunks > 0 {
-            for (&runtime, rt) in &self.runtimes {
-                if let Some(first) = rt.first {
-                    records.push(Record::TraceRange(s::TraceRange {
-                        runtime,
-                        start: first,
-                        end: None,
-                        trigger: "replay chunk".into(),
-                        trimmed_from: None,
-                        time_ns: 0,
-                    }));
+        // Chunks after the first open a range at their lowest submission.
+        if !first {
+            let mut lowest: BTreeMap<RuntimeId, SubmissionIndex> = BTreeMap::new();
+            for record in &mine {
+                if let Record::Submit(submit) = record {
+                    let low = lowest.entry(submit.runtime).or_insert(submit.submission);
+                    *low = (*low).min(submit.submission);
                 }
             }
-        }
-        records.append(&mut self.current);
-        self.chunks += 1;
-        // Hand the chunk out; what waited becomes the chunk being read.
-        for rt in self.runtimes.values_mut() {
-            if let Some(last) = rt.last {
-                rt.handed_out = Some(rt.handed_out.map_or(last, |h| h.max(last)));
+            for (runtime, start) in lowest {
+                records.push(Record::TraceRange(s::TraceRange {
+                    runtime,
+                    start,
+                    end: None,
+                    trigger: "replay chunk".into(),
+                    trimmed_from: None,
+                    time_ns: 0,
+                }));
             }
-            rt.first = None;
-            rt.last = None;
         }
-        self.submits = 0;
-        self.past = 0;
-        let waiting = std::mem::take(&mut self.next);
-        for record in waiting {
-            self.route(record);
-        }
-        Ok(Some(Trace {
+        records.append(&mut mine);
+        Trace {
             header: *self.reader.header(),
             records,
             warnings: Vec::new(),
@@ -329,6 +381,6 @@ impl<R: Read> Chunker<R> {
                 closed: true,
                 ..Recovery::default()
             },
-        }))
+        }
     }
 }

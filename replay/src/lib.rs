@@ -125,6 +125,10 @@ pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Re
         submissions.extend_from_slice(rows);
         outputs.extend_from_slice(checks);
     })?;
+    // Chunks hold every runtime's submissions of one span of numbers: in the order of a
+    // whole replay, runtime by runtime.
+    submissions.sort_by_key(|r| (r.runtime, r.submission));
+    outputs.sort_by_key(|o| (o.runtime, o.submission));
     report.submissions = submissions;
     report.outputs = outputs;
     Ok(report)
@@ -150,9 +154,15 @@ pub fn replay_file_streaming(
         path: path.to_owned(),
         source,
     };
+    // A first pass locates each chunk's last record (module `chunk`).
+    let index = chunk::index(
+        hrx_capture::TraceReader::open(path).map_err(read)?,
+        options.chunk_submissions,
+    );
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
     stream::replay_stream(
         reader.check_submission_numbers(),
+        index,
         options,
         Some(path.display().to_string()),
         rows,

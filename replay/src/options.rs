@@ -49,7 +49,8 @@ pub struct ReplayOptions {
 }
 
 /// Submissions per chunk of a streamed replay: about 10 KB each are held while a chunk is
-/// replayed and compared (two chunks and the next 1,024 submits read ahead at a time).
+/// replayed and compared (two chunks, plus the records the file holds ahead of the chunk being
+/// read: what the writer's threads had in flight).
 pub const DEFAULT_CHUNK_SUBMISSIONS: u64 = 2048;
 
 impl Default for ReplayOptions {

@@ -2,7 +2,9 @@
 //! runtimes kept across chunks, each chunk compared as a whole trace is (module `compare`)
 //! and folded into one report.
 //!
-//! What replay holds at a time: the structure (buffers, kernels, graphs), two chunks of the
+//! What replay holds at a time: the structure (buffers, kernels, graphs), one entry per chunk
+//! (where its records end in the file), the records read ahead of the chunk being filled,
+//! two chunks of the
 //! capture and what their replays recorded (a chunk is compared once the next one has run,
 //! so that digests the replay hashed late are with it), the region-time sketches
 //! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
@@ -353,12 +355,13 @@ struct Pending {
 /// output check as its chunk is compared.
 pub(crate) fn replay_stream<R: Read>(
     reader: TraceReader<R>,
+    index: crate::chunk::ChunkIndex,
     options: &ReplayOptions,
     source: Option<String>,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
 ) -> Result<Report, ReplayError> {
     let repeat = options.repeat.max(1);
-    let mut chunker = Chunker::new(reader, options.chunk_submissions, options.until);
+    let mut chunker = Chunker::new(reader, index, options.until);
     let mut sessions: BTreeMap<RuntimeId, Sessions> = BTreeMap::new();
     let mut fold = Fold {
         options,
@@ -469,9 +472,8 @@ pub(crate) fn replay_stream<R: Read>(
     let mut chunker_notes = open_notes;
     if chunker.late > 0 {
         chunker_notes.push(format!(
-            "{} records came more than {} submits after their submission's chunk was replayed and were not compared",
-            chunker.late,
-            crate::chunk::LAG_SUBMISSIONS
+            "{} records came after their submission's chunk was replayed (the trace grew while it was replayed) and were not compared",
+            chunker.late
         ));
     }
     if chunker.blobs_evicted {

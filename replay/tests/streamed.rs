@@ -172,3 +172,87 @@ fn several_runtimes_replay_the_same_in_chunks() {
         );
     }
 }
+
+/// The submission a record of a submission's life names.
+fn named(record: &hrx_capture::schema::Record) -> Option<u64> {
+    use hrx_capture::schema::Record;
+    match record {
+        Record::Submit(r) => Some(r.submission.0),
+        Record::CrossWait(r) => Some(r.submission.0),
+        Record::RegionTiming(r) => Some(r.submission.0),
+        Record::RegionStarted(r) => Some(r.submission.0),
+        Record::RegionDone(r) => Some(r.submission.0),
+        Record::SubmissionDone(r) => Some(r.submission.0),
+        Record::OutputDigest(r) => Some(r.submission.0),
+        _ => None,
+    }
+}
+
+/// `trace` with its records far out of file order, as a writer whose threads flush their
+/// buffers late produces: everything else first (host writes included), then the later
+/// half's submits before the earlier half's, then every completion, timing and digest, the
+/// last submission's first.
+fn scrambled(trace: &Trace) -> Trace {
+    use hrx_capture::schema::Record;
+    let submits: Vec<u64> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some(s.submission.0),
+            _ => None,
+        })
+        .collect();
+    let half = submits[submits.len() / 2];
+    let mut out = trace.clone();
+    let (mut unnamed, mut named_records): (Vec<Record>, Vec<Record>) = trace
+        .records
+        .iter()
+        .cloned()
+        .partition(|r| named(r).is_none());
+    // Blobs first: the recorder writes each where it is interned.
+    unnamed.sort_by_key(|r| !matches!(r, Record::Blob(_)));
+    let (mut submit_records, mut rest): (Vec<Record>, Vec<Record>) = named_records
+        .drain(..)
+        .partition(|r| matches!(r, Record::Submit(_)));
+    submit_records.sort_by_key(|r| named(r).is_some_and(|n| n < half));
+    rest.reverse();
+    out.records = unnamed;
+    out.records.append(&mut submit_records);
+    out.records.append(&mut rest);
+    out
+}
+
+#[test]
+fn a_trace_written_far_out_of_order_replays_in_chunks_as_a_whole() {
+    // Completions and digests thousands of records after their submit, and another thread's
+    // submits after later ones: each chunk is handed out only once its last record was read.
+    let frames: Vec<_> = (0..9).map(|seed| synthetic(24, 16, seed)).collect();
+    let options = RuntimeOptions::sim().trace_digests(TraceDigests::All);
+    let (trace, result) = record(options, |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 9);
+    let whole = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(whole.exit_code(), 0);
+    let (_dir, path) = file(&scrambled(&trace), "scrambled.hrxt");
+    for chunk in [1, 2, 5, 1000] {
+        let options = ReplayOptions::default().chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        assert_eq!(
+            streamed.exit_code(),
+            0,
+            "chunks of {chunk}: {:?}",
+            streamed.divergences
+        );
+        assert_same(&whole, &streamed, &format!("scrambled, chunks of {chunk}"));
+    }
+    let (_dir, path) = file(&scrambled(faulty_pipeline_trace()), "faults.hrxt");
+    let whole = replay_with(faulty_pipeline_trace(), &ReplayOptions::default());
+    for chunk in [1, 3] {
+        let options = ReplayOptions::default().chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        assert_same(
+            &whole,
+            &streamed,
+            &format!("scrambled faults, chunks of {chunk}"),
+        );
+    }
+}
