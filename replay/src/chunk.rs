@@ -304,10 +304,8 @@ impl<R: Read> Chunker<R> {
                 }
                 None if self.done => {
                     // Records naming no submission after every chunk was handed out.
-                    return Ok(match self.waiting.keys().next().copied() {
-                        Some(chunk) => Some(self.hand_out(chunk)),
-                        None => None,
-                    });
+                    let chunk = self.waiting.keys().next().copied();
+                    return Ok(chunk.map(|chunk| self.hand_out(chunk)));
                 }
                 _ => {}
             }
