@@ -9,11 +9,19 @@
 //!   since ids differ between runs that shared a process); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
 //!   region has its median on both sides.
-//! - **Outputs** (the `OutputDigest` records) are matched by (runtime, submission, the
-//!   first operation and use of the submitted graph that writes the range, byte range),
-//!   not by buffer id, which depends on how a run allocated; their xxh3 digests are
-//!   compared by the rule `replay` uses too (`hrx_analysis::compare::digests`).
-//! - **Submissions** are matched by (runtime, submission index) and their outcomes (ok,
+//! - **Outputs** (the `OutputDigest` records) are matched by (runtime by rank, submitted prepared
+//!   graph by rank, the submission's index among that graph's submissions, the first
+//!   operation and use of the graph that writes the range, byte range) when both traces
+//!   submitted the same prepared graphs the same number of times each: not by submission
+//!   number, which the threads of a program take in whatever order they are scheduled (two
+//!   runs of a two-thread program number the same graph's submissions differently). Else
+//!   (another run length, or graphs rotated over another number of buffer sets, as
+//!   `--in-flight 3` against `--in-flight 1`) by (runtime, submission number, operation and
+//!   use, byte range). Never by buffer id, which depends on how a run allocated. Graphs
+//!   prepared concurrently by several threads may swap ranks between runs: their outputs
+//!   then differ. Their xxh3 digests are compared by the rule `replay` uses too
+//!   (`hrx_analysis::compare::digests`).
+//! - **Submissions** are matched by (runtime by rank, submission index) and their outcomes (ok,
 //!   failed, cancelled) compared (`hrx_analysis::compare::outcomes`, as `replay`); one
 //!   without a recorded outcome on either side (a trace cut short) is counted as unknown,
 //!   not compared.
@@ -61,8 +69,9 @@
 //!              "times": [{"runtime", "prepared", "region", "label", "base_p50_ns",
 //!                         "new_p50_ns", "ratio"}]},
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
-//!              [{"runtime", "submission", "node"|null, "use"|null, "buffer",
-//!                "new_buffer", "start", "end", "base_xxh3", "new_xxh3"}]},
+//!              [{"runtime", "prepared" (rank)|null, "nth", "submission",
+//!                "new_submission", "node"|null, "use"|null, "buffer", "new_buffer",
+//!                "start", "end", "base_xxh3", "new_xxh3"}]},
 //!  "submissions": {"compared", "unknown", "only_base", "only_new", "changed":
 //!                  [{"runtime", "submission", "base", "new"}]},
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
@@ -141,8 +150,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::failure::require_rereadable(&args.new, "diff")?;
     let base = load(&args.base)?;
     let new = load(&args.new)?;
-    let base_outputs = outputs(&args.base)?;
-    let new_outputs = outputs(&args.new)?;
+    let (base_outputs, base_shape) = outputs(&args.base)?;
+    let (new_outputs, new_shape) = outputs(&args.new)?;
+    // By graph and index when both ran the same graphs as often, else by submission number.
+    let (base_outputs, new_outputs) = if base_shape == new_shape {
+        (base_outputs, new_outputs)
+    } else {
+        (by_submission(base_outputs), by_submission(new_outputs))
+    };
     let report = compare(
         &args,
         (&base, &base_outputs),
@@ -182,12 +197,30 @@ enum Place {
     Buffer(u64),
 }
 
-/// (runtime, submission, place, start, end) → (xxh3, buffer id).
-type Outputs = BTreeMap<(u32, u64, Place, u64, u64), (u64, u64)>;
+/// (runtime rank, rank of the submitted prepared graph in the runtime, the submission's index
+/// among that graph's submissions, place, start, end) → (xxh3, buffer id, submission).
+/// A digest whose submit is not in the trace: (runtime, [`UNKNOWN_GRAPH`], submission, ...).
+type Outputs = BTreeMap<(u32, u64, u64, Place, u64, u64), (u64, u64, u64)>;
 
-/// Every output digest of a trace, placed by the operation that writes its range (the
-/// records are streamed; the digests, a few per submission, are kept until the end).
-fn outputs(path: &Path) -> Result<Outputs, TraceError> {
+/// The graph rank of a digest whose submit the trace lacks, or of every digest keyed by
+/// submission number.
+const UNKNOWN_GRAPH: u64 = u64::MAX;
+
+/// How often each prepared graph (runtime, rank) was submitted.
+type Shape = BTreeMap<(u32, u64), u64>;
+
+/// `outputs` keyed by (runtime, [`UNKNOWN_GRAPH`], submission number, ...).
+fn by_submission(outputs: Outputs) -> Outputs {
+    outputs
+        .into_iter()
+        .map(|(k, v)| ((k.0, UNKNOWN_GRAPH, v.2, k.3, k.4, k.5), v))
+        .collect()
+}
+
+/// Every output digest of a trace, placed by the operation that writes its range, keyed by
+/// graph and index (the records are streamed; the digests, a few per submission, are kept
+/// until the end); and how often each graph was submitted.
+fn outputs(path: &Path) -> Result<(Outputs, Shape), TraceError> {
     let fail = |error| TraceError {
         path: path.to_owned(),
         error,
@@ -219,9 +252,50 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
             _ => {}
         }
     }
+    // Prepared graphs by rank in their runtime (id order, as regions are matched).
+    let mut prepared: Vec<(u32, u64)> = graph_of.keys().copied().collect();
+    prepared.sort_unstable();
+    let mut rank_of: HashMap<(u32, u64), u64> = HashMap::new();
+    for (i, key) in prepared.iter().enumerate() {
+        let first = prepared.partition_point(|p| p.0 < key.0);
+        rank_of.insert(*key, (i - first) as u64);
+    }
+    // Each submission's index among its graph's submissions, in submission order.
+    let mut submits: Vec<((u32, u64), u64)> = prepared_of.iter().map(|(&k, &p)| (k, p)).collect();
+    submits.sort_unstable();
+    let mut counts: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut shape = Shape::new();
+    let mut nth_of: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
+    for ((runtime, submission), p) in submits {
+        let count = counts.entry((runtime, p)).or_default();
+        // A prepared graph without its `Prepared` record (a damaged trace): ranked after
+        // every known one, by id.
+        let rank = rank_of
+            .get(&(runtime, p))
+            .copied()
+            .unwrap_or((u64::MAX >> 1).saturating_add(p));
+        nth_of.insert((runtime, submission), (rank, *count));
+        *count += 1;
+        *shape.entry((runtime, rank)).or_default() += 1;
+    }
     // Placed once every record is read: a digest, recorded on a hashing thread, can reach
     // the file before the submit that it names (each thread's records are written in
     // order, not the threads' among each other).
+    // Runtimes by rank too (ids differ between runs that shared a process).
+    let runtimes: BTreeSet<u32> = prepared_of
+        .keys()
+        .map(|k| k.0)
+        .chain(digests.iter().map(|d| d.runtime.0))
+        .collect();
+    let runtime_rank: HashMap<u32, u32> = runtimes
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u32))
+        .collect();
+    let shape: Shape = shape
+        .into_iter()
+        .map(|((runtime, rank), count)| ((runtime_rank[&runtime], rank), count))
+        .collect();
     for d in digests {
         let runtime = d.runtime.0;
         let place = prepared_of
@@ -234,10 +308,14 @@ fn outputs(path: &Path) -> Result<Outputs, TraceError> {
                     .min_by_key(|w| (w.0, w.1))
             })
             .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
-        let key = (runtime, d.submission.0, place, d.start, d.end);
-        map.insert(key, (d.xxh3, d.buffer.0));
+        let (graph, nth) = nth_of
+            .get(&(runtime, d.submission.0))
+            .copied()
+            .unwrap_or((UNKNOWN_GRAPH, d.submission.0));
+        let key = (runtime_rank[&runtime], graph, nth, place, d.start, d.end);
+        map.insert(key, (d.xxh3, d.buffer.0, d.submission.0));
     }
-    Ok(map)
+    Ok((map, shape))
 }
 
 /// A ratio for text output: two decimals, or scientific notation for huge ones.
@@ -419,8 +497,8 @@ fn compare(
 
     let mut differing = Vec::new();
     let mut identical = 0;
-    for (key, (digest, buffer)) in base_outputs {
-        let Some((d, new_buffer)) = new_outputs.get(key) else {
+    for (key, (digest, buffer, submission)) in base_outputs {
+        let Some((d, new_buffer, new_submission)) = new_outputs.get(key) else {
             continue;
         };
         // The one rule of `diff` and `replay` for the digests of one key.
@@ -433,13 +511,15 @@ fn compare(
         match digests(&one(*digest), &one(*d), None, false) {
             DigestMatch::Match => identical += 1,
             _ => {
-                let (node, use_) = match key.2 {
+                let (node, use_) = match key.3 {
                     Place::Use(node, use_) => (Some(node), Some(use_)),
                     Place::Buffer(_) => (None, None),
                 };
                 differing.push(json!({
-                    "runtime": key.0, "submission": key.1, "node": node, "use": use_,
-                    "buffer": buffer, "new_buffer": new_buffer, "start": key.3, "end": key.4,
+                    "runtime": key.0, "prepared": (key.1 != UNKNOWN_GRAPH).then_some(key.1),
+                    "nth": key.2, "submission": submission, "new_submission": new_submission,
+                    "node": node, "use": use_,
+                    "buffer": buffer, "new_buffer": new_buffer, "start": key.4, "end": key.5,
                     "base_xxh3": format!("{digest:#018x}"), "new_xxh3": format!("{d:#018x}"),
                 }));
             }
@@ -447,10 +527,18 @@ fn compare(
     }
     let compared = identical + differing.len();
 
+    // Runtimes by rank, as regions and outputs (ids differ between runs that shared a
+    // process).
     let outcomes = |m: &Model| -> BTreeMap<(u32, u64), SpanStatus> {
+        let ids: BTreeSet<u32> = m.submissions().iter().map(|s| s.runtime.0).collect();
+        let rank: HashMap<u32, u32> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i as u32))
+            .collect();
         m.submissions()
             .iter()
-            .map(|s| ((s.runtime.0, s.index.0), s.status()))
+            .map(|s| ((rank[&s.runtime.0], s.index.0), s.status()))
             .collect()
     };
     let (base_outcomes, new_outcomes) = (outcomes(base), outcomes(new));

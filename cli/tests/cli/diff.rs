@@ -493,3 +493,81 @@ fn a_trace_without_submissions_against_one_with_some_is_a_regression() {
         "{text}"
     );
 }
+
+/// Records a two-thread program into `path`: two graphs (fills of 7 and of 9 into buffers
+/// of their own, prepared before the threads start), each submitted 4 times by a thread of
+/// its own; `nine_first`: the 9-fill thread runs (and so takes submission numbers 1..4)
+/// before the 7-fill one, else after it; `nine`: the second graph's fill value.
+fn record_two_threads(path: &Path, nine_first: bool, nine: u32) {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    {
+        let options = RuntimeOptions::sim()
+            .environment(false)
+            .recorder(recorder.clone());
+        let rt = Runtime::new(options).expect("runtime");
+        let mut graphs: Vec<_> = [7, nine]
+            .into_iter()
+            .map(|value| {
+                let buffer = rt.buffer(4096, Placement::HostVisible).expect("buffer");
+                let kernel = rt.kernel(&fill_u32(1024, value)).expect("kernel");
+                let mut graph = rt.graph();
+                graph
+                    .gpu(&kernel, &[buffer.view(0..4096).expect("view")])
+                    .expect("gpu");
+                Some(graph.prepare().expect("prepare"))
+            })
+            .collect();
+        let order = if nine_first { [1, 0] } else { [0, 1] };
+        std::thread::scope(|s| {
+            for i in order {
+                let graph = graphs[i].take().expect("graph");
+                s.spawn(move || {
+                    for _ in 0..4 {
+                        graph.submit().expect("submit").wait().expect("wait");
+                    }
+                })
+                .join()
+                .expect("thread");
+            }
+        });
+    }
+    recorder.close().expect("close");
+    std::fs::write(path, sink.contents()).expect("write trace");
+}
+
+#[test]
+fn outputs_of_two_threads_are_matched_by_graph_and_index_whichever_submission_numbers_they_took() {
+    // The same program twice, its threads scheduled in the other order: every submission
+    // number names the other graph's submission, yet every output is the same.
+    let dir = tempfile::tempdir().unwrap();
+    record_two_threads(&dir.path().join("a.hrxt"), false, 9);
+    record_two_threads(&dir.path().join("b.hrxt"), true, 9);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "b.hrxt"]);
+    assert_eq!(code, 0, "{r:#}");
+    let outputs = &r["outputs"];
+    assert_eq!(outputs["compared"], 8, "{r:#}");
+    assert_eq!(outputs["identical"], 8, "{r:#}");
+    assert_eq!(
+        (&outputs["only_base"], &outputs["only_new"]),
+        (&0.into(), &0.into())
+    );
+    assert_eq!(r["verdict"], "same", "{r:#}");
+    // The second graph filling another value: its 4 outputs differ, wherever they are numbered.
+    record_two_threads(&dir.path().join("c.hrxt"), true, 10);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "c.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    let differing = r["outputs"]["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 4, "{r:#}");
+    assert!(differing.iter().all(|d| d["prepared"] == 1), "{r:#}");
+    let submissions: Vec<(u64, u64)> = differing
+        .iter()
+        .map(|d| {
+            (
+                d["submission"].as_u64().unwrap(),
+                d["new_submission"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(submissions, [(5, 1), (6, 2), (7, 3), (8, 4)], "{r:#}");
+}
