@@ -197,6 +197,18 @@ pub(crate) fn replay_fault(
                 ));
                 None
             } else {
+                if let Some(start) = rp.range_start.filter(|s| s.0 > 1) {
+                    // `op=N` and `kernel#N` count from the recorded run's start, which this
+                    // trace lacks: counted from the range's start they may name another
+                    // operation, and the replay then fails elsewhere.
+                    notes.push(format!(
+                        "runtime {}: the captured fault {captured} counts operations from the \
+                         start of the recorded run, and this trace starts at submission {start} \
+                         (a range or a trim): injected counting from there, it may fail \
+                         another operation than the capture's",
+                        rp.id
+                    ));
+                }
                 Some(captured.parse().map_err(|e| {
                     ReplayError::unreplayable(format!(
                         "runtime {}: the captured fault {captured:?} does not parse: {e}",

@@ -169,6 +169,8 @@ pub(crate) struct RuntimePlan<'t> {
     pub graph_slots: u32,
     pub capacity: u32,
     pub fault: Option<String>,
+    /// The first submission of a range or trim (`TraceRange`): the run before it is absent.
+    pub range_start: Option<SubmissionIndex>,
     pub buffers: Vec<BufferPlan>,
     pub buffer_index: HashMap<BufferId, usize>,
     pub kernels: Vec<KernelPlan<'t>>,
@@ -483,6 +485,7 @@ fn runtime_plan<'t>(
         graph_slots: start.graph_slots,
         capacity: start.capacity,
         fault: start.fault.clone(),
+        range_start: g.range_start,
         buffers: Vec::new(),
         buffer_index: HashMap::new(),
         kernels: Vec::new(),
