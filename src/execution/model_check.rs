@@ -87,6 +87,10 @@ pub(crate) fn complete_seeded(signal: &Signal, status: &Status) -> bool {
 
 /// Runs `model` under loom (every schedule) with `bug` seeded; prints and returns the
 /// number of schedules explored.
+/// Preemptions per schedule explored by default (loom's guidance: two or three find most
+/// bugs; see `check_counting`).
+const DEFAULT_PREEMPTIONS: usize = 3;
+
 fn check(name: &str, bug: Option<Bug>, model: impl Fn() + Sync + Send + 'static) -> usize {
     check_counting(name, bug, &Arc::new(AtomicUsize::new(0)), model)
 }
@@ -101,7 +105,14 @@ fn check_counting(
     let counted = schedules.clone();
     SEEDED.with(|seeded| seeded.set(bug));
     let start = Instant::now();
-    let builder = loom::model::Builder::new();
+    let mut builder = loom::model::Builder::new();
+    // Bounded by default so that CI's run stays minutes long on two busy cores (the
+    // one-word completion signal grew `waiters_and_publisher` past an hour unbounded): three
+    // preemptions per schedule, which finds each seeded bug below. `LOOM_MAX_PREEMPTIONS`
+    // sets another bound; `HRX_LOOM_EXHAUSTIVE=1` explores every schedule.
+    if builder.preemption_bound.is_none() && std::env::var_os("HRX_LOOM_EXHAUSTIVE").is_none() {
+        builder.preemption_bound = Some(DEFAULT_PREEMPTIONS);
+    }
     builder.check(move || {
         counted.fetch_add(1, Ordering::Relaxed);
         model();
