@@ -62,7 +62,7 @@ pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};
 pub use reader::{
     HostClocks, Lost, MappedTrace, ReadError, RecorderWaits, Recovery, Trace, TraceReader, Warning,
-    open_file, read_all, special_file,
+    open_file, read_all, special_file, wait_for_trace,
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;

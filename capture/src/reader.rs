@@ -82,6 +82,47 @@ pub enum ReadErrorKind {
     Io(#[from] io::Error),
 }
 
+/// Opens a trace being started for following: calls `open` until it succeeds, waiting up to
+/// `wait` while the file at `path` is missing or shorter than a file header (the recorder
+/// creates the file, then writes), and says so once on standard error. Any other error, or
+/// the last one after `wait`, is returned at once. `view --follow` and `stats --follow` use
+/// it, as Tracy waits for a client to connect.
+///
+/// # Errors
+///
+/// `open`'s error when the file is there but unusable, or when `wait` has passed.
+pub fn wait_for_trace<T, E>(
+    path: &Path,
+    wait: std::time::Duration,
+    mut open: impl FnMut(&Path) -> Result<T, E>,
+) -> Result<T, E> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        let error = match open(path) {
+            Ok(opened) => return Ok(opened),
+            Err(error) => error,
+        };
+        // Shorter than a file header and a block header: the recorder's first write may be
+        // under way.
+        let starting = std::fs::metadata(path).map_or(true, |m| {
+            m.is_file() && m.len() < (FILE_HEADER_LEN + BLOCK_HEADER_LEN) as u64
+        });
+        if !starting || std::time::Instant::now() >= deadline {
+            return Err(error);
+        }
+        if !said {
+            eprintln!(
+                "waiting for {} to be written (up to {} s; Ctrl-C stops)",
+                path.display(),
+                wait.as_secs()
+            );
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Opens a trace file for reading, for a [`TraceReader`] over a wrapped file. A directory
 /// is refused here, where it is named, rather than at its first read ("byte 0: I/O error:
 /// Is a directory").

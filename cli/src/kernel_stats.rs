@@ -168,27 +168,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
 /// Opens `path` for following, waiting up to `wait` while it does not exist yet or is
 /// shorter than a header (the recording may be starting), as `view --follow` does.
 fn wait_for_trace(path: &Path, wait: Duration) -> Result<StatsTail, FollowError> {
-    let deadline = Instant::now() + wait;
-    let mut said = false;
-    loop {
-        let error = match StatsTail::open(path) {
-            Ok(tail) => return Ok(tail),
-            Err(error) => error,
-        };
-        let starting = std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() < 64);
-        if !starting || Instant::now() >= deadline {
-            return Err(error);
-        }
-        if !said {
-            eprintln!(
-                "waiting for {} to be written (up to {} s; Ctrl-C stops)",
-                path.display(),
-                wait.as_secs()
-            );
-            said = true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hrx_capture::wait_for_trace(path, wait, StatsTail::open)
 }
 
 /// Prints a verb's report to stdout: pretty JSON with `json`, else as `text` writes it.

@@ -58,28 +58,7 @@ pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 ///
 /// [`TuiError::Read`] as [`crate::load`].
 pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<(TraceTail, Model), TuiError> {
-    let deadline = Instant::now() + wait;
-    let mut said = false;
-    loop {
-        let error = match TraceTail::open(path) {
-            Ok(opened) => return Ok(opened),
-            Err(error) => error,
-        };
-        // Missing, or shorter than a header: the recording may be starting.
-        let starting = std::fs::metadata(path).map_or(true, |m| m.is_file() && m.len() < 64);
-        if !starting || Instant::now() >= deadline {
-            return Err(error);
-        }
-        if !said {
-            eprintln!(
-                "waiting for {} to be written (up to {} s; Ctrl-C stops)",
-                path.display(),
-                wait.as_secs()
-            );
-            said = true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hrx_capture::wait_for_trace(path, wait, TraceTail::open)
 }
 
 /// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.
