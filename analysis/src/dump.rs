@@ -11,7 +11,7 @@
 
 use crate::units::{bytes, duration};
 use hrx_capture::Record;
-use hrx_capture::schema::{Access, Edge, Payload, Region, Status, Use};
+use hrx_capture::schema::{Access, BufferId, Edge, Payload, Region, RuntimeId, Status, Use};
 use std::fmt::{self, Display, Formatter};
 
 /// The host time of a record in ns since the session start (the end of a span).
@@ -259,18 +259,11 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             }
             write!(f, " {:?}", r.description)
         }
-        Record::HostWrite(r) => {
-            write!(
-                f,
-                "rt={} buf{}[{}..{}] xxh3={:#018x} ",
-                r.runtime,
-                r.buffer,
-                r.offset,
-                r.offset.saturating_add(r.len_bytes),
-                r.xxh3
-            )?;
-            payload(f, &r.contents)
-        }
+        Record::HostWrite(r) => bytes_at(
+            f,
+            (r.runtime, r.buffer, r.offset, r.len_bytes, r.xxh3),
+            &r.contents,
+        ),
         Record::OutputDigest(r) => {
             write!(
                 f,
@@ -368,18 +361,11 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             }
             Ok(())
         }
-        Record::BufferSnapshot(r) => {
-            write!(
-                f,
-                "rt={} buf{}[{}..{}] xxh3={:#018x} ",
-                r.runtime,
-                r.buffer,
-                r.offset,
-                r.offset.saturating_add(r.len_bytes),
-                r.xxh3
-            )?;
-            payload(f, &r.contents)
-        }
+        Record::BufferSnapshot(r) => bytes_at(
+            f,
+            (r.runtime, r.buffer, r.offset, r.len_bytes, r.xxh3),
+            &r.contents,
+        ),
         Record::HostClock(r) => write!(
             f,
             "source={} ticks={} monotonic={} ns (±{} ns) rate={:.6} GHz{}",
@@ -492,6 +478,21 @@ fn status(f: &mut Formatter<'_>, status: &Status) -> fmt::Result {
         Status::Failed { error } => write!(f, "failed {error:?}"),
         Status::Cancelled { reason } => write!(f, "cancelled {reason:?}"),
     }
+}
+
+/// Bytes of a buffer with their contents: a host write or a snapshot,
+/// `(runtime, buffer, offset, length, xxh3)`.
+fn bytes_at(
+    f: &mut Formatter<'_>,
+    (runtime, buffer, offset, len, xxh3): (RuntimeId, BufferId, u64, u64, u64),
+    contents: &Payload,
+) -> fmt::Result {
+    write!(
+        f,
+        "rt={runtime} buf{buffer}[{offset}..{}] xxh3={xxh3:#018x} ",
+        offset.saturating_add(len)
+    )?;
+    payload(f, contents)
 }
 
 fn payload(f: &mut Formatter<'_>, payload: &Payload) -> fmt::Result {
