@@ -15,6 +15,14 @@
 //! | 5         | a deferred job: a `Box<DeferredJob>` as a little-endian `u64` address  |
 //! | 6         | a [`RegionStarted`]: runtime `u32`, submission `u64`, region `u32`,    |
 //! |           | time `u64` ([`STARTED_LEN`] bytes)                                     |
+//! | 7         | a [`RegionDone`] that succeeded: as 6 ([`STARTED_LEN`] bytes)          |
+//! | 8         | a [`SubmissionDone`] that succeeded: runtime `u32`, submission `u64`,  |
+//! |           | time `u64` ([`SUBMISSION_DONE_LEN`] bytes)                             |
+//! | 9         | a [`Submit`] with at most [`RAW_PRODUCERS`] producers: runtime `u32`,  |
+//! |           | prepared `u64`, submission `u64`, slot `u32`, time `u64`, the count of |
+//! |           | producers (`u8`), each a `u64`                                         |
+//! | 10        | an [`OutputDigest`] without contents: runtime `u32`, submission,       |
+//! |           | buffer, start, end, xxh3, omitted length (`u64` each)                  |
 //!
 //! A deferred job is work the recording thread hands to the writer thread (hashing a
 //! buffer's contents, say) whose records must still appear at the job's place in that
@@ -22,13 +30,20 @@
 //!
 //! A region start is recorded before every region runs, as often as a timing: postcard on
 //! the recording thread cost about 90 ns a region on the 2-core build machine
-//! (`timed_zone_started` against `timed_zone`), so it is stored raw too.
+//! (`timed_zone_started` against `timed_zone`), so it is stored raw too. So are the other
+//! records every submission makes (its submit, each region's success, the digest of a
+//! host-visible output, its success): postcard-encoding them was about 75% of a traced
+//! submission's recording instructions (callgrind, `host_visible`; BENCHMARKS.md), and
+//! the runtime records a region's and a submission's outcome under its scheduler lock,
+//! where every instruction delays the other workers. Whatever does not fit a raw entry
+//! (a failure's message, contents, more producers) is encoded as a frame, as before.
 
 use crate::format::{
     FrameEncoder, MAX_FRAME_PREFIX, MAX_TIMING_FRAME, encode_untimed_frame_in, read_varint_u32,
 };
 use crate::schema::{
-    DeviceSpan, Record, RegionIndex, RegionStarted, RegionTiming, RuntimeId, SubmissionIndex,
+    BufferId, DeviceSpan, OutputDigest, Payload, PreparedId, Record, RegionDone, RegionIndex,
+    RegionStarted, RegionTiming, RuntimeId, Status, SubmissionDone, SubmissionIndex, Submit,
 };
 use crate::summary::SummaryBuilder;
 use std::ops::Range;
@@ -40,6 +55,32 @@ const OP: u8 = 3;
 const OP_DEVICE: u8 = 4;
 const DEFERRED: u8 = 5;
 const STARTED: u8 = 6;
+const REGION_DONE: u8 = 7;
+const SUBMISSION_DONE: u8 = 8;
+const SUBMIT: u8 = 9;
+const DIGEST: u8 = 10;
+
+/// runtime u32, submission u64, time u64.
+const SUBMISSION_DONE_LEN: usize = 20;
+/// Producers a raw [`Submit`] entry holds; a submit with more is encoded as a frame.
+const RAW_PRODUCERS: usize = 2;
+/// runtime u32, prepared u64, submission u64, slot u32, time u64, producer count u8.
+const SUBMIT_BASE_LEN: usize = 33;
+/// runtime u32, six u64.
+const DIGEST_LEN: usize = 52;
+/// Longest frame of a [`RegionDone`] with [`Status::Ok`]: prefix, tag, two u32 and two u64
+/// varints, the status tag.
+const MAX_REGION_DONE_FRAME: usize = MAX_STARTED_FRAME + 1;
+/// Longest frame of a [`SubmissionDone`] with [`Status::Ok`].
+const MAX_SUBMISSION_DONE_FRAME: usize = 1 + 1 + 5 + 2 * 10 + 1;
+/// Longest frame of a [`Submit`] with `n` producers: prefix, tag, runtime, prepared,
+/// submission, slot, the count, each producer, time.
+const fn max_submit_frame(n: usize) -> usize {
+    1 + 1 + 5 + 10 + 10 + 5 + 1 + n * 10 + 10
+}
+/// Longest frame of an [`OutputDigest`] without contents: prefix, tag, runtime, five u64,
+/// the payload's tag and length.
+const MAX_DIGEST_FRAME: usize = 1 + 1 + 5 + 5 * 10 + 1 + 10;
 
 /// runtime u32, submission u64, region u32, time u64.
 const STARTED_LEN: usize = 24;
@@ -70,6 +111,29 @@ pub(crate) fn encode_entry(
         Record::RegionTiming(t) => raw_timing(t, None, scratch),
         Record::OpTiming(t) => raw_timing(&t.timing, Some(t.node.0), scratch),
         Record::RegionStarted(r) => raw_started(r, scratch),
+        Record::RegionDone(r) if r.status == Status::Ok => raw(scratch, REGION_DONE, |w| {
+            w.u32(r.runtime.0)
+                .u64(r.submission.0)
+                .u32(r.region.0)
+                .u64(r.time_ns)
+        }),
+        Record::SubmissionDone(r) if r.status == Status::Ok => raw(scratch, SUBMISSION_DONE, |w| {
+            w.u32(r.runtime.0).u64(r.submission.0).u64(r.time_ns)
+        }),
+        Record::Submit(r) if r.producers.len() <= RAW_PRODUCERS => raw(scratch, SUBMIT, |w| {
+            let w = w.u32(r.runtime.0).u64(r.prepared.0).u64(r.submission.0);
+            let w = w.u32(r.slot).u64(r.time_ns).u8(r.producers.len() as u8);
+            r.producers.iter().fold(w, |w, p| w.u64(p.0))
+        }),
+        Record::OutputDigest(
+            r @ OutputDigest {
+                contents: Payload::Omitted { len_bytes },
+                ..
+            },
+        ) => raw(scratch, DIGEST, |w| {
+            let w = w.u32(r.runtime.0).u64(r.submission.0).u64(r.buffer.0);
+            w.u64(r.start).u64(r.end).u64(r.xxh3).u64(*len_bytes)
+        }),
         _ => {
             let Some(rest) = scratch.get_mut(1..) else {
                 return Err(postcard::Error::SerializeBufferFull);
@@ -128,6 +192,52 @@ fn raw_started(r: &RegionStarted, scratch: &mut [u8]) -> Result<Range<usize>, po
     Ok(0..1 + STARTED_LEN)
 }
 
+/// Little-endian fields written one after another into a raw entry.
+struct Fields<'a> {
+    out: &'a mut [u8; MAX_RAW_ENTRY],
+    at: usize,
+}
+
+impl Fields<'_> {
+    #[inline(always)]
+    fn put<const N: usize>(self, bytes: [u8; N]) -> Self {
+        let at = self.at;
+        self.out[at..at + N].copy_from_slice(&bytes);
+        Self { at: at + N, ..self }
+    }
+
+    #[inline(always)]
+    fn u8(self, v: u8) -> Self {
+        self.put([v])
+    }
+
+    #[inline(always)]
+    fn u32(self, v: u32) -> Self {
+        self.put(v.to_le_bytes())
+    }
+
+    #[inline(always)]
+    fn u64(self, v: u64) -> Self {
+        self.put(v.to_le_bytes())
+    }
+}
+
+/// A raw entry of kind `kind` whose fields `write` writes (at most [`MAX_RAW_ENTRY`] bytes
+/// with the kind byte).
+#[inline(always)]
+fn raw(
+    scratch: &mut [u8],
+    kind: u8,
+    write: impl for<'a> FnOnce(Fields<'a>) -> Fields<'a>,
+) -> Result<Range<usize>, postcard::Error> {
+    let Some(out) = scratch.first_chunk_mut::<MAX_RAW_ENTRY>() else {
+        return Err(postcard::Error::SerializeBufferFull);
+    };
+    out[0] = kind;
+    let len = write(Fields { out, at: 1 }).at;
+    Ok(0..len)
+}
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
@@ -177,9 +287,27 @@ pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
         OP_DEVICE => (TIMING_LEN + 4, MAX_TIMING_FRAME),
         DEFERRED => (DEFERRED_ENTRY - 1, 0),
         STARTED => (STARTED_LEN, MAX_STARTED_FRAME),
+        REGION_DONE => (STARTED_LEN, MAX_REGION_DONE_FRAME),
+        SUBMISSION_DONE => (SUBMISSION_DONE_LEN, MAX_SUBMISSION_DONE_FRAME),
+        SUBMIT => {
+            let producers = usize::from(*rest.get(SUBMIT_BASE_LEN - 1)?);
+            if producers > RAW_PRODUCERS {
+                return None;
+            }
+            (SUBMIT_BASE_LEN + 8 * producers, max_submit_frame(producers))
+        }
+        DIGEST => (DIGEST_LEN, MAX_DIGEST_FRAME),
         _ => return None,
     };
     (len <= rest.len()).then_some((1 + len, frame))
+}
+
+/// Appends the frame of a record staged raw (small: its frame fits the stack buffer).
+#[inline]
+fn append_frame(record: &Record, out: &mut Vec<u8>) {
+    let mut frame = [0u8; MAX_FRAME_PREFIX + MAX_TIMING_FRAME + 64];
+    let frame = encode_untimed_frame_in(record, &mut frame).expect("a raw entry fits its frame");
+    out.extend_from_slice(frame);
 }
 
 /// What [`transcode`] did with a run of entries.
@@ -227,18 +355,74 @@ pub(crate) fn transcode(
                 out.extend_from_slice(&rest[..len]);
                 len
             }
-            STARTED => {
-                let record = Record::RegionStarted(RegionStarted {
+            STARTED | REGION_DONE => {
+                let (runtime, submission, region, time_ns) = (
+                    RuntimeId(u32_at(rest, 0)),
+                    SubmissionIndex(u64_at(rest, 4)),
+                    RegionIndex(u32_at(rest, 12)),
+                    u64_at(rest, 16),
+                );
+                let record = if kind == STARTED {
+                    Record::RegionStarted(RegionStarted {
+                        runtime,
+                        submission,
+                        region,
+                        time_ns,
+                    })
+                } else {
+                    Record::RegionDone(RegionDone {
+                        runtime,
+                        submission,
+                        region,
+                        status: Status::Ok,
+                        time_ns,
+                    })
+                };
+                append_frame(&record, out);
+                STARTED_LEN
+            }
+            SUBMISSION_DONE => {
+                let record = Record::SubmissionDone(SubmissionDone {
                     runtime: RuntimeId(u32_at(rest, 0)),
                     submission: SubmissionIndex(u64_at(rest, 4)),
-                    region: RegionIndex(u32_at(rest, 12)),
-                    time_ns: u64_at(rest, 16),
+                    status: Status::Ok,
+                    time_ns: u64_at(rest, 12),
                 });
-                let mut frame = [0u8; MAX_STARTED_FRAME + MAX_FRAME_PREFIX];
-                let frame = encode_untimed_frame_in(&record, &mut frame)
-                    .expect("a region start fits its frame");
-                out.extend_from_slice(frame);
-                STARTED_LEN
+                append_frame(&record, out);
+                SUBMISSION_DONE_LEN
+            }
+            SUBMIT => {
+                let producers = usize::from(rest[SUBMIT_BASE_LEN - 1]);
+                let submit = Submit {
+                    runtime: RuntimeId(u32_at(rest, 0)),
+                    prepared: PreparedId(u64_at(rest, 4)),
+                    submission: SubmissionIndex(u64_at(rest, 12)),
+                    slot: u32_at(rest, 20),
+                    time_ns: u64_at(rest, 24),
+                    producers: (0..producers)
+                        .map(|i| SubmissionIndex(u64_at(rest, SUBMIT_BASE_LEN + 8 * i)))
+                        .collect(),
+                };
+                if let Some(summary) = summary.as_deref_mut() {
+                    summary.submitted(submit.runtime, submit.prepared, submit.submission);
+                }
+                append_frame(&Record::Submit(submit), out);
+                SUBMIT_BASE_LEN + 8 * producers
+            }
+            DIGEST => {
+                let record = Record::OutputDigest(OutputDigest {
+                    runtime: RuntimeId(u32_at(rest, 0)),
+                    submission: SubmissionIndex(u64_at(rest, 4)),
+                    buffer: BufferId(u64_at(rest, 12)),
+                    start: u64_at(rest, 20),
+                    end: u64_at(rest, 28),
+                    xxh3: u64_at(rest, 36),
+                    contents: Payload::Omitted {
+                        len_bytes: u64_at(rest, 44),
+                    },
+                });
+                append_frame(&record, out);
+                DIGEST_LEN
             }
             REGION | REGION_DEVICE | OP | OP_DEVICE => {
                 let device = matches!(kind, REGION_DEVICE | OP_DEVICE);
@@ -353,6 +537,154 @@ mod tests {
             .map(|f| decoder.decode(f.unwrap().1).unwrap())
             .collect();
         assert_eq!(decoded, [Record::RegionTiming(a), Record::RegionTiming(b)]);
+    }
+
+    /// The records every submission makes, with extreme and ordinary values, in the forms
+    /// that are staged raw and those that are not (a failure, contents, many producers).
+    fn submission_records() -> Vec<Record> {
+        let mut out = Vec::new();
+        for v in [0u64, 1, 300, u64::from(u32::MAX), u64::MAX] {
+            let w = v as u32;
+            let statuses = [
+                Status::Ok,
+                Status::Failed {
+                    error: "boom".into(),
+                },
+            ];
+            for status in statuses {
+                out.push(Record::RegionDone(RegionDone {
+                    runtime: RuntimeId(w),
+                    submission: SubmissionIndex(v),
+                    region: RegionIndex(w),
+                    status: status.clone(),
+                    time_ns: v,
+                }));
+                out.push(Record::SubmissionDone(SubmissionDone {
+                    runtime: RuntimeId(w),
+                    submission: SubmissionIndex(v),
+                    status,
+                    time_ns: v,
+                }));
+            }
+            for producers in 0..=RAW_PRODUCERS + 1 {
+                out.push(Record::Submit(Submit {
+                    runtime: RuntimeId(w),
+                    prepared: PreparedId(v),
+                    submission: SubmissionIndex(v),
+                    slot: w,
+                    producers: (0..producers as u64)
+                        .map(|p| SubmissionIndex(v ^ p))
+                        .collect(),
+                    time_ns: v,
+                }));
+            }
+            for contents in [
+                Payload::Omitted { len_bytes: v },
+                Payload::Inline(vec![w as u8; 3]),
+            ] {
+                out.push(Record::OutputDigest(OutputDigest {
+                    runtime: RuntimeId(w),
+                    submission: SubmissionIndex(v),
+                    buffer: BufferId(v),
+                    start: v,
+                    end: v,
+                    xxh3: v,
+                    contents,
+                }));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn submission_records_are_staged_raw_and_transcode_to_themselves() {
+        let records = submission_records();
+        let mut scratch = vec![0u8; 4096];
+        let (mut entries, mut raw) = (Vec::new(), 0);
+        for r in &records {
+            let range = encode_entry(r, &mut scratch).unwrap();
+            let framed = scratch[range.start] == FRAME;
+            let expect_raw = match r {
+                Record::RegionDone(d) => d.status == Status::Ok,
+                Record::SubmissionDone(d) => d.status == Status::Ok,
+                Record::Submit(s) => s.producers.len() <= RAW_PRODUCERS,
+                Record::OutputDigest(d) => matches!(d.contents, Payload::Omitted { .. }),
+                _ => false,
+            };
+            assert_eq!(!framed, expect_raw, "{r:?}");
+            assert!(framed || range.len() <= MAX_RAW_ENTRY);
+            raw += usize::from(!framed);
+            entries.extend_from_slice(&scratch[range]);
+        }
+        assert_eq!(raw, 5 * (2 + 3 + 1));
+        // Entry by entry, as the fatal-signal flush does: each frame within its bound.
+        let (mut at, mut frames, mut encoder) = (0, Vec::new(), FrameEncoder::new());
+        while let Some((len, bound)) = entry_bounds(&entries[at..]) {
+            let before = frames.len();
+            transcode(&entries[at..at + len], &mut encoder, &mut frames, None);
+            assert!(
+                frames.len() - before <= bound,
+                "{} > {bound}",
+                frames.len() - before
+            );
+            at += len;
+        }
+        assert_eq!(at, entries.len());
+        let mut decoder = FrameDecoder::new();
+        let decoded: Vec<_> = Frames::new(&frames)
+            .map(|f| decoder.decode(f.unwrap().1).unwrap())
+            .collect();
+        assert_eq!(decoded, records);
+    }
+
+    #[test]
+    fn a_raw_submit_places_its_timings_in_the_summary() {
+        let mut summary = SummaryBuilder::default();
+        let mut scratch = vec![0u8; 4096];
+        let mut entries = Vec::new();
+        let prepared = Record::Prepared(crate::schema::Prepared {
+            runtime: RuntimeId(1),
+            graph: crate::schema::GraphId(4),
+            prepared: PreparedId(4),
+            slots: 1,
+            parallel: false,
+            regions: vec![crate::schema::Region {
+                queue: crate::schema::Queue::GpuCompute,
+                engine: crate::schema::Engine::Gpu,
+                kind: crate::schema::RegionKind::NativeGraph,
+                nodes: Vec::new(),
+                internal_edges: Vec::new(),
+                dependencies: Vec::new(),
+                uses: Vec::new(),
+                copy_bytes: 0,
+            }],
+            time_ns: 1,
+        });
+        let submit = Record::Submit(Submit {
+            runtime: RuntimeId(1),
+            prepared: PreparedId(4),
+            submission: SubmissionIndex(9),
+            slot: 0,
+            producers: Vec::new(),
+            time_ns: 2,
+        });
+        let timing = Record::RegionTiming(RegionTiming {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(9),
+            region: RegionIndex(0),
+            start_ns: 10,
+            end_ns: 30,
+            device: None,
+        });
+        for r in [&prepared, &submit, &timing] {
+            let range = encode_entry(r, &mut scratch).unwrap();
+            entries.extend_from_slice(&scratch[range]);
+        }
+        let (mut encoder, mut frames) = (FrameEncoder::new(), Vec::new());
+        transcode(&entries, &mut encoder, &mut frames, Some(&mut summary));
+        let block = summary.take().expect("a summary");
+        assert_eq!((block.lanes.len(), block.unplaced), (1, 0));
+        assert_eq!((block.lanes[0].regions, block.lanes[0].busy_ns), (1, 20));
     }
 
     #[test]

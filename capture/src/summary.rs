@@ -125,7 +125,12 @@ impl SummaryBuilder {
         }
     }
 
-    fn submitted(&mut self, runtime: RuntimeId, prepared: PreparedId, index: SubmissionIndex) {
+    pub(crate) fn submitted(
+        &mut self,
+        runtime: RuntimeId,
+        prepared: PreparedId,
+        index: SubmissionIndex,
+    ) {
         self.submissions.insert((runtime, index), prepared);
         let newest = self.newest.entry(runtime).or_default();
         *newest = (*newest).max(index.0);
