@@ -36,6 +36,11 @@
 //! more than the 15% margin, so the paired per-round ratio decides the targets. The summary
 //! prints the criterion medians' ratios, then the paired ratios.
 //!
+//! After `copy_bandwidth`, when measuring, a `one_kernel ablation` (printed only, no target):
+//! the raw one-kernel round trip with one of hrx's additions at a time (its driver calls, its
+//! locks and atomics, a spinning worker's doorbell, its whole software-device round trip), in
+//! the same paired rounds as raw and hrx, so that one run tells what each addition costs.
+//!
 //! Before the groups, a short `span check` (not criterion) verifies the device spans that the
 //! CUDA backend records for native graphs and copy batches: raw CUDA timings of the same work
 //! (the kernel alone between stream events, stream events around `cuGraphLaunch`, event-record
@@ -78,6 +83,8 @@ mod gpu {
     /// Bytes of the copy group.
     const COPY_BYTES: usize = 64 << 20;
     const CHAIN: usize = 100;
+    /// Round trips per timed batch of [`one_kernel_ablation`].
+    const ABLATION_BATCH: usize = 100;
 
     fn cuda_options() -> RuntimeOptions {
         RuntimeOptions::default().backend(BackendChoice::Cuda)
@@ -119,6 +126,9 @@ mod gpu {
             kernel_chain(&mut criterion, &runtime, &cuda, "hundred_kernels", CHAIN),
             copy_bandwidth(&mut criterion, &runtime, &cuda),
         ];
+        if benchmarking {
+            one_kernel_ablation(&runtime, &cuda);
+        }
         drop(runtime);
         let traced = pipeline_traced(&mut criterion);
         criterion.final_summary();
@@ -228,6 +238,175 @@ mod gpu {
         println!("{name}: raw (a) vs hrx (b), batches of {batch} launches, {paired}");
         cuda.free(raw_buffer);
         (name, paired)
+    }
+
+    /// What each piece of hrx's round trip costs on top of a raw one-kernel round trip:
+    /// the raw baseline with one of hrx's additions at a time, all in the same paired rounds
+    /// (batches of [`ABLATION_BATCH`] round trips, the first variant rotating), each reported
+    /// as its per-round ratio to raw and as µs added per round trip. Printed only, never part
+    /// of the targets' ratios (issue 16 point 4: which of hrx's additions to remove).
+    ///
+    /// - `hrx`: `submit()` + `wait()` of the same one-kernel graph (as `one_kernel/hrx`);
+    /// - `+cuCtxSetCurrent`: the call hrx made before every launch until it asked first;
+    /// - `+cuCtxGetCurrent`: what hrx makes before every launch now (it sets only when
+    ///   another context is current, as cudarc's `bind_to_thread` does);
+    /// - `event wait`: `cuEventRecord` of a timing-disabled event + `cuEventSynchronize`
+    ///   instead of `cuStreamSynchronize` (an alternative way to wait);
+    /// - `+locks`: the synchronization of hrx's round trip without a second thread: six
+    ///   uncontended mutex lock/unlock pairs (scheduler at submit, claim and finish, the
+    ///   buffer's host state at submit and retire, the region's stream) and eight atomic
+    ///   read-modify-writes (the completion count, two `Arc` clones and drops, the signal's
+    ///   two `fetch_or`s);
+    /// - `+doorbell`: a thread spinning on a word (as an idle hrx worker watches its queue's
+    ///   doorbell) that the launching thread stores to twice per round trip (submit's ring,
+    ///   the claim's), each store followed by a mutex unlock as in hrx, then one more
+    ///   lock/unlock after the synchronize: the cross-core cache-line transfers;
+    /// - `+sim round trip`: a software-device `submit()` + `wait()` of a 4 KiB fill after each
+    ///   launch: hrx's whole bookkeeping, measured here.
+    fn one_kernel_ablation(runtime: &Runtime, cuda: &raw::Cuda) {
+        use crossbeam_utils::CachePadded;
+        use std::sync::Mutex;
+        use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+        let (_buffer, graph) = iota_chain(runtime, KERNEL_ELEMENTS, 1);
+        let raw_buffer = cuda.alloc(KERNEL_ELEMENTS * 4);
+        let raw_graph = cuda.iota_graph(raw_buffer, 1, raw::Timing::None);
+        let event = cuda.sync_event();
+        let sim = Runtime::new(RuntimeOptions::sim()).expect("software device");
+        let fill_buffer = sim.buffer(4096, Placement::GpuLocal).expect("sim buffer");
+        let mut fill = sim.graph();
+        fill.fill(fill_buffer.whole(), 0x5A).expect("fill");
+        let fill = fill.prepare().expect("prepare");
+        let locks: [Mutex<u64>; 6] = Default::default();
+        let counts: [AtomicUsize; 8] = Default::default();
+        let doorbell = std::sync::Arc::new(CachePadded::new(AtomicU64::new(0)));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let spinner = {
+            let (doorbell, stop) = (doorbell.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    seen = seen.wrapping_add(doorbell.load(Ordering::Acquire));
+                    std::hint::spin_loop();
+                }
+                black_box(seen);
+            })
+        };
+        let lock_pair = |i: usize| *locks[i].lock().unwrap() += 1;
+        let batch = |f: &mut dyn FnMut()| (0..ABLATION_BATCH).for_each(|_| f());
+        let mut rung = 0u64;
+        let names = [
+            "raw",
+            "hrx",
+            "+cuCtxSetCurrent",
+            "+cuCtxGetCurrent",
+            "event wait",
+            "+locks",
+            "+doorbell",
+            "+sim round trip",
+        ];
+        let times = common::rotated(
+            rounds(),
+            || (),
+            [
+                &mut |()| batch(&mut || cuda.launch_sync(&raw_graph)),
+                &mut |()| batch(&mut || graph.submit().expect("submit").wait().expect("wait")),
+                &mut |()| {
+                    batch(&mut || {
+                        cuda.set_current();
+                        cuda.launch_sync(&raw_graph);
+                    })
+                },
+                &mut |()| {
+                    batch(&mut || {
+                        black_box(cuda.is_current());
+                        cuda.launch_sync(&raw_graph);
+                    })
+                },
+                &mut |()| batch(&mut || cuda.launch_event_sync(&raw_graph, event)),
+                &mut |()| {
+                    batch(&mut || {
+                        lock_pair(0);
+                        lock_pair(1);
+                        counts[0].fetch_add(1, Ordering::AcqRel);
+                        counts[1].fetch_add(1, Ordering::AcqRel);
+                        lock_pair(2);
+                        counts[2].fetch_add(1, Ordering::AcqRel);
+                        lock_pair(3);
+                        cuda.launch_sync(&raw_graph);
+                        lock_pair(4);
+                        counts[3].fetch_add(1, Ordering::AcqRel);
+                        counts[4].fetch_or(1, Ordering::AcqRel);
+                        lock_pair(5);
+                        counts[5].fetch_sub(1, Ordering::AcqRel);
+                        counts[6].fetch_or(2, Ordering::AcqRel);
+                        counts[7].fetch_sub(1, Ordering::AcqRel);
+                    })
+                },
+                &mut |()| {
+                    batch(&mut || {
+                        rung += 2;
+                        doorbell.store(rung | 1, Ordering::Release);
+                        lock_pair(0);
+                        doorbell.store(rung, Ordering::Release);
+                        lock_pair(0);
+                        cuda.launch_sync(&raw_graph);
+                        lock_pair(0);
+                    })
+                },
+                &mut |()| {
+                    batch(&mut || {
+                        cuda.launch_sync(&raw_graph);
+                        fill.submit().expect("submit").wait().expect("wait");
+                    })
+                },
+            ],
+        );
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().expect("spinner");
+        let [raw_ms, rest @ ..] = times;
+        let mut sorted = raw_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let raw_us = sorted[sorted.len() / 2] * 1e3 / ABLATION_BATCH as f64;
+        println!(
+            "one_kernel ablation ({} paired rounds of {ABLATION_BATCH} round trips each; raw \
+             cuGraphLaunch + cuStreamSynchronize {raw_us:.3} µs per round trip, median):",
+            raw_ms.len()
+        );
+        for (name, ms) in names[1..].iter().zip(rest) {
+            let p = common::Interleaved::new(raw_ms.clone(), ms);
+            println!(
+                "  {name}: {:.4}x raw [p25 {:.4}, p75 {:.4}], standard error {:.4}; {:+.3} µs \
+                 per round trip",
+                p.ratio[1],
+                p.ratio[0],
+                p.ratio[2],
+                p.standard_error(),
+                (p.ratio[1] - 1.0) * raw_us
+            );
+        }
+        // Whether a launch needs a current context at all (if not, hrx could skip even the
+        // read): the same graph and stream from a thread on which no context was ever made
+        // current, the driver's answers printed, not asserted.
+        struct Handles<'a>(&'a raw::Cuda, &'a raw::RawGraph);
+        // SAFETY: driver handles may be used from any thread; the main thread waits meanwhile.
+        unsafe impl Send for Handles<'_> {}
+        let handles = Handles(cuda, &raw_graph);
+        let answers = std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    let handles = handles;
+                    handles.0.launch_sync_answers(handles.1)
+                })
+                .join()
+                .expect("launch thread")
+        });
+        println!(
+            "  on a thread with no current context: cuGraphLaunch {:?}, cuStreamSynchronize {:?}",
+            answers.0, answers.1
+        );
+        cuda.destroy_event(event);
+        cuda.free(raw_buffer);
     }
 
     fn copy_bandwidth(
@@ -803,6 +982,53 @@ mod gpu {
                 );
             }
 
+            /// `cuCtxSetCurrent` of the primary context (an ablation: what hrx added per
+            /// launch).
+            pub fn set_current(&self) {
+                self.current();
+            }
+
+            /// Whether the primary context is current (`cuCtxGetCurrent`).
+            pub fn is_current(&self) -> bool {
+                let mut current = null_mut();
+                // SAFETY: writes one handle.
+                ok(
+                    unsafe { sys::cuCtxGetCurrent(&mut current) },
+                    "cuCtxGetCurrent",
+                );
+                current == self.context
+            }
+
+            /// A timing-disabled event to wait on.
+            pub fn sync_event(&self) -> sys::CUevent {
+                self.current();
+                let mut event = null_mut();
+                let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                // SAFETY: writes one handle; the context is current.
+                ok(
+                    unsafe { sys::cuEventCreate(&mut event, flags) },
+                    "cuEventCreate",
+                );
+                event
+            }
+
+            pub fn destroy_event(&self, event: sys::CUevent) {
+                self.current();
+                // SAFETY: from `sync_event`, idle.
+                ok(unsafe { sys::cuEventDestroy_v2(event) }, "cuEventDestroy");
+            }
+
+            /// `cuGraphLaunch`, then `cuEventRecord` of `event` + `cuEventSynchronize`
+            /// instead of `cuStreamSynchronize`.
+            pub fn launch_event_sync(&self, graph: &RawGraph, event: sys::CUevent) {
+                // SAFETY: live handles.
+                unsafe {
+                    ok(sys::cuGraphLaunch(graph.exec, self.stream), "cuGraphLaunch");
+                    ok(sys::cuEventRecord(event, self.stream), "cuEventRecord");
+                    ok(sys::cuEventSynchronize(event), "cuEventSynchronize");
+                }
+            }
+
             pub fn alloc(&self, len: usize) -> sys::CUdeviceptr {
                 self.current();
                 let mut address = 0;
@@ -1085,6 +1311,15 @@ mod gpu {
                 unsafe {
                     ok(sys::cuGraphLaunch(graph.exec, self.stream), "cuGraphLaunch");
                     ok(sys::cuStreamSynchronize(self.stream), "cuStreamSynchronize");
+                }
+            }
+
+            /// `cuGraphLaunch` + `cuStreamSynchronize`, their answers returned, not checked.
+            pub fn launch_sync_answers(&self, graph: &RawGraph) -> (CUresult, CUresult) {
+                // SAFETY: live handles.
+                unsafe {
+                    let launch = sys::cuGraphLaunch(graph.exec, self.stream);
+                    (launch, sys::cuStreamSynchronize(self.stream))
                 }
             }
 

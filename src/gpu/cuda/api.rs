@@ -23,6 +23,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
     "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
     "cuMemHostAlloc",
@@ -146,6 +147,17 @@ pub fn primary_ctx_release(device: CUdevice) -> CuResult<()> {
 pub fn ctx_set_current(context: CUcontext) -> CuResult<()> {
     // SAFETY: a handle the caller keeps retained.
     check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(context) })
+}
+
+/// [`cuCtxGetCurrent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html)
+/// (null when no context is current on this thread).
+pub fn ctx_get_current() -> CuResult<CUcontext> {
+    let mut context = null_mut();
+    // SAFETY: writes one handle.
+    check("cuCtxGetCurrent", unsafe {
+        sys::cuCtxGetCurrent(&mut context)
+    })?;
+    Ok(context)
 }
 
 /// [`cuMemAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)

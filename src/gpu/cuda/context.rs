@@ -104,7 +104,16 @@ impl DeviceContext for Context {
         map_error(error)
     }
 
+    /// Asks first and sets only when another context (or none) is current, as cudarc's
+    /// `CudaContext::bind_to_thread` does: a thread that waits on its submissions keeps the
+    /// context current from one launch to the next, so the per-launch call is then a read of
+    /// the thread's current context rather than a set (`benches/gpu.rs`'s `one_kernel
+    /// ablation` measures both calls). Asking, not remembering what was set: the application
+    /// may make another context current on its own thread between two calls.
     fn make_current(&self) -> CuResult<()> {
+        if api::ctx_get_current()? == self.raw {
+            return Ok(());
+        }
         api::ctx_set_current(self.raw)
     }
 }

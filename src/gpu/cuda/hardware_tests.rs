@@ -297,3 +297,41 @@ fn hardware_fault() {
     eprintln!("next call: {later}");
     assert!(later.is_device_loss(), "{later}");
 }
+
+/// A stream operation after the application cleared (or switched) the thread's current
+/// context still runs in the device's context and leaves it current: the backend asks the
+/// driver which context is current before each operation rather than remembering what it
+/// set last.
+#[test]
+fn hardware_context_made_current_again_after_the_application_switched() {
+    if !hardware(false) {
+        return;
+    }
+    let device = CudaDevice::open(0).expect("CUDA device 0");
+    let local = device.allocate(64, false).unwrap();
+    let mut stream = device.stream().unwrap();
+    let mut graph = stream.graph().unwrap();
+    graph.fill(&[], &View::new(&local, 0, 64), 3).unwrap();
+    let mut exec = graph.finish().unwrap();
+    stream.launch_and_synchronize(exec.as_mut()).unwrap();
+    let primary = api::ctx_get_current().unwrap();
+    assert!(
+        !primary.is_null(),
+        "the device's context is current after a launch"
+    );
+    for round in 0..2 {
+        // The application's own code on this thread, between two of the runtime's calls.
+        api::ctx_set_current(std::ptr::null_mut()).unwrap();
+        let mut graph = stream.graph().unwrap();
+        graph
+            .fill(&[], &View::new(&local, 0, 64), 5 + round)
+            .unwrap();
+        let mut exec = graph.finish().unwrap();
+        api::ctx_set_current(std::ptr::null_mut()).unwrap();
+        stream.launch_and_synchronize(exec.as_mut()).unwrap();
+        assert_eq!(api::ctx_get_current().unwrap(), primary, "round {round}");
+        let mut read = [0u8; 64];
+        device.read(&View::new(&local, 0, 64), &mut read).unwrap();
+        assert_eq!(read, [5 + round; 64]);
+    }
+}

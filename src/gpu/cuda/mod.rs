@@ -29,7 +29,9 @@
 //!   (`cuDevicePrimaryCtxRetain`), shared by every runtime of the process on that device (one
 //!   per ordinal, with its loaded modules). A context is current per thread
 //!   (`cuCtxSetCurrent`, a thread-local store) and runtime workers are different threads, so
-//!   every operation first makes it current. Its sticky slot: a device-loss error poisons the
+//!   every operation first makes sure it is current: `cuCtxGetCurrent`, then
+//!   `cuCtxSetCurrent` only when another context is current (cudarc's `bind_to_thread`
+//!   rule; the application may switch contexts on its own thread between two calls). Its sticky slot: a device-loss error poisons the
 //!   shared context, every later call answers `DeviceLost` naming the first cause (the driver
 //!   would answer the same sticky error); errors in `Drop` are never panics, they go into the
 //!   slot and surface on the next call. `cuInit` and a driver of CUDA 12.8 or newer
