@@ -135,10 +135,18 @@ unsafe impl Sync for Storage {}
 static MAPPING_TOKENS: AtomicU64 = AtomicU64::new(1);
 
 impl Storage {
+    /// `DeviceLost` naming the cause when poisoned. Checked per use at every submit and
+    /// before every region: the unpoisoned answer is one inlined load.
+    #[inline]
     pub fn poisoned(&self) -> Result<()> {
         if !self.poisoned.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.poison_error()
+    }
+
+    #[inline(never)]
+    fn poison_error(&self) -> Result<()> {
         match &lock(&self.host).poison {
             Some(message) => Err(Error::DeviceLost(format!(
                 "buffer {} is {message}",

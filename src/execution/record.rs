@@ -198,7 +198,23 @@ pub(crate) fn prepared(
 
 /// `submission` of prepared graph `prepared` accepted into `slot`, after `producers`
 /// (their submission indices).
+/// A submit; an untraced runtime pays one inlined branch (this and the two `*_done` hooks
+/// below are on every round trip).
+#[inline]
 pub(crate) fn submitted(
+    tracer: &Tracer,
+    prepared: u64,
+    submission: u64,
+    slot: usize,
+    producers: impl Iterator<Item = u64>,
+) {
+    if tracer.on() {
+        submitted_traced(tracer, prepared, submission, slot, producers);
+    }
+}
+
+#[inline(never)]
+fn submitted_traced(
     tracer: &Tracer,
     prepared: u64,
     submission: u64,
@@ -346,7 +362,15 @@ pub(crate) fn region_ran(
     }
 }
 
+#[inline]
 pub(crate) fn region_done(tracer: &Tracer, submission: u64, region: usize, outcome: &Status) {
+    if tracer.on() {
+        region_done_traced(tracer, submission, region, outcome);
+    }
+}
+
+#[inline(never)]
+fn region_done_traced(tracer: &Tracer, submission: u64, region: usize, outcome: &Status) {
     let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
@@ -359,7 +383,15 @@ pub(crate) fn region_done(tracer: &Tracer, submission: u64, region: usize, outco
     }));
 }
 
+#[inline]
 pub(crate) fn submission_done(tracer: &Tracer, submission: u64, outcome: &Status) {
+    if tracer.on() {
+        submission_done_traced(tracer, submission, outcome);
+    }
+}
+
+#[inline(never)]
+fn submission_done_traced(tracer: &Tracer, submission: u64, outcome: &Status) {
     let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };

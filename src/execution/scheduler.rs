@@ -495,11 +495,18 @@ impl Scheduler {
         }
     }
 
-    /// Cancels, transitively, submissions whose producer failed or was cancelled.
+    /// Cancels, transitively, submissions whose producer failed or was cancelled (after
+    /// every enqueue and finish: with no producers in flight, one inlined branch).
+    #[inline]
     fn resolve_producers(&mut self, wake: &mut Wake) {
-        if self.with_producers == 0 {
-            return;
+        if self.with_producers != 0 {
+            self.cancel_after_failed_producers(wake);
         }
+    }
+
+    /// [`Scheduler::resolve_producers`] with producers in flight.
+    #[inline(never)]
+    fn cancel_after_failed_producers(&mut self, wake: &mut Wake) {
         loop {
             let failed = self.in_flight.iter().position(|flight| {
                 flight.status.is_none()
