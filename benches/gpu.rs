@@ -254,9 +254,12 @@ mod gpu {
     ///   instead of `cuStreamSynchronize` (an alternative way to wait);
     /// - `+locks`: the synchronization of hrx's round trip without a second thread: six
     ///   uncontended mutex lock/unlock pairs (scheduler at submit, claim and finish, the
-    ///   buffer's host state at submit and retire, the region's stream) and eight atomic
-    ///   read-modify-writes (the completion count, two `Arc` clones and drops, the signal's
-    ///   two `fetch_or`s);
+    ///   buffer's host state at submit and retire, the region's stream) and sixteen atomic
+    ///   read-modify-writes (counted in the source: the `Completion`'s signal clone, core
+    ///   downgrade and count, the prepared graph's clone at enqueue, the core's upgrade in
+    ///   `wait`, the task's clone and drop, the retired signal's clone, `complete`, the
+    ///   retired graph's drop, `publish`, the signal clone's drop, the core's drop, and the
+    ///   `Completion`'s three drops);
     /// - `+doorbell`: a thread spinning on a word (as an idle hrx worker watches its queue's
     ///   doorbell) that the launching thread stores to twice per round trip (submit's ring,
     ///   the claim's), each store followed by a mutex unlock as in hrx, then one more
@@ -278,7 +281,7 @@ mod gpu {
         fill.fill(fill_buffer.whole(), 0x5A).expect("fill");
         let fill = fill.prepare().expect("prepare");
         let locks: [Mutex<u64>; 6] = Default::default();
-        let counts: [AtomicUsize; 8] = Default::default();
+        let counts: [AtomicUsize; 16] = Default::default();
         let doorbell = std::sync::Arc::new(CachePadded::new(AtomicU64::new(0)));
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let spinner = {
@@ -293,6 +296,11 @@ mod gpu {
             })
         };
         let lock_pair = |i: usize| *locks[i].lock().unwrap() += 1;
+        let rmw = |atomics: &[AtomicUsize]| {
+            for atomic in atomics {
+                atomic.fetch_add(1, Ordering::AcqRel);
+            }
+        };
         let batch = |f: &mut dyn FnMut()| (0..ABLATION_BATCH).for_each(|_| f());
         let mut rung = 0u64;
         let names = [
@@ -326,21 +334,21 @@ mod gpu {
                 &mut |()| batch(&mut || cuda.launch_event_sync(&raw_graph, event)),
                 &mut |()| {
                     batch(&mut || {
+                        // submit: scheduler, host state; four reference counts
                         lock_pair(0);
                         lock_pair(1);
-                        counts[0].fetch_add(1, Ordering::AcqRel);
-                        counts[1].fetch_add(1, Ordering::AcqRel);
+                        rmw(&counts[..4]);
+                        // wait: the core's upgrade, claim, the task's reference, the stream
+                        rmw(&counts[4..5]);
                         lock_pair(2);
-                        counts[2].fetch_add(1, Ordering::AcqRel);
+                        rmw(&counts[5..6]);
                         lock_pair(3);
                         cuda.launch_sync(&raw_graph);
+                        // finish, retire, publish, the completion's drop
+                        rmw(&counts[6..7]);
                         lock_pair(4);
-                        counts[3].fetch_add(1, Ordering::AcqRel);
-                        counts[4].fetch_or(1, Ordering::AcqRel);
                         lock_pair(5);
-                        counts[5].fetch_sub(1, Ordering::AcqRel);
-                        counts[6].fetch_or(2, Ordering::AcqRel);
-                        counts[7].fetch_sub(1, Ordering::AcqRel);
+                        rmw(&counts[7..]);
                     })
                 },
                 &mut |()| {
