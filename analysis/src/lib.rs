@@ -16,6 +16,8 @@
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
 //! - [`compare`]: the one comparison rule of `diff` and `replay` (outcomes, output digests,
 //!   the verdict of their counts).
+//! - [`matching`]: the one matching rule for kernels and regions of `diff` and `replay`.
+//! - [`diff`]: what `diff` reads of two traces, in two bounded streaming passes.
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].
 //! - [`trim`]: cuts a trace down to a range of submissions with the state it needs
 //!   (`hrx-trace trim`).
@@ -36,10 +38,12 @@
 #![warn(missing_docs)]
 
 pub mod compare;
+pub mod diff;
 pub mod dump;
 pub mod export;
 pub mod hash;
 pub mod index;
+pub mod matching;
 pub mod scan;
 pub mod sketch;
 pub mod spans;

@@ -297,6 +297,12 @@ impl StatsVisitor {
         StatsVisitor::default()
     }
 
+    /// The durations of each region's timed runs so far, by [`crate::RegionRef`] (regions
+    /// past the end have none).
+    pub fn region_durations(&self) -> &[Sketch] {
+        &self.durations
+    }
+
     /// The statistics, given the pass's summary (labels, submissions, unplaced timings).
     pub fn finish(self, summary: &ScanSummary) -> Stats {
         let index = &summary.index;

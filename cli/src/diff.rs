@@ -8,7 +8,8 @@
 //!   graphs by rank (the n-th runtime of the trace, its m-th prepared graph, in id order,
 //!   since ids differ between runs that shared a process); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
-//!   region has its median on both sides.
+//!   region has its median on both sides. Kernels and regions are paired by
+//!   `hrx_analysis::matching`, the rule `replay` uses too.
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime by rank, submitted prepared
 //!   graph by rank, the submission's index among that graph's submissions, the first
 //!   operation and use of the graph that writes the range, byte range) when both traces
@@ -21,6 +22,13 @@
 //!   prepared concurrently by several threads may swap ranks between runs: their outputs
 //!   then differ. Their xxh3 digests are compared by the rule `replay` uses too
 //!   (`hrx_analysis::compare::digests`).
+//! - **Memory**: both traces are streamed (`hrx_analysis::diff`): a first pass each for
+//!   kernel and region durations (bounded sketches: percentiles exact up to
+//!   `hrx_analysis::sketch::EXACT_LIMIT` runs, within its `RELATIVE_ERROR` past that) and the
+//!   graphs' shapes, then both at once, in step by submission, matching outcomes and
+//!   outputs as they arrive. Where the two submission sequences differ, a key that waited
+//!   past the match window is counted one-sided and the report says how many
+//!   (`streaming`, a `window` line and a reason), never silently.
 //! - **Submissions** are matched by (runtime by rank, submission index) and their outcomes (ok,
 //!   failed, cancelled) compared (`hrx_analysis::compare::outcomes`, as `replay`); one
 //!   without a recorded outcome on either side (a trace cut short) is counted as unknown,
@@ -61,6 +69,7 @@
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
 //!  "verdict": "same"|"different"|"regression", "reasons": [text], "complete": {"base", "new"},
 //!  "records_lost": {"base", "new"}, "exit_code",
+//!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
@@ -83,42 +92,35 @@
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
-use hrx_analysis::compare::{
-    Digest, DigestMatch, OutcomeMatch, Verdict, digests, outcomes as compare_outcomes,
-};
+use hrx_analysis::KernelStats;
+use hrx_analysis::compare::Verdict;
+use hrx_analysis::diff::{DiffError, Matched, Place, Profile, UNKNOWN_GRAPH};
+use hrx_analysis::matching::{Paired, pair};
+use hrx_analysis::scan::Outcome;
 use hrx_analysis::units::{duration, plural};
-use hrx_capture::TraceReader;
-use hrx_capture::schema::{Access, Record};
-use hrx_tui::Model;
-use hrx_tui::state::{KernelStats, RegionId, SpanStatus, percentile};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Loads a trace into the timeline's model.
+/// The first pass over one trace ([`hrx_analysis::diff::profile`]).
 ///
 /// # Errors
 ///
 /// [`TraceError`] when the trace cannot be read. Reader warnings and how a damaged trace
 /// ends go to standard error, one `warning:` line each.
-fn load(path: &Path) -> anyhow::Result<Model> {
-    let model = hrx_tui::load(path).map_err(|e| match e {
-        hrx_tui::TuiError::Read { path, source } => anyhow::Error::from(TraceError {
-            path,
-            error: source,
-        }),
-        other => Failure::new(other.to_string()).into(),
+fn load(path: &Path) -> anyhow::Result<Profile> {
+    let profile = hrx_analysis::diff::profile(path).map_err(|error| TraceError {
+        path: path.to_owned(),
+        error,
     })?;
-    let info = model.info();
     crate::failure::warn_partial(
         path,
-        &info.warnings,
-        info.recovery.as_ref(),
+        &profile.warnings,
+        profile.recovery.as_ref(),
         "these figures cover only what was recovered",
     );
-    Ok(model)
+    Ok(profile)
 }
 
 /// One kernel's durations as JSON.
@@ -150,20 +152,19 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::failure::require_rereadable(&args.new, "diff")?;
     let base = load(&args.base)?;
     let new = load(&args.new)?;
-    let (base_outputs, base_shape) = outputs(&args.base)?;
-    let (new_outputs, new_shape) = outputs(&args.new)?;
-    // By graph and index when both ran the same graphs as often, else by submission number.
-    let (base_outputs, new_outputs) = if base_shape == new_shape {
-        (base_outputs, new_outputs)
-    } else {
-        (by_submission(base_outputs), by_submission(new_outputs))
-    };
-    let report = compare(
-        &args,
-        (&base, &base_outputs),
-        (&new, &new_outputs),
-        args.max_slowdown,
-    );
+    let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new)).map_err(
+        |e| match e {
+            DiffError::Base(error) => TraceError {
+                path: args.base.clone(),
+                error,
+            },
+            DiffError::New(error) => TraceError {
+                path: args.new.clone(),
+                error,
+            },
+        },
+    )?;
+    let report = compare(&args, &base, &new, &matched, args.max_slowdown);
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate).
     let submissions = &report["submissions"];
@@ -184,140 +185,6 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
 }
 
-/// Where an output lives, independent of buffer ids: the first operation of the submitted
-/// graph (node, then use index) that writes exactly that buffer range. Buffer ids depend on
-/// how a run allocated (`--in-flight 3` rotates three sets of buffers, `--in-flight 1` one),
-/// so matching on them left most outputs of two runs of the same program uncompared. A
-/// digest whose graph is not in the trace (a damaged trace) keeps its buffer id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Place {
-    /// Node and use index in the graph.
-    Use(u32, u32),
-    /// Raw buffer id, when the operation writing the range is unknown.
-    Buffer(u64),
-}
-
-/// (runtime rank, rank of the submitted prepared graph in the runtime, the submission's index
-/// among that graph's submissions, place, start, end) → (xxh3, buffer id, submission).
-/// A digest whose submit is not in the trace: (runtime, [`UNKNOWN_GRAPH`], submission, ...).
-type Outputs = BTreeMap<(u32, u64, u64, Place, u64, u64), (u64, u64, u64)>;
-
-/// The graph rank of a digest whose submit the trace lacks, or of every digest keyed by
-/// submission number.
-const UNKNOWN_GRAPH: u64 = u64::MAX;
-
-/// How often each prepared graph (runtime, rank) was submitted.
-type Shape = BTreeMap<(u32, u64), u64>;
-
-/// `outputs` keyed by (runtime, [`UNKNOWN_GRAPH`], submission number, ...).
-fn by_submission(outputs: Outputs) -> Outputs {
-    outputs
-        .into_iter()
-        .map(|(k, v)| ((k.0, UNKNOWN_GRAPH, v.2, k.3, k.4, k.5), v))
-        .collect()
-}
-
-/// Every output digest of a trace, placed by the operation that writes its range, keyed by
-/// graph and index (the records are streamed; the digests, a few per submission, are kept
-/// until the end); and how often each graph was submitted.
-fn outputs(path: &Path) -> Result<(Outputs, Shape), TraceError> {
-    let fail = |error| TraceError {
-        path: path.to_owned(),
-        error,
-    };
-    // (runtime, graph) → (node, use, buffer, start, end) of every writing use.
-    type Writes = Vec<(u32, u32, u64, u64, u64)>;
-    let mut writes: HashMap<(u32, u64), Writes> = HashMap::new();
-    let mut graph_of: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut prepared_of: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut map = Outputs::new();
-    let mut digests = Vec::new();
-    for item in TraceReader::open(path).map_err(fail)? {
-        match item.map_err(fail)?.1 {
-            Record::GraphOp(op) => {
-                let graph = writes.entry((op.runtime.0, op.graph.0)).or_default();
-                for (i, u) in op.uses.iter().enumerate() {
-                    if u.access != Access::Read {
-                        graph.push((op.node.0, i as u32, u.buffer.0, u.start, u.end));
-                    }
-                }
-            }
-            Record::Prepared(p) => {
-                graph_of.insert((p.runtime.0, p.prepared.0), p.graph.0);
-            }
-            Record::Submit(s) => {
-                prepared_of.insert((s.runtime.0, s.submission.0), s.prepared.0);
-            }
-            Record::OutputDigest(d) => digests.push(d),
-            _ => {}
-        }
-    }
-    // Prepared graphs by rank in their runtime (id order, as regions are matched).
-    let mut prepared: Vec<(u32, u64)> = graph_of.keys().copied().collect();
-    prepared.sort_unstable();
-    let mut rank_of: HashMap<(u32, u64), u64> = HashMap::new();
-    for (i, key) in prepared.iter().enumerate() {
-        let first = prepared.partition_point(|p| p.0 < key.0);
-        rank_of.insert(*key, (i - first) as u64);
-    }
-    // Each submission's index among its graph's submissions, in submission order.
-    let mut submits: Vec<((u32, u64), u64)> = prepared_of.iter().map(|(&k, &p)| (k, p)).collect();
-    submits.sort_unstable();
-    let mut counts: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut shape = Shape::new();
-    let mut nth_of: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
-    for ((runtime, submission), p) in submits {
-        let count = counts.entry((runtime, p)).or_default();
-        // A prepared graph without its `Prepared` record (a damaged trace): ranked after
-        // every known one, by id.
-        let rank = rank_of
-            .get(&(runtime, p))
-            .copied()
-            .unwrap_or((u64::MAX >> 1).saturating_add(p));
-        nth_of.insert((runtime, submission), (rank, *count));
-        *count += 1;
-        *shape.entry((runtime, rank)).or_default() += 1;
-    }
-    // Placed once every record is read: a digest, recorded on a hashing thread, can reach
-    // the file before the submit that it names (each thread's records are written in
-    // order, not the threads' among each other).
-    // Runtimes by rank too (ids differ between runs that shared a process).
-    let runtimes: BTreeSet<u32> = prepared_of
-        .keys()
-        .map(|k| k.0)
-        .chain(digests.iter().map(|d| d.runtime.0))
-        .collect();
-    let runtime_rank: HashMap<u32, u32> = runtimes
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u32))
-        .collect();
-    let shape: Shape = shape
-        .into_iter()
-        .map(|((runtime, rank), count)| ((runtime_rank[&runtime], rank), count))
-        .collect();
-    for d in digests {
-        let runtime = d.runtime.0;
-        let place = prepared_of
-            .get(&(runtime, d.submission.0))
-            .and_then(|p| graph_of.get(&(runtime, *p)))
-            .and_then(|g| writes.get(&(runtime, *g)))
-            .and_then(|w| {
-                w.iter()
-                    .filter(|w| (w.2, w.3, w.4) == (d.buffer.0, d.start, d.end))
-                    .min_by_key(|w| (w.0, w.1))
-            })
-            .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
-        let (graph, nth) = nth_of
-            .get(&(runtime, d.submission.0))
-            .copied()
-            .unwrap_or((UNKNOWN_GRAPH, d.submission.0));
-        let key = (runtime_rank[&runtime], graph, nth, place, d.start, d.end);
-        map.insert(key, (d.xxh3, d.buffer.0, d.submission.0));
-    }
-    Ok((map, shape))
-}
-
 /// A ratio for text output: two decimals, or scientific notation for huge ones.
 fn ratio_text(ratio: f64) -> String {
     if ratio < 1e6 {
@@ -327,19 +194,18 @@ fn ratio_text(ratio: f64) -> String {
     }
 }
 
-/// Whether the trace behind `model` was read whole (closed cleanly, nothing skipped) and
-/// lost no records while recording.
-fn complete(model: &Model) -> bool {
-    model
-        .info()
+/// Whether the trace was read whole (closed cleanly, nothing skipped) and lost no records
+/// while recording.
+fn complete(profile: &Profile) -> bool {
+    profile
         .recovery
         .as_ref()
         .is_none_or(|r| r.is_complete() && r.lost.is_none())
 }
 
-/// Records the trace behind `model` lost while recording.
-fn lost(model: &Model) -> u64 {
-    model.info().recovery.as_ref().map_or(0, |r| r.lost.total)
+/// Records the trace lost while recording.
+fn lost(profile: &Profile) -> u64 {
+    profile.recovery.as_ref().map_or(0, |r| r.lost.total)
 }
 
 /// Whether `new` is slower than `base` past `ratio` and beyond the spread.
@@ -349,62 +215,10 @@ pub fn is_slow(base: &KernelStats, new: &KernelStats, ratio: f64) -> bool {
         && new.p50_ns.saturating_sub(base.p50_ns) > NOISE_FLOOR_NS
 }
 
-/// (runtime rank, prepared graph rank, region index) → (label, durations of the runs).
-type RegionTimes = BTreeMap<(u32, u64, u32), (String, Vec<u64>)>;
-
-fn region_times(model: &Model) -> RegionTimes {
-    // Ids differ between runs that share a process, so graphs are matched by rank: the
-    // n-th runtime (by id) of the trace, its m-th prepared graph (by id).
-    let mut ids: Vec<(u32, u64)> = model
-        .prepared()
-        .iter()
-        .map(|p| (p.runtime.0, p.id.0))
-        .collect();
-    ids.sort_unstable();
-    let mut rank = BTreeMap::new();
-    let (mut runtime_rank, mut prepared_rank) = (0u32, 0u64);
-    for (i, &(runtime, id)) in ids.iter().enumerate() {
-        if i > 0 && ids[i - 1].0 != runtime {
-            runtime_rank += 1;
-            prepared_rank = 0;
-        }
-        rank.insert((runtime, id), (runtime_rank, prepared_rank));
-        prepared_rank += 1;
-    }
-    let key_of = |region: &hrx_tui::state::RegionInfo| {
-        let p = &model.prepared()[region.prepared.get()];
-        let (r, g) = rank[&(p.runtime.0, p.id.0)];
-        (r, g, region.index.0)
-    };
-    let mut map = RegionTimes::new();
-    // Every region of every prepared graph, timed or not.
-    for info in model.prepared() {
-        for r in info.regions.clone() {
-            let region = model.region(RegionId(r));
-            map.insert(
-                key_of(region),
-                (model.label(region.label).to_owned(), Vec::new()),
-            );
-        }
-    }
-    for lane in model.lanes() {
-        for span in lane.spans().iter().filter(|s| s.ran()) {
-            let key = key_of(model.region(span.region));
-            if let Some((_, durations)) = map.get_mut(&key) {
-                durations.push(span.duration_ns());
-            }
-        }
-    }
-    for (_, durations) in map.values_mut() {
-        durations.sort_unstable();
-    }
-    map
-}
-
 /// The recorded command line as compared (see the module docs): the program's file name,
 /// then its arguments without the trace's own name. `None` without a session record.
-fn arguments(model: &Model) -> Option<Vec<String>> {
-    let args = &model.info().session.as_ref()?.args;
+fn arguments(profile: &Profile) -> Option<Vec<String>> {
+    let args = &profile.session.as_ref()?.args;
     let mut out = Vec::with_capacity(args.len());
     let mut rest = args.iter();
     if let Some(program) = rest.next() {
@@ -426,144 +240,109 @@ fn arguments(model: &Model) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn compare(
-    args: &DiffArgs,
-    (base, base_outputs): (&Model, &Outputs),
-    (new, new_outputs): (&Model, &Outputs),
-    ratio: f64,
-) -> Value {
-    let by_name = |m: &Model| -> BTreeMap<String, KernelStats> {
-        m.stats()
-            .kernels
-            .iter()
-            .map(|k| (k.name.clone(), k.clone()))
-            .collect()
-    };
-    let (b, n) = (by_name(base), by_name(new));
-    let names: BTreeSet<&String> = b.keys().chain(n.keys()).collect();
+/// The name of an outcome, as the timeline names a submission's status.
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok => "ok",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+    }
+}
+
+fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f64) -> Value {
+    // Kernels by label and regions by rank: the one rule of `diff` and `replay`
+    // (`hrx_analysis::matching`).
     let mut kernels = Vec::new();
     let (mut slow, mut added, mut missing) = (0, 0, 0);
-    for name in names {
-        let entry = match (b.get(name), n.get(name)) {
-            (Some(bk), Some(nk)) => {
-                let is_slow = is_slow(bk, nk, ratio);
+    for (name, paired) in pair(base.kernels.clone(), new.kernels.clone()) {
+        let entry = match paired {
+            Paired::Both(bk, nk) => {
+                let is_slow = is_slow(&bk, &nk, ratio);
                 slow += usize::from(is_slow);
                 let r = (bk.p50_ns > 0).then(|| nk.p50_ns as f64 / bk.p50_ns as f64);
                 json!({
-                    "name": name, "status": "matched", "base": kernel_json(bk),
-                    "new": kernel_json(nk), "ratio": r,
+                    "name": name, "status": "matched", "base": kernel_json(&bk),
+                    "new": kernel_json(&nk), "ratio": r,
                     "delta_ns": nk.p50_ns as i64 - bk.p50_ns as i64, "slow": is_slow,
                 })
             }
-            (Some(bk), None) => {
+            Paired::Base(bk) => {
                 missing += 1;
-                json!({"name": name, "status": "missing", "base": kernel_json(bk),
+                json!({"name": name, "status": "missing", "base": kernel_json(&bk),
                        "new": null, "ratio": null, "delta_ns": null, "slow": false})
             }
-            (None, Some(nk)) => {
+            Paired::New(nk) => {
                 added += 1;
-                json!({"name": name, "status": "new", "base": null, "new": kernel_json(nk),
+                json!({"name": name, "status": "new", "base": null, "new": kernel_json(&nk),
                        "ratio": null, "delta_ns": null, "slow": false})
             }
-            (None, None) => continue,
         };
         kernels.push(entry);
     }
 
-    let (br, nr) = (region_times(base), region_times(new));
     let mut relabelled = Vec::new();
     let mut times = Vec::new();
-    let mut matched = 0;
-    for (key, (label, d)) in &br {
-        let Some((new_label, nd)) = nr.get(key) else {
-            continue;
+    let (mut matched, mut only_base, mut only_new) = (0, 0, 0);
+    for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
+        let ((label, mut d), (new_label, mut nd)) = match paired {
+            Paired::Both(b, n) => (b, n),
+            Paired::Base(_) => {
+                only_base += 1;
+                continue;
+            }
+            Paired::New(_) => {
+                only_new += 1;
+                continue;
+            }
         };
         matched += 1;
         if label != new_label {
-            relabelled.push(json!({"runtime": key.0, "prepared": key.1, "region": key.2,
-                                   "base": label, "new": new_label}));
+            relabelled.push(json!({"runtime": key.runtime, "prepared": key.prepared,
+                                   "region": key.region, "base": label, "new": new_label}));
             continue;
         }
-        if d.is_empty() || nd.is_empty() {
+        if d.count() == 0 || nd.count() == 0 {
             continue;
         }
-        let (bp, np) = (percentile(d, 50.0), percentile(nd, 50.0));
-        times.push(json!({"runtime": key.0, "prepared": key.1, "region": key.2,
-            "label": label, "base_p50_ns": bp, "new_p50_ns": np,
+        let (bp, np) = (d.percentile(50.0), nd.percentile(50.0));
+        times.push(json!({"runtime": key.runtime, "prepared": key.prepared,
+            "region": key.region, "label": label, "base_p50_ns": bp, "new_p50_ns": np,
             "ratio": (bp > 0).then(|| np as f64 / bp as f64)}));
     }
-    let only_base = br.keys().filter(|k| !nr.contains_key(k)).count();
-    let only_new = nr.keys().filter(|k| !br.contains_key(k)).count();
 
-    let mut differing = Vec::new();
-    let mut identical = 0;
-    for (key, (digest, buffer, submission)) in base_outputs {
-        let Some((d, new_buffer, new_submission)) = new_outputs.get(key) else {
-            continue;
-        };
-        // The one rule of `diff` and `replay` for the digests of one key.
-        let one = |xxh3: u64| {
-            [Digest {
-                xxh3,
-                contents: None,
-            }]
-        };
-        match digests(&one(*digest), &one(*d), None, false) {
-            DigestMatch::Match => identical += 1,
-            _ => {
-                let (node, use_) = match key.3 {
-                    Place::Use(node, use_) => (Some(node), Some(use_)),
-                    Place::Buffer(_) => (None, None),
-                };
-                differing.push(json!({
-                    "runtime": key.0, "prepared": (key.1 != UNKNOWN_GRAPH).then_some(key.1),
-                    "nth": key.2, "submission": submission, "new_submission": new_submission,
-                    "node": node, "use": use_,
-                    "buffer": buffer, "new_buffer": new_buffer, "start": key.4, "end": key.5,
-                    "base_xxh3": format!("{digest:#018x}"), "new_xxh3": format!("{d:#018x}"),
-                }));
-            }
-        }
-    }
+    let differing: Vec<Value> = m
+        .differing
+        .iter()
+        .map(|d| {
+            let key = d.key;
+            let (node, use_) = match key.3 {
+                Place::Use(node, use_) => (Some(node), Some(use_)),
+                Place::Buffer(_) => (None, None),
+            };
+            json!({
+                "runtime": key.0, "prepared": (key.1 != UNKNOWN_GRAPH).then_some(key.1),
+                "nth": key.2, "submission": d.base.2, "new_submission": d.new.2,
+                "node": node, "use": use_,
+                "buffer": d.base.1, "new_buffer": d.new.1, "start": key.4, "end": key.5,
+                "base_xxh3": format!("{:#018x}", d.base.0),
+                "new_xxh3": format!("{:#018x}", d.new.0),
+            })
+        })
+        .collect();
+    let identical = m.identical as usize;
     let compared = identical + differing.len();
-
-    // Runtimes by rank, as regions and outputs (ids differ between runs that shared a
-    // process).
-    let outcomes = |m: &Model| -> BTreeMap<(u32, u64), SpanStatus> {
-        let ids: BTreeSet<u32> = m.submissions().iter().map(|s| s.runtime.0).collect();
-        let rank: HashMap<u32, u32> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i as u32))
-            .collect();
-        m.submissions()
-            .iter()
-            .map(|s| ((rank[&s.runtime.0], s.index.0), s.status()))
-            .collect()
-    };
-    let (base_outcomes, new_outcomes) = (outcomes(base), outcomes(new));
-    let mut changed = Vec::new();
-    let (mut outcomes_compared, mut outcomes_unknown) = (0, 0);
-    for (key, status) in &base_outcomes {
-        let Some(new_status) = new_outcomes.get(key) else {
-            continue;
-        };
-        // No completion recorded (a trace cut short or damaged): nothing to compare, and
-        // not a changed outcome.
-        let known = |s: &SpanStatus| (*s != SpanStatus::Unknown).then_some(*s);
-        match compare_outcomes(known(status), known(new_status)) {
-            OutcomeMatch::Unknown => outcomes_unknown += 1,
-            OutcomeMatch::Same => outcomes_compared += 1,
-            OutcomeMatch::Changed => {
-                outcomes_compared += 1;
-                changed.push(json!({"runtime": key.0, "submission": key.1,
-                                    "base": status.name(), "new": new_status.name()}));
-            }
-        }
-    }
+    let changed: Vec<Value> = m
+        .changed
+        .iter()
+        .map(|c| {
+            json!({"runtime": c.key.0, "submission": c.key.1,
+                   "base": outcome_name(c.base), "new": outcome_name(c.new)})
+        })
+        .collect();
+    let (outcomes_compared, outcomes_unknown) = (m.outcomes_compared, m.outcomes_unknown);
     // A trace that holds no submission beside one that holds some: the program did none
     // of its work (it stopped before its first submit), whatever else matches.
-    let held = |m: &Model| !m.submissions().is_empty();
+    let held = |p: &Profile| p.submissions > 0;
     let empty_side = match (held(base), held(new)) {
         (true, false) => Some("new"),
         (false, true) => Some("base"),
@@ -571,19 +350,8 @@ fn compare(
     };
     let regression =
         slow > 0 || !differing.is_empty() || !changed.is_empty() || empty_side.is_some();
-    let outputs_only_base = base_outputs.len() - compared;
-    let outputs_only_new = new_outputs
-        .keys()
-        .filter(|k| !base_outputs.contains_key(k))
-        .count();
-    let subs_only_base = base_outcomes
-        .keys()
-        .filter(|k| !new_outcomes.contains_key(k))
-        .count();
-    let subs_only_new = new_outcomes
-        .keys()
-        .filter(|k| !base_outcomes.contains_key(k))
-        .count();
+    let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);
+    let [subs_only_base, subs_only_new] = m.submissions_one_sided.map(|n| n as usize);
     let one_sided = only_base
         + only_new
         + subs_only_base
@@ -605,7 +373,7 @@ fn compare(
         let other = if side == "new" { base } else { new };
         reasons.push(format!(
             "{side} holds no submission ({} in the other trace): it did none of the work",
-            other.submissions().len()
+            other.submissions
         ));
     }
     for (n, what) in [
@@ -623,6 +391,13 @@ fn compare(
             plural(one_sided as u64, "item")
         ));
     }
+    let past_window = m.unmatched_past_window.iter().sum::<u64>();
+    if past_window > 0 {
+        reasons.push(format!(
+            "{} left the streaming match window unmatched (the submission sequences differ)",
+            plural(past_window, "item")
+        ));
+    }
     if base_args != new_args {
         reasons.push("the recordings' arguments differ".to_owned());
     }
@@ -638,6 +413,13 @@ fn compare(
         // was recovered (standard error warns), which can leave most of it unmatched.
         "complete": {"base": complete(base), "new": complete(new)},
         "records_lost": {"base": lost(base), "new": lost(new)},
+        // What the streamed match could not pair (see `hrx_analysis::diff`); zero when both
+        // traces have the same submission sequence.
+        "streaming": {
+            "unmatched_past_window": {"base": m.unmatched_past_window[0],
+                                      "new": m.unmatched_past_window[1]},
+            "late_records": {"base": m.late_records[0], "new": m.late_records[1]},
+        },
         "exit_code": verdict.exit_code(),
         "summary": {
             "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
@@ -762,6 +544,25 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             d["base"].as_str().unwrap_or(""),
             d["new"].as_str().unwrap_or("")
         )?;
+    }
+    let w = &r["streaming"];
+    for side in ["base", "new"] {
+        let (past, late) = (
+            u(&w["unmatched_past_window"][side]),
+            u(&w["late_records"][side]),
+        );
+        if past > 0 {
+            writeln!(
+                out,
+                "window       {past} {side} items left the match window unmatched (the submission sequences differ): counted as only in {side}"
+            )?;
+        }
+        if late > 0 {
+            writeln!(
+                out,
+                "window       {late} {side} digests or completions came too late to join their submission: compared as if its submit were missing"
+            )?;
+        }
     }
     let a = &r["arguments"];
     if a["differ"].as_bool() == Some(true) {

@@ -1,0 +1,143 @@
+//! The one matching rule for kernels and regions of `hrx-trace diff` (two recordings) and
+//! `hrx-trace replay` (a recording and its re-execution); outputs and outcomes are matched
+//! by [`crate::compare`].
+//!
+//! - **Kernels** are matched by label (the region label `stats` names them by,
+//!   [`crate::label_region`]): labels, not kernel ids, survive a rebuild.
+//! - **Regions** are matched by [`RegionKey`]: (runtime rank, prepared graph rank, region
+//!   index). Ranks, not ids ([`ranks`]): runtime and prepared graph ids differ between runs
+//!   that shared a process, while the n-th runtime (by id) and its m-th prepared graph (by
+//!   id, the order the program prepared them in) name the same thing in both. A replay
+//!   re-executes the captured plan, so its ranks are the capture's.
+//! - [`pair`] walks the union of both sides' keys in key order: a key on both sides is
+//!   matched, one on one side only is only in base (missing) or only in new (new).
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+
+/// Where a region is, independent of ids (see the module docs). Ordered by runtime, graph,
+/// then region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RegionKey {
+    /// The runtime's rank among the trace's runtimes, by id.
+    pub runtime: u32,
+    /// The prepared graph's rank among its runtime's prepared graphs, by id.
+    pub prepared: u64,
+    /// The region's index in its prepared graph.
+    pub region: u32,
+}
+
+/// The (runtime rank, prepared graph rank) of each (runtime id, prepared id) pair of `ids`:
+/// the n-th runtime by id, its m-th prepared graph by id (duplicates count once).
+pub fn ranks<R, P>(ids: impl IntoIterator<Item = (R, P)>) -> HashMap<(R, P), (u32, u64)>
+where
+    R: Ord + Copy + Hash,
+    P: Ord + Copy + Hash,
+{
+    let mut ids: Vec<(R, P)> = ids.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut rank = HashMap::with_capacity(ids.len());
+    let (mut runtime, mut prepared) = (0u32, 0u64);
+    for (i, &id) in ids.iter().enumerate() {
+        if i > 0 && ids[i - 1].0 != id.0 {
+            runtime += 1;
+            prepared = 0;
+        }
+        rank.insert(id, (runtime, prepared));
+        prepared += 1;
+    }
+    rank
+}
+
+/// The rank of each runtime id of `ids` (the n-th by id; duplicates count once).
+pub fn runtime_ranks<R: Ord + Copy + Hash>(ids: impl IntoIterator<Item = R>) -> HashMap<R, u32> {
+    let mut ids: Vec<R> = ids.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .enumerate()
+        .map(|(i, id)| (id, i as u32))
+        .collect()
+}
+
+/// One key's items (see [`pair`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Paired<A, B> {
+    /// On both sides: matched.
+    Both(A, B),
+    /// In base only (missing from new).
+    Base(A),
+    /// In new only.
+    New(B),
+}
+
+/// Every key of `base` and `new` with its items, in key order (see the module docs).
+pub fn pair<K: Ord, A, B>(base: BTreeMap<K, A>, new: BTreeMap<K, B>) -> Vec<(K, Paired<A, B>)> {
+    let mut out = Vec::with_capacity(base.len().max(new.len()));
+    let mut new = new.into_iter().peekable();
+    for (key, a) in base {
+        while new.peek().is_some_and(|(k, _)| *k < key) {
+            if let Some((k, b)) = new.next() {
+                out.push((k, Paired::New(b)));
+            }
+        }
+        match new.next_if(|(k, _)| *k == key) {
+            Some((_, b)) => out.push((key, Paired::Both(a, b))),
+            None => out.push((key, Paired::Base(a))),
+        }
+    }
+    out.extend(new.map(|(k, b)| (k, Paired::New(b))));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_and_graphs_are_ranked_by_id_not_by_their_values() {
+        // Two runs of one program in one process: the second's ids are higher.
+        let first = ranks([(1u32, 4u64), (1, 2), (3, 9)]);
+        let second = ranks([(7u32, 12u64), (7, 10), (8, 40)]);
+        assert_eq!(first[&(1, 2)], (0, 0));
+        assert_eq!(first[&(1, 4)], (0, 1));
+        assert_eq!(first[&(3, 9)], (1, 0));
+        assert_eq!(second[&(7, 10)], first[&(1, 2)]);
+        assert_eq!(second[&(7, 12)], first[&(1, 4)]);
+        assert_eq!(second[&(8, 40)], first[&(3, 9)]);
+        assert_eq!(runtime_ranks([5u32, 2, 5]), HashMap::from([(2, 0), (5, 1)]));
+    }
+
+    #[test]
+    fn pairing_matches_equal_keys_and_keeps_one_sided_ones_in_key_order() {
+        let key = |prepared, region| RegionKey {
+            runtime: 0,
+            prepared,
+            region,
+        };
+        let base = BTreeMap::from([(key(0, 0), "a"), (key(0, 2), "c"), (key(1, 0), "d")]);
+        let new = BTreeMap::from([(key(0, 1), 'b'), (key(0, 2), 'C'), (key(2, 0), 'e')]);
+        let paired = pair(base, new);
+        assert_eq!(
+            paired,
+            [
+                (key(0, 0), Paired::Base("a")),
+                (key(0, 1), Paired::New('b')),
+                (key(0, 2), Paired::Both("c", 'C')),
+                (key(1, 0), Paired::Base("d")),
+                (key(2, 0), Paired::New('e')),
+            ]
+        );
+        // Kernels: by label.
+        let names = pair(
+            BTreeMap::from([("fill", 1), ("saxpy", 2)]),
+            BTreeMap::from([("saxpy", 3), ("sobel", 4)]),
+        );
+        let kinds: Vec<_> = names
+            .iter()
+            .map(|(k, p)| (*k, matches!(p, Paired::Both(..))))
+            .collect();
+        assert_eq!(kinds, [("fill", false), ("saxpy", true), ("sobel", false)]);
+    }
+}
