@@ -61,6 +61,31 @@ pub fn runtime_ranks<R: Ord + Copy + Hash>(ids: impl IntoIterator<Item = R>) -> 
         .collect()
 }
 
+/// `items` keyed by (runtime id, prepared id, region index), keyed instead by [`RegionKey`]
+/// with `ranks` (of every prepared graph of the trace, from [`ranks`]: ranking only the
+/// graphs that have items would shift ranks where a graph ran on one side only). An item
+/// whose graph is not ranked ranks after every ranked one, by id. The ids stay with the item.
+pub fn region_keys<V>(
+    ranks: &HashMap<(u32, u64), (u32, u64)>,
+    items: impl IntoIterator<Item = ((u32, u64, u32), V)>,
+) -> BTreeMap<RegionKey, ((u32, u64), V)> {
+    items
+        .into_iter()
+        .map(|((runtime, prepared, region), v)| {
+            let (r, p) = ranks
+                .get(&(runtime, prepared))
+                .copied()
+                .unwrap_or((u32::MAX, (u64::MAX >> 1).saturating_add(prepared)));
+            let key = RegionKey {
+                runtime: r,
+                prepared: p,
+                region,
+            };
+            (key, ((runtime, prepared), v))
+        })
+        .collect()
+}
+
 /// One key's items (see [`pair`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Paired<A, B> {
@@ -139,5 +164,21 @@ mod tests {
             .map(|(k, p)| (*k, matches!(p, Paired::Both(..))))
             .collect();
         assert_eq!(kinds, [("fill", false), ("saxpy", true), ("sobel", false)]);
+    }
+
+    #[test]
+    fn regions_are_ranked_among_every_graph_not_only_those_with_times() {
+        // Graphs 5 and 8 of runtime 2; only graph 8 has times on the new side.
+        let graphs = ranks([(2u32, 5u64), (2, 8)]);
+        let base = region_keys(&graphs, [((2, 5, 0), 'a'), ((2, 8, 0), 'b')]);
+        let new = region_keys(&graphs, [((2, 8, 0), 'B')]);
+        let paired = pair(base, new);
+        assert_eq!(paired.len(), 2);
+        assert!(matches!(paired[0].1, Paired::Base(((2, 5), 'a'))));
+        assert!(matches!(
+            paired[1].1,
+            Paired::Both(((2, 8), 'b'), ((2, 8), 'B'))
+        ));
+        assert_eq!(paired[1].0.prepared, 1);
     }
 }

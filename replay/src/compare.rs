@@ -12,7 +12,8 @@
 //!   little-endian `f32`s.
 //! - **Timing**: per (prepared graph, region), the captured durations against the replay's
 //!   over all repeats; device clock where every sample on both sides has device timestamps,
-//!   host clock otherwise.
+//!   host clock otherwise. Regions are paired by the one matching rule of `diff` and
+//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, then region).
 
 use crate::execute::{Observed, ReplayOutput};
 use crate::options::ReplayOptions;
@@ -24,6 +25,7 @@ use crate::report::{
     Verdict,
 };
 use crate::substitute::Substitute;
+use hrx_analysis::matching::{self, Paired};
 use hrx_capture::schema::{BufferId, OpKind};
 use std::collections::{BTreeMap, HashMap};
 
@@ -39,6 +41,28 @@ type Key = (Option<u32>, BufferId, u64, u64);
 struct Compared {
     result: OutputResult,
     divergence: Option<DivergenceKind>,
+}
+
+/// One side's samples of one region: its graph's index in the plan, the samples.
+type RegionSamples<'a> = (usize, Vec<&'a Sample>);
+
+/// Region times of one side keyed by the regions' matching rule (`hrx_analysis::matching`),
+/// each with its graph's index in the plan; samples of one region over repeats together.
+fn region_times<'a>(
+    rp: &RuntimePlan<'_>,
+    graph_ranks: &HashMap<(u32, u64), (u32, u64)>,
+    times: impl Iterator<Item = (&'a (usize, u32), &'a Vec<Sample>)>,
+) -> BTreeMap<matching::RegionKey, ((u32, u64), RegionSamples<'a>)> {
+    let mut by_id: BTreeMap<(u32, u64, u32), RegionSamples<'a>> = BTreeMap::new();
+    for (&(graph, region), samples) in times {
+        let key = (rp.id.0, rp.graphs[graph].prepared.0, region);
+        by_id
+            .entry(key)
+            .or_insert((graph, Vec::new()))
+            .1
+            .extend(samples);
+    }
+    matching::region_keys(graph_ranks, by_id)
 }
 
 /// Compares the digest sequences of one key with the one rule of `diff` and `replay`
@@ -156,6 +180,12 @@ pub(crate) fn report(
     let mut runtimes = Vec::new();
     let (mut backend, mut device) = (String::new(), String::new());
 
+    // Every prepared graph of the plan ranked: the regions' matching rule.
+    let graph_ranks = matching::ranks(
+        plan.runtimes
+            .iter()
+            .flat_map(|rp| rp.graphs.iter().map(move |g| (rp.id.0, g.prepared.0))),
+    );
     for (rp, run) in plan.runtimes.iter().zip(runs) {
         let runtime = rp.id.0;
         if let Some(first) = run.repeats.first() {
@@ -509,26 +539,22 @@ pub(crate) fn report(
             submissions.push(row);
         }
 
-        // Region timing.
-        let mut keys: Vec<(usize, u32)> = rp.region_times.keys().copied().collect();
-        for observed in &run.repeats {
-            keys.extend(observed.region_times.keys().copied());
-        }
-        keys.sort_unstable();
-        keys.dedup();
-        for (graph, region) in keys {
-            let captured: Vec<&Sample> = rp
-                .region_times
-                .get(&(graph, region))
-                .into_iter()
-                .flatten()
-                .collect();
-            let replayed: Vec<&Sample> = run
-                .repeats
-                .iter()
-                .filter_map(|o| o.region_times.get(&(graph, region)))
-                .flatten()
-                .collect();
+        // Region timing: captured and replayed times paired by the one rule of `diff` and
+        // `replay` (`hrx_analysis::matching`); the replay ran the captured plan's graphs, so
+        // both sides are ranked among the plan's prepared graphs.
+        let captured = region_times(rp, &graph_ranks, rp.region_times.iter());
+        let replayed = region_times(
+            rp,
+            &graph_ranks,
+            run.repeats.iter().flat_map(|o| o.region_times.iter()),
+        );
+        for (key, paired) in matching::pair(captured, replayed) {
+            let (graph, captured, replayed) = match paired {
+                Paired::Both((_, (graph, c)), (_, (_, r))) => (graph, c, r),
+                Paired::Base((_, (graph, c))) => (graph, c, Vec::new()),
+                Paired::New((_, (graph, r))) => (graph, Vec::new(), r),
+            };
+            let region = key.region;
             let clock = clock_of(&captured, &replayed);
             let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
             let (ratio, regression) = ratio_and_regression(c, r, options);

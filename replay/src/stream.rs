@@ -28,10 +28,11 @@ use crate::report::{
     Clock, OutputCheck, OutputResult, RegionTimingRow, Report, RuntimeInfo, Stats, SubmissionRow,
     SubstitutionRow, Verdict,
 };
+use hrx_analysis::matching::{self, Paired};
 use hrx_analysis::sketch::Sketch;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::RuntimeId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
 /// Most divergences, timing-dependent divergences and non-matching outputs a streamed
@@ -75,13 +76,8 @@ impl Durations {
     }
 }
 
-/// A region's times on both sides.
-#[derive(Default)]
-struct RegionTimes {
-    label: String,
-    captured: Durations,
-    replayed: Durations,
-}
+/// (runtime id, prepared id, region index): where a region's times are folded.
+type RegionId = (u32, u64, u32);
 
 /// The report so far.
 struct Fold<'o> {
@@ -91,7 +87,12 @@ struct Fold<'o> {
     runtimes: BTreeMap<u32, RuntimeInfo>,
     /// Refused submits the capture saw, per runtime.
     refusals: BTreeMap<u32, usize>,
-    times: BTreeMap<(u32, u64, u32), RegionTimes>,
+    /// Every prepared graph of the plans so far: the ranks regions are matched by.
+    graphs: BTreeSet<(u32, u64)>,
+    /// Each side's region times, folded over chunks, and the regions' labels.
+    captured: BTreeMap<RegionId, Durations>,
+    replayed: BTreeMap<RegionId, Durations>,
+    labels: BTreeMap<RegionId, String>,
     substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
     divergences_listed: usize,
     chunks: u64,
@@ -130,16 +131,18 @@ impl Fold<'_> {
                 Default::default()
             };
             // Region times into the sketches.
+            self.graphs
+                .extend(rp.graphs.iter().map(|g| (rp.id.0, g.prepared.0)));
             for ((graph, region), samples) in &rp.region_times {
                 let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
-                let entry = self.times.entry(key).or_default();
-                samples.iter().for_each(|s| entry.captured.add(s));
+                let entry = self.captured.entry(key).or_default();
+                samples.iter().for_each(|s| entry.add(s));
             }
             for observed in &repeats {
                 for ((graph, region), samples) in &observed.region_times {
                     let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
-                    let entry = self.times.entry(key).or_default();
-                    samples.iter().for_each(|s| entry.replayed.add(s));
+                    let entry = self.replayed.entry(key).or_default();
+                    samples.iter().for_each(|s| entry.add(s));
                 }
             }
             for (&(graph, region), _) in rp
@@ -148,10 +151,9 @@ impl Fold<'_> {
                 .chain(repeats.iter().flat_map(|o| o.region_times.iter()))
             {
                 let key = (rp.id.0, rp.graphs[graph].prepared.0, region);
-                let entry = self.times.entry(key).or_default();
-                if entry.label.is_empty() {
-                    entry.label = rp.region_label(graph, region, None);
-                }
+                self.labels
+                    .entry(key)
+                    .or_insert_with(|| rp.region_label(graph, region, None));
             }
             *self.refusals.entry(rp.id.0).or_default() += rp.refusals;
             runtime_runs.push(RuntimeRuns {
@@ -303,23 +305,34 @@ impl Fold<'_> {
         }
         report.notes.extend(chunker_notes);
         report.substitutions = self.substitutions.into_values().collect();
-        report.timing = self
-            .times
+        // Captured and replayed times paired by the one rule of `diff` and `replay`
+        // (`hrx_analysis::matching`).
+        let ranks = matching::ranks(self.graphs.iter().copied());
+        let captured = matching::region_keys(&ranks, self.captured);
+        let replayed = matching::region_keys(&ranks, self.replayed);
+        let mut labels = self.labels;
+        report.timing = matching::pair(captured, replayed)
             .into_iter()
-            .map(|((runtime, graph, region), mut t)| {
-                let device = t.captured.host.count() > 0
-                    && t.replayed.host.count() > 0
-                    && t.captured.host_only == 0
-                    && t.replayed.host_only == 0;
+            .map(|(key, paired)| {
+                let ((runtime, graph), mut c, mut r) = match paired {
+                    Paired::Both((id, c), (_, r)) => (id, c, r),
+                    Paired::Base((id, c)) => (id, c, Durations::default()),
+                    Paired::New((id, r)) => (id, Durations::default(), r),
+                };
+                let region = key.region;
+                let device = c.host.count() > 0
+                    && r.host.count() > 0
+                    && c.host_only == 0
+                    && r.host_only == 0;
                 let clock = if device { Clock::Device } else { Clock::Host };
-                let (captured, replayed) = (t.captured.stats(clock), t.replayed.stats(clock));
+                let (captured, replayed) = (c.stats(clock), r.stats(clock));
                 let (ratio, regression) =
                     compare::ratio_and_regression(captured, replayed, self.options);
                 RegionTimingRow {
                     runtime,
                     graph,
                     region,
-                    label: t.label,
+                    label: labels.remove(&(runtime, graph, region)).unwrap_or_default(),
                     clock,
                     captured,
                     replayed,
@@ -369,7 +382,10 @@ pub(crate) fn replay_stream<R: Read>(
         report: None,
         runtimes: BTreeMap::new(),
         refusals: BTreeMap::new(),
-        times: BTreeMap::new(),
+        graphs: BTreeSet::new(),
+        captured: BTreeMap::new(),
+        replayed: BTreeMap::new(),
+        labels: BTreeMap::new(),
         substitutions: BTreeMap::new(),
         divergences_listed: 0,
         chunks: 0,
