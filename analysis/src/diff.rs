@@ -16,6 +16,10 @@
 //!    in another order) a key can leave the window unmatched: it is counted one-sided, and
 //!    [`Matched::unmatched_past_window`] says how many were, never silently.
 //!
+//! Between the passes, [`align`] gives the new trace's prepared graphs the base's ranks where
+//! a runtime of each prepared the same graph structures in another order (graphs built
+//! concurrently by several threads).
+//!
 //! Outputs are keyed as `diff` documents: by (runtime rank, prepared graph rank, the
 //! submission's index among its graph's submissions, the first operation and use writing
 //! the range, byte range) when both traces have the same shape, else by submission number.
@@ -96,6 +100,8 @@ pub struct Profile {
     pub warnings: Vec<Warning>,
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub shape: BTreeMap<(u32, u64), u64>,
+    /// Each prepared graph's structure (runtime rank, graph rank) → [`signature`].
+    graphs: BTreeMap<(u32, u64), u64>,
     places: Places,
 }
 
@@ -109,6 +115,10 @@ struct Places {
     output_runtime: HashMap<RuntimeId, u32>,
     /// Runtime ranks of outcomes: over runtimes that submitted.
     outcome_runtime: HashMap<RuntimeId, u32>,
+    /// Runtime ranks of prepared graphs: over runtimes that prepared one.
+    graph_runtime: HashMap<RuntimeId, u32>,
+    /// `Submit` records per prepared graph.
+    submits: IdMap<(RuntimeId, PreparedId), u64>,
 }
 
 impl Places {
@@ -120,6 +130,20 @@ impl Places {
             .copied()
             .unwrap_or((u64::MAX >> 1).saturating_add(prepared.0))
     }
+
+    /// How often each prepared graph (runtime rank, graph rank) was submitted.
+    fn shape(&self) -> BTreeMap<(u32, u64), u64> {
+        let mut shape = BTreeMap::new();
+        for (&(runtime, prepared), &count) in &self.submits {
+            let runtime_rank = self.output_runtime.get(&runtime).copied();
+            let key = (
+                runtime_rank.unwrap_or(u32::MAX),
+                self.rank(runtime, prepared),
+            );
+            *shape.entry(key).or_default() += count;
+        }
+        shape
+    }
 }
 
 #[derive(Default)]
@@ -127,7 +151,6 @@ struct ProfileVisitor {
     stats: StatsVisitor,
     session: Option<SessionStart>,
     places: Places,
-    submits: IdMap<(RuntimeId, PreparedId), u64>,
     digest_runtimes: BTreeSet<RuntimeId>,
 }
 
@@ -153,7 +176,13 @@ impl Visitor for ProfileVisitor {
                     .graph_of
                     .insert((p.runtime, p.prepared), p.graph);
             }
-            Record::Submit(s) => *self.submits.entry((s.runtime, s.prepared)).or_default() += 1,
+            Record::Submit(s) => {
+                *self
+                    .places
+                    .submits
+                    .entry((s.runtime, s.prepared))
+                    .or_default() += 1;
+            }
             Record::OutputDigest(d) => {
                 self.digest_runtimes.insert(d.runtime);
             }
@@ -205,17 +234,23 @@ impl ProfileVisitor {
             .into_iter()
             .map(|(k, (_, rank))| (k, rank))
             .collect();
-        let submitting = || self.submits.keys().map(|k| k.0);
+        places.graph_runtime = runtime_ranks(places.graph_of.keys().map(|k| k.0));
+        let submitting = || places.submits.keys().map(|k| k.0);
         places.outcome_runtime = runtime_ranks(submitting());
         places.output_runtime =
             runtime_ranks(submitting().chain(self.digest_runtimes.iter().copied()));
-        let mut shape = BTreeMap::new();
-        for (&(runtime, prepared), &count) in &self.submits {
-            let key = (
-                places.output_runtime[&runtime],
-                places.rank(runtime, prepared),
+        let shape = places.shape();
+        let mut graphs = BTreeMap::new();
+        for p in index.prepared() {
+            let labels = p.regions.clone().map(|r| {
+                let label = index.label(RegionRef(r));
+                label.map_or("", |l| index.labels()[l.0 as usize].as_str())
+            });
+            let writes = places.writes.get(&(p.runtime, p.graph));
+            graphs.insert(
+                region_ranks[&(p.runtime, p.id)],
+                signature(labels, writes.map_or(&[][..], Vec::as_slice)),
             );
-            *shape.entry(key).or_default() += count;
         }
         let stats = std::mem::take(&mut self.stats).finish(&summary);
         Profile {
@@ -230,9 +265,106 @@ impl ProfileVisitor {
             recovery: summary.recovery,
             warnings: summary.warnings,
             shape,
+            graphs,
             places: self.places,
         }
     }
+}
+
+/// A prepared graph's structure as one number: xxh3 of its regions' labels in order and
+/// its writing uses (node, use, byte range; not buffer ids, which depend on allocation).
+fn signature<'a>(
+    labels: impl Iterator<Item = &'a str>,
+    writes: &[(u32, u32, u64, u64, u64)],
+) -> u64 {
+    let mut bytes = Vec::new();
+    for label in labels {
+        bytes.extend_from_slice(label.as_bytes());
+        bytes.push(0);
+    }
+    let mut writes: Vec<(u32, u32, u64, u64)> =
+        writes.iter().map(|w| (w.0, w.1, w.3, w.4)).collect();
+    writes.sort_unstable();
+    for (node, use_, start, end) in writes {
+        bytes.extend_from_slice(&node.to_le_bytes());
+        bytes.extend_from_slice(&use_.to_le_bytes());
+        bytes.extend_from_slice(&start.to_le_bytes());
+        bytes.extend_from_slice(&end.to_le_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_64(&bytes)
+}
+
+/// Gives `new`'s prepared graphs `base`'s ranks where the two runtimes prepared the same
+/// graphs in another order; returns how many of `new`'s graphs changed rank.
+///
+/// Graphs are ranked by id, the order a program prepared them in; graphs prepared
+/// concurrently by several threads take ids in whatever order the threads ran, so the same
+/// program recorded twice can rank them differently and the ranks pair the wrong graphs.
+/// Where a runtime of each trace holds the same graph structures ([`signature`]: labels
+/// and writing uses) in another order, a graph is matched by its structure instead: the
+/// k-th graph of a structure in `new` takes the rank of the k-th of that structure in
+/// `base` (graphs of one structure keep their id order: nothing tells them apart). Where
+/// the structures differ (another program), ranks stay by id, so a graph built differently
+/// reads as relabelled regions.
+pub fn align(base: &Profile, new: &mut Profile) -> u64 {
+    let by_runtime = |p: &Profile| {
+        let mut out: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for (&(runtime, rank), &sig) in &p.graphs {
+            out.entry(runtime).or_default().push((rank, sig));
+        }
+        out
+    };
+    let (b, n) = (by_runtime(base), by_runtime(new));
+    // (runtime rank, new's rank) → base's rank, for the graphs that move.
+    let mut moved: HashMap<(u32, u64), u64> = HashMap::new();
+    for (runtime, new_graphs) in &n {
+        let Some(base_graphs) = b.get(runtime) else {
+            continue;
+        };
+        let sigs = |g: &[(u64, u64)]| g.iter().map(|x| x.1).collect::<Vec<_>>();
+        let (bs, ns) = (sigs(base_graphs), sigs(new_graphs));
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        if bs == ns || sorted(bs) != sorted(ns) {
+            continue;
+        }
+        let mut base_of: HashMap<u64, VecDeque<u64>> = HashMap::new();
+        for &(rank, sig) in base_graphs {
+            base_of.entry(sig).or_default().push_back(rank);
+        }
+        for &(rank, sig) in new_graphs {
+            if let Some(to) = base_of.get_mut(&sig).and_then(VecDeque::pop_front)
+                && to != rank
+            {
+                moved.insert((*runtime, rank), to);
+            }
+        }
+    }
+    if moved.is_empty() {
+        return 0;
+    }
+    let rerank = |runtime: u32, rank: u64| moved.get(&(runtime, rank)).copied().unwrap_or(rank);
+    new.regions = std::mem::take(&mut new.regions)
+        .into_iter()
+        .map(|(k, v)| {
+            let prepared = rerank(k.runtime, k.prepared);
+            (RegionKey { prepared, ..k }, v)
+        })
+        .collect();
+    new.graphs = std::mem::take(&mut new.graphs)
+        .into_iter()
+        .map(|((runtime, rank), sig)| ((runtime, rerank(runtime, rank)), sig))
+        .collect();
+    let places = &mut new.places;
+    for ((runtime, _), rank) in places.prepared_rank.iter_mut() {
+        if let Some(&r) = places.graph_runtime.get(runtime) {
+            *rank = rerank(r, *rank);
+        }
+    }
+    new.shape = places.shape();
+    moved.len() as u64
 }
 
 /// The first pass over the trace at `path` (see the module docs). Gaps in submission

@@ -6,7 +6,9 @@
 //!   one only in BASE *missing*.
 //! - **Regions** are matched by (runtime, prepared graph, region index), runtimes and
 //!   graphs by rank (the n-th runtime of the trace, its m-th prepared graph, in id order,
-//!   since ids differ between runs that shared a process); a matched region
+//!   since ids differ between runs that shared a process; where a runtime of each trace
+//!   prepared the same graph structures in another order, as threads preparing graphs
+//!   concurrently do, by structure: `hrx_analysis::diff::align`); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
 //!   region has its median on both sides. Kernels and regions are paired by
 //!   `hrx_analysis::matching`, the rule `replay` uses too.
@@ -19,8 +21,9 @@
 //!   (another run length, or graphs rotated over another number of buffer sets, as
 //!   `--in-flight 3` against `--in-flight 1`) by (runtime, submission number, operation and
 //!   use, byte range). Never by buffer id, which depends on how a run allocated. Graphs
-//!   prepared concurrently by several threads may swap ranks between runs: their outputs
-//!   then differ. Their xxh3 digests are compared by the rule `replay` uses too
+//!   prepared concurrently by several threads may swap ranks between runs: where both
+//!   traces hold the same structures, graphs are matched by structure (as regions); graphs
+//!   of one structure keep their id order, so only identical graphs can still swap. Their xxh3 digests are compared by the rule `replay` uses too
 //!   (`hrx_analysis::compare::digests`).
 //! - **Memory**: both traces are streamed (`hrx_analysis::diff`): a first pass each for
 //!   kernel and region durations (bounded sketches: percentiles exact up to
@@ -70,6 +73,7 @@
 //!  "verdict": "same"|"different"|"regression", "reasons": [text], "complete": {"base", "new"},
 //!  "records_lost": {"base", "new"}, "exit_code",
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
+//!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
@@ -151,7 +155,10 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
     let base = load(&args.base)?;
-    let new = load(&args.new)?;
+    let mut new = load(&args.new)?;
+    // Graphs prepared in another order matched by their structure (before the second pass,
+    // which keys outputs by graph rank).
+    let reordered = hrx_analysis::diff::align(&base, &mut new);
     let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new)).map_err(
         |e| match e {
             DiffError::Base(error) => TraceError {
@@ -164,7 +171,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             },
         },
     )?;
-    let report = compare(&args, &base, &new, &matched, args.max_slowdown);
+    let mut report = compare(&args, &base, &new, &matched, args.max_slowdown);
+    report["graphs_matched_by_structure"] = reordered.into();
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate).
     let submissions = &report["submissions"];
@@ -544,6 +552,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             d["base"].as_str().unwrap_or(""),
             d["new"].as_str().unwrap_or("")
         )?;
+    }
+    match u(&r["graphs_matched_by_structure"]) {
+        0 => {}
+        n => writeln!(
+            out,
+            "graphs       {n} of new matched by structure (prepared in another order than in base)"
+        )?,
     }
     let w = &r["streaming"];
     for side in ["base", "new"] {

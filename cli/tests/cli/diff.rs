@@ -571,3 +571,77 @@ fn outputs_of_two_threads_are_matched_by_graph_and_index_whichever_submission_nu
         .collect();
     assert_eq!(submissions, [(5, 1), (6, 2), (7, 3), (8, 4)], "{r:#}");
 }
+
+/// Records a program with two graphs of different structure (a fill of 1024 words with 7,
+/// one of 512 words with `value`), built and prepared in the order `b_first` says (as two
+/// threads building graphs concurrently may: a prepared graph's id is its graph's, taken
+/// when the graph is created), then each submitted 4 times, the first graph first.
+fn record_prepared_in_order(path: &Path, b_first: bool, value: u32) {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    {
+        let options = RuntimeOptions::sim()
+            .environment(false)
+            .recorder(recorder.clone());
+        let rt = Runtime::new(options).expect("runtime");
+        let fills = [(1024usize, 7), (512, value)];
+        let order = if b_first { [1, 0] } else { [0, 1] };
+        let mut prepared: Vec<_> = (0..2).map(|_| None).collect();
+        for i in order {
+            let (words, value) = fills[i];
+            let bytes = words * 4;
+            let buffer = rt.buffer(bytes, Placement::HostVisible).expect("buffer");
+            let kernel = rt.kernel(&fill_u32(words, value)).expect("kernel");
+            let mut graph = rt.graph();
+            graph
+                .gpu(&kernel, &[buffer.view(0..bytes).expect("view")])
+                .expect("gpu");
+            prepared[i] = Some(graph.prepare().expect("prepare"));
+        }
+        for graph in prepared.iter().flatten() {
+            for _ in 0..4 {
+                graph.submit().expect("submit").wait().expect("wait");
+            }
+        }
+    }
+    recorder.close().expect("close");
+    std::fs::write(path, sink.contents()).expect("write trace");
+}
+
+#[test]
+fn graphs_prepared_in_another_order_are_matched_by_structure() {
+    // The same program twice, its graphs prepared in the other order: the ranks by id pair
+    // the 1024-word fill with the 512-word one, which left every output uncompared.
+    let dir = tempfile::tempdir().unwrap();
+    record_prepared_in_order(&dir.path().join("a.hrxt"), false, 9);
+    record_prepared_in_order(&dir.path().join("b.hrxt"), true, 9);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "b.hrxt"]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["graphs_matched_by_structure"], 2, "{r:#}");
+    let outputs = &r["outputs"];
+    assert_eq!(outputs["compared"], 8, "{r:#}");
+    assert_eq!(outputs["identical"], 8, "{r:#}");
+    assert_eq!(r["regions"]["matched"], 2, "{r:#}");
+    assert_eq!(r["summary"]["one_sided"], 0, "{r:#}");
+    assert_eq!(r["verdict"], "same", "{r:#}");
+    let text = stdout(&run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "a.hrxt", "b.hrxt"],
+    ));
+    assert!(
+        text.contains("graphs       2 of new matched by structure"),
+        "{text}"
+    );
+    // The 512-word graph filling another value: its 4 outputs differ, named by its rank in
+    // base (1), though new prepared it first.
+    record_prepared_in_order(&dir.path().join("c.hrxt"), true, 10);
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "c.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    let differing = r["outputs"]["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 4, "{r:#}");
+    assert!(differing.iter().all(|d| d["prepared"] == 1), "{r:#}");
+    // Prepared in the same order: nothing moves.
+    let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "b.hrxt", "c.hrxt"]);
+    assert_eq!(code, 1, "{r:#}");
+    assert_eq!(r["graphs_matched_by_structure"], 0, "{r:#}");
+}
