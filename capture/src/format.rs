@@ -849,7 +849,7 @@ impl FrameEncoder {
 }
 
 #[inline(always)]
-fn put_varint(out: &mut [u8], pos: &mut usize, mut value: u64) {
+pub(crate) fn put_varint(out: &mut [u8], pos: &mut usize, mut value: u64) {
     while value >= 0x80 {
         out[*pos] = value as u8 | 0x80;
         *pos += 1;

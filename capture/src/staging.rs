@@ -39,11 +39,11 @@
 //! (a failure's message, contents, more producers) is encoded as a frame, as before.
 
 use crate::format::{
-    FrameEncoder, MAX_FRAME_PREFIX, MAX_TIMING_FRAME, encode_untimed_frame_in, read_varint_u32,
+    FrameEncoder, MAX_TIMING_FRAME, encode_untimed_frame_in, put_varint, read_varint_u32,
 };
 use crate::schema::{
-    BufferId, DeviceSpan, OutputDigest, Payload, PreparedId, Record, RegionDone, RegionIndex,
-    RegionStarted, RegionTiming, RuntimeId, Status, SubmissionDone, SubmissionIndex, Submit,
+    DeviceSpan, OutputDigest, Payload, PreparedId, Record, RegionIndex, RegionStarted,
+    RegionTiming, RuntimeId, Status, SubmissionIndex,
 };
 use crate::summary::SummaryBuilder;
 use std::ops::Range;
@@ -59,6 +59,13 @@ const REGION_DONE: u8 = 7;
 const SUBMISSION_DONE: u8 = 8;
 const SUBMIT: u8 = 9;
 const DIGEST: u8 = 10;
+
+/// Variant indices of [`Record`] (postcard's enum tags), for the frames of raw entries.
+const TAG_SUBMIT: u64 = 9;
+const TAG_REGION_DONE: u64 = 15;
+const TAG_SUBMISSION_DONE: u64 = 16;
+const TAG_DIGEST: u64 = 22;
+const TAG_STARTED: u64 = 29;
 
 /// runtime u32, submission u64, time u64.
 const SUBMISSION_DONE_LEN: usize = 20;
@@ -302,12 +309,18 @@ pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
     (len <= rest.len()).then_some((1 + len, frame))
 }
 
-/// Appends the frame of a record staged raw (small: its frame fits the stack buffer).
+/// Appends the frame whose postcard body is `fields`, each a varint (at most 12 of them: the
+/// body stays under 128 bytes, so its length prefix is one byte).
 #[inline]
-fn append_frame(record: &Record, out: &mut Vec<u8>) {
-    let mut frame = [0u8; MAX_FRAME_PREFIX + MAX_TIMING_FRAME + 64];
-    let frame = encode_untimed_frame_in(record, &mut frame).expect("a raw entry fits its frame");
-    out.extend_from_slice(frame);
+fn append_varints(fields: &[u64], out: &mut Vec<u8>) {
+    debug_assert!(fields.len() <= 12);
+    let mut frame = [0u8; 1 + 12 * 10];
+    let mut len = 1;
+    for &field in fields {
+        put_varint(&mut frame, &mut len, field);
+    }
+    frame[0] = (len - 1) as u8;
+    out.extend_from_slice(&frame[..len]);
 }
 
 /// What [`transcode`] did with a run of entries.
@@ -355,73 +368,72 @@ pub(crate) fn transcode(
                 out.extend_from_slice(&rest[..len]);
                 len
             }
+            // The frames of the records staged raw are their fields as postcard writes them:
+            // the record's variant index, then every field a varint in declaration order
+            // (`Status::Ok` is variant 0, `Payload::Omitted` variant 2, a `Vec` its length
+            // first). Written directly: postcard through serde cost the writer 320
+            // instructions a record (`raw_frames_are_postcards_frames` checks the bytes).
             STARTED | REGION_DONE => {
                 let (runtime, submission, region, time_ns) = (
-                    RuntimeId(u32_at(rest, 0)),
-                    SubmissionIndex(u64_at(rest, 4)),
-                    RegionIndex(u32_at(rest, 12)),
+                    u32_at(rest, 0),
+                    u64_at(rest, 4),
+                    u32_at(rest, 12),
                     u64_at(rest, 16),
                 );
-                let record = if kind == STARTED {
-                    Record::RegionStarted(RegionStarted {
-                        runtime,
-                        submission,
-                        region,
-                        time_ns,
-                    })
+                let (runtime, region) = (u64::from(runtime), u64::from(region));
+                if kind == STARTED {
+                    append_varints(&[TAG_STARTED, runtime, submission, region, time_ns], out);
                 } else {
-                    Record::RegionDone(RegionDone {
-                        runtime,
-                        submission,
-                        region,
-                        status: Status::Ok,
-                        time_ns,
-                    })
-                };
-                append_frame(&record, out);
+                    let fields = [TAG_REGION_DONE, runtime, submission, region, 0, time_ns];
+                    append_varints(&fields, out);
+                }
                 STARTED_LEN
             }
             SUBMISSION_DONE => {
-                let record = Record::SubmissionDone(SubmissionDone {
-                    runtime: RuntimeId(u32_at(rest, 0)),
-                    submission: SubmissionIndex(u64_at(rest, 4)),
-                    status: Status::Ok,
-                    time_ns: u64_at(rest, 12),
-                });
-                append_frame(&record, out);
+                let (runtime, submission) = (u64::from(u32_at(rest, 0)), u64_at(rest, 4));
+                let fields = [
+                    TAG_SUBMISSION_DONE,
+                    runtime,
+                    submission,
+                    0,
+                    u64_at(rest, 12),
+                ];
+                append_varints(&fields, out);
                 SUBMISSION_DONE_LEN
             }
             SUBMIT => {
                 let producers = usize::from(rest[SUBMIT_BASE_LEN - 1]);
-                let submit = Submit {
-                    runtime: RuntimeId(u32_at(rest, 0)),
-                    prepared: PreparedId(u64_at(rest, 4)),
-                    submission: SubmissionIndex(u64_at(rest, 12)),
-                    slot: u32_at(rest, 20),
-                    time_ns: u64_at(rest, 24),
-                    producers: (0..producers)
-                        .map(|i| SubmissionIndex(u64_at(rest, SUBMIT_BASE_LEN + 8 * i)))
-                        .collect(),
-                };
+                let (runtime, prepared, submission) =
+                    (u32_at(rest, 0), u64_at(rest, 4), u64_at(rest, 12));
                 if let Some(summary) = summary.as_deref_mut() {
-                    summary.submitted(submit.runtime, submit.prepared, submit.submission);
+                    summary.submitted(
+                        RuntimeId(runtime),
+                        PreparedId(prepared),
+                        SubmissionIndex(submission),
+                    );
                 }
-                append_frame(&Record::Submit(submit), out);
+                let mut fields = [0u64; 7 + RAW_PRODUCERS];
+                fields[..6].copy_from_slice(&[
+                    TAG_SUBMIT,
+                    u64::from(runtime),
+                    prepared,
+                    submission,
+                    u64::from(u32_at(rest, 20)),
+                    producers as u64,
+                ]);
+                for (i, field) in fields[6..6 + producers].iter_mut().enumerate() {
+                    *field = u64_at(rest, SUBMIT_BASE_LEN + 8 * i);
+                }
+                fields[6 + producers] = u64_at(rest, 24);
+                append_varints(&fields[..7 + producers], out);
                 SUBMIT_BASE_LEN + 8 * producers
             }
             DIGEST => {
-                let record = Record::OutputDigest(OutputDigest {
-                    runtime: RuntimeId(u32_at(rest, 0)),
-                    submission: SubmissionIndex(u64_at(rest, 4)),
-                    buffer: BufferId(u64_at(rest, 12)),
-                    start: u64_at(rest, 20),
-                    end: u64_at(rest, 28),
-                    xxh3: u64_at(rest, 36),
-                    contents: Payload::Omitted {
-                        len_bytes: u64_at(rest, 44),
-                    },
-                });
-                append_frame(&record, out);
+                let mut fields = [TAG_DIGEST, u64::from(u32_at(rest, 0)), 0, 0, 0, 0, 0, 2, 0];
+                for (i, at) in [(2, 4), (3, 12), (4, 20), (5, 28), (6, 36), (8, 44)] {
+                    fields[i] = u64_at(rest, at);
+                }
+                append_varints(&fields, out);
                 DIGEST_LEN
             }
             REGION | REGION_DEVICE | OP | OP_DEVICE => {
@@ -457,6 +469,7 @@ mod tests {
     use super::*;
     use crate::format::{FrameDecoder, Frames};
     use crate::schema::testgen::{KINDS, Rng, record};
+    use crate::schema::{BufferId, RegionDone, SubmissionDone, Submit};
 
     #[test]
     fn entries_transcode_to_the_records() {
@@ -635,6 +648,33 @@ mod tests {
             .map(|f| decoder.decode(f.unwrap().1).unwrap())
             .collect();
         assert_eq!(decoded, records);
+    }
+
+    #[test]
+    fn raw_frames_are_postcards_frames() {
+        let mut rng = Rng(7);
+        let mut records = submission_records();
+        records.extend((0..20).map(|_| {
+            let t = rng.timing();
+            Record::RegionStarted(RegionStarted {
+                runtime: t.runtime,
+                submission: t.submission,
+                region: t.region,
+                time_ns: t.start_ns,
+            })
+        }));
+        let mut scratch = vec![0u8; 4096];
+        for r in &records {
+            let range = encode_entry(r, &mut scratch).unwrap();
+            let (mut encoder, mut frame) = (FrameEncoder::new(), Vec::new());
+            transcode(&scratch[range], &mut encoder, &mut frame, None);
+            let mut expected = [0u8; 512];
+            assert_eq!(
+                frame,
+                encode_untimed_frame_in(r, &mut expected).unwrap(),
+                "{r:?}"
+            );
+        }
     }
 
     #[test]

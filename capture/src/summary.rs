@@ -35,6 +35,7 @@ use crate::reader::{ReadError, parse_header};
 use crate::schema::{PreparedId, Queue, Record, RegionTiming, RuntimeId, SubmissionIndex};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -81,11 +82,52 @@ pub struct BlockSummary {
 }
 
 /// Builds the summaries on the writer thread (see the module docs).
+/// The writer's maps, keyed by small integer ids it chose itself (no untrusted keys): a
+/// multiply-rotate hash (rustc's `FxHasher`) instead of SipHash, which cost the writer about
+/// 600 instructions a region timing (callgrind, `host_visible`; BENCHMARKS.md).
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// `FxHasher`'s mixing step over the integers of a key.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl IdHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct SummaryBuilder {
-    queues: HashMap<(RuntimeId, PreparedId), Vec<Queue>>,
-    submissions: HashMap<(RuntimeId, SubmissionIndex), PreparedId>,
-    newest: HashMap<RuntimeId, u64>,
+    queues: Map<(RuntimeId, PreparedId), Vec<Queue>>,
+    submissions: Map<(RuntimeId, SubmissionIndex), PreparedId>,
+    newest: Map<RuntimeId, u64>,
     /// Timings waiting for their submit, with the summaries they have waited through.
     parked: Vec<(RegionTiming, u8)>,
     /// The summary being built, with each lane's end of coverage so far.
