@@ -103,10 +103,12 @@ pub(crate) struct Wake {
     pub queues: u8,
     /// Retired submissions' signals, published after `retired` is dropped.
     pub signals: SmallVec<[Arc<Signal>; 1]>,
-    /// Retired submissions' prepared graphs: each may hold the last reference to the runtime,
-    /// so they are dropped after the lock (the rest of a retired submission is dropped under
-    /// it: it holds no runtime).
-    retired: SmallVec<[Arc<Prepared>; 1]>,
+    /// Retired submissions' prepared graphs, with the submission and its outcome: each may
+    /// hold the last reference to the runtime, so they are dropped after the lock (the rest
+    /// of a retired submission is dropped under it: it holds no runtime). Their
+    /// `SubmissionDone` records are written there too, before the signals are published:
+    /// recording under the lock made every other worker and submitter wait for it.
+    retired: SmallVec<[(Arc<Prepared>, u64, Status); 1]>,
 }
 
 impl Wake {
@@ -115,10 +117,13 @@ impl Wake {
         self.queues == 0 && self.signals.is_empty() && self.retired.is_empty()
     }
 
-    /// Drops what retired submissions held, then publishes their outcomes.
+    /// Records retired submissions' outcomes in the trace, drops what they held, then
+    /// publishes their outcomes.
     pub fn release(&mut self) {
         if !self.retired.is_empty() {
-            self.retired.clear();
+            for (prepared, submission, status) in self.retired.drain(..) {
+                super::record::submission_done(prepared.tracer(), submission, &status);
+            }
         }
         if !self.signals.is_empty() {
             publish_all(self.signals.drain(..));
@@ -416,15 +421,8 @@ impl Scheduler {
         let flight = &mut self.in_flight[position];
         flight.unfinished -= 1;
         match result {
-            Ok(()) => {
-                flight.states[region] = State::Done;
-                super::record::region_done(
-                    flight.prepared.tracer(),
-                    submission,
-                    region,
-                    &Status::Succeeded,
-                );
-            }
+            // Its `RegionDone` was recorded before the lock was taken (`worker::run`).
+            Ok(()) => flight.states[region] = State::Done,
             Err(error) => {
                 flight.states[region] = State::Failed;
                 let prepared = &flight.prepared;
@@ -553,15 +551,15 @@ impl Scheduler {
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
-        super::record::submission_done(flight.prepared.tracer(), flight.submission, &status);
         wake.signals.push(retire_slot(
             &flight.prepared.occupied,
             flight.slot,
             &flight.prepared.signals,
-            status,
+            status.clone(),
         ));
-        // Dropped after the lock: it may hold the last reference to the runtime.
-        wake.retired.push(flight.prepared);
+        // Recorded and dropped after the lock: it may hold the last reference to the runtime.
+        wake.retired
+            .push((flight.prepared, flight.submission, status));
     }
 
     /// Rings the doorbells of the queues with pending work (marked in `wake` for a parked
