@@ -52,7 +52,9 @@ pub const LIVE_WINDOW: usize = 1 << 16;
 /// Digests and completions kept waiting for their `Submit`.
 pub const PARK_LIMIT: usize = 1 << 16;
 
-/// Keys of one kind (outputs, outcomes) kept waiting for the other side, per side.
+/// Keys of one kind (outputs, outcomes) kept waiting for the other side, per side: far more
+/// than the sides' lag in step (a few batches of 1,024), so only keys of sequences that
+/// differ leave it.
 pub const MATCH_WINDOW: usize = 1 << 18;
 
 /// Where an output lives, independent of buffer ids: the first operation of the submitted
@@ -642,14 +644,17 @@ struct Window<K, V> {
     map: HashMap<K, V>,
     order: VecDeque<K>,
     evicted: u64,
+    /// Keys kept at most ([`MATCH_WINDOW`]).
+    limit: usize,
 }
 
 impl<K: Hash + Eq + Copy, V> Window<K, V> {
-    fn new() -> Self {
+    fn new(limit: usize) -> Self {
         Window {
             map: HashMap::new(),
             order: VecDeque::new(),
             evicted: 0,
+            limit,
         }
     }
 
@@ -657,7 +662,7 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
         if self.map.insert(key, value).is_none() {
             self.order.push_back(key);
         }
-        while self.map.len() > MATCH_WINDOW {
+        while self.map.len() > self.limit {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };
@@ -779,8 +784,17 @@ pub type Records<'a> = Box<dyn Iterator<Item = Result<Record, ReadError>> + Send
 ///
 /// [`DiffError`]: a part of either trace that must be read is unusable.
 pub fn match_streams(
+    base: (&Profile, Records<'_>),
+    new: (&Profile, Records<'_>),
+) -> Result<Matched, DiffError> {
+    match_within(base, new, MATCH_WINDOW)
+}
+
+/// [`match_streams`] with a match window of `window` keys per side and kind.
+fn match_within(
     (base, base_records): (&Profile, Records<'_>),
     (new, new_records): (&Profile, Records<'_>),
+    window: usize,
 ) -> Result<Matched, DiffError> {
     use std::sync::mpsc::sync_channel;
     let by_graph = base.shape == new.shape;
@@ -830,8 +844,8 @@ pub fn match_streams(
             }));
         }
         let mut merge = Merge {
-            outputs: [Window::new(), Window::new()],
-            outcomes: [Window::new(), Window::new()],
+            outputs: [Window::new(window), Window::new(window)],
+            outcomes: [Window::new(window), Window::new(window)],
             matched: Matched {
                 by_graph,
                 ..Matched::default()
@@ -931,11 +945,15 @@ mod tests {
     }
 
     fn matched(base: &[Record], new: &[Record]) -> Matched {
+        matched_within(base, new, MATCH_WINDOW)
+    }
+
+    fn matched_within(base: &[Record], new: &[Record], window: usize) -> Matched {
         let (bp, np) = (profile_records(base), profile_records(new));
         fn stream(records: &[Record]) -> Records<'_> {
             Box::new(records.iter().map(|r| Ok(r.clone())))
         }
-        match_streams((&bp, stream(base)), (&np, stream(new))).unwrap()
+        match_within((&bp, stream(base)), (&np, stream(new)), window).unwrap()
     }
 
     #[test]
@@ -987,6 +1005,26 @@ mod tests {
         assert_eq!(m.outputs_one_sided, [10, 0]);
         assert_eq!(m.submissions_one_sided, [10, 0]);
         assert_eq!(m.unmatched_past_window, [0; 2]);
+    }
+
+    #[test]
+    fn keys_past_the_window_are_counted_one_sided_and_said() {
+        // New has 12,000 submissions more at its end: as many outputs and outcomes wait for
+        // a partner that never comes; a window of 8,192 keys (more than the two sides' lag
+        // in step, a few batches) keeps 8,192 of each kind and lets the rest go, counted.
+        let window = 8192;
+        let base = trace(3000, &[], None);
+        let new = trace(15_000, &[], None);
+        let m = matched_within(&base, &new, window);
+        assert_eq!(m.identical, 3000);
+        assert_eq!(m.outcomes_compared, 3000);
+        assert_eq!(m.outputs_one_sided, [0, 12_000]);
+        assert_eq!(m.submissions_one_sided, [0, 12_000]);
+        assert_eq!(m.unmatched_past_window, [0, 2 * (12_000 - window as u64)]);
+        // The whole window: nothing leaves it, the counts are the same.
+        let m = matched(&base, &new);
+        assert_eq!(m.unmatched_past_window, [0, 0]);
+        assert_eq!(m.outputs_one_sided, [0, 12_000]);
     }
 
     #[test]

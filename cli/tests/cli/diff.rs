@@ -618,6 +618,9 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
     let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "b.hrxt"]);
     assert_eq!(code, 0, "{r:#}");
     assert_eq!(r["graphs_matched_by_structure"], 2, "{r:#}");
+    let streaming = &r["streaming"];
+    assert_eq!(streaming["unmatched_past_window"]["new"], 0, "{r:#}");
+    assert_eq!(streaming["late_records"]["new"], 0, "{r:#}");
     let outputs = &r["outputs"];
     assert_eq!(outputs["compared"], 8, "{r:#}");
     assert_eq!(outputs["identical"], 8, "{r:#}");
