@@ -68,6 +68,11 @@ pub(crate) struct Signal {
     /// `Arc`'s uniqueness, [`Signal::reusable`]): `submit` uses it to tell a slot that only
     /// the publishing worker still references, free a moment later, from one a caller holds.
     pub(super) completions: AtomicUsize,
+    /// The runtime's core, for [`Completion::wait`] to run ready regions itself and for
+    /// `submit_after` to tell its producers' runtimes: set once when the graph is prepared,
+    /// so that a submit does not make a `Weak` per completion (two atomic read-modify-writes
+    /// per round trip fewer). Dangling once the runtime is gone.
+    pub(super) core: Weak<Core>,
 }
 
 /// Picks and marks a free slot (called under the scheduler lock, with the graph's
@@ -104,13 +109,15 @@ pub(crate) fn publish_all(signals: impl IntoIterator<Item = Arc<Signal>>) {
 }
 
 impl Signal {
-    pub fn new() -> Arc<Self> {
+    /// A retired signal of a slot of a graph prepared on `core`'s runtime.
+    pub fn new(core: Weak<Core>) -> Arc<Self> {
         Arc::new(Self {
             word: AtomicUsize::new(RETIRED | PUBLISHED),
             status: Mutex::new(None),
             submission: AtomicU64::new(0),
             changed: Condvar::new(),
             completions: AtomicUsize::new(0),
+            core,
         })
     }
     /// Arms the signal for `submission` (under the scheduler lock, the signal unique).
@@ -238,7 +245,6 @@ impl Signal {
 /// lets the graph's slot be reused once the submission retired.
 pub struct Completion {
     pub(crate) signal: Arc<Signal>,
-    pub(crate) core: Weak<Core>,
     /// The signal's submission, fixed while any completion of it is alive.
     submission: u64,
 }
@@ -246,19 +252,20 @@ pub struct Completion {
 impl Completion {
     /// A completion of `signal`'s `submission` (the one it was just armed for), counted in
     /// [`Signal`]'s `completions`.
-    pub(crate) fn new(signal: Arc<Signal>, core: Weak<Core>, submission: u64) -> Self {
+    pub(crate) fn new(signal: Arc<Signal>, submission: u64) -> Self {
         signal.completions.fetch_add(1, Ordering::AcqRel);
-        Self {
-            signal,
-            core,
-            submission,
-        }
+        Self { signal, submission }
+    }
+
+    /// The runtime's core (dangling once the runtime is gone).
+    pub(crate) fn core(&self) -> &Weak<Core> {
+        &self.signal.core
     }
 }
 
 impl Clone for Completion {
     fn clone(&self) -> Self {
-        Self::new(self.signal.clone(), self.core.clone(), self.submission)
+        Self::new(self.signal.clone(), self.submission)
     }
 }
 
@@ -319,7 +326,7 @@ impl Completion {
     pub fn wait(&self) -> Result<()> {
         let done = || self.signal.is_published();
         if !done()
-            && let Some(core) = self.core.upgrade()
+            && let Some(core) = self.core().upgrade()
         {
             super::worker::help(&core, self.submission(), done);
         }

@@ -150,7 +150,7 @@ fn seeded_failure(name: &str, bug: Bug, model: impl Fn() + Sync + Send + 'static
 
 fn completion(signal: &Arc<Signal>) -> Completion {
     let submission = signal.submission.load(Ordering::Relaxed);
-    Completion::new(signal.clone(), Weak::new(), submission)
+    Completion::new(signal.clone(), submission)
 }
 
 fn failed(what: &str) -> Status {
@@ -170,7 +170,7 @@ fn failure_message(result: &crate::Result<()>) -> Option<&str> {
 /// returns before `publish` set `published` (each sees the outcome), and neither misses
 /// the wake-up (a lost wake-up leaves a thread parked forever: loom reports a deadlock).
 fn waiters_and_publisher() {
-    let signal = Signal::new();
+    let signal = Signal::new(Weak::new());
     signal.reset(1);
     let timed = completion(&signal);
     let timed = loom::thread::spawn(move || {
@@ -205,7 +205,7 @@ fn waiters_and_publisher() {
 /// dropped, so completion 1 always observes submission 1 and its outcome, and completion 2
 /// its own.
 fn slot_reuse() {
-    let signals = Arc::new(vec![Signal::new()]);
+    let signals = Arc::new(vec![Signal::new(Weak::new())]);
     // The scheduler lock together with the graph's `occupied` flags (always taken together).
     let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
     // Witness, not protocol: set by the first submitter just before it drops its completion.
@@ -269,7 +269,7 @@ fn slot_reuse() {
 /// scheduler's `outcome()`; the status is the submission's own; and after `publish` every
 /// view agrees.
 fn visibility() {
-    let signal = Signal::new();
+    let signal = Signal::new(Weak::new());
     signal.reset(7);
     let observed = completion(&signal);
     let publisher = {

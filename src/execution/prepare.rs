@@ -209,7 +209,9 @@ impl Graph {
         let prepared = Arc::new(Prepared {
             id: self.id,
             quarantined: AtomicBool::new(false),
-            signals: (0..slots).map(|_| Signal::new()).collect(),
+            signals: (0..slots)
+                .map(|_| Signal::new(Arc::downgrade(self.owner.core())))
+                .collect(),
             occupied: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             runtime: self.owner.clone(),
             parallel,

@@ -104,7 +104,7 @@ impl ExecutableGraph {
         self.usable()?;
         let core = self.inner.runtime.core();
         for producer in producers {
-            match producer.core.upgrade() {
+            match producer.core().upgrade() {
                 Some(owner) if !Arc::ptr_eq(core, &owner) => {
                     return Err(Error::ForeignRuntime { what: "completion" });
                 }
@@ -173,11 +173,7 @@ impl ExecutableGraph {
         let numbered = scheduler.next_submission();
         debug_assert_eq!(numbered, submission);
         self.inner.signals[slot].reset(submission);
-        let completion = Completion::new(
-            self.inner.signals[slot].clone(),
-            Arc::downgrade(core),
-            submission,
-        );
+        let completion = Completion::new(self.inner.signals[slot].clone(), submission);
         super::record::submitted(
             self.inner.tracer(),
             self.inner.id,
