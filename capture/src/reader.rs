@@ -47,6 +47,8 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use thiserror::Error;
 
+mod ahead;
+
 /// A trace that cannot be read (further), and where: `byte N: what`, or only what for a
 /// file that cannot be opened.
 #[derive(Debug, Error)]
@@ -700,8 +702,10 @@ pub struct TraceReader<R> {
     header: FileHeader,
     warnings: Vec<Warning>,
     recovery: Recovery,
-    /// The records block being read, decoded one record per `next`.
-    block: Option<(u64, BlockDecoder<'static>)>,
+    /// The records block being read, decoded one record per `next` (or decoded ahead).
+    block: Option<(u64, Current)>,
+    /// The decoding threads, when decoding ahead ([`TraceReader::decode_ahead`]).
+    ahead: Option<ahead::Ahead>,
     blocks_seen: u64,
     done: bool,
     /// Per runtime: the highest submission number seen and how many submits were read,
@@ -745,6 +749,7 @@ impl<R: Read> TraceReader<R> {
             warnings: Vec::new(),
             recovery: Recovery::default(),
             block: None,
+            ahead: None,
             blocks_seen: 0,
             done: false,
             submissions: std::collections::BTreeMap::new(),
@@ -773,6 +778,19 @@ impl<R: Read> TraceReader<R> {
     /// tests); readers of runtime traces (`info`, `diff`, `replay`) turn it on.
     pub fn check_submission_numbers(mut self) -> Self {
         self.check_submissions = true;
+        self
+    }
+
+    /// Decodes records blocks on `threads` threads of their own, up to `threads + 2`
+    /// blocks ahead of the records handed out (the reader's own thread only reads the file
+    /// and hands blocks out): the same records, warnings and recovery, in the same order,
+    /// as without. `0`, or threads that cannot be started: each block is decoded when it is
+    /// reached (the default). What is held grows by up to `threads + 2` decoded blocks
+    /// (a block is at most 1 MiB of frames as the recorder writes them).
+    pub fn decode_ahead(mut self, threads: usize) -> Self {
+        if threads > 0 && self.ahead.is_none() {
+            self.ahead = ahead::Ahead::start(threads);
+        }
         self
     }
 
@@ -856,6 +874,11 @@ impl<R: Read> TraceReader<R> {
             self.tail(n as u64);
             return Ok(());
         }
+        self.block_from_header(at, raw)
+    }
+
+    /// [`TraceReader::next_block`] once the header `raw`, read at `at`, is read.
+    fn block_from_header(&mut self, at: u64, raw: [u8; BLOCK_HEADER_LEN]) -> Result<(), ReadError> {
         let header = match BlockHeader::decode(&raw) {
             Ok(header) => header,
             Err(_) if raw.starts_with(&crate::format::MAGIC) => {
@@ -951,10 +974,7 @@ impl<R: Read> TraceReader<R> {
             Ok(Cow::Owned(payload)) => Some(payload),
             Ok(Cow::Borrowed(_)) => None,
             Err(error) => {
-                self.recovery.skipped_blocks += 1;
-                self.recovery.skipped_records += u64::from(header.record_count);
-                let records = header.record_count;
-                self.warn(at, WarningKind::BlockSkipped { records, error });
+                self.skip_block(at, header.record_count, error);
                 return;
             }
         };
@@ -962,8 +982,15 @@ impl<R: Read> TraceReader<R> {
         let payload = decompressed.unwrap_or(stored);
         self.block = Some((
             at,
-            BlockDecoder::new(Cow::Owned(payload), header.record_count),
+            Current::Decoder(BlockDecoder::new(Cow::Owned(payload), header.record_count)),
         ));
+    }
+
+    /// A records block whose payload does not verify or decompress: skipped whole.
+    fn skip_block(&mut self, at: u64, records: u32, error: FormatError) {
+        self.recovery.skipped_blocks += 1;
+        self.recovery.skipped_records += u64::from(records);
+        self.warn(at, WarningKind::BlockSkipped { records, error });
     }
 
     /// The next record of the current block, or `None` once it is finished (its warnings
@@ -984,10 +1011,12 @@ impl<R: Read> TraceReader<R> {
                         // Every record the recorder wrote before the end was read or
                         // counted as skipped; what is neither went with a block cut out.
                         let found = self.recovery.records - 1;
-                        let accounted = found + self.recovery.skipped_records;
+                        // Saturating: a crafted end record may claim any count.
+                        let accounted = found.saturating_add(self.recovery.skipped_records);
                         if end.records > accounted {
                             let missing = end.records - accounted;
-                            self.recovery.skipped_records += missing;
+                            self.recovery.skipped_records =
+                                self.recovery.skipped_records.saturating_add(missing);
                             self.warnings.push(Warning {
                                 offset: at,
                                 kind: WarningKind::RecordsMissing {
@@ -1038,9 +1067,11 @@ impl<R: Read> TraceReader<R> {
                     let records = footer.records.saturating_sub(self.recovery.records);
                     self.recovery.skipped_blocks += blocks;
                     // Less what the session end already counted as missing.
-                    self.recovery.skipped_records += footer
-                        .records
-                        .saturating_sub(self.recovery.records + self.recovery.skipped_records);
+                    self.recovery.skipped_records += footer.records.saturating_sub(
+                        self.recovery
+                            .records
+                            .saturating_add(self.recovery.skipped_records),
+                    );
                     self.warn(at, WarningKind::MissingBlocks { blocks, records });
                     intact = false;
                 } else if footer.blocks.len() as u64 + 1 != self.blocks_seen {
@@ -1091,6 +1122,28 @@ impl<R: Read> TraceReader<R> {
 /// Undecodable records of one block listed one by one; the rest are counted (a crafted
 /// block of zero bytes would otherwise become millions of warnings).
 const LISTED_SKIPS: u32 = 8;
+
+/// The records block being read: decoded one record at a time, or decoded whole ahead.
+enum Current {
+    Decoder(BlockDecoder<'static>),
+    Decoded(ahead::Decoded),
+}
+
+impl Current {
+    fn next_record(&mut self) -> Option<ahead::Item> {
+        match self {
+            Current::Decoder(block) => block.next_record(),
+            Current::Decoded(block) => block.next_record(),
+        }
+    }
+
+    fn finish(self) -> Vec<WarningKind> {
+        match self {
+            Current::Decoder(block) => block.finish(),
+            Current::Decoded(block) => block.finish(),
+        }
+    }
+}
 
 /// Decodes the records of one verified payload, one at a time.
 struct BlockDecoder<'a> {
@@ -1242,7 +1295,12 @@ impl<R: Read> Iterator for TraceReader<R> {
                 self.check_submissions();
                 return None;
             }
-            if let Err(e) = self.next_block() {
+            let step = if self.ahead.is_some() {
+                self.step_ahead()
+            } else {
+                self.next_block()
+            };
+            if let Err(e) = step {
                 self.done = true;
                 return Some(Err(e));
             }
