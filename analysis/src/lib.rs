@@ -58,8 +58,8 @@ pub use index::{
     is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
-    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, scan, scan_mapped, scan_reader,
-    scan_reader_threaded, scan_records,
+    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, decode_threads, scan, scan_mapped,
+    scan_reader, scan_reader_threaded, scan_records,
 };
 pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{

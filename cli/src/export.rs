@@ -9,7 +9,7 @@ use hrx_analysis::export::{self, ExportError, Format};
 use hrx_capture::TraceReader;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -45,15 +45,14 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // The reader first: a trace that cannot be opened must not leave an empty output.
     let reader = open(&args.file, &read, &progress)?;
     let to_stdout = args.output.as_os_str() == "-";
-    let out: Box<dyn Write> = if to_stdout {
-        Box::new(io::stdout().lock())
+    // Written in 1 MiB chunks on a thread of its own (no buffer needed).
+    let out: Box<dyn Write + Send> = if to_stdout {
+        Box::new(io::stdout())
     } else {
         let file = File::create(&args.output)
             .map_err(|e| Failure::new(format!("{}: {e}", args.output.display())))?;
         Box::new(file)
     };
-    // Large: the writers hand it many small pieces.
-    let out = BufWriter::with_capacity(1 << 20, out);
     progress.set_message("writing");
     let written = export::write(reader, format, out).map_err(|error| match error {
         ExportError::Read(error) => anyhow::Error::from(fail(error)),

@@ -22,12 +22,56 @@ use std::io::{self, Write};
 pub struct Writer<W: Write> {
     out: W,
     first: bool,
+    /// Per region (model-wide), its slices' constant arguments written once as JSON
+    /// members: one text per run of consecutive constant arguments (see `Slice::constant`).
+    constant: Vec<Vec<Vec<u8>>>,
 }
 
 impl<W: Write> Writer<W> {
     /// A writer into `out`; nothing is written until the tracks are declared.
     pub fn new(out: W) -> Writer<W> {
-        Writer { out, first: true }
+        Writer {
+            out,
+            first: true,
+            constant: Vec::new(),
+        }
+    }
+
+    /// Takes `region`'s constant arguments as JSON out of the cache (the caller puts them
+    /// back), writing them on its first slice.
+    fn constant_runs(
+        &mut self,
+        region: usize,
+        mask: u16,
+        args: &[(&'static str, Arg<'_>)],
+    ) -> io::Result<Vec<Vec<u8>>> {
+        if self.constant.len() <= region {
+            self.constant.resize_with(region + 1, Vec::new);
+        }
+        let runs = std::mem::take(&mut self.constant[region]);
+        if !runs.is_empty() || mask == 0 {
+            return Ok(runs);
+        }
+        let mut runs: Vec<Vec<u8>> = Vec::new();
+        let mut in_run = false;
+        for (i, (key, arg)) in args.iter().enumerate() {
+            if mask & (1 << i) == 0 {
+                in_run = false;
+                continue;
+            }
+            if in_run {
+                if let Some(run) = runs.last_mut() {
+                    run.push(b',');
+                }
+            } else {
+                runs.push(Vec::new());
+                in_run = true;
+            }
+            if let Some(run) = runs.last_mut() {
+                member(run, key, arg)?;
+            }
+        }
+        Ok(runs)
     }
 
     /// Starts an event: the separator, then `{`.
@@ -114,28 +158,62 @@ pub(super) fn us(out: &mut impl Write, ns: u64) -> io::Result<()> {
     out.write_all(&decimals[..len])
 }
 
-fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()> {
+/// `"key":value`; `key` is one of this module's argument names (plain ASCII, nothing to
+/// escape).
+fn member(out: &mut impl Write, key: &str, arg: &Arg<'_>) -> io::Result<()> {
+    debug_assert!(
+        key.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+    );
+    out.write_all(b"\"")?;
+    out.write_all(key.as_bytes())?;
+    out.write_all(b"\":")?;
+    match arg {
+        Arg::Uint(v) => uint(out, *v),
+        Arg::Str(s) => string(out, s),
+        list => {
+            out.write_all(b"[")?;
+            for (j, item) in list.items().into_iter().flatten().enumerate() {
+                if j > 0 {
+                    out.write_all(b",")?;
+                }
+                string(out, item)?;
+            }
+            out.write_all(b"]")
+        }
+    }
+}
+
+/// The `args` object; `mask` (bit `i` for `args[i]`) marks the constant arguments, written
+/// from `runs` (see [`Writer::constant_runs`]) instead.
+fn args(
+    out: &mut impl Write,
+    args: &[(&'static str, Arg<'_>)],
+    mask: u16,
+    runs: &[Vec<u8>],
+) -> io::Result<()> {
     out.write_all(b"{")?;
+    let mut runs = runs.iter();
+    let mut in_run = false;
+    let mut first = true;
     for (i, (key, arg)) in args.iter().enumerate() {
-        if i > 0 {
+        if mask & (1 << i) != 0 {
+            if !in_run && let Some(run) = runs.next() {
+                if !first {
+                    out.write_all(b",")?;
+                }
+                out.write_all(run)?;
+                first = false;
+            }
+            in_run = true;
+            continue;
+        }
+        in_run = false;
+        if !first {
             out.write_all(b",")?;
         }
-        string(out, key)?;
-        out.write_all(b":")?;
-        match arg {
-            Arg::Uint(v) => uint(out, *v)?,
-            Arg::Str(s) => string(out, s)?,
-            list => {
-                out.write_all(b"[")?;
-                for (j, item) in list.items().into_iter().flatten().enumerate() {
-                    if j > 0 {
-                        out.write_all(b",")?;
-                    }
-                    string(out, item)?;
-                }
-                out.write_all(b"]")?;
-            }
-        }
+        first = false;
+        member(out, key, arg)?;
     }
     out.write_all(b"}")
 }
@@ -181,7 +259,16 @@ impl<W: Write> Sink for Writer<W> {
         self.out.write_all(b",\"dur\":")?;
         us(&mut self.out, slice.end_ns - slice.start_ns)?;
         self.out.write_all(b",\"args\":")?;
-        args(&mut self.out, &slice.args)?;
+        let (region, mask) = slice.constant.map_or((None, 0), |(r, m)| (Some(r), m));
+        let runs = match region {
+            Some(region) => self.constant_runs(region.0 as usize, mask, &slice.args)?,
+            None => Vec::new(),
+        };
+        let written = args(&mut self.out, &slice.args, mask, &runs);
+        if let Some(region) = region {
+            self.constant[region.0 as usize] = runs;
+        }
+        written?;
         self.out.write_all(b"}")?;
         let middle = slice.start_ns + (slice.end_ns - slice.start_ns) / 2;
         for (phase, ids) in [("s", slice.flows_out), ("f", slice.flows_in)] {
@@ -212,7 +299,7 @@ impl<W: Write> Sink for Writer<W> {
         self.out.write_all(b",\"ts\":")?;
         us(&mut self.out, instant.time_ns)?;
         self.out.write_all(b",\"args\":")?;
-        args(&mut self.out, &instant.args)?;
+        args(&mut self.out, &instant.args, 0, &[])?;
         self.out.write_all(b"}")
     }
 

@@ -28,16 +28,18 @@
 //!
 //! # One streaming pass, in bounded memory
 //!
-//! The trace is read once through [`crate::scan_reader_threaded`] (its records decoded on a
-//! second thread), so every timing is joined to its submission, prepared graph and region
-//! by the one [`crate::Joiner`]. What is kept grows
-//! with graphs and labels: each region's argument texts (made when its graph is prepared),
-//! its label (made when its first slice is written, again after a later `GraphOp` or
-//! `KernelLoaded` could change it), the runtimes' names and which tracks were declared. A
-//! track is declared (its process first) just before the first slice or instant event on
-//! it, so the output needs no first pass to find the tracks in use; Perfetto orders a
-//! process's tracks by their `sibling_order_rank` and Chrome by `thread_sort_index`, not by
-//! where they are declared.
+//! The trace is read once through [`crate::scan_reader_threaded`] (the file read on a
+//! second thread, its blocks decoded in parallel on [`crate::decode_threads`] more), so
+//! every timing is joined to its submission, prepared graph and region by the one
+//! [`crate::Joiner`]; the output is written in 1 MiB chunks on a thread of its own
+//! (`spool`), so the kernel's copy of it into the page cache runs beside the pass. What is
+//! kept grows with graphs and labels: each region's argument texts (made when its graph
+//! is prepared), its label (made when its first slice is written, again after a later
+//! `GraphOp` or `KernelLoaded` could change it), the runtimes' names and which tracks were
+//! declared. A track is declared (its process first) just before the first slice or
+//! instant event on it, so the output needs no first pass to find the tracks in use;
+//! Perfetto orders a process's tracks by their `sibling_order_rank` and Chrome by
+//! `thread_sort_index`, not by where they are declared.
 //!
 //! A flow needs both of its ends timed, and the producer's slice must carry it, so the
 //! pass holds each submission's region timings back until the submission is settled: a
@@ -55,6 +57,7 @@
 
 mod chrome;
 mod perfetto;
+mod spool;
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
@@ -319,14 +322,14 @@ trait Sink {
     fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Streams every timing and event of `reader` into `out` in `format`, in one pass. Give
-/// `out` a large buffer: it is written in small pieces.
+/// Streams every timing and event of `reader` into `out` in `format`, in one pass. `out` is
+/// written in chunks of 1 MiB on a thread of its own (no buffer is needed).
 ///
 /// # Errors
 ///
 /// [`ExportError::Read`] when the trace cannot be read, [`ExportError::Write`] when the
-/// output cannot be written.
-pub fn write<R: Read + Send, W: Write>(
+/// output cannot be written (the output's own error, such as "No space left on device").
+pub fn write<R: Read + Send, W: Write + Send>(
     reader: TraceReader<R>,
     format: Format,
     out: W,
@@ -351,15 +354,15 @@ impl Source for &[Record] {
     }
 }
 
-fn write_from<W: Write>(
+fn write_from<W: Write + Send>(
     format: Format,
     out: W,
     source: impl Source,
 ) -> Result<Exported, ExportError> {
-    match format {
-        Format::Chrome => write_to(chrome::Writer::new(out), source),
-        Format::Perfetto => write_to(perfetto::Writer::new(out), source),
-    }
+    spool::write_on_a_thread(out, |spool| match format {
+        Format::Chrome => write_to(chrome::Writer::new(spool), source),
+        Format::Perfetto => write_to(perfetto::Writer::new(spool), source),
+    })
 }
 
 fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportError> {

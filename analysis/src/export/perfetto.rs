@@ -19,6 +19,7 @@
 //! Timestamps are the trace's host ns (default clock); every packet is on trusted sequence
 //! 1, the first one clearing the incremental state (nothing is interned).
 
+use super::spool::Spool;
 use super::{Arg, EVENTS_SLOT, Instant, Sink, Slice, Track, process_uuid, track_uuid};
 use std::io::{self, Write};
 
@@ -187,30 +188,26 @@ impl Encoder {
     }
 }
 
-/// Writes packets as they come.
-pub struct Writer<W: Write> {
-    out: W,
+/// Writes packets as they come, each encoded straight into the output's chunk.
+pub struct Writer {
+    out: Spool,
     first: bool,
-    enc: Encoder,
     /// Per region (model-wide), its slices' constant annotations encoded once: one byte
     /// string per run of consecutive constant arguments (see `Slice::constant`).
     constant: Vec<Vec<Vec<u8>>>,
 }
 
-impl<W: Write> Writer<W> {
+impl Writer {
     /// A writer into `out`.
-    pub fn new(out: W) -> Writer<W> {
+    pub(super) fn new(out: Spool) -> Writer {
         Writer {
             out,
             first: true,
-            enc: Encoder {
-                buf: Vec::with_capacity(4096),
-            },
             constant: Vec::new(),
         }
     }
 
-    /// Opens a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
+    /// Appends a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
     /// fields numbered 11 and up except the sequence flags. `wide`: room for a two-byte
     /// length (a slice's begin, 128 bytes or more).
     fn packet(
@@ -220,8 +217,10 @@ impl<W: Write> Writer<W> {
         descriptor: bool,
         wide: bool,
     ) -> io::Result<()> {
-        let enc = &mut self.enc;
-        enc.buf.clear();
+        // Encoded in place at the end of the chunk: no copy.
+        let mut enc = Encoder {
+            buf: std::mem::take(&mut self.out.buf),
+        };
         let at = if wide {
             enc.open_wide(field::TRACE_PACKET)
         } else {
@@ -235,21 +234,22 @@ impl<W: Write> Writer<W> {
         // after them.
         let mut body = Some(body);
         if !descriptor && let Some(body) = body.take() {
-            body(enc);
+            body(&mut enc);
         }
         if self.first {
             enc.uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
             self.first = false;
         }
         if let Some(body) = body {
-            body(enc);
+            body(&mut enc);
         }
         if wide {
             enc.close_wide(at);
         } else {
             enc.close(at);
         }
-        self.out.write_all(&enc.buf)
+        self.out.buf = enc.buf;
+        self.out.maybe_hand_off()
     }
 }
 
@@ -314,7 +314,7 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
     }
 }
 
-impl<W: Write> Writer<W> {
+impl Writer {
     /// Takes `region`'s encoded constant annotations out of the cache (the caller puts them
     /// back), encoding them on its first slice.
     fn constant_runs(
@@ -351,7 +351,7 @@ impl<W: Write> Writer<W> {
     }
 }
 
-impl<W: Write> Sink for Writer<W> {
+impl Sink for Writer {
     fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
         if new_process {
             self.packet(
