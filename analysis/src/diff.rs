@@ -3,9 +3,10 @@
 //!
 //! Two streaming passes over each trace:
 //!
-//! 1. [`profile`]: the one pass of [`crate::scan`] with a [`crate::StatsVisitor`] (per kernel
-//!    statistics, the numbers `stats` prints) and per region duration [`Sketch`]es, keyed by
-//!    [`RegionKey`] ([`crate::matching`], the rule `replay` uses too); with what the second
+//! 1. [`profile`]: the one pass of [`crate::scan`](mod@crate::scan) with a
+//!    [`crate::StatsVisitor`] (per kernel statistics, the numbers `stats` prints) and per
+//!    region duration [`Sketch`]es, keyed by [`RegionKey`] ([`crate::matching`], the rule
+//!    `replay` uses too); with what the second
 //!    pass needs to place outputs: prepared graphs by rank, each graph's writing uses, and how
 //!    often each prepared graph was submitted (the *shape*).
 //! 2. [`match_files`]: both traces read at once, each on a thread of its own, walked in step
@@ -302,7 +303,7 @@ fn signature<'a>(
 /// Graphs are ranked by id, the order a program prepared them in; graphs prepared
 /// concurrently by several threads take ids in whatever order the threads ran, so the same
 /// program recorded twice can rank them differently and the ranks pair the wrong graphs.
-/// Where a runtime of each trace holds the same graph structures ([`signature`]: labels
+/// Where a runtime of each trace holds the same graph structures (`signature`: labels
 /// and writing uses) in another order, a graph is matched by its structure instead: the
 /// k-th graph of a structure in `new` takes the rank of the k-th of that structure in
 /// `base` (graphs of one structure keep their id order: nothing tells them apart). Where
