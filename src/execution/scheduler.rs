@@ -119,11 +119,15 @@ impl Wake {
 
     /// Records retired submissions' outcomes in the trace, drops what they held, then
     /// publishes their outcomes.
+    #[inline]
     pub fn release(&mut self) {
         if !self.retired.is_empty() {
-            for (prepared, submission, status) in self.retired.drain(..) {
-                super::record::submission_done(prepared.tracer(), submission, &status);
+            // By reference, then cleared in place: an untraced round trip pays one inlined
+            // branch per retirement, not a `Drain` and its guard.
+            for (prepared, submission, status) in &self.retired {
+                super::record::submission_done(prepared.tracer(), *submission, status);
             }
+            self.retired.clear();
         }
         if !self.signals.is_empty() {
             publish_all(self.signals.drain(..));
