@@ -425,7 +425,7 @@ impl Scheduler {
         let flight = &mut self.in_flight[position];
         flight.unfinished -= 1;
         match result {
-            // Its `RegionDone` was recorded before the lock was taken (`worker::run`).
+            // Its `RegionDone` was recorded before the lock was taken (`record::region_ran`).
             Ok(()) => flight.states[region] = State::Done,
             Err(error) => {
                 flight.states[region] = State::Failed;

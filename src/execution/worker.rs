@@ -130,16 +130,6 @@ fn run(core: &Core, task: Task) {
         );
     }
     let result = result.map(|_| ());
-    if traced && result.is_ok() {
-        // Before the scheduler lock, not under it (a failure's outcome, which may poison and
-        // cancel, is recorded there): the other workers and the submitter wait for that lock.
-        super::record::region_done(
-            &context.tracer,
-            task.submission,
-            task.region,
-            &super::types::Status::Succeeded,
-        );
-    }
     let Task {
         prepared,
         submission,

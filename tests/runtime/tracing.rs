@@ -493,6 +493,56 @@ fn region_times_share_the_recorders_clock() {
     }
 }
 
+/// A region that succeeded is done when it ends: its `RegionDone` carries its timing's end
+/// (no clock reading of its own) and follows its timing and its output's digest, being
+/// recorded by the same thread before the scheduler lock (`record::region_ran`).
+#[test]
+fn a_succeeded_regions_outcome_is_stamped_at_its_end_after_its_digest() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let host = rt.buffer(256, Placement::HostVisible).unwrap();
+    let device = rt.buffer(256, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(device.whole(), 7).unwrap();
+    graph.copy(host.whole(), device.whole()).unwrap();
+    let executable = graph.prepare().unwrap();
+    for _ in 0..20 {
+        executable.submit().unwrap().wait().unwrap();
+    }
+    drop((executable, host, device, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let at = |want: &dyn Fn(&Record) -> bool| trace.records.iter().position(want);
+    let mut checked = 0;
+    for (i, record) in trace.records.iter().enumerate() {
+        let Record::RegionDone(done) = record else {
+            continue;
+        };
+        assert_eq!(done.status, s::Status::Ok);
+        let timing = at(&|r| {
+            matches!(r, Record::RegionTiming(t)
+                if t.submission == done.submission && t.region == done.region)
+        })
+        .unwrap();
+        let Record::RegionTiming(t) = &trace.records[timing] else {
+            unreachable!()
+        };
+        assert_eq!(done.time_ns, t.end_ns, "{done:?} against {t:?}");
+        assert!(timing < i);
+        if done.region.0 == 1 {
+            let digest =
+                at(&|r| matches!(r, Record::OutputDigest(d) if d.submission == done.submission))
+                    .unwrap();
+            assert!(timing < digest && digest < i);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 40);
+}
+
 /// The trace's host writes, in file order.
 fn host_writes(trace: &hrx_capture::Trace) -> Vec<&s::HostWrite> {
     trace
