@@ -658,7 +658,9 @@ pub struct RegionDone {
     pub region: RegionIndex,
     /// How it ended.
     pub status: Status,
-    /// Host time.
+    /// Host time: for a region that ran and succeeded, its [`RegionTiming::end_ns`] (hrx
+    /// records it with the timing, no clock reading of its own); else when the failure or
+    /// cancellation was decided.
     pub time_ns: u64,
 }
 
