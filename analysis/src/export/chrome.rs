@@ -120,18 +120,37 @@ pub(super) fn string(out: &mut impl Write, s: &str) -> io::Result<()> {
     out.write_all(b"\"")
 }
 
+/// "00" to "99": two digits per division.
+const PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        pairs[2 * i] = b'0' + (i / 10) as u8;
+        pairs[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    pairs
+};
+
 /// A number in decimal, without `fmt` (several per event: `write!` was a large part of a
-/// big export's time).
-fn uint(out: &mut impl Write, mut v: u64) -> io::Result<()> {
+/// big export's time), two digits at a time (a flow id has 16: `uint` was 12% of a Chrome
+/// export's instructions one digit at a time).
+pub(super) fn uint(out: &mut impl Write, mut v: u64) -> io::Result<()> {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    loop {
+    while v >= 100 {
+        let pair = 2 * (v % 100) as usize;
+        v /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = 2 * v as usize;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        digits[at] = b'0' + v as u8;
     }
     out.write_all(&digits[at..])
 }

@@ -353,6 +353,19 @@ fn chrome_strings_and_times_are_exact() {
 }
 
 #[test]
+fn chrome_numbers_are_written_as_decimal_does() {
+    let mut values = vec![0, 9, 10, 11, 99, 100, 101, 999, 1000, 1 << 53, u64::MAX];
+    values.extend((0..20).map(|i| 10u64.pow(i) - 1));
+    values.extend((0..20).map(|i| 10u64.pow(i)));
+    values.extend((1..=1000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64)));
+    for v in values {
+        let mut out = Vec::new();
+        chrome::uint(&mut out, v).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+    }
+}
+
+#[test]
 fn flow_ids_fit_json_numbers_and_tell_edges_apart() {
     let a = (RuntimeId(1), SubmissionIndex(2), RegionIndex(0));
     let b = (RuntimeId(1), SubmissionIndex(2), RegionIndex(1));
