@@ -19,6 +19,15 @@
 #                     the whole process, first frame included
 #   new, reopen       this checkout again: the cache entry is current, nothing of the trace
 #                     is read but its first and last 64 KiB
+# With SESSION=1, two more rows per binary drive the real viewer in a private tmux server
+# (a 120x40 pane; `tmux` must be installed), whole process under `/usr/bin/time -v`:
+#   base/new, session           empty view cache: the summary frame, the index built behind
+#                               it, then a session: zoom in six times, pan right ten times,
+#                               the queue's last and first span, Tab through three spans,
+#                               statistics, zoom out, fit, a search (`/blur`, Enter, three
+#                               `n`, one `N`), quit. Peak RSS is the whole session's; the
+#                               wall time includes the pauses between keys (not a figure).
+#   new, session reopen         the same session again, the cache entry current
 # The view caches live in a scratch directory removed at exit (HRX_VIEW_CACHE, one for each
 # binary); the trace and the cache files are in the page cache for every row after the
 # first.
@@ -45,6 +54,50 @@ frame() { # BIN TIMEFILE CACHE [INDEX]
     grep -q 'GPU' "$out/frame.txt" || { echo "no lanes in the first frame" >&2; exit 1; }
 }
 
+tmux_cmd() { tmux -S "$out/tmux.sock" "$@"; }
+
+screen() { tmux_cmd capture-pane -p -t bench 2>/dev/null || true; }
+
+wait_screen() { # WHAT GREP-PATTERN [NOT-PATTERN]
+    local i s
+    for i in $(seq 1 3000); do
+        s=$(screen)
+        if grep -q -- "$2" <<<"$s" && { [ -z "${3:-}" ] || ! grep -q -- "$3" <<<"$s"; }; then
+            return 0
+        fi
+        tmux_cmd has-session -t bench 2>/dev/null || break
+        sleep 0.2
+    done
+    echo "session: timed out waiting for $1; the screen:" >&2
+    screen >&2
+    exit 1
+}
+
+keys() { # KEY... (tmux key names), a pause after each for the frame to be drawn
+    local k
+    for k in "$@"; do
+        tmux_cmd send-keys -t bench "$k"
+        sleep 0.3
+    done
+}
+
+session() { # BIN TIMEFILE CACHE
+    rm -f "$2"
+    tmux_cmd -f /dev/null new-session -d -s bench -x 120 -y 40 \
+        "HRX_VIEW_CACHE=$3 /usr/bin/time -v -o $2 $1 view $trace"
+    wait_screen "the index" " spans" "summary of"
+    keys + + + + + + '>' '>' '>' '>' '>' '>' '>' '>' '>' '>' End Home Tab Tab Tab s s
+    keys - - - f / b l u r Enter n n n N
+    wait_screen "a search match" "blur"
+    screen >"$out/session.txt"
+    keys q
+    for _ in $(seq 1 300); do
+        [ -s "$2" ] && ! tmux_cmd has-session -t bench 2>/dev/null && break
+        sleep 0.2
+    done
+    tmux_cmd kill-server 2>/dev/null || true
+}
+
 for trace in "$@"; do
     name=$(basename "$trace")
     rm -rf "$out/cache" "$out/cache-base"
@@ -59,6 +112,20 @@ for trace in "$@"; do
     row "$name" "new, index built" "$out/first.time"
     frame "$NEW_BIN" "$out/reopen.time" "$out/cache"
     row "$name" "new, reopen" "$out/reopen.time"
+    if [ -n "${SESSION:-}" ]; then
+        if [ -z "${SKIP_BASE:-}" ]; then
+            rm -rf "$out/cache-base"
+            session "$BASE_BIN" "$out/base-session.time" "$out/cache-base"
+            row "$name" "base, session" "$out/base-session.time"
+            rm -rf "$out/cache-base"
+        fi
+        rm -rf "$out/cache"
+        session "$NEW_BIN" "$out/session.time" "$out/cache"
+        row "$name" "new, session" "$out/session.time"
+        printf '%s\tsession, last screen\t%s\n' "$name" "$(grep -v '^ *$' "$out/session.txt" | tail -1)"
+        session "$NEW_BIN" "$out/session-reopen.time" "$out/cache"
+        row "$name" "new, session reopen" "$out/session-reopen.time"
+    fi
     if [ -d "$out/cache" ]; then
         printf '%s\tcache entry\t%s\n' "$name" "$(du -sh "$out/cache" | cut -f1)"
     else

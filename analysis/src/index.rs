@@ -58,7 +58,9 @@ pub fn is_gpu_queue(queue: Queue) -> bool {
 }
 
 /// A lane: one queue of one runtime (index into [`Index::lanes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct LaneRef(pub u32);
 
 /// A prepared graph (index into [`Index::prepared`]).
@@ -70,7 +72,9 @@ pub struct PreparedRef(pub u32);
 pub struct RegionRef(pub u32);
 
 /// An interned label (index into [`Index::labels`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct LabelRef(pub u32);
 
 /// A lane's identity.

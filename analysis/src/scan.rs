@@ -152,7 +152,7 @@ struct Live {
 type Parked = (RegionTiming, Option<NodeIndex>);
 
 /// The streaming join (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Joiner {
     index: Index,
     live: IdMap<(RuntimeId, SubmissionIndex), Live>,

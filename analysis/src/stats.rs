@@ -23,13 +23,14 @@ use crate::index::{Index, LabelRef, LaneRef, is_gpu_queue};
 use crate::scan::{JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
 use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Disjoint busy intervals kept per lane before the oldest are retired.
 pub const OPEN_INTERVALS: usize = 4096;
 
 /// Duration statistics of one kernel (region label).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelStats {
     /// The label.
     pub label: LabelRef,
@@ -54,7 +55,7 @@ pub struct KernelStats {
 }
 
 /// Utilisation of one lane.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaneStats {
     /// The lane.
     pub lane: LaneRef,
@@ -71,7 +72,7 @@ pub struct LaneStats {
 }
 
 /// Copy throughput of one GPU lane.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CopyStats {
     /// The lane.
     pub lane: LaneRef,
@@ -90,7 +91,7 @@ pub struct CopyStats {
 }
 
 /// Submissions by outcome, and refused submits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubmissionCounts {
     /// `Submit` records.
     pub accepted: u64,
@@ -109,7 +110,7 @@ pub struct SubmissionCounts {
 }
 
 /// Failure records.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureCounts {
     /// Regions that ran and failed.
     pub regions_failed: u64,
@@ -126,7 +127,7 @@ pub struct FailureCounts {
 }
 
 /// Every statistic of a trace.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Per kernel, by total time (largest first, then by name).
     pub kernels: Vec<KernelStats>,
@@ -388,9 +389,35 @@ impl StatsVisitor {
     }
 }
 
+/// The nearest-rank percentile `p` (0..=100) of sorted values; 0 when empty (p50 of
+/// `[1, 2, 3, 4]` is 2).
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
 /// Statistics of records held in memory (tests, in-memory traces).
 pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, ScanSummary) {
     let mut visitor = StatsVisitor::new();
     let summary = crate::scan::scan_records(records, &mut visitor);
     (visitor.finish(&summary), summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        assert_eq!(percentile(&[], 50.0), 0);
+        assert_eq!(percentile(&[1, 2, 3, 4], 50.0), 2);
+        assert_eq!(percentile(&[7], 99.0), 7);
+        let hundred: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&hundred, 99.0), 99);
+        assert_eq!(percentile(&hundred, 100.0), 100);
+        assert_eq!(percentile(&hundred, 0.0), 1);
+    }
 }

@@ -184,7 +184,12 @@ fn wait_for_index(
 ) -> Result<Option<Model>, TuiError> {
     let read_bytes = Arc::new(AtomicU64::new(0));
     let (done, built) = mpsc::channel();
-    let too_large = index_too_large(overview.records, available_memory());
+    // Streamed into the view cache, the index does not hold the trace's regions in
+    // memory; without a cache it is built in memory, and may not fit.
+    let too_large = match options.dir {
+        Some(_) => None,
+        None => index_too_large(overview.records, available_memory()),
+    };
     if too_large.is_none() {
         let read_bytes = Arc::clone(&read_bytes);
         let path = path.to_owned();
@@ -244,8 +249,9 @@ fn wait_for_index(
     }
 }
 
-/// Bytes the index takes per record of the trace while it is built, rounded up from the
-/// 10M-region trace (1,139 MiB peak for 30M records: BENCHMARKS.md, "Timeline at scale").
+/// Bytes the index takes per record of the trace while it is built in memory (the view
+/// cache off), rounded up from the 10M-region trace (1,139 MiB peak for 30M records:
+/// BENCHMARKS.md, "Timeline at scale").
 const INDEX_BYTES_PER_RECORD: u64 = 40;
 
 /// Why the index of a trace of `records` records is not built when `available` bytes of
@@ -856,7 +862,8 @@ mod tests {
             assert!(frame.contains(lane), "{lane}: {frame}");
         }
         // Once built and cached, the same trace opens ready.
-        let model = crate::state::cache::open(&path, &options, || crate::load(&path)).unwrap();
+        let model =
+            crate::state::cache::open(&path, &options, None, || crate::load(&path)).unwrap();
         assert_eq!(model.span_count(), 4_000);
         assert!(matches!(
             crate::open_or_summarise_with(&path, &options).unwrap(),

@@ -42,9 +42,9 @@ pub use view::{
     details_scroll_limit, overview_to_string, render, render_overview, render_to_string,
 };
 
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use thiserror::Error;
 
 /// Why the viewer could not start or stopped.
@@ -84,7 +84,9 @@ pub enum TuiError {
 ///
 /// As [`load`].
 pub fn open(path: &Path) -> Result<Model, TuiError> {
-    state::cache::open(path, &state::cache::CacheOptions::from_env(), || load(path))
+    state::cache::open(path, &state::cache::CacheOptions::from_env(), None, || {
+        load(path)
+    })
 }
 
 /// What [`open_or_summarise`] found.
@@ -122,7 +124,7 @@ pub fn open_or_summarise_with(
 ) -> Result<Opening, TuiError> {
     let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
     if !large {
-        return state::cache::open(path, options, || load(path))
+        return state::cache::open(path, options, None, || load(path))
             .map(|model| Opening::Ready(Box::new(model)));
     }
     let mut options = options.clone();
@@ -156,33 +158,19 @@ pub fn open_counting(
     options: &state::cache::CacheOptions,
     read_bytes: &AtomicU64,
 ) -> Result<Model, TuiError> {
-    state::cache::open(path, options, || {
+    state::cache::open(path, options, Some(read_bytes), || {
         let read_error = |source| TuiError::Read {
             path: path.to_owned(),
             source,
         };
         let file = hrx_capture::open_file(path).map_err(read_error)?;
-        let counting = Counting {
+        let counting = state::stream::Counting {
             inner: file,
             read_bytes,
         };
         let reader = hrx_capture::TraceReader::new(counting).map_err(read_error)?;
         Model::from_reader(reader.check_submission_numbers()).map_err(read_error)
     })
-}
-
-/// A reader that adds what it reads to a counter.
-struct Counting<'a, R> {
-    inner: R,
-    read_bytes: &'a AtomicU64,
-}
-
-impl<R: Read> Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// Reads the trace at `path` into a model, streaming (records are not kept).

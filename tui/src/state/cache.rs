@@ -21,7 +21,8 @@
 //! (or any error reading the cache) rebuilds it from the trace. An entry is written under a
 //! temporary name and renamed into place, so a reader never sees half of one. The cache
 //! directory is this user's (created mode 0700; one owned by another user, or writable by
-//! others, is not used, with a warning): its files are trusted as the process's own memory
+//! others, or inside a directory that another user owns or may write without the sticky
+//! bit, is not used, with a warning): its files are trusted as the process's own memory
 //! would be, beyond their lengths, which are checked (a value of any other bytes decodes to
 //! some span or submission, never to undefined behaviour: see [`Plain`]).
 //!
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::time::UNIX_EPOCH;
 
 /// Environment variable: `off` disables the cache; a directory puts it there.
@@ -48,7 +50,7 @@ pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
 pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 
 /// Bumped whenever the layout of a column or the model changes.
-const FORMAT: u32 = 2; // 2: Recovery::clock (the host clock's calibrations)
+const FORMAT: u32 = 3; // 2: Recovery::clock (the host clock's calibrations); 3: hrx-analysis statistics
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;
@@ -125,7 +127,7 @@ impl TraceKey {
 
 /// Lengths of the model's columns, and its lanes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Manifest {
+pub(crate) struct Manifest {
     format: u32,
     version: String,
     trace: TraceKey,
@@ -138,6 +140,40 @@ struct Manifest {
     cross: u64,
     cross_by_producer: u64,
     submit_times: u64,
+}
+
+impl Manifest {
+    /// The manifest of columns of these lengths (the trace's key is set when written).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        lanes: Vec<(RuntimeId, Queue, u64, u64)>,
+        submissions: u64,
+        region_spans: u64,
+        explicit_producers: u64,
+        explicit_edges: u64,
+        cross: u64,
+        cross_by_producer: u64,
+        submit_times: u64,
+    ) -> Manifest {
+        Manifest {
+            format: FORMAT,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            trace: TraceKey {
+                len: 0,
+                modified_ns: 0,
+                head_hash: 0,
+                tail_hash: 0,
+            },
+            lanes,
+            submissions,
+            region_spans,
+            explicit_producers,
+            explicit_edges,
+            cross,
+            cross_by_producer,
+            submit_times,
+        }
+    }
 }
 
 fn invalid(what: impl Into<String>) -> io::Error {
@@ -170,7 +206,12 @@ pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
         return Err(invalid("the trace changed since it was cached"));
     }
     let mut model: Model = postcard::from_bytes(rest).map_err(|e| invalid(e.to_string()))?;
-    let entry = entry.as_path();
+    map_columns(&entry, &manifest, &mut model)?;
+    Ok(model)
+}
+
+/// Maps the columns `manifest` lists, files of the entry `entry`, into `model`.
+pub(super) fn map_columns(entry: &Path, manifest: &Manifest, model: &mut Model) -> io::Result<()> {
     model.lanes = Vec::with_capacity(manifest.lanes.len());
     for (i, &(runtime, queue, spans, blocks)) in manifest.lanes.iter().enumerate() {
         let spans = map_column(entry, &format!("lane-{i}.spans"), spans)?;
@@ -187,7 +228,7 @@ pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
     model.cross = map_column(entry, "cross", manifest.cross)?;
     model.cross_by_producer = map_column(entry, "cross_by_producer", manifest.cross_by_producer)?;
     model.submit_times = map_column(entry, "submit_times", manifest.submit_times)?;
-    Ok(model)
+    Ok(())
 }
 
 /// Opens the trace at `path` through the cache of `options`: reopens its entry when it is
@@ -201,6 +242,7 @@ pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
 pub fn open<E>(
     path: &Path,
     options: &CacheOptions,
+    read_bytes: Option<&AtomicU64>,
     load: impl FnOnce() -> Result<Model, E>,
 ) -> Result<Model, E> {
     let Some(dir) = &options.dir else {
@@ -224,6 +266,17 @@ pub fn open<E>(
     let Ok(key) = TraceKey::of(path) else {
         return load();
     };
+    // Streamed into the entry, nothing of the spans held; on any failure (an unreadable
+    // trace included) `load` reads it again and says why.
+    if write_with(dir, path, |temporary| {
+        let (manifest, model) = super::stream::build(temporary, path, read_bytes)?;
+        write_model(temporary, key.clone(), manifest, &model)
+    })
+    .is_ok()
+        && let Ok(mapped) = reopen(dir, path)
+    {
+        return Ok(mapped);
+    }
     let model = load()?;
     if write(dir, path, &key, &model).is_ok()
         && let Ok(mapped) = reopen(dir, path)
@@ -264,12 +317,22 @@ fn map_column<T: Plain>(entry: &Path, name: &str, len: u64) -> io::Result<Column
 ///
 /// An I/O error when the directory or a file cannot be written.
 pub fn write(dir: &Path, path: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {
+    write_with(dir, path, |temporary| write_entry(temporary, key, model))
+}
+
+/// Writes the entry of the trace at `path` in `dir` with `write_entry`, into a temporary
+/// directory renamed into place when it succeeds.
+fn write_with(
+    dir: &Path,
+    path: &Path,
+    write_entry: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<()> {
     create_private_dir(dir)?;
     let entry = entry(dir, path)?;
     let temporary = entry.with_extension(format!("tmp-{}", std::process::id()));
     let _ = fs::remove_dir_all(&temporary);
     fs::create_dir(&temporary)?;
-    let written = write_entry(&temporary, key, model);
+    let written = write_entry(&temporary);
     if let Err(error) = written {
         let _ = fs::remove_dir_all(&temporary);
         return Err(error);
@@ -318,21 +381,42 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
                 ),
             ));
         }
+        // And every directory above it: one that another user owns, or that others may
+        // write without the sticky bit (as /tmp has), lets them rename this one away and
+        // put their own in its place.
+        for parent in fs::canonicalize(dir)?.ancestors().skip(1) {
+            let meta = fs::metadata(parent)?;
+            let sticky = meta.mode() & 0o1000 != 0;
+            if (meta.uid() != me && meta.uid() != 0) || (meta.mode() & 0o022 != 0 && !sticky) {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} is in {}, which another user may change (owner uid {}, mode \
+                         {:o}); set {CACHE_ENV} to another directory, or to off",
+                        dir.display(),
+                        parent.display(),
+                        meta.uid(),
+                        meta.mode() & 0o7777
+                    ),
+                ));
+            }
+        }
     }
     Ok(())
 }
 
 fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()> {
-    let column = |name: &str, write: &dyn Fn(&mut BufWriter<File>) -> io::Result<()>| {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(temporary.join(name))?);
-        // Synced so that its pages can be dropped from the page cache now and read back
-        // page by page when mapped (see `column::drop_cached_pages`).
-        write(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_data()?;
-        super::column::drop_cached_pages(&file);
-        Ok(())
-    };
+    let column =
+        |name: &str, write: &dyn Fn(&mut BufWriter<File>) -> io::Result<()>| -> io::Result<()> {
+            let mut out = BufWriter::with_capacity(1 << 20, File::create(temporary.join(name))?);
+            // Synced so that its pages can be dropped from the page cache now and read back
+            // page by page when mapped (see `column::drop_cached_pages`).
+            write(&mut out)?;
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_data()?;
+            super::column::drop_cached_pages(&file);
+            Ok(())
+        };
     let mut lanes = Vec::with_capacity(model.lanes.len());
     for (i, lane) in model.lanes.iter().enumerate() {
         let (spans, blocks) = lane.columns();
@@ -356,22 +440,36 @@ fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()
         model.cross_by_producer.write_to(out)
     })?;
     column("submit_times", &|out| model.submit_times.write_to(out))?;
-    let manifest = Manifest {
-        format: FORMAT,
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        trace: key.clone(),
+    let manifest = Manifest::new(
         lanes,
-        submissions: model.submissions.len() as u64,
-        region_spans: model.region_spans.len() as u64,
-        explicit_producers: model.explicit_producers.len() as u64,
-        explicit_edges: model.explicit_edges.len() as u64,
-        cross: model.cross.len() as u64,
-        cross_by_producer: model.cross_by_producer.len() as u64,
-        submit_times: model.submit_times.len() as u64,
-    };
+        model.submissions.len() as u64,
+        model.region_spans.len() as u64,
+        model.explicit_producers.len() as u64,
+        model.explicit_edges.len() as u64,
+        model.cross.len() as u64,
+        model.cross_by_producer.len() as u64,
+        model.submit_times.len() as u64,
+    );
+    write_model(temporary, key.clone(), manifest, model)
+}
+
+/// Writes `model.bin`: the manifest (with the trace's key), then the model without its
+/// columns.
+fn write_model(
+    temporary: &Path,
+    key: TraceKey,
+    mut manifest: Manifest,
+    model: &Model,
+) -> io::Result<()> {
+    manifest.trace = key;
     let mut bytes = postcard::to_stdvec(&manifest).map_err(|e| invalid(e.to_string()))?;
     bytes.extend(postcard::to_stdvec(model).map_err(|e| invalid(e.to_string()))?);
-    column("model.bin", &|out| out.write_all(&bytes))
+    let mut out = BufWriter::new(File::create(temporary.join("model.bin"))?);
+    out.write_all(&bytes)?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_data()?;
+    super::column::drop_cached_pages(&file);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@ use super::model::{
     CrossEdge, Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef,
     QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
 };
-use super::stats;
 use hrx_capture::schema::{
     CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RegionTiming, RuntimeId, Status,
     SubmissionIndex,
@@ -45,7 +44,10 @@ struct PendingDone {
 /// Builds a [`Model`] from records pushed one at a time.
 #[derive(Clone, Debug, Default)]
 pub struct ModelBuilder {
-    model: Model,
+    pub(super) model: Model,
+    /// The statistics: `hrx-analysis`'s joiner and visitor over the same records.
+    joiner: hrx_analysis::Joiner,
+    stats: hrx_analysis::StatsVisitor,
     runtimes: Vec<RuntimeId>,
     sub_ids: HashMap<(RuntimeId, SubmissionIndex), SubId>,
     region_status: Vec<SpanStatus>,
@@ -58,7 +60,7 @@ pub struct ModelBuilder {
     /// Regions started and not finished yet, with their start.
     started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
     /// The latest host time of any record.
-    last_ns: u64,
+    pub(super) last_ns: u64,
 }
 
 impl ModelBuilder {
@@ -68,7 +70,7 @@ impl ModelBuilder {
     }
 
     /// The lane of `queue` on `runtime`, creating the runtime's five lanes on first use.
-    fn lane_of(&mut self, runtime: RuntimeId, queue: Queue) -> LaneId {
+    pub(super) fn lane_of(&mut self, runtime: RuntimeId, queue: Queue) -> LaneId {
         let ordinal = match self.runtimes.iter().position(|&r| r == runtime) {
             Some(i) => i,
             None => {
@@ -84,15 +86,70 @@ impl ModelBuilder {
 
     /// Ingests one record.
     pub fn push(&mut self, record: &Record) {
-        self.model.info.records += 1;
-        if let Some(ns) = hrx_analysis::dump::host_time_ns(record) {
-            self.last_ns = self.last_ns.max(ns);
-        }
+        self.push_shared(record);
         match record {
             Record::RegionStarted(r) => {
                 self.started
                     .insert((r.runtime, r.submission, r.region), r.time_ns);
             }
+            Record::Submit(s) => {
+                let prepared = self
+                    .model
+                    .prepared_ids
+                    .get(&(s.runtime, s.prepared))
+                    .copied();
+                let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
+                let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
+                sub.region_base = self.model.region_spans.len() as u32;
+                let region_spans = self.model.region_spans.vec_mut();
+                region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
+                self.region_status
+                    .resize(self.region_status.len() + regions, SpanStatus::Unknown);
+                sub.producers_start = self.model.explicit_producers.len() as u32;
+                sub.producers_len = s.producers.len() as u32;
+                self.model.explicit_producers.vec_mut().extend(&s.producers);
+                let id = SubId(self.model.submissions.len() as u32);
+                self.model.submissions.vec_mut().push(sub);
+                self.sub_ids.insert((s.runtime, s.submission), id);
+                self.model.submit_times.vec_mut().push(s.time_ns);
+            }
+            Record::CrossWait(w) => self.cross_raw.push(*w),
+            Record::RegionTiming(t) => self.timing(t),
+            Record::RegionDone(d) => {
+                self.started.remove(&(d.runtime, d.submission, d.region));
+                let done = PendingDone {
+                    runtime: d.runtime,
+                    submission: d.submission,
+                    region: d.region,
+                    status: span_status(&d.status),
+                };
+                if !self.set_status(done) {
+                    self.pending_done.push(done);
+                }
+            }
+            Record::SubmissionDone(d) => match self.sub_ids.get(&(d.runtime, d.submission)) {
+                Some(&id) => self.model.submissions[id.get()].set_status(span_status(&d.status)),
+                None => self.pending_submission_done.push((
+                    d.runtime,
+                    d.submission,
+                    span_status(&d.status),
+                )),
+            },
+            _ => {}
+        }
+    }
+
+    /// Ingests what of a record does not grow with submissions or regions (the structure,
+    /// events, the recording's facts): everything but the per-submission joins, which
+    /// [`ModelBuilder::push`] keeps in memory and the streaming builder
+    /// ([`super::stream`]) on disk.
+    pub(super) fn push_shared(&mut self, record: &Record) {
+        self.joiner.push(record, &mut self.stats);
+        self.model.info.records += 1;
+        if let Some(ns) = hrx_analysis::dump::host_time_ns(record) {
+            self.last_ns = self.last_ns.max(ns);
+        }
+        match record {
             Record::SessionStart(s) => self.model.info.session = Some(s.clone()),
             Record::SessionEnd(e) => self.model.info.end = Some(*e),
             Record::RuntimeStart(r) => {
@@ -142,27 +199,6 @@ impl ModelBuilder {
                     .prepared_ids
                     .insert((p.runtime, p.prepared), prepared);
             }
-            Record::Submit(s) => {
-                let prepared = self
-                    .model
-                    .prepared_ids
-                    .get(&(s.runtime, s.prepared))
-                    .copied();
-                let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
-                let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
-                sub.region_base = self.model.region_spans.len() as u32;
-                let region_spans = self.model.region_spans.vec_mut();
-                region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
-                self.region_status
-                    .resize(self.region_status.len() + regions, SpanStatus::Unknown);
-                sub.producers_start = self.model.explicit_producers.len() as u32;
-                sub.producers_len = s.producers.len() as u32;
-                self.model.explicit_producers.vec_mut().extend(&s.producers);
-                let id = SubId(self.model.submissions.len() as u32);
-                self.model.submissions.vec_mut().push(sub);
-                self.sub_ids.insert((s.runtime, s.submission), id);
-                self.model.submit_times.vec_mut().push(s.time_ns);
-            }
             Record::SubmitRefused(r) => {
                 let kind = match r.kind {
                     RefusalKind::Busy => EventKind::Busy,
@@ -177,8 +213,6 @@ impl ModelBuilder {
                     ..event(r.time_ns, kind, r.runtime, &r.reason)
                 });
             }
-            Record::CrossWait(w) => self.cross_raw.push(*w),
-            Record::RegionTiming(t) => self.timing(t),
             Record::OpTiming(_) => self.model.info.op_timings += 1,
             Record::ClockCalibration(c) => {
                 let clocks = &mut self.model.info.clocks;
@@ -188,17 +222,6 @@ impl ModelBuilder {
                 }
             }
             Record::RegionDone(d) => {
-                self.started.remove(&(d.runtime, d.submission, d.region));
-                let status = span_status(&d.status);
-                let done = PendingDone {
-                    runtime: d.runtime,
-                    submission: d.submission,
-                    region: d.region,
-                    status,
-                };
-                if !self.set_status(done) {
-                    self.pending_done.push(done);
-                }
                 let (kind, text) = match &d.status {
                     Status::Failed { error } => (EventKind::RegionFailed, error.as_str()),
                     // The runtime's reason reads "cancelled: ..." (`hrx::Error::Cancelled`);
@@ -215,14 +238,6 @@ impl ModelBuilder {
                     ..event(d.time_ns, kind, d.runtime, text)
                 });
             }
-            Record::SubmissionDone(d) => match self.sub_ids.get(&(d.runtime, d.submission)) {
-                Some(&id) => self.model.submissions[id.get()].set_status(span_status(&d.status)),
-                None => self.pending_submission_done.push((
-                    d.runtime,
-                    d.submission,
-                    span_status(&d.status),
-                )),
-            },
             Record::Quarantine(q) => self.event(Event {
                 submission: q.submission,
                 region: q.region,
@@ -252,8 +267,8 @@ impl ModelBuilder {
                     &f.description,
                 )
             }),
-            // Buffer contents, digests, blobs, counters and drops do not appear on the
-            // timeline.
+            // Per-submission joins (see `push`); buffer contents, digests, blobs, counters
+            // and drops do not appear on the timeline.
             _ => {}
         }
     }
@@ -327,11 +342,19 @@ impl ModelBuilder {
         self.resolve_edges();
         self.label_regions();
         self.finish_events();
+        let stats = self.take_stats();
         let mut model = self.model;
         model.range = time_range(&model);
-        model.stats = stats::compute(&model);
+        model.stats = stats;
         model.first_failure = hazards::first_failure(&model);
         model
+    }
+
+    /// The statistics of every record pushed (`hrx-analysis`'s, as `hrx-trace stats`
+    /// computes them).
+    pub(super) fn take_stats(&mut self) -> hrx_analysis::Stats {
+        let summary = std::mem::take(&mut self.joiner).finish(None, Vec::new());
+        std::mem::take(&mut self.stats).finish(&summary)
     }
 
     /// Sorts submissions by (runtime, index) and renumbers every [`SubId`] held so far.
@@ -500,68 +523,24 @@ impl ModelBuilder {
 
     /// Names every region, gives it its search key, and counts spans per label and key.
     fn label_regions(&mut self) {
-        let mut interned: HashMap<String, LabelId> = HashMap::new();
-        let mut labels = Vec::new();
-        let mut keys: HashMap<String, u32> = HashMap::new();
-        let mut texts = Vec::new();
-        for i in 0..self.model.regions.len() {
-            let (name, ops) = region_label(&self.model, RegionId(i as u32));
-            let mut text = name.to_lowercase();
-            for (_, op) in &ops {
-                text.push('\n');
-                text.push_str(&op.to_lowercase());
-            }
-            let id = *interned.entry(name).or_insert_with_key(|name| {
-                labels.push(name.clone());
-                LabelId(labels.len() as u32 - 1)
-            });
-            let key = *keys.entry(text).or_insert_with_key(|text| {
-                texts.push(text.clone());
-                texts.len() as u32 - 1
-            });
-            self.model.regions[i].label = id;
-            self.model.regions[i].search_key = key;
-        }
-        let mut counts = vec![0u64; labels.len()];
-        let mut key_counts = vec![0u64; texts.len()];
-        for lane in &self.model.lanes {
+        name_regions(&mut self.model);
+        let model = &mut self.model;
+        for lane in &model.lanes {
             for span in lane.spans() {
-                let region = &self.model.regions[span.region.get()];
-                counts[region.label.get()] += 1;
-                key_counts[region.search_key as usize] += 1;
+                count_label(
+                    &model.regions,
+                    &mut model.label_spans,
+                    &mut model.search_key_spans,
+                    span,
+                );
             }
         }
-        self.model.labels = labels;
-        self.model.label_spans = counts;
-        self.model.search_texts = texts;
-        self.model.search_key_spans = key_counts;
     }
 
-    /// Sorts events by time and links failures and cancellations to their spans.
+    /// Sorts events and submit times, and links failures and cancellations to their spans.
     fn finish_events(&mut self) {
-        let model = &mut self.model;
-        model.events.sort_by_key(|e| e.time_ns);
-        model.submit_times.vec_mut().sort_unstable();
-        model.busy_times.sort_unstable();
-        let spans: Vec<Option<SpanRef>> = model
-            .events
-            .iter()
-            .map(|e| {
-                let submission = model.find_submission(e.runtime, e.submission?)?;
-                model.span_of(RegionKey {
-                    submission,
-                    region: e.region?.0,
-                })
-            })
-            .collect();
-        for (i, (e, span)) in model.events.iter_mut().zip(spans).enumerate() {
-            e.span = span;
-            if let (Some(span), EventKind::RegionFailed | EventKind::RegionCancelled) =
-                (span, e.kind)
-            {
-                model.span_events.insert(span, EventId(i as u32));
-            }
-        }
+        self.model.submit_times.vec_mut().sort_unstable();
+        link_events(&mut self.model);
     }
 
     /// Builds a model from records.
@@ -571,6 +550,73 @@ impl ModelBuilder {
             builder.push(record);
         }
         builder.finish()
+    }
+}
+
+/// Names every region and gives it its search key; the counts of spans per label and key
+/// start at zero ([`count_label`] adds each span).
+pub(super) fn name_regions(model: &mut Model) {
+    let mut interned: HashMap<String, LabelId> = HashMap::new();
+    let mut labels = Vec::new();
+    let mut keys: HashMap<String, u32> = HashMap::new();
+    let mut texts = Vec::new();
+    for i in 0..model.regions.len() {
+        let (name, ops) = region_label(model, RegionId(i as u32));
+        let mut text = name.to_lowercase();
+        for (_, op) in &ops {
+            text.push('\n');
+            text.push_str(&op.to_lowercase());
+        }
+        let id = *interned.entry(name).or_insert_with_key(|name| {
+            labels.push(name.clone());
+            LabelId(labels.len() as u32 - 1)
+        });
+        let key = *keys.entry(text).or_insert_with_key(|text| {
+            texts.push(text.clone());
+            texts.len() as u32 - 1
+        });
+        model.regions[i].label = id;
+        model.regions[i].search_key = key;
+    }
+    model.label_spans = vec![0; labels.len()];
+    model.search_key_spans = vec![0; texts.len()];
+    model.labels = labels;
+    model.search_texts = texts;
+}
+
+/// Counts `span` in its region's label and search key.
+pub(super) fn count_label(
+    regions: &[RegionInfo],
+    label_spans: &mut [u64],
+    search_key_spans: &mut [u64],
+    span: &Span,
+) {
+    let region = &regions[span.region.get()];
+    label_spans[region.label.get()] += 1;
+    search_key_spans[region.search_key as usize] += 1;
+}
+
+/// Sorts events and busy times by time and links failures and cancellations to their spans
+/// (a lookup each in the submissions and the span table, mapped or not).
+pub(super) fn link_events(model: &mut Model) {
+    model.events.sort_by_key(|e| e.time_ns);
+    model.busy_times.sort_unstable();
+    let spans: Vec<Option<SpanRef>> = model
+        .events
+        .iter()
+        .map(|e| {
+            let submission = model.find_submission(e.runtime, e.submission?)?;
+            model.span_of(RegionKey {
+                submission,
+                region: e.region?.0,
+            })
+        })
+        .collect();
+    for (i, (e, span)) in model.events.iter_mut().zip(spans).enumerate() {
+        e.span = span;
+        if let (Some(span), EventKind::RegionFailed | EventKind::RegionCancelled) = (span, e.kind) {
+            model.span_events.insert(span, EventId(i as u32));
+        }
     }
 }
 
@@ -618,21 +664,20 @@ fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
 
 pub use hrx_analysis::label_region;
 
-/// The range from the first to the last thing on the timeline.
-fn time_range(model: &Model) -> Option<TimeWindow> {
+/// The range from the first to the last thing on the timeline (lanes indexed, events and
+/// ticks sorted: it reads the lanes' first spans and last blocks, and the ticks' ends).
+pub(super) fn time_range(model: &Model) -> Option<TimeWindow> {
     let spans = model.lanes.iter().filter(|l| !l.is_empty());
     let starts = spans.clone().map(|l| l.spans()[0].start_ns);
-    let ends = spans.flat_map(|l| l.spans().iter().map(Span::query_end_ns).max());
+    let ends = spans.map(Lane::max_end_ns);
     let events = model.events.iter().map(|e| e.time_ns);
-    let ticks = model.submit_times.iter().chain(&model.busy_times).copied();
-    let start = starts
-        .clone()
-        .chain(events.clone())
-        .chain(ticks.clone())
-        .min()?;
+    let ticks = [&model.submit_times[..], &model.busy_times[..]];
+    let first_ticks = ticks.iter().filter_map(|t| t.first().copied());
+    let last_ticks = ticks.iter().filter_map(|t| t.last().copied());
+    let start = starts.chain(events.clone()).chain(first_ticks).min()?;
     let end = ends
         .chain(events.map(|t| t.saturating_add(1)))
-        .chain(ticks.map(|t| t.saturating_add(1)))
+        .chain(last_ticks.map(|t| t.saturating_add(1)))
         .max()?;
     Some(TimeWindow::new(start, end))
 }
@@ -972,5 +1017,64 @@ mod tests {
             let peak = status.lines().find(|l| l.starts_with("VmHWM"));
             println!("peak resident memory of the whole test: {peak:?}");
         }
+    }
+}
+
+#[cfg(test)]
+/// The model's statistics are `hrx-analysis`'s, gathered over the records it was built from.
+mod statistics_tests {
+    use super::super::fixtures::*;
+    use hrx_capture::schema::Queue;
+
+    #[test]
+    fn statistics_from_known_spans() {
+        let mut f = three_stage();
+        // saxpy (compute) durations 10, 20, 30 and 40; uploads 100 each (4096 B copies).
+        for (i, d) in [10u64, 20, 30, 40].into_iter().enumerate() {
+            let i = i as u64;
+            let t = 1_000 * i;
+            f.submit(1, i, &[], t)
+                .ran(i, 0, t, t + 100)
+                .ran(i, 1, t + 200, t + 200 + d);
+        }
+        let model = f.model();
+        let stats = model.stats();
+        let saxpy = stats.kernels.iter().find(|k| k.name == "saxpy").unwrap();
+        assert_eq!(
+            (
+                saxpy.count,
+                saxpy.total_ns,
+                saxpy.mean_ns,
+                saxpy.p50_ns,
+                saxpy.p99_ns,
+                saxpy.min_ns,
+                saxpy.max_ns
+            ),
+            (4, 100, 25, 20, 40, 10, 40)
+        );
+        // Sorted by total time: uploads (400 ns) first.
+        assert_eq!(stats.kernels[0].name, "upload");
+        // Trace span: 0 .. 3240.
+        assert_eq!(stats.span_ns, 3_240);
+        let lane_stats = |q| stats.lanes.iter().find(|l| l.queue == q).unwrap();
+        assert_eq!(lane_stats(Queue::GpuUpload).busy_ns, 400);
+        assert!((lane_stats(Queue::GpuCompute).utilisation - 100.0 / 3_240.0).abs() < 1e-12);
+        let copy = &stats.copies[0];
+        assert_eq!(copy.queue, Queue::GpuUpload);
+        assert_eq!((copy.batches, copy.bytes, copy.busy_ns), (4, 4 * 4096, 400));
+        assert!((copy.bytes_per_s - 4096.0 / 100e-9).abs() < 1.0);
+    }
+
+    #[test]
+    fn overlapping_spans_count_once_in_utilisation() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .submit(1, 1, &[], 0)
+            .ran(0, 1, 0, 100)
+            .ran(1, 1, 50, 150);
+        let model = f.model();
+        let lane = &model.stats().lanes[0];
+        assert_eq!((lane.spans, lane.busy_ns), (2, 150));
+        assert!((lane.utilisation - 1.0).abs() < 1e-12);
     }
 }

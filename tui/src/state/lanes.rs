@@ -369,6 +369,53 @@ impl Block {
     }
 }
 
+/// Builds a lane's blocks from its spans handed in start order, statuses final: what
+/// [`Lane::build_index`] does over a lane in memory, and the streaming builder
+/// ([`super::stream`]) as it writes a lane's file.
+#[derive(Default)]
+pub(crate) struct BlockBuilder {
+    prefix_end_ns: u64,
+    first_start_ns: u64,
+    new_ns: u64,
+    worst: SpanStatus,
+    spans: usize,
+}
+
+impl BlockBuilder {
+    /// The next span; returns the block it completes.
+    pub(crate) fn push(&mut self, s: &Span) -> Option<Block> {
+        if self.spans == 0 {
+            self.first_start_ns = s.start_ns;
+            self.worst = SpanStatus::Ok;
+            self.new_ns = 0;
+        }
+        let end = s.query_end_ns();
+        if end > self.prefix_end_ns {
+            self.new_ns += end - s.start_ns.max(self.prefix_end_ns);
+            self.prefix_end_ns = end;
+        }
+        self.worst = self.worst.max(s.status());
+        self.spans += 1;
+        (self.spans == BLOCK_SPANS).then(|| self.take())
+    }
+
+    /// The last, partial block, if any.
+    pub(crate) fn finish(mut self) -> Option<Block> {
+        (self.spans > 0).then(|| self.take())
+    }
+
+    fn take(&mut self) -> Block {
+        self.spans = 0;
+        Block {
+            first_start_ns: self.first_start_ns,
+            prefix_end_ns: self.prefix_end_ns,
+            new_ns: self.new_ns,
+            worst: self.worst as u8,
+            _pad: [0; 7],
+        }
+    }
+}
+
 /// One queue of one runtime, with its spans sorted by start time.
 #[derive(Clone, Debug)]
 pub struct Lane {
@@ -429,31 +476,21 @@ impl Lane {
     /// Builds the block index (after statuses are final).
     pub(crate) fn build_index(&mut self) {
         self.spans.vec_mut().shrink_to_fit();
-        let mut prefix_end_ns = 0;
-        let blocks: Vec<Block> = self
-            .spans
-            .chunks(BLOCK_SPANS)
-            .map(|chunk| {
-                let mut worst = SpanStatus::Ok;
-                let mut new_ns = 0;
-                for s in chunk {
-                    let end = s.query_end_ns();
-                    if end > prefix_end_ns {
-                        new_ns += end - s.start_ns.max(prefix_end_ns);
-                        prefix_end_ns = end;
-                    }
-                    worst = worst.max(s.status());
-                }
-                Block {
-                    first_start_ns: chunk[0].start_ns,
-                    prefix_end_ns,
-                    new_ns,
-                    worst: worst as u8,
-                    _pad: [0; 7],
-                }
-            })
-            .collect();
+        let mut builder = BlockBuilder::default();
+        let mut blocks: Vec<Block> = self.spans.iter().filter_map(|s| builder.push(s)).collect();
+        blocks.extend(builder.finish());
         self.blocks = blocks.into();
+    }
+
+    /// The largest query end of its spans (0 when it has none): from the last block once
+    /// the index is built.
+    pub fn max_end_ns(&self) -> u64 {
+        match self.blocks.last() {
+            Some(block) if self.blocks.len() == self.spans.len().div_ceil(BLOCK_SPANS) => {
+                block.prefix_end_ns
+            }
+            _ => self.spans.iter().map(Span::query_end_ns).max().unwrap_or(0),
+        }
     }
 
     /// The spans, sorted by start time.

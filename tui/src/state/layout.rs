@@ -122,6 +122,12 @@ pub struct ScreenLayout {
     pub timeline_cols: u16,
 }
 
+/// Rows of the statistics overlay: three headed tables (kernels, queues, copy bandwidth,
+/// the last at least one row) and a blank row between them. ↑/↓ scroll it.
+pub fn stats_rows(stats: &hrx_analysis::Stats) -> usize {
+    3 + 2 + stats.kernels.len() + stats.lanes.len() + stats.copies.len().max(1)
+}
+
 /// The first item shown by a list of `len` items in `rows` rows with its cursor at
 /// `cursor`: the cursor stays in the middle once the list scrolls.
 pub fn list_offset(cursor: usize, len: usize, rows: usize) -> usize {

@@ -18,7 +18,7 @@
 use super::column::{Column, Plain};
 use super::hazards::FirstFailure;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
-use super::stats::Stats;
+use hrx_analysis::stats::Stats;
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
     BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, HazardKind,
@@ -109,36 +109,9 @@ pub struct RegionKey {
     pub region: u32,
 }
 
-/// The five queues, in timeline order.
-pub const QUEUES: [Queue; 5] = [
-    Queue::GpuUpload,
-    Queue::GpuCompute,
-    Queue::GpuDownload,
-    Queue::Npu,
-    Queue::Host,
-];
-
-/// Position of `queue` in [`QUEUES`].
-pub fn queue_slot(queue: Queue) -> usize {
-    match queue {
-        Queue::GpuUpload => 0,
-        Queue::GpuCompute => 1,
-        Queue::GpuDownload => 2,
-        Queue::Npu => 3,
-        Queue::Host => 4,
-    }
-}
-
-/// The queue's display name: `GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`, `Host`.
-pub fn queue_name(queue: Queue) -> &'static str {
-    match queue {
-        Queue::GpuUpload => "GPU Upload",
-        Queue::GpuCompute => "GPU Compute",
-        Queue::GpuDownload => "GPU Download",
-        Queue::Npu => "NPU",
-        Queue::Host => "Host",
-    }
-}
+/// The five queues in timeline order, their positions and display names: the one
+/// definition, `hrx-analysis`'s, shared with every `hrx-trace` verb.
+pub use hrx_analysis::{QUEUES, queue_name, queue_slot};
 
 /// The GPU lane of a copy queue.
 pub fn gpu_lane_queue(lane: GpuLane) -> Queue {
@@ -498,10 +471,15 @@ impl Model {
     /// several.
     pub fn lane_name(&self, id: LaneId) -> String {
         let lane = self.lane(id);
+        self.queue_lane_name(lane.runtime, lane.queue)
+    }
+
+    /// The display name of the lane of `queue` on `runtime` (see [`Model::lane_name`]).
+    pub fn queue_lane_name(&self, runtime: RuntimeId, queue: Queue) -> String {
         if self.lanes.len() > QUEUES.len() {
-            format!("r{} {}", lane.runtime, queue_name(lane.queue))
+            format!("r{runtime} {}", queue_name(queue))
         } else {
-            queue_name(lane.queue).to_owned()
+            queue_name(queue).to_owned()
         }
     }
 

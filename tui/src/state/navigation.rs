@@ -103,6 +103,9 @@ impl ViewState {
     ) -> Option<SpanRef> {
         let mut best: Option<(u64, LaneId, u32)> = None;
         for lane_id in self.visible_lanes(model) {
+            if filtered && !self.lane_may_match(model, lane_id) {
+                continue;
+            }
             let spans = model.lane(lane_id).spans();
             let key = |i: usize| (spans[i].start_ns, lane_id, i as u32);
             let ok = |i: usize| !filtered || self.matches(model, &spans[i]);
@@ -167,10 +170,26 @@ impl ViewState {
         }
     }
 
+    /// Whether any region that runs on `lane` matches the search filter: a lane where none
+    /// does is not walked span by span (its file, mapped from the view cache, would be
+    /// paged in whole for nothing).
+    fn lane_may_match(&self, model: &Model, lane: LaneId) -> bool {
+        let Some(filter) = &self.filter else {
+            return true;
+        };
+        let lane = model.lane(lane);
+        model.regions.iter().any(|r| {
+            r.queue == lane.queue
+                && model.prepared[r.prepared.get()].runtime == lane.runtime
+                && filter[r.search_key as usize]
+        })
+    }
+
     /// The earliest matching span on the visible lanes.
     fn first_match(&self, model: &Model) -> Option<SpanRef> {
         self.visible_lanes(model)
             .into_iter()
+            .filter(|&lane| self.lane_may_match(model, lane))
             .filter_map(|lane| {
                 let spans = model.lane(lane).spans();
                 let i = spans.iter().position(|s| self.matches(model, s))?;

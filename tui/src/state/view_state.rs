@@ -218,7 +218,7 @@ pub struct ViewState {
     pub live: Option<Live>,
     /// Per search key ([`crate::state::RegionInfo`]'s): matches the search (`None`: no
     /// filter).
-    filter: Option<Vec<bool>>,
+    pub(super) filter: Option<Vec<bool>>,
     /// Where the view was when `/` was pressed, while the search is typed: each keystroke
     /// searches from there, a text that matches nothing shows it again, and Esc returns
     /// to it (as an incremental search in an editor does).
@@ -393,7 +393,7 @@ impl ViewState {
                     // Over the overlay, the arrows scroll it (the lane behind is hidden),
                     // down to where its last row is at the bottom.
                     let visible = self.layout(model).stats.map_or(0, |a| a.height - 2);
-                    let last = model.stats().overlay_rows().saturating_sub(visible.into());
+                    let last = super::stats_rows(model.stats()).saturating_sub(visible.into());
                     self.stats_scroll = if down {
                         (usize::from(self.stats_scroll) + 1).min(last) as u16
                     } else {

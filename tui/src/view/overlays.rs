@@ -63,7 +63,7 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
     for l in &stats.lanes {
         lines.push(Line::raw(format!(
             "{:<22}{:>8}{:>11}  {:>5.1}% {}",
-            fit(&model.lane_name(l.lane), 21),
+            fit(&model.queue_lane_name(l.runtime, l.queue), 21),
             l.spans,
             units::duration(l.busy_ns),
             l.utilisation * 100.0,
@@ -82,7 +82,7 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
     for c in &stats.copies {
         lines.push(Line::raw(format!(
             "{:<22}{:>8}{:>11}{:>11}{:>13}",
-            fit(&model.lane_name(c.lane), 21),
+            fit(&model.queue_lane_name(c.runtime, c.queue), 21),
             c.batches,
             units::bytes(c.bytes),
             units::duration(c.busy_ns),
@@ -91,7 +91,7 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
     }
     debug_assert_eq!(
         lines.len(),
-        stats.overlay_rows(),
+        crate::state::stats_rows(stats),
         "the rows ↑/↓ scroll over"
     );
     let rows = usize::from(area.height.saturating_sub(2));

@@ -129,7 +129,7 @@ fn statistics_in_a_small_terminal_drop_columns_and_scroll() {
     // ↓ scrolls the overlay until its last row is at the bottom, and leaves the queue
     // alone; ↑ then scrolls back at once.
     let visible = usize::from(state.layout(&model).stats.unwrap().height - 2);
-    let end = model.stats().overlay_rows() - visible;
+    let end = crate::state::stats_rows(model.stats()) - visible;
     assert!(end > 0, "the overlay is taller than the pane");
     for _ in 0..100 {
         state.update(&model, Action::NextQueue);
@@ -594,7 +594,9 @@ fn zoomed_out_rows_show_how_much_of_each_cell_is_busy() {
             .stats()
             .lanes
             .iter()
-            .find(|l| l.lane == row.lane)
+            .find(|l| {
+                (l.runtime, l.queue) == (model.lane(row.lane).runtime, model.lane(row.lane).queue)
+            })
             .unwrap();
         assert!(stats.utilisation < 0.5, "{}", stats.utilisation);
         let cells: String = (row.area.y..row.area.y + row.area.height)

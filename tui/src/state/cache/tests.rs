@@ -64,7 +64,14 @@ fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace_file(dir.path(), failing());
     let read = crate::load(&trace).unwrap();
-    let opened = open(&trace, &options(dir.path()), || load(&trace)).unwrap();
+    // The entry is streamed from the trace, never built in memory whole.
+    let opened = open(
+        &trace,
+        &options(dir.path()),
+        None,
+        || -> Result<Model, ()> { panic!("the trace was read into memory whole") },
+    )
+    .unwrap();
     // Written, then reopened by mapping: no per-span memory is held.
     assert!(
         opened
@@ -81,9 +88,12 @@ fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
     assert!(read.first_failure().is_some());
     assert_eq!(screens(&opened), screens(&read));
     // The second open reads the cache, not the trace.
-    let again = open(&trace, &options(dir.path()), || -> Result<Model, ()> {
-        panic!("the trace was read again")
-    })
+    let again = open(
+        &trace,
+        &options(dir.path()),
+        None,
+        || -> Result<Model, ()> { panic!("the trace was read again") },
+    )
     .unwrap();
     assert_eq!(screens(&again), screens(&read));
 }
@@ -93,12 +103,12 @@ fn a_changed_trace_is_read_again() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace_file(dir.path(), PipelineSpec::ops(400));
     let cache = options(dir.path());
-    let first = open(&trace, &cache, || load(&trace)).unwrap();
+    let first = open(&trace, &cache, None, || load(&trace)).unwrap();
     assert_eq!(first.span_count(), 400);
     // The same path, another trace: a longer recording.
     trace_file(dir.path(), PipelineSpec::ops(800));
     assert!(reopen(cache.dir.as_deref().unwrap(), &trace).is_err());
-    let second = open(&trace, &cache, || load(&trace)).unwrap();
+    let second = open(&trace, &cache, None, || load(&trace)).unwrap();
     assert_eq!(second.span_count(), 800);
     assert!(second.submissions.is_mapped());
 }
@@ -109,7 +119,7 @@ fn a_damaged_entry_is_rebuilt_from_the_trace() {
     let trace = trace_file(dir.path(), failing());
     let cache = options(dir.path());
     let read = crate::load(&trace).unwrap();
-    open(&trace, &cache, || load(&trace)).unwrap();
+    open(&trace, &cache, None, || load(&trace)).unwrap();
     let entry = entry(cache.dir.as_deref().unwrap(), &trace).unwrap();
     // A column cut short (a crash while writing it), then a manifest of garbage.
     let spans = entry.join("lane-1.spans");
@@ -122,11 +132,11 @@ fn a_damaged_entry_is_rebuilt_from_the_trace() {
         .unwrap();
     let error = reopen(cache.dir.as_deref().unwrap(), &trace).unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::InvalidData);
-    let rebuilt = open(&trace, &cache, || load(&trace)).unwrap();
+    let rebuilt = open(&trace, &cache, None, || load(&trace)).unwrap();
     assert_eq!(screens(&rebuilt), screens(&read));
     fs::write(entry.join("model.bin"), b"\xff\xff\xff\xff not a manifest").unwrap();
     assert!(reopen(cache.dir.as_deref().unwrap(), &trace).is_err());
-    let rebuilt = open(&trace, &cache, || load(&trace)).unwrap();
+    let rebuilt = open(&trace, &cache, None, || load(&trace)).unwrap();
     assert_eq!(screens(&rebuilt), screens(&read));
 }
 
@@ -138,7 +148,7 @@ fn small_traces_and_a_disabled_cache_are_read_directly() {
         min_bytes: fs::metadata(&trace).unwrap().len() + 1,
         ..options(dir.path())
     };
-    let model = open(&trace, &small, || load(&trace)).unwrap();
+    let model = open(&trace, &small, None, || load(&trace)).unwrap();
     assert!(!model.submissions.is_mapped());
     assert!(!dir.path().join("cache").exists());
     let off = CacheOptions {
@@ -146,7 +156,7 @@ fn small_traces_and_a_disabled_cache_are_read_directly() {
         min_bytes: 0,
     };
     assert!(
-        !open(&trace, &off, || load(&trace))
+        !open(&trace, &off, None, || load(&trace))
             .unwrap()
             .submissions
             .is_mapped()
@@ -164,7 +174,7 @@ fn a_cache_directory_others_may_write_is_not_used() {
     let cache = dir.path().join("cache");
     fs::create_dir(&cache).unwrap();
     fs::set_permissions(&cache, fs::Permissions::from_mode(0o777)).unwrap();
-    let model = open(&trace, &options(dir.path()), || load(&trace)).unwrap();
+    let model = open(&trace, &options(dir.path()), None, || load(&trace)).unwrap();
     assert!(!model.submissions.is_mapped());
     assert_eq!(fs::read_dir(&cache).unwrap().count(), 0);
     let error = reopen(&cache, &trace).unwrap_err();
@@ -172,9 +182,36 @@ fn a_cache_directory_others_may_write_is_not_used() {
     // Made private again, the same directory caches the trace.
     fs::set_permissions(&cache, fs::Permissions::from_mode(0o700)).unwrap();
     assert!(
-        open(&trace, &options(dir.path()), || load(&trace))
+        open(&trace, &options(dir.path()), None, || load(&trace))
             .unwrap()
             .submissions
             .is_mapped()
     );
+}
+
+/// A private cache directory inside one that others may write (without the sticky bit
+/// that /tmp has) is not used either: they could rename it away and put their own there.
+#[test]
+fn a_cache_directory_inside_one_others_may_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(40));
+    let shared = dir.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    let cache = shared.join("cache");
+    let options = CacheOptions {
+        dir: Some(cache.clone()),
+        min_bytes: 0,
+    };
+    for (mode, used) in [(0o777, false), (0o1777, true), (0o755, true)] {
+        let _ = fs::remove_dir_all(&cache);
+        fs::set_permissions(&shared, fs::Permissions::from_mode(mode)).unwrap();
+        let model = open(&trace, &options, None, || load(&trace)).unwrap();
+        assert_eq!(model.submissions.is_mapped(), used, "parent mode {mode:o}");
+        let error = usable(&options);
+        assert_eq!(error.is_ok(), used, "parent mode {mode:o}: {error:?}");
+        if !used {
+            assert!(error.unwrap_err().contains("which another user may change"));
+        }
+    }
 }
