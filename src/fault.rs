@@ -190,6 +190,16 @@ impl FaultInjector {
         })
     }
 
+    /// The injected fault, if any.
+    pub fn spec(&self) -> Option<&FaultSpec> {
+        self.spec.as_ref()
+    }
+
+    /// Dispatches of the target kernel counted so far (for a `kernel=` target).
+    pub fn kernel_hits(&self) -> u64 {
+        self.kernel_hits.load(Ordering::Relaxed)
+    }
+
     /// Whether the fault has fired.
     pub fn fired(&self) -> bool {
         self.fired.load(Ordering::Acquire)

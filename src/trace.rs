@@ -309,10 +309,10 @@ impl Tracer {
         }
     }
 
-    /// Opens the range at submission `next`, recording its [`s::TraceRange`] and a
-    /// [`s::BufferSnapshot`] of every live buffer. The runtime must have nothing in flight
-    /// (see the module docs).
-    pub fn open_range(&self, next: u64) {
+    /// Opens the range at submission `next`, recording its [`s::TraceRange`] (with the
+    /// injected fault counted from `next`, `fault`) and a [`s::BufferSnapshot`] of every live
+    /// buffer. The runtime must have nothing in flight (see the module docs).
+    pub fn open_range(&self, next: u64, fault: Option<s::RangeFault>) {
         let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
             return;
         };
@@ -328,6 +328,7 @@ impl Tracer {
             trigger: window.trigger(),
             trimmed_from: None,
             time_ns,
+            fault,
         }));
         let mut live: Vec<(u64, Arc<dyn LiveBuffer>)> = {
             let mut buffers = crate::sync::lock(&window.buffers);
@@ -406,6 +407,7 @@ impl Tracer {
             trigger: window.trigger(),
             trimmed_from: None,
             time_ns: hook.now_ns(),
+            fault: None,
         }));
     }
 

@@ -359,7 +359,14 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             if let Some(from) = &r.trimmed_from {
                 write!(f, " trimmed_from={from:?}")?;
             }
-            Ok(())
+            match &r.fault {
+                Some(fault) => match (&fault.from_start, fault.fired_in) {
+                    (Some(spec), _) => write!(f, " fault={spec}"),
+                    (None, Some(at)) => write!(f, " fault=fired-in-sub-{at}"),
+                    (None, None) => write!(f, " fault=fired-before"),
+                },
+                None => Ok(()),
+            }
         }
         Record::BufferSnapshot(r) => bytes_at(
             f,

@@ -4,8 +4,9 @@
 //! # What the trimmed trace holds
 //!
 //! - Every definition, whenever it was recorded: the session, runtimes, buffers, kernels
-//!   (with their code), graph operations, prepares, calibrations, quarantines, poisons,
-//!   losses. They are small, and a submission in the range may use any of them.
+//!   (with their code), graph operations, prepares, calibrations, quarantines and poisons
+//!   (but those a submission after the range caused), losses. They are small, and a
+//!   submission in the range may use any of them.
 //! - Of the submissions, only those in the range (per runtime, by submission number), with
 //!   everything that names them (timings, outcomes, cross waits, output digests, faults,
 //!   capture fences, recorder waits). Producers and cross waits naming a submission before
@@ -15,7 +16,8 @@
 //!   recorded after it).
 //! - The state snapshot: for each buffer byte range that the range *reads before it writes*,
 //!   a [`BufferSnapshot`] with its contents when the range starts, and a [`TraceRange`]
-//!   naming the range and the source file.
+//!   naming the range and the source file, and, for a runtime that injects a fault, the
+//!   fault counted from the range's start (module `fault`).
 //!
 //! # Read before written
 //!
@@ -430,10 +432,13 @@ pub fn trim<R: std::io::Read, W: Write>(
             time_ns >= start_ns && end_ns.is_none_or(|e| time_ns < e)
         }
     };
+    let mut any_fault = false;
     for item in open()? {
         let (_, record) = item?;
         records_in += 1;
         match record {
+            Record::RuntimeStart(r) => any_fault |= r.fault.is_some(),
+            Record::TraceRange(r) => any_fault |= r.fault.is_some(),
             Record::GraphOp(op) => {
                 ops.entry((op.runtime, op.graph))
                     .or_default()
@@ -700,6 +705,8 @@ pub fn trim<R: std::io::Read, W: Write>(
     // knowledge of the range: decided in pass 3 as records go by would be too late, since a
     // blob precedes its references.
     let keep_blobs = referenced_blobs(&open, &windows)?;
+    let starts = windows.iter().map(|(r, w)| (*r, w.start)).collect();
+    let faults = fault::range_faults(&open, &starts, any_fault)?;
 
     // Pass 3: write.
     let mut writer = TraceWriter::new(out)?;
@@ -741,6 +748,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             trigger: trigger.clone(),
             trimmed_from: Some(source.to_owned()),
             time_ns,
+            fault: faults.get(&runtime).cloned(),
         }))?;
         let trim = trims.get_mut(&runtime).expect("a trim per window");
         let mut keys: Vec<&Key> = shadows.keys().filter(|k| k.0 == runtime).collect();
@@ -843,6 +851,14 @@ pub fn trim<R: std::io::Read, W: Write>(
                 window.is_some_and(|w| w.holds_time(f.time_ns))
             }
             Record::RecorderWait(r) if r.submission.is_none() => true,
+            // Kept as definitions when before the range (a quarantined graph or poisoned
+            // buffer is the range's state); after it, they name a submission it lacks.
+            Record::Quarantine(q) => q
+                .submission
+                .is_none_or(|sub| window.is_none_or(|w| sub.0 < w.end)),
+            Record::Poison(p) => p
+                .submission
+                .is_none_or(|sub| window.is_none_or(|w| sub.0 < w.end)),
             other => match submission_of(other) {
                 Some(sub) => window.is_some_and(|w| w.holds(sub)),
                 None => true,
@@ -924,6 +940,8 @@ fn blob_of(payload: &Payload) -> Option<BlobHash> {
 pub fn open_checked(path: &Path) -> Result<TraceReader<std::fs::File>, ReadError> {
     Ok(TraceReader::open(path)?.check_submission_numbers())
 }
+
+mod fault;
 
 #[cfg(test)]
 #[path = "trim_tests.rs"]

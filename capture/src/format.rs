@@ -60,7 +60,7 @@
 
 use crate::schema::{
     BufferId, DeviceSpan, NodeIndex, OpTiming, Poison, Record, RegionIndex, RegionTiming,
-    RuntimeId, SubmissionIndex,
+    RuntimeId, SubmissionIndex, TraceRange,
 };
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -137,7 +137,8 @@ impl FormatVersion {
         // 1.6: `Record::HostClock` (the session clock's calibrations).
         // 1.8: `Record::DigestSpan`.
         // 1.9: summary blocks (`BlockKind::SUMMARY`, after each records block).
-        minor: FormatMinor(9),
+        // 1.13: `TraceRange::fault`.
+        minor: FormatMinor(13),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -918,7 +919,9 @@ impl FrameDecoder {
             }
             _ => match postcard::take_from_bytes(body) {
                 Ok((record, _)) => Ok(record),
-                Err(error) => legacy_poison(body).ok_or(FormatError::from(error)),
+                Err(error) => legacy_poison(body)
+                    .or_else(|| legacy_trace_range(body))
+                    .ok_or(FormatError::from(error)),
             },
         }
     }
@@ -989,6 +992,37 @@ fn legacy_poison(body: &[u8]) -> Option<Record> {
         time_ns: old.time_ns,
         submission: None,
         region: None,
+    }))
+}
+
+/// A `TraceRange` record as format 1.5-1.12 wrote it (without `fault`).
+#[derive(Serialize, Deserialize)]
+struct TraceRangeBefore113 {
+    runtime: RuntimeId,
+    start: SubmissionIndex,
+    end: Option<SubmissionIndex>,
+    trigger: String,
+    trimmed_from: Option<String>,
+    time_ns: u64,
+}
+
+/// Decodes `body` as a 1.5-1.12 `TraceRange` frame: `fault` (1.13) is at its end, so such a
+/// frame ends early for this reader's `TraceRange`.
+fn legacy_trace_range(body: &[u8]) -> Option<Record> {
+    let index = Record::KIND_NAMES.iter().position(|n| *n == "TraceRange")?;
+    let (&tag, rest) = body.split_first()?;
+    if usize::from(tag) != index {
+        return None;
+    }
+    let old: TraceRangeBefore113 = postcard::take_from_bytes(rest).ok()?.0;
+    Some(Record::TraceRange(TraceRange {
+        runtime: old.runtime,
+        start: old.start,
+        end: old.end,
+        trigger: old.trigger,
+        trimmed_from: old.trimmed_from,
+        time_ns: old.time_ns,
+        fault: None,
     }))
 }
 
@@ -1126,7 +1160,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.9"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.13"), "{err}");
     }
 
     #[test]
@@ -1328,6 +1362,32 @@ mod tests {
             (RuntimeId(3), BufferId(7), 99)
         );
         assert_eq!(FrameDecoder::new().decode(body).unwrap(), new);
+    }
+
+    #[test]
+    fn a_trace_range_without_its_fault_decodes_as_before_1_13() {
+        let tag = Record::KIND_NAMES
+            .iter()
+            .position(|n| *n == "TraceRange")
+            .unwrap() as u8;
+        let old = TraceRangeBefore113 {
+            runtime: RuntimeId(2),
+            start: SubmissionIndex(4),
+            end: Some(SubmissionIndex(9)),
+            trigger: "submissions:4..9".into(),
+            trimmed_from: Some("whole.hrxt".into()),
+            time_ns: 77,
+        };
+        let mut body = vec![tag];
+        body.extend(postcard::to_allocvec(&old).unwrap());
+        let Record::TraceRange(read) = FrameDecoder::new().decode(&body).unwrap() else {
+            panic!("not a TraceRange");
+        };
+        assert_eq!(
+            (read.start, read.end, read.time_ns, read.fault),
+            (SubmissionIndex(4), Some(SubmissionIndex(9)), 77, None)
+        );
+        assert_eq!(read.trimmed_from.as_deref(), Some("whole.hrxt"));
     }
 
     #[test]

@@ -117,6 +117,41 @@ pub fn parse_submissions(text: &str) -> Result<(u64, Option<u64>), RangeError> {
     Ok((start, end))
 }
 
+/// A run's injected fault (`RuntimeStart::fault`'s text, `hrx::FaultSpec`'s form) counted
+/// from a range's first submission, for [`crate::schema::RangeFault::from_start`]: `op=N`
+/// and `kernel=NAME#N` count from the run's start, so the device operations numbered before
+/// the range (`operations_before`) or the dispatches of `NAME` before it
+/// (`dispatches_before(NAME)`) come off the count. `None` when nothing is left (the fault
+/// fired, or its count passed, before the range); text of another form comes back as it is.
+pub fn fault_from_range(
+    spec: &str,
+    operations_before: u64,
+    dispatches_before: impl FnOnce(&str) -> u64,
+) -> Option<String> {
+    let Some((target, kind)) = spec.rsplit_once(':') else {
+        return Some(spec.to_owned());
+    };
+    let count = |n: &str| n.parse::<u64>().ok().filter(|&n| n >= 1);
+    if let Some(n) = target.strip_prefix("op=").and_then(count) {
+        let left = n.checked_sub(operations_before).filter(|&n| n >= 1)?;
+        return Some(format!("op={left}:{kind}"));
+    }
+    if let Some(rest) = target.strip_prefix("kernel=") {
+        let (name, n) = match rest.split_once('#') {
+            Some((name, n)) => (name, count(n)),
+            None => (rest, Some(1)),
+        };
+        if let Some(n) = n {
+            let left = n.checked_sub(dispatches_before(name)).filter(|&n| n >= 1)?;
+            return Some(match left {
+                1 => format!("kernel={name}:{kind}"),
+                _ => format!("kernel={name}#{left}:{kind}"),
+            });
+        }
+    }
+    Some(spec.to_owned())
+}
+
 /// Parses a duration: a number with `s`, `ms`, `us` or `ns` (seconds without a unit), in ns.
 ///
 /// # Errors
@@ -246,6 +281,29 @@ pub fn manually_on(range: Option<&CaptureRange>) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fault_counts_from_the_range_start_or_not_at_all() {
+        use super::fault_from_range as from;
+        let none = |_: &str| 0;
+        assert_eq!(
+            from("op=7:device-lost", 4, none).as_deref(),
+            Some("op=3:device-lost")
+        );
+        assert_eq!(from("op=7:device-lost", 7, none), None);
+        assert_eq!(from("op=7:device-lost", 9, none), None);
+        let sobel = |name: &str| if name == "hrx_sobel" { 1 } else { 5 };
+        assert_eq!(
+            from("kernel=hrx_sobel#2:device-lost", 3, sobel).as_deref(),
+            Some("kernel=hrx_sobel:device-lost")
+        );
+        assert_eq!(
+            from("kernel=hrx_sobel#4:kernel-error", 3, sobel).as_deref(),
+            Some("kernel=hrx_sobel#3:kernel-error")
+        );
+        assert_eq!(from("kernel=hrx_sobel:kernel-error", 3, sobel), None);
+        assert_eq!(from("garbled", 3, sobel).as_deref(), Some("garbled"));
+    }
+
     use super::*;
 
     #[test]

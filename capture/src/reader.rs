@@ -1800,6 +1800,7 @@ mod tests {
                 trigger: "submissions:5..8".into(),
                 trimmed_from: None,
                 time_ns: 0,
+                fault: None,
             })
         };
         let missing = |records: Vec<Record>| {
@@ -2140,7 +2141,7 @@ mod tests {
         let err = Trace::from_bytes(&bytes).unwrap_err().to_string();
         assert_eq!(
             err,
-            "byte 8: trace format 2.0 is newer than this reader's format 1.9; \
+            "byte 8: trace format 2.0 is newer than this reader's format 1.13; \
              upgrade hrx-trace to read it"
         );
         assert!(MappedTrace::from_vec(bytes).is_err());

@@ -1036,6 +1036,24 @@ pub struct TraceRange {
     pub trimmed_from: Option<String>,
     /// Host time.
     pub time_ns: u64,
+    /// The recorded run's injected fault as the range counts it, when the runtime injects
+    /// one and the range starts after the run's first submission: `op=N` and `kernel#N`
+    /// count from the run's start, which the range lacks (format 1.13; `None` in an older
+    /// trace, whose replay counts from the range's start).
+    pub fault: Option<RangeFault>,
+}
+
+/// A run's injected fault seen from a range that starts mid-run ([`TraceRange::fault`],
+/// format 1.13).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeFault {
+    /// The fault counted from the range's first submission, as `RuntimeStart::fault` writes
+    /// it: `op=3:device-lost` for the run's `op=7:device-lost` when the submissions before
+    /// the range ran 4 device operations. What a replay of the range injects; `None` when
+    /// the fault fired (or its count passed) before the range: a replay injects nothing.
+    pub from_start: Option<String>,
+    /// The submission it fired in before the range, when known.
+    pub fired_in: Option<SubmissionIndex>,
 }
 
 /// The contents of a buffer's bytes when a range opens: the state replay needs to start
@@ -1865,6 +1883,10 @@ pub(crate) mod testgen {
                 trigger: r.string(),
                 trimmed_from: r.opt(Rng::string),
                 time_ns: r.int(),
+                fault: r.opt(|r| RangeFault {
+                    from_start: r.opt(Rng::string),
+                    fired_in: r.opt(|r| SubmissionIndex(r.int())),
+                }),
             }),
             32 => Record::BufferSnapshot(BufferSnapshot {
                 runtime,

@@ -98,6 +98,31 @@ pub(crate) fn ranges(stats: &TraceStats) -> Vec<String> {
             }
         })
         .collect();
+    // A fault counts operations from the run's start, which the range lacks.
+    for r in stats.ranges.values() {
+        let Some(fault) = &r.fault else { continue };
+        let configured = stats
+            .runtimes
+            .iter()
+            .find(|rt| rt.runtime == r.runtime)
+            .and_then(|rt| rt.fault.as_deref())
+            .unwrap_or("the run's");
+        lines.push(match (&fault.from_start, fault.fired_in) {
+            (Some(spec), _) => format!(
+                "fault {configured} counted from submission {}: {spec}",
+                r.start
+            ),
+            (None, Some(at)) => format!(
+                "fault {configured} fired in submission {at}, before submission {}: \
+                 none injected",
+                r.start
+            ),
+            (None, None) => format!(
+                "fault {configured} fired before submission {}: none injected",
+                r.start
+            ),
+        });
+    }
     let (count, known, unknown) = stats.snapshots;
     if count > 0 {
         let mut line = format!("state snapshot: {count} buffer ranges, {}", bytes(known));

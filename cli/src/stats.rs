@@ -205,7 +205,12 @@ impl TraceStats {
                 if self.ranges.len() < 1024
                     || self.ranges.contains_key(&(range.runtime, range.start.0)) =>
             {
-                self.ranges.insert((range.runtime, range.start.0), range);
+                // The closing record restates the range without its fault (the opening's).
+                let key = (range.runtime, range.start.0);
+                let fault = self.ranges.get(&key).and_then(|r| r.fault.clone());
+                let mut range = range;
+                range.fault = range.fault.or(fault);
+                self.ranges.insert(key, range);
             }
             Record::BufferSnapshot(snap) => {
                 self.snapshots.0 += 1;

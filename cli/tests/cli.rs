@@ -34,6 +34,8 @@ mod processes;
 mod program;
 #[path = "cli/range.rs"]
 mod range;
+#[path = "cli/range_fault.rs"]
+mod range_fault;
 #[path = "cli/replay.rs"]
 mod replay;
 #[path = "cli/usage.rs"]

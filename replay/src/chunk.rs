@@ -364,6 +364,7 @@ impl<R: Read> Chunker<R> {
                     trigger: "replay chunk".into(),
                     trimmed_from: None,
                     time_ns: 0,
+                    fault: None,
                 }));
             }
         }

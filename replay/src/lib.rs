@@ -197,18 +197,43 @@ pub(crate) fn replay_fault(
                 ));
                 None
             } else {
-                if let Some(start) = rp.range_start.filter(|s| s.0 > 1) {
-                    // `op=N` and `kernel#N` count from the recorded run's start, which this
-                    // trace lacks: counted from the range's start they may name another
-                    // operation, and the replay then fails elsewhere.
-                    notes.push(format!(
-                        "runtime {}: the captured fault {captured} counts operations from the \
-                         start of the recorded run, and this trace starts at submission {start} \
-                         (a range or a trim): injected counting from there, it may fail \
-                         another operation than the capture's",
-                        rp.id
-                    ));
-                }
+                // `op=N` and `kernel#N` count from the recorded run's start, which a range or
+                // trim from a later submission lacks: its `TraceRange` says the count from
+                // its own start (format 1.13), or that the fault fired before it.
+                let captured = match &rp.range_fault {
+                    Some((
+                        _,
+                        hrx_capture::schema::RangeFault {
+                            from_start: Some(spec),
+                            ..
+                        },
+                    )) => spec,
+                    Some((start, fault)) => {
+                        let fired = match fault.fired_in {
+                            Some(s) => format!("fired in submission {s}"),
+                            None => "fired".into(),
+                        };
+                        notes.push(format!(
+                            "runtime {}: the captured fault {captured} {fired} before this \
+                             trace's range (from submission {start}): nothing injected",
+                            rp.id
+                        ));
+                        return Ok(None);
+                    }
+                    None => {
+                        if let Some(start) = rp.range_start.filter(|s| s.0 > 1) {
+                            // A range or trim written before format 1.13.
+                            notes.push(format!(
+                                "runtime {}: the captured fault {captured} counts operations \
+                                 from the start of the recorded run, and this trace starts at \
+                                 submission {start} (a range or a trim): injected counting from \
+                                 there, it may fail another operation than the capture's",
+                                rp.id
+                            ));
+                        }
+                        captured
+                    }
+                };
                 Some(captured.parse().map_err(|e| {
                     ReplayError::unreplayable(format!(
                         "runtime {}: the captured fault {captured:?} does not parse: {e}",

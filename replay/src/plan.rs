@@ -171,6 +171,9 @@ pub(crate) struct RuntimePlan<'t> {
     pub fault: Option<String>,
     /// The first submission of a range or trim (`TraceRange`): the run before it is absent.
     pub range_start: Option<SubmissionIndex>,
+    /// The run's injected fault counted from a range's start (`TraceRange::fault`, format
+    /// 1.13), with that start.
+    pub range_fault: Option<(SubmissionIndex, s::RangeFault)>,
     pub buffers: Vec<BufferPlan>,
     pub buffer_index: HashMap<BufferId, usize>,
     pub kernels: Vec<KernelPlan<'t>>,
@@ -352,6 +355,7 @@ struct Gather<'t> {
     snapshots: Vec<&'t s::BufferSnapshot>,
     /// The first submission of the earliest range, when the trace holds ranges.
     range_start: Option<SubmissionIndex>,
+    range_fault: Option<(SubmissionIndex, s::RangeFault)>,
 }
 
 /// What the reader's recovery means for the replay: notes (records lost while recording, a
@@ -435,6 +439,11 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::BufferSnapshot(r) => g.snapshots.push(r),
             Record::TraceRange(r) => {
                 g.range_start = Some(g.range_start.map_or(r.start, |s| s.min(r.start)));
+                if let Some(fault) = &r.fault
+                    && g.range_fault.as_ref().is_none_or(|(s, _)| r.start < *s)
+                {
+                    g.range_fault = Some((r.start, fault.clone()));
+                }
             }
             _ => {}
         }
@@ -486,6 +495,7 @@ fn runtime_plan<'t>(
         capacity: start.capacity,
         fault: start.fault.clone(),
         range_start: g.range_start,
+        range_fault: g.range_fault,
         buffers: Vec::new(),
         buffer_index: HashMap::new(),
         kernels: Vec::new(),

@@ -457,3 +457,26 @@ pub(crate) fn copy_stream_unhealthy(tracer: &Tracer, copy_lane: GpuLane, error: 
         time_ns: hook.now_ns(),
     }));
 }
+
+/// The injected fault as a capture range opening before submission `next` counts it
+/// ([`s::TraceRange::fault`]): the operations numbered and the target kernel's dispatches
+/// run before the range come off its count (the runtime has drained: every earlier
+/// submission ran). `None` without a fault, or when the range starts the run.
+pub(crate) fn range_fault(
+    faults: &crate::fault::FaultInjector,
+    next: u64,
+    operations_before: u64,
+) -> Option<s::RangeFault> {
+    let spec = faults.spec().filter(|_| next > 1)?;
+    let from_start = if faults.fired() {
+        None
+    } else {
+        hrx_capture::range::fault_from_range(&spec.to_string(), operations_before, |_| {
+            faults.kernel_hits()
+        })
+    };
+    Some(s::RangeFault {
+        from_start,
+        fired_in: None,
+    })
+}

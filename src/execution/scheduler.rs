@@ -216,6 +216,12 @@ impl Scheduler {
     }
 
     /// The number [`Scheduler::next_submission`] will hand out next.
+    /// Device operations numbered so far (those of every submission made), in submission
+    /// order: the injected fault's `op=N` counts them.
+    pub fn operations_numbered(&self) -> u64 {
+        self.operations
+    }
+
     pub fn peek_submission(&self) -> u64 {
         self.next + 1
     }

@@ -97,7 +97,10 @@ impl ExecutableGraph {
         while core.scheduler().occupied() > 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
-        tracer.open_range(next);
+        let context = self.inner.runtime.context();
+        let operations = core.scheduler().operations_numbered();
+        let fault = super::record::range_fault(&context.faults, next, operations);
+        tracer.open_range(next, fault);
     }
 
     fn try_submit(&self, producers: &[Completion]) -> Result<Completion> {

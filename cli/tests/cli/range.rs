@@ -455,36 +455,3 @@ fn a_time_range_holds_exactly_the_submissions_its_trace_range_names() {
         assert_eq!(replayed_outputs(dir.path(), name), expected, "{name}");
     }
 }
-
-/// A trimmed faults trace: its captured fault counts operations from the recorded run's
-/// start, which the trim lacks, so replay says so rather than reading a REGRESSION alone
-/// (found by a new user: `kernel=hrx_sobel#2` then failed submission 3, not 2). A trim
-/// from submission 1 holds the run's start and says nothing.
-#[test]
-fn a_trimmed_trace_with_a_captured_fault_says_the_fault_counts_from_the_run_start() {
-    let Some(photo) = photo() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    crate::util::record_faults(dir.path(), "faults.hrxt", &photo);
-    for (range, said) in [("2..", true), ("1..", false)] {
-        let trim = run(
-            dir.path(),
-            &[
-                "trim",
-                "faults.hrxt",
-                "-o",
-                "t.hrxt",
-                "--submissions",
-                range,
-            ],
-        );
-        assert_eq!(code(&trim), 0, "{range}: {}", stderr(&trim));
-        let replay = run(dir.path(), &["replay", "t.hrxt"]);
-        let text = stdout(&replay);
-        assert_eq!(
-            text.contains("counts operations from the start of the recorded run"),
-            said,
-            "{range}: {text}"
-        );
-        let _ = std::fs::remove_file(dir.path().join("t.hrxt"));
-    }
-}
