@@ -188,6 +188,18 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
         )?;
     }
     let span = match (stats.span_ns, stats.duration_ns()) {
+        // A range's span is its own submissions', not that of the definitions it holds from
+        // before it (recorded at their times: a trim keeps every one).
+        (Some((first, _)), Some(end)) if !stats.ranges.is_empty() => {
+            let start = stats.first_submit_ns.unwrap_or(first).min(end);
+            format!(
+                "{} .. {} ({}, the range; its definitions from {})",
+                duration(start),
+                duration(end),
+                duration(end - start),
+                duration(first)
+            )
+        }
         (Some((first, _)), Some(end)) => format!(
             "{} .. {} ({})",
             duration(first),

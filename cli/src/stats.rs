@@ -80,6 +80,10 @@ pub struct TraceStats {
     pub counters: BTreeMap<RuntimeId, Counters>,
     /// Earliest and latest host time seen, in ns since the session start.
     pub span_ns: Option<(u64, u64)>,
+    /// Earliest host time of a submit or host write, in ns since the session start: where a
+    /// range's own records start (a range or trim also holds the definitions recorded before
+    /// it, at their times).
+    pub first_submit_ns: Option<u64>,
     /// Waits on the recorder per recording thread: name, waits, total ns.
     pub thread_waits: BTreeMap<u32, (String, u64, u64)>,
     /// What was read back.
@@ -144,6 +148,7 @@ impl TraceStats {
             faults: 0,
             counters: BTreeMap::new(),
             span_ns: None,
+            first_submit_ns: None,
             thread_waits: BTreeMap::new(),
             recovery: Recovery::default(),
             warnings: Vec::new(),
@@ -157,6 +162,10 @@ impl TraceStats {
             let (first, last) = self.span_ns.get_or_insert((time_ns, time_ns));
             *first = (*first).min(time_ns);
             *last = (*last).max(time_ns);
+            if matches!(record, Record::Submit(_) | Record::HostWrite(_)) {
+                let first = self.first_submit_ns.get_or_insert(time_ns);
+                *first = (*first).min(time_ns);
+            }
         }
         match &record {
             Record::SubmissionDone(done) => {

@@ -455,3 +455,41 @@ fn a_time_range_holds_exactly_the_submissions_its_trace_range_names() {
         assert_eq!(replayed_outputs(dir.path(), name), expected, "{name}");
     }
 }
+
+/// `info` of a trimmed trace gives the kept range's time span, from its first submit or
+/// host write to its end, not the whole recording's (the trim keeps every definition at its
+/// time, from the recording's start), and says what it was trimmed from.
+#[test]
+fn info_of_a_trim_gives_the_kept_range_time_span() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), "whole.hrxt", &photo, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let trim = run(
+        dir.path(),
+        &["trim", "whole.hrxt", "-o", "t.hrxt", "--submissions", "6.."],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let dump = run(dir.path(), &["dump", "--json", "t.hrxt"]);
+    let first_ns = stdout(&dump)
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let body = record.get("Submit").or_else(|| record.get("HostWrite"))?;
+            body["time_ns"].as_u64()
+        })
+        .min()
+        .unwrap();
+    let info = run(dir.path(), &["info", "t.hrxt"]);
+    let text = stdout(&info);
+    let span = field(&text, "time span");
+    let start = hrx_analysis::units::duration(first_ns);
+    assert!(
+        span.starts_with(&format!("{start} .. ")) && span.contains("the range"),
+        "{span} (first submit at {start})"
+    );
+    assert!(
+        field(&text, "range").starts_with("trimmed from whole.hrxt, submissions 6..9"),
+        "{text}"
+    );
+}
