@@ -275,6 +275,21 @@ pub(crate) fn lost_beside_concurrent_loss(
     ))
 }
 
+/// The kind of failure a timing-dependent divergence's reason (one of this module's) names:
+/// `device-loss` or `poison`; `None` for a consequence of another timing-dependent failure
+/// (a quarantine refusal, a cancellation, a met poison), which names that failure instead.
+pub(crate) fn timing_dependent_kind(why: &str) -> Option<&'static str> {
+    if why.contains("timing-dependent") {
+        None
+    } else if why.contains("failed with a device loss") {
+        Some("device-loss")
+    } else if why.contains("poisoned by submission") {
+        Some("poison")
+    } else {
+        None
+    }
+}
+
 /// What one side knows of a submission that failed, was cancelled or was refused there.
 pub(crate) struct SideFailure<'a> {
     /// The error of the failure or refusal, or the cancellation's reason.

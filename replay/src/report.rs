@@ -573,7 +573,7 @@ pub struct Report {
     pub outputs: Vec<OutputCheck>,
     /// Every divergence, earliest first (timing-dependent ones aside).
     pub divergences: Vec<Divergence>,
-    /// Divergences of a poison failure whose cause, a concurrent failure (not ordered
+    /// Divergences of a failure (a device loss, a poison) whose cause, a concurrent failure (not ordered
     /// before it), may happen before or after it from run to run: each says why. Not a
     /// regression.
     pub timing_dependent: Vec<Divergence>,
@@ -729,7 +729,7 @@ impl Report {
             let _ = write!(out, ", fault {}", faults.join(", "));
         }
         if let Some(t) = r.tolerance {
-            let _ = write!(out, ", tolerance {t:e}");
+            let _ = write!(out, ", tolerance {}", tolerance_text(t));
         }
         if let Some(m) = r.max_slowdown {
             let _ = write!(out, ", max slowdown {m:.2}x");
@@ -829,11 +829,34 @@ impl Report {
             None => out.push_str("no divergence\n"),
         }
         if !self.timing_dependent.is_empty() {
+            // Name the kinds of failure the rows have (a device-loss race once read "a poison
+            // failure").
+            let whys = self.timing_dependent.iter();
+            let whys = whys.filter_map(|d| d.timing_dependent.as_deref());
+            let mut kinds: Vec<&str> = whys
+                .clone()
+                .filter_map(crate::concurrent::timing_dependent_kind)
+                .collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let follows = whys
+                .clone()
+                .any(|why| crate::concurrent::timing_dependent_kind(why).is_none());
+            let (what, it) = match kinds[..] {
+                [] => ("a failure".to_owned(), "it"),
+                [kind] => (format!("a {kind} failure"), "it"),
+                _ => (format!("{} failures", kinds.join(" and ")), "them"),
+            };
             let _ = writeln!(
                 out,
-                "timing-dependent, not a regression ({}): a poison failure whose cause, a \
-                 concurrent failure, may come before or after it from run to run:",
-                self.timing_dependent.len()
+                "timing-dependent, not a regression ({}): {what} whose cause, a concurrent \
+                 failure, may come before or after {it} from run to run{}:",
+                self.timing_dependent.len(),
+                if follows && !kinds.is_empty() {
+                    format!(", and what follows from {it}")
+                } else {
+                    String::new()
+                }
             );
             for d in self.timing_dependent.iter().take(20) {
                 let _ = writeln!(out, "  {d}");
@@ -990,6 +1013,15 @@ impl Report {
     }
 }
 
+/// A relative tolerance as people write one: `0`, `0.01`, `1e-6`.
+fn tolerance_text(t: f64) -> String {
+    if t == 0.0 || (1e-3..1e4).contains(&t) {
+        format!("{t}")
+    } else {
+        format!("{t:e}")
+    }
+}
+
 fn timing_cells(
     graph: u64,
     index: String,
@@ -1009,8 +1041,10 @@ fn timing_cells(
         index,
         median(captured),
         median(replayed),
-        replayed.map_or("-".to_string(), |s| {
-            format!("{}..{}", format_ns(s.p10_ns), format_ns(s.p90_ns))
+        // One sample has no spread.
+        replayed.map_or("-".to_string(), |s| match s.samples {
+            1 => "1 sample".to_string(),
+            _ => format!("{}..{}", format_ns(s.p10_ns), format_ns(s.p90_ns)),
         }),
         ratio.map_or("-".to_string(), |r| format!("{r:.2}x")),
         match (regression, clock) {
@@ -1024,6 +1058,41 @@ fn timing_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tolerances_print_as_people_write_them() {
+        let printed: Vec<String> = [0.0, 1e-6, 0.01, 0.5, 2.0, 2.5e-7]
+            .into_iter()
+            .map(tolerance_text)
+            .collect();
+        assert_eq!(printed, ["0", "1e-6", "0.01", "0.5", "2", "2.5e-7"]);
+    }
+
+    #[test]
+    fn one_sample_has_no_spread() {
+        let stats = |samples| Stats {
+            samples,
+            median_ns: 7,
+            min_ns: 7,
+            p10_ns: 7,
+            p90_ns: 9,
+            max_ns: 9,
+        };
+        let spread = |samples| {
+            let cells = timing_cells(
+                1,
+                "0".into(),
+                None,
+                Some(stats(samples)),
+                None,
+                false,
+                Clock::Host,
+            );
+            cells[4].clone()
+        };
+        assert_eq!(spread(1), "1 sample");
+        assert_eq!(spread(2), "7 ns..9 ns");
+    }
 
     #[test]
     fn stats_use_nearest_rank_percentiles_and_the_middle_median() {

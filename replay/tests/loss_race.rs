@@ -191,6 +191,15 @@ fn a_download_caught_by_a_concurrent_device_loss_is_timing_dependent_with_its_co
     assert!(report.timing_dependent.iter().all(|d| d.submission != ix.f));
     let text = report.to_text();
     assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    // The heading names the rows' failure: a device loss, not a poison.
+    assert!(
+        text.contains(
+            "timing-dependent, not a regression (3): a device-loss failure whose cause, a \
+             concurrent failure, may come before or after it from run to run, and what \
+             follows from it:"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
