@@ -532,9 +532,12 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let c = &r["submissions"];
     writeln!(
         out,
-        "submissions  {} compared, {} changed outcome{}{}",
+        "submissions  {} compared, {}{}{}",
         u(&c["compared"]),
-        c["changed"].as_array().map_or(0, Vec::len),
+        plural(
+            c["changed"].as_array().map_or(0, Vec::len) as u64,
+            "changed outcome"
+        ),
         match u(&c["unknown"]) {
             0 => String::new(),
             n => format!("; {n} without a recorded outcome (not compared)"),
@@ -615,14 +618,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "verdict      {} (exit {}): {} slow kernels (past {}x and the base p99), {} differing outputs, {} changed outcomes, {} new and {} missing kernels{one_sided}",
+        "verdict      {} (exit {}): {} (past {}x and the base p99), {}, {}, {}, {}{one_sided}",
         r["verdict"].as_str().unwrap_or(""),
         u(&r["exit_code"]),
-        u(&s["slow_kernels"]),
+        plural(u(&s["slow_kernels"]), "slow kernel"),
         ratio_text(r["max_slowdown"].as_f64().unwrap_or(0.0)),
-        u(&s["differing_outputs"]),
-        u(&s["changed_submissions"]),
-        u(&s["new_kernels"]),
-        u(&s["missing_kernels"]),
+        plural(u(&s["differing_outputs"]), "differing output"),
+        plural(u(&s["changed_submissions"]), "changed outcome"),
+        plural(u(&s["new_kernels"]), "new kernel"),
+        plural(u(&s["missing_kernels"]), "missing kernel"),
     )
 }

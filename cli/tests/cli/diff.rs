@@ -236,6 +236,29 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
         "{r:#}"
     );
     assert_eq!(r["summary"]["changed_submissions"], changed.len());
+    // Counts agree with their nouns ("1 changed outcome", "2 changed outcomes").
+    let text = stdout(&run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "a.hrxt", "f.hrxt"],
+    ));
+    let noun = |n: usize, noun: &str| match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    };
+    let changed = noun(changed.len(), "changed outcome");
+    assert!(
+        field(&text, "submissions").contains(&format!("compared, {changed}")),
+        "{text}"
+    );
+    let verdict = field(&text, "verdict");
+    for part in [
+        format!("{} (past", noun(0, "slow kernel")),
+        changed,
+        noun(0, "new kernel"),
+        noun(0, "missing kernel"),
+    ] {
+        assert!(verdict.contains(&part), "{part:?} in {text}");
+    }
 }
 
 #[test]
