@@ -241,7 +241,8 @@ pub struct DumpArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 One track per queue of each runtime (and an Events track for failures, quarantine, poison,
-cancellations and refused submits); one slice per timed region (and per timed operation
+cancellations and refused submits, the events view lists; a Recorder track for output digests,
+capture fences, recorder waits, lost records and a fatal signal); one slice per timed region (and per timed operation
 inside it, where the trace has operation timings), with the region's buffer ranges and
 hazards as arguments; flows for the dependencies between regions of a graph and for the
 waits on earlier submissions.

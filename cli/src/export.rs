@@ -6,6 +6,7 @@
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
 use hrx_analysis::export::{self, ExportError, Format};
+use hrx_analysis::units::plural;
 use hrx_capture::TraceReader;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
@@ -110,12 +111,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         let mut out = io::stdout().lock();
         writeln!(
             out,
-            "{}: {} tracks, {} slices, {} flows, {} instant events ({})",
+            "{}: {}, {}, {}, {} (as view lists them), {} ({})",
             args.output.display(),
-            exported.counts.tracks,
-            exported.counts.slices,
-            exported.counts.flows,
-            exported.counts.instants,
+            plural(exported.counts.tracks as u64, "track"),
+            plural(exported.counts.slices, "slice"),
+            plural(exported.counts.flows, "flow"),
+            plural(exported.counts.instants, "event"),
+            plural(exported.counts.recorder_instants, "recorder mark"),
             args.format
         )?;
     }

@@ -313,8 +313,12 @@ impl<W: Write> Sink for Writer<W> {
         self.open()?;
         self.out.write_all(b"\"ph\":\"i\",\"s\":\"t\",\"name\":")?;
         string(&mut self.out, instant.name)?;
-        self.out.write_all(b",\"cat\":\"event\",")?;
-        self.place(instant.runtime.0, EVENTS_SLOT as u32 + 1)?;
+        self.out.write_all(if instant.slot == EVENTS_SLOT {
+            b",\"cat\":\"event\","
+        } else {
+            b",\"cat\":\"recorder\","
+        })?;
+        self.place(instant.runtime.0, instant.slot as u32 + 1)?;
         self.out.write_all(b",\"ts\":")?;
         us(&mut self.out, instant.time_ns)?;
         self.out.write_all(b",\"args\":")?;

@@ -5,7 +5,7 @@
 //!
 //! - **Tracks.** Each runtime is a process (`pid` = runtime id); each of its queues on which
 //!   a region ran is a track (`GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`, `Host`), and
-//!   an `Events` track holds the instant events when there are any.
+//!   an `Events` track and a `Recorder` track hold the instant events when there are any.
 //! - **Slices.** One per region timing (host clock, ns in the trace, µs in the JSON), named
 //!   by the region's label as the timeline names it ([`crate::label_region`]), with
 //!   arguments: submission, region, slot, kind, the region's buffer ranges (`buf 3 [0..64000)
@@ -17,10 +17,14 @@
 //!   operations inside one native graph have no timings of their own and are listed in the
 //!   slice's arguments only.
 //! - **Instant events** on the `Events` track: failed and cancelled regions, quarantine,
-//!   poison, unhealthy copy streams, injected faults, refused submits, lost records,
-//!   capture fences and recorder waits, with the recorded cause; and the signal that ended
-//!   the process (`fatal signal: SIGSEGV`, from a [`FatalSignal`] record) on the first
-//!   runtime's events track.
+//!   poison, unhealthy copy streams, injected faults and refused submits, with the
+//!   recorded cause: the events `view` lists, and [`ExportCounts::instants`] counts them
+//!   alike. The recorder's own marks are on a `Recorder` track
+//!   ([`ExportCounts::recorder_instants`]): output digests, capture fences, its waits, lost
+//!   records, and the signal that ended the process (`fatal signal: SIGSEGV`, from a
+//!   [`FatalSignal`] record, on the first runtime's). Perfetto users read an `Events` track
+//!   as what went wrong; a digest per output there buried the one failure among hundreds
+//!   of marks (and `export` counted hundreds of events where `view` showed none).
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
@@ -77,6 +81,12 @@ pub const WINDOW: u64 = 1 << 14;
 /// Track slot of the `Events` track, after the five queues.
 const EVENTS_SLOT: usize = QUEUES.len();
 
+/// Track slot of the `Recorder` track, after the `Events` track.
+const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
+
+/// Track slots: the queues', `Events`, `Recorder`.
+const SLOTS: usize = RECORDER_SLOT + 1;
+
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -107,8 +117,12 @@ pub struct ExportCounts {
     pub slices: u64,
     /// Flows drawn.
     pub flows: u64,
-    /// Instant events.
+    /// Instant events on the `Events` tracks: the failures, refusals and cancellations, as
+    /// `view` lists and counts them.
     pub instants: u64,
+    /// Instant events on the `Recorder` tracks: what the recorder did and saw (output
+    /// digests, capture fences, its waits, lost records, the signal that ended the process).
+    pub recorder_instants: u64,
     /// Cross-submission waits and timings exported without their flow: the wait named a
     /// submission more than [`WINDOW`] earlier, or the timing was read after its
     /// submission had been written.
@@ -304,6 +318,8 @@ pub(crate) struct Slice<'a> {
 #[derive(Debug)]
 pub(crate) struct Instant<'a> {
     runtime: RuntimeId,
+    /// [`EVENTS_SLOT`] or [`RECORDER_SLOT`].
+    slot: usize,
     name: &'static str,
     time_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
@@ -448,7 +464,7 @@ struct Out<S> {
     /// Each runtime's display name, from its `RuntimeStart`.
     processes: BTreeMap<RuntimeId, String>,
     /// The tracks declared, by runtime (few) and slot.
-    declared: Vec<(RuntimeId, [bool; QUEUES.len() + 1])>,
+    declared: Vec<(RuntimeId, [bool; SLOTS])>,
 }
 
 impl<S: Sink> Out<S> {
@@ -457,7 +473,7 @@ impl<S: Sink> Out<S> {
         let at = self.declared.iter().position(|(r, _)| *r == runtime);
         let new_process = at.is_none();
         let at = at.unwrap_or_else(|| {
-            self.declared.push((runtime, [false; QUEUES.len() + 1]));
+            self.declared.push((runtime, [false; SLOTS]));
             self.declared.len() - 1
         });
         if std::mem::replace(&mut self.declared[at].1[slot], true) {
@@ -470,7 +486,11 @@ impl<S: Sink> Out<S> {
         let track = Track {
             runtime,
             slot,
-            name: QUEUES.get(slot).map_or("Events", |&q| queue_name(q)),
+            name: match QUEUES.get(slot) {
+                Some(&q) => queue_name(q),
+                None if slot == EVENTS_SLOT => "Events",
+                None => "Recorder",
+            },
             process: self
                 .processes
                 .get(&runtime)
@@ -495,11 +515,15 @@ impl<S: Sink> Out<S> {
     }
 
     fn instant(&mut self, instant: &Instant<'_>) {
-        self.declare(instant.runtime, EVENTS_SLOT);
+        self.declare(instant.runtime, instant.slot);
         if self.error.is_some() {
             return;
         }
-        self.counts.instants += 1;
+        if instant.slot == EVENTS_SLOT {
+            self.counts.instants += 1;
+        } else {
+            self.counts.recorder_instants += 1;
+        }
         if let Err(e) = self.sink.instant(instant) {
             self.error = Some(e);
         }
@@ -663,6 +687,7 @@ impl<S: Sink> Pass<S> {
             }
             let instant = Instant {
                 runtime: first,
+                slot: RECORDER_SLOT,
                 name: "fatal signal",
                 time_ns: f.time_ns,
                 args,
@@ -1056,8 +1081,18 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
         }
         _ => return None,
     };
+    // `view` lists failures, refusals and cancellations; the recorder's own marks go on
+    // a track of their own, so that the `Events` track holds what `view` counts.
+    let slot = match record {
+        Record::RecordsLost(_)
+        | Record::RecorderWait(_)
+        | Record::CaptureFence(_)
+        | Record::DigestSpan(_) => RECORDER_SLOT,
+        _ => EVENTS_SLOT,
+    };
     Some(Instant {
         runtime,
+        slot,
         name,
         time_ns,
         args,

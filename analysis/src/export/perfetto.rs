@@ -421,12 +421,16 @@ impl Sink for Writer {
     }
 
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
-        let track = track_uuid(instant.runtime, EVENTS_SLOT);
+        let track = track_uuid(instant.runtime, instant.slot);
         self.packet(
             Some(instant.time_ns),
             |enc| {
                 let e = Event {
-                    category: Some("event"),
+                    category: Some(if instant.slot == EVENTS_SLOT {
+                        "event"
+                    } else {
+                        "recorder"
+                    }),
                     name: Some(instant.name),
                     args: &instant.args,
                     ..Event::default()

@@ -17,6 +17,16 @@ struct Expected {
     instants: usize,
 }
 
+/// The failures, refusals and cancellations among the records: the events `view` lists
+/// (`hrx_tui`'s ingest), which the export's `Events` tracks hold and its summary counts.
+fn view_event(kind: &str, body: &Value) -> bool {
+    match kind {
+        "RegionDone" => body["status"] != "Ok",
+        "Quarantine" | "Poison" | "CopyStreamUnhealthy" | "FaultInjected" | "SubmitRefused" => true,
+        _ => false,
+    }
+}
+
 fn records(dir: &Path, trace: &str) -> Vec<Value> {
     let out = run(dir, &["dump", "--json", trace]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -83,24 +93,18 @@ fn expected(records: &[Value]) -> Expected {
     let mut instants = 0;
     for r in records {
         let (kind, body) = r.as_object().unwrap().iter().next().unwrap();
-        let event = match kind.as_str() {
-            "RegionDone" => body["status"] != "Ok",
-            // Capture fences and recorder waits are events too (a loaded machine makes them).
-            "Quarantine"
-            | "Poison"
-            | "CopyStreamUnhealthy"
-            | "FaultInjected"
-            | "SubmitRefused"
-            | "CaptureFence"
-            | "DigestSpan"
-            | "RecorderWait" => true,
-            _ => false,
+        // The recorder's marks (a loaded machine makes capture fences and waits) have a
+        // track of their own.
+        let track = if view_event(kind, body) {
+            "events"
+        } else if ["CaptureFence", "DigestSpan", "RecorderWait"].contains(&kind.as_str()) {
+            "recorder"
+        } else {
+            continue;
         };
-        if event {
-            instants += 1;
-            let runtime = body["runtime"].as_u64().unwrap_or(0);
-            tracks.insert((runtime, "events".to_owned()));
-        }
+        instants += 1;
+        let runtime = body["runtime"].as_u64().unwrap_or(0);
+        tracks.insert((runtime, track.to_owned()));
     }
     Expected {
         tracks: tracks.len(),
@@ -227,7 +231,15 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
 
 /// Exports `trace` in both formats and checks each against the records.
 fn check_both(dir: &Path, trace: &str) -> Expected {
-    let want = expected(&records(dir, trace));
+    let records = records(dir, trace);
+    let want = expected(&records);
+    let events = records
+        .iter()
+        .filter(|r| {
+            let (kind, body) = r.as_object().unwrap().iter().next().unwrap();
+            view_event(kind, body)
+        })
+        .count();
     let out = run(
         dir,
         &["export", trace, "--format", "chrome", "-o", "out.json"],
@@ -235,10 +247,32 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(chrome_counts(&dir.join("out.json")), want, "chrome");
     let summary = stdout(&out);
+    let noun = |n: usize, noun: &str| match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    };
     assert!(
-        summary.contains(&format!("{} slices, {} flows", want.slices, want.flows)),
+        summary.contains(&format!(
+            "{}, {} (as view lists them), {} (chrome)",
+            noun(want.flows, "flow"),
+            noun(events, "event"),
+            noun(want.instants - events, "recorder mark")
+        )),
         "{summary}"
     );
+    assert!(
+        summary.contains(&format!("{}, ", noun(want.slices, "slice"))),
+        "{summary}"
+    );
+    // The Events track holds what `view` lists, nothing of the recorder's.
+    let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap();
+    let on_events = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["cat"] == "event")
+        .count();
+    assert_eq!(on_events, events);
     let out = run(
         dir,
         &["export", trace, "--format", "perfetto", "-o", "out.pftrace"],
