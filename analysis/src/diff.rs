@@ -641,11 +641,21 @@ impl<'a> Side<'a> {
 }
 
 /// Keys of one kind waiting for the other side, oldest first (see the module docs).
+///
+/// A key may wait with several values (a submission writing one range twice, an upload then
+/// a kernel filling it, digests both): the n-th value of a key on one side meets the n-th
+/// on the other, as `replay` pairs them, so none is overwritten and lost.
 struct Window<K, V> {
-    map: HashMap<K, V>,
-    order: VecDeque<K>,
+    /// Per key, its waiting values with their arrival numbers, oldest first.
+    map: HashMap<K, VecDeque<(u64, V)>>,
+    /// Arrival order: (key, arrival number); entries of values already taken stay until
+    /// dropped (their number is below their key's oldest waiting one).
+    order: VecDeque<(K, u64)>,
+    /// Values waiting.
+    len: usize,
+    arrivals: u64,
     evicted: u64,
-    /// Keys kept at most ([`MATCH_WINDOW`]).
+    /// Values kept at most ([`MATCH_WINDOW`]).
     limit: usize,
 }
 
@@ -654,37 +664,57 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
         Window {
             map: HashMap::new(),
             order: VecDeque::new(),
+            len: 0,
+            arrivals: 0,
             evicted: 0,
             limit,
         }
     }
 
+    /// Whether the value of `key` that arrived `n`-th still waits: values of a key are
+    /// taken oldest first.
+    fn waits(map: &HashMap<K, VecDeque<(u64, V)>>, key: &K, n: u64) -> bool {
+        map.get(key)
+            .and_then(VecDeque::front)
+            .is_some_and(|&(oldest, _)| oldest <= n)
+    }
+
     fn insert(&mut self, key: K, value: V) {
-        if self.map.insert(key, value).is_none() {
-            self.order.push_back(key);
-        }
-        while self.map.len() > self.limit {
-            let Some(oldest) = self.order.pop_front() else {
+        let n = self.arrivals;
+        self.arrivals += 1;
+        self.map.entry(key).or_default().push_back((n, value));
+        self.order.push_back((key, n));
+        self.len += 1;
+        while self.len > self.limit {
+            let Some((oldest, n)) = self.order.pop_front() else {
                 break;
             };
-            if self.map.remove(&oldest).is_some() {
+            if Self::waits(&self.map, &oldest, n) {
+                self.take(&oldest);
                 self.evicted += 1;
             }
         }
-        // Keys taken by the other side stay in the order list; drop them now and then.
-        if self.order.len() > 2 * self.map.len() + 1024 {
+        // Values taken by the other side stay in the order list; drop them now and then.
+        if self.order.len() > 2 * self.len + 1024 {
             let map = &self.map;
-            self.order.retain(|k| map.contains_key(k));
+            self.order.retain(|(k, n)| Self::waits(map, k, *n));
         }
     }
 
+    /// The oldest value waiting under `key`.
     fn take(&mut self, key: &K) -> Option<V> {
-        self.map.remove(key)
+        let values = self.map.get_mut(key)?;
+        let (_, value) = values.pop_front()?;
+        if values.is_empty() {
+            self.map.remove(key);
+        }
+        self.len -= 1;
+        Some(value)
     }
 
-    /// Keys that never met the other side's: still waiting, or evicted.
+    /// Values that never met the other side's: still waiting, or evicted.
     fn one_sided(&self) -> u64 {
-        self.map.len() as u64 + self.evicted
+        self.len as u64 + self.evicted
     }
 }
 
@@ -745,7 +775,7 @@ impl Merge {
             },
         }
         let pending: usize = (0..2)
-            .map(|s| self.outputs[s].map.len() + self.outcomes[s].map.len())
+            .map(|s| self.outputs[s].len + self.outcomes[s].len)
             .sum();
         self.matched.peak_pending = self.matched.peak_pending.max(pending);
     }
@@ -1046,6 +1076,38 @@ mod tests {
         let m = matched(&base, &new);
         assert_eq!(m.identical, 20);
         assert_eq!(m.outputs_one_sided, [0; 2]);
+    }
+
+    #[test]
+    fn several_digests_of_one_key_in_a_submission_are_paired_in_order() {
+        // An upload into a range, then a kernel filling it: two digests of one key per
+        // submission, told apart only by their order.
+        let mut records = Vec::new();
+        for r in trace(50, &[], None) {
+            if let Record::OutputDigest(d) = &r {
+                let mut filled = d.clone();
+                filled.xxh3 = 1000 + d.submission.0;
+                records.push(r.clone());
+                records.push(Record::OutputDigest(filled));
+            } else {
+                records.push(r);
+            }
+        }
+        let m = matched(&records, &records);
+        assert_eq!(m.identical, 100);
+        assert!(m.differing.is_empty(), "{:?}", m.differing.first());
+        assert_eq!(m.outputs_one_sided, [0; 2]);
+        // One side lacks the second digest of submission 7: counted one-sided, the rest
+        // still meet their partners.
+        let mut fewer = records.clone();
+        let at = fewer
+            .iter()
+            .position(|r| matches!(r, Record::OutputDigest(d) if d.xxh3 == 1007))
+            .unwrap();
+        fewer.remove(at);
+        let m = matched(&records, &fewer);
+        assert_eq!((m.identical, m.differing.len()), (99, 0));
+        assert_eq!(m.outputs_one_sided, [1, 0]);
     }
 
     #[test]
