@@ -589,19 +589,9 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// Formats nanoseconds with a unit.
-pub fn format_ns(ns: u64) -> String {
-    let ns_f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} µs", ns_f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", ns_f / 1e6)
-    } else {
-        format!("{:.2} s", ns_f / 1e9)
-    }
-}
+/// Formats nanoseconds with a unit: `hrx_analysis::units::duration`, the one formatter of
+/// every verb and the timeline (three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`).
+pub use hrx_analysis::units::duration as format_ns;
 
 fn table(out: &mut String, header: &[&str], rows: &[Vec<String>], right: &[bool]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -1111,14 +1101,6 @@ mod tests {
         let s = Stats::of(vec![7]).unwrap();
         assert_eq!((s.median_ns, s.p10_ns, s.p90_ns), (7, 7, 7));
         assert!(Stats::of(Vec::new()).is_none());
-    }
-
-    #[test]
-    fn durations_have_units() {
-        assert_eq!(format_ns(999), "999 ns");
-        assert_eq!(format_ns(12_345), "12.3 µs");
-        assert_eq!(format_ns(4_560_000), "4.56 ms");
-        assert_eq!(format_ns(1_230_000_000), "1.23 s");
     }
 
     #[test]
