@@ -23,7 +23,9 @@
 //!
 //! Outputs are keyed as `diff` documents: by (runtime rank, prepared graph rank, the
 //! submission's index among its graph's submissions, the first operation and use writing
-//! the range, byte range) when both traces have the same shape, else by submission number.
+//! the range, byte range) when both traces submitted the same prepared graphs (however
+//! often each: a graph's extra submissions are one-sided, never paired with another
+//! graph's), else by submission number. Outcomes are keyed alike, without the place.
 //! A graph's n-th submission is counted in file order: a thread's records are written in
 //! order, so a graph submitted from one thread is counted in submission order, and one
 //! submitted from several threads has no order common to two runs anyway. A submission is
@@ -80,8 +82,9 @@ pub type OutputKey = (u32, u64, u64, Place, u64, u64);
 /// An output as recorded: (xxh3, buffer id, submission number).
 pub type OutputValue = (u64, u64, u64);
 
-/// A submission's key: (runtime rank, submission number).
-pub type SubmissionKey = (u32, u64);
+/// A submission's key, keyed as outputs are: (runtime rank, prepared graph rank or
+/// [`UNKNOWN_GRAPH`], the submission's index among its graph's submissions or its number).
+pub type SubmissionKey = (u32, u64, u64);
 
 /// (runtime id, graph id) → (node, use, buffer, start, end) of every writing use.
 type Writes = IdMap<(RuntimeId, GraphId), Vec<(u32, u32, u64, u64, u64)>>;
@@ -407,6 +410,8 @@ pub struct DifferingOutput {
 pub struct ChangedOutcome {
     /// Its key.
     pub key: SubmissionKey,
+    /// Its submission number in the base trace, in the new.
+    pub submission: [u64; 2],
     /// The base trace's outcome.
     pub base: Outcome,
     /// The new trace's.
@@ -416,8 +421,8 @@ pub struct ChangedOutcome {
 /// The second pass's counts and rows (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Matched {
-    /// Whether outputs were keyed by graph and index (both traces have the same shape),
-    /// else by submission number.
+    /// Whether outputs and outcomes were keyed by graph and index (both traces submitted
+    /// the same prepared graphs, however often each), else by submission number.
     pub by_graph: bool,
     /// Outputs compared and equal.
     pub identical: u64,
@@ -447,7 +452,8 @@ pub struct Matched {
 /// What the side threads hand over: keyed items and the `Submit` records read so far.
 enum Event {
     Output(OutputKey, OutputValue),
-    Outcome(SubmissionKey, Option<Outcome>),
+    /// The outcome, if recorded, and the submission number.
+    Outcome(SubmissionKey, (Option<Outcome>, u64)),
 }
 
 struct Batch {
@@ -567,7 +573,7 @@ impl<'a> Side<'a> {
             if let Some(live) = self.live.remove(&key) {
                 let retired = self.retired.entry(key.0).or_default();
                 *retired = (*retired).max(key.1.0);
-                self.outcome(key, live.outcome);
+                self.outcome(key, live);
                 return;
             }
         }
@@ -593,15 +599,19 @@ impl<'a> Side<'a> {
         self.parked_count += 1;
     }
 
-    fn outcome(&mut self, key: (RuntimeId, SubmissionIndex), outcome: Option<Outcome>) {
-        let runtime = self
-            .places
-            .outcome_runtime
-            .get(&key.0)
-            .copied()
-            .unwrap_or(u32::MAX);
-        self.events
-            .push(Event::Outcome((runtime, key.1.0), outcome));
+    /// Keys a retired submission's outcome as its outputs are keyed.
+    fn outcome(&mut self, key: (RuntimeId, SubmissionIndex), live: Live) {
+        let p = self.places;
+        let runtime = p.outcome_runtime.get(&key.0).copied().unwrap_or(u32::MAX);
+        let (graph, nth) = if self.by_graph {
+            (p.rank(key.0, live.prepared), live.nth)
+        } else {
+            (UNKNOWN_GRAPH, key.1.0)
+        };
+        self.events.push(Event::Outcome(
+            (runtime, graph, nth),
+            (live.outcome, key.1.0),
+        ));
     }
 
     /// Keys a digest: `live` is its submission, when known.
@@ -721,7 +731,7 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
 /// The merge of the two sides' events.
 struct Merge {
     outputs: [Window<OutputKey, OutputValue>; 2],
-    outcomes: [Window<SubmissionKey, Option<Outcome>>; 2],
+    outcomes: [Window<SubmissionKey, (Option<Outcome>, u64)>; 2],
     matched: Matched,
 }
 
@@ -761,13 +771,20 @@ impl Merge {
                     } else {
                         (theirs, value)
                     };
+                    let submission = [base.1, new.1];
+                    let (base, new) = (base.0, new.0);
                     match outcomes(base, new) {
                         OutcomeMatch::Unknown => self.matched.outcomes_unknown += 1,
                         OutcomeMatch::Same => self.matched.outcomes_compared += 1,
                         OutcomeMatch::Changed => {
                             self.matched.outcomes_compared += 1;
                             if let (Some(base), Some(new)) = (base, new) {
-                                self.matched.changed.push(ChangedOutcome { key, base, new });
+                                self.matched.changed.push(ChangedOutcome {
+                                    key,
+                                    submission,
+                                    base,
+                                    new,
+                                });
                             }
                         }
                     }
@@ -828,7 +845,10 @@ fn match_within(
     window: usize,
 ) -> Result<Matched, DiffError> {
     use std::sync::mpsc::sync_channel;
-    let by_graph = base.shape == new.shape;
+    // The same prepared graphs, however often each was submitted (another run length):
+    // graphs pair by rank and a graph's extra submissions are one-sided. Other graphs
+    // (outputs rotated over another number of buffer sets) pair by submission number.
+    let by_graph = base.shape.keys().eq(new.shape.keys());
     std::thread::scope(|scope| {
         let mut receivers = Vec::new();
         let mut threads = Vec::new();
@@ -1022,16 +1042,16 @@ mod tests {
         assert_eq!(m.changed.len(), 1);
         assert_eq!(
             (m.changed[0].key, m.changed[0].base, m.changed[0].new),
-            ((0, 12), Outcome::Ok, Outcome::Failed)
+            ((0, 0, 12), Outcome::Ok, Outcome::Failed)
         );
     }
 
     #[test]
-    fn another_run_length_is_one_sided_and_keyed_by_submission() {
+    fn another_run_length_is_one_sided_and_keyed_by_graph() {
         let base = trace(40, &[], None);
         let new = trace(30, &[], None);
         let m = matched(&base, &new);
-        assert!(!m.by_graph);
+        assert!(m.by_graph);
         assert_eq!(m.identical, 30);
         assert_eq!(m.outputs_one_sided, [10, 0]);
         assert_eq!(m.submissions_one_sided, [10, 0]);
@@ -1108,6 +1128,73 @@ mod tests {
         let m = matched(&records, &fewer);
         assert_eq!((m.identical, m.differing.len()), (99, 0));
         assert_eq!(m.outputs_one_sided, [1, 0]);
+    }
+
+    /// [`trace`] with a second prepared graph of the same structure: submissions alternate
+    /// between the two, x first (`yx`: y first), and each digest tells its graph and its
+    /// index among that graph's submissions apart.
+    fn two_graphs(submissions: u64, yx: bool, failed: Option<u64>) -> Vec<Record> {
+        let mut out = Vec::new();
+        let mut of = HashMap::new();
+        let mut nth = [0u64; 2];
+        for r in trace(submissions, &[], failed) {
+            match r {
+                Record::Prepared(p) => {
+                    let mut y = p.clone();
+                    y.prepared = PreparedId(p.prepared.0 + 1);
+                    out.push(Record::Prepared(p));
+                    out.push(Record::Prepared(y));
+                }
+                Record::Submit(mut s) => {
+                    let graph = (s.submission.0 % 2) ^ u64::from(yx);
+                    s.prepared = PreparedId(s.prepared.0 + graph);
+                    of.insert(s.submission, (graph, nth[graph as usize]));
+                    nth[graph as usize] += 1;
+                    out.push(Record::Submit(s));
+                }
+                Record::OutputDigest(mut d) => {
+                    let (graph, nth) = of[&d.submission];
+                    d.xxh3 = (graph << 32) | nth;
+                    out.push(Record::OutputDigest(d));
+                }
+                r => out.push(r),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn outcomes_are_paired_by_graph_as_outputs_are() {
+        // Graph x's 5th submission fails in both: submission 8 of xy..., 9 of yx...
+        let base = two_graphs(50, false, Some(8));
+        let new = two_graphs(50, true, Some(9));
+        let m = matched(&base, &new);
+        assert!(m.by_graph);
+        assert_eq!((m.identical, m.differing.len()), (50, 0));
+        assert!(m.changed.is_empty(), "{:?}", m.changed);
+        assert_eq!(m.outcomes_compared, 50);
+        // Graph x's 5th failing in one only: one changed outcome, keyed by graph and index,
+        // with both submission numbers.
+        let m = matched(&base, &two_graphs(50, true, None));
+        assert_eq!(m.changed.len(), 1);
+        assert_eq!(
+            (m.changed[0].key, m.changed[0].submission),
+            ((0, 0, 4), [8, 9])
+        );
+    }
+
+    #[test]
+    fn another_run_length_of_the_same_graphs_pairs_by_graph() {
+        // Two more submissions, one of each graph, in another order: every output of base
+        // meets its graph's, the new ones are one-sided, none is compared with another
+        // graph's.
+        let base = two_graphs(50, false, None);
+        let new = two_graphs(52, true, None);
+        let m = matched(&base, &new);
+        assert!(m.by_graph);
+        assert_eq!((m.identical, m.differing.len()), (50, 0));
+        assert_eq!(m.outputs_one_sided, [0, 2]);
+        assert_eq!((m.outcomes_compared, m.submissions_one_sided), (50, [0, 2]));
     }
 
     #[test]

@@ -15,10 +15,11 @@
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime by rank, submitted prepared
 //!   graph by rank, the submission's index among that graph's submissions, the first
 //!   operation and use of the graph that writes the range, byte range) when both traces
-//!   submitted the same prepared graphs the same number of times each: not by submission
+//!   submitted the same prepared graphs (however often each: a graph's extra submissions,
+//!   another run length, are one-sided, never compared with another graph's): not by submission
 //!   number, which the threads of a program take in whatever order they are scheduled (two
 //!   runs of a two-thread program number the same graph's submissions differently). Else
-//!   (another run length, or graphs rotated over another number of buffer sets, as
+//!   (graphs rotated over another number of buffer sets, as
 //!   `--in-flight 3` against `--in-flight 1`) by (runtime, submission number, operation and
 //!   use, byte range). Never by buffer id, which depends on how a run allocated. Graphs
 //!   prepared concurrently by several threads may swap ranks between runs: where both
@@ -32,7 +33,8 @@
 //!   outputs as they arrive. Where the two submission sequences differ, a key that waited
 //!   past the match window is counted one-sided and the report says how many
 //!   (`streaming`, a `window` line and a reason), never silently.
-//! - **Submissions** are matched by (runtime by rank, submission index) and their outcomes (ok,
+//! - **Submissions** are matched as outputs are (by graph and index, else by submission
+//!   index) and their outcomes (ok,
 //!   failed, cancelled) compared (`hrx_analysis::compare::outcomes`, as `replay`); one
 //!   without a recorded outcome on either side (a trace cut short) is counted as unknown,
 //!   not compared.
@@ -343,7 +345,8 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
         .changed
         .iter()
         .map(|c| {
-            json!({"runtime": c.key.0, "submission": c.key.1,
+            json!({"runtime": c.key.0, "submission": c.submission[0],
+                   "new_submission": c.submission[1],
                    "base": outcome_name(c.base), "new": outcome_name(c.new)})
         })
         .collect();
@@ -449,6 +452,17 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
     })
 }
 
+/// Differing outputs and changed outcomes the text report lists, each; `--json` has all.
+const LISTED: usize = 20;
+
+/// Says how many rows past [`LISTED`] the text report left out.
+fn more(out: &mut impl Write, rows: usize) -> io::Result<()> {
+    match rows.saturating_sub(LISTED) {
+        0 => Ok(()),
+        n => writeln!(out, "  ... and {n} more (all with --json)"),
+    }
+}
+
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
@@ -508,7 +522,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         u(&o["only_base"]),
         u(&o["only_new"])
     )?;
-    for d in o["differing"].as_array().into_iter().flatten() {
+    let differing = o["differing"].as_array().map_or(&[][..], Vec::as_slice);
+    for d in differing.iter().take(LISTED) {
         let place = match (d["node"].as_u64(), d["use"].as_u64()) {
             (Some(node), Some(use_)) => {
                 format!("node {node} use {use_} (buffer {}", u(&d["buffer"]))
@@ -529,6 +544,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             d["new_xxh3"].as_str().unwrap_or("")
         )?;
     }
+    more(out, differing.len())?;
     let c = &r["submissions"];
     writeln!(
         out,
@@ -547,15 +563,21 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             (b, n) => format!("; {b} only in base, {n} only in new"),
         }
     )?;
-    for d in c["changed"].as_array().into_iter().flatten() {
+    let changed = c["changed"].as_array().map_or(&[][..], Vec::as_slice);
+    for d in changed.iter().take(LISTED) {
+        let new_submission = match u(&d["new_submission"]) {
+            n if n == u(&d["submission"]) => String::new(),
+            n => format!(" ({n} in new)"),
+        };
         writeln!(
             out,
-            "  changed    submission {}: {} -> {}",
+            "  changed    submission {}{new_submission}: {} -> {}",
             u(&d["submission"]),
             d["base"].as_str().unwrap_or(""),
             d["new"].as_str().unwrap_or("")
         )?;
     }
+    more(out, changed.len())?;
     match u(&r["graphs_matched_by_structure"]) {
         0 => {}
         n => writeln!(

@@ -671,3 +671,51 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
     assert_eq!(code, 1, "{r:#}");
     assert_eq!(r["graphs_matched_by_structure"], 0, "{r:#}");
 }
+
+/// The text report lists at most 20 differing outputs and says how many more there are;
+/// `--json` holds every one.
+#[test]
+fn the_text_report_lists_twenty_differing_outputs_and_counts_the_rest() {
+    use hrx_capture::Record;
+    use hrx_capture::schema::{OutputDigest, Payload};
+    let dir = tempfile::tempdir().unwrap();
+    record_fill(&dir.path().join("a.hrxt"), false);
+    let trace = hrx_capture::read_all(dir.path().join("a.hrxt")).unwrap();
+    // 8 submissions with 4 digests of 1 KiB each: 32 outputs, every one differing.
+    for (name, xxh3) in [("b.hrxt", 1), ("c.hrxt", 2)] {
+        let out = Recorder::create(dir.path().join(name), RecorderOptions::default()).unwrap();
+        for record in &trace.records {
+            if matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+                continue;
+            }
+            out.record(record);
+            if let Record::SubmissionDone(d) = record {
+                for i in 0..4 {
+                    out.record(&Record::OutputDigest(OutputDigest {
+                        runtime: d.runtime,
+                        submission: d.submission,
+                        buffer: hrx_capture::schema::BufferId(1),
+                        start: i * 1024,
+                        end: (i + 1) * 1024,
+                        xxh3,
+                        contents: Payload::Omitted { len_bytes: 1024 },
+                    }));
+                }
+            }
+        }
+        out.close().unwrap();
+    }
+    let (code_, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "b.hrxt", "c.hrxt"]);
+    assert_eq!(code_, 1, "{r:#}");
+    assert_eq!(r["outputs"]["differing"].as_array().unwrap().len(), 32);
+    let out = run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "b.hrxt", "c.hrxt"],
+    );
+    let text = stdout(&out);
+    assert_eq!(text.matches("\n  differs ").count(), 20, "{text}");
+    assert!(
+        text.contains("\n  ... and 12 more (all with --json)\n"),
+        "{text}"
+    );
+}
