@@ -439,7 +439,14 @@ pub(crate) fn report(
                     // Without a captured status (a truncated trace) one-sided outputs are
                     // not evidence either.
                     let lenient = status_diverged || submission.status.is_none();
-                    let compared = compare_key(e, g, options.tolerance, lenient);
+                    let mut compared = compare_key(e, g, options.tolerance, lenient);
+                    // An incomplete trace may have lost the digest with its end: not evidence.
+                    if !plan.complete && matches!(compared.result, OutputResult::Extra) {
+                        compared = Compared {
+                            result: OutputResult::NotCaptured,
+                            divergence: None,
+                        };
+                    }
                     if let Some(kind) = compared.divergence {
                         divergences.push(divergence(
                             index.0,
@@ -450,11 +457,15 @@ pub(crate) fn report(
                         ));
                     }
                     if repeat == 0 {
-                        if !matches!(compared.result, OutputResult::NotRun) {
+                        if !matches!(
+                            compared.result,
+                            OutputResult::NotRun | OutputResult::NotCaptured
+                        ) {
                             summary.outputs_compared += 1;
                             row.outputs += 1;
                         }
                         match compared.result {
+                            OutputResult::NotCaptured => summary.outputs_not_captured += 1,
                             OutputResult::Match => {
                                 summary.outputs_matched += 1;
                                 row.matched += 1;
@@ -651,6 +662,9 @@ pub(crate) fn report(
             }
         ));
     }
+    if summary.outputs_not_captured > 0 {
+        notes.push(not_captured_note(summary.outputs_not_captured));
+    }
     let verdict = if divergences.is_empty() && summary.slow == 0 {
         Verdict::Match
     } else {
@@ -727,4 +741,16 @@ fn plural_submissions(n: usize) -> String {
     } else {
         format!("{n} submissions")
     }
+}
+
+/// The note of outputs written at replay whose captured digest an incomplete trace lost.
+pub(crate) fn not_captured_note(n: usize) -> String {
+    format!(
+        "{n} output{} written at replay {} no captured digest: the incomplete trace lost {} \
+         with its end, so {} not compared",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "has" } else { "have" },
+        if n == 1 { "it" } else { "them" },
+        if n == 1 { "it was" } else { "they were" },
+    )
 }

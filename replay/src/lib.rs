@@ -129,6 +129,31 @@ pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Re
     // whole replay, runtime by runtime.
     submissions.sort_by_key(|r| (r.runtime, r.submission));
     outputs.sort_by_key(|o| (o.runtime, o.submission));
+    if report.summary.outputs_not_captured > 0 {
+        // Rows went out before the end showed the trace incomplete (module `stream`).
+        for o in &mut outputs {
+            if o.result == OutputResult::Extra {
+                o.result = OutputResult::NotCaptured;
+            }
+        }
+        for row in &mut submissions {
+            let mine =
+                |o: &&OutputCheck| o.runtime == row.runtime && o.submission == row.submission;
+            let not_captured = outputs
+                .iter()
+                .filter(mine)
+                .filter(|o| o.result == OutputResult::NotCaptured)
+                .count();
+            if not_captured > 0 {
+                row.outputs -= not_captured;
+                row.diverged = report.divergences.iter().any(|d| {
+                    d.runtime == row.runtime
+                        && d.submission == row.submission
+                        && d.timing_dependent.is_none()
+                });
+            }
+        }
+    }
     report.submissions = submissions;
     report.outputs = outputs;
     Ok(report)

@@ -130,6 +130,10 @@ pub struct Summary {
     pub outputs_within_tolerance: usize,
     /// Output ranges excluded from comparison (they depend on work replay cannot redo).
     pub outputs_excluded: usize,
+    /// Output ranges the replay wrote whose captured digest an incomplete trace (cut short,
+    /// killed, recovered) lacks: lost with the trace's end, so not compared (in a whole
+    /// trace a missing captured digest stays a divergence).
+    pub outputs_not_captured: usize,
     /// Divergences over all repeats (timing-dependent ones aside).
     pub divergences: usize,
     /// Timing-dependent divergences ([`Report::timing_dependent`]): not a regression.
@@ -186,6 +190,9 @@ pub enum OutputResult {
     Extra,
     /// Not produced on one side because the submission's status diverged.
     NotRun,
+    /// The replay has it; the capture's digest is missing from an incomplete trace (lost
+    /// with its end): not compared.
+    NotCaptured,
     /// Not compared: it depends on work replay cannot reproduce.
     Excluded {
         /// Why.

@@ -25,8 +25,8 @@ use crate::execute::{ChunkRun, Session, Ticker};
 use crate::options::ReplayOptions;
 use crate::plan::{self, Plan, Sample};
 use crate::report::{
-    Clock, OutputCheck, OutputResult, RegionTimingRow, Report, RuntimeInfo, Stats, SubmissionRow,
-    SubstitutionRow, Verdict,
+    Clock, Divergence, DivergenceKind, OutputCheck, OutputResult, RegionTimingRow, Report,
+    RuntimeInfo, Stats, SubmissionRow, SubstitutionRow, Verdict,
 };
 use hrx_analysis::matching::{self, Paired};
 use hrx_analysis::sketch::Sketch;
@@ -96,12 +96,28 @@ struct Fold<'o> {
     substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
     divergences_listed: usize,
     chunks: u64,
+    /// Outputs written at replay without a captured digest (first repeat), and the
+    /// divergences they made: not compared when the trace turns out incomplete, which is
+    /// known only at its end.
+    extra_outputs: usize,
+    extra_divergences: usize,
+    /// The first divergence that is not such an output.
+    first_not_extra: Option<Divergence>,
+    /// The last chunk's rows, grouped once the next chunk (or the end) shows whether their
+    /// outputs without a captured digest count; with each row's count of those and whether
+    /// it diverged otherwise.
+    held: Vec<(SubmissionRow, usize, bool)>,
+}
+
+fn is_extra(d: &Divergence) -> bool {
+    matches!(d.kind, DivergenceKind::ExtraOutput { .. })
 }
 
 /// Notes a chunk's report carries that the fold writes again with whole-trace counts.
 fn per_chunk_note(note: &str) -> bool {
     note.contains("refused submits (Busy or quarantined)")
         || note.contains("without a recorded outcome")
+        || note.contains("no captured digest")
 }
 
 impl Fold<'_> {
@@ -171,6 +187,15 @@ impl Fold<'_> {
         );
         rows(&chunk.submissions, &chunk.outputs);
         self.chunks += 1;
+        self.extra_outputs += chunk
+            .outputs
+            .iter()
+            .filter(|o| matches!(o.result, OutputResult::Extra))
+            .count();
+        self.extra_divergences += chunk.divergences.iter().filter(|d| is_extra(d)).count();
+        if self.first_not_extra.is_none() {
+            self.first_not_extra = chunk.divergences.iter().find(|d| !is_extra(d)).cloned();
+        }
         let report = match &mut self.report {
             Some(report) => report,
             None => {
@@ -185,8 +210,22 @@ impl Fold<'_> {
                 self.report.insert(first)
             }
         };
+        for (row, _, _) in self.held.drain(..) {
+            report.submission_groups.push(&row);
+        }
         for row in &chunk.submissions {
-            report.submission_groups.push(row);
+            let mine = |runtime: u32, submission: u64| {
+                runtime == row.runtime && submission == row.submission
+            };
+            let extra = chunk
+                .outputs
+                .iter()
+                .filter(|o| mine(o.runtime, o.submission) && o.result == OutputResult::Extra)
+                .count();
+            let other = chunk.divergences.iter().any(|d| {
+                mine(d.runtime, d.submission) && !is_extra(d) && d.timing_dependent.is_none()
+            });
+            self.held.push((row.clone(), extra, other));
         }
         let listed = MAX_LISTED.saturating_sub(report.outputs.len());
         report.outputs.extend(
@@ -210,6 +249,7 @@ impl Fold<'_> {
         s.outputs_matched += c.outputs_matched;
         s.outputs_within_tolerance += c.outputs_within_tolerance;
         s.outputs_excluded += c.outputs_excluded;
+        s.outputs_not_captured += c.outputs_not_captured;
         s.divergences += c.divergences;
         s.timing_dependent += c.timing_dependent;
         if report.first_divergence.is_none() {
@@ -283,7 +323,7 @@ impl Fold<'_> {
                 info.submissions += *n as usize;
             }
         }
-        report.trace.runtimes = self.runtimes.into_values().collect();
+        report.trace.runtimes = std::mem::take(&mut self.runtimes).into_values().collect();
         let mut front = notes;
         front.append(&mut report.notes);
         report.notes = front;
@@ -293,6 +333,17 @@ impl Fold<'_> {
                     "runtime {runtime}: the capture saw {refusals} refused submits (Busy or quarantined); replay submits only accepted submissions and waits instead of being refused"
                 ));
             }
+        }
+        let not_captured = !complete && self.extra_divergences + self.extra_outputs > 0;
+        for (mut row, extra, other) in self.held.drain(..) {
+            if not_captured && extra > 0 {
+                row.outputs -= extra;
+                row.diverged = other;
+            }
+            report.submission_groups.push(&row);
+        }
+        if not_captured {
+            self.not_captured(&mut report);
         }
         let unknown = report.summary.outcomes_unknown;
         if unknown > 0 {
@@ -350,6 +401,28 @@ impl Fold<'_> {
         };
         report
     }
+
+    /// In an incomplete trace, an output written at replay without a captured digest is the
+    /// trace's loss (its digest record lay past the cut), not the program's: it counts as
+    /// not compared and the report says so.
+    fn not_captured(&mut self, report: &mut Report) {
+        let s = &mut report.summary;
+        s.divergences = s.divergences.saturating_sub(self.extra_divergences);
+        s.outputs_compared = s.outputs_compared.saturating_sub(self.extra_outputs);
+        s.outputs_not_captured += self.extra_outputs;
+        report.divergences.retain(|d| !is_extra(d));
+        if report.first_divergence.as_ref().is_some_and(is_extra) {
+            report.first_divergence = self.first_not_extra.take();
+        }
+        for o in &mut report.outputs {
+            if matches!(o.result, OutputResult::Extra) {
+                o.result = OutputResult::NotCaptured;
+            }
+        }
+        report
+            .notes
+            .push(compare::not_captured_note(self.extra_outputs));
+    }
 }
 
 /// Per runtime: one replay session per repeat, and the fault they inject.
@@ -389,6 +462,10 @@ pub(crate) fn replay_stream<R: Read>(
         substitutions: BTreeMap::new(),
         divergences_listed: 0,
         chunks: 0,
+        extra_outputs: 0,
+        extra_divergences: 0,
+        first_not_extra: None,
+        held: Vec::new(),
     };
     let mut ticker = Ticker {
         done: 0,

@@ -3,9 +3,13 @@
 //! and divergences, whatever the chunk size.
 
 use crate::common::*;
+use crate::records;
 use hrx::{RuntimeOptions, TraceDigests};
 use hrx_capture::Trace;
-use hrx_replay::{DivergenceKind, ReplayOptions, Report, replay_file, replay_file_streaming};
+use hrx_replay::{
+    DivergenceKind, OutputResult, ReplayOptions, Report, Verdict, replay_file,
+    replay_file_streaming,
+};
 use std::path::PathBuf;
 
 /// Writes `trace` to a file of its own (re-encoded, as a recording would be).
@@ -255,4 +259,107 @@ fn a_trace_written_far_out_of_order_replays_in_chunks_as_a_whole() {
             &format!("scrambled faults, chunks of {chunk}"),
         );
     }
+}
+
+/// A multi-thread recording cut short can keep a submission's completion and lose its
+/// output digests (written from another thread, into a later block past the cut). In that
+/// incomplete trace the digest the replay writes counts as not compared, with a note; in a
+/// whole, cleanly closed trace the same missing digest stays a regression.
+#[test]
+fn a_digest_lost_with_a_cut_is_not_compared_but_one_missing_from_a_whole_trace_diverges() {
+    use hrx_capture::schema::Record;
+    let trace = pipeline_trace();
+    // The last submission that retired with digests.
+    let last = records!(trace, OutputDigest)
+        .map(|o| (o.runtime, o.submission))
+        .max()
+        .expect("digests");
+    assert!(records!(trace, SubmissionDone).any(|d| (d.runtime, d.submission) == last));
+    let lost =
+        |r: &Record| matches!(r, Record::OutputDigest(o) if (o.runtime, o.submission) == last);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Everything but those digests, flushed; then the digests: cut at the flush.
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    for record in &trace.records {
+        match record {
+            Record::SessionStart(_) | Record::SessionEnd(_) => {}
+            Record::Blob(b) => {
+                recorder.intern_blob(&b.bytes).expect("blob");
+            }
+            other if !lost(other) => recorder.record(other),
+            _ => {}
+        }
+    }
+    recorder.flush().expect("flush");
+    let cut_at = sink.contents().len();
+    for record in trace.records.iter().filter(|r| lost(r)) {
+        recorder.record(record);
+    }
+    recorder.close().expect("close");
+    let bytes = sink.contents();
+    let options = ReplayOptions::default();
+    let replayed = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        let report = replay_file(&path, &options).expect("replay");
+        println!("{}", report.to_text());
+        report
+    };
+
+    let whole = replayed("whole.hrxt", &bytes);
+    assert_eq!(whole.verdict, Verdict::Match);
+    assert_eq!(whole.summary.outputs_not_captured, 0);
+
+    let cut = replayed("cut.hrxt", &bytes[..cut_at]);
+    assert!(!cut.trace.complete);
+    assert_eq!(cut.verdict, Verdict::Match, "{:?}", cut.divergences);
+    assert_eq!(cut.exit_code(), 0);
+    let lost_outputs = records!(trace, OutputDigest)
+        .filter(|o| (o.runtime, o.submission) == last)
+        .count();
+    assert_eq!(cut.summary.outputs_not_captured, lost_outputs);
+    assert_eq!(cut.summary.divergences, 0);
+    let row = cut
+        .submissions
+        .iter()
+        .find(|r| r.submission == last.1.0)
+        .expect("row");
+    assert!(!row.diverged && row.outputs == 0, "{row:?}");
+    assert!(!cut.to_text().contains("DIVERGED"), "{}", cut.to_text());
+    assert!(
+        cut.outputs
+            .iter()
+            .any(|o| o.submission == last.1.0 && o.result == OutputResult::NotCaptured)
+    );
+    assert!(
+        cut.notes
+            .iter()
+            .any(|n| n.contains("no captured digest") && n.contains("not compared")),
+        "{:?}",
+        cut.notes
+    );
+    // The same trace read whole in memory agrees.
+    let in_memory = replay_with(
+        &Trace::from_bytes(&bytes[..cut_at]).expect("read"),
+        &options,
+    );
+    assert_eq!(in_memory.verdict, Verdict::Match);
+    assert_eq!(in_memory.summary.outputs_not_captured, lost_outputs);
+
+    // Closed cleanly without those digests: a regression.
+    let without = rewrite(trace, |r, _| !lost(r));
+    let (_d, path) = file(&without, "without.hrxt");
+    let report = replay_file(&path, &options).expect("replay");
+    assert!(report.trace.complete);
+    assert_eq!(report.verdict, Verdict::Regression);
+    assert!(
+        report
+            .divergences
+            .iter()
+            .any(|d| matches!(d.kind, DivergenceKind::ExtraOutput { .. }))
+    );
+    assert_eq!(report.summary.outputs_not_captured, 0);
 }
