@@ -45,33 +45,18 @@ impl<W: Write> Writer<W> {
         mask: u16,
         args: &[(&'static str, Arg<'_>)],
     ) -> io::Result<Vec<Vec<u8>>> {
-        if self.constant.len() <= region {
-            self.constant.resize_with(region + 1, Vec::new);
-        }
-        let runs = std::mem::take(&mut self.constant[region]);
-        if !runs.is_empty() || mask == 0 {
-            return Ok(runs);
-        }
-        let mut runs: Vec<Vec<u8>> = Vec::new();
-        let mut in_run = false;
-        for (i, (key, arg)) in args.iter().enumerate() {
-            if mask & (1 << i) == 0 {
-                in_run = false;
-                continue;
-            }
-            if in_run {
-                if let Some(run) = runs.last_mut() {
+        super::constant_runs(
+            &mut self.constant,
+            region,
+            mask,
+            args,
+            |run, starts, key, arg| {
+                if !starts {
                     run.push(b',');
                 }
-            } else {
-                runs.push(Vec::new());
-                in_run = true;
-            }
-            if let Some(run) = runs.last_mut() {
-                member(run, key, arg)?;
-            }
-        }
-        Ok(runs)
+                member(run, key, arg)
+            },
+        )
     }
 
     /// Starts an event: the separator, then `{`.

@@ -294,6 +294,43 @@ impl Arg<'_> {
     }
 }
 
+/// Takes `region`'s encoded constant arguments out of `cache` (the caller puts them back),
+/// encoding them on the region's first slice: one buffer per run of consecutive arguments
+/// whose bit is set in `mask` (bit `i` for `args[i]`), each argument appended by `encode`
+/// (its flag says whether it starts its run). Both writers cache them this way.
+fn constant_runs<E>(
+    cache: &mut Vec<Vec<Vec<u8>>>,
+    region: usize,
+    mask: u16,
+    args: &[(&'static str, Arg<'_>)],
+    mut encode: impl FnMut(&mut Vec<u8>, bool, &'static str, &Arg<'_>) -> Result<(), E>,
+) -> Result<Vec<Vec<u8>>, E> {
+    if cache.len() <= region {
+        cache.resize_with(region + 1, Vec::new);
+    }
+    let runs = std::mem::take(&mut cache[region]);
+    if !runs.is_empty() || mask == 0 {
+        return Ok(runs);
+    }
+    let mut runs: Vec<Vec<u8>> = Vec::new();
+    let mut in_run = false;
+    for (i, (key, arg)) in args.iter().enumerate() {
+        if mask & (1 << i) == 0 {
+            in_run = false;
+            continue;
+        }
+        let starts = !in_run;
+        if starts {
+            runs.push(Vec::new());
+            in_run = true;
+        }
+        if let Some(run) = runs.last_mut() {
+            encode(run, starts, key, arg)?;
+        }
+    }
+    Ok(runs)
+}
+
 /// A slice (a timed region or operation).
 #[derive(Debug)]
 pub(crate) struct Slice<'a> {

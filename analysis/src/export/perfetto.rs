@@ -321,33 +321,26 @@ impl Writer {
         &mut self,
         region: usize,
         mask: u16,
-        args: &[(&str, Arg<'_>)],
+        args: &[(&'static str, Arg<'_>)],
     ) -> Vec<Vec<u8>> {
-        if self.constant.len() <= region {
-            self.constant.resize_with(region + 1, Vec::new);
+        let encoded = super::constant_runs(
+            &mut self.constant,
+            region,
+            mask,
+            args,
+            |run, _, key, arg| {
+                let mut enc = Encoder {
+                    buf: std::mem::take(run),
+                };
+                enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
+                *run = enc.buf;
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        match encoded {
+            Ok(runs) => runs,
+            Err(never) => match never {},
         }
-        let runs = std::mem::take(&mut self.constant[region]);
-        if !runs.is_empty() || mask == 0 {
-            return runs;
-        }
-        let mut runs: Vec<Vec<u8>> = Vec::new();
-        let mut in_run = false;
-        for (i, (key, arg)) in args.iter().enumerate() {
-            if mask & (1 << i) == 0 {
-                in_run = false;
-                continue;
-            }
-            if !in_run {
-                runs.push(Vec::new());
-                in_run = true;
-            }
-            let mut enc = Encoder {
-                buf: runs.pop().unwrap_or_default(),
-            };
-            enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
-            runs.push(enc.buf);
-        }
-        runs
     }
 }
 
