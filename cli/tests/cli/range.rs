@@ -301,6 +301,15 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
     let summary = stdout(&trim);
     let snapshot = field(&summary, "runtime");
     assert!(!snapshot.contains("snapshot of 0 ranges"), "{snapshot}");
+    // `info` shows the snapshot, as the README says: its buffer ranges and bytes.
+    let info = stdout(&run(dir.path(), &["info", "w.hrxt"]));
+    assert!(
+        info.lines().any(|l| l.starts_with("range ")
+            && l.contains("state snapshot: ")
+            && l.contains(" buffer ranges, ")
+            && !l.contains("not held")),
+        "{info}"
+    );
     let replay = run(dir.path(), &["replay", "w.hrxt"]);
     assert_eq!(code(&replay), 0, "{}", stdout(&replay));
 
