@@ -260,9 +260,11 @@ impl ProfileVisitor {
         }
         let stats = std::mem::take(&mut self.stats).finish(&summary);
         Profile {
+            // Copies are compared as kernels are (`stats` lists them apart).
             kernels: stats
                 .kernels
                 .into_iter()
+                .chain(stats.copy_labels)
                 .map(|k| (k.name.clone(), k))
                 .collect(),
             regions,

@@ -137,6 +137,8 @@ pub struct Index {
     regions: Vec<RegionInfo>,
     /// Each region's label, filled by [`Index::label_regions`].
     region_labels: Vec<LabelRef>,
+    /// Whether each region is a copy ([`is_copy_region`]), filled with `region_labels`.
+    region_copies: Vec<bool>,
     labels: Vec<String>,
 }
 
@@ -304,10 +306,13 @@ impl Index {
         let mut interned: HashMap<String, LabelRef> = HashMap::new();
         let mut labels = Vec::new();
         let mut region_labels = Vec::with_capacity(self.regions.len());
+        let mut region_copies = Vec::with_capacity(self.regions.len());
         for i in 0..self.regions.len() {
             let region = RegionRef(i as u32);
             let info = self.region(region);
-            let name = label_region(info.kind, info.queue, &self.region_ops(region));
+            let ops = self.region_ops(region);
+            region_copies.push(is_copy_region(info.kind, &ops));
+            let name = label_region(info.kind, info.queue, &ops);
             let id = *interned.entry(name).or_insert_with_key(|name| {
                 labels.push(name.clone());
                 LabelRef(labels.len() as u32 - 1)
@@ -316,6 +321,16 @@ impl Index {
         }
         self.labels = labels;
         self.region_labels = region_labels;
+        self.region_copies = region_copies;
+    }
+
+    /// Whether a region is a copy ([`is_copy_region`]), once [`Index::label_regions`] ran
+    /// (false before).
+    pub fn is_copy(&self, region: RegionRef) -> bool {
+        self.region_copies
+            .get(region.0 as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// The label of a region, once [`Index::label_regions`] ran.
@@ -329,14 +344,22 @@ impl Index {
     }
 }
 
+/// Whether a region of `kind` whose operations have `names` (as [`label_region`] takes
+/// them) is a copy: a copy batch, or a region of copies only. `stats` and the timeline
+/// count such regions as copies, never as kernels; [`label_region`] names them `upload`,
+/// `download` or `copy`.
+pub fn is_copy_region(kind: RegionKind, names: &[(bool, String)]) -> bool {
+    let all_copies = !names.is_empty() && names.iter().all(|(_, n)| n == "copy");
+    kind == RegionKind::CopyBatch || all_copies
+}
+
 /// The label of a region of `kind` on `queue` whose operations, in node order, have
 /// `names` (each with whether it is a kernel or NPU run): `upload`, `download` or `copy` for
 /// copies, else the first kernel's name (a fill or copy's when there is no kernel) with `+N`
 /// for the other operations, else the region kind. The timeline, `stats` and `export` all
 /// name regions this way.
 pub fn label_region(kind: RegionKind, queue: Queue, names: &[(bool, String)]) -> String {
-    let all_copies = !names.is_empty() && names.iter().all(|(_, n)| n == "copy");
-    if kind == RegionKind::CopyBatch || all_copies {
+    if is_copy_region(kind, names) {
         return match queue {
             Queue::GpuUpload => "upload",
             Queue::GpuDownload => "download",

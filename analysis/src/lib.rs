@@ -33,7 +33,9 @@
 //! let summary = scan_records(&records, &mut visitor);
 //! let stats = visitor.finish(&summary);
 //! assert_eq!(stats.submissions.accepted, 10);
-//! assert_eq!(stats.kernels.iter().map(|k| k.count).sum::<u64>(), 40);
+//! // 40 timed regions: 20 kernel regions and 20 copy batches, which are no kernels.
+//! assert_eq!(stats.kernels.iter().map(|k| k.count).sum::<u64>(), 20);
+//! assert_eq!(stats.copies.iter().map(|c| c.batches).sum::<u64>(), 20);
 //! ```
 #![warn(missing_docs)]
 
@@ -55,7 +57,7 @@ pub mod units;
 
 pub use index::{
     Index, LabelRef, LaneInfo, LaneRef, PreparedInfo, PreparedRef, QUEUES, RegionInfo, RegionRef,
-    is_gpu_queue, label_region, queue_name, queue_slot,
+    is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
     JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, decode_threads, scan, scan_mapped,

@@ -3,7 +3,9 @@
 //! refusals and failures.
 //!
 //! - Durations are host durations of region timings joined to their region (untimed
-//!   cancelled regions are left out). A "kernel" is a region label ([`crate::label_region`]).
+//!   cancelled regions are left out). A "kernel" is a region label ([`crate::label_region`])
+//!   of regions that are no copies ([`crate::is_copy_region`]): copies' durations are kept
+//!   apart, per copy label ([`Stats::copy_labels`]), and counted in the copy bandwidth.
 //!   Count, total, mean, min and max are exact; p50 and p99 are nearest-rank, exact up to
 //!   [`crate::sketch::EXACT_LIMIT`] spans of a label and within
 //!   [`crate::sketch::RELATIVE_ERROR`] past it ([`KernelStats::exact`] says which).
@@ -129,8 +131,12 @@ pub struct FailureCounts {
 /// Every statistic of a trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
-    /// Per kernel, by total time (largest first, then by name).
+    /// Per kernel, by total time (largest first, then by name); copies are no kernels.
     pub kernels: Vec<KernelStats>,
+    /// Per copy label (`upload`, `download`, `copy`), as `kernels` are: the copies'
+    /// durations, which `diff` compares as it compares kernels (`copies` has their
+    /// bandwidth per lane).
+    pub copy_labels: Vec<KernelStats>,
     /// Per lane with spans, in lane order.
     pub lanes: Vec<LaneStats>,
     /// Per GPU lane with copy batches, in lane order.
@@ -357,34 +363,45 @@ impl StatsVisitor {
                 });
             }
         }
-        let mut by_label: Vec<Sketch> = vec![Sketch::new(); index.labels().len()];
+        // Per label, its kernels' durations and its copies' (a kernel named `upload` stays
+        // a kernel).
+        let mut by_label: Vec<[Sketch; 2]> = vec![Default::default(); index.labels().len()];
         for (region, sketch) in self.durations.iter().enumerate() {
-            if let Some(label) = index.label(crate::index::RegionRef(region as u32)) {
-                by_label[label.0 as usize].merge(sketch);
+            let region = crate::index::RegionRef(region as u32);
+            if let Some(label) = index.label(region) {
+                by_label[label.0 as usize][usize::from(index.is_copy(region))].merge(sketch);
             }
         }
-        for (label, mut d) in by_label.into_iter().enumerate() {
-            if d.count() == 0 {
-                continue;
+        for (label, sketches) in by_label.into_iter().enumerate() {
+            let [kernels, copies] = sketches;
+            for (mut d, list) in [
+                (kernels, &mut stats.kernels),
+                (copies, &mut stats.copy_labels),
+            ] {
+                if d.count() == 0 {
+                    continue;
+                }
+                list.push(KernelStats {
+                    label: LabelRef(label as u32),
+                    name: index.labels()[label].clone(),
+                    count: d.count(),
+                    total_ns: d.total(),
+                    mean_ns: d.total() / d.count(),
+                    p50_ns: d.percentile(50.0),
+                    p99_ns: d.percentile(99.0),
+                    min_ns: d.min(),
+                    max_ns: d.max(),
+                    exact: d.is_exact(),
+                });
             }
-            stats.kernels.push(KernelStats {
-                label: LabelRef(label as u32),
-                name: index.labels()[label].clone(),
-                count: d.count(),
-                total_ns: d.total(),
-                mean_ns: d.total() / d.count(),
-                p50_ns: d.percentile(50.0),
-                p99_ns: d.percentile(99.0),
-                min_ns: d.min(),
-                max_ns: d.max(),
-                exact: d.is_exact(),
+        }
+        for list in [&mut stats.kernels, &mut stats.copy_labels] {
+            list.sort_by(|a, b| {
+                b.total_ns
+                    .cmp(&a.total_ns)
+                    .then_with(|| a.name.cmp(&b.name))
             });
         }
-        stats.kernels.sort_by(|a, b| {
-            b.total_ns
-                .cmp(&a.total_ns)
-                .then_with(|| a.name.cmp(&b.name))
-        });
         stats
     }
 }
@@ -419,5 +436,36 @@ mod tests {
         assert_eq!(percentile(&hundred, 99.0), 99);
         assert_eq!(percentile(&hundred, 100.0), 100);
         assert_eq!(percentile(&hundred, 0.0), 1);
+    }
+
+    /// Upload and download copy batches are copies, not kernels: their durations are in
+    /// `copy_labels`, their bytes in `copies`, and every timed span is in exactly one of
+    /// `kernels` and `copy_labels` (they were listed as kernels too).
+    #[test]
+    fn copies_are_no_kernels() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let records: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        let (stats, _) = stats_of(&records);
+        let copy_names = ["upload", "download", "copy"];
+        let names =
+            |list: &[KernelStats]| -> Vec<String> { list.iter().map(|k| k.name.clone()).collect() };
+        assert!(
+            stats
+                .kernels
+                .iter()
+                .all(|k| !copy_names.contains(&k.name.as_str())),
+            "{:?}",
+            names(&stats.kernels)
+        );
+        assert!(!stats.kernels.is_empty());
+        let mut copies = names(&stats.copy_labels);
+        copies.sort();
+        assert_eq!(copies, ["download", "upload"]);
+        let copy_spans: u64 = stats.copy_labels.iter().map(|k| k.count).sum();
+        let batches: u64 = stats.copies.iter().map(|c| c.batches).sum();
+        assert_eq!(copy_spans, batches);
+        let kernel_spans: u64 = stats.kernels.iter().map(|k| k.count).sum();
+        let lane_spans: u64 = stats.lanes.iter().map(|l| l.spans).sum();
+        assert_eq!(kernel_spans + copy_spans, lane_spans);
     }
 }

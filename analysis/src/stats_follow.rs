@@ -310,8 +310,10 @@ mod tests {
         (visitor.finish(&summary), summary)
     }
 
+    /// Spans timed: the kernels' and the copies' (which are no kernels).
     fn spans(stats: &Stats) -> u64 {
-        stats.kernels.iter().map(|k| k.count).sum()
+        let copies: u64 = stats.copy_labels.iter().map(|k| k.count).sum();
+        stats.kernels.iter().map(|k| k.count).sum::<u64>() + copies
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! trace in bounded memory (nothing is kept per submission or region). The timeline's
 //! statistics view computes the same figures the same way. A "kernel" is a region label: a
 //! native graph of several operations counts under its first kernel and the count of the
-//! others (`hrx_rgb_to_gray +5`), copy batches as `upload`, `download` or `copy`.
+//! others (`hrx_rgb_to_gray +5`). Copy batches are no kernels: they are counted in the copy
+//! table, per lane (`diff` still compares their durations, as `upload`, `download` or
+//! `copy`).
 //!
 //! Percentiles are nearest-rank: exact up to 1,024 spans of a kernel, then from a
 //! log-bucketed histogram within 1/256 (0.4%) of the exact value; each kernel's `"exact"`

@@ -40,9 +40,17 @@ fn stats_json_counts_match_the_records() {
     assert_eq!(u(&s["failures"]["regions_cancelled"]), done("Cancelled"));
     assert!(u(&s["failures"]["regions_failed"]) >= 1);
 
-    // Every timing that ran is in exactly one kernel, with consistent order statistics.
+    // Every timing that ran is in exactly one kernel or copy lane, with consistent order
+    // statistics.
     let kernels = s["kernels"].as_array().unwrap();
-    let ran: u64 = kernels.iter().map(|k| u(&k["count"])).sum();
+    let copies: u64 = s["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u(&c["batches"]))
+        .sum();
+    assert!(copies > 0, "{s:#}");
+    let ran: u64 = kernels.iter().map(|k| u(&k["count"])).sum::<u64>() + copies;
     let failed_timed = kinds["RegionTiming"].len() as u64;
     assert!(
         ran <= failed_timed && ran + done("Failed") >= failed_timed,
@@ -58,7 +66,17 @@ fn stats_json_counts_match_the_records() {
         assert!(min <= p50 && p50 <= p99 && p99 <= max, "{k}");
         assert_eq!(u(&k["mean_ns"]), u(&k["total_ns"]) / u(&k["count"]), "{k}");
     }
-    assert!(kernels.iter().any(|k| k["name"] == "upload"));
+    // Only kernels: upload and download copy batches are in the copy table (they were
+    // listed as kernels too).
+    for copy in ["upload", "download", "copy"] {
+        assert!(kernels.iter().all(|k| k["name"] != copy), "{copy}: {s:#}");
+    }
+    assert!(
+        kernels
+            .iter()
+            .any(|k| k["name"].as_str().unwrap().starts_with("hrx_")),
+        "{s:#}"
+    );
     // Copy bytes per lane: the copy batches' bytes over their time.
     for c in s["copies"].as_array().unwrap() {
         let bw = c["bytes_per_s"].as_f64().unwrap();
@@ -72,9 +90,20 @@ fn stats_json_counts_match_the_records() {
 
     let text = stdout(&run(dir.path(), &["stats", "f.hrxt"]));
     assert!(
-        text.contains("upload") && text.contains("utilisation"),
+        text.contains("GPU Upload") && text.contains("utilisation"),
         "{text}"
     );
+    let kernel_rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("kernel "))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(!kernel_rows.is_empty(), "{text}");
+    for row in kernel_rows {
+        let name = row.split_whitespace().next().unwrap_or_default();
+        assert!(!["upload", "download", "copy"].contains(&name), "{text}");
+    }
     // Counts with their nouns, singular for one ("1 quarantine", "1 fault injected").
     let counted = |n: u64, noun: &str| match n {
         1 => format!("1 {noun}"),

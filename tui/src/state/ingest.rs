@@ -1052,8 +1052,13 @@ mod statistics_tests {
             ),
             (4, 100, 25, 20, 40, 10, 40)
         );
-        // Sorted by total time: uploads (400 ns) first.
-        assert_eq!(stats.kernels[0].name, "upload");
+        // Uploads are copies, not kernels (the table listed them first, by total time).
+        assert!(stats.kernels.iter().all(|k| k.name != "upload"));
+        let upload = &stats.copy_labels[0];
+        assert_eq!(
+            (upload.name.as_str(), upload.count, upload.total_ns),
+            ("upload", 4, 400)
+        );
         // Trace span: 0 .. 3240.
         assert_eq!(stats.span_ns, 3_240);
         let lane_stats = |q| stats.lanes.iter().find(|l| l.queue == q).unwrap();

@@ -391,7 +391,7 @@ fn huge_copies_and_durations_saturate() {
         f.submit(1, i, &[], 0).ran(i, 0, 0, u64::MAX / 2);
     }
     let model = f.model();
-    let upload = &model.stats().kernels[0];
+    let upload = &model.stats().copy_labels[0];
     assert_eq!(upload.total_ns, u64::MAX);
     render_to_string(&model, &ViewState::new(&model, 120, 40), 120, 40);
 }
