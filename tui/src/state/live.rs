@@ -4,10 +4,14 @@
 //! then carries the view over to the new model: the selection by (runtime, submission
 //! index, region) and the focused lane by (runtime, queue), since indexes into the new
 //! model's lanes may differ; the search filter is recomputed in place; and while
-//! *following*, the window moves to the newest time. Following starts on, showing the
-//! whole trace as it grows; any action that moves the window (a pan, a zoom, a jump that
-//! reveals a span elsewhere) stops it, and `F` resumes it at the current zoom, the window
-//! ending at the newest time (Tracy's live view behaves so).
+//! *following*, the window and the time cursor move to the newest time. Following starts
+//! on, showing the whole trace as it grows; any action that moves the window (a pan, a
+//! zoom, a jump that reveals a span elsewhere) stops it, and `F` resumes it at the current
+//! zoom, the window ending at the newest time (Tracy's live view behaves so).
+//!
+//! Selecting a span stops following too, where the selection is (its details stay on
+//! screen with it): a followed window would leave it behind, off screen, with the cursor.
+//! So nothing is selected while following: `F` clears the selection as it resumes.
 
 use super::model::{LaneId, Model, RegionKey, SpanRef};
 use super::view_state::ViewState;
@@ -37,19 +41,21 @@ impl ViewState {
         });
     }
 
-    /// Resumes following at the current zoom (`F`).
+    /// Resumes following at the current zoom (`F`), clearing the selection (see the
+    /// module docs).
     pub(super) fn resume_follow(&mut self, model: &Model) {
         match &mut self.live {
             Some(live) => {
                 live.following = true;
                 live.width_ns = Some(self.window.width_ns());
+                self.selection = None;
                 self.follow(model);
             }
             None => self.message = Some("not a live trace (view --follow FILE)".into()),
         }
     }
 
-    /// Moves the window to the newest time while following.
+    /// Moves the window and the cursor to the newest time while following.
     pub(super) fn follow(&mut self, model: &Model) {
         let Some(live) = &self.live else { return };
         if !live.following {
@@ -64,6 +70,22 @@ impl ViewState {
                 let end = range.end_ns.saturating_add(width / 50);
                 self.set_window(model, end.saturating_sub(width), width);
             }
+        }
+        // In the window, so that a zoom keeps the newest time in place.
+        self.cursor_ns = range
+            .end_ns
+            .clamp(self.window.start_ns, self.window.end_ns.saturating_sub(1));
+    }
+
+    /// Stops following because `action` selected a span (see the module docs); says so.
+    pub(super) fn stop_following_on_selection(&mut self) {
+        if let Some(live) = &mut self.live
+            && live.following
+        {
+            live.following = false;
+            self.message = Some(
+                "a span is selected: following stopped (F follows the newest time again)".into(),
+            );
         }
     }
 

@@ -166,7 +166,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "search labels and kernels (Enter keeps, Esc clears)"),
     ("Enter", "jump to the list item"),
     ("Esc", "close help/list, clear search/selection"),
-    ("F", "follow the newest time (view --follow)"),
+    ("F", "follow the newest time (selecting a span stops it)"),
     ("?", "this help"),
     ("q", "quit"),
 ];
@@ -344,12 +344,16 @@ impl ViewState {
         let (selection, list, event) = (self.selection, self.list, self.event_cursor);
         let window = self.window;
         self.apply(model, action);
-        // A pan, a zoom or a jump elsewhere stops following the newest time.
+        // A pan, a zoom or a jump elsewhere stops following the newest time; so does a new
+        // selection, which following would leave behind, off screen (`live.rs`).
         if let Some(live) = &mut self.live
             && self.window != window
             && !matches!(action, Action::ResumeFollow | Action::Resize { .. })
         {
             live.following = false;
+        }
+        if self.selection.is_some() && self.selection != selection {
+            self.stop_following_on_selection();
         }
         // The details pane shows something else: from its top again.
         if (selection, list, event) != (self.selection, self.list, self.event_cursor) {

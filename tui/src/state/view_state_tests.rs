@@ -490,3 +490,91 @@ fn details_scroll_is_clamped_and_starts_over_on_a_new_selection() {
     state.update(&model, scroll(-3));
     assert_eq!(state.details_scroll, 0);
 }
+
+/// A live trace's model before and after it grew (3, then 12 submissions), and a view
+/// following it at a zoom of an eighth of the first model (`F` after zooming in).
+fn following_zoomed_in() -> (Model, Model, ViewState) {
+    let spec = |submissions| PipelineSpec {
+        submissions,
+        period_ns: 60_000,
+        busy_every: None,
+        fail_at: None,
+    };
+    let (old, new) = (pipeline_model(spec(3)), pipeline_model(spec(12)));
+    let mut state = ViewState::new(&old, 120, 40);
+    state.start_live();
+    state.model_changed(&old, &old, 0.0);
+    for _ in 0..3 {
+        state.update(&old, Action::ZoomIn);
+    }
+    assert!(!state.live.as_ref().unwrap().following, "a zoom stops it");
+    state.update(&old, Action::ResumeFollow);
+    assert!(state.live.as_ref().unwrap().following);
+    (old, new, state)
+}
+
+fn in_window(state: &ViewState, t0: u64, t1: u64) -> bool {
+    t0 >= state.window.start_ns && t1 <= state.window.end_ns
+}
+
+/// While following, the cursor moves with the window to the newest time (it stayed where
+/// it was, off screen, when the window moved on).
+#[test]
+fn following_keeps_the_cursor_at_the_newest_time() {
+    let (old, new, mut state) = following_zoomed_in();
+    state.model_changed(&old, &new, 1.0);
+    let newest = new.time_range().unwrap().end_ns;
+    assert!(state.window.end_ns > newest && state.window.start_ns < newest);
+    assert!(in_window(&state, state.cursor_ns, state.cursor_ns));
+    assert_eq!(state.cursor_ns, newest);
+}
+
+/// Selecting a span stops following where the selection is: the trace grows, the window
+/// stays, and the selected span stays on screen (the window followed the newest time and
+/// left the selection behind, off screen). `F` follows again and clears the selection.
+#[test]
+fn selecting_a_span_stops_following_and_keeps_it_on_screen() {
+    let (old, new, mut state) = following_zoomed_in();
+    // The lane of the span that ends last: End selects it without moving the window.
+    let newest = old.time_range().unwrap().end_ns;
+    let lane = state
+        .visible_lanes(&old)
+        .into_iter()
+        .find(|&l| {
+            old.lane(l)
+                .spans()
+                .last()
+                .is_some_and(|s| s.query_end_ns() == newest)
+        })
+        .unwrap();
+    state.lane = Some(lane);
+    let window = state.window;
+    state.update(&old, Action::End);
+    assert_eq!(state.window, window, "the span was on screen already");
+    let selected = state.selection.unwrap();
+    assert!(!state.live.as_ref().unwrap().following);
+    assert!(
+        state
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("following stopped")
+    );
+
+    state.model_changed(&old, &new, 1.0);
+    let span = new.span(state.selection.unwrap());
+    assert_eq!(state.window, window);
+    assert!(in_window(&state, span.start_ns, span.query_end_ns()));
+    assert_eq!(
+        old.key_of(old.span(selected)).region,
+        new.key_of(span).region
+    );
+
+    state.update(&new, Action::ResumeFollow);
+    assert!(state.live.as_ref().unwrap().following);
+    assert_eq!(state.selection, None);
+    assert!(in_window(&state, state.cursor_ns, state.cursor_ns));
+    // An action that selects nothing leaves following on.
+    state.update(&new, Action::Escape);
+    assert!(state.live.as_ref().unwrap().following);
+}
