@@ -141,7 +141,10 @@ fn read_hint(error: &ReadError) -> Option<String> {
 /// `hrx-trace` or a verb without its arguments prints an `error:` line saying what is missing,
 /// then clap's help (exit 2); any
 /// other usage error becomes one `error:` line and one `hint:` line (clap's tip, else the
-/// usage line, else `see --help`), exit 2.
+/// usage line, else `see --help`), exit 2. An unknown option keeps clap's tip (`record
+/// --frame 3`: `hint: a similar argument exists: '--frames'`), the trailing `-- PROGRAM`
+/// notwithstanding; a stray word given to `record` (`record ./app`) is told that a program
+/// goes after `--` (clap's usage line alone did not say so).
 pub fn parse_args<P: clap::Parser>() -> P {
     use clap::error::ErrorKind;
     let error = match P::try_parse() {
@@ -176,10 +179,25 @@ pub fn parse_args<P: clap::Parser>() -> P {
         first.to_owned()
     };
     let message = message.as_str();
+    let stray_word = error.kind() == ErrorKind::UnknownArgument
+        && std::env::args_os()
+            .nth(1)
+            .is_some_and(|verb| verb == "record")
+        && match error.get(clap::error::ContextKind::InvalidArg) {
+            Some(clap::error::ContextValue::String(arg)) => !arg.starts_with('-'),
+            _ => false,
+        };
     let hint = rest
         .iter()
         .find_map(|l| l.strip_prefix("tip: "))
         .map(str::to_owned)
+        .or_else(|| {
+            stray_word.then(|| {
+                "a program to record goes after `--`: hrx-trace record [OPTIONS] -- PROGRAM \
+                 [ARGS]... (or --workload NAME)"
+                    .to_owned()
+            })
+        })
         .or_else(|| {
             rest.iter()
                 .find_map(|l| l.strip_prefix("Usage: "))

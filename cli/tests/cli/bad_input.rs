@@ -101,6 +101,42 @@ fn bad_flags_are_one_line_with_a_hint() {
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
+/// A misspelt `record` option is clap's one error line and its tip, exit 2, whether or not
+/// a `-- PROGRAM` follows (the trailing program arguments do not swallow it), and nothing
+/// is recorded; after `--` the same word is the program's. A word where an option belongs
+/// is told that the program goes after `--` (the hint was only the usage line).
+#[test]
+fn record_with_an_unknown_option_names_the_similar_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["record", "--workload", "pipeline", "--frame", "3"][..],
+        &["record", "--workload", "pipeline", "--frame=3"],
+        &["record", "--frame", "3", "--", "true"],
+    ] {
+        let out = run(dir.path(), args);
+        assert_error(&out, "unexpected argument '--frame' found");
+        assert_eq!(
+            stderr(&out).lines().nth(1),
+            Some("hint: a similar argument exists: '--frames'"),
+            "{args:?}"
+        );
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    // After `--`, `--frame 3` is the program's own (`true` ignores it and uses no hrx).
+    let out = run(dir.path(), &["record", "--", "true", "--frame", "3"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+
+    let out = run(dir.path(), &["record", "./app", "--frames", "2"]);
+    assert_error(&out, "unexpected argument './app' found");
+    assert!(
+        stderr(&out).contains("hint: a program to record goes after `--`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A missing required argument is named on the error line itself.
 #[test]
 fn a_missing_argument_is_named() {
