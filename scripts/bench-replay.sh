@@ -27,7 +27,8 @@ trap 'rm -rf "$work"' EXIT
 measure() {
     local label=$1 bin=$2 verb=$3 trace=$4 code=0 args
     case $verb in
-        replay) args=(replay "$trace") ;;
+        # The software device, as measured so far (the default, auto, picks a GPU where one is).
+        replay) args=(replay --backend sim "$trace") ;;
         diff) args=(diff --json "$trace" "$trace") ;;
         *) echo "unknown verb $verb" >&2; return 1 ;;
     esac

@@ -65,10 +65,13 @@ pub struct ReplayArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Backend to replay on: sim or cuda (built-in kernels exist on both); hip in a build
-    /// with the `hip` feature.
-    #[arg(long, value_name = "B", default_value = "sim")]
-    pub backend: String,
+    /// Backend to replay on: auto, sim or cuda (built-in kernels exist on both); hip in a
+    /// build with the `hip` feature [default: auto, as `record`: CUDA, then HIP, then the
+    /// software device; honours HRX_BACKEND]. The report's first lines say which it
+    /// replayed on, and when that is not the recorded backend, that timings are not
+    /// comparable (no ratios; --max-slowdown is refused).
+    #[arg(long, value_name = "B")]
+    pub backend: Option<String>,
 
     /// Replays to time; timings are medians over them.
     #[arg(long, value_name = "N", default_value_t = 1)]

@@ -1,4 +1,12 @@
 //! `hrx-trace replay`: re-execute a trace with `hrx-replay` and print its verdict.
+//!
+//! The backend defaults to `auto` as `record`'s does (`HRX_BACKEND` if set, else CUDA, then
+//! HIP, then the software device; a runtime with a captured fault replays on the software
+//! device, which alone injects faults). A runtime replayed on another backend than it was
+//! recorded on is said in the report's first lines (`recorded on cuda, replaying on sim:
+//! timings are not comparable`): its timing rows have no ratio and none is judged slow,
+//! and `--max-slowdown` is refused (exit 2) rather than judged against another backend's
+//! times.
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -12,11 +20,19 @@ const MAX_REPEAT: usize = 100_000;
 
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    crate::workload::require_backend_name(&args.backend)?;
-    let backend: hrx::BackendChoice = args
-        .backend
+    // `--backend`, else `HRX_BACKEND` as `record` reads it, else auto (the replay runtime
+    // itself does not read the environment).
+    let (source, text) = match &args.backend {
+        Some(text) => ("--backend", text.clone()),
+        None => match std::env::var("HRX_BACKEND") {
+            Ok(text) if !text.is_empty() => ("HRX_BACKEND", text),
+            _ => ("--backend", "auto".to_owned()),
+        },
+    };
+    crate::workload::require_backend_name(&text)?;
+    let backend: hrx::BackendChoice = text
         .parse()
-        .map_err(|e: hrx::Error| Failure::new(format!("--backend: {e}")))?;
+        .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
     if !(1..=MAX_REPEAT).contains(&args.repeat) {
         return Err(Failure::new(format!(
             "--repeat {}: must be between 1 and {MAX_REPEAT}",
@@ -96,6 +112,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     ..
                 }
             ) && matches!(backend, hrx::BackendChoice::Cuda | hrx::BackendChoice::Hip);
+        let recorded_on = match &error {
+            hrx_replay::ReplayError::TimingsNotComparable { recorded, .. } => {
+                Some(recorded.clone())
+            }
+            _ => None,
+        };
         let error = error.to_string();
         // The replay errors about the trace itself open with what this line already says.
         let why = error
@@ -103,7 +125,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(&error);
         let failure = Failure::new(format!("{}: cannot replay: {why}", args.file.display()));
         if unavailable {
-            failure.hint("`--backend sim` (the default) replays on the software device")
+            failure.hint(
+                "`--backend sim` replays on the software device (the default, auto, falls back \
+                 to it when no GPU is found)",
+            )
+        } else if let Some(recorded) = recorded_on {
+            failure.hint(format!(
+                "replay where {recorded} is (--backend {recorded}), or leave out \
+                 --max-slowdown to compare statuses and outputs only"
+            ))
         } else if let Some(lost) = lost_records(&args.file) {
             // A lossy recording's missing records read as an inconsistent trace: say why.
             failure.hint(format!(

@@ -141,12 +141,15 @@ fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
     }
 }
 
+/// The replayed median over the captured one, and whether it is past the maximum
+/// slowdown; neither when the times are not `comparable` (captured on another backend).
 pub(crate) fn ratio_and_regression(
     captured: Option<Stats>,
     replayed: Option<Stats>,
     options: &ReplayOptions,
+    comparable: bool,
 ) -> (Option<f64>, bool) {
-    let (Some(c), Some(r)) = (captured, replayed) else {
+    let (Some(c), Some(r), true) = (captured, replayed, comparable) else {
         return (None, false);
     };
     if c.median_ns == 0 {
@@ -158,6 +161,23 @@ pub(crate) fn ratio_and_regression(
         .max_slowdown
         .is_some_and(|max| ratio > max && r.median_ns.saturating_sub(c.median_ns) > floor);
     (Some(ratio), regression)
+}
+
+/// Whether times captured on `captured` and replayed on `replayed` (backend names, as
+/// the device reports them) are comparable: the same backend, or one of them unknown
+/// (nothing replayed, or a trace that does not name its backend: no evidence either way).
+pub(crate) fn timings_comparable(captured: &str, replayed: &str) -> bool {
+    captured.is_empty() || replayed.is_empty() || captured == replayed
+}
+
+/// The name of a backend choice, as `--backend` takes it.
+pub(crate) fn backend_name(choice: hrx::BackendChoice) -> &'static str {
+    match choice {
+        hrx::BackendChoice::Auto => "auto",
+        hrx::BackendChoice::Sim => "sim",
+        hrx::BackendChoice::Cuda => "cuda",
+        hrx::BackendChoice::Hip => "hip",
+    }
 }
 
 /// Builds the report.
@@ -192,10 +212,17 @@ pub(crate) fn report(
             backend.clone_from(&first.backend);
             device.clone_from(&first.device);
         }
+        let replay_backend = run
+            .repeats
+            .first()
+            .map_or_else(String::new, |r| r.backend.clone());
+        let comparable = timings_comparable(&rp.backend, &replay_backend);
         runtimes.push(RuntimeInfo {
             runtime,
             backend: rp.backend.clone(),
             device: rp.device.clone(),
+            replay_backend,
+            timings_comparable: comparable,
             buffers: rp.buffers.len(),
             kernels: rp.kernels.len(),
             graphs: rp.graphs.len(),
@@ -568,7 +595,7 @@ pub(crate) fn report(
             let region = key.region;
             let clock = clock_of(&captured, &replayed);
             let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
-            let (ratio, regression) = ratio_and_regression(c, r, options);
+            let (ratio, regression) = ratio_and_regression(c, r, options, comparable);
             timing.push(RegionTimingRow {
                 runtime,
                 graph: rp.graphs[graph].prepared.0,
@@ -595,7 +622,7 @@ pub(crate) fn report(
                 .collect();
             let replayed: Vec<&Sample> = run.op_times[&(graph, node)].iter().collect();
             let (c, r) = (stats(&captured, Clock::Host), stats(&replayed, Clock::Host));
-            let (ratio, regression) = ratio_and_regression(c, r, options);
+            let (ratio, regression) = ratio_and_regression(c, r, options, comparable);
             op_timing.push(OpTimingRow {
                 runtime,
                 graph: g.prepared.0,
@@ -687,6 +714,7 @@ pub(crate) fn report(
         },
         replay: ReplayInfo {
             backend,
+            requested: backend_name(options.backend).to_owned(),
             device,
             repeat: options.repeat.max(1),
             per_op: options.per_op,

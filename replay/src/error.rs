@@ -55,6 +55,20 @@ pub enum ReplayError {
         /// The runtime's error.
         source: hrx::Error,
     },
+    /// A maximum slowdown was asked for, but a runtime replays on another backend than the
+    /// one it was recorded on: its times are not comparable, so no slowdown can be judged.
+    #[error(
+        "runtime {runtime} was recorded on {recorded} and replays on {replaying}: timings are \
+         not comparable, so no slowdown can be judged"
+    )]
+    TimingsNotComparable {
+        /// The captured runtime.
+        runtime: u32,
+        /// The backend it was recorded on.
+        recorded: String,
+        /// The backend it replays on.
+        replaying: String,
+    },
     /// The trace holds no submission: nothing to compare, which is not a match (a recording
     /// cut short before its first submit, or a program that never submitted).
     #[error(

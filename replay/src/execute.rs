@@ -235,6 +235,18 @@ fn open_runtime(
         context: "opening the replay backend".into(),
         source,
     })?;
+    // A slowdown judged against another backend's times would be noise (or hide one):
+    // refused before anything runs (`auto` may pick a backend the capture did not use).
+    let replaying = runtime.device_info().backend;
+    if options.max_slowdown.is_some()
+        && !crate::compare::timings_comparable(&plan.backend, replaying)
+    {
+        return Err(ReplayError::TimingsNotComparable {
+            runtime: plan.id.0,
+            recorded: plan.backend.clone(),
+            replaying: replaying.to_owned(),
+        });
+    }
     Ok((runtime, recorder))
 }
 

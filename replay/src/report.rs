@@ -74,6 +74,11 @@ pub struct RuntimeInfo {
     pub backend: String,
     /// Captured device.
     pub device: String,
+    /// The backend it was replayed on (empty when nothing ran).
+    pub replay_backend: String,
+    /// Whether its captured and replayed times are comparable: both on the same backend.
+    /// When they are not, timing rows carry no ratio and none is judged slow.
+    pub timings_comparable: bool,
     /// Buffers created.
     pub buffers: usize,
     /// Kernels loaded.
@@ -93,8 +98,11 @@ pub struct RuntimeInfo {
 /// How the replay ran.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayInfo {
-    /// Replay backend.
+    /// Replay backend (the first runtime's; each runtime's is in [`RuntimeInfo`]).
     pub backend: String,
+    /// The backend asked for: `auto` (CUDA, then HIP, then the software device), `sim`,
+    /// `cuda` or `hip`.
+    pub requested: String,
     /// Replay device.
     pub device: String,
     /// Repeats.
@@ -710,9 +718,14 @@ impl Report {
         let r = &self.replay;
         let _ = write!(
             out,
-            "replayed: {} ({}), {} repeat{}",
+            "replayed: {} ({}){}, {} repeat{}",
             r.backend,
             r.device,
+            if r.requested == "auto" {
+                ", picked by backend auto"
+            } else {
+                ""
+            },
             r.repeat,
             if r.repeat == 1 { "" } else { "s" }
         );
@@ -732,6 +745,26 @@ impl Report {
             let _ = write!(out, ", max slowdown {m:.2}x");
         }
         out.push('\n');
+        // Said before the verdict: times from another backend are no baseline.
+        for rt in self
+            .trace
+            .runtimes
+            .iter()
+            .filter(|rt| !rt.timings_comparable)
+        {
+            let _ = writeln!(
+                out,
+                "{}recorded on {}, replaying on {}: timings are not comparable (no ratio is \
+                 given and none is judged slow)",
+                if several {
+                    format!("runtime {}: ", rt.runtime)
+                } else {
+                    String::new()
+                },
+                rt.backend,
+                rt.replay_backend
+            );
+        }
         let s = &self.summary;
         let _ = writeln!(
             out,

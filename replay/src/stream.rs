@@ -362,6 +362,12 @@ impl Fold<'_> {
         let captured = matching::region_keys(&ranks, self.captured);
         let replayed = matching::region_keys(&ranks, self.replayed);
         let mut labels = self.labels;
+        let comparable: BTreeMap<u32, bool> = report
+            .trace
+            .runtimes
+            .iter()
+            .map(|rt| (rt.runtime, rt.timings_comparable))
+            .collect();
         report.timing = matching::pair(captured, replayed)
             .into_iter()
             .map(|(key, paired)| {
@@ -377,8 +383,12 @@ impl Fold<'_> {
                     && r.host_only == 0;
                 let clock = if device { Clock::Device } else { Clock::Host };
                 let (captured, replayed) = (c.stats(clock), r.stats(clock));
-                let (ratio, regression) =
-                    compare::ratio_and_regression(captured, replayed, self.options);
+                let (ratio, regression) = compare::ratio_and_regression(
+                    captured,
+                    replayed,
+                    self.options,
+                    comparable.get(&runtime).copied().unwrap_or(true),
+                );
                 RegionTimingRow {
                     runtime,
                     graph,

@@ -148,8 +148,120 @@ fn replay_on_an_unavailable_backend_hints_at_the_software_device() {
     );
     assert_eq!(
         lines[1],
-        "hint: `--backend sim` (the default) replays on the software device"
+        "hint: `--backend sim` replays on the software device (the default, auto, falls back \
+         to it when no GPU is found)"
     );
+}
+
+/// The committed H200 recording of `faults` (recorded on CUDA).
+const CUDA_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tui/tests/data/faults-cuda-h200.hrxt"
+);
+
+/// `replay` with neither `--backend` nor `HRX_BACKEND`, in `dir`.
+fn replay_auto(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    crate::util::hrx_trace(dir)
+        .env_remove("HRX_BACKEND")
+        .arg("replay")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Replay defaults to `auto`, as `record` does (it was `sim`), and its report's first lines
+/// say the backend it replayed on and that it picked it. A sim recording replays on sim
+/// here: times comparable, nothing more said.
+#[test]
+fn replay_defaults_to_auto_and_says_its_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let out = replay_auto(dir.path(), &["h.hrxt"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let head: Vec<&str> = text.lines().take(4).collect();
+    let replayed = head.iter().find(|l| l.starts_with("replayed: ")).unwrap();
+    assert!(replayed.contains(", picked by backend auto, "), "{text}");
+    if replayed.starts_with("replayed: sim ") {
+        assert!(!text.contains("not comparable"), "{text}");
+    }
+    let json = replay_auto(dir.path(), &["h.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["replay"]["requested"], "auto", "{report}");
+    // HRX_BACKEND is honoured as `record` honours it; --backend wins over it.
+    let env = |value: &str, args: &[&str]| {
+        crate::util::hrx_trace(dir.path())
+            .env("HRX_BACKEND", value)
+            .args(["replay", "h.hrxt", "--report", "json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let requested = |out: &std::process::Output| {
+        let report: serde_json::Value = serde_json::from_str(&stdout(out)).unwrap();
+        report["replay"]["requested"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(requested(&env("sim", &[])), "sim");
+    assert_eq!(requested(&env("quantum", &["--backend", "auto"])), "auto");
+    assert_error(&env("quantum", &[]), "HRX_BACKEND: unknown backend");
+}
+
+/// A CUDA recording replayed where auto picks the software device: the report's first
+/// lines say `recorded on cuda, replaying on sim: timings are not comparable`, its timing
+/// rows have no ratio and none is judged slow, and `--max-slowdown` is refused (exit 2)
+/// rather than judged against the H200's times (it was judged, and the default `sim`
+/// said nothing of the mismatch). Where auto picks CUDA there is no mismatch to check.
+#[test]
+fn a_replay_on_another_backend_says_its_timings_are_not_comparable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = replay_auto(dir.path(), &[CUDA_TRACE]);
+    let text = stdout(&out);
+    if text.lines().any(|l| l.starts_with("replayed: cuda ")) {
+        eprintln!("auto picked CUDA here: no mismatch to check");
+        return;
+    }
+    // The trace's device-loss failure is an ordinary kernel error on sim (README).
+    assert_eq!(code(&out), 1, "{text}{}", stderr(&out));
+    let head: Vec<&str> = text.lines().take(5).collect();
+    assert!(
+        head.iter().any(|l| l.starts_with("replayed: sim ")),
+        "{text}"
+    );
+    assert!(
+        head.contains(
+            &"recorded on cuda, replaying on sim: timings are not comparable (no ratio is \
+              given and none is judged slow)"
+        ),
+        "{text}"
+    );
+    let json = replay_auto(dir.path(), &[CUDA_TRACE, "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let runtime = &report["trace"]["runtimes"][0];
+    assert_eq!(
+        (&runtime["backend"], &runtime["replay_backend"]),
+        (&"cuda".into(), &"sim".into())
+    );
+    assert_eq!(runtime["timings_comparable"], false);
+    let timing = report["timing"].as_array().unwrap();
+    assert!(!timing.is_empty());
+    for row in timing {
+        assert!(
+            row["ratio"].is_null() && row["regression"] == false,
+            "{row}"
+        );
+    }
+
+    let judged = replay_auto(dir.path(), &[CUDA_TRACE, "--max-slowdown", "2"]);
+    assert_error(
+        &judged,
+        "runtime 1 was recorded on cuda and replays on sim: timings are not comparable",
+    );
+    assert!(
+        stderr(&judged).contains("hint: replay where cuda is (--backend cuda)"),
+        "{}",
+        stderr(&judged)
+    );
+    assert_eq!(stdout(&judged), "");
 }
 
 /// A reader that goes away before the report (`replay ... | head -c 1`) is not an error:
@@ -171,9 +283,12 @@ fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
         env!("CARGO_MANIFEST_DIR"),
         "/../tui/tests/data/faults-cuda-h200.hrxt"
     );
-    assert_eq!(code(&run(dir.path(), &["replay", cuda])), 1);
+    // (`--backend sim`: the default, auto, would pick CUDA where it is.)
+    let sim = ["--backend", "sim"];
+    assert_eq!(code(&run(dir.path(), &["replay", cuda, sim[0], sim[1]])), 1);
     for report in ["json", "text"] {
-        let out = run_into_closed_stdout(dir.path(), &["replay", cuda, "--report", report]);
+        let args = ["replay", cuda, sim[0], sim[1], "--report", report];
+        let out = run_into_closed_stdout(dir.path(), &args);
         assert_eq!(code(&out), 1, "--report {report}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "--report {report}");
     }
