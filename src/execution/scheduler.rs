@@ -76,13 +76,32 @@ struct InFlight {
     status: Option<Status>,
 }
 
-/// Work the caller hands to a worker.
+/// A claimed region, for the thread that runs it (a queue's worker or a waiter).
+///
+/// It borrows its submission's prepared graph from the in-flight entry instead of holding
+/// a clone of the `Arc` (two atomic read-modify-writes of a shared count per region fewer):
+/// that entry stays in the scheduler, with its `Arc`, until every region of the submission
+/// finished, and this region finishes only when its runner calls [`Scheduler::finish`],
+/// after its last use of the task. Neither a failure elsewhere (it cancels pending regions,
+/// not running ones) nor a producer's cancellation retires a submission with a running
+/// region.
 pub(crate) struct Task {
-    pub prepared: Arc<Prepared>,
+    prepared: std::ptr::NonNull<Prepared>,
     pub submission: u64,
     pub region: usize,
     /// Submission-order number of the region's first device operation.
     pub first_operation: u64,
+}
+
+impl Task {
+    /// The submission's prepared graph (valid until the region's [`Scheduler::finish`]).
+    pub fn prepared(&self) -> &Prepared {
+        // SAFETY: the in-flight entry that `claim` borrowed this from holds its `Arc` until
+        // the submission retires, which needs this region finished (see the type's docs); the
+        // runner calls `finish` only after its last use of the task, and a `Task` never
+        // leaves the thread that claimed it (`NonNull` keeps it `!Send`).
+        unsafe { self.prepared.as_ref() }
+    }
 }
 
 /// Device operations a region executes: one per copy, fill, dispatch or NPU run.
@@ -383,7 +402,7 @@ impl Scheduler {
             .map(device_operations)
             .sum();
         Task {
-            prepared: flight.prepared.clone(),
+            prepared: std::ptr::NonNull::from(&*flight.prepared),
             submission: flight.submission,
             region,
             first_operation: flight.first_operation + earlier,

@@ -87,7 +87,7 @@ pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
 
 /// Runs one claimed region and records its outcome.
 fn run(core: &Core, task: Task) {
-    let region = &task.prepared.regions[task.region];
+    let region = &task.prepared().regions[task.region];
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let context = core.context();
@@ -130,14 +130,8 @@ fn run(core: &Core, task: Task) {
         );
     }
     let result = result.map(|_| ());
-    let Task {
-        prepared,
-        submission,
-        region,
-        ..
-    } = task;
-    // Let go of the prepared graph before the outcome is published (see `Wake::release`).
-    drop(prepared);
+    // The task's last use: `finish` may retire the submission and let its prepared graph go.
+    let (submission, region) = (task.submission, task.region);
     let wake = core
         .scheduler()
         .finish((submission, region, queue), result, native);
