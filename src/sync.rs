@@ -5,9 +5,9 @@
 //! (a panic inside a native callback is caught and answered as a device loss), so a
 //! panicked holder is no reason to fail every later caller.
 //!
-//! [`protocol`] is the completion protocol's facade: `std`'s types, or loom's with the
-//! `model-check` feature, so that `completion::model_check` explores every schedule of the
-//! real completion code. [`lock`] takes both.
+//! [`protocol`] is the facade of the completion protocol and of the workers' parking: `std`'s
+//! types, or loom's with the `model-check` feature, so that `execution::model_check` explores
+//! every schedule of the real code. [`lock`] takes both.
 //!
 //! [`spin_until`] is the runtime's one bounded spin (completion waits, idle workers, trace
 //! capture fences and hashing threads).
@@ -130,12 +130,13 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
 #[cfg(feature = "model-check")]
 pub(crate) const MODEL_SPINS: usize = 2;
 
-/// The primitives of the slot, signal and completion protocol, from `std` or from loom.
+/// The primitives of the slot, signal and completion protocol and of the workers' parking
+/// (the scheduler lock and the queues' condition variables), from `std` or from loom.
 ///
 /// Without the `model-check` feature these are plain re-exports of `std`'s types: the same
 /// types, the same code, no wrapper. With it they are loom's, so the tests in
 /// `execution::model_check` explore every schedule (and the weak memory orderings loom
-/// models) of the real completion code. A runtime built with the feature cannot run outside
+/// models) of the real code. A runtime built with the feature cannot run outside
 /// `loom::model`; the feature exists only for
 /// `cargo test -p hrx --lib --features model-check model_check`.
 ///

@@ -1,8 +1,9 @@
-//! Loom models of the slot, signal and completion protocol ([`super::completion`]).
+//! Loom models of the slot, signal and completion protocol ([`super::completion`]), and of
+//! a queue worker's parking ([`super::shared::park`]).
 //!
 //! Every model runs the runtime's own code: [`Signal`], [`Completion`], [`claim_slot`],
-//! [`retire_slot`] and [`publish_all`], whose mutexes, condition variable and atomics are
-//! loom's under the `model-check` feature (see [`super::sync`]). Loom runs each model once
+//! [`retire_slot`], [`publish_all`], [`park`], [`Parked::take`] and [`notify`], whose mutexes,
+//! condition variables and atomics are loom's under the `model-check` feature (see [`super::sync`]). Loom runs each model once
 //! per schedule, exhaustively, and fails on a panic in any schedule or on a deadlock (every
 //! thread blocked: a lost wake-up). The `seeded_*` tests switch on a deliberate bug in that
 //! code and expect loom to find it, proving the models can fail.
@@ -19,6 +20,7 @@
 use super::completion::{
     Completion, PARKED, PUBLISHED, RETIRED, Signal, claim_slot, publish_all, retire_slot,
 };
+use super::shared::{HasParked, Parked, notify, park};
 use super::types::Status;
 use crate::Error;
 use crate::sync::lock;
@@ -42,6 +44,9 @@ pub(crate) enum Bug {
     PublishedBeforeStatus,
     /// A slot is reused while a `Completion` (or the scheduler's clone) still holds it.
     ReuseWhileHeld,
+    /// A queue's worker parks without setting its parked bit: wakers, which notify only a
+    /// worker whose bit they take, leave it asleep over new work.
+    ParkWithoutFlag,
 }
 
 thread_local! {
@@ -296,6 +301,70 @@ fn visibility() {
     }
     publisher.join().unwrap();
     assert!(observed.is_complete() && observed.status().is_some());
+}
+
+/// The state behind the scheduler lock, as far as a worker's parking goes: work items and
+/// the parked bits.
+#[derive(Default)]
+struct Work {
+    items: u32,
+    parked: Parked,
+}
+
+impl HasParked for Work {
+    fn parked(&mut self) -> &mut Parked {
+        &mut self.parked
+    }
+}
+
+/// Model 4: a queue worker's parking ([`park`], [`Parked::take`], [`notify`]). The worker
+/// takes two items of work from a state behind a mutex (the scheduler), parking whenever it
+/// finds none; two wakers each add one item and take the parked bit under the lock, and
+/// notify after dropping it when they took it. Only the first waker after a park notifies;
+/// the worker never sleeps over work (a lost wake-up leaves every thread blocked: loom
+/// reports a deadlock). A first version took the bit after the lock with an atomic swap:
+/// this model found its lost wake-up (a waker whose item the worker had already taken
+/// consumed the bit of the worker's next park before the worker was registered as a waiter).
+fn worker_parking() {
+    let shared = sync::Arc::new((Mutex::new(Work::default()), sync::Condvar::new()));
+    let wakers: Vec<_> = (0..2)
+        .map(|_| {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                let waiting = {
+                    let mut work = lock(&shared.0);
+                    work.items += 1;
+                    work.parked.take(1)
+                };
+                notify(std::slice::from_ref(&shared.1), waiting);
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    let mut work = lock(&shared.0);
+    while taken < 2 {
+        if work.items == 0 {
+            work = park(&shared.1, 0, work);
+            continue;
+        }
+        taken += work.items;
+        work.items = 0;
+    }
+    drop(work);
+    for waker in wakers {
+        waker.join().unwrap();
+    }
+}
+
+#[test]
+fn model_check_worker_parking() {
+    assert!(check("worker_parking", None, worker_parking) > 1);
+}
+
+#[test]
+fn model_check_seeded_park_without_flag_is_a_deadlock() {
+    let message = seeded_failure("worker_parking", Bug::ParkWithoutFlag, worker_parking);
+    assert!(message.contains("deadlock"), "{message}");
 }
 
 #[test]

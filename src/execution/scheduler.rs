@@ -36,6 +36,7 @@
 use super::completion::{Signal, publish_all, retire_slot};
 use super::dependencies::hazards_between;
 use super::region::Region;
+use super::shared::{HasParked, Parked};
 use super::submit::Prepared;
 use super::types::{Queue, RegionKind, Status};
 use crate::{Completion, Error};
@@ -118,7 +119,8 @@ fn device_operations(region: &Region) -> u64 {
 /// region's end usually brings: the round trip allocates nothing.
 #[derive(Default)]
 pub(crate) struct Wake {
-    /// Bit `q` set: queue `q` may have ready work.
+    /// Bit `q` set: queue `q` may have ready work and its worker is parked: notify it (its
+    /// [`Parked`] bit was taken under the lock).
     pub queues: u8,
     /// Retired submissions' signals, published after `retired` is dropped.
     pub signals: SmallVec<[Arc<Signal>; 1]>,
@@ -173,6 +175,14 @@ pub(crate) struct Scheduler {
     /// Regions claimed by threads in `Completion::wait` ([`Scheduler::claim_own`]).
     pub regions_run_by_waiters: u64,
     doorbells: Doorbells,
+    /// The queues whose worker is parked (see [`Parked`]).
+    parked: Parked,
+}
+
+impl HasParked for Scheduler {
+    fn parked(&mut self) -> &mut Parked {
+        &mut self.parked
+    }
 }
 
 /// One queue's doorbell: one word on a cache line of its own, stored only under the
@@ -221,6 +231,7 @@ impl Scheduler {
             with_producers: 0,
             regions_run_by_waiters: 0,
             doorbells,
+            parked: Parked::default(),
         }
     }
 
@@ -591,11 +602,12 @@ impl Scheduler {
             .push((flight.prepared, flight.submission, status));
     }
 
-    /// Rings the doorbells of the queues with pending work (marked in `wake` for a parked
-    /// worker's notification once the lock is dropped).
+    /// Rings the doorbells of the queues with pending work, and marks in `wake` those whose
+    /// worker is parked, for a notification once the lock is dropped.
     fn wake_queues(&mut self, wake: &mut Wake) {
-        wake.queues = self.pending_queues();
-        self.ring(wake.queues, wake.queues & !self.running);
+        let pending = self.pending_queues();
+        self.ring(pending, pending & !self.running);
+        wake.queues = self.parked.take(pending);
     }
 
     /// The doorbells' claimable flags, as last stored.

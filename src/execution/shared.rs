@@ -15,21 +15,87 @@ use super::scheduler::{Doorbell, Doorbells, Scheduler, Wake};
 use super::types::{GpuLane, Queue};
 use crate::context::Context;
 use crate::sync::lock;
+use crate::sync::protocol as parking;
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+/// Which queues' workers wait on their condition variables: a field of the state behind the
+/// scheduler lock, read and changed only under it.
+///
+/// A worker sets its bit under the lock, after its last look at the state, and waits on its
+/// condition variable (which releases the lock once the worker is registered as a waiter). A
+/// waker that changed the state under the lock takes the bits of the queues it made work for
+/// ([`Parked::take`]), still under it, and notifies those after dropping it ([`notify`]). So a
+/// bit a waker sees belongs to a worker that is registered and had not seen its change, and
+/// only the first waker after a park notifies: later ones, until the worker parks again, make
+/// no `futex` call. (The bit used to be an atomic read after the lock and cleared by the
+/// woken worker: on a loaded machine a notified worker can wait milliseconds for a core, and
+/// meanwhile every submission made a wake-up system call, about one per round trip.
+/// Taking the bit after the lock instead loses wake-ups: a waker whose change the worker had
+/// already seen can take the bit of the worker's next park before the worker is registered,
+/// and its notification then goes to nobody; the loom model `worker_parking` finds that.)
+#[derive(Debug, Default)]
+pub(crate) struct Parked(u8);
+
+impl Parked {
+    /// Of `queues`, those whose worker waits, taken off: notify them ([`notify`]) once the
+    /// lock is dropped.
+    pub fn take(&mut self, queues: u8) -> u8 {
+        let waiting = queues & self.0;
+        self.0 &= !waiting;
+        waiting
+    }
+}
+
+/// State behind the scheduler lock that keeps the [`Parked`] bits.
+pub(crate) trait HasParked {
+    /// The parked bits.
+    fn parked(&mut self) -> &mut Parked;
+}
+
+/// Parks queue `queue`'s worker on `condvar` until a waker notifies it; call with the lock
+/// held, after finding nothing to do under it. A wake-up can be spurious: look again.
+pub(crate) fn park<'a, S: HasParked>(
+    condvar: &parking::Condvar,
+    queue: usize,
+    mut guard: parking::MutexGuard<'a, S>,
+) -> parking::MutexGuard<'a, S> {
+    #[cfg(all(test, feature = "model-check"))]
+    let flag = !super::model_check::seeded(super::model_check::Bug::ParkWithoutFlag);
+    #[cfg(not(all(test, feature = "model-check")))]
+    let flag = true;
+    if flag {
+        guard.parked().0 |= 1 << queue;
+    }
+    let mut guard = condvar
+        .wait(guard)
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Taken by the waker that notified; still set after a spurious wake-up.
+    guard.parked().0 &= !(1 << queue);
+    guard
+}
+
+/// Notifies the workers of `queues`, bits that [`Parked::take`] returned; call after
+/// dropping the lock.
+pub(crate) fn notify(condvars: &[parking::Condvar], mut queues: u8) {
+    while queues != 0 {
+        let q = queues.trailing_zeros() as usize;
+        queues &= queues - 1;
+        condvars[q].notify_one();
+    }
+}
 
 /// Scheduler state shared with the workers.
 pub(crate) struct Core {
     context: Arc<Context>,
     /// Every hot shared field has a cache line of its own: a submit, the workers and the
     /// waiters touch them from different cores on every round trip.
-    state: CachePadded<Mutex<Scheduler>>,
-    queues: [Condvar; 5],
-    /// Per queue: its worker is parked on its condition variable (set under the lock).
-    parked: [AtomicBool; 5],
+    state: CachePadded<parking::Mutex<Scheduler>>,
+    /// Per queue: the condition variable its worker parks on (see [`Parked`]).
+    queues: [parking::Condvar; 5],
     /// Per queue: the doorbell its spinning worker watches (and no other queue's); only the
     /// scheduler, under its lock, rings them.
     doorbells: Doorbells,
@@ -43,9 +109,11 @@ impl Core {
         let doorbells = Doorbells::default();
         Self {
             context,
-            state: CachePadded::new(Mutex::new(Scheduler::new(capacity, doorbells.clone()))),
+            state: CachePadded::new(parking::Mutex::new(Scheduler::new(
+                capacity,
+                doorbells.clone(),
+            ))),
             queues: Default::default(),
-            parked: Default::default(),
             doorbells,
             shutdown: CachePadded::new(AtomicBool::new(false)),
         }
@@ -57,7 +125,7 @@ impl Core {
     }
 
     /// The scheduler, locked.
-    pub fn scheduler(&self) -> MutexGuard<'_, Scheduler> {
+    pub fn scheduler(&self) -> parking::MutexGuard<'_, Scheduler> {
         lock(&self.state)
     }
 
@@ -68,15 +136,8 @@ impl Core {
             return;
         }
         wake.release();
-        let mut queues = wake.queues;
-        while queues != 0 {
-            let q = queues.trailing_zeros() as usize;
-            queues &= queues - 1;
-            // The doorbell was rung under the lock; a parked worker needs a notification.
-            if self.parked[q].load(Ordering::SeqCst) {
-                self.queues[q].notify_one();
-            }
-        }
+        // The doorbells were rung under the lock; a parked worker needs a notification.
+        notify(&self.queues, wake.queues);
     }
 
     /// The doorbell `queue`'s worker watches while it spins.
@@ -89,21 +150,14 @@ impl Core {
         self.shutdown.load(Ordering::Acquire)
     }
 
-    /// Parks `queue`'s worker, which holds `state`, until a waker notifies it. The parked
-    /// flag is set under the lock, so a waker that changes the state after the worker's
-    /// last look sees it and notifies.
+    /// Parks `queue`'s worker, which holds `state`, until a waker notifies it (see
+    /// [`Parked`]).
     pub fn park<'a>(
         &'a self,
         queue: Queue,
-        state: MutexGuard<'a, Scheduler>,
-    ) -> MutexGuard<'a, Scheduler> {
-        let q = queue as usize;
-        self.parked[q].store(true, Ordering::SeqCst);
-        let state = self.queues[q]
-            .wait(state)
-            .unwrap_or_else(|e| e.into_inner());
-        self.parked[q].store(false, Ordering::SeqCst);
-        state
+        state: parking::MutexGuard<'a, Scheduler>,
+    ) -> parking::MutexGuard<'a, Scheduler> {
+        park(&self.queues[queue as usize], queue as usize, state)
     }
 
     /// Tells the workers to exit once nothing is in flight, and wakes them.
