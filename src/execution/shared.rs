@@ -253,3 +253,21 @@ impl Drop for RuntimeOwner {
         self.context.stopped(submissions);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Parked;
+
+    #[test]
+    fn only_the_first_waker_after_a_park_takes_the_workers_bit() {
+        let mut parked = Parked::default();
+        parked.0 |= 1 << 1; // queue 1's worker parks
+        assert_eq!(
+            parked.take(0b0011),
+            0b0010,
+            "the first waker notifies queue 1"
+        );
+        assert_eq!(parked.take(0b0011), 0, "later wakers find the bit taken");
+        assert_eq!(parked.0, 0);
+    }
+}
