@@ -11,7 +11,8 @@
 //! previous hook runs after the terminal is restored, so the panic message is readable).
 //!
 //! Each input event becomes at most one [`Action`] ([`map_event`]), applied with
-//! [`ViewState::update`]; then the screen is drawn again.
+//! [`ViewState::update`]; then the screen is drawn again, each frame in one write
+//! ([`crate::frames`]: never half a frame on the screen).
 //!
 //! With `follow` (`view --follow`), the loop also wakes every [`FOLLOW_POLL`] and, when the
 //! file grew (the writer flushes every 100 ms; the reader recovers an unclosed file), reads
@@ -24,6 +25,7 @@
 //! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
 use crate::follow::TraceTail;
+use crate::frames::FrameWriter;
 use crate::state::units;
 use crate::state::{
     Action, LoadProgress, Model, Overview, OverviewMove, OverviewWindow, ViewState,
@@ -42,6 +44,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
+
+/// The viewer's terminal: each frame goes to standard output in one write, as one
+/// synchronized update ([`FrameWriter`]: a frame written 1 KiB at a time showed half-drawn).
+type ViewTerminal = Terminal<CrosstermBackend<FrameWriter<Stdout>>>;
 
 /// How often a followed trace is checked for growth.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(50);
@@ -176,7 +182,7 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
 /// another thread, until it is ready (`Some`) or the user quits (`q`, Esc, Ctrl-C: `None`).
 /// Other keys do nothing yet: the status line says what waits for the index.
 fn wait_for_index(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    terminal: &mut ViewTerminal,
     path: &Path,
     overview: &Overview,
     options: crate::state::cache::CacheOptions,
@@ -283,7 +289,7 @@ fn available_memory() -> Option<u64> {
 const LOADING_POLL: Duration = Duration::from_millis(100);
 
 fn event_loop(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    terminal: &mut ViewTerminal,
     mut model: Model,
     state: &mut ViewState,
     mut follower: Option<&mut Follower<'_>>,
@@ -510,7 +516,7 @@ type Hook = Box<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
 
 /// Owns the terminal while the viewer runs; restores it when dropped.
 struct TerminalGuard {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    terminal: ViewTerminal,
     previous_hook: Option<Arc<Hook>>,
     active: bool,
 }
@@ -538,7 +544,7 @@ impl TerminalGuard {
         }));
         let mut guard = TerminalGuard {
             // Only queries the size; the terminal is taken just below.
-            terminal: Terminal::new(CrosstermBackend::new(io::stdout()))?,
+            terminal: Terminal::new(CrosstermBackend::new(FrameWriter::new(io::stdout())))?,
             previous_hook: Some(previous),
             active: true,
         };

@@ -9,6 +9,7 @@
 //! - [`app`]: the terminal and the event loop ([`run`]): crossterm input → [`Action`] →
 //!   [`ViewState::update`] → [`render`].
 //! - [`follow`]: a trace still being written, read one appended block at a time.
+//! - [`frames`]: each frame to the terminal in one write.
 //!
 //! `view` opens a trace with [`open_or_summarise`]: a small one is read whole, a large one
 //! reopened from the view cache ([`state::cache`]) or, the first time, drawn from its block
@@ -32,6 +33,7 @@
 
 pub mod app;
 pub mod follow;
+pub mod frames;
 pub mod state;
 pub mod view;
 

@@ -98,13 +98,18 @@ impl Tmux {
         self.tmux(&args);
     }
 
-    /// Polls the screen until `done` accepts it; returns it. Fails after [`STEP_TIMEOUT`]
-    /// with `what` and the last screen.
+    /// Polls the screen until `done` accepts it and the next capture shows the same screen;
+    /// returns it. Fails after [`STEP_TIMEOUT`] with `what` and the last screen.
+    ///
+    /// The viewer writes each frame in one write (`hrx_tui::frames`), but tmux 3.3 parses a
+    /// pane's output 4 KiB at a time and ignores synchronized updates, so one capture can
+    /// land inside a large frame; the next capture, a new tmux client, comes after tmux
+    /// has read on.
     pub fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + STEP_TIMEOUT;
         loop {
             let screen = self.screen();
-            if done(&screen) {
+            if done(&screen) && self.screen() == screen {
                 return screen;
             }
             assert!(
@@ -313,8 +318,9 @@ fn the_timeline_as_a_new_user_expects_it_in_tmux() {
 
     // `n`: the first event's span, the failed compute: why first, the operation marked.
     tmux.send(&["n"]);
-    // Waits for the whole pane: once, in CI with two builds beside it, a captured frame
-    // showed this span with only part of its details (cause not found yet).
+    // Waits for the whole pane. Once, in CI with two builds beside it, a capture showed
+    // this span's first rows over the previous pane's last ones: the viewer wrote frames
+    // 1 KiB at a time and was descheduled mid-frame (fixed, `hrx_tui::frames`).
     let failed = tmux.wait_for("the failed span", |s| {
         details(s).is_some_and(|d| d.contains("sub 2 · region 1 · GPU Compute"))
             && s.contains("more lines (PgDn)")
