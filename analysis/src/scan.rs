@@ -8,15 +8,16 @@
 //! enters at its `Submit` and leaves [`RETIRE_WINDOW`] completed submissions after its
 //! `SubmissionDone`, so a late timing of a finished submission still joins while memory stays
 //! bounded by the window, not by the trace. Timings and outcomes that arrive before their
-//! `Submit` wait in a parked list (at most [`PARK_LIMIT`] timings). A timing that never
+//! `Submit` wait in a parked list (at most [`PARK_LIMIT`] timings), and so does a `Submit`
+//! read before its graph's `Prepared` (prepared on another thread; at most [`PARK_LIMIT`]). A timing that never
 //! joins (its submission was never recorded, or arrived later than the window allows) is
 //! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    DeviceSpan, FatalSignal, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId, Status,
-    SubmissionIndex,
+    DeviceSpan, FatalSignal, NodeIndex, PreparedId, Record, RegionIndex, RegionTiming, RuntimeId,
+    Status, SubmissionIndex,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::VecDeque;
@@ -163,6 +164,8 @@ pub struct Joiner {
     parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
     parked_count: usize,
     parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
+    /// Submits read before their graph's `Prepared`, oldest first.
+    parked_submits: Vec<((RuntimeId, SubmissionIndex), PreparedId)>,
     records: u64,
     submissions: u64,
     session_ended: bool,
@@ -222,22 +225,27 @@ impl Joiner {
             Record::Submit(s) => {
                 self.submissions += 1;
                 let key = (s.runtime, s.submission);
-                let prepared = self.index.find_prepared(s.runtime, s.prepared);
-                self.live.insert(
-                    key,
-                    Live {
-                        prepared,
-                        outcome: None,
-                    },
-                );
-                if let Some(parked) = self.parked_timings.remove(&key) {
-                    self.parked_count -= parked.len();
-                    for (t, node) in parked {
-                        self.place(&t, node, visitor);
-                    }
+                match self.index.find_prepared(s.runtime, s.prepared) {
+                    Some(prepared) => self.enter(key, Some(prepared), visitor),
+                    // Its graph was prepared on another thread whose records were written out
+                    // later: it waits for the `Prepared`, whose regions its timings need.
+                    None => self.park_submit(key, s.prepared, visitor),
                 }
-                if let Some(outcome) = self.parked_outcomes.remove(&key) {
-                    self.set_outcome(key, outcome, visitor);
+            }
+            Record::Prepared(p) if !self.parked_submits.is_empty() => {
+                let prepared = self.index.find_prepared(p.runtime, p.prepared);
+                let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked_submits)
+                    .into_iter()
+                    .partition(|&(key, id)| (key.0, id) == (p.runtime, p.prepared));
+                self.parked_submits = waiting;
+                for (key, _) in ready {
+                    self.enter(key, prepared, visitor);
+                    // A region it started while it waited names its region now.
+                    for r in self.started.values_mut() {
+                        if (r.runtime, r.submission) == key && r.region_ref.is_none() {
+                            r.region_ref = prepared.and_then(|p| self.index.region_of(p, r.region));
+                        }
+                    }
                 }
             }
             Record::RegionStarted(r) => {
@@ -287,6 +295,46 @@ impl Joiner {
             }
             _ => {}
         }
+    }
+
+    /// Submission `key` of `prepared` is in flight: its parked timings and outcome join.
+    fn enter(
+        &mut self,
+        key: (RuntimeId, SubmissionIndex),
+        prepared: Option<PreparedRef>,
+        visitor: &mut impl Visitor,
+    ) {
+        self.live.insert(
+            key,
+            Live {
+                prepared,
+                outcome: None,
+            },
+        );
+        if let Some(parked) = self.parked_timings.remove(&key) {
+            self.parked_count -= parked.len();
+            for (t, node) in parked {
+                self.place(&t, node, visitor);
+            }
+        }
+        if let Some(outcome) = self.parked_outcomes.remove(&key) {
+            self.set_outcome(key, outcome, visitor);
+        }
+    }
+
+    /// Parks submission `key` until the `Prepared` of `prepared` is read; past
+    /// [`PARK_LIMIT`] submits waiting, the oldest enters without its graph.
+    fn park_submit(
+        &mut self,
+        key: (RuntimeId, SubmissionIndex),
+        prepared: PreparedId,
+        visitor: &mut impl Visitor,
+    ) {
+        if self.parked_submits.len() >= PARK_LIMIT {
+            let (oldest, _) = self.parked_submits.remove(0);
+            self.enter(oldest, None, visitor);
+        }
+        self.parked_submits.push((key, prepared));
     }
 
     fn park(&mut self, t: RegionTiming, node: Option<NodeIndex>) {
@@ -375,6 +423,16 @@ impl Joiner {
 
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
     pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
+        // Submits whose `Prepared` never came: their timings cannot join.
+        for (key, _) in std::mem::take(&mut self.parked_submits) {
+            self.live.insert(
+                key,
+                Live {
+                    prepared: None,
+                    outcome: None,
+                },
+            );
+        }
         let parked = std::mem::take(&mut self.parked_timings);
         for (_, node) in parked.into_values().flatten() {
             self.count_unplaced(node);
@@ -658,6 +716,31 @@ mod tests {
                 _ => reordered.push(r),
             }
         }
+        let mut count = Count::default();
+        let summary = scan_records(&reordered, &mut count);
+        assert_eq!(summary.unplaced_timings, 0);
+        assert_eq!(count.spans, 40);
+        assert_eq!(count.outcomes, 10);
+    }
+
+    #[test]
+    fn submits_written_before_their_prepared_still_join() {
+        let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+        // The graph's definitions last (another thread built and prepared it, and its
+        // ring went out after the submitting thread's and the workers'): its submits,
+        // timings and outcomes all come first. Every timing was unplaced.
+        let definition = |r: &Record| {
+            matches!(
+                r,
+                Record::Prepared(_)
+                    | Record::GraphOp(_)
+                    | Record::KernelLoaded(_)
+                    | Record::BufferCreated(_)
+            )
+        };
+        let mut reordered: Vec<Record> =
+            records.iter().filter(|r| !definition(r)).cloned().collect();
+        reordered.extend(records.iter().filter(|r| definition(r)).cloned());
         let mut count = Count::default();
         let summary = scan_records(&reordered, &mut count);
         assert_eq!(summary.unplaced_timings, 0);

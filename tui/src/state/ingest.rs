@@ -1,7 +1,8 @@
 //! Building a [`Model`] from records in one pass.
 //!
 //! Records arrive in file order, which is only per-thread order: a region's timing may
-//! precede its submission's `Submit` record, and a completion its timing. The builder
+//! precede its submission's `Submit` record, a completion its timing, and a `Submit` the
+//! `Prepared` of its graph (prepared on another thread). The builder
 //! therefore places what it can at once (the usual case: prepare, then submit, then
 //! timings and completions) and parks the rest in small pending lists resolved by
 //! [`ModelBuilder::finish`]. Every step is linear in the number of records, except sorting
@@ -25,8 +26,8 @@ use super::model::{
     QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
 };
 use hrx_capture::schema::{
-    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RegionTiming, RuntimeId, Status,
-    SubmissionIndex,
+    CrossWait, OpKind, PreparedId, Queue, Record, RefusalKind, RegionIndex, RegionTiming,
+    RuntimeId, Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{Trace, TraceReader};
 use std::collections::HashMap;
@@ -57,6 +58,8 @@ pub struct ModelBuilder {
     /// out first).
     pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
     cross_raw: Vec<CrossWait>,
+    /// Submits read before their `Prepared`.
+    parked_submits: Vec<Submit>,
     /// Regions started and not finished yet, with their start.
     started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
     /// The latest host time of any record.
@@ -92,26 +95,21 @@ impl ModelBuilder {
                 self.started
                     .insert((r.runtime, r.submission, r.region), r.time_ns);
             }
-            Record::Submit(s) => {
-                let prepared = self
+            // A submit read before its `Prepared` (another thread prepared the graph and its
+            // buffer was written out later) waits for it: its regions come from it.
+            Record::Submit(s)
+                if !self
                     .model
                     .prepared_ids
-                    .get(&(s.runtime, s.prepared))
-                    .copied();
-                let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
-                let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
-                sub.region_base = self.model.region_spans.len() as u32;
-                let region_spans = self.model.region_spans.vec_mut();
-                region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
-                self.region_status
-                    .resize(self.region_status.len() + regions, SpanStatus::Unknown);
-                sub.producers_start = self.model.explicit_producers.len() as u32;
-                sub.producers_len = s.producers.len() as u32;
-                self.model.explicit_producers.vec_mut().extend(&s.producers);
-                let id = SubId(self.model.submissions.len() as u32);
-                self.model.submissions.vec_mut().push(sub);
-                self.sub_ids.insert((s.runtime, s.submission), id);
-                self.model.submit_times.vec_mut().push(s.time_ns);
+                    .contains_key(&(s.runtime, s.prepared)) =>
+            {
+                self.parked_submits.push(s.clone());
+            }
+            Record::Submit(s) => self.submit(s),
+            Record::Prepared(p) => {
+                for s in take_parked(&mut self.parked_submits, p.runtime, p.prepared) {
+                    self.submit(&s);
+                }
             }
             Record::CrossWait(w) => self.cross_raw.push(*w),
             Record::RegionTiming(t) => self.timing(t),
@@ -137,6 +135,29 @@ impl ModelBuilder {
             },
             _ => {}
         }
+    }
+
+    /// Adds submission `s` (its `Prepared`, when in the trace, already read).
+    fn submit(&mut self, s: &Submit) {
+        let prepared = self
+            .model
+            .prepared_ids
+            .get(&(s.runtime, s.prepared))
+            .copied();
+        let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
+        let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
+        sub.region_base = self.model.region_spans.len() as u32;
+        let region_spans = self.model.region_spans.vec_mut();
+        region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
+        self.region_status
+            .resize(self.region_status.len() + regions, SpanStatus::Unknown);
+        sub.producers_start = self.model.explicit_producers.len() as u32;
+        sub.producers_len = s.producers.len() as u32;
+        self.model.explicit_producers.vec_mut().extend(&s.producers);
+        let id = SubId(self.model.submissions.len() as u32);
+        self.model.submissions.vec_mut().push(sub);
+        self.sub_ids.insert((s.runtime, s.submission), id);
+        self.model.submit_times.vec_mut().push(s.time_ns);
     }
 
     /// Ingests what of a record does not grow with submissions or regions (the structure,
@@ -322,6 +343,11 @@ impl ModelBuilder {
 
     /// Finishes the model (see the module docs for the stages).
     pub fn finish(mut self) -> Model {
+        // Submits of a graph whose `Prepared` is not in the trace: submissions without
+        // regions, as when read.
+        for s in std::mem::take(&mut self.parked_submits) {
+            self.submit(&s);
+        }
         self.sort_submissions();
         for t in std::mem::take(&mut self.pending_timings) {
             if !self.place(&t) {
@@ -551,6 +577,22 @@ impl ModelBuilder {
         }
         builder.finish()
     }
+}
+
+/// Takes the submits of `prepared` of `runtime` out of `parked`, in the order they were read.
+pub(super) fn take_parked(
+    parked: &mut Vec<Submit>,
+    runtime: RuntimeId,
+    prepared: PreparedId,
+) -> Vec<Submit> {
+    if parked.is_empty() {
+        return Vec::new();
+    }
+    let (taken, kept) = std::mem::take(parked)
+        .into_iter()
+        .partition(|s| (s.runtime, s.prepared) == (runtime, prepared));
+    *parked = kept;
+    taken
 }
 
 /// Names every region and gives it its search key; the counts of spans per label and key
@@ -1083,3 +1125,6 @@ mod statistics_tests {
         assert!((lane.utilisation - 1.0).abs() < 1e-12);
     }
 }
+
+#[cfg(test)]
+pub(crate) mod order_tests;

@@ -30,20 +30,24 @@
 //! pages are the page cache's, not the process's.
 //!
 //! Records out of file order are handled as [`super::ModelBuilder`] handles them: a timing
-//! or completion before its `Submit` waits in memory until the end; submissions out of
+//! or completion before its `Submit` waits in memory until the end, a `Submit` before its
+//! `Prepared` until that is read; submissions out of
 //! (runtime, index) order are renumbered from a sort of their keys (24 bytes each, only
 //! then).
 
 use super::cache::{Manifest, map_columns};
 use super::column::{Plain, drop_cached_pages};
 use super::hazards;
-use super::ingest::{ModelBuilder, count_label, link_events, name_regions, time_range};
+use super::ingest::{
+    ModelBuilder, count_label, link_events, name_regions, take_parked, time_range,
+};
 use super::lanes::{Block, BlockBuilder, Span, SpanStatus};
 use super::model::{CrossEdge, LaneId, Model, RegionId, RegionKey, SpanRef, SubId, Submission};
 use super::spill::{Spill, SpillFile, Values, sorted};
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
     CrossWait, HazardKind, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
+    Submit,
 };
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -221,6 +225,8 @@ pub(crate) struct StreamBuilder {
     pending_timings: Vec<RegionTiming>,
     pending_done: Vec<(RuntimeId, SubmissionIndex, RegionIndex, SpanStatus)>,
     pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
+    /// Submits read before their `Prepared`.
+    parked_submits: Vec<Submit>,
     /// Regions started and not finished yet, with their start.
     started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
     error: Option<io::Error>,
@@ -251,6 +257,7 @@ impl StreamBuilder {
             pending_timings: Vec::new(),
             pending_done: Vec::new(),
             pending_submission_done: Vec::new(),
+            parked_submits: Vec::new(),
             started: HashMap::new(),
             error: None,
         })
@@ -283,38 +290,21 @@ impl StreamBuilder {
                 self.started
                     .insert((r.runtime, r.submission, r.region), r.time_ns);
             }
-            Record::Submit(s) => {
-                let model = &self.inner.model;
-                let prepared = model.prepared_ids.get(&(s.runtime, s.prepared)).copied();
-                let regions = prepared.map_or(0, |p| model.prepared[p.get()].regions.len());
-                let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
-                let base = self.region_status.len();
-                sub.region_base = u32::try_from(base)
-                    .ok()
-                    .filter(|b| b.checked_add(regions as u32).is_some())
-                    .ok_or_else(|| io::Error::other("more than 2^32 regions"))?;
-                self.region_status
-                    .resize(base + regions, SpanStatus::Unknown as u8);
-                let id = self.sub_base.len() as u32;
-                sub.producers_start = self.producers.len() as u32;
-                sub.producers_len = s.producers.len() as u32;
-                for p in &s.producers {
-                    self.producers.push(p)?;
-                    self.raw_producers.push(&RawProducer {
-                        runtime: s.runtime.0,
-                        consumer: id,
-                        producer: p.0,
-                    })?;
+            // As ModelBuilder::push: a submit read before its `Prepared` waits for it.
+            Record::Submit(s)
+                if !self
+                    .inner
+                    .model
+                    .prepared_ids
+                    .contains_key(&(s.runtime, s.prepared)) =>
+            {
+                self.parked_submits.push(s.clone());
+            }
+            Record::Submit(s) => self.submit(s)?,
+            Record::Prepared(p) => {
+                for s in take_parked(&mut self.parked_submits, p.runtime, p.prepared) {
+                    self.submit(&s)?;
                 }
-                self.subs.push(&sub)?;
-                self.sub_prepared.push(prepared.map_or(u32::MAX, |p| p.0));
-                self.sub_base.push(sub.region_base);
-                self.sub_status.push(SpanStatus::Unknown as u8);
-                let key = (s.runtime, s.submission);
-                self.in_order &= self.last_key.is_none_or(|last| last < key);
-                self.last_key = Some(key);
-                self.lookup.insert(s.runtime, s.submission, id);
-                self.submit_times.push(&s.time_ns)?;
             }
             Record::CrossWait(w) => self.cross.push(&raw_cross(w))?,
             Record::RegionTiming(t) => {
@@ -341,6 +331,42 @@ impl StreamBuilder {
             },
             _ => {}
         }
+        Ok(())
+    }
+
+    /// Adds submission `s` (its `Prepared`, when in the trace, already read).
+    fn submit(&mut self, s: &Submit) -> io::Result<()> {
+        let model = &self.inner.model;
+        let prepared = model.prepared_ids.get(&(s.runtime, s.prepared)).copied();
+        let regions = prepared.map_or(0, |p| model.prepared[p.get()].regions.len());
+        let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
+        let base = self.region_status.len();
+        sub.region_base = u32::try_from(base)
+            .ok()
+            .filter(|b| b.checked_add(regions as u32).is_some())
+            .ok_or_else(|| io::Error::other("more than 2^32 regions"))?;
+        self.region_status
+            .resize(base + regions, SpanStatus::Unknown as u8);
+        let id = self.sub_base.len() as u32;
+        sub.producers_start = self.producers.len() as u32;
+        sub.producers_len = s.producers.len() as u32;
+        for p in &s.producers {
+            self.producers.push(p)?;
+            self.raw_producers.push(&RawProducer {
+                runtime: s.runtime.0,
+                consumer: id,
+                producer: p.0,
+            })?;
+        }
+        self.subs.push(&sub)?;
+        self.sub_prepared.push(prepared.map_or(u32::MAX, |p| p.0));
+        self.sub_base.push(sub.region_base);
+        self.sub_status.push(SpanStatus::Unknown as u8);
+        let key = (s.runtime, s.submission);
+        self.in_order &= self.last_key.is_none_or(|last| last < key);
+        self.last_key = Some(key);
+        self.lookup.insert(s.runtime, s.submission, id);
+        self.submit_times.push(&s.time_ns)?;
         Ok(())
     }
 
@@ -415,7 +441,10 @@ impl StreamBuilder {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        // Parked timings and completions, as ModelBuilder::finish places them.
+        // Parked submits, timings and completions, as ModelBuilder::finish places them.
+        for s in std::mem::take(&mut self.parked_submits) {
+            self.submit(&s)?;
+        }
         for t in std::mem::take(&mut self.pending_timings) {
             if !self.place(&t)? {
                 self.inner.model.info.unplaced_timings += 1;

@@ -131,3 +131,15 @@ fn records_out_of_order_and_untimed_regions_stream_into_the_same_model() {
     assert!(memory.untimed_span_count() >= 2);
     assert_same(&stream, &memory);
 }
+
+/// Records in the worst order the per-thread buffers can reach the file in (timings and
+/// outcomes before their `Submit`, submits before their `Prepared`) stream into the model
+/// of the file order (a submit before its `Prepared` lost its spans).
+#[test]
+fn records_in_the_adverse_order_stream_into_the_same_model() {
+    use crate::state::ingest::order_tests::{adverse, in_order};
+    let records = in_order();
+    let expected = ModelBuilder::from_records(&records);
+    assert_same(&streamed(&adverse(&records)), &expected);
+    assert_same(&ModelBuilder::from_records(&adverse(&records)), &expected);
+}
