@@ -46,7 +46,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // The reader first: a trace that cannot be opened must not leave an empty output.
     let reader = open(&args.file, &read, &progress)?;
     let to_stdout = args.output.as_os_str() == "-";
-    // Written in 1 MiB chunks on a thread of its own (no buffer needed).
+    // Encoded in batches on worker threads and written on a thread of its own (no buffer
+    // needed).
     let out: Box<dyn Write + Send> = if to_stdout {
         Box::new(io::stdout())
     } else {

@@ -15,67 +15,192 @@
 //! first: a track's metadata events come just before its first event), each one straight
 //! into the output: no JSON value is built per event.
 
-use super::{Arg, EVENTS_SLOT, Instant, Sink, Slice, Track};
+use super::batch::{Batch, Batches, Item, Parts, SliceRec};
+use super::{Arg, EVENTS_SLOT, Instant, RegionSlice, Sink, Slice, Track};
 use std::io::{self, Write};
 
-/// Writes events into one JSON document.
-pub struct Writer<W: Write> {
-    out: W,
-    first: bool,
-    /// Per region (model-wide), its slices' constant arguments written once as JSON
-    /// members: one text per run of consecutive constant arguments (see `Slice::constant`).
-    constant: Vec<Vec<Vec<u8>>>,
+/// A region's constant part as JSON, made once (per label) and shared by its slices'
+/// batches.
+#[derive(Debug, Default)]
+pub(super) struct RegionConst {
+    /// The label as a JSON string.
+    name: Vec<u8>,
+    /// `"kind":..,"operations":..,"uses":[..]`.
+    run_a: Vec<u8>,
+    /// The graph's hazards: JSON strings joined by commas.
+    hazards: Vec<u8>,
+    /// `"internal_edges":..,"copy_bytes":..` where not zero (empty if both are).
+    run_b: Vec<u8>,
 }
 
-impl<W: Write> Writer<W> {
-    /// A writer into `out`; nothing is written until the tracks are declared.
-    pub fn new(out: W) -> Writer<W> {
+/// Writes events into one JSON document: rare ones as text into the batch, region slices
+/// as numbers for the workers ([`encode_batch`]).
+pub(super) struct Writer {
+    batches: Batches<RegionConst>,
+    first: bool,
+    /// Each region's constant part.
+    parts: Parts<RegionConst>,
+}
+
+impl Writer {
+    /// A writer into `batches`; nothing is written until the tracks are declared.
+    pub(super) fn new(batches: Batches<RegionConst>) -> Writer {
         Writer {
-            out,
+            batches,
             first: true,
-            constant: Vec::new(),
+            parts: Parts::default(),
         }
     }
 
-    /// Takes `region`'s constant arguments as JSON out of the cache (the caller puts them
-    /// back), writing them on its first slice.
-    fn constant_runs(
-        &mut self,
-        region: usize,
-        mask: u16,
-        args: &[(&'static str, Arg<'_>)],
-    ) -> io::Result<Vec<Vec<u8>>> {
-        super::constant_runs(
-            &mut self.constant,
-            region,
-            mask,
-            args,
-            |run, starts, key, arg| {
-                if !starts {
-                    run.push(b',');
-                }
-                member(run, key, arg)
-            },
-        )
+    /// The index in the batch of `region`'s constant part, made again when its label
+    /// changed.
+    fn constant(&mut self, s: &RegionSlice<'_>) -> io::Result<u32> {
+        let at = s.region.0 as usize;
+        if self.parts.stale(at, s.label) {
+            self.parts.set(at, s.label, encode_constant(s)?);
+        }
+        self.parts.index(at, &mut self.batches)
     }
 
-    /// Starts an event: the separator, then `{`.
-    fn open(&mut self) -> io::Result<()> {
-        if self.first {
-            self.out.write_all(b"{\"traceEvents\":[\n{")?;
-            self.first = false;
-            Ok(())
+    /// Writes one event as text into the batch: `write` gets the separator and `{` done.
+    fn raw(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
+        let out = &mut self.batches.batch.raw;
+        let start = out.len();
+        if std::mem::take(&mut self.first) {
+            out.extend_from_slice(b"{\"traceEvents\":[\n{");
         } else {
-            self.out.write_all(b",\n{")
+            out.extend_from_slice(b",\n{");
+        }
+        write(out)?;
+        self.batches.batch.end_raw(start);
+        self.batches.maybe_hand_off()
+    }
+}
+
+fn encode_constant(s: &RegionSlice<'_>) -> io::Result<RegionConst> {
+    let a = s.args;
+    let mut part = RegionConst::default();
+    string(&mut part.name, s.label)?;
+    let kind = Arg::Str(super::kind_name(a.kind).into());
+    member(&mut part.run_a, "kind", &kind)?;
+    part.run_a.push(b',');
+    member(&mut part.run_a, "operations", &Arg::Uint(a.operations))?;
+    part.run_a.push(b',');
+    member(&mut part.run_a, "uses", &Arg::Texts(&a.uses, &[]))?;
+    for (i, h) in a.hazards.iter().enumerate() {
+        if i > 0 {
+            part.hazards.push(b',');
+        }
+        string(&mut part.hazards, h)?;
+    }
+    for (key, v) in [
+        ("internal_edges", a.internal_edges),
+        ("copy_bytes", a.copy_bytes),
+    ] {
+        if v > 0 {
+            if !part.run_b.is_empty() {
+                part.run_b.push(b',');
+            }
+            member(&mut part.run_b, key, &Arg::Uint(v))?;
         }
     }
+    Ok(part)
+}
 
-    fn place(&mut self, pid: u32, tid: u32) -> io::Result<()> {
-        self.out.write_all(b"\"pid\":")?;
-        uint(&mut self.out, pid.into())?;
-        self.out.write_all(b",\"tid\":")?;
-        uint(&mut self.out, tid.into())
+fn place(out: &mut Vec<u8>, pid: u32, tid: u32) -> io::Result<()> {
+    out.extend_from_slice(b"\"pid\":");
+    uint(out, pid.into())?;
+    out.extend_from_slice(b",\"tid\":");
+    uint(out, tid.into())
+}
+
+/// Encodes a batch (on a worker): its raw events as they are, each region slice as its
+/// complete event and flow events.
+pub(super) fn encode_batch(batch: &Batch<RegionConst>, out: &mut Vec<u8>) {
+    for item in &batch.items {
+        match item {
+            Item::Raw(range) => out.extend_from_slice(&batch.raw[range.clone()]),
+            // Writing into a `Vec` does not fail.
+            Item::Slice(s) => region_slice(out, batch, s).unwrap_or_default(),
+        }
     }
+}
+
+/// A region slice, as [`Writer::slice`] writes it.
+fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> io::Result<()> {
+    let c = &batch.constants[s.constant as usize];
+    let (pid, tid) = (s.runtime.0, s.track + 1);
+    out.extend_from_slice(b",\n{\"ph\":\"X\",\"name\":");
+    out.extend_from_slice(&c.name);
+    out.extend_from_slice(b",\"cat\":\"region\",");
+    place(out, pid, tid)?;
+    out.extend_from_slice(b",\"ts\":");
+    us(out, s.start_ns)?;
+    out.extend_from_slice(b",\"dur\":");
+    us(out, s.end_ns - s.start_ns)?;
+    out.extend_from_slice(b",\"args\":{\"submission\":");
+    uint(out, s.submission)?;
+    out.extend_from_slice(b",\"region\":");
+    uint(out, s.region.into())?;
+    out.extend_from_slice(b",\"slot\":");
+    uint(out, s.slot.into())?;
+    out.push(b',');
+    out.extend_from_slice(&c.run_a);
+    out.extend_from_slice(b",\"hazards\":[");
+    let mut first = true;
+    if s.graph_hazards && !c.hazards.is_empty() {
+        out.extend_from_slice(&c.hazards);
+        first = false;
+    }
+    for w in &batch.waits[s.waits.0 as usize..s.waits.1 as usize] {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        // Plain ASCII: nothing to escape.
+        out.push(b'"');
+        super::wait_text(out, w);
+        out.push(b'"');
+    }
+    out.push(b']');
+    if !c.run_b.is_empty() {
+        out.push(b',');
+        out.extend_from_slice(&c.run_b);
+    }
+    if let Some(d) = s.device_ns {
+        out.extend_from_slice(b",\"device_ns\":");
+        uint(out, d)?;
+    }
+    out.extend_from_slice(b"}}");
+    let middle = s.start_ns + (s.end_ns - s.start_ns) / 2;
+    let flows_out = &batch.flows[s.flows_out.0 as usize..s.flows_out.1 as usize];
+    let flows_in = &batch.flows[s.flows_in.0 as usize..s.flows_in.1 as usize];
+    flow_events(out, pid, tid, middle, flows_out, flows_in)
+}
+
+/// The flow events of a slice (`middle`: its middle, where they bind).
+fn flow_events(
+    out: &mut Vec<u8>,
+    pid: u32,
+    tid: u32,
+    middle: u64,
+    flows_out: &[u64],
+    flows_in: &[u64],
+) -> io::Result<()> {
+    for (phase, ids) in [("s", flows_out), ("f", flows_in)] {
+        for id in ids {
+            out.extend_from_slice(match phase {
+                "s" => b",\n{\"ph\":\"s\",\"id\":",
+                _ => b",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":",
+            });
+            uint(out, *id)?;
+            out.extend_from_slice(b",\"name\":\"hazard\",\"cat\":\"hazard\",");
+            place(out, pid, tid)?;
+            out.extend_from_slice(b",\"ts\":");
+            us(out, middle)?;
+            out.push(b'}');
+        }
+    }
+    Ok(())
 }
 
 /// Writes `s` as a JSON string.
@@ -188,135 +313,122 @@ fn member(out: &mut impl Write, key: &str, arg: &Arg<'_>) -> io::Result<()> {
     }
 }
 
-/// The `args` object; `mask` (bit `i` for `args[i]`) marks the constant arguments, written
-/// from `runs` (see [`Writer::constant_runs`]) instead.
-fn args(
-    out: &mut impl Write,
-    args: &[(&'static str, Arg<'_>)],
-    mask: u16,
-    runs: &[Vec<u8>],
-) -> io::Result<()> {
+/// The `args` object.
+fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()> {
     out.write_all(b"{")?;
-    let mut runs = runs.iter();
-    let mut in_run = false;
-    let mut first = true;
     for (i, (key, arg)) in args.iter().enumerate() {
-        if mask & (1 << i) != 0 {
-            if !in_run && let Some(run) = runs.next() {
-                if !first {
-                    out.write_all(b",")?;
-                }
-                out.write_all(run)?;
-                first = false;
-            }
-            in_run = true;
-            continue;
-        }
-        in_run = false;
-        if !first {
+        if i > 0 {
             out.write_all(b",")?;
         }
-        first = false;
         member(out, key, arg)?;
     }
     out.write_all(b"}")
 }
 
-impl<W: Write> Sink for Writer<W> {
+impl Sink for Writer {
     fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
         let pid = track.runtime.0;
         if new_process {
-            self.open()?;
-            self.out
-                .write_all(b"\"ph\":\"M\",\"name\":\"process_name\",")?;
-            self.place(pid, 0)?;
-            self.out.write_all(b",\"args\":{\"name\":")?;
-            string(&mut self.out, &track.process)?;
-            self.out.write_all(b"}}")?;
+            self.raw(|out| {
+                out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
+                place(out, pid, 0)?;
+                out.extend_from_slice(b",\"args\":{\"name\":");
+                string(out, &track.process)?;
+                out.extend_from_slice(b"}}");
+                Ok(())
+            })?;
         }
-        self.open()?;
-        self.out
-            .write_all(b"\"ph\":\"M\",\"name\":\"thread_name\",")?;
-        self.place(pid, track.tid())?;
-        self.out.write_all(b",\"args\":{\"name\":")?;
-        string(&mut self.out, track.name)?;
-        self.out.write_all(b"}}")?;
-        self.open()?;
-        self.out
-            .write_all(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",")?;
-        self.place(pid, track.tid())?;
-        write!(self.out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
+            place(out, pid, track.tid())?;
+            out.extend_from_slice(b",\"args\":{\"name\":");
+            string(out, track.name)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })?;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
+            place(out, pid, track.tid())?;
+            write!(out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)
+        })
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
         let pid = slice.runtime.0;
         let tid = slice.slot as u32 + 1;
-        self.open()?;
-        self.out.write_all(b"\"ph\":\"X\",\"name\":")?;
-        string(&mut self.out, slice.name)?;
-        self.out.write_all(b",\"cat\":")?;
-        string(&mut self.out, slice.category)?;
-        self.out.write_all(b",")?;
-        self.place(pid, tid)?;
-        self.out.write_all(b",\"ts\":")?;
-        us(&mut self.out, slice.start_ns)?;
-        self.out.write_all(b",\"dur\":")?;
-        us(&mut self.out, slice.end_ns - slice.start_ns)?;
-        self.out.write_all(b",\"args\":")?;
-        let (region, mask) = slice.constant.map_or((None, 0), |(r, m)| (Some(r), m));
-        let runs = match region {
-            Some(region) => self.constant_runs(region.0 as usize, mask, &slice.args)?,
-            None => Vec::new(),
-        };
-        let written = args(&mut self.out, &slice.args, mask, &runs);
-        if let Some(region) = region {
-            self.constant[region.0 as usize] = runs;
-        }
-        written?;
-        self.out.write_all(b"}")?;
-        let middle = slice.start_ns + (slice.end_ns - slice.start_ns) / 2;
-        for (phase, ids) in [("s", slice.flows_out), ("f", slice.flows_in)] {
-            for id in ids {
-                self.open()?;
-                self.out.write_all(match phase {
-                    "s" => b"\"ph\":\"s\",\"id\":",
-                    _ => b"\"ph\":\"f\",\"bp\":\"e\",\"id\":",
-                })?;
-                uint(&mut self.out, *id)?;
-                self.out
-                    .write_all(b",\"name\":\"hazard\",\"cat\":\"hazard\",")?;
-                self.place(pid, tid)?;
-                self.out.write_all(b",\"ts\":")?;
-                us(&mut self.out, middle)?;
-                self.out.write_all(b"}")?;
-            }
-        }
-        Ok(())
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"X\",\"name\":");
+            string(out, slice.name)?;
+            out.extend_from_slice(b",\"cat\":");
+            string(out, slice.category)?;
+            out.push(b',');
+            place(out, pid, tid)?;
+            out.extend_from_slice(b",\"ts\":");
+            us(out, slice.start_ns)?;
+            out.extend_from_slice(b",\"dur\":");
+            us(out, slice.end_ns - slice.start_ns)?;
+            out.extend_from_slice(b",\"args\":");
+            args(out, &slice.args)?;
+            out.push(b'}');
+            let middle = slice.start_ns + (slice.end_ns - slice.start_ns) / 2;
+            flow_events(out, pid, tid, middle, slice.flows_out, slice.flows_in)
+        })
+    }
+
+    fn region_slice(&mut self, s: &RegionSlice<'_>) -> io::Result<()> {
+        debug_assert!(!self.first, "a track is declared before its slices");
+        let constant = self.constant(s)?;
+        let batch = &mut self.batches.batch;
+        let waits_start = batch.waits.len() as u32;
+        batch.waits.extend_from_slice(s.waits);
+        let waits = (waits_start, batch.waits.len() as u32);
+        let flows_out = batch.flows(s.flows_out);
+        let flows_in = batch.flows(s.flows_in);
+        batch.slice(SliceRec {
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            submission: s.submission,
+            device_ns: s.device_ns,
+            runtime: s.runtime,
+            track: s.track as u32,
+            region: s.index,
+            slot: s.slot,
+            graph_hazards: s.graph_hazards,
+            constant,
+            waits,
+            flows_out,
+            flows_in,
+        });
+        self.batches.maybe_hand_off()
     }
 
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
-        self.open()?;
-        self.out.write_all(b"\"ph\":\"i\",\"s\":\"t\",\"name\":")?;
-        string(&mut self.out, instant.name)?;
-        self.out.write_all(if instant.slot == EVENTS_SLOT {
-            b",\"cat\":\"event\","
-        } else {
-            b",\"cat\":\"recorder\","
-        })?;
-        self.place(instant.runtime.0, instant.slot as u32 + 1)?;
-        self.out.write_all(b",\"ts\":")?;
-        us(&mut self.out, instant.time_ns)?;
-        self.out.write_all(b",\"args\":")?;
-        args(&mut self.out, &instant.args, 0, &[])?;
-        self.out.write_all(b"}")
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"i\",\"s\":\"t\",\"name\":");
+            string(out, instant.name)?;
+            out.extend_from_slice(if instant.slot == EVENTS_SLOT {
+                b",\"cat\":\"event\","
+            } else {
+                b",\"cat\":\"recorder\","
+            });
+            place(out, instant.runtime.0, instant.slot as u32 + 1)?;
+            out.extend_from_slice(b",\"ts\":");
+            us(out, instant.time_ns)?;
+            out.extend_from_slice(b",\"args\":");
+            args(out, &instant.args)?;
+            out.push(b'}');
+            Ok(())
+        })
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        if self.first {
-            self.out.write_all(b"{\"traceEvents\":[\n")?;
-            self.first = false;
+        let out = &mut self.batches.batch.raw;
+        let start = out.len();
+        if std::mem::take(&mut self.first) {
+            out.extend_from_slice(b"{\"traceEvents\":[\n");
         }
-        self.out.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")?;
-        self.out.flush()
+        out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\"}\n");
+        self.batches.batch.end_raw(start);
+        self.batches.finish()
     }
 }

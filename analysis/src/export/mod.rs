@@ -35,10 +35,15 @@
 //! The trace is read once through [`crate::scan_reader_threaded`] (the file read on a
 //! second thread, its blocks decoded in parallel on [`crate::decode_threads`] more), so
 //! every timing is joined to its submission, prepared graph and region by the one
-//! [`crate::Joiner`]; the output is written in 1 MiB chunks on a thread of its own
-//! (`spool`), so the kernel's copy of it into the page cache runs beside the pass. What is
-//! kept grows with graphs and labels: each region's argument texts (made when its graph
-//! is prepared), its label (made when its first slice is written, again after a later
+//! [`crate::Joiner`]. The pass decides what is written and in which order; a region's
+//! slice (nearly every event) is handed on as a few numbers in a batch, and
+//! [`encode_threads`] workers turn batches into bytes which a writing thread writes in
+//! order (`batch`): the joining thread, the bound on idle cores, neither encodes nor
+//! waits for the kernel's copy into the page cache, and the output is the same bytes
+//! whatever the number of threads. A region's constant arguments (and its label) are
+//! encoded once per region and shared by its slices' batches. What is kept grows with
+//! graphs and labels: each region's argument texts (made when its graph is prepared),
+//! those texts encoded, the Perfetto names interned, its label (made when its first slice is written, again after a later
 //! `GraphOp` or `KernelLoaded` could change it), the runtimes' names and which tracks were
 //! declared. A track is declared (its process first) just before the first slice or
 //! instant event on it, so the output needs no first pass to find the tracks in use;
@@ -59,9 +64,11 @@
 //! Until session 11 the export read the trace twice (a first pass to name things and find
 //! the tracks in use): one decode pass of a 10M-region trace is about 5.8 s of CPU here.
 
+mod batch;
 mod chrome;
 mod perfetto;
-mod spool;
+
+pub use batch::encode_threads;
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
@@ -294,43 +301,6 @@ impl Arg<'_> {
     }
 }
 
-/// Takes `region`'s encoded constant arguments out of `cache` (the caller puts them back),
-/// encoding them on the region's first slice: one buffer per run of consecutive arguments
-/// whose bit is set in `mask` (bit `i` for `args[i]`), each argument appended by `encode`
-/// (its flag says whether it starts its run). Both writers cache them this way.
-fn constant_runs<E>(
-    cache: &mut Vec<Vec<Vec<u8>>>,
-    region: usize,
-    mask: u16,
-    args: &[(&'static str, Arg<'_>)],
-    mut encode: impl FnMut(&mut Vec<u8>, bool, &'static str, &Arg<'_>) -> Result<(), E>,
-) -> Result<Vec<Vec<u8>>, E> {
-    if cache.len() <= region {
-        cache.resize_with(region + 1, Vec::new);
-    }
-    let runs = std::mem::take(&mut cache[region]);
-    if !runs.is_empty() || mask == 0 {
-        return Ok(runs);
-    }
-    let mut runs: Vec<Vec<u8>> = Vec::new();
-    let mut in_run = false;
-    for (i, (key, arg)) in args.iter().enumerate() {
-        if mask & (1 << i) == 0 {
-            in_run = false;
-            continue;
-        }
-        let starts = !in_run;
-        if starts {
-            runs.push(Vec::new());
-            in_run = true;
-        }
-        if let Some(run) = runs.last_mut() {
-            encode(run, starts, key, arg)?;
-        }
-    }
-    Ok(runs)
-}
-
 /// A slice (a timed region or operation).
 #[derive(Debug)]
 pub(crate) struct Slice<'a> {
@@ -341,10 +311,6 @@ pub(crate) struct Slice<'a> {
     start_ns: u64,
     end_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
-    /// The region whose slice this is, and which of `args` (bit `i` for `args[i]`) are the
-    /// same in all its slices (made from its prepared graph): a writer may encode those
-    /// once per region.
-    constant: Option<(RegionRef, u16)>,
     /// Flows starting here.
     flows_out: &'a [u64],
     /// Flows ending here.
@@ -362,6 +328,35 @@ pub(crate) struct Instant<'a> {
     args: Vec<(&'static str, Arg<'a>)>,
 }
 
+/// A region's slice as most are: its constant arguments (kind, operations, uses, the
+/// graph's hazards, internal edges, copy bytes) from its prepared graph, which a writer
+/// encodes once per region, and the few that vary. Its arguments, in order: submission,
+/// region, slot, kind, operations, uses, hazards (the graph's, then the waits), internal
+/// edges and copy bytes (where not zero), device ns (where recorded).
+#[derive(Debug)]
+pub(crate) struct RegionSlice<'a> {
+    runtime: RuntimeId,
+    /// Track slot (the queue's).
+    track: usize,
+    region: RegionRef,
+    label: &'a str,
+    args: &'a RegionArgs,
+    start_ns: u64,
+    end_ns: u64,
+    submission: u64,
+    /// Its index in the prepared graph.
+    index: u32,
+    /// The submission's slot.
+    slot: u32,
+    /// Whether its hazards list the graph's (not for a slice written after its submission).
+    graph_hazards: bool,
+    /// Cross-submission waits, listed after the graph's hazards.
+    waits: &'a [CrossWait],
+    device_ns: Option<u64>,
+    flows_out: &'a [u64],
+    flows_in: &'a [u64],
+}
+
 /// What an output format does with the stream of tracks, slices and instants.
 trait Sink {
     /// Declares a track, before anything on it; `new_process`: the first of its runtime's
@@ -369,6 +364,8 @@ trait Sink {
     fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()>;
     /// Writes one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()>;
+    /// Writes one region slice.
+    fn region_slice(&mut self, slice: &RegionSlice<'_>) -> io::Result<()>;
     /// Writes one instant event.
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()>;
     /// Ends the output and flushes it.
@@ -387,7 +384,7 @@ pub fn write<R: Read + Send, W: Write + Send>(
     format: Format,
     out: W,
 ) -> Result<Exported, ExportError> {
-    write_from(format, out, reader)
+    write_from(format, out, reader, encode_threads())
 }
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
@@ -407,15 +404,22 @@ impl Source for &[Record] {
     }
 }
 
+/// The export with `workers` encoding threads (0: the pass encodes; the bytes are the
+/// same whatever the number).
 fn write_from<W: Write + Send>(
     format: Format,
     out: W,
     source: impl Source,
+    workers: usize,
 ) -> Result<Exported, ExportError> {
-    spool::write_on_a_thread(out, |spool| match format {
-        Format::Chrome => write_to(chrome::Writer::new(spool), source),
-        Format::Perfetto => write_to(perfetto::Writer::new(spool), source),
-    })
+    match format {
+        Format::Chrome => batch::encode_on_threads(out, workers, chrome::encode_batch, |b| {
+            write_to(chrome::Writer::new(b), source)
+        }),
+        Format::Perfetto => batch::encode_on_threads(out, workers, perfetto::encode_batch, |b| {
+            write_to(perfetto::Writer::new(b), source)
+        }),
+    }
 }
 
 fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportError> {
@@ -551,6 +555,18 @@ impl<S: Sink> Out<S> {
         }
     }
 
+    fn region_slice(&mut self, slice: &RegionSlice<'_>) {
+        self.declare(slice.runtime, slice.track);
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.slices += 1;
+        self.counts.flows += slice.flows_out.len() as u64;
+        if let Err(e) = self.sink.region_slice(slice) {
+            self.error = Some(e);
+        }
+    }
+
     fn instant(&mut self, instant: &Instant<'_>) {
         self.declare(instant.runtime, instant.slot);
         if self.error.is_some() {
@@ -570,8 +586,8 @@ impl<S: Sink> Out<S> {
 /// What the pass reuses instead of allocating per slice or submission.
 #[derive(Default)]
 struct Scratch {
-    /// Cross-submission waits as text.
-    texts: Vec<String>,
+    /// A slice's cross-submission waits.
+    waits: Vec<CrossWait>,
     /// Emptied submissions.
     free: Vec<Held>,
 }
@@ -652,7 +668,7 @@ impl<S: Sink> Pass<S> {
                 &mut self.out,
                 rt,
                 &held,
-                &mut self.scratch.texts,
+                &mut self.scratch.waits,
             );
             let mut held = held;
             held.reset();
@@ -681,10 +697,8 @@ impl<S: Sink> Pass<S> {
             };
             self.names.refresh(index, region);
             let names = &self.names;
-            let hazards = Arg::Texts(&names.regions[region.0 as usize].hazards, &[]);
-            let mut slice = region_slice(index, names, &span, r.region, 0, hazards, &[], &[]);
+            let mut slice = running_slice(index, names, &span, r.region);
             // Its arguments are not those of its finished slices.
-            slice.constant = None;
             slice.args.retain(|(name, _)| *name != "slot");
             slice.args.push((
                 "state",
@@ -749,7 +763,7 @@ impl Settled<'_> {
         out: &mut Out<S>,
         rt: &mut RuntimeHeld,
         held: &Held,
-        texts: &mut Vec<String>,
+        waits: &mut Vec<CrossWait>,
     ) {
         let Settled {
             index,
@@ -797,14 +811,8 @@ impl Settled<'_> {
                     .filter(|&&c| timed(c))
                     .map(|&c| flow_id(0, here(region.0), here(c))),
             );
-            let mut waits = 0;
-            for w in held.waits.iter().filter(|w| w.region == region) {
-                if texts.len() == waits {
-                    texts.push(String::new());
-                }
-                wait_text(&mut texts[waits], w);
-                waits += 1;
-            }
+            waits.clear();
+            waits.extend(held.waits.iter().filter(|w| w.region == region));
             flows_in.extend(
                 held.flows_in
                     .iter()
@@ -817,11 +825,20 @@ impl Settled<'_> {
                     .filter(|(r, _)| *r == region)
                     .map(|&(_, id)| id),
             );
-            let hazards = Arg::Texts(&args.hazards, &texts[..waits]);
             let slice = region_slice(
-                index, names, span, region, held.slot, hazards, &flows_in, &flows_out,
+                index,
+                names,
+                span,
+                SliceArgs {
+                    index: region,
+                    slot: held.slot,
+                    graph_hazards: true,
+                    waits,
+                    flows_in: &flows_in,
+                    flows_out: &flows_out,
+                },
             );
-            out.slice(&slice);
+            out.region_slice(&slice);
         }
     }
 }
@@ -882,9 +899,16 @@ impl<S: Sink> Visitor for Pass<S> {
                 // Its submission was written already: a slice without flows.
                 self.out.counts.flows_not_drawn += 1;
                 self.names.refresh(index, span.region);
-                let hazards = Arg::Texts(&[], &[]);
-                let slice = region_slice(index, &self.names, span, region, 0, hazards, &[], &[]);
-                self.out.slice(&slice);
+                let args = SliceArgs {
+                    index: region,
+                    slot: 0,
+                    graph_hazards: false,
+                    waits: &[],
+                    flows_in: &[],
+                    flows_out: &[],
+                };
+                let slice = region_slice(index, &self.names, span, args);
+                self.out.region_slice(&slice);
             }
         }
     }
@@ -908,7 +932,6 @@ impl<S: Sink> Visitor for Pass<S> {
                 ("region", Arg::Uint(info.index.0.into())),
                 ("node", Arg::Uint(node.0.into())),
             ],
-            constant: None,
             flows_out: &[],
             flows_in: &[],
         };
@@ -943,58 +966,83 @@ fn flow_id(tag: u8, producer: Key, consumer: Key) -> u64 {
     (h & ((1 << 53) - 1)).max(1)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a region slice has beside its span and region.
+struct SliceArgs<'a> {
+    /// The region's index in its prepared graph.
+    index: RegionIndex,
+    slot: u32,
+    graph_hazards: bool,
+    waits: &'a [CrossWait],
+    flows_in: &'a [u64],
+    flows_out: &'a [u64],
+}
+
 fn region_slice<'a>(
     index: &Index,
     names: &'a Names,
     span: &JoinedSpan,
+    a: SliceArgs<'a>,
+) -> RegionSlice<'a> {
+    let region: RegionRef = span.region;
+    let info = index.region(region);
+    RegionSlice {
+        runtime: span.runtime,
+        track: queue_slot(info.queue),
+        region,
+        label: names.label(region),
+        args: &names.regions[region.0 as usize],
+        start_ns: span.start_ns,
+        end_ns: span.end_ns.max(span.start_ns),
+        submission: span.submission.0,
+        index: a.index.0,
+        slot: a.slot,
+        graph_hazards: a.graph_hazards,
+        waits: a.waits,
+        device_ns: span
+            .device
+            .map(|device| device.end_ns.saturating_sub(device.start_ns)),
+        flows_out: a.flows_out,
+        flows_in: a.flows_in,
+    }
+}
+
+/// The slice of a region still running at the trace's end, with a region slice's
+/// arguments (the caller changes them).
+fn running_slice<'a>(
+    index: &Index,
+    names: &'a Names,
+    span: &JoinedSpan,
     index_in_graph: RegionIndex,
-    slot: u32,
-    hazards: Arg<'a>,
-    flows_in: &'a [u64],
-    flows_out: &'a [u64],
 ) -> Slice<'a> {
     let region: RegionRef = span.region;
     let args = &names.regions[region.0 as usize];
     let info = index.region(region);
-    let name = names.label(region);
     let mut list = Vec::with_capacity(10);
     list.extend([
         ("submission", Arg::Uint(span.submission.0)),
         ("region", Arg::Uint(index_in_graph.0.into())),
-        ("slot", Arg::Uint(slot.into())),
+        ("slot", Arg::Uint(0)),
         ("kind", Arg::Str(Cow::Borrowed(kind_name(args.kind)))),
         ("operations", Arg::Uint(args.operations)),
         ("uses", Arg::Texts(&args.uses, &[])),
-        ("hazards", hazards),
+        ("hazards", Arg::Texts(&args.hazards, &[])),
     ]);
-    // Kind, operations and uses; below, internal edges and copy bytes.
-    let mut constant: u16 = 0b11_1000;
     if args.internal_edges > 0 {
-        constant |= 1 << list.len();
         list.push(("internal_edges", Arg::Uint(args.internal_edges)));
     }
     if args.copy_bytes > 0 {
-        constant |= 1 << list.len();
         list.push(("copy_bytes", Arg::Uint(args.copy_bytes)));
-    }
-    if let Some(device) = span.device {
-        list.push((
-            "device_ns",
-            Arg::Uint(device.end_ns.saturating_sub(device.start_ns)),
-        ));
     }
     Slice {
         runtime: span.runtime,
         slot: queue_slot(info.queue),
-        name,
+        name: names.label(region),
         category: "region",
         start_ns: span.start_ns,
         end_ns: span.end_ns.max(span.start_ns),
         args: list,
-        constant: Some((region, constant)),
-        flows_out,
-        flows_in,
+        flows_out: &[],
+        flows_in: &[],
     }
 }
 
@@ -1136,10 +1184,11 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
     })
 }
 
-/// `WAR buf 4 [0..8) on submission 0 region 3` into `text`, without `format!` (one per
-/// cross-submission wait: about a tenth of an export's instructions went to `fmt`).
-fn wait_text(text: &mut String, w: &CrossWait) {
-    fn number(text: &mut String, mut v: u64) {
+/// `WAR buf 4 [0..8) on submission 0 region 3` appended to `text`, without `format!`
+/// (one per cross-submission wait: about a tenth of an export's instructions went to
+/// `fmt`). Plain ASCII: nothing in it needs escaping in JSON.
+fn wait_text(text: &mut Vec<u8>, w: &CrossWait) {
+    fn number(text: &mut Vec<u8>, mut v: u64) {
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         loop {
@@ -1150,19 +1199,18 @@ fn wait_text(text: &mut String, w: &CrossWait) {
                 break;
             }
         }
-        text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+        text.extend_from_slice(&digits[at..]);
     }
-    text.clear();
-    text.push_str(w.kind.abbreviation());
-    text.push_str(" buf ");
+    text.extend_from_slice(w.kind.abbreviation().as_bytes());
+    text.extend_from_slice(b" buf ");
     number(text, w.buffer.0);
-    text.push_str(" [");
+    text.extend_from_slice(b" [");
     number(text, w.start);
-    text.push_str("..");
+    text.extend_from_slice(b"..");
     number(text, w.end);
-    text.push_str(") on submission ");
+    text.extend_from_slice(b") on submission ");
     number(text, w.on_submission.0);
-    text.push_str(" region ");
+    text.extend_from_slice(b" region ");
     number(text, w.on_region.0.into());
 }
 

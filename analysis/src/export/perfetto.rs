@@ -2,12 +2,13 @@
 //! concatenation of `Trace` messages is a `Trace` with all their packets).
 //!
 //! The packets are encoded by hand with the field numbers of the official definitions
-//! (`protos/perfetto/trace/trace_packet.proto`, `track_event/track_event.proto`,
-//! `track_event/track_descriptor.proto`, `track_event/debug_annotation.proto`,
-//! `track_event/process_descriptor.proto`), fields in field-number order as a generated
-//! encoder writes them: building a message per event and encoding it cost most of a large
-//! export. The tests decode the output with prost messages declared from the same
-//! definitions, and `cli/tests/perfetto/check.py` with the official ones.
+//! (`protos/perfetto/trace/trace_packet.proto`, `interned_data/interned_data.proto`,
+//! `track_event/track_event.proto`, `track_event/track_descriptor.proto`,
+//! `track_event/debug_annotation.proto`, `track_event/process_descriptor.proto`), fields in
+//! field-number order as a generated encoder writes them: building a message per event and
+//! encoding it cost most of a large export. The tests decode the output with prost messages
+//! declared from the same definitions, and `cli/tests/perfetto/check.py` with the official
+//! ones.
 //!
 //! - Each runtime is a process track (`TrackDescriptor.process`, pid = runtime id) and each
 //!   queue (and the events) a child track, ordered explicitly in timeline order.
@@ -16,32 +17,49 @@
 //!   `terminating_flow_ids` on the consumer's.
 //! - An instant event is `TYPE_INSTANT` on the events track.
 //!
-//! Timestamps are the trace's host ns (default clock); every packet is on trusted sequence
-//! 1, the first one clearing the incremental state (nothing is interned).
+//! **Interning**, as Perfetto's own SDK writes track events: event names, categories,
+//! annotation names and a region's constant argument texts (its kind, buffer uses and
+//! in-graph hazards) are sent once in `InternedData` (`event_names`, `event_categories`,
+//! `debug_annotation_names`, `debug_annotation_string_values`) and referred to by iid
+//! (`name_iid`, `category_iids`, `DebugAnnotation.name_iid`, `string_value_iid`). Every
+//! packet is on trusted sequence 1: the first one has `SEQ_INCREMENTAL_STATE_CLEARED`, the
+//! rest `SEQ_NEEDS_INCREMENTAL_STATE`, and the state is never cleared again, so an iid
+//! means the same thing everywhere in the file. New entries travel in the packet that first
+//! uses them, or (for a region's slice, encoded on a worker) in a packet of their own just
+//! before it. What is interned is bounded by labels and graphs; per-slice texts (a
+//! cross-submission wait) stay inline. This took a 10M-region export from 315 to about
+//! 100 bytes per region (BENCHMARKS.md).
+//!
+//! Timestamps are the trace's host ns (default clock). `TrackEventDefaults.track_uuid` is
+//! not used: a region's slices go to four or five tracks in turn, so a default would
+//! remove the track from few events.
 
-use super::spool::Spool;
-use super::{Arg, EVENTS_SLOT, Instant, Sink, Slice, Track, process_uuid, track_uuid};
-use std::io::{self, Write};
+use super::batch::{Batch, Batches, Item, Parts, SliceRec};
+use super::{Arg, EVENTS_SLOT, Instant, RegionSlice, Sink, Slice, Track, process_uuid, track_uuid};
+use std::collections::HashMap;
+use std::io;
 
 /// `TrackEvent.Type`.
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
-/// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
+/// `TracePacket.SequenceFlags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 /// `TrackDescriptor.ChildTracksOrdering.EXPLICIT`.
 const EXPLICIT: u64 = 3;
 /// The one packet sequence of the export.
 const SEQUENCE: u64 = 1;
 
 /// Field numbers.
-mod field {
+pub(super) mod field {
     /// `Trace.packet`.
     pub const TRACE_PACKET: u32 = 1;
     /// `TracePacket`.
     pub const TIMESTAMP: u32 = 8;
     pub const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
     pub const TRACK_EVENT: u32 = 11;
+    pub const INTERNED_DATA: u32 = 12;
     pub const SEQUENCE_FLAGS: u32 = 13;
     pub const TRACK_DESCRIPTOR: u32 = 60;
     /// `TrackDescriptor`.
@@ -55,18 +73,24 @@ mod field {
     pub const PID: u32 = 1;
     pub const PROCESS_NAME: u32 = 6;
     /// `TrackEvent`.
+    pub const CATEGORY_IIDS: u32 = 3;
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const TYPE: u32 = 9;
+    pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
-    pub const CATEGORIES: u32 = 22;
-    pub const EVENT_NAME: u32 = 23;
     pub const FLOW_IDS: u32 = 47;
     pub const TERMINATING_FLOW_IDS: u32 = 48;
     /// `DebugAnnotation`.
+    pub const ANNOTATION_NAME_IID: u32 = 1;
     pub const UINT_VALUE: u32 = 3;
     pub const STRING_VALUE: u32 = 6;
-    pub const ANNOTATION_NAME: u32 = 10;
     pub const ARRAY_VALUES: u32 = 12;
+    pub const STRING_VALUE_IID: u32 = 17;
+    /// `InternedData`: `event_categories`, `event_names`, `debug_annotation_names`,
+    /// `debug_annotation_string_values`; each entry's `iid` and `name` (or `str`).
+    pub const INTERNED: [u32; 4] = [1, 2, 3, 29];
+    pub const IID: u32 = 1;
+    pub const ENTRY_NAME: u32 = 2;
 }
 
 const VARINT: u32 = 0;
@@ -167,60 +191,170 @@ impl Encoder {
         self.buf[at..at + n].copy_from_slice(&head[..n]);
     }
 
-    pub(super) fn annotation(&mut self, field: u32, name: Option<&str>, arg: &Arg<'_>) {
+    /// A `DebugAnnotation` in `field`: named by iid `name` (none for an array's item),
+    /// string values inline, or interned through `strings` when given.
+    pub(super) fn annotation(
+        &mut self,
+        field: u32,
+        name: Option<u64>,
+        arg: &Arg<'_>,
+        mut strings: Option<&mut Interner>,
+    ) {
         let at = self.open(field);
-        match arg {
-            Arg::Uint(v) => self.uint(field::UINT_VALUE, *v),
-            Arg::Str(s) => self.string(field::STRING_VALUE, s),
-            Arg::List(_) | Arg::Texts(..) => {}
-        }
         if let Some(name) = name {
-            self.string(field::ANNOTATION_NAME, name);
+            self.uint(field::ANNOTATION_NAME_IID, name);
+        }
+        match (arg, strings.as_deref_mut()) {
+            (Arg::Uint(v), _) => self.uint(field::UINT_VALUE, *v),
+            (Arg::Str(s), None) => self.string(field::STRING_VALUE, s),
+            (Arg::Str(s), Some(strings)) => {
+                let iid = strings.iid(Table::Strings, s);
+                self.uint(field::STRING_VALUE_IID, iid);
+            }
+            (Arg::List(_) | Arg::Texts(..), _) => {}
         }
         if let Some(items) = arg.items() {
             for item in items {
-                let item_at = self.open(field::ARRAY_VALUES);
-                self.string(field::STRING_VALUE, item);
-                self.close(item_at);
+                let item = Arg::Str(item.into());
+                self.annotation(field::ARRAY_VALUES, None, &item, strings.as_deref_mut());
             }
         }
         self.close(at);
     }
+
+    fn uint_annotation(&mut self, name: u64, v: u64) {
+        let at = self.open(field::DEBUG_ANNOTATIONS);
+        self.uint(field::ANNOTATION_NAME_IID, name);
+        self.uint(field::UINT_VALUE, v);
+        self.close(at);
+    }
 }
 
-/// Writes packets as they come, each encoded straight into the output's chunk.
-pub struct Writer {
-    out: Spool,
+/// An interning index of `InternedData`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Table {
+    Categories = 0,
+    EventNames = 1,
+    AnnotationNames = 2,
+    Strings = 3,
+}
+
+/// The interning state of the one sequence: every entry made so far, and those not yet
+/// written. Entries are never dropped (the state is never cleared after the first
+/// packet): what it holds grows with distinct labels and graphs, not with slices.
+#[derive(Default)]
+pub(super) struct Interner {
+    tables: [HashMap<Box<str>, u64>; 4],
+    pending: [Vec<(u64, Box<str>)>; 4],
+}
+
+/// Iids interned by [`Writer::new`] in this order, used by the workers' region slices.
+const CATEGORY_REGION: u64 = 1;
+const NAME_SUBMISSION: u64 = 1;
+const NAME_REGION: u64 = 2;
+const NAME_SLOT: u64 = 3;
+const NAME_HAZARDS: u64 = 4;
+const NAME_DEVICE_NS: u64 = 5;
+
+impl Interner {
+    /// The iid of `s` in `table`, made (and queued to be written) on first use. Iids count
+    /// from 1 per table (0 means unset).
+    pub(super) fn iid(&mut self, table: Table, s: &str) -> u64 {
+        let map = &mut self.tables[table as usize];
+        if let Some(&iid) = map.get(s) {
+            return iid;
+        }
+        let iid = map.len() as u64 + 1;
+        map.insert(s.into(), iid);
+        self.pending[table as usize].push((iid, s.into()));
+        iid
+    }
+
+    fn has_pending(&self) -> bool {
+        self.pending.iter().any(|p| !p.is_empty())
+    }
+
+    /// Writes the queued entries as a packet's `interned_data`, if any.
+    fn write_pending(&mut self, enc: &mut Encoder) {
+        if !self.has_pending() {
+            return;
+        }
+        let at = enc.open(field::INTERNED_DATA);
+        for (table, entries) in self.pending.iter_mut().enumerate() {
+            for (iid, name) in entries.drain(..) {
+                let entry = enc.open(field::INTERNED[table]);
+                enc.uint(field::IID, iid);
+                enc.string(field::ENTRY_NAME, &name);
+                enc.close(entry);
+            }
+        }
+        enc.close(at);
+    }
+}
+
+/// A region's constant part, encoded once (per label) and shared by its slices' batches.
+#[derive(Debug, Default)]
+pub(super) struct RegionConst {
+    name_iid: u64,
+    /// The `kind`, `operations` and `uses` annotations.
+    run_a: Vec<u8>,
+    /// The graph's hazards: `array_values` items.
+    hazards: Vec<u8>,
+    /// The `internal_edges` and `copy_bytes` annotations, where not zero.
+    run_b: Vec<u8>,
+}
+
+/// Declares tracks and writes rare events as packets into the batch, hands region slices
+/// to the workers ([`encode_batch`]) as numbers.
+pub(super) struct Writer {
+    batches: Batches<RegionConst>,
     first: bool,
-    /// Per region (model-wide), its slices' constant annotations encoded once: one byte
-    /// string per run of consecutive constant arguments (see `Slice::constant`).
-    constant: Vec<Vec<Vec<u8>>>,
+    interner: Interner,
+    /// Each region's constant part.
+    parts: Parts<RegionConst>,
 }
 
 impl Writer {
-    /// A writer into `out`.
-    pub(super) fn new(out: Spool) -> Writer {
+    /// A writer into `batches`.
+    pub(super) fn new(batches: Batches<RegionConst>) -> Writer {
+        let mut interner = Interner::default();
+        let category = interner.iid(Table::Categories, "region");
+        let names = ["submission", "region", "slot", "hazards", "device_ns"]
+            .map(|name| interner.iid(Table::AnnotationNames, name));
+        debug_assert_eq!(category, CATEGORY_REGION);
+        debug_assert_eq!(
+            names,
+            [
+                NAME_SUBMISSION,
+                NAME_REGION,
+                NAME_SLOT,
+                NAME_HAZARDS,
+                NAME_DEVICE_NS
+            ]
+        );
         Writer {
-            out,
+            batches,
             first: true,
-            constant: Vec::new(),
+            interner,
+            parts: Parts::default(),
         }
     }
 
     /// Appends a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
-    /// fields numbered 11 and up except the sequence flags. `wide`: room for a two-byte
-    /// length (a slice's begin, 128 bytes or more).
+    /// track event (field 11) or, with `descriptor`, the track descriptor (60); the entries
+    /// it interned follow in the same packet. `wide`: room for a two-byte length.
     fn packet(
         &mut self,
         timestamp: Option<u64>,
-        body: impl FnOnce(&mut Encoder),
+        body: impl FnOnce(&mut Encoder, &mut Interner),
         descriptor: bool,
         wide: bool,
     ) -> io::Result<()> {
-        // Encoded in place at the end of the chunk: no copy.
+        // Encoded in place at the end of the batch: no copy.
         let mut enc = Encoder {
-            buf: std::mem::take(&mut self.out.buf),
+            buf: std::mem::take(&mut self.batches.batch.raw),
         };
+        let start = enc.buf.len();
         let at = if wide {
             enc.open_wide(field::TRACE_PACKET)
         } else {
@@ -230,26 +364,93 @@ impl Writer {
             enc.uint(field::TIMESTAMP, t);
         }
         enc.uint(field::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
-        // Field order: the track event (11) before the flags (13), the descriptor (60)
-        // after them.
+        // Field order: the track event (11), its interned data (12), the flags (13), the
+        // descriptor (60).
         let mut body = Some(body);
         if !descriptor && let Some(body) = body.take() {
-            body(&mut enc);
+            body(&mut enc, &mut self.interner);
         }
-        if self.first {
-            enc.uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-            self.first = false;
-        }
+        self.interner.write_pending(&mut enc);
+        let flags = if std::mem::take(&mut self.first) {
+            SEQ_INCREMENTAL_STATE_CLEARED
+        } else {
+            SEQ_NEEDS_INCREMENTAL_STATE
+        };
+        enc.uint(field::SEQUENCE_FLAGS, flags);
         if let Some(body) = body {
-            body(&mut enc);
+            body(&mut enc, &mut self.interner);
         }
         if wide {
             enc.close_wide(at);
         } else {
             enc.close(at);
         }
-        self.out.buf = enc.buf;
-        self.out.maybe_hand_off()
+        self.batches.batch.raw = enc.buf;
+        self.batches.batch.end_raw(start);
+        self.batches.maybe_hand_off()
+    }
+
+    /// The index in the batch of `region`'s constant part, made again (and its new interned
+    /// entries written) when its label changed.
+    fn constant(&mut self, s: &RegionSlice<'_>) -> io::Result<u32> {
+        let at = s.region.0 as usize;
+        if self.parts.stale(at, s.label) {
+            let part = self.encode_constant(s);
+            self.parts.set(at, s.label, part);
+            // The entries it made go first, in a packet of their own (which may hand the
+            // batch on: the part is added to the batch after it).
+            self.interned_packet()?;
+        }
+        self.parts.index(at, &mut self.batches)
+    }
+
+    fn encode_constant(&mut self, s: &RegionSlice<'_>) -> RegionConst {
+        let a = s.args;
+        let interner = &mut self.interner;
+        let mut run_a = Encoder::default();
+        let kind = Arg::Str(super::kind_name(a.kind).into());
+        for (key, arg) in [
+            ("kind", kind),
+            ("operations", Arg::Uint(a.operations)),
+            ("uses", Arg::Texts(&a.uses, &[])),
+        ] {
+            let name = interner.iid(Table::AnnotationNames, key);
+            run_a.annotation(
+                field::DEBUG_ANNOTATIONS,
+                Some(name),
+                &arg,
+                Some(&mut *interner),
+            );
+        }
+        let mut hazards = Encoder::default();
+        for h in &a.hazards {
+            let item = Arg::Str(h.as_str().into());
+            hazards.annotation(field::ARRAY_VALUES, None, &item, Some(&mut *interner));
+        }
+        let mut run_b = Encoder::default();
+        for (key, v) in [
+            ("internal_edges", a.internal_edges),
+            ("copy_bytes", a.copy_bytes),
+        ] {
+            if v > 0 {
+                let name = interner.iid(Table::AnnotationNames, key);
+                run_b.uint_annotation(name, v);
+            }
+        }
+        RegionConst {
+            name_iid: interner.iid(Table::EventNames, s.label),
+            run_a: run_a.buf,
+            hazards: hazards.buf,
+            run_b: run_b.buf,
+        }
+    }
+
+    /// Writes the interned entries not yet written as a packet of their own.
+    fn interned_packet(&mut self) -> io::Result<()> {
+        if !self.interner.has_pending() {
+            return Ok(());
+        }
+        self.packet(None, |_, _| {}, false, false)
     }
 }
 
@@ -259,52 +460,35 @@ struct Event<'e, 'a> {
     category: Option<&'e str>,
     name: Option<&'e str>,
     args: &'e [(&'static str, Arg<'a>)],
-    /// Which of `args` are constant (bit `i` for `args[i]`), and their runs encoded.
-    constant: (u16, &'e [Vec<u8>]),
     flows_out: &'e [u64],
     flows_in: &'e [u64],
 }
 
-fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
+fn event(enc: &mut Encoder, interner: &mut Interner, kind: u64, track: u64, e: Event<'_, '_>) {
     let wide = !e.args.is_empty();
-    let Event {
-        category,
-        name,
-        args,
-        constant: (mask, runs),
-        flows_out,
-        flows_in,
-    } = e;
     let at = if wide {
         enc.open_wide(field::TRACK_EVENT)
     } else {
         enc.open(field::TRACK_EVENT)
     };
-    let mut runs = runs.iter();
-    let mut in_run = false;
-    for (i, (key, arg)) in args.iter().enumerate() {
-        if mask & (1 << i) != 0 {
-            if !in_run && let Some(run) = runs.next() {
-                enc.buf.extend_from_slice(run);
-            }
-            in_run = true;
-            continue;
-        }
-        in_run = false;
-        enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
+    if let Some(category) = e.category {
+        let iid = interner.iid(Table::Categories, category);
+        enc.uint(field::CATEGORY_IIDS, iid);
+    }
+    for (key, arg) in e.args {
+        let name = interner.iid(Table::AnnotationNames, key);
+        enc.annotation(field::DEBUG_ANNOTATIONS, Some(name), arg, None);
     }
     enc.uint(field::TYPE, kind);
+    if let Some(name) = e.name {
+        let iid = interner.iid(Table::EventNames, name);
+        enc.uint(field::NAME_IID, iid);
+    }
     enc.uint(field::TRACK_UUID, track);
-    if let Some(category) = category {
-        enc.string(field::CATEGORIES, category);
-    }
-    if let Some(name) = name {
-        enc.string(field::EVENT_NAME, name);
-    }
-    for &id in flows_out {
+    for &id in e.flows_out {
         enc.fixed64(field::FLOW_IDS, id);
     }
-    for &id in flows_in {
+    for &id in e.flows_in {
         enc.fixed64(field::TERMINATING_FLOW_IDS, id);
     }
     if wide {
@@ -314,34 +498,76 @@ fn event(enc: &mut Encoder, kind: u64, track: u64, e: Event<'_, '_>) {
     }
 }
 
-impl Writer {
-    /// Takes `region`'s encoded constant annotations out of the cache (the caller puts them
-    /// back), encoding them on its first slice.
-    fn constant_runs(
-        &mut self,
-        region: usize,
-        mask: u16,
-        args: &[(&'static str, Arg<'_>)],
-    ) -> Vec<Vec<u8>> {
-        let encoded = super::constant_runs(
-            &mut self.constant,
-            region,
-            mask,
-            args,
-            |run, _, key, arg| {
-                let mut enc = Encoder {
-                    buf: std::mem::take(run),
-                };
-                enc.annotation(field::DEBUG_ANNOTATIONS, Some(key), arg);
-                *run = enc.buf;
-                Ok::<(), std::convert::Infallible>(())
-            },
-        );
-        match encoded {
-            Ok(runs) => runs,
-            Err(never) => match never {},
+/// A slice's end packet.
+fn end_packet(enc: &mut Encoder, timestamp: u64, track: u64) {
+    let at = enc.open(field::TRACE_PACKET);
+    enc.uint(field::TIMESTAMP, timestamp);
+    enc.uint(field::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+    let e = enc.open(field::TRACK_EVENT);
+    enc.uint(field::TYPE, TYPE_SLICE_END);
+    enc.uint(field::TRACK_UUID, track);
+    enc.close(e);
+    enc.uint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+    enc.close(at);
+}
+
+/// Encodes a batch (on a worker): its raw packets as they are, each region slice as its
+/// begin and end packets.
+pub(super) fn encode_batch(batch: &Batch<RegionConst>, out: &mut Vec<u8>) {
+    let mut enc = Encoder {
+        buf: std::mem::take(out),
+    };
+    for item in &batch.items {
+        match item {
+            Item::Raw(range) => enc.buf.extend_from_slice(&batch.raw[range.clone()]),
+            Item::Slice(s) => region_slice(&mut enc, batch, s),
         }
     }
+    *out = enc.buf;
+}
+
+fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
+    let c = &batch.constants[s.constant as usize];
+    let track = track_uuid(s.runtime, s.track as usize);
+    let at = enc.open_wide(field::TRACE_PACKET);
+    enc.uint(field::TIMESTAMP, s.start_ns);
+    enc.uint(field::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+    let event = enc.open_wide(field::TRACK_EVENT);
+    enc.uint(field::CATEGORY_IIDS, CATEGORY_REGION);
+    enc.uint_annotation(NAME_SUBMISSION, s.submission);
+    enc.uint_annotation(NAME_REGION, s.region.into());
+    enc.uint_annotation(NAME_SLOT, s.slot.into());
+    enc.buf.extend_from_slice(&c.run_a);
+    let hazards = enc.open(field::DEBUG_ANNOTATIONS);
+    enc.uint(field::ANNOTATION_NAME_IID, NAME_HAZARDS);
+    if s.graph_hazards {
+        enc.buf.extend_from_slice(&c.hazards);
+    }
+    for w in &batch.waits[s.waits.0 as usize..s.waits.1 as usize] {
+        let item = enc.open(field::ARRAY_VALUES);
+        let text = enc.open(field::STRING_VALUE);
+        super::wait_text(&mut enc.buf, w);
+        enc.close(text);
+        enc.close(item);
+    }
+    enc.close(hazards);
+    enc.buf.extend_from_slice(&c.run_b);
+    if let Some(d) = s.device_ns {
+        enc.uint_annotation(NAME_DEVICE_NS, d);
+    }
+    enc.uint(field::TYPE, TYPE_SLICE_BEGIN);
+    enc.uint(field::NAME_IID, c.name_iid);
+    enc.uint(field::TRACK_UUID, track);
+    for &id in &batch.flows[s.flows_out.0 as usize..s.flows_out.1 as usize] {
+        enc.fixed64(field::FLOW_IDS, id);
+    }
+    for &id in &batch.flows[s.flows_in.0 as usize..s.flows_in.1 as usize] {
+        enc.fixed64(field::TERMINATING_FLOW_IDS, id);
+    }
+    enc.close_wide(event);
+    enc.uint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+    enc.close_wide(at);
+    end_packet(enc, s.end_ns, track);
 }
 
 impl Sink for Writer {
@@ -349,7 +575,7 @@ impl Sink for Writer {
         if new_process {
             self.packet(
                 None,
-                |enc| {
+                |enc, _| {
                     let at = enc.open(field::TRACK_DESCRIPTOR);
                     enc.uint(field::UUID, process_uuid(track.runtime));
                     let process = enc.open(field::PROCESS);
@@ -365,7 +591,7 @@ impl Sink for Writer {
         }
         self.packet(
             None,
-            |enc| {
+            |enc, _| {
                 let at = enc.open(field::TRACK_DESCRIPTOR);
                 enc.uint(field::UUID, track_uuid(track.runtime, track.slot));
                 enc.string(field::NAME, track.name);
@@ -380,44 +606,63 @@ impl Sink for Writer {
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
         let track = track_uuid(slice.runtime, slice.slot);
-        let (region, mask) = slice.constant.map_or((None, 0), |(r, m)| (Some(r), m));
-        let runs = match region {
-            Some(region) => self.constant_runs(region.0 as usize, mask, &slice.args),
-            None => Vec::new(),
-        };
-        let written = self.packet(
+        self.packet(
             Some(slice.start_ns),
-            |enc| {
+            |enc, interner| {
                 let e = Event {
                     category: Some(slice.category),
                     name: Some(slice.name),
                     args: &slice.args,
-                    constant: (mask, &runs),
                     flows_out: slice.flows_out,
                     flows_in: slice.flows_in,
                 };
-                event(enc, TYPE_SLICE_BEGIN, track, e)
+                event(enc, interner, TYPE_SLICE_BEGIN, track, e)
             },
             false,
             true,
-        );
-        if let Some(region) = region {
-            self.constant[region.0 as usize] = runs;
-        }
-        written?;
-        self.packet(
-            Some(slice.end_ns),
-            |enc| event(enc, TYPE_SLICE_END, track, Event::default()),
-            false,
-            false,
-        )
+        )?;
+        let start = self.batches.batch.raw.len();
+        let mut enc = Encoder {
+            buf: std::mem::take(&mut self.batches.batch.raw),
+        };
+        end_packet(&mut enc, slice.end_ns, track);
+        self.batches.batch.raw = enc.buf;
+        self.batches.batch.end_raw(start);
+        self.batches.maybe_hand_off()
+    }
+
+    fn region_slice(&mut self, s: &RegionSlice<'_>) -> io::Result<()> {
+        debug_assert!(!self.first, "a track is declared before its slices");
+        let constant = self.constant(s)?;
+        let batch = &mut self.batches.batch;
+        let waits_start = batch.waits.len() as u32;
+        batch.waits.extend_from_slice(s.waits);
+        let waits = (waits_start, batch.waits.len() as u32);
+        let flows_out = batch.flows(s.flows_out);
+        let flows_in = batch.flows(s.flows_in);
+        batch.slice(SliceRec {
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            submission: s.submission,
+            device_ns: s.device_ns,
+            runtime: s.runtime,
+            track: s.track as u32,
+            region: s.index,
+            slot: s.slot,
+            graph_hazards: s.graph_hazards,
+            constant,
+            waits,
+            flows_out,
+            flows_in,
+        });
+        self.batches.maybe_hand_off()
     }
 
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
         let track = track_uuid(instant.runtime, instant.slot);
         self.packet(
             Some(instant.time_ns),
-            |enc| {
+            |enc, interner| {
                 let e = Event {
                     category: Some(if instant.slot == EVENTS_SLOT {
                         "event"
@@ -428,7 +673,7 @@ impl Sink for Writer {
                     args: &instant.args,
                     ..Event::default()
                 };
-                event(enc, TYPE_INSTANT, track, e)
+                event(enc, interner, TYPE_INSTANT, track, e)
             },
             false,
             true,
@@ -436,6 +681,6 @@ impl Sink for Writer {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.batches.finish()
     }
 }

@@ -23,10 +23,41 @@ mod pb {
         pub trusted_packet_sequence_id: Option<u32>,
         #[prost(message, optional, tag = "11")]
         pub track_event: Option<TrackEvent>,
+        #[prost(message, optional, tag = "12")]
+        pub interned_data: Option<InternedData>,
         #[prost(uint32, optional, tag = "13")]
         pub sequence_flags: Option<u32>,
         #[prost(message, optional, tag = "60")]
         pub track_descriptor: Option<TrackDescriptor>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct InternedData {
+        #[prost(message, repeated, tag = "1")]
+        pub event_categories: Vec<Entry>,
+        #[prost(message, repeated, tag = "2")]
+        pub event_names: Vec<Entry>,
+        #[prost(message, repeated, tag = "3")]
+        pub debug_annotation_names: Vec<Entry>,
+        #[prost(message, repeated, tag = "29")]
+        pub debug_annotation_string_values: Vec<InternedString>,
+    }
+
+    /// `EventCategory`, `EventName`, `DebugAnnotationName`: the same two fields.
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Entry {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct InternedString {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(bytes = "vec", optional, tag = "2")]
+        pub str: Option<Vec<u8>>,
     }
 
     #[derive(Clone, PartialEq, Message)]
@@ -55,10 +86,14 @@ mod pb {
 
     #[derive(Clone, PartialEq, Message)]
     pub struct TrackEvent {
+        #[prost(uint64, repeated, packed = "false", tag = "3")]
+        pub category_iids: Vec<u64>,
         #[prost(message, repeated, tag = "4")]
         pub debug_annotations: Vec<DebugAnnotation>,
         #[prost(int32, optional, tag = "9")]
         pub r#type: Option<i32>,
+        #[prost(uint64, optional, tag = "10")]
+        pub name_iid: Option<u64>,
         #[prost(uint64, optional, tag = "11")]
         pub track_uuid: Option<u64>,
         #[prost(string, repeated, tag = "22")]
@@ -73,6 +108,8 @@ mod pb {
 
     #[derive(Clone, PartialEq, Message)]
     pub struct DebugAnnotation {
+        #[prost(uint64, optional, tag = "1")]
+        pub name_iid: Option<u64>,
         #[prost(uint64, optional, tag = "3")]
         pub uint_value: Option<u64>,
         #[prost(string, optional, tag = "6")]
@@ -81,13 +118,115 @@ mod pb {
         pub name: Option<String>,
         #[prost(message, repeated, tag = "12")]
         pub array_values: Vec<DebugAnnotation>,
+        #[prost(uint64, optional, tag = "17")]
+        pub string_value_iid: Option<u64>,
     }
 }
 
+/// The interning state of the one sequence, as a reader keeps it.
+#[derive(Default)]
+struct Interned {
+    /// Categories, event names, annotation names, annotation string values.
+    tables: [HashMap<u64, String>; 4],
+}
+
+impl Interned {
+    fn add(&mut self, data: &pb::InternedData) {
+        let string_values = data.debug_annotation_string_values.iter().map(|e| {
+            let text = String::from_utf8(e.str.clone().unwrap()).unwrap();
+            (e.iid, Some(text))
+        });
+        let entries = |table: &[pb::Entry]| {
+            table
+                .iter()
+                .map(|e| (e.iid, e.name.clone()))
+                .collect::<Vec<_>>()
+        };
+        let tables = [
+            entries(&data.event_categories),
+            entries(&data.event_names),
+            entries(&data.debug_annotation_names),
+            string_values.collect(),
+        ];
+        for (table, entries) in self.tables.iter_mut().zip(tables) {
+            for (iid, name) in entries {
+                let (iid, name) = (iid.expect("an iid"), name.expect("a name"));
+                assert_ne!(iid, 0, "iid 0 is unset");
+                // An iid never changes its meaning.
+                let old = table.insert(iid, name.clone());
+                assert!(old.is_none_or(|old| old == name), "iid {iid} redefined");
+            }
+        }
+    }
+
+    fn get(&self, table: usize, iid: u64) -> String {
+        match self.tables[table].get(&iid) {
+            Some(name) => name.clone(),
+            None => panic!("unresolved iid {iid} in table {table}"),
+        }
+    }
+
+    fn annotation(&self, a: &mut pb::DebugAnnotation) {
+        if let Some(iid) = a.name_iid.take() {
+            a.name = Some(self.get(2, iid));
+        }
+        if let Some(iid) = a.string_value_iid.take() {
+            a.string_value = Some(self.get(3, iid));
+        }
+        for item in &mut a.array_values {
+            self.annotation(item);
+        }
+    }
+}
+
+/// The packets with every iid replaced by what it names, as Perfetto's reader resolves
+/// them: the first packet clears the sequence's state, every later one needs it, and an
+/// iid that no earlier (or the same) packet defined fails the test.
+fn resolved(trace: &pb::Trace) -> Vec<pb::TracePacket> {
+    let mut state: Option<Interned> = None;
+    let mut packets = Vec::new();
+    for (i, p) in trace.packet.iter().enumerate() {
+        assert_eq!(p.trusted_packet_sequence_id, Some(1));
+        let flags = p.sequence_flags.unwrap_or(0);
+        assert_eq!(flags, if i == 0 { 1 } else { 2 }, "packet {i}");
+        if flags & 1 != 0 {
+            state = Some(Interned::default());
+        }
+        let state = state.as_mut().expect("a cleared state before it is needed");
+        if let Some(data) = &p.interned_data {
+            state.add(data);
+        }
+        let mut p = p.clone();
+        p.interned_data = None;
+        if let Some(e) = &mut p.track_event {
+            if let Some(iid) = e.name_iid.take() {
+                e.name = Some(state.get(1, iid));
+            }
+            for iid in std::mem::take(&mut e.category_iids) {
+                e.categories.push(state.get(0, iid));
+            }
+            for a in &mut e.debug_annotations {
+                state.annotation(a);
+            }
+        }
+        packets.push(p);
+    }
+    packets
+}
+
 fn export(records: &[Record], format: Format) -> (Vec<u8>, ExportCounts) {
+    export_on(records, format, 2)
+}
+
+fn export_on(records: &[Record], format: Format, workers: usize) -> (Vec<u8>, ExportCounts) {
     let mut out = Vec::new();
-    let exported = write_from(format, &mut out, records).unwrap();
+    let exported = write_from(format, &mut out, records, workers).unwrap();
     (out, exported.counts)
+}
+
+/// The packets of a Perfetto export, names resolved.
+fn packets(out: &[u8]) -> Vec<pb::TracePacket> {
+    resolved(&pb::Trace::decode(out).expect("a Trace"))
 }
 
 /// Flows the records call for, counted independently: (runtime, producer submission,
@@ -133,10 +272,10 @@ fn expected_flows(records: &[Record]) -> usize {
 
 /// Slices, flows (ids at both ends), flow ids at one end only, and the packets.
 fn perfetto_counts(out: &[u8]) -> (usize, usize, usize, Vec<pb::TracePacket>) {
-    let trace = pb::Trace::decode(out).expect("a Trace");
+    let packets = packets(out);
     let (mut starts, mut ends) = (HashMap::new(), HashMap::new());
     let mut slices = 0;
-    for p in &trace.packet {
+    for p in &packets {
         if let Some(e) = &p.track_event {
             slices += usize::from(e.r#type == Some(1));
             for &id in &e.flow_ids {
@@ -150,7 +289,7 @@ fn perfetto_counts(out: &[u8]) -> (usize, usize, usize, Vec<pb::TracePacket>) {
     let both = starts.keys().filter(|id| ends.contains_key(id)).count();
     let unmatched = starts.len() + ends.len() - 2 * both;
     assert!(starts.values().chain(ends.values()).all(|&n| n == 1));
-    (slices, both, unmatched, trace.packet)
+    (slices, both, unmatched, packets)
 }
 
 #[test]
@@ -245,15 +384,38 @@ fn the_encoder_writes_what_prost_writes() {
     let (out, _) = export(&records, Format::Perfetto);
     let trace = pb::Trace::decode(&out[..]).unwrap();
     // Re-encoding the decoded packets gives the same bytes: field order, lengths and
-    // varints are as a generated encoder writes them.
+    // varints are as a generated encoder writes them, and no field is unknown to the
+    // declarations above.
     assert_eq!(trace.encode_to_vec(), out);
-    let first = &trace.packet[0];
-    assert_eq!(first.sequence_flags, Some(1));
-    assert!(trace.packet[1..].iter().all(|p| p.sequence_flags.is_none()));
-    let process = first.track_descriptor.as_ref().unwrap().process.as_ref();
-    assert_eq!(process.unwrap().pid, Some(1));
-    let begin = trace
+    // Region slices name everything by iid: their label, category and argument names, and
+    // their constant texts.
+    let raw_begin = trace
         .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .find(|e| e.r#type == Some(1))
+        .unwrap();
+    assert!(raw_begin.name.is_none() && raw_begin.name_iid.is_some());
+    assert!(raw_begin.categories.is_empty() && raw_begin.category_iids.len() == 1);
+    assert!(raw_begin.debug_annotations.iter().all(|a| a.name.is_none()));
+    let uses = raw_begin
+        .debug_annotations
+        .iter()
+        .find(|a| !a.array_values.is_empty());
+    assert!(uses.unwrap().array_values[0].string_value_iid.is_some());
+    // Each name and constant text is in the file once, however many slices use it.
+    let times = |needle: &[u8]| out.windows(needle.len()).filter(|w| *w == needle).count();
+    assert_eq!(times(b"blur +1"), 1);
+    assert_eq!(times(b"read-write"), 1);
+    assert_eq!(times(b"\x0asubmission"), 1);
+    // The first packet clears the state and brings the names the workers' slices use.
+    assert!(trace.packet[0].interned_data.is_some());
+    let packets = resolved(&trace);
+    let process = packets
+        .iter()
+        .find_map(|p| p.track_descriptor.as_ref()?.process.as_ref());
+    assert_eq!(process.unwrap().pid, Some(1));
+    let begin = packets
         .iter()
         .filter_map(|p| p.track_event.as_ref())
         .find(|e| e.r#type == Some(1) && e.name.as_deref() == Some("blur +1"))
@@ -265,10 +427,14 @@ fn the_encoder_writes_what_prost_writes() {
         .find(|a| a.name.as_deref() == Some("uses"))
         .unwrap();
     assert!(uses.array_values.len() >= 2);
+    assert!(
+        uses.array_values
+            .iter()
+            .all(|v| v.string_value.as_ref().unwrap().starts_with("buf "))
+    );
     // A region's constant arguments are encoded once and reused: every slice of it carries
     // the same ones, around its own submission and slot.
-    let computes: Vec<&pb::TrackEvent> = trace
-        .packet
+    let computes: Vec<&pb::TrackEvent> = packets
         .iter()
         .filter_map(|p| p.track_event.as_ref())
         .filter(|e| e.r#type == Some(1) && e.name.as_deref() == Some("blur +1"))
@@ -295,16 +461,67 @@ fn the_encoder_writes_what_prost_writes() {
     }
 }
 
+/// The output is the same bytes whatever the number of encoding threads (0: the pass
+/// encodes), over several batches, with failures, refusals and late names.
+#[test]
+fn the_output_is_the_same_on_any_number_of_threads() {
+    let spec = PipelineSpec {
+        fail_at: Some(900),
+        busy_every: Some(7),
+        ..PipelineSpec::ops(4 * batch::SLICES as u64)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    for format in [Format::Perfetto, Format::Chrome] {
+        let (one, counts) = export_on(&records, format, 0);
+        assert!(counts.slices > 3 * batch::SLICES as u64, "{counts:?}");
+        assert!(counts.instants > 0, "{counts:?}");
+        for workers in [1, 3] {
+            let (out, _) = export_on(&records, format, workers);
+            assert!(out == one, "{format:?} on {workers} threads");
+        }
+    }
+    // And every interned name of it resolves.
+    let (out, counts) = export_on(&records, Format::Perfetto, 3);
+    let (slices, _, unmatched, packets) = perfetto_counts(&out);
+    assert_eq!((slices as u64, unmatched), (counts.slices, 0));
+    let names: BTreeSet<String> = packets
+        .iter()
+        .filter_map(|p| p.track_event.as_ref()?.name.clone())
+        .collect();
+    for name in ["upload", "blur +1", "download", "quarantine", "busy"] {
+        assert!(names.contains(name), "{name}: {names:?}");
+    }
+}
+
+/// A resolver that meets an iid no packet defined fails: what the tests above rely on.
+#[test]
+#[should_panic(expected = "unresolved iid")]
+fn an_undefined_iid_is_caught() {
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    let (out, _) = export(&records, Format::Perfetto);
+    let mut trace = pb::Trace::decode(&out[..]).unwrap();
+    // Drop the entries of the packet that defines the event names.
+    for p in &mut trace.packet {
+        if let Some(data) = &mut p.interned_data
+            && !data.event_names.is_empty()
+        {
+            data.event_names.clear();
+            break;
+        }
+    }
+    resolved(&trace);
+}
+
 #[test]
 fn a_long_label_widens_its_length_prefixes() {
     let mut enc = perfetto::Encoder::default();
     let long = "x".repeat(300);
-    enc.annotation(1, Some("name"), &Arg::Str(Cow::Borrowed(&long)));
+    enc.annotation(1, Some(7), &Arg::Str(Cow::Borrowed(&long)), None);
     // Field 1, then the widened length (2 bytes for 300+ bytes), then the annotation.
     assert_eq!(enc.buf[0], 1 << 3 | 2);
     assert!(enc.buf[1] & 0x80 != 0 && enc.buf[2] & 0x80 == 0);
     let decoded = pb::DebugAnnotation::decode(&enc.buf[3..]).unwrap();
-    assert_eq!(decoded.name.as_deref(), Some("name"));
+    assert_eq!(decoded.name_iid, Some(7));
     assert_eq!(decoded.string_value.as_deref(), Some(long.as_str()));
 }
 
@@ -498,9 +715,7 @@ fn a_label_is_made_again_when_a_later_kernel_names_it() {
         .unwrap();
     records.splice(at..at, kernels);
     let (out, _) = export(&records, Format::Perfetto);
-    let trace = pb::Trace::decode(&out[..]).unwrap();
-    let compute: Vec<String> = trace
-        .packet
+    let compute: Vec<String> = packets(&out)
         .iter()
         .filter_map(|p| p.track_event.as_ref())
         .filter(|e| e.r#type == Some(1) && e.track_uuid == Some(track_uuid(RuntimeId(1), 1)))
@@ -596,10 +811,9 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
     assert_eq!(slices as u64, counts.slices);
 
     let (out, _) = export(&records, Format::Perfetto);
-    let trace = pb::Trace::decode(out.as_slice()).expect("a Trace");
+    let packets = packets(&out);
     let named = |name: &dyn Fn(&str) -> bool, kind: i32| -> Vec<(u64, Option<u64>)> {
-        trace
-            .packet
+        packets
             .iter()
             .filter_map(|p| {
                 let e = p.track_event.as_ref()?;
@@ -611,8 +825,7 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
     let begins = named(&|n| n.ends_with(" (running at end)"), 1);
     assert_eq!(begins.iter().map(|b| b.0).collect::<Vec<_>>(), [start_ns]);
     // Its end: the slice end on the same track at the trace's end.
-    let ends: Vec<u64> = trace
-        .packet
+    let ends: Vec<u64> = packets
         .iter()
         .filter(|p| {
             p.track_event

@@ -215,6 +215,19 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
     assert_eq!(n("unknown_fields"), 0, "{v}");
     assert_eq!(n("events_on_undeclared_tracks"), 0, "{v}");
     assert_eq!(n("unmatched_flow_ids"), 0, "{v}");
+    // Every interned name resolves, every packet has its sequence's state.
+    assert_eq!(n("unresolved_iids"), 0, "{v}");
+    assert_eq!(n("packets_without_state"), 0, "{v}");
+    let named: u64 = v["slice_names"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, n)| {
+            assert!(!name.is_empty() && name != "null", "{v}");
+            n.as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(named as usize, n("slices"), "{v}");
     assert_eq!(
         (n("slice_ends"), n("unbalanced_ends")),
         (n("slices"), 0),

@@ -5,7 +5,15 @@ protos/perfetto/trace/perfetto_trace.proto) and prints what it holds as one JSON
 
   {"packets", "process_tracks", "tracks", "track_names", "slices", "slice_ends",
    "instants", "flows", "unmatched_flow_ids", "events_on_undeclared_tracks",
-   "unknown_fields", "max_depth", "unbalanced_ends"}
+   "unknown_fields", "max_depth", "unbalanced_ends", "unresolved_iids",
+   "packets_without_state", "slice_names"}
+
+Interned names (`InternedData`: event names, categories, debug annotation names and string
+values) are resolved as Perfetto's trace processor does, per packet sequence: a packet with
+SEQ_INCREMENTAL_STATE_CLEARED starts a fresh state, `interned_data` adds to it, and a packet
+with SEQ_NEEDS_INCREMENTAL_STATE before any clear is counted in "packets_without_state" (the
+trace processor drops it); an iid missing from the state counts in "unresolved_iids".
+"slice_names" maps each slice name to its count.
 
 Exit 0 on success, 1 when the file does not parse, 3 when the Python packages are missing
 (`python3 -m pip install perfetto==0.59.1 protobuf==6.31.1`).
@@ -44,6 +52,24 @@ def main(path):
         return 1
 
     declared, process_tracks, names = set(), 0, []
+    states, unresolved, without_state = {}, 0, 0
+    slice_names = {}
+
+    def resolve(table, iid):
+        nonlocal unresolved
+        value = table.get(iid)
+        if value is None:
+            unresolved += 1
+        return value
+
+    def annotation(state, a):
+        if a.HasField("name_iid"):
+            resolve(state["names"], a.name_iid)
+        if a.HasField("string_value_iid"):
+            resolve(state["strings"], a.string_value_iid)
+        for item in a.array_values:
+            annotation(state, item)
+
     slices = ends = instants = undeclared = unbalanced = max_depth = 0
     starts, terminates = [], []
     events = []
@@ -55,8 +81,38 @@ def main(path):
                 process_tracks += 1
             else:
                 names.append(d.name)
+        seq = packet.trusted_packet_sequence_id
+        if packet.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED or (
+            packet.incremental_state_cleared
+        ):
+            states[seq] = {"categories": {}, "events": {}, "names": {}, "strings": {}}
+        state = states.get(seq)
+        if packet.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE and state is None:
+            without_state += 1
+            continue
+        if packet.HasField("interned_data"):
+            d = packet.interned_data
+            for key, entries in (
+                ("categories", d.event_categories),
+                ("events", d.event_names),
+                ("names", d.debug_annotation_names),
+            ):
+                state[key].update((e.iid, e.name) for e in entries)
+            state["strings"].update(
+                (e.iid, e.str.decode()) for e in d.debug_annotation_string_values
+            )
         if packet.HasField("track_event"):
-            events.append((packet.timestamp, packet.track_event))
+            e = packet.track_event
+            name = e.name
+            if e.HasField("name_iid"):
+                name = resolve(state["events"], e.name_iid)
+            for iid in e.category_iids:
+                resolve(state["categories"], iid)
+            for a in e.debug_annotations:
+                annotation(state, a)
+            if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+                slice_names[name] = slice_names.get(name, 0) + 1
+            events.append((packet.timestamp, e))
     # Slices nest per track in time order (ends before begins at the same instant).
     events.sort(key=lambda e: (e[0], 0 if e[1].type == pb.TrackEvent.TYPE_SLICE_END else 1))
     depth = {}
@@ -97,6 +153,9 @@ def main(path):
                 "unknown_fields": sum(unknown(p) for p in trace.packet),
                 "max_depth": max_depth,
                 "unbalanced_ends": unbalanced,
+                "unresolved_iids": unresolved,
+                "packets_without_state": without_state,
+                "slice_names": slice_names,
             }
         )
     )
