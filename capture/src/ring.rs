@@ -27,6 +27,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 /// Slots of a per-kind loss count: every record kind, then one for unknown kinds.
 pub(crate) const KINDS: usize = crate::Record::KIND_NAMES.len() + 1;
 
+/// The high-water mark: a push that leaves more than `capacity / WAKE_DIVISOR` bytes
+/// unread wakes the writer (once per drain). A quarter, not a half: the writer then has
+/// three quarters of the ring's time to wake up, and to finish a block it may be
+/// compressing, before the recording thread finds the ring full and must hand its records
+/// over itself (a `RecorderWait`, the one place a recording thread blocks).
+pub(crate) const WAKE_DIVISOR: usize = 4;
+
 /// Keeps producer-written and consumer-written fields on separate cache lines.
 #[repr(align(128))]
 struct Padded<T>(T);
@@ -69,8 +76,16 @@ impl Ring {
 }
 
 /// Creates a ring of at least `capacity` bytes (rounded up to a power of two, at least 64).
+///
+/// The bytes come zeroed from the allocator (`calloc`, fresh pages for a large ring), so a
+/// ring costs resident memory only as far as its thread has written into it: a thread that
+/// records little keeps most of its ring untouched.
 pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
     let capacity = capacity.max(64).next_power_of_two();
+    let zeroed: Box<[u8]> = vec![0u8; capacity].into_boxed_slice();
+    // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so a boxed slice of one is
+    // a boxed slice of the other, with the same length and allocation layout.
+    let buf = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
     let ring = Arc::new(Ring {
         producer: Padded(ProducerSide {
             head: AtomicUsize::new(0),
@@ -79,7 +94,7 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
         }),
         tail: Padded(AtomicUsize::new(0)),
         dropped: std::array::from_fn(|_| AtomicU64::new(0)),
-        buf: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
+        buf,
     });
     let producer = Producer {
         ring: ring.clone(),
@@ -93,10 +108,10 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
 /// What happened to a pushed frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Push {
-    /// Committed; the ring is less than half full.
+    /// Committed; the ring is below its high-water mark ([`WAKE_DIVISOR`]).
     Done,
-    /// Committed; the ring is past half full and the writer has not drained it since the
-    /// last time this was answered: wake the writer.
+    /// Committed; the ring is past its high-water mark and the writer has not drained it
+    /// since the last time this was answered: wake the writer.
     DoneWake,
     /// Not committed: not enough free space.
     Full,
@@ -187,9 +202,10 @@ impl Producer {
             .0
             .head
             .store(self.head, Ordering::Release);
-        if self.head.wrapping_sub(self.tail) > capacity / 2 {
+        let mark = capacity / WAKE_DIVISOR;
+        if self.head.wrapping_sub(self.tail) > mark {
             self.tail = self.ring.tail.0.load(Ordering::Acquire);
-            if self.head.wrapping_sub(self.tail) > capacity / 2 && self.tail != self.woken_at_tail {
+            if self.head.wrapping_sub(self.tail) > mark && self.tail != self.woken_at_tail {
                 self.woken_at_tail = self.tail;
                 return Push::DoneWake;
             }
@@ -306,9 +322,12 @@ mod tests {
     fn full_ring_refuses_and_wakes_once_per_drain() {
         let (mut p, mut c) = ring(64);
         assert_eq!(p.capacity(), 64);
-        let frame = [1u8; 20];
+        // The high-water mark is a quarter of the ring: 16 of 64 bytes.
+        let frame = [1u8; 12];
         assert_eq!(p.push(&frame), Push::Done);
         assert_eq!(p.push(&frame), Push::DoneWake);
+        assert_eq!(p.push(&frame), Push::Done);
+        assert_eq!(p.push(&frame), Push::Done);
         assert_eq!(p.push(&frame), Push::Done);
         assert_eq!(p.push(&frame), Push::Full);
         let mut out = Vec::new();

@@ -22,7 +22,8 @@
 //!   `write_all`, so a process killed with SIGKILL loses at most the last interval. There is
 //!   no fsync except at close.
 //! - **Back-pressure: lossless by default.** A producer wakes the writer when its ring passes
-//!   half full. If the ring is full ([`TraceMode::Lossless`], the default), the recording
+//!   a quarter full (`ring::WAKE_DIVISOR`), never per record: the writer otherwise runs on
+//!   its own period. If the ring is full ([`TraceMode::Lossless`], the default), the recording
 //!   thread hands its records over itself: it takes the core lock, drains every ring (so
 //!   no thread's records fall far behind in the file) into the block being assembled
 //!   (writing full blocks as it goes) and records on; nothing is
@@ -270,7 +271,11 @@ pub struct RecorderOptions {
     /// Longest time a record waits before it is written to the sink. Default 100 ms.
     pub flush_interval: Duration,
     /// Size of each recording thread's ring in bytes (a power of two, rounded up).
-    /// Default 256 KiB.
+    /// Default 1 MiB: past a quarter of it the writer is woken, and the rest is the slack
+    /// the writer has (about 2,800 submissions of a three-region graph) before the thread
+    /// must hand its records over itself; the 256 KiB of before left too little for the
+    /// writer to finish compressing a block. Resident only as far as the thread has written
+    /// into it.
     pub thread_buffer_bytes: usize,
     /// Target uncompressed block size in bytes. Default 1 MiB.
     pub block_bytes: usize,
@@ -308,7 +313,7 @@ impl Default for RecorderOptions {
             backend: String::new(),
             device: String::new(),
             flush_interval: Duration::from_millis(100),
-            thread_buffer_bytes: 256 << 10,
+            thread_buffer_bytes: 1 << 20,
             block_bytes: 1 << 20,
             compression_level: Some(1),
             inline_payload_bytes: 4 << 10,
@@ -1895,6 +1900,45 @@ mod tests {
             .count() as u64;
         assert!(clocks >= 2);
         assert_eq!(summary.records + dropped, 1000 + 2 + 1 + clocks);
+    }
+
+    #[test]
+    fn a_default_ring_holds_three_quarters_of_a_mebibyte_behind_a_busy_writer() {
+        // The writer is busy (stuck in a write, as while it compresses a block): a thread
+        // must record on without blocking for far longer than the writer's wake takes. Lossy
+        // with no wait, so a full ring shows as a drop here instead of a hand-over that would
+        // wait on the stuck writer (the 256 KiB ring of before dropped two thirds of these).
+        let (blocked, on_blocked) = crossbeam_channel::bounded(1);
+        let (release, on_release) = crossbeam_channel::bounded(1);
+        let sink = StuckSink {
+            writes: 0,
+            blocked,
+            release: on_release,
+            written: MemorySink::new(),
+        };
+        let options = RecorderOptions {
+            flush_interval: Duration::from_millis(1),
+            full_buffer_wait: Duration::ZERO,
+            mode: TraceMode::Lossy,
+            ..RecorderOptions::default()
+        };
+        let rec = Recorder::with_sink(sink, options).unwrap();
+        rec.record(&timing(0, 0));
+        on_blocked.recv().unwrap();
+        let mut scratch = vec![0; SCRATCH_BYTES];
+        let entry = staging::encode_entry(&timing(0, 1), &mut scratch)
+            .unwrap()
+            .len();
+        let count = (768 << 10) / entry as u64;
+        for i in 1..=count {
+            rec.record(&timing(0, i));
+        }
+        release.send(()).unwrap();
+        // Read after the release: the count is taken under the lock the writer holds.
+        assert_eq!(rec.dropped_records(), 0, "{count} records of {entry} bytes");
+        let summary = rec.close().unwrap();
+        assert_eq!(summary.dropped_records, 0);
+        assert!(summary.records > count, "{summary:?}");
     }
 
     #[test]
