@@ -92,6 +92,79 @@ pub(crate) fn lock<M: Lockable + ?Sized>(mutex: &M) -> M::Guard<'_> {
     mutex.lock_ignoring_poison()
 }
 
+/// A value that one thread at a time uses, where the caller's protocol already guarantees
+/// that: a region's native stream and graph (the scheduler runs a region on one thread at a
+/// time: at most one region of a queue runs at once, and a region belongs to one queue).
+///
+/// Cheaper than a mutex on the path every region takes: one read-modify-write to claim it
+/// and a plain release store to let it go, where a mutex's lock and unlock take one each,
+/// and no poisoning to handle. It never blocks: a second claim while the value is held means
+/// that protocol broke, and panics (a region's panic is caught and answered as a failure),
+/// so a broken protocol is a failure, never a data race.
+pub(crate) struct Exclusive<T> {
+    held: std::sync::atomic::AtomicBool,
+    value: std::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through an `ExclusiveGuard`, and `claim` hands out at
+// most one at a time (the swap below), so sharing an `Exclusive` shares no `&mut T` between
+// threads; the value itself moves between threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> Exclusive<T> {
+    /// Wraps `value`, not held.
+    pub fn new(value: T) -> Self {
+        Self {
+            held: std::sync::atomic::AtomicBool::new(false),
+            value: std::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, for the calling thread alone until the guard drops.
+    ///
+    /// # Panics
+    /// When another guard of it is alive: the caller's one-thread-at-a-time protocol broke.
+    pub fn claim(&self) -> ExclusiveGuard<'_, T> {
+        // Acquire: what the previous holder wrote before its release store is visible.
+        let held = self.held.swap(true, std::sync::atomic::Ordering::Acquire);
+        assert!(
+            !held,
+            "a region's native stream was claimed by two threads at once"
+        );
+        ExclusiveGuard { cell: self }
+    }
+}
+
+/// The value of an [`Exclusive`] while claimed; dropping it lets the value go.
+pub(crate) struct ExclusiveGuard<'a, T> {
+    cell: &'a Exclusive<T>,
+}
+
+impl<T> std::ops::Deref for ExclusiveGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard is the only one alive (`claim`), so no `&mut T` exists elsewhere.
+        unsafe { &*self.cell.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for ExclusiveGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference through the guard.
+        unsafe { &mut *self.cell.value.get() }
+    }
+}
+
+impl<T> Drop for ExclusiveGuard<'_, T> {
+    fn drop(&mut self) {
+        // Release: the next claim sees what this holder wrote. A plain store, not a
+        // read-modify-write: only the holder clears the flag.
+        self.cell
+            .held
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// How long `wait` spins on the done flag before parking (cf. CUDA's
 /// `cudaDeviceScheduleAuto`, which spins while cores are free): a short region completes
 /// without two context switches.
@@ -157,4 +230,29 @@ pub(crate) mod protocol {
         Arc, Condvar, Mutex, MutexGuard,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exclusive;
+
+    #[test]
+    fn an_exclusive_value_is_claimed_once_at_a_time() {
+        let cell = Exclusive::new(1);
+        {
+            let mut guard = cell.claim();
+            *guard += 1;
+            let second = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let claim = std::panic::AssertUnwindSafe(|| drop(cell.claim()));
+                        std::panic::catch_unwind(claim).is_err()
+                    })
+                    .join()
+                    .unwrap()
+            });
+            assert!(second, "a second claim while held must panic");
+        }
+        assert_eq!(*cell.claim(), 2, "claimable again once the guard dropped");
+    }
 }

@@ -14,9 +14,10 @@ use super::dependencies::{Frontier, Use, summarize};
 use super::region::{Backend, Region};
 use super::submit::{ExecutableGraph, Prepared};
 use super::types::{GpuLane, RegionKind};
+use crate::sync::Exclusive;
 use crate::{BufferView, Error, Result};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 impl Graph {
     /// Lowers the graph into regions, builds native graphs and NPU runs once, and reserves
@@ -60,7 +61,7 @@ impl Graph {
                         arguments,
                         context.faults.clone(),
                     );
-                    Some((RegionKind::NpuRun, Backend::Npu(Mutex::new(run))))
+                    Some((RegionKind::NpuRun, Backend::Npu(Exclusive::new(run))))
                 }
                 Description::Host(callback, bindings) => Some((
                     RegionKind::HostCallback,
@@ -184,7 +185,7 @@ impl Graph {
                 lane,
                 kind: RegionKind::NativeGraph,
                 copy_bytes,
-                backend: Backend::Gpu(Box::new(Mutex::new((stream, executable)))),
+                backend: Backend::Gpu(Box::new(Exclusive::new((stream, executable)))),
                 uses,
                 nodes: start..index,
                 internal,

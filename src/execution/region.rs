@@ -18,7 +18,7 @@ use super::dependencies::{Hazard, Use};
 use super::record::{edge, engine, queue, use_record};
 use super::types::{GpuLane, Queue, RegionKind};
 use crate::context::Context;
-use crate::sync::lock;
+use crate::sync::{Exclusive, lock};
 use crate::{Access, BufferView, Engine, Error, Result};
 use hrx_capture::schema as s;
 use std::ops::Range;
@@ -88,9 +88,12 @@ pub(crate) struct CopyStream {
 
 pub(crate) enum Backend {
     Copies(Arc<Mutex<CopyStream>>, Vec<(BufferView, BufferView)>),
-    Gpu(Box<Mutex<(crate::gpu::Stream, crate::gpu::GraphExec)>>),
+    /// The region's own stream and executable graph: [`Exclusive`], not a mutex, since the
+    /// scheduler runs a region on one thread at a time (the seed locks a mutex here).
+    Gpu(Box<Exclusive<(crate::gpu::Stream, crate::gpu::GraphExec)>>),
     Scoped(Arc<Mutex<ScopedGpu>>, Vec<BufferView>),
-    Npu(Mutex<crate::npu::PreparedRun>),
+    /// The region's own prepared NPU run, [`Exclusive`] as `Gpu`'s stream.
+    Npu(Exclusive<crate::npu::PreparedRun>),
     Host(Arc<Mutex<HostCallback>>, Vec<(BufferView, Access)>),
 }
 
@@ -207,7 +210,7 @@ impl Region {
                 span = stream.stream.last_span();
             }
             Backend::Gpu(pair) => {
-                let mut pair = lock(pair);
+                let mut pair = pair.claim();
                 let (stream, graph) = &mut *pair;
                 stream.launch_and_synchronize(graph.as_mut())?;
                 span = stream.last_span();
@@ -219,7 +222,7 @@ impl Region {
                     .collect::<Result<Vec<_>>>()?;
                 lock(callback)(&views).map_err(scoped_failure)?;
             }
-            Backend::Npu(run) => lock(run).execute()?,
+            Backend::Npu(run) => run.claim().execute()?,
             Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
         }
         if self.copy_bytes != 0 {
