@@ -1,0 +1,165 @@
+//! What `hrx-trace diff` reads of two traces, in memory proportional to graphs, buffers,
+//! kernels and labels, never to submissions or regions (issue 21, point 2).
+//!
+//! Two streaming passes over each trace:
+//!
+//! 1. [`profile`]: the one pass of [`crate::scan`](mod@crate::scan) with a
+//!    [`crate::StatsVisitor`] (per kernel statistics, the numbers `stats` prints) and per
+//!    region duration [`Sketch`]es, keyed by [`RegionKey`] ([`crate::matching`], the rule
+//!    `replay` uses too); with what the second
+//!    pass needs to place outputs: prepared graphs by rank, each graph's writing uses, and how
+//!    often each prepared graph was submitted (the *shape*).
+//! 2. [`match_files`]: both traces read at once, each on a thread of its own, walked in step
+//!    by how many `Submit` records each has read: submission outcomes and output digests are
+//!    keyed as they arrive and matched against the other side's pending keys. Keys wait in a
+//!    window of at most [`MATCH_WINDOW`] per side; traces with the same submission sequence
+//!    keep it nearly empty. Where the sequences differ (another run length, graphs submitted
+//!    in another order) a key can leave the window unmatched: it is counted one-sided, and
+//!    [`Matched::unmatched_past_window`] says how many were, never silently.
+//!
+//! Between the passes, [`align`] gives the new trace's prepared graphs the base's ranks where
+//! a runtime of each prepared the same graph structures in another order (graphs built
+//! concurrently by several threads).
+//!
+//! Outputs are keyed as `diff` documents: by (runtime rank, prepared graph rank, the
+//! submission's index among its graph's submissions, the first operation and use writing
+//! the range, byte range) when both traces submitted the same prepared graphs (however
+//! often each: a graph's extra submissions are one-sided, never paired with another
+//! graph's), else by submission number. Outcomes are keyed alike, without the place.
+//! A graph's n-th submission is counted in file order: a thread's records are written in
+//! order, so a graph submitted from one thread is counted in submission order, and one
+//! submitted from several threads has no order common to two runs anyway. A submission is
+//! kept joinable for [`LIVE_WINDOW`] submits after its own; a digest or completion arriving
+//! later than that (a hashing thread that many submissions behind) is counted in
+//! [`Matched::late_records`] and compared as if its submit were missing.
+//!
+//! The files, one concern each:
+//!
+//! - `profile`: the first pass ([`Profile`], [`profile`]).
+//! - `align`: prepared graphs paired by structure between the passes ([`align`]).
+//! - `side`: one trace's second pass, keying outputs and outcomes as records arrive.
+//! - `window`: the match windows of keys waiting for the other side, and their merge.
+//! - `stream`: the second pass of both traces, each on a thread, walked in step
+//!   ([`match_streams`], [`match_files`]).
+
+mod align;
+mod profile;
+mod side;
+mod stream;
+mod window;
+
+pub use align::align;
+pub use profile::{Profile, profile, profile_records};
+pub use stream::{match_files, match_streams};
+
+use crate::scan::Outcome;
+use hrx_capture::ReadError;
+use hrx_capture::schema::Record;
+
+/// Submissions kept joinable after their `Submit` (see the module docs).
+pub const LIVE_WINDOW: usize = 1 << 16;
+
+/// Digests and completions kept waiting for their `Submit`.
+pub const PARK_LIMIT: usize = 1 << 16;
+
+/// Keys of one kind (outputs, outcomes) kept waiting for the other side, per side: far more
+/// than the sides' lag in step (a few batches of 1,024), so only keys of sequences that
+/// differ leave it.
+pub const MATCH_WINDOW: usize = 1 << 18;
+
+/// Where an output lives, independent of buffer ids: the first operation of the submitted
+/// graph (node, then use index) that writes exactly that buffer range. Buffer ids depend on
+/// how a run allocated. A digest whose graph is not known keeps its buffer id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Place {
+    /// Node and use index in the graph.
+    Use(u32, u32),
+    /// Raw buffer id, when the operation writing the range is unknown.
+    Buffer(u64),
+}
+
+/// The graph rank of an output whose submit the trace lacks, or of every output keyed by
+/// submission number.
+pub const UNKNOWN_GRAPH: u64 = u64::MAX;
+
+/// An output's key: (runtime rank, prepared graph rank or [`UNKNOWN_GRAPH`], the
+/// submission's index among its graph's submissions or its number, place, start, end).
+pub type OutputKey = (u32, u64, u64, Place, u64, u64);
+
+/// An output as recorded: (xxh3, buffer id, submission number).
+pub type OutputValue = (u64, u64, u64);
+
+/// A submission's key, keyed as outputs are: (runtime rank, prepared graph rank or
+/// [`UNKNOWN_GRAPH`], the submission's index among its graph's submissions or its number).
+pub type SubmissionKey = (u32, u64, u64);
+
+/// An output digest that differs between the two traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DifferingOutput {
+    /// Its key.
+    pub key: OutputKey,
+    /// The base trace's digest, buffer and submission.
+    pub base: OutputValue,
+    /// The new trace's.
+    pub new: OutputValue,
+}
+
+/// A submission whose outcome changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangedOutcome {
+    /// Its key.
+    pub key: SubmissionKey,
+    /// Its submission number in the base trace, in the new.
+    pub submission: [u64; 2],
+    /// The base trace's outcome.
+    pub base: Outcome,
+    /// The new trace's.
+    pub new: Outcome,
+}
+
+/// The second pass's counts and rows (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Matched {
+    /// Whether outputs and outcomes were keyed by graph and index (both traces submitted
+    /// the same prepared graphs, however often each), else by submission number.
+    pub by_graph: bool,
+    /// Outputs compared and equal.
+    pub identical: u64,
+    /// Outputs compared and different, in key order.
+    pub differing: Vec<DifferingOutput>,
+    /// Outputs only in base, only in new.
+    pub outputs_one_sided: [u64; 2],
+    /// Submissions whose outcomes were compared.
+    pub outcomes_compared: u64,
+    /// Submissions on both sides with no recorded outcome on one of them: not compared.
+    pub outcomes_unknown: u64,
+    /// Submissions whose outcome changed, in key order.
+    pub changed: Vec<ChangedOutcome>,
+    /// Submissions only in base, only in new.
+    pub submissions_one_sided: [u64; 2],
+    /// Keys (outputs and submissions) of base, of new, that left the match window
+    /// unmatched, included in the one-sided counts: where the submission sequences differ,
+    /// some may have been matched by a pass holding every key (see the module docs).
+    pub unmatched_past_window: [u64; 2],
+    /// Digests and completions of base, of new, that arrived more than [`LIVE_WINDOW`]
+    /// submits after their own submission, or waited for it past [`PARK_LIMIT`].
+    pub late_records: [u64; 2],
+    /// The most keys waiting in the match windows at once (both sides, both kinds).
+    pub peak_pending: usize,
+}
+/// Which trace a [`DiffError`] is about.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// The base trace could not be read.
+    #[error("{0}")]
+    Base(ReadError),
+    /// The new trace could not be read.
+    #[error("{0}")]
+    New(ReadError),
+}
+
+/// Records of one side for [`match_streams`].
+pub type Records<'a> = Box<dyn Iterator<Item = Result<Record, ReadError>> + Send + 'a>;
+
+#[cfg(test)]
+mod tests;

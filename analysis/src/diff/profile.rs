@@ -1,0 +1,231 @@
+//! The first pass of `diff` over one trace: per kernel statistics, per region duration
+//! sketches, and what the second pass needs to key outputs and outcomes (prepared graphs by
+//! rank, each graph's writing uses, how often each was submitted).
+
+use super::align::signature;
+use crate::hash::IdMap;
+use crate::index::RegionRef;
+use crate::matching::{RegionKey, ranks, runtime_ranks};
+use crate::scan::{JoinedSpan, Outcome, Visitor, scan_reader_threaded, scan_records};
+use crate::sketch::Sketch;
+use crate::stats::{KernelStats, StatsVisitor};
+use crate::{Index, ScanSummary};
+use hrx_capture::schema::{
+    Access, GraphId, PreparedId, Record, RuntimeId, SessionStart, SubmissionIndex,
+};
+use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+/// (runtime id, graph id) → (node, use, buffer, start, end) of every writing use.
+type Writes = IdMap<(RuntimeId, GraphId), Vec<(u32, u32, u64, u64, u64)>>;
+
+/// What one trace holds for `diff`, gathered in one bounded pass ([`profile`]).
+#[derive(Debug)]
+pub struct Profile {
+    /// Per kernel (label), by name.
+    pub kernels: BTreeMap<String, KernelStats>,
+    /// Every region of every prepared graph: its label and the durations of its timed runs.
+    pub regions: BTreeMap<RegionKey, (String, Sketch)>,
+    /// `Submit` records.
+    pub submissions: u64,
+    /// The session record (the recorded command line), the last one read.
+    pub session: Option<SessionStart>,
+    /// How the file ended.
+    pub recovery: Option<Recovery>,
+    /// Damage, skipped parts and gaps in submission numbers.
+    pub warnings: Vec<Warning>,
+    /// How often each prepared graph (runtime rank, graph rank) was submitted.
+    pub shape: BTreeMap<(u32, u64), u64>,
+    /// Each prepared graph's structure (runtime rank, graph rank) → [`signature`].
+    pub(super) graphs: BTreeMap<(u32, u64), u64>,
+    pub(super) places: Places,
+}
+
+/// What keys outputs and outcomes in the second pass.
+#[derive(Debug, Default)]
+pub(super) struct Places {
+    pub(super) graph_of: IdMap<(RuntimeId, PreparedId), GraphId>,
+    pub(super) writes: Writes,
+    pub(super) prepared_rank: HashMap<(RuntimeId, PreparedId), u64>,
+    /// Runtime ranks of outputs: over runtimes that submitted or digested.
+    pub(super) output_runtime: HashMap<RuntimeId, u32>,
+    /// Runtime ranks of outcomes: over runtimes that submitted.
+    pub(super) outcome_runtime: HashMap<RuntimeId, u32>,
+    /// Runtime ranks of prepared graphs: over runtimes that prepared one.
+    pub(super) graph_runtime: HashMap<RuntimeId, u32>,
+    /// `Submit` records per prepared graph.
+    pub(super) submits: IdMap<(RuntimeId, PreparedId), u64>,
+}
+
+impl Places {
+    /// The rank of a prepared graph; one without its `Prepared` record (a damaged trace)
+    /// ranks after every known one, by id.
+    pub(super) fn rank(&self, runtime: RuntimeId, prepared: PreparedId) -> u64 {
+        self.prepared_rank
+            .get(&(runtime, prepared))
+            .copied()
+            .unwrap_or((u64::MAX >> 1).saturating_add(prepared.0))
+    }
+
+    /// How often each prepared graph (runtime rank, graph rank) was submitted.
+    pub(super) fn shape(&self) -> BTreeMap<(u32, u64), u64> {
+        let mut shape = BTreeMap::new();
+        for (&(runtime, prepared), &count) in &self.submits {
+            let runtime_rank = self.output_runtime.get(&runtime).copied();
+            let key = (
+                runtime_rank.unwrap_or(u32::MAX),
+                self.rank(runtime, prepared),
+            );
+            *shape.entry(key).or_default() += count;
+        }
+        shape
+    }
+}
+
+#[derive(Default)]
+struct ProfileVisitor {
+    stats: StatsVisitor,
+    session: Option<SessionStart>,
+    places: Places,
+    digest_runtimes: BTreeSet<RuntimeId>,
+}
+
+impl Visitor for ProfileVisitor {
+    fn record(&mut self, index: &Index, record: &Record) {
+        self.stats.record(index, record);
+        match record {
+            Record::SessionStart(s) => self.session = Some(s.clone()),
+            Record::GraphOp(op) => {
+                let graph = self
+                    .places
+                    .writes
+                    .entry((op.runtime, op.graph))
+                    .or_default();
+                for (i, u) in op.uses.iter().enumerate() {
+                    if u.access != Access::Read {
+                        graph.push((op.node.0, i as u32, u.buffer.0, u.start, u.end));
+                    }
+                }
+            }
+            Record::Prepared(p) => {
+                self.places
+                    .graph_of
+                    .insert((p.runtime, p.prepared), p.graph);
+            }
+            Record::Submit(s) => {
+                *self
+                    .places
+                    .submits
+                    .entry((s.runtime, s.prepared))
+                    .or_default() += 1;
+            }
+            Record::OutputDigest(d) => {
+                self.digest_runtimes.insert(d.runtime);
+            }
+            _ => {}
+        }
+    }
+
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        self.stats.span(index, span);
+    }
+
+    fn outcome(
+        &mut self,
+        index: &Index,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+        previous: Option<Outcome>,
+        outcome: Outcome,
+    ) {
+        self.stats
+            .outcome(index, runtime, submission, previous, outcome);
+    }
+}
+
+impl ProfileVisitor {
+    fn finish(mut self, summary: ScanSummary) -> Profile {
+        let index = &summary.index;
+        let region_ranks = ranks(index.prepared().iter().map(|p| (p.runtime, p.id)));
+        let mut regions = BTreeMap::new();
+        let durations = self.stats.region_durations();
+        for p in index.prepared() {
+            let (runtime, prepared) = region_ranks[&(p.runtime, p.id)];
+            for r in p.regions.clone() {
+                let region = RegionRef(r);
+                let label = index
+                    .label(region)
+                    .map_or_else(String::new, |l| index.labels()[l.0 as usize].clone());
+                let key = RegionKey {
+                    runtime,
+                    prepared,
+                    region: index.region(region).index.0,
+                };
+                let sketch = durations.get(r as usize).cloned().unwrap_or_default();
+                regions.insert(key, (label, sketch));
+            }
+        }
+        let places = &mut self.places;
+        places.prepared_rank = ranks(places.graph_of.keys().copied())
+            .into_iter()
+            .map(|(k, (_, rank))| (k, rank))
+            .collect();
+        places.graph_runtime = runtime_ranks(places.graph_of.keys().map(|k| k.0));
+        let submitting = || places.submits.keys().map(|k| k.0);
+        places.outcome_runtime = runtime_ranks(submitting());
+        places.output_runtime =
+            runtime_ranks(submitting().chain(self.digest_runtimes.iter().copied()));
+        let shape = places.shape();
+        let mut graphs = BTreeMap::new();
+        for p in index.prepared() {
+            let labels = p.regions.clone().map(|r| {
+                let label = index.label(RegionRef(r));
+                label.map_or("", |l| index.labels()[l.0 as usize].as_str())
+            });
+            let writes = places.writes.get(&(p.runtime, p.graph));
+            graphs.insert(
+                region_ranks[&(p.runtime, p.id)],
+                signature(labels, writes.map_or(&[][..], Vec::as_slice)),
+            );
+        }
+        let stats = std::mem::take(&mut self.stats).finish(&summary);
+        Profile {
+            // Copies are compared as kernels are (`stats` lists them apart).
+            kernels: stats
+                .kernels
+                .into_iter()
+                .chain(stats.copy_labels)
+                .map(|k| (k.name.clone(), k))
+                .collect(),
+            regions,
+            submissions: summary.submissions,
+            session: self.session,
+            recovery: summary.recovery,
+            warnings: summary.warnings,
+            shape,
+            graphs,
+            places: self.places,
+        }
+    }
+}
+/// The first pass over the trace at `path` (see the module docs). Gaps in submission
+/// numbers are warnings, as the timeline reports them.
+///
+/// # Errors
+///
+/// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a part
+/// that must be read is unusable.
+pub fn profile(path: &Path) -> Result<Profile, ReadError> {
+    let reader = TraceReader::open(path)?.check_submission_numbers();
+    let mut visitor = ProfileVisitor::default();
+    let summary = scan_reader_threaded(reader, &mut visitor)?;
+    Ok(visitor.finish(summary))
+}
+
+/// [`profile`] of records held in memory (tests).
+pub fn profile_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Profile {
+    let mut visitor = ProfileVisitor::default();
+    let summary = scan_records(records, &mut visitor);
+    visitor.finish(summary)
+}

@@ -1,0 +1,151 @@
+//! The second pass of both traces: each side's records keyed on a thread of its own, sent in
+//! batches, and merged in step by how many `Submit` records each side has read.
+
+use super::side::{Event, Side};
+use super::window::{Merge, Window};
+use super::{DiffError, MATCH_WINDOW, Matched, Profile, Records};
+use hrx_capture::{ReadError, TraceReader};
+use std::path::Path;
+
+struct Batch {
+    events: Vec<Event>,
+    /// `Submit` records read.
+    submits: u64,
+    /// Events sent, this batch's included.
+    sent: u64,
+}
+
+/// Events per batch, and submits between batches at most.
+pub(super) const BATCH: usize = 1024;
+
+/// Batches a side runs ahead of the merge.
+pub(super) const BATCHES_AHEAD: usize = 4;
+/// The second pass over two traces whose first passes gave `base` and `new` (see the
+/// module docs): each side's records read on a thread of its own.
+///
+/// # Errors
+///
+/// [`DiffError`]: a part of either trace that must be read is unusable.
+pub fn match_streams(
+    base: (&Profile, Records<'_>),
+    new: (&Profile, Records<'_>),
+) -> Result<Matched, DiffError> {
+    match_within(base, new, MATCH_WINDOW)
+}
+
+/// [`match_streams`] with a match window of `window` keys per side and kind.
+pub(super) fn match_within(
+    (base, base_records): (&Profile, Records<'_>),
+    (new, new_records): (&Profile, Records<'_>),
+    window: usize,
+) -> Result<Matched, DiffError> {
+    use std::sync::mpsc::sync_channel;
+    // The same prepared graphs, however often each was submitted (another run length):
+    // graphs pair by rank and a graph's extra submissions are one-sided. Other graphs
+    // (outputs rotated over another number of buffer sets) pair by submission number.
+    let by_graph = base.shape.keys().eq(new.shape.keys());
+    std::thread::scope(|scope| {
+        let mut receivers = Vec::new();
+        let mut threads = Vec::new();
+        for (profile, records) in [(base, base_records), (new, new_records)] {
+            let (send, receive) = sync_channel::<Batch>(BATCHES_AHEAD);
+            receivers.push(receive);
+            threads.push(scope.spawn(move || -> Result<u64, ReadError> {
+                let mut side = Side::new(&profile.places, by_graph);
+                let mut sent = 0u64;
+                // Sends what `side` keyed so far; false when the merge stopped listening.
+                let mut flush = |side: &mut Side<'_>, submits: u64| {
+                    let events = std::mem::take(&mut side.events);
+                    sent += events.len() as u64;
+                    let batch = Batch {
+                        events,
+                        submits,
+                        sent,
+                    };
+                    send.send(batch).is_ok()
+                };
+                let mut sent_at = 0;
+                for record in records {
+                    side.push(&record?);
+                    if side.events.len() >= BATCH || side.submits >= sent_at + BATCH as u64 {
+                        sent_at = side.submits;
+                        if !flush(&mut side, sent_at) {
+                            return Ok(side.late);
+                        }
+                    }
+                }
+                // Every submission still joinable is final: in batches too, so the merge
+                // takes them in step with the other side's.
+                let submits = side.submits;
+                while !side.live.is_empty() {
+                    side.retire_oldest();
+                    if side.events.len() >= BATCH && !flush(&mut side, submits) {
+                        return Ok(side.late);
+                    }
+                }
+                side.finish();
+                // Past every submit of the other side: the rest is drained.
+                flush(&mut side, u64::MAX);
+                Ok(side.late)
+            }));
+        }
+        let mut merge = Merge {
+            outputs: [Window::new(window), Window::new(window)],
+            outcomes: [Window::new(window), Window::new(window)],
+            matched: Matched {
+                by_graph,
+                ..Matched::default()
+            },
+        };
+        // In step: always read from the side that has read fewer submits (then sent fewer
+        // events).
+        let mut progress = [(0u64, 0u64); 2];
+        let mut done = [false; 2];
+        while !(done[0] && done[1]) {
+            let side = match done {
+                [true, _] => 1,
+                [_, true] => 0,
+                _ => usize::from(progress[1] < progress[0]),
+            };
+            match receivers[side].recv() {
+                Ok(batch) => {
+                    progress[side] = (batch.submits, batch.sent);
+                    for event in batch.events {
+                        merge.take(side, event);
+                    }
+                }
+                Err(_) => done[side] = true,
+            }
+        }
+        let mut late = [0; 2];
+        for (side, thread) in threads.into_iter().enumerate() {
+            let ended = thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            late[side] = match (side, ended) {
+                (_, Ok(late)) => late,
+                (0, Err(e)) => return Err(DiffError::Base(e)),
+                (_, Err(e)) => return Err(DiffError::New(e)),
+            };
+        }
+        Ok(merge.finish(late))
+    })
+}
+
+/// [`match_streams`] of the traces at `base_path` and `new_path`.
+///
+/// # Errors
+///
+/// [`DiffError`]: either trace cannot be opened, or a part that must be read is unusable.
+pub fn match_files(
+    (base, base_path): (&Profile, &Path),
+    (new, new_path): (&Profile, &Path),
+) -> Result<Matched, DiffError> {
+    let records = |path: &Path| -> Result<Records<'static>, ReadError> {
+        let reader = TraceReader::open(path)?;
+        Ok(Box::new(reader.map(|item| item.map(|(_, record)| record))))
+    };
+    let base_records = records(base_path).map_err(DiffError::Base)?;
+    let new_records = records(new_path).map_err(DiffError::New)?;
+    match_streams((base, base_records), (new, new_records))
+}

@@ -1,0 +1,260 @@
+//! Tests of the second pass: keying, windows and pairing.
+
+use super::stream::{BATCH, BATCHES_AHEAD, match_within};
+use super::*;
+use crate::matching::RegionKey;
+use crate::synthetic::{PipelineSpec, pipeline};
+use hrx_capture::schema::{BufferId, OutputDigest, Payload, PreparedId, Status};
+use std::collections::{BTreeMap, HashMap};
+
+/// A pipeline trace of `submissions` with one digest of buffer 4 after each completion
+/// (`flip`: submissions whose digest differs; `failed`: one whose outcome is failed).
+fn trace(submissions: u64, flip: &[u64], failed: Option<u64>) -> Vec<Record> {
+    let spec = PipelineSpec {
+        submissions,
+        ..PipelineSpec::ops(0)
+    };
+    let mut out = Vec::new();
+    for r in pipeline(spec) {
+        if let Record::SubmissionDone(d) = &r {
+            let n = d.submission.0;
+            out.push(Record::OutputDigest(OutputDigest {
+                runtime: d.runtime,
+                submission: d.submission,
+                buffer: BufferId(4),
+                start: 0,
+                end: 1 << 20,
+                xxh3: 7 + u64::from(flip.contains(&n)),
+                contents: Payload::Omitted { len_bytes: 1 << 20 },
+            }));
+            if failed == Some(n) {
+                let mut d = d.clone();
+                d.status = Status::Failed {
+                    error: "injected".into(),
+                };
+                out.push(Record::SubmissionDone(d));
+                continue;
+            }
+        }
+        out.push(r);
+    }
+    out
+}
+
+fn matched(base: &[Record], new: &[Record]) -> Matched {
+    matched_within(base, new, MATCH_WINDOW)
+}
+
+fn matched_within(base: &[Record], new: &[Record], window: usize) -> Matched {
+    let (bp, np) = (profile_records(base), profile_records(new));
+    fn stream(records: &[Record]) -> Records<'_> {
+        Box::new(records.iter().map(|r| Ok(r.clone())))
+    }
+    match_within((&bp, stream(base)), (&np, stream(new)), window).unwrap()
+}
+
+#[test]
+fn identical_traces_match_everything_with_a_nearly_empty_window() {
+    let submissions = 3 * LIVE_WINDOW as u64;
+    let records = trace(submissions, &[], None);
+    let m = matched(&records, &records);
+    assert!(m.by_graph);
+    assert_eq!(m.identical, submissions);
+    assert!(m.differing.is_empty());
+    assert_eq!(m.outcomes_compared, submissions);
+    assert_eq!(
+        (m.outputs_one_sided, m.submissions_one_sided),
+        ([0; 2], [0; 2])
+    );
+    assert_eq!((m.unmatched_past_window, m.late_records), ([0; 2], [0; 2]));
+    // Bounded by the batches in flight, not by the trace.
+    assert!(
+        m.peak_pending < 8 * (BATCH * (BATCHES_AHEAD + 2)),
+        "{}",
+        m.peak_pending
+    );
+}
+
+#[test]
+fn differing_outputs_and_outcomes_are_found_in_key_order() {
+    let base = trace(50, &[], None);
+    let new = trace(50, &[30, 4], Some(12));
+    let m = matched(&base, &new);
+    let keys: Vec<u64> = m.differing.iter().map(|d| d.base.2).collect();
+    assert_eq!(keys, [4, 30]);
+    assert_eq!(m.differing[0].key.2, 4, "the graph's 5th submission");
+    // Placed by the operation writing it (the download, node 3's second use).
+    assert_eq!(m.differing[0].key.3, Place::Use(3, 1));
+    assert_eq!(m.changed.len(), 1);
+    assert_eq!(
+        (m.changed[0].key, m.changed[0].base, m.changed[0].new),
+        ((0, 0, 12), Outcome::Ok, Outcome::Failed)
+    );
+}
+
+#[test]
+fn another_run_length_is_one_sided_and_keyed_by_graph() {
+    let base = trace(40, &[], None);
+    let new = trace(30, &[], None);
+    let m = matched(&base, &new);
+    assert!(m.by_graph);
+    assert_eq!(m.identical, 30);
+    assert_eq!(m.outputs_one_sided, [10, 0]);
+    assert_eq!(m.submissions_one_sided, [10, 0]);
+    assert_eq!(m.unmatched_past_window, [0; 2]);
+}
+
+#[test]
+fn keys_past_the_window_are_counted_one_sided_and_said() {
+    // New has 12,000 submissions more at its end: as many outputs and outcomes wait for
+    // a partner that never comes; a window of 8,192 keys (more than the two sides' lag
+    // in step, a few batches) keeps 8,192 of each kind and lets the rest go, counted.
+    let window = 8192;
+    let base = trace(3000, &[], None);
+    let new = trace(15_000, &[], None);
+    let m = matched_within(&base, &new, window);
+    assert_eq!(m.identical, 3000);
+    assert_eq!(m.outcomes_compared, 3000);
+    assert_eq!(m.outputs_one_sided, [0, 12_000]);
+    assert_eq!(m.submissions_one_sided, [0, 12_000]);
+    assert_eq!(m.unmatched_past_window, [0, 2 * (12_000 - window as u64)]);
+    // The whole window: nothing leaves it, the counts are the same.
+    let m = matched(&base, &new);
+    assert_eq!(m.unmatched_past_window, [0, 0]);
+    assert_eq!(m.outputs_one_sided, [0, 12_000]);
+}
+
+#[test]
+fn digests_before_their_submit_are_keyed_by_graph() {
+    let base = trace(20, &[], None);
+    // Every digest ahead of every record of its submission.
+    let (digests, rest): (Vec<Record>, Vec<Record>) = base
+        .iter()
+        .cloned()
+        .partition(|r| matches!(r, Record::OutputDigest(_)));
+    let first = rest
+        .iter()
+        .position(|r| matches!(r, Record::Submit(_)))
+        .unwrap();
+    let mut new = rest[..first].to_vec();
+    new.extend(digests);
+    new.extend_from_slice(&rest[first..]);
+    let m = matched(&base, &new);
+    assert_eq!(m.identical, 20);
+    assert_eq!(m.outputs_one_sided, [0; 2]);
+}
+
+#[test]
+fn several_digests_of_one_key_in_a_submission_are_paired_in_order() {
+    // An upload into a range, then a kernel filling it: two digests of one key per
+    // submission, told apart only by their order.
+    let mut records = Vec::new();
+    for r in trace(50, &[], None) {
+        if let Record::OutputDigest(d) = &r {
+            let mut filled = d.clone();
+            filled.xxh3 = 1000 + d.submission.0;
+            records.push(r.clone());
+            records.push(Record::OutputDigest(filled));
+        } else {
+            records.push(r);
+        }
+    }
+    let m = matched(&records, &records);
+    assert_eq!(m.identical, 100);
+    assert!(m.differing.is_empty(), "{:?}", m.differing.first());
+    assert_eq!(m.outputs_one_sided, [0; 2]);
+    // One side lacks the second digest of submission 7: counted one-sided, the rest
+    // still meet their partners.
+    let mut fewer = records.clone();
+    let at = fewer
+        .iter()
+        .position(|r| matches!(r, Record::OutputDigest(d) if d.xxh3 == 1007))
+        .unwrap();
+    fewer.remove(at);
+    let m = matched(&records, &fewer);
+    assert_eq!((m.identical, m.differing.len()), (99, 0));
+    assert_eq!(m.outputs_one_sided, [1, 0]);
+}
+
+/// [`trace`] with a second prepared graph of the same structure: submissions alternate
+/// between the two, x first (`yx`: y first), and each digest tells its graph and its
+/// index among that graph's submissions apart.
+fn two_graphs(submissions: u64, yx: bool, failed: Option<u64>) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut of = HashMap::new();
+    let mut nth = [0u64; 2];
+    for r in trace(submissions, &[], failed) {
+        match r {
+            Record::Prepared(p) => {
+                let mut y = p.clone();
+                y.prepared = PreparedId(p.prepared.0 + 1);
+                out.push(Record::Prepared(p));
+                out.push(Record::Prepared(y));
+            }
+            Record::Submit(mut s) => {
+                let graph = (s.submission.0 % 2) ^ u64::from(yx);
+                s.prepared = PreparedId(s.prepared.0 + graph);
+                of.insert(s.submission, (graph, nth[graph as usize]));
+                nth[graph as usize] += 1;
+                out.push(Record::Submit(s));
+            }
+            Record::OutputDigest(mut d) => {
+                let (graph, nth) = of[&d.submission];
+                d.xxh3 = (graph << 32) | nth;
+                out.push(Record::OutputDigest(d));
+            }
+            r => out.push(r),
+        }
+    }
+    out
+}
+
+#[test]
+fn outcomes_are_paired_by_graph_as_outputs_are() {
+    // Graph x's 5th submission fails in both: submission 8 of xy..., 9 of yx...
+    let base = two_graphs(50, false, Some(8));
+    let new = two_graphs(50, true, Some(9));
+    let m = matched(&base, &new);
+    assert!(m.by_graph);
+    assert_eq!((m.identical, m.differing.len()), (50, 0));
+    assert!(m.changed.is_empty(), "{:?}", m.changed);
+    assert_eq!(m.outcomes_compared, 50);
+    // Graph x's 5th failing in one only: one changed outcome, keyed by graph and index,
+    // with both submission numbers.
+    let m = matched(&base, &two_graphs(50, true, None));
+    assert_eq!(m.changed.len(), 1);
+    assert_eq!(
+        (m.changed[0].key, m.changed[0].submission),
+        ((0, 0, 4), [8, 9])
+    );
+}
+
+#[test]
+fn another_run_length_of_the_same_graphs_pairs_by_graph() {
+    // Two more submissions, one of each graph, in another order: every output of base
+    // meets its graph's, the new ones are one-sided, none is compared with another
+    // graph's.
+    let base = two_graphs(50, false, None);
+    let new = two_graphs(52, true, None);
+    let m = matched(&base, &new);
+    assert!(m.by_graph);
+    assert_eq!((m.identical, m.differing.len()), (50, 0));
+    assert_eq!(m.outputs_one_sided, [0, 2]);
+    assert_eq!((m.outcomes_compared, m.submissions_one_sided), (50, [0, 2]));
+}
+
+#[test]
+fn region_durations_are_kept_per_region_key() {
+    let records = trace(10, &[], None);
+    let p = profile_records(&records);
+    assert_eq!(p.regions.len(), 4);
+    let (label, sketch) = &p.regions[&RegionKey {
+        runtime: 0,
+        prepared: 0,
+        region: 1,
+    }];
+    assert_eq!(label, "blur +1");
+    assert_eq!(sketch.count(), 10);
+    assert_eq!(p.submissions, 10);
+    assert_eq!(p.shape, BTreeMap::from([((0, 0), 10)]));
+}

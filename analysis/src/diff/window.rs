@@ -1,0 +1,171 @@
+//! The keys of one kind waiting for the other side's ([`Window`], at most
+//! [`MATCH_WINDOW`](super::MATCH_WINDOW) per side), and the merge of both sides' events
+//! through the one comparison rule of `diff` and `replay`.
+
+use super::side::Event;
+use super::{ChangedOutcome, DifferingOutput, Matched, OutputKey, OutputValue, SubmissionKey};
+use crate::compare::{Digest, DigestMatch, OutcomeMatch, digests, outcomes};
+use crate::scan::Outcome;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+/// Keys of one kind waiting for the other side, oldest first (see the module docs).
+///
+/// A key may wait with several values (a submission writing one range twice, an upload then
+/// a kernel filling it, digests both): the n-th value of a key on one side meets the n-th
+/// on the other, as `replay` pairs them, so none is overwritten and lost.
+pub(super) struct Window<K, V> {
+    /// Per key, its waiting values with their arrival numbers, oldest first.
+    map: HashMap<K, VecDeque<(u64, V)>>,
+    /// Arrival order: (key, arrival number); entries of values already taken stay until
+    /// dropped (their number is below their key's oldest waiting one).
+    order: VecDeque<(K, u64)>,
+    /// Values waiting.
+    pub(super) len: usize,
+    arrivals: u64,
+    pub(super) evicted: u64,
+    /// Values kept at most ([`MATCH_WINDOW`]).
+    limit: usize,
+}
+
+impl<K: Hash + Eq + Copy, V> Window<K, V> {
+    pub(super) fn new(limit: usize) -> Self {
+        Window {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            len: 0,
+            arrivals: 0,
+            evicted: 0,
+            limit,
+        }
+    }
+
+    /// Whether the value of `key` that arrived `n`-th still waits: values of a key are
+    /// taken oldest first.
+    fn waits(map: &HashMap<K, VecDeque<(u64, V)>>, key: &K, n: u64) -> bool {
+        map.get(key)
+            .and_then(VecDeque::front)
+            .is_some_and(|&(oldest, _)| oldest <= n)
+    }
+
+    pub(super) fn insert(&mut self, key: K, value: V) {
+        let n = self.arrivals;
+        self.arrivals += 1;
+        self.map.entry(key).or_default().push_back((n, value));
+        self.order.push_back((key, n));
+        self.len += 1;
+        while self.len > self.limit {
+            let Some((oldest, n)) = self.order.pop_front() else {
+                break;
+            };
+            if Self::waits(&self.map, &oldest, n) {
+                self.take(&oldest);
+                self.evicted += 1;
+            }
+        }
+        // Values taken by the other side stay in the order list; drop them now and then.
+        if self.order.len() > 2 * self.len + 1024 {
+            let map = &self.map;
+            self.order.retain(|(k, n)| Self::waits(map, k, *n));
+        }
+    }
+
+    /// The oldest value waiting under `key`.
+    pub(super) fn take(&mut self, key: &K) -> Option<V> {
+        let values = self.map.get_mut(key)?;
+        let (_, value) = values.pop_front()?;
+        if values.is_empty() {
+            self.map.remove(key);
+        }
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// Values that never met the other side's: still waiting, or evicted.
+    pub(super) fn one_sided(&self) -> u64 {
+        self.len as u64 + self.evicted
+    }
+}
+
+/// The merge of the two sides' events.
+pub(super) struct Merge {
+    pub(super) outputs: [Window<OutputKey, OutputValue>; 2],
+    pub(super) outcomes: [Window<SubmissionKey, (Option<Outcome>, u64)>; 2],
+    pub(super) matched: Matched,
+}
+
+impl Merge {
+    pub(super) fn take(&mut self, side: usize, event: Event) {
+        let other = 1 - side;
+        match event {
+            Event::Output(key, value) => match self.outputs[other].take(&key) {
+                None => self.outputs[side].insert(key, value),
+                Some(theirs) => {
+                    let (base, new) = if side == 0 {
+                        (value, theirs)
+                    } else {
+                        (theirs, value)
+                    };
+                    let one = |xxh3| {
+                        [Digest {
+                            xxh3,
+                            contents: None,
+                        }]
+                    };
+                    // The one rule of `diff` and `replay` for the digests of one key.
+                    match digests(&one(base.0), &one(new.0), None, false) {
+                        DigestMatch::Match => self.matched.identical += 1,
+                        _ => self
+                            .matched
+                            .differing
+                            .push(DifferingOutput { key, base, new }),
+                    }
+                }
+            },
+            Event::Outcome(key, value) => match self.outcomes[other].take(&key) {
+                None => self.outcomes[side].insert(key, value),
+                Some(theirs) => {
+                    let (base, new) = if side == 0 {
+                        (value, theirs)
+                    } else {
+                        (theirs, value)
+                    };
+                    let submission = [base.1, new.1];
+                    let (base, new) = (base.0, new.0);
+                    match outcomes(base, new) {
+                        OutcomeMatch::Unknown => self.matched.outcomes_unknown += 1,
+                        OutcomeMatch::Same => self.matched.outcomes_compared += 1,
+                        OutcomeMatch::Changed => {
+                            self.matched.outcomes_compared += 1;
+                            if let (Some(base), Some(new)) = (base, new) {
+                                self.matched.changed.push(ChangedOutcome {
+                                    key,
+                                    submission,
+                                    base,
+                                    new,
+                                });
+                            }
+                        }
+                    }
+                }
+            },
+        }
+        let pending: usize = (0..2)
+            .map(|s| self.outputs[s].len + self.outcomes[s].len)
+            .sum();
+        self.matched.peak_pending = self.matched.peak_pending.max(pending);
+    }
+
+    pub(super) fn finish(mut self, late: [u64; 2]) -> Matched {
+        let m = &mut self.matched;
+        for s in 0..2 {
+            m.outputs_one_sided[s] = self.outputs[s].one_sided();
+            m.submissions_one_sided[s] = self.outcomes[s].one_sided();
+            m.unmatched_past_window[s] = self.outputs[s].evicted + self.outcomes[s].evicted;
+        }
+        m.late_records = late;
+        m.differing.sort_by_key(|d| d.key);
+        m.changed.sort_by_key(|c| c.key);
+        self.matched
+    }
+}
