@@ -1,0 +1,125 @@
+//! The replay's own trace read back: its recorder closed, and its records (region timings,
+//! digests, failures) mapped onto captured ids.
+
+use super::{Observed, ReplayOutput};
+use crate::error::ReplayError;
+use crate::plan::{RuntimePlan, Sample};
+use hrx_capture::schema::{self as s, BufferId, Record, SubmissionIndex};
+use hrx_capture::{MemorySink, Recorder, Trace};
+use std::collections::HashMap;
+
+/// Closes the replay's recorder and reads its trace.
+pub(super) fn close(recorder: &Recorder, sink: &MemorySink) -> Result<Trace, ReplayError> {
+    let summary = recorder
+        .close()
+        .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+    if summary.dropped_records > 0 {
+        return Err(ReplayError::Measurement {
+            why: format!(
+                "the replay's recorder dropped {} records (the machine is overloaded?)",
+                summary.dropped_records
+            ),
+        });
+    }
+    Trace::from_bytes(&sink.contents()).map_err(|e| ReplayError::Measurement { why: e.to_string() })
+}
+
+/// Maps the replay's own records back onto captured ids.
+pub(super) fn read_back(
+    plan: &RuntimePlan<'_>,
+    records: &[Record],
+    replay_index: &HashMap<u64, SubmissionIndex>,
+    buffer_of: &HashMap<u64, BufferId>,
+    observed: &mut Observed,
+) {
+    let captured = |submission: s::SubmissionIndex| replay_index.get(&submission.0).copied();
+    let blobs: HashMap<s::BlobHash, &[u8]> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Blob(b) => Some((b.hash, b.bytes.as_slice())),
+            _ => None,
+        })
+        .collect();
+    for record in records {
+        match record {
+            Record::OutputDigest(o) => {
+                let (Some(index), Some(&buffer)) =
+                    (captured(o.submission), buffer_of.get(&o.buffer.0))
+                else {
+                    continue;
+                };
+                // The replay digests every range: ignore those the capture did not digest.
+                if !plan.digests_all
+                    && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
+                {
+                    continue;
+                }
+                let contents = match &o.contents {
+                    s::Payload::Inline(bytes) => Some(bytes.clone()),
+                    s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
+                    s::Payload::Omitted { .. } => None,
+                };
+                observed
+                    .outputs
+                    .entry(index)
+                    .or_default()
+                    .push(ReplayOutput {
+                        region: None,
+                        buffer,
+                        start: o.start,
+                        end: o.end,
+                        xxh3: o.xxh3,
+                        contents,
+                    });
+            }
+            Record::RegionTiming(t) => {
+                if let Some(index) = captured(t.submission) {
+                    let graph = plan.submissions[plan.submission_index[&index]].graph;
+                    observed
+                        .region_times
+                        .entry((graph, t.region.0))
+                        .or_default()
+                        .push(Sample::of(t));
+                }
+            }
+            Record::RegionDone(d) => {
+                if let (Some(index), s::Status::Failed { .. }) = (captured(d.submission), &d.status)
+                {
+                    let region = observed.failed_region.entry(index).or_insert(d.region.0);
+                    if *region >= d.region.0 {
+                        *region = d.region.0;
+                        observed.failed_at.insert(index, d.time_ns);
+                    }
+                }
+            }
+            Record::Quarantine(q) => {
+                if let Some(index) = q.submission.and_then(captured) {
+                    observed.quarantined.insert(index);
+                }
+            }
+            Record::Poison(p) => {
+                if let Some(event) = crate::concurrent::PoisonEvent::of(p)
+                    && let (Some(submission), Some(&buffer)) =
+                        (captured(event.submission), buffer_of.get(&event.buffer.0))
+                {
+                    observed.poisons.push(crate::concurrent::PoisonEvent {
+                        buffer,
+                        submission,
+                        ..event
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    for (index, outputs) in &mut observed.outputs {
+        let regions = &plan.graphs[plan.submissions[plan.submission_index[index]].graph].regions;
+        let keys: Vec<_> = outputs.iter().map(|o| (o.buffer, o.start, o.end)).collect();
+        for (output, region) in outputs
+            .iter_mut()
+            .zip(crate::plan::attribute(regions, &keys))
+        {
+            output.region = region;
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! A replay runtime and its objects kept across the chunks of a streamed trace, what one
+//! chunk's replay leaves to read back, and [`run`], one whole replay.
+
+use super::Objects;
+use super::build::{build, build_more};
+use super::open::open_runtime;
+use super::read_back::read_back;
+use super::walk::walk;
+use super::{Observed, Ticker, lock};
+use crate::error::ReplayError;
+use crate::options::ReplayOptions;
+use crate::plan::RuntimePlan;
+use hrx::Runtime;
+use hrx_capture::schema::{BufferId, Record, SubmissionIndex};
+use hrx_capture::{Recorder, Sink, TraceReader};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A sink whose bytes are taken away chunk by chunk (the replay's own trace is read back
+/// as it is written, so it never exists whole in memory).
+#[derive(Clone, Default)]
+pub(super) struct DrainSink(Arc<Mutex<Vec<u8>>>);
+
+impl Sink for DrainSink {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// What one chunk's replay left to read back: the flight's statuses, refusals and host
+/// write errors, the replay's submission numbers (replay index to captured index) and the
+/// records the replay wrote about them.
+pub(crate) struct ChunkRun {
+    observed: Observed,
+    replay_index: HashMap<u64, SubmissionIndex>,
+    records: Vec<Record>,
+    buffer_of: Arc<HashMap<u64, BufferId>>,
+}
+
+impl ChunkRun {
+    /// Moves the records of `later` that are about this chunk's submissions (digests hashed
+    /// after the chunk was drained) here.
+    pub fn take_late(&mut self, later: &mut ChunkRun) {
+        let (mine, theirs): (Vec<Record>, Vec<Record>) = std::mem::take(&mut later.records)
+            .into_iter()
+            .partition(|r| {
+                crate::chunk::submission_of(r).is_some_and(|s| self.replay_index.contains_key(&s.0))
+            });
+        // Blobs stay with both: either side's digests may name them.
+        let blobs = theirs
+            .iter()
+            .filter(|r| matches!(r, Record::Blob(_)))
+            .cloned();
+        self.records.extend(mine.into_iter().chain(blobs));
+        later.records = theirs;
+    }
+
+    /// Adds records the replay wrote after this chunk (its last ones, at the runtime's end).
+    pub fn extend(&mut self, records: Vec<Record>) {
+        self.records.extend(records);
+    }
+
+    /// Maps the replay's records onto captured ids: what the replay observed.
+    pub fn observe(mut self, plan: &RuntimePlan<'_>) -> Observed {
+        read_back(
+            plan,
+            &self.records,
+            &self.replay_index,
+            &self.buffer_of,
+            &mut self.observed,
+        );
+        self.observed
+    }
+}
+
+/// A replay runtime and its objects, kept across the chunks of a streamed trace.
+pub(crate) struct Session {
+    // Dropped in this order: the objects, then the runtime (its workers joined).
+    objects: Option<Objects>,
+    runtime: Option<Runtime>,
+    recorder: Recorder,
+    sink: DrainSink,
+    /// The replay trace's file header, put before every drained piece to decode it.
+    header: Vec<u8>,
+    buffer_of: Arc<HashMap<u64, BufferId>>,
+    backend: String,
+    device: String,
+    notes: Vec<String>,
+}
+
+impl Session {
+    /// A fresh runtime with `plan`'s buffers, kernels and graphs.
+    pub fn open(
+        plan: &RuntimePlan<'_>,
+        options: &ReplayOptions,
+        fault: Option<hrx::FaultSpec>,
+        contents: bool,
+    ) -> Result<Session, ReplayError> {
+        let sink = DrainSink::default();
+        let (runtime, recorder) = open_runtime(plan, options, fault, contents, sink.clone())?;
+        let info = runtime.device_info();
+        let mut notes = Vec::new();
+        let objects = build(&runtime, plan, options, &mut notes)?;
+        let buffer_of: HashMap<u64, BufferId> = objects
+            .buffers
+            .iter()
+            .zip(&plan.buffers)
+            .map(|(b, p)| (b.id(), p.id))
+            .collect();
+        Ok(Session {
+            objects: Some(objects),
+            runtime: Some(runtime),
+            recorder,
+            sink,
+            header: Vec::new(),
+            buffer_of: Arc::new(buffer_of),
+            backend: info.backend.to_string(),
+            device: info.name.clone(),
+            notes,
+        })
+    }
+
+    /// Decodes what the recorder wrote since the last call.
+    fn drain(&mut self) -> Result<Vec<Record>, ReplayError> {
+        let measurement = |why: String| ReplayError::Measurement { why };
+        let bytes = std::mem::take(&mut *lock(&self.sink.0));
+        let mut input = Vec::with_capacity(self.header.len() + bytes.len());
+        if self.header.is_empty() {
+            self.header = bytes
+                .get(..hrx_capture::format::FILE_HEADER_LEN)
+                .ok_or_else(|| measurement("the replay's trace has no header".into()))?
+                .to_vec();
+            input.extend_from_slice(&bytes);
+        } else {
+            input.extend_from_slice(&self.header);
+            input.extend_from_slice(&bytes);
+        }
+        let reader = TraceReader::new(input.as_slice()).map_err(|e| measurement(e.to_string()))?;
+        reader
+            .map(|item| item.map(|(_, record)| record))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| measurement(e.to_string()))
+    }
+
+    /// Replays `plan`'s timeline (one chunk: every submission of it retired before this
+    /// returns) and takes what the replay recorded so far.
+    pub fn run_chunk(
+        &mut self,
+        plan: &RuntimePlan<'_>,
+        options: &ReplayOptions,
+        ticker: &mut Ticker<'_>,
+    ) -> Result<ChunkRun, ReplayError> {
+        let (Some(runtime), Some(objects)) = (&self.runtime, &mut self.objects) else {
+            unreachable!("the runtime and objects live until finish");
+        };
+        build_more(runtime, plan, options, &mut self.notes, objects)?;
+        let grown = objects.buffers.len() != self.buffer_of.len();
+        if grown {
+            self.buffer_of = Arc::new(
+                objects
+                    .buffers
+                    .iter()
+                    .zip(&plan.buffers)
+                    .map(|(b, p)| (b.id(), p.id))
+                    .collect(),
+            );
+        }
+        let objects = &*objects;
+        let mut observed = Observed {
+            backend: self.backend.clone(),
+            device: self.device.clone(),
+            notes: std::mem::take(&mut self.notes),
+            ..Observed::default()
+        };
+        let replay_index = walk(plan, objects, &mut observed, ticker)?;
+        self.recorder
+            .flush()
+            .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+        let records = self.drain()?;
+        Ok(ChunkRun {
+            observed,
+            replay_index,
+            records,
+            buffer_of: self.buffer_of.clone(),
+        })
+    }
+
+    /// Ends the replay runtime (its workers joined, its pending digests written) and takes
+    /// the records written since the last chunk.
+    pub fn finish(mut self) -> Result<Vec<Record>, ReplayError> {
+        drop(self.objects.take());
+        drop(self.runtime.take());
+        let summary = self
+            .recorder
+            .close()
+            .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
+        if summary.dropped_records > 0 {
+            return Err(ReplayError::Measurement {
+                why: format!(
+                    "the replay's recorder dropped {} records (the machine is overloaded?)",
+                    summary.dropped_records
+                ),
+            });
+        }
+        self.drain()
+    }
+}
+
+/// Replays `plan` once and reads back what the replay recorded.
+pub(crate) fn run(
+    plan: &RuntimePlan<'_>,
+    options: &ReplayOptions,
+    fault: Option<hrx::FaultSpec>,
+    contents: bool,
+    ticker: &mut Ticker<'_>,
+) -> Result<Observed, ReplayError> {
+    let mut session = Session::open(plan, options, fault, contents)?;
+    let mut run = session.run_chunk(plan, options, ticker)?;
+    run.records.extend(session.finish()?);
+    Ok(run.observe(plan))
+}

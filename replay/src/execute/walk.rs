@@ -1,0 +1,164 @@
+//! Step 3 of a replay: the timeline walked (host writes, submits in submission order,
+//! waiting for the oldest outstanding submission whenever the runtime answers `Busy`).
+
+use super::{Entry, EntryQueue, Objects, Observed, Ticker, lock, outcome};
+use crate::error::ReplayError;
+use crate::plan::{Event, RuntimePlan};
+use crate::report::Outcome;
+use crate::substitute::Substitute;
+use hrx::{Completion, Error};
+use hrx_capture::schema::SubmissionIndex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Submissions waited on in submission order, and completions kept for later producers.
+pub(super) struct Flight {
+    outstanding: VecDeque<(SubmissionIndex, Completion)>,
+    /// Completions later submissions name as producers, until their last consumer.
+    held: HashMap<SubmissionIndex, Completion>,
+    statuses: HashMap<SubmissionIndex, (Outcome, String)>,
+}
+
+impl Flight {
+    /// Waits for the oldest outstanding submission; false when none is outstanding.
+    fn retire_oldest(&mut self, ticker: &mut Ticker<'_>) -> bool {
+        let Some((index, completion)) = self.outstanding.pop_front() else {
+            return false;
+        };
+        let _ = completion.wait();
+        let status = completion
+            .status()
+            .map(|s| outcome(&s))
+            .unwrap_or((Outcome::Failed, "no status after wait".into()));
+        self.statuses.insert(index, status);
+        ticker.tick();
+        true
+    }
+}
+
+/// Walks `plan`'s timeline on `objects` and retires every submission; returns the replay's
+/// submission numbers mapped to captured ones.
+pub(super) fn walk(
+    plan: &RuntimePlan<'_>,
+    objects: &Objects,
+    observed: &mut Observed,
+    ticker: &mut Ticker<'_>,
+) -> Result<HashMap<u64, SubmissionIndex>, ReplayError> {
+    // Last submission (position) naming each submission as a producer.
+    let mut last_consumer: HashMap<SubmissionIndex, usize> = HashMap::new();
+    for (position, submission) in plan.submissions.iter().enumerate() {
+        for producer in &submission.producers {
+            last_consumer.insert(*producer, position);
+        }
+    }
+    // Substitution entries per submission.
+    let mut entries: HashMap<SubmissionIndex, Vec<(&EntryQueue, &Substitute<'_>)>> = HashMap::new();
+    for sub in &plan.substitutions {
+        if !sub.writes {
+            continue;
+        }
+        let queue = &objects.queues[&(sub.graph, sub.node)];
+        for (index, entry) in &sub.per_submission {
+            entries.entry(*index).or_default().push((queue, entry));
+        }
+    }
+
+    let mut flight = Flight {
+        outstanding: VecDeque::new(),
+        held: HashMap::new(),
+        statuses: HashMap::new(),
+    };
+    let mut replay_index: HashMap<u64, SubmissionIndex> = HashMap::new();
+    for event in &plan.timeline {
+        match *event {
+            Event::HostWrite(i) => {
+                let w = &plan.host_writes[i];
+                let buffer = &objects.buffers[plan.buffer_index[&w.buffer]];
+                loop {
+                    match buffer.write(w.offset, w.bytes) {
+                        Ok(()) => break,
+                        Err(Error::Busy(why)) => {
+                            if !flight.retire_oldest(ticker) {
+                                return Err(ReplayError::unreplayable(format!(
+                                    "runtime {}: the host write into buffer {} stays busy with nothing in flight: {why}",
+                                    plan.id, w.buffer
+                                )));
+                            }
+                        }
+                        Err(error) => {
+                            observed.host_write_errors.push((i, error.to_string()));
+                            break;
+                        }
+                    }
+                }
+            }
+            Event::Submit(position) => {
+                let submission = &plan.submissions[position];
+                let pushed = entries
+                    .get(&submission.index)
+                    .map_or(&[][..], Vec::as_slice);
+                for (queue, entry) in pushed {
+                    lock(queue).push_back(match entry {
+                        Substitute::Write(writes) => Entry::Write(
+                            writes
+                                .iter()
+                                .map(|(binding, bytes)| (*binding, Arc::from(*bytes)))
+                                .collect(),
+                        ),
+                        Substitute::Fail {
+                            device_lost,
+                            message,
+                        } => Entry::Fail {
+                            device_lost: *device_lost,
+                            message: message.clone(),
+                        },
+                        Substitute::Unavailable => Entry::Noop,
+                    });
+                }
+                let producers: Vec<Completion> = submission
+                    .producers
+                    .iter()
+                    .filter_map(|p| flight.held.get(p).cloned())
+                    .collect();
+                let graph = &objects.graphs[submission.graph];
+                let completion = loop {
+                    match graph.submit_after(&producers) {
+                        Ok(completion) => break Some(completion),
+                        Err(Error::Busy(why)) => {
+                            if !flight.retire_oldest(ticker) {
+                                return Err(ReplayError::unreplayable(format!(
+                                    "runtime {}: submission {} stays busy with nothing in flight: {why}",
+                                    plan.id, submission.index
+                                )));
+                            }
+                        }
+                        Err(error) => {
+                            observed.refused.insert(submission.index, error.to_string());
+                            for (queue, _) in pushed {
+                                lock(queue).pop_back();
+                            }
+                            ticker.tick();
+                            break None;
+                        }
+                    }
+                };
+                drop(producers);
+                if let Some(completion) = completion {
+                    replay_index.insert(completion.submission(), submission.index);
+                    if last_consumer.contains_key(&submission.index) {
+                        flight.held.insert(submission.index, completion.clone());
+                    }
+                    flight.outstanding.push_back((submission.index, completion));
+                }
+                flight.held.retain(|index, _| {
+                    last_consumer
+                        .get(index)
+                        .is_some_and(|&last| last > position)
+                });
+            }
+        }
+    }
+    while flight.retire_oldest(ticker) {}
+    observed.statuses = std::mem::take(&mut flight.statuses);
+    Ok(replay_index)
+}

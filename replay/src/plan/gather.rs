@@ -1,0 +1,190 @@
+//! Gathering a trace's records per runtime in file order, and the whole trace's [`Plan`]:
+//! the recovery's notes, then one [`RuntimePlan`] per runtime (`runtime`).
+
+use super::Plan;
+use super::runtime::runtime_plan;
+use crate::error::ReplayError;
+use hrx_capture::Trace;
+use hrx_capture::schema::{self as s, BlobHash, Payload, Record, RuntimeId, SubmissionIndex};
+use std::collections::{BTreeMap, HashMap};
+
+pub(super) fn bad(why: impl Into<String>) -> ReplayError {
+    ReplayError::unreplayable(why)
+}
+
+pub(super) fn to_usize(value: u64, what: impl FnOnce() -> String) -> Result<usize, ReplayError> {
+    usize::try_from(value).map_err(|_| bad(format!("{}: {value} does not fit in memory", what())))
+}
+
+/// Resolves captured contents to their bytes: `Ok(None)` when they were not captured.
+pub(super) fn contents<'t>(
+    p: &'t Payload,
+    expected_len: u64,
+    blobs: &HashMap<BlobHash, &'t [u8]>,
+    what: &dyn Fn() -> String,
+) -> Result<Option<&'t [u8]>, ReplayError> {
+    let bytes: &'t [u8] = match p {
+        Payload::Omitted { .. } => return Ok(None),
+        Payload::Inline(bytes) => bytes,
+        Payload::Blob { hash, len_bytes } => {
+            if *len_bytes != expected_len {
+                return Err(bad(format!(
+                    "{}: the blob reference says {len_bytes} bytes, the record {expected_len}",
+                    what()
+                )));
+            }
+            blobs.get(hash).copied().ok_or_else(|| {
+                bad(format!(
+                    "{}: blob {:#018x} is not in the trace (damaged trace?)",
+                    what(),
+                    hash.0
+                ))
+            })?
+        }
+    };
+    if bytes.len() as u64 != expected_len {
+        return Err(bad(format!(
+            "{}: captured contents are {} bytes, the record says {expected_len}",
+            what(),
+            bytes.len()
+        )));
+    }
+    Ok(Some(bytes))
+}
+
+/// Per-runtime records gathered in file order before validation.
+#[derive(Default)]
+pub(super) struct Gather<'t> {
+    pub(super) start: Option<&'t s::RuntimeStart>,
+    pub(super) buffers: Vec<&'t s::BufferCreated>,
+    pub(super) kernels: Vec<&'t s::KernelLoaded>,
+    pub(super) ops: Vec<&'t s::GraphOp>,
+    pub(super) prepared: Vec<&'t s::Prepared>,
+    pub(super) submits: Vec<&'t s::Submit>,
+    pub(super) refusals: usize,
+    pub(super) host_writes: Vec<&'t s::HostWrite>,
+    pub(super) outputs: Vec<&'t s::OutputDigest>,
+    pub(super) timings: Vec<&'t s::RegionTiming>,
+    pub(super) op_timings: Vec<&'t s::OpTiming>,
+    pub(super) region_done: Vec<&'t s::RegionDone>,
+    pub(super) done: Vec<&'t s::SubmissionDone>,
+    pub(super) quarantines: Vec<&'t s::Quarantine>,
+    pub(super) faults: Vec<&'t s::FaultInjected>,
+    pub(super) poisons: Vec<&'t s::Poison>,
+    pub(super) cross_waits: Vec<&'t s::CrossWait>,
+    pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
+    /// The first submission of the earliest range, when the trace holds ranges.
+    pub(super) range_start: Option<SubmissionIndex>,
+    pub(super) range_fault: Option<(SubmissionIndex, s::RangeFault)>,
+}
+
+/// What the reader's recovery means for the replay: notes (records lost while recording, a
+/// damaged or cut-short file) and whether the trace is complete.
+pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, bool) {
+    let mut notes = Vec::new();
+    // First of all: a trace that lost records cannot be replayed exactly.
+    let lost = recovery.lost;
+    if !lost.is_none() {
+        notes.push(format!(
+            "cannot be exact: {lost} while recording: missing submissions, host writes or \
+             digests show up as divergences"
+        ));
+    }
+    let complete = recovery.is_complete() && lost.is_none();
+    if !complete {
+        let r = recovery;
+        notes.push(format!(
+            "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
+             records skipped, {} bytes discarded, {} submissions missing): what it lacks cannot \
+             be compared",
+            r.clean_close,
+            r.skipped_blocks,
+            r.skipped_records,
+            r.bytes_discarded,
+            r.missing_submissions
+        ));
+    }
+    (notes, complete)
+}
+
+/// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
+///
+/// # Errors
+/// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
+pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
+    let blobs = trace.blobs();
+    let lost = trace.recovery.lost;
+    let (mut notes, complete) = recovery_notes(&trace.recovery);
+    let mut format_version = format!(
+        "{}.{}",
+        trace.header.version.major.0, trace.header.version.minor.0
+    );
+    let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
+    for record in &trace.records {
+        match record {
+            Record::SessionStart(start) => {
+                format_version = format!("{}.{}", start.format_version.0, start.format_version.1);
+                continue;
+            }
+            Record::SessionEnd(_) => continue,
+            _ => {}
+        }
+        let Some(runtime) = record.runtime() else {
+            continue;
+        };
+        let g = gathered.entry(runtime).or_default();
+        match record {
+            Record::RuntimeStart(r) => {
+                if g.start.is_some() {
+                    return Err(bad(format!("runtime {runtime} starts twice")));
+                }
+                g.start = Some(r);
+            }
+            Record::BufferCreated(r) => g.buffers.push(r),
+            Record::KernelLoaded(r) => g.kernels.push(r),
+            Record::GraphOp(r) => g.ops.push(r),
+            Record::Prepared(r) => g.prepared.push(r),
+            Record::Submit(r) => g.submits.push(r),
+            Record::SubmitRefused(_) => g.refusals += 1,
+            Record::HostWrite(r) => g.host_writes.push(r),
+            Record::OutputDigest(r) => g.outputs.push(r),
+            Record::RegionTiming(r) => g.timings.push(r),
+            Record::OpTiming(r) => g.op_timings.push(r),
+            Record::RegionDone(r) => g.region_done.push(r),
+            Record::SubmissionDone(r) => g.done.push(r),
+            Record::Quarantine(r) => g.quarantines.push(r),
+            Record::FaultInjected(r) => g.faults.push(r),
+            Record::Poison(r) => g.poisons.push(r),
+            Record::CrossWait(r) => g.cross_waits.push(r),
+            Record::BufferSnapshot(r) => g.snapshots.push(r),
+            Record::TraceRange(r) => {
+                g.range_start = Some(g.range_start.map_or(r.start, |s| s.min(r.start)));
+                if let Some(fault) = &r.fault
+                    && g.range_fault.as_ref().is_none_or(|(s, _)| r.start < *s)
+                {
+                    g.range_fault = Some((r.start, fault.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut runtimes = Vec::new();
+    for (id, g) in gathered {
+        runtimes.push(runtime_plan(id, g, &blobs, until, &mut notes)?);
+    }
+    // Nothing to compare is not a match: a CI gate must not pass on a capture that was cut
+    // short before its first submit, or that never used hrx.
+    if runtimes.iter().all(|r| r.captured_submissions() == 0) {
+        return Err(ReplayError::NoSubmissions {
+            runtimes: runtimes.len(),
+            complete,
+        });
+    }
+    Ok(Plan {
+        runtimes,
+        notes,
+        format_version,
+        complete,
+        lost,
+    })
+}

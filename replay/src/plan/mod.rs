@@ -1,0 +1,302 @@
+//! Stage 1: parse an untrusted trace into a replay plan.
+//!
+//! The plan holds, per captured runtime: its buffers (length, placement), kernels (entry,
+//! contract, launch dimensions, captured code), prepared graphs (their operations in build
+//! order and the captured regions), the timeline of host writes and submits, and what each
+//! submission is expected to produce (status, quarantine, output digests attributed to
+//! regions). Nothing in the trace is trusted: every reference is checked (ids exist, ranges
+//! lie inside their buffer, payload lengths agree, operations match their kernel's
+//! contract), and any inconsistency is a [`ReplayError::Unreplayable`] naming the record.
+//!
+//! # Order
+//!
+//! Records of one thread keep their order in the file; records of different threads are
+//! ordered only by their timestamps. So the timeline orders submits by submission index and
+//! places each host write before the first submit recorded after it (`time_ns`), ties going
+//! to the write. Output digests carry no region: a digest is attributed to the region of
+//! its submission's graph whose summarized uses write exactly that range; when several
+//! regions write the same range, the k-th digest of that range (file order) goes to the
+//! k-th such region (the runtime orders them write-after-write, and digests are taken
+//! before successors run).
+//!
+//! The files: this one holds the plan's types; `gather` reads the trace's records per
+//! runtime and builds the [`Plan`] ([`plan`], [`recovery_notes`]); `runtime` validates one
+//! runtime's records into its [`RuntimePlan`]; `check` checks operations against their
+//! kernel's contract and attributes output digests to regions ([`attribute`]).
+
+mod check;
+mod gather;
+mod runtime;
+
+pub(crate) use check::attribute;
+pub(crate) use gather::{plan, recovery_notes};
+
+use crate::report::Outcome;
+use hrx_capture::schema::{
+    self as s, Access, BufferId, Engine, KernelId, Lane, OpKind, PreparedId, RegionKind, RuntimeId,
+    SubmissionIndex,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Largest buffer replay allocates (1 TiB): larger lengths are a damaged trace.
+const MAX_BUFFER_BYTES: u64 = 1 << 40;
+/// Most run slots per prepared graph replay reserves: larger counts are a damaged trace.
+const MAX_GRAPH_SLOTS: u32 = 4096;
+
+/// A captured buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct BufferPlan {
+    pub id: BufferId,
+    pub len: usize,
+    pub placement: s::Placement,
+}
+
+/// A captured kernel.
+#[derive(Clone, Debug)]
+pub(crate) struct KernelPlan<'t> {
+    pub id: KernelId,
+    pub entry: String,
+    pub engine: Engine,
+    pub contract: Vec<s::BindingContract>,
+    pub constants: Vec<u8>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub npu_groups: Vec<u32>,
+    /// The captured module code (PTX, NPU instructions), when the trace has it.
+    pub code: Option<&'t [u8]>,
+}
+
+/// One operation of a prepared graph, checked against its buffers and kernel.
+#[derive(Clone, Debug)]
+pub(crate) struct OpPlan {
+    pub op: OpKind,
+    pub lane: Lane,
+    pub uses: Vec<s::Use>,
+}
+
+/// A prepared graph: its operations and the captured lowering.
+#[derive(Clone, Debug)]
+pub(crate) struct GraphPlan {
+    pub prepared: PreparedId,
+    pub ops: Vec<OpPlan>,
+    pub regions: Vec<s::Region>,
+}
+
+/// A host write, with its captured bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct HostWritePlan<'t> {
+    pub buffer: BufferId,
+    pub offset: usize,
+    pub bytes: &'t [u8],
+    pub time_ns: u64,
+    /// Whether the bytes match the recorded xxh3 (false: the trace was edited or damaged).
+    pub digest_ok: bool,
+}
+
+/// An output digest the capture recorded.
+#[derive(Clone, Debug)]
+pub(crate) struct Output<'t> {
+    pub region: Option<u32>,
+    pub buffer: BufferId,
+    pub start: u64,
+    pub end: u64,
+    pub xxh3: u64,
+    pub contents: Option<&'t [u8]>,
+}
+
+/// A captured submission and what it is expected to produce.
+#[derive(Clone, Debug)]
+pub(crate) struct SubmissionPlan<'t> {
+    pub index: SubmissionIndex,
+    pub graph: usize,
+    pub producers: Vec<SubmissionIndex>,
+    pub time_ns: u64,
+    /// Captured status and its text; `None` when the trace ends before it retired.
+    pub status: Option<(Outcome, String)>,
+    pub region_status: BTreeMap<u32, s::Status>,
+    /// The first failed region and when it failed (capture clock).
+    pub failure: Option<crate::concurrent::Failure>,
+    pub quarantined: bool,
+    pub faults: Vec<String>,
+    pub outputs: Vec<Output<'t>>,
+    /// Written ranges excluded from comparison: (region, buffer, start, end, why).
+    pub excluded: Vec<(u32, BufferId, u64, u64, Arc<str>)>,
+}
+
+impl SubmissionPlan<'_> {
+    /// Why an output of `region` over `buffer[start..end]` is excluded, if it is.
+    pub fn exclusion(
+        &self,
+        region: Option<u32>,
+        buffer: BufferId,
+        start: u64,
+        end: u64,
+    ) -> Option<&str> {
+        self.excluded
+            .iter()
+            .find(|(r, b, s, e, _)| {
+                region.is_none_or(|region| region == *r) && *b == buffer && *s < end && start < *e
+            })
+            .map(|(.., why)| &**why)
+    }
+}
+
+/// One step of the replay timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Index into [`RuntimePlan::host_writes`].
+    HostWrite(usize),
+    /// Index into [`RuntimePlan::submissions`].
+    Submit(usize),
+}
+
+/// A captured time: host span, and device span where the backend had one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sample {
+    pub host_ns: u64,
+    pub device_ns: Option<u64>,
+}
+
+impl Sample {
+    pub fn of(timing: &s::RegionTiming) -> Sample {
+        Sample {
+            host_ns: timing.end_ns.saturating_sub(timing.start_ns),
+            device_ns: timing
+                .device
+                .filter(|d| d.end_ns >= d.start_ns)
+                .map(|d| d.end_ns - d.start_ns),
+        }
+    }
+}
+
+/// Everything replay needs about one captured runtime.
+#[derive(Debug)]
+pub(crate) struct RuntimePlan<'t> {
+    pub id: RuntimeId,
+    pub backend: String,
+    pub device: String,
+    pub graph_slots: u32,
+    pub capacity: u32,
+    pub fault: Option<String>,
+    /// The first submission of a range or trim (`TraceRange`): the run before it is absent.
+    pub range_start: Option<SubmissionIndex>,
+    /// The run's injected fault counted from a range's start (`TraceRange::fault`, format
+    /// 1.13), with that start.
+    pub range_fault: Option<(SubmissionIndex, s::RangeFault)>,
+    pub buffers: Vec<BufferPlan>,
+    pub buffer_index: HashMap<BufferId, usize>,
+    pub kernels: Vec<KernelPlan<'t>>,
+    pub kernel_index: HashMap<KernelId, usize>,
+    pub graphs: Vec<GraphPlan>,
+    pub graph_index: HashMap<PreparedId, usize>,
+    pub host_writes: Vec<HostWritePlan<'t>>,
+    pub submissions: Vec<SubmissionPlan<'t>>,
+    pub submission_index: HashMap<SubmissionIndex, usize>,
+    pub timeline: Vec<Event>,
+    pub substitutions: Vec<crate::substitute::SubstitutionPlan<'t>>,
+    /// Captured region times by (graph index, region).
+    pub region_times: HashMap<(usize, u32), Vec<Sample>>,
+    /// Captured operation times by (graph index, node), where the backend had them.
+    pub op_times: HashMap<(usize, u32), Vec<Sample>>,
+    /// Buffers the capture poisoned, with their cause (format 1.3 `Poison` records).
+    pub poisons: Vec<crate::concurrent::PoisonEvent>,
+    /// The earlier submissions each submission's regions waited for (`CrossWait`).
+    pub cross_waits: HashMap<SubmissionIndex, Vec<SubmissionIndex>>,
+    /// Submits the capture saw refused (Busy, quarantine, ...): not replayed.
+    pub refusals: usize,
+    /// Submissions left out by `until`.
+    pub cut: usize,
+    /// Whether the capture digested every written range (`TraceDigests::All`), inferred
+    /// from a digest of a GPU-local buffer; otherwise only host-observable outputs.
+    pub digests_all: bool,
+}
+
+impl RuntimePlan<'_> {
+    /// A short label for region `region` of graph `graph`: queue, kind and the names of its
+    /// operations; with `range`, only the operations writing it.
+    pub fn region_label(
+        &self,
+        graph: usize,
+        region: u32,
+        range: Option<(BufferId, u64, u64)>,
+    ) -> String {
+        let Some(plan) = self.graphs.get(graph) else {
+            return format!("region {region}");
+        };
+        let Some(r) = plan.regions.get(region as usize) else {
+            return format!("region {region}");
+        };
+        let queue = match r.queue {
+            s::Queue::GpuUpload => "GPU Upload",
+            s::Queue::GpuCompute => "GPU Compute",
+            s::Queue::GpuDownload => "GPU Download",
+            s::Queue::Npu => "NPU",
+            s::Queue::Host => "Host",
+        };
+        let kind = match r.kind {
+            RegionKind::NativeGraph => "native graph",
+            RegionKind::CopyBatch => "copy batch",
+            RegionKind::Scoped => "scoped callback",
+            RegionKind::NpuRun => "NPU run",
+            RegionKind::Host => "host callback",
+        };
+        let mut names: Vec<String> = Vec::new();
+        for node in &r.nodes {
+            let Some(op) = plan.ops.get(node.0 as usize) else {
+                continue;
+            };
+            if let Some((buffer, start, end)) = range {
+                let writes = op.uses.iter().any(|u| {
+                    u.buffer == buffer && u.access != Access::Read && u.start < end && start < u.end
+                });
+                if !writes {
+                    continue;
+                }
+            }
+            let name = self.op_name(op);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        if names.is_empty() {
+            format!("{queue}, {kind}")
+        } else {
+            format!("{queue}, {kind}: {}", names.join(", "))
+        }
+    }
+
+    /// The display name of an operation: the kernel entry, or fill/copy/scoped/host.
+    pub fn op_name(&self, op: &OpPlan) -> String {
+        match &op.op {
+            OpKind::Fill { .. } => "fill".into(),
+            OpKind::Copy => "copy".into(),
+            OpKind::Kernel { kernel } | OpKind::Npu { kernel } => self
+                .kernel_index
+                .get(kernel)
+                .map(|&k| self.kernels[k].entry.clone())
+                .unwrap_or_else(|| format!("kernel {kernel}")),
+            OpKind::Scoped => "scoped callback".into(),
+            OpKind::Host => "host callback".into(),
+        }
+    }
+
+    /// The captured total of submissions, including those cut by `until`.
+    pub fn captured_submissions(&self) -> usize {
+        self.submissions.len() + self.cut
+    }
+}
+
+/// The whole trace's plan.
+#[derive(Debug)]
+pub(crate) struct Plan<'t> {
+    pub runtimes: Vec<RuntimePlan<'t>>,
+    pub notes: Vec<String>,
+    pub format_version: String,
+    pub complete: bool,
+    /// Records the capture lost while recording.
+    pub lost: hrx_capture::Lost,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,525 @@
+//! One runtime's gathered records validated into its [`RuntimePlan`]: buffers, kernels,
+//! graphs, the timeline of host writes and submits, and what each submission is expected
+//! to produce (see the plan's module docs for the order rules).
+
+use super::check::attribute;
+use super::check::check_op;
+use super::gather::{Gather, bad, contents, to_usize};
+use super::{
+    BufferPlan, Event, GraphPlan, HostWritePlan, KernelPlan, MAX_BUFFER_BYTES, MAX_GRAPH_SLOTS,
+    OpPlan, Output, RuntimePlan, Sample, SubmissionPlan,
+};
+use crate::error::ReplayError;
+use crate::report::Outcome;
+use hrx_capture::schema::{self as s, BlobHash, BufferId, Engine, RuntimeId, SubmissionIndex};
+use std::collections::{BTreeMap, HashMap};
+
+pub(super) fn runtime_plan<'t>(
+    id: RuntimeId,
+    g: Gather<'t>,
+    blobs: &HashMap<BlobHash, &'t [u8]>,
+    until: Option<u64>,
+    notes: &mut Vec<String>,
+) -> Result<RuntimePlan<'t>, ReplayError> {
+    let start = g.start.ok_or_else(|| {
+        bad(format!(
+            "runtime {id} has records but no RuntimeStart (damaged trace?)"
+        ))
+    })?;
+    if start.graph_slots == 0 || start.capacity == 0 || start.graph_slots > MAX_GRAPH_SLOTS {
+        return Err(bad(format!(
+            "runtime {id} has {} graph slots and capacity {}: both must be at least 1, and slots at most {MAX_GRAPH_SLOTS}",
+            start.graph_slots, start.capacity
+        )));
+    }
+    let mut plan = RuntimePlan {
+        id,
+        backend: start.backend.clone(),
+        device: start.device.clone(),
+        graph_slots: start.graph_slots,
+        capacity: start.capacity,
+        fault: start.fault.clone(),
+        range_start: g.range_start,
+        range_fault: g.range_fault,
+        buffers: Vec::new(),
+        buffer_index: HashMap::new(),
+        kernels: Vec::new(),
+        kernel_index: HashMap::new(),
+        graphs: Vec::new(),
+        graph_index: HashMap::new(),
+        host_writes: Vec::new(),
+        submissions: Vec::new(),
+        submission_index: HashMap::new(),
+        timeline: Vec::new(),
+        substitutions: Vec::new(),
+        region_times: HashMap::new(),
+        op_times: HashMap::new(),
+        poisons: g
+            .poisons
+            .iter()
+            .filter_map(|p| crate::concurrent::PoisonEvent::of(p))
+            .collect(),
+        cross_waits: HashMap::new(),
+        refusals: g.refusals,
+        cut: 0,
+        digests_all: false,
+    };
+
+    // Buffers.
+    for b in &g.buffers {
+        if plan.buffer_index.contains_key(&b.buffer) {
+            return Err(bad(format!(
+                "runtime {id}: buffer {} is created twice",
+                b.buffer
+            )));
+        }
+        if b.len_bytes > MAX_BUFFER_BYTES {
+            return Err(bad(format!(
+                "runtime {id}: buffer {} is {} bytes, more than replay allocates ({MAX_BUFFER_BYTES})",
+                b.buffer, b.len_bytes
+            )));
+        }
+        let len = to_usize(b.len_bytes, || format!("buffer {}", b.buffer))?;
+        plan.buffer_index.insert(b.buffer, plan.buffers.len());
+        plan.buffers.push(BufferPlan {
+            id: b.buffer,
+            len,
+            placement: b.placement,
+        });
+    }
+    let buffer_len = |plan: &RuntimePlan<'_>, buffer: BufferId| -> Result<u64, ReplayError> {
+        plan.buffer_index
+            .get(&buffer)
+            .map(|&i| plan.buffers[i].len as u64)
+            .ok_or_else(|| {
+                bad(format!(
+                    "runtime {id}: buffer {buffer} is used but never created"
+                ))
+            })
+    };
+    let check_range = |plan: &RuntimePlan<'_>,
+                       buffer: BufferId,
+                       start: u64,
+                       end: u64,
+                       what: &dyn Fn() -> String| {
+        let len = buffer_len(plan, buffer)?;
+        if start > end || end > len {
+            return Err(bad(format!(
+                "{}: bytes {start}..{end} are outside buffer {buffer} of {len} bytes",
+                what()
+            )));
+        }
+        Ok(())
+    };
+
+    // Kernels.
+    for k in &g.kernels {
+        if plan.kernel_index.contains_key(&k.kernel) {
+            return Err(bad(format!(
+                "runtime {id}: kernel {} is loaded twice",
+                k.kernel
+            )));
+        }
+        for (index, c) in k.contract.iter().enumerate() {
+            if c.alignment > 1 && !c.alignment.is_power_of_two() {
+                return Err(bad(format!(
+                    "runtime {id}: kernel {} ({}) binding {index} has alignment {}, not a power of two",
+                    k.kernel, k.entry, c.alignment
+                )));
+            }
+            to_usize(c.extent_bytes, || {
+                format!("kernel {} binding {index} extent", k.kernel)
+            })?;
+            to_usize(c.alignment, || {
+                format!("kernel {} binding {index} alignment", k.kernel)
+            })?;
+        }
+        if k.engine == Engine::Npu && k.npu_groups.len() != k.contract.len() {
+            return Err(bad(format!(
+                "runtime {id}: NPU kernel {} ({}) has {} argument groups for {} bindings",
+                k.kernel,
+                k.entry,
+                k.npu_groups.len(),
+                k.contract.len()
+            )));
+        }
+        let code = k.code.and_then(|hash| blobs.get(&hash).copied());
+        plan.kernel_index.insert(k.kernel, plan.kernels.len());
+        plan.kernels.push(KernelPlan {
+            id: k.kernel,
+            entry: k.entry.clone(),
+            engine: k.engine,
+            contract: k.contract.clone(),
+            constants: k.constants.clone(),
+            grid: k.grid,
+            block: k.block,
+            npu_groups: k.npu_groups.clone(),
+            code,
+        });
+    }
+
+    // Graph operations, by graph, checked against buffers and kernels.
+    let mut ops_by_graph: HashMap<s::GraphId, BTreeMap<u32, &s::GraphOp>> = HashMap::new();
+    for op in &g.ops {
+        if ops_by_graph
+            .entry(op.graph)
+            .or_default()
+            .insert(op.node.0, op)
+            .is_some()
+        {
+            return Err(bad(format!(
+                "runtime {id}: graph {} has operation {} twice",
+                op.graph, op.node
+            )));
+        }
+    }
+    for prepared in &g.prepared {
+        if plan.graph_index.contains_key(&prepared.prepared) {
+            return Err(bad(format!(
+                "runtime {id}: graph {} is prepared twice",
+                prepared.prepared
+            )));
+        }
+        let ops = ops_by_graph.get(&prepared.graph).ok_or_else(|| {
+            bad(format!(
+                "runtime {id}: prepared graph {} has no recorded operations (graph {})",
+                prepared.prepared, prepared.graph
+            ))
+        })?;
+        let mut checked = Vec::with_capacity(ops.len());
+        for (position, (&node, op)) in ops.iter().enumerate() {
+            if node as usize != position {
+                return Err(bad(format!(
+                    "runtime {id}: graph {} lacks operation {position} (damaged trace?)",
+                    prepared.graph
+                )));
+            }
+            let what = || format!("runtime {id} graph {} operation {node}", prepared.graph);
+            for u in &op.uses {
+                check_range(&plan, u.buffer, u.start, u.end, &what)?;
+            }
+            check_op(&plan, op, &what)?;
+            checked.push(OpPlan {
+                op: op.op.clone(),
+                lane: op.lane,
+                uses: op.uses.clone(),
+            });
+        }
+        for (index, region) in prepared.regions.iter().enumerate() {
+            let what = || format!("runtime {id} graph {} region {index}", prepared.prepared);
+            if region.nodes.is_empty() {
+                return Err(bad(format!("{}: has no operations", what())));
+            }
+            if let Some(node) = region.nodes.iter().find(|n| n.0 as usize >= checked.len()) {
+                return Err(bad(format!(
+                    "{}: names operation {node}, the graph has {}",
+                    what(),
+                    checked.len()
+                )));
+            }
+            for u in &region.uses {
+                check_range(&plan, u.buffer, u.start, u.end, &what)?;
+            }
+        }
+        plan.graph_index
+            .insert(prepared.prepared, plan.graphs.len());
+        plan.graphs.push(GraphPlan {
+            prepared: prepared.prepared,
+            ops: checked,
+            regions: prepared.regions.clone(),
+        });
+    }
+
+    // Submissions, in index order.
+    let mut submits: Vec<&s::Submit> = g.submits.clone();
+    submits.sort_by_key(|s| s.submission);
+    let mut all_submissions = HashMap::new();
+    for (position, submit) in submits.iter().enumerate() {
+        if all_submissions
+            .insert(submit.submission, position)
+            .is_some()
+        {
+            return Err(bad(format!(
+                "runtime {id}: submission {} is submitted twice",
+                submit.submission
+            )));
+        }
+        let graph = *plan.graph_index.get(&submit.prepared).ok_or_else(|| {
+            bad(format!(
+                "runtime {id}: submission {} names graph {}, which was never prepared",
+                submit.submission, submit.prepared
+            ))
+        })?;
+        for producer in &submit.producers {
+            // A producer before the trace's range completed before the range started.
+            if g.range_start.is_some_and(|start| *producer < start) {
+                continue;
+            }
+            if *producer >= submit.submission || !all_submissions.contains_key(producer) {
+                return Err(bad(format!(
+                    "runtime {id}: submission {} waits on submission {producer}, which is not an earlier submission",
+                    submit.submission
+                )));
+            }
+        }
+        if until.is_some_and(|n| position as u64 >= n) {
+            plan.cut += 1;
+            continue;
+        }
+        plan.submission_index
+            .insert(submit.submission, plan.submissions.len());
+        plan.submissions.push(SubmissionPlan {
+            index: submit.submission,
+            graph,
+            producers: submit
+                .producers
+                .iter()
+                .copied()
+                .filter(|p| g.range_start.is_none_or(|start| *p >= start))
+                .collect(),
+            time_ns: submit.time_ns,
+            status: None,
+            region_status: BTreeMap::new(),
+            failure: None,
+            quarantined: false,
+            faults: Vec::new(),
+            outputs: Vec::new(),
+            excluded: Vec::new(),
+        });
+    }
+    // `Some(position)` for a kept submission, `None` for one cut by `until`; unknown ones
+    // are an error.
+    let locate = |plan: &RuntimePlan<'_>, submission: SubmissionIndex, what: &str| {
+        if let Some(&position) = plan.submission_index.get(&submission) {
+            Ok(Some(position))
+        } else if all_submissions.contains_key(&submission)
+            || g.range_start.is_some_and(|start| submission < start)
+        {
+            Ok(None)
+        } else {
+            Err(bad(format!(
+                "runtime {id}: {what} names submission {submission}, which was never submitted"
+            )))
+        }
+    };
+    let check_region = |plan: &RuntimePlan<'_>, position: usize, region: u32, what: &str| {
+        let graph = &plan.graphs[plan.submissions[position].graph];
+        if region as usize >= graph.regions.len() {
+            return Err(bad(format!(
+                "runtime {id}: {what} names region {region} of submission {}, whose graph has {} regions",
+                plan.submissions[position].index,
+                graph.regions.len()
+            )));
+        }
+        Ok(())
+    };
+
+    for done in &g.done {
+        if let Some(position) = locate(&plan, done.submission, "SubmissionDone")? {
+            plan.submissions[position].status = Some(Outcome::of(&done.status));
+        }
+    }
+    for done in &g.region_done {
+        if let Some(position) = locate(&plan, done.submission, "RegionDone")? {
+            check_region(&plan, position, done.region.0, "RegionDone")?;
+            let submission = &mut plan.submissions[position];
+            submission
+                .region_status
+                .insert(done.region.0, done.status.clone());
+            if matches!(done.status, s::Status::Failed { .. })
+                && submission.failure.is_none_or(|f| f.region > done.region.0)
+            {
+                submission.failure = Some(crate::concurrent::Failure {
+                    region: done.region.0,
+                    time_ns: done.time_ns,
+                });
+            }
+        }
+    }
+    for wait in &g.cross_waits {
+        plan.cross_waits
+            .entry(wait.submission)
+            .or_default()
+            .push(wait.on_submission);
+    }
+    for q in &g.quarantines {
+        if let Some(submission) = q.submission
+            && let Some(position) = locate(&plan, submission, "Quarantine")?
+        {
+            plan.submissions[position].quarantined = true;
+        }
+    }
+    for f in &g.faults {
+        if let Some(submission) = f.submission
+            && let Some(position) = locate(&plan, submission, "FaultInjected")?
+        {
+            plan.submissions[position]
+                .faults
+                .push(f.description.clone());
+        }
+    }
+    for t in &g.timings {
+        if let Some(position) = locate(&plan, t.submission, "RegionTiming")? {
+            check_region(&plan, position, t.region.0, "RegionTiming")?;
+            let graph = plan.submissions[position].graph;
+            plan.region_times
+                .entry((graph, t.region.0))
+                .or_default()
+                .push(Sample::of(t));
+        }
+    }
+    for t in &g.op_timings {
+        if let Some(position) = locate(&plan, t.timing.submission, "OpTiming")? {
+            let graph = plan.submissions[position].graph;
+            if t.node.0 as usize >= plan.graphs[graph].ops.len() {
+                return Err(bad(format!(
+                    "runtime {id}: OpTiming names operation {} of graph {}, which has {}",
+                    t.node,
+                    plan.graphs[graph].prepared,
+                    plan.graphs[graph].ops.len()
+                )));
+            }
+            plan.op_times
+                .entry((graph, t.node.0))
+                .or_default()
+                .push(Sample::of(&t.timing));
+        }
+    }
+
+    // Output digests, attributed to regions per submission.
+    for o in &g.outputs {
+        let Some(position) = locate(&plan, o.submission, "OutputDigest")? else {
+            continue;
+        };
+        let what = || format!("runtime {id} output digest of submission {}", o.submission);
+        check_range(&plan, o.buffer, o.start, o.end, &what)?;
+        let contents = contents(&o.contents, o.end - o.start, blobs, &what)?;
+        plan.submissions[position].outputs.push(Output {
+            region: None,
+            buffer: o.buffer,
+            start: o.start,
+            end: o.end,
+            xxh3: o.xxh3,
+            contents,
+        });
+    }
+    plan.digests_all = g
+        .outputs
+        .iter()
+        .any(|o| plan.buffers[plan.buffer_index[&o.buffer]].placement == s::Placement::GpuLocal);
+    if !plan.digests_all && !g.outputs.is_empty() {
+        notes.push(format!(
+            "runtime {id}: the capture digested only host-observable outputs: a divergence shows where it becomes visible, not necessarily where it started (record with HRX_TRACE_DIGESTS=all to name the first diverging region)"
+        ));
+    }
+    for submission in &mut plan.submissions {
+        let regions = &plan.graphs[submission.graph].regions;
+        let keys: Vec<_> = submission
+            .outputs
+            .iter()
+            .map(|o| (o.buffer, o.start, o.end))
+            .collect();
+        for (output, region) in submission.outputs.iter_mut().zip(attribute(regions, &keys)) {
+            output.region = region;
+        }
+    }
+
+    // Host writes and the timeline.
+    let last_submit_ns = plan.submissions.last().map(|s| s.time_ns);
+    let mut writes: Vec<(usize, &s::HostWrite)> =
+        g.host_writes.iter().copied().enumerate().collect();
+    writes.sort_by_key(|(file_order, w)| (w.time_ns, *file_order));
+    for (_, w) in writes {
+        if plan.cut > 0 && last_submit_ns.is_none_or(|last| w.time_ns > last) {
+            continue;
+        }
+        let what = || {
+            format!(
+                "runtime {id} host write into buffer {} at byte {}",
+                w.buffer, w.offset
+            )
+        };
+        let end = w
+            .offset
+            .checked_add(w.len_bytes)
+            .ok_or_else(|| bad(format!("{}: the range overflows", what())))?;
+        check_range(&plan, w.buffer, w.offset, end, &what)?;
+        let bytes = contents(&w.contents, w.len_bytes, blobs, &what)?.ok_or_else(|| {
+            bad(format!(
+                "{}: its {} bytes were not captured, so the input cannot be reproduced",
+                what(),
+                w.len_bytes
+            ))
+        })?;
+        plan.host_writes.push(HostWritePlan {
+            buffer: w.buffer,
+            offset: to_usize(w.offset, what)?,
+            bytes,
+            time_ns: w.time_ns,
+            digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == w.xxh3,
+        });
+    }
+    // The state a range starts from: applied before everything else the range does.
+    let mut unknown = 0u64;
+    let mut snapshots = Vec::new();
+    for snap in &g.snapshots {
+        let what = || {
+            format!(
+                "runtime {id} snapshot of buffer {} at byte {}",
+                snap.buffer, snap.offset
+            )
+        };
+        let end = snap
+            .offset
+            .checked_add(snap.len_bytes)
+            .ok_or_else(|| bad(format!("{}: the range overflows", what())))?;
+        check_range(&plan, snap.buffer, snap.offset, end, &what)?;
+        match contents(&snap.contents, snap.len_bytes, blobs, &what)? {
+            Some(bytes) => snapshots.push(HostWritePlan {
+                buffer: snap.buffer,
+                offset: to_usize(snap.offset, what)?,
+                bytes,
+                time_ns: 0,
+                digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == snap.xxh3,
+            }),
+            None => unknown += snap.len_bytes,
+        }
+    }
+    if unknown > 0 {
+        notes.push(format!(
+            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1?)"
+        ));
+    }
+    if !snapshots.is_empty() {
+        snapshots.append(&mut plan.host_writes);
+        plan.host_writes = snapshots;
+    }
+    let edited = plan.host_writes.iter().filter(|w| !w.digest_ok).count();
+    if edited > 0 {
+        notes.push(format!(
+            "runtime {id}: {edited} host writes carry contents that do not match their recorded digest (edited or damaged trace); replayed as captured"
+        ));
+    }
+    let mut next_write = 0;
+    for (position, submission) in plan.submissions.iter().enumerate() {
+        while next_write < plan.host_writes.len()
+            && plan.host_writes[next_write].time_ns <= submission.time_ns
+        {
+            plan.timeline.push(Event::HostWrite(next_write));
+            next_write += 1;
+        }
+        plan.timeline.push(Event::Submit(position));
+    }
+    plan.timeline
+        .extend((next_write..plan.host_writes.len()).map(Event::HostWrite));
+
+    crate::substitute::plan_substitutions(&mut plan)?;
+    crate::substitute::exclusions(&mut plan);
+    if plan.refusals > 0 {
+        notes.push(format!(
+            "runtime {id}: the capture saw {} refused submits (Busy or quarantined); replay submits only accepted submissions and waits instead of being refused",
+            plan.refusals
+        ));
+    }
+    Ok(plan)
+}

@@ -1,0 +1,425 @@
+//! The replay report: verdict, per-submission results, divergences, timing; as text and
+//! (through serde) as JSON.
+//!
+//! The files: this one holds the report's rows and [`Report`] itself; `divergence` what
+//! differs between capture and replay ([`Divergence`], one line each); `text` the report
+//! as readable text ([`Report::to_text`]).
+
+mod divergence;
+mod text;
+
+pub use divergence::{Divergence, DivergenceKind};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How a submission ended, without its message (what replay compares).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Succeeded.
+    Ok,
+    /// Failed.
+    Failed,
+    /// Cancelled (a producer failed or was cancelled).
+    Cancelled,
+}
+
+impl Outcome {
+    pub(crate) fn of(status: &hrx_capture::schema::Status) -> (Outcome, String) {
+        use hrx_capture::schema::Status;
+        match status {
+            Status::Ok => (Outcome::Ok, String::new()),
+            Status::Failed { error } => (Outcome::Failed, error.clone()),
+            Status::Cancelled { reason } => (Outcome::Cancelled, reason.clone()),
+        }
+    }
+
+    /// Lower-case name: `ok`, `failed`, `cancelled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The overall result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every compared output and status matches and no region is slower than allowed.
+    Match,
+    /// An output or status differs, or a region is slower than `max_slowdown` allows.
+    Regression,
+}
+
+/// The trace that was replayed.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceInfo {
+    /// The file, when replayed from one.
+    pub source: Option<String>,
+    /// The trace format version, `major.minor`.
+    pub format_version: String,
+    /// Whether the whole trace was read (closed cleanly, nothing skipped, no records lost
+    /// while recording).
+    pub complete: bool,
+    /// Records lost while recording ([`hrx_capture::Lost`]); a replay cannot be exact then.
+    pub records_lost: u64,
+    /// Records lost by kind.
+    pub records_lost_by_kind: BTreeMap<String, u64>,
+    /// Each captured runtime.
+    pub runtimes: Vec<RuntimeInfo>,
+}
+
+/// One captured runtime.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuntimeInfo {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured backend.
+    pub backend: String,
+    /// Captured device.
+    pub device: String,
+    /// The backend it was replayed on (empty when nothing ran).
+    pub replay_backend: String,
+    /// Whether its captured and replayed times are comparable: both on the same backend.
+    /// When they are not, timing rows carry no ratio and none is judged slow.
+    pub timings_comparable: bool,
+    /// Buffers created.
+    pub buffers: usize,
+    /// Kernels loaded.
+    pub kernels: usize,
+    /// Prepared graphs.
+    pub graphs: usize,
+    /// Submissions captured.
+    pub submissions: usize,
+    /// Submissions replayed (fewer with `until`).
+    pub replayed_submissions: usize,
+    /// The captured fault injection.
+    pub captured_fault: Option<String>,
+    /// The fault injected at replay.
+    pub replay_fault: Option<String>,
+}
+
+/// How the replay ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplayInfo {
+    /// Replay backend (the first runtime's; each runtime's is in [`RuntimeInfo`]).
+    pub backend: String,
+    /// The backend asked for: `auto` (CUDA, then HIP, then the software device), `sim`,
+    /// `cuda` or `hip`.
+    pub requested: String,
+    /// Replay device.
+    pub device: String,
+    /// Repeats.
+    pub repeat: usize,
+    /// Whether operations were also timed one by one.
+    pub per_op: bool,
+    /// Float tolerance, if any.
+    pub tolerance: Option<f64>,
+    /// Slowdown ratio threshold, if any.
+    pub max_slowdown: Option<f64>,
+    /// Timing noise floor in ns.
+    pub timing_floor_ns: u64,
+    /// Submissions replayed per runtime, if limited.
+    pub until: Option<u64>,
+}
+
+/// Counts over the whole report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Submissions replayed.
+    pub submissions: usize,
+    /// Submissions whose status matched in every repeat (one without a captured outcome
+    /// never counts: there was nothing to match).
+    pub statuses_matched: usize,
+    /// Submissions the trace holds no outcome for (it ends before they finished: cut short
+    /// or crashed): their statuses were not compared.
+    pub outcomes_unknown: usize,
+    /// Output ranges compared (first repeat).
+    pub outputs_compared: usize,
+    /// Output ranges with identical digests.
+    pub outputs_matched: usize,
+    /// Output ranges that differ but lie within the float tolerance.
+    pub outputs_within_tolerance: usize,
+    /// Output ranges excluded from comparison (they depend on work replay cannot redo).
+    pub outputs_excluded: usize,
+    /// Output ranges the replay wrote whose captured digest an incomplete trace (cut short,
+    /// killed, recovered) lacks: lost with the trace's end, so not compared (in a whole
+    /// trace a missing captured digest stays a divergence).
+    pub outputs_not_captured: usize,
+    /// Divergences over all repeats (timing-dependent ones aside).
+    pub divergences: usize,
+    /// Timing-dependent divergences ([`Report::timing_dependent`]): not a regression.
+    pub timing_dependent: usize,
+    /// Regions (and operations) slower than `max_slowdown` allows.
+    pub slow: usize,
+}
+
+/// One replayed submission.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubmissionRow {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured submission index.
+    pub submission: u64,
+    /// Captured prepared-graph id.
+    pub graph: u64,
+    /// Captured outcome (`None` when the trace ends before it retired).
+    pub captured: Option<Outcome>,
+    /// Captured error or cancellation reason.
+    pub captured_error: String,
+    /// Replay outcome in the first repeat (`None` when the replay refused the submit).
+    pub replayed: Option<Outcome>,
+    /// Replay error, cancellation reason or refusal.
+    pub replayed_error: String,
+    /// Output ranges compared.
+    pub outputs: usize,
+    /// Output ranges that matched (exactly or within tolerance).
+    pub matched: usize,
+    /// Output ranges excluded.
+    pub excluded: usize,
+    /// Whether any divergence names this submission (timing-dependent ones aside).
+    pub diverged: bool,
+    /// Whether its only divergences are timing-dependent ([`Report::timing_dependent`]).
+    pub timing_dependent: bool,
+}
+
+/// The result of comparing one output range.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum OutputResult {
+    /// Identical digests.
+    Match,
+    /// Different digests, every `f32` within the tolerance.
+    WithinTolerance {
+        /// Largest absolute difference.
+        max_abs_diff: f64,
+    },
+    /// Different.
+    Differs,
+    /// The capture has it, the replay does not.
+    Missing,
+    /// The replay has it, the capture does not.
+    Extra,
+    /// Not produced on one side because the submission's status diverged.
+    NotRun,
+    /// The replay has it; the capture's digest is missing from an incomplete trace (lost
+    /// with its end): not compared.
+    NotCaptured,
+    /// Not compared: it depends on work replay cannot reproduce.
+    Excluded {
+        /// Why.
+        why: String,
+    },
+}
+
+/// One output range of one submission (first repeat).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputCheck {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured submission index.
+    pub submission: u64,
+    /// Region that wrote it, where known.
+    pub region: Option<u32>,
+    /// Captured buffer id.
+    pub buffer: u64,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Captured xxh3 digest.
+    pub expected: Option<u64>,
+    /// Replay xxh3 digest.
+    pub replayed: Option<u64>,
+    /// The comparison.
+    #[serde(flatten)]
+    pub result: OutputResult,
+}
+
+/// Which clock a timing row compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// Host time around the region.
+    Host,
+    /// Device timestamps (every sample on both sides had them).
+    Device,
+}
+
+/// Distribution of durations in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Number of samples.
+    pub samples: usize,
+    /// Median.
+    pub median_ns: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// 10th percentile (nearest rank).
+    pub p10_ns: u64,
+    /// 90th percentile (nearest rank).
+    pub p90_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+}
+
+impl Stats {
+    /// Statistics of `samples` (ns); `None` when empty.
+    pub fn of(mut samples: Vec<u64>) -> Option<Stats> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        let median_ns = if !n.is_multiple_of(2) {
+            samples[n / 2]
+        } else {
+            (samples[n / 2 - 1] + samples[n / 2]) / 2
+        };
+        Some(Stats {
+            samples: n,
+            median_ns,
+            min_ns: samples[0],
+            p10_ns: rank(0.1),
+            p90_ns: rank(0.9),
+            max_ns: samples[n - 1],
+        })
+    }
+}
+
+/// Captured vs replayed time of one region of one prepared graph.
+#[derive(Clone, Debug, Serialize)]
+pub struct RegionTimingRow {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured prepared-graph id.
+    pub graph: u64,
+    /// Region index.
+    pub region: u32,
+    /// Queue, kind and operations.
+    pub label: String,
+    /// The clock compared.
+    pub clock: Clock,
+    /// Captured durations.
+    pub captured: Option<Stats>,
+    /// Replay durations over all repeats.
+    pub replayed: Option<Stats>,
+    /// Replay median / captured median.
+    pub ratio: Option<f64>,
+    /// Whether this is a timing regression (ratio past `max_slowdown`, difference past
+    /// the noise floor).
+    pub regression: bool,
+}
+
+/// Time of one operation launched on its own (`per_op`).
+#[derive(Clone, Debug, Serialize)]
+pub struct OpTimingRow {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured prepared-graph id.
+    pub graph: u64,
+    /// Operation index in the graph.
+    pub node: u32,
+    /// Region containing it.
+    pub region: u32,
+    /// Operation name.
+    pub label: String,
+    /// Captured per-operation durations, where the capture backend had them.
+    pub captured: Option<Stats>,
+    /// Replay durations of the operation alone.
+    pub replayed: Option<Stats>,
+    /// Replay median / captured median.
+    pub ratio: Option<f64>,
+    /// Whether this is a timing regression.
+    pub regression: bool,
+}
+
+/// What replay did for a scoped callback or host operation it cannot re-execute.
+#[derive(Clone, Debug, Serialize)]
+pub struct SubstitutionRow {
+    /// Captured runtime id.
+    pub runtime: u32,
+    /// Captured prepared-graph id.
+    pub graph: u64,
+    /// Operation index.
+    pub node: u32,
+    /// Its region.
+    pub region: u32,
+    /// `scoped callback` or `host callback`.
+    pub kind: String,
+    /// Whether it writes anything (if not, it is replayed as a no-op).
+    pub writes: bool,
+    /// Submissions in which the captured contents were written instead.
+    pub substituted: usize,
+    /// Submissions in which it fails as it failed in the capture.
+    pub failed: usize,
+    /// Submissions in which it could not be substituted (its outputs are excluded).
+    pub unavailable: usize,
+    /// Why it could not be substituted.
+    pub why: Option<String>,
+}
+
+/// The result of a replay.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Match or regression.
+    pub verdict: Verdict,
+    /// The trace.
+    pub trace: TraceInfo,
+    /// How it was replayed.
+    pub replay: ReplayInfo,
+    /// Counts.
+    pub summary: Summary,
+    /// One row per replayed submission (empty for a streamed replay, which hands its rows
+    /// out as it goes: [`crate::replay_file_streaming`]).
+    pub submissions: Vec<SubmissionRow>,
+    /// The text report's table: equal rows of consecutive submissions grouped (filled by a
+    /// streamed replay; otherwise built from `submissions` when the text is written).
+    #[serde(skip)]
+    pub submission_groups: crate::group::Grouper,
+    /// Every output range compared, first repeat.
+    pub outputs: Vec<OutputCheck>,
+    /// Every divergence, earliest first (timing-dependent ones aside).
+    pub divergences: Vec<Divergence>,
+    /// Divergences of a failure (a device loss, a poison) whose cause, a concurrent failure (not ordered
+    /// before it), may happen before or after it from run to run: each says why. Not a
+    /// regression.
+    pub timing_dependent: Vec<Divergence>,
+    /// The earliest divergence (submission, then region, then buffer).
+    pub first_divergence: Option<Divergence>,
+    /// Region times, captured vs replayed.
+    pub timing: Vec<RegionTimingRow>,
+    /// Per-operation times (`per_op`).
+    pub op_timing: Vec<OpTimingRow>,
+    /// Scoped callbacks and host operations and what replay did instead.
+    pub substitutions: Vec<SubstitutionRow>,
+    /// What the reader should know (substitutions, limits, damaged traces).
+    pub notes: Vec<String>,
+}
+
+/// Formats nanoseconds with a unit: `hrx_analysis::units::duration`, the one formatter of
+/// every verb and the timeline (three significant digits: `850 ns`, `12.3 µs`, `4.56 ms`).
+pub use hrx_analysis::units::duration as format_ns;
+
+impl Report {
+    /// The process exit code: 0 when everything matches, 1 for a regression.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Verdict::Match => 0,
+            Verdict::Regression => 1,
+        }
+    }
+
+    /// The report as JSON (what `--report json` prints).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,469 @@
+//! The report as readable text: header, per-submission table (equal rows grouped),
+//! first divergence, timing table, substitutions and notes.
+
+use super::{Clock, Report, Stats, Verdict, format_ns};
+use std::fmt::Write as _;
+
+impl Report {
+    /// The report as readable text: header, per-submission table (equal rows of
+    /// consecutive submissions grouped as `first..last`), first divergence, timing table,
+    /// substitutions and notes.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        if self.trace.records_lost > 0 {
+            let kinds: Vec<String> = self
+                .trace
+                .records_lost_by_kind
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "cannot be exact: {} records lost while recording ({})",
+                self.trace.records_lost,
+                kinds.join(", ")
+            );
+        }
+        let several = self.trace.runtimes.len() > 1;
+        let _ = writeln!(
+            out,
+            "hrx-trace replay{} (trace format {}{})",
+            self.trace
+                .source
+                .as_ref()
+                .map(|s| format!(": {s}"))
+                .unwrap_or_default(),
+            self.trace.format_version,
+            if self.trace.complete {
+                ""
+            } else {
+                ", incomplete"
+            }
+        );
+        for rt in &self.trace.runtimes {
+            let s = |n: usize| if n == 1 { "" } else { "s" };
+            let _ = write!(
+                out,
+                "captured: runtime {} on {} ({}): {} buffer{}, {} kernel{}, {} graph{}, {} submission{}",
+                rt.runtime,
+                rt.backend,
+                rt.device,
+                rt.buffers,
+                s(rt.buffers),
+                rt.kernels,
+                s(rt.kernels),
+                rt.graphs,
+                s(rt.graphs),
+                rt.submissions,
+                s(rt.submissions)
+            );
+            if rt.replayed_submissions != rt.submissions {
+                let _ = write!(out, " ({} replayed)", rt.replayed_submissions);
+            }
+            if let Some(fault) = &rt.captured_fault {
+                let _ = write!(out, ", fault {fault}");
+            }
+            out.push('\n');
+        }
+        let r = &self.replay;
+        let _ = write!(
+            out,
+            "replayed: {} ({}){}, {} repeat{}",
+            r.backend,
+            r.device,
+            if r.requested == "auto" {
+                ", picked by backend auto"
+            } else {
+                ""
+            },
+            r.repeat,
+            if r.repeat == 1 { "" } else { "s" }
+        );
+        let faults: Vec<String> = self
+            .trace
+            .runtimes
+            .iter()
+            .filter_map(|rt| rt.replay_fault.clone())
+            .collect();
+        if !faults.is_empty() {
+            let _ = write!(out, ", fault {}", faults.join(", "));
+        }
+        if let Some(t) = r.tolerance {
+            let _ = write!(out, ", tolerance {}", tolerance_text(t));
+        }
+        if let Some(m) = r.max_slowdown {
+            let _ = write!(out, ", max slowdown {m:.2}x");
+        }
+        out.push('\n');
+        // Said before the verdict: times from another backend are no baseline.
+        for rt in self
+            .trace
+            .runtimes
+            .iter()
+            .filter(|rt| !rt.timings_comparable)
+        {
+            let _ = writeln!(
+                out,
+                "{}recorded on {}, replaying on {}: timings are not comparable (no ratio is \
+                 given and none is judged slow)",
+                if several {
+                    format!("runtime {}: ", rt.runtime)
+                } else {
+                    String::new()
+                },
+                rt.backend,
+                rt.replay_backend
+            );
+        }
+        let s = &self.summary;
+        let _ = writeln!(
+            out,
+            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow",
+            match self.verdict {
+                Verdict::Match => "MATCH",
+                Verdict::Regression => "REGRESSION",
+            },
+            self.exit_code(),
+            s.statuses_matched,
+            s.submissions,
+            s.outputs_matched + s.outputs_within_tolerance,
+            s.outputs_compared,
+            if s.outputs_within_tolerance > 0 {
+                format!(" ({} within tolerance)", s.outputs_within_tolerance)
+            } else {
+                String::new()
+            },
+            if s.outputs_excluded > 0 {
+                format!(", {} excluded", s.outputs_excluded)
+            } else {
+                String::new()
+            },
+            s.divergences,
+            if s.divergences == 1 { "" } else { "s" },
+            if s.timing_dependent > 0 {
+                format!(", {} timing-dependent", s.timing_dependent)
+            } else {
+                String::new()
+            },
+            s.slow
+        );
+
+        out.push_str("\nsubmissions:\n");
+        // Equal rows of consecutive submissions share a line (module `group`); a streamed
+        // replay kept only the lines.
+        let grouped;
+        let table_rows = if self.submissions.is_empty() {
+            &self.submission_groups
+        } else {
+            let mut grouper = crate::group::Grouper::default();
+            for row in &self.submissions {
+                grouper.push(row);
+            }
+            grouped = grouper;
+            &grouped
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for g in &table_rows.groups {
+            let mut cells = Vec::new();
+            if several {
+                cells.push(g.runtime.to_string());
+            }
+            cells.push(g.submissions());
+            cells.push(g.graphs_text());
+            cells.extend(g.cells.iter().cloned());
+            rows.push(cells);
+        }
+        let mut header = Vec::new();
+        if several {
+            header.push("runtime");
+        }
+        header.extend(["sub", "graph", "captured", "replayed", "outputs", ""]);
+        let right: Vec<bool> = header
+            .iter()
+            .map(|h| matches!(*h, "runtime" | "sub" | "graph"))
+            .collect();
+        table(&mut out, &header, &rows, &right);
+        if table_rows.omitted > 0 {
+            let _ = writeln!(
+                out,
+                "  ... {} more submissions (past {} lines; `--report json` lists every one)",
+                table_rows.omitted,
+                crate::group::MAX_GROUPS
+            );
+        }
+
+        out.push('\n');
+        match &self.first_divergence {
+            Some(d) => {
+                let _ = writeln!(out, "first divergence: {d}");
+                if self.divergences.len() > 1 {
+                    let _ = writeln!(out, "divergences ({}):", self.divergences.len());
+                    for d in self.divergences.iter().take(20) {
+                        let _ = writeln!(out, "  {d}");
+                    }
+                    if self.divergences.len() > 20 {
+                        let _ = writeln!(out, "  ... {} more", self.divergences.len() - 20);
+                    }
+                }
+            }
+            None => out.push_str("no divergence\n"),
+        }
+        if !self.timing_dependent.is_empty() {
+            // Name the kinds of failure the rows have (a device-loss race once read "a poison
+            // failure").
+            let whys = self.timing_dependent.iter();
+            let whys = whys.filter_map(|d| d.timing_dependent.as_deref());
+            let mut kinds: Vec<&str> = whys
+                .clone()
+                .filter_map(crate::concurrent::timing_dependent_kind)
+                .collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let follows = whys
+                .clone()
+                .any(|why| crate::concurrent::timing_dependent_kind(why).is_none());
+            let (what, it) = match kinds[..] {
+                [] => ("a failure".to_owned(), "it"),
+                [kind] => (format!("a {kind} failure"), "it"),
+                _ => (format!("{} failures", kinds.join(" and ")), "them"),
+            };
+            let _ = writeln!(
+                out,
+                "timing-dependent, not a regression ({}): {what} whose cause, a concurrent \
+                 failure, may come before or after {it} from run to run{}:",
+                self.timing_dependent.len(),
+                if follows && !kinds.is_empty() {
+                    format!(", and what follows from {it}")
+                } else {
+                    String::new()
+                }
+            );
+            for d in self.timing_dependent.iter().take(20) {
+                let _ = writeln!(out, "  {d}");
+                if let Some(why) = &d.timing_dependent {
+                    let _ = writeln!(out, "    {why}");
+                }
+            }
+            if self.timing_dependent.len() > 20 {
+                let _ = writeln!(out, "  ... {} more", self.timing_dependent.len() - 20);
+            }
+        }
+
+        if !self.timing.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nregion timing (median; spread = replay p10..p90{}):",
+                if r.max_slowdown.is_some() {
+                    "; SLOW = past the max slowdown"
+                } else {
+                    ""
+                }
+            );
+            let rows: Vec<Vec<String>> = self
+                .timing
+                .iter()
+                .map(|t| {
+                    let mut cells = Vec::new();
+                    if several {
+                        cells.push(t.runtime.to_string());
+                    }
+                    cells.extend(timing_cells(
+                        t.graph,
+                        t.region.to_string(),
+                        t.captured,
+                        t.replayed,
+                        t.ratio,
+                        t.regression,
+                        t.clock,
+                    ));
+                    cells.push(t.label.clone());
+                    cells
+                })
+                .collect();
+            let mut header = Vec::new();
+            if several {
+                header.push("runtime");
+            }
+            header.extend([
+                "graph", "region", "captured", "replayed", "spread", "ratio", "", "what",
+            ]);
+            let right: Vec<bool> = (0..header.len())
+                .map(|i| {
+                    let i = if several { i } else { i + 1 };
+                    (0..=6).contains(&i) && i != 5
+                })
+                .collect();
+            table(&mut out, &header, &rows, &right);
+        }
+
+        if !self.op_timing.is_empty() {
+            // hrx captures time regions, not single operations (a native graph runs as one):
+            // say why the captured column is empty rather than leave a column of dashes.
+            if self.op_timing.iter().any(|t| t.captured.is_some()) {
+                out.push_str("\nper-operation timing (each operation launched on its own):\n");
+            } else {
+                out.push_str(
+                    "\nper-operation timing (each operation launched on its own; the capture \
+                     timed whole regions only, so there is no captured time to compare):\n",
+                );
+            }
+            let rows: Vec<Vec<String>> = self
+                .op_timing
+                .iter()
+                .map(|t| {
+                    let mut cells = Vec::new();
+                    if several {
+                        cells.push(t.runtime.to_string());
+                    }
+                    cells.extend(timing_cells(
+                        t.graph,
+                        t.node.to_string(),
+                        t.captured,
+                        t.replayed,
+                        t.ratio,
+                        t.regression,
+                        Clock::Host,
+                    ));
+                    cells.push(format!("{} (region {})", t.label, t.region));
+                    cells
+                })
+                .collect();
+            let mut header = Vec::new();
+            if several {
+                header.push("runtime");
+            }
+            header.extend([
+                "graph",
+                "op",
+                "captured",
+                "replayed",
+                "spread",
+                "ratio",
+                "",
+                "operation",
+            ]);
+            let right: Vec<bool> = (0..header.len())
+                .map(|i| {
+                    let i = if several { i } else { i + 1 };
+                    (0..=6).contains(&i) && i != 5
+                })
+                .collect();
+            table(&mut out, &header, &rows, &right);
+        }
+
+        if !self.substitutions.is_empty() {
+            out.push_str("\nnot re-executed (scoped callbacks and host operations):\n");
+            for sub in &self.substitutions {
+                let _ = write!(
+                    out,
+                    "  graph {} operation {} ({}, region {}): ",
+                    sub.graph, sub.node, sub.kind, sub.region
+                );
+                if !sub.writes {
+                    out.push_str("writes nothing; replayed as a no-op\n");
+                    continue;
+                }
+                let _ = write!(
+                    out,
+                    "captured contents written in {} submission{}",
+                    sub.substituted,
+                    if sub.substituted == 1 { "" } else { "s" }
+                );
+                if sub.failed > 0 {
+                    let _ = write!(out, ", captured failure repeated in {}", sub.failed);
+                }
+                if sub.unavailable > 0 {
+                    let _ = write!(
+                        out,
+                        ", NOT REPLAYABLE in {} ({}); their outputs and everything reading them are excluded",
+                        sub.unavailable,
+                        sub.why.as_deref().unwrap_or("no contents")
+                    );
+                }
+                out.push('\n');
+            }
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\nnotes:\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "  - {note}");
+            }
+        }
+        out
+    }
+}
+
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>], right: &[bool]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &[String]| {
+        let mut text = String::from(" ");
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+            text.push(' ');
+            if right.get(i).copied().unwrap_or(false) {
+                text.push_str(&pad);
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&pad);
+            }
+            text.push(' ');
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(
+        out,
+        &header.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+    );
+    for row in rows {
+        line(out, row);
+    }
+}
+
+/// A relative tolerance as people write one: `0`, `0.01`, `1e-6`.
+pub(super) fn tolerance_text(t: f64) -> String {
+    if t == 0.0 || (1e-3..1e4).contains(&t) {
+        format!("{t}")
+    } else {
+        format!("{t:e}")
+    }
+}
+
+pub(super) fn timing_cells(
+    graph: u64,
+    index: String,
+    captured: Option<Stats>,
+    replayed: Option<Stats>,
+    ratio: Option<f64>,
+    regression: bool,
+    clock: Clock,
+) -> Vec<String> {
+    let median = |s: Option<Stats>| {
+        s.map_or("-".to_string(), |s| {
+            format!("{} (n={})", format_ns(s.median_ns), s.samples)
+        })
+    };
+    vec![
+        graph.to_string(),
+        index,
+        median(captured),
+        median(replayed),
+        // One sample has no spread.
+        replayed.map_or("-".to_string(), |s| match s.samples {
+            1 => "1 sample".to_string(),
+            _ => format!("{}..{}", format_ns(s.p10_ns), format_ns(s.p90_ns)),
+        }),
+        ratio.map_or("-".to_string(), |r| format!("{r:.2}x")),
+        match (regression, clock) {
+            (true, _) => "SLOW".to_string(),
+            (false, Clock::Device) => "device".to_string(),
+            (false, Clock::Host) => String::new(),
+        },
+    ]
+}
