@@ -272,7 +272,7 @@ pub struct RecorderOptions {
     pub flush_interval: Duration,
     /// Size of each recording thread's ring in bytes (a power of two, rounded up).
     /// Default 1 MiB: past a quarter of it the writer is woken, and the rest is the slack
-    /// the writer has (about 2,800 submissions of a three-region graph) before the thread
+    /// the writer has (at most 2,800 submissions of a three-region graph) before the thread
     /// must hand its records over itself; the 256 KiB of before left too little for the
     /// writer to finish compressing a block. Resident only as far as the thread has written
     /// into it.
