@@ -1,14 +1,37 @@
-//! Pairing the prepared graphs of two traces by structure, between `diff`'s two passes:
-//! a graph's signature, and [`align`], which gives the new trace's graphs the base's ranks
-//! where the same structures were prepared in another order.
+//! Pairing the prepared graphs of two traces by shape and by what they compute, between
+//! `diff`'s two passes: a graph's [`structure`] (its regions' labels and writing uses) and
+//! [`params`] (every operation's recorded parameters), and [`align`], which gives the new
+//! trace's graphs the base's ranks where the same graphs were prepared in another order.
 
 use super::Profile;
 use crate::matching::RegionKey;
+use hrx_capture::schema::{GraphOp, KernelId, KernelLoaded, OpKind};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use xxhash_rust::xxh3::Xxh3;
 
-/// A prepared graph's structure as one number: xxh3 of its regions' labels in order and
-/// its writing uses (node, use, byte range; not buffer ids, which depend on allocation).
-pub(super) fn signature<'a>(
+/// What the trace records of a kernel's parameters, as one number: xxh3 of its entry,
+/// code, contract, constant argument bytes, launch dimensions, engine and NPU groups (not
+/// its id, which depends on load order).
+pub(super) fn kernel_params(k: &KernelLoaded) -> u64 {
+    let mut h = Xxh3::new();
+    k.entry.hash(&mut h);
+    k.code.map(|c| c.0).hash(&mut h);
+    for c in &k.contract {
+        (c.access, c.extent_bytes, c.alignment).hash(&mut h);
+    }
+    k.constants.hash(&mut h);
+    (k.grid, k.block, k.engine).hash(&mut h);
+    k.npu_groups.hash(&mut h);
+    h.finish()
+}
+
+/// Stands for a kernel whose `KernelLoaded` record the trace lacks (a damaged trace).
+const UNKNOWN_KERNEL: u64 = u64::MAX;
+
+/// A prepared graph's shape as one number: xxh3 of its regions' labels in order and its
+/// writing uses (node, use, byte range; not buffer ids, which depend on allocation).
+pub(super) fn structure<'a>(
     labels: impl Iterator<Item = &'a str>,
     writes: &[(u32, u32, u64, u64, u64)],
 ) -> u64 {
@@ -29,21 +52,56 @@ pub(super) fn signature<'a>(
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
+/// What a prepared graph computes as one number: xxh3 of what the trace records of each
+/// operation, in node order: its kind with its parameters (a fill's byte value; a kernel's
+/// [`kernel_params`], looked up by `kernel`), its lane, and all its uses (binding, access,
+/// byte range: a copy's size and input, a kernel's arguments). Not buffer or kernel ids,
+/// which depend on allocation and load order.
+pub(super) fn params(ops: &[GraphOp], kernel: impl Fn(KernelId) -> Option<u64>) -> u64 {
+    let mut h = Xxh3::new();
+    let mut ops: Vec<&GraphOp> = ops.iter().collect();
+    ops.sort_by_key(|op| op.node.0);
+    for op in ops {
+        op.node.0.hash(&mut h);
+        let kernel = |k: KernelId| kernel(k).unwrap_or(UNKNOWN_KERNEL);
+        let (kind, param) = match op.op {
+            OpKind::Fill { value } => (0u8, u64::from(value)),
+            OpKind::Copy => (1, 0),
+            OpKind::Kernel { kernel: k } => (2, kernel(k)),
+            OpKind::Scoped => (3, 0),
+            OpKind::Npu { kernel: k } => (4, kernel(k)),
+            OpKind::Host => (5, 0),
+        };
+        (kind, param, op.lane).hash(&mut h);
+        op.uses.len().hash(&mut h);
+        for u in &op.uses {
+            (u.access, u.start, u.end).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// A prepared graph's keys for [`align`]: its [`structure`] and what it computes ([`params`]).
+pub(super) type Signature = (u64, u64);
+
 /// Gives `new`'s prepared graphs `base`'s ranks where the two runtimes prepared the same
 /// graphs in another order; returns how many of `new`'s graphs changed rank.
 ///
 /// Graphs are ranked by id, the order a program prepared them in; graphs prepared
 /// concurrently by several threads take ids in whatever order the threads ran, so the same
 /// program recorded twice can rank them differently and the ranks pair the wrong graphs.
-/// Where a runtime of each trace holds the same graph structures (`signature`: labels
-/// and writing uses) in another order, a graph is matched by its structure instead: the
-/// k-th graph of a structure in `new` takes the rank of the k-th of that structure in
-/// `base` (graphs of one structure keep their id order: nothing tells them apart). Where
-/// the structures differ (another program), ranks stay by id, so a graph built differently
-/// reads as relabelled regions.
+/// Where a runtime of each trace holds graphs of the same shapes ([`structure`]: labels and
+/// writing uses) in another order, or graphs of one shape that compute different things
+/// ([`params`]: fill values, kernel constants or launch dimensions, copy inputs) in another
+/// order, a graph is matched instead: first by shape and what it computes, then, among the
+/// graphs left, by shape alone (one graph changed its parameters between the two runs).
+/// The k-th graph of a key in `new` takes the rank of the k-th of that key in `base`
+/// (graphs of one key keep their id order: nothing the trace records tells them apart).
+/// Where the shapes differ (another program), ranks stay by id, so a graph built
+/// differently reads as relabelled regions.
 pub fn align(base: &Profile, new: &mut Profile) -> u64 {
     let by_runtime = |p: &Profile| {
-        let mut out: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut out: BTreeMap<u32, Vec<(u64, Signature)>> = BTreeMap::new();
         for (&(runtime, rank), &sig) in &p.graphs {
             out.entry(runtime).or_default().push((rank, sig));
         }
@@ -56,24 +114,43 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
         let Some(base_graphs) = b.get(runtime) else {
             continue;
         };
-        let sigs = |g: &[(u64, u64)]| g.iter().map(|x| x.1).collect::<Vec<_>>();
-        let (bs, ns) = (sigs(base_graphs), sigs(new_graphs));
+        let shapes = |g: &[(u64, Signature)]| g.iter().map(|x| x.1.0).collect::<Vec<_>>();
         let sorted = |mut v: Vec<u64>| {
             v.sort_unstable();
             v
         };
-        if bs == ns || sorted(bs) != sorted(ns) {
+        if base_graphs == new_graphs || sorted(shapes(base_graphs)) != sorted(shapes(new_graphs)) {
             continue;
         }
-        let mut base_of: HashMap<u64, VecDeque<u64>> = HashMap::new();
-        for &(rank, sig) in base_graphs {
-            base_of.entry(sig).or_default().push_back(rank);
+        let sigs = |g: &[(u64, Signature)]| g.iter().map(|x| x.1).collect::<Vec<_>>();
+        if sigs(base_graphs) == sigs(new_graphs) {
+            continue;
         }
-        for &(rank, sig) in new_graphs {
-            if let Some(to) = base_of.get_mut(&sig).and_then(VecDeque::pop_front)
-                && to != rank
+        // Base's graphs (by position) not yet taken, per key, in id order.
+        let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
+        for (i, &(_, sig)) in base_graphs.iter().enumerate() {
+            by_sig.entry(sig).or_default().push_back(i);
+        }
+        let mut to: Vec<Option<usize>> = new_graphs
+            .iter()
+            .map(|&(_, sig)| by_sig.get_mut(&sig).and_then(VecDeque::pop_front))
+            .collect();
+        let mut by_shape: HashMap<u64, VecDeque<usize>> = HashMap::new();
+        let mut left: Vec<usize> = by_sig.into_values().flatten().collect();
+        left.sort_unstable();
+        for i in left {
+            by_shape.entry(base_graphs[i].1.0).or_default().push_back(i);
+        }
+        for (j, &(_, (shape, _))) in new_graphs.iter().enumerate() {
+            if to[j].is_none() {
+                to[j] = by_shape.get_mut(&shape).and_then(VecDeque::pop_front);
+            }
+        }
+        for (&(rank, _), i) in new_graphs.iter().zip(to) {
+            if let Some(i) = i
+                && base_graphs[i].0 != rank
             {
-                moved.insert((*runtime, rank), to);
+                moved.insert((*runtime, rank), base_graphs[i].0);
             }
         }
     }

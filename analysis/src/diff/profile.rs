@@ -2,7 +2,7 @@
 //! sketches, and what the second pass needs to key outputs and outcomes (prepared graphs by
 //! rank, each graph's writing uses, how often each was submitted).
 
-use super::align::signature;
+use super::align::{Signature, kernel_params, params, structure};
 use crate::hash::IdMap;
 use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
@@ -11,7 +11,8 @@ use crate::sketch::Sketch;
 use crate::stats::{KernelStats, StatsVisitor};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
-    Access, GraphId, PreparedId, Record, RuntimeId, SessionStart, SubmissionIndex,
+    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
+    SubmissionIndex,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -37,8 +38,9 @@ pub struct Profile {
     pub warnings: Vec<Warning>,
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub shape: BTreeMap<(u32, u64), u64>,
-    /// Each prepared graph's structure (runtime rank, graph rank) → [`signature`].
-    pub(super) graphs: BTreeMap<(u32, u64), u64>,
+    /// Each prepared graph's (runtime rank, graph rank) [`Signature`]: its shape and what
+    /// it computes.
+    pub(super) graphs: BTreeMap<(u32, u64), Signature>,
     pub(super) places: Places,
 }
 
@@ -89,6 +91,10 @@ struct ProfileVisitor {
     session: Option<SessionStart>,
     places: Places,
     digest_runtimes: BTreeSet<RuntimeId>,
+    /// Every operation of every graph, for what each graph computes ([`params`]).
+    ops: IdMap<(RuntimeId, GraphId), Vec<GraphOp>>,
+    /// Each loaded kernel's [`kernel_params`].
+    kernels: IdMap<(RuntimeId, KernelId), u64>,
 }
 
 impl Visitor for ProfileVisitor {
@@ -107,6 +113,13 @@ impl Visitor for ProfileVisitor {
                         graph.push((op.node.0, i as u32, u.buffer.0, u.start, u.end));
                     }
                 }
+                self.ops
+                    .entry((op.runtime, op.graph))
+                    .or_default()
+                    .push(op.clone());
+            }
+            Record::KernelLoaded(k) => {
+                self.kernels.insert((k.runtime, k.kernel), kernel_params(k));
             }
             Record::Prepared(p) => {
                 self.places
@@ -184,10 +197,11 @@ impl ProfileVisitor {
                 label.map_or("", |l| index.labels()[l.0 as usize].as_str())
             });
             let writes = places.writes.get(&(p.runtime, p.graph));
-            graphs.insert(
-                region_ranks[&(p.runtime, p.id)],
-                signature(labels, writes.map_or(&[][..], Vec::as_slice)),
-            );
+            let structure = structure(labels, writes.map_or(&[][..], Vec::as_slice));
+            let ops = self.ops.get(&(p.runtime, p.graph));
+            let kernel = |k| self.kernels.get(&(p.runtime, k)).copied();
+            let params = params(ops.map_or(&[][..], Vec::as_slice), kernel);
+            graphs.insert(region_ranks[&(p.runtime, p.id)], (structure, params));
         }
         let stats = std::mem::take(&mut self.stats).finish(&summary);
         Profile {

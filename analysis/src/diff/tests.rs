@@ -4,7 +4,7 @@ use super::stream::{BATCH, BATCHES_AHEAD, match_within};
 use super::*;
 use crate::matching::RegionKey;
 use crate::synthetic::{PipelineSpec, pipeline};
-use hrx_capture::schema::{BufferId, OutputDigest, Payload, PreparedId, Status};
+use hrx_capture::schema::{BufferId, GraphId, OpKind, OutputDigest, Payload, PreparedId, Status};
 use std::collections::{BTreeMap, HashMap};
 
 /// A pipeline trace of `submissions` with one digest of buffer 4 after each completion
@@ -257,4 +257,76 @@ fn region_durations_are_kept_per_region_key() {
     assert_eq!(sketch.count(), 10);
     assert_eq!(p.submissions, 10);
     assert_eq!(p.shape, BTreeMap::from([((0, 0), 10)]));
+}
+
+/// [`trace`] as a program preparing two graphs of one shape that differ only in what their
+/// first operation computes: a fill of `fills[0]` (prepared first), then of `fills[1]`.
+/// Submissions alternate between them; each digest tells the fill value of its graph and
+/// its index among that graph's submissions apart.
+fn two_fills(submissions: u64, fills: [u8; 2]) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut of = HashMap::new();
+    let mut nth = [0u64; 2];
+    for r in trace(submissions, &[], None) {
+        match r {
+            Record::GraphOp(op) => {
+                for (g, value) in fills.into_iter().enumerate() {
+                    let mut op = op.clone();
+                    op.graph = GraphId(op.graph.0 + g as u64);
+                    if op.node.0 == 0 {
+                        op.op = OpKind::Fill { value };
+                    }
+                    out.push(Record::GraphOp(op));
+                }
+            }
+            Record::Prepared(p) => {
+                let mut y = p.clone();
+                y.prepared = PreparedId(p.prepared.0 + 1);
+                y.graph = GraphId(p.graph.0 + 1);
+                out.push(Record::Prepared(p));
+                out.push(Record::Prepared(y));
+            }
+            Record::Submit(mut s) => {
+                let graph = s.submission.0 % 2;
+                s.prepared = PreparedId(s.prepared.0 + graph);
+                of.insert(s.submission, (fills[graph as usize], nth[graph as usize]));
+                nth[graph as usize] += 1;
+                out.push(Record::Submit(s));
+            }
+            Record::OutputDigest(mut d) => {
+                let (fill, nth) = of[&d.submission];
+                d.xxh3 = (u64::from(fill) << 32) | nth;
+                out.push(Record::OutputDigest(d));
+            }
+            r => out.push(r),
+        }
+    }
+    out
+}
+
+#[test]
+fn graphs_of_one_shape_pair_by_what_they_compute() {
+    // Two programs prepare the same two graphs, the fill of 1 and the fill of 2, in
+    // opposite orders. Their regions, labels and byte ranges are the same: only the fill
+    // values tell them apart. Aligned by structure alone, rank 0 paired the fill of 1 with
+    // the fill of 2 and every output differed.
+    let base = two_fills(50, [1, 2]);
+    let new = two_fills(50, [2, 1]);
+    let (bp, mut np) = (profile_records(&base), profile_records(&new));
+    assert_eq!(align(&bp, &mut np), 2);
+    fn stream(records: &[Record]) -> Records<'_> {
+        Box::new(records.iter().map(|r| Ok(r.clone())))
+    }
+    let m = match_streams((&bp, stream(&base)), (&np, stream(&new))).unwrap();
+    assert!(m.by_graph);
+    assert_eq!(
+        (m.identical, m.differing.len()),
+        (50, 0),
+        "{:?}",
+        m.differing
+    );
+    assert_eq!(m.outputs_one_sided, [0; 2]);
+    // The same program twice: nothing moves, everything matches.
+    let mut again = profile_records(&base);
+    assert_eq!(align(&bp, &mut again), 0);
 }
