@@ -14,7 +14,7 @@
 # (*.hrxt, ignored by git); outputs of export and dump go to /dev/null-like temp files
 # that are removed after each run. Each cell is one run: `/usr/bin/time -v`'s elapsed
 # wall clock, user and system CPU seconds (what a loaded machine's wall clock hides) and
-# maximum resident set size.
+# maximum resident set size, and the bytes an export or dump wrote (0 for the other verbs).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +48,7 @@ fi
 new_bin=${NEW_BIN:-$root/target/release/hrx-trace}
 gen=${GEN:-$root/target/release/examples/gen-trace}
 
-# measure LABEL BIN VERB TRACE: prints "LABEL VERB wall_s user_s sys_s rss_mib exit".
+# measure LABEL BIN VERB TRACE: prints "LABEL VERB wall_s user_s sys_s rss_mib exit out_bytes".
 measure() {
     local label=$1 bin=$2 verb=$3 trace=$4 out=$WORK/out.tmp
     local args
@@ -70,11 +70,16 @@ measure() {
     user=$(awk -F': ' '/User time \(seconds\)/ {print $2}' "$log")
     sys=$(awk -F': ' '/System time \(seconds\)/ {print $2}' "$log")
     rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$log")
+    local bytes=0
+    case $verb in
+        export-*) bytes=$(stat -c %s "$out" 2>/dev/null || echo 0) ;;
+        dump) bytes=$(stat -c %s "$WORK/stdout.tmp") ;;
+    esac
     rm -f "$out" "$WORK/stdout.tmp"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$verb" "$wall" "$user" "$sys" "$rss" "$code"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$verb" "$wall" "$user" "$sys" "$rss" "$code" "$bytes"
 }
 
-printf 'regions\tbinary\tverb\twall_s\tuser_s\tsys_s\tpeak_rss_mib\texit\n'
+printf 'regions\tbinary\tverb\twall_s\tuser_s\tsys_s\tpeak_rss_mib\texit\tout_bytes\n'
 for n in "${sizes[@]}"; do
     trace=$WORK/pipeline-$n.hrxt
     [ -f "$trace" ] || "$gen" --regions "$n" -o "$trace" >&2
