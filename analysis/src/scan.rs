@@ -576,9 +576,12 @@ pub fn scan_reader_threaded<R: std::io::Read + Send>(
         while let Ok(batch) = receive.recv() {
             match batch {
                 Ok(mut records) => {
-                    for record in records.drain(..) {
-                        joiner.push(&record, visitor);
+                    // By reference: moving each record out (about 160 bytes) was a tenth
+                    // of the joining thread's time.
+                    for record in &records {
+                        joiner.push(record, visitor);
                     }
+                    records.clear();
                     let _ = give_back.send(records);
                 }
                 Err(error) => {

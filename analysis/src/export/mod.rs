@@ -586,10 +586,19 @@ impl<S: Sink> Out<S> {
 /// What the pass reuses instead of allocating per slice or submission.
 #[derive(Default)]
 struct Scratch {
-    /// A slice's cross-submission waits.
-    waits: Vec<CrossWait>,
+    /// What a settled submission's slices are made of, reused.
+    slice: SliceScratch,
     /// Emptied submissions.
     free: Vec<Held>,
+}
+
+/// A settled submission's flows and a slice's waits, reused.
+#[derive(Default)]
+struct SliceScratch {
+    waits: Vec<CrossWait>,
+    out_cross: Vec<(RegionIndex, u64)>,
+    flows_in: Vec<u64>,
+    flows_out: Vec<u64>,
 }
 
 /// The one pass (see the module docs).
@@ -668,7 +677,7 @@ impl<S: Sink> Pass<S> {
                 &mut self.out,
                 rt,
                 &held,
-                &mut self.scratch.waits,
+                &mut self.scratch.slice,
             );
             let mut held = held;
             held.reset();
@@ -763,15 +772,21 @@ impl Settled<'_> {
         out: &mut Out<S>,
         rt: &mut RuntimeHeld,
         held: &Held,
-        waits: &mut Vec<CrossWait>,
+        scratch: &mut SliceScratch,
     ) {
         let Settled {
             index,
             runtime,
             submission,
         } = *self;
+        let SliceScratch {
+            waits,
+            out_cross,
+            flows_in,
+            flows_out,
+        } = scratch;
         // Cross-submission flows out: the consumers are still held (they are later).
-        let mut out_cross: Vec<(RegionIndex, u64)> = Vec::new();
+        out_cross.clear();
         for &(consumer_sub, consumer_region, region) in &held.waited_by {
             if !held.timed(region) {
                 continue;
@@ -789,8 +804,6 @@ impl Settled<'_> {
                 consumer.flows_in.push((consumer_region, id));
             }
         }
-        let mut flows_in = Vec::new();
-        let mut flows_out = Vec::new();
         for &(region, ref span) in &held.spans {
             names.refresh(index, span.region);
             let names = &*names;
@@ -834,8 +847,8 @@ impl Settled<'_> {
                     slot: held.slot,
                     graph_hazards: true,
                     waits,
-                    flows_in: &flows_in,
-                    flows_out: &flows_out,
+                    flows_in,
+                    flows_out,
                 },
             );
             out.region_slice(&slice);
