@@ -353,10 +353,14 @@ impl Storage {
     /// Records a host write of `data` at `offset` in the trace: `data` is the caller's for a
     /// GPU-local buffer, else this buffer's own host mapping (captured later, fenced).
     fn traced_write(&self, offset: usize, data: &[u8]) {
-        // Outside a capture range the snapshot at its opening holds the bytes.
+        // Outside a capture range a later range snapshots the bytes if it reads them.
         let Some(hook) = self.context.tracer.open_hook() else {
             return;
         };
+        let end = offset.saturating_add(data.len());
+        self.context
+            .tracer
+            .host_wrote(self.id, offset as u64..end as u64);
         let mapped = (!self.pointer.is_null()).then_some(&self.captures);
         // SAFETY: a host-mapped buffer's `data` is its mapping at `offset` (`HostWrite`'s
         // bytes): this storage's drop waits for the capture fences before the allocation is
@@ -390,16 +394,6 @@ impl Drop for Storage {
                 },
             ));
         }
-    }
-}
-
-impl crate::trace::LiveBuffer for Storage {
-    fn len_bytes(&self) -> usize {
-        self.len
-    }
-
-    fn contents(self: Arc<Self>) -> Option<Vec<u8>> {
-        Buffer { storage: self }.to_vec().ok()
     }
 }
 

@@ -530,10 +530,6 @@ impl Runtime {
             mapped: AtomicUsize::new(0),
             captures: Default::default(),
         });
-        let live: Arc<dyn crate::trace::LiveBuffer> = storage.clone();
-        context
-            .tracer
-            .buffer_live(storage.id, Arc::downgrade(&live));
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::BufferCreated(s::BufferCreated {
                 runtime: hook.runtime,

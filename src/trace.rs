@@ -27,24 +27,27 @@
 //! when the range closes while it runs.
 //!
 //! When a range opens mid-run (the runtime submitted or wrote buffers before it), replay
-//! needs the state the range starts from, GFXReconstruct's state snapshot. The choice here:
-//! before the range's first submission, the submit path waits for the runtime's submissions
-//! in flight to finish, then `Tracer::open_range` records the whole contents of every live
-//! buffer as [`s::BufferSnapshot`]s (GPU-local ones read back). Exact for any later graph,
-//! including one prepared inside the range, at a cost paid once per opening: a drain of the
-//! runtime (as GFXReconstruct waits for the device to idle before writing its state) and the
-//! bytes of every live buffer, read and stored. Knowing which bytes the range reads before
-//! writing needs the range's future; `hrx-trace trim`, which has it, snapshots only those.
-//! The buffers register themselves as `LiveBuffer`s, so this module still names none of
-//! the layers above it.
+//! needs the state the range starts from, GFXReconstruct's state snapshot: the contents of
+//! the bytes the range reads before it writes them. Before the range's first submission the
+//! submit path waits for the runtime's submissions in flight to finish (as GFXReconstruct
+//! waits for the device to idle), and from then on the snapshot is taken lazily
+//! (`snapshot`): before each submission of the range, the bytes its graph reads that the
+//! range has neither written nor snapshotted yet are read (GPU-local ones read back) and
+//! recorded as [`s::BufferSnapshot`]s. Until session 13 every live buffer was snapshotted
+//! whole at the opening (2.20 MiB for a third of the pipeline, which reads none of it
+//! before writing it); `hrx-trace trim`, which knows the range's future, derives the same
+//! bytes from a finished trace.
 
 use hrx_capture::schema as s;
 use hrx_capture::{Recorder, RecorderOptions, TraceMode};
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Once, OnceLock};
+
+mod snapshot;
+use snapshot::Held;
+pub(crate) use snapshot::{Pending, RangeSet};
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
 /// afterwards record nothing until a new trace is opened. Runs automatically at normal
@@ -144,17 +147,8 @@ pub(crate) struct Tracer {
     window: Option<Window>,
 }
 
-/// A buffer whose whole contents a range opening mid-run snapshots (see the module docs).
-pub(crate) trait LiveBuffer: Send + Sync {
-    /// Its size, bytes.
-    fn len_bytes(&self) -> usize;
-    /// Its whole contents (GPU-local ones read back); `None` when it has none to restore
-    /// (poisoned).
-    fn contents(self: Arc<Self>) -> Option<Vec<u8>>;
-}
-
-/// Which submissions a traced runtime records (see the module docs), and its live buffers
-/// for the snapshot a range opening mid-run needs.
+/// Which submissions a traced runtime records (see the module docs), and the bytes the open
+/// range holds for its lazy snapshot.
 struct Window {
     range: Option<hrx_capture::CaptureRange>,
     /// Every submission so far was recorded: the fast path of [`Window::traced`].
@@ -162,7 +156,9 @@ struct Window {
     /// The range is open: host writes and submits are recorded.
     open: AtomicBool,
     state: Mutex<WindowState>,
-    buffers: Mutex<HashMap<u64, Weak<dyn LiveBuffer>>>,
+    /// Locked after `state` is released, never while it is held (`Pending` holds it
+    /// across a submit, which may close the range).
+    held: Mutex<Held>,
 }
 
 #[derive(Default)]
@@ -184,7 +180,7 @@ impl Window {
                 open_from: open.then_some(1),
                 closed: Vec::new(),
             }),
-            buffers: Mutex::new(HashMap::new()),
+            held: Mutex::new(Held::default()),
         }
     }
 
@@ -278,18 +274,43 @@ impl Tracer {
         self.submission_hook(submission).is_some()
     }
 
-    /// Buffer `id` is live: a range opening later snapshots it.
-    pub fn buffer_live(&self, id: u64, buffer: Weak<dyn LiveBuffer>) {
-        if let Some(window) = &self.window {
-            crate::sync::lock(&window.buffers).insert(id, buffer);
-        }
-    }
-
     /// Buffer `id` was released.
     pub fn buffer_gone(&self, id: u64) {
         if let Some(window) = &self.window {
-            crate::sync::lock(&window.buffers).remove(&id);
+            crate::sync::lock(&window.held).forget(id);
         }
+    }
+
+    /// A host write recorded in the open range set bytes `range` of buffer `buffer`: the
+    /// range holds them (see `snapshot`).
+    pub fn host_wrote(&self, buffer: u64, range: Range<u64>) {
+        if let Some(window) = &self.window
+            && window.is_open()
+        {
+            crate::sync::lock(&window.held).insert(buffer, range);
+        }
+    }
+
+    /// Before a submit while the range is open: snapshots the bytes of `reads` (buffer,
+    /// range: what the graph reads before writing it) that the range does not hold yet,
+    /// reading them with `read(i, range)` (`reads[i]`'s buffer), and returns the lock to
+    /// hold until the submit is decided ([`Pending::submitted`] with the graph's writes
+    /// when accepted). `None`, reading nothing, when the range is closed or tracing is off:
+    /// one branch and one relaxed load.
+    pub fn snapshot_reads(
+        &self,
+        reads: &[(u64, Range<u64>)],
+        read: impl FnMut(usize, Range<u64>) -> Option<Vec<u8>>,
+    ) -> Option<Pending<'_>> {
+        let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
+            return None;
+        };
+        if !window.is_open() {
+            return None;
+        }
+        let mut held = crate::sync::lock(&window.held);
+        held.snapshot(&hook, reads, read);
+        Some(Pending { held })
     }
 
     /// Whether this runtime records into a trace whose capture range is closed now.
@@ -310,8 +331,9 @@ impl Tracer {
     }
 
     /// Opens the range at submission `next`, recording its [`s::TraceRange`] (with the
-    /// injected fault counted from `next`, `fault`) and a [`s::BufferSnapshot`] of every live
-    /// buffer. The runtime must have nothing in flight (see the module docs).
+    /// injected fault counted from `next`, `fault`); its submissions then snapshot what they
+    /// read ([`Tracer::snapshot_reads`]). The runtime must have nothing in flight (see the
+    /// module docs).
     pub fn open_range(&self, next: u64, fault: Option<s::RangeFault>) {
         let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
             return;
@@ -330,37 +352,11 @@ impl Tracer {
             time_ns,
             fault,
         }));
-        let mut live: Vec<(u64, Arc<dyn LiveBuffer>)> = {
-            let mut buffers = crate::sync::lock(&window.buffers);
-            buffers.retain(|_, b| b.strong_count() > 0);
-            buffers
-                .iter()
-                .filter_map(|(&id, b)| Some((id, b.upgrade()?)))
-                .collect()
-        };
-        live.sort_by_key(|&(id, _)| id);
-        for (id, buffer) in live {
-            let len_bytes = buffer.len_bytes() as u64;
-            let (contents, xxh3) = match buffer.contents() {
-                Some(bytes) => (
-                    hook.recorder.payload(&bytes),
-                    xxhash_rust::xxh3::xxh3_64(&bytes),
-                ),
-                // A poisoned buffer has no contents to restore; replay says it cannot be exact.
-                None => (s::Payload::Omitted { len_bytes }, 0),
-            };
-            hook.record(s::Record::BufferSnapshot(s::BufferSnapshot {
-                runtime: self.runtime,
-                buffer: s::BufferId(id),
-                offset: 0,
-                len_bytes,
-                xxh3,
-                contents,
-                time_ns,
-            }));
-        }
         state.open_from = Some(next);
         window.open.store(true, Ordering::Relaxed);
+        drop(state);
+        // Nothing held yet: the range's submissions snapshot what they read (`snapshot`).
+        crate::sync::lock(&window.held).clear();
     }
 
     /// The hook to record `submission`'s submit with, at the submit under the scheduler

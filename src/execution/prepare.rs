@@ -218,6 +218,11 @@ impl Graph {
             parallel,
             regions,
             uses,
+            snapshot: if context.tracer.on() {
+                super::submit::SnapshotUses::of(self.entries.iter().map(|e| &e.uses[..]))
+            } else {
+                Default::default()
+            },
         });
         super::record::prepared(
             &context.tracer,

@@ -23,6 +23,57 @@ pub(crate) struct Prepared {
     /// Read and written only under the scheduler lock (atomics only to be shared).
     pub occupied: Box<[AtomicBool]>,
     pub signals: Vec<Arc<Signal>>,
+    /// What a capture range's lazy snapshot needs of the graph (empty when untraced).
+    pub snapshot: SnapshotUses,
+}
+
+/// The bytes a graph reads before writing them and the bytes it writes, worked out once at
+/// `prepare` from its operations in build order (the order its hazards keep), for a capture
+/// range's lazy snapshot (`crate::trace`).
+#[derive(Default)]
+pub(crate) struct SnapshotUses {
+    /// (buffer id, byte range) read before the graph writes it.
+    pub reads: Vec<(u64, std::ops::Range<u64>)>,
+    /// The buffer of each of `reads`.
+    pub read_buffers: Vec<crate::Buffer>,
+    /// (buffer id, byte range) the graph writes.
+    pub writes: Vec<(u64, std::ops::Range<u64>)>,
+}
+
+impl SnapshotUses {
+    /// From the uses of each operation, in build order.
+    pub fn of<'a>(operations: impl IntoIterator<Item = &'a [Use]>) -> SnapshotUses {
+        use std::collections::BTreeMap;
+        let mut written: BTreeMap<u64, crate::trace::RangeSet> = BTreeMap::new();
+        let mut out = SnapshotUses::default();
+        for uses in operations {
+            for u in uses.iter().filter(|u| u.access != crate::Access::Write) {
+                let range = u.view.range();
+                let range = range.start as u64..range.end as u64;
+                let id = u.buffer_id();
+                let missing = match written.get(&id) {
+                    Some(set) => set.missing(range),
+                    None => vec![range],
+                };
+                for part in missing {
+                    out.reads.push((id, part));
+                    out.read_buffers.push(u.view.buffer().clone());
+                }
+            }
+            for u in uses.iter().filter(|u| u.access != crate::Access::Read) {
+                let range = u.view.range();
+                written
+                    .entry(u.buffer_id())
+                    .or_default()
+                    .insert(range.start as u64..range.end as u64);
+            }
+        }
+        out.writes = written
+            .into_iter()
+            .flat_map(|(id, set)| set.into_ranges().into_iter().map(move |r| (id, r)))
+            .collect();
+        out
+    }
 }
 
 impl Prepared {
@@ -71,7 +122,21 @@ impl ExecutableGraph {
     /// completion; [`Error::Message`] for an orphaned incomplete producer.
     pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
         self.open_trace_range();
+        let snapshot = &self.inner.snapshot;
+        let pending = self
+            .inner
+            .tracer()
+            .snapshot_reads(&snapshot.reads, |i, range| {
+                let mut bytes = vec![0; usize::try_from(range.end - range.start).ok()?];
+                snapshot.read_buffers[i]
+                    .read(usize::try_from(range.start).ok()?, &mut bytes)
+                    .ok()?;
+                Some(bytes)
+            });
         let result = self.try_submit(producers);
+        if let (Some(pending), Ok(_)) = (pending, &result) {
+            pending.submitted(&snapshot.writes);
+        }
         if let Err(error) = &result {
             super::record::submit_refused(self.inner.tracer(), self.inner.id, error);
         }
@@ -79,8 +144,8 @@ impl ExecutableGraph {
     }
 
     /// Before a submit: when the trace's capture range is closed and the next submission
-    /// is inside it, drains the runtime (the snapshot must not race its own writes) and
-    /// opens the range, snapshotting every live buffer (see `crate::trace`).
+    /// is inside it, drains the runtime (the snapshots the range's submissions take must
+    /// read the bytes as they are at its start) and opens the range (see `crate::trace`).
     fn open_trace_range(&self) {
         let tracer = self.inner.tracer();
         if !tracer.range_closed() {

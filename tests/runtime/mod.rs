@@ -5,6 +5,7 @@ mod buffers;
 mod failure;
 mod graphs;
 mod properties;
+mod range_snapshot;
 mod seed_rules;
 mod stress;
 mod submission;
