@@ -319,7 +319,8 @@ impl Completion {
     /// Blocks until the submission retired. First the calling thread runs those of the
     /// submission's native regions (native graph, copy batch, NPU run) that are ready while
     /// their queue is idle, as the queue's worker would have, sparing the hand-off to and from
-    /// that worker; the workers run the rest, and user callbacks always.
+    /// that worker, and completes (synchronizes) a graph that `submit` launched early; the
+    /// workers run the rest, and user callbacks always.
     ///
     /// # Errors
     /// The failure of the submission or [`Error::Cancelled`].

@@ -181,11 +181,12 @@ impl Graph {
                 .counters
                 .native_graphs_prepared
                 .fetch_add(1, Ordering::Relaxed);
+            let asynchronous = stream.launches_asynchronously();
             regions.push(Region {
                 lane,
                 kind: RegionKind::NativeGraph,
                 copy_bytes,
-                backend: Backend::Gpu(Box::new(Exclusive::new((stream, executable)))),
+                backend: Backend::Gpu(Box::new(Exclusive::new((stream, executable))), asynchronous),
                 uses,
                 nodes: start..index,
                 internal,

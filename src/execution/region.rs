@@ -90,7 +90,14 @@ pub(crate) enum Backend {
     Copies(Arc<Mutex<CopyStream>>, Vec<(BufferView, BufferView)>),
     /// The region's own stream and executable graph: [`Exclusive`], not a mutex, since the
     /// scheduler runs a region on one thread at a time (the seed locks a mutex here).
-    Gpu(Box<Exclusive<(crate::gpu::Stream, crate::gpu::GraphExec)>>),
+    /// With whether its stream's launch is asynchronous
+    /// ([`crate::gpu::NativeStream::launches_asynchronously`]): then `submit` may launch it
+    /// ([`Region::launch`]) and the thread that claims it later synchronizes
+    /// ([`Region::complete_launch`]).
+    Gpu(
+        Box<Exclusive<(crate::gpu::Stream, crate::gpu::GraphExec)>>,
+        bool,
+    ),
     Scoped(Arc<Mutex<ScopedGpu>>, Vec<BufferView>),
     /// The region's own prepared NPU run, [`Exclusive`] as `Gpu`'s stream.
     Npu(Exclusive<crate::npu::PreparedRun>),
@@ -118,7 +125,7 @@ pub(crate) struct Region {
 impl Region {
     pub fn engine(&self) -> Engine {
         match &self.backend {
-            Backend::Gpu(_) | Backend::Scoped(..) | Backend::Copies(..) => Engine::Gpu,
+            Backend::Gpu(..) | Backend::Scoped(..) | Backend::Copies(..) => Engine::Gpu,
             Backend::Npu(_) => Engine::Npu,
             Backend::Host(..) => Engine::Host,
         }
@@ -173,17 +180,7 @@ impl Region {
     pub fn run(&self, context: &Context) -> Result<Option<crate::gpu::DeviceSpan>> {
         let engine = self.engine();
         let mut span = None;
-        for use_ in self.uses.iter().filter(|u| u.access.writes()) {
-            // A deferred trace capture may still be hashing what an earlier writer left.
-            use_.view.buffer().storage.captures.wait();
-        }
-        // Every use, written-only ones too (the seed makes each use visible before a region
-        // runs): a region that writes part of a buffer must first take in another engine's
-        // newer bytes (an NPU write synced back from its buffer object), or the rest of the
-        // buffer would keep stale bytes once this engine becomes its last writer.
-        for use_ in &self.uses {
-            use_.view.buffer().storage.make_visible(engine)?;
-        }
+        self.prepare_uses(engine)?;
         match &self.backend {
             Backend::Copies(stream, copies) => {
                 let mut stream = lock(stream);
@@ -209,7 +206,7 @@ impl Region {
                 result?;
                 span = stream.stream.last_span();
             }
-            Backend::Gpu(pair) => {
+            Backend::Gpu(pair, _) => {
                 let mut pair = pair.claim();
                 let (stream, graph) = &mut *pair;
                 stream.launch_and_synchronize(graph.as_mut())?;
@@ -225,6 +222,75 @@ impl Region {
             Backend::Npu(run) => run.claim().execute()?,
             Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
         }
+        self.ran(context, engine);
+        Ok(span)
+    }
+
+    /// Whether the region is a native graph whose launch only enqueues it, which `submit`
+    /// may launch early ([`Region::launch`]).
+    pub fn launches_asynchronously(&self) -> bool {
+        matches!(self.backend, Backend::Gpu(_, true))
+    }
+
+    /// The first half of [`Region::run`] for a region that
+    /// [`Region::launches_asynchronously`]: its uses made visible to its engine, then its graph
+    /// launched, in the seed's order (`make_visible` for every use, then `launch`); the
+    /// thread that claims it next calls [`Region::complete_launch`].
+    ///
+    /// # Errors
+    /// As [`Region::run`]; the graph is then not launched, or its launch failed.
+    pub fn launch(&self) -> Result<()> {
+        let Backend::Gpu(pair, true) = &self.backend else {
+            return Err(Error::Message(
+                "only an asynchronous native graph launches early".into(),
+            ));
+        };
+        self.prepare_uses(Engine::Gpu)?;
+        let mut pair = pair.claim();
+        let (stream, graph) = &mut *pair;
+        stream.launch(graph.as_mut())
+    }
+
+    /// The second half after [`Region::launch`]: the stream synchronized (as the seed's
+    /// `synchronize` after its `launch`), then what [`Region::run`] records after the work.
+    ///
+    /// # Errors
+    /// As [`Region::run`]: the first error of the launched work.
+    pub fn complete_launch(&self, context: &Context) -> Result<Option<crate::gpu::DeviceSpan>> {
+        let Backend::Gpu(pair, _) = &self.backend else {
+            return Err(Error::Message(
+                "only a native graph completes a launch".into(),
+            ));
+        };
+        let span = {
+            let mut pair = pair.claim();
+            let (stream, _) = &mut *pair;
+            stream.synchronize()?;
+            stream.last_span()
+        };
+        self.ran(context, Engine::Gpu);
+        Ok(span)
+    }
+
+    /// Before the native work: a deferred trace capture's reads waited for, every use made
+    /// visible to `engine`.
+    fn prepare_uses(&self, engine: Engine) -> Result<()> {
+        for use_ in self.uses.iter().filter(|u| u.access.writes()) {
+            // A deferred trace capture may still be hashing what an earlier writer left.
+            use_.view.buffer().storage.captures.wait();
+        }
+        // Every use, written-only ones too (the seed makes each use visible before a region
+        // runs): a region that writes part of a buffer must first take in another engine's
+        // newer bytes (an NPU write synced back from its buffer object), or the rest of the
+        // buffer would keep stale bytes once this engine becomes its last writer.
+        for use_ in &self.uses {
+            use_.view.buffer().storage.make_visible(engine)?;
+        }
+        Ok(())
+    }
+
+    /// After the native work succeeded: copy counters, and the written buffers' last writer.
+    fn ran(&self, context: &Context, engine: Engine) {
         if self.copy_bytes != 0 {
             context.counters.lane_copy_bytes[self.lane as usize]
                 .fetch_add(self.copy_bytes as u64, Ordering::Relaxed);
@@ -238,7 +304,6 @@ impl Region {
                 use_.view.buffer().storage.wrote(engine);
             }
         }
-        Ok(span)
     }
 }
 

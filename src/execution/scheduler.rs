@@ -5,7 +5,9 @@
 //! ```text
 //!   submit ──> in flight ──(every region finished)──> retired ──(completions dropped)──> slot free
 //!                │  region: Pending ─> Running ─> Done | Failed
-//!                │                  └──────────> Cancelled (a failure or a failed producer)
+//!                │             │          └─> Launched ─> Running (launched by submit,
+//!                │             │                                   completed by its claimer)
+//!                │             └──────────> Cancelled (a failure or a failed producer)
 //! ```
 //!
 //! A region is ready when (1) its in-graph dependencies are `Done`, (2) every explicit
@@ -30,8 +32,11 @@
 //! queue runs them, and a thread in [`crate::Completion::wait`] runs its own submission's
 //! ready native regions (native graph, copy batch, NPU run; never user callbacks) when that
 //! queue is idle, so that a submit-then-wait round trip needs no thread hand-off, like a
-//! launch followed by a stream synchronize. Signals and condition variables are notified
-//! after the scheduler lock is dropped.
+//! launch followed by a stream synchronize. `submit` itself launches a runnable native graph
+//! whose launch is asynchronous ([`Scheduler::claim_launch`], see [`super::submit`]); the
+//! region is then `Launched`, its queue busy, until the waiter or the queue's worker claims
+//! it to synchronize. Signals and condition variables are notified after the scheduler lock
+//! is dropped.
 
 use super::completion::{Signal, publish_all, retire_slot};
 use super::dependencies::hazards_between;
@@ -50,6 +55,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 enum State {
     Pending,
     Running,
+    /// Launched by `submit` (its graph queued on the device), not yet synchronized: the
+    /// queue counts as running; the waiter or the queue's worker claims it to finish it.
+    Launched,
     Done,
     Failed,
     Cancelled,
@@ -92,6 +100,9 @@ pub(crate) struct Task {
     pub region: usize,
     /// Submission-order number of the region's first device operation.
     pub first_operation: u64,
+    /// The region's graph was launched by `submit` ([`Scheduler::claim_launch`]): whoever
+    /// runs this task only completes the launch ([`Region::complete_launch`]).
+    pub launched: bool,
 }
 
 impl Task {
@@ -162,8 +173,12 @@ pub(crate) struct Scheduler {
     /// Device operations numbered so far, in submission order.
     operations: u64,
     in_flight: VecDeque<InFlight>,
-    /// Bit `q` set: a region of queue `q` is running (on its worker or a waiter).
+    /// Bit `q` set: a region of queue `q` is running (on its worker or a waiter), or launched.
     running: u8,
+    /// Bit `q` set: queue `q`'s running region is [`State::Launched`], at `launched_at[q]`
+    /// (submission, region), for the first claimer to complete.
+    launched: u8,
+    launched_at: [(u64, usize); 5],
     /// What was last stored on each queue's doorbell (only the lock holder stores there).
     rung: [u64; 5],
     /// Bit `q`: the claimable flag last stored on queue `q`'s doorbell.
@@ -225,6 +240,8 @@ impl Scheduler {
             operations: 0,
             in_flight: VecDeque::new(),
             running: 0,
+            launched: 0,
+            launched_at: [(0, 0); 5],
             rung: [0; 5],
             claimable: 0,
             pending: [0; 5],
@@ -346,6 +363,9 @@ impl Scheduler {
 
     /// Claims the oldest ready region of `queue`, unless a region of `queue` is running.
     pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
+        if self.launched & (1 << queue as u8) != 0 {
+            return self.claim_launched(queue);
+        }
         if self.running & (1 << queue as u8) != 0 || self.pending[queue as usize] == 0 {
             return None;
         }
@@ -358,6 +378,14 @@ impl Scheduler {
     /// submission's own regions only, in order: most submissions a thread waits for are one
     /// region on an idle runtime, found at once.
     pub fn claim_own(&mut self, submission: u64) -> Option<Task> {
+        if self.launched != 0
+            && let Some(queue) = Queue::ALL.into_iter().find(|&q| {
+                self.launched & (1 << q as u8) != 0 && self.launched_at[q as usize].0 == submission
+            })
+        {
+            self.regions_run_by_waiters += 1;
+            return self.claim_launched(queue);
+        }
         let position = self.position(submission)?;
         let flight = &self.in_flight[position];
         if flight.status.is_some() {
@@ -401,11 +429,83 @@ impl Scheduler {
         Some(self.claim(position, found))
     }
 
+    /// Claims, for `submit`, the region of `submission` that its queue would run next while
+    /// that queue is idle, when it is a native graph whose launch is asynchronous and the
+    /// submission is untraced (a traced region's records are taken around the whole run on
+    /// one thread): `submit` launches it ([`Region::launch`]) and reports with
+    /// [`Scheduler::launched`] or, when the launch failed, [`Scheduler::finish`].
+    pub fn claim_launch(&mut self, submission: u64, traced: bool) -> Option<Task> {
+        if traced {
+            return None;
+        }
+        let position = self.position(submission)?;
+        let flight = &self.in_flight[position];
+        if flight.status.is_some() || !flight.producers.is_empty() {
+            return None;
+        }
+        let region = (0..flight.states.len()).find(|&region| {
+            let prepared = &flight.prepared.regions[region];
+            let queue = prepared.queue();
+            flight.states[region] == State::Pending
+                && prepared.launches_asynchronously()
+                && self.running & (1 << queue as u8) == 0
+                && self.next_ready(queue) == Some((position, region))
+        })?;
+        Some(self.claim(position, region))
+    }
+
+    /// Records that `task`'s graph was launched (by `submit`): the region waits, its queue
+    /// still running, for a thread to claim it and complete it. Its queue's doorbell shows it
+    /// claimable, so that the worker completes it when no waiter claims it first.
+    pub fn launched(&mut self, task: Task) -> Wake {
+        let queue = task.prepared().regions[task.region].queue();
+        let mut wake = Wake::default();
+        let Some(position) = self.position(task.submission) else {
+            return wake;
+        };
+        self.in_flight[position].states[task.region] = State::Launched;
+        let bit = 1 << queue as u8;
+        self.launched |= bit;
+        self.launched_at[queue as usize] = (task.submission, task.region);
+        self.ring(bit, self.shown(self.claimable()));
+        wake.queues = self.parked.take(bit);
+        wake
+    }
+
+    /// Claims queue `queue`'s launched region, to complete it.
+    fn claim_launched(&mut self, queue: Queue) -> Option<Task> {
+        let bit = 1 << queue as u8;
+        let (submission, region) = self.launched_at[queue as usize];
+        self.launched &= !bit;
+        self.ring(0, self.shown(self.claimable()));
+        let position = self.position(submission)?;
+        let flight = &mut self.in_flight[position];
+        debug_assert_eq!(flight.states[region], State::Launched);
+        flight.states[region] = State::Running;
+        let earlier: u64 = flight.prepared.regions[..region]
+            .iter()
+            .map(device_operations)
+            .sum();
+        Some(Task {
+            prepared: std::ptr::NonNull::from(&*flight.prepared),
+            submission,
+            region,
+            first_operation: flight.first_operation + earlier,
+            launched: true,
+        })
+    }
+
+    /// The doorbells' claimable flags for queues with `mask`'s work: idle ones, and those
+    /// whose running region is launched and awaits completion.
+    fn shown(&self, mask: u8) -> u8 {
+        mask & !self.running | self.launched
+    }
+
     fn claim(&mut self, position: usize, region: usize) -> Task {
         let queue = self.in_flight[position].prepared.regions[region].queue();
         self.pending[queue as usize] -= 1;
         self.running |= 1 << queue as u8;
-        self.ring(0, self.claimable() & !self.running);
+        self.ring(0, self.shown(self.claimable()));
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
         let earlier: u64 = flight.prepared.regions[..region]
@@ -417,6 +517,7 @@ impl Scheduler {
             submission: flight.submission,
             region,
             first_operation: flight.first_operation + earlier,
+            launched: false,
         }
     }
 
@@ -606,7 +707,7 @@ impl Scheduler {
     /// worker is parked, for a notification once the lock is dropped.
     fn wake_queues(&mut self, wake: &mut Wake) {
         let pending = self.pending_queues();
-        self.ring(pending, pending & !self.running);
+        self.ring(pending, self.shown(pending));
         wake.queues = self.parked.take(pending);
     }
 

@@ -1,5 +1,30 @@
 //! The submit stage: [`ExecutableGraph`], a prepared graph, and its submission into one of
 //! its bounded, reusable slots; the scheduler ([`super::scheduler`]) then runs and retires it.
+//!
+//! # Early launch
+//!
+//! When the submission's native graph region is runnable at once (the oldest ready region of
+//! its idle queue: no hazard wait, no producers), its stream's launch only enqueues
+//! ([`crate::gpu::NativeStream::launches_asynchronously`]: CUDA, HIP) and the submission is
+//! untraced, `submit` claims the region and launches it on the calling thread before it
+//! returns, as a raw `cuGraphLaunch` would be: the rest of `submit`, and of `wait` up to
+//! its stream synchronize, then overlaps the device's execution instead of preceding it.
+//! The region stays *launched* (its queue busy) until a thread claims it to synchronize and
+//! record the outcome: the submission's waiter ([`crate::Completion::wait`]) or, when nobody
+//! waits, the queue's worker (its doorbell shows the region claimable). The software
+//! device runs a graph inside its launch, so its `submit` never runs work.
+//!
+//! The seed (`shared/seed/graph.rs`, `Region::run`) orders a region's steps: poison check,
+//! every use made visible to its engine, `launch`, `synchronize`, then the written buffers'
+//! last writer. The early launch keeps that order, split across two threads at the point
+//! where the seed itself hands the work to the device: `submit` does the checks, the
+//! visibility and the launch; the claimer does the synchronize and what follows. Its
+//! `submit` "enqueue[s] without waiting for a device", as the seed's does: a launch does not
+//! wait. A failed launch is the region's outcome at once, with the same quarantine and
+//! poison as a failed run. What happens between the synchronize and `wait` returning stays
+//! as it was: the submission's buffer uses end and its prepared graph is let go before its
+//! outcome is published, so that a host map right after `wait` is not `Busy` and a returned
+//! waiter can rely on the runtime having let go ([`super::completion`]).
 
 use super::completion::Signal;
 use super::dependencies::Use;
@@ -250,7 +275,11 @@ impl ExecutableGraph {
             producers.iter().map(Completion::submission),
         );
         let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());
+        let early = scheduler.claim_launch(submission, self.inner.tracer().traces(submission));
         drop(scheduler);
+        if let Some(task) = early {
+            super::worker::launch(core, task);
+        }
         core.wake(wake);
         Ok(completion)
     }
@@ -289,5 +318,217 @@ impl ExecutableGraph {
                 copy_bytes: r.copy_bytes,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gpu::sim::test_hooks::{ASYNCHRONOUS, LAUNCHES};
+    use crate::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
+
+    /// A runtime and a one-fill graph of a 4 KiB buffer (one native-graph region), its
+    /// streams made while `asynchronous` is set (the software device's test hook).
+    fn fill_graph(asynchronous: bool, value: u8) -> (Runtime, crate::Buffer, ExecutableGraph) {
+        fill_graph_on(RuntimeOptions::sim(), asynchronous, value)
+    }
+
+    fn fill_graph_on(
+        options: RuntimeOptions,
+        asynchronous: bool,
+        value: u8,
+    ) -> (Runtime, crate::Buffer, ExecutableGraph) {
+        let rt = Runtime::new(options).unwrap();
+        let buffer = rt.buffer(4096, Placement::GpuLocal).unwrap();
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), value).unwrap();
+        ASYNCHRONOUS.set(asynchronous);
+        let graph = graph.prepare().unwrap();
+        ASYNCHRONOUS.set(false);
+        (rt, buffer, graph)
+    }
+
+    fn bytes(buffer: &crate::Buffer) -> Vec<u8> {
+        let mut out = vec![0; 4096];
+        buffer.read(0, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_runnable_asynchronous_graph_is_launched_by_submit_on_the_submitting_thread() {
+        let (rt, buffer, graph) = fill_graph(true, 7);
+        for round in 1..=3 {
+            let before = LAUNCHES.get();
+            let completion = graph.submit().unwrap();
+            // Launched here, before `submit` returned: the queue's worker cannot have.
+            assert_eq!(LAUNCHES.get(), before + 1, "round {round}");
+            completion.wait().unwrap();
+            // Completed by this thread's `wait` or by the worker; never launched again.
+            assert_eq!(LAUNCHES.get(), before + 1, "round {round}");
+        }
+        assert_eq!(bytes(&buffer), vec![7; 4096]);
+        assert_eq!(rt.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_synchronous_graph_is_still_run_by_the_waiter_or_the_worker_not_by_submit() {
+        let (_rt, buffer, graph) = fill_graph(false, 9);
+        let before = LAUNCHES.get();
+        let completion = graph.submit().unwrap();
+        assert_eq!(
+            LAUNCHES.get(),
+            before,
+            "the software device's submit does not run work"
+        );
+        completion.wait().unwrap();
+        assert_eq!(bytes(&buffer), vec![9; 4096]);
+    }
+
+    #[test]
+    fn a_launched_region_nobody_waits_for_is_completed_by_the_worker() {
+        let (rt, buffer, graph) = fill_graph(true, 5);
+        let before = LAUNCHES.get();
+        // Never waited for: the queue's worker completes each launch, or a later
+        // submission of the same queue would never run.
+        drop(graph.submit().unwrap());
+        let second = graph.submit();
+        let second = match second {
+            Ok(completion) => completion,
+            // The first one's slot may still be settling on a loaded machine.
+            Err(crate::Error::Busy(_)) => {
+                while rt.in_flight() != 0 {
+                    std::thread::yield_now();
+                }
+                graph.submit().unwrap()
+            }
+            Err(error) => panic!("{error}"),
+        };
+        second
+            .wait_timeout(std::time::Duration::from_secs(60))
+            .unwrap();
+        while rt.in_flight() != 0 {
+            std::thread::yield_now();
+        }
+        assert!(LAUNCHES.get() > before);
+        assert_eq!(bytes(&buffer), vec![5; 4096]);
+    }
+
+    #[test]
+    fn a_graph_waiting_on_a_hazard_is_not_launched_by_submit() {
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let buffer = rt.buffer(4096, Placement::HostVisible).unwrap();
+        // A host callback that writes the buffer and holds its queue until released.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let mut writer = rt.graph();
+        let binding = crate::execution::types::GpuAccess {
+            view: buffer.whole(),
+            access: crate::Access::Write,
+        };
+        writer
+            .host(&[binding], move |views| {
+                released.lock().unwrap().recv().unwrap();
+                views.write(0)?.fill(1);
+                Ok(())
+            })
+            .unwrap();
+        let writer = writer.prepare().unwrap();
+        let mut fill = rt.graph();
+        fill.fill(buffer.whole(), 3).unwrap();
+        ASYNCHRONOUS.set(true);
+        let fill = fill.prepare().unwrap();
+        ASYNCHRONOUS.set(false);
+        let first = writer.submit().unwrap();
+        let before = LAUNCHES.get();
+        // The fill writes what the unfinished callback writes: it waits on that hazard, so
+        // `submit` leaves it to the scheduler.
+        let second = fill.submit().unwrap();
+        assert_eq!(LAUNCHES.get(), before);
+        release.send(()).unwrap();
+        first.wait().unwrap();
+        second.wait().unwrap();
+        assert_eq!(bytes(&buffer), vec![3; 4096]);
+    }
+
+    #[test]
+    fn a_failed_early_launch_fails_its_submission_as_a_failed_run_does() {
+        let outcome = |asynchronous: bool, spec: &str| {
+            let options = RuntimeOptions::sim().fault(spec.parse().unwrap());
+            let (rt, buffer, graph) = fill_graph_on(options, asynchronous, 1);
+            let before = LAUNCHES.get();
+            let error = graph.submit().unwrap().wait().unwrap_err();
+            let launched_here = LAUNCHES.get() - before;
+            let again = graph.submit().map(|_| ()).map_err(|e| e.to_string());
+            let poisoned = buffer.storage.poisoned().is_err();
+            assert!(rt.fault_fired());
+            (
+                error.to_string(),
+                graph.quarantined(),
+                poisoned,
+                again.is_ok(),
+                launched_here,
+            )
+        };
+        for spec in ["op=1:kernel-error", "op=1:device-lost"] {
+            let (error, quarantined, poisoned, again, launched_here) = outcome(true, spec);
+            assert_eq!(launched_here, 1, "{spec}: launched by submit");
+            // The same outcome, quarantine and poison as the region run by a worker or waiter.
+            let run = outcome(false, spec);
+            assert_eq!(
+                (&error, quarantined, poisoned, again),
+                (&run.0, run.1, run.2, run.3)
+            );
+        }
+    }
+
+    #[test]
+    fn launched_regions_from_several_threads_all_complete() {
+        let rt = Runtime::new(RuntimeOptions::sim().graph_slots(4)).unwrap();
+        let shared = rt.buffer(4096, Placement::GpuLocal).unwrap();
+        std::thread::scope(|scope| {
+            for thread in 0..4u8 {
+                let (rt, shared) = (&rt, &shared);
+                scope.spawn(move || {
+                    let own = rt.buffer(4096, Placement::GpuLocal).unwrap();
+                    let mut graph = rt.graph();
+                    graph.fill(own.whole(), 0).unwrap();
+                    graph.fill(shared.view(0..64).unwrap(), thread).unwrap();
+                    ASYNCHRONOUS.set(true);
+                    let graph = graph.prepare().unwrap();
+                    ASYNCHRONOUS.set(false);
+                    let mut kept = Vec::new();
+                    for round in 0..300u32 {
+                        let completion = loop {
+                            match graph.submit() {
+                                Ok(completion) => break completion,
+                                Err(crate::Error::Busy(_)) => {
+                                    for c in kept.drain(..) {
+                                        let c: crate::Completion = c;
+                                        c.wait_timeout(std::time::Duration::from_secs(60)).unwrap();
+                                    }
+                                }
+                                Err(error) => panic!("{error}"),
+                            }
+                        };
+                        // Waited at once, kept and waited later, or dropped unwaited.
+                        match round % 3 {
+                            0 => completion
+                                .wait_timeout(std::time::Duration::from_secs(60))
+                                .unwrap(),
+                            1 => kept.push(completion),
+                            _ => drop(completion),
+                        }
+                    }
+                    for c in kept {
+                        c.wait_timeout(std::time::Duration::from_secs(60)).unwrap();
+                    }
+                });
+            }
+        });
+        while rt.in_flight() != 0 {
+            std::thread::yield_now();
+        }
+        let mut out = vec![0; 64];
+        shared.read(0, &mut out).unwrap();
+        assert!(out.iter().all(|&b| b == out[0] && b < 4), "{out:?}");
     }
 }

@@ -75,8 +75,8 @@ fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
 }
 
 /// Runs, on the thread waiting for `submission`, its native regions that are ready while their
-/// queue is idle, one after another (see [`Scheduler::claim_own`]); returns when none is (the
-/// workers run the rest).
+/// queue is idle, one after another, and completes the one `submit` launched (see
+/// [`Scheduler::claim_own`]); returns when none is (the workers run the rest).
 pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
     while !done() {
         let task = core.scheduler().claim_own(submission);
@@ -101,11 +101,23 @@ fn run(core: &Core, task: Task) {
         super::record::region_started(&context.tracer, task.submission, task.region);
     }
     let start_ns = if traced { crate::clock::now_ns() } else { 0 };
-    let (result, native) = match region.check_inputs() {
+    // A launched region's inputs were checked by `submit` before its launch.
+    let checked = if task.launched {
+        Ok(())
+    } else {
+        region.check_inputs()
+    };
+    let (result, native) = match checked {
         Err(error) => (Err(error), false),
         Ok(()) => {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::fault::numbered(task.first_operation, || region.run(context))
+                crate::fault::numbered(task.first_operation, || {
+                    if task.launched {
+                        region.complete_launch(context)
+                    } else {
+                        region.run(context)
+                    }
+                })
             }));
             let result = run.unwrap_or_else(|_| {
                 Err(Error::DeviceLost(
@@ -135,5 +147,35 @@ fn run(core: &Core, task: Task) {
     let wake = core
         .scheduler()
         .finish((submission, region, queue), result, native);
+    core.wake(wake);
+}
+
+/// Launches, on the thread in `submit`, the region it claimed with
+/// [`super::scheduler::Scheduler::claim_launch`] (see `execution::submit`): on success the
+/// region waits, launched, for the thread that claims it next to complete it; a refused
+/// input or a failed launch is its outcome at once, as in [`run`].
+pub(crate) fn launch(core: &Core, task: Task) {
+    let region = &task.prepared().regions[task.region];
+    let (result, native) = match region.check_inputs() {
+        Err(error) => (Err(error), false),
+        Ok(()) => {
+            let launched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::fault::numbered(task.first_operation, || region.launch())
+            }));
+            let result = launched.unwrap_or_else(|_| {
+                Err(Error::DeviceLost(
+                    "a native launch panicked; its effects are unknown".into(),
+                ))
+            });
+            (result, true)
+        }
+    };
+    let wake = match result {
+        Ok(()) => core.scheduler().launched(task),
+        Err(error) => {
+            let key = (task.submission, task.region, region.queue());
+            core.scheduler().finish(key, Err(error), native)
+        }
+    };
     core.wake(wake);
 }

@@ -226,6 +226,13 @@ pub trait NativeStream: Send {
         self.launch(graph)?;
         self.synchronize()
     }
+    /// Whether [`NativeStream::launch`] returns once the graph is queued (CUDA, HIP), not
+    /// once it ran (the software device runs it in the call). The runtime launches such a
+    /// graph from `submit` when its region is runnable at once, so that its bookkeeping
+    /// overlaps the device's execution (see `execution::submit`).
+    fn launches_asynchronously(&self) -> bool {
+        false
+    }
     /// Device times of the last synchronized launch or copy batch, where measurable.
     fn last_span(&mut self) -> Option<DeviceSpan> {
         None

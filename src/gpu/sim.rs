@@ -158,6 +158,8 @@ impl NativeDevice for SimDevice {
     fn stream(&self) -> Result<Stream> {
         Ok(Box::new(SimStream {
             faults: self.faults.clone(),
+            #[cfg(test)]
+            asynchronous: test_hooks::ASYNCHRONOUS.get(),
         }))
     }
 
@@ -193,6 +195,11 @@ impl NativeDevice for SimDevice {
 
 struct SimStream {
     faults: Arc<FaultInjector>,
+    /// Test hook: the stream claims asynchronous launches (it still runs the graph in the
+    /// call, as a device that finishes at once would), so that the runtime's early launch
+    /// from `submit` can be observed on the software device.
+    #[cfg(test)]
+    asynchronous: bool,
 }
 
 enum Node {
@@ -278,7 +285,14 @@ impl NativeStream for SimStream {
         Ok(Box::new(SimGraph { nodes: Vec::new() }))
     }
 
+    #[cfg(test)]
+    fn launches_asynchronously(&self) -> bool {
+        self.asynchronous
+    }
+
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
+        #[cfg(test)]
+        test_hooks::LAUNCHES.set(test_hooks::LAUNCHES.get() + 1);
         let graph = graph
             .as_any_mut()
             .downcast_mut::<SimGraph>()
@@ -359,5 +373,18 @@ impl NativeGraphBuilder for SimGraph {
 impl NativeGraphExec for SimGraph {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// Hooks for the runtime's unit tests: per thread, so that parallel tests do not meet.
+#[cfg(test)]
+pub(crate) mod test_hooks {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Streams made on this thread claim asynchronous launches.
+        pub(crate) static ASYNCHRONOUS: Cell<bool> = const { Cell::new(false) };
+        /// Graph launches made on this thread.
+        pub(crate) static LAUNCHES: Cell<u64> = const { Cell::new(0) };
     }
 }

@@ -183,6 +183,10 @@ impl NativeStream for CudaStream {
         self.launch_entered(graph)
     }
 
+    fn launches_asynchronously(&self) -> bool {
+        true // `cuGraphLaunch`/`hipGraphLaunch` only enqueue
+    }
+
     fn last_span(&mut self) -> Option<DeviceSpan> {
         self.last
     }

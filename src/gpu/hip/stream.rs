@@ -114,6 +114,10 @@ impl NativeStream for HipStream {
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))
     }
 
+    fn launches_asynchronously(&self) -> bool {
+        true // `cuGraphLaunch`/`hipGraphLaunch` only enqueue
+    }
+
     fn last_span(&mut self) -> Option<DeviceSpan> {
         self.last
     }
