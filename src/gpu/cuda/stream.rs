@@ -184,7 +184,7 @@ impl NativeStream for CudaStream {
     }
 
     fn launches_asynchronously(&self) -> bool {
-        true // `cuGraphLaunch`/`hipGraphLaunch` only enqueue
+        true // `cuGraphLaunch` only enqueues
     }
 
     fn last_span(&mut self) -> Option<DeviceSpan> {

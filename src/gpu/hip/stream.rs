@@ -115,7 +115,7 @@ impl NativeStream for HipStream {
     }
 
     fn launches_asynchronously(&self) -> bool {
-        true // `cuGraphLaunch`/`hipGraphLaunch` only enqueue
+        true // `hipGraphLaunch` only enqueues
     }
 
     fn last_span(&mut self) -> Option<DeviceSpan> {
