@@ -27,12 +27,14 @@
 //! means the same thing everywhere in the file. New entries travel in the packet that first
 //! uses them, or (for a region's slice, encoded on a worker) in a packet of their own just
 //! before it. What is interned is bounded by labels and graphs; per-slice texts (a
-//! cross-submission wait) stay inline. This took a 10M-region export from 315 to about
-//! 100 bytes per region (BENCHMARKS.md).
+//! cross-submission wait) stay inline. This took a 10M-region export from 315 to 164
+//! bytes per region (BENCHMARKS.md, session 13); most of the rest is those wait texts and
+//! the flow ids (`fixed64` in the protocol).
 //!
 //! Timestamps are the trace's host ns (default clock). `TrackEventDefaults.track_uuid` is
-//! not used: a region's slices go to four or five tracks in turn, so a default would
-//! remove the track from few events.
+//! not used: a submission's slices go to four or five tracks in turn, so a default would
+//! drop the uuid (three bytes) from one track's events only, and per-track sequences would
+//! split the interning state.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
 use super::{Arg, EVENTS_SLOT, Instant, RegionSlice, Sink, Slice, Track, process_uuid, track_uuid};
