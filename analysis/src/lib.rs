@@ -60,8 +60,9 @@ pub use index::{
     is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
-    JoinedSpan, Joiner, Outcome, ScanSummary, Visitor, decode_threads, scan, scan_mapped,
-    scan_reader, scan_reader_threaded, scan_records,
+    JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, Outcome, RunningRegion,
+    ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader, scan_reader_threaded,
+    scan_records,
 };
 pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{

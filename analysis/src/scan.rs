@@ -9,15 +9,26 @@
 //! `SubmissionDone`, so a late timing of a finished submission still joins while memory stays
 //! bounded by the window, not by the trace. Timings and outcomes that arrive before their
 //! `Submit` wait in a parked list (at most [`PARK_LIMIT`] timings), and so does a `Submit`
-//! read before its graph's `Prepared` (prepared on another thread; at most [`PARK_LIMIT`]). A timing that never
+//! read before its graph's `Prepared` (prepared on another thread; at most [`PARK_LIMIT`]).
+//! A timing that never
 //! joins (its submission was never recorded, or arrived later than the window allows) is
 //! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
+//!
+//! Beside timings, the pass joins what a timeline needs of each submission: the `Submit`
+//! itself to its prepared graph ([`Visitor::submitted`], with the submission's *ordinal*,
+//! its place among the `Submit` records read, a dense id for readers that keep
+//! per-submission tables), each region's completion ([`Visitor::region_outcome`]), each
+//! cross-submission wait and explicit producer (`submit_after`) to the submissions at both
+//! ends ([`Visitor::link`]; an end not read yet waits, like a timing, and a wait whose end
+//! never joins is counted in [`ScanSummary::unresolved_waits`]), and each region still
+//! running at the end ([`ScanSummary::running`], joined at the end, so a `RegionStarted`
+//! read before its `Submit` joins too).
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    DeviceSpan, FatalSignal, NodeIndex, PreparedId, Record, RegionIndex, RegionTiming, RuntimeId,
-    Status, SubmissionIndex,
+    CrossWait, DeviceSpan, FatalSignal, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId,
+    Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::VecDeque;
@@ -51,6 +62,52 @@ impl Outcome {
     }
 }
 
+/// A submission (its `Submit` record) joined to its prepared graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedSubmission {
+    /// Its runtime.
+    pub runtime: RuntimeId,
+    /// The runtime's index for it.
+    pub submission: SubmissionIndex,
+    /// Its place among the submissions of the pass in the order they were joined, 0 for
+    /// the first (a `Submit` read before its graph's `Prepared` joins when that is read; a
+    /// second `Submit` of the same index gets a new ordinal and replaces the first in later
+    /// joins).
+    pub ordinal: u64,
+    /// Its prepared graph, where that was recorded.
+    pub prepared: Option<PreparedRef>,
+}
+
+/// A region of a joined submission (a region's completion, [`Visitor::region_outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedRegion {
+    /// Its submission.
+    pub submission: JoinedSubmission,
+    /// Its prepared graph.
+    pub prepared: PreparedRef,
+    /// Its region, model-wide.
+    pub region: RegionRef,
+    /// Its region within the prepared graph.
+    pub index: RegionIndex,
+    /// Its lane.
+    pub lane: LaneRef,
+}
+
+/// A dependency between two submissions joined at both ends, by ordinal
+/// ([`JoinedSubmission::ordinal`]): a cross-submission wait (`wait`), or an explicit
+/// producer named by the consumer's `Submit` (`submit_after`, `wait` is `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedLink {
+    /// The runtime of both submissions.
+    pub runtime: RuntimeId,
+    /// The submission that waited.
+    pub consumer: u64,
+    /// The submission it waited on.
+    pub producer: u64,
+    /// The wait as recorded (its regions, hazard, buffer and range).
+    pub wait: Option<CrossWait>,
+}
+
 /// A region timing joined to its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JoinedSpan {
@@ -58,6 +115,8 @@ pub struct JoinedSpan {
     pub runtime: RuntimeId,
     /// Its submission.
     pub submission: SubmissionIndex,
+    /// Its submission's ordinal ([`JoinedSubmission::ordinal`]).
+    pub ordinal: u64,
     /// Its prepared graph.
     pub prepared: PreparedRef,
     /// Its region, model-wide.
@@ -93,12 +152,25 @@ pub trait Visitor {
     fn outcome(
         &mut self,
         _index: &Index,
-        _runtime: RuntimeId,
-        _submission: SubmissionIndex,
+        _submission: &JoinedSubmission,
         _previous: Option<Outcome>,
         _outcome: Outcome,
     ) {
     }
+    /// A `Submit` joined to its prepared graph, before any timing or outcome of it.
+    fn submitted(&mut self, _index: &Index, _submission: &JoinedSubmission, _submit: &Submit) {}
+    /// A region's completion (`RegionDone`) joined to its region, at `time_ns`.
+    fn region_outcome(
+        &mut self,
+        _index: &Index,
+        _region: &JoinedRegion,
+        _outcome: Outcome,
+        _time_ns: u64,
+    ) {
+    }
+    /// A cross-submission wait or explicit producer joined at both ends (at most once per
+    /// wait record or producer named).
+    fn link(&mut self, _index: &Index, _link: &JoinedLink) {}
 }
 
 /// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
@@ -113,6 +185,8 @@ pub struct RunningRegion {
     pub region: RegionIndex,
     /// The region, model-wide, where its submission was found.
     pub region_ref: Option<RegionRef>,
+    /// Its submission's ordinal ([`JoinedSubmission::ordinal`]), where it was found.
+    pub ordinal: Option<u64>,
     /// When it started, ns since the session start.
     pub start_ns: u64,
 }
@@ -135,6 +209,10 @@ pub struct ScanSummary {
     pub unplaced_timings: u64,
     /// Regions still running when the trace ends, by submission.
     pub running: Vec<RunningRegion>,
+    /// Cross-submission waits whose submission or the one it waited on was never found
+    /// (explicit producers that never join are not counted: `submit_after` may name a
+    /// submission of an earlier recording).
+    pub unresolved_waits: u64,
     /// Operation timings whose submission or region was never found.
     pub unplaced_op_timings: u64,
     /// How the file ended (`None` for records read from memory).
@@ -145,12 +223,24 @@ pub struct ScanSummary {
 
 #[derive(Clone, Copy, Debug)]
 struct Live {
-    prepared: Option<PreparedRef>,
+    joined: JoinedSubmission,
     outcome: Option<Outcome>,
 }
 
 /// A timing waiting for its `Submit`: a region's, or an operation's (`Some(node)`).
 type Parked = (RegionTiming, Option<NodeIndex>);
+
+type SubmissionKey = (RuntimeId, SubmissionIndex);
+
+/// A wait or explicit producer with an end whose `Submit` was not read yet.
+#[derive(Clone, Copy, Debug)]
+struct ParkedLink {
+    consumer: SubmissionKey,
+    /// The consumer's ordinal, once joined.
+    consumer_ordinal: Option<u64>,
+    producer: SubmissionKey,
+    wait: Option<CrossWait>,
+}
 
 /// The streaming join (see the module docs).
 #[derive(Clone, Debug, Default)]
@@ -165,7 +255,17 @@ pub struct Joiner {
     parked_count: usize,
     parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
     /// Submits read before their graph's `Prepared`, oldest first.
-    parked_submits: Vec<((RuntimeId, SubmissionIndex), PreparedId)>,
+    parked_submits: Vec<Submit>,
+    /// Submissions joined so far (the next ordinal).
+    entered: u64,
+    /// Region completions waiting for their `Submit` (at most [`PARK_LIMIT`]).
+    parked_region_outcomes: IdMap<SubmissionKey, Vec<(RegionIndex, Outcome, u64)>>,
+    parked_region_outcome_count: usize,
+    /// Waits and explicit producers waiting for the `Submit` of one end (at most
+    /// [`PARK_LIMIT`]).
+    parked_links: IdMap<SubmissionKey, Vec<ParkedLink>>,
+    parked_link_count: usize,
+    unresolved_waits: u64,
     records: u64,
     submissions: u64,
     session_ended: bool,
@@ -198,8 +298,14 @@ impl Joiner {
     pub fn snapshot(&self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
         let mut index = self.index.clone();
         index.label_regions();
-        let mut running: Vec<RunningRegion> = self.started.values().copied().collect();
-        running.sort_by_key(|r| (r.runtime, r.submission, r.region));
+        let running = self.running(self.started.values().copied().collect());
+        let unresolved_waits = self.unresolved_waits
+            + self
+                .parked_links
+                .values()
+                .flatten()
+                .filter(|l| l.wait.is_some())
+                .count() as u64;
         ScanSummary {
             index,
             records: self.records,
@@ -207,6 +313,7 @@ impl Joiner {
             session_ended: self.session_ended,
             unplaced_timings: self.unplaced_timings,
             running,
+            unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             fatal: self.fatal,
             recovery,
@@ -224,49 +331,70 @@ impl Joiner {
             Record::FatalSignal(f) => self.fatal = Some(*f),
             Record::Submit(s) => {
                 self.submissions += 1;
-                let key = (s.runtime, s.submission);
                 match self.index.find_prepared(s.runtime, s.prepared) {
-                    Some(prepared) => self.enter(key, Some(prepared), visitor),
+                    Some(prepared) => self.enter(s, Some(prepared), visitor),
                     // Its graph was prepared on another thread whose records were written out
                     // later: it waits for the `Prepared`, whose regions its timings need.
-                    None => self.park_submit(key, s.prepared, visitor),
+                    None => self.park_submit(s.clone(), visitor),
                 }
             }
             Record::Prepared(p) if !self.parked_submits.is_empty() => {
                 let prepared = self.index.find_prepared(p.runtime, p.prepared);
                 let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked_submits)
                     .into_iter()
-                    .partition(|&(key, id)| (key.0, id) == (p.runtime, p.prepared));
+                    .partition(|s| (s.runtime, s.prepared) == (p.runtime, p.prepared));
                 self.parked_submits = waiting;
-                for (key, _) in ready {
-                    self.enter(key, prepared, visitor);
+                for s in ready {
+                    self.enter(&s, prepared, visitor);
                     // A region it started while it waited names its region now.
-                    for r in self.started.values_mut() {
-                        if (r.runtime, r.submission) == key && r.region_ref.is_none() {
-                            r.region_ref = prepared.and_then(|p| self.index.region_of(p, r.region));
-                        }
+                    let mut started: Vec<RunningRegion> = self
+                        .started
+                        .values()
+                        .filter(|r| (r.runtime, r.submission) == (s.runtime, s.submission))
+                        .copied()
+                        .collect();
+                    for r in &mut started {
+                        r.ordinal = None;
+                        self.join_running(r);
+                        self.started.insert((r.runtime, r.submission, r.region), *r);
                     }
                 }
             }
             Record::RegionStarted(r) => {
-                let region_ref = self
-                    .live
-                    .get(&(r.runtime, r.submission))
-                    .and_then(|live| live.prepared)
-                    .and_then(|p| self.index.region_of(p, r.region));
-                self.started.insert(
-                    (r.runtime, r.submission, r.region),
-                    RunningRegion {
-                        runtime: r.runtime,
-                        submission: r.submission,
-                        region: r.region,
-                        region_ref,
-                        start_ns: r.time_ns,
-                    },
-                );
+                let mut running = RunningRegion {
+                    runtime: r.runtime,
+                    submission: r.submission,
+                    region: r.region,
+                    region_ref: None,
+                    ordinal: None,
+                    start_ns: r.time_ns,
+                };
+                self.join_running(&mut running);
+                self.started
+                    .insert((r.runtime, r.submission, r.region), running);
             }
             Record::RegionDone(d) => {
                 self.started.remove(&(d.runtime, d.submission, d.region));
+                let key = (d.runtime, d.submission);
+                let outcome = Outcome::of(&d.status);
+                if self.live.contains_key(&key) {
+                    self.region_outcome(key, d.region, outcome, d.time_ns, visitor);
+                } else if self.parked_region_outcome_count < PARK_LIMIT {
+                    self.parked_region_outcomes
+                        .entry(key)
+                        .or_default()
+                        .push((d.region, outcome, d.time_ns));
+                    self.parked_region_outcome_count += 1;
+                }
+            }
+            Record::CrossWait(w) => {
+                let link = ParkedLink {
+                    consumer: (w.runtime, w.submission),
+                    consumer_ordinal: None,
+                    producer: (w.runtime, w.on_submission),
+                    wait: Some(*w),
+                };
+                self.link(link, visitor);
             }
             Record::RegionTiming(t) => {
                 self.started.remove(&(t.runtime, t.submission, t.region));
@@ -297,20 +425,34 @@ impl Joiner {
         }
     }
 
-    /// Submission `key` of `prepared` is in flight: its parked timings and outcome join.
-    fn enter(
-        &mut self,
-        key: (RuntimeId, SubmissionIndex),
-        prepared: Option<PreparedRef>,
-        visitor: &mut impl Visitor,
-    ) {
+    /// Submission `s` of `prepared` is in flight: it joins, then its parked timings,
+    /// outcomes and links.
+    fn enter(&mut self, s: &Submit, prepared: Option<PreparedRef>, visitor: &mut impl Visitor) {
+        let key = (s.runtime, s.submission);
+        let joined = JoinedSubmission {
+            runtime: s.runtime,
+            submission: s.submission,
+            ordinal: self.entered,
+            prepared,
+        };
+        self.entered += 1;
         self.live.insert(
             key,
             Live {
-                prepared,
+                joined,
                 outcome: None,
             },
         );
+        visitor.submitted(&self.index, &joined, s);
+        for &producer in &s.producers {
+            let link = ParkedLink {
+                consumer: key,
+                consumer_ordinal: Some(joined.ordinal),
+                producer: (s.runtime, producer),
+                wait: None,
+            };
+            self.link(link, visitor);
+        }
         if let Some(parked) = self.parked_timings.remove(&key) {
             self.parked_count -= parked.len();
             for (t, node) in parked {
@@ -320,21 +462,120 @@ impl Joiner {
         if let Some(outcome) = self.parked_outcomes.remove(&key) {
             self.set_outcome(key, outcome, visitor);
         }
+        if let Some(parked) = self.parked_region_outcomes.remove(&key) {
+            self.parked_region_outcome_count -= parked.len();
+            for (region, outcome, time_ns) in parked {
+                self.region_outcome(key, region, outcome, time_ns, visitor);
+            }
+        }
+        if let Some(parked) = self.parked_links.remove(&key) {
+            self.parked_link_count -= parked.len();
+            for link in parked {
+                self.link(link, visitor);
+            }
+        }
     }
 
-    /// Parks submission `key` until the `Prepared` of `prepared` is read; past
-    /// [`PARK_LIMIT`] submits waiting, the oldest enters without its graph.
-    fn park_submit(
+    /// Parks submit `s` until the `Prepared` of its graph is read; past [`PARK_LIMIT`]
+    /// submits waiting, the oldest enters without its graph.
+    fn park_submit(&mut self, s: Submit, visitor: &mut impl Visitor) {
+        if self.parked_submits.len() >= PARK_LIMIT {
+            let oldest = self.parked_submits.remove(0);
+            self.enter(&oldest, None, visitor);
+        }
+        self.parked_submits.push(s);
+    }
+
+    /// Joins every submit still waiting for its graph's `Prepared`, without it (a reader
+    /// that keeps every submission calls this before [`Joiner::finish`]; `finish` alone
+    /// leaves them out of the joins, their timings unplaced).
+    pub fn flush(&mut self, visitor: &mut impl Visitor) {
+        for s in std::mem::take(&mut self.parked_submits) {
+            self.enter(&s, None, visitor);
+        }
+    }
+
+    /// Joins a region's completion to its region (ignored where the region is not one of
+    /// its submission's prepared graph, as a timing would be).
+    fn region_outcome(
         &mut self,
-        key: (RuntimeId, SubmissionIndex),
-        prepared: PreparedId,
+        key: SubmissionKey,
+        index: RegionIndex,
+        outcome: Outcome,
+        time_ns: u64,
         visitor: &mut impl Visitor,
     ) {
-        if self.parked_submits.len() >= PARK_LIMIT {
-            let (oldest, _) = self.parked_submits.remove(0);
-            self.enter(oldest, None, visitor);
+        let Some(submission) = self.live.get(&key).map(|l| l.joined) else {
+            return;
+        };
+        let Some(prepared) = submission.prepared else {
+            return;
+        };
+        let Some(region) = self.index.region_of(prepared, index) else {
+            return;
+        };
+        let lane = self.index.region(region).lane;
+        let joined = JoinedRegion {
+            submission,
+            prepared,
+            region,
+            index,
+            lane,
+        };
+        visitor.region_outcome(&self.index, &joined, outcome, time_ns);
+    }
+
+    /// Joins both ends of a wait or explicit producer, or parks it on the end not read yet.
+    fn link(&mut self, mut link: ParkedLink, visitor: &mut impl Visitor) {
+        let ordinal = |key| self.live.get(&key).map(|l| l.joined.ordinal);
+        let consumer = link.consumer_ordinal.or_else(|| ordinal(link.consumer));
+        let Some(consumer) = consumer else {
+            return self.park_link(link.consumer, link);
+        };
+        link.consumer_ordinal = Some(consumer);
+        let Some(producer) = ordinal(link.producer) else {
+            return self.park_link(link.producer, link);
+        };
+        let joined = JoinedLink {
+            runtime: link.consumer.0,
+            consumer,
+            producer,
+            wait: link.wait,
+        };
+        visitor.link(&self.index, &joined);
+    }
+
+    fn park_link(&mut self, key: SubmissionKey, link: ParkedLink) {
+        if self.parked_link_count >= PARK_LIMIT {
+            self.unresolved_waits += u64::from(link.wait.is_some());
+            return;
         }
-        self.parked_submits.push((key, prepared));
+        self.parked_links.entry(key).or_default().push(link);
+        self.parked_link_count += 1;
+    }
+
+    /// Joins a running region to its submission and region where its `Submit` was read.
+    fn join_running(&self, running: &mut RunningRegion) {
+        if running.ordinal.is_some() {
+            return;
+        }
+        if let Some(live) = self.live.get(&(running.runtime, running.submission)) {
+            running.ordinal = Some(live.joined.ordinal);
+            running.region_ref = live
+                .joined
+                .prepared
+                .and_then(|p| self.index.region_of(p, running.region));
+        }
+    }
+
+    /// The regions still running, joined where their `Submit` was read since they started,
+    /// by submission.
+    fn running(&self, mut running: Vec<RunningRegion>) -> Vec<RunningRegion> {
+        for r in &mut running {
+            self.join_running(r);
+        }
+        running.sort_by_key(|r| (r.runtime, r.submission, r.region));
+        running
     }
 
     fn park(&mut self, t: RegionTiming, node: Option<NodeIndex>) {
@@ -373,12 +614,11 @@ impl Joiner {
     }
 
     fn place(&mut self, t: &RegionTiming, node: Option<NodeIndex>, visitor: &mut impl Visitor) {
-        let joined = self
-            .live
-            .get(&(t.runtime, t.submission))
-            .and_then(|live| live.prepared)
-            .and_then(|p| Some((p, self.index.region_of(p, t.region)?)));
-        let Some((prepared, region)) = joined else {
+        let joined = self.live.get(&(t.runtime, t.submission)).and_then(|live| {
+            let p = live.joined.prepared?;
+            Some((live.joined.ordinal, p, self.index.region_of(p, t.region)?))
+        });
+        let Some((ordinal, prepared, region)) = joined else {
             self.count_unplaced(node);
             return;
         };
@@ -387,6 +627,7 @@ impl Joiner {
         let span = JoinedSpan {
             runtime: t.runtime,
             submission: t.submission,
+            ordinal,
             prepared,
             region,
             lane,
@@ -410,7 +651,8 @@ impl Joiner {
             return;
         };
         let previous = live.outcome.replace(outcome);
-        visitor.outcome(&self.index, key.0, key.1, previous, outcome);
+        let joined = live.joined;
+        visitor.outcome(&self.index, &joined, previous, outcome);
         if previous.is_none() {
             self.retired.push_back(key);
             if self.retired.len() > RETIRE_WINDOW
@@ -424,22 +666,33 @@ impl Joiner {
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
     pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
         // Submits whose `Prepared` never came: their timings cannot join.
-        for (key, _) in std::mem::take(&mut self.parked_submits) {
-            self.live.insert(
-                key,
-                Live {
-                    prepared: None,
-                    outcome: None,
-                },
-            );
+        for s in std::mem::take(&mut self.parked_submits) {
+            let joined = JoinedSubmission {
+                runtime: s.runtime,
+                submission: s.submission,
+                ordinal: self.entered,
+                prepared: None,
+            };
+            self.entered += 1;
+            let live = Live {
+                joined,
+                outcome: None,
+            };
+            self.live.insert((s.runtime, s.submission), live);
         }
         let parked = std::mem::take(&mut self.parked_timings);
         for (_, node) in parked.into_values().flatten() {
             self.count_unplaced(node);
         }
         self.index.label_regions();
-        let mut running: Vec<RunningRegion> = self.started.into_values().collect();
-        running.sort_by_key(|r| (r.runtime, r.submission, r.region));
+        let started = std::mem::take(&mut self.started);
+        let running = self.running(started.into_values().collect());
+        let parked_links = std::mem::take(&mut self.parked_links);
+        self.unresolved_waits += parked_links
+            .values()
+            .flatten()
+            .filter(|l| l.wait.is_some())
+            .count() as u64;
         ScanSummary {
             index: self.index,
             records: self.records,
@@ -448,6 +701,7 @@ impl Joiner {
             fatal: self.fatal,
             unplaced_timings: self.unplaced_timings,
             running,
+            unresolved_waits: self.unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             recovery,
             warnings,
@@ -617,162 +871,4 @@ pub fn scan_records<'a>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
-
-    #[derive(Default)]
-    struct Count {
-        spans: u64,
-        outcomes: u64,
-    }
-
-    impl Visitor for Count {
-        fn span(&mut self, _: &Index, _: &JoinedSpan) {
-            self.spans += 1;
-        }
-        fn outcome(
-            &mut self,
-            _: &Index,
-            _: RuntimeId,
-            _: SubmissionIndex,
-            _: Option<Outcome>,
-            _: Outcome,
-        ) {
-            self.outcomes += 1;
-        }
-    }
-
-    /// Everything a visitor is handed, in order.
-    #[derive(Default)]
-    struct Log(Vec<String>);
-
-    impl Visitor for Log {
-        fn record(&mut self, _: &Index, record: &Record) {
-            self.0.push(format!("{record:?}"));
-        }
-        fn span(&mut self, _: &Index, span: &JoinedSpan) {
-            self.0.push(format!("{span:?}"));
-        }
-    }
-
-    #[test]
-    fn the_threaded_pass_hands_the_same_records_in_the_same_order() {
-        use hrx_capture::{MemorySink, Recorder, RecorderOptions};
-        let sink = MemorySink::new();
-        let options = RecorderOptions {
-            block_bytes: 1 << 10,
-            compression_level: None,
-            // Wait for room rather than drop: every record is written.
-            full_buffer_wait: std::time::Duration::from_secs(60),
-            ..RecorderOptions::default()
-        };
-        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
-        for record in pipeline(PipelineSpec::ops(3 * BATCH as u64)) {
-            recorder.record(&record);
-        }
-        assert_eq!(recorder.close().unwrap().dropped_records, 0);
-        let bytes = sink.contents();
-        // Whole, damaged in the middle, and cut short.
-        let mut damaged = bytes.clone();
-        let middle = damaged.len() / 2;
-        damaged[middle..middle + 64].fill(0xA5);
-        let cut = &bytes[..bytes.len() * 2 / 3];
-        for (i, file) in [&bytes[..], &damaged[..], cut].into_iter().enumerate() {
-            let (mut one, mut two) = (Log::default(), Log::default());
-            let a = scan_reader(TraceReader::new(file).unwrap(), &mut one);
-            let b = scan_reader_threaded(TraceReader::new(file).unwrap(), &mut two);
-            assert!(one.0 == two.0, "{} against {}", one.0.len(), two.0.len());
-            // The whole trace: more than a batch.
-            assert!(i > 0 || two.0.len() > 3 * BATCH, "{}", two.0.len());
-            match (a, b) {
-                (Ok(a), Ok(b)) => {
-                    assert_eq!(a.records, b.records);
-                    assert_eq!(a.unplaced_timings, b.unplaced_timings);
-                    assert_eq!(a.recovery, b.recovery);
-                    assert_eq!(a.warnings, b.warnings);
-                }
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-                (a, b) => panic!("{a:?} against {b:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn timings_written_before_their_submit_still_join() {
-        let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
-        // Move every Submit after the records of its submission (another thread's ring
-        // written out later).
-        let mut reordered = Vec::new();
-        let mut held = None;
-        for r in records {
-            match r {
-                Record::Submit(_) => {
-                    if let Some(s) = held.replace(r) {
-                        reordered.push(s);
-                    }
-                }
-                Record::SubmissionDone(_) => {
-                    reordered.push(r);
-                    reordered.extend(held.take());
-                }
-                _ => reordered.push(r),
-            }
-        }
-        let mut count = Count::default();
-        let summary = scan_records(&reordered, &mut count);
-        assert_eq!(summary.unplaced_timings, 0);
-        assert_eq!(count.spans, 40);
-        assert_eq!(count.outcomes, 10);
-    }
-
-    #[test]
-    fn submits_written_before_their_prepared_still_join() {
-        let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
-        // The graph's definitions last (another thread built and prepared it, and its
-        // ring went out after the submitting thread's and the workers'): its submits,
-        // timings and outcomes all come first. Every timing was unplaced.
-        let definition = |r: &Record| {
-            matches!(
-                r,
-                Record::Prepared(_)
-                    | Record::GraphOp(_)
-                    | Record::KernelLoaded(_)
-                    | Record::BufferCreated(_)
-            )
-        };
-        let mut reordered: Vec<Record> =
-            records.iter().filter(|r| !definition(r)).cloned().collect();
-        reordered.extend(records.iter().filter(|r| definition(r)).cloned());
-        let mut count = Count::default();
-        let summary = scan_records(&reordered, &mut count);
-        assert_eq!(summary.unplaced_timings, 0);
-        assert_eq!(count.spans, 40);
-        assert_eq!(count.outcomes, 10);
-    }
-
-    #[test]
-    fn state_stays_bounded_by_the_window_not_the_trace() {
-        let submissions = 3 * RETIRE_WINDOW as u64;
-        let mut joiner = Joiner::new();
-        let mut count = Count::default();
-        for r in pipeline(PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION)) {
-            joiner.push(&r, &mut count);
-            assert!(joiner.live.len() <= RETIRE_WINDOW + 2);
-        }
-        assert!(joiner.retired.len() <= RETIRE_WINDOW);
-        let summary = joiner.finish(None, Vec::new());
-        assert_eq!(count.spans, submissions * REGIONS_PER_SUBMISSION);
-        assert_eq!(summary.unplaced_timings, 0);
-    }
-
-    #[test]
-    fn a_timing_of_an_unknown_submission_is_counted_not_dropped() {
-        let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
-        records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
-        let mut count = Count::default();
-        let summary = scan_records(&records, &mut count);
-        assert_eq!(summary.unplaced_timings, REGIONS_PER_SUBMISSION);
-        assert_eq!(count.spans, 4);
-    }
-}
+mod tests;

@@ -24,7 +24,7 @@
 use crate::index::{Index, LabelRef, LaneRef, is_gpu_queue};
 use crate::scan::{JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
-use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex};
+use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -278,8 +278,7 @@ impl Visitor for StatsVisitor {
     fn outcome(
         &mut self,
         _index: &Index,
-        _runtime: RuntimeId,
-        _submission: SubmissionIndex,
+        _submission: &crate::scan::JoinedSubmission,
         previous: Option<Outcome>,
         outcome: Outcome,
     ) {

@@ -7,8 +7,9 @@
 //! memory (`Joiner` over a `TraceReader`), each gathering the statistics `hrx-trace stats`
 //! prints. Checked: no panic; an error is one line naming a byte offset; both passes agree
 //! on what they read and on the statistics; the figures are consistent (outcomes never
-//! exceed submissions, every joined span's lane and region exist). Then the file is exported
-//! in both formats (`hrx_analysis::export`) into a sink: no panic, errors one line.
+//! exceed submissions, every joined span's and region completion's lane and region exist).
+//! Then the file is exported in both formats (`hrx_analysis::export`) into a sink: no panic,
+//! errors one line.
 
 use hrx_analysis::{Index, JoinedSpan, Joiner, StatsVisitor, Visitor, scan_mapped};
 use hrx_capture::{MappedTrace, TraceReader};
@@ -29,13 +30,27 @@ impl Visitor for Checked {
     fn outcome(
         &mut self,
         index: &Index,
-        runtime: hrx_capture::schema::RuntimeId,
-        submission: hrx_capture::schema::SubmissionIndex,
+        submission: &hrx_analysis::JoinedSubmission,
         previous: Option<hrx_analysis::Outcome>,
         outcome: hrx_analysis::Outcome,
     ) {
-        self.0
-            .outcome(index, runtime, submission, previous, outcome);
+        self.0.outcome(index, submission, previous, outcome);
+    }
+    fn region_outcome(
+        &mut self,
+        index: &Index,
+        region: &hrx_analysis::JoinedRegion,
+        _outcome: hrx_analysis::Outcome,
+        _time_ns: u64,
+    ) {
+        assert_eq!(
+            index.region_of(region.prepared, region.index),
+            Some(region.region)
+        );
+        assert_eq!(
+            index.lane(region.lane).queue,
+            index.region(region.region).queue
+        );
     }
 }
 

@@ -12,7 +12,6 @@ use crate::stats::{KernelStats, StatsVisitor};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
     Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
-    SubmissionIndex,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -147,13 +146,11 @@ impl Visitor for ProfileVisitor {
     fn outcome(
         &mut self,
         index: &Index,
-        runtime: RuntimeId,
-        submission: SubmissionIndex,
+        submission: &crate::scan::JoinedSubmission,
         previous: Option<Outcome>,
         outcome: Outcome,
     ) {
-        self.stats
-            .outcome(index, runtime, submission, previous, outcome);
+        self.stats.outcome(index, submission, previous, outcome);
     }
 }
 

@@ -697,6 +697,7 @@ impl<S: Sink> Pass<S> {
             let span = JoinedSpan {
                 runtime: r.runtime,
                 submission: r.submission,
+                ordinal: r.ordinal.unwrap_or(0),
                 prepared: info.prepared,
                 region,
                 lane: crate::index::LaneRef(0),

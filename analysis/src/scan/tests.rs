@@ -1,0 +1,307 @@
+//! The pass's joins: order of records, bounds, what never joins.
+
+use super::*;
+use crate::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
+
+#[derive(Default)]
+struct Count {
+    spans: u64,
+    outcomes: u64,
+}
+
+impl Visitor for Count {
+    fn span(&mut self, _: &Index, _: &JoinedSpan) {
+        self.spans += 1;
+    }
+    fn outcome(&mut self, _: &Index, _: &JoinedSubmission, _: Option<Outcome>, _: Outcome) {
+        self.outcomes += 1;
+    }
+}
+
+/// Everything a visitor is handed, in order.
+#[derive(Default)]
+struct Log(Vec<String>);
+
+impl Visitor for Log {
+    fn record(&mut self, _: &Index, record: &Record) {
+        self.0.push(format!("{record:?}"));
+    }
+    fn span(&mut self, _: &Index, span: &JoinedSpan) {
+        self.0.push(format!("{span:?}"));
+    }
+}
+
+#[test]
+fn the_threaded_pass_hands_the_same_records_in_the_same_order() {
+    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+    let sink = MemorySink::new();
+    let options = RecorderOptions {
+        block_bytes: 1 << 10,
+        compression_level: None,
+        // Wait for room rather than drop: every record is written.
+        full_buffer_wait: std::time::Duration::from_secs(60),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+    for record in pipeline(PipelineSpec::ops(3 * BATCH as u64)) {
+        recorder.record(&record);
+    }
+    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+    let bytes = sink.contents();
+    // Whole, damaged in the middle, and cut short.
+    let mut damaged = bytes.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle..middle + 64].fill(0xA5);
+    let cut = &bytes[..bytes.len() * 2 / 3];
+    for (i, file) in [&bytes[..], &damaged[..], cut].into_iter().enumerate() {
+        let (mut one, mut two) = (Log::default(), Log::default());
+        let a = scan_reader(TraceReader::new(file).unwrap(), &mut one);
+        let b = scan_reader_threaded(TraceReader::new(file).unwrap(), &mut two);
+        assert!(one.0 == two.0, "{} against {}", one.0.len(), two.0.len());
+        // The whole trace: more than a batch.
+        assert!(i > 0 || two.0.len() > 3 * BATCH, "{}", two.0.len());
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.records, b.records);
+                assert_eq!(a.unplaced_timings, b.unplaced_timings);
+                assert_eq!(a.recovery, b.recovery);
+                assert_eq!(a.warnings, b.warnings);
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("{a:?} against {b:?}"),
+        }
+    }
+}
+
+#[test]
+fn timings_written_before_their_submit_still_join() {
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+    // Move every Submit after the records of its submission (another thread's ring
+    // written out later).
+    let mut reordered = Vec::new();
+    let mut held = None;
+    for r in records {
+        match r {
+            Record::Submit(_) => {
+                if let Some(s) = held.replace(r) {
+                    reordered.push(s);
+                }
+            }
+            Record::SubmissionDone(_) => {
+                reordered.push(r);
+                reordered.extend(held.take());
+            }
+            _ => reordered.push(r),
+        }
+    }
+    let mut count = Count::default();
+    let summary = scan_records(&reordered, &mut count);
+    assert_eq!(summary.unplaced_timings, 0);
+    assert_eq!(count.spans, 40);
+    assert_eq!(count.outcomes, 10);
+}
+
+#[test]
+fn submits_written_before_their_prepared_still_join() {
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+    // The graph's definitions last (another thread built and prepared it, and its
+    // ring went out after the submitting thread's and the workers'): its submits,
+    // timings and outcomes all come first. Every timing was unplaced.
+    let definition = |r: &Record| {
+        matches!(
+            r,
+            Record::Prepared(_)
+                | Record::GraphOp(_)
+                | Record::KernelLoaded(_)
+                | Record::BufferCreated(_)
+        )
+    };
+    let mut reordered: Vec<Record> = records.iter().filter(|r| !definition(r)).cloned().collect();
+    reordered.extend(records.iter().filter(|r| definition(r)).cloned());
+    let mut count = Count::default();
+    let summary = scan_records(&reordered, &mut count);
+    assert_eq!(summary.unplaced_timings, 0);
+    assert_eq!(count.spans, 40);
+    assert_eq!(count.outcomes, 10);
+}
+
+#[test]
+fn state_stays_bounded_by_the_window_not_the_trace() {
+    let submissions = 3 * RETIRE_WINDOW as u64;
+    let mut joiner = Joiner::new();
+    let mut count = Count::default();
+    for r in pipeline(PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION)) {
+        joiner.push(&r, &mut count);
+        assert!(joiner.live.len() <= RETIRE_WINDOW + 2);
+    }
+    assert!(joiner.retired.len() <= RETIRE_WINDOW);
+    let summary = joiner.finish(None, Vec::new());
+    assert_eq!(count.spans, submissions * REGIONS_PER_SUBMISSION);
+    assert_eq!(summary.unplaced_timings, 0);
+}
+
+/// The joins a timeline reads: submissions, region outcomes and links, by ordinal.
+#[derive(Default)]
+struct Joins {
+    submitted: Vec<(u64, u64)>,
+    regions: Vec<(u64, u32, Outcome, u64)>,
+    links: Vec<(u64, u64, bool)>,
+    outcomes: Vec<(u64, Outcome)>,
+}
+
+impl Visitor for Joins {
+    fn submitted(&mut self, _: &Index, s: &JoinedSubmission, submit: &Submit) {
+        assert_eq!(
+            (s.runtime, s.submission),
+            (submit.runtime, submit.submission)
+        );
+        assert!(s.prepared.is_some());
+        self.submitted.push((s.ordinal, s.submission.0));
+    }
+    fn region_outcome(&mut self, index: &Index, r: &JoinedRegion, o: Outcome, t: u64) {
+        assert_eq!(index.region_of(r.prepared, r.index), Some(r.region));
+        assert_eq!(index.region(r.region).lane, r.lane);
+        self.regions.push((r.submission.ordinal, r.index.0, o, t));
+    }
+    fn link(&mut self, _: &Index, l: &JoinedLink) {
+        self.links.push((l.consumer, l.producer, l.wait.is_some()));
+    }
+    fn outcome(&mut self, _: &Index, s: &JoinedSubmission, _: Option<Outcome>, o: Outcome) {
+        self.outcomes.push((s.ordinal, o));
+    }
+}
+
+/// Every `Submit` moved after its submission's other records (another thread's ring
+/// written out later).
+fn submits_last(records: Vec<Record>) -> Vec<Record> {
+    let mut reordered = Vec::new();
+    let mut held = None;
+    for r in records {
+        match r {
+            Record::Submit(_) => {
+                if let Some(s) = held.replace(r) {
+                    reordered.push(s);
+                }
+            }
+            Record::SubmissionDone(_) => {
+                reordered.push(r);
+                reordered.extend(held.take());
+            }
+            _ => reordered.push(r),
+        }
+    }
+    reordered.extend(held);
+    reordered
+}
+
+#[test]
+fn submissions_region_outcomes_and_waits_join_in_any_record_order() {
+    let spec = PipelineSpec {
+        fail_at: Some(6),
+        ..PipelineSpec::ops(40)
+    };
+    let records: Vec<Record> = pipeline(spec).collect();
+    let region_dones = records
+        .iter()
+        .filter(|r| matches!(r, Record::RegionDone(_)))
+        .count();
+    let mut in_order = Joins::default();
+    let summary = scan_records(&records, &mut in_order);
+    assert_eq!(summary.unresolved_waits, 0);
+    // Ordinals are the order of the Submit records: here, the submissions' indices.
+    assert!(in_order.submitted.iter().all(|&(o, i)| o == i));
+    assert_eq!(in_order.submitted.len(), 7);
+    assert_eq!(in_order.regions.len(), region_dones);
+    // Submission 6's compute region failed, its download and host were cancelled.
+    let failed: Vec<_> = in_order
+        .regions
+        .iter()
+        .filter(|r| r.0 == 6)
+        .map(|r| (r.1, r.2))
+        .collect();
+    assert!(failed.contains(&(1, Outcome::Failed)), "{failed:?}");
+    assert!(failed.contains(&(2, Outcome::Cancelled)), "{failed:?}");
+    // Two waits of each submission on the one before it.
+    assert_eq!(in_order.links.len(), 2 * 6);
+    assert!(
+        in_order
+            .links
+            .iter()
+            .all(|&(c, p, wait)| c == p + 1 && wait)
+    );
+
+    let mut reordered = Joins::default();
+    let summary = scan_records(&submits_last(records), &mut reordered);
+    assert_eq!(summary.unresolved_waits, 0);
+    let sorted = |mut v: Vec<(u64, u32, Outcome, u64)>| {
+        v.sort_by_key(|r| (r.0, r.1));
+        v
+    };
+    assert_eq!(sorted(reordered.regions), sorted(in_order.regions));
+    let mut links = reordered.links;
+    links.sort_unstable();
+    let mut expected = in_order.links;
+    expected.sort_unstable();
+    assert_eq!(links, expected);
+    reordered.outcomes.sort_by_key(|o| o.0);
+    assert_eq!(reordered.outcomes, in_order.outcomes);
+}
+
+#[test]
+fn explicit_producers_join_and_a_wait_on_an_unknown_submission_is_counted() {
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    // Submission 2 names 0 and an unrecorded 9 as producers; a wait on 9 too.
+    for r in &mut records {
+        if let Record::Submit(s) = r
+            && s.submission.0 == 2
+        {
+            s.producers = vec![SubmissionIndex(0), SubmissionIndex(9)];
+        }
+    }
+    let mut wait = records
+        .iter()
+        .find_map(|r| match r {
+            Record::CrossWait(w) => Some(*w),
+            _ => None,
+        })
+        .unwrap();
+    wait.on_submission = SubmissionIndex(9);
+    records.push(Record::CrossWait(wait));
+    let mut joins = Joins::default();
+    let summary = scan_records(&records, &mut joins);
+    assert!(joins.links.contains(&(2, 0, false)), "{:?}", joins.links);
+    assert_eq!(joins.links.iter().filter(|l| !l.2).count(), 1);
+    assert_eq!(summary.unresolved_waits, 1);
+}
+
+#[test]
+fn a_region_started_before_its_submit_is_joined_at_the_end() {
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(4)).collect();
+    let submit = records
+        .iter()
+        .position(|r| matches!(r, Record::Submit(_)))
+        .unwrap();
+    let mut cut: Vec<Record> = records[..submit].to_vec();
+    cut.push(Record::RegionStarted(hrx_capture::schema::RegionStarted {
+        runtime: RuntimeId(1),
+        submission: SubmissionIndex(0),
+        region: RegionIndex(1),
+        time_ns: 5,
+    }));
+    cut.push(records[submit].clone());
+    let summary = scan_records(&cut, &mut Joins::default());
+    let running = summary.running[0];
+    assert_eq!(running.ordinal, Some(0));
+    let region = running.region_ref.expect("joined at the end");
+    assert_eq!(summary.index.region(region).index, RegionIndex(1));
+}
+
+#[test]
+fn a_timing_of_an_unknown_submission_is_counted_not_dropped() {
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
+    records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
+    let mut count = Count::default();
+    let summary = scan_records(&records, &mut count);
+    assert_eq!(summary.unplaced_timings, REGIONS_PER_SUBMISSION);
+    assert_eq!(count.spans, 4);
+}
