@@ -1,23 +1,27 @@
 //! Building a [`Model`] from records in one pass.
 //!
-//! Records arrive in file order, which is only per-thread order: a region's timing may
-//! precede its submission's `Submit` record, a completion its timing, and a `Submit` the
-//! `Prepared` of its graph (prepared on another thread). The builder
-//! therefore places what it can at once (the usual case: prepare, then submit, then
-//! timings and completions) and parks the rest in small pending lists resolved by
-//! [`ModelBuilder::finish`]. Every step is linear in the number of records, except sorting
-//! spans by start time, which is adaptive (already-ordered runs cost linear time).
+//! Every join of a record to its submission, prepared graph, region, queue and lane is
+//! `hrx-analysis`'s ([`hrx_analysis::Joiner`], the pass `stats`, `export` and `diff` read
+//! through): records arrive in file order, which is only per-thread order, and the joiner
+//! holds a timing, completion or wait read before its `Submit` until that arrives. The
+//! builder takes what the joiner hands over ([`Joined`]: submissions by ordinal, joined
+//! spans, submission and region outcomes, waits and explicit producers joined at both ends)
+//! and fills the model's tables, which are indexed by the submission's ordinal until
+//! [`ModelBuilder::finish`] sorts them. Every step is linear in the number of records,
+//! except sorting spans by start time, which is adaptive (already-ordered runs cost linear
+//! time).
 //!
 //! `finish` runs the stages in this order:
 //!
 //! 1. sort submissions by (runtime, index) and renumber span references;
-//! 2. place parked timings and completions;
-//! 3. add an untimed span for every failed or cancelled region that has no timing, and a
+//! 2. add an untimed span for every failed or cancelled region that has no timing, and a
 //!    span to the trace's end for every region that started and never finished
-//!    ([`SpanStatus::Running`]: what a hang or a crash was in);
-//! 4. sort each lane, fill the (submission, region) → span table and copy statuses in;
-//! 5. resolve cross-submission waits and explicit producers, label regions, sort events;
-//! 6. statistics and the first failure.
+//!    ([`SpanStatus::Running`]: what a hang or a crash was in; the joiner's
+//!    [`hrx_analysis::ScanSummary::running`]);
+//! 3. sort each lane, fill the (submission, region) → span table and copy statuses in;
+//! 4. number the joined waits and explicit producers by sorted submission, label regions,
+//!    sort events;
+//! 5. statistics and the first failure.
 
 use super::hazards;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
@@ -25,43 +29,118 @@ use super::model::{
     CrossEdge, Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef,
     QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
 };
+use hrx_analysis::{
+    Index, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome, ScanSummary,
+};
 use hrx_capture::schema::{
-    CrossWait, OpKind, PreparedId, Queue, Record, RefusalKind, RegionIndex, RegionTiming,
-    RuntimeId, Status, SubmissionIndex, Submit,
+    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RuntimeId, Status, SubmissionIndex,
+    Submit,
 };
 use hrx_capture::{Trace, TraceReader};
 use std::collections::HashMap;
 use std::io::Read;
 
-/// A completion parked until its submission is known.
-#[derive(Clone, Copy, Debug)]
-struct PendingDone {
-    runtime: RuntimeId,
-    submission: SubmissionIndex,
-    region: RegionIndex,
-    status: SpanStatus,
+/// What `hrx-analysis`'s joiner handed over for a record: the joins the model is built from.
+#[derive(Clone, Debug)]
+pub(super) enum Joined {
+    /// A `Submit`, joined to its prepared graph; its ordinal is its id until sorted.
+    Submitted {
+        joined: JoinedSubmission,
+        slot: u32,
+        time_ns: u64,
+        producers: Vec<SubmissionIndex>,
+    },
+    /// A region timing joined to its region.
+    Span(JoinedSpan),
+    /// A submission's outcome.
+    Outcome(u64, SpanStatus),
+    /// A region's completion joined to its region, at its time.
+    Region(JoinedRegion, SpanStatus, u64),
+    /// A wait or explicit producer joined at both ends.
+    Link(JoinedLink),
+}
+
+/// The visitor of the builder's joiner: the statistics, and the joins kept for the builder
+/// to take after each record.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Joins {
+    stats: hrx_analysis::StatsVisitor,
+    pub(super) out: Vec<Joined>,
+}
+
+impl hrx_analysis::Visitor for Joins {
+    fn record(&mut self, index: &Index, record: &Record) {
+        self.stats.record(index, record);
+    }
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        self.stats.span(index, span);
+        self.out.push(Joined::Span(*span));
+    }
+    fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: hrx_capture::schema::NodeIndex) {
+        self.stats.op_span(index, span, node);
+    }
+    fn outcome(
+        &mut self,
+        index: &Index,
+        submission: &JoinedSubmission,
+        previous: Option<Outcome>,
+        outcome: Outcome,
+    ) {
+        self.stats.outcome(index, submission, previous, outcome);
+        self.out
+            .push(Joined::Outcome(submission.ordinal, outcome_status(outcome)));
+    }
+    fn submitted(&mut self, index: &Index, submission: &JoinedSubmission, submit: &Submit) {
+        self.stats.submitted(index, submission, submit);
+        self.out.push(Joined::Submitted {
+            joined: *submission,
+            slot: submit.slot,
+            time_ns: submit.time_ns,
+            producers: submit.producers.clone(),
+        });
+    }
+    fn region_outcome(&mut self, index: &Index, region: &JoinedRegion, outcome: Outcome, at: u64) {
+        self.stats.region_outcome(index, region, outcome, at);
+        self.out
+            .push(Joined::Region(*region, outcome_status(outcome), at));
+    }
+    fn link(&mut self, index: &Index, link: &JoinedLink) {
+        self.stats.link(index, link);
+        self.out.push(Joined::Link(*link));
+    }
+}
+
+fn outcome_status(outcome: Outcome) -> SpanStatus {
+    match outcome {
+        Outcome::Ok => SpanStatus::Ok,
+        Outcome::Failed => SpanStatus::Failed,
+        Outcome::Cancelled => SpanStatus::Cancelled,
+    }
+}
+
+/// The submission id of an ordinal before submissions are sorted.
+pub(super) fn arrival(ordinal: u64) -> SubId {
+    SubId(ordinal as u32)
 }
 
 /// Builds a [`Model`] from records pushed one at a time.
 #[derive(Clone, Debug, Default)]
 pub struct ModelBuilder {
     pub(super) model: Model,
-    /// The statistics: `hrx-analysis`'s joiner and visitor over the same records.
+    /// `hrx-analysis`'s joiner, and its visitor (the statistics and the joins).
     joiner: hrx_analysis::Joiner,
-    stats: hrx_analysis::StatsVisitor,
+    pub(super) joins: Joins,
     runtimes: Vec<RuntimeId>,
-    sub_ids: HashMap<(RuntimeId, SubmissionIndex), SubId>,
+    /// Per region slot (submission by arrival, region), its completion status.
     region_status: Vec<SpanStatus>,
-    pending_timings: Vec<RegionTiming>,
-    pending_done: Vec<PendingDone>,
-    /// Submission outcomes read before their submit (another thread's ring was written
-    /// out first).
-    pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
-    cross_raw: Vec<CrossWait>,
-    /// Submits read before their `Prepared`.
-    parked_submits: Vec<Submit>,
-    /// Regions started and not finished yet, with their start.
-    started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
+    /// Failed and cancelled regions, in the order their completions joined: each gets an
+    /// untimed span if it has no timing.
+    pub(super) region_ends: Vec<(RuntimeId, SubId, RegionId, SpanStatus, u64)>,
+    /// Waits and explicit producers joined, by submission ordinal.
+    cross: Vec<(u64, u64, CrossWait)>,
+    explicit: Vec<(u64, u64)>,
+    /// Submission ids by arrival → sorted, once sorted out of order.
+    new_ids: Option<Vec<u32>>,
     /// The latest host time of any record.
     pub(super) last_ns: u64,
 }
@@ -90,74 +169,74 @@ impl ModelBuilder {
     /// Ingests one record.
     pub fn push(&mut self, record: &Record) {
         self.push_shared(record);
-        match record {
-            Record::RegionStarted(r) => {
-                self.started
-                    .insert((r.runtime, r.submission, r.region), r.time_ns);
+        self.take_joins();
+    }
+
+    /// Fills the model's tables from one join.
+    fn apply(&mut self, joined: &Joined) {
+        match joined {
+            Joined::Submitted {
+                joined,
+                slot,
+                time_ns,
+                producers,
+            } => {
+                let mut sub = self.submission(joined, *slot, *time_ns, producers);
+                let regions = sub
+                    .prepared()
+                    .map_or(0, |p| self.model.prepared[p.get()].regions.len());
+                sub.region_base = self.model.region_spans.len() as u32;
+                let region_spans = self.model.region_spans.vec_mut();
+                region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
+                self.region_status
+                    .resize(self.region_status.len() + regions, SpanStatus::Unknown);
+                sub.producers_start = self.model.explicit_producers.len() as u32;
+                self.model.explicit_producers.vec_mut().extend(producers);
+                debug_assert_eq!(self.model.submissions.len() as u64, joined.ordinal);
+                self.model.submissions.vec_mut().push(sub);
+                self.model.submit_times.vec_mut().push(*time_ns);
             }
-            // A submit read before its `Prepared` (another thread prepared the graph and its
-            // buffer was written out later) waits for it: its regions come from it.
-            Record::Submit(s)
-                if !self
-                    .model
-                    .prepared_ids
-                    .contains_key(&(s.runtime, s.prepared)) =>
-            {
-                self.parked_submits.push(s.clone());
+            Joined::Span(t) => {
+                let (sub, region) = (arrival(t.ordinal), RegionId(t.region.0));
+                let lane = self.lane_of(t.runtime, self.model.regions[region.get()].queue);
+                debug_assert_eq!(lane.0, t.lane.0);
+                self.model.lanes[lane.get()]
+                    .push(Span::timed(t.start_ns, t.end_ns, t.device, sub, region));
             }
-            Record::Submit(s) => self.submit(s),
-            Record::Prepared(p) => {
-                for s in take_parked(&mut self.parked_submits, p.runtime, p.prepared) {
-                    self.submit(&s);
+            Joined::Outcome(ordinal, status) => {
+                self.model.submissions[arrival(*ordinal).get()].set_status(*status);
+            }
+            Joined::Region(r, status, time_ns) => {
+                let sub = arrival(r.submission.ordinal);
+                let slot =
+                    self.model.submissions[sub.get()].region_base as usize + r.index.0 as usize;
+                self.region_status[slot] = *status;
+                if matches!(status, SpanStatus::Failed | SpanStatus::Cancelled) {
+                    let region = RegionId(r.region.0);
+                    self.region_ends
+                        .push((r.submission.runtime, sub, region, *status, *time_ns));
                 }
             }
-            Record::CrossWait(w) => self.cross_raw.push(*w),
-            Record::RegionTiming(t) => self.timing(t),
-            Record::RegionDone(d) => {
-                self.started.remove(&(d.runtime, d.submission, d.region));
-                let done = PendingDone {
-                    runtime: d.runtime,
-                    submission: d.submission,
-                    region: d.region,
-                    status: span_status(&d.status),
-                };
-                if !self.set_status(done) {
-                    self.pending_done.push(done);
-                }
-            }
-            Record::SubmissionDone(d) => match self.sub_ids.get(&(d.runtime, d.submission)) {
-                Some(&id) => self.model.submissions[id.get()].set_status(span_status(&d.status)),
-                None => self.pending_submission_done.push((
-                    d.runtime,
-                    d.submission,
-                    span_status(&d.status),
-                )),
+            Joined::Link(link) => match link.wait {
+                Some(wait) => self.cross.push((link.consumer, link.producer, wait)),
+                None => self.explicit.push((link.consumer, link.producer)),
             },
-            _ => {}
         }
     }
 
-    /// Adds submission `s` (its `Prepared`, when in the trace, already read).
-    fn submit(&mut self, s: &Submit) {
-        let prepared = self
-            .model
-            .prepared_ids
-            .get(&(s.runtime, s.prepared))
-            .copied();
-        let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
-        let regions = prepared.map_or(0, |p| self.model.prepared[p.get()].regions.len());
-        sub.region_base = self.model.region_spans.len() as u32;
-        let region_spans = self.model.region_spans.vec_mut();
-        region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
-        self.region_status
-            .resize(self.region_status.len() + regions, SpanStatus::Unknown);
-        sub.producers_start = self.model.explicit_producers.len() as u32;
-        sub.producers_len = s.producers.len() as u32;
-        self.model.explicit_producers.vec_mut().extend(&s.producers);
-        let id = SubId(self.model.submissions.len() as u32);
-        self.model.submissions.vec_mut().push(sub);
-        self.sub_ids.insert((s.runtime, s.submission), id);
-        self.model.submit_times.vec_mut().push(s.time_ns);
+    /// The model's row of a joined `Submit` (its prepared graph numbered as the index
+    /// numbers it: both count `Prepared` records in file order).
+    pub(super) fn submission(
+        &self,
+        joined: &JoinedSubmission,
+        slot: u32,
+        time_ns: u64,
+        producers: &[SubmissionIndex],
+    ) -> Submission {
+        let prepared = joined.prepared.map(|p| PreparedRef(p.0));
+        let mut sub = Submission::new(joined.runtime, joined.submission, slot, time_ns, prepared);
+        sub.producers_len = producers.len() as u32;
+        sub
     }
 
     /// Ingests what of a record does not grow with submissions or regions (the structure,
@@ -165,7 +244,7 @@ impl ModelBuilder {
     /// [`ModelBuilder::push`] keeps in memory and the streaming builder
     /// ([`super::stream`]) on disk.
     pub(super) fn push_shared(&mut self, record: &Record) {
-        self.joiner.push(record, &mut self.stats);
+        self.joiner.push(record, &mut self.joins);
         self.model.info.records += 1;
         if let Some(ns) = hrx_analysis::dump::host_time_ns(record) {
             self.last_ns = self.last_ns.max(ns);
@@ -298,77 +377,19 @@ impl ModelBuilder {
         self.model.events.push(event);
     }
 
-    /// The region of a timing or completion: its submission and model-wide region.
-    fn resolve(
-        &self,
-        runtime: RuntimeId,
-        submission: SubmissionIndex,
-        region: RegionIndex,
-    ) -> Option<(SubId, RegionId)> {
-        let &sub = self.sub_ids.get(&(runtime, submission))?;
-        let prepared = self.model.submissions[sub.get()].prepared()?;
-        let regions = &self.model.prepared[prepared.get()].regions;
-        let id = regions.start.checked_add(region.0)?;
-        (id < regions.end).then_some((sub, RegionId(id)))
-    }
-
-    /// Places a timing now, or parks it until its submission is known.
-    fn timing(&mut self, t: &RegionTiming) {
-        self.started.remove(&(t.runtime, t.submission, t.region));
-        if !self.place(t) {
-            self.pending_timings.push(*t);
-        }
-    }
-
-    /// Places a timing on its lane; false when its submission is not known yet.
-    fn place(&mut self, t: &RegionTiming) -> bool {
-        let Some((sub, region)) = self.resolve(t.runtime, t.submission, t.region) else {
-            return false;
-        };
-        let queue = self.model.regions[region.get()].queue;
-        let lane = self.lane_of(t.runtime, queue);
-        self.model.lanes[lane.get()].push(Span::timed(t.start_ns, t.end_ns, t.device, sub, region));
-        true
-    }
-
-    /// Records a completion status; false when its submission is not known yet.
-    fn set_status(&mut self, done: PendingDone) -> bool {
-        let Some((sub, _)) = self.resolve(done.runtime, done.submission, done.region) else {
-            return false;
-        };
-        let slot = self.model.submissions[sub.get()].region_base as usize + done.region.0 as usize;
-        self.region_status[slot] = done.status;
-        true
-    }
-
     /// Finishes the model (see the module docs for the stages).
     pub fn finish(mut self) -> Model {
-        // Submits of a graph whose `Prepared` is not in the trace: submissions without
-        // regions, as when read.
-        for s in std::mem::take(&mut self.parked_submits) {
-            self.submit(&s);
-        }
+        self.flush_parked();
+        self.take_joins();
+        let summary = self.finish_joiner();
         self.sort_submissions();
-        for t in std::mem::take(&mut self.pending_timings) {
-            if !self.place(&t) {
-                self.model.info.unplaced_timings += 1;
-            }
-        }
-        for d in std::mem::take(&mut self.pending_done) {
-            self.set_status(d);
-        }
-        for (runtime, submission, status) in std::mem::take(&mut self.pending_submission_done) {
-            if let Some(&id) = self.sub_ids.get(&(runtime, submission)) {
-                self.model.submissions[id.get()].set_status(status);
-            }
-        }
         self.add_untimed_spans();
-        self.add_running_spans();
+        self.add_running_spans(&summary);
         self.index_spans();
         self.resolve_edges();
         self.label_regions();
         self.finish_events();
-        let stats = self.take_stats();
+        let stats = self.take_stats(&summary);
         let mut model = self.model;
         model.range = time_range(&model);
         model.stats = stats;
@@ -377,10 +398,32 @@ impl ModelBuilder {
     }
 
     /// The statistics of every record pushed (`hrx-analysis`'s, as `hrx-trace stats`
-    /// computes them).
-    pub(super) fn take_stats(&mut self) -> hrx_analysis::Stats {
-        let summary = std::mem::take(&mut self.joiner).finish(None, Vec::new());
-        std::mem::take(&mut self.stats).finish(&summary)
+    /// computes them), and the joiner's counts of what never joined.
+    pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> hrx_analysis::Stats {
+        self.model.info.unplaced_timings += summary.unplaced_timings;
+        self.model.info.unresolved_waits += summary.unresolved_waits;
+        std::mem::take(&mut self.joins.stats).finish(summary)
+    }
+
+    /// At the end of the records, a submit whose graph's `Prepared` never came joins as a
+    /// submission without regions, as when it was read (its joins wait in `joins`).
+    pub(super) fn flush_parked(&mut self) {
+        self.joiner.flush(&mut self.joins);
+    }
+
+    /// The joiner's summary at the end of the records.
+    pub(super) fn finish_joiner(&mut self) -> ScanSummary {
+        std::mem::take(&mut self.joiner).finish(None, Vec::new())
+    }
+
+    /// Applies what the joiner handed over since the last call.
+    fn take_joins(&mut self) {
+        let joined = std::mem::take(&mut self.joins.out);
+        for j in &joined {
+            self.apply(j);
+        }
+        self.joins.out = joined;
+        self.joins.out.clear();
     }
 
     /// Sorts submissions by (runtime, index) and renumbers every [`SubId`] held so far.
@@ -408,9 +451,16 @@ impl ModelBuilder {
                 span.submission = SubId(new_id[span.submission.get()]);
             }
         }
-        for id in self.sub_ids.values_mut() {
-            *id = SubId(new_id[id.get()]);
+        for end in &mut self.region_ends {
+            end.1 = SubId(new_id[end.1.get()]);
         }
+        self.new_ids = Some(new_id);
+    }
+
+    /// The sorted submission id of an ordinal.
+    fn final_id(&self, ordinal: u64) -> SubId {
+        let id = ordinal as u32;
+        SubId(self.new_ids.as_ref().map_or(id, |ids| ids[id as usize]))
     }
 
     /// Adds a span at its completion time for every failed or cancelled region without a
@@ -425,27 +475,17 @@ impl ModelBuilder {
             }
         }
         let mut untimed = Vec::new();
-        for e in &self.model.events {
-            let (Some(submission), Some(region)) = (e.submission, e.region) else {
-                continue;
-            };
-            let status = match e.kind {
-                EventKind::RegionFailed => SpanStatus::Failed,
-                EventKind::RegionCancelled => SpanStatus::Cancelled,
-                _ => continue,
-            };
-            if let Some((sub, region_id)) = self.resolve(e.runtime, submission, region) {
-                let slot =
-                    self.model.submissions[sub.get()].region_base as usize + region.0 as usize;
-                if self.model.region_spans[slot] == SpanRef::NONE {
-                    self.model.region_spans[slot] = 0;
-                    let queue = self.model.regions[region_id.get()].queue;
-                    untimed.push((
-                        e.runtime,
-                        queue,
-                        Span::untimed(e.time_ns, sub, region_id, status),
-                    ));
-                }
+        for &(runtime, sub, region_id, status, time_ns) in &self.region_ends {
+            let region = &self.model.regions[region_id.get()];
+            let slot =
+                self.model.submissions[sub.get()].region_base as usize + region.index.0 as usize;
+            if self.model.region_spans[slot] == SpanRef::NONE {
+                self.model.region_spans[slot] = 0;
+                untimed.push((
+                    runtime,
+                    region.queue,
+                    Span::untimed(time_ns, sub, region_id, status),
+                ));
             }
         }
         self.model.untimed_spans = untimed.len();
@@ -457,13 +497,13 @@ impl ModelBuilder {
 
     /// A span from its start to the trace's end for every region that started and has no
     /// timing nor completion: it was running when the trace ended.
-    fn add_running_spans(&mut self) {
-        let mut started: Vec<_> = std::mem::take(&mut self.started).into_iter().collect();
-        started.sort_unstable();
-        for ((runtime, submission, region), start_ns) in started {
-            let Some((sub, region_id)) = self.resolve(runtime, submission, region) else {
+    fn add_running_spans(&mut self, summary: &ScanSummary) {
+        for r in &summary.running {
+            let (Some(ordinal), Some(region_ref)) = (r.ordinal, r.region_ref) else {
                 continue;
             };
+            let (runtime, region, start_ns) = (r.runtime, r.region, r.start_ns);
+            let (sub, region_id) = (self.final_id(ordinal), RegionId(region_ref.0));
             let slot = self.model.submissions[sub.get()].region_base as usize + region.0 as usize;
             if self.model.region_spans[slot] != SpanRef::NONE {
                 continue;
@@ -499,52 +539,43 @@ impl ModelBuilder {
             lane.build_index();
         }
         self.region_status = Vec::new();
-        self.sub_ids = HashMap::new();
     }
 
-    /// Resolves cross-submission waits and explicit producers to model indices.
+    /// Numbers the joined waits and explicit producers by sorted submission.
     fn resolve_edges(&mut self) {
-        let model = &mut self.model;
-        let key = |runtime, submission, region: RegionIndex| {
-            model
-                .find_submission(runtime, submission)
-                .map(|submission| RegionKey {
-                    submission,
-                    region: region.0,
-                })
+        let key = |ordinal, region: RegionIndex| RegionKey {
+            submission: self.final_id(ordinal),
+            region: region.0,
         };
-        let mut cross = Vec::with_capacity(self.cross_raw.len());
-        let mut unresolved = 0;
-        for w in &self.cross_raw {
-            match (
-                key(w.runtime, w.submission, w.region),
-                key(w.runtime, w.on_submission, w.on_region),
-            ) {
-                (Some(consumer), Some(producer)) => cross.push(CrossEdge::new(
-                    consumer, producer, w.kind, w.buffer, w.start, w.end,
-                )),
-                _ => unresolved += 1,
-            }
-        }
-        model.info.unresolved_waits += unresolved;
+        let mut cross: Vec<CrossEdge> = self
+            .cross
+            .iter()
+            .map(|&(consumer, producer, w)| {
+                CrossEdge::new(
+                    key(consumer, w.region),
+                    key(producer, w.on_region),
+                    w.kind,
+                    w.buffer,
+                    w.start,
+                    w.end,
+                )
+            })
+            .collect();
         cross.sort_by_key(|e| e.consumer);
         let mut by_producer: Vec<u32> = (0..cross.len() as u32).collect();
         by_producer.sort_by_key(|&i| cross[i as usize].producer);
+        let mut explicit: Vec<(SubId, SubId)> = self
+            .explicit
+            .iter()
+            .map(|&(consumer, producer)| (self.final_id(producer), self.final_id(consumer)))
+            .collect();
+        explicit.sort_unstable();
+        let model = &mut self.model;
         model.cross = cross.into();
         model.cross_by_producer = by_producer.into();
-        self.cross_raw = Vec::new();
-
-        let mut explicit = Vec::new();
-        for (i, s) in model.submissions.iter().enumerate() {
-            let start = s.producers_start as usize;
-            for &p in &model.explicit_producers[start..start + s.producers_len as usize] {
-                if let Some(producer) = model.find_submission(s.runtime, p) {
-                    explicit.push((producer, SubId(i as u32)));
-                }
-            }
-        }
-        explicit.sort_unstable();
         model.explicit_edges = explicit.into();
+        self.cross = Vec::new();
+        self.explicit = Vec::new();
     }
 
     /// Names every region, gives it its search key, and counts spans per label and key.
@@ -577,22 +608,6 @@ impl ModelBuilder {
         }
         builder.finish()
     }
-}
-
-/// Takes the submits of `prepared` of `runtime` out of `parked`, in the order they were read.
-pub(super) fn take_parked(
-    parked: &mut Vec<Submit>,
-    runtime: RuntimeId,
-    prepared: PreparedId,
-) -> Vec<Submit> {
-    if parked.is_empty() {
-        return Vec::new();
-    }
-    let (taken, kept) = std::mem::take(parked)
-        .into_iter()
-        .partition(|s| (s.runtime, s.prepared) == (runtime, prepared));
-    *parked = kept;
-    taken
 }
 
 /// Names every region and gives it its search key; the counts of spans per label and key
@@ -678,14 +693,6 @@ fn event(time_ns: u64, kind: EventKind, runtime: RuntimeId, text: &str) -> Event
     }
 }
 
-fn span_status(status: &Status) -> SpanStatus {
-    match status {
-        Status::Ok => SpanStatus::Ok,
-        Status::Failed { .. } => SpanStatus::Failed,
-        Status::Cancelled { .. } => SpanStatus::Cancelled,
-    }
-}
-
 /// The label of a region (its kernel name, `upload`/`download`/`copy` for copy batches,
 /// `kernel +N` when a native graph holds several operations), and its operations' names,
 /// each with whether it is a kernel.
@@ -759,308 +766,7 @@ impl Model {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::fixtures::*;
-    use super::*;
-    use crate::state::model::queue_name;
-    use hrx_capture::schema::{
-        BufferId, HazardKind, Poison, PreparedId, Queue, RefusalKind, RegionIndex, RegionKind,
-        SubmissionIndex, SubmitRefused,
-    };
-    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
-
-    fn lane_named(model: &Model, queue: Queue) -> &Lane {
-        model.lanes().iter().find(|l| l.queue == queue).unwrap()
-    }
-
-    #[test]
-    fn spans_join_timings_with_prepare_and_submit() {
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 10)
-            .ran(0, 0, 100, 200)
-            .ran(0, 1, 210, 500)
-            .ran(0, 2, 510, 600);
-        let model = f.model();
-        assert_eq!(model.lanes().len(), 5);
-        assert_eq!(model.span_count(), 3);
-        let compute = lane_named(&model, Queue::GpuCompute);
-        let span = compute.spans()[0];
-        assert_eq!(
-            (span.start_ns, span.end_ns, span.status()),
-            (210, 500, SpanStatus::Ok)
-        );
-        assert_eq!(model.span_label(&span), "saxpy");
-        let region = model.region(span.region);
-        assert_eq!(region.kind, RegionKind::NativeGraph);
-        assert_eq!(region.index, RegionIndex(1));
-        let sub = model.submission(span.submission);
-        assert_eq!(
-            (sub.index, sub.slot, sub.submit_ns),
-            (SubmissionIndex(0), 0, 10)
-        );
-        let op = model.op(region.prepared, region.nodes[0]).unwrap();
-        assert_eq!(op.uses[1].end, 512);
-        assert_eq!(
-            model.span_label(&lane_named(&model, Queue::GpuUpload).spans()[0]),
-            "upload"
-        );
-        assert_eq!(
-            model.span_label(&lane_named(&model, Queue::GpuDownload).spans()[0]),
-            "download"
-        );
-        // The (submission, region) table points back at the span.
-        let key = model.key_of(&span);
-        let r = model.span_of(key).unwrap();
-        assert_eq!(*model.span(r), span);
-        assert_eq!(queue_name(model.lane(r.lane).queue), "GPU Compute");
-        assert_eq!(model.time_range(), Some(TimeWindow::new(10, 600)));
-    }
-
-    #[test]
-    fn records_out_of_file_order_still_join() {
-        let mut f = three_stage();
-        // Completion before timing, timing before its submit (other threads' records).
-        f.done(3, 1, failed("boom"), 900)
-            .timing(3, 1, 400, 800)
-            .submit(1, 3, &[], 300)
-            .ran(3, 0, 310, 390);
-        // The submission's outcome before its submit, too.
-        f.push(hrx_capture::schema::SubmissionDone {
-            runtime: crate::state::fixtures::RT,
-            submission: SubmissionIndex(3),
-            status: failed("boom"),
-            time_ns: 901,
-        });
-        let model = f.model();
-        assert_eq!(model.span_count(), 2);
-        let span = lane_named(&model, Queue::GpuCompute).spans()[0];
-        assert_eq!((span.start_ns, span.status()), (400, SpanStatus::Failed));
-        assert!(span.ran());
-        assert_eq!(model.info().unplaced_timings, 0);
-        assert_eq!(model.submissions()[0].status(), SpanStatus::Failed);
-    }
-
-    #[test]
-    fn cancelled_region_without_timing_gets_an_untimed_span() {
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 0)
-            .ran(0, 0, 10, 20)
-            .timing(0, 1, 30, 40)
-            .done(0, 1, failed("kernel error"), 41)
-            .done(0, 2, cancelled("cancelled: producer region 1 failed"), 45);
-        let model = f.model();
-        let download = lane_named(&model, Queue::GpuDownload).spans()[0];
-        assert!(!download.ran());
-        assert_eq!((download.start_ns, download.end_ns), (45, 45));
-        assert_eq!(download.status(), SpanStatus::Cancelled);
-        // Two regions ran (one failed with its timing); the header counts them as `stats` does.
-        assert_eq!((model.span_count(), model.untimed_span_count()), (3, 1));
-        assert_eq!(model.spans_summary(), "2 spans (+1 untimed)");
-        let r = model.span_of(model.key_of(&download)).unwrap();
-        let event = model.span_event(r).unwrap();
-        assert_eq!(event.kind, EventKind::RegionCancelled);
-        // Shown after the kind's name: "cancelled: cancelled: ..." before.
-        assert_eq!(event.text, "producer region 1 failed");
-    }
-
-    #[test]
-    fn a_region_started_and_never_finished_runs_to_the_trace_end() {
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 0).ran(0, 0, 10, 20);
-        f.push(hrx_capture::schema::RegionStarted {
-            runtime: crate::state::fixtures::RT,
-            submission: SubmissionIndex(0),
-            region: RegionIndex(1),
-            time_ns: 30,
-        });
-        // The last record: the trace ends here, the region still running.
-        f.push(hrx_capture::schema::FatalSignal {
-            time_ns: 95,
-            signal: 11,
-            ..Default::default()
-        });
-        let model = f.model();
-        let compute = lane_named(&model, Queue::GpuCompute).spans()[0];
-        assert_eq!(
-            (compute.start_ns, compute.end_ns, compute.status()),
-            (30, 95, SpanStatus::Running)
-        );
-        assert!(!compute.ran(), "its bar is not a duration");
-        assert_eq!(model.spans_summary(), "1 spans (+1 untimed)");
-        // A region whose timing arrived is not running, in any record order.
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 0);
-        f.push(hrx_capture::schema::RegionStarted {
-            runtime: crate::state::fixtures::RT,
-            submission: SubmissionIndex(0),
-            region: RegionIndex(0),
-            time_ns: 5,
-        });
-        f.ran(0, 0, 10, 20);
-        let model = f.model();
-        let upload = lane_named(&model, Queue::GpuUpload).spans()[0];
-        assert_eq!(upload.status(), SpanStatus::Ok);
-    }
-
-    #[test]
-    fn unknown_submissions_are_counted_not_placed() {
-        let mut f = three_stage();
-        f.timing(9, 0, 0, 10)
-            .cross(9, 0, (8, 1), HazardKind::WriteAfterRead, 1, (0, 4));
-        let model = f.model();
-        assert_eq!(model.span_count(), 0);
-        assert_eq!(model.info().unplaced_timings, 1);
-        assert_eq!(model.info().unresolved_waits, 1);
-    }
-
-    #[test]
-    fn submissions_are_sorted_and_spans_renumbered() {
-        let mut f = three_stage();
-        f.submit(1, 5, &[], 50)
-            .submit(1, 2, &[], 20)
-            .ran(5, 0, 60, 70)
-            .ran(2, 0, 30, 40);
-        let model = f.model();
-        let indices: Vec<_> = model.submissions().iter().map(|s| s.index.0).collect();
-        assert_eq!(indices, vec![2, 5]);
-        for span in lane_named(&model, Queue::GpuUpload).spans() {
-            let sub = model.submission(span.submission);
-            assert_eq!(sub.submit_ns + 10, span.start_ns);
-        }
-        let id = model.find_submission(RT, SubmissionIndex(5)).unwrap();
-        assert_eq!(model.submission(id).submit_ns, 50);
-    }
-
-    #[test]
-    fn events_are_sorted_by_time() {
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 0)
-            .push(Poison {
-                runtime: RT,
-                buffer: BufferId(2),
-                cause: "x".into(),
-                time_ns: 90,
-                submission: None,
-                region: None,
-            })
-            .push(SubmitRefused {
-                runtime: RT,
-                prepared: PreparedId(1),
-                kind: RefusalKind::Busy,
-                reason: "busy".into(),
-                time_ns: 5,
-            })
-            .timing(0, 1, 30, 40)
-            .done(0, 1, failed("kernel error"), 41);
-        let model = f.model();
-        let kinds: Vec<_> = model.events().iter().map(|e| e.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![EventKind::Busy, EventKind::RegionFailed, EventKind::Poison]
-        );
-        assert_eq!(model.busy_times(), &[5]);
-        assert!(model.events()[1].span.is_some());
-    }
-
-    #[test]
-    fn reads_a_recorded_trace() {
-        let sink = MemorySink::new();
-        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
-        let mut f = three_stage();
-        f.submit(1, 0, &[], 10)
-            .ran(0, 0, 100, 200)
-            .ran(0, 1, 210, 300);
-        for r in &f.records {
-            recorder.record(r);
-        }
-        recorder.close().unwrap();
-        let bytes = sink.contents();
-        let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
-        let model = Model::from_reader(reader).unwrap();
-        assert_eq!(model.span_count(), 2);
-        assert!(model.info().recovery.unwrap().is_complete());
-        assert!(model.info().session.is_some());
-        let trace = Trace::from_bytes(&bytes).unwrap();
-        assert_eq!(Model::from_trace(&trace).span_count(), 2);
-    }
-
-    #[test]
-    fn synthetic_pipeline_builds() {
-        use crate::state::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
-        let spec = PipelineSpec::ops(400);
-        let model = ModelBuilder::from_records(&pipeline(spec).collect::<Vec<_>>());
-        assert_eq!(model.span_count() as u64, 100 * REGIONS_PER_SUBMISSION);
-        assert_eq!(model.submissions().len(), 100);
-        assert!(model.events().is_empty());
-        assert_eq!(model.cross.len(), 2 * 99);
-        let labels: Vec<_> = model.labels().iter().map(String::as_str).collect();
-        assert_eq!(labels, vec!["upload", "blur +1", "download", "host"]);
-    }
-
-    /// Builds a model of a million operations and prints the time and memory it took.
-    /// Run with `cargo test -p hrx-tui --release -- --ignored million --nocapture`.
-    #[test]
-    #[ignore = "measurement: run in release"]
-    fn million_operations() {
-        use crate::state::synthetic::{PipelineSpec, pipeline};
-        use std::time::Instant;
-        let spec = PipelineSpec::ops(1_000_000);
-        let start = Instant::now();
-        let records = pipeline(spec.clone()).count();
-        println!("generating {records} records alone: {:?}", start.elapsed());
-        let start = Instant::now();
-        let mut builder = ModelBuilder::new();
-        for record in pipeline(spec.clone()) {
-            builder.push(&record);
-        }
-        let model = builder.finish();
-        let ingest = start.elapsed();
-        let spans = model.span_count();
-        println!(
-            "ingest of {spans} spans from generated records: {ingest:?}, {:.1} bytes/span in span structures",
-            model.heap_bytes() as f64 / spans as f64
-        );
-        assert_eq!(spans, 1_000_000);
-
-        // The same trace through the real writer and reader.
-        let sink = MemorySink::new();
-        let options = RecorderOptions {
-            full_buffer_wait: std::time::Duration::from_secs(5),
-            ..RecorderOptions::default()
-        };
-        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
-        for record in pipeline(spec) {
-            recorder.record(&record);
-        }
-        recorder.close().unwrap();
-        let bytes = sink.contents();
-        let start = Instant::now();
-        let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
-        let from_file = Model::from_reader(reader).unwrap();
-        println!(
-            "decode + ingest of a {} MiB trace file: {:?}",
-            bytes.len() >> 20,
-            start.elapsed()
-        );
-        assert_eq!(from_file.span_count(), spans);
-
-        let mut state = crate::state::ViewState::new(&model, 200, 60);
-        let start = Instant::now();
-        let frames = 20;
-        for _ in 0..frames {
-            std::hint::black_box(crate::view::render_to_string(&model, &state, 200, 60));
-            state.update(&model, crate::state::Action::ZoomIn);
-        }
-        println!(
-            "render (fit, then zooming in): {:?} per frame",
-            start.elapsed() / frames
-        );
-        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-            let peak = status.lines().find(|l| l.starts_with("VmHWM"));
-            println!("peak resident memory of the whole test: {peak:?}");
-        }
-    }
-}
+mod tests;
 
 #[cfg(test)]
 /// The model's statistics are `hrx-analysis`'s, gathered over the records it was built from.

@@ -29,27 +29,23 @@
 //! and the buffers of the files; none of the files is mapped while it is written, so their
 //! pages are the page cache's, not the process's.
 //!
-//! Records out of file order are handled as [`super::ModelBuilder`] handles them: a timing
-//! or completion before its `Submit` waits in memory until the end, a `Submit` before its
-//! `Prepared` until that is read; submissions out of
-//! (runtime, index) order are renumbered from a sort of their keys (24 bytes each, only
-//! then).
+//! The joins are `hrx-analysis`'s, as [`super::ModelBuilder`] takes them: its joiner holds a
+//! timing, completion or wait read before its `Submit` until that arrives, and numbers
+//! submissions by arrival (their ordinals), which index the per-submission vectors here;
+//! submissions out of (runtime, index) order are renumbered from a sort of their keys (24
+//! bytes each, only then).
 
 use super::cache::{Manifest, map_columns};
 use super::column::{Plain, drop_cached_pages};
 use super::hazards;
 use super::ingest::{
-    ModelBuilder, count_label, link_events, name_regions, take_parked, time_range,
+    Joined, ModelBuilder, arrival, count_label, link_events, name_regions, time_range,
 };
 use super::lanes::{Block, BlockBuilder, Span, SpanStatus};
 use super::model::{CrossEdge, LaneId, Model, RegionId, RegionKey, SpanRef, SubId, Submission};
 use super::spill::{Spill, SpillFile, Values, sorted};
 use hrx_capture::Recovery;
-use hrx_capture::schema::{
-    CrossWait, HazardKind, Record, RegionIndex, RegionTiming, RuntimeId, Status, SubmissionIndex,
-    Submit,
-};
-use std::collections::HashMap;
+use hrx_capture::schema::{CrossWait, HazardKind, Record, RuntimeId, SubmissionIndex};
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -58,15 +54,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Set in a region slot's status byte once a span of the region is placed.
 const HAS_SPAN: u8 = 0x80;
 
-/// A cross-submission wait as read (56 bytes).
+/// A cross-submission wait joined at both ends (56 bytes).
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct RawCross {
-    runtime: u32,
+    _pad: u32,
     region: u32,
     on_region: u32,
     /// [`HazardKind`]: 0 read after write, 1 write after read, 2 write after write.
     kind: u32,
+    /// The consumer's and the producer's ordinals.
     submission: u64,
     on_submission: u64,
     buffer: u64,
@@ -77,13 +74,11 @@ const _: () = assert!(size_of::<RawCross>() == 4 * 4 + 8 * 5);
 // SAFETY: integer fields, no padding (asserted above).
 unsafe impl Plain for RawCross {}
 
-/// An explicit producer of a submission as read (16 bytes).
+/// An explicit producer of a submission joined at both ends, by ordinal (16 bytes).
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct RawProducer {
-    runtime: u32,
-    /// The consumer, by order of arrival.
-    consumer: u32,
+    consumer: u64,
     producer: u64,
 }
 const _: () = assert!(size_of::<RawProducer>() == 16);
@@ -113,43 +108,6 @@ struct ProducerOf {
 const _: () = assert!(size_of::<ProducerOf>() == 16);
 // SAFETY: integer fields and integer newtypes, no padding (asserted above).
 unsafe impl Plain for ProducerOf {}
-
-/// (runtime, captured index) → submission by order of arrival. Keys that arrive in
-/// increasing order per runtime (the usual case) are two sorted vectors searched by
-/// bisection; the others a map, consulted first (a repeated key: the later wins, as a map
-/// insert would).
-#[derive(Default)]
-struct SubLookup {
-    runtimes: Vec<(RuntimeId, Vec<u64>, Vec<u32>)>,
-    others: HashMap<(RuntimeId, SubmissionIndex), u32>,
-}
-
-impl SubLookup {
-    fn insert(&mut self, runtime: RuntimeId, index: SubmissionIndex, id: u32) {
-        let slot = match self.runtimes.iter().position(|r| r.0 == runtime) {
-            Some(i) => i,
-            None => {
-                self.runtimes.push((runtime, Vec::new(), Vec::new()));
-                self.runtimes.len() - 1
-            }
-        };
-        let (_, indices, ids) = &mut self.runtimes[slot];
-        if indices.last().is_none_or(|&last| last < index.0) {
-            indices.push(index.0);
-            ids.push(id);
-        } else {
-            self.others.insert((runtime, index), id);
-        }
-    }
-
-    fn get(&self, runtime: RuntimeId, index: SubmissionIndex) -> Option<u32> {
-        if let Some(&id) = self.others.get(&(runtime, index)) {
-            return Some(id);
-        }
-        let (_, indices, ids) = self.runtimes.iter().find(|r| r.0 == runtime)?;
-        indices.binary_search(&index.0).ok().map(|i| ids[i])
-    }
-}
 
 /// A reader that adds what it reads to a counter (the summary frame's progress).
 pub(crate) struct Counting<'a, R> {
@@ -211,7 +169,6 @@ pub(crate) struct StreamBuilder {
     sub_prepared: Vec<u32>,
     sub_base: Vec<u32>,
     sub_status: Vec<u8>,
-    lookup: SubLookup,
     /// Whether every `Submit` so far came in (runtime, index) order.
     in_order: bool,
     last_key: Option<(RuntimeId, SubmissionIndex)>,
@@ -222,13 +179,6 @@ pub(crate) struct StreamBuilder {
     raw_producers: Spill<RawProducer>,
     submit_times: Spill<u64>,
     cross: Spill<RawCross>,
-    pending_timings: Vec<RegionTiming>,
-    pending_done: Vec<(RuntimeId, SubmissionIndex, RegionIndex, SpanStatus)>,
-    pending_submission_done: Vec<(RuntimeId, SubmissionIndex, SpanStatus)>,
-    /// Submits read before their `Prepared`.
-    parked_submits: Vec<Submit>,
-    /// Regions started and not finished yet, with their start.
-    started: HashMap<(RuntimeId, SubmissionIndex, RegionIndex), u64>,
     error: Option<io::Error>,
 }
 
@@ -250,15 +200,9 @@ impl StreamBuilder {
             sub_prepared: Vec::new(),
             sub_base: Vec::new(),
             sub_status: Vec::new(),
-            lookup: SubLookup::default(),
             in_order: true,
             last_key: None,
             region_status: Vec::new(),
-            pending_timings: Vec::new(),
-            pending_done: Vec::new(),
-            pending_submission_done: Vec::new(),
-            parked_submits: Vec::new(),
-            started: HashMap::new(),
             error: None,
         })
     }
@@ -285,105 +229,94 @@ impl StreamBuilder {
     fn try_push(&mut self, record: &Record) -> io::Result<()> {
         self.inner.push_shared(record);
         self.ensure_lanes()?;
-        match record {
-            Record::RegionStarted(r) => {
-                self.started
-                    .insert((r.runtime, r.submission, r.region), r.time_ns);
+        self.take_joins()
+    }
+
+    /// Applies what the joiner handed over since the last call.
+    fn take_joins(&mut self) -> io::Result<()> {
+        let joined = std::mem::take(&mut self.inner.joins.out);
+        let applied = joined.iter().try_for_each(|j| self.apply(j));
+        self.inner.joins.out = joined;
+        self.inner.joins.out.clear();
+        applied
+    }
+
+    /// Writes or keeps one of the joins `hrx-analysis`'s joiner handed over.
+    fn apply(&mut self, joined: &Joined) -> io::Result<()> {
+        match joined {
+            Joined::Submitted {
+                joined,
+                slot,
+                time_ns,
+                producers,
+            } => {
+                let mut sub = self.inner.submission(joined, *slot, *time_ns, producers);
+                let model = &self.inner.model;
+                let prepared = sub.prepared();
+                let regions = prepared.map_or(0, |p| model.prepared[p.get()].regions.len());
+                let base = self.region_status.len();
+                sub.region_base = u32::try_from(base)
+                    .ok()
+                    .filter(|b| b.checked_add(regions as u32).is_some())
+                    .ok_or_else(|| io::Error::other("more than 2^32 regions"))?;
+                self.region_status
+                    .resize(base + regions, SpanStatus::Unknown as u8);
+                debug_assert_eq!(self.sub_base.len() as u64, joined.ordinal);
+                sub.producers_start = self.producers.len() as u32;
+                for p in producers {
+                    self.producers.push(p)?;
+                }
+                self.subs.push(&sub)?;
+                self.sub_prepared.push(prepared.map_or(u32::MAX, |p| p.0));
+                self.sub_base.push(sub.region_base);
+                self.sub_status.push(SpanStatus::Unknown as u8);
+                let key = (joined.runtime, joined.submission);
+                self.in_order &= self.last_key.is_none_or(|last| last < key);
+                self.last_key = Some(key);
+                self.submit_times.push(time_ns)?;
             }
-            // As ModelBuilder::push: a submit read before its `Prepared` waits for it.
-            Record::Submit(s)
-                if !self
-                    .inner
-                    .model
-                    .prepared_ids
-                    .contains_key(&(s.runtime, s.prepared)) =>
-            {
-                self.parked_submits.push(s.clone());
+            Joined::Span(t) => {
+                let region = RegionId(t.region.0);
+                let slot = self.slot(t.ordinal, region);
+                let span = Span::timed(t.start_ns, t.end_ns, t.device, arrival(t.ordinal), region);
+                self.add_span(t.runtime, region, slot, span)?;
             }
-            Record::Submit(s) => self.submit(s)?,
-            Record::Prepared(p) => {
-                for s in take_parked(&mut self.parked_submits, p.runtime, p.prepared) {
-                    self.submit(&s)?;
+            Joined::Outcome(ordinal, status) => {
+                self.sub_status[*ordinal as usize] = *status as u8;
+            }
+            Joined::Region(r, status, time_ns) => {
+                let region = RegionId(r.region.0);
+                let slot = self.slot(r.submission.ordinal, region);
+                let byte = &mut self.region_status[slot];
+                *byte = (*byte & HAS_SPAN) | *status as u8;
+                if matches!(status, SpanStatus::Failed | SpanStatus::Cancelled) {
+                    let sub = arrival(r.submission.ordinal);
+                    self.inner.region_ends.push((
+                        r.submission.runtime,
+                        sub,
+                        region,
+                        *status,
+                        *time_ns,
+                    ));
                 }
             }
-            Record::CrossWait(w) => self.cross.push(&raw_cross(w))?,
-            Record::RegionTiming(t) => {
-                self.started.remove(&(t.runtime, t.submission, t.region));
-                if !self.place(t)? {
-                    self.pending_timings.push(*t);
-                }
-            }
-            Record::RegionDone(d) => {
-                self.started.remove(&(d.runtime, d.submission, d.region));
-                let status = span_status(&d.status);
-                if !self.set_status(d.runtime, d.submission, d.region, status) {
-                    self.pending_done
-                        .push((d.runtime, d.submission, d.region, status));
-                }
-            }
-            Record::SubmissionDone(d) => match self.lookup.get(d.runtime, d.submission) {
-                Some(id) => self.sub_status[id as usize] = span_status(&d.status) as u8,
-                None => self.pending_submission_done.push((
-                    d.runtime,
-                    d.submission,
-                    span_status(&d.status),
-                )),
+            Joined::Link(link) => match link.wait {
+                Some(w) => self
+                    .cross
+                    .push(&raw_cross(&w, link.consumer, link.producer))?,
+                None => self.raw_producers.push(&RawProducer {
+                    consumer: link.consumer,
+                    producer: link.producer,
+                })?,
             },
-            _ => {}
         }
         Ok(())
     }
 
-    /// Adds submission `s` (its `Prepared`, when in the trace, already read).
-    fn submit(&mut self, s: &Submit) -> io::Result<()> {
-        let model = &self.inner.model;
-        let prepared = model.prepared_ids.get(&(s.runtime, s.prepared)).copied();
-        let regions = prepared.map_or(0, |p| model.prepared[p.get()].regions.len());
-        let mut sub = Submission::new(s.runtime, s.submission, s.slot, s.time_ns, prepared);
-        let base = self.region_status.len();
-        sub.region_base = u32::try_from(base)
-            .ok()
-            .filter(|b| b.checked_add(regions as u32).is_some())
-            .ok_or_else(|| io::Error::other("more than 2^32 regions"))?;
-        self.region_status
-            .resize(base + regions, SpanStatus::Unknown as u8);
-        let id = self.sub_base.len() as u32;
-        sub.producers_start = self.producers.len() as u32;
-        sub.producers_len = s.producers.len() as u32;
-        for p in &s.producers {
-            self.producers.push(p)?;
-            self.raw_producers.push(&RawProducer {
-                runtime: s.runtime.0,
-                consumer: id,
-                producer: p.0,
-            })?;
-        }
-        self.subs.push(&sub)?;
-        self.sub_prepared.push(prepared.map_or(u32::MAX, |p| p.0));
-        self.sub_base.push(sub.region_base);
-        self.sub_status.push(SpanStatus::Unknown as u8);
-        let key = (s.runtime, s.submission);
-        self.in_order &= self.last_key.is_none_or(|last| last < key);
-        self.last_key = Some(key);
-        self.lookup.insert(s.runtime, s.submission, id);
-        self.submit_times.push(&s.time_ns)?;
-        Ok(())
-    }
-
-    /// The submission (by arrival), model-wide region and region slot of a timing or
-    /// completion.
-    fn resolve(
-        &self,
-        runtime: RuntimeId,
-        submission: SubmissionIndex,
-        region: RegionIndex,
-    ) -> Option<(u32, RegionId, usize)> {
-        let sub = self.lookup.get(runtime, submission)?;
-        let prepared = self.sub_prepared[sub as usize];
-        let regions = &self.inner.model.prepared.get(prepared as usize)?.regions;
-        let id = regions.start.checked_add(region.0)?;
-        let slot = self.sub_base[sub as usize] as usize + region.0 as usize;
-        (id < regions.end).then_some((sub, RegionId(id), slot))
+    /// The region slot of a submission (by ordinal) and a region of its graph.
+    fn slot(&self, ordinal: u64, region: RegionId) -> usize {
+        let index = self.inner.model.regions[region.get()].index.0;
+        self.sub_base[ordinal as usize] as usize + index as usize
     }
 
     /// Appends a span to the lane of `region` and marks its slot.
@@ -401,32 +334,6 @@ impl StreamBuilder {
         self.lanes[lane.get()].push(&span)
     }
 
-    /// Places a timing on its lane; false when its submission is not known yet.
-    fn place(&mut self, t: &RegionTiming) -> io::Result<bool> {
-        let Some((sub, region, slot)) = self.resolve(t.runtime, t.submission, t.region) else {
-            return Ok(false);
-        };
-        let span = Span::timed(t.start_ns, t.end_ns, t.device, SubId(sub), region);
-        self.add_span(t.runtime, region, slot, span)?;
-        Ok(true)
-    }
-
-    /// Records a completion status; false when its submission is not known yet.
-    fn set_status(
-        &mut self,
-        runtime: RuntimeId,
-        submission: SubmissionIndex,
-        region: RegionIndex,
-        status: SpanStatus,
-    ) -> bool {
-        let Some((_, _, slot)) = self.resolve(runtime, submission, region) else {
-            return false;
-        };
-        let byte = &mut self.region_status[slot];
-        *byte = (*byte & HAS_SPAN) | status as u8;
-        true
-    }
-
     /// Writes every file of the entry and returns its manifest and the model without its
     /// columns (the caller writes `model.bin`): see the module docs.
     ///
@@ -441,30 +348,16 @@ impl StreamBuilder {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        // Parked submits, timings and completions, as ModelBuilder::finish places them.
-        for s in std::mem::take(&mut self.parked_submits) {
-            self.submit(&s)?;
-        }
-        for t in std::mem::take(&mut self.pending_timings) {
-            if !self.place(&t)? {
-                self.inner.model.info.unplaced_timings += 1;
-            }
-        }
-        for (runtime, submission, region, status) in std::mem::take(&mut self.pending_done) {
-            self.set_status(runtime, submission, region, status);
-        }
-        for (runtime, submission, status) in std::mem::take(&mut self.pending_submission_done) {
-            if let Some(id) = self.lookup.get(runtime, submission) {
-                self.sub_status[id as usize] = status as u8;
-            }
-        }
-        self.add_untimed_spans()?;
+        self.inner.flush_parked();
+        self.take_joins()?;
+        let summary = self.inner.finish_joiner();
+        self.add_untimed_spans(&summary)?;
         let new_ids = self.write_submissions()?;
         let final_id = |sub: u32| new_ids.as_ref().map_or(sub, |ids| ids[sub as usize]);
         name_regions(&mut self.inner.model);
         let (lanes, pairs) = self.write_lanes(&final_id)?;
         let region_spans = self.write_region_spans(&pairs)?;
-        let (cross, cross_by_producer, unresolved) = self.write_cross(&final_id)?;
+        let (cross, cross_by_producer) = self.write_cross(&final_id)?;
         let explicit_edges = self.write_explicit_edges(&final_id)?;
         let submit_times = self.submit_times.finish()?;
         let submit_times = {
@@ -477,7 +370,7 @@ impl StreamBuilder {
         let explicit_producers = finish_column(self.producers)?;
         fs::remove_dir_all(&self.scratch)?;
 
-        let stats = self.inner.take_stats();
+        let stats = self.inner.take_stats(&summary);
         let mut model = self.inner.model;
         model.stats = stats;
         let manifest = Manifest::new(
@@ -491,7 +384,6 @@ impl StreamBuilder {
             submit_times,
         );
         map_columns(&self.dir, &manifest, &mut model)?;
-        model.info.unresolved_waits += unresolved;
         model.info.recovery = recovery;
         model.info.warnings = warnings;
         link_events(&mut model);
@@ -503,36 +395,26 @@ impl StreamBuilder {
     /// An untimed span for every failed or cancelled region without one, and a span to the
     /// trace's end for every region that started and never finished (as
     /// ModelBuilder::finish adds them, in the same order).
-    fn add_untimed_spans(&mut self) -> io::Result<()> {
+    fn add_untimed_spans(&mut self, summary: &hrx_analysis::ScanSummary) -> io::Result<()> {
         let mut untimed = 0;
-        for i in 0..self.inner.model.events.len() {
-            let e = &self.inner.model.events[i];
-            let (Some(submission), Some(region)) = (e.submission, e.region) else {
-                continue;
-            };
-            let status = match e.kind {
-                super::EventKind::RegionFailed => SpanStatus::Failed,
-                super::EventKind::RegionCancelled => SpanStatus::Cancelled,
-                _ => continue,
-            };
-            let (runtime, time_ns) = (e.runtime, e.time_ns);
-            if let Some((sub, region_id, slot)) = self.resolve(runtime, submission, region)
-                && self.region_status[slot] & HAS_SPAN == 0
-            {
-                let span = Span::untimed(time_ns, SubId(sub), region_id, status);
-                self.add_span(runtime, region_id, slot, span)?;
+        for (runtime, sub, region, status, time_ns) in std::mem::take(&mut self.inner.region_ends) {
+            let slot = self.slot(u64::from(sub.0), region);
+            if self.region_status[slot] & HAS_SPAN == 0 {
+                let span = Span::untimed(time_ns, sub, region, status);
+                self.add_span(runtime, region, slot, span)?;
                 untimed += 1;
             }
         }
-        let mut started: Vec<_> = std::mem::take(&mut self.started).into_iter().collect();
-        started.sort_unstable();
-        for ((runtime, submission, region), start_ns) in started {
-            if let Some((sub, region_id, slot)) = self.resolve(runtime, submission, region)
-                && self.region_status[slot] & HAS_SPAN == 0
-            {
-                let end_ns = self.inner.last_ns.max(start_ns);
-                let span = Span::unfinished(start_ns, end_ns, SubId(sub), region_id);
-                self.add_span(runtime, region_id, slot, span)?;
+        for r in &summary.running {
+            let (Some(ordinal), Some(region)) = (r.ordinal, r.region_ref) else {
+                continue;
+            };
+            let region = RegionId(region.0);
+            let slot = self.slot(ordinal, region);
+            if self.region_status[slot] & HAS_SPAN == 0 {
+                let end_ns = self.inner.last_ns.max(r.start_ns);
+                let span = Span::unfinished(r.start_ns, end_ns, arrival(ordinal), region);
+                self.add_span(r.runtime, region, slot, span)?;
                 untimed += 1;
             }
         }
@@ -687,40 +569,29 @@ impl StreamBuilder {
         finish_column(out)
     }
 
-    /// Writes the waits resolved to submissions, sorted by consumer, and their indices
-    /// sorted by producer; returns both lengths and the count of unresolved waits.
-    fn write_cross(&mut self, final_id: &dyn Fn(u32) -> u32) -> io::Result<(u64, u64, u64)> {
+    /// Writes the joined waits, sorted by consumer, and their indices sorted by producer;
+    /// returns both lengths.
+    fn write_cross(&mut self, final_id: &dyn Fn(u32) -> u32) -> io::Result<(u64, u64)> {
         let raw = std::mem::replace(
             &mut self.cross,
             Spill::create(self.scratch.join("cross-unused"))?,
         )
         .finish()?;
-        let key = |runtime: u32, submission: u64, region: u32| {
-            self.lookup
-                .get(RuntimeId(runtime), SubmissionIndex(submission))
-                .map(|sub| RegionKey {
-                    submission: SubId(final_id(sub)),
-                    region,
-                })
+        let key = |ordinal: u64, region: u32| RegionKey {
+            submission: SubId(final_id(ordinal as u32)),
+            region,
         };
         let mut resolved = Spill::<CrossEdge>::create(self.scratch.join("cross-resolved"))?;
-        let mut unresolved = 0;
         for w in Values::all(&raw)? {
             let w = w?;
-            match (
-                key(w.runtime, w.submission, w.region),
-                key(w.runtime, w.on_submission, w.on_region),
-            ) {
-                (Some(consumer), Some(producer)) => resolved.push(&CrossEdge::new(
-                    consumer,
-                    producer,
-                    hazard_kind(w.kind),
-                    hrx_capture::schema::BufferId(w.buffer),
-                    w.start,
-                    w.end,
-                ))?,
-                _ => unresolved += 1,
-            }
+            resolved.push(&CrossEdge::new(
+                key(w.submission, w.region),
+                key(w.on_submission, w.on_region),
+                hazard_kind(w.kind),
+                hrx_capture::schema::BufferId(w.buffer),
+                w.start,
+                w.end,
+            ))?;
         }
         let resolved = resolved.finish()?;
         let mut cross = Spill::<CrossEdge>::create(self.dir.join("cross"))?;
@@ -739,11 +610,7 @@ impl StreamBuilder {
         for p in sorted(&[&producers], |p| p.producer, &self.scratch)? {
             by_producer.push(&p?.index)?;
         }
-        Ok((
-            finish_column(cross)?,
-            finish_column(by_producer)?,
-            unresolved,
-        ))
+        Ok((finish_column(cross)?, finish_column(by_producer)?))
     }
 
     /// Writes the (producer, consumer) pairs of `submit_after`, sorted.
@@ -756,12 +623,8 @@ impl StreamBuilder {
         let mut pairs = Spill::<(SubId, SubId)>::create(self.scratch.join("edges"))?;
         for p in Values::all(&raw)? {
             let p = p?;
-            if let Some(producer) = self
-                .lookup
-                .get(RuntimeId(p.runtime), SubmissionIndex(p.producer))
-            {
-                pairs.push(&(SubId(final_id(producer)), SubId(final_id(p.consumer))))?;
-            }
+            let id = |ordinal: u64| SubId(final_id(ordinal as u32));
+            pairs.push(&(id(p.producer), id(p.consumer)))?;
         }
         let pairs = pairs.finish()?;
         let mut out = Spill::<(SubId, SubId)>::create(self.dir.join("explicit_edges"))?;
@@ -796,9 +659,9 @@ fn read_at(file: &File, bytes: &mut [u8], offset: u64) -> io::Result<()> {
     }
 }
 
-fn raw_cross(w: &CrossWait) -> RawCross {
+fn raw_cross(w: &CrossWait, consumer: u64, producer: u64) -> RawCross {
     RawCross {
-        runtime: w.runtime.0,
+        _pad: 0,
         region: w.region.0,
         on_region: w.on_region.0,
         kind: match w.kind {
@@ -806,8 +669,8 @@ fn raw_cross(w: &CrossWait) -> RawCross {
             HazardKind::WriteAfterRead => 1,
             HazardKind::WriteAfterWrite => 2,
         },
-        submission: w.submission.0,
-        on_submission: w.on_submission.0,
+        submission: consumer,
+        on_submission: producer,
         buffer: w.buffer.0,
         start: w.start,
         end: w.end,
@@ -819,14 +682,6 @@ fn hazard_kind(kind: u32) -> HazardKind {
         0 => HazardKind::ReadAfterWrite,
         1 => HazardKind::WriteAfterRead,
         _ => HazardKind::WriteAfterWrite,
-    }
-}
-
-fn span_status(status: &Status) -> SpanStatus {
-    match status {
-        Status::Ok => SpanStatus::Ok,
-        Status::Failed { .. } => SpanStatus::Failed,
-        Status::Cancelled { .. } => SpanStatus::Cancelled,
     }
 }
 

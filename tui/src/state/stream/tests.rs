@@ -5,7 +5,7 @@ use super::*;
 use crate::state::fixtures::*;
 use crate::state::synthetic::{PipelineSpec, pipeline};
 use crate::state::{Action, ViewState};
-use hrx_capture::schema::{HazardKind, SubmissionDone};
+use hrx_capture::schema::{HazardKind, RegionIndex, SubmissionDone};
 
 /// The model `records` stream into, its columns mapped from the files written.
 fn streamed(records: &[Record]) -> Model {
