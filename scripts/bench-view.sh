@@ -19,6 +19,11 @@
 #                     the whole process, first frame included
 #   new, reopen       this checkout again: the cache entry is current, nothing of the trace
 #                     is read but its first and last 64 KiB
+# With BASE_INDEX=1 the baseline gets the "index built" and "reopen" rows too (its cache is
+# removed before this checkout's rows, so one entry is on disk at a time: at 100M regions an
+# entry is about 8.5 GB); SKIP_BASE=1 / SKIP_NEW=1 leave out one binary's rows.
+# With SESSION=reopen, only the session on a current entry runs (after the "reopen" row of
+# each binary that built one): at 100M a session from an empty cache is a second index build.
 # With SESSION=1, two more rows per binary drive the real viewer in a private tmux server
 # (a 120x40 pane; `tmux` must be installed), whole process under `/usr/bin/time -v`:
 #   base/new, session           empty view cache: the summary frame, the index built behind
@@ -42,10 +47,12 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 row() { # TRACE LABEL TIMEFILE
-    local wall rss
+    local wall rss cpu
     wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$3")
     rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$3")
-    printf '%s\t%s\twall %s\tpeak RSS %d MiB\n' "$1" "$2" "$wall" $((rss / 1024))
+    # User + system CPU seconds: what a loaded machine's wall clock hides.
+    cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$3")
+    printf '%s\t%s\twall %s\tCPU %s s\tpeak RSS %d MiB\n' "$1" "$2" "$wall" "$cpu" $((rss / 1024))
 }
 
 frame() { # BIN TIMEFILE CACHE [INDEX]
@@ -105,14 +112,31 @@ for trace in "$@"; do
         frame "$BASE_BIN" "$out/base.time" "$out/cache-base"
         row "$name" "base" "$out/base.time"
         rm -rf "$out/cache-base"
+        if [ -n "${BASE_INDEX:-}" ]; then
+            frame "$BASE_BIN" "$out/base-first.time" "$out/cache-base" 1
+            row "$name" "base, index built" "$out/base-first.time"
+            frame "$BASE_BIN" "$out/base-reopen.time" "$out/cache-base"
+            row "$name" "base, reopen" "$out/base-reopen.time"
+            if [ "${SESSION:-}" = reopen ]; then
+                session "$BASE_BIN" "$out/base-session-reopen.time" "$out/cache-base"
+                row "$name" "base, session reopen" "$out/base-session-reopen.time"
+            fi
+            printf '%s\tbase cache entry\t%s\n' "$name" "$(du -sh "$out/cache-base" | cut -f1)"
+            rm -rf "$out/cache-base"
+        fi
     fi
+    [ -z "${SKIP_NEW:-}" ] || continue
     frame "$NEW_BIN" "$out/summary.time" "$out/cache"
     row "$name" "new, first frame" "$out/summary.time"
     frame "$NEW_BIN" "$out/first.time" "$out/cache" 1
     row "$name" "new, index built" "$out/first.time"
     frame "$NEW_BIN" "$out/reopen.time" "$out/cache"
     row "$name" "new, reopen" "$out/reopen.time"
-    if [ -n "${SESSION:-}" ]; then
+    if [ "${SESSION:-}" = reopen ]; then
+        session "$NEW_BIN" "$out/session-reopen.time" "$out/cache"
+        row "$name" "new, session reopen" "$out/session-reopen.time"
+        printf '%s\tsession, last screen\t%s\n' "$name" "$(grep -v '^ *$' "$out/session.txt" | tail -1)"
+    elif [ -n "${SESSION:-}" ]; then
         if [ -z "${SKIP_BASE:-}" ]; then
             rm -rf "$out/cache-base"
             session "$BASE_BIN" "$out/base-session.time" "$out/cache-base"
