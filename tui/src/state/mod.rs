@@ -2,7 +2,8 @@
 //! crossterm: the model answers queries, the view state changes only through
 //! [`ViewState::update`].
 //!
-//! - [`ingest`](ModelBuilder): records → [`Model`] in one linear pass.
+//! - [`ingest`](ModelBuilder): records → [`Model`] in one linear pass, every join of a
+//!   record to its submission, graph, region and lane read from `hrx-analysis`'s joiner.
 //! - `model`: the tables (submissions, prepared graphs, regions, events) and accessors.
 //! - `lanes`: [`Span`]s per lane sorted by start, with the block index behind window
 //!   queries, per-cell summaries and rasterisation ([`Lane::raster`]).
