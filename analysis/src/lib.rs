@@ -33,9 +33,11 @@
 //! let summary = scan_records(&records, &mut visitor);
 //! let stats = visitor.finish(&summary);
 //! assert_eq!(stats.submissions.accepted, 10);
-//! // 40 timed regions: 20 kernel regions and 20 copy batches, which are no kernels.
-//! assert_eq!(stats.kernels.iter().map(|k| k.count).sum::<u64>(), 20);
+//! // 40 timed regions: 10 kernel regions, 20 copy batches and 10 host callbacks (copies
+//! // and host callbacks are no kernels).
+//! assert_eq!(stats.kernels.iter().map(|k| k.count).sum::<u64>(), 10);
 //! assert_eq!(stats.copies.iter().map(|c| c.batches).sum::<u64>(), 20);
+//! assert_eq!(stats.host_callbacks.iter().map(|k| k.count).sum::<u64>(), 10);
 //! ```
 #![warn(missing_docs)]
 

@@ -5,7 +5,9 @@
 //! - Durations are host durations of region timings joined to their region (untimed
 //!   cancelled regions are left out). A "kernel" is a region label ([`crate::label_region`])
 //!   of regions that are no copies ([`crate::is_copy_region`]): copies' durations are kept
-//!   apart, per copy label ([`Stats::copy_labels`]), and counted in the copy bandwidth.
+//!   apart, per copy label ([`Stats::copy_labels`]), and counted in the copy bandwidth;
+//!   host callbacks (regions of kind `Host`: host work run by a worker thread, no device
+//!   kernel) are kept apart too, per label ([`Stats::host_callbacks`]).
 //!   Count, total, mean, min and max are exact; p50 and p99 are nearest-rank, exact up to
 //!   [`crate::sketch::EXACT_LIMIT`] spans of a label and within
 //!   [`crate::sketch::RELATIVE_ERROR`] past it ([`KernelStats::exact`] says which).
@@ -137,6 +139,10 @@ pub struct Stats {
     /// durations, which `diff` compares as it compares kernels (`copies` has their
     /// bandwidth per lane).
     pub copy_labels: Vec<KernelStats>,
+    /// Per host callback label (`host`, `host +1`), as `kernels` are: host work run by a
+    /// worker thread is no kernel; `diff` compares their durations as it compares kernels.
+    #[serde(default)]
+    pub host_callbacks: Vec<KernelStats>,
     /// Per lane with spans, in lane order.
     pub lanes: Vec<LaneStats>,
     /// Per GPU lane with copy batches, in lane order.
@@ -362,20 +368,28 @@ impl StatsVisitor {
                 });
             }
         }
-        // Per label, its kernels' durations and its copies' (a kernel named `upload` stays
-        // a kernel).
-        let mut by_label: Vec<[Sketch; 2]> = vec![Default::default(); index.labels().len()];
+        // Per label, its kernels' durations, its copies' and its host callbacks' (a kernel
+        // named `upload` or `host` stays a kernel).
+        let mut by_label: Vec<[Sketch; 3]> = vec![Default::default(); index.labels().len()];
         for (region, sketch) in self.durations.iter().enumerate() {
             let region = crate::index::RegionRef(region as u32);
             if let Some(label) = index.label(region) {
-                by_label[label.0 as usize][usize::from(index.is_copy(region))].merge(sketch);
+                let group = if index.is_copy(region) {
+                    1
+                } else if index.region(region).kind == RegionKind::Host {
+                    2
+                } else {
+                    0
+                };
+                by_label[label.0 as usize][group].merge(sketch);
             }
         }
         for (label, sketches) in by_label.into_iter().enumerate() {
-            let [kernels, copies] = sketches;
+            let [kernels, copies, hosts] = sketches;
             for (mut d, list) in [
                 (kernels, &mut stats.kernels),
                 (copies, &mut stats.copy_labels),
+                (hosts, &mut stats.host_callbacks),
             ] {
                 if d.count() == 0 {
                     continue;
@@ -394,7 +408,11 @@ impl StatsVisitor {
                 });
             }
         }
-        for list in [&mut stats.kernels, &mut stats.copy_labels] {
+        for list in [
+            &mut stats.kernels,
+            &mut stats.copy_labels,
+            &mut stats.host_callbacks,
+        ] {
             list.sort_by(|a, b| {
                 b.total_ns
                     .cmp(&a.total_ns)
@@ -465,6 +483,42 @@ mod tests {
         assert_eq!(copy_spans, batches);
         let kernel_spans: u64 = stats.kernels.iter().map(|k| k.count).sum();
         let lane_spans: u64 = stats.lanes.iter().map(|l| l.spans).sum();
-        assert_eq!(kernel_spans + copy_spans, lane_spans);
+        let host_spans: u64 = stats.host_callbacks.iter().map(|k| k.count).sum();
+        assert_eq!(kernel_spans + copy_spans + host_spans, lane_spans);
+    }
+
+    /// Host callbacks (regions of kind `Host`) are no kernels: their durations are in
+    /// `host_callbacks`, one row per label, and every timed span is in exactly one of
+    /// `kernels`, `copy_labels` and `host_callbacks` (they were listed as kernels too).
+    #[test]
+    fn host_callbacks_are_no_kernels() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let submissions = spec.submissions;
+        let records: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        let (stats, _) = stats_of(&records);
+        assert!(
+            stats.kernels.iter().all(|k| k.name != "host"),
+            "{:?}",
+            stats.kernels
+        );
+        assert!(!stats.kernels.is_empty());
+        let hosts: Vec<(&str, u64)> = stats
+            .host_callbacks
+            .iter()
+            .map(|k| (k.name.as_str(), k.count))
+            .collect();
+        assert_eq!(hosts, [("host", submissions)]);
+        let host_lane = stats
+            .lanes
+            .iter()
+            .find(|l| l.queue == Queue::Host)
+            .expect("a host lane");
+        assert_eq!(host_lane.spans, submissions);
+        let spans = |list: &[KernelStats]| list.iter().map(|k| k.count).sum::<u64>();
+        let lane_spans: u64 = stats.lanes.iter().map(|l| l.spans).sum();
+        assert_eq!(
+            spans(&stats.kernels) + spans(&stats.copy_labels) + spans(&stats.host_callbacks),
+            lane_spans
+        );
     }
 }

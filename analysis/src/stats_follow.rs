@@ -310,10 +310,12 @@ mod tests {
         (visitor.finish(&summary), summary)
     }
 
-    /// Spans timed: the kernels' and the copies' (which are no kernels).
+    /// Spans timed: the kernels', the copies' and the host callbacks' (which are no
+    /// kernels).
     fn spans(stats: &Stats) -> u64 {
         let copies: u64 = stats.copy_labels.iter().map(|k| k.count).sum();
-        stats.kernels.iter().map(|k| k.count).sum::<u64>() + copies
+        let hosts: u64 = stats.host_callbacks.iter().map(|k| k.count).sum();
+        stats.kernels.iter().map(|k| k.count).sum::<u64>() + copies + hosts
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! native graph of several operations counts under its first kernel and the count of the
 //! others (`hrx_rgb_to_gray +5`). Copy batches are no kernels: they are counted in the copy
 //! table, per lane (`diff` still compares their durations, as `upload`, `download` or
-//! `copy`).
+//! `copy`). Host callbacks (host work run by a worker thread, label `host`) are no kernels
+//! either: they are their own table, count and time per label.
 //!
 //! Percentiles are nearest-rank: exact up to 1,024 spans of a kernel, then from a
 //! log-bucketed histogram within 1/256 (0.4%) of the exact value; each kernel's `"exact"`
@@ -31,6 +32,7 @@
 //!  "quantiles": {"method", "exact_up_to", "relative_error"},
 //!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns",
 //!               "exact"}],
+//!  "host_callbacks": [per label, as "kernels"],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
 //!  "complete": whether the whole trace was read, "end": how it ends, "signal": how a signal
@@ -280,6 +282,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             "relative_error": RELATIVE_ERROR,
         },
         "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
+        "host_callbacks": stats.host_callbacks.iter().map(kernel_json).collect::<Vec<_>>(),
         "queues": queues,
         "copies": copies,
         "submissions": {
@@ -402,18 +405,34 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "kernel", "count", "total", "mean", "p50", "p99", "max"
     )?;
-    for k in r["kernels"].as_array().into_iter().flatten() {
+    let durations = |out: &mut dyn Write, rows: &Value| -> io::Result<()> {
+        for k in rows.as_array().into_iter().flatten() {
+            writeln!(
+                out,
+                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                k["name"].as_str().unwrap_or(""),
+                u(&k["count"]),
+                duration(u(&k["total_ns"])),
+                duration(u(&k["mean_ns"])),
+                duration(u(&k["p50_ns"])),
+                duration(u(&k["p99_ns"])),
+                duration(u(&k["max_ns"])),
+            )?;
+        }
+        Ok(())
+    };
+    durations(out, &r["kernels"])?;
+    // Host work run by worker threads: no kernel, its own rows (none without any).
+    if r["host_callbacks"]
+        .as_array()
+        .is_some_and(|h| !h.is_empty())
+    {
         writeln!(
             out,
-            "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            k["name"].as_str().unwrap_or(""),
-            u(&k["count"]),
-            duration(u(&k["total_ns"])),
-            duration(u(&k["mean_ns"])),
-            duration(u(&k["p50_ns"])),
-            duration(u(&k["p99_ns"])),
-            duration(u(&k["max_ns"])),
+            "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "host callback", "count", "total", "mean", "p50", "p99", "max"
         )?;
+        durations(out, &r["host_callbacks"])?;
     }
     writeln!(
         out,

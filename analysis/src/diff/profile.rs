@@ -202,11 +202,13 @@ impl ProfileVisitor {
         }
         let stats = std::mem::take(&mut self.stats).finish(&summary);
         Profile {
-            // Copies are compared as kernels are (`stats` lists them apart).
+            // Copies and host callbacks are compared as kernels are (`stats` lists them
+            // apart).
             kernels: stats
                 .kernels
                 .into_iter()
                 .chain(stats.copy_labels)
+                .chain(stats.host_callbacks)
                 .map(|k| (k.name.clone(), k))
                 .collect(),
             regions,

@@ -50,7 +50,10 @@ fn stats_json_counts_match_the_records() {
         .map(|c| u(&c["batches"]))
         .sum();
     assert!(copies > 0, "{s:#}");
-    let ran: u64 = kernels.iter().map(|k| u(&k["count"])).sum::<u64>() + copies;
+    // Host callbacks are their own rows, as kernels are (none is a kernel).
+    let hosts = s["host_callbacks"].as_array().expect("host_callbacks");
+    let host_spans: u64 = hosts.iter().map(|k| u(&k["count"])).sum();
+    let ran: u64 = kernels.iter().map(|k| u(&k["count"])).sum::<u64>() + copies + host_spans;
     let failed_timed = kinds["RegionTiming"].len() as u64;
     assert!(
         ran <= failed_timed && ran + done("Failed") >= failed_timed,
@@ -68,7 +71,7 @@ fn stats_json_counts_match_the_records() {
     }
     // Only kernels: upload and download copy batches are in the copy table (they were
     // listed as kernels too).
-    for copy in ["upload", "download", "copy"] {
+    for copy in ["upload", "download", "copy", "host"] {
         assert!(kernels.iter().all(|k| k["name"] != copy), "{copy}: {s:#}");
     }
     assert!(

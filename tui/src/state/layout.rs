@@ -123,9 +123,14 @@ pub struct ScreenLayout {
 }
 
 /// Rows of the statistics overlay: three headed tables (kernels, queues, copy bandwidth,
-/// the last at least one row) and a blank row between them. ↑/↓ scroll it.
+/// the last at least one row) and a blank row between them, and a headed table of host
+/// callbacks after the kernels' when there are any. ↑/↓ scroll it.
 pub fn stats_rows(stats: &hrx_analysis::Stats) -> usize {
-    3 + 2 + stats.kernels.len() + stats.lanes.len() + stats.copies.len().max(1)
+    let hosts = match stats.host_callbacks.len() {
+        0 => 0,
+        n => 2 + n,
+    };
+    3 + 2 + stats.kernels.len() + hosts + stats.lanes.len() + stats.copies.len().max(1)
 }
 
 /// The first item shown by a list of `len` items in `rows` rows with its cursor at

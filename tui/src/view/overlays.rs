@@ -17,7 +17,8 @@ fn gauge(fraction: f64, width: usize) -> String {
 }
 
 /// The statistics over the lower panes: per kernel durations (the columns that fit the
-/// width, from the left), queue utilisation and copy bandwidth, scrolled by ↑/↓.
+/// width, from the left), host callbacks alike (when there are any: host work is no
+/// kernel), queue utilisation and copy bandwidth, scrolled by ↑/↓.
 pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let stats = model.stats();
     let heading = |text: String| Line::styled(text, theme::KEY);
@@ -40,17 +41,25 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
         .iter()
         .filter(|(name, _)| !dropped.contains(name))
         .collect();
-    let mut head = format!("{:<22}{:>8}", "kernel", "count");
-    for (name, _) in &shown {
-        head.push_str(&format!("{name:>11}"));
-    }
-    let mut lines = vec![heading(head)];
-    for k in &stats.kernels {
-        let mut row = format!("{:<22}{:>8}", fit(&k.name, 21), k.count);
-        for (_, value) in &shown {
-            row.push_str(&format!("{:>11}", units::duration(value(k))));
+    let durations = |lines: &mut Vec<Line<'_>>, title: &str, rows: &[KernelStats]| {
+        let mut head = format!("{title:<22}{:>8}", "count");
+        for (name, _) in &shown {
+            head.push_str(&format!("{name:>11}"));
         }
-        lines.push(Line::raw(row));
+        lines.push(heading(head));
+        for k in rows {
+            let mut row = format!("{:<22}{:>8}", fit(&k.name, 21), k.count);
+            for (_, value) in &shown {
+                row.push_str(&format!("{:>11}", units::duration(value(k))));
+            }
+            lines.push(Line::raw(row));
+        }
+    };
+    let mut lines = Vec::new();
+    durations(&mut lines, "kernel", &stats.kernels);
+    if !stats.host_callbacks.is_empty() {
+        lines.push(Line::default());
+        durations(&mut lines, "host callback", &stats.host_callbacks);
     }
     lines.push(Line::default());
     lines.push(heading(format!(

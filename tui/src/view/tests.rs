@@ -114,6 +114,15 @@ fn statistics() {
     let model = failing();
     let mut state = ViewState::new(&model, 120, 40);
     state.update(&model, Action::ToggleStats);
+    // The host callback is its own table, not a kernel (it was listed among them).
+    let stats = model.stats();
+    assert!(stats.kernels.iter().all(|k| k.name != "host"));
+    let hosts: Vec<(&str, u64)> = stats
+        .host_callbacks
+        .iter()
+        .map(|k| (k.name.as_str(), k.count))
+        .collect();
+    assert_eq!(hosts, [("host", 4)]);
     insta::assert_snapshot!(terminal(&model, &state).backend());
 }
 
