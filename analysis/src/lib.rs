@@ -62,9 +62,9 @@ pub use index::{
     is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
-    JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, Outcome, RunningRegion,
-    ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader, scan_reader_threaded,
-    scan_records,
+    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, Outcome,
+    RunningRegion, ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader,
+    scan_reader_threaded, scan_records,
 };
 pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{

@@ -22,7 +22,11 @@
 //! ends ([`Visitor::link`]; an end not read yet waits, like a timing, and a wait whose end
 //! never joins is counted in [`ScanSummary::unresolved_waits`]), and each region still
 //! running at the end ([`ScanSummary::running`], joined at the end, so a `RegionStarted`
-//! read before its `Submit` joins too).
+//! read before its `Submit` joins too). Records about a submission that the timeline lists
+//! as events (a failed or cancelled region's completion, a quarantine, a poisoning, an
+//! injected fault, where they name a submission) join to it too ([`Visitor::event`]), and
+//! to their region where they name one: read before the `Submit`, they wait for it like a
+//! timing; one that never joins is counted in [`ScanSummary::unjoined_events`].
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
@@ -108,6 +112,22 @@ pub struct JoinedLink {
     pub wait: Option<CrossWait>,
 }
 
+/// A record about a submission (a failed or cancelled region's completion, a quarantine,
+/// a poisoning, an injected fault) joined to its submission and, where it names one, its
+/// region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinedEvent {
+    /// The record's place in the pass, 0 for the first record read (the count of records
+    /// read before it).
+    pub record: u64,
+    /// Its submission.
+    pub submission: JoinedSubmission,
+    /// The region it names, within its submission's prepared graph, as recorded.
+    pub index: Option<RegionIndex>,
+    /// That region, model-wide, where it is one of the prepared graph's.
+    pub region: Option<RegionRef>,
+}
+
 /// A region timing joined to its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JoinedSpan {
@@ -171,6 +191,9 @@ pub trait Visitor {
     /// A cross-submission wait or explicit producer joined at both ends (at most once per
     /// wait record or producer named).
     fn link(&mut self, _index: &Index, _link: &JoinedLink) {}
+    /// A record about a submission joined to it (at most once per record; see the module
+    /// docs for which records).
+    fn event(&mut self, _index: &Index, _event: &JoinedEvent) {}
 }
 
 /// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
@@ -215,6 +238,8 @@ pub struct ScanSummary {
     pub unresolved_waits: u64,
     /// Operation timings whose submission or region was never found.
     pub unplaced_op_timings: u64,
+    /// Records about a submission ([`Visitor::event`]) whose submission was never found.
+    pub unjoined_events: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -231,6 +256,10 @@ struct Live {
 type Parked = (RegionTiming, Option<NodeIndex>);
 
 type SubmissionKey = (RuntimeId, SubmissionIndex);
+
+/// A record about a submission waiting for its `Submit`: its place in the pass and the
+/// region it names.
+type ParkedEvent = (u64, Option<RegionIndex>);
 
 /// A wait or explicit producer with an end whose `Submit` was not read yet.
 #[derive(Clone, Copy, Debug)]
@@ -265,6 +294,10 @@ pub struct Joiner {
     /// [`PARK_LIMIT`]).
     parked_links: IdMap<SubmissionKey, Vec<ParkedLink>>,
     parked_link_count: usize,
+    /// Records about a submission waiting for its `Submit` (at most [`PARK_LIMIT`]).
+    parked_events: IdMap<SubmissionKey, Vec<ParkedEvent>>,
+    parked_event_count: usize,
+    unjoined_events: u64,
     unresolved_waits: u64,
     records: u64,
     submissions: u64,
@@ -315,6 +348,7 @@ impl Joiner {
             running,
             unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
+            unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             fatal: self.fatal,
             recovery,
             warnings,
@@ -374,6 +408,9 @@ impl Joiner {
                     .insert((r.runtime, r.submission, r.region), running);
             }
             Record::RegionDone(d) => {
+                if !matches!(d.status, Status::Ok) {
+                    self.event((d.runtime, d.submission), Some(d.region), visitor);
+                }
                 self.started.remove(&(d.runtime, d.submission, d.region));
                 let key = (d.runtime, d.submission);
                 let outcome = Outcome::of(&d.status);
@@ -421,8 +458,61 @@ impl Joiner {
                     self.parked_outcomes.insert(key, outcome);
                 }
             }
+            Record::Quarantine(q) => {
+                if let Some(s) = q.submission {
+                    self.event((q.runtime, s), q.region, visitor);
+                }
+            }
+            Record::Poison(p) => {
+                if let Some(s) = p.submission {
+                    self.event((p.runtime, s), p.region, visitor);
+                }
+            }
+            Record::FaultInjected(f) => {
+                if let Some(s) = f.submission {
+                    self.event((f.runtime, s), f.region, visitor);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Joins the record just read, about submission `key` (and region `index`), or parks
+    /// it until the `Submit` is read.
+    fn event(
+        &mut self,
+        key: SubmissionKey,
+        index: Option<RegionIndex>,
+        visitor: &mut impl Visitor,
+    ) {
+        let record = self.records - 1;
+        if self.live.contains_key(&key) {
+            self.join_event(key, (record, index), visitor);
+        } else if self.parked_event_count < PARK_LIMIT {
+            self.parked_events
+                .entry(key)
+                .or_default()
+                .push((record, index));
+            self.parked_event_count += 1;
+        } else {
+            self.unjoined_events += 1;
+        }
+    }
+
+    fn join_event(&mut self, key: SubmissionKey, event: ParkedEvent, visitor: &mut impl Visitor) {
+        let Some(submission) = self.live.get(&key).map(|l| l.joined) else {
+            self.unjoined_events += 1;
+            return;
+        };
+        let (record, index) = event;
+        let region = index.and_then(|i| self.index.region_of(submission.prepared?, i));
+        let joined = JoinedEvent {
+            record,
+            submission,
+            index,
+            region,
+        };
+        visitor.event(&self.index, &joined);
     }
 
     /// Submission `s` of `prepared` is in flight: it joins, then its parked timings,
@@ -472,6 +562,12 @@ impl Joiner {
             self.parked_link_count -= parked.len();
             for link in parked {
                 self.link(link, visitor);
+            }
+        }
+        if let Some(parked) = self.parked_events.remove(&key) {
+            self.parked_event_count -= parked.len();
+            for event in parked {
+                self.join_event(key, event, visitor);
             }
         }
     }
@@ -703,6 +799,7 @@ impl Joiner {
             running,
             unresolved_waits: self.unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
+            unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             recovery,
             warnings,
         }

@@ -305,3 +305,76 @@ fn a_timing_of_an_unknown_submission_is_counted_not_dropped() {
     assert_eq!(summary.unplaced_timings, REGIONS_PER_SUBMISSION);
     assert_eq!(count.spans, 4);
 }
+
+/// The records about a submission joined: (record, ordinal, region index, region).
+#[derive(Default)]
+struct Events(Vec<(u64, u64, Option<RegionIndex>, Option<RegionRef>)>);
+
+impl Visitor for Events {
+    fn event(&mut self, index: &Index, e: &JoinedEvent) {
+        if let (Some(i), Some(p)) = (e.index, e.submission.prepared) {
+            assert_eq!(index.region_of(p, i), e.region);
+        }
+        self.0
+            .push((e.record, e.submission.ordinal, e.index, e.region));
+    }
+}
+
+#[test]
+fn an_event_read_before_its_submit_joins_to_its_submission_and_region() {
+    let spec = PipelineSpec {
+        fail_at: Some(3),
+        ..PipelineSpec::ops(40)
+    };
+    let records = submits_last(pipeline(spec).collect());
+    // The fault, the failed and the two cancelled regions, the quarantine and the poisoning
+    // of submission 3, all written before its `Submit`.
+    let submit = records
+        .iter()
+        .position(|r| matches!(r, Record::Submit(s) if s.submission.0 == 3))
+        .unwrap();
+    let expected: Vec<u64> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| match r {
+            Record::RegionDone(d) => !matches!(d.status, Status::Ok),
+            Record::FaultInjected(_) | Record::Quarantine(_) | Record::Poison(_) => true,
+            _ => false,
+        })
+        .map(|(i, _)| i as u64)
+        .collect();
+    assert_eq!(expected.len(), 6);
+    assert!(expected.iter().all(|&i| i < submit as u64));
+    let mut events = Events::default();
+    let summary = scan_records(&records, &mut events);
+    assert_eq!(summary.unjoined_events, 0);
+    let mut joined = events.0;
+    joined.sort_by_key(|e| e.0);
+    assert_eq!(joined.iter().map(|e| e.0).collect::<Vec<_>>(), expected);
+    // Submits were moved, so ordinals are still the submissions' order: 3.
+    assert!(joined.iter().all(|e| e.1 == 3), "{joined:?}");
+    for (_, _, index, region) in &joined {
+        let region = region.expect("a region of the prepared graph");
+        assert_eq!(Some(summary.index.region(region).index), *index);
+    }
+}
+
+#[test]
+fn an_event_whose_submit_never_comes_is_counted() {
+    let spec = PipelineSpec {
+        fail_at: Some(3),
+        ..PipelineSpec::ops(40)
+    };
+    let mut records: Vec<Record> = pipeline(spec).collect();
+    records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3));
+    let mut events = Events::default();
+    let summary = scan_records(&records, &mut events);
+    assert!(events.0.is_empty(), "{:?}", events.0);
+    assert_eq!(summary.unjoined_events, 6);
+    // A snapshot counts those still waiting.
+    let mut joiner = Joiner::new();
+    for r in &records {
+        joiner.push(r, &mut Events::default());
+    }
+    assert_eq!(joiner.snapshot(None, Vec::new()).unjoined_events, 6);
+}

@@ -245,8 +245,9 @@ impl Model {
     }
 }
 
-/// Finds the first failure and walks everything downstream of it.
-pub(crate) fn first_failure(model: &Model) -> Option<FirstFailure> {
+/// Finds the first failure and walks everything downstream of it; `keys` is the region each
+/// event names, joined to its submission by the joiner ([`super::ingest::link_events`]).
+pub(crate) fn first_failure(model: &Model, keys: &[Option<RegionKey>]) -> Option<FirstFailure> {
     let events = model.events();
     let index = events
         .iter()
@@ -284,16 +285,7 @@ pub(crate) fn first_failure(model: &Model) -> Option<FirstFailure> {
     failure.quarantined.sort_unstable();
     failure.quarantined.dedup();
 
-    let start = match (event.submission, event.region) {
-        (Some(s), Some(r)) => model
-            .find_submission(event.runtime, s)
-            .map(|submission| RegionKey {
-                submission,
-                region: r.0,
-            }),
-        _ => None,
-    };
-    let Some(start) = start else {
+    let Some(start) = keys.get(index).copied().flatten() else {
         return Some(failure);
     };
     let mut seen = HashSet::from([start]);

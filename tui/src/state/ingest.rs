@@ -20,7 +20,8 @@
 //!    [`hrx_analysis::ScanSummary::running`]);
 //! 3. sort each lane, fill the (submission, region) → span table and copy statuses in;
 //! 4. number the joined waits and explicit producers by sorted submission, label regions,
-//!    sort events;
+//!    sort events and link each to the span of the region it names (the joiner joined it to
+//!    its submission, [`hrx_analysis::JoinedEvent`]);
 //! 5. statistics and the first failure.
 
 use super::hazards;
@@ -30,7 +31,8 @@ use super::model::{
     QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
 };
 use hrx_analysis::{
-    Index, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome, ScanSummary,
+    Index, JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome,
+    ScanSummary,
 };
 use hrx_capture::schema::{
     CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RuntimeId, Status, SubmissionIndex,
@@ -58,6 +60,8 @@ pub(super) enum Joined {
     Region(JoinedRegion, SpanStatus, u64),
     /// A wait or explicit producer joined at both ends.
     Link(JoinedLink),
+    /// A record about a submission (an event) joined to it.
+    Event(JoinedEvent),
 }
 
 /// The visitor of the builder's joiner: the statistics, and the joins kept for the builder
@@ -108,6 +112,10 @@ impl hrx_analysis::Visitor for Joins {
         self.stats.link(index, link);
         self.out.push(Joined::Link(*link));
     }
+    fn event(&mut self, index: &Index, event: &JoinedEvent) {
+        self.stats.event(index, event);
+        self.out.push(Joined::Event(*event));
+    }
 }
 
 fn outcome_status(outcome: Outcome) -> SpanStatus {
@@ -143,6 +151,10 @@ pub struct ModelBuilder {
     new_ids: Option<Vec<u32>>,
     /// The latest host time of any record.
     pub(super) last_ns: u64,
+    /// Per event (as pushed, before sorting), its record's place in the pass, and the
+    /// ordinal of the submission the joiner joined it to.
+    event_records: Vec<u64>,
+    event_ordinals: Vec<Option<u64>>,
 }
 
 impl ModelBuilder {
@@ -221,7 +233,26 @@ impl ModelBuilder {
                 Some(wait) => self.cross.push((link.consumer, link.producer, wait)),
                 None => self.explicit.push((link.consumer, link.producer)),
             },
+            Joined::Event(e) => self.join_event(e),
         }
+    }
+
+    /// Keeps the submission of an event the joiner joined (events that name no submission
+    /// on the timeline, a poisoning's, keep none).
+    pub(super) fn join_event(&mut self, joined: &JoinedEvent) {
+        if let Ok(i) = self.event_records.binary_search(&joined.record)
+            && self.model.events[i].submission == Some(joined.submission.submission)
+        {
+            self.event_ordinals[i] = Some(joined.submission.ordinal);
+        }
+    }
+
+    /// The sorted submission of each event's join, in the order events were pushed.
+    pub(super) fn event_submissions(&self, final_id: impl Fn(u64) -> SubId) -> Vec<Option<SubId>> {
+        self.event_ordinals
+            .iter()
+            .map(|o| o.map(&final_id))
+            .collect()
     }
 
     /// The model's row of a joined `Submit` (its prepared graph numbered as the index
@@ -375,6 +406,9 @@ impl ModelBuilder {
 
     fn event(&mut self, event: Event) {
         self.model.events.push(event);
+        // `push_shared` counted the record: its place in the pass, as the joiner numbers it.
+        self.event_records.push(self.model.info.records - 1);
+        self.event_ordinals.push(None);
     }
 
     /// Finishes the model (see the module docs for the stages).
@@ -388,12 +422,12 @@ impl ModelBuilder {
         self.index_spans();
         self.resolve_edges();
         self.label_regions();
-        self.finish_events();
+        let keys = self.finish_events();
         let stats = self.take_stats(&summary);
         let mut model = self.model;
         model.range = time_range(&model);
         model.stats = stats;
-        model.first_failure = hazards::first_failure(&model);
+        model.first_failure = hazards::first_failure(&model, &keys);
         model
     }
 
@@ -594,10 +628,12 @@ impl ModelBuilder {
         }
     }
 
-    /// Sorts events and submit times, and links failures and cancellations to their spans.
-    fn finish_events(&mut self) {
+    /// Sorts events and submit times, and links failures and cancellations to their spans;
+    /// returns the region each event names, by sorted event.
+    fn finish_events(&mut self) -> Vec<Option<RegionKey>> {
         self.model.submit_times.vec_mut().sort_unstable();
-        link_events(&mut self.model);
+        let subs = self.event_submissions(|o| self.final_id(o));
+        link_events(&mut self.model, subs)
     }
 
     /// Builds a model from records.
@@ -654,27 +690,35 @@ pub(super) fn count_label(
 }
 
 /// Sorts events and busy times by time and links failures and cancellations to their spans
-/// (a lookup each in the submissions and the span table, mapped or not).
-pub(super) fn link_events(model: &mut Model) {
-    model.events.sort_by_key(|e| e.time_ns);
-    model.busy_times.sort_unstable();
-    let spans: Vec<Option<SpanRef>> = model
-        .events
-        .iter()
-        .map(|e| {
-            let submission = model.find_submission(e.runtime, e.submission?)?;
-            model.span_of(RegionKey {
+/// (a lookup each in the span table, mapped or not). `subs` is the submission each event
+/// was joined to, in the order events were pushed; returns the region each names, by
+/// sorted event.
+pub(super) fn link_events(model: &mut Model, subs: Vec<Option<SubId>>) -> Vec<Option<RegionKey>> {
+    debug_assert_eq!(subs.len(), model.events.len());
+    let mut events: Vec<(Event, Option<RegionKey>)> = std::mem::take(&mut model.events)
+        .into_iter()
+        .zip(subs)
+        .map(|(e, sub)| {
+            let key = sub.zip(e.region).map(|(submission, r)| RegionKey {
                 submission,
-                region: e.region?.0,
-            })
+                region: r.0,
+            });
+            (e, key)
         })
         .collect();
+    // Stable: events of one time keep their record order.
+    events.sort_by_key(|(e, _)| e.time_ns);
+    let (events, keys): (Vec<Event>, Vec<Option<RegionKey>>) = events.into_iter().unzip();
+    model.events = events;
+    model.busy_times.sort_unstable();
+    let spans: Vec<Option<SpanRef>> = keys.iter().map(|key| model.span_of((*key)?)).collect();
     for (i, (e, span)) in model.events.iter_mut().zip(spans).enumerate() {
         e.span = span;
         if let (Some(span), EventKind::RegionFailed | EventKind::RegionCancelled) = (span, e.kind) {
             model.span_events.insert(span, EventId(i as u32));
         }
     }
+    keys
 }
 
 /// A blank event.

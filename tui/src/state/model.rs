@@ -528,7 +528,10 @@ impl Model {
         &self.submissions[id.get()]
     }
 
-    /// The submission with captured index `index` of `runtime`.
+    /// The submission with captured index `index` of `runtime`: a binary search, for
+    /// navigation by a submission's captured number (a selection carried to a re-read of a
+    /// live trace). The model's own joins (spans, events, waits) are `hrx-analysis`'s
+    /// joiner's, not this lookup's.
     pub fn find_submission(&self, runtime: RuntimeId, index: SubmissionIndex) -> Option<SubId> {
         self.submissions
             .binary_search_by_key(&(runtime, index), |s| (s.runtime, s.index))

@@ -309,6 +309,7 @@ impl StreamBuilder {
                     producer: link.producer,
                 })?,
             },
+            Joined::Event(e) => self.inner.join_event(e),
         }
         Ok(())
     }
@@ -371,6 +372,7 @@ impl StreamBuilder {
         fs::remove_dir_all(&self.scratch)?;
 
         let stats = self.inner.take_stats(&summary);
+        let event_subs = self.inner.event_submissions(|o| SubId(final_id(o as u32)));
         let mut model = self.inner.model;
         model.stats = stats;
         let manifest = Manifest::new(
@@ -386,9 +388,9 @@ impl StreamBuilder {
         map_columns(&self.dir, &manifest, &mut model)?;
         model.info.recovery = recovery;
         model.info.warnings = warnings;
-        link_events(&mut model);
+        let keys = link_events(&mut model, event_subs);
         model.range = time_range(&model);
-        model.first_failure = hazards::first_failure(&model);
+        model.first_failure = hazards::first_failure(&model, &keys);
         Ok((manifest, model))
     }
 
