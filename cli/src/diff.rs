@@ -52,7 +52,13 @@
 //! relabelled kernels and regions, and outputs present on one side only, are not
 //! regressions (they mean a different program or run length, not a slower one) but they
 //! are differences: the verdict is then **different**, exit 0; **same** only when every
-//! count of one-sided or relabelled items is zero. A trace that holds no submission beside
+//! count of one-sided or relabelled items is zero and both traces were read whole: where
+//! one is incomplete (damaged, cut short, or it lost records while recording) and nothing
+//! else differs, the verdict is **same as far as both traces go** (JSON
+//! `same_as_far_as_both_go`), exit 0 as for "different" (nothing regressed in what both
+//! hold; exit 2 is for input that cannot be used, and a damaged trace is compared on what
+//! was recovered), with a `because` line naming the incomplete side. A trace that holds no
+//! submission beside
 //! one that holds some is a **regression** (the program did none of its work: "different"
 //! with exit 0 let a run that stopped before its first submit pass a CI gate). The text's
 //! `because` line and the JSON's `reasons` say what decided the verdict, from the same
@@ -72,8 +78,8 @@
 //!
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
-//!  "verdict": "same"|"different"|"regression", "reasons": [text], "complete": {"base", "new"},
-//!  "records_lost": {"base", "new"}, "exit_code",
+//!  "verdict": "same"|"same_as_far_as_both_go"|"different"|"regression", "reasons": [text],
+//!  "complete": {"base", "new"}, "records_lost": {"base", "new"}, "exit_code",
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
@@ -217,6 +223,10 @@ fn complete(profile: &Profile) -> bool {
 fn lost(profile: &Profile) -> u64 {
     profile.recovery.as_ref().map_or(0, |r| r.lost.total)
 }
+
+/// The verdict (JSON `verdict`) when nothing differs in what both traces hold but one of
+/// them is incomplete (damaged, cut short, or it lost records): not `same`.
+const SAME_AS_FAR_AS_BOTH_GO: &str = "same_as_far_as_both_go";
 
 /// Whether `new` is slower than `base` past `ratio` and beyond the spread.
 pub fn is_slow(base: &KernelStats, new: &KernelStats, ratio: f64) -> bool {
@@ -412,12 +422,40 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
     if base_args != new_args {
         reasons.push("the recordings' arguments differ".to_owned());
     }
+    // A damaged or cut-short side is compared on what was recovered: nothing in what both
+    // hold differs, but that is not "same" (exit 0 still: nothing regressed, as for
+    // "different").
+    let incomplete: Vec<String> = [("base", base), ("new", new)]
+        .into_iter()
+        .filter(|(_, p)| !complete(p))
+        .map(|(side, p)| {
+            let how = p.recovery.as_ref().map_or("", |r| {
+                if r.is_complete() {
+                    "the recorder lost records"
+                } else {
+                    r.end()
+                }
+            });
+            format!("{side} is incomplete ({how})")
+        })
+        .collect();
+    if !incomplete.is_empty() {
+        reasons.push(format!(
+            "{}: only what was recovered is compared",
+            incomplete.join(", ")
+        ));
+    }
+    let verdict_name = if verdict == Verdict::Same && !incomplete.is_empty() {
+        SAME_AS_FAR_AS_BOTH_GO
+    } else {
+        verdict.name()
+    };
     json!({
         "base": args.base.display().to_string(),
         "new": args.new.display().to_string(),
         "max_slowdown": ratio,
         "noise_floor_ns": NOISE_FLOOR_NS,
-        "verdict": verdict.name(),
+        "verdict": verdict_name,
         "reasons": reasons,
         "arguments": {"base": base_args, "new": new_args, "differ": base_args != new_args},
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
@@ -641,7 +679,10 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     writeln!(
         out,
         "verdict      {} (exit {}): {} (past {}x and the base p99), {}, {}, {}, {}{one_sided}",
-        r["verdict"].as_str().unwrap_or(""),
+        match r["verdict"].as_str().unwrap_or("") {
+            SAME_AS_FAR_AS_BOTH_GO => "same as far as both traces go",
+            name => name,
+        },
         u(&r["exit_code"]),
         plural(u(&s["slow_kernels"]), "slow kernel"),
         ratio_text(r["max_slowdown"].as_f64().unwrap_or(0.0)),

@@ -7,6 +7,18 @@
 //! timings are not comparable`): its timing rows have no ratio and none is judged slow,
 //! and `--max-slowdown` is refused (exit 2) rather than judged against another backend's
 //! times.
+//!
+//! A trace is read once before anything is replayed, and what that read found goes to
+//! standard error as every reading verb says it (`warning:` lines: a damaged or truncated
+//! file, records lost while recording). A trace whose recorder lost records (lossy mode)
+//! cannot be replayed exactly. Where the losses leave the trace whole (region timings lost,
+//! say), it is replayed and its report's first line says `cannot be exact: N records lost
+//! ...`. Where they break it (a `Submit` lost while its completion was kept), replay refuses
+//! (exit 2) with the losses as the first words of its one error line: apitrace and
+//! GFXReconstruct users expect a replayer to go as far as it can, but their replay's output
+//! is frames a person looks at, where this one's is a verdict a CI job acts on: a replay
+//! without the lost submissions would shift every later output, so its divergences would be
+//! false regressions, and a match over what was left would pass work never compared.
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -86,7 +98,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // done, so that an error still prints nothing but its one line.
     let json = args.report == "json";
     let mut spool = if json { Some(Spool::new()?) } else { None };
-    let report = hrx_replay::replay_file_streaming(&args.file, &options, &mut |rows, checks| {
+    let report = hrx_replay::replay_file_reading(&args.file, &options, &mut |rows, checks| {
         if let Some(spool) = &mut spool {
             spool.add(rows, checks);
         }
@@ -118,12 +130,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
             _ => None,
         };
+        let lossy = matches!(&error, hrx_replay::ReplayError::RecordsLost { .. });
         let error = error.to_string();
-        // The replay errors about the trace itself open with what this line already says.
+        // The replay errors about the trace itself open with what this line already says;
+        // lost records are said first of all (`cannot be exact: N records lost ...`).
         let why = error
             .strip_prefix("the trace cannot be replayed: ")
             .unwrap_or(&error);
-        let failure = Failure::new(format!("{}: cannot replay: {why}", args.file.display()));
+        let failure = if lossy {
+            Failure::new(format!("{}: {why}", args.file.display()))
+        } else {
+            Failure::new(format!("{}: cannot replay: {why}", args.file.display()))
+        };
         if unavailable {
             failure.hint(
                 "`--backend sim` replays on the software device (the default, auto, falls back \
@@ -134,18 +152,25 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 "replay where {recorded} is (--backend {recorded}), or leave out \
                  --max-slowdown to compare statuses and outputs only"
             ))
-        } else if let Some(lost) = lost_records(&args.file) {
-            // A lossy recording's missing records read as an inconsistent trace: say why.
-            failure.hint(format!(
-                "the recorder lost {} while recording{}: a trace with lost records cannot be \
-                 replayed whole (record in the default lossless mode)",
-                hrx_analysis::units::plural(lost.total, "record"),
-                if lost.lossy { " (lossy mode)" } else { "" }
-            ))
+        } else if lossy {
+            failure.hint(
+                "record in the default lossless mode (HRX_TRACE_MODE unset or lossless) for a \
+                 trace that replays whole",
+            )
         } else {
             failure
         }
     })?;
+    let (report, reading) = report;
+    // What reading the file found, as every reading verb warns of it (after the replay, so
+    // that an error stays one line; before the report, which a closed standard output may
+    // cut short).
+    crate::failure::warn_partial(
+        &args.file,
+        &reading.warnings,
+        Some(&reading.recovery),
+        "the replay compares only what was recovered",
+    );
     // After the replay, so that an error stays one line.
     if args.max_slowdown.is_some() && args.repeat < 3 {
         eprintln!(
@@ -263,15 +288,4 @@ impl Spool {
         }
         out.write_all(b"\n}\n")
     }
-}
-
-/// The records the recorder says it lost while recording `path` (read again: only on a
-/// failed replay), or `None` when it lost none or the file cannot be read.
-fn lost_records(path: &std::path::Path) -> Option<hrx_capture::Lost> {
-    let mut reader = hrx_capture::TraceReader::open(path).ok()?;
-    for item in reader.by_ref() {
-        item.ok()?;
-    }
-    let lost = reader.recovery().lost;
-    (!lost.is_none()).then_some(lost)
 }

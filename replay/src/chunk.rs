@@ -110,6 +110,8 @@ pub(crate) struct ChunkIndex {
     last_record: BTreeMap<u64, u64>,
     /// Per runtime and chunk: the host time of its latest submit, in ns.
     last_submit_ns: BTreeMap<(RuntimeId, u64), u64>,
+    /// What the first pass read: the reader's warnings and how the file ends.
+    reading: crate::Reading,
 }
 
 impl ChunkIndex {
@@ -121,12 +123,12 @@ impl ChunkIndex {
 
 /// The first pass: reads `reader` to its end (or its first read error: the replay pass
 /// reports it) and notes where each chunk of `size` submissions ends.
-pub(crate) fn index<R: Read>(reader: TraceReader<R>, size: u64) -> ChunkIndex {
+pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkIndex {
     let mut index = ChunkIndex {
         size: size.max(1),
         ..ChunkIndex::default()
     };
-    for (position, item) in (0u64..).zip(reader) {
+    for (position, item) in (0u64..).zip(reader.by_ref()) {
         let Ok((_, record)) = item else { break };
         let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) else {
             continue;
@@ -141,7 +143,19 @@ pub(crate) fn index<R: Read>(reader: TraceReader<R>, size: u64) -> ChunkIndex {
             *t = (*t).max(submit.time_ns);
         }
     }
+    index.reading = crate::Reading {
+        warnings: reader.warnings().to_vec(),
+        recovery: *reader.recovery(),
+    };
     index
+}
+
+impl ChunkIndex {
+    /// What the first pass read (the file's warnings and recovery, losses included), known
+    /// before anything is replayed.
+    pub(crate) fn reading(&self) -> &crate::Reading {
+        &self.reading
+    }
 }
 
 /// Per runtime: what `until` has cut.

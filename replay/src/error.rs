@@ -28,6 +28,19 @@ pub enum ReplayError {
         /// What is wrong, naming the record and ids involved.
         why: String,
     },
+    /// The recorder lost records while recording (lossy mode), and the trace does not hold
+    /// together without them (a completion of a submission whose `Submit` was lost, ...):
+    /// a replay cannot be exact, and this one cannot run. A trace that lost only records
+    /// replay does without (region timings, ...) replays, its report opening with
+    /// `cannot be exact`.
+    #[error("cannot be exact: {lost} while recording, and replay needs what was lost: {why}")]
+    RecordsLost {
+        /// The losses, as [`hrx_capture::Lost`] says them (`N records lost (Submit 3, ...)
+        /// in lossy mode`).
+        lost: String,
+        /// What does not hold together without them, naming the record and ids involved.
+        why: String,
+    },
     /// A kernel has no code for the replay backend.
     #[error(
         "kernel {entry} (kernel {kernel} of runtime {runtime}) cannot be loaded on {backend}: {reason}"

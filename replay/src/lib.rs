@@ -174,24 +174,65 @@ pub fn replay_file_streaming(
     options: &ReplayOptions,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
 ) -> Result<Report, ReplayError> {
+    replay_file_reading(path, options, rows).map(|(report, _)| report)
+}
+
+/// What reading a trace file found, as every reading verb reports it: the reader's
+/// warnings and how the file ends ([`hrx_capture::Recovery`], the records the recorder
+/// lost included). Read by a first pass over the whole file, before anything is replayed.
+#[derive(Clone, Debug, Default)]
+pub struct Reading {
+    /// The reader's warnings (damaged or skipped blocks, missing submissions, ...).
+    pub warnings: Vec<hrx_capture::Warning>,
+    /// How much of the file was read, and the records lost while recording.
+    pub recovery: hrx_capture::Recovery,
+}
+
+/// [`replay_file_streaming`], also returning what reading the file found ([`Reading`]), so
+/// that a tool warns about a damaged or lossy trace as it does for every other reading.
+///
+/// # Errors
+/// As [`replay_file`]; a trace whose recorder lost records (lossy mode) and that cannot be
+/// replayed for it is [`ReplayError::RecordsLost`], which says the losses first.
+pub fn replay_file_reading(
+    path: impl AsRef<Path>,
+    options: &ReplayOptions,
+    rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
+) -> Result<(Report, Reading), ReplayError> {
     let path = path.as_ref();
     let read = |source| ReplayError::Read {
         path: path.to_owned(),
         source,
     };
-    // A first pass locates each chunk's last record (module `chunk`).
+    // A first pass locates each chunk's last record (module `chunk`) and learns how the
+    // file ends, losses included, before anything is replayed.
     let index = chunk::index(
-        hrx_capture::TraceReader::open(path).map_err(read)?,
+        hrx_capture::TraceReader::open(path)
+            .map_err(read)?
+            .check_submission_numbers(),
         options.chunk_submissions,
     );
+    let reading = index.reading().clone();
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
-    stream::replay_stream(
+    let report = stream::replay_stream(
         reader.check_submission_numbers(),
         index,
         options,
         Some(path.display().to_string()),
         rows,
-    )
+    );
+    let lost = reading.recovery.lost;
+    match report {
+        Ok(report) => Ok((report, reading)),
+        // What the recorder lost is why the trace does not hold together: say that first.
+        Err(ReplayError::Unreplayable { why }) if !lost.is_none() => {
+            Err(ReplayError::RecordsLost {
+                lost: lost.to_string(),
+                why,
+            })
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// The fault a replay of `rp` injects: the option's, else the captured one on the software

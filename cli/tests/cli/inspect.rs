@@ -114,6 +114,19 @@ fn a_truncated_trace_is_still_described_with_a_warning() {
         "{}",
         stderr(&dump)
     );
+
+    // `replay` of what is left says so on standard error as `dump` does, whatever its
+    // verdict, rather than a MATCH with only a note.
+    let replay = run(dir.path(), &["replay", "cut.hrxt"]);
+    let err = stderr(&replay);
+    if code(&replay) != 2 {
+        assert!(
+            err.contains(
+                "warning: cut.hrxt: not closed cleanly; the replay compares only what was recovered"
+            ),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -142,6 +155,50 @@ fn a_damaged_end_after_a_clean_close_is_named_not_called_a_crash() {
     let err = stderr(&dump);
     assert!(err.contains("closed, but its end is damaged"), "{err}");
     assert!(!err.contains("not closed cleanly"), "{err}");
+
+    // `replay` warns as `dump` does: every record is there, so it still matches, but its
+    // standard error says the file is damaged, in the same words.
+    let replay = run(dir.path(), &["replay", "tail.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}", stderr(&replay));
+    let replay_err = stderr(&replay);
+    let warnings = |text: &str| {
+        text.lines()
+            .map(|l| l.split("; ").next().unwrap_or(l).to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(warnings(&replay_err), warnings(&err), "{replay_err}");
+    assert!(
+        replay_err
+            .lines()
+            .all(|l| l.starts_with("warning: tail.hrxt: ")),
+        "{replay_err}"
+    );
+
+    // `diff` against the whole trace: nothing differs in what both hold, but one of them is
+    // damaged, which is not "same" (exit 0: nothing regressed).
+    let diff = run(dir.path(), &["diff", "--json", "whole.hrxt", "tail.hrxt"]);
+    assert_eq!(code(&diff), 0, "{}", stderr(&diff));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&diff)).unwrap();
+    assert_eq!(report["verdict"], "same_as_far_as_both_go", "{report:#}");
+    assert_eq!(report["complete"]["new"], false, "{report:#}");
+    assert!(
+        report["reasons"].as_array().unwrap().iter().any(|r| r
+            .as_str()
+            .unwrap()
+            .contains("new is incomplete (closed, but its end is damaged)")),
+        "{report:#}"
+    );
+    let diff = run(dir.path(), &["diff", "whole.hrxt", "tail.hrxt"]);
+    assert_eq!(code(&diff), 0, "{}", stderr(&diff));
+    let text = stdout(&diff);
+    assert!(
+        field(&text, "verdict").starts_with("same as far as both traces go (exit 0)"),
+        "{text}"
+    );
+    // The whole trace against itself is plainly the same.
+    let diff = run(dir.path(), &["diff", "--json", "whole.hrxt", "whole.hrxt"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&diff)).unwrap();
+    assert_eq!(report["verdict"], "same", "{report:#}");
 }
 
 /// A damaged first block of a closed trace: `info` says parts were skipped, not that every

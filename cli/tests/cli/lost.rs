@@ -120,6 +120,8 @@ fn every_verb_reports_lost_records() {
         stdout(&replay),
         stderr(&replay)
     );
+    // And on standard error, as every verb warns of it.
+    assert!(stderr(&replay).contains(said), "{}", stderr(&replay));
 
     let dump = run(dir.path(), &["dump", "lossy.hrxt"]);
     assert!(stderr(&dump).contains(said), "{}", stderr(&dump));
@@ -131,7 +133,8 @@ fn every_verb_reports_lost_records() {
 
 /// A lossy recording that lost a `Submit` (its submission's other records kept): `info`
 /// says the recorder lost records, not that damaged parts were skipped, and `replay`'s
-/// one error line comes with a hint naming the losses (it named only the inconsistency).
+/// one error line says first that it cannot be exact and what was lost (it named only the
+/// inconsistency, and the loss only in its hint).
 #[test]
 fn a_lost_submit_is_named_as_a_loss_not_damage() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,12 +177,19 @@ fn a_lost_submit_is_named_as_a_loss_not_damage() {
     let replay = run(dir.path(), &["replay", "lossy.hrxt"]);
     assert_eq!(code(&replay), 2, "{}", stdout(&replay));
     let err = stderr(&replay);
+    assert_eq!(stdout(&replay), "");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
     assert!(
-        err.starts_with("error: lossy.hrxt: cannot replay: "),
+        lines[0].starts_with(
+            "error: lossy.hrxt: cannot be exact: 1 records lost (Submit 1) in lossy mode while \
+             recording, and replay needs what was lost: "
+        ),
         "{err}"
     );
+    assert!(lines[0].contains("never submitted"), "{err}");
     assert!(
-        err.contains("hint: the recorder lost 1 record while recording (lossy mode)"),
+        lines[1].starts_with("hint: record in the default lossless mode"),
         "{err}"
     );
 }
