@@ -85,12 +85,14 @@
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
-//!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime",
-//!              "prepared", "region", "base", "new"}],
+//!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
+//!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
+//!              "base", "new"}],
 //!              "times": [{"runtime", "prepared", "region", "label", "base_p50_ns",
 //!                         "new_p50_ns", "ratio"}]},
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
-//!              [{"runtime", "prepared" (rank)|null, "nth", "submission",
+//!              [{"runtime", "prepared"|null, "nth" (the n-th submission of that graph,
+//!                from 1; the submission number where "prepared" is null), "submission",
 //!                "new_submission", "node"|null, "use"|null, "buffer", "new_buffer",
 //!                "start", "end", "base_xxh3", "new_xxh3"}]},
 //!  "submissions": {"compared", "unknown", "only_base", "only_new", "changed":
@@ -224,6 +226,12 @@ fn lost(profile: &Profile) -> u64 {
     profile.recovery.as_ref().map_or(0, |r| r.lost.total)
 }
 
+/// A rank (0-based) as the JSON numbers it: from 1, as every other verb numbers runtimes
+/// and prepared graphs (`rt=1 prepared=1` in `dump`).
+fn from_one(rank: u64) -> u64 {
+    rank.saturating_add(1)
+}
+
 /// The verdict (JSON `verdict`) when nothing differs in what both traces hold but one of
 /// them is incomplete (damaged, cut short, or it lost records): not `same`.
 const SAME_AS_FAR_AS_BOTH_GO: &str = "same_as_far_as_both_go";
@@ -317,7 +325,8 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
         };
         matched += 1;
         if label != new_label {
-            relabelled.push(json!({"runtime": key.runtime, "prepared": key.prepared,
+            relabelled.push(json!({"runtime": from_one(key.runtime.into()),
+                                   "prepared": from_one(key.prepared),
                                    "region": key.region, "base": label, "new": new_label}));
             continue;
         }
@@ -325,8 +334,8 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
             continue;
         }
         let (bp, np) = (d.percentile(50.0), nd.percentile(50.0));
-        times.push(json!({"runtime": key.runtime, "prepared": key.prepared,
-            "region": key.region, "label": label, "base_p50_ns": bp, "new_p50_ns": np,
+        times.push(json!({"runtime": from_one(key.runtime.into()),
+            "prepared": from_one(key.prepared), "region": key.region, "label": label, "base_p50_ns": bp, "new_p50_ns": np,
             "ratio": (bp > 0).then(|| np as f64 / bp as f64)}));
     }
 
@@ -339,9 +348,10 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
                 Place::Use(node, use_) => (Some(node), Some(use_)),
                 Place::Buffer(_) => (None, None),
             };
+            let by_graph = key.1 != UNKNOWN_GRAPH;
             json!({
-                "runtime": key.0, "prepared": (key.1 != UNKNOWN_GRAPH).then_some(key.1),
-                "nth": key.2, "submission": d.base.2, "new_submission": d.new.2,
+                "runtime": from_one(key.0.into()), "prepared": by_graph.then(|| from_one(key.1)),
+                "nth": if by_graph { from_one(key.2) } else { key.2 }, "submission": d.base.2, "new_submission": d.new.2,
                 "node": node, "use": use_,
                 "buffer": d.base.1, "new_buffer": d.new.1, "start": key.4, "end": key.5,
                 "base_xxh3": format!("{:#018x}", d.base.0),
@@ -355,7 +365,7 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
         .changed
         .iter()
         .map(|c| {
-            json!({"runtime": c.key.0, "submission": c.submission[0],
+            json!({"runtime": from_one(c.key.0.into()), "submission": c.submission[0],
                    "new_submission": c.submission[1],
                    "base": outcome_name(c.base), "new": outcome_name(c.new)})
         })

@@ -93,6 +93,19 @@ fn a_slowed_kernel_is_a_regression_and_its_own_base_is_not() {
     assert_eq!(fill["base"]["count"], 8);
     assert_eq!(r["summary"]["slow_kernels"], 1);
     assert_eq!(r["regions"]["matched"], 1);
+    // The one region of the one graph of the one runtime, numbered from 1 as every verb
+    // numbers them (`rt=1 prepared=1`).
+    let times = r["regions"]["times"].as_array().unwrap();
+    assert_eq!(times.len(), 1, "{r:#}");
+    assert_eq!(
+        (
+            &times[0]["runtime"],
+            &times[0]["prepared"],
+            &times[0]["region"]
+        ),
+        (&1.into(), &1.into(), &0.into()),
+        "{r:#}"
+    );
     assert_eq!(r["outputs"]["differing"].as_array().unwrap().len(), 0);
 
     // The slowed trace against itself, and a slow base against a fast new: no regression.
@@ -582,7 +595,19 @@ fn outputs_of_two_threads_are_matched_by_graph_and_index_whichever_submission_nu
     assert_eq!(code, 1, "{r:#}");
     let differing = r["outputs"]["differing"].as_array().unwrap();
     assert_eq!(differing.len(), 4, "{r:#}");
-    assert!(differing.iter().all(|d| d["prepared"] == 1), "{r:#}");
+    // Numbered from 1, as `dump`, `stats` and `replay` number them: the second graph of the
+    // one runtime, its first to fourth submissions.
+    assert!(
+        differing
+            .iter()
+            .all(|d| d["runtime"] == 1 && d["prepared"] == 2),
+        "{r:#}"
+    );
+    let nth: Vec<u64> = differing
+        .iter()
+        .map(|d| d["nth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(nth, [1, 2, 3, 4], "{r:#}");
     let submissions: Vec<(u64, u64)> = differing
         .iter()
         .map(|d| {
@@ -659,13 +684,13 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
         "{text}"
     );
     // The 512-word graph filling another value: its 4 outputs differ, named by its rank in
-    // base (1), though new prepared it first.
+    // base (the second, 2), though new prepared it first.
     record_prepared_in_order(&dir.path().join("c.hrxt"), true, 10);
     let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "c.hrxt"]);
     assert_eq!(code, 1, "{r:#}");
     let differing = r["outputs"]["differing"].as_array().unwrap();
     assert_eq!(differing.len(), 4, "{r:#}");
-    assert!(differing.iter().all(|d| d["prepared"] == 1), "{r:#}");
+    assert!(differing.iter().all(|d| d["prepared"] == 2), "{r:#}");
     // Prepared in the same order: nothing moves.
     let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "b.hrxt", "c.hrxt"]);
     assert_eq!(code, 1, "{r:#}");
