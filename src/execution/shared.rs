@@ -13,6 +13,7 @@
 use super::region::CopyStream;
 use super::scheduler::{Doorbell, Doorbells, Scheduler, Wake};
 use super::types::{GpuLane, Queue};
+use super::worker::WaiterHooks;
 use crate::context::Context;
 use crate::sync::lock;
 use crate::sync::protocol as parking;
@@ -102,6 +103,9 @@ pub(crate) struct Core {
     /// Read by every spinning worker on every poll: on its own line, away from the counters
     /// that each submit and wait write.
     shutdown: CachePadded<AtomicBool>,
+    /// Written by traced waiters around their regions' trace hooks, read by workers in their
+    /// claim grace: on its own line.
+    waiter_hooks: CachePadded<WaiterHooks>,
 }
 
 impl Core {
@@ -116,6 +120,7 @@ impl Core {
             queues: Default::default(),
             doorbells,
             shutdown: CachePadded::new(AtomicBool::new(false)),
+            waiter_hooks: CachePadded::default(),
         }
     }
 
@@ -143,6 +148,11 @@ impl Core {
     /// The doorbell `queue`'s worker watches while it spins.
     pub fn doorbell(&self, queue: Queue) -> &Doorbell {
         &self.doorbells[queue as usize]
+    }
+
+    /// The time waiters spend in trace hooks, for the workers' claim grace.
+    pub fn waiter_hooks(&self) -> &WaiterHooks {
+        &self.waiter_hooks
     }
 
     /// Whether the runtime is shutting down (its workers exit once nothing is in flight).

@@ -1,13 +1,19 @@
 //! The workers: one thread per queue claims ready regions from the scheduler, runs them
 //! without its lock and records their outcomes; a thread in [`crate::Completion::wait`]
 //! runs its own submission's ready native regions the same way ([`help`]).
+//!
+//! A worker that sees new work leaves it to a waiting thread for a claim grace
+//! ([`CLAIM_GRACE`], [`Grace`]) of the waiter's own time: time a waiter spends in trace hooks
+//! while it runs its regions ([`WaiterHooks`]) does not count, so that tracing does not move
+//! a submission's regions from its waiting thread onto the workers.
 
 use super::scheduler::{Doorbell, Task};
 use super::shared::Core;
 use super::types::Queue;
 use crate::Error;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// A queue's worker: claims ready regions, runs them without the lock, records outcomes.
 ///
@@ -22,7 +28,7 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
     loop {
         if let Some(task) = state.find_ready(queue) {
             drop(state);
-            run(&core, task);
+            run(&core, task, None);
             spun = false;
             state = core.scheduler();
             continue;
@@ -45,31 +51,143 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
 }
 
 /// How long a worker that sees new work in its queue leaves it to a thread waiting for it
-/// (see [`help`]) before taking the scheduler lock itself. A waiter that calls `wait` right
-/// after `submit` claims within a few hundred nanoseconds; the worker's lock would only pull
-/// the scheduler's cache lines away from it. Work nobody waits for starts this much later.
+/// (see [`help`]) before taking the scheduler lock itself, in the waiter's own time (see
+/// [`Grace`]). A waiter that calls `wait` right after `submit` claims within a few hundred
+/// nanoseconds; the worker's lock would only pull the scheduler's cache lines away from it.
+/// Work nobody waits for starts this much later.
+///
+/// A submit rings every queue its submission has regions on, and the waiter runs them one
+/// after another: the grace a queue's worker gives starts at that ring, so it covers the
+/// waiter's regions before the one on its queue.
 const CLAIM_GRACE: Duration = Duration::from_micros(1);
+
+/// Polls of the doorbell between two clock reads in a worker's claim grace: the grace's end
+/// is read off the clock every few polls rather than on each.
+const GRACE_POLLS: u32 = 4;
+
+/// The time threads in [`crate::Completion::wait`] spent in trace hooks while running their
+/// own regions ([`run`] on a waiter), for the workers' [`Grace`]: one word, the total ns of
+/// finished hooks above [`WaiterHooks::OPEN_BITS`] and the number of hooks under way below.
+///
+/// Only traced waiters write it (four adds a region: entering and leaving the hooks before
+/// and after its run); workers read it when their grace starts and once it has passed. An
+/// untraced runtime never writes it, so the workers' reads stay in their caches.
+#[derive(Debug, Default)]
+pub(crate) struct WaiterHooks {
+    word: AtomicU64,
+}
+
+/// What [`WaiterHooks::load`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct HookTime {
+    /// Total ns of the hooks that ended (wrapping at 2^48).
+    ended_ns: u64,
+    /// Hooks under way.
+    open: u64,
+}
+
+impl WaiterHooks {
+    /// Bits of the word that count the hooks under way (at most one per queue: a waiter is
+    /// in a region's hooks only while it holds that queue).
+    const OPEN_BITS: u32 = 16;
+    const NS_MASK: u64 = u64::MAX >> Self::OPEN_BITS;
+
+    /// A waiter enters a trace hook.
+    fn enter(&self) {
+        self.word.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A waiter leaves the trace hook it entered, after `ns` in it.
+    fn leave(&self, ns: u64) {
+        self.word
+            .fetch_add((ns << Self::OPEN_BITS).wrapping_sub(1), Ordering::Relaxed);
+    }
+
+    fn load(&self) -> HookTime {
+        let word = self.word.load(Ordering::Relaxed);
+        HookTime {
+            ended_ns: word >> Self::OPEN_BITS,
+            open: word & ((1 << Self::OPEN_BITS) - 1),
+        }
+    }
+}
+
+/// A worker's claim grace: [`CLAIM_GRACE`] of the waiters' own time, that is wall time less
+/// the time waiters spent in trace hooks meanwhile ([`WaiterHooks`]), so that a traced waiter
+/// claims its regions as an untraced one does. While a waiter is in a hook the grace does not
+/// end; a hook that ends adds its length to the grace (all of it, also a part before the grace
+/// started). The grace ends at the latest after [`crate::sync::SPIN`]: work nobody waits for
+/// starts no later than that beside busy traced waiters.
+#[derive(Debug)]
+struct Grace {
+    start_ns: u64,
+    end_ns: u64,
+    /// The waiters' hook time already added to `end_ns`.
+    counted_ns: u64,
+}
+
+impl Grace {
+    fn new(now_ns: u64, hooks: HookTime) -> Self {
+        Self {
+            start_ns: now_ns,
+            end_ns: now_ns + CLAIM_GRACE.as_nanos() as u64,
+            counted_ns: hooks.ended_ns,
+        }
+    }
+
+    /// Whether the grace is over at `now_ns`; `hooks` is read only once its end has passed.
+    fn over(&mut self, now_ns: u64, hooks: impl FnOnce() -> HookTime) -> bool {
+        if now_ns.saturating_sub(self.start_ns) >= crate::sync::SPIN.as_nanos() as u64 {
+            return true;
+        }
+        if now_ns < self.end_ns {
+            return false;
+        }
+        let hooks = hooks();
+        if hooks.open != 0 {
+            return false;
+        }
+        let added = hooks.ended_ns.wrapping_sub(self.counted_ns) & WaiterHooks::NS_MASK;
+        self.counted_ns = hooks.ended_ns;
+        self.end_ns += added;
+        now_ns >= self.end_ns
+    }
+}
 
 /// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
 /// true once its queue may hold unclaimed work (or at shutdown), false after a whole
 /// [`crate::sync::SPIN`] without activity (the worker then parks).
 fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
-    let unclaimed = || doorbell.claimable();
     loop {
         let active = crate::sync::spin_until(|| doorbell.epoch() != epoch || core.stopping());
         if !active || core.stopping() {
             return active;
         }
-        let grace_end = Instant::now() + CLAIM_GRACE;
-        while unclaimed() && Instant::now() < grace_end {
-            std::hint::spin_loop();
-        }
+        leave_to_waiter(core, doorbell);
         // One word: the flag read is that of the epoch read, and a later change moves the
         // epoch again.
         let claimable;
         (epoch, claimable) = doorbell.load();
         if claimable {
             return true;
+        }
+    }
+}
+
+/// Leaves the claimable work the doorbell shows to a waiting thread until a thread claimed
+/// it or the [`Grace`] is over.
+fn leave_to_waiter(core: &Core, doorbell: &Doorbell) {
+    let hooks = core.waiter_hooks();
+    let mut grace = Grace::new(crate::clock::now_ns(), hooks.load());
+    loop {
+        for _ in 0..GRACE_POLLS {
+            if !doorbell.claimable() {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        if grace.over(crate::clock::now_ns(), || hooks.load()) {
+            return;
         }
     }
 }
@@ -81,17 +199,23 @@ pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
     while !done() {
         let task = core.scheduler().claim_own(submission);
         let Some(task) = task else { return };
-        run(core, task);
+        run(core, task, Some(core.waiter_hooks()));
     }
 }
 
-/// Runs one claimed region and records its outcome.
-fn run(core: &Core, task: Task) {
+/// Runs one claimed region and records its outcome. On a waiting thread, `hooks` counts the
+/// time its trace hooks take ([`WaiterHooks`]).
+fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     let region = &task.prepared().regions[task.region];
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let context = core.context();
     let traced = context.tracer.traces(task.submission);
+    let hooks = hooks.filter(|_| traced);
+    let entered_ns = hooks.map(|hooks| {
+        hooks.enter();
+        crate::clock::now_ns()
+    });
     if traced {
         // A capture still reading an earlier output this region overwrites: wait here, as a
         // span of its own, so the wait is never part of the region's time.
@@ -101,6 +225,9 @@ fn run(core: &Core, task: Task) {
         super::record::region_started(&context.tracer, task.submission, task.region);
     }
     let start_ns = if traced { crate::clock::now_ns() } else { 0 };
+    if let (Some(hooks), Some(entered_ns)) = (hooks, entered_ns) {
+        hooks.leave(start_ns.saturating_sub(entered_ns));
+    }
     // A launched region's inputs were checked by `submit` before its launch.
     let checked = if task.launched {
         Ok(())
@@ -129,6 +256,9 @@ fn run(core: &Core, task: Task) {
     };
     if traced {
         let end_ns = crate::clock::now_ns();
+        if let Some(hooks) = hooks {
+            hooks.enter();
+        }
         let fault = result
             .is_err()
             .then(|| context.faults.take_report())
@@ -140,6 +270,9 @@ fn run(core: &Core, task: Task) {
             &result,
             fault,
         );
+        if let Some(hooks) = hooks {
+            hooks.leave(crate::clock::now_ns().saturating_sub(end_ns));
+        }
     }
     let result = result.map(|_| ());
     // The task's last use: `finish` may retire the submission and let its prepared graph go.
@@ -178,4 +311,130 @@ pub(crate) fn launch(core: &Core, task: Task) {
         }
     };
     core.wake(wake);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CLAIM_GRACE, Grace, HookTime, WaiterHooks};
+    use crate::{Placement, Runtime, RuntimeOptions};
+    use std::time::Duration;
+
+    const GRACE_NS: u64 = CLAIM_GRACE.as_nanos() as u64;
+
+    fn hooks(ended_ns: u64, open: u64) -> HookTime {
+        HookTime { ended_ns, open }
+    }
+
+    /// The closure a grace must not call before its end (it reads the shared word).
+    fn unread() -> HookTime {
+        panic!("the waiters' hooks were read before the grace's end")
+    }
+
+    #[test]
+    fn without_hooks_the_grace_is_the_claim_grace() {
+        let mut grace = Grace::new(10_000, hooks(700, 0));
+        assert!(!grace.over(10_000, unread));
+        assert!(!grace.over(10_000 + GRACE_NS - 1, unread));
+        // Hook time that ended before the grace started is not the grace's.
+        assert!(grace.over(10_000 + GRACE_NS, || hooks(700, 0)));
+    }
+
+    #[test]
+    fn hook_time_that_ended_during_the_grace_lengthens_it_by_as_much() {
+        let mut grace = Grace::new(0, hooks(100, 0));
+        assert!(!grace.over(GRACE_NS, || hooks(500, 0)), "400 ns of hooks");
+        assert!(!grace.over(GRACE_NS + 399, unread));
+        assert!(!grace.over(GRACE_NS + 400, || hooks(600, 0)), "100 more");
+        assert!(grace.over(GRACE_NS + 500, || hooks(600, 0)));
+    }
+
+    #[test]
+    fn the_grace_does_not_end_while_a_waiter_is_in_a_hook() {
+        let mut grace = Grace::new(0, hooks(0, 1));
+        assert!(!grace.over(GRACE_NS, || hooks(0, 1)));
+        assert!(!grace.over(5 * GRACE_NS, || hooks(0, 2)));
+        // The hooks ended after 6 grace lengths in all: the waiter's own time is the rest.
+        assert!(!grace.over(7 * GRACE_NS - 1, || hooks(6 * GRACE_NS, 0)));
+        assert!(grace.over(7 * GRACE_NS, || hooks(6 * GRACE_NS, 0)));
+    }
+
+    #[test]
+    fn the_grace_ends_after_a_spin_whatever_the_hooks() {
+        let spin_ns = crate::sync::SPIN.as_nanos() as u64;
+        let mut grace = Grace::new(0, hooks(0, 0));
+        assert!(!grace.over(spin_ns - 1, || hooks(0, 1)));
+        assert!(grace.over(spin_ns, || hooks(0, 1)));
+        let mut grace = Grace::new(0, hooks(0, 0));
+        assert!(!grace.over(GRACE_NS, || hooks(10 * spin_ns, 0)));
+        assert!(grace.over(spin_ns, unread));
+    }
+
+    #[test]
+    fn the_hook_word_counts_hooks_under_way_and_the_time_of_those_that_ended() {
+        let word = WaiterHooks::default();
+        word.enter();
+        word.enter();
+        assert_eq!(word.load(), hooks(0, 2));
+        word.leave(5);
+        assert_eq!(word.load(), hooks(5, 1));
+        word.leave(7);
+        assert_eq!(word.load(), hooks(12, 0));
+        // The total wraps at 2^48 ns; the difference a grace takes stays right across it.
+        let mut grace = Grace::new(0, hooks(WaiterHooks::NS_MASK - 9, 0));
+        assert!(
+            !grace.over(GRACE_NS, || hooks(10, 0)),
+            "20 ns across the wrap"
+        );
+        assert!(grace.over(GRACE_NS + 20, || hooks(10, 0)));
+    }
+
+    /// Round trips of a three-region graph on a software runtime, each after the workers
+    /// parked (so that the waiter claims before a woken worker can); the waiter's hook time
+    /// and the regions it ran.
+    fn round_trips(options: RuntimeOptions) -> (HookTime, u64) {
+        let rt = Runtime::new(options).unwrap();
+        let input = rt.buffer(256, Placement::HostVisible).unwrap();
+        let device = rt.buffer(512, Placement::GpuLocal).unwrap();
+        let output = rt.buffer(256, Placement::HostVisible).unwrap();
+        let (low, high) = (device.view(0..256).unwrap(), device.view(256..512).unwrap());
+        let mut graph = rt.graph();
+        graph.copy(low.clone(), input.whole()).unwrap();
+        graph.fill(high, 7).unwrap();
+        graph.copy(output.whole(), low).unwrap();
+        let graph = graph.prepare().unwrap();
+        let mut core = None;
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(2));
+            let completion = graph.submit().unwrap();
+            completion.wait().unwrap();
+            core = completion.core().upgrade();
+        }
+        let hooks = core.unwrap().waiter_hooks().load();
+        (hooks, rt.counters().regions_run_by_waiters)
+    }
+
+    #[test]
+    fn traced_waiters_count_the_time_in_their_hooks_and_leave_every_hook_they_enter() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = hrx_capture::Recorder::create(
+            dir.path().join("hooks.hrxt"),
+            hrx_capture::RecorderOptions::default(),
+        )
+        .unwrap();
+        let (traced, helped) = round_trips(RuntimeOptions::sim().recorder(recorder.clone()));
+        assert!(helped > 0, "no region ran on the waiting thread");
+        assert_eq!(traced.open, 0, "a hook entered and never left");
+        assert!(
+            traced.ended_ns > 0,
+            "{helped} traced regions on the waiter, no hook time"
+        );
+        let (untraced, helped) = round_trips(RuntimeOptions::sim());
+        assert!(helped > 0, "no region ran on the waiting thread");
+        assert_eq!(
+            untraced,
+            hooks(0, 0),
+            "an untraced waiter wrote the hook word"
+        );
+        recorder.close().unwrap();
+    }
 }
