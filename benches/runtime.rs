@@ -26,7 +26,8 @@
 //!   host-visible buffer, whose digest the trace takes), without and with a trace (issue 17:
 //!   the Download used to wait for the previous submission's digest inside its own time);
 //!   then paired rounds (`HRX_BENCH_ROUNDS`, default 60) of 1000 submissions untraced and
-//!   traced in turn.
+//!   traced in turn, and the share of each runtime's regions its waiting thread ran itself
+//!   (`regions_run_by_waiters`: tracing should not move them onto the workers).
 //!
 //! Measurement is kept short (1 s warm-up, 3 s measurement, 50 samples) so the whole run
 //! takes well under two minutes on two cores.
@@ -237,6 +238,15 @@ fn host_visible_graph(c: &mut Criterion) {
     );
     let paired = common::Interleaved::new(untraced_ms, traced_ms);
     println!("host_visible_graph: untraced (a) vs traced (b), 1000 submissions a round, {paired}");
+    for (name, runtime) in [("untraced", &untraced), ("traced", &traced)] {
+        let counters = runtime.counters();
+        let regions = 3 * counters.submissions;
+        println!(
+            "host_visible_graph: {name}: {} of {regions} regions run by the waiting thread ({:.2}%)",
+            counters.regions_run_by_waiters,
+            100.0 * counters.regions_run_by_waiters as f64 / regions.max(1) as f64
+        );
+    }
     drop(graphs);
     drop((traced, untraced));
     let summary = recorder.close().expect("close");

@@ -8,8 +8,10 @@
 //! own graph (upload 256 B from a host-visible buffer it wrote once, a fill on Compute,
 //! download 256 B into a host-visible buffer, whose digest a trace takes) and submits it
 //! `SUBMISSIONS / THREADS` times (the first thread takes the remainder), waiting for each.
-//! Prints one line, `SUBMISSIONS submissions (REGIONS regions) from THREADS threads`, and
-//! exits 0; the runtime closes its trace at exit. Errors print one line and exit 1.
+//! Prints one line, `SUBMISSIONS submissions (REGIONS regions) from THREADS threads, R run by
+//! the waiting threads` (R: the runtime's `regions_run_by_waiters`, the regions a thread in
+//! `wait` ran itself rather than a queue's worker), and exits 0; the runtime closes its trace
+//! at exit. Errors print one line and exit 1.
 
 use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
 
@@ -50,8 +52,10 @@ fn run() -> Result<(), Error> {
             .try_for_each(|w| w.join().map_err(|_| Error::from("a thread panicked"))?)
     })?;
     println!(
-        "{submissions} submissions ({} regions) from {threads} threads",
-        submissions * 3
+        "{submissions} submissions ({} regions) from {threads} threads, {} run by the waiting \
+         threads",
+        submissions * 3,
+        runtime.counters().regions_run_by_waiters
     );
     Ok(())
 }
