@@ -114,7 +114,8 @@ pub enum TrimError {
     Empty {
         /// The selection, as [`Selection::describe`] writes it.
         selection: String,
-        /// What the trace holds, e.g. `submissions 1..13 (12.3 ms to 1.71 s)`.
+        /// What the trace holds, e.g. `submissions 1..=12 (submitted 12.3 ms to 1.71 s)`, in
+        /// `--submissions`' syntax (`A..=B` includes B).
         holds: String,
     },
 }
@@ -518,8 +519,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             .filter_map(|p| Some((p.seen?, p.seen_ns?)))
             .map(|((a, b), (ta, tb))| {
                 format!(
-                    "submissions {a}..{} (submitted {} to {})",
-                    b + 1,
+                    "submissions {a}..={b} (submitted {} to {})",
                     crate::units::duration(ta),
                     crate::units::duration(tb)
                 )

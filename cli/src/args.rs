@@ -97,7 +97,7 @@ pub struct ReplayArgs {
     pub max_slowdown: Option<f64>,
 
     /// Replay only the first N submissions of each runtime (N >= 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_until)]
     pub until: Option<u64>,
 
     /// Report format.
@@ -250,7 +250,8 @@ inside it, where the trace has operation timings), with the region's buffer rang
 hazards as arguments; flows for the dependencies between regions of a graph and for the
 waits on earlier submissions.
 
-The trace is read twice and never held in memory; a progress bar shows on a terminal.
+The trace is read once, streamed in bounded memory; a progress bar shows on a terminal.
+`-o -` writes the export to standard output.
 Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
 
 Examples:
@@ -394,4 +395,13 @@ pub struct ManArgs {
     /// if missing) instead of printing hrx-trace.1.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// `--until N`: a count of submissions, which the runtime numbers from 1.
+fn parse_until(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("submissions count from 1: give 1 or more".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}: give a number of submissions (1 or more)")),
+    }
 }

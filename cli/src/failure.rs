@@ -178,6 +178,15 @@ pub fn parse_args<P: clap::Parser>() -> P {
     } else {
         first.to_owned()
     };
+    // A bad value is told with the values there are (`--format svg`), on its one line.
+    let message = match rest
+        .iter()
+        .find_map(|l| l.strip_prefix("[possible values: "))
+        .and_then(|l| l.strip_suffix(']'))
+    {
+        Some(values) => format!("{message}: it must be one of {values}"),
+        None => message,
+    };
     let message = message.as_str();
     let stray_word = error.kind() == ErrorKind::UnknownArgument
         && std::env::args_os()

@@ -51,14 +51,21 @@ fn main() -> ExitCode {
 /// `hrx-trace view`: the terminal timeline (`hrx-tui`).
 fn view(file: &std::path::Path, follow: bool) -> anyhow::Result<ExitCode> {
     hrx_tui::run(file, follow).map_err(|error| {
+        // A trace that does not read is told, and hinted at, as every other verb tells it.
+        if let hrx_tui::TuiError::Read { path, source } = error {
+            return anyhow::Error::from(failure::TraceError {
+                path,
+                error: source,
+            });
+        }
         let failure = failure::Failure::new(error.to_string());
-        match error {
+        anyhow::Error::from(match error {
             hrx_tui::TuiError::NotATerminal => failure.hint(
                 "run it in a terminal (or tmux); without one, `stats` prints the timeline's \
                  statistics and `export` writes the timeline for Perfetto",
             ),
             _ => failure,
-        }
+        })
     })?;
     Ok(ExitCode::SUCCESS)
 }

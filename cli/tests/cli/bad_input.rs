@@ -83,6 +83,16 @@ fn bad_flags_are_one_line_with_a_hint() {
             &["replay", "--report", "xml", "t.hrxt"],
             "invalid value 'xml'",
         ),
+        // The values there are, on the one error line.
+        (
+            &["export", "t.hrxt", "--format", "svg", "-o", "t.svg"],
+            "invalid value 'svg' for '--format <FORMAT>': it must be one of chrome, perfetto",
+        ),
+        // Submission numbers, not a range of integers.
+        (
+            &["replay", "t.hrxt", "--until", "0"],
+            "submissions count from 1",
+        ),
         (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
         (
             &["record", "--input", "x", "--", "true"],

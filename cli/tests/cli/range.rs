@@ -91,6 +91,37 @@ fn a_trimmed_pipeline_replays_and_matches_the_whole_replay() {
     );
 }
 
+/// A range past the trace's end names what the trace holds as `--submissions` would select
+/// it: the hazards workload's 4 submissions are `1..=4` (it said `1..5`, which reads as 5
+/// submissions).
+#[test]
+fn a_range_past_the_end_names_the_submissions_held_inclusively() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::util::record_hazards(dir.path(), "h.hrxt");
+    let out = run(
+        dir.path(),
+        &[
+            "trim",
+            "h.hrxt",
+            "-o",
+            "out.hrxt",
+            "--submissions",
+            "20..30",
+        ],
+    );
+    assert_error(
+        &out,
+        "selects no submission: the trace holds submissions 1..=4 (",
+    );
+    assert!(!dir.path().join("out.hrxt").exists());
+    // And that range trims the whole trace.
+    let out = run(
+        dir.path(),
+        &["trim", "h.hrxt", "-o", "all.hrxt", "--submissions", "1..=4"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn trim_refuses_bad_ranges_with_one_line() {
     let Some(photo) = photo() else { return };

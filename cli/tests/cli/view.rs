@@ -387,6 +387,18 @@ fn view_without_a_terminal_is_one_error_and_a_hint() {
     assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
 }
 
+/// A trace that is not there is told, and hinted at, as `info` tells it (`view` had no
+/// hint).
+#[test]
+fn a_missing_trace_is_told_as_info_tells_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let view = run(dir.path(), &["view", "gone.hrxt"]);
+    let info = run(dir.path(), &["info", "gone.hrxt"]);
+    assert_error(&view, "gone.hrxt");
+    assert_eq!(stderr(&view), stderr(&info));
+    assert!(stderr(&view).contains("\nhint: "), "{}", stderr(&view));
+}
+
 /// A `HRX_VIEW_CACHE_MIN_BYTES` that is not a number is named in a warning (it was ignored
 /// silently) and the default is used.
 #[test]
