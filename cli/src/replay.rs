@@ -13,8 +13,9 @@
 //! file, records lost while recording). A trace whose recorder lost records (lossy mode)
 //! cannot be replayed exactly. Where the losses leave the trace whole (region timings lost,
 //! say), it is replayed and its report's first line says `cannot be exact: N records lost
-//! ...`. Where they break it (a `Submit` lost while its completion was kept), replay refuses
-//! (exit 2) with the losses as the first words of its one error line: apitrace and
+//! ...`. Where they break it (a `Submit`, a host write or an object's definition lost), replay
+//! refuses (exit 2) before replaying anything, with the losses as the first words of its one
+//! error line: apitrace and
 //! GFXReconstruct users expect a replayer to go as far as it can, but their replay's output
 //! is frames a person looks at, where this one's is a verdict a CI job acts on: a replay
 //! without the lost submissions would shift every later output, so its divergences would be

@@ -28,9 +28,10 @@ pub enum ReplayError {
         /// What is wrong, naming the record and ids involved.
         why: String,
     },
-    /// The recorder lost records while recording (lossy mode), and the trace does not hold
-    /// together without them (a completion of a submission whose `Submit` was lost, ...):
-    /// a replay cannot be exact, and this one cannot run. A trace that lost only records
+    /// The recorder lost records while recording (lossy mode) that replay cannot do without
+    /// (a `Submit`, a host write or an object's definition: refused before anything is
+    /// replayed), or the trace does not hold together without what it lost: a replay cannot
+    /// be exact, and this one cannot run. A trace that lost only records
     /// replay does without (region timings, ...) replays, its report opening with
     /// `cannot be exact`.
     #[error("cannot be exact: {lost} while recording, and replay needs what was lost: {why}")]

@@ -177,6 +177,22 @@ pub fn replay_file_streaming(
     replay_file_reading(path, options, rows).map(|(report, _)| report)
 }
 
+/// Record kinds a replay cannot do without: the objects, the submissions and host writes it
+/// re-executes (a lost one shifts every later output), and kinds the reader does not know.
+const NEEDED_KINDS: [&str; 11] = [
+    "RuntimeStart",
+    "BufferCreated",
+    "Blob",
+    "KernelLoaded",
+    "GraphOp",
+    "Prepared",
+    "Submit",
+    "HostWrite",
+    "BufferSnapshot",
+    "TraceRange",
+    "unknown",
+];
+
 /// What reading a trace file found, as every reading verb reports it: the reader's
 /// warnings and how the file ends ([`hrx_capture::Recovery`], the records the recorder
 /// lost included). Read by a first pass over the whole file, before anything is replayed.
@@ -213,6 +229,25 @@ pub fn replay_file_reading(
         options.chunk_submissions,
     );
     let reading = index.reading().clone();
+    let lost = reading.recovery.lost;
+    // Records replay re-executes (or needs to) that the recorder lost: refused before
+    // anything is replayed, rather than where the first gap shows, minutes in.
+    let needed: Vec<String> = lost
+        .by_kind()
+        .into_iter()
+        .filter(|(kind, _)| NEEDED_KINDS.contains(kind))
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    if !needed.is_empty() {
+        return Err(ReplayError::RecordsLost {
+            lost: lost.to_string(),
+            why: format!(
+                "it re-executes every submission and host write, with the objects they name, \
+                 and the trace lacks {} of them",
+                needed.join(", ")
+            ),
+        });
+    }
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
     let report = stream::replay_stream(
         reader.check_submission_numbers(),
@@ -221,7 +256,6 @@ pub fn replay_file_reading(
         Some(path.display().to_string()),
         rows,
     );
-    let lost = reading.recovery.lost;
     match report {
         Ok(report) => Ok((report, reading)),
         // What the recorder lost is why the trace does not hold together: say that first.
