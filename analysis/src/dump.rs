@@ -9,7 +9,7 @@
 //!        1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]
 //! ```
 
-use crate::units::{bytes, duration};
+use crate::units::{bytes, duration, time};
 use hrx_capture::Record;
 use hrx_capture::schema::{Access, BufferId, Edge, Payload, Region, RuntimeId, Status, Use};
 use std::fmt::{self, Display, Formatter};
@@ -56,8 +56,9 @@ pub struct Line<'a>(pub &'a Record);
 impl Display for Line<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match host_time_ns(self.0) {
-            Some(ns) => write!(f, "{:>12.3} ms  ", ns as f64 / 1e6)?,
-            None => write!(f, "{:>15}  ", "")?,
+            // Full ns resolution, as every host time is written: 18 columns hold 2.7 hours.
+            Some(ns) => write!(f, "{:>18}  ", time(ns))?,
+            None => write!(f, "{:>18}  ", "")?,
         }
         write!(f, "{:<14} ", kind(self.0))?;
         fields(f, self.0)
@@ -382,7 +383,7 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.error_ns,
             r.ticks_per_second() / 1e9,
             if r.next_session_ns != r.session_ns {
-                format!(" stepped to {:.3} ms", r.next_session_ns as f64 / 1e6)
+                format!(" stepped to {}", time(r.next_session_ns))
             } else {
                 String::new()
             }
@@ -529,7 +530,7 @@ mod tests {
         });
         assert_eq!(
             Line(&record).to_string(),
-            "       1.204 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]"
+            "       1.204000 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]"
         );
     }
 
@@ -568,15 +569,35 @@ mod tests {
         });
         assert_eq!(
             Line(&fence).to_string(),
-            "       1.500 ms  capture-fence  rt=1 sub=4 region=2 buf=9 waited=500 µs"
+            "       1.500000 ms  capture-fence  rt=1 sub=4 region=2 buf=9 waited=500 µs"
         );
         assert_eq!(
             Line(&wait).to_string(),
-            "       2.250 ms  recorder-wait  thread=3 \"worker\" waited=250 µs rt=1 sub=5"
+            "       2.250000 ms  recorder-wait  thread=3 \"worker\" waited=250 µs rt=1 sub=5"
         );
         assert_eq!(
             Line(&lost).to_string(),
-            "       3.000 ms  records-lost   total=7 lossy=true [RegionTiming=7]"
+            "       3.000000 ms  records-lost   total=7 lossy=true [RegionTiming=7]"
+        );
+    }
+
+    /// A stepped clock says where it stepped to in the same units as the time column.
+    #[test]
+    fn a_stepped_host_clock_is_written_in_host_time_units() {
+        use hrx_capture::schema::{HostClock, HostClockSource};
+        let clock = Record::HostClock(HostClock {
+            source: HostClockSource::Tsc,
+            ticks: 7,
+            session_ns: 4_000_000,
+            monotonic_ns: 9,
+            error_ns: 3,
+            next_session_ns: 5_000_001,
+            ns_per_tick_q32: 1 << 31,
+        });
+        assert_eq!(
+            Line(&clock).to_string(),
+            "       4.000000 ms  host-clock     source=TSC ticks=7 monotonic=9 ns (±3 ns) \
+             rate=2.000000 GHz stepped to 5.000001 ms"
         );
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! Durations have three significant digits (`850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`), byte
 //! counts binary units with two decimals unless whole (`512 B`, `4 KiB`, `1.50 MiB`),
-//! bandwidths decimal units as GPU bandwidths are quoted (`12.3 GB/s`).
+//! bandwidths decimal units as GPU bandwidths are quoted (`12.3 GB/s`), rates of events three
+//! significant digits with a decimal prefix (`850 records/s`, `12.4k records/s`), host times
+//! full ns resolution in ms (`12.345678 ms`) and ratios two decimals (`1.23x`).
 
 /// Nanoseconds per unit, smallest first, with the unit's suffix.
 const UNITS: [(u64, &str); 4] = [
@@ -31,14 +33,19 @@ pub fn duration(ns: u64) -> String {
         return format!("{ns} ns");
     }
     let value = ns as f64 / scale as f64;
-    let decimals = if value >= 100.0 {
+    let decimals = three_significant(value);
+    format!("{value:.decimals$} {suffix}")
+}
+
+/// Decimals that write `value` (at least 1, below 1000) with three significant digits.
+fn three_significant(value: f64) -> usize {
+    if value >= 100.0 {
         0
     } else if value >= 10.0 {
         1
     } else {
         2
-    };
-    format!("{value:.decimals$} {suffix}")
+    }
 }
 
 /// A host time at full (ns) resolution, in milliseconds: `12.345678 ms`.
@@ -90,6 +97,36 @@ pub fn bandwidth(bytes_per_s: f64) -> String {
         unit += 1;
     }
     format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A rate of events with three significant digits and a decimal prefix: `850 records/s`,
+/// `12.4 frames/s`, `8.50k records/s`, `3.10M records/s`; negative or undefined rates read
+/// `0 records/s`.
+pub fn rate(per_s: f64, noun: &str) -> String {
+    let per_s = if per_s.is_finite() {
+        per_s.max(0.0)
+    } else {
+        0.0
+    };
+    let (value, prefix) = [(1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|&(scale, _)| per_s >= scale)
+        .map_or((per_s, ""), |(scale, prefix)| (per_s / scale, prefix));
+    if per_s == 0.0 {
+        return format!("0 {noun}/s");
+    }
+    let decimals = three_significant(value);
+    format!("{value:.decimals$}{prefix} {noun}/s")
+}
+
+/// A ratio such as a slowdown, two decimals, or scientific notation for huge ones: `1.23x`,
+/// `1.00e9x`.
+pub fn ratio(x: f64) -> String {
+    if x < 1e6 {
+        format!("{x:.2}x")
+    } else {
+        format!("{x:.2e}x")
+    }
 }
 
 /// A tick spacing chosen by [`ruler_ticks`] and how its labels are written.
@@ -191,6 +228,26 @@ mod tests {
         assert_eq!(bytes(4096), "4 KiB");
         assert_eq!(bytes(1536 * 1024), "1.50 MiB");
         assert_eq!(bandwidth(12.34e9), "12.3 GB/s");
+    }
+
+    #[test]
+    fn rates_have_three_significant_digits_and_a_prefix() {
+        assert_eq!(rate(850.4, "records"), "850 records/s");
+        assert_eq!(rate(12.34, "frames"), "12.3 frames/s");
+        assert_eq!(rate(0.5, "frames"), "0.50 frames/s");
+        assert_eq!(rate(0.0, "records"), "0 records/s");
+        assert_eq!(rate(8_500.0, "records"), "8.50k records/s");
+        assert_eq!(rate(12_400.0, "records"), "12.4k records/s");
+        assert_eq!(rate(3_100_000.0, "records"), "3.10M records/s");
+        assert_eq!(rate(-3.0, "records"), "0 records/s");
+        assert_eq!(rate(f64::NAN, "records"), "0 records/s");
+    }
+
+    #[test]
+    fn ratios_have_two_decimals_or_an_exponent() {
+        assert_eq!(ratio(1.234), "1.23x");
+        assert_eq!(ratio(0.5), "0.50x");
+        assert_eq!(ratio(1e9), "1.00e9x");
     }
 
     #[test]

@@ -111,7 +111,7 @@ use hrx_analysis::compare::Verdict;
 use hrx_analysis::diff::{DiffError, Matched, Place, Profile, UNKNOWN_GRAPH};
 use hrx_analysis::matching::{Paired, pair};
 use hrx_analysis::scan::Outcome;
-use hrx_analysis::units::{duration, plural};
+use hrx_analysis::units::{duration, plural, ratio};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -201,15 +201,6 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     }
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
-}
-
-/// A ratio for text output: two decimals, or scientific notation for huge ones.
-fn ratio_text(ratio: f64) -> String {
-    if ratio < 1e6 {
-        format!("{ratio:.2}")
-    } else {
-        format!("{ratio:.2e}")
-    }
 }
 
 /// Whether the trace was read whole (closed cleanly, nothing skipped) and lost no records
@@ -536,9 +527,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             (Some("missing"), _) => "  MISSING",
             _ => "",
         };
-        let ratio = k["ratio"]
-            .as_f64()
-            .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}x"));
+        let ratio = k["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
         writeln!(
             out,
             "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}{mark}",
@@ -688,14 +677,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "verdict      {} (exit {}): {} (past {}x and the base p99), {}, {}, {}, {}{one_sided}",
+        "verdict      {} (exit {}): {} (past {} and the base p99), {}, {}, {}, {}{one_sided}",
         match r["verdict"].as_str().unwrap_or("") {
             SAME_AS_FAR_AS_BOTH_GO => "same as far as both traces go",
             name => name,
         },
         u(&r["exit_code"]),
         plural(u(&s["slow_kernels"]), "slow kernel"),
-        ratio_text(r["max_slowdown"].as_f64().unwrap_or(0.0)),
+        ratio(r["max_slowdown"].as_f64().unwrap_or(0.0)),
         plural(u(&s["differing_outputs"]), "differing output"),
         plural(u(&s["changed_submissions"]), "changed outcome"),
         plural(u(&s["new_kernels"]), "new kernel"),

@@ -53,7 +53,7 @@ use crate::args::StatsArgs;
 use crate::failure::TraceError;
 use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
 use hrx_analysis::stats_follow::{FollowError, StatsTail, TailState};
-use hrx_analysis::units::{bandwidth, bytes, duration, plural};
+use hrx_analysis::units::{bandwidth, bytes, duration, plural, rate};
 use hrx_analysis::{KernelStats, ScanSummary, Stats, StatsVisitor, queue_name};
 use serde_json::{Value, json};
 use std::io::{self, Write};
@@ -101,7 +101,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         let (stats, summary) = tail.snapshot();
         let now = Instant::now();
         let records = tail.records();
-        let rate = last.map_or(0.0, |(then, before): (Instant, u64)| {
+        let per_s = last.map_or(0.0, |(then, before): (Instant, u64)| {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
@@ -109,7 +109,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         let mut out = io::stdout().lock();
         if args.json {
             let mut line = report;
-            line["live"] = json!({"records": records, "records_per_s": rate});
+            line["live"] = json!({"records": records, "records_per_s": per_s});
             serde_json::to_writer(&mut out, &line).map_err(io::Error::from)?;
             writeln!(out)?;
         } else {
@@ -119,8 +119,9 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             }
             writeln!(
                 out,
-                "live: {records} records, {rate:.0} records/s (refreshed each second until \
-                 the trace is closed; Ctrl-C stops)\n"
+                "live: {records} records, {} (refreshed each second until the trace is \
+                 closed; Ctrl-C stops)\n",
+                rate(per_s, "records")
             )?;
             write_text(&mut out, &report)?;
             writeln!(out)?;

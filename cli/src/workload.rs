@@ -341,7 +341,10 @@ fn execute(
                     Some(anyhow::Error::new(error).context("the workload failed")),
                 ),
                 (_, None, _) => (
-                    format!("ok: {done} at {:.1} frames/s", run.frames_per_second),
+                    format!(
+                        "ok: {done} at {}",
+                        hrx_analysis::units::rate(run.frames_per_second, "frames")
+                    ),
                     None,
                 ),
             };

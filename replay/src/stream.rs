@@ -581,8 +581,8 @@ pub(crate) fn replay_stream<R: Read>(
     }
     if chunker.blobs_evicted {
         chunker_notes.push(format!(
-            "the trace's blobs exceed {} MiB: contents a late chunk refers to may be missing (an unreplayable-trace error says so)",
-            crate::chunk::BLOB_CACHE_BYTES >> 20
+            "the trace's blobs exceed {}: contents a late chunk refers to may be missing (an unreplayable-trace error says so)",
+            hrx_analysis::units::bytes(crate::chunk::BLOB_CACHE_BYTES as u64)
         ));
     }
     if fold.chunks > 1 && options.per_op {

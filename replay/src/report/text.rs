@@ -92,7 +92,7 @@ impl Report {
             let _ = write!(out, ", tolerance {}", tolerance_text(t));
         }
         if let Some(m) = r.max_slowdown {
-            let _ = write!(out, ", max slowdown {m:.2}x");
+            let _ = write!(out, ", max slowdown {}", hrx_analysis::units::ratio(m));
         }
         out.push('\n');
         // Said before the verdict: times from another backend are no baseline.
@@ -459,7 +459,7 @@ pub(super) fn timing_cells(
             1 => "1 sample".to_string(),
             _ => format!("{}..{}", format_ns(s.p10_ns), format_ns(s.p90_ns)),
         }),
-        ratio.map_or("-".to_string(), |r| format!("{r:.2}x")),
+        ratio.map_or("-".to_string(), hrx_analysis::units::ratio),
         match (regression, clock) {
             (true, _) => "SLOW".to_string(),
             (false, Clock::Device) => "device".to_string(),

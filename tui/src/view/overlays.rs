@@ -172,15 +172,6 @@ fn key_hints(state: &ViewState, room: usize) -> String {
         .to_owned()
 }
 
-/// `850 records/s`, `12.4k records/s`, `3.10M records/s`.
-fn record_rate(per_s: f64) -> String {
-    match per_s {
-        r if r >= 1e6 => format!("{:.2}M records/s", r / 1e6),
-        r if r >= 1e4 => format!("{:.1}k records/s", r / 1e3),
-        r => format!("{:.0} records/s", r.max(0.0)),
-    }
-}
-
 pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let mut left: Vec<Text<'_>> = Vec::new();
     if state.searching || state.filtering() {
@@ -215,7 +206,7 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
         } else {
             format!(
                 "live · {} · {} ",
-                record_rate(live.records_per_s),
+                units::rate(live.records_per_s, "records"),
                 if live.following {
                     "following"
                 } else {
