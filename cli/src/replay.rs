@@ -132,6 +132,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             _ => None,
         };
         let lossy = matches!(&error, hrx_replay::ReplayError::RecordsLost { .. });
+        let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
         let error = error.to_string();
         // The replay errors about the trace itself open with what this line already says;
         // lost records are said first of all (`cannot be exact: N records lost ...`).
@@ -152,6 +153,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure.hint(format!(
                 "replay where {recorded} is (--backend {recorded}), or leave out \
                  --max-slowdown to compare statuses and outputs only"
+            ))
+        } else if incomplete {
+            failure.hint(format!(
+                "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \
+                 --submissions 1..N` keeps the submissions before it, which replay",
+                args.file.display()
             ))
         } else if lossy {
             failure.hint(

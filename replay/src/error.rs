@@ -42,6 +42,19 @@ pub enum ReplayError {
         /// What does not hold together without them, naming the record and ids involved.
         why: String,
     },
+    /// The file is damaged or cut short ([`hrx_capture::Recovery::is_complete`] is false),
+    /// and what it lacks leaves the rest inconsistent (a block with a `Submit` lost while a
+    /// later one names its submission).
+    #[error(
+        "the trace cannot be replayed: the trace is incomplete ({how}), and replay needs what \
+         it lacks: {why}"
+    )]
+    Incomplete {
+        /// How the file ends ([`hrx_capture::Recovery::end`]) and the submissions missing.
+        how: String,
+        /// What does not hold together, naming the record and ids involved.
+        why: String,
+    },
     /// A kernel has no code for the replay backend.
     #[error(
         "kernel {entry} (kernel {kernel} of runtime {runtime}) cannot be loaded on {backend}: {reason}"

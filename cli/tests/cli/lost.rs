@@ -131,6 +131,47 @@ fn every_verb_reports_lost_records() {
     assert!(!info.contains("lost"), "{info}");
 }
 
+/// A recording without a `Submit` (its submission's other records kept) and without a
+/// record of losses, as a damaged block leaves it: `replay` refuses naming the trace as
+/// incomplete first (it named only the inconsistency), as `info` warns of it.
+#[test]
+fn a_missing_submit_in_a_damaged_trace_is_named_as_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let submits: Vec<usize> = (0..trace.records.len())
+        .filter(|&i| matches!(trace.records[i], Record::Submit(_)))
+        .collect();
+    assert!(submits.len() >= 3, "{}", submits.len());
+    let gone = submits[submits.len() / 2];
+    let recorder =
+        Recorder::create(dir.path().join("gap.hrxt"), RecorderOptions::default()).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i == gone || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.close().unwrap();
+
+    let replay = run(dir.path(), &["replay", "gap.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stdout(&replay));
+    let err = stderr(&replay);
+    assert!(
+        err.starts_with(
+            "error: gap.hrxt: cannot replay: the trace is incomplete (closed, but damaged parts \
+             were skipped, 1 submission missing), and replay needs what it lacks: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhint: `hrx-trace info gap.hrxt` says what is missing"),
+        "{err}"
+    );
+    let info = stdout(&run(dir.path(), &["info", "gap.hrxt"]));
+    assert!(info.contains("are missing"), "{info}");
+}
+
 /// A lossy recording that lost a `Submit` (its submission's other records kept): `info`
 /// says the recorder lost records, not that damaged parts were skipped, and `replay`'s
 /// one error line says first that it cannot be exact and what was lost (it named only the
