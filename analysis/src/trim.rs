@@ -18,6 +18,11 @@
 //!   a [`BufferSnapshot`] with its contents when the range starts, and a [`TraceRange`]
 //!   naming the range and the source file, and, for a runtime that injects a fault, the
 //!   fault counted from the range's start (module `fault`).
+//! - The source's own snapshots (a range recording, an earlier trim) inside the range, kept
+//!   as they are, like its host writes there: a range starting at the source's first
+//!   submission has no submission before it to derive its state at, so the source's
+//!   snapshot is that state (dropping it left the range reading zeros, and failing replay).
+//!   Their bytes count as written where they are, as a host write's.
 //!
 //! # Read before written
 //!
@@ -160,6 +165,15 @@ impl TrimSummary {
 }
 
 type Key = (RuntimeId, BufferId);
+
+/// The source's snapshot records a runtime's range keeps.
+#[derive(Default)]
+struct Carried {
+    snapshots: u64,
+    snapshot_bytes: u64,
+    unknown_bytes: u64,
+    unknown_buffers: Vec<BufferId>,
+}
 
 /// Sorted, disjoint half-open byte ranges.
 #[derive(Clone, Debug, Default)]
@@ -484,6 +498,19 @@ pub fn trim<R: std::io::Read, W: Write>(
                         w.buffer,
                         w.offset,
                         w.offset.saturating_add(w.len_bytes),
+                    ));
+                }
+            }
+            // The source's own snapshot (a range recording, a trim): one inside the range
+            // is kept, and sets its bytes as a host write would.
+            Record::BufferSnapshot(snap) => {
+                let pass = passes.entry(snap.runtime).or_default();
+                if pass.before_ns.is_none_or(|(_, t)| snap.time_ns > t) {
+                    pass.writes.push((
+                        snap.time_ns,
+                        snap.buffer,
+                        snap.offset,
+                        snap.offset.saturating_add(snap.len_bytes),
                     ));
                 }
             }
@@ -821,6 +848,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             _ => return None,
         })
     };
+    let mut carried: BTreeMap<RuntimeId, Carried> = BTreeMap::new();
     let mut last_time = 0u64;
     for item in open()? {
         let (_, mut record) = item?;
@@ -830,7 +858,26 @@ pub fn trim<R: std::io::Read, W: Write>(
         let runtime = record.runtime();
         let window = runtime.and_then(|r| windows.get(&r));
         let keep = match &mut record {
-            Record::SessionEnd(_) | Record::TraceRange(_) | Record::BufferSnapshot(_) => false,
+            Record::SessionEnd(_) | Record::TraceRange(_) => false,
+            // The source's snapshot inside the range is the range's state as much as the
+            // one derived above (which covers only what precedes the range's window).
+            Record::BufferSnapshot(snap) => {
+                let keep = window.is_some_and(|w| w.holds_time(snap.time_ns));
+                if keep {
+                    let carried = carried.entry(snap.runtime).or_default();
+                    carried.snapshots += 1;
+                    match snap.contents {
+                        Payload::Omitted { .. } => {
+                            carried.unknown_bytes += snap.len_bytes;
+                            if !carried.unknown_buffers.contains(&snap.buffer) {
+                                carried.unknown_buffers.push(snap.buffer);
+                            }
+                        }
+                        _ => carried.snapshot_bytes += snap.len_bytes,
+                    }
+                }
+                keep
+            }
             Record::Blob(blob) => {
                 keep_blobs.contains(&blob.hash) && written_blobs.insert(blob.hash)
             }
@@ -869,7 +916,10 @@ pub fn trim<R: std::io::Read, W: Write>(
         }
         let opens = matches!(
             record,
-            Record::Submit(_) | Record::HostWrite(_) | Record::SubmitRefused(_)
+            Record::Submit(_)
+                | Record::HostWrite(_)
+                | Record::SubmitRefused(_)
+                | Record::BufferSnapshot(_)
         );
         if opens && let Some(runtime) = runtime {
             let time_ns = windows.get(&runtime).and_then(|w| w.after_ns).unwrap_or(0);
@@ -881,6 +931,17 @@ pub fn trim<R: std::io::Read, W: Write>(
     for runtime in runtimes {
         let time_ns = windows.get(&runtime).and_then(|w| w.after_ns).unwrap_or(0);
         open_range(&mut writer, runtime, time_ns, &mut written_blobs)?;
+    }
+    for (runtime, carried) in carried {
+        let trim = trims.get_mut(&runtime).expect("a trim per window");
+        trim.snapshots += carried.snapshots;
+        trim.snapshot_bytes += carried.snapshot_bytes;
+        trim.unknown_bytes += carried.unknown_bytes;
+        for buffer in carried.unknown_buffers {
+            if trim.unknown_buffers.len() < 8 && !trim.unknown_buffers.contains(&buffer) {
+                trim.unknown_buffers.push(buffer);
+            }
+        }
     }
     let records_out = writer.records() + 1;
     writer.write(&Record::SessionEnd(SessionEnd {
@@ -917,6 +978,9 @@ fn referenced_blobs<R: std::io::Read>(
             }
             Record::OutputDigest(d) if window.is_some_and(|w| w.holds(d.submission)) => {
                 blob_of(&d.contents)
+            }
+            Record::BufferSnapshot(snap) if window.is_some_and(|w| w.holds_time(snap.time_ns)) => {
+                blob_of(&snap.contents)
             }
             _ => None,
         };

@@ -325,3 +325,40 @@ fn the_last_region_of_a_submission_decides_whatever_the_file_order() {
     let (summary, _) = snapshots(&bytes, after_one);
     assert_eq!(summary.unknown_bytes(), 0);
 }
+
+/// A trim of a trim that starts at its first submission: no submission precedes the range
+/// to derive its state at, so the source's snapshot is the state, and it is kept (it was
+/// dropped: the range read zeros and its replay failed). Likewise a trim of that ending
+/// earlier, and one starting later, which derives it from the source's snapshot.
+#[test]
+fn a_trim_of_a_trim_keeps_the_snapshot_it_starts_from() {
+    let (a, b) = ([1u8; 16], [2u8; 16]);
+    let bytes = trace(&[Some(a), Some(b), Some(a), None, None]);
+    let start_at = |start, end| Selection::Submissions { start, end };
+    let open = || TraceReader::new(&bytes[..]);
+    let (_, first) = trim(open, start_at(4, None), "t.hrxt", Vec::new()).unwrap();
+    for (selection, kept) in [
+        (start_at(4, None), (4, 6)),
+        (start_at(4, Some(5)), (4, 5)),
+        (start_at(5, None), (5, 6)),
+        (
+            Selection::Time {
+                start_ns: 0,
+                end_ns: None,
+            },
+            (4, 6),
+        ),
+    ] {
+        let (summary, snaps) = snapshots(&first, selection);
+        let r = &summary.runtimes[0];
+        assert_eq!((r.start, r.end), kept, "{selection:?}");
+        assert_eq!(summary.unknown_bytes(), 0, "{selection:?}");
+        assert_eq!(snaps.len(), 1, "{selection:?}: {snaps:?}");
+        assert_eq!(
+            snaps[0].contents,
+            Payload::Inline(a.to_vec()),
+            "{selection:?}"
+        );
+        assert_eq!((r.snapshots, r.snapshot_bytes), (1, 16), "{selection:?}");
+    }
+}

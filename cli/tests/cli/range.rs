@@ -533,3 +533,52 @@ fn info_of_a_trim_gives_the_kept_range_time_span() {
         "{text}"
     );
 }
+
+/// A trim that starts at its source's first submission, of a range recording and of a trim
+/// (by submissions and by time): no submission precedes the range there to derive its
+/// state at, so the source's snapshot (A's pattern, written before the range opened) is
+/// the state, and is kept. It was dropped ("snapshot of 0 ranges", no warning): the copies
+/// replayed other bytes and the replay was a regression, 0 of 2 outputs matching.
+#[test]
+fn a_trim_from_the_first_submission_of_a_range_or_a_trim_keeps_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    record_ranged(dir.path(), "whole.hrxt", &[], &["12"]);
+    let whole = replayed_outputs(dir.path(), "whole.hrxt");
+    record_ranged(
+        dir.path(),
+        "r.hrxt",
+        &["--capture-range", "submissions:5..10"],
+        &["12"],
+    );
+    // (source, output, selection, submissions kept)
+    let cases: [(&str, &str, [&str; 2], std::ops::Range<u64>); 5] = [
+        ("r.hrxt", "q.hrxt", ["--submissions", "5..7"], 5..7),
+        ("r.hrxt", "late.hrxt", ["--submissions", "6..8"], 6..8),
+        ("q.hrxt", "qq.hrxt", ["--submissions", "5..6"], 5..6),
+        ("q.hrxt", "qt.hrxt", ["--time", "0..1000s"], 5..7),
+        ("qq.hrxt", "qqq.hrxt", ["--submissions", "5.."], 5..6),
+    ];
+    for (from, to, selection, kept) in cases {
+        let trim = run(
+            dir.path(),
+            &["trim", from, "-o", to, selection[0], selection[1]],
+        );
+        assert_eq!(code(&trim), 0, "{to}: {}", stderr(&trim));
+        assert_eq!(stderr(&trim), "", "{to}");
+        let printed = stdout(&trim);
+        let summary = field(&printed, "runtime");
+        assert!(
+            summary.starts_with(&format!("1: submissions {}..{}", kept.start, kept.end))
+                && !summary.contains("snapshot of 0 ranges"),
+            "{to}: {summary}"
+        );
+        let trimmed = replayed_outputs(dir.path(), to);
+        let expected: BTreeMap<_, _> = whole
+            .iter()
+            .filter(|((sub, ..), _)| kept.contains(sub))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(expected.len(), kept.clone().count(), "{to}");
+        assert_eq!(trimmed, expected, "{to}");
+    }
+}
