@@ -390,18 +390,30 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
     refuse_overwrite(path, "an hrx trace", |head| {
         head.starts_with(MAGIC) || MAGIC.starts_with(head)
     })?;
+    // Probed now, so that a second recording into the same file is refused before its
+    // program runs.
+    refuse_live(path, "the trace")
+}
+
+/// Refuses an output that a recorder is writing now: the recorder holds an exclusive lock
+/// on its file ([`hrx_capture::Recorder`] takes it before writing anything), so a file
+/// whose lock is taken is a live recording, which writing `path` (or renaming a file over
+/// it) would destroy. `what` names what was to be written there (`the trace`, `the trimmed
+/// trace`). Every verb writing a trace file checks this.
+///
+/// # Errors
+///
+/// A one-line [`Failure`] with a hint when another process holds the lock.
+pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     if let Ok(file) = std::fs::File::open(path)
         && path.is_file()
+        && let Err(std::fs::TryLockError::WouldBlock) = file.try_lock()
     {
-        // The recorder holds an exclusive lock on the file it writes: probe it now, so that
-        // a second recording into the same file is refused before its program runs.
-        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
-            return Err(Failure::new(format!(
-                "cannot write the trace to {}: another recorder is writing it",
-                path.display()
-            ))
-            .hint("choose another -o file, or wait for that recording to end"));
-        }
+        return Err(Failure::new(format!(
+            "cannot write {what} to {}: another recorder is writing it",
+            path.display()
+        ))
+        .hint("choose another -o file, or wait for that recording to end"));
     }
     Ok(())
 }

@@ -51,6 +51,9 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         head.starts_with(&hrx_capture::format::MAGIC)
             || hrx_capture::format::MAGIC.starts_with(head)
     })?;
+    // A trace being recorded is one too: renaming the trim over it would unlink the file
+    // the recorder writes, and its recording would be lost.
+    crate::record::refuse_live(&args.output, "the trimmed trace")?;
     let read_error = |error| TraceError {
         path: args.file.clone(),
         error,
@@ -84,9 +87,19 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     let finish = out
         .into_inner()
         .map_err(|e| e.into_error())
-        .and_then(|f| f.sync_all())
-        .and_then(|()| std::fs::rename(&partial, &args.output));
+        .and_then(|f| f.sync_all());
     if let Err(error) = finish {
+        let _ = std::fs::remove_file(&partial);
+        return Err(
+            Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
+        );
+    }
+    // Again, as late as can be: a recording may have started there while trimming.
+    if let Err(live) = crate::record::refuse_live(&args.output, "the trimmed trace") {
+        let _ = std::fs::remove_file(&partial);
+        return Err(live.into());
+    }
+    if let Err(error) = std::fs::rename(&partial, &args.output) {
         let _ = std::fs::remove_file(&partial);
         return Err(
             Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),

@@ -582,3 +582,36 @@ fn a_trim_from_the_first_submission_of_a_range_or_a_trim_keeps_its_snapshot() {
         assert_eq!(trimmed, expected, "{to}");
     }
 }
+
+/// `trim -o` naming a trace that a recorder is writing is refused, as `record -o` refuses
+/// it (the same check of the recorder's file lock): it renamed the trim over the file, and
+/// the recording went on into an unlinked file and was lost.
+#[test]
+fn trim_refuses_an_output_a_recorder_is_writing() {
+    use hrx_capture::{Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    crate::util::record_hazards(dir.path(), "p.hrxt");
+    let live = dir.path().join("live.hrxt");
+    let recorder = Recorder::create(&live, RecorderOptions::default()).unwrap();
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = inode(&live);
+    let trim = run(
+        dir.path(),
+        &["trim", "p.hrxt", "-o", "live.hrxt", "--submissions", "1..2"],
+    );
+    assert_error(
+        &trim,
+        "cannot write the trimmed trace to live.hrxt: another recorder is writing it",
+    );
+    assert_eq!(inode(&live), before, "the recorder's file was replaced");
+    assert!(!dir.path().join("live.hrxt.partial").exists());
+    recorder.close().unwrap();
+    // The recording is whole, and once it is closed the file may be trimmed into.
+    let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
+    assert!(field(&info, "closed").starts_with("cleanly"), "{info}");
+    let trim = run(
+        dir.path(),
+        &["trim", "p.hrxt", "-o", "live.hrxt", "--submissions", "1..2"],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+}
