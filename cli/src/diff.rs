@@ -39,7 +39,9 @@
 //!   without a recorded outcome on either side (a trace cut short) is counted as unknown,
 //!   not compared.
 //!
-//! The verdict is `hrx_analysis::compare::Verdict::of` its counts (below).
+//! The verdict is `hrx_analysis::compare::Verdict::of` its counts (below). The comparison
+//! (the kernel rule, the regions' pairing, the counts and reasons) is hrx-analysis's
+//! (`hrx_analysis::diff::compare`); this verb reads the traces, and prints.
 //!
 //! # Verdict
 //!
@@ -107,9 +109,10 @@ use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
 use hrx_analysis::KernelStats;
-use hrx_analysis::compare::Verdict;
-use hrx_analysis::diff::{DiffError, Matched, Place, Profile, UNKNOWN_GRAPH};
-use hrx_analysis::matching::{Paired, pair};
+use hrx_analysis::diff::{
+    Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
+    UNKNOWN_GRAPH, compare,
+};
 use hrx_analysis::scan::Outcome;
 use hrx_analysis::units::{duration, plural, ratio};
 use serde_json::{Value, json};
@@ -145,9 +148,6 @@ fn kernel_json(k: &KernelStats) -> Value {
     })
 }
 
-/// Growth below this many ns is never a slowdown (timer and scheduling noise).
-pub const NOISE_FLOOR_NS: u64 = 50_000;
-
 /// Runs `diff`; exit 0 no regression, 1 a regression.
 ///
 /// # Errors
@@ -181,7 +181,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             },
         },
     )?;
-    let mut report = compare(&args, &base, &new, &matched, args.max_slowdown);
+    let comparison = compare(&base, &new, &matched, args.max_slowdown);
+    let mut report = report(&args, &comparison, &matched);
     report["graphs_matched_by_structure"] = reordered.into();
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate).
@@ -203,60 +204,10 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
 }
 
-/// Whether the trace was read whole (closed cleanly, nothing skipped) and lost no records
-/// while recording.
-fn complete(profile: &Profile) -> bool {
-    profile
-        .recovery
-        .as_ref()
-        .is_none_or(|r| r.is_complete() && r.lost.is_none())
-}
-
-/// Records the trace lost while recording.
-fn lost(profile: &Profile) -> u64 {
-    profile.recovery.as_ref().map_or(0, |r| r.lost.total)
-}
-
 /// A rank (0-based) as the JSON numbers it: from 1, as every other verb numbers runtimes
 /// and prepared graphs (`rt=1 prepared=1` in `dump`).
 fn from_one(rank: u64) -> u64 {
     rank.saturating_add(1)
-}
-
-/// The verdict (JSON `verdict`) when nothing differs in what both traces hold but one of
-/// them is incomplete (damaged, cut short, or it lost records): not `same`.
-const SAME_AS_FAR_AS_BOTH_GO: &str = "same_as_far_as_both_go";
-
-/// Whether `new` is slower than `base` past `ratio` and beyond the spread.
-pub fn is_slow(base: &KernelStats, new: &KernelStats, ratio: f64) -> bool {
-    new.p50_ns as f64 > ratio * base.p50_ns as f64
-        && new.p50_ns > base.p99_ns
-        && new.p50_ns.saturating_sub(base.p50_ns) > NOISE_FLOOR_NS
-}
-
-/// The recorded command line as compared (see the module docs): the program's file name,
-/// then its arguments without the trace's own name. `None` without a session record.
-fn arguments(profile: &Profile) -> Option<Vec<String>> {
-    let args = &profile.session.as_ref()?.args;
-    let mut out = Vec::with_capacity(args.len());
-    let mut rest = args.iter();
-    if let Some(program) = rest.next() {
-        let name = Path::new(program)
-            .file_name()
-            .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-        out.push(name);
-    }
-    while let Some(a) = rest.next() {
-        match a.as_str() {
-            "-o" | "--output" => {
-                rest.next();
-                out.push(format!("{a} …"));
-            }
-            _ if a.starts_with("--output=") => out.push("--output=…".to_owned()),
-            _ => out.push(a.clone()),
-        }
-    }
-    Some(out)
 }
 
 /// The name of an outcome, as the timeline names a submission's status.
@@ -268,68 +219,39 @@ fn outcome_name(outcome: Outcome) -> &'static str {
     }
 }
 
-fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f64) -> Value {
-    // Kernels by label and regions by rank: the one rule of `diff` and `replay`
-    // (`hrx_analysis::matching`).
-    let mut kernels = Vec::new();
-    let (mut slow, mut added, mut missing) = (0, 0, 0);
-    for (name, paired) in pair(base.kernels.clone(), new.kernels.clone()) {
-        let entry = match paired {
-            Paired::Both(bk, nk) => {
-                let is_slow = is_slow(&bk, &nk, ratio);
-                slow += usize::from(is_slow);
-                let r = (bk.p50_ns > 0).then(|| nk.p50_ns as f64 / bk.p50_ns as f64);
-                json!({
-                    "name": name, "status": "matched", "base": kernel_json(&bk),
-                    "new": kernel_json(&nk), "ratio": r,
-                    "delta_ns": nk.p50_ns as i64 - bk.p50_ns as i64, "slow": is_slow,
-                })
-            }
-            Paired::Base(bk) => {
-                missing += 1;
-                json!({"name": name, "status": "missing", "base": kernel_json(&bk),
-                       "new": null, "ratio": null, "delta_ns": null, "slow": false})
-            }
-            Paired::New(nk) => {
-                added += 1;
-                json!({"name": name, "status": "new", "base": null, "new": kernel_json(&nk),
-                       "ratio": null, "delta_ns": null, "slow": false})
-            }
-        };
-        kernels.push(entry);
-    }
-
-    let mut relabelled = Vec::new();
-    let mut times = Vec::new();
-    let (mut matched, mut only_base, mut only_new) = (0, 0, 0);
-    for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
-        let ((label, mut d), (new_label, mut nd)) = match paired {
-            Paired::Both(b, n) => (b, n),
-            Paired::Base(_) => {
-                only_base += 1;
-                continue;
-            }
-            Paired::New(_) => {
-                only_new += 1;
-                continue;
-            }
-        };
-        matched += 1;
-        if label != new_label {
-            relabelled.push(json!({"runtime": from_one(key.runtime.into()),
-                                   "prepared": from_one(key.prepared),
-                                   "region": key.region, "base": label, "new": new_label}));
-            continue;
-        }
-        if d.count() == 0 || nd.count() == 0 {
-            continue;
-        }
-        let (bp, np) = (d.percentile(50.0), nd.percentile(50.0));
-        times.push(json!({"runtime": from_one(key.runtime.into()),
-            "prepared": from_one(key.prepared), "region": key.region, "label": label, "base_p50_ns": bp, "new_p50_ns": np,
-            "ratio": (bp > 0).then(|| np as f64 / bp as f64)}));
-    }
-
+/// The report (`--json`'s layout, see the module docs) of hrx-analysis's comparison `c`
+/// and second pass `m`.
+fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
+    let kernels: Vec<Value> = c
+        .kernels
+        .iter()
+        .map(|k| {
+            json!({
+                "name": k.name, "status": k.status(),
+                "base": k.base.as_ref().map(kernel_json), "new": k.new.as_ref().map(kernel_json),
+                "ratio": k.ratio(), "delta_ns": k.delta_ns(), "slow": k.slow,
+            })
+        })
+        .collect();
+    let relabelled: Vec<Value> = c
+        .regions
+        .relabelled
+        .iter()
+        .map(|r| {
+            json!({"runtime": from_one(r.key.runtime.into()), "prepared": from_one(r.key.prepared),
+                   "region": r.key.region, "base": r.base, "new": r.new})
+        })
+        .collect();
+    let times: Vec<Value> = c
+        .regions
+        .times
+        .iter()
+        .map(|t| {
+            json!({"runtime": from_one(t.key.runtime.into()),
+                "prepared": from_one(t.key.prepared), "region": t.key.region, "label": t.label,
+                "base_p50_ns": t.base_p50_ns, "new_p50_ns": t.new_p50_ns, "ratio": t.ratio()})
+        })
+        .collect();
     let differing: Vec<Value> = m
         .differing
         .iter()
@@ -361,108 +283,21 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
                    "base": outcome_name(c.base), "new": outcome_name(c.new)})
         })
         .collect();
-    let (outcomes_compared, outcomes_unknown) = (m.outcomes_compared, m.outcomes_unknown);
-    // A trace that holds no submission beside one that holds some: the program did none
-    // of its work (it stopped before its first submit), whatever else matches.
-    let held = |p: &Profile| p.submissions > 0;
-    let empty_side = match (held(base), held(new)) {
-        (true, false) => Some("new"),
-        (false, true) => Some("base"),
-        _ => None,
-    };
-    let regression =
-        slow > 0 || !differing.is_empty() || !changed.is_empty() || empty_side.is_some();
     let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);
     let [subs_only_base, subs_only_new] = m.submissions_one_sided.map(|n| n as usize);
-    let one_sided = only_base
-        + only_new
-        + subs_only_base
-        + subs_only_new
-        + relabelled.len()
-        + added
-        + missing
-        + outputs_only_base
-        + outputs_only_new;
-    let verdict = Verdict::of(
-        slow + differing.len() + changed.len() + usize::from(empty_side.is_some()),
-        one_sided,
-    );
-    debug_assert_eq!(regression, verdict == Verdict::Regression);
-    let (base_args, new_args) = (arguments(base), arguments(new));
-    // What decided the verdict, in words, from the counts above.
-    let mut reasons = Vec::new();
-    if let Some(side) = empty_side {
-        let other = if side == "new" { base } else { new };
-        reasons.push(format!(
-            "{side} holds no submission ({} in the other trace): it did none of the work",
-            other.submissions
-        ));
-    }
-    for (n, what) in [
-        (slow, "slow kernel"),
-        (differing.len(), "differing output"),
-        (changed.len(), "changed outcome"),
-    ] {
-        if n > 0 {
-            reasons.push(plural(n as u64, what));
-        }
-    }
-    if !regression && one_sided > 0 {
-        reasons.push(format!(
-            "{} in one trace only or relabelled",
-            plural(one_sided as u64, "item")
-        ));
-    }
-    let past_window = m.unmatched_past_window.iter().sum::<u64>();
-    if past_window > 0 {
-        reasons.push(format!(
-            "{} left the streaming match window unmatched (the submission sequences differ)",
-            plural(past_window, "item")
-        ));
-    }
-    if base_args != new_args {
-        reasons.push("the recordings' arguments differ".to_owned());
-    }
-    // A damaged or cut-short side is compared on what was recovered: nothing in what both
-    // hold differs, but that is not "same" (exit 0 still: nothing regressed, as for
-    // "different").
-    let incomplete: Vec<String> = [("base", base), ("new", new)]
-        .into_iter()
-        .filter(|(_, p)| !complete(p))
-        .map(|(side, p)| {
-            let how = p.recovery.as_ref().map_or("", |r| {
-                if r.is_complete() {
-                    "the recorder lost records"
-                } else {
-                    r.end()
-                }
-            });
-            format!("{side} is incomplete ({how})")
-        })
-        .collect();
-    if !incomplete.is_empty() {
-        reasons.push(format!(
-            "{}: only what was recovered is compared",
-            incomplete.join(", ")
-        ));
-    }
-    let verdict_name = if verdict == Verdict::Same && !incomplete.is_empty() {
-        SAME_AS_FAR_AS_BOTH_GO
-    } else {
-        verdict.name()
-    };
+    let [base_args, new_args] = &c.arguments;
     json!({
         "base": args.base.display().to_string(),
         "new": args.new.display().to_string(),
-        "max_slowdown": ratio,
+        "max_slowdown": args.max_slowdown,
         "noise_floor_ns": NOISE_FLOOR_NS,
-        "verdict": verdict_name,
-        "reasons": reasons,
-        "arguments": {"base": base_args, "new": new_args, "differ": base_args != new_args},
+        "verdict": c.verdict_name(),
+        "reasons": c.reasons,
+        "arguments": {"base": base_args, "new": new_args, "differ": c.arguments_differ()},
         // Whether each trace was read whole; a damaged or cut-short one is compared on what
         // was recovered (standard error warns), which can leave most of it unmatched.
-        "complete": {"base": complete(base), "new": complete(new)},
-        "records_lost": {"base": lost(base), "new": lost(new)},
+        "complete": {"base": c.complete[0], "new": c.complete[1]},
+        "records_lost": {"base": c.records_lost[0], "new": c.records_lost[1]},
         // What the streamed match could not pair (see `hrx_analysis::diff`); zero when both
         // traces have the same submission sequence.
         "streaming": {
@@ -470,18 +305,19 @@ fn compare(args: &DiffArgs, base: &Profile, new: &Profile, m: &Matched, ratio: f
                                       "new": m.unmatched_past_window[1]},
             "late_records": {"base": m.late_records[0], "new": m.late_records[1]},
         },
-        "exit_code": verdict.exit_code(),
+        "exit_code": c.verdict.exit_code(),
         "summary": {
-            "slow_kernels": slow, "new_kernels": added, "missing_kernels": missing,
+            "slow_kernels": c.slow_kernels, "new_kernels": c.new_kernels,
+            "missing_kernels": c.missing_kernels,
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
-            "one_sided": one_sided, "empty_side": empty_side,
+            "one_sided": c.one_sided, "empty_side": c.empty_side.map(Side::name),
         },
-        "submissions": {"compared": outcomes_compared, "unknown": outcomes_unknown,
+        "submissions": {"compared": m.outcomes_compared, "unknown": m.outcomes_unknown,
                         "only_base": subs_only_base, "only_new": subs_only_new,
                         "changed": changed},
         "kernels": kernels,
-        "regions": {"matched": matched, "only_base": only_base, "only_new": only_new,
-                    "relabelled": relabelled, "times": times},
+        "regions": {"matched": c.regions.matched, "only_base": c.regions.only_base,
+                    "only_new": c.regions.only_new, "relabelled": relabelled, "times": times},
         "outputs": {
             "compared": compared, "identical": identical,
             "only_base": outputs_only_base,

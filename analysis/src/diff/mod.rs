@@ -41,16 +41,23 @@
 //! - `window`: the match windows of keys waiting for the other side, and their merge.
 //! - `stream`: the second pass of both traces, each on a thread, walked in step
 //!   ([`match_streams`], [`match_files`]).
+//! - `verdict`: what the passes conclude: kernels judged by the one kernel rule
+//!   ([`is_slow`]), regions paired, the verdict's counts and reasons ([`compare`]).
 
 mod align;
 mod profile;
 mod side;
 mod stream;
+mod verdict;
 mod window;
 
 pub use align::align;
 pub use profile::{Profile, profile, profile_records};
 pub use stream::{match_files, match_streams};
+pub use verdict::{
+    Comparison, KernelRow, NOISE_FLOOR_NS, RegionTimes, Regions, Relabelled,
+    SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
+};
 
 use crate::scan::Outcome;
 use hrx_capture::ReadError;

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// A pipeline trace of `submissions` with one digest of buffer 4 after each completion
 /// (`flip`: submissions whose digest differs; `failed`: one whose outcome is failed).
-fn trace(submissions: u64, flip: &[u64], failed: Option<u64>) -> Vec<Record> {
+pub(super) fn trace(submissions: u64, flip: &[u64], failed: Option<u64>) -> Vec<Record> {
     let spec = PipelineSpec {
         submissions,
         ..PipelineSpec::ops(0)
@@ -41,7 +41,7 @@ fn trace(submissions: u64, flip: &[u64], failed: Option<u64>) -> Vec<Record> {
     out
 }
 
-fn matched(base: &[Record], new: &[Record]) -> Matched {
+pub(super) fn matched(base: &[Record], new: &[Record]) -> Matched {
     matched_within(base, new, MATCH_WINDOW)
 }
 

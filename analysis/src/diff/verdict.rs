@@ -1,0 +1,532 @@
+//! What `diff` makes of its two passes ([`compare`]): kernels paired by name and judged by
+//! the one kernel rule ([`is_slow`]), regions paired by [`RegionKey`] (matched, one-sided,
+//! relabelled, their medians), the counts its [`Verdict::of`] reads, and the reasons it
+//! gives in words. Outputs and outcomes are the second pass's ([`Matched`]).
+//!
+//! # The kernel rule
+//!
+//! A kernel is **slow** when all three hold: its median grew by more than the allowed
+//! ratio (`new.p50 > R × base.p50`); the growth is beyond the base's spread (`new.p50 >
+//! base.p99`: most new runs are slower than almost every base run, so one-off outliers on
+//! a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
+//! scheduling noise of microsecond kernels).
+//!
+//! # The verdict's inputs
+//!
+//! Regressions: slow kernels, differing outputs, changed outcomes, and a side that holds
+//! no submission beside one that holds some (the program did none of its work). One-sided:
+//! regions, outputs and submissions in one trace only, relabelled regions, new and missing
+//! kernels. The reasons say what decided the verdict from the same counts, that the
+//! recordings' arguments differ where they do ([`arguments`]), and which trace was not
+//! read whole: *same* of such a trace is [`SAME_AS_FAR_AS_BOTH_GO`].
+
+use super::{Matched, Profile};
+use crate::compare::Verdict;
+use crate::matching::{Paired, RegionKey, pair};
+use crate::stats::KernelStats;
+use crate::units::plural;
+use std::path::Path;
+
+/// Growth below this many ns is never a slowdown (timer and scheduling noise).
+pub const NOISE_FLOOR_NS: u64 = 50_000;
+
+/// Whether `new` is slower than `base` past `max_slowdown` and beyond the spread (the
+/// kernel rule, see the module docs).
+pub fn is_slow(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> bool {
+    new.p50_ns as f64 > max_slowdown * base.p50_ns as f64
+        && new.p50_ns > base.p99_ns
+        && new.p50_ns.saturating_sub(base.p50_ns) > NOISE_FLOOR_NS
+}
+
+/// One of the two traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The base trace.
+    Base,
+    /// The new trace.
+    New,
+}
+
+impl Side {
+    /// `base` or `new`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::New => "new",
+        }
+    }
+}
+
+/// A kernel (region label) of either trace, paired by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelRow {
+    /// Its name.
+    pub name: String,
+    /// Its statistics in the base trace, if it ran there.
+    pub base: Option<KernelStats>,
+    /// In the new trace.
+    pub new: Option<KernelStats>,
+    /// Whether it is slow by the kernel rule (only a kernel of both traces can be).
+    pub slow: bool,
+}
+
+impl KernelRow {
+    /// `matched`, `missing` (base only) or `new` (new only).
+    pub fn status(&self) -> &'static str {
+        match (&self.base, &self.new) {
+            (Some(_), None) => "missing",
+            (None, Some(_)) => "new",
+            _ => "matched",
+        }
+    }
+
+    /// The new median over the base's, for a kernel of both traces with a base median.
+    pub fn ratio(&self) -> Option<f64> {
+        let (b, n) = (self.base.as_ref()?, self.new.as_ref()?);
+        (b.p50_ns > 0).then(|| n.p50_ns as f64 / b.p50_ns as f64)
+    }
+
+    /// The new median minus the base's, for a kernel of both traces.
+    pub fn delta_ns(&self) -> Option<i64> {
+        let (b, n) = (self.base.as_ref()?, self.new.as_ref()?);
+        Some(n.p50_ns as i64 - b.p50_ns as i64)
+    }
+}
+
+/// A matched region whose label changed (the graph was built differently).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relabelled {
+    /// The region.
+    pub key: RegionKey,
+    /// Its label in the base trace.
+    pub base: String,
+    /// In the new trace.
+    pub new: String,
+}
+
+/// The medians of a matched region timed on both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionTimes {
+    /// The region.
+    pub key: RegionKey,
+    /// Its label.
+    pub label: String,
+    /// Its median duration in the base trace.
+    pub base_p50_ns: u64,
+    /// In the new trace.
+    pub new_p50_ns: u64,
+}
+
+impl RegionTimes {
+    /// The new median over the base's, where the base's is not 0.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.base_p50_ns > 0).then(|| self.new_p50_ns as f64 / self.base_p50_ns as f64)
+    }
+}
+
+/// Regions paired by [`RegionKey`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Regions {
+    /// Regions of both traces (relabelled ones included).
+    pub matched: usize,
+    /// Regions only in base.
+    pub only_base: usize,
+    /// Regions only in new.
+    pub only_new: usize,
+    /// Matched regions whose label changed.
+    pub relabelled: Vec<Relabelled>,
+    /// Matched regions with their label, timed on both sides.
+    pub times: Vec<RegionTimes>,
+}
+
+/// What `diff` concludes from its two passes (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Every kernel of either trace, by name.
+    pub kernels: Vec<KernelRow>,
+    /// Regions paired by key.
+    pub regions: Regions,
+    /// Slow kernels.
+    pub slow_kernels: usize,
+    /// Kernels only in new.
+    pub new_kernels: usize,
+    /// Kernels only in base.
+    pub missing_kernels: usize,
+    /// Items in one trace only or relabelled (see the module docs).
+    pub one_sided: usize,
+    /// The trace that holds no submission while the other holds some.
+    pub empty_side: Option<Side>,
+    /// The verdict of the counts.
+    pub verdict: Verdict,
+    /// What decided the verdict, in words.
+    pub reasons: Vec<String>,
+    /// Each trace's recorded command line as compared ([`arguments`]).
+    pub arguments: [Option<Vec<String>>; 2],
+    /// Whether each trace was read whole and lost no records while recording.
+    pub complete: [bool; 2],
+    /// Records each trace lost while recording.
+    pub records_lost: [u64; 2],
+}
+
+/// The verdict's name when nothing differs in what both traces hold but one of them is
+/// incomplete (damaged, cut short, or it lost records): not `same`.
+pub const SAME_AS_FAR_AS_BOTH_GO: &str = "same_as_far_as_both_go";
+
+impl Comparison {
+    /// The verdict's name: [`Verdict::name`], or [`SAME_AS_FAR_AS_BOTH_GO`] for a *same*
+    /// verdict of traces not both read whole.
+    pub fn verdict_name(&self) -> &'static str {
+        if self.verdict == Verdict::Same && self.complete != [true; 2] {
+            SAME_AS_FAR_AS_BOTH_GO
+        } else {
+            self.verdict.name()
+        }
+    }
+
+    /// Whether the recordings' arguments differ.
+    pub fn arguments_differ(&self) -> bool {
+        self.arguments[0] != self.arguments[1]
+    }
+}
+
+/// Compares two traces from their first passes and their second pass (see the module docs);
+/// `max_slowdown` is the kernel rule's ratio.
+pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) -> Comparison {
+    // Kernels by label and regions by rank: the one rule of `diff` and `replay`
+    // (`crate::matching`).
+    let mut kernels = Vec::new();
+    let (mut slow, mut added, mut missing) = (0, 0, 0);
+    for (name, paired) in pair(base.kernels.clone(), new.kernels.clone()) {
+        let row = match paired {
+            Paired::Both(b, n) => {
+                let is_slow = is_slow(&b, &n, max_slowdown);
+                slow += usize::from(is_slow);
+                KernelRow {
+                    name,
+                    base: Some(b),
+                    new: Some(n),
+                    slow: is_slow,
+                }
+            }
+            Paired::Base(b) => {
+                missing += 1;
+                KernelRow {
+                    name,
+                    base: Some(b),
+                    new: None,
+                    slow: false,
+                }
+            }
+            Paired::New(n) => {
+                added += 1;
+                KernelRow {
+                    name,
+                    base: None,
+                    new: Some(n),
+                    slow: false,
+                }
+            }
+        };
+        kernels.push(row);
+    }
+
+    let mut regions = Regions::default();
+    for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
+        let ((label, mut d), (new_label, mut nd)) = match paired {
+            Paired::Both(b, n) => (b, n),
+            Paired::Base(_) => {
+                regions.only_base += 1;
+                continue;
+            }
+            Paired::New(_) => {
+                regions.only_new += 1;
+                continue;
+            }
+        };
+        regions.matched += 1;
+        if label != new_label {
+            regions.relabelled.push(Relabelled {
+                key,
+                base: label,
+                new: new_label,
+            });
+            continue;
+        }
+        if d.count() == 0 || nd.count() == 0 {
+            continue;
+        }
+        regions.times.push(RegionTimes {
+            key,
+            label,
+            base_p50_ns: d.percentile(50.0),
+            new_p50_ns: nd.percentile(50.0),
+        });
+    }
+
+    let (differing, changed) = (m.differing.len(), m.changed.len());
+    // A trace that holds no submission beside one that holds some: the program did none
+    // of its work (it stopped before its first submit), whatever else matches.
+    let empty_side = match (base.submissions > 0, new.submissions > 0) {
+        (true, false) => Some(Side::New),
+        (false, true) => Some(Side::Base),
+        _ => None,
+    };
+    let regression = slow > 0 || differing > 0 || changed > 0 || empty_side.is_some();
+    let one_sided = regions.only_base
+        + regions.only_new
+        + m.submissions_one_sided.iter().sum::<u64>() as usize
+        + regions.relabelled.len()
+        + added
+        + missing
+        + m.outputs_one_sided.iter().sum::<u64>() as usize;
+    let verdict = Verdict::of(
+        slow + differing + changed + usize::from(empty_side.is_some()),
+        one_sided,
+    );
+    debug_assert_eq!(regression, verdict == Verdict::Regression);
+    let arguments = [arguments(base), arguments(new)];
+    // What decided the verdict, in words, from the counts above.
+    let mut reasons = Vec::new();
+    if let Some(side) = empty_side {
+        let other = if side == Side::New { base } else { new };
+        reasons.push(format!(
+            "{} holds no submission ({} in the other trace): it did none of the work",
+            side.name(),
+            other.submissions
+        ));
+    }
+    for (n, what) in [
+        (slow, "slow kernel"),
+        (differing, "differing output"),
+        (changed, "changed outcome"),
+    ] {
+        if n > 0 {
+            reasons.push(plural(n as u64, what));
+        }
+    }
+    if !regression && one_sided > 0 {
+        reasons.push(format!(
+            "{} in one trace only or relabelled",
+            plural(one_sided as u64, "item")
+        ));
+    }
+    let past_window = m.unmatched_past_window.iter().sum::<u64>();
+    if past_window > 0 {
+        reasons.push(format!(
+            "{} left the streaming match window unmatched (the submission sequences differ)",
+            plural(past_window, "item")
+        ));
+    }
+    if arguments[0] != arguments[1] {
+        reasons.push("the recordings' arguments differ".to_owned());
+    }
+    // A damaged or cut-short side is compared on what was recovered: nothing in what both
+    // hold differs, but that is not "same" (exit 0 still: nothing regressed, as for
+    // "different").
+    let incomplete: Vec<String> = [(Side::Base, base), (Side::New, new)]
+        .into_iter()
+        .filter(|(_, p)| !complete(p))
+        .map(|(side, p)| {
+            let how = p.recovery.as_ref().map_or("", |r| {
+                if r.is_complete() {
+                    "the recorder lost records"
+                } else {
+                    r.end()
+                }
+            });
+            format!("{} is incomplete ({how})", side.name())
+        })
+        .collect();
+    if !incomplete.is_empty() {
+        reasons.push(format!(
+            "{}: only what was recovered is compared",
+            incomplete.join(", ")
+        ));
+    }
+    Comparison {
+        kernels,
+        regions,
+        slow_kernels: slow,
+        new_kernels: added,
+        missing_kernels: missing,
+        one_sided,
+        empty_side,
+        verdict,
+        reasons,
+        arguments,
+        complete: [complete(base), complete(new)],
+        records_lost: [lost(base), lost(new)],
+    }
+}
+
+/// Whether the trace was read whole (closed cleanly, nothing skipped) and lost no records
+/// while recording.
+fn complete(profile: &Profile) -> bool {
+    profile
+        .recovery
+        .as_ref()
+        .is_none_or(|r| r.is_complete() && r.lost.is_none())
+}
+
+/// Records the trace lost while recording.
+fn lost(profile: &Profile) -> u64 {
+    profile.recovery.as_ref().map_or(0, |r| r.lost.total)
+}
+
+/// The recorded command line as compared: the program's file name (a debug and a release
+/// build of one program are one program), then its arguments without the trace's own name
+/// (the value of `-o`/`--output`, which always differs between two recordings). `None`
+/// without a session record.
+pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
+    let args = &profile.session.as_ref()?.args;
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = args.iter();
+    if let Some(program) = rest.next() {
+        let name = Path::new(program)
+            .file_name()
+            .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+        out.push(name);
+    }
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "-o" | "--output" => {
+                rest.next();
+                out.push(format!("{a} …"));
+            }
+            _ if a.starts_with("--output=") => out.push("--output=…".to_owned()),
+            _ => out.push(a.clone()),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::profile_records;
+    use super::super::tests::{matched, trace};
+    use super::*;
+    use hrx_capture::schema::Record;
+
+    /// The profile and the comparison of `base` against `new`, within `max_slowdown`.
+    fn compared(base: &[Record], new: &[Record], max_slowdown: f64) -> Comparison {
+        let (b, n) = (profile_records(base), profile_records(new));
+        compare(&b, &n, &matched(base, new), max_slowdown)
+    }
+
+    #[test]
+    fn a_kernel_is_slow_only_past_the_ratio_the_spread_and_the_noise_floor() {
+        let profile = profile_records(&trace(4, &[], None));
+        let mut base = profile.kernels.values().next().unwrap().clone();
+        (base.p50_ns, base.p99_ns) = (100_000, 150_000);
+        let with = |base: &KernelStats, p50_ns| KernelStats {
+            p50_ns,
+            ..base.clone()
+        };
+        assert!(is_slow(&base, &with(&base, 250_000), 2.0));
+        // Within the ratio.
+        assert!(!is_slow(&base, &with(&base, 190_000), 2.0));
+        // Past the ratio, not past the base's p99.
+        base.p99_ns = 300_000;
+        assert!(!is_slow(&base, &with(&base, 250_000), 2.0));
+        // Past both, but grown by less than the noise floor.
+        (base.p50_ns, base.p99_ns) = (10_000, 12_000);
+        assert!(!is_slow(&base, &with(&base, 10_000 + NOISE_FLOOR_NS), 2.0));
+        assert!(is_slow(&base, &with(&base, 10_001 + NOISE_FLOOR_NS), 2.0));
+    }
+
+    #[test]
+    fn a_trace_against_itself_is_the_same() {
+        let records = trace(20, &[], None);
+        let c = compared(&records, &records, 1e9);
+        assert_eq!(c.verdict, Verdict::Same);
+        assert!(c.reasons.is_empty(), "{:?}", c.reasons);
+        assert!(!c.kernels.is_empty());
+        assert!(
+            c.kernels
+                .iter()
+                .all(|k| k.status() == "matched" && !k.slow && k.ratio() == Some(1.0))
+        );
+        assert_eq!((c.regions.only_base, c.regions.only_new), (0, 0));
+        assert!(!c.regions.times.is_empty());
+        assert!(c.regions.times.iter().all(|t| t.ratio() == Some(1.0)));
+        assert_eq!((c.one_sided, c.empty_side), (0, None));
+        assert_eq!((c.complete, c.records_lost), ([true; 2], [0; 2]));
+        assert!(!c.arguments_differ());
+        assert_eq!(c.verdict_name(), "same");
+    }
+
+    #[test]
+    fn a_trace_cut_short_is_the_same_only_as_far_as_both_go() {
+        let records = trace(20, &[], None);
+        let (b, mut n) = (profile_records(&records), profile_records(&records));
+        n.recovery = Some(hrx_capture::Recovery::default());
+        let c = compare(&b, &n, &matched(&records, &records), 1e9);
+        assert_eq!(c.verdict, Verdict::Same);
+        assert_eq!(c.complete, [true, false]);
+        assert_eq!(c.verdict_name(), SAME_AS_FAR_AS_BOTH_GO);
+        assert_eq!(c.reasons.len(), 1);
+        assert!(
+            c.reasons[0].starts_with("new is incomplete (")
+                && c.reasons[0].ends_with("): only what was recovered is compared"),
+            "{:?}",
+            c.reasons
+        );
+    }
+
+    #[test]
+    fn a_differing_output_and_a_changed_outcome_are_regressions_and_say_so() {
+        let base = trace(20, &[], None);
+        let new = trace(20, &[3], Some(7));
+        let c = compared(&base, &new, 1e9);
+        assert_eq!(c.verdict, Verdict::Regression);
+        assert_eq!(c.reasons, ["1 differing output", "1 changed outcome"]);
+        assert_eq!(c.one_sided, 0);
+    }
+
+    #[test]
+    fn another_run_length_is_different_not_a_regression() {
+        let c = compared(&trace(20, &[], None), &trace(25, &[], None), 1e9);
+        assert_eq!(c.verdict, Verdict::Different);
+        // Five submissions and their five outputs.
+        assert_eq!(c.one_sided, 10);
+        assert_eq!(c.reasons, ["10 items in one trace only or relabelled"]);
+    }
+
+    #[test]
+    fn a_side_without_submissions_is_a_regression() {
+        let base = trace(20, &[], None);
+        let new: Vec<Record> = base
+            .iter()
+            .filter(|r| !matches!(r, Record::Submit(_)))
+            .cloned()
+            .collect();
+        let c = compared(&base, &new, 1e9);
+        assert_eq!(c.empty_side, Some(Side::New));
+        assert_eq!(c.verdict, Verdict::Regression);
+        assert_eq!(
+            c.reasons[0],
+            "new holds no submission (20 in the other trace): it did none of the work"
+        );
+    }
+
+    #[test]
+    fn arguments_are_compared_without_the_trace_name_and_the_program_directory() {
+        let records = trace(2, &[], None);
+        let mut b = profile_records(&records);
+        let mut n = profile_records(&records);
+        let args = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        b.session.as_mut().unwrap().args = args(&["/debug/app", "-o", "a.hrxt", "--frames", "4"]);
+        n.session.as_mut().unwrap().args =
+            args(&["/release/app", "--output=b.hrxt", "--frames", "4"]);
+        assert_eq!(arguments(&b).unwrap(), ["app", "-o …", "--frames", "4"]);
+        assert_eq!(
+            arguments(&n).unwrap(),
+            ["app", "--output=…", "--frames", "4"]
+        );
+        n.session.as_mut().unwrap().args = args(&["/release/app", "-o", "b.hrxt", "--frames", "8"]);
+        let c = compare(&b, &n, &matched(&records, &records), 1e9);
+        assert!(c.arguments_differ());
+        assert_eq!(c.verdict, Verdict::Same);
+        assert_eq!(c.reasons, ["the recordings' arguments differ"]);
+    }
+}
