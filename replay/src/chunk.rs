@@ -26,10 +26,10 @@
 //! needs nothing special: the first pass saw what the second reads, and records that never
 //! came are missing from their chunk as from a whole-trace replay.
 //!
-//! Records naming no submission: a host write goes to the first chunk not handed out whose
-//! last submit (by host time) is not before it, so that the plan orders it among the
-//! submits as a whole-trace replay does; others (refusals, snapshots) go to the first chunk
-//! not handed out. The last chunk is handed out only at the end of the file, so it gets
+//! Records naming no submission: a host write or a snapshot goes to the first chunk not
+//! handed out whose last submit (by host time) is not before it, so that the plan orders it
+//! among the submits as a whole-trace replay does (a range resumed after `stop()` snapshots
+//! mid-trace); others (refusals) go to the first chunk not handed out. The last chunk is handed out only at the end of the file, so it gets
 //! whatever follows the last submission's records.
 //!
 //! Chunks after the first carry a `TraceRange` record per runtime that opens at their lowest
@@ -284,17 +284,19 @@ impl<R: Read> Chunker<R> {
     /// The chunk of a record that names no submission.
     fn chunk_of_unnamed(&self, record: &Record) -> u64 {
         let current = self.current();
-        let Record::HostWrite(write) = record else {
-            return current;
+        let (runtime, time_ns) = match record {
+            Record::HostWrite(w) => (w.runtime, w.time_ns),
+            Record::BufferSnapshot(s) => (s.runtime, s.time_ns),
+            _ => return current,
         };
         // Before the first submit of this runtime at or after it, else after its last.
         let mut latest = None;
         for (&(_, chunk), &ns) in self
             .index
             .last_submit_ns
-            .range((write.runtime, current)..=(write.runtime, u64::MAX))
+            .range((runtime, current)..=(runtime, u64::MAX))
         {
-            if ns >= write.time_ns {
+            if ns >= time_ns {
                 return chunk;
             }
             latest = Some(chunk);

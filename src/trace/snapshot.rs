@@ -20,8 +20,13 @@
 //! (a refused submit writes nothing). A read the buffer refuses (a host mapping for
 //! writing, a poisoned buffer: the submit is then refused too) records nothing.
 //!
-//! Replay applies every snapshot before the range's first submission, which is exact: a
-//! byte snapshotted late was not written by the range before.
+//! Replay applies each snapshot at its host time, before its submission and after the host
+//! writes recorded before it, which is exact: a byte snapshotted late was not written by
+//! the range before. A host write made after `stop()` is still recorded until the next
+//! submit closes the range, and one made after `start()` is not until the next submit
+//! opens it: the reopened range's snapshots, taken after both, hold the bytes its
+//! submissions read (replay applied them before everything, under the pause's stale write,
+//! until session 14).
 //!
 //! Out of measured times: the bytes are read on the submitting thread before its
 //! submission exists, not under the scheduler's lock and not inside any region.

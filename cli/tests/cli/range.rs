@@ -195,7 +195,7 @@ fn a_range_recorded_mid_run_replays_and_matches_the_whole_run() {
     assert_eq!(whole.len(), 8);
     // (trace, record options, program arguments, submissions kept, info's range line)
     type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [u64], &'a str);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         (
             "api.hrxt",
             &["--capture-range", "api"],
@@ -217,6 +217,18 @@ fn a_range_recorded_mid_run_replays_and_matches_the_whole_run() {
             &["8", "3", "6"],
             &[1, 2, 3, 4, 5],
             "submissions 1..6 of a recording (api)",
+        ),
+        // Paused by stop() before 3 and resumed by start() before 6: the write made after
+        // stop() is recorded (the range closes at the next submit), the one made after
+        // start() is not, and the resumed range's snapshot holds it. Replay applied that
+        // snapshot before everything and the pause's stale write over it: submission 6
+        // replayed other bytes (break-it F22).
+        (
+            "pause.hrxt",
+            &[],
+            &["8", "6", "3"],
+            &[1, 2, 6, 7, 8],
+            "submissions 1..3 of a recording (api)",
         ),
     ];
     for (name, options, args, kept, range) in cases {

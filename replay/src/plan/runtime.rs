@@ -459,7 +459,14 @@ pub(super) fn runtime_plan<'t>(
             digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == w.xxh3,
         });
     }
-    // The state a range starts from: applied before everything else the range does.
+    // The state a range starts from, applied at its host time: after the host writes
+    // recorded before it (a write made after `stop()`, before the range closed at the next
+    // submit, is one), before its submission, and before a host write of the same time.
+    // The first range's snapshots come before everything it recorded, as they did when
+    // every snapshot was applied first (a trim's are at the time its range starts, before
+    // every host write it keeps); a later range's (`stop()` then `start()`) come where it
+    // reopened: applied first, the stale host write of the pause overwrote them and the
+    // resumed submission read other bytes (the break-it pass of 2026-12-02, F22).
     let mut unknown = 0u64;
     let mut snapshots = Vec::new();
     for snap in &g.snapshots {
@@ -479,7 +486,7 @@ pub(super) fn runtime_plan<'t>(
                 buffer: snap.buffer,
                 offset: to_usize(snap.offset, what)?,
                 bytes,
-                time_ns: 0,
+                time_ns: snap.time_ns,
                 digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == snap.xxh3,
             }),
             None => unknown += snap.len_bytes,
@@ -491,8 +498,8 @@ pub(super) fn runtime_plan<'t>(
         ));
     }
     if !snapshots.is_empty() {
-        snapshots.append(&mut plan.host_writes);
-        plan.host_writes = snapshots;
+        snapshots.sort_by_key(|w| w.time_ns); // stable: file order at equal times
+        plan.host_writes = merge_by_time(snapshots, std::mem::take(&mut plan.host_writes));
     }
     let edited = plan.host_writes.iter().filter(|w| !w.digest_ok).count();
     if edited > 0 {
@@ -522,4 +529,22 @@ pub(super) fn runtime_plan<'t>(
         ));
     }
     Ok(plan)
+}
+
+/// `first` and `then`, each in host-time order, merged in host-time order; at equal times
+/// `first`'s come first.
+fn merge_by_time<'t>(
+    first: Vec<HostWritePlan<'t>>,
+    then: Vec<HostWritePlan<'t>>,
+) -> Vec<HostWritePlan<'t>> {
+    let mut merged = Vec::with_capacity(first.len() + then.len());
+    let mut then = then.into_iter().peekable();
+    for w in first {
+        while then.peek().is_some_and(|t| t.time_ns < w.time_ns) {
+            merged.extend(then.next());
+        }
+        merged.push(w);
+    }
+    merged.extend(then);
+    merged
 }
