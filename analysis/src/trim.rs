@@ -23,6 +23,11 @@
 //!   submission has no submission before it to derive its state at, so the source's
 //!   snapshot is that state (dropping it left the range reading zeros, and failing replay).
 //!   Their bytes count as written where they are, as a host write's.
+//! - When the source was not read whole (cut short, its process crashed, damaged blocks
+//!   skipped), the [`TraceRange`]'s `trimmed_from` says why after the source's name,
+//!   `cut.hrxt (incomplete: cut short, never closed)` ([`source_note`] parts them; a trim of
+//!   such a trim says it too): the trimmed trace is closed by `trim`, and would otherwise read
+//!   as a whole recording. Without a field of its own, so that the format stays 1.13.
 //!
 //! # Read before written
 //!
@@ -58,10 +63,10 @@
 //! timings or other contents.
 
 use hrx_capture::schema::{
-    Access, Blob, BlobHash, BufferId, BufferSnapshot, GraphId, Payload, PreparedId, Record,
-    RuntimeId, SessionEnd, SubmissionIndex, TraceRange, Use,
+    Access, Blob, BlobHash, BufferId, BufferSnapshot, FatalSignal, GraphId, Payload, PreparedId,
+    Record, RuntimeId, SessionEnd, SubmissionIndex, TraceRange, Use,
 };
-use hrx_capture::{ReadError, TraceReader, TraceWriter};
+use hrx_capture::{ReadError, Recovery, TraceReader, TraceWriter, Warning};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
@@ -151,10 +156,62 @@ pub struct TrimSummary {
     pub runtimes: Vec<RuntimeTrim>,
     /// Records read from the source (one pass).
     pub records_in: u64,
-    /// Records written.
+    /// Records written: those kept from the source, and the trim's own (its
+    /// [`TraceRange`]s, derived snapshots and their blobs, the [`SessionEnd`]).
     pub records_out: u64,
+    /// Records of the source written (at most `records_in`).
+    pub records_kept: u64,
     /// Bytes written.
     pub bytes_out: u64,
+    /// What reading the source found (damage skipped, unknown block kinds), as every
+    /// reader of it would warn.
+    pub source_warnings: Vec<Warning>,
+    /// How much of the source was read.
+    pub source_recovery: Recovery,
+    /// Why the source was not a whole recording, as the trimmed trace says it after its
+    /// source's name ([`source_note`]); `None` for a whole source.
+    pub source_incomplete: Option<String>,
+}
+
+/// What separates a source's name from why it was incomplete in [`TraceRange::trimmed_from`]:
+/// `cut.hrxt (incomplete: cut short, never closed)`. The trimmed trace itself is closed
+/// cleanly: this is where it says that what it was cut from was not whole.
+const INCOMPLETE: &str = " (incomplete: ";
+
+/// Splits a [`TraceRange::trimmed_from`] into the source's name and, when the source was not
+/// read whole (cut short, crashed, damaged), why: `("cut.hrxt", Some("cut short, never
+/// closed"))`.
+pub fn source_note(trimmed_from: &str) -> (&str, Option<&str>) {
+    match trimmed_from
+        .rsplit_once(INCOMPLETE)
+        .and_then(|(name, rest)| Some((name, rest.strip_suffix(')')?)))
+    {
+        Some((name, why)) => (name, Some(why)),
+        None => (trimmed_from, None),
+    }
+}
+
+/// Why a source read with `recovery` was not a whole recording, in `info`'s words: the
+/// process's death when it died of `fatal` before closing its trace, else how the trace
+/// ends; `inherited`: what a trimmed source says of its own source. `None` when whole.
+fn incomplete(
+    recovery: &Recovery,
+    fatal: Option<FatalSignal>,
+    inherited: Option<String>,
+) -> Option<String> {
+    if !recovery.closed {
+        return Some(match fatal {
+            Some(fatal) if fatal.describe().starts_with("crashed") => {
+                format!("the process {}", fatal.describe())
+            }
+            Some(fatal) => format!("the process was {}", fatal.describe()),
+            None => "cut short, never closed".to_owned(),
+        });
+    }
+    if !recovery.is_complete() {
+        return Some(recovery.end().to_owned());
+    }
+    inherited
 }
 
 impl TrimSummary {
@@ -448,12 +505,21 @@ pub fn trim<R: std::io::Read, W: Write>(
         }
     };
     let mut any_fault = false;
-    for item in open()? {
+    let mut fatal = None;
+    let mut inherited = None;
+    let mut reader = open()?;
+    for item in reader.by_ref() {
         let (_, record) = item?;
         records_in += 1;
         match record {
             Record::RuntimeStart(r) => any_fault |= r.fault.is_some(),
-            Record::TraceRange(r) => any_fault |= r.fault.is_some(),
+            Record::TraceRange(r) => {
+                any_fault |= r.fault.is_some();
+                if let Some(why) = r.trimmed_from.as_deref().and_then(|f| source_note(f).1) {
+                    inherited = Some(why.to_owned());
+                }
+            }
+            Record::FatalSignal(f) => fatal = Some(f),
             Record::GraphOp(op) => {
                 ops.entry((op.runtime, op.graph))
                     .or_default()
@@ -517,6 +583,14 @@ pub fn trim<R: std::io::Read, W: Write>(
             _ => {}
         }
     }
+    let source_recovery = *reader.recovery();
+    let source_warnings = reader.warnings().to_vec();
+    drop(reader);
+    let source_incomplete = incomplete(&source_recovery, fatal, inherited);
+    let trimmed_from = match &source_incomplete {
+        Some(why) => format!("{source}{INCOMPLETE}{why})"),
+        None => source.to_owned(),
+    };
     let mut windows: BTreeMap<RuntimeId, Window> = BTreeMap::new();
     for (&runtime, pass) in &passes {
         let (Some(first), Some((last, last_ns))) = (pass.first, pass.last) else {
@@ -773,7 +847,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             start: SubmissionIndex(window.start),
             end: Some(SubmissionIndex(window.end)),
             trigger: trigger.clone(),
-            trimmed_from: Some(source.to_owned()),
+            trimmed_from: Some(trimmed_from.clone()),
             time_ns,
             fault: faults.get(&runtime).cloned(),
         }))?;
@@ -849,6 +923,7 @@ pub fn trim<R: std::io::Read, W: Write>(
         })
     };
     let mut carried: BTreeMap<RuntimeId, Carried> = BTreeMap::new();
+    let mut records_kept = 0u64;
     let mut last_time = 0u64;
     for item in open()? {
         let (_, mut record) = item?;
@@ -926,6 +1001,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             open_range(&mut writer, runtime, time_ns, &mut written_blobs)?;
         }
         writer.write(&record)?;
+        records_kept += 1;
     }
     let runtimes: Vec<RuntimeId> = windows.keys().copied().collect();
     for runtime in runtimes {
@@ -955,7 +1031,11 @@ pub fn trim<R: std::io::Read, W: Write>(
             runtimes: trims.into_values().collect(),
             records_in,
             records_out,
+            records_kept,
             bytes_out,
+            source_warnings,
+            source_recovery,
+            source_incomplete,
         },
         out,
     ))

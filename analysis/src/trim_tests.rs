@@ -362,3 +362,22 @@ fn a_trim_of_a_trim_keeps_the_snapshot_it_starts_from() {
         assert_eq!((r.snapshots, r.snapshot_bytes), (1, 16), "{selection:?}");
     }
 }
+
+#[test]
+fn a_source_note_parts_the_name_from_why() {
+    assert_eq!(source_note("t.hrxt"), ("t.hrxt", None));
+    assert_eq!(
+        source_note("a (1).hrxt (incomplete: cut short, never closed)"),
+        ("a (1).hrxt", Some("cut short, never closed"))
+    );
+    assert_eq!(
+        source_note("c.hrxt (incomplete: the process crashed: SIGABRT)"),
+        ("c.hrxt", Some("the process crashed: SIGABRT"))
+    );
+    // A whole source's name that happens to hold the words is not read as a note
+    // unless it ends as one.
+    assert_eq!(
+        source_note("x (incomplete: y).hrxt"),
+        ("x (incomplete: y).hrxt", None)
+    );
+}

@@ -36,6 +36,17 @@ fn what_it_is(stats: &TraceStats) -> String {
     } else {
         "whole: recorded to the program's end"
     };
+    // A trim is closed by `trim` whatever its source was: a signal's record in it is the
+    // source's, which the trim says ended early or not.
+    let incomplete = stats
+        .ranges
+        .values()
+        .find_map(|r| hrx_analysis::trim::source_note(r.trimmed_from.as_deref()?).1);
+    if let Some(why) = incomplete
+        && stats.recovery.closed
+    {
+        return format!("trimmed from an incomplete recording ({why}; see range)");
+    }
     if let Some(death) = stats.death() {
         let signal = stats.fatal.map_or(0, |f| f.signal);
         return if stats.recovery.closed {

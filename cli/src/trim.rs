@@ -105,6 +105,14 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
         );
     }
+    // What reading the input found, as every verb reading a trace warns of it; the output
+    // says it too (`info`: "trimmed from an incomplete recording").
+    crate::failure::warn_partial(
+        &args.file,
+        &summary.source_warnings,
+        Some(&summary.source_recovery),
+        "the trim holds only what was recovered, and says so",
+    );
     let mut stdout = std::io::stdout().lock();
     for r in &summary.runtimes {
         writeln!(
@@ -119,11 +127,13 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         stdout,
-        "{}: {} of {} records, {}",
+        "{}: {} records, {} ({} of the {} read, {} of the trim's own: range, snapshot, end)",
         args.output.display(),
         summary.records_out,
+        bytes(summary.bytes_out),
+        summary.records_kept,
         summary.records_in,
-        bytes(summary.bytes_out)
+        summary.records_out - summary.records_kept
     )?;
     for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();

@@ -465,3 +465,39 @@ fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
     assert_eq!(fatal[0]["args"]["signal"], "SIGSEGV");
     assert_eq!(fatal[0]["args"]["fault_address"], "0x10");
 }
+
+/// `trim` of a crashed trace: the trim is closed (by `trim`) and keeps the signal's record,
+/// so `info` read it as a run that went on: "trimmed ... (it survived SIGABRT)". It says that
+/// the recording it was cut from crashed, and `trim` warns that its input was never closed.
+#[test]
+fn a_trim_of_a_crashed_trace_says_the_recording_crashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "c.hrxt", "--"])
+        .arg(crashing())
+        .arg("abort")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGABRT, "{}", stderr(&out));
+    let trim = run(
+        dir.path(),
+        &["trim", "c.hrxt", "-o", "t.hrxt", "--submissions", "1.."],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    assert!(
+        stderr(&trim).starts_with("warning: c.hrxt: not closed cleanly; "),
+        "{}",
+        stderr(&trim)
+    );
+    let capture = capture_line(dir.path(), "t.hrxt");
+    assert_eq!(
+        capture,
+        "trimmed from an incomplete recording (the process crashed: SIGABRT; see range)"
+    );
+    let info = stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(
+        field(&info, "range")
+            .starts_with("trimmed from c.hrxt (incomplete: the process crashed: SIGABRT), "),
+        "{info}"
+    );
+}

@@ -627,3 +627,110 @@ fn trim_refuses_an_output_a_recorder_is_writing() {
     );
     assert_eq!(code(&trim), 0, "{}", stderr(&trim));
 }
+
+/// The trim's summary line: (records written, kept from the source, read, the trim's own).
+fn records_line(summary: &str, name: &str) -> (u64, u64, u64, u64) {
+    let line = field(summary, &format!("{name}:"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // "N records, SIZE (K of the M read, A of the trim's own: ...)".
+    match numbers[..] {
+        [out, .., kept, read, own] => (out, kept, read, own),
+        _ => panic!("{line}"),
+    }
+}
+
+/// Submissions the trace in `bytes` holds, and how it was read.
+fn read_bytes(bytes: &[u8]) -> Option<(usize, hrx_capture::Recovery)> {
+    let trace = hrx_capture::Trace::from_bytes(bytes).ok()?;
+    let submits = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, hrx_capture::Record::Submit(_)))
+        .count();
+    Some((submits, trace.recovery))
+}
+
+/// `trim` of a cut-short or damaged trace warns as every verb reading one does, and the
+/// trimmed trace (closed by `trim`) says what it was cut from, as does a trim of that trim.
+/// It read as a whole recording, "closed cleanly", without a warning: a trim of a damaged
+/// trace then failed its replay ("blob ... is not in the trace") with nothing to say why.
+/// The summary tells the records it kept from those it adds (it printed "98 of 96 records").
+#[test]
+fn a_trim_of_a_cut_short_or_damaged_trace_warns_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    record_ranged(dir.path(), "w.hrxt", &[], &["12"]);
+    let bytes = std::fs::read(dir.path().join("w.hrxt")).unwrap();
+    // The longest prefix that was never closed and still holds a submission: cut short.
+    let cut = (1..bytes.len())
+        .rev()
+        .find(|&len| read_bytes(&bytes[..len]).is_some_and(|(n, r)| n > 0 && !r.closed))
+        .expect("a prefix with a submission");
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..cut]).unwrap();
+    // One byte flipped inside a block of records: a damaged block skipped, submissions kept.
+    let flipped = (bytes.len() / 4..bytes.len())
+        .map(|at| {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0xff;
+            flipped
+        })
+        .find(|f| read_bytes(f).is_some_and(|(n, r)| n > 0 && r.closed && r.skipped_blocks > 0))
+        .expect("a byte whose damage skips a block");
+    std::fs::write(dir.path().join("flip.hrxt"), flipped).unwrap();
+    for (from, to, why) in [
+        ("cut.hrxt", "t.hrxt", "cut short, never closed"),
+        ("t.hrxt", "tt.hrxt", "cut short, never closed"),
+        (
+            "flip.hrxt",
+            "f.hrxt",
+            "closed, but damaged parts were skipped",
+        ),
+    ] {
+        let trim = run(
+            dir.path(),
+            &["trim", from, "-o", to, "--submissions", "1.."],
+        );
+        assert_eq!(code(&trim), 0, "{to}: {}", stderr(&trim));
+        let err = stderr(&trim);
+        if from == "t.hrxt" {
+            // Itself whole: nothing to warn of, but it says what it was cut from.
+            assert_eq!(err, "", "{to}");
+        } else {
+            assert!(
+                !err.is_empty()
+                    && err
+                        .lines()
+                        .all(|l| l.starts_with(&format!("warning: {from}: "))),
+                "{to}: {err}"
+            );
+            assert!(
+                err.contains("the trim holds only what was recovered"),
+                "{to}: {err}"
+            );
+        }
+        let (out, kept, read, own) = records_line(&stdout(&trim), to);
+        assert!(kept <= read && kept + own == out, "{to}: {}", stdout(&trim));
+        let info = stdout(&run(dir.path(), &["info", to]));
+        assert_eq!(
+            field(&info, "capture"),
+            format!("trimmed from an incomplete recording ({why}; see range)"),
+            "{info}"
+        );
+        assert!(
+            field(&info, "range").starts_with(&format!(
+                "trimmed from {from} (incomplete: {why}), submissions 1.."
+            )),
+            "{info}"
+        );
+    }
+    // A whole source: nothing said.
+    let trim = run(
+        dir.path(),
+        &["trim", "w.hrxt", "-o", "w1.hrxt", "--submissions", "1.."],
+    );
+    assert_eq!(stderr(&trim), "");
+    let info = stdout(&run(dir.path(), &["info", "w1.hrxt"]));
+    assert!(!info.contains("incomplete"), "{info}");
+}
