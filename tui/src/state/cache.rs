@@ -6,8 +6,8 @@
 //!     model.bin                 postcard: Manifest (format, the trace's identity, column
 //!                               lengths, lanes), then the Model without its columns
 //!     lane-N.spans lane-N.blocks   lane N's spans (40 B each) and level-of-detail blocks
-//!     submissions region_spans explicit_producers explicit_edges cross
-//!     cross_by_producer submit_times  the per-submission tables, as stored in memory
+//!     submissions region_spans explicit_producers explicit_edges explicit_by_consumer
+//!     cross cross_by_producer submit_times  the per-submission tables, as stored in memory
 //! ```
 //!
 //! A model reopened from the cache holds in memory only what grows with the program's
@@ -50,7 +50,7 @@ pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
 pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 
 /// Bumped whenever the layout of a column or the model changes.
-const FORMAT: u32 = 3; // 2: Recovery::clock (the host clock's calibrations); 3: hrx-analysis statistics
+const FORMAT: u32 = 4; // 2: Recovery::clock (the host clock's calibrations); 3: hrx-analysis statistics; 4: explicit_by_consumer
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;
@@ -137,6 +137,7 @@ pub(crate) struct Manifest {
     region_spans: u64,
     explicit_producers: u64,
     explicit_edges: u64,
+    explicit_by_consumer: u64,
     cross: u64,
     cross_by_producer: u64,
     submit_times: u64,
@@ -151,6 +152,7 @@ impl Manifest {
         region_spans: u64,
         explicit_producers: u64,
         explicit_edges: u64,
+        explicit_by_consumer: u64,
         cross: u64,
         cross_by_producer: u64,
         submit_times: u64,
@@ -169,6 +171,7 @@ impl Manifest {
             region_spans,
             explicit_producers,
             explicit_edges,
+            explicit_by_consumer,
             cross,
             cross_by_producer,
             submit_times,
@@ -225,6 +228,8 @@ pub(super) fn map_columns(entry: &Path, manifest: &Manifest, model: &mut Model) 
     model.explicit_producers =
         map_column(entry, "explicit_producers", manifest.explicit_producers)?;
     model.explicit_edges = map_column(entry, "explicit_edges", manifest.explicit_edges)?;
+    model.explicit_by_consumer =
+        map_column(entry, "explicit_by_consumer", manifest.explicit_by_consumer)?;
     model.cross = map_column(entry, "cross", manifest.cross)?;
     model.cross_by_producer = map_column(entry, "cross_by_producer", manifest.cross_by_producer)?;
     model.submit_times = map_column(entry, "submit_times", manifest.submit_times)?;
@@ -435,6 +440,9 @@ fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()
         model.explicit_producers.write_to(out)
     })?;
     column("explicit_edges", &|out| model.explicit_edges.write_to(out))?;
+    column("explicit_by_consumer", &|out| {
+        model.explicit_by_consumer.write_to(out)
+    })?;
     column("cross", &|out| model.cross.write_to(out))?;
     column("cross_by_producer", &|out| {
         model.cross_by_producer.write_to(out)
@@ -446,6 +454,7 @@ fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()
         model.region_spans.len() as u64,
         model.explicit_producers.len() as u64,
         model.explicit_edges.len() as u64,
+        model.explicit_by_consumer.len() as u64,
         model.cross.len() as u64,
         model.cross_by_producer.len() as u64,
         model.submit_times.len() as u64,

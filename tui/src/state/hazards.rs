@@ -171,11 +171,17 @@ impl Model {
             producer,
             consumer,
         };
-        let sub = self.submission(key.submission);
-        for &p in self.explicit_producers(key.submission) {
-            if let Some(p) = self.find_submission(sub.runtime, p) {
-                out.producers.push(explicit(self.last_region_of(p), key));
-            }
+        // The joiner's links (`submit_after` joined at both ends): a producer never
+        // recorded (a submission of an earlier recording) has none.
+        let edge = |i: u32| self.explicit_edges[i as usize];
+        let by_consumer = &self.explicit_by_consumer;
+        let lo = by_consumer.partition_point(|&i| edge(i).1 < key.submission);
+        for &i in by_consumer[lo..]
+            .iter()
+            .take_while(|&&i| edge(i).1 == key.submission)
+        {
+            out.producers
+                .push(explicit(self.last_region_of(edge(i).0), key));
         }
         if self.last_region_of(key.submission) == key {
             let lo = self
@@ -409,6 +415,39 @@ mod tests {
         assert_eq!(
             model.critical_producer(compute),
             model.span_of(key(&model, 0, 2))
+        );
+    }
+
+    /// Explicit producers are the joiner's links: each recorded producer once, one never
+    /// recorded (a submission of an earlier recording) none, one read after its consumer
+    /// joined when it is read.
+    #[test]
+    fn explicit_producers_are_the_joined_ones() {
+        let mut f = three_stage();
+        f.submit(1, 0, &[], 0)
+            .submit(1, 1, &[], 1)
+            .submit(1, 2, &[0, 9, 3], 2)
+            .submit(1, 3, &[], 3)
+            .ran(0, 2, 5, 8)
+            .ran(1, 2, 10, 20)
+            .ran(3, 2, 21, 22)
+            .ran(2, 0, 30, 40);
+        let model = f.model();
+        let producers: Vec<RegionKey> = model
+            .hazards_of(key(&model, 2, 0))
+            .producers
+            .iter()
+            .filter(|e| e.scope == HazardScope::Explicit)
+            .map(|e| e.producer)
+            .collect();
+        assert_eq!(producers, [key(&model, 0, 2), key(&model, 3, 2)]);
+        // Submission 1 is no producer of 2: it released nothing.
+        assert!(
+            model
+                .hazards_of(key(&model, 1, 2))
+                .consumers
+                .iter()
+                .all(|e| e.scope != HazardScope::Explicit)
         );
     }
 

@@ -604,10 +604,13 @@ impl ModelBuilder {
             .map(|&(consumer, producer)| (self.final_id(producer), self.final_id(consumer)))
             .collect();
         explicit.sort_unstable();
+        let mut by_consumer: Vec<u32> = (0..explicit.len() as u32).collect();
+        by_consumer.sort_by_key(|&i| (explicit[i as usize].1, i));
         let model = &mut self.model;
         model.cross = cross.into();
         model.cross_by_producer = by_producer.into();
         model.explicit_edges = explicit.into();
+        model.explicit_by_consumer = by_consumer.into();
         self.cross = Vec::new();
         self.explicit = Vec::new();
     }

@@ -418,9 +418,13 @@ pub struct Model {
     pub(crate) region_spans: Column<u64>,
     #[serde(skip)]
     pub(crate) explicit_producers: Column<SubmissionIndex>,
-    /// (producer, consumer) pairs of `submit_after`, sorted.
+    /// (producer, consumer) pairs of `submit_after`, sorted, as the joiner joined them
+    /// ([`hrx_analysis::scan::Visitor::link`]).
     #[serde(skip)]
     pub(crate) explicit_edges: Column<(SubId, SubId)>,
+    /// Indices into `explicit_edges`, sorted by consumer (then index).
+    #[serde(skip)]
+    pub(crate) explicit_by_consumer: Column<u32>,
     pub(crate) prepared: Vec<PreparedInfo>,
     pub(crate) prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
     pub(crate) regions: Vec<RegionInfo>,
@@ -530,8 +534,8 @@ impl Model {
 
     /// The submission with captured index `index` of `runtime`: a binary search, for
     /// navigation by a submission's captured number (a selection carried to a re-read of a
-    /// live trace). The model's own joins (spans, events, waits) are `hrx-analysis`'s
-    /// joiner's, not this lookup's.
+    /// live trace). The model's own joins (spans, events, waits, explicit producers) are
+    /// `hrx-analysis`'s joiner's, not this lookup's.
     pub fn find_submission(&self, runtime: RuntimeId, index: SubmissionIndex) -> Option<SubId> {
         self.submissions
             .binary_search_by_key(&(runtime, index), |s| (s.runtime, s.index))
@@ -715,6 +719,7 @@ impl Model {
             + self.submit_times.heap_bytes()
             + self.explicit_producers.heap_bytes()
             + self.explicit_edges.heap_bytes()
+            + self.explicit_by_consumer.heap_bytes()
             + self.cross.heap_bytes()
             + self.cross_by_producer.heap_bytes()
             + self.regions.capacity() * size_of::<RegionInfo>()

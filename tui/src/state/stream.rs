@@ -109,6 +109,17 @@ const _: () = assert!(size_of::<ProducerOf>() == 16);
 // SAFETY: integer fields and integer newtypes, no padding (asserted above).
 unsafe impl Plain for ProducerOf {}
 
+/// An explicit edge's consumer and its index in the edges sorted by producer (8 bytes).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct ConsumerOf {
+    consumer: SubId,
+    index: u32,
+}
+const _: () = assert!(size_of::<ConsumerOf>() == 8);
+// SAFETY: an integer newtype and an integer, no padding (asserted above).
+unsafe impl Plain for ConsumerOf {}
+
 /// A reader that adds what it reads to a counter (the summary frame's progress).
 pub(crate) struct Counting<'a, R> {
     pub(crate) inner: R,
@@ -359,7 +370,7 @@ impl StreamBuilder {
         let (lanes, pairs) = self.write_lanes(&final_id)?;
         let region_spans = self.write_region_spans(&pairs)?;
         let (cross, cross_by_producer) = self.write_cross(&final_id)?;
-        let explicit_edges = self.write_explicit_edges(&final_id)?;
+        let (explicit_edges, explicit_by_consumer) = self.write_explicit_edges(&final_id)?;
         let submit_times = self.submit_times.finish()?;
         let submit_times = {
             let mut out = Spill::create(self.dir.join("submit_times"))?;
@@ -381,6 +392,7 @@ impl StreamBuilder {
             region_spans,
             explicit_producers,
             explicit_edges,
+            explicit_by_consumer,
             cross,
             cross_by_producer,
             submit_times,
@@ -615,8 +627,9 @@ impl StreamBuilder {
         Ok((finish_column(cross)?, finish_column(by_producer)?))
     }
 
-    /// Writes the (producer, consumer) pairs of `submit_after`, sorted.
-    fn write_explicit_edges(&mut self, final_id: &dyn Fn(u32) -> u32) -> io::Result<u64> {
+    /// Writes the (producer, consumer) pairs of `submit_after`, sorted, and their indices
+    /// sorted by consumer; returns both lengths.
+    fn write_explicit_edges(&mut self, final_id: &dyn Fn(u32) -> u32) -> io::Result<(u64, u64)> {
         let raw = std::mem::replace(
             &mut self.raw_producers,
             Spill::create(self.scratch.join("producers-unused"))?,
@@ -630,10 +643,21 @@ impl StreamBuilder {
         }
         let pairs = pairs.finish()?;
         let mut out = Spill::<(SubId, SubId)>::create(self.dir.join("explicit_edges"))?;
+        let mut consumers = Spill::<ConsumerOf>::create(self.scratch.join("edge-consumers"))?;
         for pair in sorted(&[&pairs], |p| *p, &self.scratch)? {
-            out.push(&pair?)?;
+            let pair = pair?;
+            consumers.push(&ConsumerOf {
+                consumer: pair.1,
+                index: out.len() as u32,
+            })?;
+            out.push(&pair)?;
         }
-        finish_column(out)
+        let consumers = consumers.finish()?;
+        let mut by_consumer = Spill::<u32>::create(self.dir.join("explicit_by_consumer"))?;
+        for c in sorted(&[&consumers], |c| (c.consumer, c.index), &self.scratch)? {
+            by_consumer.push(&c?.index)?;
+        }
+        Ok((finish_column(out)?, finish_column(by_consumer)?))
     }
 }
 

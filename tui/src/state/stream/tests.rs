@@ -32,6 +32,7 @@ fn assert_same(a: &Model, b: &Model) {
     assert_eq!(&*a.region_spans, &*b.region_spans);
     assert_eq!(&*a.explicit_producers, &*b.explicit_producers);
     assert_eq!(&*a.explicit_edges, &*b.explicit_edges);
+    assert_eq!(&*a.explicit_by_consumer, &*b.explicit_by_consumer);
     assert_eq!(&*a.cross, &*b.cross);
     assert_eq!(&*a.cross_by_producer, &*b.cross_by_producer);
     assert_eq!(a.submit_times(), b.submit_times());
