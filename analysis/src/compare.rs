@@ -1,23 +1,55 @@
-//! The one comparison rule of `hrx-trace diff` (two recordings) and `hrx-trace replay` (a
-//! recording and its re-execution): how outcomes and output digests are matched and judged,
-//! and the verdict their counts give.
+//! The one comparison engine of `hrx-trace diff` (two recordings) and `hrx-trace replay` (a
+//! recording and its re-execution): which item of one side pairs with which of the other,
+//! how a pair is judged, and the verdict the judgements give. Each verb reads its two sides
+//! its own way (diff streams two files; replay streams a trace and what its replay runtimes
+//! recorded, chunk by chunk), then hands every pair to the rules here.
 //!
-//! - **Outcomes** ([`outcomes`]): a submission's outcome (ok, failed, cancelled) on both
-//!   sides; one without a recorded outcome on either side (a trace cut short) is
+//! # The one rule of each kind
+//!
+//! - **Kernels** pair by label ([`crate::matching`]): labels, not kernel ids, survive a
+//!   rebuild. Their durations are judged by the timing rule.
+//! - **Regions** pair by [`crate::matching::RegionKey`] (runtime rank, prepared graph rank,
+//!   region index): ranks, not ids, which differ between runs that shared a process. A
+//!   replay re-executes the captured plan, so its ranks are the capture's. Their durations
+//!   are judged by the timing rule.
+//! - **Outputs** pair by a key each caller places (replay by submission, region, buffer and
+//!   range; `diff` by graph rank, the submission's index among its graph's submissions, the
+//!   operation and use writing the range, and the range): never by buffer id. The digests
+//!   of one key are judged by [`digests`]: equal in order, or as a multiset (digests of
+//!   regions finishing at once may reach the file in either order), is a match. Otherwise
+//!   the first differing pair decides: with a tolerance and both contents, as little-endian
+//!   `f32`s ([`within`]: absolute below magnitude 1, relative above). A key on one side only
+//!   is missing or extra, unless the caller knows the submission did not run as recorded
+//!   (its status diverged, or its outcome is unknown): then it is [`DigestMatch::NotRun`],
+//!   since the status says so.
+//! - **Outcomes** pair by submission, keyed as outputs are, and are judged by [`outcomes`]:
+//!   a submission's outcome (ok, failed, cancelled: [`crate::Outcome`]) on both sides; one
+//!   without a recorded outcome on either side (a trace cut short) is
 //!   [`OutcomeMatch::Unknown`]: not compared, and not a change.
-//! - **Output digests** ([`digests`]): the digests one key (a submission's written range,
-//!   placed by each caller: replay by region and buffer, `diff` by the operation writing
-//!   it) holds on each side. Equal in order, or as a multiset (digests of regions finishing
-//!   at once may reach the file in either order), is a match. Otherwise the first differing
-//!   pair decides: with a tolerance and both contents, as little-endian `f32`s (absolute
-//!   below magnitude 1, relative above). A key on one side only is missing or extra, unless
-//!   the caller knows the submission did not run as recorded (its status diverged, or its
-//!   outcome is unknown): then it is [`DigestMatch::NotRun`], since the status says so.
-//! - **Verdict** ([`Verdict::of`]): a regression when anything regressed (a changed outcome,
-//!   a differing digest, a slow kernel or region, a side that did none of the work);
-//!   *different* when only one-sided items remain (kernels, regions, outputs or
+//! - **Timings** of a paired kernel, region or operation are judged by [`timing`] on their
+//!   [`Durations`] (one summary of samples for both verbs, from a [`Sketch`]: nearest-rank
+//!   percentiles): the ratio is the new median over the base median (none when the base
+//!   median is 0 or the two sides' times are not comparable, [`timings_comparable`]), and
+//!   the pair is **slow** when a maximum slowdown is set ([`Slowdown`]) and all three hold:
+//!   the ratio is past it, the new median is past the base's p99 (most new runs are slower
+//!   than almost every base run: one-off outliers on a busy machine do not count), and the
+//!   medians differ by more than the floor (timer and scheduling noise of short items).
+//! - **Verdict** ([`Verdict::of`]): a regression when anything regressed (a changed
+//!   outcome, a differing digest, a slow kernel or region, a side that did none of the
+//!   work); *different* when only one-sided items remain (kernels, regions, outputs or
 //!   submissions present on one side: another program or run length, not a slower one);
-//!   *same* otherwise. Comparing nothing is no match: callers refuse it before a verdict.
+//!   *same* otherwise. Comparing nothing is no match: callers refuse it before a verdict. A
+//!   replay re-executes the captured submissions, so an output one side lacks in a
+//!   submission both ran is the same work writing something else: a regression, not a
+//!   one-sided item.
+//!
+//! The timing rule reads two [`Durations`] and nothing else, so a statistical rule (a
+//! confidence interval of the ratio of medians from both sides' samples) can replace
+//! [`timing`] for both verbs at once.
+
+use crate::sketch::Sketch;
+use crate::stats::KernelStats;
+use serde::{Deserialize, Serialize};
 
 /// A submission's outcomes compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,8 +212,9 @@ pub fn digests(
     }
 }
 
-/// The verdict of a comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The verdict of a comparison (`same`, `different` or `regression` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Nothing regressed and nothing is one-sided.
     Same,
@@ -216,6 +249,126 @@ impl Verdict {
     pub fn exit_code(self) -> u8 {
         u8::from(self == Verdict::Regression)
     }
+}
+
+/// A distribution of one item's durations in ns, as both verbs summarise it and the timing
+/// rule reads it (nearest-rank percentiles of a [`Sketch`]: exact up to
+/// [`crate::sketch::EXACT_LIMIT`] samples, within [`crate::sketch::RELATIVE_ERROR`] past).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Durations {
+    /// Number of samples.
+    pub samples: usize,
+    /// Median (nearest rank: the lower middle value of an even count).
+    pub median_ns: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// 10th percentile.
+    pub p10_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+}
+
+impl Durations {
+    /// The distribution of `sketch`; `None` when it is empty.
+    pub fn of_sketch(sketch: &mut Sketch) -> Option<Durations> {
+        (sketch.count() > 0).then(|| Durations {
+            samples: sketch.count() as usize,
+            median_ns: sketch.percentile(50.0),
+            min_ns: sketch.min(),
+            p10_ns: sketch.percentile(10.0),
+            p90_ns: sketch.percentile(90.0),
+            p99_ns: sketch.percentile(99.0),
+            max_ns: sketch.max(),
+        })
+    }
+
+    /// The distribution of `samples` (ns); `None` when empty.
+    pub fn of(samples: impl IntoIterator<Item = u64>) -> Option<Durations> {
+        let mut sketch = Sketch::new();
+        samples.into_iter().for_each(|v| sketch.add(v));
+        Durations::of_sketch(&mut sketch)
+    }
+}
+
+/// What the timing rule reads of one side: its median and p99.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Centre {
+    /// Median in ns.
+    pub median_ns: u64,
+    /// 99th percentile in ns: the top of its spread.
+    pub p99_ns: u64,
+}
+
+impl From<&Durations> for Centre {
+    fn from(d: &Durations) -> Centre {
+        Centre {
+            median_ns: d.median_ns,
+            p99_ns: d.p99_ns,
+        }
+    }
+}
+
+impl From<&KernelStats> for Centre {
+    fn from(k: &KernelStats) -> Centre {
+        Centre {
+            median_ns: k.p50_ns,
+            p99_ns: k.p99_ns,
+        }
+    }
+}
+
+/// When a pair's timing is slow (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slowdown {
+    /// The ratio of medians past which a pair may be slow; `None`: timings are reported,
+    /// never judged.
+    pub max_ratio: Option<f64>,
+    /// Differences of medians up to this many ns are never slow.
+    pub floor_ns: u64,
+}
+
+/// One pair's timing judged.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TimingMatch {
+    /// The new median over the base median.
+    pub ratio: Option<f64>,
+    /// Whether the pair is slow: a regression.
+    pub slow: bool,
+}
+
+/// Judges one pair's timing (see the module docs); `comparable`: whether the two sides'
+/// times can be compared at all ([`timings_comparable`]).
+pub fn timing(
+    base: Option<Centre>,
+    new: Option<Centre>,
+    rule: &Slowdown,
+    comparable: bool,
+) -> TimingMatch {
+    let (Some(b), Some(n), true) = (base, new, comparable) else {
+        return TimingMatch::default();
+    };
+    if b.median_ns == 0 {
+        return TimingMatch::default();
+    }
+    let ratio = n.median_ns as f64 / b.median_ns as f64;
+    let slow = rule.max_ratio.is_some_and(|max| {
+        ratio > max && n.median_ns > b.p99_ns && n.median_ns - b.median_ns > rule.floor_ns
+    });
+    TimingMatch {
+        ratio: Some(ratio),
+        slow,
+    }
+}
+
+/// Whether times recorded on backend `base` and on backend `new` (names as the device
+/// reports them) are comparable: the same backend, or one of them unknown (nothing ran, or
+/// a trace that does not name its backend: no evidence either way).
+pub fn timings_comparable(base: &str, new: &str) -> bool {
+    base.is_empty() || new.is_empty() || base == new
 }
 
 #[cfg(test)]
@@ -323,5 +476,74 @@ mod tests {
         assert_eq!(Verdict::of(0, 0), Verdict::Same);
         assert_eq!(Verdict::of(0, 3), Verdict::Different);
         assert_eq!(Verdict::of(1, 3).exit_code(), 1);
+    }
+
+    fn centre(median_ns: u64, p99_ns: u64) -> Option<Centre> {
+        Some(Centre { median_ns, p99_ns })
+    }
+
+    #[test]
+    fn a_slow_pair_is_past_the_ratio_the_base_spread_and_the_floor() {
+        let rule = Slowdown {
+            max_ratio: Some(1.5),
+            floor_ns: 1_000,
+        };
+        // 2x, past the base p99, 10 µs more: slow.
+        let t = timing(centre(10_000, 12_000), centre(20_000, 21_000), &rule, true);
+        assert_eq!((t.ratio, t.slow), (Some(2.0), true));
+        // Within the base's spread (its p99 is 30 µs): not slow, the ratio stands.
+        let t = timing(centre(10_000, 30_000), centre(20_000, 21_000), &rule, true);
+        assert_eq!((t.ratio, t.slow), (Some(2.0), false));
+        // Below the floor.
+        let t = timing(centre(100, 100), centre(900, 900), &rule, true);
+        assert!(!t.slow && t.ratio == Some(9.0));
+        // Below the ratio.
+        assert!(!timing(centre(10_000, 10_000), centre(14_000, 14_000), &rule, true).slow);
+        // No maximum: reported, not judged.
+        let off = Slowdown {
+            max_ratio: None,
+            ..rule
+        };
+        let t = timing(centre(10_000, 12_000), centre(90_000, 90_000), &off, true);
+        assert_eq!((t.ratio, t.slow), (Some(9.0), false));
+        // Not comparable, one side missing, or a base median of 0: neither.
+        for t in [
+            timing(centre(10_000, 12_000), centre(90_000, 90_000), &rule, false),
+            timing(None, centre(90_000, 90_000), &rule, true),
+            timing(centre(0, 0), centre(90_000, 90_000), &rule, true),
+        ] {
+            assert_eq!(t, TimingMatch::default());
+        }
+    }
+
+    #[test]
+    fn durations_are_nearest_rank_percentiles_of_a_sketch() {
+        let d = Durations::of((1..=10).map(|i| i * 100)).unwrap();
+        assert_eq!(
+            (
+                d.samples,
+                d.median_ns,
+                d.min_ns,
+                d.p10_ns,
+                d.p90_ns,
+                d.p99_ns
+            ),
+            (10, 500, 100, 100, 900, 1000)
+        );
+        assert!(Durations::of([]).is_none());
+        assert_eq!(
+            Centre::from(&d),
+            Centre {
+                median_ns: 500,
+                p99_ns: 1000
+            }
+        );
+    }
+
+    #[test]
+    fn backends_are_comparable_when_equal_or_unknown() {
+        assert!(timings_comparable("sim", "sim"));
+        assert!(timings_comparable("", "cuda"));
+        assert!(!timings_comparable("sim", "cuda"));
     }
 }

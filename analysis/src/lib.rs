@@ -14,8 +14,8 @@
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
-//! - [`compare`]: the one comparison rule of `diff` and `replay` (outcomes, output digests,
-//!   the verdict of their counts).
+//! - [`compare`]: the one comparison engine of `diff` and `replay`: the rule for each kind
+//!   (kernels, regions, outputs, outcomes, timings) and the verdict of their judgements.
 //! - [`matching`]: the one matching rule for kernels and regions of `diff` and `replay`.
 //! - [`diff`]: what `diff` reads of two traces, in two bounded streaming passes.
 //! - [`dump`]: one readable line per record (`hrx-trace dump`), and [`dump::host_time_ns`].

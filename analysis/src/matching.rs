@@ -1,6 +1,6 @@
 //! The one matching rule for kernels and regions of `hrx-trace diff` (two recordings) and
-//! `hrx-trace replay` (a recording and its re-execution); outputs and outcomes are matched
-//! by [`crate::compare`].
+//! `hrx-trace replay` (a recording and its re-execution); outputs and outcomes are matched,
+//! and every pair judged, by [`crate::compare`] (whose module docs give every kind's rule).
 //!
 //! - **Kernels** are matched by label (the region label `stats` names them by,
 //!   [`crate::label_region`]): labels, not kernel ids, survive a rebuild.

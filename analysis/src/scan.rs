@@ -44,8 +44,10 @@ pub const RETIRE_WINDOW: usize = 1 << 16;
 /// Timings kept waiting for their `Submit`; past this, the oldest is counted unplaced.
 pub const PARK_LIMIT: usize = 1 << 18;
 
-/// How a submission or region ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a submission or region ended, without its message (what `diff` and `replay`
+/// compare: [`crate::compare::outcomes`]); `ok`, `failed` or `cancelled` in JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Completed.
     Ok,
@@ -62,6 +64,15 @@ impl Outcome {
             Status::Ok => Outcome::Ok,
             Status::Failed { .. } => Outcome::Failed,
             Status::Cancelled { .. } => Outcome::Cancelled,
+        }
+    }
+
+    /// Lower-case name: `ok`, `failed`, `cancelled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
         }
     }
 }
