@@ -89,10 +89,11 @@ pub struct ReplayArgs {
     pub tolerance: Option<f64>,
 
     /// A region whose median replay time exceeds the captured one by more than this
-    /// factor, and by more than 100 µs (shorter differences are scheduling noise), is a
-    /// regression [default: off, timings are reported but not judged: a replay often runs
+    /// factor, lies past the captured p99 and differs by more than 100 µs (shorter
+    /// differences are scheduling noise), is a regression: the timing rule `diff` applies
+    /// to kernels [default: off, timings are reported but not judged: a replay often runs
     /// on another device or backend than the capture]. Give --repeat 3 or more with it:
-    /// the median of two replays is their mean, so one slow outlier decides it.
+    /// the median of two replays is the faster one, so one replay decides it.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 

@@ -183,11 +183,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if args.max_slowdown.is_some() && args.repeat < 3 {
         eprintln!(
             "note: --max-slowdown judged {} here; --repeat 3 or more takes a median that one \
-             slow replay cannot decide",
+             replay cannot decide",
             if args.repeat == 1 {
                 "a single replay's time"
             } else {
-                "the mean of two replays"
+                "the faster of two replays"
             }
         );
     }

@@ -13,16 +13,19 @@
 //! - **Timing**: per (prepared graph, region), the captured durations against the replay's
 //!   over all repeats; device clock where every sample on both sides has device timestamps,
 //!   host clock otherwise. Regions are paired by the one matching rule of `diff` and
-//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, then region).
+//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, then region)
+//!   and judged by its one timing rule (`hrx_analysis::compare::timing`).
+//! - **Verdict**: `hrx_analysis::compare::Verdict::of` the divergences and slow regions
+//!   (a replay has no one-sided items: it re-executes the captured submissions).
 
 use crate::execute::{Observed, ReplayOutput};
 use crate::options::ReplayOptions;
 use crate::plan::{Event, Output, Plan, RuntimePlan, Sample};
 use crate::report::Outcome;
 use crate::report::{
-    Clock, Divergence, DivergenceKind, OpTimingRow, OutputCheck, OutputResult, RegionTimingRow,
-    ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow, Summary, TraceInfo,
-    Verdict,
+    Clock, Divergence, DivergenceKind, Durations, OpTimingRow, OutputCheck, OutputResult,
+    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary,
+    TraceInfo, Verdict,
 };
 use crate::substitute::Substitute;
 use hrx_analysis::matching::{self, Paired};
@@ -119,17 +122,12 @@ fn compare_key(
     Compared { result, divergence }
 }
 
-/// Pools samples into stats on the chosen clock.
-fn stats(samples: &[&Sample], clock: Clock) -> Option<Stats> {
-    Stats::of(
-        samples
-            .iter()
-            .map(|s| match clock {
-                Clock::Device => s.device_ns.unwrap_or(s.host_ns),
-                Clock::Host => s.host_ns,
-            })
-            .collect(),
-    )
+/// Pools samples into a distribution on the chosen clock.
+fn stats(samples: &[&Sample], clock: Clock) -> Option<Durations> {
+    Durations::of(samples.iter().map(|s| match clock {
+        Clock::Device => s.device_ns.unwrap_or(s.host_ns),
+        Clock::Host => s.host_ns,
+    }))
 }
 
 fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
@@ -141,33 +139,25 @@ fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
     }
 }
 
-/// The replayed median over the captured one, and whether it is past the maximum
-/// slowdown; neither when the times are not `comparable` (captured on another backend).
-pub(crate) fn ratio_and_regression(
-    captured: Option<Stats>,
-    replayed: Option<Stats>,
+/// The replayed median over the captured one, and whether it is slow: the one timing rule
+/// of `diff` and `replay` (`hrx_analysis::compare::timing`); neither when the times are not
+/// `comparable` (captured on another backend).
+pub(crate) fn judge(
+    captured: Option<Durations>,
+    replayed: Option<Durations>,
     options: &ReplayOptions,
     comparable: bool,
-) -> (Option<f64>, bool) {
-    let (Some(c), Some(r), true) = (captured, replayed, comparable) else {
-        return (None, false);
+) -> hrx_analysis::compare::TimingMatch {
+    let rule = hrx_analysis::compare::Slowdown {
+        max_ratio: options.max_slowdown,
+        floor_ns: options.timing_floor.as_nanos() as u64,
     };
-    if c.median_ns == 0 {
-        return (None, false);
-    }
-    let ratio = r.median_ns as f64 / c.median_ns as f64;
-    let floor = options.timing_floor.as_nanos() as u64;
-    let regression = options
-        .max_slowdown
-        .is_some_and(|max| ratio > max && r.median_ns.saturating_sub(c.median_ns) > floor);
-    (Some(ratio), regression)
-}
-
-/// Whether times captured on `captured` and replayed on `replayed` (backend names, as
-/// the device reports them) are comparable: the same backend, or one of them unknown
-/// (nothing replayed, or a trace that does not name its backend: no evidence either way).
-pub(crate) fn timings_comparable(captured: &str, replayed: &str) -> bool {
-    captured.is_empty() || replayed.is_empty() || captured == replayed
+    hrx_analysis::compare::timing(
+        captured.as_ref().map(Into::into),
+        replayed.as_ref().map(Into::into),
+        &rule,
+        comparable,
+    )
 }
 
 /// The name of a backend choice, as `--backend` takes it.
@@ -216,7 +206,7 @@ pub(crate) fn report(
             .repeats
             .first()
             .map_or_else(String::new, |r| r.backend.clone());
-        let comparable = timings_comparable(&rp.backend, &replay_backend);
+        let comparable = hrx_analysis::compare::timings_comparable(&rp.backend, &replay_backend);
         runtimes.push(RuntimeInfo {
             runtime,
             backend: rp.backend.clone(),
@@ -595,7 +585,7 @@ pub(crate) fn report(
             let region = key.region;
             let clock = clock_of(&captured, &replayed);
             let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
-            let (ratio, regression) = ratio_and_regression(c, r, options, comparable);
+            let judged = judge(c, r, options, comparable);
             timing.push(RegionTimingRow {
                 runtime,
                 graph: rp.graphs[graph].prepared.0,
@@ -604,8 +594,8 @@ pub(crate) fn report(
                 clock,
                 captured: c,
                 replayed: r,
-                ratio,
-                regression,
+                ratio: judged.ratio,
+                regression: judged.slow,
             });
         }
 
@@ -622,7 +612,7 @@ pub(crate) fn report(
                 .collect();
             let replayed: Vec<&Sample> = run.op_times[&(graph, node)].iter().collect();
             let (c, r) = (stats(&captured, Clock::Host), stats(&replayed, Clock::Host));
-            let (ratio, regression) = ratio_and_regression(c, r, options, comparable);
+            let judged = judge(c, r, options, comparable);
             op_timing.push(OpTimingRow {
                 runtime,
                 graph: g.prepared.0,
@@ -635,8 +625,8 @@ pub(crate) fn report(
                 label: rp.op_name(&g.ops[node as usize]),
                 captured: c,
                 replayed: r,
-                ratio,
-                regression,
+                ratio: judged.ratio,
+                regression: judged.slow,
             });
         }
 
@@ -692,11 +682,7 @@ pub(crate) fn report(
     if summary.outputs_not_captured > 0 {
         notes.push(not_captured_note(summary.outputs_not_captured));
     }
-    let verdict = if divergences.is_empty() && summary.slow == 0 {
-        Verdict::Match
-    } else {
-        Verdict::Regression
-    };
+    let verdict = Verdict::of(divergences.len() + summary.slow, 0);
     Report {
         verdict,
         trace: TraceInfo {

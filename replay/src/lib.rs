@@ -85,9 +85,9 @@ pub use error::ReplayError;
 pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
-    Clock, Divergence, DivergenceKind, OpTimingRow, Outcome, OutputCheck, OutputResult,
-    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, Stats, SubmissionRow, SubstitutionRow,
-    Summary, TraceInfo, Verdict, format_ns,
+    Clock, Divergence, DivergenceKind, Durations, OpTimingRow, Outcome, OutputCheck, OutputResult,
+    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary,
+    TraceInfo, Verdict, format_ns,
 };
 pub use stream::MAX_LISTED;
 

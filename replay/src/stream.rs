@@ -25,8 +25,8 @@ use crate::execute::{ChunkRun, Session, Ticker};
 use crate::options::ReplayOptions;
 use crate::plan::{self, Plan, Sample};
 use crate::report::{
-    Clock, Divergence, DivergenceKind, OutputCheck, OutputResult, RegionTimingRow, Report,
-    RuntimeInfo, Stats, SubmissionRow, SubstitutionRow, Verdict,
+    Clock, Divergence, DivergenceKind, Durations, OutputCheck, OutputResult, RegionTimingRow,
+    Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Verdict,
 };
 use hrx_analysis::matching::{self, Paired};
 use hrx_analysis::sketch::Sketch;
@@ -41,14 +41,14 @@ pub const MAX_LISTED: usize = 1000;
 
 /// One side's durations of one region, on both clocks.
 #[derive(Default)]
-struct Durations {
+struct Sketches {
     host: Sketch,
     device: Sketch,
     /// Samples without device timestamps.
     host_only: u64,
 }
 
-impl Durations {
+impl Sketches {
     fn add(&mut self, s: &Sample) {
         self.host.add(s.host_ns);
         match s.device_ns {
@@ -60,18 +60,10 @@ impl Durations {
         }
     }
 
-    fn stats(&mut self, clock: Clock) -> Option<Stats> {
-        let sketch = match clock {
+    fn stats(&mut self, clock: Clock) -> Option<Durations> {
+        Durations::of_sketch(match clock {
             Clock::Host => &mut self.host,
             Clock::Device => &mut self.device,
-        };
-        (sketch.count() > 0).then(|| Stats {
-            samples: sketch.count() as usize,
-            median_ns: sketch.percentile(50.0),
-            min_ns: sketch.min(),
-            p10_ns: sketch.percentile(10.0),
-            p90_ns: sketch.percentile(90.0),
-            max_ns: sketch.max(),
         })
     }
 }
@@ -90,8 +82,8 @@ struct Fold<'o> {
     /// Every prepared graph of the plans so far: the ranks regions are matched by.
     graphs: BTreeSet<(u32, u64)>,
     /// Each side's region times, folded over chunks, and the regions' labels.
-    captured: BTreeMap<RegionId, Durations>,
-    replayed: BTreeMap<RegionId, Durations>,
+    captured: BTreeMap<RegionId, Sketches>,
+    replayed: BTreeMap<RegionId, Sketches>,
     labels: BTreeMap<RegionId, String>,
     substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
     divergences_listed: usize,
@@ -373,8 +365,8 @@ impl Fold<'_> {
             .map(|(key, paired)| {
                 let ((runtime, graph), mut c, mut r) = match paired {
                     Paired::Both((id, c), (_, r)) => (id, c, r),
-                    Paired::Base((id, c)) => (id, c, Durations::default()),
-                    Paired::New((id, r)) => (id, Durations::default(), r),
+                    Paired::Base((id, c)) => (id, c, Sketches::default()),
+                    Paired::New((id, r)) => (id, Sketches::default(), r),
                 };
                 let region = key.region;
                 let device = c.host.count() > 0
@@ -383,7 +375,7 @@ impl Fold<'_> {
                     && r.host_only == 0;
                 let clock = if device { Clock::Device } else { Clock::Host };
                 let (captured, replayed) = (c.stats(clock), r.stats(clock));
-                let (ratio, regression) = compare::ratio_and_regression(
+                let judged = compare::judge(
                     captured,
                     replayed,
                     self.options,
@@ -397,18 +389,14 @@ impl Fold<'_> {
                     clock,
                     captured,
                     replayed,
-                    ratio,
-                    regression,
+                    ratio: judged.ratio,
+                    regression: judged.slow,
                 }
             })
             .collect();
         report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
             + report.op_timing.iter().filter(|t| t.regression).count();
-        report.verdict = if report.summary.divergences == 0 && report.summary.slow == 0 {
-            Verdict::Match
-        } else {
-            Verdict::Regression
-        };
+        report.verdict = Verdict::of(report.summary.divergences + report.summary.slow, 0);
         report
     }
 

@@ -226,7 +226,7 @@ fn a_replayed_concurrent_failure_is_timing_dependent_and_a_changed_kernel_still_
         );
     }
     let text = report.to_text();
-    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(text.contains("verdict: SAME (exit 0)"), "{text}");
     assert!(
         text.contains("timing-dependent, not a regression ("),
         "{text}"

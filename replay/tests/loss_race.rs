@@ -190,7 +190,7 @@ fn a_download_caught_by_a_concurrent_device_loss_is_timing_dependent_with_its_co
     // F's own loss is reproduced, not a divergence.
     assert!(report.timing_dependent.iter().all(|d| d.submission != ix.f));
     let text = report.to_text();
-    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(text.contains("verdict: SAME (exit 0)"), "{text}");
     // The heading names the rows' failure: a device loss, not a poison.
     assert!(
         text.contains(

@@ -137,7 +137,7 @@ fn a_streamed_replay_hands_out_every_row_and_keeps_only_grouped_lines() {
     assert_eq!((groups[0].first, groups[0].last), (1, 7));
     assert_eq!(groups[0].graphs.len(), 3);
     let text = report.to_text();
-    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(text.contains("verdict: SAME (exit 0)"), "{text}");
     assert!(!matches!(
         report.first_divergence.map(|d| d.kind),
         Some(DivergenceKind::Status { .. })
@@ -310,12 +310,12 @@ fn a_digest_lost_with_a_cut_is_not_compared_but_one_missing_from_a_whole_trace_d
     };
 
     let whole = replayed("whole.hrxt", &bytes);
-    assert_eq!(whole.verdict, Verdict::Match);
+    assert_eq!(whole.verdict, Verdict::Same);
     assert_eq!(whole.summary.outputs_not_captured, 0);
 
     let cut = replayed("cut.hrxt", &bytes[..cut_at]);
     assert!(!cut.trace.complete);
-    assert_eq!(cut.verdict, Verdict::Match, "{:?}", cut.divergences);
+    assert_eq!(cut.verdict, Verdict::Same, "{:?}", cut.divergences);
     assert_eq!(cut.exit_code(), 0);
     let lost_outputs = records!(trace, OutputDigest)
         .filter(|o| (o.runtime, o.submission) == last)
@@ -346,7 +346,7 @@ fn a_digest_lost_with_a_cut_is_not_compared_but_one_missing_from_a_whole_trace_d
         &Trace::from_bytes(&bytes[..cut_at]).expect("read"),
         &options,
     );
-    assert_eq!(in_memory.verdict, Verdict::Match);
+    assert_eq!(in_memory.verdict, Verdict::Same);
     assert_eq!(in_memory.summary.outputs_not_captured, lost_outputs);
 
     // Closed cleanly without those digests: a regression.

@@ -10,7 +10,7 @@ fn the_hazards_workload_replays_with_every_output_matching() {
     let trace = hazards_trace();
     let report = replay_with(trace, &ReplayOptions::default());
     assert_eq!(report.exit_code(), 0);
-    assert_eq!(report.verdict, Verdict::Match);
+    assert_eq!(report.verdict, Verdict::Same);
     assert_eq!(report.submissions.len(), 4);
     assert!(report.outputs.len() >= 8, "{:?}", report.outputs);
     assert!(
@@ -29,7 +29,7 @@ fn the_hazards_workload_replays_with_every_output_matching() {
             .all(|t| t.captured.is_some() && t.replayed.is_some() && t.ratio.is_some())
     );
     let text = report.to_text();
-    assert!(text.contains("verdict: MATCH (exit 0)"), "{text}");
+    assert!(text.contains("verdict: SAME (exit 0)"), "{text}");
     assert!(text.contains("no divergence"), "{text}");
 }
 
@@ -145,7 +145,7 @@ fn one_trace_replays_identically_twenty_times() {
 fn the_json_report_carries_the_verdict_and_rows() {
     let report = replay_with(hazards_trace(), &ReplayOptions::default());
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
-    assert_eq!(json["verdict"], "match");
+    assert_eq!(json["verdict"], "same");
     assert_eq!(json["submissions"].as_array().map(Vec::len), Some(4));
     assert_eq!(json["outputs"][0]["result"], "match");
     assert!(json["first_divergence"].is_null());

@@ -11,14 +11,14 @@ fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
     let replay = run(dir.path(), &["replay", "h.hrxt", "--repeat", "2"]);
     assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
     assert!(
-        stdout(&replay).contains("verdict: MATCH"),
+        stdout(&replay).contains("verdict: SAME"),
         "{}",
         stdout(&replay)
     );
     let json = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
     assert_eq!(code(&json), 0);
     let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
-    assert_eq!(report["verdict"], "match", "{report}");
+    assert_eq!(report["verdict"], "same", "{report}");
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn max_slowdown_over_fewer_than_three_replays_gets_a_note() {
     // one replay of a 1.6 µs copy take 3.94 ms, 2519x, under `--max-slowdown 1000`).
     for (repeat, note) in [
         ("1", Some("a single replay's time")),
-        ("2", Some("the mean of two replays")),
+        ("2", Some("the faster of two replays")),
         ("3", None),
     ] {
         let args = [

@@ -129,7 +129,7 @@ pub(super) fn open_runtime(
     // refused before anything runs (`auto` may pick a backend the capture did not use).
     let replaying = runtime.device_info().backend;
     if options.max_slowdown.is_some()
-        && !crate::compare::timings_comparable(&plan.backend, replaying)
+        && !hrx_analysis::compare::timings_comparable(&plan.backend, replaying)
     {
         return Err(ReplayError::TimingsNotComparable {
             runtime: plan.id.0,

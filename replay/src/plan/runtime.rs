@@ -10,7 +10,6 @@ use super::{
     OpPlan, Output, RuntimePlan, Sample, SubmissionPlan,
 };
 use crate::error::ReplayError;
-use crate::report::Outcome;
 use hrx_capture::schema::{self as s, BlobHash, BufferId, Engine, RuntimeId, SubmissionIndex};
 use std::collections::{BTreeMap, HashMap};
 
@@ -316,7 +315,7 @@ pub(super) fn runtime_plan<'t>(
 
     for done in &g.done {
         if let Some(position) = locate(&plan, done.submission, "SubmissionDone")? {
-            plan.submissions[position].status = Some(Outcome::of(&done.status));
+            plan.submissions[position].status = Some(crate::report::outcome_of(&done.status));
         }
     }
     for done in &g.region_done {

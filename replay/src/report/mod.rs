@@ -13,46 +13,28 @@ pub use divergence::{Divergence, DivergenceKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// How a submission ended, without its message (what replay compares).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Succeeded.
-    Ok,
-    /// Failed.
-    Failed,
-    /// Cancelled (a producer failed or was cancelled).
-    Cancelled,
-}
+/// How a submission ended, without its message: the one outcome type of `diff` and
+/// `replay` (compared by [`hrx_analysis::compare::outcomes`]).
+pub use hrx_analysis::Outcome;
 
-impl Outcome {
-    pub(crate) fn of(status: &hrx_capture::schema::Status) -> (Outcome, String) {
-        use hrx_capture::schema::Status;
-        match status {
-            Status::Ok => (Outcome::Ok, String::new()),
-            Status::Failed { error } => (Outcome::Failed, error.clone()),
-            Status::Cancelled { reason } => (Outcome::Cancelled, reason.clone()),
-        }
-    }
+/// The verdict: the one verdict type of `diff` and `replay`
+/// ([`hrx_analysis::compare::Verdict::of`] the counts of regressions and one-sided items; a
+/// replay has no one-sided items, so it is `same` or `regression`).
+pub use hrx_analysis::compare::Verdict;
 
-    /// Lower-case name: `ok`, `failed`, `cancelled`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Failed => "failed",
-            Outcome::Cancelled => "cancelled",
-        }
-    }
-}
+/// A distribution of durations in ns: the one summary of `diff` and `replay`, which the
+/// timing rule ([`hrx_analysis::compare::timing`]) reads.
+pub use hrx_analysis::compare::Durations;
 
-/// The overall result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every compared output and status matches and no region is slower than allowed.
-    Match,
-    /// An output or status differs, or a region is slower than `max_slowdown` allows.
-    Regression,
+/// A recorded status as an outcome and its message (error or cancellation reason).
+pub(crate) fn outcome_of(status: &hrx_capture::schema::Status) -> (Outcome, String) {
+    use hrx_capture::schema::Status;
+    let message = match status {
+        Status::Ok => String::new(),
+        Status::Failed { error } => error.clone(),
+        Status::Cancelled { reason } => reason.clone(),
+    };
+    (Outcome::of(status), message)
 }
 
 /// The trace that was replayed.
@@ -250,48 +232,6 @@ pub enum Clock {
     Device,
 }
 
-/// Distribution of durations in ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Stats {
-    /// Number of samples.
-    pub samples: usize,
-    /// Median.
-    pub median_ns: u64,
-    /// Minimum.
-    pub min_ns: u64,
-    /// 10th percentile (nearest rank).
-    pub p10_ns: u64,
-    /// 90th percentile (nearest rank).
-    pub p90_ns: u64,
-    /// Maximum.
-    pub max_ns: u64,
-}
-
-impl Stats {
-    /// Statistics of `samples` (ns); `None` when empty.
-    pub fn of(mut samples: Vec<u64>) -> Option<Stats> {
-        if samples.is_empty() {
-            return None;
-        }
-        samples.sort_unstable();
-        let n = samples.len();
-        let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        let median_ns = if !n.is_multiple_of(2) {
-            samples[n / 2]
-        } else {
-            (samples[n / 2 - 1] + samples[n / 2]) / 2
-        };
-        Some(Stats {
-            samples: n,
-            median_ns,
-            min_ns: samples[0],
-            p10_ns: rank(0.1),
-            p90_ns: rank(0.9),
-            max_ns: samples[n - 1],
-        })
-    }
-}
-
 /// Captured vs replayed time of one region of one prepared graph.
 #[derive(Clone, Debug, Serialize)]
 pub struct RegionTimingRow {
@@ -306,13 +246,14 @@ pub struct RegionTimingRow {
     /// The clock compared.
     pub clock: Clock,
     /// Captured durations.
-    pub captured: Option<Stats>,
+    pub captured: Option<Durations>,
     /// Replay durations over all repeats.
-    pub replayed: Option<Stats>,
+    pub replayed: Option<Durations>,
     /// Replay median / captured median.
     pub ratio: Option<f64>,
-    /// Whether this is a timing regression (ratio past `max_slowdown`, difference past
-    /// the noise floor).
+    /// Whether this is a timing regression ([`hrx_analysis::compare::timing`]: ratio past
+    /// `max_slowdown`, replayed median past the captured p99, difference past the noise
+    /// floor).
     pub regression: bool,
 }
 
@@ -330,9 +271,9 @@ pub struct OpTimingRow {
     /// Operation name.
     pub label: String,
     /// Captured per-operation durations, where the capture backend had them.
-    pub captured: Option<Stats>,
+    pub captured: Option<Durations>,
     /// Replay durations of the operation alone.
-    pub replayed: Option<Stats>,
+    pub replayed: Option<Durations>,
     /// Replay median / captured median.
     pub ratio: Option<f64>,
     /// Whether this is a timing regression.
@@ -367,7 +308,7 @@ pub struct SubstitutionRow {
 /// The result of a replay.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
-    /// Match or regression.
+    /// Same or regression.
     pub verdict: Verdict,
     /// The trace.
     pub trace: TraceInfo,
@@ -409,10 +350,7 @@ pub use hrx_analysis::units::duration as format_ns;
 impl Report {
     /// The process exit code: 0 when everything matches, 1 for a regression.
     pub fn exit_code(&self) -> i32 {
-        match self.verdict {
-            Verdict::Match => 0,
-            Verdict::Regression => 1,
-        }
+        i32::from(self.verdict.exit_code())
     }
 
     /// The report as JSON (what `--report json` prints).

@@ -1,7 +1,7 @@
 //! The report as readable text: header, per-submission table (equal rows grouped),
 //! first divergence, timing table, substitutions and notes.
 
-use super::{Clock, Report, Stats, Verdict, format_ns};
+use super::{Clock, Durations, Report, format_ns};
 use std::fmt::Write as _;
 
 impl Report {
@@ -119,10 +119,7 @@ impl Report {
         let _ = writeln!(
             out,
             "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow",
-            match self.verdict {
-                Verdict::Match => "MATCH",
-                Verdict::Regression => "REGRESSION",
-            },
+            self.verdict.name().to_uppercase(),
             self.exit_code(),
             s.statuses_matched,
             s.submissions,
@@ -438,13 +435,13 @@ pub(super) fn tolerance_text(t: f64) -> String {
 pub(super) fn timing_cells(
     graph: u64,
     index: String,
-    captured: Option<Stats>,
-    replayed: Option<Stats>,
+    captured: Option<Durations>,
+    replayed: Option<Durations>,
     ratio: Option<f64>,
     regression: bool,
     clock: Clock,
 ) -> Vec<String> {
-    let median = |s: Option<Stats>| {
+    let median = |s: Option<Durations>| {
         s.map_or("-".to_string(), |s| {
             format!("{} (n={})", format_ns(s.median_ns), s.samples)
         })
