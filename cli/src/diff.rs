@@ -113,7 +113,6 @@ use hrx_analysis::diff::{
     Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
     UNKNOWN_GRAPH, compare,
 };
-use hrx_analysis::scan::Outcome;
 use hrx_analysis::units::{duration, plural, ratio};
 use serde_json::{Value, json};
 use std::io::{self, Write};
@@ -210,15 +209,6 @@ fn from_one(rank: u64) -> u64 {
     rank.saturating_add(1)
 }
 
-/// The name of an outcome, as the timeline names a submission's status.
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Ok => "ok",
-        Outcome::Failed => "failed",
-        Outcome::Cancelled => "cancelled",
-    }
-}
-
 /// The report (`--json`'s layout, see the module docs) of hrx-analysis's comparison `c`
 /// and second pass `m`.
 fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
@@ -280,7 +270,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         .map(|c| {
             json!({"runtime": from_one(c.key.0.into()), "submission": c.submission[0],
                    "new_submission": c.submission[1],
-                   "base": outcome_name(c.base), "new": outcome_name(c.new)})
+                   "base": c.base.name(), "new": c.new.name()})
         })
         .collect();
     let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);

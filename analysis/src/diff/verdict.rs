@@ -1,15 +1,17 @@
 //! What `diff` makes of its two passes ([`compare`]): kernels paired by name and judged by
-//! the one kernel rule ([`is_slow`]), regions paired by [`RegionKey`] (matched, one-sided,
-//! relabelled, their medians), the counts its [`Verdict::of`] reads, and the reasons it
-//! gives in words. Outputs and outcomes are the second pass's ([`Matched`]).
+//! the one timing rule of `diff` and `replay` ([`is_slow`], [`crate::compare::timing`]),
+//! regions paired by [`RegionKey`] (matched, one-sided, relabelled, their medians), the
+//! counts its [`Verdict::of`] reads, and the reasons it gives in words. Outputs and
+//! outcomes are the second pass's ([`Matched`]).
 //!
 //! # The kernel rule
 //!
-//! A kernel is **slow** when all three hold: its median grew by more than the allowed
-//! ratio (`new.p50 > R × base.p50`); the growth is beyond the base's spread (`new.p50 >
-//! base.p99`: most new runs are slower than almost every base run, so one-off outliers on
-//! a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
-//! scheduling noise of microsecond kernels).
+//! A kernel is **slow** by the timing rule `replay` judges regions by
+//! ([`crate::compare::timing`], here with the floor [`NOISE_FLOOR_NS`]) when all three
+//! hold: its median grew by more than the allowed ratio (`new.p50 > R × base.p50`); the
+//! growth is beyond the base's spread (`new.p50 > base.p99`: most new runs are slower than
+//! almost every base run, so one-off outliers on a busy machine do not count); and it is
+//! more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of microsecond kernels).
 //!
 //! # The verdict's inputs
 //!
@@ -21,7 +23,7 @@
 //! read whole: *same* of such a trace is [`SAME_AS_FAR_AS_BOTH_GO`].
 
 use super::{Matched, Profile};
-use crate::compare::Verdict;
+use crate::compare::{Slowdown, Verdict, timing};
 use crate::matching::{Paired, RegionKey, pair};
 use crate::stats::KernelStats;
 use crate::units::plural;
@@ -31,11 +33,13 @@ use std::path::Path;
 pub const NOISE_FLOOR_NS: u64 = 50_000;
 
 /// Whether `new` is slower than `base` past `max_slowdown` and beyond the spread (the
-/// kernel rule, see the module docs).
+/// kernel rule, see the module docs: [`crate::compare::timing`]).
 pub fn is_slow(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> bool {
-    new.p50_ns as f64 > max_slowdown * base.p50_ns as f64
-        && new.p50_ns > base.p99_ns
-        && new.p50_ns.saturating_sub(base.p50_ns) > NOISE_FLOOR_NS
+    let rule = Slowdown {
+        max_ratio: Some(max_slowdown),
+        floor_ns: NOISE_FLOOR_NS,
+    };
+    timing(Some(base.into()), Some(new.into()), &rule, true).slow
 }
 
 /// One of the two traces.
