@@ -768,3 +768,6 @@ pub(crate) fn not_captured_note(n: usize) -> String {
         if n == 1 { "it was" } else { "they were" },
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -61,6 +61,41 @@ impl ChunkRun {
         self.records.extend(records);
     }
 
+    /// What a replay runtime that wrote `records` under the capture's own ids observed, its
+    /// waits having returned `statuses` (tests: a second trace of the run read as its
+    /// replay).
+    #[cfg(test)]
+    pub fn of_records(
+        records: Vec<Record>,
+        statuses: HashMap<SubmissionIndex, (crate::report::Outcome, String)>,
+        backend: &str,
+    ) -> ChunkRun {
+        let buffer_of = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::BufferCreated(b) => Some((b.buffer.0, b.buffer)),
+                _ => None,
+            })
+            .collect();
+        let replay_index = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Submit(s) => Some((s.submission.0, s.submission)),
+                _ => None,
+            })
+            .collect();
+        ChunkRun {
+            observed: Observed {
+                backend: backend.to_owned(),
+                statuses,
+                ..Observed::default()
+            },
+            replay_index,
+            records,
+            buffer_of: Arc::new(buffer_of),
+        }
+    }
+
     /// Maps the replay's records onto captured ids: what the replay observed.
     pub fn observe(mut self, plan: &RuntimePlan<'_>) -> Observed {
         read_back(

@@ -1,0 +1,314 @@
+//! One pair of items, one verdict: a captured trace against a second trace of the same run,
+//! read as its replay (the records a replay runtime writes, under the capture's ids), judged
+//! by replay's comparison (plan, read-back, [`report`]) and by `diff`'s passes over the same
+//! two traces (`hrx_analysis::diff`: profiles, the streamed match, and the engine's rules
+//! and verdict). Region times are set, not measured: no wall-clock bound.
+
+use super::{RuntimeRuns, report};
+use crate::execute::ChunkRun;
+use crate::options::ReplayOptions;
+use crate::report::Verdict;
+use hrx::{Runtime, RuntimeOptions, TraceDigests};
+use hrx_analysis::diff;
+use hrx_capture::schema::{Record, RegionIndex, Status, SubmissionIndex};
+use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
+use hrx_workloads::{Frame, Pipeline, PipelineOptions};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Six small frames through the pipeline, one in flight (one prepared graph submitted six
+/// times), every output digested.
+fn captured() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let sink = MemorySink::new();
+        let recorder =
+            Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+        {
+            let options = RuntimeOptions::sim()
+                .trace_digests(TraceDigests::All)
+                .recorder(recorder.clone());
+            let runtime = Runtime::new(options).expect("runtime");
+            let pipeline_options = PipelineOptions {
+                frames_in_flight: 1,
+                ..PipelineOptions::default()
+            };
+            let mut pipeline = Pipeline::new(&runtime, 24, 16, pipeline_options).expect("pipeline");
+            let frames = (0..6).map(|seed| frame(24, 16, seed));
+            pipeline.run(frames, |_, _| {}).expect("run");
+        }
+        recorder.close().expect("close");
+        Trace::from_bytes(&sink.contents()).expect("read back")
+    })
+}
+
+/// A small frame of one grey level per seed.
+fn frame(width: usize, height: usize, seed: u32) -> Frame {
+    Frame {
+        width,
+        height,
+        rgb: vec![(seed * 40) as u8; width * height * 3],
+    }
+}
+
+/// The prepared graph (id) of each submission.
+fn prepared_of(trace: &Trace) -> HashMap<SubmissionIndex, u64> {
+    trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some((s.submission, s.prepared.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The region timed most often (whose label no other region has): (prepared id, region).
+fn timed_region(trace: &Trace) -> (u64, u32) {
+    let prepared = prepared_of(trace);
+    let mut counts: HashMap<(u64, u32), usize> = HashMap::new();
+    for r in &trace.records {
+        if let Record::RegionTiming(t) = r {
+            *counts
+                .entry((prepared[&t.submission], t.region.0))
+                .or_default() += 1;
+        }
+    }
+    let profile = diff::profile_records(&trace.records);
+    let label_count = |label: &str| profile.regions.values().filter(|(l, _)| l == label).count();
+    let mut regions: Vec<_> = counts.into_iter().collect();
+    regions.sort_by_key(|&(key, n)| (std::cmp::Reverse(n), key));
+    regions
+        .into_iter()
+        .filter(|&(_, n)| n >= 3)
+        .map(|(key, _)| key)
+        .find(|&(prepared, region)| {
+            let label = region_label(trace, prepared, region);
+            label_count(&label) == 1 && profile.kernels.contains_key(&label)
+        })
+        .expect("a region of its own label")
+}
+
+/// `diff`'s label of a region (its kernel's name).
+fn region_label(trace: &Trace, prepared: u64, region: u32) -> String {
+    let profile = diff::profile_records(&trace.records);
+    let ranks = hrx_analysis::matching::ranks(trace.records.iter().filter_map(|r| match r {
+        Record::Prepared(p) => Some((p.runtime.0, p.prepared.0)),
+        _ => None,
+    }));
+    let runtime = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Prepared(p) if p.prepared.0 == prepared => Some(p.runtime.0),
+            _ => None,
+        })
+        .expect("prepared");
+    let (r, p) = ranks[&(runtime, prepared)];
+    let key = hrx_analysis::matching::RegionKey {
+        runtime: r,
+        prepared: p,
+        region,
+    };
+    profile.regions[&key].0.clone()
+}
+
+/// `trace` with the region's timings taking `durations` (µs, cycled; host clock only) and
+/// `edit` applied to every record.
+fn with_times(
+    trace: &Trace,
+    (prepared, region): (u64, u32),
+    durations: &[u64],
+    edit: impl Fn(&mut Record),
+) -> Trace {
+    let of = prepared_of(trace);
+    let mut out = trace.clone();
+    let mut n = 0;
+    for r in &mut out.records {
+        if let Record::RegionTiming(t) = r
+            && of[&t.submission] == prepared
+            && t.region == RegionIndex(region)
+        {
+            t.end_ns = t.start_ns + durations[n % durations.len()] * 1_000;
+            t.device = None;
+            n += 1;
+        }
+        edit(r);
+    }
+    out
+}
+
+/// Replay's report of `replayed` read as `captured`'s replay.
+fn replay_report(captured: &Trace, replayed: &Trace, options: &ReplayOptions) -> crate::Report {
+    let plan = crate::plan::plan(captured, None).expect("plan");
+    let statuses: HashMap<SubmissionIndex, _> = replayed
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::SubmissionDone(d) => Some((d.submission, crate::report::outcome_of(&d.status))),
+            _ => None,
+        })
+        .collect();
+    let runs: Vec<RuntimeRuns> = plan
+        .runtimes
+        .iter()
+        .map(|rp| RuntimeRuns {
+            repeats: vec![
+                ChunkRun::of_records(replayed.records.clone(), statuses.clone(), &rp.backend)
+                    .observe(rp),
+            ],
+            op_times: HashMap::new(),
+            replay_fault: None,
+        })
+        .collect();
+    report(&plan, &runs, options, None, Vec::new())
+}
+
+/// `diff`'s judgement of the pair (`hrx_analysis::diff::compare`, what `hrx-trace diff`
+/// reports): whether the kernel `label` is slow, and the verdict.
+fn diff_judgement(base: &Trace, new: &Trace, label: &str, max_slowdown: f64) -> (bool, Verdict) {
+    let b = diff::profile_records(&base.records);
+    let mut n = diff::profile_records(&new.records);
+    diff::align(&b, &mut n);
+    let records =
+        |t: &Trace| -> diff::Records<'_> { Box::new(t.records.clone().into_iter().map(Ok)) };
+    let m = diff::match_streams((&b, records(base)), (&n, records(new))).expect("match");
+    let c = diff::compare(&b, &n, &m, max_slowdown);
+    let kernel = c
+        .kernels
+        .iter()
+        .find(|k| k.name == label)
+        .expect("the kernel");
+    (kernel.slow, c.verdict)
+}
+
+#[test]
+fn diff_and_replay_give_one_pair_of_items_one_verdict() {
+    let captured = captured();
+    let region = timed_region(captured);
+    let label = region_label(captured, region.0, region.1);
+    // `diff`'s floor, so that both judge by the same rule with the same numbers.
+    let options = ReplayOptions::default()
+        .max_slowdown(2.0)
+        .timing_floor(Duration::from_nanos(diff::NOISE_FLOOR_NS));
+    let first_digest = captured
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::OutputDigest(d) => Some((d.submission, d.buffer, d.start)),
+            _ => None,
+        })
+        .expect("a digest");
+    let last_done = captured
+        .records
+        .iter()
+        .rev()
+        .find_map(|r| match r {
+            Record::SubmissionDone(d) => Some(d.submission),
+            _ => None,
+        })
+        .expect("a submission");
+    let none = |_: &mut Record| {};
+    // (what, base µs, new µs, edit of the new trace, slow, verdict)
+    type Edit = Box<dyn Fn(&mut Record)>;
+    type Case<'a> = (&'a str, &'a [u64], &'a [u64], Edit, bool, Verdict);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "unchanged",
+            &[100],
+            &[100],
+            Box::new(none),
+            false,
+            Verdict::Same,
+        ),
+        (
+            "4x slower",
+            &[100],
+            &[400],
+            Box::new(none),
+            true,
+            Verdict::Regression,
+        ),
+        (
+            "1.5x slower",
+            &[100],
+            &[150],
+            Box::new(none),
+            false,
+            Verdict::Same,
+        ),
+        // Past the ratio but within the base's spread (its p99 is its slowest run).
+        (
+            "within the spread",
+            &[100, 100, 900],
+            &[300],
+            Box::new(none),
+            false,
+            Verdict::Same,
+        ),
+        // An even count: the median is the lower middle value on both sides (a whole
+        // replay took the mean of the two, 250 µs, and called it slow).
+        (
+            "even count",
+            &[100, 100],
+            &[100, 400],
+            Box::new(none),
+            false,
+            Verdict::Same,
+        ),
+        (
+            "a digest differs",
+            &[100],
+            &[100],
+            Box::new(move |r: &mut Record| {
+                if let Record::OutputDigest(d) = r
+                    && (d.submission, d.buffer, d.start) == first_digest
+                {
+                    d.xxh3 ^= 1;
+                }
+            }),
+            false,
+            Verdict::Regression,
+        ),
+        (
+            "an outcome changed",
+            &[100],
+            &[100],
+            Box::new(move |r: &mut Record| {
+                if let Record::SubmissionDone(d) = r
+                    && d.submission == last_done
+                {
+                    d.status = Status::Failed {
+                        error: "injected".into(),
+                    };
+                }
+            }),
+            false,
+            Verdict::Regression,
+        ),
+    ];
+    for (what, base_us, new_us, edit, slow, verdict) in cases {
+        let base = with_times(captured, region, base_us, none);
+        let new = with_times(captured, region, new_us, edit);
+        let replayed = replay_report(&base, &new, &options);
+        let row = replayed
+            .timing
+            .iter()
+            .find(|t| t.graph == region.0 && t.region == region.1)
+            .expect("the region's row");
+        let (diff_slow, diff_verdict) = diff_judgement(&base, &new, &label, 2.0);
+        assert_eq!(
+            (row.regression, diff_slow),
+            (slow, slow),
+            "{what}: replay {row:?}"
+        );
+        assert_eq!(
+            (replayed.verdict, diff_verdict),
+            (verdict, verdict),
+            "{what}: replay {:?} {:?}",
+            replayed.divergences,
+            replayed.timing_dependent
+        );
+    }
+}
