@@ -1032,7 +1032,11 @@ pub struct TraceRange {
     /// `api` (the program's own start and stop calls).
     pub trigger: String,
     /// The trace this one was trimmed from (its path as given to `trim`); `None` for a
-    /// range recorded at run time.
+    /// range recorded at run time. When that trace was not a whole recording (cut short, its
+    /// process crashed, damaged blocks skipped, or itself trimmed from such a trace), `trim`
+    /// says why after the path: `cut.hrxt (incomplete: cut short, never closed)`,
+    /// `c.hrxt (incomplete: the process crashed: SIGABRT)` (`hrx_analysis::trim::source_note`
+    /// parts them): the trimmed trace is closed by `trim`, and would read as whole.
     pub trimmed_from: Option<String>,
     /// Host time.
     pub time_ns: u64,
