@@ -9,10 +9,12 @@
 //! `SubmissionDone`, so a late timing of a finished submission still joins while memory stays
 //! bounded by the window, not by the trace. Timings and outcomes that arrive before their
 //! `Submit` wait in a parked list (at most [`PARK_LIMIT`] timings), and so does a `Submit`
-//! read before its graph's `Prepared` (prepared on another thread; at most [`PARK_LIMIT`]).
-//! A timing that never
-//! joins (its submission was never recorded, or arrived later than the window allows) is
-//! counted in [`ScanSummary::unplaced_timings`], never dropped silently.
+//! read before its graph's `Prepared` (prepared on another thread; at most [`PARK_LIMIT`],
+//! oldest let in first). A submit whose `Prepared` never comes (that thread's records were
+//! lost) enters without its graph, at the latest in [`Joiner::finish`]: its outcome still
+//! counts. A timing that never joins (its submission was never recorded, or arrived later
+//! than the window allows) is counted in [`ScanSummary::unplaced_timings`], never dropped
+//! silently.
 //!
 //! Beside timings, the pass joins what a timeline needs of each submission: the `Submit`
 //! itself to its prepared graph ([`Visitor::submitted`], with the submission's *ordinal*,
@@ -31,8 +33,8 @@
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    CrossWait, DeviceSpan, FatalSignal, NodeIndex, Record, RegionIndex, RegionTiming, RuntimeId,
-    Status, SubmissionIndex, Submit,
+    CrossWait, DeviceSpan, FatalSignal, NodeIndex, PreparedId, Record, RegionIndex, RegionTiming,
+    RuntimeId, Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::VecDeque;
@@ -294,8 +296,12 @@ pub struct Joiner {
     parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
     parked_count: usize,
     parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
-    /// Submits read before their graph's `Prepared`, oldest first.
-    parked_submits: Vec<Submit>,
+    /// Submits read before their graph's `Prepared`, oldest first (a queue: past
+    /// [`PARK_LIMIT`] each new one lets the oldest in).
+    parked_submits: VecDeque<Submit>,
+    /// How many of `parked_submits` wait for each graph: a `Prepared` nobody waits for
+    /// does not walk the queue.
+    parked_graphs: IdMap<(RuntimeId, PreparedId), usize>,
     /// Submissions joined so far (the next ordinal).
     entered: u64,
     /// Region completions waiting for their `Submit` (at most [`PARK_LIMIT`]).
@@ -383,11 +389,13 @@ impl Joiner {
                     None => self.park_submit(s.clone(), visitor),
                 }
             }
-            Record::Prepared(p) if !self.parked_submits.is_empty() => {
+            Record::Prepared(p) if self.parked_graphs.contains_key(&(p.runtime, p.prepared)) => {
+                self.parked_graphs.remove(&(p.runtime, p.prepared));
                 let prepared = self.index.find_prepared(p.runtime, p.prepared);
-                let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked_submits)
-                    .into_iter()
-                    .partition(|s| (s.runtime, s.prepared) == (p.runtime, p.prepared));
+                let (ready, waiting): (VecDeque<_>, VecDeque<_>) =
+                    std::mem::take(&mut self.parked_submits)
+                        .into_iter()
+                        .partition(|s| (s.runtime, s.prepared) == (p.runtime, p.prepared));
                 self.parked_submits = waiting;
                 for s in ready {
                     self.enter(&s, prepared, visitor);
@@ -586,19 +594,26 @@ impl Joiner {
     /// Parks submit `s` until the `Prepared` of its graph is read; past [`PARK_LIMIT`]
     /// submits waiting, the oldest enters without its graph.
     fn park_submit(&mut self, s: Submit, visitor: &mut impl Visitor) {
-        if self.parked_submits.len() >= PARK_LIMIT {
-            let oldest = self.parked_submits.remove(0);
+        if self.parked_submits.len() >= PARK_LIMIT
+            && let Some(oldest) = self.parked_submits.pop_front()
+        {
+            self.unpark_graph((oldest.runtime, oldest.prepared));
             self.enter(&oldest, None, visitor);
         }
-        self.parked_submits.push(s);
+        *self
+            .parked_graphs
+            .entry((s.runtime, s.prepared))
+            .or_default() += 1;
+        self.parked_submits.push_back(s);
     }
 
-    /// Joins every submit still waiting for its graph's `Prepared`, without it (a reader
-    /// that keeps every submission calls this before [`Joiner::finish`]; `finish` alone
-    /// leaves them out of the joins, their timings unplaced).
-    pub fn flush(&mut self, visitor: &mut impl Visitor) {
-        for s in std::mem::take(&mut self.parked_submits) {
-            self.enter(&s, None, visitor);
+    /// One submit waiting for `graph` entered.
+    fn unpark_graph(&mut self, graph: (RuntimeId, PreparedId)) {
+        if let Some(n) = self.parked_graphs.get_mut(&graph) {
+            *n -= 1;
+            if *n == 0 {
+                self.parked_graphs.remove(&graph);
+            }
         }
     }
 
@@ -771,21 +786,18 @@ impl Joiner {
     }
 
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
-    pub fn finish(mut self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
-        // Submits whose `Prepared` never came: their timings cannot join.
+    /// Submits whose `Prepared` never came enter without their graph, in the order read:
+    /// they join (with their outcomes, region completions, waits and events) to `visitor`,
+    /// their timings are counted unplaced.
+    pub fn finish(
+        mut self,
+        visitor: &mut impl Visitor,
+        recovery: Option<Recovery>,
+        warnings: Vec<Warning>,
+    ) -> ScanSummary {
+        self.parked_graphs.clear();
         for s in std::mem::take(&mut self.parked_submits) {
-            let joined = JoinedSubmission {
-                runtime: s.runtime,
-                submission: s.submission,
-                ordinal: self.entered,
-                prepared: None,
-            };
-            self.entered += 1;
-            let live = Live {
-                joined,
-                outcome: None,
-            };
-            self.live.insert((s.runtime, s.submission), live);
+            self.enter(&s, None, visitor);
         }
         let parked = std::mem::take(&mut self.parked_timings);
         for (_, node) in parked.into_values().flatten() {
@@ -861,7 +873,7 @@ pub fn scan_reader<R: std::io::Read>(
     }
     let recovery = Some(*reader.recovery());
     let warnings = reader.warnings().to_vec();
-    Ok(joiner.finish(recovery, warnings))
+    Ok(joiner.finish(visitor, recovery, warnings))
 }
 
 /// Threads decoding records blocks ahead of the reading thread
@@ -961,7 +973,7 @@ pub fn scan_reader_threaded<R: std::io::Read + Send>(
             return Err(error);
         }
         let (recovery, warnings) = ended.unwrap_or_default();
-        Ok(joiner.finish(Some(recovery), warnings))
+        Ok(joiner.finish(visitor, Some(recovery), warnings))
     })
 }
 
@@ -975,7 +987,7 @@ pub fn scan_records<'a>(
     for record in records {
         joiner.push(record, visitor);
     }
-    joiner.finish(None, Vec::new())
+    joiner.finish(visitor, None, Vec::new())
 }
 
 #[cfg(test)]

@@ -157,9 +157,11 @@ impl StatsTail {
     }
 
     /// The statistics of everything read, when the trace is over (or following stops).
-    pub fn finish(self) -> (Stats, ScanSummary) {
+    pub fn finish(mut self) -> (Stats, ScanSummary) {
         let warnings = self.all_warnings();
-        let summary = self.joiner.finish(Some(self.recovery), warnings);
+        let summary = self
+            .joiner
+            .finish(&mut self.visitor, Some(self.recovery), warnings);
         (self.visitor.finish(&summary), summary)
     }
 

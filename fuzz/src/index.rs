@@ -101,7 +101,11 @@ pub fn index(file: &[u8]) {
             }
         }
     }
-    let summary = joiner.finish(Some(*reader.recovery()), reader.warnings().to_vec());
+    let summary = joiner.finish(
+        &mut visitor,
+        Some(*reader.recovery()),
+        reader.warnings().to_vec(),
+    );
     if let (Some((records, submissions, stats)), false) = (first, failed) {
         assert_eq!(records, summary.records);
         assert_eq!(submissions, summary.submissions);

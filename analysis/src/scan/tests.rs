@@ -126,6 +126,47 @@ fn submits_written_before_their_prepared_still_join() {
 }
 
 #[test]
+fn submits_of_a_graph_never_prepared_keep_their_outcomes() {
+    // The preparing thread's ring was lost (a killed recording): the submissions
+    // still completed, and stats counts them (every timing unplaced, never dropped).
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(40))
+        .filter(|r| !matches!(r, Record::Prepared(_)))
+        .collect();
+    let mut count = Count::default();
+    let summary = scan_records(&records, &mut count);
+    assert_eq!(count.outcomes, 10);
+    assert_eq!(count.spans, 0);
+    assert_eq!(summary.unplaced_timings, 40);
+}
+
+#[test]
+fn more_submits_waiting_than_the_limit_enter_oldest_first_and_keep_their_outcomes() {
+    let submissions = PARK_LIMIT as u64 + 10;
+    let mut joiner = Joiner::new();
+    let mut count = Count::default();
+    let spec = PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION);
+    for r in pipeline(spec).filter(|r| !matches!(r, Record::Prepared(_))) {
+        joiner.push(&r, &mut count);
+        assert!(joiner.parked_submits.len() <= PARK_LIMIT);
+        // Every waiting submit is counted under its graph, and only those.
+        assert_eq!(
+            joiner.parked_graphs.values().sum::<usize>(),
+            joiner.parked_submits.len()
+        );
+    }
+    // The 10 oldest entered when the queue was full, in the order read.
+    assert_eq!(joiner.entered, 10);
+    let first = joiner.parked_submits.front().unwrap().submission;
+    assert_eq!(first, SubmissionIndex(10));
+    let summary = joiner.finish(&mut count, None, Vec::new());
+    assert_eq!(count.outcomes, submissions);
+    assert_eq!(
+        summary.unplaced_timings,
+        submissions * REGIONS_PER_SUBMISSION
+    );
+}
+
+#[test]
 fn state_stays_bounded_by_the_window_not_the_trace() {
     let submissions = 3 * RETIRE_WINDOW as u64;
     let mut joiner = Joiner::new();
@@ -135,7 +176,7 @@ fn state_stays_bounded_by_the_window_not_the_trace() {
         assert!(joiner.live.len() <= RETIRE_WINDOW + 2);
     }
     assert!(joiner.retired.len() <= RETIRE_WINDOW);
-    let summary = joiner.finish(None, Vec::new());
+    let summary = joiner.finish(&mut count, None, Vec::new());
     assert_eq!(count.spans, submissions * REGIONS_PER_SUBMISSION);
     assert_eq!(summary.unplaced_timings, 0);
 }

@@ -413,9 +413,8 @@ impl ModelBuilder {
 
     /// Finishes the model (see the module docs for the stages).
     pub fn finish(mut self) -> Model {
-        self.flush_parked();
-        self.take_joins();
         let summary = self.finish_joiner();
+        self.take_joins();
         self.sort_submissions();
         self.add_untimed_spans();
         self.add_running_spans(&summary);
@@ -439,15 +438,10 @@ impl ModelBuilder {
         std::mem::take(&mut self.joins.stats).finish(summary)
     }
 
-    /// At the end of the records, a submit whose graph's `Prepared` never came joins as a
-    /// submission without regions, as when it was read (its joins wait in `joins`).
-    pub(super) fn flush_parked(&mut self) {
-        self.joiner.flush(&mut self.joins);
-    }
-
-    /// The joiner's summary at the end of the records.
+    /// The joiner's summary at the end of the records; a submit whose graph's `Prepared`
+    /// never came joins then as a submission without regions (its joins wait in `joins`).
     pub(super) fn finish_joiner(&mut self) -> ScanSummary {
-        std::mem::take(&mut self.joiner).finish(None, Vec::new())
+        std::mem::take(&mut self.joiner).finish(&mut self.joins, None, Vec::new())
     }
 
     /// Applies what the joiner handed over since the last call.

@@ -360,9 +360,8 @@ impl StreamBuilder {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
-        self.inner.flush_parked();
-        self.take_joins()?;
         let summary = self.inner.finish_joiner();
+        self.take_joins()?;
         self.add_untimed_spans(&summary)?;
         let new_ids = self.write_submissions()?;
         let final_id = |sub: u32| new_ids.as_ref().map_or(sub, |ids| ids[sub as usize]);
