@@ -416,6 +416,8 @@ impl Runtime {
     /// [`Error::Unsupported`] when the chosen backend is missing (the message names the
     /// library looked for); [`Error::Message`] for bad options or environment values.
     pub fn new(options: RuntimeOptions) -> Result<Self> {
+        let trace_from_environment =
+            options.environment && options.trace.is_none() && options.recorder.is_none();
         let options = options.resolve()?;
         let faults = Arc::new(FaultInjector::new(options.fault.clone()));
         let device = open_device(&options, &faults)?;
@@ -427,6 +429,7 @@ impl Runtime {
             mode: options.trace_mode.unwrap_or_default(),
             backend: info.backend.to_string(),
             device: info.name.clone(),
+            from_environment: trace_from_environment,
         })?;
         let id = RUNTIME_IDS.fetch_add(1, Ordering::Relaxed);
         let tracer = Tracer::new(

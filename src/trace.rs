@@ -100,13 +100,18 @@ pub(crate) struct TraceTarget<'a> {
     pub backend: String,
     /// The device's name.
     pub device: String,
+    /// Whether `path` came from `HRX_TRACE` rather than the program: then a trace that
+    /// cannot be opened leaves the runtime untraced, with one line on standard error,
+    /// instead of failing it (tracing never makes the traced program fail; issue 18).
+    pub from_environment: bool,
 }
 
 /// The recorder for a new runtime: `target`'s, or the one already open in this process, or
 /// none.
 ///
 /// # Errors
-/// [`crate::Error::Message`] when the trace file cannot be opened.
+/// [`crate::Error::Message`] when the trace file the program named cannot be opened (one
+/// from `HRX_TRACE` that cannot be opened is said on standard error and not traced).
 pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
     if let Some(recorder) = target.recorder {
         return Ok(Some(recorder.clone()));
@@ -119,9 +124,23 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                 mode: target.mode,
                 ..RecorderOptions::default()
             };
-            Some(hrx_capture::install_or_current(path, options).map_err(|e| {
-                crate::Error::Message(format!("cannot open trace {}: {e}", path.display()))
-            })?)
+            match hrx_capture::install_or_current(path, options) {
+                Ok(recorder) => Some(recorder),
+                Err(e) if target.from_environment => {
+                    eprintln!(
+                        "hrx: HRX_TRACE={}: cannot record there ({e}): this process runs \
+                         untraced",
+                        path.display()
+                    );
+                    None
+                }
+                Err(e) => {
+                    return Err(crate::Error::Message(format!(
+                        "cannot open trace {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
         }
         None => hrx_capture::current(),
     };

@@ -172,9 +172,15 @@ pub fn shutdown() -> Result<Option<CloseSummary>, WriteError> {
 /// - otherwise, when the file is locked by another recorder, or [`TRACE_SESSION_ENV`] says
 ///   another process of this recording already wrote it, this process records into
 ///   `NAME.PID.EXT` beside it and says so on standard error: tracing never makes the traced
-///   program fail for want of a file, and never silently overwrites a sibling's trace.
+///   program fail for want of a file, and never silently overwrites a sibling's trace;
+/// - likewise when the file exists and is not a trace (notes, a photograph: `HRX_TRACE`
+///   set by hand to the wrong name), which is left as it is.
 fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder, WriteError> {
-    let taken = |e: &WriteError| matches!(e, WriteError::Create { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock);
+    let kind = |e: &WriteError| match e {
+        WriteError::Create { source, .. } => Some(source.kind()),
+        _ => None,
+    };
+    let taken = |e: &WriteError| kind(e) == Some(std::io::ErrorKind::WouldBlock);
     if template.to_str().is_some_and(|t| t.contains("%n")) {
         for n in 1..=100_000u64 {
             let path = expand_path_with(template, n);
@@ -190,18 +196,17 @@ fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder
     let path = expand_path(template);
     let sibling_wrote =
         std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
+    let mut why = "was written by another process of this recording";
     if !sibling_wrote {
         match Recorder::create(&path, options.clone()) {
-            Err(e) if taken(&e) => {}
+            Err(e) if taken(&e) => why = "is being written by another process",
+            Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
+                why = "exists and is not an hrx trace (left as it is)";
+            }
             other => return other,
         }
     }
     let own = own_path(&path, std::process::id());
-    let why = if sibling_wrote {
-        "was written by another process of this recording"
-    } else {
-        "is being written by another process"
-    };
     eprintln!(
         "hrx: {} {why}: this process ({}) records into {}",
         path.display(),
@@ -323,6 +328,28 @@ mod tests {
         let own = own_path(&path, std::process::id());
         assert!(read_all(&path).unwrap().recovery.clean_close);
         assert!(read_all(own).unwrap().recovery.clean_close);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_trace_is_left_alone_and_this_process_records_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, b"hi\n").unwrap();
+        let recorder = create_unshared(&path, RecorderOptions::default()).unwrap();
+        recorder.close().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"hi\n");
+        let own = own_path(&path, std::process::id());
+        assert!(read_all(own).unwrap().recovery.clean_close);
+        // An old trace, and an empty file, are still overwritten in place.
+        let trace = dir.path().join("t.hrxt");
+        for _ in 0..2 {
+            create_unshared(&trace, RecorderOptions::default())
+                .unwrap()
+                .close()
+                .unwrap();
+        }
+        assert!(!own_path(&trace, std::process::id()).exists());
+        assert!(read_all(&trace).unwrap().recovery.clean_close);
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).

@@ -157,6 +157,7 @@ impl FileSink {
         }
         // Open without truncating: the lock must be ours before anything is destroyed.
         let file = std::fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .create(true)
             .truncate(false)
@@ -167,9 +168,35 @@ impl FileSink {
                 format!("{} is being written by another recorder", path.display()),
             )
         })?;
+        // Only a trace (or an empty file) is overwritten: `HRX_TRACE` naming a photograph or
+        // notes by mistake must not destroy them (`hrx-trace record -o` refuses the same).
+        if !holds_a_trace_or_nothing(&file)? {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists and is not an hrx trace", path.display()),
+            ));
+        }
         file.set_len(0)?;
         Ok(FileSink { file })
     }
+}
+
+/// Whether `file` is empty or starts like a trace (the [`MAGIC`](crate::format::MAGIC), or
+/// a prefix of it: a recording killed within its first write).
+/// Reads at an offset (`pread`): the file's position, where the trace is written next,
+/// stays at 0.
+fn holds_a_trace_or_nothing(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let magic = &crate::format::MAGIC;
+    let mut head = [0u8; 8];
+    let mut read = 0;
+    while read < head.len() {
+        match file.read_at(&mut head[read..], read as u64)? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    Ok(magic.starts_with(&head[..read]))
 }
 
 impl Sink for FileSink {

@@ -162,3 +162,46 @@ fn a_failed_trace_makes_record_fail() {
     assert!(stderr(&out).contains("is incomplete"), "{}", stderr(&out));
     assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
 }
+
+#[test]
+fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |trace: &Path| {
+        std::process::Command::new(traced())
+            .arg("2")
+            .env("HRX_TRACE", trace)
+            .env_remove("HRX_TRACE_SESSION")
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // A file that is not a trace is left as it is; the process records beside it.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, b"hi\n").unwrap();
+    let out = run(&notes);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(std::fs::read(&notes).unwrap(), b"hi\n");
+    assert!(
+        stderr(&out).contains("exists and is not an hrx trace"),
+        "{}",
+        stderr(&out)
+    );
+    let own = files(dir.path(), "notes.");
+    let own: Vec<String> = own.into_iter().filter(|n| n != "notes.txt").collect();
+    assert_eq!(own.len(), 1, "{own:?}");
+    check_traces(dir.path(), &own, &[2]);
+    // Where no trace can be written, the program runs untraced and says so once.
+    for place in [
+        dir.path().to_path_buf(),
+        dir.path().join("missing").join("t.hrxt"),
+    ] {
+        let out = run(&place);
+        assert_eq!(code(&out), 0, "{place:?}: {}", stderr(&out));
+        let said = stderr(&out);
+        let untraced = said
+            .lines()
+            .filter(|l| l.contains("this process runs untraced"))
+            .count();
+        assert_eq!(untraced, 1, "{place:?}: {said}");
+    }
+}
