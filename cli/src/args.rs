@@ -74,7 +74,7 @@ pub struct ReplayArgs {
     pub backend: Option<String>,
 
     /// Replays to time; timings are medians over them.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: usize,
 
     /// Also launch and time each operation on its own.
@@ -98,7 +98,7 @@ pub struct ReplayArgs {
     pub max_slowdown: Option<f64>,
 
     /// Replay only the first N submissions of each runtime (N >= 1).
-    #[arg(long, value_name = "N", value_parser = parse_until)]
+    #[arg(long, value_name = "N", value_parser = parse_until, allow_negative_numbers = true)]
     pub until: Option<u64>,
 
     /// Report format.
@@ -164,7 +164,7 @@ pub struct RecordArgs {
 
     /// Frames to run, cycling through the photographs [default: each photograph once;
     /// `faults`: at least 4].
-    #[arg(long, value_name = "N", conflicts_with = "program")]
+    #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_count, allow_negative_numbers = true)]
     pub frames: Option<usize>,
 
     /// Largest frame width in pixels: the first photograph is scaled down to it (aspect
@@ -173,12 +173,14 @@ pub struct RecordArgs {
         long,
         value_name = "PX",
         default_value_t = 1280,
-        conflicts_with = "program"
+        conflicts_with = "program",
+        value_parser = parse_width,
+        allow_negative_numbers = true
     )]
     pub max_width: u32,
 
     /// Frames in flight in the pipeline, 1 to the runtime's 64 submission slots [default: 3].
-    #[arg(long, value_name = "N", conflicts_with = "program")]
+    #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_count, allow_negative_numbers = true)]
     pub in_flight: Option<usize>,
 
     /// Backend: auto, sim, cuda or hip [default: auto, which honours HRX_BACKEND].
@@ -201,12 +203,12 @@ pub struct RecordArgs {
 
     /// Record the submissions submitted from S seconds after the trace session starts (the
     /// first hrx runtime's creation): `time:S..` (with --duration, `time:S..S+D`).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
     pub delay: Option<String>,
 
     /// Record the submissions submitted during D seconds (from --delay, else from the
     /// session's start).
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D", allow_hyphen_values = true)]
     pub duration: Option<String>,
 
     /// The program to record and its arguments (after `--`).
@@ -399,7 +401,29 @@ pub struct ManArgs {
 }
 
 /// `--until N`: a count of submissions, which the runtime numbers from 1.
+/// A count given on the command line: negative numbers parse as far as here (clap would
+/// call `-1` an unexpected argument and suggest `-- -1`), to be refused with the reason.
+fn parse_count(text: &str) -> Result<usize, String> {
+    text.parse::<usize>().map_err(|e| whole_number(text, &e))
+}
+
+/// A width in pixels (see [`parse_count`]).
+fn parse_width(text: &str) -> Result<u32, String> {
+    text.parse::<u32>().map_err(|e| whole_number(text, &e))
+}
+
+fn whole_number(text: &str, error: &std::num::ParseIntError) -> String {
+    if text.trim_start().starts_with('-') {
+        "it must not be negative: give a whole number, 0 or more".to_owned()
+    } else {
+        format!("{error}: give a whole number")
+    }
+}
+
 fn parse_until(text: &str) -> Result<u64, String> {
+    if text.trim_start().starts_with('-') {
+        return Err("submissions count from 1: give 1 or more".to_owned());
+    }
     match text.parse::<u64>() {
         Ok(0) => Err("submissions count from 1: give 1 or more".to_owned()),
         Ok(n) => Ok(n),

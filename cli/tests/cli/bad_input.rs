@@ -619,8 +619,9 @@ fn bare_hrx_trace_says_what_is_missing() {
     assert!(err.contains("Usage: hrx-trace"), "{err}");
 }
 
-/// Negative `--tolerance` and `--max-slowdown` get the value check's message (clap called
-/// `-1` an unexpected argument); an empty `--backend` is an error, not `auto`.
+/// Negative numbers (`--tolerance`, `--max-slowdown`, the counts, `--delay`, `--duration`)
+/// get the value check's message (clap called `-1` an unexpected argument and suggested
+/// `-- -1`); an empty `--backend` is an error, not `auto`.
 #[test]
 fn negative_numbers_and_an_empty_backend_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -637,6 +638,31 @@ fn negative_numbers_and_an_empty_backend_are_refused_by_name() {
         (
             &["diff", "h.hrxt", "h.hrxt", "--max-slowdown", "-2"],
             "--max-slowdown -2: must be",
+        ),
+        (
+            &["replay", "h.hrxt", "--repeat", "-1"],
+            "'--repeat <N>': it must not be negative",
+        ),
+        (
+            &["replay", "h.hrxt", "--until", "-5"],
+            "submissions count from 1",
+        ),
+        (
+            &["record", "--workload", "hazards", "--frames", "-1"],
+            "'--frames <N>': it must not be negative",
+        ),
+        (
+            &["record", "--workload", "hazards", "--in-flight", "-3"],
+            "'--in-flight <N>': it must not be negative",
+        ),
+        (
+            &["record", "--workload", "hazards", "--max-width", "-2"],
+            "'--max-width <PX>': it must not be negative",
+        ),
+        (&["record", "--delay", "-1", "--", "true"], "--delay: "),
+        (
+            &["record", "--duration", "-1", "--", "true"],
+            "--duration: ",
         ),
         (
             &["replay", "h.hrxt", "--backend", ""],
