@@ -74,7 +74,17 @@
 //! between two recordings) and with the program reduced to its file name (a debug and a
 //! release build of one program are one program); when they differ, both are printed, so
 //! a "different" verdict from a run with `--frames 8` against one with `--frames 4` says
-//! why.
+//! why. `hrx-trace record`'s range options (`--capture-range`, `--delay`, `--duration`)
+//! are left out: they choose what of the run is recorded.
+//!
+//! # Ranges
+//!
+//! Where either trace holds a range (a `--capture-range` recording, a `trim`: its
+//! `TraceRange` records), only the submissions both hold are compared, paired by
+//! submission number (a trim keeps the run's numbers): the whole run's submission 1 is not
+//! paired with a trim 4..7's first, and the submissions outside the range are not
+//! one-sided. The reasons say so, `compared submissions 4..7, the range new holds; base's
+//! others are not compared`, and the JSON's `compared_range` names them.
 //!
 //! JSON (`--json`), times in ns:
 //!
@@ -82,6 +92,8 @@
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
 //!  "verdict": "same"|"same_as_far_as_both_go"|"different"|"regression", "reasons": [text],
 //!  "complete": {"base", "new"}, "records_lost": {"base", "new"}, "exit_code",
+//!  "compared_range": null (both whole)|{"held_by": "base"|"new"|"both", "runtimes":
+//!                    [{"runtime", "submissions": "4..7", "ranges": [[start, end|null]]}]},
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
@@ -288,6 +300,17 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         // was recovered (standard error warns), which can leave most of it unmatched.
         "complete": {"base": c.complete[0], "new": c.complete[1]},
         "records_lost": {"base": c.records_lost[0], "new": c.records_lost[1]},
+        // Where either trace holds a range (a range recording, a trim): the submissions
+        // compared, those both hold (an open end is null), and which trace holds a range.
+        "compared_range": c.compared.as_ref().map(|compared| json!({
+            "held_by": c.ranged_side(),
+            "runtimes": compared.iter().map(|(rank, held)| json!({
+                "runtime": from_one((*rank).into()),
+                "submissions": hrx_analysis::diff::describe_range(held),
+                "ranges": held.iter().map(|&(s, e)| json!([s, (e != u64::MAX).then_some(e)]))
+                    .collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })),
         // What the streamed match could not pair (see `hrx_analysis::diff`); zero when both
         // traces have the same submission sequence.
         "streaming": {

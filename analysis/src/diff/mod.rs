@@ -26,6 +26,9 @@
 //! the range, byte range) when both traces submitted the same prepared graphs (however
 //! often each: a graph's extra submissions are one-sided, never paired with another
 //! graph's), else by submission number. Outcomes are keyed alike, without the place.
+//! Where either trace holds a range (a range recording or a trim, its `TraceRange`
+//! records), only the submissions both hold are keyed, by submission number (a trim keeps
+//! the run's numbers): the rest are neither compared nor one-sided ([`Matched::compared`]).
 //! A graph's n-th submission is counted in file order: a thread's records are written in
 //! order, so a graph submitted from one thread is counted in submission order, and one
 //! submitted from several threads has no order common to two runs anyway. A submission is
@@ -37,6 +40,7 @@
 //!
 //! - `profile`: the first pass ([`Profile`], [`profile`]).
 //! - `align`: prepared graphs paired by structure between the passes ([`align`]).
+//! - `range`: the submissions a range or a trim holds, and those both sides hold.
 //! - `side`: one trace's second pass, keying outputs and outcomes as records arrive.
 //! - `window`: the match windows of keys waiting for the other side, and their merge.
 //! - `stream`: the second pass of both traces, each on a thread, walked in step
@@ -46,6 +50,7 @@
 
 mod align;
 mod profile;
+mod range;
 mod side;
 mod stream;
 mod verdict;
@@ -53,6 +58,7 @@ mod window;
 
 pub use align::align;
 pub use profile::{Profile, profile, profile_records};
+pub use range::{Held, common as common_range, describe as describe_range};
 pub use stream::{match_files, match_streams};
 pub use verdict::{
     Comparison, KernelRow, NOISE_FLOOR_NS, RegionTimes, Regions, Relabelled,
@@ -130,6 +136,10 @@ pub struct Matched {
     /// Whether outputs and outcomes were keyed by graph and index (both traces submitted
     /// the same prepared graphs, however often each), else by submission number.
     pub by_graph: bool,
+    /// Where either trace holds a range (a range recording, a trim): the submissions
+    /// compared, those both hold, per runtime rank ([`common_range`]); outputs and
+    /// outcomes are then keyed by submission number. `None` when both are whole.
+    pub compared: Option<std::collections::BTreeMap<u32, Held>>,
     /// Outputs compared and equal.
     pub identical: u64,
     /// Outputs compared and different, in key order.

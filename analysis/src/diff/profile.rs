@@ -3,6 +3,7 @@
 //! rank, each graph's writing uses, how often each was submitted).
 
 use super::align::{Signature, kernel_params, params, structure};
+use super::range::{Held, held};
 use crate::hash::IdMap;
 use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
@@ -11,7 +12,7 @@ use crate::sketch::Sketch;
 use crate::stats::{KernelStats, StatsVisitor};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
-    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
+    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart, TraceRange,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -37,6 +38,10 @@ pub struct Profile {
     pub warnings: Vec<Warning>,
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub shape: BTreeMap<(u32, u64), u64>,
+    /// The submissions a range recording or a trim holds, per runtime rank (of runtimes
+    /// that submitted) with a [`TraceRange`] record (see [`crate::diff::common_range`]);
+    /// empty for a whole recording.
+    pub ranges: BTreeMap<u32, Held>,
     /// Each prepared graph's (runtime rank, graph rank) [`Signature`]: its shape and what
     /// it computes.
     pub(super) graphs: BTreeMap<(u32, u64), Signature>,
@@ -57,6 +62,8 @@ pub(super) struct Places {
     pub(super) graph_runtime: HashMap<RuntimeId, u32>,
     /// `Submit` records per prepared graph.
     pub(super) submits: IdMap<(RuntimeId, PreparedId), u64>,
+    /// The submissions held, per runtime with a [`TraceRange`] record.
+    pub(super) held: HashMap<RuntimeId, Held>,
 }
 
 impl Places {
@@ -94,6 +101,7 @@ struct ProfileVisitor {
     ops: IdMap<(RuntimeId, GraphId), Vec<GraphOp>>,
     /// Each loaded kernel's [`kernel_params`].
     kernels: IdMap<(RuntimeId, KernelId), u64>,
+    ranges: Vec<TraceRange>,
 }
 
 impl Visitor for ProfileVisitor {
@@ -135,6 +143,7 @@ impl Visitor for ProfileVisitor {
             Record::OutputDigest(d) => {
                 self.digest_runtimes.insert(d.runtime);
             }
+            Record::TraceRange(r) => self.ranges.push(r.clone()),
             _ => {}
         }
     }
@@ -187,6 +196,15 @@ impl ProfileVisitor {
         places.output_runtime =
             runtime_ranks(submitting().chain(self.digest_runtimes.iter().copied()));
         let shape = places.shape();
+        places.held = held(&self.ranges);
+        let ranges = places
+            .held
+            .iter()
+            .filter_map(|(runtime, held)| {
+                let rank = places.outcome_runtime.get(runtime)?;
+                Some((*rank, held.clone()))
+            })
+            .collect();
         let mut graphs = BTreeMap::new();
         for p in index.prepared() {
             let labels = p.regions.clone().map(|r| {
@@ -217,6 +235,7 @@ impl ProfileVisitor {
             recovery: summary.recovery,
             warnings: summary.warnings,
             shape,
+            ranges,
             graphs,
             places: self.places,
         }

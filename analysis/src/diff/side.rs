@@ -3,6 +3,7 @@
 //! completions that arrive before their `Submit` (at most [`PARK_LIMIT`]).
 
 use super::profile::Places;
+use super::range::Held;
 use super::{LIVE_WINDOW, OutputKey, OutputValue, PARK_LIMIT, Place, SubmissionKey, UNKNOWN_GRAPH};
 use crate::hash::IdMap;
 use crate::scan::Outcome;
@@ -38,11 +39,19 @@ pub(super) struct Side<'a> {
     pub(super) late: u64,
     pub(super) submits: u64,
     pub(super) events: Vec<Event>,
+    /// The submissions compared, per runtime, when either side holds a range (see
+    /// [`super::range`]): records of others are skipped. Runtimes not named are whole.
+    compared: IdMap<RuntimeId, Held>,
 }
 
 impl<'a> Side<'a> {
-    pub(super) fn new(places: &'a Places, by_graph: bool) -> Side<'a> {
+    pub(super) fn new(
+        places: &'a Places,
+        by_graph: bool,
+        compared: IdMap<RuntimeId, Held>,
+    ) -> Side<'a> {
         Side {
+            compared,
             places,
             by_graph,
             live: IdMap::default(),
@@ -64,7 +73,23 @@ impl<'a> Side<'a> {
         self.retired.get(&key.0).is_some_and(|&r| key.1.0 <= r)
     }
 
+    /// Whether the submission is compared: outside the range both sides hold, it is not.
+    fn compares(&self, runtime: RuntimeId, submission: SubmissionIndex) -> bool {
+        self.compared
+            .get(&runtime)
+            .is_none_or(|held| held.iter().any(|&(s, e)| (s..e).contains(&submission.0)))
+    }
+
     pub(super) fn push(&mut self, record: &Record) {
+        let compared = match record {
+            Record::Submit(s) => self.compares(s.runtime, s.submission),
+            Record::SubmissionDone(d) => self.compares(d.runtime, d.submission),
+            Record::OutputDigest(d) => self.compares(d.runtime, d.submission),
+            _ => true,
+        };
+        if !compared {
+            return;
+        }
         match record {
             Record::Submit(s) => {
                 self.submits += 1;

@@ -1,9 +1,12 @@
 //! The second pass of both traces: each side's records keyed on a thread of its own, sent in
 //! batches, and merged in step by how many `Submit` records each side has read.
 
+use super::range::{Held, common as common_range};
 use super::side::{Event, Side};
 use super::window::{Merge, Window};
 use super::{DiffError, MATCH_WINDOW, Matched, Profile, Records};
+use crate::hash::IdMap;
+use hrx_capture::schema::RuntimeId;
 use hrx_capture::{ReadError, TraceReader};
 use std::path::Path;
 
@@ -43,15 +46,30 @@ pub(super) fn match_within(
     // The same prepared graphs, however often each was submitted (another run length):
     // graphs pair by rank and a graph's extra submissions are one-sided. Other graphs
     // (outputs rotated over another number of buffer sets) pair by submission number.
-    let by_graph = base.shape.keys().eq(new.shape.keys());
+    // Where either side holds a range (a range recording, a trim), only the submissions both
+    // hold are compared, paired by submission number: a trim keeps the run's numbers, and
+    // its first submission is not the whole run's first.
+    let compared = common_range(&base.ranges, &new.ranges);
+    let by_graph = compared.is_none() && base.shape.keys().eq(new.shape.keys());
+    let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
+        let Some(compared) = &compared else {
+            return IdMap::default();
+        };
+        let ranks = &profile.places.outcome_runtime;
+        ranks
+            .iter()
+            .filter_map(|(id, rank)| Some((*id, compared.get(rank)?.clone())))
+            .collect()
+    };
     std::thread::scope(|scope| {
         let mut receivers = Vec::new();
         let mut threads = Vec::new();
         for (profile, records) in [(base, base_records), (new, new_records)] {
             let (send, receive) = sync_channel::<Batch>(BATCHES_AHEAD);
+            let held = on_side(profile);
             receivers.push(receive);
             threads.push(scope.spawn(move || -> Result<u64, ReadError> {
-                let mut side = Side::new(&profile.places, by_graph);
+                let mut side = Side::new(&profile.places, by_graph, held);
                 let mut sent = 0u64;
                 // Sends what `side` keyed so far; false when the merge stopped listening.
                 let mut flush = |side: &mut Side<'_>, submits: u64| {
@@ -94,6 +112,7 @@ pub(super) fn match_within(
             outcomes: [Window::new(window), Window::new(window)],
             matched: Matched {
                 by_graph,
+                compared: compared.clone(),
                 ..Matched::default()
             },
         };

@@ -22,11 +22,13 @@
 //! recordings' arguments differ where they do ([`arguments`]), and which trace was not
 //! read whole: *same* of such a trace is [`SAME_AS_FAR_AS_BOTH_GO`].
 
+use super::range::{Held, describe};
 use super::{Matched, Profile};
 use crate::compare::{Slowdown, Verdict, timing};
 use crate::matching::{Paired, RegionKey, pair};
 use crate::stats::KernelStats;
 use crate::units::plural;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Growth below this many ns is never a slowdown (timer and scheduling noise).
@@ -170,6 +172,23 @@ pub struct Comparison {
     pub complete: [bool; 2],
     /// Records each trace lost while recording.
     pub records_lost: [u64; 2],
+    /// Whether base, new holds a range (a range recording or a trim).
+    pub ranged: [bool; 2],
+    /// Where either holds one: the submissions compared, those both hold, per runtime rank
+    /// ([`Matched::compared`]).
+    pub compared: Option<BTreeMap<u32, Held>>,
+}
+
+impl Comparison {
+    /// `new`, `base` or `both`: which trace holds a range, where either does.
+    pub fn ranged_side(&self) -> Option<&'static str> {
+        match self.ranged {
+            [true, true] => Some("both"),
+            [true, false] => Some(Side::Base.name()),
+            [false, true] => Some(Side::New.name()),
+            [false, false] => None,
+        }
+    }
 }
 
 /// The verdict's name when nothing differs in what both traces hold but one of them is
@@ -314,6 +333,28 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             plural(one_sided as u64, "item")
         ));
     }
+    // A range recording or a trim holds only some submissions: say which were compared.
+    let ranged = [!base.ranges.is_empty(), !new.ranges.is_empty()];
+    if let Some(compared) = &m.compared {
+        let several = compared.len() > 1;
+        let submissions: Vec<String> = compared
+            .iter()
+            .map(|(rank, held)| {
+                let runtime = if several {
+                    format!("runtime {} ", u64::from(*rank) + 1)
+                } else {
+                    String::new()
+                };
+                format!("{runtime}submissions {}", describe(held))
+            })
+            .collect();
+        let which = match ranged {
+            [true, true] => "the range both hold; the others are not compared".to_owned(),
+            [false, true] => "the range new holds; base's others are not compared".to_owned(),
+            _ => "the range base holds; new's others are not compared".to_owned(),
+        };
+        reasons.push(format!("compared {}, {which}", submissions.join(", ")));
+    }
     let past_window = m.unmatched_past_window.iter().sum::<u64>();
     if past_window > 0 {
         reasons.push(format!(
@@ -360,6 +401,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         arguments,
         complete: [complete(base), complete(new)],
         records_lost: [lost(base), lost(new)],
+        ranged,
+        compared: m.compared.clone(),
     }
 }
 
@@ -379,8 +422,9 @@ fn lost(profile: &Profile) -> u64 {
 
 /// The recorded command line as compared: the program's file name (a debug and a release
 /// build of one program are one program), then its arguments without the trace's own name
-/// (the value of `-o`/`--output`, which always differs between two recordings). `None`
-/// without a session record.
+/// (the value of `-o`/`--output`, which always differs between two recordings), and, of
+/// `hrx-trace record`'s own command line, without its range options (`--capture-range`,
+/// `--delay`, `--duration`: what of the run is recorded). `None` without a session record.
 pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
     let args = &profile.session.as_ref()?.args;
     let mut out = Vec::with_capacity(args.len());
@@ -391,8 +435,18 @@ pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
             .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
         out.push(name);
     }
+    // `hrx-trace record`'s own range options choose what is recorded of the run, not the
+    // run: a range recording and a whole one of the same run have the same arguments.
+    let recorder = out.first().is_some_and(|p| p == "hrx-trace");
     while let Some(a) = rest.next() {
         match a.as_str() {
+            "--capture-range" | "--delay" | "--duration" if recorder => {
+                rest.next();
+            }
+            _ if recorder
+                && ["--capture-range=", "--delay=", "--duration="]
+                    .iter()
+                    .any(|o| a.starts_with(o)) => {}
             "-o" | "--output" => {
                 rest.next();
                 out.push(format!("{a} …"));
@@ -527,6 +581,23 @@ mod tests {
             arguments(&n).unwrap(),
             ["app", "--output=…", "--frames", "4"]
         );
+        // `hrx-trace record`'s range options are not the run's.
+        let mut r = profile_records(&records);
+        r.session.as_mut().unwrap().args = args(&[
+            "/bin/hrx-trace",
+            "record",
+            "--capture-range",
+            "submissions:4..7",
+            "--delay=1s",
+            "--frames",
+            "4",
+        ]);
+        assert_eq!(
+            arguments(&r).unwrap(),
+            ["hrx-trace", "record", "--frames", "4"]
+        );
+        r.session.as_mut().unwrap().args[0] = "/bin/app".to_owned();
+        assert_eq!(arguments(&r).unwrap().len(), 7);
         n.session.as_mut().unwrap().args = args(&["/release/app", "-o", "b.hrxt", "--frames", "8"]);
         let c = compare(&b, &n, &matched(&records, &records), 1e9);
         assert!(c.arguments_differ());

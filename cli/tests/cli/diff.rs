@@ -744,3 +744,114 @@ fn the_text_report_lists_twenty_differing_outputs_and_counts_the_rest() {
         "{text}"
     );
 }
+
+#[test]
+fn a_trim_or_a_range_recording_is_compared_on_the_submissions_it_holds() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let record = |name: &str, photo: &Path, extra: &[&str]| {
+        let input = photo.to_str().unwrap();
+        let args = [
+            "record",
+            "-o",
+            name,
+            "--workload",
+            "pipeline",
+            "--input",
+            input,
+            "--frames",
+            "8",
+            "--max-width",
+            "160",
+        ];
+        let out = run(dir.path(), &[&args[..], extra].concat());
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    let trim = |from: &str, to: &str| {
+        let out = run(
+            dir.path(),
+            &["trim", from, "-o", to, "--submissions", "4..7"],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    record("whole.hrxt", &photo, &[]);
+    trim("whole.hrxt", "tw47.hrxt");
+    record("r47.hrxt", &photo, &["--capture-range", "submissions:4..7"]);
+    // The trim's submission 4 is the whole run's 4, not its 1; the whole run's others are
+    // not one-sided.
+    for (base, new, ranged) in [
+        ("whole.hrxt", "tw47.hrxt", "new"),
+        ("tw47.hrxt", "whole.hrxt", "base"),
+        ("whole.hrxt", "r47.hrxt", "new"),
+    ] {
+        let (code, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", base, new]);
+        assert_eq!(code, 0, "{base} {new}: {r:#}");
+        assert_eq!(r["verdict"], "same", "{base} {new}: {r:#}");
+        let outputs = &r["outputs"];
+        // Three submissions of three outputs each.
+        assert_eq!(outputs["compared"], 3 * 3, "{base} {new}: {outputs:#}");
+        assert_eq!(outputs["identical"], outputs["compared"]);
+        assert_eq!(
+            (&outputs["only_base"], &outputs["only_new"]),
+            (&0.into(), &0.into())
+        );
+        let subs = &r["submissions"];
+        assert_eq!(subs["compared"], 3, "{base} {new}: {subs:#}");
+        assert_eq!(
+            (&subs["only_base"], &subs["only_new"]),
+            (&0.into(), &0.into())
+        );
+        let range = &r["compared_range"];
+        assert_eq!(range["held_by"], ranged, "{range:#}");
+        assert_eq!(range["runtimes"][0]["submissions"], "4..7", "{range:#}");
+        assert_eq!(range["runtimes"][0]["ranges"], serde_json::json!([[4, 7]]));
+        let other = if ranged == "new" { "base" } else { "new" };
+        assert_eq!(
+            r["reasons"],
+            serde_json::json!([format!(
+                "compared submissions 4..7, the range {ranged} holds; {other}'s others are not compared"
+            )])
+        );
+    }
+    let text = stdout(&run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "whole.hrxt", "tw47.hrxt"],
+    ));
+    assert!(
+        text.contains(
+            "compared submissions 4..7, the range new holds; base's others are not compared"
+        ),
+        "{text}"
+    );
+    // Two whole recordings name no range.
+    let (_, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "1e9", "whole.hrxt", "whole.hrxt"],
+    );
+    assert!(r["compared_range"].is_null(), "{r:#}");
+
+    // A trim of the pipeline on a mirrored photograph: its outputs differ in the range.
+    let mirrored = dir.path().join("mirrored.png");
+    image::imageops::flip_horizontal(&image::open(&photo).unwrap().to_rgb8())
+        .save(&mirrored)
+        .unwrap();
+    record("m.hrxt", &mirrored, &[]);
+    trim("m.hrxt", "tm47.hrxt");
+    let (code, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "1e9", "whole.hrxt", "tm47.hrxt"],
+    );
+    assert_eq!(code, 1, "{r:#}");
+    assert_eq!(r["verdict"], "regression");
+    let differing = r["outputs"]["differing"].as_array().unwrap();
+    // The edge image and its threshold of each of the three frames (not the histogram).
+    assert_eq!(differing.len(), 3 * 2, "{r:#}");
+    assert!(
+        differing
+            .iter()
+            .all(|d| (4..7).contains(&d["submission"].as_u64().unwrap())
+                && d["submission"] == d["new_submission"]),
+        "{r:#}"
+    );
+    assert_eq!(r["compared_range"]["runtimes"][0]["submissions"], "4..7");
+}
