@@ -43,7 +43,9 @@
 //!               "unhealthy_streams", "faults_injected"},
 //!  "unplaced_timings": timings that joined no region, "late_spans": spans that arrived after
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
-//!  flush far out of order; the text report says so whenever either is not 0),
+//!  flush far out of order), counted in full, "late_ns": their time below it, by which the
+//!  busy times are too high at most (their overlap with older spans, none where a queue's
+//!  spans never overlap; the text report says so whenever either count is not 0),
 //!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
 //!  started and not finished where the trace ends: running now in a trace still being
 //!  written, what a hang or a crash was in otherwise (the text says so)}
@@ -305,6 +307,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         },
         "unplaced_timings": stats.unplaced_timings,
         "late_spans": stats.late_spans,
+        "late_ns": stats.late_ns,
         "running": running_json(summary),
     })
 }
@@ -396,9 +399,12 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     if late > 0 {
         writeln!(
             out,
-            "{:<12} {late} spans arrived after their queue's older busy time was summed: the \
-             utilisation may count their overlap with it twice",
-            "late"
+            "{:<12} {late} spans arrived after their queue's older busy time was summed (a \
+             recording thread far behind the others): counted in full, so busy time and \
+             utilisation may be too high by their overlap with older spans, at most {} (none \
+             where a queue's spans never overlap)",
+            "late",
+            duration(u(&r["late_ns"]))
         )?;
     }
     writeln!(
@@ -521,6 +527,7 @@ mod tests {
         );
         let report = serde_json::json!({
             "file": "t.hrxt", "span_ns": 1000, "unplaced_timings": 431, "late_spans": 923,
+            "late_ns": 5_000_000,
         });
         let said = text(&report);
         assert!(
@@ -530,7 +537,7 @@ mod tests {
         );
         assert!(
             said.lines()
-                .any(|l| l.starts_with("late         923 spans")),
+                .any(|l| l.starts_with("late         923 spans") && l.contains("at most 5")),
             "{said}"
         );
     }
