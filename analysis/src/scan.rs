@@ -24,7 +24,12 @@
 //! ends ([`Visitor::link`]; an end not read yet waits, like a timing, and a wait whose end
 //! never joins is counted in [`ScanSummary::unresolved_waits`]), and each region still
 //! running at the end ([`ScanSummary::running`], joined at the end, so a `RegionStarted`
-//! read before its `Submit` joins too). Records about a submission that the timeline lists
+//! read before its `Submit` joins too). A region started and never timed is no hang when
+//! the trace says records were lost (a `RecordsLost` count, or the session end's dropped
+//! records: lossy mode drops records when a thread's buffer is full) and either its
+//! submission's outcome was read or the trace was closed cleanly: its timing or completion
+//! was dropped, and it is listed in [`ScanSummary::timing_lost`] instead, for every reader
+//! to say "timing lost (records dropped)" and none to draw it running to the trace's end. Records about a submission that the timeline lists
 //! as events (a failed or cancelled region's completion, a quarantine, a poisoning, an
 //! injected fault, where they name a submission) join to it too ([`Visitor::event`]), and
 //! to their region where they name one: read before the `Submit`, they wait for it like a
@@ -225,6 +230,9 @@ pub struct RunningRegion {
     pub ordinal: Option<u64>,
     /// When it started, ns since the session start.
     pub start_ns: u64,
+    /// Whether its submission's outcome (`SubmissionDone`) was read: it did not run on
+    /// past it.
+    pub submission_done: bool,
 }
 
 /// What a pass read, beside what its visitor gathered.
@@ -245,6 +253,11 @@ pub struct ScanSummary {
     pub unplaced_timings: u64,
     /// Regions still running when the trace ends, by submission.
     pub running: Vec<RunningRegion>,
+    /// Regions started and never timed whose timing or completion was dropped, not running
+    /// (see the module docs), by submission.
+    pub timing_lost: Vec<RunningRegion>,
+    /// Whether the trace says records were lost while recording.
+    pub records_lost: bool,
     /// Cross-submission waits whose submission or the one it waited on was never found
     /// (explicit producers that never join are not counted: `submit_after` may name a
     /// submission of an earlier recording).
@@ -324,6 +337,8 @@ pub struct Joiner {
     /// Regions started and not timed yet (bounded by the regions in flight).
     started: IdMap<(RuntimeId, SubmissionIndex, RegionIndex), RunningRegion>,
     unplaced_op_timings: u64,
+    /// Whether a `RecordsLost` or the session end counted lost records.
+    records_lost: bool,
 }
 
 impl Joiner {
@@ -348,7 +363,7 @@ impl Joiner {
     pub fn snapshot(&self, recovery: Option<Recovery>, warnings: Vec<Warning>) -> ScanSummary {
         let mut index = self.index.clone();
         index.label_regions();
-        let running = self.running(self.started.values().copied().collect());
+        let (running, timing_lost) = self.running(self.started.values().copied().collect());
         let unresolved_waits = self.unresolved_waits
             + self
                 .parked_links
@@ -363,6 +378,8 @@ impl Joiner {
             session_ended: self.session_ended,
             unplaced_timings: self.unplaced_timings,
             running,
+            timing_lost,
+            records_lost: self.records_lost,
             unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
@@ -378,7 +395,11 @@ impl Joiner {
         self.index.push(record);
         visitor.record(&self.index, record);
         match record {
-            Record::SessionEnd(_) => self.session_ended = true,
+            Record::SessionEnd(e) => {
+                self.session_ended = true;
+                self.records_lost |= e.dropped_records > 0;
+            }
+            Record::RecordsLost(l) => self.records_lost |= l.total > 0,
             Record::FatalSignal(f) => self.fatal = Some(*f),
             Record::Submit(s) => {
                 self.submissions += 1;
@@ -421,6 +442,7 @@ impl Joiner {
                     region_ref: None,
                     ordinal: None,
                     start_ns: r.time_ns,
+                    submission_done: false,
                 };
                 self.join_running(&mut running);
                 self.started
@@ -681,7 +703,10 @@ impl Joiner {
         if running.ordinal.is_some() {
             return;
         }
-        if let Some(live) = self.live.get(&(running.runtime, running.submission)) {
+        let key = (running.runtime, running.submission);
+        running.submission_done |= self.parked_outcomes.contains_key(&key);
+        if let Some(live) = self.live.get(&key) {
+            running.submission_done |= live.outcome.is_some();
             running.ordinal = Some(live.joined.ordinal);
             running.region_ref = live
                 .joined
@@ -690,14 +715,20 @@ impl Joiner {
         }
     }
 
-    /// The regions still running, joined where their `Submit` was read since they started,
-    /// by submission.
-    fn running(&self, mut running: Vec<RunningRegion>) -> Vec<RunningRegion> {
+    /// The regions started and never timed, joined where their `Submit` was read since they
+    /// started, by submission: those still running, and those whose timing was lost (see
+    /// the module docs).
+    fn running(&self, mut running: Vec<RunningRegion>) -> (Vec<RunningRegion>, Vec<RunningRegion>) {
         for r in &mut running {
             self.join_running(r);
+            if let Some(live) = self.live.get(&(r.runtime, r.submission)) {
+                r.submission_done |= live.outcome.is_some();
+            }
         }
         running.sort_by_key(|r| (r.runtime, r.submission, r.region));
         running
+            .into_iter()
+            .partition(|r| !(self.records_lost && (self.session_ended || r.submission_done)))
     }
 
     fn park(&mut self, t: RegionTiming, node: Option<NodeIndex>) {
@@ -776,6 +807,18 @@ impl Joiner {
         let joined = live.joined;
         visitor.outcome(&self.index, &joined, previous, outcome);
         if previous.is_none() {
+            // Its regions started and not timed did not run on past it (their timing may
+            // have been dropped): said at the end, after it may have left the window.
+            if !self.started.is_empty()
+                && let Some(p) = joined.prepared
+            {
+                let regions = self.index.prepared()[p.0 as usize].regions.len() as u32;
+                for i in 0..regions {
+                    if let Some(r) = self.started.get_mut(&(key.0, key.1, RegionIndex(i))) {
+                        r.submission_done = true;
+                    }
+                }
+            }
             self.retired.push_back(key);
             if self.retired.len() > RETIRE_WINDOW
                 && let Some(old) = self.retired.pop_front()
@@ -805,7 +848,7 @@ impl Joiner {
         }
         self.index.label_regions();
         let started = std::mem::take(&mut self.started);
-        let running = self.running(started.into_values().collect());
+        let (running, timing_lost) = self.running(started.into_values().collect());
         let parked_links = std::mem::take(&mut self.parked_links);
         self.unresolved_waits += parked_links
             .values()
@@ -820,6 +863,8 @@ impl Joiner {
             fatal: self.fatal,
             unplaced_timings: self.unplaced_timings,
             running,
+            timing_lost,
+            records_lost: self.records_lost,
             unresolved_waits: self.unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,

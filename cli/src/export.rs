@@ -106,6 +106,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             2 * export::WINDOW
         );
     }
+    if exported.counts.timing_lost > 0 {
+        eprintln!(
+            "note: {}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
+            args.file.display(),
+            plural(exported.counts.timing_lost, "region"),
+        );
+    }
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
         // success, where `println!` would panic.

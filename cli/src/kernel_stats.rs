@@ -48,7 +48,11 @@
 //!  spans never overlap; the text report says so whenever either count is not 0),
 //!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
 //!  started and not finished where the trace ends: running now in a trace still being
-//!  written, what a hang or a crash was in otherwise (the text says so)}
+//!  written, what a hang or a crash was in otherwise (the text says so),
+//!  "timing_lost": [as "running"]: regions started whose timing or completion a lossy
+//!  recording dropped (the trace counts lost records, and the submission's outcome was read
+//!  or the trace closed cleanly): not running, and not in the figures (the text says how
+//!  many)}
 //! ```
 
 use crate::args::StatsArgs;
@@ -56,7 +60,7 @@ use crate::failure::TraceError;
 use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
 use hrx_analysis::stats_follow::{FollowError, StatsTail, TailState};
 use hrx_analysis::units::{bandwidth, bytes, duration, plural, rate};
-use hrx_analysis::{KernelStats, ScanSummary, Stats, StatsVisitor, queue_name};
+use hrx_analysis::{KernelStats, RunningRegion, ScanSummary, Stats, StatsVisitor, queue_name};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -308,15 +312,16 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "unplaced_timings": stats.unplaced_timings,
         "late_spans": stats.late_spans,
         "late_ns": stats.late_ns,
-        "running": running_json(summary),
+        "running": running_json(summary, &summary.running),
+        "timing_lost": running_json(summary, &summary.timing_lost),
     })
 }
 
-/// The regions still running when the trace ends, as JSON.
-fn running_json(summary: &ScanSummary) -> Vec<Value> {
+/// Regions started and never timed (still running when the trace ends, or whose timing
+/// was lost), as JSON.
+fn running_json(summary: &ScanSummary, regions: &[RunningRegion]) -> Vec<Value> {
     let index = &summary.index;
-    summary
-        .running
+    regions
         .iter()
         .map(|r| {
             let (label, queue) = match r.region_ref {
@@ -393,6 +398,16 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             u(&running["submission"]),
             u(&running["region"]),
             duration(u(&running["start_ns"]))
+        )?;
+    }
+    let timing_lost = r["timing_lost"].as_array().map_or(0, Vec::len);
+    if timing_lost > 0 {
+        writeln!(
+            out,
+            "{:<12} {}: timing lost (records dropped): started, then their timing or \
+             completion was dropped by the lossy recording; not running, and not in the figures",
+            "timing lost",
+            plural(timing_lost as u64, "region")
         )?;
     }
     let late = u(&r["late_spans"]);
@@ -540,5 +555,28 @@ mod tests {
                 .any(|l| l.starts_with("late         923 spans") && l.contains("at most 5")),
             "{said}"
         );
+    }
+
+    /// Regions whose timing a lossy recording dropped are said as timing lost, one line with
+    /// their count, and are not listed as running (a hang) in the text report.
+    #[test]
+    fn regions_whose_timing_was_lost_are_said_not_running() {
+        let region = serde_json::json!({
+            "runtime": 1, "submission": 7, "region": 2, "label": "download",
+            "queue": "GPU Download", "start_ns": 5,
+        });
+        let report = serde_json::json!({
+            "file": "t.hrxt", "span_ns": 1000, "running": [],
+            "timing_lost": [region.clone(), region],
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let said = String::from_utf8(out).unwrap();
+        assert!(
+            said.lines()
+                .any(|l| l.starts_with("timing lost  2 regions: timing lost (records dropped)")),
+            "{said}"
+        );
+        assert!(!said.lines().any(|l| l.starts_with("running")), "{said}");
     }
 }

@@ -28,7 +28,11 @@
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
-//!   when the trace ends`, as the timeline draws it: its length is not a duration.
+//!   when the trace ends`, as the timeline draws it: its length is not a duration. A region
+//!   whose timing or completion a lossy recording dropped ([`ScanSummary::timing_lost`]) is
+//!   no hang and gets no slice: a `timing lost (records dropped)` mark at its start on the
+//!   `Recorder` track, with its submission, region, label and queue
+//!   ([`ExportCounts::timing_lost`] counts them).
 //!
 //! # One streaming pass, in bounded memory
 //!
@@ -134,6 +138,9 @@ pub struct ExportCounts {
     /// submission more than [`WINDOW`] earlier, or the timing was read after its
     /// submission had been written.
     pub flows_not_drawn: u64,
+    /// Regions whose timing was lost ([`ScanSummary::timing_lost`]), marked on the
+    /// `Recorder` tracks (among `recorder_instants`), not drawn as slices.
+    pub timing_lost: u64,
 }
 
 /// One region's argument texts, computed once per prepared graph.
@@ -443,6 +450,7 @@ fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportErr
         pass.settle(&summary.index, runtime, u64::MAX);
     }
     pass.at_the_end(&summary.index, &summary.running);
+    pass.timing_lost(&summary.index, &summary.timing_lost);
     let mut out = pass.out;
     if let Some(error) = out.error.take() {
         return Err(error.into());
@@ -688,6 +696,34 @@ impl<S: Sink> Pass<S> {
 }
 
 impl<S: Sink> Pass<S> {
+    /// Marks each region whose timing was lost at its start, on its runtime's `Recorder`
+    /// track: no slice, as it did not run on to the trace's end.
+    fn timing_lost(&mut self, index: &Index, regions: &[RunningRegion]) {
+        for r in regions {
+            let mut args = vec![
+                ("submission", Arg::Uint(r.submission.0)),
+                ("region", Arg::Uint(u64::from(r.region.0))),
+            ];
+            if let Some(region) = r.region_ref {
+                if let Some(label) = index.label(region) {
+                    let label = index.labels()[label.0 as usize].clone();
+                    args.push(("label", Arg::Str(Cow::Owned(label))));
+                }
+                let queue = queue_name(index.region(region).queue);
+                args.push(("queue", Arg::Str(Cow::Borrowed(queue))));
+            }
+            let instant = Instant {
+                runtime: r.runtime,
+                slot: RECORDER_SLOT,
+                name: "timing lost (records dropped)",
+                time_ns: r.start_ns,
+                args,
+            };
+            self.out.instant(&instant);
+            self.out.counts.timing_lost += 1;
+        }
+    }
+
     /// Writes what the trace's end shows: each region still running (a slice to the end)
     /// and the signal that ended the process.
     fn at_the_end(&mut self, index: &Index, running: &[RunningRegion]) {

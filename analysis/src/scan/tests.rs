@@ -419,3 +419,71 @@ fn an_event_whose_submit_never_comes_is_counted() {
     }
     assert_eq!(joiner.snapshot(None, Vec::new()).unjoined_events, 6);
 }
+
+/// A pipeline whose regions each record `RegionStarted` before their timing, with the
+/// timing and completion of submission 3's region 2 and submission 5's region 1 dropped;
+/// `lost` adds the loss counts a lossy recording writes (a `RecordsLost` and the session
+/// end's dropped records), `closed` keeps the session end, `done` keeps submission 5's
+/// `SubmissionDone`.
+fn lossy(lost: bool, closed: bool, done: bool) -> Vec<Record> {
+    let dropped = |r: &RegionTiming| matches!((r.submission.0, r.region.0), (3, 2) | (5, 1));
+    let mut out = Vec::new();
+    for record in pipeline(PipelineSpec::ops(40)) {
+        match record {
+            Record::RegionTiming(t) => {
+                out.push(Record::RegionStarted(hrx_capture::schema::RegionStarted {
+                    runtime: t.runtime,
+                    submission: t.submission,
+                    region: t.region,
+                    time_ns: t.start_ns,
+                }));
+                if !dropped(&t) {
+                    out.push(Record::RegionTiming(t));
+                }
+            }
+            Record::RegionDone(d) if matches!((d.submission.0, d.region.0), (3, 2) | (5, 1)) => {}
+            Record::SubmissionDone(d) if d.submission.0 == 5 && !done => {}
+            Record::SessionEnd(mut end) => {
+                if lost {
+                    end.dropped_records = 4;
+                    out.push(Record::RecordsLost(hrx_capture::schema::RecordsLost {
+                        time_ns: end.time_ns,
+                        lossy: true,
+                        total: 4,
+                        by_kind: Vec::new(),
+                    }));
+                }
+                if closed {
+                    out.push(Record::SessionEnd(end));
+                }
+            }
+            r => out.push(r),
+        }
+    }
+    out
+}
+
+/// A region whose timing and completion a lossy recording dropped is "timing lost", not
+/// running at the end, when the trace says records were lost and its submission's outcome
+/// was read or the trace closed cleanly (both were listed running, a hang to the trace's
+/// end); without a loss count, or with neither, it stays running.
+#[test]
+fn a_region_whose_timing_was_dropped_is_timing_lost_not_running() {
+    let regions = |list: &[RunningRegion]| -> Vec<(u64, u32)> {
+        list.iter().map(|r| (r.submission.0, r.region.0)).collect()
+    };
+    let summary = scan_records(&lossy(true, true, true), &mut Count::default());
+    assert!(summary.records_lost);
+    assert_eq!(regions(&summary.timing_lost), [(3, 2), (5, 1)]);
+    assert!(summary.running.is_empty(), "{:?}", summary.running);
+    assert!(summary.timing_lost.iter().all(|r| r.region_ref.is_some()));
+    // Not closed: submission 3's outcome says it is over; submission 5's was dropped too.
+    let summary = scan_records(&lossy(true, false, false), &mut Count::default());
+    assert_eq!(regions(&summary.timing_lost), [(3, 2)]);
+    assert_eq!(regions(&summary.running), [(5, 1)]);
+    // Closed, its outcome read, but no loss counted: nothing says a record was dropped.
+    let summary = scan_records(&lossy(false, true, true), &mut Count::default());
+    assert!(!summary.records_lost);
+    assert!(summary.timing_lost.is_empty());
+    assert_eq!(regions(&summary.running), [(3, 2), (5, 1)]);
+}

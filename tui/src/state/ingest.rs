@@ -435,6 +435,7 @@ impl ModelBuilder {
     pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> hrx_analysis::Stats {
         self.model.info.unplaced_timings += summary.unplaced_timings;
         self.model.info.unresolved_waits += summary.unresolved_waits;
+        self.model.info.timing_lost += summary.timing_lost.len() as u64;
         std::mem::take(&mut self.joins.stats).finish(summary)
     }
 
@@ -542,6 +543,23 @@ impl ModelBuilder {
             let end_ns = self.last_ns.max(start_ns);
             self.model.untimed_spans += 1;
             self.model.lanes[lane.get()].push(Span::unfinished(start_ns, end_ns, sub, region_id));
+        }
+        // Timing lost (records dropped): no hang, an untimed span at its start.
+        for r in &summary.timing_lost {
+            let (Some(ordinal), Some(region_ref)) = (r.ordinal, r.region_ref) else {
+                continue;
+            };
+            let (sub, region_id) = (self.final_id(ordinal), RegionId(region_ref.0));
+            let slot = self.model.submissions[sub.get()].region_base as usize + r.region.0 as usize;
+            if self.model.region_spans[slot] != SpanRef::NONE {
+                continue;
+            }
+            self.model.region_spans[slot] = 0;
+            let queue = self.model.regions[region_id.get()].queue;
+            let lane = self.lane_of(r.runtime, queue);
+            self.model.untimed_spans += 1;
+            let span = Span::untimed(r.start_ns, sub, region_id, SpanStatus::TimingLost);
+            self.model.lanes[lane.get()].push(span);
         }
     }
 

@@ -78,6 +78,9 @@ pub enum SpanStatus {
     /// Started and never finished: still running when the trace ends (the region a hang or
     /// a crash was in); its bar reaches the trace's end.
     Running = 4,
+    /// Started, then its timing or completion was dropped by a lossy recording
+    /// ([`hrx_analysis::ScanSummary::timing_lost`]): no hang; placed at its start, untimed.
+    TimingLost = 5,
 }
 
 impl SpanStatus {
@@ -88,11 +91,13 @@ impl SpanStatus {
             2 => SpanStatus::Cancelled,
             3 => SpanStatus::Failed,
             4 => SpanStatus::Running,
+            5 => SpanStatus::TimingLost,
             _ => SpanStatus::Unknown,
         }
     }
 
-    /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`, `running`.
+    /// A short lowercase name: `ok`, `unknown`, `cancelled`, `failed`, `running`, `timing
+    /// lost`.
     pub fn name(self) -> &'static str {
         match self {
             SpanStatus::Ok => "ok",
@@ -100,6 +105,7 @@ impl SpanStatus {
             SpanStatus::Cancelled => "cancelled",
             SpanStatus::Failed => "failed",
             SpanStatus::Running => "running at the trace's end",
+            SpanStatus::TimingLost => "timing lost (records dropped)",
         }
     }
 }

@@ -340,6 +340,10 @@ pub struct TraceInfo {
     pub unplaced_timings: u64,
     /// Cross-submission waits naming an unknown submission.
     pub unresolved_waits: u64,
+    /// Regions started whose timing or completion a lossy recording dropped: untimed spans
+    /// at their start ([`SpanStatus::TimingLost`]), not running.
+    #[serde(default)]
+    pub timing_lost: u64,
     /// Per-operation timings (not shown: spans are whole regions).
     pub op_timings: u64,
     /// The latest clock calibration of each runtime.

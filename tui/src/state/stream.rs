@@ -431,6 +431,20 @@ impl StreamBuilder {
                 untimed += 1;
             }
         }
+        // Timing lost (records dropped): no hang, an untimed span at its start.
+        for r in &summary.timing_lost {
+            let (Some(ordinal), Some(region)) = (r.ordinal, r.region_ref) else {
+                continue;
+            };
+            let region = RegionId(region.0);
+            let slot = self.slot(ordinal, region);
+            if self.region_status[slot] & HAS_SPAN == 0 {
+                let status = SpanStatus::TimingLost;
+                let span = Span::untimed(r.start_ns, arrival(ordinal), region, status);
+                self.add_span(r.runtime, region, slot, span)?;
+                untimed += 1;
+            }
+        }
         self.inner.model.untimed_spans = untimed;
         Ok(())
     }

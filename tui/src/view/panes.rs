@@ -607,6 +607,15 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
             ),
         ));
     }
+    if info.timing_lost > 0 {
+        lines.push(field(
+            "timing lost",
+            format!(
+                "{}: timing lost (records dropped): not running, untimed at their start",
+                units::plural(info.timing_lost, "region")
+            ),
+        ));
+    }
     match model.first_failure() {
         None => lines.push(field("failures", "none")),
         Some(f) => {

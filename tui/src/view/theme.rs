@@ -21,7 +21,9 @@ pub(super) fn span_style(submission: u64, status: SpanStatus) -> Style {
             .bg(Color::Red)
             .fg(Color::White)
             .add_modifier(Modifier::BOLD),
-        SpanStatus::Cancelled => Style::new().bg(Color::DarkGray).fg(Color::Gray),
+        SpanStatus::Cancelled | SpanStatus::TimingLost => {
+            Style::new().bg(Color::DarkGray).fg(Color::Gray)
+        }
         SpanStatus::Running => Style::new()
             .bg(Color::Yellow)
             .fg(Color::Black)
@@ -68,7 +70,7 @@ pub(super) fn status_fg(status: SpanStatus) -> Style {
     match status {
         SpanStatus::Ok => Style::new().fg(Color::Green),
         SpanStatus::Unknown => Style::new().fg(Color::Yellow),
-        SpanStatus::Cancelled => Style::new().fg(Color::Gray),
+        SpanStatus::Cancelled | SpanStatus::TimingLost => Style::new().fg(Color::Gray),
         SpanStatus::Failed => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         SpanStatus::Running => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
     }

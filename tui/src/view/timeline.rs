@@ -319,6 +319,7 @@ fn lane(
             SpanStatus::Cancelled => format!("{} {}", sym.cancel, model.span_label(span)),
             // Unfinished: its bar runs to the trace's end.
             SpanStatus::Running => format!("{} running at end", model.span_label(span)),
+            SpanStatus::TimingLost => format!("{} timing lost", model.span_label(span)),
             _ => model.span_label(span).to_owned(),
         };
         let text = bar_text(

@@ -144,3 +144,48 @@ fn records_in_the_adverse_order_stream_into_the_same_model() {
     assert_same(&streamed(&adverse(&records)), &expected);
     assert_same(&ModelBuilder::from_records(&adverse(&records)), &expected);
 }
+
+/// A region whose timing and completion a lossy recording dropped, in a trace that counts
+/// its lost records and closed cleanly, is an untimed span at its start with status
+/// "timing lost", counted in the trace's facts, in both builders (it was a bar running to
+/// the trace's end, as if it hung).
+#[test]
+fn a_region_whose_timing_was_dropped_is_timing_lost_not_running() {
+    let mut f = three_stage();
+    f.submit(1, 0, &[], 0).ran(0, 0, 10, 20).ran(0, 2, 60, 70);
+    f.push(hrx_capture::schema::RegionStarted {
+        runtime: RT,
+        submission: SubmissionIndex(0),
+        region: RegionIndex(1),
+        time_ns: 30,
+    });
+    f.push(hrx_capture::schema::RecordsLost {
+        time_ns: 90,
+        lossy: true,
+        total: 2,
+        by_kind: Vec::new(),
+    });
+    f.push(hrx_capture::schema::SessionEnd {
+        time_ns: 95,
+        records: 0,
+        dropped_records: 2,
+    });
+    let memory = f.model();
+    let compute = memory
+        .lanes()
+        .iter()
+        .find(|l| l.queue == hrx_capture::schema::Queue::GpuCompute)
+        .unwrap()
+        .spans()[0];
+    assert_eq!(
+        (compute.start_ns, compute.end_ns, compute.status()),
+        (30, 30, SpanStatus::TimingLost)
+    );
+    assert_eq!(compute.status().name(), "timing lost (records dropped)");
+    assert!(!compute.ran());
+    assert_eq!(memory.info().timing_lost, 1);
+    assert_eq!(memory.spans_summary(), "2 spans (+1 untimed)");
+    let stream = streamed(&f.records);
+    assert_eq!(stream.info().timing_lost, 1);
+    assert_same(&stream, &memory);
+}
