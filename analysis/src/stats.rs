@@ -8,6 +8,11 @@
 //!   apart, per copy label ([`Stats::copy_labels`]), and counted in the copy bandwidth;
 //!   host callbacks (regions of kind `Host`: host work run by a worker thread, no device
 //!   kernel) are kept apart too, per label ([`Stats::host_callbacks`]).
+//!   Only runs that succeeded count: a region's timing waits for its completion
+//!   (`RegionDone`) in a bounded window ([`PENDING_LIMIT`] timings), and a failed or
+//!   cancelled run is left out of the durations and of the copy bandwidth (the queue was
+//!   busy all the same); [`KernelStats::failed`] counts each label's failed runs. A timing
+//!   whose completion was never read, or not within the window, counts as succeeded.
 //!   Count, total, mean, min and max are exact; p50 and p99 are nearest-rank, exact up to
 //!   [`crate::sketch::EXACT_LIMIT`] spans of a label and within
 //!   [`crate::sketch::RELATIVE_ERROR`] past it ([`KernelStats::exact`] says which).
@@ -29,14 +34,19 @@
 //!   durations, per GPU lane.
 //!
 //! State: one distribution per region of each prepared graph, one interval set per lane,
-//! and the joiner's in-flight window ([`crate::scan`]): nothing grows with submissions.
+//! the timings waiting for their completion (at most [`PENDING_LIMIT`]), and the joiner's
+//! in-flight window ([`crate::scan`]): nothing grows with submissions.
 
-use crate::index::{Index, LabelRef, LaneRef, is_gpu_queue};
-use crate::scan::{JoinedSpan, Outcome, ScanSummary, Visitor};
+use crate::hash::IdMap;
+use crate::index::{Index, LabelRef, LaneRef, RegionRef, is_gpu_queue};
+use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
-use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId};
+use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Timings kept waiting for their region's completion (see the module docs).
+pub const PENDING_LIMIT: usize = 1 << 16;
 
 /// Disjoint busy intervals kept per lane before the oldest half is retired (the reorder
 /// window, see the module docs): about 2 MiB per lane at most.
@@ -65,6 +75,9 @@ pub struct KernelStats {
     pub max_ns: u64,
     /// Whether p50 and p99 are exact (see the module docs).
     pub exact: bool,
+    /// Runs that failed, left out of the durations above.
+    #[serde(default)]
+    pub failed: u64,
 }
 
 /// Utilisation of one lane.
@@ -265,11 +278,22 @@ struct CopyAcc {
     busy_ns: u64,
 }
 
+/// A run, by runtime, submission and region (model-wide).
+type RunKey = (RuntimeId, SubmissionIndex, RegionRef);
+
 /// The [`Visitor`] that gathers [`Stats`]; [`StatsVisitor::finish`] turns it into them.
 #[derive(Clone, Debug, Default)]
 pub struct StatsVisitor {
-    /// Per region (model-wide), its durations.
+    /// Per region (model-wide), the durations of its runs that succeeded.
     durations: Vec<Sketch>,
+    /// Per region (model-wide), its runs that failed.
+    failed: Vec<u64>,
+    /// Timings waiting for their completion: their lane and duration.
+    pending: IdMap<RunKey, (usize, u64)>,
+    /// Their keys, oldest first (a key may have left `pending` already).
+    pending_order: VecDeque<RunKey>,
+    /// Completions other than `Ok` read before their timing.
+    early: IdMap<RunKey, Outcome>,
     busy: Vec<Busy>,
     copies: Vec<CopyAcc>,
     first_ns: Option<u64>,
@@ -300,27 +324,64 @@ impl Visitor for StatsVisitor {
     }
 
     fn span(&mut self, index: &Index, span: &JoinedSpan) {
-        let region = span.region.0 as usize;
-        if self.durations.len() <= region {
-            self.durations.resize(region + 1, Sketch::new());
-        }
         let lane = span.lane.0 as usize;
         if self.busy.len() <= lane {
             self.busy.resize(lane + 1, Busy::default());
             self.copies.resize(lane + 1, CopyAcc::default());
         }
-        let duration = span.duration_ns();
-        self.durations[region].add(duration);
         self.busy[lane].add(span.start_ns, span.end_ns.max(span.start_ns));
         let first = self.first_ns.get_or_insert(span.start_ns);
         *first = (*first).min(span.start_ns);
         self.last_ns = self.last_ns.max(span.end_ns);
-        let info = index.region(span.region);
-        if info.kind == RegionKind::CopyBatch {
-            let copy = &mut self.copies[lane];
-            copy.batches += 1;
-            copy.bytes = copy.bytes.saturating_add(info.copy_bytes);
-            copy.busy_ns = copy.busy_ns.saturating_add(duration);
+        let key = (span.runtime, span.submission, span.region);
+        let duration = span.duration_ns();
+        if let Some(outcome) = self.early.remove(&key) {
+            self.commit(index, key.2, lane, duration, outcome);
+            return;
+        }
+        // A second timing of the same run replaces nothing: the first is settled as ok.
+        if let Some((lane, duration)) = self.pending.insert(key, (lane, duration)) {
+            self.commit(index, key.2, lane, duration, Outcome::Ok);
+        }
+        self.pending_order.push_back(key);
+        while self.pending.len() > PENDING_LIMIT {
+            let Some(old) = self.pending_order.pop_front() else {
+                break;
+            };
+            // Its completion did not come within the window: counted as succeeded.
+            if let Some((lane, duration)) = self.pending.remove(&old) {
+                self.commit(index, old.2, lane, duration, Outcome::Ok);
+            }
+        }
+        if self.pending_order.len() > 2 * PENDING_LIMIT {
+            let pending = &self.pending;
+            self.pending_order.retain(|k| pending.contains_key(k));
+        }
+    }
+
+    fn region_outcome(
+        &mut self,
+        index: &Index,
+        region: &JoinedRegion,
+        outcome: Outcome,
+        _time_ns: u64,
+    ) {
+        let r = region.region.0 as usize;
+        if outcome == Outcome::Failed {
+            if self.failed.len() <= r {
+                self.failed.resize(r + 1, 0);
+            }
+            self.failed[r] += 1;
+        }
+        let key = (
+            region.submission.runtime,
+            region.submission.submission,
+            region.region,
+        );
+        if let Some((lane, duration)) = self.pending.remove(&key) {
+            self.commit(index, region.region, lane, duration, outcome);
+        } else if outcome != Outcome::Ok && self.early.len() < PENDING_LIMIT {
+            self.early.insert(key, outcome);
         }
     }
 
@@ -352,15 +413,55 @@ impl StatsVisitor {
         StatsVisitor::default()
     }
 
-    /// The durations of each region's timed runs so far, by [`crate::RegionRef`] (regions
-    /// past the end have none).
-    pub fn region_durations(&self) -> &[Sketch] {
+    /// A run's timing with its outcome: its duration counts when it succeeded.
+    fn commit(
+        &mut self,
+        index: &Index,
+        region: RegionRef,
+        lane: usize,
+        duration: u64,
+        outcome: Outcome,
+    ) {
+        if outcome != Outcome::Ok {
+            return;
+        }
+        let r = region.0 as usize;
+        if self.durations.len() <= r {
+            self.durations.resize(r + 1, Sketch::new());
+        }
+        self.durations[r].add(duration);
+        let info = index.region(region);
+        if info.kind == RegionKind::CopyBatch {
+            let copy = &mut self.copies[lane];
+            copy.batches += 1;
+            copy.bytes = copy.bytes.saturating_add(info.copy_bytes);
+            copy.busy_ns = copy.busy_ns.saturating_add(duration);
+        }
+    }
+
+    /// Settles every timing still waiting for its completion: the pass is over, so none
+    /// will come (a cut or lossy trace), and it counts as succeeded.
+    fn settle(&mut self, index: &Index) {
+        for key in std::mem::take(&mut self.pending_order) {
+            if let Some((lane, duration)) = self.pending.remove(&key) {
+                self.commit(index, key.2, lane, duration, Outcome::Ok);
+            }
+        }
+        self.early.clear();
+    }
+
+    /// The durations of each region's runs that succeeded, by [`crate::RegionRef`] (regions
+    /// past the end have none), once the pass is over (timings still waiting for their
+    /// completion are settled as succeeded).
+    pub fn region_durations(&mut self, index: &Index) -> &[Sketch] {
+        self.settle(index);
         &self.durations
     }
 
     /// The statistics, given the pass's summary (labels, submissions, unplaced timings).
-    pub fn finish(self, summary: &ScanSummary) -> Stats {
+    pub fn finish(mut self, summary: &ScanSummary) -> Stats {
         let index = &summary.index;
+        self.settle(index);
         let mut stats = Stats {
             span_ns: self
                 .first_ns
@@ -414,9 +515,10 @@ impl StatsVisitor {
         }
         // Per label, its kernels' durations, its copies' and its host callbacks' (a kernel
         // named `upload` or `host` stays a kernel).
-        let mut by_label: Vec<[Sketch; 3]> = vec![Default::default(); index.labels().len()];
-        for (region, sketch) in self.durations.iter().enumerate() {
-            let region = crate::index::RegionRef(region as u32);
+        let mut by_label: Vec<[(Sketch, u64); 3]> = vec![Default::default(); index.labels().len()];
+        let regions = self.durations.len().max(self.failed.len());
+        for r in 0..regions {
+            let region = RegionRef(r as u32);
             if let Some(label) = index.label(region) {
                 let group = if index.is_copy(region) {
                     1
@@ -425,17 +527,21 @@ impl StatsVisitor {
                 } else {
                     0
                 };
-                by_label[label.0 as usize][group].merge(sketch);
+                let (sketch, failed) = &mut by_label[label.0 as usize][group];
+                if let Some(durations) = self.durations.get(r) {
+                    sketch.merge(durations);
+                }
+                *failed += self.failed.get(r).copied().unwrap_or(0);
             }
         }
-        for (label, sketches) in by_label.into_iter().enumerate() {
-            let [kernels, copies, hosts] = sketches;
-            for (mut d, list) in [
+        for (label, groups) in by_label.into_iter().enumerate() {
+            let [kernels, copies, hosts] = groups;
+            for ((mut d, failed), list) in [
                 (kernels, &mut stats.kernels),
                 (copies, &mut stats.copy_labels),
                 (hosts, &mut stats.host_callbacks),
             ] {
-                if d.count() == 0 {
+                if d.count() == 0 && failed == 0 {
                     continue;
                 }
                 list.push(KernelStats {
@@ -443,12 +549,13 @@ impl StatsVisitor {
                     name: index.labels()[label].clone(),
                     count: d.count(),
                     total_ns: d.total(),
-                    mean_ns: d.total() / d.count(),
+                    mean_ns: d.total().checked_div(d.count()).unwrap_or(0),
                     p50_ns: d.percentile(50.0),
                     p99_ns: d.percentile(99.0),
                     min_ns: d.min(),
                     max_ns: d.max(),
                     exact: d.is_exact(),
+                    failed,
                 });
             }
         }
@@ -636,6 +743,52 @@ mod tests {
             busy.add(s, e);
         }
         assert_eq!((busy.busy_ns(), busy.late, busy.late_ns), (union, 0, 0));
+    }
+
+    /// A failed run is no duration of its kernel: the compute region that fails after 7 µs
+    /// is left out of count, mean, min and percentiles and counted in `failed` (it was the
+    /// minimum of its kernel, one of six runs), whether its completion is read after its
+    /// timing or before it.
+    #[test]
+    fn failed_runs_are_counted_apart_from_kernel_durations() {
+        let spec = crate::synthetic::PipelineSpec {
+            fail_at: Some(5),
+            ..crate::synthetic::PipelineSpec::ops(40)
+        };
+        let records: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        // The same, the failed region's completion read before its timing.
+        let mut early = records.clone();
+        let timing = early
+            .iter()
+            .position(
+                |r| matches!(r, Record::RegionTiming(t) if t.submission.0 == 5 && t.region.0 == 1),
+            )
+            .unwrap();
+        let done = early
+            .iter()
+            .position(
+                |r| matches!(r, Record::RegionDone(d) if d.submission.0 == 5 && d.region.0 == 1),
+            )
+            .unwrap();
+        early.swap(timing, done);
+        for records in [records, early] {
+            let (stats, _) = stats_of(&records);
+            let compute = stats
+                .kernels
+                .iter()
+                .find(|k| k.name.starts_with("blur"))
+                .expect("the compute kernel");
+            assert_eq!((compute.count, compute.failed), (5, 1), "{compute:?}");
+            assert!(compute.min_ns >= 40_000, "{compute:?}");
+            let lanes: u64 = stats.lanes.iter().map(|l| l.spans).sum();
+            let counted: u64 = [&stats.kernels, &stats.copy_labels, &stats.host_callbacks]
+                .iter()
+                .flat_map(|list| list.iter())
+                .map(|k| k.count + k.failed)
+                .sum();
+            assert_eq!(counted, lanes, "every span once: succeeded or failed");
+            assert_eq!(stats.kernels.iter().filter(|k| k.failed > 0).count(), 1);
+        }
     }
 
     /// Upload and download copy batches are copies, not kernels: their durations are in

@@ -31,7 +31,8 @@
 //! {"file", "span_ns",
 //!  "quantiles": {"method", "exact_up_to", "relative_error"},
 //!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns",
-//!               "exact"}],
+//!               "exact", "failed"}]: succeeded runs only; "failed" counts the runs that
+//!               failed (the text says "+N failed" after their row),
 //!  "host_callbacks": [per label, as "kernels"],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
@@ -231,7 +232,7 @@ pub fn kernel_json(k: &KernelStats) -> Value {
     json!({
         "name": k.name, "count": k.count, "total_ns": k.total_ns, "mean_ns": k.mean_ns,
         "p50_ns": k.p50_ns, "p99_ns": k.p99_ns, "min_ns": k.min_ns, "max_ns": k.max_ns,
-        "exact": k.exact,
+        "exact": k.exact, "failed": k.failed,
     })
 }
 
@@ -429,9 +430,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     )?;
     let durations = |out: &mut dyn Write, rows: &Value| -> io::Result<()> {
         for k in rows.as_array().into_iter().flatten() {
+            // Failed runs are not in the durations: said after them.
+            let failed = match u(&k["failed"]) {
+                0 => String::new(),
+                n => format!("  +{n} failed"),
+            };
             writeln!(
                 out,
-                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}{failed}",
                 k["name"].as_str().unwrap_or(""),
                 u(&k["count"]),
                 duration(u(&k["total_ns"])),

@@ -152,6 +152,16 @@ impl Visitor for ProfileVisitor {
         self.stats.span(index, span);
     }
 
+    fn region_outcome(
+        &mut self,
+        index: &Index,
+        region: &crate::scan::JoinedRegion,
+        outcome: Outcome,
+        time_ns: u64,
+    ) {
+        self.stats.region_outcome(index, region, outcome, time_ns);
+    }
+
     fn outcome(
         &mut self,
         index: &Index,
@@ -168,7 +178,7 @@ impl ProfileVisitor {
         let index = &summary.index;
         let region_ranks = ranks(index.prepared().iter().map(|p| (p.runtime, p.id)));
         let mut regions = BTreeMap::new();
-        let durations = self.stats.region_durations();
+        let durations = self.stats.region_durations(index);
         for p in index.prepared() {
             let (runtime, prepared) = region_ranks[&(p.runtime, p.id)];
             for r in p.regions.clone() {

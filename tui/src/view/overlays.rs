@@ -52,6 +52,10 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
             for (_, value) in &shown {
                 row.push_str(&format!("{:>11}", units::duration(value(k))));
             }
+            // Failed runs are not in the durations.
+            if k.failed > 0 {
+                row.push_str(&format!("  +{} failed", k.failed));
+            }
             lines.push(Line::raw(row));
         }
     };
