@@ -16,13 +16,15 @@
 //! footer's block index ([`hrx_capture::MappedTrace`]), not from the part read. The trace is over when
 //! its session end is read ([`TailState::Closed`]) or a fatal signal was recorded
 //! ([`TailState::Crashed`]: the recorder's handler, or `hrx-trace record` seeing its
-//! program die, appends one).
+//! program die, appends one), or when it has neither and nobody writes it any more
+//! ([`TailState::Unclosed`]: a recorder killed with no note of it, a file cut short; no
+//! recorder holds its lock and it stopped growing, [`hrx_capture::WriterWatch`]).
 
 use crate::scan::{Joiner, ScanSummary};
 use crate::stats::{Stats, StatsVisitor};
 use hrx_capture::reader::WarningKind;
 use hrx_capture::schema::FatalSignal;
-use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning};
+use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning, WriterWatch};
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -47,12 +49,15 @@ pub enum FollowError {
 /// Where a followed trace stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailState {
-    /// Still being written (or its writer was killed without a trace of it).
+    /// Still being written (or its writer was gone too recently to tell).
     Live,
     /// Its session end was read: the recorder closed it.
     Closed,
     /// A fatal signal was recorded: the program crashed or was killed by a signal.
     Crashed(FatalSignal),
+    /// Neither closed nor crashed, and nobody writes it any more: its recorder was killed
+    /// without a note of it, or the file was cut short ([`hrx_capture::UNCLOSED_ENDING`]).
+    Unclosed,
 }
 
 /// A followed trace's statistics (see the module docs).
@@ -73,6 +78,9 @@ pub struct StatsTail {
     /// The latest read's torn tail, if it ended inside a block.
     latest_warnings: Vec<Warning>,
     fatal: Option<FatalSignal>,
+    /// Asked after each read whether the recording ended without a close.
+    watch: WriterWatch,
+    unclosed: bool,
 }
 
 impl StatsTail {
@@ -103,12 +111,15 @@ impl StatsTail {
             warnings: Vec::new(),
             latest_warnings: Vec::new(),
             fatal: None,
+            watch: WriterWatch::default(),
+            unclosed: false,
         };
         tail.take(reader, header_len)?;
         Ok(tail)
     }
 
-    /// Reads what was appended since the last read; returns how many records it took.
+    /// Reads what was appended since the last read; returns how many records it took. A
+    /// trace still live after it is probed for a writer (see [`TailState::Unclosed`]).
     ///
     /// # Errors
     ///
@@ -125,6 +136,9 @@ impl StatsTail {
         let before = self.recovery.records;
         // Offsets in the stream are the header, then the file from `resume_at`.
         self.take(reader, self.resume_at)?;
+        if self.state() == TailState::Live && self.watch.ended(&self.path) {
+            self.unclosed = true;
+        }
         Ok(self.recovery.records - before)
     }
 
@@ -143,6 +157,7 @@ impl StatsTail {
         match self.fatal {
             Some(fatal) => TailState::Crashed(fatal),
             None if self.joiner.session_ended() => TailState::Closed,
+            None if self.unclosed => TailState::Unclosed,
             None => TailState::Live,
         }
     }
@@ -422,5 +437,52 @@ mod tests {
         }
         let (stats, _) = tail.finish();
         assert_eq!(spans(&stats), 2_000);
+    }
+
+    #[test]
+    fn a_cut_trace_nobody_writes_ends_unclosed_while_a_held_one_stays_live() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.hrxt");
+        // Cut inside a block, as `head -c` or a killed recorder leaves it.
+        std::fs::write(&path, &bytes[..bytes.len() / 2 + 3]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        tail.watch = WriterWatch::new(std::time::Duration::ZERO);
+        // A recorder holds the file (its exclusive lock): quiet, but live.
+        let holder = File::open(&path).unwrap();
+        holder.try_lock().unwrap();
+        for _ in 0..3 {
+            assert_eq!(tail.read_new().unwrap(), 0);
+            assert_eq!(tail.state(), TailState::Live);
+        }
+        // The recorder is gone: the first probe that finds the lock free concludes nothing,
+        // the next one at the same length does.
+        drop(holder);
+        tail.read_new().unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        tail.read_new().unwrap();
+        assert_eq!(tail.state(), TailState::Unclosed);
+        let records = tail.records();
+        let (stats, summary) = tail.finish();
+        assert_eq!(records, whole(&bytes[..bytes.len() / 2 + 3]).1.records);
+        assert!(!summary.session_ended && spans(&stats) > 0);
+    }
+
+    #[test]
+    fn a_trace_that_grows_between_free_probes_stays_live() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("growing.hrxt");
+        let cuts = [bytes.len() / 4, bytes.len() / 3, bytes.len() / 2];
+        std::fs::write(&path, &bytes[..cuts[0]]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        tail.watch = WriterWatch::new(std::time::Duration::ZERO);
+        for &cut in &cuts {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            tail.read_new().unwrap();
+            assert_eq!(tail.state(), TailState::Live, "{cut}");
+        }
+        tail.read_new().unwrap();
+        assert_eq!(tail.state(), TailState::Unclosed);
     }
 }

@@ -52,6 +52,7 @@ mod ring;
 pub mod schema;
 mod staging;
 pub mod summary;
+mod watch;
 mod writer;
 
 pub use activation::{
@@ -66,7 +67,8 @@ pub use reader::{
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;
+pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, Recorder, RecorderOptions,
-    Sink, TRACE_MODE_ENV, TraceMode, WriteError,
+    Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
 };

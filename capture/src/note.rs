@@ -36,12 +36,12 @@ pub fn append_to_unclosed(path: &Path, records: &[Record]) -> io::Result<()> {
         .read(true)
         .append(true)
         .open(path)?;
-    file.try_lock().map_err(|_| {
-        io::Error::new(
+    if !crate::writer::lock_exclusive(&file)? {
+        return Err(io::Error::new(
             io::ErrorKind::WouldBlock,
             format!("{} is being written by a recorder", path.display()),
-        )
-    })?;
+        ));
+    }
     let mut frames = FrameEncoder::new();
     let mut payload = Vec::new();
     for record in records {

@@ -162,12 +162,12 @@ impl FileSink {
             .create(true)
             .truncate(false)
             .open(path)?;
-        file.try_lock().map_err(|_| {
-            io::Error::new(
+        if !lock_exclusive(&file).unwrap_or(false) {
+            return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("{} is being written by another recorder", path.display()),
-            )
-        })?;
+            ));
+        }
         // Only a trace (or an empty file) is overwritten: `HRX_TRACE` naming a photograph or
         // notes by mistake must not destroy them (`hrx-trace record -o` refuses the same).
         if !holds_a_trace_or_nothing(&file)? {
@@ -197,6 +197,51 @@ fn holds_a_trace_or_nothing(file: &std::fs::File) -> io::Result<bool> {
         }
     }
     Ok(magic.starts_with(&head[..read]))
+}
+
+/// Takes the exclusive lock a writer of a trace holds ([`FileSink::create`],
+/// [`crate::append_to_unclosed`]); `false` when another holds it. A follower's probe
+/// ([`recorder_holds`]) holds a shared lock for a moment: it is waited out (a few
+/// milliseconds at most), a writer's lock is not.
+///
+/// # Errors
+///
+/// When the lock cannot be asked for.
+pub(crate) fn lock_exclusive(file: &File) -> io::Result<bool> {
+    for attempt in 0.. {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) if attempt < 10 => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(error)) => return Err(error),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// Whether a recorder is writing the trace at `path`: holds the exclusive lock
+/// [`FileSink::create`] takes (as does [`crate::append_to_unclosed`] while it appends). A
+/// follower asks, so that it can tell a recording that ended without a close (its writer
+/// killed, or the file cut short) from one that is only quiet. The probe takes a shared lock
+/// and releases it at once: a writer that tries to lock the file in that instant is
+/// made to wait a moment ([`lock_exclusive`]), and followers probe at most about once a
+/// second ([`crate::WriterWatch`]).
+///
+/// # Errors
+///
+/// When the file cannot be opened or the lock cannot be asked for.
+pub fn recorder_holds(path: &Path) -> io::Result<bool> {
+    let file = File::open(path)?;
+    match file.try_lock_shared() {
+        Ok(()) => {
+            file.unlock()?;
+            Ok(false)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+        Err(std::fs::TryLockError::Error(error)) => Err(error),
+    }
 }
 
 impl Sink for FileSink {

@@ -5,9 +5,13 @@
 //! each second (over the previous one on a terminal, after a `live:` line with the record
 //! count and rate; one compact JSON object a line with `--json`, its `"live"` holding
 //! them) until the trace is closed or its recorded process died of a signal (a
-//! `FatalSignal`: `live: ended: crashed: SIGSEGV`, nothing more will come), then once more
-//! in full, the final report after a `live: ended: closed` or `live: ended: crashed: ...`
-//! line (with `--json`, its `"follow"` says which), exit 0; or until Ctrl-C. Each refresh reads only the blocks
+//! `FatalSignal`: `live: ended: crashed: SIGSEGV`, nothing more will come), or it is
+//! neither and nobody writes it any more (no recorder holds its lock and it stopped
+//! growing: a recorder killed with no note of it, a file cut short; `live: ended: not
+//! closed and no recorder is writing it (killed, or cut short)`), then once more in full,
+//! the final report after a `live: ended: closed`, `live: ended: crashed: ...` or
+//! `live: ended: not closed ...` line (with `--json`, its `"follow"` says which), exit 0;
+//! or until Ctrl-C. Each refresh reads only the blocks
 //! appended since the last one (`hrx_analysis::stats_follow`). A trace that does not exist
 //! yet is waited for, up to 30 s, as `view --follow` waits.
 //!
@@ -159,6 +163,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     let mut report = report(path, &stats, &summary);
     let ended = match state {
         TailState::Crashed(fatal) => fatal.describe(),
+        TailState::Unclosed => hrx_capture::UNCLOSED_ENDING.to_owned(),
         _ => "closed".to_owned(),
     };
     if args.json {

@@ -19,8 +19,11 @@
 //! only the blocks appended since ([`crate::follow::TraceTail`]), hands the new model to
 //! [`ViewState::model_changed`] and draws it, so new blocks are on screen within about one
 //! flush and one poll. The record rate is measured over the last second or more of reads.
-//! A followed trace stops being live when it is closed, or when its recorded process died
-//! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`); a file truncated
+//! A followed trace stops being live when it is closed, when its recorded process died
+//! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`), or when it is neither
+//! and nobody writes it any more (no recorder holds its lock and it stopped growing,
+//! [`hrx_capture::WriterWatch`]: a recorder killed with no note of it, a file cut short;
+//! the status says `ended: not closed and no recorder is writing it`); a file truncated
 //! and written again by a new recording is opened afresh, and the status says so.
 //! Without `follow`, the trace opens through the view cache ([`crate::open`]).
 
@@ -35,6 +38,7 @@ use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
 use crossterm::{cursor, execute, terminal};
+use hrx_capture::WriterWatch;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use std::io::IsTerminal;
@@ -172,6 +176,7 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     if let Some(f) = &follower {
         state.model_changed(&model, &model, 0.0);
         state.live_ended_by(f.ended_by());
+        state.live_unclosed(f.unclosed);
     }
     event_loop(&mut guard.terminal, model, &mut state, follower.as_mut())?;
     guard.leave()?;
@@ -307,6 +312,7 @@ fn event_loop(
                 state.live_ended_by(f.ended_by());
                 model = read.model;
             }
+            state.live_unclosed(f.unclosed);
             continue;
         }
         let event = event::read()?;
@@ -327,6 +333,10 @@ struct Follower<'a> {
     /// when there are enough.
     samples: std::collections::VecDeque<(Instant, u64)>,
     closed: bool,
+    /// Asked while the file does not change whether the recording ended without a close.
+    watch: WriterWatch,
+    /// It did: neither closed nor crashed, and nobody writes it any more.
+    unclosed: bool,
 }
 
 /// A followed trace read again.
@@ -346,6 +356,8 @@ impl<'a> Follower<'a> {
             samples: [(Instant::now(), model.info().records)].into(),
             closed: model.info().end.is_some(),
             tail,
+            watch: WriterWatch::default(),
+            unclosed: false,
         }
     }
 
@@ -362,10 +374,16 @@ impl<'a> Follower<'a> {
     /// A new model and the record rate when the file changed since the last read; `None`
     /// when it did not, when it was closed or its process died (until a new recording
     /// writes the file again), or when it cannot be read now (a later poll tries again,
-    /// and the view keeps what it shows).
+    /// and the view keeps what it shows). While it does not change, and is neither closed
+    /// nor crashed, whether anyone still writes it is asked ([`WriterWatch`]): when nobody
+    /// does, it is `unclosed`. What is appended after that (`hrx-trace record`'s note of a
+    /// program's death, late) is still read.
     fn reread(&mut self) -> Option<Reread> {
         let stamp = Self::stamp(self.path);
         if stamp.is_none() || stamp == self.seen {
+            if !self.closed && self.tail.fatal().is_none() && self.watch.ended(self.path) {
+                self.unclosed = true;
+            }
             return None;
         }
         if self.tail.replaced() {
@@ -374,6 +392,7 @@ impl<'a> Follower<'a> {
             self.tail = tail;
             self.seen = stamp;
             self.closed = model.info().end.is_some();
+            (self.watch, self.unclosed) = (WriterWatch::default(), false);
             self.samples = [(Instant::now(), model.info().records)].into();
             return Some(Reread {
                 model,
@@ -806,6 +825,59 @@ mod tests {
         // Nothing after the signal is read: the recording is over.
         hrx_capture::append_to_unclosed(&path, &[fatal]).unwrap();
         assert!(follower.reread().is_none());
+    }
+
+    /// A followed trace that is neither closed nor crashed stops being live once nobody
+    /// writes it any more (no recorder holds its lock, and it stopped growing), and says so.
+    #[test]
+    fn a_followed_trace_nobody_writes_any_more_stops_being_live() {
+        use hrx_capture::schema::{FatalSignal, Record, SignalWitness};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let bytes = recording(400);
+        // Killed between two blocks (no note of it), or cut there.
+        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+        let cut = blocks.blocks()[blocks.blocks().len() / 2].offset as usize;
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let (tail, model) = TraceTail::open(&path).unwrap();
+        let mut follower = Follower::new(&path, tail, &model);
+        follower.watch = WriterWatch::new(Duration::ZERO);
+        let mut state = ViewState::new(&model, 160, 40);
+        state.start_live();
+        state.model_changed(&model, &model, 0.0);
+        // A recorder holds it (its exclusive lock): quiet, but live.
+        let holder = std::fs::File::open(&path).unwrap();
+        holder.try_lock().unwrap();
+        for _ in 0..3 {
+            assert!(follower.reread().is_none());
+            assert!(!follower.unclosed);
+        }
+        drop(holder);
+        // The first probe that finds it free concludes nothing; the next one does.
+        assert!(follower.reread().is_none());
+        assert!(!follower.unclosed);
+        state.live_unclosed(follower.unclosed);
+        let screen = crate::render_to_string(&model, &state, 160, 40);
+        assert!(screen.contains("live ·"), "{screen}");
+        assert!(follower.reread().is_none());
+        assert!(follower.unclosed);
+        state.live_unclosed(follower.unclosed);
+        let screen = crate::render_to_string(&model, &state, 160, 40);
+        assert!(
+            screen.contains("ended: not closed and no recorder is writing it")
+                && !screen.contains("live ·"),
+            "{screen}"
+        );
+        // A note of the program's death appended late is still read, and says how.
+        let killed = Record::FatalSignal(FatalSignal {
+            time_ns: 1,
+            signal: 9,
+            witness: SignalWitness::Parent,
+            fault_address: None,
+        });
+        hrx_capture::append_to_unclosed(&path, &[killed]).unwrap();
+        assert!(follower.reread().is_some());
+        assert_eq!(follower.ended_by().as_deref(), Some("killed by SIGKILL"));
     }
 
     #[test]

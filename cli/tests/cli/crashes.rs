@@ -501,3 +501,105 @@ fn a_trim_of_a_crashed_trace_says_the_recording_crashed() {
         "{info}"
     );
 }
+
+/// Runs `stats --follow ARGS` in `dir` until it ends by itself (a liveness limit of a
+/// minute, not a measurement: it ends, or it refreshes forever).
+fn follow_to_its_end(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut follow = hrx_trace(dir)
+        .args(["stats", "--follow"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while follow.try_wait().unwrap().is_none() {
+        if waited == 600 {
+            follow.kill().unwrap();
+            let out = follow.wait_with_output().unwrap();
+            panic!(
+                "stats --follow {args:?} still refreshing after a minute: {}",
+                stdout(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    follow.wait_with_output().unwrap()
+}
+
+/// A trace nobody will ever close: a program traced without `record` (so nothing notes its
+/// death) killed by SIGKILL, a trace cut short by `head -c`, a file holding only a header.
+/// `stats --follow` follows it while its recorder lives, and ends once nobody holds its lock
+/// and it stopped growing, saying so, in text and JSON (it refreshed forever, `0 records/s`).
+#[test]
+fn followers_end_a_trace_nobody_writes_any_more() {
+    const ENDED: &str = "ended: not closed and no recorder is writing it (killed, or cut short)";
+    let dir = tempfile::tempdir().unwrap();
+    let file = "killed.hrxt";
+    let mut program = std::process::Command::new(crashing())
+        .arg("hang")
+        .env("HRX_TRACE", dir.path().join(file))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(program.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    assert!(line.starts_with("running "), "{line}");
+    let mut follow = hrx_trace(dir.path())
+        .args(["stats", "--follow", file])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut followed = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    // Three refreshes: two reads with the recorder's lock held and the file quiet (the
+    // program hangs) did not end it.
+    let mut refreshes = 0;
+    while refreshes < 3 {
+        let line = followed
+            .next()
+            .expect("stats --follow ended early")
+            .unwrap();
+        assert!(!line.contains("live: ended"), "{line}");
+        refreshes += u32::from(line.starts_with("live: "));
+    }
+    program.kill().unwrap();
+    program.wait().unwrap();
+    let rest: Vec<String> = followed.map(Result::unwrap).collect();
+    assert!(follow.wait().unwrap().success());
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with(&format!("live: {ENDED} ("))),
+        "{rest:?}"
+    );
+
+    // Cut short, and only a header: never written by a recorder that lived.
+    let whole = std::fs::read(dir.path().join(file)).unwrap();
+    let header_len = hrx_capture::TraceReader::open(dir.path().join(file))
+        .unwrap()
+        .header()
+        .header_len as usize;
+    std::fs::write(dir.path().join("cut.hrxt"), &whole[..whole.len() * 2 / 3]).unwrap();
+    std::fs::write(dir.path().join("header.hrxt"), &whole[..header_len]).unwrap();
+    for cut in ["cut.hrxt", "header.hrxt"] {
+        let out = follow_to_its_end(dir.path(), &[cut]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains(&format!("live: {ENDED} (")),
+            "{}",
+            stdout(&out)
+        );
+        let out = follow_to_its_end(dir.path(), &["--json", cut]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let text = stdout(&out);
+        let last = text.rfind("\n{").map_or(&text[..], |at| &text[at + 1..]);
+        let report: serde_json::Value = serde_json::from_str(last).unwrap();
+        assert_eq!(
+            report["follow"]["ended"],
+            ENDED.strip_prefix("ended: ").unwrap(),
+            "{text}"
+        );
+    }
+}

@@ -30,6 +30,9 @@ pub struct Live {
     /// The recorded process died of a signal (a `FatalSignal` was read): nothing more will
     /// come; how, in `info`'s words (`crashed: SIGSEGV`).
     pub ended_by: Option<String>,
+    /// Neither closed nor crashed, and nobody writes it any more (a recorder killed with
+    /// no note of it, a file cut short): nothing more will come.
+    pub unclosed: bool,
 }
 
 impl ViewState {
@@ -94,6 +97,13 @@ impl ViewState {
     pub fn live_ended_by(&mut self, text: Option<String>) {
         if let Some(live) = &mut self.live {
             live.ended_by = text;
+        }
+    }
+
+    /// Whether a live trace ended without a close, nobody writing it any more.
+    pub fn live_unclosed(&mut self, unclosed: bool) {
+        if let Some(live) = &mut self.live {
+            live.unclosed = unclosed;
         }
     }
 

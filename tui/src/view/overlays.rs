@@ -207,6 +207,8 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
             format!("{how} (the recording ended) ")
         } else if live.closed {
             "closed (the recording ended) ".to_owned()
+        } else if live.unclosed {
+            format!("ended: {} ", hrx_capture::UNCLOSED_ENDING)
         } else {
             format!(
                 "live · {} · {} ",
