@@ -1,10 +1,13 @@
 //! `hrx-trace export FILE --format chrome|perfetto -o OUT`: the trace as Chrome trace-event
 //! JSON or a Perfetto protobuf, both of which Perfetto's UI opens. What is exported and how
 //! it streams in bounded memory: `hrx_analysis::export`. This verb adds the progress bar,
-//! refuses outputs that are not earlier exports, and removes a half-written output.
+//! refuses outputs that are not earlier exports, and removes a half-written output: on a
+//! write error, and when interrupted by SIGINT, SIGTERM or SIGHUP (exit 128+N,
+//! [`crate::partial`]).
 
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
+use crate::partial::Interruptible;
 use hrx_analysis::export::{self, ExportError, Format};
 use hrx_analysis::units::plural;
 use hrx_capture::TraceReader;
@@ -46,14 +49,17 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // The reader first: a trace that cannot be opened must not leave an empty output.
     let reader = open(&args.file, &read, &progress)?;
     let to_stdout = args.output.as_os_str() == "-";
+    let interruptible = (!to_stdout).then(Interruptible::install);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
-    let out: Box<dyn Write + Send> = if to_stdout {
-        Box::new(io::stdout())
-    } else {
-        let file = File::create(&args.output)
-            .map_err(|e| Failure::new(format!("{}: {e}", args.output.display())))?;
-        Box::new(file)
+    let out: Box<dyn Write + Send> = match &interruptible {
+        None => Box::new(io::stdout()),
+        Some(interruptible) => {
+            let file = interruptible
+                .create(&args.output, "the incomplete export")
+                .map_err(|e| Failure::new(format!("{}: {e}", args.output.display())))?;
+            Box::new(file)
+        }
     };
     progress.set_message("writing");
     let written = export::write(reader, format, out).map_err(|error| match error {
@@ -84,6 +90,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error),
     };
+    if let Some(interruptible) = interruptible {
+        interruptible.finished();
+    }
     progress.finish_and_clear();
     crate::failure::warn_partial(
         &args.file,

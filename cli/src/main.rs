@@ -11,6 +11,7 @@ mod export;
 mod failure;
 mod info;
 mod kernel_stats;
+mod partial;
 mod photos;
 mod record;
 mod replay;

@@ -1,8 +1,12 @@
 //! `hrx-trace trim`: a range of a trace that still replays ([`hrx_analysis::trim`] does the
-//! work; this parses, guards the output and reports).
+//! work; this parses, guards the output and reports). The output is written to
+//! `OUT.hrxt.partial`, renamed to OUT once complete; the partial file is removed on an
+//! error, and when interrupted by SIGINT, SIGTERM or SIGHUP (exit 128+N,
+//! [`crate::partial`]).
 
 use crate::args::TrimArgs;
 use crate::failure::{Failure, TraceError};
+use crate::partial::Interruptible;
 use hrx_analysis::trim::{Selection, TrimError, open_checked, trim};
 use hrx_analysis::units::bytes;
 use std::io::{BufWriter, Write};
@@ -61,7 +65,9 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // The input must read before the output is created: a bad input leaves nothing.
     drop(open_checked(&args.file).map_err(read_error)?);
     let partial = args.output.with_extension("hrxt.partial");
-    let file = std::fs::File::create(&partial)
+    let interruptible = Interruptible::install();
+    let file = interruptible
+        .create(&partial, "the incomplete trimmed trace")
         .map_err(|e| Failure::new(format!("{}: {e}", partial.display())))?;
     let source = args.file.display().to_string();
     let result = trim(
@@ -105,6 +111,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
         );
     }
+    interruptible.finished();
     // What reading the input found, as every verb reading a trace warns of it; the output
     // says it too (`info`: "trimmed from an incomplete recording").
     crate::failure::warn_partial(

@@ -419,3 +419,128 @@ fn a_closed_standard_output_after_an_export_is_not_an_error() {
             > 0
     );
 }
+
+/// A synthetic trace of `regions` pipeline regions (as `hrx-analysis`'s gen-trace writes
+/// it), at `path`.
+fn synthetic_trace(path: &Path, regions: u64) {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let options = RecorderOptions {
+        backend: "sim".into(),
+        device: "synthetic".into(),
+        // The generator outruns the writer thread: wait for room instead of dropping.
+        thread_buffer_bytes: 16 << 20,
+        full_buffer_wait: std::time::Duration::from_secs(600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    for record in pipeline(PipelineSpec::ops(regions)) {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&record);
+        }
+    }
+    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+}
+
+/// Runs `hrx-trace ARGS` in `dir` and sends it `signal` while it writes: once `partial`
+/// (the file it writes) exists, it is stopped (SIGSTOP), so that it cannot finish before
+/// the signal, signalled and continued. `None` when it finished before it could be stopped
+/// (the trace is too small to catch it writing).
+fn interrupted(
+    dir: &Path,
+    args: &[&str],
+    partial: &Path,
+    signal: libc::c_int,
+) -> Option<std::process::Output> {
+    use std::process::Stdio;
+    let mut child = hrx_trace(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            assert!(status.success(), "{args:?}: {}", stderr(&out));
+            return None;
+        }
+        if partial.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // Not reaped: stopped while writing (a stopped child is not reported without WUNTRACED).
+    if let Some(status) = child.try_wait().unwrap() {
+        let out = child.wait_with_output().unwrap();
+        assert!(status.success(), "{args:?}: {}", stderr(&out));
+        return None;
+    }
+    // SAFETY: as above; the signal waits for SIGCONT.
+    unsafe {
+        libc::kill(pid, signal);
+        libc::kill(pid, libc::SIGCONT);
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// SIGINT, SIGTERM or SIGHUP while `export` or `trim` writes leaves no output behind (a
+/// truncated JSON or Perfetto trace, a `.partial` trim were left), says what it removed,
+/// and exits 128+N.
+#[test]
+fn an_interrupted_export_or_trim_leaves_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "big.hrxt";
+    let mut regions = 200_000;
+    let cases: [(&[&str], &str, &str, libc::c_int); 3] = [
+        (
+            &["export", trace, "--format", "chrome", "-o", "big.json"],
+            "big.json",
+            "big.json",
+            libc::SIGTERM,
+        ),
+        (
+            &["export", trace, "--format", "perfetto", "-o", "big.pftrace"],
+            "big.pftrace",
+            "big.pftrace",
+            libc::SIGINT,
+        ),
+        (
+            &["trim", trace, "-o", "t.hrxt", "--submissions", "2..40000"],
+            "t.hrxt.partial",
+            "t.hrxt",
+            libc::SIGHUP,
+        ),
+    ];
+    for (args, partial, output, signal) in cases {
+        let out = loop {
+            if !dir.path().join(trace).exists() {
+                synthetic_trace(&dir.path().join(trace), regions);
+            }
+            if let Some(out) = interrupted(dir.path(), args, &dir.path().join(partial), signal) {
+                break out;
+            }
+            // Finished before it was caught writing: a larger trace, and again.
+            assert!(regions < 200_000 << 4, "{args:?} never caught writing");
+            regions *= 2;
+            std::fs::remove_file(dir.path().join(trace)).unwrap();
+            let _ = std::fs::remove_file(dir.path().join(output));
+        };
+        assert_eq!(code(&out), 128 + signal, "{args:?}: {}", stderr(&out));
+        let name = hrx_capture::schema::signal_name(signal).unwrap();
+        assert!(
+            stderr(&out).contains(&format!("interrupted by signal {signal} ({name}): removed")),
+            "{}",
+            stderr(&out)
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n != trace)
+            .collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}

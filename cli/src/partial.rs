@@ -1,0 +1,145 @@
+//! An output being written when hrx-trace is interrupted is removed: a half-written export
+//! or trim is no export or trace (a Chrome JSON that does not parse, a truncated Perfetto
+//! trace, a `.partial` trim left beside its output).
+//!
+//! [`Interruptible::install`] sets handlers for SIGINT, SIGTERM and SIGHUP (with
+//! `record::signals::set_handlers`, as `record` does); [`Interruptible::create`] then creates
+//! the output with the signals blocked, and names it to the handlers before they may run. A
+//! handler unlinks the file named, says so on standard error and exits 128+N for signal N,
+//! as `record` does (all three async-signal-safe: `unlink`, `write`, `_exit`). The file's
+//! name and the message are prepared before, in memory that is never freed, so a handler
+//! running on any thread while the output is finished or forgotten reads a valid one.
+//! [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals their
+//! default action again.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, IsTerminal};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crate::record::signals::{restore_defaults, set_handlers};
+
+/// What a handler removes and says, for each of SIGINT, SIGTERM and SIGHUP.
+struct Removal {
+    path: CString,
+    /// (signal, message) for each signal.
+    messages: [(libc::c_int, Vec<u8>); 3],
+}
+
+/// The output a handler removes, else null. Never freed once set.
+static OUTPUT: AtomicPtr<Removal> = AtomicPtr::new(std::ptr::null_mut());
+
+extern "C" fn handler(signal: libc::c_int) {
+    let removal = OUTPUT.load(Ordering::SeqCst);
+    if !removal.is_null() {
+        // SAFETY: a non-null pointer is a leaked `Removal`, never freed; unlink and write
+        // are async-signal-safe.
+        unsafe {
+            let removal = &*removal;
+            if libc::unlink(removal.path.as_ptr()) == 0
+                && let Some((_, message)) = removal.messages.iter().find(|(s, _)| *s == signal)
+            {
+                libc::write(2, message.as_ptr().cast(), message.len());
+            }
+        }
+    }
+    // SAFETY: _exit is async-signal-safe and ends the process without running anything more.
+    unsafe { libc::_exit(128 + signal) };
+}
+
+/// The handlers, until [`Interruptible::finished`] or drop (see the module docs).
+pub struct Interruptible(());
+
+impl Interruptible {
+    /// Sets the handlers: from now on SIGINT, SIGTERM or SIGHUP exit 128+N (removing the
+    /// output once [`Interruptible::create`] made it).
+    pub fn install() -> Interruptible {
+        // SAFETY: `handler` is a plain handler doing only async-signal-safe work.
+        unsafe { set_handlers(handler as *const () as usize, 0) };
+        Interruptible(())
+    }
+
+    /// Creates (or truncates) `path` with the signals blocked, and names it to the handlers
+    /// before they may run: an interruption at any point after leaves no file. `removed`
+    /// says what the handler removed (`the incomplete export`). Through a symlink, the file
+    /// it points to is removed, never the link.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created.
+    pub fn create(&self, path: &Path, removed: &str) -> io::Result<File> {
+        let blocked = Blocked::signals();
+        let file = File::create(path)?;
+        // The regular file written, through any symlink: never the link itself.
+        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        if let Ok(c_path) = CString::new(target.as_os_str().as_bytes()) {
+            let clear = if io::stderr().is_terminal() {
+                "\r\x1b[K"
+            } else {
+                ""
+            };
+            let message = |signal: libc::c_int| {
+                let name = crate::record::signal_text(signal);
+                let text = format!(
+                    "{clear}error: interrupted by {name}: removed {removed} {}\n",
+                    path.display()
+                );
+                (signal, text.into_bytes())
+            };
+            let removal = Box::new(Removal {
+                path: c_path,
+                messages: [
+                    message(libc::SIGINT),
+                    message(libc::SIGTERM),
+                    message(libc::SIGHUP),
+                ],
+            });
+            OUTPUT.store(Box::into_raw(removal), Ordering::SeqCst);
+        }
+        drop(blocked);
+        Ok(file)
+    }
+
+    /// The output is complete (or removed by its own error path): forgets it and gives the
+    /// signals their default action again.
+    pub fn finished(self) {}
+}
+
+impl Drop for Interruptible {
+    fn drop(&mut self) {
+        // Default actions first: no handler may run with the output forgotten in between.
+        restore_defaults();
+        // Leaked, not freed: a handler that started before may still read it.
+        OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP blocked on this thread until dropped (then a pending one is
+/// delivered).
+struct Blocked(libc::sigset_t);
+
+impl Blocked {
+    fn signals() -> Blocked {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset; pthread_sigmask with
+        // valid sets.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, signal);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            Blocked(old)
+        }
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by `signals`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
