@@ -304,6 +304,17 @@ struct RuntimePass {
     seen_ns: Option<(u64, u64)>,
 }
 
+impl RuntimePass {
+    /// Bytes set at `time_ns` (a host write, a snapshot of the source), kept when they may
+    /// be in the range: not before the latest submit before it.
+    fn note_write(&mut self, time_ns: u64, buffer: BufferId, offset: u64, len: u64) {
+        if self.before_ns.is_none_or(|(_, t)| time_ns > t) {
+            self.writes
+                .push((time_ns, buffer, offset, offset.saturating_add(len)));
+        }
+    }
+}
+
 /// The range of one runtime, fixed after pass 1.
 #[derive(Clone, Copy, Debug)]
 struct Window {
@@ -556,30 +567,20 @@ pub fn trim<R: std::io::Read, W: Write>(
                     pass.before_ns = Some((n, t));
                 }
             }
-            Record::HostWrite(w) => {
-                let pass = passes.entry(w.runtime).or_default();
-                if pass.before_ns.is_none_or(|(_, t)| w.time_ns > t) {
-                    pass.writes.push((
-                        w.time_ns,
-                        w.buffer,
-                        w.offset,
-                        w.offset.saturating_add(w.len_bytes),
-                    ));
-                }
-            }
+            Record::HostWrite(w) => passes.entry(w.runtime).or_default().note_write(
+                w.time_ns,
+                w.buffer,
+                w.offset,
+                w.len_bytes,
+            ),
             // The source's own snapshot (a range recording, a trim): one inside the range
             // is kept, and sets its bytes as a host write would.
-            Record::BufferSnapshot(snap) => {
-                let pass = passes.entry(snap.runtime).or_default();
-                if pass.before_ns.is_none_or(|(_, t)| snap.time_ns > t) {
-                    pass.writes.push((
-                        snap.time_ns,
-                        snap.buffer,
-                        snap.offset,
-                        snap.offset.saturating_add(snap.len_bytes),
-                    ));
-                }
-            }
+            Record::BufferSnapshot(snap) => passes.entry(snap.runtime).or_default().note_write(
+                snap.time_ns,
+                snap.buffer,
+                snap.offset,
+                snap.len_bytes,
+            ),
             _ => {}
         }
     }

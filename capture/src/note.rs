@@ -95,6 +95,16 @@ mod tests {
     use crate::schema::{FatalSignal, SignalWitness};
     use crate::{Recorder, RecorderOptions, read_all};
 
+    /// What `record` appends for a program killed by SIGKILL.
+    fn sigkill_note() -> Record {
+        Record::FatalSignal(FatalSignal {
+            time_ns: 5,
+            signal: 9,
+            witness: SignalWitness::Parent,
+            fault_address: None,
+        })
+    }
+
     #[test]
     fn a_note_appended_to_a_torn_trace_reads_back() {
         let dir = tempfile::tempdir().unwrap();
@@ -104,12 +114,7 @@ mod tests {
         // Cut into the footer, as a process killed while writing a block leaves it.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 30]).unwrap();
-        let note = Record::FatalSignal(FatalSignal {
-            time_ns: 5,
-            signal: 9,
-            witness: SignalWitness::Parent,
-            fault_address: None,
-        });
+        let note = sigkill_note();
         append_to_unclosed(&path, std::slice::from_ref(&note)).unwrap();
         let trace = read_all(&path).unwrap();
         assert_eq!(trace.records.last(), Some(&note), "{:?}", trace.warnings);
@@ -157,12 +162,7 @@ mod tests {
         let mut torn = bytes.clone();
         torn.extend_from_slice(&block[..400]);
         std::fs::write(&path, &torn).unwrap();
-        let note = Record::FatalSignal(FatalSignal {
-            time_ns: 5,
-            signal: 9,
-            witness: SignalWitness::Parent,
-            fault_address: None,
-        });
+        let note = sigkill_note();
         append_to_unclosed(&path, std::slice::from_ref(&note)).unwrap();
         let after = std::fs::read(&path).unwrap();
         assert_eq!(

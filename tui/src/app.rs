@@ -734,6 +734,15 @@ mod tests {
         assert!(wait_for_trace(&junk, Duration::from_secs(600)).is_err());
     }
 
+    /// Writes to `path` the blocks before the middle one of a 400-operation recording: a
+    /// recording that ended between two blocks without being closed.
+    fn write_half_of_a_recording(path: &Path) {
+        let bytes = recording(400);
+        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+        let cut = blocks.blocks()[blocks.blocks().len() / 2].offset as usize;
+        std::fs::write(path, &bytes[..cut]).unwrap();
+    }
+
     /// A recording of `ops` pipeline operations, closed, as its bytes.
     fn recording(ops: u64) -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();
@@ -795,12 +804,9 @@ mod tests {
         use hrx_capture::schema::{FatalSignal, Record, SignalWitness};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.hrxt");
-        let bytes = recording(400);
         // Crashed in the middle of the recording: whole blocks (the fatal-signal flush
         // writes whole blocks), no end.
-        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
-        let cut = blocks.blocks()[blocks.blocks().len() / 2].offset as usize;
-        std::fs::write(&path, &bytes[..cut]).unwrap();
+        write_half_of_a_recording(&path);
         let (tail, model) = TraceTail::open(&path).unwrap();
         let mut follower = Follower::new(&path, tail, &model);
         assert_eq!(follower.ended_by(), None);
@@ -834,11 +840,8 @@ mod tests {
         use hrx_capture::schema::{FatalSignal, Record, SignalWitness};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.hrxt");
-        let bytes = recording(400);
         // Killed between two blocks (no note of it), or cut there.
-        let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
-        let cut = blocks.blocks()[blocks.blocks().len() / 2].offset as usize;
-        std::fs::write(&path, &bytes[..cut]).unwrap();
+        write_half_of_a_recording(&path);
         let (tail, model) = TraceTail::open(&path).unwrap();
         let mut follower = Follower::new(&path, tail, &model);
         follower.watch = WriterWatch::new(Duration::ZERO);

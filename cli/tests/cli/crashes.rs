@@ -412,23 +412,7 @@ fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
         .unwrap();
     assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
 
-    let mut follow = hrx_trace(dir.path())
-        .args(["stats", "--follow", file])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A liveness limit, not a measurement: it ends at once, or never.
-    let mut waited = 0;
-    while follow.try_wait().unwrap().is_none() {
-        if waited == 600 {
-            follow.kill().unwrap();
-            panic!("stats --follow still refreshing a minute after the crash");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        waited += 1;
-    }
-    let out = follow.wait_with_output().unwrap();
+    let out = follow_to_its_end(dir.path(), &[file]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         stdout(&out).contains("live: ended: crashed: SIGSEGV"),

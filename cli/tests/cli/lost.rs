@@ -131,6 +131,16 @@ fn every_verb_reports_lost_records() {
     assert!(!info.contains("lost"), "{info}");
 }
 
+/// The index of the middle `Submit` of `records` (of at least 3), whose loss leaves a gap
+/// in the submission numbers.
+fn middle_submit(records: &[Record]) -> usize {
+    let submits: Vec<usize> = (0..records.len())
+        .filter(|&i| matches!(records[i], Record::Submit(_)))
+        .collect();
+    assert!(submits.len() >= 3, "{}", submits.len());
+    submits[submits.len() / 2]
+}
+
 /// A recording without a `Submit` (its submission's other records kept) and without a
 /// record of losses, as a damaged block leaves it: `replay` refuses naming the trace as
 /// incomplete first (it named only the inconsistency), as `info` warns of it.
@@ -139,11 +149,7 @@ fn a_missing_submit_in_a_damaged_trace_is_named_as_incomplete() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "base.hrxt");
     let trace = read_all(dir.path().join("base.hrxt")).unwrap();
-    let submits: Vec<usize> = (0..trace.records.len())
-        .filter(|&i| matches!(trace.records[i], Record::Submit(_)))
-        .collect();
-    assert!(submits.len() >= 3, "{}", submits.len());
-    let gone = submits[submits.len() / 2];
+    let gone = middle_submit(&trace.records);
     let recorder =
         Recorder::create(dir.path().join("gap.hrxt"), RecorderOptions::default()).unwrap();
     for (i, record) in trace.records.iter().enumerate() {
@@ -182,11 +188,7 @@ fn a_lost_submit_is_named_as_a_loss_not_damage() {
     record_hazards(dir.path(), "base.hrxt");
     let trace = read_all(dir.path().join("base.hrxt")).unwrap();
     // A submission in the middle: its number is then a gap in the sequence.
-    let submits: Vec<usize> = (0..trace.records.len())
-        .filter(|&i| matches!(trace.records[i], Record::Submit(_)))
-        .collect();
-    assert!(submits.len() >= 3, "{}", submits.len());
-    let last_submit = submits[submits.len() / 2];
+    let last_submit = middle_submit(&trace.records);
     let options = RecorderOptions {
         mode: TraceMode::Lossy,
         ..RecorderOptions::default()
