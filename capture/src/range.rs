@@ -114,6 +114,12 @@ pub fn parse_submissions(text: &str) -> Result<(u64, Option<u64>), RangeError> {
             "{text:?} selects no submission: the start must be below the end"
         )));
     }
+    // The runtime numbers submissions from 1, so `0..1` would record none of them.
+    if end == Some(1) {
+        return Err(RangeError(format!(
+            "{text:?} selects no submission: submissions are numbered from 1"
+        )));
+    }
     Ok((start, end))
 }
 
@@ -338,6 +344,10 @@ mod tests {
         let err = |t: &str| t.parse::<CaptureRange>().unwrap_err().to_string();
         assert!(err("submissions:9..3").contains("start must be below the end"));
         assert!(err("submissions:3..3").contains("selects no submission"));
+        assert!(err("submissions:0..1").contains("numbered from 1"));
+        assert!(err("submissions:..1").contains("numbered from 1"));
+        assert!(err("submissions:0..=0").contains("numbered from 1"));
+        assert!("submissions:0..2".parse::<CaptureRange>().is_ok());
         assert!(err("submissions:x..3").contains("expected A..B"));
         assert!(err("submissions:-1..3").contains("expected A..B"));
         assert!(err("time:3s..1s").contains("before the end"));

@@ -262,17 +262,18 @@ impl Scheduler {
         self.next
     }
 
-    /// The number [`Scheduler::next_submission`] will hand out next.
     /// Device operations numbered so far (those of every submission made), in submission
     /// order: the injected fault's `op=N` counts them.
     pub fn operations_numbered(&self) -> u64 {
         self.operations
     }
 
+    /// The number [`Scheduler::next_submission`] will hand out next (the first is 1).
     pub fn peek_submission(&self) -> u64 {
         self.next + 1
     }
 
+    /// Numbers a new submission: 1, 2, 3, ...
     pub fn next_submission(&mut self) -> u64 {
         self.next += 1;
         self.next
