@@ -23,6 +23,11 @@
 //! terminal already reaches them all (the terminal signals the whole process group) and is
 //! not sent twice.
 //!
+//! A program may catch or ignore those signals and run on. As `docker compose` and `cargo`
+//! users expect, a second interrupt says so, and a third kills the program and every
+//! process it started (SIGKILL; each trace then ends with what it wrote and its
+//! "killed by SIGKILL" note).
+//!
 //! hrx-trace waits for the program and then for every process the program left running
 //! (it is their subreaper, on Linux: orphans are reparented to it), so that their traces
 //! are complete before the summary. If hrx-trace itself dies (SIGKILL), the program gets
@@ -254,7 +259,10 @@ fn wait_for_all(
                 let error = io::Error::last_os_error();
                 match error.raw_os_error() {
                     // A signal arrived: the handler sent it to the child; now the others.
-                    Some(libc::EINTR) => forwarding.forward_to_descendants(),
+                    Some(libc::EINTR) => {
+                        forwarding.forward_to_descendants();
+                        forwarding.escalate(program, status.is_none());
+                    }
                     Some(libc::ECHILD) if status.is_some() => break,
                     _ => return Err(error),
                 }
@@ -605,7 +613,7 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
 /// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
 #[cfg(unix)]
 pub(crate) mod signals {
-    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
     /// The program's pid while it runs, else 0.
     static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -615,6 +623,11 @@ pub(crate) mod signals {
     static DESCENDANTS_PENDING: AtomicI32 = AtomicI32::new(0);
     /// The last signal received, else 0.
     static FORWARDED: AtomicI32 = AtomicI32::new(0);
+    /// Signals received while forwarding (terminal ones included).
+    static RECEIVED: AtomicU32 = AtomicU32::new(0);
+    /// How far [`Forwarding::escalate`] went: 0, 1 once the second interrupt was noted, 2
+    /// once the third killed the program.
+    static ESCALATED: AtomicU32 = AtomicU32::new(0);
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
     /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
@@ -663,6 +676,7 @@ pub(crate) mod signals {
             send_pending();
         }
         FORWARDED.store(signal, Ordering::Relaxed);
+        RECEIVED.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Sends the pending signal to the program once its pid is known. Both the handler and
@@ -763,12 +777,50 @@ pub(crate) mod signals {
             }
         }
 
+        /// After a signal: a second one notes that the program runs on (it caught or ignored
+        /// the first), a third kills it (while `child_alive`: not yet reaped) and every
+        /// process it started with SIGKILL. Each note is printed once.
+        pub fn escalate(&self, program: &std::ffi::OsStr, child_alive: bool) {
+            let received = RECEIVED.load(Ordering::SeqCst);
+            let signal = super::signal_text(FORWARDED.load(Ordering::Relaxed));
+            let name = super::name(program);
+            if received >= 2
+                && ESCALATED
+                    .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                eprintln!(
+                    "note: {name} is still running after {signal}; interrupt once more to \
+                     kill it and the processes it started (SIGKILL)"
+                );
+            }
+            if received >= 3 && ESCALATED.swap(2, Ordering::SeqCst) < 2 {
+                let child = CHILD.load(Ordering::SeqCst);
+                if child_alive && child > 0 {
+                    // SAFETY: kill has no memory preconditions; `child` is not yet reaped.
+                    unsafe { libc::kill(child, libc::SIGKILL) };
+                }
+                for pid in descendants() {
+                    if pid as i32 != child {
+                        // SAFETY: as above; `pid` is a live descendant.
+                        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    }
+                }
+                eprintln!(
+                    "note: third interrupt: killed {name} and the processes it started \
+                     (SIGKILL); each trace ends with what it wrote"
+                );
+            }
+        }
+
         /// Stops forwarding (the program has exited) and returns the signal received, if
         /// any. Later signals have their default action again.
         pub fn stop(self) -> Option<i32> {
             CHILD.store(0, Ordering::SeqCst);
             PENDING.store(0, Ordering::SeqCst);
             DESCENDANTS_PENDING.store(0, Ordering::SeqCst);
+            RECEIVED.store(0, Ordering::SeqCst);
+            ESCALATED.store(0, Ordering::SeqCst);
             restore_defaults();
             match FORWARDED.swap(0, Ordering::Relaxed) {
                 0 => None,
@@ -790,6 +842,7 @@ mod signals {
     impl Forwarding {
         pub fn forward_to(&self, _pid: u32) {}
         pub fn forward_to_descendants(&self) {}
+        pub fn escalate(&self, _program: &std::ffi::OsStr, _child_alive: bool) {}
         pub fn stop(self) -> Option<i32> {
             None
         }

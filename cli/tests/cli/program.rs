@@ -277,6 +277,59 @@ fn sigterm_and_sigint_are_forwarded_to_the_program() {
     assert!(stderr(&output).contains("killed by signal 15 (SIGTERM)"));
 }
 
+/// A program that ignores SIGINT runs on: the second interrupt says so, the third kills it
+/// and what it started (SIGKILL), and hrx-trace exits 128+2 as for any forwarded SIGINT.
+#[test]
+fn a_program_ignoring_interrupts_is_killed_by_the_third() {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let script = "trap '' INT; touch ready; while :; do sleep 0.05; done";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "--", "sh", "-c", script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let (seen, mut pipe) = (seen.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    wait_for(&dir.path().join("ready"));
+    let pid = child.id() as i32;
+    // Interrupts one at a time (two pending at once arrive as one): another whenever the
+    // note the last should bring has not come after a second. None after the kill's note:
+    // hrx-trace then has its default action again.
+    for note in [
+        "is still running after signal 2 (SIGINT); interrupt once more",
+        "third interrupt: killed sh",
+    ] {
+        while !seen.lock().unwrap().contains(note) {
+            // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+            for _ in 0..10 {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if seen.lock().unwrap().contains(note) {
+                    break;
+                }
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let err = seen.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(128 + 2), "{err}");
+    assert!(err.contains("killed by signal 9 (SIGKILL)"), "{err}");
+    assert_eq!(err.matches("interrupt once more").count(), 1, "{err}");
+}
+
 /// Waits for `path` to appear. No time limit: a loaded machine may take long to start a
 /// program, and a program that never writes it fails its test by exiting first.
 fn wait_for(path: &Path) {
