@@ -407,7 +407,9 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
 /// on its file ([`hrx_capture::Recorder`] takes it before writing anything), so a file
 /// whose lock is taken is a live recording, which writing `path` (or renaming a file over
 /// it) would destroy. `what` names what was to be written there (`the trace`, `the trimmed
-/// trace`). Every verb writing a trace file checks this.
+/// trace`). Every verb writing a trace file checks this. The check asks for a shared lock:
+/// only an exclusive holder (a writer) refuses it, never a follower (`view --follow`,
+/// `stats --follow`) that holds a shared lock for a moment to probe the same thing.
 ///
 /// # Errors
 ///
@@ -415,7 +417,7 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
 pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     if let Ok(file) = std::fs::File::open(path)
         && path.is_file()
-        && let Err(std::fs::TryLockError::WouldBlock) = file.try_lock()
+        && let Err(std::fs::TryLockError::WouldBlock) = file.try_lock_shared()
     {
         return Err(Failure::new(format!(
             "cannot write {what} to {}: another recorder is writing it",

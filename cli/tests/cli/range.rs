@@ -597,7 +597,8 @@ fn a_trim_from_the_first_submission_of_a_range_or_a_trim_keeps_its_snapshot() {
 
 /// `trim -o` naming a trace that a recorder is writing is refused, as `record -o` refuses
 /// it (the same check of the recorder's file lock): it renamed the trim over the file, and
-/// the recording went on into an unlinked file and was lost.
+/// the recording went on into an unlinked file and was lost. A follower's shared lock is
+/// not a recorder's.
 #[test]
 fn trim_refuses_an_output_a_recorder_is_writing() {
     use hrx_capture::{Recorder, RecorderOptions};
@@ -621,11 +622,16 @@ fn trim_refuses_an_output_a_recorder_is_writing() {
     // The recording is whole, and once it is closed the file may be trimmed into.
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "closed").starts_with("cleanly"), "{info}");
+    // A follower (`view --follow`) probing the file holds a shared lock for a moment: it
+    // is no writer, and the trim is not refused for it.
+    let probe = std::fs::File::open(&live).unwrap();
+    probe.lock_shared().unwrap();
     let trim = run(
         dir.path(),
         &["trim", "p.hrxt", "-o", "live.hrxt", "--submissions", "1..2"],
     );
     assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    drop(probe);
 }
 
 /// The trim's summary line: (records written, kept from the source, read, the trim's own).
