@@ -13,6 +13,10 @@
 //!   block at a time (`hrx-trace stats --follow`).
 //! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
 //!   level-of-detail coverage summaries: what a timeline reads instead of every region.
+//! - [`timeline`]: the timeline's model of a trace (spans per lane with their block index,
+//!   submissions, regions, events, hazards, the first failure), its in-memory and
+//!   streaming builders, the first frame from block summaries and the view cache that
+//!   reopens a model by mapping its columns: what `hrx-trace view` draws.
 //! - [`export`]: Chrome JSON and Perfetto protobuf exports, one streaming pass.
 //! - [`compare`]: the one comparison engine of `diff` and `replay`: the rule for each kind
 //!   (kernels, regions, outputs, outcomes, timings) and the verdict of their judgements.
@@ -54,6 +58,7 @@ pub mod spans;
 pub mod stats;
 pub mod stats_follow;
 pub mod synthetic;
+pub mod timeline;
 pub mod trim;
 pub mod units;
 

@@ -206,8 +206,8 @@ impl TraceTail {
 
     fn model(&self) -> Model {
         let mut model = self.builder.clone().finish();
-        model.info.recovery = Some(self.recovery);
-        model.info.warnings = self
+        model.info_mut().recovery = Some(self.recovery);
+        model.info_mut().warnings = self
             .warnings
             .iter()
             .chain(&self.latest_warnings)

@@ -15,8 +15,8 @@
 //! last row     status line: keys, search, messages
 //! ```
 
-use super::model::{LaneId, Model};
 use super::view_state::ViewState;
+use super::{LaneId, Model};
 
 /// Columns of the lane-name gutter left of the timeline.
 pub const GUTTER: u16 = 14;

@@ -13,8 +13,8 @@
 //! screen with it): a followed window would leave it behind, off screen, with the cursor.
 //! So nothing is selected while following: `F` clears the selection as it resumes.
 
-use super::model::{LaneId, Model, RegionKey, SpanRef};
 use super::view_state::ViewState;
+use super::{LaneId, Model, RegionKey, SpanRef};
 
 /// The state of a live (followed) trace.
 #[derive(Clone, Debug, Default, PartialEq)]

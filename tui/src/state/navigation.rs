@@ -4,8 +4,8 @@
 //! changing the zoom.
 
 use super::layout::Hit;
-use super::model::{LaneId, Model, SpanRef};
 use super::view_state::{Focus, ListKind, ViewState};
+use super::{LaneId, Model, SpanRef};
 
 impl ViewState {
     /// Selects `r`, focuses its lane, moves the cursor to it and reveals it.
@@ -178,9 +178,9 @@ impl ViewState {
             return true;
         };
         let lane = model.lane(lane);
-        model.regions.iter().any(|r| {
+        model.regions().iter().any(|r| {
             r.queue == lane.queue
-                && model.prepared[r.prepared.get()].runtime == lane.runtime
+                && model.prepared()[r.prepared.get()].runtime == lane.runtime
                 && filter[r.search_key as usize]
         })
     }

@@ -15,14 +15,14 @@
 //! The details pane scrolls (PgUp/PgDn, `J`/`K`, the wheel over it) and starts at its top
 //! again whenever the selection changes.
 
-use super::hazards::Hazards;
-use super::lanes::{Span, TimeWindow};
+use super::Hazards;
 use super::layout::ScreenLayout;
 use super::live::Live;
-use super::model::{LaneId, Model, SpanRef};
+use super::{LaneId, Model, SpanRef};
+use super::{Span, TimeWindow};
 
-/// Narrowest window, in ns.
-pub const MIN_WINDOW_NS: u64 = 10;
+/// Narrowest window, in ns (the summary frame's zoom stops there too).
+pub use hrx_analysis::timeline::MIN_WINDOW_NS;
 
 /// Which pane receives list keys (↑/↓, Enter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -307,7 +307,7 @@ impl ViewState {
         let filter = self.filter.as_ref()?;
         Some(
             model
-                .search_key_spans
+                .search_key_spans()
                 .iter()
                 .zip(filter)
                 .filter(|(_, m)| **m)
@@ -483,7 +483,7 @@ impl ViewState {
         if self.filter.is_some() {
             let needle = self.search.to_lowercase();
             self.filter = Some(
-                (0..model.search_texts.len())
+                (0..model.search_key_count())
                     .map(|key| model.search_key_matches(key, &needle))
                     .collect(),
             );
@@ -495,7 +495,7 @@ impl ViewState {
         self.search = search;
         self.filter = (!self.search.is_empty()).then(|| {
             let needle = self.search.to_lowercase();
-            (0..model.search_texts.len())
+            (0..model.search_key_count())
                 .map(|key| model.search_key_matches(key, &needle))
                 .collect()
         });

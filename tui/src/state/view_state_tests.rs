@@ -1,9 +1,9 @@
 //! Tests of [`ViewState::update`](super::ViewState::update).
 
-use super::super::fixtures::*;
 use super::super::synthetic::{PipelineSpec, pipeline};
 use super::*;
 use crate::state::{EventKind, GUTTER, SpanStatus};
+use hrx_analysis::timeline::fixtures::*;
 use hrx_capture::schema::{HazardKind, Queue};
 
 fn pipeline_model(spec: PipelineSpec) -> Model {

@@ -99,4 +99,6 @@ pub fn buffer_to_string(buf: &Buffer) -> String {
 }
 
 #[cfg(test)]
+mod same_screens;
+#[cfg(test)]
 mod tests;

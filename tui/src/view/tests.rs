@@ -394,7 +394,7 @@ fn contradictory_records_do_not_panic() {
 
 #[test]
 fn huge_copies_and_durations_saturate() {
-    use crate::state::fixtures::*;
+    use hrx_analysis::timeline::fixtures::*;
     let mut f = three_stage();
     for i in 0..3 {
         f.submit(1, i, &[], 0).ran(i, 0, 0, u64::MAX / 2);

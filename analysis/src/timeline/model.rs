@@ -18,7 +18,7 @@
 use super::column::{Column, Plain};
 use super::hazards::FirstFailure;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
-use hrx_analysis::stats::Stats;
+use crate::stats::Stats;
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
     BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, HazardKind,
@@ -111,7 +111,7 @@ pub struct RegionKey {
 
 /// The five queues in timeline order, their positions and display names: the one
 /// definition, `hrx-analysis`'s, shared with every `hrx-trace` verb.
-pub use hrx_analysis::{QUEUES, queue_name, queue_slot};
+pub use crate::{QUEUES, queue_name, queue_slot};
 
 /// The GPU lane of a copy queue.
 pub fn gpu_lane_queue(lane: GpuLane) -> Queue {
@@ -241,7 +241,7 @@ pub struct RegionInfo {
     pub label: LabelId,
     /// What the search matches for it: an index into the model's search texts (its label
     /// and every operation's name), shared by regions with the same.
-    pub(crate) search_key: u32,
+    pub search_key: u32,
 }
 
 /// What an [`Event`] is.
@@ -423,7 +423,7 @@ pub struct Model {
     #[serde(skip)]
     pub(crate) explicit_producers: Column<SubmissionIndex>,
     /// (producer, consumer) pairs of `submit_after`, sorted, as the joiner joined them
-    /// ([`hrx_analysis::scan::Visitor::link`]).
+    /// ([`crate::scan::Visitor::link`]).
     #[serde(skip)]
     pub(crate) explicit_edges: Column<(SubId, SubId)>,
     /// Indices into `explicit_edges`, sorted by consumer (then index).
@@ -631,8 +631,23 @@ impl Model {
     /// Whether search key `key` ([`RegionInfo::search_key`]) matches `needle` (lowercase):
     /// the label or the name of any operation of its regions contains it, so `/sobel`
     /// finds the native graph `hrx_rgb_to_gray +5` that runs `hrx_sobel`.
-    pub(crate) fn search_key_matches(&self, key: usize, needle: &str) -> bool {
+    pub fn search_key_matches(&self, key: usize, needle: &str) -> bool {
         self.search_texts[key].contains(needle)
+    }
+
+    /// Number of search keys ([`RegionInfo::search_key`]).
+    pub fn search_key_count(&self) -> usize {
+        self.search_texts.len()
+    }
+
+    /// Per search key, the spans of its regions.
+    pub fn search_key_spans(&self) -> &[u64] {
+        &self.search_key_spans
+    }
+
+    /// Every region of every prepared graph, by [`RegionId`].
+    pub fn regions(&self) -> &[RegionInfo] {
+        &self.regions
     }
 
     /// The recorded operation `node` of a prepared graph's source graph.
@@ -702,6 +717,11 @@ impl Model {
     /// The first failure and what it took down.
     pub fn first_failure(&self) -> Option<&FirstFailure> {
         self.first_failure.as_ref()
+    }
+
+    /// Facts about the recording, to change (a followed trace's recovery and warnings).
+    pub fn info_mut(&mut self) -> &mut TraceInfo {
+        &mut self.info
     }
 
     /// Facts about the recording.

@@ -2,7 +2,7 @@
 
 use super::super::fixtures::*;
 use super::*;
-use crate::state::model::queue_name;
+use crate::queue_name;
 use hrx_capture::schema::{
     BufferId, HazardKind, Poison, PreparedId, Queue, RefusalKind, RegionIndex, RegionKind,
     SubmissionIndex, SubmitRefused,
@@ -66,7 +66,7 @@ fn records_out_of_file_order_still_join() {
         .ran(3, 0, 310, 390);
     // The submission's outcome before its submit, too.
     f.push(hrx_capture::schema::SubmissionDone {
-        runtime: crate::state::fixtures::RT,
+        runtime: crate::timeline::fixtures::RT,
         submission: SubmissionIndex(3),
         status: failed("boom"),
         time_ns: 901,
@@ -108,7 +108,7 @@ fn a_region_started_and_never_finished_runs_to_the_trace_end() {
     let mut f = three_stage();
     f.submit(1, 0, &[], 0).ran(0, 0, 10, 20);
     f.push(hrx_capture::schema::RegionStarted {
-        runtime: crate::state::fixtures::RT,
+        runtime: crate::timeline::fixtures::RT,
         submission: SubmissionIndex(0),
         region: RegionIndex(1),
         time_ns: 30,
@@ -131,7 +131,7 @@ fn a_region_started_and_never_finished_runs_to_the_trace_end() {
     let mut f = three_stage();
     f.submit(1, 0, &[], 0);
     f.push(hrx_capture::schema::RegionStarted {
-        runtime: crate::state::fixtures::RT,
+        runtime: crate::timeline::fixtures::RT,
         submission: SubmissionIndex(0),
         region: RegionIndex(0),
         time_ns: 5,
@@ -226,7 +226,7 @@ fn reads_a_recorded_trace() {
 
 #[test]
 fn synthetic_pipeline_builds() {
-    use crate::state::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
+    use crate::synthetic::{PipelineSpec, REGIONS_PER_SUBMISSION, pipeline};
     let spec = PipelineSpec::ops(400);
     let model = ModelBuilder::from_records(&pipeline(spec).collect::<Vec<_>>());
     assert_eq!(model.span_count() as u64, 100 * REGIONS_PER_SUBMISSION);
@@ -238,11 +238,11 @@ fn synthetic_pipeline_builds() {
 }
 
 /// Builds a model of a million operations and prints the time and memory it took.
-/// Run with `cargo test -p hrx-tui --release -- --ignored million --nocapture`.
+/// Run with `cargo test -p hrx-analysis --release -- --ignored million --nocapture`.
 #[test]
 #[ignore = "measurement: run in release"]
 fn million_operations() {
-    use crate::state::synthetic::{PipelineSpec, pipeline};
+    use crate::synthetic::{PipelineSpec, pipeline};
     use std::time::Instant;
     let spec = PipelineSpec::ops(1_000_000);
     let start = Instant::now();
@@ -284,17 +284,6 @@ fn million_operations() {
     );
     assert_eq!(from_file.span_count(), spans);
 
-    let mut state = crate::state::ViewState::new(&model, 200, 60);
-    let start = Instant::now();
-    let frames = 20;
-    for _ in 0..frames {
-        std::hint::black_box(crate::view::render_to_string(&model, &state, 200, 60));
-        state.update(&model, crate::state::Action::ZoomIn);
-    }
-    println!(
-        "render (fit, then zooming in): {:?} per frame",
-        start.elapsed() / frames
-    );
     if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
         let peak = status.lines().find(|l| l.starts_with("VmHWM"));
         println!("peak resident memory of the whole test: {peak:?}");

@@ -2,9 +2,8 @@
 //! failures included.
 
 use super::*;
-use crate::state::fixtures::*;
-use crate::state::synthetic::{PipelineSpec, pipeline};
-use crate::state::{Action, ViewState};
+use crate::synthetic::{PipelineSpec, pipeline};
+use crate::timeline::fixtures::*;
 use hrx_capture::schema::{HazardKind, RegionIndex, SubmissionDone};
 
 /// The model `records` stream into, its columns mapped from the files written.
@@ -20,45 +19,6 @@ fn streamed(records: &[Record]) -> Model {
     model
 }
 
-/// Every table of the two models is the same.
-fn assert_same(a: &Model, b: &Model) {
-    assert_eq!(a.lanes.len(), b.lanes.len());
-    for (x, y) in a.lanes.iter().zip(&b.lanes) {
-        assert_eq!((x.runtime, x.queue), (y.runtime, y.queue));
-        assert_eq!(x.spans(), y.spans());
-        assert!(x.columns().1[..] == y.columns().1[..], "blocks");
-    }
-    assert_eq!(a.submissions(), b.submissions());
-    assert_eq!(&*a.region_spans, &*b.region_spans);
-    assert_eq!(&*a.explicit_producers, &*b.explicit_producers);
-    assert_eq!(&*a.explicit_edges, &*b.explicit_edges);
-    assert_eq!(&*a.explicit_by_consumer, &*b.explicit_by_consumer);
-    assert_eq!(&*a.cross, &*b.cross);
-    assert_eq!(&*a.cross_by_producer, &*b.cross_by_producer);
-    assert_eq!(a.submit_times(), b.submit_times());
-    assert_eq!(a.busy_times(), b.busy_times());
-    assert_eq!(a.events(), b.events());
-    assert_eq!(a.span_events, b.span_events);
-    assert_eq!(a.labels(), b.labels());
-    assert_eq!(a.label_span_counts(), b.label_span_counts());
-    assert_eq!(a.search_texts, b.search_texts);
-    assert_eq!(a.search_key_spans, b.search_key_spans);
-    assert_eq!(a.time_range(), b.time_range());
-    assert_eq!(a.stats(), b.stats());
-    assert_eq!(a.first_failure(), b.first_failure());
-    assert_eq!(a.untimed_span_count(), b.untimed_span_count());
-    let facts = |m: &Model| {
-        let i = m.info();
-        (
-            i.records,
-            i.unplaced_timings,
-            i.unresolved_waits,
-            i.op_timings,
-        )
-    };
-    assert_eq!(facts(a), facts(b));
-}
-
 #[test]
 fn a_failing_pipeline_streams_into_the_same_model() {
     let records: Vec<Record> = pipeline(PipelineSpec {
@@ -72,24 +32,6 @@ fn a_failing_pipeline_streams_into_the_same_model() {
     assert!(stream.submissions.is_mapped() && stream.cross.is_mapped());
     assert!(memory.first_failure().is_some() && !memory.cross.is_empty());
     assert_same(&stream, &memory);
-    // And it draws the same through a walk of the timeline.
-    let mut a = ViewState::new(&stream, 120, 40);
-    let mut b = ViewState::new(&memory, 120, 40);
-    for action in [
-        Action::ZoomIn,
-        Action::SelectNext,
-        Action::ToggleHazards,
-        Action::JumpToProducer,
-        Action::NextEvent,
-        Action::ToggleStats,
-    ] {
-        a.update(&stream, action);
-        b.update(&memory, action);
-        assert_eq!(
-            crate::render_to_string(&stream, &a, 120, 40),
-            crate::render_to_string(&memory, &b, 120, 40)
-        );
-    }
 }
 
 #[test]
@@ -138,7 +80,6 @@ fn records_out_of_order_and_untimed_regions_stream_into_the_same_model() {
 /// of the file order (a submit before its `Prepared` lost its spans).
 #[test]
 fn records_in_the_adverse_order_stream_into_the_same_model() {
-    use crate::state::ingest::order_tests::{adverse, in_order};
     let records = in_order();
     let expected = ModelBuilder::from_records(&records);
     assert_same(&streamed(&adverse(&records)), &expected);

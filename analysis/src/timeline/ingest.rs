@@ -1,7 +1,7 @@
 //! Building a [`Model`] from records in one pass.
 //!
 //! Every join of a record to its submission, prepared graph, region, queue and lane is
-//! `hrx-analysis`'s ([`hrx_analysis::Joiner`], the pass `stats`, `export` and `diff` read
+//! `hrx-analysis`'s ([`crate::Joiner`], the pass `stats`, `export` and `diff` read
 //! through): records arrive in file order, which is only per-thread order, and the joiner
 //! holds a timing, completion or wait read before its `Submit` until that arrives. The
 //! builder takes what the joiner hands over ([`Joined`]: submissions by ordinal, joined
@@ -17,11 +17,11 @@
 //! 2. add an untimed span for every failed or cancelled region that has no timing, and a
 //!    span to the trace's end for every region that started and never finished
 //!    ([`SpanStatus::Running`]: what a hang or a crash was in; the joiner's
-//!    [`hrx_analysis::ScanSummary::running`]);
+//!    [`crate::ScanSummary::running`]);
 //! 3. sort each lane, fill the (submission, region) → span table and copy statuses in;
 //! 4. number the joined waits and explicit producers by sorted submission, label regions,
 //!    sort events and link each to the span of the region it names (the joiner joined it to
-//!    its submission, [`hrx_analysis::JoinedEvent`]);
+//!    its submission, [`crate::JoinedEvent`]);
 //! 5. statistics and the first failure.
 
 use super::hazards;
@@ -30,7 +30,7 @@ use super::model::{
     CrossEdge, Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef,
     QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
 };
-use hrx_analysis::{
+use crate::{
     Index, JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome,
     ScanSummary,
 };
@@ -68,11 +68,11 @@ pub(super) enum Joined {
 /// to take after each record.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Joins {
-    stats: hrx_analysis::StatsVisitor,
+    stats: crate::StatsVisitor,
     pub(super) out: Vec<Joined>,
 }
 
-impl hrx_analysis::Visitor for Joins {
+impl crate::Visitor for Joins {
     fn record(&mut self, index: &Index, record: &Record) {
         self.stats.record(index, record);
     }
@@ -136,7 +136,7 @@ pub(super) fn arrival(ordinal: u64) -> SubId {
 pub struct ModelBuilder {
     pub(super) model: Model,
     /// `hrx-analysis`'s joiner, and its visitor (the statistics and the joins).
-    joiner: hrx_analysis::Joiner,
+    joiner: crate::Joiner,
     pub(super) joins: Joins,
     runtimes: Vec<RuntimeId>,
     /// Per region slot (submission by arrival, region), its completion status.
@@ -277,7 +277,7 @@ impl ModelBuilder {
     pub(super) fn push_shared(&mut self, record: &Record) {
         self.joiner.push(record, &mut self.joins);
         self.model.info.records += 1;
-        if let Some(ns) = hrx_analysis::dump::host_time_ns(record) {
+        if let Some(ns) = crate::dump::host_time_ns(record) {
             self.last_ns = self.last_ns.max(ns);
         }
         match record {
@@ -432,7 +432,7 @@ impl ModelBuilder {
 
     /// The statistics of every record pushed (`hrx-analysis`'s, as `hrx-trace stats`
     /// computes them), and the joiner's counts of what never joined.
-    pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> hrx_analysis::Stats {
+    pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> crate::Stats {
         self.model.info.unplaced_timings += summary.unplaced_timings;
         self.model.info.unresolved_waits += summary.unresolved_waits;
         self.model.info.timing_lost += summary.timing_lost.len() as u64;
@@ -770,7 +770,7 @@ fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
     (label_region(region.kind, region.queue, &names), names)
 }
 
-pub use hrx_analysis::label_region;
+pub use crate::label_region;
 
 /// The range from the first to the last thing on the timeline (lanes indexed, events and
 /// ticks sorted: it reads the lanes' first spans and last blocks, and the ticks' ends).
@@ -892,4 +892,4 @@ mod statistics_tests {
 }
 
 #[cfg(test)]
-pub(crate) mod order_tests;
+mod order_tests;

@@ -1,6 +1,6 @@
 use super::*;
-use crate::state::synthetic::{PipelineSpec, pipeline};
-use crate::state::{LaneId, Model};
+use crate::synthetic::{PipelineSpec, pipeline};
+use crate::timeline::{LaneId, Model};
 use hrx_capture::{Recorder, RecorderOptions};
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ fn the_summary_frame_agrees_with_the_index_per_column() {
     let path = dir.path().join("pipeline.hrxt");
     write(&path, 40_000, 4 << 10);
     let overview = Overview::read(&path).unwrap();
-    let model = crate::load(&path).unwrap();
+    let model = Model::from_reader(hrx_capture::TraceReader::open(&path).unwrap()).unwrap();
     assert!(overview.blocks > 50, "{} summaries", overview.blocks);
     assert_eq!(overview.unplaced, 0);
     assert_eq!(overview.regions(), model.span_count() as u64);
@@ -121,7 +121,7 @@ fn the_overview_grows_with_blocks_not_regions() {
     let summaries = |per_block: u32| Summaries {
         blocks: (0..50u64)
             .map(|b| BlockSummary {
-                lanes: crate::state::QUEUES[..4]
+                lanes: crate::QUEUES[..4]
                     .iter()
                     .map(|&queue| LaneSummary {
                         runtime: RuntimeId(1),
@@ -198,7 +198,7 @@ fn zoom_and_pan_on_the_summary_stay_inside_the_trace() {
     for _ in 0..40 {
         w.apply(OverviewMove::ZoomIn);
     }
-    assert_eq!(w.window.width_ns(), crate::state::MIN_WINDOW_NS);
+    assert_eq!(w.window.width_ns(), crate::timeline::MIN_WINDOW_NS);
     assert!(w.window.start_ns >= range.start_ns && w.window.end_ns <= range.end_ns);
     w.apply(OverviewMove::Fit);
     assert_eq!(w.window, range);

@@ -121,9 +121,11 @@ const _: () = assert!(size_of::<ConsumerOf>() == 8);
 unsafe impl Plain for ConsumerOf {}
 
 /// A reader that adds what it reads to a counter (the summary frame's progress).
-pub(crate) struct Counting<'a, R> {
-    pub(crate) inner: R,
-    pub(crate) read_bytes: &'a AtomicU64,
+pub struct Counting<'a, R> {
+    /// The reader counted.
+    pub inner: R,
+    /// The bytes read so far.
+    pub read_bytes: &'a AtomicU64,
 }
 
 impl<R: Read> Read for Counting<'_, R> {
@@ -137,7 +139,7 @@ impl<R: Read> Read for Counting<'_, R> {
 /// Reads the trace at `path` once into the files of a view cache entry in `dir` (an empty
 /// directory), counting the bytes read into `read_bytes`; returns the manifest and the
 /// model without its columns, for `model.bin`. Submission numbers are checked as
-/// [`crate::load`] checks them.
+/// `hrx-tui`'s `load` checks them.
 ///
 /// # Errors
 ///
@@ -408,7 +410,7 @@ impl StreamBuilder {
     /// An untimed span for every failed or cancelled region without one, and a span to the
     /// trace's end for every region that started and never finished (as
     /// ModelBuilder::finish adds them, in the same order).
-    fn add_untimed_spans(&mut self, summary: &hrx_analysis::ScanSummary) -> io::Result<()> {
+    fn add_untimed_spans(&mut self, summary: &crate::ScanSummary) -> io::Result<()> {
         let mut untimed = 0;
         for (runtime, sub, region, status, time_ns) in std::mem::take(&mut self.inner.region_ends) {
             let slot = self.slot(u64::from(sub.0), region);

@@ -1,6 +1,6 @@
 use super::*;
-use crate::state::synthetic::{PipelineSpec, pipeline};
-use crate::state::{Action, ViewState};
+use crate::synthetic::{PipelineSpec, pipeline};
+use crate::timeline::fixtures::assert_same;
 use hrx_capture::{MemorySink, Recorder, RecorderOptions};
 
 /// A trace file of `spec`, written through the real recorder.
@@ -25,8 +25,10 @@ fn failing() -> PipelineSpec {
     }
 }
 
-fn load(path: &Path) -> Result<Model, crate::TuiError> {
-    crate::load(path)
+/// The trace read whole, its submission numbers checked (as `view` reads one).
+fn load(path: &Path) -> Result<Model, hrx_capture::ReadError> {
+    let reader = hrx_capture::TraceReader::open(path)?;
+    Model::from_reader(reader.check_submission_numbers())
 }
 
 fn options(dir: &Path) -> CacheOptions {
@@ -36,34 +38,11 @@ fn options(dir: &Path) -> CacheOptions {
     }
 }
 
-/// Screens of a walk through the model: the whole trace, zoomed in with a span selected,
-/// its hazards and producer, failure events, the statistics.
-fn screens(model: &Model) -> Vec<String> {
-    let mut state = ViewState::new(model, 120, 40);
-    let mut out = vec![crate::render_to_string(model, &state, 120, 40)];
-    for action in [
-        Action::ZoomIn,
-        Action::ZoomIn,
-        Action::SelectNext,
-        Action::SelectNext,
-        Action::ToggleHazards,
-        Action::JumpToProducer,
-        Action::NextEvent,
-        Action::NextEvent,
-        Action::ToggleEvents,
-        Action::ToggleStats,
-    ] {
-        state.update(model, action);
-        out.push(crate::render_to_string(model, &state, 120, 40));
-    }
-    out
-}
-
 #[test]
-fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
+fn a_reopened_model_is_mapped_and_holds_what_the_one_read_from_the_trace_holds() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace_file(dir.path(), failing());
-    let read = crate::load(&trace).unwrap();
+    let read = load(&trace).unwrap();
     // The entry is streamed from the trace, never built in memory whole.
     let opened = open(
         &trace,
@@ -82,11 +61,11 @@ fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
     assert!(opened.submissions.is_mapped() && opened.cross.is_mapped());
     assert_eq!(
         opened.heap_bytes(),
-        opened.regions.capacity() * size_of::<super::super::RegionInfo>()
+        opened.regions.capacity() * size_of::<crate::timeline::RegionInfo>()
     );
     assert_eq!(opened.span_count(), read.span_count());
     assert!(read.first_failure().is_some());
-    assert_eq!(screens(&opened), screens(&read));
+    assert_same(&opened, &read);
     // The second open reads the cache, not the trace.
     let again = open(
         &trace,
@@ -95,7 +74,7 @@ fn a_reopened_model_is_mapped_and_draws_as_the_one_read_from_the_trace() {
         || -> Result<Model, ()> { panic!("the trace was read again") },
     )
     .unwrap();
-    assert_eq!(screens(&again), screens(&read));
+    assert_same(&again, &read);
 }
 
 #[test]
@@ -118,7 +97,7 @@ fn a_damaged_entry_is_rebuilt_from_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace_file(dir.path(), failing());
     let cache = options(dir.path());
-    let read = crate::load(&trace).unwrap();
+    let read = load(&trace).unwrap();
     open(&trace, &cache, None, || load(&trace)).unwrap();
     let entry = entry(cache.dir.as_deref().unwrap(), &trace).unwrap();
     // A column cut short (a crash while writing it), then a manifest of garbage.
@@ -133,11 +112,11 @@ fn a_damaged_entry_is_rebuilt_from_the_trace() {
     let error = reopen(cache.dir.as_deref().unwrap(), &trace).unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::InvalidData);
     let rebuilt = open(&trace, &cache, None, || load(&trace)).unwrap();
-    assert_eq!(screens(&rebuilt), screens(&read));
+    assert_same(&rebuilt, &read);
     fs::write(entry.join("model.bin"), b"\xff\xff\xff\xff not a manifest").unwrap();
     assert!(reopen(cache.dir.as_deref().unwrap(), &trace).is_err());
     let rebuilt = open(&trace, &cache, None, || load(&trace)).unwrap();
-    assert_eq!(screens(&rebuilt), screens(&read));
+    assert_same(&rebuilt, &read);
 }
 
 #[test]

@@ -1,18 +1,15 @@
-//! Hand-built traces for unit tests: terse constructors for the records a test needs.
+//! Hand-built traces for tests (this crate's and `hrx-tui`'s): terse constructors for the
+//! records a test needs.
 
 use super::model::Model;
+use crate::synthetic::{PipelineSpec, pipeline};
 use hrx_capture::schema::*;
 
-pub(crate) const RT: RuntimeId = RuntimeId(7);
+/// The runtime of every fixture.
+pub const RT: RuntimeId = RuntimeId(7);
 
 /// A dependency edge on `buffer` bytes `start..end`.
-pub(crate) fn dep(
-    producer: u32,
-    consumer: u32,
-    kind: HazardKind,
-    buffer: u64,
-    range: (u64, u64),
-) -> Edge {
+pub fn dep(producer: u32, consumer: u32, kind: HazardKind, buffer: u64, range: (u64, u64)) -> Edge {
     Edge {
         producer,
         consumer,
@@ -24,12 +21,7 @@ pub(crate) fn dep(
 }
 
 /// A region on `queue` holding `nodes`.
-pub(crate) fn region(
-    queue: Queue,
-    kind: RegionKind,
-    nodes: &[u32],
-    dependencies: Vec<Edge>,
-) -> Region {
+pub fn region(queue: Queue, kind: RegionKind, nodes: &[u32], dependencies: Vec<Edge>) -> Region {
     Region {
         queue,
         engine: match queue {
@@ -51,11 +43,19 @@ pub(crate) fn region(
 }
 
 /// Records of one runtime, built step by step.
-pub(crate) struct Fixture {
+pub struct Fixture {
+    /// The records, in the order pushed.
     pub records: Vec<Record>,
 }
 
+impl Default for Fixture {
+    fn default() -> Fixture {
+        Fixture::new()
+    }
+}
+
 impl Fixture {
+    /// A runtime's start ([`RT`], the `sim` backend) and nothing else.
     pub fn new() -> Fixture {
         Fixture {
             records: vec![Record::RuntimeStart(RuntimeStart {
@@ -70,11 +70,13 @@ impl Fixture {
         }
     }
 
+    /// Appends `record`.
     pub fn push(&mut self, record: impl Into<Record>) -> &mut Fixture {
         self.records.push(record.into());
         self
     }
 
+    /// A kernel `id` loaded with entry point `entry`.
     pub fn kernel(&mut self, id: u64, entry: &str) -> &mut Fixture {
         self.push(KernelLoaded {
             runtime: RT,
@@ -90,6 +92,7 @@ impl Fixture {
         })
     }
 
+    /// Operation `node` of `graph`, using `(buffer, start, end, access)` byte ranges.
     pub fn op(
         &mut self,
         graph: u64,
@@ -115,6 +118,7 @@ impl Fixture {
         })
     }
 
+    /// Graph `graph` prepared as `prepared` with `regions`.
     pub fn prepared(&mut self, prepared: u64, graph: u64, regions: Vec<Region>) -> &mut Fixture {
         self.push(Prepared {
             runtime: RT,
@@ -127,6 +131,7 @@ impl Fixture {
         })
     }
 
+    /// Submission `sub` of `prepared` at `time_ns`, after the submissions `producers`.
     pub fn submit(
         &mut self,
         prepared: u64,
@@ -144,6 +149,7 @@ impl Fixture {
         })
     }
 
+    /// The timing of region `region` of submission `sub`: `start_ns..end_ns`.
     pub fn timing(&mut self, sub: u64, region: u32, start_ns: u64, end_ns: u64) -> &mut Fixture {
         self.push(RegionTiming {
             runtime: RT,
@@ -155,6 +161,7 @@ impl Fixture {
         })
     }
 
+    /// Region `region` of submission `sub` ended with `status` at `time_ns`.
     pub fn done(&mut self, sub: u64, region: u32, status: Status, time_ns: u64) -> &mut Fixture {
         self.push(RegionDone {
             runtime: RT,
@@ -171,6 +178,8 @@ impl Fixture {
             .done(sub, region, Status::Ok, end_ns + 1)
     }
 
+    /// Region `region` of `sub` waited on region `on.1` of submission `on.0` (`kind` on
+    /// `buffer` bytes `range`).
     pub fn cross(
         &mut self,
         sub: u64,
@@ -193,20 +202,21 @@ impl Fixture {
         })
     }
 
+    /// The model of the records.
     pub fn model(&self) -> Model {
         Model::from_records(&self.records)
     }
 }
 
 /// A failed status.
-pub(crate) fn failed(error: &str) -> Status {
+pub fn failed(error: &str) -> Status {
     Status::Failed {
         error: error.into(),
     }
 }
 
 /// A cancelled status.
-pub(crate) fn cancelled(reason: &str) -> Status {
+pub fn cancelled(reason: &str) -> Status {
     Status::Cancelled {
         reason: reason.into(),
     }
@@ -214,7 +224,7 @@ pub(crate) fn cancelled(reason: &str) -> Status {
 
 /// Three regions (upload copy → `saxpy` kernel → download copy) of prepared graph 1, built
 /// from graph 1: RAW on buffer 1 bytes 0..1024, then RAW on buffer 2 bytes 0..512.
-pub(crate) fn three_stage() -> Fixture {
+pub fn three_stage() -> Fixture {
     let mut f = Fixture::new();
     f.kernel(5, "saxpy")
         .op(
@@ -257,4 +267,96 @@ pub(crate) fn three_stage() -> Fixture {
             ],
         );
     f
+}
+
+/// Every table of the two models is the same.
+pub fn assert_same(a: &Model, b: &Model) {
+    assert_eq!(a.lanes.len(), b.lanes.len());
+    for (x, y) in a.lanes.iter().zip(&b.lanes) {
+        assert_eq!((x.runtime, x.queue), (y.runtime, y.queue));
+        assert_eq!(x.spans(), y.spans());
+        assert!(x.columns().1[..] == y.columns().1[..], "blocks");
+    }
+    assert_eq!(a.submissions(), b.submissions());
+    assert_eq!(&*a.region_spans, &*b.region_spans);
+    assert_eq!(&*a.explicit_producers, &*b.explicit_producers);
+    assert_eq!(&*a.explicit_edges, &*b.explicit_edges);
+    assert_eq!(&*a.explicit_by_consumer, &*b.explicit_by_consumer);
+    assert_eq!(&*a.cross, &*b.cross);
+    assert_eq!(&*a.cross_by_producer, &*b.cross_by_producer);
+    assert_eq!(a.submit_times(), b.submit_times());
+    assert_eq!(a.busy_times(), b.busy_times());
+    assert_eq!(a.events(), b.events());
+    assert_eq!(a.span_events, b.span_events);
+    assert_eq!(a.labels(), b.labels());
+    assert_eq!(a.label_span_counts(), b.label_span_counts());
+    assert_eq!(a.search_texts, b.search_texts);
+    assert_eq!(a.search_key_spans, b.search_key_spans);
+    assert_eq!(a.time_range(), b.time_range());
+    assert_eq!(a.stats(), b.stats());
+    assert_eq!(a.first_failure(), b.first_failure());
+    assert_eq!(a.untimed_span_count(), b.untimed_span_count());
+    let facts = |m: &Model| {
+        let i = m.info();
+        (
+            i.records,
+            i.unplaced_timings,
+            i.unresolved_waits,
+            i.op_timings,
+        )
+    };
+    assert_eq!(facts(a), facts(b));
+}
+
+/// The failing pipeline's records in file order.
+pub fn in_order() -> Vec<Record> {
+    pipeline(PipelineSpec {
+        fail_at: Some(3),
+        ..PipelineSpec::ops(24)
+    })
+    .collect()
+}
+
+/// What a worker thread records while a region runs or ends.
+fn worker(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::RegionStarted(_)
+            | Record::RegionTiming(_)
+            | Record::RegionDone(_)
+            | Record::SubmissionDone(_)
+            | Record::OutputDigest(_)
+            | Record::CrossWait(_)
+            | Record::FaultInjected(_)
+            | Record::Quarantine(_)
+            | Record::Poison(_)
+    )
+}
+
+/// What the thread that built and prepared the graph records.
+fn definition(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::BufferCreated(_)
+            | Record::KernelLoaded(_)
+            | Record::GraphOp(_)
+            | Record::Prepared(_)
+    )
+}
+
+/// The session's first records, then every worker record, then the submits (and what else
+/// the submitting thread records), then the definitions: each thread's records in its own
+/// order, the threads' buffers written out in the worst order.
+pub fn adverse(records: &[Record]) -> Vec<Record> {
+    let (head, rest) = records.split_at(2);
+    assert!(matches!(head[0], Record::SessionStart(_)), "{:?}", head[0]);
+    let mut out = head.to_vec();
+    out.extend(rest.iter().filter(|r| worker(r)).cloned());
+    out.extend(
+        rest.iter()
+            .filter(|r| !worker(r) && !definition(r))
+            .cloned(),
+    );
+    out.extend(rest.iter().filter(|r| definition(r)).cloned());
+    out
 }

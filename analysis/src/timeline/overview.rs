@@ -6,12 +6,12 @@
 //! block (about a thousand blocks for 10M regions) and nothing per region. Like Tracy and
 //! Perfetto's UI, which draw zoomed-out tracks from per-range summaries rather than from
 //! the events, the first frame of `view` is drawn from these while the index is built
-//! behind it ([`crate::app`]), and says so.
+//! behind it (`hrx-tui`'s app), and says so.
 //!
 //! Each summary entry says: this lane ran `regions` regions between `start_ns` and
 //! `end_ns`, covering `busy_ns` of that time. A column's density is the busy time of the
 //! entries it overlaps, each spread evenly over its own range. Where an entry lies inside
-//! one column this is exactly what the index's density ([`super::Lane::coverage`]) shows;
+//! one column this is exactly what the index's density (`hrx-tui`'s lane coverage) shows;
 //! an entry across a column edge splits its busy time by length, so the two differ only
 //! in the columns such entries touch, by at most their busy time (the tests check both).
 //! The overview holds one entry per lane per block: its size grows with the trace's bytes
@@ -55,7 +55,7 @@ impl OverviewLane {
     }
 
     /// Per column of `window`, the share of its time the lane was busy, in ‰ (see the
-    /// module docs), comparable with [`super::Lane::coverage`].
+    /// module docs), comparable with the coverage the view draws of a [`super::Lane`].
     pub fn coverage(&self, window: TimeWindow, cols: u16) -> Vec<u16> {
         let n = usize::from(cols);
         let bounds: Vec<u64> = (0..=cols).map(|c| window.col_start_ns(c, cols)).collect();
