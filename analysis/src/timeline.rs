@@ -6,7 +6,7 @@
 //!   its submission, graph, region and lane read from this crate's [`Joiner`](crate::Joiner).
 //! - `model`: the tables (submissions, prepared graphs, regions, events) and accessors.
 //! - `lanes`: [`Span`]s per [`Lane`] sorted by start, with the block index behind window
-//!   queries, per-cell summaries and rasterisation ([`Lane::raster`]).
+//!   queries ([`Lane::candidates`], [`Lane::visible`], [`Lane::nearest`], [`Lane::pick`]).
 //! - `hazards`: producers/consumers of a region ([`Model::hazards`]) and the
 //!   [`FirstFailure`].
 //! - [`Stats`](crate::Stats): per-kernel durations, lane utilisation, copy bandwidth,
@@ -42,10 +42,7 @@ pub mod stream;
 
 pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
 pub use ingest::ModelBuilder;
-pub use lanes::{
-    BLOCK_SPANS, Bar, CellSummary, DenseCell, Lane, Raster, SPANS_PER_COLUMN, Span, SpanStatus,
-    TimeWindow,
-};
+pub use lanes::{BLOCK_SPANS, Block, Lane, Span, SpanStatus, TimeWindow};
 pub use model::{
     Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef, RegionId,
     RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,

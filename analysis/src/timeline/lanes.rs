@@ -20,20 +20,14 @@
 //!   the last by a binary search on `start_ns`. The candidates between them are filtered by
 //!   their end. (One very long span early in a lane makes every later span a candidate; the
 //!   raster then switches to per-cell summaries, which never walk the candidates.)
-//! - **Per-cell summary** ([`Lane::cell_summary`]): the spans *starting* in a cell come from
-//!   two binary searches, their worst status from the blocks (whole blocks in O(1), at most
-//!   two partial blocks scanned), and whether an earlier span still covers the cell from
-//!   `prefix_end`. A frame over a million spans costs O(cells × (log n + 2 × 64) + n / 64).
-//! - **Raster** ([`Lane::raster`]): with at most [`SPANS_PER_COLUMN`] candidates per
-//!   column each span becomes a [`Bar`] (labelled by the view where wide enough) and cells
-//!   where several spans start become [`DenseCell`]s; with more, every cell is a summary.
-//!   Each summary carries the fraction of the cell's time that spans cover (their union,
-//!   in ‰), from one sweep over the spans starting in the window: sorted by start, a span
-//!   adds only what lies past the furthest end so far, split over the cells it crosses.
-//!   A whole block whose spans start and end inside one cell adds its precomputed
-//!   contribution (`new_ns`) at once, so a zoomed-out frame stays
-//!   O(cells × 2 × 64 + n / 64). So a lane busy 9% of the time reads as 9%, not as solid
-//!   blocks.
+//! - **Worst status** ([`Lane::worst_in`]) of a range of spans: whole blocks in O(1), at
+//!   most two partial blocks scanned.
+//! - **Nearest** ([`Lane::nearest`]) and **pick** ([`Lane::pick`]): the span under a time or
+//!   overlapping a window the most, for selection.
+//!
+//! The view (`hrx-tui`'s `state::lanes`) turns these queries into what a screen draws: per
+//! cell summaries, bars and the share of each cell the spans cover, the last from the
+//! blocks' precomputed contributions ([`Block::new_ns`]).
 //!
 //! An instant span (`start_ns == end_ns`, e.g. a region cancelled before it ran) occupies
 //! `[start_ns, start_ns + 1)` for these queries.
@@ -45,9 +39,6 @@ use std::ops::Range;
 
 /// Spans summarised by one block of the lane index (see the module docs).
 pub const BLOCK_SPANS: usize = 64;
-
-/// Above this many candidate spans per column, [`Lane::raster`] summarises every cell.
-pub const SPANS_PER_COLUMN: usize = 4;
 
 /// How a span's region ended; ordered by severity (the "busiest" status of a cell is the
 /// greatest).
@@ -79,7 +70,7 @@ pub enum SpanStatus {
     /// a crash was in); its bar reaches the trace's end.
     Running = 4,
     /// Started, then its timing or completion was dropped by a lossy recording
-    /// ([`hrx_analysis::ScanSummary::timing_lost`]): no hang; placed at its start, untimed.
+    /// ([`crate::ScanSummary::timing_lost`]): no hang; placed at its start, untimed.
     TimingLost = 5,
 }
 
@@ -146,7 +137,7 @@ unsafe impl Plain for Span {}
 
 impl Span {
     /// A span measured by a region timing record.
-    pub(crate) fn timed(
+    pub fn timed(
         start_ns: u64,
         end_ns: u64,
         device: Option<DeviceSpan>,
@@ -210,7 +201,7 @@ impl Span {
     }
 
     /// Sets how it ended.
-    pub(crate) fn set_status(&mut self, status: SpanStatus) {
+    pub fn set_status(&mut self, status: SpanStatus) {
         self.status = status as u8;
     }
 
@@ -298,67 +289,18 @@ impl TimeWindow {
     }
 }
 
-/// Summary of the spans in one column of a lane.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CellSummary {
-    /// Spans that start in the cell.
-    pub count: u32,
-    /// Whether any span covers part of the cell (one starting there or earlier).
-    pub active: bool,
-    /// The worst status of the spans starting in the cell.
-    pub worst: Option<SpanStatus>,
-    /// The share of the cell's time covered by spans (any, not only those starting in
-    /// it), in ‰ (0..=1000).
-    pub covered_permille: u16,
-}
-
-/// A span drawn as a bar over columns `first_col..=last_col`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bar {
-    /// Index of the span in its lane.
-    pub index: u32,
-    /// First column.
-    pub first_col: u16,
-    /// Last column (inclusive).
-    pub last_col: u16,
-    /// The span starts before the window.
-    pub clipped_start: bool,
-    /// The span ends after the window.
-    pub clipped_end: bool,
-}
-
-/// A column where several spans start (or, in summary mode, any column with spans).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DenseCell {
-    /// The column.
-    pub col: u16,
-    /// What is in it.
-    pub summary: CellSummary,
-}
-
-/// What to draw for one lane in a window: see the module docs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Raster {
-    /// Spans drawn individually, in start order.
-    pub bars: Vec<Bar>,
-    /// Columns drawn as summaries, over the bars.
-    pub dense: Vec<DenseCell>,
-    /// Whether every column was summarised (too many spans to draw one by one).
-    pub summarised: bool,
-}
-
 /// Summary of [`BLOCK_SPANS`] consecutive spans: the lane's level of detail. A zoomed-out
 /// frame reads these and only the few spans at cell edges, so a lane mapped from the cache
 /// is not paged in whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
-pub(crate) struct Block {
+pub struct Block {
     /// Start of the block's first span.
     first_start_ns: u64,
     /// Largest query end of every span up to the end of this block (monotone).
     prefix_end_ns: u64,
     /// Time the block's spans add to the union of all spans before them (the coverage
-    /// sweep's contribution of the whole block; see [`Lane::coverage`]), in ns.
+    /// sweep's contribution of the whole block), in ns.
     new_ns: u64,
     /// Worst status within the block ([`SpanStatus`] as a byte).
     worst: u8,
@@ -370,7 +312,25 @@ const _: () = assert!(size_of::<Block>() == 8 + 8 + 8 + 1 + 7);
 unsafe impl Plain for Block {}
 
 impl Block {
-    fn worst(&self) -> SpanStatus {
+    /// Start of the block's first span.
+    pub fn first_start_ns(&self) -> u64 {
+        self.first_start_ns
+    }
+
+    /// Largest query end of every span up to the end of this block (monotone over a
+    /// lane's blocks).
+    pub fn prefix_end_ns(&self) -> u64 {
+        self.prefix_end_ns
+    }
+
+    /// Time the block's spans add to the union of all spans before them, in ns: a
+    /// coverage sweep's contribution of the whole block.
+    pub fn new_ns(&self) -> u64 {
+        self.new_ns
+    }
+
+    /// Worst status within the block.
+    pub fn worst(&self) -> SpanStatus {
         SpanStatus::from_byte(self.worst)
     }
 }
@@ -434,7 +394,8 @@ pub struct Lane {
 }
 
 impl Lane {
-    pub(crate) fn new(runtime: RuntimeId, queue: Queue) -> Lane {
+    /// An empty lane of `queue` of `runtime`, its spans held in memory.
+    pub fn new(runtime: RuntimeId, queue: Queue) -> Lane {
         Lane {
             runtime,
             queue,
@@ -463,7 +424,9 @@ impl Lane {
         (&self.spans, &self.blocks)
     }
 
-    pub(crate) fn push(&mut self, span: Span) {
+    /// Appends a span (a mapped lane is copied into memory first); [`Lane::sort`] and
+    /// [`Lane::build_index`] after the last.
+    pub fn push(&mut self, span: Span) {
         self.spans.vec_mut().push(span);
     }
 
@@ -475,12 +438,12 @@ impl Lane {
     ///
     /// The sort is stable and adaptive: spans recorded in time order (the usual case) are
     /// checked in linear time.
-    pub(crate) fn sort(&mut self) {
+    pub fn sort(&mut self) {
         self.spans.vec_mut().sort_by_key(|s| s.start_ns);
     }
 
     /// Builds the block index (after statuses are final).
-    pub(crate) fn build_index(&mut self) {
+    pub fn build_index(&mut self) {
         self.spans.vec_mut().shrink_to_fit();
         let mut builder = BlockBuilder::default();
         let mut blocks: Vec<Block> = self.spans.iter().filter_map(|s| builder.push(s)).collect();
@@ -502,6 +465,12 @@ impl Lane {
     /// The spans, sorted by start time.
     pub fn spans(&self) -> &[Span] {
         &self.spans
+    }
+
+    /// The block index: one [`Block`] per [`BLOCK_SPANS`] spans (the last partial), once
+    /// [`Lane::build_index`] has run or the lane is mapped.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
     }
 
     /// Number of spans.
@@ -537,7 +506,7 @@ impl Lane {
 
     /// The start of span `i`, from its block where it is a block's first (no page of a
     /// mapped lane is touched for it).
-    fn start_of(&self, i: usize) -> u64 {
+    pub fn start_of(&self, i: usize) -> u64 {
         match self.blocks.get(i / BLOCK_SPANS) {
             Some(block) if i.is_multiple_of(BLOCK_SPANS) => block.first_start_ns,
             _ => self.spans[i].start_ns,
@@ -545,7 +514,7 @@ impl Lane {
     }
 
     /// Largest query end among spans `0..index`.
-    fn prefix_end_before(&self, index: usize) -> u64 {
+    pub fn prefix_end_before(&self, index: usize) -> u64 {
         let block = index / BLOCK_SPANS;
         let base = if block > 0 {
             self.blocks[block - 1].prefix_end_ns
@@ -594,8 +563,8 @@ impl Lane {
             .map(|(s, i)| (i, s))
     }
 
-    /// Worst status among spans `range`.
-    fn worst_in(&self, range: Range<usize>) -> Option<SpanStatus> {
+    /// Worst status among spans `range` (`None` when it is empty).
+    pub fn worst_in(&self, range: Range<usize>) -> Option<SpanStatus> {
         if range.is_empty() {
             return None;
         }
@@ -614,155 +583,6 @@ impl Lane {
             }
         }
         Some(worst)
-    }
-
-    /// Summary of the spans in `[t0, t1)`: how many start there, their worst status,
-    /// whether any span is active there and how much of it they cover.
-    pub fn cell_summary(&self, t0: u64, t1: u64) -> CellSummary {
-        let lo = self.first_starting_at(t0);
-        let hi = self.first_starting_at(t1).max(lo);
-        let mut summary = self.summary_of(lo..hi, t0);
-        if t1 > t0 {
-            summary.covered_permille = self.coverage(TimeWindow::new(t0, t1), 1)[0];
-        }
-        summary
-    }
-
-    fn summary_of(&self, starts: Range<usize>, t0: u64) -> CellSummary {
-        let count = starts.len() as u32;
-        CellSummary {
-            count,
-            active: count > 0 || self.prefix_end_before(starts.start) > t0,
-            worst: self.worst_in(starts),
-            covered_permille: 0,
-        }
-    }
-
-    /// What to draw for this lane in `window` over `cols` columns.
-    pub fn raster(&self, window: TimeWindow, cols: u16) -> Raster {
-        let mut raster = Raster::default();
-        if cols == 0 || self.spans.is_empty() {
-            return raster;
-        }
-        let (t0, t1) = (window.start_ns, window.end_ns);
-        let candidates = self.candidates(t0, t1);
-        if candidates.len() > usize::from(cols) * SPANS_PER_COLUMN {
-            raster.summarised = true;
-            let covered = self.coverage(window, cols);
-            let mut lo = self.first_starting_at(t0);
-            for col in 0..cols {
-                let (a, b) = window.cell(col, cols);
-                let hi = self.first_starting_at(b).max(lo);
-                let mut summary = self.summary_of(lo..hi, a);
-                summary.covered_permille = covered[usize::from(col)];
-                if summary.active {
-                    raster.dense.push(DenseCell { col, summary });
-                }
-                lo = hi;
-            }
-            return raster;
-        }
-        let mut starts = vec![CellSummary::default(); usize::from(cols)];
-        for (index, span) in self.visible(t0, t1) {
-            let first_col = window.col(span.start_ns.max(t0), cols);
-            let last_col = window.col(span.query_end_ns().min(t1) - 1, cols);
-            raster.bars.push(Bar {
-                index: index as u32,
-                first_col,
-                last_col,
-                clipped_start: span.start_ns < t0,
-                clipped_end: span.query_end_ns() > t1,
-            });
-            if span.start_ns >= t0 {
-                let cell = &mut starts[usize::from(first_col)];
-                cell.count += 1;
-                cell.active = true;
-                cell.worst = cell.worst.max(Some(span.status()));
-            }
-        }
-        let covered = self.coverage(window, cols);
-        raster.dense = starts
-            .into_iter()
-            .enumerate()
-            .filter(|(_, s)| s.count >= 2)
-            .map(|(col, mut summary)| {
-                summary.covered_permille = covered[col];
-                DenseCell {
-                    col: col as u16,
-                    summary,
-                }
-            })
-            .collect();
-        raster
-    }
-
-    /// Per column of `window`, the share of its time covered by the union of the spans,
-    /// in ‰ (see the module docs). O(spans starting in the window + cols).
-    pub fn coverage(&self, window: TimeWindow, cols: u16) -> Vec<u16> {
-        let n = usize::from(cols);
-        if cols == 0 || self.spans.is_empty() {
-            return vec![0; n];
-        }
-        let (t0, t1) = (window.start_ns, window.end_ns);
-        // Column boundaries once (each a 128-bit division), then a cursor that only moves
-        // forward: the sweep's times never decrease.
-        let bounds: Vec<u64> = (0..=cols).map(|c| window.col_start_ns(c, cols)).collect();
-        let mut covered = vec![0u64; n];
-        let mut col = 0;
-        // Adds [from, to) (from >= the previous call's from) to the cells it crosses.
-        let add = |covered: &mut [u64], col: &mut usize, from: u64, to: u64| {
-            while *col + 1 < n && bounds[*col + 1] <= from {
-                *col += 1;
-            }
-            let mut c = *col;
-            while c < n && bounds[c] < to {
-                covered[c] += to.min(bounds[c + 1]).saturating_sub(from.max(bounds[c]));
-                c += 1;
-            }
-        };
-        let lo = self.first_starting_at(t0);
-        // Spans that started earlier cover [t0, the furthest of their ends).
-        let mut until = self.prefix_end_before(lo).max(t0);
-        add(&mut covered, &mut col, t0, until.min(t1));
-        let mut i = lo;
-        while i < self.spans.len() && self.start_of(i) < t1 {
-            // A whole block inside one cell: its contribution at once. Its spans start at
-            // or after t0, so `until` (the furthest end before it, or t0) clips them as
-            // the block's own prefix end does.
-            if i.is_multiple_of(BLOCK_SPANS) && i + BLOCK_SPANS <= self.spans.len() {
-                let block = &self.blocks[i / BLOCK_SPANS];
-                let start = block.first_start_ns;
-                while col + 1 < n && bounds[col + 1] <= start {
-                    col += 1;
-                }
-                if block.prefix_end_ns <= bounds[col + 1] {
-                    if block.prefix_end_ns > until {
-                        covered[col] += block.new_ns;
-                        until = block.prefix_end_ns;
-                    }
-                    i += BLOCK_SPANS;
-                    continue;
-                }
-            }
-            let span = &self.spans[i];
-            let end = span.query_end_ns();
-            if end > until {
-                add(
-                    &mut covered,
-                    &mut col,
-                    span.start_ns.max(until),
-                    end.min(t1),
-                );
-                until = end;
-            }
-            i += 1;
-        }
-        (0..n)
-            .map(|c| match bounds[c + 1] - bounds[c] {
-                0 => 0,
-                w => (u128::from(covered[c]) * 1000 / u128::from(w)).min(1000) as u16,
-            })
-            .collect()
     }
 
     /// The span covering `t_ns` (the latest-starting one), else the one starting or ending
@@ -862,128 +682,6 @@ mod tests {
                 .map(|(i, _)| i)
                 .collect();
             assert_eq!(fast, slow, "window {t0}..{t1}");
-        }
-    }
-
-    #[test]
-    fn cell_summary_counts_starts_and_worst_status() {
-        let mut l = Lane::new(RuntimeId(0), Queue::Host);
-        for i in 0..200u64 {
-            let status = match i {
-                150 => SpanStatus::Failed,
-                10 => SpanStatus::Cancelled,
-                _ => SpanStatus::Ok,
-            };
-            l.push(span(i * 10, i * 10 + 5, status));
-        }
-        l.sort();
-        l.build_index();
-        let all = l.cell_summary(0, 2_000);
-        assert_eq!(all.count, 200);
-        assert_eq!(all.worst, Some(SpanStatus::Failed));
-        let early = l.cell_summary(0, 1_000);
-        assert_eq!(
-            (early.count, early.worst),
-            (100, Some(SpanStatus::Cancelled))
-        );
-        let gap = l.cell_summary(6, 9);
-        assert_eq!(gap, CellSummary::default());
-        let inside = l.cell_summary(2, 4);
-        assert_eq!((inside.count, inside.active), (0, true));
-    }
-
-    #[test]
-    fn raster_switches_to_summaries_when_dense() {
-        let spans: Vec<_> = (0..10_000u64).map(|i| (i * 10, i * 10 + 8)).collect();
-        let l = lane(&spans);
-        let sparse = l.raster(TimeWindow::new(0, 100), 10);
-        assert!(!sparse.summarised);
-        assert_eq!(sparse.bars.len(), 10);
-        assert_eq!(sparse.bars[0].first_col, 0);
-        let dense = l.raster(TimeWindow::new(0, 100_000), 10);
-        assert!(dense.summarised);
-        assert_eq!(dense.dense.len(), 10);
-        assert_eq!(
-            dense.dense.iter().map(|d| d.summary.count).sum::<u32>(),
-            10_000
-        );
-    }
-
-    #[test]
-    fn raster_marks_cells_where_several_spans_start() {
-        let l = lane(&[(0, 1), (2, 3), (50, 100)]);
-        let r = l.raster(TimeWindow::new(0, 100), 10);
-        assert_eq!(r.bars.len(), 3);
-        assert_eq!(r.dense.len(), 1);
-        assert_eq!((r.dense[0].col, r.dense[0].summary.count), (0, 2));
-        assert_eq!((r.bars[2].first_col, r.bars[2].last_col), (5, 9));
-    }
-
-    #[test]
-    fn coverage_is_the_share_of_each_cell_spans_cover() {
-        // Busy 1 ns in 10 (10%), then one span over two whole cells, overlapping spans
-        // counted once.
-        let mut spans: Vec<_> = (0..10u64).map(|i| (i * 10, i * 10 + 1)).collect();
-        spans.extend([(200, 400), (250, 300), (450, 475), (460, 500)]);
-        let l = lane(&spans);
-        let c = l.coverage(TimeWindow::new(0, 500), 5);
-        assert_eq!(c, vec![100, 0, 1000, 1000, 500]);
-        // The summarised raster carries it: a lane busy 10% does not read as full.
-        let r = l.raster(TimeWindow::new(0, 100), 1);
-        assert!(r.summarised);
-        assert_eq!(r.dense[0].summary.covered_permille, 100);
-        // A span that started before the window covers the window's start.
-        assert_eq!(l.coverage(TimeWindow::new(300, 400), 2), vec![1000, 1000]);
-    }
-
-    #[test]
-    fn coverage_by_whole_blocks_equals_the_span_by_span_union() {
-        // Overlapping spans of mixed lengths; windows from one cell per block to many.
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut rand = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
-        let mut t = 0;
-        let spans: Vec<(u64, u64)> = (0..20_000)
-            .map(|_| {
-                t += rand(100);
-                let long = rand(50) == 0;
-                (t, t + 1 + rand(if long { 20_000 } else { 150 }))
-            })
-            .collect();
-        let l = lane(&spans);
-        let union = |a: u64, b: u64| {
-            let (mut covered, mut until) = (0, a);
-            for &(s, e) in &spans {
-                let (s, e) = (s.max(until), e.min(b));
-                if e > s {
-                    covered += e - s;
-                    until = e;
-                }
-            }
-            covered
-        };
-        for (t0, t1, cols) in [
-            (0, t, 7),
-            (0, t + 5_000, 100),
-            (12_345, 700_000, 33),
-            (5, 90, 9),
-        ] {
-            let window = TimeWindow::new(t0, t1);
-            let expected: Vec<u16> = (0..cols)
-                .map(|c| {
-                    let (a, b) = window.cell(c, cols);
-                    if b == a {
-                        0
-                    } else {
-                        (union(a, b) * 1000 / (b - a)).min(1000) as u16
-                    }
-                })
-                .collect();
-            assert_eq!(l.coverage(window, cols), expected, "{t0}..{t1} in {cols}");
         }
     }
 

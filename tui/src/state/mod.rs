@@ -4,6 +4,8 @@
 //! below, so the view names [`Model`], [`Lane`], [`Span`] from here). The view state changes
 //! only through [`ViewState::update`].
 //!
+//! - `lanes`: what a screen draws of a [`Lane`] ([`LaneRaster`]): per-cell summaries, bars
+//!   and coverage, from the lane's block index.
 //! - [`ViewState`], [`Action`]: what is shown and how input changes it (`view_state`), the
 //!   moves between spans, events and search hits (`navigation`); [`ScreenLayout`]: where
 //!   things go, shared by drawing and click mapping (`layout`).
@@ -12,6 +14,7 @@
 //!   [`FirstFailure`], [`Overview`]), the view cache ([`cache`]) and its streaming builder
 //!   ([`stream`]), [`Stats`], [`units`] and [`synthetic`] traces.
 
+mod lanes;
 mod layout;
 mod live;
 mod navigation;
@@ -30,13 +33,13 @@ pub use hrx_analysis::units;
 pub use hrx_analysis::stats::{CopyStats, KernelStats, LaneStats, Stats, percentile};
 /// The model of a trace is `hrx-analysis`'s timeline.
 pub use hrx_analysis::timeline::{
-    BLOCK_SPANS, Bar, CellSummary, DenseCell, Event, EventId, EventKind, FirstFailure, HazardEdge,
-    HazardScope, Hazards, LabelId, Lane, LaneId, LoadProgress, Model, ModelBuilder, Overview,
-    OverviewLane, OverviewMove, OverviewWindow, PreparedInfo, PreparedRef, RegionId, RegionInfo,
-    RegionKey, Span, SpanRef, SpanStatus, SubId, Submission, TimeWindow, TraceInfo, count_in,
-    gpu_lane_queue,
+    BLOCK_SPANS, Event, EventId, EventKind, FirstFailure, HazardEdge, HazardScope, Hazards,
+    LabelId, Lane, LaneId, LoadProgress, Model, ModelBuilder, Overview, OverviewLane, OverviewMove,
+    OverviewWindow, PreparedInfo, PreparedRef, RegionId, RegionInfo, RegionKey, Span, SpanRef,
+    SpanStatus, SubId, Submission, TimeWindow, TraceInfo, count_in, gpu_lane_queue,
 };
 pub use hrx_analysis::{QUEUES, label_region, queue_name, queue_slot};
+pub use lanes::{Bar, CellSummary, DenseCell, LaneRaster, Raster, SPANS_PER_COLUMN};
 pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, list_offset, stats_rows};
 pub use live::Live;
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -3,8 +3,8 @@
 use super::theme::{self, Symbols};
 use crate::state::units;
 use crate::state::{
-    GUTTER, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, TimeWindow, ViewState,
-    count_in,
+    GUTTER, LaneRaster, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, TimeWindow,
+    ViewState, count_in,
 };
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
