@@ -2,9 +2,10 @@
 //!
 //! # Layout
 //!
-//! - [`state`]: the model of a trace (spans per queue, hazards, events, statistics, the
-//!   first failure) and the [`ViewState`] with its [`Action`]s. It imports nothing from
-//!   ratatui or crossterm.
+//! - [`state`]: the [`ViewState`] with its [`Action`]s, the layout and the lanes as drawn,
+//!   over the model of a trace (spans per queue, hazards, events, statistics, the first
+//!   failure), which is `hrx-analysis`'s [`timeline`](hrx_analysis::timeline) and
+//!   re-exported there. It imports nothing from ratatui or crossterm.
 //! - [`view`]: drawing with ratatui, reading the model and the view state only.
 //! - [`app`]: the terminal and the event loop ([`run`]): crossterm input → [`Action`] →
 //!   [`ViewState::update`] → [`render`].
