@@ -11,8 +11,6 @@
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
 //! - [`stats_follow`]: the same statistics of a trace still being written, read one new
 //!   block at a time (`hrx-trace stats --follow`).
-//! - [`spans`]: a per-lane span store (fixed-size entries in mapped temporary files) with
-//!   level-of-detail coverage summaries: what a timeline reads instead of every region.
 //! - [`timeline`]: the timeline's model of a trace (spans per lane with their block index,
 //!   submissions, regions, events, hazards, the first failure), its in-memory and
 //!   streaming builders, the first frame from block summaries and the view cache that
@@ -54,7 +52,6 @@ pub mod index;
 pub mod matching;
 pub mod scan;
 pub mod sketch;
-pub mod spans;
 pub mod stats;
 pub mod stats_follow;
 pub mod synthetic;
@@ -71,7 +68,6 @@ pub use scan::{
     RunningRegion, ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader,
     scan_reader_threaded, scan_records,
 };
-pub use spans::{SpanStore, SpanStoreBuilder, SpanStoreError, StoredSpan};
 pub use stats::{
     CopyStats, FailureCounts, KernelStats, LaneStats, Stats, StatsVisitor, SubmissionCounts,
 };
