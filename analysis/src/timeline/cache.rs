@@ -12,7 +12,7 @@
 //!
 //! A model reopened from the cache holds in memory only what grows with the program's
 //! structure (graphs, regions, labels, events, statistics); every column that grows with
-//! submissions or regions is a read-only map ([`super::column`]), paged in as frames touch
+//! submissions or regions is a read-only map (`column`), paged in as frames touch
 //! it. The first frame of a zoomed-out view reads the lanes' blocks, a binary search per
 //! cell edge and the spans at cell edges.
 //!
@@ -24,9 +24,7 @@
 //! others, or inside a directory that another user owns or may write without the sticky
 //! bit, is not used, with a warning): its files are trusted as the process's own memory
 //! would be, beyond their lengths, which are checked (a value of any other bytes decodes to
-//! some span or submission, never to undefined behaviour: see [`Plain`]).
-//!
-//! [`Plain`]: super::column::Plain
+//! some span or submission, never to undefined behaviour: see `column::Plain`).
 
 use super::column::{Column, Plain};
 use super::lanes::Lane;

@@ -182,7 +182,7 @@ impl Overview {
         self.lanes.is_empty()
     }
 
-    /// The lanes with timings, by runtime and in [`super::QUEUES`] order.
+    /// The lanes with timings, by runtime and in [`QUEUES`](crate::QUEUES) order.
     pub fn lanes(&self) -> &[OverviewLane] {
         &self.lanes
     }

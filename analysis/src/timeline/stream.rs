@@ -15,8 +15,8 @@
 //! other records   the structure, events, facts (as ModelBuilder::push_shared)
 //! ```
 //!
-//! [`StreamBuilder::finish`] then writes each column of the entry from the spills with the
-//! external merge sort of [`super::spill`] (a lane is almost always in start order already:
+//! `StreamBuilder::finish` then writes each column of the entry from the spills with the
+//! external merge sort of `spill` (a lane is almost always in start order already:
 //! read twice, not sorted): the lane's spans with their final submission ids and statuses,
 //! its level-of-detail blocks and the span counts per label as they pass, the
 //! (submission, region) → span table from (slot, span) pairs sorted by slot, the waits
@@ -25,7 +25,7 @@
 //! rest of the model is written.
 //!
 //! What stays in memory is about 25 bytes per submission and one byte per region (60 MiB
-//! for 10M regions of 2.5M submissions), plus one sort chunk ([`super::spill::CHUNK_BYTES`])
+//! for 10M regions of 2.5M submissions), plus one sort chunk (`spill::CHUNK_BYTES`)
 //! and the buffers of the files; none of the files is mapped while it is written, so their
 //! pages are the page cache's, not the process's.
 //!
