@@ -253,6 +253,12 @@ pub struct ScanSummary {
     pub unplaced_timings: u64,
     /// Regions still running when the trace ends, by submission.
     pub running: Vec<RunningRegion>,
+    /// Submissions in flight when the trace ends (their `Submit` read, no
+    /// `SubmissionDone`), by runtime and submission: what a hang or a crash was in. A
+    /// `SubmissionDone` read before its `Submit` (another thread's block written out first)
+    /// counts, so this holds only what is in flight, not every submission
+    /// ([`Joiner::in_flight`]).
+    pub in_flight: Vec<(RuntimeId, SubmissionIndex)>,
     /// Regions started and never timed whose timing or completion was dropped, not running
     /// (see the module docs), by submission.
     pub timing_lost: Vec<RunningRegion>,
@@ -357,6 +363,28 @@ impl Joiner {
         self.session_ended
     }
 
+    /// The submissions in flight now, by runtime and submission: those whose `Submit` was
+    /// read and whose `SubmissionDone` was not (one read first waits for its `Submit` and
+    /// takes it out; a `Submit` still waiting for its graph's `Prepared` is in flight too).
+    /// The joiner keeps a submission without an outcome until the end, so this costs no
+    /// state of its own: it is as large as what is in flight.
+    pub fn in_flight(&self) -> Vec<(RuntimeId, SubmissionIndex)> {
+        let joined = self
+            .live
+            .iter()
+            .filter(|(_, live)| live.outcome.is_none())
+            .map(|(&key, _)| key);
+        let waiting = self
+            .parked_submits
+            .iter()
+            .map(|s| (s.runtime, s.submission))
+            .filter(|key| !self.parked_outcomes.contains_key(key));
+        let mut in_flight: Vec<_> = joined.chain(waiting).collect();
+        in_flight.sort_unstable();
+        in_flight.dedup();
+        in_flight
+    }
+
     /// What [`Joiner::finish`] would return now, the joiner kept for more records (a trace
     /// still being written): timings waiting for their `Submit` are not counted unplaced,
     /// as it may still come.
@@ -378,6 +406,7 @@ impl Joiner {
             session_ended: self.session_ended,
             unplaced_timings: self.unplaced_timings,
             running,
+            in_flight: self.in_flight(),
             timing_lost,
             records_lost: self.records_lost,
             unresolved_waits,
@@ -855,6 +884,7 @@ impl Joiner {
             .flatten()
             .filter(|l| l.wait.is_some())
             .count() as u64;
+        let in_flight = self.in_flight();
         ScanSummary {
             index: self.index,
             records: self.records,
@@ -863,6 +893,7 @@ impl Joiner {
             fatal: self.fatal,
             unplaced_timings: self.unplaced_timings,
             running,
+            in_flight,
             timing_lost,
             records_lost: self.records_lost,
             unresolved_waits: self.unresolved_waits,

@@ -171,12 +171,17 @@ fn state_stays_bounded_by_the_window_not_the_trace() {
     let submissions = 3 * RETIRE_WINDOW as u64;
     let mut joiner = Joiner::new();
     let mut count = Count::default();
-    for r in pipeline(PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION)) {
+    for (i, r) in pipeline(PipelineSpec::ops(submissions * REGIONS_PER_SUBMISSION)).enumerate() {
         joiner.push(&r, &mut count);
         assert!(joiner.live.len() <= RETIRE_WINDOW + 2);
+        // What is in flight, not what the window keeps joinable.
+        if i % (1 << 16) == 0 {
+            assert!(joiner.in_flight().len() <= 2, "{:?}", joiner.in_flight());
+        }
     }
     assert!(joiner.retired.len() <= RETIRE_WINDOW);
     let summary = joiner.finish(&mut count, None, Vec::new());
+    assert!(summary.in_flight.is_empty(), "{:?}", summary.in_flight);
     assert_eq!(count.spans, submissions * REGIONS_PER_SUBMISSION);
     assert_eq!(summary.unplaced_timings, 0);
 }
@@ -486,4 +491,48 @@ fn a_region_whose_timing_was_dropped_is_timing_lost_not_running() {
     assert!(!summary.records_lost);
     assert!(summary.timing_lost.is_empty());
     assert_eq!(regions(&summary.running), [(3, 2), (5, 1)]);
+}
+
+/// The submissions in flight at the end are those submitted and not done, in whatever
+/// order their records were written: a done read before its submit takes it out, and a
+/// submit waiting for its graph's `Prepared` is in flight too.
+#[test]
+fn the_submissions_in_flight_are_those_submitted_and_not_done() {
+    let numbers = |keys: &[(RuntimeId, SubmissionIndex)]| -> Vec<u64> {
+        keys.iter().map(|k| k.1.0).collect()
+    };
+    let records: Vec<Record> = pipeline(PipelineSpec::ops(40)).collect();
+    let summary = scan_records(&records, &mut Count::default());
+    assert!(summary.in_flight.is_empty(), "{:?}", summary.in_flight);
+    // Each `SubmissionDone` read before its `Submit`.
+    let summary = scan_records(&submits_last(records.clone()), &mut Count::default());
+    assert_eq!(summary.submissions, 10);
+    assert!(summary.in_flight.is_empty(), "{:?}", summary.in_flight);
+    // Submissions 3 and 7 never done.
+    let undone: Vec<Record> = records
+        .iter()
+        .filter(|r| !matches!(r, Record::SubmissionDone(d) if matches!(d.submission.0, 3 | 7)))
+        .cloned()
+        .collect();
+    let summary = scan_records(&undone, &mut Count::default());
+    assert_eq!(numbers(&summary.in_flight), [3, 7]);
+    assert_eq!(
+        numbers(&scan_records(&submits_last(undone.clone()), &mut Count::default()).in_flight),
+        [3, 7]
+    );
+    // Their graph never prepared: every submit waits for it, done or not.
+    let mut joiner = Joiner::new();
+    let mut count = Count::default();
+    for r in undone.iter().filter(|r| !matches!(r, Record::Prepared(_))) {
+        joiner.push(r, &mut count);
+    }
+    assert_eq!(numbers(&joiner.in_flight()), [3, 7]);
+    assert_eq!(
+        numbers(&joiner.snapshot(None, Vec::new()).in_flight),
+        [3, 7]
+    );
+    assert_eq!(
+        numbers(&joiner.finish(&mut count, None, Vec::new()).in_flight),
+        [3, 7]
+    );
 }
