@@ -9,6 +9,8 @@
 //!   buffers, kernels and labels, not with submissions or regions.
 //! - [`stats`]: per-kernel durations (bounded [`sketch`]es), lane utilisation, copy
 //!   bandwidth, outcomes: `hrx-trace stats` and the timeline's statistics.
+//! - [`info`]: what `hrx-trace info` and `record`'s summary say of a trace: the pass's
+//!   joins (submissions in flight, regions running at the end) and per-record counts.
 //! - [`stats_follow`]: the same statistics of a trace still being written, read one new
 //!   block at a time (`hrx-trace stats --follow`).
 //! - [`timeline`]: the timeline's model of a trace (spans per lane with their block index,
@@ -49,6 +51,7 @@ pub mod dump;
 pub mod export;
 pub mod hash;
 pub mod index;
+pub mod info;
 pub mod matching;
 pub mod scan;
 pub mod sketch;

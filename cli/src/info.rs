@@ -3,18 +3,34 @@
 //! recovered (with every warning).
 
 use crate::args::InfoArgs;
-use crate::stats::{TraceStats, bytes, codec_name, compression_name, duration};
-use hrx_capture::format::Compression;
+use crate::failure::TraceError;
+use hrx_analysis::info::TraceInfo;
+use hrx_analysis::units::{bytes, duration};
+use hrx_capture::format::{Codec, Compression};
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
+
+/// Reads what `info` and `record`'s summary say of the trace at `path`
+/// ([`TraceInfo::read`]: the one pass of `hrx_analysis::scan`).
+///
+/// # Errors
+///
+/// [`TraceError`] when the file cannot be opened, has no valid header, or a read fails.
+pub fn read(path: &Path) -> Result<TraceInfo, TraceError> {
+    TraceInfo::read(path).map_err(|error| TraceError {
+        path: path.to_path_buf(),
+        error,
+    })
+}
 
 /// Runs `info`.
 ///
 /// # Errors
 ///
-/// An unreadable trace ([`crate::failure::TraceError`]) or a write error.
+/// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let stats = TraceStats::read(&args.file)?;
+    let stats = read(&args.file)?;
     let mut out = io::stdout().lock();
     write(&mut out, &args.file, &stats)?;
     out.flush()?;
@@ -27,7 +43,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
 /// A trace of part of a run (a capture range, or `trim` output) says so here as well: its
 /// record decides it, ahead of the cases below ("a range: submissions 10..20 of ...",
 /// "trimmed from FILE ...").
-fn what_it_is(stats: &TraceStats) -> String {
+fn what_it_is(stats: &TraceInfo) -> String {
     // A range or a trim is not the whole run, even when the recording ran to its end.
     let whole = if stats.ranges.values().any(|r| r.trimmed_from.is_some()) {
         "trimmed: a range cut from a recording (see range)"
@@ -82,7 +98,7 @@ fn what_it_is(stats: &TraceStats) -> String {
 
 /// What part of a recording the trace holds, one line per range (none: the whole run),
 /// and its state snapshot.
-pub(crate) fn ranges(stats: &TraceStats) -> Vec<String> {
+pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
     let mut lines: Vec<String> = stats
         .ranges
         .values()
@@ -148,7 +164,7 @@ pub(crate) fn ranges(stats: &TraceStats) -> Vec<String> {
     lines
 }
 
-fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io::Result<()> {
+fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()> {
     let h = &stats.header;
     writeln!(
         out,
@@ -301,6 +317,21 @@ fn write(out: &mut impl Write, path: &std::path::Path, stats: &TraceStats) -> io
         writeln!(out, "  {kind:<20} {count:>10}")?;
     }
     Ok(())
+}
+
+/// The codec's name.
+fn codec_name(codec: Codec) -> &'static str {
+    match codec {
+        Codec::Postcard => "postcard",
+    }
+}
+
+/// The compression's name.
+fn compression_name(compression: Compression) -> &'static str {
+    match compression {
+        Compression::None => "none",
+        Compression::Zstd => "zstd",
+    }
 }
 
 /// The command line as one line, quoting arguments that need it.

@@ -15,7 +15,6 @@ mod partial;
 mod photos;
 mod record;
 mod replay;
-mod stats;
 mod summary;
 mod traces;
 mod trim;

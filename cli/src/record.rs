@@ -45,8 +45,8 @@
 
 use crate::args::RecordArgs;
 use crate::failure::{EXIT_FAILURE, Failure};
-use crate::stats::TraceStats;
 use crate::summary;
+use hrx_analysis::info::TraceInfo;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::Path;
@@ -106,11 +106,7 @@ pub fn capture_range(args: &RecordArgs) -> Result<Option<hrx_capture::CaptureRan
 }
 
 /// A note when a capture range kept no submission of a trace that recorded some runtime.
-pub fn note_empty_range(
-    range: Option<&hrx_capture::CaptureRange>,
-    path: &Path,
-    stats: &TraceStats,
-) {
+pub fn note_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, stats: &TraceInfo) {
     if let Some(range) = range
         && stats.submissions == 0
     {
@@ -196,7 +192,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     for path in &written {
         let path = shown(path);
         note_death(&path, &deaths);
-        match TraceStats::read(&path) {
+        match crate::info::read(&path) {
             Ok(stats) => {
                 print_summary(&path, &stats)?;
                 note_empty_range(range.as_ref(), &path, &stats);
@@ -281,7 +277,7 @@ fn wait_for_all(
                     let pids: Vec<String> = left.iter().map(u32::to_string).collect();
                     eprintln!(
                         "note: waiting for {} that {} left running (pid {})",
-                        crate::stats::plural(left.len() as u64, "process"),
+                        hrx_analysis::units::plural(left.len() as u64, "process"),
                         name(program),
                         pids.join(", ")
                     );
@@ -309,7 +305,7 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
     if deaths.is_empty() {
         return;
     }
-    let Ok(stats) = TraceStats::read(path) else {
+    let Ok(stats) = crate::info::read(path) else {
         return;
     };
     let Some(session) = &stats.session else {
@@ -358,7 +354,7 @@ fn monotonic_ns() -> u64 {
 }
 
 /// Prints the summary on standard output; a closed pipe is not an error.
-pub fn print_summary(path: &Path, stats: &TraceStats) -> io::Result<()> {
+pub fn print_summary(path: &Path, stats: &TraceInfo) -> io::Result<()> {
     let mut out = io::stdout().lock();
     let written = summary::write(&mut out, path, stats).and_then(|()| out.flush());
     match written {

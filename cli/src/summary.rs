@@ -12,7 +12,8 @@
 //! file         hrx.hrxt (clean close)
 //! ```
 
-use crate::stats::{TraceStats, bytes, duration, plural};
+use hrx_analysis::info::TraceInfo;
+use hrx_analysis::units::{bytes, duration, plural};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -21,7 +22,7 @@ use std::path::Path;
 /// # Errors
 ///
 /// Write errors.
-pub fn write(out: &mut impl Write, path: &Path, stats: &TraceStats) -> io::Result<()> {
+pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()> {
     let mut line = |key: &str, value: String| writeln!(out, "{key:<12} {value}");
     line(
         "records",
@@ -141,7 +142,7 @@ mod tests {
             }],
         }));
         recorder.close().unwrap();
-        let stats = TraceStats::read(&path).unwrap();
+        let stats = TraceInfo::read(&path).unwrap();
         let mut out = Vec::new();
         write(&mut out, &path, &stats).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -21,9 +21,9 @@ use crate::args::RecordArgs;
 use crate::failure::Failure;
 use crate::photos::Photos;
 use crate::record::{check_output, print_summary};
-use crate::stats::{TraceStats, plural};
 use anyhow::Context;
 use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
+use hrx_analysis::units::plural;
 use hrx_workloads::{Pipeline, PipelineOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::process::ExitCode;
@@ -157,7 +157,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // After the report: a trace that could not be written whole (a full disk) does not hide
     // what the run did.
     closed.context("the trace is incomplete")?;
-    let stats = TraceStats::read(&output)?;
+    let stats = crate::info::read(&output)?;
     print_summary(&output, &stats)?;
     crate::record::note_empty_range(range.as_ref(), &output, &stats);
     if let Some(signal) = stop::requested() {

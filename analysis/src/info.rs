@@ -1,24 +1,34 @@
-//! One streaming pass over a trace that gathers what `record`'s summary and `info` print.
+//! What `hrx-trace info` and `record`'s summary say of a trace, from the one pass of
+//! [`crate::scan`](mod@crate::scan): its joins (which submissions are in flight and which
+//! regions still run when the trace ends) come from the joiner's [`ScanSummary`]; what is
+//! no join (records per kind, the header, the session and runtime starts, ranges, state
+//! snapshots, the fatal signal, counters, failures counted per record) from a thin
+//! [`Visitor`] beside it.
 //!
 //! Everything here comes from reading the written file back, never from the recorder's own
 //! counts, so a summary is only as good as the trace it describes.
 
-use crate::failure::TraceError;
-use hrx_capture::format::{Codec, Compression, FileHeader};
+use crate::scan::{RunningRegion, ScanSummary, Visitor, scan_reader_threaded, scan_records};
+use crate::units::{bytes, plural};
+use crate::{Index, dump::host_time_ns};
+use hrx_capture::format::{Compression, FileHeader};
 use hrx_capture::schema::{
-    Counters, FatalSignal, Payload, RefusalKind, RegionIndex, RuntimeId, RuntimeStart, SessionEnd,
-    SessionStart, SessionStopped, SignalWitness, Status, SubmissionIndex, TraceRange,
+    Counters, FatalSignal, Payload, RefusalKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart,
+    SessionStopped, SignalWitness, Status, SubmissionIndex, TraceRange,
 };
-use hrx_capture::{Record, Recovery, TraceReader, Warning};
+use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// What a trace holds, in numbers.
+/// Ranges kept per trace: a trace opening a range per submission keeps the first ones.
+const RANGES_KEPT: usize = 1024;
+
+/// What a trace holds, in numbers (see the module docs).
 #[derive(Debug)]
-pub struct TraceStats {
+pub struct TraceInfo {
     /// The file header.
     pub header: FileHeader,
-    /// File size in bytes.
+    /// File size in bytes (0 for records read from memory).
     pub file_len_bytes: u64,
     /// The session's first record, if it was read.
     pub session: Option<SessionStart>,
@@ -31,16 +41,11 @@ pub struct TraceStats {
     /// The signal that ended the process, as its recorder's handler or `record` saw it (the
     /// handler's when both did).
     pub fatal: Option<FatalSignal>,
-    /// Regions started and not finished when the trace ends (a [`Record::RegionStarted`]
-    /// without its timing): what was running at a hang or a crash.
-    pub running: BTreeSet<(RuntimeId, SubmissionIndex, RegionIndex)>,
-    /// Submissions submitted and not done when the trace ends.
-    pub in_flight: BTreeSet<(RuntimeId, SubmissionIndex)>,
-    /// Submissions whose `SubmissionDone` was read before their `Submit`: each thread's
-    /// records reach the file in its own blocks, so block order is not time order (the
-    /// waiting thread's block may precede the submitting thread's). Removed when the
-    /// `Submit` comes, so this holds only the reordering window.
-    done_before_submit: BTreeSet<(RuntimeId, SubmissionIndex)>,
+    /// Regions started and not finished when the trace ends, joined by the pass
+    /// ([`ScanSummary::running`]): what was running at a hang or a crash.
+    pub running: Vec<RunningRegion>,
+    /// Submissions submitted and not done when the trace ends ([`ScanSummary::in_flight`]).
+    pub in_flight: Vec<(RuntimeId, SubmissionIndex)>,
     /// The ranges the trace holds, by (runtime, first submission): the latest record of
     /// each (the one that closed it, when one did).
     pub ranges: BTreeMap<(RuntimeId, u64), TraceRange>,
@@ -54,11 +59,11 @@ pub struct TraceStats {
     pub operations: u64,
     /// Graphs prepared.
     pub prepared: u64,
-    /// Submissions accepted.
+    /// Submissions accepted (`Submit` records).
     pub submissions: u64,
-    /// Submits refused, and how many of those were `Busy`.
+    /// Submits refused.
     pub refused: u64,
-    /// Refusals because the slots or the capacity were taken.
+    /// Refusals because the slots or the capacity were taken (`Busy`).
     pub refused_busy: u64,
     /// Submissions that ended failed.
     pub failed: u64,
@@ -92,33 +97,48 @@ pub struct TraceStats {
     pub warnings: Vec<Warning>,
 }
 
-impl TraceStats {
-    /// Reads the whole trace at `path`, one record at a time.
+/// The part of [`TraceInfo`] that is no join: one record at a time.
+struct InfoVisitor {
+    info: TraceInfo,
+}
+
+impl Visitor for InfoVisitor {
+    fn record(&mut self, _index: &Index, record: &Record) {
+        self.info.add(record);
+    }
+}
+
+impl TraceInfo {
+    /// Reads the whole trace at `path` in one pass ([`crate::scan`](mod@crate::scan)), with
+    /// gaps in its submission numbers checked
+    /// ([`TraceReader::check_submission_numbers`]).
     ///
     /// # Errors
     ///
-    /// [`TraceError`] when the file cannot be opened, has no valid header, or a read fails.
-    pub fn read(path: &Path) -> Result<TraceStats, TraceError> {
-        let fail = |error| TraceError {
-            path: path.to_path_buf(),
-            error,
+    /// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a
+    /// part that must be read is unusable.
+    pub fn read(path: &Path) -> Result<TraceInfo, ReadError> {
+        let reader = TraceReader::open(path)?.check_submission_numbers();
+        let file_len_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let mut visitor = InfoVisitor {
+            info: TraceInfo::empty(*reader.header(), file_len_bytes),
         };
-        let mut reader = TraceReader::open(path)
-            .map_err(fail)?
-            .check_submission_numbers();
-        let file_len_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let mut stats = TraceStats::empty(*reader.header(), file_len_bytes);
-        for item in reader.by_ref() {
-            let (_, record) = item.map_err(fail)?;
-            stats.add(record);
-        }
-        stats.recovery = *reader.recovery();
-        stats.warnings = reader.warnings().to_vec();
-        Ok(stats)
+        let summary = scan_reader_threaded(reader, &mut visitor)?;
+        Ok(visitor.info.joined(summary))
     }
 
-    fn empty(header: FileHeader, file_len_bytes: u64) -> TraceStats {
-        TraceStats {
+    /// [`TraceInfo::read`] of records held in memory (tests): an uncompressed header, no
+    /// file, nothing recovered.
+    pub fn of_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> TraceInfo {
+        let mut visitor = InfoVisitor {
+            info: TraceInfo::empty(FileHeader::current(Compression::None), 0),
+        };
+        let summary = scan_records(records, &mut visitor);
+        visitor.info.joined(summary)
+    }
+
+    fn empty(header: FileHeader, file_len_bytes: u64) -> TraceInfo {
+        TraceInfo {
             header,
             file_len_bytes,
             session: None,
@@ -126,9 +146,8 @@ impl TraceStats {
             end: None,
             stopped: None,
             fatal: None,
-            running: BTreeSet::new(),
-            done_before_submit: BTreeSet::new(),
-            in_flight: BTreeSet::new(),
+            running: Vec::new(),
+            in_flight: Vec::new(),
             ranges: BTreeMap::new(),
             snapshots: (0, 0, 0),
             kinds: BTreeMap::new(),
@@ -155,10 +174,20 @@ impl TraceStats {
         }
     }
 
-    fn add(&mut self, record: Record) {
-        self.records += 1;
+    /// Takes the pass's joins and what the reader recovered.
+    fn joined(mut self, summary: ScanSummary) -> TraceInfo {
+        self.running = summary.running;
+        self.in_flight = summary.in_flight;
+        self.records = summary.records;
+        self.submissions = summary.submissions;
+        self.recovery = summary.recovery.unwrap_or_default();
+        self.warnings = summary.warnings;
+        self
+    }
+
+    fn add(&mut self, record: &Record) {
         *self.kinds.entry(record.kind_name()).or_default() += 1;
-        if let Some(time_ns) = host_time_ns(&record) {
+        if let Some(time_ns) = host_time_ns(record) {
             let (first, last) = self.span_ns.get_or_insert((time_ns, time_ns));
             *first = (*first).min(time_ns);
             *last = (*last).max(time_ns);
@@ -167,57 +196,27 @@ impl TraceStats {
                 *first = (*first).min(time_ns);
             }
         }
-        match &record {
-            Record::SubmissionDone(done) => {
-                let key = (done.runtime, done.submission);
-                if !self.in_flight.remove(&key) {
-                    self.done_before_submit.insert(key);
-                }
-                // A done submission runs nothing, whatever region timings are still to come.
-                let (r, s) = key;
-                let of_it: Vec<_> = self
-                    .running
-                    .range((r, s, RegionIndex(0))..=(r, s, RegionIndex(u32::MAX)))
-                    .copied()
-                    .collect();
-                for k in of_it {
-                    self.running.remove(&k);
-                }
-            }
-            Record::RegionDone(done) => {
-                self.running
-                    .remove(&(done.runtime, done.submission, done.region));
-            }
-            _ => {}
-        }
         match record {
             Record::SessionStart(start) => {
-                self.session.get_or_insert(start);
+                self.session.get_or_insert_with(|| start.clone());
             }
-            Record::SessionStopped(stopped) => self.stopped = Some(stopped),
+            Record::SessionStopped(stopped) => self.stopped = Some(*stopped),
             Record::FatalSignal(fatal) => {
                 let better = self
                     .fatal
                     .is_none_or(|f| f.witness != SignalWitness::Handler);
                 if better {
-                    self.fatal = Some(fatal);
+                    self.fatal = Some(*fatal);
                 }
             }
-            Record::RegionStarted(r) => {
-                self.running.insert((r.runtime, r.submission, r.region));
-            }
-            Record::RegionTiming(r) => {
-                self.running.remove(&(r.runtime, r.submission, r.region));
-            }
-            // Bounded: a trace opening a range per submission keeps the first 1024.
             Record::TraceRange(range)
-                if self.ranges.len() < 1024
+                if self.ranges.len() < RANGES_KEPT
                     || self.ranges.contains_key(&(range.runtime, range.start.0)) =>
             {
                 // The closing record restates the range without its fault (the opening's).
                 let key = (range.runtime, range.start.0);
                 let fault = self.ranges.get(&key).and_then(|r| r.fault.clone());
-                let mut range = range;
+                let mut range = range.clone();
                 range.fault = range.fault.or(fault);
                 self.ranges.insert(key, range);
             }
@@ -228,28 +227,21 @@ impl TraceStats {
                     _ => self.snapshots.1 += snap.len_bytes,
                 }
             }
-            Record::RuntimeStart(start) => self.runtimes.push(start),
-            Record::SessionEnd(end) => self.end = Some(end),
+            Record::RuntimeStart(start) => self.runtimes.push(start.clone()),
+            Record::SessionEnd(end) => self.end = Some(*end),
             Record::GraphOp(_) => self.operations += 1,
             Record::Prepared(_) => self.prepared += 1,
-            Record::Submit(submit) => {
-                self.submissions += 1;
-                let key = (submit.runtime, submit.submission);
-                if !self.done_before_submit.remove(&key) {
-                    self.in_flight.insert(key);
-                }
-            }
             Record::SubmitRefused(refused) => {
                 self.refused += 1;
                 if refused.kind == RefusalKind::Busy {
                     self.refused_busy += 1;
                 }
             }
-            Record::SubmissionDone(done) => match done.status {
+            Record::SubmissionDone(done) => match &done.status {
                 Status::Ok => {}
                 Status::Failed { error } => {
                     self.failed += 1;
-                    self.first_failure.get_or_insert(error);
+                    self.first_failure.get_or_insert_with(|| error.clone());
                 }
                 Status::Cancelled { .. } => self.cancelled += 1,
             },
@@ -262,7 +254,7 @@ impl TraceStats {
             Record::Poison(_) => self.poisoned += 1,
             Record::FaultInjected(_) => self.faults += 1,
             Record::Counters(counters) => {
-                self.counters.insert(counters.runtime, counters);
+                self.counters.insert(counters.runtime, *counters);
             }
             Record::RecorderWait(wait) => {
                 let (_, count, total_ns) = self
@@ -327,9 +319,9 @@ impl TraceStats {
     }
 
     /// What the runtime was doing when the trace ends: "during submission 12, region 2
-    /// running" (a region started and not finished: the one a hang or a crash was in),
-    /// "during submission 12, no region running" (submitted, not done), or "after 3
-    /// submissions" (none in flight).
+    /// running" (a region of a submission in flight started and not finished: the one a
+    /// hang or a crash was in), "during submission 12, no region running" (submitted, not
+    /// done), or "after 3 submissions" (none in flight).
     pub fn at_the_end(&self) -> String {
         let several = self.runtimes.len() > 1;
         let runtime = |r: RuntimeId| {
@@ -341,11 +333,12 @@ impl TraceStats {
         };
         // The latest submission with a running region, and its running regions; a region
         // start read after its submission's done (blocks out of time order) is not running.
+        let in_flight: BTreeSet<_> = self.in_flight.iter().copied().collect();
         let running: BTreeSet<_> = self
             .running
             .iter()
-            .filter(|(r, s, _)| self.in_flight.contains(&(*r, *s)))
-            .copied()
+            .map(|r| (r.runtime, r.submission, r.region))
+            .filter(|(r, s, _)| in_flight.contains(&(*r, *s)))
             .collect();
         if let Some(&(rt, submission, _)) = running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
             let regions: Vec<String> = running
@@ -369,7 +362,7 @@ impl TraceStats {
                 regions.join(", ")
             );
         }
-        if let Some(&(rt, submission)) = self.in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
+        if let Some(&(rt, submission)) = in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
             return format!(
                 "during {}submission {submission}, no region running",
                 runtime(rt)
@@ -386,7 +379,7 @@ impl TraceStats {
         } else if r.end() == "closed cleanly, but the recorder lost records" {
             format!(
                 "clean close, but the recorder lost {} while recording",
-                hrx_analysis::units::plural(r.lost.total, "record")
+                plural(r.lost.total, "record")
             )
         } else if r.clean_close {
             format!(
@@ -409,28 +402,10 @@ impl TraceStats {
     }
 }
 
-pub use hrx_analysis::dump::host_time_ns;
-pub use hrx_analysis::units::{bytes, duration, plural};
-
-/// The codec's name.
-pub fn codec_name(codec: Codec) -> &'static str {
-    match codec {
-        Codec::Postcard => "postcard",
-    }
-}
-
-/// The compression's name.
-pub fn compression_name(compression: Compression) -> &'static str {
-    match compression {
-        Compression::None => "none",
-        Compression::Zstd => "zstd",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hrx_capture::schema::{PreparedId, RegionStarted, Status, SubmissionDone, Submit};
+    use hrx_capture::schema::{PreparedId, RegionIndex, RegionStarted, SubmissionDone, Submit};
 
     fn submit(n: u64) -> Record {
         Record::Submit(Submit {
@@ -461,38 +436,49 @@ mod tests {
         })
     }
 
-    fn stats(records: Vec<Record>) -> TraceStats {
-        let mut stats = TraceStats::empty(FileHeader::current(Compression::None), 0);
-        for r in records {
-            stats.add(r);
-        }
-        stats
-    }
-
     /// Each thread's records reach the file in its own blocks: the waiting thread's block
     /// (region start, done) may be read before the submitting thread's (the submits).
     #[test]
     fn a_done_read_before_its_submit_is_not_in_flight() {
-        let s = stats(vec![
+        let at_the_end = |records: &[Record]| TraceInfo::of_records(records).at_the_end();
+        let records = [
             started(1, 0),
             done(1),
             started(2, 0),
             done(2),
             submit(1),
             submit(2),
-        ]);
-        assert_eq!(s.at_the_end(), "after 2 submissions");
+        ];
+        assert_eq!(at_the_end(&records), "after 2 submissions");
         // In file order, the last one still running is named.
-        let s = stats(vec![
-            submit(1),
-            submit(2),
-            started(1, 0),
-            done(1),
-            started(2, 1),
-        ]);
-        assert_eq!(s.at_the_end(), "during submission 2, region 1 running");
+        let records = [submit(1), submit(2), started(1, 0), done(1), started(2, 1)];
+        assert_eq!(
+            at_the_end(&records),
+            "during submission 2, region 1 running"
+        );
         // A region start read after its submission's done is not running.
-        let s = stats(vec![submit(1), done(1), started(1, 0), submit(2)]);
-        assert_eq!(s.at_the_end(), "during submission 2, no region running");
+        let records = [submit(1), done(1), started(1, 0), submit(2)];
+        assert_eq!(
+            at_the_end(&records),
+            "during submission 2, no region running"
+        );
+    }
+
+    /// The counts are per record, the joins the pass's: a synthetic pipeline's whole run.
+    #[test]
+    fn a_whole_pipeline_is_counted_and_ends_after_its_submissions() {
+        let spec = crate::synthetic::PipelineSpec {
+            busy_every: Some(4),
+            ..crate::synthetic::PipelineSpec::ops(40)
+        };
+        let records: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        let info = TraceInfo::of_records(&records);
+        assert_eq!(info.records, records.len() as u64);
+        assert_eq!(info.kinds.values().sum::<u64>(), info.records);
+        assert_eq!(info.submissions, 10);
+        assert_eq!((info.refused, info.refused_busy), (2, 2));
+        assert!(info.in_flight.is_empty() && info.running.is_empty());
+        assert_eq!(info.at_the_end(), "after 10 submissions");
+        assert!(info.death().is_none());
     }
 }
