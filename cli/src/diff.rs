@@ -64,8 +64,9 @@
 //! one that holds some is a **regression** (the program did none of its work: "different"
 //! with exit 0 let a run that stopped before its first submit pass a CI gate). The text's
 //! `because` line and the JSON's `reasons` say what decided the verdict, from the same
-//! counts, and name a difference of the recordings' arguments. Exit 2 when either trace cannot be read
-//! or `R` is not a finite number ≥ 1.
+//! counts, and name a difference of the recordings' arguments. Exit 2 when either trace cannot be read,
+//! `R` is not a finite number ≥ 1, or the traces' ranges hold no submission in common
+//! (see Ranges).
 //!
 //! # Arguments
 //!
@@ -83,14 +84,20 @@
 //! `TraceRange` records), only the submissions both hold are compared, paired by
 //! submission number (a trim keeps the run's numbers): the whole run's submission 1 is not
 //! paired with a trim 4..7's first, and the submissions outside the range are not
-//! one-sided. The reasons say so, `compared submissions 4..7, the range new holds; base's
-//! others are not compared`, and the JSON's `compared_range` names them.
+//! one-sided. Their outputs, outcomes and timings alike: kernels and regions are timed
+//! over those submissions only (a side holding more is read once more for them,
+//! `hrx_analysis::diff::limit_timings`). The reasons say so, `compared submissions 4..7,
+//! the range new holds; base's others are not compared`, and the JSON's `compared_range`
+//! names them. Ranges with no submission in common compare nothing: the report is that one
+//! line, `the traces hold no submission in common (base 1..3, new 5..7): nothing
+//! compared` (the JSON's verdict `nothing_compared`, its first reason), exit 2.
 //!
 //! JSON (`--json`), times in ns:
 //!
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
-//!  "verdict": "same"|"same_as_far_as_both_go"|"different"|"regression", "reasons": [text],
+//!  "verdict": "same"|"same_as_far_as_both_go"|"different"|"regression"|"nothing_compared",
+//!  "reasons": [text],
 //!  "complete": {"base", "new"}, "records_lost": {"base", "new"}, "exit_code",
 //!  "compared_range": null (both whole)|{"held_by": "base"|"new"|"both", "runtimes":
 //!                    [{"runtime", "submissions": "4..7", "ranges": [[start, end|null]]}]},
@@ -122,8 +129,8 @@ use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
 use hrx_analysis::KernelStats;
 use hrx_analysis::diff::{
-    Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
-    UNKNOWN_GRAPH, compare,
+    Comparison, DiffError, Matched, NOISE_FLOOR_NS, NOTHING_COMPARED, Place, Profile,
+    SAME_AS_FAR_AS_BOTH_GO, Side, UNKNOWN_GRAPH, compare,
 };
 use hrx_analysis::units::{duration, plural, ratio};
 use serde_json::{Value, json};
@@ -175,34 +182,39 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     }
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
-    let base = load(&args.base)?;
+    let mut base = load(&args.base)?;
     let mut new = load(&args.new)?;
+    let trace_error = |e: DiffError| match e {
+        DiffError::Base(error) => TraceError {
+            path: args.base.clone(),
+            error,
+        },
+        DiffError::New(error) => TraceError {
+            path: args.new.clone(),
+            error,
+        },
+    };
+    // Where either holds a range, timings only of the submissions both hold (before
+    // `align`, which renumbers new's graphs).
+    hrx_analysis::diff::limit_timings((&mut base, &args.base), (&mut new, &args.new))
+        .map_err(trace_error)?;
     // Graphs prepared in another order matched by their structure (before the second pass,
     // which keys outputs by graph rank).
     let reordered = hrx_analysis::diff::align(&base, &mut new);
-    let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new)).map_err(
-        |e| match e {
-            DiffError::Base(error) => TraceError {
-                path: args.base.clone(),
-                error,
-            },
-            DiffError::New(error) => TraceError {
-                path: args.new.clone(),
-                error,
-            },
-        },
-    )?;
+    let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new))
+        .map_err(trace_error)?;
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
     report["graphs_matched_by_structure"] = reordered.into();
     // As replay: nothing compared is not a match (two recordings cut short before their
-    // first submit would otherwise read "same" and pass a CI gate).
+    // first submit would otherwise read "same" and pass a CI gate). Ranges with no
+    // submission in common say so in the report (exit 2).
     let submissions = &report["submissions"];
     let held: u64 = ["compared", "unknown", "only_base", "only_new"]
         .iter()
         .map(|k| submissions[k].as_u64().unwrap_or(0))
         .sum();
-    if held == 0 {
+    if held == 0 && comparison.nothing_compared.is_none() {
         return Err(Failure::new(format!(
             "neither {} nor {} holds a submission: nothing to compare, which is not a match",
             args.base.display(),
@@ -318,7 +330,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                                       "new": m.unmatched_past_window[1]},
             "late_records": {"base": m.late_records[0], "new": m.late_records[1]},
         },
-        "exit_code": c.verdict.exit_code(),
+        "exit_code": c.exit_code(),
         "summary": {
             "slow_kernels": c.slow_kernels, "new_kernels": c.new_kernels,
             "missing_kernels": c.missing_kernels,
@@ -354,6 +366,15 @@ fn more(out: &mut impl Write, rows: usize) -> io::Result<()> {
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
+    // Ranges with no submission in common: that, in one line (the first reason), and
+    // nothing else.
+    if r["verdict"] == NOTHING_COMPARED {
+        return writeln!(
+            out,
+            "{}",
+            r["reasons"][0].as_str().unwrap_or(NOTHING_COMPARED)
+        );
+    }
     for side in ["base", "new"] {
         let lost = u(&r["records_lost"][side]);
         if lost > 0 {

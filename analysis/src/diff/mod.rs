@@ -29,6 +29,10 @@
 //! Where either trace holds a range (a range recording or a trim, its `TraceRange`
 //! records), only the submissions both hold are keyed, by submission number (a trim keeps
 //! the run's numbers): the rest are neither compared nor one-sided ([`Matched::compared`]).
+//! Timings obey the same rule: [`limit_timings`] reads a side that holds more than both
+//! hold once more, keeping the timings of only the submissions both hold (a whole run
+//! against its trim compares the trim's submissions' kernels and regions). Ranges with no
+//! submission in common compare nothing, and say so ([`Comparison::nothing_compared`]).
 //! A graph's n-th submission is counted in file order: a thread's records are written in
 //! order, so a graph submitted from one thread is counted in submission order, and one
 //! submitted from several threads has no order common to two runs anyway. A submission is
@@ -57,11 +61,11 @@ mod verdict;
 mod window;
 
 pub use align::align;
-pub use profile::{Profile, profile, profile_records};
+pub use profile::{Profile, limit_timings, limit_timings_records, profile, profile_records};
 pub use range::{Held, common as common_range, describe as describe_range};
 pub use stream::{match_files, match_streams};
 pub use verdict::{
-    Comparison, KernelRow, NOISE_FLOOR_NS, RegionTimes, Regions, Relabelled,
+    Comparison, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, RegionTimes, Regions, Relabelled,
     SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
 };
 

@@ -3,7 +3,8 @@
 //! rank, each graph's writing uses, how often each was submitted).
 
 use super::align::{Signature, kernel_params, params, structure};
-use super::range::{Held, held};
+use super::range::{Held, common, held, holds};
+use super::{DiffError, Side};
 use crate::hash::IdMap;
 use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
@@ -12,7 +13,8 @@ use crate::sketch::Sketch;
 use crate::stats::{KernelStats, StatsVisitor};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
-    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart, TraceRange,
+    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
+    SubmissionIndex, TraceRange,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -102,6 +104,18 @@ struct ProfileVisitor {
     /// Each loaded kernel's [`kernel_params`].
     kernels: IdMap<(RuntimeId, KernelId), u64>,
     ranges: Vec<TraceRange>,
+    /// The submissions whose timings and outcomes are kept, per runtime named (others:
+    /// all): the submissions both traces hold ([`limit_timings`]).
+    timed: IdMap<RuntimeId, Held>,
+}
+
+impl ProfileVisitor {
+    /// Whether the submission's timings and outcomes are kept.
+    fn times(&self, runtime: RuntimeId, submission: SubmissionIndex) -> bool {
+        self.timed
+            .get(&runtime)
+            .is_none_or(|held| holds(held, submission.0))
+    }
 }
 
 impl Visitor for ProfileVisitor {
@@ -149,7 +163,9 @@ impl Visitor for ProfileVisitor {
     }
 
     fn span(&mut self, index: &Index, span: &JoinedSpan) {
-        self.stats.span(index, span);
+        if self.times(span.runtime, span.submission) {
+            self.stats.span(index, span);
+        }
     }
 
     fn region_outcome(
@@ -159,7 +175,10 @@ impl Visitor for ProfileVisitor {
         outcome: Outcome,
         time_ns: u64,
     ) {
-        self.stats.region_outcome(index, region, outcome, time_ns);
+        let s = &region.submission;
+        if self.times(s.runtime, s.submission) {
+            self.stats.region_outcome(index, region, outcome, time_ns);
+        }
     }
 
     fn outcome(
@@ -169,7 +188,9 @@ impl Visitor for ProfileVisitor {
         previous: Option<Outcome>,
         outcome: Outcome,
     ) {
-        self.stats.outcome(index, submission, previous, outcome);
+        if self.times(submission.runtime, submission.submission) {
+            self.stats.outcome(index, submission, previous, outcome);
+        }
     }
 }
 
@@ -259,15 +280,115 @@ impl ProfileVisitor {
 /// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a part
 /// that must be read is unusable.
 pub fn profile(path: &Path) -> Result<Profile, ReadError> {
+    profile_timed(path, IdMap::default())
+}
+
+/// [`profile`] with the timings and outcomes of only the submissions `timed` names, per
+/// runtime named.
+fn profile_timed(path: &Path, timed: IdMap<RuntimeId, Held>) -> Result<Profile, ReadError> {
     let reader = TraceReader::open(path)?.check_submission_numbers();
-    let mut visitor = ProfileVisitor::default();
+    let mut visitor = ProfileVisitor {
+        timed,
+        ..ProfileVisitor::default()
+    };
     let summary = scan_reader_threaded(reader, &mut visitor)?;
     Ok(visitor.finish(summary))
 }
 
 /// [`profile`] of records held in memory (tests).
 pub fn profile_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Profile {
-    let mut visitor = ProfileVisitor::default();
+    profile_records_timed(records, IdMap::default())
+}
+
+fn profile_records_timed<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    timed: IdMap<RuntimeId, Held>,
+) -> Profile {
+    let mut visitor = ProfileVisitor {
+        timed,
+        ..ProfileVisitor::default()
+    };
     let summary = scan_records(records, &mut visitor);
     visitor.finish(summary)
+}
+
+impl Profile {
+    /// `compared` (per runtime rank, [`common`]) per runtime id of this trace: runtimes of
+    /// neither trace's ranges are not named (compared whole).
+    pub(super) fn by_runtime_id(&self, compared: &BTreeMap<u32, Held>) -> IdMap<RuntimeId, Held> {
+        self.places
+            .outcome_runtime
+            .iter()
+            .filter_map(|(id, rank)| Some((*id, compared.get(rank)?.clone())))
+            .collect()
+    }
+
+    /// What the trace holds of the submissions of runtime `rank`: its range, or every
+    /// submission.
+    fn holds(&self, rank: u32) -> Held {
+        self.ranges
+            .get(&rank)
+            .cloned()
+            .unwrap_or_else(|| vec![(0, u64::MAX)])
+    }
+}
+
+/// Where either trace holds a range (a range recording, a trim), limits both profiles'
+/// timings (kernels and region durations; also the submission and region outcomes its
+/// statistics count) to the submissions both hold ([`common`]), the rule outputs and
+/// outcomes are compared by: a whole run diffed against its trim compares only the trim's
+/// submissions' timings. A side that holds more than that is read again with only those
+/// (one more pass over that side; none where neither holds a range, or where a side holds
+/// only what both hold). Call it before [`super::align`], which renumbers new's graphs.
+///
+/// # Errors
+///
+/// [`DiffError`]: a part of a trace read again is unusable.
+pub fn limit_timings(
+    (base, base_path): (&mut Profile, &Path),
+    (new, new_path): (&mut Profile, &Path),
+) -> Result<(), DiffError> {
+    limit(base, new, |side, timed| {
+        let (path, error): (_, fn(ReadError) -> DiffError) = match side {
+            Side::Base => (base_path, DiffError::Base),
+            Side::New => (new_path, DiffError::New),
+        };
+        profile_timed(path, timed).map_err(error)
+    })
+}
+
+/// [`limit_timings`] of records held in memory (tests).
+pub fn limit_timings_records(
+    (base, base_records): (&mut Profile, &[Record]),
+    (new, new_records): (&mut Profile, &[Record]),
+) {
+    let _ = limit(base, new, |side, timed| {
+        let records = match side {
+            Side::Base => base_records,
+            Side::New => new_records,
+        };
+        Ok(profile_records_timed(records, timed))
+    });
+}
+
+/// [`limit_timings`], each side read again by `again`.
+fn limit(
+    base: &mut Profile,
+    new: &mut Profile,
+    mut again: impl FnMut(Side, IdMap<RuntimeId, Held>) -> Result<Profile, DiffError>,
+) -> Result<(), DiffError> {
+    let Some(compared) = common(&base.ranges, &new.ranges) else {
+        return Ok(());
+    };
+    for (side, profile) in [(Side::Base, base), (Side::New, new)] {
+        let more = compared
+            .iter()
+            .any(|(&rank, both)| profile.holds(rank) != *both);
+        if more {
+            let timed = again(side, profile.by_runtime_id(&compared))?;
+            profile.kernels = timed.kernels;
+            profile.regions = timed.regions;
+        }
+    }
+    Ok(())
 }

@@ -13,6 +13,11 @@ pub type Held = Vec<(u64, u64)>;
 /// Every submission.
 const WHOLE: (u64, u64) = (0, u64::MAX);
 
+/// Whether `held` holds submission `n`.
+pub(super) fn holds(held: &[(u64, u64)], n: u64) -> bool {
+    held.iter().any(|&(s, e)| (s..e).contains(&n))
+}
+
 /// The intersection of two [`Held`] sets.
 pub fn intersect(a: &[(u64, u64)], b: &[(u64, u64)]) -> Held {
     let mut out = Vec::new();

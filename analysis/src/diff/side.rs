@@ -3,7 +3,7 @@
 //! completions that arrive before their `Submit` (at most [`PARK_LIMIT`]).
 
 use super::profile::Places;
-use super::range::Held;
+use super::range::{Held, holds};
 use super::{LIVE_WINDOW, OutputKey, OutputValue, PARK_LIMIT, Place, SubmissionKey, UNKNOWN_GRAPH};
 use crate::hash::IdMap;
 use crate::scan::Outcome;
@@ -77,7 +77,7 @@ impl<'a> Side<'a> {
     fn compares(&self, runtime: RuntimeId, submission: SubmissionIndex) -> bool {
         self.compared
             .get(&runtime)
-            .is_none_or(|held| held.iter().any(|&(s, e)| (s..e).contains(&submission.0)))
+            .is_none_or(|held| holds(held, submission.0))
     }
 
     pub(super) fn push(&mut self, record: &Record) {

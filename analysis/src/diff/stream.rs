@@ -52,14 +52,9 @@ pub(super) fn match_within(
     let compared = common_range(&base.ranges, &new.ranges);
     let by_graph = compared.is_none() && base.shape.keys().eq(new.shape.keys());
     let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
-        let Some(compared) = &compared else {
-            return IdMap::default();
-        };
-        let ranks = &profile.places.outcome_runtime;
-        ranks
-            .iter()
-            .filter_map(|(id, rank)| Some((*id, compared.get(rank)?.clone())))
-            .collect()
+        compared
+            .as_ref()
+            .map_or_else(IdMap::default, |c| profile.by_runtime_id(c))
     };
     std::thread::scope(|scope| {
         let mut receivers = Vec::new();

@@ -330,3 +330,108 @@ fn graphs_of_one_shape_pair_by_what_they_compute() {
     let mut again = profile_records(&base);
     assert_eq!(align(&bp, &mut again), 0);
 }
+
+/// `records` as `trim --submissions start..end` writes them: the records of submissions
+/// outside the range left out, a `TraceRange` naming it.
+fn trimmed(records: &[Record], start: u64, end: u64) -> Vec<Record> {
+    use hrx_capture::schema::{RuntimeId, SubmissionIndex, TraceRange};
+    let outside = |s: &SubmissionIndex| !(start..end).contains(&s.0);
+    let mut out = Vec::new();
+    for r in records {
+        let dropped = match r {
+            Record::Submit(s) => outside(&s.submission),
+            Record::RegionTiming(t) => outside(&t.submission),
+            Record::RegionStarted(t) => outside(&t.submission),
+            Record::RegionDone(d) => outside(&d.submission),
+            Record::SubmissionDone(d) => outside(&d.submission),
+            Record::OutputDigest(d) => outside(&d.submission),
+            Record::CrossWait(w) => outside(&w.submission) || outside(&w.on_submission),
+            _ => false,
+        };
+        if !dropped {
+            out.push(r.clone());
+        }
+        if let Record::SessionStart(_) = r {
+            out.push(Record::TraceRange(TraceRange {
+                runtime: RuntimeId(1),
+                start: SubmissionIndex(start),
+                end: Some(SubmissionIndex(end)),
+                trigger: format!("submissions:{start}..{end}"),
+                trimmed_from: Some("whole.hrxt".to_owned()),
+                time_ns: 0,
+                fault: None,
+            }));
+        }
+    }
+    out
+}
+
+/// A whole run against its trim: the kernels and regions are timed over the trim's
+/// submissions on both sides, as its outputs and outcomes are compared (the whole run's
+/// were timed over every submission: other counts, and here ten times slower outside it).
+#[test]
+fn timings_are_compared_over_the_submissions_both_traces_hold() {
+    let records = trace(20, &[], None);
+    let whole: Vec<Record> = records
+        .iter()
+        .cloned()
+        .map(|r| match r {
+            Record::RegionTiming(mut t) if !(4..7).contains(&t.submission.0) => {
+                t.end_ns = t.start_ns + 10 * (t.end_ns - t.start_ns);
+                Record::RegionTiming(t)
+            }
+            r => r,
+        })
+        .collect();
+    let trim = trimmed(&records, 4, 7);
+    let (mut b, mut n) = (profile_records(&whole), profile_records(&trim));
+    assert_ne!(b.kernels, n.kernels);
+    limit_timings_records((&mut b, &whole), (&mut n, &trim));
+    assert_eq!(b.kernels, n.kernels);
+    let runs: u64 = b.kernels.values().map(|k| k.count).sum();
+    assert_eq!(runs, 3 * crate::synthetic::REGIONS_PER_SUBMISSION);
+    assert_eq!(b.regions.len(), n.regions.len());
+    for ((key, (_, base)), (_, new)) in b.regions.iter().zip(n.regions.values()) {
+        assert_eq!(base.count(), 3, "{key:?}");
+        let p50 = |s: &crate::sketch::Sketch| s.clone().percentile(50.0);
+        assert_eq!(p50(base), p50(new), "{key:?}");
+    }
+    // Both sides hold only the trim's: neither is read again.
+    let (mut t1, mut t2) = (profile_records(&trim), profile_records(&trim));
+    limit_timings_records((&mut t1, &[]), (&mut t2, &[]));
+    assert_eq!(t1.kernels, n.kernels);
+    let c = compare(&b, &n, &matched(&whole, &trim), 2.0);
+    assert_eq!(c.verdict_name(), "same", "{:?}", c.reasons);
+    assert!(c.kernels.iter().all(|k| k.ratio() == Some(1.0)));
+    assert!(c.regions.times.iter().all(|t| t.ratio() == Some(1.0)));
+}
+
+/// Two ranges with no submission in common: nothing is compared, which is said in one
+/// line and is no match (exit 2); overlapping ones compare what both hold.
+#[test]
+fn ranges_without_a_submission_in_common_compare_nothing_and_say_so() {
+    let records = trace(30, &[], None);
+    let (base, new) = (trimmed(&records, 0, 10), trimmed(&records, 20, 30));
+    let (mut b, mut n) = (profile_records(&base), profile_records(&new));
+    limit_timings_records((&mut b, &base), (&mut n, &new));
+    assert!(b.kernels.is_empty() && n.kernels.is_empty());
+    let c = compare(&b, &n, &matched(&base, &new), 2.0);
+    let line = "the traces hold no submission in common (base 0..10, new 20..30): nothing compared";
+    assert_eq!(c.nothing_compared.as_deref(), Some(line));
+    assert_eq!(c.reasons[0], line);
+    assert_eq!((c.verdict_name(), c.exit_code()), (NOTHING_COMPARED, 2));
+    // 5..10 in common.
+    let new = trimmed(&records, 5, 30);
+    let (mut b, mut n) = (profile_records(&base), profile_records(&new));
+    limit_timings_records((&mut b, &base), (&mut n, &new));
+    let m = matched(&base, &new);
+    assert_eq!((m.identical, m.outcomes_compared), (5, 5));
+    let c = compare(&b, &n, &m, 2.0);
+    assert_eq!(c.nothing_compared, None);
+    assert_eq!(
+        (c.verdict_name(), c.exit_code()),
+        ("same", 0),
+        "{:?}",
+        c.reasons
+    );
+}

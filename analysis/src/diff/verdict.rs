@@ -177,6 +177,10 @@ pub struct Comparison {
     /// Where either holds one: the submissions compared, those both hold, per runtime rank
     /// ([`Matched::compared`]).
     pub compared: Option<BTreeMap<u32, Held>>,
+    /// Where the ranges the two traces hold have no submission in common, that in one line
+    /// (the first reason): "the traces hold no submission in common (base 0..9, new
+    /// 20..29): nothing compared". The verdict is then [`NOTHING_COMPARED`], exit 2.
+    pub nothing_compared: Option<String>,
 }
 
 impl Comparison {
@@ -195,14 +199,31 @@ impl Comparison {
 /// incomplete (damaged, cut short, or it lost records): not `same`.
 pub const SAME_AS_FAR_AS_BOTH_GO: &str = "same_as_far_as_both_go";
 
+/// The verdict's name when the ranges the two traces hold have no submission in common:
+/// nothing was compared, which is no match ([`Comparison::nothing_compared`]).
+pub const NOTHING_COMPARED: &str = "nothing_compared";
+
 impl Comparison {
-    /// The verdict's name: [`Verdict::name`], or [`SAME_AS_FAR_AS_BOTH_GO`] for a *same*
-    /// verdict of traces not both read whole.
+    /// The verdict's name: [`NOTHING_COMPARED`] where the traces hold no submission in
+    /// common, else [`Verdict::name`], or [`SAME_AS_FAR_AS_BOTH_GO`] for a *same* verdict of
+    /// traces not both read whole.
     pub fn verdict_name(&self) -> &'static str {
-        if self.verdict == Verdict::Same && self.complete != [true; 2] {
+        if self.nothing_compared.is_some() {
+            NOTHING_COMPARED
+        } else if self.verdict == Verdict::Same && self.complete != [true; 2] {
             SAME_AS_FAR_AS_BOTH_GO
         } else {
             self.verdict.name()
+        }
+    }
+
+    /// The process exit code: 2 where nothing was compared (input that cannot be used for
+    /// a comparison), else [`Verdict::exit_code`].
+    pub fn exit_code(&self) -> u8 {
+        if self.nothing_compared.is_some() {
+            2
+        } else {
+            self.verdict.exit_code()
         }
     }
 
@@ -333,9 +354,23 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             plural(one_sided as u64, "item")
         ));
     }
-    // A range recording or a trim holds only some submissions: say which were compared.
+    // A range recording or a trim holds only some submissions: say which were compared,
+    // or that none was.
     let ranged = [!base.ranges.is_empty(), !new.ranges.is_empty()];
-    if let Some(compared) = &m.compared {
+    let nothing_compared = m
+        .compared
+        .as_ref()
+        .filter(|compared| compared.values().all(Vec::is_empty))
+        .map(|_| {
+            format!(
+                "the traces hold no submission in common (base {}, new {}): nothing compared",
+                holding(base),
+                holding(new)
+            )
+        });
+    if let Some(line) = &nothing_compared {
+        reasons.insert(0, line.clone());
+    } else if let Some(compared) = &m.compared {
         let several = compared.len() > 1;
         let submissions: Vec<String> = compared
             .iter()
@@ -403,6 +438,29 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         records_lost: [lost(base), lost(new)],
         ranged,
         compared: m.compared.clone(),
+        nothing_compared,
+    }
+}
+
+/// The submissions a trace holds, in words: its ranges (`0..9`; `runtime 1 0..9 and
+/// runtime 2 4..7` of several runtimes), or `whole`.
+fn holding(profile: &Profile) -> String {
+    let several = profile.ranges.len() > 1;
+    let ranges: Vec<String> = profile
+        .ranges
+        .iter()
+        .map(|(rank, held)| {
+            if several {
+                format!("runtime {} {}", u64::from(*rank) + 1, describe(held))
+            } else {
+                describe(held)
+            }
+        })
+        .collect();
+    if ranges.is_empty() {
+        "whole".to_owned()
+    } else {
+        ranges.join(" and ")
     }
 }
 

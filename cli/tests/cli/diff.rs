@@ -801,6 +801,10 @@ fn a_trim_or_a_range_recording_is_compared_on_the_submissions_it_holds() {
             (&subs["only_base"], &subs["only_new"]),
             (&0.into(), &0.into())
         );
+        // Timed over the same submissions: every kernel ran as often on both sides.
+        for k in r["kernels"].as_array().unwrap() {
+            assert_eq!(k["base"]["count"], k["new"]["count"], "{base} {new}: {k:#}");
+        }
         let range = &r["compared_range"];
         assert_eq!(range["held_by"], ranged, "{range:#}");
         assert_eq!(range["runtimes"][0]["submissions"], "4..7", "{range:#}");
@@ -854,4 +858,66 @@ fn a_trim_or_a_range_recording_is_compared_on_the_submissions_it_holds() {
         "{r:#}"
     );
     assert_eq!(r["compared_range"]["runtimes"][0]["submissions"], "4..7");
+}
+
+/// A whole run against its trim: kernels are timed over the trim's submissions on both
+/// sides, as outputs and outcomes are compared (the whole run's other graphs are not
+/// "missing"); two trims with no submission in common compare nothing, say so in one line
+/// and exit 2 (not "same"). The hazards workload: four submissions of four graphs, no
+/// photograph needed.
+#[test]
+fn a_trim_is_timed_on_its_submissions_and_disjoint_trims_compare_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str]| {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    };
+    ok(&["record", "-o", "whole.hrxt", "--workload", "hazards"]);
+    ok(&[
+        "trim",
+        "whole.hrxt",
+        "-o",
+        "t13.hrxt",
+        "--submissions",
+        "1..3",
+    ]);
+    ok(&[
+        "trim",
+        "whole.hrxt",
+        "-o",
+        "t35.hrxt",
+        "--submissions",
+        "3..5",
+    ]);
+    let runs = |r: &Value, side: &str| -> u64 {
+        let kernels = r["kernels"].as_array().unwrap();
+        kernels
+            .iter()
+            .filter_map(|k| k[side]["count"].as_u64())
+            .sum()
+    };
+    let (_, itself) = diff_json(dir.path(), &["whole.hrxt", "whole.hrxt"]);
+    let (exit, r) = diff_json(
+        dir.path(),
+        &["--max-slowdown", "1e9", "whole.hrxt", "t13.hrxt"],
+    );
+    assert_eq!((exit, r["verdict"].as_str()), (0, Some("same")), "{r:#}");
+    assert!(runs(&r, "base") > 0, "{r:#}");
+    assert!(runs(&r, "base") < runs(&itself, "base"), "{r:#}");
+    for k in r["kernels"].as_array().unwrap() {
+        assert_eq!(k["status"], "matched", "{k:#}");
+        assert_eq!(k["base"]["count"], k["new"]["count"], "{k:#}");
+    }
+
+    let line = "the traces hold no submission in common (base 1..3, new 3..5): nothing compared";
+    let out = run(dir.path(), &["diff", "t13.hrxt", "t35.hrxt"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{line}\n"));
+    let (exit, r) = diff_json(dir.path(), &["t13.hrxt", "t35.hrxt"]);
+    assert_eq!(exit, 2, "{r:#}");
+    assert_eq!(r["verdict"], "nothing_compared", "{r:#}");
+    assert_eq!(
+        (&r["reasons"][0], &r["exit_code"]),
+        (&line.into(), &2.into())
+    );
 }
