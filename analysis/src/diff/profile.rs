@@ -362,6 +362,7 @@ pub fn limit_timings_records(
     (base, base_records): (&mut Profile, &[Record]),
     (new, new_records): (&mut Profile, &[Record]),
 ) {
+    // Records in memory: reading them again cannot fail.
     let _ = limit(base, new, |side, timed| {
         let records = match side {
             Side::Base => base_records,
@@ -381,9 +382,12 @@ fn limit(
         return Ok(());
     };
     for (side, profile) in [(Side::Base, base), (Side::New, new)] {
-        let more = compared
-            .iter()
-            .any(|(&rank, both)| profile.holds(rank) != *both);
+        // Of its own runtimes: a runtime only the other trace has times nothing here.
+        let more = profile.places.outcome_runtime.values().any(|&rank| {
+            compared
+                .get(&rank)
+                .is_some_and(|both| profile.holds(rank) != *both)
+        });
         if more {
             let timed = again(side, profile.by_runtime_id(&compared))?;
             profile.kernels = timed.kernels;
