@@ -63,9 +63,30 @@ pub fn is_gpu_queue(queue: Queue) -> bool {
 )]
 pub struct LaneRef(pub u32);
 
-/// A prepared graph (index into [`Index::prepared`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A prepared graph (index into [`Index::prepared`], and into the timeline model's prepared
+/// graphs, which are numbered alike).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[repr(transparent)]
 pub struct PreparedRef(pub u32);
+
+impl PreparedRef {
+    /// The index as a `usize`.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// A region of a prepared graph, numbered model-wide (index into [`Index::regions`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,7 +108,7 @@ pub struct LaneInfo {
 }
 
 /// A prepared graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PreparedInfo {
     /// Its runtime.
     pub runtime: RuntimeId,

@@ -264,7 +264,7 @@ impl ModelBuilder {
         time_ns: u64,
         producers: &[SubmissionIndex],
     ) -> Submission {
-        let prepared = joined.prepared.map(|p| PreparedRef(p.0));
+        let prepared = joined.prepared;
         let mut sub = Submission::new(joined.runtime, joined.submission, slot, time_ns, prepared);
         sub.producers_len = producers.len() as u32;
         sub

@@ -27,7 +27,6 @@ use hrx_capture::schema::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::ops::Range;
 
 macro_rules! index_newtype {
     ($(#[$meta:meta])* $name:ident) => {
@@ -70,10 +69,9 @@ index_newtype!(
     /// An event: index into [`Model::events`] (sorted by time).
     EventId
 );
-index_newtype!(
-    /// A prepared graph: index into the model's prepared graphs.
-    PreparedRef
-);
+/// A prepared graph: the index's numbering ([`crate::index::PreparedRef`], in the order of
+/// the `Prepared` records), which the model's prepared graphs keep.
+pub use crate::index::PreparedRef;
 
 /// A span: its lane and its index in the lane's sorted spans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -197,22 +195,9 @@ impl Submission {
     }
 }
 
-/// A prepared graph.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreparedInfo {
-    /// The runtime.
-    pub runtime: RuntimeId,
-    /// The captured id.
-    pub id: PreparedId,
-    /// The graph it was prepared from.
-    pub graph: GraphId,
-    /// Run slots reserved.
-    pub slots: u32,
-    /// Host time of prepare.
-    pub time_ns: u64,
-    /// Its regions in the model's region table.
-    pub regions: Range<u32>,
-}
+/// A prepared graph: the index's own record of it ([`crate::index::PreparedInfo`]), stored
+/// in the view cache as it is.
+pub use crate::index::PreparedInfo;
 
 /// One region of a prepared graph, shared by every submission of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
