@@ -195,6 +195,11 @@ pub trait Visitor {
         _outcome: Outcome,
     ) {
     }
+    /// A submission's `SubmissionDone` joined to it, after [`Visitor::outcome`]: `done`'s
+    /// [`JoinedEvent::record`] is the record's place in the pass, for a reader that holds
+    /// the records (a trace in memory) and needs what `outcome` leaves out (the status's
+    /// message); its `index` and `region` are `None`.
+    fn submission_done(&mut self, _index: &Index, _done: &JoinedEvent) {}
     /// A `Submit` joined to its prepared graph, before any timing or outcome of it.
     fn submitted(&mut self, _index: &Index, _submission: &JoinedSubmission, _submit: &Submit) {}
     /// A region's completion (`RegionDone`) joined to its region, at `time_ns`.
@@ -314,7 +319,8 @@ pub struct Joiner {
     /// Parked submissions, oldest first (a key may repeat after it was taken).
     parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
     parked_count: usize,
-    parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
+    /// Outcomes read before their `Submit`, with their record's place in the pass.
+    parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), (Outcome, u64)>,
     /// Submits read before their graph's `Prepared`, oldest first (a queue: past
     /// [`PARK_LIMIT`] each new one lets the oldest in).
     parked_submits: VecDeque<Submit>,
@@ -522,10 +528,11 @@ impl Joiner {
             Record::SubmissionDone(d) => {
                 let key = (d.runtime, d.submission);
                 let outcome = Outcome::of(&d.status);
+                let record = self.records - 1;
                 if self.live.contains_key(&key) {
-                    self.set_outcome(key, outcome, visitor);
+                    self.set_outcome(key, (outcome, record), visitor);
                 } else if self.parked_outcomes.len() < PARK_LIMIT {
-                    self.parked_outcomes.insert(key, outcome);
+                    self.parked_outcomes.insert(key, (outcome, record));
                 }
             }
             Record::Quarantine(q) => {
@@ -619,8 +626,8 @@ impl Joiner {
                 self.place(&t, node, visitor);
             }
         }
-        if let Some(outcome) = self.parked_outcomes.remove(&key) {
-            self.set_outcome(key, outcome, visitor);
+        if let Some(done) = self.parked_outcomes.remove(&key) {
+            self.set_outcome(key, done, visitor);
         }
         if let Some(parked) = self.parked_region_outcomes.remove(&key) {
             self.parked_region_outcome_count -= parked.len();
@@ -826,7 +833,7 @@ impl Joiner {
     fn set_outcome(
         &mut self,
         key: (RuntimeId, SubmissionIndex),
-        outcome: Outcome,
+        (outcome, record): (Outcome, u64),
         visitor: &mut impl Visitor,
     ) {
         let Some(live) = self.live.get_mut(&key) else {
@@ -835,6 +842,13 @@ impl Joiner {
         let previous = live.outcome.replace(outcome);
         let joined = live.joined;
         visitor.outcome(&self.index, &joined, previous, outcome);
+        let done = JoinedEvent {
+            record,
+            submission: joined,
+            index: None,
+            region: None,
+        };
+        visitor.submission_done(&self.index, &done);
         if previous.is_none() {
             // Its regions started and not timed did not run on past it (their timing may
             // have been dropped): said at the end, after it may have left the window.

@@ -95,6 +95,20 @@ pub enum Place {
     Buffer(u64),
 }
 
+impl Place {
+    /// Where `buffer[start..end]` is written in a graph whose writing uses are `writes`
+    /// ((node, use index, buffer, start, end), any order): the first use, by node then use
+    /// index, writing exactly that range; [`Place::Buffer`] when none does. The one rule of
+    /// `diff` and `replay` for an output's place.
+    pub fn of(writes: &[(u32, u32, u64, u64, u64)], buffer: u64, start: u64, end: u64) -> Place {
+        writes
+            .iter()
+            .filter(|w| (w.2, w.3, w.4) == (buffer, start, end))
+            .min_by_key(|w| (w.0, w.1))
+            .map_or(Place::Buffer(buffer), |w| Place::Use(w.0, w.1))
+    }
+}
+
 /// The graph rank of an output whose submit the trace lacks, or of every output keyed by
 /// submission number.
 pub const UNKNOWN_GRAPH: u64 = u64::MAX;

@@ -191,12 +191,9 @@ impl<'a> Side<'a> {
         let place = live
             .and_then(|l| p.graph_of.get(&(runtime, l.prepared)))
             .and_then(|g| p.writes.get(&(runtime, *g)))
-            .and_then(|w| {
-                w.iter()
-                    .filter(|w| (w.2, w.3, w.4) == (d.buffer.0, d.start, d.end))
-                    .min_by_key(|w| (w.0, w.1))
-            })
-            .map_or(Place::Buffer(d.buffer.0), |w| Place::Use(w.0, w.1));
+            .map_or(Place::Buffer(d.buffer.0), |w| {
+                Place::of(w, d.buffer.0, d.start, d.end)
+            });
         let (graph, nth) = match live {
             Some(l) if self.by_graph => (p.rank(runtime, l.prepared), l.nth),
             _ => (UNKNOWN_GRAPH, d.submission.0),

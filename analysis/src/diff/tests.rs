@@ -435,3 +435,20 @@ fn ranges_without_a_submission_in_common_compare_nothing_and_say_so() {
         c.reasons
     );
 }
+
+/// Diff's rule for where an output lives ([`Place::of`]), which replay keys by too.
+#[test]
+fn an_output_is_placed_at_the_first_use_writing_exactly_its_range() {
+    // (node, use, buffer, start, end), out of order; node 1 writes buffer 7 twice.
+    let writes = [
+        (2, 0, 7, 0, 64),
+        (1, 1, 7, 0, 64),
+        (1, 0, 7, 0, 32),
+        (0, 0, 8, 0, 64),
+    ];
+    assert_eq!(Place::of(&writes, 7, 0, 64), Place::Use(1, 1));
+    assert_eq!(Place::of(&writes, 7, 0, 32), Place::Use(1, 0));
+    // A sub-range or another buffer is no use's: the buffer stands for it.
+    assert_eq!(Place::of(&writes, 7, 0, 16), Place::Buffer(7));
+    assert_eq!(Place::of(&[], 9, 0, 64), Place::Buffer(9));
+}

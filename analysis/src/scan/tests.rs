@@ -405,6 +405,41 @@ fn an_event_read_before_its_submit_joins_to_its_submission_and_region() {
     }
 }
 
+/// Each `SubmissionDone` joined: (record, submission).
+#[derive(Default)]
+struct Dones(Vec<(u64, u64)>);
+
+impl Visitor for Dones {
+    fn submission_done(&mut self, _: &Index, d: &JoinedEvent) {
+        assert_eq!((d.index, d.region), (None, None));
+        self.0.push((d.record, d.submission.submission.0));
+    }
+}
+
+#[test]
+fn a_completion_read_before_its_submit_joins_with_its_record() {
+    let records = submits_last(pipeline(PipelineSpec::ops(40)).collect());
+    let mut dones = Dones::default();
+    scan_records(&records, &mut dones);
+    let mut joined = dones.0;
+    joined.sort_unstable();
+    // Every one names its own record: the record a reader holding the trace looks up.
+    assert_eq!(joined.len(), 10);
+    for (record, submission) in joined {
+        let Record::SubmissionDone(d) = &records[record as usize] else {
+            panic!("record {record} is no SubmissionDone");
+        };
+        assert_eq!(d.submission.0, submission);
+    }
+    // Those of a submission never submitted do not join.
+    let mut records = records;
+    records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3));
+    let mut dones = Dones::default();
+    scan_records(&records, &mut dones);
+    assert_eq!(dones.0.len(), 9);
+    assert!(dones.0.iter().all(|d| d.1 != 3));
+}
+
 #[test]
 fn an_event_whose_submit_never_comes_is_counted() {
     let spec = PipelineSpec {
