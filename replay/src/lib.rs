@@ -75,6 +75,7 @@ mod concurrent;
 mod error;
 mod execute;
 mod group;
+mod joins;
 mod options;
 mod plan;
 mod report;

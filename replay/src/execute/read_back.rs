@@ -1,9 +1,10 @@
 //! The replay's own trace read back: its recorder closed, and its records (region timings,
-//! digests, failures) mapped onto captured ids.
+//! digests, failures) mapped onto captured ids, timings and completions through the one
+//! join of every reader (module `joins`).
 
 use super::{Observed, ReplayOutput};
 use crate::error::ReplayError;
-use crate::plan::{RuntimePlan, Sample};
+use crate::plan::RuntimePlan;
 use hrx_capture::schema::{self as s, BufferId, Record, SubmissionIndex};
 use hrx_capture::{MemorySink, Recorder, Trace};
 use std::collections::HashMap;
@@ -24,9 +25,13 @@ pub(super) fn close(recorder: &Recorder, sink: &MemorySink) -> Result<Trace, Rep
     Trace::from_bytes(&sink.contents()).map_err(|e| ReplayError::Measurement { why: e.to_string() })
 }
 
-/// Maps the replay's own records back onto captured ids.
+/// Maps the replay's own records back onto captured ids: its digests by submission number,
+/// its timings, completions and events as the one join of every reader
+/// (`hrx_analysis::scan`, module `joins`) joined them to the replay's submissions, over
+/// `structure` (the replay's objects, written once) then `records`.
 pub(super) fn read_back(
     plan: &RuntimePlan<'_>,
+    structure: &[Record],
     records: &[Record],
     replay_index: &HashMap<u64, SubmissionIndex>,
     buffer_of: &HashMap<u64, BufferId>,
@@ -41,75 +46,75 @@ pub(super) fn read_back(
         })
         .collect();
     for record in records {
-        match record {
-            Record::OutputDigest(o) => {
-                let (Some(index), Some(&buffer)) =
-                    (captured(o.submission), buffer_of.get(&o.buffer.0))
-                else {
-                    continue;
-                };
-                // The replay digests every range: ignore those the capture did not digest.
-                if !plan.digests_all
-                    && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
-                {
-                    continue;
-                }
-                let contents = match &o.contents {
-                    s::Payload::Inline(bytes) => Some(bytes.clone()),
-                    s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
-                    s::Payload::Omitted { .. } => None,
-                };
+        let Record::OutputDigest(o) = record else {
+            continue;
+        };
+        let (Some(index), Some(&buffer)) = (captured(o.submission), buffer_of.get(&o.buffer.0))
+        else {
+            continue;
+        };
+        // The replay digests every range: ignore those the capture did not digest.
+        if !plan.digests_all
+            && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
+        {
+            continue;
+        }
+        let contents = match &o.contents {
+            s::Payload::Inline(bytes) => Some(bytes.clone()),
+            s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
+            s::Payload::Omitted { .. } => None,
+        };
+        observed
+            .outputs
+            .entry(index)
+            .or_default()
+            .push(ReplayOutput {
+                region: None,
+                buffer,
+                start: o.start,
+                end: o.end,
+                xxh3: o.xxh3,
+                contents,
+            });
+    }
+    let all: Vec<&Record> = structure.iter().chain(records).collect();
+    // One replay runtime wrote them.
+    for joined in crate::joins::join(&all).runtimes.into_values() {
+        for (submission, region, sample) in joined.region_times {
+            if let Some(index) = captured(submission) {
+                let graph = plan.submissions[plan.submission_index[&index]].graph;
                 observed
-                    .outputs
-                    .entry(index)
+                    .region_times
+                    .entry((graph, region))
                     .or_default()
-                    .push(ReplayOutput {
-                        region: None,
-                        buffer,
-                        start: o.start,
-                        end: o.end,
-                        xxh3: o.xxh3,
-                        contents,
-                    });
+                    .push(sample);
             }
-            Record::RegionTiming(t) => {
-                if let Some(index) = captured(t.submission) {
-                    let graph = plan.submissions[plan.submission_index[&index]].graph;
-                    observed
-                        .region_times
-                        .entry((graph, t.region.0))
-                        .or_default()
-                        .push(Sample::of(t));
+        }
+        for (submission, region, status, time_ns) in joined.region_done {
+            if let (Some(index), s::Status::Failed { .. }) = (captured(submission), &status) {
+                let failed = observed.failed_region.entry(index).or_insert(region);
+                if *failed >= region {
+                    *failed = region;
+                    observed.failed_at.insert(index, time_ns);
                 }
             }
-            Record::RegionDone(d) => {
-                if let (Some(index), s::Status::Failed { .. }) = (captured(d.submission), &d.status)
-                {
-                    let region = observed.failed_region.entry(index).or_insert(d.region.0);
-                    if *region >= d.region.0 {
-                        *region = d.region.0;
-                        observed.failed_at.insert(index, d.time_ns);
-                    }
-                }
+        }
+        for submission in joined.quarantines {
+            if let Some(index) = captured(submission) {
+                observed.quarantined.insert(index);
             }
-            Record::Quarantine(q) => {
-                if let Some(index) = q.submission.and_then(captured) {
-                    observed.quarantined.insert(index);
-                }
+        }
+        for p in joined.poisons {
+            if let Some(event) = crate::concurrent::PoisonEvent::of(p)
+                && let (Some(submission), Some(&buffer)) =
+                    (captured(event.submission), buffer_of.get(&event.buffer.0))
+            {
+                observed.poisons.push(crate::concurrent::PoisonEvent {
+                    buffer,
+                    submission,
+                    ..event
+                });
             }
-            Record::Poison(p) => {
-                if let Some(event) = crate::concurrent::PoisonEvent::of(p)
-                    && let (Some(submission), Some(&buffer)) =
-                        (captured(event.submission), buffer_of.get(&event.buffer.0))
-                {
-                    observed.poisons.push(crate::concurrent::PoisonEvent {
-                        buffer,
-                        submission,
-                        ..event
-                    });
-                }
-            }
-            _ => {}
         }
     }
     for (index, outputs) in &mut observed.outputs {

@@ -34,6 +34,9 @@ impl Sink for DrainSink {
 pub(crate) struct ChunkRun {
     observed: Observed,
     replay_index: HashMap<u64, SubmissionIndex>,
+    /// The replay's objects (runtime, buffers, kernels, graph operations, prepared graphs)
+    /// written so far: what its timings and completions are joined over.
+    structure: Arc<Vec<Record>>,
     records: Vec<Record>,
     buffer_of: Arc<HashMap<u64, BufferId>>,
 }
@@ -91,6 +94,7 @@ impl ChunkRun {
                 ..Observed::default()
             },
             replay_index,
+            structure: Arc::default(),
             records,
             buffer_of: Arc::new(buffer_of),
         }
@@ -100,6 +104,7 @@ impl ChunkRun {
     pub fn observe(mut self, plan: &RuntimePlan<'_>) -> Observed {
         read_back(
             plan,
+            &self.structure,
             &self.records,
             &self.replay_index,
             &self.buffer_of,
@@ -107,6 +112,19 @@ impl ChunkRun {
         );
         self.observed
     }
+}
+
+/// Whether the join needs `record` before every chunk's records: it describes the replay's
+/// objects (kept once, not per chunk).
+fn structural(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::RuntimeStart(_)
+            | Record::BufferCreated(_)
+            | Record::KernelLoaded(_)
+            | Record::GraphOp(_)
+            | Record::Prepared(_)
+    )
 }
 
 /// A replay runtime and its objects, kept across the chunks of a streamed trace.
@@ -118,6 +136,8 @@ pub(crate) struct Session {
     sink: DrainSink,
     /// The replay trace's file header, put before every drained piece to decode it.
     header: Vec<u8>,
+    /// The structural records drained so far ([`structural`]): bounded by the objects.
+    structure: Arc<Vec<Record>>,
     buffer_of: Arc<HashMap<u64, BufferId>>,
     backend: String,
     device: String,
@@ -149,6 +169,7 @@ impl Session {
             recorder,
             sink,
             header: Vec::new(),
+            structure: Arc::default(),
             buffer_of: Arc::new(buffer_of),
             backend: info.backend.to_string(),
             device: info.name.clone(),
@@ -212,10 +233,17 @@ impl Session {
         self.recorder
             .flush()
             .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
-        let records = self.drain()?;
+        let (objects, records): (Vec<Record>, Vec<Record>) =
+            self.drain()?.into_iter().partition(structural);
+        if !objects.is_empty() {
+            let mut structure = Vec::clone(&self.structure);
+            structure.extend(objects);
+            self.structure = Arc::new(structure);
+        }
         Ok(ChunkRun {
             observed,
             replay_index,
+            structure: self.structure.clone(),
             records,
             buffer_of: self.buffer_of.clone(),
         })

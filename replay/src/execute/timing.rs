@@ -71,11 +71,12 @@ pub(crate) fn time_ops(
     drop(runtime);
     let trace = close(&recorder, &sink)?;
     let mut times: HashMap<(usize, u32), Vec<Sample>> = HashMap::new();
-    for record in &trace.records {
-        if let Record::RegionTiming(t) = record
-            && let Some(key) = op_of.get(&t.submission.0)
-        {
-            times.entry(*key).or_default().push(Sample::of(t));
+    let records: Vec<&Record> = trace.records.iter().collect();
+    for joined in crate::joins::join(&records).runtimes.into_values() {
+        for (submission, _, sample) in joined.region_times {
+            if let Some(key) = op_of.get(&submission.0) {
+                times.entry(*key).or_default().push(sample);
+            }
         }
     }
     Ok(times)

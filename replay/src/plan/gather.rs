@@ -52,7 +52,9 @@ pub(super) fn contents<'t>(
     Ok(Some(bytes))
 }
 
-/// Per-runtime records gathered in file order before validation.
+/// Per-runtime records gathered in file order before validation: the objects, submits,
+/// host writes and digests replay re-executes and compares. Completions, timings and events
+/// are not gathered: they come joined to their submissions (module `joins`).
 #[derive(Default)]
 pub(super) struct Gather<'t> {
     pub(super) start: Option<&'t s::RuntimeStart>,
@@ -64,12 +66,6 @@ pub(super) struct Gather<'t> {
     pub(super) refusals: usize,
     pub(super) host_writes: Vec<&'t s::HostWrite>,
     pub(super) outputs: Vec<&'t s::OutputDigest>,
-    pub(super) timings: Vec<&'t s::RegionTiming>,
-    pub(super) op_timings: Vec<&'t s::OpTiming>,
-    pub(super) region_done: Vec<&'t s::RegionDone>,
-    pub(super) done: Vec<&'t s::SubmissionDone>,
-    pub(super) quarantines: Vec<&'t s::Quarantine>,
-    pub(super) faults: Vec<&'t s::FaultInjected>,
     pub(super) poisons: Vec<&'t s::Poison>,
     pub(super) cross_waits: Vec<&'t s::CrossWait>,
     pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
@@ -148,12 +144,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::SubmitRefused(_) => g.refusals += 1,
             Record::HostWrite(r) => g.host_writes.push(r),
             Record::OutputDigest(r) => g.outputs.push(r),
-            Record::RegionTiming(r) => g.timings.push(r),
-            Record::OpTiming(r) => g.op_timings.push(r),
-            Record::RegionDone(r) => g.region_done.push(r),
-            Record::SubmissionDone(r) => g.done.push(r),
-            Record::Quarantine(r) => g.quarantines.push(r),
-            Record::FaultInjected(r) => g.faults.push(r),
             Record::Poison(r) => g.poisons.push(r),
             Record::CrossWait(r) => g.cross_waits.push(r),
             Record::BufferSnapshot(r) => g.snapshots.push(r),
@@ -168,9 +158,21 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             _ => {}
         }
     }
+    // Completions, timings and events joined to their submissions and regions by the one
+    // join of every reader.
+    let records: Vec<&Record> = trace.records.iter().collect();
+    let mut joins = crate::joins::join(&records);
+    if joins.unjoined > 0 {
+        notes.push(format!(
+            "{} timings, completions or events name a submission the trace lacks, or a region \
+             its graph lacks (damaged trace?): not compared",
+            joins.unjoined
+        ));
+    }
     let mut runtimes = Vec::new();
     for (id, g) in gathered {
-        runtimes.push(runtime_plan(id, g, &blobs, until, &mut notes)?);
+        let joined = joins.runtimes.remove(&id).unwrap_or_default();
+        runtimes.push(runtime_plan(id, g, joined, &blobs, until, &mut notes)?);
     }
     // Nothing to compare is not a match: a CI gate must not pass on a capture that was cut
     // short before its first submit, or that never used hrx.

@@ -158,18 +158,6 @@ pub(crate) struct Sample {
     pub device_ns: Option<u64>,
 }
 
-impl Sample {
-    pub fn of(timing: &s::RegionTiming) -> Sample {
-        Sample {
-            host_ns: timing.end_ns.saturating_sub(timing.start_ns),
-            device_ns: timing
-                .device
-                .filter(|d| d.end_ns >= d.start_ns)
-                .map(|d| d.end_ns - d.start_ns),
-        }
-    }
-}
-
 /// Everything replay needs about one captured runtime.
 #[derive(Debug)]
 pub(crate) struct RuntimePlan<'t> {

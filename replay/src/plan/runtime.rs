@@ -7,15 +7,17 @@ use super::check::check_op;
 use super::gather::{Gather, bad, contents, to_usize};
 use super::{
     BufferPlan, Event, GraphPlan, HostWritePlan, KernelPlan, MAX_BUFFER_BYTES, MAX_GRAPH_SLOTS,
-    OpPlan, Output, RuntimePlan, Sample, SubmissionPlan,
+    OpPlan, Output, RuntimePlan, SubmissionPlan,
 };
 use crate::error::ReplayError;
+use crate::joins::Joined;
 use hrx_capture::schema::{self as s, BlobHash, BufferId, Engine, RuntimeId, SubmissionIndex};
 use std::collections::{BTreeMap, HashMap};
 
 pub(super) fn runtime_plan<'t>(
     id: RuntimeId,
     g: Gather<'t>,
+    joined: Joined<'_>,
     blobs: &HashMap<BlobHash, &'t [u8]>,
     until: Option<u64>,
     notes: &mut Vec<String>,
@@ -301,38 +303,22 @@ pub(super) fn runtime_plan<'t>(
             )))
         }
     };
-    let check_region = |plan: &RuntimePlan<'_>, position: usize, region: u32, what: &str| {
-        let graph = &plan.graphs[plan.submissions[position].graph];
-        if region as usize >= graph.regions.len() {
-            return Err(bad(format!(
-                "runtime {id}: {what} names region {region} of submission {}, whose graph has {} regions",
-                plan.submissions[position].index,
-                graph.regions.len()
-            )));
-        }
-        Ok(())
-    };
-
-    for done in &g.done {
-        if let Some(position) = locate(&plan, done.submission, "SubmissionDone")? {
-            plan.submissions[position].status = Some(crate::report::outcome_of(&done.status));
+    // Completions, timings and events come joined to their submission and region
+    // (module `joins`): each is looked up in the plan.
+    for (submission, status) in joined.done {
+        if let Some(position) = locate(&plan, submission, "SubmissionDone")? {
+            plan.submissions[position].status = Some(crate::report::outcome_of(status));
         }
     }
-    for done in &g.region_done {
-        if let Some(position) = locate(&plan, done.submission, "RegionDone")? {
-            check_region(&plan, position, done.region.0, "RegionDone")?;
+    for (submission, region, status, time_ns) in joined.region_done {
+        if let Some(position) = locate(&plan, submission, "RegionDone")? {
             let submission = &mut plan.submissions[position];
-            submission
-                .region_status
-                .insert(done.region.0, done.status.clone());
-            if matches!(done.status, s::Status::Failed { .. })
-                && submission.failure.is_none_or(|f| f.region > done.region.0)
+            if matches!(status, s::Status::Failed { .. })
+                && submission.failure.is_none_or(|f| f.region > region)
             {
-                submission.failure = Some(crate::concurrent::Failure {
-                    region: done.region.0,
-                    time_ns: done.time_ns,
-                });
+                submission.failure = Some(crate::concurrent::Failure { region, time_ns });
             }
+            submission.region_status.insert(region, status);
         }
     }
     for wait in &g.cross_waits {
@@ -341,47 +327,38 @@ pub(super) fn runtime_plan<'t>(
             .or_default()
             .push(wait.on_submission);
     }
-    for q in &g.quarantines {
-        if let Some(submission) = q.submission
-            && let Some(position) = locate(&plan, submission, "Quarantine")?
-        {
+    for submission in joined.quarantines {
+        if let Some(position) = locate(&plan, submission, "Quarantine")? {
             plan.submissions[position].quarantined = true;
         }
     }
-    for f in &g.faults {
-        if let Some(submission) = f.submission
-            && let Some(position) = locate(&plan, submission, "FaultInjected")?
-        {
+    for (submission, description) in joined.faults {
+        if let Some(position) = locate(&plan, submission, "FaultInjected")? {
             plan.submissions[position]
                 .faults
-                .push(f.description.clone());
+                .push(description.to_owned());
         }
     }
-    for t in &g.timings {
-        if let Some(position) = locate(&plan, t.submission, "RegionTiming")? {
-            check_region(&plan, position, t.region.0, "RegionTiming")?;
+    for (submission, region, sample) in joined.region_times {
+        if let Some(position) = locate(&plan, submission, "RegionTiming")? {
             let graph = plan.submissions[position].graph;
             plan.region_times
-                .entry((graph, t.region.0))
+                .entry((graph, region))
                 .or_default()
-                .push(Sample::of(t));
+                .push(sample);
         }
     }
-    for t in &g.op_timings {
-        if let Some(position) = locate(&plan, t.timing.submission, "OpTiming")? {
+    for (submission, node, sample) in joined.op_times {
+        if let Some(position) = locate(&plan, submission, "OpTiming")? {
             let graph = plan.submissions[position].graph;
-            if t.node.0 as usize >= plan.graphs[graph].ops.len() {
+            if node as usize >= plan.graphs[graph].ops.len() {
                 return Err(bad(format!(
-                    "runtime {id}: OpTiming names operation {} of graph {}, which has {}",
-                    t.node,
+                    "runtime {id}: OpTiming names operation {node} of graph {}, which has {}",
                     plan.graphs[graph].prepared,
                     plan.graphs[graph].ops.len()
                 )));
             }
-            plan.op_times
-                .entry((graph, t.node.0))
-                .or_default()
-                .push(Sample::of(&t.timing));
+            plan.op_times.entry((graph, node)).or_default().push(sample);
         }
     }
 

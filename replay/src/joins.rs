@@ -1,0 +1,137 @@
+//! What replay reads of a trace's completions, timings and events, joined to their
+//! submissions and regions by the one join of every reader (`hrx_analysis::scan`): the
+//! capture's records when a chunk is planned (module `plan`), and the replay's own when they
+//! are read back (module `execute`). Replay matches no timing, completion or event to a
+//! submission itself; it looks the joined submission up in its plan.
+//!
+//! Records that never join (a timing or completion naming a submission the trace lacks, or
+//! a region its graph does not have) are counted by the pass ([`Joins::unjoined`]), not
+//! compared.
+
+use crate::plan::Sample;
+use hrx_analysis::scan::{JoinedEvent, JoinedRegion, JoinedSpan, Outcome, Visitor, scan_records};
+use hrx_analysis::{Index, ScanSummary};
+use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
+use std::collections::BTreeMap;
+
+/// One runtime's joined records, in the order they joined.
+#[derive(Debug, Default)]
+pub(crate) struct Joined<'t> {
+    /// Each `SubmissionDone`: its submission and status.
+    pub done: Vec<(SubmissionIndex, &'t s::Status)>,
+    /// Each `RegionDone` of a region of its submission's graph: submission, region, status
+    /// and when it was recorded.
+    pub region_done: Vec<(SubmissionIndex, u32, s::Status, u64)>,
+    /// Each `RegionTiming`: submission, region, time.
+    pub region_times: Vec<(SubmissionIndex, u32, Sample)>,
+    /// Each `OpTiming`: submission, operation (node), time.
+    pub op_times: Vec<(SubmissionIndex, u32, Sample)>,
+    /// Each `Quarantine` naming a submission.
+    pub quarantines: Vec<SubmissionIndex>,
+    /// Each `FaultInjected` naming a submission, with its description.
+    pub faults: Vec<(SubmissionIndex, &'t str)>,
+    /// Each `Poison` naming a submission.
+    pub poisons: Vec<&'t s::Poison>,
+}
+
+/// The joins of one pass over records held in memory, per runtime.
+pub(crate) struct Joins<'t> {
+    /// Per runtime.
+    pub runtimes: BTreeMap<RuntimeId, Joined<'t>>,
+    /// Timings, completions and events that named no submission or region of the records.
+    pub unjoined: u64,
+}
+
+struct Collect<'a, 't> {
+    records: &'a [&'t Record],
+    runtimes: BTreeMap<RuntimeId, Joined<'t>>,
+}
+
+impl Sample {
+    /// The time of a joined span.
+    fn of_span(span: &JoinedSpan) -> Sample {
+        Sample {
+            host_ns: span.duration_ns(),
+            device_ns: span
+                .device
+                .filter(|d| d.end_ns >= d.start_ns)
+                .map(|d| d.end_ns - d.start_ns),
+        }
+    }
+}
+
+impl<'t> Visitor for Collect<'_, 't> {
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        let region = index.region(span.region).index.0;
+        self.runtimes
+            .entry(span.runtime)
+            .or_default()
+            .region_times
+            .push((span.submission, region, Sample::of_span(span)));
+    }
+
+    fn op_span(&mut self, _: &Index, span: &JoinedSpan, node: NodeIndex) {
+        self.runtimes
+            .entry(span.runtime)
+            .or_default()
+            .op_times
+            .push((span.submission, node.0, Sample::of_span(span)));
+    }
+
+    fn region_outcome(&mut self, _: &Index, r: &JoinedRegion, outcome: Outcome, time_ns: u64) {
+        // Failures and cancellations come with their message as events.
+        if outcome == Outcome::Ok {
+            let s = &r.submission;
+            self.runtimes
+                .entry(s.runtime)
+                .or_default()
+                .region_done
+                .push((s.submission, r.index.0, s::Status::Ok, time_ns));
+        }
+    }
+
+    fn submission_done(&mut self, _: &Index, done: &JoinedEvent) {
+        if let Some(Record::SubmissionDone(d)) = self.records.get(done.record as usize) {
+            let s = &done.submission;
+            self.runtimes
+                .entry(s.runtime)
+                .or_default()
+                .done
+                .push((s.submission, &d.status));
+        }
+    }
+
+    fn event(&mut self, _: &Index, event: &JoinedEvent) {
+        let Some(record) = self.records.get(event.record as usize) else {
+            return;
+        };
+        let submission = event.submission.submission;
+        let joined = self.runtimes.entry(event.submission.runtime).or_default();
+        match record {
+            // A region of its submission's graph, as a timing is.
+            Record::RegionDone(d) if event.region.is_some() => {
+                joined
+                    .region_done
+                    .push((submission, d.region.0, d.status.clone(), d.time_ns));
+            }
+            Record::Quarantine(_) => joined.quarantines.push(submission),
+            Record::FaultInjected(f) => joined.faults.push((submission, &f.description)),
+            Record::Poison(p) => joined.poisons.push(p),
+            _ => {}
+        }
+    }
+}
+
+/// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion and event
+/// to its submission and region.
+pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
+    let mut collect = Collect {
+        records,
+        runtimes: BTreeMap::new(),
+    };
+    let summary: ScanSummary = scan_records(records.iter().copied(), &mut collect);
+    Joins {
+        runtimes: collect.runtimes,
+        unjoined: summary.unplaced_timings + summary.unplaced_op_timings + summary.unjoined_events,
+    }
+}
