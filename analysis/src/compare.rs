@@ -12,9 +12,9 @@
 //!   region index): ranks, not ids, which differ between runs that shared a process. A
 //!   replay re-executes the captured plan, so its ranks are the capture's. Their durations
 //!   are judged by the timing rule.
-//! - **Outputs** pair by a key each caller places (replay by submission, region, buffer and
-//!   range; `diff` by graph rank, the submission's index among its graph's submissions, the
-//!   operation and use writing the range, and the range): never by buffer id. The digests
+//! - **Outputs** pair by [`crate::diff::OutputKey`], for both verbs: runtime and graph rank,
+//!   the submission's index among its graph's submissions, the operation and use writing
+//!   the range ([`crate::diff::Place::of`]), and the range: never by buffer id. The digests
 //!   of one key are judged by [`digests`]: equal in order, or as a multiset (digests of
 //!   regions finishing at once may reach the file in either order), is a match. Otherwise
 //!   the first differing pair decides: with a tolerance and both contents, as little-endian

@@ -3,10 +3,16 @@
 //! - **Statuses**: each submission's outcome (ok, failed, cancelled) in every repeat, and
 //!   whether its graph was quarantined. Error texts are shown, not compared (they carry
 //!   process-specific ids).
-//! - **Outputs**: digests per (submission, region, buffer, range), compared by the one rule
-//!   `diff` uses too (`hrx_analysis::compare`): several digests of one key (a range written
-//!   by several regions) match when they agree in order or as a multiset (digests of
-//!   concurrently finishing regions may interleave in the file). Where a submission's
+//! - **Outputs**: keyed as `diff` keys them (`hrx_analysis::diff::OutputKey`: runtime rank,
+//!   prepared graph rank, the submission's index among its graph's submissions, the first
+//!   operation and use of the graph writing exactly the range (`Place::of`), and the
+//!   range), so a replay report and a `diff` of the capture and the replay's trace name an
+//!   output alike (a streamed replay counts a graph's submissions across chunks). The
+//!   digests of a key are compared by the one rule `diff` uses too
+//!   (`hrx_analysis::compare`): several digests of one key (a range written by several
+//!   regions) match when they agree in order or as a multiset (digests of concurrently
+//!   finishing regions may interleave in the file). An output's region, shown beside it,
+//!   is the region holding its operation. Where a submission's
 //!   status diverged, outputs present on one side only are `NotRun`, not extra divergences.
 //!   With a tolerance and captured contents, a differing range is compared as
 //!   little-endian `f32`s.
@@ -20,7 +26,7 @@
 
 use crate::execute::{Observed, ReplayOutput};
 use crate::options::ReplayOptions;
-use crate::plan::{Event, Output, Plan, RuntimePlan, Sample};
+use crate::plan::{Event, GraphPlan, Output, Plan, RuntimePlan, Sample};
 use crate::report::Outcome;
 use crate::report::{
     Clock, Divergence, DivergenceKind, Durations, OpTimingRow, OutputCheck, OutputResult,
@@ -28,8 +34,9 @@ use crate::report::{
     TraceInfo, Verdict,
 };
 use crate::substitute::Substitute;
+use hrx_analysis::diff::{OutputKey, Place};
 use hrx_analysis::matching::{self, Paired};
-use hrx_capture::schema::{BufferId, OpKind};
+use hrx_capture::schema::{Access, BufferId, OpKind};
 use std::collections::{BTreeMap, HashMap};
 
 /// Everything replay observed of one captured runtime.
@@ -38,8 +45,6 @@ pub(crate) struct RuntimeRuns {
     pub op_times: HashMap<(usize, u32), Vec<Sample>>,
     pub replay_fault: Option<String>,
 }
-
-type Key = (Option<u32>, BufferId, u64, u64);
 
 struct Compared {
     result: OutputResult,
@@ -122,6 +127,42 @@ fn compare_key(
     Compared { result, divergence }
 }
 
+/// The writing uses of `graph`: (node, use index, buffer, start, end), what
+/// [`Place::of`] places an output by.
+fn writes(graph: &GraphPlan) -> Vec<(u32, u32, u64, u64, u64)> {
+    let mut out = Vec::new();
+    for (node, op) in graph.ops.iter().enumerate() {
+        for (i, u) in op.uses.iter().enumerate() {
+            if u.access != Access::Read {
+                out.push((node as u32, i as u32, u.buffer.0, u.start, u.end));
+            }
+        }
+    }
+    out
+}
+
+/// The region of `graph` holding operation `node`.
+fn region_of_node(graph: &GraphPlan, node: u32) -> Option<u32> {
+    graph
+        .regions
+        .iter()
+        .position(|r| r.nodes.iter().any(|n| n.0 == node))
+        .map(|r| r as u32)
+}
+
+/// The regions of `graph` whose summarized uses write exactly `buffer[start..end]`, in
+/// order.
+fn writers(graph: &GraphPlan, buffer: BufferId, start: u64, end: u64) -> Vec<u32> {
+    let writes = |r: &hrx_capture::schema::Region| {
+        r.uses
+            .iter()
+            .any(|u| (u.buffer, u.start, u.end) == (buffer, start, end) && u.access != Access::Read)
+    };
+    (0..graph.regions.len() as u32)
+        .filter(|&i| writes(&graph.regions[i as usize]))
+        .collect()
+}
+
 /// Pools samples into a distribution on the chosen clock.
 fn stats(samples: &[&Sample], clock: Clock) -> Option<Durations> {
     Durations::of(samples.iter().map(|s| match clock {
@@ -177,6 +218,7 @@ pub(crate) fn report(
     options: &ReplayOptions,
     source: Option<String>,
     mut notes: Vec<String>,
+    nth: &mut HashMap<(u32, u64), u64>,
 ) -> Report {
     let several = plan.runtimes.len() > 1;
     let mut summary = Summary::default();
@@ -196,8 +238,11 @@ pub(crate) fn report(
             .iter()
             .flat_map(|rp| rp.graphs.iter().map(move |g| (rp.id.0, g.prepared.0))),
     );
+    let runtime_ranks = matching::runtime_ranks(plan.runtimes.iter().map(|rp| rp.id.0));
     for (rp, run) in plan.runtimes.iter().zip(runs) {
         let runtime = rp.id.0;
+        let runtime_rank = runtime_ranks[&runtime];
+        let writes: Vec<Vec<(u32, u32, u64, u64, u64)>> = rp.graphs.iter().map(writes).collect();
         if let Some(first) = run.repeats.first() {
             backend.clone_from(&first.backend);
             device.clone_from(&first.device);
@@ -244,6 +289,8 @@ pub(crate) fn report(
                 region_label: region
                     .zip(graph)
                     .map(|(region, graph)| rp.region_label(graph, region, range)),
+                node: None,
+                use_index: None,
                 timing_dependent: None,
                 buffer: range.map(|r| r.0.0),
                 range: range.map(|r| (r.1, r.2)),
@@ -347,10 +394,21 @@ pub(crate) fn report(
                 .iter()
                 .find(|(_, s)| matches!(s, hrx_capture::schema::Status::Failed { .. }))
                 .map(|(r, _)| *r);
-            let mut expected: BTreeMap<Key, Vec<&Output<'_>>> = BTreeMap::new();
+            // Outputs keyed as `diff` keys them (module docs).
+            let nth = {
+                let n = nth.entry((runtime, graph.prepared.0)).or_default();
+                *n += 1;
+                *n - 1
+            };
+            let key_of = |buffer: BufferId, start: u64, end: u64| -> OutputKey {
+                let (_, graph_rank) = graph_ranks[&(runtime, graph.prepared.0)];
+                let place = Place::of(&writes[submission.graph], buffer.0, start, end);
+                (runtime_rank, graph_rank, nth, place, start, end)
+            };
+            let mut expected: BTreeMap<OutputKey, Vec<&Output<'_>>> = BTreeMap::new();
             for o in &submission.outputs {
                 expected
-                    .entry((o.region, o.buffer, o.start, o.end))
+                    .entry(key_of(o.buffer, o.start, o.end))
                     .or_default()
                     .push(o);
             }
@@ -419,31 +477,55 @@ pub(crate) fn report(
                 }
                 statuses_match &= !status_diverged;
 
-                let mut got: BTreeMap<Key, Vec<&ReplayOutput>> = BTreeMap::new();
+                let mut got: BTreeMap<OutputKey, Vec<&ReplayOutput>> = BTreeMap::new();
                 for o in observed.outputs.get(&index).into_iter().flatten() {
-                    got.entry((o.region, o.buffer, o.start, o.end))
+                    got.entry(key_of(o.buffer, o.start, o.end))
                         .or_default()
                         .push(o);
                 }
-                let mut keys: Vec<Key> = expected.keys().chain(got.keys()).copied().collect();
+                let mut keys: Vec<OutputKey> = expected.keys().chain(got.keys()).copied().collect();
                 keys.sort_unstable();
                 keys.dedup();
                 for key in keys {
                     let e = expected.get(&key).map_or(&[][..], Vec::as_slice);
                     let g = got.get(&key).map_or(&[][..], Vec::as_slice);
-                    let (region, buffer, start, end) = key;
+                    let (.., place, start, end) = key;
+                    let buffer = e.first().map_or_else(|| g[0].buffer, |o| o.buffer);
+                    let writers = writers(graph, buffer, start, end);
+                    let region = match place {
+                        Place::Use(node, _) => region_of_node(graph, node),
+                        Place::Buffer(_) => None,
+                    }
+                    .or(writers.first().copied());
+                    let at = match place {
+                        Place::Use(node, use_index) => Some((node, use_index)),
+                        Place::Buffer(_) => None,
+                    };
                     let check = |result: OutputResult| OutputCheck {
                         runtime,
                         submission: index.0,
                         region,
+                        node: at.map(|a| a.0),
+                        use_index: at.map(|a| a.1),
+                        nth,
                         buffer: buffer.0,
                         start,
                         end,
                         expected: e.first().map(|o| o.xxh3),
                         replayed: g.first().map(|o| o.xxh3),
                         result,
+                        key,
                     };
-                    if let Some(why) = submission.exclusion(region, buffer, start, end) {
+                    // Excluded where a region writing the range has it excluded.
+                    let excluded = if writers.is_empty() {
+                        submission.exclusion(None, buffer, start, end)
+                    } else {
+                        writers
+                            .iter()
+                            .chain(&region)
+                            .find_map(|&r| submission.exclusion(Some(r), buffer, start, end))
+                    };
+                    if let Some(why) = excluded {
                         if repeat == 0 {
                             summary.outputs_excluded += 1;
                             row.excluded += 1;
@@ -465,13 +547,11 @@ pub(crate) fn report(
                         };
                     }
                     if let Some(kind) = compared.divergence {
-                        divergences.push(divergence(
-                            index.0,
-                            region,
-                            Some((buffer, start, end)),
-                            repeat,
-                            kind,
-                        ));
+                        let mut d =
+                            divergence(index.0, region, Some((buffer, start, end)), repeat, kind);
+                        d.node = at.map(|a| a.0);
+                        d.use_index = at.map(|a| a.1);
+                        divergences.push(d);
                     }
                     if repeat == 0 {
                         if !matches!(

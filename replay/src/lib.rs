@@ -19,8 +19,8 @@
 //!    [`hrx::Runtime`] (same graph slots and capacity; the captured fault injection on the
 //!    software device), `repeat` times. The replay runtime records into its own in-memory
 //!    trace, so its region timings and output digests come back in the capture's schema.
-//! 3. **Compare** (module `compare`): statuses, output digests per (submission, region, buffer,
-//!    range), and region times; the result is a [`Report`] with a [`Verdict`] and
+//! 3. **Compare** (module `compare`): statuses, output digests keyed as `hrx-trace diff`
+//!    keys them (`hrx_analysis::diff::OutputKey`), and region times; the result is a [`Report`] with a [`Verdict`] and
 //!    [`Report::exit_code`]: 0 all match, 1 a regression. A status that differs because a
 //!    concurrent failure's poison or device loss came before a submission on one side and
 //!    after it on the other, or that follows from such a divergence (a quarantine refusal,
@@ -435,5 +435,8 @@ fn run(
         });
     }
     ticker.finish();
-    Ok(compare::report(&plan, &runs, options, source, notes))
+    let mut nth = std::collections::HashMap::new();
+    Ok(compare::report(
+        &plan, &runs, options, source, notes, &mut nth,
+    ))
 }

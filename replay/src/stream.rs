@@ -32,7 +32,7 @@ use hrx_analysis::matching::{self, Paired};
 use hrx_analysis::sketch::Sketch;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::RuntimeId;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 
 /// Most divergences, timing-dependent divergences and non-matching outputs a streamed
@@ -86,6 +86,9 @@ struct Fold<'o> {
     replayed: BTreeMap<RegionId, Sketches>,
     labels: BTreeMap<RegionId, String>,
     substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
+    /// Submissions compared so far per (runtime id, prepared id): the next one's index
+    /// among its graph's submissions, which outputs are keyed by (module `compare`).
+    nth: HashMap<(u32, u64), u64>,
     divergences_listed: usize,
     chunks: u64,
     /// Outputs written at replay without a captured digest (first repeat), and the
@@ -176,6 +179,7 @@ impl Fold<'_> {
             self.options,
             self.source.clone(),
             notes,
+            &mut self.nth,
         );
         rows(&chunk.submissions, &chunk.outputs);
         self.chunks += 1;
@@ -458,6 +462,7 @@ pub(crate) fn replay_stream<R: Read>(
         replayed: BTreeMap::new(),
         labels: BTreeMap::new(),
         substitutions: BTreeMap::new(),
+        nth: HashMap::new(),
         divergences_listed: 0,
         chunks: 0,
         extra_outputs: 0,

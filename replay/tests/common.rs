@@ -195,6 +195,19 @@ pub fn kernel_binding(
         .buffer
 }
 
+/// The node of the operation of graph `prepared` running kernel `entry`.
+pub fn kernel_node(trace: &Trace, prepared: s::PreparedId, entry: &str) -> u32 {
+    let kernel = records!(trace, KernelLoaded)
+        .find(|k| k.entry == entry)
+        .expect("kernel")
+        .kernel;
+    records!(trace, GraphOp)
+        .find(|op| op.graph.0 == prepared.0 && op.op == s::OpKind::Kernel { kernel })
+        .expect("operation")
+        .node
+        .0
+}
+
 /// The Submit record of `submission`.
 pub fn submit(trace: &Trace, submission: u64) -> &s::Submit {
     records!(trace, Submit)

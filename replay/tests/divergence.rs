@@ -45,9 +45,12 @@ fn a_kernel_that_changed_behaviour_is_the_first_divergence() {
         first.region_label.as_deref(),
         Some("GPU Compute, native graph: hrx_sobel")
     );
+    // Named as `diff` names an output: the operation and use (binding) writing it.
+    let node = kernel_node(trace, submit(trace, 1).prepared, "hrx_sobel");
+    assert_eq!((first.node, first.use_index), (Some(node), Some(1)));
     let text = report.to_text();
     let line = format!(
-        "first divergence: submission 1 region 1 (GPU Compute, native graph: hrx_sobel) buffer {} bytes 0..{}: digest 0x",
+        "first divergence: submission 1 region 1 (GPU Compute, native graph: hrx_sobel) node {node} use 1 (buffer {}) bytes 0..{}: digest 0x",
         sobel.0,
         WIDTH * HEIGHT
     );

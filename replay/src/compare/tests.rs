@@ -162,7 +162,7 @@ fn replay_report(captured: &Trace, replayed: &Trace, options: &ReplayOptions) ->
             replay_fault: None,
         })
         .collect();
-    report(&plan, &runs, options, None, Vec::new())
+    report(&plan, &runs, options, None, Vec::new(), &mut HashMap::new())
 }
 
 /// `diff`'s judgement of the pair (`hrx_analysis::diff::compare`, what `hrx-trace diff`
@@ -311,4 +311,71 @@ fn diff_and_replay_give_one_pair_of_items_one_verdict() {
             replayed.timing_dependent
         );
     }
+}
+
+/// `diff`'s second pass over the two traces (the streamed match of outputs and outcomes).
+fn diff_matched(base: &Trace, new: &Trace) -> diff::Matched {
+    let b = diff::profile_records(&base.records);
+    let mut n = diff::profile_records(&new.records);
+    diff::align(&b, &mut n);
+    let records =
+        |t: &Trace| -> diff::Records<'_> { Box::new(t.records.clone().into_iter().map(Ok)) };
+    diff::match_streams((&b, records(base)), (&n, records(new))).expect("match")
+}
+
+#[test]
+fn replay_and_diff_name_an_output_by_one_key() {
+    let captured = captured();
+    // Every third digest differs in the replay.
+    let mut n = 0;
+    let mut replayed = captured.clone();
+    for r in &mut replayed.records {
+        if let Record::OutputDigest(d) = r {
+            if n % 3 == 0 {
+                d.xxh3 ^= 1;
+            }
+            n += 1;
+        }
+    }
+    let report = replay_report(captured, &replayed, &ReplayOptions::default());
+    let m = diff_matched(captured, &replayed);
+    assert!(m.by_graph);
+    // The same outputs compared, the same ones differing, under the same keys.
+    let differing: Vec<diff::OutputKey> = report
+        .outputs
+        .iter()
+        .filter(|o| o.result == crate::OutputResult::Differs)
+        .map(|o| o.key)
+        .collect();
+    let diff_differing: Vec<diff::OutputKey> = m.differing.iter().map(|d| d.key).collect();
+    assert!(!differing.is_empty());
+    assert_eq!(differing, diff_differing);
+    assert_eq!(
+        report.summary.outputs_compared as u64,
+        m.identical + m.differing.len() as u64
+    );
+    // Each named by its place as diff names it: the operation and use writing it.
+    for o in &report.outputs {
+        let (runtime, _, nth, place, start, end) = o.key;
+        assert_eq!((runtime, nth, start, end), (0, o.nth, o.start, o.end));
+        match place {
+            diff::Place::Use(node, use_index) => {
+                assert_eq!((o.node, o.use_index), (Some(node), Some(use_index)));
+            }
+            diff::Place::Buffer(buffer) => {
+                assert_eq!((o.node, o.use_index, o.buffer), (None, None, buffer));
+            }
+        }
+    }
+    let first = report.first_divergence.as_ref().expect("a divergence");
+    let text = first.to_string();
+    assert!(
+        text.contains(&format!(
+            " node {} use {} (buffer {})",
+            first.node.expect("a node"),
+            first.use_index.expect("a use"),
+            first.buffer.expect("a buffer")
+        )),
+        "{text}"
+    );
 }

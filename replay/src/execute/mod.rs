@@ -70,7 +70,6 @@ impl Ticker<'_> {
 /// An output digest the replay recorded, mapped back to captured ids.
 #[derive(Clone, Debug)]
 pub(crate) struct ReplayOutput {
-    pub region: Option<u32>,
     pub buffer: BufferId,
     pub start: u64,
     pub end: u64,

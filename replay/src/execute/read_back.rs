@@ -69,7 +69,6 @@ pub(super) fn read_back(
             .entry(index)
             .or_default()
             .push(ReplayOutput {
-                region: None,
                 buffer,
                 start: o.start,
                 end: o.end,
@@ -115,16 +114,6 @@ pub(super) fn read_back(
                     ..event
                 });
             }
-        }
-    }
-    for (index, outputs) in &mut observed.outputs {
-        let regions = &plan.graphs[plan.submissions[plan.submission_index[index]].graph].regions;
-        let keys: Vec<_> = outputs.iter().map(|o| (o.buffer, o.start, o.end)).collect();
-        for (output, region) in outputs
-            .iter_mut()
-            .zip(crate::plan::attribute(regions, &keys))
-        {
-            output.region = region;
         }
     }
 }

@@ -17,7 +17,8 @@
 //! its submission's graph whose summarized uses write exactly that range; when several
 //! regions write the same range, the k-th digest of that range (file order) goes to the
 //! k-th such region (the runtime orders them write-after-write, and digests are taken
-//! before successors run).
+//! before successors run): what a substituted callback writes is taken from there. The
+//! comparison keys digests as `diff` does, not by region (module `compare`).
 //!
 //! The files: this one holds the plan's types; `gather` reads the trace's records per
 //! runtime and builds the [`Plan`] ([`plan`], [`recovery_notes`]); `runtime` validates one
@@ -28,7 +29,6 @@ mod check;
 mod gather;
 mod runtime;
 
-pub(crate) use check::attribute;
 pub(crate) use gather::{plan, recovery_notes};
 
 use crate::report::Outcome;

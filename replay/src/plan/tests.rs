@@ -1,5 +1,6 @@
 //! Tests of the plan: attribution of digests to regions.
 
+use super::check::attribute;
 use super::*;
 
 fn region(uses: &[(u64, u64, u64, Access)]) -> s::Region {

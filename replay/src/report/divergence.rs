@@ -68,6 +68,12 @@ pub struct Divergence {
     pub region: Option<u32>,
     /// The region, described: queue, kind and the operations involved.
     pub region_label: Option<String>,
+    /// The operation writing an output (node in the graph), as `diff` places it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// That operation's use (binding) writing it.
+    #[serde(rename = "use", skip_serializing_if = "Option::is_none")]
+    pub use_index: Option<u32>,
     /// Buffer, for output and host-write divergences.
     pub buffer: Option<u64>,
     /// Byte range in the buffer.
@@ -96,12 +102,16 @@ impl Divergence {
             self.runtime,
             self.submission,
             self.region,
+            self.node,
+            self.use_index,
             self.buffer,
             self.range,
         ) == (
             other.runtime,
             other.submission,
             other.region,
+            other.node,
+            other.use_index,
             other.buffer,
             other.range,
         ) && std::mem::discriminant(&self.kind) == std::mem::discriminant(&other.kind)
@@ -144,8 +154,14 @@ impl fmt::Display for Divergence {
                 write!(f, " ({label})")?;
             }
         }
-        if let Some(buffer) = self.buffer {
-            write!(f, " buffer {buffer}")?;
+        // An output named as `diff` names it: the operation and use writing it, then its
+        // buffer.
+        match (self.node, self.use_index, self.buffer) {
+            (Some(node), Some(use_index), Some(buffer)) => {
+                write!(f, " node {node} use {use_index} (buffer {buffer})")?;
+            }
+            (_, _, Some(buffer)) => write!(f, " buffer {buffer}")?,
+            _ => {}
         }
         if let Some((start, end)) = self.range {
             write!(f, " bytes {start}..{end}")?;

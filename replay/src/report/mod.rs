@@ -205,8 +205,18 @@ pub struct OutputCheck {
     pub runtime: u32,
     /// Captured submission index.
     pub submission: u64,
-    /// Region that wrote it, where known.
+    /// Region that wrote it, where known: the region of [`OutputCheck::node`], else the
+    /// first whose uses write exactly the range.
     pub region: Option<u32>,
+    /// The operation writing it: the first (by node, then use) of the submission's graph
+    /// writing exactly the range, as `diff` places an output (`hrx_analysis::diff::Place`);
+    /// `None` when no operation does (then the buffer stands for it).
+    pub node: Option<u32>,
+    /// That operation's use (binding) writing it.
+    #[serde(rename = "use")]
+    pub use_index: Option<u32>,
+    /// The submission's index among its graph's submissions, from 0.
+    pub nth: u64,
     /// Captured buffer id.
     pub buffer: u64,
     /// First byte.
@@ -220,6 +230,13 @@ pub struct OutputCheck {
     /// The comparison.
     #[serde(flatten)]
     pub result: OutputResult,
+    /// Its key, as `hrx-trace diff` of the capture and the replay's trace keys it
+    /// (`hrx_analysis::diff::OutputKey`: runtime rank, prepared graph rank, [`nth`], place,
+    /// start, end).
+    ///
+    /// [`nth`]: OutputCheck::nth
+    #[serde(skip)]
+    pub key: hrx_analysis::diff::OutputKey,
 }
 
 /// Which clock a timing row compares.

@@ -46,6 +46,8 @@ fn a_divergence_reads_as_one_line() {
         submission: 3,
         region: Some(1),
         region_label: Some("GPU Compute, native graph: hrx_sobel".into()),
+        node: Some(2),
+        use_index: Some(1),
         buffer: Some(12),
         range: Some((0, 307_200)),
         repeat: 0,
@@ -61,7 +63,8 @@ fn a_divergence_reads_as_one_line() {
     };
     assert_eq!(
         d.to_string(),
-        "submission 3 region 1 (GPU Compute, native graph: hrx_sobel) buffer 12 bytes 0..307200: \
+        "submission 3 region 1 (GPU Compute, native graph: hrx_sobel) node 2 use 1 (buffer 12) \
+         bytes 0..307200: \
          digest 0x0000000000000def expected 0x0000000000000abc"
     );
 }
