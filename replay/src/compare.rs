@@ -127,9 +127,11 @@ fn compare_key(
     Compared { result, divergence }
 }
 
-/// The writing uses of `graph`: (node, use index, buffer, start, end), what
-/// [`Place::of`] places an output by.
-fn writes(graph: &GraphPlan) -> Vec<(u32, u32, u64, u64, u64)> {
+/// A writing use of a graph: (node, use index, buffer, start, end).
+type Write = (u32, u32, u64, u64, u64);
+
+/// The writing uses of `graph`: what [`Place::of`] places an output by.
+fn writes(graph: &GraphPlan) -> Vec<Write> {
     let mut out = Vec::new();
     for (node, op) in graph.ops.iter().enumerate() {
         for (i, u) in op.uses.iter().enumerate() {
@@ -242,7 +244,7 @@ pub(crate) fn report(
     for (rp, run) in plan.runtimes.iter().zip(runs) {
         let runtime = rp.id.0;
         let runtime_rank = runtime_ranks[&runtime];
-        let writes: Vec<Vec<(u32, u32, u64, u64, u64)>> = rp.graphs.iter().map(writes).collect();
+        let writes: Vec<Vec<Write>> = rp.graphs.iter().map(writes).collect();
         if let Some(first) = run.repeats.first() {
             backend.clone_from(&first.backend);
             device.clone_from(&first.device);
