@@ -135,3 +135,120 @@ pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
         unjoined: summary.unplaced_timings + summary.unplaced_op_timings + summary.unjoined_events,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+
+    /// What a pass joined, comparable: (runtime, completions, region completions, timings,
+    /// quarantines, faults, poisoned submissions), each sorted.
+    type Summary = Vec<(
+        u32,
+        Vec<(u64, String)>,
+        Vec<(u64, u32, String, u64)>,
+        Vec<(u64, u32, u64, Option<u64>)>,
+        Vec<u64>,
+        Vec<(u64, String)>,
+        Vec<u64>,
+    )>;
+
+    fn summary(records: &[Record]) -> (Summary, u64) {
+        let refs: Vec<&Record> = records.iter().collect();
+        let joins = join(&refs);
+        fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+            v.sort();
+            v
+        }
+        let out = joins
+            .runtimes
+            .into_iter()
+            .map(|(runtime, j)| {
+                (
+                    runtime.0,
+                    sorted(
+                        j.done
+                            .iter()
+                            .map(|(s, d)| (s.0, format!("{d:?}")))
+                            .collect(),
+                    ),
+                    sorted(
+                        j.region_done
+                            .iter()
+                            .map(|(s, r, d, t)| (s.0, *r, format!("{d:?}"), *t))
+                            .collect(),
+                    ),
+                    sorted(
+                        j.region_times
+                            .iter()
+                            .map(|(s, r, t)| (s.0, *r, t.host_ns, t.device_ns))
+                            .collect(),
+                    ),
+                    sorted(j.quarantines.iter().map(|s| s.0).collect()),
+                    sorted(j.faults.iter().map(|(s, f)| (s.0, f.to_string())).collect()),
+                    sorted(
+                        j.poisons
+                            .iter()
+                            .filter_map(|p| p.submission)
+                            .map(|s| s.0)
+                            .collect(),
+                    ),
+                )
+            })
+            .collect();
+        (out, joins.unjoined)
+    }
+
+    #[test]
+    fn records_join_to_their_submissions_in_any_record_order() {
+        let spec = PipelineSpec {
+            fail_at: Some(3),
+            ..PipelineSpec::ops(40)
+        };
+        let records: Vec<Record> = pipeline(spec).collect();
+        let (joined, unjoined) = summary(&records);
+        assert_eq!(unjoined, 0);
+        let count = |f: fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
+        let [(_, done, region_done, times, quarantines, faults, poisons)] = &joined[..] else {
+            panic!("one runtime: {joined:?}");
+        };
+        // Every record joined once.
+        assert_eq!(
+            done.len(),
+            count(|r| matches!(r, Record::SubmissionDone(_)))
+        );
+        assert_eq!(
+            region_done.len(),
+            count(|r| matches!(r, Record::RegionDone(_)))
+        );
+        assert_eq!(times.len(), count(|r| matches!(r, Record::RegionTiming(_))));
+        // The failure's records, with their messages, joined to submission 3.
+        assert_eq!(
+            (quarantines.as_slice(), poisons.as_slice()),
+            (&[3][..], &[3][..])
+        );
+        assert!(faults.iter().all(|f| f.0 == 3) && !faults.is_empty());
+        assert!(
+            region_done
+                .iter()
+                .any(|(s, _, d, _)| *s == 3 && d.starts_with("Failed"))
+        );
+        // Every `Submit` written after the other records of its submission (another
+        // thread's ring written out later): the same joins.
+        let mut reordered: Vec<Record> = Vec::new();
+        let mut submits = Vec::new();
+        for r in records {
+            match r {
+                Record::Submit(_) => submits.push(r),
+                r => reordered.push(r),
+            }
+        }
+        reordered.extend(submits);
+        assert_eq!(summary(&reordered), (joined.clone(), 0));
+        // A submission the trace lacks: its records are counted, not joined.
+        reordered.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
+        let (without, unjoined) = summary(&reordered);
+        assert!(unjoined > 0);
+        assert!(without[0].1.iter().all(|d| d.0 != 1));
+    }
+}
