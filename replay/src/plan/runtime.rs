@@ -303,6 +303,11 @@ pub(super) fn runtime_plan<'t>(
             )))
         }
     };
+    // A completion, timing or event naming a submission never submitted: the trace lacks
+    // what replay needs (a damaged or lossy trace).
+    for &(what, submission) in &g.named {
+        locate(&plan, submission, what)?;
+    }
     // Completions, timings and events come joined to their submission and region
     // (module `joins`): each is looked up in the plan.
     for (submission, status) in joined.done {
