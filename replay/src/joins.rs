@@ -5,12 +5,13 @@
 //! submission itself; it looks the joined submission up in its plan.
 //!
 //! Records that never join (a timing or completion naming a submission the trace lacks, or
-//! a region its graph does not have) are counted by the pass ([`Joins::unjoined`]), not
-//! compared.
+//! a region its graph does not have) are not compared: the plan refuses a trace whose
+//! records name what it lacks (module `plan`), so only those of a range's earlier
+//! submissions (in flight when it opened) are left unjoined there.
 
 use crate::plan::Sample;
+use hrx_analysis::Index;
 use hrx_analysis::scan::{JoinedEvent, JoinedRegion, JoinedSpan, Outcome, Visitor, scan_records};
-use hrx_analysis::{Index, ScanSummary};
 use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
 use std::collections::BTreeMap;
 
@@ -38,8 +39,6 @@ pub(crate) struct Joined<'t> {
 pub(crate) struct Joins<'t> {
     /// Per runtime.
     pub runtimes: BTreeMap<RuntimeId, Joined<'t>>,
-    /// Timings, completions and events that named no submission or region of the records.
-    pub unjoined: u64,
 }
 
 struct Collect<'a, 't> {
@@ -129,10 +128,9 @@ pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
         records,
         runtimes: BTreeMap::new(),
     };
-    let summary: ScanSummary = scan_records(records.iter().copied(), &mut collect);
+    scan_records(records.iter().copied(), &mut collect);
     Joins {
         runtimes: collect.runtimes,
-        unjoined: summary.unplaced_timings + summary.unplaced_op_timings + summary.unjoined_events,
     }
 }
 
@@ -153,14 +151,14 @@ mod tests {
         Vec<u64>,
     )>;
 
-    fn summary(records: &[Record]) -> (Summary, u64) {
+    fn summary(records: &[Record]) -> Summary {
         let refs: Vec<&Record> = records.iter().collect();
         let joins = join(&refs);
         fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
             v.sort();
             v
         }
-        let out = joins
+        joins
             .runtimes
             .into_iter()
             .map(|(runtime, j)| {
@@ -195,8 +193,7 @@ mod tests {
                     ),
                 )
             })
-            .collect();
-        (out, joins.unjoined)
+            .collect()
     }
 
     #[test]
@@ -206,8 +203,7 @@ mod tests {
             ..PipelineSpec::ops(40)
         };
         let records: Vec<Record> = pipeline(spec).collect();
-        let (joined, unjoined) = summary(&records);
-        assert_eq!(unjoined, 0);
+        let joined = summary(&records);
         let count = |f: fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
         let [(_, done, region_done, times, quarantines, faults, poisons)] = &joined[..] else {
             panic!("one runtime: {joined:?}");
@@ -244,11 +240,12 @@ mod tests {
             }
         }
         reordered.extend(submits);
-        assert_eq!(summary(&reordered), (joined.clone(), 0));
-        // A submission the trace lacks: its records are counted, not joined.
+        assert_eq!(summary(&reordered), joined);
+        // A submission the trace lacks: its records do not join.
         reordered.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
-        let (without, unjoined) = summary(&reordered);
-        assert!(unjoined > 0);
+        let without = summary(&reordered);
         assert!(without[0].1.iter().all(|d| d.0 != 1));
+        assert!(without[0].3.iter().all(|t| t.0 != 1));
+        assert_eq!(without[0].1.len(), joined[0].1.len() - 1);
     }
 }

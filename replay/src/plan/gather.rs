@@ -69,10 +69,10 @@ pub(super) struct Gather<'t> {
     pub(super) poisons: Vec<&'t s::Poison>,
     pub(super) cross_waits: Vec<&'t s::CrossWait>,
     pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
-    /// The submission each completion, timing and event names, with the record's kind:
-    /// checked against the submits (a trace that lacks a submission named is refused),
-    /// not joined (module `joins` joins them).
-    pub(super) named: Vec<(&'static str, SubmissionIndex)>,
+    /// The submission (and region) each completion, timing and event names, with the
+    /// record's kind: checked against the submits and their graphs (a trace that lacks
+    /// what one names is refused), not joined (module `joins` joins them).
+    pub(super) named: Vec<(&'static str, SubmissionIndex, Option<u32>)>,
     /// The first submission of the earliest range, when the trace holds ranges.
     pub(super) range_start: Option<SubmissionIndex>,
     pub(super) range_fault: Option<(SubmissionIndex, s::RangeFault)>,
@@ -151,18 +151,21 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::Poison(r) => g.poisons.push(r),
             Record::CrossWait(r) => g.cross_waits.push(r),
             Record::BufferSnapshot(r) => g.snapshots.push(r),
-            Record::SubmissionDone(r) => g.named.push(("SubmissionDone", r.submission)),
-            Record::RegionDone(r) => g.named.push(("RegionDone", r.submission)),
-            Record::RegionTiming(r) => g.named.push(("RegionTiming", r.submission)),
-            Record::OpTiming(r) => g.named.push(("OpTiming", r.timing.submission)),
+            Record::SubmissionDone(r) => g.named.push(("SubmissionDone", r.submission, None)),
+            Record::RegionDone(r) => g.named.push(("RegionDone", r.submission, Some(r.region.0))),
+            Record::RegionTiming(r) => {
+                g.named
+                    .push(("RegionTiming", r.submission, Some(r.region.0)));
+            }
+            Record::OpTiming(r) => g.named.push(("OpTiming", r.timing.submission, None)),
             Record::Quarantine(s::Quarantine {
                 submission: Some(submission),
                 ..
-            }) => g.named.push(("Quarantine", *submission)),
+            }) => g.named.push(("Quarantine", *submission, None)),
             Record::FaultInjected(s::FaultInjected {
                 submission: Some(submission),
                 ..
-            }) => g.named.push(("FaultInjected", *submission)),
+            }) => g.named.push(("FaultInjected", *submission, None)),
             Record::TraceRange(r) => {
                 g.range_start = Some(g.range_start.map_or(r.start, |s| s.min(r.start)));
                 if let Some(fault) = &r.fault
@@ -178,15 +181,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     // join of every reader.
     let records: Vec<&Record> = trace.records.iter().collect();
     let mut joins = crate::joins::join(&records);
-    // In a range, records of submissions before it (in flight when it opened) do not join.
-    let ranged = gathered.values().any(|g| g.range_start.is_some());
-    if joins.unjoined > 0 && !ranged {
-        notes.push(format!(
-            "{} timings or events name a region their submission's graph lacks (damaged \
-             trace?): not compared",
-            joins.unjoined
-        ));
-    }
     let mut runtimes = Vec::new();
     for (id, g) in gathered {
         let joined = joins.runtimes.remove(&id).unwrap_or_default();

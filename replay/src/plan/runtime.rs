@@ -303,10 +303,25 @@ pub(super) fn runtime_plan<'t>(
             )))
         }
     };
-    // A completion, timing or event naming a submission never submitted: the trace lacks
-    // what replay needs (a damaged or lossy trace).
-    for &(what, submission) in &g.named {
-        locate(&plan, submission, what)?;
+    let check_region = |plan: &RuntimePlan<'_>, position: usize, region: u32, what: &str| {
+        let graph = &plan.graphs[plan.submissions[position].graph];
+        if region as usize >= graph.regions.len() {
+            return Err(bad(format!(
+                "runtime {id}: {what} names region {region} of submission {}, whose graph has {} regions",
+                plan.submissions[position].index,
+                graph.regions.len()
+            )));
+        }
+        Ok(())
+    };
+    // A completion, timing or event naming a submission never submitted, or a region its
+    // graph lacks: the trace lacks what replay needs (a damaged or lossy trace).
+    for &(what, submission, region) in &g.named {
+        if let Some(position) = locate(&plan, submission, what)?
+            && let Some(region) = region
+        {
+            check_region(&plan, position, region, what)?;
+        }
     }
     // Completions, timings and events come joined to their submission and region
     // (module `joins`): each is looked up in the plan.
