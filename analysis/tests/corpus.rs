@@ -1,7 +1,8 @@
-//! The committed fuzz corpus of the trace reader (`fuzz/corpus/read`) and the inputs of
-//! fixed fuzz findings (`fuzz/regressions`) replayed through the `index` fuzz target's
-//! entry (`fuzz/src/index.rs`): every input is indexed without a panic, errors are one line,
-//! and the mapped and streamed passes agree.
+//! The committed fuzz corpora of the trace reader (`fuzz/corpus/read`) and of the trace
+//! index (`fuzz/corpus/index`: inputs of the `index` campaign that reach code the reader's
+//! corpus does not) and the inputs of fixed fuzz findings (`fuzz/regressions`), replayed
+//! through the `index` fuzz target's entry (`fuzz/src/index.rs`): every input is indexed
+//! without a panic, errors are one line, and the mapped and streamed passes agree.
 
 #[path = "../../fuzz/src/index.rs"]
 mod index;
@@ -15,7 +16,7 @@ use std::path::Path;
 fn the_fuzz_corpus_indexes_without_a_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let mut inputs = 0;
-    for dir in ["corpus/read", "regressions"] {
+    for dir in ["corpus/read", "corpus/index", "regressions"] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };

@@ -1,7 +1,8 @@
-//! The committed fuzz corpus (`fuzz/corpus/read`, `fuzz/corpus/plan`) and the inputs of
-//! fixed fuzz findings (`fuzz/regressions`) replayed through the `read` fuzz target's own
-//! entry (`fuzz/src/read.rs`), with its counting allocator: every input reads without a
-//! panic, with one-line errors and warnings, and within the allocation bounds.
+//! The committed fuzz corpora (`fuzz/corpus/read`, `fuzz/corpus/plan`, `fuzz/corpus/index`)
+//! and the inputs of fixed fuzz findings (`fuzz/regressions`) replayed through the `read`
+//! fuzz target's own entry (`fuzz/src/read.rs`), with its counting allocator: every
+//! input reads without a panic, with one-line errors and warnings, and within the
+//! allocation bounds.
 //!
 //! One test, so that nothing else allocates while the allocator counts.
 
@@ -45,7 +46,7 @@ fn measure_noting(what: &str, bound: usize, body: &mut dyn FnMut()) {
 fn corpus() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let mut files = Vec::new();
-    for dir in ["corpus/read", "corpus/plan", "regressions"] {
+    for dir in ["corpus/read", "corpus/plan", "corpus/index", "regressions"] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };
