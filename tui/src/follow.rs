@@ -3,9 +3,10 @@
 //! [`TraceTail`] reads the file once, then on each [`TraceTail::read_new`] only what was
 //! appended since: it reopens the file at the start of the last block it read (that block
 //! is complete and no longer changes), behind a copy of the file header, skips the records
-//! of that block it already has, and pushes the rest into the same [`ModelBuilder`]. The
-//! model shown is a finished copy of the builder, so a refresh costs the decoding of the
-//! new blocks plus one pass over the model, never a decoding of the whole trace.
+//! of that block it already has, and pushes the rest into the same [`ModelBuilder`]
+//! ([`TraceTail::read_appended`]). The model shown is a finished copy of the builder
+//! ([`TraceTail::model`]): a refresh never decodes the whole trace again, but its publish
+//! is still linear in the whole trace.
 //!
 //! A block the writer has not finished yet reads as a torn tail: it is left for the next
 //! refresh, and only the latest read's torn tail is reported. Submission numbers are not
@@ -102,6 +103,17 @@ impl TraceTail {
     /// [`TuiError::Follow`] when the file cannot be reopened; [`TuiError::Read`] when a read
     /// fails.
     pub fn read_new(&mut self) -> Result<Option<Model>, TuiError> {
+        Ok(self.read_appended()?.then(|| self.model()))
+    }
+
+    /// Reads what was appended since the last read into the builder, without publishing a
+    /// model; whether a new record was read. [`TraceTail::read_new`] is this, then
+    /// [`TraceTail::model`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TraceTail::read_new`].
+    pub fn read_appended(&mut self) -> Result<bool, TuiError> {
         let io_error = |source| TuiError::Follow {
             path: self.path.clone(),
             source,
@@ -121,7 +133,7 @@ impl TraceTail {
             path: self.path.clone(),
             source,
         })?;
-        Ok((self.recovery.records > before).then(|| self.model()))
+        Ok(self.recovery.records > before)
     }
 
     /// Whether the file is no longer the recording read so far: shorter than what was read,
@@ -204,7 +216,8 @@ impl TraceTail {
         Ok(())
     }
 
-    fn model(&self) -> Model {
+    /// The model of every record read so far, with the reads' recovery totals and warnings.
+    pub fn model(&self) -> Model {
         let mut model = self.builder.clone().finish();
         model.info_mut().recovery = Some(self.recovery);
         model.info_mut().warnings = self
