@@ -309,4 +309,167 @@ mod tests {
         assert!(whole.info().end.is_some());
         assert_eq!(shown, whole.span_count());
     }
+
+    /// The failing pipeline's records in `order` run by run, one of its late regions left running (its
+    /// timing replaced by its start, its completion and its submission's dropped), without
+    /// the session's start and end (the recorder writes its own).
+    fn crashing_records(order: fn(&[Record]) -> Vec<Record>) -> Vec<Record> {
+        use hrx_capture::schema::RegionStarted;
+        let records: Vec<Record> = pipeline(PipelineSpec {
+            fail_at: Some(900),
+            ..PipelineSpec::ops(4_000)
+        })
+        .collect();
+        // Not the very last timing: the last records are where the pipeline fails.
+        let timings: Vec<_> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::RegionTiming(t) => Some(*t),
+                _ => None,
+            })
+            .collect();
+        let last = timings[timings.len() * 9 / 10];
+        let records: Vec<Record> = records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::SessionStart(_) | Record::SessionEnd(_) => None,
+                Record::RegionTiming(t) if t == last => {
+                    Some(Record::RegionStarted(RegionStarted {
+                        runtime: t.runtime,
+                        submission: t.submission,
+                        region: t.region,
+                        time_ns: t.start_ns,
+                    }))
+                }
+                Record::RegionDone(d)
+                    if (d.submission, d.region) == (last.submission, last.region) =>
+                {
+                    None
+                }
+                Record::SubmissionDone(d) if d.submission == last.submission => None,
+                r => Some(r),
+            })
+            .collect();
+        // `order` applies to each run of 120 records (what the threads' buffers hold at one
+        // flush); it keeps a session start first, which is put before each run and removed.
+        let start = pipeline(PipelineSpec::ops(4)).next().unwrap();
+        let mut ordered = Vec::new();
+        for run in records.chunks(120) {
+            let with_start: Vec<Record> =
+                std::iter::once(start.clone()).chain(run.to_vec()).collect();
+            ordered.extend(order(&with_start).into_iter().skip(1));
+        }
+        // The pipeline ends at its failure: a few blocks of records that change nothing
+        // (a buffer created again) keep the failure out of the block the cut drops.
+        let buffer = ordered
+            .iter()
+            .find(|r| matches!(r, Record::BufferCreated(_)))
+            .cloned()
+            .unwrap();
+        ordered.extend(std::iter::repeat_n(buffer, 200));
+        ordered
+    }
+
+    /// The recording of `records` in blocks of about 1 KiB, cut before the block holding
+    /// its session end: the trace of a process that has not closed it (yet).
+    fn unclosed_recording(records: &[Record]) -> Vec<u8> {
+        let sink = MemorySink::new();
+        let options = RecorderOptions {
+            block_bytes: 1 << 10,
+            thread_buffer_bytes: 4 << 10,
+            compression_level: None,
+            full_buffer_wait: std::time::Duration::from_secs(5),
+            ..RecorderOptions::default()
+        };
+        let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+        for record in records {
+            recorder.record(record);
+        }
+        recorder.close().unwrap();
+        let bytes = sink.contents();
+        let mapped = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+        let cut = mapped
+            .blocks()
+            .iter()
+            .rev()
+            .map(|b| b.offset as usize)
+            .find(|&cut| {
+                let model = Model::from_reader(TraceReader::new(&bytes[..cut]).unwrap()).unwrap();
+                model.info().end.is_none()
+            })
+            .unwrap();
+        bytes[..cut].to_vec()
+    }
+
+    /// Over many refreshes, each ending anywhere (inside a block too), of traces whose
+    /// records arrive in file order and in the worst order threads can write them (each
+    /// flush's records: waits and timings before their submits, graphs last), and
+    /// which end in a crash with a region still running: after every refresh the model
+    /// shown is the model of a whole read of the same bytes, table by table.
+    #[test]
+    fn every_refresh_equals_a_whole_read_in_any_record_order_up_to_a_crash() {
+        use hrx_analysis::timeline::SpanStatus;
+        use hrx_analysis::timeline::fixtures::{adverse, assert_same};
+        use hrx_capture::schema::{FatalSignal, SignalWitness};
+        let in_file_order: fn(&[Record]) -> Vec<Record> = <[Record]>::to_vec;
+        for order in [in_file_order, adverse] {
+            let bytes = unclosed_recording(&crashing_records(order));
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("live.hrxt");
+            let whole = |to: usize| {
+                let bytes = std::fs::read(&path).unwrap();
+                assert_eq!(bytes.len(), to);
+                Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap()
+            };
+            let first = bytes.len() / 10;
+            std::fs::write(&path, &bytes[..first]).unwrap();
+            let (mut tail, mut shown) = TraceTail::open(&path).unwrap();
+            assert_same(&shown, &whole(first));
+            let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone())
+                .unwrap()
+                .blocks()
+                .len();
+            assert!(blocks >= 50, "{blocks} blocks");
+            let mut refreshes = 0;
+            let mut from = first;
+            while from < bytes.len() {
+                // About 60 steps: most end inside a block, some add no whole block.
+                let to = (from + bytes.len() / 60).min(bytes.len());
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                file.write_all(&bytes[from..to]).unwrap();
+                drop(file);
+                if let Some(model) = tail.read_new().unwrap() {
+                    shown = model;
+                    refreshes += 1;
+                }
+                assert_same(&shown, &whole(to));
+                from = to;
+            }
+            assert!(refreshes >= 20, "{refreshes} refreshes");
+            assert!(tail.fatal().is_none());
+            let fatal = Record::FatalSignal(FatalSignal {
+                // After every record of the pipeline.
+                time_ns: 1 << 50,
+                signal: 11,
+                witness: SignalWitness::Handler,
+                fault_address: None,
+            });
+            hrx_capture::append_to_unclosed(&path, std::slice::from_ref(&fatal)).unwrap();
+            let crashed = tail.read_new().unwrap().expect("the signal");
+            let len = std::fs::metadata(&path).unwrap().len() as usize;
+            assert_same(&crashed, &whole(len));
+            assert!(tail.fatal().is_some());
+            let running = crashed
+                .lanes()
+                .iter()
+                .flat_map(|l| l.spans())
+                .filter(|s| s.status() == SpanStatus::Running)
+                .count();
+            assert_eq!(running, 1, "the region left running reaches the crash");
+            assert!(crashed.first_failure().is_some(), "the pipeline's failure");
+        }
+    }
 }
