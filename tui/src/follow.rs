@@ -6,7 +6,7 @@
 //! of that block it already has, and pushes the rest into the same [`ModelBuilder`]
 //! ([`TraceTail::read_appended`]). The model shown is a finished copy of the builder
 //! ([`TraceTail::model`]): a refresh never decodes the whole trace again, but its publish
-//! is still linear in the whole trace.
+//! is still linear in the whole trace (see "Cost of a refresh" below).
 //!
 //! A block the writer has not finished yet reads as a torn tail: it is left for the next
 //! refresh, and only the latest read's torn tail is reported. Submission numbers are not
@@ -18,6 +18,63 @@
 //! block (the session start, whose checksum covers the recording's pid and clock base)
 //! is not the one read; the viewer then opens it afresh. A [`FatalSignal`] read
 //! ([`TraceTail::fatal`]) means the recorded process died: nothing more will come.
+//!
+//! # Cost of a refresh
+//!
+//! Reading the appended blocks is proportional to what is new (about 4 ms of CPU for 4,200
+//! records, at any trace size). Publishing is not: `self.builder.clone().finish()` copies
+//! every table of the model under construction, the joiner's state and the statistics,
+//! then runs every stage of [`ModelBuilder::finish`] over the whole copy (sort and renumber
+//! submissions, untimed and running spans, sort every lane and rebuild its block index,
+//! resolve and sort every wait edge, label every region and count every span, events,
+//! statistics, the first failure). Measured (BENCHMARKS.md, "Timeline at scale", session
+//! 15, `tui/examples/follow-refresh.rs`): 13 ms of CPU per refresh at 100k regions, 115 ms
+//! at 1M, 1.8 s at 10M, about half of it the copy; while a refresh runs the process holds
+//! the builder and a whole copy, twice the model (2.4 GiB at 10M). Issue #21's "new
+//! blocks appear within 200 ms" leaves a refresh (read, publish and frame) about 50 ms
+//! after the writer's 100 ms flush and the viewer's 50 ms poll
+//! ([`FOLLOW_POLL`](crate::app::FOLLOW_POLL)): met at 100k regions, not at 1M or 10M.
+//!
+//! What would make it proportional to what is new (not done):
+//!
+//! - **A settled prefix.** A live trace's records only change its newest submissions. The
+//!   joiner knows which are settled: retired (every region completed and timed), with no
+//!   timing, completion, wait or event parked for them and no region started and not done.
+//!   Submissions up to a watermark below the oldest unsettled one are final except for
+//!   what a later record can still do to them: (a) a `Submit` that sorts before them by
+//!   (runtime, index) renumbers their [`SubId`](crate::state::SubId)s; (b) a span on the
+//!   same lane that starts earlier shifts their spans' indices (and every
+//!   [`SpanRef`](crate::state::SpanRef) to them: the span table, events, edges) and the
+//!   lane's block index; (c) a new wait or explicit producer whose producer is settled
+//!   (the usual case: a new submission waits on an older one) belongs inside the
+//!   producer-ordered indexes (`cross_by_producer`, `explicit_edges`), so those need a
+//!   second index for the tail's edges, searched beside the prefix's, instead of one
+//!   sorted whole; (d) a failure earlier in time replaces the first failure. (a), (b) and
+//!   (d) are one comparison per new item against the prefix's last key; when one happens
+//!   (out-of-order records across threads) the refresh falls back to today's whole finish
+//!   and the watermark is recomputed. Otherwise a refresh finishes only the tail after the
+//!   watermark: its submissions, spans (running spans, whose end is the trace's end and
+//!   moves every refresh, are always in the tail), edges, label and search-key counts
+//!   added, the range and first failure combined from the prefix's and the tail's. What
+//!   is per prepared graph (regions, labels) or rare (events, busy times) can still be
+//!   redone whole. The joiner's end-of-trace summary (running and timing-lost regions) is
+//!   taken today by consuming the joiner; a non-consuming summary of its in-flight state
+//!   is needed. The statistics need no prefix: their visitor is bounded (per region of a
+//!   prepared graph and per lane), so finishing a copy of it costs the same at any size.
+//! - **No copy of the prefix.** [`Model`] is an owned value whose columns deref to one
+//!   slice each, so a publish that returns a new `Model` copies the prefix however little
+//!   changed (at 10M regions the builder's copy alone took 0.8-1.0 s of CPU here). Either
+//!   the tail keeps the one finished model and updates it in place, the view borrowing it
+//!   between refreshes (the app's follower hands out `&Model` instead of a new value), or
+//!   a column becomes two parts (a shared, frozen prefix and an owned tail) and every
+//!   reader of a lane, the span table and the submissions learns to search two slices.
+//!   The first is the smaller change; it also halves the peak memory.
+//! - **Checks.** The published model already equals a whole read of the same bytes after
+//!   every refresh, in file order and in the worst order threads write records, up to a
+//!   crash with a region running (the tests below): an incremental publish must keep those
+//!   green, and add a structural test that a refresh finishes only the tail (a counter of
+//!   submissions and spans finished per refresh, or the prefix's columns at the same
+//!   address before and after).
 
 use crate::TuiError;
 use crate::state::{Model, ModelBuilder};
