@@ -416,19 +416,24 @@ mod tests {
                 std::iter::once(start.clone()).chain(run.to_vec()).collect();
             ordered.extend(order(&with_start).into_iter().skip(1));
         }
-        // The pipeline ends at its failure: a few blocks of records that change nothing
-        // (a buffer created again) keep the failure out of the block the cut drops.
+        // The pipeline ends at its failure: blocks of records that change nothing (a buffer
+        // created again) keep the failure out of the block the cut drops.
         let buffer = ordered
             .iter()
             .find(|r| matches!(r, Record::BufferCreated(_)))
             .cloned()
             .unwrap();
-        ordered.extend(std::iter::repeat_n(buffer, 200));
+        ordered.extend(std::iter::repeat_n(buffer, FILLER));
         ordered
     }
 
+    /// Records appended after the ones a test looks at, more than the recorder's last
+    /// hand-over and closing block hold.
+    const FILLER: usize = 2_000;
+
     /// The recording of `records` in blocks of about 1 KiB, cut before the block holding
-    /// its session end: the trace of a process that has not closed it (yet).
+    /// its session end: the trace of a process that has not closed it (yet). The cut loses
+    /// the records of that block: `records` end in [`FILLER`].
     fn unclosed_recording(records: &[Record]) -> Vec<u8> {
         let sink = MemorySink::new();
         let options = RecorderOptions {
@@ -455,6 +460,9 @@ mod tests {
                 model.info().end.is_none()
             })
             .unwrap();
+        let kept = Model::from_reader(TraceReader::new(&bytes[..cut]).unwrap()).unwrap();
+        // The session start and every record but some of the filler.
+        assert!(kept.info().records as usize > records.len() - FILLER / 2);
         bytes[..cut].to_vec()
     }
 
