@@ -285,20 +285,14 @@ mod tests {
     use crate::scan::scan_reader;
     use crate::synthetic::{PipelineSpec, pipeline};
     use hrx_capture::schema::SignalWitness;
-    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+    use hrx_capture::{MemorySink, Recorder};
     use std::io::Write;
 
     /// A trace of many small blocks (about 1 KiB of records each), as its bytes; `crash`
     /// ends it with a fatal signal and no session end, as a crashed program's does.
     fn trace_bytes(crash: bool) -> Vec<u8> {
         let sink = MemorySink::new();
-        let options = RecorderOptions {
-            block_bytes: 1 << 10,
-            thread_buffer_bytes: 4 << 10,
-            compression_level: None,
-            full_buffer_wait: std::time::Duration::from_secs(5),
-            ..RecorderOptions::default()
-        };
+        let options = crate::timeline::fixtures::small_blocks();
         let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
         let records = pipeline(PipelineSpec {
             busy_every: Some(7),

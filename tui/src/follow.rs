@@ -291,19 +291,13 @@ impl TraceTail {
 mod tests {
     use super::*;
     use crate::state::synthetic::{PipelineSpec, pipeline};
-    use hrx_capture::{MemorySink, Recorder, RecorderOptions};
+    use hrx_capture::{MemorySink, Recorder};
     use std::io::Write;
 
     /// A trace of many small blocks (about 1 KiB of records each), as its bytes.
     fn trace_bytes() -> Vec<u8> {
         let sink = MemorySink::new();
-        let options = RecorderOptions {
-            block_bytes: 1 << 10,
-            thread_buffer_bytes: 4 << 10,
-            compression_level: None,
-            full_buffer_wait: std::time::Duration::from_secs(5),
-            ..RecorderOptions::default()
-        };
+        let options = hrx_analysis::timeline::fixtures::small_blocks();
         let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
         for record in pipeline(PipelineSpec {
             fail_at: Some(300),
@@ -436,13 +430,7 @@ mod tests {
     /// the records of that block: `records` end in [`FILLER`].
     fn unclosed_recording(records: &[Record]) -> Vec<u8> {
         let sink = MemorySink::new();
-        let options = RecorderOptions {
-            block_bytes: 1 << 10,
-            thread_buffer_bytes: 4 << 10,
-            compression_level: None,
-            full_buffer_wait: std::time::Duration::from_secs(5),
-            ..RecorderOptions::default()
-        };
+        let options = hrx_analysis::timeline::fixtures::small_blocks();
         let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
         for record in records {
             recorder.record(record);

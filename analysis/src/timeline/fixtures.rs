@@ -1,8 +1,10 @@
 //! Hand-built traces for tests (this crate's and `hrx-tui`'s): terse constructors for the
 //! records a test needs.
 
-use super::model::Model;
+use super::lanes::{Span, SpanStatus};
+use super::model::{Model, RegionId, SubId};
 use crate::synthetic::{PipelineSpec, pipeline};
+use hrx_capture::RecorderOptions;
 use hrx_capture::schema::*;
 
 /// The runtime of every fixture.
@@ -359,4 +361,35 @@ pub fn adverse(records: &[Record]) -> Vec<Record> {
     );
     out.extend(rest.iter().filter(|r| definition(r)).cloned());
     out
+}
+
+/// Recorder options for a trace of many small blocks (about 1 KiB of records each, stored
+/// uncompressed), whose thread buffers wait for room rather than drop: what the followers'
+/// tests cut and append block by block.
+pub fn small_blocks() -> RecorderOptions {
+    RecorderOptions {
+        block_bytes: 1 << 10,
+        thread_buffer_bytes: 4 << 10,
+        compression_level: None,
+        full_buffer_wait: std::time::Duration::from_secs(5),
+        ..RecorderOptions::default()
+    }
+}
+
+/// A timed span `start..end` of submission 0, region 0, with `status`.
+pub fn span(start: u64, end: u64, status: SpanStatus) -> Span {
+    let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
+    s.set_status(status);
+    s
+}
+
+/// A Compute lane of successful spans `(start, end)`, sorted and indexed.
+pub fn lane(spans: &[(u64, u64)]) -> super::lanes::Lane {
+    let mut lane = super::lanes::Lane::new(RuntimeId(0), Queue::GpuCompute);
+    for &(a, b) in spans {
+        lane.push(span(a, b, SpanStatus::Ok));
+    }
+    lane.sort();
+    lane.build_index();
+    lane
 }

@@ -624,21 +624,7 @@ impl Lane {
 mod tests {
     use super::*;
 
-    fn span(start: u64, end: u64, status: SpanStatus) -> Span {
-        let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
-        s.set_status(status);
-        s
-    }
-
-    fn lane(spans: &[(u64, u64)]) -> Lane {
-        let mut lane = Lane::new(RuntimeId(0), Queue::GpuCompute);
-        for &(a, b) in spans {
-            lane.push(span(a, b, SpanStatus::Ok));
-        }
-        lane.sort();
-        lane.build_index();
-        lane
-    }
+    use crate::timeline::fixtures::lane;
 
     #[test]
     fn span_is_40_bytes() {

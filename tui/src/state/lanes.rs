@@ -243,27 +243,13 @@ fn summary_of(lane: &Lane, starts: Range<usize>, t0: u64) -> CellSummary {
 mod tests {
     use super::*;
     use hrx_analysis::synthetic::{PipelineSpec, pipeline};
-    use hrx_analysis::timeline::{LaneId, Model, Overview, OverviewLane, RegionId, Span, SubId};
+    use hrx_analysis::timeline::{LaneId, Model, Overview, OverviewLane};
     use hrx_capture::schema::{Queue, RuntimeId};
     use hrx_capture::{Recorder, RecorderOptions};
     use std::path::Path;
     use std::time::Duration;
 
-    fn span(start: u64, end: u64, status: SpanStatus) -> Span {
-        let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
-        s.set_status(status);
-        s
-    }
-
-    fn lane(spans: &[(u64, u64)]) -> Lane {
-        let mut lane = Lane::new(RuntimeId(0), Queue::GpuCompute);
-        for &(a, b) in spans {
-            lane.push(span(a, b, SpanStatus::Ok));
-        }
-        lane.sort();
-        lane.build_index();
-        lane
-    }
+    use hrx_analysis::timeline::fixtures::{lane, span};
 
     #[test]
     fn cell_summary_counts_starts_and_worst_status() {
