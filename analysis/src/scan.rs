@@ -33,13 +33,17 @@
 //! as events (a failed or cancelled region's completion, a quarantine, a poisoning, an
 //! injected fault, where they name a submission) join to it too ([`Visitor::event`]), and
 //! to their region where they name one: read before the `Submit`, they wait for it like a
-//! timing; one that never joins is counted in [`ScanSummary::unjoined_events`].
+//! timing; one that never joins is counted in [`ScanSummary::unjoined_events`]. Output
+//! digests join to their submission the same way ([`Visitor::output`]): one read before its
+//! `Submit` waits for it (at most [`PARK_LIMIT`], oldest given up first), and one whose
+//! `Submit` never comes is handed over without it, counted in
+//! [`ScanSummary::unjoined_outputs`].
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
 use hrx_capture::schema::{
-    CrossWait, DeviceSpan, FatalSignal, NodeIndex, PreparedId, Record, RegionIndex, RegionTiming,
-    RuntimeId, Status, SubmissionIndex, Submit,
+    CrossWait, DeviceSpan, FatalSignal, NodeIndex, OutputDigest, PreparedId, Record, RegionIndex,
+    RegionTiming, RuntimeId, Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
 use std::collections::VecDeque;
@@ -217,6 +221,17 @@ pub trait Visitor {
     /// A record about a submission joined to it (at most once per record; see the module
     /// docs for which records).
     fn event(&mut self, _index: &Index, _event: &JoinedEvent) {}
+    /// An output digest (at most once per digest record): joined to its submission
+    /// (`Some`) when its `Submit` is read, or given up (`None`) when that `Submit` was not
+    /// read while [`PARK_LIMIT`] digests waited after it, or by the end of the pass (counted
+    /// in [`ScanSummary::unjoined_outputs`]).
+    fn output(
+        &mut self,
+        _index: &Index,
+        _digest: &OutputDigest,
+        _submission: Option<&JoinedSubmission>,
+    ) {
+    }
 }
 
 /// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
@@ -277,6 +292,9 @@ pub struct ScanSummary {
     pub unplaced_op_timings: u64,
     /// Records about a submission ([`Visitor::event`]) whose submission was never found.
     pub unjoined_events: u64,
+    /// Output digests ([`Visitor::output`]) whose submission was never found (those still
+    /// waiting for their `Submit`, in [`Joiner::snapshot`]).
+    pub unjoined_outputs: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -340,6 +358,12 @@ pub struct Joiner {
     parked_events: IdMap<SubmissionKey, Vec<ParkedEvent>>,
     parked_event_count: usize,
     unjoined_events: u64,
+    /// Output digests waiting for their `Submit` (at most [`PARK_LIMIT`]).
+    parked_outputs: IdMap<SubmissionKey, Vec<OutputDigest>>,
+    /// Submissions with parked digests, oldest first (a key may repeat after it was taken).
+    parked_output_order: VecDeque<SubmissionKey>,
+    parked_output_count: usize,
+    unjoined_outputs: u64,
     unresolved_waits: u64,
     records: u64,
     submissions: u64,
@@ -418,6 +442,7 @@ impl Joiner {
             unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
+            unjoined_outputs: self.unjoined_outputs + self.parked_output_count as u64,
             fatal: self.fatal,
             recovery,
             warnings,
@@ -550,6 +575,10 @@ impl Joiner {
                     self.event((f.runtime, s), f.region, visitor);
                 }
             }
+            Record::OutputDigest(d) => match self.live.get(&(d.runtime, d.submission)) {
+                Some(live) => visitor.output(&self.index, d, Some(&live.joined)),
+                None => self.park_output(d, visitor),
+            },
             _ => {}
         }
     }
@@ -573,6 +602,35 @@ impl Joiner {
             self.parked_event_count += 1;
         } else {
             self.unjoined_events += 1;
+        }
+    }
+
+    /// Parks digest `d` until its `Submit` is read; past [`PARK_LIMIT`] digests waiting,
+    /// the oldest submission's are given up.
+    fn park_output(&mut self, d: &OutputDigest, visitor: &mut impl Visitor) {
+        while self.parked_output_count >= PARK_LIMIT {
+            let Some(oldest) = self.parked_output_order.pop_front() else {
+                break;
+            };
+            for d in self.parked_outputs.remove(&oldest).into_iter().flatten() {
+                self.parked_output_count -= 1;
+                self.unjoined_outputs += 1;
+                visitor.output(&self.index, &d, None);
+            }
+        }
+        let key = (d.runtime, d.submission);
+        let waiting = self.parked_outputs.entry(key).or_default();
+        let first = waiting.is_empty();
+        waiting.push(d.clone());
+        self.parked_output_count += 1;
+        if first {
+            self.parked_output_order.push_back(key);
+            // Keys taken by their `Submit` stay in the order list; drop them now and then
+            // so it stays proportional to what is parked.
+            if self.parked_output_order.len() > 2 * self.parked_outputs.len() + 1024 {
+                let parked = &self.parked_outputs;
+                self.parked_output_order.retain(|k| parked.contains_key(k));
+            }
         }
     }
 
@@ -611,6 +669,12 @@ impl Joiner {
             },
         );
         visitor.submitted(&self.index, &joined, s);
+        if let Some(parked) = self.parked_outputs.remove(&key) {
+            self.parked_output_count -= parked.len();
+            for d in parked {
+                visitor.output(&self.index, &d, Some(&joined));
+            }
+        }
         for &producer in &s.producers {
             let link = ParkedLink {
                 consumer: key,
@@ -889,6 +953,14 @@ impl Joiner {
         for (_, node) in parked.into_values().flatten() {
             self.count_unplaced(node);
         }
+        let mut parked: Vec<_> = std::mem::take(&mut self.parked_outputs)
+            .into_iter()
+            .collect();
+        parked.sort_unstable_by_key(|(key, _)| *key);
+        for d in parked.into_iter().flat_map(|(_, d)| d) {
+            self.unjoined_outputs += 1;
+            visitor.output(&self.index, &d, None);
+        }
         self.index.label_regions();
         let started = std::mem::take(&mut self.started);
         let (running, timing_lost) = self.running(started.into_values().collect());
@@ -913,6 +985,7 @@ impl Joiner {
             unresolved_waits: self.unresolved_waits,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
+            unjoined_outputs: self.unjoined_outputs,
             recovery,
             warnings,
         }

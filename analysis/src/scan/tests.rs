@@ -571,3 +571,169 @@ fn the_submissions_in_flight_are_those_submitted_and_not_done() {
         [3, 7]
     );
 }
+
+/// Two output digests of each submission, written just before its `SubmissionDone` (its
+/// buffer: the submission's number, xxh3: the digest's place among them).
+fn with_digests(records: Vec<Record>) -> Vec<Record> {
+    use hrx_capture::schema::{BufferId, Payload};
+    let mut out = Vec::new();
+    let mut n = 0;
+    for r in records {
+        if let Record::SubmissionDone(d) = &r {
+            for start in [0, 64] {
+                out.push(Record::OutputDigest(OutputDigest {
+                    runtime: d.runtime,
+                    submission: d.submission,
+                    buffer: BufferId(d.submission.0),
+                    start,
+                    end: start + 64,
+                    xxh3: n,
+                    contents: Payload::Omitted { len_bytes: 64 },
+                }));
+                n += 1;
+            }
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// Submissions joined and digests handed over, in order: `Submitted(ordinal, submission)`,
+/// `Output(digest's xxh3, its submission, the ordinal joined to)`.
+#[derive(Debug, Default)]
+struct Outputs(Vec<Handed>);
+
+#[derive(Debug, PartialEq)]
+enum Handed {
+    Submitted(u64, u64),
+    Output(u64, u64, Option<u64>),
+}
+
+impl Visitor for Outputs {
+    fn submitted(&mut self, _: &Index, s: &JoinedSubmission, _: &Submit) {
+        self.0.push(Handed::Submitted(s.ordinal, s.submission.0));
+    }
+    fn output(&mut self, _: &Index, d: &OutputDigest, s: Option<&JoinedSubmission>) {
+        if let Some(s) = s {
+            assert_eq!((s.runtime, s.submission), (d.runtime, d.submission));
+        }
+        let ordinal = s.map(|s| s.ordinal);
+        self.0.push(Handed::Output(d.xxh3, d.submission.0, ordinal));
+    }
+}
+
+impl Outputs {
+    /// The digests handed over, by xxh3.
+    fn digests(&self) -> Vec<(u64, u64, Option<u64>)> {
+        let mut digests: Vec<_> = self
+            .0
+            .iter()
+            .filter_map(|h| match *h {
+                Handed::Output(x, s, o) => Some((x, s, o)),
+                Handed::Submitted(..) => None,
+            })
+            .collect();
+        digests.sort_unstable();
+        digests
+    }
+}
+
+#[test]
+fn output_digests_join_to_their_submission_in_order() {
+    let records = with_digests(pipeline(PipelineSpec::ops(40)).collect());
+    let mut outputs = Outputs::default();
+    let summary = scan_records(&records, &mut outputs);
+    assert_eq!(summary.unjoined_outputs, 0);
+    // Each handed once, as read, to its own submission (submission n is ordinal n).
+    let expected: Vec<_> = (0..20).map(|x| (x, x / 2, Some(x / 2))).collect();
+    assert_eq!(outputs.digests(), expected);
+    let position = |h: Handed| outputs.0.iter().position(|x| *x == h).unwrap();
+    for s in 0..10 {
+        assert!(position(Handed::Submitted(s, s)) < position(Handed::Output(2 * s, s, Some(s))));
+    }
+}
+
+#[test]
+fn output_digests_read_before_their_submit_wait_for_it() {
+    let records = submits_last(with_digests(pipeline(PipelineSpec::ops(40)).collect()));
+    let digest = |s: u64| {
+        records
+            .iter()
+            .position(|r| matches!(r, Record::OutputDigest(d) if d.submission.0 == s))
+    };
+    let submit = |s: u64| {
+        records
+            .iter()
+            .position(|r| matches!(r, Record::Submit(x) if x.submission.0 == s))
+    };
+    assert!((0..10).all(|s| digest(s) < submit(s)));
+    let mut outputs = Outputs::default();
+    let summary = scan_records(&records, &mut outputs);
+    assert_eq!(summary.unjoined_outputs, 0);
+    let expected: Vec<_> = (0..20).map(|x| (x, x / 2, Some(x / 2))).collect();
+    assert_eq!(outputs.digests(), expected);
+    // Handed when the submission joins: right after it, in the order read.
+    for s in 0..10 {
+        let at = outputs
+            .0
+            .iter()
+            .position(|x| *x == Handed::Submitted(s, s))
+            .unwrap();
+        assert_eq!(
+            outputs.0[at + 1..at + 3],
+            [
+                Handed::Output(2 * s, s, Some(s)),
+                Handed::Output(2 * s + 1, s, Some(s))
+            ]
+        );
+    }
+}
+
+#[test]
+fn output_digests_whose_submit_never_comes_are_handed_without_it_and_counted() {
+    let mut records = with_digests(pipeline(PipelineSpec::ops(40)).collect());
+    records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3));
+    // A snapshot counts those still waiting, and hands nothing over.
+    let mut joiner = Joiner::new();
+    let mut waiting = Outputs::default();
+    for r in &records {
+        joiner.push(r, &mut waiting);
+    }
+    assert_eq!(joiner.snapshot(None, Vec::new()).unjoined_outputs, 2);
+    assert!(waiting.digests().iter().all(|d| d.1 != 3));
+    // The end hands them over without their submission, once each.
+    let summary = joiner.finish(&mut waiting, None, Vec::new());
+    assert_eq!(summary.unjoined_outputs, 2);
+    let digests = waiting.digests();
+    assert_eq!(digests.len(), 20);
+    let lost: Vec<_> = digests.iter().filter(|d| d.2.is_none()).collect();
+    assert_eq!(lost, [&(6, 3, None), &(7, 3, None)]);
+}
+
+#[test]
+fn output_digests_waiting_past_the_limit_are_given_up_oldest_first() {
+    use hrx_capture::schema::{BufferId, Payload};
+    // Digests of submissions never submitted, one more than the limit: the first is given
+    // up when the last arrives, the rest at the end; every one is counted once.
+    let digest = |s: u64| {
+        Record::OutputDigest(OutputDigest {
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(s),
+            buffer: BufferId(s),
+            start: 0,
+            end: 64,
+            xxh3: s,
+            contents: Payload::Omitted { len_bytes: 64 },
+        })
+    };
+    let mut joiner = Joiner::new();
+    let mut outputs = Outputs::default();
+    for s in 0..=PARK_LIMIT as u64 {
+        joiner.push(&digest(s), &mut outputs);
+    }
+    assert_eq!(outputs.0, [Handed::Output(0, 0, None)]);
+    assert_eq!(joiner.parked_output_count, PARK_LIMIT);
+    let summary = joiner.finish(&mut outputs, None, Vec::new());
+    assert_eq!(summary.unjoined_outputs, PARK_LIMIT as u64 + 1);
+    assert_eq!(outputs.0.len(), PARK_LIMIT + 1);
+}
