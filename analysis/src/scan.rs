@@ -221,13 +221,15 @@ pub trait Visitor {
     /// A record about a submission joined to it (at most once per record; see the module
     /// docs for which records).
     fn event(&mut self, _index: &Index, _event: &JoinedEvent) {}
-    /// An output digest (at most once per digest record): joined to its submission
-    /// (`Some`) when its `Submit` is read, or given up (`None`) when that `Submit` was not
-    /// read while [`PARK_LIMIT`] digests waited after it, or by the end of the pass (counted
-    /// in [`ScanSummary::unjoined_outputs`]).
+    /// An output digest (at most once per digest record), with its record's place in the
+    /// pass (as [`JoinedEvent::record`], for a reader that holds the records): joined to its
+    /// submission (`Some`) when its `Submit` is read, or given up (`None`) when that
+    /// `Submit` was not read while [`PARK_LIMIT`] digests waited after it, or by the end of
+    /// the pass (counted in [`ScanSummary::unjoined_outputs`]).
     fn output(
         &mut self,
         _index: &Index,
+        _record: u64,
         _digest: &OutputDigest,
         _submission: Option<&JoinedSubmission>,
     ) {
@@ -359,7 +361,7 @@ pub struct Joiner {
     parked_event_count: usize,
     unjoined_events: u64,
     /// Output digests waiting for their `Submit` (at most [`PARK_LIMIT`]).
-    parked_outputs: IdMap<SubmissionKey, Vec<OutputDigest>>,
+    parked_outputs: IdMap<SubmissionKey, Vec<(u64, OutputDigest)>>,
     /// Submissions with parked digests, oldest first (a key may repeat after it was taken).
     parked_output_order: VecDeque<SubmissionKey>,
     parked_output_count: usize,
@@ -576,7 +578,7 @@ impl Joiner {
                 }
             }
             Record::OutputDigest(d) => match self.live.get(&(d.runtime, d.submission)) {
-                Some(live) => visitor.output(&self.index, d, Some(&live.joined)),
+                Some(live) => visitor.output(&self.index, self.records - 1, d, Some(&live.joined)),
                 None => self.park_output(d, visitor),
             },
             _ => {}
@@ -612,16 +614,16 @@ impl Joiner {
             let Some(oldest) = self.parked_output_order.pop_front() else {
                 break;
             };
-            for d in self.parked_outputs.remove(&oldest).into_iter().flatten() {
+            for (record, d) in self.parked_outputs.remove(&oldest).into_iter().flatten() {
                 self.parked_output_count -= 1;
                 self.unjoined_outputs += 1;
-                visitor.output(&self.index, &d, None);
+                visitor.output(&self.index, record, &d, None);
             }
         }
         let key = (d.runtime, d.submission);
         let waiting = self.parked_outputs.entry(key).or_default();
         let first = waiting.is_empty();
-        waiting.push(d.clone());
+        waiting.push((self.records - 1, d.clone()));
         self.parked_output_count += 1;
         if first {
             self.parked_output_order.push_back(key);
@@ -671,8 +673,8 @@ impl Joiner {
         visitor.submitted(&self.index, &joined, s);
         if let Some(parked) = self.parked_outputs.remove(&key) {
             self.parked_output_count -= parked.len();
-            for d in parked {
-                visitor.output(&self.index, &d, Some(&joined));
+            for (record, d) in parked {
+                visitor.output(&self.index, record, &d, Some(&joined));
             }
         }
         for &producer in &s.producers {
@@ -957,9 +959,9 @@ impl Joiner {
             .into_iter()
             .collect();
         parked.sort_unstable_by_key(|(key, _)| *key);
-        for d in parked.into_iter().flat_map(|(_, d)| d) {
+        for (record, d) in parked.into_iter().flat_map(|(_, d)| d) {
             self.unjoined_outputs += 1;
-            visitor.output(&self.index, &d, None);
+            visitor.output(&self.index, record, &d, None);
         }
         self.index.label_regions();
         let started = std::mem::take(&mut self.started);

@@ -38,7 +38,9 @@
 //! submitted from several threads has no order common to two runs anyway. A submission is
 //! kept joinable for [`LIVE_WINDOW`] submits after its own; a digest or completion arriving
 //! later than that (a hashing thread that many submissions behind) is counted in
-//! [`Matched::late_records`] and compared as if its submit were missing.
+//! [`Matched::late_records`] and compared as if its submit were missing. Digests come
+//! joined to their submission from the one join of [`crate::scan`](mod@crate::scan)
+//! ([`crate::scan::Visitor::output`]), which holds those read before their `Submit`.
 //!
 //! The files, one concern each:
 //!
@@ -76,7 +78,8 @@ use hrx_capture::schema::Record;
 /// Submissions kept joinable after their `Submit` (see the module docs).
 pub const LIVE_WINDOW: usize = 1 << 16;
 
-/// Digests and completions kept waiting for their `Submit`.
+/// Completions kept waiting for their `Submit` (digests wait in the one join, at most
+/// [`crate::scan::PARK_LIMIT`]).
 pub const PARK_LIMIT: usize = 1 << 16;
 
 /// Keys of one kind (outputs, outcomes) kept waiting for the other side, per side: far more
@@ -177,7 +180,8 @@ pub struct Matched {
     /// some may have been matched by a pass holding every key (see the module docs).
     pub unmatched_past_window: [u64; 2],
     /// Digests and completions of base, of new, that arrived more than [`LIVE_WINDOW`]
-    /// submits after their own submission, or waited for it past [`PARK_LIMIT`].
+    /// submits after their own submission, or waited for it past [`PARK_LIMIT`] (a
+    /// digest: past [`crate::scan::PARK_LIMIT`]).
     pub late_records: [u64; 2],
     /// The most keys waiting in the match windows at once (both sides, both kinds).
     pub peak_pending: usize,

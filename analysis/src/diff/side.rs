@@ -1,12 +1,15 @@
 //! One trace's second pass: keys output digests and submission outcomes as records arrive,
-//! joining each to its submission within [`LIVE_WINDOW`] submits, parking digests and
-//! completions that arrive before their `Submit` (at most [`PARK_LIMIT`]).
+//! each joined to its submission within [`LIVE_WINDOW`] submits. A [`Visitor`] of the one
+//! join ([`crate::scan`](mod@crate::scan)): digests come joined to their submission from it
+//! ([`Visitor::output`], which holds those read before their `Submit`); completions that
+//! arrive before their `Submit` wait here (at most [`PARK_LIMIT`]).
 
 use super::profile::Places;
 use super::range::{Held, holds};
 use super::{LIVE_WINDOW, OutputKey, OutputValue, PARK_LIMIT, Place, SubmissionKey, UNKNOWN_GRAPH};
 use crate::hash::IdMap;
-use crate::scan::Outcome;
+use crate::index::Index;
+use crate::scan::{JoinedSubmission, Outcome, Visitor};
 use hrx_capture::schema::{OutputDigest, PreparedId, Record, RuntimeId, SubmissionIndex};
 use std::collections::VecDeque;
 
@@ -33,9 +36,9 @@ pub(super) struct Side<'a> {
     retired: IdMap<RuntimeId, u64>,
     nth: IdMap<(RuntimeId, PreparedId), u64>,
     parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), Outcome>,
-    parked_digests: IdMap<(RuntimeId, SubmissionIndex), Vec<OutputDigest>>,
-    parked_order: VecDeque<(RuntimeId, SubmissionIndex)>,
-    parked_count: usize,
+    /// Whether the records ended: the join now hands over digests whose `Submit` never
+    /// came.
+    ended: bool,
     pub(super) late: u64,
     pub(super) submits: u64,
     pub(super) events: Vec<Event>,
@@ -59,9 +62,7 @@ impl<'a> Side<'a> {
             retired: IdMap::default(),
             nth: IdMap::default(),
             parked_outcomes: IdMap::default(),
-            parked_digests: IdMap::default(),
-            parked_order: VecDeque::new(),
-            parked_count: 0,
+            ended: false,
             late: 0,
             submits: 0,
             events: Vec::new(),
@@ -80,11 +81,11 @@ impl<'a> Side<'a> {
             .is_none_or(|held| holds(held, submission.0))
     }
 
-    pub(super) fn push(&mut self, record: &Record) {
+    /// Submits and completions, as read (digests come joined: [`Visitor::output`]).
+    fn push(&mut self, record: &Record) {
         let compared = match record {
             Record::Submit(s) => self.compares(s.runtime, s.submission),
             Record::SubmissionDone(d) => self.compares(d.runtime, d.submission),
-            Record::OutputDigest(d) => self.compares(d.runtime, d.submission),
             _ => true,
         };
         if !compared {
@@ -103,12 +104,6 @@ impl<'a> Side<'a> {
                 *nth += 1;
                 self.live.insert(key, live);
                 self.order.push_back(key);
-                if let Some(parked) = self.parked_digests.remove(&key) {
-                    self.parked_count -= parked.len();
-                    for d in parked {
-                        self.output(&d, Some(live));
-                    }
-                }
                 while self.live.len() > LIVE_WINDOW {
                     self.retire_oldest();
                 }
@@ -121,17 +116,6 @@ impl<'a> Side<'a> {
                     self.late += 1;
                 } else {
                     self.parked_outcomes.insert(key, Outcome::of(&d.status));
-                }
-            }
-            Record::OutputDigest(d) => {
-                let key = (d.runtime, d.submission);
-                if let Some(&live) = self.live.get(&key) {
-                    self.output(d, Some(live));
-                } else if self.is_retired(key) {
-                    self.late += 1;
-                    self.output(d, None);
-                } else {
-                    self.park(d);
                 }
             }
             _ => {}
@@ -147,26 +131,6 @@ impl<'a> Side<'a> {
                 return;
             }
         }
-    }
-
-    fn park(&mut self, d: &OutputDigest) {
-        while self.parked_count >= PARK_LIMIT {
-            let Some(oldest) = self.parked_order.pop_front() else {
-                break;
-            };
-            for d in self.parked_digests.remove(&oldest).into_iter().flatten() {
-                self.parked_count -= 1;
-                self.late += 1;
-                self.output(&d, None);
-            }
-        }
-        let key = (d.runtime, d.submission);
-        let waiting = self.parked_digests.entry(key).or_default();
-        if waiting.is_empty() {
-            self.parked_order.push_back(key);
-        }
-        waiting.push(d.clone());
-        self.parked_count += 1;
     }
 
     /// Keys a retired submission's outcome as its outputs are keyed.
@@ -185,7 +149,7 @@ impl<'a> Side<'a> {
     }
 
     /// Keys a digest: `live` is its submission, when known.
-    fn output(&mut self, d: &OutputDigest, live: Option<Live>) {
+    fn key_output(&mut self, d: &OutputDigest, live: Option<Live>) {
         let p = self.places;
         let runtime = d.runtime;
         let place = live
@@ -205,14 +169,38 @@ impl<'a> Side<'a> {
         ));
     }
 
-    /// The trace ended and every submission is retired: every parked digest's submit is
-    /// missing.
-    pub(super) fn finish(&mut self) {
-        let parked = std::mem::take(&mut self.parked_digests);
-        let mut parked: Vec<OutputDigest> = parked.into_values().flatten().collect();
-        parked.sort_by_key(|d| (d.runtime, d.submission));
-        for d in parked {
-            self.output(&d, None);
+    /// The records ended: what the join hands over from now on is what waited for a
+    /// `Submit` that never came.
+    pub(super) fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+impl Visitor for Side<'_> {
+    fn record(&mut self, _: &Index, record: &Record) {
+        self.push(record);
+    }
+
+    /// A digest joined to its submission, keyed by it while it is live here; one handed
+    /// after its submission retired here, or given up by the join before the end (its
+    /// `Submit` not read while [`crate::scan::PARK_LIMIT`] digests waited), is late and
+    /// keyed as if its submit were missing; one given up at the end is keyed so too, and
+    /// is late only where a submission numbered after it was already retired here.
+    fn output(
+        &mut self,
+        _: &Index,
+        _: u64,
+        d: &OutputDigest,
+        submission: Option<&JoinedSubmission>,
+    ) {
+        if !self.compares(d.runtime, d.submission) {
+            return;
         }
+        let key = (d.runtime, d.submission);
+        let live = submission.and_then(|_| self.live.get(&key).copied());
+        if live.is_none() && (submission.is_some() || !self.ended || self.is_retired(key)) {
+            self.late += 1;
+        }
+        self.key_output(d, live);
     }
 }

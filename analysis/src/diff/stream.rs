@@ -6,6 +6,7 @@ use super::side::{Event, Side};
 use super::window::{Merge, Window};
 use super::{DiffError, MATCH_WINDOW, Matched, Profile, Records};
 use crate::hash::IdMap;
+use crate::scan::Joiner;
 use hrx_capture::schema::RuntimeId;
 use hrx_capture::{ReadError, TraceReader};
 use std::path::Path;
@@ -65,6 +66,7 @@ pub(super) fn match_within(
             receivers.push(receive);
             threads.push(scope.spawn(move || -> Result<u64, ReadError> {
                 let mut side = Side::new(&profile.places, by_graph, held);
+                let mut joiner = Joiner::new();
                 let mut sent = 0u64;
                 // Sends what `side` keyed so far; false when the merge stopped listening.
                 let mut flush = |side: &mut Side<'_>, submits: u64| {
@@ -79,7 +81,7 @@ pub(super) fn match_within(
                 };
                 let mut sent_at = 0;
                 for record in records {
-                    side.push(&record?);
+                    joiner.push(&record?, &mut side);
                     if side.events.len() >= BATCH || side.submits >= sent_at + BATCH as u64 {
                         sent_at = side.submits;
                         if !flush(&mut side, sent_at) {
@@ -87,8 +89,12 @@ pub(super) fn match_within(
                         }
                     }
                 }
-                // Every submission still joinable is final: in batches too, so the merge
-                // takes them in step with the other side's.
+                // Digests still waiting for their submit are handed over (joined where a
+                // submit waited for its graph, else without it), then every submission
+                // still joinable is final: in batches too, so the merge takes them in step
+                // with the other side's.
+                side.end();
+                joiner.finish(&mut side, None, Vec::new());
                 let submits = side.submits;
                 while !side.live.is_empty() {
                     side.retire_oldest();
@@ -96,7 +102,6 @@ pub(super) fn match_within(
                         return Ok(side.late);
                     }
                 }
-                side.finish();
                 // Past every submit of the other side: the rest is drained.
                 flush(&mut side, u64::MAX);
                 Ok(side.late)

@@ -145,6 +145,20 @@ fn digests_before_their_submit_are_keyed_by_graph() {
 }
 
 #[test]
+fn a_digest_whose_submit_never_comes_is_keyed_by_number_and_not_late() {
+    let base = trace(20, &[], None);
+    // The new side lost the last submission's `Submit` (a cut): its digest is handed over
+    // without it at the end and keyed by submission number, so it meets nothing.
+    let mut new = base.clone();
+    new.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 19));
+    let m = matched(&base, &new);
+    assert!(m.by_graph);
+    assert_eq!((m.identical, m.differing.len()), (19, 0));
+    assert_eq!(m.outputs_one_sided, [1, 1]);
+    assert_eq!(m.late_records, [0; 2]);
+}
+
+#[test]
 fn several_digests_of_one_key_in_a_submission_are_paired_in_order() {
     // An upload into a range, then a kernel filling it: two digests of one key per
     // submission, told apart only by their order.

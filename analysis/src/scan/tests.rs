@@ -601,7 +601,7 @@ fn with_digests(records: Vec<Record>) -> Vec<Record> {
 /// Submissions joined and digests handed over, in order: `Submitted(ordinal, submission)`,
 /// `Output(digest's xxh3, its submission, the ordinal joined to)`.
 #[derive(Debug, Default)]
-struct Outputs(Vec<Handed>);
+struct Outputs(Vec<Handed>, Vec<(u64, OutputDigest)>);
 
 #[derive(Debug, PartialEq)]
 enum Handed {
@@ -613,7 +613,8 @@ impl Visitor for Outputs {
     fn submitted(&mut self, _: &Index, s: &JoinedSubmission, _: &Submit) {
         self.0.push(Handed::Submitted(s.ordinal, s.submission.0));
     }
-    fn output(&mut self, _: &Index, d: &OutputDigest, s: Option<&JoinedSubmission>) {
+    fn output(&mut self, _: &Index, r: u64, d: &OutputDigest, s: Option<&JoinedSubmission>) {
+        self.1.push((r, d.clone()));
         if let Some(s) = s {
             assert_eq!((s.runtime, s.submission), (d.runtime, d.submission));
         }
@@ -623,6 +624,14 @@ impl Visitor for Outputs {
 }
 
 impl Outputs {
+    /// Each digest handed over is its record's, at the place it was handed with.
+    fn check_places(&self, records: &[Record]) {
+        assert!(!self.1.is_empty());
+        for (r, d) in &self.1 {
+            assert_eq!(&records[*r as usize], &Record::OutputDigest(d.clone()));
+        }
+    }
+
     /// The digests handed over, by xxh3.
     fn digests(&self) -> Vec<(u64, u64, Option<u64>)> {
         let mut digests: Vec<_> = self
@@ -644,6 +653,7 @@ fn output_digests_join_to_their_submission_in_order() {
     let mut outputs = Outputs::default();
     let summary = scan_records(&records, &mut outputs);
     assert_eq!(summary.unjoined_outputs, 0);
+    outputs.check_places(&records);
     // Each handed once, as read, to its own submission (submission n is ordinal n).
     let expected: Vec<_> = (0..20).map(|x| (x, x / 2, Some(x / 2))).collect();
     assert_eq!(outputs.digests(), expected);
@@ -670,6 +680,7 @@ fn output_digests_read_before_their_submit_wait_for_it() {
     let mut outputs = Outputs::default();
     let summary = scan_records(&records, &mut outputs);
     assert_eq!(summary.unjoined_outputs, 0);
+    outputs.check_places(&records);
     let expected: Vec<_> = (0..20).map(|x| (x, x / 2, Some(x / 2))).collect();
     assert_eq!(outputs.digests(), expected);
     // Handed when the submission joins: right after it, in the order read.
@@ -706,6 +717,7 @@ fn output_digests_whose_submit_never_comes_are_handed_without_it_and_counted() {
     assert_eq!(summary.unjoined_outputs, 2);
     let digests = waiting.digests();
     assert_eq!(digests.len(), 20);
+    waiting.check_places(&records);
     let lost: Vec<_> = digests.iter().filter(|d| d.2.is_none()).collect();
     assert_eq!(lost, [&(6, 3, None), &(7, 3, None)]);
 }
