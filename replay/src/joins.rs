@@ -1,17 +1,21 @@
-//! What replay reads of a trace's completions, timings and events, joined to their
-//! submissions and regions by the one join of every reader (`hrx_analysis::scan`): the
-//! capture's records when a chunk is planned (module `plan`), and the replay's own when they
-//! are read back (module `execute`). Replay matches no timing, completion or event to a
-//! submission itself; it looks the joined submission up in its plan.
+//! What replay reads of a trace's completions, timings, events and output digests, joined to
+//! their submissions and regions by the one join of every reader (`hrx_analysis::scan`):
+//! the capture's records when a chunk is planned (module `plan`), and the replay's own when
+//! they are read back (module `execute`). Replay matches no timing, completion, event or
+//! digest to a submission itself; it looks the joined submission up in its plan.
 //!
 //! Records that never join (a timing or completion naming a submission the trace lacks, or
 //! a region its graph does not have) are not compared: the plan refuses a trace whose
 //! records name what it lacks (module `plan`), so only those of a range's earlier
-//! submissions (in flight when it opened) are left unjoined there.
+//! submissions (in flight when it opened) are left unjoined there. A digest that never
+//! joins is kept, after those that joined, under the submission it names: the plan refuses
+//! it or leaves it out as it does any record naming such a submission.
 
 use crate::plan::Sample;
 use hrx_analysis::Index;
-use hrx_analysis::scan::{JoinedEvent, JoinedRegion, JoinedSpan, Outcome, Visitor, scan_records};
+use hrx_analysis::scan::{
+    JoinedEvent, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome, Visitor, scan_records,
+};
 use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
 use std::collections::BTreeMap;
 
@@ -33,6 +37,9 @@ pub(crate) struct Joined<'t> {
     pub faults: Vec<(SubmissionIndex, &'t str)>,
     /// Each `Poison` naming a submission.
     pub poisons: Vec<&'t s::Poison>,
+    /// Each `OutputDigest`: its submission (the one it joined to, else the one it names)
+    /// and the record; a submission's digests in file order.
+    pub outputs: Vec<(SubmissionIndex, &'t s::OutputDigest)>,
 }
 
 /// The joins of one pass over records held in memory, per runtime.
@@ -98,6 +105,26 @@ impl<'t> Visitor for Collect<'_, 't> {
                 .done
                 .push((s.submission, &d.status));
         }
+    }
+
+    fn output(
+        &mut self,
+        _: &Index,
+        record: u64,
+        digest: &s::OutputDigest,
+        submission: Option<&JoinedSubmission>,
+    ) {
+        let Some(Record::OutputDigest(d)) = self.records.get(record as usize) else {
+            return;
+        };
+        debug_assert_eq!(d, digest);
+        let (runtime, index) =
+            submission.map_or((d.runtime, d.submission), |s| (s.runtime, s.submission));
+        self.runtimes
+            .entry(runtime)
+            .or_default()
+            .outputs
+            .push((index, d));
     }
 
     fn event(&mut self, _: &Index, event: &JoinedEvent) {
@@ -247,5 +274,56 @@ mod tests {
         assert!(without[0].1.iter().all(|d| d.0 != 1));
         assert!(without[0].3.iter().all(|t| t.0 != 1));
         assert_eq!(without[0].1.len(), joined[0].1.len() - 1);
+    }
+
+    #[test]
+    fn digests_join_to_their_submissions_and_unjoined_ones_are_kept_last() {
+        // One digest per submission, before its completion; every `Submit` moved after
+        // the other records (another thread's ring written out later).
+        let mut records = Vec::new();
+        let mut submits = Vec::new();
+        for r in pipeline(PipelineSpec::ops(40)) {
+            match r {
+                Record::Submit(_) => submits.push(r),
+                Record::SubmissionDone(ref d) => {
+                    records.push(Record::OutputDigest(s::OutputDigest {
+                        runtime: d.runtime,
+                        submission: d.submission,
+                        buffer: s::BufferId(d.submission.0),
+                        start: 0,
+                        end: 64,
+                        xxh3: 100 + d.submission.0,
+                        contents: s::Payload::Omitted { len_bytes: 64 },
+                    }));
+                    records.push(r);
+                }
+                r => records.push(r),
+            }
+        }
+        records.extend(submits);
+        let outputs = |records: &[Record]| -> Vec<(u64, u64)> {
+            let refs: Vec<&Record> = records.iter().collect();
+            let joins = join(&refs);
+            let [(_, joined)] = &joins.runtimes.iter().collect::<Vec<_>>()[..] else {
+                panic!("one runtime");
+            };
+            joined
+                .outputs
+                .iter()
+                .map(|(s, d)| {
+                    assert_eq!(*s, d.submission);
+                    (s.0, d.xxh3)
+                })
+                .collect()
+        };
+        // Each joined when its `Submit` was read, in submission order.
+        let all = outputs(&records);
+        assert_eq!(all, (0..10).map(|s| (s, 100 + s)).collect::<Vec<_>>());
+        // A submission the trace lacks: its digest is kept under the submission it names,
+        // after those that joined.
+        records.retain(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 1));
+        let without = outputs(&records);
+        assert_eq!(without.last(), Some(&(1, 101)));
+        assert_eq!(without.len(), 10);
     }
 }

@@ -25,10 +25,10 @@ pub(super) fn close(recorder: &Recorder, sink: &MemorySink) -> Result<Trace, Rep
     Trace::from_bytes(&sink.contents()).map_err(|e| ReplayError::Measurement { why: e.to_string() })
 }
 
-/// Maps the replay's own records back onto captured ids: its digests by submission number,
-/// its timings, completions and events as the one join of every reader
-/// (`hrx_analysis::scan`, module `joins`) joined them to the replay's submissions, over
-/// `structure` (the replay's objects, written once) then `records`.
+/// Maps the replay's own records back onto captured ids: its digests, timings, completions
+/// and events as the one join of every reader (`hrx_analysis::scan`, module `joins`) joined
+/// them to the replay's submissions, over `structure` (the replay's objects, written once)
+/// then `records`.
 pub(super) fn read_back(
     plan: &RuntimePlan<'_>,
     structure: &[Record],
@@ -45,40 +45,37 @@ pub(super) fn read_back(
             _ => None,
         })
         .collect();
-    for record in records {
-        let Record::OutputDigest(o) = record else {
-            continue;
-        };
-        let (Some(index), Some(&buffer)) = (captured(o.submission), buffer_of.get(&o.buffer.0))
-        else {
-            continue;
-        };
-        // The replay digests every range: ignore those the capture did not digest.
-        if !plan.digests_all
-            && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
-        {
-            continue;
-        }
-        let contents = match &o.contents {
-            s::Payload::Inline(bytes) => Some(bytes.clone()),
-            s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
-            s::Payload::Omitted { .. } => None,
-        };
-        observed
-            .outputs
-            .entry(index)
-            .or_default()
-            .push(ReplayOutput {
-                buffer,
-                start: o.start,
-                end: o.end,
-                xxh3: o.xxh3,
-                contents,
-            });
-    }
     let all: Vec<&Record> = structure.iter().chain(records).collect();
     // One replay runtime wrote them.
     for joined in crate::joins::join(&all).runtimes.into_values() {
+        for (submission, o) in joined.outputs {
+            let (Some(index), Some(&buffer)) = (captured(submission), buffer_of.get(&o.buffer.0))
+            else {
+                continue;
+            };
+            // The replay digests every range: ignore those the capture did not digest.
+            if !plan.digests_all
+                && plan.buffers[plan.buffer_index[&buffer]].placement == s::Placement::GpuLocal
+            {
+                continue;
+            }
+            let contents = match &o.contents {
+                s::Payload::Inline(bytes) => Some(bytes.clone()),
+                s::Payload::Blob { hash, .. } => blobs.get(hash).map(|bytes| bytes.to_vec()),
+                s::Payload::Omitted { .. } => None,
+            };
+            observed
+                .outputs
+                .entry(index)
+                .or_default()
+                .push(ReplayOutput {
+                    buffer,
+                    start: o.start,
+                    end: o.end,
+                    xxh3: o.xxh3,
+                    contents,
+                });
+        }
         for (submission, region, sample) in joined.region_times {
             if let Some(index) = captured(submission) {
                 let graph = plan.submissions[plan.submission_index[&index]].graph;

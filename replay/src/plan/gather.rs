@@ -53,7 +53,7 @@ pub(super) fn contents<'t>(
 }
 
 /// Per-runtime records gathered in file order before validation: the objects, submits,
-/// host writes and digests replay re-executes and compares. Completions, timings and events
+/// host writes replay re-executes and compares. Completions, timings, events and digests
 /// are not gathered: they come joined to their submissions (module `joins`).
 #[derive(Default)]
 pub(super) struct Gather<'t> {
@@ -65,7 +65,6 @@ pub(super) struct Gather<'t> {
     pub(super) submits: Vec<&'t s::Submit>,
     pub(super) refusals: usize,
     pub(super) host_writes: Vec<&'t s::HostWrite>,
-    pub(super) outputs: Vec<&'t s::OutputDigest>,
     pub(super) poisons: Vec<&'t s::Poison>,
     pub(super) cross_waits: Vec<&'t s::CrossWait>,
     pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
@@ -147,7 +146,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::Submit(r) => g.submits.push(r),
             Record::SubmitRefused(_) => g.refusals += 1,
             Record::HostWrite(r) => g.host_writes.push(r),
-            Record::OutputDigest(r) => g.outputs.push(r),
             Record::Poison(r) => g.poisons.push(r),
             Record::CrossWait(r) => g.cross_waits.push(r),
             Record::BufferSnapshot(r) => g.snapshots.push(r),
@@ -177,8 +175,8 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             _ => {}
         }
     }
-    // Completions, timings and events joined to their submissions and regions by the one
-    // join of every reader.
+    // Completions, timings, events and digests joined to their submissions and regions by
+    // the one join of every reader.
     let records: Vec<&Record> = trace.records.iter().collect();
     let mut joins = crate::joins::join(&records);
     let mut runtimes = Vec::new();

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 pub(super) fn runtime_plan<'t>(
     id: RuntimeId,
     g: Gather<'t>,
-    joined: Joined<'_>,
+    joined: Joined<'t>,
     blobs: &HashMap<BlobHash, &'t [u8]>,
     until: Option<u64>,
     notes: &mut Vec<String>,
@@ -382,12 +382,13 @@ pub(super) fn runtime_plan<'t>(
         }
     }
 
-    // Output digests, attributed to regions per submission.
-    for o in &g.outputs {
-        let Some(position) = locate(&plan, o.submission, "OutputDigest")? else {
+    // Output digests, joined to their submission (module `joins`), attributed to regions
+    // per submission.
+    for &(submission, o) in &joined.outputs {
+        let Some(position) = locate(&plan, submission, "OutputDigest")? else {
             continue;
         };
-        let what = || format!("runtime {id} output digest of submission {}", o.submission);
+        let what = || format!("runtime {id} output digest of submission {submission}");
         check_range(&plan, o.buffer, o.start, o.end, &what)?;
         let contents = contents(&o.contents, o.end - o.start, blobs, &what)?;
         plan.submissions[position].outputs.push(Output {
@@ -399,11 +400,10 @@ pub(super) fn runtime_plan<'t>(
             contents,
         });
     }
-    plan.digests_all = g
-        .outputs
-        .iter()
-        .any(|o| plan.buffers[plan.buffer_index[&o.buffer]].placement == s::Placement::GpuLocal);
-    if !plan.digests_all && !g.outputs.is_empty() {
+    plan.digests_all = joined.outputs.iter().any(|(_, o)| {
+        plan.buffers[plan.buffer_index[&o.buffer]].placement == s::Placement::GpuLocal
+    });
+    if !plan.digests_all && !joined.outputs.is_empty() {
         notes.push(format!(
             "runtime {id}: the capture digested only host-observable outputs: a divergence shows where it becomes visible, not necessarily where it started (record with HRX_TRACE_DIGESTS=all to name the first diverging region)"
         ));
