@@ -27,8 +27,10 @@
 //! often each: a graph's extra submissions are one-sided, never paired with another
 //! graph's), else by submission number. Outcomes are keyed alike, without the place.
 //! Where either trace holds a range (a range recording or a trim, its `TraceRange`
-//! records), only the submissions both hold are keyed, by submission number (a trim keeps
-//! the run's numbers): the rest are neither compared nor one-sided ([`Matched::compared`]).
+//! records), only the submissions both hold are keyed, a graph's n-th counted among those
+//! (a trim against its run pairs each submission with itself, whatever order the run's
+//! threads submitted in): the rest are neither compared nor one-sided
+//! ([`Matched::compared`]).
 //! Timings obey the same rule: [`limit_timings`] reads a side that holds more than both
 //! hold once more, keeping the timings of only the submissions both hold (a whole run
 //! against its trim compares the trim's submissions' kernels and regions). Ranges with no

@@ -48,10 +48,13 @@ pub(super) fn match_within(
     // graphs pair by rank and a graph's extra submissions are one-sided. Other graphs
     // (outputs rotated over another number of buffer sets) pair by submission number.
     // Where either side holds a range (a range recording, a trim), only the submissions both
-    // hold are compared, paired by submission number: a trim keeps the run's numbers, and
-    // its first submission is not the whole run's first.
+    // hold are compared, and a graph's n-th submission is counted among those (`Side`
+    // counts only what it compares): a trim against the run it was cut from pairs each
+    // submission with itself, and two runs whose threads interleaved their submits in
+    // another order pair as two whole traces do (by number, a graph's submission met
+    // another graph's in the other run).
     let compared = common_range(&base.ranges, &new.ranges);
-    let by_graph = compared.is_none() && base.shape.keys().eq(new.shape.keys());
+    let by_graph = base.shape.keys().eq(new.shape.keys());
     let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
         compared
             .as_ref()

@@ -466,3 +466,45 @@ fn an_output_is_placed_at_the_first_use_writing_exactly_its_range() {
     assert_eq!(Place::of(&writes, 7, 0, 16), Place::Buffer(7));
     assert_eq!(Place::of(&[], 9, 0, 64), Place::Buffer(9));
 }
+
+/// A trim pairs as the traces it was cut from: a graph's n-th submission is counted among
+/// the submissions both sides hold. A trim of every submission of a run whose threads
+/// submitted x and y in one order, against a run that submitted them in the other, matches
+/// as the two whole runs do (paired by number, x's submissions met y's: every output
+/// differed); a trim of the middle against its own run pairs each submission with itself.
+#[test]
+fn a_trim_pairs_its_submissions_by_graph_as_whole_traces_do() {
+    let (xy, yx) = (two_graphs(50, false, None), two_graphs(50, true, None));
+    let whole = matched(&xy, &yx);
+    assert_eq!((whole.identical, whole.differing.len()), (50, 0));
+    let numbers: Vec<u64> = xy
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some(s.submission.0),
+            _ => None,
+        })
+        .collect();
+    let (first, last) = (numbers[0], numbers[numbers.len() - 1]);
+    assert_eq!(last - first + 1, 50);
+    let all = trimmed(&xy, first, last + 1);
+    for (base, new) in [(&all, &yx), (&yx, &all)] {
+        let m = matched(base, new);
+        assert!(m.by_graph);
+        assert_eq!(
+            (m.identical, m.differing.len()),
+            (50, 0),
+            "{:?}",
+            m.differing
+        );
+        assert!(m.changed.is_empty(), "{:?}", m.changed);
+    }
+    let middle = trimmed(&xy, first + 10, first + 20);
+    let m = matched(&xy, &middle);
+    assert_eq!(
+        (m.identical, m.differing.len()),
+        (10, 0),
+        "{:?}",
+        m.differing
+    );
+    assert_eq!(m.outputs_one_sided, [0, 0]);
+}
