@@ -46,6 +46,11 @@ pub struct TraceInfo {
     pub running: Vec<RunningRegion>,
     /// Submissions submitted and not done when the trace ends ([`ScanSummary::in_flight`]).
     pub in_flight: Vec<(RuntimeId, SubmissionIndex)>,
+    /// Records naming a submission whose `Submit` the trace lacks, from the joiner: region
+    /// timings, completions (`SubmissionDone`) and output digests. A trace cut short by a
+    /// kill can keep one thread's records of submissions whose submitting thread's records
+    /// were lost.
+    pub unjoined: [u64; 3],
     /// The ranges the trace holds, by (runtime, first submission): the latest record of
     /// each (the one that closed it, when one did).
     pub ranges: BTreeMap<(RuntimeId, u64), TraceRange>,
@@ -148,6 +153,7 @@ impl TraceInfo {
             fatal: None,
             running: Vec::new(),
             in_flight: Vec::new(),
+            unjoined: [0; 3],
             ranges: BTreeMap::new(),
             snapshots: (0, 0, 0),
             kinds: BTreeMap::new(),
@@ -176,6 +182,11 @@ impl TraceInfo {
 
     /// Takes the pass's joins and what the reader recovered.
     fn joined(mut self, summary: ScanSummary) -> TraceInfo {
+        self.unjoined = [
+            summary.unplaced_timings,
+            summary.unjoined_outcomes,
+            summary.unjoined_outputs,
+        ];
         self.running = summary.running;
         self.in_flight = summary.in_flight;
         self.records = summary.records;

@@ -297,6 +297,10 @@ pub struct ScanSummary {
     /// Output digests ([`Visitor::output`]) whose submission was never found (those still
     /// waiting for their `Submit`, in [`Joiner::snapshot`]).
     pub unjoined_outputs: u64,
+    /// Submission completions (`SubmissionDone`) whose `Submit` never came (those still
+    /// waiting for it, in [`Joiner::snapshot`]): with the unplaced timings and unjoined
+    /// digests, what a trace cut short keeps of submissions whose `Submit` it lost.
+    pub unjoined_outcomes: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -445,6 +449,7 @@ impl Joiner {
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs + self.parked_output_count as u64,
+            unjoined_outcomes: self.parked_outcomes.len() as u64,
             fatal: self.fatal,
             recovery,
             warnings,
@@ -988,6 +993,7 @@ impl Joiner {
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs,
+            unjoined_outcomes: self.parked_outcomes.len() as u64,
             recovery,
             warnings,
         }

@@ -31,8 +31,10 @@ pub fn read(path: &Path) -> Result<TraceInfo, TraceError> {
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let stats = read(&args.file)?;
+    // An unclosed trace whose recorder still holds its lock is being written, not crashed.
+    let live = !stats.recovery.closed && hrx_capture::recorder_holds(&args.file).unwrap_or(false);
     let mut out = io::stdout().lock();
-    write(&mut out, &args.file, &stats)?;
+    write(&mut out, &args.file, &stats, live)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -43,7 +45,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
 /// A trace of part of a run (a capture range, or `trim` output) says so here as well: its
 /// record decides it, ahead of the cases below ("a range: submissions 10..20 of ...",
 /// "trimmed from FILE ...").
-fn what_it_is(stats: &TraceInfo) -> String {
+fn what_it_is(stats: &TraceInfo, live: bool) -> String {
     // A range or a trim is not the whole run, even when the recording ran to its end.
     let whole = if stats.ranges.values().any(|r| r.trimmed_from.is_some()) {
         "trimmed: a range cut from a recording (see range)"
@@ -87,6 +89,12 @@ fn what_it_is(stats: &TraceInfo) -> String {
     }
     if stats.recovery.closed {
         whole.into()
+    } else if live {
+        format!(
+            "being recorded now: read {} (a recorder holds the file; `view --follow` and \
+             `stats --follow` follow it)",
+            stats.at_the_end()
+        )
     } else {
         format!(
             "cut short: never closed {} (the process was killed or crashed, or writing the \
@@ -164,7 +172,8 @@ pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
     lines
 }
 
-fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()> {
+/// `live`: a recorder is writing the trace now (it holds the file's lock).
+fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io::Result<()> {
     let h = &stats.header;
     writeln!(
         out,
@@ -238,7 +247,7 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()>
     };
     writeln!(out, "{:<12} {span}", "time span")?;
 
-    writeln!(out, "{:<12} {}", "capture", what_it_is(stats))?;
+    writeln!(out, "{:<12} {}", "capture", what_it_is(stats, live))?;
     for line in ranges(stats) {
         writeln!(out, "{:<12} {line}", "range")?;
     }
@@ -257,6 +266,7 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()>
             // A block lost before the end (its header damaged, say) also unsettles the end.
             (false, true) if skipped => " (see the warnings)",
             (false, true) => " (see the warnings): every block before it is read",
+            (false, false) if live => " (not yet: a recorder is writing it)",
             (false, false) => {
                 " (the recording process crashed or was killed, or the trace could not be written whole)"
             }
@@ -312,6 +322,9 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result<()>
             crate::failure::one_line(&warning.to_string())
         )?;
     }
+    if let Some(line) = unjoined(stats) {
+        writeln!(out, "{:<12} {line}", "warning")?;
+    }
     writeln!(out, "{:<12} {}", "records", stats.records)?;
     for (kind, count) in stats.kinds_in_order() {
         writeln!(out, "  {kind:<20} {count:>10}")?;
@@ -345,4 +358,27 @@ fn shell_words(args: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Records of submissions whose `Submit` the trace lacks, in one line (none: `None`): a
+/// trace cut short can keep one thread's records of submissions whose submitting thread's
+/// records were lost, and those submissions are then missing from every count.
+pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
+    let [timings, completions, digests] = stats.unjoined;
+    let parts: Vec<String> = [
+        (timings, "region timing"),
+        (completions, "completion"),
+        (digests, "output digest"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, what)| hrx_analysis::units::plural(n, what))
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{} name submissions whose Submit the trace lacks (lost while recording, or cut \
+             off at its end): those submissions are missing from the counts",
+            parts.join(", ")
+        )
+    })
 }

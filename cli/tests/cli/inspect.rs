@@ -242,3 +242,24 @@ fn a_damaged_block_before_the_end_is_named_as_skipped() {
         serde_json::json!({"base": true, "new": false})
     );
 }
+
+/// A trace whose recorder is still writing it (it holds the file's lock) is being recorded,
+/// not crashed: `info` says so, and once the recorder closes it, that it is whole.
+#[test]
+fn a_trace_being_recorded_is_not_called_crashed() {
+    use hrx_capture::{Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.hrxt");
+    let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+    let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
+    let capture = field(&info, "capture");
+    assert!(capture.starts_with("being recorded now: read "), "{info}");
+    assert!(!info.contains("crashed"), "{info}");
+    assert!(
+        field(&info, "recovered").ends_with("(not yet: a recorder is writing it)"),
+        "{info}"
+    );
+    recorder.close().unwrap();
+    let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
+    assert!(field(&info, "capture").starts_with("whole"), "{info}");
+}

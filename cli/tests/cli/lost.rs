@@ -245,3 +245,36 @@ fn a_lost_submit_is_named_as_a_loss_not_damage() {
         "{err}"
     );
 }
+
+/// The last submission's `Submit` lost (its submitting thread's last records, with a
+/// kill), its completion and timings kept (the waiting thread's, written out): no gap in
+/// the numbers shows it, and `info` names what does.
+#[test]
+fn records_of_a_submission_whose_submit_was_lost_at_the_end_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let last = (0..trace.records.len())
+        .rev()
+        .find(|&i| matches!(trace.records[i], Record::Submit(_)))
+        .unwrap();
+    let recorder =
+        Recorder::create(dir.path().join("cut.hrxt"), RecorderOptions::default()).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i != last && !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(record);
+        }
+    }
+    recorder.close().unwrap();
+    let info = stdout(&run(dir.path(), &["info", "cut.hrxt"]));
+    let warning = info
+        .lines()
+        .find(|l| l.contains("whose Submit the trace lacks"))
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(warning.starts_with("warning"), "{info}");
+    assert!(warning.contains("1 completion"), "{info}");
+    assert!(warning.contains("region timing"), "{info}");
+    // The whole recording has no such line.
+    let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
+    assert!(!whole.contains("whose Submit"), "{whole}");
+}
