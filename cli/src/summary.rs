@@ -91,6 +91,9 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     if !lost.is_none() {
         line("lost", lost.to_string())?;
     }
+    if let Some(unjoined) = crate::info::unjoined(stats) {
+        line("incomplete", unjoined)?;
+    }
     let waits = &stats.recovery.waits;
     if waits.count > 0 {
         line(
