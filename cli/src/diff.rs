@@ -88,9 +88,9 @@
 //! over those submissions only (a side holding more is read once more for them,
 //! `hrx_analysis::diff::limit_timings`). The reasons say so, `compared submissions 4..7,
 //! the range new holds; base's others are not compared`, and the JSON's `compared_range`
-//! names them. Ranges with no submission in common compare nothing: the report is that one
-//! line, `the traces hold no submission in common (base 1..3, new 5..7): nothing
-//! compared` (the JSON's verdict `nothing_compared`, its first reason), exit 2.
+//! names them. Ranges with no submission in common compare nothing: one error line, `error:
+//! the traces hold no submission in common (base 1..3, new 5..7): nothing compared`, exit 2
+//! (with `--json`, the report's verdict `nothing_compared`, its first reason, exit 2).
 //!
 //! JSON (`--json`), times in ns:
 //!
@@ -129,8 +129,8 @@ use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
 use hrx_analysis::KernelStats;
 use hrx_analysis::diff::{
-    Comparison, DiffError, Matched, NOISE_FLOOR_NS, NOTHING_COMPARED, Place, Profile,
-    SAME_AS_FAR_AS_BOTH_GO, Side, UNKNOWN_GRAPH, compare,
+    Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
+    UNKNOWN_GRAPH, compare,
 };
 use hrx_analysis::units::{duration, plural, ratio};
 use serde_json::{Value, json};
@@ -222,6 +222,13 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         ))
         .hint("`hrx-trace info` says what each trace holds (a recording cut short before its first submit holds none)")
         .into());
+    }
+    // As every exit 2 of the text report: one `error:` line on standard error (the JSON
+    // report says it as its verdict, for scripts).
+    if let (Some(line), false) = (&comparison.nothing_compared, args.json) {
+        return Err(Failure::new(line.clone())
+            .hint("diff traces that hold some submissions in common (`hrx-trace info` says which each holds)")
+            .into());
     }
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
@@ -366,15 +373,6 @@ fn more(out: &mut impl Write, rows: usize) -> io::Result<()> {
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
-    // Ranges with no submission in common: that, in one line (the first reason), and
-    // nothing else.
-    if r["verdict"] == NOTHING_COMPARED {
-        return writeln!(
-            out,
-            "{}",
-            r["reasons"][0].as_str().unwrap_or(NOTHING_COMPARED)
-        );
-    }
     for side in ["base", "new"] {
         let lost = u(&r["records_lost"][side]);
         if lost > 0 {
