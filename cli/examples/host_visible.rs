@@ -27,8 +27,16 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 fn run() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: host_visible SUBMISSIONS [THREADS]";
-    let submissions: u64 = args.first().ok_or(usage)?.parse()?;
-    let threads: u64 = args.get(1).map_or(Ok(1), |a| a.parse())?;
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{usage}");
+        return Ok(());
+    }
+    let number = |a: &String| {
+        a.parse::<u64>()
+            .map_err(|_| format!("{a:?} is not a whole number; {usage}"))
+    };
+    let submissions = number(args.first().ok_or(usage)?)?;
+    let threads = args.get(1).map_or(Ok(1), number)?;
     if threads == 0 || args.len() > 2 {
         return Err(usage.into());
     }
