@@ -393,3 +393,18 @@ pub fn lane(spans: &[(u64, u64)]) -> super::lanes::Lane {
     lane.build_index();
     lane
 }
+
+/// A trace file `trace.hrxt` in `dir` of the pipeline `spec`, written through the real
+/// recorder.
+pub fn trace_file(dir: &std::path::Path, spec: PipelineSpec) -> std::path::PathBuf {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder = hrx_capture::Recorder::with_sink(sink.clone(), RecorderOptions::default())
+        .expect("a recorder into memory");
+    for record in pipeline(spec) {
+        recorder.record(&record);
+    }
+    recorder.close().expect("the recorder closes");
+    let path = dir.join("trace.hrxt");
+    std::fs::write(&path, sink.contents()).expect("the trace file is written");
+    path
+}

@@ -3,25 +3,10 @@
 //! (prepared graphs, regions, operations) included.
 
 use crate::state::cache::{CacheOptions, open};
-use crate::state::synthetic::{PipelineSpec, pipeline};
+use crate::state::synthetic::PipelineSpec;
 use crate::state::{Action, Model, ViewState};
-use hrx_analysis::timeline::fixtures::{adverse, in_order};
+use hrx_analysis::timeline::fixtures::{adverse, in_order, trace_file};
 use hrx_capture::schema::Record;
-use hrx_capture::{MemorySink, Recorder, RecorderOptions};
-use std::path::{Path, PathBuf};
-
-/// A trace file of `spec`, written through the real recorder.
-fn trace_file(dir: &Path, spec: PipelineSpec) -> PathBuf {
-    let sink = MemorySink::new();
-    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
-    for record in pipeline(spec) {
-        recorder.record(&record);
-    }
-    recorder.close().unwrap();
-    let path = dir.join("trace.hrxt");
-    std::fs::write(&path, sink.contents()).unwrap();
-    path
-}
 
 /// Screens of a walk through the model: the whole trace, zoomed in with a span selected,
 /// its hazards and producer, failure events, the statistics.

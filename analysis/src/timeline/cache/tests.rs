@@ -1,20 +1,6 @@
 use super::*;
-use crate::synthetic::{PipelineSpec, pipeline};
-use crate::timeline::fixtures::assert_same;
-use hrx_capture::{MemorySink, Recorder, RecorderOptions};
-
-/// A trace file of `spec`, written through the real recorder.
-fn trace_file(dir: &Path, spec: PipelineSpec) -> PathBuf {
-    let sink = MemorySink::new();
-    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
-    for record in pipeline(spec) {
-        recorder.record(&record);
-    }
-    recorder.close().unwrap();
-    let path = dir.join("trace.hrxt");
-    fs::write(&path, sink.contents()).unwrap();
-    path
-}
+use crate::synthetic::PipelineSpec;
+use crate::timeline::fixtures::{assert_same, trace_file};
 
 /// A failing pipeline: a failure, cancellations, a quarantine, Busy refusals.
 fn failing() -> PipelineSpec {
