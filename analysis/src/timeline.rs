@@ -4,6 +4,8 @@
 //!
 //! - [`ModelBuilder`]: records → [`Model`] in one linear pass, every join of a record to
 //!   its submission, graph, region and lane read from this crate's [`Joiner`](crate::Joiner).
+//! - [`LiveBuilder`]: the model of a trace still being written, kept finished: a publish
+//!   finishes what came after its settled submissions, in place (`view --follow`).
 //! - `model`: the tables (submissions, prepared graphs, regions, events) and accessors.
 //! - `lanes`: [`Span`]s per [`Lane`] sorted by start, with the block index behind window
 //!   queries ([`Lane::candidates`], [`Lane::visible`], [`Lane::nearest`], [`Lane::pick`]).
@@ -35,6 +37,7 @@ pub mod fixtures;
 mod hazards;
 mod ingest;
 mod lanes;
+mod live;
 mod model;
 mod overview;
 mod spill;
@@ -43,6 +46,7 @@ pub mod stream;
 pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
 pub use ingest::ModelBuilder;
 pub use lanes::{BLOCK_SPANS, Block, Lane, Span, SpanStatus, TimeWindow};
+pub use live::{LiveBuilder, Publish};
 pub use model::{
     Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef, RegionId,
     RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,

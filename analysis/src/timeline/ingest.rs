@@ -118,6 +118,13 @@ impl crate::Visitor for Joins {
     }
 }
 
+impl Joins {
+    /// The statistics of every record the joiner took, at the end `summary` describes.
+    pub(super) fn finish_stats(self, summary: &ScanSummary) -> crate::Stats {
+        self.stats.finish(summary)
+    }
+}
+
 fn outcome_status(outcome: Outcome) -> SpanStatus {
     match outcome {
         Outcome::Ok => SpanStatus::Ok,
@@ -240,11 +247,15 @@ impl ModelBuilder {
     /// Keeps the submission of an event the joiner joined (events that name no submission
     /// on the timeline, a poisoning's, keep none).
     pub(super) fn join_event(&mut self, joined: &JoinedEvent) {
-        if let Ok(i) = self.event_records.binary_search(&joined.record)
-            && self.model.events[i].submission == Some(joined.submission.submission)
-        {
+        if let Some(i) = self.event_of(joined) {
             self.event_ordinals[i] = Some(joined.submission.ordinal);
         }
+    }
+
+    /// The event (as pushed) of an event the joiner joined, where it keeps its submission.
+    pub(super) fn event_of(&self, joined: &JoinedEvent) -> Option<usize> {
+        let i = self.event_records.binary_search(&joined.record).ok()?;
+        (self.model.events[i].submission == Some(joined.submission.submission)).then_some(i)
     }
 
     /// The sorted submission of each event's join, in the order events were pushed.
@@ -443,6 +454,19 @@ impl ModelBuilder {
     /// never came joins then as a submission without regions (its joins wait in `joins`).
     pub(super) fn finish_joiner(&mut self) -> ScanSummary {
         std::mem::take(&mut self.joiner).finish(&mut self.joins, None, Vec::new())
+    }
+
+    /// What [`ModelBuilder::finish_joiner`] would return now, from copies of the joiner and
+    /// the statistics, the builder going on taking records (a followed trace's publish,
+    /// [`super::live`]): the summary, and the statistics with the joins the end adds. The
+    /// copies hold what is in flight and the structure, not the trace's regions.
+    pub(super) fn finish_joiner_copy(&self) -> (ScanSummary, Joins) {
+        let mut joins = Joins {
+            stats: self.joins.stats.clone(),
+            out: Vec::new(),
+        };
+        let summary = self.joiner.clone().finish(&mut joins, None, Vec::new());
+        (summary, joins)
     }
 
     /// Applies what the joiner handed over since the last call.

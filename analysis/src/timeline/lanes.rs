@@ -365,6 +365,14 @@ impl BlockBuilder {
         (self.spans == BLOCK_SPANS).then(|| self.take())
     }
 
+    /// A builder of the blocks after `block` (the lane's spans up to its end are final).
+    pub(crate) fn after(block: Option<&Block>) -> BlockBuilder {
+        BlockBuilder {
+            prefix_end_ns: block.map_or(0, |b| b.prefix_end_ns),
+            ..BlockBuilder::default()
+        }
+    }
+
     /// The last, partial block, if any.
     pub(crate) fn finish(mut self) -> Option<Block> {
         (self.spans > 0).then(|| self.take())
@@ -449,6 +457,32 @@ impl Lane {
         let mut blocks: Vec<Block> = self.spans.iter().filter_map(|s| builder.push(s)).collect();
         blocks.extend(builder.finish());
         self.blocks = blocks.into();
+    }
+
+    /// Replaces the spans from `from` on with `spans` (sorted by start, statuses final, none
+    /// starting before span `from - 1`) and builds the block index again from the block
+    /// holding `from`: what changes of a lane whose first `from` spans are final (a followed
+    /// trace, [`super::live`]) costs what comes after them.
+    pub(crate) fn replace_from(&mut self, from: usize, spans: &[Span]) {
+        let all = self.spans.vec_mut();
+        debug_assert!(from <= all.len());
+        all.truncate(from);
+        all.extend_from_slice(spans);
+        let first = from / BLOCK_SPANS;
+        let blocks = self.blocks.vec_mut();
+        blocks.truncate(first);
+        let mut builder = BlockBuilder::after(blocks.last());
+        for s in &all[first * BLOCK_SPANS..] {
+            blocks.extend(builder.push(s));
+        }
+        blocks.extend(builder.finish());
+    }
+
+    /// Room for `more` spans without moving the column (a test's check that a publish does
+    /// not copy it).
+    #[cfg(test)]
+    pub(crate) fn reserve(&mut self, more: usize) {
+        self.spans.vec_mut().reserve(more);
     }
 
     /// The largest query end of its spans (0 when it has none): from the last block once
