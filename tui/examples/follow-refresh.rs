@@ -1,7 +1,10 @@
 //! Measures one `view --follow` refresh of a live trace of N regions: the read of the
 //! appended blocks ([`TraceTail::read_appended`]) and the model's publish
-//! ([`TraceTail::model`]) timed separately, in wall clock and in this thread's CPU time,
-//! with the process's resident size (BENCHMARKS.md, "Timeline at scale", session 15).
+//! ([`TraceTail::publish`]: what came after the settled submissions finished, in place)
+//! timed separately, in wall clock and in this thread's CPU time, with what the publish
+//! finished and the process's resident size; then one refresh that finishes the whole model
+//! (what a record changing the settled part costs, [`TraceTail::unsettle`]). BENCHMARKS.md,
+//! "Timeline at scale", sessions 15 and 16.
 //!
 //! ```text
 //! cargo run --release -p hrx-tui --example follow-refresh -- --regions 1000000 \
@@ -14,11 +17,11 @@
 //! opened with [`TraceTail::open`]; then each window is appended and read as one refresh.
 //!
 //! Linux only for the figures: CPU time is the thread's CPU clock, resident sizes
-//! `/proc/self/status` (`VmHWM` reset through `/proc/self/clear_refs` before the refreshes).
+//! `/proc/self/status` (`VmHWM` reset through `/proc/self/clear_refs` before the refreshes,
+//! and again before the whole one).
 
-use hrx_capture::{MappedTrace, MemorySink, Recorder, RecorderOptions, TraceReader};
+use hrx_capture::{MappedTrace, MemorySink, Recorder, RecorderOptions};
 use hrx_tui::follow::TraceTail;
-use hrx_tui::state::ModelBuilder;
 use hrx_tui::state::synthetic::{PipelineSpec, pipeline};
 use std::io::Write;
 use std::process::ExitCode;
@@ -85,7 +88,8 @@ fn measure(regions: u64, append_records: u64, refreshes: usize) -> Result<(), St
     let bytes = bytes[cuts[0]..].to_vec();
     let cuts: Vec<usize> = cuts.iter().map(|c| c - cuts[0]).collect();
     let (opened, cpu) = (Instant::now(), thread_cpu());
-    let (mut tail, model) = TraceTail::open(&path).map_err(|e| e.to_string())?;
+    let mut tail = TraceTail::open(&path).map_err(|e| e.to_string())?;
+    let model = tail.model();
     println!(
         "open: {} records, {} spans, {:.2} s wall, {:.2} s CPU, RSS {} MiB",
         model.info().records,
@@ -95,9 +99,11 @@ fn measure(regions: u64, append_records: u64, refreshes: usize) -> Result<(), St
         status_kib("VmRSS") / 1024
     );
     let mut shown = model.info().records;
-    drop(model);
     reset_peak();
-    println!("refresh | records | read wall | read CPU | publish wall | publish CPU");
+    println!(
+        "refresh | records | read wall | read CPU | publish wall | publish CPU | \
+         submissions finished | spans finished | settled"
+    );
     let (mut read_cpus, mut publish_cpus) = (Vec::new(), Vec::new());
     for (k, pair) in cuts.windows(2).enumerate() {
         let mut file = std::fs::OpenOptions::new()
@@ -111,19 +117,23 @@ fn measure(regions: u64, append_records: u64, refreshes: usize) -> Result<(), St
         let new = tail.read_appended().map_err(|e| e.to_string())?;
         let (read_wall, read_cpu) = (wall.elapsed(), thread_cpu() - cpu);
         let (wall, cpu) = (Instant::now(), thread_cpu());
-        let model = tail.model();
+        let records = tail.publish().info().records;
         let (publish_wall, publish_cpu) = (wall.elapsed(), thread_cpu() - cpu);
         assert!(new, "a window appends records");
-        let records = model.info().records - shown;
-        shown = model.info().records;
-        drop(model);
+        let finished = tail.last_publish();
         println!(
-            "{k} | {records} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms",
+            "{k} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {}{} | {} | {}",
+            records - shown,
             ms(read_wall),
             ms(read_cpu),
             ms(publish_wall),
-            ms(publish_cpu)
+            ms(publish_cpu),
+            finished.submissions,
+            if finished.whole { " (whole)" } else { "" },
+            finished.spans,
+            finished.settled,
         );
+        shown = records;
         read_cpus.push(read_cpu);
         publish_cpus.push(publish_cpu);
     }
@@ -137,35 +147,19 @@ fn measure(regions: u64, append_records: u64, refreshes: usize) -> Result<(), St
         status_kib("VmRSS") / 1024,
         status_kib("VmHWM") / 1024
     );
-    drop(tail);
-    split_publish(&path)
-}
-
-/// The publish's two parts, on a builder of the whole file read again: the copy of the
-/// builder, and `finish` of the copy.
-fn split_publish(path: &std::path::Path) -> Result<(), String> {
-    let reader = TraceReader::open(path).map_err(|e| e.to_string())?;
-    let mut builder = ModelBuilder::new();
-    for item in reader {
-        builder.push(&item.map_err(|e| e.to_string())?.1);
-    }
-    for _ in 0..3 {
-        let (wall, cpu) = (Instant::now(), thread_cpu());
-        let copy = builder.clone();
-        let (clone_wall, clone_cpu) = (wall.elapsed(), thread_cpu() - cpu);
-        let (wall, cpu) = (Instant::now(), thread_cpu());
-        let model = copy.finish();
-        let (finish_wall, finish_cpu) = (wall.elapsed(), thread_cpu() - cpu);
-        println!(
-            "publish split ({} spans): clone {:.1} ms wall {:.1} ms CPU, finish {:.1} ms wall \
-             {:.1} ms CPU",
-            model.span_count(),
-            ms(clone_wall),
-            ms(clone_cpu),
-            ms(finish_wall),
-            ms(finish_cpu)
-        );
-    }
+    reset_peak();
+    tail.unsettle();
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    tail.publish();
+    let (whole_wall, whole_cpu) = (wall.elapsed(), thread_cpu() - cpu);
+    println!(
+        "a publish that finishes the whole model ({} spans): {:.1} ms wall, {:.1} ms CPU; \
+         peak {} MiB",
+        tail.last_publish().spans,
+        ms(whole_wall),
+        ms(whole_cpu),
+        status_kib("VmHWM") / 1024
+    );
     Ok(())
 }
 

@@ -16,9 +16,10 @@
 //!
 //! With `follow` (`view --follow`), the loop also wakes every [`FOLLOW_POLL`] and, when the
 //! file grew (the writer flushes every 100 ms; the reader recovers an unclosed file), reads
-//! only the blocks appended since ([`crate::follow::TraceTail`]), hands the new model to
-//! [`ViewState::model_changed`] and draws it, so new blocks are on screen within about one
-//! flush and one poll. The record rate is measured over the last second or more of reads.
+//! only the blocks appended since and updates the one model it shows in place
+//! ([`crate::follow::TraceTail`]: the loop borrows it from the follower), carries the view
+//! over to it ([`ViewState::carry_over`], by keys taken before the refresh) and draws it,
+//! so new blocks are on screen within about one flush and one poll. The record rate is measured over the last second or more of reads.
 //! A followed trace stops being live when it is closed, when its recorded process died
 //! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`), or when it is neither
 //! and nobody writes it any more (no recorder holds its lock and it stopped growing,
@@ -67,7 +68,7 @@ pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 /// # Errors
 ///
 /// [`TuiError::Read`] as [`crate::load`].
-pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<(TraceTail, Model), TuiError> {
+pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<TraceTail, TuiError> {
     hrx_capture::wait_for_trace(path, wait, TraceTail::open)
 }
 
@@ -146,41 +147,63 @@ pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
         }
         return Ok(());
     }
-    let (tail, opening) = if follow {
-        let (tail, model) = wait_for_trace(path, FOLLOW_WAIT)?;
-        (Some(tail), Opening::Ready(Box::new(model)))
+    let opened = if follow {
+        Opened::Followed(Box::new(wait_for_trace(path, FOLLOW_WAIT)?))
     } else {
-        (None, crate::open_or_summarise(path)?)
+        Opened::Read(crate::open_or_summarise(path)?)
     };
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
     let ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
     let mut guard = TerminalGuard::enter()?;
-    let model = match opening {
-        Opening::Ready(model) => *model,
-        Opening::Summary(overview, options) => {
+    let mut shown = match opened {
+        Opened::Followed(tail) => Shown::Followed(Box::new(Follower::new(path, *tail))),
+        Opened::Read(Opening::Ready(model)) => Shown::Model(model),
+        Opened::Read(Opening::Summary(overview, options)) => {
             match wait_for_index(&mut guard.terminal, path, &overview, options, ascii)? {
-                Some(model) => model,
+                Some(model) => Shown::Model(Box::new(model)),
                 None => return Ok(guard.leave()?),
             }
         }
     };
     let size = guard.terminal.size()?;
-    let mut state = ViewState::new(&model, size.width, size.height);
+    let mut state = ViewState::new(shown.model(), size.width, size.height);
     state.ascii = ascii;
-    let mut follower = tail.map(|tail| {
+    if let Shown::Followed(f) = &shown {
         state.start_live();
-        Follower::new(path, tail, &model)
-    });
-    if let Some(f) = &follower {
-        state.model_changed(&model, &model, 0.0);
+        let model = f.tail.model();
+        state.model_changed(model, model, 0.0);
         state.live_ended_by(f.ended_by());
         state.live_unclosed(f.unclosed);
     }
-    event_loop(&mut guard.terminal, model, &mut state, follower.as_mut())?;
+    event_loop(&mut guard.terminal, &mut shown, &mut state)?;
     guard.leave()?;
     Ok(())
+}
+
+/// What [`run`] opened before it takes the terminal.
+enum Opened {
+    /// A followed trace (`view --follow`), read whole.
+    Followed(Box<TraceTail>),
+    /// A trace read through the view cache, or its summary while its index is built.
+    Read(Opening),
+}
+
+/// What the event loop shows: a model it owns, or a followed trace's, which its follower
+/// updates in place and the loop borrows between refreshes.
+enum Shown<'a> {
+    Model(Box<Model>),
+    Followed(Box<Follower<'a>>),
+}
+
+impl Shown<'_> {
+    fn model(&self) -> &Model {
+        match self {
+            Shown::Model(model) => model,
+            Shown::Followed(f) => f.tail.model(),
+        }
+    }
 }
 
 /// Shows the summary frame of `overview` while the index of the trace at `path` is built on
@@ -295,29 +318,30 @@ const LOADING_POLL: Duration = Duration::from_millis(100);
 
 fn event_loop(
     terminal: &mut ViewTerminal,
-    mut model: Model,
+    shown: &mut Shown<'_>,
     state: &mut ViewState,
-    mut follower: Option<&mut Follower<'_>>,
 ) -> io::Result<()> {
     while !state.quit {
-        terminal.draw(|frame| render(&model, state, frame))?;
-        if let Some(f) = follower.as_deref_mut()
+        terminal.draw(|frame| render(shown.model(), state, frame))?;
+        if let Shown::Followed(f) = shown
             && !event::poll(FOLLOW_POLL)?
         {
+            // Taken before the refresh changes the model in place.
+            let carried = state.carried(f.tail.model());
             if let Some(read) = f.reread() {
                 if read.reloaded {
                     state.live_reloaded();
                 }
-                state.model_changed(&model, &read.model, read.rate);
+                state.carry_over(carried, f.tail.model(), read.rate);
                 state.live_ended_by(f.ended_by());
-                model = read.model;
             }
             state.live_unclosed(f.unclosed);
             continue;
         }
         let event = event::read()?;
-        if let Some(action) = map_event(&event, &model, state) {
-            state.update(&model, action);
+        let model = shown.model();
+        if let Some(action) = map_event(&event, model, state) {
+            state.update(model, action);
         }
     }
     Ok(())
@@ -339,9 +363,8 @@ struct Follower<'a> {
     unclosed: bool,
 }
 
-/// A followed trace read again.
+/// A followed trace read again (its model, [`TraceTail::model`], updated).
 struct Reread {
-    model: Model,
     /// Records per second.
     rate: f64,
     /// The file was truncated and written again by a new recording, and opened afresh.
@@ -349,12 +372,13 @@ struct Reread {
 }
 
 impl<'a> Follower<'a> {
-    fn new(path: &'a Path, tail: TraceTail, model: &Model) -> Follower<'a> {
+    fn new(path: &'a Path, tail: TraceTail) -> Follower<'a> {
+        let info = tail.model().info();
         Follower {
             path,
             seen: Self::stamp(path),
-            samples: [(Instant::now(), model.info().records)].into(),
-            closed: model.info().end.is_some(),
+            samples: [(Instant::now(), info.records)].into(),
+            closed: info.end.is_some(),
             tail,
             watch: WriterWatch::default(),
             unclosed: false,
@@ -371,7 +395,8 @@ impl<'a> Follower<'a> {
         Some((m.len(), m.modified().ok()?))
     }
 
-    /// A new model and the record rate when the file changed since the last read; `None`
+    /// The record rate when the file changed since the last read and the model was updated
+    /// with what it read (or opened afresh); `None`
     /// when it did not, when it was closed or its process died (until a new recording
     /// writes the file again), or when it cannot be read now (a later poll tries again,
     /// and the view keeps what it shows). While it does not change, and is neither closed
@@ -388,14 +413,14 @@ impl<'a> Follower<'a> {
         }
         if self.tail.replaced() {
             // A header not yet written is tried again at the next poll.
-            let (tail, model) = TraceTail::open(self.path).ok()?;
+            let tail = TraceTail::open(self.path).ok()?;
+            let info = tail.model().info();
+            self.closed = info.end.is_some();
+            self.samples = [(Instant::now(), info.records)].into();
             self.tail = tail;
             self.seen = stamp;
-            self.closed = model.info().end.is_some();
             (self.watch, self.unclosed) = (WriterWatch::default(), false);
-            self.samples = [(Instant::now(), model.info().records)].into();
             return Some(Reread {
-                model,
                 rate: 0.0,
                 reloaded: true,
             });
@@ -407,10 +432,13 @@ impl<'a> Follower<'a> {
         // An error (the file replaced, a read failing) is tried again at the next poll.
         let new = self.tail.read_new().ok()?;
         self.seen = stamp;
-        let model = new?;
-        self.closed = model.info().end.is_some();
+        if !new {
+            return None;
+        }
+        let info = self.tail.model().info();
+        self.closed = info.end.is_some();
         let now = Instant::now();
-        let records = model.info().records;
+        let records = info.records;
         while self.samples.len() > 1
             && now.duration_since(self.samples[1].0) >= Duration::from_secs(1)
         {
@@ -425,7 +453,6 @@ impl<'a> Follower<'a> {
         };
         self.samples.push_back((now, records));
         Some(Reread {
-            model,
             rate,
             reloaded: false,
         })
@@ -778,23 +805,25 @@ mod tests {
             let new = recording(new_ops);
             let whole_new = Model::from_reader(TraceReader::new(&new[..]).unwrap()).unwrap();
             std::fs::write(&path, &old[..old_len]).unwrap();
-            let (tail, model) = TraceTail::open(&path).unwrap();
-            let mut follower = Follower::new(&path, tail, &model);
+            let tail = TraceTail::open(&path).unwrap();
+            let mut follower = Follower::new(&path, tail);
+            let mut state = ViewState::new(follower.tail.model(), 120, 40);
+            state.start_live();
+            let carried = state.carried(follower.tail.model());
             std::fs::write(&path, &new).unwrap();
             let read = follower.reread().expect("the new recording");
             assert!(read.reloaded, "{old_len}");
-            assert_eq!(read.model.info().records, whole_new.info().records);
-            assert_eq!(read.model.span_count(), whole_new.span_count());
-            assert!(follower.reread().is_none(), "unchanged since");
-            let mut state = ViewState::new(&model, 120, 40);
-            state.start_live();
+            let model = follower.tail.model();
+            assert_eq!(model.info().records, whole_new.info().records);
+            assert_eq!(model.span_count(), whole_new.span_count());
             state.live_reloaded();
-            state.model_changed(&model, &read.model, read.rate);
-            let screen = crate::render_to_string(&read.model, &state, 120, 40);
+            state.carry_over(carried, model, read.rate);
+            let screen = crate::render_to_string(model, &state, 120, 40);
             assert!(
                 screen.contains("written again by a new recording"),
                 "{screen}"
             );
+            assert!(follower.reread().is_none(), "unchanged since");
         }
     }
 
@@ -807,9 +836,12 @@ mod tests {
         // Crashed in the middle of the recording: whole blocks (the fatal-signal flush
         // writes whole blocks), no end.
         write_half_of_a_recording(&path);
-        let (tail, model) = TraceTail::open(&path).unwrap();
-        let mut follower = Follower::new(&path, tail, &model);
+        let tail = TraceTail::open(&path).unwrap();
+        let mut follower = Follower::new(&path, tail);
         assert_eq!(follower.ended_by(), None);
+        let mut state = ViewState::new(follower.tail.model(), 120, 40);
+        state.start_live();
+        let carried = state.carried(follower.tail.model());
         let fatal = Record::FatalSignal(FatalSignal {
             time_ns: 1,
             signal: 11,
@@ -819,11 +851,10 @@ mod tests {
         hrx_capture::append_to_unclosed(&path, std::slice::from_ref(&fatal)).unwrap();
         let read = follower.reread().expect("the signal");
         assert_eq!(follower.ended_by().as_deref(), Some("crashed: SIGSEGV"));
-        let mut state = ViewState::new(&model, 120, 40);
-        state.start_live();
-        state.model_changed(&model, &read.model, read.rate);
+        let model = follower.tail.model();
+        state.carry_over(carried, model, read.rate);
         state.live_ended_by(follower.ended_by());
-        let screen = crate::render_to_string(&read.model, &state, 120, 40);
+        let screen = crate::render_to_string(model, &state, 120, 40);
         assert!(
             screen.contains("crashed: SIGSEGV (the recording ended)") && !screen.contains("live ·"),
             "{screen}"
@@ -842,9 +873,11 @@ mod tests {
         let path = dir.path().join("t.hrxt");
         // Killed between two blocks (no note of it), or cut there.
         write_half_of_a_recording(&path);
-        let (tail, model) = TraceTail::open(&path).unwrap();
-        let mut follower = Follower::new(&path, tail, &model);
+        let tail = TraceTail::open(&path).unwrap();
+        let mut follower = Follower::new(&path, tail);
         follower.watch = WriterWatch::new(Duration::ZERO);
+        // Nothing changes it until the note below: a copy to draw while it is followed.
+        let model = follower.tail.model().clone();
         let mut state = ViewState::new(&model, 160, 40);
         state.start_live();
         state.model_changed(&model, &model, 0.0);

@@ -3,10 +3,10 @@
 //! [`TraceTail`] reads the file once, then on each [`TraceTail::read_new`] only what was
 //! appended since: it reopens the file at the start of the last block it read (that block
 //! is complete and no longer changes), behind a copy of the file header, skips the records
-//! of that block it already has, and pushes the rest into the same [`ModelBuilder`]
-//! ([`TraceTail::read_appended`]). The model shown is a finished copy of the builder
-//! ([`TraceTail::model`]): a refresh never decodes the whole trace again, but its publish
-//! is still linear in the whole trace (see "Cost of a refresh" below).
+//! of that block it already has, and pushes the rest into the same [`LiveBuilder`]
+//! ([`TraceTail::read_appended`]), which then publishes its one model, updated in place
+//! ([`TraceTail::publish`]); the view borrows it ([`TraceTail::model`]) until the next
+//! refresh. Neither step costs the whole trace (see "Cost of a refresh" below).
 //!
 //! A block the writer has not finished yet reads as a torn tail: it is left for the next
 //! refresh, and only the latest read's torn tail is reported. Submission numbers are not
@@ -22,62 +22,46 @@
 //! # Cost of a refresh
 //!
 //! Reading the appended blocks is proportional to what is new (about 4 ms of CPU for 4,200
-//! records, at any trace size). Publishing is not: `self.builder.clone().finish()` copies
-//! every table of the model under construction, the joiner's state and the statistics,
-//! then runs every stage of [`ModelBuilder::finish`] over the whole copy (sort and renumber
-//! submissions, untimed and running spans, sort every lane and rebuild its block index,
-//! resolve and sort every wait edge, label every region and count every span, events,
-//! statistics, the first failure). Measured (BENCHMARKS.md, "Timeline at scale", session
-//! 15, `tui/examples/follow-refresh.rs`): 13 ms of CPU per refresh at 100k regions, 115 ms
-//! at 1M, 1.8 s at 10M, about half of it the copy; while a refresh runs the process holds
-//! the builder and a whole copy, twice the model (2.4 GiB at 10M). Issue #21's "new
-//! blocks appear within 200 ms" leaves a refresh (read, publish and frame) about 50 ms
-//! after the writer's 100 ms flush and the viewer's 50 ms poll
-//! ([`FOLLOW_POLL`](crate::app::FOLLOW_POLL)): met at 100k regions, not at 1M or 10M.
+//! records, at any trace size). The publish used to be a finished copy of the whole
+//! builder (`builder.clone().finish()`): 13 ms of CPU per refresh at 100k regions, 115 ms
+//! at 1M, 1.8 s at 10M, holding the builder and the copy (BENCHMARKS.md, "Timeline at
+//! scale", session 15). Issue #21's "new blocks appear within 200 ms" leaves a refresh
+//! (read, publish and frame) about 50 ms after the writer's 100 ms flush and the viewer's
+//! 50 ms poll ([`FOLLOW_POLL`](crate::app::FOLLOW_POLL)).
 //!
-//! What would make it proportional to what is new (not done):
+//! It is now `hrx-analysis`'s [`LiveBuilder`] (its module docs have the design): one
+//! finished model, updated in place, whose per-submission tables are split at a watermark
+//! of *settled* submissions (outcome, every region's completion and span read; first by key
+//! as well as by arrival; every lane's spans strictly before those after them). A publish
+//! finishes only the tail after it: the tail's submissions, spans (placed after each lane's
+//! settled spans, the block index rebuilt from the last settled block), waits and explicit
+//! producers (merged into the producer-sorted indexes, which is where a wait on a settled
+//! submission, the usual case, belongs: the settled entries it sorts before are pulled back,
+//! as far as it reaches), and the counts per label from per-region counts; the events, the
+//! range, the statistics (from copies of the joiner and its visitor, bounded by what is in
+//! flight) and the first failure are done whole, as they are per graph or rare. A record
+//! that would change the settled part (a `Submit` sorting before a settled one, a span
+//! starting no later than a lane's last settled span, a timing, completion, outcome or wait
+//! of a settled submission) makes that publish finish the whole model, the settled tables
+//! turned back into what arrived; every publish equals a whole read of the same records
+//! (the tests below, and `hrx-analysis`'s after every record).
 //!
-//! - **A settled prefix.** A live trace's records only change its newest submissions. The
-//!   joiner knows which are settled: retired (every region completed and timed), with no
-//!   timing, completion, wait or event parked for them and no region started and not done.
-//!   Submissions up to a watermark below the oldest unsettled one are final except for
-//!   what a later record can still do to them: (a) a `Submit` that sorts before them by
-//!   (runtime, index) renumbers their [`SubId`](crate::state::SubId)s; (b) a span on the
-//!   same lane that starts earlier shifts their spans' indices (and every
-//!   [`SpanRef`](crate::state::SpanRef) to them: the span table, events, edges) and the
-//!   lane's block index; (c) a new wait or explicit producer whose producer is settled
-//!   (the usual case: a new submission waits on an older one) belongs inside the
-//!   producer-ordered indexes (`cross_by_producer`, `explicit_edges`), so those need a
-//!   second index for the tail's edges, searched beside the prefix's, instead of one
-//!   sorted whole; (d) a failure earlier in time replaces the first failure. (a), (b) and
-//!   (d) are one comparison per new item against the prefix's last key; when one happens
-//!   (out-of-order records across threads) the refresh falls back to today's whole finish
-//!   and the watermark is recomputed. Otherwise a refresh finishes only the tail after the
-//!   watermark: its submissions, spans (running spans, whose end is the trace's end and
-//!   moves every refresh, are always in the tail), edges, label and search-key counts
-//!   added, the range and first failure combined from the prefix's and the tail's. What
-//!   is per prepared graph (regions, labels) or rare (events, busy times) can still be
-//!   redone whole. The joiner's end-of-trace summary (running and timing-lost regions) is
-//!   taken today by consuming the joiner; a non-consuming summary of its in-flight state
-//!   is needed. The statistics need no prefix: their visitor is bounded (per region of a
-//!   prepared graph and per lane), so finishing a copy of it costs the same at any size.
-//! - **No copy of the prefix.** [`Model`] is an owned value whose columns deref to one
-//!   slice each, so a publish that returns a new `Model` copies the prefix however little
-//!   changed (at 10M regions the builder's copy alone took 0.8-1.0 s of CPU here). Either
-//!   the tail keeps the one finished model and updates it in place, the view borrowing it
-//!   between refreshes (the app's follower hands out `&Model` instead of a new value), or
-//!   a column becomes two parts (a shared, frozen prefix and an owned tail) and every
-//!   reader of a lane, the span table and the submissions learns to search two slices.
-//!   The first is the smaller change; it also halves the peak memory.
-//! - **Checks.** The published model already equals a whole read of the same bytes after
-//!   every refresh, in file order and in the worst order threads write records, up to a
-//!   crash with a region running (the tests below): an incremental publish must keep those
-//!   green, and add a structural test that a refresh finishes only the tail (a counter of
-//!   submissions and spans finished per refresh, or the prefix's columns at the same
-//!   address before and after).
+//! Why in place rather than two-part columns (a shared frozen prefix and an owned tail,
+//! every reader searching both): the model's readers (lanes, span table, hazards, the view
+//! cache) stay as they are, and the process holds one model, not the builder and a copy.
+//! The price: a publish is `&mut`, so the view borrows the model from the follower and
+//! carries its selection over by keys taken before the refresh
+//! ([`ViewState::carried`](crate::state::ViewState::carried)).
+//!
+//! Measured (BENCHMARKS.md, "Timeline at scale", session 16, `tui/examples/follow-refresh.rs`
+//! against the main binary of the same day in one run): see the figures there. What stays
+//! whole: a submission that never settles (a region that never completes, a completion lost
+//! in a lossy recording) keeps what comes after it in the tail; a trace of several runtimes
+//! submitting at once keeps one runtime's submissions there (they interleave by key).
 
 use crate::TuiError;
-use crate::state::{Model, ModelBuilder};
+use crate::state::Model;
+use hrx_analysis::timeline::{LiveBuilder, Publish};
 use hrx_capture::reader::WarningKind;
 use hrx_capture::schema::{FatalSignal, Record};
 use hrx_capture::{Recovery, TraceReader};
@@ -94,7 +78,7 @@ pub struct TraceTail {
     path: PathBuf,
     /// The file header, put before the appended bytes of each later read.
     header: Vec<u8>,
-    builder: ModelBuilder,
+    builder: LiveBuilder,
     /// File offset of the last block read, and how many of its records were taken.
     resume_at: u64,
     taken: u64,
@@ -111,13 +95,13 @@ pub struct TraceTail {
 }
 
 impl TraceTail {
-    /// Reads the whole trace at `path` as it is now.
+    /// Reads the whole trace at `path` as it is now, and publishes its model.
     ///
     /// # Errors
     ///
     /// [`TuiError::Read`] when it cannot be opened, its header is unreadable, or a read
     /// fails.
-    pub fn open(path: &Path) -> Result<(TraceTail, Model), TuiError> {
+    pub fn open(path: &Path) -> Result<TraceTail, TuiError> {
         let read_error = |source| TuiError::Read {
             path: path.to_owned(),
             source,
@@ -138,7 +122,7 @@ impl TraceTail {
         let mut tail = TraceTail {
             path: path.to_owned(),
             header,
-            builder: ModelBuilder::new(),
+            builder: LiveBuilder::new(),
             resume_at: header_len,
             taken: 0,
             recovery: Recovery::default(),
@@ -148,24 +132,26 @@ impl TraceTail {
             fatal: None,
         };
         tail.take(reader, header_len).map_err(read_error)?;
-        let model = tail.model();
-        Ok((tail, model))
+        tail.publish();
+        Ok(tail)
     }
 
-    /// The model with what was appended since the last read, or `None` when no new record
-    /// was read.
+    /// Reads what was appended since the last read and publishes the model with it; whether
+    /// a new record was read (the model is unchanged when none was).
     ///
     /// # Errors
     ///
     /// [`TuiError::Follow`] when the file cannot be reopened; [`TuiError::Read`] when a read
     /// fails.
-    pub fn read_new(&mut self) -> Result<Option<Model>, TuiError> {
-        Ok(self.read_appended()?.then(|| self.model()))
+    pub fn read_new(&mut self) -> Result<bool, TuiError> {
+        let new = self.read_appended()?;
+        self.publish();
+        Ok(new)
     }
 
-    /// Reads what was appended since the last read into the builder, without publishing a
-    /// model; whether a new record was read. [`TraceTail::read_new`] is this, then
-    /// [`TraceTail::model`].
+    /// Reads what was appended since the last read into the builder, without publishing;
+    /// whether a new record was read. [`TraceTail::read_new`] is this, then
+    /// [`TraceTail::publish`].
     ///
     /// # Errors
     ///
@@ -191,6 +177,44 @@ impl TraceTail {
             source,
         })?;
         Ok(self.recovery.records > before)
+    }
+
+    /// Publishes the model of every record read so far, with the reads' recovery totals and
+    /// warnings: only what came after its settled submissions is finished again (see the
+    /// module docs); the model.
+    pub fn publish(&mut self) -> &Model {
+        let model = self.builder.publish();
+        model.info_mut().recovery = Some(self.recovery);
+        model.info_mut().warnings = self
+            .warnings
+            .iter()
+            .chain(&self.latest_warnings)
+            .cloned()
+            .collect();
+        model
+    }
+
+    /// What the latest publish finished.
+    pub fn last_publish(&self) -> Publish {
+        self.builder.last_publish()
+    }
+
+    /// Makes the next publish finish the whole model, as a record that changes the settled
+    /// part does: what such a refresh costs is what this measures.
+    pub fn unsettle(&mut self) {
+        self.builder.unsettle();
+    }
+
+    /// The model as of the latest publish ([`TraceTail::open`] and [`TraceTail::read_new`]
+    /// publish it).
+    ///
+    /// # Panics
+    ///
+    /// After [`TraceTail::read_appended`] read records and before [`TraceTail::publish`].
+    pub fn model(&self) -> &Model {
+        self.builder
+            .model()
+            .expect("the followed trace's model is published after each read")
     }
 
     /// Whether the file is no longer the recording read so far: shorter than what was read,
@@ -272,19 +296,6 @@ impl TraceTail {
         self.latest_warnings = latest;
         Ok(())
     }
-
-    /// The model of every record read so far, with the reads' recovery totals and warnings.
-    pub fn model(&self) -> Model {
-        let mut model = self.builder.clone().finish();
-        model.info_mut().recovery = Some(self.recovery);
-        model.info_mut().warnings = self
-            .warnings
-            .iter()
-            .chain(&self.latest_warnings)
-            .cloned()
-            .collect();
-        model
-    }
 }
 
 #[cfg(test)]
@@ -296,13 +307,19 @@ mod tests {
 
     /// A trace of many small blocks (about 1 KiB of records each), as its bytes.
     fn trace_bytes() -> Vec<u8> {
+        recorded(pipeline(PipelineSpec {
+            fail_at: Some(300),
+            ..PipelineSpec::ops(2_000)
+        }))
+    }
+
+    /// The recording of `records` in many small blocks (about 1 KiB of records each), as
+    /// its bytes.
+    fn recorded(records: impl IntoIterator<Item = Record>) -> Vec<u8> {
         let sink = MemorySink::new();
         let options = hrx_analysis::timeline::fixtures::small_blocks();
         let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
-        for record in pipeline(PipelineSpec {
-            fail_at: Some(300),
-            ..PipelineSpec::ops(2_000)
-        }) {
+        for record in records {
             recorder.record(&record);
         }
         recorder.close().unwrap();
@@ -327,9 +344,9 @@ mod tests {
             .blocks()
             .len();
         assert!(blocks >= 8, "{blocks} blocks");
-        let (mut tail, first) = TraceTail::open(&path).unwrap();
-        assert!(first.span_count() > 0);
-        let mut shown = first.span_count();
+        let mut tail = TraceTail::open(&path).unwrap();
+        assert!(tail.model().span_count() > 0);
+        let mut shown = tail.model().span_count();
         for pair in cuts.windows(2) {
             let (from, to) = (pair[0], pair[1]);
             // What was read before is damaged now: a reader of the whole file would see
@@ -342,7 +359,8 @@ mod tests {
             file.seek(SeekFrom::Start(from as u64)).unwrap();
             file.write_all(&bytes[from..to]).unwrap();
             drop(file);
-            let model = tail.read_new().unwrap().expect("new records");
+            assert!(tail.read_new().unwrap(), "new records");
+            let model = tail.model();
             // The same as reading this prefix of the undamaged trace whole.
             let whole = Model::from_reader(TraceReader::new(&bytes[..to]).unwrap()).unwrap();
             assert_eq!(model.span_count(), whole.span_count());
@@ -354,8 +372,7 @@ mod tests {
             assert!(model.span_count() > shown);
             shown = model.span_count();
         }
-        let last = tail.read_new().unwrap();
-        assert!(last.is_none(), "nothing appended, nothing new");
+        assert!(!tail.read_new().unwrap(), "nothing appended, nothing new");
         let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
         assert!(whole.info().end.is_some());
         assert_eq!(shown, whole.span_count());
@@ -454,6 +471,40 @@ mod tests {
         bytes[..cut].to_vec()
     }
 
+    /// Follows the live trace `bytes`: opens its first tenth at `path`, then appends the
+    /// rest in about 60 steps that end anywhere (most inside a block, some adding no whole
+    /// block), refreshing after each; after every refresh the model shown is the model of a
+    /// whole read of the same bytes, table by table. Returns each refresh's figures (not
+    /// those of steps that read no new record) with the spans it added.
+    fn follow_in_steps(path: &Path, bytes: &[u8]) -> (TraceTail, Vec<(Publish, usize)>) {
+        use hrx_analysis::timeline::fixtures::assert_same;
+        let whole = |to: usize| {
+            let bytes = std::fs::read(path).unwrap();
+            assert_eq!(bytes.len(), to);
+            Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap()
+        };
+        let first = bytes.len() / 10;
+        std::fs::write(path, &bytes[..first]).unwrap();
+        let mut tail = TraceTail::open(path).unwrap();
+        assert_same(tail.model(), &whole(first));
+        let mut refreshes = Vec::new();
+        let mut from = first;
+        while from < bytes.len() {
+            let to = (from + bytes.len() / 60).min(bytes.len());
+            let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            file.write_all(&bytes[from..to]).unwrap();
+            drop(file);
+            let spans = tail.model().span_count();
+            if tail.read_new().unwrap() {
+                let added = tail.model().span_count().saturating_sub(spans);
+                refreshes.push((tail.builder.last_publish(), added));
+            }
+            assert_same(tail.model(), &whole(to));
+            from = to;
+        }
+        (tail, refreshes)
+    }
+
     /// Over many refreshes, each ending anywhere (inside a block too), of traces whose
     /// records arrive in file order and in the worst order threads can write them (each
     /// flush's records: waits and timings before their submits, graphs last), and
@@ -469,38 +520,13 @@ mod tests {
             let bytes = unclosed_recording(&crashing_records(order));
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("live.hrxt");
-            let whole = |to: usize| {
-                let bytes = std::fs::read(&path).unwrap();
-                assert_eq!(bytes.len(), to);
-                Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap()
-            };
-            let first = bytes.len() / 10;
-            std::fs::write(&path, &bytes[..first]).unwrap();
-            let (mut tail, mut shown) = TraceTail::open(&path).unwrap();
-            assert_same(&shown, &whole(first));
             let blocks = hrx_capture::MappedTrace::from_vec(bytes.clone())
                 .unwrap()
                 .blocks()
                 .len();
             assert!(blocks >= 50, "{blocks} blocks");
-            let mut refreshes = 0;
-            let mut from = first;
-            while from < bytes.len() {
-                // About 60 steps: most end inside a block, some add no whole block.
-                let to = (from + bytes.len() / 60).min(bytes.len());
-                let mut file = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .unwrap();
-                file.write_all(&bytes[from..to]).unwrap();
-                drop(file);
-                if let Some(model) = tail.read_new().unwrap() {
-                    shown = model;
-                    refreshes += 1;
-                }
-                assert_same(&shown, &whole(to));
-                from = to;
-            }
+            let (mut tail, refreshes) = follow_in_steps(&path, &bytes);
+            let refreshes = refreshes.len();
             assert!(refreshes >= 20, "{refreshes} refreshes");
             assert!(tail.fatal().is_none());
             let fatal = Record::FatalSignal(FatalSignal {
@@ -511,9 +537,11 @@ mod tests {
                 fault_address: None,
             });
             hrx_capture::append_to_unclosed(&path, std::slice::from_ref(&fatal)).unwrap();
-            let crashed = tail.read_new().unwrap().expect("the signal");
-            let len = std::fs::metadata(&path).unwrap().len() as usize;
-            assert_same(&crashed, &whole(len));
+            assert!(tail.read_new().unwrap(), "the signal");
+            let crashed = tail.model();
+            let bytes = std::fs::read(&path).unwrap();
+            let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
+            assert_same(crashed, &whole);
             assert!(tail.fatal().is_some());
             let running = crashed
                 .lanes()
@@ -524,5 +552,92 @@ mod tests {
             assert_eq!(running, 1, "the region left running reaches the crash");
             assert!(crashed.first_failure().is_some(), "the pipeline's failure");
         }
+    }
+
+    /// In file order, a refresh after the first finishes what was appended and what is in
+    /// flight (the submissions and spans the builder finished), not the trace: it never
+    /// finishes the whole model, and what it places stays about what it added while the
+    /// trace grows ten times.
+    #[test]
+    fn a_refresh_finishes_only_the_tail() {
+        let bytes = recorded(pipeline(PipelineSpec::ops(8_000)));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let (tail, refreshes) = follow_in_steps(&path, &bytes);
+        assert!(refreshes.len() >= 50, "{} refreshes", refreshes.len());
+        for &(publish, added) in &refreshes {
+            assert!(!publish.whole, "{publish:?}");
+            // A step appends about 130 spans; a few submissions (4 spans each) are in flight.
+            assert!(
+                publish.spans <= added + 64,
+                "{publish:?}, {added} spans added"
+            );
+            assert!(
+                publish.submissions <= added / 4 + 16,
+                "{publish:?}, {added} spans added"
+            );
+        }
+        let settled: Vec<usize> = refreshes.iter().map(|(p, _)| p.settled).collect();
+        assert!(settled.windows(2).all(|w| w[0] <= w[1]), "{settled:?}");
+        assert_eq!(tail.model().span_count(), 8_000);
+        assert_eq!(*settled.last().unwrap(), 2_000);
+    }
+
+    /// A record that changes what was settled (a wait of an early submission, written late
+    /// by another thread) makes the refresh that reads it finish the whole model, which is
+    /// the model of a whole read; the refreshes after it finish only the tail again.
+    #[test]
+    fn a_refresh_that_changes_the_settled_part_finishes_the_whole_model() {
+        use hrx_capture::schema::{BufferId, CrossWait, HazardKind, RegionIndex, SubmissionIndex};
+        let mut records: Vec<Record> = pipeline(PipelineSpec::ops(4_000)).collect();
+        let runtime = records
+            .iter()
+            .find_map(|r| match r {
+                Record::Submit(s) => Some(s.runtime),
+                _ => None,
+            })
+            .unwrap();
+        let late = Record::CrossWait(CrossWait {
+            runtime,
+            submission: SubmissionIndex(3),
+            region: RegionIndex(0),
+            on_submission: SubmissionIndex(2),
+            on_region: RegionIndex(1),
+            kind: HazardKind::ReadAfterWrite,
+            buffer: BufferId(1),
+            start: 0,
+            end: 64,
+        });
+        let at = records.len() * 6 / 10;
+        records.insert(at, late);
+        let bytes = recorded(records);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let (tail, refreshes) = follow_in_steps(&path, &bytes);
+        let whole: Vec<usize> = (0..refreshes.len())
+            .filter(|&i| refreshes[i].0.whole)
+            .collect();
+        assert_eq!(whole.len(), 1, "{refreshes:?}");
+        let (fallback, _) = refreshes[whole[0]];
+        assert!(
+            fallback.spans > 2_000,
+            "{fallback:?}: everything read so far"
+        );
+        assert!(
+            whole[0] + 10 < refreshes.len(),
+            "refreshes after it: {refreshes:?}"
+        );
+        assert!(refreshes[whole[0] + 1].0.spans < 400, "{refreshes:?}");
+        assert_eq!(
+            tail.model()
+                .hazards_of(hrx_analysis::timeline::RegionKey {
+                    submission: hrx_analysis::timeline::SubId(3),
+                    region: 0,
+                })
+                .producers
+                .len(),
+            2,
+            "the pipeline's wait and the late one"
+        );
     }
 }

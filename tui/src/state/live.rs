@@ -1,9 +1,10 @@
 //! Following a trace that is still being written (`view --follow`).
 //!
-//! The app re-reads the trace when it grows ([`crate::app`]); [`ViewState::model_changed`]
-//! then carries the view over to the new model: the selection by (runtime, submission
-//! index, region) and the focused lane by (runtime, queue), since indexes into the new
-//! model's lanes may differ; the search filter is recomputed in place; and while
+//! The app re-reads the trace when it grows ([`crate::app`]), updating its model in place;
+//! [`ViewState::carry_over`] then carries the view over to it from keys taken before the
+//! refresh ([`ViewState::carried`]): the selection by (runtime, submission index, region)
+//! and the focused lane by (runtime, queue), since indexes into the new model's lanes may
+//! differ; the search filter is recomputed in place; and while
 //! *following*, the window and the time cursor move to the newest time. Following starts
 //! on, showing the whole trace as it grows; any action that moves the window (a pan, a
 //! zoom, a jump that reveals a span elsewhere) stops it, and `F` resumes it at the current
@@ -15,6 +16,18 @@
 
 use super::view_state::ViewState;
 use super::{LaneId, Model, RegionKey, SpanRef};
+use hrx_capture::schema::{Queue, RuntimeId, SubmissionIndex};
+
+/// What of the view a refresh carries over, by keys that hold in the next model: taken
+/// from the model before it changes ([`ViewState::carried`]), since a followed trace's
+/// model is updated in place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Carried {
+    /// The selected span's region: runtime, submission index, region.
+    selection: Option<(RuntimeId, SubmissionIndex, u32)>,
+    /// The focused lane's runtime and queue.
+    lane: Option<(RuntimeId, Queue)>,
+}
 
 /// The state of a live (followed) trace.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -120,15 +133,32 @@ impl ViewState {
     /// Carries the view from `old` to `new`, a re-read of the same trace that has grown
     /// (see the module docs); `records_per_s` is the latest record rate.
     pub fn model_changed(&mut self, old: &Model, new: &Model, records_per_s: f64) {
+        let carried = self.carried(old);
+        self.carry_over(carried, new, records_per_s);
+    }
+
+    /// The keys of the selection and the focused lane in `model`, the model shown before a
+    /// refresh.
+    pub fn carried(&self, model: &Model) -> Carried {
         let region_of = |r: SpanRef| {
-            let key = old.key_of(old.get_span(r)?);
-            let sub = old.submission(key.submission);
+            let key = model.key_of(model.get_span(r)?);
+            let sub = model.submission(key.submission);
             Some((sub.runtime, sub.index, key.region))
         };
         let lane_of = |l: LaneId| {
-            let lane = old.lanes().get(l.0 as usize)?;
+            let lane = model.lanes().get(l.0 as usize)?;
             Some((lane.runtime, lane.queue))
         };
+        Carried {
+            selection: self.selection.and_then(region_of),
+            lane: self.lane.and_then(lane_of),
+        }
+    }
+
+    /// Carries the view over to `new`, the model after a refresh, from the keys taken
+    /// before it (what was cleared since, by a reload, stays cleared); `records_per_s` is
+    /// the latest record rate.
+    pub fn carry_over(&mut self, carried: Carried, new: &Model, records_per_s: f64) {
         let find_lane = |(runtime, queue)| {
             new.lanes()
                 .iter()
@@ -137,14 +167,14 @@ impl ViewState {
         };
         self.selection = self
             .selection
-            .and_then(region_of)
+            .and(carried.selection)
             .and_then(|(rt, index, region)| {
                 let submission = new.find_submission(rt, index)?;
                 new.span_of(RegionKey { submission, region })
             });
         self.lane = self
             .lane
-            .and_then(lane_of)
+            .and(carried.lane)
             .and_then(find_lane)
             .or_else(|| self.visible_lanes(new).first().copied());
         let events = new.events().len();
