@@ -396,10 +396,9 @@ impl<'a> Follower<'a> {
     }
 
     /// The record rate when the file changed since the last read and the model was updated
-    /// with what it read (or opened afresh); `None`
-    /// when it did not, when it was closed or its process died (until a new recording
-    /// writes the file again), or when it cannot be read now (a later poll tries again,
-    /// and the view keeps what it shows). While it does not change, and is neither closed
+    /// with what it read (or opened afresh); `None` when it did not, when it was closed or
+    /// its process died (until a new recording writes the file again), or when it cannot be
+    /// read now (a later poll tries again, and the view keeps what it shows). While it does not change, and is neither closed
     /// nor crashed, whether anyone still writes it is asked ([`WriterWatch`]): when nobody
     /// does, it is `unclosed`. What is appended after that (`hrx-trace record`'s note of a
     /// program's death, late) is still read.
@@ -429,13 +428,16 @@ impl<'a> Follower<'a> {
             self.seen = stamp;
             return None;
         }
-        // An error (the file replaced, a read failing) is tried again at the next poll.
-        let new = self.tail.read_new().ok()?;
-        self.seen = stamp;
-        if !new {
-            return None;
+        // An error (the file replaced, a read failing) is tried again at the next poll; what
+        // was read before it is in the model, and shown.
+        let before = self.tail.model().info().records;
+        if self.tail.read_new().is_ok() {
+            self.seen = stamp;
         }
         let info = self.tail.model().info();
+        if info.records == before {
+            return None;
+        }
         self.closed = info.end.is_some();
         let now = Instant::now();
         let records = info.records;

@@ -72,6 +72,10 @@ use std::path::{Path, PathBuf};
 /// Bytes of a block header (the first block's identifies the recording).
 const BLOCK_HEADER_LEN: u64 = hrx_capture::format::BLOCK_HEADER_LEN as u64;
 
+/// Records read between two publishes while a read takes many (the open's): the builder's
+/// tail stays about this many records, not the trace.
+const SETTLE_RECORDS: u64 = 1 << 18;
+
 /// A followed trace (see the module docs).
 #[derive(Debug)]
 pub struct TraceTail {
@@ -136,17 +140,20 @@ impl TraceTail {
         Ok(tail)
     }
 
-    /// Reads what was appended since the last read and publishes the model with it; whether
-    /// a new record was read (the model is unchanged when none was).
+    /// Reads what was appended since the last read and publishes the model with it (with
+    /// what was read before an error too); whether a new record was read (the model is
+    /// unchanged when none was).
     ///
     /// # Errors
     ///
     /// [`TuiError::Follow`] when the file cannot be reopened; [`TuiError::Read`] when a read
     /// fails.
     pub fn read_new(&mut self) -> Result<bool, TuiError> {
-        let new = self.read_appended()?;
+        let read = self.read_appended();
+        // What a failed read took before it failed is published too: the model is always
+        // there to show.
         self.publish();
-        Ok(new)
+        read
     }
 
     /// Reads what was appended since the last read into the builder, without publishing;
@@ -256,8 +263,15 @@ impl TraceTail {
         // A block already taken from is read again first: the reader counts it again.
         let reread = u64::from(self.taken > 0);
         let total = &mut self.recovery;
+        let mut failed = None;
         for item in reader.by_ref() {
-            let (offset, record) = item?;
+            let (offset, record) = match item {
+                Ok(item) => item,
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            };
             let at = (offset + origin).saturating_sub(header_len);
             if at != block {
                 (block, in_block) = (at, 0);
@@ -274,9 +288,18 @@ impl TraceTail {
                 self.fatal = Some(*f);
             }
             self.builder.push(&record);
+            // Published now and then, so that what waits to be finished stays bounded: a
+            // trace opened whole does not hold its regions twice.
+            if total.records.is_multiple_of(SETTLE_RECORDS) {
+                self.builder.publish();
+            }
         }
+        // What was taken is not taken again, even when the read failed after it.
         if block != self.resume_at || in_block > self.taken {
             (self.resume_at, self.taken) = (block, in_block);
+        }
+        if let Some(error) = failed {
+            return Err(error);
         }
         let read = reader.recovery();
         total.complete_blocks += read.complete_blocks.saturating_sub(reread);
@@ -639,5 +662,22 @@ mod tests {
             2,
             "the pipeline's wait and the late one"
         );
+    }
+
+    /// A trace opened whole is published every [`SETTLE_RECORDS`] records on the way: the
+    /// open's last publish finishes what came after the last of those, not the trace.
+    #[test]
+    fn an_open_publishes_on_the_way() {
+        use hrx_analysis::timeline::fixtures::assert_same;
+        let bytes = recorded(pipeline(PipelineSpec::ops(100_000)));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let tail = TraceTail::open(&path).unwrap();
+        let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
+        assert!(whole.info().records > SETTLE_RECORDS);
+        assert_same(tail.model(), &whole);
+        let last = tail.last_publish();
+        assert!(!last.whole && last.spans < 40_000, "{last:?}");
     }
 }
