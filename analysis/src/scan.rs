@@ -942,6 +942,67 @@ impl Joiner {
         }
     }
 
+    /// What [`Joiner::finish`] would return and hand `visitor` now, the joiner kept for more
+    /// records (a followed trace's publish). Nothing enters while no submit waits for its
+    /// graph's `Prepared`: then only the structural index is copied (to label it) and what
+    /// is in flight is read in place; while one waits, the whole joiner is (its submissions
+    /// in flight and retired, up to [`RETIRE_WINDOW`]) and finished.
+    pub fn finish_copy(
+        &self,
+        visitor: &mut impl Visitor,
+        recovery: Option<Recovery>,
+        warnings: Vec<Warning>,
+    ) -> ScanSummary {
+        if !self.parked_submits.is_empty() {
+            return self.clone().finish(visitor, recovery, warnings);
+        }
+        // `finish`'s steps, reading.
+        let (mut unplaced_timings, mut unplaced_op_timings) =
+            (self.unplaced_timings, self.unplaced_op_timings);
+        for (_, node) in self.parked_timings.values().flatten() {
+            match node {
+                None => unplaced_timings += 1,
+                Some(_) => unplaced_op_timings += 1,
+            }
+        }
+        let mut parked: Vec<_> = self.parked_outputs.iter().collect();
+        parked.sort_unstable_by_key(|(key, _)| **key);
+        let mut unjoined_outputs = self.unjoined_outputs;
+        for (record, d) in parked.into_iter().flat_map(|(_, d)| d) {
+            unjoined_outputs += 1;
+            visitor.output(&self.index, *record, d, None);
+        }
+        let mut index = self.index.clone();
+        index.label_regions();
+        let (running, timing_lost) = self.running(self.started.values().copied().collect());
+        let unresolved_waits = self.unresolved_waits
+            + self
+                .parked_links
+                .values()
+                .flatten()
+                .filter(|l| l.wait.is_some())
+                .count() as u64;
+        ScanSummary {
+            index,
+            records: self.records,
+            submissions: self.submissions,
+            session_ended: self.session_ended,
+            fatal: self.fatal,
+            unplaced_timings,
+            running,
+            in_flight: self.in_flight(),
+            timing_lost,
+            records_lost: self.records_lost,
+            unresolved_waits,
+            unplaced_op_timings,
+            unjoined_events: self.unjoined_events + self.parked_event_count as u64,
+            unjoined_outputs,
+            unjoined_outcomes: self.parked_outcomes.len() as u64,
+            recovery,
+            warnings,
+        }
+    }
+
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
     /// Submits whose `Prepared` never came enter without their graph, in the order read:
     /// they join (with their outcomes, region completions, waits and events) to `visitor`,

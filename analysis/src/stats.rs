@@ -191,6 +191,8 @@ pub struct Stats {
 struct Busy {
     /// Disjoint intervals at or above `floor`, start to end.
     open: BTreeMap<u64, u64>,
+    /// Their total length (disjoint intervals of `u64` time sum within it).
+    open_ns: u64,
     /// Intervals kept before the oldest half is retired.
     window: usize,
     retired_ns: u64,
@@ -210,6 +212,7 @@ impl Busy {
     fn with_window(window: usize) -> Busy {
         Busy {
             open: BTreeMap::new(),
+            open_ns: 0,
             window: window.max(2),
             retired_ns: 0,
             floor: 0,
@@ -246,28 +249,36 @@ impl Busy {
             }
             start = s;
             self.open.remove(&s);
+            self.open_ns -= e - s;
         }
         // Swallow every interval starting inside [start, end].
         while let Some((&s, &e)) = self.open.range(start..=end).next() {
             end = end.max(e);
             self.open.remove(&s);
+            self.open_ns -= e - s;
         }
         self.open.insert(start, end);
+        self.open_ns += end - start;
         if self.open.len() > self.window {
             while self.open.len() > self.window / 2 {
                 let Some((s, e)) = self.open.pop_first() else {
                     break;
                 };
+                self.open_ns -= e - s;
                 self.retired_ns = self.retired_ns.saturating_add(e - s);
                 self.floor = e;
             }
         }
     }
 
+    /// The busy time: retired and open intervals (kept as they change, so that statistics
+    /// taken while a pass goes on do not walk the open intervals).
     fn busy_ns(&self) -> u64 {
-        self.open
-            .iter()
-            .fold(self.retired_ns, |t, (s, e)| t.saturating_add(e - s))
+        debug_assert_eq!(
+            self.open_ns,
+            self.open.iter().map(|(s, e)| e - s).sum::<u64>()
+        );
+        self.retired_ns.saturating_add(self.open_ns)
     }
 }
 
@@ -460,8 +471,47 @@ impl StatsVisitor {
 
     /// The statistics, given the pass's summary (labels, submissions, unplaced timings).
     pub fn finish(mut self, summary: &ScanSummary) -> Stats {
+        self.settle(&summary.index);
+        self.stats(&self.busy, summary)
+    }
+
+    /// A copy of the gatherer for statistics while the pass goes on (a followed trace's
+    /// publish): all of it but the lanes' busy intervals (up to [`OPEN_INTERVALS`] a lane),
+    /// which [`StatsVisitor::finish_beside`] reads from the original, since finishing only
+    /// reads them. The copy must see no further span.
+    pub fn copy_without_busy(&self) -> StatsVisitor {
+        StatsVisitor {
+            durations: self.durations.clone(),
+            failed: self.failed.clone(),
+            pending: self.pending.clone(),
+            // Settled from `pending` by `finish_beside`, whose order is unknown.
+            pending_order: VecDeque::new(),
+            early: IdMap::default(),
+            busy: Vec::new(),
+            copies: self.copies.clone(),
+            first_ns: self.first_ns,
+            last_ns: self.last_ns,
+            submissions: self.submissions,
+            failures: self.failures,
+        }
+    }
+
+    /// [`StatsVisitor::finish`] of a copy made by [`StatsVisitor::copy_without_busy`],
+    /// with the busy intervals of `original`, the gatherer it copied.
+    pub fn finish_beside(mut self, original: &StatsVisitor, summary: &ScanSummary) -> Stats {
+        debug_assert!(self.busy.is_empty(), "the copy saw a span");
+        // Settled in the map's order, not the original's queue (which also holds the keys
+        // of timings settled since, up to twice `PENDING_LIMIT`): a sketch holds a
+        // multiset, so the order of its values changes nothing it answers.
+        for (key, (lane, duration)) in std::mem::take(&mut self.pending) {
+            self.commit(&summary.index, key.2, lane, duration, Outcome::Ok);
+        }
+        self.stats(&original.busy, summary)
+    }
+
+    /// The statistics of a settled gatherer with the lanes' busy intervals `busy`.
+    fn stats(&self, busy: &[Busy], summary: &ScanSummary) -> Stats {
         let index = &summary.index;
-        self.settle(index);
         let mut stats = Stats {
             span_ns: self
                 .first_ns
@@ -474,7 +524,7 @@ impl StatsVisitor {
         let s = &mut stats.submissions;
         s.accepted = summary.submissions;
         s.unknown = s.accepted.saturating_sub(s.ok + s.failed + s.cancelled);
-        for (i, busy) in self.busy.iter().enumerate() {
+        for (i, busy) in busy.iter().enumerate() {
             let lane = LaneRef(i as u32);
             let info = index.lane(lane);
             stats.late_spans += busy.late;

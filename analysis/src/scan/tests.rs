@@ -749,3 +749,92 @@ fn output_digests_waiting_past_the_limit_are_given_up_oldest_first() {
     assert_eq!(summary.unjoined_outputs, PARK_LIMIT as u64 + 1);
     assert_eq!(outputs.0.len(), PARK_LIMIT + 1);
 }
+
+/// Every call a visitor is handed, in order.
+#[derive(Default)]
+struct Calls(Vec<String>);
+
+impl Visitor for Calls {
+    fn span(&mut self, _: &Index, span: &JoinedSpan) {
+        self.0.push(format!("span {span:?}"));
+    }
+    fn op_span(&mut self, _: &Index, span: &JoinedSpan, node: NodeIndex) {
+        self.0.push(format!("op {span:?} {node:?}"));
+    }
+    fn outcome(&mut self, _: &Index, s: &JoinedSubmission, p: Option<Outcome>, o: Outcome) {
+        self.0.push(format!("outcome {s:?} {p:?} {o:?}"));
+    }
+    fn submission_done(&mut self, _: &Index, done: &JoinedEvent) {
+        self.0.push(format!("done {done:?}"));
+    }
+    fn submitted(&mut self, _: &Index, s: &JoinedSubmission, submit: &Submit) {
+        self.0.push(format!("submitted {s:?} {submit:?}"));
+    }
+    fn region_outcome(&mut self, _: &Index, r: &JoinedRegion, o: Outcome, t: u64) {
+        self.0.push(format!("region {r:?} {o:?} {t}"));
+    }
+    fn link(&mut self, _: &Index, link: &JoinedLink) {
+        self.0.push(format!("link {link:?}"));
+    }
+    fn event(&mut self, _: &Index, e: &JoinedEvent) {
+        self.0.push(format!("event {e:?}"));
+    }
+    fn output(&mut self, _: &Index, record: u64, d: &OutputDigest, s: Option<&JoinedSubmission>) {
+        self.0.push(format!("output {record} {d:?} {s:?}"));
+    }
+}
+
+/// After every record of a trace whose records come in the worst order (timings, outcomes,
+/// waits and digests before their submits, submits before their graph's `Prepared`), what
+/// `finish_copy` returns and hands over is what a finished copy of the joiner does, and the
+/// joiner goes on as if it had not been asked.
+#[test]
+fn finish_copy_is_a_finished_copy() {
+    let records: Vec<Record> = pipeline(PipelineSpec {
+        fail_at: Some(30),
+        busy_every: Some(5),
+        ..PipelineSpec::ops(160)
+    })
+    .collect();
+    let mut with_digests = Vec::new();
+    for r in records {
+        if let Record::SubmissionDone(d) = &r {
+            with_digests.push(Record::OutputDigest(OutputDigest {
+                runtime: d.runtime,
+                submission: d.submission,
+                buffer: hrx_capture::schema::BufferId(4),
+                start: 0,
+                end: 64,
+                xxh3: d.submission.0,
+                contents: hrx_capture::schema::Payload::Omitted { len_bytes: 64 },
+            }));
+        }
+        with_digests.push(r);
+    }
+    let reordered = submits_last(crate::timeline::fixtures::adverse(&with_digests));
+    let (mut joiner, mut alone) = (Joiner::new(), Joiner::new());
+    let (mut calls, mut alone_calls) = (Calls::default(), Calls::default());
+    let mut parked = 0;
+    for record in &reordered {
+        joiner.push(record, &mut calls);
+        alone.push(record, &mut alone_calls);
+        parked += usize::from(!joiner.parked_submits.is_empty());
+        let (mut copy, mut finished) = (Calls::default(), Calls::default());
+        let summary = joiner.finish_copy(&mut copy, None, Vec::new());
+        let expected = joiner.clone().finish(&mut finished, None, Vec::new());
+        assert_eq!(format!("{summary:?}"), format!("{expected:?}"));
+        assert_eq!(copy.0, finished.0);
+    }
+    assert!(parked > 0 && parked < reordered.len() / 2, "{parked}");
+    assert_eq!(calls.0, alone_calls.0);
+    // (Their indexes' maps are seeded apart: the labels stand for them.)
+    let facts = |mut s: ScanSummary| {
+        let labels = s.index.labels().to_vec();
+        s.index = Index::new();
+        format!("{s:?} {labels:?}")
+    };
+    let (mut a, mut b) = (Calls::default(), Calls::default());
+    let ended = facts(joiner.finish(&mut a, None, Vec::new()));
+    assert_eq!(ended, facts(alone.finish(&mut b, None, Vec::new())));
+    assert_eq!(a.0, b.0);
+}

@@ -118,13 +118,6 @@ impl crate::Visitor for Joins {
     }
 }
 
-impl Joins {
-    /// The statistics of every record the joiner took, at the end `summary` describes.
-    pub(super) fn finish_stats(self, summary: &ScanSummary) -> crate::Stats {
-        self.stats.finish(summary)
-    }
-}
-
 fn outcome_status(outcome: Outcome) -> SpanStatus {
     match outcome {
         Outcome::Ok => SpanStatus::Ok,
@@ -458,15 +451,19 @@ impl ModelBuilder {
 
     /// What [`ModelBuilder::finish_joiner`] would return now, from copies of the joiner and
     /// the statistics, the builder going on taking records (a followed trace's publish,
-    /// [`super::live`]): the summary, and the statistics with the joins the end adds. The
-    /// copies hold what is in flight and the structure, not the trace's regions.
-    pub(super) fn finish_joiner_copy(&self) -> (ScanSummary, Joins) {
+    /// [`super::live`]): the summary, the joins the end adds, and the statistics. The
+    /// copies hold the structure and what is in flight, not the trace's regions (the
+    /// joiner's submissions and the statistics' busy intervals are read in place where
+    /// finishing does not change them: [`crate::Joiner::finish_copy`],
+    /// [`crate::StatsVisitor::copy_without_busy`]).
+    pub(super) fn finish_joiner_copy(&self) -> (ScanSummary, Vec<Joined>, crate::Stats) {
         let mut joins = Joins {
-            stats: self.joins.stats.clone(),
+            stats: self.joins.stats.copy_without_busy(),
             out: Vec::new(),
         };
-        let summary = self.joiner.clone().finish(&mut joins, None, Vec::new());
-        (summary, joins)
+        let summary = self.joiner.finish_copy(&mut joins, None, Vec::new());
+        let stats = joins.stats.finish_beside(&self.joins.stats, &summary);
+        (summary, joins.out, stats)
     }
 
     /// Applies what the joiner handed over since the last call.

@@ -352,8 +352,7 @@ impl LiveBuilder {
         if self.published {
             return &mut self.inner.model;
         }
-        let (summary, mut joins) = self.inner.finish_joiner_copy();
-        let extra = std::mem::take(&mut joins.out);
+        let (summary, extra, stats) = self.inner.finish_joiner_copy();
         // A provisional wait or producer of a settled consumer changes the settled part.
         let settled = self.settled.subs as u64;
         if extra
@@ -416,7 +415,7 @@ impl LiveBuilder {
         model.info.unplaced_timings = summary.unplaced_timings;
         model.info.unresolved_waits = summary.unresolved_waits;
         model.info.timing_lost = summary.timing_lost.len() as u64;
-        model.stats = joins.finish_stats(&summary);
+        model.stats = stats;
         model.first_failure = hazards::first_failure(model, &keys);
         debug_assert_eq!(k, self.settled.subs);
         // Take back what the joiner's end added (the last of the tail, which a fallback
