@@ -34,10 +34,13 @@
 //! submission, the usual case, sorts near their end: the settled items after it are pulled
 //! back and merged; the cost is how far back it reaches), and counts spans per label from
 //! per-region counts of the settled spans. What is per prepared graph or per runtime
-//! (regions, labels, the joiner's copy) or rare (events, busy times, the first failure) is
+//! (regions, labels, the index's copy) or rare (events, busy times, the first failure) is
 //! done whole. The joiner's end (submits whose `Prepared` never came, entered without their
-//! graph; regions still running) is taken from copies of the joiner and the statistics,
-//! which are bounded by what is in flight; what it adds is published and then taken back.
+//! graph; regions still running) and the statistics are taken without consuming them
+//! ([`crate::Joiner::finish_copy`], [`crate::StatsVisitor::copy_without_busy`]): what
+//! finishing changes is copied (what is in flight), what it only reads is read in place
+//! (the joiner's retired submissions, the lanes' busy intervals); what the end adds is
+//! published and then taken back.
 //!
 //! A record that would change the settled part makes the next publish finish the whole
 //! model ([`LiveBuilder::unsettle`]): a `Submit` that sorts before a settled submission (a
@@ -52,9 +55,15 @@
 //!
 //! What stays in the tail for long: a submission that never settles (a region that never
 //! completes, a completion lost in a lossy recording) keeps every submission after it in the
-//! tail, so publishes grow with what came after it; a trace of several runtimes submitting
-//! at once renumbers at every publish (their submissions interleave by key) and so finishes
-//! whole each time.
+//! tail, so publishes grow with what came after it; in a trace of several runtimes
+//! submitting at once, their submissions interleave by key, so a renumbering falls back to
+//! the whole model and one runtime's submissions then stay in the tail.
+//!
+//! Why one model updated in place rather than columns of two parts (a shared, frozen prefix
+//! and an owned tail): every reader of the model (lanes, the span table, hazards, the view
+//! cache) stays as it is, and the process holds one model instead of a builder and a copy.
+//! The price is that a publish needs the model mutably: the view borrows it between
+//! publishes.
 
 use super::hazards;
 use super::ingest::{Joined, ModelBuilder, link_events, name_regions, time_range};
