@@ -14,7 +14,7 @@
 //! So nothing is selected while following: `F` clears the selection as it resumes.
 
 use super::view_state::ViewState;
-use super::{LaneId, Model, RegionKey, SpanRef};
+use super::{LaneRef, Model, RegionKey, SpanRef};
 
 /// The state of a live (followed) trace.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -125,7 +125,7 @@ impl ViewState {
             let sub = old.submission(key.submission);
             Some((sub.runtime, sub.index, key.region))
         };
-        let lane_of = |l: LaneId| {
+        let lane_of = |l: LaneRef| {
             let lane = old.lanes().get(l.0 as usize)?;
             Some((lane.runtime, lane.queue))
         };
@@ -133,7 +133,7 @@ impl ViewState {
             new.lanes()
                 .iter()
                 .position(|l| l.runtime == runtime && l.queue == queue)
-                .map(|i| LaneId(i as u32))
+                .map(|i| LaneRef(i as u32))
         };
         self.selection = self
             .selection
