@@ -658,7 +658,7 @@ fn records_line(summary: &str, name: &str) -> (u64, u64, u64, u64) {
     let line = field(summary, &format!("{name}:"));
     // "N records, SIZE (K of the M read, A of the trim's own: 1 range, 2 snapshot records,
     // 1 end)": what it names adds up to A (it said "2 ...: range, snapshot, end").
-    let (head, named) = line.split_once(" of the trim's own: ").expect(&line);
+    let (head, named) = line.split_once(" of the trim's own: ").expect(line);
     let numbers: Vec<u64> = head
         .split(|c: char| !c.is_ascii_digit() && c != '.')
         .filter_map(|w| w.parse().ok())
@@ -666,7 +666,7 @@ fn records_line(summary: &str, name: &str) -> (u64, u64, u64, u64) {
     let named: u64 = named
         .trim_end_matches(')')
         .split(", ")
-        .map(|part| part.split(' ').next().unwrap().parse::<u64>().expect(&line))
+        .map(|part| part.split(' ').next().unwrap().parse::<u64>().expect(line))
         .sum();
     match numbers[..] {
         [out, .., kept, read, own] if named == own => (out, kept, read, own),
