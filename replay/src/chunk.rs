@@ -399,3 +399,58 @@ impl<R: Read> Chunker<R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cross waits of each submission of a trace's plan.
+    type Waits = BTreeMap<u64, Vec<u64>>;
+
+    fn waits(trace: &Trace) -> Waits {
+        let plan = crate::plan::plan(trace, None).expect("plan");
+        let [rp] = &plan.runtimes[..] else {
+            panic!("one runtime");
+        };
+        rp.cross_waits
+            .iter()
+            .map(|(c, p)| {
+                let mut p: Vec<u64> = p.iter().map(|p| p.0).collect();
+                p.sort_unstable();
+                (c.0, p)
+            })
+            .collect()
+    }
+
+    /// The hazards workload's fixture: submission 3 waits on 1, and 4 on 1 and 3. In chunks
+    /// of 1 or 2 submissions, each wait's producer is in an earlier chunk, whose `Submit`
+    /// the consumer's chunk lacks. Each chunk's plan keeps its submissions' waits, those on
+    /// an earlier chunk too (the join hands them over as before the chunk's range), as the
+    /// whole trace's plan does.
+    #[test]
+    fn a_chunk_keeps_its_waits_on_submissions_of_earlier_chunks() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hazards-v1.0.hrxt");
+        let bytes = std::fs::read(path).expect("the hazards fixture");
+        let whole = waits(&Trace::from_bytes(&bytes).unwrap());
+        let expected: Waits = [(3, vec![1; 3]), (4, [vec![1; 5], vec![3; 3]].concat())].into();
+        assert_eq!(whole, expected);
+        for size in [1, 2] {
+            let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
+            let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+            let mut chunked = Waits::new();
+            let mut across = 0;
+            while let Some(chunk) = chunker.next_chunk().unwrap() {
+                let mine = waits(&chunk);
+                for (consumer, producers) in &mine {
+                    assert!(chunked.insert(*consumer, producers.clone()).is_none());
+                    across += producers
+                        .iter()
+                        .filter(|p| *p / size < consumer / size)
+                        .count();
+                }
+            }
+            assert_eq!(chunked, whole, "chunks of {size}");
+            assert_eq!(across, 11, "chunks of {size}");
+        }
+    }
+}

@@ -1,5 +1,6 @@
-//! What replay reads of a trace's completions, timings, events and output digests, joined to
-//! their submissions and regions by the one join of every reader (`hrx_analysis::scan`):
+//! What replay reads of a trace's completions, timings, events, output digests and
+//! cross-submission waits, joined to their submissions and regions by the one join of every
+//! reader (`hrx_analysis::scan`):
 //! the capture's records when a chunk is planned (module `plan`), and the replay's own when
 //! they are read back (module `execute`). Replay matches no timing, completion, event or
 //! digest to a submission itself; it looks the joined submission up in its plan.
@@ -10,11 +11,19 @@
 //! submissions (in flight when it opened) are left unjoined there. A digest that never
 //! joins is kept, after those that joined, under the submission it names: the plan refuses
 //! it or leaves it out as it does any record naming such a submission.
+//!
+//! A cross wait is kept where it joined at both ends, or at its consumer with its producer
+//! before the trace's range (`Visitor::link_before_range`: a trim's, or a streamed replay's
+//! chunk, whose earlier chunks hold the producer). One of or on a submission whose `Submit`
+//! the trace simply lacks (lost while recording) stays unresolved and is not kept: a chain of
+//! waits through that submission no longer orders its ends (replay read every `CrossWait`
+//! record itself before, and kept those).
 
 use crate::plan::Sample;
 use hrx_analysis::Index;
 use hrx_analysis::scan::{
-    JoinedEvent, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome, Visitor, scan_records,
+    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, LinkBeforeRange, Outcome,
+    Visitor, scan_records,
 };
 use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
 use std::collections::BTreeMap;
@@ -40,6 +49,9 @@ pub(crate) struct Joined<'t> {
     /// Each `OutputDigest`: its submission (the one it joined to, else the one it names)
     /// and the record; a submission's digests in file order.
     pub outputs: Vec<(SubmissionIndex, &'t s::OutputDigest)>,
+    /// Each `CrossWait` joined (see the module docs): the submission that waited and the
+    /// one it waited on.
+    pub cross_waits: Vec<(SubmissionIndex, SubmissionIndex)>,
 }
 
 /// The joins of one pass over records held in memory, per runtime.
@@ -127,6 +139,27 @@ impl<'t> Visitor for Collect<'_, 't> {
             .push((index, d));
     }
 
+    fn link(&mut self, _: &Index, link: &JoinedLink) {
+        // Joined at both ends, by the wait's own submissions.
+        if let Some(w) = link.wait {
+            self.runtimes
+                .entry(link.runtime)
+                .or_default()
+                .cross_waits
+                .push((w.submission, w.on_submission));
+        }
+    }
+
+    fn link_before_range(&mut self, _: &Index, link: &LinkBeforeRange) {
+        if let Some(w) = link.wait {
+            self.runtimes
+                .entry(link.runtime)
+                .or_default()
+                .cross_waits
+                .push((w.submission, link.producer));
+        }
+    }
+
     fn event(&mut self, _: &Index, event: &JoinedEvent) {
         let Some(record) = self.records.get(event.record as usize) else {
             return;
@@ -148,8 +181,8 @@ impl<'t> Visitor for Collect<'_, 't> {
     }
 }
 
-/// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion and event
-/// to its submission and region.
+/// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion, event and
+/// cross wait to its submission and region.
 pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
     let mut collect = Collect {
         records,

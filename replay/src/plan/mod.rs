@@ -189,7 +189,8 @@ pub(crate) struct RuntimePlan<'t> {
     pub op_times: HashMap<(usize, u32), Vec<Sample>>,
     /// Buffers the capture poisoned, with their cause (format 1.3 `Poison` records).
     pub poisons: Vec<crate::concurrent::PoisonEvent>,
-    /// The earlier submissions each submission's regions waited for (`CrossWait`).
+    /// The earlier submissions each submission's regions waited for (`CrossWait`, as the
+    /// one join joined them, module `joins`: those before the trace's range included).
     pub cross_waits: HashMap<SubmissionIndex, Vec<SubmissionIndex>>,
     /// Submits the capture saw refused (Busy, quarantine, ...): not replayed.
     pub refusals: usize,

@@ -341,11 +341,11 @@ pub(super) fn runtime_plan<'t>(
             submission.region_status.insert(region, status);
         }
     }
-    for wait in &g.cross_waits {
+    for (submission, on_submission) in joined.cross_waits {
         plan.cross_waits
-            .entry(wait.submission)
+            .entry(submission)
             .or_default()
-            .push(wait.on_submission);
+            .push(on_submission);
     }
     for submission in joined.quarantines {
         if let Some(position) = locate(&plan, submission, "Quarantine")? {
