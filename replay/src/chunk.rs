@@ -453,4 +453,107 @@ mod tests {
             assert_eq!(across, 11, "chunks of {size}");
         }
     }
+
+    /// The explicit producers of each submission of a trace's plan.
+    fn producers(trace: &Trace) -> Result<Waits, crate::error::ReplayError> {
+        let plan = crate::plan::plan(trace, None)?;
+        Ok(plan
+            .runtimes
+            .iter()
+            .flat_map(|rp| &rp.submissions)
+            .map(|s| (s.index.0, s.producers.iter().map(|p| p.0).collect()))
+            .collect())
+    }
+
+    /// `records` encoded as a file is.
+    fn encode<'r>(records: impl IntoIterator<Item = &'r Record>) -> Vec<u8> {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        for record in records {
+            match record {
+                Record::SessionStart(_) | Record::SessionEnd(_) => {}
+                Record::Blob(b) => {
+                    recorder.intern_blob(&b.bytes).expect("blob");
+                }
+                other => recorder.record(other),
+            }
+        }
+        recorder.close().expect("close");
+        sink.contents()
+    }
+
+    /// Six submissions of one copy, each after the one before it (`submit_after`), recorded
+    /// as a range from submission 3 on.
+    fn ranged_with_producers() -> Trace {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .graph_slots(3)
+                .trace_range(hrx_capture::CaptureRange::Submissions {
+                    start: 3,
+                    end: None,
+                });
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let host = rt.buffer(64, hrx::Placement::HostVisible).expect("buffer");
+            let gpu = rt.buffer(64, hrx::Placement::GpuLocal).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(gpu.whole(), host.whole()).expect("copy");
+            let graph = graph.prepare().expect("prepare");
+            let mut previous = graph.submit().expect("submit");
+            for _ in 0..5 {
+                let next = graph
+                    .submit_after(std::slice::from_ref(&previous))
+                    .expect("submit");
+                previous.wait().expect("runs");
+                previous = next;
+            }
+            previous.wait().expect("runs");
+        }
+        recorder.close().expect("close");
+        Trace::from_bytes(&sink.contents()).expect("read back")
+    }
+
+    /// A ranged trace whose submissions name the one before them as explicit producer: the
+    /// whole trace's plan keeps each (submission 3's lies before the range, as the join
+    /// says). Each chunk keeps the recording's `TraceRange` beside its own, and its plan
+    /// once took the lowest range start for where the trace begins: a producer of an earlier
+    /// chunk was then neither before the range nor in the chunk, and the chunk was refused
+    /// ("submission 4 waits on submission 3, which is not an earlier submission"). The join
+    /// says it lies before the chunk: every chunk plans, with the whole trace's producers.
+    #[test]
+    fn a_chunk_of_a_ranged_trace_keeps_explicit_producers_of_earlier_chunks() {
+        let trace = ranged_with_producers();
+        let whole = producers(&trace).expect("plan");
+        let expected: Waits = (3..7).map(|s| (s, vec![s - 1])).collect();
+        assert_eq!(whole, expected);
+        let bytes = encode(&trace.records);
+        for size in [1, 2] {
+            let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
+            let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+            let mut chunked = Waits::new();
+            while let Some(chunk) = chunker.next_chunk().unwrap() {
+                let mine = producers(&chunk).unwrap_or_else(|e| panic!("chunks of {size}: {e}"));
+                chunked.extend(mine);
+            }
+            assert_eq!(chunked, whole, "chunks of {size}");
+        }
+        // A producer in the range whose `Submit` the trace lacks is refused, as before.
+        let without = encode(
+            trace
+                .records
+                .iter()
+                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 4)),
+        );
+        let error = producers(&Trace::from_bytes(&without).unwrap()).expect_err("refused");
+        assert!(
+            error
+                .to_string()
+                .contains("submission 5 waits on submission 4, which is not an earlier submission"),
+            "{error}"
+        );
+    }
 }
