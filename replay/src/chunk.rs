@@ -34,7 +34,10 @@
 //!
 //! Chunks after the first carry a `TraceRange` record per runtime that opens at their lowest
 //! submission: the plan then treats producers of earlier chunks as what happened before a
-//! range (completed, not compared again).
+//! range (completed, not compared again). The replay itself ran them: the first pass notes
+//! which submissions a later chunk names as explicit producer ([`ChunkIndex::producer_until`])
+//! so that the replay keeps their completions until that chunk (a failed producer cancels
+//! its consumer, as in a whole replay; module `execute`).
 //!
 //! `until` is applied here (per runtime, in the order submits are read) so that it counts
 //! across chunks; submissions past it are counted ([`Chunker::cut`]) and their records
@@ -99,9 +102,12 @@ fn blob_of(record: &Record) -> Option<s::BlobHash> {
 /// frame uploaded again in a later chunk refers to the blob of an earlier one).
 pub(crate) const BLOB_CACHE_BYTES: usize = 256 << 20;
 
-/// What the first pass over a file learns: where each chunk's records end.
+/// What the first pass over a file learns: where each chunk's records end, and which
+/// submissions a later chunk names as explicit producer.
 ///
-/// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order.
+/// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order, and
+/// one per submission that a later chunk names as explicit producer: per chunk boundary at
+/// most the completions the capture's program held across it to name later.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkIndex {
     size: u64,
@@ -110,6 +116,9 @@ pub(crate) struct ChunkIndex {
     last_record: BTreeMap<u64, u64>,
     /// Per runtime and chunk: the host time of its latest submit, in ns.
     last_submit_ns: BTreeMap<(RuntimeId, u64), u64>,
+    /// Per submission that a later chunk's submission names as explicit producer
+    /// (`submit_after`): the last chunk naming it.
+    producer_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
     /// What the first pass read: the reader's warnings and how the file ends.
     reading: crate::Reading,
 }
@@ -141,6 +150,12 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
                 .entry((runtime, chunk))
                 .or_insert(submit.time_ns);
             *t = (*t).max(submit.time_ns);
+            for &producer in &submit.producers {
+                if index.chunk_of(producer) < chunk {
+                    let until = index.producer_until.entry((runtime, producer)).or_default();
+                    *until = (*until).max(chunk);
+                }
+            }
         }
     }
     index.reading = crate::Reading {
@@ -155,6 +170,16 @@ impl ChunkIndex {
     /// before anything is replayed.
     pub(crate) fn reading(&self) -> &crate::Reading {
         &self.reading
+    }
+
+    /// The last chunk whose submissions name `submission` of `runtime` as explicit producer,
+    /// where that is a chunk after its own.
+    pub(crate) fn producer_until(
+        &self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+    ) -> Option<u64> {
+        self.producer_until.get(&(runtime, submission)).copied()
     }
 }
 
@@ -225,6 +250,16 @@ impl<R: Read> Chunker<R> {
     /// Chunks handed out so far.
     pub fn chunks(&self) -> u64 {
         self.chunks
+    }
+
+    /// The chunk handed out last (its number: its submissions are `number * size ..`).
+    pub fn handed_out(&self) -> Option<u64> {
+        self.handed_out
+    }
+
+    /// The first pass's index.
+    pub fn index(&self) -> &ChunkIndex {
+        &self.index
     }
 
     /// The first chunk not handed out.
@@ -483,8 +518,9 @@ mod tests {
         sink.contents()
     }
 
-    /// Six submissions of one copy, each after the one before it (`submit_after`), recorded
-    /// as a range from submission 3 on.
+    /// Ten submissions of one copy, each after the one before it (`submit_after`), recorded
+    /// as a range from submission 3 on (three graph slots: the capture holds a submission,
+    /// the next, and the one before, its producer, until the next retires).
     fn ranged_with_producers() -> Trace {
         let sink = hrx_capture::MemorySink::new();
         let recorder =
@@ -504,7 +540,7 @@ mod tests {
             graph.copy(gpu.whole(), host.whole()).expect("copy");
             let graph = graph.prepare().expect("prepare");
             let mut previous = graph.submit().expect("submit");
-            for _ in 0..5 {
+            for _ in 0..9 {
                 let next = graph
                     .submit_after(std::slice::from_ref(&previous))
                     .expect("submit");
@@ -528,7 +564,7 @@ mod tests {
     fn a_chunk_of_a_ranged_trace_keeps_explicit_producers_of_earlier_chunks() {
         let trace = ranged_with_producers();
         let whole = producers(&trace).expect("plan");
-        let expected: Waits = (3..7).map(|s| (s, vec![s - 1])).collect();
+        let expected: Waits = (3..11).map(|s| (s, vec![s - 1])).collect();
         assert_eq!(whole, expected);
         let bytes = encode(&trace.records);
         for size in [1, 2] {
@@ -541,6 +577,21 @@ mod tests {
             }
             assert_eq!(chunked, whole, "chunks of {size}");
         }
+        // Replayed in chunks of one, each submission after its producer, whose completion
+        // the chunk before kept for it and no longer (else the graph's three slots would
+        // fill, and a submit stay busy with nothing in flight).
+        let whole = crate::replay(&trace, &Default::default()).expect("replay");
+        let options = crate::ReplayOptions::default().chunk_submissions(1);
+        let index = index(TraceReader::new(&bytes[..]).unwrap(), 1);
+        let reader = TraceReader::new(&bytes[..]).unwrap();
+        let mut rows = Vec::new();
+        let streamed = crate::stream::replay_stream(reader, index, &options, None, &mut |r, _| {
+            rows.extend_from_slice(r)
+        })
+        .expect("replay in chunks of 1");
+        assert_eq!(whole.exit_code(), 0);
+        assert_eq!(streamed.exit_code(), 0);
+        assert_eq!(rows, whole.submissions);
         // A producer in the range whose `Submit` the trace lacks is refused, as before.
         let without = encode(
             trace

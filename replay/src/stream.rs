@@ -6,7 +6,9 @@
 //! (where its records end in the file), the records read ahead of the chunk being filled,
 //! two chunks of the
 //! capture and what their replays recorded (a chunk is compared once the next one has run,
-//! so that digests the replay hashed late are with it), the region-time sketches
+//! so that digests the replay hashed late are with it), the completions of submissions that
+//! a later chunk names as explicit producer (until that chunk: as many as the capture's
+//! program held across a chunk boundary; module `execute`), the region-time sketches
 //! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
 //! most [`MAX_LISTED`] divergences and outputs that did not match. Submission rows and
 //! output checks are handed to the caller chunk by chunk and not kept.
@@ -21,7 +23,7 @@
 use crate::chunk::Chunker;
 use crate::compare::{self, RuntimeRuns};
 use crate::error::ReplayError;
-use crate::execute::{ChunkRun, Session, Ticker};
+use crate::execute::{ChunkPlace, ChunkRun, Session, Ticker};
 use crate::options::ReplayOptions;
 use crate::plan::{self, Plan, Sample};
 use crate::report::{
@@ -516,9 +518,14 @@ pub(crate) fn replay_stream<R: Read>(
                     })
                 }
             };
+            let producer_until = |s| chunker.index().producer_until(rp.id, s);
+            let place = ChunkPlace {
+                chunk: chunker.handed_out().unwrap_or_default(),
+                producer_until: &producer_until,
+            };
             let mut chunk_runs = Vec::with_capacity(repeat);
             for session in &mut entry.repeats {
-                chunk_runs.push(session.run_chunk(rp, options, &mut ticker)?);
+                chunk_runs.push(session.run_chunk(rp, options, Some(&place), &mut ticker)?);
             }
             runs.insert(rp.id, chunk_runs);
         }

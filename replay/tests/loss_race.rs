@@ -10,11 +10,12 @@
 //! then rewritten into the capture that the other timing gives: the submissions after the
 //! loss finished before it.
 
-use crate::common::{record, replay_with, rewrite};
+use crate::common::{assert_same, file, record, replay_with, rewrite, submit};
+use crate::records;
 use hrx::{Placement, RuntimeOptions};
 use hrx_capture::Trace;
 use hrx_capture::schema::{Record, Status, SubmissionIndex};
-use hrx_replay::{DivergenceKind, ReplayOptions};
+use hrx_replay::{DivergenceKind, Outcome, ReplayOptions, Report, replay_file};
 
 const LEN: usize = 4096;
 
@@ -330,4 +331,76 @@ fn a_failure_recorded_before_the_concurrent_loss_that_caused_it_is_timing_depend
         report.divergences,
         report.timing_dependent
     );
+}
+
+/// `trace` as a range recorded (or trimmed) from its first submission to its last: a
+/// `TraceRange` record before its first `Submit`.
+fn ranged(trace: &Trace) -> Trace {
+    let submits: Vec<(hrx_capture::schema::RuntimeId, u64)> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some((s.runtime, s.submission.0)),
+            _ => None,
+        })
+        .collect();
+    let runtime = submits[0].0;
+    let first = submits.iter().map(|s| s.1).min().expect("a submit");
+    let last = submits.iter().map(|s| s.1).max().expect("a submit");
+    let mut added = false;
+    rewrite(trace, |record, recorder| {
+        if matches!(record, Record::Submit(_)) && !std::mem::replace(&mut added, true) {
+            recorder.record(&Record::TraceRange(hrx_capture::schema::TraceRange {
+                runtime,
+                start: SubmissionIndex(first),
+                end: Some(SubmissionIndex(last + 1)),
+                trigger: format!("submissions:{first}..{}", last + 1),
+                trimmed_from: Some("loss-race.hrxt".into()),
+                time_ns: 0,
+                fault: None,
+            }));
+        }
+        true
+    })
+}
+
+/// The replays of `trace` (a file) in chunks of one, two and a thousand submissions
+/// report what its whole replay reports; returns the whole replay's report.
+fn alike_in_chunks(name: &str, trace: &Trace, options: fn() -> ReplayOptions) -> Report {
+    let whole = replay_with(trace, &options());
+    let (_dir, path) = file(trace, "trace.hrxt");
+    for chunk in [1, 2, 1000] {
+        let streamed = replay_file(&path, &options().chunk_submissions(chunk))
+            .unwrap_or_else(|e| panic!("{name}, chunks of {chunk}: {e}"));
+        println!("{name}, chunks of {chunk}:\n{}", streamed.to_text());
+        assert_same(&whole, &streamed, &format!("{name}, chunks of {chunk}"));
+    }
+    whole
+}
+
+/// In chunks of one or two submissions, the consumer's explicit producer (X again) lies in
+/// an earlier chunk. The replay of the consumer's chunk once submitted it without that
+/// producer (the plan had dropped it as before the chunk's range): it ran, and failed on
+/// the unhealthy Download stream where the whole replay cancels it (its producer failed), a
+/// regression in chunks only. The replay keeps the completion for the later chunk. Ranged,
+/// the trace's chunks were refused outright: the plan took the recording's range start for
+/// where each chunk begins ("submission 4 waits on submission 3, which is not an earlier
+/// submission").
+#[test]
+fn a_failed_producer_of_an_earlier_chunk_cancels_its_consumer() {
+    let (trace, ix) = lost_download_trace();
+    let ranged = ranged(&trace);
+    assert_eq!(records!(ranged, TraceRange).count(), 1);
+    for (name, trace) in [("as recorded", &trace), ("ranged", &ranged)] {
+        let consumer = submit(trace, ix.consumer);
+        assert_eq!(consumer.producers, [SubmissionIndex(ix.x_again)]);
+        let whole = alike_in_chunks(name, trace, ReplayOptions::default);
+        assert_eq!(whole.exit_code(), 0, "{name}");
+        let row = whole
+            .submissions
+            .iter()
+            .find(|r| r.submission == ix.consumer)
+            .expect("the consumer's row");
+        assert_eq!(row.replayed, Some(Outcome::Cancelled), "{name}");
+    }
 }

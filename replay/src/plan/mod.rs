@@ -111,8 +111,8 @@ pub(crate) struct SubmissionPlan<'t> {
     pub index: SubmissionIndex,
     pub graph: usize,
     /// Its explicit producers (`submit_after`), those before the trace's range included
-    /// (module `joins`): replay submits it after those it replayed, and orders a failure
-    /// before it through any of them.
+    /// (module `joins`): replay submits it after those it replayed (in a streamed replay, an
+    /// earlier chunk's too), and orders a failure before it through any of them.
     pub producers: Vec<SubmissionIndex>,
     pub time_ns: u64,
     /// Captured status and its text; `None` when the trace ends before it retired.
