@@ -37,7 +37,9 @@
 //! range (completed, not compared again). The replay itself ran them: the first pass notes
 //! which submissions a later chunk names as explicit producer ([`ChunkIndex::producer_until`])
 //! so that the replay keeps their completions until that chunk (a failed producer cancels
-//! its consumer, as in a whole replay; module `execute`).
+//! its consumer, as in a whole replay; module `execute`), and which a later chunk names in
+//! a cross wait ([`ChunkIndex::named_until`]), so that the comparison carries what orders
+//! them after an earlier failure (module `concurrent`).
 //!
 //! `until` is applied here (per runtime, in the order submits are read) so that it counts
 //! across chunks; submissions past it are counted ([`Chunker::cut`]) and their records
@@ -103,11 +105,12 @@ fn blob_of(record: &Record) -> Option<s::BlobHash> {
 pub(crate) const BLOB_CACHE_BYTES: usize = 256 << 20;
 
 /// What the first pass over a file learns: where each chunk's records end, and which
-/// submissions a later chunk names as explicit producer.
+/// submissions a later chunk names (as explicit producer, or in a cross wait).
 ///
 /// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order, and
-/// one per submission that a later chunk names as explicit producer: per chunk boundary at
-/// most the completions the capture's program held across it to name later.
+/// one or two per submission that a later chunk names: per chunk boundary at most the
+/// submissions in flight across it and the completions the capture's program held across
+/// it to name later.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkIndex {
     size: u64,
@@ -119,6 +122,9 @@ pub(crate) struct ChunkIndex {
     /// Per submission that a later chunk's submission names as explicit producer
     /// (`submit_after`): the last chunk naming it.
     producer_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
+    /// Per submission that a later chunk's submission names, as explicit producer or in a
+    /// cross wait: the last chunk naming it.
+    named_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
     /// What the first pass read: the reader's warnings and how the file ends.
     reading: crate::Reading,
 }
@@ -127,6 +133,12 @@ impl ChunkIndex {
     /// The chunk of a submission.
     fn chunk_of(&self, submission: SubmissionIndex) -> u64 {
         submission.0 / self.size
+    }
+
+    /// Notes that chunk `chunk` names `submission` of `runtime`, of an earlier chunk.
+    fn named_later(&mut self, runtime: RuntimeId, submission: SubmissionIndex, chunk: u64) {
+        let until = self.named_until.entry((runtime, submission)).or_default();
+        *until = (*until).max(chunk);
     }
 }
 
@@ -154,8 +166,14 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
                 if index.chunk_of(producer) < chunk {
                     let until = index.producer_until.entry((runtime, producer)).or_default();
                     *until = (*until).max(chunk);
+                    index.named_later(runtime, producer, chunk);
                 }
             }
+        }
+        if let Record::CrossWait(wait) = &record
+            && index.chunk_of(wait.on_submission) < chunk
+        {
+            index.named_later(runtime, wait.on_submission, chunk);
         }
     }
     index.reading = crate::Reading {
@@ -180,6 +198,16 @@ impl ChunkIndex {
         submission: SubmissionIndex,
     ) -> Option<u64> {
         self.producer_until.get(&(runtime, submission)).copied()
+    }
+
+    /// The last chunk whose submissions name `submission` of `runtime` as explicit producer
+    /// or in a cross wait, where that is a chunk after its own.
+    pub(crate) fn named_until(
+        &self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+    ) -> Option<u64> {
+        self.named_until.get(&(runtime, submission)).copied()
     }
 }
 
