@@ -427,13 +427,32 @@ impl Tracer {
     }
 
     /// At the runtime's end, after `submissions` submissions: closes a range still open
-    /// that did not record the whole run.
+    /// that did not record the whole run, and records a range that never opened (a
+    /// `submissions:` range past the run's end, a time range after it, `api` without a
+    /// `start()`) as an empty one after the last submission, so that readers say the
+    /// trace holds none of the run's submissions instead of reading it as whole.
     pub fn runtime_ended(&self, submissions: u64) {
-        if let Some(window) = &self.window
-            && !window.all.load(Ordering::Relaxed)
-            && window.is_open()
-        {
-            self.close_range(submissions + 1);
+        let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
+            return;
+        };
+        if window.all.load(Ordering::Relaxed) {
+            return;
+        }
+        if window.is_open() {
+            return self.close_range(submissions + 1);
+        }
+        let state = crate::sync::lock(&window.state);
+        if state.open_from.is_none() && state.closed.is_empty() {
+            let end = s::SubmissionIndex(submissions + 1);
+            hook.record(s::Record::TraceRange(s::TraceRange {
+                runtime: self.runtime,
+                start: end,
+                end: Some(end),
+                trigger: window.trigger(),
+                trimmed_from: None,
+                time_ns: hook.now_ns(),
+                fault: None,
+            }));
         }
     }
 }

@@ -6,14 +6,18 @@
 //! completions) are joined to these tables by [`crate::scan`] and handed to a
 //! [`crate::Visitor`] without being stored.
 //!
+//! It is the one structure of every reader: `stats`, `export`, `diff`, `info` and replay read
+//! it from the joiner, and the timeline's model keeps the joiner's index as its own
+//! ([`crate::timeline::Model::index`]).
+//!
 //! Regions are numbered model-wide ([`RegionRef`]): prepared graph `p`'s region `i` is
 //! `prepared[p].regions.start + i`. Lanes are numbered as the timeline numbers them: the
 //! `n`-th runtime seen (by `RuntimeStart`, `Prepared` or a placed timing) owns lanes
 //! `5n .. 5n + 5`, one per queue in [`QUEUES`] order.
 
 use hrx_capture::schema::{
-    BufferCreated, BufferId, Engine, GraphId, KernelId, NodeIndex, OpKind, PreparedId, Queue,
-    Record, RegionIndex, RegionKind, RuntimeId,
+    BufferCreated, BufferId, Edge, Engine, GraphId, GraphOp, KernelId, KernelLoaded, NodeIndex,
+    OpKind, PreparedId, Queue, Record, RegionIndex, RegionKind, RuntimeId, Use,
 };
 use std::collections::HashMap;
 use std::ops::Range;
@@ -57,49 +61,58 @@ pub fn is_gpu_queue(queue: Queue) -> bool {
     )
 }
 
-/// A lane: one queue of one runtime (index into [`Index::lanes`]).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub struct LaneRef(pub u32);
+/// A dense `u32` index newtype: copyable, ordered, hashable, serialisable, `get()` as a
+/// `usize`. The timeline stores these in its memory-mapped columns (`Plain`, one `u32`).
+macro_rules! index_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(
+            Clone,
+            Copy,
+            Debug,
+            Default,
+            PartialEq,
+            Eq,
+            PartialOrd,
+            Ord,
+            Hash,
+            serde::Serialize,
+            serde::Deserialize,
+        )]
+        #[repr(transparent)]
+        pub struct $name(pub u32);
 
-/// A prepared graph (index into [`Index::prepared`], and into the timeline model's prepared
-/// graphs, which are numbered alike).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[repr(transparent)]
-pub struct PreparedRef(pub u32);
-
-impl PreparedRef {
-    /// The index as a `usize`.
-    pub fn get(self) -> usize {
-        self.0 as usize
-    }
+        impl $name {
+            /// The index as a `usize`.
+            pub fn get(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
 }
+pub(crate) use index_newtype;
 
-/// A region of a prepared graph, numbered model-wide (index into [`Index::regions`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RegionRef(pub u32);
-
-/// An interned label (index into [`Index::labels`]).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub struct LabelRef(pub u32);
+index_newtype!(
+    /// A lane: one queue of one runtime (index into [`Index::lanes`], and into the timeline
+    /// model's lanes, which are numbered alike).
+    LaneRef
+);
+index_newtype!(
+    /// A prepared graph (index into [`Index::prepared`]), in the order of the `Prepared`
+    /// records.
+    PreparedRef
+);
+index_newtype!(
+    /// A region of a prepared graph, numbered model-wide (index into [`Index::regions`]).
+    RegionRef
+);
+index_newtype!(
+    /// An interned label (index into [`Index::labels`]).
+    LabelRef
+);
 
 /// A lane's identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LaneInfo {
     /// Its runtime.
     pub runtime: RuntimeId,
@@ -124,8 +137,9 @@ pub struct PreparedInfo {
     pub regions: Range<u32>,
 }
 
-/// A region of a prepared graph (the structural part of `schema::Region`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A region of a prepared graph: `schema::Region` as recorded, with its prepared graph,
+/// its index there and its lane.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RegionInfo {
     /// Its prepared graph.
     pub prepared: PreparedRef,
@@ -139,6 +153,12 @@ pub struct RegionInfo {
     pub kind: RegionKind,
     /// Its operations, in node order.
     pub nodes: Vec<NodeIndex>,
+    /// Edges between its own operations (node indices).
+    pub internal_edges: Vec<Edge>,
+    /// Edges from earlier regions of the same prepared graph (region indices).
+    pub dependencies: Vec<Edge>,
+    /// Its uses, summarised.
+    pub uses: Vec<Use>,
     /// Bytes a copy batch moves (0 otherwise).
     pub copy_bytes: u64,
     /// The lane it runs on.
@@ -146,13 +166,15 @@ pub struct RegionInfo {
 }
 
 /// The structural tables of a trace (see the module docs).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Index {
     runtimes: Vec<RuntimeId>,
     lanes: Vec<LaneInfo>,
     buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
-    kernel_names: HashMap<(RuntimeId, KernelId), String>,
-    ops: HashMap<(RuntimeId, GraphId, NodeIndex), OpKind>,
+    kernels: HashMap<(RuntimeId, KernelId), KernelLoaded>,
+    /// Recorded operations by (runtime, graph, node): a map, not a vector indexed by node,
+    /// so that a damaged node index costs one entry, not memory up to the index.
+    ops: HashMap<(RuntimeId, GraphId, NodeIndex), GraphOp>,
     prepared: Vec<PreparedInfo>,
     prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
     regions: Vec<RegionInfo>,
@@ -180,12 +202,10 @@ impl Index {
                 self.buffers.insert((b.runtime, b.buffer), b.clone());
             }
             Record::KernelLoaded(k) => {
-                self.kernel_names
-                    .insert((k.runtime, k.kernel), k.entry.clone());
+                self.kernels.insert((k.runtime, k.kernel), k.clone());
             }
             Record::GraphOp(op) => {
-                self.ops
-                    .insert((op.runtime, op.graph, op.node), op.op.clone());
+                self.ops.insert((op.runtime, op.graph, op.node), op.clone());
             }
             Record::Prepared(p) => {
                 let prepared = PreparedRef(self.prepared.len() as u32);
@@ -199,6 +219,9 @@ impl Index {
                         engine: r.engine,
                         kind: r.kind,
                         nodes: r.nodes.clone(),
+                        internal_edges: r.internal_edges.clone(),
+                        dependencies: r.dependencies.clone(),
+                        uses: r.uses.clone(),
                         copy_bytes: r.copy_bytes,
                         lane,
                     });
@@ -288,7 +311,22 @@ impl Index {
 
     /// The operation `node` of `graph`, if it was recorded.
     pub fn op(&self, runtime: RuntimeId, graph: GraphId, node: NodeIndex) -> Option<&OpKind> {
+        self.graph_op(runtime, graph, node).map(|op| &op.op)
+    }
+
+    /// The recorded operation `node` of `graph` (its kind, lane and uses), if recorded.
+    pub fn graph_op(
+        &self,
+        runtime: RuntimeId,
+        graph: GraphId,
+        node: NodeIndex,
+    ) -> Option<&GraphOp> {
         self.ops.get(&(runtime, graph, node))
+    }
+
+    /// A loaded kernel, if recorded.
+    pub fn kernel(&self, runtime: RuntimeId, id: KernelId) -> Option<&KernelLoaded> {
+        self.kernels.get(&(runtime, id))
     }
 
     /// The name of an operation: `fill`, `copy`, `scoped`, `host`, or the kernel's entry
@@ -300,9 +338,8 @@ impl Index {
             OpKind::Scoped => "scoped".to_owned(),
             OpKind::Host => "host".to_owned(),
             OpKind::Kernel { kernel } | OpKind::Npu { kernel } => self
-                .kernel_names
-                .get(&(runtime, *kernel))
-                .map_or_else(|| format!("kernel {kernel}"), Clone::clone),
+                .kernel(runtime, *kernel)
+                .map_or_else(|| format!("kernel {kernel}"), |k| k.entry.clone()),
         }
     }
 

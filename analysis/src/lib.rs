@@ -67,8 +67,8 @@ pub use index::{
     is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,
 };
 pub use scan::{
-    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, Outcome,
-    RunningRegion, ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader,
+    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, LinkBeforeRange,
+    Outcome, RunningRegion, ScanSummary, Visitor, decode_threads, scan, scan_mapped, scan_reader,
     scan_reader_threaded, scan_records,
 };
 pub use stats::{

@@ -38,6 +38,20 @@
 //! `Submit` waits for it (at most [`PARK_LIMIT`], oldest given up first), and one whose
 //! `Submit` never comes is handed over without it, counted in
 //! [`ScanSummary::unjoined_outputs`].
+//!
+//! A wait or explicit producer whose producer lies before the trace's range (a trim, a
+//! range recorded with `start()`/`stop()`, or a chunk of a streamed replay: the
+//! `TraceRange` records, module `ranges` says how they are read) cannot join at both ends:
+//! the trace holds no `Submit` of its producer and never will. Joined at its consumer, it is
+//! handed over at once with the producer's index ([`Visitor::link_before_range`], the
+//! waits counted in [`ScanSummary::waits_before_range`]), not parked and counted unresolved;
+//! one parked before the `TraceRange` that leaves its producer out was read is handed over
+//! when it is. Readers that draw a dependency between two submissions of the trace (the
+//! timeline's hazard edges) have nothing to draw for it and take only [`Visitor::link`]: the
+//! timeline no longer counts such a wait as naming an unrecorded submission, since the
+//! trace left its producer out on purpose; replay takes both (`hrx-replay`: the cross waits
+//! that order a chunk's submissions). A wait whose producer is simply missing (no range
+//! leaves it out) stays unresolved.
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
@@ -46,6 +60,7 @@ use hrx_capture::schema::{
     RegionTiming, RuntimeId, Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{MappedTrace, ReadError, Recovery, TraceReader, Warning};
+use ranges::Ranges;
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -134,6 +149,21 @@ pub struct JoinedLink {
     pub wait: Option<CrossWait>,
 }
 
+/// A dependency whose producer lies before the trace's range (see the module docs), joined
+/// at its consumer: a cross-submission wait (`wait`), or an explicit producer named by the
+/// consumer's `Submit` (`submit_after`, `wait` is `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkBeforeRange {
+    /// The runtime of both submissions.
+    pub runtime: RuntimeId,
+    /// The submission that waited, by ordinal ([`JoinedSubmission::ordinal`]).
+    pub consumer: u64,
+    /// The submission it waited on, which the trace does not hold.
+    pub producer: SubmissionIndex,
+    /// The wait as recorded (its regions, hazard, buffer and range).
+    pub wait: Option<CrossWait>,
+}
+
 /// A record about a submission (a failed or cancelled region's completion, a quarantine,
 /// a poisoning, an injected fault) joined to its submission and, where it names one, its
 /// region.
@@ -218,6 +248,10 @@ pub trait Visitor {
     /// A cross-submission wait or explicit producer joined at both ends (at most once per
     /// wait record or producer named).
     fn link(&mut self, _index: &Index, _link: &JoinedLink) {}
+    /// A cross-submission wait or explicit producer whose producer lies before the trace's
+    /// range, joined at its consumer (at most once per wait record or producer named; see
+    /// the module docs). Never handed to [`Visitor::link`] as well.
+    fn link_before_range(&mut self, _index: &Index, _link: &LinkBeforeRange) {}
     /// A record about a submission joined to it (at most once per record; see the module
     /// docs for which records).
     fn event(&mut self, _index: &Index, _event: &JoinedEvent) {}
@@ -288,8 +322,12 @@ pub struct ScanSummary {
     pub records_lost: bool,
     /// Cross-submission waits whose submission or the one it waited on was never found
     /// (explicit producers that never join are not counted: `submit_after` may name a
-    /// submission of an earlier recording).
+    /// submission of an earlier recording). A wait on a submission before the trace's range
+    /// is not unresolved: it is counted in [`ScanSummary::waits_before_range`].
     pub unresolved_waits: u64,
+    /// Cross-submission waits on a submission before the trace's range, handed over to
+    /// [`Visitor::link_before_range`] (see the module docs).
+    pub waits_before_range: u64,
     /// Operation timings whose submission or region was never found.
     pub unplaced_op_timings: u64,
     /// Records about a submission ([`Visitor::event`]) whose submission was never found.
@@ -360,6 +398,9 @@ pub struct Joiner {
     /// [`PARK_LIMIT`]).
     parked_links: IdMap<SubmissionKey, Vec<ParkedLink>>,
     parked_link_count: usize,
+    /// The trace's ranges, per runtime (`TraceRange` records).
+    ranges: Ranges,
+    waits_before_range: u64,
     /// Records about a submission waiting for its `Submit` (at most [`PARK_LIMIT`]).
     parked_events: IdMap<SubmissionKey, Vec<ParkedEvent>>,
     parked_event_count: usize,
@@ -446,6 +487,7 @@ impl Joiner {
             timing_lost,
             records_lost: self.records_lost,
             unresolved_waits,
+            waits_before_range: self.waits_before_range,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs + self.parked_output_count as u64,
@@ -531,6 +573,10 @@ impl Joiner {
                         .push((d.region, outcome, d.time_ns));
                     self.parked_region_outcome_count += 1;
                 }
+            }
+            Record::TraceRange(r) => {
+                self.ranges.push(r);
+                self.unpark_before_range(r.runtime, visitor);
             }
             Record::CrossWait(w) => {
                 let link = ParkedLink {
@@ -785,6 +831,10 @@ impl Joiner {
         };
         link.consumer_ordinal = Some(consumer);
         let Some(producer) = ordinal(link.producer) else {
+            let (runtime, producer) = link.producer;
+            if self.ranges.before(runtime, producer) {
+                return self.before_range(consumer, link, visitor);
+            }
             return self.park_link(link.producer, link);
         };
         let joined = JoinedLink {
@@ -794,6 +844,49 @@ impl Joiner {
             wait: link.wait,
         };
         visitor.link(&self.index, &joined);
+    }
+
+    /// Hands over `link`, joined at its consumer (`consumer`), whose producer lies before
+    /// the trace's range.
+    fn before_range(&mut self, consumer: u64, link: ParkedLink, visitor: &mut impl Visitor) {
+        self.waits_before_range += u64::from(link.wait.is_some());
+        let joined = LinkBeforeRange {
+            runtime: link.consumer.0,
+            consumer,
+            producer: link.producer.1,
+            wait: link.wait,
+        };
+        visitor.link_before_range(&self.index, &joined);
+    }
+
+    /// Hands over the links parked on a producer of `runtime` that its ranges now leave
+    /// before the range (a `TraceRange` read after the wait).
+    fn unpark_before_range(&mut self, runtime: RuntimeId, visitor: &mut impl Visitor) {
+        let ranges = &self.ranges;
+        let keys: Vec<SubmissionKey> = self
+            .parked_links
+            .keys()
+            .filter(|&&(r, s)| r == runtime && ranges.before(r, s))
+            .copied()
+            .collect();
+        for key in keys {
+            let Some(parked) = self.parked_links.remove(&key) else {
+                continue;
+            };
+            // Those parked on their consumer (not read yet) stay.
+            let (ready, waiting): (Vec<_>, Vec<_>) = parked
+                .into_iter()
+                .partition(|l| l.producer == key && l.consumer_ordinal.is_some());
+            self.parked_link_count -= ready.len();
+            if !waiting.is_empty() {
+                self.parked_links.insert(key, waiting);
+            }
+            for link in ready {
+                if let Some(consumer) = link.consumer_ordinal {
+                    self.before_range(consumer, link, visitor);
+                }
+            }
+        }
     }
 
     fn park_link(&mut self, key: SubmissionKey, link: ParkedLink) {
@@ -994,6 +1087,7 @@ impl Joiner {
             timing_lost,
             records_lost: self.records_lost,
             unresolved_waits,
+            waits_before_range: self.waits_before_range,
             unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs,
@@ -1051,6 +1145,7 @@ impl Joiner {
             timing_lost,
             records_lost: self.records_lost,
             unresolved_waits: self.unresolved_waits,
+            waits_before_range: self.waits_before_range,
             unplaced_op_timings: self.unplaced_op_timings,
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs,
@@ -1221,6 +1316,8 @@ pub fn scan_records<'a>(
     }
     joiner.finish(visitor, None, Vec::new())
 }
+
+mod ranges;
 
 #[cfg(test)]
 mod tests;

@@ -48,8 +48,8 @@ pub use ingest::ModelBuilder;
 pub use lanes::{BLOCK_SPANS, Block, Lane, Span, SpanStatus, TimeWindow};
 pub use live::{LiveBuilder, Publish};
 pub use model::{
-    Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef, RegionId,
-    RegionInfo, RegionKey, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
+    Event, EventId, EventKind, LabelRef, LaneRef, Model, PreparedInfo, PreparedRef, RegionInfo,
+    RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
 };
 pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};
 

@@ -173,6 +173,11 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, RangeError> {
         Ok(value) if value.is_finite() && value >= 0.0 && value * scale < u64::MAX as f64 => {
             Ok((value * scale).round() as u64)
         }
+        // A number, but more nanoseconds than the trace's clock holds.
+        Ok(value) if value.is_finite() && value >= 0.0 => Err(RangeError(format!(
+            "{text:?} is too long: a trace's clock counts at most {}s (u64 nanoseconds)",
+            u64::MAX / 1_000_000_000
+        ))),
         _ => Err(RangeError(format!(
             "{text:?} is not a duration: expected a number of seconds, or one with s, ms, us \
              or ns (1.5s, 200ms)"
@@ -352,6 +357,11 @@ mod tests {
         assert!(err("submissions:-1..3").contains("expected A..B"));
         assert!(err("time:3s..1s").contains("before the end"));
         assert!(err("time:1h..2h").contains("not a duration"));
+        let long = err("time:0s..99999999999999s");
+        assert!(
+            long.contains("too long") && long.contains("18446744073s"),
+            "{long}"
+        );
         assert!(err("frames:1..2").contains("expected submissions:A..B"));
     }
 

@@ -126,6 +126,13 @@ pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
                         r.start, r.trigger
                     )
                 }
+                // Recorded at the run's end for a range that never opened.
+                None if r.end == Some(r.start) => format!(
+                    "{runtime}no submission of a recording ({} never opened: the run ended at \
+                     submission {})",
+                    r.trigger,
+                    r.start.0.saturating_sub(1)
+                ),
                 None => format!(
                     "{runtime}submissions {}..{end} of a recording ({})",
                     r.start, r.trigger

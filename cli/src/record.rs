@@ -157,14 +157,17 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     };
     forwarding.forward_to(child.id());
     let (status, deaths) = wait_for_all(program, child, &forwarding)?;
+    let noted = forwarding.noted();
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);
     if let Some(signal) = forwarded {
-        eprintln!(
-            "note: hrx-trace received {} and forwarded it to {}",
-            signal_text(signal),
-            name(program)
-        );
+        if !noted {
+            eprintln!(
+                "note: hrx-trace received {} and forwarded it to {}",
+                signal_text(signal),
+                name(program)
+            );
+        }
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
@@ -272,7 +275,8 @@ fn wait_for_all(
                 status = Some(exit);
                 forwarding.forward_to_descendants();
                 let left = signals::descendants();
-                if !left.is_empty() && !waiting_noted {
+                // After the third interrupt's SIGKILL, what is left is dying, not running.
+                if !left.is_empty() && !waiting_noted && !forwarding.killed_all() {
                     waiting_noted = true;
                     let pids: Vec<String> = left.iter().map(u32::to_string).collect();
                     eprintln!(
@@ -611,7 +615,7 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
 /// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
 #[cfg(unix)]
 pub(crate) mod signals {
-    use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
     /// The program's pid while it runs, else 0.
     static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -626,6 +630,9 @@ pub(crate) mod signals {
     /// How far [`Forwarding::escalate`] went: 0, 1 once the second interrupt was noted, 2
     /// once the third killed the program.
     static ESCALATED: AtomicU32 = AtomicU32::new(0);
+    /// Whether the note that a signal was forwarded was printed (at the first one, so that
+    /// it comes before what the program and `record` say next).
+    static NOTED: AtomicBool = AtomicBool::new(false);
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
     /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
@@ -782,6 +789,13 @@ pub(crate) mod signals {
             let received = RECEIVED.load(Ordering::SeqCst);
             let signal = super::signal_text(FORWARDED.load(Ordering::Relaxed));
             let name = super::name(program);
+            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) {
+                // One write: the program's processes write to the same stderr meanwhile
+                // (a shell's "Terminated" for a child the signal killed).
+                let note =
+                    format!("note: hrx-trace received {signal} and forwarded it to {name}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+            }
             if received >= 2
                 && ESCALATED
                     .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -811,9 +825,20 @@ pub(crate) mod signals {
             }
         }
 
+        /// Whether [`Forwarding::escalate`] noted the forwarded signal already.
+        pub fn noted(&self) -> bool {
+            NOTED.load(Ordering::SeqCst)
+        }
+
+        /// Whether the third interrupt killed the program and everything it started.
+        pub fn killed_all(&self) -> bool {
+            ESCALATED.load(Ordering::SeqCst) == 2
+        }
+
         /// Stops forwarding (the program has exited) and returns the signal received, if
         /// any. Later signals have their default action again.
         pub fn stop(self) -> Option<i32> {
+            NOTED.store(false, Ordering::SeqCst);
             CHILD.store(0, Ordering::SeqCst);
             PENDING.store(0, Ordering::SeqCst);
             DESCENDANTS_PENDING.store(0, Ordering::SeqCst);
@@ -841,6 +866,12 @@ mod signals {
         pub fn forward_to(&self, _pid: u32) {}
         pub fn forward_to_descendants(&self) {}
         pub fn escalate(&self, _program: &std::ffi::OsStr, _child_alive: bool) {}
+        pub fn noted(&self) -> bool {
+            false
+        }
+        pub fn killed_all(&self) -> bool {
+            false
+        }
         pub fn stop(self) -> Option<i32> {
             None
         }

@@ -8,7 +8,7 @@ use crate::args::TrimArgs;
 use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
 use hrx_analysis::trim::{Selection, TrimError, open_checked, trim};
-use hrx_analysis::units::bytes;
+use hrx_analysis::units::{bytes, plural};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -132,15 +132,26 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             bytes(r.snapshot_bytes)
         )?;
     }
+    // The trim's own records: a range per runtime, the derived snapshots (with their
+    // blobs), and the end.
+    let own = summary.records_out - summary.records_kept;
+    let ranges = summary.runtimes.len() as u64;
+    let snapshots = own.saturating_sub(ranges + 1);
+    let mut parts = vec![plural(ranges, "range")];
+    if snapshots > 0 {
+        parts.push(plural(snapshots, "snapshot record"));
+    }
+    parts.push("1 end".to_owned());
     writeln!(
         stdout,
-        "{}: {} records, {} ({} of the {} read, {} of the trim's own: range, snapshot, end)",
+        "{}: {} records, {} ({} of the {} read, {} of the trim's own: {})",
         args.output.display(),
         summary.records_out,
         bytes(summary.bytes_out),
         summary.records_kept,
         summary.records_in,
-        summary.records_out - summary.records_kept
+        own,
+        parts.join(", ")
     )?;
     for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();

@@ -34,7 +34,12 @@
 //!
 //! Chunks after the first carry a `TraceRange` record per runtime that opens at their lowest
 //! submission: the plan then treats producers of earlier chunks as what happened before a
-//! range (completed, not compared again).
+//! range (completed, not compared again). The replay itself ran them: the first pass notes
+//! which submissions a later chunk names as explicit producer ([`ChunkIndex::producer_until`])
+//! so that the replay keeps their completions until that chunk (a failed producer cancels
+//! its consumer, as in a whole replay; module `execute`), and which a later chunk names in
+//! a cross wait ([`ChunkIndex::named_until`]), so that the comparison carries what orders
+//! them after an earlier failure (module `concurrent`).
 //!
 //! `until` is applied here (per runtime, in the order submits are read) so that it counts
 //! across chunks; submissions past it are counted ([`Chunker::cut`]) and their records
@@ -99,9 +104,13 @@ fn blob_of(record: &Record) -> Option<s::BlobHash> {
 /// frame uploaded again in a later chunk refers to the blob of an earlier one).
 pub(crate) const BLOB_CACHE_BYTES: usize = 256 << 20;
 
-/// What the first pass over a file learns: where each chunk's records end.
+/// What the first pass over a file learns: where each chunk's records end, and which
+/// submissions a later chunk names (as explicit producer, or in a cross wait).
 ///
-/// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order.
+/// Memory: one entry per chunk (and per chunk and runtime), whatever the file's order, and
+/// one or two per submission that a later chunk names: per chunk boundary at most the
+/// submissions in flight across it and the completions the capture's program held across
+/// it to name later.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkIndex {
     size: u64,
@@ -110,6 +119,12 @@ pub(crate) struct ChunkIndex {
     last_record: BTreeMap<u64, u64>,
     /// Per runtime and chunk: the host time of its latest submit, in ns.
     last_submit_ns: BTreeMap<(RuntimeId, u64), u64>,
+    /// Per submission that a later chunk's submission names as explicit producer
+    /// (`submit_after`): the last chunk naming it.
+    producer_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
+    /// Per submission that a later chunk's submission names, as explicit producer or in a
+    /// cross wait: the last chunk naming it.
+    named_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
     /// What the first pass read: the reader's warnings and how the file ends.
     reading: crate::Reading,
 }
@@ -118,6 +133,12 @@ impl ChunkIndex {
     /// The chunk of a submission.
     fn chunk_of(&self, submission: SubmissionIndex) -> u64 {
         submission.0 / self.size
+    }
+
+    /// Notes that chunk `chunk` names `submission` of `runtime`, of an earlier chunk.
+    fn named_later(&mut self, runtime: RuntimeId, submission: SubmissionIndex, chunk: u64) {
+        let until = self.named_until.entry((runtime, submission)).or_default();
+        *until = (*until).max(chunk);
     }
 }
 
@@ -141,6 +162,18 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
                 .entry((runtime, chunk))
                 .or_insert(submit.time_ns);
             *t = (*t).max(submit.time_ns);
+            for &producer in &submit.producers {
+                if index.chunk_of(producer) < chunk {
+                    let until = index.producer_until.entry((runtime, producer)).or_default();
+                    *until = (*until).max(chunk);
+                    index.named_later(runtime, producer, chunk);
+                }
+            }
+        }
+        if let Record::CrossWait(wait) = &record
+            && index.chunk_of(wait.on_submission) < chunk
+        {
+            index.named_later(runtime, wait.on_submission, chunk);
         }
     }
     index.reading = crate::Reading {
@@ -155,6 +188,26 @@ impl ChunkIndex {
     /// before anything is replayed.
     pub(crate) fn reading(&self) -> &crate::Reading {
         &self.reading
+    }
+
+    /// The last chunk whose submissions name `submission` of `runtime` as explicit producer,
+    /// where that is a chunk after its own.
+    pub(crate) fn producer_until(
+        &self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+    ) -> Option<u64> {
+        self.producer_until.get(&(runtime, submission)).copied()
+    }
+
+    /// The last chunk whose submissions name `submission` of `runtime` as explicit producer
+    /// or in a cross wait, where that is a chunk after its own.
+    pub(crate) fn named_until(
+        &self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+    ) -> Option<u64> {
+        self.named_until.get(&(runtime, submission)).copied()
     }
 }
 
@@ -225,6 +278,16 @@ impl<R: Read> Chunker<R> {
     /// Chunks handed out so far.
     pub fn chunks(&self) -> u64 {
         self.chunks
+    }
+
+    /// The chunk handed out last (its number: its submissions are `number * size ..`).
+    pub fn handed_out(&self) -> Option<u64> {
+        self.handed_out
+    }
+
+    /// The first pass's index.
+    pub fn index(&self) -> &ChunkIndex {
+        &self.index
     }
 
     /// The first chunk not handed out.
@@ -397,5 +460,179 @@ impl<R: Read> Chunker<R> {
                 ..Recovery::default()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cross waits of each submission of a trace's plan.
+    type Waits = BTreeMap<u64, Vec<u64>>;
+
+    fn waits(trace: &Trace) -> Waits {
+        let plan = crate::plan::plan(trace, None).expect("plan");
+        let [rp] = &plan.runtimes[..] else {
+            panic!("one runtime");
+        };
+        rp.cross_waits
+            .iter()
+            .map(|(c, p)| {
+                let mut p: Vec<u64> = p.iter().map(|p| p.0).collect();
+                p.sort_unstable();
+                (c.0, p)
+            })
+            .collect()
+    }
+
+    /// The hazards workload's fixture: submission 3 waits on 1, and 4 on 1 and 3. In chunks
+    /// of 1 or 2 submissions, each wait's producer is in an earlier chunk, whose `Submit`
+    /// the consumer's chunk lacks. Each chunk's plan keeps its submissions' waits, those on
+    /// an earlier chunk too (the join hands them over as before the chunk's range), as the
+    /// whole trace's plan does.
+    #[test]
+    fn a_chunk_keeps_its_waits_on_submissions_of_earlier_chunks() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hazards-v1.0.hrxt");
+        let bytes = std::fs::read(path).expect("the hazards fixture");
+        let whole = waits(&Trace::from_bytes(&bytes).unwrap());
+        let expected: Waits = [(3, vec![1; 3]), (4, [vec![1; 5], vec![3; 3]].concat())].into();
+        assert_eq!(whole, expected);
+        for size in [1, 2] {
+            let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
+            let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+            let mut chunked = Waits::new();
+            let mut across = 0;
+            while let Some(chunk) = chunker.next_chunk().unwrap() {
+                let mine = waits(&chunk);
+                for (consumer, producers) in &mine {
+                    assert!(chunked.insert(*consumer, producers.clone()).is_none());
+                    across += producers
+                        .iter()
+                        .filter(|p| *p / size < consumer / size)
+                        .count();
+                }
+            }
+            assert_eq!(chunked, whole, "chunks of {size}");
+            assert_eq!(across, 11, "chunks of {size}");
+        }
+    }
+
+    /// The explicit producers of each submission of a trace's plan.
+    fn producers(trace: &Trace) -> Result<Waits, crate::error::ReplayError> {
+        let plan = crate::plan::plan(trace, None)?;
+        Ok(plan
+            .runtimes
+            .iter()
+            .flat_map(|rp| &rp.submissions)
+            .map(|s| (s.index.0, s.producers.iter().map(|p| p.0).collect()))
+            .collect())
+    }
+
+    /// `records` encoded as a file is.
+    fn encode<'r>(records: impl IntoIterator<Item = &'r Record>) -> Vec<u8> {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        for record in records {
+            match record {
+                Record::SessionStart(_) | Record::SessionEnd(_) => {}
+                Record::Blob(b) => {
+                    recorder.intern_blob(&b.bytes).expect("blob");
+                }
+                other => recorder.record(other),
+            }
+        }
+        recorder.close().expect("close");
+        sink.contents()
+    }
+
+    /// Ten submissions of one copy, each after the one before it (`submit_after`), recorded
+    /// as a range from submission 3 on (three graph slots: the capture holds a submission,
+    /// the next, and the one before, its producer, until the next retires).
+    fn ranged_with_producers() -> Trace {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .graph_slots(3)
+                .trace_range(hrx_capture::CaptureRange::Submissions {
+                    start: 3,
+                    end: None,
+                });
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let host = rt.buffer(64, hrx::Placement::HostVisible).expect("buffer");
+            let gpu = rt.buffer(64, hrx::Placement::GpuLocal).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(gpu.whole(), host.whole()).expect("copy");
+            let graph = graph.prepare().expect("prepare");
+            let mut previous = graph.submit().expect("submit");
+            for _ in 0..9 {
+                let next = graph
+                    .submit_after(std::slice::from_ref(&previous))
+                    .expect("submit");
+                previous.wait().expect("runs");
+                previous = next;
+            }
+            previous.wait().expect("runs");
+        }
+        recorder.close().expect("close");
+        Trace::from_bytes(&sink.contents()).expect("read back")
+    }
+
+    /// A ranged trace whose submissions name the one before them as explicit producer: the
+    /// whole trace's plan keeps each (submission 3's lies before the range, as the join
+    /// says). Each chunk keeps the recording's `TraceRange` beside its own, and its plan
+    /// once took the lowest range start for where the trace begins: a producer of an earlier
+    /// chunk was then neither before the range nor in the chunk, and the chunk was refused
+    /// ("submission 4 waits on submission 3, which is not an earlier submission"). The join
+    /// says it lies before the chunk: every chunk plans, with the whole trace's producers.
+    #[test]
+    fn a_chunk_of_a_ranged_trace_keeps_explicit_producers_of_earlier_chunks() {
+        let trace = ranged_with_producers();
+        let whole = producers(&trace).expect("plan");
+        let expected: Waits = (3..11).map(|s| (s, vec![s - 1])).collect();
+        assert_eq!(whole, expected);
+        let bytes = encode(&trace.records);
+        for size in [1, 2] {
+            let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
+            let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+            let mut chunked = Waits::new();
+            while let Some(chunk) = chunker.next_chunk().unwrap() {
+                let mine = producers(&chunk).unwrap_or_else(|e| panic!("chunks of {size}: {e}"));
+                chunked.extend(mine);
+            }
+            assert_eq!(chunked, whole, "chunks of {size}");
+        }
+        // Replayed in chunks of one, each submission after its producer, whose completion
+        // the chunk before kept for it and no longer (else the graph's three slots would
+        // fill, and a submit stay busy with nothing in flight).
+        let whole = crate::replay(&trace, &Default::default()).expect("replay");
+        let options = crate::ReplayOptions::default().chunk_submissions(1);
+        let index = index(TraceReader::new(&bytes[..]).unwrap(), 1);
+        let reader = TraceReader::new(&bytes[..]).unwrap();
+        let mut rows = Vec::new();
+        let streamed = crate::stream::replay_stream(reader, index, &options, None, &mut |r, _| {
+            rows.extend_from_slice(r)
+        })
+        .expect("replay in chunks of 1");
+        assert_eq!(whole.exit_code(), 0);
+        assert_eq!(streamed.exit_code(), 0);
+        assert_eq!(rows, whole.submissions);
+        // A producer in the range whose `Submit` the trace lacks is refused, as before.
+        let without = encode(
+            trace
+                .records
+                .iter()
+                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 4)),
+        );
+        let error = producers(&Trace::from_bytes(&without).unwrap()).expect_err("refused");
+        assert!(
+            error
+                .to_string()
+                .contains("submission 5 waits on submission 4, which is not an earlier submission"),
+            "{error}"
+        );
     }
 }

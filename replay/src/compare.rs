@@ -24,6 +24,8 @@
 //! - **Verdict**: `hrx_analysis::compare::Verdict::of` the divergences and slow regions
 //!   (a replay has no one-sided items: it re-executes the captured submissions).
 
+pub(crate) use crate::concurrent::Later;
+use crate::concurrent::{ChunkSide, Earlier, Loss, Order, PoisonEvent};
 use crate::execute::{Observed, ReplayOutput};
 use crate::options::ReplayOptions;
 use crate::plan::{Event, GraphPlan, Output, Plan, RuntimePlan, Sample};
@@ -36,7 +38,7 @@ use crate::report::{
 use crate::substitute::Substitute;
 use hrx_analysis::diff::{OutputKey, Place};
 use hrx_analysis::matching::{self, Paired};
-use hrx_capture::schema::{Access, BufferId, OpKind};
+use hrx_capture::schema::{Access, BufferId, OpKind, RuntimeId};
 use std::collections::{BTreeMap, HashMap};
 
 /// Everything replay observed of one captured runtime.
@@ -213,14 +215,28 @@ pub(crate) fn backend_name(choice: hrx::BackendChoice) -> &'static str {
     }
 }
 
-/// Builds the report.
+/// What the comparisons of a streamed replay's chunks share (a whole replay is one chunk).
+#[derive(Default)]
+pub(crate) struct AcrossChunks {
+    /// Submissions compared so far per (runtime id, prepared id): the next one's index among
+    /// its graph's submissions, which outputs are keyed by.
+    pub nth: HashMap<(u32, u64), u64>,
+    /// Per runtime, the failures of the chunks compared so far that a later chunk's
+    /// divergences are classified against (module `concurrent`).
+    pub earlier: BTreeMap<RuntimeId, Earlier>,
+}
+
+/// Builds the report; `across` holds what earlier chunks of a streamed replay found, and
+/// takes this chunk's (`later`: where it lies; a whole replay passes a fresh `across` and
+/// `None`).
 pub(crate) fn report(
     plan: &Plan<'_>,
     runs: &[RuntimeRuns],
     options: &ReplayOptions,
     source: Option<String>,
     mut notes: Vec<String>,
-    nth: &mut HashMap<(u32, u64), u64>,
+    across: &mut AcrossChunks,
+    later: Option<&Later<'_>>,
 ) -> Report {
     let several = plan.runtimes.len() > 1;
     let mut summary = Summary::default();
@@ -364,6 +380,32 @@ pub(crate) fn report(
                 losses
             })
             .collect();
+        // With earlier chunks' poisons and losses (a streamed replay: module `concurrent`).
+        let earlier = across.earlier.remove(&rp.id).unwrap_or_default();
+        let order = Order {
+            rp,
+            earlier: &earlier,
+        };
+        let captured_poisons: Vec<PoisonEvent> = (earlier.captured().poisons.iter())
+            .chain(&rp.poisons)
+            .copied()
+            .collect();
+        let captured_losses_so_far: Vec<Loss> = (earlier.captured().losses.iter())
+            .chain(&captured_losses)
+            .copied()
+            .collect();
+        let replay_poisons_so_far: Vec<Vec<PoisonEvent>> = (run.repeats.iter().enumerate())
+            .map(|(r, o)| {
+                let before = &earlier.replayed(r).poisons;
+                before.iter().chain(&o.poisons).copied().collect()
+            })
+            .collect();
+        let replay_losses_so_far: Vec<Vec<Loss>> = (replay_losses.iter().enumerate())
+            .map(|(r, losses)| {
+                let before = &earlier.replayed(r).losses;
+                before.iter().chain(losses).copied().collect()
+            })
+            .collect();
         let mut timing_dependent: std::collections::HashSet<(
             usize,
             hrx_capture::schema::SubmissionIndex,
@@ -398,7 +440,7 @@ pub(crate) fn report(
                 .map(|(r, _)| *r);
             // Outputs keyed as `diff` keys them (module docs).
             let nth = {
-                let n = nth.entry((runtime, graph.prepared.0)).or_default();
+                let n = across.nth.entry((runtime, graph.prepared.0)).or_default();
                 *n += 1;
                 *n - 1
             };
@@ -591,9 +633,10 @@ pub(crate) fn report(
                 outcome: submission.status.as_ref().map(|s| s.0),
                 error: submission.status.as_ref().map_or("", |s| s.1.as_str()),
                 failure: submission.failure,
-                poisons: &rp.poisons,
-                losses: &captured_losses,
+                poisons: &captured_poisons,
+                losses: &captured_losses_so_far,
                 quarantined_by: &quarantined_in_capture,
+                quarantines_before: &earlier.captured().quarantines,
             };
             for d in &mut divergences[before..] {
                 let refused = matches!(d.kind, DivergenceKind::Refused { .. });
@@ -616,13 +659,15 @@ pub(crate) fn report(
                         .get(&index)
                         .zip(observed.failed_at.get(&index))
                         .map(|(&region, &time_ns)| crate::concurrent::Failure { region, time_ns }),
-                    poisons: &observed.poisons,
-                    losses: &replay_losses[repeat],
+                    poisons: &replay_poisons_so_far[repeat],
+                    losses: &replay_losses_so_far[repeat],
                     quarantined_by: &quarantined_in_replay,
+                    quarantines_before: &earlier.replayed(repeat).quarantines,
                 };
-                let timing_so_far = |s| timing_dependent.contains(&(repeat, s));
+                let timing_so_far =
+                    |s| timing_dependent.contains(&(repeat, s)) || earlier.timing(repeat, s);
                 d.timing_dependent = crate::concurrent::classify(
-                    rp,
+                    &order,
                     submission,
                     [&captured, &replayed],
                     &timing_so_far,
@@ -648,6 +693,31 @@ pub(crate) fn report(
                     .any(|d| d.timing_dependent.is_some());
             submissions.push(row);
         }
+
+        // This chunk's failures, handed on to the next chunks.
+        let mut earlier = earlier;
+        let captured_side = ChunkSide {
+            poisons: &rp.poisons,
+            losses: &captured_losses,
+            quarantined: (rp.submissions.iter())
+                .filter(|s| s.quarantined)
+                .map(|s| s.index)
+                .collect(),
+        };
+        let repeat_sides = run.repeats.iter().enumerate().map(|(r, observed)| {
+            let side = ChunkSide {
+                poisons: &observed.poisons,
+                losses: &replay_losses[r],
+                quarantined: observed.quarantined.iter().copied().collect(),
+            };
+            let timing = (timing_dependent.iter())
+                .filter(|(repeat, _)| *repeat == r)
+                .map(|(_, s)| *s)
+                .collect();
+            (side, timing)
+        });
+        earlier.take_chunk(rp, captured_side, repeat_sides, later);
+        across.earlier.insert(rp.id, earlier);
 
         // Region timing: captured and replayed times paired by the one rule of `diff` and
         // `replay` (`hrx_analysis::matching`); the replay ran the captured plan's graphs, so

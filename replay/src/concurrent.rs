@@ -36,11 +36,27 @@
 //! and region). A failure that the program's order makes certain (the reader depends on the
 //! failure) stays a regression when it diverges. Ordering through a chain of hazards is
 //! seen only where the capture recorded the cross waits of the chain.
+//!
+//! A streamed replay classifies one chunk at a time; what the rules read of earlier chunks
+//! (their poisons, losses, quarantines, timing-dependent divergences, and what orders their
+//! failures before later submissions) is carried from chunk to chunk (module `earlier`,
+//! which states the memory it takes), so a chunk's divergence is told as in a whole replay.
 
 use crate::plan::{RuntimePlan, SubmissionPlan};
 use crate::report::Outcome;
-use hrx_capture::schema::{self as s, BufferId, SubmissionIndex};
+use hrx_capture::schema::{self as s, BufferId, PreparedId, SubmissionIndex};
 use std::collections::{HashSet, VecDeque};
+
+mod earlier;
+
+pub(crate) use earlier::{ChunkSide, Earlier, Later};
+
+/// What orders a chunk's submissions: its plan, and what earlier chunks of a streamed
+/// replay left (nothing for a whole replay).
+pub(crate) struct Order<'a, 't> {
+    pub rp: &'a RuntimePlan<'t>,
+    pub earlier: &'a Earlier,
+}
 
 /// A buffer poisoned by a failure, as a `Poison` record names it.
 #[derive(Clone, Copy, Debug)]
@@ -75,7 +91,7 @@ pub(crate) struct Failure {
 /// its failed region uses a buffer poisoned earlier on that side by a submission that is
 /// not ordered before it. `None` when the failure is not such a poison failure.
 pub(crate) fn poisoned_by_concurrent_failure(
-    rp: &RuntimePlan<'_>,
+    order: &Order<'_, '_>,
     submission: &SubmissionPlan<'_>,
     failure: Failure,
     error: &str,
@@ -84,7 +100,7 @@ pub(crate) fn poisoned_by_concurrent_failure(
     if !is_poison_failure(error) {
         return None;
     }
-    let uses = &rp.graphs[submission.graph]
+    let uses = &order.rp.graphs[submission.graph]
         .regions
         .get(failure.region as usize)?
         .uses;
@@ -93,7 +109,7 @@ pub(crate) fn poisoned_by_concurrent_failure(
             && p.time_ns <= failure.time_ns
             && uses.iter().any(|u| u.buffer == p.buffer)
     })?;
-    if ordered_before(rp, poison.submission, poison.region, submission) {
+    if ordered_before(order, poison.submission, poison.region, submission) {
         return None;
     }
     Some(format!(
@@ -108,7 +124,7 @@ pub(crate) fn poisoned_by_concurrent_failure(
 /// poisoned) depends on when a concurrent failure happened: an earlier-submitted failure
 /// that is not ordered before it poisoned a buffer its graph uses. `None` otherwise.
 pub(crate) fn refused_for_concurrent_poison(
-    rp: &RuntimePlan<'_>,
+    order: &Order<'_, '_>,
     submission: &SubmissionPlan<'_>,
     error: &str,
     poisons: &[PoisonEvent],
@@ -116,13 +132,13 @@ pub(crate) fn refused_for_concurrent_poison(
     if !is_poison_failure(error) {
         return None;
     }
-    let regions = &rp.graphs[submission.graph].regions;
+    let regions = &order.rp.graphs[submission.graph].regions;
     let poison = poisons.iter().find(|p| {
         p.submission < submission.index
             && regions
                 .iter()
                 .any(|r| r.uses.iter().any(|u| u.buffer == p.buffer))
-            && !ordered_before(rp, p.submission, p.region, submission)
+            && !ordered_before(order, p.submission, p.region, submission)
     })?;
     Some(format!(
         "submit found buffer {} poisoned by submission {} region {}, which is not ordered \
@@ -133,23 +149,30 @@ pub(crate) fn refused_for_concurrent_poison(
 }
 
 /// Whether the failure of `region` of submission `failed` is ordered before `reader`: an
-/// explicit producer or a recorded cross wait leads from the reader to it (transitively),
-/// or a region of the reader conflicts with the failed region (overlapping bytes, one
-/// writes), which the runtime orders in submission order.
+/// explicit producer or a recorded cross wait leads from the reader to it (transitively,
+/// through earlier chunks too: [`Earlier::after`]), or a region of the reader conflicts
+/// with the failed region (overlapping bytes, one writes), which the runtime orders in
+/// submission order.
 fn ordered_before(
-    rp: &RuntimePlan<'_>,
+    order: &Order<'_, '_>,
     failed: SubmissionIndex,
     region: u32,
     reader: &SubmissionPlan<'_>,
 ) -> bool {
-    let Some(&failed) = rp.submission_index.get(&failed) else {
-        return false;
-    };
-    let failed = &rp.submissions[failed];
-    if failed.index >= reader.index {
+    let rp = order.rp;
+    if failed >= reader.index {
         return false;
     }
-    if let Some(region) = rp.graphs[failed.graph].regions.get(region as usize) {
+    // The failed submission's graph: the chunk's, or an earlier chunk's (the plan holds
+    // every graph prepared so far).
+    let graph = match rp.submission_index.get(&failed) {
+        Some(&position) => Some(rp.submissions[position].graph),
+        None => order
+            .earlier
+            .graph_of(failed)
+            .and_then(|prepared| rp.graph_index.get(&prepared).copied()),
+    };
+    if let Some(region) = graph.and_then(|g| rp.graphs[g].regions.get(region as usize)) {
         let conflicts = rp.graphs[reader.graph].regions.iter().any(|r| {
             r.uses.iter().any(|a| {
                 region.uses.iter().any(|b| {
@@ -167,17 +190,20 @@ fn ordered_before(
     let mut seen = HashSet::new();
     let mut queue = VecDeque::from([reader.index]);
     while let Some(index) = queue.pop_front() {
-        let producers = rp
-            .submission_index
-            .get(&index)
-            .map(|&p| rp.submissions[p].producers.as_slice())
-            .unwrap_or_default();
-        let waits = rp.cross_waits.get(&index).map_or(&[][..], Vec::as_slice);
-        for &earlier in producers.iter().chain(waits) {
-            if earlier == failed.index {
+        let Some(&position) = rp.submission_index.get(&index) else {
+            // A submission of an earlier chunk: what its chain reaches was carried.
+            if order.earlier.after(index, failed) {
                 return true;
             }
-            if earlier > failed.index && seen.insert(earlier) {
+            continue;
+        };
+        let producers = rp.submissions[position].producers.as_slice();
+        let waits = rp.cross_waits.get(&index).map_or(&[][..], Vec::as_slice);
+        for &earlier in producers.iter().chain(waits) {
+            if earlier == failed {
+                return true;
+            }
+            if earlier > failed && seen.insert(earlier) {
                 queue.push_back(earlier);
             }
         }
@@ -238,7 +264,7 @@ impl Loss {
 /// Download recorded the loss before frame 2, whose kernel caused it). `None` when the
 /// failure is no device loss, is a poison failure, or no such loss is found.
 pub(crate) fn lost_beside_concurrent_loss(
-    rp: &RuntimePlan<'_>,
+    order: &Order<'_, '_>,
     submission: &SubmissionPlan<'_>,
     failure: Failure,
     error: &str,
@@ -251,7 +277,7 @@ pub(crate) fn lost_beside_concurrent_loss(
     if let Some(loss) = losses.iter().find(|l| {
         l.submission != submission.index
             && l.time_ns <= failure.time_ns
-            && !ordered_before(rp, l.submission, l.region, submission)
+            && !ordered_before(order, l.submission, l.region, submission)
     }) {
         return Some(format!(
             "region {} failed with a device loss after submission {} region {} lost the \
@@ -260,11 +286,12 @@ pub(crate) fn lost_beside_concurrent_loss(
             failure.region, loss.submission, loss.region
         ));
     }
+    let rp = order.rp;
     let loss = losses.iter().find(|l| {
         l.submission > submission.index
             && other_losses.iter().any(|o| o.submission == l.submission)
             && rp.submission_index.get(&l.submission).is_some_and(|&i| {
-                !ordered_before(rp, submission.index, failure.region, &rp.submissions[i])
+                !ordered_before(order, submission.index, failure.region, &rp.submissions[i])
             })
     })?;
     Some(format!(
@@ -298,8 +325,11 @@ pub(crate) struct SideFailure<'a> {
     pub cancelled: bool,
     /// The failed region and when, for a failure.
     pub failure: Option<Failure>,
-    /// The side's poison events.
+    /// The side's poison events (earlier chunks' too).
     pub poisons: &'a [PoisonEvent],
+    /// The submissions of earlier chunks that quarantined their graph on this side, with the
+    /// graph, in submission order.
+    pub quarantines_before: &'a [(SubmissionIndex, PreparedId)],
 }
 
 /// Why a divergence of `submission` on one side follows from a timing-dependent failure of
@@ -315,17 +345,29 @@ pub(crate) fn consequence_of_timing_dependent_failure(
     quarantined_by: impl Fn(SubmissionIndex) -> bool,
     timing: impl Fn(SubmissionIndex) -> bool,
 ) -> Option<String> {
+    let prepared = rp.graphs[submission.graph].prepared;
     if is_quarantine_refusal(side.error)
-        && let Some(q) = rp.submissions.iter().rev().find(|q| {
-            q.index < submission.index
-                && q.graph == submission.graph
-                && quarantined_by(q.index)
-                && timing(q.index)
-        })
+        && let Some(q) = rp
+            .submissions
+            .iter()
+            .rev()
+            .find(|q| {
+                q.index < submission.index
+                    && q.graph == submission.graph
+                    && quarantined_by(q.index)
+                    && timing(q.index)
+            })
+            .map(|q| q.index)
+            .or_else(|| {
+                let before = side.quarantines_before.iter().rev();
+                before
+                    .filter(|(q, graph)| *graph == prepared && timing(*q))
+                    .map(|(q, _)| *q)
+                    .next()
+            })
     {
         return Some(format!(
-            "its graph was quarantined by submission {}, whose failure is timing-dependent",
-            q.index
+            "its graph was quarantined by submission {q}, whose failure is timing-dependent"
         ));
     }
     if is_poison_failure(side.error) {
@@ -373,6 +415,8 @@ pub(crate) struct Side<'a> {
     pub losses: &'a [Loss],
     /// Whether submission `s` quarantined its graph on this side.
     pub quarantined_by: &'a dyn Fn(SubmissionIndex) -> bool,
+    /// Earlier chunks' submissions that quarantined their graph on this side, with it.
+    pub quarantines_before: &'a [(SubmissionIndex, PreparedId)],
 }
 
 /// Why a status or refusal divergence of `submission` is timing-dependent, read on each
@@ -380,7 +424,7 @@ pub(crate) struct Side<'a> {
 /// submission `s`'s own divergence in the same repeat is timing-dependent. `None`: a
 /// regression.
 pub(crate) fn classify(
-    rp: &RuntimePlan<'_>,
+    order: &Order<'_, '_>,
     submission: &SubmissionPlan<'_>,
     sides: [&Side<'_>; 2],
     timing: &dyn Fn(SubmissionIndex) -> bool,
@@ -389,13 +433,13 @@ pub(crate) fn classify(
     [(a, b), (b, a)].into_iter().find_map(|(side, other)| {
         let reason = match (side.outcome, side.failure) {
             (Some(Outcome::Failed), Some(failure)) => {
-                poisoned_by_concurrent_failure(rp, submission, failure, side.error, side.poisons)
+                poisoned_by_concurrent_failure(order, submission, failure, side.error, side.poisons)
                     .or_else(|| {
                         // A loss race is one side failing where the other succeeded.
                         (other.outcome == Some(Outcome::Ok))
                             .then(|| {
                                 lost_beside_concurrent_loss(
-                                    rp,
+                                    order,
                                     submission,
                                     failure,
                                     side.error,
@@ -406,7 +450,7 @@ pub(crate) fn classify(
                             .flatten()
                     })
             }
-            (None, _) => refused_for_concurrent_poison(rp, submission, side.error, side.poisons),
+            (None, _) => refused_for_concurrent_poison(order, submission, side.error, side.poisons),
             _ => None,
         };
         reason
@@ -416,9 +460,10 @@ pub(crate) fn classify(
                     cancelled: side.outcome == Some(Outcome::Cancelled),
                     failure: side.failure,
                     poisons: side.poisons,
+                    quarantines_before: side.quarantines_before,
                 };
                 consequence_of_timing_dependent_failure(
-                    rp,
+                    order.rp,
                     submission,
                     &failed,
                     side.quarantined_by,

@@ -1,5 +1,6 @@
-//! What replay reads of a trace's completions, timings, events and output digests, joined to
-//! their submissions and regions by the one join of every reader (`hrx_analysis::scan`):
+//! What replay reads of a trace's completions, timings, events, output digests and
+//! cross-submission waits, joined to their submissions and regions by the one join of every
+//! reader (`hrx_analysis::scan`):
 //! the capture's records when a chunk is planned (module `plan`), and the replay's own when
 //! they are read back (module `execute`). Replay matches no timing, completion, event or
 //! digest to a submission itself; it looks the joined submission up in its plan.
@@ -10,14 +11,30 @@
 //! submissions (in flight when it opened) are left unjoined there. A digest that never
 //! joins is kept, after those that joined, under the submission it names: the plan refuses
 //! it or leaves it out as it does any record naming such a submission.
+//!
+//! A cross wait is kept where it joined at both ends, or at its consumer with its producer
+//! before the trace's range (`Visitor::link_before_range`: a trim's, or a streamed replay's
+//! chunk, whose earlier chunks hold the producer). One of or on a submission whose `Submit`
+//! the trace simply lacks (lost while recording) stays unresolved and is not kept: a chain of
+//! waits through that submission no longer orders its ends (replay read every `CrossWait`
+//! record itself before, and kept those).
+//!
+//! An explicit producer (`submit_after`) that the join hands over as before the trace's
+//! range is kept too ([`Joined::producers_before`]): the plan accepts it without finding its
+//! `Submit`, where it refuses a producer that is simply missing. It is the join, not the
+//! plan, that says what lies before the range: the plan once compared a producer with the
+//! lowest range start, which in a later chunk of a ranged trace (the recording's range kept
+//! beside the chunk's own) left a producer of an earlier chunk neither before the range nor
+//! in it, and refused the chunk.
 
 use crate::plan::Sample;
 use hrx_analysis::Index;
 use hrx_analysis::scan::{
-    JoinedEvent, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome, Visitor, scan_records,
+    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, LinkBeforeRange, Outcome,
+    Visitor, scan_records,
 };
 use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One runtime's joined records, in the order they joined.
 #[derive(Debug, Default)]
@@ -40,6 +57,12 @@ pub(crate) struct Joined<'t> {
     /// Each `OutputDigest`: its submission (the one it joined to, else the one it names)
     /// and the record; a submission's digests in file order.
     pub outputs: Vec<(SubmissionIndex, &'t s::OutputDigest)>,
+    /// Each `CrossWait` joined (see the module docs): the submission that waited and the
+    /// one it waited on.
+    pub cross_waits: Vec<(SubmissionIndex, SubmissionIndex)>,
+    /// Each explicit producer that lies before the trace's range (see the module docs): the
+    /// submission that named it and the producer.
+    pub producers_before: Vec<(SubmissionIndex, SubmissionIndex)>,
 }
 
 /// The joins of one pass over records held in memory, per runtime.
@@ -51,6 +74,9 @@ pub(crate) struct Joins<'t> {
 struct Collect<'a, 't> {
     records: &'a [&'t Record],
     runtimes: BTreeMap<RuntimeId, Joined<'t>>,
+    /// Each joined submission by ordinal (`JoinedSubmission::ordinal`): what a link that
+    /// joined at its consumer only names it by.
+    ordinals: HashMap<u64, SubmissionIndex>,
 }
 
 impl Sample {
@@ -127,6 +153,34 @@ impl<'t> Visitor for Collect<'_, 't> {
             .push((index, d));
     }
 
+    fn link(&mut self, _: &Index, link: &JoinedLink) {
+        // Joined at both ends, by the wait's own submissions.
+        if let Some(w) = link.wait {
+            self.runtimes
+                .entry(link.runtime)
+                .or_default()
+                .cross_waits
+                .push((w.submission, w.on_submission));
+        }
+    }
+
+    fn link_before_range(&mut self, _: &Index, link: &LinkBeforeRange) {
+        let joined = self.runtimes.entry(link.runtime).or_default();
+        match link.wait {
+            Some(w) => joined.cross_waits.push((w.submission, link.producer)),
+            None => {
+                if let Some(&consumer) = self.ordinals.get(&link.consumer) {
+                    joined.producers_before.push((consumer, link.producer));
+                }
+            }
+        }
+    }
+
+    fn submitted(&mut self, _: &Index, submission: &JoinedSubmission, _: &s::Submit) {
+        self.ordinals
+            .insert(submission.ordinal, submission.submission);
+    }
+
     fn event(&mut self, _: &Index, event: &JoinedEvent) {
         let Some(record) = self.records.get(event.record as usize) else {
             return;
@@ -148,12 +202,13 @@ impl<'t> Visitor for Collect<'_, 't> {
     }
 }
 
-/// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion and event
-/// to its submission and region.
+/// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion, event,
+/// cross wait and explicit producer before the range to its submission and region.
 pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
     let mut collect = Collect {
         records,
         runtimes: BTreeMap::new(),
+        ordinals: HashMap::new(),
     };
     scan_records(records.iter().copied(), &mut collect);
     Joins {

@@ -435,8 +435,13 @@ fn run(
         });
     }
     ticker.finish();
-    let mut nth = std::collections::HashMap::new();
     Ok(compare::report(
-        &plan, &runs, options, source, notes, &mut nth,
+        &plan,
+        &runs,
+        options,
+        source,
+        notes,
+        &mut Default::default(),
+        None,
     ))
 }

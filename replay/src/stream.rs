@@ -6,7 +6,11 @@
 //! (where its records end in the file), the records read ahead of the chunk being filled,
 //! two chunks of the
 //! capture and what their replays recorded (a chunk is compared once the next one has run,
-//! so that digests the replay hashed late are with it), the region-time sketches
+//! so that digests the replay hashed late are with it), the completions of submissions that
+//! a later chunk names as explicit producer (until that chunk: as many as the capture's
+//! program held across a chunk boundary; module `execute`), the failures of the chunks
+//! compared so far that later divergences are classified against (proportional to the
+//! failures; module `concurrent`), the region-time sketches
 //! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
 //! most [`MAX_LISTED`] divergences and outputs that did not match. Submission rows and
 //! output checks are handed to the caller chunk by chunk and not kept.
@@ -16,12 +20,13 @@
 //! medians and percentiles come from the sketches (exact up to 1,024 samples, within 0.4%
 //! beyond; nearest rank, so an even count's median is the lower middle value, not the mean
 //! of the two); per-operation timing (`per_op`) compares the capture's operation times of
-//! the first chunk only.
+//! the first chunk only; a divergence that only a *later* chunk's concurrent failure makes
+//! timing-dependent stays a regression (module `concurrent`).
 
-use crate::chunk::Chunker;
+use crate::chunk::{ChunkIndex, Chunker};
 use crate::compare::{self, RuntimeRuns};
 use crate::error::ReplayError;
-use crate::execute::{ChunkRun, Session, Ticker};
+use crate::execute::{ChunkPlace, ChunkRun, Session, Ticker};
 use crate::options::ReplayOptions;
 use crate::plan::{self, Plan, Sample};
 use crate::report::{
@@ -32,7 +37,7 @@ use hrx_analysis::matching::{self, Paired};
 use hrx_analysis::sketch::Sketch;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::RuntimeId;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
 /// Most divergences, timing-dependent divergences and non-matching outputs a streamed
@@ -86,9 +91,10 @@ struct Fold<'o> {
     replayed: BTreeMap<RegionId, Sketches>,
     labels: BTreeMap<RegionId, String>,
     substitutions: BTreeMap<(u32, u64, u32), SubstitutionRow>,
-    /// Submissions compared so far per (runtime id, prepared id): the next one's index
-    /// among its graph's submissions, which outputs are keyed by (module `compare`).
-    nth: HashMap<(u32, u64), u64>,
+    /// What the chunks' comparisons share: the count of each graph's submissions compared
+    /// (outputs are keyed by it) and the failures later divergences are classified against
+    /// (module `compare`).
+    across: compare::AcrossChunks,
     divergences_listed: usize,
     chunks: u64,
     /// Outputs written at replay without a captured digest (first repeat), and the
@@ -116,11 +122,13 @@ fn per_chunk_note(note: &str) -> bool {
 }
 
 impl Fold<'_> {
-    /// Compares one chunk (its replays' late records already with it) and folds it in.
+    /// Compares one chunk (its replays' late records already with it, `later`: where it
+    /// lies) and folds it in.
     fn chunk(
         &mut self,
         plan: &Plan<'_>,
         runs: BTreeMap<RuntimeId, (Vec<ChunkRun>, Option<String>)>,
+        later: &compare::Later<'_>,
         rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
         ticker: &mut Ticker<'_>,
     ) -> Result<(), ReplayError> {
@@ -179,7 +187,8 @@ impl Fold<'_> {
             self.options,
             self.source.clone(),
             notes,
-            &mut self.nth,
+            &mut self.across,
+            Some(later),
         );
         rows(&chunk.submissions, &chunk.outputs);
         self.chunks += 1;
@@ -435,6 +444,8 @@ struct Sessions {
 
 /// The chunk waiting for the next one to run before it is compared.
 struct Pending {
+    /// Its number (module `chunk`).
+    chunk: u64,
     trace: hrx_capture::Trace,
     runs: BTreeMap<RuntimeId, Vec<ChunkRun>>,
 }
@@ -462,7 +473,7 @@ pub(crate) fn replay_stream<R: Read>(
         replayed: BTreeMap::new(),
         labels: BTreeMap::new(),
         substitutions: BTreeMap::new(),
-        nth: HashMap::new(),
+        across: Default::default(),
         divergences_listed: 0,
         chunks: 0,
         extra_outputs: 0,
@@ -516,9 +527,14 @@ pub(crate) fn replay_stream<R: Read>(
                     })
                 }
             };
+            let producer_until = |s| chunker.index().producer_until(rp.id, s);
+            let place = ChunkPlace {
+                chunk: chunker.handed_out().unwrap_or_default(),
+                producer_until: &producer_until,
+            };
             let mut chunk_runs = Vec::with_capacity(repeat);
             for session in &mut entry.repeats {
-                chunk_runs.push(session.run_chunk(rp, options, &mut ticker)?);
+                chunk_runs.push(session.run_chunk(rp, options, Some(&place), &mut ticker)?);
             }
             runs.insert(rp.id, chunk_runs);
         }
@@ -531,9 +547,17 @@ pub(crate) fn replay_stream<R: Read>(
                     }
                 }
             }
-            compare_pending(&mut fold, before, &sessions, rows, &mut ticker)?;
+            compare_pending(
+                &mut fold,
+                before,
+                &sessions,
+                chunker.index(),
+                rows,
+                &mut ticker,
+            )?;
         }
-        pending = Some(Pending { trace, runs });
+        let chunk = chunker.handed_out().unwrap_or_default();
+        pending = Some(Pending { chunk, trace, runs });
     }
     // The replays end: what they wrote last goes with the last chunk.
     let mut last_records: BTreeMap<RuntimeId, Vec<Vec<hrx_capture::schema::Record>>> =
@@ -561,7 +585,7 @@ pub(crate) fn replay_stream<R: Read>(
             }
         }
     }
-    compare_last(&mut fold, last, &faults, rows, &mut ticker)?;
+    compare_last(&mut fold, last, &faults, chunker.index(), rows, &mut ticker)?;
     ticker.finish();
     let recovery = *chunker.recovery();
     let (notes, complete) = plan::recovery_notes(&recovery);
@@ -595,6 +619,7 @@ fn compare_pending(
     fold: &mut Fold<'_>,
     pending: Pending,
     sessions: &BTreeMap<RuntimeId, Sessions>,
+    index: &ChunkIndex,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
@@ -602,13 +627,14 @@ fn compare_pending(
         .iter()
         .map(|(id, s)| (*id, s.fault.clone()))
         .collect();
-    compare_last(fold, pending, &faults, rows, ticker)
+    compare_last(fold, pending, &faults, index, rows, ticker)
 }
 
 fn compare_last(
     fold: &mut Fold<'_>,
     pending: Pending,
     faults: &BTreeMap<RuntimeId, Option<String>>,
+    index: &ChunkIndex,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
@@ -617,5 +643,10 @@ fn compare_last(
     for (id, chunk_runs) in pending.runs {
         runs.insert(id, (chunk_runs, faults.get(&id).cloned().flatten()));
     }
-    fold.chunk(&plan, runs, rows, ticker)
+    let named_until = |runtime, s| index.named_until(runtime, s);
+    let later = compare::Later {
+        chunk: pending.chunk,
+        named_until: &named_until,
+    };
+    fold.chunk(&plan, runs, &later, rows, ticker)
 }

@@ -5,6 +5,7 @@ use hrx_capture::schema::{self as s, Record};
 use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
 use hrx_replay::{ReplayOptions, Report, replay};
 use hrx_workloads::{Frame, Pipeline, PipelineOptions};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The photograph the pipeline tests use (Debian package `mate-backgrounds`).
@@ -213,4 +214,96 @@ pub fn submit(trace: &Trace, submission: u64) -> &s::Submit {
     records!(trace, Submit)
         .find(|s| s.submission.0 == submission)
         .expect("submit")
+}
+
+/// Writes `trace` to a file of its own (re-encoded, as a recording would be).
+pub fn file(trace: &Trace, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    let copy = rewrite(trace, |_, _| true);
+    let sink = hrx_capture::FileSink::create(&path).expect("create");
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink, hrx_capture::RecorderOptions::default()).unwrap();
+    for record in &copy.records {
+        match record {
+            hrx_capture::schema::Record::SessionStart(_)
+            | hrx_capture::schema::Record::SessionEnd(_) => {}
+            hrx_capture::schema::Record::Blob(b) => {
+                recorder.intern_blob(&b.bytes).expect("blob");
+            }
+            other => recorder.record(other),
+        }
+    }
+    recorder.close().expect("close");
+    (dir, path)
+}
+
+/// What must agree between a whole and a streamed replay.
+pub fn assert_same(whole: &Report, streamed: &Report, what: &str) {
+    assert_eq!(whole.verdict, streamed.verdict, "{what}");
+    assert_eq!(whole.exit_code(), streamed.exit_code(), "{what}");
+    assert_eq!(whole.summary, streamed.summary, "{what}");
+    // The replay's errors name its own graph ids, which another replay runtime numbers
+    // otherwise (process-wide counters): those are not compared.
+    let rows = |r: &Report| -> Vec<hrx_replay::SubmissionRow> {
+        let mut rows = r.submissions.clone();
+        for row in &mut rows {
+            row.replayed_error = without_graph_ids(&row.replayed_error);
+        }
+        rows
+    };
+    assert_eq!(rows(whole), rows(streamed), "{what}");
+    assert_eq!(whole.outputs, streamed.outputs, "{what}");
+    // Each divergence, and why it is timing-dependent where it is.
+    let kinds = |r: &Report| -> Vec<(u64, Option<u32>, String, Option<String>)> {
+        r.divergences
+            .iter()
+            .chain(&r.timing_dependent)
+            .map(|d| {
+                let kind = without_graph_ids(&format!("{:?}", d.kind));
+                (d.submission, d.region, kind, d.timing_dependent.clone())
+            })
+            .collect()
+    };
+    assert_eq!(kinds(whole), kinds(streamed), "{what}");
+    assert_eq!(whole.trace.runtimes.len(), streamed.trace.runtimes.len());
+    for (w, s) in whole.trace.runtimes.iter().zip(&streamed.trace.runtimes) {
+        assert_eq!(
+            (w.submissions, w.replayed_submissions, w.buffers, w.graphs),
+            (s.submissions, s.replayed_submissions, s.buffers, s.graphs),
+            "{what}"
+        );
+    }
+    // Every region timed on both sides, with every sample.
+    let samples = |r: &Report| -> Vec<(u64, u32, Option<usize>, Option<usize>)> {
+        r.timing
+            .iter()
+            .map(|t| {
+                (
+                    t.graph,
+                    t.region,
+                    t.captured.map(|s| s.samples),
+                    t.replayed.map(|s| s.samples),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(samples(whole), samples(streamed), "{what}");
+}
+
+/// `error` with each `graph N` written `graph _`.
+fn without_graph_ids(error: &str) -> String {
+    let mut out = String::with_capacity(error.len());
+    let mut rest = error;
+    while let Some(at) = rest.find("graph ") {
+        out.push_str(&rest[..at + "graph ".len()]);
+        rest = &rest[at + "graph ".len()..];
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            out.push('_');
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
 }

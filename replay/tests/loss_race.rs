@@ -10,11 +10,12 @@
 //! then rewritten into the capture that the other timing gives: the submissions after the
 //! loss finished before it.
 
-use crate::common::{record, replay_with, rewrite};
+use crate::common::{assert_same, file, record, replay_with, rewrite, submit};
+use crate::records;
 use hrx::{Placement, RuntimeOptions};
 use hrx_capture::Trace;
 use hrx_capture::schema::{Record, Status, SubmissionIndex};
-use hrx_replay::{DivergenceKind, ReplayOptions};
+use hrx_replay::{DivergenceKind, Outcome, ReplayOptions, Report, replay_file};
 
 const LEN: usize = 4096;
 
@@ -329,5 +330,180 @@ fn a_failure_recorded_before_the_concurrent_loss_that_caused_it_is_timing_depend
         "{:?} {:?}",
         report.divergences,
         report.timing_dependent
+    );
+}
+
+/// `trace` as a range recorded (or trimmed) from its first submission to its last: a
+/// `TraceRange` record before its first `Submit`.
+fn ranged(trace: &Trace) -> Trace {
+    let submits: Vec<(hrx_capture::schema::RuntimeId, u64)> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some((s.runtime, s.submission.0)),
+            _ => None,
+        })
+        .collect();
+    let runtime = submits[0].0;
+    let first = submits.iter().map(|s| s.1).min().expect("a submit");
+    let last = submits.iter().map(|s| s.1).max().expect("a submit");
+    let mut added = false;
+    rewrite(trace, |record, recorder| {
+        if matches!(record, Record::Submit(_)) && !std::mem::replace(&mut added, true) {
+            recorder.record(&Record::TraceRange(hrx_capture::schema::TraceRange {
+                runtime,
+                start: SubmissionIndex(first),
+                end: Some(SubmissionIndex(last + 1)),
+                trigger: format!("submissions:{first}..{}", last + 1),
+                trimmed_from: Some("loss-race.hrxt".into()),
+                time_ns: 0,
+                fault: None,
+            }));
+        }
+        true
+    })
+}
+
+/// The replays of `trace` (a file) in chunks of one, two and a thousand submissions
+/// report what its whole replay reports; returns the whole replay's report.
+fn alike_in_chunks(name: &str, trace: &Trace, options: fn() -> ReplayOptions) -> Report {
+    let whole = replay_with(trace, &options());
+    let (_dir, path) = file(trace, "trace.hrxt");
+    for chunk in [1, 2, 1000] {
+        let streamed = replay_file(&path, &options().chunk_submissions(chunk))
+            .unwrap_or_else(|e| panic!("{name}, chunks of {chunk}: {e}"));
+        println!("{name}, chunks of {chunk}:\n{}", streamed.to_text());
+        assert_same(&whole, &streamed, &format!("{name}, chunks of {chunk}"));
+    }
+    whole
+}
+
+/// In chunks of one or two submissions, the consumer's explicit producer (X again) lies in
+/// an earlier chunk. The replay of the consumer's chunk once submitted it without that
+/// producer (the plan had dropped it as before the chunk's range): it ran, and failed on
+/// the unhealthy Download stream where the whole replay cancels it (its producer failed), a
+/// regression in chunks only. The replay keeps the completion for the later chunk. Ranged,
+/// the trace's chunks were refused outright: the plan took the recording's range start for
+/// where each chunk begins ("submission 4 waits on submission 3, which is not an earlier
+/// submission").
+#[test]
+fn a_failed_producer_of_an_earlier_chunk_cancels_its_consumer() {
+    let (trace, ix) = lost_download_trace();
+    let ranged = ranged(&trace);
+    assert_eq!(records!(ranged, TraceRange).count(), 1);
+    for (name, trace) in [("as recorded", &trace), ("ranged", &ranged)] {
+        let consumer = submit(trace, ix.consumer);
+        assert_eq!(consumer.producers, [SubmissionIndex(ix.x_again)]);
+        let whole = alike_in_chunks(name, trace, ReplayOptions::default);
+        assert_eq!(whole.exit_code(), 0, "{name}");
+        let row = whole
+            .submissions
+            .iter()
+            .find(|r| r.submission == ix.consumer)
+            .expect("the consumer's row");
+        assert_eq!(row.replayed, Some(Outcome::Cancelled), "{name}");
+    }
+}
+
+/// A failure's classification reads what came before it: the loss that caught X again (F's,
+/// an earlier chunk's in chunks of one), the quarantine that refused X last (X again's),
+/// the producer whose failure cancelled the consumer. A chunk was once classified against
+/// its own failures only, and the raced trace's three timing-dependent rows read as
+/// regressions in chunks of one (two in chunks of two: exit 1 where the whole replay exits
+/// 0). In chunks of one, two or the whole trace, the same rows, reasons and verdict; so too
+/// ranged, and for the faults traces (the committed fixture, with and without its fault,
+/// the photographic one, and the H200's).
+#[test]
+fn failures_are_told_alike_across_chunks() {
+    let (trace, ix) = lost_download_trace();
+    let raced = raced(&trace, &ix);
+    for (name, trace) in [("raced", &raced), ("raced, ranged", &ranged(&raced))] {
+        let whole = alike_in_chunks(name, trace, ReplayOptions::default);
+        assert_eq!(whole.exit_code(), 0, "{name}");
+        let rows: Vec<u64> = whole
+            .timing_dependent
+            .iter()
+            .map(|d| d.submission)
+            .collect();
+        assert_eq!(rows, [ix.x_again, ix.consumer, ix.x_last], "{name}");
+    }
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/pipeline-faults-v1.0.hrxt"
+    );
+    let fixture = Trace::from_bytes(&std::fs::read(fixture).expect("fixture")).expect("read");
+    let whole = alike_in_chunks("faults fixture", &fixture, ReplayOptions::default);
+    assert_eq!(whole.exit_code(), 0);
+    let whole = alike_in_chunks("faults fixture, no fault", &fixture, || {
+        ReplayOptions::default().captured_fault(false)
+    });
+    assert_eq!(whole.exit_code(), 1);
+    let whole = alike_in_chunks(
+        "faulty pipeline",
+        crate::common::faulty_pipeline_trace(),
+        ReplayOptions::default,
+    );
+    assert_eq!(whole.exit_code(), 0);
+    // The `faults` workload recorded on the H200 (the timeline's fixture), replayed on the
+    // software device: frame 2's sticky loss caught frames 3 and 4 in the capture, two
+    // timing-dependent rows read against frame 2's loss, an earlier chunk's in chunks of
+    // one; frame 2's quarantine is not reproduced (a regression, in every chunking).
+    let h200 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tui/tests/data/faults-cuda-h200.hrxt"
+    );
+    let h200 = Trace::from_bytes(&std::fs::read(h200).expect("fixture")).expect("read");
+    let whole = alike_in_chunks("faults on the H200", &h200, || {
+        ReplayOptions::default().backend(hrx::BackendChoice::Sim)
+    });
+    assert_eq!(whole.exit_code(), 1);
+    assert_eq!(whole.timing_dependent.len(), 2);
+}
+
+/// The raced trace with the consumer made a waiter instead: it names no producer, waits on
+/// X again (a cross wait), which waits on F. In the replay both run on the Download lane
+/// that F's loss left unhealthy and fail where the capture saw them succeed; both are
+/// ordered after F's loss (the chain consumer -> X again -> F), so neither failure is a
+/// race: both are regressions. In chunks of one, the consumer's chain to F passes through
+/// X again, of an earlier chunk: the comparison carries that X again is ordered after F
+/// (a later chunk names it), else the consumer read as timing-dependent in chunks only.
+#[test]
+fn a_failure_ordered_after_an_earlier_chunks_loss_through_a_chain_stays_a_regression() {
+    use hrx_capture::schema::{CrossWait, HazardKind, RegionIndex};
+    let (trace, ix) = lost_download_trace();
+    let raced = raced(&trace, &ix);
+    let wait = |runtime, submission: u64, on_submission: u64, buffer| {
+        Record::CrossWait(CrossWait {
+            runtime,
+            submission: SubmissionIndex(submission),
+            region: RegionIndex(0),
+            on_submission: SubmissionIndex(on_submission),
+            on_region: RegionIndex(0),
+            kind: HazardKind::WriteAfterWrite,
+            buffer,
+            start: 0,
+            end: 1,
+        })
+    };
+    let chained = rewrite(&raced, |record, recorder| {
+        if let Record::Submit(s) = record {
+            let buffer = hrx_capture::schema::BufferId(1);
+            if s.submission.0 == ix.x_again {
+                recorder.record(&wait(s.runtime, ix.x_again, ix.f, buffer));
+            }
+            if s.submission.0 == ix.consumer {
+                s.producers.clear();
+                recorder.record(&wait(s.runtime, ix.consumer, ix.x_again, buffer));
+            }
+        }
+        true
+    });
+    let whole = alike_in_chunks("chained", &chained, ReplayOptions::default);
+    assert_eq!(whole.exit_code(), 1);
+    let regressions: Vec<u64> = whole.divergences.iter().map(|d| d.submission).collect();
+    assert!(
+        regressions.contains(&ix.x_again) && regressions.contains(&ix.consumer),
+        "{:?}",
+        whole.divergences
     );
 }

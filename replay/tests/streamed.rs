@@ -7,71 +7,8 @@ use crate::records;
 use hrx::{RuntimeOptions, TraceDigests};
 use hrx_capture::Trace;
 use hrx_replay::{
-    DivergenceKind, OutputResult, ReplayOptions, Report, Verdict, replay_file,
-    replay_file_streaming,
+    DivergenceKind, OutputResult, ReplayOptions, Verdict, replay_file, replay_file_streaming,
 };
-use std::path::PathBuf;
-
-/// Writes `trace` to a file of its own (re-encoded, as a recording would be).
-fn file(trace: &Trace, name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join(name);
-    let copy = rewrite(trace, |_, _| true);
-    let sink = hrx_capture::FileSink::create(&path).expect("create");
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink, hrx_capture::RecorderOptions::default()).unwrap();
-    for record in &copy.records {
-        match record {
-            hrx_capture::schema::Record::SessionStart(_)
-            | hrx_capture::schema::Record::SessionEnd(_) => {}
-            hrx_capture::schema::Record::Blob(b) => {
-                recorder.intern_blob(&b.bytes).expect("blob");
-            }
-            other => recorder.record(other),
-        }
-    }
-    recorder.close().expect("close");
-    (dir, path)
-}
-
-/// What must agree between a whole and a streamed replay.
-fn assert_same(whole: &Report, streamed: &Report, what: &str) {
-    assert_eq!(whole.verdict, streamed.verdict, "{what}");
-    assert_eq!(whole.summary, streamed.summary, "{what}");
-    assert_eq!(whole.submissions, streamed.submissions, "{what}");
-    assert_eq!(whole.outputs, streamed.outputs, "{what}");
-    let kinds = |r: &Report| -> Vec<(u64, Option<u32>, String)> {
-        r.divergences
-            .iter()
-            .chain(&r.timing_dependent)
-            .map(|d| (d.submission, d.region, format!("{:?}", d.kind)))
-            .collect()
-    };
-    assert_eq!(kinds(whole), kinds(streamed), "{what}");
-    assert_eq!(whole.trace.runtimes.len(), streamed.trace.runtimes.len());
-    for (w, s) in whole.trace.runtimes.iter().zip(&streamed.trace.runtimes) {
-        assert_eq!(
-            (w.submissions, w.replayed_submissions, w.buffers, w.graphs),
-            (s.submissions, s.replayed_submissions, s.buffers, s.graphs),
-            "{what}"
-        );
-    }
-    // Every region timed on both sides, with every sample.
-    let samples = |r: &Report| -> Vec<(u64, u32, Option<usize>, Option<usize>)> {
-        r.timing
-            .iter()
-            .map(|t| {
-                (
-                    t.graph,
-                    t.region,
-                    t.captured.map(|s| s.samples),
-                    t.replayed.map(|s| s.samples),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(samples(whole), samples(streamed), "{what}");
-}
 
 #[test]
 fn a_trace_replayed_in_chunks_reports_what_the_whole_replay_reports() {

@@ -222,7 +222,11 @@ impl ProfileVisitor {
             .map(|(k, (_, rank))| (k, rank))
             .collect();
         places.graph_runtime = runtime_ranks(places.graph_of.keys().map(|k| k.0));
-        let submitting = || places.submits.keys().map(|k| k.0);
+        // A runtime whose range kept no submission (one that never opened) still holds a
+        // range: ranked, so that `diff` compares nothing there rather than reading the
+        // trace as whole.
+        let ranged = self.ranges.iter().map(|r| r.runtime);
+        let submitting = || places.submits.keys().map(|k| k.0).chain(ranged.clone());
         places.outcome_runtime = runtime_ranks(submitting());
         places.output_runtime =
             runtime_ranks(submitting().chain(self.digest_runtimes.iter().copied()));

@@ -65,7 +65,11 @@ pub fn held(ranges: &[TraceRange]) -> HashMap<RuntimeId, Held> {
     }
     let mut out: HashMap<RuntimeId, Held> = HashMap::new();
     for ((runtime, start), end) in recorded {
-        out.entry(runtime).or_default().push((start, end));
+        // A range that never opened is recorded empty at the run's end: it holds none.
+        let held = out.entry(runtime).or_default();
+        if start < end {
+            held.push((start, end));
+        }
     }
     for held in out.values_mut() {
         *held = union(std::mem::take(held));

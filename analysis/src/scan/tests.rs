@@ -192,6 +192,8 @@ struct Joins {
     submitted: Vec<(u64, u64)>,
     regions: Vec<(u64, u32, Outcome, u64)>,
     links: Vec<(u64, u64, bool)>,
+    /// Links whose producer is before the range: consumer ordinal, producer index, wait.
+    before_range: Vec<(u64, u64, bool)>,
     outcomes: Vec<(u64, Outcome)>,
 }
 
@@ -211,6 +213,13 @@ impl Visitor for Joins {
     }
     fn link(&mut self, _: &Index, l: &JoinedLink) {
         self.links.push((l.consumer, l.producer, l.wait.is_some()));
+    }
+    fn link_before_range(&mut self, _: &Index, l: &LinkBeforeRange) {
+        if let Some(w) = l.wait {
+            assert_eq!((w.runtime, w.on_submission), (l.runtime, l.producer));
+        }
+        self.before_range
+            .push((l.consumer, l.producer.0, l.wait.is_some()));
     }
     fn outcome(&mut self, _: &Index, s: &JoinedSubmission, _: Option<Outcome>, o: Outcome) {
         self.outcomes.push((s.ordinal, o));
@@ -318,6 +327,100 @@ fn explicit_producers_join_and_a_wait_on_an_unknown_submission_is_counted() {
     assert!(joins.links.contains(&(2, 0, false)), "{:?}", joins.links);
     assert_eq!(joins.links.iter().filter(|l| !l.2).count(), 1);
     assert_eq!(summary.unresolved_waits, 1);
+}
+
+/// Submissions 0..10 trimmed to 4..10 (every record naming one before 4 left out), with a
+/// `TraceRange` saying so where `range_at` puts it (`None`: none), submission 5 naming 2
+/// and 4 as explicit producers, and submission 7's `Submit` lost.
+fn trimmed(range_at: Option<fn(&mut Vec<Record>, Record)>) -> Vec<Record> {
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(10 * REGIONS_PER_SUBMISSION))
+        .filter(|r| match r {
+            Record::Submit(s) => s.submission.0 >= 4 && s.submission.0 != 7,
+            Record::CrossWait(w) => w.submission.0 >= 4,
+            Record::RegionTiming(t) => t.submission.0 >= 4,
+            Record::RegionDone(d) => d.submission.0 >= 4,
+            Record::SubmissionDone(d) => d.submission.0 >= 4,
+            _ => true,
+        })
+        .collect();
+    for r in &mut records {
+        if let Record::Submit(s) = r
+            && s.submission.0 == 5
+        {
+            s.producers = vec![SubmissionIndex(2), SubmissionIndex(4)];
+        }
+    }
+    if let Some(put) = range_at {
+        let range = Record::TraceRange(hrx_capture::schema::TraceRange {
+            runtime: RuntimeId(1),
+            start: SubmissionIndex(4),
+            end: Some(SubmissionIndex(10)),
+            trigger: "submissions:4..10".into(),
+            trimmed_from: Some("whole.hrxt".into()),
+            time_ns: 0,
+            fault: None,
+        });
+        put(&mut records, range);
+    }
+    records
+}
+
+#[test]
+fn a_wait_on_a_producer_before_the_range_is_handed_over_and_a_missing_one_stays_unresolved() {
+    // The trim's range first (where `trim` writes it), or read after every wait.
+    let first: fn(&mut Vec<Record>, Record) = |records, range| {
+        let at = records
+            .iter()
+            .position(|r| matches!(r, Record::Submit(_)))
+            .unwrap();
+        records.insert(at, range);
+    };
+    let last: fn(&mut Vec<Record>, Record) = |records, range| records.push(range);
+    let mut seen = Vec::new();
+    for range_at in [first, last] {
+        let mut joins = Joins::default();
+        let summary = scan_records(&trimmed(Some(range_at)), &mut joins);
+        let index = |ordinal: u64| {
+            let at = joins.submitted.iter().position(|s| s.0 == ordinal).unwrap();
+            joins.submitted[at].1
+        };
+        let mut before: Vec<_> = joins
+            .before_range
+            .iter()
+            .map(|&(c, p, wait)| (index(c), p, wait))
+            .collect();
+        before.sort_unstable();
+        // Submission 4's two waits on 3 and 5's explicit producer 2, each once.
+        assert_eq!(before, [(4, 3, true), (4, 3, true), (5, 2, false)]);
+        assert_eq!(summary.waits_before_range, 2);
+        // What joined at both ends is unchanged: every wait within the range but those of
+        // and on the lost 7, and 5's explicit producer 4.
+        let mut links: Vec<_> = joins
+            .links
+            .iter()
+            .map(|&(c, p, wait)| (index(c), index(p), wait))
+            .collect();
+        links.sort_unstable();
+        let mut expected = vec![(5, 4, false)];
+        for s in [5, 6, 9] {
+            expected.extend([(s, s - 1, true), (s, s - 1, true)]);
+        }
+        expected.sort_unstable();
+        assert_eq!(links, expected);
+        // The waits of 7 (never submitted) and on 7 (simply missing: no range leaves it
+        // out) stay unresolved.
+        assert_eq!(summary.unresolved_waits, 4);
+        seen.push((before, links));
+    }
+    assert_eq!(seen[0], seen[1]);
+    // Without the `TraceRange`, 4's waits on 3 are as unresolved as those on 7.
+    let mut joins = Joins::default();
+    let summary = scan_records(&trimmed(None), &mut joins);
+    assert!(joins.before_range.is_empty());
+    assert_eq!(
+        (summary.unresolved_waits, summary.waits_before_range),
+        (6, 0)
+    );
 }
 
 #[test]

@@ -47,8 +47,10 @@ pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
 /// Traces below this size (about 700k regions) open in well under a second without it.
 pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 
-/// Bumped whenever the layout of a column or the model changes.
-const FORMAT: u32 = 4; // 2: Recovery::clock (the host clock's calibrations); 3: hrx-analysis statistics; 4: explicit_by_consumer
+/// Bumped whenever the layout of a column or the model changes. 2: `Recovery::clock` (the
+/// host clock's calibrations); 3: `hrx-analysis` statistics; 4: `explicit_by_consumer`;
+/// 5: the structure is the joiner's [`crate::Index`].
+const FORMAT: u32 = 5;
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;

@@ -2,7 +2,7 @@
 //! records a test needs.
 
 use super::lanes::{Span, SpanStatus};
-use super::model::{Model, RegionId, SubId};
+use super::model::{Model, RegionRef, SubId};
 use crate::synthetic::{PipelineSpec, pipeline};
 use hrx_capture::RecorderOptions;
 use hrx_capture::schema::*;
@@ -378,7 +378,7 @@ pub fn small_blocks() -> RecorderOptions {
 
 /// A timed span `start..end` of submission 0, region 0, with `status`.
 pub fn span(start: u64, end: u64, status: SpanStatus) -> Span {
-    let mut s = Span::timed(start, end, None, SubId(0), RegionId(0));
+    let mut s = Span::timed(start, end, None, SubId(0), RegionRef(0));
     s.set_status(status);
     s
 }

@@ -19,7 +19,8 @@
 //!    ([`SpanStatus::Running`]: what a hang or a crash was in; the joiner's
 //!    [`crate::ScanSummary::running`]);
 //! 3. sort each lane, fill the (submission, region) → span table and copy statuses in;
-//! 4. number the joined waits and explicit producers by sorted submission, label regions,
+//! 4. number the joined waits and explicit producers by sorted submission, take the
+//!    joiner's index (regions labelled there) and give each region its search key,
 //!    sort events and link each to the span of the region it names (the joiner joined it to
 //!    its submission, [`crate::JoinedEvent`]);
 //! 5. statistics and the first failure.
@@ -27,16 +28,15 @@
 use super::hazards;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
 use super::model::{
-    CrossEdge, Event, EventId, EventKind, LabelId, LaneId, Model, PreparedInfo, PreparedRef,
-    QUEUES, RegionId, RegionInfo, RegionKey, SpanRef, SubId, Submission, queue_slot,
+    CrossEdge, Event, EventId, EventKind, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId,
+    Submission,
 };
 use crate::{
     Index, JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome,
     ScanSummary,
 };
 use hrx_capture::schema::{
-    CrossWait, OpKind, Queue, Record, RefusalKind, RegionIndex, RuntimeId, Status, SubmissionIndex,
-    Submit,
+    CrossWait, Record, RefusalKind, RegionIndex, RuntimeId, Status, SubmissionIndex, Submit,
 };
 use hrx_capture::{Trace, TraceReader};
 use std::collections::HashMap;
@@ -51,6 +51,8 @@ pub(super) enum Joined {
         slot: u32,
         time_ns: u64,
         producers: Vec<SubmissionIndex>,
+        /// Regions of its prepared graph (0 when that was not recorded).
+        regions: u32,
     },
     /// A region timing joined to its region.
     Span(JoinedSpan),
@@ -101,6 +103,9 @@ impl crate::Visitor for Joins {
             slot: submit.slot,
             time_ns: submit.time_ns,
             producers: submit.producers.clone(),
+            regions: submission
+                .prepared
+                .map_or(0, |p| index.prepared()[p.get()].regions.len() as u32),
         });
     }
     fn region_outcome(&mut self, index: &Index, region: &JoinedRegion, outcome: Outcome, at: u64) {
@@ -138,12 +143,11 @@ pub struct ModelBuilder {
     /// `hrx-analysis`'s joiner, and its visitor (the statistics and the joins).
     joiner: crate::Joiner,
     pub(super) joins: Joins,
-    runtimes: Vec<RuntimeId>,
     /// Per region slot (submission by arrival, region), its completion status.
     region_status: Vec<SpanStatus>,
     /// Failed and cancelled regions, in the order their completions joined: each gets an
     /// untimed span if it has no timing.
-    pub(super) region_ends: Vec<(RuntimeId, SubId, RegionId, SpanStatus, u64)>,
+    pub(super) region_ends: Vec<(SubId, RegionRef, SpanStatus, u64)>,
     /// Waits and explicit producers joined, by submission ordinal.
     cross: Vec<(u64, u64, CrossWait)>,
     explicit: Vec<(u64, u64)>,
@@ -155,27 +159,14 @@ pub struct ModelBuilder {
     /// ordinal of the submission the joiner joined it to.
     event_records: Vec<u64>,
     event_ordinals: Vec<Option<u64>>,
+    /// Whether the joiner finished (its index is then the model's).
+    joined: bool,
 }
 
 impl ModelBuilder {
     /// An empty builder.
     pub fn new() -> ModelBuilder {
         ModelBuilder::default()
-    }
-
-    /// The lane of `queue` on `runtime`, creating the runtime's five lanes on first use.
-    pub(super) fn lane_of(&mut self, runtime: RuntimeId, queue: Queue) -> LaneId {
-        let ordinal = match self.runtimes.iter().position(|&r| r == runtime) {
-            Some(i) => i,
-            None => {
-                self.runtimes.push(runtime);
-                self.model
-                    .lanes
-                    .extend(QUEUES.iter().map(|&q| Lane::new(runtime, q)));
-                self.runtimes.len() - 1
-            }
-        };
-        LaneId((ordinal * QUEUES.len() + queue_slot(queue)) as u32)
     }
 
     /// Ingests one record.
@@ -192,11 +183,10 @@ impl ModelBuilder {
                 slot,
                 time_ns,
                 producers,
+                regions,
             } => {
                 let mut sub = self.submission(joined, *slot, *time_ns, producers);
-                let regions = sub
-                    .prepared()
-                    .map_or(0, |p| self.model.prepared[p.get()].regions.len());
+                let regions = *regions as usize;
                 sub.region_base = self.model.region_spans.len() as u32;
                 let region_spans = self.model.region_spans.vec_mut();
                 region_spans.resize(region_spans.len() + regions, SpanRef::NONE);
@@ -209,10 +199,9 @@ impl ModelBuilder {
                 self.model.submit_times.vec_mut().push(*time_ns);
             }
             Joined::Span(t) => {
-                let (sub, region) = (arrival(t.ordinal), RegionId(t.region.0));
-                let lane = self.lane_of(t.runtime, self.model.regions[region.get()].queue);
-                debug_assert_eq!(lane.0, t.lane.0);
-                self.model.lanes[lane.get()]
+                let (sub, region) = (arrival(t.ordinal), t.region);
+                // The builder created the lanes of every `Prepared` as the index did.
+                self.model.lanes[t.lane.get()]
                     .push(Span::timed(t.start_ns, t.end_ns, t.device, sub, region));
             }
             Joined::Outcome(ordinal, status) => {
@@ -224,9 +213,7 @@ impl ModelBuilder {
                     self.model.submissions[sub.get()].region_base as usize + r.index.0 as usize;
                 self.region_status[slot] = *status;
                 if matches!(status, SpanStatus::Failed | SpanStatus::Cancelled) {
-                    let region = RegionId(r.region.0);
-                    self.region_ends
-                        .push((r.submission.runtime, sub, region, *status, *time_ns));
+                    self.region_ends.push((sub, r.region, *status, *time_ns));
                 }
             }
             Joined::Link(link) => match link.wait {
@@ -280,6 +267,7 @@ impl ModelBuilder {
     /// ([`super::stream`]) on disk.
     pub(super) fn push_shared(&mut self, record: &Record) {
         self.joiner.push(record, &mut self.joins);
+        add_lanes(&mut self.model.lanes, self.joiner.index());
         self.model.info.records += 1;
         if let Some(ns) = crate::dump::host_time_ns(record) {
             self.last_ns = self.last_ns.max(ns);
@@ -287,53 +275,7 @@ impl ModelBuilder {
         match record {
             Record::SessionStart(s) => self.model.info.session = Some(s.clone()),
             Record::SessionEnd(e) => self.model.info.end = Some(*e),
-            Record::RuntimeStart(r) => {
-                self.lane_of(r.runtime, Queue::GpuUpload);
-                self.model.info.runtimes.push(r.clone());
-            }
-            Record::BufferCreated(b) => {
-                self.model.buffers.insert((b.runtime, b.buffer), b.clone());
-            }
-            Record::KernelLoaded(k) => {
-                self.model.kernels.insert((k.runtime, k.kernel), k.clone());
-            }
-            Record::GraphOp(op) => {
-                self.model
-                    .graphs
-                    .insert((op.runtime, op.graph, op.node), op.clone());
-            }
-            Record::Prepared(p) => {
-                let prepared = PreparedRef(self.model.prepared.len() as u32);
-                let first = self.model.regions.len() as u32;
-                for (i, r) in p.regions.iter().enumerate() {
-                    self.lane_of(p.runtime, r.queue);
-                    self.model.regions.push(RegionInfo {
-                        prepared,
-                        index: RegionIndex(i as u32),
-                        queue: r.queue,
-                        engine: r.engine,
-                        kind: r.kind,
-                        nodes: r.nodes.clone(),
-                        internal_edges: r.internal_edges.clone(),
-                        dependencies: r.dependencies.clone(),
-                        uses: r.uses.clone(),
-                        copy_bytes: r.copy_bytes,
-                        label: LabelId(0),
-                        search_key: 0,
-                    });
-                }
-                self.model.prepared.push(PreparedInfo {
-                    runtime: p.runtime,
-                    id: p.prepared,
-                    graph: p.graph,
-                    slots: p.slots,
-                    time_ns: p.time_ns,
-                    regions: first..self.model.regions.len() as u32,
-                });
-                self.model
-                    .prepared_ids
-                    .insert((p.runtime, p.prepared), prepared);
-            }
+            Record::RuntimeStart(r) => self.model.info.runtimes.push(r.clone()),
             Record::SubmitRefused(r) => {
                 let kind = match r.kind {
                     RefusalKind::Busy => EventKind::Busy,
@@ -446,7 +388,22 @@ impl ModelBuilder {
     /// The joiner's summary at the end of the records; a submit whose graph's `Prepared`
     /// never came joins then as a submission without regions (its joins wait in `joins`).
     pub(super) fn finish_joiner(&mut self) -> ScanSummary {
-        std::mem::take(&mut self.joiner).finish(&mut self.joins, None, Vec::new())
+        let summary = std::mem::take(&mut self.joiner).finish(&mut self.joins, None, Vec::new());
+        // The model reads its structure from the joiner's index (bounded by what the
+        // program built, so a copy is cheap); the statistics still read the summary's.
+        self.model.index = summary.index.clone();
+        self.joined = true;
+        add_lanes(&mut self.model.lanes, &self.model.index);
+        summary
+    }
+
+    /// The structure read so far: the joiner's index, the model's once the joiner finished.
+    pub(super) fn index(&self) -> &Index {
+        if self.joined {
+            &self.model.index
+        } else {
+            self.joiner.index()
+        }
     }
 
     /// What [`ModelBuilder::finish_joiner`] would return now, from copies of the joiner and
@@ -502,7 +459,7 @@ impl ModelBuilder {
             }
         }
         for end in &mut self.region_ends {
-            end.1 = SubId(new_id[end.1.get()]);
+            end.0 = SubId(new_id[end.0.get()]);
         }
         self.new_ids = Some(new_id);
     }
@@ -520,27 +477,22 @@ impl ModelBuilder {
         for lane in &model.lanes {
             for span in lane.spans() {
                 let base = model.submissions[span.submission.get()].region_base as usize;
-                let region = model.regions[span.region.get()].index.0 as usize;
+                let region = model.region(span.region).index.0 as usize;
                 model.region_spans[base + region] = 0; // timed
             }
         }
         let mut untimed = Vec::new();
-        for &(runtime, sub, region_id, status, time_ns) in &self.region_ends {
-            let region = &self.model.regions[region_id.get()];
+        for &(sub, region_id, status, time_ns) in &self.region_ends {
+            let region = self.model.index.region(region_id);
             let slot =
                 self.model.submissions[sub.get()].region_base as usize + region.index.0 as usize;
             if self.model.region_spans[slot] == SpanRef::NONE {
                 self.model.region_spans[slot] = 0;
-                untimed.push((
-                    runtime,
-                    region.queue,
-                    Span::untimed(time_ns, sub, region_id, status),
-                ));
+                untimed.push((region.lane, Span::untimed(time_ns, sub, region_id, status)));
             }
         }
         self.model.untimed_spans = untimed.len();
-        for (runtime, queue, span) in untimed {
-            let lane = self.lane_of(runtime, queue);
+        for (lane, span) in untimed {
             self.model.lanes[lane.get()].push(span);
         }
     }
@@ -552,15 +504,14 @@ impl ModelBuilder {
             let (Some(ordinal), Some(region_ref)) = (r.ordinal, r.region_ref) else {
                 continue;
             };
-            let (runtime, region, start_ns) = (r.runtime, r.region, r.start_ns);
-            let (sub, region_id) = (self.final_id(ordinal), RegionId(region_ref.0));
+            let (region, start_ns) = (r.region, r.start_ns);
+            let (sub, region_id) = (self.final_id(ordinal), RegionRef(region_ref.0));
             let slot = self.model.submissions[sub.get()].region_base as usize + region.0 as usize;
             if self.model.region_spans[slot] != SpanRef::NONE {
                 continue;
             }
             self.model.region_spans[slot] = 0;
-            let queue = self.model.regions[region_id.get()].queue;
-            let lane = self.lane_of(runtime, queue);
+            let lane = self.model.region(region_id).lane;
             let end_ns = self.last_ns.max(start_ns);
             self.model.untimed_spans += 1;
             self.model.lanes[lane.get()].push(Span::unfinished(start_ns, end_ns, sub, region_id));
@@ -570,14 +521,13 @@ impl ModelBuilder {
             let (Some(ordinal), Some(region_ref)) = (r.ordinal, r.region_ref) else {
                 continue;
             };
-            let (sub, region_id) = (self.final_id(ordinal), RegionId(region_ref.0));
+            let (sub, region_id) = (self.final_id(ordinal), RegionRef(region_ref.0));
             let slot = self.model.submissions[sub.get()].region_base as usize + r.region.0 as usize;
             if self.model.region_spans[slot] != SpanRef::NONE {
                 continue;
             }
             self.model.region_spans[slot] = 0;
-            let queue = self.model.regions[region_id.get()].queue;
-            let lane = self.lane_of(r.runtime, queue);
+            let lane = self.model.region(region_id).lane;
             self.model.untimed_spans += 1;
             let span = Span::untimed(r.start_ns, sub, region_id, SpanStatus::TimingLost);
             self.model.lanes[lane.get()].push(span);
@@ -592,10 +542,10 @@ impl ModelBuilder {
             lane.sort();
             for (i, span) in lane.spans_mut().iter_mut().enumerate() {
                 let sub = &model.submissions[span.submission.get()];
-                let region = &model.regions[span.region.get()];
+                let region = model.index.region(span.region);
                 let slot = sub.region_base as usize + region.index.0 as usize;
                 model.region_spans[slot] = SpanRef {
-                    lane: LaneId(lane_index as u32),
+                    lane: LaneRef(lane_index as u32),
                     index: i as u32,
                 }
                 .pack();
@@ -655,7 +605,8 @@ impl ModelBuilder {
         for lane in &model.lanes {
             for span in lane.spans() {
                 count_label(
-                    &model.regions,
+                    &model.index,
+                    &model.search_keys,
                     &mut model.label_spans,
                     &mut model.search_key_spans,
                     span,
@@ -682,47 +633,46 @@ impl ModelBuilder {
     }
 }
 
-/// Names every region and gives it its search key; the counts of spans per label and key
-/// start at zero ([`count_label`] adds each span).
+/// Gives every region its search key (its label, from the index, and its operations'
+/// names); the counts of spans per label and key start at zero ([`count_label`] adds each
+/// span).
 pub(super) fn name_regions(model: &mut Model) {
-    let mut interned: HashMap<String, LabelId> = HashMap::new();
-    let mut labels = Vec::new();
+    let index = &model.index;
     let mut keys: HashMap<String, u32> = HashMap::new();
     let mut texts = Vec::new();
-    for i in 0..model.regions.len() {
-        let (name, ops) = region_label(model, RegionId(i as u32));
-        let mut text = name.to_lowercase();
-        for (_, op) in &ops {
-            text.push('\n');
-            text.push_str(&op.to_lowercase());
-        }
-        let id = *interned.entry(name).or_insert_with_key(|name| {
-            labels.push(name.clone());
-            LabelId(labels.len() as u32 - 1)
-        });
-        let key = *keys.entry(text).or_insert_with_key(|text| {
-            texts.push(text.clone());
-            texts.len() as u32 - 1
-        });
-        model.regions[i].label = id;
-        model.regions[i].search_key = key;
-    }
-    model.label_spans = vec![0; labels.len()];
+    let search_keys = (0..index.regions().len())
+        .map(|i| {
+            let region = RegionRef(i as u32);
+            let label = index.label(region).map_or("", |l| &index.labels()[l.get()]);
+            let mut text = label.to_lowercase();
+            for (_, op) in index.region_ops(region) {
+                text.push('\n');
+                text.push_str(&op.to_lowercase());
+            }
+            *keys.entry(text).or_insert_with_key(|text| {
+                texts.push(text.clone());
+                texts.len() as u32 - 1
+            })
+        })
+        .collect();
+    model.label_spans = vec![0; index.labels().len()];
+    model.search_keys = search_keys;
     model.search_key_spans = vec![0; texts.len()];
-    model.labels = labels;
     model.search_texts = texts;
 }
 
 /// Counts `span` in its region's label and search key.
 pub(super) fn count_label(
-    regions: &[RegionInfo],
+    index: &Index,
+    search_keys: &[u32],
     label_spans: &mut [u64],
     search_key_spans: &mut [u64],
     span: &Span,
 ) {
-    let region = &regions[span.region.get()];
-    label_spans[region.label.get()] += 1;
-    search_key_spans[region.search_key as usize] += 1;
+    if let Some(label) = index.label(span.region) {
+        label_spans[label.get()] += 1;
+    }
+    search_key_spans[search_keys[span.region.get()] as usize] += 1;
 }
 
 /// Sorts events and busy times by time and links failures and cancellations to their spans
@@ -773,25 +723,14 @@ fn event(time_ns: u64, kind: EventKind, runtime: RuntimeId, text: &str) -> Event
     }
 }
 
-/// The label of a region (its kernel name, `upload`/`download`/`copy` for copy batches,
-/// `kernel +N` when a native graph holds several operations), and its operations' names,
-/// each with whether it is a kernel.
-fn region_label(model: &Model, id: RegionId) -> (String, Vec<(bool, String)>) {
-    let region = model.region(id);
-    let runtime = model.prepared[region.prepared.get()].runtime;
-    let names: Vec<(bool, String)> = region
-        .nodes
-        .iter()
-        .filter_map(|&n| model.op(region.prepared, n))
-        .map(|op| {
-            let kernel = matches!(op.op, OpKind::Kernel { .. } | OpKind::Npu { .. });
-            (kernel, model.op_name(runtime, &op.op))
-        })
-        .collect();
-    (label_region(region.kind, region.queue, &names), names)
+/// A lane for each lane of `index` not yet in `lanes` (the index numbers lanes: five per
+/// runtime, in the order runtimes are first seen).
+fn add_lanes(lanes: &mut Vec<Lane>, index: &Index) {
+    let all = index.lanes();
+    for info in &all[lanes.len().min(all.len())..] {
+        lanes.push(Lane::new(info.runtime, info.queue));
+    }
 }
-
-pub use crate::label_region;
 
 /// The range from the first to the last thing on the timeline (lanes indexed, events and
 /// ticks sorted: it reads the lanes' first spans and last blocks, and the ticks' ends).

@@ -33,7 +33,7 @@
 //! `[start_ns, start_ns + 1)` for these queries.
 
 use super::column::{Column, Plain};
-use super::model::{RegionId, SubId};
+use super::model::{RegionRef, SubId};
 use hrx_capture::schema::{DeviceSpan, Queue, RuntimeId};
 use std::ops::Range;
 
@@ -124,7 +124,7 @@ pub struct Span {
     /// The submission it belongs to.
     pub submission: SubId,
     /// The region of the submission's prepared graph.
-    pub region: RegionId,
+    pub region: RegionRef,
     /// How it ended ([`SpanStatus`] as a byte: any byte read back from a file is valid).
     status: u8,
     flags: u8,
@@ -142,7 +142,7 @@ impl Span {
         end_ns: u64,
         device: Option<DeviceSpan>,
         submission: SubId,
-        region: RegionId,
+        region: RegionRef,
     ) -> Span {
         let (device_start_ns, device_len_ns) = match device {
             Some(d) => (
@@ -170,7 +170,7 @@ impl Span {
     pub(crate) fn untimed(
         time_ns: u64,
         submission: SubId,
-        region: RegionId,
+        region: RegionRef,
         status: SpanStatus,
     ) -> Span {
         Span {
@@ -186,7 +186,7 @@ impl Span {
         start_ns: u64,
         end_ns: u64,
         submission: SubId,
-        region: RegionId,
+        region: RegionRef,
     ) -> Span {
         Span {
             flags: FLAG_UNFINISHED,

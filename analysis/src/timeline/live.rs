@@ -69,7 +69,7 @@ use super::hazards;
 use super::ingest::{Joined, ModelBuilder, link_events, name_regions, time_range};
 use super::lanes::{Span, SpanStatus};
 use super::model::{
-    CrossEdge, Event, LaneId, Model, RegionId, RegionKey, SpanRef, SubId, Submission,
+    CrossEdge, Event, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId, Submission,
 };
 use hrx_capture::schema::{Record, RuntimeId, SubmissionIndex};
 
@@ -92,9 +92,9 @@ pub struct Publish {
 struct RegionEnd {
     /// Its place among the completions joined (their order decides ties in start time).
     seq: u64,
-    lane: LaneId,
+    lane: LaneRef,
     ordinal: u64,
-    region: RegionId,
+    region: RegionRef,
     status: SpanStatus,
     time_ns: u64,
 }
@@ -204,7 +204,7 @@ struct Settled {
     by_consumer: usize,
     /// Submit times of settled submissions: a settled run, then the rest (values).
     submit_times: SettledRun<u64>,
-    /// Settled spans that are untimed, and settled spans per region ([`RegionId`]).
+    /// Settled spans that are untimed, and settled spans per region ([`RegionRef`]).
     untimed: usize,
     region_spans: Vec<u64>,
     /// Failed and cancelled regions' completions of settled submissions.
@@ -361,7 +361,9 @@ impl LiveBuilder {
         if self.published {
             return &mut self.inner.model;
         }
-        let (summary, extra, stats) = self.inner.finish_joiner_copy();
+        let (mut summary, extra, stats) = self.inner.finish_joiner_copy();
+        // The structure read so far, labelled: the model's (it is the joiner's, copied).
+        self.inner.model.index = std::mem::take(&mut summary.index);
         // A provisional wait or producer of a settled consumer changes the settled part.
         let settled = self.settled.subs as u64;
         if extra
@@ -466,12 +468,11 @@ impl LiveBuilder {
                 slot,
                 time_ns,
                 producers,
+                regions,
             } => {
                 let mut sub = self.inner.submission(joined, *slot, *time_ns, producers);
                 let model = &mut self.inner.model;
-                let regions = sub
-                    .prepared()
-                    .map_or(0, |p| model.prepared[p.get()].regions.len());
+                let regions = *regions as usize;
                 sub.region_base = self.region_status.len() as u32;
                 self.region_status
                     .resize(self.region_status.len() + regions, SpanStatus::Unknown);
@@ -481,12 +482,9 @@ impl LiveBuilder {
                 self.tail.subs.push(sub);
             }
             Joined::Span(t) => {
-                let region = RegionId(t.region.0);
-                let queue = self.inner.model.regions[region.get()].queue;
-                let lane = self.inner.lane_of(t.runtime, queue);
                 let sub = SubId(t.ordinal as u32);
-                let span = Span::timed(t.start_ns, t.end_ns, t.device, sub, region);
-                self.lane_spans(lane).push(span);
+                let span = Span::timed(t.start_ns, t.end_ns, t.device, sub, t.region);
+                self.lane_spans(t.lane).push(span);
             }
             Joined::Outcome(ordinal, status) => {
                 self.tail.subs[*ordinal as usize - k].set_status(*status);
@@ -497,14 +495,11 @@ impl LiveBuilder {
                     self.tail.subs[ordinal as usize - k].region_base as usize + r.index.0 as usize;
                 self.region_status[slot] = *status;
                 if matches!(status, SpanStatus::Failed | SpanStatus::Cancelled) {
-                    let region = RegionId(r.region.0);
-                    let queue = self.inner.model.regions[region.get()].queue;
-                    let lane = self.inner.lane_of(r.submission.runtime, queue);
                     self.tail.region_ends.push(RegionEnd {
                         seq: self.region_ends_seq,
-                        lane,
+                        lane: r.lane,
                         ordinal,
-                        region,
+                        region: r.region,
                         status: *status,
                         time_ns: *time_ns,
                     });
@@ -533,7 +528,7 @@ impl LiveBuilder {
     }
 
     /// The tail's timed spans of `lane`.
-    fn lane_spans(&mut self, lane: LaneId) -> &mut Vec<Span> {
+    fn lane_spans(&mut self, lane: LaneRef) -> &mut Vec<Span> {
         if self.tail.spans.len() <= lane.get() {
             self.tail.spans.resize(lane.get() + 1, Vec::new());
         }
@@ -568,8 +563,8 @@ impl LiveBuilder {
         let mut has_span = vec![false; self.region_status.len() - slots0];
         let mut items: Vec<Vec<Span>> = vec![Vec::new(); lanes];
         let model = &self.inner.model;
-        let slot_of = |ordinal: usize, region: RegionId| {
-            subs[ordinal - k].region_base as usize + model.regions[region.get()].index.0 as usize
+        let slot_of = |ordinal: usize, region: RegionRef| {
+            subs[ordinal - k].region_base as usize + model.region(region).index.0 as usize
         };
         let settled = &self.settled;
         let id = |ordinal: u64| final_id(settled, &rank, ordinal);
@@ -603,7 +598,6 @@ impl LiveBuilder {
                 if (ordinal as usize) < k {
                     continue;
                 }
-                let region = RegionId(region.0);
                 let slot = slot_of(ordinal as usize, region);
                 if std::mem::replace(&mut has_span[slot - slots0], true) {
                     continue;
@@ -613,13 +607,7 @@ impl LiveBuilder {
                 } else {
                     Span::untimed(r.start_ns, id(ordinal), region, SpanStatus::TimingLost)
                 };
-                let queue = model.regions[region.get()].queue;
-                let lane = model
-                    .lanes
-                    .iter()
-                    .position(|l| (l.runtime, l.queue) == (r.runtime, queue))
-                    .expect("a region's lane exists once its graph is prepared");
-                items[lane].push(span);
+                items[model.region(region).lane.get()].push(span);
                 untimed += 1;
             }
         }
@@ -646,16 +634,15 @@ impl LiveBuilder {
         let region_spans = model.region_spans.vec_mut();
         region_spans.resize(self.region_status.len(), SpanRef::NONE);
         region_spans[slots0..].fill(SpanRef::NONE);
-        let mut region_counts = vec![0u64; model.regions.len()];
+        let mut region_counts = vec![0u64; model.index.regions().len()];
         let mut placed = 0;
         for (l, spans) in items.iter().enumerate() {
             let from = self.settled.lanes[l].0;
             for (i, s) in spans.iter().enumerate() {
                 let sub = &model.submissions[s.submission.get()];
-                let slot =
-                    sub.region_base as usize + model.regions[s.region.get()].index.0 as usize;
+                let slot = sub.region_base as usize + model.index.region(s.region).index.0 as usize;
                 region_spans[slot] = SpanRef {
-                    lane: LaneId(l as u32),
+                    lane: LaneRef(l as u32),
                     index: (from + i) as u32,
                 }
                 .pack();
@@ -667,15 +654,17 @@ impl LiveBuilder {
         self.last.spans = placed;
         model.untimed_spans = self.settled.untimed + untimed;
         name_regions(model);
-        self.settled.region_spans.resize(model.regions.len(), 0);
+        self.settled.region_spans.resize(region_counts.len(), 0);
         for (r, (&tail, &settled)) in region_counts
             .iter()
             .zip(&self.settled.region_spans)
             .enumerate()
         {
-            let region = &model.regions[r];
-            model.label_spans[region.label.get()] += tail + settled;
-            model.search_key_spans[region.search_key as usize] += tail + settled;
+            let region = RegionRef(r as u32);
+            if let Some(label) = model.index.label(region) {
+                model.label_spans[label.get()] += tail + settled;
+            }
+            model.search_key_spans[model.search_keys[r] as usize] += tail + settled;
         }
 
         // Waits: the tail's, sorted by consumer, after the settled ones; by producer, merged.
@@ -860,7 +849,7 @@ impl LiveBuilder {
         let model = &self.inner.model;
         let regions = sub
             .prepared()
-            .map_or(0, |p| model.prepared[p.get()].regions.len());
+            .map_or(0, |p| model.index.prepared()[p.get()].regions.len());
         let base = sub.region_base as usize;
         (base..base + regions).all(|slot| {
             let Some(span) = SpanRef::unpack(model.region_spans[slot]) else {

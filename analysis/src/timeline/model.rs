@@ -6,14 +6,20 @@
 //!
 //! ```text
 //! lanes[runtime × 5 queues] ── spans (sorted by start) ──▶ SubId ──▶ submissions[]
-//!                                               └──────▶ RegionId ──▶ regions[] ──▶ prepared[]
+//!                                   └──────▶ RegionRef ──▶ index.regions[] ──▶ index.prepared[]
 //! submissions[s].region_base + region ──▶ region_spans[] ──▶ SpanRef (lane, index)
 //! ```
 //!
 //! Everything a span needs to be drawn is in its 40 bytes; everything else (kind, kernel,
 //! bindings, hazards) is shared per region of a prepared graph and found through the two
-//! dense indices [`SubId`] and [`RegionId`]. Submissions are sorted by (runtime, index), so
+//! dense indices [`SubId`] and [`RegionRef`]. Submissions are sorted by (runtime, index), so
 //! a captured submission index is found by binary search.
+//!
+//! The structure (lanes' identities, buffers, kernels, graph operations, prepared graphs,
+//! their regions and labels) is not the model's own: it is the [`Index`] the joiner built
+//! in the same pass, the one every `hrx-trace` verb reads, numbered alike ([`RegionRef`],
+//! [`LaneRef`], [`LabelRef`], [`PreparedRef`]). The model adds only what the timeline needs
+//! on top: the spans, per-submission tables, search keys and span counts per label.
 
 use super::column::{Column, Plain};
 use super::hazards::FirstFailure;
@@ -21,63 +27,44 @@ use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
 use crate::stats::Stats;
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
-    BufferCreated, BufferId, ClockCalibration, Edge, Engine, GraphId, GraphOp, HazardKind,
-    KernelId, KernelLoaded, Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex,
-    RegionKind, RuntimeId, RuntimeStart, SessionEnd, SessionStart, SubmissionIndex, Use,
+    BufferCreated, BufferId, ClockCalibration, GraphOp, HazardKind, KernelId, KernelLoaded,
+    Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex, RuntimeId, RuntimeStart,
+    SessionEnd, SessionStart, SubmissionIndex,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-macro_rules! index_newtype {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(
-            Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-        )]
-        #[repr(transparent)]
-        pub struct $name(pub u32);
-
-        // SAFETY: one u32.
-        unsafe impl Plain for $name {}
-
-        impl $name {
-            /// The index as a `usize`.
-            pub fn get(self) -> usize {
-                self.0 as usize
-            }
-        }
-    };
-}
+use crate::index::{Index, index_newtype};
 
 index_newtype!(
     /// A submission: index into the model's submissions (sorted by runtime, index).
     SubId
 );
 index_newtype!(
-    /// A region of a prepared graph, model-wide: index into the model's regions.
-    RegionId
-);
-index_newtype!(
-    /// A lane (one queue of one runtime): index into [`Model::lanes`].
-    LaneId
-);
-index_newtype!(
-    /// An interned span label (kernel or copy name).
-    LabelId
-);
-index_newtype!(
     /// An event: index into [`Model::events`] (sorted by time).
     EventId
 );
-/// A prepared graph: the index's numbering ([`crate::index::PreparedRef`], in the order of
-/// the `Prepared` records), which the model's prepared graphs keep.
-pub use crate::index::PreparedRef;
+/// The index's numbering of prepared graphs, regions (model-wide), lanes (five per runtime)
+/// and labels: the model reads its structure from the joiner's [`Index`] and numbers it
+/// alike.
+pub use crate::index::{LabelRef, LaneRef, PreparedRef, RegionRef};
+
+// SAFETY: each is one u32 (`#[repr(transparent)]`).
+unsafe impl Plain for SubId {}
+// SAFETY: as above.
+unsafe impl Plain for EventId {}
+// SAFETY: as above.
+unsafe impl Plain for RegionRef {}
+// SAFETY: as above.
+unsafe impl Plain for LaneRef {}
+// SAFETY: as above.
+unsafe impl Plain for LabelRef {}
 
 /// A span: its lane and its index in the lane's sorted spans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SpanRef {
     /// The lane.
-    pub lane: LaneId,
+    pub lane: LaneRef,
     /// Index into the lane's spans.
     pub index: u32,
 }
@@ -91,7 +78,7 @@ impl SpanRef {
 
     pub(crate) fn unpack(packed: u64) -> Option<SpanRef> {
         (packed != SpanRef::NONE).then_some(SpanRef {
-            lane: LaneId((packed >> 32) as u32),
+            lane: LaneRef((packed >> 32) as u32),
             index: packed as u32,
         })
     }
@@ -199,35 +186,10 @@ impl Submission {
 /// in the view cache as it is.
 pub use crate::index::PreparedInfo;
 
-/// One region of a prepared graph, shared by every submission of it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionInfo {
-    /// The prepared graph.
-    pub prepared: PreparedRef,
-    /// Its index in the prepared graph.
-    pub index: RegionIndex,
-    /// The queue it runs on.
-    pub queue: Queue,
-    /// The engine it runs on.
-    pub engine: Engine,
-    /// How it is executed.
-    pub kind: RegionKind,
-    /// Its graph operations, in order.
-    pub nodes: Vec<NodeIndex>,
-    /// Edges between its own operations.
-    pub internal_edges: Vec<Edge>,
-    /// Edges from earlier regions of the same prepared graph.
-    pub dependencies: Vec<Edge>,
-    /// Its uses, summarized.
-    pub uses: Vec<Use>,
-    /// Bytes copied by its copy operations.
-    pub copy_bytes: u64,
-    /// Its label (kernel or copy name).
-    pub label: LabelId,
-    /// What the search matches for it: an index into the model's search texts (its label
-    /// and every operation's name), shared by regions with the same.
-    pub search_key: u32,
-}
+/// One region of a prepared graph, shared by every submission of it: the index's
+/// ([`crate::index::RegionInfo`]); its label and search key are the model's
+/// ([`Model::region_label`], [`Model::search_key`]).
+pub use crate::index::RegionInfo;
 
 /// What an [`Event`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -414,20 +376,17 @@ pub struct Model {
     /// Indices into `explicit_edges`, sorted by consumer (then index).
     #[serde(skip)]
     pub(crate) explicit_by_consumer: Column<u32>,
-    pub(crate) prepared: Vec<PreparedInfo>,
-    pub(crate) prepared_ids: HashMap<(RuntimeId, PreparedId), PreparedRef>,
-    pub(crate) regions: Vec<RegionInfo>,
-    pub(crate) labels: Vec<String>,
+    /// The structure (runtimes, lanes, buffers, kernels, graph operations, prepared graphs
+    /// and their regions, region labels): the joiner's, taken when the model is finished.
+    pub(crate) index: Index,
+    /// Spans per label, by [`LabelRef`].
     pub(crate) label_spans: Vec<u64>,
-    /// Per search key ([`RegionInfo::search_key`]): the label and the operations' names,
-    /// lowercase, one per line; and the spans of its regions.
+    /// Per region, its search key ([`Model::search_key`]).
+    pub(crate) search_keys: Vec<u32>,
+    /// Per search key: the label and the operations' names, lowercase, one per line; and
+    /// the spans of its regions.
     pub(crate) search_texts: Vec<String>,
     pub(crate) search_key_spans: Vec<u64>,
-    /// Recorded operations by (runtime, graph, node): a map, not a vector indexed by node,
-    /// so that a damaged node index costs one entry, not memory up to the index.
-    pub(crate) graphs: HashMap<(RuntimeId, GraphId, NodeIndex), GraphOp>,
-    pub(crate) kernels: HashMap<(RuntimeId, KernelId), KernelLoaded>,
-    pub(crate) buffers: HashMap<(RuntimeId, BufferId), BufferCreated>,
     /// Sorted by consumer.
     #[serde(skip)]
     pub(crate) cross: Column<CrossEdge>,
@@ -456,13 +415,13 @@ impl Model {
     /// # Panics
     ///
     /// If `id` is not a lane of this model.
-    pub fn lane(&self, id: LaneId) -> &Lane {
+    pub fn lane(&self, id: LaneRef) -> &Lane {
         &self.lanes[id.get()]
     }
 
     /// The display name of a lane: the queue, prefixed by the runtime when the trace has
     /// several.
-    pub fn lane_name(&self, id: LaneId) -> String {
+    pub fn lane_name(&self, id: LaneRef) -> String {
         let lane = self.lane(id);
         self.queue_lane_name(lane.runtime, lane.queue)
     }
@@ -539,29 +498,50 @@ impl Model {
         &self.explicit_producers[start..start + s.producers_len as usize]
     }
 
+    /// The structure of the trace: the joiner's index, which every reader shares.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
     /// Every prepared graph.
     pub fn prepared(&self) -> &[PreparedInfo] {
-        &self.prepared
+        self.index.prepared()
     }
 
     /// A prepared graph by its captured id.
     pub fn find_prepared(&self, runtime: RuntimeId, id: PreparedId) -> Option<&PreparedInfo> {
-        self.prepared_ids
-            .get(&(runtime, id))
-            .map(|p| &self.prepared[p.get()])
+        let p = self.index.find_prepared(runtime, id)?;
+        Some(&self.prepared()[p.get()])
     }
 
     /// The region `id`.
-    pub fn region(&self, id: RegionId) -> &RegionInfo {
-        &self.regions[id.get()]
+    pub fn region(&self, id: RegionRef) -> &RegionInfo {
+        self.index.region(id)
+    }
+
+    /// The label of region `id`.
+    pub fn region_label(&self, id: RegionRef) -> LabelRef {
+        self.index.label(id).unwrap_or_default()
+    }
+
+    /// The search key of region `id`: an index into the model's search texts (its label and
+    /// every operation's name), shared by regions with the same.
+    pub fn search_key(&self, id: RegionRef) -> usize {
+        self.search_keys.get(id.get()).map_or(0, |&k| k as usize)
+    }
+
+    /// The region of a submission's prepared graph that `key` names, where it was recorded.
+    pub fn region_of(&self, key: RegionKey) -> Option<RegionRef> {
+        let prepared = self.submission(key.submission).prepared()?;
+        self.index.region_of(prepared, RegionIndex(key.region))
     }
 
     /// The regions of a submission's prepared graph (empty when it was not recorded).
     pub fn submission_regions(&self, id: SubId) -> &[RegionInfo] {
         match self.submission(id).prepared() {
             Some(p) => {
-                let range = &self.prepared[p.get()].regions;
-                &self.regions[range.start as usize..range.end as usize]
+                let range = &self.prepared()[p.get()].regions;
+                &self.regions()[range.start as usize..range.end as usize]
             }
             None => &[],
         }
@@ -595,32 +575,32 @@ impl Model {
 
     /// The label of a span's region.
     pub fn span_label(&self, span: &Span) -> &str {
-        self.label(self.region(span.region).label)
+        self.label(self.region_label(span.region))
     }
 
     /// An interned label.
-    pub fn label(&self, id: LabelId) -> &str {
-        &self.labels[id.get()]
+    pub fn label(&self, id: LabelRef) -> &str {
+        &self.labels()[id.get()]
     }
 
-    /// Every label, by [`LabelId`].
+    /// Every label, by [`LabelRef`].
     pub fn labels(&self) -> &[String] {
-        &self.labels
+        self.index.labels()
     }
 
-    /// Spans per label, by [`LabelId`].
+    /// Spans per label, by [`LabelRef`].
     pub fn label_span_counts(&self) -> &[u64] {
         &self.label_spans
     }
 
-    /// Whether search key `key` ([`RegionInfo::search_key`]) matches `needle` (lowercase):
+    /// Whether search key `key` ([`Model::search_key`]) matches `needle` (lowercase):
     /// the label or the name of any operation of its regions contains it, so `/sobel`
     /// finds the native graph `hrx_rgb_to_gray +5` that runs `hrx_sobel`.
     pub fn search_key_matches(&self, key: usize, needle: &str) -> bool {
         self.search_texts[key].contains(needle)
     }
 
-    /// Number of search keys ([`RegionInfo::search_key`]).
+    /// Number of search keys ([`Model::search_key`]).
     pub fn search_key_count(&self) -> usize {
         self.search_texts.len()
     }
@@ -630,38 +610,30 @@ impl Model {
         &self.search_key_spans
     }
 
-    /// Every region of every prepared graph, by [`RegionId`].
+    /// Every region of every prepared graph, by [`RegionRef`].
     pub fn regions(&self) -> &[RegionInfo] {
-        &self.regions
+        self.index.regions()
     }
 
     /// The recorded operation `node` of a prepared graph's source graph.
     pub fn op(&self, prepared: PreparedRef, node: NodeIndex) -> Option<&GraphOp> {
-        let p = &self.prepared[prepared.get()];
-        self.graphs.get(&(p.runtime, p.graph, node))
+        let p = &self.prepared()[prepared.get()];
+        self.index.graph_op(p.runtime, p.graph, node)
     }
 
     /// A loaded kernel.
     pub fn kernel(&self, runtime: RuntimeId, id: KernelId) -> Option<&KernelLoaded> {
-        self.kernels.get(&(runtime, id))
+        self.index.kernel(runtime, id)
     }
 
     /// The kernel name of an operation (`fill`, `copy`, the kernel entry, ...).
     pub fn op_name(&self, runtime: RuntimeId, op: &OpKind) -> String {
-        match op {
-            OpKind::Fill { .. } => "fill".to_owned(),
-            OpKind::Copy => "copy".to_owned(),
-            OpKind::Scoped => "scoped".to_owned(),
-            OpKind::Host => "host".to_owned(),
-            OpKind::Kernel { kernel } | OpKind::Npu { kernel } => self
-                .kernel(runtime, *kernel)
-                .map_or_else(|| format!("kernel {kernel}"), |k| k.entry.clone()),
-        }
+        self.index.op_name(runtime, op)
     }
 
     /// A created buffer.
     pub fn buffer(&self, runtime: RuntimeId, id: BufferId) -> Option<&BufferCreated> {
-        self.buffers.get(&(runtime, id))
+        self.index.buffer(runtime, id)
     }
 
     /// Every event, sorted by time.
@@ -731,7 +703,7 @@ impl Model {
             + self.explicit_by_consumer.heap_bytes()
             + self.cross.heap_bytes()
             + self.cross_by_producer.heap_bytes()
-            + self.regions.capacity() * size_of::<RegionInfo>()
+            + size_of_val(self.regions())
     }
 }
 

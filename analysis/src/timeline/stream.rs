@@ -42,7 +42,7 @@ use super::ingest::{
     Joined, ModelBuilder, arrival, count_label, link_events, name_regions, time_range,
 };
 use super::lanes::{Block, BlockBuilder, Span, SpanStatus};
-use super::model::{CrossEdge, LaneId, Model, RegionId, RegionKey, SpanRef, SubId, Submission};
+use super::model::{CrossEdge, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId, Submission};
 use super::spill::{Spill, SpillFile, Values, sorted};
 use hrx_capture::Recovery;
 use hrx_capture::schema::{CrossWait, HazardKind, Record, RuntimeId, SubmissionIndex};
@@ -262,11 +262,11 @@ impl StreamBuilder {
                 slot,
                 time_ns,
                 producers,
+                regions,
             } => {
                 let mut sub = self.inner.submission(joined, *slot, *time_ns, producers);
-                let model = &self.inner.model;
                 let prepared = sub.prepared();
-                let regions = prepared.map_or(0, |p| model.prepared[p.get()].regions.len());
+                let regions = *regions as usize;
                 let base = self.region_status.len();
                 sub.region_base = u32::try_from(base)
                     .ok()
@@ -289,28 +289,24 @@ impl StreamBuilder {
                 self.submit_times.push(time_ns)?;
             }
             Joined::Span(t) => {
-                let region = RegionId(t.region.0);
+                let region = t.region;
                 let slot = self.slot(t.ordinal, region);
                 let span = Span::timed(t.start_ns, t.end_ns, t.device, arrival(t.ordinal), region);
-                self.add_span(t.runtime, region, slot, span)?;
+                self.add_span(region, slot, span)?;
             }
             Joined::Outcome(ordinal, status) => {
                 self.sub_status[*ordinal as usize] = *status as u8;
             }
             Joined::Region(r, status, time_ns) => {
-                let region = RegionId(r.region.0);
+                let region = r.region;
                 let slot = self.slot(r.submission.ordinal, region);
                 let byte = &mut self.region_status[slot];
                 *byte = (*byte & HAS_SPAN) | *status as u8;
                 if matches!(status, SpanStatus::Failed | SpanStatus::Cancelled) {
                     let sub = arrival(r.submission.ordinal);
-                    self.inner.region_ends.push((
-                        r.submission.runtime,
-                        sub,
-                        region,
-                        *status,
-                        *time_ns,
-                    ));
+                    self.inner
+                        .region_ends
+                        .push((sub, region, *status, *time_ns));
                 }
             }
             Joined::Link(link) => match link.wait {
@@ -328,21 +324,14 @@ impl StreamBuilder {
     }
 
     /// The region slot of a submission (by ordinal) and a region of its graph.
-    fn slot(&self, ordinal: u64, region: RegionId) -> usize {
-        let index = self.inner.model.regions[region.get()].index.0;
+    fn slot(&self, ordinal: u64, region: RegionRef) -> usize {
+        let index = self.inner.index().region(region).index.0;
         self.sub_base[ordinal as usize] as usize + index as usize
     }
 
     /// Appends a span to the lane of `region` and marks its slot.
-    fn add_span(
-        &mut self,
-        runtime: RuntimeId,
-        region: RegionId,
-        slot: usize,
-        span: Span,
-    ) -> io::Result<()> {
-        let queue = self.inner.model.regions[region.get()].queue;
-        let lane = self.inner.lane_of(runtime, queue);
+    fn add_span(&mut self, region: RegionRef, slot: usize, span: Span) -> io::Result<()> {
+        let lane = self.inner.index().region(region).lane;
         self.ensure_lanes()?;
         self.region_status[slot] |= HAS_SPAN;
         self.lanes[lane.get()].push(&span)
@@ -412,11 +401,11 @@ impl StreamBuilder {
     /// ModelBuilder::finish adds them, in the same order).
     fn add_untimed_spans(&mut self, summary: &crate::ScanSummary) -> io::Result<()> {
         let mut untimed = 0;
-        for (runtime, sub, region, status, time_ns) in std::mem::take(&mut self.inner.region_ends) {
+        for (sub, region, status, time_ns) in std::mem::take(&mut self.inner.region_ends) {
             let slot = self.slot(u64::from(sub.0), region);
             if self.region_status[slot] & HAS_SPAN == 0 {
                 let span = Span::untimed(time_ns, sub, region, status);
-                self.add_span(runtime, region, slot, span)?;
+                self.add_span(region, slot, span)?;
                 untimed += 1;
             }
         }
@@ -424,12 +413,11 @@ impl StreamBuilder {
             let (Some(ordinal), Some(region)) = (r.ordinal, r.region_ref) else {
                 continue;
             };
-            let region = RegionId(region.0);
             let slot = self.slot(ordinal, region);
             if self.region_status[slot] & HAS_SPAN == 0 {
                 let end_ns = self.inner.last_ns.max(r.start_ns);
                 let span = Span::unfinished(r.start_ns, end_ns, arrival(ordinal), region);
-                self.add_span(r.runtime, region, slot, span)?;
+                self.add_span(region, slot, span)?;
                 untimed += 1;
             }
         }
@@ -438,12 +426,11 @@ impl StreamBuilder {
             let (Some(ordinal), Some(region)) = (r.ordinal, r.region_ref) else {
                 continue;
             };
-            let region = RegionId(region.0);
             let slot = self.slot(ordinal, region);
             if self.region_status[slot] & HAS_SPAN == 0 {
                 let status = SpanStatus::TimingLost;
                 let span = Span::untimed(r.start_ns, arrival(ordinal), region, status);
-                self.add_span(r.runtime, region, slot, span)?;
+                self.add_span(region, slot, span)?;
                 untimed += 1;
             }
         }
@@ -522,7 +509,7 @@ impl StreamBuilder {
             for (index, span) in sorted(&[&spill], |s| s.start_ns, &self.scratch)?.enumerate() {
                 let mut span = span?;
                 let sub = span.submission.0 as usize;
-                let region = &model.regions[span.region.get()];
+                let region = model.region(span.region);
                 let slot = u64::from(self.sub_base[sub]) + u64::from(region.index.0);
                 span.submission = SubId(final_id(span.submission.0));
                 if span.ran() {
@@ -531,7 +518,7 @@ impl StreamBuilder {
                     ));
                 }
                 let at = SpanRef {
-                    lane: LaneId(i as u32),
+                    lane: LaneRef(i as u32),
                     index: index as u32,
                 };
                 pairs.push(&SlotSpan {
@@ -539,7 +526,8 @@ impl StreamBuilder {
                     span: at.pack(),
                 })?;
                 count_label(
-                    &model.regions,
+                    &model.index,
+                    &model.search_keys,
                     &mut model.label_spans,
                     &mut model.search_key_spans,
                     &span,

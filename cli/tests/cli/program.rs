@@ -328,6 +328,15 @@ fn a_program_ignoring_interrupts_is_killed_by_the_third() {
     assert_eq!(status.code(), Some(128 + 2), "{err}");
     assert!(err.contains("killed by signal 9 (SIGKILL)"), "{err}");
     assert_eq!(err.matches("interrupt once more").count(), 1, "{err}");
+    // The forwarding is noted once, first (it came last, after the kill's note); and nothing
+    // is waited for after the kill (it noted "waiting for 1 process" left dying).
+    let forwarded = "note: hrx-trace received signal 2 (SIGINT) and forwarded it to sh";
+    assert_eq!(err.matches(forwarded).count(), 1, "{err}");
+    assert!(
+        err.find(forwarded) < err.find("interrupt once more"),
+        "{err}"
+    );
+    assert!(!err.contains("waiting for"), "{err}");
 }
 
 /// Waits for `path` to appear. No time limit: a loaded machine may take long to start a

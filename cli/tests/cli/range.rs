@@ -289,6 +289,22 @@ fn a_pipeline_range_recording_replays_and_matches_the_whole_replay() {
         "{}",
         stderr(&out)
     );
+    // It holds none of the run's submissions, which every reader says: `info` read it as the
+    // whole run and `diff` called it a regression against the whole run ("it did none of the
+    // work"), as a trace with no range record.
+    let info = stdout(&run(dir.path(), &["info", "none.hrxt"]));
+    assert!(
+        field(&info, "range")
+            .starts_with("no submission of a recording (submissions:100.. never opened"),
+        "{info}"
+    );
+    let diff = run(dir.path(), &["diff", "whole.hrxt", "none.hrxt"]);
+    assert_eq!(code(&diff), 2, "{}{}", stdout(&diff), stderr(&diff));
+    assert!(
+        stderr(&diff).contains("the traces hold no submission in common (base whole, new none)"),
+        "{}",
+        stderr(&diff)
+    );
 }
 
 #[test]
@@ -447,8 +463,11 @@ fn a_time_range_holds_exactly_the_submissions_its_trace_range_names() {
                 _ => None,
             })
             .collect();
-        if ranges.is_empty() {
-            // No submit fell inside (a stall longer than the range): none recorded, and said.
+        if let [never] = ranges[..]
+            && never.end == Some(never.start)
+        {
+            // No submit fell inside (a stall longer than the range): none recorded, said, and
+            // an empty range recorded at the run's end.
             assert!(submits.is_empty(), "{name}: {submits:?}");
             assert!(stderr(&out).contains("kept no submission"), "{name}");
             continue;
@@ -637,13 +656,20 @@ fn trim_refuses_an_output_a_recorder_is_writing() {
 /// The trim's summary line: (records written, kept from the source, read, the trim's own).
 fn records_line(summary: &str, name: &str) -> (u64, u64, u64, u64) {
     let line = field(summary, &format!("{name}:"));
-    let numbers: Vec<u64> = line
+    // "N records, SIZE (K of the M read, A of the trim's own: 1 range, 2 snapshot records,
+    // 1 end)": what it names adds up to A (it said "2 ...: range, snapshot, end").
+    let (head, named) = line.split_once(" of the trim's own: ").expect(line);
+    let numbers: Vec<u64> = head
         .split(|c: char| !c.is_ascii_digit() && c != '.')
         .filter_map(|w| w.parse().ok())
         .collect();
-    // "N records, SIZE (K of the M read, A of the trim's own: ...)".
+    let named: u64 = named
+        .trim_end_matches(')')
+        .split(", ")
+        .map(|part| part.split(' ').next().unwrap().parse::<u64>().expect(line))
+        .sum();
     match numbers[..] {
-        [out, .., kept, read, own] => (out, kept, read, own),
+        [out, .., kept, read, own] if named == own => (out, kept, read, own),
         _ => panic!("{line}"),
     }
 }

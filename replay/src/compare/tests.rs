@@ -162,7 +162,15 @@ fn replay_report(captured: &Trace, replayed: &Trace, options: &ReplayOptions) ->
             replay_fault: None,
         })
         .collect();
-    report(&plan, &runs, options, None, Vec::new(), &mut HashMap::new())
+    report(
+        &plan,
+        &runs,
+        options,
+        None,
+        Vec::new(),
+        &mut Default::default(),
+        None,
+    )
 }
 
 /// `diff`'s judgement of the pair (`hrx_analysis::diff::compare`, what `hrx-trace diff`

@@ -33,6 +33,7 @@ mod walk;
 
 pub(crate) use session::{ChunkRun, Session, run};
 pub(crate) use timing::time_ops;
+pub(crate) use walk::ChunkPlace;
 
 use crate::plan::Sample;
 use crate::report::Outcome;

@@ -5,7 +5,7 @@ use super::Objects;
 use super::build::{build, build_more};
 use super::open::open_runtime;
 use super::read_back::read_back;
-use super::walk::walk;
+use super::walk::{Carried, ChunkPlace, walk};
 use super::{Observed, Ticker, lock};
 use crate::error::ReplayError;
 use crate::options::ReplayOptions;
@@ -129,7 +129,9 @@ fn structural(record: &Record) -> bool {
 
 /// A replay runtime and its objects, kept across the chunks of a streamed trace.
 pub(crate) struct Session {
-    // Dropped in this order: the objects, then the runtime (its workers joined).
+    // Dropped in this order: the completions kept for later chunks, the objects, then the
+    // runtime (its workers joined).
+    carried: Carried,
     objects: Option<Objects>,
     runtime: Option<Runtime>,
     recorder: Recorder,
@@ -164,6 +166,7 @@ impl Session {
             .map(|(b, p)| (b.id(), p.id))
             .collect();
         Ok(Session {
+            carried: Carried::default(),
             objects: Some(objects),
             runtime: Some(runtime),
             recorder,
@@ -199,12 +202,14 @@ impl Session {
             .map_err(|e| measurement(e.to_string()))
     }
 
-    /// Replays `plan`'s timeline (one chunk: every submission of it retired before this
-    /// returns) and takes what the replay recorded so far.
+    /// Replays `plan`'s timeline (one chunk, at `place` among a streamed replay's chunks:
+    /// every submission of it retired before this returns, the completions a later chunk
+    /// names kept) and takes what the replay recorded so far.
     pub fn run_chunk(
         &mut self,
         plan: &RuntimePlan<'_>,
         options: &ReplayOptions,
+        place: Option<&ChunkPlace<'_>>,
         ticker: &mut Ticker<'_>,
     ) -> Result<ChunkRun, ReplayError> {
         let (Some(runtime), Some(objects)) = (&self.runtime, &mut self.objects) else {
@@ -229,7 +234,14 @@ impl Session {
             notes: std::mem::take(&mut self.notes),
             ..Observed::default()
         };
-        let replay_index = walk(plan, objects, &mut observed, ticker)?;
+        let replay_index = walk(
+            plan,
+            objects,
+            &mut observed,
+            ticker,
+            &mut self.carried,
+            place,
+        )?;
         self.recorder
             .flush()
             .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
@@ -252,6 +264,7 @@ impl Session {
     /// Ends the replay runtime (its workers joined, its pending digests written) and takes
     /// the records written since the last chunk.
     pub fn finish(mut self) -> Result<Vec<Record>, ReplayError> {
+        drop(std::mem::take(&mut self.carried));
         drop(self.objects.take());
         drop(self.runtime.take());
         let summary = self
@@ -279,7 +292,7 @@ pub(crate) fn run(
     ticker: &mut Ticker<'_>,
 ) -> Result<Observed, ReplayError> {
     let mut session = Session::open(plan, options, fault, contents)?;
-    let mut run = session.run_chunk(plan, options, ticker)?;
+    let mut run = session.run_chunk(plan, options, None, ticker)?;
     run.records.extend(session.finish()?);
     Ok(run.observe(plan))
 }

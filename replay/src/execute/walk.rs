@@ -1,5 +1,11 @@
 //! Step 3 of a replay: the timeline walked (host writes, submits in submission order,
 //! waiting for the oldest outstanding submission whenever the runtime answers `Busy`).
+//!
+//! A submission's completion is kept while a later submission names it as explicit
+//! producer (`submit_after`), until that submission is submitted, as the capture's program
+//! held it. In a streamed replay that may be a later chunk's: the walk of one chunk takes
+//! the completions earlier chunks kept for it and hands on those a later chunk names
+//! ([`Carried`]).
 
 use super::{Entry, EntryQueue, Objects, Observed, Ticker, lock, outcome};
 use crate::error::ReplayError;
@@ -36,19 +42,57 @@ impl Flight {
     }
 }
 
+/// Completions kept across the chunks of a streamed replay for a later chunk's submissions
+/// that name them as explicit producer: each with the last chunk naming it.
+#[derive(Default)]
+pub(crate) struct Carried {
+    held: HashMap<SubmissionIndex, (Completion, u64)>,
+}
+
+/// Where a chunk lies among a streamed replay's chunks: its number, and for a submission the
+/// last later chunk naming it as explicit producer (module `chunk`).
+pub(crate) struct ChunkPlace<'a> {
+    pub chunk: u64,
+    pub producer_until: &'a dyn Fn(SubmissionIndex) -> Option<u64>,
+}
+
 /// Walks `plan`'s timeline on `objects` and retires every submission; returns the replay's
-/// submission numbers mapped to captured ones.
+/// submission numbers mapped to captured ones. `carried` holds, before, the completions
+/// earlier chunks kept for this one and later ones, and after, those `place` says a later
+/// chunk names (a whole replay: no place, nothing carried).
 pub(super) fn walk(
     plan: &RuntimePlan<'_>,
     objects: &Objects,
     observed: &mut Observed,
     ticker: &mut Ticker<'_>,
+    carried: &mut Carried,
+    place: Option<&ChunkPlace<'_>>,
 ) -> Result<HashMap<u64, SubmissionIndex>, ReplayError> {
-    // Last submission (position) naming each submission as a producer.
+    // Last submission (position) naming each submission as a producer; `usize::MAX` for one
+    // a later chunk names.
     let mut last_consumer: HashMap<SubmissionIndex, usize> = HashMap::new();
     for (position, submission) in plan.submissions.iter().enumerate() {
         for producer in &submission.producers {
             last_consumer.insert(*producer, position);
+        }
+    }
+    let mut until: HashMap<SubmissionIndex, u64> = HashMap::new();
+    let mut held = HashMap::new();
+    for (index, (completion, last)) in carried.held.drain() {
+        if place.is_some_and(|p| last > p.chunk) {
+            last_consumer.insert(index, usize::MAX);
+            until.insert(index, last);
+        }
+        held.insert(index, completion);
+    }
+    if let Some(place) = place {
+        for submission in &plan.submissions {
+            if let Some(last) = (place.producer_until)(submission.index)
+                && last > place.chunk
+            {
+                last_consumer.insert(submission.index, usize::MAX);
+                until.insert(submission.index, last);
+            }
         }
     }
     // Substitution entries per submission.
@@ -65,7 +109,7 @@ pub(super) fn walk(
 
     let mut flight = Flight {
         outstanding: VecDeque::new(),
-        held: HashMap::new(),
+        held,
         statuses: HashMap::new(),
     };
     let mut replay_index: HashMap<u64, SubmissionIndex> = HashMap::new();
@@ -160,5 +204,11 @@ pub(super) fn walk(
     }
     while flight.retire_oldest(ticker) {}
     observed.statuses = std::mem::take(&mut flight.statuses);
+    // What a later chunk names, handed on; the rest dropped (its slot freed).
+    for (index, completion) in flight.held.drain() {
+        if let Some(&last) = until.get(&index) {
+            carried.held.insert(index, (completion, last));
+        }
+    }
     Ok(replay_index)
 }

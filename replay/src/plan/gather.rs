@@ -53,8 +53,8 @@ pub(super) fn contents<'t>(
 }
 
 /// Per-runtime records gathered in file order before validation: the objects, submits,
-/// host writes replay re-executes and compares. Completions, timings, events and digests
-/// are not gathered: they come joined to their submissions (module `joins`).
+/// host writes replay re-executes and compares. Completions, timings, events, digests and
+/// cross waits are not gathered: they come joined to their submissions (module `joins`).
 #[derive(Default)]
 pub(super) struct Gather<'t> {
     pub(super) start: Option<&'t s::RuntimeStart>,
@@ -66,7 +66,6 @@ pub(super) struct Gather<'t> {
     pub(super) refusals: usize,
     pub(super) host_writes: Vec<&'t s::HostWrite>,
     pub(super) poisons: Vec<&'t s::Poison>,
-    pub(super) cross_waits: Vec<&'t s::CrossWait>,
     pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
     /// The submission (and region) each completion, timing and event names, with the
     /// record's kind: checked against the submits and their graphs (a trace that lacks
@@ -147,7 +146,6 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             Record::SubmitRefused(_) => g.refusals += 1,
             Record::HostWrite(r) => g.host_writes.push(r),
             Record::Poison(r) => g.poisons.push(r),
-            Record::CrossWait(r) => g.cross_waits.push(r),
             Record::BufferSnapshot(r) => g.snapshots.push(r),
             Record::SubmissionDone(r) => g.named.push(("SubmissionDone", r.submission, None)),
             Record::RegionDone(r) => g.named.push(("RegionDone", r.submission, Some(r.region.0))),
@@ -175,8 +173,8 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             _ => {}
         }
     }
-    // Completions, timings, events and digests joined to their submissions and regions by
-    // the one join of every reader.
+    // Completions, timings, events, digests and cross waits joined to their submissions and
+    // regions by the one join of every reader.
     let records: Vec<&Record> = trace.records.iter().collect();
     let mut joins = crate::joins::join(&records);
     let mut runtimes = Vec::new();

@@ -110,6 +110,9 @@ pub(crate) struct Output<'t> {
 pub(crate) struct SubmissionPlan<'t> {
     pub index: SubmissionIndex,
     pub graph: usize,
+    /// Its explicit producers (`submit_after`), those before the trace's range included
+    /// (module `joins`): replay submits it after those it replayed (in a streamed replay, an
+    /// earlier chunk's too), and orders a failure before it through any of them.
     pub producers: Vec<SubmissionIndex>,
     pub time_ns: u64,
     /// Captured status and its text; `None` when the trace ends before it retired.
@@ -189,7 +192,8 @@ pub(crate) struct RuntimePlan<'t> {
     pub op_times: HashMap<(usize, u32), Vec<Sample>>,
     /// Buffers the capture poisoned, with their cause (format 1.3 `Poison` records).
     pub poisons: Vec<crate::concurrent::PoisonEvent>,
-    /// The earlier submissions each submission's regions waited for (`CrossWait`).
+    /// The earlier submissions each submission's regions waited for (`CrossWait`, as the
+    /// one join joined them, module `joins`: those before the trace's range included).
     pub cross_waits: HashMap<SubmissionIndex, Vec<SubmissionIndex>>,
     /// Submits the capture saw refused (Busy, quarantine, ...): not replayed.
     pub refusals: usize,

@@ -12,7 +12,7 @@ use super::{
 use crate::error::ReplayError;
 use crate::joins::Joined;
 use hrx_capture::schema::{self as s, BlobHash, BufferId, Engine, RuntimeId, SubmissionIndex};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub(super) fn runtime_plan<'t>(
     id: RuntimeId,
@@ -235,6 +235,10 @@ pub(super) fn runtime_plan<'t>(
     let mut submits: Vec<&s::Submit> = g.submits.clone();
     submits.sort_by_key(|s| s.submission);
     let mut all_submissions = HashMap::new();
+    // Explicit producers that lie before the trace's range, as the one join says (module
+    // `joins`): a trim's, or in a streamed replay's chunk those of earlier chunks too.
+    let before: HashSet<(SubmissionIndex, SubmissionIndex)> =
+        joined.producers_before.iter().copied().collect();
     for (position, submit) in submits.iter().enumerate() {
         if all_submissions
             .insert(submit.submission, position)
@@ -253,7 +257,7 @@ pub(super) fn runtime_plan<'t>(
         })?;
         for producer in &submit.producers {
             // A producer before the trace's range completed before the range started.
-            if g.range_start.is_some_and(|start| *producer < start) {
+            if before.contains(&(submit.submission, *producer)) {
                 continue;
             }
             if *producer >= submit.submission || !all_submissions.contains_key(producer) {
@@ -272,12 +276,7 @@ pub(super) fn runtime_plan<'t>(
         plan.submissions.push(SubmissionPlan {
             index: submit.submission,
             graph,
-            producers: submit
-                .producers
-                .iter()
-                .copied()
-                .filter(|p| g.range_start.is_none_or(|start| *p >= start))
-                .collect(),
+            producers: submit.producers.clone(),
             time_ns: submit.time_ns,
             status: None,
             region_status: BTreeMap::new(),
@@ -341,11 +340,11 @@ pub(super) fn runtime_plan<'t>(
             submission.region_status.insert(region, status);
         }
     }
-    for wait in &g.cross_waits {
+    for (submission, on_submission) in joined.cross_waits {
         plan.cross_waits
-            .entry(wait.submission)
+            .entry(submission)
             .or_default()
-            .push(wait.on_submission);
+            .push(on_submission);
     }
     for submission in joined.quarantines {
         if let Some(position) = locate(&plan, submission, "Quarantine")? {

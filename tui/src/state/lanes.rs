@@ -243,7 +243,7 @@ fn summary_of(lane: &Lane, starts: Range<usize>, t0: u64) -> CellSummary {
 mod tests {
     use super::*;
     use hrx_analysis::synthetic::{PipelineSpec, pipeline};
-    use hrx_analysis::timeline::{LaneId, Model, Overview, OverviewLane};
+    use hrx_analysis::timeline::{LaneRef, Model, Overview, OverviewLane};
     use hrx_capture::schema::{Queue, RuntimeId};
     use hrx_capture::{Recorder, RecorderOptions};
     use std::path::Path;
@@ -394,13 +394,13 @@ mod tests {
         assert_eq!(recorder.dropped_records(), 0);
     }
 
-    fn model_lane(model: &Model, lane: &OverviewLane) -> LaneId {
+    fn model_lane(model: &Model, lane: &OverviewLane) -> LaneRef {
         let i = model
             .lanes()
             .iter()
             .position(|l| l.runtime == lane.runtime && l.queue == lane.queue)
             .expect("the index has the summary's lane");
-        LaneId(i as u32)
+        LaneRef(i as u32)
     }
 
     /// Per column, the busy time of the entries that cross one of its edges (the only place

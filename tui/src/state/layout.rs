@@ -16,7 +16,7 @@
 //! ```
 
 use super::view_state::ViewState;
-use super::{LaneId, Model};
+use super::{LaneRef, Model};
 
 /// Columns of the lane-name gutter left of the timeline.
 pub const GUTTER: u16 = 14;
@@ -65,7 +65,7 @@ impl Area {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaneRow {
     /// The lane.
-    pub lane: LaneId,
+    pub lane: LaneRef,
     /// Its rows, gutter included.
     pub area: Area,
 }
@@ -76,7 +76,7 @@ pub enum Hit {
     /// A lane, at a timeline column.
     Lane {
         /// The lane.
-        lane: LaneId,
+        lane: LaneRef,
         /// Column within the timeline (0 = first time column).
         col: u16,
     },

@@ -15,7 +15,7 @@
 //! So nothing is selected while following: `F` clears the selection as it resumes.
 
 use super::view_state::ViewState;
-use super::{LaneId, Model, RegionKey, SpanRef};
+use super::{LaneRef, Model, RegionKey, SpanRef};
 use hrx_capture::schema::{Queue, RuntimeId, SubmissionIndex};
 
 /// What of the view a refresh carries over, by keys that hold in the next model: taken
@@ -145,7 +145,7 @@ impl ViewState {
             let sub = model.submission(key.submission);
             Some((sub.runtime, sub.index, key.region))
         };
-        let lane_of = |l: LaneId| {
+        let lane_of = |l: LaneRef| {
             let lane = model.lanes().get(l.0 as usize)?;
             Some((lane.runtime, lane.queue))
         };
@@ -163,7 +163,7 @@ impl ViewState {
             new.lanes()
                 .iter()
                 .position(|l| l.runtime == runtime && l.queue == queue)
-                .map(|i| LaneId(i as u32))
+                .map(|i| LaneRef(i as u32))
         };
         self.selection = self
             .selection

@@ -5,7 +5,7 @@
 
 use super::layout::Hit;
 use super::view_state::{Focus, ListKind, ViewState};
-use super::{LaneId, Model, SpanRef};
+use super::{LaneRef, Model, RegionRef, SpanRef};
 
 impl ViewState {
     /// Selects `r`, focuses its lane, moves the cursor to it and reveals it.
@@ -97,11 +97,11 @@ impl ViewState {
     pub(super) fn next_in_time(
         &self,
         model: &Model,
-        from: (u64, LaneId, u32),
+        from: (u64, LaneRef, u32),
         forward: bool,
         filtered: bool,
     ) -> Option<SpanRef> {
-        let mut best: Option<(u64, LaneId, u32)> = None;
+        let mut best: Option<(u64, LaneRef, u32)> = None;
         for lane_id in self.visible_lanes(model) {
             if filtered && !self.lane_may_match(model, lane_id) {
                 continue;
@@ -142,8 +142,12 @@ impl ViewState {
     pub(super) fn step_match(&mut self, model: &Model, forward: bool) {
         let from = match self.selection {
             Some(s) => (model.span(s).start_ns, s.lane, s.index),
-            None if forward => (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX),
-            None => (self.cursor_ns, LaneId(0), 0),
+            None if forward => (
+                self.cursor_ns.saturating_sub(1),
+                LaneRef(u32::MAX),
+                u32::MAX,
+            ),
+            None => (self.cursor_ns, LaneRef(0), 0),
         };
         if let Some(r) = self.next_in_time(model, from, forward, true) {
             return self.select(model, r);
@@ -151,7 +155,7 @@ impl ViewState {
         let wrapped = if forward {
             self.first_match(model)
         } else {
-            let end = (u64::MAX, LaneId(u32::MAX), u32::MAX);
+            let end = (u64::MAX, LaneRef(u32::MAX), u32::MAX);
             self.next_in_time(model, end, false, true)
         };
         match wrapped {
@@ -173,16 +177,13 @@ impl ViewState {
     /// Whether any region that runs on `lane` matches the search filter: a lane where none
     /// does is not walked span by span (its file, mapped from the view cache, would be
     /// paged in whole for nothing).
-    fn lane_may_match(&self, model: &Model, lane: LaneId) -> bool {
+    fn lane_may_match(&self, model: &Model, lane: LaneRef) -> bool {
         let Some(filter) = &self.filter else {
             return true;
         };
-        let lane = model.lane(lane);
-        model.regions().iter().any(|r| {
-            r.queue == lane.queue
-                && model.prepared()[r.prepared.get()].runtime == lane.runtime
-                && filter[r.search_key as usize]
-        })
+        (0..model.regions().len() as u32)
+            .map(RegionRef)
+            .any(|r| model.region(r).lane == lane && filter[model.search_key(r)])
     }
 
     /// The earliest matching span on the visible lanes.
@@ -202,8 +203,12 @@ impl ViewState {
     pub(super) fn select_in_time(&mut self, model: &Model, forward: bool) {
         let from = match self.selection {
             Some(s) => (model.span(s).start_ns, s.lane, s.index),
-            None if forward => (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX),
-            None => (self.cursor_ns, LaneId(0), 0),
+            None if forward => (
+                self.cursor_ns.saturating_sub(1),
+                LaneRef(u32::MAX),
+                u32::MAX,
+            ),
+            None => (self.cursor_ns, LaneRef(0), 0),
         };
         match self.next_in_time(model, from, forward, true) {
             Some(r) => self.select(model, r),

@@ -18,7 +18,7 @@
 use super::Hazards;
 use super::layout::ScreenLayout;
 use super::live::Live;
-use super::{LaneId, Model, SpanRef};
+use super::{LaneRef, Model, SpanRef};
 use super::{Span, TimeWindow};
 
 /// Narrowest window, in ns (the summary frame's zoom stops there too).
@@ -179,7 +179,7 @@ pub struct ViewState {
     /// The time cursor (zoom centre).
     pub cursor_ns: u64,
     /// The focused lane.
-    pub lane: Option<LaneId>,
+    pub lane: Option<LaneRef>,
     /// The selected span.
     pub selection: Option<SpanRef>,
     /// The pane receiving list keys.
@@ -229,7 +229,7 @@ pub struct ViewState {
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct SearchOrigin {
     selection: Option<SpanRef>,
-    lane: Option<LaneId>,
+    lane: Option<LaneRef>,
     cursor_ns: u64,
     window: TimeWindow,
 }
@@ -275,9 +275,9 @@ impl ViewState {
 
     /// Lanes shown, top to bottom: those with spans, or all when empty lanes are shown
     /// (or when no lane has spans).
-    pub fn visible_lanes(&self, model: &Model) -> Vec<LaneId> {
-        let all = (0..model.lanes().len() as u32).map(LaneId);
-        let busy: Vec<LaneId> = all.clone().filter(|&l| !model.lane(l).is_empty()).collect();
+    pub fn visible_lanes(&self, model: &Model) -> Vec<LaneRef> {
+        let all = (0..model.lanes().len() as u32).map(LaneRef);
+        let busy: Vec<LaneRef> = all.clone().filter(|&l| !model.lane(l).is_empty()).collect();
         if self.show_empty_lanes || busy.is_empty() {
             all.collect()
         } else {
@@ -294,7 +294,7 @@ impl ViewState {
     pub fn matches(&self, model: &Model, span: &Span) -> bool {
         self.filter
             .as_ref()
-            .is_none_or(|f| f[model.region(span.region).search_key as usize])
+            .is_none_or(|f| f[model.search_key(span.region)])
     }
 
     /// Whether a search filter is active.
@@ -506,7 +506,11 @@ impl ViewState {
             return;
         }
         if self.filter.is_some() {
-            let from = (self.cursor_ns.saturating_sub(1), LaneId(u32::MAX), u32::MAX);
+            let from = (
+                self.cursor_ns.saturating_sub(1),
+                LaneRef(u32::MAX),
+                u32::MAX,
+            );
             // The first match from the cursor on, else the nearest before it.
             let found = self
                 .next_in_time(model, from, true, true)

@@ -578,3 +578,17 @@ fn selecting_a_span_stops_following_and_keeps_it_on_screen() {
     state.update(&new, Action::Escape);
     assert!(state.live.as_ref().unwrap().following);
 }
+
+/// The README's list of keys names every key the help overlay (`?`) lists: a fresh user found
+/// keys in `?` that the README lacked (`a`, `Home/End`, `F`, panning).
+#[test]
+fn the_readme_names_every_key_of_the_help() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("the README");
+    let missing: Vec<&str> = KEYS
+        .iter()
+        .flat_map(|(keys, _)| keys.split("  "))
+        .filter(|key| !readme.contains(&format!("`{key}`")))
+        .collect();
+    assert!(missing.is_empty(), "README lacks {missing:?}");
+}

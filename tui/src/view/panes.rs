@@ -64,9 +64,8 @@ fn kind_name(kind: RegionKind) -> &'static str {
 pub(super) fn region_name(model: &Model, key: RegionKey) -> String {
     let sub = model.submission(key.submission);
     let label = model
-        .submission_regions(key.submission)
-        .get(key.region as usize)
-        .map_or("?", |r| model.label(r.label));
+        .region_of(key)
+        .map_or("?", |r| model.label(model.region_label(r)));
     format!("sub {} r{} {label}", sub.index, key.region)
 }
 
@@ -484,7 +483,7 @@ fn started_lines(model: &Model, submission: crate::state::SubId) -> Vec<Line<'st
     let items: Vec<String> = spans
         .iter()
         .map(|(s, _)| {
-            let region = model.region(s.region);
+            let (region, label) = (model.region(s.region), model.region_label(s.region));
             let when = if s.ran() {
                 format!(
                     "after {}",
@@ -493,7 +492,7 @@ fn started_lines(model: &Model, submission: crate::state::SubId) -> Vec<Line<'st
             } else {
                 s.status().name().to_owned()
             };
-            format!("r{} {} {when}", region.index, model.label(region.label))
+            format!("r{} {} {when}", region.index, model.label(label))
         })
         .collect();
     if items.is_empty() {

@@ -45,10 +45,7 @@ fn a_reopened_model_is_mapped_and_holds_what_the_one_read_from_the_trace_holds()
             .all(|l| l.columns().0.is_mapped() || l.is_empty())
     );
     assert!(opened.submissions.is_mapped() && opened.cross.is_mapped());
-    assert_eq!(
-        opened.heap_bytes(),
-        opened.regions.capacity() * size_of::<crate::timeline::RegionInfo>()
-    );
+    assert_eq!(opened.heap_bytes(), size_of_val(opened.regions()));
     assert_eq!(opened.span_count(), read.span_count());
     assert!(read.first_failure().is_some());
     assert_same(&opened, &read);
