@@ -54,11 +54,11 @@
 //! ([`ViewState::carried`](crate::state::ViewState::carried)).
 //!
 //! Measured (BENCHMARKS.md, "Timeline at scale", session 16, `tui/examples/follow-refresh.rs`
-//! against the previous binary in one run, five refreshes of about 4,200 records): the
-//! publish takes 0.8, 1.9 and 3.9 ms of CPU at 100k, 1M and 10M regions (it took 23 ms,
-//! 186 ms and 1.73 s), so a refresh with its read is 3-8 ms; the peak while refreshing is the
-//! one model (1.1 GiB at 10M, was 2.36 GiB). A publish that falls back to the whole model
-//! costs what every refresh used to (2.3 s of CPU at 10M). The open publishes every
+//! against the previous binary in one run, five refreshes of about 4,200 records; two runs):
+//! the publish takes 0.6-0.8, 1.9-2.0 and 1.9-3.9 ms of CPU at 100k, 1M and 10M regions (it
+//! took 23 ms, 186 ms and 1.7 s), so a refresh with its read is 3-8 ms; the peak while
+//! refreshing is the one model (1.1 GiB at 10M, was 2.4 GiB). A publish that falls back to
+//! the whole model costs what every refresh used to (1.6-2.3 s of CPU at 10M). The open publishes every
 //! `SETTLE_RECORDS` (2^18) records on the way, so it holds one model too. What stays in the tail:
 //! a submission that never settles (a region that never completes, a completion lost in a
 //! lossy recording) keeps what comes after it there, and a trace of several runtimes
