@@ -474,3 +474,39 @@ fn unsettle_finishes_the_whole_model_once() {
     assert_same(model, &Model::from_records(&records));
     assert!(live.last_publish().whole && live.last_publish().spans == 400);
 }
+
+/// Recorded traces (a CUDA faults run, the faults pipeline, the hazards workload) in any
+/// order of records, not only an order threads can write: a seeded shuffle of windows of
+/// the file, then of the whole file, followed in uneven steps. Every publish equals a whole
+/// read (a record that changes the settled part makes it finish the whole model) and none
+/// panics.
+#[test]
+fn recorded_traces_in_any_order_publish_as_a_whole_read() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for path in [
+        "tui/tests/data/faults-cuda-h200.hrxt",
+        "replay/tests/data/pipeline-faults-v1.0.hrxt",
+        "replay/tests/data/hazards-v1.0.hrxt",
+    ] {
+        let records = hrx_capture::read_all(format!("{dir}/{path}"))
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .records;
+        for window in [16, 64, records.len()] {
+            let mut shuffled = records.clone();
+            for chunk in shuffled.chunks_mut(window) {
+                for i in (1..chunk.len()).rev() {
+                    chunk.swap(i, next(i + 1));
+                }
+            }
+            let steps: Vec<usize> = (0..7).map(|_| 1 + next(30)).collect();
+            follow(&shuffled, &steps);
+        }
+    }
+}
