@@ -1065,36 +1065,12 @@ impl Joiner {
             unjoined_outputs += 1;
             visitor.output(&self.index, *record, d, None);
         }
-        let mut index = self.index.clone();
-        index.label_regions();
-        let (running, timing_lost) = self.running(self.started.values().copied().collect());
-        let unresolved_waits = self.unresolved_waits
-            + self
-                .parked_links
-                .values()
-                .flatten()
-                .filter(|l| l.wait.is_some())
-                .count() as u64;
-        ScanSummary {
-            index,
-            records: self.records,
-            submissions: self.submissions,
-            session_ended: self.session_ended,
-            fatal: self.fatal,
-            unplaced_timings,
-            running,
-            in_flight: self.in_flight(),
-            timing_lost,
-            records_lost: self.records_lost,
-            unresolved_waits,
-            waits_before_range: self.waits_before_range,
-            unplaced_op_timings,
-            unjoined_events: self.unjoined_events + self.parked_event_count as u64,
-            unjoined_outputs,
-            unjoined_outcomes: self.parked_outcomes.len() as u64,
-            recovery,
-            warnings,
-        }
+        // The rest as a snapshot reads it, with the parked timings and outputs counted.
+        let mut summary = self.snapshot(recovery, warnings);
+        summary.unplaced_timings = unplaced_timings;
+        summary.unplaced_op_timings = unplaced_op_timings;
+        summary.unjoined_outputs = unjoined_outputs;
+        summary
     }
 
     /// Ends the pass: parked timings that never joined are counted, labels assigned.
