@@ -247,8 +247,13 @@ fn a_publish_leaves_the_settled_spans_in_place() {
 /// One submission of `three_stage`'s graph that ran and completed, its upload starting at
 /// `t`.
 fn completed(f: &mut Fixture, sub: u64, t: u64) {
-    f.submit(1, sub, &[], t)
-        .ran(sub, 0, t, t + 100)
+    f.submit(1, sub, &[], t);
+    ran_three(f, sub, t);
+}
+
+/// The three regions of submission `sub` ran from `t`, and it completed.
+fn ran_three(f: &mut Fixture, sub: u64, t: u64) {
+    f.ran(sub, 0, t, t + 100)
         .ran(sub, 1, t + 200, t + 300)
         .ran(sub, 2, t + 400, t + 500)
         .push(SubmissionDone {
@@ -412,15 +417,7 @@ fn producers_reaching_back_into_the_settled_part() {
         if sub % 4 == 2 {
             f.cross(sub, 1, (sub / 2, 2), HazardKind::ReadAfterWrite, 2, (0, 64));
         }
-        f.ran(sub, 0, t, t + 100)
-            .ran(sub, 1, t + 200, t + 300)
-            .ran(sub, 2, t + 400, t + 500)
-            .push(SubmissionDone {
-                runtime: RT,
-                submission: SubmissionIndex(sub),
-                status: Status::Ok,
-                time_ns: t + 600,
-            });
+        ran_three(&mut f, sub, t);
     }
     let publishes = follow(&f.records, &[1]);
     let whole: Vec<_> = publishes.iter().skip(40).filter(|(_, p)| p.whole).collect();
