@@ -56,6 +56,27 @@ pub fn record(record: &Record) {
     }
 }
 
+/// Records into the installed recorder, if any, the record `make` builds for the calling
+/// thread's index in the session (see [`Recorder::record_on_thread`]).
+#[inline]
+pub fn record_on_thread(make: impl FnOnce(u32) -> Record) {
+    let id = CURRENT.load(Ordering::Relaxed);
+    if id != 0 {
+        writer::record_on_thread_with(id, &|| installed(id), make);
+    }
+}
+
+/// The installed recorder's id of annotation name `text` (see
+/// [`Recorder::annotation_name`]); `None` when none is installed.
+#[inline]
+pub fn annotation_name(text: &str) -> Option<crate::schema::AnnotationId> {
+    let id = CURRENT.load(Ordering::Relaxed);
+    if id == 0 {
+        return None;
+    }
+    writer::annotation_name_with(id, &|| installed(id), text)
+}
+
 /// The installed recorder's session clock in ns (see [`Recorder::now_ns`]); 0 when none is
 /// installed.
 pub fn now_ns() -> u64 {

@@ -138,7 +138,9 @@ impl FormatVersion {
         // 1.8: `Record::DigestSpan`.
         // 1.9: summary blocks (`BlockKind::SUMMARY`, after each records block).
         // 1.13: `TraceRange::fault`.
-        minor: FormatMinor(13),
+        // 1.14: `Record::ThreadName`, `HostSpan`, `AnnotationName`, `AnnotationRange`,
+        // `AnnotationMarker`, `CounterSample` (host threads and application annotations).
+        minor: FormatMinor(14),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1160,7 +1162,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.13"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.14"), "{err}");
     }
 
     #[test]

@@ -93,6 +93,11 @@ id_newtype!(
     /// The xxh3-64 hash of a [`Blob`]'s bytes, which names it.
     BlobHash(u64)
 );
+id_newtype!(
+    /// The name of an application annotation, interned once per session by an
+    /// [`AnnotationName`] record (format 1.14).
+    AnnotationId(u32)
+);
 
 /// Serializes `Vec<u8>` as postcard bytes (a length then the raw bytes).
 ///
@@ -907,6 +912,129 @@ pub struct DigestSpan {
     pub end_ns: u64,
 }
 
+/// A recording thread's identity (format 1.14): written once per thread and session, when
+/// the thread first records, so that records carrying a `thread` index ([`HostSpan`],
+/// [`AnnotationRange`], [`RecorderWait`], ...) need not repeat its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadName {
+    /// The thread's index within the session (in order of first record; as
+    /// [`RecorderWait::thread`]).
+    pub thread: u32,
+    /// The operating system's thread id (Linux `gettid`), 0 where unknown.
+    pub os_tid: u64,
+    /// The thread's name, or "" when it has none.
+    pub name: String,
+}
+
+/// What a thread did during a [`HostSpan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum HostSpanKind {
+    /// The `submit` call that made the submission (accepted: a refused submit has a
+    /// [`SubmitRefused`] instead).
+    Submit,
+    /// `Completion::wait` for the submission, only when it blocked (a wait that found the
+    /// submission finished records nothing).
+    Wait,
+    /// A host callback (a [`RegionKind::Host`] region) run by this thread; its
+    /// [`RegionTiming`] is the same span on the Host queue.
+    HostCallback,
+}
+
+impl HostSpanKind {
+    /// The kind's name as readers show it: `"submit"`, `"wait"` or `"host callback"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            HostSpanKind::Submit => "submit",
+            HostSpanKind::Wait => "wait",
+            HostSpanKind::HostCallback => "host callback",
+        }
+    }
+}
+
+/// A span of a host thread's time spent in the runtime for a submission (format 1.14): a
+/// `submit` call, a blocking `Completion::wait`, a host callback. Shown on the thread's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostSpan {
+    /// The thread ([`ThreadName::thread`]).
+    pub thread: u32,
+    /// What the thread did.
+    pub kind: HostSpanKind,
+    /// The owning runtime.
+    pub runtime: RuntimeId,
+    /// The submission.
+    pub submission: SubmissionIndex,
+    /// The region, for a [`HostSpanKind::HostCallback`].
+    pub region: Option<RegionIndex>,
+    /// Host time when the span began.
+    pub start_ns: u64,
+    /// Host time when it ended.
+    pub end_ns: u64,
+}
+
+/// The name behind an [`AnnotationId`] (format 1.14): written once per session and name,
+/// before the annotations that use it are recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnotationName {
+    /// The id the annotations carry.
+    pub name: AnnotationId,
+    /// The name as the application gave it.
+    pub text: String,
+}
+
+/// An application's range (format 1.14): `hrx::annotate::range`, closed when its guard
+/// dropped, on the thread that opened it (NVTX's push/pop range, a Tracy zone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnotationRange {
+    /// The thread ([`ThreadName::thread`]).
+    pub thread: u32,
+    /// The range's name.
+    pub name: AnnotationId,
+    /// Host time when the range opened.
+    pub start_ns: u64,
+    /// Host time when it closed.
+    pub end_ns: u64,
+}
+
+/// An application's instant marker (format 1.14): `hrx::annotate::marker`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnotationMarker {
+    /// The thread ([`ThreadName::thread`]).
+    pub thread: u32,
+    /// The marker's name.
+    pub name: AnnotationId,
+    /// Host time.
+    pub time_ns: u64,
+}
+
+/// A counter's value as recorded: an `f64` compared by its bits (so that records stay
+/// `Eq`; a NaN equals itself).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CounterValue(pub f64);
+
+impl PartialEq for CounterValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for CounterValue {}
+
+/// One value of an application's counter (format 1.14): `hrx::annotate::counter`, a named
+/// value over time (a Tracy plot, a Perfetto counter track). The counter holds the value
+/// until its next sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterSample {
+    /// The thread that set it ([`ThreadName::thread`]).
+    pub thread: u32,
+    /// The counter's name.
+    pub name: AnnotationId,
+    /// Host time.
+    pub time_ns: u64,
+    /// The value, in the application's unit.
+    pub value: CounterValue,
+}
+
 /// The recording was stopped before the program's own end: a signal asked it to stop (the
 /// program then closed the trace, so the trace reads as closed), after `done` of `asked`
 /// units of work where the program counts them (a workload's frames). Written just before
@@ -1283,11 +1411,23 @@ pub enum Record {
     HostClock(HostClock),
     /// See [`DigestSpan`] (format 1.8).
     DigestSpan(DigestSpan),
+    /// See [`ThreadName`] (format 1.14).
+    ThreadName(ThreadName),
+    /// See [`HostSpan`] (format 1.14).
+    HostSpan(HostSpan),
+    /// See [`AnnotationName`] (format 1.14).
+    AnnotationName(AnnotationName),
+    /// See [`AnnotationRange`] (format 1.14).
+    AnnotationRange(AnnotationRange),
+    /// See [`AnnotationMarker`] (format 1.14).
+    AnnotationMarker(AnnotationMarker),
+    /// See [`CounterSample`] (format 1.14).
+    CounterSample(CounterSample),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 35] = [
+    pub const KIND_NAMES: [&'static str; 41] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -1323,6 +1463,12 @@ impl Record {
         "BufferSnapshot",
         "HostClock",
         "DigestSpan",
+        "ThreadName",
+        "HostSpan",
+        "AnnotationName",
+        "AnnotationRange",
+        "AnnotationMarker",
+        "CounterSample",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1372,6 +1518,12 @@ impl Record {
             Record::BufferSnapshot(_) => "BufferSnapshot",
             Record::HostClock(_) => "HostClock",
             Record::DigestSpan(_) => "DigestSpan",
+            Record::ThreadName(_) => "ThreadName",
+            Record::HostSpan(_) => "HostSpan",
+            Record::AnnotationName(_) => "AnnotationName",
+            Record::AnnotationRange(_) => "AnnotationRange",
+            Record::AnnotationMarker(_) => "AnnotationMarker",
+            Record::CounterSample(_) => "CounterSample",
         }
     }
 
@@ -1384,9 +1536,17 @@ impl Record {
             | Record::RecordsLost(_) => return None,
             Record::RecorderWait(r) => return r.runtime,
             Record::CaptureFence(r) => r.runtime,
-            Record::SessionStopped(_) | Record::FatalSignal(_) | Record::HostClock(_) => {
+            Record::SessionStopped(_)
+            | Record::FatalSignal(_)
+            | Record::HostClock(_)
+            | Record::ThreadName(_)
+            | Record::AnnotationName(_)
+            | Record::AnnotationRange(_)
+            | Record::AnnotationMarker(_)
+            | Record::CounterSample(_) => {
                 return None;
             }
+            Record::HostSpan(r) => r.runtime,
             Record::RegionStarted(r) => r.runtime,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
@@ -1465,6 +1625,12 @@ record_from!(
     BufferSnapshot,
     HostClock,
     DigestSpan,
+    ThreadName,
+    HostSpan,
+    AnnotationName,
+    AnnotationRange,
+    AnnotationMarker,
+    CounterSample,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1473,7 +1639,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 35;
+    pub const KINDS: u64 = 41;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -1914,7 +2080,7 @@ pub(crate) mod testgen {
                 next_session_ns: r.int(),
                 ns_per_tick_q32: r.int(),
             }),
-            _ => Record::DigestSpan(DigestSpan {
+            34 => Record::DigestSpan(DigestSpan {
                 runtime,
                 submission: SubmissionIndex(r.int()),
                 buffer: BufferId(r.int()),
@@ -1922,6 +2088,45 @@ pub(crate) mod testgen {
                 end: r.int(),
                 start_ns: r.int(),
                 end_ns: r.int(),
+            }),
+            35 => Record::ThreadName(ThreadName {
+                thread: r.u32(),
+                os_tid: r.int(),
+                name: r.string(),
+            }),
+            36 => Record::HostSpan(HostSpan {
+                thread: r.u32(),
+                kind: r.pick(&[
+                    HostSpanKind::Submit,
+                    HostSpanKind::Wait,
+                    HostSpanKind::HostCallback,
+                ]),
+                runtime,
+                submission: SubmissionIndex(r.int()),
+                region: r.opt(|r| RegionIndex(r.u32())),
+                start_ns: r.int(),
+                end_ns: r.int(),
+            }),
+            37 => Record::AnnotationName(AnnotationName {
+                name: AnnotationId(r.u32()),
+                text: r.string(),
+            }),
+            38 => Record::AnnotationRange(AnnotationRange {
+                thread: r.u32(),
+                name: AnnotationId(r.u32()),
+                start_ns: r.int(),
+                end_ns: r.int(),
+            }),
+            39 => Record::AnnotationMarker(AnnotationMarker {
+                thread: r.u32(),
+                name: AnnotationId(r.u32()),
+                time_ns: r.int(),
+            }),
+            _ => Record::CounterSample(CounterSample {
+                thread: r.u32(),
+                name: AnnotationId(r.u32()),
+                time_ns: r.int(),
+                value: CounterValue(f64::from_bits(r.next())),
             }),
         }
     }
@@ -1989,7 +2194,12 @@ mod tests {
                 | Record::RecordsLost(_)
                 | Record::SessionStopped(_)
                 | Record::FatalSignal(_)
-                | Record::HostClock(_) => true,
+                | Record::HostClock(_)
+                | Record::ThreadName(_)
+                | Record::AnnotationName(_)
+                | Record::AnnotationRange(_)
+                | Record::AnnotationMarker(_)
+                | Record::CounterSample(_) => true,
                 Record::RecorderWait(wait) => wait.runtime.is_none(),
                 _ => false,
             };

@@ -23,6 +23,10 @@
 //! |           | producers (`u8`), each a `u64`                                         |
 //! | 10        | an [`OutputDigest`] without contents: runtime `u32`, submission,       |
 //! |           | buffer, start, end, xxh3, omitted length (`u64` each)                  |
+//! | 11        | a `HostSpan`: thread `u32`, kind `u8`, runtime `u32`, submission     |
+//! |           | `u64`, region `u64` (`u64::MAX`: none), start `u64`, end `u64`         |
+//! | 12        | an `AnnotationRange`: thread `u32`, name `u32`, start `u64`, end     |
+//! |           | `u64` ([`ANNOTATION_LEN`] bytes)                                       |
 //!
 //! A deferred job is work the recording thread hands to the writer thread (hashing a
 //! buffer's contents, say) whose records must still appear at the job's place in that
@@ -32,7 +36,7 @@
 //! the recording thread cost about 90 ns a region on the 2-core build machine
 //! (`timed_zone_started` against `timed_zone`), so it is stored raw too. So are the other
 //! records every submission makes (its submit, each region's success, the digest of a
-//! host-visible output, its success): postcard-encoding them was about 75% of a traced
+//! host-visible output, its success, the submitting and waiting threads' spans): postcard-encoding them was about 75% of a traced
 //! submission's recording instructions (callgrind, `host_visible`; BENCHMARKS.md), and
 //! the runtime records a region's and a submission's outcome under its scheduler lock,
 //! where every instruction delays the other workers. Whatever does not fit a raw entry
@@ -42,8 +46,8 @@ use crate::format::{
     FrameEncoder, MAX_TIMING_FRAME, encode_untimed_frame_in, put_varint, read_varint_u32,
 };
 use crate::schema::{
-    DeviceSpan, OutputDigest, Payload, PreparedId, Record, RegionIndex, RegionStarted,
-    RegionTiming, RuntimeId, Status, SubmissionIndex,
+    DeviceSpan, HostSpanKind, OutputDigest, Payload, PreparedId, Record, RegionIndex,
+    RegionStarted, RegionTiming, RuntimeId, Status, SubmissionIndex,
 };
 use crate::summary::SummaryBuilder;
 use std::ops::Range;
@@ -59,6 +63,8 @@ const REGION_DONE: u8 = 7;
 const SUBMISSION_DONE: u8 = 8;
 const SUBMIT: u8 = 9;
 const DIGEST: u8 = 10;
+const HOST_SPAN: u8 = 11;
+const ANNOTATION: u8 = 12;
 
 /// Variant indices of [`Record`] (postcard's enum tags), for the frames of raw entries.
 const TAG_SUBMIT: u64 = 9;
@@ -66,6 +72,18 @@ const TAG_REGION_DONE: u64 = 15;
 const TAG_SUBMISSION_DONE: u64 = 16;
 const TAG_DIGEST: u64 = 22;
 const TAG_STARTED: u64 = 29;
+const TAG_HOST_SPAN: u64 = 36;
+const TAG_ANNOTATION_RANGE: u64 = 38;
+
+/// thread u32, kind u8, runtime u32, submission u64, region u64, start u64, end u64.
+const HOST_SPAN_LEN: usize = 41;
+/// Longest frame of a `HostSpan`: prefix, tag, thread, kind, runtime, submission, the
+/// region's option tag and value, start, end.
+const MAX_HOST_SPAN_FRAME: usize = 1 + 1 + 5 + 1 + 5 + 10 + 1 + 5 + 2 * 10;
+/// thread u32, name u32, start u64, end u64.
+const ANNOTATION_LEN: usize = 24;
+/// Longest frame of an `AnnotationRange`: prefix, tag, two u32 and two u64 varints.
+const MAX_ANNOTATION_FRAME: usize = 1 + 1 + 2 * 5 + 2 * 10;
 
 /// runtime u32, submission u64, time u64.
 const SUBMISSION_DONE_LEN: usize = 20;
@@ -140,6 +158,17 @@ pub(crate) fn encode_entry(
         ) => raw(scratch, DIGEST, |w| {
             let w = w.u32(r.runtime.0).u64(r.submission.0).u64(r.buffer.0);
             w.u64(r.start).u64(r.end).u64(r.xxh3).u64(*len_bytes)
+        }),
+        Record::HostSpan(r) => raw(scratch, HOST_SPAN, |w| {
+            let w = w.u32(r.thread).u8(r.kind as u8).u32(r.runtime.0);
+            let region = r.region.map_or(u64::MAX, |region| u64::from(region.0));
+            w.u64(r.submission.0)
+                .u64(region)
+                .u64(r.start_ns)
+                .u64(r.end_ns)
+        }),
+        Record::AnnotationRange(r) => raw(scratch, ANNOTATION, |w| {
+            w.u32(r.thread).u32(r.name.0).u64(r.start_ns).u64(r.end_ns)
         }),
         _ => {
             let Some(rest) = scratch.get_mut(1..) else {
@@ -304,6 +333,14 @@ pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
             (SUBMIT_BASE_LEN + 8 * producers, max_submit_frame(producers))
         }
         DIGEST => (DIGEST_LEN, MAX_DIGEST_FRAME),
+        HOST_SPAN => {
+            // The kind byte must name a kind (the transcoder writes it as is).
+            if *rest.get(4)? > HostSpanKind::HostCallback as u8 {
+                return None;
+            }
+            (HOST_SPAN_LEN, MAX_HOST_SPAN_FRAME)
+        }
+        ANNOTATION => (ANNOTATION_LEN, MAX_ANNOTATION_FRAME),
         _ => return None,
     };
     (len <= rest.len()).then_some((1 + len, frame))
@@ -436,6 +473,41 @@ pub(crate) fn transcode(
                 append_varints(&fields, out);
                 DIGEST_LEN
             }
+            HOST_SPAN => {
+                let (thread, kind, runtime) = (u32_at(rest, 0), rest[4], u32_at(rest, 5));
+                let (submission, region) = (u64_at(rest, 9), u64_at(rest, 17));
+                let (start_ns, end_ns) = (u64_at(rest, 25), u64_at(rest, 33));
+                let mut fields = [
+                    TAG_HOST_SPAN,
+                    u64::from(thread),
+                    u64::from(kind),
+                    u64::from(runtime),
+                    submission,
+                    0,
+                    region,
+                    start_ns,
+                    end_ns,
+                ];
+                if region == u64::MAX {
+                    fields.copy_within(7.., 6);
+                    append_varints(&fields[..8], out);
+                } else {
+                    fields[5] = 1;
+                    append_varints(&fields, out);
+                }
+                HOST_SPAN_LEN
+            }
+            ANNOTATION => {
+                let fields = [
+                    TAG_ANNOTATION_RANGE,
+                    u64::from(u32_at(rest, 0)),
+                    u64::from(u32_at(rest, 4)),
+                    u64_at(rest, 8),
+                    u64_at(rest, 16),
+                ];
+                append_varints(&fields, out);
+                ANNOTATION_LEN
+            }
             REGION | REGION_DEVICE | OP | OP_DEVICE => {
                 let device = matches!(kind, REGION_DEVICE | OP_DEVICE);
                 let timing = timing_from(rest, device);
@@ -469,7 +541,7 @@ mod tests {
     use super::*;
     use crate::format::{FrameDecoder, Frames};
     use crate::schema::testgen::{KINDS, Rng, record};
-    use crate::schema::{BufferId, RegionDone, SubmissionDone, Submit};
+    use crate::schema::{AnnotationRange, BufferId, HostSpan, RegionDone, SubmissionDone, Submit};
 
     #[test]
     fn entries_transcode_to_the_records() {
@@ -605,6 +677,27 @@ mod tests {
                     contents,
                 }));
             }
+            for (kind, region) in [
+                (HostSpanKind::Submit, None),
+                (HostSpanKind::Wait, None),
+                (HostSpanKind::HostCallback, Some(RegionIndex(w))),
+            ] {
+                out.push(Record::HostSpan(HostSpan {
+                    thread: w,
+                    kind,
+                    runtime: RuntimeId(w),
+                    submission: SubmissionIndex(v),
+                    region,
+                    start_ns: v,
+                    end_ns: v,
+                }));
+            }
+            out.push(Record::AnnotationRange(AnnotationRange {
+                thread: w,
+                name: crate::schema::AnnotationId(w),
+                start_ns: v,
+                end_ns: v,
+            }));
         }
         out
     }
@@ -622,6 +715,7 @@ mod tests {
                 Record::SubmissionDone(d) => d.status == Status::Ok,
                 Record::Submit(s) => s.producers.len() <= RAW_PRODUCERS,
                 Record::OutputDigest(d) => matches!(d.contents, Payload::Omitted { .. }),
+                Record::HostSpan(_) | Record::AnnotationRange(_) => true,
                 _ => false,
             };
             assert_eq!(!framed, expect_raw, "{r:?}");
@@ -629,7 +723,7 @@ mod tests {
             raw += usize::from(!framed);
             entries.extend_from_slice(&scratch[range]);
         }
-        assert_eq!(raw, 5 * (2 + 3 + 1));
+        assert_eq!(raw, 5 * (2 + 3 + 1 + 3 + 1));
         // Entry by entry, as the fatal-signal flush does: each frame within its bound.
         let (mut at, mut frames, mut encoder) = (0, Vec::new(), FrameEncoder::new());
         while let Some((len, bound)) = entry_bounds(&entries[at..]) {

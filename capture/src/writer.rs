@@ -59,14 +59,15 @@ use crate::format::{
 use crate::ring::KINDS;
 use crate::ring::{self, Consumer, Producer, Push};
 use crate::schema::{
-    Blob, BlobHash, HostClock, LostKind, Payload, Record, RecorderWait, RecordsLost, RegionIndex,
-    RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
+    AnnotationId, AnnotationName, Blob, BlobHash, HostClock, LostKind, Payload, Record,
+    RecorderWait, RecordsLost, RegionIndex, RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
+    ThreadName,
 };
 use crate::staging::{self, MAX_RAW_ENTRY};
 use crate::summary::SummaryBuilder;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -480,6 +481,8 @@ pub(crate) struct Shared {
     next_runtime: AtomicU32,
     /// Index of the next thread to record (see [`RecorderWait::thread`]).
     next_thread: AtomicU32,
+    /// The session's annotation names, each written once as an [`AnnotationName`].
+    annotation_names: Mutex<HashMap<Box<str>, AnnotationId>>,
     mode: TraceMode,
     flush_interval: Duration,
     full_buffer_wait: Duration,
@@ -880,6 +883,31 @@ impl Shared {
         Some(producer)
     }
 
+    /// The session's id of annotation name `text`, recording its [`AnnotationName`] (under
+    /// the core lock, so before any record that uses the id) when it is new; `None` after
+    /// close.
+    #[cold]
+    fn intern_annotation_name(&self, text: &str) -> Option<AnnotationId> {
+        let mut names = lock(&self.annotation_names);
+        if let Some(&id) = names.get(text) {
+            return Some(id);
+        }
+        let id = AnnotationId(u32::try_from(names.len()).ok()?);
+        let record = Record::AnnotationName(AnnotationName {
+            name: id,
+            text: text.to_owned(),
+        });
+        match self.record_locked(&record) {
+            Outcome::Recorded => {}
+            Outcome::Closed => return None,
+            // A name that cannot be stored (longer than a record may be): counted lost, its
+            // annotations name an id without a name, which readers show as its number.
+            _ => self.count_dropped(record.kind_index()),
+        }
+        names.insert(text.into(), id);
+        Some(id)
+    }
+
     /// Writes a record too large for the ring, after the thread's own ring.
     fn record_large(&self, producer: &Producer, record: &Record) -> Outcome {
         let mut core = self.core();
@@ -1166,6 +1194,7 @@ impl Recorder {
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             next_runtime: AtomicU32::new(0),
             next_thread: AtomicU32::new(0),
+            annotation_names: Mutex::new(HashMap::new()),
             mode: options.mode,
             flush_interval: options.flush_interval.max(Duration::from_millis(1)),
             full_buffer_wait: options.full_buffer_wait,
@@ -1207,6 +1236,26 @@ impl Recorder {
     pub fn record(&self, record: &Record) {
         let shared = &self.handle.shared;
         record_with(shared.id, &|| Some(shared.clone()), record);
+    }
+
+    /// Records the record `make` builds for the calling thread's index in the session
+    /// ([`ThreadName::thread`]; `u32::MAX` while the thread's state is being torn down): how
+    /// records with a `thread` field ([`crate::schema::HostSpan`],
+    /// [`crate::schema::AnnotationRange`], ...) are recorded. Costs what
+    /// [`Recorder::record`] costs.
+    #[inline]
+    pub fn record_on_thread(&self, make: impl FnOnce(u32) -> Record) {
+        let shared = &self.handle.shared;
+        record_on_thread_with(shared.id, &|| Some(shared.clone()), make);
+    }
+
+    /// The id of annotation name `text` in this session; the first use of a name in the
+    /// session records its [`AnnotationName`]. A lookup in the calling thread's cache
+    /// (a hash of `text`) after the first use on the thread; `None` after close.
+    #[inline]
+    pub fn annotation_name(&self, text: &str) -> Option<AnnotationId> {
+        let shared = &self.handle.shared;
+        annotation_name_with(shared.id, &|| Some(shared.clone()), text)
     }
 
     /// The session's host clock: nanoseconds since the session's monotonic base. Use it for
@@ -1384,6 +1433,36 @@ struct Entry {
     thread: u32,
     /// After a full-ring timeout, drop instead of waiting until this instant.
     no_wait_until: Option<Instant>,
+    /// The annotation names this thread used, and their ids in the session.
+    names: HashMap<Box<str>, AnnotationId, NameHasher>,
+    /// Whether this thread's [`ThreadName`] was recorded (before its first record that
+    /// carries a thread index).
+    named: bool,
+}
+
+/// FNV-1a for the per-thread cache of annotation names: short keys, no hostile input (the
+/// application's own names), so a hash of a few instructions a byte beats SipHash's setup.
+#[derive(Clone, Copy, Default)]
+struct NameHasher;
+
+impl std::hash::BuildHasher for NameHasher {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 thread_local! {
@@ -1425,6 +1504,75 @@ pub(crate) fn record_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>, rec
     }
 }
 
+/// Records the record `make` builds for this thread's index into recorder `id` (see
+/// [`Recorder::record_on_thread`]).
+#[inline]
+pub(crate) fn record_on_thread_with(
+    id: u64,
+    lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    make: impl FnOnce(u32) -> Record,
+) {
+    let mut make = Some(make);
+    let outcome = LOCAL
+        .try_with(|local| match local.try_borrow_mut() {
+            Ok(mut local) => match local.entry_index(id, lookup) {
+                Some(index) => {
+                    if !local.entries[index].named {
+                        local.name_thread(index);
+                    }
+                    let thread = local.entries[index].thread;
+                    let record = (make.take().expect("made once"))(thread);
+                    local.push(index, &record)
+                }
+                None => Outcome::Closed,
+            },
+            Err(_) => Outcome::NoLocal,
+        })
+        .unwrap_or(Outcome::NoLocal);
+    match outcome {
+        Outcome::NoLocal => {
+            if let Some(make) = make {
+                record_with(id, lookup, &make(u32::MAX));
+            }
+        }
+        Outcome::Dropped(kind) => {
+            if let Some(shared) = lookup() {
+                shared.count_dropped(kind);
+            }
+        }
+        Outcome::Recorded | Outcome::DroppedCounted | Outcome::Closed => {}
+    }
+}
+
+/// The id of annotation name `text` in recorder `id` (see [`Recorder::annotation_name`]).
+#[inline]
+pub(crate) fn annotation_name_with(
+    id: u64,
+    lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    text: &str,
+) -> Option<AnnotationId> {
+    let cached = LOCAL
+        .try_with(|local| {
+            let mut local = local.try_borrow_mut().ok()?;
+            let index = local.entry_index(id, lookup)?;
+            let entry = &mut local.entries[index];
+            if let Some(&name) = entry.names.get(text) {
+                return Some(Some(name));
+            }
+            let name = entry.shared.intern_annotation_name(text);
+            if let Some(name) = name {
+                entry.names.insert(text.into(), name);
+            }
+            Some(name)
+        })
+        .ok()
+        .flatten();
+    match cached {
+        Some(name) => name,
+        None => lookup()?.intern_annotation_name(text),
+    }
+}
+
 /// The session clock of recorder `id`, via this thread's entry; 0 if there is none.
 pub(crate) fn now_ns_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> u64 {
     let cached = LOCAL
@@ -1446,13 +1594,25 @@ impl Local {
         lookup: &dyn Fn() -> Option<Arc<Shared>>,
         record: &Record,
     ) -> Outcome {
-        let index = match self.entries.iter().position(|e| e.recorder == id) {
-            Some(index) => index,
-            None => match self.register(id, lookup) {
-                Some(index) => index,
-                None => return Outcome::Closed,
-            },
-        };
+        match self.entry_index(id, lookup) {
+            Some(index) => self.push(index, record),
+            None => Outcome::Closed,
+        }
+    }
+
+    /// The index of this thread's entry for recorder `id`, registering the thread on its
+    /// first record; `None` once the recorder closed.
+    #[inline]
+    fn entry_index(&mut self, id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> Option<usize> {
+        match self.entries.iter().position(|e| e.recorder == id) {
+            Some(index) => Some(index),
+            None => self.register(id, lookup),
+        }
+    }
+
+    /// Records `record` into entry `index`'s ring.
+    #[inline]
+    fn push(&mut self, index: usize, record: &Record) -> Outcome {
         let entry = &mut self.entries[index];
         if self.scratch.is_empty() {
             self.scratch.resize(SCRATCH_BYTES, 0);
@@ -1550,8 +1710,26 @@ impl Local {
             producer,
             thread,
             no_wait_until: None,
+            names: HashMap::default(),
+            named: false,
         });
         Some(self.entries.len() - 1)
+    }
+
+    /// Records the [`ThreadName`] of entry `index`'s thread, before its first record that
+    /// carries a thread index.
+    #[cold]
+    fn name_thread(&mut self, index: usize) {
+        let entry = &mut self.entries[index];
+        entry.named = true;
+        let name = Record::ThreadName(ThreadName {
+            thread: entry.thread,
+            os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
+            name: std::thread::current().name().unwrap_or("").to_owned(),
+        });
+        if let Outcome::Dropped(kind) = self.push(index, &name) {
+            self.entries[index].shared.count_dropped(kind);
+        }
     }
 }
 
@@ -1757,6 +1935,128 @@ mod tests {
         assert_eq!(summary.bytes, sink.contents().len() as u64);
         let mapped = crate::MappedTrace::from_vec(sink.contents()).unwrap();
         assert_eq!(summary.blocks, mapped.blocks().len() as u64);
+    }
+
+    #[test]
+    fn records_on_a_thread_carry_its_index_after_one_thread_name() {
+        use crate::schema::{AnnotationRange, HostSpan, HostSpanKind};
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let span = |thread| {
+            Record::HostSpan(HostSpan {
+                thread,
+                kind: HostSpanKind::Submit,
+                runtime: RuntimeId(0),
+                submission: SubmissionIndex(1),
+                region: None,
+                start_ns: 10,
+                end_ns: 20,
+            })
+        };
+        std::thread::scope(|s| {
+            for name in ["first", "second"] {
+                let rec = &rec;
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn_scoped(s, move || {
+                        rec.record(&timing(0, 1));
+                        rec.record_on_thread(span);
+                        rec.record_on_thread(span);
+                    })
+                    .unwrap()
+                    .join()
+                    .unwrap();
+            }
+        });
+        let decode = rec.annotation_name("decode").unwrap();
+        assert_eq!(rec.annotation_name("decode"), Some(decode));
+        let other = std::thread::scope(|s| {
+            s.spawn(|| {
+                let name = rec.annotation_name("decode");
+                rec.record_on_thread(|thread| {
+                    Record::AnnotationRange(AnnotationRange {
+                        thread,
+                        name: name.unwrap(),
+                        start_ns: 1,
+                        end_ns: 2,
+                    })
+                });
+                (name, rec.annotation_name("upload"))
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(other, (Some(decode), Some(AnnotationId(decode.0 + 1))));
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let kept: Vec<_> = trace
+            .records
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r,
+                    Record::ThreadName(_)
+                        | Record::HostSpan(_)
+                        | Record::AnnotationName(_)
+                        | Record::AnnotationRange(_)
+                )
+            })
+            .cloned()
+            .collect();
+        let thread_name = |thread, name: &str| {
+            Record::ThreadName(ThreadName {
+                thread,
+                os_tid: 0,
+                name: name.into(),
+            })
+        };
+        let without_tids: Vec<_> = kept
+            .into_iter()
+            .map(|r| match r {
+                Record::ThreadName(t) => {
+                    assert!(cfg!(not(target_os = "linux")) || t.os_tid > 0);
+                    Record::ThreadName(ThreadName { os_tid: 0, ..t })
+                }
+                r => r,
+            })
+            .collect();
+        // Rings drain in any order: per thread, its name first, then its records in order;
+        // thread indices in order of first record; each annotation name once, before use.
+        let of_thread = |thread: u32| -> Vec<Record> {
+            without_tids
+                .iter()
+                .filter(|r| match r {
+                    Record::ThreadName(t) => t.thread == thread,
+                    Record::HostSpan(h) => h.thread == thread,
+                    Record::AnnotationRange(a) => a.thread == thread,
+                    _ => false,
+                })
+                .cloned()
+                .collect()
+        };
+        assert_eq!(of_thread(0), [thread_name(0, "first"), span(0), span(0)]);
+        assert_eq!(of_thread(1), [thread_name(1, "second"), span(1), span(1)]);
+        let range = Record::AnnotationRange(AnnotationRange {
+            thread: 3,
+            name: decode,
+            start_ns: 1,
+            end_ns: 2,
+        });
+        assert_eq!(of_thread(3), [thread_name(3, ""), range.clone()]);
+        let names: Vec<_> = without_tids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Record::AnnotationName(n) => Some((i, n.name, n.text.as_str())),
+                _ => None,
+            })
+            .collect();
+        let used_at = without_tids.iter().position(|r| *r == range).unwrap();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names[0].0 < used_at);
+        assert_eq!(
+            (names[0].1, names[0].2, names[1].1, names[1].2),
+            (decode, "decode", AnnotationId(decode.0 + 1), "upload")
+        );
     }
 
     #[test]
