@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod access;
+pub mod annotate;
 mod buffer;
 mod clock;
 mod context;

@@ -564,6 +564,31 @@ impl Hook<'_> {
         }));
     }
 
+    /// A span of the calling thread's time in the runtime for `submission` (a `submit`, a
+    /// blocking wait, a host callback): `(start, end)` from [`crate::clock::now_ns`]. The
+    /// recorder supplies the thread's index (its [`s::ThreadName`] is recorded once).
+    pub fn host_span(
+        &self,
+        kind: s::HostSpanKind,
+        submission: u64,
+        region: Option<usize>,
+        (start_ns, end_ns): (u64, u64),
+    ) {
+        let (start_ns, end_ns) = (self.session_ns(start_ns), self.session_ns(end_ns));
+        let runtime = self.runtime;
+        self.recorder.record_on_thread(|thread| {
+            s::Record::HostSpan(s::HostSpan {
+                thread,
+                kind,
+                runtime,
+                submission: s::SubmissionIndex(submission),
+                region: region.map(|r| s::RegionIndex(r as u32)),
+                start_ns,
+                end_ns,
+            })
+        });
+    }
+
     /// A region's host time `(start, end)` and device time (both from
     /// [`crate::clock::now_ns`], the backend having mapped the device span onto it).
     pub fn region_timing(

@@ -100,7 +100,12 @@ impl Photos {
         if let Some(frame) = &self.cache[photo] {
             return Ok(frame.clone());
         }
-        let image = self.decode(photo)?;
+        // Annotated: on the decoder thread's row of the timeline, this is why the GPU idles.
+        let image = {
+            let _decode = hrx::annotate::range("decode photo");
+            self.decode(photo)?
+        };
+        let _scale = hrx::annotate::range("scale photo");
         let (w, h) = (self.width as u32, self.height as u32);
         let image = if (image.width(), image.height()) == (w, h) {
             image

@@ -444,7 +444,9 @@ fn pipeline(
     // decoding a photograph (tens to hundreds of ms) overlaps the frames in flight.
     let (result, decode_error) = std::thread::scope(|scope| {
         let (sender, receiver) = std::sync::mpsc::sync_channel(options.frames_in_flight);
-        let decoder = scope.spawn(move || {
+        // Named: the timeline's row for this thread reads "decoder".
+        let decoder = std::thread::Builder::new().name("decoder".into());
+        let decoder = decoder.spawn_scoped(scope, move || {
             for index in 0..frames {
                 if stop::requested().is_some() {
                     return None;
@@ -460,7 +462,18 @@ fn pipeline(
             }
             None
         });
-        let result = pipeline.run(receiver.iter(), |_index, _output| {
+        let decoder = match decoder {
+            Ok(decoder) => decoder,
+            Err(e) => {
+                let error = format!("cannot start the photograph decoder thread: {e}");
+                return (Err(hrx::Error::Message(error)), None);
+            }
+        };
+        let frames = std::iter::from_fn(|| {
+            let _wait = hrx::annotate::range("wait for a decoded photo");
+            receiver.recv().ok()
+        });
+        let result = pipeline.run(frames, |_index, _output| {
             delivered += 1;
             progress.inc(1);
         });

@@ -322,19 +322,38 @@ impl Completion {
     /// that worker, and completes (synchronizes) a graph that `submit` launched early; the
     /// workers run the rest, and user callbacks always.
     ///
+    /// Traced, a wait that blocked (found the submission not yet retired) is recorded as a
+    /// [`hrx_capture::schema::HostSpan`] of kind `Wait` on the calling thread; one that found
+    /// it retired records nothing.
+    ///
     /// # Errors
     /// The failure of the submission or [`Error::Cancelled`].
     pub fn wait(&self) -> Result<()> {
         let done = || self.signal.is_published();
+        let mut traced_from = None;
         if !done()
             && let Some(core) = self.core().upgrade()
         {
+            traced_from = core.context().tracer.on().then(crate::clock::now_ns);
             super::worker::help(&core, self.submission(), done);
         }
         if !spin_until(done) {
             self.signal.park(None);
         }
+        if let Some(start_ns) = traced_from {
+            self.waited(start_ns);
+        }
         self.signal.result()
+    }
+
+    /// Records a blocking wait that began at `start_ns` and ends now.
+    #[cold]
+    fn waited(&self, start_ns: u64) {
+        if let Some(core) = self.core().upgrade() {
+            let tracer = &core.context().tracer;
+            let kind = hrx_capture::schema::HostSpanKind::Wait;
+            super::record::host_span(tracer, kind, self.submission, start_ns);
+        }
     }
 
     /// Blocks until the submission retired or `timeout` passed.
@@ -342,7 +361,18 @@ impl Completion {
     /// # Errors
     /// [`Error::Timeout`] when it did not retire in time; otherwise as [`Completion::wait`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        if !self.signal.is_published() && !self.signal.park(Some(Instant::now() + timeout)) {
+        if self.signal.is_published() {
+            return self.signal.result();
+        }
+        let traced_from = self
+            .core()
+            .upgrade()
+            .and_then(|core| core.context().tracer.on().then(crate::clock::now_ns));
+        let retired = self.signal.park(Some(Instant::now() + timeout));
+        if let Some(start_ns) = traced_from {
+            self.waited(start_ns);
+        }
+        if !retired {
             return Err(Error::Timeout(timeout));
         }
         self.signal.result()

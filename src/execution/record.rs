@@ -234,6 +234,17 @@ fn submitted_traced(
     }));
 }
 
+/// A span of the calling thread's time for `submission` that began at `start_ns`
+/// ([`crate::clock::now_ns`]) and ends now: its `submit` call or its blocking wait
+/// ([`s::HostSpan`]).
+#[inline(never)]
+pub(crate) fn host_span(tracer: &Tracer, kind: s::HostSpanKind, submission: u64, start_ns: u64) {
+    let Some(hook) = tracer.submission_hook(submission) else {
+        return;
+    };
+    hook.host_span(kind, submission, None, (start_ns, crate::clock::now_ns()));
+}
+
 pub(crate) fn submit_refused(tracer: &Tracer, prepared: u64, error: &Error) {
     let Some(hook) = tracer.open_hook() else {
         return;
@@ -312,6 +323,7 @@ pub(crate) fn region_started(tracer: &Tracer, submission: u64, index: usize) {
 pub(crate) fn region_ran(
     tracer: &Tracer,
     (submission, index, uses): (u64, usize, &[Use]),
+    host_callback: bool,
     times_ns: (u64, u64),
     result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
     fault: Option<String>,
@@ -320,6 +332,15 @@ pub(crate) fn region_ran(
         return;
     };
     let device = result.as_ref().ok().copied().flatten();
+    if host_callback {
+        // The same span on the thread that ran it, so the thread's row shows its callbacks.
+        hook.host_span(
+            s::HostSpanKind::HostCallback,
+            submission,
+            Some(index),
+            times_ns,
+        );
+    }
     hook.region_timing(
         submission,
         index,

@@ -146,6 +146,8 @@ impl ExecutableGraph {
     /// As [`ExecutableGraph::submit`]; [`Error::ForeignRuntime`] for another runtime's
     /// completion; [`Error::Message`] for an orphaned incomplete producer.
     pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
+        // The call's span, for the submitting thread's row: one branch untraced.
+        let start_ns = self.inner.tracer().on().then(crate::clock::now_ns);
         self.open_trace_range();
         let snapshot = &self.inner.snapshot;
         let pending = self
@@ -162,8 +164,17 @@ impl ExecutableGraph {
         if let (Some(pending), Ok(_)) = (pending, &result) {
             pending.submitted(&snapshot.writes);
         }
-        if let Err(error) = &result {
-            super::record::submit_refused(self.inner.tracer(), self.inner.id, error);
+        match (&result, start_ns) {
+            (Err(error), _) => {
+                super::record::submit_refused(self.inner.tracer(), self.inner.id, error);
+            }
+            (Ok(completion), Some(start_ns)) => super::record::host_span(
+                self.inner.tracer(),
+                hrx_capture::schema::HostSpanKind::Submit,
+                completion.submission(),
+                start_ns,
+            ),
+            (Ok(_), None) => {}
         }
         result
     }

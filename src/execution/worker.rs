@@ -266,6 +266,7 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
         super::record::region_ran(
             &context.tracer,
             (task.submission, task.region, &region.uses),
+            queue == Queue::Host,
             (start_ns, end_ns),
             &result,
             fault,

@@ -9,4 +9,5 @@ mod range_snapshot;
 mod seed_rules;
 mod stress;
 mod submission;
+mod threads;
 mod tracing;

@@ -373,7 +373,10 @@ impl Pipeline {
             let slot = index % ring;
             self.collect(slot, on_output)?;
             let context = &mut self.contexts[slot];
-            context.rgb_host.write(0, &frame.rgb)?;
+            {
+                let _write = hrx::annotate::range("write frame");
+                context.rgb_host.write(0, &frame.rgb)?;
+            }
             drop(frame);
             let graph = match &context.faulting {
                 Some(faulting) if self.options.faulting_frame == Some(index) => faulting,
@@ -385,6 +388,7 @@ impl Pipeline {
             stats.max_in_flight = stats.max_in_flight.max(self.runtime.in_flight());
             let outstanding = self.contexts.iter().filter(|c| c.pending.is_some()).count();
             stats.max_outstanding = stats.max_outstanding.max(outstanding);
+            hrx::annotate::counter("frames in flight", outstanding as f64);
         }
         self.drain(on_output)
     }
@@ -422,7 +426,10 @@ impl Pipeline {
         completion.wait()?;
         // Dropping the completion frees the graph's slot for the next frame.
         drop(completion);
-        let output = context.read_output(self.width, self.height)?;
+        let output = {
+            let _read = hrx::annotate::range("read output");
+            context.read_output(self.width, self.height)?
+        };
         on_output(index, output);
         Ok(())
     }

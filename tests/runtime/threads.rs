@@ -1,0 +1,193 @@
+//! Host threads and application annotations in the trace (issue 19 points 1 and 2): every
+//! thread that submits, waits or runs host callbacks is named once, and its spans and
+//! annotations carry its index.
+
+use hrx::{Access, GpuAccess, Placement, Runtime, RuntimeOptions};
+use hrx_capture::schema::{self as s, Record};
+
+#[test]
+fn annotated_child() {
+    if std::env::var_os("HRX_TEST_CHILD").is_none() {
+        return;
+    }
+    // Untraced until the runtime opens the trace: annotations record nothing.
+    assert!(!hrx::annotate::range("before the trace").is_recorded());
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    graph
+        .host(&[GpuAccess::new(buffer.whole(), Access::Read)], |_| {
+            // Long enough that the submitter's wait blocks.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Ok(())
+        })
+        .unwrap();
+    let executable = graph.prepare().unwrap();
+    std::thread::Builder::new()
+        .name("submitter".into())
+        .spawn(move || {
+            {
+                let decode = hrx::annotate::range("decode");
+                assert!(decode.is_recorded());
+                let _inner = hrx::annotate::range("inner");
+                hrx::annotate::marker("decoded");
+            }
+            hrx::annotate::counter("frames in flight", 1.5);
+            executable.submit().unwrap().wait().unwrap();
+            hrx::annotate::counter("frames in flight", 0.0);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop((buffer, rt));
+    // `executable` moved into the thread and dropped there.
+    hrx::close_trace().unwrap();
+    println!("CHILD done");
+}
+
+#[test]
+fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("child.hrxt");
+    let output = super::failure::run_child(
+        "runtime::threads::annotated_child",
+        &[("HRX_TRACE", path.to_str().unwrap())],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("CHILD done"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let trace = hrx_capture::Trace::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+    let threads: Vec<&s::ThreadName> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::ThreadName(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let submitter = threads
+        .iter()
+        .find(|t| t.name == "submitter")
+        .expect("the submitting thread is named");
+    assert!(submitter.os_tid > 0);
+    let mut indices: Vec<u32> = threads.iter().map(|t| t.thread).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(
+        indices.len(),
+        threads.len(),
+        "one name per thread: {threads:?}"
+    );
+
+    let spans: Vec<&s::HostSpan> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::HostSpan(h) => Some(h),
+            _ => None,
+        })
+        .collect();
+    let kinds_on = |thread: u32| -> Vec<s::HostSpanKind> {
+        spans
+            .iter()
+            .filter(|h| h.thread == thread)
+            .map(|h| h.kind)
+            .collect()
+    };
+    assert_eq!(
+        kinds_on(submitter.thread),
+        [s::HostSpanKind::Submit, s::HostSpanKind::Wait],
+        "{spans:?}"
+    );
+    let submit = spans[spans
+        .iter()
+        .position(|h| h.kind == s::HostSpanKind::Submit)
+        .unwrap()];
+    let wait = spans
+        .iter()
+        .find(|h| h.kind == s::HostSpanKind::Wait)
+        .unwrap();
+    assert_eq!(wait.submission, submit.submission);
+    assert!(submit.start_ns <= submit.end_ns && submit.end_ns <= wait.start_ns);
+    // The callback ran on the Host queue's worker: a span on that thread, the region's own
+    // times.
+    let callback = spans
+        .iter()
+        .find(|h| h.kind == s::HostSpanKind::HostCallback)
+        .expect("the host callback's span");
+    assert_ne!(callback.thread, submitter.thread);
+    assert!(threads.iter().any(|t| t.thread == callback.thread));
+    let timing = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::RegionTiming(t) if Some(t.region) == callback.region => Some(t),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (callback.start_ns, callback.end_ns),
+        (timing.start_ns, timing.end_ns)
+    );
+    assert!(wait.start_ns <= callback.end_ns && callback.end_ns <= wait.end_ns);
+
+    // Annotations: each name once, on the submitting thread, nested and before the submit.
+    let names: std::collections::HashMap<s::AnnotationId, &str> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationName(n) => Some((n.name, n.text.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut texts: Vec<&str> = names.values().copied().collect();
+    texts.sort_unstable();
+    assert_eq!(texts, ["decode", "decoded", "frames in flight", "inner"]);
+    let ranges: Vec<(&str, &s::AnnotationRange)> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationRange(a) => Some((names[&a.name], a)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ranges.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["inner", "decode"],
+        "closed innermost first"
+    );
+    let (inner, decode) = (ranges[0].1, ranges[1].1);
+    assert!(ranges.iter().all(|(_, a)| a.thread == submitter.thread));
+    assert!(decode.start_ns <= inner.start_ns && inner.end_ns <= decode.end_ns);
+    assert!(decode.end_ns <= submit.start_ns);
+    let markers: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationMarker(m) => Some((names[&m.name], m.thread, m.time_ns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(markers.len(), 1);
+    assert_eq!((markers[0].0, markers[0].1), ("decoded", submitter.thread));
+    assert!(inner.start_ns <= markers[0].2 && markers[0].2 <= inner.end_ns);
+    let samples: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::CounterSample(c) => Some((names[&c.name], c.thread, c.value.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        samples,
+        [
+            ("frames in flight", submitter.thread, 1.5),
+            ("frames in flight", submitter.thread, 0.0)
+        ]
+    );
+}
