@@ -16,10 +16,12 @@
 //! `5n .. 5n + 5`, one per queue in [`QUEUES`] order.
 
 use hrx_capture::schema::{
-    BufferCreated, BufferId, Edge, Engine, GraphId, GraphOp, KernelId, KernelLoaded, NodeIndex,
-    OpKind, PreparedId, Queue, Record, RegionIndex, RegionKind, RuntimeId, Use,
+    AnnotationId, BufferCreated, BufferId, Edge, Engine, GraphId, GraphOp, KernelId, KernelLoaded,
+    NodeIndex, OpKind, PreparedId, Queue, Record, RegionIndex, RegionKind, RuntimeId, ThreadName,
+    Use,
 };
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
 /// The five queues in lane order.
@@ -183,6 +185,10 @@ pub struct Index {
     /// Whether each region is a copy ([`is_copy_region`]), filled with `region_labels`.
     region_copies: Vec<bool>,
     labels: Vec<String>,
+    /// Recording threads by session index ([`ThreadName`], format 1.14): name and OS id.
+    threads: BTreeMap<u32, (String, u64)>,
+    /// Annotation names by id ([`hrx_capture::schema::AnnotationName`], format 1.14).
+    annotation_names: HashMap<AnnotationId, String>,
 }
 
 impl Index {
@@ -197,6 +203,22 @@ impl Index {
         match record {
             Record::RuntimeStart(r) => {
                 self.lane_of(r.runtime, Queue::GpuUpload);
+            }
+            Record::ThreadName(ThreadName {
+                thread,
+                os_tid,
+                name,
+            }) => {
+                self.threads.insert(*thread, (name.clone(), *os_tid));
+            }
+            Record::RecorderWait(w) => {
+                // Threads that waited for the recorder name themselves there too (1.1).
+                self.threads
+                    .entry(w.thread)
+                    .or_insert_with(|| (w.thread_name.clone(), 0));
+            }
+            Record::AnnotationName(n) => {
+                self.annotation_names.insert(n.name, n.text.clone());
             }
             Record::BufferCreated(b) => {
                 self.buffers.insert((b.runtime, b.buffer), b.clone());
@@ -252,6 +274,38 @@ impl Index {
             }
         };
         LaneRef((ordinal * QUEUES.len() + queue_slot(queue)) as u32)
+    }
+
+    /// Recording thread `thread`'s name (format 1.14 [`ThreadName`], or a `RecorderWait`'s),
+    /// `thread N` when it has none or none was read.
+    pub fn thread_name(&self, thread: u32) -> Cow<'_, str> {
+        match self.threads.get(&thread) {
+            Some((name, _)) if !name.is_empty() => Cow::Borrowed(name),
+            Some((_, tid)) if *tid != 0 => Cow::Owned(format!("thread {thread} (tid {tid})")),
+            _ => Cow::Owned(format!("thread {thread}")),
+        }
+    }
+
+    /// The OS thread id of recording thread `thread`, when its [`ThreadName`] was read.
+    pub fn thread_os_tid(&self, thread: u32) -> Option<u64> {
+        self.threads
+            .get(&thread)
+            .map(|(_, tid)| *tid)
+            .filter(|&tid| tid != 0)
+    }
+
+    /// The recording threads named in the trace, by session index.
+    pub fn threads(&self) -> impl Iterator<Item = u32> + '_ {
+        self.threads.keys().copied()
+    }
+
+    /// The name of annotation `name`; `annotation N` when its name record is missing (a
+    /// damaged block, a trim).
+    pub fn annotation_name(&self, name: AnnotationId) -> Cow<'_, str> {
+        match self.annotation_names.get(&name) {
+            Some(text) => Cow::Borrowed(text),
+            None => Cow::Owned(format!("annotation {name}")),
+        }
     }
 
     /// Runtimes in the order they were first seen.

@@ -33,7 +33,13 @@
 //! - Copy bandwidth is the sum of `copy_bytes` of copy-batch regions over the sum of their
 //!   durations, per GPU lane.
 //!
-//! State: one distribution per region of each prepared graph, one interval set per lane,
+//! - Annotations (format 1.14): the application's ranges by name, as kernels are (count,
+//!   total, mean, p50, p99, min, max of their host durations); its markers counted by name;
+//!   its counters' samples, minimum, maximum and last value (the sample with the latest
+//!   time). Host threads: per recording thread with a name record, its `submit` calls,
+//!   blocking waits and host callbacks (count and total time each) and its annotations.
+//!
+//! State: one distribution per region of each prepared graph and per annotation name, one interval set per lane,
 //! the timings waiting for their completion (at most [`PENDING_LIMIT`]), and the joiner's
 //! in-flight window ([`crate::scan`]): nothing grows with submissions.
 
@@ -41,7 +47,9 @@ use crate::hash::IdMap;
 use crate::index::{Index, LabelRef, LaneRef, RegionRef, is_gpu_queue};
 use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
-use hrx_capture::schema::{Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex};
+use hrx_capture::schema::{
+    AnnotationId, HostSpanKind, Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -152,6 +160,76 @@ pub struct FailureCounts {
     pub faults_injected: u64,
 }
 
+/// Duration statistics of one annotation range name (format 1.14), host ns.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnotationStats {
+    /// The range's name.
+    pub name: String,
+    /// Ranges.
+    pub count: u64,
+    /// Sum of durations in ns.
+    pub total_ns: u64,
+    /// Mean duration in ns.
+    pub mean_ns: u64,
+    /// Median (nearest rank) in ns.
+    pub p50_ns: u64,
+    /// 99th percentile (nearest rank) in ns.
+    pub p99_ns: u64,
+    /// Shortest in ns.
+    pub min_ns: u64,
+    /// Longest in ns.
+    pub max_ns: u64,
+    /// Whether p50 and p99 are exact (see the module docs).
+    pub exact: bool,
+}
+
+/// One marker name's count (format 1.14).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkerStats {
+    /// The marker's name.
+    pub name: String,
+    /// Markers.
+    pub count: u64,
+}
+
+/// One counter's samples (format 1.14), values in the application's unit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterStats {
+    /// The counter's name.
+    pub name: String,
+    /// Samples.
+    pub samples: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// The value of the latest sample (by time).
+    pub last: f64,
+}
+
+/// What one host thread did in the runtime and annotated (format 1.14).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadStats {
+    /// The thread's index in the session.
+    pub thread: u32,
+    /// Its name (`thread N` when it has none).
+    pub name: String,
+    /// `submit` calls.
+    pub submits: u64,
+    /// Their total time in ns.
+    pub submit_ns: u64,
+    /// Waits that blocked.
+    pub waits: u64,
+    /// Their total time in ns.
+    pub wait_ns: u64,
+    /// Host callbacks it ran.
+    pub host_callbacks: u64,
+    /// Their total time in ns.
+    pub host_callback_ns: u64,
+    /// Annotation ranges it recorded.
+    pub ranges: u64,
+}
+
 /// Every statistic of a trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
@@ -184,6 +262,18 @@ pub struct Stats {
     /// (by their overlap with older spans, which is 0 where a queue's spans never overlap).
     #[serde(default)]
     pub late_ns: u64,
+    /// Annotation ranges by name, by total time (largest first, then by name).
+    #[serde(default)]
+    pub annotations: Vec<AnnotationStats>,
+    /// Markers by name, by name.
+    #[serde(default)]
+    pub markers: Vec<MarkerStats>,
+    /// Counters by name, by name.
+    #[serde(default)]
+    pub counters: Vec<CounterStats>,
+    /// Host threads with spans or annotations, by thread index.
+    #[serde(default)]
+    pub threads: Vec<ThreadStats>,
 }
 
 /// The busy-time union of one lane (see the module docs).
@@ -311,10 +401,113 @@ pub struct StatsVisitor {
     last_ns: u64,
     submissions: SubmissionCounts,
     failures: FailureCounts,
+    annotations: Annotations,
+}
+
+/// What [`StatsVisitor`] gathers of annotations and host threads (format 1.14), by id.
+#[derive(Clone, Debug, Default)]
+struct Annotations {
+    ranges: BTreeMap<AnnotationId, Sketch>,
+    markers: BTreeMap<AnnotationId, u64>,
+    /// Samples, min, max, (time, value) of the latest.
+    counters: BTreeMap<AnnotationId, (u64, f64, f64, (u64, f64))>,
+    threads: BTreeMap<u32, ThreadStats>,
+}
+
+impl Annotations {
+    fn thread(&mut self, thread: u32) -> &mut ThreadStats {
+        self.threads.entry(thread).or_insert_with(|| ThreadStats {
+            thread,
+            ..ThreadStats::default()
+        })
+    }
+
+    fn record(&mut self, record: &Record) {
+        match record {
+            Record::HostSpan(h) => {
+                let ns = h.end_ns.saturating_sub(h.start_ns);
+                let t = self.thread(h.thread);
+                let (count, total) = match h.kind {
+                    HostSpanKind::Submit => (&mut t.submits, &mut t.submit_ns),
+                    HostSpanKind::Wait => (&mut t.waits, &mut t.wait_ns),
+                    HostSpanKind::HostCallback => (&mut t.host_callbacks, &mut t.host_callback_ns),
+                };
+                *count += 1;
+                *total = total.saturating_add(ns);
+            }
+            Record::AnnotationRange(a) => {
+                let ns = a.end_ns.saturating_sub(a.start_ns);
+                self.ranges.entry(a.name).or_default().add(ns);
+                self.thread(a.thread).ranges += 1;
+            }
+            Record::AnnotationMarker(m) => *self.markers.entry(m.name).or_default() += 1,
+            Record::CounterSample(c) => {
+                let v = c.value.0;
+                let e = self
+                    .counters
+                    .entry(c.name)
+                    .or_insert((0, v, v, (c.time_ns, v)));
+                e.0 += 1;
+                e.1 = e.1.min(v);
+                e.2 = e.2.max(v);
+                if c.time_ns >= e.3.0 {
+                    e.3 = (c.time_ns, v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&self, index: &Index, stats: &mut Stats) {
+        for (&name, d) in &self.ranges {
+            let mut d = d.clone();
+            stats.annotations.push(AnnotationStats {
+                name: index.annotation_name(name).into_owned(),
+                count: d.count(),
+                total_ns: d.total(),
+                mean_ns: d.total().checked_div(d.count()).unwrap_or(0),
+                p50_ns: d.percentile(50.0),
+                p99_ns: d.percentile(99.0),
+                min_ns: d.min(),
+                max_ns: d.max(),
+                exact: d.is_exact(),
+            });
+        }
+        stats.annotations.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        for (&name, &count) in &self.markers {
+            let name = index.annotation_name(name).into_owned();
+            stats.markers.push(MarkerStats { name, count });
+        }
+        stats.markers.sort_by(|a, b| a.name.cmp(&b.name));
+        for (&name, &(samples, min, max, (_, last))) in &self.counters {
+            let name = index.annotation_name(name).into_owned();
+            stats.counters.push(CounterStats {
+                name,
+                samples,
+                min,
+                max,
+                last,
+            });
+        }
+        stats.counters.sort_by(|a, b| a.name.cmp(&b.name));
+        stats.threads = self
+            .threads
+            .values()
+            .map(|t| ThreadStats {
+                name: index.thread_name(t.thread).into_owned(),
+                ..t.clone()
+            })
+            .collect();
+    }
 }
 
 impl Visitor for StatsVisitor {
     fn record(&mut self, _index: &Index, record: &Record) {
+        self.annotations.record(record);
         let f = &mut self.failures;
         match record {
             Record::SubmitRefused(r) => match r.kind {
@@ -493,6 +686,7 @@ impl StatsVisitor {
             last_ns: self.last_ns,
             submissions: self.submissions,
             failures: self.failures,
+            annotations: self.annotations.clone(),
         }
     }
 
@@ -620,6 +814,7 @@ impl StatsVisitor {
                     .then_with(|| a.name.cmp(&b.name))
             });
         }
+        self.annotations.finish(index, &mut stats);
         stats
     }
 }
@@ -644,6 +839,60 @@ pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, Sc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotations_markers_counters_and_host_threads_are_summed_by_name_and_thread() {
+        let records = crate::synthetic::annotations(8, 1_000_000);
+        let (stats, _) = stats_of(&records);
+        // Six ranges of 1 ms, two of 2 ms.
+        assert_eq!(
+            stats.annotations,
+            [AnnotationStats {
+                name: "decode".into(),
+                count: 8,
+                total_ns: 10_000_000,
+                mean_ns: 1_250_000,
+                p50_ns: 1_000_000,
+                p99_ns: 2_000_000,
+                min_ns: 1_000_000,
+                max_ns: 2_000_000,
+                exact: true,
+            }]
+        );
+        assert_eq!(
+            stats.markers,
+            [MarkerStats {
+                name: "frame ready".into(),
+                count: 8
+            }]
+        );
+        assert_eq!(
+            stats.counters,
+            [CounterStats {
+                name: "in flight".into(),
+                samples: 16,
+                min: 0.0,
+                max: 1.0,
+                last: 0.0,
+            }]
+        );
+        let main = ThreadStats {
+            thread: 0,
+            name: "main".into(),
+            submits: 8,
+            submit_ns: 80_000,
+            waits: 8,
+            wait_ns: 800_000,
+            ..ThreadStats::default()
+        };
+        let decoder = ThreadStats {
+            thread: 1,
+            name: "decoder".into(),
+            ranges: 8,
+            ..ThreadStats::default()
+        };
+        assert_eq!(stats.threads, [main, decoder]);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

@@ -435,3 +435,71 @@ pub fn pipeline(spec: PipelineSpec) -> impl Iterator<Item = Record> {
             dropped_records: 0,
         })))
 }
+
+/// Host threads and application annotations (format 1.14) beside `submissions` submissions
+/// `period_ns` apart from 10 ms: thread 0 `main` submits each submission (a 10 µs `submit` at its
+/// submit time) and waits for it (100 µs); thread 1 `decoder` decodes a frame before each
+/// (a `decode` range of 1 ms, 2 ms every fourth); thread 0 marks `frame ready` after each
+/// and sets counter `in flight` to 1 then 0. The records lie in time order, each name and
+/// thread named before its first use.
+pub fn annotations(submissions: u64, period_ns: u64) -> Vec<Record> {
+    let thread = |thread, name: &str| {
+        Record::ThreadName(ThreadName {
+            thread,
+            os_tid: 1000 + u64::from(thread),
+            name: name.into(),
+        })
+    };
+    let name = |id, text: &str| {
+        Record::AnnotationName(AnnotationName {
+            name: AnnotationId(id),
+            text: text.into(),
+        })
+    };
+    let mut out = vec![
+        thread(0, "main"),
+        thread(1, "decoder"),
+        name(0, "decode"),
+        name(1, "frame ready"),
+        name(2, "in flight"),
+    ];
+    for i in 0..submissions {
+        let at = 10_000_000 + i * period_ns;
+        let decode_ns = if i % 4 == 3 { 2_000_000 } else { 1_000_000 };
+        out.push(Record::AnnotationRange(AnnotationRange {
+            thread: 1,
+            name: AnnotationId(0),
+            start_ns: at.saturating_sub(decode_ns),
+            end_ns: at,
+        }));
+        let span = |kind, start_ns, end_ns| {
+            Record::HostSpan(HostSpan {
+                thread: 0,
+                kind,
+                runtime: RuntimeId(0),
+                submission: SubmissionIndex(i),
+                region: None,
+                start_ns,
+                end_ns,
+            })
+        };
+        out.push(span(HostSpanKind::Submit, at, at + 10_000));
+        let counter = |time_ns, value| {
+            Record::CounterSample(CounterSample {
+                thread: 0,
+                name: AnnotationId(2),
+                time_ns,
+                value: CounterValue(value),
+            })
+        };
+        out.push(counter(at + 10_000, 1.0));
+        out.push(span(HostSpanKind::Wait, at + 10_000, at + 110_000));
+        out.push(counter(at + 110_000, 0.0));
+        out.push(Record::AnnotationMarker(AnnotationMarker {
+            thread: 0,
+            name: AnnotationId(1),
+            time_ns: at + 110_000,
+        }));
+    }
+    out
+}

@@ -57,7 +57,17 @@
 //!  "timing_lost": [as "running"]: regions started whose timing or completion a lossy
 //!  recording dropped (the trace counts lost records, and the submission's outcome was read
 //!  or the trace closed cleanly): not running, and not in the figures (the text says how
-//!  many)}
+//!  many),
+//!  "annotations": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
+//!                   "max_ns", "exact"}]: the application's ranges by name (format 1.14),
+//!  "markers": [{"name", "count"}], "counters": [{"name", "samples", "min", "max", "last"}]
+//!  (values in the application's unit),
+//!  "threads": [{"thread", "name", "submits", "submit_ns", "waits", "wait_ns",
+//!               "host_callbacks", "host_callback_ns", "ranges"}]: per host thread, its
+//!  `submit` calls, waits that blocked, host callbacks and annotation ranges}
+//!
+//! The text report lists the annotations, markers, counters and host threads after the
+//! failures, when the trace has any.
 //! ```
 
 use crate::args::StatsArgs;
@@ -320,6 +330,10 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "late_ns": stats.late_ns,
         "running": running_json(summary, &summary.running),
         "timing_lost": running_json(summary, &summary.timing_lost),
+        "annotations": stats.annotations,
+        "markers": stats.markers,
+        "counters": stats.counters,
+        "threads": stats.threads,
     })
 }
 
@@ -530,7 +544,92 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         plural(u(&f["poisoned_buffers"]), "poisoned buffer"),
         plural(u(&f["unhealthy_streams"]), "unhealthy stream"),
         plural(u(&f["faults_injected"]), "fault"),
-    )
+    )?;
+    write_annotations(out, r)
+}
+
+/// The application's annotations and the host threads (format 1.14), when there are any.
+fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
+    let rows = |key: &str| r[key].as_array().cloned().unwrap_or_default();
+    let ranges = rows("annotations");
+    if !ranges.is_empty() {
+        writeln!(
+            out,
+            "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "annotation", "count", "total", "mean", "p50", "p99", "max"
+        )?;
+        for a in &ranges {
+            writeln!(
+                out,
+                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                a["name"].as_str().unwrap_or(""),
+                u(&a["count"]),
+                duration(u(&a["total_ns"])),
+                duration(u(&a["mean_ns"])),
+                duration(u(&a["p50_ns"])),
+                duration(u(&a["p99_ns"])),
+                duration(u(&a["max_ns"])),
+            )?;
+        }
+    }
+    let markers = rows("markers");
+    if !markers.is_empty() {
+        writeln!(out, "\n{:<28} {:>7}", "marker", "count")?;
+        for m in &markers {
+            let name = m["name"].as_str().unwrap_or("");
+            writeln!(out, "{name:<28} {:>7}", u(&m["count"]))?;
+        }
+    }
+    let counters = rows("counters");
+    if !counters.is_empty() {
+        writeln!(
+            out,
+            "\n{:<28} {:>7} {:>11} {:>11} {:>11}",
+            "counter", "samples", "min", "max", "last"
+        )?;
+        let value = |v: &Value| format!("{}", v.as_f64().unwrap_or(f64::NAN));
+        for c in &counters {
+            writeln!(
+                out,
+                "{:<28} {:>7} {:>11} {:>11} {:>11}",
+                c["name"].as_str().unwrap_or(""),
+                u(&c["samples"]),
+                value(&c["min"]),
+                value(&c["max"]),
+                value(&c["last"]),
+            )?;
+        }
+    }
+    let threads = rows("threads");
+    if !threads.is_empty() {
+        writeln!(
+            out,
+            "\n{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7}",
+            "host thread",
+            "submits",
+            "in submit",
+            "waits",
+            "waiting",
+            "callbacks",
+            "in callback",
+            "ranges"
+        )?;
+        for t in &threads {
+            writeln!(
+                out,
+                "{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7}",
+                t["name"].as_str().unwrap_or(""),
+                u(&t["submits"]),
+                duration(u(&t["submit_ns"])),
+                u(&t["waits"]),
+                duration(u(&t["wait_ns"])),
+                u(&t["host_callbacks"]),
+                duration(u(&t["host_callback_ns"])),
+                u(&t["ranges"]),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
