@@ -16,7 +16,7 @@
 //! into the output: no JSON value is built per event.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{Arg, EVENTS_SLOT, Instant, RegionSlice, Sink, Slice, Track};
+use super::{Arg, Counter, Instant, RegionSlice, Sink, Slice, Track, instant_category};
 use std::io::{self, Write};
 
 /// A region's constant part as JSON, made once (per label) and shared by its slices'
@@ -342,7 +342,7 @@ impl Sink for Writer {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
             place(out, pid, track.tid())?;
             out.extend_from_slice(b",\"args\":{\"name\":");
-            string(out, track.name)?;
+            string(out, &track.name)?;
             out.extend_from_slice(b"}}");
             Ok(())
         })?;
@@ -406,11 +406,9 @@ impl Sink for Writer {
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"i\",\"s\":\"t\",\"name\":");
             string(out, instant.name)?;
-            out.extend_from_slice(if instant.slot == EVENTS_SLOT {
-                b",\"cat\":\"event\","
-            } else {
-                b",\"cat\":\"recorder\","
-            });
+            out.extend_from_slice(b",\"cat\":");
+            string(out, instant_category(instant.slot))?;
+            out.push(b',');
             place(out, instant.runtime.0, instant.slot as u32 + 1)?;
             out.extend_from_slice(b",\"ts\":");
             us(out, instant.time_ns)?;
@@ -418,6 +416,40 @@ impl Sink for Writer {
             args(out, &instant.args)?;
             out.push(b'}');
             Ok(())
+        })
+    }
+
+    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()> {
+        // A `ph: "C"` event needs no track of its own: only a new process is named.
+        let Some(process) = process else {
+            return Ok(());
+        };
+        let pid = counter.runtime.0;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
+            place(out, pid, 0)?;
+            out.extend_from_slice(b",\"args\":{\"name\":");
+            string(out, process)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })
+    }
+
+    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"C\",\"name\":");
+            string(out, counter.text)?;
+            out.extend_from_slice(b",\"cat\":\"counter\",");
+            place(out, counter.runtime.0, 0)?;
+            out.extend_from_slice(b",\"ts\":");
+            us(out, counter.time_ns)?;
+            out.extend_from_slice(b",\"args\":{");
+            string(out, counter.text)?;
+            // JSON has no NaN or infinity: such a sample is written as null.
+            match counter.value {
+                v if v.is_finite() => write!(out, ":{v}}}}}"),
+                _ => write!(out, ":null}}}}"),
+            }
         })
     }
 

@@ -25,6 +25,16 @@
 //!   [`FatalSignal`] record, on the first runtime's). Perfetto users read an `Events` track
 //!   as what went wrong; a digest per output there buried the one failure among hundreds
 //!   of marks (and `export` counted hundreds of events where `view` showed none).
+//! - **Host threads** (format 1.14): each recording thread with spans or annotations is a
+//!   track of the first runtime's process (`Track.thread`), named as the thread was
+//!   (`thread N` without a name), after the runtime's queues: its `submit` calls, blocking
+//!   waits and host callbacks are slices (`submit`, `wait`, `host callback`, category
+//!   `host`, with the submission, runtime and, for a callback, region), the application's
+//!   ranges are slices named as the application named them (category `annotation`) and its
+//!   markers instant events there ([`ExportCounts::thread_slices`],
+//!   [`ExportCounts::markers`]). Each counter is a counter track of that process named as
+//!   the counter ([`ExportCounts::counter_samples`]: Perfetto `TYPE_COUNTER` events with
+//!   a `double_counter_value`, Chrome `ph: "C"` events).
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
@@ -78,12 +88,12 @@ use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind, RegionIndex,
-    RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
+    Access, AnnotationId, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind,
+    RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{self, Read, Write};
 
 /// Submissions per settling window (see the module docs).
@@ -95,8 +105,23 @@ const EVENTS_SLOT: usize = QUEUES.len();
 /// Track slot of the `Recorder` track, after the `Events` track.
 const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
 
-/// Track slots: the queues', `Events`, `Recorder`.
+/// Track slots: the queues', `Events`, `Recorder`; a host thread's track is slot
+/// `SLOTS + thread` (see [`thread_slot`]).
 const SLOTS: usize = RECORDER_SLOT + 1;
+
+/// The track slot of recording thread `thread`: after the runtime's own tracks.
+fn thread_slot(thread: u32) -> usize {
+    SLOTS + thread as usize
+}
+
+/// The category of an instant event on track `slot`.
+fn instant_category(slot: usize) -> &'static str {
+    match slot {
+        EVENTS_SLOT => "event",
+        RECORDER_SLOT => "recorder",
+        _ => "annotation",
+    }
+}
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +166,13 @@ pub struct ExportCounts {
     /// Regions whose timing was lost ([`ScanSummary::timing_lost`]), marked on the
     /// `Recorder` tracks (among `recorder_instants`), not drawn as slices.
     pub timing_lost: u64,
+    /// Slices on host threads' tracks (format 1.14): `submit` calls, blocking waits, host
+    /// callbacks and annotation ranges (not among `slices`).
+    pub thread_slices: u64,
+    /// Annotation markers on host threads' tracks (not among the instants).
+    pub markers: u64,
+    /// Counter samples on counter tracks.
+    pub counter_samples: u64,
 }
 
 /// One region's argument texts, computed once per prepared graph.
@@ -163,9 +195,10 @@ struct RegionArgs {
 #[derive(Clone, Debug)]
 pub(crate) struct Track {
     runtime: RuntimeId,
-    /// 0..5: the queue's position in [`QUEUES`]; 5: events.
+    /// 0..5: the queue's position in [`QUEUES`]; 5: events; 6: the recorder; from
+    /// [`SLOTS`]: a host thread ([`thread_slot`]).
     slot: usize,
-    name: &'static str,
+    name: Cow<'static, str>,
     /// The runtime's display name.
     process: String,
 }
@@ -182,9 +215,28 @@ fn process_uuid(runtime: RuntimeId) -> u64 {
     (u64::from(runtime.0) + 1) << 8
 }
 
-/// Perfetto uuid of track `slot` of `runtime`.
+/// Perfetto uuid of track `slot` of `runtime`; a host thread's has a namespace of its own
+/// (bit 62), so that any number of threads fit.
 fn track_uuid(runtime: RuntimeId, slot: usize) -> u64 {
-    process_uuid(runtime) | (slot as u64 + 1)
+    match slot.checked_sub(SLOTS) {
+        None => process_uuid(runtime) | (slot as u64 + 1),
+        Some(thread) => 1 << 62 | u64::from(runtime.0) << 32 | thread as u64,
+    }
+}
+
+/// Perfetto uuid of the counter track of `name` in `runtime`'s process (bit 61).
+fn counter_uuid(runtime: RuntimeId, name: AnnotationId) -> u64 {
+    1 << 61 | u64::from(runtime.0) << 32 | u64::from(name.0)
+}
+
+/// A counter's sample (format 1.14), on its counter track.
+#[derive(Debug)]
+pub(crate) struct Counter<'a> {
+    runtime: RuntimeId,
+    name: AnnotationId,
+    text: &'a str,
+    time_ns: u64,
+    value: f64,
 }
 
 /// Each region's argument texts and label, by [`RegionRef`] (see the module docs).
@@ -328,9 +380,9 @@ pub(crate) struct Slice<'a> {
 #[derive(Debug)]
 pub(crate) struct Instant<'a> {
     runtime: RuntimeId,
-    /// [`EVENTS_SLOT`] or [`RECORDER_SLOT`].
+    /// [`EVENTS_SLOT`], [`RECORDER_SLOT`] or a host thread's ([`thread_slot`]).
     slot: usize,
-    name: &'static str,
+    name: &'a str,
     time_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
 }
@@ -375,6 +427,11 @@ trait Sink {
     fn region_slice(&mut self, slice: &RegionSlice<'_>) -> io::Result<()>;
     /// Writes one instant event.
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()>;
+    /// Declares the counter track of `counter`'s name, before its first sample; `process`:
+    /// the display name of its runtime's process when that is not declared yet.
+    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()>;
+    /// Writes one counter sample.
+    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()>;
     /// Ends the output and flushes it.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -437,12 +494,15 @@ fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportErr
             error: None,
             processes: BTreeMap::new(),
             declared: Vec::new(),
+            threads_declared: HashSet::new(),
+            counters_declared: HashSet::new(),
         },
         names: Names::new(),
         scratch: Scratch::default(),
         fatal: Vec::new(),
         end_ns: 0,
         runtimes: Vec::new(),
+        host_process: None,
     };
     let summary = source.scan(&mut pass)?;
     let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
@@ -514,11 +574,105 @@ struct Out<S> {
     processes: BTreeMap<RuntimeId, String>,
     /// The tracks declared, by runtime (few) and slot.
     declared: Vec<(RuntimeId, [bool; SLOTS])>,
+    /// Host threads' tracks declared (format 1.14), by runtime and slot.
+    threads_declared: HashSet<(RuntimeId, usize)>,
+    /// Counter tracks declared, by runtime and name.
+    counters_declared: HashSet<(RuntimeId, AnnotationId)>,
 }
 
 impl<S: Sink> Out<S> {
+    /// Whether `runtime`'s process is declared; declares it in the list if not.
+    fn process_declared(&mut self, runtime: RuntimeId) -> bool {
+        let known = self.declared.iter().any(|(r, _)| *r == runtime);
+        if !known {
+            self.declared.push((runtime, [false; SLOTS]));
+        }
+        known
+    }
+
+    /// The display name of `runtime`'s process.
+    fn process_name(&self, runtime: RuntimeId) -> String {
+        self.processes
+            .get(&runtime)
+            .cloned()
+            .unwrap_or_else(|| format!("hrx runtime {runtime}"))
+    }
+
+    /// Declares host thread `thread`'s track in `runtime`'s process unless it was.
+    fn declare_thread(&mut self, runtime: RuntimeId, thread: u32, name: &str) {
+        let slot = thread_slot(thread);
+        if !self.threads_declared.insert((runtime, slot)) {
+            return;
+        }
+        let new_process = !self.process_declared(runtime);
+        self.counts.tracks += 1;
+        if self.error.is_some() {
+            return;
+        }
+        let track = Track {
+            runtime,
+            slot,
+            name: Cow::Owned(name.to_owned()),
+            process: self.process_name(runtime),
+        };
+        if let Err(e) = self.sink.track(&track, new_process) {
+            self.error = Some(e);
+        }
+    }
+
+    /// A slice on host thread `thread`'s track (declared first).
+    fn thread_slice(&mut self, thread: u32, thread_name: &str, slice: &Slice<'_>) {
+        self.declare_thread(slice.runtime, thread, thread_name);
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.thread_slices += 1;
+        if let Err(e) = self.sink.slice(slice) {
+            self.error = Some(e);
+        }
+    }
+
+    /// A marker on host thread `thread`'s track (declared first).
+    fn marker(&mut self, thread: u32, thread_name: &str, instant: &Instant<'_>) {
+        self.declare_thread(instant.runtime, thread, thread_name);
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.markers += 1;
+        if let Err(e) = self.sink.instant(instant) {
+            self.error = Some(e);
+        }
+    }
+
+    /// A counter sample (its track declared first).
+    fn counter(&mut self, counter: &Counter<'_>) {
+        if self
+            .counters_declared
+            .insert((counter.runtime, counter.name))
+        {
+            let process = (!self.process_declared(counter.runtime))
+                .then(|| self.process_name(counter.runtime));
+            self.counts.tracks += 1;
+            if self.error.is_none()
+                && let Err(e) = self.sink.counter_track(counter, process.as_deref())
+            {
+                self.error = Some(e);
+            }
+        }
+        if self.error.is_some() {
+            return;
+        }
+        self.counts.counter_samples += 1;
+        if let Err(e) = self.sink.counter(counter) {
+            self.error = Some(e);
+        }
+    }
+
     /// Declares track `slot` of `runtime` unless it was.
     fn declare(&mut self, runtime: RuntimeId, slot: usize) {
+        if slot >= SLOTS {
+            return; // a host thread's: declared by `declare_thread`
+        }
         let at = self.declared.iter().position(|(r, _)| *r == runtime);
         let new_process = at.is_none();
         let at = at.unwrap_or_else(|| {
@@ -535,16 +689,12 @@ impl<S: Sink> Out<S> {
         let track = Track {
             runtime,
             slot,
-            name: match QUEUES.get(slot) {
+            name: Cow::Borrowed(match QUEUES.get(slot) {
                 Some(&q) => queue_name(q),
                 None if slot == EVENTS_SLOT => "Events",
                 None => "Recorder",
-            },
-            process: self
-                .processes
-                .get(&runtime)
-                .cloned()
-                .unwrap_or_else(|| format!("hrx runtime {runtime}")),
+            }),
+            process: self.process_name(runtime),
         };
         if let Err(e) = self.sink.track(&track, new_process) {
             self.error = Some(e);
@@ -620,6 +770,8 @@ struct Pass<S> {
     end_ns: u64,
     /// Held submissions by runtime (few).
     runtimes: Vec<(RuntimeId, RuntimeHeld)>,
+    /// The process the host threads' and counters' tracks belong to: the first runtime's.
+    host_process: Option<RuntimeId>,
 }
 
 impl<S: Sink> Pass<S> {
@@ -893,6 +1045,78 @@ impl Settled<'_> {
     }
 }
 
+impl<S: Sink> Pass<S> {
+    /// A host thread's span, annotation or counter sample (format 1.14; see the module
+    /// docs).
+    fn host_thread(&mut self, index: &Index, record: &Record) {
+        if self.out.error.is_some() {
+            return;
+        }
+        let runtime = self.host_process.unwrap_or_default();
+        fn slice<'a>(
+            runtime: RuntimeId,
+            (thread, name, category): (u32, &'a str, &'static str),
+            start_ns: u64,
+            end_ns: u64,
+        ) -> Slice<'a> {
+            Slice {
+                runtime,
+                slot: thread_slot(thread),
+                name,
+                category,
+                start_ns,
+                end_ns: end_ns.max(start_ns),
+                args: Vec::new(),
+                flows_out: &[],
+                flows_in: &[],
+            }
+        }
+        match record {
+            Record::HostSpan(h) => {
+                let what = (h.thread, h.kind.label(), "host");
+                let mut slice = slice(runtime, what, h.start_ns, h.end_ns);
+                slice.args.push(("submission", Arg::Uint(h.submission.0)));
+                slice.args.push(("runtime", Arg::Uint(h.runtime.0.into())));
+                if let Some(region) = h.region {
+                    slice.args.push(("region", Arg::Uint(region.0.into())));
+                }
+                self.out
+                    .thread_slice(h.thread, &index.thread_name(h.thread), &slice);
+            }
+            Record::AnnotationRange(a) => {
+                let name = index.annotation_name(a.name);
+                let what = (a.thread, &*name, "annotation");
+                let slice = slice(runtime, what, a.start_ns, a.end_ns);
+                self.out
+                    .thread_slice(a.thread, &index.thread_name(a.thread), &slice);
+            }
+            Record::AnnotationMarker(m) => {
+                let name = index.annotation_name(m.name);
+                let instant = Instant {
+                    runtime,
+                    slot: thread_slot(m.thread),
+                    name: &name,
+                    time_ns: m.time_ns,
+                    args: Vec::new(),
+                };
+                self.out
+                    .marker(m.thread, &index.thread_name(m.thread), &instant);
+            }
+            Record::CounterSample(c) => {
+                let text = index.annotation_name(c.name);
+                self.out.counter(&Counter {
+                    runtime,
+                    name: c.name,
+                    text: &text,
+                    time_ns: c.time_ns,
+                    value: c.value.0,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
 impl<S: Sink> Visitor for Pass<S> {
     fn record(&mut self, index: &Index, record: &Record) {
         if let Some(time_ns) = crate::dump::host_time_ns(record) {
@@ -905,7 +1129,12 @@ impl<S: Sink> Visitor for Pass<S> {
                     r.runtime,
                     format!("hrx runtime {} ({}: {})", r.runtime, r.backend, r.device),
                 );
+                self.host_process.get_or_insert(r.runtime);
             }
+            Record::HostSpan(_)
+            | Record::AnnotationRange(_)
+            | Record::AnnotationMarker(_)
+            | Record::CounterSample(_) => self.host_thread(index, record),
             Record::Prepared(p) => self.names.prepared(p),
             Record::GraphOp(_) | Record::KernelLoaded(_) => self.names.generation += 1,
             Record::Submit(s) => {

@@ -15,7 +15,9 @@
 //! - A slice is a `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair on its track, arguments as
 //!   debug annotations; flows are `flow_ids` on the producer's begin and
 //!   `terminating_flow_ids` on the consumer's.
-//! - An instant event is `TYPE_INSTANT` on the events track.
+//! - An instant event is `TYPE_INSTANT` on the events track (a marker: on its thread's).
+//! - A counter is a track with a `CounterDescriptor` under its process, a sample a
+//!   `TYPE_COUNTER` event with its `double_counter_value`.
 //!
 //! **Interning**, as Perfetto's own SDK writes track events: event names, categories,
 //! annotation names and a region's constant argument texts (its kind, buffer uses and
@@ -37,7 +39,10 @@
 //! split the interning state.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{Arg, EVENTS_SLOT, Instant, RegionSlice, Sink, Slice, Track, process_uuid, track_uuid};
+use super::{
+    Arg, Counter, Instant, RegionSlice, Sink, Slice, Track, counter_uuid, instant_category,
+    process_uuid, track_uuid,
+};
 use std::collections::HashMap;
 use std::io;
 
@@ -45,6 +50,7 @@ use std::io;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
+const TYPE_COUNTER: u64 = 4;
 /// `TracePacket.SequenceFlags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -69,6 +75,7 @@ pub(super) mod field {
     pub const NAME: u32 = 2;
     pub const PROCESS: u32 = 3;
     pub const PARENT_UUID: u32 = 5;
+    pub const COUNTER: u32 = 8;
     pub const CHILD_ORDERING: u32 = 11;
     pub const SIBLING_ORDER_RANK: u32 = 12;
     /// `ProcessDescriptor`.
@@ -80,6 +87,7 @@ pub(super) mod field {
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
+    pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     pub const FLOW_IDS: u32 = 47;
     pub const TERMINATING_FLOW_IDS: u32 = 48;
     /// `DebugAnnotation`.
@@ -572,31 +580,38 @@ fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
     end_packet(enc, s.end_ns, track);
 }
 
+impl Writer {
+    /// Declares `runtime`'s process track, named `name`.
+    fn process(&mut self, runtime: super::RuntimeId, name: &str) -> io::Result<()> {
+        self.packet(
+            None,
+            |enc, _| {
+                let at = enc.open(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, process_uuid(runtime));
+                let process = enc.open(field::PROCESS);
+                enc.int32(field::PID, runtime.0 as i32);
+                enc.string(field::PROCESS_NAME, name);
+                enc.close(process);
+                enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
+                enc.close(at);
+            },
+            true,
+            false,
+        )
+    }
+}
+
 impl Sink for Writer {
     fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
         if new_process {
-            self.packet(
-                None,
-                |enc, _| {
-                    let at = enc.open(field::TRACK_DESCRIPTOR);
-                    enc.uint(field::UUID, process_uuid(track.runtime));
-                    let process = enc.open(field::PROCESS);
-                    enc.int32(field::PID, track.runtime.0 as i32);
-                    enc.string(field::PROCESS_NAME, &track.process);
-                    enc.close(process);
-                    enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
-                    enc.close(at);
-                },
-                true,
-                false,
-            )?;
+            self.process(track.runtime, &track.process)?;
         }
         self.packet(
             None,
             |enc, _| {
                 let at = enc.open(field::TRACK_DESCRIPTOR);
                 enc.uint(field::UUID, track_uuid(track.runtime, track.slot));
-                enc.string(field::NAME, track.name);
+                enc.string(field::NAME, &track.name);
                 enc.uint(field::PARENT_UUID, process_uuid(track.runtime));
                 enc.int32(field::SIBLING_ORDER_RANK, track.slot as i32);
                 enc.close(at);
@@ -666,11 +681,7 @@ impl Sink for Writer {
             Some(instant.time_ns),
             |enc, interner| {
                 let e = Event {
-                    category: Some(if instant.slot == EVENTS_SLOT {
-                        "event"
-                    } else {
-                        "recorder"
-                    }),
+                    category: Some(instant_category(instant.slot)),
                     name: Some(instant.name),
                     args: &instant.args,
                     ..Event::default()
@@ -679,6 +690,42 @@ impl Sink for Writer {
             },
             false,
             true,
+        )
+    }
+
+    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()> {
+        if let Some(process) = process {
+            self.process(counter.runtime, process)?;
+        }
+        self.packet(
+            None,
+            |enc, _| {
+                let at = enc.open(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, counter_uuid(counter.runtime, counter.name));
+                enc.string(field::NAME, counter.text);
+                enc.uint(field::PARENT_UUID, process_uuid(counter.runtime));
+                let descriptor = enc.open(field::COUNTER);
+                enc.close(descriptor);
+                enc.close(at);
+            },
+            true,
+            false,
+        )
+    }
+
+    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
+        let track = counter_uuid(counter.runtime, counter.name);
+        self.packet(
+            Some(counter.time_ns),
+            |enc, _| {
+                let at = enc.open(field::TRACK_EVENT);
+                enc.uint(field::TYPE, TYPE_COUNTER);
+                enc.uint(field::TRACK_UUID, track);
+                enc.fixed64(field::DOUBLE_COUNTER_VALUE, counter.value.to_bits());
+                enc.close(at);
+            },
+            false,
+            false,
         )
     }
 

@@ -70,11 +70,17 @@ mod pb {
         pub process: Option<ProcessDescriptor>,
         #[prost(uint64, optional, tag = "5")]
         pub parent_uuid: Option<u64>,
+        #[prost(message, optional, tag = "8")]
+        pub counter: Option<CounterDescriptor>,
         #[prost(int32, optional, tag = "11")]
         pub child_ordering: Option<i32>,
         #[prost(int32, optional, tag = "12")]
         pub sibling_order_rank: Option<i32>,
     }
+
+    /// `CounterDescriptor`: no field is written (a plain counter).
+    #[derive(Clone, PartialEq, Message)]
+    pub struct CounterDescriptor {}
 
     #[derive(Clone, PartialEq, Message)]
     pub struct ProcessDescriptor {
@@ -102,6 +108,8 @@ mod pb {
         pub name: Option<String>,
         #[prost(fixed64, repeated, packed = "false", tag = "47")]
         pub flow_ids: Vec<u64>,
+        #[prost(double, optional, tag = "44")]
+        pub double_counter_value: Option<f64>,
         #[prost(fixed64, repeated, packed = "false", tag = "48")]
         pub terminating_flow_ids: Vec<u64>,
     }
@@ -837,4 +845,110 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
     assert!(ends.contains(&end_ns), "{ends:?}");
     let instants = named(&|n| n == "fatal signal", 3);
     assert_eq!(instants.iter().map(|i| i.0).collect::<Vec<_>>(), [end_ns]);
+}
+
+/// Host threads and annotations (format 1.14): a track per thread under the first runtime's
+/// process, named as the thread, holding its `submit` and `wait` slices, its annotation
+/// ranges and markers; a counter track per counter with its samples.
+#[test]
+fn host_threads_are_tracks_with_their_spans_annotations_and_counters() {
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
+    records.extend(crate::synthetic::annotations(8, 1_000_000));
+    let (out, counts) = export(&records, Format::Perfetto);
+    assert_eq!(
+        (counts.thread_slices, counts.markers, counts.counter_samples),
+        (24, 8, 16)
+    );
+    let packets = packets(&out);
+    let mut tracks: HashMap<u64, (String, Option<u64>, bool)> = HashMap::new();
+    let mut on: HashMap<String, Vec<(String, Option<String>, i32)>> = HashMap::new();
+    let mut values = Vec::new();
+    for p in &packets {
+        if let Some(d) = &p.track_descriptor {
+            let name = d
+                .name
+                .clone()
+                .or(d.process.as_ref().and_then(|p| p.process_name.clone()));
+            tracks.insert(
+                d.uuid.unwrap(),
+                (name.unwrap(), d.parent_uuid, d.counter.is_some()),
+            );
+        }
+        if let Some(e) = &p.track_event {
+            let (track, _, counter) = &tracks[&e.track_uuid.unwrap()];
+            if *counter {
+                assert_eq!(e.r#type, Some(4));
+                values.push((track.clone(), p.timestamp.unwrap(), e.double_counter_value));
+            } else if e.r#type != Some(2) {
+                let category = e.categories.first().cloned();
+                on.entry(track.clone()).or_default().push((
+                    e.name.clone().unwrap(),
+                    category,
+                    e.r#type.unwrap(),
+                ));
+            }
+        }
+    }
+    let of = |track: &str, name: &str| {
+        on[track]
+            .iter()
+            .filter(|(n, _, _)| n == name)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let host = |name: &str| (name.to_owned(), Some("host".to_owned()), 1);
+    assert_eq!(of("main", "submit"), vec![host("submit"); 8]);
+    assert_eq!(of("main", "wait"), vec![host("wait"); 8]);
+    let marker = ("frame ready".to_owned(), Some("annotation".to_owned()), 3);
+    assert_eq!(of("main", "frame ready"), vec![marker; 8]);
+    let decode = ("decode".to_owned(), Some("annotation".to_owned()), 1);
+    assert_eq!(on["decoder"], vec![decode; 8]);
+    // Both thread tracks and the counter hang off the runtime's process, after its queues.
+    let process = tracks
+        .iter()
+        .find(|(_, (_, parent, _))| parent.is_none())
+        .map(|(uuid, _)| *uuid)
+        .unwrap();
+    for name in ["main", "decoder", "in flight"] {
+        let (_, parent, counter) = tracks.values().find(|(n, _, _)| n == name).unwrap();
+        assert_eq!(
+            (*parent, *counter),
+            (Some(process), name == "in flight"),
+            "{name}"
+        );
+    }
+    assert_eq!(values.len(), 16);
+    assert!(values.iter().all(|(track, _, _)| track == "in flight"));
+    let in_flight: Vec<_> = values.iter().map(|(_, _, v)| v.unwrap()).collect();
+    assert_eq!(in_flight, [1.0, 0.0].repeat(8));
+
+    let (out, chrome) = export(&records, Format::Chrome);
+    assert_eq!(chrome, counts);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let tid_of = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == name)
+            .map(|e| e["tid"].as_u64().unwrap())
+            .unwrap()
+    };
+    let (main, decoder) = (tid_of("main"), tid_of("decoder"));
+    let count = |ph: &str, name: &str, tid: Option<u64>| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["name"] == name)
+            .filter(|e| tid.is_none_or(|tid| e["tid"].as_u64() == Some(tid)))
+            .count()
+    };
+    assert_eq!(count("X", "decode", Some(decoder)), 8);
+    assert_eq!(count("X", "submit", Some(main)), 8);
+    assert_eq!(count("X", "wait", Some(main)), 8);
+    assert_eq!(count("i", "frame ready", Some(main)), 8);
+    let samples: Vec<f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| e["args"]["in flight"].as_f64().unwrap())
+        .collect();
+    assert_eq!(samples, [1.0, 0.0].repeat(8));
 }
