@@ -312,6 +312,15 @@ impl From<&Durations> for Centre {
     }
 }
 
+impl From<&crate::stats::AnnotationStats> for Centre {
+    fn from(a: &crate::stats::AnnotationStats) -> Centre {
+        Centre {
+            median_ns: a.p50_ns,
+            p99_ns: a.p99_ns,
+        }
+    }
+}
+
 impl From<&KernelStats> for Centre {
     fn from(k: &KernelStats) -> Centre {
         Centre {

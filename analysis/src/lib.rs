@@ -72,5 +72,6 @@ pub use scan::{
     scan_reader_threaded, scan_records,
 };
 pub use stats::{
-    CopyStats, FailureCounts, KernelStats, LaneStats, Stats, StatsVisitor, SubmissionCounts,
+    AnnotationStats, CopyStats, CounterStats, FailureCounts, KernelStats, LaneStats, MarkerStats,
+    Stats, StatsVisitor, SubmissionCounts, ThreadStats,
 };

@@ -106,6 +106,9 @@
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
 //!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
+//!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), judged
+//!                 by the kernel rule but deciding nothing (the text marks a slow one
+//!                 "slower"),
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
 //!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
 //!              "base", "new"}],
@@ -254,6 +257,36 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
             })
         })
         .collect();
+    let annotations: Vec<Value> = c
+        .annotations
+        .iter()
+        .map(|a| {
+            let stats = |s: &hrx_analysis::AnnotationStats| {
+                json!({
+                    "name": s.name, "count": s.count, "total_ns": s.total_ns,
+                    "mean_ns": s.mean_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+                    "min_ns": s.min_ns, "max_ns": s.max_ns,
+                })
+            };
+            let (base, new) = (a.base.as_ref(), a.new.as_ref());
+            let status = match (base, new) {
+                (Some(_), Some(_)) => "matched",
+                (None, _) => "new",
+                (_, None) => "missing",
+            };
+            let ratio = base
+                .zip(new)
+                .filter(|(b, _)| b.p50_ns > 0)
+                .map(|(b, n)| n.p50_ns as f64 / b.p50_ns as f64);
+            let delta_ns = base
+                .zip(new)
+                .map(|(b, n)| n.p50_ns as i64 - b.p50_ns as i64);
+            json!({
+                "name": a.name, "status": status, "base": base.map(stats),
+                "new": new.map(stats), "ratio": ratio, "delta_ns": delta_ns, "slow": a.slow,
+            })
+        })
+        .collect();
     let relabelled: Vec<Value> = c
         .regions
         .relabelled
@@ -348,6 +381,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                         "only_base": subs_only_base, "only_new": subs_only_new,
                         "changed": changed},
         "kernels": kernels,
+        "annotations": annotations,
         "regions": {"matched": c.regions.matched, "only_base": c.regions.only_base,
                     "only_new": c.regions.only_new, "relabelled": relabelled, "times": times},
         "outputs": {
@@ -407,6 +441,35 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             ns(&k["new"]["p99_ns"]),
             ratio,
         )?;
+    }
+    // The application's ranges (format 1.14): reported, never judged.
+    if let Some(rows) = r["annotations"].as_array().filter(|a| !a.is_empty()) {
+        writeln!(
+            out,
+            "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
+            "annotation", "ranges", "base p50", "new p50", "base p99", "new p99", "ratio"
+        )?;
+        for a in rows {
+            let runs = format!("{}/{}", u(&a["base"]["count"]), u(&a["new"]["count"]));
+            let mark = match (a["status"].as_str(), a["slow"].as_bool()) {
+                (_, Some(true)) => "  slower",
+                (Some("new"), _) => "  new",
+                (Some("missing"), _) => "  missing",
+                _ => "",
+            };
+            let ratio = a["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
+            writeln!(
+                out,
+                "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}{mark}",
+                a["name"].as_str().unwrap_or(""),
+                runs,
+                ns(&a["base"]["p50_ns"]),
+                ns(&a["new"]["p50_ns"]),
+                ns(&a["base"]["p99_ns"]),
+                ns(&a["new"]["p99_ns"]),
+                ratio,
+            )?;
+        }
     }
     let g = &r["regions"];
     writeln!(

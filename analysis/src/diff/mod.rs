@@ -69,8 +69,8 @@ pub use profile::{Profile, limit_timings, limit_timings_records, profile, profil
 pub use range::{Held, common as common_range, describe as describe_range};
 pub use stream::{match_files, match_streams};
 pub use verdict::{
-    Comparison, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, RegionTimes, Regions, Relabelled,
-    SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
+    AnnotationRow, Comparison, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, RegionTimes, Regions,
+    Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
 };
 
 use crate::scan::Outcome;

@@ -10,7 +10,7 @@ use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
 use crate::scan::{JoinedSpan, Outcome, Visitor, scan_reader_threaded, scan_records};
 use crate::sketch::Sketch;
-use crate::stats::{KernelStats, StatsVisitor};
+use crate::stats::{AnnotationStats, KernelStats, StatsVisitor};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
     Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
@@ -28,6 +28,8 @@ type Writes = IdMap<(RuntimeId, GraphId), Vec<(u32, u32, u64, u64, u64)>>;
 pub struct Profile {
     /// Per kernel (label), by name.
     pub kernels: BTreeMap<String, KernelStats>,
+    /// The application's annotation ranges (format 1.14), by name.
+    pub annotations: BTreeMap<String, AnnotationStats>,
     /// Every region of every prepared graph: its label and the durations of its timed runs.
     pub regions: BTreeMap<RegionKey, (String, Sketch)>,
     /// `Submit` records.
@@ -253,8 +255,13 @@ impl ProfileVisitor {
             let params = params(ops.map_or(&[][..], Vec::as_slice), kernel);
             graphs.insert(region_ranks[&(p.runtime, p.id)], (structure, params));
         }
-        let stats = std::mem::take(&mut self.stats).finish(&summary);
+        let mut stats = std::mem::take(&mut self.stats).finish(&summary);
+        let annotations = std::mem::take(&mut stats.annotations)
+            .into_iter()
+            .map(|a| (a.name.clone(), a))
+            .collect();
         Profile {
+            annotations,
             // Copies and host callbacks are compared as kernels are (`stats` lists them
             // apart).
             kernels: stats

@@ -26,7 +26,7 @@ use super::range::{Held, describe};
 use super::{Matched, Profile};
 use crate::compare::{Slowdown, Verdict, timing};
 use crate::matching::{Paired, RegionKey, pair};
-use crate::stats::KernelStats;
+use crate::stats::{AnnotationStats, KernelStats};
 use crate::units::plural;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -99,6 +99,21 @@ impl KernelRow {
     }
 }
 
+/// One annotation range name of either trace (format 1.14): its statistics on each side.
+/// Compared by the kernel rule ([`is_slow`] of the medians and p99s), but reported only: an
+/// application's ranges time its own work, which decides no verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnnotationRow {
+    /// Its name.
+    pub name: String,
+    /// Its statistics in the base trace, if it was recorded there.
+    pub base: Option<AnnotationStats>,
+    /// In the new trace.
+    pub new: Option<AnnotationStats>,
+    /// Whether it is slow by the kernel rule (only a name of both traces can be).
+    pub slow: bool,
+}
+
 /// A matched region whose label changed (the graph was built differently).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Relabelled {
@@ -150,6 +165,8 @@ pub struct Regions {
 pub struct Comparison {
     /// Every kernel of either trace, by name.
     pub kernels: Vec<KernelRow>,
+    /// Every annotation range name of either trace, by name (reported, not judged).
+    pub annotations: Vec<AnnotationRow>,
     /// Regions paired by key.
     pub regions: Regions,
     /// Slow kernels.
@@ -273,6 +290,31 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         };
         kernels.push(row);
     }
+
+    let rule = Slowdown {
+        max_ratio: Some(max_slowdown),
+        floor_ns: NOISE_FLOOR_NS,
+    };
+    let annotations = pair(base.annotations.clone(), new.annotations.clone())
+        .into_iter()
+        .map(|(name, paired)| {
+            let (base, new) = match paired {
+                Paired::Both(b, n) => (Some(b), Some(n)),
+                Paired::Base(b) => (Some(b), None),
+                Paired::New(n) => (None, Some(n)),
+            };
+            let slow = match (&base, &new) {
+                (Some(b), Some(n)) => timing(Some(b.into()), Some(n.into()), &rule, true).slow,
+                _ => false,
+            };
+            AnnotationRow {
+                name,
+                base,
+                new,
+                slow,
+            }
+        })
+        .collect();
 
     let mut regions = Regions::default();
     for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
@@ -425,6 +467,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     }
     Comparison {
         kernels,
+        annotations,
         regions,
         slow_kernels: slow,
         new_kernels: added,
@@ -548,6 +591,47 @@ mod tests {
         (base.p50_ns, base.p99_ns) = (10_000, 12_000);
         assert!(!is_slow(&base, &with(&base, 10_000 + NOISE_FLOOR_NS), 2.0));
         assert!(is_slow(&base, &with(&base, 10_001 + NOISE_FLOOR_NS), 2.0));
+    }
+
+    /// Annotation ranges are paired by name and compared by the kernel rule, but a slow one
+    /// decides nothing: the verdict stays what the kernels and outputs make it.
+    #[test]
+    fn annotation_ranges_are_paired_by_name_and_reported_without_deciding_the_verdict() {
+        let records = trace(20, &[], None);
+        let mut base = records.clone();
+        base.extend(crate::synthetic::annotations(8, 1_000_000));
+        // The new trace decodes ten times slower and names one range differently.
+        let mut new = records.clone();
+        new.extend(
+            crate::synthetic::annotations(8, 1_000_000)
+                .into_iter()
+                .map(|r| match r {
+                    Record::AnnotationRange(mut a) => {
+                        a.end_ns = a.start_ns + (a.end_ns - a.start_ns) * 10;
+                        Record::AnnotationRange(a)
+                    }
+                    Record::AnnotationName(mut n) if n.text == "frame ready" => {
+                        n.text = "unused".into();
+                        Record::AnnotationName(n)
+                    }
+                    r => r,
+                }),
+        );
+        let c = compared(&base, &new, 2.0);
+        assert_eq!(c.verdict, Verdict::Same, "{:?}", c.reasons);
+        assert_eq!(c.annotations.len(), 1, "{:?}", c.annotations);
+        let decode = &c.annotations[0];
+        assert_eq!(decode.name, "decode");
+        let (b, n) = (decode.base.as_ref().unwrap(), decode.new.as_ref().unwrap());
+        assert_eq!((b.count, b.p50_ns), (8, 1_000_000));
+        assert_eq!((n.count, n.p50_ns), (8, 10_000_000));
+        assert!(decode.slow);
+        let same = compared(&base, &base, 2.0);
+        assert_eq!(same.annotations.len(), 1);
+        assert!(!same.annotations[0].slow);
+        // A trace without annotations against one with: its ranges are one-sided rows.
+        let none = compared(&records, &base, 2.0);
+        assert!(none.annotations[0].base.is_none() && !none.annotations[0].slow);
     }
 
     #[test]

@@ -489,3 +489,93 @@ fn info_names_the_clock_and_the_fallback_can_be_forced() {
 fn field_of(text: &str, key: &str) -> String {
     field(text, key).to_owned()
 }
+
+/// The pipeline annotates its host work (issue 19): decoding and scaling on the named
+/// `decoder` thread, the main thread's wait for a decoded photo, its frame writes and
+/// output reads, and the frames in flight; `stats`, `export` and `diff` read them back with
+/// the host threads' submits and waits.
+#[test]
+fn pipeline_annotations_and_host_threads_reach_stats_export_and_diff() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.hrxt", "b.hrxt"] {
+        let output = record_pipeline(dir.path(), name, &photo);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+    }
+    let output = run(dir.path(), &["stats", "a.hrxt", "--json"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let stats: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let count = |table: &str, name: &str, field: &str| {
+        stats[table]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {table}: {stats}"))[field]
+            .as_u64()
+            .unwrap()
+    };
+    // One photograph for three frames: decoded and scaled once, then reused.
+    for (range, n) in [
+        ("decode photo", 1),
+        ("scale photo", 1),
+        ("write frame", 3),
+        ("read output", 3),
+    ] {
+        assert_eq!(count("annotations", range, "count"), n, "{range}");
+    }
+    // One wait per frame pulled, and one that finds the decoder done.
+    assert_eq!(count("annotations", "wait for a decoded photo", "count"), 4);
+    assert_eq!(count("counters", "frames in flight", "samples"), 3);
+    assert_eq!(count("threads", "decoder", "ranges"), 2);
+    assert_eq!(count("threads", "decoder", "submits"), 0);
+    assert_eq!(count("threads", "main", "submits"), 3);
+    let text = stdout(&run(dir.path(), &["stats", "a.hrxt"]));
+    assert!(
+        text.lines().any(|l| l.starts_with("decode photo ")),
+        "{text}"
+    );
+
+    let output = run(
+        dir.path(),
+        &["export", "a.hrxt", "--format", "chrome", "-o", "a.json"],
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let decoder = events
+        .iter()
+        .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "decoder")
+        .expect("the decoder thread's track");
+    let on_decoder = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == decoder["tid"] && e["pid"] == decoder["pid"])
+        .filter(|e| e["name"] == "decode photo")
+        .count();
+    assert_eq!(on_decoder, 1);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == "submit")
+            .count(),
+        3
+    );
+
+    let output = run(dir.path(), &["diff", "a.hrxt", "b.hrxt", "--json"]);
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let decode = diff["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "decode photo")
+        .expect("decode photo compared");
+    assert_eq!(decode["status"], "matched");
+    assert_eq!(
+        (
+            decode["base"]["count"].as_u64(),
+            decode["new"]["count"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+}
