@@ -842,7 +842,7 @@ mod tests {
 
     #[test]
     fn annotations_markers_counters_and_host_threads_are_summed_by_name_and_thread() {
-        let records = crate::synthetic::annotations(8, 1_000_000);
+        let records = crate::synthetic::annotations(8, 10_000_000, 1_000_000);
         let (stats, _) = stats_of(&records);
         // Six ranges of 1 ms, two of 2 ms.
         assert_eq!(

@@ -437,12 +437,12 @@ pub fn pipeline(spec: PipelineSpec) -> impl Iterator<Item = Record> {
 }
 
 /// Host threads and application annotations (format 1.14) beside `submissions` submissions
-/// `period_ns` apart from 10 ms: thread 0 `main` submits each submission (a 10 µs `submit` at its
-/// submit time) and waits for it (100 µs); thread 1 `decoder` decodes a frame before each
-/// (a `decode` range of 1 ms, 2 ms every fourth); thread 0 marks `frame ready` after each
-/// and sets counter `in flight` to 1 then 0. The records lie in time order, each name and
-/// thread named before its first use.
-pub fn annotations(submissions: u64, period_ns: u64) -> Vec<Record> {
+/// `period_ns` apart from `first_ns`: thread 0 `main` submits each submission (a `submit` of
+/// a hundredth of the period at its submit time) and waits for it (a tenth); thread 1
+/// `decoder` decodes a frame before each (a `decode` range of one period, two every fourth,
+/// from 0 at the earliest); thread 0 marks `frame ready` after each wait and sets counter
+/// `in flight` to 1 then 0 around it. Each name and thread is named before its first use.
+pub fn annotations(submissions: u64, first_ns: u64, period_ns: u64) -> Vec<Record> {
     let thread = |thread, name: &str| {
         Record::ThreadName(ThreadName {
             thread,
@@ -464,8 +464,9 @@ pub fn annotations(submissions: u64, period_ns: u64) -> Vec<Record> {
         name(2, "in flight"),
     ];
     for i in 0..submissions {
-        let at = 10_000_000 + i * period_ns;
-        let decode_ns = if i % 4 == 3 { 2_000_000 } else { 1_000_000 };
+        let at = first_ns + i * period_ns;
+        let decode_ns = if i % 4 == 3 { 2 * period_ns } else { period_ns };
+        let (submit_ns, wait_ns) = (period_ns / 100, period_ns / 10);
         out.push(Record::AnnotationRange(AnnotationRange {
             thread: 1,
             name: AnnotationId(0),
@@ -483,7 +484,7 @@ pub fn annotations(submissions: u64, period_ns: u64) -> Vec<Record> {
                 end_ns,
             })
         };
-        out.push(span(HostSpanKind::Submit, at, at + 10_000));
+        out.push(span(HostSpanKind::Submit, at, at + submit_ns));
         let counter = |time_ns, value| {
             Record::CounterSample(CounterSample {
                 thread: 0,
@@ -492,13 +493,14 @@ pub fn annotations(submissions: u64, period_ns: u64) -> Vec<Record> {
                 value: CounterValue(value),
             })
         };
-        out.push(counter(at + 10_000, 1.0));
-        out.push(span(HostSpanKind::Wait, at + 10_000, at + 110_000));
-        out.push(counter(at + 110_000, 0.0));
+        let waited = at + submit_ns + wait_ns;
+        out.push(counter(at + submit_ns, 1.0));
+        out.push(span(HostSpanKind::Wait, at + submit_ns, waited));
+        out.push(counter(waited, 0.0));
         out.push(Record::AnnotationMarker(AnnotationMarker {
             thread: 0,
             name: AnnotationId(1),
-            time_ns: at + 110_000,
+            time_ns: waited,
         }));
     }
     out

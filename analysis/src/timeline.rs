@@ -13,6 +13,8 @@
 //!   [`FirstFailure`].
 //! - [`Stats`](crate::Stats): per-kernel durations, lane utilisation, copy bandwidth,
 //!   gathered by the joiner in the same pass as the model.
+//! - `threads`: a row per host thread (format 1.14), its runtime spans and the
+//!   application's ranges and markers ([`Model::threads`]).
 //! - [`Overview`]: the whole trace from the recorder's block summaries, the first frame's
 //!   content while the model is built.
 //! - [`cache`]: the view cache: a model written once per trace and reopened by mapping its
@@ -42,6 +44,7 @@ mod model;
 mod overview;
 mod spill;
 pub mod stream;
+mod threads;
 
 pub use hazards::{FirstFailure, HazardEdge, HazardScope, Hazards};
 pub use ingest::ModelBuilder;
@@ -52,6 +55,7 @@ pub use model::{
     RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
 };
 pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};
+pub use threads::{ROW_SPANS_LIMIT, ThreadRow, ThreadSpan, ThreadWhat};
 
 /// The narrowest window the timeline zooms to, in ns.
 pub const MIN_WINDOW_NS: u64 = 10;

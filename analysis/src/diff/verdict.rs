@@ -599,11 +599,11 @@ mod tests {
     fn annotation_ranges_are_paired_by_name_and_reported_without_deciding_the_verdict() {
         let records = trace(20, &[], None);
         let mut base = records.clone();
-        base.extend(crate::synthetic::annotations(8, 1_000_000));
+        base.extend(crate::synthetic::annotations(8, 10_000_000, 1_000_000));
         // The new trace decodes ten times slower and names one range differently.
         let mut new = records.clone();
         new.extend(
-            crate::synthetic::annotations(8, 1_000_000)
+            crate::synthetic::annotations(8, 10_000_000, 1_000_000)
                 .into_iter()
                 .map(|r| match r {
                     Record::AnnotationRange(mut a) => {

@@ -853,7 +853,7 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
 #[test]
 fn host_threads_are_tracks_with_their_spans_annotations_and_counters() {
     let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
-    records.extend(crate::synthetic::annotations(8, 1_000_000));
+    records.extend(crate::synthetic::annotations(8, 10_000_000, 1_000_000));
     let (out, counts) = export(&records, Format::Perfetto);
     assert_eq!(
         (counts.thread_slices, counts.markers, counts.counter_samples),

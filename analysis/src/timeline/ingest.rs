@@ -71,12 +71,14 @@ pub(super) enum Joined {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Joins {
     stats: crate::StatsVisitor,
+    pub(super) threads: super::threads::HostThreads,
     pub(super) out: Vec<Joined>,
 }
 
 impl crate::Visitor for Joins {
     fn record(&mut self, index: &Index, record: &Record) {
         self.stats.record(index, record);
+        self.threads.record(record);
     }
     fn span(&mut self, index: &Index, span: &JoinedSpan) {
         self.stats.span(index, span);
@@ -370,6 +372,7 @@ impl ModelBuilder {
         let keys = self.finish_events();
         let stats = self.take_stats(&summary);
         let mut model = self.model;
+        model.threads = self.joins.threads.rows(&model.index);
         model.range = time_range(&model);
         model.stats = stats;
         model.first_failure = hazards::first_failure(&model, &keys);
@@ -378,6 +381,11 @@ impl ModelBuilder {
 
     /// The statistics of every record pushed (`hrx-analysis`'s, as `hrx-trace stats`
     /// computes them), and the joiner's counts of what never joined.
+    /// The host threads' rows of every record pushed (finished: sorted and named).
+    pub(super) fn thread_rows(&self) -> Vec<super::ThreadRow> {
+        self.joins.threads.rows(self.index())
+    }
+
     pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> crate::Stats {
         self.model.info.unplaced_timings += summary.unplaced_timings;
         self.model.info.unresolved_waits += summary.unresolved_waits;
@@ -416,6 +424,7 @@ impl ModelBuilder {
     pub(super) fn finish_joiner_copy(&self) -> (ScanSummary, Vec<Joined>, crate::Stats) {
         let mut joins = Joins {
             stats: self.joins.stats.copy_without_busy(),
+            threads: Default::default(),
             out: Vec::new(),
         };
         let summary = self.joiner.finish_copy(&mut joins, None, Vec::new());
@@ -742,8 +751,23 @@ pub(super) fn time_range(model: &Model) -> Option<TimeWindow> {
     let ticks = [&model.submit_times[..], &model.busy_times[..]];
     let first_ticks = ticks.iter().filter_map(|t| t.first().copied());
     let last_ticks = ticks.iter().filter_map(|t| t.last().copied());
-    let start = starts.chain(events.clone()).chain(first_ticks).min()?;
+    // Host threads' spans: the application's work before the first submission included.
+    let thread_starts = model
+        .threads
+        .iter()
+        .filter_map(|r| r.spans.first())
+        .map(|s| s.start_ns);
+    let thread_ends = model
+        .threads
+        .iter()
+        .flat_map(|r| r.spans.iter().map(|s| s.end_ns).max());
+    let start = starts
+        .chain(events.clone())
+        .chain(first_ticks)
+        .chain(thread_starts)
+        .min()?;
     let end = ends
+        .chain(thread_ends)
         .chain(events.map(|t| t.saturating_add(1)))
         .chain(last_ticks.map(|t| t.saturating_add(1)))
         .max()?;

@@ -420,7 +420,9 @@ impl LiveBuilder {
                 subs[i] = Some(final_id(e.submission.ordinal));
             }
         }
+        let threads = self.inner.thread_rows();
         let model = &mut self.inner.model;
+        model.threads = threads;
         let keys = link_events(model, subs);
         model.range = time_range(model);
         model.info.unplaced_timings = summary.unplaced_timings;

@@ -402,6 +402,9 @@ pub struct Model {
     pub(crate) stats: Stats,
     pub(crate) first_failure: Option<FirstFailure>,
     pub(crate) info: TraceInfo,
+    /// A row per host thread (format 1.14), by thread index.
+    #[serde(default)]
+    pub(crate) threads: Vec<super::ThreadRow>,
 }
 
 impl Model {
@@ -669,6 +672,12 @@ impl Model {
     /// The statistics.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// A row per host thread that submitted, waited, ran host callbacks, waited for the
+    /// recorder or annotated (format 1.14), by thread index.
+    pub fn threads(&self) -> &[super::ThreadRow] {
+        &self.threads
     }
 
     /// The first failure and what it took down.

@@ -373,9 +373,11 @@ impl StreamBuilder {
         fs::remove_dir_all(&self.scratch)?;
 
         let stats = self.inner.take_stats(&summary);
+        let threads = self.inner.thread_rows();
         let event_subs = self.inner.event_submissions(|o| SubId(final_id(o as u32)));
         let mut model = self.inner.model;
         model.stats = stats;
+        model.threads = threads;
         let manifest = Manifest::new(
             lanes,
             new_ids.map_or(self.sub_base.len(), |ids| ids.len()) as u64,

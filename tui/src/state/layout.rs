@@ -11,6 +11,8 @@
 //! row 3        event markers ✖ ☠ ∅ ! B
 //! rows 4..     one lane per visible queue, 2 rows each when there is room
 //!              (bars with labels, then submission/duration under them)
+//! then         one row per host thread (format 1.14) while the panes keep 8 rows:
+//!              its submits, waits, host callbacks and annotation ranges, its markers
 //! lower area   details | hazards or events list        (or: statistics, whole width)
 //! last row     status line: keys, search, messages
 //! ```
@@ -70,6 +72,15 @@ pub struct LaneRow {
     pub area: Area,
 }
 
+/// One visible host thread's row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadRowArea {
+    /// The row in [`Model::threads`].
+    pub row: usize,
+    /// Its one row, gutter included.
+    pub area: Area,
+}
+
 /// What a screen cell shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hit {
@@ -108,6 +119,8 @@ pub struct ScreenLayout {
     pub lanes: Vec<LaneRow>,
     /// Rows per lane (1 or 2).
     pub lane_height: u16,
+    /// Visible host threads' rows, below the lanes.
+    pub threads: Vec<ThreadRowArea>,
     /// Details pane (with border).
     pub details: Option<Area>,
     /// The open list (with border).
@@ -164,6 +177,18 @@ impl ScreenLayout {
             });
             y += lane_height;
         }
+        // Host threads below the queues, one row each, while the panes keep 8 rows.
+        let mut threads = Vec::new();
+        for i in 0..model.threads().len() {
+            if y + 1 + 8 > height.saturating_sub(1) {
+                break;
+            }
+            threads.push(ThreadRowArea {
+                row: i,
+                area: Area::new(0, y, width, 1),
+            });
+            y += 1;
+        }
         let status = row(height.saturating_sub(1));
         let lower = Area::new(0, y.min(status.y), width, status.y.saturating_sub(y));
         let (mut details, mut list, mut stats) = (None, None, None);
@@ -190,6 +215,7 @@ impl ScreenLayout {
             markers: row(3),
             lanes: rows,
             lane_height,
+            threads,
             details,
             list,
             stats,

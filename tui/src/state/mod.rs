@@ -40,6 +40,8 @@ pub use hrx_analysis::timeline::{
 };
 pub use hrx_analysis::{QUEUES, label_region, queue_name, queue_slot};
 pub use lanes::{Bar, CellSummary, DenseCell, LaneRaster, Raster, SPANS_PER_COLUMN};
-pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, list_offset, stats_rows};
+pub use layout::{
+    Area, GUTTER, Hit, LaneRow, ScreenLayout, ThreadRowArea, list_offset, stats_rows,
+};
 pub use live::{Carried, Live};
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -52,6 +52,31 @@ fn timeline_fit() {
     insta::assert_snapshot!(terminal(&model, &state).backend());
 }
 
+/// Host threads (format 1.14): below the queues, the main thread's submits and waits and
+/// its markers, the decoder thread's `decode` ranges: the GPU idles while it decodes.
+#[test]
+fn timeline_with_host_threads() {
+    let mut records: Vec<_> = pipeline(PipelineSpec {
+        submissions: 4,
+        period_ns: 600_000,
+        busy_every: None,
+        fail_at: None,
+    })
+    .collect();
+    records.extend(crate::state::synthetic::annotations(4, 10_000, 600_000));
+    let model = Model::from_records(&records);
+    assert_eq!(model.threads().len(), 2);
+    let state = ViewState::new(&model, 120, 40);
+    insta::assert_snapshot!(terminal(&model, &state).backend());
+    let mut ascii = ViewState::new(&model, 120, 40);
+    ascii.ascii = true;
+    let screen = format!("{:?}", terminal(&model, &ascii).backend());
+    assert!(
+        screen.contains(" main") && screen.contains(" decoder"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn timeline_zoomed_in() {
     let model = failing();

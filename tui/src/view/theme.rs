@@ -65,6 +65,24 @@ pub(super) const LIST_CURSOR: Style = Style::new().bg(Color::DarkGray).fg(Color:
 /// The focused pane's border.
 pub(super) const FOCUSED: Style = Style::new().fg(Color::Yellow);
 
+/// A host thread's marker (format 1.14).
+pub(super) const MARKER: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
+
+/// A host thread's span: the runtime's (submit, wait, host callback) in grey tones, a
+/// recorder wait in red, the application's ranges in blue.
+pub(super) fn thread_style(what: hrx_analysis::timeline::ThreadWhat) -> Style {
+    use hrx_analysis::timeline::ThreadWhat;
+    use hrx_capture::schema::HostSpanKind;
+    match what {
+        ThreadWhat::Host(HostSpanKind::Wait, _) => {
+            Style::new().bg(Color::DarkGray).fg(Color::White)
+        }
+        ThreadWhat::Host(_, _) => Style::new().bg(Color::Gray).fg(Color::Black),
+        ThreadWhat::RecorderWait => Style::new().bg(Color::Red).fg(Color::White),
+        ThreadWhat::Range(_) => Style::new().bg(Color::Blue).fg(Color::White),
+    }
+}
+
 /// The colour of a status in text.
 pub(super) fn status_fg(status: SpanStatus) -> Style {
     match status {
@@ -132,6 +150,8 @@ pub struct Symbols {
     pub levels: [&'static str; 8],
     /// Focused lane marker.
     pub focus: &'static str,
+    /// An application's marker on a host thread's row.
+    pub marker: &'static str,
     /// Producer / consumer arrows in the hazards list.
     pub arrows: [&'static str; 2],
 }
@@ -153,6 +173,7 @@ impl Symbols {
         ends: ["[", "]", "‹", "›"],
         levels: ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"],
         focus: "▶",
+        marker: "◆",
         arrows: ["←", "→"],
     };
 
@@ -172,6 +193,7 @@ impl Symbols {
         ends: ["[", "]", "<", ">"],
         levels: [".", ".", ":", ":", "+", "+", "#", "#"],
         focus: ">",
+        marker: "*",
         arrows: ["<-", "->"],
     };
 

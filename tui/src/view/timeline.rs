@@ -3,8 +3,8 @@
 use super::theme::{self, Symbols};
 use crate::state::units;
 use crate::state::{
-    GUTTER, LaneRaster, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, TimeWindow,
-    ViewState, count_in,
+    GUTTER, LaneRaster, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, ThreadRowArea,
+    TimeWindow, ViewState, count_in,
 };
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
@@ -19,6 +19,59 @@ pub(super) fn draw(model: &Model, state: &ViewState, layout: &ScreenLayout, buf:
     let highlights = Highlights::new(model, state);
     for row in &layout.lanes {
         lane(model, state, layout, row, &highlights, buf, sym);
+    }
+    for row in &layout.threads {
+        thread(model, state, layout, row, buf, sym);
+    }
+}
+
+/// A host thread's row (format 1.14): its spans as bars (a range nested in another drawn
+/// over it), its markers as the marker symbol.
+fn thread(
+    model: &Model,
+    state: &ViewState,
+    layout: &ScreenLayout,
+    row: &ThreadRowArea,
+    buf: &mut Buffer,
+    sym: &Symbols,
+) {
+    let a = row.area;
+    let thread = &model.threads()[row.row];
+    put(
+        buf,
+        a.x,
+        a.y,
+        &format!(" {}", fit(&thread.name, usize::from(GUTTER) - 2)),
+        GUTTER,
+        theme::DIM,
+    );
+    let cols = layout.timeline_cols;
+    if cols == 0 {
+        return;
+    }
+    let w: TimeWindow = state.window;
+    for span in thread.visible(w.start_ns, w.end_ns) {
+        let clipped = (span.start_ns < w.start_ns, span.end_ns > w.end_ns);
+        let first = w.col(span.start_ns.max(w.start_ns), cols);
+        let last = w.col(
+            span.end_ns.min(w.end_ns).saturating_sub(1).max(w.start_ns),
+            cols,
+        );
+        let width = last.saturating_sub(first) + 1;
+        let label = thread.label(model.index(), span);
+        let text = bar_text(&label, width, clipped, SpanStatus::Ok, sym);
+        put(
+            buf,
+            GUTTER + first,
+            a.y,
+            &text,
+            width,
+            theme::thread_style(span.what),
+        );
+    }
+    for &(t, _) in thread.markers_in(w.start_ns, w.end_ns) {
+        let col = w.col(t, cols);
+        put(buf, GUTTER + col, a.y, sym.marker, 1, theme::MARKER);
     }
 }
 
