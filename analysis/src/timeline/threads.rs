@@ -191,7 +191,9 @@ mod tests {
             .map(|s| main.label(index, s))
             .collect();
         assert_eq!(seen, ["submit #2", "wait #2"]);
-        assert_eq!(decoder.visible(at - 10, at).count(), 1);
+        // The third frame's decode, and the fourth's, which takes two periods.
+        assert_eq!(decoder.visible(at - 10, at).count(), 2);
+        assert_eq!(decoder.visible(at - 1_000_010, at - 1_000_000).count(), 1);
         assert_eq!(main.markers_in(at, at + 110_001).len(), 1);
         assert_eq!(rows.iter().map(|r| r.not_kept).sum::<u64>(), 0);
     }
