@@ -20,6 +20,9 @@
 //! carries the thread's index in the session, whose name and OS thread id are recorded once
 //! (`ThreadName`): readers show annotations on the thread's row.
 //!
+//! On CUDA, ranges and markers are also NVTX ranges and marks (Nsight Systems shows them),
+//! where `libnvToolsExt` loads; counters are not (NVTX 2 has none).
+//!
 //! Times are the session's host clock (ns); a counter's value is an `f64` in the
 //! application's own unit, held until its next sample.
 
@@ -32,6 +35,8 @@ use std::marker::PhantomData;
 pub struct Range {
     /// The name's id and the start time (session ns), when a trace was open.
     open: Option<(s::AnnotationId, u64)>,
+    /// Its NVTX range, on CUDA (see `crate::nvtx`).
+    _nvtx: Option<crate::nvtx::Range>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -46,6 +51,7 @@ pub fn range(name: &str) -> Range {
     };
     Range {
         open,
+        _nvtx: crate::nvtx::range(|| name.to_owned()),
         _not_send: PhantomData,
     }
 }
@@ -92,6 +98,7 @@ pub fn marker(name: &str) {
     if hrx_capture::enabled() {
         record_marker(name);
     }
+    crate::nvtx::mark(name);
 }
 
 #[inline(never)]

@@ -34,6 +34,7 @@ pub mod fault;
 pub mod gpu;
 pub mod kernels;
 pub mod npu;
+mod nvtx;
 mod runtime;
 mod sync;
 pub mod trace;

@@ -224,6 +224,14 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
         // the trace, and recording it is not part of the region's time.
         super::record::region_started(&context.tracer, task.submission, task.region);
     }
+    // On CUDA, the region as an NVTX range on the thread that runs it (one load when off).
+    let _nvtx = crate::nvtx::range(|| {
+        let (queue, kind) = (queue.name(), region.kind);
+        format!(
+            "hrx {queue} {kind:?} submission {} region {}",
+            task.submission, task.region
+        )
+    });
     let start_ns = if traced { crate::clock::now_ns() } else { 0 };
     if let (Some(hooks), Some(entered_ns)) = (hooks, entered_ns) {
         hooks.leave(start_ns.saturating_sub(entered_ns));

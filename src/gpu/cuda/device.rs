@@ -65,6 +65,8 @@ impl CudaDevice {
             return Err(Error::Unsupported(problem));
         }
         let context = Context::get(ordinal)?;
+        // The CUDA backend is in use: NVTX ranges too, where libnvToolsExt loads.
+        crate::nvtx::enable();
         let name = api::device_name(context.device).map_err(|e| context.error(e))?;
         let memory_bytes = api::device_total_mem(context.device).map_err(|e| context.error(e))?;
         Ok(Self {
