@@ -46,6 +46,10 @@ pub fn host_time_ns(record: &Record) -> Option<u64> {
         Record::TraceRange(r) => r.time_ns,
         Record::BufferSnapshot(r) => r.time_ns,
         Record::HostClock(r) => r.session_ns,
+        Record::HostSpan(r) => r.end_ns,
+        Record::AnnotationRange(r) => r.end_ns,
+        Record::AnnotationMarker(r) => r.time_ns,
+        Record::CounterSample(r) => r.time_ns,
         _ => return None,
     })
 }
@@ -103,6 +107,12 @@ fn kind(record: &Record) -> &'static str {
         Record::TraceRange(_) => "range",
         Record::BufferSnapshot(_) => "snapshot",
         Record::HostClock(_) => "host-clock",
+        Record::ThreadName(_) => "thread",
+        Record::HostSpan(_) => "host-span",
+        Record::AnnotationName(_) => "annot-name",
+        Record::AnnotationRange(_) => "annot-range",
+        Record::AnnotationMarker(_) => "marker",
+        Record::CounterSample(_) => "counter",
         other => other.kind_name(),
     }
 }
@@ -388,6 +398,35 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
                 String::new()
             }
         ),
+        Record::ThreadName(r) => {
+            write!(f, "thread={} tid={} name={:?}", r.thread, r.os_tid, r.name)
+        }
+        Record::HostSpan(r) => {
+            write!(
+                f,
+                "thread={} {} rt={} sub={}",
+                r.thread,
+                r.kind.label(),
+                r.runtime,
+                r.submission
+            )?;
+            if let Some(region) = r.region {
+                write!(f, " region={region}")?;
+            }
+            write!(f, " took={}", duration(r.end_ns.saturating_sub(r.start_ns)))
+        }
+        Record::AnnotationName(r) => write!(f, "name={} text={:?}", r.name, r.text),
+        Record::AnnotationRange(r) => write!(
+            f,
+            "thread={} name={} took={}",
+            r.thread,
+            r.name,
+            duration(r.end_ns.saturating_sub(r.start_ns))
+        ),
+        Record::AnnotationMarker(r) => write!(f, "thread={} name={}", r.thread, r.name),
+        Record::CounterSample(r) => {
+            write!(f, "thread={} name={} value={}", r.thread, r.name, r.value.0)
+        }
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"

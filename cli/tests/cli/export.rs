@@ -11,10 +11,13 @@ use std::process::Command;
 /// What an export must contain, from the records alone.
 #[derive(Debug, Default, PartialEq)]
 struct Expected {
+    /// Tracks but counters: queues, events, recorder, host threads.
     tracks: usize,
     slices: usize,
     flows: usize,
     instants: usize,
+    /// Counter tracks (format 1.14).
+    counters: usize,
 }
 
 /// The failures, refusals and cancellations among the records: the events `view` lists
@@ -106,11 +109,24 @@ fn expected(records: &[Value]) -> Expected {
         let runtime = body["runtime"].as_u64().unwrap_or(0);
         tracks.insert((runtime, track.to_owned()));
     }
+    // Host threads (format 1.14): a track per thread with spans, ranges or markers, their
+    // slices and markers; a counter track per counter name.
+    let threads: BTreeSet<u64> = ["HostSpan", "AnnotationRange", "AnnotationMarker"]
+        .iter()
+        .flat_map(|kind| of(records, kind).map(|r| r["thread"].as_u64().unwrap()))
+        .collect();
+    let counters: BTreeSet<u64> = of(records, "CounterSample")
+        .map(|c| c["name"].as_u64().unwrap())
+        .collect();
     Expected {
-        tracks: tracks.len(),
-        slices: timed.len() + of(records, "OpTiming").count(),
+        tracks: tracks.len() + threads.len(),
+        slices: timed.len()
+            + of(records, "OpTiming").count()
+            + of(records, "HostSpan").count()
+            + of(records, "AnnotationRange").count(),
         flows: flows.len(),
-        instants,
+        instants: instants + of(records, "AnnotationMarker").count(),
+        counters: counters.len(),
     }
 }
 
@@ -122,6 +138,7 @@ fn chrome_counts(path: &Path) -> Expected {
     let mut counts = Expected::default();
     let mut slices: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
     let mut flow_ends: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    let mut counters = BTreeSet::new();
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
         assert!(
@@ -163,6 +180,10 @@ fn chrome_counts(path: &Path) -> Expected {
                 let ends = flow_ends.entry(id).or_default();
                 if ph == "s" { ends.0 += 1 } else { ends.1 += 1 }
             }
+            "C" => {
+                assert!(e["args"][e["name"].as_str().unwrap()].is_number(), "{e}");
+                counters.insert(e["name"].as_str().unwrap().to_owned());
+            }
             "i" => {
                 counts.instants += 1;
                 assert_eq!(e["s"], "t");
@@ -185,6 +206,7 @@ fn chrome_counts(path: &Path) -> Expected {
         "{flow_ends:?}"
     );
     counts.flows = flow_ends.len();
+    counts.counters = counters.len();
     counts
 }
 
@@ -234,11 +256,13 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
         "{v}"
     );
     assert!(n("process_tracks") >= 1, "{v}");
+    // Counter tracks are tracks there: compared as such by the caller.
     Some(Expected {
         tracks: n("tracks"),
         slices: n("slices"),
         flows: n("flows"),
         instants: n("instants"),
+        counters: 0,
     })
 }
 
@@ -246,6 +270,16 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
 fn check_both(dir: &Path, trace: &str) -> Expected {
     let records = records(dir, trace);
     let want = expected(&records);
+    let count = |kinds: &[&str]| {
+        records
+            .iter()
+            .filter(|r| kinds.iter().any(|k| r.get(*k).is_some()))
+            .count()
+    };
+    let (thread_slices, markers) = (
+        count(&["HostSpan", "AnnotationRange"]),
+        count(&["AnnotationMarker"]),
+    );
     let events = records
         .iter()
         .filter(|r| {
@@ -269,12 +303,12 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
             "{}, {} (as view lists them), {} (chrome)",
             noun(want.flows, "flow"),
             noun(events, "event"),
-            noun(want.instants - events, "recorder mark")
+            noun(want.instants - events - markers, "recorder mark")
         )),
         "{summary}"
     );
     assert!(
-        summary.contains(&format!("{}, ", noun(want.slices, "slice"))),
+        summary.contains(&format!("{}, ", noun(want.slices - thread_slices, "slice"))),
         "{summary}"
     );
     // The Events track holds what `view` lists, nothing of the recorder's.
@@ -292,7 +326,12 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     if let Some(got) = perfetto_counts(&dir.join("out.pftrace")) {
-        assert_eq!(got, want, "perfetto");
+        let with_counters = Expected {
+            tracks: want.tracks + want.counters,
+            counters: 0,
+            ..want
+        };
+        assert_eq!(got, with_counters, "perfetto");
     }
     want
 }

@@ -184,6 +184,13 @@ pub fn normalise(mut records: Vec<Record>, window: Option<usize>) -> Vec<Record>
                 | Record::RegionStarted(_)
                 | Record::HostClock(_)
                 | Record::DigestSpan(_)
+                // Host threads' spans and annotations: timed by the threads' schedule too.
+                | Record::ThreadName(_)
+                | Record::HostSpan(_)
+                | Record::AnnotationName(_)
+                | Record::AnnotationRange(_)
+                | Record::AnnotationMarker(_)
+                | Record::CounterSample(_)
         )
     });
     renumber(&mut records);
