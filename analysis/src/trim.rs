@@ -920,6 +920,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             Record::RegionStarted(r) => r.submission,
             Record::FaultInjected(r) => r.submission?,
             Record::RecorderWait(r) => r.submission?,
+            Record::HostSpan(r) => r.submission,
             _ => return None,
         })
     };

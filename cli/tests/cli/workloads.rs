@@ -562,6 +562,31 @@ fn pipeline_annotations_and_host_threads_reach_stats_export_and_diff() {
         3
     );
 
+    // A trim keeps the host spans of the submissions it keeps, and only those.
+    let output = run(
+        dir.path(),
+        &["trim", "a.hrxt", "-o", "t.hrxt", "--submissions", "2..3"],
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let dump = stdout(&run(dir.path(), &["dump", "--json", "t.hrxt"]));
+    let records: Vec<serde_json::Value> = dump
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |kind: &str| -> Vec<u64> {
+        records
+            .iter()
+            .filter_map(|r| r.get(kind))
+            .map(|r| r["submission"].as_u64().unwrap())
+            .collect()
+    };
+    let (submits, spans) = (of("Submit"), of("HostSpan"));
+    assert!(!spans.is_empty() && spans.len() < 6, "{spans:?}");
+    assert!(
+        spans.iter().all(|s| submits.contains(s)),
+        "{spans:?} {submits:?}"
+    );
+
     let output = run(dir.path(), &["diff", "a.hrxt", "b.hrxt", "--json"]);
     let diff: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     let decode = diff["annotations"]
