@@ -46,8 +46,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 
 mod snapshot;
-use snapshot::Held;
-pub(crate) use snapshot::{Pending, RangeSet};
+use snapshot::{Held, Settle};
+pub(crate) use snapshot::{Pending, RangeSet, Settled};
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
 /// afterwards record nothing until a new trace is opened. Runs automatically at normal
@@ -315,12 +315,14 @@ impl Tracer {
     /// reading them with `read(i, range)` (`reads[i]`'s buffer), and returns the lock to
     /// hold until the submit is decided ([`Pending::submitted`] with the graph's writes
     /// when accepted). `None`, reading nothing, when the range is closed or tracing is off:
-    /// one branch and one relaxed load.
-    pub fn snapshot_reads(
-        &self,
+    /// one branch and one relaxed load. A graph whose bytes are all held already
+    /// (`settled`, see `snapshot`) looks nothing up.
+    pub fn snapshot_reads<'a>(
+        &'a self,
         reads: &[(u64, Range<u64>)],
+        settled: &'a Settled,
         read: impl FnMut(usize, Range<u64>) -> Option<Vec<u8>>,
-    ) -> Option<Pending<'_>> {
+    ) -> Option<Pending<'a>> {
         let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
             return None;
         };
@@ -328,8 +330,17 @@ impl Tracer {
             return None;
         }
         let mut held = crate::sync::lock(&window.held);
-        held.snapshot(&hook, reads, read);
-        Some(Pending { held })
+        if held.settled(settled) {
+            return Some(Pending {
+                held,
+                settle: Settle::Already,
+            });
+        }
+        let settle = match held.snapshot(&hook, reads, read) {
+            true => Settle::Note(settled),
+            false => Settle::Not,
+        };
+        Some(Pending { held, settle })
     }
 
     /// Whether this runtime records into a trace whose capture range is closed now.
