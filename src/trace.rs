@@ -481,12 +481,14 @@ pub(crate) struct Hook<'a> {
 }
 
 impl Hook<'_> {
-    /// Records `record`.
+    /// Records `record` (inlined where it is built: see [`Recorder::record`]).
+    #[inline(always)]
     pub fn record(&self, record: s::Record) {
         self.recorder.record(&record);
     }
 
     /// Now, on the session's clock.
+    #[inline]
     pub fn now_ns(&self) -> u64 {
         self.recorder.now_ns()
     }
