@@ -210,23 +210,26 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let context = core.context();
-    let traced = context.tracer.traces(task.submission);
+    // One look at the trace's range a region: every hook below records with this one.
+    let hook = context.tracer.submission_hook(task.submission);
+    let traced = hook.is_some();
     let hooks = hooks.filter(|_| traced);
-    let entered_ns = hooks.map(|hooks| {
-        hooks.enter();
-        crate::clock::now_ns()
-    });
-    if traced {
-        // A capture still reading an earlier output this region overwrites: wait here, as a
-        // span of its own, so the wait is never part of the region's time.
-        super::record::capture_fences(&context.tracer, task.submission, task.region, &region.uses);
-        // Before the start time is read: a hang or a crash inside the region leaves this in
-        // the trace, and recording it is not part of the region's time.
-        super::record::region_started(&context.tracer, task.submission, task.region);
-    }
-    let start_ns = if traced { crate::clock::now_ns() } else { 0 };
-    if let (Some(hooks), Some(entered_ns)) = (hooks, entered_ns) {
-        hooks.leave(start_ns.saturating_sub(entered_ns));
+    let mut start_ns = 0;
+    if let Some(hook) = &hook {
+        let entered_ns = crate::clock::now_ns();
+        if let Some(hooks) = hooks {
+            hooks.enter();
+        }
+        // A capture still reading an earlier output this region overwrites: waited for here,
+        // as a span of its own, so the wait is never part of the region's time. Then its
+        // start, before the start time is read: a hang or a crash inside the region leaves
+        // it in the trace, and recording it is not part of the region's time.
+        let uses = (task.submission, task.region, &region.uses[..]);
+        super::record::region_starting(hook, uses, entered_ns);
+        start_ns = crate::clock::now_ns();
+        if let Some(hooks) = hooks {
+            hooks.leave(start_ns.saturating_sub(entered_ns));
+        }
     }
     // A launched region's inputs were checked by `submit` before its launch.
     let checked = if task.launched {
@@ -254,7 +257,7 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             (result, true)
         }
     };
-    if traced {
+    if let Some(hook) = &hook {
         let end_ns = crate::clock::now_ns();
         if let Some(hooks) = hooks {
             hooks.enter();
@@ -264,7 +267,7 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             .then(|| context.faults.take_report())
             .flatten();
         super::record::region_ran(
-            &context.tracer,
+            hook,
             (task.submission, task.region, &region.uses),
             (start_ns, end_ns),
             &result,
