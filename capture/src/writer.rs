@@ -1240,7 +1240,7 @@ impl Recorder {
         RawBatch {
             recorder: self,
             len: 0,
-            entries: [0; RAW_BATCH_BYTES],
+            entries: [0; RAW_BATCH_BYTES + MAX_RAW_ENTRY],
         }
     }
 
@@ -1430,8 +1430,10 @@ thread_local! {
     };
 }
 
-/// Bytes of raw entries a [`RawBatch`] gathers before it pushes them.
-const RAW_BATCH_BYTES: usize = 4 * MAX_RAW_ENTRY;
+/// Bytes of raw entries a [`RawBatch`] pushes at most at once: a region's timing (with a
+/// device span), one digest and its outcome (127 bytes). At most 128, so that the copy into
+/// the ring stays a few inlined moves (a larger fixed copy becomes a `memcpy` call).
+const RAW_BATCH_BYTES: usize = 128;
 
 /// Records made one after another on one thread (a region's timing, the digests of what it
 /// wrote and its outcome), gathered as raw entries and pushed into the thread's buffer at
@@ -1441,21 +1443,26 @@ const RAW_BATCH_BYTES: usize = 4 * MAX_RAW_ENTRY;
 pub struct RawBatch<'r> {
     recorder: &'r Recorder,
     len: usize,
-    entries: [u8; RAW_BATCH_BYTES],
+    /// Gathered entries, then room to encode one more before knowing whether it fits.
+    entries: [u8; RAW_BATCH_BYTES + MAX_RAW_ENTRY],
 }
 
 impl RawBatch<'_> {
     /// Records `record` after the records before it.
     #[inline(always)]
     pub fn record_raw(&mut self, record: RawRecord<'_>) {
-        if self.len > RAW_BATCH_BYTES - MAX_RAW_ENTRY {
-            self.push();
-        }
-        let out = self.entries[self.len..]
+        let at = self.len;
+        let out = self.entries[at..]
             .first_chunk_mut::<MAX_RAW_ENTRY>()
             .expect("room for a raw entry");
         match record.encode(out) {
-            Some(len) => self.len += len,
+            Some(len) if at + len <= RAW_BATCH_BYTES => self.len += len,
+            Some(len) => {
+                // Past what one push takes: push the others, then it leads the next.
+                self.push();
+                self.entries.copy_within(at..at + len, 0);
+                self.len = len;
+            }
             None => {
                 self.push();
                 self.recorder.record(&record.to_record());
@@ -1476,8 +1483,12 @@ impl RawBatch<'_> {
             return;
         }
         let shared = &self.recorder.handle.shared;
-        if !push_raw(shared.id, &self.entries, self.len) {
-            push_entries_slow(shared, &self.entries[..self.len]);
+        let entries = self
+            .entries
+            .first_chunk::<RAW_BATCH_BYTES>()
+            .expect("a batch");
+        if !push_raw(shared.id, entries, self.len) {
+            push_entries_slow(shared, &entries[..self.len]);
         }
         self.len = 0;
     }
