@@ -291,24 +291,36 @@ inside it, where the trace has operation timings), with the region's buffer rang
 hazards as arguments; flows for the dependencies between regions of a graph and for the
 waits on earlier submissions.
 
-The trace is read once, streamed in bounded memory; a progress bar shows on a terminal.
-`-o -` writes the export to standard output.
+Timestamps are absolute: CLOCK_MONOTONIC of the recording host (ns; µs in Chrome JSON),
+with the traced process's real pid, command line and host name. Several traces give one
+timeline: each process its own tracks, traces of one host lined up by CLOCK_MONOTONIC,
+traces of several hosts by the wall clock (export says which).
+
+The format comes from --format, or else from OUT: .json is chrome; .pftrace,
+.perfetto-trace, .perfetto and .pb are perfetto; an existing directory, a path ending in /
+or in .parquet is parquet (a directory of Parquet tables); any other name needs --format.
+
+Each trace is read once, streamed in bounded memory; a progress bar shows on a terminal.
+`-o -` writes the export to standard output (with --format chrome or perfetto).
 Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
 
 Examples:
-  hrx-trace export pipeline.hrxt --format perfetto -o pipeline.pftrace
-  hrx-trace export pipeline.hrxt --format chrome -o pipeline.json")]
+  hrx-trace export pipeline.hrxt -o pipeline.pftrace
+  hrx-trace export pipeline.hrxt -o pipeline.json
+  hrx-trace export app-*.hrxt -o merged.pftrace
+  hrx-trace export pipeline.hrxt --format parquet -o tables/")]
 pub struct ExportArgs {
-    /// The trace file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The trace files: several give one merged timeline (Parquet: one table set each).
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
 
-    /// Output format: `chrome` (trace-event JSON) or `perfetto` (protobuf TracePacket stream).
-    #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto"])]
-    pub format: String,
+    /// Output format: `chrome` (trace-event JSON), `perfetto` (protobuf TracePacket stream)
+    /// or `parquet` (a directory of Parquet tables) [default: from OUT's extension].
+    #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto", "parquet"])]
+    pub format: Option<String>,
 
-    /// Output file: created, or replaced if it is an earlier export in the same format
-    /// (nothing else is overwritten); `-` for standard output.
+    /// Output file (a directory for parquet): created, or replaced if it is an earlier
+    /// export in the same format (nothing else is overwritten); `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
 }

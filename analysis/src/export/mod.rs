@@ -70,9 +70,12 @@
 
 mod batch;
 mod chrome;
+mod origin;
 mod perfetto;
 
 pub use batch::encode_threads;
+pub use origin::ClockDomain;
+use origin::{Origin, chrome_tid};
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
@@ -159,6 +162,24 @@ struct RegionArgs {
     consumers: Vec<u32>,
 }
 
+/// Where an event goes: Chrome's `pid` and `tid`, Perfetto's track uuid (filled in by
+/// [`Out`] from the trace's [`Origin`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Place {
+    pid: u32,
+    tid: u32,
+    uuid: u64,
+}
+
+/// The traced process, declared once per trace before its first track.
+#[derive(Debug)]
+pub(crate) struct Process<'a> {
+    origin: &'a Origin,
+    /// The process's name (its program's file name).
+    name: String,
+    domain: ClockDomain,
+}
+
 /// A timeline row: one queue of one runtime, or its events.
 #[derive(Clone, Debug)]
 pub(crate) struct Track {
@@ -167,24 +188,11 @@ pub(crate) struct Track {
     slot: usize,
     name: &'static str,
     /// The runtime's display name.
-    process: String,
-}
-
-impl Track {
-    /// A stable number for the track: Chrome's `tid`.
-    fn tid(&self) -> u32 {
-        self.slot as u32 + 1
-    }
-}
-
-/// Perfetto uuid of the process track of `runtime`.
-fn process_uuid(runtime: RuntimeId) -> u64 {
-    (u64::from(runtime.0) + 1) << 8
-}
-
-/// Perfetto uuid of track `slot` of `runtime`.
-fn track_uuid(runtime: RuntimeId, slot: usize) -> u64 {
-    process_uuid(runtime) | (slot as u64 + 1)
+    runtime_name: String,
+    place: Place,
+    /// Perfetto uuids of the runtime's track and of its process's.
+    runtime_uuid: u64,
+    process_uuid: u64,
 }
 
 /// Each region's argument texts and label, by [`RegionRef`] (see the module docs).
@@ -313,6 +321,7 @@ impl Arg<'_> {
 pub(crate) struct Slice<'a> {
     runtime: RuntimeId,
     slot: usize,
+    place: Place,
     name: &'a str,
     category: &'static str,
     start_ns: u64,
@@ -328,6 +337,7 @@ pub(crate) struct Slice<'a> {
 #[derive(Debug)]
 pub(crate) struct Instant<'a> {
     runtime: RuntimeId,
+    place: Place,
     /// [`EVENTS_SLOT`] or [`RECORDER_SLOT`].
     slot: usize,
     name: &'static str,
@@ -340,9 +350,10 @@ pub(crate) struct Instant<'a> {
 /// encodes once per region, and the few that vary. Its arguments, in order: submission,
 /// region, slot, kind, operations, uses, hazards (the graph's, then the waits), internal
 /// edges and copy bytes (where not zero), device ns (where recorded).
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct RegionSlice<'a> {
     runtime: RuntimeId,
+    place: Place,
     /// Track slot (the queue's).
     track: usize,
     region: RegionRef,
@@ -366,9 +377,11 @@ pub(crate) struct RegionSlice<'a> {
 
 /// What an output format does with the stream of tracks, slices and instants.
 trait Sink {
-    /// Declares a track, before anything on it; `new_process`: the first of its runtime's
-    /// tracks, so its process is declared first.
-    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()>;
+    /// Declares a trace's process, before its first track.
+    fn process(&mut self, process: &Process<'_>) -> io::Result<()>;
+    /// Declares a track, before anything on it; `new_runtime`: the first of its runtime's
+    /// tracks, so its runtime is declared first.
+    fn track(&mut self, track: &Track, new_runtime: bool) -> io::Result<()>;
     /// Writes one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()>;
     /// Writes one region slice.
@@ -379,8 +392,9 @@ trait Sink {
     fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Streams every timing and event of `reader` into `out` in `format`, in one pass. `out` is
-/// written in chunks of 1 MiB on a thread of its own (no buffer is needed).
+/// Streams every timing and event of `reader` into `out` in `format`, in one pass, on
+/// the trace's host `CLOCK_MONOTONIC` (absolute ns; µs in Chrome JSON). `out` is written in
+/// chunks of 1 MiB on a thread of its own (no buffer is needed).
 ///
 /// # Errors
 ///
@@ -391,7 +405,26 @@ pub fn write<R: Read + Send, W: Write + Send>(
     format: Format,
     out: W,
 ) -> Result<Exported, ExportError> {
-    write_from(format, out, reader, encode_threads())
+    let mut all = write_merged(vec![reader], format, ClockDomain::Monotonic, out)?;
+    Ok(all.remove(0))
+}
+
+/// Streams several traces into one timeline in `out`, one after the other, each trace's
+/// process and tracks with ids of their own, every timestamp on `domain` (absolute ns:
+/// [`ClockDomain::for_sessions`] picks the domain that lines the traces up). One
+/// [`Exported`] per reader, in order; [`ExportCounts`] count what each trace added.
+///
+/// # Errors
+///
+/// As [`write`]: the first trace that cannot be read, or the output's error. Nothing is
+/// read after the first error.
+pub fn write_merged<R: Read + Send, W: Write + Send>(
+    readers: Vec<TraceReader<R>>,
+    format: Format,
+    domain: ClockDomain,
+    out: W,
+) -> Result<Vec<Exported>, ExportError> {
+    write_from(format, domain, out, readers, encode_threads())
 }
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
@@ -413,55 +446,70 @@ impl Source for &[Record] {
 
 /// The export with `workers` encoding threads (0: the pass encodes; the bytes are the
 /// same whatever the number).
-fn write_from<W: Write + Send>(
+fn write_from<W: Write + Send, T: Source>(
     format: Format,
+    domain: ClockDomain,
     out: W,
-    source: impl Source,
+    sources: Vec<T>,
     workers: usize,
-) -> Result<Exported, ExportError> {
+) -> Result<Vec<Exported>, ExportError> {
     match format {
         Format::Chrome => batch::encode_on_threads(out, workers, chrome::encode_batch, |b| {
-            write_to(chrome::Writer::new(b), source)
+            write_to(chrome::Writer::new(b, domain), domain, sources)
         }),
         Format::Perfetto => batch::encode_on_threads(out, workers, perfetto::encode_batch, |b| {
-            write_to(perfetto::Writer::new(b), source)
+            write_to(perfetto::Writer::new(b, domain), domain, sources)
         }),
     }
 }
 
-fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportError> {
-    let mut pass = Pass {
-        out: Out {
-            sink,
-            counts: ExportCounts::default(),
-            error: None,
-            processes: BTreeMap::new(),
-            declared: Vec::new(),
-        },
-        names: Names::new(),
-        scratch: Scratch::default(),
-        fatal: Vec::new(),
-        end_ns: 0,
-        runtimes: Vec::new(),
+fn write_to<S: Sink, T: Source>(
+    sink: S,
+    domain: ClockDomain,
+    sources: Vec<T>,
+) -> Result<Vec<Exported>, ExportError> {
+    let mut out = Out {
+        sink,
+        counts: ExportCounts::default(),
+        error: None,
+        domain,
+        origin: Origin::unknown(domain),
+        process_declared: false,
+        processes: BTreeMap::new(),
+        declared: Vec::new(),
     };
-    let summary = source.scan(&mut pass)?;
-    let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
-    for runtime in runtimes {
-        pass.settle(&summary.index, runtime, u64::MAX);
-    }
-    pass.at_the_end(&summary.index, &summary.running);
-    pass.timing_lost(&summary.index, &summary.timing_lost);
-    let mut out = pass.out;
-    if let Some(error) = out.error.take() {
-        return Err(error.into());
+    let mut all = Vec::with_capacity(sources.len());
+    for source in sources {
+        out.next_trace();
+        out.counts = ExportCounts::default();
+        let mut pass = Pass {
+            out,
+            names: Names::new(),
+            scratch: Scratch::default(),
+            fatal: Vec::new(),
+            end_ns: 0,
+            runtimes: Vec::new(),
+        };
+        let summary = source.scan(&mut pass)?;
+        let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
+        for runtime in runtimes {
+            pass.settle(&summary.index, runtime, u64::MAX);
+        }
+        pass.at_the_end(&summary.index, &summary.running);
+        pass.timing_lost(&summary.index, &summary.timing_lost);
+        out = pass.out;
+        if let Some(error) = out.error.take() {
+            return Err(error.into());
+        }
+        all.push(Exported {
+            counts: std::mem::take(&mut out.counts),
+            warnings: summary.warnings,
+            recovery: summary.recovery,
+            unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+        });
     }
     out.sink.finish()?;
-    Ok(Exported {
-        counts: out.counts,
-        warnings: summary.warnings,
-        recovery: summary.recovery,
-        unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
-    })
+    Ok(all)
 }
 
 /// A submission held back until it settles.
@@ -504,33 +552,70 @@ struct RuntimeHeld {
     written_below: u64,
 }
 
-/// The output side of the pass: the sink, what was declared and counted.
+/// The output side of the pass: the sink, what was declared and counted. It outlives one
+/// trace's pass: a merged export runs one pass per trace into the same `Out`.
 struct Out<S> {
     sink: S,
     counts: ExportCounts,
     /// The first write error; the pass stops writing after it.
     error: Option<io::Error>,
-    /// Each runtime's display name, from its `RuntimeStart`.
+    /// The clock of every timestamp written.
+    domain: ClockDomain,
+    /// The trace being read: its process, clock and ids.
+    origin: Origin,
+    /// Whether the trace's process was declared.
+    process_declared: bool,
+    /// Each runtime's display name, from its `RuntimeStart` (this trace's).
     processes: BTreeMap<RuntimeId, String>,
-    /// The tracks declared, by runtime (few) and slot.
+    /// The tracks declared, by runtime (few) and slot (this trace's).
     declared: Vec<(RuntimeId, [bool; SLOTS])>,
 }
 
 impl<S: Sink> Out<S> {
-    /// Declares track `slot` of `runtime` unless it was.
-    fn declare(&mut self, runtime: RuntimeId, slot: usize) {
+    /// Starts the next trace's pass.
+    fn next_trace(&mut self) {
+        self.origin = Origin::unknown(self.domain);
+        self.process_declared = false;
+        self.processes.clear();
+        self.declared.clear();
+    }
+
+    /// Where track `slot` of `runtime` goes.
+    fn place(&self, runtime: RuntimeId, slot: usize) -> Place {
+        Place {
+            pid: self.origin.pid,
+            tid: chrome_tid(runtime, slot),
+            uuid: self.origin.runtime_uuid(runtime) | (slot as u64 + 1),
+        }
+    }
+
+    /// Declares track `slot` of `runtime` unless it was (its process and runtime first),
+    /// and answers where its events go.
+    fn declare(&mut self, runtime: RuntimeId, slot: usize) -> Place {
+        let place = self.place(runtime, slot);
         let at = self.declared.iter().position(|(r, _)| *r == runtime);
-        let new_process = at.is_none();
+        let new_runtime = at.is_none();
         let at = at.unwrap_or_else(|| {
             self.declared.push((runtime, [false; SLOTS]));
             self.declared.len() - 1
         });
         if std::mem::replace(&mut self.declared[at].1[slot], true) {
-            return;
+            return place;
         }
         self.counts.tracks += 1;
         if self.error.is_some() {
-            return;
+            return place;
+        }
+        if !std::mem::replace(&mut self.process_declared, true) {
+            let process = Process {
+                origin: &self.origin,
+                name: self.origin.name(),
+                domain: self.domain,
+            };
+            if let Err(e) = self.sink.process(&process) {
+                self.error = Some(e);
+                return place;
+            }
         }
         let track = Track {
             runtime,
@@ -540,52 +625,62 @@ impl<S: Sink> Out<S> {
                 None if slot == EVENTS_SLOT => "Events",
                 None => "Recorder",
             },
-            process: self
+            runtime_name: self
                 .processes
                 .get(&runtime)
                 .cloned()
                 .unwrap_or_else(|| format!("hrx runtime {runtime}")),
+            place,
+            runtime_uuid: self.origin.runtime_uuid(runtime),
+            process_uuid: self.origin.process_uuid(),
         };
-        if let Err(e) = self.sink.track(&track, new_process) {
+        if let Err(e) = self.sink.track(&track, new_runtime) {
             self.error = Some(e);
         }
+        place
     }
 
-    fn slice(&mut self, slice: &Slice<'_>) {
-        self.declare(slice.runtime, slice.slot);
+    fn slice(&mut self, mut slice: Slice<'_>) {
+        slice.place = self.declare(slice.runtime, slice.slot);
         if self.error.is_some() {
             return;
         }
+        slice.start_ns = self.origin.time(slice.start_ns);
+        slice.end_ns = self.origin.time(slice.end_ns);
         self.counts.slices += 1;
         self.counts.flows += slice.flows_out.len() as u64;
-        if let Err(e) = self.sink.slice(slice) {
+        if let Err(e) = self.sink.slice(&slice) {
             self.error = Some(e);
         }
     }
 
     fn region_slice(&mut self, slice: &RegionSlice<'_>) {
-        self.declare(slice.runtime, slice.track);
+        let mut slice = *slice;
+        slice.place = self.declare(slice.runtime, slice.track);
         if self.error.is_some() {
             return;
         }
+        slice.start_ns = self.origin.time(slice.start_ns);
+        slice.end_ns = self.origin.time(slice.end_ns);
         self.counts.slices += 1;
         self.counts.flows += slice.flows_out.len() as u64;
-        if let Err(e) = self.sink.region_slice(slice) {
+        if let Err(e) = self.sink.region_slice(&slice) {
             self.error = Some(e);
         }
     }
 
-    fn instant(&mut self, instant: &Instant<'_>) {
-        self.declare(instant.runtime, instant.slot);
+    fn instant(&mut self, mut instant: Instant<'_>) {
+        instant.place = self.declare(instant.runtime, instant.slot);
         if self.error.is_some() {
             return;
         }
+        instant.time_ns = self.origin.time(instant.time_ns);
         if instant.slot == EVENTS_SLOT {
             self.counts.instants += 1;
         } else {
             self.counts.recorder_instants += 1;
         }
-        if let Err(e) = self.sink.instant(instant) {
+        if let Err(e) = self.sink.instant(&instant) {
             self.error = Some(e);
         }
     }
@@ -714,12 +809,13 @@ impl<S: Sink> Pass<S> {
             }
             let instant = Instant {
                 runtime: r.runtime,
+                place: Place::default(),
                 slot: RECORDER_SLOT,
                 name: "timing lost (records dropped)",
                 time_ns: r.start_ns,
                 args,
             };
-            self.out.instant(&instant);
+            self.out.instant(instant);
             self.out.counts.timing_lost += 1;
         }
     }
@@ -752,7 +848,7 @@ impl<S: Sink> Pass<S> {
             ));
             let name = format!("{} (running at end)", slice.name);
             slice.name = &name;
-            self.out.slice(&slice);
+            self.out.slice(slice);
         }
         // Session-level: on the first runtime's events track.
         let first = self
@@ -784,12 +880,13 @@ impl<S: Sink> Pass<S> {
             }
             let instant = Instant {
                 runtime: first,
+                place: Place::default(),
                 slot: RECORDER_SLOT,
                 name: "fatal signal",
                 time_ns: f.time_ns,
                 args,
             };
-            self.out.instant(&instant);
+            self.out.instant(instant);
         }
     }
 }
@@ -900,6 +997,12 @@ impl<S: Sink> Visitor for Pass<S> {
         }
         match record {
             Record::FatalSignal(f) => self.fatal.push(*f),
+            Record::SessionStart(start) => {
+                if !self.out.process_declared {
+                    self.out.origin = Origin::new(start, self.out.domain);
+                }
+            }
+            Record::HostClock(clock) => self.out.origin.calibrate(clock),
             Record::RuntimeStart(r) => {
                 self.out.processes.insert(
                     r.runtime,
@@ -935,7 +1038,7 @@ impl<S: Sink> Visitor for Pass<S> {
                 if self.out.error.is_none()
                     && let Some(instant) = instant(other)
                 {
-                    self.out.instant(&instant);
+                    self.out.instant(instant);
                 }
             }
         }
@@ -972,6 +1075,7 @@ impl<S: Sink> Visitor for Pass<S> {
         };
         let slice = Slice {
             runtime: span.runtime,
+            place: Place::default(),
             slot: queue_slot(info.queue),
             name: &name,
             category: "operation",
@@ -985,7 +1089,7 @@ impl<S: Sink> Visitor for Pass<S> {
             flows_out: &[],
             flows_in: &[],
         };
-        self.out.slice(&slice);
+        self.out.slice(slice);
     }
 }
 
@@ -1037,6 +1141,7 @@ fn region_slice<'a>(
     let info = index.region(region);
     RegionSlice {
         runtime: span.runtime,
+        place: Place::default(),
         track: queue_slot(info.queue),
         region,
         label: names.label(region),
@@ -1085,6 +1190,7 @@ fn running_slice<'a>(
     }
     Slice {
         runtime: span.runtime,
+        place: Place::default(),
         slot: queue_slot(info.queue),
         name: names.label(region),
         category: "region",
@@ -1227,6 +1333,7 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
     };
     Some(Instant {
         runtime,
+        place: Place::default(),
         slot,
         name,
         time_ns,
