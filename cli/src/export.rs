@@ -101,7 +101,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         crate::failure::require_rereadable(file, "export")?;
     }
     if format == OutputFormat::Parquet {
-        return Err(Failure::new("parquet export is not built yet").into());
+        return parquet(&args);
     }
     let file_len = args
         .files
@@ -347,4 +347,97 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
         OutputFormat::Perfetto => head.first() == Some(&0x0a),
         _ => head.starts_with(CHROME) || CHROME.starts_with(head),
     })
+}
+
+/// `export --format parquet -o DIR`: the tables of every trace into `DIR` (created when
+/// missing; an existing one must hold nothing but earlier tables, which are replaced). On a
+/// failure the tables written are removed, and `DIR` too when this export created it.
+#[cfg(feature = "parquet")]
+fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let dir = &args.output;
+    crate::record::refuse_special(dir, "export")?;
+    let ours: Vec<String> = export::table_files().collect();
+    let created = !dir.exists();
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(Failure::new(format!(
+                "cannot write Parquet tables to {}: it is a file, not a directory",
+                dir.display()
+            ))
+            .hint("give -o a directory (created if missing), e.g. -o tables/")
+            .into());
+        }
+        let other = std::fs::read_dir(dir)
+            .map_err(|e| Failure::new(format!("{}: {e}", dir.display())))?
+            .filter_map(Result::ok)
+            .find(|e| !ours.iter().any(|o| e.file_name() == o.as_str()));
+        if let Some(other) = other {
+            return Err(Failure::new(format!(
+                "refusing to write Parquet tables into {}: it holds {}, which is no earlier table",
+                dir.display(),
+                other.file_name().to_string_lossy()
+            ))
+            .hint("give -o an empty or new directory")
+            .into());
+        }
+    }
+    let mut readers = Vec::new();
+    let read = Arc::new(AtomicU64::new(0));
+    let progress = ProgressBar::hidden();
+    for file in &args.files {
+        readers.push(open(file, &read, &progress)?);
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+    let written = export::write_parquet(readers, dir);
+    let exported = match written {
+        Ok(exported) => exported,
+        Err(error) => {
+            for path in export::table_paths(dir) {
+                let _ = std::fs::remove_file(path);
+            }
+            if created {
+                let _ = std::fs::remove_dir(dir);
+            }
+            let error = match error {
+                ExportError::Read(error) => anyhow::Error::from(TraceError {
+                    path: failed_file(&args.files, read.load(Ordering::Relaxed)),
+                    error,
+                }),
+                other => anyhow::Error::from(other),
+            };
+            return Err(error.context(format!(
+                "cannot write Parquet tables to {} (removed the tables written)",
+                dir.display()
+            )));
+        }
+    };
+    let mut regions = 0;
+    let mut events = 0;
+    for (file, exported) in args.files.iter().zip(&exported) {
+        warn(file, exported);
+        regions += exported.counts.slices;
+        events += exported.counts.instants + exported.counts.recorder_instants;
+    }
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} tables, {} of {}, {} (parquet)",
+        dir.display(),
+        ours.len(),
+        plural(regions, "region row"),
+        plural(args.files.len() as u64, "trace"),
+        plural(events, "event row"),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without the `parquet` feature: the format is refused.
+#[cfg(not(feature = "parquet"))]
+fn parquet(_args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    Err(
+        Failure::new("this hrx-trace was built without Parquet export")
+            .hint("build it with the default features (`parquet`)")
+            .into(),
+    )
 }

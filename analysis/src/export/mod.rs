@@ -71,11 +71,15 @@
 mod batch;
 mod chrome;
 mod origin;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod perfetto;
 
 pub use batch::encode_threads;
 pub use origin::ClockDomain;
 use origin::{Origin, chrome_tid};
+#[cfg(feature = "parquet")]
+pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_paths, write_parquet};
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
@@ -913,6 +917,7 @@ impl Settled<'_> {
             runtime,
             submission,
         } = *self;
+        let salt = out.origin.key;
         let SliceScratch {
             waits,
             out_cross,
@@ -930,6 +935,7 @@ impl Settled<'_> {
             };
             if consumer.timed(consumer_region) {
                 let id = flow_id(
+                    salt,
                     1,
                     (runtime, submission, region),
                     (runtime, consumer_sub, consumer_region),
@@ -950,13 +956,13 @@ impl Settled<'_> {
                 args.producers
                     .iter()
                     .filter(|&&p| timed(p))
-                    .map(|&p| flow_id(0, here(p), here(region.0))),
+                    .map(|&p| flow_id(salt, 0, here(p), here(region.0))),
             );
             flows_out.extend(
                 args.consumers
                     .iter()
                     .filter(|&&c| timed(c))
-                    .map(|&c| flow_id(0, here(region.0), here(c))),
+                    .map(|&c| flow_id(salt, 0, here(region.0), here(c))),
             );
             waits.clear();
             waits.extend(held.waits.iter().filter(|w| w.region == region));
@@ -1096,16 +1102,19 @@ impl<S: Sink> Visitor for Pass<S> {
 /// A region of one submission.
 type Key = (RuntimeId, SubmissionIndex, RegionIndex);
 
-/// A flow id, the same for both ends: a mix of the edge, 53 bits (exact in JSON numbers).
+/// A flow id, the same for both ends: a mix of the trace (`salt`: its [`Origin::key`], so
+/// that traces merged into one file keep their flows apart) and the edge, 53 bits (exact
+/// in JSON numbers).
 /// A fixed mix (splitmix64's finalizer over the fields), not a keyed hasher: the ids are
 /// the same in every run, and cheap at a million flows a second.
-fn flow_id(tag: u8, producer: Key, consumer: Key) -> u64 {
+fn flow_id(salt: u64, tag: u8, producer: Key, consumer: Key) -> u64 {
     fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
     let fields = [
+        salt,
         u64::from(tag),
         u64::from(producer.0.0),
         producer.1.0,
