@@ -108,7 +108,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .sum();
-    let progress = ProgressBar::new(file_len).with_style(
+    let progress = crate::output::progress(file_len).with_style(
         ProgressStyle::with_template("{spinner} export {msg} [{bar:30}] {bytes}/{total_bytes}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
@@ -187,11 +187,11 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 "lined up by the wall clock (CLOCK_REALTIME): hosts share no monotonic clock, so they align as well as their clocks agree"
             }
         };
-        eprintln!(
-            "note: {} from {} {how}",
+        crate::output::note(format_args!(
+            "{} from {} {how}",
             plural(args.files.len() as u64, "trace"),
             plural(hosts.len() as u64, "host"),
-        );
+        ));
     }
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
@@ -254,26 +254,26 @@ fn warn(file: &Path, exported: &export::Exported) {
         "the export covers only what was recovered",
     );
     if exported.unplaced_timings > 0 {
-        eprintln!(
-            "warning: {}: {} timings name a submission or region the trace does not record; they are not exported",
+        crate::output::warn(format_args!(
+            "{}: {} timings name a submission or region the trace does not record; they are not exported",
             file.display(),
             exported.unplaced_timings
-        );
+        ));
     }
     if exported.counts.flows_not_drawn > 0 {
-        eprintln!(
-            "warning: {}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
+        crate::output::warn(format_args!(
+            "{}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
             file.display(),
             exported.counts.flows_not_drawn,
             2 * export::WINDOW
-        );
+        ));
     }
     if exported.counts.timing_lost > 0 {
-        eprintln!(
-            "note: {}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
+        crate::output::warn(format_args!(
+            "{}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
             file.display(),
             plural(exported.counts.timing_lost, "region"),
-        );
+        ));
     }
 }
 
