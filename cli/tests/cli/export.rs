@@ -205,26 +205,13 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
 /// (no unknown field, every event on a declared track, every flow and iid resolved, every
 /// slice ended, the trace's real process and clock); `None` as [`perfetto_counts`].
 fn perfetto_check(path: &Path) -> Option<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto/check.py");
-    let out = Command::new("python3").arg(&script).arg(path).output();
-    let missing = match &out {
-        Err(e) => Some(format!("python3: {e}")),
-        Ok(o) if o.status.code() == Some(3) => Some(stderr(o)),
-        Ok(_) => None,
-    };
-    if let Some(why) = missing {
-        assert!(
-            std::env::var_os("HRX_REQUIRE_PERFETTO").is_none(),
-            "HRX_REQUIRE_PERFETTO is set but the check cannot run: {why}"
-        );
-        eprintln!(
-            "\n!!! SKIPPED the Perfetto schema check: {why}\n!!! install with: python3 -m pip install perfetto==0.59.1 protobuf==6.31.1\n"
-        );
-        return None;
-    }
-    let out = out.unwrap();
-    assert_eq!(code(&out), 0, "check.py: {}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("check.py prints JSON");
+    let v = python_check(
+        "tests/perfetto/check.py",
+        path.as_os_str(),
+        Path::new("."),
+        "HRX_REQUIRE_PERFETTO",
+        "perfetto==0.59.1 protobuf==6.31.1",
+    )?;
     let n = |k: &str| v[k].as_u64().unwrap() as usize;
     assert_eq!(n("unknown_fields"), 0, "{v}");
     assert_eq!(n("events_on_undeclared_tracks"), 0, "{v}");
@@ -665,10 +652,29 @@ fn the_format_comes_from_the_output_name() {
 /// `None` (after saying so loudly) without the `duckdb` package, unless `HRX_REQUIRE_DUCKDB`
 /// is set (CI), where its absence fails.
 fn duckdb_kernels(dir: &Path, pattern: &str) -> Option<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parquet/kernels.py");
+    python_check(
+        "tests/parquet/kernels.py",
+        std::ffi::OsStr::new(pattern),
+        dir,
+        "HRX_REQUIRE_DUCKDB",
+        "duckdb==2.0.1",
+    )
+}
+
+/// Runs the Python check `script` (relative to the crate) on `arg` in `dir` and returns the
+/// JSON it prints. Exit 3 means a Python package is missing: `None`, said loudly, unless
+/// the environment sets `require` (CI installs `packages`), where it fails the test.
+fn python_check(
+    script: &str,
+    arg: &std::ffi::OsStr,
+    dir: &Path,
+    require: &str,
+    packages: &str,
+) -> Option<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let out = Command::new("python3")
-        .arg(&script)
-        .arg(pattern)
+        .arg(&path)
+        .arg(arg)
         .current_dir(dir)
         .output();
     let missing = match &out {
@@ -678,17 +684,17 @@ fn duckdb_kernels(dir: &Path, pattern: &str) -> Option<Value> {
     };
     if let Some(why) = missing {
         assert!(
-            std::env::var_os("HRX_REQUIRE_DUCKDB").is_none(),
-            "HRX_REQUIRE_DUCKDB is set but the DuckDB query cannot run: {why}"
+            std::env::var_os(require).is_none(),
+            "{require} is set but {script} cannot run: {why}"
         );
         eprintln!(
-            "\n!!! SKIPPED the DuckDB query of the Parquet export: {why}\n!!! install with: python3 -m pip install duckdb==2.0.1\n"
+            "\n!!! SKIPPED {script}: {why}\n!!! install with: python3 -m pip install {packages}\n"
         );
         return None;
     }
     let out = out.unwrap();
-    assert_eq!(code(&out), 0, "kernels.py: {}", stderr(&out));
-    Some(serde_json::from_str(&stdout(&out)).expect("kernels.py prints JSON"))
+    assert_eq!(code(&out), 0, "{script}: {}", stderr(&out));
+    Some(serde_json::from_str(&stdout(&out)).expect("the check prints JSON"))
 }
 
 /// Two processes' traces exported as Parquet tables, one directory each, queried together
