@@ -55,6 +55,24 @@ pub use npu::{NpuBackendChoice, NpuInfo};
 pub use runtime::{BackendChoice, Counters, Runtime, RuntimeOptions, TraceDigests};
 pub use trace::close_trace;
 
+/// The GPU backends built into this hrx, as [`BackendChoice`] names them: the software
+/// device always, `cuda` and `hip` by feature (CUDA loads libcuda at run time, so it is
+/// listed where the driver is missing too).
+pub const GPU_BACKENDS: &[&str] = &[
+    "sim",
+    #[cfg(feature = "cuda")]
+    "cuda",
+    #[cfg(feature = "hip")]
+    "hip",
+];
+
+/// The NPU backends built into this hrx: the software NPU always, `xrt` by feature.
+pub const NPU_BACKENDS: &[&str] = &[
+    "sim",
+    #[cfg(feature = "xrt")]
+    "xrt",
+];
+
 /// An execution engine; visibility is tracked between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Engine {

@@ -46,8 +46,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 
 mod snapshot;
-use snapshot::Held;
-pub(crate) use snapshot::{Pending, RangeSet};
+use snapshot::{Held, Settle};
+pub(crate) use snapshot::{Pending, RangeSet, Settled};
 
 /// Flushes and closes the process's trace, writing its footer. Runtimes that record
 /// afterwards record nothing until a new trace is opened. Runs automatically at normal
@@ -315,12 +315,14 @@ impl Tracer {
     /// reading them with `read(i, range)` (`reads[i]`'s buffer), and returns the lock to
     /// hold until the submit is decided ([`Pending::submitted`] with the graph's writes
     /// when accepted). `None`, reading nothing, when the range is closed or tracing is off:
-    /// one branch and one relaxed load.
-    pub fn snapshot_reads(
-        &self,
+    /// one branch and one relaxed load. A graph whose bytes are all held already
+    /// (`settled`, see `snapshot`) looks nothing up.
+    pub fn snapshot_reads<'a>(
+        &'a self,
         reads: &[(u64, Range<u64>)],
+        settled: &'a Settled,
         read: impl FnMut(usize, Range<u64>) -> Option<Vec<u8>>,
-    ) -> Option<Pending<'_>> {
+    ) -> Option<Pending<'a>> {
         let (Some(hook), Some(window)) = (self.hook(), &self.window) else {
             return None;
         };
@@ -328,8 +330,17 @@ impl Tracer {
             return None;
         }
         let mut held = crate::sync::lock(&window.held);
-        held.snapshot(&hook, reads, read);
-        Some(Pending { held })
+        if held.settled(settled) {
+            return Some(Pending {
+                held,
+                settle: Settle::Already,
+            });
+        }
+        let settle = match held.snapshot(&hook, reads, read) {
+            true => Settle::Note(settled),
+            false => Settle::Not,
+        };
+        Some(Pending { held, settle })
     }
 
     /// Whether this runtime records into a trace whose capture range is closed now.
@@ -470,12 +481,27 @@ pub(crate) struct Hook<'a> {
 }
 
 impl Hook<'_> {
-    /// Records `record`.
+    /// Records `record` (inlined where it is built: see [`Recorder::record`]).
+    #[inline(always)]
     pub fn record(&self, record: s::Record) {
         self.recorder.record(&record);
     }
 
+    /// Records `record` without building a [`s::Record`] (see [`Recorder::record_raw`]).
+    #[inline(always)]
+    pub fn record_raw(&self, record: hrx_capture::RawRecord<'_>) {
+        self.recorder.record_raw(record);
+    }
+
+    /// Records gathered and handed to the thread's trace buffer at once (see
+    /// [`hrx_capture::RawBatch`]).
+    #[inline]
+    pub fn raw_batch(&self) -> hrx_capture::RawBatch<'_> {
+        self.recorder.raw_batch()
+    }
+
     /// Now, on the session's clock.
+    #[inline]
     pub fn now_ns(&self) -> u64 {
         self.recorder.now_ns()
     }
@@ -483,6 +509,7 @@ impl Hook<'_> {
     /// `process_ns` (from [`crate::clock::now_ns`]: region start and end times, the host times
     /// backends map device timestamps onto) on the session's clock (each recorder has its own
     /// base), so that every record of a trace is on one clock.
+    #[inline]
     pub fn session_ns(&self, process_ns: u64) -> u64 {
         crate::clock::to_session_ns(process_ns, self.recorder.base_ns())
     }
@@ -546,11 +573,24 @@ impl Hook<'_> {
 
     /// Waits for the captures still reading a buffer that region `region` of `submission`
     /// writes, recording the wait as a [`s::CaptureFence`] span (so that it is never part of
-    /// the region's own time); nothing when no capture reads it.
-    pub fn capture_fence(&self, submission: u64, region: usize, buffer: u64, captures: &Captures) {
+    /// the region's own time); nothing when no capture reads it. Returns whether it waited.
+    #[inline]
+    pub fn capture_fence(
+        &self,
+        submission: u64,
+        region: usize,
+        buffer: u64,
+        captures: &Captures,
+    ) -> bool {
         if !captures.busy() {
-            return;
+            return false;
         }
+        self.capture_fence_wait(submission, region, buffer, captures);
+        true
+    }
+
+    #[cold]
+    fn capture_fence_wait(&self, submission: u64, region: usize, buffer: u64, captures: &Captures) {
         let start_ns = crate::clock::now_ns();
         captures.wait();
         let end_ns = crate::clock::now_ns();
@@ -590,11 +630,13 @@ impl Hook<'_> {
     }
 
     /// A region's host time `(start, end)` and device time (both from
-    /// [`crate::clock::now_ns`], the backend having mapped the device span onto it).
+    /// [`crate::clock::now_ns`], the backend having mapped the device span onto it), into
+    /// `batch`.
+    #[inline]
     pub fn region_timing(
         &self,
-        submission: u64,
-        region: usize,
+        batch: &mut hrx_capture::RawBatch<'_>,
+        (submission, region): (u64, usize),
         (start_ns, end_ns): (u64, u64),
         device: Option<(u64, u64)>,
     ) {
@@ -603,7 +645,7 @@ impl Hook<'_> {
             static CALIBRATED: Once = Once::new();
             // Backends map device spans onto the host clock themselves; state the identity.
             CALIBRATED.call_once(|| {
-                self.record(s::Record::ClockCalibration(s::ClockCalibration {
+                batch.record(&s::Record::ClockCalibration(s::ClockCalibration {
                     runtime: self.runtime,
                     host_ns: end,
                     device_ns: end,
@@ -612,7 +654,7 @@ impl Hook<'_> {
                 }));
             });
         }
-        self.record(s::Record::RegionTiming(s::RegionTiming {
+        batch.record_raw(hrx_capture::RawRecord::RegionTiming(&s::RegionTiming {
             runtime: self.runtime,
             submission: s::SubmissionIndex(submission),
             region: s::RegionIndex(region as u32),
@@ -722,7 +764,7 @@ impl Hook<'_> {
 /// less than handing it to another thread costs, and nothing later waits on it. Before, a
 /// 256 B download waited for the previous submission's digest (taken on a hashing thread)
 /// at a fence, 13-78 µs, inside its own recorded time.
-const INLINE_DIGEST_BYTES: usize = 4 << 10;
+pub(crate) const INLINE_DIGEST_BYTES: usize = 4 << 10;
 
 /// Deferred trace captures (hashing, storing contents) still reading a buffer's bytes on the
 /// trace writer's thread. Whoever would change or free those bytes waits for them first, so

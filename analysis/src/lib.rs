@@ -62,6 +62,13 @@ pub mod timeline;
 pub mod trim;
 pub mod units;
 
+/// The version of the JSON reports' layout: the `schema_version` field of every report a verb
+/// prints with `--json` (`info`, `stats`, `diff`, `replay`, `record`). 2 (this one): digests,
+/// blob hashes and addresses are hex strings (`"0x"` and 16 digits, which jq reads exactly)
+/// and `dump --json`'s bytes base64 with their length; 1 (unversioned): they were numbers.
+/// A change that removes or retypes a field moves it on; an added field does not.
+pub const JSON_SCHEMA_VERSION: u32 = 2;
+
 pub use index::{
     Index, LabelRef, LaneInfo, LaneRef, PreparedInfo, PreparedRef, QUEUES, RegionInfo, RegionRef,
     is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,

@@ -68,8 +68,9 @@ pub use reader::{
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;
+pub use staging::RawRecord;
 pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
-    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, Recorder, RecorderOptions,
-    Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
+    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, RawBatch, Recorder,
+    RecorderOptions, Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
 };

@@ -41,13 +41,21 @@
 //! the runtime records a region's and a submission's outcome under its scheduler lock,
 //! where every instruction delays the other workers. Whatever does not fit a raw entry
 //! (a failure's message, contents, more producers) is encoded as a frame, as before.
+//!
+//! The raw entries of those records are written where the record is made ([`encode_raw`],
+//! inlined into `Recorder::record`, or [`RawRecord::encode`] for `Recorder::record_raw` and
+//! `RawBatch`, which build no [`Record`]) and copied into the thread's ring as they are; the
+//! recorder's slow paths (a full ring, say) turn an entry back into its record
+//! ([`decode_raw`]) and record that (session 16: about 140 instructions a record before, 90
+//! after).
 
 use crate::format::{
     FrameEncoder, MAX_TIMING_FRAME, encode_untimed_frame_in, put_varint, read_varint_u32,
 };
 use crate::schema::{
-    DeviceSpan, HostSpanKind, OutputDigest, Payload, PreparedId, Record, RegionIndex,
-    RegionStarted, RegionTiming, RuntimeId, Status, SubmissionIndex,
+    AnnotationRange, BufferId, DeviceSpan, HostSpan, HostSpanKind, NodeIndex, OpTiming,
+    OutputDigest, Payload, PreparedId, Record, RegionDone, RegionIndex, RegionStarted,
+    RegionTiming, RuntimeId, Status, SubmissionDone, SubmissionIndex, Submit,
 };
 use crate::summary::SummaryBuilder;
 use std::ops::Range;
@@ -132,68 +140,227 @@ pub(crate) fn encode_entry(
     record: &Record,
     scratch: &mut [u8],
 ) -> Result<Range<usize>, postcard::Error> {
+    let Some(out) = scratch.first_chunk_mut::<MAX_RAW_ENTRY>() else {
+        return Err(postcard::Error::SerializeBufferFull);
+    };
+    if let Some(len) = encode_raw(record, out) {
+        return Ok(0..len);
+    }
+    let rest = &mut scratch[1..];
+    let base = rest.as_ptr() as usize;
+    let frame = encode_untimed_frame_in(record, rest)?;
+    // The frame sits somewhere in `rest`; put the kind byte just before it.
+    let offset = frame.as_ptr() as usize - base;
+    let end = 1 + offset + frame.len();
+    scratch[offset] = FRAME;
+    Ok(offset..end)
+}
+
+/// Encodes `record` as a raw entry at the start of `out` when it is of a kind staged raw;
+/// returns the entry's length. Inlined where the record is built, the match on its kind
+/// folds away.
+#[inline(always)]
+pub(crate) fn encode_raw(record: &Record, out: &mut [u8; MAX_RAW_ENTRY]) -> Option<usize> {
     match record {
-        Record::RegionTiming(t) => raw_timing(t, None, scratch),
-        Record::OpTiming(t) => raw_timing(&t.timing, Some(t.node.0), scratch),
-        Record::RegionStarted(r) => raw_started(r, scratch),
-        Record::RegionDone(r) if r.status == Status::Ok => raw(scratch, REGION_DONE, |w| {
-            w.u32(r.runtime.0)
-                .u64(r.submission.0)
-                .u32(r.region.0)
-                .u64(r.time_ns)
-        }),
-        Record::SubmissionDone(r) if r.status == Status::Ok => raw(scratch, SUBMISSION_DONE, |w| {
-            w.u32(r.runtime.0).u64(r.submission.0).u64(r.time_ns)
-        }),
-        Record::Submit(r) if r.producers.len() <= RAW_PRODUCERS => raw(scratch, SUBMIT, |w| {
-            let w = w.u32(r.runtime.0).u64(r.prepared.0).u64(r.submission.0);
-            let w = w.u32(r.slot).u64(r.time_ns).u8(r.producers.len() as u8);
-            r.producers.iter().fold(w, |w, p| w.u64(p.0))
-        }),
-        Record::OutputDigest(
-            r @ OutputDigest {
-                contents: Payload::Omitted { len_bytes },
-                ..
-            },
-        ) => raw(scratch, DIGEST, |w| {
-            let w = w.u32(r.runtime.0).u64(r.submission.0).u64(r.buffer.0);
-            w.u64(r.start).u64(r.end).u64(r.xxh3).u64(*len_bytes)
-        }),
-        Record::HostSpan(r) => raw(scratch, HOST_SPAN, |w| {
-            let w = w.u32(r.thread).u8(r.kind as u8).u32(r.runtime.0);
-            let region = r.region.map_or(u64::MAX, |region| u64::from(region.0));
-            w.u64(r.submission.0)
-                .u64(region)
-                .u64(r.start_ns)
-                .u64(r.end_ns)
-        }),
-        Record::AnnotationRange(r) => raw(scratch, ANNOTATION, |w| {
-            w.u32(r.thread).u32(r.name.0).u64(r.start_ns).u64(r.end_ns)
-        }),
-        _ => {
-            let Some(rest) = scratch.get_mut(1..) else {
-                return Err(postcard::Error::SerializeBufferFull);
-            };
-            let base = rest.as_ptr() as usize;
-            let frame = encode_untimed_frame_in(record, rest)?;
-            // The frame sits somewhere in `rest`; put the kind byte just before it.
-            let offset = frame.as_ptr() as usize - base;
-            let end = 1 + offset + frame.len();
-            scratch[offset] = FRAME;
-            Ok(offset..end)
+        Record::RegionTiming(t) => Some(raw_timing(t, None, out)),
+        Record::OpTiming(t) => Some(raw_timing(&t.timing, Some(t.node.0), out)),
+        Record::RegionStarted(r) => RawRecord::RegionStarted(r).encode(out),
+        Record::RegionDone(r) => RawRecord::RegionDone(r).encode(out),
+        Record::SubmissionDone(r) => RawRecord::SubmissionDone(r).encode(out),
+        Record::Submit(r) => RawRecord::Submit(r).encode(out),
+        Record::OutputDigest(r) => RawRecord::OutputDigest(r).encode(out),
+        Record::HostSpan(r) => RawRecord::HostSpan(r).encode(out),
+        Record::AnnotationRange(r) => RawRecord::AnnotationRange(r).encode(out),
+        _ => None,
+    }
+}
+
+/// A record of the kinds every traced submission makes, by reference: recorded with
+/// [`crate::Recorder::record_raw`] or in a [`crate::RawBatch`], its raw ring entry is
+/// written from its fields with no [`Record`] built (or dropped). One that is not staged
+/// raw after all (a failure's outcome, a digest with contents, a submit with more than two
+/// producers) is recorded as a [`Record`].
+#[derive(Clone, Copy, Debug)]
+pub enum RawRecord<'a> {
+    /// A [`Record::RegionStarted`].
+    RegionStarted(&'a RegionStarted),
+    /// A [`Record::RegionTiming`].
+    RegionTiming(&'a RegionTiming),
+    /// A [`Record::RegionDone`].
+    RegionDone(&'a RegionDone),
+    /// A [`Record::SubmissionDone`].
+    SubmissionDone(&'a SubmissionDone),
+    /// A [`Record::Submit`].
+    Submit(&'a Submit),
+    /// A [`Record::OutputDigest`].
+    OutputDigest(&'a OutputDigest),
+    /// A [`Record::HostSpan`] (format 1.14).
+    HostSpan(&'a HostSpan),
+    /// A [`Record::AnnotationRange`] (format 1.14).
+    AnnotationRange(&'a AnnotationRange),
+}
+
+impl RawRecord<'_> {
+    /// The raw entry at the start of `out`, and its length; `None` when this record is not
+    /// staged raw.
+    #[inline(always)]
+    pub(crate) fn encode(self, out: &mut [u8; MAX_RAW_ENTRY]) -> Option<usize> {
+        Some(match self {
+            RawRecord::RegionStarted(r) => raw_started(r, out),
+            RawRecord::RegionTiming(t) => raw_timing(t, None, out),
+            RawRecord::RegionDone(r) if r.status == Status::Ok => raw(out, REGION_DONE, |w| {
+                w.u32(r.runtime.0)
+                    .u64(r.submission.0)
+                    .u32(r.region.0)
+                    .u64(r.time_ns)
+            }),
+            RawRecord::SubmissionDone(r) if r.status == Status::Ok => {
+                raw(out, SUBMISSION_DONE, |w| {
+                    w.u32(r.runtime.0).u64(r.submission.0).u64(r.time_ns)
+                })
+            }
+            RawRecord::Submit(r) if r.producers.len() <= RAW_PRODUCERS => raw(out, SUBMIT, |w| {
+                let w = w.u32(r.runtime.0).u64(r.prepared.0).u64(r.submission.0);
+                let w = w.u32(r.slot).u64(r.time_ns).u8(r.producers.len() as u8);
+                r.producers.iter().fold(w, |w, p| w.u64(p.0))
+            }),
+            RawRecord::OutputDigest(
+                r @ OutputDigest {
+                    contents: Payload::Omitted { len_bytes },
+                    ..
+                },
+            ) => raw(out, DIGEST, |w| {
+                let w = w.u32(r.runtime.0).u64(r.submission.0).u64(r.buffer.0);
+                w.u64(r.start).u64(r.end).u64(r.xxh3).u64(*len_bytes)
+            }),
+            RawRecord::HostSpan(r) => raw(out, HOST_SPAN, |w| {
+                let w = w.u32(r.thread).u8(r.kind as u8).u32(r.runtime.0);
+                let region = r.region.map_or(u64::MAX, |region| u64::from(region.0));
+                w.u64(r.submission.0)
+                    .u64(region)
+                    .u64(r.start_ns)
+                    .u64(r.end_ns)
+            }),
+            RawRecord::AnnotationRange(r) => raw(out, ANNOTATION, |w| {
+                w.u32(r.thread).u32(r.name.0).u64(r.start_ns).u64(r.end_ns)
+            }),
+            _ => return None,
+        })
+    }
+
+    /// The record, for the paths that record a [`Record`].
+    pub fn to_record(self) -> Record {
+        match self {
+            RawRecord::RegionStarted(r) => Record::RegionStarted(*r),
+            RawRecord::RegionTiming(t) => Record::RegionTiming(*t),
+            RawRecord::RegionDone(r) => Record::RegionDone(r.clone()),
+            RawRecord::SubmissionDone(r) => Record::SubmissionDone(r.clone()),
+            RawRecord::Submit(r) => Record::Submit(r.clone()),
+            RawRecord::OutputDigest(r) => Record::OutputDigest(r.clone()),
+            RawRecord::HostSpan(r) => Record::HostSpan(*r),
+            RawRecord::AnnotationRange(r) => Record::AnnotationRange(*r),
         }
     }
 }
 
+/// The record of the raw entry (kind byte and fields) `entry` wrote with [`encode_raw`], for
+/// the paths that record a [`Record`]; `None` for any other entry.
+pub(crate) fn decode_raw(entry: &[u8]) -> Option<Record> {
+    let (&kind, b) = entry.split_first()?;
+    let (len, _) = entry_bounds(entry)?;
+    if len != entry.len() {
+        return None;
+    }
+    Some(match kind {
+        REGION | REGION_DEVICE => Record::RegionTiming(timing_from(b, kind == REGION_DEVICE)),
+        OP | OP_DEVICE => {
+            let device = kind == OP_DEVICE;
+            let node_at = if device { TIMING_LEN } else { TIMING_BASE_LEN };
+            Record::OpTiming(OpTiming {
+                timing: timing_from(b, device),
+                node: NodeIndex(u32_at(b, node_at)),
+            })
+        }
+        STARTED | REGION_DONE => {
+            let (runtime, submission, region, time_ns) = (
+                RuntimeId(u32_at(b, 0)),
+                SubmissionIndex(u64_at(b, 4)),
+                RegionIndex(u32_at(b, 12)),
+                u64_at(b, 16),
+            );
+            if kind == STARTED {
+                Record::RegionStarted(RegionStarted {
+                    runtime,
+                    submission,
+                    region,
+                    time_ns,
+                })
+            } else {
+                Record::RegionDone(RegionDone {
+                    runtime,
+                    submission,
+                    region,
+                    status: Status::Ok,
+                    time_ns,
+                })
+            }
+        }
+        SUBMISSION_DONE => Record::SubmissionDone(SubmissionDone {
+            runtime: RuntimeId(u32_at(b, 0)),
+            submission: SubmissionIndex(u64_at(b, 4)),
+            status: Status::Ok,
+            time_ns: u64_at(b, 12),
+        }),
+        SUBMIT => Record::Submit(Submit {
+            runtime: RuntimeId(u32_at(b, 0)),
+            prepared: PreparedId(u64_at(b, 4)),
+            submission: SubmissionIndex(u64_at(b, 12)),
+            slot: u32_at(b, 20),
+            time_ns: u64_at(b, 24),
+            producers: (0..usize::from(b[SUBMIT_BASE_LEN - 1]))
+                .map(|i| SubmissionIndex(u64_at(b, SUBMIT_BASE_LEN + 8 * i)))
+                .collect(),
+        }),
+        DIGEST => Record::OutputDigest(OutputDigest {
+            runtime: RuntimeId(u32_at(b, 0)),
+            submission: SubmissionIndex(u64_at(b, 4)),
+            buffer: BufferId(u64_at(b, 12)),
+            start: u64_at(b, 20),
+            end: u64_at(b, 28),
+            xxh3: u64_at(b, 36),
+            contents: Payload::Omitted {
+                len_bytes: u64_at(b, 44),
+            },
+        }),
+        HOST_SPAN => Record::HostSpan(HostSpan {
+            thread: u32_at(b, 0),
+            kind: match b[4] {
+                0 => HostSpanKind::Submit,
+                1 => HostSpanKind::Wait,
+                2 => HostSpanKind::HostCallback,
+                _ => return None,
+            },
+            runtime: RuntimeId(u32_at(b, 5)),
+            submission: SubmissionIndex(u64_at(b, 9)),
+            region: match u64_at(b, 17) {
+                u64::MAX => None,
+                region => Some(RegionIndex(region as u32)),
+            },
+            start_ns: u64_at(b, 25),
+            end_ns: u64_at(b, 33),
+        }),
+        ANNOTATION => Record::AnnotationRange(AnnotationRange {
+            thread: u32_at(b, 0),
+            name: crate::schema::AnnotationId(u32_at(b, 4)),
+            start_ns: u64_at(b, 8),
+            end_ns: u64_at(b, 16),
+        }),
+        _ => return None,
+    })
+}
+
 #[inline(always)]
-fn raw_timing(
-    t: &RegionTiming,
-    node: Option<u32>,
-    scratch: &mut [u8],
-) -> Result<Range<usize>, postcard::Error> {
-    let Some(out) = scratch.get_mut(..MAX_RAW_ENTRY) else {
-        return Err(postcard::Error::SerializeBufferFull);
-    };
+fn raw_timing(t: &RegionTiming, node: Option<u32>, out: &mut [u8; MAX_RAW_ENTRY]) -> usize {
     out[1..5].copy_from_slice(&t.runtime.0.to_le_bytes());
     out[5..13].copy_from_slice(&t.submission.0.to_le_bytes());
     out[13..17].copy_from_slice(&t.region.0.to_le_bytes());
@@ -212,20 +379,17 @@ fn raw_timing(
         len += 4;
     }
     out[0] = kind;
-    Ok(0..len)
+    len
 }
 
 #[inline(always)]
-fn raw_started(r: &RegionStarted, scratch: &mut [u8]) -> Result<Range<usize>, postcard::Error> {
-    let Some(out) = scratch.get_mut(..1 + STARTED_LEN) else {
-        return Err(postcard::Error::SerializeBufferFull);
-    };
+fn raw_started(r: &RegionStarted, out: &mut [u8; MAX_RAW_ENTRY]) -> usize {
     out[0] = STARTED;
     out[1..5].copy_from_slice(&r.runtime.0.to_le_bytes());
     out[5..13].copy_from_slice(&r.submission.0.to_le_bytes());
     out[13..17].copy_from_slice(&r.region.0.to_le_bytes());
     out[17..25].copy_from_slice(&r.time_ns.to_le_bytes());
-    Ok(0..1 + STARTED_LEN)
+    1 + STARTED_LEN
 }
 
 /// Little-endian fields written one after another into a raw entry.
@@ -259,19 +423,15 @@ impl Fields<'_> {
 }
 
 /// A raw entry of kind `kind` whose fields `write` writes (at most [`MAX_RAW_ENTRY`] bytes
-/// with the kind byte).
+/// with the kind byte); its length.
 #[inline(always)]
 fn raw(
-    scratch: &mut [u8],
+    out: &mut [u8; MAX_RAW_ENTRY],
     kind: u8,
     write: impl for<'a> FnOnce(Fields<'a>) -> Fields<'a>,
-) -> Result<Range<usize>, postcard::Error> {
-    let Some(out) = scratch.first_chunk_mut::<MAX_RAW_ENTRY>() else {
-        return Err(postcard::Error::SerializeBufferFull);
-    };
+) -> usize {
     out[0] = kind;
-    let len = write(Fields { out, at: 1 }).at;
-    Ok(0..len)
+    write(Fields { out, at: 1 }).at
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -541,7 +701,7 @@ mod tests {
     use super::*;
     use crate::format::{FrameDecoder, Frames};
     use crate::schema::testgen::{KINDS, Rng, record};
-    use crate::schema::{AnnotationRange, BufferId, HostSpan, RegionDone, SubmissionDone, Submit};
+    use crate::schema::{AnnotationRange, HostSpan};
 
     #[test]
     fn entries_transcode_to_the_records() {
@@ -742,6 +902,61 @@ mod tests {
             .map(|f| decoder.decode(f.unwrap().1).unwrap())
             .collect();
         assert_eq!(decoded, records);
+    }
+
+    /// What [`RawRecord`] stages is what [`encode_entry`] stages for its [`Record`], and
+    /// [`decode_raw`] (the recorder's slow paths) gives the record back.
+    #[test]
+    fn raw_records_stage_their_records_entries_and_decode_back() {
+        let mut rng = Rng(9);
+        let mut records = submission_records();
+        records.extend((0..20).map(|_| Record::RegionTiming(rng.timing())));
+        records.extend((0..20).map(|i| {
+            Record::OpTiming(OpTiming {
+                timing: rng.timing(),
+                node: NodeIndex(i * 1000),
+            })
+        }));
+        records.extend((0..20).map(|_| {
+            let t = rng.timing();
+            Record::RegionStarted(RegionStarted {
+                runtime: t.runtime,
+                submission: t.submission,
+                region: t.region,
+                time_ns: t.start_ns,
+            })
+        }));
+        let mut scratch = vec![0u8; 4096];
+        for r in &records {
+            let raw = match r {
+                Record::RegionStarted(x) => Some(RawRecord::RegionStarted(x)),
+                Record::RegionTiming(x) => Some(RawRecord::RegionTiming(x)),
+                Record::RegionDone(x) => Some(RawRecord::RegionDone(x)),
+                Record::SubmissionDone(x) => Some(RawRecord::SubmissionDone(x)),
+                Record::Submit(x) => Some(RawRecord::Submit(x)),
+                Record::OutputDigest(x) => Some(RawRecord::OutputDigest(x)),
+                _ => None,
+            };
+            if let Some(raw) = raw {
+                assert_eq!(&raw.to_record(), r);
+            }
+            let range = encode_entry(r, &mut scratch).unwrap();
+            let entry = &scratch[range];
+            let mut out = [0u8; MAX_RAW_ENTRY];
+            match raw.and_then(|raw| raw.encode(&mut out)) {
+                Some(len) => assert_eq!(&out[..len], entry, "{r:?}"),
+                None => assert!(
+                    entry[0] == FRAME || matches!(r, Record::OpTiming(_)),
+                    "{r:?}"
+                ),
+            }
+            match entry[0] {
+                FRAME => assert_eq!(decode_raw(entry), None),
+                _ => assert_eq!(decode_raw(entry).as_ref(), Some(r)),
+            }
+        }
+        assert_eq!(decode_raw(&deferred_entry(1)), None);
+        assert_eq!(decode_raw(&[STARTED, 0, 0]), None);
     }
 
     #[test]

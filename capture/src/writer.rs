@@ -63,7 +63,7 @@ use crate::schema::{
     RecorderWait, RecordsLost, RegionIndex, RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
     ThreadName,
 };
-use crate::staging::{self, MAX_RAW_ENTRY};
+use crate::staging::{self, MAX_RAW_ENTRY, RawRecord};
 use crate::summary::SummaryBuilder;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cell::RefCell;
@@ -1232,9 +1232,19 @@ impl Recorder {
     ///
     /// Never blocks on I/O and takes no lock in the common case: the record is encoded into
     /// this thread's buffer, which the writer thread drains. After close, records are ignored.
-    #[inline]
+    ///
+    /// Inlined where the record is built: a record of the kinds every traced submission makes
+    /// (see `staging`) is written as its raw entry straight into the thread's ring
+    /// (`push_raw`); the match on its kind folds away, and so does dropping it.
+    #[inline(always)]
     pub fn record(&self, record: &Record) {
         let shared = &self.handle.shared;
+        let mut entry = [0; MAX_RAW_ENTRY];
+        if let Some(len) = staging::encode_raw(record, &mut entry)
+            && push_raw(shared.id, &entry, len)
+        {
+            return;
+        }
         record_with(shared.id, &|| Some(shared.clone()), record);
     }
 
@@ -1256,6 +1266,31 @@ impl Recorder {
     pub fn annotation_name(&self, text: &str) -> Option<AnnotationId> {
         let shared = &self.handle.shared;
         annotation_name_with(shared.id, &|| Some(shared.clone()), text)
+    }
+
+    /// Records `record` from the calling thread, as [`Recorder::record`] does its
+    /// [`Record`], without building one: its raw entry is written from its fields.
+    #[inline(always)]
+    pub fn record_raw(&self, record: RawRecord<'_>) {
+        let shared = &self.handle.shared;
+        let mut entry = [0; MAX_RAW_ENTRY];
+        if let Some(len) = record.encode(&mut entry)
+            && push_raw(shared.id, &entry, len)
+        {
+            return;
+        }
+        record_with(shared.id, &|| Some(shared.clone()), &record.to_record());
+    }
+
+    /// A [`RawBatch`]: records of the calling thread gathered and handed to its buffer at
+    /// once.
+    #[inline]
+    pub fn raw_batch(&self) -> RawBatch<'_> {
+        RawBatch {
+            recorder: self,
+            len: 0,
+            entries: [0; RAW_BATCH_BYTES + MAX_RAW_ENTRY],
+        }
     }
 
     /// The session's host clock: nanoseconds since the session's monotonic base. Use it for
@@ -1474,8 +1509,122 @@ thread_local! {
     };
 }
 
-/// Records `record` into recorder `id`; `lookup` finds it on this thread's first record.
+/// Bytes of raw entries a [`RawBatch`] pushes at most at once: a region's timing (with a
+/// device span), one digest and its outcome (127 bytes). At most 128, so that the copy into
+/// the ring stays a few inlined moves (a larger fixed copy becomes a `memcpy` call).
+const RAW_BATCH_BYTES: usize = 128;
+
+/// Records made one after another on one thread (a region's timing, the digests of what it
+/// wrote and its outcome), gathered as raw entries and pushed into the thread's buffer at
+/// once when the batch drops (or fills): one hand-off instead of one per record, the same
+/// records in the same order as if each had been recorded on its own. Records that are not
+/// staged raw are recorded in order too, after what was gathered before them.
+pub struct RawBatch<'r> {
+    recorder: &'r Recorder,
+    len: usize,
+    /// Gathered entries, then room to encode one more before knowing whether it fits.
+    entries: [u8; RAW_BATCH_BYTES + MAX_RAW_ENTRY],
+}
+
+impl RawBatch<'_> {
+    /// Records `record` after the records before it.
+    #[inline(always)]
+    pub fn record_raw(&mut self, record: RawRecord<'_>) {
+        let at = self.len;
+        let out = self.entries[at..]
+            .first_chunk_mut::<MAX_RAW_ENTRY>()
+            .expect("room for a raw entry");
+        match record.encode(out) {
+            Some(len) if at + len <= RAW_BATCH_BYTES => self.len += len,
+            Some(len) => {
+                // Past what one push takes: push the others, then it leads the next.
+                self.push();
+                self.entries.copy_within(at..at + len, 0);
+                self.len = len;
+            }
+            None => {
+                self.push();
+                self.recorder.record(&record.to_record());
+            }
+        }
+    }
+
+    /// Records `record` (of any kind) after the records before it.
+    pub fn record(&mut self, record: &Record) {
+        self.push();
+        self.recorder.record(record);
+    }
+
+    /// Hands what was gathered to the thread's buffer now.
+    #[inline]
+    pub fn push(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        let shared = &self.recorder.handle.shared;
+        let entries = self
+            .entries
+            .first_chunk::<RAW_BATCH_BYTES>()
+            .expect("a batch");
+        if !push_raw(shared.id, entries, self.len) {
+            push_entries_slow(shared, &entries[..self.len]);
+        }
+        self.len = 0;
+    }
+}
+
+impl Drop for RawBatch<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.push();
+    }
+}
+
+/// Records the raw entries `entries` one by one as [`Record`]s (the paths that need more
+/// than a push: see [`push_raw`]).
+#[cold]
+#[inline(never)]
+fn push_entries_slow(shared: &Arc<Shared>, entries: &[u8]) {
+    let mut at = 0;
+    while let Some((len, _)) = staging::entry_bounds(&entries[at..]) {
+        let record = staging::decode_raw(&entries[at..at + len]).expect("a raw entry");
+        record_with(shared.id, &|| Some(shared.clone()), &record);
+        at += len;
+    }
+    debug_assert_eq!(at, entries.len());
+}
+
+/// The common case of [`Recorder::record`]: the raw entries `entry[..len]` pushed into
+/// this thread's ring of recorder `id`. Returns false, having pushed nothing, whenever
+/// anything else is needed (no ring yet, a full or closed ring, entries too large for a tiny
+/// ring, a reentrant call): [`record_with`] then records them.
 #[inline]
+fn push_raw<const N: usize>(id: u64, entry: &[u8; N], len: usize) -> bool {
+    LOCAL
+        .try_with(|local| {
+            let Ok(mut local) = local.try_borrow_mut() else {
+                return false;
+            };
+            let Some(ring) = local.entries.iter_mut().find(|e| e.recorder == id) else {
+                return false;
+            };
+            if len > ring.producer.capacity() / 4 {
+                return false;
+            }
+            match ring.producer.push_fixed(entry, len) {
+                Push::Done => true,
+                Push::DoneWake => {
+                    ring.shared.wake();
+                    true
+                }
+                Push::Full | Push::Closed => false,
+            }
+        })
+        .unwrap_or(false)
+}
+
+/// Records `record` into recorder `id`; `lookup` finds it on this thread's first record.
+#[inline(never)]
 pub(crate) fn record_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>, record: &Record) {
     let outcome = LOCAL
         .try_with(|local| match local.try_borrow_mut() {
@@ -1874,7 +2023,9 @@ mod tests {
     use crate::reader::{Trace, read_all};
     use crate::schema::testgen::{KINDS, Rng, record};
     use crate::schema::{
-        HostClock, HostClockSource, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex,
+        BufferId, DeviceSpan, HostClock, HostClockSource, OutputDigest, Payload, PreparedId,
+        RegionDone, RegionIndex, RegionStarted, RegionTiming, RuntimeId, Status, SubmissionDone,
+        SubmissionIndex, Submit,
     };
 
     fn timing(runtime: u32, submission: u64) -> Record {
@@ -1935,6 +2086,150 @@ mod tests {
         assert_eq!(summary.bytes, sink.contents().len() as u64);
         let mapped = crate::MappedTrace::from_vec(sink.contents()).unwrap();
         assert_eq!(summary.blocks, mapped.blocks().len() as u64);
+    }
+
+    /// The records every submission makes, in the forms pushed raw by `Recorder::record`'s
+    /// inlined path and those that are not (a failure, many producers, contents), mixed with
+    /// random records of every kind, from one thread into two recorders (its second ring is
+    /// found by a search) with rings small enough to fill, through `record`, `record_raw`
+    /// and `RawBatch`: each trace holds its records in the order they were recorded,
+    /// whichever path each took.
+    #[test]
+    fn raw_and_framed_records_keep_their_order_across_recorders_and_full_rings() {
+        let options = || RecorderOptions {
+            thread_buffer_bytes: 4096,
+            ..RecorderOptions::default()
+        };
+        let (a, sink_a) = memory_recorder(options());
+        let (b, sink_b) = memory_recorder(options());
+        let mut rng = Rng(77);
+        let mut expected = Vec::new();
+        for i in 0..3_000u64 {
+            let (runtime, submission, region) = (
+                RuntimeId(i as u32 % 3),
+                SubmissionIndex(i),
+                RegionIndex(i as u32 % 4),
+            );
+            let status = if i % 7 == 0 {
+                Status::Failed {
+                    error: format!("failure {i}"),
+                }
+            } else {
+                Status::Ok
+            };
+            expected.push(Record::Submit(Submit {
+                runtime,
+                prepared: PreparedId(i / 5),
+                submission,
+                slot: (i % 3) as u32,
+                producers: (0..i % 4).map(|p| SubmissionIndex(i - p)).collect(),
+                time_ns: i * 10,
+            }));
+            expected.push(Record::RegionStarted(RegionStarted {
+                runtime,
+                submission,
+                region,
+                time_ns: i * 10 + 1,
+            }));
+            expected.push(Record::RegionTiming(RegionTiming {
+                runtime,
+                submission,
+                region,
+                start_ns: i * 10 + 2,
+                end_ns: i * 10 + 5,
+                device: (i % 2 == 0).then_some(DeviceSpan {
+                    start_ns: i * 10 + 3,
+                    end_ns: i * 10 + 4,
+                }),
+            }));
+            expected.push(Record::OutputDigest(OutputDigest {
+                runtime,
+                submission,
+                buffer: BufferId(i % 5),
+                start: 0,
+                end: 256,
+                xxh3: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                contents: if i % 11 == 0 {
+                    Payload::Inline(vec![i as u8; 8])
+                } else {
+                    Payload::Omitted { len_bytes: 256 }
+                },
+            }));
+            expected.push(Record::RegionDone(RegionDone {
+                runtime,
+                submission,
+                region,
+                status: status.clone(),
+                time_ns: i * 10 + 5,
+            }));
+            expected.push(Record::SubmissionDone(SubmissionDone {
+                runtime,
+                submission,
+                status,
+                time_ns: i * 10 + 6,
+            }));
+            let other = record(&mut rng, (i / 13) % KINDS);
+            let session = [
+                "SessionStart",
+                "SessionEnd",
+                "RecorderWait",
+                "RecordsLost",
+                "HostClock",
+            ];
+            if i % 13 == 0 && !session.contains(&other.kind_name()) {
+                expected.push(other);
+            }
+        }
+        fn raw(r: &Record) -> Option<RawRecord<'_>> {
+            Some(match r {
+                Record::RegionStarted(x) => RawRecord::RegionStarted(x),
+                Record::RegionTiming(x) => RawRecord::RegionTiming(x),
+                Record::RegionDone(x) => RawRecord::RegionDone(x),
+                Record::SubmissionDone(x) => RawRecord::SubmissionDone(x),
+                Record::Submit(x) => RawRecord::Submit(x),
+                Record::OutputDigest(x) => RawRecord::OutputDigest(x),
+                _ => return None,
+            })
+        }
+        // Every third record into `b`, the rest into `a`; by runs of 40, each record
+        // through `record`, through `record_raw` where it can, or in a batch (one per run
+        // and recorder, spanning several pushes).
+        for (run, records) in expected.chunks(40).enumerate() {
+            let (mut batch_a, mut batch_b) = (a.raw_batch(), b.raw_batch());
+            for (i, r) in records.iter().enumerate() {
+                let (rec, batch) = match i % 3 {
+                    2 => (&b, &mut batch_b),
+                    _ => (&a, &mut batch_a),
+                };
+                match (run % 3, raw(r)) {
+                    (1, Some(x)) => rec.record_raw(x),
+                    (2, Some(x)) => batch.record_raw(x),
+                    (2, None) => batch.record(r),
+                    _ => rec.record(r),
+                }
+            }
+        }
+        for (rec, sink, keep) in [(a, sink_a, 0..2), (b, sink_b, 2..3)] {
+            assert_eq!(rec.close().unwrap().dropped_records, 0);
+            let trace = read(&sink);
+            let recorded: Vec<_> = without_clocks(&trace.records)
+                .into_iter()
+                .filter(|r| {
+                    !matches!(
+                        r,
+                        Record::SessionStart(_) | Record::SessionEnd(_) | Record::RecorderWait(_)
+                    )
+                })
+                .collect();
+            let wanted: Vec<_> = expected
+                .chunks(40)
+                .flat_map(|run| run.iter().enumerate())
+                .filter(|(i, _)| keep.contains(&(i % 3)))
+                .map(|(_, r)| r.clone())
+                .collect();
+            assert_eq!(recorded.len(), wanted.len());
+            assert!(recorded == wanted, "order or contents differ");
+        }
     }
 
     #[test]

@@ -10,11 +10,39 @@ use std::path::PathBuf;
 /// Exit codes: 0 success; 1 a regression (replay, diff); 2 unusable input, a usage error or a
 /// failure to do what was asked. `record -- PROGRAM` exits with the program's code.
 #[derive(Debug, Parser)]
-#[command(name = "hrx-trace", version, propagate_version = true)]
+#[command(name = "hrx-trace", version = version(), propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// Print results, warnings and errors only: no progress bars, no notes (and no summary
+    /// from `record`). Warnings about what a trace lacks are never silenced.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Say more on standard error: what each reading read, and how long it took.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+
+    /// Colour verdicts and the error, warning and note prefixes: auto (on a terminal,
+    /// unless NO_COLOR is set and not empty), always or never.
+    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = crate::output::ColorChoice::Auto)]
+    pub color: crate::output::ColorChoice,
+}
+
+/// `--version`: the release, the trace format it writes and the backends built in.
+fn version() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{} (trace format {}; GPU backends: {}; NPU backends: {})",
+            env!("CARGO_PKG_VERSION"),
+            hrx_capture::format::FormatVersion::CURRENT,
+            hrx::GPU_BACKENDS.join(", "),
+            hrx::NPU_BACKENDS.join(", ")
+        )
+    });
+    &TEXT
 }
 
 /// The verbs.
@@ -211,6 +239,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "D", allow_hyphen_values = true)]
     pub duration: Option<String>,
 
+    /// Print the summary as JSON, one object a line per trace written (`info --json`'s
+    /// object under `trace`, with the workload's outcome or the program's exit code).
+    #[arg(long)]
+    pub json: bool,
+
     /// The program to record and its arguments (after `--`).
     #[arg(last = true, value_name = "PROGRAM [ARGS]...")]
     pub program: Vec<OsString>,
@@ -225,6 +258,11 @@ pub struct InfoArgs {
     /// The trace file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+
+    /// The same as one JSON object (with `schema_version`; times in ns, digests as hex
+    /// strings) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `hrx-trace dump`.
@@ -253,24 +291,36 @@ inside it, where the trace has operation timings), with the region's buffer rang
 hazards as arguments; flows for the dependencies between regions of a graph and for the
 waits on earlier submissions.
 
-The trace is read once, streamed in bounded memory; a progress bar shows on a terminal.
-`-o -` writes the export to standard output.
+Timestamps are absolute: CLOCK_MONOTONIC of the recording host (ns; µs in Chrome JSON),
+with the traced process's real pid, command line and host name. Several traces give one
+timeline: each process its own tracks, traces of one host lined up by CLOCK_MONOTONIC,
+traces of several hosts by the wall clock (export says which).
+
+The format comes from --format, or else from OUT: .json is chrome; .pftrace,
+.perfetto-trace, .perfetto and .pb are perfetto; an existing directory, a path ending in /
+or in .parquet is parquet (a directory of Parquet tables); any other name needs --format.
+
+Each trace is read once, streamed in bounded memory; a progress bar shows on a terminal.
+`-o -` writes the export to standard output (with --format chrome or perfetto).
 Open the output at https://ui.perfetto.dev (both formats) or chrome://tracing (chrome).
 
 Examples:
-  hrx-trace export pipeline.hrxt --format perfetto -o pipeline.pftrace
-  hrx-trace export pipeline.hrxt --format chrome -o pipeline.json")]
+  hrx-trace export pipeline.hrxt -o pipeline.pftrace
+  hrx-trace export pipeline.hrxt -o pipeline.json
+  hrx-trace export app-*.hrxt -o merged.pftrace
+  hrx-trace export pipeline.hrxt --format parquet -o tables/")]
 pub struct ExportArgs {
-    /// The trace file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The trace files: several give one merged timeline (Parquet: one table set each).
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
 
-    /// Output format: `chrome` (trace-event JSON) or `perfetto` (protobuf TracePacket stream).
-    #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto"])]
-    pub format: String,
+    /// Output format: `chrome` (trace-event JSON), `perfetto` (protobuf TracePacket stream)
+    /// or `parquet` (a directory of Parquet tables) [default: from OUT's extension].
+    #[arg(long, value_name = "FORMAT", value_parser = ["chrome", "perfetto", "parquet"])]
+    pub format: Option<String>,
 
-    /// Output file: created, or replaced if it is an earlier export in the same format
-    /// (nothing else is overwritten); `-` for standard output.
+    /// Output file (a directory for parquet): created, or replaced if it is an earlier
+    /// export in the same format (nothing else is overwritten); `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
 }

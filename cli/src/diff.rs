@@ -609,9 +609,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     writeln!(
         out,
         "verdict      {} (exit {}): {} (past {} and the base p99), {}, {}, {}, {}{one_sided}",
-        match r["verdict"].as_str().unwrap_or("") {
-            SAME_AS_FAR_AS_BOTH_GO => "same as far as both traces go",
-            name => name,
+        {
+            let name = r["verdict"].as_str().unwrap_or("");
+            let text = match name {
+                SAME_AS_FAR_AS_BOTH_GO => "same as far as both traces go",
+                name => name,
+            };
+            crate::output::paint_out(text, crate::output::verdict_tone(name))
         },
         u(&r["exit_code"]),
         plural(u(&s["slow_kernels"]), "slow kernel"),

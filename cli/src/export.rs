@@ -1,53 +1,135 @@
-//! `hrx-trace export FILE --format chrome|perfetto -o OUT`: the trace as Chrome trace-event
-//! JSON or a Perfetto protobuf, both of which Perfetto's UI opens. What is exported and how
-//! it streams in bounded memory: `hrx_analysis::export`. This verb adds the progress bar,
-//! refuses outputs that are not earlier exports, and removes a half-written output: on a
-//! write error, and when interrupted by SIGINT, SIGTERM or SIGHUP (exit 128+N,
-//! [`crate::partial`]).
+//! `hrx-trace export FILE... [--format chrome|perfetto|parquet] -o OUT`: traces as Chrome
+//! trace-event JSON or a Perfetto protobuf (one timeline of every trace, on the real clock),
+//! both of which Perfetto's UI opens, or as Parquet tables. What is exported and how it
+//! streams in bounded memory: `hrx_analysis::export`. This verb picks the format (from
+//! `--format` or OUT's extension, [`infer_format`]), picks the clock that lines several
+//! traces up, adds the progress bar, refuses outputs that are not earlier exports, and
+//! removes a half-written output: on a write error, and when interrupted by SIGINT, SIGTERM
+//! or SIGHUP (exit 128+N, [`crate::partial`]).
 
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
-use hrx_analysis::export::{self, ExportError, Format};
+use hrx_analysis::export::{self, ClockDomain, ExportError, Format};
 use hrx_analysis::units::plural;
 use hrx_capture::TraceReader;
+use hrx_capture::schema::{Record, SessionStart};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Chrome trace-event JSON.
+    Chrome,
+    /// A Perfetto protobuf trace.
+    Perfetto,
+    /// A directory of Parquet tables.
+    Parquet,
+}
+
+impl OutputFormat {
+    fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Chrome => "chrome",
+            OutputFormat::Perfetto => "perfetto",
+            OutputFormat::Parquet => "parquet",
+        }
+    }
+}
+
+/// The format `--format` names, or else the one `output`'s name implies: `.json` Chrome;
+/// `.pftrace`, `.perfetto-trace`, `.perfetto`, `.pb` Perfetto; an existing directory, a
+/// path ending in `/`, or `.parquet` Parquet (case-insensitive).
+///
+/// # Errors
+///
+/// A [`Failure`] (one line and a hint) for `-` or a name whose extension names no format,
+/// without `--format`.
+pub fn infer_format(format: Option<&str>, output: &Path) -> Result<OutputFormat, Failure> {
+    match format {
+        Some("chrome") => return Ok(OutputFormat::Chrome),
+        Some("perfetto") => return Ok(OutputFormat::Perfetto),
+        Some("parquet") => return Ok(OutputFormat::Parquet),
+        _ => {}
+    }
+    let hint = "give --format chrome, perfetto or parquet";
+    if output.as_os_str() == "-" {
+        return Err(Failure::new(
+            "export to standard output (-o -) needs --format chrome or perfetto",
+        )
+        .hint(hint));
+    }
+    let text = output.to_string_lossy();
+    if text.ends_with('/') || output.is_dir() {
+        return Ok(OutputFormat::Parquet);
+    }
+    let extension = output
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("json") => Ok(OutputFormat::Chrome),
+        Some("pftrace" | "perfetto-trace" | "perfetto" | "pb") => Ok(OutputFormat::Perfetto),
+        Some("parquet") => Ok(OutputFormat::Parquet),
+        Some(other) => Err(Failure::new(format!(
+            "cannot tell the export format from {}: .{other} is none of .json (chrome), .pftrace (perfetto) or a directory (parquet)",
+            output.display()
+        ))
+        .hint(hint)),
+        None => Err(Failure::new(format!(
+            "cannot tell the export format from {}: it has no extension",
+            output.display()
+        ))
+        .hint(hint)),
+    }
+}
 
 /// Runs `export`.
 ///
 /// # Errors
 ///
-/// An unreadable trace ([`TraceError`]), an output that cannot be created ([`Failure`]), or
-/// a write error.
+/// An unreadable trace ([`TraceError`]), an output that cannot be created ([`Failure`]), a
+/// format that cannot be inferred, or a write error.
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let file_len = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
-    let progress = ProgressBar::new(file_len).with_style(
+    let format = infer_format(args.format.as_deref(), &args.output)?;
+    for file in &args.files {
+        crate::failure::require_rereadable(file, "export")?;
+    }
+    if format == OutputFormat::Parquet {
+        return parquet(&args);
+    }
+    let file_len = args
+        .files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let progress = crate::output::progress(file_len).with_style(
         ProgressStyle::with_template("{spinner} export {msg} [{bar:30}] {bytes}/{total_bytes}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    crate::failure::require_rereadable(&args.file, "export")?;
     if args.output.as_os_str() != "-" {
-        check_output(&args.output, &args.format)?;
+        check_output(&args.output, format)?;
     }
-    let format = if args.format == "perfetto" {
+    let timeline = if format == OutputFormat::Perfetto {
         Format::Perfetto
     } else {
         Format::Chrome
     };
+    // Every trace opened first: one that cannot be read must not leave an empty output.
     let read = Arc::new(AtomicU64::new(0));
-    let fail = |error| TraceError {
-        path: args.file.clone(),
-        error,
-    };
-    // The reader first: a trace that cannot be opened must not leave an empty output.
-    let reader = open(&args.file, &read, &progress)?;
+    let mut sessions = Vec::new();
+    let mut readers = Vec::new();
+    for file in &args.files {
+        sessions.push(session_start(file)?);
+        readers.push(open(file, &read, &progress)?);
+    }
+    let domain = ClockDomain::for_sessions(sessions.iter().flatten());
     let to_stdout = args.output.as_os_str() == "-";
     let interruptible = (!to_stdout).then(Interruptible::install);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
@@ -62,31 +144,23 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     };
     progress.set_message("writing");
-    let written = export::write(reader, format, out).map_err(|error| match error {
-        ExportError::Read(error) => anyhow::Error::from(fail(error)),
-        other => anyhow::Error::from(other),
-    });
+    let written =
+        export::write_merged(readers, timeline, domain, out).map_err(|error| match error {
+            ExportError::Read(error) => {
+                // The trace that failed: the first one not yet read through.
+                let at = read.load(Ordering::Relaxed);
+                anyhow::Error::from(TraceError {
+                    path: failed_file(&args.files, at),
+                    error,
+                })
+            }
+            other => anyhow::Error::from(other),
+        });
     let exported = match written {
         Ok(exported) => exported,
         Err(error) if !to_stdout => {
-            // A half-written export is not an export: leave nothing rather than a file that
-            // does not parse.
             progress.finish_and_clear();
-            // The regular file written, through any symlink: never the link itself, nor a
-            // device such as `-o /dev/full`.
-            let written = std::fs::canonicalize(&args.output)
-                .ok()
-                .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
-            let removed = written.is_some_and(|p| std::fs::remove_file(p).is_ok());
-            return Err(error.context(format!(
-                "cannot write {}{}",
-                args.output.display(),
-                if removed {
-                    " (removed the incomplete file)"
-                } else {
-                    ""
-                }
-            )));
+            return Err(remove_incomplete(&args.output, error));
         }
         Err(error) => return Err(error),
     };
@@ -94,33 +168,30 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         interruptible.finished();
     }
     progress.finish_and_clear();
-    crate::failure::warn_partial(
-        &args.file,
-        &exported.warnings,
-        exported.recovery.as_ref(),
-        "the export covers only what was recovered",
-    );
-    if exported.unplaced_timings > 0 {
-        eprintln!(
-            "warning: {}: {} timings name a submission or region the trace does not record; they are not exported",
-            args.file.display(),
-            exported.unplaced_timings
-        );
+    let mut total = export::ExportCounts::default();
+    for (file, exported) in args.files.iter().zip(&exported) {
+        warn(file, exported);
+        let c = &exported.counts;
+        total.tracks += c.tracks;
+        total.slices += c.slices;
+        total.flows += c.flows;
+        total.instants += c.instants;
+        total.recorder_instants += c.recorder_instants;
     }
-    if exported.counts.flows_not_drawn > 0 {
-        eprintln!(
-            "warning: {}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
-            args.file.display(),
-            exported.counts.flows_not_drawn,
-            2 * export::WINDOW
-        );
-    }
-    if exported.counts.timing_lost > 0 {
-        eprintln!(
-            "note: {}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
-            args.file.display(),
-            plural(exported.counts.timing_lost, "region"),
-        );
+    if args.files.len() > 1 {
+        let hosts: std::collections::BTreeSet<&str> =
+            sessions.iter().flatten().map(|s| s.host.as_str()).collect();
+        let how = match domain {
+            ClockDomain::Monotonic => "lined up by CLOCK_MONOTONIC",
+            ClockDomain::Realtime => {
+                "lined up by the wall clock (CLOCK_REALTIME): hosts share no monotonic clock, so they align as well as their clocks agree"
+            }
+        };
+        crate::output::note(format_args!(
+            "{} from {} {how}",
+            plural(args.files.len() as u64, "trace"),
+            plural(hosts.len() as u64, "host"),
+        ));
     }
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
@@ -130,15 +201,95 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             out,
             "{}: {}, {}, {}, {} (as view lists them), {} ({})",
             args.output.display(),
-            plural(exported.counts.tracks as u64, "track"),
-            plural(exported.counts.slices, "slice"),
-            plural(exported.counts.flows, "flow"),
-            plural(exported.counts.instants, "event"),
-            plural(exported.counts.recorder_instants, "recorder mark"),
-            args.format
+            plural(total.tracks as u64, "track"),
+            plural(total.slices, "slice"),
+            plural(total.flows, "flow"),
+            plural(total.instants, "event"),
+            plural(total.recorder_instants, "recorder mark"),
+            format.name()
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file a read error at `at` bytes read in all belongs to (the traces are read one after
+/// the other).
+fn failed_file(files: &[PathBuf], at: u64) -> PathBuf {
+    let mut end = 0;
+    for file in files {
+        end += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+        if at < end {
+            return file.clone();
+        }
+    }
+    files.last().cloned().unwrap_or_default()
+}
+
+/// Removes a half-written export (a half-written export is not an export: leave nothing
+/// rather than a file that does not parse) and says so in the error.
+fn remove_incomplete(output: &Path, error: anyhow::Error) -> anyhow::Error {
+    // The regular file written, through any symlink: never the link itself, nor a device
+    // such as `-o /dev/full`.
+    let written = std::fs::canonicalize(output)
+        .ok()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
+    let removed = written.is_some_and(|p| std::fs::remove_file(p).is_ok());
+    error.context(format!(
+        "cannot write {}{}",
+        output.display(),
+        if removed {
+            " (removed the incomplete file)"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// The warnings of one trace's export.
+fn warn(file: &Path, exported: &export::Exported) {
+    crate::failure::warn_partial(
+        file,
+        &exported.warnings,
+        exported.recovery.as_ref(),
+        "the export covers only what was recovered",
+    );
+    if exported.unplaced_timings > 0 {
+        crate::output::warn(format_args!(
+            "{}: {} timings name a submission or region the trace does not record; they are not exported",
+            file.display(),
+            exported.unplaced_timings
+        ));
+    }
+    if exported.counts.flows_not_drawn > 0 {
+        crate::output::warn(format_args!(
+            "{}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
+            file.display(),
+            exported.counts.flows_not_drawn,
+            2 * export::WINDOW
+        ));
+    }
+    if exported.counts.timing_lost > 0 {
+        crate::output::warn(format_args!(
+            "{}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
+            file.display(),
+            plural(exported.counts.timing_lost, "region"),
+        ));
+    }
+}
+
+/// The trace's `SessionStart` (its first record), or `None` when its first records hold
+/// none (a damaged start): its times are then exported as recorded.
+fn session_start(path: &Path) -> anyhow::Result<Option<SessionStart>> {
+    let fail = |error| TraceError {
+        path: path.to_owned(),
+        error,
+    };
+    let file = hrx_capture::open_file(path).map_err(fail)?;
+    let reader = TraceReader::new(file).map_err(fail)?;
+    Ok(reader.take(16).find_map(|r| match r {
+        Ok((_, Record::SessionStart(s))) => Some(s),
+        _ => None,
+    }))
 }
 
 /// Opens the trace with a reader that advances `progress` by the bytes it reads.
@@ -181,7 +332,7 @@ impl Read for Counting {
 /// earlier export in `format` (Chrome JSON starts `{"traceEvents":`, a Perfetto trace with
 /// its first packet's tag, 0x0a): `-o` naming a trace, a photograph or a README by mistake
 /// must not destroy it.
-fn check_output(path: &std::path::Path, format: &str) -> Result<(), Failure> {
+fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Failure> {
     crate::record::refuse_special(path, "export")?;
     if path.is_dir() {
         return Err(Failure::new(format!(
@@ -191,8 +342,102 @@ fn check_output(path: &std::path::Path, format: &str) -> Result<(), Failure> {
         .hint("give -o a file name, e.g. -o trace.json"));
     }
     const CHROME: &[u8] = b"{\"traceEvents\"";
-    crate::record::refuse_overwrite(path, &format!("a {format} export"), |head| match format {
-        "perfetto" => head.first() == Some(&0x0a),
+    let what = format!("a {} export", format.name());
+    crate::record::refuse_overwrite(path, &what, |head| match format {
+        OutputFormat::Perfetto => head.first() == Some(&0x0a),
         _ => head.starts_with(CHROME) || CHROME.starts_with(head),
     })
+}
+
+/// `export --format parquet -o DIR`: the tables of every trace into `DIR` (created when
+/// missing; an existing one must hold nothing but earlier tables, which are replaced). On a
+/// failure the tables written are removed, and `DIR` too when this export created it.
+#[cfg(feature = "parquet")]
+fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let dir = &args.output;
+    crate::record::refuse_special(dir, "export")?;
+    let ours: Vec<String> = export::table_files().collect();
+    let created = !dir.exists();
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(Failure::new(format!(
+                "cannot write Parquet tables to {}: it is a file, not a directory",
+                dir.display()
+            ))
+            .hint("give -o a directory (created if missing), e.g. -o tables/")
+            .into());
+        }
+        let other = std::fs::read_dir(dir)
+            .map_err(|e| Failure::new(format!("{}: {e}", dir.display())))?
+            .filter_map(Result::ok)
+            .find(|e| !ours.iter().any(|o| e.file_name() == o.as_str()));
+        if let Some(other) = other {
+            return Err(Failure::new(format!(
+                "refusing to write Parquet tables into {}: it holds {}, which is no earlier table",
+                dir.display(),
+                other.file_name().to_string_lossy()
+            ))
+            .hint("give -o an empty or new directory")
+            .into());
+        }
+    }
+    let mut readers = Vec::new();
+    let read = Arc::new(AtomicU64::new(0));
+    let progress = ProgressBar::hidden();
+    for file in &args.files {
+        readers.push(open(file, &read, &progress)?);
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+    let written = export::write_parquet(readers, dir);
+    let exported = match written {
+        Ok(exported) => exported,
+        Err(error) => {
+            for path in export::table_paths(dir) {
+                let _ = std::fs::remove_file(path);
+            }
+            if created {
+                let _ = std::fs::remove_dir(dir);
+            }
+            let error = match error {
+                ExportError::Read(error) => anyhow::Error::from(TraceError {
+                    path: failed_file(&args.files, read.load(Ordering::Relaxed)),
+                    error,
+                }),
+                other => anyhow::Error::from(other),
+            };
+            return Err(error.context(format!(
+                "cannot write Parquet tables to {} (removed the tables written)",
+                dir.display()
+            )));
+        }
+    };
+    let mut regions = 0;
+    let mut events = 0;
+    for (file, exported) in args.files.iter().zip(&exported) {
+        warn(file, exported);
+        regions += exported.counts.slices;
+        events += exported.counts.instants + exported.counts.recorder_instants;
+    }
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} tables, {} of {}, {} (parquet)",
+        dir.display(),
+        ours.len(),
+        plural(regions, "region row"),
+        plural(args.files.len() as u64, "trace"),
+        plural(events, "event row"),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without the `parquet` feature: the format is refused.
+#[cfg(not(feature = "parquet"))]
+fn parquet(_args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    Err(
+        Failure::new("this hrx-trace was built without Parquet export")
+            .hint("build it with the default features (`parquet`)")
+            .into(),
+    )
 }

@@ -75,7 +75,11 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (code, hint) = classify(error);
-    eprintln!("error: {}", one_line(&format!("{error:#}")));
+    eprintln!(
+        "{} {}",
+        crate::output::paint_err("error:", crate::output::Tone::Bad),
+        one_line(&format!("{error:#}"))
+    );
     if let Some(hint) = hint {
         eprintln!("hint: {hint}");
     }
@@ -229,21 +233,37 @@ pub fn warn_partial(
     recovery: Option<&hrx_capture::Recovery>,
     covers: &str,
 ) {
+    if let Some(r) = recovery {
+        crate::output::detail(format_args!(
+            "{}: read {} records from {} complete blocks ({} blocks and {} records skipped), \
+             {:.3} s after start",
+            path.display(),
+            r.records,
+            r.complete_blocks,
+            r.skipped_blocks,
+            r.skipped_records,
+            crate::output::since_start().as_secs_f64()
+        ));
+    }
     for warning in warnings {
-        eprintln!(
-            "warning: {}: {}",
+        crate::output::warn(format_args!(
+            "{}: {}",
             path.display(),
             one_line(&warning.to_string())
-        );
+        ));
     }
     if let Some(recovery) = recovery.filter(|r| !r.is_complete()) {
-        eprintln!("warning: {}: {}; {covers}", path.display(), recovery.end());
+        crate::output::warn(format_args!(
+            "{}: {}; {covers}",
+            path.display(),
+            recovery.end()
+        ));
     }
     if let Some(lost) = recovery.map(|r| &r.lost).filter(|l| !l.is_none()) {
-        eprintln!(
-            "warning: {}: {lost} while recording; {covers}",
+        crate::output::warn(format_args!(
+            "{}: {lost} while recording; {covers}",
             path.display()
-        );
+        ));
     }
 }
 

@@ -7,6 +7,8 @@ use crate::failure::TraceError;
 use hrx_analysis::info::TraceInfo;
 use hrx_analysis::units::{bytes, duration};
 use hrx_capture::format::{Codec, Compression};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -33,10 +35,111 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let stats = read(&args.file)?;
     // An unclosed trace whose recorder still holds its lock is being written, not crashed.
     let live = !stats.recovery.closed && hrx_capture::recorder_holds(&args.file).unwrap_or(false);
+    if args.json {
+        crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = io::stdout().lock();
     write(&mut out, &args.file, &stats, live)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `info --json`: what the text says, as one object (times in ns since the session start;
+/// the sentences the text prints, `capture`, `range`, `clock`, `end`, kept as strings).
+pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
+    let h = &stats.header;
+    let r = &stats.recovery;
+    let lost = &r.lost;
+    json!({
+        "file": {"path": path.display().to_string(), "bytes": stats.file_len_bytes},
+        "format": {
+            "version": h.version.to_string(),
+            "codec": codec_name(h.codec),
+            "compression": compression_name(h.compression),
+        },
+        "session": stats.session.as_ref().map(|s| json!({
+            "wall_clock_utc": s.wall_clock_utc.to_rfc3339(),
+            "monotonic_base_ns": s.monotonic_base_ns,
+            "host": s.host,
+            "pid": s.pid,
+            "producer": s.producer,
+            "args": s.args,
+        })),
+        "runtimes": stats.runtimes.iter().map(|rt| json!({
+            "runtime": rt.runtime.0,
+            "backend": rt.backend,
+            "device": rt.device,
+            "graph_slots": rt.graph_slots,
+            "capacity": rt.capacity,
+            "fault": rt.fault,
+        })).collect::<Vec<_>>(),
+        "time_span": {
+            "first_ns": stats.span_ns.map(|(first, _)| first),
+            "end_ns": stats.duration_ns(),
+            "first_submit_ns": stats.first_submit_ns,
+        },
+        "capture": what_it_is(stats, live),
+        "live": live,
+        "ranges": ranges(stats),
+        "clock": r.clock.to_string(),
+        "closed": {
+            "complete": r.is_complete(),
+            "clean_close": r.clean_close,
+            "closed": r.closed,
+            "end": r.end(),
+            "complete_blocks": r.complete_blocks,
+            "records": r.records,
+            "bytes_discarded": r.bytes_discarded,
+            "skipped_blocks": r.skipped_blocks,
+            "skipped_records": r.skipped_records,
+            "missing_submissions": r.missing_submissions,
+        },
+        "lost": {
+            "total": lost.total,
+            "lossy": lost.lossy,
+            "by_kind": lost.by_kind().into_iter().collect::<BTreeMap<_, _>>(),
+        },
+        "recorder_waits": {
+            "count": r.waits.count,
+            "total_ns": r.waits.total_ns,
+            "max_ns": r.waits.max_ns,
+            "threads": r.waits.threads,
+            "in_regions": r.waits.in_regions,
+            "by_thread": stats.thread_waits.iter().map(|(thread, (name, count, total_ns))| json!({
+                "thread": thread, "name": name, "count": count, "total_ns": total_ns,
+            })).collect::<Vec<_>>(),
+        },
+        "submissions": {
+            "accepted": stats.submissions,
+            "refused": stats.refused,
+            "refused_busy": stats.refused_busy,
+            "failed": stats.failed,
+            "cancelled": stats.cancelled,
+            "in_flight_at_end": stats.in_flight.len(),
+        },
+        "regions": {
+            "failed": stats.regions_failed,
+            "cancelled": stats.regions_cancelled,
+            "running_at_end": stats.running.len(),
+        },
+        "operations": stats.operations,
+        "prepared": stats.prepared,
+        "first_failure": stats.first_failure,
+        "quarantines": stats.quarantines,
+        "poisoned": stats.poisoned,
+        "faults": stats.faults,
+        "warnings": stats
+            .warnings
+            .iter()
+            .map(|w| crate::failure::one_line(&w.to_string()))
+            .chain(unjoined(stats))
+            .collect::<Vec<_>>(),
+        "records": {
+            "total": stats.records,
+            "by_kind": stats.kinds_in_order().into_iter().collect::<BTreeMap<_, _>>(),
+        },
+    })
 }
 
 /// What the trace is, on one line: the whole run, a run stopped by a signal (after N of M

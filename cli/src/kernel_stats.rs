@@ -131,7 +131,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             let mut line = report;
             line["live"] = json!({"records": records, "records_per_s": per_s});
-            serde_json::to_writer(&mut out, &line).map_err(io::Error::from)?;
+            serde_json::to_writer(&mut out, &versioned(line)).map_err(io::Error::from)?;
             writeln!(out)?;
         } else {
             if terminal {
@@ -198,7 +198,20 @@ fn wait_for_trace(path: &Path, wait: Duration) -> Result<StatsTail, FollowError>
     hrx_capture::wait_for_trace(path, wait, StatsTail::open)
 }
 
-/// Prints a verb's report to stdout: pretty JSON with `json`, else as `text` writes it.
+/// `report` with its `schema_version` ([`hrx_analysis::JSON_SCHEMA_VERSION`]), as every
+/// JSON report carries it.
+pub fn versioned(mut report: Value) -> Value {
+    if let Some(fields) = report.as_object_mut() {
+        fields.insert(
+            "schema_version".into(),
+            hrx_analysis::JSON_SCHEMA_VERSION.into(),
+        );
+    }
+    report
+}
+
+/// Prints a verb's report to stdout: pretty JSON with `json` (with its `schema_version`),
+/// else as `text` writes it.
 ///
 /// # Errors
 ///
@@ -210,7 +223,8 @@ pub fn print_report(
 ) -> io::Result<()> {
     let mut out = io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, report).map_err(io::Error::from)?;
+        serde_json::to_writer_pretty(&mut out, &versioned(report.clone()))
+            .map_err(io::Error::from)?;
         writeln!(out)?;
     } else {
         text(&mut out, report)?;

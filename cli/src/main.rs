@@ -11,6 +11,7 @@ mod export;
 mod failure;
 mod info;
 mod kernel_stats;
+mod output;
 mod partial;
 mod photos;
 mod record;
@@ -32,12 +33,14 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
-    let result = match failure::parse_args::<Cli>().command {
+    let cli = failure::parse_args::<Cli>();
+    output::init(cli.quiet, cli.verbose, cli.color);
+    let result = match cli.command {
         Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Replay(args) => replay::run(args),
-        Command::View(args) => view(&args.file, args.follow),
+        Command::View(args) => view(&args.file, args.follow, cli.color),
         Command::Export(args) => export::run(args),
         Command::Stats(args) => kernel_stats::run(args),
         Command::Diff(args) => diff::run(args),
@@ -49,8 +52,18 @@ fn main() -> ExitCode {
 }
 
 /// `hrx-trace view`: the terminal timeline (`hrx-tui`).
-fn view(file: &std::path::Path, follow: bool) -> anyhow::Result<ExitCode> {
-    hrx_tui::run(file, follow).map_err(|error| {
+fn view(
+    file: &std::path::Path,
+    follow: bool,
+    color: output::ColorChoice,
+) -> anyhow::Result<ExitCode> {
+    // A terminal program: `auto` is colour unless NO_COLOR says otherwise.
+    let colour = match color {
+        output::ColorChoice::Always => true,
+        output::ColorChoice::Never => false,
+        output::ColorChoice::Auto => !hrx_tui::app::no_color(std::env::var_os("NO_COLOR")),
+    };
+    hrx_tui::app::run_coloured(file, follow, colour).map_err(|error| {
         // A trace that does not read is told, and hinted at, as every other verb tells it.
         if let hrx_tui::TuiError::Read { path, source } = error {
             return anyhow::Error::from(failure::TraceError {

@@ -110,11 +110,11 @@ pub fn note_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, 
     if let Some(range) = range
         && stats.submissions == 0
     {
-        eprintln!(
-            "note: {}: the capture range {range} kept no submission (the program submitted \
+        crate::output::note(format_args!(
+            "{}: the capture range {range} kept no submission (the program submitted \
              fewer, or ended before it)",
             path.display()
-        );
+        ));
     }
 }
 
@@ -162,26 +162,26 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut code = exit_code(program, status);
     if let Some(signal) = forwarded {
         if !noted {
-            eprintln!(
-                "note: hrx-trace received {} and forwarded it to {}",
+            crate::output::note(format_args!(
+                "hrx-trace received {} and forwarded it to {}",
                 signal_text(signal),
                 name(program)
-            );
+            ));
         }
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
     let written = snapshot.written();
     if written.is_empty() {
-        eprintln!(
-            "note: no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
+        crate::output::note(format_args!(
+            "no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
              creating an hrx runtime)",
             name(program),
             args.output.display()
-        );
+        ));
         return Ok(ExitCode::from(code));
     }
-    if written.len() > 1 {
+    if written.len() > 1 && !args.json && !crate::output::quiet() {
         println!(
             "{} traces written (one per process that used hrx):",
             written.len()
@@ -197,7 +197,13 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         note_death(&path, &deaths);
         match crate::info::read(&path) {
             Ok(stats) => {
-                print_summary(&path, &stats)?;
+                let json = args.json.then(|| {
+                    serde_json::json!({
+                        "program": program.to_string_lossy(),
+                        "exit_code": code,
+                    })
+                });
+                print_summary(&path, &stats, json)?;
                 note_empty_range(range.as_ref(), &path, &stats);
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
@@ -279,12 +285,12 @@ fn wait_for_all(
                 if !left.is_empty() && !waiting_noted && !forwarding.killed_all() {
                     waiting_noted = true;
                     let pids: Vec<String> = left.iter().map(u32::to_string).collect();
-                    eprintln!(
-                        "note: waiting for {} that {} left running (pid {})",
+                    crate::output::note(format_args!(
+                        "waiting for {} that {} left running (pid {})",
                         hrx_analysis::units::plural(left.len() as u64, "process"),
                         name(program),
                         pids.join(", ")
-                    );
+                    ));
                 }
             }
         }
@@ -332,10 +338,10 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
         fault_address: None,
     });
     if let Err(error) = hrx_capture::append_to_unclosed(path, &[note]) {
-        eprintln!(
-            "warning: {}: could not note the program's death in the trace: {error}",
+        crate::output::warn(format_args!(
+            "{}: could not note the program's death in the trace: {error}",
             path.display()
-        );
+        ));
     }
 }
 
@@ -357,10 +363,26 @@ fn monotonic_ns() -> u64 {
     0
 }
 
-/// Prints the summary on standard output; a closed pipe is not an error.
-pub fn print_summary(path: &Path, stats: &TraceInfo) -> io::Result<()> {
+/// Prints the summary on standard output; a closed pipe is not an error. `json`: print it
+/// as one JSON line instead, `json`'s fields with `info --json`'s object as `trace` (with
+/// `-q`, text is not printed; JSON, asked for, is).
+pub fn print_summary(
+    path: &Path,
+    stats: &TraceInfo,
+    json: Option<serde_json::Value>,
+) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    let written = summary::write(&mut out, path, stats).and_then(|()| out.flush());
+    let written = match json {
+        Some(mut line) => {
+            line["trace"] = crate::info::json(path, stats, false);
+            serde_json::to_writer(&mut out, &crate::kernel_stats::versioned(line))
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(out))
+        }
+        None if crate::output::quiet() => Ok(()),
+        None => summary::write(&mut out, path, stats),
+    }
+    .and_then(|()| out.flush());
     match written {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
@@ -456,13 +478,13 @@ pub(crate) fn warn_unknown_patterns(path: &Path) {
         }
         match chars.next() {
             Some('p' | 'h' | 'n' | '%') => {}
-            Some(other) => eprintln!(
-                "warning: `%{other}` in the trace path is not a pattern (%p process id, %h host \
+            Some(other) => crate::output::warn(format_args!(
+                "`%{other}` in the trace path is not a pattern (%p process id, %h host \
                  name, %n sequence number, %% a percent sign): kept as written"
-            ),
-            None => eprintln!(
-                "warning: a `%` ends the trace path: kept as written (%% writes a percent sign)"
-            ),
+            )),
+            None => crate::output::warn(format_args!(
+                "a `%` ends the trace path: kept as written (%% writes a percent sign)"
+            )),
         }
     }
 }
@@ -601,11 +623,11 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
             } else {
                 ""
             };
-            eprintln!(
-                "note: {} was killed by {}{core}",
+            crate::output::note(format_args!(
+                "{} was killed by {}{core}",
                 name(program),
                 signal_text(signal)
-            );
+            ));
             return (128 + signal).clamp(0, 255) as u8;
         }
     }
@@ -801,10 +823,10 @@ pub(crate) mod signals {
                     .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok()
             {
-                eprintln!(
-                    "note: {name} is still running after {signal}; interrupt once more to \
+                crate::output::note(format_args!(
+                    "{name} is still running after {signal}; interrupt once more to \
                      kill it and the processes it started (SIGKILL)"
-                );
+                ));
             }
             if received >= 3 && ESCALATED.swap(2, Ordering::SeqCst) < 2 {
                 let child = CHILD.load(Ordering::SeqCst);
@@ -818,10 +840,10 @@ pub(crate) mod signals {
                         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                     }
                 }
-                eprintln!(
-                    "note: third interrupt: killed {name} and the processes it started \
+                crate::output::note(format_args!(
+                    "third interrupt: killed {name} and the processes it started \
                      (SIGKILL); each trace ends with what it wrote"
-                );
+                ));
             }
         }
 

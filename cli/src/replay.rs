@@ -24,7 +24,7 @@
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
 use hrx_replay::ReplayOptions;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressStyle;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -69,7 +69,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let progress = ProgressBar::new(0).with_style(
+    let progress = crate::output::progress(0).with_style(
         ProgressStyle::with_template(
             "{spinner} replay {pos}/{len} submissions [{bar:30}] {per_sec}",
         )
@@ -133,6 +133,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         };
         let lossy = matches!(&error, hrx_replay::ReplayError::RecordsLost { .. });
         let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
+        let no_contents = matches!(&error, hrx_replay::ReplayError::ToleranceWithoutContents);
         let error = error.to_string();
         // The replay errors about the trace itself open with what this line already says;
         // lost records are said first of all (`cannot be exact: N records lost ...`).
@@ -160,6 +161,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                  --submissions 1..N` keeps the submissions before it, which replay",
                 args.file.display()
             ))
+        } else if no_contents {
+            failure.hint(
+                "leave out --tolerance to compare digests exactly, or record again with \
+                 HRX_TRACE_CONTENTS=1 in its environment",
+            )
         } else if lossy {
             failure.hint(
                 "record in the default lossless mode (HRX_TRACE_MODE unset or lossless) for a \
@@ -181,21 +187,25 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     );
     // After the replay, so that an error stays one line.
     if args.max_slowdown.is_some() && args.repeat < 3 {
-        eprintln!(
-            "note: --max-slowdown judged {} here; --repeat 3 or more takes a median that one \
+        crate::output::note(format_args!(
+            "--max-slowdown judged {} here; --repeat 3 or more takes a median that one \
              replay cannot decide",
             if args.repeat == 1 {
                 "a single replay's time"
             } else {
                 "the faster of two replays"
             }
-        );
+        ));
+    }
+    // A match of nothing is no match: said on standard error as well as in the report.
+    if let Some(what) = &report.nothing_compared {
+        crate::output::warn(format_args!("{}: {what}", args.file.display()));
     }
     // Written, not printed: `print!` would panic on a closed standard output (`| head`).
     let mut out = std::io::stdout().lock();
     let written = match spool {
         Some(spool) => spool.write(&mut out, &report),
-        None => write!(out, "{}", report.to_text()),
+        None => write!(out, "{}", paint_verdict(&report.to_text())),
     };
     let code = report.exit_code().clamp(0, 255) as u8;
     crate::failure::verdict(code, written.and_then(|()| out.flush()))
@@ -296,4 +306,20 @@ impl Spool {
         }
         out.write_all(b"\n}\n")
     }
+}
+
+/// The text report with its verdict word coloured (when standard output is coloured).
+fn paint_verdict(text: &str) -> String {
+    let Some(at) = text.find("verdict: ") else {
+        return text.to_owned();
+    };
+    let start = at + "verdict: ".len();
+    let end = text[start..].find(' ').map_or(text.len(), |n| start + n);
+    let word = &text[start..end];
+    format!(
+        "{}{}{}",
+        &text[..start],
+        crate::output::paint_out(word, crate::output::verdict_tone(word)),
+        &text[end..]
+    )
 }

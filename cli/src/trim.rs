@@ -155,15 +155,15 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     )?;
     for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
-        eprintln!(
-            "warning: {}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 to keep output contents)",
+        crate::output::warn(format_args!(
+            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 to keep output contents)",
             args.output.display(),
             r.runtime,
             bytes(r.unknown_bytes),
             r.start,
             args.file.display(),
             buffers.join(", ")
-        );
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -25,7 +25,7 @@ use anyhow::Context;
 use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
 use hrx_analysis::units::plural;
 use hrx_workloads::{Pipeline, PipelineOptions};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressStyle;
 use std::process::ExitCode;
 
 /// The fault `faults` injects unless `--fault` is given: the second Sobel dispatch loses
@@ -151,6 +151,9 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             ("device", &outcome.device),
             ("outcome", &outcome.outcome),
         ] {
+            if args.json || crate::output::quiet() {
+                break;
+            }
             writeln!(out, "{key:<12} {}", crate::failure::one_line(value))?;
         }
     }
@@ -158,13 +161,21 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // what the run did.
     closed.context("the trace is incomplete")?;
     let stats = crate::info::read(&output)?;
-    print_summary(&output, &stats)?;
+    let json = args.json.then(|| {
+        serde_json::json!({
+            "workload": outcome.workload,
+            "device": outcome.device,
+            "outcome": outcome.outcome,
+            "failed": outcome.error.as_ref().map(|e| crate::failure::one_line(&format!("{e:#}"))),
+        })
+    });
+    print_summary(&output, &stats, json)?;
     crate::record::note_empty_range(range.as_ref(), &output, &stats);
     if let Some(signal) = stop::requested() {
-        eprintln!(
-            "note: hrx-trace received {} and stopped the workload; the trace is closed",
+        crate::output::note(format_args!(
+            "hrx-trace received {} and stopped the workload; the trace is closed",
             crate::record::signal_text(signal)
-        );
+        ));
         return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
     }
     match outcome.error {
@@ -434,7 +445,7 @@ fn pipeline(
     };
     let mut pipeline = Pipeline::new(runtime, photos.width, photos.height, options)
         .map_err(|e| Failure::new(format!("cannot build the pipeline: {e}")))?;
-    let progress = ProgressBar::new(frames as u64).with_style(
+    let progress = crate::output::progress(frames as u64).with_style(
         ProgressStyle::with_template("{spinner} frame {pos}/{len} [{bar:30}] {per_sec} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),

@@ -12,6 +12,8 @@ mod util;
 mod bad_input;
 #[path = "cli/contention.rs"]
 mod contention;
+#[path = "cli/conventions.rs"]
+mod conventions;
 #[path = "cli/crashes.rs"]
 mod crashes;
 #[path = "cli/diff.rs"]

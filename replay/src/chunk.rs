@@ -127,6 +127,9 @@ pub(crate) struct ChunkIndex {
     named_until: HashMap<(RuntimeId, SubmissionIndex), u64>,
     /// What the first pass read: the reader's warnings and how the file ends.
     reading: crate::Reading,
+    /// Output digests that carry their bytes (recorded with contents): what a float
+    /// tolerance compares.
+    outputs_with_contents: u64,
 }
 
 impl ChunkIndex {
@@ -151,6 +154,11 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
     };
     for (position, item) in (0u64..).zip(reader.by_ref()) {
         let Ok((_, record)) = item else { break };
+        if let Record::OutputDigest(d) = &record
+            && !matches!(d.contents, s::Payload::Omitted { .. })
+        {
+            index.outputs_with_contents += 1;
+        }
         let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) else {
             continue;
         };
@@ -188,6 +196,11 @@ impl ChunkIndex {
     /// before anything is replayed.
     pub(crate) fn reading(&self) -> &crate::Reading {
         &self.reading
+    }
+
+    /// Whether any output digest carries its bytes (a tolerance has something to compare).
+    pub(crate) fn has_output_contents(&self) -> bool {
+        self.outputs_with_contents > 0
     }
 
     /// The last chunk whose submissions name `submission` of `runtime` as explicit producer,

@@ -835,7 +835,8 @@ pub(crate) fn report(
         notes.push(not_captured_note(summary.outputs_not_captured));
     }
     let verdict = Verdict::of(divergences.len() + summary.slow, 0);
-    Report {
+    let mut report = Report {
+        schema_version: hrx_analysis::JSON_SCHEMA_VERSION,
         verdict,
         trace: TraceInfo {
             source,
@@ -872,7 +873,10 @@ pub(crate) fn report(
         op_timing,
         substitutions,
         notes,
-    }
+        nothing_compared: None,
+    };
+    report.note_nothing_compared();
+    report
 }
 
 fn substitution_rows(rp: &RuntimePlan<'_>) -> Vec<SubstitutionRow> {

@@ -55,6 +55,13 @@ pub enum ReplayError {
         /// What does not hold together, naming the record and ids involved.
         why: String,
     },
+    /// A float tolerance was asked for, but the trace holds no output contents to compare
+    /// within it (only digests, which compare exactly).
+    #[error(
+        "--tolerance compares output contents, and this trace holds none (it was recorded \
+         without HRX_TRACE_CONTENTS=1): only exact digests can be compared"
+    )]
+    ToleranceWithoutContents,
     /// A kernel has no code for the replay backend.
     #[error(
         "kernel {entry} (kernel {kernel} of runtime {runtime}) cannot be loaded on {backend}: {reason}"

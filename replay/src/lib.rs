@@ -249,6 +249,10 @@ pub fn replay_file_reading(
             ),
         });
     }
+    // A tolerance compares captured bytes; without any, it would silently compare digests.
+    if options.tolerance.is_some() && !index.has_output_contents() {
+        return Err(ReplayError::ToleranceWithoutContents);
+    }
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
     let report = stream::replay_stream(
         reader.check_submission_numbers(),

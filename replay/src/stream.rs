@@ -410,6 +410,7 @@ impl Fold<'_> {
         report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
             + report.op_timing.iter().filter(|t| t.regression).count();
         report.verdict = Verdict::of(report.summary.divergences + report.summary.slow, 0);
+        report.note_nothing_compared();
         report
     }
 

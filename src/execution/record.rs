@@ -17,8 +17,9 @@
 
 use super::dependencies::{Hazard, HazardKind, Use};
 use super::types::{GpuLane, Queue, Status};
-use crate::trace::{Captured, Output, Tracer};
+use crate::trace::{Captured, Hook, INLINE_DIGEST_BYTES, Output, Tracer};
 use crate::{Access, Engine, Error, KernelContract};
+use hrx_capture::RawRecord;
 use hrx_capture::schema as s;
 
 pub(crate) fn access(access: Access) -> s::Access {
@@ -224,7 +225,7 @@ fn submitted_traced(
     let Some(hook) = tracer.submit_hook(submission) else {
         return;
     };
-    hook.record(s::Record::Submit(s::Submit {
+    hook.record_raw(RawRecord::Submit(&s::Submit {
         runtime: hook.runtime,
         prepared: s::PreparedId(prepared),
         submission: s::SubmissionIndex(submission),
@@ -288,49 +289,52 @@ pub(crate) fn cross_wait(
     }
 }
 
-/// Before a region runs: waits for the captures (hashing, storing contents) still reading
-/// buffers it writes, recording each wait as a span of its own, outside the region's timing.
-/// `Region::run` waits too, but then finds nothing to wait for.
-pub(crate) fn capture_fences(tracer: &Tracer, submission: u64, index: usize, uses: &[Use]) {
-    let Some(hook) = tracer.submission_hook(submission) else {
-        return;
-    };
+/// Before a region runs, `hook` being its submission's ([`Tracer::submission_hook`], read
+/// once a region): waits for the captures (hashing, storing contents) still reading buffers
+/// it writes, recording each wait as a span of its own, outside the region's timing
+/// (`Region::run` waits too, but then finds nothing to wait for); then records its
+/// [`s::RegionStarted`], so that a region still running when the process hangs or crashes is
+/// in the trace (the fatal-signal flush writes it out). `entered_ns` ([`crate::clock::now_ns`]
+/// as the hooks began) is its time unless a capture fence waited.
+pub(crate) fn region_starting(
+    hook: &Hook<'_>,
+    (submission, index, uses): (u64, usize, &[Use]),
+    entered_ns: u64,
+) {
+    let mut waited = false;
     for use_ in uses.iter().filter(|u| u.access.writes()) {
         let storage = &use_.view.buffer().storage;
-        hook.capture_fence(submission, index, storage.id, &storage.captures);
+        waited |= hook.capture_fence(submission, index, storage.id, &storage.captures);
     }
-}
-
-/// A region is about to run: [`s::RegionStarted`], so that a region still running when the
-/// process hangs or crashes is in the trace (the fatal-signal flush writes it out).
-pub(crate) fn region_started(tracer: &Tracer, submission: u64, index: usize) {
-    let Some(hook) = tracer.submission_hook(submission) else {
-        return;
+    let time_ns = if waited {
+        crate::clock::now_ns()
+    } else {
+        entered_ns
     };
-    hook.record(s::Record::RegionStarted(s::RegionStarted {
+    hook.record_raw(RawRecord::RegionStarted(&s::RegionStarted {
         runtime: hook.runtime,
         submission: s::SubmissionIndex(submission),
         region: s::RegionIndex(index as u32),
-        time_ns: hook.session_ns(crate::clock::now_ns()),
+        time_ns: hook.session_ns(time_ns),
     }));
 }
 
-/// After a region ran: its timing, the injected fault it hit, digests of what it wrote and,
-/// when it succeeded, its [`s::RegionDone`] at its end time. Here, before the scheduler lock
-/// is taken, not under it (a failure's outcome, which may poison and cancel, is recorded
-/// there): the other workers and the submitter wait for that lock. And at the end time
-/// already read, not a fresh clock reading: three fewer a submission of three regions.
+/// After a region ran, `hook` being its submission's: its timing, the injected fault it hit,
+/// digests of what it wrote and, when it succeeded, its [`s::RegionDone`] at its end time,
+/// handed to the thread's trace buffer at once (a [`hrx_capture::RawBatch`]). Here, before
+/// the scheduler lock is taken, not under it (a failure's outcome, which may poison and
+/// cancel, is recorded there): the other workers and the submitter wait for that lock. And at
+/// the end time already read, not a fresh clock reading: three fewer a submission of three
+/// regions.
 pub(crate) fn region_ran(
-    tracer: &Tracer,
+    hook: &Hook<'_>,
     (submission, index, uses): (u64, usize, &[Use]),
     host_callback: bool,
     times_ns: (u64, u64),
     result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
     fault: Option<String>,
 ) {
-    let Some(hook) = tracer.submission_hook(submission) else {
-        return;
-    };
+    let mut batch = hook.raw_batch();
     let device = result.as_ref().ok().copied().flatten();
     if host_callback {
         // The same span on the thread that ran it, so the thread's row shows its callbacks.
@@ -342,13 +346,13 @@ pub(crate) fn region_ran(
         );
     }
     hook.region_timing(
-        submission,
-        index,
+        &mut batch,
+        (submission, index),
         times_ns,
         device.map(|span| (span.start_ns, span.end_ns)),
     );
     if let Some(description) = fault {
-        hook.record(s::Record::FaultInjected(s::FaultInjected {
+        batch.record(&s::Record::FaultInjected(s::FaultInjected {
             runtime: hook.runtime,
             submission: Some(s::SubmissionIndex(submission)),
             region: Some(s::RegionIndex(index as u32)),
@@ -365,6 +369,29 @@ pub(crate) fn region_ran(
             continue;
         }
         let range = use_.view.range();
+        if !storage.pointer.is_null() && !hook.contents && range.len() <= INLINE_DIGEST_BYTES {
+            // Small, in a host mapping, digest only: hashed here, after the region's end
+            // time, on the thread that ran it. No fence: nothing writes these bytes before
+            // the region's outcome is recorded (host writes are refused while it is in
+            // flight, later writers of the range are ordered after it).
+            // SAFETY: the range is in bounds of the buffer's host mapping (the region wrote
+            // it), which the buffer's use by this in-flight submission keeps allocated.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(storage.pointer.add(range.start), range.len())
+            };
+            batch.record_raw(RawRecord::OutputDigest(&s::OutputDigest {
+                runtime: hook.runtime,
+                submission: s::SubmissionIndex(submission),
+                buffer: s::BufferId(storage.id),
+                start: range.start as u64,
+                end: range.end as u64,
+                xxh3: xxhash_rust::xxh3::xxh3_64(bytes),
+                contents: s::Payload::Omitted {
+                    len_bytes: bytes.len() as u64,
+                },
+            }));
+            continue;
+        }
         // The bytes stay put behind a capture fence in a host-mapped buffer; a GPU-local range
         // is read back now.
         let source = if storage.pointer.is_null() {
@@ -383,9 +410,10 @@ pub(crate) fn region_ran(
             // SAFETY: as above.
             Output::Captured(unsafe { Captured::new(&storage.captures, bytes) })
         };
+        batch.push();
         hook.output_digest(submission, storage.id, range, source);
     }
-    hook.record(s::Record::RegionDone(s::RegionDone {
+    batch.record_raw(RawRecord::RegionDone(&s::RegionDone {
         runtime: hook.runtime,
         submission: s::SubmissionIndex(submission),
         region: s::RegionIndex(index as u32),
@@ -427,7 +455,7 @@ fn submission_done_traced(tracer: &Tracer, submission: u64, outcome: &Status) {
     let Some(hook) = tracer.submission_hook(submission) else {
         return;
     };
-    hook.record(s::Record::SubmissionDone(s::SubmissionDone {
+    hook.record_raw(RawRecord::SubmissionDone(&s::SubmissionDone {
         runtime: hook.runtime,
         submission: s::SubmissionIndex(submission),
         status: status(outcome),

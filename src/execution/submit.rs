@@ -63,6 +63,8 @@ pub(crate) struct SnapshotUses {
     pub read_buffers: Vec<crate::Buffer>,
     /// (buffer id, byte range) the graph writes.
     pub writes: Vec<(u64, std::ops::Range<u64>)>,
+    /// Whether all of these bytes are held already (see `crate::trace`'s snapshot).
+    pub settled: crate::trace::Settled,
 }
 
 impl SnapshotUses {
@@ -150,16 +152,16 @@ impl ExecutableGraph {
         let start_ns = self.inner.tracer().on().then(crate::clock::now_ns);
         self.open_trace_range();
         let snapshot = &self.inner.snapshot;
-        let pending = self
-            .inner
-            .tracer()
-            .snapshot_reads(&snapshot.reads, |i, range| {
-                let mut bytes = vec![0; usize::try_from(range.end - range.start).ok()?];
-                snapshot.read_buffers[i]
-                    .read(usize::try_from(range.start).ok()?, &mut bytes)
-                    .ok()?;
-                Some(bytes)
-            });
+        let pending =
+            self.inner
+                .tracer()
+                .snapshot_reads(&snapshot.reads, &snapshot.settled, |i, range| {
+                    let mut bytes = vec![0; usize::try_from(range.end - range.start).ok()?];
+                    snapshot.read_buffers[i]
+                        .read(usize::try_from(range.start).ok()?, &mut bytes)
+                        .ok()?;
+                    Some(bytes)
+                });
         let result = self.try_submit(producers);
         if let (Some(pending), Ok(_)) = (pending, &result) {
             pending.submitted(&snapshot.writes);

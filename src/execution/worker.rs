@@ -66,15 +66,22 @@ const CLAIM_GRACE: Duration = Duration::from_micros(1);
 const GRACE_POLLS: u32 = 4;
 
 /// The time threads in [`crate::Completion::wait`] spent in trace hooks while running their
-/// own regions ([`run`] on a waiter), for the workers' [`Grace`]: one word, the total ns of
-/// finished hooks above [`WaiterHooks::OPEN_BITS`] and the number of hooks under way below.
+/// own regions ([`run`] on a waiter), for the workers' [`Grace`]: one word per queue, the
+/// total ns of finished hooks above [`WaiterHooks::OPEN_BITS`] and the number of hooks under
+/// way below; a worker reads their sum.
 ///
-/// Only traced waiters write it (four adds a region: entering and leaving the hooks before
+/// Only traced waiters write it (four writes a region: entering and leaving the hooks before
 /// and after its run); workers read it when their grace starts and once it has passed. An
 /// untraced runtime never writes it, so the workers' reads stay in their caches.
+///
+/// A queue's word has one writer at a time: a waiter is in a region's hooks only while it
+/// holds the region's queue (claimed, until `finish` releases it under the scheduler lock,
+/// which orders one holder's writes before the next holder's), so it is written with a plain
+/// load and store, not a locked read-modify-write: the waiter's twelve hook marks a
+/// three-region submission no longer each drain its store buffer (session 16).
 #[derive(Debug, Default)]
 pub(crate) struct WaiterHooks {
-    word: AtomicU64,
+    words: [AtomicU64; Queue::ALL.len()],
 }
 
 /// What [`WaiterHooks::load`] saw.
@@ -87,28 +94,41 @@ struct HookTime {
 }
 
 impl WaiterHooks {
-    /// Bits of the word that count the hooks under way (at most one per queue: a waiter is
-    /// in a region's hooks only while it holds that queue).
+    /// Bits of a word that count the hooks under way (at most one: a queue's region at a
+    /// time).
     const OPEN_BITS: u32 = 16;
     const NS_MASK: u64 = u64::MAX >> Self::OPEN_BITS;
 
-    /// A waiter enters a trace hook.
-    fn enter(&self) {
-        self.word.fetch_add(1, Ordering::Relaxed);
+    /// Adds `delta` to `queue`'s word, which only the calling thread writes now (see the type
+    /// docs).
+    fn add(&self, queue: Queue, delta: u64) {
+        let word = &self.words[queue as usize];
+        word.store(
+            word.load(Ordering::Relaxed).wrapping_add(delta),
+            Ordering::Relaxed,
+        );
     }
 
-    /// A waiter leaves the trace hook it entered, after `ns` in it.
-    fn leave(&self, ns: u64) {
-        self.word
-            .fetch_add((ns << Self::OPEN_BITS).wrapping_sub(1), Ordering::Relaxed);
+    /// A waiter holding `queue` enters a trace hook.
+    fn enter(&self, queue: Queue) {
+        self.add(queue, 1);
     }
 
+    /// A waiter holding `queue` leaves the trace hook it entered, after `ns` in it.
+    fn leave(&self, queue: Queue, ns: u64) {
+        self.add(queue, (ns << Self::OPEN_BITS).wrapping_sub(1));
+    }
+
+    /// The sum of the queues' words.
     fn load(&self) -> HookTime {
-        let word = self.word.load(Ordering::Relaxed);
-        HookTime {
-            ended_ns: word >> Self::OPEN_BITS,
-            open: word & ((1 << Self::OPEN_BITS) - 1),
-        }
+        let open_mask = (1 << Self::OPEN_BITS) - 1;
+        self.words
+            .iter()
+            .map(|word| word.load(Ordering::Relaxed))
+            .fold(HookTime::default(), |sum, word| HookTime {
+                ended_ns: sum.ended_ns.wrapping_add(word >> Self::OPEN_BITS) & Self::NS_MASK,
+                open: sum.open + (word & open_mask),
+            })
     }
 }
 
@@ -210,21 +230,12 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
     let context = core.context();
-    let traced = context.tracer.traces(task.submission);
+    // One look at the trace's range a region: every hook below records with this one.
+    let hook = context.tracer.submission_hook(task.submission);
+    let traced = hook.is_some();
     let hooks = hooks.filter(|_| traced);
-    let entered_ns = hooks.map(|hooks| {
-        hooks.enter();
-        crate::clock::now_ns()
-    });
-    if traced {
-        // A capture still reading an earlier output this region overwrites: wait here, as a
-        // span of its own, so the wait is never part of the region's time.
-        super::record::capture_fences(&context.tracer, task.submission, task.region, &region.uses);
-        // Before the start time is read: a hang or a crash inside the region leaves this in
-        // the trace, and recording it is not part of the region's time.
-        super::record::region_started(&context.tracer, task.submission, task.region);
-    }
-    // On CUDA, the region as an NVTX range on the thread that runs it (one load when off).
+    // On CUDA, the region as an NVTX range on the thread that runs it (one load when off),
+    // before the hooks: never inside the region's recorded time.
     let _nvtx = crate::nvtx::range(|| {
         let (queue, kind) = (queue.name(), region.kind);
         format!(
@@ -232,9 +243,22 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             task.submission, task.region
         )
     });
-    let start_ns = if traced { crate::clock::now_ns() } else { 0 };
-    if let (Some(hooks), Some(entered_ns)) = (hooks, entered_ns) {
-        hooks.leave(start_ns.saturating_sub(entered_ns));
+    let mut start_ns = 0;
+    if let Some(hook) = &hook {
+        let entered_ns = crate::clock::now_ns();
+        if let Some(hooks) = hooks {
+            hooks.enter(queue);
+        }
+        // A capture still reading an earlier output this region overwrites: waited for here,
+        // as a span of its own, so the wait is never part of the region's time. Then its
+        // start, before the start time is read: a hang or a crash inside the region leaves
+        // it in the trace, and recording it is not part of the region's time.
+        let uses = (task.submission, task.region, &region.uses[..]);
+        super::record::region_starting(hook, uses, entered_ns);
+        start_ns = crate::clock::now_ns();
+        if let Some(hooks) = hooks {
+            hooks.leave(queue, start_ns.saturating_sub(entered_ns));
+        }
     }
     // A launched region's inputs were checked by `submit` before its launch.
     let checked = if task.launched {
@@ -262,17 +286,17 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             (result, true)
         }
     };
-    if traced {
+    if let Some(hook) = &hook {
         let end_ns = crate::clock::now_ns();
         if let Some(hooks) = hooks {
-            hooks.enter();
+            hooks.enter(queue);
         }
         let fault = result
             .is_err()
             .then(|| context.faults.take_report())
             .flatten();
         super::record::region_ran(
-            &context.tracer,
+            hook,
             (task.submission, task.region, &region.uses),
             queue == Queue::Host,
             (start_ns, end_ns),
@@ -280,7 +304,7 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             fault,
         );
         if let Some(hooks) = hooks {
-            hooks.leave(crate::clock::now_ns().saturating_sub(end_ns));
+            hooks.leave(queue, crate::clock::now_ns().saturating_sub(end_ns));
         }
     }
     let result = result.map(|_| ());
@@ -324,7 +348,7 @@ pub(crate) fn launch(core: &Core, task: Task) {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLAIM_GRACE, Grace, HookTime, WaiterHooks};
+    use super::{CLAIM_GRACE, Grace, HookTime, Queue, WaiterHooks};
     use crate::{Placement, Runtime, RuntimeOptions};
     use std::time::Duration;
 
@@ -379,16 +403,23 @@ mod tests {
     }
 
     #[test]
-    fn the_hook_word_counts_hooks_under_way_and_the_time_of_those_that_ended() {
+    fn the_hook_words_count_hooks_under_way_and_the_time_of_those_that_ended() {
         let word = WaiterHooks::default();
-        word.enter();
-        word.enter();
+        word.enter(Queue::GpuUpload);
+        word.enter(Queue::GpuDownload);
         assert_eq!(word.load(), hooks(0, 2));
-        word.leave(5);
+        word.leave(Queue::GpuUpload, 5);
         assert_eq!(word.load(), hooks(5, 1));
-        word.leave(7);
+        word.leave(Queue::GpuDownload, 7);
         assert_eq!(word.load(), hooks(12, 0));
-        // The total wraps at 2^48 ns; the difference a grace takes stays right across it.
+        // Each word's total wraps at 2^48 ns, and so does their sum: the difference a grace
+        // takes stays right across it.
+        word.enter(Queue::Host);
+        word.leave(Queue::Host, WaiterHooks::NS_MASK - 20);
+        assert_eq!(word.load(), hooks(WaiterHooks::NS_MASK - 8, 0));
+        word.enter(Queue::Host);
+        word.leave(Queue::Host, 30);
+        assert_eq!(word.load(), hooks(21, 0));
         let mut grace = Grace::new(0, hooks(WaiterHooks::NS_MASK - 9, 0));
         assert!(
             !grace.over(GRACE_NS, || hooks(10, 0)),

@@ -130,6 +130,24 @@ fn parse_size(text: &str) -> Option<(u16, u16)> {
 /// before it is touched, so no escape sequences reach a pipe or file);
 /// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
 pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
+    run_coloured(path, follow, !no_color(std::env::var_os("NO_COLOR")))
+}
+
+/// Whether `NO_COLOR` (its value) asks for no colour: set and not empty
+/// (<https://no-color.org>).
+pub fn no_color(value: Option<std::ffi::OsString>) -> bool {
+    value.is_some_and(|v| !v.is_empty())
+}
+
+/// [`run`], in colour or not (`hrx-trace --color never view`, `NO_COLOR`): without colour,
+/// every cell keeps its text and modifiers (bold, underline) and a cell drawn on a coloured
+/// background is drawn reversed, so the selection and the failure marks still stand out.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiError> {
+    MONOCHROME.store(!colour, Ordering::Relaxed);
     if let Some(size) = std::env::var_os(HEADLESS_FRAME_ENV) {
         let size = size.to_string_lossy();
         let (width, height) = parse_size(&size).ok_or_else(|| {
@@ -243,6 +261,7 @@ fn wait_for_index(
         terminal.draw(|frame| {
             let shown = window.map(|w| w.window);
             crate::render_overview(overview, shown, &progress, ascii, frame);
+            monochrome(frame.buffer_mut());
         })?;
         match built.recv_timeout(LOADING_POLL) {
             Ok(model) => return model.map(Some),
@@ -322,7 +341,10 @@ fn event_loop(
     state: &mut ViewState,
 ) -> io::Result<()> {
     while !state.quit {
-        terminal.draw(|frame| render(shown.model(), state, frame))?;
+        terminal.draw(|frame| {
+            render(shown.model(), state, frame);
+            monochrome(frame.buffer_mut());
+        })?;
         if let Shown::Followed(f) = shown
             && !event::poll(FOLLOW_POLL)?
         {
@@ -1009,5 +1031,70 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\n'));
+    }
+}
+
+/// Set by [`run_coloured`]: draw without colour.
+static MONOCHROME: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Takes the colours out of a drawn frame when [`MONOCHROME`] is set (see [`run_coloured`]).
+fn monochrome(buffer: &mut ratatui::buffer::Buffer) {
+    if MONOCHROME.load(Ordering::Relaxed) {
+        strip_colours(buffer);
+    }
+}
+
+/// Every cell in the terminal's default colours; one on a coloured background reversed.
+pub fn strip_colours(buffer: &mut ratatui::buffer::Buffer) {
+    use ratatui::style::{Color, Modifier};
+    for cell in &mut buffer.content {
+        if cell.bg != Color::Reset {
+            cell.modifier.insert(Modifier::REVERSED);
+        }
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+    }
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::*;
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::style::{Color, Modifier, Style};
+
+    #[test]
+    fn no_color_is_set_and_not_empty() {
+        assert!(!no_color(None));
+        assert!(!no_color(Some("".into())));
+        assert!(no_color(Some("1".into())));
+    }
+
+    #[test]
+    fn stripping_keeps_text_and_reverses_coloured_backgrounds() {
+        let mut buffer = Buffer::empty(Rect::new(0, 0, 3, 1));
+        buffer.set_string(0, 0, "ab", Style::default().fg(Color::Red));
+        buffer.set_string(
+            2,
+            0,
+            "c",
+            Style::default()
+                .bg(Color::Blue)
+                .add_modifier(Modifier::BOLD),
+        );
+        strip_colours(&mut buffer);
+        let cells = &buffer.content;
+        assert_eq!(cells.iter().map(|c| c.symbol()).collect::<String>(), "abc");
+        assert!(
+            cells
+                .iter()
+                .all(|c| c.fg == Color::Reset && c.bg == Color::Reset)
+        );
+        assert!(!cells[0].modifier.contains(Modifier::REVERSED));
+        assert!(
+            cells[2]
+                .modifier
+                .contains(Modifier::REVERSED | Modifier::BOLD)
+        );
     }
 }

@@ -14,7 +14,7 @@
 //! and one encoded output waiting for the writer, and a batch holds at most [`SLICES`]
 //! slices and about [`RAW`] bytes of other events.
 
-use hrx_capture::schema::{CrossWait, RuntimeId};
+use hrx_capture::schema::CrossWait;
 use std::io::{self, Write};
 use std::ops::Range;
 use std::sync::Arc;
@@ -45,9 +45,10 @@ pub(super) struct SliceRec {
     pub submission: u64,
     /// Device-clock duration, where recorded.
     pub device_ns: Option<u64>,
-    pub runtime: RuntimeId,
-    /// Track slot (the queue's position).
-    pub track: u32,
+    /// Chrome's `pid` and `tid`, Perfetto's track uuid.
+    pub pid: u32,
+    pub tid: u32,
+    pub uuid: u64,
     /// The region's index in its prepared graph.
     pub region: u32,
     /// The submission's slot.
@@ -404,8 +405,9 @@ mod tests {
             end_ns: start_ns,
             submission: 0,
             device_ns: None,
-            runtime: RuntimeId(0),
-            track: 0,
+            pid: 0,
+            tid: 0,
+            uuid: 0,
             region: 0,
             slot: 0,
             graph_hazards: true,

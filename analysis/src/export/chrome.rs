@@ -1,11 +1,15 @@
 //! Chrome trace-event JSON (the "Trace Event Format" document; Perfetto's UI and
 //! chrome://tracing open it): `{"traceEvents": [...], "displayTimeUnit": "ns"}`.
 //!
-//! - Each runtime is a process (`pid` = runtime id, `process_name` metadata event); each
-//!   track a thread (`tid` 1..5 the queues in timeline order, 6 the events;
-//!   `thread_name` and `thread_sort_index` metadata events).
+//! - Each trace is its process: `pid` is the traced process's id, with `process_name` (its
+//!   program's file name) and `process_labels` (`host=NAME`, then the command line)
+//!   metadata events. Each track of each runtime is a thread: `tid` is `0x40000000 |
+//!   runtime << 4 | slot + 1` (outside real thread ids), named `runtime R: GPU Compute`
+//!   (`thread_name`), ordered by runtime then queue (`thread_sort_index`).
 //! - A slice is a complete event (`ph: "X"`, `ts` and `dur` in µs written exactly to the
-//!   ns, `cat`, `name`, `args`).
+//!   ns, `cat`, `name`, `args`); `ts` is absolute on the export's clock
+//!   ([`super::ClockDomain`]: `CLOCK_MONOTONIC`, or the wall clock for traces of several
+//!   hosts), which `otherData.clock` names at the end of the document.
 //! - A flow is a pair of flow events with the same `id` (`cat: "hazard"`, `name: "hazard"`):
 //!   `ph: "s"` at the middle of the producer's slice and `ph: "f"` with `bp: "e"` at the
 //!   middle of the consumer's, so each binds to its enclosing slice.
@@ -16,7 +20,7 @@
 //! into the output: no JSON value is built per event.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{Arg, Counter, Instant, RegionSlice, Sink, Slice, Track, instant_category};
+use super::{Arg, EVENTS_SLOT, Instant, Process, RegionSlice, Sink, Slice, Track};
 use std::io::{self, Write};
 
 /// A region's constant part as JSON, made once (per label) and shared by its slices'
@@ -38,16 +42,18 @@ pub(super) struct RegionConst {
 pub(super) struct Writer {
     batches: Batches<RegionConst>,
     first: bool,
+    domain: super::ClockDomain,
     /// Each region's constant part.
     parts: Parts<RegionConst>,
 }
 
 impl Writer {
     /// A writer into `batches`; nothing is written until the tracks are declared.
-    pub(super) fn new(batches: Batches<RegionConst>) -> Writer {
+    pub(super) fn new(batches: Batches<RegionConst>, domain: super::ClockDomain) -> Writer {
         Writer {
             batches,
             first: true,
+            domain,
             parts: Parts::default(),
         }
     }
@@ -129,7 +135,7 @@ pub(super) fn encode_batch(batch: &Batch<RegionConst>, out: &mut Vec<u8>) {
 /// A region slice, as [`Writer::slice`] writes it.
 fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> io::Result<()> {
     let c = &batch.constants[s.constant as usize];
-    let (pid, tid) = (s.runtime.0, s.track + 1);
+    let (pid, tid) = (s.pid, s.tid);
     out.extend_from_slice(b",\n{\"ph\":\"X\",\"name\":");
     out.extend_from_slice(&c.name);
     out.extend_from_slice(b",\"cat\":\"region\",");
@@ -326,36 +332,51 @@ fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()
 }
 
 impl Sink for Writer {
-    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
-        let pid = track.runtime.0;
-        if new_process {
-            self.raw(|out| {
-                out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
-                place(out, pid, 0)?;
-                out.extend_from_slice(b",\"args\":{\"name\":");
-                string(out, &track.process)?;
-                out.extend_from_slice(b"}}");
-                Ok(())
-            })?;
-        }
+    fn process(&mut self, p: &Process<'_>) -> io::Result<()> {
+        let pid = p.origin.pid;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
+            place(out, pid, 0)?;
+            out.extend_from_slice(b",\"args\":{\"name\":");
+            string(out, &p.name)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })?;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_labels\",");
+            place(out, pid, 0)?;
+            out.extend_from_slice(b",\"args\":{\"labels\":");
+            let mut labels = format!("host={}", p.origin.host);
+            if !p.origin.args.is_empty() {
+                labels.push_str(", ");
+                labels.push_str(&p.origin.args.join(" "));
+            }
+            string(out, &labels)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })
+    }
+
+    fn track(&mut self, track: &Track, _new_runtime: bool) -> io::Result<()> {
+        let at = track.place;
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
-            place(out, pid, track.tid())?;
+            place(out, at.pid, at.tid)?;
             out.extend_from_slice(b",\"args\":{\"name\":");
-            string(out, &track.name)?;
+            string(out, &format!("runtime {}: {}", track.runtime, track.name))?;
             out.extend_from_slice(b"}}");
             Ok(())
         })?;
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
-            place(out, pid, track.tid())?;
-            write!(out, ",\"args\":{{\"sort_index\":{}}}}}", track.slot)
+            place(out, at.pid, at.tid)?;
+            let rank = u64::from(track.runtime.0) * super::SLOTS as u64 + track.slot as u64;
+            write!(out, ",\"args\":{{\"sort_index\":{rank}}}}}")
         })
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
-        let pid = slice.runtime.0;
-        let tid = slice.slot as u32 + 1;
+        let (pid, tid) = (slice.place.pid, slice.place.tid);
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"X\",\"name\":");
             string(out, slice.name)?;
@@ -389,8 +410,9 @@ impl Sink for Writer {
             end_ns: s.end_ns,
             submission: s.submission,
             device_ns: s.device_ns,
-            runtime: s.runtime,
-            track: s.track as u32,
+            pid: s.place.pid,
+            tid: s.place.tid,
+            uuid: s.place.uuid,
             region: s.index,
             slot: s.slot,
             graph_hazards: s.graph_hazards,
@@ -406,10 +428,12 @@ impl Sink for Writer {
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"i\",\"s\":\"t\",\"name\":");
             string(out, instant.name)?;
-            out.extend_from_slice(b",\"cat\":");
-            string(out, instant_category(instant.slot))?;
-            out.push(b',');
-            place(out, instant.runtime.0, instant.slot as u32 + 1)?;
+            out.extend_from_slice(if instant.slot == EVENTS_SLOT {
+                b",\"cat\":\"event\","
+            } else {
+                b",\"cat\":\"recorder\","
+            });
+            place(out, instant.place.pid, instant.place.tid)?;
             out.extend_from_slice(b",\"ts\":");
             us(out, instant.time_ns)?;
             out.extend_from_slice(b",\"args\":");
@@ -419,47 +443,15 @@ impl Sink for Writer {
         })
     }
 
-    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()> {
-        // A `ph: "C"` event needs no track of its own: only a new process is named.
-        let Some(process) = process else {
-            return Ok(());
-        };
-        let pid = counter.runtime.0;
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
-            place(out, pid, 0)?;
-            out.extend_from_slice(b",\"args\":{\"name\":");
-            string(out, process)?;
-            out.extend_from_slice(b"}}");
-            Ok(())
-        })
-    }
-
-    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"C\",\"name\":");
-            string(out, counter.text)?;
-            out.extend_from_slice(b",\"cat\":\"counter\",");
-            place(out, counter.runtime.0, 0)?;
-            out.extend_from_slice(b",\"ts\":");
-            us(out, counter.time_ns)?;
-            out.extend_from_slice(b",\"args\":{");
-            string(out, counter.text)?;
-            // JSON has no NaN or infinity: such a sample is written as null.
-            match counter.value {
-                v if v.is_finite() => write!(out, ":{v}}}}}"),
-                _ => write!(out, ":null}}}}"),
-            }
-        })
-    }
-
     fn finish(&mut self) -> io::Result<()> {
         let out = &mut self.batches.batch.raw;
         let start = out.len();
         if std::mem::take(&mut self.first) {
             out.extend_from_slice(b"{\"traceEvents\":[\n");
         }
-        out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\"}\n");
+        out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"");
+        out.extend_from_slice(self.domain.name().as_bytes());
+        out.extend_from_slice(b"\"}}\n");
         self.batches.batch.end_raw(start);
         self.batches.finish()
     }

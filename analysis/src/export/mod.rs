@@ -25,16 +25,6 @@
 //!   [`FatalSignal`] record, on the first runtime's). Perfetto users read an `Events` track
 //!   as what went wrong; a digest per output there buried the one failure among hundreds
 //!   of marks (and `export` counted hundreds of events where `view` showed none).
-//! - **Host threads** (format 1.14): each recording thread with spans or annotations is a
-//!   track of the first runtime's process (`Track.thread`), named as the thread was
-//!   (`thread N` without a name), after the runtime's queues: its `submit` calls, blocking
-//!   waits and host callbacks are slices (`submit`, `wait`, `host callback`, category
-//!   `host`, with the submission, runtime and, for a callback, region), the application's
-//!   ranges are slices named as the application named them (category `annotation`) and its
-//!   markers instant events there ([`ExportCounts::thread_slices`],
-//!   [`ExportCounts::markers`]). Each counter is a counter track of that process named as
-//!   the counter ([`ExportCounts::counter_samples`]: Perfetto `TYPE_COUNTER` events with
-//!   a `double_counter_value`, Chrome `ph: "C"` events).
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
@@ -80,20 +70,27 @@
 
 mod batch;
 mod chrome;
+mod origin;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod perfetto;
 
 pub use batch::encode_threads;
+pub use origin::ClockDomain;
+use origin::{Origin, chrome_tid};
+#[cfg(feature = "parquet")]
+pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_paths, write_parquet};
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, AnnotationId, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind,
-    RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
+    Access, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind, RegionIndex,
+    RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 
 /// Submissions per settling window (see the module docs).
@@ -105,23 +102,8 @@ const EVENTS_SLOT: usize = QUEUES.len();
 /// Track slot of the `Recorder` track, after the `Events` track.
 const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
 
-/// Track slots: the queues', `Events`, `Recorder`; a host thread's track is slot
-/// `SLOTS + thread` (see [`thread_slot`]).
+/// Track slots: the queues', `Events`, `Recorder`.
 const SLOTS: usize = RECORDER_SLOT + 1;
-
-/// The track slot of recording thread `thread`: after the runtime's own tracks.
-fn thread_slot(thread: u32) -> usize {
-    SLOTS + thread as usize
-}
-
-/// The category of an instant event on track `slot`.
-fn instant_category(slot: usize) -> &'static str {
-    match slot {
-        EVENTS_SLOT => "event",
-        RECORDER_SLOT => "recorder",
-        _ => "annotation",
-    }
-}
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,13 +148,6 @@ pub struct ExportCounts {
     /// Regions whose timing was lost ([`ScanSummary::timing_lost`]), marked on the
     /// `Recorder` tracks (among `recorder_instants`), not drawn as slices.
     pub timing_lost: u64,
-    /// Slices on host threads' tracks (format 1.14): `submit` calls, blocking waits, host
-    /// callbacks and annotation ranges (not among `slices`).
-    pub thread_slices: u64,
-    /// Annotation markers on host threads' tracks (not among the instants).
-    pub markers: u64,
-    /// Counter samples on counter tracks.
-    pub counter_samples: u64,
 }
 
 /// One region's argument texts, computed once per prepared graph.
@@ -191,52 +166,37 @@ struct RegionArgs {
     consumers: Vec<u32>,
 }
 
+/// Where an event goes: Chrome's `pid` and `tid`, Perfetto's track uuid (filled in by
+/// [`Out`] from the trace's [`Origin`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Place {
+    pid: u32,
+    tid: u32,
+    uuid: u64,
+}
+
+/// The traced process, declared once per trace before its first track.
+#[derive(Debug)]
+pub(crate) struct Process<'a> {
+    origin: &'a Origin,
+    /// The process's name (its program's file name).
+    name: String,
+    domain: ClockDomain,
+}
+
 /// A timeline row: one queue of one runtime, or its events.
 #[derive(Clone, Debug)]
 pub(crate) struct Track {
     runtime: RuntimeId,
-    /// 0..5: the queue's position in [`QUEUES`]; 5: events; 6: the recorder; from
-    /// [`SLOTS`]: a host thread ([`thread_slot`]).
+    /// 0..5: the queue's position in [`QUEUES`]; 5: events.
     slot: usize,
-    name: Cow<'static, str>,
+    name: &'static str,
     /// The runtime's display name.
-    process: String,
-}
-
-impl Track {
-    /// A stable number for the track: Chrome's `tid`.
-    fn tid(&self) -> u32 {
-        self.slot as u32 + 1
-    }
-}
-
-/// Perfetto uuid of the process track of `runtime`.
-fn process_uuid(runtime: RuntimeId) -> u64 {
-    (u64::from(runtime.0) + 1) << 8
-}
-
-/// Perfetto uuid of track `slot` of `runtime`; a host thread's has a namespace of its own
-/// (bit 62), so that any number of threads fit.
-fn track_uuid(runtime: RuntimeId, slot: usize) -> u64 {
-    match slot.checked_sub(SLOTS) {
-        None => process_uuid(runtime) | (slot as u64 + 1),
-        Some(thread) => 1 << 62 | u64::from(runtime.0) << 32 | thread as u64,
-    }
-}
-
-/// Perfetto uuid of the counter track of `name` in `runtime`'s process (bit 61).
-fn counter_uuid(runtime: RuntimeId, name: AnnotationId) -> u64 {
-    1 << 61 | u64::from(runtime.0) << 32 | u64::from(name.0)
-}
-
-/// A counter's sample (format 1.14), on its counter track.
-#[derive(Debug)]
-pub(crate) struct Counter<'a> {
-    runtime: RuntimeId,
-    name: AnnotationId,
-    text: &'a str,
-    time_ns: u64,
-    value: f64,
+    runtime_name: String,
+    place: Place,
+    /// Perfetto uuids of the runtime's track and of its process's.
+    runtime_uuid: u64,
+    process_uuid: u64,
 }
 
 /// Each region's argument texts and label, by [`RegionRef`] (see the module docs).
@@ -365,6 +325,7 @@ impl Arg<'_> {
 pub(crate) struct Slice<'a> {
     runtime: RuntimeId,
     slot: usize,
+    place: Place,
     name: &'a str,
     category: &'static str,
     start_ns: u64,
@@ -380,9 +341,10 @@ pub(crate) struct Slice<'a> {
 #[derive(Debug)]
 pub(crate) struct Instant<'a> {
     runtime: RuntimeId,
-    /// [`EVENTS_SLOT`], [`RECORDER_SLOT`] or a host thread's ([`thread_slot`]).
+    place: Place,
+    /// [`EVENTS_SLOT`] or [`RECORDER_SLOT`].
     slot: usize,
-    name: &'a str,
+    name: &'static str,
     time_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
 }
@@ -392,9 +354,10 @@ pub(crate) struct Instant<'a> {
 /// encodes once per region, and the few that vary. Its arguments, in order: submission,
 /// region, slot, kind, operations, uses, hazards (the graph's, then the waits), internal
 /// edges and copy bytes (where not zero), device ns (where recorded).
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct RegionSlice<'a> {
     runtime: RuntimeId,
+    place: Place,
     /// Track slot (the queue's).
     track: usize,
     region: RegionRef,
@@ -418,26 +381,24 @@ pub(crate) struct RegionSlice<'a> {
 
 /// What an output format does with the stream of tracks, slices and instants.
 trait Sink {
-    /// Declares a track, before anything on it; `new_process`: the first of its runtime's
-    /// tracks, so its process is declared first.
-    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()>;
+    /// Declares a trace's process, before its first track.
+    fn process(&mut self, process: &Process<'_>) -> io::Result<()>;
+    /// Declares a track, before anything on it; `new_runtime`: the first of its runtime's
+    /// tracks, so its runtime is declared first.
+    fn track(&mut self, track: &Track, new_runtime: bool) -> io::Result<()>;
     /// Writes one slice.
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()>;
     /// Writes one region slice.
     fn region_slice(&mut self, slice: &RegionSlice<'_>) -> io::Result<()>;
     /// Writes one instant event.
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()>;
-    /// Declares the counter track of `counter`'s name, before its first sample; `process`:
-    /// the display name of its runtime's process when that is not declared yet.
-    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()>;
-    /// Writes one counter sample.
-    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()>;
     /// Ends the output and flushes it.
     fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Streams every timing and event of `reader` into `out` in `format`, in one pass. `out` is
-/// written in chunks of 1 MiB on a thread of its own (no buffer is needed).
+/// Streams every timing and event of `reader` into `out` in `format`, in one pass, on
+/// the trace's host `CLOCK_MONOTONIC` (absolute ns; µs in Chrome JSON). `out` is written in
+/// chunks of 1 MiB on a thread of its own (no buffer is needed).
 ///
 /// # Errors
 ///
@@ -448,7 +409,26 @@ pub fn write<R: Read + Send, W: Write + Send>(
     format: Format,
     out: W,
 ) -> Result<Exported, ExportError> {
-    write_from(format, out, reader, encode_threads())
+    let mut all = write_merged(vec![reader], format, ClockDomain::Monotonic, out)?;
+    Ok(all.remove(0))
+}
+
+/// Streams several traces into one timeline in `out`, one after the other, each trace's
+/// process and tracks with ids of their own, every timestamp on `domain` (absolute ns:
+/// [`ClockDomain::for_sessions`] picks the domain that lines the traces up). One
+/// [`Exported`] per reader, in order; [`ExportCounts`] count what each trace added.
+///
+/// # Errors
+///
+/// As [`write`]: the first trace that cannot be read, or the output's error. Nothing is
+/// read after the first error.
+pub fn write_merged<R: Read + Send, W: Write + Send>(
+    readers: Vec<TraceReader<R>>,
+    format: Format,
+    domain: ClockDomain,
+    out: W,
+) -> Result<Vec<Exported>, ExportError> {
+    write_from(format, domain, out, readers, encode_threads())
 }
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
@@ -470,58 +450,70 @@ impl Source for &[Record] {
 
 /// The export with `workers` encoding threads (0: the pass encodes; the bytes are the
 /// same whatever the number).
-fn write_from<W: Write + Send>(
+fn write_from<W: Write + Send, T: Source>(
     format: Format,
+    domain: ClockDomain,
     out: W,
-    source: impl Source,
+    sources: Vec<T>,
     workers: usize,
-) -> Result<Exported, ExportError> {
+) -> Result<Vec<Exported>, ExportError> {
     match format {
         Format::Chrome => batch::encode_on_threads(out, workers, chrome::encode_batch, |b| {
-            write_to(chrome::Writer::new(b), source)
+            write_to(chrome::Writer::new(b, domain), domain, sources)
         }),
         Format::Perfetto => batch::encode_on_threads(out, workers, perfetto::encode_batch, |b| {
-            write_to(perfetto::Writer::new(b), source)
+            write_to(perfetto::Writer::new(b, domain), domain, sources)
         }),
     }
 }
 
-fn write_to<S: Sink>(sink: S, source: impl Source) -> Result<Exported, ExportError> {
-    let mut pass = Pass {
-        out: Out {
-            sink,
-            counts: ExportCounts::default(),
-            error: None,
-            processes: BTreeMap::new(),
-            declared: Vec::new(),
-            threads_declared: HashSet::new(),
-            counters_declared: HashSet::new(),
-        },
-        names: Names::new(),
-        scratch: Scratch::default(),
-        fatal: Vec::new(),
-        end_ns: 0,
-        runtimes: Vec::new(),
-        host_process: None,
+fn write_to<S: Sink, T: Source>(
+    sink: S,
+    domain: ClockDomain,
+    sources: Vec<T>,
+) -> Result<Vec<Exported>, ExportError> {
+    let mut out = Out {
+        sink,
+        counts: ExportCounts::default(),
+        error: None,
+        domain,
+        origin: Origin::unknown(domain),
+        process_declared: false,
+        processes: BTreeMap::new(),
+        declared: Vec::new(),
     };
-    let summary = source.scan(&mut pass)?;
-    let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
-    for runtime in runtimes {
-        pass.settle(&summary.index, runtime, u64::MAX);
-    }
-    pass.at_the_end(&summary.index, &summary.running);
-    pass.timing_lost(&summary.index, &summary.timing_lost);
-    let mut out = pass.out;
-    if let Some(error) = out.error.take() {
-        return Err(error.into());
+    let mut all = Vec::with_capacity(sources.len());
+    for source in sources {
+        out.next_trace();
+        out.counts = ExportCounts::default();
+        let mut pass = Pass {
+            out,
+            names: Names::new(),
+            scratch: Scratch::default(),
+            fatal: Vec::new(),
+            end_ns: 0,
+            runtimes: Vec::new(),
+        };
+        let summary = source.scan(&mut pass)?;
+        let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
+        for runtime in runtimes {
+            pass.settle(&summary.index, runtime, u64::MAX);
+        }
+        pass.at_the_end(&summary.index, &summary.running);
+        pass.timing_lost(&summary.index, &summary.timing_lost);
+        out = pass.out;
+        if let Some(error) = out.error.take() {
+            return Err(error.into());
+        }
+        all.push(Exported {
+            counts: std::mem::take(&mut out.counts),
+            warnings: summary.warnings,
+            recovery: summary.recovery,
+            unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+        });
     }
     out.sink.finish()?;
-    Ok(Exported {
-        counts: out.counts,
-        warnings: summary.warnings,
-        recovery: summary.recovery,
-        unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
-    })
+    Ok(all)
 }
 
 /// A submission held back until it settles.
@@ -564,178 +556,135 @@ struct RuntimeHeld {
     written_below: u64,
 }
 
-/// The output side of the pass: the sink, what was declared and counted.
+/// The output side of the pass: the sink, what was declared and counted. It outlives one
+/// trace's pass: a merged export runs one pass per trace into the same `Out`.
 struct Out<S> {
     sink: S,
     counts: ExportCounts,
     /// The first write error; the pass stops writing after it.
     error: Option<io::Error>,
-    /// Each runtime's display name, from its `RuntimeStart`.
+    /// The clock of every timestamp written.
+    domain: ClockDomain,
+    /// The trace being read: its process, clock and ids.
+    origin: Origin,
+    /// Whether the trace's process was declared.
+    process_declared: bool,
+    /// Each runtime's display name, from its `RuntimeStart` (this trace's).
     processes: BTreeMap<RuntimeId, String>,
-    /// The tracks declared, by runtime (few) and slot.
+    /// The tracks declared, by runtime (few) and slot (this trace's).
     declared: Vec<(RuntimeId, [bool; SLOTS])>,
-    /// Host threads' tracks declared (format 1.14), by runtime and slot.
-    threads_declared: HashSet<(RuntimeId, usize)>,
-    /// Counter tracks declared, by runtime and name.
-    counters_declared: HashSet<(RuntimeId, AnnotationId)>,
 }
 
 impl<S: Sink> Out<S> {
-    /// Whether `runtime`'s process is declared; declares it in the list if not.
-    fn process_declared(&mut self, runtime: RuntimeId) -> bool {
-        let known = self.declared.iter().any(|(r, _)| *r == runtime);
-        if !known {
-            self.declared.push((runtime, [false; SLOTS]));
-        }
-        known
+    /// Starts the next trace's pass.
+    fn next_trace(&mut self) {
+        self.origin = Origin::unknown(self.domain);
+        self.process_declared = false;
+        self.processes.clear();
+        self.declared.clear();
     }
 
-    /// The display name of `runtime`'s process.
-    fn process_name(&self, runtime: RuntimeId) -> String {
-        self.processes
-            .get(&runtime)
-            .cloned()
-            .unwrap_or_else(|| format!("hrx runtime {runtime}"))
-    }
-
-    /// Declares host thread `thread`'s track in `runtime`'s process unless it was.
-    fn declare_thread(&mut self, runtime: RuntimeId, thread: u32, name: &str) {
-        let slot = thread_slot(thread);
-        if !self.threads_declared.insert((runtime, slot)) {
-            return;
-        }
-        let new_process = !self.process_declared(runtime);
-        self.counts.tracks += 1;
-        if self.error.is_some() {
-            return;
-        }
-        let track = Track {
-            runtime,
-            slot,
-            name: Cow::Owned(name.to_owned()),
-            process: self.process_name(runtime),
-        };
-        if let Err(e) = self.sink.track(&track, new_process) {
-            self.error = Some(e);
+    /// Where track `slot` of `runtime` goes.
+    fn place(&self, runtime: RuntimeId, slot: usize) -> Place {
+        Place {
+            pid: self.origin.pid,
+            tid: chrome_tid(runtime, slot),
+            uuid: self.origin.runtime_uuid(runtime) | (slot as u64 + 1),
         }
     }
 
-    /// A slice on host thread `thread`'s track (declared first).
-    fn thread_slice(&mut self, thread: u32, thread_name: &str, slice: &Slice<'_>) {
-        self.declare_thread(slice.runtime, thread, thread_name);
-        if self.error.is_some() {
-            return;
-        }
-        self.counts.thread_slices += 1;
-        if let Err(e) = self.sink.slice(slice) {
-            self.error = Some(e);
-        }
-    }
-
-    /// A marker on host thread `thread`'s track (declared first).
-    fn marker(&mut self, thread: u32, thread_name: &str, instant: &Instant<'_>) {
-        self.declare_thread(instant.runtime, thread, thread_name);
-        if self.error.is_some() {
-            return;
-        }
-        self.counts.markers += 1;
-        if let Err(e) = self.sink.instant(instant) {
-            self.error = Some(e);
-        }
-    }
-
-    /// A counter sample (its track declared first).
-    fn counter(&mut self, counter: &Counter<'_>) {
-        if self
-            .counters_declared
-            .insert((counter.runtime, counter.name))
-        {
-            let process = (!self.process_declared(counter.runtime))
-                .then(|| self.process_name(counter.runtime));
-            self.counts.tracks += 1;
-            if self.error.is_none()
-                && let Err(e) = self.sink.counter_track(counter, process.as_deref())
-            {
-                self.error = Some(e);
-            }
-        }
-        if self.error.is_some() {
-            return;
-        }
-        self.counts.counter_samples += 1;
-        if let Err(e) = self.sink.counter(counter) {
-            self.error = Some(e);
-        }
-    }
-
-    /// Declares track `slot` of `runtime` unless it was.
-    fn declare(&mut self, runtime: RuntimeId, slot: usize) {
-        if slot >= SLOTS {
-            return; // a host thread's: declared by `declare_thread`
-        }
+    /// Declares track `slot` of `runtime` unless it was (its process and runtime first),
+    /// and answers where its events go.
+    fn declare(&mut self, runtime: RuntimeId, slot: usize) -> Place {
+        let place = self.place(runtime, slot);
         let at = self.declared.iter().position(|(r, _)| *r == runtime);
-        let new_process = at.is_none();
+        let new_runtime = at.is_none();
         let at = at.unwrap_or_else(|| {
             self.declared.push((runtime, [false; SLOTS]));
             self.declared.len() - 1
         });
         if std::mem::replace(&mut self.declared[at].1[slot], true) {
-            return;
+            return place;
         }
         self.counts.tracks += 1;
         if self.error.is_some() {
-            return;
+            return place;
+        }
+        if !std::mem::replace(&mut self.process_declared, true) {
+            let process = Process {
+                origin: &self.origin,
+                name: self.origin.name(),
+                domain: self.domain,
+            };
+            if let Err(e) = self.sink.process(&process) {
+                self.error = Some(e);
+                return place;
+            }
         }
         let track = Track {
             runtime,
             slot,
-            name: Cow::Borrowed(match QUEUES.get(slot) {
+            name: match QUEUES.get(slot) {
                 Some(&q) => queue_name(q),
                 None if slot == EVENTS_SLOT => "Events",
                 None => "Recorder",
-            }),
-            process: self.process_name(runtime),
+            },
+            runtime_name: self
+                .processes
+                .get(&runtime)
+                .cloned()
+                .unwrap_or_else(|| format!("hrx runtime {runtime}")),
+            place,
+            runtime_uuid: self.origin.runtime_uuid(runtime),
+            process_uuid: self.origin.process_uuid(),
         };
-        if let Err(e) = self.sink.track(&track, new_process) {
+        if let Err(e) = self.sink.track(&track, new_runtime) {
             self.error = Some(e);
         }
+        place
     }
 
-    fn slice(&mut self, slice: &Slice<'_>) {
-        self.declare(slice.runtime, slice.slot);
+    fn slice(&mut self, mut slice: Slice<'_>) {
+        slice.place = self.declare(slice.runtime, slice.slot);
         if self.error.is_some() {
             return;
         }
+        slice.start_ns = self.origin.time(slice.start_ns);
+        slice.end_ns = self.origin.time(slice.end_ns);
         self.counts.slices += 1;
         self.counts.flows += slice.flows_out.len() as u64;
-        if let Err(e) = self.sink.slice(slice) {
+        if let Err(e) = self.sink.slice(&slice) {
             self.error = Some(e);
         }
     }
 
     fn region_slice(&mut self, slice: &RegionSlice<'_>) {
-        self.declare(slice.runtime, slice.track);
+        let mut slice = *slice;
+        slice.place = self.declare(slice.runtime, slice.track);
         if self.error.is_some() {
             return;
         }
+        slice.start_ns = self.origin.time(slice.start_ns);
+        slice.end_ns = self.origin.time(slice.end_ns);
         self.counts.slices += 1;
         self.counts.flows += slice.flows_out.len() as u64;
-        if let Err(e) = self.sink.region_slice(slice) {
+        if let Err(e) = self.sink.region_slice(&slice) {
             self.error = Some(e);
         }
     }
 
-    fn instant(&mut self, instant: &Instant<'_>) {
-        self.declare(instant.runtime, instant.slot);
+    fn instant(&mut self, mut instant: Instant<'_>) {
+        instant.place = self.declare(instant.runtime, instant.slot);
         if self.error.is_some() {
             return;
         }
+        instant.time_ns = self.origin.time(instant.time_ns);
         if instant.slot == EVENTS_SLOT {
             self.counts.instants += 1;
         } else {
             self.counts.recorder_instants += 1;
         }
-        if let Err(e) = self.sink.instant(instant) {
+        if let Err(e) = self.sink.instant(&instant) {
             self.error = Some(e);
         }
     }
@@ -770,8 +719,6 @@ struct Pass<S> {
     end_ns: u64,
     /// Held submissions by runtime (few).
     runtimes: Vec<(RuntimeId, RuntimeHeld)>,
-    /// The process the host threads' and counters' tracks belong to: the first runtime's.
-    host_process: Option<RuntimeId>,
 }
 
 impl<S: Sink> Pass<S> {
@@ -866,12 +813,13 @@ impl<S: Sink> Pass<S> {
             }
             let instant = Instant {
                 runtime: r.runtime,
+                place: Place::default(),
                 slot: RECORDER_SLOT,
                 name: "timing lost (records dropped)",
                 time_ns: r.start_ns,
                 args,
             };
-            self.out.instant(&instant);
+            self.out.instant(instant);
             self.out.counts.timing_lost += 1;
         }
     }
@@ -904,7 +852,7 @@ impl<S: Sink> Pass<S> {
             ));
             let name = format!("{} (running at end)", slice.name);
             slice.name = &name;
-            self.out.slice(&slice);
+            self.out.slice(slice);
         }
         // Session-level: on the first runtime's events track.
         let first = self
@@ -936,12 +884,13 @@ impl<S: Sink> Pass<S> {
             }
             let instant = Instant {
                 runtime: first,
+                place: Place::default(),
                 slot: RECORDER_SLOT,
                 name: "fatal signal",
                 time_ns: f.time_ns,
                 args,
             };
-            self.out.instant(&instant);
+            self.out.instant(instant);
         }
     }
 }
@@ -968,6 +917,7 @@ impl Settled<'_> {
             runtime,
             submission,
         } = *self;
+        let salt = out.origin.key;
         let SliceScratch {
             waits,
             out_cross,
@@ -985,6 +935,7 @@ impl Settled<'_> {
             };
             if consumer.timed(consumer_region) {
                 let id = flow_id(
+                    salt,
                     1,
                     (runtime, submission, region),
                     (runtime, consumer_sub, consumer_region),
@@ -1005,13 +956,13 @@ impl Settled<'_> {
                 args.producers
                     .iter()
                     .filter(|&&p| timed(p))
-                    .map(|&p| flow_id(0, here(p), here(region.0))),
+                    .map(|&p| flow_id(salt, 0, here(p), here(region.0))),
             );
             flows_out.extend(
                 args.consumers
                     .iter()
                     .filter(|&&c| timed(c))
-                    .map(|&c| flow_id(0, here(region.0), here(c))),
+                    .map(|&c| flow_id(salt, 0, here(region.0), here(c))),
             );
             waits.clear();
             waits.extend(held.waits.iter().filter(|w| w.region == region));
@@ -1045,78 +996,6 @@ impl Settled<'_> {
     }
 }
 
-impl<S: Sink> Pass<S> {
-    /// A host thread's span, annotation or counter sample (format 1.14; see the module
-    /// docs).
-    fn host_thread(&mut self, index: &Index, record: &Record) {
-        if self.out.error.is_some() {
-            return;
-        }
-        let runtime = self.host_process.unwrap_or_default();
-        fn slice<'a>(
-            runtime: RuntimeId,
-            (thread, name, category): (u32, &'a str, &'static str),
-            start_ns: u64,
-            end_ns: u64,
-        ) -> Slice<'a> {
-            Slice {
-                runtime,
-                slot: thread_slot(thread),
-                name,
-                category,
-                start_ns,
-                end_ns: end_ns.max(start_ns),
-                args: Vec::new(),
-                flows_out: &[],
-                flows_in: &[],
-            }
-        }
-        match record {
-            Record::HostSpan(h) => {
-                let what = (h.thread, h.kind.label(), "host");
-                let mut slice = slice(runtime, what, h.start_ns, h.end_ns);
-                slice.args.push(("submission", Arg::Uint(h.submission.0)));
-                slice.args.push(("runtime", Arg::Uint(h.runtime.0.into())));
-                if let Some(region) = h.region {
-                    slice.args.push(("region", Arg::Uint(region.0.into())));
-                }
-                self.out
-                    .thread_slice(h.thread, &index.thread_name(h.thread), &slice);
-            }
-            Record::AnnotationRange(a) => {
-                let name = index.annotation_name(a.name);
-                let what = (a.thread, &*name, "annotation");
-                let slice = slice(runtime, what, a.start_ns, a.end_ns);
-                self.out
-                    .thread_slice(a.thread, &index.thread_name(a.thread), &slice);
-            }
-            Record::AnnotationMarker(m) => {
-                let name = index.annotation_name(m.name);
-                let instant = Instant {
-                    runtime,
-                    slot: thread_slot(m.thread),
-                    name: &name,
-                    time_ns: m.time_ns,
-                    args: Vec::new(),
-                };
-                self.out
-                    .marker(m.thread, &index.thread_name(m.thread), &instant);
-            }
-            Record::CounterSample(c) => {
-                let text = index.annotation_name(c.name);
-                self.out.counter(&Counter {
-                    runtime,
-                    name: c.name,
-                    text: &text,
-                    time_ns: c.time_ns,
-                    value: c.value.0,
-                });
-            }
-            _ => {}
-        }
-    }
-}
-
 impl<S: Sink> Visitor for Pass<S> {
     fn record(&mut self, index: &Index, record: &Record) {
         if let Some(time_ns) = crate::dump::host_time_ns(record) {
@@ -1124,17 +1003,18 @@ impl<S: Sink> Visitor for Pass<S> {
         }
         match record {
             Record::FatalSignal(f) => self.fatal.push(*f),
+            Record::SessionStart(start) => {
+                if !self.out.process_declared {
+                    self.out.origin = Origin::new(start, self.out.domain);
+                }
+            }
+            Record::HostClock(clock) => self.out.origin.calibrate(clock),
             Record::RuntimeStart(r) => {
                 self.out.processes.insert(
                     r.runtime,
                     format!("hrx runtime {} ({}: {})", r.runtime, r.backend, r.device),
                 );
-                self.host_process.get_or_insert(r.runtime);
             }
-            Record::HostSpan(_)
-            | Record::AnnotationRange(_)
-            | Record::AnnotationMarker(_)
-            | Record::CounterSample(_) => self.host_thread(index, record),
             Record::Prepared(p) => self.names.prepared(p),
             Record::GraphOp(_) | Record::KernelLoaded(_) => self.names.generation += 1,
             Record::Submit(s) => {
@@ -1164,7 +1044,7 @@ impl<S: Sink> Visitor for Pass<S> {
                 if self.out.error.is_none()
                     && let Some(instant) = instant(other)
                 {
-                    self.out.instant(&instant);
+                    self.out.instant(instant);
                 }
             }
         }
@@ -1201,6 +1081,7 @@ impl<S: Sink> Visitor for Pass<S> {
         };
         let slice = Slice {
             runtime: span.runtime,
+            place: Place::default(),
             slot: queue_slot(info.queue),
             name: &name,
             category: "operation",
@@ -1214,23 +1095,26 @@ impl<S: Sink> Visitor for Pass<S> {
             flows_out: &[],
             flows_in: &[],
         };
-        self.out.slice(&slice);
+        self.out.slice(slice);
     }
 }
 
 /// A region of one submission.
 type Key = (RuntimeId, SubmissionIndex, RegionIndex);
 
-/// A flow id, the same for both ends: a mix of the edge, 53 bits (exact in JSON numbers).
+/// A flow id, the same for both ends: a mix of the trace (`salt`: its [`Origin::key`], so
+/// that traces merged into one file keep their flows apart) and the edge, 53 bits (exact
+/// in JSON numbers).
 /// A fixed mix (splitmix64's finalizer over the fields), not a keyed hasher: the ids are
 /// the same in every run, and cheap at a million flows a second.
-fn flow_id(tag: u8, producer: Key, consumer: Key) -> u64 {
+fn flow_id(salt: u64, tag: u8, producer: Key, consumer: Key) -> u64 {
     fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
     let fields = [
+        salt,
         u64::from(tag),
         u64::from(producer.0.0),
         producer.1.0,
@@ -1266,6 +1150,7 @@ fn region_slice<'a>(
     let info = index.region(region);
     RegionSlice {
         runtime: span.runtime,
+        place: Place::default(),
         track: queue_slot(info.queue),
         region,
         label: names.label(region),
@@ -1314,6 +1199,7 @@ fn running_slice<'a>(
     }
     Slice {
         runtime: span.runtime,
+        place: Place::default(),
         slot: queue_slot(info.queue),
         name: names.label(region),
         category: "region",
@@ -1456,6 +1342,7 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
     };
     Some(Instant {
         runtime,
+        place: Place::default(),
         slot,
         name,
         time_ns,

@@ -10,14 +10,17 @@
 //! declared from the same definitions, and `cli/tests/perfetto/check.py` with the official
 //! ones.
 //!
-//! - Each runtime is a process track (`TrackDescriptor.process`, pid = runtime id) and each
-//!   queue (and the events) a child track, ordered explicitly in timeline order.
+//! - Each trace is a process track (`TrackDescriptor.process`: the traced process's `pid`,
+//!   `cmdline`, `process_name` (its program's file name) and `process_labels` (`host=NAME`)),
+//!   preceded by a `ClockSnapshot` of the session's base (`CLOCK_MONOTONIC` and
+//!   `CLOCK_REALTIME` read together at the session's start). Each runtime is a child track
+//!   of its process (`hrx runtime 0 (sim: ...)`), and each of its queues (and its events) a
+//!   child of the runtime's, ordered explicitly in timeline order. Track uuids are unique
+//!   per host, process, session and runtime (`origin`'s module docs).
 //! - A slice is a `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair on its track, arguments as
 //!   debug annotations; flows are `flow_ids` on the producer's begin and
 //!   `terminating_flow_ids` on the consumer's.
-//! - An instant event is `TYPE_INSTANT` on the events track (a marker: on its thread's).
-//! - A counter is a track with a `CounterDescriptor` under its process, a sample a
-//!   `TYPE_COUNTER` event with its `double_counter_value`.
+//! - An instant event is `TYPE_INSTANT` on the events track.
 //!
 //! **Interning**, as Perfetto's own SDK writes track events: event names, categories,
 //! annotation names and a region's constant argument texts (its kind, buffer uses and
@@ -33,16 +36,17 @@
 //! bytes per region (BENCHMARKS.md, session 13); most of the rest is those wait texts and
 //! the flow ids (`fixed64` in the protocol).
 //!
-//! Timestamps are the trace's host ns (default clock). `TrackEventDefaults.track_uuid` is
+//! Timestamps are absolute ns on the export's clock ([`super::ClockDomain`]): the first
+//! packet sets the sequence's `TracePacketDefaults.timestamp_clock_id` (`MONOTONIC`, or
+//! `REALTIME` for traces of several hosts) and every clock snapshot names it as the
+//! `primary_trace_clock`, so the trace processor keeps the times as written; `BOOTTIME`,
+//! Perfetto's usual default, is not recorded by hrx and not claimed. `TrackEventDefaults.track_uuid` is
 //! not used: a submission's slices go to four or five tracks in turn, so a default would
 //! drop the uuid (three bytes) from one track's events only, and per-track sequences would
 //! split the interning state.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{
-    Arg, Counter, Instant, RegionSlice, Sink, Slice, Track, counter_uuid, instant_category,
-    process_uuid, track_uuid,
-};
+use super::{Arg, ClockDomain, EVENTS_SLOT, Instant, Process, RegionSlice, Sink, Slice, Track};
 use std::collections::HashMap;
 use std::io;
 
@@ -50,7 +54,6 @@ use std::io;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
-const TYPE_COUNTER: u64 = 4;
 /// `TracePacket.SequenceFlags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -64,30 +67,40 @@ pub(super) mod field {
     /// `Trace.packet`.
     pub const TRACE_PACKET: u32 = 1;
     /// `TracePacket`.
+    pub const CLOCK_SNAPSHOT: u32 = 6;
     pub const TIMESTAMP: u32 = 8;
     pub const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
     pub const TRACK_EVENT: u32 = 11;
     pub const INTERNED_DATA: u32 = 12;
     pub const SEQUENCE_FLAGS: u32 = 13;
+    pub const TRACE_PACKET_DEFAULTS: u32 = 59;
     pub const TRACK_DESCRIPTOR: u32 = 60;
+    /// `TracePacketDefaults`.
+    pub const TIMESTAMP_CLOCK_ID: u32 = 58;
+    /// `ClockSnapshot`: `clocks`, `primary_trace_clock`; `ClockSnapshot.Clock`: `clock_id`,
+    /// `timestamp`.
+    pub const CLOCKS: u32 = 1;
+    pub const PRIMARY_TRACE_CLOCK: u32 = 2;
+    pub const CLOCK_ID: u32 = 1;
+    pub const CLOCK_TIMESTAMP: u32 = 2;
     /// `TrackDescriptor`.
     pub const UUID: u32 = 1;
     pub const NAME: u32 = 2;
     pub const PROCESS: u32 = 3;
     pub const PARENT_UUID: u32 = 5;
-    pub const COUNTER: u32 = 8;
     pub const CHILD_ORDERING: u32 = 11;
     pub const SIBLING_ORDER_RANK: u32 = 12;
     /// `ProcessDescriptor`.
     pub const PID: u32 = 1;
+    pub const CMDLINE: u32 = 2;
     pub const PROCESS_NAME: u32 = 6;
+    pub const PROCESS_LABELS: u32 = 8;
     /// `TrackEvent`.
     pub const CATEGORY_IIDS: u32 = 3;
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
-    pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     pub const FLOW_IDS: u32 = 47;
     pub const TERMINATING_FLOW_IDS: u32 = 48;
     /// `DebugAnnotation`.
@@ -319,6 +332,7 @@ pub(super) struct RegionConst {
 pub(super) struct Writer {
     batches: Batches<RegionConst>,
     first: bool,
+    domain: ClockDomain,
     interner: Interner,
     /// Each region's constant part.
     parts: Parts<RegionConst>,
@@ -326,7 +340,7 @@ pub(super) struct Writer {
 
 impl Writer {
     /// A writer into `batches`.
-    pub(super) fn new(batches: Batches<RegionConst>) -> Writer {
+    pub(super) fn new(batches: Batches<RegionConst>, domain: ClockDomain) -> Writer {
         let mut interner = Interner::default();
         let category = interner.iid(Table::Categories, "region");
         let names = ["submission", "region", "slot", "hazards", "device_ns"]
@@ -345,6 +359,7 @@ impl Writer {
         Writer {
             batches,
             first: true,
+            domain,
             interner,
             parts: Parts::default(),
         }
@@ -352,7 +367,8 @@ impl Writer {
 
     /// Appends a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
     /// track event (field 11) or, with `descriptor`, the track descriptor (60); the entries
-    /// it interned follow in the same packet. `wide`: room for a two-byte length.
+    /// it interned follow in the same packet. `wide`: room for a two-byte length. The
+    /// first packet also sets the sequence's defaults (its timestamps' clock).
     fn packet(
         &mut self,
         timestamp: Option<u64>,
@@ -381,12 +397,19 @@ impl Writer {
             body(&mut enc, &mut self.interner);
         }
         self.interner.write_pending(&mut enc);
-        let flags = if std::mem::take(&mut self.first) {
+        let first = std::mem::take(&mut self.first);
+        let flags = if first {
             SEQ_INCREMENTAL_STATE_CLEARED
         } else {
             SEQ_NEEDS_INCREMENTAL_STATE
         };
         enc.uint(field::SEQUENCE_FLAGS, flags);
+        if first {
+            let defaults = enc.open(field::TRACE_PACKET_DEFAULTS);
+            let clock = self.domain.perfetto_clock_id();
+            enc.uint(field::TIMESTAMP_CLOCK_ID, clock.into());
+            enc.close(defaults);
+        }
         if let Some(body) = body {
             body(&mut enc, &mut self.interner);
         }
@@ -538,7 +561,7 @@ pub(super) fn encode_batch(batch: &Batch<RegionConst>, out: &mut Vec<u8>) {
 
 fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
     let c = &batch.constants[s.constant as usize];
-    let track = track_uuid(s.runtime, s.track as usize);
+    let track = s.uuid;
     let at = enc.open_wide(field::TRACE_PACKET);
     enc.uint(field::TIMESTAMP, s.start_ns);
     enc.uint(field::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
@@ -581,38 +604,96 @@ fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
 }
 
 impl Writer {
-    /// Declares `runtime`'s process track, named `name`.
-    fn process(&mut self, runtime: super::RuntimeId, name: &str) -> io::Result<()> {
-        self.packet(
-            None,
-            |enc, _| {
-                let at = enc.open(field::TRACK_DESCRIPTOR);
-                enc.uint(field::UUID, process_uuid(runtime));
-                let process = enc.open(field::PROCESS);
-                enc.int32(field::PID, runtime.0 as i32);
-                enc.string(field::PROCESS_NAME, name);
-                enc.close(process);
-                enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
-                enc.close(at);
-            },
-            true,
-            false,
-        )
+    /// A packet holding the clock snapshot of `p`'s session base: `CLOCK_MONOTONIC` and
+    /// `CLOCK_REALTIME` read together (only the latter when the export is on the wall
+    /// clock: the hosts' monotonic clocks are not one clock).
+    fn clock_snapshot(&mut self, p: &Process<'_>) -> io::Result<()> {
+        let raw = &mut self.batches.batch.raw;
+        let start = raw.len();
+        let mut enc = Encoder {
+            buf: std::mem::take(raw),
+        };
+        let at = enc.open(field::TRACE_PACKET);
+        let snapshot = enc.open(field::CLOCK_SNAPSHOT);
+        let mut clocks = vec![(ClockDomain::Realtime, p.origin.wall_ns)];
+        if p.domain == ClockDomain::Monotonic {
+            clocks.insert(0, (ClockDomain::Monotonic, p.origin.monotonic_base_ns));
+        }
+        for (clock, timestamp) in clocks {
+            let c = enc.open(field::CLOCKS);
+            enc.uint(field::CLOCK_ID, clock.perfetto_clock_id().into());
+            enc.uint(field::CLOCK_TIMESTAMP, timestamp);
+            enc.close(c);
+        }
+        enc.uint(
+            field::PRIMARY_TRACE_CLOCK,
+            p.domain.perfetto_clock_id().into(),
+        );
+        enc.close(snapshot);
+        enc.uint(field::TRUSTED_PACKET_SEQUENCE_ID, SEQUENCE);
+        // Written after the sequence's first packet, as every other one.
+        enc.uint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        enc.close(at);
+        self.batches.batch.raw = enc.buf;
+        self.batches.batch.end_raw(start);
+        self.batches.maybe_hand_off()
     }
 }
 
 impl Sink for Writer {
-    fn track(&mut self, track: &Track, new_process: bool) -> io::Result<()> {
-        if new_process {
-            self.process(track.runtime, &track.process)?;
+    fn process(&mut self, p: &Process<'_>) -> io::Result<()> {
+        if self.first {
+            // The sequence's defaults first: the snapshot is no track event, but its
+            // packet starts the sequence.
+            self.packet(None, |_, _| {}, false, false)?;
+        }
+        self.clock_snapshot(p)?;
+        let uuid = p.origin.process_uuid();
+        self.packet(
+            None,
+            |enc, _| {
+                let at = enc.open_wide(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, uuid);
+                let process = enc.open_wide(field::PROCESS);
+                enc.int32(field::PID, p.origin.pid as i32);
+                for arg in &p.origin.args {
+                    enc.string(field::CMDLINE, arg);
+                }
+                enc.string(field::PROCESS_NAME, &p.name);
+                enc.string(field::PROCESS_LABELS, &format!("host={}", p.origin.host));
+                enc.close_wide(process);
+                enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
+                enc.close_wide(at);
+            },
+            true,
+            true,
+        )
+    }
+
+    fn track(&mut self, track: &Track, new_runtime: bool) -> io::Result<()> {
+        if new_runtime {
+            self.packet(
+                None,
+                |enc, _| {
+                    let at = enc.open(field::TRACK_DESCRIPTOR);
+                    enc.uint(field::UUID, track.runtime_uuid);
+                    enc.string(field::NAME, &track.runtime_name);
+                    enc.uint(field::PARENT_UUID, track.process_uuid);
+                    enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
+                    enc.int32(field::SIBLING_ORDER_RANK, track.runtime.0 as i32);
+                    enc.close(at);
+                },
+                true,
+                false,
+            )?;
         }
         self.packet(
             None,
             |enc, _| {
                 let at = enc.open(field::TRACK_DESCRIPTOR);
-                enc.uint(field::UUID, track_uuid(track.runtime, track.slot));
-                enc.string(field::NAME, &track.name);
-                enc.uint(field::PARENT_UUID, process_uuid(track.runtime));
+                enc.uint(field::UUID, track.place.uuid);
+                enc.string(field::NAME, track.name);
+                enc.uint(field::PARENT_UUID, track.runtime_uuid);
                 enc.int32(field::SIBLING_ORDER_RANK, track.slot as i32);
                 enc.close(at);
             },
@@ -622,7 +703,7 @@ impl Sink for Writer {
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
-        let track = track_uuid(slice.runtime, slice.slot);
+        let track = slice.place.uuid;
         self.packet(
             Some(slice.start_ns),
             |enc, interner| {
@@ -662,8 +743,9 @@ impl Sink for Writer {
             end_ns: s.end_ns,
             submission: s.submission,
             device_ns: s.device_ns,
-            runtime: s.runtime,
-            track: s.track as u32,
+            pid: s.place.pid,
+            tid: s.place.tid,
+            uuid: s.place.uuid,
             region: s.index,
             slot: s.slot,
             graph_hazards: s.graph_hazards,
@@ -676,12 +758,16 @@ impl Sink for Writer {
     }
 
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
-        let track = track_uuid(instant.runtime, instant.slot);
+        let track = instant.place.uuid;
         self.packet(
             Some(instant.time_ns),
             |enc, interner| {
                 let e = Event {
-                    category: Some(instant_category(instant.slot)),
+                    category: Some(if instant.slot == EVENTS_SLOT {
+                        "event"
+                    } else {
+                        "recorder"
+                    }),
                     name: Some(instant.name),
                     args: &instant.args,
                     ..Event::default()
@@ -690,42 +776,6 @@ impl Sink for Writer {
             },
             false,
             true,
-        )
-    }
-
-    fn counter_track(&mut self, counter: &Counter<'_>, process: Option<&str>) -> io::Result<()> {
-        if let Some(process) = process {
-            self.process(counter.runtime, process)?;
-        }
-        self.packet(
-            None,
-            |enc, _| {
-                let at = enc.open(field::TRACK_DESCRIPTOR);
-                enc.uint(field::UUID, counter_uuid(counter.runtime, counter.name));
-                enc.string(field::NAME, counter.text);
-                enc.uint(field::PARENT_UUID, process_uuid(counter.runtime));
-                let descriptor = enc.open(field::COUNTER);
-                enc.close(descriptor);
-                enc.close(at);
-            },
-            true,
-            false,
-        )
-    }
-
-    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
-        let track = counter_uuid(counter.runtime, counter.name);
-        self.packet(
-            Some(counter.time_ns),
-            |enc, _| {
-                let at = enc.open(field::TRACK_EVENT);
-                enc.uint(field::TYPE, TYPE_COUNTER);
-                enc.uint(field::TRACK_UUID, track);
-                enc.fixed64(field::DOUBLE_COUNTER_VALUE, counter.value.to_bits());
-                enc.close(at);
-            },
-            false,
-            false,
         )
     }
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::synthetic::{PipelineSpec, pipeline};
-use hrx_capture::schema::{FatalSignal, HazardKind, SignalWitness};
+use hrx_capture::schema::{FatalSignal, HazardKind, SessionStart, SignalWitness};
 use prost::Message;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -17,6 +17,8 @@ mod pb {
 
     #[derive(Clone, PartialEq, Message)]
     pub struct TracePacket {
+        #[prost(message, optional, tag = "6")]
+        pub clock_snapshot: Option<ClockSnapshot>,
         #[prost(uint64, optional, tag = "8")]
         pub timestamp: Option<u64>,
         #[prost(uint32, optional, tag = "10")]
@@ -27,8 +29,33 @@ mod pb {
         pub interned_data: Option<InternedData>,
         #[prost(uint32, optional, tag = "13")]
         pub sequence_flags: Option<u32>,
+        #[prost(message, optional, tag = "59")]
+        pub trace_packet_defaults: Option<TracePacketDefaults>,
         #[prost(message, optional, tag = "60")]
         pub track_descriptor: Option<TrackDescriptor>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct ClockSnapshot {
+        #[prost(message, repeated, tag = "1")]
+        pub clocks: Vec<Clock>,
+        /// `BuiltinClock`.
+        #[prost(int32, optional, tag = "2")]
+        pub primary_trace_clock: Option<i32>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct Clock {
+        #[prost(uint32, optional, tag = "1")]
+        pub clock_id: Option<u32>,
+        #[prost(uint64, optional, tag = "2")]
+        pub timestamp: Option<u64>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct TracePacketDefaults {
+        #[prost(uint32, optional, tag = "58")]
+        pub timestamp_clock_id: Option<u32>,
     }
 
     #[derive(Clone, PartialEq, Message)]
@@ -70,24 +97,22 @@ mod pb {
         pub process: Option<ProcessDescriptor>,
         #[prost(uint64, optional, tag = "5")]
         pub parent_uuid: Option<u64>,
-        #[prost(message, optional, tag = "8")]
-        pub counter: Option<CounterDescriptor>,
         #[prost(int32, optional, tag = "11")]
         pub child_ordering: Option<i32>,
         #[prost(int32, optional, tag = "12")]
         pub sibling_order_rank: Option<i32>,
     }
 
-    /// `CounterDescriptor`: no field is written (a plain counter).
-    #[derive(Clone, PartialEq, Message)]
-    pub struct CounterDescriptor {}
-
     #[derive(Clone, PartialEq, Message)]
     pub struct ProcessDescriptor {
         #[prost(int32, optional, tag = "1")]
         pub pid: Option<i32>,
+        #[prost(string, repeated, tag = "2")]
+        pub cmdline: Vec<String>,
         #[prost(string, optional, tag = "6")]
         pub process_name: Option<String>,
+        #[prost(string, repeated, tag = "8")]
+        pub process_labels: Vec<String>,
     }
 
     #[derive(Clone, PartialEq, Message)]
@@ -108,8 +133,6 @@ mod pb {
         pub name: Option<String>,
         #[prost(fixed64, repeated, packed = "false", tag = "47")]
         pub flow_ids: Vec<u64>,
-        #[prost(double, optional, tag = "44")]
-        pub double_counter_value: Option<f64>,
         #[prost(fixed64, repeated, packed = "false", tag = "48")]
         pub terminating_flow_ids: Vec<u64>,
     }
@@ -228,8 +251,19 @@ fn export(records: &[Record], format: Format) -> (Vec<u8>, ExportCounts) {
 
 fn export_on(records: &[Record], format: Format, workers: usize) -> (Vec<u8>, ExportCounts) {
     let mut out = Vec::new();
-    let exported = write_from(format, &mut out, records, workers).unwrap();
-    (out, exported.counts)
+    let domain = ClockDomain::Monotonic;
+    let mut exported = write_from(format, domain, &mut out, vec![records], workers).unwrap();
+    (out, exported.remove(0).counts)
+}
+
+/// The uuid of the (first) Perfetto track named `name`.
+fn track_named(out: &[u8], name: &str) -> u64 {
+    packets(out)
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .find(|d| d.name.as_deref() == Some(name))
+        .and_then(|d| d.uuid)
+        .unwrap_or_else(|| panic!("no track {name}"))
 }
 
 /// The packets of a Perfetto export, names resolved.
@@ -594,10 +628,10 @@ fn chrome_numbers_are_written_as_decimal_does() {
 fn flow_ids_fit_json_numbers_and_tell_edges_apart() {
     let a = (RuntimeId(1), SubmissionIndex(2), RegionIndex(0));
     let b = (RuntimeId(1), SubmissionIndex(2), RegionIndex(1));
-    assert!(flow_id(0, a, b) < 1 << 53);
-    assert_ne!(flow_id(0, a, b), flow_id(0, b, a));
-    assert_ne!(flow_id(0, a, b), flow_id(1, a, b));
-    assert_eq!(flow_id(1, a, b), flow_id(1, a, b));
+    assert!(flow_id(0, 0, a, b) < 1 << 53);
+    assert_ne!(flow_id(0, 0, a, b), flow_id(0, 0, b, a));
+    assert_ne!(flow_id(0, 0, a, b), flow_id(0, 1, a, b));
+    assert_eq!(flow_id(0, 1, a, b), flow_id(0, 1, a, b));
 }
 
 /// A trace file of `spec`, written through the recorder as `hrx-trace record` writes one.
@@ -673,8 +707,8 @@ fn each_track_is_declared_before_anything_on_it() {
             assert!(declared.contains(&e.track_uuid.unwrap()), "{e:?}");
         }
     }
-    // Four queues and the events track.
-    assert_eq!(tracks, 5);
+    // The runtime's track, then its four queues and the events track.
+    assert_eq!(tracks, 6);
     assert_eq!(counts.tracks, 5);
 
     let (out, counts) = export(&records, Format::Chrome);
@@ -723,10 +757,11 @@ fn a_label_is_made_again_when_a_later_kernel_names_it() {
         .unwrap();
     records.splice(at..at, kernels);
     let (out, _) = export(&records, Format::Perfetto);
+    let compute_track = track_named(&out, "GPU Compute");
     let compute: Vec<String> = packets(&out)
         .iter()
         .filter_map(|p| p.track_event.as_ref())
-        .filter(|e| e.r#type == Some(1) && e.track_uuid == Some(track_uuid(RuntimeId(1), 1)))
+        .filter(|e| e.r#type == Some(1) && e.track_uuid == Some(compute_track))
         .filter_map(|e| e.name.clone())
         .collect();
     assert_eq!(compute.len() as u64, 2 * WINDOW + 60);
@@ -847,108 +882,211 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
     assert_eq!(instants.iter().map(|i| i.0).collect::<Vec<_>>(), [end_ns]);
 }
 
-/// Host threads and annotations (format 1.14): a track per thread under the first runtime's
-/// process, named as the thread, holding its `submit` and `wait` slices, its annotation
-/// ranges and markers; a counter track per counter with its samples.
-#[test]
-fn host_threads_are_tracks_with_their_spans_annotations_and_counters() {
-    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
-    records.extend(crate::synthetic::annotations(8, 10_000_000, 1_000_000));
-    let (out, counts) = export(&records, Format::Perfetto);
-    assert_eq!(
-        (counts.thread_slices, counts.markers, counts.counter_samples),
-        (24, 8, 16)
-    );
-    let packets = packets(&out);
-    let mut tracks: HashMap<u64, (String, Option<u64>, bool)> = HashMap::new();
-    let mut on: HashMap<String, Vec<(String, Option<String>, i32)>> = HashMap::new();
-    let mut values = Vec::new();
-    for p in &packets {
-        if let Some(d) = &p.track_descriptor {
-            let name = d
-                .name
-                .clone()
-                .or(d.process.as_ref().and_then(|p| p.process_name.clone()));
-            tracks.insert(
-                d.uuid.unwrap(),
-                (name.unwrap(), d.parent_uuid, d.counter.is_some()),
-            );
-        }
-        if let Some(e) = &p.track_event {
-            let (track, _, counter) = &tracks[&e.track_uuid.unwrap()];
-            if *counter {
-                assert_eq!(e.r#type, Some(4));
-                values.push((track.clone(), p.timestamp.unwrap(), e.double_counter_value));
-            } else if e.r#type != Some(2) {
-                let category = e.categories.first().cloned();
-                on.entry(track.clone()).or_default().push((
-                    e.name.clone().unwrap(),
-                    category,
-                    e.r#type.unwrap(),
-                ));
-            }
-        }
-    }
-    let of = |track: &str, name: &str| {
-        on[track]
-            .iter()
-            .filter(|(n, _, _)| n == name)
-            .cloned()
-            .collect::<Vec<_>>()
+/// A pipeline recorded by process `pid` on `host`, whose session base is `CLOCK_MONOTONIC`
+/// `base_ns` and the wall clock `wall_s` seconds after the epoch, with a calibration whose
+/// offset is 7 ns.
+fn process_pipeline(host: &str, pid: u32, base_ns: u64, wall_s: i64) -> Vec<Record> {
+    use hrx_capture::schema::{HostClock, HostClockSource};
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    let Record::SessionStart(start) = &mut records[0] else {
+        panic!("a session first");
     };
-    let host = |name: &str| (name.to_owned(), Some("host".to_owned()), 1);
-    assert_eq!(of("main", "submit"), vec![host("submit"); 8]);
-    assert_eq!(of("main", "wait"), vec![host("wait"); 8]);
-    let marker = ("frame ready".to_owned(), Some("annotation".to_owned()), 3);
-    assert_eq!(of("main", "frame ready"), vec![marker; 8]);
-    let decode = ("decode".to_owned(), Some("annotation".to_owned()), 1);
-    assert_eq!(on["decoder"], vec![decode; 8]);
-    // Both thread tracks and the counter hang off the runtime's process, after its queues.
-    let process = tracks
-        .iter()
-        .find(|(_, (_, parent, _))| parent.is_none())
-        .map(|(uuid, _)| *uuid)
-        .unwrap();
-    for name in ["main", "decoder", "in flight"] {
-        let (_, parent, counter) = tracks.values().find(|(n, _, _)| n == name).unwrap();
-        assert_eq!(
-            (*parent, *counter),
-            (Some(process), name == "in flight"),
-            "{name}"
-        );
-    }
-    assert_eq!(values.len(), 16);
-    assert!(values.iter().all(|(track, _, _)| track == "in flight"));
-    let in_flight: Vec<_> = values.iter().map(|(_, _, v)| v.unwrap()).collect();
-    assert_eq!(in_flight, [1.0, 0.0].repeat(8));
+    start.host = host.into();
+    start.pid = pid;
+    start.args = vec!["/usr/bin/app".into(), "--frames".into(), "3".into()];
+    start.monotonic_base_ns = base_ns;
+    start.wall_clock_utc = chrono::DateTime::from_timestamp(wall_s, 0).unwrap();
+    records.insert(
+        1,
+        Record::HostClock(HostClock {
+            source: HostClockSource::Monotonic,
+            ticks: base_ns,
+            session_ns: 0,
+            monotonic_ns: base_ns + 7,
+            error_ns: 0,
+            next_session_ns: 0,
+            ns_per_tick_q32: 1 << 32,
+        }),
+    );
+    records
+}
 
-    let (out, chrome) = export(&records, Format::Chrome);
-    assert_eq!(chrome, counts);
+/// The first region slice's start (Perfetto: its begin packet's timestamp).
+fn first_begin(packets: &[pb::TracePacket], track: u64) -> u64 {
+    packets
+        .iter()
+        .find(|p| {
+            p.track_event
+                .as_ref()
+                .is_some_and(|e| e.r#type == Some(1) && e.track_uuid == Some(track))
+        })
+        .and_then(|p| p.timestamp)
+        .unwrap()
+}
+
+#[test]
+fn perfetto_times_are_absolute_with_the_process_and_its_clock_snapshot() {
+    let base = 5_000_000_000_000;
+    let records = process_pipeline("node-a", 4242, base, 1_700_000_000);
+    let plain: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    let (out, _) = export(&records, Format::Perfetto);
+    let (plain_out, _) = export(&plain, Format::Perfetto);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    assert_eq!(trace.encode_to_vec(), out, "fields as prost writes them");
+    let packets = resolved(&trace);
+    // The sequence's timestamps are on CLOCK_MONOTONIC, and the snapshot says so.
+    let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
+    assert_eq!(defaults.timestamp_clock_id, Some(3));
+    let snapshot = packets
+        .iter()
+        .find_map(|p| p.clock_snapshot.as_ref())
+        .unwrap();
+    assert_eq!(snapshot.primary_trace_clock, Some(3));
+    let clocks: Vec<(u32, u64)> = snapshot
+        .clocks
+        .iter()
+        .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
+        .collect();
+    assert_eq!(clocks, [(3, base), (1, 1_700_000_000 * 1_000_000_000)]);
+    // The real process: pid, command line, name, host.
+    let process = packets
+        .iter()
+        .find_map(|p| p.track_descriptor.as_ref()?.process.as_ref())
+        .unwrap();
+    assert_eq!(process.pid, Some(4242));
+    assert_eq!(process.cmdline, ["/usr/bin/app", "--frames", "3"]);
+    assert_eq!(process.process_name.as_deref(), Some("app"));
+    assert_eq!(process.process_labels, ["host=node-a"]);
+    // Every time moved by the base and the calibration's offset, nothing else.
+    let plain_packets = packets_of(&plain_out);
+    let shifted = first_begin(&packets, track_named(&out, "GPU Compute"));
+    let unshifted = first_begin(&plain_packets, track_named(&plain_out, "GPU Compute"));
+    assert_eq!(shifted, unshifted + base + 7);
+    // Chrome: the real pid, absolute µs, the process's name and labels.
+    let (out, _) = export(&records, Format::Chrome);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
-    let tid_of = |name: &str| {
-        events
-            .iter()
-            .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == name)
-            .map(|e| e["tid"].as_u64().unwrap())
-            .unwrap()
-    };
-    let (main, decoder) = (tid_of("main"), tid_of("decoder"));
-    let count = |ph: &str, name: &str, tid: Option<u64>| {
-        events
-            .iter()
-            .filter(|e| e["ph"] == ph && e["name"] == name)
-            .filter(|e| tid.is_none_or(|tid| e["tid"].as_u64() == Some(tid)))
-            .count()
-    };
-    assert_eq!(count("X", "decode", Some(decoder)), 8);
-    assert_eq!(count("X", "submit", Some(main)), 8);
-    assert_eq!(count("X", "wait", Some(main)), 8);
-    assert_eq!(count("i", "frame ready", Some(main)), 8);
-    let samples: Vec<f64> = events
+    assert!(events.iter().all(|e| e["pid"] == 4242));
+    let meta = |name: &str| events.iter().find(|e| e["name"] == name).unwrap()["args"].clone();
+    assert_eq!(meta("process_name")["name"], "app");
+    assert_eq!(
+        meta("process_labels")["labels"],
+        "host=node-a, /usr/bin/app --frames 3"
+    );
+    let slice = events.iter().find(|e| e["ph"] == "X").unwrap();
+    assert!(slice["ts"].as_f64().unwrap() >= (base / 1000) as f64);
+    assert!(slice["tid"].as_u64().unwrap() >= 0x4000_0000);
+    assert_eq!(doc["otherData"]["clock"], "CLOCK_MONOTONIC");
+}
+
+fn packets_of(out: &[u8]) -> Vec<pb::TracePacket> {
+    packets(out)
+}
+
+fn merged(traces: &[&[Record]], format: Format, domain: ClockDomain) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_from(format, domain, &mut out, traces.to_vec(), 2).unwrap();
+    out
+}
+
+#[test]
+fn two_processes_merge_into_one_timeline_on_their_clock() {
+    let a = process_pipeline("node-a", 100, 5_000_000_000_000, 1_700_000_000);
+    // Started 2 s later on the same host.
+    let b = process_pipeline("node-a", 200, 5_002_000_000_000, 1_700_000_002);
+    let starts: Vec<SessionStart> = [&a, &b]
         .iter()
-        .filter(|e| e["ph"] == "C")
-        .map(|e| e["args"]["in flight"].as_f64().unwrap())
+        .map(|r| match &r[0] {
+            Record::SessionStart(s) => s.clone(),
+            _ => unreachable!(),
+        })
         .collect();
-    assert_eq!(samples, [1.0, 0.0].repeat(8));
+    assert_eq!(ClockDomain::for_sessions(&starts), ClockDomain::Monotonic);
+    let out = merged(&[&a, &b], Format::Perfetto, ClockDomain::Monotonic);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    assert_eq!(trace.encode_to_vec(), out);
+    let packets = resolved(&trace);
+    let processes: Vec<(i32, u64)> = packets
+        .iter()
+        .filter_map(|p| {
+            let d = p.track_descriptor.as_ref()?;
+            Some((d.process.as_ref()?.pid?, d.uuid?))
+        })
+        .collect();
+    assert_eq!(
+        processes.iter().map(|p| p.0).collect::<Vec<_>>(),
+        [100, 200]
+    );
+    assert_ne!(processes[0].1, processes[1].1);
+    // Every track uuid is unique: each process has its own runtime and queues.
+    let uuids: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.uuid)
+        .collect();
+    assert_eq!(uuids.iter().collect::<HashSet<_>>().len(), uuids.len());
+    assert_eq!(
+        uuids.len(),
+        2 * 6,
+        "a process, a runtime and four queues each"
+    );
+    // Same recorded session times: b's slices are exactly 2 s after a's.
+    let computes: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
+        .filter_map(|d| d.uuid)
+        .collect();
+    assert_eq!(computes.len(), 2);
+    let (ta, tb) = (
+        first_begin(&packets, computes[0]),
+        first_begin(&packets, computes[1]),
+    );
+    assert_eq!(tb - ta, 2_000_000_000);
+    // From two hosts: on the wall clock, which the snapshots and defaults name.
+    let c = process_pipeline("node-b", 100, 9_000_000_000, 1_700_000_001);
+    let starts = [
+        starts[0].clone(),
+        match &c[0] {
+            Record::SessionStart(s) => s.clone(),
+            _ => unreachable!(),
+        },
+    ];
+    assert_eq!(ClockDomain::for_sessions(&starts), ClockDomain::Realtime);
+    let out = merged(&[&a, &c], Format::Perfetto, ClockDomain::Realtime);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
+    assert_eq!(defaults.timestamp_clock_id, Some(1));
+    let packets = resolved(&trace);
+    let snapshots: Vec<&pb::ClockSnapshot> = packets
+        .iter()
+        .filter_map(|p| p.clock_snapshot.as_ref())
+        .collect();
+    assert_eq!(snapshots.len(), 2);
+    assert!(snapshots.iter().all(
+        |s| s.primary_trace_clock == Some(1) && s.clocks.iter().all(|c| c.clock_id == Some(1))
+    ));
+    let computes: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
+        .filter_map(|d| d.uuid)
+        .collect();
+    // Same pid on two hosts: two processes all the same, with their own tracks.
+    assert_ne!(computes[0], computes[1]);
+    let (ta, tc) = (
+        first_begin(&packets, computes[0]),
+        first_begin(&packets, computes[1]),
+    );
+    assert_eq!(tc - ta, 1_000_000_000);
+    assert!(ta >= 1_700_000_000 * 1_000_000_000);
+    // Chrome JSON merges the same way: two pids, one document.
+    let out = merged(&[&a, &b], Format::Chrome, ClockDomain::Monotonic);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let pids: BTreeSet<u64> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, BTreeSet::from([100, 200]));
 }

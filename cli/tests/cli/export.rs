@@ -11,13 +11,10 @@ use std::process::Command;
 /// What an export must contain, from the records alone.
 #[derive(Debug, Default, PartialEq)]
 struct Expected {
-    /// Tracks but counters: queues, events, recorder, host threads.
     tracks: usize,
     slices: usize,
     flows: usize,
     instants: usize,
-    /// Counter tracks (format 1.14).
-    counters: usize,
 }
 
 /// The failures, refusals and cancellations among the records: the events `view` lists
@@ -109,24 +106,11 @@ fn expected(records: &[Value]) -> Expected {
         let runtime = body["runtime"].as_u64().unwrap_or(0);
         tracks.insert((runtime, track.to_owned()));
     }
-    // Host threads (format 1.14): a track per thread with spans, ranges or markers, their
-    // slices and markers; a counter track per counter name.
-    let threads: BTreeSet<u64> = ["HostSpan", "AnnotationRange", "AnnotationMarker"]
-        .iter()
-        .flat_map(|kind| of(records, kind).map(|r| r["thread"].as_u64().unwrap()))
-        .collect();
-    let counters: BTreeSet<u64> = of(records, "CounterSample")
-        .map(|c| c["name"].as_u64().unwrap())
-        .collect();
     Expected {
-        tracks: tracks.len() + threads.len(),
-        slices: timed.len()
-            + of(records, "OpTiming").count()
-            + of(records, "HostSpan").count()
-            + of(records, "AnnotationRange").count(),
+        tracks: tracks.len(),
+        slices: timed.len() + of(records, "OpTiming").count(),
         flows: flows.len(),
-        instants: instants + of(records, "AnnotationMarker").count(),
-        counters: counters.len(),
+        instants,
     }
 }
 
@@ -138,7 +122,6 @@ fn chrome_counts(path: &Path) -> Expected {
     let mut counts = Expected::default();
     let mut slices: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
     let mut flow_ends: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
-    let mut counters = BTreeSet::new();
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
         assert!(
@@ -180,10 +163,6 @@ fn chrome_counts(path: &Path) -> Expected {
                 let ends = flow_ends.entry(id).or_default();
                 if ph == "s" { ends.0 += 1 } else { ends.1 += 1 }
             }
-            "C" => {
-                assert!(e["args"][e["name"].as_str().unwrap()].is_number(), "{e}");
-                counters.insert(e["name"].as_str().unwrap().to_owned());
-            }
             "i" => {
                 counts.instants += 1;
                 assert_eq!(e["s"], "t");
@@ -206,33 +185,33 @@ fn chrome_counts(path: &Path) -> Expected {
         "{flow_ends:?}"
     );
     counts.flows = flow_ends.len();
-    counts.counters = counters.len();
     counts
 }
 
 /// Runs the official-schema check; `None` (after saying so loudly) without the packages,
 /// unless `HRX_REQUIRE_PERFETTO` is set (CI), where their absence fails.
 fn perfetto_counts(path: &Path) -> Option<Expected> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto/check.py");
-    let out = Command::new("python3").arg(&script).arg(path).output();
-    let missing = match &out {
-        Err(e) => Some(format!("python3: {e}")),
-        Ok(o) if o.status.code() == Some(3) => Some(stderr(o)),
-        Ok(_) => None,
-    };
-    if let Some(why) = missing {
-        assert!(
-            std::env::var_os("HRX_REQUIRE_PERFETTO").is_none(),
-            "HRX_REQUIRE_PERFETTO is set but the check cannot run: {why}"
-        );
-        eprintln!(
-            "\n!!! SKIPPED the Perfetto schema check: {why}\n!!! install with: python3 -m pip install perfetto==0.59.1 protobuf==6.31.1\n"
-        );
-        return None;
-    }
-    let out = out.unwrap();
-    assert_eq!(code(&out), 0, "check.py: {}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).expect("check.py prints JSON");
+    let v = perfetto_check(path)?;
+    let n = |k: &str| v[k].as_u64().unwrap() as usize;
+    Some(Expected {
+        tracks: n("tracks"),
+        slices: n("slices"),
+        flows: n("flows"),
+        instants: n("instants"),
+    })
+}
+
+/// What `check.py` says of the export at `path`, checked for what every export must be
+/// (no unknown field, every event on a declared track, every flow and iid resolved, every
+/// slice ended, the trace's real process and clock); `None` as [`perfetto_counts`].
+fn perfetto_check(path: &Path) -> Option<Value> {
+    let v = python_check(
+        "tests/perfetto/check.py",
+        path.as_os_str(),
+        Path::new("."),
+        "HRX_REQUIRE_PERFETTO",
+        "perfetto==0.59.1 protobuf==6.31.1",
+    )?;
     let n = |k: &str| v[k].as_u64().unwrap() as usize;
     assert_eq!(n("unknown_fields"), 0, "{v}");
     assert_eq!(n("events_on_undeclared_tracks"), 0, "{v}");
@@ -256,30 +235,29 @@ fn perfetto_counts(path: &Path) -> Option<Expected> {
         "{v}"
     );
     assert!(n("process_tracks") >= 1, "{v}");
-    // Counter tracks are tracks there: compared as such by the caller.
-    Some(Expected {
-        tracks: n("tracks"),
-        slices: n("slices"),
-        flows: n("flows"),
-        instants: n("instants"),
-        counters: 0,
-    })
+    // The recording process: its pid, command line and host; the sequence on
+    // CLOCK_MONOTONIC (3), each process's session base in a snapshot naming it.
+    for p in v["processes"].as_array().unwrap() {
+        assert!(p["pid"].as_u64().unwrap() > 0, "{v}");
+        assert!(!p["cmdline"].as_array().unwrap().is_empty(), "{v}");
+        assert!(p["labels"][0].as_str().unwrap().starts_with("host="), "{v}");
+    }
+    assert_eq!(v["timestamp_clock_ids"], serde_json::json!([3]), "{v}");
+    let snapshots = v["clock_snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), n("process_tracks"), "{v}");
+    assert!(
+        snapshots
+            .iter()
+            .all(|s| s["primary"] == 3 && s["clocks"]["3"].as_u64().unwrap() > 0),
+        "{v}"
+    );
+    Some(v)
 }
 
 /// Exports `trace` in both formats and checks each against the records.
 fn check_both(dir: &Path, trace: &str) -> Expected {
     let records = records(dir, trace);
     let want = expected(&records);
-    let count = |kinds: &[&str]| {
-        records
-            .iter()
-            .filter(|r| kinds.iter().any(|k| r.get(*k).is_some()))
-            .count()
-    };
-    let (thread_slices, markers) = (
-        count(&["HostSpan", "AnnotationRange"]),
-        count(&["AnnotationMarker"]),
-    );
     let events = records
         .iter()
         .filter(|r| {
@@ -303,12 +281,12 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
             "{}, {} (as view lists them), {} (chrome)",
             noun(want.flows, "flow"),
             noun(events, "event"),
-            noun(want.instants - events - markers, "recorder mark")
+            noun(want.instants - events, "recorder mark")
         )),
         "{summary}"
     );
     assert!(
-        summary.contains(&format!("{}, ", noun(want.slices - thread_slices, "slice"))),
+        summary.contains(&format!("{}, ", noun(want.slices, "slice"))),
         "{summary}"
     );
     // The Events track holds what `view` lists, nothing of the recorder's.
@@ -326,12 +304,7 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     if let Some(got) = perfetto_counts(&dir.join("out.pftrace")) {
-        let with_counters = Expected {
-            tracks: want.tracks + want.counters,
-            counters: 0,
-            ..want
-        };
-        assert_eq!(got, with_counters, "perfetto");
+        assert_eq!(got, want, "perfetto");
     }
     want
 }
@@ -582,4 +555,230 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             .collect();
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
+}
+
+/// Two processes recorded one after the other on this host, exported together: one
+/// timeline with two processes (their real pids), each slice at the same absolute
+/// CLOCK_MONOTONIC time as in its own export, so the second process's work lies after the
+/// first's.
+#[test]
+fn two_traces_merge_into_one_timeline_on_the_monotonic_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "a.hrxt");
+    record_hazards(dir.path(), "b.hrxt");
+    let out = run(
+        dir.path(),
+        &["export", "a.hrxt", "b.hrxt", "-o", "ab.pftrace"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2 traces from 1 host lined up by CLOCK_MONOTONIC"),
+        "{}",
+        stderr(&out)
+    );
+    for one in ["a", "b"] {
+        let args = [
+            "export",
+            &format!("{one}.hrxt"),
+            "-o",
+            &format!("{one}.pftrace"),
+        ];
+        assert_eq!(code(&run(dir.path(), &args)), 0);
+    }
+    let Some(merged) = perfetto_check(&dir.path().join("ab.pftrace")) else {
+        return;
+    };
+    let a = perfetto_check(&dir.path().join("a.pftrace")).unwrap();
+    let b = perfetto_check(&dir.path().join("b.pftrace")).unwrap();
+    let pid = |v: &Value| v["processes"][0]["pid"].as_u64().unwrap();
+    let pids: Vec<u64> = merged["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, [pid(&a), pid(&b)]);
+    assert_ne!(pid(&a), pid(&b));
+    let first = |v: &Value, p: u64| v["first_slice_by_pid"][p.to_string()].as_u64().unwrap();
+    assert_eq!(first(&merged, pid(&a)), first(&a, pid(&a)));
+    assert_eq!(first(&merged, pid(&b)), first(&b, pid(&b)));
+    assert!(first(&merged, pid(&b)) > first(&merged, pid(&a)));
+    for key in ["slices", "flows", "instants", "tracks"] {
+        let n = |v: &Value| v[key].as_u64().unwrap();
+        assert_eq!(n(&merged), n(&a) + n(&b), "{key}");
+    }
+}
+
+/// `-o`'s extension picks the format; an unknown one is one error line, and nothing is
+/// written.
+#[test]
+fn the_format_comes_from_the_output_name() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "h.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("(chrome)"), "{}", stdout(&out));
+    let json = std::fs::read(dir.path().join("h.json")).unwrap();
+    assert!(json.starts_with(b"{\"traceEvents\""));
+    for name in ["h.pftrace", "h.perfetto-trace", "h.pb"] {
+        let out = run(dir.path(), &["export", "h.hrxt", "-o", name]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("(perfetto)"),
+            "{name}: {}",
+            stdout(&out)
+        );
+    }
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "h.svg"]);
+    assert_error(
+        &out,
+        "cannot tell the export format from h.svg: .svg is none of",
+    );
+    assert!(!dir.path().join("h.svg").exists());
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "h"]);
+    assert_error(&out, "it has no extension");
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "-"]);
+    assert_error(&out, "needs --format chrome or perfetto");
+    // --format wins over the name.
+    let out = run(
+        dir.path(),
+        &["export", "h.hrxt", "--format", "perfetto", "-o", "x.json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(std::fs::read(dir.path().join("x.json")).unwrap()[0], 0x0a);
+}
+
+/// Runs `tests/parquet/kernels.py` (DuckDB) over the export directories `pattern` names;
+/// `None` (after saying so loudly) without the `duckdb` package, unless `HRX_REQUIRE_DUCKDB`
+/// is set (CI), where its absence fails.
+fn duckdb_kernels(dir: &Path, pattern: &str) -> Option<Value> {
+    python_check(
+        "tests/parquet/kernels.py",
+        std::ffi::OsStr::new(pattern),
+        dir,
+        "HRX_REQUIRE_DUCKDB",
+        "duckdb==2.0.1",
+    )
+}
+
+/// Runs the Python check `script` (relative to the crate) on `arg` in `dir` and returns the
+/// JSON it prints. Exit 3 means a Python package is missing: `None`, said loudly, unless
+/// the environment sets `require` (CI installs `packages`), where it fails the test.
+fn python_check(
+    script: &str,
+    arg: &std::ffi::OsStr,
+    dir: &Path,
+    require: &str,
+    packages: &str,
+) -> Option<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+    let out = Command::new("python3")
+        .arg(&path)
+        .arg(arg)
+        .current_dir(dir)
+        .output();
+    let missing = match &out {
+        Err(e) => Some(format!("python3: {e}")),
+        Ok(o) if o.status.code() == Some(3) => Some(stderr(o)),
+        Ok(_) => None,
+    };
+    if let Some(why) = missing {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{require} is set but {script} cannot run: {why}"
+        );
+        eprintln!(
+            "\n!!! SKIPPED {script}: {why}\n!!! install with: python3 -m pip install {packages}\n"
+        );
+        return None;
+    }
+    let out = out.unwrap();
+    assert_eq!(code(&out), 0, "{script}: {}", stderr(&out));
+    Some(serde_json::from_str(&stdout(&out)).expect("the check prints JSON"))
+}
+
+/// Two processes' traces exported as Parquet tables, one directory each, queried together
+/// with DuckDB: per kernel, the count and total duration are the sums of `stats --json`'s
+/// over the two traces, and the mean is theirs.
+#[test]
+fn parquet_tables_give_stats_per_kernel_figures_in_duckdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for name in ["a", "b"] {
+        record_hazards(dir.path(), &format!("{name}.hrxt"));
+        let args = [
+            "export",
+            &format!("{name}.hrxt"),
+            "--format",
+            "parquet",
+            "-o",
+            &format!("exports/{name}"),
+        ];
+        let out = run(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stdout(&out).contains("9 tables"), "{}", stdout(&out));
+        let out = run(dir.path(), &["stats", "--json", &format!("{name}.hrxt")]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        for k in stats["kernels"].as_array().unwrap() {
+            let entry = want
+                .entry(k["name"].as_str().unwrap().to_owned())
+                .or_default();
+            entry.0 += k["count"].as_u64().unwrap();
+            entry.1 += k["total_ns"].as_u64().unwrap();
+        }
+    }
+    assert!(!want.is_empty());
+    let Some(got) = duckdb_kernels(dir.path(), "exports/*") else {
+        return;
+    };
+    let got: BTreeMap<String, (u64, u64)> = got
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(label, v)| {
+            let (count, total) = (
+                v["count"].as_u64().unwrap(),
+                v["total_ns"].as_u64().unwrap(),
+            );
+            let mean = v["mean_ns"].as_f64().unwrap();
+            assert!(
+                (mean - total as f64 / count as f64).abs() < 1e-6,
+                "{label}: {v}"
+            );
+            (label.clone(), (count, total))
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Parquet goes to a directory: created when missing, refused when it holds anything but
+/// earlier tables, replaced when it holds them; a file is refused. Nothing is lost.
+#[test]
+fn parquet_export_writes_a_directory_and_refuses_others() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    // A trailing slash, or an existing directory, means parquet.
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "t/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(dir.path().join("t/regions.parquet").is_file());
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "t"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::write(dir.path().join("t/notes.txt"), "keep").unwrap();
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "t"]);
+    assert_error(&out, "it holds notes.txt, which is no earlier table");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("t/notes.txt")).unwrap(),
+        "keep"
+    );
+    let out = run(
+        dir.path(),
+        &["export", "h.hrxt", "--format", "parquet", "-o", "h.hrxt"],
+    );
+    assert_error(&out, "it is a file, not a directory");
+    // A trace that cannot be read leaves no directory behind.
+    std::fs::write(dir.path().join("bad.hrxt"), b"not a trace").unwrap();
+    let out = run(dir.path(), &["export", "bad.hrxt", "-o", "new.parquet"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(!dir.path().join("new.parquet").exists());
 }

@@ -39,9 +39,11 @@ fn replayed_outputs(dir: &Path, name: &str) -> BTreeMap<(u64, u64, u64, u64), u6
         .iter()
         .map(|o| {
             let n = |k: &str| o[k].as_u64().unwrap();
+            // A digest is a hex string in JSON (`hex64`).
+            let digest = o["replayed"].as_str().unwrap();
             (
                 (n("submission"), n("buffer"), n("start"), n("end")),
-                n("replayed"),
+                u64::from_str_radix(digest.trim_start_matches("0x"), 16).unwrap(),
             )
         })
         .collect()

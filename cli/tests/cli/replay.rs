@@ -127,6 +127,79 @@ fn a_trace_without_submissions_is_not_a_match() {
     assert_eq!(stdout(&replay), "");
 }
 
+/// A trace whose submissions wrote nothing hrx digests (a fill of a GPU-local buffer) replays
+/// its statuses, and says, in the text, on standard error and in the JSON, that no output
+/// was compared: "MATCH" of nothing said nothing before.
+#[test]
+fn a_replay_that_compares_no_output_says_so_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("local.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(256, hrx::Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let prepared = graph.prepare().unwrap();
+    for _ in 0..2 {
+        prepared.submit().unwrap().wait().unwrap();
+    }
+    drop((prepared, buffer, rt));
+    recorder.close().unwrap();
+
+    let replay = run(dir.path(), &["replay", "local.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}", stderr(&replay));
+    let said = "no output was compared: the trace holds no output digest";
+    assert!(
+        stdout(&replay).contains(&format!("warning: {said}")),
+        "{}",
+        stdout(&replay)
+    );
+    assert!(
+        stderr(&replay).contains(&format!("warning: local.hrxt: {said}"))
+            && stderr(&replay).contains("only 2 submission statuses were compared"),
+        "{}",
+        stderr(&replay)
+    );
+    let json = run(dir.path(), &["replay", "local.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert!(
+        report["nothing_compared"]
+            .as_str()
+            .is_some_and(|w| w.starts_with(said)),
+        "{report}"
+    );
+    assert_eq!(report["schema_version"], hrx_analysis::JSON_SCHEMA_VERSION);
+
+    // A recorded workload compares its outputs: no such warning, and `null` in the JSON.
+    record_hazards(dir.path(), "h.hrxt");
+    let json = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert!(report["nothing_compared"].is_null(), "{report}");
+    assert!(!stderr(&json).contains("no output was compared"));
+}
+
+/// `--tolerance` compares captured bytes: on a trace recorded without them it is an error
+/// before anything is replayed, not a silent exact comparison (it was a note at the end).
+#[test]
+fn a_tolerance_on_a_trace_without_contents_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let replay = run(dir.path(), &["replay", "h.hrxt", "--tolerance", "0.01"]);
+    assert_error(
+        &replay,
+        "h.hrxt: cannot replay: --tolerance compares output contents, and this trace holds none",
+    );
+    assert!(
+        stderr(&replay).contains("hint: leave out --tolerance"),
+        "{}",
+        stderr(&replay)
+    );
+    assert_eq!(stdout(&replay), "");
+}
+
 /// Without a CUDA driver, `replay --backend cuda` is one error line and a hint naming the
 /// software device (on a machine with CUDA the replay simply runs).
 #[test]

@@ -6,7 +6,15 @@ protos/perfetto/trace/perfetto_trace.proto) and prints what it holds as one JSON
   {"packets", "process_tracks", "tracks", "track_names", "slices", "slice_ends",
    "instants", "flows", "unmatched_flow_ids", "events_on_undeclared_tracks",
    "unknown_fields", "max_depth", "unbalanced_ends", "unresolved_iids",
-   "packets_without_state", "slice_names"}
+   "packets_without_state", "slice_names", "runtime_tracks", "processes",
+   "clock_snapshots", "timestamp_clock_ids", "first_slice_by_pid"}
+
+"tracks" and "track_names" are the tracks events go on (no process's, no runtime's: those
+with children); "processes" lists each process descriptor (pid, name, cmdline, labels);
+"clock_snapshots" each ClockSnapshot ({"clocks": {id: timestamp}, "primary": id});
+"timestamp_clock_ids" the sequences' default clocks (TracePacketDefaults);
+"first_slice_by_pid" each process's first slice begin timestamp (a track's process found
+through its parents).
 
 Interned names (`InternedData`: event names, categories, debug annotation names and string
 values) are resolved as Perfetto's trace processor does, per packet sequence: a packet with
@@ -51,7 +59,9 @@ def main(path):
         print(f"decoded {trace.ByteSize()} of {len(data)} bytes", file=sys.stderr)
         return 1
 
-    declared, process_tracks, names = set(), 0, []
+    declared, process_tracks = set(), 0
+    descriptors, parents, processes, pid_of = [], set(), [], {}
+    snapshots, clock_ids = [], []
     states, unresolved, without_state = {}, 0, 0
     slice_names = {}
 
@@ -77,10 +87,31 @@ def main(path):
         if packet.HasField("track_descriptor"):
             d = packet.track_descriptor
             declared.add(d.uuid)
+            descriptors.append(d)
+            if d.HasField("parent_uuid"):
+                parents.add(d.parent_uuid)
+                pid_of[d.uuid] = pid_of.get(d.parent_uuid)
             if d.HasField("process"):
                 process_tracks += 1
-            else:
-                names.append(d.name)
+                pid_of[d.uuid] = d.process.pid
+                processes.append(
+                    {
+                        "pid": d.process.pid,
+                        "name": d.process.process_name,
+                        "cmdline": list(d.process.cmdline),
+                        "labels": list(d.process.process_labels),
+                    }
+                )
+        if packet.HasField("clock_snapshot"):
+            c = packet.clock_snapshot
+            snapshots.append(
+                {
+                    "clocks": {str(k.clock_id): k.timestamp for k in c.clocks},
+                    "primary": c.primary_trace_clock,
+                }
+            )
+        if packet.HasField("trace_packet_defaults"):
+            clock_ids.append(packet.trace_packet_defaults.timestamp_clock_id)
         seq = packet.trusted_packet_sequence_id
         if packet.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED or (
             packet.incremental_state_cleared
@@ -113,6 +144,17 @@ def main(path):
             if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
                 slice_names[name] = slice_names.get(name, 0) + 1
             events.append((packet.timestamp, e))
+    names = [
+        d.name for d in descriptors if not d.HasField("process") and d.uuid not in parents
+    ]
+    runtime_tracks = sum(
+        1 for d in descriptors if not d.HasField("process") and d.uuid in parents
+    )
+    first_slice = {}
+    for ts, e in events:
+        pid = pid_of.get(e.track_uuid)
+        if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and pid is not None:
+            first_slice[str(pid)] = min(first_slice.get(str(pid), ts), ts)
     # Slices nest per track in time order (ends before begins at the same instant).
     events.sort(key=lambda e: (e[0], 0 if e[1].type == pb.TrackEvent.TYPE_SLICE_END else 1))
     depth = {}
@@ -156,6 +198,11 @@ def main(path):
                 "unresolved_iids": unresolved,
                 "packets_without_state": without_state,
                 "slice_names": slice_names,
+                "runtime_tracks": runtime_tracks,
+                "processes": processes,
+                "clock_snapshots": snapshots,
+                "timestamp_clock_ids": clock_ids,
+                "first_slice_by_pid": first_slice,
             }
         )
     )

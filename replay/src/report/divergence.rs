@@ -10,21 +10,25 @@ use std::fmt;
 pub enum DivergenceKind {
     /// An output range has a different digest.
     Output {
-        /// Captured digest.
+        /// Captured digest (JSON: a hex string).
+        #[serde(with = "hrx_capture::schema::hex64")]
         expected: u64,
-        /// Replay digest.
+        /// Replay digest (JSON: a hex string).
+        #[serde(with = "hrx_capture::schema::hex64")]
         replayed: u64,
         /// Largest `f32` difference, when compared with a tolerance.
         max_abs_diff: Option<f64>,
     },
     /// The capture recorded an output the replay did not produce.
     MissingOutput {
-        /// Captured digest.
+        /// Captured digest (JSON: a hex string).
+        #[serde(with = "hrx_capture::schema::hex64")]
         expected: u64,
     },
     /// The replay produced an output the capture did not record.
     ExtraOutput {
-        /// Replay digest.
+        /// Replay digest (JSON: a hex string).
+        #[serde(with = "hrx_capture::schema::hex64")]
         replayed: u64,
     },
     /// The submission ended differently.

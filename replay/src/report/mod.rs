@@ -223,9 +223,11 @@ pub struct OutputCheck {
     pub start: u64,
     /// One past the last byte.
     pub end: u64,
-    /// Captured xxh3 digest.
+    /// Captured xxh3 digest (JSON: a hex string, [`hrx_capture::schema::hex64`]).
+    #[serde(with = "hrx_capture::schema::hex64::option")]
     pub expected: Option<u64>,
-    /// Replay xxh3 digest.
+    /// Replay xxh3 digest (JSON: a hex string).
+    #[serde(with = "hrx_capture::schema::hex64::option")]
     pub replayed: Option<u64>,
     /// The comparison.
     #[serde(flatten)]
@@ -325,6 +327,8 @@ pub struct SubstitutionRow {
 /// The result of a replay.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The JSON layout's version ([`hrx_analysis::JSON_SCHEMA_VERSION`]).
+    pub schema_version: u32,
     /// Same or regression.
     pub verdict: Verdict,
     /// The trace.
@@ -358,6 +362,9 @@ pub struct Report {
     pub substitutions: Vec<SubstitutionRow>,
     /// What the reader should know (substitutions, limits, damaged traces).
     pub notes: Vec<String>,
+    /// Set when no output was compared (a match of nothing is no match): what was and why,
+    /// said by the text report and `replay` as a warning ([`Report::note_nothing_compared`]).
+    pub nothing_compared: Option<String>,
 }
 
 /// Formats nanoseconds with a unit: `hrx_analysis::units::duration`, the one formatter of
@@ -368,6 +375,44 @@ impl Report {
     /// The process exit code: 0 when everything matches, 1 for a regression.
     pub fn exit_code(&self) -> i32 {
         i32::from(self.verdict.exit_code())
+    }
+
+    /// Sets [`Report::nothing_compared`] from the summary, once it is final: no output
+    /// compared, saying what was (statuses) and why nothing else (outputs excluded, not
+    /// captured, or none recorded).
+    pub fn note_nothing_compared(&mut self) {
+        let s = &self.summary;
+        self.nothing_compared = (s.outputs_compared == 0).then(|| {
+            if s.submissions == 0 {
+                return "nothing was compared: no submission was replayed".to_owned();
+            }
+            let mut why = Vec::new();
+            if s.outputs_excluded > 0 {
+                why.push(format!(
+                    "{} excluded (they depend on work replay cannot redo)",
+                    s.outputs_excluded
+                ));
+            }
+            if s.outputs_not_captured > 0 {
+                why.push(format!(
+                    "{} not captured (lost with the trace's end)",
+                    s.outputs_not_captured
+                ));
+            }
+            let why = if why.is_empty() {
+                "the trace holds no output digest (its submissions wrote no output hrx \
+                 digests, or digests were off)"
+                    .to_owned()
+            } else {
+                format!("of its outputs {}", why.join(", "))
+            };
+            let compared = s.submissions - s.outcomes_unknown;
+            format!(
+                "no output was compared: {why}; only {compared} submission status{} {} compared",
+                if compared == 1 { "" } else { "es" },
+                if compared == 1 { "was" } else { "were" }
+            )
+        });
     }
 
     /// The report as JSON (what `--report json` prints).

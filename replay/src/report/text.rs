@@ -144,6 +144,9 @@ impl Report {
             },
             s.slow
         );
+        if let Some(what) = &self.nothing_compared {
+            let _ = writeln!(out, "warning: {what}");
+        }
 
         out.push_str("\nsubmissions:\n");
         // Equal rows of consecutive submissions share a line (module `group`); a streamed

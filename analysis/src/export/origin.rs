@@ -1,0 +1,169 @@
+//! Where a trace's events go on the real clock and in the merged process list: its
+//! [`Origin`] (host, process id, command line, clock base, from its `SessionStart`) and the
+//! [`ClockDomain`] of the export.
+//!
+//! # Clocks
+//!
+//! A trace's host times are session ns: `CLOCK_MONOTONIC` less
+//! `SessionStart::monotonic_base_ns`, corrected by the session clock's calibrations
+//! (`HostClock`). The export writes absolute times:
+//!
+//! - [`ClockDomain::Monotonic`] (every trace from one host): `monotonic_base_ns + t +
+//!   offset`, where `offset` is the first calibration's `offset_after_ns` (0 without one).
+//!   Several processes of one host line up exactly: they share `CLOCK_MONOTONIC`.
+//! - [`ClockDomain::Realtime`] (traces from several hosts): the wall clock, `wall_clock_utc +
+//!   t + offset` in ns since the Unix epoch: hosts share no monotonic clock, so their traces
+//!   line up only as well as their wall clocks agree (NTP: typically within a millisecond).
+//!
+//! One constant offset per trace keeps the order and nesting of every slice exactly as the
+//! trace records them (a piecewise mapping could reorder the ends of nested slices around a
+//! calibration by a few ns); the later calibrations differ from it by the session clock's
+//! drift, which the recorder bounds by calibrating at every flush.
+//!
+//! # Identifiers
+//!
+//! The Perfetto track uuids of a trace are derived from [`Origin::key`], an xxh3-64 of its
+//! host name, process id, wall-clock start and monotonic base (so two traces of one process
+//! id, such as a recycled pid, or of two hosts never collide): the process track is `key`
+//! with its low 8 bits cleared, a runtime's track is xxh3-64 of `key` and the runtime id, its
+//! low 8 bits cleared, and a queue's track is the runtime's uuid plus the queue's slot + 1.
+
+use hrx_capture::schema::{HostClock, RuntimeId, SessionStart};
+
+/// The clock an export's timestamps are on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockDomain {
+    /// `CLOCK_MONOTONIC` of the one host every trace comes from, in ns.
+    #[default]
+    Monotonic,
+    /// The wall clock (UTC), in ns since the Unix epoch: traces from several hosts.
+    Realtime,
+}
+
+impl ClockDomain {
+    /// The domain that lines up `sessions`: [`ClockDomain::Monotonic`] when they all come
+    /// from one host (or there is at most one), else [`ClockDomain::Realtime`].
+    pub fn for_sessions<'a>(sessions: impl IntoIterator<Item = &'a SessionStart>) -> ClockDomain {
+        let mut hosts = sessions.into_iter().map(|s| s.host.as_str());
+        match hosts.next() {
+            Some(first) if hosts.any(|h| h != first) => ClockDomain::Realtime,
+            _ => ClockDomain::Monotonic,
+        }
+    }
+
+    /// Perfetto's `BuiltinClock` id of the domain (`BUILTIN_CLOCK_MONOTONIC` 3,
+    /// `BUILTIN_CLOCK_REALTIME` 1).
+    pub fn perfetto_clock_id(self) -> u32 {
+        match self {
+            ClockDomain::Monotonic => 3,
+            ClockDomain::Realtime => 1,
+        }
+    }
+
+    /// The clock's usual name: `CLOCK_MONOTONIC` or `CLOCK_REALTIME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockDomain::Monotonic => "CLOCK_MONOTONIC",
+            ClockDomain::Realtime => "CLOCK_REALTIME",
+        }
+    }
+}
+
+/// One trace's process and clock, from its `SessionStart` (defaults where it has none).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Origin {
+    pub host: String,
+    pub pid: u32,
+    pub args: Vec<String>,
+    /// `CLOCK_MONOTONIC` at the session base, ns.
+    pub monotonic_base_ns: u64,
+    /// The wall clock at the session base, ns since the Unix epoch (0 before it).
+    pub wall_ns: u64,
+    /// See the module docs.
+    pub key: u64,
+    /// The session clock's offset from `CLOCK_MONOTONIC`, once fixed.
+    offset_ns: Option<i64>,
+    domain: ClockDomain,
+}
+
+impl Origin {
+    /// The origin of a trace that starts with `s`, exported on `domain`.
+    pub fn new(s: &SessionStart, domain: ClockDomain) -> Origin {
+        let wall_ns = s
+            .wall_clock_utc
+            .timestamp_nanos_opt()
+            .map_or(0, |ns| ns.max(0) as u64);
+        let mut key_bytes = Vec::with_capacity(s.host.len() + 32);
+        key_bytes.extend_from_slice(s.host.as_bytes());
+        key_bytes.push(0);
+        key_bytes.extend_from_slice(&s.pid.to_le_bytes());
+        key_bytes.extend_from_slice(&wall_ns.to_le_bytes());
+        key_bytes.extend_from_slice(&s.monotonic_base_ns.to_le_bytes());
+        Origin {
+            host: s.host.clone(),
+            pid: s.pid,
+            args: s.args.clone(),
+            monotonic_base_ns: s.monotonic_base_ns,
+            wall_ns,
+            key: xxhash_rust::xxh3::xxh3_64(&key_bytes),
+            offset_ns: None,
+            domain,
+        }
+    }
+
+    /// The origin of a trace without a `SessionStart`: its session times as they are.
+    pub fn unknown(domain: ClockDomain) -> Origin {
+        Origin {
+            domain,
+            key: 0x6872_7800_0000_0000,
+            ..Origin::default()
+        }
+    }
+
+    /// Takes the first calibration's offset, unless a time was mapped already.
+    pub fn calibrate(&mut self, clock: &HostClock) {
+        if self.offset_ns.is_none() {
+            self.offset_ns = Some(clock.offset_after_ns(self.monotonic_base_ns));
+        }
+    }
+
+    /// Session ns `t` on the export's clock, ns (see the module docs).
+    pub fn time(&mut self, t: u64) -> u64 {
+        let offset = *self.offset_ns.get_or_insert(0);
+        let base = match self.domain {
+            ClockDomain::Monotonic => self.monotonic_base_ns,
+            ClockDomain::Realtime => self.wall_ns,
+        };
+        base.wrapping_add(t).wrapping_add_signed(offset)
+    }
+
+    /// The process's name: its program's file name, or `hrx process` without one.
+    pub fn name(&self) -> String {
+        self.args
+            .first()
+            .and_then(|a| std::path::Path::new(a).file_name())
+            .map_or_else(
+                || "hrx process".to_owned(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+    }
+
+    /// Perfetto uuid of the process track.
+    pub fn process_uuid(&self) -> u64 {
+        (self.key & !0xff).max(0x100)
+    }
+
+    /// Perfetto uuid of the runtime's track; its queues' are this plus slot + 1.
+    pub fn runtime_uuid(&self, runtime: RuntimeId) -> u64 {
+        let mut bytes = [0u8; 12];
+        bytes[..8].copy_from_slice(&self.key.to_le_bytes());
+        bytes[8..].copy_from_slice(&runtime.0.to_le_bytes());
+        (xxhash_rust::xxh3::xxh3_64(&bytes) & !0xff).max(0x100)
+    }
+}
+
+/// Chrome's `tid` of track `slot` of `runtime`: outside the range of real thread ids (below
+/// 2^22 on Linux), distinct per runtime and queue.
+pub(crate) fn chrome_tid(runtime: RuntimeId, slot: usize) -> u32 {
+    0x4000_0000 | (runtime.0 & 0xff_ffff) << 4 | (slot as u32 + 1)
+}

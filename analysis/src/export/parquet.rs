@@ -1,0 +1,617 @@
+//! Traces as Parquet tables for SQL at scale (`hrx-trace export --format parquet -o DIR`):
+//! DuckDB, Spark or Trino query a directory of such exports from many processes and hosts
+//! as one set of tables.
+//!
+//! # Tables
+//!
+//! One file per table, `DIR/NAME.parquet`, one row per record, every trace given to one
+//! export in the same files. Every table starts with `session_id` (INT64: the trace's
+//! [`Origin::key`], an xxh3 of host, pid and session start: unique across a fleet), and the
+//! ids join as the trace's records do: `runtime` with `buffer`, `kernel`, `graph` (+ `node`),
+//! `prepared` (+ `region`) or `submission` (+ `region`). Times are absolute
+//! `CLOCK_MONOTONIC` ns of the recording host (`*_ns`, INT64), as the Perfetto export
+//! writes them; `sessions` has the wall clock at the session's monotonic base, to put them
+//! on UTC. Unsigned 64-bit values (ids, byte counts, addresses) are stored as INT64 (two's
+//! complement past 2^63, which none reaches in practice).
+//!
+//! | table | one row per | columns beside `session_id` |
+//! | --- | --- | --- |
+//! | `sessions` | `SessionStart` | host, pid, args (space-joined), wall_clock_utc_ns, monotonic_base_ns, producer, backend, device |
+//! | `buffers` | `BufferCreated` | runtime, buffer, len_bytes, placement, device_address, time_ns |
+//! | `kernels` | `KernelLoaded` | runtime, kernel, entry, engine, grid_x/y/z, block_x/y/z, bindings, constants_bytes |
+//! | `graphs` | `Prepared` | runtime, graph, prepared, slots, regions, time_ns |
+//! | `operations` | `GraphOp` | runtime, graph, node, name (as `view` names it), lane, uses |
+//! | `regions` | region timing | runtime, submission, prepared, region, label, kind, queue, category (`kernel`, `copy`, `host`: `stats`' grouping), start_ns, end_ns, duration_ns, device_ns (null where not recorded) |
+//! | `submissions` | `Submit` | runtime, submission, prepared, slot, producers, time_ns |
+//! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
+//! | `events` | event (as the timeline's `Events` and `Recorder` tracks) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none), detail |
+//!
+//! `stats`' per-kernel figures are `SELECT label, count(*), sum(duration_ns), avg(duration_ns)
+//! FROM regions WHERE category = 'kernel' GROUP BY label`, less the runs `events` lists as
+//! `failed` or `cancelled` (the same `runtime`, `submission`, `region`).
+//!
+//! # Streaming
+//!
+//! The export is one pass of [`crate::scan`] as the timeline's: rows are appended to
+//! per-column buffers and written as a row group every [`ROW_GROUP`] rows of a table, so
+//! what is held is at most that many rows per table (snappy-compressed pages, statistics
+//! per column chunk), whatever the trace's length.
+
+use super::origin::{ClockDomain, Origin};
+use super::{Arg, ExportCounts, ExportError, Exported, instant};
+use crate::index::{Index, is_copy_region, label_region, queue_name};
+use crate::scan::{JoinedSpan, Visitor, scan_reader_threaded};
+use hrx_capture::TraceReader;
+use hrx_capture::schema::{Record, RegionKind};
+use parquet::basic::Compression;
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::errors::ParquetError;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use std::fs::File;
+use std::io::{self, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Rows of a table held before they are written as a row group.
+pub const ROW_GROUP: usize = 1 << 16;
+
+/// The tables, in the order they are written; each one's columns after `session_id`.
+// Annotations (issue 19, point 1) will be one more table here: `annotations`, a row per
+// range, marker or counter sample, with its thread, name, value and times.
+pub const TABLES: [(&str, &[Column]); 9] = [
+    (
+        "sessions",
+        &[
+            s("host"),
+            i("pid"),
+            s("args"),
+            i("wall_clock_utc_ns"),
+            i("monotonic_base_ns"),
+            s("producer"),
+            s("backend"),
+            s("device"),
+        ],
+    ),
+    (
+        "buffers",
+        &[
+            i("runtime"),
+            i("buffer"),
+            i("len_bytes"),
+            s("placement"),
+            i("device_address"),
+            i("time_ns"),
+        ],
+    ),
+    (
+        "kernels",
+        &[
+            i("runtime"),
+            i("kernel"),
+            s("entry"),
+            s("engine"),
+            i("grid_x"),
+            i("grid_y"),
+            i("grid_z"),
+            i("block_x"),
+            i("block_y"),
+            i("block_z"),
+            i("bindings"),
+            i("constants_bytes"),
+        ],
+    ),
+    (
+        "graphs",
+        &[
+            i("runtime"),
+            i("graph"),
+            i("prepared"),
+            i("slots"),
+            i("regions"),
+            i("time_ns"),
+        ],
+    ),
+    (
+        "operations",
+        &[
+            i("runtime"),
+            i("graph"),
+            i("node"),
+            s("name"),
+            s("lane"),
+            i("uses"),
+        ],
+    ),
+    (
+        "regions",
+        &[
+            i("runtime"),
+            i("submission"),
+            i("prepared"),
+            i("region"),
+            s("label"),
+            s("kind"),
+            s("queue"),
+            s("category"),
+            i("start_ns"),
+            i("end_ns"),
+            i("duration_ns"),
+            oi("device_ns"),
+        ],
+    ),
+    (
+        "submissions",
+        &[
+            i("runtime"),
+            i("submission"),
+            i("prepared"),
+            i("slot"),
+            i("producers"),
+            i("time_ns"),
+        ],
+    ),
+    (
+        "waits",
+        &[
+            i("runtime"),
+            i("submission"),
+            i("region"),
+            i("on_submission"),
+            i("on_region"),
+            s("hazard"),
+            i("buffer"),
+            i("start"),
+            i("end"),
+        ],
+    ),
+    (
+        "events",
+        &[
+            i("runtime"),
+            i("time_ns"),
+            s("name"),
+            s("track"),
+            oi("submission"),
+            oi("region"),
+            s("detail"),
+        ],
+    ),
+];
+
+/// A column: its name and type.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Its name.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: ColumnKind,
+}
+
+/// A column's Parquet type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// `REQUIRED INT64`.
+    Int,
+    /// `OPTIONAL INT64`.
+    OptionalInt,
+    /// `REQUIRED BYTE_ARRAY (STRING)`.
+    Text,
+}
+
+const fn i(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: ColumnKind::Int,
+    }
+}
+
+const fn oi(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: ColumnKind::OptionalInt,
+    }
+}
+
+const fn s(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: ColumnKind::Text,
+    }
+}
+
+/// A value of a row, in column order (after `session_id`).
+enum Value<'a> {
+    Int(u64),
+    OptionalInt(Option<u64>),
+    Text(&'a str),
+}
+
+/// One column's values not yet written.
+enum Buffer {
+    Int(Vec<i64>),
+    OptionalInt(Vec<i64>, Vec<i16>),
+    Text(Vec<ByteArray>),
+}
+
+/// One table's file and its rows not yet written.
+struct Table {
+    writer: SerializedFileWriter<BufWriter<File>>,
+    columns: Vec<Buffer>,
+    rows: usize,
+}
+
+impl Table {
+    fn create(dir: &Path, name: &str, columns: &[Column]) -> Result<Table, ExportError> {
+        let mut message = format!("message {name} {{ REQUIRED INT64 session_id;");
+        for c in columns {
+            message.push_str(match c.kind {
+                ColumnKind::Int => " REQUIRED INT64 ",
+                ColumnKind::OptionalInt => " OPTIONAL INT64 ",
+                ColumnKind::Text => " REQUIRED BYTE_ARRAY ",
+            });
+            message.push_str(c.name);
+            if c.kind == ColumnKind::Text {
+                message.push_str(" (STRING)");
+            }
+            message.push(';');
+        }
+        message.push_str(" }");
+        let schema = Arc::new(parse_message_type(&message).map_err(parquet_error)?);
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_created_by(format!("hrx-trace {}", env!("CARGO_PKG_VERSION")))
+                .build(),
+        );
+        let file = File::create(dir.join(format!("{name}.parquet")))?;
+        let writer = SerializedFileWriter::new(BufWriter::new(file), schema, props)
+            .map_err(parquet_error)?;
+        let mut buffers = vec![Buffer::Int(Vec::new())];
+        buffers.extend(columns.iter().map(|c| match c.kind {
+            ColumnKind::Int => Buffer::Int(Vec::new()),
+            ColumnKind::OptionalInt => Buffer::OptionalInt(Vec::new(), Vec::new()),
+            ColumnKind::Text => Buffer::Text(Vec::new()),
+        }));
+        Ok(Table {
+            writer,
+            columns: buffers,
+            rows: 0,
+        })
+    }
+
+    fn row(&mut self, session: u64, values: &[Value<'_>]) -> Result<(), ExportError> {
+        debug_assert_eq!(values.len() + 1, self.columns.len());
+        if let Buffer::Int(v) = &mut self.columns[0] {
+            v.push(session as i64);
+        }
+        for (buffer, value) in self.columns[1..].iter_mut().zip(values) {
+            match (buffer, value) {
+                (Buffer::Int(v), Value::Int(x)) => v.push(*x as i64),
+                (Buffer::OptionalInt(v, levels), Value::OptionalInt(x)) => {
+                    levels.push(i16::from(x.is_some()));
+                    v.extend(x.map(|x| x as i64));
+                }
+                (Buffer::Text(v), Value::Text(t)) => v.push(ByteArray::from(t.as_bytes().to_vec())),
+                _ => debug_assert!(false, "a value of another type than its column"),
+            }
+        }
+        self.rows += 1;
+        if self.rows >= ROW_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rows held as one row group.
+    fn flush(&mut self) -> Result<(), ExportError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut group = self.writer.next_row_group().map_err(parquet_error)?;
+        let mut buffers = self.columns.iter_mut();
+        while let Some(mut column) = group.next_column().map_err(parquet_error)? {
+            let Some(buffer) = buffers.next() else { break };
+            match buffer {
+                Buffer::Int(v) => {
+                    column.typed::<Int64Type>().write_batch(v, None, None)?;
+                    v.clear();
+                }
+                Buffer::OptionalInt(v, levels) => {
+                    column
+                        .typed::<Int64Type>()
+                        .write_batch(v, Some(levels), None)?;
+                    v.clear();
+                    levels.clear();
+                }
+                Buffer::Text(v) => {
+                    column.typed::<ByteArrayType>().write_batch(v, None, None)?;
+                    v.clear();
+                }
+            }
+            column.close().map_err(parquet_error)?;
+        }
+        group.close().map_err(parquet_error)?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), ExportError> {
+        self.flush()?;
+        let mut out = self.writer.into_inner().map_err(parquet_error)?;
+        io::Write::flush(&mut out)?;
+        Ok(())
+    }
+}
+
+impl From<ParquetError> for ExportError {
+    fn from(e: ParquetError) -> ExportError {
+        parquet_error(e)
+    }
+}
+
+fn parquet_error(e: ParquetError) -> ExportError {
+    match e {
+        ParquetError::External(e) => match e.downcast::<io::Error>() {
+            Ok(io) => ExportError::Write(*io),
+            Err(e) => ExportError::Write(io::Error::other(e)),
+        },
+        other => ExportError::Write(io::Error::other(other)),
+    }
+}
+
+/// The file names [`write_parquet`] writes into its directory.
+pub fn table_files() -> impl Iterator<Item = String> {
+    TABLES.iter().map(|(name, _)| format!("{name}.parquet"))
+}
+
+/// Writes the tables of every trace of `readers` into `dir` (which must exist), one pass
+/// per trace, rows in bounded memory (see the module docs). One [`Exported`] per reader;
+/// its [`ExportCounts::slices`] counts the `regions` rows and `instants` and
+/// `recorder_instants` the `events` rows.
+///
+/// # Errors
+///
+/// [`ExportError::Read`] when a trace cannot be read, [`ExportError::Write`] when a table
+/// cannot be written (the file system's error, or the Parquet writer's as text). The
+/// caller removes the files written ([`table_files`]).
+pub fn write_parquet<R: Read + Send>(
+    readers: Vec<TraceReader<R>>,
+    dir: &Path,
+) -> Result<Vec<Exported>, ExportError> {
+    let mut tables = Vec::with_capacity(TABLES.len());
+    for (name, columns) in TABLES {
+        tables.push(Table::create(dir, name, columns)?);
+    }
+    let mut all = Vec::new();
+    for reader in readers {
+        let mut pass = Rows {
+            tables: &mut tables,
+            origin: Origin::unknown(ClockDomain::Monotonic),
+            counts: ExportCounts::default(),
+            error: None,
+        };
+        let summary = scan_reader_threaded(reader, &mut pass)?;
+        if let Some(error) = pass.error.take() {
+            return Err(error);
+        }
+        all.push(Exported {
+            counts: pass.counts,
+            warnings: summary.warnings,
+            recovery: summary.recovery,
+            unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+        });
+    }
+    for table in tables {
+        table.finish()?;
+    }
+    Ok(all)
+}
+
+/// The paths of the tables in `dir`.
+pub fn table_paths(dir: &Path) -> Vec<PathBuf> {
+    table_files().map(|f| dir.join(f)).collect()
+}
+
+/// Table positions in [`TABLES`].
+const SESSIONS: usize = 0;
+const BUFFERS: usize = 1;
+const KERNELS: usize = 2;
+const GRAPHS: usize = 3;
+const OPERATIONS: usize = 4;
+const REGIONS: usize = 5;
+const SUBMISSIONS: usize = 6;
+const WAITS: usize = 7;
+const EVENTS: usize = 8;
+
+/// One trace's pass.
+struct Rows<'t> {
+    tables: &'t mut [Table],
+    origin: Origin,
+    counts: ExportCounts,
+    /// The first write error; nothing is written after it.
+    error: Option<ExportError>,
+}
+
+impl Rows<'_> {
+    fn row(&mut self, table: usize, values: &[Value<'_>]) {
+        if self.error.is_none()
+            && let Err(e) = self.tables[table].row(self.origin.key, values)
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+impl Visitor for Rows<'_> {
+    fn record(&mut self, index: &Index, record: &Record) {
+        use Value::{Int, Text};
+        let time = |origin: &mut Origin, t: u64| Int(origin.time(t));
+        match record {
+            Record::SessionStart(s) => {
+                self.origin = Origin::new(s, ClockDomain::Monotonic);
+                let args = s.args.join(" ");
+                let row = [
+                    Text(&s.host),
+                    Int(s.pid.into()),
+                    Text(&args),
+                    Int(self.origin.wall_ns),
+                    Int(s.monotonic_base_ns),
+                    Text(&s.producer),
+                    Text(&s.backend),
+                    Text(&s.device),
+                ];
+                self.row(SESSIONS, &row);
+            }
+            Record::HostClock(c) => self.origin.calibrate(c),
+            Record::BufferCreated(b) => {
+                let placement = format!("{:?}", b.placement);
+                let row = [
+                    Int(b.runtime.0.into()),
+                    Int(b.buffer.0),
+                    Int(b.len_bytes),
+                    Text(&placement),
+                    Int(b.device_address),
+                    time(&mut self.origin, b.time_ns),
+                ];
+                self.row(BUFFERS, &row);
+            }
+            Record::KernelLoaded(k) => {
+                let engine = format!("{:?}", k.engine);
+                let [gx, gy, gz] = k.grid.map(u64::from);
+                let [bx, by, bz] = k.block.map(u64::from);
+                let row = [
+                    Int(k.runtime.0.into()),
+                    Int(k.kernel.0),
+                    Text(&k.entry),
+                    Text(&engine),
+                    Int(gx),
+                    Int(gy),
+                    Int(gz),
+                    Int(bx),
+                    Int(by),
+                    Int(bz),
+                    Int(k.contract.len() as u64),
+                    Int(k.constants.len() as u64),
+                ];
+                self.row(KERNELS, &row);
+            }
+            Record::Prepared(p) => {
+                let row = [
+                    Int(p.runtime.0.into()),
+                    Int(p.graph.0),
+                    Int(p.prepared.0),
+                    Int(p.slots.into()),
+                    Int(p.regions.len() as u64),
+                    time(&mut self.origin, p.time_ns),
+                ];
+                self.row(GRAPHS, &row);
+            }
+            Record::GraphOp(op) => {
+                let name = index.op_name(op.runtime, &op.op);
+                let lane = format!("{:?}", op.lane);
+                let row = [
+                    Int(op.runtime.0.into()),
+                    Int(op.graph.0),
+                    Int(op.node.0.into()),
+                    Text(&name),
+                    Text(&lane),
+                    Int(op.uses.len() as u64),
+                ];
+                self.row(OPERATIONS, &row);
+            }
+            Record::Submit(s) => {
+                let row = [
+                    Int(s.runtime.0.into()),
+                    Int(s.submission.0),
+                    Int(s.prepared.0),
+                    Int(s.slot.into()),
+                    Int(s.producers.len() as u64),
+                    time(&mut self.origin, s.time_ns),
+                ];
+                self.row(SUBMISSIONS, &row);
+            }
+            Record::CrossWait(w) => {
+                let row = [
+                    Int(w.runtime.0.into()),
+                    Int(w.submission.0),
+                    Int(w.region.0.into()),
+                    Int(w.on_submission.0),
+                    Int(w.on_region.0.into()),
+                    Text(w.kind.abbreviation()),
+                    Int(w.buffer.0),
+                    Int(w.start),
+                    Int(w.end),
+                ];
+                self.row(WAITS, &row);
+            }
+            other => {
+                let Some(event) = instant(other) else { return };
+                let (mut submission, mut region, mut detail) = (None, None, Vec::new());
+                for (key, arg) in &event.args {
+                    match (*key, arg) {
+                        ("submission", Arg::Uint(v)) => submission = Some(*v),
+                        ("region", Arg::Uint(v)) => region = Some(*v),
+                        (key, Arg::Uint(v)) => detail.push(format!("{key}={v}")),
+                        (key, Arg::Str(t)) => detail.push(format!("{key}={t}")),
+                        (key, list) => {
+                            let items: Vec<&str> = list.items().into_iter().flatten().collect();
+                            detail.push(format!("{key}=[{}]", items.join(", ")));
+                        }
+                    }
+                }
+                let recorder = event.slot != super::EVENTS_SLOT;
+                if recorder {
+                    self.counts.recorder_instants += 1;
+                } else {
+                    self.counts.instants += 1;
+                }
+                let detail = detail.join("; ");
+                let row = [
+                    Int(event.runtime.0.into()),
+                    time(&mut self.origin, event.time_ns),
+                    Text(event.name),
+                    Text(if recorder { "recorder" } else { "events" }),
+                    Value::OptionalInt(submission),
+                    Value::OptionalInt(region),
+                    Text(&detail),
+                ];
+                self.row(EVENTS, &row);
+            }
+        }
+    }
+
+    fn span(&mut self, index: &Index, span: &JoinedSpan) {
+        use Value::{Int, Text};
+        let info = index.region(span.region);
+        let ops = index.region_ops(span.region);
+        let label = label_region(info.kind, info.queue, &ops);
+        let category = if is_copy_region(info.kind, &ops) {
+            "copy"
+        } else if info.kind == RegionKind::Host {
+            "host"
+        } else {
+            "kernel"
+        };
+        let prepared = &index.prepared()[info.prepared.0 as usize];
+        let start = self.origin.time(span.start_ns);
+        let end = self.origin.time(span.end_ns.max(span.start_ns));
+        let row = [
+            Int(span.runtime.0.into()),
+            Int(span.submission.0),
+            Int(prepared.id.0),
+            Int(info.index.0.into()),
+            Text(&label),
+            Text(super::kind_name(info.kind)),
+            Text(queue_name(info.queue)),
+            Text(category),
+            Int(start),
+            Int(end),
+            Int(span.duration_ns()),
+            Value::OptionalInt(span.device.map(|d| d.end_ns.saturating_sub(d.start_ns))),
+        ];
+        self.counts.slices += 1;
+        self.row(REGIONS, &row);
+    }
+}

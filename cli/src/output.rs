@@ -1,0 +1,180 @@
+//! How much the verbs say on standard error, and in colour or not: the global options `-q`,
+//! `-v` and `--color`, read once at start ([`init`]).
+//!
+//! - `-q`/`--quiet`: no progress bars and no `note:` lines. Warnings stay: a trace that lacks
+//!   something (lost records, damage, nothing compared) is never quiet about it, and the
+//!   report a verb was asked for is still printed (`record -q` prints no summary).
+//! - `-v`/`--verbose`: `note:` lines about the reading itself as well (records and blocks
+//!   read, in how long).
+//! - `--color auto|always|never`: verdicts (`MATCH`, `REGRESSION`, ...) and the `error:`,
+//!   `warning:` and `note:` prefixes in colour. `auto` colours a stream that is a terminal
+//!   unless the environment sets `NO_COLOR` to anything non-empty (<https://no-color.org>);
+//!   `always` and `never` override it, as `ls`, `git` and `cargo` do. JSON is never coloured.
+
+use std::io::IsTerminal;
+use std::sync::OnceLock;
+
+/// When to colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    /// Always (even into a pipe or with `NO_COLOR`).
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The settings, once parsed.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    quiet: bool,
+    verbose: bool,
+    stdout_color: bool,
+    stderr_color: bool,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// When [`init`] ran: `-v`'s notes say how long the verb took so far.
+static STARTED: OnceLock<std::time::Instant> = OnceLock::new();
+
+/// Time since [`init`].
+pub fn since_start() -> std::time::Duration {
+    STARTED.get_or_init(std::time::Instant::now).elapsed()
+}
+
+fn settings() -> Settings {
+    *SETTINGS.get_or_init(|| Settings {
+        quiet: false,
+        verbose: false,
+        stdout_color: false,
+        stderr_color: false,
+    })
+}
+
+/// Whether `auto` colours: a terminal, and `NO_COLOR` unset or empty.
+fn auto(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// Reads the global options; later calls keep the first.
+pub fn init(quiet: bool, verbose: bool, color: ColorChoice) {
+    since_start();
+    let pick = |terminal: bool| match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => auto(terminal, std::env::var_os("NO_COLOR")),
+    };
+    let _ = SETTINGS.set(Settings {
+        quiet,
+        verbose,
+        stdout_color: pick(std::io::stdout().is_terminal()),
+        stderr_color: pick(std::io::stderr().is_terminal()),
+    });
+}
+
+/// `-q`: no progress bars, no notes.
+pub fn quiet() -> bool {
+    settings().quiet
+}
+
+/// `-v`: notes about the reading as well.
+pub fn verbose() -> bool {
+    settings().verbose
+}
+
+/// A colour of a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    /// Success (green).
+    Good,
+    /// Failure (bold red).
+    Bad,
+    /// Attention (yellow).
+    Warn,
+    /// Aside (cyan).
+    Aside,
+}
+
+fn paint(text: &str, tone: Tone, on: bool) -> String {
+    if !on {
+        return text.to_owned();
+    }
+    let code = match tone {
+        Tone::Good => "32",
+        Tone::Bad => "1;31",
+        Tone::Warn => "33",
+        Tone::Aside => "36",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// `text` coloured for standard output (when colouring it).
+pub fn paint_out(text: &str, tone: Tone) -> String {
+    paint(text, tone, settings().stdout_color)
+}
+
+/// `text` coloured for standard error (when colouring it).
+pub fn paint_err(text: &str, tone: Tone) -> String {
+    paint(text, tone, settings().stderr_color)
+}
+
+/// The tone of a verdict word (`match`, `regression`, `same`, `different`, ...).
+pub fn verdict_tone(verdict: &str) -> Tone {
+    match verdict.to_ascii_lowercase().as_str() {
+        "match" | "same" => Tone::Good,
+        "regression" => Tone::Bad,
+        _ => Tone::Warn,
+    }
+}
+
+/// Prints `warning: {message}` on standard error (always, `-q` too).
+pub fn warn(message: impl std::fmt::Display) {
+    eprintln!("{} {message}", paint_err("warning:", Tone::Warn));
+}
+
+/// Prints `note: {message}` on standard error, unless `-q`.
+pub fn note(message: impl std::fmt::Display) {
+    if !quiet() {
+        eprintln!("{} {message}", paint_err("note:", Tone::Aside));
+    }
+}
+
+/// Prints `note: {message}` on standard error with `-v` only.
+pub fn detail(message: impl std::fmt::Display) {
+    if verbose() && !quiet() {
+        eprintln!("{} {message}", paint_err("note:", Tone::Aside));
+    }
+}
+
+/// A progress bar on standard error (hidden off a terminal, as indicatif does, and with
+/// `-q`).
+pub fn progress(len: u64) -> indicatif::ProgressBar {
+    if quiet() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_turns_auto_off_only_when_set_and_not_empty() {
+        assert!(auto(true, None));
+        assert!(auto(true, Some("".into())));
+        assert!(!auto(true, Some("1".into())));
+        assert!(!auto(false, None), "never into a pipe or a file");
+    }
+
+    #[test]
+    fn painting_wraps_in_sgr_only_when_on() {
+        assert_eq!(paint("MATCH", Tone::Good, false), "MATCH");
+        assert_eq!(paint("MATCH", Tone::Good, true), "\x1b[32mMATCH\x1b[0m");
+        assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
+        assert_eq!(verdict_tone("same"), Tone::Good);
+    }
+}
