@@ -935,6 +935,8 @@ mod tests {
                 Record::SubmissionDone(x) => Some(RawRecord::SubmissionDone(x)),
                 Record::Submit(x) => Some(RawRecord::Submit(x)),
                 Record::OutputDigest(x) => Some(RawRecord::OutputDigest(x)),
+                Record::HostSpan(x) => Some(RawRecord::HostSpan(x)),
+                Record::AnnotationRange(x) => Some(RawRecord::AnnotationRange(x)),
                 _ => None,
             };
             if let Some(raw) = raw {
