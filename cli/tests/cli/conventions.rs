@@ -248,3 +248,23 @@ fn colour_follows_the_option_then_no_color_then_the_terminal() {
         .unwrap();
     assert!(!stdout(&json).contains('\x1b'), "JSON is never coloured");
 }
+
+/// The README's "Link your program" example is `examples/linked.rs` (which `cargo test`
+/// compiles), word for word from its `use` line: the README cannot show code that no longer
+/// builds.
+#[test]
+fn the_readme_example_is_the_compiled_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/linked.rs")).unwrap();
+    let code = &example[example.find("use hrx::").expect("the example's imports")..];
+    assert!(
+        readme.contains(&format!("```rust\n{code}```")),
+        "README.md's Link your program block differs from examples/linked.rs"
+    );
+    assert!(
+        code.contains("hrx::annotate::range("),
+        "the example shows an annotation"
+    );
+    assert!(code.lines().count() <= 25, "a short example");
+}
