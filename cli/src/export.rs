@@ -63,7 +63,7 @@ pub fn infer_format(format: Option<&str>, output: &Path) -> Result<OutputFormat,
         return Err(Failure::new(
             "export to standard output (-o -) needs --format chrome or perfetto",
         )
-        .hint(hint));
+        .hint("give --format chrome or perfetto (Parquet tables are a directory)"));
     }
     let text = output.to_string_lossy();
     if text.ends_with('/') || output.is_dir() {
@@ -77,7 +77,7 @@ pub fn infer_format(format: Option<&str>, output: &Path) -> Result<OutputFormat,
         Some("pftrace" | "perfetto-trace" | "perfetto" | "pb") => Ok(OutputFormat::Perfetto),
         Some("parquet") => Ok(OutputFormat::Parquet),
         Some(other) => Err(Failure::new(format!(
-            "cannot tell the export format from {}: .{other} is none of .json (chrome), .pftrace (perfetto) or a directory (parquet)",
+            "cannot tell the export format from {}: .{other} is none of .json (chrome), .pftrace, .perfetto-trace, .perfetto or .pb (perfetto), .parquet or a directory (parquet)",
             output.display()
         ))
         .hint(hint)),
@@ -100,6 +100,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         crate::failure::require_rereadable(file, "export")?;
     }
+    refuse_same_session(&args.files)?;
     if format == OutputFormat::Parquet {
         return parquet(&args);
     }
@@ -355,8 +356,17 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 #[cfg(feature = "parquet")]
 fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let dir = &args.output;
+    if dir.as_os_str() == "-" {
+        return Err(Failure::new(
+            "Parquet tables are a directory: they cannot go to standard output (-o -)",
+        )
+        .hint("give -o a directory (created if missing), e.g. -o tables/")
+        .into());
+    }
     crate::record::refuse_special(dir, "export")?;
-    let ours: Vec<String> = export::table_files().collect();
+    let ours: Vec<String> = export::table_files()
+        .chain([PARQUET_MARKER.to_owned()])
+        .collect();
     let created = !dir.exists();
     if dir.exists() {
         if !dir.is_dir() {
@@ -380,6 +390,20 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .hint("give -o an empty or new directory")
             .into());
         }
+        // Tables of those names are replaced only when an earlier export wrote them (its
+        // marker is there): another program's `regions.parquet` is not ours to destroy.
+        let tables = export::table_paths(dir)
+            .iter()
+            .filter(|p| p.exists())
+            .count();
+        if tables > 0 && !dir.join(PARQUET_MARKER).is_file() {
+            return Err(Failure::new(format!(
+                "refusing to write Parquet tables into {}: its tables were not written by hrx-trace export (no {PARQUET_MARKER})",
+                dir.display()
+            ))
+            .hint("give -o an empty or new directory")
+            .into());
+        }
     }
     let mut readers = Vec::new();
     let read = Arc::new(AtomicU64::new(0));
@@ -389,11 +413,28 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+    // Interrupted (SIGINT, SIGTERM, SIGHUP), the tables are removed as any export is, and
+    // the directory when this export created it: no table without its footer is left for a
+    // query over `exports/*/` to stumble on.
+    let interruptible = Interruptible::install();
+    let mut paths: Vec<PathBuf> = export::table_paths(dir);
+    paths.push(dir.join(PARQUET_MARKER));
+    interruptible.name_all(
+        &paths,
+        created.then_some(dir.as_path()),
+        "the incomplete Parquet tables in",
+        dir,
+    );
+    std::fs::write(
+        dir.join(PARQUET_MARKER),
+        b"hrx-trace export --format parquet\n",
+    )
+    .map_err(|e| Failure::new(format!("cannot write {}: {e}", dir.display())))?;
     let written = export::write_parquet(readers, dir);
     let exported = match written {
         Ok(exported) => exported,
         Err(error) => {
-            for path in export::table_paths(dir) {
+            for path in &paths {
                 let _ = std::fs::remove_file(path);
             }
             if created {
@@ -424,12 +465,52 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         out,
         "{}: {} tables, {} of {}, {} (parquet)",
         dir.display(),
-        ours.len(),
+        ours.len() - 1, // the marker is no table
         plural(regions, "region row"),
         plural(args.files.len() as u64, "trace"),
         plural(events, "event row"),
     )?;
+    interruptible.finished();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file an export writes beside its Parquet tables, so that a later export knows the
+/// tables are its own to replace.
+#[cfg(feature = "parquet")]
+const PARQUET_MARKER: &str = ".hrx-export";
+
+/// Refuses a merged export of one recording session twice (a trace given twice, or a trace
+/// with its own trim, which keeps its session): every slice would be drawn twice on the same
+/// process and thread, and a Parquet join would count it twice.
+fn refuse_same_session(files: &[PathBuf]) -> anyhow::Result<()> {
+    if files.len() < 2 {
+        return Ok(());
+    }
+    let mut seen: Vec<(&PathBuf, SessionStart)> = Vec::new();
+    for file in files {
+        let Some(session) = session_start(file)? else {
+            continue;
+        };
+        let same = |s: &SessionStart| {
+            s.host == session.host
+                && s.pid == session.pid
+                && s.monotonic_base_ns == session.monotonic_base_ns
+                && s.wall_clock_utc == session.wall_clock_utc
+        };
+        if let Some((first, _)) = seen.iter().find(|(_, s)| same(s)) {
+            return Err(Failure::new(format!(
+                "{} and {} hold the same recording session (host {}, pid {}): a merged export would show it twice",
+                first.display(),
+                file.display(),
+                session.host,
+                session.pid
+            ))
+            .hint("give each recording once (a trim keeps its recording's session: export it alone)")
+            .into());
+        }
+        seen.push((file, session));
+    }
+    Ok(())
 }
 
 /// Without the `parquet` feature: the format is refused.

@@ -33,6 +33,13 @@ pub fn read(path: &Path) -> Result<TraceInfo, TraceError> {
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let stats = read(&args.file)?;
+    crate::output::detail(format_args!(
+        "{}: read {} records from {} complete blocks, {:.3} s after start",
+        args.file.display(),
+        stats.recovery.records,
+        stats.recovery.complete_blocks,
+        crate::output::since_start().as_secs_f64()
+    ));
     // An unclosed trace whose recorder still holds its lock is being written, not crashed.
     let live = !stats.recovery.closed && hrx_capture::recorder_holds(&args.file).unwrap_or(false);
     if args.json {

@@ -23,7 +23,11 @@ use crate::record::signals::{restore_defaults, set_handlers};
 
 /// What a handler removes and says, for each of SIGINT, SIGTERM and SIGHUP.
 struct Removal {
-    path: CString,
+    /// The files removed (one output, or a directory's tables).
+    paths: Vec<CString>,
+    /// A directory removed after them (when the export created it): `rmdir`, so only when
+    /// it is left empty.
+    dir: Option<CString>,
     /// (signal, message) for each signal.
     messages: [(libc::c_int, Vec<u8>); 3],
 }
@@ -38,7 +42,14 @@ extern "C" fn handler(signal: libc::c_int) {
         // are async-signal-safe.
         unsafe {
             let removal = &*removal;
-            if libc::unlink(removal.path.as_ptr()) == 0
+            let mut removed = false;
+            for path in &removal.paths {
+                removed |= libc::unlink(path.as_ptr()) == 0;
+            }
+            if let Some(dir) = &removal.dir {
+                libc::rmdir(dir.as_ptr());
+            }
+            if removed
                 && let Some((_, message)) = removal.messages.iter().find(|(s, _)| *s == signal)
             {
                 libc::write(2, message.as_ptr().cast(), message.len());
@@ -74,37 +85,57 @@ impl Interruptible {
         let file = File::create(path)?;
         // The regular file written, through any symlink: never the link itself.
         let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        if let Ok(c_path) = CString::new(target.as_os_str().as_bytes()) {
-            let clear = if io::stderr().is_terminal() {
-                "\r\x1b[K"
-            } else {
-                ""
-            };
-            let message = |signal: libc::c_int| {
-                let name = crate::record::signal_text(signal);
-                let text = format!(
-                    "{clear}error: interrupted by {name}: removed {removed} {}\n",
-                    path.display()
-                );
-                (signal, text.into_bytes())
-            };
-            let removal = Box::new(Removal {
-                path: c_path,
-                messages: [
-                    message(libc::SIGINT),
-                    message(libc::SIGTERM),
-                    message(libc::SIGHUP),
-                ],
-            });
-            OUTPUT.store(Box::into_raw(removal), Ordering::SeqCst);
-        }
+        name(&[target], None, removed, path);
         drop(blocked);
         Ok(file)
+    }
+
+    /// Names a set of files (not yet created, or some of them) to the handlers, and the
+    /// directory `dir` to remove after them when it is then empty: a directory of Parquet
+    /// tables. `removed` and `shown` make the message (`removed {removed} {shown}`).
+    pub fn name_all(
+        &self,
+        paths: &[std::path::PathBuf],
+        dir: Option<&Path>,
+        removed: &str,
+        shown: &Path,
+    ) {
+        let blocked = Blocked::signals();
+        name(paths, dir, removed, shown);
+        drop(blocked);
     }
 
     /// The output is complete (or removed by its own error path): forgets it and gives the
     /// signals their default action again.
     pub fn finished(self) {}
+}
+
+/// Stores what the handler removes and says (signals blocked by the caller).
+fn name(paths: &[std::path::PathBuf], dir: Option<&Path>, removed: &str, shown: &Path) {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).ok();
+    let clear = if io::stderr().is_terminal() {
+        "\r\x1b[K"
+    } else {
+        ""
+    };
+    let message = |signal: libc::c_int| {
+        let name = crate::record::signal_text(signal);
+        let text = format!(
+            "{clear}error: interrupted by {name}: removed {removed} {}\n",
+            shown.display()
+        );
+        (signal, text.into_bytes())
+    };
+    let removal = Box::new(Removal {
+        paths: paths.iter().filter_map(|p| c(p)).collect(),
+        dir: dir.and_then(c),
+        messages: [
+            message(libc::SIGINT),
+            message(libc::SIGTERM),
+            message(libc::SIGHUP),
+        ],
+    });
+    OUTPUT.store(Box::into_raw(removal), Ordering::SeqCst);
 }
 
 impl Drop for Interruptible {

@@ -507,7 +507,7 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let trace = "big.hrxt";
     let mut regions = 200_000;
-    let cases: [(&[&str], &str, &str, libc::c_int); 3] = [
+    let cases: [(&[&str], &str, &str, libc::c_int); 4] = [
         (
             &["export", trace, "--format", "chrome", "-o", "big.json"],
             "big.json",
@@ -526,6 +526,13 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             "t.hrxt",
             libc::SIGHUP,
         ),
+        // A directory of tables: every table and the directory it created are removed.
+        (
+            &["export", trace, "--format", "parquet", "-o", "tables"],
+            "tables/regions.parquet",
+            "tables",
+            libc::SIGTERM,
+        ),
     ];
     for (args, partial, output, signal) in cases {
         let out = loop {
@@ -540,6 +547,7 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             regions *= 2;
             std::fs::remove_file(dir.path().join(trace)).unwrap();
             let _ = std::fs::remove_file(dir.path().join(output));
+            let _ = std::fs::remove_dir_all(dir.path().join(output));
         };
         assert_eq!(code(&out), 128 + signal, "{args:?}: {}", stderr(&out));
         let name = hrx_capture::schema::signal_name(signal).unwrap();
@@ -781,4 +789,54 @@ fn parquet_export_writes_a_directory_and_refuses_others() {
     let out = run(dir.path(), &["export", "bad.hrxt", "-o", "new.parquet"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(!dir.path().join("new.parquet").exists());
+}
+
+/// A merged export of one recording twice (the same file, or a trace with its own trim)
+/// would draw every slice twice on one process: refused, naming both.
+#[test]
+fn a_merged_export_of_one_recording_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let trim = run(
+        dir.path(),
+        &["trim", "h.hrxt", "-o", "t.hrxt", "--submissions", "2.."],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    for (second, output) in [("h.hrxt", "twice.json"), ("t.hrxt", "tables/")] {
+        let out = run(dir.path(), &["export", "h.hrxt", second, "-o", output]);
+        assert_error(
+            &out,
+            &format!("h.hrxt and {second} hold the same recording session"),
+        );
+        assert!(!dir.path().join(output).exists(), "nothing written");
+    }
+}
+
+/// Parquet tables never go to `-o -` (a directory named `-` was made), and tables of our
+/// names that an export did not write (no marker) are another program's: refused, kept.
+#[test]
+fn parquet_refuses_standard_output_and_tables_it_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let out = run(
+        dir.path(),
+        &["export", "h.hrxt", "--format", "parquet", "-o", "-"],
+    );
+    assert_error(&out, "cannot go to standard output (-o -)");
+    assert!(!dir.path().join("-").exists());
+
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("regions.parquet"), b"someone else's table").unwrap();
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "mine/"]);
+    assert_error(&out, "its tables were not written by hrx-trace export");
+    assert_eq!(
+        std::fs::read(mine.join("regions.parquet")).unwrap(),
+        b"someone else's table"
+    );
+    // An export's own tables are replaced by the next export.
+    let ours = run(dir.path(), &["export", "h.hrxt", "-o", "ours/"]);
+    assert_eq!(code(&ours), 0, "{}", stderr(&ours));
+    let again = run(dir.path(), &["export", "h.hrxt", "-o", "ours/"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
 }

@@ -259,6 +259,13 @@ fn a_trace_being_recorded_is_not_called_crashed() {
         field(&info, "recovered").ends_with("(not yet: a recorder is writing it)"),
         "{info}"
     );
+    // Replay reads a trace twice and would compare two lengths of a growing one (a false
+    // REGRESSION): refused while a recorder holds it.
+    let replay = run(dir.path(), &["replay", "live.hrxt"]);
+    crate::util::assert_error(
+        &replay,
+        "live.hrxt: cannot replay: it is being recorded now",
+    );
     recorder.close().unwrap();
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
