@@ -14,13 +14,20 @@
 //!   `ph: "s"` at the middle of the producer's slice and `ph: "f"` with `bp: "e"` at the
 //!   middle of the consumer's, so each binds to its enclosing slice.
 //! - An instant event is `ph: "i"` with `s: "t"` (thread scope) on the events track.
+//! - A host thread (format 1.14) is itself: its OS thread id as `tid` (named by
+//!   `thread_name`, after the runtimes' tracks by `thread_sort_index`), its spans and ranges
+//!   complete events, its markers instant events there. A counter sample is a counter event
+//!   (`ph: "C"`, `args: {NAME: value}`) of the process.
 //!
 //! Events are written as they come (the format requires neither time order nor metadata
 //! first: a track's metadata events come just before its first event), each one straight
 //! into the output: no JSON value is built per event.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{Arg, EVENTS_SLOT, Instant, Process, RegionSlice, Sink, Slice, Track};
+use super::{
+    Arg, CounterPoint, CounterTrack, Instant, Process, RegionSlice, Sink, Slice, ThreadTrack,
+    Track, instant_category,
+};
 use std::io::{self, Write};
 
 /// A region's constant part as JSON, made once (per label) and shared by its slices'
@@ -428,11 +435,9 @@ impl Sink for Writer {
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"i\",\"s\":\"t\",\"name\":");
             string(out, instant.name)?;
-            out.extend_from_slice(if instant.slot == EVENTS_SLOT {
-                b",\"cat\":\"event\","
-            } else {
-                b",\"cat\":\"recorder\","
-            });
+            out.extend_from_slice(b",\"cat\":");
+            string(out, instant_category(instant.slot))?;
+            out.push(b',');
             place(out, instant.place.pid, instant.place.tid)?;
             out.extend_from_slice(b",\"ts\":");
             us(out, instant.time_ns)?;
@@ -440,6 +445,48 @@ impl Sink for Writer {
             args(out, &instant.args)?;
             out.push(b'}');
             Ok(())
+        })
+    }
+
+    fn thread(&mut self, thread: &ThreadTrack<'_>) -> io::Result<()> {
+        let at = thread.place;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
+            place(out, at.pid, at.tid)?;
+            out.extend_from_slice(b",\"args\":{\"name\":");
+            string(out, thread.name)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })?;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
+            place(out, at.pid, at.tid)?;
+            // After the runtimes' tracks, in the order of the threads' first records.
+            let rank = (1u64 << 32) + u64::from(thread.thread);
+            write!(out, ",\"args\":{{\"sort_index\":{rank}}}}}")
+        })
+    }
+
+    fn counter_track(&mut self, _counter: &CounterTrack<'_>) -> io::Result<()> {
+        // A counter event names its counter: nothing to declare.
+        Ok(())
+    }
+
+    fn counter(&mut self, sample: &CounterPoint<'_>) -> io::Result<()> {
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"C\",\"name\":");
+            string(out, sample.name)?;
+            out.extend_from_slice(b",\"cat\":\"counter\",");
+            place(out, sample.place.pid, 0)?;
+            out.extend_from_slice(b",\"ts\":");
+            us(out, sample.time_ns)?;
+            out.extend_from_slice(b",\"args\":{");
+            string(out, sample.name)?;
+            // JSON has no NaN or infinity: such a sample is null.
+            match sample.value {
+                v if v.is_finite() => write!(out, ":{v}}}}}"),
+                _ => out.write_all(b":null}}"),
+            }
         })
     }
 

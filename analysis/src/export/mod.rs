@@ -25,6 +25,15 @@
 //!   [`FatalSignal`] record, on the first runtime's). Perfetto users read an `Events` track
 //!   as what went wrong; a digest per output there buried the one failure among hundreds
 //!   of marks (and `export` counted hundreds of events where `view` showed none).
+//! - **Host threads** (format 1.14). Each recording thread with a `HostSpan`, an
+//!   annotation range or a marker is a thread of the trace's process: its real OS thread id
+//!   (from its `ThreadName`) and name (`thread N` without one). Its `submit` calls, blocking
+//!   waits and host callbacks are slices (`submit`, `wait`, `host callback`, category `host`,
+//!   with the runtime, submission and, for a callback, region), the application's ranges
+//!   slices named as the application named them (category `annotation`) and its markers
+//!   instant events there ([`ExportCounts::thread_slices`], [`ExportCounts::markers`]).
+//!   Each counter is a counter track of the process named as the counter
+//!   ([`ExportCounts::counter_samples`]). All on the same absolute clock as the regions.
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
@@ -77,7 +86,7 @@ mod perfetto;
 
 pub use batch::encode_threads;
 pub use origin::ClockDomain;
-use origin::{Origin, chrome_tid};
+use origin::{Origin, chrome_tid, thread_tid};
 #[cfg(feature = "parquet")]
 pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_paths, write_parquet};
 
@@ -85,8 +94,8 @@ use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind, RegionIndex,
-    RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
+    Access, AnnotationId, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind,
+    RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
@@ -104,6 +113,19 @@ const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
 
 /// Track slots: the queues', `Events`, `Recorder`.
 const SLOTS: usize = RECORDER_SLOT + 1;
+
+/// The `slot` of a host thread's slice or marker (format 1.14): no runtime's track, its
+/// place is the thread's ([`Out::declare_thread`]).
+const THREAD_SLOT: usize = usize::MAX;
+
+/// The category of an instant event on track `slot`.
+fn instant_category(slot: usize) -> &'static str {
+    match slot {
+        EVENTS_SLOT => "event",
+        RECORDER_SLOT => "recorder",
+        _ => "annotation",
+    }
+}
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +170,17 @@ pub struct ExportCounts {
     /// Regions whose timing was lost ([`ScanSummary::timing_lost`]), marked on the
     /// `Recorder` tracks (among `recorder_instants`), not drawn as slices.
     pub timing_lost: u64,
+    /// Host threads' tracks (format 1.14; among `tracks`).
+    pub thread_tracks: usize,
+    /// Slices on host threads' tracks: `submit` calls, blocking waits, host callbacks and
+    /// annotation ranges (not among `slices`).
+    pub thread_slices: u64,
+    /// Annotation markers on host threads' tracks (not among the instants).
+    pub markers: u64,
+    /// Counter tracks (among `tracks`).
+    pub counter_tracks: usize,
+    /// Counter samples on them.
+    pub counter_samples: u64,
 }
 
 /// One region's argument texts, computed once per prepared graph.
@@ -197,6 +230,37 @@ pub(crate) struct Track {
     /// Perfetto uuids of the runtime's track and of its process's.
     runtime_uuid: u64,
     process_uuid: u64,
+}
+
+/// A host thread's track (format 1.14): a thread of the trace's process.
+#[derive(Debug)]
+pub(crate) struct ThreadTrack<'a> {
+    /// Its index in the session.
+    thread: u32,
+    /// Its name as the index gives it (`thread N` without one).
+    name: &'a str,
+    /// `pid`: the process's; `tid`: the OS thread id (a made-up one without it).
+    place: Place,
+    /// Perfetto uuid of its process's track.
+    process_uuid: u64,
+}
+
+/// A counter's track (format 1.14), of the trace's process.
+#[derive(Debug)]
+pub(crate) struct CounterTrack<'a> {
+    name: &'a str,
+    /// `pid`: the process's; `uuid`: the counter track's.
+    place: Place,
+    process_uuid: u64,
+}
+
+/// One counter sample.
+#[derive(Debug)]
+pub(crate) struct CounterPoint<'a> {
+    name: &'a str,
+    place: Place,
+    time_ns: u64,
+    value: f64,
 }
 
 /// Each region's argument texts and label, by [`RegionRef`] (see the module docs).
@@ -342,9 +406,9 @@ pub(crate) struct Slice<'a> {
 pub(crate) struct Instant<'a> {
     runtime: RuntimeId,
     place: Place,
-    /// [`EVENTS_SLOT`] or [`RECORDER_SLOT`].
+    /// [`EVENTS_SLOT`], [`RECORDER_SLOT`] or [`THREAD_SLOT`] (a marker).
     slot: usize,
-    name: &'static str,
+    name: &'a str,
     time_ns: u64,
     args: Vec<(&'static str, Arg<'a>)>,
 }
@@ -392,6 +456,12 @@ trait Sink {
     fn region_slice(&mut self, slice: &RegionSlice<'_>) -> io::Result<()>;
     /// Writes one instant event.
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()>;
+    /// Declares a host thread's track, before anything on it (its process first).
+    fn thread(&mut self, thread: &ThreadTrack<'_>) -> io::Result<()>;
+    /// Declares a counter's track, before its first sample (its process first).
+    fn counter_track(&mut self, counter: &CounterTrack<'_>) -> io::Result<()>;
+    /// Writes one counter sample.
+    fn counter(&mut self, sample: &CounterPoint<'_>) -> io::Result<()>;
     /// Ends the output and flushes it.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -481,6 +551,8 @@ fn write_to<S: Sink, T: Source>(
         process_declared: false,
         processes: BTreeMap::new(),
         declared: Vec::new(),
+        threads: Vec::new(),
+        counters: Vec::new(),
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
@@ -573,6 +645,10 @@ struct Out<S> {
     processes: BTreeMap<RuntimeId, String>,
     /// The tracks declared, by runtime (few) and slot (this trace's).
     declared: Vec<(RuntimeId, [bool; SLOTS])>,
+    /// The host threads whose tracks were declared, with where their events go (few).
+    threads: Vec<(u32, Place)>,
+    /// The counters whose tracks were declared, with where their samples go (few).
+    counters: Vec<(AnnotationId, Place)>,
 }
 
 impl<S: Sink> Out<S> {
@@ -582,6 +658,125 @@ impl<S: Sink> Out<S> {
         self.process_declared = false;
         self.processes.clear();
         self.declared.clear();
+        self.threads.clear();
+        self.counters.clear();
+    }
+
+    /// Declares the trace's process unless it was; `false` after a write error.
+    fn declare_process(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if !std::mem::replace(&mut self.process_declared, true) {
+            let process = Process {
+                origin: &self.origin,
+                name: self.origin.name(),
+                domain: self.domain,
+            };
+            if let Err(e) = self.sink.process(&process) {
+                self.error = Some(e);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Declares host thread `thread`'s track unless it was (its process first), and answers
+    /// where its events go: the process's pid, the thread's OS id (see [`thread_tid`]).
+    fn declare_thread(&mut self, index: &Index, thread: u32) -> Place {
+        if let Some(&(_, place)) = self.threads.iter().find(|(t, _)| *t == thread) {
+            return place;
+        }
+        let place = Place {
+            pid: self.origin.pid,
+            tid: thread_tid(index.thread_os_tid(thread), thread),
+            uuid: self.origin.thread_uuid(thread),
+        };
+        self.threads.push((thread, place));
+        self.counts.tracks += 1;
+        self.counts.thread_tracks += 1;
+        if !self.declare_process() {
+            return place;
+        }
+        let track = ThreadTrack {
+            thread,
+            name: &index.thread_name(thread),
+            place,
+            process_uuid: self.origin.process_uuid(),
+        };
+        if let Err(e) = self.sink.thread(&track) {
+            self.error = Some(e);
+        }
+        place
+    }
+
+    /// A slice on host thread `thread`'s track.
+    fn thread_slice(&mut self, index: &Index, thread: u32, mut slice: Slice<'_>) {
+        slice.place = self.declare_thread(index, thread);
+        if self.error.is_some() {
+            return;
+        }
+        slice.start_ns = self.origin.time(slice.start_ns);
+        slice.end_ns = self.origin.time(slice.end_ns);
+        self.counts.thread_slices += 1;
+        if let Err(e) = self.sink.slice(&slice) {
+            self.error = Some(e);
+        }
+    }
+
+    /// A marker on host thread `thread`'s track.
+    fn marker(&mut self, index: &Index, thread: u32, mut instant: Instant<'_>) {
+        instant.place = self.declare_thread(index, thread);
+        if self.error.is_some() {
+            return;
+        }
+        instant.time_ns = self.origin.time(instant.time_ns);
+        self.counts.markers += 1;
+        if let Err(e) = self.sink.instant(&instant) {
+            self.error = Some(e);
+        }
+    }
+
+    /// A sample of counter `name` (its track declared first).
+    fn counter(&mut self, index: &Index, name: AnnotationId, time_ns: u64, value: f64) {
+        let text = index.annotation_name(name);
+        let place = match self.counters.iter().find(|(n, _)| *n == name) {
+            Some(&(_, place)) => place,
+            None => {
+                let place = Place {
+                    pid: self.origin.pid,
+                    tid: 0,
+                    uuid: self.origin.counter_uuid(name),
+                };
+                self.counters.push((name, place));
+                self.counts.tracks += 1;
+                self.counts.counter_tracks += 1;
+                if self.declare_process() {
+                    let track = CounterTrack {
+                        name: &text,
+                        place,
+                        process_uuid: self.origin.process_uuid(),
+                    };
+                    if let Err(e) = self.sink.counter_track(&track) {
+                        self.error = Some(e);
+                    }
+                }
+                place
+            }
+        };
+        if self.error.is_some() {
+            return;
+        }
+        let sample = CounterPoint {
+            name: &text,
+            place,
+            time_ns: self.origin.time(time_ns),
+            value,
+        };
+        self.counts.counter_samples += 1;
+        if let Err(e) = self.sink.counter(&sample) {
+            self.error = Some(e);
+        }
     }
 
     /// Where track `slot` of `runtime` goes.
@@ -607,19 +802,8 @@ impl<S: Sink> Out<S> {
             return place;
         }
         self.counts.tracks += 1;
-        if self.error.is_some() {
+        if !self.declare_process() {
             return place;
-        }
-        if !std::mem::replace(&mut self.process_declared, true) {
-            let process = Process {
-                origin: &self.origin,
-                name: self.origin.name(),
-                domain: self.domain,
-            };
-            if let Err(e) = self.sink.process(&process) {
-                self.error = Some(e);
-                return place;
-            }
         }
         let track = Track {
             runtime,
@@ -1015,6 +1199,56 @@ impl<S: Sink> Visitor for Pass<S> {
                     format!("hrx runtime {} ({}: {})", r.runtime, r.backend, r.device),
                 );
             }
+            Record::HostSpan(h) => {
+                let slice = Slice {
+                    runtime: h.runtime,
+                    slot: THREAD_SLOT,
+                    place: Place::default(),
+                    name: h.kind.label(),
+                    category: "host",
+                    start_ns: h.start_ns,
+                    end_ns: h.end_ns.max(h.start_ns),
+                    args: [
+                        ("runtime", Arg::Uint(h.runtime.0.into())),
+                        ("submission", Arg::Uint(h.submission.0)),
+                    ]
+                    .into_iter()
+                    .chain(h.region.map(|r| ("region", Arg::Uint(r.0.into()))))
+                    .collect(),
+                    flows_out: &[],
+                    flows_in: &[],
+                };
+                self.out.thread_slice(index, h.thread, slice);
+            }
+            Record::AnnotationRange(a) => {
+                let name = index.annotation_name(a.name);
+                let slice = Slice {
+                    runtime: RuntimeId::default(),
+                    slot: THREAD_SLOT,
+                    place: Place::default(),
+                    name: &name,
+                    category: "annotation",
+                    start_ns: a.start_ns,
+                    end_ns: a.end_ns.max(a.start_ns),
+                    args: Vec::new(),
+                    flows_out: &[],
+                    flows_in: &[],
+                };
+                self.out.thread_slice(index, a.thread, slice);
+            }
+            Record::AnnotationMarker(m) => {
+                let name = index.annotation_name(m.name);
+                let instant = Instant {
+                    runtime: RuntimeId::default(),
+                    place: Place::default(),
+                    slot: THREAD_SLOT,
+                    name: &name,
+                    time_ns: m.time_ns,
+                    args: Vec::new(),
+                };
+                self.out.marker(index, m.thread, instant);
+            }
+            Record::CounterSample(c) => self.out.counter(index, c.name, c.time_ns, c.value.0),
             Record::Prepared(p) => self.names.prepared(p),
             Record::GraphOp(_) | Record::KernelLoaded(_) => self.names.generation += 1,
             Record::Submit(s) => {

@@ -27,8 +27,10 @@
 //! id, such as a recycled pid, or of two hosts never collide): the process track is `key`
 //! with its low 8 bits cleared, a runtime's track is xxh3-64 of `key` and the runtime id, its
 //! low 8 bits cleared, and a queue's track is the runtime's uuid plus the queue's slot + 1.
+//! A host thread's track and a counter's (format 1.14) are xxh3-64 of `key`, a tag (`t`,
+//! `c`) and the thread's session index or the counter's name id, low 8 bits set.
 
-use hrx_capture::schema::{HostClock, RuntimeId, SessionStart};
+use hrx_capture::schema::{AnnotationId, HostClock, RuntimeId, SessionStart};
 
 /// The clock an export's timestamps are on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -160,10 +162,40 @@ impl Origin {
         bytes[8..].copy_from_slice(&runtime.0.to_le_bytes());
         (xxhash_rust::xxh3::xxh3_64(&bytes) & !0xff).max(0x100)
     }
+
+    /// Perfetto uuid of host thread `thread`'s track (format 1.14).
+    pub fn thread_uuid(&self, thread: u32) -> u64 {
+        self.tagged_uuid(b't', thread)
+    }
+
+    /// Perfetto uuid of counter `name`'s track (format 1.14).
+    pub fn counter_uuid(&self, name: AnnotationId) -> u64 {
+        self.tagged_uuid(b'c', name.0)
+    }
+
+    /// xxh3-64 of `key`, a tag and `id`: 13 bytes, so never a runtime's (12), with its low
+    /// 8 bits set to 0xff, so never a queue's either (their low byte is a slot + 1).
+    fn tagged_uuid(&self, tag: u8, id: u32) -> u64 {
+        let mut bytes = [0u8; 13];
+        bytes[..8].copy_from_slice(&self.key.to_le_bytes());
+        bytes[8] = tag;
+        bytes[9..].copy_from_slice(&id.to_le_bytes());
+        xxhash_rust::xxh3::xxh3_64(&bytes) | 0xff
+    }
 }
 
 /// Chrome's `tid` of track `slot` of `runtime`: outside the range of real thread ids (below
 /// 2^22 on Linux), distinct per runtime and queue.
 pub(crate) fn chrome_tid(runtime: RuntimeId, slot: usize) -> u32 {
     0x4000_0000 | (runtime.0 & 0xff_ffff) << 4 | (slot as u32 + 1)
+}
+
+/// Chrome's `tid` (and Perfetto's `ThreadDescriptor.tid`) of host thread `thread`: its OS
+/// thread id where its `ThreadName` gave one, else one outside real thread ids and apart
+/// from [`chrome_tid`]'s.
+pub(crate) fn thread_tid(os_tid: Option<u64>, thread: u32) -> u32 {
+    match os_tid.and_then(|t| u32::try_from(t).ok()) {
+        Some(tid) => tid,
+        None => 0x2000_0000 | (thread & 0xfff_ffff),
+    }
 }

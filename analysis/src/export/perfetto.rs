@@ -4,7 +4,8 @@
 //! The packets are encoded by hand with the field numbers of the official definitions
 //! (`protos/perfetto/trace/trace_packet.proto`, `interned_data/interned_data.proto`,
 //! `track_event/track_event.proto`, `track_event/track_descriptor.proto`,
-//! `track_event/debug_annotation.proto`, `track_event/process_descriptor.proto`), fields in
+//! `track_event/debug_annotation.proto`, `track_event/process_descriptor.proto`,
+//! `track_event/thread_descriptor.proto`, `track_event/counter_descriptor.proto`), fields in
 //! field-number order as a generated encoder writes them: building a message per event and
 //! encoding it cost most of a large export. The tests decode the output with prost messages
 //! declared from the same definitions, and `cli/tests/perfetto/check.py` with the official
@@ -20,7 +21,11 @@
 //! - A slice is a `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair on its track, arguments as
 //!   debug annotations; flows are `flow_ids` on the producer's begin and
 //!   `terminating_flow_ids` on the consumer's.
-//! - An instant event is `TYPE_INSTANT` on the events track.
+//! - An instant event is `TYPE_INSTANT` on the events track (a marker: on its thread's).
+//! - A host thread (format 1.14) is a track with a `ThreadDescriptor` (the process's `pid`,
+//!   the thread's OS `tid` and `thread_name`) under its process's; a counter a track with a
+//!   `CounterDescriptor` under it, a sample a `TYPE_COUNTER` event with its
+//!   `double_counter_value`.
 //!
 //! **Interning**, as Perfetto's own SDK writes track events: event names, categories,
 //! annotation names and a region's constant argument texts (its kind, buffer uses and
@@ -46,7 +51,10 @@
 //! split the interning state.
 
 use super::batch::{Batch, Batches, Item, Parts, SliceRec};
-use super::{Arg, ClockDomain, EVENTS_SLOT, Instant, Process, RegionSlice, Sink, Slice, Track};
+use super::{
+    Arg, ClockDomain, CounterPoint, CounterTrack, Instant, Process, RegionSlice, Sink, Slice,
+    ThreadTrack, Track, instant_category,
+};
 use std::collections::HashMap;
 use std::io;
 
@@ -54,6 +62,7 @@ use std::io;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
+const TYPE_COUNTER: u64 = 4;
 /// `TracePacket.SequenceFlags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -87,7 +96,9 @@ pub(super) mod field {
     pub const UUID: u32 = 1;
     pub const NAME: u32 = 2;
     pub const PROCESS: u32 = 3;
+    pub const THREAD: u32 = 4;
     pub const PARENT_UUID: u32 = 5;
+    pub const COUNTER: u32 = 8;
     pub const CHILD_ORDERING: u32 = 11;
     pub const SIBLING_ORDER_RANK: u32 = 12;
     /// `ProcessDescriptor`.
@@ -95,12 +106,16 @@ pub(super) mod field {
     pub const CMDLINE: u32 = 2;
     pub const PROCESS_NAME: u32 = 6;
     pub const PROCESS_LABELS: u32 = 8;
+    /// `ThreadDescriptor` (`pid` 1 as the process's).
+    pub const TID: u32 = 2;
+    pub const THREAD_NAME: u32 = 5;
     /// `TrackEvent`.
     pub const CATEGORY_IIDS: u32 = 3;
     pub const DEBUG_ANNOTATIONS: u32 = 4;
     pub const TYPE: u32 = 9;
     pub const NAME_IID: u32 = 10;
     pub const TRACK_UUID: u32 = 11;
+    pub const DOUBLE_COUNTER_VALUE: u32 = 44;
     pub const FLOW_IDS: u32 = 47;
     pub const TERMINATING_FLOW_IDS: u32 = 48;
     /// `DebugAnnotation`.
@@ -763,11 +778,7 @@ impl Sink for Writer {
             Some(instant.time_ns),
             |enc, interner| {
                 let e = Event {
-                    category: Some(if instant.slot == EVENTS_SLOT {
-                        "event"
-                    } else {
-                        "recorder"
-                    }),
+                    category: Some(instant_category(instant.slot)),
                     name: Some(instant.name),
                     args: &instant.args,
                     ..Event::default()
@@ -776,6 +787,62 @@ impl Sink for Writer {
             },
             false,
             true,
+        )
+    }
+
+    fn thread(&mut self, thread: &ThreadTrack<'_>) -> io::Result<()> {
+        self.packet(
+            None,
+            |enc, _| {
+                let at = enc.open_wide(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, thread.place.uuid);
+                let descriptor = enc.open_wide(field::THREAD);
+                enc.int32(field::PID, thread.place.pid as i32);
+                enc.int32(field::TID, thread.place.tid as i32);
+                enc.string(field::THREAD_NAME, thread.name);
+                enc.close_wide(descriptor);
+                enc.uint(field::PARENT_UUID, thread.process_uuid);
+                // After the runtimes (ranked by their ids), in the order of their first record.
+                let rank = (1 << 24) + (thread.thread & 0xff_ffff);
+                enc.int32(field::SIBLING_ORDER_RANK, rank as i32);
+                enc.close_wide(at);
+            },
+            true,
+            true,
+        )
+    }
+
+    fn counter_track(&mut self, counter: &CounterTrack<'_>) -> io::Result<()> {
+        self.packet(
+            None,
+            |enc, _| {
+                let at = enc.open_wide(field::TRACK_DESCRIPTOR);
+                enc.uint(field::UUID, counter.place.uuid);
+                enc.string(field::NAME, counter.name);
+                enc.uint(field::PARENT_UUID, counter.process_uuid);
+                // A plain counter: no unit, not incremental.
+                let descriptor = enc.open(field::COUNTER);
+                enc.close(descriptor);
+                enc.close_wide(at);
+            },
+            true,
+            true,
+        )
+    }
+
+    fn counter(&mut self, sample: &CounterPoint<'_>) -> io::Result<()> {
+        let track = sample.place.uuid;
+        self.packet(
+            Some(sample.time_ns),
+            |enc, _| {
+                let at = enc.open(field::TRACK_EVENT);
+                enc.uint(field::TYPE, TYPE_COUNTER);
+                enc.uint(field::TRACK_UUID, track);
+                enc.fixed64(field::DOUBLE_COUNTER_VALUE, sample.value.to_bits());
+                enc.close(at);
+            },
+            false,
+            false,
         )
     }
 

@@ -2,7 +2,7 @@ use super::*;
 use crate::synthetic::{PipelineSpec, pipeline};
 use hrx_capture::schema::{FatalSignal, HazardKind, SessionStart, SignalWitness};
 use prost::Message;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The Perfetto messages the export writes, declared with prost's derive from the official
 /// definitions' field numbers: the hand-written encoder is checked against prost's.
@@ -95,13 +95,31 @@ mod pb {
         pub name: Option<String>,
         #[prost(message, optional, tag = "3")]
         pub process: Option<ProcessDescriptor>,
+        #[prost(message, optional, tag = "4")]
+        pub thread: Option<ThreadDescriptor>,
         #[prost(uint64, optional, tag = "5")]
         pub parent_uuid: Option<u64>,
+        #[prost(message, optional, tag = "8")]
+        pub counter: Option<CounterDescriptor>,
         #[prost(int32, optional, tag = "11")]
         pub child_ordering: Option<i32>,
         #[prost(int32, optional, tag = "12")]
         pub sibling_order_rank: Option<i32>,
     }
+
+    #[derive(Clone, PartialEq, Message)]
+    pub struct ThreadDescriptor {
+        #[prost(int32, optional, tag = "1")]
+        pub pid: Option<i32>,
+        #[prost(int32, optional, tag = "2")]
+        pub tid: Option<i32>,
+        #[prost(string, optional, tag = "5")]
+        pub thread_name: Option<String>,
+    }
+
+    /// `CounterDescriptor`: a plain counter writes none of its fields.
+    #[derive(Clone, PartialEq, Message)]
+    pub struct CounterDescriptor {}
 
     #[derive(Clone, PartialEq, Message)]
     pub struct ProcessDescriptor {
@@ -131,6 +149,8 @@ mod pb {
         pub categories: Vec<String>,
         #[prost(string, optional, tag = "23")]
         pub name: Option<String>,
+        #[prost(double, optional, tag = "44")]
+        pub double_counter_value: Option<f64>,
         #[prost(fixed64, repeated, packed = "false", tag = "47")]
         pub flow_ids: Vec<u64>,
         #[prost(fixed64, repeated, packed = "false", tag = "48")]
@@ -1089,4 +1109,250 @@ fn two_processes_merge_into_one_timeline_on_their_clock() {
         .map(|e| e["pid"].as_u64().unwrap())
         .collect();
     assert_eq!(pids, BTreeSet::from([100, 200]));
+}
+
+/// A process's pipeline with host threads, annotations and a counter (format 1.14): eight
+/// frames of `crate::synthetic::annotations`, 1 ms apart from 10 ms.
+fn annotated_process(pid: u32, base_ns: u64, wall_s: i64) -> Vec<Record> {
+    let mut records = process_pipeline("node-a", pid, base_ns, wall_s);
+    records.extend(crate::synthetic::annotations(8, 10_000_000, 1_000_000));
+    records
+}
+
+/// What a Perfetto export's tracks are: by uuid, the name (a thread's `thread_name`, a
+/// process's `process_name`), the parent, the thread's (pid, tid) and whether it is a
+/// counter.
+type Tracks = HashMap<u64, (String, Option<u64>, Option<(i32, i32)>, bool)>;
+
+fn tracks_of(packets: &[pb::TracePacket]) -> Tracks {
+    packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .map(|d| {
+            let name = d
+                .name
+                .clone()
+                .or_else(|| d.thread.as_ref()?.thread_name.clone())
+                .or_else(|| d.process.as_ref()?.process_name.clone())
+                .unwrap();
+            let thread = d.thread.as_ref().map(|t| (t.pid.unwrap(), t.tid.unwrap()));
+            (
+                d.uuid.unwrap(),
+                (name, d.parent_uuid, thread, d.counter.is_some()),
+            )
+        })
+        .collect()
+}
+
+/// Host threads (format 1.14): a thread track per recording thread under the trace's
+/// process (its real pid, the thread's OS tid and name), holding its `submit` and `wait`
+/// slices, its annotation ranges and markers; a counter track per counter with its samples;
+/// every time on the absolute clock as the regions'. Chrome alike: the real pid and tid.
+#[test]
+fn host_threads_are_thread_tracks_with_their_spans_annotations_and_counters() {
+    let base = 5_000_000_000_000;
+    let records = annotated_process(4242, base, 1_700_000_000);
+    let (out, counts) = export(&records, Format::Perfetto);
+    assert_eq!(
+        (
+            counts.thread_tracks,
+            counts.thread_slices,
+            counts.markers,
+            counts.counter_tracks,
+            counts.counter_samples
+        ),
+        (2, 24, 8, 1, 16)
+    );
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    assert_eq!(trace.encode_to_vec(), out, "fields as prost writes them");
+    let packets = resolved(&trace);
+    let tracks = tracks_of(&packets);
+    let process = tracks
+        .iter()
+        .find(|(_, t)| t.0 == "app" && t.1.is_none())
+        .map(|(uuid, _)| *uuid)
+        .unwrap();
+    let track = |name: &str| {
+        let (uuid, t) = tracks.iter().find(|(_, t)| t.0 == name).unwrap();
+        (*uuid, t.clone())
+    };
+    let (main, t) = track("main");
+    assert_eq!((t.1, t.2, t.3), (Some(process), Some((4242, 1000)), false));
+    let (decoder, t) = track("decoder");
+    assert_eq!((t.1, t.2, t.3), (Some(process), Some((4242, 1001)), false));
+    let (in_flight, t) = track("in flight");
+    assert_eq!((t.1, t.2, t.3), (Some(process), None, true));
+    // Events by track: (timestamp, type, name, category).
+    let mut on: HashMap<u64, Vec<(u64, i32, Option<String>, Option<String>)>> = HashMap::new();
+    let mut values = Vec::new();
+    for p in &packets {
+        let Some(e) = &p.track_event else { continue };
+        let uuid = e.track_uuid.unwrap();
+        if uuid == in_flight {
+            assert_eq!(e.r#type, Some(4));
+            values.push((p.timestamp.unwrap(), e.double_counter_value.unwrap()));
+            continue;
+        }
+        on.entry(uuid).or_default().push((
+            p.timestamp.unwrap(),
+            e.r#type.unwrap(),
+            e.name.clone(),
+            e.categories.first().cloned(),
+        ));
+    }
+    let named = |track: u64, kind: i32, name: &str| -> Vec<(u64, Option<String>)> {
+        on[&track]
+            .iter()
+            .filter(|e| e.1 == kind && e.2.as_deref() == Some(name))
+            .map(|e| (e.0, e.3.clone()))
+            .collect()
+    };
+    // Session ns t is base + 7 (the calibration's offset) + t.
+    let at = |t: u64| base + 7 + t;
+    let frames = |first: u64| (0..8).map(move |i| at(first + i * 1_000_000));
+    let host = |t| (t, Some("host".to_owned()));
+    assert_eq!(
+        named(main, 1, "submit"),
+        frames(10_000_000).map(host).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        named(main, 1, "wait"),
+        frames(10_010_000).map(host).collect::<Vec<_>>()
+    );
+    let annotation = |t| (t, Some("annotation".to_owned()));
+    assert_eq!(
+        named(main, 3, "frame ready"),
+        frames(10_110_000).map(annotation).collect::<Vec<_>>()
+    );
+    let decodes = named(decoder, 1, "decode");
+    assert_eq!(decodes.len(), 8);
+    assert_eq!(decodes[0], annotation(at(9_000_000)));
+    // Each begin has its end on the same track; nothing else is on the threads' tracks.
+    for track in [main, decoder] {
+        let begins = on[&track].iter().filter(|e| e.1 == 1).count();
+        let ends = on[&track].iter().filter(|e| e.1 == 2).count();
+        assert_eq!(begins, ends);
+    }
+    assert_eq!(on[&decoder].len(), 16);
+    assert_eq!(on[&main].len(), 8 * 5);
+    let expected: Vec<(u64, f64)> = (0..8)
+        .flat_map(|i| {
+            let t = 10_000_000 + i * 1_000_000;
+            [(at(t + 10_000), 1.0), (at(t + 110_000), 0.0)]
+        })
+        .collect();
+    assert_eq!(values, expected);
+
+    let (out, chrome) = export(&records, Format::Chrome);
+    assert_eq!(chrome, counts);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert!(events.iter().all(|e| e["pid"] == 4242));
+    let thread_names: BTreeSet<(u64, String)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter(|e| e["tid"].as_u64().unwrap() < 0x4000_0000)
+        .map(|e| {
+            let name = e["args"]["name"].as_str().unwrap().to_owned();
+            (e["tid"].as_u64().unwrap(), name)
+        })
+        .collect();
+    assert_eq!(
+        thread_names,
+        BTreeSet::from([(1000, "main".to_owned()), (1001, "decoder".to_owned())])
+    );
+    let count = |ph: &str, name: &str, tid: u64| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["name"] == name && e["tid"] == tid)
+            .count()
+    };
+    assert_eq!(count("X", "decode", 1001), 8);
+    assert_eq!(count("X", "submit", 1000), 8);
+    assert_eq!(count("X", "wait", 1000), 8);
+    assert_eq!(count("i", "frame ready", 1000), 8);
+    let submit = events
+        .iter()
+        .find(|e| e["ph"] == "X" && e["name"] == "submit")
+        .unwrap();
+    assert_eq!(submit["args"]["submission"], 0);
+    assert_eq!(submit["ts"].as_f64().unwrap(), at(10_000_000) as f64 / 1e3);
+    let samples: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            assert_eq!(e["name"], "in flight");
+            let ts = e["ts"].as_f64().unwrap();
+            (ts, e["args"]["in flight"].as_f64().unwrap())
+        })
+        .collect();
+    let want: Vec<(f64, f64)> = expected.iter().map(|&(t, v)| (t as f64 / 1e3, v)).collect();
+    assert_eq!(samples, want);
+}
+
+/// Two annotated processes merged: each one's threads and counters are tracks of its own
+/// process (its pid; the same recorded thread ids apart), with uuids of their own.
+#[test]
+fn merged_processes_keep_their_threads_and_counters_apart() {
+    let a = annotated_process(100, 5_000_000_000_000, 1_700_000_000);
+    let b = annotated_process(200, 5_002_000_000_000, 1_700_000_002);
+    let out = merged(&[&a, &b], Format::Perfetto, ClockDomain::Monotonic);
+    let packets = packets_of(&out);
+    let uuids: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.uuid)
+        .collect();
+    assert_eq!(uuids.iter().collect::<HashSet<_>>().len(), uuids.len());
+    let tracks = tracks_of(&packets);
+    let processes: HashMap<u64, String> = tracks
+        .iter()
+        .filter(|(_, t)| t.1.is_none())
+        .map(|(uuid, t)| (*uuid, t.0.clone()))
+        .collect();
+    assert_eq!(processes.len(), 2);
+    let mut threads: Vec<(i32, i32, String)> = tracks
+        .values()
+        .filter_map(|t| t.2.map(|(pid, tid)| (pid, tid, t.0.clone())))
+        .collect();
+    threads.sort();
+    let want: Vec<(i32, i32, String)> = [100, 200]
+        .into_iter()
+        .flat_map(|pid| [(pid, 1000, "main".into()), (pid, 1001, "decoder".into())])
+        .collect();
+    assert_eq!(threads, want);
+    // Each thread and counter hangs off its own process.
+    let parents: HashSet<u64> = tracks
+        .values()
+        .filter(|t| t.2.is_some() || t.3)
+        .map(|t| t.1.unwrap())
+        .collect();
+    assert_eq!(parents, processes.keys().copied().collect());
+    assert_eq!(tracks.values().filter(|t| t.3).count(), 2);
+    // b's first decode is 2 s after a's, on its own track.
+    let decoders: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.thread.as_ref().is_some_and(|t| t.tid == Some(1001)))
+        .filter_map(|d| d.uuid)
+        .collect();
+    assert_eq!(decoders.len(), 2);
+    let (ta, tb) = (
+        first_begin(&packets, decoders[0]),
+        first_begin(&packets, decoders[1]),
+    );
+    assert_eq!(tb - ta, 2_000_000_000);
+    // Chrome: each process's threads by (pid, tid).
+    let out = merged(&[&a, &b], Format::Chrome, ClockDomain::Monotonic);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let decodes: BTreeMap<u64, usize> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "decode")
+        .fold(BTreeMap::new(), |mut m, e| {
+            assert_eq!(e["tid"], 1001);
+            *m.entry(e["pid"].as_u64().unwrap()).or_default() += 1;
+            m
+        });
+    assert_eq!(decodes, BTreeMap::from([(100, 8), (200, 8)]));
 }
