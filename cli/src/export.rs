@@ -178,6 +178,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         total.flows += c.flows;
         total.instants += c.instants;
         total.recorder_instants += c.recorder_instants;
+        total.thread_slices += c.thread_slices;
+        total.markers += c.markers;
+        total.counter_samples += c.counter_samples;
     }
     if args.files.len() > 1 {
         let hosts: std::collections::BTreeSet<&str> =
@@ -197,10 +200,21 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
         // success, where `println!` would panic.
+        // The host threads' part (format 1.14), where the trace has any.
+        let host = if total.thread_slices + total.markers + total.counter_samples > 0 {
+            format!(
+                ", {}, {}, {}",
+                plural(total.thread_slices, "host thread slice"),
+                plural(total.markers, "marker"),
+                plural(total.counter_samples, "counter sample")
+            )
+        } else {
+            String::new()
+        };
         let mut out = io::stdout().lock();
         writeln!(
             out,
-            "{}: {}, {}, {}, {} (as view lists them), {} ({})",
+            "{}: {}, {}, {}, {} (as view lists them), {}{host} ({})",
             args.output.display(),
             plural(total.tracks as u64, "track"),
             plural(total.slices, "slice"),

@@ -11,10 +11,15 @@ use std::process::Command;
 /// What an export must contain, from the records alone.
 #[derive(Debug, Default, PartialEq)]
 struct Expected {
+    /// Tracks but counters': queues, events, recorder, host threads.
     tracks: usize,
+    /// Region, operation and host thread slices.
     slices: usize,
     flows: usize,
+    /// Instant events: events, recorder marks, markers.
     instants: usize,
+    /// Counter tracks (format 1.14).
+    counters: usize,
 }
 
 /// The failures, refusals and cancellations among the records: the events `view` lists
@@ -106,11 +111,24 @@ fn expected(records: &[Value]) -> Expected {
         let runtime = body["runtime"].as_u64().unwrap_or(0);
         tracks.insert((runtime, track.to_owned()));
     }
+    // Host threads (format 1.14): a track per thread with spans, ranges or markers; a
+    // counter track per counter.
+    let threads: BTreeSet<u64> = ["HostSpan", "AnnotationRange", "AnnotationMarker"]
+        .iter()
+        .flat_map(|kind| of(records, kind).map(|r| r["thread"].as_u64().unwrap()))
+        .collect();
+    let counters: BTreeSet<u64> = of(records, "CounterSample")
+        .map(|c| c["name"].as_u64().unwrap())
+        .collect();
     Expected {
-        tracks: tracks.len(),
-        slices: timed.len() + of(records, "OpTiming").count(),
+        tracks: tracks.len() + threads.len(),
+        slices: timed.len()
+            + of(records, "OpTiming").count()
+            + of(records, "HostSpan").count()
+            + of(records, "AnnotationRange").count(),
         flows: flows.len(),
-        instants,
+        instants: instants + of(records, "AnnotationMarker").count(),
+        counters: counters.len(),
     }
 }
 
@@ -122,6 +140,7 @@ fn chrome_counts(path: &Path) -> Expected {
     let mut counts = Expected::default();
     let mut slices: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
     let mut flow_ends: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    let mut counters = BTreeSet::new();
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
         assert!(
@@ -163,6 +182,11 @@ fn chrome_counts(path: &Path) -> Expected {
                 let ends = flow_ends.entry(id).or_default();
                 if ph == "s" { ends.0 += 1 } else { ends.1 += 1 }
             }
+            "C" => {
+                let name = e["name"].as_str().unwrap();
+                assert!(e["args"][name].is_number(), "{e}");
+                counters.insert((place.0, name.to_owned()));
+            }
             "i" => {
                 counts.instants += 1;
                 assert_eq!(e["s"], "t");
@@ -185,6 +209,7 @@ fn chrome_counts(path: &Path) -> Expected {
         "{flow_ends:?}"
     );
     counts.flows = flow_ends.len();
+    counts.counters = counters.len();
     counts
 }
 
@@ -193,11 +218,15 @@ fn chrome_counts(path: &Path) -> Expected {
 fn perfetto_counts(path: &Path) -> Option<Expected> {
     let v = perfetto_check(path)?;
     let n = |k: &str| v[k].as_u64().unwrap() as usize;
+    // Counter tracks are tracks there too.
+    let counters = v["counter_tracks"].as_array().unwrap().len();
+    assert_eq!(n("counters_without_value"), 0, "{v}");
     Some(Expected {
-        tracks: n("tracks"),
+        tracks: n("tracks") - counters,
         slices: n("slices"),
         flows: n("flows"),
         instants: n("instants"),
+        counters,
     })
 }
 
@@ -258,6 +287,17 @@ fn perfetto_check(path: &Path) -> Option<Value> {
 fn check_both(dir: &Path, trace: &str) -> Expected {
     let records = records(dir, trace);
     let want = expected(&records);
+    let count = |kinds: &[&str]| {
+        records
+            .iter()
+            .filter(|r| kinds.iter().any(|k| r.get(*k).is_some()))
+            .count()
+    };
+    let (thread_slices, markers, samples) = (
+        count(&["HostSpan", "AnnotationRange"]),
+        count(&["AnnotationMarker"]),
+        count(&["CounterSample"]),
+    );
     let events = records
         .iter()
         .filter(|r| {
@@ -276,17 +316,27 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
         1 => format!("1 {noun}"),
         n => format!("{n} {noun}s"),
     };
+    let host = if thread_slices + markers + samples > 0 {
+        format!(
+            ", {}, {}, {}",
+            noun(thread_slices, "host thread slice"),
+            noun(markers, "marker"),
+            noun(samples, "counter sample")
+        )
+    } else {
+        String::new()
+    };
     assert!(
         summary.contains(&format!(
-            "{}, {} (as view lists them), {} (chrome)",
+            "{}, {} (as view lists them), {}{host} (chrome)",
             noun(want.flows, "flow"),
             noun(events, "event"),
-            noun(want.instants - events, "recorder mark")
+            noun(want.instants - events - markers, "recorder mark")
         )),
         "{summary}"
     );
     assert!(
-        summary.contains(&format!("{}, ", noun(want.slices, "slice"))),
+        summary.contains(&format!("{}, ", noun(want.slices - thread_slices, "slice"))),
         "{summary}"
     );
     // The Events track holds what `view` lists, nothing of the recorder's.
@@ -320,6 +370,28 @@ fn pipeline_exports_match_the_records_and_perfettos_schema() {
         want.slices >= 12 && want.flows >= 9 && want.tracks >= 4,
         "{want:?}"
     );
+    // The pipeline annotates its host work (format 1.14): the main thread's and the
+    // `decoder` thread's tracks, its ranges as slices there, the frames in flight a counter.
+    assert_eq!(want.counters, 1, "{want:?}");
+    let Some(v) = perfetto_check(&dir.path().join("out.pftrace")) else {
+        return;
+    };
+    let threads = v["thread_tracks"].as_array().unwrap();
+    let pid = v["processes"][0]["pid"].as_u64().unwrap();
+    let names: BTreeSet<&str> = threads
+        .iter()
+        .map(|t| {
+            assert_eq!(t["pid"].as_u64(), Some(pid), "{v}");
+            assert!(t["tid"].as_u64().unwrap() > 0, "{v}");
+            t["name"].as_str().unwrap()
+        })
+        .collect();
+    assert!(names.contains("decoder") && names.contains("main"), "{v}");
+    assert_eq!(v["counter_tracks"], serde_json::json!(["frames in flight"]));
+    assert_eq!(v["counter_values"], 3, "{v}");
+    for (name, n) in [("decode photo", 1), ("write frame", 3), ("submit", 3)] {
+        assert_eq!(v["slice_names"][name], n, "{name}: {v}");
+    }
 }
 
 #[test]

@@ -7,7 +7,8 @@ protos/perfetto/trace/perfetto_trace.proto) and prints what it holds as one JSON
    "instants", "flows", "unmatched_flow_ids", "events_on_undeclared_tracks",
    "unknown_fields", "max_depth", "unbalanced_ends", "unresolved_iids",
    "packets_without_state", "slice_names", "runtime_tracks", "processes",
-   "clock_snapshots", "timestamp_clock_ids", "first_slice_by_pid"}
+   "clock_snapshots", "timestamp_clock_ids", "first_slice_by_pid", "thread_tracks",
+   "counter_tracks", "counter_values", "counters_without_value"}
 
 "tracks" and "track_names" are the tracks events go on (no process's, no runtime's: those
 with children); "processes" lists each process descriptor (pid, name, cmdline, labels);
@@ -15,6 +16,11 @@ with children); "processes" lists each process descriptor (pid, name, cmdline, l
 "timestamp_clock_ids" the sequences' default clocks (TracePacketDefaults);
 "first_slice_by_pid" each process's first slice begin timestamp (a track's process found
 through its parents).
+"thread_tracks" lists each thread track ({"pid", "tid", "name"}: its ThreadDescriptor),
+"counter_tracks" each counter track's name (a CounterDescriptor's track), "counter_values"
+the TYPE_COUNTER events and "counters_without_value" those of them without a
+double_counter_value or not on a counter track. Thread and counter tracks are among "tracks"
+(a thread track's name is its thread_name).
 
 Interned names (`InternedData`: event names, categories, debug annotation names and string
 values) are resolved as Perfetto's trace processor does, per packet sequence: a packet with
@@ -64,6 +70,8 @@ def main(path):
     snapshots, clock_ids = [], []
     states, unresolved, without_state = {}, 0, 0
     slice_names = {}
+    thread_tracks, counter_tracks, counter_uuids = [], [], set()
+    counter_values = counters_without_value = 0
 
     def resolve(table, iid):
         nonlocal unresolved
@@ -91,6 +99,14 @@ def main(path):
             if d.HasField("parent_uuid"):
                 parents.add(d.parent_uuid)
                 pid_of[d.uuid] = pid_of.get(d.parent_uuid)
+            if d.HasField("thread"):
+                pid_of[d.uuid] = d.thread.pid
+                thread_tracks.append(
+                    {"pid": d.thread.pid, "tid": d.thread.tid, "name": d.thread.thread_name}
+                )
+            if d.HasField("counter"):
+                counter_tracks.append(d.name)
+                counter_uuids.add(d.uuid)
             if d.HasField("process"):
                 process_tracks += 1
                 pid_of[d.uuid] = d.process.pid
@@ -145,7 +161,9 @@ def main(path):
                 slice_names[name] = slice_names.get(name, 0) + 1
             events.append((packet.timestamp, e))
     names = [
-        d.name for d in descriptors if not d.HasField("process") and d.uuid not in parents
+        d.thread.thread_name if d.HasField("thread") else d.name
+        for d in descriptors
+        if not d.HasField("process") and d.uuid not in parents
     ]
     runtime_tracks = sum(
         1 for d in descriptors if not d.HasField("process") and d.uuid in parents
@@ -173,6 +191,10 @@ def main(path):
                 depth[e.track_uuid] -= 1
         elif e.type == pb.TrackEvent.TYPE_INSTANT:
             instants += 1
+        elif e.type == pb.TrackEvent.TYPE_COUNTER:
+            counter_values += 1
+            if not e.HasField("double_counter_value") or e.track_uuid not in counter_uuids:
+                counters_without_value += 1
         starts.extend(e.flow_ids)
         terminates.extend(e.terminating_flow_ids)
     flows = set(starts) & set(terminates)
@@ -203,6 +225,10 @@ def main(path):
                 "clock_snapshots": snapshots,
                 "timestamp_clock_ids": clock_ids,
                 "first_slice_by_pid": first_slice,
+                "thread_tracks": thread_tracks,
+                "counter_tracks": counter_tracks,
+                "counter_values": counter_values,
+                "counters_without_value": counters_without_value,
             }
         )
     )
