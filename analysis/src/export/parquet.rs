@@ -25,6 +25,15 @@
 //! | `submissions` | `Submit` | runtime, submission, prepared, slot, producers, time_ns |
 //! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
 //! | `events` | event (as the timeline's `Events` and `Recorder` tracks) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none), detail |
+//! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
+//! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`), runtime, submission, region (a callback's; null otherwise), start_ns, end_ns, duration_ns |
+//! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
+//! | `counters` | `CounterSample` | thread, name, time_ns, value (DOUBLE) |
+//!
+//! The host threads' tables join `threads` on (`session_id`, `thread`); `host_spans` joins
+//! `submissions` on (`session_id`, `runtime`, `submission`). A range's time per name, as
+//! `stats` gives it: `SELECT name, count(*), sum(duration_ns) FROM annotations WHERE kind =
+//! 'range' GROUP BY name`.
 //!
 //! `stats`' per-kernel figures are `SELECT label, count(*), sum(duration_ns), avg(duration_ns)
 //! FROM regions WHERE category = 'kernel' GROUP BY label`, less the runs `events` lists as
@@ -44,7 +53,7 @@ use crate::scan::{JoinedSpan, Visitor, scan_reader_threaded};
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Record, RegionKind};
 use parquet::basic::Compression;
-use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
@@ -58,9 +67,7 @@ use std::sync::Arc;
 pub const ROW_GROUP: usize = 1 << 16;
 
 /// The tables, in the order they are written; each one's columns after `session_id`.
-// Annotations (issue 19, point 1) will be one more table here: `annotations`, a row per
-// range, marker or counter sample, with its thread, name, value and times.
-pub const TABLES: [(&str, &[Column]); 9] = [
+pub const TABLES: [(&str, &[Column]); 13] = [
     (
         "sessions",
         &[
@@ -178,6 +185,35 @@ pub const TABLES: [(&str, &[Column]); 9] = [
             s("detail"),
         ],
     ),
+    ("threads", &[i("thread"), i("os_tid"), s("name")]),
+    (
+        "host_spans",
+        &[
+            i("thread"),
+            s("kind"),
+            i("runtime"),
+            i("submission"),
+            oi("region"),
+            i("start_ns"),
+            i("end_ns"),
+            i("duration_ns"),
+        ],
+    ),
+    (
+        "annotations",
+        &[
+            i("thread"),
+            s("name"),
+            s("kind"),
+            i("start_ns"),
+            i("end_ns"),
+            i("duration_ns"),
+        ],
+    ),
+    (
+        "counters",
+        &[i("thread"), s("name"), i("time_ns"), d("value")],
+    ),
 ];
 
 /// A column: its name and type.
@@ -198,6 +234,8 @@ pub enum ColumnKind {
     OptionalInt,
     /// `REQUIRED BYTE_ARRAY (STRING)`.
     Text,
+    /// `REQUIRED DOUBLE`.
+    Double,
 }
 
 const fn i(name: &'static str) -> Column {
@@ -214,6 +252,13 @@ const fn oi(name: &'static str) -> Column {
     }
 }
 
+const fn d(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: ColumnKind::Double,
+    }
+}
+
 const fn s(name: &'static str) -> Column {
     Column {
         name,
@@ -226,6 +271,7 @@ enum Value<'a> {
     Int(u64),
     OptionalInt(Option<u64>),
     Text(&'a str),
+    Double(f64),
 }
 
 /// One column's values not yet written.
@@ -233,6 +279,7 @@ enum Buffer {
     Int(Vec<i64>),
     OptionalInt(Vec<i64>, Vec<i16>),
     Text(Vec<ByteArray>),
+    Double(Vec<f64>),
 }
 
 /// One table's file and its rows not yet written.
@@ -250,6 +297,7 @@ impl Table {
                 ColumnKind::Int => " REQUIRED INT64 ",
                 ColumnKind::OptionalInt => " OPTIONAL INT64 ",
                 ColumnKind::Text => " REQUIRED BYTE_ARRAY ",
+                ColumnKind::Double => " REQUIRED DOUBLE ",
             });
             message.push_str(c.name);
             if c.kind == ColumnKind::Text {
@@ -273,6 +321,7 @@ impl Table {
             ColumnKind::Int => Buffer::Int(Vec::new()),
             ColumnKind::OptionalInt => Buffer::OptionalInt(Vec::new(), Vec::new()),
             ColumnKind::Text => Buffer::Text(Vec::new()),
+            ColumnKind::Double => Buffer::Double(Vec::new()),
         }));
         Ok(Table {
             writer,
@@ -294,6 +343,7 @@ impl Table {
                     v.extend(x.map(|x| x as i64));
                 }
                 (Buffer::Text(v), Value::Text(t)) => v.push(ByteArray::from(t.as_bytes().to_vec())),
+                (Buffer::Double(v), Value::Double(x)) => v.push(*x),
                 _ => debug_assert!(false, "a value of another type than its column"),
             }
         }
@@ -327,6 +377,10 @@ impl Table {
                 }
                 Buffer::Text(v) => {
                     column.typed::<ByteArrayType>().write_batch(v, None, None)?;
+                    v.clear();
+                }
+                Buffer::Double(v) => {
+                    column.typed::<DoubleType>().write_batch(v, None, None)?;
                     v.clear();
                 }
             }
@@ -424,6 +478,10 @@ const REGIONS: usize = 5;
 const SUBMISSIONS: usize = 6;
 const WAITS: usize = 7;
 const EVENTS: usize = 8;
+const THREADS: usize = 9;
+const HOST_SPANS: usize = 10;
+const ANNOTATIONS: usize = 11;
+const COUNTERS: usize = 12;
 
 /// One trace's pass.
 struct Rows<'t> {
@@ -545,6 +603,64 @@ impl Visitor for Rows<'_> {
                     Int(w.end),
                 ];
                 self.row(WAITS, &row);
+            }
+            Record::ThreadName(t) => {
+                let row = [Int(t.thread.into()), Int(t.os_tid), Text(&t.name)];
+                self.row(THREADS, &row);
+            }
+            Record::HostSpan(h) => {
+                let (start, end) = (h.start_ns, h.end_ns.max(h.start_ns));
+                let row = [
+                    Int(h.thread.into()),
+                    Text(h.kind.label()),
+                    Int(h.runtime.0.into()),
+                    Int(h.submission.0),
+                    Value::OptionalInt(h.region.map(|r| r.0.into())),
+                    time(&mut self.origin, start),
+                    time(&mut self.origin, end),
+                    Int(end - start),
+                ];
+                self.counts.thread_slices += 1;
+                self.row(HOST_SPANS, &row);
+            }
+            Record::AnnotationRange(a) => {
+                let (start, end) = (a.start_ns, a.end_ns.max(a.start_ns));
+                let name = index.annotation_name(a.name);
+                let row = [
+                    Int(a.thread.into()),
+                    Text(&name),
+                    Text("range"),
+                    time(&mut self.origin, start),
+                    time(&mut self.origin, end),
+                    Int(end - start),
+                ];
+                self.counts.thread_slices += 1;
+                self.row(ANNOTATIONS, &row);
+            }
+            Record::AnnotationMarker(m) => {
+                let name = index.annotation_name(m.name);
+                let at = self.origin.time(m.time_ns);
+                let row = [
+                    Int(m.thread.into()),
+                    Text(&name),
+                    Text("marker"),
+                    Int(at),
+                    Int(at),
+                    Int(0),
+                ];
+                self.counts.markers += 1;
+                self.row(ANNOTATIONS, &row);
+            }
+            Record::CounterSample(c) => {
+                let name = index.annotation_name(c.name);
+                let row = [
+                    Int(c.thread.into()),
+                    Text(&name),
+                    time(&mut self.origin, c.time_ns),
+                    Value::Double(c.value.0),
+                ];
+                self.counts.counter_samples += 1;
+                self.row(COUNTERS, &row);
             }
             other => {
                 let Some(event) = instant(other) else { return };

@@ -796,7 +796,7 @@ fn parquet_tables_give_stats_per_kernel_figures_in_duckdb() {
         ];
         let out = run(dir.path(), &args);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
-        assert!(stdout(&out).contains("9 tables"), "{}", stdout(&out));
+        assert!(stdout(&out).contains("13 tables"), "{}", stdout(&out));
         let out = run(dir.path(), &["stats", "--json", &format!("{name}.hrxt")]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -911,4 +911,64 @@ fn parquet_refuses_standard_output_and_tables_it_did_not_write() {
     assert_eq!(code(&ours), 0, "{}", stderr(&ours));
     let again = run(dir.path(), &["export", "h.hrxt", "-o", "ours/"]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
+}
+
+/// The pipeline's annotations (format 1.14) as Parquet tables, queried with DuckDB
+/// (`tests/parquet/annotations.py`): per range name, the count and total duration are
+/// `stats --json`'s, each range on the thread `stats` gives it (`decode photo` on `decoder`,
+/// through the join with `threads`), and the frames in flight counter has its samples.
+#[test]
+fn parquet_annotations_give_stats_range_figures_in_duckdb() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(code(&record_pipeline(dir.path(), "p.hrxt", &photo)), 0);
+    let out = run(dir.path(), &["export", "p.hrxt", "-o", "exports/p/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run(dir.path(), &["stats", "--json", "p.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let want: BTreeMap<String, (u64, u64)> = stats["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let n = |k: &str| a[k].as_u64().unwrap();
+            (
+                a["name"].as_str().unwrap().to_owned(),
+                (n("count"), n("total_ns")),
+            )
+        })
+        .collect();
+    assert!(want.contains_key("decode photo"), "{stats}");
+    let Some(got) = python_check(
+        "tests/parquet/annotations.py",
+        std::ffi::OsStr::new("exports/*"),
+        dir.path(),
+        "HRX_REQUIRE_DUCKDB",
+        "duckdb==2.0.1",
+    ) else {
+        return;
+    };
+    let ranges: BTreeMap<String, (u64, u64)> = got["ranges"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, v)| {
+            let n = |k: &str| v[k].as_u64().unwrap();
+            (name.clone(), (n("count"), n("total_ns")))
+        })
+        .collect();
+    assert_eq!(ranges, want);
+    assert_eq!(
+        got["ranges"]["decode photo"]["threads"],
+        serde_json::json!(["decoder"])
+    );
+    let samples = stats["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "frames in flight")
+        .unwrap()["samples"]
+        .clone();
+    assert_eq!(got["counters"]["frames in flight"], samples);
 }
