@@ -1183,7 +1183,8 @@ fn host_threads_are_thread_tracks_with_their_spans_annotations_and_counters() {
     let (in_flight, t) = track("in flight");
     assert_eq!((t.1, t.2, t.3), (Some(process), None, true));
     // Events by track: (timestamp, type, name, category).
-    let mut on: HashMap<u64, Vec<(u64, i32, Option<String>, Option<String>)>> = HashMap::new();
+    type Event = (u64, i32, Option<String>, Option<String>);
+    let mut on: HashMap<u64, Vec<Event>> = HashMap::new();
     let mut values = Vec::new();
     for p in &packets {
         let Some(e) = &p.track_event else { continue };
