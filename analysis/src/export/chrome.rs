@@ -88,6 +88,24 @@ impl Writer {
         self.batches.batch.end_raw(start);
         self.batches.maybe_hand_off()
     }
+
+    /// A thread's `thread_name` and `thread_sort_index` metadata events (a runtime's queue
+    /// track or a host thread).
+    fn thread_metadata(&mut self, at: super::Place, name: &str, rank: u64) -> io::Result<()> {
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
+            place(out, at.pid, at.tid)?;
+            out.extend_from_slice(b",\"args\":{\"name\":");
+            string(out, name)?;
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })?;
+        self.raw(|out| {
+            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
+            place(out, at.pid, at.tid)?;
+            write!(out, ",\"args\":{{\"sort_index\":{rank}}}}}")
+        })
+    }
 }
 
 fn encode_constant(s: &RegionSlice<'_>) -> io::Result<RegionConst> {
@@ -365,21 +383,9 @@ impl Sink for Writer {
     }
 
     fn track(&mut self, track: &Track, _new_runtime: bool) -> io::Result<()> {
-        let at = track.place;
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
-            place(out, at.pid, at.tid)?;
-            out.extend_from_slice(b",\"args\":{\"name\":");
-            string(out, &format!("runtime {}: {}", track.runtime, track.name))?;
-            out.extend_from_slice(b"}}");
-            Ok(())
-        })?;
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
-            place(out, at.pid, at.tid)?;
-            let rank = u64::from(track.runtime.0) * super::SLOTS as u64 + track.slot as u64;
-            write!(out, ",\"args\":{{\"sort_index\":{rank}}}}}")
-        })
+        let name = format!("runtime {}: {}", track.runtime, track.name);
+        let rank = u64::from(track.runtime.0) * super::SLOTS as u64 + track.slot as u64;
+        self.thread_metadata(track.place, &name, rank)
     }
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
@@ -449,22 +455,9 @@ impl Sink for Writer {
     }
 
     fn thread(&mut self, thread: &ThreadTrack<'_>) -> io::Result<()> {
-        let at = thread.place;
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_name\",");
-            place(out, at.pid, at.tid)?;
-            out.extend_from_slice(b",\"args\":{\"name\":");
-            string(out, thread.name)?;
-            out.extend_from_slice(b"}}");
-            Ok(())
-        })?;
-        self.raw(|out| {
-            out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"thread_sort_index\",");
-            place(out, at.pid, at.tid)?;
-            // After the runtimes' tracks, in the order of the threads' first records.
-            let rank = (1u64 << 32) + u64::from(thread.thread);
-            write!(out, ",\"args\":{{\"sort_index\":{rank}}}}}")
-        })
+        // After the runtimes' tracks, in the order of the threads' first records.
+        let rank = (1u64 << 32) + u64::from(thread.thread);
+        self.thread_metadata(thread.place, thread.name, rank)
     }
 
     fn counter_track(&mut self, _counter: &CounterTrack<'_>) -> io::Result<()> {
