@@ -3,9 +3,11 @@
 //!
 //! # What is exported
 //!
-//! - **Tracks.** Each runtime is a process (`pid` = runtime id); each of its queues on which
-//!   a region ran is a track (`GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`, `Host`), and
-//!   an `Events` track and a `Recorder` track hold the instant events when there are any.
+//! - **Tracks.** Each trace is its recording process (its real `pid`, command line and host,
+//!   module `origin`), each runtime a track of it, and each of a runtime's queues on which a
+//!   region ran a track under it (`GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`,
+//!   `Host`; in Chrome a made-up `tid` above real thread ids, named `runtime R: QUEUE`); an
+//!   `Events` track and a `Recorder` track hold the instant events when there are any.
 //! - **Slices.** One per region timing (host clock, ns in the trace, µs in the JSON), named
 //!   by the region's label as the timeline names it ([`crate::label_region`]), with
 //!   arguments: submission, region, slot, kind, the region's buffer ranges (`buf 3 [0..64000)
