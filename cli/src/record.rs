@@ -173,12 +173,23 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
 
     let written = snapshot.written();
     if written.is_empty() {
-        crate::output::note(format_args!(
+        // A recording that recorded nothing is said even with -q, and in the JSON.
+        let said = format!(
             "no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
              creating an hrx runtime)",
             name(program),
             args.output.display()
-        ));
+        );
+        crate::output::warn(&said);
+        if args.json {
+            let line = serde_json::json!({
+                "program": program.to_string_lossy(),
+                "exit_code": code,
+                "trace": null,
+                "warning": said,
+            });
+            println!("{}", crate::kernel_stats::versioned(line));
+        }
         return Ok(ExitCode::from(code));
     }
     if written.len() > 1 && !args.json && !crate::output::quiet() {

@@ -12,6 +12,21 @@ fn exit_code_is_forwarded_and_a_missing_trace_is_reported() {
     assert!(err.contains("no trace"), "{err}");
     assert!(err.contains("does not use hrx"), "{err}");
     assert!(!dir.path().join("hrx.hrxt").exists());
+    // Said as a warning (-q keeps it) and, with --json, as a line with no trace.
+    let json = run(
+        dir.path(),
+        &["-q", "record", "--json", "--", "sh", "-c", "exit 3"],
+    );
+    assert_eq!(code(&json), 3);
+    assert!(
+        stderr(&json).starts_with("warning: no trace: "),
+        "{}",
+        stderr(&json)
+    );
+    let line: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert!(line["trace"].is_null(), "{line}");
+    assert_eq!(line["exit_code"], 3);
+    assert_eq!(line["schema_version"], hrx_analysis::JSON_SCHEMA_VERSION);
 }
 
 #[test]
