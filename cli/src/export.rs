@@ -100,7 +100,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         crate::failure::require_rereadable(file, "export")?;
     }
-    refuse_same_session(&args.files)?;
+    // Every trace's session read once, first: one that cannot be read leaves no output.
+    let sessions = args
+        .files
+        .iter()
+        .map(|file| session_start(file))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    refuse_same_session(&args.files, &sessions)?;
     if format == OutputFormat::Parquet {
         return parquet(&args);
     }
@@ -124,10 +130,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     };
     // Every trace opened first: one that cannot be read must not leave an empty output.
     let read = Arc::new(AtomicU64::new(0));
-    let mut sessions = Vec::new();
     let mut readers = Vec::new();
     for file in &args.files {
-        sessions.push(session_start(file)?);
         readers.push(open(file, &read, &progress)?);
     }
     let domain = ClockDomain::for_sessions(sessions.iter().flatten());
@@ -496,13 +500,13 @@ const PARQUET_MARKER: &str = ".hrx-export";
 /// Refuses a merged export of one recording session twice (a trace given twice, or a trace
 /// with its own trim, which keeps its session): every slice would be drawn twice on the same
 /// process and thread, and a Parquet join would count it twice.
-fn refuse_same_session(files: &[PathBuf]) -> anyhow::Result<()> {
-    if files.len() < 2 {
-        return Ok(());
-    }
-    let mut seen: Vec<(&PathBuf, SessionStart)> = Vec::new();
-    for file in files {
-        let Some(session) = session_start(file)? else {
+fn refuse_same_session(
+    files: &[PathBuf],
+    sessions: &[Option<SessionStart>],
+) -> Result<(), Failure> {
+    let mut seen: Vec<(&PathBuf, &SessionStart)> = Vec::new();
+    for (file, session) in files.iter().zip(sessions) {
+        let Some(session) = session else {
             continue;
         };
         let same = |s: &SessionStart| {
@@ -519,8 +523,7 @@ fn refuse_same_session(files: &[PathBuf]) -> anyhow::Result<()> {
                 session.host,
                 session.pid
             ))
-            .hint("give each recording once (a trim keeps its recording's session: export it alone)")
-            .into());
+            .hint("give each recording once (a trim keeps its recording's session: export it alone)"));
         }
         seen.push((file, session));
     }

@@ -131,7 +131,8 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             let mut line = report;
             line["live"] = json!({"records": records, "records_per_s": per_s});
-            serde_json::to_writer(&mut out, &versioned(line)).map_err(io::Error::from)?;
+            serde_json::to_writer(&mut out, &crate::output::versioned(line))
+                .map_err(io::Error::from)?;
             writeln!(out)?;
         } else {
             if terminal {
@@ -198,18 +199,6 @@ fn wait_for_trace(path: &Path, wait: Duration) -> Result<StatsTail, FollowError>
     hrx_capture::wait_for_trace(path, wait, StatsTail::open)
 }
 
-/// `report` with its `schema_version` ([`hrx_analysis::JSON_SCHEMA_VERSION`]), as every
-/// JSON report carries it.
-pub fn versioned(mut report: Value) -> Value {
-    if let Some(fields) = report.as_object_mut() {
-        fields.insert(
-            "schema_version".into(),
-            hrx_analysis::JSON_SCHEMA_VERSION.into(),
-        );
-    }
-    report
-}
-
 /// Prints a verb's report to stdout: pretty JSON with `json` (with its `schema_version`),
 /// else as `text` writes it.
 ///
@@ -223,7 +212,7 @@ pub fn print_report(
 ) -> io::Result<()> {
     let mut out = io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &versioned(report.clone()))
+        serde_json::to_writer_pretty(&mut out, &crate::output::versioned(report.clone()))
             .map_err(io::Error::from)?;
         writeln!(out)?;
     } else {

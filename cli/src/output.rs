@@ -6,6 +6,7 @@
 //!   report a verb was asked for is still printed (`record -q` prints no summary).
 //! - `-v`/`--verbose`: `note:` lines about the reading itself as well (records and blocks
 //!   read, in how long).
+//! - JSON reports carry their `schema_version` ([`versioned`]).
 //! - `--color auto|always|never`: verdicts (`MATCH`, `REGRESSION`, ...) and the `error:`,
 //!   `warning:` and `note:` prefixes in colour. `auto` colours a stream that is a terminal
 //!   unless the environment sets `NO_COLOR` to anything non-empty (<https://no-color.org>);
@@ -127,6 +128,18 @@ pub fn verdict_tone(verdict: &str) -> Tone {
         "regression" => Tone::Bad,
         _ => Tone::Warn,
     }
+}
+
+/// `report` with its `schema_version` ([`hrx_analysis::JSON_SCHEMA_VERSION`]), as every
+/// JSON report carries it.
+pub fn versioned(mut report: serde_json::Value) -> serde_json::Value {
+    if let Some(fields) = report.as_object_mut() {
+        fields.insert(
+            "schema_version".into(),
+            hrx_analysis::JSON_SCHEMA_VERSION.into(),
+        );
+    }
+    report
 }
 
 /// Prints `warning: {message}` on standard error (always, `-q` too).

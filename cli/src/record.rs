@@ -188,7 +188,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
                 "trace": null,
                 "warning": said,
             });
-            println!("{}", crate::kernel_stats::versioned(line));
+            println!("{}", crate::output::versioned(line));
         }
         return Ok(ExitCode::from(code));
     }
@@ -386,7 +386,7 @@ pub fn print_summary(
     let written = match json {
         Some(mut line) => {
             line["trace"] = crate::info::json(path, stats, false);
-            serde_json::to_writer(&mut out, &crate::kernel_stats::versioned(line))
+            serde_json::to_writer(&mut out, &crate::output::versioned(line))
                 .map_err(io::Error::from)
                 .and_then(|()| writeln!(out))
         }
