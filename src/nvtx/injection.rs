@@ -164,10 +164,11 @@ pub(crate) struct Tool {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum InjectionError {
     /// The library did not open.
-    #[error("NVTX injection library {path} did not load: {source}")]
+    #[error("NVTX injection library {path} did not load: {reason}")]
     Load {
         path: String,
-        source: libloading::Error,
+        /// The loader's words (`dlerror`).
+        reason: String,
     },
     /// The library has no `InitializeInjectionNvtx2`.
     #[error("NVTX injection library {path} has no InitializeInjectionNvtx2")]
@@ -188,10 +189,13 @@ impl Tool {
         let shown = path.to_string_lossy().into_owned();
         // SAFETY: loading a tool's library runs its initializers; that is what the user asked
         // for by naming it in NVTX_INJECTION64_PATH (or what the test built).
-        let library = unsafe { libloading::Library::new(path) }.map_err(|source| {
+        let library = unsafe { libloading::Library::new(path) }.map_err(|error| {
+            // libloading's own text is "dlopen failed"; dlerror's words are its source.
+            let reason = std::error::Error::source(&error)
+                .map_or_else(|| error.to_string(), |source| source.to_string());
             InjectionError::Load {
                 path: shown.clone(),
-                source,
+                reason,
             }
         })?;
         // SAFETY: the symbol's type is NVTX's `NvtxInitializeInjectionNvtxFunc_t`.
@@ -370,6 +374,8 @@ unsigned tool_size(int m) { return sizes[m]; }
         let err = Tool::load(missing.as_os_str()).err().expect("not loaded");
         assert!(matches!(err, InjectionError::Load { .. }), "{err}");
         assert!(err.to_string().contains("libnot-there.so"), "{err}");
+        // dlerror's words, not only "dlopen failed".
+        assert!(err.to_string().contains("No such file"), "{err}");
 
         // A library that is no NVTX tool (libc has no InitializeInjectionNvtx2).
         let err = Tool::load(OsStr::new("libc.so.6")).err().expect("no entry point");
