@@ -37,9 +37,26 @@ pub const TRACE_ENV: &str = "HRX_TRACE";
 /// own file instead of overwriting that trace (see [`install_or_current`]).
 pub const TRACE_SESSION_ENV: &str = "HRX_TRACE_SESSION";
 
+/// Set by `hrx-trace record` beside [`TRACE_ENV`]: a directory where each process that
+/// creates a trace from [`TRACE_ENV`] leaves a file named by its pid holding the trace's
+/// path, so that `record` reports exactly the traces its own program wrote (not a file
+/// another, concurrent recording wrote to the same name, nor a `NAME.PID.EXT` of theirs).
+/// Writing it never fails the traced program.
+pub const TRACE_PATHS_ENV: &str = "HRX_TRACE_PATHS";
+
 /// Id of the installed recorder, 0 when none: the gate.
 static CURRENT: AtomicU64 = AtomicU64::new(0);
 static SLOT: Mutex<Option<Recorder>> = Mutex::new(None);
+/// The file the last recorder installed from a path writes (after a fallback to
+/// `NAME.PID.EXT`, that name): see [`installed_path`].
+static INSTALLED_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The file the recorder installed by [`install_or_current`] (or [`install_from_env`])
+/// writes, or wrote if it was closed since: the name it fell back to when another process
+/// held the one asked for. `None` when no recorder was installed from a path.
+pub fn installed_path() -> Option<PathBuf> {
+    lock(&INSTALLED_PATH).clone()
+}
 
 /// Whether a recorder is installed: one relaxed atomic load.
 #[inline]
@@ -144,7 +161,9 @@ pub fn install_or_current(
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
     }
-    let recorder = create_unshared(path.as_ref(), options)?;
+    let (recorder, written) = create_unshared(path.as_ref(), options)?;
+    report_path(&written);
+    *lock(&INSTALLED_PATH) = Some(written);
     CURRENT.store(recorder.id(), Ordering::Release);
     *slot = Some(recorder.clone());
     Ok(recorder)
@@ -196,7 +215,10 @@ pub fn shutdown() -> Result<Option<CloseSummary>, WriteError> {
 ///   program fail for want of a file, and never silently overwrites a sibling's trace;
 /// - likewise when the file exists and is not a trace (notes, a photograph: `HRX_TRACE`
 ///   set by hand to the wrong name), which is left as it is.
-fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder, WriteError> {
+fn create_unshared(
+    template: &Path,
+    options: RecorderOptions,
+) -> Result<(Recorder, PathBuf), WriteError> {
     let kind = |e: &WriteError| match e {
         WriteError::Create { source, .. } => Some(source.kind()),
         _ => None,
@@ -210,7 +232,7 @@ fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder
             }
             match Recorder::create(&path, options.clone()) {
                 Err(e) if taken(&e) => continue,
-                other => return other,
+                other => return other.map(|r| (r, path)),
             }
         }
     }
@@ -224,7 +246,7 @@ fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder
             Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
                 why = "exists and is not an hrx trace (left as it is)";
             }
-            other => return other,
+            other => return other.map(|r| (r, path)),
         }
     }
     let own = own_path(&path, std::process::id());
@@ -234,7 +256,20 @@ fn create_unshared(template: &Path, options: RecorderOptions) -> Result<Recorder
         std::process::id(),
         own.display()
     );
-    Recorder::create(own, options)
+    Recorder::create(&own, options).map(|r| (r, own))
+}
+
+/// Tells `hrx-trace record` which file this process records into ([`TRACE_PATHS_ENV`]):
+/// `DIR/PID` holds the path's bytes. Best effort: a report that cannot be written leaves
+/// `record` to find the file by its name, as it does for programs built with an older hrx.
+fn report_path(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let report = Path::new(&dir).join(std::process::id().to_string());
+    let _ = std::fs::write(report, path.as_os_str().as_bytes());
 }
 
 /// `NAME.PID.EXT` beside `path` (`NAME.PID` without an extension): where a process records
@@ -326,9 +361,10 @@ mod tests {
     fn a_sequence_number_skips_existing_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("s-1.hrxt"), b"").unwrap();
-        let recorder =
+        let (recorder, written) =
             create_unshared(&dir.path().join("s-%n.hrxt"), RecorderOptions::default()).unwrap();
         recorder.close().unwrap();
+        assert_eq!(written, dir.path().join("s-2.hrxt"));
         assert!(
             read_all(dir.path().join("s-2.hrxt"))
                 .unwrap()
@@ -343,10 +379,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.hrxt");
         let first = Recorder::create(&path, RecorderOptions::default()).unwrap();
-        let second = create_unshared(&path, RecorderOptions::default()).unwrap();
+        let (second, written) = create_unshared(&path, RecorderOptions::default()).unwrap();
         second.close().unwrap();
         first.close().unwrap();
         let own = own_path(&path, std::process::id());
+        assert_eq!(written, own, "the file it fell back to is the one it names");
         assert!(read_all(&path).unwrap().recovery.clean_close);
         assert!(read_all(own).unwrap().recovery.clean_close);
     }
@@ -356,7 +393,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notes.txt");
         std::fs::write(&path, b"hi\n").unwrap();
-        let recorder = create_unshared(&path, RecorderOptions::default()).unwrap();
+        let (recorder, _) = create_unshared(&path, RecorderOptions::default()).unwrap();
         recorder.close().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"hi\n");
         let own = own_path(&path, std::process::id());
@@ -364,10 +401,9 @@ mod tests {
         // An old trace, and an empty file, are still overwritten in place.
         let trace = dir.path().join("t.hrxt");
         for _ in 0..2 {
-            create_unshared(&trace, RecorderOptions::default())
-                .unwrap()
-                .close()
-                .unwrap();
+            let (recorder, written) = create_unshared(&trace, RecorderOptions::default()).unwrap();
+            assert_eq!(written, trace);
+            recorder.close().unwrap();
         }
         assert!(!own_path(&trace, std::process::id()).exists());
         assert!(read_all(&trace).unwrap().recovery.clean_close);

@@ -130,13 +130,18 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     check_output(&expanded)?;
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
+    // Where each process of the program says which file it records into.
+    let reports = tempfile::Builder::new()
+        .prefix("hrx-trace-paths-")
+        .tempdir()?;
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
     let range = capture_range(args)?;
     let mut command = Command::new(program);
     command
         .args(program_args)
-        .env(hrx_capture::TRACE_ENV, &absolute);
+        .env(hrx_capture::TRACE_ENV, &absolute)
+        .env(hrx_capture::TRACE_PATHS_ENV, reports.path());
     if let Some(range) = &range {
         command.env(hrx_capture::TRACE_RANGE_ENV, range.to_string());
     }
@@ -171,7 +176,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
-    let written = snapshot.written();
+    let written = crate::traces::reported(reports.path(), &snapshot);
     if written.is_empty() {
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(

@@ -4,9 +4,12 @@
 //! `-o` may hold `%p` (process id), `%h` (host name), `%n` (a sequence number, the first
 //! free one) and `%%`, which the runtime of each process expands. Without `%p` or `%n`, a
 //! process that finds the file taken by another process of the same recording writes
-//! `NAME.PID.EXT` beside it (the runtime says so on standard error). So the files written are
-//! those in `-o`'s directory whose names fit the pattern, or its `NAME.PID.EXT` form, and that
-//! are new or changed since the program started: [`Snapshot`] tells them apart.
+//! `NAME.PID.EXT` beside it (the runtime says so on standard error). Each process says which
+//! file it writes in the directory `record` names by `HRX_TRACE_PATHS` ([`reported`]): a
+//! concurrent recording to the same `-o` then never has its files taken for this one's.
+//! A program built with an older hrx says nothing there; its files are those in `-o`'s
+//! directory whose names fit the pattern, or its `NAME.PID.EXT` form, and that are new or
+//! changed since the program started: [`Snapshot`] tells them apart.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -145,6 +148,28 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// The traces the program's processes wrote: the paths they reported in `reports`
+/// ([`hrx_capture::TRACE_PATHS_ENV`]), so that a concurrent recording to the same `-o`
+/// (whose processes fall back to `NAME.PID.EXT`) is never taken for this one's; when no
+/// process reported (a program built with an older hrx), the files `snapshot` sees written.
+/// The reported paths are absolute.
+pub fn reported(reports: &Path, snapshot: &Snapshot) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(reports)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
+        .map(|bytes| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+        .filter(|path| path.is_file())
+        .collect();
+    if paths.is_empty() {
+        return snapshot.written();
+    }
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// Whether `output` holds a pattern that gives each process its own file.

@@ -160,6 +160,9 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // After the report: a trace that could not be written whole (a full disk) does not hide
     // what the run did.
     closed.context("the trace is incomplete")?;
+    // The file the runtime wrote: `-o`'s, or `NAME.PID.EXT` beside it when another process
+    // (a concurrent recording to the same name) held that one.
+    let output = hrx_capture::installed_path().unwrap_or(output);
     let stats = crate::info::read(&output)?;
     let json = args.json.then(|| {
         serde_json::json!({

@@ -205,3 +205,45 @@ fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
         assert_eq!(untraced, 1, "{place:?}: {said}");
     }
 }
+
+/// Two `record` runs started together to the same `-o` (two CI jobs sharing a name; `record`
+/// refuses a name another recorder is already writing, so only runs that start together
+/// get this far): one program's process writes `t.hrxt`, the other's falls back to
+/// `t.PID.hrxt`, and each `record` lists only the file its own program wrote (each process
+/// says which file it writes; before, both listed every new file of the name).
+#[test]
+fn two_recordings_started_together_to_one_name_each_list_only_their_own_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let spawn = |name: &str, submissions: u64| {
+        // Both programs start hrx only once both `record`s are running.
+        let script = format!(
+            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; exec \"$T\" {submissions} 200"
+        );
+        hrx_trace(dir.path())
+            .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
+            .env("T", traced())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = spawn("a", 3);
+    let second = spawn("b", 5);
+    while !(dir.path().join("ready-a").exists() && dir.path().join("ready-b").exists()) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    let outputs = [first, second].map(|child| child.wait_with_output().unwrap());
+    let names = files(dir.path(), "t.");
+    assert_eq!(names.len(), 2, "{names:?}");
+    for (out, submissions) in outputs.iter().zip([3u64, 5]) {
+        assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
+        let lines = summarised(out);
+        assert_eq!(lines.len(), 1, "{}", stdout(out));
+        let name = names
+            .iter()
+            .find(|n| lines[0].split_whitespace().nth(1) == Some(n.as_str()))
+            .unwrap_or_else(|| panic!("{lines:?} names none of {names:?}"));
+        check_traces(dir.path(), std::slice::from_ref(name), &[submissions]);
+    }
+}
