@@ -594,6 +594,10 @@ impl Hook<'_> {
         let start_ns = crate::clock::now_ns();
         captures.wait();
         let end_ns = crate::clock::now_ns();
+        // On the waiting thread's row too: the `CaptureFence` record names the buffer, the
+        // host span the thread.
+        let kind = s::HostSpanKind::CaptureFence;
+        self.host_span(kind, submission, Some(region), (start_ns, end_ns));
         self.record(s::Record::CaptureFence(s::CaptureFence {
             runtime: self.runtime,
             submission: s::SubmissionIndex(submission),

@@ -228,6 +228,12 @@ pub struct ThreadStats {
     pub host_callback_ns: u64,
     /// Annotation ranges it recorded.
     pub ranges: u64,
+    /// Waits at the capture fence before a region it ran (format 1.15; 0 in older traces).
+    #[serde(default)]
+    pub capture_fences: u64,
+    /// Their total time in ns.
+    #[serde(default)]
+    pub capture_fence_ns: u64,
 }
 
 /// Every statistic of a trace.
@@ -431,6 +437,7 @@ impl Annotations {
                     HostSpanKind::Submit => (&mut t.submits, &mut t.submit_ns),
                     HostSpanKind::Wait => (&mut t.waits, &mut t.wait_ns),
                     HostSpanKind::HostCallback => (&mut t.host_callbacks, &mut t.host_callback_ns),
+                    HostSpanKind::CaptureFence => (&mut t.capture_fences, &mut t.capture_fence_ns),
                 };
                 *count += 1;
                 *total = total.saturating_add(ns);
@@ -842,7 +849,19 @@ mod tests {
 
     #[test]
     fn annotations_markers_counters_and_host_threads_are_summed_by_name_and_thread() {
-        let records = crate::synthetic::annotations(8, 10_000_000, 1_000_000);
+        let mut records = crate::synthetic::annotations(8, 10_000_000, 1_000_000);
+        // The decoder waited twice at the capture fence before a region it ran (format 1.15).
+        for (submission, start_ns) in [(2, 13_000_000), (5, 16_000_000)] {
+            records.push(Record::HostSpan(hrx_capture::schema::HostSpan {
+                thread: 1,
+                kind: HostSpanKind::CaptureFence,
+                runtime: hrx_capture::schema::RuntimeId(0),
+                submission: hrx_capture::schema::SubmissionIndex(submission),
+                region: Some(hrx_capture::schema::RegionIndex(1)),
+                start_ns,
+                end_ns: start_ns + 30_000,
+            }));
+        }
         let (stats, _) = stats_of(&records);
         // Six ranges of 1 ms, two of 2 ms.
         assert_eq!(
@@ -889,6 +908,8 @@ mod tests {
             thread: 1,
             name: "decoder".into(),
             ranges: 8,
+            capture_fences: 2,
+            capture_fence_ns: 60_000,
             ..ThreadStats::default()
         };
         assert_eq!(stats.threads, [main, decoder]);

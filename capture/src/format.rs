@@ -140,7 +140,9 @@ impl FormatVersion {
         // 1.13: `TraceRange::fault`.
         // 1.14: `Record::ThreadName`, `HostSpan`, `AnnotationName`, `AnnotationRange`,
         // `AnnotationMarker`, `CounterSample` (host threads and application annotations).
-        minor: FormatMinor(14),
+        // 1.15: `HostSpanKind::CaptureFence` (a capture-fence wait on its thread's row; an
+        // older reader skips such a span, keeping the `CaptureFence` record).
+        minor: FormatMinor(15),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1162,7 +1164,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.14"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.15"), "{err}");
     }
 
     #[test]

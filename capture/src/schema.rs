@@ -1093,15 +1093,21 @@ pub enum HostSpanKind {
     /// A host callback (a [`RegionKind::Host`] region) run by this thread; its
     /// [`RegionTiming`] is the same span on the Host queue.
     HostCallback,
+    /// The thread about to run `region` waited at the capture fence (format 1.15): capture
+    /// work still read a buffer the region writes. The same wait as the [`CaptureFence`]
+    /// record (which names the buffer), on the row of the thread that waited.
+    CaptureFence,
 }
 
 impl HostSpanKind {
-    /// The kind's name as readers show it: `"submit"`, `"wait"` or `"host callback"`.
+    /// The kind's name as readers show it: `"submit"`, `"wait"`, `"host callback"` or
+    /// `"capture fence"`.
     pub fn label(self) -> &'static str {
         match self {
             HostSpanKind::Submit => "submit",
             HostSpanKind::Wait => "wait",
             HostSpanKind::HostCallback => "host callback",
+            HostSpanKind::CaptureFence => "capture fence",
         }
     }
 }
@@ -1118,7 +1124,7 @@ pub struct HostSpan {
     pub runtime: RuntimeId,
     /// The submission.
     pub submission: SubmissionIndex,
-    /// The region, for a [`HostSpanKind::HostCallback`].
+    /// The region, for a [`HostSpanKind::HostCallback`] or [`HostSpanKind::CaptureFence`].
     pub region: Option<RegionIndex>,
     /// Host time when the span began.
     pub start_ns: u64,
@@ -2257,6 +2263,7 @@ pub(crate) mod testgen {
                     HostSpanKind::Submit,
                     HostSpanKind::Wait,
                     HostSpanKind::HostCallback,
+                    HostSpanKind::CaptureFence,
                 ]),
                 runtime,
                 submission: SubmissionIndex(r.int()),

@@ -338,6 +338,7 @@ pub(crate) fn decode_raw(entry: &[u8]) -> Option<Record> {
                 0 => HostSpanKind::Submit,
                 1 => HostSpanKind::Wait,
                 2 => HostSpanKind::HostCallback,
+                3 => HostSpanKind::CaptureFence,
                 _ => return None,
             },
             runtime: RuntimeId(u32_at(b, 5)),
@@ -495,7 +496,7 @@ pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
         DIGEST => (DIGEST_LEN, MAX_DIGEST_FRAME),
         HOST_SPAN => {
             // The kind byte must name a kind (the transcoder writes it as is).
-            if *rest.get(4)? > HostSpanKind::HostCallback as u8 {
+            if *rest.get(4)? > HostSpanKind::CaptureFence as u8 {
                 return None;
             }
             (HOST_SPAN_LEN, MAX_HOST_SPAN_FRAME)
@@ -841,6 +842,7 @@ mod tests {
                 (HostSpanKind::Submit, None),
                 (HostSpanKind::Wait, None),
                 (HostSpanKind::HostCallback, Some(RegionIndex(w))),
+                (HostSpanKind::CaptureFence, Some(RegionIndex(w))),
             ] {
                 out.push(Record::HostSpan(HostSpan {
                     thread: w,
@@ -883,7 +885,7 @@ mod tests {
             raw += usize::from(!framed);
             entries.extend_from_slice(&scratch[range]);
         }
-        assert_eq!(raw, 5 * (2 + 3 + 1 + 3 + 1));
+        assert_eq!(raw, 5 * (2 + 3 + 1 + 4 + 1));
         // Entry by entry, as the fatal-signal flush does: each frame within its bound.
         let (mut at, mut frames, mut encoder) = (0, Vec::new(), FrameEncoder::new());
         while let Some((len, bound)) = entry_bounds(&entries[at..]) {

@@ -63,8 +63,9 @@
 //!  "markers": [{"name", "count"}], "counters": [{"name", "samples", "min", "max", "last"}]
 //!  (values in the application's unit),
 //!  "threads": [{"thread", "name", "submits", "submit_ns", "waits", "wait_ns",
-//!               "host_callbacks", "host_callback_ns", "ranges"}]: per host thread, its
-//!  `submit` calls, waits that blocked, host callbacks and annotation ranges}
+//!               "host_callbacks", "host_callback_ns", "ranges", "capture_fences",
+//!               "capture_fence_ns"}]: per host thread, its `submit` calls, waits that
+//!  blocked, host callbacks, annotation ranges and waits at the capture fence (format 1.15)}
 //!
 //! The text report lists the annotations, markers, counters and host threads after the
 //! failures, when the trace has any.
@@ -607,7 +608,7 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
     if !threads.is_empty() {
         writeln!(
             out,
-            "\n{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7}",
+            "\n{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7} {:>7} {:>11}",
             "host thread",
             "submits",
             "in submit",
@@ -615,12 +616,14 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
             "waiting",
             "callbacks",
             "in callback",
-            "ranges"
+            "ranges",
+            "fences",
+            "at fence"
         )?;
         for t in &threads {
             writeln!(
                 out,
-                "{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7}",
+                "{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7} {:>7} {:>11}",
                 t["name"].as_str().unwrap_or(""),
                 u(&t["submits"]),
                 duration(u(&t["submit_ns"])),
@@ -629,6 +632,8 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
                 u(&t["host_callbacks"]),
                 duration(u(&t["host_callback_ns"])),
                 u(&t["ranges"]),
+                u(&t["capture_fences"]),
+                duration(u(&t["capture_fence_ns"])),
             )?;
         }
     }

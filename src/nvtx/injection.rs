@@ -349,13 +349,18 @@ unsigned tool_size(int m) { return sizes[m]; }
         // stand-in's own counters.
         unsafe {
             let lib = libloading::Library::new(&path).unwrap();
-            let count = |name: &[u8]| (*lib.get::<unsafe extern "C" fn() -> c_int>(name).unwrap())();
+            let count =
+                |name: &[u8]| (*lib.get::<unsafe extern "C" fn() -> c_int>(name).unwrap())();
             assert_eq!(count(b"tool_pushes\0"), 2);
             assert_eq!(count(b"tool_pops\0"), 2);
             assert_eq!(count(b"tool_marks\0"), 1);
-            let last = (*lib.get::<unsafe extern "C" fn() -> *const c_char>(b"tool_last\0").unwrap())();
+            let last = (*lib
+                .get::<unsafe extern "C" fn() -> *const c_char>(b"tool_last\0")
+                .unwrap())();
             assert_eq!(CStr::from_ptr(last), c"frame");
-            let size = *lib.get::<unsafe extern "C" fn(c_int) -> c_uint>(b"tool_size\0").unwrap();
+            let size = *lib
+                .get::<unsafe extern "C" fn(c_int) -> c_uint>(b"tool_size\0")
+                .unwrap();
             let sizes: Vec<c_uint> = (1..=6).map(|m| size(m)).collect();
             assert_eq!(sizes, [16, 9, 15, 7, 16, 7], "NVTX_CBID_*_SIZE per module");
         }
@@ -363,8 +368,7 @@ unsigned tool_size(int m) { return sizes[m]; }
     }
 
     #[test]
-    fn a_tool_that_refuses_a_missing_library_and_a_library_without_the_entry_point_give_no_tool()
-    {
+    fn a_tool_that_refuses_a_missing_library_and_a_library_without_the_entry_point_give_no_tool() {
         let dir = scratch("refuse");
         let refusing = build_tool(&dir, "refusing", &["-DREFUSE"]);
         let err = Tool::load(refusing.as_os_str()).err().expect("refused");
@@ -378,7 +382,9 @@ unsigned tool_size(int m) { return sizes[m]; }
         assert!(err.to_string().contains("No such file"), "{err}");
 
         // A library that is no NVTX tool (libc has no InitializeInjectionNvtx2).
-        let err = Tool::load(OsStr::new("libc.so.6")).err().expect("no entry point");
+        let err = Tool::load(OsStr::new("libc.so.6"))
+            .err()
+            .expect("no entry point");
         assert!(matches!(err, InjectionError::NoEntryPoint { .. }), "{err}");
         let _ = std::fs::remove_dir_all(dir);
     }

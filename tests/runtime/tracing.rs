@@ -606,6 +606,37 @@ fn capture_fence_waits_are_spans_of_their_own_outside_region_times() {
         })
         .collect();
     assert!(!fences.is_empty(), "no region waited at a capture fence");
+    // Each wait is on the row of the thread that waited too (issue 19: host threads show
+    // their capture-fence waits): a host span of that kind, the same times, a named thread.
+    let fence_spans: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::HostSpan(h) if h.kind == s::HostSpanKind::CaptureFence => Some(*h),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fence_spans.len(), fences.len());
+    let named: std::collections::BTreeSet<u32> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::ThreadName(t) => Some(t.thread),
+            _ => None,
+        })
+        .collect();
+    for fence in &fences {
+        let span = fence_spans
+            .iter()
+            .find(|h| h.submission == fence.submission && h.region == Some(fence.region))
+            .expect("the fence's wait is on its thread's row");
+        assert_eq!((span.start_ns, span.end_ns), (fence.start_ns, fence.end_ns));
+        assert!(
+            named.contains(&span.thread),
+            "thread {} has no name record",
+            span.thread
+        );
+    }
     for fence in &fences {
         assert!(fence.start_ns <= fence.end_ns);
         let region = timing(fence.submission, fence.region);

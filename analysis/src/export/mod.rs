@@ -30,8 +30,9 @@
 //! - **Host threads** (format 1.14). Each recording thread with a `HostSpan`, an
 //!   annotation range or a marker is a thread of the trace's process: its real OS thread id
 //!   (from its `ThreadName`) and name (`thread N` without one). Its `submit` calls, blocking
-//!   waits and host callbacks are slices (`submit`, `wait`, `host callback`, category `host`,
-//!   with the runtime, submission and, for a callback, region), the application's ranges
+//!   waits, host callbacks and capture-fence waits (format 1.15) are slices (`submit`,
+//!   `wait`, `host callback`, `capture fence`, category `host`, with the runtime, submission
+//!   and, for a callback or a fence, region), the application's ranges
 //!   slices named as the application named them (category `annotation`) and its markers
 //!   instant events there ([`ExportCounts::thread_slices`], [`ExportCounts::markers`]).
 //!   Each counter is a counter track of the process named as the counter

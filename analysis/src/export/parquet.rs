@@ -26,7 +26,7 @@
 //! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
 //! | `events` | event (as the timeline's `Events` and `Recorder` tracks) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none), detail |
 //! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
-//! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`), runtime, submission, region (a callback's; null otherwise), start_ns, end_ns, duration_ns |
+//! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
 //! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
 //! | `counters` | `CounterSample` | thread, name, time_ns, value (DOUBLE) |
 //!

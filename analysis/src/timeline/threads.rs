@@ -4,7 +4,8 @@
 //! main thread waiting for it).
 //!
 //! A row holds its thread's spans sorted by start: `submit` calls, blocking waits, host
-//! callbacks and recorder waits ([`ThreadWhat`]), and the application's ranges, which nest
+//! callbacks, capture-fence waits (format 1.15) and recorder waits ([`ThreadWhat`]), and the
+//! application's ranges, which nest
 //! (a range's depth is its nesting on the thread); and its markers. Unlike the queues'
 //! lanes, rows are kept in memory (24 bytes a span) and not in the view cache's mapped
 //! columns: at most [`ROW_SPANS_LIMIT`] spans and as many markers a row are kept, the rest
@@ -21,7 +22,8 @@ pub const ROW_SPANS_LIMIT: usize = 1 << 20;
 /// What a thread did during a [`ThreadSpan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ThreadWhat {
-    /// A runtime span: `submit`, a blocking wait, a host callback, of this submission.
+    /// A runtime span: `submit`, a blocking wait, a host callback, a capture-fence wait
+    /// before one of its regions, of this submission.
     Host(HostSpanKind, SubmissionIndex),
     /// The thread waited for the recorder (its buffer was full).
     RecorderWait,

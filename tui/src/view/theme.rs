@@ -77,6 +77,10 @@ pub(super) fn thread_style(what: hrx_analysis::timeline::ThreadWhat) -> Style {
         ThreadWhat::Host(HostSpanKind::Wait, _) => {
             Style::new().bg(Color::DarkGray).fg(Color::White)
         }
+        // Capture work holding the thread, as a recorder wait is.
+        ThreadWhat::Host(HostSpanKind::CaptureFence, _) => {
+            Style::new().bg(Color::LightRed).fg(Color::Black)
+        }
         ThreadWhat::Host(_, _) => Style::new().bg(Color::Gray).fg(Color::Black),
         ThreadWhat::RecorderWait => Style::new().bg(Color::Red).fg(Color::White),
         ThreadWhat::Range(_) => Style::new().bg(Color::Blue).fg(Color::White),
