@@ -224,7 +224,7 @@ fn create_unshared(
         _ => None,
     };
     let taken = |e: &WriteError| kind(e) == Some(std::io::ErrorKind::WouldBlock);
-    if template.to_str().is_some_and(|t| t.contains("%n")) {
+    if has_sequence(template) {
         for n in 1..=100_000u64 {
             let path = expand_path_with(template, n);
             if path.exists() {
@@ -301,37 +301,47 @@ pub fn expand_path(template: impl AsRef<Path>) -> PathBuf {
     let mut n = 1;
     loop {
         let path = expand_path_with(template, n);
-        if n >= 100_000 || !template.to_str().is_some_and(|t| t.contains("%n")) || !path.exists() {
+        if n >= 100_000 || !has_sequence(template) || !path.exists() {
             return path;
         }
         n += 1;
     }
 }
 
-fn expand_path_with(template: &Path, n: u64) -> PathBuf {
-    let Some(text) = template.to_str() else {
-        return template.to_owned();
-    };
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('p') => out.push_str(&std::process::id().to_string()),
-            Some('h') => out.push_str(&writer::host_name()),
-            Some('n') => out.push_str(&n.to_string()),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
+/// Whether `template` holds `%n` (a `%%n` is a literal `%n`).
+fn has_sequence(template: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = template.as_os_str().as_bytes().iter();
+    while let Some(&b) = bytes.next() {
+        if b == b'%' && bytes.next() == Some(&b'n') {
+            return true;
         }
     }
-    PathBuf::from(OsString::from(out))
+    false
+}
+
+/// Expanded byte by byte: a path that is not UTF-8 (Linux allows any byte but `/` and NUL in
+/// a name) keeps its bytes, and its patterns are expanded as in any other path.
+fn expand_path_with(template: &Path, n: u64) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let text = template.as_os_str().as_bytes();
+    let mut out = Vec::with_capacity(text.len() + 8);
+    let mut bytes = text.iter().copied();
+    while let Some(b) = bytes.next() {
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'p') => out.extend_from_slice(std::process::id().to_string().as_bytes()),
+            Some(b'h') => out.extend_from_slice(writer::host_name().as_bytes()),
+            Some(b'n') => out.extend_from_slice(n.to_string().as_bytes()),
+            Some(b'%') => out.push(b'%'),
+            Some(other) => out.extend_from_slice(&[b'%', other]),
+            None => out.push(b'%'),
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
 }
 
 #[cfg(test)]
@@ -348,6 +358,13 @@ mod tests {
             PathBuf::from(format!("/tmp/t-{pid}.hrxt"))
         );
         assert_eq!(expand_path("a%%p%x%"), PathBuf::from("a%p%x%"));
+        // Byte by byte: a name that is not UTF-8 keeps its bytes and expands its patterns.
+        use std::os::unix::ffi::OsStrExt;
+        let raw = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/\xff-%p-%%n"));
+        let want = [b"/tmp/\xff-".as_slice(), pid.to_string().as_bytes(), b"-%n"].concat();
+        assert_eq!(expand_path(raw).as_os_str().as_bytes(), want.as_slice());
+        // `%%n` is a literal `%n`, not a sequence number.
+        assert!(!has_sequence(raw) && has_sequence(Path::new("t-%n")));
         let host = writer::host_name();
         assert_eq!(expand_path("t-%h-%n"), PathBuf::from(format!("t-{host}-1")));
         assert_eq!(

@@ -59,15 +59,6 @@ use std::process::{Command, ExitCode, ExitStatus};
 /// [`Failure`] for a bad output path, a program that cannot be started, bad workload
 /// options or a failed workload; I/O errors.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
-    // The runtime takes its trace path as text (`HRX_TRACE`, with `%p` expanded): a path
-    // that is not UTF-8 would be written under another name.
-    if args.output.to_str().is_none() {
-        return Err(Failure::new(format!(
-            "-o {}: the path is not valid UTF-8, which trace paths must be",
-            args.output.display()
-        ))
-        .into());
-    }
     match args.workload.as_deref() {
         Some(name) => crate::workload::run(name, &args),
         None => record_program(&args),
@@ -602,10 +593,15 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 
 /// `%` doubled, so that `HRX_TRACE` expansion gives the path back.
 pub(crate) fn escape_percent(path: &OsStr) -> OsString {
-    match path.to_str() {
-        Some(text) => text.replace('%', "%%").into(),
-        None => path.to_owned(),
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut out = Vec::with_capacity(path.len() + 4);
+    for &b in path.as_bytes() {
+        out.push(b);
+        if b == b'%' {
+            out.push(b'%');
+        }
     }
+    OsString::from_vec(out)
 }
 
 fn name(program: &OsStr) -> String {

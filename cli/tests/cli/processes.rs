@@ -247,3 +247,36 @@ fn two_recordings_started_together_to_one_name_each_list_only_their_own_trace() 
         check_traces(dir.path(), std::slice::from_ref(name), &[submissions]);
     }
 }
+
+/// A `-o` that is not UTF-8 keeps its bytes, and its `%p` expands (the runtime expanded trace
+/// paths as text, so `record` refused such names).
+#[test]
+fn a_name_that_is_not_utf8_keeps_its_bytes_and_its_pattern_expands() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o"])
+        .arg(std::ffi::OsStr::from_bytes(b"t\xfe%p.hrxt"))
+        .arg("--")
+        .arg(traced())
+        .arg("4")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let names: Vec<Vec<u8>> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = &names[0];
+    assert!(
+        name.starts_with(b"t\xfe") && name.ends_with(b".hrxt"),
+        "{name:?}"
+    );
+    let pid = std::str::from_utf8(&name[2..name.len() - 5]).unwrap();
+    assert!(pid.parse::<u32>().is_ok(), "{name:?}");
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(name));
+    let trace = hrx_capture::read_all(&path).unwrap();
+    assert!(trace.recovery.is_complete());
+    assert_eq!(summarised(&out).len(), 1, "{}", stdout(&out));
+}
