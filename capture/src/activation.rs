@@ -260,16 +260,39 @@ fn create_unshared(
 }
 
 /// Tells `hrx-trace record` which file this process records into ([`TRACE_PATHS_ENV`]):
-/// `DIR/PID` holds the path's bytes. Best effort: a report that cannot be written leaves
-/// `record` to find the file by its name, as it does for programs built with an older hrx.
+/// a new file `DIR/PID` (`DIR/PID.N` when that exists: a process that recorded, then
+/// `exec`ed another program that records) holds the path's bytes. Best effort: a report that
+/// cannot be written leaves `record` to find the file by its name, as it does for programs
+/// built with an older hrx.
 fn report_path(path: &Path) {
+    if let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) {
+        report_path_in(Path::new(&dir), path);
+    }
+}
+
+fn report_path_in(dir: &Path, path: &Path) {
+    use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
-    let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) else {
-        return;
-    };
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let report = Path::new(&dir).join(std::process::id().to_string());
-    let _ = std::fs::write(report, path.as_os_str().as_bytes());
+    let pid = std::process::id();
+    for n in 0..100u32 {
+        let name = match n {
+            0 => pid.to_string(),
+            n => format!("{pid}.{n}"),
+        };
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name));
+        match file {
+            Ok(mut file) => {
+                let _ = file.write_all(path.as_os_str().as_bytes());
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return,
+        }
+    }
 }
 
 /// `NAME.PID.EXT` beside `path` (`NAME.PID` without an extension): where a process records
@@ -372,6 +395,21 @@ mod tests {
             PathBuf::from("/d/t.7.hrxt")
         );
         assert_eq!(own_path(Path::new("t"), 7), PathBuf::from("t.7"));
+    }
+
+    /// Each trace a process creates is reported in a file of its own (a process that `exec`s
+    /// another recording program keeps its pid); a directory that cannot be written is no
+    /// error.
+    #[test]
+    fn each_trace_is_reported_in_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        report_path_in(dir.path(), Path::new("/t/a.hrxt"));
+        report_path_in(dir.path(), Path::new("/t/b.hrxt"));
+        let pid = std::process::id();
+        let read = |name: String| std::fs::read(dir.path().join(name)).unwrap();
+        assert_eq!(read(pid.to_string()), b"/t/a.hrxt");
+        assert_eq!(read(format!("{pid}.1")), b"/t/b.hrxt");
+        report_path_in(&dir.path().join("missing"), Path::new("/t/c.hrxt"));
     }
 
     #[test]

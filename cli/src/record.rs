@@ -121,18 +121,23 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     check_output(&expanded)?;
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
-    // Where each process of the program says which file it records into.
+    // Where each process of the program says which file it records into; without it (no
+    // temporary directory), the files are found by their names as before.
     let reports = tempfile::Builder::new()
         .prefix("hrx-trace-paths-")
-        .tempdir()?;
+        .tempdir()
+        .ok();
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
     let range = capture_range(args)?;
     let mut command = Command::new(program);
     command
         .args(program_args)
-        .env(hrx_capture::TRACE_ENV, &absolute)
-        .env(hrx_capture::TRACE_PATHS_ENV, reports.path());
+        .env(hrx_capture::TRACE_ENV, &absolute);
+    match &reports {
+        Some(reports) => command.env(hrx_capture::TRACE_PATHS_ENV, reports.path()),
+        None => command.env_remove(hrx_capture::TRACE_PATHS_ENV),
+    };
     if let Some(range) = &range {
         command.env(hrx_capture::TRACE_RANGE_ENV, range.to_string());
     }
@@ -167,7 +172,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
-    let written = crate::traces::reported(reports.path(), &snapshot);
+    let written = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
     if written.is_empty() {
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(

@@ -155,9 +155,10 @@ impl Snapshot {
 /// (whose processes fall back to `NAME.PID.EXT`) is never taken for this one's; when no
 /// process reported (a program built with an older hrx), the files `snapshot` sees written.
 /// The reported paths are absolute.
-pub fn reported(reports: &Path, snapshot: &Snapshot) -> Vec<PathBuf> {
+pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Vec<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(reports)
+    let mut paths: Vec<PathBuf> = reports
+        .and_then(|dir| std::fs::read_dir(dir).ok())
         .into_iter()
         .flatten()
         .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())

@@ -280,3 +280,20 @@ fn a_name_that_is_not_utf8_keeps_its_bytes_and_its_pattern_expands() {
     assert!(trace.recovery.is_complete());
     assert_eq!(summarised(&out).len(), 1, "{}", stdout(&out));
 }
+
+/// Without a temporary directory for the processes' reports (`TMPDIR` missing), `record`
+/// still records and finds the trace by its name.
+#[test]
+fn without_a_temporary_directory_the_trace_is_found_by_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(traced())
+        .arg("3")
+        .env("TMPDIR", dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    check_traces(dir.path(), &["t.hrxt".to_owned()], &[3]);
+    assert_eq!(summarised(&out).len(), 1, "{}", stdout(&out));
+}
