@@ -19,20 +19,24 @@
 //!
 //! hrx calls three of the core slots: `RangePushA` (9), `RangePop` (11) and `MarkA` (2).
 //! Every module's slots exist (a tool may write into any of them), but a slot hrx does not
-//! call stays unread. The slots are read on every call, as NVTX 3 does, and live as long
-//! as the process (a tool keeps their addresses).
+//! call stays unread. The slots are atomics read on every call, as NVTX 3 reads its globals
+//! (a tool may write them later, from another thread), and live as long as the process (a
+//! tool keeps their addresses). A tool that refuses has its slots cleared before its library
+//! is closed.
 
-use std::cell::UnsafeCell;
 use std::ffi::{CStr, OsStr, c_char, c_int, c_uint, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The environment variable naming the tool's injection library (64-bit processes).
 pub(crate) const INJECTION_PATH_VAR: &str = "NVTX_INJECTION64_PATH";
 
 /// A function-pointer slot as the tool sees it (`NvtxFunctionPointer`): written by the tool
-/// during its initialization, cast to the callback's own type when called.
-type Slot = Option<unsafe extern "C" fn()>;
+/// (a plain pointer store from C, at its initialization or later, from any thread), read
+/// here with an atomic load (a pointer-sized atomic has the layout of the pointer), cast to
+/// the callback's own type when called.
+type Slot = AtomicPtr<c_void>;
 
 /// The modules (`NvtxCallbackModule`, 1..=6) and their `NVTX_CBID_*_SIZE`: callback ids run
 /// `1..size`.
@@ -84,7 +88,7 @@ static VERSION_INFO: VersionInfo = VersionInfo {
 /// Every module's slots and the pointer tables handed to the tool. Leaked: the tool keeps
 /// the addresses for the life of the process.
 struct Tables {
-    slots: [[UnsafeCell<Slot>; MAX_SIZE]; 6],
+    slots: [[Slot; MAX_SIZE]; 6],
     pointers: [[*mut Slot; MAX_SIZE + 1]; 6],
 }
 
@@ -92,24 +96,25 @@ struct Tables {
 /// tool may ask for its tables again at any time, from any thread.
 static TABLES: OnceLock<&'static Tables> = OnceLock::new();
 
-/// One tool initializes at a time.
+/// One tool initializes at a time (the runtime loads one per process; tests load several).
 static LOADING: Mutex<()> = Mutex::new(());
 
-// SAFETY: the slots are written by the tool during its initialization (under `LOADING`) and
-// read afterwards, as NVTX 3's own globals are; the pointer tables are never written after
-// they are built.
+// SAFETY: the slots are atomics; the pointer tables (raw pointers to the slots, for the
+// tool) are written only while `Tables::leak` builds them, before they are shared.
 unsafe impl Sync for Tables {}
 unsafe impl Send for Tables {}
 
 impl Tables {
     fn leak() -> &'static Tables {
         let tables: &'static mut Tables = Box::leak(Box::new(Tables {
-            slots: std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(None))),
+            slots: std::array::from_fn(|_| {
+                std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut()))
+            }),
             pointers: [[ptr::null_mut(); MAX_SIZE + 1]; 6],
         }));
         for (module, &size) in MODULE_SIZES.iter().enumerate() {
             for id in 1..size {
-                tables.pointers[module][id] = tables.slots[module][id].get();
+                tables.pointers[module][id] = ptr::from_ref(&tables.slots[module][id]).cast_mut();
             }
         }
         tables
@@ -212,6 +217,11 @@ impl Tool {
             unsafe { init(get_export_table) != 0 }
         };
         if !attached {
+            // Whatever it wrote points into a library about to be closed: NVTX 3 sets every
+            // slot to a no-op after a failed initialization.
+            for slot in tables.slots.iter().flatten() {
+                slot.store(ptr::null_mut(), Ordering::Release);
+            }
             return Err(InjectionError::Refused { path: shown });
         }
         // The tool's handlers live in the library: keep it open for the process.
@@ -219,27 +229,31 @@ impl Tool {
         Ok(Tool { tables })
     }
 
-    /// The core slot `id`, as the tool left it.
-    fn core(&self, id: usize) -> Slot {
-        // SAFETY: the slot was written, if at all, by the tool during `load`; NVTX 3 reads its
-        // slots the same way on each call.
-        unsafe { ptr::read_volatile(self.tables.slots[0][id].get()) }
+    /// The core slot `id`, as the tool left it: null when it handles no such call.
+    fn core(&self, id: usize) -> *mut c_void {
+        self.tables.slots[0][id].load(Ordering::Acquire)
     }
 
-    /// `nvtxRangePushA(name)`, when the tool handles it.
-    pub(crate) fn push(&self, name: &CStr) {
-        if let Some(slot) = self.core(CORE_RANGE_PUSH_A) {
-            // SAFETY: the tool wrote its `nvtxRangePushA_impl_fntype` handler into this slot.
-            let push: unsafe extern "C" fn(*const c_char) -> c_int =
-                unsafe { std::mem::transmute(slot) };
-            // SAFETY: a valid C string for the call.
-            unsafe { push(name.as_ptr()) };
+    /// `nvtxRangePushA(name)`, when the tool handles it; whether it was sent (a range whose
+    /// push was not sent is not popped either: a tool that attaches its handlers late never
+    /// sees a pop without its push).
+    pub(crate) fn push(&self, name: &CStr) -> bool {
+        let slot = self.core(CORE_RANGE_PUSH_A);
+        if slot.is_null() {
+            return false;
         }
+        // SAFETY: the tool wrote its `nvtxRangePushA_impl_fntype` handler into this slot.
+        let push: unsafe extern "C" fn(*const c_char) -> c_int =
+            unsafe { std::mem::transmute(slot) };
+        // SAFETY: a valid C string for the call.
+        unsafe { push(name.as_ptr()) };
+        true
     }
 
     /// `nvtxRangePop()`, when the tool handles it.
     pub(crate) fn pop(&self) {
-        if let Some(slot) = self.core(CORE_RANGE_POP) {
+        let slot = self.core(CORE_RANGE_POP);
+        if !slot.is_null() {
             // SAFETY: the tool's `nvtxRangePop_impl_fntype` handler.
             let pop: unsafe extern "C" fn() -> c_int = unsafe { std::mem::transmute(slot) };
             // SAFETY: no arguments.
@@ -249,7 +263,8 @@ impl Tool {
 
     /// `nvtxMarkA(name)`, when the tool handles it.
     pub(crate) fn mark(&self, name: &CStr) {
-        if let Some(slot) = self.core(CORE_MARK_A) {
+        let slot = self.core(CORE_MARK_A);
+        if !slot.is_null() {
             // SAFETY: the tool's `nvtxMarkA_impl_fntype` handler.
             let mark: unsafe extern "C" fn(*const c_char) = unsafe { std::mem::transmute(slot) };
             // SAFETY: a valid C string for the call.
@@ -266,7 +281,7 @@ mod tests {
 
     /// A stand-in tool written to NVTX 3's injection side: it checks the export tables and
     /// every module's table as a tool walks them, counts what it is sent and remembers the
-    /// last name. `REFUSE` builds one that declines to attach.
+    /// last name. `REFUSE` builds one that writes its handlers, then declines to attach.
     const TOOL: &str = r#"
 #include <stdint.h>
 #include <stddef.h>
@@ -283,9 +298,6 @@ static int push_a(const char* m) { pushes++; strncpy(last, m, 255); return pushe
 static int pop(void) { pops++; return pushes - pops; }
 static void mark_a(const char* m) { marks++; strncpy(last, m, 255); }
 int InitializeInjectionNvtx2(get_t get) {
-#ifdef REFUSE
-  return 0;
-#endif
   const struct callbacks* cb = get(1);
   const struct version* v = get(3);
   if (!cb || cb->size != sizeof *cb || !v || v->size != sizeof *v || v->version != 3) return 0;
@@ -302,6 +314,9 @@ int InitializeInjectionNvtx2(get_t get) {
   *t[2] = (fp)mark_a;
   *t[9] = (fp)push_a;
   *t[11] = (fp)pop;
+#ifdef REFUSE
+  return 0; /* after writing its handlers: they must not outlive its library */
+#endif
   return 1;
 }
 int tool_pushes(void) { return pushes; }
@@ -334,13 +349,39 @@ unsigned tool_size(int m) { return sizes[m]; }
         dir
     }
 
+    /// One test, in order: the process has one set of slots, which a refusing tool writes.
     #[test]
-    fn a_tool_attaches_through_the_injection_protocol_and_receives_ranges_and_marks() {
+    fn a_tool_attaches_through_the_injection_protocol_and_one_that_cannot_leaves_no_handler() {
         let dir = scratch("attach");
+        let refusing = build_tool(&dir, "refusing", &["-DREFUSE"]);
+        let err = Tool::load(refusing.as_os_str()).err().expect("refused");
+        assert!(matches!(err, InjectionError::Refused { .. }), "{err}");
+        // It wrote its handlers before refusing; they were cleared before its library closed.
+        let tables = tables();
+        for id in [CORE_MARK_A, CORE_RANGE_PUSH_A, CORE_RANGE_POP] {
+            assert!(
+                tables.slots[0][id].load(Ordering::Acquire).is_null(),
+                "slot {id}"
+            );
+        }
+
+        let missing = dir.join("libnot-there.so");
+        let err = Tool::load(missing.as_os_str()).err().expect("not loaded");
+        assert!(matches!(err, InjectionError::Load { .. }), "{err}");
+        assert!(err.to_string().contains("libnot-there.so"), "{err}");
+        // dlerror's words, not only "dlopen failed".
+        assert!(err.to_string().contains("No such file"), "{err}");
+
+        // A library that is no NVTX tool (libc has no InitializeInjectionNvtx2).
+        let err = Tool::load(OsStr::new("libc.so.6"))
+            .err()
+            .expect("no entry point");
+        assert!(matches!(err, InjectionError::NoEntryPoint { .. }), "{err}");
+
         let path = build_tool(&dir, "tool", &[]);
         let tool = Tool::load(path.as_os_str()).expect("the tool attaches");
-        tool.push(c"region 3 (compute)");
-        tool.push(c"inner");
+        assert!(tool.push(c"region 3 (compute)"));
+        assert!(tool.push(c"inner"));
         tool.pop();
         tool.mark(c"frame");
         tool.pop();
@@ -364,28 +405,6 @@ unsigned tool_size(int m) { return sizes[m]; }
             let sizes: Vec<c_uint> = (1..=6).map(|m| size(m)).collect();
             assert_eq!(sizes, [16, 9, 15, 7, 16, 7], "NVTX_CBID_*_SIZE per module");
         }
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn a_tool_that_refuses_a_missing_library_and_a_library_without_the_entry_point_give_no_tool() {
-        let dir = scratch("refuse");
-        let refusing = build_tool(&dir, "refusing", &["-DREFUSE"]);
-        let err = Tool::load(refusing.as_os_str()).err().expect("refused");
-        assert!(matches!(err, InjectionError::Refused { .. }), "{err}");
-
-        let missing = dir.join("libnot-there.so");
-        let err = Tool::load(missing.as_os_str()).err().expect("not loaded");
-        assert!(matches!(err, InjectionError::Load { .. }), "{err}");
-        assert!(err.to_string().contains("libnot-there.so"), "{err}");
-        // dlerror's words, not only "dlopen failed".
-        assert!(err.to_string().contains("No such file"), "{err}");
-
-        // A library that is no NVTX tool (libc has no InitializeInjectionNvtx2).
-        let err = Tool::load(OsStr::new("libc.so.6"))
-            .err()
-            .expect("no entry point");
-        assert!(matches!(err, InjectionError::NoEntryPoint { .. }), "{err}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

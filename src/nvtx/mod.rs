@@ -42,13 +42,13 @@ pub(crate) struct Range {
     _not_send: PhantomData<*const ()>,
 }
 
-/// Pushes a range named `name` when NVTX is on.
+/// Pushes a range named `name` when NVTX is on; `None` when nothing was pushed (then
+/// nothing is popped).
 #[inline]
 pub(crate) fn range(name: impl FnOnce() -> String) -> Option<Range> {
-    if !active() {
+    if !active() || !imp::push(&name()) {
         return None;
     }
-    imp::push(&name());
     Some(Range {
         _not_send: PhantomData,
     })
@@ -121,7 +121,8 @@ mod imp {
         CString::new(text.replace('\0', "")).unwrap_or_default()
     }
 
-    pub(super) fn push(name: &str) {
+    /// Whether a push was sent.
+    pub(super) fn push(name: &str) -> bool {
         let name = c_string(name);
         match SINK.get() {
             Some(Some(Sink::Tool(tool))) => tool.push(&name),
@@ -129,8 +130,9 @@ mod imp {
             // valid C string that outlives the call.
             Some(Some(Sink::Library)) => unsafe {
                 sys::nvtxRangePushA(name.as_ptr());
+                true
             },
-            _ => {}
+            _ => false,
         }
     }
 
@@ -168,7 +170,9 @@ mod imp {
     pub(super) fn enable() -> bool {
         false
     }
-    pub(super) fn push(_: &str) {}
+    pub(super) fn push(_: &str) -> bool {
+        false
+    }
     pub(super) fn pop() {}
     pub(super) fn mark(_: &str) {}
 }
