@@ -124,7 +124,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Where each process of the program says which file it records into; without it (no
     // temporary directory), the files are found by their names as before.
     let reports = tempfile::Builder::new()
-        .prefix("hrx-trace-paths-")
+        .prefix(crate::traces::REPORTS_PREFIX)
         .tempdir()
         .ok();
     // Handlers first: a signal that arrives while the program starts is held, then sent.
@@ -172,7 +172,10 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
-    let written = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
+    let crate::traces::Written {
+        paths: written,
+        unclaimed,
+    } = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
     if written.is_empty() {
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(
@@ -205,7 +208,18 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let mut failed = false;
     for path in &written {
+        let unclaimed = unclaimed.contains(path);
         let path = shown(path);
+        if unclaimed {
+            crate::output::note(format_args!(
+                "{} was written while {} ran by a process that did not tell this recording \
+                 which file it records into (built with an older hrx, HRX_TRACE_PATHS did not \
+                 reach it, or another recording to the same name that has ended): taken as \
+                 this recording's",
+                path.display(),
+                name(program)
+            ));
+        }
         note_death(&path, &deaths);
         match crate::info::read(&path) {
             Ok(stats) => {

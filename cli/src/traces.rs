@@ -6,10 +6,11 @@
 //! process that finds the file taken by another process of the same recording writes
 //! `NAME.PID.EXT` beside it (the runtime says so on standard error). Each process says which
 //! file it writes in the directory `record` names by `HRX_TRACE_PATHS` ([`reported`]): a
-//! concurrent recording to the same `-o` then never has its files taken for this one's.
-//! A program built with an older hrx says nothing there; its files are those in `-o`'s
-//! directory whose names fit the pattern, or its `NAME.PID.EXT` form, and that are new or
-//! changed since the program started: [`Snapshot`] tells them apart.
+//! concurrent recording's files (reported in its own directory) are then not taken for this
+//! one's. Files no process reported (a program built with an older hrx, a process the
+//! variable did not reach) are still found: those in `-o`'s directory whose names fit the
+//! pattern, or its `NAME.PID.EXT` form, and that are new or changed since the program
+//! started ([`Snapshot`] tells them apart).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -150,24 +151,79 @@ impl Snapshot {
     }
 }
 
+/// The traces the program's processes wrote ([`reported`]).
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Every trace, sorted: absolute paths.
+    pub paths: Vec<PathBuf>,
+    /// Those of `paths` no process said it wrote, found by their names: a process built with
+    /// an older hrx, or one `HRX_TRACE_PATHS` did not reach (`record` says so for each).
+    pub unclaimed: Vec<PathBuf>,
+}
+
 /// The traces the program's processes wrote: the paths they reported in `reports`
 /// ([`hrx_capture::TRACE_PATHS_ENV`]), so that a concurrent recording to the same `-o`
-/// (whose processes fall back to `NAME.PID.EXT`) is never taken for this one's; when no
-/// process reported (a program built with an older hrx), the files `snapshot` sees written.
-/// The reported paths are absolute.
-pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Vec<PathBuf> {
+/// (whose processes fall back to `NAME.PID.EXT`) is never taken for this one's; and the
+/// files `snapshot` sees written that no process of any recording reported (a process built
+/// with an older hrx, or one the variable did not reach: nothing is left out for want of a
+/// report). A file another recording's process reported, in a sibling reports directory
+/// still present, is that recording's. When no process reported, the files `snapshot` sees.
+pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
+    let ours = reports.map(read_reports).unwrap_or_default();
+    if ours.is_empty() {
+        return Written {
+            paths: snapshot.written(),
+            unclaimed: Vec::new(),
+        };
+    }
+    let key = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let claimed: std::collections::BTreeSet<PathBuf> = ours.iter().map(|p| key(p)).collect();
+    // Other recordings' reports beside ours (`hrx-trace-paths-*` in the same directory).
+    let others: std::collections::BTreeSet<PathBuf> = reports
+        .and_then(|dir| Some((dir, std::fs::read_dir(dir.parent()?).ok()?)))
+        .map(|(dir, entries)| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.as_path() != dir)
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(REPORTS_PREFIX))
+                })
+                .flat_map(|p| read_reports(&p))
+                .map(|p| key(&p))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut written = Written {
+        paths: ours,
+        unclaimed: Vec::new(),
+    };
+    for path in snapshot.written() {
+        let k = key(&path);
+        if !claimed.contains(&k) && !others.contains(&k) {
+            written.unclaimed.push(path.clone());
+            written.paths.push(path);
+        }
+    }
+    written.paths.sort();
+    written.paths.dedup();
+    written
+}
+
+/// The prefix of the temporary directory `record` names in `HRX_TRACE_PATHS`.
+pub const REPORTS_PREFIX: &str = "hrx-trace-paths-";
+
+/// The existing files named in the reports of directory `dir`, sorted.
+fn read_reports(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    let mut paths: Vec<PathBuf> = reports
-        .and_then(|dir| std::fs::read_dir(dir).ok())
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
         .map(|bytes| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
         .filter(|path| path.is_file())
         .collect();
-    if paths.is_empty() {
-        return snapshot.written();
-    }
     paths.sort();
     paths.dedup();
     paths

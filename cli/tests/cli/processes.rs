@@ -209,15 +209,18 @@ fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
 /// Two `record` runs started together to the same `-o` (two CI jobs sharing a name; `record`
 /// refuses a name another recorder is already writing, so only runs that start together
 /// get this far): one program's process writes `t.hrxt`, the other's falls back to
-/// `t.PID.hrxt`, and each `record` lists only the file its own program wrote (each process
-/// says which file it writes; before, both listed every new file of the name).
+/// `t.PID.hrxt`. Each process tells its own `record` which file it writes, so the first to
+/// end lists only its own trace (both listed both, silently). The one that ends later no
+/// longer sees the first's reports (its temporary directory is gone) and lists the first's
+/// file too, saying it was not told about it: nothing is dropped for want of a report.
 #[test]
-fn two_recordings_started_together_to_one_name_each_list_only_their_own_trace() {
+fn two_recordings_started_together_to_one_name_each_list_their_own_trace() {
     let dir = tempfile::tempdir().unwrap();
     let spawn = |name: &str, submissions: u64| {
-        // Both programs start hrx only once both `record`s are running.
+        // Both programs start hrx once both `record`s are running; `b` ends on `release`.
         let script = format!(
-            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; exec \"$T\" {submissions} 200"
+            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" {submissions} 200; \
+             while [ {name} = b ] && [ ! -e release ]; do sleep 0.01; done"
         );
         hrx_trace(dir.path())
             .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
@@ -233,19 +236,32 @@ fn two_recordings_started_together_to_one_name_each_list_only_their_own_trace() 
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     std::fs::write(dir.path().join("go"), b"").unwrap();
-    let outputs = [first, second].map(|child| child.wait_with_output().unwrap());
+    let first = first.wait_with_output().unwrap();
+    std::fs::write(dir.path().join("release"), b"").unwrap();
+    let second = second.wait_with_output().unwrap();
     let names = files(dir.path(), "t.");
     assert_eq!(names.len(), 2, "{names:?}");
-    for (out, submissions) in outputs.iter().zip([3u64, 5]) {
+    let named = |out: &std::process::Output| -> Vec<String> {
         assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
-        let lines = summarised(out);
-        assert_eq!(lines.len(), 1, "{}", stdout(out));
-        let name = names
+        summarised(out)
             .iter()
-            .find(|n| lines[0].split_whitespace().nth(1) == Some(n.as_str()))
-            .unwrap_or_else(|| panic!("{lines:?} names none of {names:?}"));
-        check_traces(dir.path(), std::slice::from_ref(name), &[submissions]);
-    }
+            .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+            .collect()
+    };
+    let (a, b) = (named(&first), named(&second));
+    assert_eq!(a.len(), 1, "{}", stdout(&first));
+    check_traces(dir.path(), &a, &[3]);
+    assert!(
+        !stderr(&first).contains("did not tell"),
+        "{}",
+        stderr(&first)
+    );
+    assert_eq!(b.len(), 2, "{}", stdout(&second));
+    let own: Vec<String> = b.iter().filter(|n| **n != a[0]).cloned().collect();
+    check_traces(dir.path(), &own, &[5]);
+    let err = stderr(&second);
+    assert_eq!(err.matches("did not tell").count(), 1, "{err}");
+    assert!(err.contains(&a[0]), "{err}");
 }
 
 /// A `-o` that is not UTF-8 keeps its bytes, and its `%p` expands (the runtime expanded trace
@@ -296,4 +312,24 @@ fn without_a_temporary_directory_the_trace_is_found_by_its_name() {
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     check_traces(dir.path(), &["t.hrxt".to_owned()], &[3]);
     assert_eq!(summarised(&out).len(), 1, "{}", stdout(&out));
+}
+
+/// A process the paths variable does not reach (a launcher that filters the environment, a
+/// program built with an older hrx) still has its trace listed, found by its name and said
+/// to be so, beside the traces the other processes reported (it was left out).
+#[test]
+fn a_trace_no_process_reported_is_still_listed_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_script(
+        dir.path(),
+        "m-%p.hrxt",
+        "$T 1 >/dev/null & env -u HRX_TRACE_PATHS $T 2 >/dev/null; wait",
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let names = files(dir.path(), "m-");
+    assert_eq!(names.len(), 2, "{names:?}");
+    check_traces(dir.path(), &names, &[1, 2]);
+    assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("did not tell").count(), 1, "{err}");
 }
