@@ -47,7 +47,7 @@ use crate::args::RecordArgs;
 use crate::failure::{EXIT_FAILURE, Failure};
 use crate::summary;
 use hrx_analysis::info::TraceInfo;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, ExitCode, ExitStatus};
@@ -610,19 +610,6 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
     }
 }
 
-/// `%` doubled, so that `HRX_TRACE` expansion gives the path back.
-pub(crate) fn escape_percent(path: &OsStr) -> OsString {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let mut out = Vec::with_capacity(path.len() + 4);
-    for &b in path.as_bytes() {
-        out.push(b);
-        if b == b'%' {
-            out.push(b'%');
-        }
-    }
-    OsString::from_vec(out)
-}
-
 fn name(program: &OsStr) -> String {
     program.to_string_lossy().into_owned()
 }
@@ -986,18 +973,4 @@ pub(crate) fn signal_name(_signal: i32) -> Option<&'static str> {
 #[cfg(unix)]
 pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     hrx_capture::schema::signal_name(signal)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_is_escaped_for_the_runtime() {
-        let escaped = escape_percent(OsStr::new("/tmp/a%p.hrxt"));
-        assert_eq!(
-            hrx_capture::expand_path(&escaped),
-            Path::new("/tmp/a%p.hrxt")
-        );
-    }
 }

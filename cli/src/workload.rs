@@ -126,7 +126,10 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     crate::record::warn_unknown_patterns(&args.output);
     let output = hrx_capture::expand_path(&args.output);
     check_output(&output)?;
-    let trace_path = crate::record::escape_percent(output.as_os_str());
+    // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
+    // free when it creates the file, so that two workloads started together take two):
+    // `installed_path` says which file it wrote.
+    let trace_path = args.output.clone();
     let range = crate::record::capture_range(args)?;
     let mut options = RuntimeOptions::default().backend(backend).trace(trace_path);
     if let Some(range) = range {

@@ -333,3 +333,32 @@ fn a_trace_no_process_reported_is_still_listed_and_said() {
     let err = stderr(&out);
     assert_eq!(err.matches("did not tell").count(), 1, "{err}");
 }
+
+/// Two `record --workload` runs started together with `%n` take two numbers (the runtime
+/// expands the pattern when it creates the file; `record` had expanded it first, so both
+/// asked for `w-1.hrxt` and one fell back to `w-1.PID.hrxt`), and each names its own file.
+#[test]
+fn workloads_started_together_with_a_sequence_number_take_two_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let spawn = || {
+        hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "w-%n.hrxt"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children = [spawn(), spawn()];
+    let outputs = children.map(|c| c.wait_with_output().unwrap());
+    assert_eq!(files(dir.path(), "w-"), ["w-1.hrxt", "w-2.hrxt"]);
+    let mut named: Vec<String> = outputs
+        .iter()
+        .flat_map(|out| {
+            assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
+            summarised(out)
+        })
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+        .collect();
+    named.sort();
+    assert_eq!(named, ["w-1.hrxt", "w-2.hrxt"]);
+}
