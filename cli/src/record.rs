@@ -423,10 +423,14 @@ pub fn print_summary(
 pub fn check_output(path: &Path) -> Result<(), Failure> {
     refuse_stdout(path)?;
     refuse_special(path, "trace")?;
-    if path.is_dir() {
+    // `sub/` names a directory even when there is none (the runtime could not create it as
+    // a file, and the program would run untraced).
+    use std::os::unix::ffi::OsStrExt;
+    if path.is_dir() || path.as_os_str().as_bytes().ends_with(b"/") {
         return Err(Failure::new(format!(
-            "cannot write the trace to {}: it is a directory",
-            path.display()
+            "cannot write the trace to {}: it is a directory{}",
+            path.display(),
+            if path.is_dir() { "" } else { " name (it ends with /)" }
         ))
         .hint("give -o a file name, e.g. -o run.hrxt"));
     }

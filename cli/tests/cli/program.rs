@@ -212,6 +212,8 @@ fn an_unwritable_output_is_refused_before_the_program_runs() {
         ),
         (unwritable, "no file can be created in"),
         (".", "it is a directory"),
+        // A missing directory named with its slash (the program ran untraced, exit 0).
+        ("sub/", "it is a directory"),
     ] {
         for what in [
             &["--", "sh", "-c", "touch ran"][..],
