@@ -293,6 +293,8 @@ impl Ranges {
 struct RuntimePass {
     /// Submit times: the latest before the range, the range's last.
     before_ns: Option<(u64, u64)>,
+    /// The earliest submit time after the range.
+    next_ns: Option<u64>,
     first: Option<u64>,
     last: Option<(u64, u64)>,
     /// The range's submits: (number, prepared, time).
@@ -324,6 +326,38 @@ struct Window {
     after_ns: Option<u64>,
     /// The range's last submit time; `None` when the range runs to the trace's end.
     last_ns: Option<u64>,
+    /// The first submit time after the range; `None` when the range runs to the end.
+    next_ns: Option<u64>,
+}
+
+/// The host time a trim keeps of records that belong to no submission (the application's
+/// annotation ranges, markers and counter samples, recorder waits outside a submission): from
+/// the latest submit before the range to the first submit after it, over every runtime
+/// (`None`: unbounded on that side). The host work around the kept submissions, not the
+/// whole trace's (a trim of 4 of 12 frames kept all 12 frames' annotations).
+#[derive(Clone, Copy, Debug)]
+struct HostWindow {
+    after_ns: Option<u64>,
+    before_ns: Option<u64>,
+}
+
+impl HostWindow {
+    fn new<'a>(windows: impl Iterator<Item = &'a Window> + Clone) -> HostWindow {
+        let after = windows
+            .clone()
+            .map(|w| w.after_ns)
+            .collect::<Option<Vec<_>>>();
+        let before = windows.map(|w| w.next_ns).collect::<Option<Vec<_>>>();
+        HostWindow {
+            after_ns: after.and_then(|a| a.into_iter().min()),
+            before_ns: before.and_then(|b| b.into_iter().max()),
+        }
+    }
+
+    /// Whether the span `start..=end` overlaps the window.
+    fn overlaps(&self, start_ns: u64, end_ns: u64) -> bool {
+        self.after_ns.is_none_or(|a| end_ns > a) && self.before_ns.is_none_or(|b| start_ns < b)
+    }
 }
 
 impl Window {
@@ -562,9 +596,12 @@ pub fn trim<R: std::io::Read, W: Write>(
                 } else if match selection {
                     Selection::Submissions { start, .. } => n < start,
                     Selection::Time { start_ns, .. } => t < start_ns,
-                } && pass.before_ns.is_none_or(|(b, _)| n > b)
-                {
-                    pass.before_ns = Some((n, t));
+                } {
+                    if pass.before_ns.is_none_or(|(b, _)| n > b) {
+                        pass.before_ns = Some((n, t));
+                    }
+                } else {
+                    pass.next_ns = Some(pass.next_ns.map_or(t, |x| x.min(t)));
                 }
             }
             Record::HostWrite(w) => passes.entry(w.runtime).or_default().note_write(
@@ -612,6 +649,7 @@ pub fn trim<R: std::io::Read, W: Write>(
                 end: last + 1,
                 after_ns: pass.before_ns.map(|(_, t)| t),
                 last_ns: (!open_end).then_some(last_ns),
+                next_ns: if open_end { None } else { pass.next_ns },
             },
         );
     }
@@ -924,6 +962,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             _ => return None,
         })
     };
+    let host = HostWindow::new(windows.values());
     let mut carried: BTreeMap<RuntimeId, Carried> = BTreeMap::new();
     let mut records_kept = 0u64;
     let mut last_time = 0u64;
@@ -974,7 +1013,12 @@ pub fn trim<R: std::io::Read, W: Write>(
             Record::FaultInjected(f) if f.submission.is_none() => {
                 window.is_some_and(|w| w.holds_time(f.time_ns))
             }
-            Record::RecorderWait(r) if r.submission.is_none() => true,
+            Record::RecorderWait(r) if r.submission.is_none() => {
+                host.overlaps(r.start_ns, r.end_ns)
+            }
+            Record::AnnotationRange(a) => host.overlaps(a.start_ns, a.end_ns),
+            Record::AnnotationMarker(m) => host.overlaps(m.time_ns, m.time_ns),
+            Record::CounterSample(c) => host.overlaps(c.time_ns, c.time_ns),
             // Kept as definitions when before the range (a quarantined graph or poisoned
             // buffer is the range's state); after it, they name a submission it lacks.
             Record::Quarantine(q) => q

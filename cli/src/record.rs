@@ -430,7 +430,11 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
         return Err(Failure::new(format!(
             "cannot write the trace to {}: it is a directory{}",
             path.display(),
-            if path.is_dir() { "" } else { " name (it ends with /)" }
+            if path.is_dir() {
+                ""
+            } else {
+                " name (it ends with /)"
+            }
         ))
         .hint("give -o a file name, e.g. -o run.hrxt"));
     }

@@ -586,6 +586,18 @@ fn pipeline_annotations_and_host_threads_reach_stats_export_and_diff() {
         spans.iter().all(|s| submits.contains(s)),
         "{spans:?} {submits:?}"
     );
+    // And the application's annotations around them only (it kept all three frames'): those
+    // between the submit before the range and the one after it.
+    let count_in = |file: &str, kind: &str| {
+        stdout(&run(dir.path(), &["dump", "--json", file]))
+            .lines()
+            .filter(|l| l.starts_with(&format!("{{\"{kind}\"")))
+            .count()
+    };
+    for kind in ["AnnotationRange", "CounterSample"] {
+        let (whole, kept) = (count_in("a.hrxt", kind), count_in("t.hrxt", kind));
+        assert!(kept > 0 && kept < whole, "{kind}: {kept} of {whole}");
+    }
 
     let output = run(dir.path(), &["diff", "a.hrxt", "b.hrxt", "--json"]);
     let diff: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
