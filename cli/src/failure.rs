@@ -252,19 +252,22 @@ pub fn warn_partial(
             one_line(&warning.to_string())
         ));
     }
-    if let Some(recovery) = recovery.filter(|r| !r.is_complete()) {
-        crate::output::warn(format_args!(
-            "{}: {}; {covers}",
-            path.display(),
-            recovery.end()
-        ));
+    for lack in recovery.map(lacks).unwrap_or_default() {
+        crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
     }
-    if let Some(lost) = recovery.map(|r| &r.lost).filter(|l| !l.is_none()) {
-        crate::output::warn(format_args!(
-            "{}: {lost} while recording; {covers}",
-            path.display()
-        ));
+}
+
+/// What a trace lacks, as the warnings say it: how it ends when it was not read whole, and
+/// the records its recorder lost.
+pub fn lacks(recovery: &hrx_capture::Recovery) -> Vec<String> {
+    let mut lacks = Vec::new();
+    if !recovery.is_complete() {
+        lacks.push(recovery.end().to_string());
     }
+    if !recovery.lost.is_none() {
+        lacks.push(format!("{} while recording", recovery.lost));
+    }
+    lacks
 }
 
 /// Refuses an input that is a pipe or a device: the trace reader never opens one (a FIFO

@@ -33,15 +33,12 @@ pub fn read(path: &Path) -> Result<TraceInfo, TraceError> {
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let stats = read(&args.file)?;
-    crate::output::detail(format_args!(
-        "{}: read {} records from {} complete blocks, {:.3} s after start",
-        args.file.display(),
-        stats.recovery.records,
-        stats.recovery.complete_blocks,
-        crate::output::since_start().as_secs_f64()
-    ));
     // An unclosed trace whose recorder still holds its lock is being written, not crashed.
     let live = !stats.recovery.closed && hrx_capture::recorder_holds(&args.file).unwrap_or(false);
+    // On standard error too, as every verb says what a trace lacks (never silenced by -q);
+    // with -v, what was read.
+    let covers = "the report covers what was read";
+    crate::failure::warn_partial(&args.file, None::<&str>, Some(&stats.recovery), covers);
     if args.json {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
         return Ok(ExitCode::SUCCESS);
@@ -141,6 +138,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             .iter()
             .map(|w| crate::failure::one_line(&w.to_string()))
             .chain(unjoined(stats))
+            .chain(crate::failure::lacks(&stats.recovery))
             .collect::<Vec<_>>(),
         "records": {
             "total": stats.records,

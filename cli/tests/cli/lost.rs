@@ -62,6 +62,15 @@ fn every_verb_reports_lost_records() {
 
     let info = run(dir.path(), &["info", "lossy.hrxt"]);
     assert!(stdout(&info).contains(said), "{}", stdout(&info));
+    // On standard error too, as every verb says it, and in the JSON's warnings.
+    assert!(stderr(&info).contains(said), "{}", stderr(&info));
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", "lossy.hrxt"]))).unwrap();
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().contains(said)),
+        "{warnings:?}"
+    );
 
     let stats = run(dir.path(), &["stats", "lossy.hrxt"]);
     assert!(
