@@ -134,6 +134,12 @@ fn every_verb_reports_lost_records() {
     );
     // And on standard error, as every verb warns of it.
     assert!(stderr(&replay).contains(said), "{}", stderr(&replay));
+    // Not as an "incomplete" trace whose every figure reads complete (the file was read whole).
+    assert!(
+        !stdout(&replay).contains("the trace is incomplete"),
+        "{}",
+        stdout(&replay)
+    );
 
     let dump = run(dir.path(), &["dump", "lossy.hrxt"]);
     assert!(stderr(&dump).contains(said), "{}", stderr(&dump));

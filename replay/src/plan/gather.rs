@@ -89,7 +89,9 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
         ));
     }
     let complete = recovery.is_complete() && lost.is_none();
-    if !complete {
+    // A trace read whole that only lost records is said by the note above: the figures below
+    // would all read "complete".
+    if !recovery.is_complete() {
         let r = recovery;
         notes.push(format!(
             "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
