@@ -60,7 +60,7 @@ pub enum Command {
     /// Interactive timeline of a trace: lanes, hazards, failures, statistics.
     #[command(visible_alias = "tui")]
     View(ViewArgs),
-    /// Export a trace for Perfetto's UI: Chrome trace-event JSON or Perfetto protobuf.
+    /// Export a trace: Perfetto or Chrome JSON for a timeline UI, Parquet tables for SQL.
     Export(ExportArgs),
     /// Per-kernel durations, queue utilisation, copy bandwidth, submissions and failures.
     Stats(StatsArgs),
@@ -310,7 +310,7 @@ Examples:
   hrx-trace export app-*.hrxt -o merged.pftrace
   hrx-trace export pipeline.hrxt --format parquet -o tables/")]
 pub struct ExportArgs {
-    /// The trace files: several give one merged timeline (Parquet: one table set each).
+    /// The trace files: several give one merged timeline (Parquet: one table set holding every session).
     #[arg(value_name = "FILE", required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
 
