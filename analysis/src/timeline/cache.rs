@@ -50,8 +50,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// Bumped whenever the layout of a column or the model changes. 2: `Recovery::clock` (the
 /// host clock's calibrations); 3: `hrx-analysis` statistics; 4: `explicit_by_consumer`;
 /// 5: the structure is the joiner's [`crate::Index`]; 6: its threads and annotation names,
-/// and the model's host-thread rows (format 1.14).
-const FORMAT: u32 = 6;
+/// and the model's host-thread rows (format 1.14); 7: the time range holds the threads'
+/// markers, and capture-fence host spans (format 1.15).
+const FORMAT: u32 = 7;
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;

@@ -761,13 +761,20 @@ pub(super) fn time_range(model: &Model) -> Option<TimeWindow> {
         .threads
         .iter()
         .flat_map(|r| r.spans.iter().map(|s| s.end_ns).max());
+    // And their markers (a thread may only mark: `f` fitted the GPU's spans and left them out).
+    let markers = model
+        .threads
+        .iter()
+        .flat_map(|r| r.markers.iter().map(|m| m.0));
     let start = starts
         .chain(events.clone())
         .chain(first_ticks)
         .chain(thread_starts)
+        .chain(markers.clone())
         .min()?;
     let end = ends
         .chain(thread_ends)
+        .chain(markers.map(|t| t.saturating_add(1)))
         .chain(events.map(|t| t.saturating_add(1)))
         .chain(last_ticks.map(|t| t.saturating_add(1)))
         .max()?;

@@ -199,4 +199,23 @@ mod tests {
         assert_eq!(main.markers_in(at, at + 110_001).len(), 1);
         assert_eq!(rows.iter().map(|r| r.not_kept).sum::<u64>(), 0);
     }
+
+    /// The trace's time range (what `f` fits) holds a thread's markers: a thread that only
+    /// marks, long after the GPU's last span, was left out of it.
+    #[test]
+    fn the_time_range_holds_markers_past_every_span() {
+        let mut records: Vec<Record> =
+            crate::synthetic::pipeline(crate::synthetic::PipelineSpec::ops(8)).collect();
+        records.extend(crate::synthetic::annotations(8, 10_000_000, 1_000_000));
+        let late = 900_000_000;
+        records.push(Record::AnnotationMarker(
+            hrx_capture::schema::AnnotationMarker {
+                thread: 1,
+                name: AnnotationId(1),
+                time_ns: late,
+            },
+        ));
+        let range = Model::from_records(&records).time_range().unwrap();
+        assert!(range.end_ns > late, "{range:?}");
+    }
 }
