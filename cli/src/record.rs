@@ -638,6 +638,11 @@ fn spawn_failure(program: &OsStr, error: &io::Error) -> Failure {
 /// The program's exit code, or 128+N for a signal (reported on standard error).
 fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
     if let Some(code) = status.code() {
+        // `record` exits with it; said too, as a killed program's signal is (the JSON has
+        // `exit_code`).
+        if code != 0 {
+            crate::output::note(format_args!("{} exited with code {code}", name(program)));
+        }
         return code as u8;
     }
     #[cfg(unix)]

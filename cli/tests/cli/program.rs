@@ -11,6 +11,8 @@ fn exit_code_is_forwarded_and_a_missing_trace_is_reported() {
     let err = stderr(&output);
     assert!(err.contains("no trace"), "{err}");
     assert!(err.contains("does not use hrx"), "{err}");
+    // The code is said, as a killed program's signal is.
+    assert!(err.contains("sh exited with code 3"), "{err}");
     assert!(!dir.path().join("hrx.hrxt").exists());
     // Said as a warning (-q keeps it) and, with --json, as a line with no trace.
     let json = run(
