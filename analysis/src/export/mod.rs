@@ -575,6 +575,9 @@ fn write_to<S: Sink, T: Source>(
             pass.settle(&summary.index, runtime, u64::MAX);
         }
         pass.at_the_end(&summary.index, &summary.running);
+        if let Some(recovery) = &summary.recovery {
+            pass.incomplete(recovery);
+        }
         pass.timing_lost(&summary.index, &summary.timing_lost);
         out = pass.out;
         if let Some(error) = out.error.take() {
@@ -1013,6 +1016,25 @@ impl<S: Sink> Pass<S> {
 
     /// Writes what the trace's end shows: each region still running (a slice to the end)
     /// and the signal that ended the process.
+    /// Marks a trace not read whole in the export itself ([`incomplete_instant`]).
+    fn incomplete(&mut self, recovery: &Recovery) {
+        let first = self.session_runtime();
+        if let Some(instant) = incomplete_instant(recovery, self.end_ns, first) {
+            self.out.instant(instant);
+        }
+    }
+
+    /// The runtime whose tracks hold session-level marks: the first declared.
+    fn session_runtime(&self) -> RuntimeId {
+        self.out
+            .processes
+            .keys()
+            .next()
+            .copied()
+            .or_else(|| self.out.declared.iter().map(|(r, _)| *r).min())
+            .unwrap_or_default()
+    }
+
     fn at_the_end(&mut self, index: &Index, running: &[RunningRegion]) {
         for r in running {
             let Some(region) = r.region_ref else { continue };
@@ -1042,14 +1064,7 @@ impl<S: Sink> Pass<S> {
             self.out.slice(slice);
         }
         // Session-level: on the first runtime's events track.
-        let first = self
-            .out
-            .processes
-            .keys()
-            .next()
-            .copied()
-            .or_else(|| self.out.declared.iter().map(|(r, _)| *r).min())
-            .unwrap_or_default();
+        let first = self.session_runtime();
         for f in std::mem::take(&mut self.fatal) {
             let signal = hrx_capture::schema::signal_name(f.signal)
                 .map_or_else(|| format!("signal {}", f.signal), str::to_owned);
@@ -1446,6 +1461,36 @@ fn running_slice<'a>(
         flows_out: &[],
         flows_in: &[],
     }
+}
+
+/// The mark an export leaves in its own file for a trace it could not read whole (`trace
+/// incomplete` on the recorder's track, at the last host time read, with how the trace ends
+/// and what was read), so that whoever opens the file later sees it, not only the warning
+/// on standard error at export time; `None` for a trace read whole. Records lost while
+/// recording are marked by their own `records lost` event.
+pub(crate) fn incomplete_instant(
+    recovery: &Recovery,
+    last_ns: u64,
+    runtime: RuntimeId,
+) -> Option<Instant<'static>> {
+    if recovery.is_complete() {
+        return None;
+    }
+    let args = vec![
+        ("end", Arg::Str(Cow::Owned(recovery.end().to_string()))),
+        ("records_read", Arg::Uint(recovery.records)),
+        ("complete_blocks", Arg::Uint(recovery.complete_blocks)),
+        ("skipped_blocks", Arg::Uint(recovery.skipped_blocks)),
+        ("skipped_records", Arg::Uint(recovery.skipped_records)),
+    ];
+    Some(Instant {
+        runtime,
+        place: Place::default(),
+        slot: RECORDER_SLOT,
+        name: "trace incomplete",
+        time_ns: last_ns,
+        args,
+    })
 }
 
 /// The runtime whose events track shows `record`, if it is an instant event.

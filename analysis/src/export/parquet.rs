@@ -443,10 +443,17 @@ pub fn write_parquet<R: Read + Send>(
         let mut pass = Rows {
             tables: &mut tables,
             origin: Origin::unknown(ClockDomain::Monotonic),
+            last_ns: 0,
             counts: ExportCounts::default(),
             error: None,
         };
         let summary = scan_reader_threaded(reader, &mut pass)?;
+        // A trace not read whole says so in its own tables, not only on stderr at export.
+        if let Some(event) = summary.recovery.as_ref().and_then(|r| {
+            super::incomplete_instant(r, pass.last_ns, hrx_capture::schema::RuntimeId::default())
+        }) {
+            pass.event(&event);
+        }
         if let Some(error) = pass.error.take() {
             return Err(error);
         }
@@ -487,12 +494,49 @@ const COUNTERS: usize = 12;
 struct Rows<'t> {
     tables: &'t mut [Table],
     origin: Origin,
+    /// The latest host time seen (session ns): where a trace read short ends.
+    last_ns: u64,
     counts: ExportCounts,
     /// The first write error; nothing is written after it.
     error: Option<ExportError>,
 }
 
 impl Rows<'_> {
+    /// A row of `events` (what the timeline's `Events` and `Recorder` tracks show).
+    fn event(&mut self, event: &super::Instant<'_>) {
+        use Value::{Int, Text};
+        let (mut submission, mut region, mut detail) = (None, None, Vec::new());
+        for (key, arg) in &event.args {
+            match (*key, arg) {
+                ("submission", Arg::Uint(v)) => submission = Some(*v),
+                ("region", Arg::Uint(v)) => region = Some(*v),
+                (key, Arg::Uint(v)) => detail.push(format!("{key}={v}")),
+                (key, Arg::Str(t)) => detail.push(format!("{key}={t}")),
+                (key, list) => {
+                    let items: Vec<&str> = list.items().into_iter().flatten().collect();
+                    detail.push(format!("{key}=[{}]", items.join(", ")));
+                }
+            }
+        }
+        let recorder = event.slot != super::EVENTS_SLOT;
+        if recorder {
+            self.counts.recorder_instants += 1;
+        } else {
+            self.counts.instants += 1;
+        }
+        let detail = detail.join("; ");
+        let row = [
+            Int(event.runtime.0.into()),
+            Int(self.origin.time(event.time_ns)),
+            Text(event.name),
+            Text(if recorder { "recorder" } else { "events" }),
+            Value::OptionalInt(submission),
+            Value::OptionalInt(region),
+            Text(&detail),
+        ];
+        self.row(EVENTS, &row);
+    }
+
     fn row(&mut self, table: usize, values: &[Value<'_>]) {
         if self.error.is_none()
             && let Err(e) = self.tables[table].row(self.origin.key, values)
@@ -504,6 +548,9 @@ impl Rows<'_> {
 
 impl Visitor for Rows<'_> {
     fn record(&mut self, index: &Index, record: &Record) {
+        if let Some(t) = crate::dump::host_time_ns(record) {
+            self.last_ns = self.last_ns.max(t);
+        }
         use Value::{Int, Text};
         let time = |origin: &mut Origin, t: u64| Int(origin.time(t));
         match record {
@@ -664,36 +711,7 @@ impl Visitor for Rows<'_> {
             }
             other => {
                 let Some(event) = instant(other) else { return };
-                let (mut submission, mut region, mut detail) = (None, None, Vec::new());
-                for (key, arg) in &event.args {
-                    match (*key, arg) {
-                        ("submission", Arg::Uint(v)) => submission = Some(*v),
-                        ("region", Arg::Uint(v)) => region = Some(*v),
-                        (key, Arg::Uint(v)) => detail.push(format!("{key}={v}")),
-                        (key, Arg::Str(t)) => detail.push(format!("{key}={t}")),
-                        (key, list) => {
-                            let items: Vec<&str> = list.items().into_iter().flatten().collect();
-                            detail.push(format!("{key}=[{}]", items.join(", ")));
-                        }
-                    }
-                }
-                let recorder = event.slot != super::EVENTS_SLOT;
-                if recorder {
-                    self.counts.recorder_instants += 1;
-                } else {
-                    self.counts.instants += 1;
-                }
-                let detail = detail.join("; ");
-                let row = [
-                    Int(event.runtime.0.into()),
-                    time(&mut self.origin, event.time_ns),
-                    Text(event.name),
-                    Text(if recorder { "recorder" } else { "events" }),
-                    Value::OptionalInt(submission),
-                    Value::OptionalInt(region),
-                    Text(&detail),
-                ];
-                self.row(EVENTS, &row);
+                self.event(&event);
             }
         }
     }

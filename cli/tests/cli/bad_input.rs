@@ -304,6 +304,30 @@ fn stats_diff_export_and_dump_of_a_truncated_trace_warn() {
         &["export", "p.hrxt", "--format", "chrome", "-o", "p.json"],
     );
     assert_eq!(stderr(&out), "");
+    // The export of the cut trace says it in the file too (one `trace incomplete` event,
+    // with how it ends), for whoever opens it later; the whole trace's does not.
+    let events = |file: &str| -> Vec<serde_json::Value> {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(file)).unwrap()).unwrap();
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "trace incomplete")
+            .cloned()
+            .collect()
+    };
+    let marked = events("cut.json");
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert_eq!(marked[0]["args"]["end"], "not closed cleanly", "{marked:?}");
+    assert!(events("p.json").is_empty());
+    let out = run(dir.path(), &["export", "cut.hrxt", "-o", "cut.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("cut.pftrace")).unwrap();
+    assert!(
+        bytes.windows(16).any(|w| w == b"trace incomplete"),
+        "no mark in the Perfetto export"
+    );
 }
 
 /// An export that cannot be written whole (here past a file-size limit) is one error line
