@@ -334,7 +334,12 @@ struct Window {
 /// annotation ranges, markers and counter samples, recorder waits outside a submission): from
 /// the latest submit before the range to the first submit after it, over every runtime
 /// (`None`: unbounded on that side). The host work around the kept submissions, not the
-/// whole trace's (a trim of 4 of 12 frames kept all 12 frames' annotations).
+/// whole trace's (a trim of 4 of 12 frames kept all 12 frames' annotations). Annotations
+/// carry no submission, so this is by time and approximate for a pipelined program: work of
+/// neighbouring frames in flight that falls in the window is kept, and a kept frame's output
+/// read frames later (after the next submit) is not. A rule by completion times was tried:
+/// a pipeline reads an output when it needs the frame's slot, not when it completes, so it
+/// kept no more of the right ranges.
 #[derive(Clone, Copy, Debug)]
 struct HostWindow {
     after_ns: Option<u64>,
