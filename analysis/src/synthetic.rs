@@ -436,6 +436,46 @@ pub fn pipeline(spec: PipelineSpec) -> impl Iterator<Item = Record> {
         })))
 }
 
+/// `records` (a [`pipeline`]) with an [`OpTiming`] for each operation of every compute
+/// region after its [`RegionTiming`], as a backend that times a native graph's operations
+/// records them: `blur` (node 1) over the first 45% of the region, `sobel` (node 2) from
+/// 5% later to its end, each 200 ns inside the region's host span and, where the region has
+/// a device span, on the device clock likewise. A failed compute region keeps both, as a
+/// backend that timed the operations before the fault would: readers must leave them out.
+pub fn with_op_timings(records: impl Iterator<Item = Record>) -> impl Iterator<Item = Record> {
+    records.flat_map(|record| {
+        let mut out = vec![record.clone()];
+        if let Record::RegionTiming(t) = record
+            && t.region == RegionIndex(1)
+        {
+            let split = |(start, end): (u64, u64)| {
+                let len = end.saturating_sub(start);
+                [
+                    (start + 200, start + len * 45 / 100),
+                    (start + len / 2, end.saturating_sub(200)),
+                ]
+            };
+            let host = split((t.start_ns, t.end_ns));
+            let device = t.device.map(|d| split((d.start_ns, d.end_ns)));
+            for (i, (start_ns, end_ns)) in host.into_iter().enumerate() {
+                out.push(Record::OpTiming(OpTiming {
+                    timing: RegionTiming {
+                        start_ns,
+                        end_ns,
+                        device: device.map(|d| DeviceSpan {
+                            start_ns: d[i].0,
+                            end_ns: d[i].1,
+                        }),
+                        ..t
+                    },
+                    node: NodeIndex(1 + i as u32),
+                }));
+            }
+        }
+        out
+    })
+}
+
 /// Host threads and application annotations (format 1.14) beside `submissions` submissions
 /// `period_ns` apart from `first_ns`: thread 0 `main` submits each submission (a `submit` of
 /// a hundredth of the period at its submit time) and waits for it (a tenth); thread 1
@@ -504,4 +544,39 @@ pub fn annotations(submissions: u64, first_ns: u64, period_ns: u64) -> Vec<Recor
         }));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two operation timings per compute region, inside its host and device spans, in
+    /// node order and apart.
+    #[test]
+    fn op_timings_lie_inside_their_compute_region() {
+        let records: Vec<_> = with_op_timings(pipeline(PipelineSpec::ops(40))).collect();
+        let mut ops = 0;
+        for (i, record) in records.iter().enumerate() {
+            let Record::RegionTiming(region) = record else {
+                continue;
+            };
+            if region.region != RegionIndex(1) {
+                continue;
+            }
+            let [Record::OpTiming(a), Record::OpTiming(b)] = &records[i + 1..i + 3] else {
+                panic!("two operation timings after compute region {region:?}");
+            };
+            assert_eq!((a.node, b.node), (NodeIndex(1), NodeIndex(2)));
+            for op in [a, b] {
+                assert_eq!(op.timing.submission, region.submission);
+                assert!(op.timing.start_ns >= region.start_ns);
+                assert!(op.timing.end_ns <= region.end_ns);
+                let (d, r) = (op.timing.device.unwrap(), region.device.unwrap());
+                assert!(d.start_ns >= r.start_ns && d.end_ns <= r.end_ns);
+            }
+            assert!(a.timing.end_ns < b.timing.start_ns);
+            ops += 2;
+        }
+        assert_eq!(ops, 2 * 10);
+    }
 }
