@@ -186,6 +186,8 @@ pub enum RawRecord<'a> {
     RegionStarted(&'a RegionStarted),
     /// A [`Record::RegionTiming`].
     RegionTiming(&'a RegionTiming),
+    /// A [`Record::OpTiming`].
+    OpTiming(&'a OpTiming),
     /// A [`Record::RegionDone`].
     RegionDone(&'a RegionDone),
     /// A [`Record::SubmissionDone`].
@@ -208,6 +210,7 @@ impl RawRecord<'_> {
         Some(match self {
             RawRecord::RegionStarted(r) => raw_started(r, out),
             RawRecord::RegionTiming(t) => raw_timing(t, None, out),
+            RawRecord::OpTiming(t) => raw_timing(&t.timing, Some(t.node.0), out),
             RawRecord::RegionDone(r) if r.status == Status::Ok => raw(out, REGION_DONE, |w| {
                 w.u32(r.runtime.0)
                     .u64(r.submission.0)
@@ -253,6 +256,7 @@ impl RawRecord<'_> {
         match self {
             RawRecord::RegionStarted(r) => Record::RegionStarted(*r),
             RawRecord::RegionTiming(t) => Record::RegionTiming(*t),
+            RawRecord::OpTiming(t) => Record::OpTiming(*t),
             RawRecord::RegionDone(r) => Record::RegionDone(r.clone()),
             RawRecord::SubmissionDone(r) => Record::SubmissionDone(r.clone()),
             RawRecord::Submit(r) => Record::Submit(r.clone()),
@@ -933,6 +937,7 @@ mod tests {
             let raw = match r {
                 Record::RegionStarted(x) => Some(RawRecord::RegionStarted(x)),
                 Record::RegionTiming(x) => Some(RawRecord::RegionTiming(x)),
+                Record::OpTiming(x) => Some(RawRecord::OpTiming(x)),
                 Record::RegionDone(x) => Some(RawRecord::RegionDone(x)),
                 Record::SubmissionDone(x) => Some(RawRecord::SubmissionDone(x)),
                 Record::Submit(x) => Some(RawRecord::Submit(x)),

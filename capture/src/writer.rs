@@ -2184,6 +2184,7 @@ mod tests {
             Some(match r {
                 Record::RegionStarted(x) => RawRecord::RegionStarted(x),
                 Record::RegionTiming(x) => RawRecord::RegionTiming(x),
+                Record::OpTiming(x) => RawRecord::OpTiming(x),
                 Record::RegionDone(x) => RawRecord::RegionDone(x),
                 Record::SubmissionDone(x) => RawRecord::SubmissionDone(x),
                 Record::Submit(x) => RawRecord::Submit(x),

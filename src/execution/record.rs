@@ -319,6 +319,41 @@ pub(crate) fn region_starting(
     }));
 }
 
+/// After a region ran (`hook` being its submission's), the times of the operations its
+/// backend timed ([`crate::gpu::NativeStream::op_spans`]), as [`s::OpTiming`] records
+/// naming each operation's graph node; a failed region's too, which readers leave out of
+/// durations as they leave out its region time. Nothing for an untimed backend.
+pub(crate) fn ops_ran(
+    hook: &Hook<'_>,
+    (submission, index, region): (u64, usize, &super::region::Region),
+    ops: &[crate::gpu::OpSpan],
+) {
+    if ops.is_empty() {
+        return;
+    }
+    let mut batch = hook.raw_batch();
+    for op in ops {
+        let Some(node) = region.operation(op.index) else {
+            continue;
+        };
+        let (start_ns, end_ns) = (
+            hook.session_ns(op.span.start_ns),
+            hook.session_ns(op.span.end_ns),
+        );
+        batch.record_raw(RawRecord::OpTiming(&s::OpTiming {
+            timing: s::RegionTiming {
+                runtime: hook.runtime,
+                submission: s::SubmissionIndex(submission),
+                region: s::RegionIndex(index as u32),
+                start_ns,
+                end_ns,
+                device: op.device.then_some(s::DeviceSpan { start_ns, end_ns }),
+            },
+            node: s::NodeIndex(node as u32),
+        }));
+    }
+}
+
 /// After a region ran, `hook` being its submission's: its timing, the injected fault it hit,
 /// digests of what it wrote and, when it succeeded, its [`s::RegionDone`] at its end time,
 /// handed to the thread's trace buffer at once (a [`hrx_capture::RawBatch`]). Here, before

@@ -176,8 +176,14 @@ impl Region {
     }
 
     /// Runs the region's native work to completion on the calling worker.
-    /// Returns the device span where the backend measured one.
-    pub fn run(&self, context: &Context) -> Result<Option<crate::gpu::DeviceSpan>> {
+    /// Returns the device span where the backend measured one; appends to `ops` the times
+    /// of its operations where the backend timed them ([`crate::gpu::NativeStream::op_spans`],
+    /// on failure too), each `index` made the operation's place in the region.
+    pub fn run(
+        &self,
+        context: &Context,
+        ops: &mut Vec<crate::gpu::OpSpan>,
+    ) -> Result<Option<crate::gpu::DeviceSpan>> {
         let engine = self.engine();
         let mut span = None;
         self.prepare_uses(engine)?;
@@ -196,6 +202,7 @@ impl Region {
                     }
                     stream.stream.synchronize()
                 })();
+                stream.stream.op_spans(ops);
                 // Any failed batch leaves the stream in a state the runtime cannot see into
                 // (earlier copies of the batch may be queued or half done), so, as the seed
                 // does, every error marks the lane's stream unhealthy, a kernel error too.
@@ -209,7 +216,9 @@ impl Region {
             Backend::Gpu(pair, _) => {
                 let mut pair = pair.claim();
                 let (stream, graph) = &mut *pair;
-                stream.launch_and_synchronize(graph.as_mut())?;
+                let result = stream.launch_and_synchronize(graph.as_mut());
+                stream.op_spans(ops);
+                result?;
                 span = stream.last_span();
             }
             Backend::Scoped(callback, bindings) => {
@@ -224,6 +233,14 @@ impl Region {
         }
         self.ran(context, engine);
         Ok(span)
+    }
+
+    /// The operation (graph node index) of the `index`-th operation of this region, as
+    /// [`crate::gpu::OpSpan::index`] numbers them (graph nodes and copies are added in the
+    /// region's operation order).
+    pub fn operation(&self, index: usize) -> Option<usize> {
+        let operation = self.nodes.start + index;
+        (operation < self.nodes.end).then_some(operation)
     }
 
     /// Whether the region is a native graph whose launch only enqueues it, which `submit`
@@ -256,7 +273,11 @@ impl Region {
     ///
     /// # Errors
     /// As [`Region::run`]: the first error of the launched work.
-    pub fn complete_launch(&self, context: &Context) -> Result<Option<crate::gpu::DeviceSpan>> {
+    pub fn complete_launch(
+        &self,
+        context: &Context,
+        ops: &mut Vec<crate::gpu::OpSpan>,
+    ) -> Result<Option<crate::gpu::DeviceSpan>> {
         let Backend::Gpu(pair, _) = &self.backend else {
             return Err(Error::Message(
                 "only a native graph completes a launch".into(),
@@ -265,7 +286,9 @@ impl Region {
         let span = {
             let mut pair = pair.claim();
             let (stream, _) = &mut *pair;
-            stream.synchronize()?;
+            let result = stream.synchronize();
+            stream.op_spans(ops);
+            result?;
             stream.last_span()
         };
         self.ran(context, Engine::Gpu);

@@ -223,6 +223,13 @@ pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
     }
 }
 
+thread_local! {
+    /// [`run`]'s buffer of a region's operation times, kept between regions.
+    static OP_SPANS: std::cell::Cell<Vec<crate::gpu::OpSpan>> = const {
+        std::cell::Cell::new(Vec::new())
+    };
+}
+
 /// Runs one claimed region and records its outcome. On a waiting thread, `hooks` counts the
 /// time its trace hooks take ([`WaiterHooks`]).
 fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
@@ -266,15 +273,19 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     } else {
         region.check_inputs()
     };
+    // The region's operation times, where its backend times them (tracing on): a buffer
+    // kept per thread, so that timing a region allocates nothing.
+    let mut ops = OP_SPANS.take();
+    ops.clear();
     let (result, native) = match checked {
         Err(error) => (Err(error), false),
         Ok(()) => {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::fault::numbered(task.first_operation, || {
                     if task.launched {
-                        region.complete_launch(context)
+                        region.complete_launch(context, &mut ops)
                     } else {
-                        region.run(context)
+                        region.run(context, &mut ops)
                     }
                 })
             }));
@@ -303,10 +314,12 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             &result,
             fault,
         );
+        super::record::ops_ran(hook, (task.submission, task.region, region), &ops);
         if let Some(hooks) = hooks {
             hooks.leave(queue, crate::clock::now_ns().saturating_sub(end_ns));
         }
     }
+    OP_SPANS.set(ops);
     let result = result.map(|_| ());
     // The task's last use: `finish` may retire the submission and let its prepared graph go.
     let (submission, region) = (task.submission, task.region);

@@ -164,6 +164,20 @@ pub struct DeviceSpan {
     pub end_ns: u64,
 }
 
+/// The times of one operation of the work a stream synchronized last, where the backend
+/// times operations ([`NativeStream::op_spans`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpSpan {
+    /// The operation: its [`GraphNode`] index in a launched graph, its position in a copy
+    /// batch.
+    pub index: usize,
+    /// Its start and end, in ns on the host clock ([`crate::clock::now_ns`]).
+    pub span: DeviceSpan,
+    /// Whether the device measured it (a device span mapped onto the host clock), not the
+    /// host around it (the software device, which runs operations on the calling thread).
+    pub device: bool,
+}
+
 /// A device: memory, streams, kernels.
 pub trait NativeDevice: Send + Sync {
     /// Name, ordinal, memory.
@@ -241,6 +255,12 @@ pub trait NativeStream: Send {
     /// runtime turns timing off when nothing is traced: device timing has a cost per launch
     /// (event records) that an untraced run should not pay. On by default.
     fn set_timed(&mut self, _timed: bool) {}
+    /// Appends to `out` the per-operation times of the work since the last call (a graph's
+    /// nodes, a copy batch's copies), in the order they ran, and forgets them; nothing
+    /// where the backend does not time operations or timing is off
+    /// ([`NativeStream::set_timed`]). Called after every synchronize, failed ones too (a
+    /// failed launch keeps the operations it timed, the failing one last).
+    fn op_spans(&mut self, _out: &mut Vec<OpSpan>) {}
 }
 
 /// A stream owned by the runtime.

@@ -10,8 +10,9 @@
 //! registered by the application. Every operation passes the [`FaultInjector`] first.
 
 use super::{
-    Allocation, DeviceInfo, GraphExec, GraphNode, Kernel, NativeAllocation, NativeDevice,
-    NativeGraphBuilder, NativeGraphExec, NativeKernel, NativeStream, Stream, View, foreign_object,
+    Allocation, DeviceInfo, DeviceSpan, GraphExec, GraphNode, Kernel, NativeAllocation,
+    NativeDevice, NativeGraphBuilder, NativeGraphExec, NativeKernel, NativeStream, OpSpan, Stream,
+    View, foreign_object,
 };
 use crate::fault::FaultInjector;
 use crate::kernels::{HostBinding, HostKernelFn, HostLaunch, KernelSpec};
@@ -158,6 +159,8 @@ impl NativeDevice for SimDevice {
     fn stream(&self) -> Result<Stream> {
         Ok(Box::new(SimStream {
             faults: self.faults.clone(),
+            timed: true,
+            ops: Vec::new(),
             #[cfg(test)]
             asynchronous: test_hooks::ASYNCHRONOUS.get(),
         }))
@@ -195,6 +198,10 @@ impl NativeDevice for SimDevice {
 
 struct SimStream {
     faults: Arc<FaultInjector>,
+    /// Whether operations are timed ([`NativeStream::set_timed`]).
+    timed: bool,
+    /// The operations run since the last [`NativeStream::op_spans`], when timed.
+    ops: Vec<OpSpan>,
     /// Test hook: the stream claims asynchronous launches (it still runs the graph in the
     /// call, as a device that finishes at once would), so that the runtime's early launch
     /// from `submit` can be observed on the software device.
@@ -266,15 +273,49 @@ fn binding(view: &View<'_>) -> Result<HostBinding> {
     })
 }
 
+impl SimStream {
+    /// Runs `nodes` in order on this thread, each timed when timing is on: one clock
+    /// reading between two operations, as they run back to back (the device's operations
+    /// are its host's work). A failing operation is timed to its failure.
+    fn run<'n>(&mut self, nodes: impl Iterator<Item = &'n Node>, first: usize) -> Result<()> {
+        if !self.timed {
+            return nodes
+                .into_iter()
+                .try_for_each(|n| run_node(&self.faults, n));
+        }
+        let mut start_ns = crate::clock::now_ns();
+        for (index, node) in nodes.enumerate() {
+            let result = run_node(&self.faults, node);
+            let end_ns = crate::clock::now_ns();
+            self.ops.push(OpSpan {
+                index: first + index,
+                span: DeviceSpan { start_ns, end_ns },
+                device: false,
+            });
+            result?;
+            start_ns = end_ns;
+        }
+        Ok(())
+    }
+}
+
 impl NativeStream for SimStream {
     fn copy(&mut self, dst: &View<'_>, src: &View<'_>) -> Result<()> {
-        run_node(
-            &self.faults,
-            &Node::Copy {
-                dst: binding(dst)?,
-                src: binding(src)?,
-            },
-        )
+        let node = Node::Copy {
+            dst: binding(dst)?,
+            src: binding(src)?,
+        };
+        // A copy batch's copies are numbered in order since the last `op_spans`.
+        let first = self.ops.len();
+        self.run(std::iter::once(&node), first)
+    }
+
+    fn set_timed(&mut self, timed: bool) {
+        self.timed = timed;
+    }
+
+    fn op_spans(&mut self, out: &mut Vec<OpSpan>) {
+        out.append(&mut self.ops);
     }
 
     fn synchronize(&mut self) -> Result<()> {
@@ -297,10 +338,10 @@ impl NativeStream for SimStream {
             .as_any_mut()
             .downcast_mut::<SimGraph>()
             .ok_or_else(|| foreign_object("graph"))?;
-        for node in &graph.nodes {
-            run_node(&self.faults, node)?;
-        }
-        Ok(())
+        // Nodes run in insertion order, so a node's index is its `GraphNode`. A launch
+        // starts a new unit of work: what an earlier one left untaken is not its.
+        self.ops.clear();
+        self.run(graph.nodes.iter(), 0)
     }
 }
 
@@ -386,5 +427,47 @@ pub(crate) mod test_hooks {
         pub(crate) static ASYNCHRONOUS: Cell<bool> = const { Cell::new(false) };
         /// Graph launches made on this thread.
         pub(crate) static LAUNCHES: Cell<u64> = const { Cell::new(0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timed stream times each node of a launch and each copy of a batch, once each
+    /// (taken spans are forgotten); an untimed one times nothing.
+    #[test]
+    fn operations_are_timed_only_when_timing_is_on() {
+        let device = SimDevice::new(0, Arc::new(FaultInjector::default()));
+        let memory = device.allocate(1024, false).unwrap();
+        let (low, high) = (View::new(&memory, 0, 512), View::new(&memory, 512, 512));
+        let mut stream = device.stream().unwrap();
+        let mut graph = stream.graph().unwrap();
+        let first = graph.fill(&[], &low, 1).unwrap();
+        graph.copy(&[first], &high, &low).unwrap();
+        let mut graph = graph.finish().unwrap();
+        let mut spans = Vec::new();
+        stream.launch_and_synchronize(graph.as_mut()).unwrap();
+        stream.op_spans(&mut spans);
+        assert_eq!(spans.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+        assert!(
+            spans
+                .iter()
+                .all(|s| !s.device && s.span.start_ns <= s.span.end_ns)
+        );
+        assert!(spans[0].span.end_ns <= spans[1].span.start_ns);
+        stream.copy(&high, &low).unwrap();
+        stream.copy(&low, &high).unwrap();
+        spans.clear();
+        stream.op_spans(&mut spans);
+        assert_eq!(spans.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+        spans.clear();
+        stream.op_spans(&mut spans);
+        assert!(spans.is_empty(), "taken spans are forgotten");
+        stream.set_timed(false);
+        stream.launch_and_synchronize(graph.as_mut()).unwrap();
+        stream.copy(&high, &low).unwrap();
+        stream.op_spans(&mut spans);
+        assert!(spans.is_empty(), "an untimed stream times nothing");
     }
 }

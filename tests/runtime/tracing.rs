@@ -867,3 +867,141 @@ fn every_output_digest_is_of_its_regions_bytes_though_the_next_writer_follows_at
         }
     }
 }
+
+/// Issue 20 point 2: on the software device every operation of a traced native graph and of
+/// a copy batch is timed as it runs: one `OpTiming` per operation, naming its graph node,
+/// inside its region's host span, in node order without overlap, host-measured (no device
+/// span). A failed graph keeps the operations timed up to the fault, the failing one last;
+/// an untraced runtime's streams time nothing (nothing to record them).
+#[test]
+fn the_software_device_times_every_operation_of_a_traced_native_graph() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let options = RuntimeOptions::sim()
+        .fault("kernel=hrx_iota:device-lost".parse::<FaultSpec>().unwrap())
+        .recorder(recorder.clone());
+    let rt = Runtime::new(options).unwrap();
+    let host = rt.buffer(4096, Placement::HostVisible).unwrap();
+    let (a, b) = (
+        rt.buffer(4096, Placement::GpuLocal).unwrap(),
+        rt.buffer(4096, Placement::GpuLocal).unwrap(),
+    );
+    let mut graph = rt.graph();
+    // Node 0, 1: an upload batch of two copies; nodes 2-4: a native graph (fill, copy,
+    // fill); node 5: a download.
+    graph
+        .copy(a.view(0..2048).unwrap(), host.view(0..2048).unwrap())
+        .unwrap();
+    graph
+        .copy(a.view(2048..4096).unwrap(), host.view(2048..4096).unwrap())
+        .unwrap();
+    graph.fill(b.view(0..1024).unwrap(), 3).unwrap();
+    graph
+        .copy(b.view(1024..4096).unwrap(), a.view(1024..4096).unwrap())
+        .unwrap();
+    graph.fill(b.view(0..512).unwrap(), 4).unwrap();
+    graph.copy(host.whole(), b.whole()).unwrap();
+    let pipeline = graph.prepare().unwrap();
+    for _ in 0..3 {
+        pipeline.submit().unwrap().wait().unwrap();
+    }
+    let iota = rt.kernel(&hrx::kernels::iota(64, 0, 1)).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(a.view(0..256).unwrap(), 1).unwrap();
+    graph.gpu(&iota, &[a.view(0..256).unwrap()]).unwrap();
+    graph.fill(a.view(256..512).unwrap(), 2).unwrap();
+    let failing = graph.prepare().unwrap();
+    assert!(failing.submit().unwrap().wait().is_err());
+    drop((pipeline, failing, iota, host, a, b, rt));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let prepared: Vec<_> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Prepared(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let submits: std::collections::BTreeMap<_, _> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some((s.submission, s.prepared)),
+            _ => None,
+        })
+        .collect();
+    let regions: std::collections::BTreeMap<_, _> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionTiming(t) => Some(((t.submission, t.region), *t)),
+            _ => None,
+        })
+        .collect();
+    let mut ops: std::collections::BTreeMap<_, Vec<s::OpTiming>> = Default::default();
+    for r in &trace.records {
+        if let Record::OpTiming(o) = r {
+            ops.entry((o.timing.submission, o.timing.region))
+                .or_default()
+                .push(*o);
+        }
+    }
+    let mut timed_regions = 0;
+    for (&(submission, region), timing) in &regions {
+        let prepared = prepared
+            .iter()
+            .find(|p| p.prepared == submits[&submission])
+            .unwrap();
+        let shape = &prepared.regions[region.0 as usize];
+        let ops = ops.get(&(submission, region)).cloned().unwrap_or_default();
+        let failed = prepared.prepared != submits[&s::SubmissionIndex(1)];
+        match shape.kind {
+            s::RegionKind::NativeGraph | s::RegionKind::CopyBatch => {
+                let nodes: Vec<_> = ops.iter().map(|o| o.node).collect();
+                if failed {
+                    // fill, then iota fails: two operations timed, the failing one last.
+                    assert_eq!(nodes, shape.nodes[..2], "{submission} {region}");
+                } else {
+                    assert_eq!(nodes, shape.nodes, "{submission} {region}");
+                }
+                let mut previous_end = timing.start_ns;
+                for op in &ops {
+                    assert_eq!(
+                        op.timing.device, None,
+                        "host-measured on the software device"
+                    );
+                    assert!(
+                        op.timing.start_ns >= previous_end,
+                        "{op:?} overlaps or precedes"
+                    );
+                    assert!(op.timing.start_ns <= op.timing.end_ns);
+                    previous_end = op.timing.end_ns;
+                }
+                assert!(
+                    previous_end <= timing.end_ns,
+                    "operations inside their region"
+                );
+                timed_regions += 1;
+            }
+            _ => assert!(ops.is_empty()),
+        }
+    }
+    // Three pipelines of three regions (upload, compute, download), then the failing graph.
+    assert_eq!(timed_regions, 3 * 3 + 1);
+    let region_kinds: Vec<_> = prepared[0]
+        .regions
+        .iter()
+        .map(|r| (r.kind, r.nodes.len()))
+        .collect();
+    assert_eq!(
+        region_kinds,
+        [
+            (s::RegionKind::CopyBatch, 2),
+            (s::RegionKind::NativeGraph, 3),
+            (s::RegionKind::CopyBatch, 1)
+        ]
+    );
+}
