@@ -105,9 +105,15 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: usize,
 
-    /// Also launch and time each operation on its own.
+    /// Also report each operation's time inside its native graph, as the replay's backend
+    /// timed it (the software device always; CUDA with kernel times).
     #[arg(long)]
     pub per_op: bool,
+
+    /// With --per-op (implied): launch and time each operation on its own instead, one
+    /// graph per operation (a whole launch's overhead around each).
+    #[arg(long)]
+    pub isolated: bool,
 
     /// Compare float outputs within this relative tolerance (needs captured contents:
     /// record with HRX_TRACE_CONTENTS=1); exact digests otherwise.

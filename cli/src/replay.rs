@@ -94,6 +94,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .backend(backend)
         .repeat(args.repeat)
         .per_op(args.per_op)
+        .isolated(args.isolated)
         .progress(move |done, total| {
             bar.set_length(total);
             bar.set_position(done);

@@ -763,7 +763,9 @@ pub(crate) fn report(
                 .flatten()
                 .collect();
             let replayed: Vec<&Sample> = run.op_times[&(graph, node)].iter().collect();
-            let (c, r) = (stats(&captured, Clock::Host), stats(&replayed, Clock::Host));
+            // An operation launched on its own is timed by its region, host or device alike.
+            let clock = clock_of(&captured, &replayed);
+            let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
             let judged = judge(c, r, options, comparable);
             op_timing.push(OpTimingRow {
                 runtime,
@@ -775,6 +777,7 @@ pub(crate) fn report(
                     .position(|r| r.nodes.iter().any(|n| n.0 == node))
                     .unwrap_or_default() as u32,
                 label: rp.op_name(&g.ops[node as usize]),
+                clock,
                 captured: c,
                 replayed: r,
                 ratio: judged.ratio,
@@ -857,6 +860,7 @@ pub(crate) fn report(
             device,
             repeat: options.repeat.max(1),
             per_op: options.per_op,
+            isolated: options.per_op && options.isolated,
             tolerance: options.tolerance,
             max_slowdown: options.max_slowdown,
             timing_floor_ns: options.timing_floor.as_nanos() as u64,

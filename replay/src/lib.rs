@@ -391,7 +391,7 @@ fn run(
         .iter()
         .map(|rp| {
             let submissions = (rp.submissions.len() * repeat) as u64;
-            let ops: usize = if options.per_op {
+            let ops: usize = if options.per_op && options.isolated {
                 rp.graphs
                     .iter()
                     .flat_map(|g| &g.ops)
@@ -427,8 +427,10 @@ fn run(
                 &mut ticker,
             )?);
         }
-        let op_times = if options.per_op {
+        let op_times = if options.per_op && options.isolated {
             execute::time_ops(rp, options, op_runs, &mut ticker, &mut notes)?
+        } else if options.per_op {
+            execute::op_times_in_graphs(rp, &repeats, &mut notes)
         } else {
             Default::default()
         };

@@ -138,7 +138,7 @@ impl Fold<'_> {
         for rp in &plan.runtimes {
             let (chunk_runs, replay_fault) = runs.remove(&rp.id).unwrap_or_default();
             let repeats: Vec<_> = chunk_runs.into_iter().map(|r| r.observe(rp)).collect();
-            let op_times = if self.options.per_op && self.chunks == 0 {
+            let op_times = if self.options.per_op && self.options.isolated && self.chunks == 0 {
                 crate::execute::time_ops(
                     rp,
                     self.options,
@@ -146,6 +146,8 @@ impl Fold<'_> {
                     ticker,
                     &mut notes,
                 )?
+            } else if self.options.per_op && self.chunks == 0 {
+                crate::execute::op_times_in_graphs(rp, &repeats, &mut notes)
             } else {
                 Default::default()
             };

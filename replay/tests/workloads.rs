@@ -2,6 +2,7 @@
 
 use crate::common::*;
 use hrx::RuntimeOptions;
+use hrx_capture::schema::Record;
 use hrx_replay::{Outcome, OutputResult, ReplayOptions, Verdict};
 use hrx_workloads::{Pipeline, PipelineOptions};
 
@@ -55,16 +56,50 @@ fn the_photographic_pipeline_replays_repeatedly_with_per_operation_times() {
             .label
             .starts_with("GPU Compute, native graph: hrx_rgb_to_gray")
     );
-    // Per operation: 10 operations per graph, 3 graphs.
+    // Per operation: of 10 operations per graph, 3 graphs, the 9 in native graphs and copy
+    // batches, each timed there by the software device, at capture and in both replays (the
+    // NPU run is a region of its own, timed as a region).
+    assert_eq!(report.op_timing.len(), 27);
+    assert!(!report.op_timing.iter().any(|t| t.label.contains("npu")));
+    assert!(report.op_timing.iter().all(|t| {
+        t.captured.is_some()
+            && t.replayed.is_some_and(|s| s.samples >= 2)
+            && t.ratio.is_some()
+            && t.clock == hrx_replay::Clock::Host
+    }));
+    let text = report.to_text();
+    assert!(
+        text.contains("per-operation timing (each operation inside its native graph):"),
+        "{text}"
+    );
+    // The sum of a graph's operations is at most its region's time (they run inside it).
+    let sobel = |t: &&hrx_replay::OpTimingRow| t.label == "hrx_sobel";
+    let op = report
+        .op_timing
+        .iter()
+        .find(sobel)
+        .expect("hrx_sobel's row");
+    let region = (report.timing.iter())
+        .find(|t| t.graph == op.graph && t.region == op.region)
+        .expect("its region's row");
+    assert!(op.replayed.unwrap().median_ns <= region.replayed.unwrap().median_ns);
+}
+
+/// `--isolated`: each operation launched on its own (at least three runs each); a capture
+/// whose backend timed regions only (its `OpTiming` records removed) has nothing to compare,
+/// and the report says why.
+#[test]
+fn isolated_operations_are_timed_on_their_own_and_a_region_only_capture_says_so() {
+    let trace = rewrite(pipeline_trace(), |r, _| !matches!(r, Record::OpTiming(_)));
+    let report = replay_with(&trace, &ReplayOptions::default().isolated(true));
+    assert_eq!(report.exit_code(), 0);
     assert_eq!(report.op_timing.len(), 30);
     assert!(
         report
             .op_timing
             .iter()
-            .all(|t| t.replayed.is_some_and(|s| s.samples >= 3))
+            .all(|t| t.replayed.is_some_and(|s| s.samples >= 3) && t.captured.is_none())
     );
-    // The capture timed regions, not operations: the report says why nothing is compared.
-    assert!(report.op_timing.iter().all(|t| t.captured.is_none()));
     let text = report.to_text();
     assert!(
         text.contains("per-operation timing (each operation launched on its own; the capture timed whole regions only"),

@@ -32,7 +32,7 @@ mod timing;
 mod walk;
 
 pub(crate) use session::{ChunkRun, Session, run};
-pub(crate) use timing::time_ops;
+pub(crate) use timing::{op_times_in_graphs, time_ops};
 pub(crate) use walk::ChunkPlace;
 
 use crate::plan::Sample;
@@ -95,6 +95,8 @@ pub(crate) struct Observed {
     pub poisons: Vec<crate::concurrent::PoisonEvent>,
     pub quarantined: HashSet<SubmissionIndex>,
     pub region_times: HashMap<(usize, u32), Vec<Sample>>,
+    /// Operation times by (graph index, node), where the replay's backend timed them.
+    pub op_times: HashMap<(usize, u32), Vec<Sample>>,
     pub notes: Vec<String>,
 }
 

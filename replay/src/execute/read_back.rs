@@ -95,6 +95,24 @@ pub(super) fn read_back(
                 }
             }
         }
+        // After the failures are known: a failed region's operations are no durations (the
+        // failing one stopped short), as its region's time is none.
+        for (submission, node, sample) in joined.op_times {
+            if let Some(index) = captured(submission) {
+                let graph = plan.submissions[plan.submission_index[&index]].graph;
+                let region = (plan.graphs[graph].regions.iter())
+                    .position(|r| r.nodes.iter().any(|n| n.0 == node));
+                let failed = observed.failed_region.get(&index).copied();
+                if region.is_some() && region.map(|r| r as u32) == failed {
+                    continue;
+                }
+                observed
+                    .op_times
+                    .entry((graph, node))
+                    .or_default()
+                    .push(sample);
+            }
+        }
         for submission in joined.quarantines {
             if let Some(index) = captured(submission) {
                 observed.quarantined.insert(index);

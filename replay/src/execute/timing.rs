@@ -1,4 +1,5 @@
-//! Per-operation timing: each operation launched on its own in a fresh runtime.
+//! Per-operation timing: each operation timed inside its native graph during the replays
+//! (the default), or launched on its own in a fresh runtime (`--isolated`).
 
 use super::Ticker;
 use super::build::{add_op, build};
@@ -10,6 +11,39 @@ use crate::plan::{RuntimePlan, Sample};
 use hrx_capture::MemorySink;
 use hrx_capture::schema::{OpKind, Record};
 use std::collections::HashMap;
+
+/// The operation times the replays' backend recorded inside their native graphs, pooled
+/// over the repeats (failed regions' operations left out, as their regions' times are);
+/// a note where it recorded none (a backend that does not time operations: CUDA without
+/// kernel times, HIP, the NPU).
+pub(crate) fn op_times_in_graphs(
+    plan: &RuntimePlan<'_>,
+    repeats: &[super::Observed],
+    notes: &mut Vec<String>,
+) -> HashMap<(usize, u32), Vec<Sample>> {
+    let mut times: HashMap<(usize, u32), Vec<Sample>> = HashMap::new();
+    for observed in repeats {
+        for (key, samples) in &observed.op_times {
+            times
+                .entry(*key)
+                .or_default()
+                .extend(samples.iter().copied());
+        }
+    }
+    let native = plan
+        .graphs
+        .iter()
+        .flat_map(|g| &g.ops)
+        .any(|op| !matches!(op.op, OpKind::Scoped | OpKind::Host | OpKind::Npu { .. }));
+    if times.is_empty() && native {
+        notes.push(format!(
+            "runtime {}: the replay's backend timed no operation inside its graphs, so there \
+             are no per-operation times (--isolated launches each operation on its own)",
+            plan.id
+        ));
+    }
+    times
+}
 
 /// Per-operation timing: each operation of each prepared graph launched on its own (one
 /// graph per operation) in a fresh runtime without fault injection, `runs` times, after the

@@ -377,7 +377,18 @@ pub(super) fn runtime_plan<'t>(
                     plan.graphs[graph].ops.len()
                 )));
             }
-            plan.op_times.entry((graph, node)).or_default().push(sample);
+            // A failed region's operations are no durations (the failing one stopped short).
+            let region = (plan.graphs[graph].regions.iter())
+                .position(|r| r.nodes.iter().any(|n| n.0 == node));
+            let failed = region.is_some_and(|r| {
+                matches!(
+                    plan.submissions[position].region_status.get(&(r as u32)),
+                    Some(s::Status::Failed { .. })
+                )
+            });
+            if !failed {
+                plan.op_times.entry((graph, node)).or_default().push(sample);
+            }
         }
     }
 

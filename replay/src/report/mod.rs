@@ -97,8 +97,11 @@ pub struct ReplayInfo {
     pub device: String,
     /// Repeats.
     pub repeat: usize,
-    /// Whether operations were also timed one by one.
+    /// Whether operations were also timed (`op_timing`).
     pub per_op: bool,
+    /// Whether each operation was launched and timed on its own (`--isolated`), not timed
+    /// inside its native graph by the backend during the replays.
+    pub isolated: bool,
     /// Float tolerance, if any.
     pub tolerance: Option<f64>,
     /// Slowdown ratio threshold, if any.
@@ -289,6 +292,8 @@ pub struct OpTimingRow {
     pub region: u32,
     /// Operation name.
     pub label: String,
+    /// The clock compared: the device's where both sides timed the operation on it.
+    pub clock: Clock,
     /// Captured per-operation durations, where the capture backend had them.
     pub captured: Option<Durations>,
     /// Replay durations of the operation alone.

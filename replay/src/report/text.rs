@@ -297,15 +297,21 @@ impl Report {
         }
 
         if !self.op_timing.is_empty() {
-            // hrx captures time regions, not single operations (a native graph runs as one):
-            // say why the captured column is empty rather than leave a column of dashes.
-            if self.op_timing.iter().any(|t| t.captured.is_some()) {
-                out.push_str("\nper-operation timing (each operation launched on its own):\n");
+            // Say how the replay timed operations, and why the captured column is empty
+            // where it is (a capture whose backend timed regions only) rather than leave a
+            // column of dashes.
+            let how = if self.replay.isolated {
+                "each operation launched on its own"
             } else {
-                out.push_str(
-                    "\nper-operation timing (each operation launched on its own; the capture \
-                     timed whole regions only, so there is no captured time to compare):\n",
-                );
+                "each operation inside its native graph"
+            };
+            if self.op_timing.iter().any(|t| t.captured.is_some()) {
+                out.push_str(&format!("\nper-operation timing ({how}):\n"));
+            } else {
+                out.push_str(&format!(
+                    "\nper-operation timing ({how}; the capture timed whole regions only, so \
+                     there is no captured time to compare):\n"
+                ));
             }
             let rows: Vec<Vec<String>> = self
                 .op_timing
@@ -322,7 +328,7 @@ impl Report {
                         t.replayed,
                         t.ratio,
                         t.regression,
-                        Clock::Host,
+                        t.clock,
                     ));
                     cells.push(format!("{} (region {})", t.label, t.region));
                     cells
