@@ -310,6 +310,7 @@ pub fn assert_same(a: &Model, b: &Model) {
     assert_eq!(&*a.cross_by_producer, &*b.cross_by_producer);
     assert_eq!(a.submit_times(), b.submit_times());
     assert_eq!(&*a.op_spans, &*b.op_spans);
+    assert_eq!(a.lane_op_spans, b.lane_op_spans);
     assert_eq!(a.busy_times(), b.busy_times());
     assert_eq!(a.events(), b.events());
     assert_eq!(a.span_events, b.span_events);

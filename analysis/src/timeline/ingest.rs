@@ -216,6 +216,7 @@ impl ModelBuilder {
                 let slot = base + self.index().region(t.region).index.0;
                 let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
                 self.model.op_spans.vec_mut().push(op);
+                self.model.count_op_span(t.lane);
             }
             Joined::Outcome(ordinal, status) => {
                 self.model.submissions[arrival(*ordinal).get()].set_status(*status);

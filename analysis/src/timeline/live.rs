@@ -508,6 +508,7 @@ impl LiveBuilder {
                 let slot = base + self.inner.index().region(t.region).index.0;
                 let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
                 self.inner.model.op_spans.vec_mut().push(op);
+                self.inner.model.count_op_span(t.lane);
             }
             Joined::Outcome(ordinal, status) => {
                 self.tail.subs[*ordinal as usize - k].set_status(*status);

@@ -402,6 +402,9 @@ pub struct Model {
     /// ([`super::ops`]).
     #[serde(skip)]
     pub(crate) op_spans: Column<super::OpSpan>,
+    /// Operation timings per lane, by [`LaneRef`] (shorter when the last lanes have none).
+    #[serde(default)]
+    pub(crate) lane_op_spans: Vec<u64>,
     pub(crate) busy_times: Vec<u64>,
     pub(crate) range: Option<TimeWindow>,
     pub(crate) stats: Stats,

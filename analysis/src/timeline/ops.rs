@@ -28,7 +28,7 @@
 
 use super::column::Plain;
 use super::lanes::Span;
-use super::model::Model;
+use super::model::{LaneRef, Model};
 use hrx_capture::schema::{ClockCalibration, DeviceSpan, NodeIndex};
 
 /// `device_len_ns` of an operation without device timestamps.
@@ -172,6 +172,19 @@ impl Model {
     /// Operation timings joined to a region of the timeline.
     pub fn op_span_count(&self) -> usize {
         self.op_spans.len()
+    }
+
+    /// Operation timings of the regions of lane `lane`.
+    pub fn lane_op_span_count(&self, lane: LaneRef) -> u64 {
+        self.lane_op_spans.get(lane.get()).copied().unwrap_or(0)
+    }
+
+    /// Counts an operation timing of a region on `lane` (every builder, as it joins one).
+    pub(crate) fn count_op_span(&mut self, lane: LaneRef) {
+        if self.lane_op_spans.len() <= lane.get() {
+            self.lane_op_spans.resize(lane.get() + 1, 0);
+        }
+        self.lane_op_spans[lane.get()] += 1;
     }
 }
 

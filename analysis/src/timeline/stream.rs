@@ -306,6 +306,7 @@ impl StreamBuilder {
                 let slot = self.slot(t.ordinal, t.region) as u32;
                 let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
                 self.ops.push(&op)?;
+                self.inner.model.count_op_span(t.lane);
             }
             Joined::Outcome(ordinal, status) => {
                 self.sub_status[*ordinal as usize] = *status as u8;
