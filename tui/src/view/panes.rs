@@ -334,7 +334,13 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             SpanStatus::Failed => theme::status_fg(SpanStatus::Failed),
             _ => Style::new(),
         };
-        let time = time.map(|t| Text::styled(format!("  {t}"), time_style));
+        let time = match time {
+            Some(t) => Some(Text::styled(format!("  {t}"), time_style)),
+            // Its region's others were timed: this one was not (a failed region's
+            // operations after the failure never ran).
+            None if !ops.is_empty() => Some(Text::styled("  not timed", theme::DIM)),
+            None => None,
+        };
         if failed {
             lines.push(Line::from(
                 [
@@ -502,7 +508,7 @@ fn op_times_line(
     }
     let on_device = ops.iter().filter(|o| o.device_ns().is_some()).count();
     let clock = match on_device {
-        0 => "on the host (no device time recorded)",
+        0 => "on the host (no device time)",
         n if n == ops.len() => "on the device",
         _ => "on the device where recorded, else the host",
     };
