@@ -7,6 +7,8 @@
 //! - [`LiveBuilder`]: the model of a trace still being written, kept finished: a publish
 //!   finishes what came after its settled submissions, in place (`view --follow`).
 //! - `model`: the tables (submissions, prepared graphs, regions, events) and accessors.
+//! - `ops`: operation timings ([`OpSpan`]) as sub-spans of their region's span
+//!   ([`Model::span_ops`]).
 //! - `lanes`: [`Span`]s per [`Lane`] sorted by start, with the block index behind window
 //!   queries ([`Lane::candidates`], [`Lane::visible`], [`Lane::nearest`], [`Lane::pick`]).
 //! - `hazards`: producers/consumers of a region ([`Model::hazards`]) and the
@@ -41,6 +43,7 @@ mod ingest;
 mod lanes;
 mod live;
 mod model;
+mod ops;
 mod overview;
 mod spill;
 pub mod stream;
@@ -54,6 +57,7 @@ pub use model::{
     Event, EventId, EventKind, LabelRef, LaneRef, Model, PreparedInfo, PreparedRef, RegionInfo,
     RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
 };
+pub use ops::{OpClock, OpSpan};
 pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};
 pub use threads::{ROW_SPANS_LIMIT, ThreadRow, ThreadSpan, ThreadWhat};
 

@@ -565,6 +565,7 @@ fn map_key(key: &KeyEvent, model: &Model, state: &ViewState) -> Option<Action> {
         KeyCode::Char('e') => Action::ToggleEvents,
         KeyCode::Char('s') => Action::ToggleStats,
         KeyCode::Char('a') => Action::ToggleEmptyLanes,
+        KeyCode::Char('o') => Action::ToggleOps,
         KeyCode::PageDown | KeyCode::PageUp | KeyCode::Char('J' | 'K') => {
             let (limit, page) = details_scroll_limit(model, state);
             let page = page.min(i16::MAX as u16) as i16;
@@ -702,6 +703,7 @@ mod tests {
             ),
             (key(KeyCode::Char('e'), none), Action::ToggleEvents),
             (key(KeyCode::Char('s'), none), Action::ToggleStats),
+            (key(KeyCode::Char('o'), none), Action::ToggleOps),
             (key(KeyCode::Char('/'), none), Action::StartSearch),
             (key(KeyCode::Char('?'), none), Action::ToggleHelp),
             (key(KeyCode::Char('c'), KeyModifiers::CONTROL), Action::Quit),

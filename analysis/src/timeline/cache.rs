@@ -8,6 +8,7 @@
 //!     lane-N.spans lane-N.blocks   lane N's spans (40 B each) and level-of-detail blocks
 //!     submissions region_spans explicit_producers explicit_edges explicit_by_consumer
 //!     cross cross_by_producer submit_times  the per-submission tables, as stored in memory
+//!     op_spans                  operation timings by region slot (40 B each)
 //! ```
 //!
 //! A model reopened from the cache holds in memory only what grows with the program's
@@ -51,8 +52,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// host clock's calibrations); 3: `hrx-analysis` statistics; 4: `explicit_by_consumer`;
 /// 5: the structure is the joiner's [`crate::Index`]; 6: its threads and annotation names,
 /// and the model's host-thread rows (format 1.14); 7: the time range holds the threads'
-/// markers, and capture-fence host spans (format 1.15).
-const FORMAT: u32 = 7;
+/// markers, and capture-fence host spans (format 1.15); 8: `op_spans`, the operation
+/// timings.
+const FORMAT: u32 = 8;
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;
@@ -143,6 +145,7 @@ pub(crate) struct Manifest {
     cross: u64,
     cross_by_producer: u64,
     submit_times: u64,
+    op_spans: u64,
 }
 
 impl Manifest {
@@ -158,6 +161,7 @@ impl Manifest {
         cross: u64,
         cross_by_producer: u64,
         submit_times: u64,
+        op_spans: u64,
     ) -> Manifest {
         Manifest {
             format: FORMAT,
@@ -177,6 +181,7 @@ impl Manifest {
             cross,
             cross_by_producer,
             submit_times,
+            op_spans,
         }
     }
 }
@@ -235,6 +240,7 @@ pub(super) fn map_columns(entry: &Path, manifest: &Manifest, model: &mut Model) 
     model.cross = map_column(entry, "cross", manifest.cross)?;
     model.cross_by_producer = map_column(entry, "cross_by_producer", manifest.cross_by_producer)?;
     model.submit_times = map_column(entry, "submit_times", manifest.submit_times)?;
+    model.op_spans = map_column(entry, "op_spans", manifest.op_spans)?;
     Ok(())
 }
 
@@ -450,6 +456,7 @@ fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()
         model.cross_by_producer.write_to(out)
     })?;
     column("submit_times", &|out| model.submit_times.write_to(out))?;
+    column("op_spans", &|out| model.op_spans.write_to(out))?;
     let manifest = Manifest::new(
         lanes,
         model.submissions.len() as u64,
@@ -460,6 +467,7 @@ fn write_entry(temporary: &Path, key: &TraceKey, model: &Model) -> io::Result<()
         model.cross.len() as u64,
         model.cross_by_producer.len() as u64,
         model.submit_times.len() as u64,
+        model.op_spans.len() as u64,
     );
     write_model(temporary, key.clone(), manifest, model)
 }

@@ -163,6 +163,28 @@ impl Fixture {
         })
     }
 
+    /// The timing of operation `node` inside region `region` of submission `sub`:
+    /// `start_ns..end_ns` on the host clock, `device` on the device clock where given.
+    pub fn op_timing(
+        &mut self,
+        (sub, region, node): (u64, u32, u32),
+        start_ns: u64,
+        end_ns: u64,
+        device: Option<(u64, u64)>,
+    ) -> &mut Fixture {
+        self.push(OpTiming {
+            timing: RegionTiming {
+                runtime: RT,
+                submission: SubmissionIndex(sub),
+                region: RegionIndex(region),
+                start_ns,
+                end_ns,
+                device: device.map(|(start_ns, end_ns)| DeviceSpan { start_ns, end_ns }),
+            },
+            node: NodeIndex(node),
+        })
+    }
+
     /// Region `region` of submission `sub` ended with `status` at `time_ns`.
     pub fn done(&mut self, sub: u64, region: u32, status: Status, time_ns: u64) -> &mut Fixture {
         self.push(RegionDone {
@@ -287,6 +309,8 @@ pub fn assert_same(a: &Model, b: &Model) {
     assert_eq!(&*a.cross, &*b.cross);
     assert_eq!(&*a.cross_by_producer, &*b.cross_by_producer);
     assert_eq!(a.submit_times(), b.submit_times());
+    assert_eq!(&*a.op_spans, &*b.op_spans);
+    assert_eq!(a.lane_op_spans, b.lane_op_spans);
     assert_eq!(a.busy_times(), b.busy_times());
     assert_eq!(a.events(), b.events());
     assert_eq!(a.span_events, b.span_events);
@@ -310,12 +334,13 @@ pub fn assert_same(a: &Model, b: &Model) {
     assert_eq!(facts(a), facts(b));
 }
 
-/// The failing pipeline's records in file order.
+/// The failing pipeline's records in file order, with its compute regions' operation
+/// timings (the failed one's included).
 pub fn in_order() -> Vec<Record> {
-    pipeline(PipelineSpec {
+    crate::synthetic::with_op_timings(pipeline(PipelineSpec {
         fail_at: Some(3),
         ..PipelineSpec::ops(24)
-    })
+    }))
     .collect()
 }
 
@@ -325,6 +350,7 @@ fn worker(record: &Record) -> bool {
         record,
         Record::RegionStarted(_)
             | Record::RegionTiming(_)
+            | Record::OpTiming(_)
             | Record::RegionDone(_)
             | Record::SubmissionDone(_)
             | Record::OutputDigest(_)
@@ -394,13 +420,14 @@ pub fn lane(spans: &[(u64, u64)]) -> super::lanes::Lane {
     lane
 }
 
-/// A trace file `trace.hrxt` in `dir` of the pipeline `spec`, written through the real
+/// A trace file `trace.hrxt` in `dir` of the pipeline `spec` with its compute regions'
+/// operation timings ([`crate::synthetic::with_op_timings`]), written through the real
 /// recorder.
 pub fn trace_file(dir: &std::path::Path, spec: PipelineSpec) -> std::path::PathBuf {
     let sink = hrx_capture::MemorySink::new();
     let recorder = hrx_capture::Recorder::with_sink(sink.clone(), RecorderOptions::default())
         .expect("a recorder into memory");
-    for record in pipeline(spec) {
+    for record in crate::synthetic::with_op_timings(pipeline(spec)) {
         recorder.record(&record);
     }
     recorder.close().expect("the recorder closes");

@@ -19,6 +19,7 @@
 //!    ([`SpanStatus::Running`]: what a hang or a crash was in; the joiner's
 //!    [`crate::ScanSummary::running`]);
 //! 3. sort each lane, fill the (submission, region) → span table and copy statuses in;
+//!    sort the operation timings by region slot ([`super::ops`]);
 //! 4. number the joined waits and explicit producers by sorted submission, take the
 //!    joiner's index (regions labelled there) and give each region its search key,
 //!    sort events and link each to the span of the region it names (the joiner joined it to
@@ -31,6 +32,7 @@ use super::model::{
     CrossEdge, Event, EventId, EventKind, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId,
     Submission,
 };
+use super::ops::OpSpan;
 use crate::{
     Index, JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Outcome,
     ScanSummary,
@@ -56,6 +58,8 @@ pub(super) enum Joined {
     },
     /// A region timing joined to its region.
     Span(JoinedSpan),
+    /// An operation timing joined to its region: the operation `node`.
+    OpSpan(JoinedSpan, hrx_capture::schema::NodeIndex),
     /// A submission's outcome.
     Outcome(u64, SpanStatus),
     /// A region's completion joined to its region, at its time.
@@ -86,6 +90,7 @@ impl crate::Visitor for Joins {
     }
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: hrx_capture::schema::NodeIndex) {
         self.stats.op_span(index, span, node);
+        self.out.push(Joined::OpSpan(*span, node));
     }
     fn outcome(
         &mut self,
@@ -205,6 +210,13 @@ impl ModelBuilder {
                 // The builder created the lanes of every `Prepared` as the index did.
                 self.model.lanes[t.lane.get()]
                     .push(Span::timed(t.start_ns, t.end_ns, t.device, sub, region));
+            }
+            Joined::OpSpan(t, node) => {
+                let base = self.model.submissions[arrival(t.ordinal).get()].region_base;
+                let slot = base + self.index().region(t.region).index.0;
+                let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
+                self.model.op_spans.vec_mut().push(op);
+                self.model.count_op_span(t.lane);
             }
             Joined::Outcome(ordinal, status) => {
                 self.model.submissions[arrival(*ordinal).get()].set_status(*status);
@@ -367,6 +379,7 @@ impl ModelBuilder {
         self.add_untimed_spans();
         self.add_running_spans(&summary);
         self.index_spans();
+        super::ops::sort_from(self.model.op_spans.vec_mut(), 0);
         self.resolve_edges();
         self.label_regions();
         let keys = self.finish_events();

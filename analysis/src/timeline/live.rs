@@ -18,6 +18,7 @@
 //! by producer,    a settled run, then settled items a   | merged with the settled items that
 //! explicit edges, tail item sorts before ("rest")       | sort after a tail item
 //! submit times
+//! op timings      sorted by region slot                 | arrived since: sorted into the end
 //! ```
 //!
 //! A submission is *settled* when its outcome, every region's completion and a span for
@@ -71,6 +72,7 @@ use super::lanes::{Span, SpanStatus};
 use super::model::{
     CrossEdge, Event, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId, Submission,
 };
+use super::ops::OpSpan;
 use hrx_capture::schema::{Record, RuntimeId, SubmissionIndex};
 
 /// What the latest [`LiveBuilder::publish`] finished.
@@ -243,6 +245,9 @@ pub struct LiveBuilder {
     /// Explicit producers of the submissions joined (a publish appends those of
     /// submissions the joiner's end enters, taken back at the next record).
     producers_len: usize,
+    /// Operation timings already sorted into the model's column (a prefix); those after
+    /// it arrived since the last publish ([`super::ops`]).
+    ops_sorted: usize,
     /// Whether the model is published and no record was pushed since.
     published: bool,
     last: Publish,
@@ -383,7 +388,7 @@ impl LiveBuilder {
                 Joined::Submitted { .. } | Joined::Outcome(..) | Joined::Link(_) => self.apply(j),
                 // The joiner's end enters submissions without their graph: none of their
                 // timings or region completions joins.
-                Joined::Span(_) | Joined::Region(..) => {
+                Joined::Span(_) | Joined::OpSpan(..) | Joined::Region(..) => {
                     debug_assert!(false, "the joiner's end joined {j:?}");
                 }
             }
@@ -401,6 +406,10 @@ impl LiveBuilder {
                 }
             }
         };
+        // Operation timings since the last publish, sorted into the column's end.
+        let ops = self.inner.model.op_spans.vec_mut();
+        super::ops::sort_from(ops, self.ops_sorted);
+        self.ops_sorted = ops.len();
         self.last = Publish {
             whole: whole || self.settled.subs == 0,
             submissions: self.tail.subs.len(),
@@ -454,7 +463,9 @@ impl LiveBuilder {
     fn apply(&mut self, joined: &Joined) {
         let settled = self.settled.subs as u64;
         let touches = match joined {
-            Joined::Submitted { .. } | Joined::Event(_) => false,
+            // Operation timings are a column of their own, by region slot: nothing settled
+            // depends on them.
+            Joined::Submitted { .. } | Joined::Event(_) | Joined::OpSpan(..) => false,
             Joined::Span(t) => t.ordinal < settled,
             Joined::Outcome(ordinal, _) => *ordinal < settled,
             Joined::Region(r, ..) => r.submission.ordinal < settled,
@@ -487,6 +498,17 @@ impl LiveBuilder {
                 let sub = SubId(t.ordinal as u32);
                 let span = Span::timed(t.start_ns, t.end_ns, t.device, sub, t.region);
                 self.lane_spans(t.lane).push(span);
+            }
+            Joined::OpSpan(t, node) => {
+                let o = t.ordinal as usize;
+                let base = match o.checked_sub(k) {
+                    None => self.inner.model.submissions[self.settled.id(o) as usize].region_base,
+                    Some(j) => self.tail.subs[j].region_base,
+                };
+                let slot = base + self.inner.index().region(t.region).index.0;
+                let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
+                self.inner.model.op_spans.vec_mut().push(op);
+                self.inner.model.count_op_span(t.lane);
             }
             Joined::Outcome(ordinal, status) => {
                 self.tail.subs[*ordinal as usize - k].set_status(*status);

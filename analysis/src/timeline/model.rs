@@ -291,7 +291,8 @@ pub struct TraceInfo {
     /// at their start ([`SpanStatus::TimingLost`]), not running.
     #[serde(default)]
     pub timing_lost: u64,
-    /// Per-operation timings (not shown: spans are whole regions).
+    /// Per-operation timing records read (`OpTiming`); those joined to a region are
+    /// [`Model::span_ops`]'s.
     pub op_timings: u64,
     /// The latest clock calibration of each runtime.
     pub clocks: Vec<ClockCalibration>,
@@ -397,6 +398,13 @@ pub struct Model {
     pub(crate) span_events: HashMap<SpanRef, EventId>,
     #[serde(skip)]
     pub(crate) submit_times: Column<u64>,
+    /// Operation timings joined to their regions, sorted by region slot
+    /// ([`super::ops`]).
+    #[serde(skip)]
+    pub(crate) op_spans: Column<super::OpSpan>,
+    /// Operation timings per lane, by [`LaneRef`] (shorter when the last lanes have none).
+    #[serde(default)]
+    pub(crate) lane_op_spans: Vec<u64>,
     pub(crate) busy_times: Vec<u64>,
     pub(crate) range: Option<TimeWindow>,
     pub(crate) stats: Stats,
@@ -712,6 +720,7 @@ impl Model {
             + self.explicit_by_consumer.heap_bytes()
             + self.cross.heap_bytes()
             + self.cross_by_producer.heap_bytes()
+            + self.op_spans.heap_bytes()
             + size_of_val(self.regions())
     }
 }

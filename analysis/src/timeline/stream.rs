@@ -11,6 +11,7 @@
 //! Submit          prepared, region base, status,         the Submission (48 B), its submit
 //!                 its key for lookups (25 B)             time, its explicit producers
 //! RegionTiming    a status byte per region slot          its lane's Span (40 B)
+//! OpTiming        -                                      its OpSpan (40 B)
 //! CrossWait       -                                      the raw wait (56 B)
 //! other records   the structure, events, facts (as ModelBuilder::push_shared)
 //! ```
@@ -20,7 +21,9 @@
 //! read twice, not sorted): the lane's spans with their final submission ids and statuses,
 //! its level-of-detail blocks and the span counts per label as they pass, the
 //! (submission, region) → span table from (slot, span) pairs sorted by slot, the waits
-//! sorted by consumer and by producer, the explicit edges and the submit times. Last, the
+//! sorted by consumer and by producer, the explicit edges, the submit times and the
+//! operation timings by region slot (in that order already unless worker threads
+//! interleaved them). Last, the
 //! columns are mapped to link events to their spans and find the first failure, and the
 //! rest of the model is written.
 //!
@@ -43,6 +46,7 @@ use super::ingest::{
 };
 use super::lanes::{Block, BlockBuilder, Span, SpanStatus};
 use super::model::{CrossEdge, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId, Submission};
+use super::ops::OpSpan;
 use super::spill::{Spill, SpillFile, Values, sorted};
 use hrx_capture::Recovery;
 use hrx_capture::schema::{CrossWait, HazardKind, Record, RuntimeId, SubmissionIndex};
@@ -192,6 +196,8 @@ pub(crate) struct StreamBuilder {
     raw_producers: Spill<RawProducer>,
     submit_times: Spill<u64>,
     cross: Spill<RawCross>,
+    /// Operation timings joined to their region slots, as they arrive.
+    ops: Spill<OpSpan>,
     error: Option<io::Error>,
 }
 
@@ -207,6 +213,7 @@ impl StreamBuilder {
             raw_producers: Spill::create(scratch.join("producers"))?,
             submit_times: Spill::create(scratch.join("submit_times"))?,
             cross: Spill::create(scratch.join("cross"))?,
+            ops: Spill::create(scratch.join("ops"))?,
             dir: dir.to_owned(),
             scratch,
             lanes: Vec::new(),
@@ -294,6 +301,13 @@ impl StreamBuilder {
                 let span = Span::timed(t.start_ns, t.end_ns, t.device, arrival(t.ordinal), region);
                 self.add_span(region, slot, span)?;
             }
+            Joined::OpSpan(t, node) => {
+                // Slots are below 2^32 (checked when the submission's base was given).
+                let slot = self.slot(t.ordinal, t.region) as u32;
+                let op = OpSpan::new(slot, *node, t.start_ns, t.end_ns, t.device);
+                self.ops.push(&op)?;
+                self.inner.model.count_op_span(t.lane);
+            }
             Joined::Outcome(ordinal, status) => {
                 self.sub_status[*ordinal as usize] = *status as u8;
             }
@@ -370,6 +384,18 @@ impl StreamBuilder {
             finish_column(out)?
         };
         let explicit_producers = finish_column(self.producers)?;
+        let op_spans = {
+            let ops = std::mem::replace(
+                &mut self.ops,
+                Spill::create(self.scratch.join("ops-unused"))?,
+            )
+            .finish()?;
+            let mut out = Spill::create(self.dir.join("op_spans"))?;
+            for op in sorted(&[&ops], OpSpan::key, &self.scratch)? {
+                out.push(&op?)?;
+            }
+            finish_column(out)?
+        };
         fs::remove_dir_all(&self.scratch)?;
 
         let stats = self.inner.take_stats(&summary);
@@ -388,6 +414,7 @@ impl StreamBuilder {
             cross,
             cross_by_producer,
             submit_times,
+            op_spans,
         );
         map_columns(&self.dir, &manifest, &mut model)?;
         model.info.recovery = recovery;

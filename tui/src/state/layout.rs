@@ -10,7 +10,9 @@
 //! row 2        submits ticks | and Busy ticks B
 //! row 3        event markers ✖ ☠ ∅ ! B
 //! rows 4..     one lane per visible queue, 2 rows each when there is room
-//!              (bars with labels, then submission/duration under them)
+//!              (bars with labels, then submission/duration under them); with `o`, a
+//!              row under each queue whose regions have operation timings (each GPU
+//!              queue in a trace without any): its regions' operations as sub-spans
 //! then         one row per host thread (format 1.14) while the panes keep 8 rows:
 //!              its submits, waits, host callbacks and annotation ranges, its markers
 //! lower area   details | hazards or events list        (or: statistics, whole width)
@@ -70,6 +72,24 @@ pub struct LaneRow {
     pub lane: LaneRef,
     /// Its rows, gutter included.
     pub area: Area,
+    /// The row of its regions' operations under them ([`ViewState::show_ops`]; lanes
+    /// with operation timings), gutter included.
+    pub ops: Option<Area>,
+}
+
+/// Whether a lane gets a row of operations when they are shown: a lane whose regions have
+/// operation timings; in a trace without any, each GPU queue (its row says that none were
+/// recorded), not only those that could have had them.
+fn has_ops_row(model: &Model, lane: LaneRef) -> bool {
+    use hrx_capture::schema::Queue;
+    if model.has_op_timings() {
+        model.lane_op_span_count(lane) > 0
+    } else {
+        matches!(
+            model.lane(lane).queue,
+            Queue::GpuUpload | Queue::GpuCompute | Queue::GpuDownload
+        )
+    }
 }
 
 /// One visible host thread's row.
@@ -164,18 +184,30 @@ impl ScreenLayout {
         // Top rows, status line, and at least 8 rows for the panes.
         let room = height.saturating_sub(4 + 1 + 8);
         let count = lanes.len() as u16;
-        let lane_height = if count > 0 && room >= 2 * count { 2 } else { 1 };
+        let ops_rows = if state.show_ops {
+            lanes.iter().filter(|&&l| has_ops_row(model, l)).count() as u16
+        } else {
+            0
+        };
+        let lane_height = if count > 0 && room >= 2 * count + ops_rows {
+            2
+        } else {
+            1
+        };
         let mut y = 4;
         let mut rows = Vec::with_capacity(lanes.len());
         for lane in lanes {
             if y + lane_height > height.saturating_sub(1) {
                 break;
             }
-            rows.push(LaneRow {
-                lane,
-                area: Area::new(0, y, width, lane_height),
-            });
+            let area = Area::new(0, y, width, lane_height);
             y += lane_height;
+            let ops = (state.show_ops && has_ops_row(model, lane) && y < height.saturating_sub(1))
+                .then(|| {
+                    y += 1;
+                    Area::new(0, y - 1, width, 1)
+                });
+            rows.push(LaneRow { lane, area, ops });
         }
         // Host threads below the queues, one row each, while the panes keep 8 rows.
         let mut threads = Vec::new();
@@ -232,7 +264,8 @@ impl ScreenLayout {
         }
         let time_col = col.checked_sub(GUTTER);
         for lane in &self.lanes {
-            if lane.area.contains(col, row) {
+            // A click on the operations' row selects the region above them.
+            if lane.area.contains(col, row) || lane.ops.is_some_and(|a| a.contains(col, row)) {
                 return match time_col {
                     Some(col) => Hit::Lane {
                         lane: lane.lane,

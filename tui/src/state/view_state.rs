@@ -114,6 +114,8 @@ pub enum Action {
     ToggleHelp,
     /// Show or hide lanes without spans.
     ToggleEmptyLanes,
+    /// Show or hide a row of operations (sub-spans) under each queue that has them.
+    ToggleOps,
     /// Start typing a search.
     StartSearch,
     /// Append to the search.
@@ -163,6 +165,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("e", "events list (focus it; again: close)"),
     ("s", "statistics"),
     ("a", "show/hide empty queues"),
+    ("o", "show/hide operations under their regions (sub-spans)"),
     ("/", "search labels and kernels (Enter keeps, Esc clears)"),
     ("Enter", "jump to the list item"),
     ("Esc", "close help/list, clear search/selection"),
@@ -196,6 +199,8 @@ pub struct ViewState {
     pub show_help: bool,
     /// Lanes without spans shown.
     pub show_empty_lanes: bool,
+    /// A row of the regions' operations (sub-spans) under each queue's row that has them.
+    pub show_ops: bool,
     /// The search text.
     pub search: String,
     /// Whether the search is being typed.
@@ -254,6 +259,7 @@ impl ViewState {
             details_scroll: 0,
             show_help: false,
             show_empty_lanes: false,
+            show_ops: false,
             search: String::new(),
             searching: false,
             event_cursor: None,
@@ -455,6 +461,13 @@ impl ViewState {
             }
             Action::ToggleHelp => self.show_help = !self.show_help,
             Action::ToggleEmptyLanes => self.show_empty_lanes = !self.show_empty_lanes,
+            Action::ToggleOps => {
+                self.show_ops = !self.show_ops;
+                if self.show_ops && !model.has_op_timings() {
+                    self.message =
+                        Some("no per-operation times recorded in this trace: regions only".into());
+                }
+            }
             Action::StartSearch => {
                 self.searching = true;
                 self.search_origin = Some(SearchOrigin {

@@ -99,6 +99,8 @@ pub fn buffer_to_string(buf: &Buffer) -> String {
 }
 
 #[cfg(test)]
+mod ops_tests;
+#[cfg(test)]
 mod same_screens;
 #[cfg(test)]
 mod tests;

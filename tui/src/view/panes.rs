@@ -24,8 +24,8 @@ use super::theme::{self, Symbols};
 use super::timeline::fit;
 use crate::state::units;
 use crate::state::{
-    Event, Focus, HazardEdge, HazardScope, ListKind, Model, RegionKey, SpanRef, SpanStatus,
-    ViewState, list_offset, queue_name,
+    Event, Focus, HazardEdge, HazardScope, ListKind, Model, OpClock, OpSpan, RegionKey, SpanRef,
+    SpanStatus, ViewState, list_offset, queue_name,
 };
 use hrx_capture::schema::{Access, OpKind, Placement, RegionKind};
 use ratatui::buffer::Buffer;
@@ -302,6 +302,9 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             region.engine
         ),
     ));
+    let ops = model.span_ops(&span);
+    let clock = model.clock(runtime);
+    lines.extend(op_times_line(model, &span, region, ops));
     for (i, &node) in region.nodes.iter().enumerate() {
         let Some(op) = model.op(region.prepared, node) else {
             lines.push(field("op", format!("#{node} (not recorded)")));
@@ -310,6 +313,8 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         let name = op_names[i].clone().unwrap_or_default();
         let failed = failed_name.as_deref().is_some_and(|f| op_is(&name, f));
         let mut text = format!("#{node} {name}");
+        let timed = ops.iter().find(|o| o.node() == node);
+        let time = timed.map(|o| op_time(o, &span, clock));
         let mut launch = None;
         if let OpKind::Kernel { kernel } | OpKind::Npu { kernel } = op.op
             && let Some(k) = model.kernel(runtime, kernel)
@@ -324,23 +329,42 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         if let OpKind::Fill { value } = op.op {
             text.push_str(&format!("  value {value:#04x}"));
         }
+        // The time, in the region's failure colour when the region failed.
+        let time_style = match span.status() {
+            SpanStatus::Failed => theme::status_fg(SpanStatus::Failed),
+            _ => Style::new(),
+        };
+        let time = match time {
+            Some(t) => Some(Text::styled(format!("  {t}"), time_style)),
+            // Its region's others were timed: this one was not (a failed region's
+            // operations after the failure never ran).
+            None if !ops.is_empty() => Some(Text::styled("  not timed", theme::DIM)),
+            None => None,
+        };
         if failed {
-            lines.push(Line::from(vec![
-                Text::styled(
-                    format!("{:<11} ", format!("op {}", sym.failure)),
-                    theme::status_fg(SpanStatus::Failed),
-                ),
-                Text::styled(
-                    // Ambiguous when several operations have the failure's name.
-                    format!(
-                        "{text}  failed here{}",
-                        if failed_ops > 1 { "?" } else { "" }
+            lines.push(Line::from(
+                [
+                    Text::styled(
+                        format!("{:<11} ", format!("op {}", sym.failure)),
+                        theme::status_fg(SpanStatus::Failed),
                     ),
-                    theme::status_fg(SpanStatus::Failed),
-                ),
-            ]));
+                    Text::styled(
+                        // Ambiguous when several operations have the failure's name.
+                        format!(
+                            "{text}  failed here{}",
+                            if failed_ops > 1 { "?" } else { "" }
+                        ),
+                        theme::status_fg(SpanStatus::Failed),
+                    ),
+                ]
+                .into_iter()
+                .chain(time)
+                .collect::<Vec<_>>(),
+            ));
         } else {
-            lines.push(field("op", text));
+            let mut line = field("op", text);
+            line.spans.extend(time);
+            lines.push(line);
         }
         lines.extend(launch.map(|l| field("", l)));
         for u in &op.uses {
@@ -456,6 +480,74 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         Text::styled("h lists them, p jumps to the producer", theme::DIM),
     ));
     lines
+}
+
+/// What the trace says of the span's operations' times (`op times`): how many were timed
+/// and on which clock, their sum against the region's time, that a failed region's are
+/// not durations of completed work; or that none were recorded, where a region of several
+/// operations (a native graph) would have them.
+fn op_times_line(
+    model: &Model,
+    span: &crate::state::Span,
+    region: &crate::state::RegionInfo,
+    ops: &[OpSpan],
+) -> Option<Line<'static>> {
+    if ops.is_empty() {
+        let graph = region.kind == RegionKind::NativeGraph || region.nodes.len() > 1;
+        return match (model.has_op_timings(), graph && span.ran()) {
+            (false, true) => Some(field(
+                "op times",
+                Text::styled("no per-operation times recorded in this trace", theme::DIM),
+            )),
+            (true, true) => Some(field(
+                "op times",
+                Text::styled("none recorded for this region", theme::DIM),
+            )),
+            _ => None,
+        };
+    }
+    let on_device = ops.iter().filter(|o| o.device_ns().is_some()).count();
+    let clock = match on_device {
+        0 => "on the host (no device time)",
+        n if n == ops.len() => "on the device",
+        _ => "on the device where recorded, else the host",
+    };
+    let sum: u64 = ops.iter().map(|o| o.time().0).sum();
+    let region_ns = span
+        .device_ns()
+        .filter(|_| on_device > 0)
+        .map_or(span.duration_ns(), |(d0, d1)| d1 - d0);
+    let mut text = format!(
+        "{} of {} timed {clock} · sum {} of the region's {}",
+        ops.len(),
+        region.nodes.len(),
+        units::duration(sum),
+        units::duration(region_ns)
+    );
+    if span.status() == SpanStatus::Failed {
+        text.push_str(" · failed region, work not completed");
+        return Some(field(
+            "op times",
+            Text::styled(text, theme::status_fg(SpanStatus::Failed)),
+        ));
+    }
+    Some(field("op times", text))
+}
+
+/// An operation's time: its duration (device preferred), the clock, and when it started
+/// after its region's start (`18.2 µs device at +0.5 µs`).
+fn op_time(
+    op: &OpSpan,
+    span: &crate::state::Span,
+    clock: Option<&hrx_capture::schema::ClockCalibration>,
+) -> String {
+    let (ns, on) = op.time();
+    let on = match on {
+        OpClock::Device => "device",
+        OpClock::Host => "host",
+    };
+    let at = op.placed_ns(clock).0.saturating_sub(span.start_ns);
+    format!("{} {on} at +{}", units::duration(ns), units::duration(at))
 }
 
 /// The operation a native failure's text names: the runtime ends the errors it raises

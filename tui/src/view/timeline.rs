@@ -3,8 +3,8 @@
 use super::theme::{self, Symbols};
 use crate::state::units;
 use crate::state::{
-    GUTTER, LaneRaster, LaneRow, ListKind, Model, ScreenLayout, SpanRef, SpanStatus, ThreadRowArea,
-    TimeWindow, ViewState, count_in,
+    Area, GUTTER, LaneRaster, LaneRow, ListKind, Model, Raster, ScreenLayout, SpanRef, SpanStatus,
+    ThreadRowArea, TimeWindow, ViewState, count_in,
 };
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
@@ -18,7 +18,10 @@ pub(super) fn draw(model: &Model, state: &ViewState, layout: &ScreenLayout, buf:
     markers(model, state, layout, buf, sym);
     let highlights = Highlights::new(model, state);
     for row in &layout.lanes {
-        lane(model, state, layout, row, &highlights, buf, sym);
+        let raster = lane(model, state, layout, row, &highlights, buf, sym);
+        if let Some(area) = row.ops {
+            ops_row(model, state, layout, row, area, &raster, buf, sym);
+        }
     }
     for row in &layout.threads {
         thread(model, state, layout, row, buf, sym);
@@ -322,6 +325,7 @@ fn bar_text(
     }
 }
 
+/// Draws a lane's rows; returns its raster (the operations' row draws under its bars).
 fn lane(
     model: &Model,
     state: &ViewState,
@@ -330,7 +334,7 @@ fn lane(
     highlights: &Highlights,
     buf: &mut Buffer,
     sym: &Symbols,
-) {
+) -> Raster {
     let a = row.area;
     let focused = state.lane == Some(row.lane);
     let name = model.lane_name(row.lane);
@@ -433,5 +437,91 @@ fn lane(
             }
             _ => put(buf, x, a.y, sym.level(level), 1, style),
         }
+    }
+    raster
+}
+
+/// The row under a lane (`o`): the operations of each region drawn as a bar
+/// above, as sub-spans labelled with their kernel's name (`fill`, `copy`), placed at their
+/// device times where recorded ([`OpSpan::placed_ns`](crate::state::OpSpan::placed_ns)) and in their region's colours (a
+/// failed region's in red, marked `✖`; the selection's highlighted). Only regions drawn as
+/// bars are read, so a frame reads the operations of at most a few spans per column; where
+/// the lane is summarised, the row says to zoom in, and a trace without operation timings
+/// says so.
+#[allow(clippy::too_many_arguments)]
+fn ops_row(
+    model: &Model,
+    state: &ViewState,
+    layout: &ScreenLayout,
+    row: &LaneRow,
+    area: Area,
+    raster: &Raster,
+    buf: &mut Buffer,
+    sym: &Symbols,
+) {
+    put(buf, area.x, area.y, "   ops", GUTTER, theme::DIM);
+    let cols = layout.timeline_cols;
+    if cols == 0 {
+        return;
+    }
+    if !model.has_op_timings() {
+        let note = "no per-operation times recorded in this trace";
+        put(buf, GUTTER + 1, area.y, note, cols - 1, theme::DIM);
+        return;
+    }
+    let w = state.window;
+    let lane = model.lane(row.lane);
+    let clock = model.clock(lane.runtime);
+    let mut drawn = false;
+    for bar in &raster.bars {
+        let span = &lane.spans()[bar.index as usize];
+        let ops = model.span_ops(span);
+        if ops.is_empty() {
+            continue;
+        }
+        let r = SpanRef {
+            lane: row.lane,
+            index: bar.index,
+        };
+        let submission = model.submission(span.submission);
+        let style = if state.selection == Some(r) {
+            theme::SELECTED
+        } else if state.matches(model, span) {
+            theme::span_style(submission.index.0, span.status())
+        } else {
+            theme::FILTERED_OUT
+        };
+        let region = model.region(span.region);
+        let runtime = model.prepared()[region.prepared.get()].runtime;
+        for op in ops {
+            let (start, end) = op.placed_ns(clock);
+            let end = end.max(start.saturating_add(1));
+            if end <= w.start_ns || start >= w.end_ns {
+                continue;
+            }
+            let first = w.col(start.max(w.start_ns), cols);
+            let last = w.col(end.min(w.end_ns).saturating_sub(1).max(w.start_ns), cols);
+            let width = last.saturating_sub(first) + 1;
+            let name = model.op(region.prepared, op.node()).map_or_else(
+                || format!("#{}", op.node()),
+                |o| model.op_name(runtime, &o.op),
+            );
+            let label = match span.status() {
+                SpanStatus::Failed => format!("{} {name}", sym.failure),
+                _ => name,
+            };
+            let clipped = (start < w.start_ns, end > w.end_ns);
+            // Two columns hold brackets only: a failed region's mark says more.
+            let text = match (width, span.status()) {
+                (2, SpanStatus::Failed) => format!("{} ", sym.failure),
+                _ => bar_text(&label, width, clipped, span.status(), sym),
+            };
+            put(buf, GUTTER + first, area.y, &text, width, style);
+            drawn = true;
+        }
+    }
+    if !drawn && !raster.dense.is_empty() {
+        let note = "zoom in to see operations";
+        put(buf, GUTTER + 1, area.y, note, cols - 1, theme::DIM);
     }
 }

@@ -62,3 +62,35 @@ fn statistics() {
     state.update(model, Action::ToggleStats);
     insta::assert_snapshot!(screen(model, &state));
 }
+
+/// The failed compute region's operations: those that ran up to the failure have their
+/// times (the failing `hrx_sobel` included), in the failure's colour; those after it
+/// never ran and say so.
+#[test]
+fn the_failed_regions_operations_after_the_failure_were_not_timed() {
+    let model = &traces().faults;
+    let mut state = view(model);
+    select(model, &mut state, 2, 1);
+    let span = *model.span(state.selection.unwrap());
+    assert_eq!(span.status(), SpanStatus::Failed);
+    let timed = model.span_ops(&span).len();
+    let region = model.region(span.region);
+    assert!(timed > 0 && timed < region.nodes.len(), "{timed} timed");
+    // The details pane the whole width, tall enough for every operation.
+    state.list = None;
+    let text = hrx_tui::render_to_string(model, &state, 120, 80);
+    assert!(
+        text.contains(&format!(
+            "op times    {timed} of {} timed on the host",
+            region.nodes.len()
+        )),
+        "{text}"
+    );
+    let sobel = text.lines().find(|l| l.contains("failed here")).unwrap();
+    assert!(
+        sobel.contains("hrx_sobel") && sobel.contains(" host at +"),
+        "{sobel}"
+    );
+    let not_timed = text.lines().filter(|l| l.contains("  not timed")).count();
+    assert_eq!(not_timed, region.nodes.len() - timed, "{text}");
+}

@@ -62,6 +62,41 @@ fn details_of_a_compute_span() {
     insta::assert_snapshot!(text);
 }
 
+/// The software device times every operation (format 1.0's `OpTiming`): `o` draws the
+/// compute graph's six operations under its bar, in the order they ran, and the details
+/// list each one's time.
+#[test]
+fn operations_of_the_compute_graph() {
+    let model = &traces().pipeline;
+    assert!(model.has_op_timings());
+    let mut state = view(model);
+    select(model, &mut state, 2, 1);
+    act(
+        model,
+        &mut state,
+        &[Action::ZoomToSelection, Action::ToggleOps],
+    );
+    let span = *model.span(state.selection.unwrap());
+    assert_eq!(model.span_ops(&span).len(), 6);
+    let text = screen(model, &state);
+    let compute = state
+        .layout(model)
+        .lanes
+        .iter()
+        .find(|l| model.lane(l.lane).queue == hrx_capture::schema::Queue::GpuCompute)
+        .and_then(|l| l.ops)
+        .expect("an operations row under GPU Compute");
+    let ops = text.lines().nth(usize::from(compute.y)).unwrap();
+    let at = |name: &str| ops.find(name).unwrap_or_else(|| panic!("{name}: {ops}"));
+    assert!(at("[hrx_rgb_to") < at("[hrx_blur_h") && at("[hrx_blur_h") < at("[hrx_sobel"));
+    assert!(
+        text.contains("op times    6 of 6 timed on the host"),
+        "{text}"
+    );
+    assert!(text.contains("#4 hrx_sobel  "), "{text}");
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn hazards_within_the_graph() {
     let model = &traces().pipeline;

@@ -10,7 +10,8 @@
 //!   earlier is done (the workload's frames in flight); each region that ran starts when
 //!   its submission, its queue, its in-graph producers and the regions it waited on across
 //!   submissions allow, and lasts a fixed duration per region kind (copies by their
-//!   bytes). Completions, faults, quarantines and poisonings follow the region they concern
+//!   bytes); a region's operations share its time equally, in the order they ran.
+//!   Completions, faults, quarantines and poisonings follow the region they concern
 //!   at fixed offsets, in the order the runtime records them (fault, quarantine, poison,
 //!   then the failed and the cancelled completions), so every event has its own time.
 //! - **Ids.** Runtime, buffer, kernel, graph and prepared-graph ids come from process-wide
@@ -488,6 +489,15 @@ impl Schedule {
                 .and_then(|(sub, r)| self.ran.get(&(sub, r.0)))
                 .map_or(self.first_failure, |&(_, end)| end)
         };
+        // Operation timings per region, and those rewritten so far.
+        let mut ops: HashMap<Key, u64> = HashMap::new();
+        for record in records.iter() {
+            if let Record::OpTiming(t) = record {
+                *ops.entry((t.timing.submission, t.timing.region.0))
+                    .or_default() += 1;
+            }
+        }
+        let mut seen_ops: HashMap<Key, u64> = HashMap::new();
         for record in records.iter_mut() {
             match record {
                 Record::SessionStart(s) => {
@@ -512,7 +522,12 @@ impl Schedule {
                 // the submits is fixed.
                 Record::SubmitRefused(r) => r.time_ns = last_submit + SUBMIT_GAP_NS / 2,
                 Record::RegionTiming(t) => *t = self.timing(*t),
-                Record::OpTiming(t) => t.timing = self.timing(t.timing),
+                Record::OpTiming(t) => {
+                    let key = (t.timing.submission, t.timing.region.0);
+                    let i = seen_ops.entry(key).or_insert(0);
+                    t.timing = self.op_timing(t.timing, *i, ops[&key]);
+                    *i += 1;
+                }
                 Record::ClockCalibration(c) => {
                     c.host_ns = START_NS;
                     c.device_ns = START_NS + DEVICE_BASE_NS;
@@ -551,6 +566,20 @@ impl Schedule {
         t.device = t.device.map(|_| DeviceSpan {
             start_ns: start + DEVICE_BASE_NS + 100,
             end_ns: end + DEVICE_BASE_NS - 100,
+        });
+        t
+    }
+
+    /// The `i`-th of a region's `n` operation timings (in the order recorded, which is the
+    /// order they ran): the `i`-th of `n` equal parts of the region's synthetic time.
+    fn op_timing(&self, mut t: RegionTiming, i: u64, n: u64) -> RegionTiming {
+        let (start, end) = self.ran[&(t.submission, t.region.0)];
+        let part = (end - start) / n.max(1);
+        t.start_ns = start + i * part;
+        t.end_ns = t.start_ns + part;
+        t.device = t.device.map(|_| DeviceSpan {
+            start_ns: t.start_ns + DEVICE_BASE_NS,
+            end_ns: t.end_ns + DEVICE_BASE_NS,
         });
         t
     }

@@ -39,12 +39,14 @@ fn follow(records: &[Record], steps: &[usize]) -> Vec<(usize, Publish)> {
 /// Step sizes that end anywhere: one record, a few, a flush's worth.
 const STEPS: [usize; 9] = [1, 3, 7, 1, 40, 2, 13, 120, 5];
 
+/// A pipeline whose submission `fail_at` fails, with its compute regions' operation
+/// timings.
 fn failing(ops: u64, fail_at: u64) -> Vec<Record> {
-    pipeline(PipelineSpec {
+    crate::synthetic::with_op_timings(pipeline(PipelineSpec {
         fail_at: Some(fail_at),
         busy_every: Some(7),
         ..PipelineSpec::ops(ops)
-    })
+    }))
     .collect()
 }
 

@@ -21,16 +21,18 @@ fn streamed(records: &[Record]) -> Model {
 
 #[test]
 fn a_failing_pipeline_streams_into_the_same_model() {
-    let records: Vec<Record> = pipeline(PipelineSpec {
+    let records: Vec<Record> = crate::synthetic::with_op_timings(pipeline(PipelineSpec {
         busy_every: Some(7),
         fail_at: Some(150),
         ..PipelineSpec::ops(800)
-    })
+    }))
     .collect();
     let memory = ModelBuilder::from_records(&records);
     let stream = streamed(&records);
     assert!(stream.submissions.is_mapped() && stream.cross.is_mapped());
+    assert!(stream.op_spans.is_mapped());
     assert!(memory.first_failure().is_some() && !memory.cross.is_empty());
+    assert!(memory.op_span_count() > 0);
     assert_same(&stream, &memory);
 }
 
@@ -80,6 +82,7 @@ fn records_out_of_order_and_untimed_regions_stream_into_the_same_model() {
 /// of the file order (a submit before its `Prepared` lost its spans).
 #[test]
 fn records_in_the_adverse_order_stream_into_the_same_model() {
+    // (Operation timings included: the worker threads' records reach the file first.)
     let records = in_order();
     let expected = ModelBuilder::from_records(&records);
     assert_same(&streamed(&adverse(&records)), &expected);
