@@ -92,6 +92,11 @@ pub struct RuntimeOptions {
     pub trace_contents: bool,
     /// Which written ranges are digested (`HRX_TRACE_DIGESTS=outputs|all`).
     pub trace_digests: TraceDigests,
+    /// When traced, time each operation of a native graph or copy batch on the device
+    /// (`HRX_TRACE_KERNELS=1`): CUDA through CUPTI's activity API, whose cost (1.1-1.5x on
+    /// graphs of short kernels on the H200) is why it is asked for. The software device times
+    /// every operation of a traced runtime regardless (two clock readings each).
+    pub kernel_times: bool,
     /// Whether a trace opened by this runtime may drop records when a thread's buffer is
     /// full (`HRX_TRACE_MODE=lossless|lossy`); `None`: lossless, unless the environment says
     /// otherwise.
@@ -100,7 +105,8 @@ pub struct RuntimeOptions {
     /// [`crate::trace::stop`] pauses it. See [`crate::trace`].
     pub trace_range: Option<hrx_capture::CaptureRange>,
     /// Whether unset fields fall back to the environment (`HRX_BACKEND`, `HRX_FAULT`,
-    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`, `HRX_TRACE_MODE`, `HRX_TRACE_RANGE`); a replay turns this off so
+    /// `HRX_TRACE`, `HRX_TRACE_CONTENTS`, `HRX_TRACE_DIGESTS`, `HRX_TRACE_KERNELS`, `HRX_TRACE_MODE`,
+    /// `HRX_TRACE_RANGE`); a replay turns this off so
     /// the replayed run is exactly what it asks for.
     pub environment: bool,
     /// Record into this recorder instead of the process's trace (a replay's own
@@ -120,6 +126,7 @@ impl Default for RuntimeOptions {
             trace: None,
             trace_contents: false,
             trace_digests: TraceDigests::Outputs,
+            kernel_times: false,
             trace_mode: None,
             trace_range: None,
             environment: true,
@@ -184,6 +191,11 @@ impl RuntimeOptions {
     /// Sets which written ranges are digested.
     pub fn trace_digests(mut self, digests: TraceDigests) -> Self {
         self.trace_digests = digests;
+        self
+    }
+    /// Turns device times of each operation on or off ([`RuntimeOptions::kernel_times`]).
+    pub fn kernel_times(mut self, on: bool) -> Self {
+        self.kernel_times = on;
         self
     }
     /// Sets the trace mode (lossless or lossy) of a trace this runtime opens.
@@ -276,6 +288,21 @@ impl RuntimeOptions {
             Err(std::env::VarError::NotUnicode(other)) => {
                 return Err(Error::Message(format!(
                     "HRX_TRACE_CONTENTS: expected 0 or 1, got {other:?}"
+                )));
+            }
+        }
+        match std::env::var("HRX_TRACE_KERNELS").as_deref() {
+            // Widens only: an explicit `kernel_times(true)` stays.
+            Ok("1") => self.kernel_times = true,
+            Ok("0" | "") | Err(std::env::VarError::NotPresent) => {}
+            Ok(other) => {
+                return Err(Error::Message(format!(
+                    "HRX_TRACE_KERNELS: expected 0 or 1, got {other:?}"
+                )));
+            }
+            Err(std::env::VarError::NotUnicode(other)) => {
+                return Err(Error::Message(format!(
+                    "HRX_TRACE_KERNELS: expected 0 or 1, got {other:?}"
                 )));
             }
         }
@@ -438,7 +465,8 @@ impl Runtime {
             options.trace_contents,
             options.trace_digests == TraceDigests::All,
             options.trace_range,
-        );
+        )
+        .kernel_times(options.kernel_times);
         let context = Arc::new(Context::new(id, device, faults, npu, tracer));
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::RuntimeStart(s::RuntimeStart {

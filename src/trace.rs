@@ -164,6 +164,8 @@ pub(crate) struct Tracer {
     all_outputs: bool,
     /// Which submissions go into the trace (with a recorder only).
     window: Option<Window>,
+    /// Whether operations are timed on the device too (with a recorder only).
+    kernel_times: bool,
 }
 
 /// Which submissions a traced runtime records (see the module docs), and the bytes the open
@@ -247,7 +249,20 @@ impl Tracer {
             runtime: s::RuntimeId(runtime),
             contents,
             all_outputs,
+            kernel_times: false,
         }
+    }
+
+    /// Times operations on the device too when traced ([`crate::RuntimeOptions::kernel_times`]).
+    pub fn kernel_times(mut self, on: bool) -> Self {
+        self.kernel_times = on && self.recorder.is_some();
+        self
+    }
+
+    /// Whether streams time each operation on the device ([`Tracer::kernel_times`]).
+    #[inline]
+    pub fn times_kernels(&self) -> bool {
+        self.kernel_times
     }
 
     /// The hook to record with, `None` when tracing is off (one branch).

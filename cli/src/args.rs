@@ -235,6 +235,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["delay", "duration"])]
     pub capture_range: Option<String>,
 
+    /// Time each operation of a native graph or copy batch on the device (HRX_TRACE_KERNELS=1):
+    /// on CUDA through CUPTI (libcupti, found in CUDA_HOME or HRX_CUPTI_PATH), at a cost per
+    /// launch; the software device times every operation of a traced run anyway.
+    #[arg(long)]
+    pub kernel_times: bool,
+
     /// Record the submissions submitted from S seconds after the trace session starts (the
     /// first hrx runtime's creation): `time:S..` (with --duration, `time:S..S+D`).
     #[arg(long, value_name = "S", allow_hyphen_values = true)]

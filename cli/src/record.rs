@@ -141,6 +141,9 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(range) = &range {
         command.env(hrx_capture::TRACE_RANGE_ENV, range.to_string());
     }
+    if args.kernel_times {
+        command.env("HRX_TRACE_KERNELS", "1");
+    }
     if crate::traces::per_process(&args.output) {
         command.env_remove(hrx_capture::TRACE_SESSION_ENV);
     } else {

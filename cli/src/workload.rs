@@ -131,7 +131,10 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // `installed_path` says which file it wrote.
     let trace_path = args.output.clone();
     let range = crate::record::capture_range(args)?;
-    let mut options = RuntimeOptions::default().backend(backend).trace(trace_path);
+    let mut options = RuntimeOptions::default()
+        .backend(backend)
+        .trace(trace_path)
+        .kernel_times(args.kernel_times);
     if let Some(range) = range {
         options = options.trace_range(range);
     }

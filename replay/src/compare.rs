@@ -817,6 +817,14 @@ pub(crate) fn report(
                 .into(),
         );
     }
+    if options.per_op && !options.isolated && backend == "cuda" {
+        notes.push(
+            "--per-op on CUDA times operations with CUPTI's kernel activity during the \
+             replays, which slows launches: their region times carry that cost (--isolated \
+             times operations without it)"
+                .into(),
+        );
+    }
     if summary.outcomes_unknown > 0 {
         notes.push(format!(
             "{} without a recorded outcome (the trace ends before {} finished: cut short or \

@@ -235,6 +235,7 @@ impl RuntimeOwner {
         let context = self.context();
         let mut native = context.device.stream()?;
         native.set_timed(context.tracer.on());
+        native.set_kernel_times(context.tracer.times_kernels());
         let stream = Arc::new(Mutex::new(CopyStream {
             stream: native,
             healthy: true,

@@ -261,6 +261,11 @@ pub trait NativeStream: Send {
     /// ([`NativeStream::set_timed`]). Called after every synchronize, failed ones too (a
     /// failed launch keeps the operations it timed, the failing one last).
     fn op_spans(&mut self, _out: &mut Vec<OpSpan>) {}
+    /// Whether later graphs and copies are timed operation by operation on the device
+    /// ([`NativeStream::op_spans`]): CUDA's kernel times through CUPTI, opt-in for their cost.
+    /// The software device times operations whenever it is timed
+    /// ([`NativeStream::set_timed`]), as that costs two clock readings.
+    fn set_kernel_times(&mut self, _on: bool) {}
 }
 
 /// A stream owned by the runtime.

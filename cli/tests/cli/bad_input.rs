@@ -738,6 +738,43 @@ fn hrx_trace_contents_is_validated() {
     }
 }
 
+/// `HRX_TRACE_KERNELS` takes 0 or 1 as well; `record --kernel-times` on the software device
+/// records what a traced run records anyway (every operation timed), with no complaint.
+#[test]
+fn hrx_trace_kernels_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "k.hrxt"])
+        .env("HRX_TRACE_KERNELS", "on")
+        .output()
+        .unwrap();
+    assert_error(&out, "HRX_TRACE_KERNELS: expected 0 or 1, got \"on\"");
+    let out = hrx_trace(dir.path())
+        .args([
+            "record",
+            "--workload",
+            "hazards",
+            "--kernel-times",
+            "-o",
+            "k.hrxt",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("kernel times off"),
+        "{}",
+        stderr(&out)
+    );
+    let trace = hrx_capture::read_all(dir.path().join("k.hrxt")).unwrap();
+    let ops = trace
+        .records
+        .iter()
+        .filter(|r| matches!(r, hrx_capture::schema::Record::OpTiming(_)))
+        .count();
+    assert!(ops > 0, "the software device timed the operations");
+}
+
 /// A mistyped `HRX_TRACE_CLOCK` is refused by name (it fell back to the TSC silently).
 #[test]
 fn hrx_trace_clock_is_validated() {

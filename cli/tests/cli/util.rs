@@ -14,6 +14,7 @@ pub fn hrx_trace(dir: &Path) -> Command {
         .env_remove("HRX_TRACE")
         .env_remove("HRX_FAULT")
         .env_remove("HRX_TRACE_CONTENTS")
+        .env_remove("HRX_TRACE_KERNELS")
         .env_remove(hrx_capture::clock::CLOCK_ENV);
     command
 }

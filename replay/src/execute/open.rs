@@ -114,6 +114,9 @@ pub(super) fn open_runtime(
         .trace_contents(contents)
         // Digest everything: the comparison looks up whatever the capture digested.
         .trace_digests(TraceDigests::All)
+        // Operations timed inside their graphs (`--per-op`): on CUDA that is CUPTI's kernel
+        // activity, on for the repeats; the software device times them anyway.
+        .kernel_times(options.per_op && !options.isolated)
         // The replayed run is what the trace and the options say, not the environment.
         .environment(false)
         .recorder(recorder.clone());

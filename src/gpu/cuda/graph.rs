@@ -1,6 +1,7 @@
 //! Native graphs: the builder of memset, memcpy, kernel and event-record nodes, and the
 //! executable graph.
 
+use super::activity::Cupti;
 use super::api;
 use super::context::Context;
 use super::error::CuResult;
@@ -75,6 +76,10 @@ pub(super) struct CudaGraphBuilder {
     events: GraphEvents,
     /// The start event-record node: every root depends on it.
     start_node: sys::CUgraphNode,
+    /// With kernel times: the session, and each operation node's CUPTI id (`None`: an
+    /// empty node, which does no work).
+    cupti: Option<&'static Cupti>,
+    node_ids: Vec<Option<u64>>,
 }
 
 // SAFETY: the graph is mutated only through `&mut self`; handles are thread-agnostic.
@@ -98,13 +103,20 @@ impl CudaGraphBuilder {
     ///
     /// # Errors
     /// A mapped driver error.
-    pub(super) fn new(context: Arc<Context>, raw: sys::CUgraph, timed: bool) -> Result<Self> {
+    pub(super) fn new(
+        context: Arc<Context>,
+        raw: sys::CUgraph,
+        timed: bool,
+        cupti: Option<&'static Cupti>,
+    ) -> Result<Self> {
         let mut builder = Self {
             events: GraphEvents::none(context.clone()),
             context,
             raw,
             nodes: Nodes::default(),
             start_node: std::ptr::null_mut(),
+            cupti,
+            node_ids: Vec::new(),
         };
         if timed {
             builder.events = GraphEvents::new(builder.context.clone())?;
@@ -133,6 +145,10 @@ impl CudaGraphBuilder {
             add(self.raw, &deps)
         }
         .map_err(|e| self.context.error(e))?;
+        if let Some(cupti) = self.cupti {
+            self.node_ids
+                .push((!empty).then(|| cupti.register_node(node)).flatten());
+        }
         Ok(self.nodes.push(node, dependencies))
     }
 }
@@ -275,6 +291,7 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             context: self.context.clone(),
             raw,
             events,
+            node_ids: std::mem::take(&mut self.node_ids).into(),
         }))
     }
 }
@@ -286,6 +303,9 @@ pub(super) struct CudaGraphExec {
     pub(super) raw: sys::CUgraphExec,
     /// Recorded by the graph's start and end nodes; dropped (destroyed) after `raw`.
     pub(super) events: GraphEvents,
+    /// With kernel times: each operation node's CUPTI id, by [`GraphNode`] index (empty
+    /// without).
+    pub(super) node_ids: Arc<[Option<u64>]>,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.

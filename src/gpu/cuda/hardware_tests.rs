@@ -335,3 +335,80 @@ fn hardware_context_made_current_again_after_the_application_switched() {
         assert_eq!(read, [5 + round; 64]);
     }
 }
+
+/// Kernel times (CUPTI): a graph of a memset, a kernel and a copy, launched five times,
+/// gives each launch one device span per operation, by node, inside the launch's event span;
+/// a copy batch's two copies are timed in order. Prints the spans and the CUPTI session's
+/// dropped records for the H200 run's log.
+#[test]
+fn hardware_kernel_times() {
+    if !hardware(false) {
+        return;
+    }
+    let device = CudaDevice::open(0).expect("CUDA device 0");
+    let n = 1 << 22;
+    let spec = crate::kernels::iota(n, 0, 1);
+    let kernel = device.load_kernel(&spec).unwrap();
+    let local = device.allocate(n * 4, false).unwrap();
+    let host = device.allocate(n * 4, true).unwrap();
+    let mut stream = device.stream().unwrap();
+    stream.set_timed(true);
+    stream.set_kernel_times(true);
+    let mut graph = stream.graph().unwrap();
+    let whole = View::new(&local, 0, n * 4);
+    let fill = graph.fill(&[], &whole, 0).unwrap();
+    // SAFETY: the view matches iota's contract; the allocations outlive the launches.
+    let iota = unsafe {
+        graph
+            .dispatch(
+                &[fill],
+                &kernel,
+                spec.grid,
+                spec.block,
+                &spec.contract.constants,
+                &[View::new(&local, 0, n * 4)],
+            )
+            .unwrap()
+    };
+    graph
+        .copy(&[iota], &View::new(&host, 0, n * 4), &whole)
+        .unwrap();
+    let mut exec = graph.finish().unwrap();
+    for launch in 0..5 {
+        let mut spans = Vec::new();
+        stream.launch(exec.as_mut()).unwrap();
+        stream.synchronize().unwrap();
+        stream.op_spans(&mut spans);
+        let region = stream.last_span().expect("a timed launch");
+        eprintln!("launch {launch}: region {region:?} ops {spans:?}");
+        let indexes: Vec<_> = spans.iter().map(|s| s.index).collect();
+        assert_eq!(indexes, [0, 1, 2], "one span per operation, by node");
+        assert!(spans.iter().all(|s| s.device));
+        for pair in spans.windows(2) {
+            assert!(
+                pair[0].span.end_ns <= pair[1].span.start_ns + 1_000,
+                "{pair:?}"
+            );
+        }
+        let sum: u64 = spans.iter().map(|s| s.span.end_ns - s.span.start_ns).sum();
+        let region_ns = region.end_ns - region.start_ns;
+        eprintln!("  sum of operations {sum} ns, region {region_ns} ns");
+        assert!(sum <= region_ns + 2_000, "operations inside their launch");
+        assert!(spans[1].span.end_ns > spans[1].span.start_ns);
+    }
+    let other = device.allocate(n * 4, false).unwrap();
+    stream.copy(&View::new(&other, 0, n * 4), &whole).unwrap();
+    stream
+        .copy(&View::new(&host, 0, n * 4), &View::new(&other, 0, n * 4))
+        .unwrap();
+    stream.synchronize().unwrap();
+    let mut spans = Vec::new();
+    stream.op_spans(&mut spans);
+    eprintln!("copy batch: {spans:?}");
+    assert_eq!(spans.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+    assert!(spans[0].span.end_ns <= spans[1].span.start_ns + 1_000);
+    eprintln!(
+        "records of unregistered work dropped: {}",
+        super::activity::cupti().unwrap().foreign()
+    );
+}

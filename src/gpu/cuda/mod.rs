@@ -90,6 +90,7 @@
 //! reported as `DeviceLost` (the software device reports a kernel error of known extent). The
 //! primary context stays unusable until every runtime on the device is dropped.
 
+mod activity;
 mod api;
 mod context;
 mod device;

@@ -1,5 +1,6 @@
 //! Streams: asynchronous copies, graph launches, and the timing of each synchronized batch.
 
+use super::activity::Cupti;
 use super::api;
 use super::context::Context;
 use super::graph::{CudaGraphBuilder, CudaGraphExec};
@@ -7,7 +8,7 @@ use super::memory::allocation;
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{owned_graph, span_ending_at};
-use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, View};
+use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, OpSpan, View};
 use cudarc::driver::sys;
 use std::sync::Arc;
 
@@ -25,7 +26,19 @@ pub(super) struct CudaStream {
     /// Whether copies and new graphs are timed (only when the runtime is traced: events
     /// cost 3-4 µs per one-kernel launch-to-synchronize, BENCHMARKS.md).
     timed: bool,
+    /// Kernel times ([`NativeStream::set_kernel_times`]): the CUPTI session and this
+    /// stream's CUPTI id.
+    cupti: Option<(&'static Cupti, Option<u32>)>,
+    /// Since the last synchronize, with kernel times: the node ids of the graph launched
+    /// last, and whether copies were enqueued.
+    launched: Option<Arc<[Option<u64>]>>,
+    copied: bool,
+    /// Operation times not taken yet ([`NativeStream::op_spans`]).
+    ops: Vec<OpSpan>,
 }
+
+/// Why kernel times are off, said once per process.
+static KERNEL_TIMES_OFF: std::sync::Once = std::sync::Once::new();
 
 /// The events that bracket a batch of enqueued work.
 #[derive(Clone, Copy)]
@@ -53,6 +66,10 @@ impl CudaStream {
             batch: None,
             last: None,
             timed: true,
+            cupti: None,
+            launched: None,
+            copied: false,
+            ops: Vec::new(),
         };
         stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
         stream.end = api::event_create().map_err(|e| stream.context.error(e))?;
@@ -85,6 +102,9 @@ impl CudaStream {
             Arc::ptr_eq(&g.context, &self.context)
         })?;
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
+        if self.cupti.is_some() {
+            self.launched = Some(graph.node_ids.clone());
+        }
         // The graph's own event-record nodes bracket its execution (an untimed graph has none).
         let (start, end) = (graph.events.start, graph.events.end);
         if start.is_null() {
@@ -103,8 +123,24 @@ impl CudaStream {
         Ok(())
     }
 
-    /// [`NativeStream::synchronize`] with the context current.
+    /// [`NativeStream::synchronize`] with the context current, then, with kernel times, the
+    /// synchronized work's operation times taken from CUPTI.
     fn synchronize_entered(&mut self) -> Result<()> {
+        let (launched, copied) = (self.launched.take(), std::mem::take(&mut self.copied));
+        self.synchronize_batch()?;
+        if let Some((cupti, stream)) = self.cupti {
+            if let Some(nodes) = launched {
+                cupti.take_graph(&nodes, &mut self.ops);
+            }
+            if let (true, Some(stream)) = (copied, stream) {
+                cupti.take_stream(stream, &mut self.ops);
+            }
+        }
+        Ok(())
+    }
+
+    /// Synchronizes, and times the batch when timed.
+    fn synchronize_batch(&mut self) -> Result<()> {
         let Some(batch) = self.batch.take() else {
             return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
         };
@@ -151,6 +187,7 @@ impl NativeStream for CudaStream {
             return Ok(());
         }
         self.begin()?;
+        self.copied |= self.cupti.is_some();
         // SAFETY: both views are in bounds of live allocations that the runtime keeps alive
         // until this stream is synchronized; hazards order access.
         unsafe { api::memcpy_async(dst.address(), src.address(), len, self.raw) }
@@ -175,6 +212,7 @@ impl NativeStream for CudaStream {
             self.context.clone(),
             raw,
             self.timed,
+            self.cupti.map(|(cupti, _)| cupti),
         )?))
     }
 
@@ -193,5 +231,25 @@ impl NativeStream for CudaStream {
 
     fn set_timed(&mut self, timed: bool) {
         self.timed = timed;
+    }
+
+    fn set_kernel_times(&mut self, on: bool) {
+        if !on {
+            self.cupti = None;
+            return;
+        }
+        match super::activity::cupti() {
+            Ok(cupti) => {
+                let stream = cupti.register_stream(self.context.raw, self.raw);
+                self.cupti = Some((cupti, stream));
+            }
+            Err(why) => KERNEL_TIMES_OFF.call_once(|| {
+                eprintln!("hrx: kernel times off, regions keep their times: {why}");
+            }),
+        }
+    }
+
+    fn op_spans(&mut self, out: &mut Vec<OpSpan>) {
+        out.append(&mut self.ops);
     }
 }
