@@ -508,22 +508,7 @@ fn a_closed_standard_output_after_an_export_is_not_an_error() {
 /// it), at `path`.
 fn synthetic_trace(path: &Path, regions: u64) {
     use hrx_analysis::synthetic::{PipelineSpec, pipeline};
-    use hrx_capture::{Record, Recorder, RecorderOptions};
-    let options = RecorderOptions {
-        backend: "sim".into(),
-        device: "synthetic".into(),
-        // The generator outruns the writer thread: wait for room instead of dropping.
-        thread_buffer_bytes: 16 << 20,
-        full_buffer_wait: std::time::Duration::from_secs(600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(path, options).unwrap();
-    for record in pipeline(PipelineSpec::ops(regions)) {
-        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
-            recorder.record(&record);
-        }
-    }
-    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+    write_records(path, pipeline(PipelineSpec::ops(regions)));
 }
 
 /// Runs `hrx-trace ARGS` in `dir` and sends it `signal` while it writes: once `partial`
