@@ -1012,19 +1012,7 @@ impl StatsVisitor {
         for (&(region, node), t) in &self.ops {
             let p = &index.prepared()[index.region(region).prepared.0 as usize];
             let (kind, name) = match index.op(p.runtime, p.graph, node) {
-                Some(op @ (OpKind::Kernel { .. } | OpKind::Npu { .. })) => {
-                    ("kernel", index.op_name(p.runtime, op))
-                }
-                Some(op) => {
-                    let name = index.op_name(p.runtime, op);
-                    let kind = match op {
-                        OpKind::Fill { .. } => "fill",
-                        OpKind::Copy => "copy",
-                        OpKind::Scoped => "scoped",
-                        _ => "host",
-                    };
-                    (kind, name)
-                }
+                Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
                 None => ("unknown", format!("op {node}")),
             };
             let sum = by_name.entry((kind, name)).or_default();
@@ -1058,6 +1046,18 @@ impl StatsVisitor {
         }
         self.annotations.finish(index, &mut stats);
         stats
+    }
+}
+
+/// An operation's kind as [`Stats::operations`] groups it: `kernel` (a GPU kernel or an
+/// NPU run), `fill`, `copy`, `scoped`, `host`.
+pub fn operation_kind(op: &OpKind) -> &'static str {
+    match op {
+        OpKind::Kernel { .. } | OpKind::Npu { .. } => "kernel",
+        OpKind::Fill { .. } => "fill",
+        OpKind::Copy => "copy",
+        OpKind::Scoped => "scoped",
+        OpKind::Host => "host",
     }
 }
 
