@@ -526,21 +526,28 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let (copy_device, batches) = copies.fold((0, 0), |(d, n), c| {
         (d + u(&c["device"]), n + u(&c["batches"]))
     });
-    let counts: Vec<String> = [
+    let timed = [
         (device(&r["operations"]), "operation"),
         (device(&r["regions"]), "region"),
         ((copy_device, batches), "copy batch"),
-    ]
-    .into_iter()
-    .filter(|((_, n), _)| *n > 0)
-    .map(|((d, n), what)| format!("{d} of {n} {what} times"))
-    .collect();
-    if !counts.is_empty() {
+    ];
+    let counts: Vec<String> = timed
+        .iter()
+        .filter(|((_, n), _)| *n > 0)
+        .map(|((d, n), what)| format!("{d} of {n} {what} times"))
+        .collect();
+    if timed.iter().any(|((d, _), _)| *d > 0) {
         writeln!(
             out,
             "{:<12} device spans where recorded ({}), host spans otherwise",
             "clock",
             counts.join(", ")
+        )?;
+    } else if !counts.is_empty() {
+        writeln!(
+            out,
+            "{:<12} host spans (no device times recorded)",
+            "clock"
         )?;
     }
     let header = |out: &mut dyn Write, what: &str| {
