@@ -920,46 +920,8 @@ mod tests {
         assert_eq!(c.reasons, ["the recordings' arguments differ"]);
     }
 
-    /// `records` with a third kernel, `hrx_foo` (node 5), appended to the compute region
-    /// (region 1) of its graph, timed after `sobel` where the trace times operations.
     fn with_foo(records: &[Record]) -> Vec<Record> {
-        use hrx_capture::schema::{GraphOp, KernelId, NodeIndex, OpKind, OpTiming};
-        let mut out = Vec::new();
-        for r in records {
-            match r {
-                Record::KernelLoaded(k) if k.kernel == KernelId(11) => {
-                    out.push(r.clone());
-                    let mut foo = k.clone();
-                    foo.kernel = KernelId(12);
-                    foo.entry = "hrx_foo".into();
-                    out.push(Record::KernelLoaded(foo));
-                }
-                Record::GraphOp(op) if op.node == NodeIndex(2) => {
-                    out.push(r.clone());
-                    out.push(Record::GraphOp(GraphOp {
-                        node: NodeIndex(5),
-                        op: OpKind::Kernel {
-                            kernel: KernelId(12),
-                        },
-                        ..op.clone()
-                    }));
-                }
-                Record::Prepared(p) => {
-                    let mut p = p.clone();
-                    p.regions[1].nodes.push(NodeIndex(5));
-                    out.push(Record::Prepared(p));
-                }
-                Record::OpTiming(t) if t.node == NodeIndex(2) => {
-                    out.push(r.clone());
-                    out.push(Record::OpTiming(OpTiming {
-                        node: NodeIndex(5),
-                        ..*t
-                    }));
-                }
-                _ => out.push(r.clone()),
-            }
-        }
-        out
+        crate::synthetic::with_kernel_added(records.iter().cloned(), "hrx_foo").collect()
     }
 
     fn ops(records: Vec<Record>) -> Vec<Record> {
