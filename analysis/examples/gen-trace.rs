@@ -90,6 +90,8 @@ fn main() -> ExitCode {
 }
 
 fn usage(problem: &str) -> ExitCode {
-    eprintln!("error: {problem}\nusage: gen-trace [--regions N] [--op-timings] [--fail-at N] [--kernel-added NAME] -o FILE");
+    eprintln!(
+        "error: {problem}\nusage: gen-trace [--regions N] [--op-timings] [--fail-at N] [--kernel-added NAME] -o FILE"
+    );
     ExitCode::from(2)
 }

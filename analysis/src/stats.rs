@@ -1474,11 +1474,7 @@ mod tests {
         let (stats, _) = stats_of(&records);
         let ops = op_durations(&records);
         for (node, name) in [(1, "blur"), (2, "sobel")] {
-            let mine: Vec<u64> = ops
-                .iter()
-                .filter(|o| o.1 == node)
-                .map(|o| o.2)
-                .collect();
+            let mine: Vec<u64> = ops.iter().filter(|o| o.1 == node).map(|o| o.2).collect();
             let o = operation(&stats, name);
             assert_eq!(o.kind, "kernel");
             assert_eq!(o.stats.count, mine.len() as u64);

@@ -651,7 +651,10 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     };
     let graph_changes = match u(&s["graph_changes"]) {
         0 => String::new(),
-        n => format!(", {} added to or removed from a graph", plural(n, "operation")),
+        n => format!(
+            ", {} added to or removed from a graph",
+            plural(n, "operation")
+        ),
     };
     let reasons: Vec<&str> = r["reasons"]
         .as_array()

@@ -520,7 +520,9 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         rows.as_array()
             .into_iter()
             .flatten()
-            .fold((0, 0), |(d, n), k| (d + u(&k["device"]), n + u(&k["count"])))
+            .fold((0, 0), |(d, n), k| {
+                (d + u(&k["device"]), n + u(&k["count"]))
+            })
     };
     let copies = r["copies"].as_array().into_iter().flatten();
     let (copy_device, batches) = copies.fold((0, 0), |(d, n), c| {
@@ -544,11 +546,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             counts.join(", ")
         )?;
     } else if !counts.is_empty() {
-        writeln!(
-            out,
-            "{:<12} host spans (no device times recorded)",
-            "clock"
-        )?;
+        writeln!(out, "{:<12} host spans (no device times recorded)", "clock")?;
     }
     let header = |out: &mut dyn Write, what: &str| {
         writeln!(

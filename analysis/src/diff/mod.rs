@@ -72,8 +72,7 @@ pub use range::{Held, common as common_range, describe as describe_range};
 pub use stream::{match_files, match_streams};
 pub use verdict::{
     AnnotationRow, Comparison, GraphChange, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, OpTimes,
-    RegionTimes, Regions,
-    Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
+    RegionTimes, Regions, Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
 };
 
 use crate::scan::Outcome;

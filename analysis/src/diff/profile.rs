@@ -272,7 +272,11 @@ impl ProfileVisitor {
                 .clone()
                 .flat_map(|r| {
                     let region = RegionRef(r);
-                    index.region(region).nodes.iter().map(move |n| (n.0, region))
+                    index
+                        .region(region)
+                        .nodes
+                        .iter()
+                        .map(move |n| (n.0, region))
                 })
                 .collect();
             nodes.sort_unstable();

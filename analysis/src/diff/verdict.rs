@@ -935,24 +935,41 @@ mod tests {
     fn a_kernel_added_to_a_graph_is_reported_as_added_not_as_a_new_region_kernel() {
         let plain = trace(20, &[], None);
         for timed in [true, false] {
-            let base = if timed { ops(plain.clone()) } else { plain.clone() };
+            let base = if timed {
+                ops(plain.clone())
+            } else {
+                plain.clone()
+            };
             let new = with_foo(&base);
             let c = compared(&base, &new, 1e9);
             assert_eq!(c.verdict, Verdict::Different, "{:?}", c.reasons);
             assert_eq!(c.graph_changes.len(), 1, "{:?}", c.graph_changes);
             let change = &c.graph_changes[0];
             assert_eq!(
-                (change.key.name.as_str(), change.key.nth, change.region, change.node),
+                (
+                    change.key.name.as_str(),
+                    change.key.nth,
+                    change.region,
+                    change.node
+                ),
                 ("hrx_foo", 0, 1, 5)
             );
             assert!(change.added);
             // No kernel named after the region is new or missing.
-            assert_eq!((c.new_kernels, c.missing_kernels), (0, 0), "{:?}", c.kernels);
+            assert_eq!(
+                (c.new_kernels, c.missing_kernels),
+                (0, 0),
+                "{:?}",
+                c.kernels
+            );
             assert_eq!(c.regions.relabelled.len(), 1);
             if timed {
                 assert!(c.by_operation && c.op_note.is_none());
-                let names: Vec<(&str, &str)> =
-                    c.kernels.iter().map(|k| (k.name.as_str(), k.status())).collect();
+                let names: Vec<(&str, &str)> = c
+                    .kernels
+                    .iter()
+                    .map(|k| (k.name.as_str(), k.status()))
+                    .collect();
                 assert!(names.contains(&("blur", "matched")), "{names:?}");
                 assert!(names.contains(&("sobel", "matched")), "{names:?}");
                 // The added kernel ran only in new: its row says it was added.
@@ -990,9 +1007,15 @@ mod tests {
         assert!(!c.by_operation);
         assert_eq!(
             c.op_note.as_deref(),
-            Some("per-operation times: none recorded in base; kernels are compared by region label")
+            Some(
+                "per-operation times: none recorded in base; kernels are compared by region label"
+            )
         );
-        assert!(c.kernels.iter().any(|k| k.name == "blur +1" && k.status() == "matched"));
+        assert!(
+            c.kernels
+                .iter()
+                .any(|k| k.name == "blur +1" && k.status() == "matched")
+        );
         assert!(c.graph_changes.is_empty() && c.op_times.is_empty());
     }
 

@@ -984,7 +984,13 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
         "per-operation times: none recorded in base; kernels are compared by region label"
     );
     assert_eq!(r["summary"]["graph_changes"], 1);
-    assert_eq!((r["summary"]["new_kernels"].as_u64(), r["summary"]["missing_kernels"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (
+            r["summary"]["new_kernels"].as_u64(),
+            r["summary"]["missing_kernels"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
     let text = stdout(&run(dir.path(), &["diff", "plain.hrxt", "new.hrxt"]));
     assert!(
         field(&text, "operations").starts_with("per-operation times: none recorded in base"),

@@ -735,7 +735,10 @@ fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
         fail_at: Some(9),
         ..PipelineSpec::ops(80)
     };
-    write_records(&dir.path().join("ops.hrxt"), with_op_timings(pipeline(spec)));
+    write_records(
+        &dir.path().join("ops.hrxt"),
+        with_op_timings(pipeline(spec)),
+    );
     let records = records(dir.path(), "ops.hrxt");
     let ops: Vec<&Value> = records.iter().filter_map(|r| r.get("OpTiming")).collect();
     // Ten compute regions, the last failed: two operations each.
@@ -743,7 +746,11 @@ fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
 
     let out = run(dir.path(), &["export", "ops.hrxt", "-o", "ops.pftrace"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("(20 of them operations)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(20 of them operations)"),
+        "{}",
+        stdout(&out)
+    );
     if let Some(v) = perfetto_check(&dir.path().join("ops.pftrace")) {
         let parents = serde_json::json!({"blur": {"blur +1": 10}, "sobel": {"blur +1": 10}});
         assert_eq!(v["parents"], parents, "{v}");
@@ -771,9 +778,7 @@ fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
         let args = &op["args"];
         let timing = ops
             .iter()
-            .find(|o| {
-                o["timing"]["submission"] == args["submission"] && o["node"] == args["node"]
-            })
+            .find(|o| o["timing"]["submission"] == args["submission"] && o["node"] == args["node"])
             .expect("its OpTiming");
         let device = &timing["timing"]["device"];
         let device_ns = device["end_ns"].as_u64().unwrap() - device["start_ns"].as_u64().unwrap();
@@ -800,7 +805,11 @@ fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
         &["export", "ops.hrxt", "--format", "parquet", "-o", "pq"],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("20 operation timing rows"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("20 operation timing rows"),
+        "{}",
+        stdout(&out)
+    );
     let Some(got) = python_check(
         "tests/parquet/operations.py",
         std::ffi::OsStr::new("pq"),
@@ -813,7 +822,11 @@ fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
     let stats: Value =
         serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "ops.hrxt"]))).unwrap();
     for o in stats["operations"].as_array().unwrap() {
-        let key = format!("{} {}", o["kind"].as_str().unwrap(), o["name"].as_str().unwrap());
+        let key = format!(
+            "{} {}",
+            o["kind"].as_str().unwrap(),
+            o["name"].as_str().unwrap()
+        );
         let row = &got[&key];
         assert_eq!(row["count"], o["count"], "{key}: {got}");
         assert_eq!(row["total_ns"], o["total_ns"], "{key}: {got}");

@@ -134,7 +134,10 @@ fn stats_lists_kernels_by_name_from_operation_timings_or_says_there_are_none() {
         fail_at: Some(7),
         ..PipelineSpec::ops(80)
     };
-    write_records(&dir.path().join("ops.hrxt"), with_op_timings(pipeline(spec.clone())));
+    write_records(
+        &dir.path().join("ops.hrxt"),
+        with_op_timings(pipeline(spec.clone())),
+    );
     write_records(&dir.path().join("plain.hrxt"), pipeline(spec));
     let json = |name: &str| -> Value {
         let out = run(dir.path(), &["stats", "--json", name]);
@@ -165,7 +168,10 @@ fn stats_lists_kernels_by_name_from_operation_timings_or_says_there_are_none() {
         [("kernel", "blur", 7, 1, 7), ("kernel", "sobel", 7, 1, 7)]
     );
     let times = &s["operation_times"];
-    assert_eq!((times["recorded"].as_u64(), times["failed"].as_u64()), (Some(16), Some(2)));
+    assert_eq!(
+        (times["recorded"].as_u64(), times["failed"].as_u64()),
+        (Some(16), Some(2))
+    );
     assert!(times["note"].is_null());
     assert_eq!(s["regions"], s["kernels"]);
     assert_eq!(s["regions"][0]["name"], "blur +1");
@@ -191,7 +197,10 @@ fn stats_lists_kernels_by_name_from_operation_timings_or_says_there_are_none() {
     let plain = json("plain.hrxt");
     assert_eq!(plain["operations"].as_array().map(Vec::len), Some(0));
     let note = plain["operation_times"]["note"].as_str().unwrap();
-    assert!(note.starts_with("per-operation times: none recorded"), "{note}");
+    assert!(
+        note.starts_with("per-operation times: none recorded"),
+        "{note}"
+    );
     let text = stdout(&run(dir.path(), &["stats", "plain.hrxt"]));
     assert_eq!(field(&text, "operations"), note);
     assert!(!text.lines().any(|l| l.starts_with("kernel ")), "{text}");
