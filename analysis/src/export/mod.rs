@@ -1167,7 +1167,7 @@ impl Settled<'_> {
                 consumer.flows_in.push((consumer_region, id));
             }
         }
-        for &(region, ref span) in &held.spans {
+        for (i, &(region, ref span)) in held.spans.iter().enumerate() {
             names.refresh(index, span.region);
             let names = &*names;
             let args = &names.regions[span.region.0 as usize];
@@ -1215,7 +1215,12 @@ impl Settled<'_> {
                 },
             );
             out.region_slice(&slice);
-            // Its operations, nested: after it, within its span.
+            // Its operations, nested: after it, within its span (under its first timing
+            // only, where a run was timed twice).
+            let first = held.spans.iter().position(|(_, s)| s.region == span.region);
+            if first != Some(i) {
+                continue;
+            }
             for (node, op) in held.ops.iter().filter(|(_, op)| op.region == span.region) {
                 let within = (span.start_ns, span.end_ns.max(span.start_ns));
                 write_op_slice(index, out, op, *node, Some(within));
