@@ -1,12 +1,15 @@
 //! Writes a synthetic trace of about `--regions N` region executions (the four-region
 //! pipeline of `hrx_analysis::synthetic`, submitted N/4 times) through hrx-capture's
-//! recorder, for the reader benchmarks (`scripts/bench-readers.sh`).
+//! recorder, for the reader benchmarks (`scripts/bench-readers.sh`) and for trying readers
+//! by hand: `--op-timings` adds the compute regions' operation timings
+//! (`synthetic::with_op_timings`), `--fail-at N` fails submission N's compute region,
+//! `--kernel-added NAME` adds a kernel to the compute region (`synthetic::with_kernel_added`).
 //!
 //! ```text
 //! cargo run --release -p hrx-analysis --example gen-trace -- --regions 10000000 -o big.hrxt
 //! ```
 
-use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_kernel_added, with_op_timings};
 use hrx_capture::{Record, Recorder, RecorderOptions};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,9 +17,21 @@ use std::time::Duration;
 fn main() -> ExitCode {
     let mut regions: u64 = 100_000;
     let mut out = None;
+    let mut op_timings = false;
+    let mut fail_at = None;
+    let mut added: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        if arg == "--op-timings" {
+            op_timings = true;
+            continue;
+        }
         match (arg.as_str(), args.next()) {
+            ("--kernel-added", Some(name)) => added = Some(name),
+            ("--fail-at", Some(n)) => match n.parse() {
+                Ok(n) => fail_at = Some(n),
+                Err(_) => return usage(&format!("--fail-at {n}: not a submission")),
+            },
             ("--regions", Some(n)) => match n.replace('_', "").parse() {
                 Ok(n) => regions = n,
                 Err(_) => return usage(&format!("--regions {n}: not a count")),
@@ -43,7 +58,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for record in pipeline(PipelineSpec::ops(regions)) {
+    let spec = PipelineSpec {
+        fail_at,
+        ..PipelineSpec::ops(regions)
+    };
+    let mut records: Box<dyn Iterator<Item = Record>> = if op_timings {
+        Box::new(with_op_timings(pipeline(spec)))
+    } else {
+        Box::new(pipeline(spec))
+    };
+    if let Some(name) = &added {
+        records = Box::new(with_kernel_added(records, name));
+    }
+    for record in records {
         // The recorder writes its own session start and end.
         if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
             recorder.record(&record);
@@ -63,6 +90,8 @@ fn main() -> ExitCode {
 }
 
 fn usage(problem: &str) -> ExitCode {
-    eprintln!("error: {problem}\nusage: gen-trace [--regions N] -o FILE");
+    eprintln!(
+        "error: {problem}\nusage: gen-trace [--regions N] [--op-timings] [--fail-at N] [--kernel-added NAME] -o FILE"
+    );
     ExitCode::from(2)
 }

@@ -80,5 +80,6 @@ pub use scan::{
 };
 pub use stats::{
     AnnotationStats, CopyStats, CounterStats, FailureCounts, KernelStats, LaneStats, MarkerStats,
-    Stats, StatsVisitor, SubmissionCounts, ThreadStats,
+    NO_LABEL, OperationStats, OperationTimes, Stats, StatsVisitor, SubmissionCounts, ThreadStats,
+    Timings,
 };

@@ -1,9 +1,21 @@
-//! Statistics of a trace in one streaming pass and bounded memory: per kernel (region
-//! label) durations, per lane utilisation, copy bandwidth per GPU lane, submission outcomes,
-//! refusals and failures.
+//! Statistics of a trace in one streaming pass and bounded memory: per operation durations
+//! (kernel name, `fill`, `copy`), per region label durations, per lane utilisation, copy
+//! bandwidth per GPU lane, submission outcomes, refusals and failures.
 //!
-//! - Durations are host durations of region timings joined to their region (untimed
-//!   cancelled regions are left out). A "kernel" is a region label ([`crate::label_region`])
+//! - **Operations.** Where the backend timed a region's operations (`OpTiming` records,
+//!   joined to their region by [`crate::scan`]), each operation's durations count under its
+//!   name ([`Stats::operations`]): a kernel's entry, or its kind (`fill`, `copy`, `scoped`,
+//!   `host`), so a native graph of six kernels is six rows, not one label. Older traces and
+//!   backends that time only whole regions have none ([`OperationTimes::recorded`] is 0):
+//!   readers say so, and the region labels below are all there is.
+//! - **Clock.** A duration is the device clock's span where the backend recorded one (a GPU
+//!   event pair, CUPTI), else the host clock's (the software device times its work on the
+//!   host): queueing and launch latency inflate host spans of GPU work, the device span is
+//!   what the GPU spent. Each row counts how many of its durations are device spans
+//!   ([`KernelStats::device`]). Lane utilisation stays on the host clock (every span of a
+//!   trace is on it, and the lanes' intervals must share one clock).
+//! - Region durations are those of region timings joined to their region (untimed
+//!   cancelled regions are left out). A region "kernel" is a region label ([`crate::label_region`])
 //!   of regions that are no copies ([`crate::is_copy_region`]): copies' durations are kept
 //!   apart, per copy label ([`Stats::copy_labels`]), and counted in the copy bandwidth;
 //!   host callbacks (regions of kind `Host`: host work run by a worker thread, no device
@@ -12,7 +24,10 @@
 //!   (`RegionDone`) in a bounded window ([`PENDING_LIMIT`] timings), and a failed or
 //!   cancelled run is left out of the durations and of the copy bandwidth (the queue was
 //!   busy all the same); [`KernelStats::failed`] counts each label's failed runs. A timing
-//!   whose completion was never read, or not within the window, counts as succeeded.
+//!   whose completion was never read, or not within the window, counts as succeeded. The
+//!   operation timings of a run wait with it and are settled alike: those of a failed or
+//!   cancelled run are left out and counted ([`OperationTimes::failed`]; a failure often
+//!   stretches what ran before it, the H200's faults trace had a 200 ms p99 from one).
 //!   Count, total, mean, min and max are exact; p50 and p99 are nearest-rank, exact up to
 //!   [`crate::sketch::EXACT_LIMIT`] spans of a label and within
 //!   [`crate::sketch::RELATIVE_ERROR`] past it ([`KernelStats::exact`] says which).
@@ -30,8 +45,8 @@
 //!   that part ([`Stats::late_spans`] and [`Stats::late_ns`] say how many and how much);
 //!   never too low. Earlier versions clipped such a span at the floor and lost it, under-
 //!   counting the busy time of multi-threaded recordings by up to the lag of their threads.
-//! - Copy bandwidth is the sum of `copy_bytes` of copy-batch regions over the sum of their
-//!   durations, per GPU lane.
+//! - Copy bandwidth is the sum of `copy_bytes` of copy-batch regions that succeeded over the
+//!   sum of their durations (device spans where recorded), per GPU lane.
 //!
 //! - Annotations (format 1.14): the application's ranges by name, as kernels are (count,
 //!   total, mean, p50, p99, min, max of their host durations); its markers counted by name;
@@ -39,7 +54,8 @@
 //!   time). Host threads: per recording thread with a name record, its `submit` calls,
 //!   blocking waits and host callbacks (count and total time each) and its annotations.
 //!
-//! State: one distribution per region of each prepared graph and per annotation name, one interval set per lane,
+//! State: one distribution per region of each prepared graph, per timed operation of each
+//! and per annotation name, one interval set per lane,
 //! the timings waiting for their completion (at most [`PENDING_LIMIT`]), and the joiner's
 //! in-flight window ([`crate::scan`]): nothing grows with submissions.
 
@@ -48,7 +64,8 @@ use crate::index::{Index, LabelRef, LaneRef, RegionRef, is_gpu_queue};
 use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
 use hrx_capture::schema::{
-    AnnotationId, HostSpanKind, Queue, Record, RefusalKind, RegionKind, RuntimeId, SubmissionIndex,
+    AnnotationId, HostSpanKind, NodeIndex, OpKind, Queue, Record, RefusalKind, RegionKind,
+    RuntimeId, SubmissionIndex,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -86,6 +103,42 @@ pub struct KernelStats {
     /// Runs that failed, left out of the durations above.
     #[serde(default)]
     pub failed: u64,
+    /// Of `count`, the durations measured on the device clock (the rest: host clock; see
+    /// the module docs).
+    #[serde(default)]
+    pub device: u64,
+}
+
+/// The label of a row that is no region label (an operation's, [`Stats::operations`]).
+pub const NO_LABEL: LabelRef = LabelRef(u32::MAX);
+
+/// Duration statistics of one operation name, from the operations' own timings
+/// (`OpTiming`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperationStats {
+    /// `kernel` (a GPU kernel or an NPU run, named by its entry), or the operation's kind:
+    /// `fill`, `copy`, `scoped`, `host` (named so too); `unknown` for an operation its trace
+    /// never described (named `op N`).
+    pub kind: String,
+    /// Its durations, as a kernel's: `name` is the entry or the kind, `label` is
+    /// [`NO_LABEL`], `failed` counts its timings in runs that failed or were cancelled.
+    #[serde(flatten)]
+    pub stats: KernelStats,
+}
+
+/// What the trace holds of operation timings (`OpTiming`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationTimes {
+    /// Operation timings joined to a region (0: the trace times whole regions only).
+    pub recorded: u64,
+    /// Of those, in runs that failed or were cancelled: left out of the durations.
+    pub failed: u64,
+    /// Of those counted, measured on the device clock.
+    pub device: u64,
+    /// Operation timings that joined no region (not counted).
+    pub unplaced: u64,
+    /// Timed runs of native-graph regions (whose operations a backend could time).
+    pub native_graph_runs: u64,
 }
 
 /// Utilisation of one lane.
@@ -118,10 +171,13 @@ pub struct CopyStats {
     pub batches: u64,
     /// Bytes they copied.
     pub bytes: u64,
-    /// Sum of their durations in ns.
+    /// Sum of their durations in ns (device spans where recorded).
     pub busy_ns: u64,
     /// `bytes` over `busy_ns`, in bytes per second.
     pub bytes_per_s: f64,
+    /// Of `batches`, those timed on the device clock.
+    #[serde(default)]
+    pub device: u64,
 }
 
 /// Submissions by outcome, and refused submits.
@@ -239,7 +295,16 @@ pub struct ThreadStats {
 /// Every statistic of a trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
-    /// Per kernel, by total time (largest first, then by name); copies are no kernels.
+    /// Per operation name (kernel entry, `fill`, `copy`, ...), from operation timings, by
+    /// total time (largest first, then by name); empty without them ([`Stats::op_times`]).
+    #[serde(default)]
+    pub operations: Vec<OperationStats>,
+    /// What the trace holds of operation timings.
+    #[serde(default)]
+    pub op_times: OperationTimes,
+    /// Per region label of regions that are no copies and no host callbacks (a native
+    /// graph of several operations under its first kernel's name, `blur +1`), by total time
+    /// (largest first, then by name).
     pub kernels: Vec<KernelStats>,
     /// Per copy label (`upload`, `download`, `copy`), as `kernels` are: the copies'
     /// durations, which `diff` compares as it compares kernels (`copies` has their
@@ -383,24 +448,74 @@ struct CopyAcc {
     batches: u64,
     bytes: u64,
     busy_ns: u64,
+    device: u64,
 }
 
 /// A run, by runtime, submission and region (model-wide).
 type RunKey = (RuntimeId, SubmissionIndex, RegionRef);
+
+/// A duration, and whether it is a device span.
+#[derive(Clone, Copy, Debug)]
+struct Timed {
+    ns: u64,
+    device: bool,
+}
+
+impl Timed {
+    /// A span's preferred duration: its device span's where recorded, else its host span's.
+    fn of(span: &JoinedSpan) -> Timed {
+        match span.device {
+            Some(d) => Timed {
+                ns: d.end_ns.saturating_sub(d.start_ns),
+                device: true,
+            },
+            None => Timed {
+                ns: span.duration_ns(),
+                device: false,
+            },
+        }
+    }
+}
+
+/// A run's timings waiting for its completion: its region's (lane and duration) and its
+/// operations'.
+#[derive(Clone, Debug, Default)]
+struct Pending {
+    region: Option<(usize, Timed)>,
+    ops: Vec<(NodeIndex, Timed)>,
+}
+
+/// The durations of one region's runs or one operation's, with how many were device spans.
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    /// Durations of the runs that succeeded, ns.
+    pub sketch: Sketch,
+    /// Of those, device spans.
+    pub device: u64,
+    /// Runs that failed (an operation's: failed or cancelled), left out of `sketch`.
+    pub failed: u64,
+}
 
 /// The [`Visitor`] that gathers [`Stats`]; [`StatsVisitor::finish`] turns it into them.
 #[derive(Clone, Debug, Default)]
 pub struct StatsVisitor {
     /// Per region (model-wide), the durations of its runs that succeeded.
     durations: Vec<Sketch>,
+    /// Per region (model-wide), how many of those were device spans.
+    device: Vec<u64>,
     /// Per region (model-wide), its runs that failed.
     failed: Vec<u64>,
-    /// Timings waiting for their completion: their lane and duration.
-    pending: IdMap<RunKey, (usize, u64)>,
+    /// Per operation (its region, model-wide, and node), its timings.
+    ops: IdMap<(RegionRef, NodeIndex), Timings>,
+    op_times: OperationTimes,
+    /// Timings waiting for their run's completion.
+    pending: IdMap<RunKey, Pending>,
     /// Their keys, oldest first (a key may have left `pending` already).
     pending_order: VecDeque<RunKey>,
-    /// Completions other than `Ok` read before their timing.
-    early: IdMap<RunKey, Outcome>,
+    /// Completions other than `Ok` (at most [`PENDING_LIMIT`], oldest forgotten first):
+    /// a timing read after its run's completion is settled with it.
+    settled: IdMap<RunKey, Outcome>,
+    settled_order: VecDeque<RunKey>,
     busy: Vec<Busy>,
     copies: Vec<CopyAcc>,
     first_ns: Option<u64>,
@@ -544,29 +659,37 @@ impl Visitor for StatsVisitor {
         let first = self.first_ns.get_or_insert(span.start_ns);
         *first = (*first).min(span.start_ns);
         self.last_ns = self.last_ns.max(span.end_ns);
+        if index.region(span.region).kind == RegionKind::NativeGraph {
+            self.op_times.native_graph_runs += 1;
+        }
         let key = (span.runtime, span.submission, span.region);
-        let duration = span.duration_ns();
-        if let Some(outcome) = self.early.remove(&key) {
-            self.commit(index, key.2, lane, duration, outcome);
+        let timed = Timed::of(span);
+        if let Some(&outcome) = self.settled.get(&key) {
+            self.commit(index, key.2, lane, timed, outcome);
             return;
         }
+        let (pending, new) = self.pending_entry(key);
         // A second timing of the same run replaces nothing: the first is settled as ok.
-        if let Some((lane, duration)) = self.pending.insert(key, (lane, duration)) {
-            self.commit(index, key.2, lane, duration, Outcome::Ok);
+        if let Some((lane, timed)) = pending.region.replace((lane, timed)) {
+            self.commit(index, key.2, lane, timed, Outcome::Ok);
         }
-        self.pending_order.push_back(key);
-        while self.pending.len() > PENDING_LIMIT {
-            let Some(old) = self.pending_order.pop_front() else {
-                break;
-            };
-            // Its completion did not come within the window: counted as succeeded.
-            if let Some((lane, duration)) = self.pending.remove(&old) {
-                self.commit(index, old.2, lane, duration, Outcome::Ok);
-            }
+        if new {
+            self.trim_pending(index);
         }
-        if self.pending_order.len() > 2 * PENDING_LIMIT {
-            let pending = &self.pending;
-            self.pending_order.retain(|k| pending.contains_key(k));
+    }
+
+    fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
+        self.op_times.recorded += 1;
+        let key = (span.runtime, span.submission, span.region);
+        let timed = Timed::of(span);
+        if let Some(&outcome) = self.settled.get(&key) {
+            self.commit_op(key.2, node, timed, outcome);
+            return;
+        }
+        let (pending, new) = self.pending_entry(key);
+        pending.ops.push((node, timed));
+        if new {
+            self.trim_pending(index);
         }
     }
 
@@ -589,10 +712,20 @@ impl Visitor for StatsVisitor {
             region.submission.submission,
             region.region,
         );
-        if let Some((lane, duration)) = self.pending.remove(&key) {
-            self.commit(index, region.region, lane, duration, outcome);
-        } else if outcome != Outcome::Ok && self.early.len() < PENDING_LIMIT {
-            self.early.insert(key, outcome);
+        if let Some(pending) = self.pending.remove(&key) {
+            self.settle_run(index, key, pending, outcome);
+        }
+        if outcome != Outcome::Ok {
+            // Timings read after it (another thread's block) are settled with it.
+            if self.settled.insert(key, outcome).is_none() {
+                self.settled_order.push_back(key);
+            }
+            while self.settled.len() > PENDING_LIMIT {
+                let Some(old) = self.settled_order.pop_front() else {
+                    break;
+                };
+                self.settled.remove(&old);
+            }
         }
     }
 
@@ -624,13 +757,53 @@ impl StatsVisitor {
         StatsVisitor::default()
     }
 
+    /// The run's waiting timings, and whether they were not waiting yet.
+    fn pending_entry(&mut self, key: RunKey) -> (&mut Pending, bool) {
+        let mut new = false;
+        let pending = self.pending.entry(key).or_insert_with(|| {
+            new = true;
+            Pending::default()
+        });
+        if new {
+            self.pending_order.push_back(key);
+        }
+        (pending, new)
+    }
+
+    /// Settles the oldest waiting runs past [`PENDING_LIMIT`]: their completion did not
+    /// come within the window, so they count as succeeded.
+    fn trim_pending(&mut self, index: &Index) {
+        while self.pending.len() > PENDING_LIMIT {
+            let Some(old) = self.pending_order.pop_front() else {
+                break;
+            };
+            if let Some(pending) = self.pending.remove(&old) {
+                self.settle_run(index, old, pending, Outcome::Ok);
+            }
+        }
+        if self.pending_order.len() > 2 * PENDING_LIMIT {
+            let pending = &self.pending;
+            self.pending_order.retain(|k| pending.contains_key(k));
+        }
+    }
+
+    /// A run's waiting timings with its outcome.
+    fn settle_run(&mut self, index: &Index, key: RunKey, pending: Pending, outcome: Outcome) {
+        if let Some((lane, timed)) = pending.region {
+            self.commit(index, key.2, lane, timed, outcome);
+        }
+        for (node, timed) in pending.ops {
+            self.commit_op(key.2, node, timed, outcome);
+        }
+    }
+
     /// A run's timing with its outcome: its duration counts when it succeeded.
     fn commit(
         &mut self,
         index: &Index,
         region: RegionRef,
         lane: usize,
-        duration: u64,
+        timed: Timed,
         outcome: Outcome,
     ) {
         if outcome != Outcome::Ok {
@@ -639,26 +812,44 @@ impl StatsVisitor {
         let r = region.0 as usize;
         if self.durations.len() <= r {
             self.durations.resize(r + 1, Sketch::new());
+            self.device.resize(r + 1, 0);
         }
-        self.durations[r].add(duration);
+        self.durations[r].add(timed.ns);
+        self.device[r] += u64::from(timed.device);
         let info = index.region(region);
         if info.kind == RegionKind::CopyBatch {
             let copy = &mut self.copies[lane];
             copy.batches += 1;
             copy.bytes = copy.bytes.saturating_add(info.copy_bytes);
-            copy.busy_ns = copy.busy_ns.saturating_add(duration);
+            copy.busy_ns = copy.busy_ns.saturating_add(timed.ns);
+            copy.device += u64::from(timed.device);
         }
+    }
+
+    /// An operation's timing with its run's outcome: counted when the run succeeded, else
+    /// counted apart.
+    fn commit_op(&mut self, region: RegionRef, node: NodeIndex, timed: Timed, outcome: Outcome) {
+        let op = self.ops.entry((region, node)).or_default();
+        if outcome != Outcome::Ok {
+            op.failed += 1;
+            self.op_times.failed += 1;
+            return;
+        }
+        op.sketch.add(timed.ns);
+        op.device += u64::from(timed.device);
+        self.op_times.device += u64::from(timed.device);
     }
 
     /// Settles every timing still waiting for its completion: the pass is over, so none
     /// will come (a cut or lossy trace), and it counts as succeeded.
     fn settle(&mut self, index: &Index) {
         for key in std::mem::take(&mut self.pending_order) {
-            if let Some((lane, duration)) = self.pending.remove(&key) {
-                self.commit(index, key.2, lane, duration, Outcome::Ok);
+            if let Some(pending) = self.pending.remove(&key) {
+                self.settle_run(index, key, pending, Outcome::Ok);
             }
         }
-        self.early.clear();
+        self.settled.clear();
+        self.settled_order.clear();
     }
 
     /// The durations of each region's runs that succeeded, by [`crate::RegionRef`] (regions
@@ -667,6 +858,13 @@ impl StatsVisitor {
     pub fn region_durations(&mut self, index: &Index) -> &[Sketch] {
         self.settle(index);
         &self.durations
+    }
+
+    /// The timings of each timed operation, by its region (model-wide) and node, once the
+    /// pass is over (settled as [`StatsVisitor::region_durations`]).
+    pub fn op_durations(&mut self, index: &Index) -> &IdMap<(RegionRef, NodeIndex), Timings> {
+        self.settle(index);
+        &self.ops
     }
 
     /// The statistics, given the pass's summary (labels, submissions, unplaced timings).
@@ -682,11 +880,15 @@ impl StatsVisitor {
     pub fn copy_without_busy(&self) -> StatsVisitor {
         StatsVisitor {
             durations: self.durations.clone(),
+            device: self.device.clone(),
             failed: self.failed.clone(),
+            ops: self.ops.clone(),
+            op_times: self.op_times,
             pending: self.pending.clone(),
             // Settled from `pending` by `finish_beside`, whose order is unknown.
             pending_order: VecDeque::new(),
-            early: IdMap::default(),
+            settled: IdMap::default(),
+            settled_order: VecDeque::new(),
             busy: Vec::new(),
             copies: self.copies.clone(),
             first_ns: self.first_ns,
@@ -704,8 +906,8 @@ impl StatsVisitor {
         // Settled in the map's order, not the original's queue (which also holds the keys
         // of timings settled since, up to twice `PENDING_LIMIT`): a sketch holds a
         // multiset, so the order of its values changes nothing it answers.
-        for (key, (lane, duration)) in std::mem::take(&mut self.pending) {
-            self.commit(&summary.index, key.2, lane, duration, Outcome::Ok);
+        for (key, pending) in std::mem::take(&mut self.pending) {
+            self.settle_run(&summary.index, key, pending, Outcome::Ok);
         }
         self.stats(&original.busy, summary)
     }
@@ -720,6 +922,10 @@ impl StatsVisitor {
             submissions: self.submissions,
             failures: self.failures,
             unplaced_timings: summary.unplaced_timings,
+            op_times: OperationTimes {
+                unplaced: summary.unplaced_op_timings,
+                ..self.op_times
+            },
             ..Stats::default()
         };
         let s = &mut stats.submissions;
@@ -761,12 +967,13 @@ impl StatsVisitor {
                     bytes: copy.bytes,
                     busy_ns: copy.busy_ns,
                     bytes_per_s,
+                    device: copy.device,
                 });
             }
         }
         // Per label, its kernels' durations, its copies' and its host callbacks' (a kernel
         // named `upload` or `host` stays a kernel).
-        let mut by_label: Vec<[(Sketch, u64); 3]> = vec![Default::default(); index.labels().len()];
+        let mut by_label: Vec<[Timings; 3]> = vec![Default::default(); index.labels().len()];
         let regions = self.durations.len().max(self.failed.len());
         for r in 0..regions {
             let region = RegionRef(r as u32);
@@ -778,38 +985,54 @@ impl StatsVisitor {
                 } else {
                     0
                 };
-                let (sketch, failed) = &mut by_label[label.0 as usize][group];
+                let t = &mut by_label[label.0 as usize][group];
                 if let Some(durations) = self.durations.get(r) {
-                    sketch.merge(durations);
+                    t.sketch.merge(durations);
                 }
-                *failed += self.failed.get(r).copied().unwrap_or(0);
+                t.device += self.device.get(r).copied().unwrap_or(0);
+                t.failed += self.failed.get(r).copied().unwrap_or(0);
             }
         }
         for (label, groups) in by_label.into_iter().enumerate() {
             let [kernels, copies, hosts] = groups;
-            for ((mut d, failed), list) in [
+            for (t, list) in [
                 (kernels, &mut stats.kernels),
                 (copies, &mut stats.copy_labels),
                 (hosts, &mut stats.host_callbacks),
             ] {
-                if d.count() == 0 && failed == 0 {
+                if t.sketch.count() == 0 && t.failed == 0 {
                     continue;
                 }
-                list.push(KernelStats {
-                    label: LabelRef(label as u32),
-                    name: index.labels()[label].clone(),
-                    count: d.count(),
-                    total_ns: d.total(),
-                    mean_ns: d.total().checked_div(d.count()).unwrap_or(0),
-                    p50_ns: d.percentile(50.0),
-                    p99_ns: d.percentile(99.0),
-                    min_ns: d.min(),
-                    max_ns: d.max(),
-                    exact: d.is_exact(),
-                    failed,
-                });
+                let name = index.labels()[label].clone();
+                list.push(row(LabelRef(label as u32), name, t));
             }
         }
+        // Per operation name: a kernel's entry, or the operation's kind.
+        let mut by_name: BTreeMap<(&'static str, String), Timings> = BTreeMap::new();
+        for (&(region, node), t) in &self.ops {
+            let p = &index.prepared()[index.region(region).prepared.0 as usize];
+            let (kind, name) = match index.op(p.runtime, p.graph, node) {
+                Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
+                None => ("unknown", format!("op {node}")),
+            };
+            let sum = by_name.entry((kind, name)).or_default();
+            sum.sketch.merge(&t.sketch);
+            sum.device += t.device;
+            sum.failed += t.failed;
+        }
+        stats.operations = by_name
+            .into_iter()
+            .map(|((kind, name), t)| OperationStats {
+                kind: kind.to_owned(),
+                stats: row(NO_LABEL, name, t),
+            })
+            .collect();
+        stats.operations.sort_by(|a, b| {
+            b.stats
+                .total_ns
+                .cmp(&a.stats.total_ns)
+                .then_with(|| a.stats.name.cmp(&b.stats.name))
+        });
         for list in [
             &mut stats.kernels,
             &mut stats.copy_labels,
@@ -823,6 +1046,41 @@ impl StatsVisitor {
         }
         self.annotations.finish(index, &mut stats);
         stats
+    }
+}
+
+/// An operation's kind as [`Stats::operations`] groups it: `kernel` (a GPU kernel or an
+/// NPU run), `fill`, `copy`, `scoped`, `host`.
+pub fn operation_kind(op: &OpKind) -> &'static str {
+    match op {
+        OpKind::Kernel { .. } | OpKind::Npu { .. } => "kernel",
+        OpKind::Fill { .. } => "fill",
+        OpKind::Copy => "copy",
+        OpKind::Scoped => "scoped",
+        OpKind::Host => "host",
+    }
+}
+
+/// A row of durations.
+fn row(label: LabelRef, name: String, t: Timings) -> KernelStats {
+    let Timings {
+        sketch: mut d,
+        device,
+        failed,
+    } = t;
+    KernelStats {
+        label,
+        name,
+        count: d.count(),
+        total_ns: d.total(),
+        mean_ns: d.total().checked_div(d.count()).unwrap_or(0),
+        p50_ns: d.percentile(50.0),
+        p99_ns: d.percentile(99.0),
+        min_ns: d.min(),
+        max_ns: d.max(),
+        exact: d.is_exact(),
+        failed,
+        device,
     }
 }
 
@@ -1176,5 +1434,195 @@ mod tests {
             spans(&stats.kernels) + spans(&stats.copy_labels) + spans(&stats.host_callbacks),
             lane_spans
         );
+    }
+
+    /// The operation timings of every compute region, by (submission, node): device span
+    /// where recorded (else host) and whether it was one.
+    fn op_durations(records: &[Record]) -> Vec<(u64, u32, u64, bool)> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                Record::OpTiming(o) => {
+                    let t = &o.timing;
+                    let (ns, device) = match t.device {
+                        Some(d) => (d.end_ns - d.start_ns, true),
+                        None => (t.end_ns - t.start_ns, false),
+                    };
+                    Some((t.submission.0, o.node.0, ns, device))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn operation<'a>(stats: &'a Stats, name: &str) -> &'a OperationStats {
+        stats
+            .operations
+            .iter()
+            .find(|o| o.stats.name == name)
+            .unwrap_or_else(|| panic!("no operation {name}: {:?}", stats.operations))
+    }
+
+    /// A native graph of two kernels is two rows of its kernels' names from their own
+    /// timings (it was one `blur +1` row of region times), each on the device clock, with
+    /// the region label row kept apart in `kernels`.
+    #[test]
+    fn operations_are_counted_per_kernel_name_from_their_own_timings() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let records: Vec<Record> =
+            crate::synthetic::with_op_timings(crate::synthetic::pipeline(spec)).collect();
+        let (stats, _) = stats_of(&records);
+        let ops = op_durations(&records);
+        for (node, name) in [(1, "blur"), (2, "sobel")] {
+            let mine: Vec<u64> = ops.iter().filter(|o| o.1 == node).map(|o| o.2).collect();
+            let o = operation(&stats, name);
+            assert_eq!(o.kind, "kernel");
+            assert_eq!(o.stats.count, mine.len() as u64);
+            assert_eq!(o.stats.total_ns, mine.iter().sum::<u64>());
+            assert_eq!(o.stats.max_ns, *mine.iter().max().unwrap());
+            assert_eq!((o.stats.device, o.stats.failed), (o.stats.count, 0));
+            assert_eq!(o.stats.label, NO_LABEL);
+        }
+        assert_eq!(stats.operations.len(), 2, "{:?}", stats.operations);
+        let t = stats.op_times;
+        assert_eq!((t.recorded, t.failed, t.device), (20, 0, 20));
+        assert_eq!(t.native_graph_runs, 10);
+        assert!(stats.kernels.iter().any(|k| k.name == "blur +1"));
+    }
+
+    /// Without operation timings the trace says so: none recorded beside timed native
+    /// graphs, and no operation rows.
+    #[test]
+    fn a_trace_without_operation_timings_has_none_and_says_how_many_graphs_ran() {
+        let records: Vec<Record> =
+            crate::synthetic::pipeline(crate::synthetic::PipelineSpec::ops(40)).collect();
+        let (stats, _) = stats_of(&records);
+        assert!(stats.operations.is_empty());
+        assert_eq!(stats.op_times.recorded, 0);
+        assert_eq!(stats.op_times.native_graph_runs, 10);
+    }
+
+    /// The operation timings of a failed run are left out of their kernels' durations and
+    /// counted apart, whether its completion is read before or after them.
+    #[test]
+    fn operation_timings_of_a_failed_run_are_counted_apart() {
+        let spec = crate::synthetic::PipelineSpec {
+            fail_at: Some(5),
+            ..crate::synthetic::PipelineSpec::ops(40)
+        };
+        let records: Vec<Record> =
+            crate::synthetic::with_op_timings(crate::synthetic::pipeline(spec)).collect();
+        // The failed region's completion read before its operation timings.
+        let mut early = records.clone();
+        let done = early
+            .iter()
+            .position(
+                |r| matches!(r, Record::RegionDone(d) if d.submission.0 == 5 && d.region.0 == 1),
+            )
+            .unwrap();
+        let done = early.remove(done);
+        let first_op = early
+            .iter()
+            .position(|r| matches!(r, Record::OpTiming(o) if o.timing.submission.0 == 5))
+            .unwrap();
+        early.insert(first_op, done);
+        for records in [records, early] {
+            let (stats, _) = stats_of(&records);
+            let failed: Vec<u64> = op_durations(&records)
+                .iter()
+                .filter(|o| o.0 == 5)
+                .map(|o| o.2)
+                .collect();
+            assert_eq!(failed.len(), 2);
+            for name in ["blur", "sobel"] {
+                let o = &operation(&stats, name).stats;
+                assert_eq!((o.count, o.failed), (5, 1), "{o:?}");
+            }
+            let all: u64 = op_durations(&records).iter().map(|o| o.2).sum();
+            let counted: u64 = stats.operations.iter().map(|o| o.stats.total_ns).sum();
+            assert_eq!(counted, all - failed.iter().sum::<u64>());
+            assert_eq!((stats.op_times.recorded, stats.op_times.failed), (12, 2));
+        }
+    }
+
+    /// Region durations, their rows and the copy bandwidth are device spans where the
+    /// backend recorded them, host spans otherwise (the host callback here).
+    #[test]
+    fn device_time_is_preferred_where_recorded() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let records: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        let host_only: Vec<Record> = records
+            .iter()
+            .cloned()
+            .map(|r| match r {
+                Record::RegionTiming(mut t) => {
+                    t.device = None;
+                    Record::RegionTiming(t)
+                }
+                r => r,
+            })
+            .collect();
+        let sum = |region: u32, device: bool| -> u64 {
+            records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::RegionTiming(t) if t.region.0 == region => Some(match t.device {
+                        Some(d) if device => d.end_ns - d.start_ns,
+                        _ => t.end_ns - t.start_ns,
+                    }),
+                    _ => None,
+                })
+                .sum()
+        };
+        let (stats, _) = stats_of(&records);
+        let (host, _) = stats_of(&host_only);
+        let compute = |s: &Stats| s.kernels.iter().find(|k| k.name == "blur +1").cloned();
+        let (d, h) = (compute(&stats).unwrap(), compute(&host).unwrap());
+        assert_eq!((d.total_ns, d.device), (sum(1, true), d.count));
+        assert_eq!((h.total_ns, h.device), (sum(1, false), 0));
+        assert!(d.total_ns < h.total_ns);
+        let upload = |s: &Stats| {
+            s.copies
+                .iter()
+                .find(|c| c.queue == Queue::GpuUpload)
+                .cloned()
+                .unwrap()
+        };
+        let (du, hu) = (upload(&stats), upload(&host));
+        assert_eq!((du.busy_ns, du.device), (sum(0, true), du.batches));
+        assert_eq!((hu.busy_ns, hu.device), (sum(0, false), 0));
+        assert!(du.bytes_per_s > hu.bytes_per_s);
+        let callback = &stats.host_callbacks[0];
+        assert_eq!((callback.total_ns, callback.device), (sum(3, false), 0));
+    }
+
+    /// A fill or a copy inside a native graph is listed under its kind, not as a kernel
+    /// named after its region.
+    #[test]
+    fn fills_and_copies_in_a_native_graph_are_listed_under_their_kind() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let records: Vec<Record> =
+            crate::synthetic::with_op_timings(crate::synthetic::pipeline(spec))
+                .map(|r| match r {
+                    Record::GraphOp(mut op) if op.node.0 == 1 => {
+                        op.op = OpKind::Fill { value: 0 };
+                        Record::GraphOp(op)
+                    }
+                    Record::GraphOp(mut op) if op.node.0 == 2 => {
+                        op.op = OpKind::Copy;
+                        Record::GraphOp(op)
+                    }
+                    r => r,
+                })
+                .collect();
+        let (stats, _) = stats_of(&records);
+        let rows: Vec<(&str, &str, u64)> = stats
+            .operations
+            .iter()
+            .map(|o| (o.kind.as_str(), o.stats.name.as_str(), o.stats.count))
+            .collect();
+        let mut rows = rows;
+        rows.sort();
+        assert_eq!(rows, [("copy", "copy", 10), ("fill", "fill", 10)]);
     }
 }

@@ -476,6 +476,49 @@ pub fn with_op_timings(records: impl Iterator<Item = Record>) -> impl Iterator<I
     })
 }
 
+/// `records` (a [`pipeline`], with or without [`with_op_timings`]) with a third kernel
+/// `name` (kernel 12, node 5) appended to the compute region (region 1) of its graph, timed
+/// as `sobel` is where the trace times operations: a graph that gained a kernel, for
+/// `diff`'s tests.
+pub fn with_kernel_added(
+    records: impl Iterator<Item = Record>,
+    name: &str,
+) -> impl Iterator<Item = Record> {
+    let name = name.to_owned();
+    records.flat_map(move |r| match r {
+        Record::KernelLoaded(ref k) if k.kernel == SOBEL => {
+            let added = KernelLoaded {
+                kernel: KernelId(12),
+                entry: name.clone(),
+                ..k.clone()
+            };
+            vec![r, Record::KernelLoaded(added)]
+        }
+        Record::GraphOp(ref op) if op.node == NodeIndex(2) => {
+            let added = GraphOp {
+                node: NodeIndex(5),
+                op: OpKind::Kernel {
+                    kernel: KernelId(12),
+                },
+                ..op.clone()
+            };
+            vec![r, Record::GraphOp(added)]
+        }
+        Record::Prepared(mut p) => {
+            p.regions[1].nodes.push(NodeIndex(5));
+            vec![Record::Prepared(p)]
+        }
+        Record::OpTiming(t) if t.node == NodeIndex(2) => vec![
+            Record::OpTiming(t),
+            Record::OpTiming(OpTiming {
+                node: NodeIndex(5),
+                ..t
+            }),
+        ],
+        r => vec![r],
+    })
+}
+
 /// Host threads and application annotations (format 1.14) beside `submissions` submissions
 /// `period_ns` apart from `first_ns`: thread 0 `main` submits each submission (a `submit` of
 /// a hundredth of the period at its submit time) and waits for it (a tenth); thread 1

@@ -1,9 +1,18 @@
 //! `hrx-trace diff BASE NEW [--json] [--max-slowdown R]`: what changed between two traces of
 //! the same program.
 //!
-//! - **Kernels** (region labels, as `stats` names them) are matched by name; each has its
-//!   count, median (p50), p99, min and max on both sides. A kernel only in NEW is *new*,
-//!   one only in BASE *missing*.
+//! - **Kernels** are matched by name; each has its count, median (p50), p99, min and max on
+//!   both sides. Where both traces timed their operations (`OpTiming`), a kernel is an
+//!   operation's name (a kernel's entry, `fill`, `copy`), as `stats` lists them; else a
+//!   region label (`hrx_rgb_to_gray +5`), and an `operations` line says which trace has no
+//!   per-operation times. A kernel only in NEW is *new*, one only in BASE *missing*.
+//! - **Operations** of each graph both traces prepared are matched by the graph, their
+//!   name and their place among the graph's operations of that name (the k-th `hrx_blur`
+//!   of graph 1), timed or not: one in a trace only is a kernel *added* to or *removed*
+//!   from the graph (`graph 1 region 1: + hrx_foo (added)`), one-sided; the region label
+//!   that changed with it is listed as *relabelled*, not as a new or missing kernel.
+//!   Operations timed in both have their medians on both sides (judged by the kernel rule,
+//!   reported: the kernels by name decide the verdict).
 //! - **Regions** are matched by (runtime, prepared graph, region index), runtimes and
 //!   graphs by rank (the n-th runtime of the trace, its m-th prepared graph, in id order,
 //!   since ids differ between runs that shared a process; where a runtime of each trace
@@ -104,8 +113,18 @@
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
-//!  "kernels": [{"name", "status": "matched"|"new"|"missing", "base": {stats}|null,
-//!               "new": {stats}|null, "ratio": p50 ratio|null, "delta_ns"|null, "slow"}],
+//!  "kernels": [{"name", "status": "matched"|"new"|"missing"|"relabelled"|"added"|"removed",
+//!               "base": {stats}|null, "new": {stats}|null, "ratio": p50 ratio|null,
+//!               "delta_ns"|null, "slow"}]: "relabelled", "added", "removed": a row of one
+//!               trace only that an operation added to or removed from a graph explains,
+//!  "operations": {"kernels_by": "operation"|"region label", "note": what a trace without
+//!                 operation timings lacks|null,
+//!                 "graph_changes": [{"runtime", "prepared", "region", "node", "name", "nth"
+//!                                    (its place among the graph's operations of that name,
+//!                                    from 1), "change": "added"|"removed"}],
+//!                 "times": [{"runtime", "prepared", "name", "nth", "base_region",
+//!                            "new_region", "base": {stats}, "new": {stats}, "ratio",
+//!                            "slow"}]},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "slower"),
@@ -121,9 +140,10 @@
 //!                "start", "end", "base_xxh3", "new_xxh3"}]},
 //!  "submissions": {"compared", "unknown", "only_base", "only_new", "changed":
 //!                  [{"runtime", "submission", "base", "new"}]},
-//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "differing_outputs",
-//!              "changed_submissions", "one_sided": regions, outputs and submissions in
-//!              one trace only, relabelled regions, new and missing kernels,
+//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "graph_changes",
+//!              "differing_outputs", "changed_submissions", "one_sided": regions, outputs
+//!              and submissions in one trace only, relabelled regions, new and missing
+//!              kernels, operations added to or removed from graphs,
 //!              "empty_side": "base"|"new"|null (the trace without a submission)}}
 //! ```
 
@@ -337,6 +357,28 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                    "base": c.base.name(), "new": c.new.name()})
         })
         .collect();
+    let graph_changes: Vec<Value> = c
+        .graph_changes
+        .iter()
+        .map(|g| {
+            json!({"runtime": from_one(g.key.runtime.into()), "prepared": from_one(g.key.prepared),
+                   "region": g.region, "node": g.node, "name": g.key.name,
+                   "nth": from_one(g.key.nth.into()),
+                   "change": if g.added { "added" } else { "removed" }})
+        })
+        .collect();
+    let op_times: Vec<Value> = c
+        .op_times
+        .iter()
+        .map(|o| {
+            let ratio = (o.base.p50_ns > 0).then(|| o.new.p50_ns as f64 / o.base.p50_ns as f64);
+            json!({"runtime": from_one(o.key.runtime.into()), "prepared": from_one(o.key.prepared),
+                   "name": o.key.name, "nth": from_one(o.key.nth.into()),
+                   "base_region": o.region[0], "new_region": o.region[1],
+                   "base": kernel_json(&o.base), "new": kernel_json(&o.new),
+                   "ratio": ratio, "slow": o.slow})
+        })
+        .collect();
     let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);
     let [subs_only_base, subs_only_new] = m.submissions_one_sided.map(|n| n as usize);
     let [base_args, new_args] = &c.arguments;
@@ -373,7 +415,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         "exit_code": c.exit_code(),
         "summary": {
             "slow_kernels": c.slow_kernels, "new_kernels": c.new_kernels,
-            "missing_kernels": c.missing_kernels,
+            "missing_kernels": c.missing_kernels, "graph_changes": c.graph_changes.len(),
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
             "one_sided": c.one_sided, "empty_side": c.empty_side.map(Side::name),
         },
@@ -381,6 +423,12 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                         "only_base": subs_only_base, "only_new": subs_only_new,
                         "changed": changed},
         "kernels": kernels,
+        "operations": {
+            "kernels_by": if c.by_operation { "operation" } else { "region label" },
+            "note": c.op_note,
+            "graph_changes": graph_changes,
+            "times": op_times,
+        },
         "annotations": annotations,
         "regions": {"matched": c.regions.matched, "only_base": c.regions.only_base,
                     "only_new": c.regions.only_new, "relabelled": relabelled, "times": times},
@@ -427,6 +475,9 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             (_, Some(true)) => "  SLOW",
             (Some("new"), _) => "  NEW",
             (Some("missing"), _) => "  MISSING",
+            (Some("added"), _) => "  added to a graph (below)",
+            (Some("removed"), _) => "  removed from a graph (below)",
+            (Some("relabelled"), _) => "  relabelled region (below)",
             _ => "",
         };
         let ratio = k["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
@@ -442,6 +493,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             ratio,
         )?;
     }
+    write_operations(out, r)?;
     // The application's ranges (format 1.14): reported, never judged.
     if let Some(rows) = r["annotations"].as_array().filter(|a| !a.is_empty()) {
         writeln!(
@@ -597,6 +649,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             if n == 1 { "" } else { "s" }
         ),
     };
+    let graph_changes = match u(&s["graph_changes"]) {
+        0 => String::new(),
+        n => format!(
+            ", {} added to or removed from a graph",
+            plural(n, "operation")
+        ),
+    };
     let reasons: Vec<&str> = r["reasons"]
         .as_array()
         .into_iter()
@@ -608,7 +667,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "verdict      {} (exit {}): {} (past {} and the base p99), {}, {}, {}, {}{one_sided}",
+        "verdict      {} (exit {}): {} (past {} and the base p99), {}, {}, {}, {}{graph_changes}{one_sided}",
         {
             let name = r["verdict"].as_str().unwrap_or("");
             let text = match name {
@@ -625,4 +684,74 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         plural(u(&s["new_kernels"]), "new kernel"),
         plural(u(&s["missing_kernels"]), "missing kernel"),
     )
+}
+
+/// What changed in the graphs' operations: what a trace without operation timings lacks,
+/// kernels added to or removed from a graph, and each operation's medians by its place.
+fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
+    let o = &r["operations"];
+    // `graph 2 region 1`, with the runtime where there are several.
+    let place = |v: &Value, region: u64| match u(&v["runtime"]) {
+        1 => format!("graph {} region {region}", u(&v["prepared"])),
+        rt => format!("runtime {rt} graph {} region {region}", u(&v["prepared"])),
+    };
+    if let Some(note) = o["note"].as_str() {
+        writeln!(out, "{:<12} {note}", "operations")?;
+    }
+    let changes = o["graph_changes"].as_array().map_or(&[][..], Vec::as_slice);
+    for g in changes.iter().take(LISTED) {
+        let added = g["change"] == "added";
+        writeln!(
+            out,
+            "{:<12} {}: {} {} ({})",
+            "operation",
+            place(g, u(&g["region"])),
+            if added { "+" } else { "-" },
+            g["name"].as_str().unwrap_or(""),
+            if added { "added" } else { "removed" },
+        )?;
+    }
+    more(out, changes.len())?;
+    let times = o["times"].as_array().map_or(&[][..], Vec::as_slice);
+    if times.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
+        "operation (by place)", "runs", "base p50", "new p50", "base p99", "new p99", "ratio"
+    )?;
+    // The slow first, then by place; the text lists LISTED, `--json` all.
+    let mut rows: Vec<&Value> = times.iter().collect();
+    rows.sort_by_key(|t| t["slow"].as_bool() != Some(true));
+    for t in rows.iter().take(LISTED) {
+        let nth = match u(&t["nth"]) {
+            1 => String::new(),
+            n => format!(" #{n}"),
+        };
+        let name = format!(
+            "g{} r{} {}{nth}",
+            u(&t["prepared"]),
+            u(&t["new_region"]),
+            t["name"].as_str().unwrap_or("")
+        );
+        let runs = format!("{}/{}", u(&t["base"]["count"]), u(&t["new"]["count"]));
+        let mark = if t["slow"].as_bool() == Some(true) {
+            "  slower"
+        } else {
+            ""
+        };
+        let ratio = t["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
+        writeln!(
+            out,
+            "{name:<28} {runs:>9} {:>11} {:>11} {:>11} {:>11} {ratio:>8}{mark}",
+            ns(&t["base"]["p50_ns"]),
+            ns(&t["new"]["p50_ns"]),
+            ns(&t["base"]["p99_ns"]),
+            ns(&t["new"]["p99_ns"]),
+        )?;
+    }
+    more(out, times.len())
 }

@@ -179,6 +179,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         let c = &exported.counts;
         total.tracks += c.tracks;
         total.slices += c.slices;
+        total.operation_slices += c.operation_slices;
+        total.native_graph_slices += c.native_graph_slices;
         total.flows += c.flows;
         total.instants += c.instants;
         total.recorder_instants += c.recorder_instants;
@@ -201,6 +203,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             plural(hosts.len() as u64, "host"),
         ));
     }
+    no_operation_times(&total);
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
         // success, where `println!` would panic.
@@ -215,10 +218,14 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         } else {
             String::new()
         };
+        let operations = match total.operation_slices {
+            0 => String::new(),
+            n => format!(" ({n} of them operations)"),
+        };
         let mut out = io::stdout().lock();
         writeln!(
             out,
-            "{}: {}, {}, {}, {} (as view lists them), {}{host} ({})",
+            "{}: {}, {}{operations}, {}, {} (as view lists them), {}{host} ({})",
             args.output.display(),
             plural(total.tracks as u64, "track"),
             plural(total.slices, "slice"),
@@ -229,6 +236,18 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says, where native graphs ran and no operation was timed, that their slices are not
+/// divided by operation: the trace lacks the times, the export did not drop them.
+fn no_operation_times(total: &export::ExportCounts) {
+    if total.operation_slices == 0 && total.native_graph_slices > 0 {
+        crate::output::note(format_args!(
+            "per-operation times: none recorded; each of the {} is one slice, not divided by \
+             operation",
+            plural(total.native_graph_slices, "native-graph region"),
+        ));
+    }
 }
 
 /// The file a read error at `at` bytes read in all belongs to (the traces are read one after
@@ -471,20 +490,24 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     };
-    let mut regions = 0;
+    let mut total = export::ExportCounts::default();
     let mut events = 0;
     for (file, exported) in args.files.iter().zip(&exported) {
         warn(file, exported);
-        regions += exported.counts.slices;
+        total.slices += exported.counts.slices;
+        total.operation_slices += exported.counts.operation_slices;
+        total.native_graph_slices += exported.counts.native_graph_slices;
         events += exported.counts.instants + exported.counts.recorder_instants;
     }
+    no_operation_times(&total);
     let mut out = io::stdout().lock();
     writeln!(
         out,
-        "{}: {} tables, {} of {}, {} (parquet)",
+        "{}: {} tables, {}, {} of {}, {} (parquet)",
         dir.display(),
         ours.len() - 1, // the marker is no table
-        plural(regions, "region row"),
+        plural(total.slices, "region row"),
+        plural(total.operation_slices, "operation timing row"),
         plural(args.files.len() as u64, "trace"),
         plural(events, "event row"),
     )?;

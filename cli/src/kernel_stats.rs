@@ -17,9 +17,18 @@
 //!
 //! The numbers come from `hrx_analysis::stats`: one streaming pass over the memory-mapped
 //! trace in bounded memory (nothing is kept per submission or region). The timeline's
-//! statistics view computes the same figures the same way. A "kernel" is a region label: a
-//! native graph of several operations counts under its first kernel and the count of the
-//! others (`hrx_rgb_to_gray +5`). Copy batches are no kernels: they are counted in the copy
+//! statistics view computes the same figures the same way.
+//!
+//! Kernels come from the operations' own timings (`OpTiming`) where the backend recorded
+//! them: one row per kernel name, and fills and copies inside native graphs under their kind
+//! (`fill`, `copy`). Regions are a table of their own, by region label: a native graph of
+//! several operations counts under its first kernel and the count of the others
+//! (`hrx_rgb_to_gray +5`). A trace without operation timings (older traces, backends that
+//! time whole regions) says so (`operations   per-operation times: none recorded; ...`)
+//! and has only the region table. Durations are device spans where the backend recorded
+//! them, host spans otherwise (the `clock` line says how many of each); a failed run's
+//! region and operation times are left out and counted apart (`+N failed`), and so is a
+//! failed copy batch's from the bandwidth. Copy batches are no kernels: they are counted in the copy
 //! table, per lane (`diff` still compares their durations, as `upload`, `download` or
 //! `copy`). Host callbacks (host work run by a worker thread, label `host`) are no kernels
 //! either: they are their own table, count and time per label.
@@ -34,12 +43,25 @@
 //! ```text
 //! {"file", "span_ns",
 //!  "quantiles": {"method", "exact_up_to", "relative_error"},
-//!  "kernels": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns", "max_ns",
-//!               "exact", "failed"}]: succeeded runs only; "failed" counts the runs that
-//!               failed (the text says "+N failed" after their row),
-//!  "host_callbacks": [per label, as "kernels"],
-//!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}],
-//!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s"}],
+//!  "operations": [{"kind", "name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns",
+//!                  "min_ns", "max_ns", "exact", "failed", "device"}]: per kernel name
+//!                  ("kind" "kernel") or operation kind ("fill", "copy", "scoped", "host"),
+//!                  from operation timings; empty without them,
+//!  "operation_times": {"recorded", "failed", "device", "unplaced", "native_graph_runs",
+//!                      "note"}: operation timings joined to a region, those in failed or
+//!                      cancelled runs (left out), those counted on the device clock, those
+//!                      that joined no region, timed native-graph runs; "note" says what a
+//!                      trace without any lacks (null with them),
+//!  "regions": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
+//!               "max_ns", "exact", "failed", "device"}]: per region label of regions that
+//!               are no copies or host callbacks; succeeded runs only; "failed" counts the
+//!               runs that failed (the text says "+N failed" after their row); "device" how
+//!               many durations are device spans (the rest host spans),
+//!  "kernels": the same rows as "regions", under the name schema 2 gave them,
+//!  "host_callbacks": [per label, as "regions"],
+//!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}] (host clock),
+//!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s", "device"}]:
+//!            copy batches that succeeded, "device" of them timed on the device clock,
 //!  "complete": whether the whole trace was read, "end": how it ends, "signal": how a signal
 //!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
@@ -76,7 +98,9 @@ use crate::failure::TraceError;
 use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
 use hrx_analysis::stats_follow::{FollowError, StatsTail, TailState};
 use hrx_analysis::units::{bandwidth, bytes, duration, plural, rate};
-use hrx_analysis::{KernelStats, RunningRegion, ScanSummary, Stats, StatsVisitor, queue_name};
+use hrx_analysis::{
+    KernelStats, OperationStats, RunningRegion, ScanSummary, Stats, StatsVisitor, queue_name,
+};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -251,8 +275,25 @@ pub fn kernel_json(k: &KernelStats) -> Value {
     json!({
         "name": k.name, "count": k.count, "total_ns": k.total_ns, "mean_ns": k.mean_ns,
         "p50_ns": k.p50_ns, "p99_ns": k.p99_ns, "min_ns": k.min_ns, "max_ns": k.max_ns,
-        "exact": k.exact, "failed": k.failed,
+        "exact": k.exact, "failed": k.failed, "device": k.device,
     })
+}
+
+/// One operation name's durations as JSON: its kind, then its row as a kernel's.
+pub fn operation_json(o: &OperationStats) -> Value {
+    let mut row = kernel_json(&o.stats);
+    if let Some(map) = row.as_object_mut() {
+        map.insert("kind".to_owned(), json!(o.kind));
+    }
+    row
+}
+
+/// What a trace without operation timings lacks, in words (`None` with them).
+pub fn operation_times_note(stats: &Stats) -> Option<&'static str> {
+    (stats.op_times.recorded == 0).then_some(
+        "per-operation times: none recorded; kernels are listed by region label only (a \
+         native graph under its first kernel, +N the others)",
+    )
 }
 
 /// Every statistic as JSON (the shape in the module docs).
@@ -274,12 +315,13 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             json!({
                 "runtime": c.runtime.0, "queue": queue_name(c.queue),
                 "batches": c.batches, "bytes": c.bytes, "busy_ns": c.busy_ns,
-                "bytes_per_s": c.bytes_per_s,
+                "bytes_per_s": c.bytes_per_s, "device": c.device,
             })
         })
         .collect();
     let s = &stats.submissions;
     let f = &stats.failures;
+    let o = &stats.op_times;
     let recovery = summary.recovery.as_ref();
     let lost = recovery.map(|r| r.lost).unwrap_or_default();
     let waits = recovery.map(|r| r.waits).unwrap_or_default();
@@ -308,6 +350,13 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             "exact_up_to": EXACT_LIMIT,
             "relative_error": RELATIVE_ERROR,
         },
+        "operations": stats.operations.iter().map(operation_json).collect::<Vec<_>>(),
+        "operation_times": {
+            "recorded": o.recorded, "failed": o.failed, "device": o.device,
+            "unplaced": o.unplaced, "native_graph_runs": o.native_graph_runs,
+            "note": operation_times_note(stats),
+        },
+        "regions": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
         "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
         "host_callbacks": stats.host_callbacks.iter().map(kernel_json).collect::<Vec<_>>(),
         "queues": queues,
@@ -446,11 +495,66 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             duration(u(&r["late_ns"]))
         )?;
     }
-    writeln!(
-        out,
-        "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "kernel", "count", "total", "mean", "p50", "p99", "max"
-    )?;
+    let o = &r["operation_times"];
+    match o["note"].as_str() {
+        Some(note) => writeln!(out, "{:<12} {note}", "operations")?,
+        None => {
+            let left_out = match u(&o["failed"]) {
+                0 => String::new(),
+                n => format!("; {n} in failed or cancelled runs left out"),
+            };
+            let unplaced = match u(&o["unplaced"]) {
+                0 => String::new(),
+                n => format!("; {n} joined no region"),
+            };
+            writeln!(
+                out,
+                "{:<12} {} timed{left_out}{unplaced}",
+                "operations",
+                u(&o["recorded"]).saturating_sub(u(&o["failed"])),
+            )?;
+        }
+    }
+    // Which clock the durations are on, where any is a device span.
+    let device = |rows: &Value| -> (u64, u64) {
+        rows.as_array()
+            .into_iter()
+            .flatten()
+            .fold((0, 0), |(d, n), k| {
+                (d + u(&k["device"]), n + u(&k["count"]))
+            })
+    };
+    let copies = r["copies"].as_array().into_iter().flatten();
+    let (copy_device, batches) = copies.fold((0, 0), |(d, n), c| {
+        (d + u(&c["device"]), n + u(&c["batches"]))
+    });
+    let timed = [
+        (device(&r["operations"]), "operation"),
+        (device(&r["regions"]), "region"),
+        ((copy_device, batches), "copy batch"),
+    ];
+    let counts: Vec<String> = timed
+        .iter()
+        .filter(|((_, n), _)| *n > 0)
+        .map(|((d, n), what)| format!("{d} of {n} {what} times"))
+        .collect();
+    if timed.iter().any(|((d, _), _)| *d > 0) {
+        writeln!(
+            out,
+            "{:<12} device spans where recorded ({}), host spans otherwise",
+            "clock",
+            counts.join(", ")
+        )?;
+    } else if !counts.is_empty() {
+        writeln!(out, "{:<12} host spans (no device times recorded)", "clock")?;
+    }
+    let header = |out: &mut dyn Write, what: &str| {
+        writeln!(
+            out,
+            "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            what, "count", "total", "mean", "p50", "p99", "max"
+        )
+    };
     let durations = |out: &mut dyn Write, rows: &Value| -> io::Result<()> {
         for k in rows.as_array().into_iter().flatten() {
             // Failed runs are not in the durations: said after them.
@@ -472,17 +576,19 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         }
         Ok(())
     };
-    durations(out, &r["kernels"])?;
+    // Kernels by name from their own timings (none without them), then regions by label.
+    if r["operations"].as_array().is_some_and(|o| !o.is_empty()) {
+        header(out, "kernel")?;
+        durations(out, &r["operations"])?;
+    }
+    header(out, "region")?;
+    durations(out, &r["regions"])?;
     // Host work run by worker threads: no kernel, its own rows (none without any).
     if r["host_callbacks"]
         .as_array()
         .is_some_and(|h| !h.is_empty())
     {
-        writeln!(
-            out,
-            "\n{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            "host callback", "count", "total", "mean", "p50", "p99", "max"
-        )?;
+        header(out, "host callback")?;
         durations(out, &r["host_callbacks"])?;
     }
     writeln!(

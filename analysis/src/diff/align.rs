@@ -4,6 +4,7 @@
 //! trace's graphs the base's ranks where the same graphs were prepared in another order.
 
 use super::Profile;
+use super::profile::OpKey;
 use crate::matching::RegionKey;
 use hrx_capture::schema::{GraphOp, KernelId, KernelLoaded, OpKind};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -163,6 +164,13 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
         .map(|(k, v)| {
             let prepared = rerank(k.runtime, k.prepared);
             (RegionKey { prepared, ..k }, v)
+        })
+        .collect();
+    new.operations = std::mem::take(&mut new.operations)
+        .into_iter()
+        .map(|(k, v)| {
+            let prepared = rerank(k.runtime, k.prepared);
+            (OpKey { prepared, ..k }, v)
         })
         .collect();
     new.graphs = std::mem::take(&mut new.graphs)

@@ -65,12 +65,14 @@ mod verdict;
 mod window;
 
 pub use align::align;
-pub use profile::{Profile, limit_timings, limit_timings_records, profile, profile_records};
+pub use profile::{
+    OpKey, OpProfile, Profile, limit_timings, limit_timings_records, profile, profile_records,
+};
 pub use range::{Held, common as common_range, describe as describe_range};
 pub use stream::{match_files, match_streams};
 pub use verdict::{
-    AnnotationRow, Comparison, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, RegionTimes, Regions,
-    Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
+    AnnotationRow, Comparison, GraphChange, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, OpTimes,
+    RegionTimes, Regions, Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
 };
 
 use crate::scan::Outcome;

@@ -10,7 +10,7 @@ use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
 use crate::scan::{JoinedSpan, Outcome, Visitor, scan_reader_threaded, scan_records};
 use crate::sketch::Sketch;
-use crate::stats::{AnnotationStats, KernelStats, StatsVisitor};
+use crate::stats::{AnnotationStats, KernelStats, OperationTimes, StatsVisitor, Timings};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
     Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
@@ -23,11 +23,48 @@ use std::path::Path;
 /// (runtime id, graph id) → (node, use, buffer, start, end) of every writing use.
 type Writes = IdMap<(RuntimeId, GraphId), Vec<(u32, u32, u64, u64, u64)>>;
 
+/// Where an operation is, independent of ids: its graph (runtime rank, prepared graph rank,
+/// as [`RegionKey`]), its name (a kernel's entry, or `fill`, `copy`, ...) and which of the
+/// graph's operations of that name it is (`nth`, from 0, in node order): the k-th `hrx_blur`
+/// of a graph stays the k-th when another kernel is added before it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpKey {
+    /// The runtime's rank.
+    pub runtime: u32,
+    /// The prepared graph's rank.
+    pub prepared: u64,
+    /// The operation's name.
+    pub name: String,
+    /// Its place among the graph's operations of that name, from 0.
+    pub nth: u32,
+}
+
+/// An operation of a prepared graph: where it is and the durations of its timed runs.
+#[derive(Clone, Debug, Default)]
+pub struct OpProfile {
+    /// Its region's index in the prepared graph.
+    pub region: u32,
+    /// Its node (index in its graph).
+    pub node: u32,
+    /// Its timings (none where the trace has no operation timings).
+    pub timings: Timings,
+}
+
 /// What one trace holds for `diff`, gathered in one bounded pass ([`profile`]).
 #[derive(Debug)]
 pub struct Profile {
     /// Per kernel (label), by name.
     pub kernels: BTreeMap<String, KernelStats>,
+    /// Per operation name (kernel entry, `fill`, `copy`), from operation timings (empty
+    /// without them), by name.
+    pub op_kernels: BTreeMap<String, KernelStats>,
+    /// The region labels of `kernels` whose regions' operations were timed: `op_kernels`
+    /// has their operations.
+    pub op_timed_labels: BTreeSet<String>,
+    /// Every operation of every prepared graph, timed or not.
+    pub operations: BTreeMap<OpKey, OpProfile>,
+    /// What the trace holds of operation timings.
+    pub op_times: OperationTimes,
     /// The application's annotation ranges (format 1.14), by name.
     pub annotations: BTreeMap<String, AnnotationStats>,
     /// Every region of every prepared graph: its label and the durations of its timed runs.
@@ -170,6 +207,12 @@ impl Visitor for ProfileVisitor {
         }
     }
 
+    fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: hrx_capture::schema::NodeIndex) {
+        if self.times(span.runtime, span.submission) {
+            self.stats.op_span(index, span, node);
+        }
+    }
+
     fn region_outcome(
         &mut self,
         index: &Index,
@@ -218,6 +261,54 @@ impl ProfileVisitor {
                 regions.insert(key, (label, sketch));
             }
         }
+        // Every operation by graph, name and place among the graph's of that name.
+        let op_durations = self.stats.op_durations(index);
+        let mut operations = BTreeMap::new();
+        let mut op_timed_labels = BTreeSet::new();
+        for p in index.prepared() {
+            let (runtime, prepared) = region_ranks[&(p.runtime, p.id)];
+            let mut nodes: Vec<(u32, RegionRef)> = p
+                .regions
+                .clone()
+                .flat_map(|r| {
+                    let region = RegionRef(r);
+                    index
+                        .region(region)
+                        .nodes
+                        .iter()
+                        .map(move |n| (n.0, region))
+                })
+                .collect();
+            nodes.sort_unstable();
+            let mut seen: HashMap<String, u32> = HashMap::new();
+            for (node, region) in nodes {
+                let node = hrx_capture::schema::NodeIndex(node);
+                let Some(op) = index.op(p.runtime, p.graph, node) else {
+                    continue;
+                };
+                let name = index.op_name(p.runtime, op);
+                let nth = seen.entry(name.clone()).or_default();
+                let key = OpKey {
+                    runtime,
+                    prepared,
+                    name,
+                    nth: *nth,
+                };
+                *nth += 1;
+                let timings = op_durations.get(&(region, node)).cloned();
+                if timings.is_some()
+                    && let Some(label) = index.label(region)
+                {
+                    op_timed_labels.insert(index.labels()[label.0 as usize].clone());
+                }
+                let op = OpProfile {
+                    region: index.region(region).index.0,
+                    node: node.0,
+                    timings: timings.unwrap_or_default(),
+                };
+                operations.insert(key, op);
+            }
+        }
         let places = &mut self.places;
         places.prepared_rank = ranks(places.graph_of.keys().copied())
             .into_iter()
@@ -260,7 +351,15 @@ impl ProfileVisitor {
             .into_iter()
             .map(|a| (a.name.clone(), a))
             .collect();
+        let op_kernels = std::mem::take(&mut stats.operations)
+            .into_iter()
+            .map(|o| (o.stats.name.clone(), o.stats))
+            .collect();
         Profile {
+            op_kernels,
+            op_timed_labels,
+            operations,
+            op_times: stats.op_times,
             annotations,
             // Copies and host callbacks are compared as kernels are (`stats` lists them
             // apart).
@@ -403,6 +502,10 @@ fn limit(
             let timed = again(side, profile.by_runtime_id(&compared))?;
             profile.kernels = timed.kernels;
             profile.regions = timed.regions;
+            profile.op_kernels = timed.op_kernels;
+            profile.op_timed_labels = timed.op_timed_labels;
+            profile.operations = timed.operations;
+            profile.op_times = timed.op_times;
         }
     }
     Ok(())

@@ -13,6 +13,20 @@
 //! almost every base run, so one-off outliers on a busy machine do not count); and it is
 //! more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of microsecond kernels).
 //!
+//! # Operations
+//!
+//! Where both traces hold operation timings (`OpTiming`), kernels are the operations' own
+//! names (a kernel's entry, `fill`, `copy`: [`Profile::op_kernels`]), and region labels are
+//! kernels only for regions whose operations were not timed (an NPU run). Where either
+//! lacks them, kernels are region labels on both sides, and [`Comparison::op_note`] says
+//! which trace lacks them. Either way, every operation of every graph both traces prepared
+//! is paired by [`OpKey`]: the k-th operation named N of the graph. One of one trace only
+//! is a kernel added to or removed from its graph ([`GraphChange`], one-sided), and the
+//! region label that changed with it ("blur +1" to "blur +2") is no new or missing kernel
+//! ([`KernelRow::graph_change`]). Operations timed on both sides have their medians compared
+//! by the kernel rule ([`OpTimes`]), reported per place in the graph; the verdict is the
+//! kernels' (by name), so that one slowdown is not counted twice.
+//!
 //! # The verdict's inputs
 //!
 //! Regressions: slow kernels, differing outputs, changed outcomes, and a side that holds
@@ -23,10 +37,10 @@
 //! read whole: *same* of such a trace is [`SAME_AS_FAR_AS_BOTH_GO`].
 
 use super::range::{Held, describe};
-use super::{Matched, Profile};
+use super::{Matched, OpKey, Profile};
 use crate::compare::{Slowdown, Verdict, timing};
 use crate::matching::{Paired, RegionKey, pair};
-use crate::stats::{AnnotationStats, KernelStats};
+use crate::stats::{AnnotationStats, KernelStats, NO_LABEL};
 use crate::units::plural;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,12 +88,23 @@ pub struct KernelRow {
     pub new: Option<KernelStats>,
     /// Whether it is slow by the kernel rule (only a kernel of both traces can be).
     pub slow: bool,
+    /// A row of one trace only that a graph's gained or lost operation explains
+    /// ([`Comparison::graph_changes`]), counted there, not as a new or missing kernel: the
+    /// region label of a region matched in the other trace under another label
+    /// (`relabelled`), or the name of the operation added to or removed from the graph
+    /// (`added`, `removed`).
+    pub graph_change: bool,
 }
 
 impl KernelRow {
-    /// `matched`, `missing` (base only) or `new` (new only).
+    /// `matched`, `missing` (base only), `new` (new only), or, where a graph change explains
+    /// it ([`KernelRow::graph_change`]), `relabelled`, `added` or `removed`.
     pub fn status(&self) -> &'static str {
+        let label = |k: &Option<KernelStats>| k.as_ref().is_some_and(|k| k.label != NO_LABEL);
         match (&self.base, &self.new) {
+            _ if self.graph_change && (label(&self.base) || label(&self.new)) => "relabelled",
+            (None, Some(_)) if self.graph_change => "added",
+            (Some(_), None) if self.graph_change => "removed",
             (Some(_), None) => "missing",
             (None, Some(_)) => "new",
             _ => "matched",
@@ -145,6 +170,36 @@ impl RegionTimes {
     }
 }
 
+/// An operation of a graph both traces prepared, in one trace only: a kernel added to the
+/// graph (new only) or removed from it (base only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphChange {
+    /// The operation's key.
+    pub key: OpKey,
+    /// Its region's index in the prepared graph, in the trace that has it.
+    pub region: u32,
+    /// Its node, in the trace that has it.
+    pub node: u32,
+    /// Whether it was added (in new only), else removed (in base only).
+    pub added: bool,
+}
+
+/// An operation timed in both traces: its durations on each side (as a kernel's, by its
+/// name), judged by the kernel rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTimes {
+    /// The operation's key.
+    pub key: OpKey,
+    /// Its region in base, in new.
+    pub region: [u32; 2],
+    /// Its durations in base.
+    pub base: KernelStats,
+    /// In new.
+    pub new: KernelStats,
+    /// Whether it is slow by the kernel rule (reported; the kernels decide the verdict).
+    pub slow: bool,
+}
+
 /// Regions paired by [`RegionKey`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Regions {
@@ -163,8 +218,18 @@ pub struct Regions {
 /// What `diff` concludes from its two passes (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
-    /// Every kernel of either trace, by name.
+    /// Every kernel of either trace, by name (see the module docs: operations' names where
+    /// both traces timed operations, else region labels).
     pub kernels: Vec<KernelRow>,
+    /// Whether kernels are the operations' names (both traces timed operations).
+    pub by_operation: bool,
+    /// Where either trace has no operation timings, which, in words (kernels are then
+    /// compared by region label).
+    pub op_note: Option<String>,
+    /// Operations added to or removed from a graph both traces prepared, in key order.
+    pub graph_changes: Vec<GraphChange>,
+    /// Operations timed in both traces, in key order.
+    pub op_times: Vec<OpTimes>,
     /// Every annotation range name of either trace, by name (reported, not judged).
     pub annotations: Vec<AnnotationRow>,
     /// Regions paired by key.
@@ -255,9 +320,85 @@ impl Comparison {
 pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) -> Comparison {
     // Kernels by label and regions by rank: the one rule of `diff` and `replay`
     // (`crate::matching`).
+    // Operations of the graphs both prepared, paired by graph, name and place.
+    let graphs_of_both = |key: &OpKey| {
+        let graph = (key.runtime, key.prepared);
+        base.graphs.contains_key(&graph) && new.graphs.contains_key(&graph)
+    };
+    let (mut graph_changes, mut op_times) = (Vec::new(), Vec::new());
+    for (key, paired) in pair(base.operations.clone(), new.operations.clone()) {
+        match paired {
+            Paired::Both(b, n) => {
+                let (mut bt, mut nt) = (b.timings, n.timings);
+                if bt.sketch.count() == 0 || nt.sketch.count() == 0 {
+                    continue;
+                }
+                let stats = |t: &mut crate::stats::Timings| KernelStats {
+                    label: NO_LABEL,
+                    name: key.name.clone(),
+                    count: t.sketch.count(),
+                    total_ns: t.sketch.total(),
+                    mean_ns: t.sketch.total() / t.sketch.count(),
+                    p50_ns: t.sketch.percentile(50.0),
+                    p99_ns: t.sketch.percentile(99.0),
+                    min_ns: t.sketch.min(),
+                    max_ns: t.sketch.max(),
+                    exact: t.sketch.is_exact(),
+                    failed: t.failed,
+                    device: t.device,
+                };
+                let (bs, ns) = (stats(&mut bt), stats(&mut nt));
+                op_times.push(OpTimes {
+                    slow: is_slow(&bs, &ns, max_slowdown),
+                    key,
+                    region: [b.region, n.region],
+                    base: bs,
+                    new: ns,
+                });
+            }
+            Paired::Base(op) | Paired::New(op) if graphs_of_both(&key) => {
+                let added = !base.operations.contains_key(&key);
+                graph_changes.push(GraphChange {
+                    key,
+                    region: op.region,
+                    node: op.node,
+                    added,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    // Kernels: the operations' names where both timed them (see the module docs).
+    let timed = [base.op_times.recorded > 0, new.op_times.recorded > 0];
+    let by_operation = timed == [true, true];
+    let op_note = match timed {
+        [true, true] => None,
+        [false, false] => Some(
+            "per-operation times: none recorded in either trace; kernels are compared by \
+             region label"
+                .to_owned(),
+        ),
+        [b, _] => Some(format!(
+            "per-operation times: none recorded in {}; kernels are compared by region label",
+            if b { "new" } else { "base" }
+        )),
+    };
+    let kernel_rows = |p: &Profile| -> BTreeMap<String, KernelStats> {
+        if !by_operation {
+            return p.kernels.clone();
+        }
+        let mut rows = p.op_kernels.clone();
+        for (label, k) in &p.kernels {
+            if !p.op_timed_labels.contains(label) {
+                rows.entry(label.clone()).or_insert_with(|| k.clone());
+            }
+        }
+        rows
+    };
     let mut kernels = Vec::new();
     let (mut slow, mut added, mut missing) = (0, 0, 0);
-    for (name, paired) in pair(base.kernels.clone(), new.kernels.clone()) {
+    for (name, paired) in pair(kernel_rows(base), kernel_rows(new)) {
         let row = match paired {
             Paired::Both(b, n) => {
                 let is_slow = is_slow(&b, &n, max_slowdown);
@@ -267,26 +408,23 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                     base: Some(b),
                     new: Some(n),
                     slow: is_slow,
+                    graph_change: false,
                 }
             }
-            Paired::Base(b) => {
-                missing += 1;
-                KernelRow {
-                    name,
-                    base: Some(b),
-                    new: None,
-                    slow: false,
-                }
-            }
-            Paired::New(n) => {
-                added += 1;
-                KernelRow {
-                    name,
-                    base: None,
-                    new: Some(n),
-                    slow: false,
-                }
-            }
+            Paired::Base(b) => KernelRow {
+                name,
+                base: Some(b),
+                new: None,
+                slow: false,
+                graph_change: false,
+            },
+            Paired::New(n) => KernelRow {
+                name,
+                base: None,
+                new: Some(n),
+                slow: false,
+                graph_change: false,
+            },
         };
         kernels.push(row);
     }
@@ -349,6 +487,36 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         });
     }
 
+    // A label of one side only that a relabelled region carries, in a graph that gained or
+    // lost an operation, names no kernel added or removed: the graph change says what was.
+    let changed_graphs: std::collections::BTreeSet<(u32, u64)> = graph_changes
+        .iter()
+        .map(|c| (c.key.runtime, c.key.prepared))
+        .collect();
+    for row in &mut kernels {
+        let side = match (&row.base, &row.new) {
+            (Some(_), None) => Some(false),
+            (None, Some(_)) => Some(true),
+            _ => None,
+        };
+        let relabelled = regions.relabelled.iter().any(|r| {
+            changed_graphs.contains(&(r.key.runtime, r.key.prepared))
+                && match side {
+                    Some(false) => r.base == row.name,
+                    Some(true) => r.new == row.name,
+                    None => false,
+                }
+        });
+        let changed = graph_changes
+            .iter()
+            .any(|c| Some(c.added) == side && c.key.name == row.name);
+        row.graph_change = relabelled || (by_operation && changed);
+        match row.status() {
+            "missing" => missing += 1,
+            "new" => added += 1,
+            _ => {}
+        }
+    }
     let (differing, changed) = (m.differing.len(), m.changed.len());
     // A trace that holds no submission beside one that holds some: the program did none
     // of its work (it stopped before its first submit), whatever else matches.
@@ -364,6 +532,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         + regions.relabelled.len()
         + added
         + missing
+        + graph_changes.len()
         + m.outputs_one_sided.iter().sum::<u64>() as usize;
     let verdict = Verdict::of(
         slow + differing + changed + usize::from(empty_side.is_some()),
@@ -467,6 +636,10 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     }
     Comparison {
         kernels,
+        by_operation,
+        op_note,
+        graph_changes,
+        op_times,
         annotations,
         regions,
         slow_kernels: slow,
@@ -745,5 +918,141 @@ mod tests {
         assert!(c.arguments_differ());
         assert_eq!(c.verdict, Verdict::Same);
         assert_eq!(c.reasons, ["the recordings' arguments differ"]);
+    }
+
+    fn with_foo(records: &[Record]) -> Vec<Record> {
+        crate::synthetic::with_kernel_added(records.iter().cloned(), "hrx_foo").collect()
+    }
+
+    fn ops(records: Vec<Record>) -> Vec<Record> {
+        crate::synthetic::with_op_timings(records.into_iter()).collect()
+    }
+
+    /// A kernel added to a graph is reported as such (graph, region, name, added), not as
+    /// a new kernel named after its region, with operation timings or without; with them,
+    /// kernels are paired by their own names and each operation by its place.
+    #[test]
+    fn a_kernel_added_to_a_graph_is_reported_as_added_not_as_a_new_region_kernel() {
+        let plain = trace(20, &[], None);
+        for timed in [true, false] {
+            let base = if timed {
+                ops(plain.clone())
+            } else {
+                plain.clone()
+            };
+            let new = with_foo(&base);
+            let c = compared(&base, &new, 1e9);
+            assert_eq!(c.verdict, Verdict::Different, "{:?}", c.reasons);
+            assert_eq!(c.graph_changes.len(), 1, "{:?}", c.graph_changes);
+            let change = &c.graph_changes[0];
+            assert_eq!(
+                (
+                    change.key.name.as_str(),
+                    change.key.nth,
+                    change.region,
+                    change.node
+                ),
+                ("hrx_foo", 0, 1, 5)
+            );
+            assert!(change.added);
+            // No kernel named after the region is new or missing.
+            assert_eq!(
+                (c.new_kernels, c.missing_kernels),
+                (0, 0),
+                "{:?}",
+                c.kernels
+            );
+            assert_eq!(c.regions.relabelled.len(), 1);
+            if timed {
+                assert!(c.by_operation && c.op_note.is_none());
+                let names: Vec<(&str, &str)> = c
+                    .kernels
+                    .iter()
+                    .map(|k| (k.name.as_str(), k.status()))
+                    .collect();
+                assert!(names.contains(&("blur", "matched")), "{names:?}");
+                assert!(names.contains(&("sobel", "matched")), "{names:?}");
+                // The added kernel ran only in new: its row says it was added.
+                assert!(names.contains(&("hrx_foo", "added")), "{names:?}");
+                assert!(!names.iter().any(|(n, _)| n.contains('+')), "{names:?}");
+                let placed: Vec<&str> = c.op_times.iter().map(|o| o.key.name.as_str()).collect();
+                assert_eq!(placed, ["blur", "sobel"]);
+            } else {
+                assert!(!c.by_operation && c.op_times.is_empty());
+                let note = c.op_note.as_deref().unwrap();
+                assert!(note.contains("none recorded in either trace"), "{note}");
+                let relabelled: Vec<&str> = c
+                    .kernels
+                    .iter()
+                    .filter(|k| k.status() == "relabelled")
+                    .map(|k| k.name.as_str())
+                    .collect();
+                assert_eq!(relabelled, ["blur +1", "blur +2"]);
+            }
+            // Removed, the other way round.
+            let back = compared(&new, &base, 1e9);
+            assert_eq!(back.graph_changes.len(), 1);
+            assert!(!back.graph_changes[0].added);
+        }
+    }
+
+    /// One side without operation timings: kernels by region label, the note names the side,
+    /// and the graph's operations are still paired by structure.
+    #[test]
+    fn one_side_without_operation_timings_compares_region_labels_and_says_so() {
+        let plain = trace(20, &[], None);
+        let timed = ops(plain.clone());
+        let c = compared(&plain, &timed, 1e9);
+        assert_eq!(c.verdict, Verdict::Same, "{:?}", c.reasons);
+        assert!(!c.by_operation);
+        assert_eq!(
+            c.op_note.as_deref(),
+            Some(
+                "per-operation times: none recorded in base; kernels are compared by region label"
+            )
+        );
+        assert!(
+            c.kernels
+                .iter()
+                .any(|k| k.name == "blur +1" && k.status() == "matched")
+        );
+        assert!(c.graph_changes.is_empty() && c.op_times.is_empty());
+    }
+
+    /// An operation slower in new is found at its place in the graph and makes its kernel
+    /// slow by the kernel rule.
+    #[test]
+    fn a_slower_operation_is_slow_at_its_place_and_as_a_kernel() {
+        use hrx_capture::schema::NodeIndex;
+        let base = ops(trace(20, &[], None));
+        let new: Vec<Record> = base
+            .iter()
+            .cloned()
+            .map(|r| match r {
+                Record::OpTiming(mut t) if t.node == NodeIndex(2) => {
+                    let d = t.timing.device.as_mut().unwrap();
+                    d.end_ns = d.start_ns + (d.end_ns - d.start_ns) * 10;
+                    Record::OpTiming(t)
+                }
+                r => r,
+            })
+            .collect();
+        let c = compared(&base, &new, 2.0);
+        assert_eq!(c.verdict, Verdict::Regression, "{:?}", c.reasons);
+        let slow: Vec<&str> = c
+            .kernels
+            .iter()
+            .filter(|k| k.slow)
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(slow, ["sobel"]);
+        let slow_places: Vec<(&str, u32)> = c
+            .op_times
+            .iter()
+            .filter(|o| o.slow)
+            .map(|o| (o.key.name.as_str(), o.region[1]))
+            .collect();
+        assert_eq!(slow_places, [("sobel", 1)]);
+        assert_eq!(c.reasons, ["1 slow kernel"]);
     }
 }

@@ -11,8 +11,19 @@
 //! - **Slices.** One per region timing (host clock, ns in the trace, µs in the JSON), named
 //!   by the region's label as the timeline names it ([`crate::label_region`]), with
 //!   arguments: submission, region, slot, kind, the region's buffer ranges (`buf 3 [0..64000)
-//!   read-write`) and its hazards (`RAW buf 2 [0..192000) on region 0`). An operation timing
-//!   becomes a slice nested in its region's.
+//!   read-write`) and its hazards (`RAW buf 2 [0..192000) on region 0`).
+//! - **Operation slices.** An operation timing (`OpTiming`: a backend that times a native
+//!   graph's operations) is a slice nested in its region's: on the same track, written just
+//!   after it, on the same host clock and clamped into its span (a viewer nests slices of a
+//!   track by time), named by the operation (its kernel's entry, or `fill`, `copy`),
+//!   category `operation`, with arguments: submission, region, node (the operation's index
+//!   in its graph), clock (`device` where the backend measured the operation on the device
+//!   clock, else `host`), duration_ns (on that clock, what `stats` counts), device_ns where
+//!   recorded, host_ns. An operation whose region has no timing (a damaged trace), or read
+//!   after its submission was written, is a slice of its own at its host times
+//!   ([`ExportCounts::operation_slices`] counts them all). A trace without operation
+//!   timings has undivided region slices; the caller says so
+//!   ([`ExportCounts::native_graph_slices`]).
 //! - **Flows** (arrows producer → consumer), one per distinct pair of timed regions: a
 //!   region dependency of the prepared graph (within one submission) or a cross-submission
 //!   wait (a region waiting on a region of an earlier submission). Dependencies between
@@ -158,6 +169,10 @@ pub struct ExportCounts {
     pub tracks: usize,
     /// Slices (region and operation timings).
     pub slices: u64,
+    /// Of `slices`, operation timings' (nested in their region's).
+    pub operation_slices: u64,
+    /// Of `slices`, native-graph regions' (whose operations a backend could time).
+    pub native_graph_slices: u64,
     /// Flows drawn.
     pub flows: u64,
     /// Instant events on the `Events` tracks: the failures, refusals and cancellations, as
@@ -607,6 +622,8 @@ struct Held {
     waited_by: Vec<(SubmissionIndex, RegionIndex, RegionIndex)>,
     /// Cross-submission flows ending at its regions, decided when their producer settled.
     flows_in: Vec<(RegionIndex, u64)>,
+    /// Its operation timings, written after their region's slice.
+    ops: Vec<(NodeIndex, JoinedSpan)>,
 }
 
 impl Held {
@@ -623,6 +640,7 @@ impl Held {
         self.waits.clear();
         self.waited_by.clear();
         self.flows_in.clear();
+        self.ops.clear();
     }
 }
 
@@ -857,6 +875,9 @@ impl<S: Sink> Out<S> {
         slice.start_ns = self.origin.time(slice.start_ns);
         slice.end_ns = self.origin.time(slice.end_ns);
         self.counts.slices += 1;
+        if slice.args.kind == RegionKind::NativeGraph {
+            self.counts.native_graph_slices += 1;
+        }
         self.counts.flows += slice.flows_out.len() as u64;
         if let Err(e) = self.sink.region_slice(&slice) {
             self.error = Some(e);
@@ -1146,7 +1167,7 @@ impl Settled<'_> {
                 consumer.flows_in.push((consumer_region, id));
             }
         }
-        for &(region, ref span) in &held.spans {
+        for (i, &(region, ref span)) in held.spans.iter().enumerate() {
             names.refresh(index, span.region);
             let names = &*names;
             let args = &names.regions[span.region.0 as usize];
@@ -1194,8 +1215,80 @@ impl Settled<'_> {
                 },
             );
             out.region_slice(&slice);
+            // Its operations, nested: after it, within its span (under its first timing
+            // only, where a run was timed twice).
+            let first = held.spans.iter().position(|(_, s)| s.region == span.region);
+            if first != Some(i) {
+                continue;
+            }
+            for (node, op) in held.ops.iter().filter(|(_, op)| op.region == span.region) {
+                let within = (span.start_ns, span.end_ns.max(span.start_ns));
+                write_op_slice(index, out, op, *node, Some(within));
+            }
+        }
+        // Operations of regions without a timing: at their own times.
+        for (node, op) in &held.ops {
+            if !held.spans.iter().any(|(_, s)| s.region == op.region) {
+                write_op_slice(index, out, op, *node, None);
+            }
         }
     }
+}
+
+/// Writes an operation timing's slice (see the module docs), clamped into `within` (its
+/// region slice's host span) where given.
+fn write_op_slice<S: Sink>(
+    index: &Index,
+    out: &mut Out<S>,
+    span: &JoinedSpan,
+    node: NodeIndex,
+    within: Option<(u64, u64)>,
+) {
+    let info = index.region(span.region);
+    let p = &index.prepared()[info.prepared.0 as usize];
+    let name = match index.op(p.runtime, p.graph, node) {
+        Some(op) => index.op_name(p.runtime, op),
+        None => format!("op {node}"),
+    };
+    let (mut start_ns, mut end_ns) = (span.start_ns, span.end_ns.max(span.start_ns));
+    if let Some((lo, hi)) = within {
+        start_ns = start_ns.clamp(lo, hi);
+        end_ns = end_ns.clamp(start_ns, hi);
+    }
+    let host_ns = span.duration_ns();
+    let device_ns = span.device.map(|d| d.end_ns.saturating_sub(d.start_ns));
+    let mut args = vec![
+        ("submission", Arg::Uint(span.submission.0)),
+        ("region", Arg::Uint(info.index.0.into())),
+        ("node", Arg::Uint(node.0.into())),
+        (
+            "clock",
+            Arg::Str(Cow::Borrowed(if device_ns.is_some() {
+                "device"
+            } else {
+                "host"
+            })),
+        ),
+        ("duration_ns", Arg::Uint(device_ns.unwrap_or(host_ns))),
+    ];
+    if let Some(d) = device_ns {
+        args.push(("device_ns", Arg::Uint(d)));
+    }
+    args.push(("host_ns", Arg::Uint(host_ns)));
+    let slice = Slice {
+        runtime: span.runtime,
+        place: Place::default(),
+        slot: queue_slot(info.queue),
+        name: &name,
+        category: "operation",
+        start_ns,
+        end_ns,
+        args,
+        flows_out: &[],
+        flows_in: &[],
+    };
+    out.counts.operation_slices += 1;
+    out.slice(slice);
 }
 
 impl<S: Sink> Visitor for Pass<S> {
@@ -1325,29 +1418,11 @@ impl<S: Sink> Visitor for Pass<S> {
     }
 
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
-        let info = index.region(span.region);
-        let p = &index.prepared()[info.prepared.0 as usize];
-        let name: Cow<'_, str> = match index.op(p.runtime, p.graph, node) {
-            Some(op) => Cow::Owned(index.op_name(p.runtime, op)),
-            None => Cow::Owned(format!("op {node}")),
-        };
-        let slice = Slice {
-            runtime: span.runtime,
-            place: Place::default(),
-            slot: queue_slot(info.queue),
-            name: &name,
-            category: "operation",
-            start_ns: span.start_ns,
-            end_ns: span.end_ns.max(span.start_ns),
-            args: vec![
-                ("submission", Arg::Uint(span.submission.0)),
-                ("region", Arg::Uint(info.index.0.into())),
-                ("node", Arg::Uint(node.0.into())),
-            ],
-            flows_out: &[],
-            flows_in: &[],
-        };
-        self.out.slice(slice);
+        match self.held(span.runtime, span.submission) {
+            Some(held) => held.ops.push((node, *span)),
+            // Its submission was written already: at its own times.
+            None => write_op_slice(index, &mut self.out, span, node, None),
+        }
     }
 }
 

@@ -29,6 +29,14 @@
 //! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
 //! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
 //! | `counters` | `CounterSample` | thread, name, time_ns, value (DOUBLE) |
+//! | `op_timings` | `OpTiming` | runtime, submission, prepared, region, graph, node, name (as `operations` names it), kind (`kernel`, `fill`, `copy`, `scoped`, `host`; `unknown` for an operation never recorded), start_ns, end_ns (host clock), duration_ns (device span where recorded, else host: what `stats` counts), device_ns (null where not recorded) |
+//!
+//! An operation timing joins its region's run in `regions` on (`session_id`, `runtime`,
+//! `submission`, `region`) and its operation in `operations` on (`session_id`, `runtime`,
+//! `graph`, `node`). A trace that times whole regions only has no `op_timings` rows.
+//! `stats`' per-kernel figures from operation times: `SELECT name, count(*),
+//! sum(duration_ns) FROM op_timings o WHERE kind = 'kernel' GROUP BY name`, less the runs
+//! `events` lists as `failed` or `cancelled`, as for regions.
 //!
 //! The host threads' tables join `threads` on (`session_id`, `thread`); `host_spans` joins
 //! `submissions` on (`session_id`, `runtime`, `submission`). A range's time per name, as
@@ -50,8 +58,9 @@ use super::origin::{ClockDomain, Origin};
 use super::{Arg, ExportCounts, ExportError, Exported, instant};
 use crate::index::{Index, is_copy_region, label_region, queue_name};
 use crate::scan::{JoinedSpan, Visitor, scan_reader_threaded};
+use crate::stats::operation_kind;
 use hrx_capture::TraceReader;
-use hrx_capture::schema::{Record, RegionKind};
+use hrx_capture::schema::{NodeIndex, Record, RegionKind};
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::errors::ParquetError;
@@ -67,7 +76,7 @@ use std::sync::Arc;
 pub const ROW_GROUP: usize = 1 << 16;
 
 /// The tables, in the order they are written; each one's columns after `session_id`.
-pub const TABLES: [(&str, &[Column]); 13] = [
+pub const TABLES: [(&str, &[Column]); 14] = [
     (
         "sessions",
         &[
@@ -213,6 +222,23 @@ pub const TABLES: [(&str, &[Column]); 13] = [
     (
         "counters",
         &[i("thread"), s("name"), i("time_ns"), d("value")],
+    ),
+    (
+        "op_timings",
+        &[
+            i("runtime"),
+            i("submission"),
+            i("prepared"),
+            i("region"),
+            i("graph"),
+            i("node"),
+            s("name"),
+            s("kind"),
+            i("start_ns"),
+            i("end_ns"),
+            i("duration_ns"),
+            oi("device_ns"),
+        ],
     ),
 ];
 
@@ -422,8 +448,9 @@ pub fn table_files() -> impl Iterator<Item = String> {
 
 /// Writes the tables of every trace of `readers` into `dir` (which must exist), one pass
 /// per trace, rows in bounded memory (see the module docs). One [`Exported`] per reader;
-/// its [`ExportCounts::slices`] counts the `regions` rows and `instants` and
-/// `recorder_instants` the `events` rows.
+/// its [`ExportCounts::slices`] counts the `regions` rows, `operation_slices` the
+/// `op_timings` rows (not among `slices`) and `instants` and `recorder_instants` the
+/// `events` rows.
 ///
 /// # Errors
 ///
@@ -489,6 +516,7 @@ const THREADS: usize = 9;
 const HOST_SPANS: usize = 10;
 const ANNOTATIONS: usize = 11;
 const COUNTERS: usize = 12;
+const OP_TIMINGS: usize = 13;
 
 /// One trace's pass.
 struct Rows<'t> {
@@ -746,6 +774,37 @@ impl Visitor for Rows<'_> {
             Value::OptionalInt(span.device.map(|d| d.end_ns.saturating_sub(d.start_ns))),
         ];
         self.counts.slices += 1;
+        if info.kind == RegionKind::NativeGraph {
+            self.counts.native_graph_slices += 1;
+        }
         self.row(REGIONS, &row);
+    }
+
+    fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
+        use Value::{Int, Text};
+        let info = index.region(span.region);
+        let prepared = &index.prepared()[info.prepared.0 as usize];
+        let op = index.op(prepared.runtime, prepared.graph, node);
+        let (name, kind) = match op {
+            Some(op) => (index.op_name(prepared.runtime, op), operation_kind(op)),
+            None => (format!("op {node}"), "unknown"),
+        };
+        let device_ns = span.device.map(|d| d.end_ns.saturating_sub(d.start_ns));
+        let row = [
+            Int(span.runtime.0.into()),
+            Int(span.submission.0),
+            Int(prepared.id.0),
+            Int(info.index.0.into()),
+            Int(prepared.graph.0),
+            Int(node.0.into()),
+            Text(&name),
+            Text(kind),
+            Int(self.origin.time(span.start_ns)),
+            Int(self.origin.time(span.end_ns.max(span.start_ns))),
+            Int(device_ns.unwrap_or_else(|| span.duration_ns())),
+            Value::OptionalInt(device_ns),
+        ];
+        self.counts.operation_slices += 1;
+        self.row(OP_TIMINGS, &row);
     }
 }

@@ -921,3 +921,79 @@ fn a_trim_is_timed_on_its_submissions_and_disjoint_trims_compare_nothing() {
         (&line.into(), &2.into())
     );
 }
+
+/// A kernel added to a graph is said as such, `graph 1 region 1: + hrx_foo (added)`, not
+/// as a new kernel named after its region; kernels are compared by their own names where
+/// both traces timed operations, by region label with a note where one did not.
+#[test]
+fn a_kernel_added_to_a_graph_is_said_as_added() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_kernel_added, with_op_timings};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = PipelineSpec::ops(80);
+    write_records(
+        &dir.path().join("base.hrxt"),
+        with_op_timings(pipeline(spec.clone())),
+    );
+    write_records(
+        &dir.path().join("new.hrxt"),
+        with_kernel_added(with_op_timings(pipeline(spec.clone())), "hrx_foo"),
+    );
+    write_records(&dir.path().join("plain.hrxt"), pipeline(spec));
+    let out = run(dir.path(), &["diff", "base.hrxt", "new.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        field(&text, "operation"),
+        "graph 1 region 1: + hrx_foo (added)",
+        "{text}"
+    );
+    assert!(field(&text, "verdict").starts_with("different"), "{text}");
+    let json = |base: &str, new: &str| -> serde_json::Value {
+        let out = run(dir.path(), &["diff", "--json", base, new]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let r = json("base.hrxt", "new.hrxt");
+    assert_eq!(r["summary"]["graph_changes"], 1);
+    assert_eq!(r["summary"]["new_kernels"], 0);
+    assert_eq!(r["operations"]["kernels_by"], "operation");
+    let statuses: Vec<(&str, &str)> = r["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["name"].as_str().unwrap(), k["status"].as_str().unwrap()))
+        .collect();
+    assert!(statuses.contains(&("hrx_foo", "added")), "{statuses:?}");
+    assert!(statuses.contains(&("blur", "matched")), "{statuses:?}");
+    let names: Vec<&str> = r["operations"]["times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["blur", "sobel"]);
+    // Removed, the other way round.
+    let back = json("new.hrxt", "base.hrxt");
+    assert_eq!(back["operations"]["graph_changes"][0]["change"], "removed");
+
+    // Base without operation timings: region labels, and the note says which lacks them.
+    let r = json("plain.hrxt", "new.hrxt");
+    assert_eq!(r["operations"]["kernels_by"], "region label");
+    assert_eq!(
+        r["operations"]["note"],
+        "per-operation times: none recorded in base; kernels are compared by region label"
+    );
+    assert_eq!(r["summary"]["graph_changes"], 1);
+    assert_eq!(
+        (
+            r["summary"]["new_kernels"].as_u64(),
+            r["summary"]["missing_kernels"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    let text = stdout(&run(dir.path(), &["diff", "plain.hrxt", "new.hrxt"]));
+    assert!(
+        field(&text, "operations").starts_with("per-operation times: none recorded in base"),
+        "{text}"
+    );
+}

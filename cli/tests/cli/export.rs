@@ -263,6 +263,8 @@ fn perfetto_check(path: &Path) -> Option<Value> {
         (n("slices"), 0),
         "{v}"
     );
+    // Slices of a track nest: none starts inside another and ends after it.
+    assert_eq!(n("crossing_slices"), 0, "{v}");
     assert!(n("process_tracks") >= 1, "{v}");
     // The recording process: its pid, command line and host; the sequence on
     // CLOCK_MONOTONIC (3), each process's session base in a snapshot naming it.
@@ -335,8 +337,15 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
         )),
         "{summary}"
     );
+    let operations = match count(&["OpTiming"]) {
+        0 => String::new(),
+        n => format!(" ({n} of them operations)"),
+    };
     assert!(
-        summary.contains(&format!("{}, ", noun(want.slices - thread_slices, "slice"))),
+        summary.contains(&format!(
+            "{}{operations}, ",
+            noun(want.slices - thread_slices, "slice")
+        )),
         "{summary}"
     );
     // The Events track holds what `view` lists, nothing of the recorder's.
@@ -508,22 +517,7 @@ fn a_closed_standard_output_after_an_export_is_not_an_error() {
 /// it), at `path`.
 fn synthetic_trace(path: &Path, regions: u64) {
     use hrx_analysis::synthetic::{PipelineSpec, pipeline};
-    use hrx_capture::{Record, Recorder, RecorderOptions};
-    let options = RecorderOptions {
-        backend: "sim".into(),
-        device: "synthetic".into(),
-        // The generator outruns the writer thread: wait for room instead of dropping.
-        thread_buffer_bytes: 16 << 20,
-        full_buffer_wait: std::time::Duration::from_secs(600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(path, options).unwrap();
-    for record in pipeline(PipelineSpec::ops(regions)) {
-        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
-            recorder.record(&record);
-        }
-    }
-    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+    write_records(path, pipeline(PipelineSpec::ops(regions)));
 }
 
 /// Runs `hrx-trace ARGS` in `dir` and sends it `signal` while it writes: once `partial`
@@ -728,6 +722,138 @@ fn the_format_comes_from_the_output_name() {
     assert_eq!(std::fs::read(dir.path().join("x.json")).unwrap()[0], 0x0a);
 }
 
+/// Operation timings are slices nested in their region's (same track, within its span, named
+/// by their kernel, the node and clock in their arguments) in Perfetto, checked with the
+/// official schema, and in Chrome JSON; in Parquet an `op_timings` table whose rows join
+/// their region's run and their operation, and give `stats`' per-operation figures. A failed
+/// run's operations are exported (the export shows what ran) and left out of the figures.
+#[test]
+fn operation_timings_nest_in_their_region_slices_and_join_in_parquet() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_op_timings};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = PipelineSpec {
+        fail_at: Some(9),
+        ..PipelineSpec::ops(80)
+    };
+    write_records(
+        &dir.path().join("ops.hrxt"),
+        with_op_timings(pipeline(spec)),
+    );
+    let records = records(dir.path(), "ops.hrxt");
+    let ops: Vec<&Value> = records.iter().filter_map(|r| r.get("OpTiming")).collect();
+    // Ten compute regions, the last failed: two operations each.
+    assert_eq!(ops.len(), 20);
+
+    let out = run(dir.path(), &["export", "ops.hrxt", "-o", "ops.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("(20 of them operations)"),
+        "{}",
+        stdout(&out)
+    );
+    if let Some(v) = perfetto_check(&dir.path().join("ops.pftrace")) {
+        let parents = serde_json::json!({"blur": {"blur +1": 10}, "sobel": {"blur +1": 10}});
+        assert_eq!(v["parents"], parents, "{v}");
+        assert_eq!(v["max_depth"], 2, "{v}");
+    }
+
+    let out = run(
+        dir.path(),
+        &["export", "ops.hrxt", "--format", "chrome", "-o", "ops.json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&std::fs::read(dir.path().join("ops.json")).unwrap())
+        .expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let x = |cat: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat)
+            .collect()
+    };
+    let (regions, operations) = (x("region"), x("operation"));
+    assert_eq!(operations.len(), 20);
+    let f = |e: &Value, k: &str| e[k].as_f64().unwrap();
+    for op in &operations {
+        let args = &op["args"];
+        let timing = ops
+            .iter()
+            .find(|o| o["timing"]["submission"] == args["submission"] && o["node"] == args["node"])
+            .expect("its OpTiming");
+        let device = &timing["timing"]["device"];
+        let device_ns = device["end_ns"].as_u64().unwrap() - device["start_ns"].as_u64().unwrap();
+        assert_eq!(args["clock"], "device", "{op}");
+        assert_eq!(args["duration_ns"].as_u64(), Some(device_ns), "{op}");
+        let name = if args["node"] == 1 { "blur" } else { "sobel" };
+        assert_eq!(op["name"], name, "{op}");
+        // Inside the slice of its region's run, on the same track.
+        let parent = regions.iter().find(|r| {
+            (r["pid"] == op["pid"] && r["tid"] == op["tid"])
+                && r["args"]["submission"] == args["submission"]
+                && r["args"]["region"] == args["region"]
+        });
+        let parent = parent.unwrap_or_else(|| panic!("no region slice around {op}"));
+        assert!(f(parent, "ts") <= f(op, "ts"), "{op} in {parent}");
+        assert!(
+            f(op, "ts") + f(op, "dur") <= f(parent, "ts") + f(parent, "dur") + 1e-9,
+            "{op} in {parent}"
+        );
+    }
+
+    let out = run(
+        dir.path(),
+        &["export", "ops.hrxt", "--format", "parquet", "-o", "pq"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("20 operation timing rows"),
+        "{}",
+        stdout(&out)
+    );
+    let Some(got) = python_check(
+        "tests/parquet/operations.py",
+        std::ffi::OsStr::new("pq"),
+        dir.path(),
+        "HRX_REQUIRE_DUCKDB",
+        "duckdb==2.0.1",
+    ) else {
+        return;
+    };
+    let stats: Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "ops.hrxt"]))).unwrap();
+    for o in stats["operations"].as_array().unwrap() {
+        let key = format!(
+            "{} {}",
+            o["kind"].as_str().unwrap(),
+            o["name"].as_str().unwrap()
+        );
+        let row = &got[&key];
+        assert_eq!(row["count"], o["count"], "{key}: {got}");
+        assert_eq!(row["total_ns"], o["total_ns"], "{key}: {got}");
+        assert_eq!(row["unjoined"], 0, "{key}: {got}");
+    }
+    assert_eq!(got.as_object().unwrap().len(), 2, "{got}");
+}
+
+/// A trace without operation timings is exported with undivided region slices, and the
+/// export says it has no per-operation times.
+#[test]
+fn an_export_without_operation_timings_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("plain.hrxt"), 40);
+    let out = run(dir.path(), &["export", "plain.hrxt", "-o", "plain.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "note: per-operation times: none recorded; each of the 10 native-graph regions is \
+             one slice"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stdout(&out).contains("operations"), "{}", stdout(&out));
+}
+
 /// Runs `tests/parquet/kernels.py` (DuckDB) over the export directories `pattern` names;
 /// `None` (after saying so loudly) without the `duckdb` package, unless `HRX_REQUIRE_DUCKDB`
 /// is set (CI), where its absence fails.
@@ -796,7 +922,7 @@ fn parquet_tables_give_stats_per_kernel_figures_in_duckdb() {
         ];
         let out = run(dir.path(), &args);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
-        assert!(stdout(&out).contains("13 tables"), "{}", stdout(&out));
+        assert!(stdout(&out).contains("14 tables"), "{}", stdout(&out));
         let out = run(dir.path(), &["stats", "--json", &format!("{name}.hrxt")]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();

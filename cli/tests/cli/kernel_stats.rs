@@ -96,9 +96,10 @@ fn stats_json_counts_match_the_records() {
         text.contains("GPU Upload") && text.contains("utilisation"),
         "{text}"
     );
+    // Regions by label: copies are in the copy table.
     let kernel_rows: Vec<&str> = text
         .lines()
-        .skip_while(|l| !l.starts_with("kernel "))
+        .skip_while(|l| !l.starts_with("region "))
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
         .collect();
@@ -120,6 +121,89 @@ fn stats_json_counts_match_the_records() {
     ] {
         assert!(failures.contains(&expected), "{expected:?} in {text}");
     }
+}
+
+/// Kernels are listed by name from the operations' own timings (device spans), apart from
+/// the regions by label, a failed run's left out and counted; a trace without operation
+/// timings says it has none, in text and JSON, and lists regions only.
+#[test]
+fn stats_lists_kernels_by_name_from_operation_timings_or_says_there_are_none() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_op_timings};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = PipelineSpec {
+        fail_at: Some(7),
+        ..PipelineSpec::ops(80)
+    };
+    write_records(
+        &dir.path().join("ops.hrxt"),
+        with_op_timings(pipeline(spec.clone())),
+    );
+    write_records(&dir.path().join("plain.hrxt"), pipeline(spec));
+    let json = |name: &str| -> Value {
+        let out = run(dir.path(), &["stats", "--json", name]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let s = json("ops.hrxt");
+    let names: Vec<(&str, &str, u64, u64, u64)> = s["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let u = |k: &str| o[k].as_u64().unwrap();
+            (
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap(),
+                u("count"),
+                u("failed"),
+                u("device"),
+            )
+        })
+        .collect();
+    let mut names = names;
+    names.sort();
+    // Submissions 0..7 ran, the 8th failed in its compute region.
+    assert_eq!(
+        names,
+        [("kernel", "blur", 7, 1, 7), ("kernel", "sobel", 7, 1, 7)]
+    );
+    let times = &s["operation_times"];
+    assert_eq!(
+        (times["recorded"].as_u64(), times["failed"].as_u64()),
+        (Some(16), Some(2))
+    );
+    assert!(times["note"].is_null());
+    assert_eq!(s["regions"], s["kernels"]);
+    assert_eq!(s["regions"][0]["name"], "blur +1");
+    let text = stdout(&run(dir.path(), &["stats", "ops.hrxt"]));
+    assert_eq!(
+        field(&text, "operations"),
+        "14 timed; 2 in failed or cancelled runs left out"
+    );
+    let rows = |header: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with(header))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.split_whitespace().next().unwrap().to_owned())
+            .collect()
+    };
+    let mut kernels = rows("kernel ");
+    kernels.sort();
+    assert_eq!(kernels, ["blur", "sobel"], "{text}");
+    assert_eq!(rows("region "), ["blur"], "{text}");
+    assert!(text.contains("  +1 failed"), "{text}");
+
+    let plain = json("plain.hrxt");
+    assert_eq!(plain["operations"].as_array().map(Vec::len), Some(0));
+    let note = plain["operation_times"]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("per-operation times: none recorded"),
+        "{note}"
+    );
+    let text = stdout(&run(dir.path(), &["stats", "plain.hrxt"]));
+    assert_eq!(field(&text, "operations"), note);
+    assert!(!text.lines().any(|l| l.starts_with("kernel ")), "{text}");
 }
 
 #[test]

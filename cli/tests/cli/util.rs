@@ -170,3 +170,25 @@ pub fn record_faults(dir: &Path, name: &str, photo: &Path) {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// Writes `records` (a synthetic trace, `hrx_analysis::synthetic`) to a trace at `path`
+/// through the recorder, as `hrx-analysis`'s gen-trace does: the recorder writes its own
+/// session start and end.
+pub fn write_records(path: &Path, records: impl Iterator<Item = hrx_capture::Record>) {
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let options = RecorderOptions {
+        backend: "sim".into(),
+        device: "synthetic".into(),
+        // The generator outruns the writer thread: wait for room instead of dropping.
+        thread_buffer_bytes: 16 << 20,
+        full_buffer_wait: std::time::Duration::from_secs(600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    for record in records {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&record);
+        }
+    }
+    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+}

@@ -2,7 +2,8 @@
 """Per-kernel figures of `hrx-trace export --format parquet` tables, computed with DuckDB
 as `hrx-trace stats --json` computes them: the regions `stats` calls kernels
 (`category = 'kernel'`), less the runs that failed or were cancelled (their `events`), per
-label: count, total and mean duration in ns. Prints one JSON object {label: {"count",
+label: count, total and mean duration in ns (the device span where recorded, else the host
+span, as `stats` prefers). Prints one JSON object {label: {"count",
 "total_ns", "mean_ns"}}.
 
 GLOB is a path pattern of export directories (`exports/*`: every process's tables at once,
@@ -25,8 +26,8 @@ except ImportError as error:  # the test skips (or fails in CI) on exit 3
 QUERY = """
 SELECT label,
        count(*)                  AS count,
-       sum(duration_ns)          AS total_ns,
-       avg(duration_ns)          AS mean_ns
+       sum(coalesce(device_ns, duration_ns)) AS total_ns,
+       avg(coalesce(device_ns, duration_ns)) AS mean_ns
 FROM read_parquet('{dir}/regions.parquet') AS r
 WHERE category = 'kernel'
   AND NOT EXISTS (

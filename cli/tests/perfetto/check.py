@@ -8,7 +8,8 @@ protos/perfetto/trace/perfetto_trace.proto) and prints what it holds as one JSON
    "unknown_fields", "max_depth", "unbalanced_ends", "unresolved_iids",
    "packets_without_state", "slice_names", "runtime_tracks", "processes",
    "clock_snapshots", "timestamp_clock_ids", "first_slice_by_pid", "thread_tracks",
-   "counter_tracks", "counter_values", "counters_without_value"}
+   "counter_tracks", "counter_values", "counters_without_value", "crossing_slices",
+   "parents"}
 
 "tracks" and "track_names" are the tracks events go on (no process's, no runtime's: those
 with children); "processes" lists each process descriptor (pid, name, cmdline, labels);
@@ -28,6 +29,13 @@ SEQ_INCREMENTAL_STATE_CLEARED starts a fresh state, `interned_data` adds to it, 
 with SEQ_NEEDS_INCREMENTAL_STATE before any clear is counted in "packets_without_state" (the
 trace processor drops it); an iid missing from the state counts in "unresolved_iids".
 "slice_names" maps each slice name to its count.
+
+Nesting: the exporter writes each slice's TYPE_SLICE_END as the next event on its track after
+its TYPE_SLICE_BEGIN (in file order), so a begin and that end are one slice. Slices of a
+track must nest (a viewer stacks them by time): "crossing_slices" counts slices that start
+inside another slice of their track and end after it (the trace processor would close the
+wrong one); "parents" maps each nested slice's name to the names of the slices directly
+around it, with counts ({"blur": {"blur +1": 10}}: operations inside their region's slice).
 
 Exit 0 on success, 1 when the file does not parse, 3 when the Python packages are missing
 (`python3 -m pip install perfetto==0.59.1 protobuf==6.31.1`).
@@ -88,6 +96,7 @@ def main(path):
         for item in a.array_values:
             annotation(state, item)
 
+    open_by_track, paired = {}, {}
     slices = ends = instants = undeclared = unbalanced = max_depth = 0
     starts, terminates = [], []
     events = []
@@ -159,6 +168,13 @@ def main(path):
                 annotation(state, a)
             if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
                 slice_names[name] = slice_names.get(name, 0) + 1
+                open_by_track[e.track_uuid] = (packet.timestamp, name)
+            elif e.type == pb.TrackEvent.TYPE_SLICE_END:
+                begun = open_by_track.pop(e.track_uuid, None)
+                if begun is not None:
+                    paired.setdefault(e.track_uuid, []).append(
+                        (begun[0], packet.timestamp, begun[1])
+                    )
             events.append((packet.timestamp, e))
     names = [
         d.thread.thread_name if d.HasField("thread") else d.name
@@ -197,6 +213,19 @@ def main(path):
                 counters_without_value += 1
         starts.extend(e.flow_ids)
         terminates.extend(e.terminating_flow_ids)
+    # Nesting per track: by start, the longer first; a stack of the slices around.
+    crossing, parents = 0, {}
+    for track_slices in paired.values():
+        stack = []
+        for start, end, name in sorted(track_slices, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            if stack:
+                if end > stack[-1][1]:
+                    crossing += 1
+                outer = parents.setdefault(name, {})
+                outer[stack[-1][2]] = outer.get(stack[-1][2], 0) + 1
+            stack.append((start, end, name))
     flows = set(starts) & set(terminates)
     unmatched = len(set(starts) ^ set(terminates)) + (len(starts) - len(set(starts))) + (
         len(terminates) - len(set(terminates))
@@ -229,6 +258,8 @@ def main(path):
                 "counter_tracks": counter_tracks,
                 "counter_values": counter_values,
                 "counters_without_value": counters_without_value,
+                "crossing_slices": crossing,
+                "parents": parents,
             }
         )
     )
