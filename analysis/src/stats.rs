@@ -122,7 +122,8 @@ pub struct OperationStats {
     pub kind: String,
     /// Its durations, as a kernel's: `name` is the entry or the kind, `label` is
     /// [`NO_LABEL`], `failed` counts its timings in runs that failed or were cancelled.
-    #[serde(flatten)]
+    /// (Not `serde(flatten)`: the view cache stores [`Stats`] with postcard, which needs
+    /// every map's length up front.)
     pub stats: KernelStats,
 }
 
