@@ -29,6 +29,8 @@
 //!   traced in turn, the trace flushed before each timed run, on fresh runtimes every
 //!   `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 10 epochs), since one runtime's
 //!   threads and memory placement shift all its rounds alike.
+//!   The paired rounds again with kernel times on in the traced turn (CUPTI, issue 20):
+//!   what timing each operation costs beside region-only tracing.
 //!
 //! After each of `one_kernel`, `hundred_kernels` and `copy_bandwidth` the same work runs in
 //! paired rounds (raw and hrx alternating, timed batches of 100, 8 and 1 launches,
@@ -526,6 +528,16 @@ mod gpu {
             common::epochs(10),
         );
         println!("pipeline_traced: {paired}");
+        // Kernel times (issue 20): the traced turn also times each operation through CUPTI;
+        // the same rounds, so its ratio stands beside region-only tracing's above.
+        let kernel_times = common::traced_rounds(
+            || cuda_options().graph_slots(8).kernel_times(true),
+            dir.path(),
+            &frames,
+            rounds(),
+            common::epochs(10),
+        );
+        println!("pipeline_traced with kernel times (CUPTI): {kernel_times}");
         let summary = recorder.close().expect("close");
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         println!("pipeline_traced: trace file {bytes} bytes; {summary:?}");
