@@ -111,6 +111,13 @@ unsafe extern "C" {
         count: usize,
         params: *const hipKernelNodeParams,
     ) -> i32;
+    fn hipGraphAddEventRecordNode(
+        node: *mut hipGraphNode_t,
+        graph: hipGraph_t,
+        deps: *const hipGraphNode_t,
+        count: usize,
+        event: hipEvent_t,
+    ) -> i32;
     fn hipGraphInstantiateWithFlags(
         exec: *mut hipGraphExec_t,
         graph: hipGraph_t,
@@ -344,13 +351,14 @@ pub fn event_create() -> HipResult<hipEvent_t> {
     Ok(event)
 }
 
-/// `hipEventRecord`.
+/// [`hipEventRecord`](https://rocm.docs.amd.com/projects/HIP/en/latest/doxygen/html/group___event.html).
 pub fn event_record(event: hipEvent_t, stream: hipStream_t) -> HipResult<()> {
     // SAFETY: live handles of one device.
     check("hipEventRecord", unsafe { hipEventRecord(event, stream) })
 }
 
-/// `hipEventElapsedTime` in milliseconds.
+/// [`hipEventElapsedTime`](https://rocm.docs.amd.com/projects/HIP/en/latest/doxygen/html/group___event.html)
+/// in milliseconds (a resolution of about 1 µs, HIP documents).
 pub fn event_elapsed_ms(start: hipEvent_t, end: hipEvent_t) -> HipResult<f32> {
     let mut ms = 0.0;
     // SAFETY: writes one float; live handles.
@@ -450,6 +458,23 @@ pub unsafe fn graph_add_kernel(
     // SAFETY: the caller's obligations; writes one handle.
     check("hipGraphAddKernelNode", unsafe {
         hipGraphAddKernelNode(&mut node, graph, deps.as_ptr(), deps.len(), params)
+    })?;
+    Ok(node)
+}
+
+/// [`hipGraphAddEventRecordNode`](https://rocm.docs.amd.com/projects/HIP/en/latest/doxygen/html/group___graph.html)
+/// (beta in HIP 5.2; exported since HIP 4.5): a node that records `event` when its
+/// dependencies are done, as `hipEventRecord` would on the graph's stream.
+pub fn graph_add_event_record(
+    graph: hipGraph_t,
+    deps: &[hipGraphNode_t],
+    event: hipEvent_t,
+) -> HipResult<hipGraphNode_t> {
+    let mut node = null_mut();
+    // SAFETY: `deps` are nodes of `graph`; `event` is live while the graph exists (its owner
+    // outlives the executable graph); writes one handle.
+    check("hipGraphAddEventRecordNode", unsafe {
+        hipGraphAddEventRecordNode(&mut node, graph, deps.as_ptr(), deps.len(), event)
     })?;
     Ok(node)
 }

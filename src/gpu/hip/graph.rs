@@ -1,9 +1,11 @@
-//! Native graphs: the builder of memset, memcpy and kernel nodes, and the executable graph.
+//! Native graphs: the builder of memset, memcpy, kernel and (with kernel times) event-record
+//! nodes, and the executable graph.
 
 use super::api::{self, HipResult};
 use super::context::Context;
 use super::kernel::HipKernel;
 use super::memory::{allocation, device_pointer};
+use super::timing::{TimedOp, wire_timed};
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
@@ -12,11 +14,47 @@ use hip_runtime_sys as sys;
 use std::any::Any;
 use std::sync::Arc;
 
-/// A graph under construction (`hipGraphCreate`), destroyed on drop.
+/// With kernel times: the event pair of each timed operation node of a graph, created with
+/// the builder, owned by the executable graph and by the stream that launched it until that
+/// stream synchronized, destroyed by the last of them.
+pub(super) struct OpEvents {
+    context: Arc<Context>,
+    /// By [`GraphNode`] index, in the order added (empty nodes, which do no work, have none).
+    pub(super) ops: Vec<TimedOp<sys::hipEvent_t>>,
+    /// Events of operations that failed to be added: never read, destroyed with the rest.
+    unread: Vec<sys::hipEvent_t>,
+}
+
+// SAFETY: event handles may be used from any thread with the device current; read-only once
+// shared.
+unsafe impl Send for OpEvents {}
+// SAFETY: as above.
+unsafe impl Sync for OpEvents {}
+
+impl Drop for OpEvents {
+    fn drop(&mut self) {
+        if (self.ops.is_empty() && self.unread.is_empty()) || !self.context.enter_for_drop() {
+            return;
+        }
+        let read = self.ops.iter().flat_map(|op| [op.before, op.after]);
+        for event in read.chain(self.unread.iter().copied()) {
+            if let Err(error) = api::event_destroy(event) {
+                self.context.record(error);
+            }
+        }
+    }
+}
+
+/// A graph under construction (`hipGraphCreate`), destroyed on drop; with kernel times, each
+/// operation node between two event-record nodes.
 pub(super) struct HipGraphBuilder {
     context: Arc<Context>,
     raw: sys::hipGraph_t,
+    /// The operation nodes, or with kernel times the event-record node after each timed one
+    /// (what its dependents wait for).
     nodes: Nodes<sys::hipGraphNode_t>,
+    /// With kernel times, the timed operations' events.
+    events: Option<OpEvents>,
 }
 
 // SAFETY: mutated only through `&mut self`; handles are thread-agnostic.
@@ -34,16 +72,24 @@ impl Drop for HipGraphBuilder {
 }
 
 impl HipGraphBuilder {
-    /// A builder of the empty graph `raw`, owned from here.
-    pub(super) fn new(context: Arc<Context>, raw: sys::hipGraph_t) -> Self {
+    /// A builder of the empty graph `raw`, owned from here; `kernel_times` times each
+    /// operation node with event-record nodes (none are added without).
+    pub(super) fn new(context: Arc<Context>, raw: sys::hipGraph_t, kernel_times: bool) -> Self {
         Self {
+            events: kernel_times.then(|| OpEvents {
+                context: context.clone(),
+                ops: Vec::new(),
+                unread: Vec::new(),
+            }),
             context,
             raw,
             nodes: Nodes::default(),
         }
     }
 
-    /// Adds the node made by `add` after `dependencies` (an empty node when `empty`).
+    /// Adds the node made by `add` after `dependencies` (an empty node when `empty`); with
+    /// kernel times, a non-empty one between two event-record nodes
+    /// ([`wire_timed`]), with its events.
     fn add(
         &mut self,
         dependencies: &[GraphNode],
@@ -52,13 +98,39 @@ impl HipGraphBuilder {
     ) -> Result<GraphNode> {
         let deps = self.nodes.dependencies(dependencies)?;
         self.context.enter()?;
-        let node = if empty {
-            api::graph_add_empty(self.raw, &deps)
-        } else {
-            add(self.raw, &deps)
+        let raw = self.raw;
+        let mut timed = None;
+        let node = match &mut self.events {
+            _ if empty => api::graph_add_empty(raw, &deps),
+            None => add(raw, &deps),
+            Some(events) => {
+                let before = api::event_create().map_err(|e| self.context.error(e))?;
+                let after = api::event_create().map_err(|e| {
+                    if let Err(error) = api::event_destroy(before) {
+                        self.context.record(error);
+                    }
+                    self.context.error(e)
+                })?;
+                let record = |deps: &[_], event| api::graph_add_event_record(raw, deps, event);
+                let wired = wire_timed(&deps, (before, after), record, |deps| add(raw, deps));
+                match wired {
+                    Ok(_) => timed = Some((before, after)),
+                    // A record node added before the failure may still use them.
+                    Err(_) => events.unread.extend([before, after]),
+                }
+                wired
+            }
         }
         .map_err(|e| self.context.error(e))?;
-        Ok(self.nodes.push(node, dependencies))
+        let added = self.nodes.push(node, dependencies);
+        if let (Some(events), Some((before, after))) = (&mut self.events, timed) {
+            events.ops.push(TimedOp {
+                index: added.0,
+                before,
+                after,
+            });
+        }
+        Ok(added)
     }
 }
 
@@ -143,6 +215,7 @@ impl NativeGraphBuilder for HipGraphBuilder {
         Ok(Box::new(HipGraphExec {
             context: self.context.clone(),
             raw,
+            events: self.events.take().map(Arc::new),
         }))
     }
 }
@@ -151,6 +224,9 @@ impl NativeGraphBuilder for HipGraphBuilder {
 pub(super) struct HipGraphExec {
     pub(super) context: Arc<Context>,
     pub(super) raw: sys::hipGraphExec_t,
+    /// With kernel times, the events its record nodes record (destroyed after `raw`, or after
+    /// the stream that launched it synchronized).
+    pub(super) events: Option<Arc<OpEvents>>,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.
