@@ -348,6 +348,17 @@ pub struct Stats {
     pub threads: Vec<ThreadStats>,
 }
 
+impl Stats {
+    /// What a trace without operation timings lacks, in words, as every reader says it
+    /// (`stats`, the timeline's statistics); `None` with them.
+    pub fn operation_times_note(&self) -> Option<&'static str> {
+        (self.op_times.recorded == 0).then_some(
+            "per-operation times: none recorded; kernels are listed by region label only (a \
+             native graph under its first kernel, +N the others)",
+        )
+    }
+}
+
 /// The busy-time union of one lane (see the module docs).
 #[derive(Clone, Debug)]
 struct Busy {

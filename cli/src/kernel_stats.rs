@@ -290,10 +290,7 @@ pub fn operation_json(o: &OperationStats) -> Value {
 
 /// What a trace without operation timings lacks, in words (`None` with them).
 pub fn operation_times_note(stats: &Stats) -> Option<&'static str> {
-    (stats.op_times.recorded == 0).then_some(
-        "per-operation times: none recorded; kernels are listed by region label only (a \
-         native graph under its first kernel, +N the others)",
-    )
+    stats.operation_times_note()
 }
 
 /// Every statistic as JSON (the shape in the module docs).

@@ -612,6 +612,40 @@ mod tests {
         assert_eq!(*settled.last().unwrap(), 2_000);
     }
 
+    /// A followed trace with operation timings (one failed run among them): every
+    /// refresh's statistics are those of a whole read ([`follow_in_steps`] compares them),
+    /// and the overlay lists the kernels by operation name, the failed run's apart.
+    #[test]
+    fn a_followed_traces_statistics_list_its_kernels_by_operation_name() {
+        use crate::state::synthetic::with_op_timings;
+        let bytes = recorded(with_op_timings(pipeline(PipelineSpec {
+            fail_at: Some(300),
+            ..PipelineSpec::ops(4_000)
+        })));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let (tail, refreshes) = follow_in_steps(&path, &bytes);
+        assert!(refreshes.len() >= 5, "{} refreshes", refreshes.len());
+        let model = tail.model();
+        assert_eq!(
+            model.stats().op_times.failed,
+            2,
+            "blur and sobel of the failed run"
+        );
+        let rows = crate::state::stats_overlay(model, 118);
+        let kernels = rows
+            .iter()
+            .position(|r| r.text.starts_with("kernel "))
+            .expect("a kernel table");
+        for name in ["blur ", "sobel "] {
+            let row = rows[kernels + 1..kernels + 3]
+                .iter()
+                .find(|r| r.text.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name}row: {rows:#?}"));
+            assert!(row.text.ends_with(" 1"), "one failed run: {row:?}");
+        }
+    }
+
     /// A record that changes what was settled (a wait of an early submission, written late
     /// by another thread) makes the refresh that reads it finish the whole model, which is
     /// the model of a whole read; the refreshes after it finish only the tail again.

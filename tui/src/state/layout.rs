@@ -155,17 +155,6 @@ pub struct ScreenLayout {
     pub timeline_cols: u16,
 }
 
-/// Rows of the statistics overlay: three headed tables (kernels, queues, copy bandwidth,
-/// the last at least one row) and a blank row between them, and a headed table of host
-/// callbacks after the kernels' when there are any. ↑/↓ scroll it.
-pub fn stats_rows(stats: &hrx_analysis::Stats) -> usize {
-    let hosts = match stats.host_callbacks.len() {
-        0 => 0,
-        n => 2 + n,
-    };
-    3 + 2 + stats.kernels.len() + hosts + stats.lanes.len() + stats.copies.len().max(1)
-}
-
 /// The first item shown by a list of `len` items in `rows` rows with its cursor at
 /// `cursor`: the cursor stays in the middle once the list scrolls.
 pub fn list_offset(cursor: usize, len: usize, rows: usize) -> usize {

@@ -10,6 +10,7 @@
 //!   moves between spans, events and search hits (`navigation`); [`ScreenLayout`]: where
 //!   things go, shared by drawing and click mapping (`layout`).
 //! - [`Live`]: what a followed trace's refresh keeps of the view (`live`).
+//! - [`stats_overlay`]: the statistics overlay's rows for a width, the figures of `stats`.
 //! - Re-exported from `hrx-analysis`: the model ([`Model`], [`ModelBuilder`], [`Hazards`],
 //!   [`FirstFailure`], [`Overview`]), the view cache ([`cache`]) and its streaming builder
 //!   ([`stream`]), [`Stats`], [`units`] and [`synthetic`] traces.
@@ -18,6 +19,7 @@ mod lanes;
 mod layout;
 mod live;
 mod navigation;
+mod stats_overlay;
 mod view_state;
 
 /// Generated traces (moved to `hrx-analysis`, where benchmarks and generators share them).
@@ -41,8 +43,7 @@ pub use hrx_analysis::timeline::{
 };
 pub use hrx_analysis::{QUEUES, label_region, queue_name, queue_slot};
 pub use lanes::{Bar, CellSummary, DenseCell, LaneRaster, Raster, SPANS_PER_COLUMN};
-pub use layout::{
-    Area, GUTTER, Hit, LaneRow, ScreenLayout, ThreadRowArea, list_offset, stats_rows,
-};
+pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, ThreadRowArea, list_offset};
 pub use live::{Carried, Live};
+pub use stats_overlay::{RowStyle, StatsRow, fit, stats_overlay, stats_rows};
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -163,7 +163,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("n/N", "next/previous search match, else event"),
     ("PgDn/PgUp  J/K", "scroll the details pane"),
     ("e", "events list (focus it; again: close)"),
-    ("s", "statistics"),
+    ("s", "statistics (kernels, regions, queues, copies)"),
     ("a", "show/hide empty queues"),
     ("o", "show/hide operations under their regions (sub-spans)"),
     ("/", "search labels and kernels (Enter keeps, Esc clears)"),
@@ -402,8 +402,10 @@ impl ViewState {
                 if self.show_stats {
                     // Over the overlay, the arrows scroll it (the lane behind is hidden),
                     // down to where its last row is at the bottom.
-                    let visible = self.layout(model).stats.map_or(0, |a| a.height - 2);
-                    let last = super::stats_rows(model.stats()).saturating_sub(visible.into());
+                    let area = self.layout(model).stats;
+                    let (width, visible) = area.map_or((0, 0), |a| (a.width - 2, a.height - 2));
+                    let last =
+                        super::stats_rows(model, width.into()).saturating_sub(visible.into());
                     self.stats_scroll = if down {
                         (usize::from(self.stats_scroll) + 1).min(last) as u16
                     } else {

@@ -103,4 +103,6 @@ mod ops_tests;
 #[cfg(test)]
 mod same_screens;
 #[cfg(test)]
+mod stats_tests;
+#[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use hrx_capture::schema::Queue;
 use ratatui::style::Color;
 
 /// Six submissions, submission 4's compute fails; with or without operation timings.
-fn failing(ops: bool) -> Model {
+pub(super) fn failing(ops: bool) -> Model {
     let spec = PipelineSpec {
         submissions: 6,
         period_ns: 60_000,

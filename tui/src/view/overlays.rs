@@ -1,112 +1,31 @@
 //! Statistics, the help overlay and the status line.
 
 use super::theme;
-use super::timeline::fit;
 use crate::state::units;
-use crate::state::{KEYS, KernelStats, ListKind, Model, ViewState};
+use crate::state::{KEYS, ListKind, Model, RowStyle, ViewState, stats_overlay};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span as Text};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-/// A bar of `width` cells filled to `fraction`.
-fn gauge(fraction: f64, width: usize) -> String {
-    let filled = ((fraction.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
-    format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
-}
-
-/// The statistics over the lower panes: per kernel durations (the columns that fit the
-/// width, from the left), host callbacks alike (when there are any: host work is no
-/// kernel), queue utilisation and copy bandwidth, scrolled by ↑/↓.
+/// The statistics over the lower panes, the figures of `stats`: operation times and their
+/// clock, kernels by operation name (where the trace has operation times), regions by
+/// label, host callbacks, queue utilisation and copy bandwidth ([`stats_overlay`] lays
+/// them out for the width), scrolled by ↑/↓.
 pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
-    let stats = model.stats();
-    let heading = |text: String| Line::styled(text, theme::KEY);
-    type Column = (&'static str, fn(&KernelStats) -> u64);
-    let columns: [Column; 6] = [
-        ("total", |k| k.total_ns),
-        ("mean", |k| k.mean_ns),
-        ("p50", |k| k.p50_ns),
-        ("p99", |k| k.p99_ns),
-        ("min", |k| k.min_ns),
-        ("max", |k| k.max_ns),
-    ];
-    // Name 22 and count 8, then 11 per duration, as many as fit: min goes first, then max,
-    // p99, ... (at 80 columns, min and max; below 41, all of them).
     let inner = usize::from(area.width.saturating_sub(2));
-    let fit_columns = (inner.saturating_sub(30) / 11).min(columns.len());
-    const DROPPED_FIRST: [&str; 6] = ["min", "max", "p99", "p50", "mean", "total"];
-    let dropped = &DROPPED_FIRST[..columns.len() - fit_columns];
-    let shown: Vec<&Column> = columns
-        .iter()
-        .filter(|(name, _)| !dropped.contains(name))
+    let lines: Vec<Line<'_>> = stats_overlay(model, inner)
+        .into_iter()
+        .map(|row| {
+            let style = match row.style {
+                RowStyle::Heading => theme::KEY,
+                RowStyle::Missing => theme::DIM,
+                RowStyle::Plain => Style::new(),
+            };
+            Line::styled(row.text, style)
+        })
         .collect();
-    let durations = |lines: &mut Vec<Line<'_>>, title: &str, rows: &[KernelStats]| {
-        let mut head = format!("{title:<22}{:>8}", "count");
-        for (name, _) in &shown {
-            head.push_str(&format!("{name:>11}"));
-        }
-        lines.push(heading(head));
-        for k in rows {
-            let mut row = format!("{:<22}{:>8}", fit(&k.name, 21), k.count);
-            for (_, value) in &shown {
-                row.push_str(&format!("{:>11}", units::duration(value(k))));
-            }
-            // Failed runs are not in the durations.
-            if k.failed > 0 {
-                row.push_str(&format!("  +{} failed", k.failed));
-            }
-            lines.push(Line::raw(row));
-        }
-    };
-    let mut lines = Vec::new();
-    durations(&mut lines, "kernel", &stats.kernels);
-    if !stats.host_callbacks.is_empty() {
-        lines.push(Line::default());
-        durations(&mut lines, "host callback", &stats.host_callbacks);
-    }
-    lines.push(Line::default());
-    lines.push(heading(format!(
-        "{:<22}{:>8}{:>11}  utilisation over {}",
-        "queue",
-        "spans",
-        "busy",
-        units::duration(stats.span_ns)
-    )));
-    for l in &stats.lanes {
-        lines.push(Line::raw(format!(
-            "{:<22}{:>8}{:>11}  {:>5.1}% {}",
-            fit(&model.queue_lane_name(l.runtime, l.queue), 21),
-            l.spans,
-            units::duration(l.busy_ns),
-            l.utilisation * 100.0,
-            // After name, spans, busy and percentage (49 columns), up to 30 wide.
-            gauge(l.utilisation, inner.saturating_sub(49).min(30))
-        )));
-    }
-    lines.push(Line::default());
-    lines.push(heading(format!(
-        "{:<22}{:>8}{:>11}{:>11}{:>13}",
-        "copy bandwidth", "batches", "bytes", "time", "bandwidth"
-    )));
-    if stats.copies.is_empty() {
-        lines.push(Line::styled("no copy batches", theme::DIM));
-    }
-    for c in &stats.copies {
-        lines.push(Line::raw(format!(
-            "{:<22}{:>8}{:>11}{:>11}{:>13}",
-            fit(&model.queue_lane_name(c.runtime, c.queue), 21),
-            c.batches,
-            units::bytes(c.bytes),
-            units::duration(c.busy_ns),
-            units::bandwidth(c.bytes_per_s)
-        )));
-    }
-    debug_assert_eq!(
-        lines.len(),
-        crate::state::stats_rows(stats),
-        "the rows ↑/↓ scroll over"
-    );
     let rows = usize::from(area.height.saturating_sub(2));
     let scroll = usize::from(state.stats_scroll).min(lines.len().saturating_sub(rows));
     let title = if lines.len() > rows {

@@ -3,7 +3,7 @@
 //! summary and how far the index has got. Nothing in it can be selected.
 
 use super::theme::{self, Symbols};
-use super::timeline::fit;
+use crate::state::fit;
 use crate::state::units;
 use crate::state::{GUTTER, LoadProgress, Overview, TimeWindow};
 use ratatui::Frame;

@@ -21,7 +21,7 @@
 //! [`RegionDone`]: hrx_capture::schema::RegionDone
 
 use super::theme::{self, Symbols};
-use super::timeline::fit;
+use crate::state::fit;
 use crate::state::units;
 use crate::state::{
     Event, Focus, HazardEdge, HazardScope, ListKind, Model, OpClock, OpSpan, RegionKey, SpanRef,

@@ -1,11 +1,11 @@
 //! The header, the ruler, the submit/Busy ticks, the event markers and the lanes.
 
 use super::theme::{self, Symbols};
-use crate::state::units;
 use crate::state::{
     Area, GUTTER, LaneRaster, LaneRow, ListKind, Model, Raster, ScreenLayout, SpanRef, SpanStatus,
     ThreadRowArea, TimeWindow, ViewState, count_in,
 };
+use crate::state::{fit, units};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 use std::collections::HashSet;
@@ -82,19 +82,6 @@ fn thread(
 fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) {
     if width > 0 && y < buf.area.bottom() && x < buf.area.right() {
         buf.set_stringn(x, y, text, usize::from(width), style);
-    }
-}
-
-/// `text` cut to `width` characters, with `…` when cut.
-pub(super) fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        text.to_owned()
-    } else if width == 0 {
-        String::new()
-    } else {
-        let mut s: String = text.chars().take(width - 1).collect();
-        s.push('…');
-        s
     }
 }
 
