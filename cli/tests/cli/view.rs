@@ -1,6 +1,6 @@
 //! `hrx-trace view` end to end: the real binary in a real terminal (a detached tmux pane,
 //! 120×40), on a trace recorded by `record --workload faults`, driven by keys as a user
-//! would: open, zoom, select, hazards, next failure, quit.
+//! would: open, zoom, select, hazards, next failure, statistics, quit.
 //!
 //! Each step sends keys with `tmux send-keys` and polls `tmux capture-pane -p` until the
 //! screen shows what the step should change (or a timeout, which fails with the last
@@ -420,4 +420,70 @@ fn an_invalid_cache_threshold_is_named() {
         stderr(&output)
     );
     assert!(!stdout(&output).is_empty());
+}
+
+/// The statistics overlay (`s`) in a real terminal on the faults trace, whose operations
+/// the software device timed: the kernels by operation name, each row as `stats` prints it
+/// (count, total, mean, p50, p99, max; the failed run's timings counted apart), above the
+/// regions by label; `s` closes it.
+#[test]
+fn the_statistics_overlay_lists_kernels_as_stats_does_in_tmux() {
+    if !Tmux::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["record", "-o", "faults.hrxt", "--workload", "faults"];
+    let recorded = run(dir.path(), &[&args[..], &["--max-width", "320"]].concat());
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    // `stats`'s kernel table: its rows' words, `+N failed` as the overlay's `N`.
+    let stats = run(dir.path(), &["stats", "faults.hrxt"]);
+    assert_eq!(code(&stats), 0, "{}", stderr(&stats));
+    let text = stdout(&stats);
+    let table = |text: &str, heading: &str, row: &dyn Fn(&str) -> String| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !(l.starts_with(heading) && l.contains("count")))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(row)
+            .collect()
+    };
+    let words = |l: &str| -> String {
+        l.split_whitespace()
+            .filter(|w| *w != "failed")
+            .map(|w| w.trim_start_matches('+'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let kernels = table(&text, "kernel ", &words);
+    assert!(
+        kernels.iter().any(|k| k.starts_with("hrx_sobel ")),
+        "{text}"
+    );
+
+    let command = format!(
+        "{} view {}",
+        quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace"))),
+        quote(&dir.path().join("faults.hrxt"))
+    );
+    let tmux = Tmux::start(dir.path(), 120, 40, &command);
+    tmux.wait_for("the header", |s| s.contains("hrx-trace view"));
+    tmux.send(&["s"]);
+    let screen = tmux.wait_for("the statistics", |s| {
+        s.contains("Statistics (") && s.contains("copy bandwidth")
+    });
+    let overlay: Vec<String> = screen
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| l.trim_matches(|c| c == '│' || c == ' ').to_owned())
+        .collect();
+    let overlay = overlay.join("\n");
+    assert_eq!(table(&overlay, "kernel ", &words), kernels, "{screen}");
+    let region = overlay.find("\nregion ").expect("the regions' table");
+    assert!(overlay.find("\nkernel ").unwrap() < region, "{screen}");
+    assert!(overlay.contains("\nhrx_rgb_to_gray +5 "), "{screen}");
+    assert!(!overlay.contains("per-operation times: none"), "{screen}");
+    tmux.send(&["s"]);
+    tmux.wait_for("the overlay closed", |s| !s.contains("Statistics ("));
+    tmux.send(&["q"]);
+    tmux.wait_for_exit();
 }
