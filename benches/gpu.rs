@@ -30,7 +30,9 @@
 //!   `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 10 epochs), since one runtime's
 //!   threads and memory placement shift all its rounds alike.
 //!   The paired rounds again with kernel times on in the traced turn (CUPTI, issue 20):
-//!   what timing each operation costs beside region-only tracing.
+//!   what timing each operation costs beside region-only tracing. CUPTI's activity, once on,
+//!   covers the whole process, so those rounds' untraced turns pay it too: compare their
+//!   traced median with the region-only rounds' untraced one, measured before it started.
 //!
 //! After each of `one_kernel`, `hundred_kernels` and `copy_bandwidth` the same work runs in
 //! paired rounds (raw and hrx alternating, timed batches of 100, 8 and 1 launches,

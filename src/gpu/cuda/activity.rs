@@ -23,6 +23,9 @@
 //!   back to the node added. A copy batch's copies carry no node: they are known by their
 //!   stream's CUPTI id, in start order. Records of work hrx did not register (the
 //!   application's own CUDA calls) are dropped as they arrive.
+//! - **Scope.** CUPTI's activity is per process: once the first stream with kernel times
+//!   starts it, every launch of the process is instrumented, an untraced runtime's and the
+//!   application's own too (their records are dropped), until the process ends.
 //! - **Clock.** CUPTI's timestamps are in ns on its own clock (`cuptiGetTimestamp`); each flush
 //!   samples it between two readings of the session clock and maps records by that offset.
 
