@@ -332,7 +332,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         .map(|d| {
             let key = d.key;
             let (node, use_) = match key.3 {
-                Place::Use(node, use_) => (Some(node), Some(use_)),
+                Place::Use(node, use_) | Place::Op { node, use_, .. } => (Some(node), Some(use_)),
                 Place::Buffer(_) => (None, None),
             };
             let by_graph = key.1 != UNKNOWN_GRAPH;

@@ -145,6 +145,16 @@ fn writes(graph: &GraphPlan) -> Vec<Write> {
     out
 }
 
+/// An operation's name as `diff` names it ([`hrx_analysis::Index::op_name`]), for
+/// [`Place::op_ids`].
+fn diff_op_name(rp: &RuntimePlan<'_>, op: &crate::plan::OpPlan) -> String {
+    match op.op {
+        OpKind::Scoped => "scoped".into(),
+        OpKind::Host => "host".into(),
+        _ => rp.op_name(op),
+    }
+}
+
 /// The region of `graph` holding operation `node`.
 fn region_of_node(graph: &GraphPlan, node: u32) -> Option<u32> {
     graph
@@ -261,6 +271,12 @@ pub(crate) fn report(
         let runtime = rp.id.0;
         let runtime_rank = runtime_ranks[&runtime];
         let writes: Vec<Vec<Write>> = rp.graphs.iter().map(writes).collect();
+        // Outputs placed by their writer's name and rank, as `diff` places them.
+        let op_ids: Vec<Vec<(u64, u32)>> = rp
+            .graphs
+            .iter()
+            .map(|g| Place::op_ids(g.ops.iter().map(|op| diff_op_name(rp, op))))
+            .collect();
         if let Some(first) = run.repeats.first() {
             backend.clone_from(&first.backend);
             device.clone_from(&first.device);
@@ -446,7 +462,8 @@ pub(crate) fn report(
             };
             let key_of = |buffer: BufferId, start: u64, end: u64| -> OutputKey {
                 let (_, graph_rank) = graph_ranks[&(runtime, graph.prepared.0)];
-                let place = Place::of(&writes[submission.graph], buffer.0, start, end);
+                let place = Place::of(&writes[submission.graph], buffer.0, start, end)
+                    .by_op(&op_ids[submission.graph]);
                 (runtime_rank, graph_rank, nth, place, start, end)
             };
             let mut expected: BTreeMap<OutputKey, Vec<&Output<'_>>> = BTreeMap::new();
@@ -537,12 +554,17 @@ pub(crate) fn report(
                     let buffer = e.first().map_or_else(|| g[0].buffer, |o| o.buffer);
                     let writers = writers(graph, buffer, start, end);
                     let region = match place {
-                        Place::Use(node, _) => region_of_node(graph, node),
+                        Place::Use(node, _) | Place::Op { node, .. } => region_of_node(graph, node),
                         Place::Buffer(_) => None,
                     }
                     .or(writers.first().copied());
                     let at = match place {
-                        Place::Use(node, use_index) => Some((node, use_index)),
+                        Place::Use(node, use_index)
+                        | Place::Op {
+                            node,
+                            use_: use_index,
+                            ..
+                        } => Some((node, use_index)),
                         Place::Buffer(_) => None,
                     };
                     let check = |result: OutputResult| OutputCheck {

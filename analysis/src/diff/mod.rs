@@ -94,12 +94,99 @@ pub const MATCH_WINDOW: usize = 1 << 18;
 /// Where an output lives, independent of buffer ids: the first operation of the submitted
 /// graph (node, then use index) that writes exactly that buffer range. Buffer ids depend on
 /// how a run allocated. A digest whose graph is not known keeps its buffer id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug)]
 pub enum Place {
     /// Node and use index in the graph.
     Use(u32, u32),
+    /// `diff`'s place of a [`Place::Use`]: the writing operation by xxh3 of its name (a
+    /// kernel's entry, `fill`, `copy`, ...), which of the graph's operations of that name it
+    /// is (from 0, in node order), and the use index. Node numbers shift when a kernel is
+    /// added to a graph; this does not, so the outputs of the operations both graphs hold
+    /// still pair. The node (`node`, the side's own) is carried for reports, not compared.
+    Op {
+        /// xxh3 of the operation's name.
+        name: u64,
+        /// Which of the graph's operations of that name, from 0.
+        nth: u32,
+        /// The use index.
+        use_: u32,
+        /// The operation's node in this side's graph.
+        node: u32,
+    },
     /// Raw buffer id, when the operation writing the range is unknown.
     Buffer(u64),
+}
+
+impl Place {
+    /// The ids [`Place::Op`] names a graph's operations by, in node order, from their names
+    /// (as [`crate::Index::op_name`] gives them): xxh3 of the name, and how many operations
+    /// of that name came before. The one rule of `diff` and `replay`.
+    pub fn op_ids<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<(u64, u32)> {
+        let mut seen: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        names
+            .into_iter()
+            .map(|name| {
+                let id = xxhash_rust::xxh3::xxh3_64(name.as_ref().as_bytes());
+                let nth = seen.entry(id).or_default();
+                *nth += 1;
+                (id, *nth - 1)
+            })
+            .collect()
+    }
+
+    /// A [`Place::Use`] as its [`Place::Op`], where `ids` ([`Place::op_ids`] of its graph)
+    /// has its node; any other place as it is.
+    pub fn by_op(self, ids: &[(u64, u32)]) -> Place {
+        match self {
+            Place::Use(node, use_) => ids
+                .get(node as usize)
+                .filter(|(name, _)| *name != u64::MAX)
+                .map_or(self, |&(name, nth)| Place::Op {
+                    name,
+                    nth,
+                    use_,
+                    node,
+                }),
+            _ => self,
+        }
+    }
+
+    /// What two places are compared, ordered and hashed by (not an `Op`'s node).
+    fn identity(&self) -> (u8, u64, u32, u32) {
+        match *self {
+            Place::Use(node, use_) => (0, u64::from(node), use_, 0),
+            Place::Buffer(buffer) => (1, buffer, 0, 0),
+            Place::Op {
+                name, nth, use_, ..
+            } => (2, name, nth, use_),
+        }
+    }
+}
+
+impl PartialEq for Place {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Place {}
+
+impl std::hash::Hash for Place {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
+}
+
+impl PartialOrd for Place {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Place {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.identity().cmp(&other.identity())
+    }
 }
 
 impl Place {

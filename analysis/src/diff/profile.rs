@@ -94,6 +94,9 @@ pub struct Profile {
 pub(super) struct Places {
     pub(super) graph_of: IdMap<(RuntimeId, PreparedId), GraphId>,
     pub(super) writes: Writes,
+    /// (runtime id, graph id) → per node, xxh3 of its operation's name and which of the
+    /// graph's operations of that name it is ([`super::Place::Op`]).
+    pub(super) op_ids: IdMap<(RuntimeId, GraphId), Vec<(u64, u32)>>,
     pub(super) prepared_rank: HashMap<(RuntimeId, PreparedId), u64>,
     /// Runtime ranks of outputs: over runtimes that submitted or digested.
     pub(super) output_runtime: HashMap<RuntimeId, u32>,
@@ -173,6 +176,19 @@ impl Visitor for ProfileVisitor {
                         graph.push((op.node.0, i as u32, u.buffer.0, u.start, u.end));
                     }
                 }
+                // `Place::op_ids`'s rule, one operation at a time (they come in node order).
+                let (name, _) = super::Place::op_ids([index.op_name(op.runtime, &op.op)])[0];
+                let ids = self
+                    .places
+                    .op_ids
+                    .entry((op.runtime, op.graph))
+                    .or_default();
+                let nth = ids.iter().filter(|(n, _)| *n == name).count() as u32;
+                let node = op.node.0 as usize;
+                if ids.len() <= node {
+                    ids.resize(node + 1, (u64::MAX, u32::MAX));
+                }
+                ids[node] = (name, nth);
                 self.ops
                     .entry((op.runtime, op.graph))
                     .or_default()

@@ -152,12 +152,18 @@ impl<'a> Side<'a> {
     fn key_output(&mut self, d: &OutputDigest, live: Option<Live>) {
         let p = self.places;
         let runtime = d.runtime;
-        let place = live
-            .and_then(|l| p.graph_of.get(&(runtime, l.prepared)))
+        let graph = live.and_then(|l| p.graph_of.get(&(runtime, l.prepared)));
+        let place = graph
             .and_then(|g| p.writes.get(&(runtime, *g)))
             .map_or(Place::Buffer(d.buffer.0), |w| {
                 Place::of(w, d.buffer.0, d.start, d.end)
             });
+        // By the writing operation's name and rank, not its node: a kernel added before it
+        // shifts the node, not which output it is.
+        let place = match graph.and_then(|g| p.op_ids.get(&(runtime, *g))) {
+            Some(ids) => place.by_op(ids),
+            None => place,
+        };
         let (graph, nth) = match live {
             Some(l) if self.by_graph => (p.rank(runtime, l.prepared), l.nth),
             _ => (UNKNOWN_GRAPH, d.submission.0),

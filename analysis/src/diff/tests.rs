@@ -84,7 +84,19 @@ fn differing_outputs_and_outcomes_are_found_in_key_order() {
     assert_eq!(keys, [4, 30]);
     assert_eq!(m.differing[0].key.2, 4, "the graph's 5th submission");
     // Placed by the operation writing it (the download, node 3's second use).
-    assert_eq!(m.differing[0].key.3, Place::Use(3, 1));
+    assert!(
+        matches!(
+            m.differing[0].key.3,
+            Place::Op {
+                node: 3,
+                use_: 1,
+                nth: 1,
+                ..
+            }
+        ),
+        "{:?}",
+        m.differing[0].key.3
+    );
     assert_eq!(m.changed.len(), 1);
     assert_eq!(
         (m.changed[0].key, m.changed[0].base, m.changed[0].new),
@@ -507,4 +519,64 @@ fn a_trim_pairs_its_submissions_by_graph_as_whole_traces_do() {
         m.differing
     );
     assert_eq!(m.outputs_one_sided, [0, 0]);
+}
+
+/// `records` with a fill inserted before the download (node 3 becomes node 4, and so on),
+/// into the compute region: a graph that gained an operation before the writer of its
+/// output.
+fn with_fill_before_download(records: &[Record]) -> Vec<Record> {
+    let shift = |n: u32| if n >= 3 { n + 1 } else { n };
+    let mut out = Vec::new();
+    for r in records {
+        let mut r = r.clone();
+        match &mut r {
+            Record::GraphOp(op) => {
+                if op.node.0 == 3 {
+                    let mut fill = op.clone();
+                    fill.op = OpKind::Fill { value: 9 };
+                    fill.uses.truncate(1);
+                    fill.uses[0].buffer = BufferId(9);
+                    fill.uses[0].access = hrx_capture::schema::Access::Write;
+                    out.push(Record::GraphOp(fill));
+                }
+                op.node.0 = shift(op.node.0);
+            }
+            Record::Prepared(p) => {
+                for region in &mut p.regions {
+                    for n in &mut region.nodes {
+                        n.0 = shift(n.0);
+                    }
+                }
+                p.regions[1].nodes.push(hrx_capture::schema::NodeIndex(3));
+            }
+            _ => {}
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// An operation added to a graph before the one that writes an output shifts that
+/// operation's node; its outputs still pair with the base's (by the writer's name and rank),
+/// so a changed digest is a differing output, not one output only in base and another only
+/// in new (found by a new user: a clobbered download passed as "0 compared").
+#[test]
+fn outputs_pair_across_an_operation_added_before_their_writer() {
+    let base = trace(20, &[], None);
+    let new = with_fill_before_download(&trace(20, &[7], None));
+    let m = matched(&base, &new);
+    assert_eq!(m.outputs_one_sided, [0, 0]);
+    assert_eq!(m.identical, 19);
+    assert_eq!(m.differing.len(), 1);
+    assert_eq!(m.differing[0].base.2, 7);
+    // Placed by the download (the graph's second copy, its second use).
+    assert!(matches!(
+        m.differing[0].key.3,
+        Place::Op {
+            nth: 1,
+            use_: 1,
+            node: 3 | 4,
+            ..
+        }
+    ));
 }

@@ -371,7 +371,12 @@ fn replay_and_diff_name_an_output_by_one_key() {
         let (runtime, _, nth, place, start, end) = o.key;
         assert_eq!((runtime, nth, start, end), (0, o.nth, o.start, o.end));
         match place {
-            diff::Place::Use(node, use_index) => {
+            diff::Place::Use(node, use_index)
+            | diff::Place::Op {
+                node,
+                use_: use_index,
+                ..
+            } => {
                 assert_eq!((o.node, o.use_index), (Some(node), Some(use_index)));
             }
             diff::Place::Buffer(buffer) => {
