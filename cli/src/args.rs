@@ -110,8 +110,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub per_op: bool,
 
-    /// With --per-op (implied): launch and time each operation on its own instead, one
-    /// graph per operation (a whole launch's overhead around each).
+    /// Implies --per-op: launch and time each operation on its own instead of inside its
+    /// graph, one graph per operation, at least 3 times (or --repeat), timed as its region
+    /// (on a GPU with a whole launch's overhead inside each time).
     #[arg(long)]
     pub isolated: bool,
 
