@@ -463,7 +463,7 @@ pub(crate) fn report(
             let key_of = |buffer: BufferId, start: u64, end: u64| -> OutputKey {
                 let (_, graph_rank) = graph_ranks[&(runtime, graph.prepared.0)];
                 let place = Place::of(&writes[submission.graph], buffer.0, start, end)
-                    .by_op(&op_ids[submission.graph]);
+                    .by_op(|node| op_ids[submission.graph].get(node as usize).copied());
                 (runtime_rank, graph_rank, nth, place, start, end)
             };
             let mut expected: BTreeMap<OutputKey, Vec<&Output<'_>>> = BTreeMap::new();

@@ -134,19 +134,16 @@ impl Place {
             .collect()
     }
 
-    /// A [`Place::Use`] as its [`Place::Op`], where `ids` ([`Place::op_ids`] of its graph)
-    /// has its node; any other place as it is.
-    pub fn by_op(self, ids: &[(u64, u32)]) -> Place {
+    /// A [`Place::Use`] as its [`Place::Op`], where `id` (its graph's [`Place::op_ids`] by
+    /// node) knows its node; any other place as it is.
+    pub fn by_op(self, id: impl Fn(u32) -> Option<(u64, u32)>) -> Place {
         match self {
-            Place::Use(node, use_) => ids
-                .get(node as usize)
-                .filter(|(name, _)| *name != u64::MAX)
-                .map_or(self, |&(name, nth)| Place::Op {
-                    name,
-                    nth,
-                    use_,
-                    node,
-                }),
+            Place::Use(node, use_) => id(node).map_or(self, |(name, nth)| Place::Op {
+                name,
+                nth,
+                use_,
+                node,
+            }),
             _ => self,
         }
     }

@@ -94,9 +94,12 @@ pub struct Profile {
 pub(super) struct Places {
     pub(super) graph_of: IdMap<(RuntimeId, PreparedId), GraphId>,
     pub(super) writes: Writes,
-    /// (runtime id, graph id) → per node, xxh3 of its operation's name and which of the
-    /// graph's operations of that name it is ([`super::Place::Op`]).
-    pub(super) op_ids: IdMap<(RuntimeId, GraphId), Vec<(u64, u32)>>,
+    /// (runtime id, graph id, node) → xxh3 of its operation's name and which of the
+    /// graph's operations of that name it is ([`super::Place::Op`]); by key, not by a vector
+    /// indexed by node (a crafted node number would size it).
+    pub(super) op_ids: IdMap<(RuntimeId, GraphId, u32), (u64, u32)>,
+    /// (runtime id, graph id, name id) → the graph's operations of that name so far.
+    pub(super) op_names: IdMap<(RuntimeId, GraphId, u64), u32>,
     pub(super) prepared_rank: HashMap<(RuntimeId, PreparedId), u64>,
     /// Runtime ranks of outputs: over runtimes that submitted or digested.
     pub(super) output_runtime: HashMap<RuntimeId, u32>,
@@ -178,17 +181,15 @@ impl Visitor for ProfileVisitor {
                 }
                 // `Place::op_ids`'s rule, one operation at a time (they come in node order).
                 let (name, _) = super::Place::op_ids([index.op_name(op.runtime, &op.op)])[0];
-                let ids = self
-                    .places
-                    .op_ids
-                    .entry((op.runtime, op.graph))
+                let places = &mut self.places;
+                let count = places
+                    .op_names
+                    .entry((op.runtime, op.graph, name))
                     .or_default();
-                let nth = ids.iter().filter(|(n, _)| *n == name).count() as u32;
-                let node = op.node.0 as usize;
-                if ids.len() <= node {
-                    ids.resize(node + 1, (u64::MAX, u32::MAX));
-                }
-                ids[node] = (name, nth);
+                places
+                    .op_ids
+                    .insert((op.runtime, op.graph, op.node.0), (name, *count));
+                *count += 1;
                 self.ops
                     .entry((op.runtime, op.graph))
                     .or_default()

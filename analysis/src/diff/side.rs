@@ -160,8 +160,8 @@ impl<'a> Side<'a> {
             });
         // By the writing operation's name and rank, not its node: a kernel added before it
         // shifts the node, not which output it is.
-        let place = match graph.and_then(|g| p.op_ids.get(&(runtime, *g))) {
-            Some(ids) => place.by_op(ids),
+        let place = match graph {
+            Some(&g) => place.by_op(|node| p.op_ids.get(&(runtime, g, node)).copied()),
             None => place,
         };
         let (graph, nth) = match live {
