@@ -270,6 +270,13 @@ fn execute(
         }
     })?;
     let info = runtime.device_info();
+    if args.kernel_times && info.backend == "sim" {
+        // Nothing to turn on: said, so that the host-clock times are not taken for device ones.
+        crate::output::note(format_args!(
+            "--kernel-times: the software device times every operation of a traced run on the \
+             host clock anyway (device kernel times are CUDA's, through CUPTI)"
+        ));
+    }
     let device = format!("{}: {}", info.backend, info.name);
     let outcome = match (workload, photos) {
         (Workload::Hazards, _) => hazards(&runtime, device),

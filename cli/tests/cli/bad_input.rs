@@ -739,7 +739,7 @@ fn hrx_trace_contents_is_validated() {
 }
 
 /// `HRX_TRACE_KERNELS` takes 0 or 1 as well; `record --kernel-times` on the software device
-/// records what a traced run records anyway (every operation timed), with no complaint.
+/// records what a traced run records anyway (every operation timed) and says so.
 #[test]
 fn hrx_trace_kernels_is_validated() {
     let dir = tempfile::tempdir().unwrap();
@@ -763,6 +763,11 @@ fn hrx_trace_kernels_is_validated() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         !stderr(&out).contains("kernel times off"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("the software device times every operation"),
         "{}",
         stderr(&out)
     );
