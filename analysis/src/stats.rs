@@ -1112,6 +1112,36 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Which clock `stats`' durations are on, in its words: how many of the operation, region
+/// and copy batch times (`(device spans, all)` each) are device spans, where any is; `None`
+/// with no durations at all. The one wording of `stats` and `view`'s statistics.
+pub fn clock_note(
+    operations: (u64, u64),
+    regions: (u64, u64),
+    copy_batches: (u64, u64),
+) -> Option<String> {
+    let timed = [
+        (operations, "operation"),
+        (regions, "region"),
+        (copy_batches, "copy batch"),
+    ];
+    let counts: Vec<String> = timed
+        .iter()
+        .filter(|((_, n), _)| *n > 0)
+        .map(|((d, n), what)| format!("{d} of {n} {what} times"))
+        .collect();
+    if timed.iter().any(|((d, _), _)| *d > 0) {
+        Some(format!(
+            "device spans where recorded ({}), host spans otherwise",
+            counts.join(", ")
+        ))
+    } else if !counts.is_empty() {
+        Some("host spans (no device times recorded)".to_owned())
+    } else {
+        None
+    }
+}
+
 /// Statistics of records held in memory (tests, in-memory traces).
 pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, ScanSummary) {
     let mut visitor = StatsVisitor::new();

@@ -525,25 +525,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let (copy_device, batches) = copies.fold((0, 0), |(d, n), c| {
         (d + u(&c["device"]), n + u(&c["batches"]))
     });
-    let timed = [
-        (device(&r["operations"]), "operation"),
-        (device(&r["regions"]), "region"),
-        ((copy_device, batches), "copy batch"),
-    ];
-    let counts: Vec<String> = timed
-        .iter()
-        .filter(|((_, n), _)| *n > 0)
-        .map(|((d, n), what)| format!("{d} of {n} {what} times"))
-        .collect();
-    if timed.iter().any(|((d, _), _)| *d > 0) {
-        writeln!(
-            out,
-            "{:<12} device spans where recorded ({}), host spans otherwise",
-            "clock",
-            counts.join(", ")
-        )?;
-    } else if !counts.is_empty() {
-        writeln!(out, "{:<12} host spans (no device times recorded)", "clock")?;
+    let note = hrx_analysis::stats::clock_note(
+        device(&r["operations"]),
+        device(&r["regions"]),
+        (copy_device, batches),
+    );
+    if let Some(note) = note {
+        writeln!(out, "{:<12} {note}", "clock")?;
     }
     let header = |out: &mut dyn Write, what: &str| {
         writeln!(

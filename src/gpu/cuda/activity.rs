@@ -412,40 +412,23 @@ unsafe fn read(record: *const cupti::CUpti_Activity) -> Option<(u64, u32, Activi
     // SAFETY: every record starts with its kind; each kind's prefix is read as its oldest
     // layout with these fields (see the module docs).
     unsafe {
+        // The node, stream and times of a record of layout `$layout`.
+        macro_rules! fields {
+            ($layout:ty) => {{
+                let r = &*(record as *const $layout);
+                let activity = Activity {
+                    start: r.start,
+                    end: r.end,
+                };
+                Some((r.graphNodeId, r.streamId, activity))
+            }};
+        }
         match (*record).kind {
             Kind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | Kind::CUPTI_ACTIVITY_KIND_KERNEL => {
-                let r = &*(record as *const cupti::CUpti_ActivityKernel9);
-                Some((
-                    r.graphNodeId,
-                    r.streamId,
-                    Activity {
-                        start: r.start,
-                        end: r.end,
-                    },
-                ))
+                fields!(cupti::CUpti_ActivityKernel9)
             }
-            Kind::CUPTI_ACTIVITY_KIND_MEMCPY => {
-                let r = &*(record as *const cupti::CUpti_ActivityMemcpy6);
-                Some((
-                    r.graphNodeId,
-                    r.streamId,
-                    Activity {
-                        start: r.start,
-                        end: r.end,
-                    },
-                ))
-            }
-            Kind::CUPTI_ACTIVITY_KIND_MEMSET => {
-                let r = &*(record as *const cupti::CUpti_ActivityMemset4);
-                Some((
-                    r.graphNodeId,
-                    r.streamId,
-                    Activity {
-                        start: r.start,
-                        end: r.end,
-                    },
-                ))
-            }
+            Kind::CUPTI_ACTIVITY_KIND_MEMCPY => fields!(cupti::CUpti_ActivityMemcpy6),
+            Kind::CUPTI_ACTIVITY_KIND_MEMSET => fields!(cupti::CUpti_ActivityMemset4),
             _ => None,
         }
     }

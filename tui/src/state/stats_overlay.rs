@@ -200,29 +200,11 @@ fn clock(stats: &Stats) -> Option<String> {
         .copies
         .iter()
         .fold((0, 0), |(d, n), c| (d + c.device, n + c.batches));
-    let timed = [
-        (
-            device(&mut stats.operations.iter().map(|o| &o.stats)),
-            "operation",
-        ),
-        (device(&mut stats.kernels.iter()), "region"),
-        (copies, "copy batch"),
-    ];
-    let counts: Vec<String> = timed
-        .iter()
-        .filter(|((_, n), _)| *n > 0)
-        .map(|((d, n), what)| format!("{d} of {n} {what} times"))
-        .collect();
-    if timed.iter().any(|((d, _), _)| *d > 0) {
-        Some(format!(
-            "device spans where recorded ({}), host spans otherwise",
-            counts.join(", ")
-        ))
-    } else if !counts.is_empty() {
-        Some("host spans (no device times recorded)".to_owned())
-    } else {
-        None
-    }
+    hrx_analysis::stats::clock_note(
+        device(&mut stats.operations.iter().map(|o| &o.stats)),
+        device(&mut stats.kernels.iter()),
+        copies,
+    )
 }
 
 /// `text` after `label`, word-wrapped to `width`, its further lines indented as the first.
