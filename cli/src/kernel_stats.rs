@@ -547,16 +547,21 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                 0 => String::new(),
                 n => format!("  +{n} failed"),
             };
+            // A row whose every run failed has no durations: dashes, not 0 ns.
+            let time = |field: &str| match u(&k["count"]) {
+                0 => "-".to_owned(),
+                _ => duration(u(&k[field])),
+            };
             writeln!(
                 out,
                 "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}{failed}",
                 k["name"].as_str().unwrap_or(""),
                 u(&k["count"]),
-                duration(u(&k["total_ns"])),
-                duration(u(&k["mean_ns"])),
-                duration(u(&k["p50_ns"])),
-                duration(u(&k["p99_ns"])),
-                duration(u(&k["max_ns"])),
+                time("total_ns"),
+                time("mean_ns"),
+                time("p50_ns"),
+                time("p99_ns"),
+                time("max_ns"),
             )?;
         }
         Ok(())
@@ -566,8 +571,11 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         header(out, "kernel")?;
         durations(out, &r["operations"])?;
     }
-    header(out, "region")?;
-    durations(out, &r["regions"])?;
+    // A trace without native work (copies only, say) has no region rows: no empty table.
+    if r["regions"].as_array().is_some_and(|o| !o.is_empty()) {
+        header(out, "region")?;
+        durations(out, &r["regions"])?;
+    }
     // Host work run by worker threads: no kernel, its own rows (none without any).
     if r["host_callbacks"]
         .as_array()

@@ -272,3 +272,38 @@ fn completions_and_man_pages_name_every_verb() {
     let diff = std::fs::read_to_string(dir.path().join("man1/hrx-trace-diff.1")).unwrap();
     assert!(diff.contains("max\\-slowdown"), "{diff}");
 }
+
+/// A region row whose every run failed shows dashes, not durations of 0 ns; a trace with no
+/// native work (copies only) prints no empty region table (fresh-user pass).
+#[test]
+fn stats_prints_no_zero_durations_and_no_empty_tables() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    let failed = dir.path().join("failed.hrxt");
+    let spec = PipelineSpec {
+        fail_at: Some(0),
+        ..PipelineSpec::ops(4)
+    };
+    write_records(&failed, pipeline(spec));
+    let out = run(dir.path(), &["stats", "failed.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("blur +1"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[2..8], ["0", "-", "-", "-", "-", "-"], "{row}");
+    assert!(row.ends_with("+1 failed"), "{row}");
+
+    let copies = dir.path().join("copies.hrxt");
+    let only_copies = pipeline(PipelineSpec::ops(40))
+        .filter(|r| !matches!(r, Record::RegionTiming(t) if t.region.0 == 1 || t.region.0 == 3));
+    write_records(&copies, only_copies);
+    let out = run(dir.path(), &["stats", "copies.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("\nregion "), "{text}");
+    assert!(text.contains("\ncopies "), "{text}");
+}
