@@ -276,36 +276,9 @@ impl RuntimeOptions {
             self.trace_range =
                 hrx_capture::CaptureRange::from_env().map_err(|e| Error::Message(e.to_string()))?;
         }
-        match std::env::var("HRX_TRACE_CONTENTS").as_deref() {
-            // Widens only, as HRX_TRACE_DIGESTS: an explicit `trace_contents(true)` stays.
-            Ok("1") => self.trace_contents = true,
-            Ok("0" | "") | Err(std::env::VarError::NotPresent) => {}
-            Ok(other) => {
-                return Err(Error::Message(format!(
-                    "HRX_TRACE_CONTENTS: expected 0 or 1, got {other:?}"
-                )));
-            }
-            Err(std::env::VarError::NotUnicode(other)) => {
-                return Err(Error::Message(format!(
-                    "HRX_TRACE_CONTENTS: expected 0 or 1, got {other:?}"
-                )));
-            }
-        }
-        match std::env::var("HRX_TRACE_KERNELS").as_deref() {
-            // Widens only: an explicit `kernel_times(true)` stays.
-            Ok("1") => self.kernel_times = true,
-            Ok("0" | "") | Err(std::env::VarError::NotPresent) => {}
-            Ok(other) => {
-                return Err(Error::Message(format!(
-                    "HRX_TRACE_KERNELS: expected 0 or 1, got {other:?}"
-                )));
-            }
-            Err(std::env::VarError::NotUnicode(other)) => {
-                return Err(Error::Message(format!(
-                    "HRX_TRACE_KERNELS: expected 0 or 1, got {other:?}"
-                )));
-            }
-        }
+        // Each widens only (as HRX_TRACE_DIGESTS): an explicit `true` option stays.
+        self.trace_contents |= env_flag("HRX_TRACE_CONTENTS")?;
+        self.kernel_times |= env_flag("HRX_TRACE_KERNELS")?;
         match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
             // Widens the default only: an explicit `All` is never narrowed.
             Ok("all") => self.trace_digests = TraceDigests::All,
@@ -318,6 +291,23 @@ impl RuntimeOptions {
             Err(_) => {}
         }
         Ok(self)
+    }
+}
+
+/// Environment variable `name` as a flag: `1` is on; `0`, empty or unset is off.
+///
+/// # Errors
+/// Anything else, naming the variable.
+fn env_flag(name: &str) -> Result<bool> {
+    match std::env::var(name).as_deref() {
+        Ok("1") => Ok(true),
+        Ok("0" | "") | Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok(other) => Err(Error::Message(format!(
+            "{name}: expected 0 or 1, got {other:?}"
+        ))),
+        Err(std::env::VarError::NotUnicode(other)) => Err(Error::Message(format!(
+            "{name}: expected 0 or 1, got {other:?}"
+        ))),
     }
 }
 
