@@ -274,8 +274,9 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
         region.check_inputs()
     };
     // The region's operation times, where its backend times them (tracing on): a buffer
-    // kept per thread, so that timing a region allocates nothing.
-    let mut ops = OP_SPANS.take();
+    // kept per thread, so that timing a region allocates nothing; an untraced region's
+    // streams time nothing, so it takes an empty one (no allocation, no thread-local).
+    let mut ops = if traced { OP_SPANS.take() } else { Vec::new() };
     ops.clear();
     let (result, native) = match checked {
         Err(error) => (Err(error), false),
@@ -319,7 +320,9 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             hooks.leave(queue, crate::clock::now_ns().saturating_sub(end_ns));
         }
     }
-    OP_SPANS.set(ops);
+    if traced {
+        OP_SPANS.set(ops);
+    }
     let result = result.map(|_| ());
     // The task's last use: `finish` may retire the submission and let its prepared graph go.
     let (submission, region) = (task.submission, task.region);

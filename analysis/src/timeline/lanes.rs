@@ -103,6 +103,25 @@ impl SpanStatus {
 
 /// `device_len_ns` of a span without device timestamps.
 const NO_DEVICE: u32 = u32::MAX;
+
+/// A device span as a span column stores it: its start and its duration saturated below
+/// [`NO_DEVICE`], which marks none (regions' and operations' spans alike).
+pub(super) fn pack_device(device: Option<DeviceSpan>) -> (u64, u32) {
+    match device {
+        Some(d) => (
+            d.start_ns,
+            u32::try_from(d.end_ns.saturating_sub(d.start_ns))
+                .unwrap_or(NO_DEVICE - 1)
+                .min(NO_DEVICE - 1),
+        ),
+        None => (0, NO_DEVICE),
+    }
+}
+
+/// The device span [`pack_device`] stored, where there is one: start and end.
+pub(super) fn unpack_device(start_ns: u64, len_ns: u32) -> Option<(u64, u64)> {
+    (len_ns != NO_DEVICE).then(|| (start_ns, start_ns.saturating_add(u64::from(len_ns))))
+}
 /// The span has no timing record: it is placed at its completion time.
 const FLAG_UNTIMED: u8 = 1;
 /// The span started and never finished: it reaches the trace's end.
@@ -144,15 +163,7 @@ impl Span {
         submission: SubId,
         region: RegionRef,
     ) -> Span {
-        let (device_start_ns, device_len_ns) = match device {
-            Some(d) => (
-                d.start_ns,
-                u32::try_from(d.end_ns.saturating_sub(d.start_ns))
-                    .unwrap_or(NO_DEVICE - 1)
-                    .min(NO_DEVICE - 1),
-            ),
-            None => (0, NO_DEVICE),
-        };
+        let (device_start_ns, device_len_ns) = pack_device(device);
         Span {
             start_ns,
             end_ns: end_ns.max(start_ns),
@@ -212,13 +223,7 @@ impl Span {
 
     /// Device clock start and end, where the backend recorded them.
     pub fn device_ns(&self) -> Option<(u64, u64)> {
-        (self.device_len_ns != NO_DEVICE).then(|| {
-            (
-                self.device_start_ns,
-                self.device_start_ns
-                    .saturating_add(u64::from(self.device_len_ns)),
-            )
-        })
+        unpack_device(self.device_start_ns, self.device_len_ns)
     }
 
     /// Whether it ran and was timed (false for a region cancelled before it ran, and for one

@@ -27,12 +27,9 @@
 //! failed region are marked by its span's status, not stored apart.
 
 use super::column::Plain;
-use super::lanes::Span;
+use super::lanes::{Span, pack_device, unpack_device};
 use super::model::{LaneRef, Model};
 use hrx_capture::schema::{ClockCalibration, DeviceSpan, NodeIndex};
-
-/// `device_len_ns` of an operation without device timestamps.
-const NO_DEVICE: u32 = u32::MAX;
 
 /// One operation's timing inside a region's execution (40 bytes, stored as they are in
 /// the view cache's `op_spans` column).
@@ -43,9 +40,9 @@ pub struct OpSpan {
     pub start_ns: u64,
     /// Host time when it ended.
     pub end_ns: u64,
-    /// Device clock at the start (valid when `device_len_ns != NO_DEVICE`).
+    /// Device clock at the start (see [`pack_device`]).
     device_start_ns: u64,
-    /// Device duration, saturated below `NO_DEVICE`.
+    /// Device duration as [`pack_device`] stores it.
     device_len_ns: u32,
     /// The region slot of its span (see the module docs).
     slot: u32,
@@ -77,15 +74,7 @@ impl OpSpan {
         end_ns: u64,
         device: Option<DeviceSpan>,
     ) -> OpSpan {
-        let (device_start_ns, device_len_ns) = match device {
-            Some(d) => (
-                d.start_ns,
-                u32::try_from(d.end_ns.saturating_sub(d.start_ns))
-                    .unwrap_or(NO_DEVICE - 1)
-                    .min(NO_DEVICE - 1),
-            ),
-            None => (0, NO_DEVICE),
-        };
+        let (device_start_ns, device_len_ns) = pack_device(device);
         OpSpan {
             start_ns,
             end_ns: end_ns.max(start_ns),
@@ -115,13 +104,7 @@ impl OpSpan {
 
     /// Device clock start and end, where the backend recorded them.
     pub fn device_ns(&self) -> Option<(u64, u64)> {
-        (self.device_len_ns != NO_DEVICE).then(|| {
-            (
-                self.device_start_ns,
-                self.device_start_ns
-                    .saturating_add(u64::from(self.device_len_ns)),
-            )
-        })
+        unpack_device(self.device_start_ns, self.device_len_ns)
     }
 
     /// Its duration in ns and the clock it was read from: the device's where recorded,
