@@ -97,6 +97,12 @@ pub struct RuntimeOptions {
     /// graphs of short kernels on the H200) is why it is asked for. The software device times
     /// every operation of a traced runtime regardless (two clock readings each).
     pub kernel_times: bool,
+    /// When traced and without [`RuntimeOptions::kernel_times`], launch the self-timing builds
+    /// of hrx's built-in kernels, so each records its own device start and end (CUDA:
+    /// `%globaltimer` read by each block; BENCHMARKS.md gives the cost). On by default;
+    /// `HRX_TRACE_KERNELS=0` turns it off (regions only). Other operations (copies, memsets,
+    /// kernels from PTX hrx did not compile) are timed only with `kernel_times`.
+    pub builtin_kernel_times: bool,
     /// Whether a trace opened by this runtime may drop records when a thread's buffer is
     /// full (`HRX_TRACE_MODE=lossless|lossy`); `None`: lossless, unless the environment says
     /// otherwise.
@@ -127,6 +133,7 @@ impl Default for RuntimeOptions {
             trace_contents: false,
             trace_digests: TraceDigests::Outputs,
             kernel_times: false,
+            builtin_kernel_times: true,
             trace_mode: None,
             trace_range: None,
             environment: true,
@@ -196,6 +203,12 @@ impl RuntimeOptions {
     /// Turns device times of each operation on or off ([`RuntimeOptions::kernel_times`]).
     pub fn kernel_times(mut self, on: bool) -> Self {
         self.kernel_times = on;
+        self
+    }
+    /// Turns the self-timing builds of built-in kernels on or off
+    /// ([`RuntimeOptions::builtin_kernel_times`]).
+    pub fn builtin_kernel_times(mut self, on: bool) -> Self {
+        self.builtin_kernel_times = on;
         self
     }
     /// Sets the trace mode (lossless or lossy) of a trace this runtime opens.
@@ -278,7 +291,7 @@ impl RuntimeOptions {
         }
         // Each widens only (as HRX_TRACE_DIGESTS): an explicit `true` option stays.
         self.trace_contents |= env_flag("HRX_TRACE_CONTENTS")?;
-        self.kernel_times |= env_flag("HRX_TRACE_KERNELS")?;
+        self = self.kernels_switch(env_switch("HRX_TRACE_KERNELS")?);
         match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
             // Widens the default only: an explicit `All` is never narrowed.
             Ok("all") => self.trace_digests = TraceDigests::All,
@@ -294,14 +307,37 @@ impl RuntimeOptions {
     }
 }
 
+impl RuntimeOptions {
+    /// `HRX_TRACE_KERNELS` as [`env_switch`] reads it: `1` turns kernel times (CUPTI) on, `0`
+    /// leaves regions only (built-in kernels untimed too), unset changes nothing.
+    fn kernels_switch(mut self, switch: Option<bool>) -> Self {
+        match switch {
+            Some(true) => self.kernel_times = true,
+            Some(false) => self.builtin_kernel_times = false,
+            None => {}
+        }
+        self
+    }
+}
+
 /// Environment variable `name` as a flag: `1` is on; `0`, empty or unset is off.
 ///
 /// # Errors
 /// Anything else, naming the variable.
 fn env_flag(name: &str) -> Result<bool> {
+    Ok(env_switch(name)?.unwrap_or(false))
+}
+
+/// Environment variable `name` as a switch: `Some(true)` for `1`, `Some(false)` for `0`, `None`
+/// when empty or unset.
+///
+/// # Errors
+/// Anything else, naming the variable.
+fn env_switch(name: &str) -> Result<Option<bool>> {
     match std::env::var(name).as_deref() {
-        Ok("1") => Ok(true),
-        Ok("0" | "") | Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok("1") => Ok(Some(true)),
+        Ok("0") => Ok(Some(false)),
+        Ok("") | Err(std::env::VarError::NotPresent) => Ok(None),
         Ok(other) => Err(Error::Message(format!(
             "{name}: expected 0 or 1, got {other:?}"
         ))),
@@ -456,7 +492,8 @@ impl Runtime {
             options.trace_digests == TraceDigests::All,
             options.trace_range,
         )
-        .kernel_times(options.kernel_times);
+        .kernel_times(options.kernel_times)
+        .builtin_kernel_times(options.builtin_kernel_times);
         let context = Arc::new(Context::new(id, device, faults, npu, tracer));
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::RuntimeStart(s::RuntimeStart {
@@ -616,5 +653,27 @@ impl Runtime {
     /// Whether the injected fault (if any) has fired.
     pub fn fault_fired(&self) -> bool {
         self.context().faults.fired()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RuntimeOptions;
+
+    #[test]
+    fn hrx_trace_kernels_zero_leaves_regions_only_and_one_turns_kernel_times_on() {
+        let default = RuntimeOptions::default();
+        assert!(default.builtin_kernel_times && !default.kernel_times);
+        let unset = RuntimeOptions::default().kernels_switch(None);
+        assert!(unset.builtin_kernel_times && !unset.kernel_times);
+        let off = RuntimeOptions::default().kernels_switch(Some(false));
+        assert!(!off.builtin_kernel_times && !off.kernel_times);
+        let on = RuntimeOptions::default().kernels_switch(Some(true));
+        assert!(on.kernel_times);
+        // An explicit option is not narrowed by `0`.
+        let asked = RuntimeOptions::default()
+            .kernel_times(true)
+            .kernels_switch(Some(false));
+        assert!(asked.kernel_times);
     }
 }

@@ -166,6 +166,8 @@ pub(crate) struct Tracer {
     window: Option<Window>,
     /// Whether operations are timed on the device too (with a recorder only).
     kernel_times: bool,
+    /// Whether built-in kernels time themselves (with a recorder only).
+    builtin_kernel_times: bool,
 }
 
 /// Which submissions a traced runtime records (see the module docs), and the bytes the open
@@ -250,6 +252,7 @@ impl Tracer {
             contents,
             all_outputs,
             kernel_times: false,
+            builtin_kernel_times: false,
         }
     }
 
@@ -257,6 +260,20 @@ impl Tracer {
     pub fn kernel_times(mut self, on: bool) -> Self {
         self.kernel_times = on && self.recorder.is_some();
         self
+    }
+
+    /// Built-in kernels time themselves when traced
+    /// ([`crate::RuntimeOptions::builtin_kernel_times`]).
+    pub fn builtin_kernel_times(mut self, on: bool) -> Self {
+        self.builtin_kernel_times = on && self.recorder.is_some();
+        self
+    }
+
+    /// Whether streams launch built-in kernels' self-timing builds
+    /// ([`Tracer::builtin_kernel_times`]).
+    #[inline]
+    pub fn times_builtin_kernels(&self) -> bool {
+        self.builtin_kernel_times
     }
 
     /// Whether streams time each operation on the device ([`Tracer::kernel_times`]).

@@ -134,6 +134,7 @@ impl Graph {
             let mut stream = context.device.stream()?;
             stream.set_timed(context.tracer.on());
             stream.set_kernel_times(context.tracer.times_kernels());
+            stream.set_builtin_kernel_times(context.tracer.times_builtin_kernels());
             let mut graph = stream.graph()?;
             let mut nodes = Vec::with_capacity(run.len());
             let mut internal = Vec::new();

@@ -236,6 +236,7 @@ impl RuntimeOwner {
         let mut native = context.device.stream()?;
         native.set_timed(context.tracer.on());
         native.set_kernel_times(context.tracer.times_kernels());
+        native.set_builtin_kernel_times(context.tracer.times_builtin_kernels());
         let stream = Arc::new(Mutex::new(CopyStream {
             stream: native,
             healthy: true,

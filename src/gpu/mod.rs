@@ -266,6 +266,11 @@ pub trait NativeStream: Send {
     /// The software device times operations whenever it is timed
     /// ([`NativeStream::set_timed`]), as that costs two clock readings.
     fn set_kernel_times(&mut self, _on: bool) {}
+    /// Whether later timed graphs without kernel times ([`NativeStream::set_kernel_times`])
+    /// launch the self-timing builds of hrx's built-in kernels, which record their own device
+    /// start and end ([`NativeStream::op_spans`]): CUDA (`%globaltimer`, a few ns a block, so on
+    /// whenever traced unless asked off). Off by default; nothing elsewhere.
+    fn set_builtin_kernel_times(&mut self, _on: bool) {}
 }
 
 /// A stream owned by the runtime.

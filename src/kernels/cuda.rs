@@ -338,3 +338,125 @@ pub(super) const SOURCES: &[CudaKernelSource] = &[
 pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
     SOURCES.iter().find(|s| s.entry == entry)
 }
+
+/// Suffix of a built-in kernel's self-timing entry: `hrx_blur_h__hrx_timed` takes
+/// `hrx_blur_h`'s parameters, then `u64* times` (its node's lines, [`TIME_LINES`] below).
+pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed";
+/// The entry that folds a launch's node times into the host ring ([`timing_source`]).
+pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times";
+/// 128-byte lines of one timed node: block `b` adds its start and end to line `b % TIME_LINES`,
+/// so a grid's thousands of atomics spread over as many L2 slices.
+pub(crate) const TIME_LINES: usize = 16;
+/// Words of one timed node's lines.
+pub(crate) const TIME_NODE_WORDS: usize = TIME_LINES * 16;
+/// Launches a host ring holds before a slot is reused.
+pub(crate) const TIME_RING: usize = 16;
+
+/// Device-side timing, appended to each built-in kernel's source for its timed entry and the
+/// collector ([`instrumented`]).
+///
+/// A timed entry's thread 0 of each block reads `%globaltimer` (ns, on the H200 in 32 ns
+/// steps: BENCHMARKS.md) before the kernel's body and after the block's last thread left it,
+/// and folds both into its node's lines with fire-and-forget atomics (the maximum of `~start`,
+/// the maximum of `end`): no block waits on a round trip, so the kernel runs as the plain entry
+/// does but for two timer reads and two reductions a block. A node's time is then the first
+/// block's start to the last block's end.
+///
+/// `hrx_collect_times` runs after the graph's end event-record node (outside the region's
+/// measured time): it folds each node's lines into one start and end, zeroes them for the next
+/// launch, and writes them, with its own `%globaltimer` reading (the host maps the graph's
+/// device times onto the region's span through it) and the launch's number plus one, into slot
+/// `launch % TIME_RING` of a ring in mapped host memory: per slot `2 + 2 * nodes` words, `[launch
+/// + 1, now, start_0, end_0, ...]` (0: a node that did not run).
+const TIMING: &str = r#"
+#define HRX_TIME_LINES 16
+#define HRX_TIME_RING 16
+__device__ __forceinline__ u64 hrx_globaltimer() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ u64* hrx_time_line(u64* times) {
+    const u32 block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    return times + (block % HRX_TIME_LINES) * 16;
+}
+__device__ __forceinline__ bool hrx_thread0() {
+    return (threadIdx.x | threadIdx.y | threadIdx.z) == 0;
+}
+__device__ __forceinline__ void hrx_time_begin(u64* times) {
+    if (hrx_thread0()) atomicMax(hrx_time_line(times), ~hrx_globaltimer());
+}
+__device__ __forceinline__ void hrx_time_end(u64* times) {
+    __syncthreads();
+    if (hrx_thread0()) atomicMax(hrx_time_line(times) + 1, hrx_globaltimer());
+}
+extern "C" __global__ void hrx_collect_times(u64* times, u64* ring, u32 nodes) {
+    __shared__ u64 now, launch;
+    volatile u64* counter = times + (u64)nodes * HRX_TIME_LINES * 16;
+    if (threadIdx.x == 0) {
+        now = hrx_globaltimer();
+        launch = *counter;
+        *counter = launch + 1;
+    }
+    __syncthreads();
+    volatile u64* slot = ring + (launch % HRX_TIME_RING) * (2 + 2 * (u64)nodes);
+    for (u32 n = threadIdx.x; n < nodes; n += blockDim.x) {
+        volatile u64* lines = times + (u64)n * HRX_TIME_LINES * 16;
+        u64 start = 0, end = 0;
+        for (u32 k = 0; k < HRX_TIME_LINES; ++k) {
+            start = max(start, lines[16 * k]);
+            end = max(end, lines[16 * k + 1]);
+            lines[16 * k] = 0;
+            lines[16 * k + 1] = 0;
+        }
+        slot[2 + 2 * n] = start == 0 ? 0 : ~start;
+        slot[3 + 2 * n] = end;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        slot[1] = now;
+        __threadfence_system();
+        slot[0] = launch + 1;
+    }
+}
+"#;
+
+/// A built-in kernel's source with its timed entry and the collector: the kernel's body
+/// becomes an inlined device function that the plain entry (same name and parameters as
+/// before) and the timed entry ([`TIMED_SUFFIX`]) both call. `None` when the source does not
+/// declare the entry as expected.
+pub(super) fn instrumented(source: &CudaKernelSource) -> Option<String> {
+    let entry = source.entry;
+    let header = format!("extern \"C\" __global__ void {entry}(");
+    let at = source.source.find(&header)?;
+    let rest = &source.source[at + header.len()..];
+    let signature = &rest[..rest.find(')')?];
+    let arguments = signature
+        .split(',')
+        .map(|parameter| {
+            let parameter = parameter.trim_end();
+            let start = parameter
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            &parameter[start..]
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut text = String::with_capacity(source.source.len() + TIMING.len() + 512);
+    text.push_str(&source.source[..at]);
+    text.push_str(&format!(
+        "__device__ __forceinline__ static void {entry}__body("
+    ));
+    text.push_str(rest);
+    text.push_str(TIMING);
+    text.push_str(&format!(
+        "extern \"C\" __global__ void {entry}({signature}) {{ {entry}__body({arguments}); }}\n\
+         extern \"C\" __global__ void {entry}{TIMED_SUFFIX}({signature}, u64* hrx_times) {{\n\
+         \x20   hrx_time_begin(hrx_times);\n\
+         \x20   {entry}__body({arguments});\n\
+         \x20   hrx_time_end(hrx_times);\n\
+         }}\n"
+    ));
+    Some(text)
+}

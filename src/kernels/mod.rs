@@ -10,6 +10,8 @@
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod cuda;
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use cuda::{COLLECT_ENTRY, TIME_NODE_WORDS, TIME_RING, TIMED_SUFFIX};
 mod host;
 
 use crate::{Access, BindingContract, KernelContract};
@@ -99,6 +101,13 @@ pub fn builtin_code(entry: &str) -> Option<KernelCode> {
 /// device pointer per binding, in order, then one 32-bit parameter per constant word.
 pub fn cuda_source(entry: &str) -> Option<&'static str> {
     cuda::lookup(entry).map(|s| s.source)
+}
+
+/// A built-in kernel's CUDA source with its self-timing entry and the collector
+/// ([`cuda::instrumented`]): what the CUDA backend compiles. HIP compiles [`cuda_source`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn cuda_instrumented_source(entry: &str) -> Option<String> {
+    cuda::lookup(entry).and_then(cuda::instrumented)
 }
 
 /// Parameter counts `(bindings, constant words)` of a built-in kernel's CUDA source.

@@ -2,7 +2,7 @@
 
 use super::api;
 use super::context::Context;
-use super::kernel::{CudaKernel, compile};
+use super::kernel::{CudaKernel, compile, timed_entry};
 use super::memory::{CudaAllocation, allocation};
 use super::stream::CudaStream;
 use crate::gpu::common::DeviceContext as _;
@@ -102,24 +102,27 @@ impl NativeDevice for CudaDevice {
         let (ptx, parameters) = match &spec.code.ptx {
             Some(ptx) => (ptx.clone(), None),
             None => {
-                let source = crate::kernels::cuda_source(&spec.entry).ok_or_else(|| {
-                    Error::Unsupported(format!(
-                        "kernel {} has no PTX and no built-in CUDA source",
-                        spec.entry
-                    ))
-                })?;
+                let source =
+                    crate::kernels::cuda_instrumented_source(&spec.entry).ok_or_else(|| {
+                        Error::Unsupported(format!(
+                            "kernel {} has no PTX and no built-in CUDA source",
+                            spec.entry
+                        ))
+                    })?;
                 let parameters = crate::kernels::cuda_parameters(&spec.entry);
-                (compile(&spec.entry, source)?, parameters)
+                (compile(&spec.entry, &source)?, parameters)
             }
         };
         self.context.enter()?;
         let function = self.context.function(&ptx, &spec.entry)?;
+        let timed = timed_entry(&self.context, &ptx, &spec.entry);
         Ok(Arc::new(CudaKernel {
             context: self.context.clone(),
             entry: spec.entry.clone(),
             function,
             parameters,
             ptx,
+            timed,
         }))
     }
 

@@ -7,6 +7,7 @@ use super::context::Context;
 use super::error::CuResult;
 use super::kernel::CudaKernel;
 use super::memory::allocation;
+use super::timing::KernelClock;
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
@@ -80,6 +81,9 @@ pub(super) struct CudaGraphBuilder {
     /// empty node, which does no work).
     cupti: Option<&'static Cupti>,
     node_ids: Vec<Option<u64>>,
+    /// A timed graph without CUPTI: its built-in kernels' timed entries and their lines
+    /// ([`super::timing`]).
+    clock: Option<KernelClock>,
 }
 
 // SAFETY: the graph is mutated only through `&mut self`; handles are thread-agnostic.
@@ -98,8 +102,8 @@ impl Drop for CudaGraphBuilder {
 
 impl CudaGraphBuilder {
     /// A builder of the empty graph `raw`, owned from here (dropping the builder destroys the
-    /// graph and the events); `timed` adds the start event-record node. The context is
-    /// current.
+    /// graph and the events); `timed` adds the start event-record node, and without `cupti`
+    /// launches built-in kernels' timed entries when `builtin_times`. The context is current.
     ///
     /// # Errors
     /// A mapped driver error.
@@ -108,13 +112,16 @@ impl CudaGraphBuilder {
         raw: sys::CUgraph,
         timed: bool,
         cupti: Option<&'static Cupti>,
+        builtin_times: bool,
     ) -> Result<Self> {
         let mut builder = Self {
             events: GraphEvents::none(context.clone()),
-            context,
+            context: context.clone(),
             raw,
             nodes: Nodes::default(),
             start_node: std::ptr::null_mut(),
+            clock: (timed && builtin_times && cupti.is_none())
+                .then(|| KernelClock::new(context.clone())),
             cupti,
             node_ids: Vec::new(),
         };
@@ -246,8 +253,20 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         // The parameter values; the driver copies them in cuGraphAddKernelNode.
         let arguments = KernelArguments::new(&kernel.entry, kernel.parameters, constants, views)?;
         let mut parameters = arguments.pointers();
+        // A timed graph launches a built-in kernel's timed entry: one more parameter, its
+        // node's lines.
+        let mut lines: sys::CUdeviceptr = 0;
+        let function = match (&mut self.clock, kernel.timed) {
+            (Some(clock), Some(timed)) => {
+                self.context.enter()?;
+                lines = clock.next_lines(timed.collect)?;
+                parameters.push((&raw mut lines).cast());
+                timed.function
+            }
+            _ => kernel.function,
+        };
         let params = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: kernel.function,
+            func: function,
             gridDimX: grid[0],
             gridDimY: grid[1],
             gridDimZ: grid[2],
@@ -262,9 +281,15 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         };
         // SAFETY: one pointer per parameter of the ABI, each to a live u64 or u32 that
         // outlives the call; the caller guarantees the views' memory outlives every launch.
-        self.add(dependencies, false, |graph, deps| unsafe {
+        let node = self.add(dependencies, false, |graph, deps| unsafe {
             api::graph_add_kernel(graph, deps, &params)
-        })
+        })?;
+        if lines != 0
+            && let Some(clock) = &mut self.clock
+        {
+            clock.add_node(node.0);
+        }
+        Ok(node)
     }
 
     fn finish(mut self: Box<Self>) -> Result<GraphExec> {
@@ -275,8 +300,12 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             leaves.push(self.start_node);
         }
         if !self.events.end.is_null() {
-            api::graph_add_event_record(self.raw, &leaves, self.events.end)
+            let end = api::graph_add_event_record(self.raw, &leaves, self.events.end)
                 .map_err(|e| self.context.error(e))?;
+            // The timed nodes' collectors run after the end event: outside the region's time.
+            if let Some(clock) = &self.clock {
+                clock.add_collectors(self.raw, end)?;
+            }
         }
         let instantiated = api::graph_instantiate(self.raw);
         let graph = std::mem::replace(&mut self.raw, std::ptr::null_mut());
@@ -292,6 +321,7 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             raw,
             events,
             node_ids: std::mem::take(&mut self.node_ids).into(),
+            clock: self.clock.take().filter(|c| !c.is_empty()).map(Arc::new),
         }))
     }
 }
@@ -306,6 +336,8 @@ pub(super) struct CudaGraphExec {
     /// With kernel times: each operation node's CUPTI id, by [`GraphNode`] index (empty
     /// without).
     pub(super) node_ids: Arc<[Option<u64>]>,
+    /// Its built-in kernels' times, where it launches timed entries ([`super::timing`]).
+    pub(super) clock: Option<Arc<KernelClock>>,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.

@@ -412,3 +412,132 @@ fn hardware_kernel_times() {
         super::activity::cupti().unwrap().foreign()
     );
 }
+
+/// Built-in kernels that time themselves (`%globaltimer`, no CUPTI): a memset and two
+/// kernels, launched five times, give each launch one span per kernel (not the memset), by
+/// node, in order, inside the launch's event span, and the timed entries compute what the
+/// plain ones do; a graph of 70 kernels (two chunks of timed nodes) gives 70 spans. Prints
+/// the spans for the H200 run's log.
+#[test]
+fn hardware_builtin_kernel_times() {
+    if !hardware(false) {
+        return;
+    }
+    let device = CudaDevice::open(0).expect("CUDA device 0");
+    let n = 1 << 22;
+    let iota = crate::kernels::iota(n, 7, 3);
+    let fill = crate::kernels::fill_u32(n, 0xDEAD_BEEF);
+    let (iota_kernel, fill_kernel) = (
+        device.load_kernel(&iota).unwrap(),
+        device.load_kernel(&fill).unwrap(),
+    );
+    let a = device.allocate(n * 4, false).unwrap();
+    let b = device.allocate(n * 4, false).unwrap();
+    let mut stream = device.stream().unwrap();
+    stream.set_timed(true);
+    stream.set_builtin_kernel_times(true);
+    let mut graph = stream.graph().unwrap();
+    let zero = graph.fill(&[], &View::new(&a, 0, n * 4), 0).unwrap();
+    // SAFETY: the views match the kernels' contracts; the allocations outlive the launches.
+    let first = unsafe {
+        graph
+            .dispatch(
+                &[zero],
+                &iota_kernel,
+                iota.grid,
+                iota.block,
+                &iota.contract.constants,
+                &[View::new(&a, 0, n * 4)],
+            )
+            .unwrap()
+    };
+    // SAFETY: as above.
+    let second = unsafe {
+        graph
+            .dispatch(
+                &[first],
+                &fill_kernel,
+                fill.grid,
+                fill.block,
+                &fill.contract.constants,
+                &[View::new(&b, 0, n * 4)],
+            )
+            .unwrap()
+    };
+    assert_eq!((first.0, second.0), (1, 2));
+    let mut exec = graph.finish().unwrap();
+    for launch in 0..5 {
+        let mut spans = Vec::new();
+        stream.launch(exec.as_mut()).unwrap();
+        stream.synchronize().unwrap();
+        stream.op_spans(&mut spans);
+        let region = stream.last_span().expect("a timed launch");
+        eprintln!("launch {launch}: region {region:?} ops {spans:?}");
+        let indexes: Vec<_> = spans.iter().map(|s| s.index).collect();
+        assert_eq!(indexes, [1, 2], "one span per built-in kernel, by node");
+        assert!(spans.iter().all(|s| s.device));
+        assert!(spans[0].span.end_ns <= spans[1].span.start_ns + 1_000);
+        for span in &spans {
+            assert!(span.span.end_ns > span.span.start_ns, "{span:?}");
+            assert!(span.span.start_ns >= region.start_ns && span.span.end_ns <= region.end_ns);
+        }
+        let sum: u64 = spans.iter().map(|s| s.span.end_ns - s.span.start_ns).sum();
+        eprintln!(
+            "  sum of kernels {sum} ns, region {} ns",
+            region.end_ns - region.start_ns
+        );
+    }
+    let mut out = vec![0u8; n * 4];
+    device.read(&View::new(&a, 0, n * 4), &mut out).unwrap();
+    for (i, word) in out.chunks_exact(4).enumerate().step_by(4099) {
+        let expected = 7u32.wrapping_add(3u32.wrapping_mul(i as u32));
+        assert_eq!(
+            u32::from_le_bytes(word.try_into().unwrap()),
+            expected,
+            "iota[{i}]"
+        );
+    }
+    device.read(&View::new(&b, 0, n * 4), &mut out).unwrap();
+    assert!(
+        out.chunks_exact(4)
+            .all(|w| w == 0xDEAD_BEEFu32.to_le_bytes())
+    );
+
+    // 70 kernels in a chain: two chunks of timed nodes, both collected.
+    let small = crate::kernels::iota(1024, 0, 1);
+    let mut graph = stream.graph().unwrap();
+    let mut last = Vec::new();
+    for _ in 0..70 {
+        // SAFETY: as above.
+        let node = unsafe {
+            graph
+                .dispatch(
+                    &last,
+                    &iota_kernel,
+                    small.grid,
+                    small.block,
+                    &small.contract.constants,
+                    &[View::new(&a, 0, 4096)],
+                )
+                .unwrap()
+        };
+        last = vec![node];
+    }
+    let mut exec = graph.finish().unwrap();
+    for _ in 0..2 {
+        stream.launch_and_synchronize(exec.as_mut()).unwrap();
+        let mut spans = Vec::new();
+        stream.op_spans(&mut spans);
+        let indexes: Vec<_> = spans.iter().map(|s| s.index).collect();
+        assert_eq!(indexes, (0..70).collect::<Vec<_>>());
+        let mut ns: Vec<_> = spans
+            .iter()
+            .map(|s| s.span.end_ns - s.span.start_ns)
+            .collect();
+        ns.sort_unstable();
+        eprintln!(
+            "70 iota kernels of 4 blocks: median {} ns, max {} ns",
+            ns[35], ns[69]
+        );
+    }
+}

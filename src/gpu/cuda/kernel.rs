@@ -10,11 +10,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// PTX of a built-in kernel source, compiled once per process.
-pub(super) fn compile(entry: &str, source: &'static str) -> Result<Arc<str>> {
-    static CACHE: OnceLock<Mutex<HashMap<&'static str, Arc<str>>>> = OnceLock::new();
+/// PTX of a built-in kernel's source, compiled once per process per entry.
+pub(super) fn compile(entry: &str, source: &str) -> Result<Arc<str>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<str>>>> = OnceLock::new();
     let mut cache = lock(CACHE.get_or_init(Default::default));
-    if let Some(ptx) = cache.get(source) {
+    if let Some(ptx) = cache.get(entry) {
         return Ok(ptx.clone());
     }
     // SAFETY: only tries to dlopen libnvrtc.
@@ -48,8 +48,33 @@ pub(super) fn compile(entry: &str, source: &'static str) -> Result<Arc<str>> {
             Error::Message(format!("NVRTC could not compile kernel {entry}: {detail}"))
         })?
         .into();
-    cache.insert(source, ptx.clone());
+    cache.insert(entry.to_owned(), ptx.clone());
     Ok(ptx)
+}
+
+/// A built-in kernel's self-timing entry and its module's collector
+/// ([`crate::kernels::TIMED_SUFFIX`]).
+#[derive(Clone, Copy)]
+pub(super) struct TimedEntry {
+    pub(super) function: sys::CUfunction,
+    pub(super) collect: sys::CUfunction,
+}
+
+/// The timed entry of `entry` in the module of `ptx`, where the PTX declares both it and the
+/// collector (built-in kernels compiled here, and their PTX as a trace stores it); `None`
+/// otherwise, and where the driver does not find them (the kernel then runs untimed). The
+/// context is current.
+pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Option<TimedEntry> {
+    use crate::kernels::{COLLECT_ENTRY, TIMED_SUFFIX};
+    let timed = format!("{entry}{TIMED_SUFFIX}");
+    let declares = |name: &str| ptx.contains(&format!(".entry {name}("));
+    if !declares(&timed) || !declares(COLLECT_ENTRY) {
+        return None;
+    }
+    Some(TimedEntry {
+        function: context.function(ptx, &timed).ok()?,
+        collect: context.function(ptx, COLLECT_ENTRY).ok()?,
+    })
 }
 
 /// A function of a loaded PTX module, with the PTX and the parameter counts of its built-in
@@ -62,6 +87,8 @@ pub(super) struct CudaKernel {
     pub(super) parameters: Option<(usize, usize)>,
     /// The PTX the module was loaded from (the trace stores it; replay needs no NVRTC).
     pub(super) ptx: std::sync::Arc<str>,
+    /// The self-timing entry, for built-in kernels: a traced graph launches it instead.
+    pub(super) timed: Option<TimedEntry>,
 }
 
 // SAFETY: a function handle may be used from any thread with its context current; its module

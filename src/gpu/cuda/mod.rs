@@ -101,5 +101,6 @@ mod hardware_tests;
 mod kernel;
 mod memory;
 mod stream;
+mod timing;
 
 pub(crate) use device::{CudaDevice, note_fallback};

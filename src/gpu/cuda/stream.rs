@@ -5,6 +5,7 @@ use super::api;
 use super::context::Context;
 use super::graph::{CudaGraphBuilder, CudaGraphExec};
 use super::memory::allocation;
+use super::timing::{KernelClock, place};
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{owned_graph, span_ending_at};
@@ -33,6 +34,11 @@ pub(super) struct CudaStream {
     /// last, and whether copies were enqueued.
     launched: Option<Arc<[Option<u64>]>>,
     copied: bool,
+    /// Whether graphs built on this stream launch built-in kernels' timed entries when timed
+    /// and without CUPTI ([`NativeStream::set_builtin_kernel_times`]).
+    builtin_times: bool,
+    /// Since the last synchronize: the timed graphs launched, each with its launch number.
+    clocked: Vec<(Arc<KernelClock>, u64)>,
     /// Operation times not taken yet ([`NativeStream::op_spans`]).
     ops: Vec<OpSpan>,
 }
@@ -69,6 +75,8 @@ impl CudaStream {
             cupti: None,
             launched: None,
             copied: false,
+            builtin_times: false,
+            clocked: Vec::new(),
             ops: Vec::new(),
         };
         stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
@@ -102,6 +110,9 @@ impl CudaStream {
             Arc::ptr_eq(&g.context, &self.context)
         })?;
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
+        if let Some(clock) = &graph.clock {
+            self.clocked.push((clock.clone(), clock.launched()));
+        }
         if self.cupti.is_some() {
             self.launched = Some(graph.node_ids.clone());
         }
@@ -127,7 +138,11 @@ impl CudaStream {
     /// synchronized work's operation times taken from CUPTI.
     fn synchronize_entered(&mut self) -> Result<()> {
         let (launched, copied) = (self.launched.take(), std::mem::take(&mut self.copied));
+        let clocked = std::mem::take(&mut self.clocked);
         self.synchronize_batch()?;
+        if let (false, Some(region)) = (clocked.is_empty(), self.last) {
+            place(&clocked, region, &mut self.ops);
+        }
         if let Some((cupti, stream)) = self.cupti {
             if let Some(nodes) = launched {
                 cupti.take_graph(&nodes, &mut self.ops);
@@ -213,6 +228,7 @@ impl NativeStream for CudaStream {
             raw,
             self.timed,
             self.cupti.map(|(cupti, _)| cupti),
+            self.builtin_times,
         )?))
     }
 
@@ -247,6 +263,10 @@ impl NativeStream for CudaStream {
                 eprintln!("hrx: kernel times off, regions keep their times: {why}");
             }),
         }
+    }
+
+    fn set_builtin_kernel_times(&mut self, on: bool) {
+        self.builtin_times = on;
     }
 
     fn op_spans(&mut self, out: &mut Vec<OpSpan>) {

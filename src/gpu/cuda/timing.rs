@@ -1,0 +1,353 @@
+//! Built-in kernels that time themselves (issue 20 point 4): the operation times of a traced
+//! native graph without CUPTI.
+//!
+//! hrx compiles its own kernel library, so each built-in kernel has a timed entry
+//! ([`crate::kernels::TIMED_SUFFIX`]) that reads the GPU's `%globaltimer` in each block and
+//! folds the first start and the last end into its node's lines in device memory. A timed graph
+//! (a traced runtime, kernel times through CUPTI off) launches those entries; after its end
+//! event-record node a collector kernel per [`Chunk`] folds the lines into a ring in mapped host
+//! memory, so the launch's region time (start to end event) never includes that work. After
+//! the stream's synchronize the host reads the launch's ring slot.
+//!
+//! Placement: `%globaltimer` is its own clock (ns, not the host's). The collector reads it
+//! right after the end event, so each launch carries a reading taken where its region ends;
+//! the spans are placed so that reading falls on the region's recorded end, and shifted later
+//! if that would start the first one before the region's recorded start (by at most the
+//! collector's launch delay, about a µs). Durations are the device's own; only the placement
+//! is relative to the region's span, as the region spans themselves are (their end is the
+//! synchronize's return).
+
+use super::api;
+use super::context::Context;
+use crate::Result;
+use crate::gpu::common::DeviceContext as _;
+use crate::gpu::{DeviceSpan, OpSpan};
+use crate::kernels::{TIME_NODE_WORDS, TIME_RING};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Timed nodes per chunk: one collector launch folds a chunk.
+const CHUNK_NODES: usize = 64;
+
+/// Words of one ring slot of a chunk of `nodes` timed nodes.
+const fn slot_words(nodes: usize) -> usize {
+    2 + 2 * nodes
+}
+
+/// Up to [`CHUNK_NODES`] timed nodes' lines (device memory, zeroed, then the launch counter)
+/// and their ring (mapped pinned host memory).
+struct Chunk {
+    /// Each timed node's [`crate::gpu::GraphNode`] index, in line order.
+    nodes: Vec<usize>,
+    device: sys::CUdeviceptr,
+    host: *mut u64,
+    host_device: sys::CUdeviceptr,
+    collect: sys::CUfunction,
+}
+
+/// A native graph's timed nodes: built with the graph, owned by the executable graph, shared
+/// with the streams that launched it until they read their launches' times.
+pub(super) struct KernelClock {
+    context: Arc<Context>,
+    chunks: Vec<Chunk>,
+    /// Launches so far: the next launch's number (launches of one executable graph run in
+    /// launch order, `cuGraphLaunch`).
+    launches: AtomicU64,
+}
+
+// SAFETY: the handles and pointers are thread-agnostic; the host ring is only read, after a
+// synchronize, and written by the device.
+unsafe impl Send for KernelClock {}
+// SAFETY: as above.
+unsafe impl Sync for KernelClock {}
+
+impl KernelClock {
+    /// No timed node yet.
+    pub(super) fn new(context: Arc<Context>) -> Self {
+        Self {
+            context,
+            chunks: Vec::new(),
+            launches: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether any node is timed.
+    pub(super) fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// The lines of the next timed node (the timed entry's last parameter), allocating a chunk
+    /// when the last is full; [`KernelClock::add_node`] then names its node. The context is
+    /// current.
+    ///
+    /// # Errors
+    /// A mapped driver error (out of memory).
+    pub(super) fn next_lines(&mut self, collect: sys::CUfunction) -> Result<sys::CUdeviceptr> {
+        if self
+            .chunks
+            .last()
+            .is_none_or(|c| c.nodes.len() == CHUNK_NODES)
+        {
+            self.chunks.push(self.chunk(collect)?);
+        }
+        let chunk = self.chunks.last().expect("a chunk");
+        Ok(chunk.device + (chunk.nodes.len() * TIME_NODE_WORDS * 8) as u64)
+    }
+
+    /// Names the node whose lines [`KernelClock::next_lines`] gave last.
+    pub(super) fn add_node(&mut self, node: usize) {
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.nodes.push(node);
+        }
+    }
+
+    /// A zeroed chunk. The context is current.
+    fn chunk(&self, collect: sys::CUfunction) -> Result<Chunk> {
+        let error = |e| self.context.error(e);
+        let device_len = (CHUNK_NODES * TIME_NODE_WORDS + 16) * 8;
+        let host_len = TIME_RING * slot_words(CHUNK_NODES) * 8;
+        let device = api::mem_alloc(device_len).map_err(error)?;
+        let host = match api::mem_host_alloc(host_len) {
+            Ok(host) => host.cast::<u64>(),
+            Err(e) => {
+                // SAFETY: allocated above, used by nothing yet.
+                let _ = unsafe { api::mem_free(device) };
+                return Err(error(e));
+            }
+        };
+        let chunk = Chunk {
+            nodes: Vec::new(),
+            device,
+            host,
+            host_device: 0,
+            collect,
+        };
+        let mut chunk = ChunkGuard(&self.context, Some(chunk));
+        let c = chunk.1.as_mut().expect("a chunk");
+        // SAFETY: `host` is live pinned memory of `host_len` bytes, `device` of `device_len`;
+        // the legacy stream is synchronized before the first launch can use them.
+        unsafe {
+            std::ptr::write_bytes(c.host.cast::<u8>(), 0, host_len);
+            c.host_device = api::mem_host_device_pointer(c.host.cast()).map_err(error)?;
+            api::memset_d8(c.device, 0, device_len).map_err(error)?;
+        }
+        api::stream_synchronize(std::ptr::null_mut()).map_err(error)?;
+        Ok(chunk.1.take().expect("a chunk"))
+    }
+
+    /// Adds one collector kernel node per chunk after `after` (the end event-record node).
+    /// The context is current.
+    ///
+    /// # Errors
+    /// A mapped driver error.
+    pub(super) fn add_collectors(
+        &self,
+        graph: sys::CUgraph,
+        after: sys::CUgraphNode,
+    ) -> Result<()> {
+        for chunk in &self.chunks {
+            let (mut times, mut ring, mut nodes) =
+                (chunk.device, chunk.host_device, chunk.nodes.len() as u32);
+            let mut pointers: [*mut c_void; 3] = [
+                (&raw mut times).cast(),
+                (&raw mut ring).cast(),
+                (&raw mut nodes).cast(),
+            ];
+            let params = sys::CUDA_KERNEL_NODE_PARAMS {
+                func: chunk.collect,
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: CHUNK_NODES as u32,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                kernelParams: pointers.as_mut_ptr(),
+                extra: std::ptr::null_mut(),
+                kern: std::ptr::null_mut(),
+                ctx: std::ptr::null_mut(),
+            };
+            // SAFETY: the three parameters of `hrx_collect_times`, each pointing at a live
+            // value of its type for the call (the driver copies them); the chunk's memory
+            // lives as long as the executable graph (this clock is owned by it).
+            unsafe { api::graph_add_kernel(graph, &[after], &params) }
+                .map_err(|e| self.context.error(e))?;
+        }
+        Ok(())
+    }
+
+    /// The number of the launch about to be made, counted.
+    pub(super) fn launched(&self) -> u64 {
+        self.launches.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Launch `launch`'s node times on `%globaltimer` as `(node, start, end)`, and the
+    /// collector's reading; `None` when its ring slot holds another launch (a launch that did
+    /// not finish, or one overwritten: more than [`TIME_RING`] launches unread).
+    fn read(&self, launch: u64, out: &mut Vec<(usize, u64, u64)>) -> Option<u64> {
+        let mut anchor = None;
+        for chunk in &self.chunks {
+            let n = chunk.nodes.len();
+            let slot = (launch % TIME_RING as u64) as usize * slot_words(n);
+            // SAFETY: the slot is inside the ring; the device finished writing it before the
+            // synchronize that precedes this read (volatile: the device writes it).
+            let word = |i: usize| unsafe { chunk.host.add(slot + i).read_volatile() };
+            if word(0) != launch + 1 {
+                return None;
+            }
+            anchor = anchor.max(Some(word(1)));
+            for (i, node) in chunk.nodes.iter().enumerate() {
+                let (start, end) = (word(2 + 2 * i), word(3 + 2 * i));
+                if start != 0 && end >= start {
+                    out.push((*node, start, end));
+                }
+            }
+        }
+        anchor
+    }
+}
+
+/// Frees a chunk that failed to initialise.
+struct ChunkGuard<'a>(&'a Arc<Context>, Option<Chunk>);
+
+impl Drop for ChunkGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(chunk) = self.1.take() {
+            free(self.0, &chunk);
+        }
+    }
+}
+
+/// Frees a chunk's memory (errors recorded on the context).
+fn free(context: &Context, chunk: &Chunk) {
+    // SAFETY: both were allocated for this chunk and nothing uses them any more (the
+    // executable graph, which launched them, is gone).
+    unsafe {
+        if let Err(error) = api::mem_free(chunk.device) {
+            context.record(error);
+        }
+        if let Err(error) = api::mem_free_host(chunk.host.cast()) {
+            context.record(error);
+        }
+    }
+}
+
+impl Drop for KernelClock {
+    fn drop(&mut self) {
+        if self.chunks.is_empty() || !self.context.enter_for_drop() {
+            return;
+        }
+        for chunk in &self.chunks {
+            free(&self.context, chunk);
+        }
+    }
+}
+
+/// Appends to `out` the node times of `launches` (each clock with a launch number), placed on
+/// the host clock inside `region`, the span of the batch that ran them: the latest collector
+/// reading falls on the region's end (module docs). Launches whose slot holds another launch
+/// give nothing.
+pub(super) fn place(
+    launches: &[(Arc<KernelClock>, u64)],
+    region: DeviceSpan,
+    out: &mut Vec<OpSpan>,
+) {
+    let mut times = Vec::new();
+    let mut anchor = None;
+    for (clock, launch) in launches {
+        let before = times.len();
+        match clock.read(*launch, &mut times) {
+            Some(reading) => anchor = anchor.max(Some(reading)),
+            None => times.truncate(before),
+        }
+    }
+    if let Some(anchor) = anchor {
+        out.extend(placed(times, anchor, region));
+    }
+}
+
+/// Node times `(node, start, end)` on `%globaltimer` placed on the host clock: `anchor` on
+/// `region`'s end, shifted later (not past the region's end) where the first would start
+/// before the region; in start order.
+fn placed(mut times: Vec<(usize, u64, u64)>, anchor: u64, region: DeviceSpan) -> Vec<OpSpan> {
+    let (Some(first), Some(last)) = (
+        times.iter().map(|t| t.1).min(),
+        times.iter().map(|t| t.2).max(),
+    ) else {
+        return Vec::new();
+    };
+    let offset = i128::from(region.end_ns) - i128::from(anchor);
+    let early = i128::from(region.start_ns) - (i128::from(first) + offset);
+    let room = i128::from(region.end_ns) - (i128::from(last) + offset);
+    let offset = offset + early.clamp(0, room.max(0));
+    let host = |t: u64| u64::try_from(i128::from(t) + offset).unwrap_or(0);
+    times.sort_by_key(|&(node, start, _)| (start, node));
+    times
+        .into_iter()
+        .map(|(index, start, end)| OpSpan {
+            index,
+            span: DeviceSpan {
+                start_ns: host(start),
+                end_ns: host(end),
+            },
+            device: true,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_sources_agree_with_the_host_on_the_layout() {
+        let source = crate::kernels::cuda_instrumented_source("hrx_blur_h").unwrap();
+        assert!(source.contains(&format!(
+            "#define HRX_TIME_LINES {}",
+            crate::kernels::TIME_NODE_WORDS / 16
+        )));
+        assert!(source.contains(&format!(
+            "#define HRX_TIME_RING {}",
+            crate::kernels::TIME_RING
+        )));
+        const { assert!(super::CHUNK_NODES <= 1024, "one collector block") };
+    }
+
+    use super::placed;
+    use crate::gpu::DeviceSpan;
+
+    fn region(start_ns: u64, end_ns: u64) -> DeviceSpan {
+        DeviceSpan { start_ns, end_ns }
+    }
+
+    #[test]
+    fn node_times_keep_their_durations_and_end_where_the_collector_read_the_clock() {
+        // Two kernels, 5 µs and 3 µs, the collector 1 µs after the second: region 10 µs.
+        let times = vec![
+            (3, 1_000_000_004_000, 1_000_000_007_000),
+            (1, 1_000_000_000_000, 1_000_000_005_000),
+        ];
+        let spans = placed(times, 1_000_000_008_000, region(50_000, 60_000));
+        let got: Vec<_> = spans
+            .iter()
+            .map(|s| (s.index, s.span.start_ns, s.span.end_ns))
+            .collect();
+        assert_eq!(got, [(1, 52_000, 57_000), (3, 56_000, 59_000)]);
+        assert!(spans.iter().all(|s| s.device));
+    }
+
+    #[test]
+    fn node_times_never_start_before_their_region() {
+        // The collector ran 3 µs late: placed by it alone the first would start 2 µs early.
+        let times = vec![(0, 100, 9_100)];
+        let spans = placed(times, 12_100, region(1_000, 10_000));
+        assert_eq!(
+            (spans[0].span.start_ns, spans[0].span.end_ns),
+            (1_000, 10_000)
+        );
+        // Longer than its region (clock steps): ends at the region's end, starts before it.
+        let spans = placed(vec![(0, 0, 20_000)], 20_000, region(5_000, 10_000));
+        assert_eq!((spans[0].span.start_ns, spans[0].span.end_ns), (0, 10_000));
+        assert!(placed(Vec::new(), 1, region(0, 1)).is_empty());
+    }
+}
