@@ -29,6 +29,9 @@
 //!   traced in turn, the trace flushed before each timed run, on fresh runtimes every
 //!   `HRX_BENCH_ROUNDS / HRX_BENCH_EPOCHS` rounds (default 10 epochs), since one runtime's
 //!   threads and memory placement shift all its rounds alike.
+//!   The traced turn of those rounds traces regions only (the plain kernels). Then rounds
+//!   whose control turn traces regions only and whose traced turn lets hrx's built-in kernels
+//!   time themselves (the default when traced): their paired ratio is what that timing costs.
 //!   The paired rounds again with kernel times on in the traced turn (CUPTI, issue 20):
 //!   what timing each operation costs beside region-only tracing. CUPTI's activity, once on,
 //!   covers the whole process, so those rounds' untraced turns pay it too: compare their
@@ -521,15 +524,30 @@ mod gpu {
         drop(traced);
         drop(untraced);
         // The ratio again, untraced, control and traced in turn round by round, on fresh
-        // runtimes every epoch.
+        // runtimes every epoch. Region-only tracing: the plain kernels.
         let paired = common::traced_rounds(
-            || cuda_options().graph_slots(8),
+            || cuda_options().graph_slots(8).builtin_kernel_times(false),
             dir.path(),
             &frames,
             rounds(),
             common::epochs(10),
         );
-        println!("pipeline_traced: {paired}");
+        println!("pipeline_traced (regions only): {paired}");
+        // Built-in kernels timing themselves (issue 20 point 4, the default when traced):
+        // the control turn traces regions only, so `against_control` is their cost.
+        let builtin = common::traced_rounds_against(
+            &|| cuda_options().graph_slots(8),
+            Some(&|| cuda_options().graph_slots(8).builtin_kernel_times(false)),
+            dir.path(),
+            &frames,
+            rounds(),
+            common::epochs(10),
+        );
+        println!(
+            "pipeline_traced with built-in kernel times: {builtin}\n  regions only (a) vs \
+             built-in kernel times (b), same rounds: {}",
+            builtin.against_control
+        );
         // Kernel times (issue 20): the traced turn also times each operation through CUPTI;
         // the same rounds, so its ratio stands beside region-only tracing's above.
         let kernel_times = common::traced_rounds(

@@ -123,6 +123,10 @@ pub struct TracedRounds {
     /// Untraced (a) vs a second untraced runtime (b): how far two runtimes of the same options
     /// differ, which bounds the ratio that `traced` can resolve.
     pub control: Interleaved,
+    /// The control turn (a) vs traced (b): where the control turn traces too
+    /// ([`traced_rounds_against`]), what the traced turn's options add to its.
+    #[allow(dead_code)] // read by the GPU bench only
+    pub against_control: Interleaved,
     /// Fresh sets of runtimes the rounds were spread over.
     pub epochs: usize,
 }
@@ -140,6 +144,20 @@ pub fn traced_rounds(
     rounds: usize,
     epochs: usize,
 ) -> TracedRounds {
+    traced_rounds_against(&options, None, dir, frames, rounds, epochs)
+}
+
+/// [`traced_rounds`] whose control turn, given `control`, is a runtime of those options
+/// tracing into the same file: `against_control` then pairs two ways of tracing round by
+/// round (a cost too small for two separate sets of rounds to resolve).
+pub fn traced_rounds_against(
+    options: &dyn Fn() -> RuntimeOptions,
+    control_options: Option<&dyn Fn() -> RuntimeOptions>,
+    dir: &Path,
+    frames: &[Frame],
+    rounds: usize,
+    epochs: usize,
+) -> TracedRounds {
     let (width, height) = (frames[0].width, frames[0].height);
     let epochs = epochs.clamp(1, rounds.max(1));
     let mut times = [Vec::new(), Vec::new(), Vec::new()];
@@ -152,8 +170,9 @@ pub fn traced_rounds(
         let mut runtimes: [Option<Runtime>; 3] = [None, None, None];
         for turn in 0..3 {
             let i = (epoch + turn) % 3;
-            let runtime_options = match i {
-                2 => options().recorder(recorder.clone()),
+            let runtime_options = match (i, control_options) {
+                (2, _) => options().recorder(recorder.clone()),
+                (1, Some(control)) => control().recorder(recorder.clone()),
                 _ => options(),
             };
             runtimes[i] = Some(Runtime::new(runtime_options).expect("runtime"));
@@ -193,6 +212,7 @@ pub fn traced_rounds(
     }
     let [untraced, control, traced] = times;
     TracedRounds {
+        against_control: Interleaved::new(control.clone(), traced.clone()),
         traced: Interleaved::new(untraced.clone(), traced),
         control: Interleaved::new(untraced, control),
         epochs,

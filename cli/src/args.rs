@@ -236,11 +236,18 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["delay", "duration"])]
     pub capture_range: Option<String>,
 
-    /// Time each operation of a native graph or copy batch on the device (HRX_TRACE_KERNELS=1):
+    /// Time every operation of a native graph or copy batch on the device (HRX_TRACE_KERNELS=1):
     /// on CUDA through CUPTI (libcupti, found in CUDA_HOME or HRX_CUPTI_PATH), at a cost per
-    /// launch; the software device times every operation of a traced run anyway.
-    #[arg(long)]
+    /// launch. Without it hrx's built-in kernels time themselves (on CUDA, a few ns a block);
+    /// the software device times every operation of a traced run anyway.
+    #[arg(long, conflicts_with = "no_kernel_times")]
     pub kernel_times: bool,
+
+    /// Regions only on CUDA (HRX_TRACE_KERNELS=0): launch the plain builds of hrx's built-in
+    /// kernels, which do not time themselves (the software device still times its operations,
+    /// two clock readings each).
+    #[arg(long)]
+    pub no_kernel_times: bool,
 
     /// Record the submissions submitted from S seconds after the trace session starts (the
     /// first hrx runtime's creation): `time:S..` (with --duration, `time:S..S+D`).

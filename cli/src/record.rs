@@ -143,6 +143,8 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     if args.kernel_times {
         command.env("HRX_TRACE_KERNELS", "1");
+    } else if args.no_kernel_times {
+        command.env("HRX_TRACE_KERNELS", "0");
     }
     if crate::traces::per_process(&args.output) {
         command.env_remove(hrx_capture::TRACE_SESSION_ENV);

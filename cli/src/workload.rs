@@ -135,6 +135,9 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
         .backend(backend)
         .trace(trace_path)
         .kernel_times(args.kernel_times);
+    if args.no_kernel_times {
+        options = options.builtin_kernel_times(false);
+    }
     if let Some(range) = range {
         options = options.trace_range(range);
     }

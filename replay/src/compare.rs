@@ -839,10 +839,18 @@ pub(crate) fn report(
                 .into(),
         );
     }
-    if options.per_op && !options.isolated && backend == "cuda" {
+    if options.per_op
+        && !options.isolated
+        && backend == "cuda"
+        && plan
+            .runtimes
+            .iter()
+            .any(crate::execute::times_more_than_kernels)
+    {
         notes.push(
             "--per-op on CUDA times operations with CUPTI's kernel activity during the \
-             replays, which slows launches: their region times carry that cost (--isolated \
+             replays, as the capture did (it timed copies or fills: recorded with kernel \
+             times), which slows launches: their region times carry that cost (--isolated \
              times operations without it)"
                 .into(),
         );

@@ -780,6 +780,50 @@ fn hrx_trace_kernels_is_validated() {
     assert!(ops > 0, "the software device timed the operations");
 }
 
+/// `--kernel-times` and `--no-kernel-times` contradict each other: refused before anything
+/// runs; `--no-kernel-times` hands a program `HRX_TRACE_KERNELS=0` (regions only).
+#[test]
+fn kernel_times_switches_conflict_and_reach_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args([
+            "record",
+            "--kernel-times",
+            "--no-kernel-times",
+            "--",
+            "sh",
+            "-c",
+            "touch ran",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--no-kernel-times"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("ran").exists());
+    for (flag, value) in [("--no-kernel-times", "0"), ("--kernel-times", "1")] {
+        let out = hrx_trace(dir.path())
+            .args([
+                "record",
+                flag,
+                "--",
+                "sh",
+                "-c",
+                "printf %s \"$HRX_TRACE_KERNELS\" > seen",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("seen")).unwrap(),
+            value
+        );
+    }
+}
+
 /// A mistyped `HRX_TRACE_CLOCK` is refused by name (it fell back to the TSC silently).
 #[test]
 fn hrx_trace_clock_is_validated() {

@@ -26,6 +26,7 @@
 
 mod build;
 mod open;
+pub(crate) use open::times_more_than_kernels;
 mod read_back;
 mod session;
 mod timing;

@@ -89,6 +89,18 @@ pub(super) fn placement(placement: s::Placement) -> Placement {
     }
 }
 
+/// Whether the capture timed operations other than kernels (copies, fills): it was recorded
+/// with kernel times (CUPTI), which the repeats then use too, so both sides are measured
+/// alike.
+pub(crate) fn times_more_than_kernels(plan: &RuntimePlan<'_>) -> bool {
+    plan.op_times.keys().any(|&(graph, node)| {
+        plan.graphs[graph]
+            .ops
+            .get(node as usize)
+            .is_some_and(|op| !matches!(op.op, s::OpKind::Kernel { .. }))
+    })
+}
+
 /// A fresh runtime recording into a memory sink.
 pub(super) fn open_runtime(
     plan: &RuntimePlan<'_>,
@@ -114,9 +126,11 @@ pub(super) fn open_runtime(
         .trace_contents(contents)
         // Digest everything: the comparison looks up whatever the capture digested.
         .trace_digests(TraceDigests::All)
-        // Operations timed inside their graphs (`--per-op`): on CUDA that is CUPTI's kernel
-        // activity, on for the repeats; the software device times them anyway.
-        .kernel_times(options.per_op && !options.isolated)
+        // Operations timed inside their graphs (`--per-op`): hrx's built-in kernels time
+        // themselves whenever traced; CUPTI's activity (CUDA) only where the capture timed
+        // other operations too, as a capture with kernel times does. The software device times
+        // them anyway.
+        .kernel_times(options.per_op && !options.isolated && times_more_than_kernels(plan))
         // The replayed run is what the trace and the options say, not the environment.
         .environment(false)
         .recorder(recorder.clone());
