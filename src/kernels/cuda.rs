@@ -344,9 +344,9 @@ pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
 pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed";
 /// The entry that folds a launch's node times into the host ring ([`timing_source`]).
 pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times";
-/// 128-byte lines of one timed node: block `b` adds its start and end to line `b % TIME_LINES`,
-/// so a grid's thousands of atomics spread over as many L2 slices.
-pub(crate) const TIME_LINES: usize = 16;
+/// 128-byte lines of one timed node: block `b` adds its end to line `b % TIME_LINES`, so a
+/// grid's thousands of atomics spread over as many L2 slices (one warp's lanes fold them).
+pub(crate) const TIME_LINES: usize = 32;
 /// Words of one timed node's lines.
 pub(crate) const TIME_NODE_WORDS: usize = TIME_LINES * 16;
 /// Launches a host ring holds before a slot is reused.
@@ -355,68 +355,80 @@ pub(crate) const TIME_RING: usize = 16;
 /// Device-side timing, appended to each built-in kernel's source for its timed entry and the
 /// collector ([`instrumented`]).
 ///
-/// A timed entry's thread 0 of each block reads `%globaltimer` (ns, on the H200 in 32 ns
-/// steps: BENCHMARKS.md) before the kernel's body and after the block's last thread left it,
-/// and folds both into its node's lines with fire-and-forget atomics (the maximum of `~start`,
-/// the maximum of `end`): no block waits on a round trip, so the kernel runs as the plain entry
-/// does but for two timer reads and two reductions a block. A node's time is then the first
-/// block's start to the last block's end.
+/// A timed entry reads `%globaltimer` (ns; on the H200 in 32 ns steps: BENCHMARKS.md) in
+/// thread 0 of the first [`TIME_LINES`] blocks before the kernel's body (block `b` into line
+/// `b`: the blocks dispatched first, so the first to start is among them) and of every block
+/// after its last thread left the body (block `b` into line `b % TIME_LINES`), folded with
+/// fire-and-forget atomics (the maximum of `~start`, the maximum of `end`): no block waits on
+/// a round trip, and a line sees a few hundred atomics per launch of the pipeline's kernels.
+/// A node's time is the first block's start to the last block's end: the kernel's execution,
+/// not the launch before it or the drain after it (which Nsight Compute's
+/// `gpu__time_duration` includes).
 ///
 /// `hrx_collect_times` runs after the graph's end event-record node (outside the region's
-/// measured time): it folds each node's lines into one start and end, zeroes them for the next
-/// launch, and writes them, with its own `%globaltimer` reading (the host maps the graph's
-/// device times onto the region's span through it) and the launch's number plus one, into slot
-/// `launch % TIME_RING` of a ring in mapped host memory: per slot `2 + 2 * nodes` words, `[launch
-/// + 1, now, start_0, end_0, ...]` (0: a node that did not run).
+/// measured time), one warp per node and one lane per line: it folds each node's lines into
+/// one start and end, zeroes them for the next launch (the next launch of the executable graph
+/// runs after this one: `cuGraphLaunch`), and writes them, with its own `%globaltimer` reading
+/// (the host maps the graph's device times onto the region's span through it) and the launch's
+/// number plus one, into slot `launch % TIME_RING` of a ring in mapped host memory: per slot `2
+/// + 2 * nodes` words, `[launch + 1, now, start_0, end_0, ...]` (0: a node that did not run).
+/// The host reads the slot only after the stream's synchronize, which the collector's writes
+/// precede, so they need no fences.
 const TIMING: &str = r#"
-#define HRX_TIME_LINES 16
+#define HRX_TIME_LINES 32
 #define HRX_TIME_RING 16
 __device__ __forceinline__ u64 hrx_globaltimer() {
     u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-__device__ __forceinline__ u64* hrx_time_line(u64* times) {
-    const u32 block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return times + (block % HRX_TIME_LINES) * 16;
+__device__ __forceinline__ u32 hrx_block() {
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
 __device__ __forceinline__ bool hrx_thread0() {
     return (threadIdx.x | threadIdx.y | threadIdx.z) == 0;
 }
+/* The first blocks dispatched (one per line, so no two contend) give the start. */
 __device__ __forceinline__ void hrx_time_begin(u64* times) {
-    if (hrx_thread0()) atomicMax(hrx_time_line(times), ~hrx_globaltimer());
+    const u32 block = hrx_block();
+    if (block < HRX_TIME_LINES && hrx_thread0()) atomicMax(times + block * 16, ~hrx_globaltimer());
 }
+/* Every block gives its end, once its last thread left the body. */
 __device__ __forceinline__ void hrx_time_end(u64* times) {
     __syncthreads();
-    if (hrx_thread0()) atomicMax(hrx_time_line(times) + 1, hrx_globaltimer());
+    if (hrx_thread0()) atomicMax(times + (hrx_block() % HRX_TIME_LINES) * 16 + 1, hrx_globaltimer());
 }
+/* One warp per node, one lane per line: the lines are read at once and folded by shuffles. */
 extern "C" __global__ void hrx_collect_times(u64* times, u64* ring, u32 nodes) {
-    __shared__ u64 now, launch;
-    volatile u64* counter = times + (u64)nodes * HRX_TIME_LINES * 16;
+    __shared__ u64 launch;
+    const u32 node = threadIdx.x / 32, lane = threadIdx.x % 32;
+    u64 now = 0;
     if (threadIdx.x == 0) {
         now = hrx_globaltimer();
+        u64* counter = times + (u64)nodes * HRX_TIME_LINES * 16;
         launch = *counter;
         *counter = launch + 1;
     }
-    __syncthreads();
-    volatile u64* slot = ring + (launch % HRX_TIME_RING) * (2 + 2 * (u64)nodes);
-    for (u32 n = threadIdx.x; n < nodes; n += blockDim.x) {
-        volatile u64* lines = times + (u64)n * HRX_TIME_LINES * 16;
-        u64 start = 0, end = 0;
-        for (u32 k = 0; k < HRX_TIME_LINES; ++k) {
-            start = max(start, lines[16 * k]);
-            end = max(end, lines[16 * k + 1]);
-            lines[16 * k] = 0;
-            lines[16 * k + 1] = 0;
-        }
-        slot[2 + 2 * n] = start == 0 ? 0 : ~start;
-        slot[3 + 2 * n] = end;
+    u64 start = 0, end = 0;
+    if (node < nodes) {
+        u64* line = times + ((u64)node * HRX_TIME_LINES + lane) * 16;
+        start = line[0];
+        end = line[1];
+        line[0] = 0;
+        line[1] = 0;
+    }
+    for (u32 d = 16; d > 0; d /= 2) {
+        start = max(start, __shfl_xor_sync(0xffffffffu, start, d));
+        end = max(end, __shfl_xor_sync(0xffffffffu, end, d));
     }
     __syncthreads();
+    u64* slot = ring + (launch % HRX_TIME_RING) * (2 + 2 * (u64)nodes);
+    if (node < nodes && lane == 0) {
+        slot[2 + 2 * node] = start == 0 ? 0 : ~start;
+        slot[3 + 2 * node] = end;
+    }
     if (threadIdx.x == 0) {
-        __threadfence_system();
         slot[1] = now;
-        __threadfence_system();
         slot[0] = launch + 1;
     }
 }

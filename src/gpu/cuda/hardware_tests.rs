@@ -416,7 +416,7 @@ fn hardware_kernel_times() {
 /// Built-in kernels that time themselves (`%globaltimer`, no CUPTI): a memset and two
 /// kernels, launched five times, give each launch one span per kernel (not the memset), by
 /// node, in order, inside the launch's event span, and the timed entries compute what the
-/// plain ones do; a graph of 70 kernels (two chunks of timed nodes) gives 70 spans. Prints
+/// plain ones do; a graph of 70 kernels (three chunks of timed nodes) gives 70 spans. Prints
 /// the spans for the H200 run's log.
 #[test]
 fn hardware_builtin_kernel_times() {
@@ -503,7 +503,7 @@ fn hardware_builtin_kernel_times() {
             .all(|w| w == 0xDEAD_BEEFu32.to_le_bytes())
     );
 
-    // 70 kernels in a chain: two chunks of timed nodes, both collected.
+    // 70 kernels in a chain: three chunks of timed nodes, each collected.
     let small = crate::kernels::iota(1024, 0, 1);
     let mut graph = stream.graph().unwrap();
     let mut last = Vec::new();

@@ -28,8 +28,8 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Timed nodes per chunk: one collector launch folds a chunk.
-const CHUNK_NODES: usize = 64;
+/// Timed nodes per chunk: one collector launch folds a chunk, a warp a node.
+const CHUNK_NODES: usize = 32;
 
 /// Words of one ring slot of a chunk of `nodes` timed nodes.
 const fn slot_words(nodes: usize) -> usize {
@@ -160,7 +160,7 @@ impl KernelClock {
                 gridDimX: 1,
                 gridDimY: 1,
                 gridDimZ: 1,
-                blockDimX: CHUNK_NODES as u32,
+                blockDimX: 32 * chunk.nodes.len() as u32,
                 blockDimY: 1,
                 blockDimZ: 1,
                 sharedMemBytes: 0,
@@ -306,11 +306,14 @@ mod tests {
             "#define HRX_TIME_LINES {}",
             crate::kernels::TIME_NODE_WORDS / 16
         )));
+        assert!(source.contains("extern \"C\" __global__ void hrx_blur_h__hrx_timed(const u8* input, u8* out, u32 width, u32 height, u64* hrx_times)"));
+        assert!(source.contains("hrx_blur_h__body(input, out, width, height);"));
         assert!(source.contains(&format!(
             "#define HRX_TIME_RING {}",
             crate::kernels::TIME_RING
         )));
-        const { assert!(super::CHUNK_NODES <= 1024, "one collector block") };
+        const { assert!(super::CHUNK_NODES * 32 <= 1024, "one collector block") };
+        assert_eq!(crate::kernels::TIME_NODE_WORDS, 32 * 16, "a lane per line");
     }
 
     use super::placed;
