@@ -68,8 +68,8 @@ def ncu_times(path):
             continue
         # A self-timing build is the same kernel (issue 20 point 4); the collector is hrx's
         # capture work, not a pipeline kernel.
-        name = row["Kernel Name"].split("(")[0].strip().removesuffix("__hrx_timed")
-        if name == "hrx_collect_times":
+        name = row["Kernel Name"].split("(")[0].strip().removesuffix("__hrx_timed_v1")
+        if name == "hrx_collect_times_v1":
             continue
         value = float(row["Metric Value"].replace(",", ""))
         by_name.setdefault(name, []).append(value * UNITS.get(row["Metric Unit"], 1))

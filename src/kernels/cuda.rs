@@ -334,16 +334,25 @@ pub(super) const SOURCES: &[CudaKernelSource] = &[
     source("hrx_fail", 1, 1, FAIL),
 ];
 
+/// Whether PTX declares a self-timing entry and the collector of this build's layout.
+pub(super) fn declares_timed_entry(ptx: &[u8]) -> bool {
+    let contains = |needle: &[u8]| ptx.windows(needle.len()).any(|w| w == needle);
+    contains(format!("{TIMED_SUFFIX}(").as_bytes())
+        && contains(format!(".entry {COLLECT_ENTRY}(").as_bytes())
+}
+
 /// The CUDA source of a built-in kernel.
 pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
     SOURCES.iter().find(|s| s.entry == entry)
 }
 
-/// Suffix of a built-in kernel's self-timing entry: `hrx_blur_h__hrx_timed` takes
-/// `hrx_blur_h`'s parameters, then `u64* times` (its node's lines, [`TIME_LINES`] below).
-pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed";
+/// Suffix of a built-in kernel's self-timing entry: `hrx_blur_h__hrx_timed_v1` takes
+/// `hrx_blur_h`'s parameters, then `u64* times` (its node's lines, [`TIME_LINES`] below). The
+/// version names the layout of the lines and the ring: a trace keeps its PTX, so a replay
+/// launches only entries whose layout it allocates for.
+pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed_v1";
 /// The entry that folds a launch's node times into the host ring ([`timing_source`]).
-pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times";
+pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times_v1";
 /// 128-byte lines of one timed node: block `b` adds its end to line `b % TIME_LINES`, so a
 /// grid's thousands of atomics spread over as many L2 slices (one warp's lanes fold them).
 pub(crate) const TIME_LINES: usize = 32;
@@ -365,8 +374,8 @@ pub(crate) const TIME_RING: usize = 16;
 /// not the launch before it or the drain after it (which Nsight Compute's
 /// `gpu__time_duration` includes).
 ///
-/// `hrx_collect_times` runs after the graph's end event-record node (outside the region's
-/// measured time), one warp per node and one lane per line: it folds each node's lines into
+/// `hrx_collect_times_v1` runs after the graph's end event-record node (outside the region's
+/// measured time: the runtime synchronizes after each launch), one warp per node and one lane per line: it folds each node's lines into
 /// one start and end, zeroes them for the next launch (the next launch of the executable graph
 /// runs after this one: `cuGraphLaunch`), and writes them, with its own `%globaltimer` reading
 /// (the host maps the graph's device times onto the region's span through it) and the launch's
@@ -399,7 +408,7 @@ __device__ __forceinline__ void hrx_time_end(u64* times) {
     if (hrx_thread0()) atomicMax(times + (hrx_block() % HRX_TIME_LINES) * 16 + 1, hrx_globaltimer());
 }
 /* One warp per node, one lane per line: the lines are read at once and folded by shuffles. */
-extern "C" __global__ void hrx_collect_times(u64* times, u64* ring, u32 nodes) {
+extern "C" __global__ void hrx_collect_times_v1(u64* times, u64* ring, u32 nodes) {
     __shared__ u64 launch;
     const u32 node = threadIdx.x / 32, lane = threadIdx.x % 32;
     u64 now = 0;
@@ -438,6 +447,9 @@ extern "C" __global__ void hrx_collect_times(u64* times, u64* ring, u32 nodes) {
 /// becomes an inlined device function that the plain entry (same name and parameters as
 /// before) and the timed entry ([`TIMED_SUFFIX`]) both call. `None` when the source does not
 /// declare the entry as expected.
+///
+/// The timed entry adds a `__syncthreads` after the body: a body's `return` must be taken by
+/// whole blocks (as every built-in kernel's is) or not before a barrier of its own.
 pub(super) fn instrumented(source: &CudaKernelSource) -> Option<String> {
     let entry = source.entry;
     let header = format!("extern \"C\" __global__ void {entry}(");

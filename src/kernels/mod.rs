@@ -110,6 +110,13 @@ pub(crate) fn cuda_instrumented_source(entry: &str) -> Option<String> {
     cuda::lookup(entry).and_then(cuda::instrumented)
 }
 
+/// Whether a kernel's PTX (as a trace stores it) has the self-timing entry of this build's
+/// layout, so that a traced CUDA runtime times it without CUPTI
+/// ([`crate::RuntimeOptions::builtin_kernel_times`]).
+pub fn declares_timed_entry(ptx: &[u8]) -> bool {
+    cuda::declares_timed_entry(ptx)
+}
+
 /// Parameter counts `(bindings, constant words)` of a built-in kernel's CUDA source.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn cuda_parameters(entry: &str) -> Option<(usize, usize)> {

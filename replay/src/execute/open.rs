@@ -89,15 +89,34 @@ pub(super) fn placement(placement: s::Placement) -> Placement {
     }
 }
 
-/// Whether the capture timed operations other than kernels (copies, fills): it was recorded
-/// with kernel times (CUPTI), which the repeats then use too, so both sides are measured
-/// alike.
+/// Whether the capture timed operations that hrx's self-timing kernels cannot time: copies,
+/// fills, kernels whose stored code has no self-timing entry (an older trace, PTX that hrx
+/// did not compile). It was recorded with kernel times (CUPTI), which the repeats then use
+/// too. (A capture with kernel times of self-timing kernels alone cannot be told apart: its
+/// repeats time them by `%globaltimer`.)
 pub(crate) fn times_more_than_kernels(plan: &RuntimePlan<'_>) -> bool {
     plan.op_times.keys().any(|&(graph, node)| {
         plan.graphs[graph]
             .ops
             .get(node as usize)
-            .is_some_and(|op| !matches!(op.op, s::OpKind::Kernel { .. }))
+            .is_some_and(|op| match op.op {
+                s::OpKind::Kernel { kernel } => !plan
+                    .kernel_index
+                    .get(&kernel)
+                    .and_then(|&k| plan.kernels[k].code)
+                    .is_some_and(hrx::kernels::declares_timed_entry),
+                _ => true,
+            })
+    })
+}
+
+/// Whether the capture timed any of its kernels.
+fn times_kernels(plan: &RuntimePlan<'_>) -> bool {
+    plan.op_times.keys().any(|&(graph, node)| {
+        plan.graphs[graph]
+            .ops
+            .get(node as usize)
+            .is_some_and(|op| matches!(op.op, s::OpKind::Kernel { .. }))
     })
 }
 
@@ -131,6 +150,10 @@ pub(super) fn open_runtime(
         // other operations too, as a capture with kernel times does. The software device times
         // them anyway.
         .kernel_times(options.per_op && !options.isolated && times_more_than_kernels(plan))
+        // Built-in kernels time themselves in the repeats only where the capture timed its
+        // kernels: a capture of regions only replays the plain builds, so that its regions
+        // compare like with like.
+        .builtin_kernel_times(times_kernels(plan))
         // The replayed run is what the trace and the options say, not the environment.
         .environment(false)
         .recorder(recorder.clone());

@@ -53,6 +53,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuModuleLoadData",
     "cuModuleGetFunction",
     "cuModuleUnload",
+    "cuFuncGetAttribute",
 ];
 
 /// The name of the first symbol in [`SYMBOLS`] that libcuda lacks.
@@ -467,6 +468,21 @@ pub fn module_function(module: CUmodule, name: &CStr) -> CuResult<CUfunction> {
         sys::cuModuleGetFunction(&mut function, module, name.as_ptr())
     })?;
     Ok(function)
+}
+
+/// [`cuFuncGetAttribute`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html)
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: the largest block `function` launches with.
+pub fn function_max_threads(function: CUfunction) -> CuResult<u32> {
+    let mut threads = 0;
+    // SAFETY: a live function; writes one int.
+    check("cuFuncGetAttribute", unsafe {
+        sys::cuFuncGetAttribute(
+            &mut threads,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            function,
+        )
+    })?;
+    Ok(u32::try_from(threads).unwrap_or(0))
 }
 
 /// [`cuModuleUnload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html)

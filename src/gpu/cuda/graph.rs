@@ -256,8 +256,9 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         // A timed graph launches a built-in kernel's timed entry: one more parameter, its
         // node's lines.
         let mut lines: sys::CUdeviceptr = 0;
+        let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
         let function = match (&mut self.clock, kernel.timed) {
-            (Some(clock), Some(timed)) => {
+            (Some(clock), Some(timed)) if threads <= u64::from(timed.max_threads) => {
                 self.context.enter()?;
                 lines = clock.next_lines(timed.collect)?;
                 parameters.push((&raw mut lines).cast());

@@ -1,6 +1,7 @@
 //! Kernels: PTX from a spec or compiled from a built-in CUDA C source with NVRTC, loaded per
 //! context.
 
+use super::api;
 use super::context::Context;
 use crate::gpu::NativeKernel;
 use crate::sync::lock;
@@ -58,6 +59,9 @@ pub(super) fn compile(entry: &str, source: &str) -> Result<Arc<str>> {
 pub(super) struct TimedEntry {
     pub(super) function: sys::CUfunction,
     pub(super) collect: sys::CUfunction,
+    /// Its largest block (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`): it needs a few more
+    /// registers than the plain entry, so a larger block launches the plain one.
+    pub(super) max_threads: u32,
 }
 
 /// The timed entry of `entry` in the module of `ptx`, where the PTX declares both it and the
@@ -67,13 +71,16 @@ pub(super) struct TimedEntry {
 pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Option<TimedEntry> {
     use crate::kernels::{COLLECT_ENTRY, TIMED_SUFFIX};
     let timed = format!("{entry}{TIMED_SUFFIX}");
-    let declares = |name: &str| ptx.contains(&format!(".entry {name}("));
-    if !declares(&timed) || !declares(COLLECT_ENTRY) {
+    if !ptx.contains(&format!(".entry {timed}("))
+        || !crate::kernels::declares_timed_entry(ptx.as_bytes())
+    {
         return None;
     }
+    let function = context.function(ptx, &timed).ok()?;
     Some(TimedEntry {
-        function: context.function(ptx, &timed).ok()?,
+        function,
         collect: context.function(ptx, COLLECT_ENTRY).ok()?,
+        max_threads: api::function_max_threads(function).ok()?,
     })
 }
 

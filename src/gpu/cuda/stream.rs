@@ -157,6 +157,8 @@ impl CudaStream {
     /// Synchronizes, and times the batch when timed.
     fn synchronize_batch(&mut self) -> Result<()> {
         let Some(batch) = self.batch.take() else {
+            // Untimed: no span, so no operation times are placed in an earlier one.
+            self.last = None;
             return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
         };
         self.last = None;
@@ -179,6 +181,12 @@ impl Drop for CudaStream {
     fn drop(&mut self) {
         if !self.context.enter_for_drop() {
             return;
+        }
+        // A collector still running writes memory its clock frees when dropped after this.
+        if !self.clocked.is_empty()
+            && let Err(error) = api::stream_synchronize(self.raw)
+        {
+            self.context.record(error);
         }
         for event in [self.start, self.end] {
             if !event.is_null()

@@ -6,8 +6,11 @@
 //! folds the first start and the last end into its node's lines in device memory. A timed graph
 //! (a traced runtime, kernel times through CUPTI off) launches those entries; after its end
 //! event-record node a collector kernel per [`Chunk`] folds the lines into a ring in mapped host
-//! memory, so the launch's region time (start to end event) never includes that work. After
-//! the stream's synchronize the host reads the launch's ring slot.
+//! memory, so the launch's region time (start to end event) never includes that work (the
+//! runtime synchronizes after each region's launch; of several launches before one synchronize,
+//! the later ones' spans would include the earlier collectors). After the stream's synchronize
+//! the host reads the launch's ring slot: a slot is reused after [`TIME_RING`] launches of the
+//! graph, far more than can be in flight unread.
 //!
 //! Placement: `%globaltimer` is its own clock (ns, not the host's). The collector reads it
 //! right after the end event, so each launch carries a reading taken where its region ends;
@@ -301,12 +304,24 @@ fn placed(mut times: Vec<(usize, u64, u64)>, anchor: u64, region: DeviceSpan) ->
 mod tests {
     #[test]
     fn the_sources_agree_with_the_host_on_the_layout() {
+        for entry in crate::kernels::builtin_entries() {
+            if crate::kernels::cuda_source(entry).is_none() {
+                continue;
+            }
+            let source = crate::kernels::cuda_instrumented_source(entry)
+                .unwrap_or_else(|| panic!("{entry}: its source rewrites"));
+            assert!(source.contains(&format!("void {entry}__body(")), "{entry}");
+            assert!(
+                source.contains(&format!("void {entry}{}(", crate::kernels::TIMED_SUFFIX)),
+                "{entry}"
+            );
+        }
         let source = crate::kernels::cuda_instrumented_source("hrx_blur_h").unwrap();
         assert!(source.contains(&format!(
             "#define HRX_TIME_LINES {}",
             crate::kernels::TIME_NODE_WORDS / 16
         )));
-        assert!(source.contains("extern \"C\" __global__ void hrx_blur_h__hrx_timed(const u8* input, u8* out, u32 width, u32 height, u64* hrx_times)"));
+        assert!(source.contains("extern \"C\" __global__ void hrx_blur_h__hrx_timed_v1(const u8* input, u8* out, u32 width, u32 height, u64* hrx_times)"));
         assert!(source.contains("hrx_blur_h__body(input, out, width, height);"));
         assert!(source.contains(&format!(
             "#define HRX_TIME_RING {}",
