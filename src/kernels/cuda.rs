@@ -375,14 +375,14 @@ pub(crate) const TIME_RING: usize = 16;
 /// `gpu__time_duration` includes).
 ///
 /// `hrx_collect_times_v1` runs after the graph's end event-record node (outside the region's
-/// measured time: the runtime synchronizes after each launch), one warp per node and one lane per line: it folds each node's lines into
-/// one start and end, zeroes them for the next launch (the next launch of the executable graph
-/// runs after this one: `cuGraphLaunch`), and writes them, with its own `%globaltimer` reading
-/// (the host maps the graph's device times onto the region's span through it) and the launch's
-/// number plus one, into slot `launch % TIME_RING` of a ring in mapped host memory: per slot `2
-/// + 2 * nodes` words, `[launch + 1, now, start_0, end_0, ...]` (0: a node that did not run).
-/// The host reads the slot only after the stream's synchronize, which the collector's writes
-/// precede, so they need no fences.
+/// measured time: the runtime synchronizes after each launch), one warp per node and one lane per
+/// line: it folds each node's lines into one start and end, zeroes them for the next launch (the
+/// next launch of the executable graph runs after this one: `cuGraphLaunch`), and writes them, with
+/// its own `%globaltimer` reading (the host maps the graph's device times onto the region's span
+/// through it) and the launch's number plus one, into slot `launch % TIME_RING` of a ring in mapped
+/// host memory: per slot `2 + 2 * nodes` words, `[launch + 1, now, start_0, end_0, ...]` (0: a node
+/// that did not run). The host reads the slot only after the stream's synchronize, which the
+/// collector's writes precede, so they need no fences.
 const TIMING: &str = r#"
 #define HRX_TIME_LINES 32
 #define HRX_TIME_RING 16
