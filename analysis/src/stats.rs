@@ -140,6 +140,25 @@ pub struct OperationTimes {
     pub unplaced: u64,
     /// Timed runs of native-graph regions (whose operations a backend could time).
     pub native_graph_runs: u64,
+    /// Operations of those runs (each run counts its region's operations).
+    #[serde(default)]
+    pub native_graph_ops: u64,
+    /// Operation timings of native-graph regions (`recorded` also counts copy batches').
+    #[serde(default)]
+    pub native_graph_timed: u64,
+}
+
+impl OperationTimes {
+    /// Operations of timed native-graph runs that have no time of their own, where the trace
+    /// times some operations: on CUDA only the built-in kernels time themselves unless kernel
+    /// times (CUPTI) were on; a failed run's operations after the failing one never ran.
+    pub fn untimed_native_ops(&self) -> u64 {
+        if self.recorded == 0 {
+            return 0;
+        }
+        self.native_graph_ops
+            .saturating_sub(self.native_graph_timed)
+    }
 }
 
 /// Utilisation of one lane.
@@ -671,8 +690,10 @@ impl Visitor for StatsVisitor {
         let first = self.first_ns.get_or_insert(span.start_ns);
         *first = (*first).min(span.start_ns);
         self.last_ns = self.last_ns.max(span.end_ns);
-        if index.region(span.region).kind == RegionKind::NativeGraph {
+        let info = index.region(span.region);
+        if info.kind == RegionKind::NativeGraph {
             self.op_times.native_graph_runs += 1;
+            self.op_times.native_graph_ops += info.nodes.len() as u64;
         }
         let key = (span.runtime, span.submission, span.region);
         let timed = Timed::of(span);
@@ -692,6 +713,9 @@ impl Visitor for StatsVisitor {
 
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
         self.op_times.recorded += 1;
+        if index.region(span.region).kind == RegionKind::NativeGraph {
+            self.op_times.native_graph_timed += 1;
+        }
         let key = (span.runtime, span.submission, span.region);
         let timed = Timed::of(span);
         if let Some(&outcome) = self.settled.get(&key) {
@@ -1536,6 +1560,30 @@ mod tests {
         assert_eq!((t.recorded, t.failed, t.device), (20, 0, 20));
         assert_eq!(t.native_graph_runs, 10);
         assert!(stats.kernels.iter().any(|k| k.name == "blur +1"));
+    }
+
+    /// Where the trace times some operations of a native graph and not others (on CUDA, the
+    /// built-in kernels time themselves, a fill does not), the others are counted as having
+    /// no time; a trace that times all of them, or none, counts none.
+    #[test]
+    fn operations_of_native_graph_runs_without_a_time_are_counted() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let all: Vec<Record> =
+            crate::synthetic::with_op_timings(crate::synthetic::pipeline(spec.clone())).collect();
+        let (stats, _) = stats_of(&all);
+        let t = stats.op_times;
+        assert_eq!((t.native_graph_runs, t.native_graph_ops), (10, 20));
+        assert_eq!((t.native_graph_timed, t.untimed_native_ops()), (20, 0));
+        let some: Vec<Record> = all
+            .iter()
+            .filter(|r| !matches!(r, Record::OpTiming(o) if o.node.0 == 2))
+            .cloned()
+            .collect();
+        let (stats, _) = stats_of(&some);
+        assert_eq!(stats.op_times.untimed_native_ops(), 10);
+        let none: Vec<Record> = crate::synthetic::pipeline(spec).collect();
+        let (stats, _) = stats_of(&none);
+        assert_eq!(stats.op_times.untimed_native_ops(), 0);
     }
 
     /// Operation timings recorded after their region's success (as the software device

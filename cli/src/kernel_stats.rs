@@ -48,9 +48,11 @@
 //!                  ("kind" "kernel") or operation kind ("fill", "copy", "scoped", "host"),
 //!                  from operation timings; empty without them,
 //!  "operation_times": {"recorded", "failed", "device", "unplaced", "native_graph_runs",
-//!                      "note"}: operation timings joined to a region, those in failed or
-//!                      cancelled runs (left out), those counted on the device clock, those
-//!                      that joined no region, timed native-graph runs; "note" says what a
+//!                      "native_graph_ops", "untimed_native_ops", "note"}: operation timings
+//!                      joined to a region, those in failed or cancelled runs (left out),
+//!                      those counted on the device clock, those that joined no region, timed
+//!                      native-graph runs and their operations, of those the ones without a
+//!                      time where the trace times some (0 otherwise); "note" says what a
 //!                      trace without any lacks (null with them),
 //!  "regions": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
 //!               "max_ns", "exact", "failed", "device"}]: per region label of regions that
@@ -351,6 +353,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "operation_times": {
             "recorded": o.recorded, "failed": o.failed, "device": o.device,
             "unplaced": o.unplaced, "native_graph_runs": o.native_graph_runs,
+            "native_graph_ops": o.native_graph_ops, "untimed_native_ops": o.untimed_native_ops(),
             "note": operation_times_note(stats),
         },
         "regions": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
@@ -504,9 +507,18 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                 0 => String::new(),
                 n => format!("; {n} joined no region"),
             };
+            let untimed = match u(&o["untimed_native_ops"]) {
+                0 => String::new(),
+                n => format!(
+                    "; {n} of the {} operations of native-graph runs have no time (on CUDA \
+                     hrx's built-in kernels time themselves; copies, fills and other kernels \
+                     only with record --kernel-times)",
+                    u(&o["native_graph_ops"])
+                ),
+            };
             writeln!(
                 out,
-                "{:<12} {} timed{left_out}{unplaced}",
+                "{:<12} {} timed{left_out}{unplaced}{untimed}",
                 "operations",
                 u(&o["recorded"]).saturating_sub(u(&o["failed"])),
             )?;
