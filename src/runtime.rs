@@ -100,7 +100,8 @@ pub struct RuntimeOptions {
     /// When traced and without [`RuntimeOptions::kernel_times`], launch the self-timing builds
     /// of hrx's built-in kernels, so each records its own device start and end (CUDA:
     /// `%globaltimer` read by each block; BENCHMARKS.md gives the cost). On by default;
-    /// `HRX_TRACE_KERNELS=0` turns it off (regions only). Other operations (copies, memsets,
+    /// `HRX_TRACE_KERNELS=0` turns it off (regions only; the variable is read only where both
+    /// this and `kernel_times` are at their defaults). Other operations (copies, memsets,
     /// kernels from PTX hrx did not compile) are timed only with `kernel_times`.
     pub builtin_kernel_times: bool,
     /// Whether a trace opened by this runtime may drop records when a thread's buffer is
@@ -291,7 +292,9 @@ impl RuntimeOptions {
         }
         // Each widens only (as HRX_TRACE_DIGESTS): an explicit `true` option stays.
         self.trace_contents |= env_flag("HRX_TRACE_CONTENTS")?;
-        self = self.kernels_switch(env_switch("HRX_TRACE_KERNELS")?);
+        if !self.kernel_times && self.builtin_kernel_times {
+            self = self.kernels_switch(env_switch("HRX_TRACE_KERNELS")?);
+        }
         match std::env::var("HRX_TRACE_DIGESTS").as_deref() {
             // Widens the default only: an explicit `All` is never narrowed.
             Ok("all") => self.trace_digests = TraceDigests::All,
@@ -309,8 +312,13 @@ impl RuntimeOptions {
 
 impl RuntimeOptions {
     /// `HRX_TRACE_KERNELS` as [`env_switch`] reads it: `1` turns kernel times (CUPTI) on, `0`
-    /// leaves regions only (built-in kernels untimed too), unset changes nothing.
+    /// leaves regions only (built-in kernels untimed too), unset changes nothing. Options that
+    /// ask for kernel times or turn them off win: the variable applies only where both are at
+    /// their defaults ([`RuntimeOptions::resolve`] does not even read it then).
     fn kernels_switch(mut self, switch: Option<bool>) -> Self {
+        if self.kernel_times || !self.builtin_kernel_times {
+            return self;
+        }
         match switch {
             Some(true) => self.kernel_times = true,
             Some(false) => self.builtin_kernel_times = false,
@@ -670,10 +678,14 @@ mod tests {
         assert!(!off.builtin_kernel_times && !off.kernel_times);
         let on = RuntimeOptions::default().kernels_switch(Some(true));
         assert!(on.kernel_times);
-        // An explicit option is not narrowed by `0`.
+        // Options win over the variable, either way.
         let asked = RuntimeOptions::default()
             .kernel_times(true)
             .kernels_switch(Some(false));
-        assert!(asked.kernel_times);
+        assert!(asked.kernel_times && asked.builtin_kernel_times);
+        let regions_only = RuntimeOptions::default()
+            .builtin_kernel_times(false)
+            .kernels_switch(Some(true));
+        assert!(!regions_only.kernel_times && !regions_only.builtin_kernel_times);
     }
 }

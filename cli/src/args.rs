@@ -238,14 +238,15 @@ pub struct RecordArgs {
 
     /// Time every operation of a native graph or copy batch on the device (HRX_TRACE_KERNELS=1):
     /// on CUDA through CUPTI (libcupti, found in CUDA_HOME or HRX_CUPTI_PATH), at a cost per
-    /// launch. Without it hrx's built-in kernels time themselves (on CUDA, a few ns a block);
-    /// the software device times every operation of a traced run anyway.
+    /// launch. Without it hrx's built-in kernels time themselves (on CUDA, two timer reads a
+    /// block); the software device times every operation of a traced run anyway. Either flag
+    /// wins over HRX_TRACE_KERNELS.
     #[arg(long, conflicts_with = "no_kernel_times")]
     pub kernel_times: bool,
 
     /// Regions only on CUDA (HRX_TRACE_KERNELS=0): launch the plain builds of hrx's built-in
     /// kernels, which do not time themselves (the software device still times its operations,
-    /// two clock readings each).
+    /// one clock reading between two).
     #[arg(long)]
     pub no_kernel_times: bool,
 

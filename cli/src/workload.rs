@@ -273,10 +273,13 @@ fn execute(
         }
     })?;
     let info = runtime.device_info();
-    if args.kernel_times && info.backend == "sim" {
+    let asked = args.kernel_times
+        || (!args.no_kernel_times
+            && std::env::var_os("HRX_TRACE_KERNELS").is_some_and(|v| v == "1"));
+    if asked && info.backend == "sim" {
         // Nothing to turn on: said, so that the host-clock times are not taken for device ones.
         crate::output::note(format_args!(
-            "--kernel-times: the software device times every operation of a traced run on the \
+            "kernel times: the software device times every operation of a traced run on the \
              host clock anyway (device kernel times are CUDA's, through CUPTI)"
         ));
     }

@@ -822,6 +822,27 @@ fn kernel_times_switches_conflict_and_reach_the_program() {
             value
         );
     }
+    // A flag wins over the variable with a workload as with a program; the variable alone
+    // gets the software device's note as the flag does.
+    for flag in ["--kernel-times", "--no-kernel-times"] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", flag, "-o", "w.hrxt"])
+            .env("HRX_TRACE_KERNELS", "yes")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{flag}: {}", stderr(&out));
+    }
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "w.hrxt"])
+        .env("HRX_TRACE_KERNELS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the software device times every operation"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A mistyped `HRX_TRACE_CLOCK` is refused by name (it fell back to the TSC silently).

@@ -303,7 +303,7 @@ impl Report {
             let how = if self.replay.isolated {
                 "each operation launched on its own"
             } else {
-                "each operation inside its native graph"
+                "each operation inside its native graph or copy batch"
             };
             if self.op_timing.iter().any(|t| t.captured.is_some()) {
                 out.push_str(&format!("\nper-operation timing ({how}):\n"));
