@@ -105,8 +105,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: usize,
 
-    /// Also report each operation's time inside its native graph, as the replay's backend
-    /// timed it (the software device always; CUDA with kernel times).
+    /// Also report each operation's time inside its native graph or copy batch, timed in the
+    /// replays as the capture was (the software device always; CUDA: hrx's built-in kernels
+    /// time themselves, and CUPTI's kernel times where the capture timed copies or fills).
     #[arg(long)]
     pub per_op: bool,
 
