@@ -69,7 +69,9 @@ fn the_photographic_pipeline_replays_repeatedly_with_per_operation_times() {
     }));
     let text = report.to_text();
     assert!(
-        text.contains("per-operation timing (each operation inside its native graph or copy batch):"),
+        text.contains(
+            "per-operation timing (each operation inside its native graph or copy batch):"
+        ),
         "{text}"
     );
     // The sum of a graph's operations is at most its region's time (they run inside it).

@@ -336,6 +336,23 @@ fn hardware_context_made_current_again_after_the_application_switched() {
     }
 }
 
+/// Launches `exec` on `stream`, synchronizes, and returns its operation spans (all device
+/// spans) and the launch's span, printed for the H200 run's log.
+fn launch_timed(
+    stream: &mut dyn crate::gpu::NativeStream,
+    exec: &mut dyn crate::gpu::NativeGraphExec,
+    launch: usize,
+) -> (Vec<crate::gpu::OpSpan>, crate::gpu::DeviceSpan) {
+    let mut spans = Vec::new();
+    stream.launch(exec).unwrap();
+    stream.synchronize().unwrap();
+    stream.op_spans(&mut spans);
+    let region = stream.last_span().expect("a timed launch");
+    eprintln!("launch {launch}: region {region:?} ops {spans:?}");
+    assert!(spans.iter().all(|s| s.device));
+    (spans, region)
+}
+
 /// Kernel times (CUPTI): a graph of a memset, a kernel and a copy, launched five times,
 /// gives each launch one device span per operation, by node, inside the launch's event span;
 /// a copy batch's two copies are timed in order. Prints the spans and the CUPTI session's
@@ -375,15 +392,9 @@ fn hardware_kernel_times() {
         .unwrap();
     let mut exec = graph.finish().unwrap();
     for launch in 0..5 {
-        let mut spans = Vec::new();
-        stream.launch(exec.as_mut()).unwrap();
-        stream.synchronize().unwrap();
-        stream.op_spans(&mut spans);
-        let region = stream.last_span().expect("a timed launch");
-        eprintln!("launch {launch}: region {region:?} ops {spans:?}");
+        let (spans, region) = launch_timed(stream.as_mut(), exec.as_mut(), launch);
         let indexes: Vec<_> = spans.iter().map(|s| s.index).collect();
         assert_eq!(indexes, [0, 1, 2], "one span per operation, by node");
-        assert!(spans.iter().all(|s| s.device));
         for pair in spans.windows(2) {
             assert!(
                 pair[0].span.end_ns <= pair[1].span.start_ns + 1_000,
@@ -467,15 +478,9 @@ fn hardware_builtin_kernel_times() {
     assert_eq!((first.0, second.0), (1, 2));
     let mut exec = graph.finish().unwrap();
     for launch in 0..5 {
-        let mut spans = Vec::new();
-        stream.launch(exec.as_mut()).unwrap();
-        stream.synchronize().unwrap();
-        stream.op_spans(&mut spans);
-        let region = stream.last_span().expect("a timed launch");
-        eprintln!("launch {launch}: region {region:?} ops {spans:?}");
+        let (spans, region) = launch_timed(stream.as_mut(), exec.as_mut(), launch);
         let indexes: Vec<_> = spans.iter().map(|s| s.index).collect();
         assert_eq!(indexes, [1, 2], "one span per built-in kernel, by node");
-        assert!(spans.iter().all(|s| s.device));
         assert!(spans[0].span.end_ns <= spans[1].span.start_ns + 1_000);
         for span in &spans {
             assert!(span.span.end_ns > span.span.start_ns, "{span:?}");
