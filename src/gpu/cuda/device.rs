@@ -102,8 +102,10 @@ impl NativeDevice for CudaDevice {
         let (ptx, parameters) = match &spec.code.ptx {
             Some(ptx) => (ptx.clone(), None),
             None => {
-                let source =
-                    crate::kernels::cuda_instrumented_source(&spec.entry).ok_or_else(|| {
+                // The self-timing build where the source rewrites, else the plain source.
+                let source = crate::kernels::cuda_instrumented_source(&spec.entry)
+                    .or_else(|| crate::kernels::cuda_source(&spec.entry).map(str::to_owned))
+                    .ok_or_else(|| {
                         Error::Unsupported(format!(
                             "kernel {} has no PTX and no built-in CUDA source",
                             spec.entry
