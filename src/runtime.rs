@@ -95,7 +95,7 @@ pub struct RuntimeOptions {
     /// When traced, time each operation of a native graph or copy batch on the device
     /// (`HRX_TRACE_KERNELS=1`): CUDA through CUPTI's activity API, whose cost (1.1-1.5x on
     /// graphs of short kernels on the H200) is why it is asked for. The software device times
-    /// every operation of a traced runtime regardless (two clock readings each).
+    /// every operation of a traced runtime regardless (one clock reading between two operations).
     pub kernel_times: bool,
     /// When traced and without [`RuntimeOptions::kernel_times`], launch the self-timing builds
     /// of hrx's built-in kernels, so each records its own device start and end (CUDA:

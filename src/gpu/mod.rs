@@ -264,7 +264,7 @@ pub trait NativeStream: Send {
     /// Whether later graphs and copies are timed operation by operation on the device
     /// ([`NativeStream::op_spans`]): CUDA's kernel times through CUPTI, opt-in for their cost.
     /// The software device times operations whenever it is timed
-    /// ([`NativeStream::set_timed`]), as that costs two clock readings.
+    /// ([`NativeStream::set_timed`]), as that costs one clock reading between two operations.
     fn set_kernel_times(&mut self, _on: bool) {}
     /// Whether later timed graphs without kernel times ([`NativeStream::set_kernel_times`])
     /// launch the self-timing builds of hrx's built-in kernels, which record their own device
