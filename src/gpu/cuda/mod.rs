@@ -42,10 +42,16 @@
 //!   memory), its device address from `cuMemHostGetDevicePointer`. New allocations are
 //!   zero-filled, as on the software device (`cuMemsetD8` on the legacy stream, then a
 //!   synchronize of that stream: the runtime's streams are non-blocking and do not wait for it).
-//! - `kernel.rs`: a spec's PTX when it has one, else the built-in CUDA C source
-//!   ([`crate::kernels::cuda_source`]) compiled once per process with NVRTC (`--fmad=false`,
-//!   no flush-to-zero). Modules are loaded once per context and PTX text
-//!   (`cuModuleLoadData`, `cuModuleGetFunction`).
+//! - `kernel.rs`: a spec's PTX when it has one, else the built-in CUDA C source with its
+//!   self-timing entry and collector (`crate::kernels::cuda_instrumented_source`) compiled once
+//!   per process with NVRTC (`--fmad=false`, no flush-to-zero). Modules are loaded once per
+//!   context and PTX text (`cuModuleLoadData`, `cuModuleGetFunction`); a module that declares
+//!   the self-timing entry of this build's layout gives the kernel its timed function and the
+//!   largest block it launches with (`cuFuncGetAttribute`).
+//! - `timing.rs`: built-in kernels that time themselves in a traced graph (`%globaltimer`
+//!   folded per node, a collector kernel after the end event-record node writing each launch's
+//!   times into mapped host memory) and their placement inside the launch's span.
+//! - `activity.rs`: kernel times through CUPTI's activity API, when asked.
 //! - `graph.rs`: native graphs. `cuGraphCreate`; fill -> `cuGraphAddMemsetNode` (element size
 //!   1, with the context); copy -> `cuGraphAddMemcpyNode` (a 1-D `CUDA_MEMCPY3D`); dispatch ->
 //!   `cuGraphAddKernelNode_v2` (`kern`/`ctx` null; the parameter ABI of
