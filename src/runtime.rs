@@ -310,6 +310,26 @@ impl RuntimeOptions {
     }
 }
 
+/// How a traced runtime of `backend` with `options` times its operations (the trace's
+/// `OpTimes`): what its streams are set to ([`crate::gpu::NativeStream::set_kernel_times`],
+/// [`crate::gpu::NativeStream::set_builtin_kernel_times`]).
+fn op_time_source(backend: &str, options: &RuntimeOptions) -> s::OpTimeSource {
+    match backend {
+        "sim" => s::OpTimeSource::Host,
+        #[cfg(feature = "cuda")]
+        "cuda" if options.kernel_times => {
+            if crate::gpu::cuda::kernel_times_available() {
+                s::OpTimeSource::Cupti
+            } else {
+                s::OpTimeSource::Off
+            }
+        }
+        "cuda" if options.builtin_kernel_times => s::OpTimeSource::BuiltinKernels,
+        "hip" if options.kernel_times => s::OpTimeSource::Events,
+        _ => s::OpTimeSource::Off,
+    }
+}
+
 impl RuntimeOptions {
     /// `HRX_TRACE_KERNELS` as [`env_switch`] reads it: `1` turns kernel times (CUPTI) on, `0`
     /// leaves regions only (built-in kernels untimed too), unset changes nothing. Options that
@@ -512,6 +532,10 @@ impl Runtime {
                 capacity: options.capacity as u32,
                 fault: options.fault.as_ref().map(ToString::to_string),
                 time_ns: hook.now_ns(),
+            }));
+            hook.record(s::Record::OpTimes(s::OpTimes {
+                runtime: hook.runtime,
+                source: op_time_source(info.backend, &options),
             }));
         }
         Ok(Self {

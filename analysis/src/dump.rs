@@ -113,6 +113,7 @@ fn kind(record: &Record) -> &'static str {
         Record::AnnotationRange(_) => "annot-range",
         Record::AnnotationMarker(_) => "marker",
         Record::CounterSample(_) => "counter",
+        Record::OpTimes(_) => "op-times",
         other => other.kind_name(),
     }
 }
@@ -427,6 +428,13 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
         Record::CounterSample(r) => {
             write!(f, "thread={} name={} value={}", r.thread, r.name, r.value.0)
         }
+        Record::OpTimes(r) => write!(
+            f,
+            "runtime={} source={:?}: {}",
+            r.runtime.0,
+            r.source,
+            r.source.describe()
+        ),
         _ => write!(
             f,
             "(a record kind this hrx-trace does not describe; see --json)"

@@ -34,6 +34,8 @@ pub struct TraceInfo {
     pub session: Option<SessionStart>,
     /// Every runtime that started, in order.
     pub runtimes: Vec<RuntimeStart>,
+    /// How each runtime timed its operations, where the trace says (format 1.16).
+    pub op_times: Vec<hrx_capture::schema::OpTimes>,
     /// The session's last record (only in a cleanly closed trace).
     pub end: Option<SessionEnd>,
     /// Why the recording stopped early, when a signal stopped it.
@@ -148,6 +150,7 @@ impl TraceInfo {
             file_len_bytes,
             session: None,
             runtimes: Vec::new(),
+            op_times: Vec::new(),
             end: None,
             stopped: None,
             fatal: None,
@@ -239,6 +242,7 @@ impl TraceInfo {
                 }
             }
             Record::RuntimeStart(start) => self.runtimes.push(start.clone()),
+            Record::OpTimes(o) => self.op_times.push(*o),
             Record::SessionEnd(end) => self.end = Some(*end),
             Record::GraphOp(_) => self.operations += 1,
             Record::Prepared(_) => self.prepared += 1,

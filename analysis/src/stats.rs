@@ -140,18 +140,21 @@ pub struct OperationTimes {
     pub unplaced: u64,
     /// Timed runs of native-graph regions (whose operations a backend could time).
     pub native_graph_runs: u64,
-    /// Operations of those runs (each run counts its region's operations).
+    /// Operations of the native-graph runs that succeeded (each counts its region's).
     #[serde(default)]
     pub native_graph_ops: u64,
-    /// Operation timings of native-graph regions (`recorded` also counts copy batches').
+    /// Operation timings of those runs (`recorded` also counts copy batches' and failed
+    /// runs').
     #[serde(default)]
     pub native_graph_timed: u64,
 }
 
 impl OperationTimes {
-    /// Operations of timed native-graph runs that have no time of their own, where the trace
-    /// times some operations: on CUDA only the built-in kernels time themselves unless kernel
-    /// times (CUPTI) were on; a failed run's operations after the failing one never ran.
+    /// Operations of native-graph runs that succeeded and have no time of their own, where
+    /// the trace times some operations: on CUDA only the built-in kernels time themselves
+    /// unless kernel times (CUPTI) were on; elsewhere their timings are not in the trace (cut
+    /// short). A failed run's operations are not counted (those after the failing one never
+    /// ran).
     pub fn untimed_native_ops(&self) -> u64 {
         if self.recorded == 0 {
             return 0;
@@ -322,6 +325,10 @@ pub struct Stats {
     /// What the trace holds of operation timings.
     #[serde(default)]
     pub op_times: OperationTimes,
+    /// How the runtimes timed their operations, where the trace says (format 1.16's
+    /// `OpTimes`), each method once.
+    #[serde(default)]
+    pub op_time_sources: Vec<hrx_capture::schema::OpTimeSource>,
     /// Per region label of regions that are no copies and no host callbacks (a native
     /// graph of several operations under its first kernel's name, `blur +1`), by total time
     /// (largest first, then by name).
@@ -539,6 +546,7 @@ pub struct StatsVisitor {
     /// Per operation (its region, model-wide, and node), its timings.
     ops: IdMap<(RegionRef, NodeIndex), Timings>,
     op_times: OperationTimes,
+    op_time_sources: Vec<hrx_capture::schema::OpTimeSource>,
     /// Timings waiting for their run's completion.
     pending: IdMap<RunKey, Pending>,
     /// Their keys, oldest first (a key may have left `pending` already).
@@ -661,6 +669,11 @@ impl Annotations {
 impl Visitor for StatsVisitor {
     fn record(&mut self, _index: &Index, record: &Record) {
         self.annotations.record(record);
+        if let Record::OpTimes(o) = record
+            && !self.op_time_sources.contains(&o.source)
+        {
+            self.op_time_sources.push(o.source);
+        }
         let f = &mut self.failures;
         match record {
             Record::SubmitRefused(r) => match r.kind {
@@ -690,10 +703,8 @@ impl Visitor for StatsVisitor {
         let first = self.first_ns.get_or_insert(span.start_ns);
         *first = (*first).min(span.start_ns);
         self.last_ns = self.last_ns.max(span.end_ns);
-        let info = index.region(span.region);
-        if info.kind == RegionKind::NativeGraph {
+        if index.region(span.region).kind == RegionKind::NativeGraph {
             self.op_times.native_graph_runs += 1;
-            self.op_times.native_graph_ops += info.nodes.len() as u64;
         }
         let key = (span.runtime, span.submission, span.region);
         let timed = Timed::of(span);
@@ -713,9 +724,6 @@ impl Visitor for StatsVisitor {
 
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
         self.op_times.recorded += 1;
-        if index.region(span.region).kind == RegionKind::NativeGraph {
-            self.op_times.native_graph_timed += 1;
-        }
         let key = (span.runtime, span.submission, span.region);
         let timed = Timed::of(span);
         if let Some(&outcome) = self.settled.get(&key) {
@@ -859,6 +867,9 @@ impl StatsVisitor {
         self.durations[r].add(timed.ns);
         self.device[r] += u64::from(timed.device);
         let info = index.region(region);
+        if info.kind == RegionKind::NativeGraph {
+            self.op_times.native_graph_ops += info.nodes.len() as u64;
+        }
         if info.kind == RegionKind::CopyBatch {
             let copy = &mut self.copies[lane];
             copy.batches += 1;
@@ -926,6 +937,7 @@ impl StatsVisitor {
             failed: self.failed.clone(),
             ops: self.ops.clone(),
             op_times: self.op_times,
+            op_time_sources: self.op_time_sources.clone(),
             pending: self.pending.clone(),
             // Settled from `pending` by `finish_beside`, whose order is unknown.
             pending_order: VecDeque::new(),
@@ -968,6 +980,7 @@ impl StatsVisitor {
                 unplaced: summary.unplaced_op_timings,
                 ..self.op_times
             },
+            op_time_sources: self.op_time_sources.clone(),
             ..Stats::default()
         };
         let s = &mut stats.submissions;
@@ -1052,6 +1065,9 @@ impl StatsVisitor {
         // Per operation name: a kernel's entry, or the operation's kind.
         let mut by_name: BTreeMap<(&'static str, String), Timings> = BTreeMap::new();
         for (&(region, node), t) in &self.ops {
+            if index.region(region).kind == RegionKind::NativeGraph {
+                stats.op_times.native_graph_timed += t.sketch.count();
+            }
             let p = &index.prepared()[index.region(region).prepared.0 as usize];
             let (kind, name) = match index.op(p.runtime, p.graph, node) {
                 Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),

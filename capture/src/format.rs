@@ -142,7 +142,8 @@ impl FormatVersion {
         // `AnnotationMarker`, `CounterSample` (host threads and application annotations).
         // 1.15: `HostSpanKind::CaptureFence` (a capture-fence wait on its thread's row; an
         // older reader skips such a span, keeping the `CaptureFence` record).
-        minor: FormatMinor(15),
+        // 1.16: `Record::OpTimes` (how a runtime times its operations).
+        minor: FormatMinor(16),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1164,7 +1165,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.15"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.16"), "{err}");
     }
 
     #[test]

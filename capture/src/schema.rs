@@ -1196,6 +1196,51 @@ pub struct CounterSample {
     pub value: CounterValue,
 }
 
+/// How a runtime times the operations inside its regions (format 1.16): written once after its
+/// [`RuntimeStart`] when traced, so readers say what an [`OpTiming`] measures and a replay
+/// times its repeats the same way. A trace without it (older than 1.16) says nothing of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpTimes {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// The method.
+    pub source: OpTimeSource,
+}
+
+/// How operation times ([`OpTiming`]) are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OpTimeSource {
+    /// None are: regions only (CUDA with `HRX_TRACE_KERNELS=0`, or kernel times asked where
+    /// they could not be had).
+    Off,
+    /// The host clock around each operation (the software device, which runs them on the
+    /// calling thread).
+    Host,
+    /// hrx's built-in kernels time themselves (CUDA: `%globaltimer`, first block's start to last
+    /// block's end, the kernel's execution); other operations are not timed.
+    BuiltinKernels,
+    /// CUPTI's activity API (CUDA): every kernel, memset and copy, as Nsight Systems times them.
+    Cupti,
+    /// Event-record nodes around each operation (HIP).
+    Events,
+}
+
+impl OpTimeSource {
+    /// In words, for the readers' `clock` and `operations` lines.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OpTimeSource::Off => "not timed (regions only)",
+            OpTimeSource::Host => "host clock around each operation",
+            OpTimeSource::BuiltinKernels => {
+                "hrx's built-in kernels timed themselves (first block's start to last block's \
+                 end); other operations not timed"
+            }
+            OpTimeSource::Cupti => "CUPTI's activity API (every kernel, memset and copy)",
+            OpTimeSource::Events => "event-record nodes around each operation",
+        }
+    }
+}
+
 /// The recording was stopped before the program's own end: a signal asked it to stop (the
 /// program then closed the trace, so the trace reads as closed), after `done` of `asked`
 /// units of work where the program counts them (a workload's frames). Written just before
@@ -1586,11 +1631,13 @@ pub enum Record {
     AnnotationMarker(AnnotationMarker),
     /// See [`CounterSample`] (format 1.14).
     CounterSample(CounterSample),
+    /// See [`OpTimes`] (format 1.16).
+    OpTimes(OpTimes),
 }
 
 impl Record {
     /// Every variant's name ([`Record::kind_name`]), in declaration order.
-    pub const KIND_NAMES: [&'static str; 41] = [
+    pub const KIND_NAMES: [&'static str; 42] = [
         "SessionStart",
         "RuntimeStart",
         "RuntimeEnd",
@@ -1632,6 +1679,7 @@ impl Record {
         "AnnotationRange",
         "AnnotationMarker",
         "CounterSample",
+        "OpTimes",
     ];
 
     /// The variant's index in [`Record::KIND_NAMES`].
@@ -1687,6 +1735,7 @@ impl Record {
             Record::AnnotationRange(_) => "AnnotationRange",
             Record::AnnotationMarker(_) => "AnnotationMarker",
             Record::CounterSample(_) => "CounterSample",
+            Record::OpTimes(_) => "OpTimes",
         }
     }
 
@@ -1710,6 +1759,7 @@ impl Record {
                 return None;
             }
             Record::HostSpan(r) => r.runtime,
+            Record::OpTimes(r) => r.runtime,
             Record::RegionStarted(r) => r.runtime,
             Record::RuntimeStart(r) => r.runtime,
             Record::RuntimeEnd(r) => r.runtime,
@@ -1794,6 +1844,7 @@ record_from!(
     AnnotationRange,
     AnnotationMarker,
     CounterSample,
+    OpTimes,
 );
 
 /// Pseudo-random records of every kind, shared by the crate's tests.
@@ -1802,7 +1853,7 @@ pub(crate) mod testgen {
     use super::*;
 
     /// The number of [`Record`] variants; [`record`] cycles through all of them.
-    pub const KINDS: u64 = 41;
+    pub const KINDS: u64 = 42;
 
     /// A small deterministic generator (SplitMix64).
     pub struct Rng(pub u64);
@@ -2286,11 +2337,21 @@ pub(crate) mod testgen {
                 name: AnnotationId(r.u32()),
                 time_ns: r.int(),
             }),
-            _ => Record::CounterSample(CounterSample {
+            40 => Record::CounterSample(CounterSample {
                 thread: r.u32(),
                 name: AnnotationId(r.u32()),
                 time_ns: r.int(),
                 value: CounterValue(f64::from_bits(r.next())),
+            }),
+            _ => Record::OpTimes(OpTimes {
+                runtime: RuntimeId(r.u32()),
+                source: r.pick(&[
+                    OpTimeSource::Off,
+                    OpTimeSource::Host,
+                    OpTimeSource::BuiltinKernels,
+                    OpTimeSource::Cupti,
+                    OpTimeSource::Events,
+                ]),
             }),
         }
     }

@@ -77,6 +77,8 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "graph_slots": rt.graph_slots,
             "capacity": rt.capacity,
             "fault": rt.fault,
+            "op_times": stats.op_times.iter().find(|o| o.runtime == rt.runtime)
+                .map(|o| format!("{:?}", o.source)),
         })).collect::<Vec<_>>(),
         "time_span": {
             "first_ns": stats.span_ns.map(|(first, _)| first),
@@ -337,6 +339,9 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
             "{:<12} {} {}: {} ({} slots per graph, {} submission slots{fault})",
             "runtime", r.runtime, r.backend, r.device, r.graph_slots, r.capacity
         )?;
+        if let Some(o) = stats.op_times.iter().find(|o| o.runtime == r.runtime) {
+            writeln!(out, "{:<12} operation times: {}", "", o.source.describe())?;
+        }
     }
     let span = match (stats.span_ns, stats.duration_ns()) {
         // A range's span is its own submissions', not that of the definitions it holds from

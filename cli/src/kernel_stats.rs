@@ -48,12 +48,14 @@
 //!                  ("kind" "kernel") or operation kind ("fill", "copy", "scoped", "host"),
 //!                  from operation timings; empty without them,
 //!  "operation_times": {"recorded", "failed", "device", "unplaced", "native_graph_runs",
-//!                      "native_graph_ops", "untimed_native_ops", "note"}: operation timings
-//!                      joined to a region, those in failed or cancelled runs (left out),
-//!                      those counted on the device clock, those that joined no region, timed
-//!                      native-graph runs and their operations, of those the ones without a
-//!                      time where the trace times some (0 otherwise); "note" says what a
-//!                      trace without any lacks (null with them),
+//!                      "native_graph_ops", "untimed_native_ops", "sources", "note"}:
+//!                      operation timings joined to a region, those in failed or cancelled
+//!                      runs (left out), those counted on the device clock, those that joined
+//!                      no region, timed native-graph runs, the operations of those that
+//!                      succeeded and of these the ones without a time where the trace times
+//!                      some (0 otherwise); how they were timed ("Host", "BuiltinKernels",
+//!                      "Cupti", "Events", "Off": format 1.16's `OpTimes`, empty in older
+//!                      traces); "note" says what a trace without any lacks (null with them),
 //!  "regions": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
 //!               "max_ns", "exact", "failed", "device"}]: per region label of regions that
 //!               are no copies or host callbacks; succeeded runs only; "failed" counts the
@@ -354,6 +356,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             "recorded": o.recorded, "failed": o.failed, "device": o.device,
             "unplaced": o.unplaced, "native_graph_runs": o.native_graph_runs,
             "native_graph_ops": o.native_graph_ops, "untimed_native_ops": o.untimed_native_ops(),
+            "sources": stats.op_time_sources.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
             "note": operation_times_note(stats),
         },
         "regions": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
@@ -507,18 +510,39 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                 0 => String::new(),
                 n => format!("; {n} joined no region"),
             };
+            let sources: Vec<&str> = o["sources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str())
+                .collect();
             let untimed = match u(&o["untimed_native_ops"]) {
                 0 => String::new(),
                 n => format!(
-                    "; {n} of the {} operations of native-graph runs have no time (on CUDA \
-                     hrx's built-in kernels time themselves; copies, fills and other kernels \
-                     only with record --kernel-times)",
-                    u(&o["native_graph_ops"])
+                    "; {n} of the {} operations of native-graph runs that succeeded have no \
+                     time ({})",
+                    u(&o["native_graph_ops"]),
+                    if sources.contains(&"BuiltinKernels") {
+                        "only hrx's built-in kernels time themselves; copies, fills and other \
+                         kernels are timed with record --kernel-times"
+                    } else {
+                        "their timings are not in the trace"
+                    }
                 ),
+            };
+            let how = sources
+                .iter()
+                .filter_map(|name| source_words(name))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let how = if how.is_empty() {
+                how
+            } else {
+                format!(" ({how})")
             };
             writeln!(
                 out,
-                "{:<12} {} timed{left_out}{unplaced}{untimed}",
+                "{:<12} {} timed{how}{left_out}{unplaced}{untimed}",
                 "operations",
                 u(&o["recorded"]).saturating_sub(u(&o["failed"])),
             )?;
@@ -749,6 +773,15 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The words for an operation-time method named as `stats --json` names it (`"Cupti"`, ...).
+fn source_words(name: &str) -> Option<&'static str> {
+    use hrx_capture::schema::OpTimeSource as S;
+    [S::Off, S::Host, S::BuiltinKernels, S::Cupti, S::Events]
+        .into_iter()
+        .find(|s| format!("{s:?}") == name)
+        .map(S::describe)
 }
 
 #[cfg(test)]

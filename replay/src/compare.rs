@@ -849,9 +849,9 @@ pub(crate) fn report(
     {
         notes.push(
             "--per-op on CUDA times operations with CUPTI's kernel activity during the \
-             replays, as the capture did (it timed copies or fills: recorded with kernel \
-             times), which slows launches: their region times carry that cost (--isolated \
-             times operations without it)"
+             replays, since the capture timed every operation (with kernel times, or on the \
+             software device), which slows launches: their region times carry that cost \
+             (--isolated times operations without it)"
                 .into(),
         );
     }

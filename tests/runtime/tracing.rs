@@ -917,6 +917,20 @@ fn the_software_device_times_every_operation_of_a_traced_native_graph() {
     drop((pipeline, failing, iota, host, a, b, rt));
     recorder.close().unwrap();
     let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    // The trace says how the operations were timed, right after the runtime's start.
+    let start = trace
+        .records
+        .iter()
+        .position(|r| matches!(r, Record::RuntimeStart(_)))
+        .expect("a runtime");
+    assert!(
+        matches!(
+            &trace.records[start + 1],
+            Record::OpTimes(o) if o.source == hrx_capture::schema::OpTimeSource::Host
+        ),
+        "{:?}",
+        trace.records.get(start + 1)
+    );
     let prepared: Vec<_> = trace
         .records
         .iter()

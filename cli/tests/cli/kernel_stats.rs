@@ -36,6 +36,12 @@ fn stats_json_counts_match_the_records() {
     assert_eq!(u(&s["failures"]["quarantines"]), count("Quarantine"));
     assert_eq!(u(&s["failures"]["poisoned_buffers"]), count("Poison"));
     assert_eq!(u(&s["failures"]["faults_injected"]), count("FaultInjected"));
+    // How the operations were timed, as the trace's OpTimes says (format 1.16).
+    assert_eq!(count("OpTimes"), 1);
+    assert_eq!(kinds["OpTimes"][0]["source"], "Host");
+    assert_eq!(s["operation_times"]["sources"], serde_json::json!(["Host"]));
+    // The faults workload's failed runs: their operations are not counted as untimed.
+    assert_eq!(u(&s["operation_times"]["untimed_native_ops"]), 0);
     assert_eq!(u(&s["failures"]["regions_failed"]), done("Failed"));
     assert_eq!(u(&s["failures"]["regions_cancelled"]), done("Cancelled"));
     assert!(u(&s["failures"]["regions_failed"]) >= 1);

@@ -89,12 +89,19 @@ pub(super) fn placement(placement: s::Placement) -> Placement {
     }
 }
 
-/// Whether the capture timed operations that hrx's self-timing kernels cannot time: copies,
-/// fills, kernels whose stored code has no self-timing entry (an older trace, PTX that hrx
-/// did not compile). It was recorded with kernel times (CUPTI), which the repeats then use
-/// too. (A capture with kernel times of self-timing kernels alone cannot be told apart: its
-/// repeats time them by `%globaltimer`.)
+/// Whether the repeats time every operation (CUPTI on CUDA): where the trace says how the
+/// capture timed operations (format 1.16), when that was every operation (CUPTI, the
+/// software device, HIP's events); in an older trace, when the capture timed operations that
+/// hrx's self-timing kernels cannot time: copies, fills, kernels whose stored code has no
+/// self-timing entry.
 pub(crate) fn times_more_than_kernels(plan: &RuntimePlan<'_>) -> bool {
+    match plan.op_time_source {
+        Some(s::OpTimeSource::Cupti | s::OpTimeSource::Host | s::OpTimeSource::Events) => {
+            return true;
+        }
+        Some(s::OpTimeSource::BuiltinKernels | s::OpTimeSource::Off) => return false,
+        None => {}
+    }
     plan.op_times.keys().any(|&(graph, node)| {
         plan.graphs[graph]
             .ops
@@ -112,6 +119,9 @@ pub(crate) fn times_more_than_kernels(plan: &RuntimePlan<'_>) -> bool {
 
 /// Whether the capture timed any of its kernels.
 fn times_kernels(plan: &RuntimePlan<'_>) -> bool {
+    if plan.op_time_source == Some(s::OpTimeSource::Off) {
+        return false;
+    }
     plan.op_times.keys().any(|&(graph, node)| {
         plan.graphs[graph]
             .ops

@@ -58,6 +58,8 @@ pub(super) fn contents<'t>(
 #[derive(Default)]
 pub(super) struct Gather<'t> {
     pub(super) start: Option<&'t s::RuntimeStart>,
+    /// How the capture timed operations (format 1.16).
+    pub(super) op_time_source: Option<s::OpTimeSource>,
     pub(super) buffers: Vec<&'t s::BufferCreated>,
     pub(super) kernels: Vec<&'t s::KernelLoaded>,
     pub(super) ops: Vec<&'t s::GraphOp>,
@@ -140,6 +142,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
                 }
                 g.start = Some(r);
             }
+            Record::OpTimes(r) => g.op_time_source = Some(r.source),
             Record::BufferCreated(r) => g.buffers.push(r),
             Record::KernelLoaded(r) => g.kernels.push(r),
             Record::GraphOp(r) => g.ops.push(r),

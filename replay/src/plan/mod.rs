@@ -170,6 +170,8 @@ pub(crate) struct RuntimePlan<'t> {
     pub graph_slots: u32,
     pub capacity: u32,
     pub fault: Option<String>,
+    /// How the capture timed operations, where the trace says (format 1.16's `OpTimes`).
+    pub op_time_source: Option<s::OpTimeSource>,
     /// The first submission of a range or trim (`TraceRange`): the run before it is absent.
     pub range_start: Option<SubmissionIndex>,
     /// The run's injected fault counted from a range's start (`TraceRange::fault`, format

@@ -40,6 +40,7 @@ pub(super) fn runtime_plan<'t>(
         graph_slots: start.graph_slots,
         capacity: start.capacity,
         fault: start.fault.clone(),
+        op_time_source: g.op_time_source,
         range_start: g.range_start,
         range_fault: g.range_fault,
         buffers: Vec::new(),

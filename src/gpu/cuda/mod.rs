@@ -110,3 +110,9 @@ mod stream;
 mod timing;
 
 pub(crate) use device::{CudaDevice, note_fallback};
+
+/// Whether kernel times through CUPTI can be had in this process (libcupti found, its symbols
+/// present, no other subscriber); starts the CUPTI session the streams then share.
+pub(crate) fn kernel_times_available() -> bool {
+    activity::cupti().is_ok()
+}

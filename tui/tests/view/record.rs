@@ -302,6 +302,7 @@ fn visit_ids(record: &mut Record, f: Visit<'_>) {
             f(IdKind::Buffer, &mut r.buffer.0);
         }
         Record::Counters(r) => runtime(&mut r.runtime, f),
+        Record::OpTimes(r) => runtime(&mut r.runtime, f),
         other => panic!("a record kind normalisation does not know: {other:?}"),
     }
 }
