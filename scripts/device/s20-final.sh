@@ -18,3 +18,6 @@ tail -n 2 hw.txt conformance.txt
 for how in default --kernel-times --no-kernel-times; do
   echo "== $how"; grep -E "^verdict|rc=|CUPTI|per-operation timing" replay$how.txt; grep -E "^operations" stats$how.txt; grep -cE "device +hrx_|device +fill|device +copy" replay$how.txt
 done
+for how in default --kernel-times --no-kernel-times; do
+  echo "== info $how"; $d/hrx-trace info t$how.hrxt | grep -E "operation times"; grep -E "^operations" stats$how.txt
+done
