@@ -12,6 +12,11 @@ use crate::RuntimeOptions;
 use crate::gpu::{Allocation, NativeDevice, View};
 use crate::kernels::KernelSpec;
 
+/// One hardware test at a time: CUPTI, which `hardware_kernel_times` turns on for the whole
+/// process, is attached while other tests' threads launch work when they run in parallel, and
+/// the parallel run crashed in 2 of 4 tries on the H200 (BENCHMARKS.md, session 20).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Whether hardware tests run: `HRX_CUDA_HARDWARE` set (to `fault` for the faulting one).
 fn hardware(fault: bool) -> bool {
     match std::env::var("HRX_CUDA_HARDWARE") {
@@ -150,6 +155,7 @@ fn hardware_builtin_kernels_match_the_host() {
     if !hardware(false) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let device = CudaDevice::open(0).expect("CUDA device 0");
     let mut rng = Lcg(42);
     let mut cases: Vec<(KernelSpec, Vec<Vec<u8>>)> = Vec::new();
@@ -215,6 +221,7 @@ fn hardware_graph_nodes_and_stream_copies() {
     if !hardware(false) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let device = CudaDevice::open(0).expect("CUDA device 0");
     eprintln!("device: {:?}", device.info());
     let host = device.allocate(64, true).unwrap();
@@ -277,6 +284,7 @@ fn hardware_fault() {
     if !hardware(true) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let rt = Runtime::new(RuntimeOptions::default().backend(BackendChoice::Cuda)).unwrap();
     let out = rt.buffer(64, Placement::GpuLocal).unwrap();
     let fail = rt.kernel(&kernels::fail_kernel(64)).unwrap();
@@ -307,6 +315,7 @@ fn hardware_context_made_current_again_after_the_application_switched() {
     if !hardware(false) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let device = CudaDevice::open(0).expect("CUDA device 0");
     let local = device.allocate(64, false).unwrap();
     let mut stream = device.stream().unwrap();
@@ -362,6 +371,7 @@ fn hardware_kernel_times() {
     if !hardware(false) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let device = CudaDevice::open(0).expect("CUDA device 0");
     let n = 1 << 22;
     let spec = crate::kernels::iota(n, 0, 1);
@@ -434,6 +444,7 @@ fn hardware_builtin_kernel_times() {
     if !hardware(false) {
         return;
     }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
     let device = CudaDevice::open(0).expect("CUDA device 0");
     let n = 1 << 22;
     let iota = crate::kernels::iota(n, 7, 3);
