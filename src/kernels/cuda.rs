@@ -351,7 +351,7 @@ pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
 /// version names the layout of the lines and the ring: a trace keeps its PTX, so a replay
 /// launches only entries whose layout it allocates for.
 pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed_v1";
-/// The entry that folds a launch's node times into the host ring ([`timing_source`]).
+/// The entry that folds a launch's node times into the host ring ([`TIMING`]).
 pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times_v1";
 /// 128-byte lines of one timed node: block `b` adds its end to line `b % TIME_LINES`, so a
 /// grid's thousands of atomics spread over as many L2 slices (one warp's lanes fold them).

@@ -102,18 +102,13 @@ pub(crate) fn times_more_than_kernels(plan: &RuntimePlan<'_>) -> bool {
         Some(s::OpTimeSource::BuiltinKernels | s::OpTimeSource::Off) => return false,
         None => {}
     }
-    plan.op_times.keys().any(|&(graph, node)| {
-        plan.graphs[graph]
-            .ops
-            .get(node as usize)
-            .is_some_and(|op| match op.op {
-                s::OpKind::Kernel { kernel } => !plan
-                    .kernel_index
-                    .get(&kernel)
-                    .and_then(|&k| plan.kernels[k].code)
-                    .is_some_and(hrx::kernels::declares_timed_entry),
-                _ => true,
-            })
+    timed_ops(plan).any(|op| match op {
+        s::OpKind::Kernel { kernel } => !plan
+            .kernel_index
+            .get(kernel)
+            .and_then(|&k| plan.kernels[k].code)
+            .is_some_and(hrx::kernels::declares_timed_entry),
+        _ => true,
     })
 }
 
@@ -122,12 +117,15 @@ fn times_kernels(plan: &RuntimePlan<'_>) -> bool {
     if plan.op_time_source == Some(s::OpTimeSource::Off) {
         return false;
     }
-    plan.op_times.keys().any(|&(graph, node)| {
-        plan.graphs[graph]
-            .ops
-            .get(node as usize)
-            .is_some_and(|op| matches!(op.op, s::OpKind::Kernel { .. }))
-    })
+    timed_ops(plan).any(|op| matches!(op, s::OpKind::Kernel { .. }))
+}
+
+/// The operations the capture timed.
+fn timed_ops<'p>(plan: &'p RuntimePlan<'_>) -> impl Iterator<Item = &'p s::OpKind> {
+    plan.op_times
+        .keys()
+        .filter_map(|&(graph, node)| plan.graphs[graph].ops.get(node as usize))
+        .map(|op| &op.op)
 }
 
 /// A fresh runtime recording into a memory sink.

@@ -71,9 +71,8 @@ pub(super) struct TimedEntry {
 pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Option<TimedEntry> {
     use crate::kernels::{COLLECT_ENTRY, TIMED_SUFFIX};
     let timed = format!("{entry}{TIMED_SUFFIX}");
-    if !ptx.contains(&format!(".entry {timed}("))
-        || !crate::kernels::declares_timed_entry(ptx.as_bytes())
-    {
+    let declares = |name: &str| ptx.contains(&format!(".entry {name}("));
+    if !declares(&timed) || !declares(COLLECT_ENTRY) {
         return None;
     }
     let function = context.function(ptx, &timed).ok()?;

@@ -40,8 +40,9 @@ const fn slot_words(nodes: usize) -> usize {
 }
 
 /// Up to [`CHUNK_NODES`] timed nodes' lines (device memory, zeroed, then the launch counter)
-/// and their ring (mapped pinned host memory).
+/// and their ring (mapped pinned host memory), freed on drop.
 struct Chunk {
+    context: Arc<Context>,
     /// Each timed node's [`crate::gpu::GraphNode`] index, in line order.
     nodes: Vec<usize>,
     device: sys::CUdeviceptr,
@@ -120,24 +121,24 @@ impl KernelClock {
                 return Err(error(e));
             }
         };
-        let chunk = Chunk {
+        // From here a failure drops (frees) the chunk.
+        let mut chunk = Chunk {
+            context: self.context.clone(),
             nodes: Vec::new(),
             device,
             host,
             host_device: 0,
             collect,
         };
-        let mut chunk = ChunkGuard(&self.context, Some(chunk));
-        let c = chunk.1.as_mut().expect("a chunk");
         // SAFETY: `host` is live pinned memory of `host_len` bytes, `device` of `device_len`;
         // the legacy stream is synchronized before the first launch can use them.
         unsafe {
-            std::ptr::write_bytes(c.host.cast::<u8>(), 0, host_len);
-            c.host_device = api::mem_host_device_pointer(c.host.cast()).map_err(error)?;
-            api::memset_d8(c.device, 0, device_len).map_err(error)?;
+            std::ptr::write_bytes(chunk.host.cast::<u8>(), 0, host_len);
+            chunk.host_device = api::mem_host_device_pointer(chunk.host.cast()).map_err(error)?;
+            api::memset_d8(chunk.device, 0, device_len).map_err(error)?;
         }
         api::stream_synchronize(std::ptr::null_mut()).map_err(error)?;
-        Ok(chunk.1.take().expect("a chunk"))
+        Ok(chunk)
     }
 
     /// Adds one collector kernel node per chunk after `after` (the end event-record node).
@@ -212,38 +213,21 @@ impl KernelClock {
     }
 }
 
-/// Frees a chunk that failed to initialise.
-struct ChunkGuard<'a>(&'a Arc<Context>, Option<Chunk>);
-
-impl Drop for ChunkGuard<'_> {
+impl Drop for Chunk {
     fn drop(&mut self) {
-        if let Some(chunk) = self.1.take() {
-            free(self.0, &chunk);
-        }
-    }
-}
-
-/// Frees a chunk's memory (errors recorded on the context).
-fn free(context: &Context, chunk: &Chunk) {
-    // SAFETY: both were allocated for this chunk and nothing uses them any more (the
-    // executable graph, which launched them, is gone).
-    unsafe {
-        if let Err(error) = api::mem_free(chunk.device) {
-            context.record(error);
-        }
-        if let Err(error) = api::mem_free_host(chunk.host.cast()) {
-            context.record(error);
-        }
-    }
-}
-
-impl Drop for KernelClock {
-    fn drop(&mut self) {
-        if self.chunks.is_empty() || !self.context.enter_for_drop() {
+        if !self.context.enter_for_drop() {
             return;
         }
-        for chunk in &self.chunks {
-            free(&self.context, chunk);
+        // SAFETY: both were allocated for this chunk and nothing uses them any more: the
+        // executable graph that launched them is gone, and a stream synchronizes its unread
+        // launches before it lets go of their clock.
+        unsafe {
+            if let Err(error) = api::mem_free(self.device) {
+                self.context.record(error);
+            }
+            if let Err(error) = api::mem_free_host(self.host.cast()) {
+                self.context.record(error);
+            }
         }
     }
 }
