@@ -143,7 +143,9 @@ impl FormatVersion {
         // 1.15: `HostSpanKind::CaptureFence` (a capture-fence wait on its thread's row; an
         // older reader skips such a span, keeping the `CaptureFence` record).
         // 1.16: `Record::OpTimes` (how a runtime times its operations).
-        minor: FormatMinor(16),
+        // 1.17: a device-timed `OpTiming` (CUDA's self-timed kernels, CUPTI) of a native graph
+        // starts where what it waits on ended (launch included), not at its first block.
+        minor: FormatMinor(17),
     };
 
     /// Whether a reader of version `reader` can read a file of this version.
@@ -1165,7 +1167,7 @@ mod tests {
         let mut bytes = header.encode();
         bytes[28] ^= 0xff; // a future layout: the checksum need not be where it is now
         let err = FileHeader::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("2.7") && err.contains("1.16"), "{err}");
+        assert!(err.contains("2.7") && err.contains("1.17"), "{err}");
     }
 
     #[test]

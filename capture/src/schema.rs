@@ -773,6 +773,13 @@ pub struct RegionTiming {
 }
 
 /// When one operation inside a region ran (where the backend can time operations).
+///
+/// Inside a native graph an operation's time runs from when what it waits on completed (its
+/// dependencies' latest end) to its end, counting its launch as Nsight Compute's
+/// `gpu__time_duration` does; a root's from its own start. The times of a chain add up to the
+/// chain's span, at most the region's time. The software device and HIP's event nodes always
+/// measured so; CUDA's device-timed operations since format 1.17 (before, each from its own
+/// start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OpTiming {
     /// The timing of the operation; `region` is the region containing it.
@@ -1216,10 +1223,11 @@ pub enum OpTimeSource {
     /// The host clock around each operation (the software device, which runs them on the
     /// calling thread).
     Host,
-    /// hrx's built-in kernels time themselves (CUDA: `%globaltimer`, first block's start to last
-    /// block's end, the kernel's execution); other operations are not timed.
+    /// hrx's built-in kernels time themselves (CUDA: `%globaltimer`, to the last block's end,
+    /// from the end of what each waits on: [`OpTiming`]); other operations are not timed.
     BuiltinKernels,
-    /// CUPTI's activity API (CUDA): every kernel, memset and copy, as Nsight Systems times them.
+    /// CUPTI's activity API (CUDA): every kernel, memset and copy (in a graph from the end of
+    /// what each waits on, [`OpTiming`]; a copy batch's copies as CUPTI times them).
     Cupti,
     /// Event-record nodes around each operation (HIP).
     Events,
@@ -1232,8 +1240,8 @@ impl OpTimeSource {
             OpTimeSource::Off => "not timed (regions only)",
             OpTimeSource::Host => "host clock around each operation",
             OpTimeSource::BuiltinKernels => {
-                "hrx's built-in kernels timed themselves (first block's start to last block's \
-                 end); other operations not timed"
+                "hrx's built-in kernels timed themselves (from the end of what each waits on to \
+                 its last block's end); other operations not timed"
             }
             OpTimeSource::Cupti => "CUPTI's activity API (every kernel, memset and copy)",
             OpTimeSource::Events => "event-record nodes around each operation",

@@ -146,7 +146,7 @@ fn a_newer_format_major_is_refused_naming_both_versions() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(error.exit_code(), 2);
     let text = error.to_string();
-    assert!(text.contains("2.0") && text.contains("1.16"), "{text}");
+    assert!(text.contains("2.0") && text.contains("1.17"), "{text}");
 }
 
 /// SplitMix64, for deterministic mutations.

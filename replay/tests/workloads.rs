@@ -348,3 +348,54 @@ fn submissions_of_different_graphs_with_equal_outcomes_share_a_line_naming_the_g
     let named: Vec<u64> = cells[1].split(',').map(|g| g.parse().unwrap()).collect();
     assert_eq!(named, graphs[..3], "{text}");
 }
+
+/// A trace recorded before format 1.17 whose kernels timed themselves (or went through CUPTI)
+/// holds each kernel's time from its first block; this replay counts a graph's operations from
+/// the end of what each waits on, and says so. A 1.17 trace and an older one timed on the host
+/// say nothing of it.
+#[test]
+fn kernel_times_recorded_before_format_1_17_are_said_to_count_differently() {
+    let note = "were recorded by format 1.16, each from its first block";
+    let mut old = pipeline_trace().clone();
+    for record in &mut old.records {
+        match record {
+            Record::SessionStart(start) => start.format_version = (1, 16),
+            Record::OpTimes(times) => {
+                times.source = hrx_capture::schema::OpTimeSource::BuiltinKernels;
+            }
+            _ => {}
+        }
+    }
+    let report = replay_with(&old, &ReplayOptions::default());
+    assert!(
+        report.notes.iter().any(|n| n.contains(note)),
+        "{:?}",
+        report.notes
+    );
+    let mut host = pipeline_trace().clone();
+    for record in &mut host.records {
+        if let Record::SessionStart(start) = record {
+            start.format_version = (1, 16);
+        }
+    }
+    let report = replay_with(&host, &ReplayOptions::default());
+    assert!(
+        !report
+            .notes
+            .iter()
+            .any(|n| n.contains("from its first block"))
+    );
+    let mut new = pipeline_trace().clone();
+    for record in &mut new.records {
+        if let Record::OpTimes(times) = record {
+            times.source = hrx_capture::schema::OpTimeSource::BuiltinKernels;
+        }
+    }
+    let report = replay_with(&new, &ReplayOptions::default());
+    assert!(
+        !report
+            .notes
+            .iter()
+            .any(|n| n.contains("from its first block"))
+    );
+}

@@ -7,7 +7,9 @@
 
 Prints, per kernel name, the count and median of the trace's operation times (device time
 where recorded, else host; failed regions left out) and, with an ncu CSV, ncu's median
-`gpu__time_duration.sum` for the same kernel name and the ratio trace/ncu.
+`gpu__time_duration.sum` for the same kernel name and the ratio trace/ncu. Then, over the
+regions with operation times, the sum of each region's operation times against its region
+time (issue 20 point 5: at most it).
 """
 import csv
 import json
@@ -17,7 +19,7 @@ import sys
 
 def trace_times(path):
     kernels, ops, graph_of, prepared_of, failed = {}, {}, {}, {}, set()
-    times = {}
+    times, regions = {}, {}
     for line in open(path):
         record = json.loads(line)
         (kind, r), = record.items()
@@ -39,6 +41,9 @@ def trace_times(path):
             prepared_of[(r["runtime"], r["submission"])] = r["prepared"]
         elif kind == "RegionDone" and r["status"] != "Ok":
             failed.add((r["runtime"], r["submission"], r["region"]))
+        elif kind == "RegionTiming":
+            span = r["device"] or r
+            regions[(r["runtime"], r["submission"], r["region"])] = span["end_ns"] - span["start_ns"]
         elif kind == "OpTiming":
             t = r["timing"]
             key = (t["runtime"], t["submission"], t["region"])
@@ -53,7 +58,12 @@ def trace_times(path):
         if isinstance(name, tuple):
             name = kernels.get((runtime, name[1]), f"kernel {name[1]}")
         by_name.setdefault(name or f"node {node}", []).extend(samples)
-    return by_name
+    sums = {}
+    for (key, _), samples in times.items():
+        if key not in failed and key in regions:
+            sums[key] = sums.get(key, 0) + sum(samples)
+    ratios = sorted(total / regions[key] for key, total in sums.items() if regions[key] > 0)
+    return by_name, ratios
 
 
 UNITS = {"nsecond": 1, "ns": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
@@ -77,7 +87,7 @@ def ncu_times(path):
 
 
 def main():
-    ours = trace_times(sys.argv[1])
+    ours, ratios = trace_times(sys.argv[1])
     theirs = ncu_times(sys.argv[2]) if len(sys.argv) > 2 else {}
     print(f"{'operation':<22} {'n':>5} {'trace median':>13} {'ncu n':>6} {'ncu median':>11} {'ratio':>6}")
     for name in sorted(ours, key=lambda n: -statistics.median(ours[n])):
@@ -87,6 +97,10 @@ def main():
             other = statistics.median(theirs[name])
             line += f" {len(theirs[name]):>6} {other / 1e3:>8.2f} µs {median / other:>6.3f}"
         print(line)
+    if ratios:
+        over = sum(r > 1.0 for r in ratios)
+        print(f"sum of operation times / region time over {len(ratios)} regions: min {ratios[0]:.3f} "
+              f"median {statistics.median(ratios):.3f} max {ratios[-1]:.3f}; {over} over 1")
 
 
 if __name__ == "__main__":

@@ -398,6 +398,9 @@ pub(crate) struct Nodes<N> {
     nodes: Vec<N>,
     /// Whether each node has a dependent (the leaves have none).
     has_dependents: Vec<bool>,
+    /// Each node's dependencies, by index.
+    #[cfg(feature = "cuda")]
+    dependencies: Vec<Box<[u32]>>,
 }
 
 impl<N> Default for Nodes<N> {
@@ -405,6 +408,8 @@ impl<N> Default for Nodes<N> {
         Self {
             nodes: Vec::new(),
             has_dependents: Vec::new(),
+            #[cfg(feature = "cuda")]
+            dependencies: Vec::new(),
         }
     }
 }
@@ -436,7 +441,21 @@ impl<N: Copy> Nodes<N> {
         }
         self.nodes.push(node);
         self.has_dependents.push(false);
+        #[cfg(feature = "cuda")]
+        self.dependencies
+            .push(dependencies.iter().map(|d| d.0 as u32).collect());
         GraphNode(self.nodes.len() - 1)
+    }
+
+    #[cfg(feature = "cuda")]
+    /// The graph's dependencies and leaves, for [`super::op_times::launch_inclusive`].
+    pub(crate) fn shape(&self) -> super::op_times::GraphShape {
+        super::op_times::GraphShape {
+            dependencies: self.dependencies.clone().into(),
+            leaves: (0..self.nodes.len() as u32)
+                .filter(|&i| !self.has_dependents[i as usize])
+                .collect(),
+        }
     }
 
     /// The nodes no other node depends on.
@@ -695,6 +714,19 @@ mod tests {
         let c = nodes.push('c', &[a]);
         assert_eq!(c, GraphNode(2));
         assert_eq!(nodes.leaves(), vec!['b', 'c']);
+        #[cfg(feature = "cuda")]
+        {
+            let shape = nodes.shape();
+            assert_eq!(&*shape.leaves, &[1, 2]);
+            assert_eq!(
+                shape
+                    .dependencies
+                    .iter()
+                    .map(|d| d.to_vec())
+                    .collect::<Vec<_>>(),
+                [vec![], vec![], vec![0]]
+            );
+        }
         let error = nodes.dependencies(&[GraphNode(3)]).unwrap_err();
         assert!(
             error

@@ -21,6 +21,8 @@
 //!   backend).
 //! - `sim.rs`: the software device, always built.
 //! - `common.rs`: what the CUDA and HIP backends share (built with either).
+//! - `op_times.rs`: operation times inside a native graph counted from what each waits on,
+//!   as Nsight Compute counts a kernel's (CUDA's self-timed kernels and CUPTI).
 //! - `cuda/`, `hip/`: one folder per vendor backend, one file per driver object (their
 //!   `mod.rs` lists the files and the vendor rules behind each).
 
@@ -30,6 +32,8 @@ pub(crate) mod common;
 pub(crate) mod cuda;
 #[cfg(feature = "hip")]
 pub(crate) mod hip;
+#[cfg(feature = "cuda")]
+pub(crate) mod op_times;
 pub(crate) mod sim;
 
 use crate::kernels::KernelSpec;

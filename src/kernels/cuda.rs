@@ -370,9 +370,9 @@ pub(crate) const TIME_RING: usize = 16;
 /// after its last thread left the body (block `b` into line `b % TIME_LINES`), folded with
 /// fire-and-forget atomics (the maximum of `~start`, the maximum of `end`): no block waits on
 /// a round trip, and a line sees a few hundred atomics per launch of the pipeline's kernels.
-/// A node's time is the first block's start to the last block's end: the kernel's execution,
-/// not the launch before it or the drain after it (which Nsight Compute's
-/// `gpu__time_duration` includes).
+/// The first block's start and the last block's end are the kernel's execution; the host
+/// then counts a node's time from the end of what it waits on (`gpu::op_times`), so that the
+/// launch before the first block is in it, as in Nsight Compute's `gpu__time_duration`.
 ///
 /// `hrx_collect_times_v1` runs after the graph's end event-record node (outside the region's
 /// measured time: the runtime synchronizes after each launch), one warp per node and one lane per

@@ -29,7 +29,7 @@ fn unusable(dir: &Path) -> Vec<(&'static str, &'static str)> {
         ("magic.hrxt", "not an hrx trace"),
         (
             "v2.hrxt",
-            "trace format 2.16 is newer than this reader's format 1.16",
+            "trace format 2.17 is newer than this reader's format 1.17",
         ),
         (
             "cut.hrxt",

@@ -79,7 +79,7 @@ fn a_newer_major_version_is_refused_naming_both() {
     both(
         dir.path(),
         "v2.hrxt",
-        "byte 8: trace format 2.16 is newer than this reader's format 1.16",
+        "byte 8: trace format 2.17 is newer than this reader's format 1.17",
     );
 }
 

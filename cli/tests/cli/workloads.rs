@@ -38,7 +38,7 @@ fn info_describes_a_recorded_pipeline() {
     let out = stdout(&output);
     assert_eq!(code(&output), 0, "{out}{}", stderr(&output));
     assert!(
-        field(&out, "format").starts_with("1.16 (postcard records"),
+        field(&out, "format").starts_with("1.17 (postcard records"),
         "{out}"
     );
     assert!(field(&out, "session").contains("UTC on "), "{out}");

@@ -117,15 +117,12 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     let blobs = trace.blobs();
     let lost = trace.recovery.lost;
     let (mut notes, complete) = recovery_notes(&trace.recovery);
-    let mut format_version = format!(
-        "{}.{}",
-        trace.header.version.major.0, trace.header.version.minor.0
-    );
+    let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
     for record in &trace.records {
         match record {
             Record::SessionStart(start) => {
-                format_version = format!("{}.{}", start.format_version.0, start.format_version.1);
+                version = start.format_version;
                 continue;
             }
             Record::SessionEnd(_) => continue,
@@ -185,7 +182,19 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     let mut runtimes = Vec::new();
     for (id, g) in gathered {
         let joined = joins.runtimes.remove(&id).unwrap_or_default();
-        runtimes.push(runtime_plan(id, g, joined, &blobs, until, &mut notes)?);
+        let plan = runtime_plan(id, g, joined, &blobs, until, &mut notes)?;
+        if version < (1, 17)
+            && matches!(
+                plan.op_time_source,
+                Some(s::OpTimeSource::BuiltinKernels | s::OpTimeSource::Cupti)
+            )
+        {
+            notes.push(format!(
+                "runtime {id}: its kernel times were recorded by format {}.{}, each from its first block; this replay counts a graph's operation from the end of what it waits on (its launch included, format 1.17), so dependent kernels compare longer than captured by their launch (about a microsecond on the H200)",
+                version.0, version.1
+            ));
+        }
+        runtimes.push(plan);
     }
     // Nothing to compare is not a match: a CI gate must not pass on a capture that was cut
     // short before its first submit, or that never used hrx.
@@ -198,7 +207,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     Ok(Plan {
         runtimes,
         notes,
-        format_version,
+        format_version: format!("{}.{}", version.0, version.1),
         complete,
         lost,
     })

@@ -11,6 +11,7 @@ use super::timing::KernelClock;
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
+use crate::gpu::op_times::GraphShape;
 use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
 use cudarc::driver::sys;
 use std::any::Any;
@@ -317,9 +318,12 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         let raw = instantiated.map_err(|e| self.context.error(e))?;
         // The executable graph owns the events from here (the builder keeps null handles).
         let events = std::mem::replace(&mut self.events, GraphEvents::none(self.context.clone()));
+        // A timed graph's operation times are counted from what each waits on (`op_times`).
+        let shape = (!events.start.is_null()).then(|| Arc::new(self.nodes.shape()));
         Ok(Box::new(CudaGraphExec {
             context: self.context.clone(),
             raw,
+            shape,
             events,
             node_ids: std::mem::take(&mut self.node_ids).into(),
             clock: self.clock.take().filter(|c| !c.is_empty()).map(Arc::new),
@@ -339,6 +343,8 @@ pub(super) struct CudaGraphExec {
     pub(super) node_ids: Arc<[Option<u64>]>,
     /// Its built-in kernels' times, where it launches timed entries ([`super::timing`]).
     pub(super) clock: Option<Arc<KernelClock>>,
+    /// Its dependencies, when timed: operation times run from what each waits on.
+    pub(super) shape: Option<Arc<GraphShape>>,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.

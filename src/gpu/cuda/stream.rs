@@ -9,6 +9,7 @@ use super::timing::{KernelClock, place};
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{owned_graph, span_ending_at};
+use crate::gpu::op_times::{GraphShape, launch_inclusive};
 use crate::gpu::{DeviceSpan, NativeGraphBuilder, NativeGraphExec, NativeStream, OpSpan, View};
 use cudarc::driver::sys;
 use std::sync::Arc;
@@ -31,8 +32,9 @@ pub(super) struct CudaStream {
     /// stream's CUPTI id.
     cupti: Option<(&'static Cupti, Option<u32>)>,
     /// Since the last synchronize, with kernel times: the node ids of the graph launched
-    /// last, and whether copies were enqueued.
+    /// last.
     launched: Option<Arc<[Option<u64>]>>,
+    /// Since the last synchronize: whether a copy was enqueued.
     copied: bool,
     /// Whether graphs built on this stream launch built-in kernels' timed entries when timed
     /// and without CUPTI ([`NativeStream::set_builtin_kernel_times`]).
@@ -41,6 +43,11 @@ pub(super) struct CudaStream {
     clocked: Vec<(Arc<KernelClock>, u64)>,
     /// Operation times not taken yet ([`NativeStream::op_spans`]).
     ops: Vec<OpSpan>,
+    /// Since the last synchronize: timed graph launches and the shape of the last
+    /// (operation times are counted from dependencies in a batch of one graph launch and no
+    /// copy, `op_times`).
+    graphs: u32,
+    shape: Option<Arc<GraphShape>>,
 }
 
 /// Why kernel times are off, said once per process.
@@ -78,6 +85,8 @@ impl CudaStream {
             builtin_times: false,
             clocked: Vec::new(),
             ops: Vec::new(),
+            graphs: 0,
+            shape: None,
         };
         stream.start = api::event_create().map_err(|e| stream.context.error(e))?;
         stream.end = api::event_create().map_err(|e| stream.context.error(e))?;
@@ -122,6 +131,8 @@ impl CudaStream {
             self.batch = None;
             return Ok(());
         }
+        self.graphs += 1;
+        self.shape.clone_from(&graph.shape);
         match &mut self.batch {
             Some(batch) => batch.end = Some(end),
             None => {
@@ -139,17 +150,25 @@ impl CudaStream {
     fn synchronize_entered(&mut self) -> Result<()> {
         let (launched, copied) = (self.launched.take(), std::mem::take(&mut self.copied));
         let clocked = std::mem::take(&mut self.clocked);
+        let (graphs, shape) = (std::mem::take(&mut self.graphs), self.shape.take());
         self.synchronize_batch()?;
+        let before = self.ops.len();
         if let (false, Some(region)) = (clocked.is_empty(), self.last) {
             place(&clocked, region, &mut self.ops);
         }
-        if let Some((cupti, stream)) = self.cupti {
-            if let Some(nodes) = launched {
-                cupti.take_graph(&nodes, &mut self.ops);
-            }
-            if let (true, Some(stream)) = (copied, stream) {
-                cupti.take_stream(stream, &mut self.ops);
-            }
+        if let Some((cupti, _)) = self.cupti
+            && let Some(nodes) = &launched
+        {
+            cupti.take_graph(nodes, &mut self.ops);
+        }
+        // One graph launch alone in its batch: its region's span is the graph's own.
+        if let (1, Some(shape), false, Some(region)) = (graphs, shape, copied, self.last) {
+            launch_inclusive(&mut self.ops[before..], &shape, region);
+        }
+        if let Some((cupti, Some(stream))) = self.cupti
+            && copied
+        {
+            cupti.take_stream(stream, &mut self.ops);
         }
         Ok(())
     }
@@ -210,7 +229,7 @@ impl NativeStream for CudaStream {
             return Ok(());
         }
         self.begin()?;
-        self.copied |= self.cupti.is_some();
+        self.copied = true;
         // SAFETY: both views are in bounds of live allocations that the runtime keeps alive
         // until this stream is synchronized; hazards order access.
         unsafe { api::memcpy_async(dst.address(), src.address(), len, self.raw) }

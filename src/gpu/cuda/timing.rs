@@ -18,7 +18,9 @@
 //! if that would start the first one before the region's recorded start (by at most the
 //! collector's launch delay, about a µs). Durations are the device's own; only the placement
 //! is relative to the region's span, as the region spans themselves are (their end is the
-//! synchronize's return).
+//! synchronize's return). The stream then counts each node from the end of what it waits on
+//! and, where every leaf is timed, re-anchors the spans on the leaves' end
+//! ([`crate::gpu::op_times`]), which is closer than the collector's reading.
 
 use super::api;
 use super::context::Context;
