@@ -227,11 +227,12 @@ fn create_unshared(
     if has_sequence(template) {
         for n in 1..=100_000u64 {
             let path = expand_path_with(template, n);
-            if path.exists() {
-                continue;
-            }
-            match Recorder::create(&path, options.clone()) {
-                Err(e) if taken(&e) => continue,
+            // Created only where nothing exists, atomically: another process's trace,
+            // finished or not, is never truncated.
+            match Recorder::create_new(&path, options.clone()) {
+                Err(e) if taken(&e) || kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
+                    continue;
+                }
                 other => return other.map(|r| (r, path)),
             }
         }
@@ -427,6 +428,36 @@ mod tests {
                 .clean_close
         );
         assert_eq!(std::fs::read(dir.path().join("s-1.hrxt")).unwrap(), b"");
+    }
+
+    /// Recorders started together on one `%n` template, each closing at once, take distinct
+    /// numbers and every trace survives whole: a number is taken atomically, so a recorder
+    /// that checked a name before a sibling finished its trace there cannot truncate it (two
+    /// `record --workload ... -o w-%n.hrxt` started together lost one trace that way).
+    #[test]
+    fn recorders_started_together_take_distinct_numbers_and_keep_every_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let template = dir.path().join("r-%n.hrxt");
+        let written: Vec<PathBuf> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let (recorder, path) =
+                            create_unshared(&template, RecorderOptions::default()).unwrap();
+                        recorder.close().unwrap();
+                        path
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut names = written.clone();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8, "{written:?}");
+        for path in &written {
+            assert!(read_all(path).unwrap().recovery.clean_close, "{path:?}");
+        }
     }
 
     #[test]

@@ -180,6 +180,30 @@ impl FileSink {
         file.set_len(0)?;
         Ok(FileSink { file })
     }
+
+    /// Creates a trace file at `path` where nothing exists yet, atomically (`O_EXCL`), and
+    /// locks it as [`FileSink::create`] does: a sequence-numbered name (`%n`) is then taken by
+    /// one process only, where a check for the name followed by a create let a second process
+    /// truncate a first one's trace finished in between.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::AlreadyExists`] when anything exists at `path`; as
+    /// [`FileSink::create`] otherwise.
+    pub(crate) fn create_new(path: &Path) -> io::Result<FileSink> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        if !lock_exclusive(&file).unwrap_or(false) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is being written by another recorder", path.display()),
+            ));
+        }
+        Ok(FileSink { file })
+    }
 }
 
 /// Whether `file` is empty or starts like a trace (the [`MAGIC`](crate::format::MAGIC), or
@@ -1096,6 +1120,18 @@ impl Recorder {
     ) -> Result<Recorder, WriteError> {
         let path = path.as_ref();
         let sink = FileSink::create(path).map_err(|e| WriteError::Create {
+            path: path.to_owned(),
+            source: Arc::new(e),
+        })?;
+        Recorder::with_sink(sink, options)
+    }
+
+    /// [`Recorder::create`] at a `path` where nothing exists yet ([`FileSink::create_new`]).
+    pub(crate) fn create_new(
+        path: &Path,
+        options: RecorderOptions,
+    ) -> Result<Recorder, WriteError> {
+        let sink = FileSink::create_new(path).map_err(|e| WriteError::Create {
             path: path.to_owned(),
             source: Arc::new(e),
         })?;
