@@ -29,11 +29,16 @@
 //! - **Timings** of a paired kernel, region or operation are judged by [`timing`] on their
 //!   [`Durations`] (one summary of samples for both verbs, from a [`Sketch`]: nearest-rank
 //!   percentiles): the ratio is the new median over the base median (none when the base
-//!   median is 0 or the two sides' times are not comparable, [`timings_comparable`]), and
-//!   the pair is **slow** when a maximum slowdown is set ([`Slowdown`]) and all three hold:
-//!   the ratio is past it, the new median is past the base's p99 (most new runs are slower
-//!   than almost every base run: one-off outliers on a busy machine do not count), and the
-//!   medians differ by more than the floor (timer and scheduling noise of short items).
+//!   median is 0 or the two sides' times are not comparable, [`timings_comparable`]), with a
+//!   confidence interval: each side's median has a distribution-free 97.5% interval from
+//!   its order statistics ([`Sketch::median_interval`], binomial ranks), and the ratio's
+//!   interval runs from the new low end over the base high end to the reverse (at least 95%
+//!   together). The pair is **slow** when a maximum slowdown is set ([`Slowdown`]), the
+//!   whole interval lies past it and past the new side's own run-to-run spread ([`spread`]:
+//!   a replay measures it between the halves of its repeats; 1 for `diff`, which has one run
+//!   a side), and the medians differ by more than the floor (timer and scheduling noise of
+//!   short items). A side with fewer than 7 samples has no interval: the pair is reported
+//!   as **too few to judge**, never slow.
 //! - **Verdict** ([`Verdict::of`]): a regression when anything regressed (a changed
 //!   outcome, a differing digest, a slow kernel or region, a side that did none of the
 //!   work); *different* when only one-sided items remain (kernels, regions, outputs or
@@ -43,9 +48,8 @@
 //!   submission both ran is the same work writing something else: a regression, not a
 //!   one-sided item.
 //!
-//! The timing rule reads two [`Durations`] and nothing else, so a statistical rule (a
-//! confidence interval of the ratio of medians from both sides' samples) can replace
-//! [`timing`] for both verbs at once.
+//! The timing rule reads two [`Centre`]s (median, its interval, p99) and the spread, from
+//! sketches on both verbs' sides, so it holds in bounded memory on traces of any length.
 
 use crate::sketch::Sketch;
 use crate::stats::KernelStats;
@@ -270,6 +274,10 @@ pub struct Durations {
     pub p99_ns: u64,
     /// Maximum.
     pub max_ns: u64,
+    /// A 97.5% confidence interval of the median ([`Sketch::median_interval`]); `None` with
+    /// fewer than 7 samples.
+    #[serde(default)]
+    pub median_interval_ns: Option<(u64, u64)>,
 }
 
 impl Durations {
@@ -283,6 +291,7 @@ impl Durations {
             p90_ns: sketch.percentile(90.0),
             p99_ns: sketch.percentile(99.0),
             max_ns: sketch.max(),
+            median_interval_ns: sketch.median_interval(),
         })
     }
 
@@ -294,12 +303,16 @@ impl Durations {
     }
 }
 
-/// What the timing rule reads of one side: its median and p99.
+/// What the timing rule reads of one side: its median, the median's confidence interval
+/// and its p99.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Centre {
     /// Median in ns.
     pub median_ns: u64,
-    /// 99th percentile in ns: the top of its spread.
+    /// A 97.5% confidence interval of the median in ns ([`Sketch::median_interval`]);
+    /// `None`: too few samples to judge (fewer than 7).
+    pub interval_ns: Option<(u64, u64)>,
+    /// 99th percentile in ns: the top of its spread (shown, not judged).
     pub p99_ns: u64,
 }
 
@@ -307,6 +320,7 @@ impl From<&Durations> for Centre {
     fn from(d: &Durations) -> Centre {
         Centre {
             median_ns: d.median_ns,
+            interval_ns: d.median_interval_ns,
             p99_ns: d.p99_ns,
         }
     }
@@ -316,6 +330,7 @@ impl From<&crate::stats::AnnotationStats> for Centre {
     fn from(a: &crate::stats::AnnotationStats) -> Centre {
         Centre {
             median_ns: a.p50_ns,
+            interval_ns: a.p50_interval_ns,
             p99_ns: a.p99_ns,
         }
     }
@@ -325,6 +340,7 @@ impl From<&KernelStats> for Centre {
     fn from(k: &KernelStats) -> Centre {
         Centre {
             median_ns: k.p50_ns,
+            interval_ns: k.p50_interval_ns,
             p99_ns: k.p99_ns,
         }
     }
@@ -345,17 +361,27 @@ pub struct Slowdown {
 pub struct TimingMatch {
     /// The new median over the base median.
     pub ratio: Option<f64>,
+    /// A confidence interval of that ratio (at least 95%: the new median's low end over the
+    /// base's high end, and the reverse); `None` with too few samples on either side.
+    pub interval: Option<(f64, f64)>,
+    /// The spread the new side's own samples show ([`spread`]); 1 when not measured.
+    pub spread: f64,
     /// Whether the pair is slow: a regression.
     pub slow: bool,
+    /// Whether the pair could not be judged for too few samples (fewer than 7 on a side)
+    /// while a maximum slowdown was set.
+    pub too_few: bool,
 }
 
 /// Judges one pair's timing (see the module docs); `comparable`: whether the two sides'
-/// times can be compared at all ([`timings_comparable`]).
+/// times can be compared at all ([`timings_comparable`]); `spread`: the new side's own
+/// run-to-run spread ([`spread`]), 1 where not measured.
 pub fn timing(
     base: Option<Centre>,
     new: Option<Centre>,
     rule: &Slowdown,
     comparable: bool,
+    spread: f64,
 ) -> TimingMatch {
     let (Some(b), Some(n), true) = (base, new, comparable) else {
         return TimingMatch::default();
@@ -364,12 +390,53 @@ pub fn timing(
         return TimingMatch::default();
     }
     let ratio = n.median_ns as f64 / b.median_ns as f64;
-    let slow = rule.max_ratio.is_some_and(|max| {
-        ratio > max && n.median_ns > b.p99_ns && n.median_ns - b.median_ns > rule.floor_ns
-    });
+    let interval = b
+        .interval_ns
+        .zip(n.interval_ns)
+        .map(|((b_lo, b_hi), (n_lo, n_hi))| {
+            let over = |a: u64, b: u64| {
+                if b == 0 {
+                    f64::INFINITY
+                } else {
+                    a as f64 / b as f64
+                }
+            };
+            (over(n_lo, b_hi), over(n_hi, b_lo))
+        });
+    let spread = if spread.is_finite() {
+        spread.max(1.0)
+    } else {
+        1.0
+    };
+    let slow = match (rule.max_ratio, interval) {
+        (Some(max), Some((low, _))) => {
+            low > max.max(spread) && n.median_ns.saturating_sub(b.median_ns) > rule.floor_ns
+        }
+        _ => false,
+    };
     TimingMatch {
         ratio: Some(ratio),
+        interval,
+        spread,
         slow,
+        too_few: rule.max_ratio.is_some() && interval.is_none(),
+    }
+}
+
+/// The run-to-run spread of one side: the larger over the smaller median of the samples of
+/// its first and its second half of runs (a replay's repeats); 1 when a half has fewer than
+/// 7 samples (one repeat). A replay measures it on its own samples: a change it shows
+/// between two halves of one unchanged run is no regression.
+pub fn spread(first: &mut Sketch, second: &mut Sketch) -> f64 {
+    if first.count() < 7 || second.count() < 7 {
+        return 1.0;
+    }
+    let (a, b) = (first.percentile(50.0), second.percentile(50.0));
+    let (low, high) = (a.min(b), a.max(b));
+    if low == 0 {
+        1.0
+    } else {
+        high as f64 / low as f64
     }
 }
 
@@ -487,42 +554,97 @@ mod tests {
         assert_eq!(Verdict::of(1, 3).exit_code(), 1);
     }
 
-    fn centre(median_ns: u64, p99_ns: u64) -> Option<Centre> {
-        Some(Centre { median_ns, p99_ns })
+    /// A side of 20 samples: its median and the median's interval.
+    fn centre(median_ns: u64, low: u64, high: u64) -> Option<Centre> {
+        Some(Centre {
+            median_ns,
+            interval_ns: Some((low, high)),
+            p99_ns: high,
+        })
     }
 
     #[test]
-    fn a_slow_pair_is_past_the_ratio_the_base_spread_and_the_floor() {
+    fn a_slow_pair_has_its_whole_interval_past_the_ratio_the_spread_and_the_floor() {
         let rule = Slowdown {
             max_ratio: Some(1.5),
             floor_ns: 1_000,
         };
-        // 2x, past the base p99, 10 µs more: slow.
-        let t = timing(centre(10_000, 12_000), centre(20_000, 21_000), &rule, true);
-        assert_eq!((t.ratio, t.slow), (Some(2.0), true));
-        // Within the base's spread (its p99 is 30 µs): not slow, the ratio stands.
-        let t = timing(centre(10_000, 30_000), centre(20_000, 21_000), &rule, true);
+        // 2x, the interval 1.6x..2.5x: slow.
+        let t = timing(
+            centre(10_000, 9_000, 11_000),
+            centre(20_000, 18_000, 22_000),
+            &rule,
+            true,
+            1.0,
+        );
+        assert_eq!((t.ratio, t.slow, t.too_few), (Some(2.0), true, false));
+        let (low, high) = t.interval.unwrap();
+        assert!((low - 18.0 / 11.0).abs() < 1e-9 && (high - 22.0 / 9.0).abs() < 1e-9);
+        // The same medians, the base's median uncertain up to 13 µs: the interval reaches
+        // down to 1.38x, not wholly past 1.5x: not slow, the ratio stands.
+        let t = timing(
+            centre(10_000, 9_000, 13_000),
+            centre(20_000, 18_000, 22_000),
+            &rule,
+            true,
+            1.0,
+        );
         assert_eq!((t.ratio, t.slow), (Some(2.0), false));
+        // Past the ratio, not past the replay's own spread (1.7x between its halves).
+        let t = timing(
+            centre(10_000, 9_000, 11_000),
+            centre(20_000, 18_000, 22_000),
+            &rule,
+            true,
+            1.7,
+        );
+        assert!(!t.slow && t.spread == 1.7);
         // Below the floor.
-        let t = timing(centre(100, 100), centre(900, 900), &rule, true);
+        let t = timing(
+            centre(100, 100, 100),
+            centre(900, 900, 900),
+            &rule,
+            true,
+            1.0,
+        );
         assert!(!t.slow && t.ratio == Some(9.0));
-        // Below the ratio.
-        assert!(!timing(centre(10_000, 10_000), centre(14_000, 14_000), &rule, true).slow);
-        // No maximum: reported, not judged.
+        // Too few samples on a side: reported, not judged, and said.
+        let few = Some(Centre {
+            median_ns: 90_000,
+            interval_ns: None,
+            p99_ns: 90_000,
+        });
+        let t = timing(centre(10_000, 9_000, 11_000), few, &rule, true, 1.0);
+        assert_eq!((t.ratio, t.slow, t.too_few), (Some(9.0), false, true));
+        // No maximum: reported, not judged, nothing too few.
         let off = Slowdown {
             max_ratio: None,
             ..rule
         };
-        let t = timing(centre(10_000, 12_000), centre(90_000, 90_000), &off, true);
-        assert_eq!((t.ratio, t.slow), (Some(9.0), false));
-        // Not comparable, one side missing, or a base median of 0: neither.
+        let t = timing(centre(10_000, 9_000, 11_000), few, &off, true, 1.0);
+        assert_eq!((t.ratio, t.slow, t.too_few), (Some(9.0), false, false));
+        // Not comparable, one side missing, or a base median of 0: nothing.
         for t in [
-            timing(centre(10_000, 12_000), centre(90_000, 90_000), &rule, false),
-            timing(None, centre(90_000, 90_000), &rule, true),
-            timing(centre(0, 0), centre(90_000, 90_000), &rule, true),
+            timing(centre(10_000, 9_000, 11_000), few, &rule, false, 1.0),
+            timing(None, few, &rule, true, 1.0),
+            timing(centre(0, 0, 0), few, &rule, true, 1.0),
         ] {
             assert_eq!(t, TimingMatch::default());
         }
+    }
+
+    #[test]
+    fn the_spread_is_the_ratio_of_the_halves_medians_and_needs_seven_a_half() {
+        let sketch = |values: &[u64]| {
+            let mut s = Sketch::new();
+            values.iter().for_each(|&v| s.add(v));
+            s
+        };
+        let (mut a, mut b) = (sketch(&[100; 7]), sketch(&[120; 7]));
+        assert!((spread(&mut a, &mut b) - 1.2).abs() < 1e-9);
+        assert!((spread(&mut b, &mut a) - 1.2).abs() < 1e-9);
+        assert_eq!(spread(&mut sketch(&[100; 6]), &mut b), 1.0);
+        assert_eq!(spread(&mut sketch(&[]), &mut sketch(&[])), 1.0);
     }
 
     #[test]
@@ -544,9 +666,11 @@ mod tests {
             Centre::from(&d),
             Centre {
                 median_ns: 500,
+                interval_ns: Some((200, 900)),
                 p99_ns: 1000
             }
         );
+        assert_eq!(Durations::of([5; 6]).unwrap().median_interval_ns, None);
     }
 
     #[test]

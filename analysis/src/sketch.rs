@@ -152,6 +152,23 @@ impl Sketch {
             return 0;
         }
         let rank = ((p / 100.0) * self.count as f64).ceil() as u64;
+        self.at_rank(rank)
+    }
+
+    /// A confidence interval of the population median: the order statistics of ranks
+    /// [`median_ranks`] gives, so the median lies below the low end with probability at most
+    /// 1.25%, above the high end likewise (97.5% in all; distribution-free). `None` with
+    /// fewer than 7 values, too few for that confidence.
+    pub fn median_interval(&mut self) -> Option<(u64, u64)> {
+        let (low, high) = median_ranks(self.count)?;
+        Some((self.at_rank(low), self.at_rank(high)))
+    }
+
+    /// The value of nearest rank `rank` (clamped to 1..=count); 0 when empty.
+    fn at_rank(&mut self, rank: u64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
         let rank = rank.clamp(1, self.count);
         match &self.buckets {
             None => {
@@ -173,9 +190,70 @@ impl Sketch {
     }
 }
 
+/// The ranks `(j, n + 1 - j)` of the order statistics bounding a 97.5% confidence interval
+/// of the median of `n` values: the largest `j` with `P(B < j) <= 1.25%` for `B` binomial
+/// `(n, 1/2)` (the number of values below the median), exact up to 1,000 values and by the
+/// normal approximation past; `None` below 7 values (`P(B = 0) = 2^-n` is over 1.25%).
+pub fn median_ranks(n: u64) -> Option<(u64, u64)> {
+    const TAIL: f64 = 0.0125;
+    if n < 7 {
+        return None;
+    }
+    let j = if n <= 1_000 {
+        // P(B <= k) summed in log space from k = 0 (2^-n underflows past 1,074 values).
+        let mut log_pmf = -(n as f64) * std::f64::consts::LN_2;
+        let mut cdf = 0.0;
+        let mut k = 0;
+        loop {
+            cdf += log_pmf.exp();
+            if cdf > TAIL {
+                break k; // P(B <= k-1) <= TAIL < P(B <= k): j = k
+            }
+            log_pmf += ((n - k) as f64 / (k + 1) as f64).ln();
+            k += 1;
+        }
+    } else {
+        // z at 98.75%.
+        let half_width = 2.2414 * (n as f64).sqrt() / 2.0;
+        (n as f64 / 2.0 - half_width).floor() as u64
+    };
+    let j = j.max(1);
+    Some((j, n + 1 - j))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_ranks_hold_their_confidence_and_are_as_tight_as_it_allows() {
+        assert_eq!(median_ranks(6), None);
+        // 7 values: below the minimum with probability 1/128 (0.8%): the whole range.
+        assert_eq!(median_ranks(7), Some((1, 7)));
+        // P(B <= 1) for n = 10 is 11/1024 (1.07%); P(B <= 2) is 56/1024 (5.5%).
+        assert_eq!(median_ranks(10), Some((2, 9)));
+        for n in [7u64, 20, 100, 999, 1000] {
+            let (j, k) = median_ranks(n).unwrap();
+            assert_eq!(j + k, n + 1);
+            // Exact tail below j and at j, by the same recurrence in plain space for small n.
+            if n <= 60 {
+                let pmf = |i: u64| {
+                    (0..i).fold(1.0f64, |c, t| c * (n - t) as f64 / (t + 1) as f64)
+                        / 2f64.powi(n as i32)
+                };
+                let below: f64 = (0..j).map(pmf).sum();
+                assert!(below <= 0.0125, "n {n}: {below}");
+                assert!(below + pmf(j) > 0.0125, "n {n}: j {j} is not the largest");
+            }
+        }
+        // The normal approximation continues the exact ranks.
+        let (exact, _) = median_ranks(1000).unwrap();
+        let (approx, _) = median_ranks(1001).unwrap();
+        assert!(exact.abs_diff(approx) <= 1, "{exact} {approx}");
+        let mut s = Sketch::new();
+        (1..=10).for_each(|v| s.add(v * 100));
+        assert_eq!(s.median_interval(), Some((200, 900)));
+    }
 
     fn exact_percentile(sorted: &[u64], p: f64) -> u64 {
         let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;

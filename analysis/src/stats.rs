@@ -107,6 +107,10 @@ pub struct KernelStats {
     /// the module docs).
     #[serde(default)]
     pub device: u64,
+    /// A 97.5% confidence interval of the median in ns
+    /// ([`crate::sketch::Sketch::median_interval`]); `None` with fewer than 7 spans.
+    #[serde(default)]
+    pub p50_interval_ns: Option<(u64, u64)>,
 }
 
 /// The label of a row that is no region label (an operation's, [`Stats::operations`]).
@@ -260,6 +264,9 @@ pub struct AnnotationStats {
     pub max_ns: u64,
     /// Whether p50 and p99 are exact (see the module docs).
     pub exact: bool,
+    /// A 97.5% confidence interval of the median in ns; `None` with fewer than 7 ranges.
+    #[serde(default)]
+    pub p50_interval_ns: Option<(u64, u64)>,
 }
 
 /// One marker name's count (format 1.14).
@@ -632,6 +639,7 @@ impl Annotations {
                 min_ns: d.min(),
                 max_ns: d.max(),
                 exact: d.is_exact(),
+                p50_interval_ns: d.median_interval(),
             });
         }
         stats.annotations.sort_by(|a, b| {
@@ -1139,6 +1147,7 @@ fn row(label: LabelRef, name: String, t: Timings) -> KernelStats {
         exact: d.is_exact(),
         failed,
         device,
+        p50_interval_ns: d.median_interval(),
     }
 }
 
@@ -1222,6 +1231,7 @@ mod tests {
                 min_ns: 1_000_000,
                 max_ns: 2_000_000,
                 exact: true,
+                p50_interval_ns: Some((1_000_000, 2_000_000)),
             }]
         );
         assert_eq!(

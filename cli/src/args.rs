@@ -101,9 +101,11 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "B")]
     pub backend: Option<String>,
 
-    /// Replays to time; timings are medians over them.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count, allow_negative_numbers = true)]
-    pub repeat: usize,
+    /// Replays to time; timings are medians over them [default: 1; with --max-slowdown 10,
+    /// so that a region run at least twice in the trace has 7 or more samples in each half of
+    /// the repeats (the replay's own spread) and one run once has 10 (its median's interval)].
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub repeat: Option<usize>,
 
     /// Also report each operation's time inside its native graph or copy batch, timed in the
     /// replays as the capture was (the software device always; CUDA: hrx's built-in kernels

@@ -28,6 +28,11 @@ use indicatif::ProgressStyle;
 use std::io::Write;
 use std::process::ExitCode;
 
+/// `--repeat` with `--max-slowdown` and no `--repeat`: the halves of 10 repeats give a region
+/// run at least twice in the trace 7 samples each (the least the replay's own spread is
+/// measured on), and a region run once 10 samples (the median's interval takes 7).
+const GATE_REPEAT: usize = 10;
+
 /// Most repeats `--repeat` takes: timings of every repeat are kept for the medians.
 const MAX_REPEAT: usize = 100_000;
 
@@ -59,10 +64,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let backend: hrx::BackendChoice = text
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
-    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+    let repeat = args.repeat.unwrap_or(if args.max_slowdown.is_some() {
+        GATE_REPEAT
+    } else {
+        1
+    });
+    if !(1..=MAX_REPEAT).contains(&repeat) {
         return Err(Failure::new(format!(
-            "--repeat {}: must be between 1 and {MAX_REPEAT}",
-            args.repeat
+            "--repeat {repeat}: must be between 1 and {MAX_REPEAT}"
         ))
         .into());
     }
@@ -92,7 +101,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let bar = progress.clone();
     let mut options = ReplayOptions::default()
         .backend(backend)
-        .repeat(args.repeat)
+        .repeat(repeat)
         .per_op(args.per_op)
         .isolated(args.isolated)
         .progress(move |done, total| {
@@ -200,15 +209,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         "the replay compares only what was recovered",
     );
     // After the replay, so that an error stays one line.
-    if args.max_slowdown.is_some() && args.repeat < 3 {
+    if args.max_slowdown.is_some() && repeat < 2 {
         crate::output::note(format_args!(
-            "--max-slowdown judged {} here; --repeat 3 or more takes a median that one \
-             replay cannot decide",
-            if args.repeat == 1 {
-                "a single replay's time"
-            } else {
-                "the faster of two replays"
-            }
+            "--max-slowdown judged one replay's times here, without the replay's own spread \
+             (which takes --repeat 2 or more; the default with --max-slowdown is {GATE_REPEAT})"
         ));
     }
     // A match of nothing is no match: said on standard error as well as in the report.

@@ -179,10 +179,7 @@ fn writers(graph: &GraphPlan, buffer: BufferId, start: u64, end: u64) -> Vec<u32
 
 /// Pools samples into a distribution on the chosen clock.
 fn stats(samples: &[&Sample], clock: Clock) -> Option<Durations> {
-    Durations::of(samples.iter().map(|s| match clock {
-        Clock::Device => s.device_ns.unwrap_or(s.host_ns),
-        Clock::Host => s.host_ns,
-    }))
+    Durations::of(values(samples, clock))
 }
 
 fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
@@ -194,12 +191,14 @@ fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
     }
 }
 
-/// The replayed median over the captured one, and whether it is slow: the one timing rule
-/// of `diff` and `replay` (`hrx_analysis::compare::timing`); neither when the times are not
-/// `comparable` (captured on another backend).
+/// The replayed median over the captured one, its confidence interval, and whether it is
+/// slow: the one timing rule of `diff` and `replay` (`hrx_analysis::compare::timing`), past
+/// `spread`, the replay's own (`hrx_analysis::compare::spread`); nothing when the times are
+/// not `comparable` (captured on another backend).
 pub(crate) fn judge(
     captured: Option<Durations>,
     replayed: Option<Durations>,
+    spread: f64,
     options: &ReplayOptions,
     comparable: bool,
 ) -> hrx_analysis::compare::TimingMatch {
@@ -212,7 +211,30 @@ pub(crate) fn judge(
         replayed.as_ref().map(Into::into),
         &rule,
         comparable,
+        spread,
     )
+}
+
+/// Samples on `clock`.
+fn values<'a>(samples: &'a [&Sample], clock: Clock) -> impl Iterator<Item = u64> + 'a {
+    samples.iter().map(move |s| match clock {
+        Clock::Device => s.device_ns.unwrap_or(s.host_ns),
+        Clock::Host => s.host_ns,
+    })
+}
+
+/// The spread of samples taken over the replay's `repeats` in order, each repeat giving as
+/// many: those of its first `repeats / 2` repeats against the rest
+/// (`hrx_analysis::compare::spread`; a streamed replay splits its repeats alike).
+fn spread_of(samples: &[&Sample], clock: Clock, repeats: usize) -> f64 {
+    let repeats = repeats.max(1);
+    let (first, second) = samples.split_at(samples.len() * (repeats / 2) / repeats);
+    let sketch = |half| {
+        let mut sketch = hrx_analysis::sketch::Sketch::new();
+        values(half, clock).for_each(|v| sketch.add(v));
+        sketch
+    };
+    hrx_analysis::compare::spread(&mut sketch(first), &mut sketch(second))
 }
 
 /// The name of a backend choice, as `--backend` takes it.
@@ -759,7 +781,13 @@ pub(crate) fn report(
             let region = key.region;
             let clock = clock_of(&captured, &replayed);
             let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
-            let judged = judge(c, r, options, comparable);
+            let judged = judge(
+                c,
+                r,
+                spread_of(&replayed, clock, options.repeat),
+                options,
+                comparable,
+            );
             timing.push(RegionTimingRow {
                 runtime,
                 graph: rp.graphs[graph].prepared.0,
@@ -769,6 +797,9 @@ pub(crate) fn report(
                 captured: c,
                 replayed: r,
                 ratio: judged.ratio,
+                interval: judged.interval,
+                spread: judged.spread,
+                too_few: judged.too_few,
                 regression: judged.slow,
             });
         }
@@ -788,7 +819,13 @@ pub(crate) fn report(
             // An operation launched on its own is timed by its region, host or device alike.
             let clock = clock_of(&captured, &replayed);
             let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
-            let judged = judge(c, r, options, comparable);
+            let judged = judge(
+                c,
+                r,
+                spread_of(&replayed, clock, options.repeat),
+                options,
+                comparable,
+            );
             op_timing.push(OpTimingRow {
                 runtime,
                 graph: g.prepared.0,
@@ -803,6 +840,9 @@ pub(crate) fn report(
                 captured: c,
                 replayed: r,
                 ratio: judged.ratio,
+                interval: judged.interval,
+                spread: judged.spread,
+                too_few: judged.too_few,
                 regression: judged.slow,
             });
         }
@@ -824,6 +864,8 @@ pub(crate) fn report(
         .partition(|d| d.timing_dependent.is_some());
     summary.divergences = divergences.len();
     summary.timing_dependent = timing_dependent.len();
+    summary.too_few = timing.iter().filter(|t| t.too_few).count()
+        + op_timing.iter().filter(|t| t.too_few).count();
     summary.slow = timing.iter().filter(|t| t.regression).count()
         + op_timing.iter().filter(|t| t.regression).count();
     if options.tolerance.is_some()

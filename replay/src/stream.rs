@@ -51,18 +51,22 @@ struct Sketches {
     device: Sketch,
     /// Samples without device timestamps.
     host_only: u64,
+    /// The samples again, by half of the repeats (first, second) and clock (host, device):
+    /// the replay's own spread (`hrx_analysis::compare::spread`).
+    halves: [[Sketch; 2]; 2],
 }
 
 impl Sketches {
-    fn add(&mut self, s: &Sample) {
+    /// Adds `s`, taken in a repeat of the `half` (0 or 1) it names.
+    fn add(&mut self, s: &Sample, half: usize) {
         self.host.add(s.host_ns);
-        match s.device_ns {
-            Some(d) => self.device.add(d),
-            None => {
-                self.device.add(s.host_ns);
-                self.host_only += 1;
-            }
+        let device = s.device_ns.unwrap_or(s.host_ns);
+        self.device.add(device);
+        if s.device_ns.is_none() {
+            self.host_only += 1;
         }
+        self.halves[half][0].add(s.host_ns);
+        self.halves[half][1].add(device);
     }
 
     fn stats(&mut self, clock: Clock) -> Option<Durations> {
@@ -70,6 +74,12 @@ impl Sketches {
             Clock::Host => &mut self.host,
             Clock::Device => &mut self.device,
         })
+    }
+
+    fn spread(&mut self, clock: Clock) -> f64 {
+        let c = usize::from(clock == Clock::Device);
+        let [first, second] = &mut self.halves;
+        hrx_analysis::compare::spread(&mut first[c], &mut second[c])
     }
 }
 
@@ -157,13 +167,15 @@ impl Fold<'_> {
             for ((graph, region), samples) in &rp.region_times {
                 let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
                 let entry = self.captured.entry(key).or_default();
-                samples.iter().for_each(|s| entry.add(s));
+                samples.iter().for_each(|s| entry.add(s, 0));
             }
-            for observed in &repeats {
+            let k = self.options.repeat.max(1);
+            for (repeat, observed) in repeats.iter().enumerate() {
+                let half = usize::from(repeat >= k / 2);
                 for ((graph, region), samples) in &observed.region_times {
                     let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
                     let entry = self.replayed.entry(key).or_default();
-                    samples.iter().for_each(|s| entry.add(s));
+                    samples.iter().for_each(|s| entry.add(s, half));
                 }
             }
             for (&(graph, region), _) in rp
@@ -393,6 +405,7 @@ impl Fold<'_> {
                 let judged = compare::judge(
                     captured,
                     replayed,
+                    r.spread(clock),
                     self.options,
                     comparable.get(&runtime).copied().unwrap_or(true),
                 );
@@ -405,10 +418,15 @@ impl Fold<'_> {
                     captured,
                     replayed,
                     ratio: judged.ratio,
+                    interval: judged.interval,
+                    spread: judged.spread,
+                    too_few: judged.too_few,
                     regression: judged.slow,
                 }
             })
             .collect();
+        report.summary.too_few = report.timing.iter().filter(|t| t.too_few).count()
+            + report.op_timing.iter().filter(|t| t.too_few).count();
         report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
             + report.op_timing.iter().filter(|t| t.regression).count();
         report.verdict = Verdict::of(report.summary.divergences + report.summary.slow, 0);

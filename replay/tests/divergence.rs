@@ -190,14 +190,17 @@ fn a_fault_the_capture_had_but_the_replay_does_not_is_a_divergence_too() {
 #[test]
 fn a_slowed_region_past_max_slowdown_is_a_timing_regression() {
     // Small frames: their compute region takes well under 20 ms even on a loaded machine,
-    // so the slowed replay is far past 2x.
-    let frames: Vec<_> = (0..3).map(|seed| synthetic(24, 16, seed)).collect();
+    // so the slowed replay is far past 2x. 24 of them (8 for each of the pipeline's three
+    // prepared graphs), replayed twice: enough samples for the medians' intervals and the
+    // replay's own spread.
+    let frames: Vec<_> = (0..24).map(|seed| synthetic(24, 16, seed)).collect();
     let options = hrx::RuntimeOptions::sim().trace_digests(hrx::TraceDigests::All);
     let (trace, result) = record(options, |rt| run_pipeline(rt, &frames));
-    assert_eq!(result.expect("pipeline"), 3);
+    assert_eq!(result.expect("pipeline"), 24);
     let trace = &trace;
     let options = ReplayOptions::default()
         .kernel_override("hrx_sobel", slow_sobel)
+        .repeat(2)
         .max_slowdown(2.0);
     let report = replay_with(trace, &options);
     assert_eq!(report.exit_code(), 1);
@@ -220,6 +223,36 @@ fn a_slowed_region_past_max_slowdown_is_a_timing_regression() {
         &ReplayOptions::default().kernel_override("hrx_sobel", slow_sobel),
     );
     assert_eq!(report.exit_code(), 0);
+}
+
+/// Three frames replayed once: three samples a side are too few for a confidence interval
+/// of the median, so even a 20 ms slower sobel is not judged, and the report says so rather
+/// than call it the same or slow.
+#[test]
+fn a_region_with_too_few_samples_is_not_judged_and_said_so() {
+    let frames: Vec<_> = (0..3).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 3);
+    let options = ReplayOptions::default()
+        .kernel_override("hrx_sobel", slow_sobel)
+        .max_slowdown(2.0);
+    let report = replay_with(&trace, &options);
+    assert_eq!(report.exit_code(), 0);
+    let sobel = (report.timing.iter())
+        .find(|t| t.label.contains("hrx_sobel"))
+        .expect("sobel's region");
+    assert!(sobel.ratio.expect("a ratio") > 2.0, "{sobel:?}");
+    assert!(sobel.too_few && !sobel.regression && sobel.interval.is_none());
+    assert_eq!(report.summary.too_few, report.timing.len());
+    let text = report.to_text();
+    assert!(text.contains("too few to judge"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "not judged: {} timing rows with too few samples",
+            report.timing.len()
+        )),
+        "{text}"
+    );
 }
 
 /// saxpy, then every result one ULP larger: a float kernel that changed slightly.

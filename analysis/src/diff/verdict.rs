@@ -7,11 +7,13 @@
 //! # The kernel rule
 //!
 //! A kernel is **slow** by the timing rule `replay` judges regions by
-//! ([`crate::compare::timing`], here with the floor [`NOISE_FLOOR_NS`]) when all three
-//! hold: its median grew by more than the allowed ratio (`new.p50 > R × base.p50`); the
-//! growth is beyond the base's spread (`new.p50 > base.p99`: most new runs are slower than
-//! almost every base run, so one-off outliers on a busy machine do not count); and it is
-//! more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of microsecond kernels).
+//! ([`crate::compare::timing`], here with the floor [`NOISE_FLOOR_NS`]) when both hold: the
+//! confidence interval of the ratio of its medians (each median's 97.5% interval from its
+//! order statistics) lies wholly past the allowed ratio, so a few outliers on a busy machine
+//! do not decide it; and the median grew by more than [`NOISE_FLOOR_NS`] (timer and
+//! scheduling noise of microsecond kernels). A kernel with fewer than 7 spans on a side has
+//! no interval and is never slow (two recordings have no run-to-run spread of their own to
+//! measure: `diff` judges with a spread of 1).
 //!
 //! # Operations
 //!
@@ -48,14 +50,14 @@ use std::path::Path;
 /// Growth below this many ns is never a slowdown (timer and scheduling noise).
 pub const NOISE_FLOOR_NS: u64 = 50_000;
 
-/// Whether `new` is slower than `base` past `max_slowdown` and beyond the spread (the
-/// kernel rule, see the module docs: [`crate::compare::timing`]).
+/// Whether `new` is slower than `base`: the interval of the ratio of their medians wholly past
+/// `max_slowdown` (the kernel rule, see the module docs: [`crate::compare::timing`]).
 pub fn is_slow(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> bool {
     let rule = Slowdown {
         max_ratio: Some(max_slowdown),
         floor_ns: NOISE_FLOOR_NS,
     };
-    timing(Some(base.into()), Some(new.into()), &rule, true).slow
+    timing(Some(base.into()), Some(new.into()), &rule, true, 1.0).slow
 }
 
 /// One of the two traces.
@@ -346,6 +348,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                     exact: t.sketch.is_exact(),
                     failed: t.failed,
                     device: t.device,
+                    p50_interval_ns: t.sketch.median_interval(),
                 };
                 let (bs, ns) = (stats(&mut bt), stats(&mut nt));
                 op_times.push(OpTimes {
@@ -442,7 +445,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 Paired::New(n) => (None, Some(n)),
             };
             let slow = match (&base, &new) {
-                (Some(b), Some(n)) => timing(Some(b.into()), Some(n.into()), &rule, true).slow,
+                (Some(b), Some(n)) => timing(Some(b.into()), Some(n.into()), &rule, true, 1.0).slow,
                 _ => false,
             };
             AnnotationRow {
@@ -746,24 +749,38 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_is_slow_only_past_the_ratio_the_spread_and_the_noise_floor() {
+    fn a_kernel_is_slow_only_with_its_whole_interval_past_the_ratio_and_the_noise_floor() {
         let profile = profile_records(&trace(4, &[], None));
         let mut base = profile.kernels.values().next().unwrap().clone();
-        (base.p50_ns, base.p99_ns) = (100_000, 150_000);
-        let with = |base: &KernelStats, p50_ns| KernelStats {
-            p50_ns,
-            ..base.clone()
+        let set = |k: &mut KernelStats, p50_ns: u64, (low, high): (u64, u64)| {
+            k.p50_ns = p50_ns;
+            k.p50_interval_ns = Some((low, high));
         };
-        assert!(is_slow(&base, &with(&base, 250_000), 2.0));
+        set(&mut base, 100_000, (90_000, 110_000));
+        let with = |p50_ns: u64, interval| {
+            let mut new = base.clone();
+            set(&mut new, p50_ns, interval);
+            new
+        };
+        // 2.5x, the interval 2.09x..3.0x.
+        assert!(is_slow(&base, &with(250_000, (230_000, 270_000)), 2.0));
         // Within the ratio.
-        assert!(!is_slow(&base, &with(&base, 190_000), 2.0));
-        // Past the ratio, not past the base's p99.
-        base.p99_ns = 300_000;
-        assert!(!is_slow(&base, &with(&base, 250_000), 2.0));
-        // Past both, but grown by less than the noise floor.
-        (base.p50_ns, base.p99_ns) = (10_000, 12_000);
-        assert!(!is_slow(&base, &with(&base, 10_000 + NOISE_FLOOR_NS), 2.0));
-        assert!(is_slow(&base, &with(&base, 10_001 + NOISE_FLOOR_NS), 2.0));
+        assert!(!is_slow(&base, &with(190_000, (180_000, 200_000)), 2.0));
+        // Past the ratio, its interval not wholly (reaching down to 1.8x).
+        assert!(!is_slow(&base, &with(250_000, (198_000, 300_000)), 2.0));
+        // Too few spans on a side: no interval, never slow.
+        let mut few = with(900_000, (890_000, 910_000));
+        few.p50_interval_ns = None;
+        assert!(!is_slow(&base, &few, 2.0));
+        // Past the ratio, but grown by less than the noise floor.
+        set(&mut base, 10_000, (10_000, 10_000));
+        let grown = |by: u64| {
+            let mut new = base.clone();
+            set(&mut new, 10_000 + by, (10_000 + by, 10_000 + by));
+            new
+        };
+        assert!(!is_slow(&base, &grown(NOISE_FLOOR_NS), 2.0));
+        assert!(is_slow(&base, &grown(NOISE_FLOOR_NS + 1), 2.0));
     }
 
     /// Annotation ranges are paired by name and compared by the kernel rule, but a slow one

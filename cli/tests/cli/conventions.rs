@@ -169,11 +169,29 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
     assert_eq!(stderr(&recorded), "");
     let replay = run(
         dir.path(),
-        &["replay", "-q", "h.hrxt", "--max-slowdown", "1000"],
+        &[
+            "replay",
+            "-q",
+            "h.hrxt",
+            "--max-slowdown",
+            "1000",
+            "--repeat",
+            "1",
+        ],
     );
     assert!(stdout(&replay).contains("verdict: "), "the report stays");
     assert!(!stderr(&replay).contains("note:"), "{}", stderr(&replay));
-    let noisy = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "1000"]);
+    let noisy = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--max-slowdown",
+            "1000",
+            "--repeat",
+            "1",
+        ],
+    );
     assert!(
         stderr(&noisy).contains("note: --max-slowdown"),
         "{}",

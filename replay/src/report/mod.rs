@@ -141,6 +141,9 @@ pub struct Summary {
     pub timing_dependent: usize,
     /// Regions (and operations) slower than `max_slowdown` allows.
     pub slow: usize,
+    /// Regions and operations not judged for too few samples (under 7 on a side), with
+    /// `max_slowdown` set.
+    pub too_few: usize,
 }
 
 /// One replayed submission.
@@ -273,8 +276,16 @@ pub struct RegionTimingRow {
     pub replayed: Option<Durations>,
     /// Replay median / captured median.
     pub ratio: Option<f64>,
-    /// Whether this is a timing regression ([`hrx_analysis::compare::timing`]: ratio past
-    /// `max_slowdown`, replayed median past the captured p99, difference past the noise
+    /// A confidence interval of that ratio (at least 95%); `None` with fewer than 7 samples
+    /// on a side.
+    pub interval: Option<(f64, f64)>,
+    /// The replay's own run-to-run spread ([`hrx_analysis::compare::spread`]), a floor of
+    /// the ratio a regression must pass.
+    pub spread: f64,
+    /// Not judged, for too few samples (with `max_slowdown` set).
+    pub too_few: bool,
+    /// Whether this is a timing regression ([`hrx_analysis::compare::timing`]: the whole
+    /// interval past `max_slowdown` and the spread, medians apart by more than the noise
     /// floor).
     pub regression: bool,
 }
@@ -300,6 +311,12 @@ pub struct OpTimingRow {
     pub replayed: Option<Durations>,
     /// Replay median / captured median.
     pub ratio: Option<f64>,
+    /// A confidence interval of that ratio ([`RegionTimingRow::interval`]).
+    pub interval: Option<(f64, f64)>,
+    /// The replay's own run-to-run spread ([`RegionTimingRow::spread`]).
+    pub spread: f64,
+    /// Not judged, for too few samples ([`RegionTimingRow::too_few`]).
+    pub too_few: bool,
     /// Whether this is a timing regression.
     pub regression: bool,
 }

@@ -22,6 +22,7 @@ fn one_sample_has_no_spread() {
         p90_ns: 9,
         p99_ns: 9,
         max_ns: 9,
+        median_interval_ns: None,
     };
     let spread = |samples| {
         let cells = timing_cells(
@@ -30,6 +31,7 @@ fn one_sample_has_no_spread() {
             None,
             Some(stats(samples)),
             None,
+            (None, false),
             false,
             Clock::Host,
         );
@@ -37,6 +39,32 @@ fn one_sample_has_no_spread() {
     };
     assert_eq!(spread(1), "1 sample");
     assert_eq!(spread(2), "7 ns..9 ns");
+}
+
+#[test]
+fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
+    let cells = |interval, too_few, regression| {
+        timing_cells(
+            1,
+            "0".into(),
+            None,
+            None,
+            Some(1.5),
+            (interval, too_few),
+            regression,
+            Clock::Device,
+        )
+    };
+    let judged = cells(Some((1.25, 1.75)), false, true);
+    assert_eq!(
+        (judged[5].as_str(), judged[6].as_str()),
+        ("1.50x [1.25x..1.75x]", "SLOW")
+    );
+    let few = cells(None, true, false);
+    assert_eq!(
+        (few[5].as_str(), few[6].as_str()),
+        ("1.50x", "device, too few to judge")
+    );
 }
 
 #[test]

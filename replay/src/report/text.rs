@@ -144,6 +144,15 @@ impl Report {
             },
             s.slow
         );
+        if s.too_few > 0 {
+            let _ = writeln!(
+                out,
+                "not judged: {} timing row{} with too few samples (under 7 on a side; raise \
+                 --repeat)",
+                s.too_few,
+                if s.too_few == 1 { "" } else { "s" }
+            );
+        }
         if let Some(what) = &self.nothing_compared {
             let _ = writeln!(out, "warning: {what}");
         }
@@ -252,9 +261,10 @@ impl Report {
         if !self.timing.is_empty() {
             let _ = writeln!(
                 out,
-                "\nregion timing (median; spread = replay p10..p90{}):",
+                "\nregion timing (median; spread = replay p10..p90; ratio [its 95% interval]{}):",
                 if r.max_slowdown.is_some() {
-                    "; SLOW = past the max slowdown"
+                    "; SLOW = the whole interval past the max slowdown and the replay's own \
+                     spread; too few to judge = under 7 samples on a side"
                 } else {
                     ""
                 }
@@ -273,6 +283,7 @@ impl Report {
                         t.captured,
                         t.replayed,
                         t.ratio,
+                        (t.interval, t.too_few),
                         t.regression,
                         t.clock,
                     ));
@@ -327,6 +338,7 @@ impl Report {
                         t.captured,
                         t.replayed,
                         t.ratio,
+                        (t.interval, t.too_few),
                         t.regression,
                         t.clock,
                     ));
@@ -447,9 +459,19 @@ pub(super) fn timing_cells(
     captured: Option<Durations>,
     replayed: Option<Durations>,
     ratio: Option<f64>,
+    (interval, too_few): (Option<(f64, f64)>, bool),
     regression: bool,
     clock: Clock,
 ) -> Vec<String> {
+    let ratio_text = |r: f64| match interval {
+        Some((low, high)) => format!(
+            "{} [{}..{}]",
+            hrx_analysis::units::ratio(r),
+            hrx_analysis::units::ratio(low),
+            hrx_analysis::units::ratio(high)
+        ),
+        None => hrx_analysis::units::ratio(r),
+    };
     let median = |s: Option<Durations>| {
         s.map_or("-".to_string(), |s| {
             format!("{} (n={})", format_ns(s.median_ns), s.samples)
@@ -465,11 +487,13 @@ pub(super) fn timing_cells(
             1 => "1 sample".to_string(),
             _ => format!("{}..{}", format_ns(s.p10_ns), format_ns(s.p90_ns)),
         }),
-        ratio.map_or("-".to_string(), hrx_analysis::units::ratio),
-        match (regression, clock) {
-            (true, _) => "SLOW".to_string(),
-            (false, Clock::Device) => "device".to_string(),
-            (false, Clock::Host) => String::new(),
+        ratio.map_or("-".to_string(), ratio_text),
+        match (regression, too_few, clock) {
+            (true, _, _) => "SLOW".to_string(),
+            (false, true, Clock::Device) => "device, too few to judge".to_string(),
+            (false, true, Clock::Host) => "too few to judge".to_string(),
+            (false, false, Clock::Device) => "device".to_string(),
+            (false, false, Clock::Host) => String::new(),
         },
     ]
 }
