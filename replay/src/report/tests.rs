@@ -30,9 +30,7 @@ fn one_sample_has_no_spread() {
             "0".into(),
             None,
             Some(stats(samples)),
-            None,
-            (None, false),
-            false,
+            (None, None, false, false),
             Clock::Host,
         );
         cells[4].clone()
@@ -49,9 +47,7 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
             "0".into(),
             None,
             None,
-            Some(1.5),
-            (interval, too_few),
-            regression,
+            (Some(1.5), interval, too_few, regression),
             Clock::Device,
         )
     };

@@ -282,9 +282,7 @@ impl Report {
                         t.region.to_string(),
                         t.captured,
                         t.replayed,
-                        t.ratio,
-                        (t.interval, t.too_few),
-                        t.regression,
+                        (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
                     ));
                     cells.push(t.label.clone());
@@ -337,9 +335,7 @@ impl Report {
                         t.node.to_string(),
                         t.captured,
                         t.replayed,
-                        t.ratio,
-                        (t.interval, t.too_few),
-                        t.regression,
+                        (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
                     ));
                     cells.push(format!("{} (region {})", t.label, t.region));
@@ -458,9 +454,7 @@ pub(super) fn timing_cells(
     index: String,
     captured: Option<Durations>,
     replayed: Option<Durations>,
-    ratio: Option<f64>,
-    (interval, too_few): (Option<(f64, f64)>, bool),
-    regression: bool,
+    (ratio, interval, too_few, regression): (Option<f64>, Option<(f64, f64)>, bool, bool),
     clock: Clock,
 ) -> Vec<String> {
     let ratio_text = |r: f64| match interval {
