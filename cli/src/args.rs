@@ -107,6 +107,23 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: Option<usize>,
 
+    /// Save this replay's timings (each region's and operation's replayed distribution) as a
+    /// baseline, to judge later replays of the same trace against (`--baseline`).
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+
+    /// Judge the timings against a baseline `--save-baseline` wrote on a known-good build, by
+    /// the same rule and `--max-slowdown` (default 1.5 with a baseline), as well as against
+    /// the capture; a regression against either is exit 1.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Replays run and thrown away before the measured ones (first launches, kernel
+    /// compilation, clocks and caches warmed up); a streamed replay warms up on its first
+    /// chunk of submissions.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_warmup, allow_negative_numbers = true)]
+    pub warmup: usize,
+
     /// Also report each operation's time inside its native graph or copy batch, timed in the
     /// replays as the capture was (the software device always; CUDA: hrx's built-in kernels
     /// time themselves, and CUPTI's kernel times where the capture timed copies or fills).
@@ -479,6 +496,14 @@ pub struct ManArgs {
 /// call `-1` an unexpected argument and suggest `-- -1`), to be refused with the reason.
 fn parse_count(text: &str) -> Result<usize, String> {
     text.parse::<usize>().map_err(|e| whole_number(text, &e))
+}
+
+/// `--warmup`: a count (see [`parse_count`]) of at most 10, each a whole replay.
+fn parse_warmup(text: &str) -> Result<usize, String> {
+    match parse_count(text)? {
+        n @ 0..=10 => Ok(n),
+        n => Err(format!("{n} warm-up replays: give 0 to 10")),
+    }
 }
 
 /// A width in pixels (see [`parse_count`]).

@@ -33,6 +33,9 @@ use std::process::ExitCode;
 /// measured on), and a region run once 10 samples (the median's interval takes 7).
 const GATE_REPEAT: usize = 10;
 
+/// `--max-slowdown` with `--baseline` and no `--max-slowdown` (`diff`'s default).
+const BASELINE_MAX_SLOWDOWN: f64 = 1.5;
+
 /// Most repeats `--repeat` takes: timings of every repeat are kept for the medians.
 const MAX_REPEAT: usize = 100_000;
 
@@ -64,7 +67,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let backend: hrx::BackendChoice = text
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
-    let repeat = args.repeat.unwrap_or(if args.max_slowdown.is_some() {
+    // A baseline that does not read is said before anything is replayed.
+    let baseline = match &args.baseline {
+        Some(path) => {
+            Some(hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?)
+        }
+        None => None,
+    };
+    // A gate: judged against a baseline by the default ratio where none is given.
+    let max_slowdown = args
+        .max_slowdown
+        .or(baseline.is_some().then_some(BASELINE_MAX_SLOWDOWN));
+    let repeat = args.repeat.unwrap_or(if max_slowdown.is_some() {
         GATE_REPEAT
     } else {
         1
@@ -102,6 +116,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut options = ReplayOptions::default()
         .backend(backend)
         .repeat(repeat)
+        .warmup(args.warmup)
         .per_op(args.per_op)
         .isolated(args.isolated)
         .progress(move |done, total| {
@@ -111,7 +126,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(tolerance) = args.tolerance {
         options = options.tolerance(tolerance);
     }
-    if let Some(ratio) = args.max_slowdown {
+    if let Some(ratio) = max_slowdown {
         options = options.max_slowdown(ratio);
     }
     if let Some(until) = args.until {
@@ -198,7 +213,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure
         }
     })?;
-    let (report, reading) = report;
+    let (mut report, reading) = report;
+    if let Some(baseline) = &baseline {
+        baseline.judge(&mut report, &options);
+    }
+    if let Some(path) = &args.save_baseline {
+        hrx_replay::Baseline::of(&report)
+            .save(path)
+            .map_err(|e| Failure::new(e.to_string()))?;
+    }
     // What reading the file found, as every reading verb warns of it (after the replay, so
     // that an error stays one line; before the report, which a closed standard output may
     // cut short).
@@ -209,7 +232,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         "the replay compares only what was recovered",
     );
     // After the replay, so that an error stays one line.
-    if args.max_slowdown.is_some() && repeat < 2 {
+    if max_slowdown.is_some() && repeat < 2 {
         crate::output::note(format_args!(
             "--max-slowdown judged one replay's times here, without the replay's own spread \
              (which takes --repeat 2 or more; the default with --max-slowdown is {GATE_REPEAT})"

@@ -801,6 +801,7 @@ pub(crate) fn report(
                 spread: judged.spread,
                 too_few: judged.too_few,
                 regression: judged.slow,
+                baseline: None,
             });
         }
 
@@ -844,6 +845,7 @@ pub(crate) fn report(
                 spread: judged.spread,
                 too_few: judged.too_few,
                 regression: judged.slow,
+                baseline: None,
             });
         }
 
@@ -945,6 +947,8 @@ pub(crate) fn report(
             max_slowdown: options.max_slowdown,
             timing_floor_ns: options.timing_floor.as_nanos() as u64,
             until: options.until,
+            warmup: options.warmup,
+            host: Default::default(),
         },
         summary,
         submissions,

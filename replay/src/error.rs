@@ -122,6 +122,14 @@ pub enum ReplayError {
         /// What failed.
         why: String,
     },
+    /// A baseline file ([`crate::Baseline`]) could not be read or written, or is none.
+    #[error("baseline {}: {why}", path.display())]
+    Baseline {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
 }
 
 impl ReplayError {

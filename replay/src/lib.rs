@@ -69,6 +69,7 @@
 //!   replay runtime; `until` counts submissions per runtime.
 #![warn(missing_docs)]
 
+mod baseline;
 mod chunk;
 mod compare;
 mod concurrent;
@@ -82,13 +83,14 @@ mod report;
 mod stream;
 mod substitute;
 
+pub use baseline::{BASELINE_VERSION, Baseline, BaselineMatch, BaselineRow};
 pub use error::ReplayError;
 pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
-    Clock, Divergence, DivergenceKind, Durations, OpTimingRow, Outcome, OutputCheck, OutputResult,
-    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary,
-    TraceInfo, Verdict, format_ns,
+    Clock, Divergence, DivergenceKind, Durations, HostLoad, OpTimingRow, Outcome, OutputCheck,
+    OutputResult, RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow,
+    Summary, TraceInfo, Verdict, format_ns,
 };
 pub use stream::MAX_LISTED;
 
@@ -107,7 +109,13 @@ use std::path::Path;
 /// created (out of memory, ...); [`ReplayError::Measurement`] when the replay's own trace
 /// fails.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayError> {
-    run(trace, options, None)
+    let host = HostLoad::before();
+    let mut report = run(trace, options, None)?;
+    report.replay.host = HostLoad {
+        load_after: HostLoad::load_now(),
+        ..host
+    };
+    Ok(report)
 }
 
 /// Reads the trace at `path`, replays it and compares, streamed as
@@ -254,6 +262,7 @@ pub fn replay_file_reading(
         return Err(ReplayError::ToleranceWithoutContents);
     }
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
+    let host = HostLoad::before();
     let report = stream::replay_stream(
         reader.check_submission_numbers(),
         index,
@@ -262,7 +271,13 @@ pub fn replay_file_reading(
         rows,
     );
     match report {
-        Ok(report) => Ok((report, reading)),
+        Ok(mut report) => {
+            report.replay.host = HostLoad {
+                load_after: HostLoad::load_now(),
+                ..host
+            };
+            Ok((report, reading))
+        }
         // What the recorder lost is why the trace does not hold together: say that first.
         Err(ReplayError::Unreplayable { why }) if !lost.is_none() => {
             Err(ReplayError::RecordsLost {
@@ -400,7 +415,7 @@ fn run(
             } else {
                 0
             };
-            submissions + (ops * op_runs) as u64
+            submissions + (rp.submissions.len() * options.warmup) as u64 + (ops * op_runs) as u64
         })
         .sum();
     let mut ticker = execute::Ticker {
@@ -417,6 +432,10 @@ fn run(
                 .iter()
                 .flat_map(|s| &s.outputs)
                 .any(|o| o.contents.is_some());
+        // Warm-up replays: run, then thrown away.
+        for _ in 0..options.warmup {
+            execute::run(rp, options, fault.clone(), contents, &mut ticker)?;
+        }
         let mut repeats = Vec::with_capacity(repeat);
         for _ in 0..repeat {
             repeats.push(execute::run(

@@ -17,6 +17,11 @@ pub struct ReplayOptions {
     /// How many times the whole trace is replayed, each time in a fresh runtime (at least
     /// 1). Outputs are compared for every repeat; times are pooled over all repeats.
     pub repeat: usize,
+    /// Replays of each runtime run, and thrown away, before the measured repeats: first
+    /// launches, kernel compilation, clocks and caches warmed up as the capture's were after
+    /// its first frames. A whole replay warms up on the whole trace, a streamed one on its
+    /// first chunk. Default 0 (`hrx-trace replay`: 1).
+    pub warmup: usize,
     /// Additionally report per-operation medians: each operation's time inside its native
     /// graph as the replay's backend timed it (the software device always; CUDA with
     /// kernel times), in the repeats themselves. With [`ReplayOptions::isolated`], each
@@ -65,6 +70,7 @@ impl Default for ReplayOptions {
         ReplayOptions {
             backend: BackendChoice::Sim,
             repeat: 1,
+            warmup: 0,
             per_op: false,
             isolated: false,
             tolerance: None,
@@ -85,6 +91,7 @@ impl fmt::Debug for ReplayOptions {
         f.debug_struct("ReplayOptions")
             .field("backend", &self.backend)
             .field("repeat", &self.repeat)
+            .field("warmup", &self.warmup)
             .field("per_op", &self.per_op)
             .field("isolated", &self.isolated)
             .field("tolerance", &self.tolerance)
@@ -115,6 +122,11 @@ impl ReplayOptions {
     /// Sets the number of repeats (at least 1).
     pub fn repeat(mut self, repeat: usize) -> Self {
         self.repeat = repeat.max(1);
+        self
+    }
+    /// Sets the replays thrown away before the measured ones ([`ReplayOptions::warmup`]).
+    pub fn warmup(mut self, warmup: usize) -> Self {
+        self.warmup = warmup;
         self
     }
     /// Turns per-operation timing on or off.

@@ -422,6 +422,7 @@ impl Fold<'_> {
                     spread: judged.spread,
                     too_few: judged.too_few,
                     regression: judged.slow,
+                    baseline: None,
                 }
             })
             .collect();
@@ -538,6 +539,18 @@ pub(crate) fn replay_stream<R: Read>(
                             .iter()
                             .flat_map(|s| &s.outputs)
                             .any(|o| o.contents.is_some());
+                    let producer_until = |s| chunker.index().producer_until(rp.id, s);
+                    let place = ChunkPlace {
+                        chunk: chunker.handed_out().unwrap_or_default(),
+                        producer_until: &producer_until,
+                    };
+                    // Warm-up replays of this first chunk: run, then thrown away.
+                    for _ in 0..options.warmup {
+                        ticker.total += rp.submissions.len() as u64;
+                        let mut warmup = Session::open(rp, options, fault.clone(), contents)?;
+                        warmup.run_chunk(rp, options, Some(&place), &mut ticker)?;
+                        warmup.finish()?;
+                    }
                     let mut repeats = Vec::with_capacity(repeat);
                     for _ in 0..repeat {
                         repeats.push(Session::open(rp, options, fault.clone(), contents)?);

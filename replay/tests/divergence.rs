@@ -338,3 +338,75 @@ fn a_submission_without_a_recorded_outcome_is_not_a_matching_status() {
         report.notes
     );
 }
+
+/// A baseline saved from a good replay judges a later replay by the same rule: the same
+/// build is no regression against it; a build whose sobel is 20 ms slower is, naming the
+/// region, even with no captured time judged; a baseline of another device judges nothing
+/// and says so; rows it lacks are counted.
+#[test]
+fn a_baseline_judges_later_replays_by_the_timing_rule() {
+    let frames: Vec<_> = (0..24).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 24);
+    let good = replay_with(&trace, &ReplayOptions::default().repeat(2));
+    let baseline = hrx_replay::Baseline::of(&good);
+    assert_eq!(baseline.rows.len(), good.timing.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    baseline.save(&path).unwrap();
+    let baseline = hrx_replay::Baseline::load(&path).unwrap();
+
+    let options = ReplayOptions::default().repeat(2).max_slowdown(2.0);
+    let mut same = replay_with(&trace, &options);
+    baseline.judge(&mut same, &options);
+    assert!(same.timing.iter().all(|t| t.baseline.is_some()));
+    assert_eq!(same.summary.baseline_slow, 0, "{}", same.to_text());
+
+    // Slower by 20 ms a frame; no captured time judged (a threshold the capture passes).
+    let slow_options = ReplayOptions::default()
+        .repeat(2)
+        .max_slowdown(2.0)
+        .kernel_override("hrx_sobel", slow_sobel);
+    let mut slow = replay_with(&trace, &slow_options);
+    baseline.judge(&mut slow, &slow_options);
+    let flagged: Vec<_> = (slow.timing.iter())
+        .filter(|t| t.baseline.is_some_and(|b| b.regression))
+        .collect();
+    assert!(!flagged.is_empty() && flagged.iter().all(|t| t.label.contains("hrx_sobel")));
+    assert_eq!(slow.summary.baseline_slow, flagged.len());
+    assert_eq!(slow.exit_code(), 1);
+    assert!(slow.to_text().contains("slow against the baseline"));
+
+    // Another device's baseline: nothing judged, said.
+    let mut other = baseline.clone();
+    other.device = "another device".into();
+    other.rows.pop();
+    let mut report = replay_with(&trace, &options);
+    other.judge(&mut report, &options);
+    assert!(report.timing.iter().all(|t| t.baseline.is_none()));
+    assert!(
+        report.notes.iter().any(|n| n.contains("no baseline")),
+        "{:?}",
+        report.notes
+    );
+    // A row it lacks is counted.
+    let mut fewer = baseline.clone();
+    fewer.rows.pop();
+    let mut report = replay_with(&trace, &options);
+    fewer.judge(&mut report, &options);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 timing row without")),
+        "{:?}",
+        report.notes
+    );
+    // Not a baseline, or another version: refused naming the file.
+    std::fs::write(&path, "{\"hrx_replay_baseline\": 9}").unwrap();
+    let error = hrx_replay::Baseline::load(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("baseline version 9") && error.contains("b.json"),
+        "{error}"
+    );
+}

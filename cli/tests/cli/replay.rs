@@ -374,3 +374,64 @@ fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
         assert_eq!(stderr(&out), "", "--report {report}");
     }
 }
+
+/// `--save-baseline` writes the replay's timings; `--baseline` judges a later replay against
+/// them (and against the capture), saying so in the verdict line and in a table of its own;
+/// a baseline that is missing or none is one line, exit 2, before anything is replayed;
+/// `--warmup` is said on the `replayed:` line.
+#[test]
+fn a_saved_baseline_judges_a_later_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let saved = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--save-baseline",
+            "b.json",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(code(&saved), 0, "{}{}", stdout(&saved), stderr(&saved));
+    assert!(
+        stdout(&saved).contains(", 1 repeat\n"),
+        "{}",
+        stdout(&saved)
+    );
+    let text = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["hrx_replay_baseline"], 1);
+    assert!(
+        json["rows"].as_array().is_some_and(|r| !r.is_empty()),
+        "{json}"
+    );
+    // A threshold no loaded machine reaches: the wiring is under test, not the timing.
+    let judged = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--baseline",
+            "b.json",
+            "--max-slowdown",
+            "1e9",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    let out = stdout(&judged);
+    assert!(out.contains("2 repeats after 1 warm-up"), "{out}");
+    assert!(out.contains(", 0 slow against the baseline"), "{out}");
+    assert!(out.contains("against the baseline (0 of "), "{out}");
+    assert!(out.contains("host: "), "{out}");
+    let missing = run(dir.path(), &["replay", "h.hrxt", "--baseline", "gone.json"]);
+    assert_error(&missing, "baseline gone.json: No such file");
+    std::fs::write(dir.path().join("x.json"), "[1, 2]").unwrap();
+    let none = run(dir.path(), &["replay", "h.hrxt", "--baseline", "x.json"]);
+    assert_error(&none, "baseline x.json: not a replay baseline");
+    let warmups = run(dir.path(), &["replay", "h.hrxt", "--warmup", "11"]);
+    assert_error(&warmups, "give 0 to 10");
+}

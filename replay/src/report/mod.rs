@@ -110,6 +110,44 @@ pub struct ReplayInfo {
     pub timing_floor_ns: u64,
     /// Submissions replayed per runtime, if limited.
     pub until: Option<u64>,
+    /// Replays run and thrown away before the measured ones
+    /// ([`crate::ReplayOptions::warmup`]).
+    pub warmup: usize,
+    /// The host it ran on: what shapes host times and the launches of device work.
+    pub host: HostLoad,
+}
+
+/// The host a replay ran on: its CPUs and the 1-minute load average (`/proc/loadavg`)
+/// before and after the replay (`None` where the system does not say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HostLoad {
+    /// CPUs available to the process.
+    pub cpus: usize,
+    /// Load average before the replay.
+    pub load_before: Option<f64>,
+    /// Load average after it.
+    pub load_after: Option<f64>,
+}
+
+impl HostLoad {
+    /// The 1-minute load average now.
+    pub(crate) fn load_now() -> Option<f64> {
+        std::fs::read_to_string("/proc/loadavg")
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The CPUs and the load before a replay (`load_after` is read when it ends).
+    pub(crate) fn before() -> HostLoad {
+        HostLoad {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            load_before: HostLoad::load_now(),
+            load_after: None,
+        }
+    }
 }
 
 /// Counts over the whole report.
@@ -144,6 +182,9 @@ pub struct Summary {
     /// Regions and operations not judged for too few samples (under 7 on a side), with
     /// `max_slowdown` set.
     pub too_few: usize,
+    /// Regions and operations slower than `max_slowdown` allows against a baseline
+    /// ([`crate::Baseline::judge`]).
+    pub baseline_slow: usize,
 }
 
 /// One replayed submission.
@@ -248,7 +289,7 @@ pub struct OutputCheck {
 }
 
 /// Which clock a timing row compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Clock {
     /// Host time around the region.
@@ -288,6 +329,9 @@ pub struct RegionTimingRow {
     /// interval past `max_slowdown` and the spread, medians apart by more than the noise
     /// floor).
     pub regression: bool,
+    /// Judged against a baseline ([`crate::Baseline::judge`]), where one was given and has
+    /// this row.
+    pub baseline: Option<crate::baseline::BaselineMatch>,
 }
 
 /// Time of one operation launched on its own (`per_op`).
@@ -319,6 +363,8 @@ pub struct OpTimingRow {
     pub too_few: bool,
     /// Whether this is a timing regression.
     pub regression: bool,
+    /// Judged against a baseline ([`RegionTimingRow::baseline`]).
+    pub baseline: Option<crate::baseline::BaselineMatch>,
 }
 
 /// What replay did for a scoped callback or host operation it cannot re-execute.

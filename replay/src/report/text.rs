@@ -79,6 +79,9 @@ impl Report {
             r.repeat,
             if r.repeat == 1 { "" } else { "s" }
         );
+        if r.warmup > 0 {
+            let _ = write!(out, " after {} warm-up", r.warmup);
+        }
         let faults: Vec<String> = self
             .trace
             .runtimes
@@ -95,6 +98,16 @@ impl Report {
             let _ = write!(out, ", max slowdown {}", hrx_analysis::units::ratio(m));
         }
         out.push('\n');
+        let load = |l: Option<f64>| l.map_or("-".to_string(), |l| format!("{l:.2}"));
+        if r.host.cpus > 0 {
+            let _ = writeln!(
+                out,
+                "host: {} CPUs, load {} before and {} after (1-minute average)",
+                r.host.cpus,
+                load(r.host.load_before),
+                load(r.host.load_after)
+            );
+        }
         // Said before the verdict: times from another backend are no baseline.
         for rt in self
             .trace
@@ -118,7 +131,7 @@ impl Report {
         let s = &self.summary;
         let _ = writeln!(
             out,
-            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow",
+            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow{}",
             self.verdict.name().to_uppercase(),
             self.exit_code(),
             s.statuses_matched,
@@ -142,7 +155,14 @@ impl Report {
             } else {
                 String::new()
             },
-            s.slow
+            s.slow,
+            if self.timing.iter().any(|t| t.baseline.is_some())
+                || self.op_timing.iter().any(|t| t.baseline.is_some())
+            {
+                format!(", {} slow against the baseline", s.baseline_slow)
+            } else {
+                String::new()
+            }
         );
         if s.too_few > 0 {
             let _ = writeln!(
@@ -363,6 +383,73 @@ impl Report {
                 })
                 .collect();
             table(&mut out, &header, &rows, &right);
+        }
+
+        // Against a baseline (`--baseline`): the rows it has, judged by the same rule.
+        let against: Vec<(String, String, &str, crate::baseline::BaselineMatch)> =
+            (self.timing.iter().filter_map(|t| {
+                Some((
+                    t.graph,
+                    format!("region {}", t.region),
+                    &t.label,
+                    t.baseline?,
+                    t.replayed,
+                ))
+            }))
+            .chain(self.op_timing.iter().filter_map(|t| {
+                Some((
+                    t.graph,
+                    format!("node {}", t.node),
+                    &t.label,
+                    t.baseline?,
+                    t.replayed,
+                ))
+            }))
+            .map(|(graph, what, label, b, replayed)| {
+                let median =
+                    |d: Option<Durations>| d.map_or("-".into(), |d| format_ns(d.median_ns));
+                (
+                    format!("{graph}  {what}"),
+                    format!("{} -> {}", median(Some(b.baseline)), median(replayed)),
+                    label.as_str(),
+                    b,
+                )
+            })
+            .collect();
+        if !against.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nagainst the baseline ({} of {} slow; median baseline -> replayed, ratio [its 95% interval]):",
+                self.summary.baseline_slow,
+                against.len()
+            );
+            let rows: Vec<Vec<String>> = against
+                .iter()
+                .map(|(place, medians, label, b)| {
+                    let ratio = b.ratio.map_or("-".to_string(), |r| match b.interval {
+                        Some((low, high)) => format!(
+                            "{} [{}..{}]",
+                            hrx_analysis::units::ratio(r),
+                            hrx_analysis::units::ratio(low),
+                            hrx_analysis::units::ratio(high)
+                        ),
+                        None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
+                    });
+                    vec![
+                        place.clone(),
+                        medians.clone(),
+                        ratio,
+                        if b.regression { "SLOW" } else { "" }.to_string(),
+                        (*label).to_string(),
+                    ]
+                })
+                .collect();
+            table(
+                &mut out,
+                &["graph  row", "median", "ratio", "", "what"],
+                &rows,
+                &[false, true, true, false, false],
+            );
         }
 
         if !self.substitutions.is_empty() {
