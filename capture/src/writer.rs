@@ -163,12 +163,7 @@ impl FileSink {
             .create(true)
             .truncate(false)
             .open(path)?;
-        if !lock_exclusive(&file).unwrap_or(false) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("{} is being written by another recorder", path.display()),
-            ));
-        }
+        lock_as_writer(&file, path)?;
         // Only a trace (or an empty file) is overwritten: `HRX_TRACE` naming a photograph or
         // notes by mistake must not destroy them (`hrx-trace record -o` refuses the same).
         if !holds_a_trace_or_nothing(&file)? {
@@ -196,14 +191,24 @@ impl FileSink {
             .write(true)
             .create_new(true)
             .open(path)?;
-        if !lock_exclusive(&file).unwrap_or(false) {
-            return Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("{} is being written by another recorder", path.display()),
-            ));
-        }
+        lock_as_writer(&file, path)?;
         Ok(FileSink { file })
     }
+}
+
+/// Takes the writer's lock on `file` ([`lock_exclusive`]) at `path`.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::WouldBlock`] when another recorder holds it.
+fn lock_as_writer(file: &File, path: &Path) -> io::Result<()> {
+    if lock_exclusive(file).unwrap_or(false) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!("{} is being written by another recorder", path.display()),
+    ))
 }
 
 /// Whether `file` is empty or starts like a trace (the [`MAGIC`](crate::format::MAGIC), or

@@ -68,10 +68,13 @@ pub(crate) fn launch_inclusive(ops: &mut [OpSpan], shape: &GraphShape, region: D
     // where nothing timed precedes it.
     let mut done: Vec<Option<u64>> = vec![None; n];
     for node in 0..n {
+        // Never before the region's start: a dependency's span from outside this launch
+        // (a stale or misplaced record) must not stretch its dependents.
         let ready = shape.dependencies[node]
             .iter()
             .filter_map(|&d| done.get(d as usize).copied().flatten())
-            .max();
+            .max()
+            .map(|ready| ready.max(region.start_ns));
         done[node] = match span_of[node] {
             Some(i) => {
                 let span = &mut ops[i].span;
@@ -181,6 +184,10 @@ mod tests {
             spans(&ops),
             [(0, 1_000, 2_000), (1, 1_200, 8_000), (2, 1_900, 9_000)]
         );
+        // A dependency's span from before the region (a stale record) stretches nothing.
+        let mut ops = vec![op(0, 10, 10), op(1, 3_000, 9_000)];
+        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region);
+        assert_eq!(spans(&ops), [(0, 10, 10), (1, 1_000, 9_000)]);
         // A node the shape does not know (a copy of the batch) is left alone.
         let mut ops = vec![op(5, 3_000, 4_000)];
         launch_inclusive(&mut ops, &shape(&[&[]], &[0]), region);

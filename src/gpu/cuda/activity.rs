@@ -62,6 +62,13 @@ struct Activity {
     end: u64,
 }
 
+impl Activity {
+    /// Whether CUPTI timed it: both timestamps given, in order.
+    fn timed(&self) -> bool {
+        self.start != 0 && self.end >= self.start
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// Node ids of the graphs' operations as added (registered at build).
@@ -292,8 +299,10 @@ impl Cupti {
                 continue;
             };
             // One launch at a time per graph: a record left from an earlier launch (a flush
-            // that came late) is older than this launch's, which is the last.
-            if let Some(last) = records.iter().max_by_key(|r| r.start) {
+            // that came late) is older than this launch's, which is the last. A record
+            // without timestamps (0: CUPTI could not take them; seen once on the H200 among
+            // 12 launches) times nothing.
+            if let Some(last) = records.iter().filter(|r| r.timed()).max_by_key(|r| r.start) {
                 out.push(span(index, *last, offset));
             }
         }
@@ -307,6 +316,7 @@ impl Cupti {
             .by_stream
             .remove(&stream)
             .unwrap_or_default();
+        records.retain(Activity::timed);
         records.sort_by_key(|r| r.start);
         out.extend(
             records
