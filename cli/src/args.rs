@@ -101,14 +101,16 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "B")]
     pub backend: Option<String>,
 
-    /// Replays to time; timings are medians over them [default: 1; with --max-slowdown 10,
+    /// Replays to time; timings are medians over them [default: 1; with --max-slowdown,
+    /// --baseline or --save-baseline 10,
     /// so that a region run at least twice in the trace has 7 or more samples in each half of
     /// the repeats (the replay's own spread) and one run once has 10 (its median's interval)].
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: Option<usize>,
 
     /// Save this replay's timings (each region's and operation's replayed distribution) as a
-    /// baseline, to judge later replays of the same trace against (`--baseline`).
+    /// baseline, to judge later replays of the same recording against (`--baseline`); a file
+    /// that exists must be a baseline (a trace is never overwritten).
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
 
@@ -117,6 +119,12 @@ pub struct ReplayArgs {
     /// the capture; a regression against either is exit 1.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+
+    /// How fast submissions are replayed: `none`, as fast as the runtime takes them (its
+    /// slots and ordering kept), or `captured`, each no earlier after the first than it was
+    /// captured after the first (a program that paced its frames replays as it ran).
+    #[arg(long, value_name = "PACE", default_value = "none", value_parser = ["none", "captured"])]
+    pub pace: String,
 
     /// Replays run and thrown away before the measured ones (first launches, kernel
     /// compilation, clocks and caches warmed up); a streamed replay warms up on its first

@@ -78,11 +78,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let max_slowdown = args
         .max_slowdown
         .or(baseline.is_some().then_some(BASELINE_MAX_SLOWDOWN));
-    let repeat = args.repeat.unwrap_or(if max_slowdown.is_some() {
-        GATE_REPEAT
-    } else {
-        1
-    });
+    // A path `--save-baseline` cannot write is said before the replay, not after it.
+    if let Some(path) = &args.save_baseline {
+        hrx_replay::Baseline::check_save(path).map_err(|e| Failure::new(e.to_string()))?;
+    }
+    // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).
+    let repeat = args
+        .repeat
+        .unwrap_or(if max_slowdown.is_some() || args.save_baseline.is_some() {
+            GATE_REPEAT
+        } else {
+            1
+        });
     if !(1..=MAX_REPEAT).contains(&repeat) {
         return Err(Failure::new(format!(
             "--repeat {repeat}: must be between 1 and {MAX_REPEAT}"
@@ -117,6 +124,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .backend(backend)
         .repeat(repeat)
         .warmup(args.warmup)
+        .pace_captured(args.pace == "captured")
         .per_op(args.per_op)
         .isolated(args.isolated)
         .progress(move |done, total| {

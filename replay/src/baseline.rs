@@ -29,6 +29,10 @@ pub struct Baseline {
     pub hrx_replay_baseline: u32,
     /// The trace replayed, as the report names it.
     pub source: Option<String>,
+    /// Which recording it is ([`crate::TraceInfo::recorded`]): a baseline judges only
+    /// replays of the recording it was saved from.
+    #[serde(default)]
+    pub recorded: Option<String>,
     /// The backend and device it was replayed on.
     pub backend: String,
     /// See `backend`.
@@ -67,7 +71,12 @@ pub struct BaselineMatch {
     pub interval: Option<(f64, f64)>,
     /// Whether it is a regression against the baseline.
     pub regression: bool,
+    /// Not judged, for too few samples on a side (under 7).
+    pub too_few: bool,
 }
+
+/// The largest baseline read: a baseline holds a few hundred bytes a row.
+const MAX_BASELINE_BYTES: u64 = 64 << 20;
 
 impl Baseline {
     /// The baseline of `report`'s replayed timings.
@@ -97,46 +106,124 @@ impl Baseline {
         Baseline {
             hrx_replay_baseline: BASELINE_VERSION,
             source: report.trace.source.clone(),
+            recorded: report.trace.recorded.clone(),
             backend: report.replay.backend.clone(),
             device: report.replay.device.clone(),
             rows: region_rows.chain(op_rows).collect(),
         }
     }
 
-    /// Writes it as JSON to `path`.
+    /// Writes it as JSON to `path`, which must be a new file or a baseline
+    /// ([`Baseline::check_save`]).
     ///
     /// # Errors
-    /// [`ReplayError::Baseline`] when the file cannot be written.
+    /// [`ReplayError::Baseline`] when the file cannot be written or is not a baseline.
     pub fn save(&self, path: &Path) -> Result<(), ReplayError> {
+        Baseline::check_save(path)?;
         let text = serde_json::to_string_pretty(self).map_err(|e| baseline_error(path, e))?;
-        std::fs::write(path, text + "\n").map_err(|e| baseline_error(path, e))
+        std::fs::write(path, text + "\n")
+            .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))
     }
 
-    /// Reads a baseline [`Baseline::save`] wrote.
+    /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
+    /// there or a baseline is (a trace, or any other file, is never overwritten). A tool
+    /// checks before it replays, so that a replay's verdict is not lost for a bad path.
     ///
     /// # Errors
-    /// [`ReplayError::Baseline`] when the file cannot be read, is no baseline, or has another
-    /// version.
+    /// [`ReplayError::Baseline`] saying why not.
+    pub fn check_save(path: &Path) -> Result<(), ReplayError> {
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => Err(baseline_error(
+                path,
+                "cannot write it: it is not a regular file",
+            )),
+            Ok(_) => match Baseline::read(path) {
+                Ok(_) => Ok(()),
+                Err(_) => Err(baseline_error(
+                    path,
+                    "refusing to overwrite it: it is not a replay baseline (a trace, or another file)",
+                )),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let dir = match path.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir,
+                    _ => Path::new("."),
+                };
+                if dir.is_dir() {
+                    Ok(())
+                } else {
+                    Err(baseline_error(
+                        path,
+                        format!("cannot write it: no directory {}", dir.display()),
+                    ))
+                }
+            }
+            Err(e) => Err(baseline_error(path, format!("cannot write it: {e}"))),
+        }
+    }
+
+    /// Reads a baseline [`Baseline::save`] wrote, checking every row.
+    ///
+    /// # Errors
+    /// [`ReplayError::Baseline`] when the file cannot be read, is not a regular file, is
+    /// larger than a baseline can be (64 MiB), is no baseline, has another version, or a
+    /// row's figures do not hold together.
     pub fn load(path: &Path) -> Result<Baseline, ReplayError> {
-        let text = std::fs::read_to_string(path).map_err(|e| baseline_error(path, e))?;
-        let version: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| baseline_error(path, e))?;
-        match version.get("hrx_replay_baseline").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(BASELINE_VERSION) => {}
-            Some(v) => {
+        let baseline = Baseline::read(path)?;
+        for (i, row) in baseline.rows.iter().enumerate() {
+            if let Err(why) = check_row(row) {
                 return Err(baseline_error(
                     path,
-                    format!("baseline version {v}; this hrx-trace reads {BASELINE_VERSION}"),
+                    format!(
+                        "row {} ({} {} of graph {}): {why}",
+                        i + 1,
+                        row.kind,
+                        row.index,
+                        row.graph
+                    ),
                 ));
             }
+        }
+        Ok(baseline)
+    }
+
+    fn read(path: &Path) -> Result<Baseline, ReplayError> {
+        // A FIFO would block, a device never end: only a regular file, of a baseline's size.
+        let meta = std::fs::metadata(path)
+            .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
+        if !meta.is_file() {
+            return Err(baseline_error(
+                path,
+                "cannot read it: it is not a regular file",
+            ));
+        }
+        if meta.len() > MAX_BASELINE_BYTES {
+            return Err(baseline_error(
+                path,
+                format!("{} bytes: larger than a replay baseline can be", meta.len()),
+            ));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))?;
+        match value.get("hrx_replay_baseline") {
             None => {
                 return Err(baseline_error(
                     path,
                     "not a replay baseline (no hrx_replay_baseline field): write one with --save-baseline",
                 ));
             }
+            Some(v) if v.as_u64() == Some(u64::from(BASELINE_VERSION)) => {}
+            Some(v) => {
+                return Err(baseline_error(
+                    path,
+                    format!("baseline version {v}; this hrx-trace reads {BASELINE_VERSION}"),
+                ));
+            }
         }
-        serde_json::from_value(version).map_err(|e| baseline_error(path, e))
+        serde_json::from_value(value)
+            .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
     }
 
     /// Judges `report`'s rows against this baseline by the timing rule, past the replay's own
@@ -144,6 +231,16 @@ impl Baseline {
     /// decide the verdict; notes say what could not be compared.
     pub fn judge(&self, report: &mut Report, options: &ReplayOptions) {
         let source = self.source.as_deref().unwrap_or("a baseline");
+        if let (Some(saved), Some(this)) = (&self.recorded, &report.trace.recorded)
+            && saved != this
+        {
+            report.notes.push(format!(
+                "the baseline ({source}) was saved from another recording ({saved}; this trace: \
+                 {this}): a baseline judges replays of its own recording only, none is judged \
+                 against it"
+            ));
+            return;
+        }
         if (self.backend.as_str(), self.device.as_str())
             != (
                 report.replay.backend.as_str(),
@@ -184,6 +281,7 @@ impl Baseline {
                 ratio: judged.ratio,
                 interval: judged.interval,
                 regression: judged.slow,
+                too_few: judged.too_few,
             })
         };
         for t in &mut report.timing {
@@ -214,12 +312,52 @@ impl Baseline {
             .iter()
             .filter_map(|t| t.baseline)
             .chain(report.op_timing.iter().filter_map(|t| t.baseline));
-        report.summary.baseline_slow = slow.filter(|b| b.regression).count();
+        let (slow, too_few): (Vec<BaselineMatch>, Vec<BaselineMatch>) =
+            slow.partition(|b| b.regression);
+        report.summary.baseline_slow = slow.len();
+        report.summary.baseline_too_few = too_few.iter().filter(|b| b.too_few).count();
         report.verdict = crate::report::Verdict::of(
             report.summary.divergences + report.summary.slow + report.summary.baseline_slow,
             0,
         );
     }
+}
+
+/// Whether a row's figures hold together: samples, a positive median within the extremes
+/// and percentiles, and the median's interval around it.
+fn check_row(row: &BaselineRow) -> Result<(), String> {
+    let d = &row.replayed;
+    if d.samples == 0 {
+        return Err("no samples".into());
+    }
+    if d.median_ns == 0 {
+        return Err("a median of 0 ns".into());
+    }
+    let ordered = [
+        d.min_ns,
+        d.p10_ns,
+        d.median_ns,
+        d.p90_ns,
+        d.p99_ns,
+        d.max_ns,
+    ];
+    if ordered.windows(2).any(|w| w[0] > w[1]) {
+        return Err("min, p10, median, p90, p99 and max are not in order".into());
+    }
+    if let Some((low, high)) = d.median_interval_ns
+        && !(low <= d.median_ns && d.median_ns <= high)
+    {
+        return Err(format!(
+            "the median's interval {low}..{high} does not hold the median"
+        ));
+    }
+    if d.median_interval_ns.is_some() && d.samples < 7 {
+        return Err(format!(
+            "a median's interval from {} samples (7 at least)",
+            d.samples
+        ));
+    }
+    Ok(())
 }
 
 fn baseline_error(path: &Path, why: impl std::fmt::Display) -> ReplayError {

@@ -926,6 +926,7 @@ pub(crate) fn report(
         trace: TraceInfo {
             source,
             format_version: plan.format_version.clone(),
+            recorded: plan.recorded.clone(),
             complete: plan.complete,
             records_lost: plan.lost.total,
             records_lost_by_kind: plan
@@ -948,6 +949,7 @@ pub(crate) fn report(
             timing_floor_ns: options.timing_floor.as_nanos() as u64,
             until: options.until,
             warmup: options.warmup,
+            pace_captured: options.pace_captured,
             host: Default::default(),
         },
         summary,

@@ -22,6 +22,11 @@ pub struct ReplayOptions {
     /// its first frames. A whole replay warms up on the whole trace, a streamed one on its
     /// first chunk. Default 0 (`hrx-trace replay`: 1).
     pub warmup: usize,
+    /// Submit at the captured pace: each submission no earlier after the replay's first
+    /// than it was captured after the capture's first (a program that paced its frames, a
+    /// camera's 30 per second, replays as it ran; without, as fast as the runtime takes
+    /// them, its slots and ordering kept). Default `false`.
+    pub pace_captured: bool,
     /// Additionally report per-operation medians: each operation's time inside its native
     /// graph as the replay's backend timed it (the software device always; CUDA with
     /// kernel times), in the repeats themselves. With [`ReplayOptions::isolated`], each
@@ -71,6 +76,7 @@ impl Default for ReplayOptions {
             backend: BackendChoice::Sim,
             repeat: 1,
             warmup: 0,
+            pace_captured: false,
             per_op: false,
             isolated: false,
             tolerance: None,
@@ -92,6 +98,7 @@ impl fmt::Debug for ReplayOptions {
             .field("backend", &self.backend)
             .field("repeat", &self.repeat)
             .field("warmup", &self.warmup)
+            .field("pace_captured", &self.pace_captured)
             .field("per_op", &self.per_op)
             .field("isolated", &self.isolated)
             .field("tolerance", &self.tolerance)
@@ -127,6 +134,11 @@ impl ReplayOptions {
     /// Sets the replays thrown away before the measured ones ([`ReplayOptions::warmup`]).
     pub fn warmup(mut self, warmup: usize) -> Self {
         self.warmup = warmup;
+        self
+    }
+    /// Submits at the captured pace or not ([`ReplayOptions::pace_captured`]).
+    pub fn pace_captured(mut self, on: bool) -> Self {
+        self.pace_captured = on;
         self
     }
     /// Turns per-operation timing on or off.

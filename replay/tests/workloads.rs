@@ -399,3 +399,40 @@ fn kernel_times_recorded_before_format_1_17_are_said_to_count_differently() {
             .any(|n| n.contains("from its first block"))
     );
 }
+
+/// `pace_captured`: the replay submits no faster than the capture did. The capture's submits
+/// are spread 40 ms apart (host writes moved with the submit they precede), far more than
+/// the pipeline takes, so the paced replay lasts at least that span (a lower bound: sleeping
+/// never ends early, however loaded the machine), where an unpaced one need not; the report
+/// says how it paced.
+#[test]
+fn a_paced_replay_submits_no_faster_than_the_capture() {
+    const GAP_NS: u64 = 40_000_000;
+    let mut trace = pipeline_trace().clone();
+    let mut submits = 0;
+    for record in &mut trace.records {
+        match record {
+            Record::Submit(s) => {
+                s.time_ns += submits * GAP_NS;
+                submits += 1;
+            }
+            Record::HostWrite(w) => w.time_ns += submits * GAP_NS,
+            _ => {}
+        }
+    }
+    assert!(submits > 2);
+    let times: Vec<u64> = (trace.records.iter())
+        .filter_map(|r| match r {
+            Record::Submit(s) => Some(s.time_ns),
+            _ => None,
+        })
+        .collect();
+    let span = times.iter().max().unwrap() - times.iter().min().unwrap();
+    assert!(span >= (submits - 1) * GAP_NS);
+    let start = std::time::Instant::now();
+    let report = replay_with(&trace, &ReplayOptions::default().pace_captured(true));
+    assert!(start.elapsed().as_nanos() as u64 >= span);
+    assert_eq!(report.exit_code(), 0, "paced, every output still matches");
+    assert!(report.replay.pace_captured);
+    assert!(report.to_text().contains("paced as captured"));
+}

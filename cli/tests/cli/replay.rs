@@ -395,8 +395,9 @@ fn a_saved_baseline_judges_a_later_replay() {
         ],
     );
     assert_eq!(code(&saved), 0, "{}{}", stdout(&saved), stderr(&saved));
+    // Saved for a gate: the gate's 10 repeats unless asked otherwise.
     assert!(
-        stdout(&saved).contains(", 1 repeat\n"),
+        stdout(&saved).contains(", 10 repeats\n"),
         "{}",
         stdout(&saved)
     );
@@ -428,10 +429,26 @@ fn a_saved_baseline_judges_a_later_replay() {
     assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
     let missing = run(dir.path(), &["replay", "h.hrxt", "--baseline", "gone.json"]);
-    assert_error(&missing, "baseline gone.json: No such file");
+    assert_error(&missing, "baseline gone.json: cannot read it: No such file");
     std::fs::write(dir.path().join("x.json"), "[1, 2]").unwrap();
     let none = run(dir.path(), &["replay", "h.hrxt", "--baseline", "x.json"]);
     assert_error(&none, "baseline x.json: not a replay baseline");
     let warmups = run(dir.path(), &["replay", "h.hrxt", "--warmup", "11"]);
     assert_error(&warmups, "give 0 to 10");
+    // Never over a trace (the one replayed included), refused before replaying.
+    let before = std::fs::read(dir.path().join("h.hrxt")).unwrap();
+    let over = run(
+        dir.path(),
+        &["replay", "h.hrxt", "--save-baseline", "h.hrxt"],
+    );
+    assert_error(
+        &over,
+        "refusing to overwrite it: it is not a replay baseline",
+    );
+    assert_eq!(std::fs::read(dir.path().join("h.hrxt")).unwrap(), before);
+    let nowhere = run(
+        dir.path(),
+        &["replay", "h.hrxt", "--save-baseline", "no/b.json"],
+    );
+    assert_error(&nowhere, "cannot write it: no directory no");
 }

@@ -166,7 +166,7 @@ impl Session {
             .map(|(b, p)| (b.id(), p.id))
             .collect();
         Ok(Session {
-            carried: Carried::default(),
+            carried: Carried::paced(options.pace_captured),
             objects: Some(objects),
             runtime: Some(runtime),
             recorder,

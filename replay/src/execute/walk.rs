@@ -43,10 +43,44 @@ impl Flight {
 }
 
 /// Completions kept across the chunks of a streamed replay for a later chunk's submissions
-/// that name them as explicit producer: each with the last chunk naming it.
+/// that name them as explicit producer: each with the last chunk naming it; and the pace.
 #[derive(Default)]
 pub(crate) struct Carried {
     held: HashMap<SubmissionIndex, (Completion, u64)>,
+    /// With [`crate::ReplayOptions::pace_captured`]: the first submission's captured time
+    /// and when the replay submitted it (`None` until then).
+    pace: Option<Pace>,
+}
+
+impl Carried {
+    /// Nothing carried yet; paced as captured when `pace`.
+    pub(crate) fn paced(pace: bool) -> Carried {
+        Carried {
+            held: HashMap::new(),
+            pace: pace.then(Pace::default),
+        }
+    }
+}
+
+/// Submits at the captured pace ([`crate::ReplayOptions::pace_captured`]): each submission
+/// no earlier after the first than it was captured after the first.
+#[derive(Default)]
+pub(crate) struct Pace {
+    origin: Option<(u64, std::time::Instant)>,
+}
+
+impl Pace {
+    /// Waits until the submission captured at `time_ns` is due.
+    fn wait_for(&mut self, time_ns: u64) {
+        let (first_ns, start) = *self
+            .origin
+            .get_or_insert_with(|| (time_ns, std::time::Instant::now()));
+        let due = start + std::time::Duration::from_nanos(time_ns.saturating_sub(first_ns));
+        let now = std::time::Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
 }
 
 /// Where a chunk lies among a streamed replay's chunks: its number, and for a submission the
@@ -138,6 +172,9 @@ pub(super) fn walk(
             }
             Event::Submit(position) => {
                 let submission = &plan.submissions[position];
+                if let Some(pace) = &mut carried.pace {
+                    pace.wait_for(submission.time_ns);
+                }
                 let pushed = entries
                     .get(&submission.index)
                     .map_or(&[][..], Vec::as_slice);

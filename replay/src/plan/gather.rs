@@ -118,11 +118,18 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
     let lost = trace.recovery.lost;
     let (mut notes, complete) = recovery_notes(&trace.recovery);
     let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
+    let mut recorded = None;
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
     for record in &trace.records {
         match record {
             Record::SessionStart(start) => {
                 version = start.format_version;
+                recorded = Some(format!(
+                    "{} pid {} at {}",
+                    start.host,
+                    start.pid,
+                    start.wall_clock_utc.to_rfc3339()
+                ));
                 continue;
             }
             Record::SessionEnd(_) => continue,
@@ -208,6 +215,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
         runtimes,
         notes,
         format_version: format!("{}.{}", version.0, version.1),
+        recorded,
         complete,
         lost,
     })

@@ -287,6 +287,8 @@ pub(crate) struct Plan<'t> {
     pub runtimes: Vec<RuntimePlan<'t>>,
     pub notes: Vec<String>,
     pub format_version: String,
+    /// Which recording it is: its host, pid and wall-clock start (`SessionStart`).
+    pub recorded: Option<String>,
     pub complete: bool,
     /// Records the capture lost while recording.
     pub lost: hrx_capture::Lost,

@@ -44,6 +44,9 @@ pub struct TraceInfo {
     pub source: Option<String>,
     /// The trace format version, `major.minor`.
     pub format_version: String,
+    /// Which recording it is: its host, pid and wall-clock start (`SessionStart`); a baseline
+    /// is judged only against replays of the recording it was saved from.
+    pub recorded: Option<String>,
     /// Whether the whole trace was read (closed cleanly, nothing skipped, no records lost
     /// while recording).
     pub complete: bool,
@@ -113,6 +116,8 @@ pub struct ReplayInfo {
     /// Replays run and thrown away before the measured ones
     /// ([`crate::ReplayOptions::warmup`]).
     pub warmup: usize,
+    /// Whether submissions were paced as captured ([`crate::ReplayOptions::pace_captured`]).
+    pub pace_captured: bool,
     /// The host it ran on: what shapes host times and the launches of device work.
     pub host: HostLoad,
 }
@@ -185,6 +190,8 @@ pub struct Summary {
     /// Regions and operations slower than `max_slowdown` allows against a baseline
     /// ([`crate::Baseline::judge`]).
     pub baseline_slow: usize,
+    /// Rows not judged against a baseline for too few samples on a side.
+    pub baseline_too_few: usize,
 }
 
 /// One replayed submission.

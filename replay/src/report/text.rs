@@ -82,6 +82,9 @@ impl Report {
         if r.warmup > 0 {
             let _ = write!(out, " after {} warm-up", r.warmup);
         }
+        if r.pace_captured {
+            out.push_str(", paced as captured");
+        }
         let faults: Vec<String> = self
             .trace
             .runtimes
@@ -159,7 +162,15 @@ impl Report {
             if self.timing.iter().any(|t| t.baseline.is_some())
                 || self.op_timing.iter().any(|t| t.baseline.is_some())
             {
-                format!(", {} slow against the baseline", s.baseline_slow)
+                format!(
+                    ", {} slow against the baseline{}",
+                    s.baseline_slow,
+                    if s.baseline_too_few > 0 {
+                        format!(" ({} rows too few to judge against it)", s.baseline_too_few)
+                    } else {
+                        String::new()
+                    }
+                )
             } else {
                 String::new()
             }
