@@ -1238,7 +1238,7 @@ impl OpTimeSource {
     pub fn describe(self) -> &'static str {
         match self {
             OpTimeSource::Off => "not timed (regions only)",
-            OpTimeSource::Host => "host clock around each operation",
+            OpTimeSource::Host => "host clock, one reading between two operations",
             OpTimeSource::BuiltinKernels => {
                 "hrx's built-in kernels timed themselves (from the end of what each waits on to \
                  its last block's end); other operations not timed"

@@ -86,7 +86,9 @@ be replayed here (and why).
 
 Examples:
   hrx-trace replay pipeline.hrxt
-  hrx-trace replay --backend cuda --repeat 5 --max-slowdown 1.2 pipeline.hrxt
+  hrx-trace replay --backend cuda --max-slowdown 1.2 pipeline.hrxt
+  hrx-trace replay --save-baseline good.json pipeline.hrxt   (on a known-good build)
+  hrx-trace replay --baseline good.json pipeline.hrxt        (after each build)
   hrx-trace replay --report json pipeline.hrxt > report.json")]
 pub struct ReplayArgs {
     /// The trace file.
@@ -105,7 +107,7 @@ pub struct ReplayArgs {
     /// --baseline or --save-baseline 10,
     /// so that a region run at least twice in the trace has 7 or more samples in each half of
     /// the repeats (the replay's own spread) and one run once has 10 (its median's interval)].
-    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = parse_repeat, allow_negative_numbers = true)]
     pub repeat: Option<usize>,
 
     /// Save this replay's timings (each region's and operation's replayed distribution) as a
@@ -151,12 +153,14 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "T", allow_negative_numbers = true)]
     pub tolerance: Option<f64>,
 
-    /// A region whose median replay time exceeds the captured one by more than this
-    /// factor, lies past the captured p99 and differs by more than 100 µs (shorter
-    /// differences are scheduling noise), is a regression: the timing rule `diff` applies
-    /// to kernels [default: off, timings are reported but not judged: a replay often runs
-    /// on another device or backend than the capture]. Give --repeat 3 or more with it:
-    /// the median of two replays is the faster one, so one replay decides it.
+    /// A region or operation is a regression when the 95% confidence interval of the ratio
+    /// of its replayed median over its captured one lies wholly past this factor and past
+    /// the replay's own spread (between the halves of its repeats), and the medians differ by
+    /// more than 100 µs (shorter differences are scheduling noise): the timing rule `diff`
+    /// applies to kernels. A row with fewer than 7 samples on a side is not judged and said
+    /// so [default: off, timings are reported but not judged: a replay often runs on another
+    /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
+    /// with it.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 
@@ -458,8 +462,9 @@ pub struct DiffArgs {
     #[arg(value_name = "NEW")]
     pub new: PathBuf,
 
-    /// A kernel whose median time grew by more than this factor (and beyond the spread)
-    /// is a regression.
+    /// A kernel is a regression when the 95% confidence interval of the ratio of its new
+    /// median over its base one lies wholly past this factor and it grew by more than 50 µs
+    /// (7 runs a side at least; fewer are not judged).
     #[arg(
         long,
         value_name = "R",
@@ -504,6 +509,14 @@ pub struct ManArgs {
 /// call `-1` an unexpected argument and suggest `-- -1`), to be refused with the reason.
 fn parse_count(text: &str) -> Result<usize, String> {
     text.parse::<usize>().map_err(|e| whole_number(text, &e))
+}
+
+/// `--repeat`: a count of at least 1 (the upper bound is checked with the other values).
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    if text.trim_start().starts_with('-') {
+        return Err("it must be a whole number of at least 1".to_owned());
+    }
+    parse_count(text)
 }
 
 /// `--warmup`: a count (see [`parse_count`]) of at most 10, each a whole replay.

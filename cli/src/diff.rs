@@ -667,7 +667,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "verdict      {} (exit {}): {} (past {} and the base p99), {}, {}, {}, {}{graph_changes}{one_sided}",
+        "verdict      {} (exit {}): {} (the median ratio's interval past {}), {}, {}, {}, {}{graph_changes}{one_sided}",
         {
             let name = r["verdict"].as_str().unwrap_or("");
             let text = match name {

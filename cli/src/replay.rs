@@ -198,8 +198,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             )
         } else if let Some(recorded) = recorded_on {
             failure.hint(format!(
-                "replay where {recorded} is (--backend {recorded}), or leave out \
-                 --max-slowdown to compare statuses and outputs only"
+                "replay where {recorded} is (--backend {recorded}), or leave out {} to \
+                 compare statuses and outputs only",
+                if args.baseline.is_some() {
+                    "--baseline (it judges timings)"
+                } else {
+                    "--max-slowdown"
+                }
             ))
         } else if incomplete {
             failure.hint(format!(
@@ -225,10 +230,26 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(baseline) = &baseline {
         baseline.judge(&mut report, &options);
     }
+    // A baseline is a known-good build's: not saved from a replay whose outputs or
+    // statuses diverged.
     if let Some(path) = &args.save_baseline {
-        hrx_replay::Baseline::of(&report)
-            .save(path)
-            .map_err(|e| Failure::new(e.to_string()))?;
+        if report.summary.divergences > 0 {
+            crate::output::warn(format_args!(
+                "{}: baseline not saved: the replay diverged from the capture ({} divergences)",
+                path.display(),
+                report.summary.divergences
+            ));
+        } else {
+            let baseline = hrx_replay::Baseline::of(&report);
+            baseline
+                .save(path)
+                .map_err(|e| Failure::new(e.to_string()))?;
+            crate::output::note(format_args!(
+                "baseline saved to {} ({} timing rows)",
+                path.display(),
+                baseline.rows.len()
+            ));
+        }
     }
     // What reading the file found, as every reading verb warns of it (after the replay, so
     // that an error stays one line; before the report, which a closed standard output may

@@ -80,7 +80,12 @@ impl Report {
             if r.repeat == 1 { "" } else { "s" }
         );
         if r.warmup > 0 {
-            let _ = write!(out, " after {} warm-up", r.warmup);
+            let _ = write!(
+                out,
+                " after {} warm-up{}",
+                r.warmup,
+                if r.warmup == 1 { "" } else { "s" }
+            );
         }
         if r.pace_captured {
             out.push_str(", paced as captured");
@@ -103,12 +108,21 @@ impl Report {
         out.push('\n');
         let load = |l: Option<f64>| l.map_or("-".to_string(), |l| format!("{l:.2}"));
         if r.host.cpus > 0 {
+            let loaded = [r.host.load_before, r.host.load_after]
+                .into_iter()
+                .flatten()
+                .any(|l| l >= r.host.cpus as f64);
             let _ = writeln!(
                 out,
-                "host: {} CPUs, load {} before and {} after (1-minute average)",
+                "host: {} CPUs, load {} before and {} after (1-minute average){}",
                 r.host.cpus,
                 load(r.host.load_before),
-                load(r.host.load_after)
+                load(r.host.load_after),
+                if loaded {
+                    ": loaded, host-side times may read slower than on a quiet machine"
+                } else {
+                    ""
+                }
             );
         }
         // Said before the verdict: times from another backend are no baseline.
@@ -176,12 +190,32 @@ impl Report {
             }
         );
         if s.too_few > 0 {
+            // Which side is short decides the remedy: the capture's needs a longer recording.
+            let rows = self
+                .timing
+                .iter()
+                .map(|t| (t.too_few, t.captured))
+                .chain(self.op_timing.iter().map(|t| (t.too_few, t.captured)));
+            let captured_short = rows
+                .filter(|(few, c)| *few && c.is_some_and(|c| c.samples < 7))
+                .count();
             let _ = writeln!(
                 out,
-                "not judged: {} timing row{} with too few samples (under 7 on a side; raise \
-                 --repeat)",
+                "not judged: {} timing row{} with too few samples (under 7 on a side){}",
                 s.too_few,
-                if s.too_few == 1 { "" } else { "s" }
+                if s.too_few == 1 { "" } else { "s" },
+                match captured_short {
+                    0 => "; raise --repeat".to_string(),
+                    n if n == s.too_few => {
+                        "; the capture's side is short: record more frames (--repeat adds \
+                         replayed samples only)"
+                            .to_string()
+                    }
+                    n => format!(
+                        "; {n} short on the capture's side (record more frames), the rest on \
+                         the replay's (raise --repeat)"
+                    ),
+                }
             );
         }
         if let Some(what) = &self.nothing_compared {
@@ -420,7 +454,7 @@ impl Report {
                 let median =
                     |d: Option<Durations>| d.map_or("-".into(), |d| format_ns(d.median_ns));
                 (
-                    format!("{graph}  {what}"),
+                    format!("{graph}\t{what}"),
                     format!("{} -> {}", median(Some(b.baseline)), median(replayed)),
                     label.as_str(),
                     b,
@@ -446,8 +480,10 @@ impl Report {
                         ),
                         None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
                     });
+                    let (graph, row) = place.split_once('\t').unwrap_or((place, ""));
                     vec![
-                        place.clone(),
+                        graph.to_string(),
+                        row.to_string(),
                         medians.clone(),
                         ratio,
                         if b.regression { "SLOW" } else { "" }.to_string(),
@@ -457,9 +493,9 @@ impl Report {
                 .collect();
             table(
                 &mut out,
-                &["graph  row", "median", "ratio", "", "what"],
+                &["graph", "row", "median", "ratio", "", "what"],
                 &rows,
-                &[false, true, true, false, false],
+                &[true, false, true, true, false, false],
             );
         }
 
