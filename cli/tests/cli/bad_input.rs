@@ -672,7 +672,7 @@ fn negative_numbers_and_an_empty_backend_are_refused_by_name() {
         ),
         (
             &["replay", "h.hrxt", "--repeat", "-1"],
-            "'--repeat <N>': it must not be negative",
+            "'--repeat <N>': it must be a whole number of at least 1",
         ),
         (
             &["replay", "h.hrxt", "--until", "-5"],

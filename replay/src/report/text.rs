@@ -472,12 +472,7 @@ impl Report {
                 .iter()
                 .map(|(place, medians, label, b)| {
                     let ratio = b.ratio.map_or("-".to_string(), |r| match b.interval {
-                        Some((low, high)) => format!(
-                            "{} [{}..{}]",
-                            hrx_analysis::units::ratio(r),
-                            hrx_analysis::units::ratio(low),
-                            hrx_analysis::units::ratio(high)
-                        ),
+                        Some(_) => ratio_with_interval(r, b.interval),
                         None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
                     });
                     let (graph, row) = place.split_once('\t').unwrap_or((place, ""));
@@ -583,6 +578,15 @@ pub(super) fn tolerance_text(t: f64) -> String {
     }
 }
 
+/// A ratio, with its confidence interval where there is one: `1.50x [1.25x..1.75x]`.
+fn ratio_with_interval(ratio: f64, interval: Option<(f64, f64)>) -> String {
+    use hrx_analysis::units::ratio as r;
+    match interval {
+        Some((low, high)) => format!("{} [{}..{}]", r(ratio), r(low), r(high)),
+        None => r(ratio),
+    }
+}
+
 pub(super) fn timing_cells(
     graph: u64,
     index: String,
@@ -591,15 +595,7 @@ pub(super) fn timing_cells(
     (ratio, interval, too_few, regression): (Option<f64>, Option<(f64, f64)>, bool, bool),
     clock: Clock,
 ) -> Vec<String> {
-    let ratio_text = |r: f64| match interval {
-        Some((low, high)) => format!(
-            "{} [{}..{}]",
-            hrx_analysis::units::ratio(r),
-            hrx_analysis::units::ratio(low),
-            hrx_analysis::units::ratio(high)
-        ),
-        None => hrx_analysis::units::ratio(r),
-    };
+    let ratio_text = |r: f64| ratio_with_interval(r, interval);
     let median = |s: Option<Durations>| {
         s.map_or("-".to_string(), |s| {
             format!("{} (n={})", format_ns(s.median_ns), s.samples)
