@@ -265,7 +265,10 @@ fn an_identical_re_recording_passes_and_other_outputs_fail() {
     );
     let verdict = field(&text, "verdict");
     for part in [
-        format!("{} (the median ratio's interval past", noun(0, "slow kernel")),
+        format!(
+            "{} (the median ratio's interval past",
+            noun(0, "slow kernel")
+        ),
         changed,
         noun(0, "new kernel"),
         noun(0, "missing kernel"),
