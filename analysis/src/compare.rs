@@ -357,7 +357,7 @@ pub struct Slowdown {
 }
 
 /// One pair's timing judged.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimingMatch {
     /// The new median over the base median.
     pub ratio: Option<f64>,
@@ -371,6 +371,19 @@ pub struct TimingMatch {
     /// Whether the pair could not be judged for too few samples (fewer than 7 on a side)
     /// while a maximum slowdown was set.
     pub too_few: bool,
+}
+
+impl Default for TimingMatch {
+    /// Not judged: no ratio, a spread of 1.
+    fn default() -> TimingMatch {
+        TimingMatch {
+            ratio: None,
+            interval: None,
+            spread: 1.0,
+            slow: false,
+            too_few: false,
+        }
+    }
 }
 
 /// Judges one pair's timing (see the module docs); `comparable`: whether the two sides'
