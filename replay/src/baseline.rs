@@ -17,6 +17,7 @@
 use crate::report::{Clock, Durations, Report};
 use crate::{ReplayError, ReplayOptions};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The baseline file's version: a reader refuses another.
@@ -254,17 +255,17 @@ impl Baseline {
             ));
             return;
         }
-        let find = |kind: &str, runtime: u32, graph: u64, index: u32, label: &str, clock| {
-            self.rows.iter().find(|r| {
-                (
-                    r.kind.as_str(),
-                    r.runtime,
-                    r.graph,
-                    r.index,
-                    r.label.as_str(),
-                    r.clock,
-                ) == (kind, runtime, graph, index, label, clock)
-            })
+        // The rows by place, in file order (the first of duplicates found, as a search would).
+        let mut rows: HashMap<(&str, u32, u64, u32), Vec<&BaselineRow>> = HashMap::new();
+        for r in &self.rows {
+            let place = (r.kind.as_str(), r.runtime, r.graph, r.index);
+            rows.entry(place).or_default().push(r);
+        }
+        let find = |kind: &str, runtime, graph, index, label: &str, clock| {
+            rows.get(&(kind, runtime, graph, index))?
+                .iter()
+                .find(|r| r.label == label && r.clock == clock)
+                .copied()
         };
         let mut missing = 0;
         let mut judge = |kind, t: (u32, u64, u32, &str, Clock, Option<Durations>, f64)| {

@@ -111,10 +111,7 @@ use std::path::Path;
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> Result<Report, ReplayError> {
     let host = HostLoad::before();
     let mut report = run(trace, options, None)?;
-    report.replay.host = HostLoad {
-        load_after: HostLoad::load_now(),
-        ..host
-    };
+    report.replay.host = host.ended();
     Ok(report)
 }
 
@@ -272,10 +269,7 @@ pub fn replay_file_reading(
     );
     match report {
         Ok(mut report) => {
-            report.replay.host = HostLoad {
-                load_after: HostLoad::load_now(),
-                ..host
-            };
+            report.replay.host = host.ended();
             Ok((report, reading))
         }
         // What the recorder lost is why the trace does not hold together: say that first.

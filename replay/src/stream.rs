@@ -47,33 +47,34 @@ pub const MAX_LISTED: usize = 1000;
 /// One side's durations of one region, on both clocks.
 #[derive(Default)]
 struct Sketches {
-    host: Sketch,
-    device: Sketch,
     /// Samples without device timestamps.
     host_only: u64,
-    /// The samples again, by half of the repeats (first, second) and clock (host, device):
-    /// the replay's own spread (`hrx_analysis::compare::spread`).
+    /// The samples by half of the repeats (first, second) and clock (host, device): the
+    /// replay's own spread (`hrx_analysis::compare::spread`); both halves together, the
+    /// region's distribution.
     halves: [[Sketch; 2]; 2],
 }
 
 impl Sketches {
     /// Adds `s`, taken in a repeat of the `half` (0 or 1) it names.
     fn add(&mut self, s: &Sample, half: usize) {
-        self.host.add(s.host_ns);
-        let device = s.device_ns.unwrap_or(s.host_ns);
-        self.device.add(device);
         if s.device_ns.is_none() {
             self.host_only += 1;
         }
         self.halves[half][0].add(s.host_ns);
-        self.halves[half][1].add(device);
+        self.halves[half][1].add(s.device_ns.unwrap_or(s.host_ns));
     }
 
-    fn stats(&mut self, clock: Clock) -> Option<Durations> {
-        Durations::of_sketch(match clock {
-            Clock::Host => &mut self.host,
-            Clock::Device => &mut self.device,
-        })
+    /// Samples added.
+    fn count(&self) -> u64 {
+        self.halves[0][0].count() + self.halves[1][0].count()
+    }
+
+    fn stats(&self, clock: Clock) -> Option<Durations> {
+        let c = usize::from(clock == Clock::Device);
+        let mut all = self.halves[0][c].clone();
+        all.merge(&self.halves[1][c]);
+        Durations::of_sketch(&mut all)
     }
 
     fn spread(&mut self, clock: Clock) -> f64 {
@@ -390,16 +391,13 @@ impl Fold<'_> {
         report.timing = matching::pair(captured, replayed)
             .into_iter()
             .map(|(key, paired)| {
-                let ((runtime, graph), mut c, mut r) = match paired {
+                let ((runtime, graph), c, mut r) = match paired {
                     Paired::Both((id, c), (_, r)) => (id, c, r),
                     Paired::Base((id, c)) => (id, c, Sketches::default()),
                     Paired::New((id, r)) => (id, Sketches::default(), r),
                 };
                 let region = key.region;
-                let device = c.host.count() > 0
-                    && r.host.count() > 0
-                    && c.host_only == 0
-                    && r.host_only == 0;
+                let device = c.count() > 0 && r.count() > 0 && c.host_only == 0 && r.host_only == 0;
                 let clock = if device { Clock::Device } else { Clock::Host };
                 let (captured, replayed) = (c.stats(clock), r.stats(clock));
                 let judged = compare::judge(

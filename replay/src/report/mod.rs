@@ -145,6 +145,14 @@ impl HostLoad {
             .ok()
     }
 
+    /// These CPUs and load before, with the load now, as the replay ends.
+    pub(crate) fn ended(self) -> HostLoad {
+        HostLoad {
+            load_after: HostLoad::load_now(),
+            ..self
+        }
+    }
+
     /// The CPUs and the load before a replay (`load_after` is read when it ends).
     pub(crate) fn before() -> HostLoad {
         HostLoad {

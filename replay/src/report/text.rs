@@ -431,61 +431,54 @@ impl Report {
         }
 
         // Against a baseline (`--baseline`): the rows it has, judged by the same rule.
-        let against: Vec<(String, String, &str, crate::baseline::BaselineMatch)> =
-            (self.timing.iter().filter_map(|t| {
-                Some((
+        let median = |d: Option<Durations>| d.map_or("-".into(), |d| format_ns(d.median_ns));
+        let row = |graph: u64,
+                   what: String,
+                   label: &str,
+                   b: &crate::baseline::BaselineMatch,
+                   replayed: Option<Durations>| {
+            let ratio = b.ratio.map_or("-".to_string(), |r| match b.interval {
+                Some(_) => ratio_with_interval(r, b.interval),
+                None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
+            });
+            vec![
+                graph.to_string(),
+                what,
+                format!("{} -> {}", median(Some(b.baseline)), median(replayed)),
+                ratio,
+                if b.regression { "SLOW" } else { "" }.to_string(),
+                label.to_string(),
+            ]
+        };
+        let rows: Vec<Vec<String>> = (self.timing.iter())
+            .filter_map(|t| {
+                let b = t.baseline.as_ref()?;
+                Some(row(
                     t.graph,
                     format!("region {}", t.region),
                     &t.label,
-                    t.baseline?,
+                    b,
                     t.replayed,
                 ))
-            }))
+            })
             .chain(self.op_timing.iter().filter_map(|t| {
-                Some((
+                let b = t.baseline.as_ref()?;
+                Some(row(
                     t.graph,
                     format!("node {}", t.node),
                     &t.label,
-                    t.baseline?,
+                    b,
                     t.replayed,
                 ))
             }))
-            .map(|(graph, what, label, b, replayed)| {
-                let median =
-                    |d: Option<Durations>| d.map_or("-".into(), |d| format_ns(d.median_ns));
-                (
-                    format!("{graph}\t{what}"),
-                    format!("{} -> {}", median(Some(b.baseline)), median(replayed)),
-                    label.as_str(),
-                    b,
-                )
-            })
             .collect();
-        if !against.is_empty() {
+        if !rows.is_empty() {
             let _ = writeln!(
                 out,
                 "\nagainst the baseline ({} of {} slow; median baseline -> replayed, ratio [its 95% interval]):",
                 self.summary.baseline_slow,
-                against.len()
+                rows.len()
             );
-            let rows: Vec<Vec<String>> = against
-                .iter()
-                .map(|(place, medians, label, b)| {
-                    let ratio = b.ratio.map_or("-".to_string(), |r| match b.interval {
-                        Some(_) => ratio_with_interval(r, b.interval),
-                        None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
-                    });
-                    let (graph, row) = place.split_once('\t').unwrap_or((place, ""));
-                    vec![
-                        graph.to_string(),
-                        row.to_string(),
-                        medians.clone(),
-                        ratio,
-                        if b.regression { "SLOW" } else { "" }.to_string(),
-                        (*label).to_string(),
-                    ]
-                })
-                .collect();
             table(
                 &mut out,
                 &["graph", "row", "median", "ratio", "", "what"],
