@@ -134,6 +134,14 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_warmup, allow_negative_numbers = true)]
     pub warmup: usize,
 
+    /// A test of a timing gate: replay kernel ENTRY about PERCENT% slower, as if it did that
+    /// much more work (each block of hrx's built-in kernels on CUDA, the host code on the
+    /// software device, stays that share of its own time longer; outputs unchanged), e.g.
+    /// `--inject-slowdown hrx_blur_h=15 --max-slowdown 1.1`. The report says it; repeatable;
+    /// not with --save-baseline.
+    #[arg(long, value_name = "ENTRY=PERCENT", value_parser = parse_slowdown, conflicts_with = "save_baseline")]
+    pub inject_slowdown: Vec<(String, u32)>,
+
     /// Also report each operation's time inside its native graph or copy batch, timed in the
     /// replays as the capture was (the software device always; CUDA: hrx's built-in kernels
     /// time themselves, and CUPTI's kernel times where the capture timed copies or fills).
@@ -517,6 +525,24 @@ fn parse_repeat(text: &str) -> Result<usize, String> {
         return Err("it must be a whole number of at least 1".to_owned());
     }
     parse_count(text)
+}
+
+/// `--inject-slowdown`: `ENTRY=PERCENT`, a kernel entry and 1 to 1000 (percent).
+fn parse_slowdown(text: &str) -> Result<(String, u32), String> {
+    let (entry, percent) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected ENTRY=PERCENT (e.g. hrx_blur_h=15), got {text:?}"))?;
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return Err(format!("no kernel entry before '=' in {text:?}"));
+    }
+    let percent = percent.trim().trim_end_matches('%');
+    match percent.parse::<u32>() {
+        Ok(p @ 1..=1000) => Ok((entry.to_owned(), p)),
+        _ => Err(format!(
+            "{percent:?}: the slowdown must be a whole percent from 1 to 1000"
+        )),
+    }
 }
 
 /// `--warmup`: a count (see [`parse_count`]) of at most 10, each a whole replay.

@@ -140,6 +140,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(until) = args.until {
         options = options.until(until);
     }
+    for (entry, percent) in &args.inject_slowdown {
+        options = options.slowdown(entry.clone(), *percent);
+    }
     // Rows are handed out chunk by chunk: the text groups them (the report keeps the lines),
     // the JSON spools them to unnamed temporary files and prints them once the replay is
     // done, so that an error still prints nothing but its one line.

@@ -130,6 +130,8 @@ pub(crate) struct ChunkIndex {
     /// Output digests that carry their bytes (recorded with contents): what a float
     /// tolerance compares.
     outputs_with_contents: u64,
+    /// Entries of the kernels loaded on a GPU (what `--inject-slowdown` may name).
+    gpu_entries: std::collections::BTreeSet<String>,
 }
 
 impl ChunkIndex {
@@ -158,6 +160,12 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
             && !matches!(d.contents, s::Payload::Omitted { .. })
         {
             index.outputs_with_contents += 1;
+        }
+        if let Record::KernelLoaded(k) = &record
+            && k.engine == s::Engine::Gpu
+            && !index.gpu_entries.contains(&k.entry)
+        {
+            index.gpu_entries.insert(k.entry.clone());
         }
         let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) else {
             continue;
@@ -196,6 +204,11 @@ impl ChunkIndex {
     /// before anything is replayed.
     pub(crate) fn reading(&self) -> &crate::Reading {
         &self.reading
+    }
+
+    /// Entries of the kernels the trace loads on a GPU.
+    pub(crate) fn gpu_entries(&self) -> impl Iterator<Item = &str> {
+        self.gpu_entries.iter().map(String::as_str)
     }
 
     /// Whether any output digest carries its bytes (a tolerance has something to compare).

@@ -951,6 +951,14 @@ pub(crate) fn report(
             warmup: options.warmup,
             pace_captured: options.pace_captured,
             host: Default::default(),
+            slowdowns: options
+                .slowdowns
+                .iter()
+                .map(|(entry, percent)| crate::report::InjectedSlowdown {
+                    entry: entry.clone(),
+                    percent: *percent,
+                })
+                .collect(),
         },
         summary,
         submissions,

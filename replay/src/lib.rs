@@ -88,9 +88,9 @@ pub use error::ReplayError;
 pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
-    Clock, Divergence, DivergenceKind, Durations, HostLoad, OpTimingRow, Outcome, OutputCheck,
-    OutputResult, RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow,
-    Summary, TraceInfo, Verdict, format_ns,
+    Clock, Divergence, DivergenceKind, Durations, HostLoad, InjectedSlowdown, OpTimingRow, Outcome,
+    OutputCheck, OutputResult, RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow,
+    SubstitutionRow, Summary, TraceInfo, Verdict, format_ns,
 };
 pub use stream::MAX_LISTED;
 
@@ -258,6 +258,7 @@ pub fn replay_file_reading(
     if options.tolerance.is_some() && !index.has_output_contents() {
         return Err(ReplayError::ToleranceWithoutContents);
     }
+    options.check_slowdowns(index.gpu_entries())?;
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
     let host = HostLoad::before();
     let report = stream::replay_stream(
@@ -392,6 +393,12 @@ fn run(
             "the trace records no runtime (no RuntimeStart): nothing to replay",
         ));
     }
+    options.check_slowdowns(plan.runtimes.iter().flat_map(|rp| {
+        rp.kernels
+            .iter()
+            .filter(|k| k.engine == hrx_capture::schema::Engine::Gpu)
+            .map(|k| k.entry.as_str())
+    }))?;
     let repeat = options.repeat.max(1);
     let op_runs = repeat.max(3);
     let mut notes = plan.notes.clone();

@@ -57,6 +57,11 @@ pub struct ReplayOptions {
     /// Replace the host implementation of kernels by entry name (software device and NPU
     /// simulator): a test hook to prove that changed behaviour is detected.
     pub kernel_overrides: Vec<(String, HostKernelFn)>,
+    /// Slow GPU kernels by entry name, in percent (`hrx-trace replay --inject-slowdown`): a
+    /// test that a timing gate catches a slower kernel and names it, without rebuilding it
+    /// ([`hrx::kernels::KernelCode::slowdown_percent`]: the software device and hrx's built-in
+    /// kernels on CUDA). The report says it; a baseline is never saved from such a replay.
+    pub slowdowns: Vec<(String, u32)>,
     /// Called as work completes, for progress bars.
     pub progress: Option<Progress>,
     /// Submissions per chunk when a trace file is streamed ([`crate::replay_file`]): what
@@ -86,6 +91,7 @@ impl Default for ReplayOptions {
             captured_fault: true,
             fault: None,
             kernel_overrides: Vec::new(),
+            slowdowns: Vec::new(),
             progress: None,
             chunk_submissions: DEFAULT_CHUNK_SUBMISSIONS,
         }
@@ -115,6 +121,7 @@ impl fmt::Debug for ReplayOptions {
                     .map(|(entry, _)| entry)
                     .collect::<Vec<_>>(),
             )
+            .field("slowdowns", &self.slowdowns)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -187,6 +194,14 @@ impl ReplayOptions {
         self.kernel_overrides.push((entry.into(), host));
         self
     }
+    /// Slows kernel `entry` by `percent` at replay ([`ReplayOptions::slowdowns`]).
+    /// A second slowdown of one entry replaces the first.
+    pub fn slowdown(mut self, entry: impl Into<String>, percent: u32) -> Self {
+        let entry = entry.into();
+        self.slowdowns.retain(|(name, _)| *name != entry);
+        self.slowdowns.push((entry, percent));
+        self
+    }
     /// Sets the submissions per chunk of a streamed replay (at least 1).
     pub fn chunk_submissions(mut self, submissions: u64) -> Self {
         self.chunk_submissions = submissions.max(1);
@@ -196,6 +211,46 @@ impl ReplayOptions {
     pub fn progress(mut self, progress: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
         self.progress = Some(Box::new(progress));
         self
+    }
+
+    /// The slowdown asked for kernel `entry`, in percent (0: none).
+    pub(crate) fn slowdown_for(&self, entry: &str) -> u32 {
+        self.slowdowns
+            .iter()
+            .rev()
+            .find(|(name, _)| name == entry)
+            .map_or(0, |(_, percent)| *percent)
+    }
+
+    /// Refuses slowdowns of kernels the trace never loads on a GPU, naming those it does:
+    /// a misspelt name must not pass as a gate that caught nothing.
+    ///
+    /// # Errors
+    /// [`crate::ReplayError::Unreplayable`] naming the first such entry.
+    pub(crate) fn check_slowdowns<'e>(
+        &self,
+        gpu_entries: impl IntoIterator<Item = &'e str>,
+    ) -> Result<(), crate::ReplayError> {
+        if self.slowdowns.is_empty() {
+            return Ok(());
+        }
+        let known: std::collections::BTreeSet<&str> = gpu_entries.into_iter().collect();
+        match self
+            .slowdowns
+            .iter()
+            .find(|(entry, _)| !known.contains(entry.as_str()))
+        {
+            None => Ok(()),
+            Some((entry, _)) => Err(crate::ReplayError::unreplayable(format!(
+                "--inject-slowdown names kernel {entry}, which the trace never loads on a GPU \
+                 (its GPU kernels: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.into_iter().collect::<Vec<_>>().join(", ")
+                }
+            ))),
+        }
     }
 
     pub(crate) fn override_for(&self, entry: &str) -> Option<HostKernelFn> {

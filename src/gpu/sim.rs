@@ -99,6 +99,8 @@ fn host_address(view: &View<'_>) -> Result<*mut u8> {
 struct SimKernel {
     entry: String,
     host: HostKernelFn,
+    /// [`crate::kernels::KernelCode::slowdown_percent`].
+    slowdown_percent: u32,
 }
 
 impl NativeKernel for SimKernel {
@@ -176,6 +178,7 @@ impl NativeDevice for SimDevice {
         Ok(Arc::new(SimKernel {
             entry: spec.entry.clone(),
             host,
+            slowdown_percent: spec.code.slowdown_percent,
         }))
     }
 
@@ -221,6 +224,7 @@ enum Node {
     Dispatch {
         entry: String,
         host: HostKernelFn,
+        slowdown_percent: u32,
         grid: [u32; 3],
         block: [u32; 3],
         constants: Vec<u8>,
@@ -247,12 +251,14 @@ fn run_node(faults: &FaultInjector, node: &Node) -> Result<()> {
         Node::Dispatch {
             entry,
             host,
+            slowdown_percent,
             grid,
             block,
             constants,
             bindings,
         } => {
             faults.check(Some(entry), entry)?;
+            let begin = (*slowdown_percent > 0).then(std::time::Instant::now);
             host(&HostLaunch {
                 entry,
                 grid: *grid,
@@ -261,9 +267,22 @@ fn run_node(faults: &FaultInjector, node: &Node) -> Result<()> {
                 bindings,
             })
             .map_err(|message| Error::Kernel(format!("{entry}: {message}")))?;
+            if let Some(begin) = begin {
+                slow_down(begin, *slowdown_percent);
+            }
         }
     }
     Ok(())
+}
+
+/// Spins `percent` of the time since `begin` more ([`crate::kernels::KernelCode::slowdown_percent`]):
+/// a spin, not a sleep, so the added time is as exact as the clock, not the scheduler's tick.
+fn slow_down(begin: std::time::Instant, percent: u32) {
+    let spent = begin.elapsed();
+    let until = begin + spent + spent * percent / 100;
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 fn binding(view: &View<'_>) -> Result<HostBinding> {
@@ -398,6 +417,7 @@ impl NativeGraphBuilder for SimGraph {
             Node::Dispatch {
                 entry: kernel.entry.clone(),
                 host: kernel.host,
+                slowdown_percent: kernel.slowdown_percent,
                 grid,
                 block,
                 constants: constants.to_vec(),
@@ -469,5 +489,61 @@ mod tests {
         stream.copy(&high, &low).unwrap();
         stream.op_spans(&mut spans);
         assert!(spans.is_empty(), "an untimed stream times nothing");
+    }
+
+    /// Sleeps 2 ms, then writes 7 into its binding.
+    fn sleepy(launch: &HostLaunch<'_>) -> std::result::Result<(), String> {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        // SAFETY: the binding is the kernel's one byte range, registered by the test.
+        unsafe { std::ptr::write_bytes(launch.bindings[0].ptr, 7, launch.bindings[0].len) };
+        Ok(())
+    }
+
+    /// A slowed kernel (`KernelCode::slowdown_percent`) spins that share of its own time
+    /// after its work: its span is at least (1 + percent) times its work's, which sleeps
+    /// 2 ms; its output is the kernel's.
+    #[test]
+    fn a_slowed_kernel_runs_its_share_longer_with_the_same_output() {
+        let device = SimDevice::new(0, Arc::new(FaultInjector::default()));
+        let memory = device.allocate(64, false).unwrap();
+        let out = View::new(&memory, 0, 64);
+        let spec = |slowdown_percent| KernelSpec {
+            entry: "sleepy".into(),
+            contract: crate::contract::KernelContract {
+                bindings: vec![crate::contract::BindingContract::new(
+                    crate::access::Access::Write,
+                    64,
+                    1,
+                )],
+                constants: Vec::new(),
+            },
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            code: crate::kernels::KernelCode {
+                host: Some(sleepy),
+                slowdown_percent,
+                ..Default::default()
+            },
+        };
+        let mut stream = device.stream().unwrap();
+        for percent in [0, 150] {
+            let kernel = device.load_kernel(&spec(percent)).unwrap();
+            let mut graph = stream.graph().unwrap();
+            // SAFETY: the view is the kernel's declared range; `memory` outlives the launch.
+            unsafe { graph.dispatch(&[], &kernel, [1, 1, 1], [1, 1, 1], &[], &[out]) }.unwrap();
+            let mut graph = graph.finish().unwrap();
+            stream.launch_and_synchronize(graph.as_mut()).unwrap();
+            let mut spans = Vec::new();
+            stream.op_spans(&mut spans);
+            let ns = spans[0].span.end_ns - spans[0].span.start_ns;
+            assert!(
+                ns >= 2_000_000 * u64::from(100 + percent) / 100,
+                "{percent}%: {ns} ns"
+            );
+            let mut bytes = [0u8; 64];
+            device.read(&out, &mut bytes).unwrap();
+            assert_eq!(bytes, [7; 64]);
+            device.write(&out, &[0; 64]).unwrap();
+        }
     }
 }

@@ -351,6 +351,11 @@ pub(super) fn lookup(entry: &str) -> Option<&'static CudaKernelSource> {
 /// version names the layout of the lines and the ring: a trace keeps its PTX, so a replay
 /// launches only entries whose layout it allocates for.
 pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed_v1";
+/// Suffix of a built-in kernel's slowed entry (a test of a regression gate:
+/// [`crate::kernels::KernelCode::slowdown_percent`]): `hrx_blur_h__hrx_slowed_v1` takes the timed
+/// entry's parameters (its lines may be null: untimed), then `u32 percent`. Compiled only when
+/// asked, into a module of its own, so the PTX a trace stores never holds it.
+pub(crate) const SLOWED_SUFFIX: &str = "__hrx_slowed_v1";
 /// The entry that folds a launch's node times into the host ring ([`TIMING`]).
 pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times_v1";
 /// 128-byte lines of one timed node: block `b` adds its end to line `b % TIME_LINES`, so a
@@ -443,6 +448,21 @@ extern "C" __global__ void hrx_collect_times_v1(u64* times, u64* ring, u32 nodes
 }
 "#;
 
+/// A slowed entry's stretch ([`SLOWED_SUFFIX`]): every block, once its last thread left the body,
+/// stays resident `percent` of the time it took more (thread 0 spins on `%globaltimer`, the
+/// others wait at the barrier), so a grid runs about as if each block had that much more work:
+/// the launch's own overhead is not stretched, as it would not be by a heavier build.
+const SLOW: &str = r#"
+__device__ __forceinline__ void hrx_slow_block(u64 begin, u32 percent) {
+    __syncthreads();
+    if (hrx_thread0()) {
+        const u64 now = hrx_globaltimer();
+        const u64 until = now + (now - begin) * percent / 100;
+        while (hrx_globaltimer() < until) {}
+    }
+}
+"#;
+
 /// A built-in kernel's source with its timed entry and the collector: the kernel's body
 /// becomes an inlined device function that the plain entry (same name and parameters as
 /// before) and the timed entry ([`TIMED_SUFFIX`]) both call. `None` when the source does not
@@ -450,7 +470,9 @@ extern "C" __global__ void hrx_collect_times_v1(u64* times, u64* ring, u32 nodes
 ///
 /// The timed entry adds a `__syncthreads` after the body: a body's `return` must be taken by
 /// whole blocks (as every built-in kernel's is) or not before a barrier of its own.
-pub(super) fn instrumented(source: &CudaKernelSource) -> Option<String> {
+///
+/// With `slowed`, also the slowed entry ([`SLOWED_SUFFIX`], [`SLOW`]).
+pub(super) fn instrumented(source: &CudaKernelSource, slowed: bool) -> Option<String> {
     let entry = source.entry;
     let header = format!("extern \"C\" __global__ void {entry}(");
     let at = source.source.find(&header)?;
@@ -482,5 +504,18 @@ pub(super) fn instrumented(source: &CudaKernelSource) -> Option<String> {
          \x20   hrx_time_end(hrx_times);\n\
          }}\n"
     ));
+    if slowed {
+        text.push_str(SLOW);
+        text.push_str(&format!(
+            "extern \"C\" __global__ void {entry}{SLOWED_SUFFIX}({signature}, u64* hrx_times, \
+             u32 hrx_percent) {{\n\
+             \x20   const u64 hrx_begin = hrx_globaltimer();\n\
+             \x20   if (hrx_times) hrx_time_begin(hrx_times);\n\
+             \x20   {entry}__body({arguments});\n\
+             \x20   hrx_slow_block(hrx_begin, hrx_percent);\n\
+             \x20   if (hrx_times) hrx_time_end(hrx_times); else __syncthreads();\n\
+             }}\n"
+        ));
+    }
     Some(text)
 }

@@ -11,7 +11,7 @@
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod cuda;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
-pub(crate) use cuda::{COLLECT_ENTRY, TIME_NODE_WORDS, TIME_RING, TIMED_SUFFIX};
+pub(crate) use cuda::{COLLECT_ENTRY, SLOWED_SUFFIX, TIME_NODE_WORDS, TIME_RING, TIMED_SUFFIX};
 mod host;
 
 use crate::{Access, BindingContract, KernelContract};
@@ -50,6 +50,16 @@ pub struct KernelCode {
     pub host: Option<HostKernelFn>,
     /// PTX text whose entry point is the spec's entry name (CUDA).
     pub ptx: Option<std::sync::Arc<str>>,
+    /// A test of a regression gate (`hrx-trace replay --inject-slowdown`): the kernel runs
+    /// about this many percent longer, as if it did that much more work; 0 (the default)
+    /// runs it as built. The software device spins that share of the host implementation's
+    /// own time after it; CUDA launches a slowed build of a built-in kernel in which each block
+    /// stays resident that share of its own time more (the launch's overhead is not
+    /// stretched). Outputs are unchanged.
+    ///
+    /// Loading fails (`Error::Unsupported`) for code given as PTX (CUDA has no hrx source to
+    /// slow) and on HIP and the NPU.
+    pub slowdown_percent: u32,
 }
 
 /// A loadable kernel: entry, contract, fixed launch dimensions and code.
@@ -92,7 +102,7 @@ pub fn builtin_entries() -> &'static [&'static str] {
 pub fn builtin_code(entry: &str) -> Option<KernelCode> {
     host::lookup(entry).map(|host| KernelCode {
         host: Some(host),
-        ptx: None,
+        ..KernelCode::default()
     })
 }
 
@@ -107,7 +117,13 @@ pub fn cuda_source(entry: &str) -> Option<&'static str> {
 /// ([`cuda::instrumented`]): what the CUDA backend compiles. HIP compiles [`cuda_source`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn cuda_instrumented_source(entry: &str) -> Option<String> {
-    cuda::lookup(entry).and_then(cuda::instrumented)
+    cuda::lookup(entry).and_then(|s| cuda::instrumented(s, false))
+}
+
+/// [`cuda_instrumented_source`] with the slowed entry too ([`KernelCode::slowdown_percent`]).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn cuda_slowed_source(entry: &str) -> Option<String> {
+    cuda::lookup(entry).and_then(|s| cuda::instrumented(s, true))
 }
 
 /// Whether a kernel's PTX (as a trace stores it) has the self-timing entry of this build's

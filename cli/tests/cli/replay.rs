@@ -452,3 +452,90 @@ fn a_saved_baseline_judges_a_later_replay() {
     );
     assert_error(&nowhere, "cannot write it: no directory no");
 }
+
+/// `--inject-slowdown ENTRY=PERCENT` (a test of a timing gate) slows a kernel the trace
+/// loads, keeps its outputs (the replay still matches) and is said on the `replayed:` line and
+/// in the JSON; a kernel the trace never loads is refused naming those it does; a malformed
+/// value, a zero percent and `--save-baseline` beside it are one line each, exit 2.
+#[test]
+fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let unknown = run(
+        dir.path(),
+        &["replay", "h.hrxt", "--inject-slowdown", "hrx_nope=15"],
+    );
+    assert_error(
+        &unknown,
+        "names kernel hrx_nope, which the trace never loads",
+    );
+    let err = stderr(&unknown);
+    let known = err
+        .split("(its GPU kernels: ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ')']).next())
+        .unwrap_or_else(|| panic!("no kernel listed: {err}"))
+        .to_owned();
+    let slowed = format!("{known}=40");
+    let text = run(
+        dir.path(),
+        &["replay", "h.hrxt", "--inject-slowdown", &slowed],
+    );
+    assert_eq!(code(&text), 0, "{}{}", stdout(&text), stderr(&text));
+    let out = stdout(&text);
+    assert!(
+        out.contains(&format!(
+            "slowed on purpose (--inject-slowdown): {known} +40%"
+        )),
+        "{out}"
+    );
+    let json = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--inject-slowdown",
+            &format!("{known}=5"),
+            "--inject-slowdown",
+            &slowed,
+            "--report",
+            "json",
+        ],
+    );
+    assert_eq!(code(&json), 0, "{}", stderr(&json));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(
+        report["replay"]["slowdowns"],
+        serde_json::json!([{"entry": known, "percent": 40}]),
+        "the last one given for an entry wins"
+    );
+    assert_eq!(report["verdict"], "same");
+    let plain = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
+    let plain: serde_json::Value = serde_json::from_str(&stdout(&plain)).unwrap();
+    assert!(plain["replay"].get("slowdowns").is_none());
+    for (value, says) in [
+        (known.as_str(), "expected ENTRY=PERCENT"),
+        ("=15", "no kernel entry"),
+        (&format!("{known}=0"), "a whole percent from 1 to 1000"),
+        (&format!("{known}=x"), "a whole percent from 1 to 1000"),
+    ] {
+        let bad = run(
+            dir.path(),
+            &["replay", "h.hrxt", "--inject-slowdown", value],
+        );
+        assert_error(&bad, says);
+    }
+    let saved = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--inject-slowdown",
+            &slowed,
+            "--save-baseline",
+            "b.json",
+        ],
+    );
+    assert_error(&saved, "--save-baseline");
+    assert!(!dir.path().join("b.json").exists());
+}

@@ -237,6 +237,7 @@ pub(super) fn load_kernel(
             if override_host.is_some() {
                 code.host = override_host;
             }
+            code.slowdown_percent = options.slowdown_for(&k.entry);
             let spec = KernelSpec {
                 entry: k.entry.clone(),
                 contract,

@@ -120,6 +120,19 @@ pub struct ReplayInfo {
     pub pace_captured: bool,
     /// The host it ran on: what shapes host times and the launches of device work.
     pub host: HostLoad,
+    /// Kernels slowed on purpose ([`crate::ReplayOptions::slowdowns`]): a test of the gate,
+    /// not a measurement of the build.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slowdowns: Vec<InjectedSlowdown>,
+}
+
+/// A kernel slowed on purpose at replay ([`crate::ReplayOptions::slowdowns`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct InjectedSlowdown {
+    /// Kernel entry.
+    pub entry: String,
+    /// How much longer it ran, in percent of its own work.
+    pub percent: u32,
 }
 
 /// The host a replay ran on: its CPUs and the 1-minute load average (`/proc/loadavg`)

@@ -90,6 +90,18 @@ impl Report {
         if r.pace_captured {
             out.push_str(", paced as captured");
         }
+        if !r.slowdowns.is_empty() {
+            let slowed: Vec<String> = r
+                .slowdowns
+                .iter()
+                .map(|s| format!("{} +{}%", s.entry, s.percent))
+                .collect();
+            let _ = write!(
+                out,
+                ", slowed on purpose (--inject-slowdown): {}",
+                slowed.join(", ")
+            );
+        }
         let faults: Vec<String> = self
             .trace
             .runtimes

@@ -2,7 +2,7 @@
 
 use super::api;
 use super::context::Context;
-use super::kernel::{CudaKernel, compile, timed_entry};
+use super::kernel::{CudaKernel, SlowedEntry, compile, timed_entry};
 use super::memory::{CudaAllocation, allocation};
 use super::stream::CudaStream;
 use crate::gpu::common::DeviceContext as _;
@@ -75,6 +75,47 @@ impl CudaDevice {
             memory_bytes: memory_bytes as u64,
         })
     }
+
+    /// A built-in kernel whose graphs launch its slowed entry
+    /// ([`crate::kernels::KernelCode::slowdown_percent`]), compiled from hrx's own source into
+    /// a module of its own: the stored PTX a trace keeps never holds that entry.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a kernel given as PTX or without a built-in source; NVRTC's
+    /// or the driver's error.
+    fn load_slowed(&self, spec: &KernelSpec) -> Result<Kernel> {
+        let unsupported = |why: &str| {
+            Error::Unsupported(format!(
+                "kernel {}: a slowdown needs hrx's built-in CUDA source ({why})",
+                spec.entry
+            ))
+        };
+        if spec.code.ptx.is_some() {
+            return Err(unsupported("it is given as PTX"));
+        }
+        let source = crate::kernels::cuda_slowed_source(&spec.entry)
+            .ok_or_else(|| unsupported("it has none"))?;
+        let slowed_name = format!("{}{}", spec.entry, crate::kernels::SLOWED_SUFFIX);
+        let ptx = compile(&slowed_name, &source)?;
+        self.context.enter()?;
+        let function = self.context.function(&ptx, &spec.entry)?;
+        let timed = timed_entry(&self.context, &ptx, &spec.entry);
+        let slowed = self.context.function(&ptx, &slowed_name)?;
+        Ok(Arc::new(CudaKernel {
+            context: self.context.clone(),
+            entry: spec.entry.clone(),
+            function,
+            parameters: crate::kernels::cuda_parameters(&spec.entry),
+            ptx,
+            timed,
+            slowed: Some(SlowedEntry {
+                function: slowed,
+                max_threads: api::function_max_threads(slowed)
+                    .map_err(|e| self.context.error(e))?,
+                percent: spec.code.slowdown_percent,
+            }),
+        }))
+    }
 }
 
 impl NativeDevice for CudaDevice {
@@ -99,6 +140,9 @@ impl NativeDevice for CudaDevice {
     }
 
     fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
+        if spec.code.slowdown_percent > 0 {
+            return self.load_slowed(spec);
+        }
         let (ptx, parameters) = match &spec.code.ptx {
             Some(ptx) => (ptx.clone(), None),
             None => {
@@ -125,6 +169,7 @@ impl NativeDevice for CudaDevice {
             parameters,
             ptx,
             timed,
+            slowed: None,
         }))
     }
 

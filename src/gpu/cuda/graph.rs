@@ -8,11 +8,11 @@ use super::error::CuResult;
 use super::kernel::CudaKernel;
 use super::memory::allocation;
 use super::timing::KernelClock;
-use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{KernelArguments, Nodes, kernel_params, owned_kernel};
 use crate::gpu::op_times::GraphShape;
 use crate::gpu::{GraphExec, GraphNode, Kernel, NativeGraphBuilder, NativeGraphExec, View};
+use crate::{Error, Result};
 use cudarc::driver::sys;
 use std::any::Any;
 use std::ffi::c_void;
@@ -258,8 +258,27 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         // node's lines.
         let mut lines: sys::CUdeviceptr = 0;
         let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
-        let function = match (&mut self.clock, kernel.timed) {
-            (Some(clock), Some(timed)) if threads <= u64::from(timed.max_threads) => {
+        // A slowed kernel (a test of a regression gate) launches its slowed entry, timed where
+        // the timed entry would be (null lines: untimed), then its percent.
+        let mut percent = kernel.slowed.map_or(0, |s| s.percent);
+        let function = match (&mut self.clock, kernel.timed, kernel.slowed) {
+            (_, _, Some(slowed)) if threads > u64::from(slowed.max_threads) => {
+                return Err(Error::Unsupported(format!(
+                    "kernel {}: a block of {threads} threads is larger than its slowed build \
+                     allows ({})",
+                    kernel.entry, slowed.max_threads
+                )));
+            }
+            (clock, timed, Some(slowed)) => {
+                if let (Some(clock), Some(timed)) = (clock, timed) {
+                    self.context.enter()?;
+                    lines = clock.next_lines(timed.collect)?;
+                }
+                parameters.push((&raw mut lines).cast());
+                parameters.push((&raw mut percent).cast());
+                slowed.function
+            }
+            (Some(clock), Some(timed), None) if threads <= u64::from(timed.max_threads) => {
                 self.context.enter()?;
                 lines = clock.next_lines(timed.collect)?;
                 parameters.push((&raw mut lines).cast());

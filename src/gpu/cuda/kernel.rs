@@ -83,6 +83,17 @@ pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Opt
     })
 }
 
+/// A built-in kernel's slowed entry ([`crate::kernels::SLOWED_SUFFIX`]): a test of a
+/// regression gate that graphs launch instead of the plain or timed entry.
+#[derive(Clone, Copy)]
+pub(super) struct SlowedEntry {
+    pub(super) function: sys::CUfunction,
+    /// Its largest block (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub(super) max_threads: u32,
+    /// How much longer each block stays resident, in percent of its own time.
+    pub(super) percent: u32,
+}
+
 /// A function of a loaded PTX module, with the PTX and the parameter counts of its built-in
 /// source.
 pub(super) struct CudaKernel {
@@ -95,6 +106,8 @@ pub(super) struct CudaKernel {
     pub(super) ptx: std::sync::Arc<str>,
     /// The self-timing entry, for built-in kernels: a traced graph launches it instead.
     pub(super) timed: Option<TimedEntry>,
+    /// The slowed entry, where asked ([`crate::kernels::KernelCode::slowdown_percent`]).
+    pub(super) slowed: Option<SlowedEntry>,
 }
 
 // SAFETY: a function handle may be used from any thread with its context current; its module

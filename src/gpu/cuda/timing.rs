@@ -313,6 +313,15 @@ mod tests {
             "#define HRX_TIME_RING {}",
             crate::kernels::TIME_RING
         )));
+        // The slowed build (a gate's test) only where asked: stored PTX never holds it.
+        assert!(!source.contains(crate::kernels::SLOWED_SUFFIX));
+        let slowed = crate::kernels::cuda_slowed_source("hrx_blur_h").unwrap();
+        assert!(
+            slowed.starts_with(&source),
+            "the slowed build adds to the timed one"
+        );
+        assert!(slowed.contains("extern \"C\" __global__ void hrx_blur_h__hrx_slowed_v1(const u8* input, u8* out, u32 width, u32 height, u64* hrx_times, u32 hrx_percent)"));
+        assert!(slowed.contains("hrx_slow_block(hrx_begin, hrx_percent);"));
         const { assert!(super::CHUNK_NODES * 32 <= 1024, "one collector block") };
         assert_eq!(crate::kernels::TIME_NODE_WORDS, 32 * 16, "a lane per line");
     }

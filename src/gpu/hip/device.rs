@@ -103,6 +103,13 @@ impl NativeDevice for HipDevice {
     }
 
     fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
+        if spec.code.slowdown_percent > 0 {
+            return Err(Error::Unsupported(format!(
+                "kernel {}: HIP has no slowed build (a slowdown is a test option of the \
+                 software device and CUDA)",
+                spec.entry
+            )));
+        }
         let source = crate::kernels::cuda_source(&spec.entry).ok_or_else(|| {
             Error::Unsupported(format!(
                 "kernel {}: HIP needs an AMD code object and hrx has no built-in source of \
