@@ -64,7 +64,9 @@ mod stream;
 mod verdict;
 mod window;
 
-pub use align::align;
+pub use align::{
+    OpShape, RegionShape, Signature, align, kernel_params, params, signature, structure,
+};
 pub use profile::{
     OpKey, OpProfile, Profile, limit_timings, limit_timings_records, profile, profile_records,
 };
