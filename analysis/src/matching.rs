@@ -52,7 +52,7 @@ where
     /// signature).
     pub fn new<S: Eq + Hash>(graphs: impl IntoIterator<Item = ((R, P), S)>) -> Pools<R, P> {
         let mut graphs: Vec<((R, P), S)> = graphs.into_iter().collect();
-        graphs.sort_by(|a, b| a.0.cmp(&b.0));
+        graphs.sort_by_key(|a| a.0);
         graphs.dedup_by(|a, b| a.0 == b.0);
         let mut by_signature: HashMap<(R, &S), P> = HashMap::new();
         let mut pools = Pools::default();

@@ -777,10 +777,9 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
             n => format!(" #{n}"),
         };
         // The graphs the row pools (`g1-3`: three identical graphs), else its graph.
-        let graphs: Vec<u64> = t["graphs"].as_array().map_or_else(
-            || vec![u(&t["prepared"])],
-            |g| g.iter().map(|g| u(g)).collect(),
-        );
+        let graphs: Vec<u64> = t["graphs"]
+            .as_array()
+            .map_or_else(|| vec![u(&t["prepared"])], |g| g.iter().map(u).collect());
         let name = format!(
             "g{} r{} {}{nth}",
             id_runs(&graphs),

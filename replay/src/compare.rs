@@ -16,11 +16,15 @@
 //!   status diverged, outputs present on one side only are `NotRun`, not extra divergences.
 //!   With a tolerance and captured contents, a differing range is compared as
 //!   little-endian `f32`s.
-//! - **Timing**: per (prepared graph, region), the captured durations against the replay's
-//!   over all repeats; device clock where every sample on both sides has device timestamps,
+//! - **Timing**: per region of the prepared graphs that compute the same thing (one graph,
+//!   or the identical frame contexts of a pipeline pooled: `hrx_analysis::matching::Pools`
+//!   by the graphs' signatures, as `diff` pairs graphs), the captured durations of every
+//!   pooled graph against the replay's over all repeats; operations (`per_op`) by pool and
+//!   node alike. Device clock where every sample on both sides has device timestamps,
 //!   host clock otherwise. Regions are paired by the one matching rule of `diff` and
-//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, then region)
-//!   and judged by its one timing rule (`hrx_analysis::compare::timing`).
+//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, a pool by its
+//!   first graph's, then region) and judged by its one timing rule
+//!   (`hrx_analysis::compare::timing`).
 //! - **Verdict**: `hrx_analysis::compare::Verdict::of` the divergences and slow regions
 //!   (a replay has no one-sided items: it re-executes the captured submissions).
 

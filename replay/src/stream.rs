@@ -11,7 +11,8 @@
 //! program held across a chunk boundary; module `execute`), the failures of the chunks
 //! compared so far that later divergences are classified against (proportional to the
 //! failures; module `concurrent`), the region-time sketches
-//! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
+//! (`hrx_analysis::sketch`, per graph and region, merged per pool of identical graphs once
+//! the trace ends, as a whole replay pools them), the text table's grouped lines and at
 //! most [`MAX_LISTED`] divergences and outputs that did not match. Submission rows and
 //! output checks are handed to the caller chunk by chunk and not kept.
 //!
