@@ -11,9 +11,106 @@
 //!   re-executes the captured plan, so its ranks are the capture's.
 //! - [`pair`] walks the union of both sides' keys in key order: a key on both sides is
 //!   matched, one on one side only is only in base (missing) or only in new (new).
+//! - **Identical graphs pool** ([`Pools`]): the prepared graphs of a runtime that compute
+//!   the same thing (one [`crate::diff::signature`]: the same regions, operations, kernels
+//!   and byte ranges) are one timing row, its samples the union of theirs, as a profiler
+//!   gives statistics per kernel across identical launches. A pipeline with three frames in
+//!   flight prepares three identical graphs and rotates them: twelve frames are twelve
+//!   samples of each region, not four of each of three. A pooled row is keyed by its first
+//!   graph (the lowest id), so it ranks where that graph ranks; graphs that differ stay
+//!   apart.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
+
+/// The prepared graphs of each runtime grouped by what they compute (see the module docs):
+/// each graph's pool, the graphs of one signature in id order.
+#[derive(Clone, Debug)]
+pub struct Pools<R, P> {
+    /// Each graph's pool's first graph.
+    first: HashMap<(R, P), P>,
+    /// Each pool (by runtime and first graph): its graphs, in id order.
+    members: BTreeMap<(R, P), Vec<P>>,
+}
+
+impl<R, P> Default for Pools<R, P> {
+    fn default() -> Self {
+        Pools {
+            first: HashMap::new(),
+            members: BTreeMap::new(),
+        }
+    }
+}
+
+impl<R, P> Pools<R, P>
+where
+    R: Ord + Copy + Hash,
+    P: Ord + Copy + Hash,
+{
+    /// The pools of `graphs`: (runtime, prepared graph) with its signature; graphs of one
+    /// runtime with equal signatures pool (a graph listed twice counts once, by its first
+    /// signature).
+    pub fn new<S: Eq + Hash>(graphs: impl IntoIterator<Item = ((R, P), S)>) -> Pools<R, P> {
+        let mut graphs: Vec<((R, P), S)> = graphs.into_iter().collect();
+        graphs.sort_by_key(|a| a.0);
+        graphs.dedup_by(|a, b| a.0 == b.0);
+        let mut by_signature: HashMap<(R, &S), P> = HashMap::new();
+        let mut pools = Pools::default();
+        for ((runtime, prepared), signature) in &graphs {
+            let first = *by_signature
+                .entry((*runtime, signature))
+                .or_insert(*prepared);
+            pools.first.insert((*runtime, *prepared), first);
+            pools
+                .members
+                .entry((*runtime, first))
+                .or_default()
+                .push(*prepared);
+        }
+        pools
+    }
+
+    /// The first graph of the pool of `prepared` (of `runtime`): what its rows are keyed by.
+    /// A graph the pools do not know is a pool of its own.
+    pub fn first(&self, runtime: R, prepared: P) -> P {
+        self.first
+            .get(&(runtime, prepared))
+            .copied()
+            .unwrap_or(prepared)
+    }
+
+    /// The graphs of the pool whose first graph is `first`, in id order (`first` alone
+    /// where the pools do not know it).
+    pub fn members(&self, runtime: R, first: P) -> Vec<P> {
+        self.members
+            .get(&(runtime, first))
+            .cloned()
+            .unwrap_or_else(|| vec![first])
+    }
+
+    /// `items` keyed by (runtime, prepared graph, index) keyed instead by their pool's
+    /// first graph, the items of one pool's graphs at one index folded by `merge` (in id
+    /// order of their graphs).
+    pub fn pool<I: Ord, V>(
+        &self,
+        items: impl IntoIterator<Item = ((R, P, I), V)>,
+        mut merge: impl FnMut(&mut V, V),
+    ) -> BTreeMap<(R, P, I), V> {
+        let mut sorted: Vec<((R, P, I), V)> = items.into_iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: BTreeMap<(R, P, I), V> = BTreeMap::new();
+        for ((runtime, prepared, index), v) in sorted {
+            let key = (runtime, self.first(runtime, prepared), index);
+            match out.entry(key) {
+                std::collections::btree_map::Entry::Occupied(mut e) => merge(e.get_mut(), v),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
+        }
+        out
+    }
+}
 
 /// Where a region is, independent of ids (see the module docs). Ordered by runtime, graph,
 /// then region.
@@ -164,6 +261,46 @@ mod tests {
             .map(|(k, p)| (*k, matches!(p, Paired::Both(..))))
             .collect();
         assert_eq!(kinds, [("fill", false), ("saxpy", true), ("sobel", false)]);
+    }
+
+    #[test]
+    fn graphs_of_one_signature_pool_per_runtime_and_others_stay_apart() {
+        // Runtime 1: graphs 2, 4, 6 alike ('a'), 5 not; runtime 3: graph 2 alike by
+        // signature, but another runtime's.
+        let pools = Pools::new([
+            ((1u32, 4u64), 'a'),
+            ((1, 2), 'a'),
+            ((1, 5), 'b'),
+            ((1, 6), 'a'),
+            ((3, 2), 'a'),
+        ]);
+        assert_eq!(
+            [4, 2, 5, 6].map(|g| pools.first(1, g)),
+            [2, 2, 5, 2],
+            "keyed by the first graph"
+        );
+        assert_eq!(pools.members(1, 2), [2, 4, 6]);
+        assert_eq!(pools.members(1, 5), [5]);
+        assert_eq!(pools.members(3, 2), [2]);
+        // Unknown graphs are their own pool.
+        assert_eq!((pools.first(1, 9), pools.members(1, 9)), (9, vec![9]));
+        // Region items of one pool's graphs folded at each index, in graph order.
+        let items = [
+            ((1u32, 6u64, 0u32), vec![6]),
+            ((1, 2, 0), vec![2]),
+            ((1, 4, 0), vec![4]),
+            ((1, 4, 1), vec![41]),
+            ((1, 5, 0), vec![5]),
+        ];
+        let pooled = pools.pool(items, |a, b| a.extend(b));
+        assert_eq!(
+            pooled.into_iter().collect::<Vec<_>>(),
+            [
+                ((1, 2, 0), vec![2, 4, 6]),
+                ((1, 2, 1), vec![41]),
+                ((1, 5, 0), vec![5]),
+            ]
+        );
     }
 
     #[test]

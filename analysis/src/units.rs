@@ -129,6 +129,39 @@ pub fn ratio(x: f64) -> String {
     }
 }
 
+/// A ratio with its confidence interval where there is one, `1.50x [1.25x..1.75x]`, else
+/// as [`ratio`]: the one way `replay` and `diff` write a judged ratio of medians
+/// ([`crate::compare::TimingMatch`]).
+pub fn ratio_with_interval(x: f64, interval: Option<(f64, f64)>) -> String {
+    match interval {
+        Some((low, high)) => format!("{} [{}..{}]", ratio(x), ratio(low), ratio(high)),
+        None => ratio(x),
+    }
+}
+
+/// Numbers (ids, in any order) as ascending runs: `4`, `1-3`, `1-3,7`: the prepared graphs
+/// a pooled timing row pools ([`crate::matching::Pools`]).
+pub fn id_runs(ids: &[u64]) -> String {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut runs: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        runs.push(if j == i {
+            ids[i].to_string()
+        } else {
+            format!("{}-{}", ids[i], ids[j])
+        });
+        i = j + 1;
+    }
+    runs.join(",")
+}
+
 /// A tick spacing chosen by [`ruler_ticks`] and how its labels are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TickSpacing {
@@ -248,6 +281,23 @@ mod tests {
         assert_eq!(ratio(1.234), "1.23x");
         assert_eq!(ratio(0.5), "0.50x");
         assert_eq!(ratio(1e9), "1.00e9x");
+    }
+
+    #[test]
+    fn a_judged_ratio_reads_with_its_interval() {
+        assert_eq!(
+            ratio_with_interval(1.5, Some((1.25, 1.75))),
+            "1.50x [1.25x..1.75x]"
+        );
+        assert_eq!(ratio_with_interval(1.5, None), "1.50x");
+    }
+
+    #[test]
+    fn ids_read_as_runs() {
+        assert_eq!(id_runs(&[4]), "4");
+        assert_eq!(id_runs(&[3, 1, 2]), "1-3");
+        assert_eq!(id_runs(&[1, 2, 3, 7, 9, 10]), "1-3,7,9-10");
+        assert_eq!(id_runs(&[]), "");
     }
 
     #[test]

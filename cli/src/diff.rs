@@ -19,7 +19,9 @@
 //!   prepared the same graph structures in another order, as threads preparing graphs
 //!   concurrently do, by structure: `hrx_analysis::diff::align`); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
-//!   region has its median on both sides. Kernels and regions are paired by
+//!   region has its median on both sides, pooled over the prepared graphs that compute the
+//!   same thing in both traces (a pipeline's frame contexts: one row, `"graphs": [1, 2, 3]`;
+//!   operations' times alike). Kernels and regions are paired and pooled by
 //!   `hrx_analysis::matching`, the rule `replay` uses too.
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime by rank, submitted prepared
 //!   graph by rank, the submission's index among that graph's submissions, the first
@@ -54,11 +56,13 @@
 //!
 //! # Verdict
 //!
-//! A kernel is **slow** when all three hold: its median grew by more than `R`
-//! (`new.p50 > R × base.p50`); the growth is beyond the base's spread (`new.p50 >
-//! base.p99`: most new runs are slower than almost every base run, so one-off outliers
-//! on a busy machine do not count); and it is more than [`NOISE_FLOOR_NS`] (timer and
-//! scheduling noise of microsecond kernels). A **regression** is a slow kernel, an output
+//! A kernel is **slow** when both hold: the confidence interval of the ratio of its medians
+//! (each median's 97.5% interval from its order statistics, `hrx_analysis::compare::timing`,
+//! as `replay` judges) lies wholly past `R`, so one-off outliers on a busy machine do not
+//! count; and its median grew by more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of
+//! microsecond kernels). The tables show each judged row's ratio with that interval
+//! (`1.50x [1.25x..1.75x]`, replay's formatter), and `too few to judge` where a side has
+//! fewer than 7 runs (no interval: never slow). A **regression** is a slow kernel, an output
 //! whose digest differs or a submission whose outcome changed: exit 1. New, missing and
 //! relabelled kernels and regions, and outputs present on one side only, are not
 //! regressions (they mean a different program or run length, not a slower one) but they
@@ -115,23 +119,27 @@
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing"|"relabelled"|"added"|"removed",
 //!               "base": {stats}|null, "new": {stats}|null, "ratio": p50 ratio|null,
-//!               "delta_ns"|null, "slow"}]: "relabelled", "added", "removed": a row of one
-//!               trace only that an operation added to or removed from a graph explains,
+//!               "interval": [low, high] (the ratio's confidence interval, at least 95%)|null
+//!               (one-sided, or too few runs), "too_few": fewer than 7 runs on a side (not
+//!               judged), "delta_ns"|null, "slow"}]: "relabelled", "added", "removed": a row
+//!               of one trace only that an operation added to or removed from a graph explains,
 //!  "operations": {"kernels_by": "operation"|"region label", "note": what a trace without
 //!                 operation timings lacks|null,
 //!                 "graph_changes": [{"runtime", "prepared", "region", "node", "name", "nth"
 //!                                    (its place among the graph's operations of that name,
 //!                                    from 1), "change": "added"|"removed"}],
-//!                 "times": [{"runtime", "prepared", "name", "nth", "base_region",
-//!                            "new_region", "base": {stats}, "new": {stats}, "ratio",
-//!                            "slow"}]},
+//!                 "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
+//!                            prepared graphs pooled: identical in both traces), "name", "nth",
+//!                            "base_region", "new_region", "base": {stats}, "new": {stats},
+//!                            "ratio", "interval", "too_few", "slow"}]},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "slower"),
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
 //!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
 //!              "base", "new"}],
-//!              "times": [{"runtime", "prepared", "region", "label", "base_p50_ns",
+//!              "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
+//!                         prepared graphs pooled), "region", "label", "base_p50_ns",
 //!                         "new_p50_ns", "ratio"}]},
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
 //!              [{"runtime", "prepared"|null, "nth" (the n-th submission of that graph,
@@ -155,7 +163,7 @@ use hrx_analysis::diff::{
     Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
     UNKNOWN_GRAPH, compare,
 };
-use hrx_analysis::units::{duration, plural, ratio};
+use hrx_analysis::units::{duration, id_runs, plural, ratio, ratio_with_interval};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -273,7 +281,8 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
             json!({
                 "name": k.name, "status": k.status(),
                 "base": k.base.as_ref().map(kernel_json), "new": k.new.as_ref().map(kernel_json),
-                "ratio": k.ratio(), "delta_ns": k.delta_ns(), "slow": k.slow,
+                "ratio": k.ratio(), "interval": k.interval.map(|(l, h)| [l, h]),
+                "too_few": k.too_few, "delta_ns": k.delta_ns(), "slow": k.slow,
             })
         })
         .collect();
@@ -303,7 +312,8 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                 .map(|(b, n)| n.p50_ns as i64 - b.p50_ns as i64);
             json!({
                 "name": a.name, "status": status, "base": base.map(stats),
-                "new": new.map(stats), "ratio": ratio, "delta_ns": delta_ns, "slow": a.slow,
+                "new": new.map(stats), "ratio": ratio, "interval": a.interval.map(|(l, h)| [l, h]),
+                "too_few": a.too_few, "delta_ns": delta_ns, "slow": a.slow,
             })
         })
         .collect();
@@ -322,7 +332,9 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         .iter()
         .map(|t| {
             json!({"runtime": from_one(t.key.runtime.into()),
-                "prepared": from_one(t.key.prepared), "region": t.key.region, "label": t.label,
+                "prepared": from_one(t.key.prepared),
+                "graphs": t.graphs.iter().map(|&g| from_one(g)).collect::<Vec<_>>(),
+                "region": t.key.region, "label": t.label,
                 "base_p50_ns": t.base_p50_ns, "new_p50_ns": t.new_p50_ns, "ratio": t.ratio()})
         })
         .collect();
@@ -373,10 +385,12 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         .map(|o| {
             let ratio = (o.base.p50_ns > 0).then(|| o.new.p50_ns as f64 / o.base.p50_ns as f64);
             json!({"runtime": from_one(o.key.runtime.into()), "prepared": from_one(o.key.prepared),
+                   "graphs": o.graphs.iter().map(|&g| from_one(g)).collect::<Vec<_>>(),
                    "name": o.key.name, "nth": from_one(o.key.nth.into()),
                    "base_region": o.region[0], "new_region": o.region[1],
                    "base": kernel_json(&o.base), "new": kernel_json(&o.new),
-                   "ratio": ratio, "slow": o.slow})
+                   "ratio": ratio, "interval": o.interval.map(|(l, h)| [l, h]),
+                   "too_few": o.too_few, "slow": o.slow})
         })
         .collect();
     let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);
@@ -441,6 +455,27 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
     })
 }
 
+/// A judged row's ratio of medians as `replay` writes it, with its confidence interval
+/// where it has one (`1.50x [1.25x..1.75x]`, the one formatter:
+/// [`hrx_analysis::units::ratio_with_interval`]); `-` without a ratio.
+fn judged_ratio(row: &Value) -> String {
+    let interval = row["interval"]
+        .as_array()
+        .and_then(|i| Some((i.first()?.as_f64()?, i.get(1)?.as_f64()?)));
+    row["ratio"]
+        .as_f64()
+        .map_or_else(|| "-".to_owned(), |r| ratio_with_interval(r, interval))
+}
+
+/// The mark of a judged row that is not judged for too few runs on a side (under 7).
+fn too_few_mark(row: &Value) -> &'static str {
+    if row["too_few"].as_bool() == Some(true) {
+        "  too few to judge"
+    } else {
+        ""
+    }
+}
+
 /// Differing outputs and changed outcomes the text report lists, each; `--json` has all.
 const LISTED: usize = 20;
 
@@ -466,8 +501,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
-        "kernel", "runs", "base p50", "new p50", "base p99", "new p99", "ratio"
+        "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+        "kernel", "runs", "base p50", "new p50", "base p99", "new p99", "ratio [95% interval]"
     )?;
     for k in r["kernels"].as_array().into_iter().flatten() {
         let runs = format!("{}/{}", u(&k["base"]["count"]), u(&k["new"]["count"]));
@@ -478,19 +513,18 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             (Some("added"), _) => "  added to a graph (below)",
             (Some("removed"), _) => "  removed from a graph (below)",
             (Some("relabelled"), _) => "  relabelled region (below)",
-            _ => "",
+            _ => too_few_mark(k),
         };
-        let ratio = k["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
         writeln!(
             out,
-            "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}{mark}",
+            "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
             k["name"].as_str().unwrap_or(""),
             runs,
             ns(&k["base"]["p50_ns"]),
             ns(&k["new"]["p50_ns"]),
             ns(&k["base"]["p99_ns"]),
             ns(&k["new"]["p99_ns"]),
-            ratio,
+            judged_ratio(k),
         )?;
     }
     write_operations(out, r)?;
@@ -498,8 +532,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     if let Some(rows) = r["annotations"].as_array().filter(|a| !a.is_empty()) {
         writeln!(
             out,
-            "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
-            "annotation", "ranges", "base p50", "new p50", "base p99", "new p99", "ratio"
+            "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+            "annotation",
+            "ranges",
+            "base p50",
+            "new p50",
+            "base p99",
+            "new p99",
+            "ratio [95% interval]"
         )?;
         for a in rows {
             let runs = format!("{}/{}", u(&a["base"]["count"]), u(&a["new"]["count"]));
@@ -507,19 +547,18 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                 (_, Some(true)) => "  slower",
                 (Some("new"), _) => "  new",
                 (Some("missing"), _) => "  missing",
-                _ => "",
+                _ => too_few_mark(a),
             };
-            let ratio = a["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
             writeln!(
                 out,
-                "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}{mark}",
+                "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
                 a["name"].as_str().unwrap_or(""),
                 runs,
                 ns(&a["base"]["p50_ns"]),
                 ns(&a["new"]["p50_ns"]),
                 ns(&a["base"]["p99_ns"]),
                 ns(&a["new"]["p99_ns"]),
-                ratio,
+                judged_ratio(a),
             )?;
         }
     }
@@ -720,8 +759,14 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     writeln!(
         out,
-        "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>8}",
-        "operation (by place)", "runs", "base p50", "new p50", "base p99", "new p99", "ratio"
+        "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+        "operation (by place)",
+        "runs",
+        "base p50",
+        "new p50",
+        "base p99",
+        "new p99",
+        "ratio [95% interval]"
     )?;
     // The slow first, then by place; the text lists LISTED, `--json` all.
     let mut rows: Vec<&Value> = times.iter().collect();
@@ -731,9 +776,13 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
             1 => String::new(),
             n => format!(" #{n}"),
         };
+        // The graphs the row pools (`g1-3`: three identical graphs), else its graph.
+        let graphs: Vec<u64> = t["graphs"]
+            .as_array()
+            .map_or_else(|| vec![u(&t["prepared"])], |g| g.iter().map(u).collect());
         let name = format!(
             "g{} r{} {}{nth}",
-            u(&t["prepared"]),
+            id_runs(&graphs),
             u(&t["new_region"]),
             t["name"].as_str().unwrap_or("")
         );
@@ -741,16 +790,16 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         let mark = if t["slow"].as_bool() == Some(true) {
             "  slower"
         } else {
-            ""
+            too_few_mark(t)
         };
-        let ratio = t["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
         writeln!(
             out,
-            "{name:<28} {runs:>9} {:>11} {:>11} {:>11} {:>11} {ratio:>8}{mark}",
+            "{name:<28} {runs:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
             ns(&t["base"]["p50_ns"]),
             ns(&t["new"]["p50_ns"]),
             ns(&t["base"]["p99_ns"]),
             ns(&t["new"]["p99_ns"]),
+            judged_ratio(t),
         )?;
     }
     more(out, times.len())

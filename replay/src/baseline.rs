@@ -5,14 +5,23 @@
 //! own machine and day.
 //!
 //! A baseline holds each timing row's replayed distribution ([`Durations`]: the median, its
-//! confidence interval and the percentiles), keyed as the report keys rows: runtime,
-//! prepared graph and region, or node for an operation, with the row's label and clock. The
+//! confidence interval and the percentiles), keyed as the report keys rows: runtime, the
+//! prepared graphs the row pools (every graph that computes the same thing,
+//! [`hrx_analysis::matching::Pools`]) and region, or node for an operation, with the row's
+//! label and clock. The
 //! timing rule reads only those summaries ([`hrx_analysis::compare::timing`]), so a streamed
 //! replay of a trace of any length saves and compares in bounded memory. A row is judged
 //! against the baseline only where the label and the clock agree; the baseline's backend and
 //! device must be the replay's (times of another device are no baseline: refused with a
 //! note, nothing judged). Rows the baseline lacks (another trace, or `--per-op` on one side
 //! only) are counted in a note.
+//!
+//! # Versions
+//!
+//! Version 2 keys rows by their pooled graphs (`graphs`); version 1 (before identical graphs
+//! were pooled) keyed them by one prepared graph each, rows a replay no longer has. A
+//! version 1 baseline is refused with a line saying to save it again (`--save-baseline`
+//! over it is allowed, as over any baseline); a newer one is refused naming both versions.
 
 use crate::report::{Clock, Durations, Report};
 use crate::{ReplayError, ReplayOptions};
@@ -20,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The baseline file's version: a reader refuses another.
-pub const BASELINE_VERSION: u32 = 1;
+/// The baseline file's version: a reader refuses another (see the module docs, Versions).
+pub const BASELINE_VERSION: u32 = 2;
 
 /// Replay timings saved as a baseline (JSON).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,8 +58,11 @@ pub struct BaselineRow {
     pub kind: String,
     /// Captured runtime id.
     pub runtime: u32,
-    /// Captured prepared-graph id.
+    /// Captured prepared-graph id: the first of `graphs`.
     pub graph: u64,
+    /// The captured prepared graphs the row pools, ascending
+    /// ([`crate::RegionTimingRow::graphs`]): with `kind`, `runtime` and `index`, its key.
+    pub graphs: Vec<u64>,
     /// The region's index, or the operation's node.
     pub index: u32,
     /// The row's label (a region's queue, kind and operations; an operation's name).
@@ -87,6 +99,7 @@ impl Baseline {
                 kind: "region".into(),
                 runtime: t.runtime,
                 graph: t.graph,
+                graphs: t.graphs.clone(),
                 index: t.region,
                 label: t.label.clone(),
                 clock: t.clock,
@@ -98,6 +111,7 @@ impl Baseline {
                 kind: "op".into(),
                 runtime: t.runtime,
                 graph: t.graph,
+                graphs: t.graphs.clone(),
                 index: t.node,
                 label: t.label.clone(),
                 clock: t.clock,
@@ -127,8 +141,9 @@ impl Baseline {
     }
 
     /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
-    /// there or a baseline is (a trace, or any other file, is never overwritten). A tool
-    /// checks before it replays, so that a replay's verdict is not lost for a bad path.
+    /// there or a baseline is, of any version (a trace, or any other file, is never
+    /// overwritten). A tool checks before it replays, so that a replay's verdict is not lost
+    /// for a bad path.
     ///
     /// # Errors
     /// [`ReplayError::Baseline`] saying why not.
@@ -138,9 +153,9 @@ impl Baseline {
                 path,
                 "cannot write it: it is not a regular file",
             )),
-            Ok(_) => match Baseline::read(path) {
-                Ok(_) => Ok(()),
-                Err(_) => Err(baseline_error(
+            Ok(_) => match Baseline::read_json(path) {
+                Ok(value) if value.get("hrx_replay_baseline").is_some() => Ok(()),
+                _ => Err(baseline_error(
                     path,
                     "refusing to overwrite it: it is not a replay baseline (a trace, or another file)",
                 )),
@@ -189,6 +204,38 @@ impl Baseline {
     }
 
     fn read(path: &Path) -> Result<Baseline, ReplayError> {
+        let value = Baseline::read_json(path)?;
+        match value.get("hrx_replay_baseline") {
+            None => {
+                return Err(baseline_error(
+                    path,
+                    "not a replay baseline (no hrx_replay_baseline field): write one with --save-baseline",
+                ));
+            }
+            Some(v) if v.as_u64() == Some(u64::from(BASELINE_VERSION)) => {}
+            Some(v) if v.as_u64() == Some(1) => {
+                return Err(baseline_error(
+                    path,
+                    format!(
+                        "baseline version 1, saved before identical graphs' rows were pooled; \
+                         this hrx-trace reads version {BASELINE_VERSION}: save it again with \
+                         --save-baseline"
+                    ),
+                ));
+            }
+            Some(v) => {
+                return Err(baseline_error(
+                    path,
+                    format!("baseline version {v}; this hrx-trace reads {BASELINE_VERSION}"),
+                ));
+            }
+        }
+        serde_json::from_value(value)
+            .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
+    }
+
+    /// The JSON of a file of a baseline's size.
+    fn read_json(path: &Path) -> Result<serde_json::Value, ReplayError> {
         // A FIFO would block, a device never end: only a regular file, of a baseline's size.
         let meta = std::fs::metadata(path)
             .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
@@ -206,24 +253,7 @@ impl Baseline {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))?;
-        match value.get("hrx_replay_baseline") {
-            None => {
-                return Err(baseline_error(
-                    path,
-                    "not a replay baseline (no hrx_replay_baseline field): write one with --save-baseline",
-                ));
-            }
-            Some(v) if v.as_u64() == Some(u64::from(BASELINE_VERSION)) => {}
-            Some(v) => {
-                return Err(baseline_error(
-                    path,
-                    format!("baseline version {v}; this hrx-trace reads {BASELINE_VERSION}"),
-                ));
-            }
-        }
-        serde_json::from_value(value)
+        serde_json::from_str(&text)
             .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
     }
 
@@ -255,23 +285,24 @@ impl Baseline {
             ));
             return;
         }
-        // The rows by place, in file order (the first of duplicates found, as a search would).
-        let mut rows: HashMap<(&str, u32, u64, u32), Vec<&BaselineRow>> = HashMap::new();
+        // The rows by place (their pooled graphs), in file order (the first of duplicates
+        // found, as a search would).
+        let mut rows: HashMap<(&str, u32, &[u64], u32), Vec<&BaselineRow>> = HashMap::new();
         for r in &self.rows {
-            let place = (r.kind.as_str(), r.runtime, r.graph, r.index);
+            let place = (r.kind.as_str(), r.runtime, r.graphs.as_slice(), r.index);
             rows.entry(place).or_default().push(r);
         }
-        let find = |kind: &str, runtime, graph, index, label: &str, clock| {
-            rows.get(&(kind, runtime, graph, index))?
+        let find = |kind: &str, runtime, graphs: &[u64], index, label: &str, clock| {
+            rows.get(&(kind, runtime, graphs, index))?
                 .iter()
                 .find(|r| r.label == label && r.clock == clock)
                 .copied()
         };
         let mut missing = 0;
-        let mut judge = |kind, t: (u32, u64, u32, &str, Clock, Option<Durations>, f64)| {
-            let (runtime, graph, index, label, clock, replayed, spread) = t;
+        let mut judge = |kind, t: (u32, &[u64], u32, &str, Clock, Option<Durations>, f64)| {
+            let (runtime, graphs, index, label, clock, replayed, spread) = t;
             let replayed = replayed?;
-            let Some(row) = find(kind, runtime, graph, index, label, clock) else {
+            let Some(row) = find(kind, runtime, graphs, index, label, clock) else {
                 missing += 1;
                 return None;
             };
@@ -289,7 +320,7 @@ impl Baseline {
             t.baseline = judge(
                 "region",
                 (
-                    t.runtime, t.graph, t.region, &t.label, t.clock, t.replayed, t.spread,
+                    t.runtime, &t.graphs, t.region, &t.label, t.clock, t.replayed, t.spread,
                 ),
             );
         }
@@ -297,7 +328,7 @@ impl Baseline {
             t.baseline = judge(
                 "op",
                 (
-                    t.runtime, t.graph, t.node, &t.label, t.clock, t.replayed, t.spread,
+                    t.runtime, &t.graphs, t.node, &t.label, t.clock, t.replayed, t.spread,
                 ),
             );
         }
@@ -324,9 +355,16 @@ impl Baseline {
     }
 }
 
-/// Whether a row's figures hold together: samples, a positive median within the extremes
-/// and percentiles, and the median's interval around it.
+/// Whether a row's figures hold together: its pooled graphs ascending from its graph,
+/// samples, a positive median within the extremes and percentiles, and the median's
+/// interval around it.
 fn check_row(row: &BaselineRow) -> Result<(), String> {
+    if row.graphs.first() != Some(&row.graph) || row.graphs.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(format!(
+            "its graphs {:?} are not ascending from its graph {}",
+            row.graphs, row.graph
+        ));
+    }
     let d = &row.replayed;
     if d.samples == 0 {
         return Err("no samples".into());

@@ -16,11 +16,15 @@
 //!   status diverged, outputs present on one side only are `NotRun`, not extra divergences.
 //!   With a tolerance and captured contents, a differing range is compared as
 //!   little-endian `f32`s.
-//! - **Timing**: per (prepared graph, region), the captured durations against the replay's
-//!   over all repeats; device clock where every sample on both sides has device timestamps,
+//! - **Timing**: per region of the prepared graphs that compute the same thing (one graph,
+//!   or the identical frame contexts of a pipeline pooled: `hrx_analysis::matching::Pools`
+//!   by the graphs' signatures, as `diff` pairs graphs), the captured durations of every
+//!   pooled graph against the replay's over all repeats; operations (`per_op`) by pool and
+//!   node alike. Device clock where every sample on both sides has device timestamps,
 //!   host clock otherwise. Regions are paired by the one matching rule of `diff` and
-//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, then region)
-//!   and judged by its one timing rule (`hrx_analysis::compare::timing`).
+//!   `replay` (`hrx_analysis::matching`: runtime and prepared graph by rank, a pool by its
+//!   first graph's, then region) and judged by its one timing rule
+//!   (`hrx_analysis::compare::timing`).
 //! - **Verdict**: `hrx_analysis::compare::Verdict::of` the divergences and slow regions
 //!   (a replay has no one-sided items: it re-executes the captured submissions).
 
@@ -37,7 +41,7 @@ use crate::report::{
 };
 use crate::substitute::Substitute;
 use hrx_analysis::diff::{OutputKey, Place};
-use hrx_analysis::matching::{self, Paired};
+use hrx_analysis::matching::{self, Paired, Pools};
 use hrx_capture::schema::{Access, BufferId, OpKind, RuntimeId};
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,17 +57,21 @@ struct Compared {
     divergence: Option<DivergenceKind>,
 }
 
-/// One side's samples of one region: its graph's index in the plan, the samples.
-type RegionSamples<'a> = (usize, Vec<&'a Sample>);
+/// One side's samples of one pooled row (graphs that compute the same thing,
+/// [`matching::Pools`]): a graph's index in the plan (the first of the pool with samples),
+/// and each pooled graph's samples, over repeats in repeat order.
+type PooledSamples<'a> = (usize, Vec<Vec<&'a Sample>>);
 
-/// Region times of one side keyed by the regions' matching rule (`hrx_analysis::matching`),
-/// each with its graph's index in the plan; samples of one region over repeats together.
+/// Region times of one side pooled over identical graphs and keyed by the regions' matching
+/// rule (`hrx_analysis::matching`), each with its pool's first graph's ids; samples of one
+/// graph's region over repeats together.
 fn region_times<'a>(
     rp: &RuntimePlan<'_>,
+    pools: &Pools<u32, u64>,
     graph_ranks: &HashMap<(u32, u64), (u32, u64)>,
     times: impl Iterator<Item = (&'a (usize, u32), &'a Vec<Sample>)>,
-) -> BTreeMap<matching::RegionKey, ((u32, u64), RegionSamples<'a>)> {
-    let mut by_id: BTreeMap<(u32, u64, u32), RegionSamples<'a>> = BTreeMap::new();
+) -> BTreeMap<matching::RegionKey, ((u32, u64), PooledSamples<'a>)> {
+    let mut by_id: BTreeMap<(u32, u64, u32), (usize, Vec<&'a Sample>)> = BTreeMap::new();
     for (&(graph, region), samples) in times {
         let key = (rp.id.0, rp.graphs[graph].prepared.0, region);
         by_id
@@ -72,7 +80,17 @@ fn region_times<'a>(
             .1
             .extend(samples);
     }
-    matching::region_keys(graph_ranks, by_id)
+    let pooled = pools.pool(
+        by_id.into_iter().map(|(k, (g, s))| (k, (g, vec![s]))),
+        |a, b| a.1.extend(b.1),
+    );
+    matching::region_keys(graph_ranks, pooled)
+}
+
+/// The pools of `rp`'s prepared graphs: graphs of one signature ([`RuntimePlan::signature`])
+/// are one timing row.
+pub(crate) fn pools(rp: &RuntimePlan<'_>) -> Pools<u32, u64> {
+    Pools::new((rp.graphs.iter()).map(|g| ((rp.id.0, g.prepared.0), rp.signature(g))))
 }
 
 /// Compares the digest sequences of one key with the one rule of `diff` and `replay`
@@ -145,16 +163,6 @@ fn writes(graph: &GraphPlan) -> Vec<Write> {
     out
 }
 
-/// An operation's name as `diff` names it ([`hrx_analysis::Index::op_name`]), for
-/// [`Place::op_ids`].
-fn diff_op_name(rp: &RuntimePlan<'_>, op: &crate::plan::OpPlan) -> String {
-    match op.op {
-        OpKind::Scoped => "scoped".into(),
-        OpKind::Host => "host".into(),
-        _ => rp.op_name(op),
-    }
-}
-
 /// The region of `graph` holding operation `node`.
 fn region_of_node(graph: &GraphPlan, node: u32) -> Option<u32> {
     graph
@@ -223,18 +231,23 @@ fn values<'a>(samples: &'a [&Sample], clock: Clock) -> impl Iterator<Item = u64>
     })
 }
 
-/// The spread of samples taken over the replay's `repeats` in order, each repeat giving as
-/// many: those of its first `repeats / 2` repeats against the rest
-/// (`hrx_analysis::compare::spread`; a streamed replay splits its repeats alike).
-fn spread_of(samples: &[&Sample], clock: Clock, repeats: usize) -> f64 {
+/// The spread of pooled samples, each graph's taken over the replay's `repeats` in order,
+/// each repeat giving as many: those of its first `repeats / 2` repeats against the rest,
+/// the halves of every pooled graph together (`hrx_analysis::compare::spread`; a streamed
+/// replay splits its repeats alike).
+fn spread_of(members: &[Vec<&Sample>], clock: Clock, repeats: usize) -> f64 {
     let repeats = repeats.max(1);
-    let (first, second) = samples.split_at(samples.len() * (repeats / 2) / repeats);
-    let sketch = |half| {
-        let mut sketch = hrx_analysis::sketch::Sketch::new();
-        values(half, clock).for_each(|v| sketch.add(v));
-        sketch
-    };
-    hrx_analysis::compare::spread(&mut sketch(first), &mut sketch(second))
+    let mut halves = [
+        hrx_analysis::sketch::Sketch::new(),
+        hrx_analysis::sketch::Sketch::new(),
+    ];
+    for samples in members {
+        let (first, second) = samples.split_at(samples.len() * (repeats / 2) / repeats);
+        values(first, clock).for_each(|v| halves[0].add(v));
+        values(second, clock).for_each(|v| halves[1].add(v));
+    }
+    let [first, second] = &mut halves;
+    hrx_analysis::compare::spread(first, second)
 }
 
 /// The name of a backend choice, as `--backend` takes it.
@@ -297,7 +310,7 @@ pub(crate) fn report(
         let op_ids: Vec<Vec<(u64, u32)>> = rp
             .graphs
             .iter()
-            .map(|g| Place::op_ids(g.ops.iter().map(|op| diff_op_name(rp, op))))
+            .map(|g| Place::op_ids(g.ops.iter().map(|op| rp.diff_op_name(op))))
             .collect();
         if let Some(first) = run.repeats.first() {
             backend.clone_from(&first.backend);
@@ -763,24 +776,28 @@ pub(crate) fn report(
         earlier.take_chunk(rp, captured_side, repeat_sides, later);
         across.earlier.insert(rp.id, earlier);
 
-        // Region timing: captured and replayed times paired by the one rule of `diff` and
-        // `replay` (`hrx_analysis::matching`); the replay ran the captured plan's graphs, so
-        // both sides are ranked among the plan's prepared graphs.
-        let captured = region_times(rp, &graph_ranks, rp.region_times.iter());
+        // Region timing: captured and replayed times of identical graphs pooled, and paired
+        // by the one rule of `diff` and `replay` (`hrx_analysis::matching`); the replay ran
+        // the captured plan's graphs, so both sides are ranked among the plan's prepared
+        // graphs and pooled alike.
+        let pools = pools(rp);
+        let captured = region_times(rp, &pools, &graph_ranks, rp.region_times.iter());
         let replayed = region_times(
             rp,
+            &pools,
             &graph_ranks,
             run.repeats.iter().flat_map(|o| o.region_times.iter()),
         );
         for (key, paired) in matching::pair(captured, replayed) {
-            let (graph, captured, replayed) = match paired {
-                Paired::Both((_, (graph, c)), (_, (_, r))) => (graph, c, r),
-                Paired::Base((_, (graph, c))) => (graph, c, Vec::new()),
-                Paired::New((_, (graph, r))) => (graph, Vec::new(), r),
+            let ((_, first), (graph, captured), (_, replayed)) = match paired {
+                Paired::Both((id, c), (_, r)) => (id, c, r),
+                Paired::Base((id, c)) => (id, c, (0, Vec::new())),
+                Paired::New((id, r)) => (id, (r.0, Vec::new()), r),
             };
             let region = key.region;
-            let clock = clock_of(&captured, &replayed);
-            let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
+            let (all_captured, all_replayed) = (captured.concat(), replayed.concat());
+            let clock = clock_of(&all_captured, &all_replayed);
+            let (c, r) = (stats(&all_captured, clock), stats(&all_replayed, clock));
             let judged = judge(
                 c,
                 r,
@@ -790,7 +807,8 @@ pub(crate) fn report(
             );
             timing.push(RegionTimingRow {
                 runtime,
-                graph: rp.graphs[graph].prepared.0,
+                graph: first,
+                graphs: pools.members(runtime, first),
                 region,
                 label: rp.region_label(graph, region, None),
                 clock,
@@ -805,21 +823,29 @@ pub(crate) fn report(
             });
         }
 
-        // Per-operation timing.
-        let mut keys: Vec<(usize, u32)> = run.op_times.keys().copied().collect();
-        keys.sort_unstable();
-        for (graph, node) in keys {
+        // Per-operation timing, pooled over identical graphs as regions are: each graph's
+        // captured and replayed samples of the operation at `node`.
+        type OpSamples<'a> = (usize, Vec<Vec<&'a Sample>>, Vec<Vec<&'a Sample>>);
+        let ops = run.op_times.iter().map(|(&(graph, node), replayed)| {
+            let captured = rp.op_times.get(&(graph, node)).into_iter().flatten();
+            let key = (runtime, rp.graphs[graph].prepared.0, node);
+            let samples: OpSamples<'_> = (
+                graph,
+                vec![captured.collect()],
+                vec![replayed.iter().collect()],
+            );
+            (key, samples)
+        });
+        let ops = pools.pool(ops, |a, b| {
+            a.1.extend(b.1);
+            a.2.extend(b.2);
+        });
+        for ((_, first, node), (graph, captured, replayed)) in ops {
             let g = &rp.graphs[graph];
-            let captured: Vec<&Sample> = rp
-                .op_times
-                .get(&(graph, node))
-                .into_iter()
-                .flatten()
-                .collect();
-            let replayed: Vec<&Sample> = run.op_times[&(graph, node)].iter().collect();
+            let (captured, all_replayed) = (captured.concat(), replayed.concat());
             // An operation launched on its own is timed by its region, host or device alike.
-            let clock = clock_of(&captured, &replayed);
-            let (c, r) = (stats(&captured, clock), stats(&replayed, clock));
+            let clock = clock_of(&captured, &all_replayed);
+            let (c, r) = (stats(&captured, clock), stats(&all_replayed, clock));
             let judged = judge(
                 c,
                 r,
@@ -829,7 +855,8 @@ pub(crate) fn report(
             );
             op_timing.push(OpTimingRow {
                 runtime,
-                graph: g.prepared.0,
+                graph: first,
+                graphs: pools.members(runtime, first),
                 node,
                 region: g
                     .regions

@@ -11,7 +11,8 @@
 //! program held across a chunk boundary; module `execute`), the failures of the chunks
 //! compared so far that later divergences are classified against (proportional to the
 //! failures; module `concurrent`), the region-time sketches
-//! (`hrx_analysis::sketch`, per graph and region), the text table's grouped lines and at
+//! (`hrx_analysis::sketch`, per graph and region, merged per pool of identical graphs once
+//! the trace ends, as a whole replay pools them), the text table's grouped lines and at
 //! most [`MAX_LISTED`] divergences and outputs that did not match. Submission rows and
 //! output checks are handed to the caller chunk by chunk and not kept.
 //!
@@ -33,7 +34,7 @@ use crate::report::{
     Clock, Divergence, DivergenceKind, Durations, OutputCheck, OutputResult, RegionTimingRow,
     Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Verdict,
 };
-use hrx_analysis::matching::{self, Paired};
+use hrx_analysis::matching::{self, Paired, Pools};
 use hrx_analysis::sketch::Sketch;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::RuntimeId;
@@ -77,6 +78,16 @@ impl Sketches {
         Durations::of_sketch(&mut all)
     }
 
+    /// Adds `other`'s samples, half by half: a pooled row's ([`hrx_analysis::matching::Pools`]).
+    fn merge(&mut self, other: Sketches) {
+        self.host_only += other.host_only;
+        for (mine, theirs) in self.halves.iter_mut().zip(&other.halves) {
+            for (mine, theirs) in mine.iter_mut().zip(theirs) {
+                mine.merge(theirs);
+            }
+        }
+    }
+
     fn spread(&mut self, clock: Clock) -> f64 {
         let c = usize::from(clock == Clock::Device);
         let [first, second] = &mut self.halves;
@@ -97,6 +108,9 @@ struct Fold<'o> {
     refusals: BTreeMap<u32, usize>,
     /// Every prepared graph of the plans so far: the ranks regions are matched by.
     graphs: BTreeSet<(u32, u64)>,
+    /// Each prepared graph's signature: graphs of one signature pool their rows
+    /// ([`compare::pools`]).
+    signatures: BTreeMap<(u32, u64), hrx_analysis::diff::Signature>,
     /// Each side's region times, folded over chunks, and the regions' labels.
     captured: BTreeMap<RegionId, Sketches>,
     replayed: BTreeMap<RegionId, Sketches>,
@@ -165,6 +179,11 @@ impl Fold<'_> {
             // Region times into the sketches.
             self.graphs
                 .extend(rp.graphs.iter().map(|g| (rp.id.0, g.prepared.0)));
+            for g in &rp.graphs {
+                (self.signatures)
+                    .entry((rp.id.0, g.prepared.0))
+                    .or_insert_with(|| rp.signature(g));
+            }
             for ((graph, region), samples) in &rp.region_times {
                 let key = (rp.id.0, rp.graphs[*graph].prepared.0, *region);
                 let entry = self.captured.entry(key).or_default();
@@ -376,12 +395,16 @@ impl Fold<'_> {
         }
         report.notes.extend(chunker_notes);
         report.substitutions = self.substitutions.into_values().collect();
-        // Captured and replayed times paired by the one rule of `diff` and `replay`
-        // (`hrx_analysis::matching`).
+        // Captured and replayed times of identical graphs pooled, and paired by the one rule
+        // of `diff` and `replay` (`hrx_analysis::matching`), as a whole replay pools them
+        // (`compare::report`): each graph's sketches merged half by half.
         let ranks = matching::ranks(self.graphs.iter().copied());
-        let captured = matching::region_keys(&ranks, self.captured);
-        let replayed = matching::region_keys(&ranks, self.replayed);
-        let mut labels = self.labels;
+        let pools = Pools::new(std::mem::take(&mut self.signatures));
+        let captured = pools.pool(std::mem::take(&mut self.captured), Sketches::merge);
+        let replayed = pools.pool(std::mem::take(&mut self.replayed), Sketches::merge);
+        let captured = matching::region_keys(&ranks, captured);
+        let replayed = matching::region_keys(&ranks, replayed);
+        let mut labels = pools.pool(std::mem::take(&mut self.labels), |_, _| {});
         let comparable: BTreeMap<u32, bool> = report
             .trace
             .runtimes
@@ -410,6 +433,7 @@ impl Fold<'_> {
                 RegionTimingRow {
                     runtime,
                     graph,
+                    graphs: pools.members(runtime, graph),
                     region,
                     label: labels.remove(&(runtime, graph, region)).unwrap_or_default(),
                     clock,
@@ -489,6 +513,7 @@ pub(crate) fn replay_stream<R: Read>(
         runtimes: BTreeMap::new(),
         refusals: BTreeMap::new(),
         graphs: BTreeSet::new(),
+        signatures: BTreeMap::new(),
         captured: BTreeMap::new(),
         replayed: BTreeMap::new(),
         labels: BTreeMap::new(),

@@ -274,16 +274,21 @@ pub fn assert_same(whole: &Report, streamed: &Report, what: &str) {
             "{what}"
         );
     }
-    // Every region timed on both sides, with every sample.
-    let samples = |r: &Report| -> Vec<(u64, u32, Option<usize>, Option<usize>)> {
+    // Every region timed on both sides, its rows pooled over the same graphs, with every
+    // sample; judged (an interval) or too few alike.
+    type Row = (u64, Vec<u64>, u32, Option<usize>, Option<usize>, bool, bool);
+    let samples = |r: &Report| -> Vec<Row> {
         r.timing
             .iter()
             .map(|t| {
                 (
                     t.graph,
+                    t.graphs.clone(),
                     t.region,
                     t.captured.map(|s| s.samples),
                     t.replayed.map(|s| s.samples),
+                    t.interval.is_some(),
+                    t.too_few,
                 )
             })
             .collect()

@@ -410,3 +410,83 @@ fn a_baseline_judges_later_replays_by_the_timing_rule() {
         "{error}"
     );
 }
+
+/// A baseline keys rows as the report pools them: each row names the identical graphs it
+/// pools, saved and loaded as they are, and judges a later replay's pooled rows (twelve
+/// frames: judged, not too few); a baseline of version 1 (rows per graph) is refused with a
+/// line saying to save it again, and may be saved over.
+#[test]
+fn a_baseline_keys_pooled_rows_and_refuses_a_version_1_one() {
+    let frames: Vec<_> = (0..12).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 12);
+    // A ratio no machine reaches: which rows are judged is under test, not their times.
+    let options = ReplayOptions::default()
+        .repeat(2)
+        .per_op(true)
+        .max_slowdown(1e9);
+    let good = replay_with(&trace, &options);
+    let baseline = hrx_replay::Baseline::of(&good);
+    assert_eq!(
+        baseline.rows.len(),
+        good.timing.len() + good.op_timing.len()
+    );
+    assert_eq!(baseline.rows.len(), 4 + 9);
+    let graphs = good.timing[0].graphs.clone();
+    assert_eq!(graphs.len(), 3);
+    assert!(
+        baseline
+            .rows
+            .iter()
+            .all(|r| r.graphs == graphs && r.graph == graphs[0])
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    baseline.save(&path).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(json["hrx_replay_baseline"], hrx_replay::BASELINE_VERSION);
+    assert_eq!(hrx_replay::BASELINE_VERSION, 2);
+    assert_eq!(json["rows"][0]["graphs"], serde_json::json!(graphs));
+    let loaded = hrx_replay::Baseline::load(&path).unwrap();
+    assert_eq!(loaded, baseline);
+
+    let mut later = replay_with(&trace, &options);
+    loaded.judge(&mut later, &options);
+    let matches =
+        (later.timing.iter().map(|t| t.baseline)).chain(later.op_timing.iter().map(|t| t.baseline));
+    for b in matches {
+        let b = b.expect("every pooled row found in the baseline");
+        assert!(!b.too_few && b.interval.is_some(), "{b:?}");
+    }
+    assert_eq!(later.summary.baseline_too_few, 0);
+    assert!(
+        !later.notes.iter().any(|n| n.contains("without a row")),
+        "{:?}",
+        later.notes
+    );
+
+    // A row whose graphs do not start from its graph does not hold together.
+    let mut bad = json.clone();
+    bad["rows"][0]["graphs"] = serde_json::json!([graphs[1], graphs[0]]);
+    std::fs::write(&path, bad.to_string()).unwrap();
+    let error = hrx_replay::Baseline::load(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("row 1") && error.contains("not ascending"),
+        "{error}"
+    );
+
+    // Version 1: refused, saying what to do; saved over, it is version 2 again.
+    let mut old = json;
+    old["hrx_replay_baseline"] = 1.into();
+    std::fs::write(&path, old.to_string()).unwrap();
+    let error = hrx_replay::Baseline::load(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("baseline version 1")
+            && error.contains("save it again with --save-baseline"),
+        "{error}"
+    );
+    hrx_replay::Baseline::check_save(&path).expect("a version 1 baseline may be saved over");
+    baseline.save(&path).unwrap();
+    assert_eq!(hrx_replay::Baseline::load(&path).unwrap(), baseline);
+}

@@ -26,6 +26,54 @@ fn a_trace_replayed_in_chunks_reports_what_the_whole_replay_reports() {
     }
 }
 
+/// Twelve frames with three in flight: the three identical graphs pool into rows of twelve
+/// captured samples, judged (not too few), whether replayed whole or in chunks; their
+/// per-operation rows pool alike.
+#[test]
+fn identical_graphs_pool_alike_whole_and_in_chunks() {
+    let frames: Vec<_> = (0..12).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 12);
+    // A ratio no machine reaches: which rows are judged is under test, not their times.
+    let options = || ReplayOptions::default().repeat(2).max_slowdown(1e9);
+    let whole = replay_with(&trace, &options().per_op(true));
+    assert_eq!(whole.exit_code(), 0, "{}", whole.to_text());
+    assert_eq!(whole.timing.len(), 4, "{:?}", whole.timing);
+    let graphs = whole.timing[0].graphs.clone();
+    assert_eq!(graphs.len(), 3);
+    let judged = |captured: Option<hrx_replay::Durations>,
+                  replayed: Option<hrx_replay::Durations>| {
+        (captured.map(|c| c.samples), replayed.map(|r| r.samples))
+    };
+    for t in &whole.timing {
+        assert_eq!(t.graphs, graphs);
+        assert_eq!(
+            judged(t.captured, t.replayed),
+            (Some(12), Some(24)),
+            "{t:?}"
+        );
+        assert!(!t.too_few && t.interval.is_some(), "{t:?}");
+    }
+    assert_eq!(whole.op_timing.len(), 9, "{:?}", whole.op_timing);
+    for t in &whole.op_timing {
+        assert_eq!(t.graphs, graphs);
+        assert_eq!(
+            judged(t.captured, t.replayed),
+            (Some(12), Some(24)),
+            "{t:?}"
+        );
+        assert!(!t.too_few && t.interval.is_some(), "{t:?}");
+    }
+    assert_eq!(whole.summary.too_few, 0);
+    assert!(!whole.to_text().contains("not judged"));
+    let whole = replay_with(&trace, &options());
+    let (_dir, path) = file(&trace, "pipeline.hrxt");
+    for chunk in [1, 5, 1000] {
+        let streamed = replay_file(&path, &options().chunk_submissions(chunk)).expect("replay");
+        assert_same(&whole, &streamed, &format!("pooled, chunks of {chunk}"));
+    }
+}
+
 #[test]
 fn failures_quarantines_and_until_replay_the_same_in_chunks() {
     // The faulty pipeline: a device loss in the second frame's Sobel, a quarantine, refused

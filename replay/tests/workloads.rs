@@ -43,8 +43,17 @@ fn the_photographic_pipeline_replays_repeatedly_with_per_operation_times() {
     assert!(report.submissions.iter().all(|s| s.captured == s.replayed));
     // Four regions per frame context; each submission wrote every region's outputs.
     assert!(report.outputs.len() >= 4 * 8);
-    // Region times pool both repeats; each of the 3 contexts has 4 regions.
-    assert_eq!(report.timing.len(), 12);
+    // Region times pool both repeats and the 3 frame contexts, identical graphs: one row
+    // per region of the 4, each with every frame's sample.
+    assert_eq!(report.timing.len(), 4);
+    assert!(
+        report.timing.iter().all(|t| t.graphs.len() == 3
+            && t.graph == t.graphs[0]
+            && t.captured.is_some_and(|c| c.samples == 4)
+            && t.replayed.is_some_and(|r| r.samples == 8)),
+        "{:?}",
+        report.timing
+    );
     let compute = report
         .timing
         .iter()
@@ -56,10 +65,11 @@ fn the_photographic_pipeline_replays_repeatedly_with_per_operation_times() {
             .label
             .starts_with("GPU Compute, native graph: hrx_rgb_to_gray")
     );
-    // Per operation: of 10 operations per graph, 3 graphs, the 9 in native graphs and copy
-    // batches, each timed there by the software device, at capture and in both replays (the
-    // NPU run is a region of its own, timed as a region).
-    assert_eq!(report.op_timing.len(), 27);
+    // Per operation: of 10 operations per graph, the 9 in native graphs and copy batches,
+    // each timed there by the software device, at capture and in both replays (the NPU run
+    // is a region of its own, timed as a region); the 3 identical graphs pooled.
+    assert_eq!(report.op_timing.len(), 9);
+    assert!(report.op_timing.iter().all(|t| t.graphs.len() == 3));
     assert!(!report.op_timing.iter().any(|t| t.label.contains("npu")));
     assert!(report.op_timing.iter().all(|t| {
         t.captured.is_some()
@@ -95,12 +105,13 @@ fn isolated_operations_are_timed_on_their_own_and_a_region_only_capture_says_so(
     let trace = rewrite(pipeline_trace(), |r, _| !matches!(r, Record::OpTiming(_)));
     let report = replay_with(&trace, &ReplayOptions::default().isolated(true));
     assert_eq!(report.exit_code(), 0);
-    assert_eq!(report.op_timing.len(), 30);
+    // 10 operations, each pooled over the 3 identical graphs: at least 9 runs.
+    assert_eq!(report.op_timing.len(), 10);
     assert!(
         report
             .op_timing
             .iter()
-            .all(|t| t.replayed.is_some_and(|s| s.samples >= 3) && t.captured.is_none())
+            .all(|t| t.replayed.is_some_and(|s| s.samples >= 9) && t.captured.is_none())
     );
     let text = report.to_text();
     assert!(

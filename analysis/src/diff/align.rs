@@ -1,12 +1,19 @@
 //! Pairing the prepared graphs of two traces by shape and by what they compute, between
-//! `diff`'s two passes: a graph's [`structure`] (its regions' labels and writing uses) and
-//! [`params`] (every operation's recorded parameters), and [`align`], which gives the new
-//! trace's graphs the base's ranks where the same graphs were prepared in another order.
+//! `diff`'s two passes: a graph's [`signature`], its [`structure`] (its regions' labels,
+//! queues, engines, kinds and operations, and its writing uses) and [`params`] (every
+//! operation's recorded parameters), and [`align`], which gives the new trace's graphs the
+//! base's ranks where the same graphs were prepared in another order.
+//!
+//! The signature is the one notion of "the same graph" of `diff` and `replay`: graphs of
+//! one signature compute the same thing, so their timing rows are pooled
+//! ([`crate::matching::Pools`]), as a pipeline's identical frame contexts are.
 
 use super::Profile;
 use super::profile::OpKey;
 use crate::matching::RegionKey;
-use hrx_capture::schema::{GraphOp, KernelId, KernelLoaded, OpKind};
+use hrx_capture::schema::{
+    Access, Engine, KernelId, KernelLoaded, Lane, NodeIndex, OpKind, Queue, RegionKind, Use,
+};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::Xxh3;
@@ -14,7 +21,7 @@ use xxhash_rust::xxh3::Xxh3;
 /// What the trace records of a kernel's parameters, as one number: xxh3 of its entry,
 /// code, contract, constant argument bytes, launch dimensions, engine and NPU groups (not
 /// its id, which depends on load order).
-pub(super) fn kernel_params(k: &KernelLoaded) -> u64 {
+pub fn kernel_params(k: &KernelLoaded) -> u64 {
     let mut h = Xxh3::new();
     k.entry.hash(&mut h);
     k.code.map(|c| c.0).hash(&mut h);
@@ -30,27 +37,61 @@ pub(super) fn kernel_params(k: &KernelLoaded) -> u64 {
 /// Stands for a kernel whose `KernelLoaded` record the trace lacks (a damaged trace).
 const UNKNOWN_KERNEL: u64 = u64::MAX;
 
-/// A prepared graph's shape as one number: xxh3 of its regions' labels in order and its
-/// writing uses (node, use, byte range; not buffer ids, which depend on allocation).
-pub(super) fn structure<'a>(
-    labels: impl Iterator<Item = &'a str>,
-    writes: &[(u32, u32, u64, u64, u64)],
+/// One region of a prepared graph, as [`structure`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct RegionShape<'a> {
+    /// Its label ([`crate::label_region`]).
+    pub label: &'a str,
+    /// The queue it runs on.
+    pub queue: Queue,
+    /// The engine it runs on.
+    pub engine: Engine,
+    /// How it is executed.
+    pub kind: RegionKind,
+    /// Its operations, in order.
+    pub nodes: &'a [NodeIndex],
+}
+
+/// One operation of a prepared graph, as [`structure`] and [`params`] read it.
+#[derive(Clone, Copy, Debug)]
+pub struct OpShape<'a> {
+    /// Its node (index in its graph).
+    pub node: u32,
+    /// What it does.
+    pub op: &'a OpKind,
+    /// Its GPU lane.
+    pub lane: Lane,
+    /// Its uses, bindings in order.
+    pub uses: &'a [Use],
+}
+
+/// A prepared graph's shape as one number: xxh3 of its regions in order (label, queue,
+/// engine, kind and operations) and its operations' writing uses (node, use, byte range;
+/// not buffer ids, which depend on allocation).
+pub fn structure<'a>(
+    regions: impl IntoIterator<Item = RegionShape<'a>>,
+    ops: &[OpShape<'_>],
 ) -> u64 {
-    let mut bytes = Vec::new();
-    for label in labels {
-        bytes.extend_from_slice(label.as_bytes());
-        bytes.push(0);
+    let mut h = Xxh3::new();
+    for r in regions {
+        r.label.hash(&mut h);
+        (r.queue, r.engine, r.kind).hash(&mut h);
+        r.nodes.len().hash(&mut h);
+        for n in r.nodes {
+            n.0.hash(&mut h);
+        }
     }
-    let mut writes: Vec<(u32, u32, u64, u64)> =
-        writes.iter().map(|w| (w.0, w.1, w.3, w.4)).collect();
+    let mut writes: Vec<(u32, u32, u64, u64)> = ops
+        .iter()
+        .flat_map(|op| {
+            (op.uses.iter().enumerate())
+                .filter(|(_, u)| u.access != Access::Read)
+                .map(move |(i, u)| (op.node, i as u32, u.start, u.end))
+        })
+        .collect();
     writes.sort_unstable();
-    for (node, use_, start, end) in writes {
-        bytes.extend_from_slice(&node.to_le_bytes());
-        bytes.extend_from_slice(&use_.to_le_bytes());
-        bytes.extend_from_slice(&start.to_le_bytes());
-        bytes.extend_from_slice(&end.to_le_bytes());
-    }
-    xxhash_rust::xxh3::xxh3_64(&bytes)
+    writes.hash(&mut h);
+    h.finish()
 }
 
 /// What a prepared graph computes as one number: xxh3 of what the trace records of each
@@ -58,14 +99,14 @@ pub(super) fn structure<'a>(
 /// [`kernel_params`], looked up by `kernel`), its lane, and all its uses (binding, access,
 /// byte range: a copy's size and input, a kernel's arguments). Not buffer or kernel ids,
 /// which depend on allocation and load order.
-pub(super) fn params(ops: &[GraphOp], kernel: impl Fn(KernelId) -> Option<u64>) -> u64 {
+pub fn params(ops: &[OpShape<'_>], kernel: impl Fn(KernelId) -> Option<u64>) -> u64 {
     let mut h = Xxh3::new();
-    let mut ops: Vec<&GraphOp> = ops.iter().collect();
-    ops.sort_by_key(|op| op.node.0);
+    let mut ops: Vec<&OpShape<'_>> = ops.iter().collect();
+    ops.sort_by_key(|op| op.node);
     for op in ops {
-        op.node.0.hash(&mut h);
+        op.node.hash(&mut h);
         let kernel = |k: KernelId| kernel(k).unwrap_or(UNKNOWN_KERNEL);
-        let (kind, param) = match op.op {
+        let (kind, param) = match *op.op {
             OpKind::Fill { value } => (0u8, u64::from(value)),
             OpKind::Copy => (1, 0),
             OpKind::Kernel { kernel: k } => (2, kernel(k)),
@@ -75,15 +116,28 @@ pub(super) fn params(ops: &[GraphOp], kernel: impl Fn(KernelId) -> Option<u64>) 
         };
         (kind, param, op.lane).hash(&mut h);
         op.uses.len().hash(&mut h);
-        for u in &op.uses {
+        for u in op.uses {
             (u.access, u.start, u.end).hash(&mut h);
         }
     }
     h.finish()
 }
 
-/// A prepared graph's keys for [`align`]: its [`structure`] and what it computes ([`params`]).
-pub(super) type Signature = (u64, u64);
+/// A prepared graph's [`Signature`]: its [`structure`] and its [`params`], from its regions
+/// in order, its operations and each kernel's [`kernel_params`] (by id). The one notion of
+/// "the same graph" of `diff` (graphs paired by [`align`]) and `replay` (rows of the same
+/// graphs pooled, [`crate::matching::Pools`]).
+pub fn signature<'a>(
+    regions: impl IntoIterator<Item = RegionShape<'a>>,
+    ops: &[OpShape<'_>],
+    kernel: impl Fn(KernelId) -> Option<u64>,
+) -> Signature {
+    (structure(regions, ops), params(ops, kernel))
+}
+
+/// A prepared graph's keys for [`align`] and for pooling timing rows: its [`structure`] and
+/// what it computes ([`params`]).
+pub type Signature = (u64, u64);
 
 /// Gives `new`'s prepared graphs `base`'s ranks where the two runtimes prepared the same
 /// graphs in another order; returns how many of `new`'s graphs changed rank.
@@ -91,7 +145,7 @@ pub(super) type Signature = (u64, u64);
 /// Graphs are ranked by id, the order a program prepared them in; graphs prepared
 /// concurrently by several threads take ids in whatever order the threads ran, so the same
 /// program recorded twice can rank them differently and the ranks pair the wrong graphs.
-/// Where a runtime of each trace holds graphs of the same shapes ([`structure`]: labels and
+/// Where a runtime of each trace holds graphs of the same shapes ([`structure`]: regions and
 /// writing uses) in another order, or graphs of one shape that compute different things
 /// ([`params`]: fill values, kernel constants or launch dimensions, copy inputs) in another
 /// order, a graph is matched instead: first by shape and what it computes, then, among the

@@ -64,7 +64,9 @@ mod stream;
 mod verdict;
 mod window;
 
-pub use align::align;
+pub use align::{
+    OpShape, RegionShape, Signature, align, kernel_params, params, signature, structure,
+};
 pub use profile::{
     OpKey, OpProfile, Profile, limit_timings, limit_timings_records, profile, profile_records,
 };
@@ -73,6 +75,7 @@ pub use stream::{match_files, match_streams};
 pub use verdict::{
     AnnotationRow, Comparison, GraphChange, KernelRow, NOISE_FLOOR_NS, NOTHING_COMPARED, OpTimes,
     RegionTimes, Regions, Relabelled, SAME_AS_FAR_AS_BOTH_GO, Side, arguments, compare, is_slow,
+    judge,
 };
 
 use crate::scan::Outcome;

@@ -2,7 +2,7 @@
 //! sketches, and what the second pass needs to key outputs and outcomes (prepared graphs by
 //! rank, each graph's writing uses, how often each was submitted).
 
-use super::align::{Signature, kernel_params, params, structure};
+use super::align::{OpShape, RegionShape, Signature, kernel_params, signature};
 use super::range::{Held, common, held, holds};
 use super::{DiffError, Side};
 use crate::hash::IdMap;
@@ -144,7 +144,7 @@ struct ProfileVisitor {
     session: Option<SessionStart>,
     places: Places,
     digest_runtimes: BTreeSet<RuntimeId>,
-    /// Every operation of every graph, for what each graph computes ([`params`]).
+    /// Every operation of every graph, for what each graph computes ([`signature`]).
     ops: IdMap<(RuntimeId, GraphId), Vec<GraphOp>>,
     /// Each loaded kernel's [`kernel_params`].
     kernels: IdMap<(RuntimeId, KernelId), u64>,
@@ -352,16 +352,32 @@ impl ProfileVisitor {
             .collect();
         let mut graphs = BTreeMap::new();
         for p in index.prepared() {
-            let labels = p.regions.clone().map(|r| {
-                let label = index.label(RegionRef(r));
-                label.map_or("", |l| index.labels()[l.0 as usize].as_str())
+            let regions = p.regions.clone().map(|r| {
+                let region = RegionRef(r);
+                let info = index.region(region);
+                let label = index.label(region);
+                RegionShape {
+                    label: label.map_or("", |l| index.labels()[l.0 as usize].as_str()),
+                    queue: info.queue,
+                    engine: info.engine,
+                    kind: info.kind,
+                    nodes: &info.nodes,
+                }
             });
-            let writes = places.writes.get(&(p.runtime, p.graph));
-            let structure = structure(labels, writes.map_or(&[][..], Vec::as_slice));
-            let ops = self.ops.get(&(p.runtime, p.graph));
+            let ops: Vec<OpShape<'_>> = (self.ops.get(&(p.runtime, p.graph)).into_iter())
+                .flatten()
+                .map(|op| OpShape {
+                    node: op.node.0,
+                    op: &op.op,
+                    lane: op.lane,
+                    uses: &op.uses,
+                })
+                .collect();
             let kernel = |k| self.kernels.get(&(p.runtime, k)).copied();
-            let params = params(ops.map_or(&[][..], Vec::as_slice), kernel);
-            graphs.insert(region_ranks[&(p.runtime, p.id)], (structure, params));
+            graphs.insert(
+                region_ranks[&(p.runtime, p.id)],
+                signature(regions, &ops, kernel),
+            );
         }
         let mut stats = std::mem::take(&mut self.stats).finish(&summary);
         let annotations = std::mem::take(&mut stats.annotations)

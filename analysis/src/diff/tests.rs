@@ -289,7 +289,7 @@ fn region_durations_are_kept_per_region_key() {
 /// first operation computes: a fill of `fills[0]` (prepared first), then of `fills[1]`.
 /// Submissions alternate between them; each digest tells the fill value of its graph and
 /// its index among that graph's submissions apart.
-fn two_fills(submissions: u64, fills: [u8; 2]) -> Vec<Record> {
+pub(super) fn two_fills(submissions: u64, fills: [u8; 2]) -> Vec<Record> {
     let mut out = Vec::new();
     let mut of = HashMap::new();
     let mut nth = [0u64; 2];

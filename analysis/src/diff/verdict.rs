@@ -29,6 +29,15 @@
 //! by the kernel rule ([`OpTimes`]), reported per place in the graph; the verdict is the
 //! kernels' (by name), so that one slowdown is not counted twice.
 //!
+//! # Pooling
+//!
+//! Region times ([`RegionTimes`]) and operation times ([`OpTimes`]) are pooled over the
+//! prepared graphs that compute the same thing in both traces (one
+//! [`super::signature`] in base and one in new: [`Pools`], the rule `replay` pools its rows
+//! by): a pipeline's three identical frame contexts are one row of every frame's runs, not
+//! three rows of a third of them each, too few to judge. A graph changed in one trace leaves
+//! its pool. Kernels are by name, across graphs, already.
+//!
 //! # The verdict's inputs
 //!
 //! Regressions: slow kernels, differing outputs, changed outcomes, and a side that holds
@@ -40,8 +49,8 @@
 
 use super::range::{Held, describe};
 use super::{Matched, OpKey, Profile};
-use crate::compare::{Slowdown, Verdict, timing};
-use crate::matching::{Paired, RegionKey, pair};
+use crate::compare::{Slowdown, TimingMatch, Verdict, timing};
+use crate::matching::{Paired, Pools, RegionKey, pair};
 use crate::stats::{AnnotationStats, KernelStats, NO_LABEL};
 use crate::units::plural;
 use std::collections::BTreeMap;
@@ -50,14 +59,21 @@ use std::path::Path;
 /// Growth below this many ns is never a slowdown (timer and scheduling noise).
 pub const NOISE_FLOOR_NS: u64 = 50_000;
 
-/// Whether `new` is slower than `base`: the interval of the ratio of their medians wholly past
-/// `max_slowdown` (the kernel rule, see the module docs: [`crate::compare::timing`]).
-pub fn is_slow(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> bool {
+/// `new` against `base` by the kernel rule (see the module docs: [`crate::compare::timing`]
+/// with [`NOISE_FLOOR_NS`] and a spread of 1): the ratio of their medians, its interval, and
+/// whether it is slow or too few to judge.
+pub fn judge(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> TimingMatch {
     let rule = Slowdown {
         max_ratio: Some(max_slowdown),
         floor_ns: NOISE_FLOOR_NS,
     };
-    timing(Some(base.into()), Some(new.into()), &rule, true, 1.0).slow
+    timing(Some(base.into()), Some(new.into()), &rule, true, 1.0)
+}
+
+/// Whether `new` is slower than `base`: the interval of the ratio of their medians wholly past
+/// `max_slowdown` (the kernel rule, [`judge`]).
+pub fn is_slow(base: &KernelStats, new: &KernelStats, max_slowdown: f64) -> bool {
+    judge(base, new, max_slowdown).slow
 }
 
 /// One of the two traces.
@@ -90,6 +106,11 @@ pub struct KernelRow {
     pub new: Option<KernelStats>,
     /// Whether it is slow by the kernel rule (only a kernel of both traces can be).
     pub slow: bool,
+    /// The confidence interval of its ratio of medians ([`TimingMatch::interval`]); `None`
+    /// for a kernel of one trace, or with too few runs on a side.
+    pub interval: Option<(f64, f64)>,
+    /// Not judged: a kernel of both traces with fewer than 7 runs on a side.
+    pub too_few: bool,
     /// A row of one trace only that a graph's gained or lost operation explains
     /// ([`Comparison::graph_changes`]), counted there, not as a new or missing kernel: the
     /// region label of a region matched in the other trace under another label
@@ -139,6 +160,10 @@ pub struct AnnotationRow {
     pub new: Option<AnnotationStats>,
     /// Whether it is slow by the kernel rule (only a name of both traces can be).
     pub slow: bool,
+    /// The confidence interval of its ratio of medians ([`KernelRow::interval`]).
+    pub interval: Option<(f64, f64)>,
+    /// Not judged for too few ranges on a side ([`KernelRow::too_few`]).
+    pub too_few: bool,
 }
 
 /// A matched region whose label changed (the graph was built differently).
@@ -152,11 +177,14 @@ pub struct Relabelled {
     pub new: String,
 }
 
-/// The medians of a matched region timed on both sides.
+/// The medians of a matched region timed on both sides, pooled over the graphs that compute
+/// the same thing on both sides ([`Pools`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionTimes {
-    /// The region.
+    /// The region, of its pool's first graph.
     pub key: RegionKey,
+    /// The ranks of the prepared graphs pooled (ascending; the first is `key`'s).
+    pub graphs: Vec<u64>,
     /// Its label.
     pub label: String,
     /// Its median duration in the base trace.
@@ -187,11 +215,14 @@ pub struct GraphChange {
 }
 
 /// An operation timed in both traces: its durations on each side (as a kernel's, by its
-/// name), judged by the kernel rule.
+/// name), pooled over the graphs that compute the same thing on both sides ([`Pools`]),
+/// judged by the kernel rule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpTimes {
-    /// The operation's key.
+    /// The operation's key, in its pool's first graph.
     pub key: OpKey,
+    /// The ranks of the prepared graphs pooled (ascending; the first is `key`'s).
+    pub graphs: Vec<u64>,
     /// Its region in base, in new.
     pub region: [u32; 2],
     /// Its durations in base.
@@ -200,6 +231,10 @@ pub struct OpTimes {
     pub new: KernelStats,
     /// Whether it is slow by the kernel rule (reported; the kernels decide the verdict).
     pub slow: bool,
+    /// The confidence interval of its ratio of medians ([`KernelRow::interval`]).
+    pub interval: Option<(f64, f64)>,
+    /// Not judged for too few runs on a side ([`KernelRow::too_few`]).
+    pub too_few: bool,
 }
 
 /// Regions paired by [`RegionKey`].
@@ -327,37 +362,23 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         let graph = (key.runtime, key.prepared);
         base.graphs.contains_key(&graph) && new.graphs.contains_key(&graph)
     };
-    let (mut graph_changes, mut op_times) = (Vec::new(), Vec::new());
+    // Graphs that compute the same thing in both traces pool their timing rows (the rule of
+    // `crate::matching`): a graph's signature on both sides, so that a graph changed in one
+    // trace leaves its pool.
+    let pools = Pools::new(
+        (base.graphs.iter()).filter_map(|(graph, b)| Some((*graph, (*b, *new.graphs.get(graph)?)))),
+    );
+    let mut graph_changes = Vec::new();
+    // Operations timed on both sides, by graph and place ((name, nth)), with their regions.
+    let mut timed_ops = Vec::new();
     for (key, paired) in pair(base.operations.clone(), new.operations.clone()) {
         match paired {
             Paired::Both(b, n) => {
-                let (mut bt, mut nt) = (b.timings, n.timings);
-                if bt.sketch.count() == 0 || nt.sketch.count() == 0 {
+                if b.timings.sketch.count() == 0 || n.timings.sketch.count() == 0 {
                     continue;
                 }
-                let stats = |t: &mut crate::stats::Timings| KernelStats {
-                    label: NO_LABEL,
-                    name: key.name.clone(),
-                    count: t.sketch.count(),
-                    total_ns: t.sketch.total(),
-                    mean_ns: t.sketch.total() / t.sketch.count(),
-                    p50_ns: t.sketch.percentile(50.0),
-                    p99_ns: t.sketch.percentile(99.0),
-                    min_ns: t.sketch.min(),
-                    max_ns: t.sketch.max(),
-                    exact: t.sketch.is_exact(),
-                    failed: t.failed,
-                    device: t.device,
-                    p50_interval_ns: t.sketch.median_interval(),
-                };
-                let (bs, ns) = (stats(&mut bt), stats(&mut nt));
-                op_times.push(OpTimes {
-                    slow: is_slow(&bs, &ns, max_slowdown),
-                    key,
-                    region: [b.region, n.region],
-                    base: bs,
-                    new: ns,
-                });
+                let place = (key.runtime, key.prepared, (key.name, key.nth));
+                timed_ops.push((place, (b, n)));
             }
             Paired::Base(op) | Paired::New(op) if graphs_of_both(&key) => {
                 let added = !base.operations.contains_key(&key);
@@ -370,6 +391,51 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             }
             _ => {}
         }
+    }
+    let merge = |into: &mut crate::stats::Timings, t: crate::stats::Timings| {
+        into.sketch.merge(&t.sketch);
+        into.device += t.device;
+        into.failed += t.failed;
+    };
+    let pooled_ops = pools.pool(timed_ops, |(b, n), (more_b, more_n)| {
+        merge(&mut b.timings, more_b.timings);
+        merge(&mut n.timings, more_n.timings);
+    });
+    let mut op_times = Vec::new();
+    for ((runtime, prepared, (name, nth)), (b, n)) in pooled_ops {
+        let (mut bt, mut nt) = (b.timings, n.timings);
+        let stats = |t: &mut crate::stats::Timings| KernelStats {
+            label: NO_LABEL,
+            name: name.clone(),
+            count: t.sketch.count(),
+            total_ns: t.sketch.total(),
+            mean_ns: t.sketch.total() / t.sketch.count(),
+            p50_ns: t.sketch.percentile(50.0),
+            p99_ns: t.sketch.percentile(99.0),
+            min_ns: t.sketch.min(),
+            max_ns: t.sketch.max(),
+            exact: t.sketch.is_exact(),
+            failed: t.failed,
+            device: t.device,
+            p50_interval_ns: t.sketch.median_interval(),
+        };
+        let (bs, ns) = (stats(&mut bt), stats(&mut nt));
+        let judged = judge(&bs, &ns, max_slowdown);
+        op_times.push(OpTimes {
+            graphs: pools.members(runtime, prepared),
+            key: OpKey {
+                runtime,
+                prepared,
+                name,
+                nth,
+            },
+            region: [b.region, n.region],
+            base: bs,
+            new: ns,
+            slow: judged.slow,
+            interval: judged.interval,
+            too_few: judged.too_few,
+        });
     }
 
     // Kernels: the operations' names where both timed them (see the module docs).
@@ -404,13 +470,15 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     for (name, paired) in pair(kernel_rows(base), kernel_rows(new)) {
         let row = match paired {
             Paired::Both(b, n) => {
-                let is_slow = is_slow(&b, &n, max_slowdown);
-                slow += usize::from(is_slow);
+                let judged = judge(&b, &n, max_slowdown);
+                slow += usize::from(judged.slow);
                 KernelRow {
                     name,
                     base: Some(b),
                     new: Some(n),
-                    slow: is_slow,
+                    slow: judged.slow,
+                    interval: judged.interval,
+                    too_few: judged.too_few,
                     graph_change: false,
                 }
             }
@@ -419,6 +487,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 base: Some(b),
                 new: None,
                 slow: false,
+                interval: None,
+                too_few: false,
                 graph_change: false,
             },
             Paired::New(n) => KernelRow {
@@ -426,6 +496,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 base: None,
                 new: Some(n),
                 slow: false,
+                interval: None,
+                too_few: false,
                 graph_change: false,
             },
         };
@@ -444,22 +516,26 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 Paired::Base(b) => (Some(b), None),
                 Paired::New(n) => (None, Some(n)),
             };
-            let slow = match (&base, &new) {
-                (Some(b), Some(n)) => timing(Some(b.into()), Some(n.into()), &rule, true, 1.0).slow,
-                _ => false,
+            let judged = match (&base, &new) {
+                (Some(b), Some(n)) => timing(Some(b.into()), Some(n.into()), &rule, true, 1.0),
+                _ => TimingMatch::default(),
             };
             AnnotationRow {
                 name,
                 base,
                 new,
-                slow,
+                slow: judged.slow,
+                interval: judged.interval,
+                too_few: judged.too_few,
             }
         })
         .collect();
 
     let mut regions = Regions::default();
+    // Regions timed on both sides, by graph and index, pooled below.
+    let mut timed_regions = Vec::new();
     for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
-        let ((label, mut d), (new_label, mut nd)) = match paired {
+        let ((label, d), (new_label, nd)) = match paired {
             Paired::Both(b, n) => (b, n),
             Paired::Base(_) => {
                 regions.only_base += 1;
@@ -482,8 +558,20 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         if d.count() == 0 || nd.count() == 0 {
             continue;
         }
+        timed_regions.push(((key.runtime, key.prepared, key.region), (label, d, nd)));
+    }
+    let pooled = pools.pool(timed_regions, |(_, d, nd), (_, more_d, more_nd)| {
+        d.merge(&more_d);
+        nd.merge(&more_nd);
+    });
+    for ((runtime, prepared, region), (label, mut d, mut nd)) in pooled {
         regions.times.push(RegionTimes {
-            key,
+            key: RegionKey {
+                runtime,
+                prepared,
+                region,
+            },
+            graphs: pools.members(runtime, prepared),
             label,
             base_p50_ns: d.percentile(50.0),
             new_p50_ns: nd.percentile(50.0),
@@ -738,7 +826,7 @@ pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::super::profile_records;
-    use super::super::tests::{matched, trace};
+    use super::super::tests::{matched, trace, two_fills};
     use super::*;
     use hrx_capture::schema::Record;
 
@@ -1071,5 +1159,69 @@ mod tests {
             .collect();
         assert_eq!(slow_places, [("sobel", 1)]);
         assert_eq!(c.reasons, ["1 slow kernel"]);
+    }
+
+    /// Two prepared graphs that compute the same thing pool their region and operation
+    /// times: one row of both graphs' runs, keyed by the first; two that differ (another
+    /// fill value) stay apart.
+    #[test]
+    fn identical_graphs_pool_their_times_and_graphs_that_differ_stay_apart() {
+        let same = ops(two_fills(20, [1, 1]));
+        let c = compared(&same, &same, 2.0);
+        assert_eq!(c.regions.times.len(), 4, "{:?}", c.regions.times);
+        assert!(
+            (c.regions.times.iter()).all(|t| t.graphs == [0, 1] && t.key.prepared == 0),
+            "{:?}",
+            c.regions.times
+        );
+        let places: Vec<(&str, &[u64], u64)> = (c.op_times.iter())
+            .map(|o| (o.key.name.as_str(), &o.graphs[..], o.base.count))
+            .collect();
+        assert_eq!(
+            places,
+            [("blur", &[0, 1][..], 20), ("sobel", &[0, 1][..], 20)]
+        );
+        assert!(
+            c.op_times
+                .iter()
+                .all(|o| o.interval.is_some() && !o.too_few)
+        );
+
+        let apart = ops(two_fills(20, [1, 2]));
+        let c = compared(&apart, &apart, 2.0);
+        assert_eq!(c.regions.times.len(), 8);
+        assert!(c.regions.times.iter().all(|t| t.graphs.len() == 1));
+        let counts: Vec<(u64, u64)> = (c.op_times.iter())
+            .map(|o| (o.key.prepared, o.base.count))
+            .collect();
+        assert_eq!(counts, [(0, 10), (0, 10), (1, 10), (1, 10)]);
+        // A graph changed in one trace only leaves its pool: the same graphs in base,
+        // different ones in new.
+        let c = compared(&same, &apart, 1e9);
+        assert!(c.regions.times.iter().all(|t| t.graphs.len() == 1));
+    }
+
+    /// Each judged row carries its ratio's interval; a side with fewer than 7 runs has
+    /// none, and the row says it is too few to judge.
+    #[test]
+    fn judged_rows_carry_their_interval_or_say_they_are_too_few() {
+        let records = ops(trace(20, &[], None));
+        let c = compared(&records, &records, 2.0);
+        let judged = |c: &Comparison| {
+            let kernels = c.kernels.iter().map(|k| (k.interval, k.too_few));
+            kernels
+                .chain(c.op_times.iter().map(|o| (o.interval, o.too_few)))
+                .collect::<Vec<_>>()
+        };
+        let rows = judged(&c);
+        assert!(!rows.is_empty());
+        // A trace against itself: each interval holds the ratio, 1.
+        assert!(
+            (rows.iter()).all(|&(i, few)| i.is_some_and(|(l, h)| l <= 1.0 && 1.0 <= h) && !few),
+            "{rows:?}"
+        );
+        let few = ops(trace(4, &[], None));
+        let rows = judged(&compared(&few, &few, 2.0));
+        assert!(rows.iter().all(|&(i, few)| i.is_none() && few), "{rows:?}");
     }
 }

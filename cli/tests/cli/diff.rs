@@ -1000,3 +1000,75 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
         "{text}"
     );
 }
+
+/// Each judged row reads with its ratio's interval as `replay` writes it, in the text and
+/// the JSON; a kernel with fewer than 7 runs on a side says it is too few to judge; a
+/// pipeline's identical frame contexts are one row of region and operation times.
+#[test]
+fn judged_rows_show_their_interval_and_identical_graphs_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, frames) in [("a.hrxt", "12"), ("b.hrxt", "12"), ("few.hrxt", "3")] {
+        let out = run(
+            dir.path(),
+            &[
+                "record",
+                "--workload",
+                "pipeline",
+                "--frames",
+                frames,
+                "--max-width",
+                "64",
+                "--backend",
+                "sim",
+                "-o",
+                name,
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let (_, r) = diff_json(dir.path(), &["a.hrxt", "b.hrxt"]);
+    let sobel = kernel(&r, "hrx_sobel");
+    assert_eq!(sobel["too_few"], false, "{sobel:#}");
+    let interval = sobel["interval"].as_array().expect("an interval");
+    let ratio = sobel["ratio"].as_f64().unwrap();
+    let (low, high) = (interval[0].as_f64().unwrap(), interval[1].as_f64().unwrap());
+    assert!(low <= ratio && ratio <= high, "{sobel:#}");
+    // Three identical graphs: one row of each region and operation, every frame's runs.
+    let times = r["regions"]["times"].as_array().unwrap();
+    assert_eq!(times.len(), 4, "{r:#}");
+    assert!(
+        times
+            .iter()
+            .all(|t| t["graphs"] == serde_json::json!([1, 2, 3]))
+    );
+    let ops = r["operations"]["times"].as_array().unwrap();
+    assert!(!ops.is_empty());
+    assert!(
+        ops.iter()
+            .all(|o| o["graphs"] == serde_json::json!([1, 2, 3])
+                && o["base"]["count"] == 12
+                && o["interval"].is_array())
+    );
+    let text = stdout(&run(dir.path(), &["diff", "a.hrxt", "b.hrxt"]));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("hrx_sobel "))
+        .expect("hrx_sobel's line");
+    let shown = hrx_analysis::units::ratio_with_interval(ratio, Some((low, high)));
+    assert!(line.contains(&shown), "{shown:?} not in {line:?}");
+    assert!(text.contains("g1-3 r1 hrx_sobel"), "{text}");
+
+    // Three frames: too few to judge, said, no interval.
+    let (_, r) = diff_json(dir.path(), &["few.hrxt", "few.hrxt"]);
+    let sobel = kernel(&r, "hrx_sobel");
+    assert_eq!(
+        (sobel["too_few"].as_bool(), sobel["interval"].is_null()),
+        (Some(true), true)
+    );
+    let text = stdout(&run(dir.path(), &["diff", "few.hrxt", "few.hrxt"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("hrx_sobel ") && l.ends_with("too few to judge")),
+        "{text}"
+    );
+}

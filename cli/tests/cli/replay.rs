@@ -403,7 +403,7 @@ fn a_saved_baseline_judges_a_later_replay() {
     );
     let text = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(json["hrx_replay_baseline"], 1);
+    assert_eq!(json["hrx_replay_baseline"], 2);
     assert!(
         json["rows"].as_array().is_some_and(|r| !r.is_empty()),
         "{json}"
@@ -451,6 +451,115 @@ fn a_saved_baseline_judges_a_later_replay() {
         &["replay", "h.hrxt", "--save-baseline", "no/b.json"],
     );
     assert_error(&nowhere, "cannot write it: no directory no");
+}
+
+/// Records the pipeline workload (its built-in photograph, 64 pixels wide) over `frames`
+/// frames, three in flight, into `dir/name`; panics unless it exits 0.
+fn record_small_pipeline(dir: &std::path::Path, name: &str, frames: &str) {
+    let args = [
+        "record",
+        "--workload",
+        "pipeline",
+        "--frames",
+        frames,
+        "--in-flight",
+        "3",
+        "--max-width",
+        "64",
+        "--backend",
+        "sim",
+        "-o",
+        name,
+    ];
+    let out = run(dir, &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// A 12-frame recording with three frames in flight: its three identical prepared graphs
+/// are one row of each region (`"graphs": [1, 2, 3]`, `1-3` in the text) with 12 captured
+/// samples, judged, not too few; a baseline saved and judged keys the same pooled rows.
+#[test]
+fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    record_small_pipeline(dir.path(), "p.hrxt", "12");
+    // A ratio no machine reaches: which rows are judged is under test, not their times.
+    let args = [
+        "replay",
+        "p.hrxt",
+        "--max-slowdown",
+        "1e9",
+        "--repeat",
+        "2",
+        "--report",
+        "json",
+    ];
+    let out = run(dir.path(), &args);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = report["timing"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{report:#}");
+    for row in rows {
+        assert_eq!(row["graphs"], serde_json::json!([1, 2, 3]), "{row:#}");
+        assert_eq!(row["graph"], 1);
+        assert_eq!(row["captured"]["samples"], 12, "{row:#}");
+        assert_eq!(row["too_few"], false, "{row:#}");
+        assert!(row["interval"].is_array(), "{row:#}");
+    }
+    assert_eq!(report["summary"]["too_few"], 0);
+    let text = stdout(&run(dir.path(), &args[..6]));
+    assert!(!text.contains("not judged"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("1-3 ") && l.contains("(n=12)")),
+        "{text}"
+    );
+
+    // Saved and judged against: the pooled rows, every one found and judged.
+    let saved = run(
+        dir.path(),
+        &[
+            "replay",
+            "p.hrxt",
+            "--save-baseline",
+            "b.json",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(code(&saved), 0, "{}{}", stdout(&saved), stderr(&saved));
+    let baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("b.json")).unwrap()).unwrap();
+    let saved_rows = baseline["rows"].as_array().unwrap();
+    assert_eq!(saved_rows.len(), 4);
+    assert!(
+        saved_rows
+            .iter()
+            .all(|r| r["graphs"] == serde_json::json!([1, 2, 3]))
+    );
+    let judged = run(
+        dir.path(),
+        &[
+            "replay",
+            "p.hrxt",
+            "--baseline",
+            "b.json",
+            "--max-slowdown",
+            "1e9",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    let out = stdout(&judged);
+    assert!(out.contains("against the baseline (0 of 4 slow"), "{out}");
+    assert!(!out.contains("too few to judge against it"), "{out}");
+
+    // A baseline of version 1 (rows per graph) is one line saying to save it again.
+    let mut old = baseline.clone();
+    old["hrx_replay_baseline"] = 1.into();
+    std::fs::write(dir.path().join("old.json"), old.to_string()).unwrap();
+    let refused = run(dir.path(), &["replay", "p.hrxt", "--baseline", "old.json"]);
+    assert_error(&refused, "save it again with --save-baseline");
 }
 
 /// `--inject-slowdown ENTRY=PERCENT` (a test of a timing gate) slows a kernel the trace

@@ -398,3 +398,145 @@ fn replay_and_diff_name_an_output_by_one_key() {
         "{text}"
     );
 }
+
+/// Twelve small frames through the pipeline with three in flight: three identical prepared
+/// graphs submitted in turn, four times each; with `other`, twelve more through a second
+/// pipeline of a larger frame size in the same runtime (three more graphs, identical among
+/// themselves, not to the first three).
+fn in_flight(other: bool) -> Trace {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    {
+        let options = RuntimeOptions::sim().recorder(recorder.clone());
+        let runtime = Runtime::new(options).expect("runtime");
+        let sizes: &[(usize, usize)] = if other {
+            &[(24, 16), (32, 16)]
+        } else {
+            &[(24, 16)]
+        };
+        for &(width, height) in sizes {
+            let pipeline_options = PipelineOptions {
+                frames_in_flight: 3,
+                ..PipelineOptions::default()
+            };
+            let mut pipeline =
+                Pipeline::new(&runtime, width, height, pipeline_options).expect("pipeline");
+            let frames = (0..12).map(|seed| frame(width, height, seed));
+            pipeline.run(frames, |_, _| {}).expect("run");
+        }
+    }
+    recorder.close().expect("close");
+    Trace::from_bytes(&sink.contents()).expect("read back")
+}
+
+/// `trace` with region `region` of every prepared graph taking `durations` (µs, cycled;
+/// host clock only), without operation timings (see [`with_times`]).
+fn with_region_times(trace: &Trace, region: u32, durations: &[u64]) -> Trace {
+    let mut out = trace.clone();
+    let mut n = 0;
+    for r in &mut out.records {
+        if let Record::RegionTiming(t) = r
+            && t.region == RegionIndex(region)
+        {
+            t.end_ns = t.start_ns + durations[n % durations.len()] * 1_000;
+            t.device = None;
+            n += 1;
+        }
+    }
+    out.records.retain(|r| !matches!(r, Record::OpTiming(_)));
+    out
+}
+
+/// The prepared graphs of `trace`, by id.
+fn prepared_ids(trace: &Trace) -> Vec<u64> {
+    let mut ids: Vec<u64> = (trace.records.iter())
+        .filter_map(|r| match r {
+            Record::Prepared(p) => Some(p.prepared.0),
+            _ => None,
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Twelve frames over three identical graphs are one row of twelve samples a side, judged
+/// (each graph's four alone are too few): slow at 4x, not at 1x; `diff` judges the same
+/// pair of items alike and pools its region times by the same graphs. Times are set, not
+/// measured.
+#[test]
+fn three_identical_graphs_pool_into_one_judged_row_of_every_frame() {
+    let trace = in_flight(false);
+    let graphs = prepared_ids(&trace);
+    assert_eq!(graphs.len(), 3);
+    // The compute region (1), labelled as `diff` labels it.
+    let label = region_label(&trace, graphs[0], 1);
+    let options = ReplayOptions::default()
+        .max_slowdown(2.0)
+        .timing_floor(Duration::from_nanos(diff::NOISE_FLOOR_NS));
+    let base = with_region_times(&trace, 1, &[100]);
+    for (new_us, slow, verdict) in [
+        (100, false, Verdict::Same),
+        (400, true, Verdict::Regression),
+    ] {
+        let new = with_region_times(&trace, 1, &[new_us]);
+        let report = replay_report(&base, &new, &options);
+        // Four regions, each one row over the three graphs.
+        assert_eq!(report.timing.len(), 4, "{:?}", report.timing);
+        assert!(report.timing.iter().all(|t| t.graphs == graphs));
+        let row = (report.timing.iter())
+            .find(|t| t.region == 1)
+            .expect("the compute row");
+        assert_eq!(row.graph, graphs[0]);
+        let samples = |d: Option<crate::report::Durations>| d.map(|d| d.samples);
+        assert_eq!(
+            (samples(row.captured), samples(row.replayed)),
+            (Some(12), Some(12))
+        );
+        assert!(!row.too_few && row.interval.is_some(), "{row:?}");
+        assert_eq!((row.regression, report.verdict), (slow, verdict), "{row:?}");
+        assert_eq!(report.summary.too_few, 0);
+        // `diff` of the same two traces: the kernel judged alike, region times pooled by
+        // the same graphs (ranks, from 0).
+        assert_eq!(diff_judgement(&base, &new, &label, 2.0), (slow, verdict));
+        let b = diff::profile_records(&base.records);
+        let n = diff::profile_records(&new.records);
+        let c = diff::compare(&b, &n, &diff_matched(&base, &new), 2.0);
+        assert!(
+            (c.regions.times.iter()).all(|t| t.graphs == [0, 1, 2]),
+            "{:?}",
+            c.regions.times
+        );
+        assert_eq!(c.regions.times.len(), 4);
+    }
+}
+
+/// Graphs that compute something else (another frame size: other byte ranges) stay rows
+/// of their own: two pipelines of three graphs each are two rows of every region.
+#[test]
+fn graphs_that_differ_stay_apart() {
+    let trace = in_flight(true);
+    let ids = prepared_ids(&trace);
+    assert_eq!(ids.len(), 6);
+    let report = replay_report(&trace, &trace, &ReplayOptions::default());
+    let mut pools: Vec<Vec<u64>> = report.timing.iter().map(|t| t.graphs.clone()).collect();
+    pools.sort();
+    pools.dedup();
+    assert_eq!(pools.len(), 2, "{pools:?}");
+    assert!(pools.iter().all(|p| p.len() == 3));
+    assert_eq!(pools.concat(), ids, "every graph in one pool");
+    assert_eq!(report.timing.len(), 8);
+    assert!(
+        (report.timing.iter()).all(|t| t.captured.is_some_and(|c| c.samples == 12)),
+        "{:?}",
+        report.timing
+    );
+    // The text names each row's graphs as a run.
+    let text = report.to_text();
+    let runs: Vec<String> = pools
+        .iter()
+        .map(|p| hrx_analysis::units::id_runs(p))
+        .collect();
+    for run in &runs {
+        assert!(text.contains(&format!("  {run}  ")), "{run}: {text}");
+    }
+}

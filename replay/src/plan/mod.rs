@@ -65,6 +65,9 @@ pub(crate) struct KernelPlan<'t> {
     pub npu_groups: Vec<u32>,
     /// The captured module code (PTX, NPU instructions), when the trace has it.
     pub code: Option<&'t [u8]>,
+    /// What the trace records of its parameters, as `diff` hashes them
+    /// ([`hrx_analysis::diff::kernel_params`]): a graph's signature reads it.
+    pub params: u64,
 }
 
 /// One operation of a prepared graph, checked against its buffers and kernel.
@@ -272,6 +275,57 @@ impl RuntimePlan<'_> {
                 .unwrap_or_else(|| format!("kernel {kernel}")),
             OpKind::Scoped => "scoped callback".into(),
             OpKind::Host => "host callback".into(),
+        }
+    }
+
+    /// What prepared graph `graph` is and computes: its signature as `diff` takes it
+    /// ([`hrx_analysis::diff::signature`]: its regions, operations, kernels and byte
+    /// ranges). Graphs of one signature pool their timing rows
+    /// ([`hrx_analysis::matching::Pools`]).
+    pub fn signature(&self, graph: &GraphPlan) -> hrx_analysis::diff::Signature {
+        use hrx_analysis::diff::{OpShape, RegionShape};
+        // Region labels as `diff` labels them (`hrx_analysis::label_region`).
+        let labels: Vec<String> = (graph.regions.iter())
+            .map(|r| {
+                let names: Vec<(bool, String)> = (r.nodes.iter())
+                    .filter_map(|n| graph.ops.get(n.0 as usize))
+                    .map(|op| {
+                        let kernel = matches!(op.op, OpKind::Kernel { .. } | OpKind::Npu { .. });
+                        (kernel, self.diff_op_name(op))
+                    })
+                    .collect();
+                hrx_analysis::label_region(r.kind, r.queue, &names)
+            })
+            .collect();
+        let regions = graph
+            .regions
+            .iter()
+            .zip(&labels)
+            .map(|(r, label)| RegionShape {
+                label,
+                queue: r.queue,
+                engine: r.engine,
+                kind: r.kind,
+                nodes: &r.nodes,
+            });
+        let ops: Vec<OpShape<'_>> = (graph.ops.iter().enumerate())
+            .map(|(node, op)| OpShape {
+                node: node as u32,
+                op: &op.op,
+                lane: op.lane,
+                uses: &op.uses,
+            })
+            .collect();
+        let kernel = |k| self.kernel_index.get(&k).map(|&i| self.kernels[i].params);
+        hrx_analysis::diff::signature(regions, &ops, kernel)
+    }
+
+    /// An operation's name as `diff` names it ([`hrx_analysis::Index::op_name`]).
+    pub fn diff_op_name(&self, op: &OpPlan) -> String {
+        match op.op {
+            OpKind::Scoped => "scoped".into(),
+            OpKind::Host => "host".into(),
+            _ => self.op_name(op),
         }
     }
 

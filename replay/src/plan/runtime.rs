@@ -157,6 +157,7 @@ pub(super) fn runtime_plan<'t>(
             block: k.block,
             npu_groups: k.npu_groups.clone(),
             code,
+            params: hrx_analysis::diff::kernel_params(k),
         });
     }
 

@@ -326,13 +326,19 @@ pub enum Clock {
     Device,
 }
 
-/// Captured vs replayed time of one region of one prepared graph.
+/// Captured vs replayed time of one region of the prepared graphs that compute the same
+/// thing (one graph, or several pooled: [`hrx_analysis::matching::Pools`]; a pipeline's
+/// identical frame contexts), the samples of every pooled graph together.
 #[derive(Clone, Debug, Serialize)]
 pub struct RegionTimingRow {
     /// Captured runtime id.
     pub runtime: u32,
-    /// Captured prepared-graph id.
+    /// Captured prepared-graph id: the first (lowest) of [`RegionTimingRow::graphs`].
     pub graph: u64,
+    /// The captured prepared graphs pooled in this row, ascending: every graph of the
+    /// runtime that computes what [`RegionTimingRow::graph`] computes
+    /// ([`hrx_analysis::diff::signature`]).
+    pub graphs: Vec<u64>,
     /// Region index.
     pub region: u32,
     /// Queue, kind and operations.
@@ -362,13 +368,16 @@ pub struct RegionTimingRow {
     pub baseline: Option<crate::baseline::BaselineMatch>,
 }
 
-/// Time of one operation launched on its own (`per_op`).
+/// Time of one operation (`per_op`), pooled over the prepared graphs that compute the same
+/// thing as regions are ([`RegionTimingRow`]): by pool and node.
 #[derive(Clone, Debug, Serialize)]
 pub struct OpTimingRow {
     /// Captured runtime id.
     pub runtime: u32,
-    /// Captured prepared-graph id.
+    /// Captured prepared-graph id: the first of [`OpTimingRow::graphs`].
     pub graph: u64,
+    /// The captured prepared graphs pooled in this row ([`RegionTimingRow::graphs`]).
+    pub graphs: Vec<u64>,
     /// Operation index in the graph.
     pub node: u32,
     /// Region containing it.

@@ -26,7 +26,7 @@ fn one_sample_has_no_spread() {
     };
     let spread = |samples| {
         let cells = timing_cells(
-            1,
+            &[1],
             "0".into(),
             None,
             Some(stats(samples)),
@@ -43,7 +43,7 @@ fn one_sample_has_no_spread() {
 fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
     let cells = |interval, too_few, regression| {
         timing_cells(
-            1,
+            &[1, 2, 3],
             "0".into(),
             None,
             None,
@@ -56,6 +56,8 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
         (judged[5].as_str(), judged[6].as_str()),
         ("1.50x [1.25x..1.75x]", "SLOW")
     );
+    // A row pooling three identical graphs names them as a run.
+    assert_eq!(judged[0], "1-3");
     let few = cells(None, true, false);
     assert_eq!(
         (few[5].as_str(), few[6].as_str()),

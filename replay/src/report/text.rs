@@ -2,6 +2,9 @@
 //! first divergence, timing table, substitutions and notes.
 
 use super::{Clock, Durations, Report, format_ns};
+// A ratio with its interval (`1.50x [1.25x..1.75x]`: the one formatter of `replay` and
+// `diff`), and the graphs a pooled row pools as runs (`1-3`).
+use hrx_analysis::units::{id_runs, ratio_with_interval};
 use std::fmt::Write as _;
 
 impl Report {
@@ -355,7 +358,7 @@ impl Report {
                         cells.push(t.runtime.to_string());
                     }
                     cells.extend(timing_cells(
-                        t.graph,
+                        &t.graphs,
                         t.region.to_string(),
                         t.captured,
                         t.replayed,
@@ -371,7 +374,7 @@ impl Report {
                 header.push("runtime");
             }
             header.extend([
-                "graph", "region", "captured", "replayed", "spread", "ratio", "", "what",
+                "graphs", "region", "captured", "replayed", "spread", "ratio", "", "what",
             ]);
             let right: Vec<bool> = (0..header.len())
                 .map(|i| {
@@ -408,7 +411,7 @@ impl Report {
                         cells.push(t.runtime.to_string());
                     }
                     cells.extend(timing_cells(
-                        t.graph,
+                        &t.graphs,
                         t.node.to_string(),
                         t.captured,
                         t.replayed,
@@ -424,7 +427,7 @@ impl Report {
                 header.push("runtime");
             }
             header.extend([
-                "graph",
+                "graphs",
                 "op",
                 "captured",
                 "replayed",
@@ -444,7 +447,7 @@ impl Report {
 
         // Against a baseline (`--baseline`): the rows it has, judged by the same rule.
         let median = |d: Option<Durations>| d.map_or("-".into(), |d| format_ns(d.median_ns));
-        let row = |graph: u64,
+        let row = |graphs: &[u64],
                    what: String,
                    label: &str,
                    b: &crate::baseline::BaselineMatch,
@@ -454,7 +457,7 @@ impl Report {
                 None => format!("{} (too few to judge)", hrx_analysis::units::ratio(r)),
             });
             vec![
-                graph.to_string(),
+                id_runs(graphs),
                 what,
                 format!("{} -> {}", median(Some(b.baseline)), median(replayed)),
                 ratio,
@@ -466,7 +469,7 @@ impl Report {
             .filter_map(|t| {
                 let b = t.baseline.as_ref()?;
                 Some(row(
-                    t.graph,
+                    &t.graphs,
                     format!("region {}", t.region),
                     &t.label,
                     b,
@@ -476,7 +479,7 @@ impl Report {
             .chain(self.op_timing.iter().filter_map(|t| {
                 let b = t.baseline.as_ref()?;
                 Some(row(
-                    t.graph,
+                    &t.graphs,
                     format!("node {}", t.node),
                     &t.label,
                     b,
@@ -493,7 +496,7 @@ impl Report {
             );
             table(
                 &mut out,
-                &["graph", "row", "median", "ratio", "", "what"],
+                &["graphs", "row", "median", "ratio", "", "what"],
                 &rows,
                 &[true, false, true, true, false, false],
             );
@@ -583,17 +586,10 @@ pub(super) fn tolerance_text(t: f64) -> String {
     }
 }
 
-/// A ratio, with its confidence interval where there is one: `1.50x [1.25x..1.75x]`.
-fn ratio_with_interval(ratio: f64, interval: Option<(f64, f64)>) -> String {
-    use hrx_analysis::units::ratio as r;
-    match interval {
-        Some((low, high)) => format!("{} [{}..{}]", r(ratio), r(low), r(high)),
-        None => r(ratio),
-    }
-}
-
+/// The cells of a timing row up to its label: its graphs (`1-3` for pooled graphs), index,
+/// captured and replayed medians, the replay's spread, the ratio and the mark.
 pub(super) fn timing_cells(
-    graph: u64,
+    graphs: &[u64],
     index: String,
     captured: Option<Durations>,
     replayed: Option<Durations>,
@@ -607,7 +603,7 @@ pub(super) fn timing_cells(
         })
     };
     vec![
-        graph.to_string(),
+        id_runs(graphs),
         index,
         median(captured),
         median(replayed),
