@@ -164,8 +164,9 @@ pub struct ReplayArgs {
     /// A region or operation is a regression when the 95% confidence interval of the ratio
     /// of its replayed median over its captured one lies wholly past this factor and past
     /// the replay's own spread (between the halves of its repeats), and the medians differ by
-    /// more than 100 µs (shorter differences are scheduling noise): the timing rule `diff`
-    /// applies to kernels. A row with fewer than 7 samples on a side is not judged and said
+    /// more than the floor: 100 µs on host time (shorter differences are scheduling noise),
+    /// 0.5 µs on device time (the GPU timers' resolution): the timing rule `diff` applies to
+    /// kernels. A row with fewer than 7 samples on a side is not judged and said
     /// so [default: off, timings are reported but not judged: a replay often runs on another
     /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
     /// with it.

@@ -306,8 +306,14 @@ impl Baseline {
                 missing += 1;
                 return None;
             };
-            let judged =
-                crate::compare::judge(Some(row.replayed), Some(replayed), spread, options, true);
+            let judged = crate::compare::judge(
+                Some(row.replayed),
+                Some(replayed),
+                spread,
+                options,
+                true,
+                clock,
+            );
             Some(BaselineMatch {
                 baseline: row.replayed,
                 ratio: judged.ratio,

@@ -201,18 +201,20 @@ fn clock_of(captured: &[&Sample], replayed: &[&Sample]) -> Clock {
 
 /// The replayed median over the captured one, its confidence interval, and whether it is
 /// slow: the one timing rule of `diff` and `replay` (`hrx_analysis::compare::timing`), past
-/// `spread`, the replay's own (`hrx_analysis::compare::spread`); nothing when the times are
-/// not `comparable` (captured on another backend).
+/// `spread`, the replay's own (`hrx_analysis::compare::spread`), and past the floor of the
+/// row's `clock` ([`ReplayOptions::floor`]); nothing when the times are not `comparable`
+/// (captured on another backend).
 pub(crate) fn judge(
     captured: Option<Durations>,
     replayed: Option<Durations>,
     spread: f64,
     options: &ReplayOptions,
     comparable: bool,
+    clock: Clock,
 ) -> hrx_analysis::compare::TimingMatch {
     let rule = hrx_analysis::compare::Slowdown {
         max_ratio: options.max_slowdown,
-        floor_ns: options.timing_floor.as_nanos() as u64,
+        floor_ns: options.floor(clock).as_nanos() as u64,
     };
     hrx_analysis::compare::timing(
         captured.as_ref().map(Into::into),
@@ -804,6 +806,7 @@ pub(crate) fn report(
                 spread_of(&replayed, clock, options.repeat),
                 options,
                 comparable,
+                clock,
             );
             timing.push(RegionTimingRow {
                 runtime,
@@ -852,6 +855,7 @@ pub(crate) fn report(
                 spread_of(&replayed, clock, options.repeat),
                 options,
                 comparable,
+                clock,
             );
             op_timing.push(OpTimingRow {
                 runtime,
@@ -974,6 +978,7 @@ pub(crate) fn report(
             tolerance: options.tolerance,
             max_slowdown: options.max_slowdown,
             timing_floor_ns: options.timing_floor.as_nanos() as u64,
+            device_timing_floor_ns: options.device_timing_floor.as_nanos() as u64,
             until: options.until,
             warmup: options.warmup,
             pace_captured: options.pace_captured,

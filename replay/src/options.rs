@@ -44,9 +44,15 @@ pub struct ReplayOptions {
     /// A region whose replay median time exceeds the captured median by more than this
     /// ratio (and by more than [`ReplayOptions::timing_floor`]) is a timing regression.
     pub max_slowdown: Option<f64>,
-    /// Differences of median times below this are never a timing regression: tiny
-    /// regions are dominated by scheduling noise. Default 100 µs.
+    /// Differences of median host times below this are never a timing regression: tiny
+    /// regions timed on the host are dominated by scheduling noise. Default 100 µs.
     pub timing_floor: Duration,
+    /// Differences of median device times (GPU timestamps: a region's events, an
+    /// operation's own clock) below this are never a timing regression. Default 500 ns, the
+    /// resolution CUDA documents for `cuEventElapsedTime` ("around 0.5 microseconds"); the
+    /// scheduling noise the host floor stands for is not in device times, so a kernel of a
+    /// few µs can be judged.
+    pub device_timing_floor: Duration,
     /// Replay only the first N submissions of each runtime.
     pub until: Option<u64>,
     /// Replay the fault injection the trace recorded (`RuntimeStart::fault`) on the
@@ -87,6 +93,7 @@ impl Default for ReplayOptions {
             tolerance: None,
             max_slowdown: None,
             timing_floor: Duration::from_micros(100),
+            device_timing_floor: Duration::from_nanos(500),
             until: None,
             captured_fault: true,
             fault: None,
@@ -110,6 +117,7 @@ impl fmt::Debug for ReplayOptions {
             .field("tolerance", &self.tolerance)
             .field("max_slowdown", &self.max_slowdown)
             .field("timing_floor", &self.timing_floor)
+            .field("device_timing_floor", &self.device_timing_floor)
             .field("until", &self.until)
             .field("captured_fault", &self.captured_fault)
             .field("fault", &self.fault)
@@ -211,6 +219,15 @@ impl ReplayOptions {
     pub fn progress(mut self, progress: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
         self.progress = Some(Box::new(progress));
         self
+    }
+
+    /// The floor of a row timed on `clock` ([`ReplayOptions::timing_floor`],
+    /// [`ReplayOptions::device_timing_floor`]).
+    pub fn floor(&self, clock: crate::Clock) -> Duration {
+        match clock {
+            crate::Clock::Host => self.timing_floor,
+            crate::Clock::Device => self.device_timing_floor,
+        }
     }
 
     /// The slowdown asked for kernel `entry`, in percent (0: none).

@@ -429,6 +429,7 @@ impl Fold<'_> {
                     r.spread(clock),
                     self.options,
                     comparable.get(&runtime).copied().unwrap_or(true),
+                    clock,
                 );
                 RegionTimingRow {
                     runtime,

@@ -540,3 +540,43 @@ fn graphs_that_differ_stay_apart() {
         assert!(text.contains(&format!("  {run}  ")), "{run}: {text}");
     }
 }
+
+/// A kernel 1 µs slower on the GPU's clock is slow past the device floor (0.5 µs); the same
+/// samples on the host's clock are not (100 µs of scheduling noise). Times are set.
+#[test]
+fn device_times_are_judged_past_the_device_floor_and_host_times_past_the_host_floor() {
+    use crate::report::Clock;
+    let options = ReplayOptions::default().max_slowdown(1.1);
+    let captured = crate::Durations::of((0..24).map(|i| 6_880 + i % 3)).unwrap();
+    let replayed = crate::Durations::of((0..240).map(|i| 7_970 + i % 5)).unwrap();
+    let device = super::judge(
+        Some(captured),
+        Some(replayed),
+        1.0,
+        &options,
+        true,
+        Clock::Device,
+    );
+    assert!(device.slow, "{device:?}");
+    let host = super::judge(
+        Some(captured),
+        Some(replayed),
+        1.0,
+        &options,
+        true,
+        Clock::Host,
+    );
+    assert!(!host.slow && host.interval == device.interval, "{host:?}");
+    // Under the device floor: 400 ns more is never slow, whatever the ratio.
+    let small = crate::Durations::of((0..24).map(|_| 1_000)).unwrap();
+    let bigger = crate::Durations::of((0..240).map(|_| 1_400)).unwrap();
+    let under = super::judge(
+        Some(small),
+        Some(bigger),
+        1.0,
+        &options,
+        true,
+        Clock::Device,
+    );
+    assert!(!under.slow && under.ratio == Some(1.4), "{under:?}");
+}

@@ -111,6 +111,8 @@ pub struct ReplayInfo {
     pub max_slowdown: Option<f64>,
     /// Timing noise floor in ns.
     pub timing_floor_ns: u64,
+    /// The floor of rows on device time ([`crate::ReplayOptions::device_timing_floor`]), ns.
+    pub device_timing_floor_ns: u64,
     /// Submissions replayed per runtime, if limited.
     pub until: Option<u64>,
     /// Replays run and thrown away before the measured ones
