@@ -25,7 +25,7 @@
 //! operation on its own ([`time_ops`]).
 
 mod build;
-mod open;
+pub(crate) mod open;
 pub(crate) use open::times_more_than_kernels;
 mod read_back;
 mod session;

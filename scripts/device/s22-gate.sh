@@ -1,0 +1,42 @@
+#!/bin/bash
+# Run on the device machine from the repository root (issue 22 point 5): a 24-frame pipeline
+# trace (self-timed kernels, 3 in flight: rows pool the 3 prepared graphs, 24 captured
+# samples each) replayed 20 times unchanged and 20 times with hrx_blur_h slowed 15%
+# (--inject-slowdown), each with --max-slowdown 1.1 --per-op (10 repeats, 1 warm-up): one line
+# per replay: verdict, slow rows named, too few, region ratios by kind, operation ratios.
+# Device tool `run`, carry [".device-bin/s22"]; .device-bin/s22/ holds hrx-trace (release,
+# stripped) and photo/ (Aqua.jpg).
+set -u
+d=$PWD/.device-bin/s22
+cd $OUT
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm --format=csv > gpu.txt 2>&1
+$d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames 24 -o gate.hrxt
+line() {
+python3 - "$@" <<'PY'
+import json, statistics, sys
+tag, i, rc = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    r = json.load(open("r.json"))
+except Exception as e:
+    print(f"{tag} {i}: rc {rc}, no report: {open('r.err').read()[:300]}"); sys.exit()
+s = r["summary"]
+kinds = {}
+for t in r["timing"]:
+    if t["ratio"]:
+        kinds.setdefault(t["label"].split(",")[0].replace("GPU ", ""), []).append(t["ratio"])
+ops = {t["label"][:14]: t["ratio"] for t in r["op_timing"] if t["ratio"] and t["label"].startswith("hrx_")}
+slow = [t["label"][:24] for t in r["timing"] + r["op_timing"] if t["regression"]]
+print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']} {slow} too_few {s['too_few']} "
+      + " ".join(f"{k} {statistics.median(v):.3f}" for k, v in kinds.items()) + " | "
+      + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
+PY
+}
+for i in $(seq 1 20); do
+  timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --report json > r.json 2> r.err
+  line same $i $? >> gate.txt
+done
+for i in $(seq 1 20); do
+  timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --inject-slowdown hrx_blur_h=15 --report json > r.json 2> r.err
+  line slowed $i $? >> gate.txt
+done
+$d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --inject-slowdown hrx_blur_h=15 > slowed.txt 2>&1
