@@ -951,6 +951,7 @@ pub(crate) fn report(
             warmup: options.warmup,
             pace_captured: options.pace_captured,
             host: Default::default(),
+            gpu_clocks: None,
         },
         summary,
         submissions,
