@@ -568,6 +568,25 @@ impl Runtime {
         self.context().device.info()
     }
 
+    /// A reader of the GPU's clocks (SM and memory clocks in MHz, their maxima, what limits
+    /// them, the temperature: [`GpuClocks`](crate::gpu::GpuClocks)), through NVML on CUDA.
+    /// The reader keeps NVML open until dropped; each [`ClockReader::read`] is a few driver
+    /// calls, cheap enough to take around a measurement (not inside it).
+    ///
+    /// # Errors
+    /// [`GpuClocksError::NotApplicable`] on the software device and HIP; on CUDA, a one-line
+    /// reason NVML cannot be read: its library missing (`libnvidia-ml.so.1`) or too old, no
+    /// NVML device at the runtime's GPU's PCI bus id, or a failed NVML call with its code.
+    /// Never a panic, and the runtime works on either way.
+    ///
+    /// [`ClockReader::read`]: crate::gpu::ClockReader::read
+    /// [`GpuClocksError::NotApplicable`]: crate::gpu::GpuClocksError::NotApplicable
+    pub fn gpu_clock_reader(
+        &self,
+    ) -> std::result::Result<crate::gpu::ClockReader, crate::gpu::GpuClocksError> {
+        self.context().device.clock_reader()
+    }
+
     /// The NPU (the simulator or an XRT device).
     pub fn npu_info(&self) -> crate::npu::NpuInfo {
         self.context().npu.info()
@@ -691,6 +710,20 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::RuntimeOptions;
+
+    #[test]
+    fn the_software_device_has_no_gpu_clocks_to_read() {
+        let runtime = super::Runtime::new(RuntimeOptions::sim()).unwrap();
+        let error = runtime.gpu_clock_reader().expect_err("not applicable");
+        assert_eq!(
+            error,
+            crate::gpu::GpuClocksError::NotApplicable { backend: "sim" }
+        );
+        assert_eq!(
+            error.to_string(),
+            "GPU clocks are read through NVML on CUDA only, not on sim"
+        );
+    }
 
     #[test]
     fn hrx_trace_kernels_zero_leaves_regions_only_and_one_turns_kernel_times_on() {

@@ -22,8 +22,13 @@
 //! were pooled) keyed them by one prepared graph each, rows a replay no longer has. A
 //! version 1 baseline is refused with a line saying to save it again (`--save-baseline`
 //! over it is allowed, as over any baseline); a newer one is refused naming both versions.
+//!
+//! A baseline also keeps the GPU's clocks its replay ran with ([`crate::GpuClocksAround`], on
+//! CUDA); a replay judged against it whose clocks differ from them by more than
+//! [`crate::CLOCKS_DIFFER`] says so in a note: its times may reflect the clocks, not only the
+//! code. A baseline saved before the clocks were kept has none (and loads as before).
 
-use crate::report::{Clock, Durations, Report};
+use crate::report::{Clock, Durations, GpuClocksAround, Report, clocks_moved};
 use crate::{ReplayError, ReplayOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -47,6 +52,10 @@ pub struct Baseline {
     pub backend: String,
     /// See `backend`.
     pub device: String,
+    /// The GPU's clocks around the replay it was saved from (`None` on the software device,
+    /// and in a baseline saved before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_clocks: Option<GpuClocksAround>,
     /// Each timing row's replayed distribution.
     pub rows: Vec<BaselineRow>,
 }
@@ -124,6 +133,7 @@ impl Baseline {
             recorded: report.trace.recorded.clone(),
             backend: report.replay.backend.clone(),
             device: report.replay.device.clone(),
+            gpu_clocks: report.replay.gpu_clocks.clone(),
             rows: region_rows.chain(op_rows).collect(),
         }
     }
@@ -285,6 +295,9 @@ impl Baseline {
             ));
             return;
         }
+        if let Some(note) = self.clocks_note(report, source) {
+            report.notes.push(note);
+        }
         // The rows by place (their pooled graphs), in file order (the first of duplicates
         // found, as a search would).
         let mut rows: HashMap<(&str, u32, &[u64], u32), Vec<&BaselineRow>> = HashMap::new();
@@ -358,6 +371,38 @@ impl Baseline {
             report.summary.divergences + report.summary.slow + report.summary.baseline_slow,
             0,
         );
+    }
+}
+
+impl Baseline {
+    /// The note when `report`'s GPU clocks differ from this baseline's by more than
+    /// [`crate::CLOCKS_DIFFER`], before or after the repeats (each compared where both read).
+    fn clocks_note(&self, report: &Report, source: &str) -> Option<String> {
+        let (saved, now) = (
+            self.gpu_clocks.as_ref()?,
+            report.replay.gpu_clocks.as_ref()?,
+        );
+        let differ: Vec<String> = [
+            ("before", &saved.before, &now.before),
+            ("after", &saved.after, &now.after),
+        ]
+        .into_iter()
+        .filter_map(|(when, saved, now)| Some((when, saved.clocks()?, now.clocks()?)))
+        .flat_map(|(when, saved, now)| {
+            clocks_moved(saved, now)
+                .into_iter()
+                .map(move |moved| format!("{moved} {when} the repeats"))
+        })
+        .collect();
+        (!differ.is_empty()).then(|| {
+            format!(
+                "the GPU's clocks differ by more than {:.0}% from those the baseline ({source}) \
+                 was saved with (baseline -> now: {}): the times judged against it may reflect \
+                 the clocks, not only the code",
+                crate::CLOCKS_DIFFER * 100.0,
+                differ.join(", ")
+            )
+        })
     }
 }
 

@@ -991,6 +991,7 @@ pub(crate) fn report(
                     percent: *percent,
                 })
                 .collect(),
+            gpu_clocks: None,
         },
         summary,
         submissions,

@@ -19,6 +19,9 @@
 //!    [`hrx::Runtime`] (same graph slots and capacity; the captured fault injection on the
 //!    software device), `repeat` times. The replay runtime records into its own in-memory
 //!    trace, so its region timings and output digests come back in the capture's schema.
+//!    The host's load is read before and after the replay, and the GPU's clocks (on CUDA)
+//!    right before the first timed repeat and right after the last (module `clocks`), for
+//!    the report to say what the times ran under ([`ReplayInfo`]).
 //! 3. **Compare** (module `compare`): statuses, output digests keyed as `hrx-trace diff`
 //!    keys them (`hrx_analysis::diff::OutputKey`), and region times; the result is a [`Report`] with a [`Verdict`] and
 //!    [`Report::exit_code`]: 0 all match, 1 a regression. A status that differs because a
@@ -71,6 +74,7 @@
 
 mod baseline;
 mod chunk;
+mod clocks;
 mod compare;
 mod concurrent;
 mod error;
@@ -88,9 +92,10 @@ pub use error::ReplayError;
 pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
-    Clock, Divergence, DivergenceKind, Durations, HostLoad, InjectedSlowdown, OpTimingRow, Outcome,
-    OutputCheck, OutputResult, RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow,
-    SubstitutionRow, Summary, TraceInfo, Verdict, format_ns,
+    CLOCKS_DIFFER, Clock, ClockReading, Divergence, DivergenceKind, Durations, GpuClocksAround,
+    HostLoad, InjectedSlowdown, OpTimingRow, Outcome, OutputCheck, OutputResult, RegionTimingRow,
+    ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary, TraceInfo, Verdict,
+    format_ns,
 };
 pub use stream::MAX_LISTED;
 
@@ -425,6 +430,7 @@ fn run(
         callback: options.progress.as_deref(),
     };
     let mut runs = Vec::with_capacity(plan.runtimes.len());
+    let mut clocks = clocks::ClockWatch::default();
     for rp in &plan.runtimes {
         let fault = replay_fault(options, rp, &mut notes)?;
         let contents = options.tolerance.is_some()
@@ -435,7 +441,7 @@ fn run(
                 .any(|o| o.contents.is_some());
         // Warm-up replays: run, then thrown away.
         for _ in 0..options.warmup {
-            execute::run(rp, options, fault.clone(), contents, &mut ticker)?;
+            execute::run(rp, options, fault.clone(), contents, &mut ticker, None)?;
         }
         let mut repeats = Vec::with_capacity(repeat);
         for _ in 0..repeat {
@@ -445,8 +451,11 @@ fn run(
                 fault.clone(),
                 contents,
                 &mut ticker,
+                Some(&mut clocks),
             )?);
         }
+        // The last runtime's reading is the one kept: after the last timed repeat.
+        clocks.after();
         let op_times = if options.per_op && options.isolated {
             execute::time_ops(rp, options, op_runs, &mut ticker, &mut notes)?
         } else if options.per_op {
@@ -461,7 +470,7 @@ fn run(
         });
     }
     ticker.finish();
-    Ok(compare::report(
+    let mut report = compare::report(
         &plan,
         &runs,
         options,
@@ -469,5 +478,7 @@ fn run(
         notes,
         &mut Default::default(),
         None,
-    ))
+    );
+    report.replay.gpu_clocks = clocks.finish();
+    Ok(report)
 }

@@ -534,6 +534,7 @@ pub(crate) fn replay_stream<R: Read>(
     };
     let mut pending: Option<Pending> = None;
     let mut open_notes = Vec::new();
+    let mut clocks = crate::clocks::ClockWatch::default();
     let read_error = |e: hrx_capture::ReadError| ReplayError::Measurement {
         why: format!("reading the trace: {e}"),
     };
@@ -590,6 +591,10 @@ pub(crate) fn replay_stream<R: Read>(
                 chunk: chunker.handed_out().unwrap_or_default(),
                 producer_until: &producer_until,
             };
+            // Before the first timed repeat (the first chunk's warm-ups done): the GPU's clocks.
+            if let Some(runtime) = entry.repeats.first().and_then(Session::runtime) {
+                clocks.before(runtime);
+            }
             let mut chunk_runs = Vec::with_capacity(repeat);
             for session in &mut entry.repeats {
                 chunk_runs.push(session.run_chunk(rp, options, Some(&place), &mut ticker)?);
@@ -617,6 +622,8 @@ pub(crate) fn replay_stream<R: Read>(
         let chunk = chunker.handed_out().unwrap_or_default();
         pending = Some(Pending { chunk, trace, runs });
     }
+    // Right after the last timed repeat, before the runtimes end.
+    clocks.after();
     // The replays end: what they wrote last goes with the last chunk.
     let mut last_records: BTreeMap<RuntimeId, Vec<Vec<hrx_capture::schema::Record>>> =
         BTreeMap::new();
@@ -666,11 +673,13 @@ pub(crate) fn replay_stream<R: Read>(
             options.chunk_submissions
         ));
     }
-    Ok(fold.finish(
+    let mut report = fold.finish(
         chunker_notes,
         (notes, complete, recovery.lost),
         &chunker.cut,
-    ))
+    );
+    report.replay.gpu_clocks = clocks.finish();
+    Ok(report)
 }
 
 fn compare_pending(

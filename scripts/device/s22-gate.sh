@@ -4,6 +4,7 @@
 # samples each) replayed 20 times unchanged and 20 times with hrx_blur_h slowed 15%
 # (--inject-slowdown), each with --max-slowdown 1.1 --per-op (10 repeats, 1 warm-up): one line
 # per replay: verdict, slow rows named, too few, region ratios by kind, operation ratios.
+# PACE=captured paces the unchanged replays as captured; SLOWED=0 leaves out the slowed ones.
 # Device tool `run`, carry [".device-bin/s22"]; .device-bin/s22/ holds hrx-trace (release,
 # stripped) and photo/ (Aqua.jpg).
 set -u
@@ -31,10 +32,12 @@ print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']} {slow} too_few {s['to
       + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
 PY
 }
+# PACE=captured: the unchanged replays submit at the captured pace (--pace captured).
 for i in $(seq 1 20); do
-  timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --report json > r.json 2> r.err
+  timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --pace ${PACE:-none} --report json > r.json 2> r.err
   line same $i $? >> gate.txt
 done
+[ "${SLOWED:-1}" = 1 ] || exit 0
 for i in $(seq 1 20); do
   timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --inject-slowdown hrx_blur_h=15 --report json > r.json 2> r.err
   line slowed $i $? >> gate.txt

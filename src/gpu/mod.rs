@@ -20,12 +20,15 @@
 //! - `mod.rs`: the traits, [`Allocation`] and [`View`] (how the runtime's buffers reach a
 //!   backend).
 //! - `sim.rs`: the software device, always built.
+//! - `clocks.rs`: the GPU's clocks at one moment and why they are there ([`GpuClocks`],
+//!   read by a backend's [`ClockReader`]: NVML on CUDA), pure data.
 //! - `common.rs`: what the CUDA and HIP backends share (built with either).
 //! - `op_times.rs`: operation times inside a native graph counted from what each waits on,
 //!   as Nsight Compute counts a kernel's (CUDA's self-timed kernels and CUPTI).
 //! - `cuda/`, `hip/`: one folder per vendor backend, one file per driver object (their
 //!   `mod.rs` lists the files and the vendor rules behind each).
 
+pub mod clocks;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 pub(crate) mod common;
 #[cfg(feature = "cuda")]
@@ -35,6 +38,8 @@ pub(crate) mod hip;
 #[cfg(feature = "cuda")]
 pub(crate) mod op_times;
 pub(crate) mod sim;
+
+pub use clocks::{ClockLimits, ClockReader, GpuClocks, GpuClocksError, NativeClockReader};
 
 use crate::kernels::KernelSpec;
 use crate::{Error, Result};
@@ -211,6 +216,19 @@ pub trait NativeDevice: Send + Sync {
     /// # Errors
     /// A device error.
     fn read(&self, src: &View<'_>, out: &mut [u8]) -> Result<()>;
+    /// A reader of this GPU's clocks ([`GpuClocks`]), open until dropped.
+    ///
+    /// # Errors
+    /// [`GpuClocksError::NotApplicable`] where the backend has none to read (the default);
+    /// on CUDA, why NVML could not be opened for this device
+    /// ([`GpuClocksError::LibraryMissing`], [`GpuClocksError::SymbolMissing`],
+    /// [`GpuClocksError::NoBusId`], [`GpuClocksError::DeviceNotFound`],
+    /// [`GpuClocksError::Call`]).
+    fn clock_reader(&self) -> std::result::Result<ClockReader, GpuClocksError> {
+        Err(GpuClocksError::NotApplicable {
+            backend: self.info().backend,
+        })
+    }
 }
 
 /// An ordered queue of device work.

@@ -261,6 +261,11 @@ impl Session {
         })
     }
 
+    /// The replay runtime (until [`Session::finish`]).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.runtime.as_ref()
+    }
+
     /// Ends the replay runtime (its workers joined, its pending digests written) and takes
     /// the records written since the last chunk.
     pub fn finish(mut self) -> Result<Vec<Record>, ReplayError> {
@@ -283,15 +288,21 @@ impl Session {
     }
 }
 
-/// Replays `plan` once and reads back what the replay recorded.
+/// Replays `plan` once and reads back what the replay recorded; a timed repeat is given
+/// `clocks`, which reads the GPU's clocks before its first one (after the runtime opened,
+/// before anything runs).
 pub(crate) fn run(
     plan: &RuntimePlan<'_>,
     options: &ReplayOptions,
     fault: Option<hrx::FaultSpec>,
     contents: bool,
     ticker: &mut Ticker<'_>,
+    clocks: Option<&mut crate::clocks::ClockWatch>,
 ) -> Result<Observed, ReplayError> {
     let mut session = Session::open(plan, options, fault, contents)?;
+    if let (Some(clocks), Some(runtime)) = (clocks, session.runtime()) {
+        clocks.before(runtime);
+    }
     let mut run = session.run_chunk(plan, options, None, ticker)?;
     run.records.extend(session.finish()?);
     Ok(run.observe(plan))

@@ -126,6 +126,9 @@ pub struct ReplayInfo {
     /// not a measurement of the build.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slowdowns: Vec<InjectedSlowdown>,
+    /// The GPU's clocks right before the first timed repeat and right after the last, on
+    /// CUDA (NVML); `None` on a backend without clocks to read (the software device).
+    pub gpu_clocks: Option<GpuClocksAround>,
 }
 
 /// A kernel slowed on purpose at replay ([`crate::ReplayOptions::slowdowns`]).
@@ -135,6 +138,102 @@ pub struct InjectedSlowdown {
     pub entry: String,
     /// How much longer it ran, in percent of its own work.
     pub percent: u32,
+}
+
+/// The GPU's clocks right before a replay's first timed repeat and right after its last (not
+/// inside any measured time), each read or the one-line reason it was not
+/// ([`hrx::Runtime::gpu_clock_reader`]: NVML on CUDA).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct GpuClocksAround {
+    /// Before the first timed repeat (after the warm-ups).
+    pub before: ClockReading,
+    /// After the last timed repeat.
+    pub after: ClockReading,
+    /// Why the timings may reflect the clocks rather than the code, set by
+    /// [`GpuClocksAround::new`] and said of the clocks (`moved during the replay (SM 1980 ->
+    /// 1755 MHz) and were limited by SW power cap`): the SM or memory clock moved by more
+    /// than [`CLOCKS_DIFFER`] between before and after, or a limit other than idle was
+    /// active in either reading (a power cap, a temperature, a clock setting:
+    /// [`hrx::gpu::ClockLimits::limits_work`]).
+    #[serde(default)]
+    pub caveat: Option<String>,
+}
+
+/// How far apart two clock readings must be, as a fraction of the larger, to count as
+/// moved: between a replay's before and after ([`GpuClocksAround::caveat`]), and between a
+/// baseline's clocks and a replay's ([`crate::Baseline::judge`]). Boost clocks step by 15 MHz
+/// or so from moment to moment; a step is not a change of conditions.
+pub const CLOCKS_DIFFER: f64 = 0.05;
+
+/// One reading of the GPU's clocks.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockReading {
+    /// The clocks (JSON: `{"read": {"sm_mhz": ..., "limits": [...], ...}}`).
+    Read(hrx::gpu::GpuClocks),
+    /// Why they could not be read, in one line (JSON: `{"unreadable": "..."}`).
+    Unreadable(String),
+}
+
+impl ClockReading {
+    /// The clocks, where read.
+    pub fn clocks(&self) -> Option<&hrx::gpu::GpuClocks> {
+        match self {
+            ClockReading::Read(clocks) => Some(clocks),
+            ClockReading::Unreadable(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ClockReading {
+    /// The clocks ([`hrx::gpu::GpuClocks`]'s form), or `not read (WHY)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClockReading::Read(clocks) => write!(f, "{clocks}"),
+            ClockReading::Unreadable(why) => write!(f, "not read ({why})"),
+        }
+    }
+}
+
+/// The clocks of `a` and `b` (SM and memory, MHz) that differ by more than [`CLOCKS_DIFFER`],
+/// each as `SM 1980 -> 1755 MHz`.
+pub(crate) fn clocks_moved(a: &hrx::gpu::GpuClocks, b: &hrx::gpu::GpuClocks) -> Vec<String> {
+    let apart = |x: u32, y: u32| {
+        let larger = f64::from(x.max(y));
+        larger > 0.0 && f64::from(x.abs_diff(y)) > CLOCKS_DIFFER * larger
+    };
+    [("SM", a.sm_mhz, b.sm_mhz), ("memory", a.mem_mhz, b.mem_mhz)]
+        .into_iter()
+        .filter(|&(_, x, y)| apart(x, y))
+        .map(|(name, x, y)| format!("{name} {x} -> {y} MHz"))
+        .collect()
+}
+
+impl GpuClocksAround {
+    /// The two readings, with their [`GpuClocksAround::caveat`].
+    pub fn new(before: ClockReading, after: ClockReading) -> GpuClocksAround {
+        let mut why = Vec::new();
+        if let (Some(b), Some(a)) = (before.clocks(), after.clocks()) {
+            let moved = clocks_moved(b, a);
+            if !moved.is_empty() {
+                why.push(format!("moved during the replay ({})", moved.join(", ")));
+            }
+        }
+        let mut limits = hrx::gpu::ClockLimits::default();
+        for clocks in [before.clocks(), after.clocks()].into_iter().flatten() {
+            limits.0 |= clocks.limits.0;
+        }
+        limits.0 &= !hrx::gpu::ClockLimits::IDLE.0;
+        if !limits.is_empty() {
+            why.push(format!("were limited by {limits}"));
+        }
+        let caveat = (!why.is_empty()).then(|| why.join(" and "));
+        GpuClocksAround {
+            before,
+            after,
+            caveat,
+        }
+    }
 }
 
 /// The host a replay ran on: its CPUs and the 1-minute load average (`/proc/loadavg`)

@@ -94,3 +94,254 @@ fn a_divergence_reads_as_one_line() {
          digest 0x0000000000000def expected 0x0000000000000abc"
     );
 }
+
+/// A replay report of a one-fill trace on the software device (no GPU clocks there); one
+/// recording for every call, so that a baseline of one judges another.
+fn fill_report() -> Report {
+    use hrx::{Placement, Runtime, RuntimeOptions, TraceDigests};
+    use hrx_capture::{MemorySink, Recorder, RecorderOptions, Trace};
+    static TRACE: std::sync::OnceLock<Trace> = std::sync::OnceLock::new();
+    let trace = TRACE.get_or_init(|| {
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        {
+            let options = RuntimeOptions::sim()
+                .environment(false)
+                .trace_digests(TraceDigests::All)
+                .recorder(recorder.clone());
+            let runtime = Runtime::new(options).unwrap();
+            let buffer = runtime.buffer(64, Placement::HostVisible).unwrap();
+            let mut graph = runtime.graph();
+            graph.fill(buffer.whole(), 7).unwrap();
+            graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+        }
+        recorder.close().unwrap();
+        Trace::from_bytes(&sink.contents()).unwrap()
+    });
+    crate::replay(trace, &crate::ReplayOptions::default()).unwrap()
+}
+
+/// H200-like clocks: `sm_mhz` now, memory at its maximum, `limits` NVML's bits.
+pub(crate) fn clocks(sm_mhz: u32, limits: u64, temperature_c: u32) -> ClockReading {
+    ClockReading::Read(hrx::gpu::GpuClocks {
+        sm_mhz,
+        mem_mhz: 2619,
+        max_sm_mhz: 1980,
+        max_mem_mhz: 2619,
+        limits: hrx::gpu::ClockLimits(limits),
+        temperature_c: Some(temperature_c),
+    })
+}
+
+const NO_NVML: &str = "NVML library libnvidia-ml.so.1 not found (libnvidia-ml.so.1: cannot open \
+                       shared object file: No such file or directory); it comes with the NVIDIA driver";
+
+#[test]
+fn the_software_device_says_nothing_of_gpu_clocks() {
+    let report = fill_report();
+    assert_eq!(report.replay.backend, "sim");
+    assert_eq!(report.replay.gpu_clocks, None);
+    assert!(
+        !report.to_text().contains("GPU clocks"),
+        "{}",
+        report.to_text()
+    );
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["replay"]["gpu_clocks"], serde_json::Value::Null);
+}
+
+#[test]
+fn steady_clocks_read_as_one_line_beside_the_host_load() {
+    let same = GpuClocksAround::new(clocks(1980, 0, 41), clocks(1980, 0, 41));
+    assert_eq!(same.caveat, None);
+    assert_eq!(
+        same.to_text(),
+        "GPU clocks: SM 1980/1980 MHz, memory 2619/2619 MHz, 41 °C before and after\n"
+    );
+    // Idle is no limit on work, and a 15 MHz boost step is no move.
+    let steady = GpuClocksAround::new(clocks(1980, 0x1, 38), clocks(1965, 0, 52));
+    assert_eq!(steady.caveat, None);
+    assert_eq!(
+        steady.to_text(),
+        "GPU clocks: before SM 1980/1980 MHz, memory 2619/2619 MHz, 38 °C, limited by: idle; \
+         after SM 1965/1980 MHz, memory 2619/2619 MHz, 52 °C\n"
+    );
+    let mut report = fill_report();
+    report.replay.gpu_clocks = Some(steady);
+    let text = report.to_text();
+    let lines: Vec<&str> = text.lines().collect();
+    let host = lines.iter().position(|l| l.starts_with("host: ")).unwrap();
+    assert!(
+        lines[host + 1].starts_with("GPU clocks: before SM 1980/1980 MHz"),
+        "{text}"
+    );
+    assert!(!lines[host + 2].starts_with("GPU clocks"), "{text}");
+}
+
+#[test]
+fn clocks_that_moved_or_were_limited_say_the_timings_may_reflect_it() {
+    let moved = GpuClocksAround::new(clocks(1980, 0, 38), clocks(1755, 0x4, 61));
+    assert_eq!(
+        moved.caveat.as_deref(),
+        Some("moved during the replay (SM 1980 -> 1755 MHz) and were limited by SW power cap")
+    );
+    assert_eq!(
+        moved.to_text(),
+        "GPU clocks: before SM 1980/1980 MHz, memory 2619/2619 MHz, 38 °C; \
+         after SM 1755/1980 MHz, memory 2619/2619 MHz, 61 °C, limited by: SW power cap\n\
+         GPU clocks moved during the replay (SM 1980 -> 1755 MHz) and were limited by SW power \
+         cap: the timings may reflect it\n"
+    );
+    // Limited throughout, at steady clocks (a thermal slowdown beside idle).
+    let limited = GpuClocksAround::new(clocks(1410, 0x41, 84), clocks(1410, 0x40, 85));
+    assert_eq!(
+        limited.caveat.as_deref(),
+        Some("were limited by HW thermal slowdown")
+    );
+    // JSON: each reading tagged, the limits by name, the caveat.
+    let mut report = fill_report();
+    report.replay.gpu_clocks = Some(moved.clone());
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let c = &json["replay"]["gpu_clocks"];
+    assert_eq!(c["before"]["read"]["sm_mhz"], 1980);
+    assert_eq!(c["after"]["read"]["sm_mhz"], 1755);
+    assert_eq!(c["after"]["read"]["max_sm_mhz"], 1980);
+    assert_eq!(c["after"]["read"]["mem_mhz"], 2619);
+    assert_eq!(c["after"]["read"]["temperature_c"], 61);
+    assert_eq!(
+        c["after"]["read"]["limits"],
+        serde_json::json!(["SW power cap"])
+    );
+    assert_eq!(c["caveat"], moved.caveat.clone().unwrap());
+    let back: GpuClocksAround = serde_json::from_value(c.clone()).unwrap();
+    assert_eq!(back, moved);
+}
+
+#[test]
+fn clocks_not_read_say_why_in_one_line() {
+    let none = GpuClocksAround::new(
+        ClockReading::Unreadable(NO_NVML.into()),
+        ClockReading::Unreadable(NO_NVML.into()),
+    );
+    assert_eq!(none.caveat, None);
+    assert_eq!(none.to_text(), format!("GPU clocks: not read: {NO_NVML}\n"));
+    let json = serde_json::to_value(&none).unwrap();
+    assert_eq!(json["before"]["unreadable"], NO_NVML);
+    // One reading failed: each side says its own.
+    let half = GpuClocksAround::new(
+        clocks(1980, 0, 40),
+        ClockReading::Unreadable("nvmlDeviceGetClockInfo returned GPU_IS_LOST (15)".into()),
+    );
+    assert_eq!(half.caveat, None);
+    assert_eq!(
+        half.to_text(),
+        "GPU clocks: before SM 1980/1980 MHz, memory 2619/2619 MHz, 40 °C; after not read \
+         (nvmlDeviceGetClockInfo returned GPU_IS_LOST (15))\n"
+    );
+    let mut report = fill_report();
+    report.replay.gpu_clocks = Some(none);
+    assert!(
+        report
+            .to_text()
+            .contains(&format!("\nGPU clocks: not read: {NO_NVML}\n")),
+        "{}",
+        report.to_text()
+    );
+}
+
+#[test]
+fn a_baseline_keeps_its_clocks_and_notes_when_a_replays_differ_by_more_than_5_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let mut good = fill_report();
+    good.replay.gpu_clocks = Some(GpuClocksAround::new(
+        clocks(1980, 0, 40),
+        clocks(1980, 0, 55),
+    ));
+    let saved = crate::Baseline::of(&good);
+    saved.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"gpu_clocks\""), "{text}");
+    let baseline = crate::Baseline::load(&path).unwrap();
+    assert_eq!(baseline, saved);
+    assert_eq!(baseline.gpu_clocks, good.replay.gpu_clocks);
+
+    let options = crate::ReplayOptions::default();
+    let clock_notes = |report: &Report| -> Vec<String> {
+        (report.notes.iter())
+            .filter(|n| n.contains("GPU's clocks"))
+            .cloned()
+            .collect()
+    };
+    // Within 5%: nothing said.
+    let mut near = fill_report();
+    near.replay.gpu_clocks = Some(GpuClocksAround::new(
+        clocks(1965, 0, 41),
+        clocks(1950, 0, 56),
+    ));
+    baseline.judge(&mut near, &options);
+    assert_eq!(clock_notes(&near), Vec::<String>::new());
+    // The SM clock 11% lower after the repeats: said, with the figures.
+    let mut slower = fill_report();
+    slower.replay.gpu_clocks = Some(GpuClocksAround::new(
+        clocks(1980, 0, 41),
+        clocks(1755, 0x4, 70),
+    ));
+    baseline.judge(&mut slower, &options);
+    let notes = clock_notes(&slower);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("the GPU's clocks differ by more than 5% from those the baseline"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[0].contains("(baseline -> now: SM 1980 -> 1755 MHz after the repeats)"),
+        "{}",
+        notes[0]
+    );
+    // Clocks not read now: nothing to compare, nothing said.
+    let mut unread = fill_report();
+    unread.replay.gpu_clocks = Some(GpuClocksAround::new(
+        ClockReading::Unreadable(NO_NVML.into()),
+        ClockReading::Unreadable(NO_NVML.into()),
+    ));
+    baseline.judge(&mut unread, &options);
+    assert_eq!(clock_notes(&unread), Vec::<String>::new());
+}
+
+#[test]
+fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let report = fill_report();
+    let saved = crate::Baseline::of(&report);
+    assert_eq!(saved.gpu_clocks, None);
+    saved.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("gpu_clocks"), "{text}");
+    assert_eq!(crate::Baseline::load(&path).unwrap(), saved);
+    // A version 2 baseline file as written before the clocks were kept (no such field).
+    let old = r#"{"hrx_replay_baseline": 2, "source": null, "recorded": null,
+                  "backend": "cuda", "device": "NVIDIA H200", "rows": []}"#;
+    std::fs::write(&path, old).unwrap();
+    let old = crate::Baseline::load(&path).unwrap();
+    assert_eq!(
+        (old.device.as_str(), &old.gpu_clocks),
+        ("NVIDIA H200", &None)
+    );
+    // Judged against a replay with clocks: nothing to compare them with, nothing said.
+    let mut now = fill_report();
+    now.replay.backend = "cuda".into();
+    now.replay.device = "NVIDIA H200".into();
+    now.replay.gpu_clocks = Some(GpuClocksAround::new(
+        clocks(1755, 0, 41),
+        clocks(1755, 0, 41),
+    ));
+    old.judge(&mut now, &crate::ReplayOptions::default());
+    assert!(
+        !now.notes.iter().any(|n| n.contains("GPU's clocks")),
+        "{:?}",
+        now.notes
+    );
+}

@@ -7,6 +7,25 @@ use super::{Clock, Durations, Report, format_ns};
 use hrx_analysis::units::{id_runs, ratio_with_interval};
 use std::fmt::Write as _;
 
+impl super::GpuClocksAround {
+    /// The report's `GPU clocks:` line (`before ...; after ...`, `... before and after` when
+    /// the two readings are the same, `not read: WHY` when neither was read for one reason),
+    /// and, with a [caveat](super::GpuClocksAround::caveat), a second line saying the
+    /// timings may reflect it. Each line ends with a newline.
+    pub fn to_text(&self) -> String {
+        use super::ClockReading::{Read, Unreadable};
+        let mut out = match (&self.before, &self.after) {
+            (Unreadable(b), Unreadable(a)) if a == b => format!("GPU clocks: not read: {b}\n"),
+            (Read(b), Read(a)) if a == b => format!("GPU clocks: {b} before and after\n"),
+            (b, a) => format!("GPU clocks: before {b}; after {a}\n"),
+        };
+        if let Some(caveat) = &self.caveat {
+            let _ = writeln!(out, "GPU clocks {caveat}: the timings may reflect it");
+        }
+        out
+    }
+}
+
 impl Report {
     /// The report as readable text: header, per-submission table (equal rows of
     /// consecutive submissions grouped as `first..last`), first divergence, timing table,
@@ -139,6 +158,9 @@ impl Report {
                     ""
                 }
             );
+        }
+        if let Some(clocks) = &r.gpu_clocks {
+            out.push_str(&clocks.to_text());
         }
         // Said before the verdict: times from another backend are no baseline.
         for rt in self

@@ -20,6 +20,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuDeviceGet",
     "cuDeviceGetName",
     "cuDeviceTotalMem_v2",
+    "cuDeviceGetPCIBusId",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
     "cuCtxSetCurrent",
@@ -124,6 +125,20 @@ pub fn device_total_mem(device: CUdevice) -> CuResult<usize> {
         sys::cuDeviceTotalMem_v2(&mut bytes, device)
     })?;
     Ok(bytes)
+}
+
+/// [`cuDeviceGetPCIBusId`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html):
+/// `domain:bus:device.function` in hex (`0000:19:00.0`), the form NVML looks devices up by.
+pub fn device_pci_bus_id(device: CUdevice) -> CuResult<String> {
+    // The driver's documented form is 13 characters and a NUL; room to spare.
+    let mut id = [0 as std::ffi::c_char; 64];
+    // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
+    check("cuDeviceGetPCIBusId", unsafe {
+        sys::cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as i32, device)
+    })?;
+    // SAFETY: NUL-terminated within the buffer.
+    let id = unsafe { CStr::from_ptr(id.as_ptr()) };
+    Ok(id.to_string_lossy().into_owned())
 }
 
 /// [`cuDevicePrimaryCtxRetain`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html)

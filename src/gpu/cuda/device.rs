@@ -4,10 +4,12 @@ use super::api;
 use super::context::Context;
 use super::kernel::{CudaKernel, SlowedEntry, compile, timed_entry};
 use super::memory::{CudaAllocation, allocation};
+use super::nvml::{self, Nvml};
 use super::stream::CudaStream;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{FallbackNote, read_through, write_through};
 use crate::gpu::{Allocation, DeviceInfo, Kernel, NativeDevice, Stream, View};
+use crate::gpu::{ClockReader, GpuClocksError};
 use crate::kernels::KernelSpec;
 use crate::{Error, Result};
 use cudarc::driver::sys;
@@ -191,6 +193,16 @@ impl NativeDevice for CudaDevice {
             // SAFETY: the view is in bounds; nothing writes it meanwhile (registered access).
             unsafe { api::memcpy_dtoh(out, address) }.map_err(|e| self.context.error(e))
         })
+    }
+
+    /// NVML opened at this device's PCI bus id (module `nvml`).
+    fn clock_reader(&self) -> std::result::Result<ClockReader, GpuClocksError> {
+        let bus_id =
+            api::device_pci_bus_id(self.context.device).map_err(|e| GpuClocksError::NoBusId {
+                why: format!("{} returned {:?}", e.call, e.code),
+            })?;
+        let nvml = Nvml::open(nvml::LIBRARY, &bus_id)?;
+        Ok(ClockReader::new(Box::new(nvml)))
     }
 }
 

@@ -567,3 +567,31 @@ fn hardware_builtin_kernel_times() {
         );
     }
 }
+
+/// The GPU's clocks through NVML at the device's PCI bus id: figures an H200 can have, read
+/// twice through one reader (NVML stays open between readings).
+#[test]
+fn hardware_clocks_through_nvml() {
+    if !hardware(false) {
+        return;
+    }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
+    let device = CudaDevice::open(0).expect("CUDA device 0");
+    let context = context::Context::get(0).unwrap();
+    let bus_id = api::device_pci_bus_id(context.device).unwrap();
+    eprintln!("device 0 at PCI bus id {bus_id}");
+    let reader = device
+        .clock_reader()
+        .unwrap_or_else(|e| panic!("NVML opens at {bus_id}: {e}"));
+    for _ in 0..2 {
+        let clocks = reader.read().expect("NVML reads the clocks");
+        eprintln!("{clocks} (limit bits {:#x})", clocks.limits.0);
+        assert!(
+            clocks.max_sm_mhz > 0 && clocks.max_mem_mhz > 0,
+            "{clocks:?}"
+        );
+        assert!(clocks.sm_mhz > 0 && clocks.mem_mhz > 0, "{clocks:?}");
+        assert!(clocks.sm_mhz <= clocks.max_sm_mhz, "{clocks:?}");
+        assert!(clocks.temperature_c.is_some_and(|t| t < 120), "{clocks:?}");
+    }
+}

@@ -84,10 +84,14 @@
 //!     memory, an empty node) reads 107-168 ns with either method, where the same shape
 //!     without the empty node, warm, reads 22 µs. Suspects: the first launch of a graph
 //!     instance, or the empty node; a span from such a graph may be a lower bound.
+//! - `nvml.rs`: the GPU's clocks ([`crate::gpu::GpuClocks`]) through NVML
+//!   (`libnvidia-ml.so.1`, loaded at run time with `libloading`; not a CUDA library, but
+//!   its device is the one `cuDeviceGetPCIBusId` names): SM and memory clocks, their
+//!   maxima, the clocks event reasons, the temperature. Without NVML, a one-line reason.
 //! - `device.rs`: [`CudaDevice`], the [`crate::gpu::NativeDevice`]: opening (library check,
 //!   then the context), allocation, streams, kernels, and the synchronous host `write`/`read`
 //!   of GPU-local memory (`cuMemcpyHtoD`/`DtoH` on the legacy stream, then a synchronize of
-//!   that stream).
+//!   that stream); its clock reader, NVML opened at the device's PCI bus id.
 //! - `hardware_tests.rs`: tests on a real NVIDIA GPU, skipped without `HRX_CUDA_HARDWARE`.
 //!
 //! # Faults
@@ -106,6 +110,7 @@ mod graph;
 mod hardware_tests;
 mod kernel;
 mod memory;
+mod nvml;
 mod stream;
 mod timing;
 
