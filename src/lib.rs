@@ -36,6 +36,8 @@ pub mod kernels;
 pub mod npu;
 mod nvtx;
 mod runtime;
+#[cfg(all(test, feature = "cuda"))]
+mod stand_in;
 mod sync;
 pub mod trace;
 

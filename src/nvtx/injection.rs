@@ -277,7 +277,6 @@ impl Tool {
 mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
-    use std::process::Command;
 
     /// A stand-in tool written to NVTX 3's injection side: it checks the export tables and
     /// every module's table as a tool walks them, counts what it is sent and remembers the
@@ -326,27 +325,12 @@ const char* tool_last(void) { return last; }
 unsigned tool_size(int m) { return sizes[m]; }
 "#;
 
-    /// Builds the stand-in tool into a fresh directory with the system C compiler (`cc`,
-    /// installed by `.ci/run`).
     fn build_tool(dir: &Path, name: &str, defines: &[&str]) -> PathBuf {
-        let source = dir.join(format!("{name}.c"));
-        std::fs::write(&source, TOOL).unwrap();
-        let library = dir.join(format!("lib{name}.so"));
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&library)
-            .arg(&source)
-            .args(defines)
-            .status()
-            .expect("the C compiler `cc` runs (a test tool for NVTX's injection is built with it)");
-        assert!(status.success(), "cc built the stand-in NVTX tool");
-        library
+        crate::stand_in::build(dir, name, TOOL, defines, "a stand-in NVTX tool")
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hrx-nvtx-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::stand_in::scratch(&format!("nvtx-{name}"))
     }
 
     /// One test, in order: the process has one set of slots, which a refusing tool writes.

@@ -199,7 +199,6 @@ impl Drop for Nvml {
 mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
-    use std::process::Command;
 
     /// A stand-in for libnvidia-ml: the functions the reader calls, with fixed answers, and
     /// counters of its initializations. `-DTHROTTLE_ONLY` exports the reasons under their
@@ -248,27 +247,12 @@ int nvmlDeviceGetTemperature(void* device, unsigned sensor, unsigned* celsius) {
 int stand_in_open_count(void) { return open_count; }
 "#;
 
-    /// Builds the stand-in into `dir` with the system C compiler (`cc`, installed by
-    /// `.ci/run`; the NVTX tool's tests build theirs the same way).
     fn build(dir: &Path, name: &str, defines: &[&str]) -> PathBuf {
-        let source = dir.join(format!("{name}.c"));
-        std::fs::write(&source, STAND_IN).unwrap();
-        let library = dir.join(format!("lib{name}.so"));
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&library)
-            .arg(&source)
-            .args(defines)
-            .status()
-            .expect("the C compiler `cc` runs (a stand-in NVML is built with it)");
-        assert!(status.success(), "cc built the stand-in NVML");
-        library
+        crate::stand_in::build(dir, name, STAND_IN, defines, "a stand-in NVML")
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("hrx-nvml-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::stand_in::scratch(&format!("nvml-{name}"))
     }
 
     /// How many times the stand-in at `path` is initialized and not shut down.
