@@ -30,6 +30,7 @@ mod gather;
 mod runtime;
 
 pub(crate) use gather::{plan, recovery_notes};
+pub(crate) use runtime::host_observable_note;
 
 use crate::report::Outcome;
 use hrx_capture::schema::{
