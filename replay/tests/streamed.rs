@@ -398,3 +398,54 @@ fn a_capture_digesting_gpu_local_ranges_only_after_the_first_chunk_replays_the_s
         );
     }
 }
+
+/// Two graphs alike but for their buffers' placements (a copy between host-visible buffers,
+/// one between GPU-local buffers, both on the Compute lane) do not compute at one speed:
+/// their timing rows stay apart, whole and in chunks.
+#[test]
+fn graphs_alike_but_for_their_buffers_placements_do_not_pool() {
+    let (trace, result) = record(RuntimeOptions::sim(), |rt| -> hrx::Result<()> {
+        let mut graphs = Vec::new();
+        for placement in [hrx::Placement::HostVisible, hrx::Placement::GpuLocal] {
+            let (a, b) = (rt.buffer(4096, placement)?, rt.buffer(4096, placement)?);
+            let mut g = rt.graph();
+            g.copy(b.whole(), a.whole())?;
+            graphs.push((g.prepare()?, a, b));
+        }
+        for _ in 0..3 {
+            for (g, _, _) in &graphs {
+                g.submit()?.wait()?;
+            }
+        }
+        Ok(())
+    });
+    result.expect("record");
+    let whole = replay_with(&trace, &ReplayOptions::default().per_op(true));
+    let rows = |r: &hrx_replay::Report| {
+        (
+            r.timing.iter().map(|t| t.graphs.len()).collect::<Vec<_>>(),
+            r.op_timing
+                .iter()
+                .map(|t| t.graphs.len())
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        rows(&whole),
+        (vec![1, 1], vec![1, 1]),
+        "{}",
+        whole.to_text()
+    );
+    let (_dir, path) = file(&trace, "placements.hrxt");
+    for chunk in [2, 1000] {
+        let options = ReplayOptions::default()
+            .per_op(true)
+            .chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        // In chunks, operations are timed in the first chunk only (its note).
+        assert_eq!(rows(&streamed).0, rows(&whole).0, "{}", streamed.to_text());
+        if chunk == 1000 {
+            assert_eq!(rows(&streamed), rows(&whole), "{}", streamed.to_text());
+        }
+    }
+}

@@ -318,7 +318,8 @@ impl RuntimePlan<'_> {
             })
             .collect();
         let kernel = |k| self.kernel_index.get(&k).map(|&i| self.kernels[i].params);
-        hrx_analysis::diff::signature(regions, &ops, kernel)
+        let placement = |b| (self.buffer_index.get(&b)).map(|&i| self.buffers[i].placement);
+        hrx_analysis::diff::signature(regions, &ops, kernel, placement)
     }
 
     /// An operation's name as `diff` names it ([`hrx_analysis::Index::op_name`]).
