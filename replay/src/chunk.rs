@@ -48,7 +48,7 @@
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{self as s, Record, RuntimeId, SubmissionIndex};
 use hrx_capture::{ReadError, Recovery, Trace};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 
 /// The submission a record is about, if any.
@@ -132,6 +132,10 @@ pub(crate) struct ChunkIndex {
     outputs_with_contents: u64,
     /// Entries of the kernels loaded on a GPU (what `--inject-slowdown` may name).
     gpu_entries: std::collections::BTreeSet<String>,
+    /// The GPU-local buffers of each runtime, and the buffers its output digests name (one
+    /// entry per buffer): what [`ChunkIndex::digests_all`] reads.
+    gpu_local: HashSet<(RuntimeId, s::BufferId)>,
+    digested: HashSet<(RuntimeId, s::BufferId)>,
 }
 
 impl ChunkIndex {
@@ -160,6 +164,14 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
             && !matches!(d.contents, s::Payload::Omitted { .. })
         {
             index.outputs_with_contents += 1;
+        }
+        if let Record::BufferCreated(b) = &record
+            && b.placement == s::Placement::GpuLocal
+        {
+            index.gpu_local.insert((b.runtime, b.buffer));
+        }
+        if let Record::OutputDigest(d) = &record {
+            index.digested.insert((d.runtime, d.buffer));
         }
         if let Record::KernelLoaded(k) = &record
             && k.engine == s::Engine::Gpu
@@ -209,6 +221,18 @@ impl ChunkIndex {
     /// Entries of the kernels the trace loads on a GPU.
     pub(crate) fn gpu_entries(&self) -> impl Iterator<Item = &str> {
         self.gpu_entries.iter().map(String::as_str)
+    }
+
+    /// Whether the capture digested a GPU-local range of `runtime` anywhere in the file
+    /// (`HRX_TRACE_DIGESTS=all`): what each chunk's replay digests and compares
+    /// ([`crate::plan::RuntimePlan::digests_all`]), whatever that chunk's own submissions
+    /// wrote. A chunk alone would say "host-observable outputs only" where its submissions
+    /// happen to write host-visible memory only, and the replay runtime, opened on the first
+    /// chunk, would then digest no GPU-local range of a later chunk: every one captured
+    /// would read "not written at replay".
+    pub(crate) fn digests_all(&self, runtime: RuntimeId) -> bool {
+        (self.digested.iter())
+            .any(|&(r, buffer)| r == runtime && self.gpu_local.contains(&(r, buffer)))
     }
 
     /// Whether any output digest carries its bytes (a tolerance has something to compare).

@@ -540,7 +540,7 @@ pub(crate) fn replay_stream<R: Read>(
     };
     while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
         let first = chunker.chunks() == 1;
-        let plan = match plan::plan(&trace, None) {
+        let mut plan = match plan::plan(&trace, None) {
             Ok(plan) => plan,
             // A chunk of late records only.
             Err(ReplayError::NoSubmissions { .. }) if !first => continue,
@@ -551,6 +551,7 @@ pub(crate) fn replay_stream<R: Read>(
                 "the trace records no runtime (no RuntimeStart): nothing to replay",
             ));
         }
+        digest_as_captured(&mut plan, chunker.index());
         let mut runs = BTreeMap::new();
         for rp in &plan.runtimes {
             ticker.total += (rp.submissions.len() * repeat) as u64;
@@ -697,6 +698,20 @@ fn compare_pending(
     compare_last(fold, pending, &faults, index, rows, ticker)
 }
 
+/// Each runtime of a chunk's `plan` digests what its capture digested in the whole file
+/// ([`ChunkIndex::digests_all`]), not only in this chunk: the replay runtime is opened on the
+/// first chunk, and a later chunk's GPU-local ranges are compared where the capture digested
+/// any.
+fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex) {
+    for rp in &mut plan.runtimes {
+        if !rp.digests_all && index.digests_all(rp.id) {
+            rp.digests_all = true;
+            let note = crate::plan::host_observable_note(rp.id);
+            plan.notes.retain(|n| *n != note);
+        }
+    }
+}
+
 fn compare_last(
     fold: &mut Fold<'_>,
     pending: Pending,
@@ -705,7 +720,8 @@ fn compare_last(
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
-    let plan = plan::plan(&pending.trace, None)?;
+    let mut plan = plan::plan(&pending.trace, None)?;
+    digest_as_captured(&mut plan, index);
     let mut runs = BTreeMap::new();
     for (id, chunk_runs) in pending.runs {
         runs.insert(id, (chunk_runs, faults.get(&id).cloned().flatten()));

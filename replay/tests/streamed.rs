@@ -348,3 +348,104 @@ fn a_digest_lost_with_a_cut_is_not_compared_but_one_missing_from_a_whole_trace_d
     );
     assert_eq!(report.summary.outputs_not_captured, 0);
 }
+
+/// A capture that digested every range (`TraceDigests::All`) whose first chunk writes only
+/// host-visible memory and whose later chunks write GPU-local memory: the streamed replay
+/// digests what the whole capture digested (not what its first chunk did), so the later
+/// GPU-local ranges are compared, not "not written at replay", as a whole replay does.
+#[test]
+fn a_capture_digesting_gpu_local_ranges_only_after_the_first_chunk_replays_the_same_in_chunks() {
+    let options = RuntimeOptions::sim().trace_digests(TraceDigests::All);
+    let (trace, result) = record(options, |rt| -> hrx::Result<()> {
+        let visible = rt.buffer(256, hrx::Placement::HostVisible)?;
+        let local = rt.buffer(256, hrx::Placement::GpuLocal)?;
+        let mut g = rt.graph();
+        g.fill(visible.whole(), 1)?;
+        let first = g.prepare()?;
+        let mut g = rt.graph();
+        g.fill(local.whole(), 2)?;
+        let later = g.prepare()?;
+        for _ in 0..3 {
+            first.submit()?.wait()?;
+        }
+        for _ in 0..2 {
+            later.submit()?.wait()?;
+        }
+        Ok(())
+    });
+    result.expect("record");
+    let whole = replay_with(&trace, &ReplayOptions::default());
+    assert_eq!(whole.exit_code(), 0, "{}", whole.to_text());
+    assert_eq!(whole.summary.outputs_compared, 5, "{}", whole.to_text());
+    let (_dir, path) = file(&trace, "late-local.hrxt");
+    for chunk in [2, 3, 1000] {
+        let options = ReplayOptions::default().chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        assert_eq!(
+            streamed.exit_code(),
+            0,
+            "chunks of {chunk}: {}",
+            streamed.to_text()
+        );
+        assert_same(&whole, &streamed, &format!("chunks of {chunk}"));
+        assert!(
+            !streamed
+                .notes
+                .iter()
+                .any(|n| n.contains("only host-observable")),
+            "chunks of {chunk}: {:?}",
+            streamed.notes
+        );
+    }
+}
+
+/// Two graphs alike but for their buffers' placements (a copy between host-visible buffers,
+/// one between GPU-local buffers, both on the Compute lane) do not compute at one speed:
+/// their timing rows stay apart, whole and in chunks.
+#[test]
+fn graphs_alike_but_for_their_buffers_placements_do_not_pool() {
+    let (trace, result) = record(RuntimeOptions::sim(), |rt| -> hrx::Result<()> {
+        let mut graphs = Vec::new();
+        for placement in [hrx::Placement::HostVisible, hrx::Placement::GpuLocal] {
+            let (a, b) = (rt.buffer(4096, placement)?, rt.buffer(4096, placement)?);
+            let mut g = rt.graph();
+            g.copy(b.whole(), a.whole())?;
+            graphs.push((g.prepare()?, a, b));
+        }
+        for _ in 0..3 {
+            for (g, _, _) in &graphs {
+                g.submit()?.wait()?;
+            }
+        }
+        Ok(())
+    });
+    result.expect("record");
+    let whole = replay_with(&trace, &ReplayOptions::default().per_op(true));
+    let rows = |r: &hrx_replay::Report| {
+        (
+            r.timing.iter().map(|t| t.graphs.len()).collect::<Vec<_>>(),
+            r.op_timing
+                .iter()
+                .map(|t| t.graphs.len())
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        rows(&whole),
+        (vec![1, 1], vec![1, 1]),
+        "{}",
+        whole.to_text()
+    );
+    let (_dir, path) = file(&trace, "placements.hrxt");
+    for chunk in [2, 1000] {
+        let options = ReplayOptions::default()
+            .per_op(true)
+            .chunk_submissions(chunk);
+        let streamed = replay_file(&path, &options).expect("replay");
+        // In chunks, operations are timed in the first chunk only (its note).
+        assert_eq!(rows(&streamed).0, rows(&whole).0, "{}", streamed.to_text());
+        if chunk == 1000 {
+            assert_eq!(rows(&streamed), rows(&whole), "{}", streamed.to_text());
+        }
+    }
+}

@@ -12,7 +12,8 @@ use super::Profile;
 use super::profile::OpKey;
 use crate::matching::RegionKey;
 use hrx_capture::schema::{
-    Access, Engine, KernelId, KernelLoaded, Lane, NodeIndex, OpKind, Queue, RegionKind, Use,
+    Access, BufferId, Engine, KernelId, KernelLoaded, Lane, NodeIndex, OpKind, Placement, Queue,
+    RegionKind, Use,
 };
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -97,9 +98,15 @@ pub fn structure<'a>(
 /// What a prepared graph computes as one number: xxh3 of what the trace records of each
 /// operation, in node order: its kind with its parameters (a fill's byte value; a kernel's
 /// [`kernel_params`], looked up by `kernel`), its lane, and all its uses (binding, access,
-/// byte range: a copy's size and input, a kernel's arguments). Not buffer or kernel ids,
-/// which depend on allocation and load order.
-pub fn params(ops: &[OpShape<'_>], kernel: impl Fn(KernelId) -> Option<u64>) -> u64 {
+/// byte range and the placement of its buffer, looked up by `placement`: a copy's size and
+/// input, a kernel's arguments; a copy between host-visible buffers and one between
+/// GPU-local buffers run at other speeds). Not buffer or kernel ids, which depend on
+/// allocation and load order.
+pub fn params(
+    ops: &[OpShape<'_>],
+    kernel: impl Fn(KernelId) -> Option<u64>,
+    placement: impl Fn(BufferId) -> Option<Placement>,
+) -> u64 {
     let mut h = Xxh3::new();
     let mut ops: Vec<&OpShape<'_>> = ops.iter().collect();
     ops.sort_by_key(|op| op.node);
@@ -118,21 +125,35 @@ pub fn params(ops: &[OpShape<'_>], kernel: impl Fn(KernelId) -> Option<u64>) -> 
         op.uses.len().hash(&mut h);
         for u in op.uses {
             (u.access, u.start, u.end).hash(&mut h);
+            placement_code(placement(u.buffer)).hash(&mut h);
         }
     }
     h.finish()
 }
 
+/// A buffer's placement as [`params`] hashes it (`None`: a buffer whose `BufferCreated` the
+/// trace lacks).
+fn placement_code(placement: Option<Placement>) -> (u8, u32) {
+    match placement {
+        None => (0, 0),
+        Some(Placement::GpuLocal) => (1, 0),
+        Some(Placement::HostVisible) => (2, 0),
+        Some(Placement::NpuShared { group }) => (3, group),
+    }
+}
+
 /// A prepared graph's [`Signature`]: its [`structure`] and its [`params`], from its regions
-/// in order, its operations and each kernel's [`kernel_params`] (by id). The one notion of
+/// in order, its operations, each kernel's [`kernel_params`] (by id) and each buffer's
+/// placement (by id). The one notion of
 /// "the same graph" of `diff` (graphs paired by [`align`]) and `replay` (rows of the same
 /// graphs pooled, [`crate::matching::Pools`]).
 pub fn signature<'a>(
     regions: impl IntoIterator<Item = RegionShape<'a>>,
     ops: &[OpShape<'_>],
     kernel: impl Fn(KernelId) -> Option<u64>,
+    placement: impl Fn(BufferId) -> Option<Placement>,
 ) -> Signature {
-    (structure(regions, ops), params(ops, kernel))
+    (structure(regions, ops), params(ops, kernel, placement))
 }
 
 /// A prepared graph's keys for [`align`] and for pooling timing rows: its [`structure`] and

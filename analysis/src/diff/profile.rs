@@ -13,8 +13,8 @@ use crate::sketch::Sketch;
 use crate::stats::{AnnotationStats, KernelStats, OperationTimes, StatsVisitor, Timings};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
-    Access, GraphId, GraphOp, KernelId, PreparedId, Record, RuntimeId, SessionStart,
-    SubmissionIndex, TraceRange,
+    Access, BufferId, GraphId, GraphOp, KernelId, Placement, PreparedId, Record, RuntimeId,
+    SessionStart, SubmissionIndex, TraceRange,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -148,6 +148,8 @@ struct ProfileVisitor {
     ops: IdMap<(RuntimeId, GraphId), Vec<GraphOp>>,
     /// Each loaded kernel's [`kernel_params`].
     kernels: IdMap<(RuntimeId, KernelId), u64>,
+    /// Each buffer's placement, for what each graph computes ([`signature`]).
+    placements: IdMap<(RuntimeId, BufferId), Placement>,
     ranges: Vec<TraceRange>,
     /// The submissions whose timings and outcomes are kept, per runtime named (others:
     /// all): the submissions both traces hold ([`limit_timings`]).
@@ -197,6 +199,9 @@ impl Visitor for ProfileVisitor {
             }
             Record::KernelLoaded(k) => {
                 self.kernels.insert((k.runtime, k.kernel), kernel_params(k));
+            }
+            Record::BufferCreated(b) => {
+                self.placements.insert((b.runtime, b.buffer), b.placement);
             }
             Record::Prepared(p) => {
                 self.places
@@ -374,9 +379,10 @@ impl ProfileVisitor {
                 })
                 .collect();
             let kernel = |k| self.kernels.get(&(p.runtime, k)).copied();
+            let placement = |b| self.placements.get(&(p.runtime, b)).copied();
             graphs.insert(
                 region_ranks[&(p.runtime, p.id)],
-                signature(regions, &ops, kernel),
+                signature(regions, &ops, kernel, placement),
             );
         }
         let mut stats = std::mem::take(&mut self.stats).finish(&summary);

@@ -30,6 +30,7 @@ mod gather;
 mod runtime;
 
 pub(crate) use gather::{plan, recovery_notes};
+pub(crate) use runtime::host_observable_note;
 
 use crate::report::Outcome;
 use hrx_capture::schema::{
@@ -317,7 +318,8 @@ impl RuntimePlan<'_> {
             })
             .collect();
         let kernel = |k| self.kernel_index.get(&k).map(|&i| self.kernels[i].params);
-        hrx_analysis::diff::signature(regions, &ops, kernel)
+        let placement = |b| (self.buffer_index.get(&b)).map(|&i| self.buffers[i].placement);
+        hrx_analysis::diff::signature(regions, &ops, kernel, placement)
     }
 
     /// An operation's name as `diff` names it ([`hrx_analysis::Index::op_name`]).

@@ -14,6 +14,13 @@ use crate::joins::Joined;
 use hrx_capture::schema::{self as s, BlobHash, BufferId, Engine, RuntimeId, SubmissionIndex};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// The note of a runtime whose capture digested only host-observable outputs.
+pub(crate) fn host_observable_note(id: RuntimeId) -> String {
+    format!(
+        "runtime {id}: the capture digested only host-observable outputs: a divergence shows where it becomes visible, not necessarily where it started (record with HRX_TRACE_DIGESTS=all to name the first diverging region)"
+    )
+}
+
 pub(super) fn runtime_plan<'t>(
     id: RuntimeId,
     g: Gather<'t>,
@@ -416,9 +423,7 @@ pub(super) fn runtime_plan<'t>(
         plan.buffers[plan.buffer_index[&o.buffer]].placement == s::Placement::GpuLocal
     });
     if !plan.digests_all && !joined.outputs.is_empty() {
-        notes.push(format!(
-            "runtime {id}: the capture digested only host-observable outputs: a divergence shows where it becomes visible, not necessarily where it started (record with HRX_TRACE_DIGESTS=all to name the first diverging region)"
-        ));
+        notes.push(host_observable_note(id));
     }
     for submission in &mut plan.submissions {
         let regions = &plan.graphs[submission.graph].regions;
