@@ -537,7 +537,8 @@ fn parse_slowdown(text: &str) -> Result<(String, u32), String> {
     if entry.is_empty() {
         return Err(format!("no kernel entry before '=' in {text:?}"));
     }
-    let percent = percent.trim().trim_end_matches('%');
+    let percent = percent.trim();
+    let percent = percent.strip_suffix('%').unwrap_or(percent);
     match percent.parse::<u32>() {
         Ok(p @ 1..=1000) => Ok((entry.to_owned(), p)),
         _ => Err(format!(

@@ -5,11 +5,11 @@
 //! own machine and day.
 //!
 //! A baseline holds each timing row's replayed distribution ([`Durations`]: the median, its
-//! confidence interval and the percentiles), keyed as the report keys rows: runtime, the
-//! prepared graphs the row pools (every graph that computes the same thing,
-//! [`hrx_analysis::matching::Pools`]) and region, or node for an operation, with the row's
-//! label and clock. The
-//! timing rule reads only those summaries ([`hrx_analysis::compare::timing`]), so a streamed
+//! confidence interval and the percentiles), with the prepared graphs the row pools
+//! (every graph that computes the same thing, [`hrx_analysis::matching::Pools`]), found by
+//! runtime, the pool's first graph and region, or node for an operation, with the row's label
+//! and clock (a replay cut short by `--until` pools fewer of the same graphs: still its row).
+//! The timing rule reads only those summaries ([`hrx_analysis::compare::timing`]), so a streamed
 //! replay of a trace of any length saves and compares in bounded memory. A row is judged
 //! against the baseline only where the label and the clock agree; the baseline's backend and
 //! device must be the replay's (times of another device are no baseline: refused with a
@@ -70,7 +70,8 @@ pub struct BaselineRow {
     /// Captured prepared-graph id: the first of `graphs`.
     pub graph: u64,
     /// The captured prepared graphs the row pools, ascending
-    /// ([`crate::RegionTimingRow::graphs`]): with `kind`, `runtime` and `index`, its key.
+    /// ([`crate::RegionTimingRow::graphs`]); the first, with `kind`, `runtime` and `index`,
+    /// finds the row.
     pub graphs: Vec<u64>,
     /// The region's index, or the operation's node.
     pub index: u32,
@@ -298,15 +299,16 @@ impl Baseline {
         if let Some(note) = self.clocks_note(report, source) {
             report.notes.push(note);
         }
-        // The rows by place (their pooled graphs), in file order (the first of duplicates
-        // found, as a search would).
-        let mut rows: HashMap<(&str, u32, &[u64], u32), Vec<&BaselineRow>> = HashMap::new();
+        // The rows by place: a pooled row by its first graph (a pool's graphs are its first
+        // graph's twins: a replay cut short by `--until` pools fewer of them, the same row), in
+        // file order (the first of duplicates found, as a search would).
+        let mut rows: HashMap<(&str, u32, u64, u32), Vec<&BaselineRow>> = HashMap::new();
         for r in &self.rows {
-            let place = (r.kind.as_str(), r.runtime, r.graphs.as_slice(), r.index);
+            let place = (r.kind.as_str(), r.runtime, r.graph, r.index);
             rows.entry(place).or_default().push(r);
         }
         let find = |kind: &str, runtime, graphs: &[u64], index, label: &str, clock| {
-            rows.get(&(kind, runtime, graphs, index))?
+            rows.get(&(kind, runtime, *graphs.first()?, index))?
                 .iter()
                 .find(|r| r.label == label && r.clock == clock)
                 .copied()

@@ -466,6 +466,24 @@ fn a_baseline_keys_pooled_rows_and_refuses_a_version_1_one() {
         later.notes
     );
 
+    // A pool of fewer of the same graphs (a baseline saved from a replay cut short by
+    // `--until`, before the third graph was prepared): still the row, found by its first
+    // graph, and judged.
+    let mut fewer = json.clone();
+    for row in fewer["rows"].as_array_mut().unwrap() {
+        row["graphs"] = serde_json::json!([graphs[0], graphs[1]]);
+    }
+    std::fs::write(&path, fewer.to_string()).unwrap();
+    let mut judged = replay_with(&trace, &options);
+    hrx_replay::Baseline::load(&path)
+        .unwrap()
+        .judge(&mut judged, &options);
+    assert!(
+        judged.timing.iter().all(|t| t.baseline.is_some()),
+        "{:?}",
+        judged.notes
+    );
+
     // A row whose graphs do not start from its graph does not hold together.
     let mut bad = json.clone();
     bad["rows"][0]["graphs"] = serde_json::json!([graphs[1], graphs[0]]);

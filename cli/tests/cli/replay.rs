@@ -627,6 +627,7 @@ fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
         ("=15", "no kernel entry"),
         (&format!("{known}=0"), "a whole percent from 1 to 1000"),
         (&format!("{known}=x"), "a whole percent from 1 to 1000"),
+        (&format!("{known}=5%%"), "a whole percent from 1 to 1000"),
     ] {
         let bad = run(
             dir.path(),
