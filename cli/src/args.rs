@@ -123,9 +123,8 @@ pub struct ReplayArgs {
     pub baseline: Option<PathBuf>,
 
     /// How fast submissions are replayed: `none`, as fast as the runtime takes them (its
-    /// slots and ordering kept), or `captured`, each host write and submission no earlier
-    /// after the first than it was captured after the first (a program that paced its frames
-    /// replays as it ran).
+    /// slots and ordering kept), or `captured`, each no earlier after the first than it was
+    /// captured after the first (a program that paced its frames replays as it ran).
     #[arg(long, value_name = "PACE", default_value = "none", value_parser = ["none", "captured"])]
     pub pace: String,
 

@@ -22,8 +22,8 @@ pub struct ReplayOptions {
     /// its first frames. A whole replay warms up on the whole trace, a streamed one on its
     /// first chunk. Default 0 (`hrx-trace replay`: 1).
     pub warmup: usize,
-    /// Submit at the captured pace: each host write and submission no earlier after the
-    /// replay's first than it was captured after the capture's first (a program that paced its frames, a
+    /// Submit at the captured pace: each submission no earlier after the replay's first
+    /// than it was captured after the capture's first (a program that paced its frames, a
     /// camera's 30 per second, replays as it ran; without, as fast as the runtime takes
     /// them, its slots and ordering kept). Default `false`.
     pub pace_captured: bool,

@@ -62,15 +62,15 @@ impl Carried {
     }
 }
 
-/// Submits at the captured pace ([`crate::ReplayOptions::pace_captured`]): each host write
-/// and submission no earlier after the first than it was captured after the first.
+/// Submits at the captured pace ([`crate::ReplayOptions::pace_captured`]): each submission
+/// no earlier after the first than it was captured after the first.
 #[derive(Default)]
 pub(crate) struct Pace {
     origin: Option<(u64, std::time::Instant)>,
 }
 
 impl Pace {
-    /// Waits until the host write or submission captured at `time_ns` is due.
+    /// Waits until the submission captured at `time_ns` is due.
     fn wait_for(&mut self, time_ns: u64) {
         let (first_ns, start) = *self
             .origin
@@ -151,12 +151,6 @@ pub(super) fn walk(
         match *event {
             Event::HostWrite(i) => {
                 let w = &plan.host_writes[i];
-                // A write paced as captured too: the bytes reach the buffer as long before the
-                // submission reading them as they did (a copy of data written just before reads
-                // it from the host's caches, of data written long before from its memory).
-                if let Some(pace) = &mut carried.pace {
-                    pace.wait_for(w.time_ns);
-                }
                 let buffer = &objects.buffers[plan.buffer_index[&w.buffer]];
                 loop {
                     match buffer.write(w.offset, w.bytes) {
