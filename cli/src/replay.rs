@@ -230,8 +230,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     let (mut report, reading) = report;
-    if let Some(baseline) = &baseline {
-        baseline.judge(&mut report, &options);
+    // A baseline that can judge nothing here fails the gate (exit 2), never passes it.
+    if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
+        baseline.judge(&mut report, &options).map_err(|why| {
+            Failure::new(format!(
+                "baseline {}: {why}: nothing judged",
+                path.display()
+            ))
+            .hint(
+                "save a baseline from this recording on this device (`--save-baseline`) and \
+                 judge its later replays",
+            )
+        })?;
     }
     // A baseline is a known-good build's: not saved from a replay whose outputs or
     // statuses diverged.

@@ -271,17 +271,20 @@ impl Baseline {
     /// Judges `report`'s rows against this baseline by the timing rule, past the replay's own
     /// spread: each matched row gets its [`BaselineMatch`]; regressions count as slow and
     /// decide the verdict; notes say what could not be compared.
-    pub fn judge(&self, report: &mut Report, options: &ReplayOptions) {
-        let source = self.source.as_deref().unwrap_or("a baseline");
+    ///
+    /// # Errors
+    /// Why nothing can be judged, in one line: the baseline was saved from another recording,
+    /// or replayed on another backend or device (whose times are no baseline). A gate asked to
+    /// judge against a baseline that judges nothing must not pass as if it had.
+    pub fn judge(&self, report: &mut Report, options: &ReplayOptions) -> Result<(), String> {
+        let source = self.source.as_deref().unwrap_or("an unnamed trace");
         if let (Some(saved), Some(this)) = (&self.recorded, &report.trace.recorded)
             && saved != this
         {
-            report.notes.push(format!(
-                "the baseline ({source}) was saved from another recording ({saved}; this trace: \
-                 {this}): a baseline judges replays of its own recording only, none is judged \
-                 against it"
+            return Err(format!(
+                "saved from another recording (of {source}, {saved}; this trace: {this}): a \
+                 baseline judges replays of its own recording only"
             ));
-            return;
         }
         if (self.backend.as_str(), self.device.as_str())
             != (
@@ -289,12 +292,11 @@ impl Baseline {
                 report.replay.device.as_str(),
             )
         {
-            report.notes.push(format!(
-                "the baseline ({source}) was replayed on {} ({}), this replay on {} ({}): \
-                 times of another device are no baseline, none is judged against it",
+            return Err(format!(
+                "replayed on {} ({}), this replay on {} ({}): times of another device are no \
+                 baseline",
                 self.backend, self.device, report.replay.backend, report.replay.device
             ));
-            return;
         }
         if let Some(note) = self.clocks_note(report, source) {
             report.notes.push(note);
@@ -373,6 +375,7 @@ impl Baseline {
             report.summary.divergences + report.summary.slow + report.summary.baseline_slow,
             0,
         );
+        Ok(())
     }
 }
 

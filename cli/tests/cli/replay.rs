@@ -428,6 +428,16 @@ fn a_saved_baseline_judges_a_later_replay() {
     assert!(out.contains(", 0 slow against the baseline"), "{out}");
     assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
+    // Another recording's baseline judges nothing: the gate fails (exit 2), never passes.
+    record_hazards(dir.path(), "h2.hrxt");
+    let other = run(dir.path(), &["replay", "h2.hrxt", "--baseline", "b.json"]);
+    assert_error(&other, "baseline b.json: saved from another recording");
+    // Without a maximum slowdown nothing is judged, and the verdict says so.
+    let plain = stdout(&run(dir.path(), &["replay", "h.hrxt"]));
+    assert!(
+        plain.contains("timing not judged (no --max-slowdown)") && !plain.contains("0 slow"),
+        "{plain}"
+    );
     let missing = run(dir.path(), &["replay", "h.hrxt", "--baseline", "gone.json"]);
     assert_error(&missing, "baseline gone.json: cannot read it: No such file");
     std::fs::write(dir.path().join("x.json"), "[1, 2]").unwrap();

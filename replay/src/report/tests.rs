@@ -279,7 +279,7 @@ fn a_baseline_keeps_its_clocks_and_notes_when_a_replays_differ_by_more_than_5_pe
         clocks(1965, 0, 41),
         clocks(1950, 0, 56),
     ));
-    baseline.judge(&mut near, &options);
+    baseline.judge(&mut near, &options).unwrap();
     assert_eq!(clock_notes(&near), Vec::<String>::new());
     // The SM clock 11% lower after the repeats: said, with the figures.
     let mut slower = fill_report();
@@ -287,7 +287,7 @@ fn a_baseline_keeps_its_clocks_and_notes_when_a_replays_differ_by_more_than_5_pe
         clocks(1980, 0, 41),
         clocks(1755, 0x4, 70),
     ));
-    baseline.judge(&mut slower, &options);
+    baseline.judge(&mut slower, &options).unwrap();
     let notes = clock_notes(&slower);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
@@ -306,7 +306,7 @@ fn a_baseline_keeps_its_clocks_and_notes_when_a_replays_differ_by_more_than_5_pe
         ClockReading::Unreadable(NO_NVML.into()),
         ClockReading::Unreadable(NO_NVML.into()),
     ));
-    baseline.judge(&mut unread, &options);
+    baseline.judge(&mut unread, &options).unwrap();
     assert_eq!(clock_notes(&unread), Vec::<String>::new());
 }
 
@@ -338,7 +338,8 @@ fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads()
         clocks(1755, 0, 41),
         clocks(1755, 0, 41),
     ));
-    old.judge(&mut now, &crate::ReplayOptions::default());
+    old.judge(&mut now, &crate::ReplayOptions::default())
+        .unwrap();
     assert!(
         !now.notes.iter().any(|n| n.contains("GPU's clocks")),
         "{:?}",

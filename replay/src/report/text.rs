@@ -185,7 +185,7 @@ impl Report {
         let s = &self.summary;
         let _ = writeln!(
             out,
-            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {} slow{}",
+            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {}{}",
             self.verdict.name().to_uppercase(),
             self.exit_code(),
             s.statuses_matched,
@@ -209,7 +209,11 @@ impl Report {
             } else {
                 String::new()
             },
-            s.slow,
+            // Without a maximum slowdown nothing is judged: "0 slow" would read as a pass.
+            match self.replay.max_slowdown {
+                Some(_) => format!("{} slow", s.slow),
+                None => "timing not judged (no --max-slowdown)".to_owned(),
+            },
             if self.timing.iter().any(|t| t.baseline.is_some())
                 || self.op_timing.iter().any(|t| t.baseline.is_some())
             {
