@@ -361,6 +361,9 @@ impl Storage {
         self.context
             .tracer
             .host_wrote(self.id, offset as u64..end as u64);
+        if !self.context.tracer.records_host_writes() {
+            return;
+        }
         let mapped = (!self.pointer.is_null()).then_some(&self.captures);
         // SAFETY: a host-mapped buffer's `data` is its mapping at `offset` (`HostWrite`'s
         // bytes): this storage's drop waits for the capture fences before the allocation is

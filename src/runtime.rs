@@ -104,6 +104,10 @@ pub struct RuntimeOptions {
     /// this and `kernel_times` are at their defaults). Other operations (copies, memsets,
     /// kernels from PTX hrx did not compile) are timed only with `kernel_times`.
     pub builtin_kernel_times: bool,
+    /// When traced, record host writes with their bytes (what a replay re-applies). On by
+    /// default; a replay's own measuring runtime turns it off: it re-applies the trace's writes
+    /// and would otherwise hold a copy of every one per repeat (a frame's bytes each).
+    pub trace_host_writes: bool,
     /// Whether a trace opened by this runtime may drop records when a thread's buffer is
     /// full (`HRX_TRACE_MODE=lossless|lossy`); `None`: lossless, unless the environment says
     /// otherwise.
@@ -135,6 +139,7 @@ impl Default for RuntimeOptions {
             trace_digests: TraceDigests::Outputs,
             kernel_times: false,
             builtin_kernel_times: true,
+            trace_host_writes: true,
             trace_mode: None,
             trace_range: None,
             environment: true,
@@ -210,6 +215,11 @@ impl RuntimeOptions {
     /// ([`RuntimeOptions::builtin_kernel_times`]).
     pub fn builtin_kernel_times(mut self, on: bool) -> Self {
         self.builtin_kernel_times = on;
+        self
+    }
+    /// Records host writes when traced, or not ([`RuntimeOptions::trace_host_writes`]).
+    pub fn trace_host_writes(mut self, on: bool) -> Self {
+        self.trace_host_writes = on;
         self
     }
     /// Sets the trace mode (lossless or lossy) of a trace this runtime opens.
@@ -521,7 +531,8 @@ impl Runtime {
             options.trace_range,
         )
         .kernel_times(options.kernel_times)
-        .builtin_kernel_times(options.builtin_kernel_times);
+        .builtin_kernel_times(options.builtin_kernel_times)
+        .host_writes(options.trace_host_writes);
         let context = Arc::new(Context::new(id, device, faults, npu, tracer));
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::RuntimeStart(s::RuntimeStart {

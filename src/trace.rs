@@ -168,6 +168,8 @@ pub(crate) struct Tracer {
     kernel_times: bool,
     /// Whether built-in kernels time themselves (with a recorder only).
     builtin_kernel_times: bool,
+    /// Whether host writes are recorded ([`crate::RuntimeOptions::trace_host_writes`]).
+    host_writes: bool,
 }
 
 /// Which submissions a traced runtime records (see the module docs), and the bytes the open
@@ -253,7 +255,21 @@ impl Tracer {
             all_outputs,
             kernel_times: false,
             builtin_kernel_times: false,
+            host_writes: true,
         }
+    }
+
+    /// Records host writes with their bytes, or not
+    /// ([`crate::RuntimeOptions::trace_host_writes`]).
+    pub fn host_writes(mut self, on: bool) -> Self {
+        self.host_writes = on;
+        self
+    }
+
+    /// Whether host writes are recorded ([`Tracer::host_writes`]).
+    #[inline]
+    pub fn records_host_writes(&self) -> bool {
+        self.host_writes
     }
 
     /// Times operations on the device too when traced ([`crate::RuntimeOptions::kernel_times`]).

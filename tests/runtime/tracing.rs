@@ -543,6 +543,43 @@ fn a_succeeded_regions_outcome_is_stamped_at_its_end_after_its_digest() {
     assert_eq!(checked, 40);
 }
 
+/// A runtime traced without host writes (a replay's own measuring runtime) records none of
+/// them, nor their bytes, and still records the buffers and what else it did.
+#[test]
+fn a_runtime_traced_without_host_writes_records_none_of_their_bytes() {
+    for on in [true, false] {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let options = RuntimeOptions::sim()
+            .recorder(recorder.clone())
+            .trace_host_writes(on);
+        let rt = Runtime::new(options).unwrap();
+        for placement in [Placement::HostVisible, Placement::GpuLocal] {
+            let buffer = rt.buffer(4096, placement).unwrap();
+            buffer.write(0, &[7; 4096]).unwrap();
+        }
+        drop(rt);
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let blobs = trace
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::Blob(_)))
+            .count();
+        let buffers = (trace.records.iter())
+            .filter(|r| matches!(r, Record::BufferCreated(_)))
+            .count();
+        assert_eq!(buffers, 2, "on: {on}");
+        assert_eq!(
+            host_writes(&trace).len(),
+            if on { 2 } else { 0 },
+            "on: {on}"
+        );
+    }
+}
+
 /// The trace's host writes, in file order.
 fn host_writes(trace: &hrx_capture::Trace) -> Vec<&s::HostWrite> {
     trace

@@ -166,6 +166,9 @@ pub(super) fn open_runtime(
         .capacity(plan.capacity as usize)
         .trace_contents(contents)
         .trace_digests(digests(plan))
+        // The replay re-applies the trace's host writes: recording them again would keep a
+        // copy of each one's bytes per repeat.
+        .trace_host_writes(false)
         // Operations timed inside their graphs (`--per-op`): hrx's built-in kernels time
         // themselves whenever traced; CUPTI's activity (CUDA) only where the capture timed
         // other operations too, as a capture with kernel times does. The software device times
