@@ -262,8 +262,20 @@ impl Baseline {
                 format!("{} bytes: larger than a replay baseline can be", meta.len()),
             ));
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            baseline_error(
+                path,
+                match e.kind() {
+                    // A trace (or any binary file) given where the baseline goes.
+                    std::io::ErrorKind::InvalidData => {
+                        "not a replay baseline: not JSON text (a trace? a baseline is the JSON \
+                         `--save-baseline` writes)"
+                            .to_owned()
+                    }
+                    _ => format!("cannot read it: {e}"),
+                },
+            )
+        })?;
         serde_json::from_str(&text)
             .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
     }

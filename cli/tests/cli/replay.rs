@@ -440,6 +440,11 @@ fn a_saved_baseline_judges_a_later_replay() {
     );
     let missing = run(dir.path(), &["replay", "h.hrxt", "--baseline", "gone.json"]);
     assert_error(&missing, "baseline gone.json: cannot read it: No such file");
+    let trace = run(dir.path(), &["replay", "h.hrxt", "--baseline", "h.hrxt"]);
+    assert_error(
+        &trace,
+        "baseline h.hrxt: not a replay baseline: not JSON text (a trace?",
+    );
     std::fs::write(dir.path().join("x.json"), "[1, 2]").unwrap();
     let none = run(dir.path(), &["replay", "h.hrxt", "--baseline", "x.json"]);
     assert_error(&none, "baseline x.json: not a replay baseline");
