@@ -32,6 +32,7 @@ fn one_sample_has_no_spread() {
             Some(stats(samples)),
             (None, None, false, false),
             Clock::Host,
+            None,
         );
         cells[4].clone()
     };
@@ -49,6 +50,7 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
             None,
             (Some(1.5), interval, too_few, regression),
             Clock::Device,
+            None,
         )
     };
     let judged = cells(Some((1.25, 1.75)), false, true);
@@ -63,6 +65,17 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
         (few[5].as_str(), few[6].as_str()),
         ("1.50x", "device, too few to judge")
     );
+    // Past the ratio but not slow: the floor it grew under is the reason, said.
+    let under = timing_cells(
+        &[1],
+        "0".into(),
+        None,
+        None,
+        (Some(1.16), Some((1.15, 1.18)), false, false),
+        Clock::Host,
+        Some(100_000),
+    );
+    assert_eq!(under[6], "not slow: grew under the 100 µs floor");
 }
 
 #[test]

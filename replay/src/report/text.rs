@@ -390,6 +390,7 @@ impl Report {
                         t.replayed,
                         (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
+                        self.under_floor(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
                     cells.push(t.label.clone());
                     cells
@@ -443,6 +444,7 @@ impl Report {
                         t.replayed,
                         (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
+                        self.under_floor(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
                     cells.push(format!("{} (region {})", t.label, t.region));
                     cells
@@ -612,8 +614,30 @@ pub(super) fn tolerance_text(t: f64) -> String {
     }
 }
 
+impl Report {
+    /// The floor (ns) a row's whole interval lay past the maximum slowdown and the spread
+    /// under: the one reason such a row is not slow, said in its mark (`--max-slowdown` set).
+    fn under_floor(
+        &self,
+        interval: Option<(f64, f64)>,
+        spread: f64,
+        captured: Option<Durations>,
+        replayed: Option<Durations>,
+        clock: Clock,
+    ) -> Option<u64> {
+        let (max, (low, _)) = (self.replay.max_slowdown?, interval?);
+        let floor = match clock {
+            Clock::Host => self.replay.timing_floor_ns,
+            Clock::Device => self.replay.device_timing_floor_ns,
+        };
+        let grew = replayed?.median_ns.saturating_sub(captured?.median_ns);
+        (low > max.max(spread) && grew <= floor).then_some(floor)
+    }
+}
+
 /// The cells of a timing row up to its label: its graphs (`1-3` for pooled graphs), index,
-/// captured and replayed medians, the replay's spread, the ratio and the mark.
+/// captured and replayed medians, the replay's spread, the ratio and the mark (`under_floor`:
+/// the floor a row past the maximum slowdown was not slow under).
 pub(super) fn timing_cells(
     graphs: &[u64],
     index: String,
@@ -621,6 +645,7 @@ pub(super) fn timing_cells(
     replayed: Option<Durations>,
     (ratio, interval, too_few, regression): (Option<f64>, Option<(f64, f64)>, bool, bool),
     clock: Clock,
+    under_floor: Option<u64>,
 ) -> Vec<String> {
     let ratio_text = |r: f64| ratio_with_interval(r, interval);
     let median = |s: Option<Durations>| {
@@ -641,6 +666,15 @@ pub(super) fn timing_cells(
         ratio.map_or("-".to_string(), ratio_text),
         match (regression, too_few, clock) {
             (true, _, _) => "SLOW".to_string(),
+            (false, false, clock) if under_floor.is_some() => format!(
+                "{}not slow: grew under the {} floor",
+                if clock == Clock::Device {
+                    "device, "
+                } else {
+                    ""
+                },
+                format_ns(under_floor.unwrap_or_default())
+            ),
             (false, true, Clock::Device) => "device, too few to judge".to_string(),
             (false, true, Clock::Host) => "too few to judge".to_string(),
             (false, false, Clock::Device) => "device".to_string(),
