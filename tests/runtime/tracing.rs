@@ -563,11 +563,6 @@ fn a_runtime_traced_without_host_writes_records_none_of_their_bytes() {
         drop(rt);
         recorder.close().unwrap();
         let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
-        let blobs = trace
-            .records
-            .iter()
-            .filter(|r| matches!(r, Record::Blob(_)))
-            .count();
         let buffers = (trace.records.iter())
             .filter(|r| matches!(r, Record::BufferCreated(_)))
             .count();
