@@ -255,6 +255,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 report.summary.divergences
             ));
         } else {
+            // A baseline of loaded times makes later gates less sensitive: saved, but said.
+            if report.replay.host.loaded() {
+                crate::output::warn(format_args!(
+                    "{}: saved from a replay on a loaded host ({} CPUs, load {:.2} before and {:.2} \
+                     after): later replays are judged against slower times than a quiet \
+                     machine's; save it again on a quiet one",
+                    path.display(),
+                    report.replay.host.cpus,
+                    report.replay.host.load_before.unwrap_or_default(),
+                    report.replay.host.load_after.unwrap_or_default()
+                ));
+            }
             let baseline = hrx_replay::Baseline::of(&report);
             baseline
                 .save(path)
@@ -278,8 +290,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // After the replay, so that an error stays one line.
     if max_slowdown.is_some() && repeat < 2 {
         crate::output::note(format_args!(
-            "--max-slowdown judged one replay's times here, without the replay's own spread \
-             (which takes --repeat 2 or more; the default with --max-slowdown is {GATE_REPEAT})"
+            "{} judged one replay's times here, without the replay's own spread (which takes \
+             --repeat 2 or more; the default with --max-slowdown or --baseline is {GATE_REPEAT})",
+            if args.max_slowdown.is_some() {
+                "--max-slowdown"
+            } else {
+                "--baseline"
+            }
         ));
     }
     // A match of nothing is no match: said on standard error as well as in the report.

@@ -236,6 +236,17 @@ impl GpuClocksAround {
     }
 }
 
+impl HostLoad {
+    /// Whether the host was loaded: a load average before or after of at least its CPUs.
+    pub fn loaded(&self) -> bool {
+        self.cpus > 0
+            && [self.load_before, self.load_after]
+                .into_iter()
+                .flatten()
+                .any(|l| l >= self.cpus as f64)
+    }
+}
+
 /// The host a replay ran on: its CPUs and the 1-minute load average (`/proc/loadavg`)
 /// before and after the replay (`None` where the system does not say).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -359,3 +359,20 @@ fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads()
         now.notes
     );
 }
+
+#[test]
+fn a_host_is_loaded_when_its_load_average_reaches_its_cpus() {
+    let host = |cpus, before, after| crate::HostLoad {
+        cpus,
+        load_before: before,
+        load_after: after,
+    };
+    assert!(!host(2, Some(0.5), Some(1.9)).loaded());
+    assert!(host(2, Some(0.5), Some(2.0)).loaded());
+    assert!(host(16, Some(17.0), None).loaded());
+    assert!(
+        !host(0, Some(9.0), Some(9.0)).loaded(),
+        "CPUs unknown: not said"
+    );
+    assert!(!host(4, None, None).loaded());
+}

@@ -142,10 +142,7 @@ impl Report {
         out.push('\n');
         let load = |l: Option<f64>| l.map_or("-".to_string(), |l| format!("{l:.2}"));
         if r.host.cpus > 0 {
-            let loaded = [r.host.load_before, r.host.load_after]
-                .into_iter()
-                .flatten()
-                .any(|l| l >= r.host.cpus as f64);
+            let loaded = r.host.loaded();
             let _ = writeln!(
                 out,
                 "host: {} CPUs, load {} before and {} after (1-minute average){}",
