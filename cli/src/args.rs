@@ -170,7 +170,7 @@ pub struct ReplayArgs {
     /// so [default: off, timings are reported but not judged: a replay often runs on another
     /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
     /// with it.
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    #[arg(long, value_name = "R", value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 
     /// Replay only the first N submissions of each runtime (N >= 1).
@@ -478,6 +478,7 @@ pub struct DiffArgs {
         long,
         value_name = "R",
         default_value_t = 1.5,
+        value_parser = parse_ratio,
         allow_negative_numbers = true
     )]
     pub max_slowdown: f64,
@@ -526,6 +527,16 @@ fn parse_repeat(text: &str) -> Result<usize, String> {
         return Err("it must be a whole number of at least 1".to_owned());
     }
     parse_count(text)
+}
+
+/// A time ratio as reports write one (`1.5x`) or as a number (`1.5`); its range is checked
+/// where it is used.
+fn parse_ratio(text: &str) -> Result<f64, String> {
+    let number = text.trim();
+    let number = number.strip_suffix(['x', 'X']).unwrap_or(number);
+    number
+        .parse::<f64>()
+        .map_err(|_| format!("{text:?}: expected a ratio such as 1.2 or 1.2x"))
 }
 
 /// `--inject-slowdown`: `ENTRY=PERCENT`, a kernel entry and 1 to 1000 (percent).

@@ -448,6 +448,21 @@ fn a_saved_baseline_judges_a_later_replay() {
     std::fs::write(dir.path().join("x.json"), "[1, 2]").unwrap();
     let none = run(dir.path(), &["replay", "h.hrxt", "--baseline", "x.json"]);
     assert_error(&none, "baseline x.json: not a replay baseline");
+    // A ratio as the reports write it.
+    let x = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--max-slowdown",
+            "1e9x",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(code(&x), 0, "{}", stderr(&x));
+    let bad = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "fast"]);
+    assert_error(&bad, "expected a ratio such as 1.2 or 1.2x");
     let warmups = run(dir.path(), &["replay", "h.hrxt", "--warmup", "11"]);
     assert_error(&warmups, "give 0 to 10");
     // Never over a trace (the one replayed included), refused before replaying.
