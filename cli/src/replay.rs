@@ -36,10 +36,11 @@ const GATE_REPEAT: usize = 10;
 /// `--max-slowdown` with `--baseline` and no `--max-slowdown` (`diff`'s default).
 const BASELINE_MAX_SLOWDOWN: f64 = 1.5;
 
-/// Most repeats `--repeat` takes: each repeat's replay is kept until the comparison (its
-/// timings and outputs; memory grows with repeats, README), and a thousand samples of a row
-/// already give its median to within a few order statistics.
-const MAX_REPEAT: usize = 1_000;
+/// Most repeats `--repeat` takes: a streamed replay keeps every repeat's runtime open from
+/// the first chunk to the last (each replays the next chunk on its own buffers), so memory
+/// grows with repeats (README: about 37 MB and six threads a repeat for the README's trace);
+/// a hundred repeats give a row run once a hundred samples, its median to a few ranks.
+const MAX_REPEAT: usize = 100;
 
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {

@@ -231,6 +231,7 @@ fn replay_refuses_meaningless_numbers() {
     record_hazards(dir.path(), "h.hrxt");
     for (flag, value) in [
         ("--repeat", "100000000"),
+        ("--repeat", "101"),
         ("--repeat", "0"),
         ("--max-slowdown", "NaN"),
         ("--max-slowdown", "0.5"),
