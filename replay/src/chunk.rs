@@ -130,7 +130,9 @@ pub(crate) struct ChunkIndex {
     /// Output digests that carry their bytes (recorded with contents): what a float
     /// tolerance compares.
     outputs_with_contents: u64,
-    /// Entries of the kernels loaded on a GPU (what `--inject-slowdown` may name).
+    /// Entries of the kernels loaded on a GPU, by runtime and kernel id.
+    gpu_kernels: HashMap<(RuntimeId, s::KernelId), String>,
+    /// Entries of the GPU kernels some graph dispatches (what `--inject-slowdown` may name).
     gpu_entries: std::collections::BTreeSet<String>,
     /// The GPU-local buffers of each runtime, and the buffers its output digests name (one
     /// entry per buffer): what [`ChunkIndex::digests_all`] reads.
@@ -175,9 +177,17 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         }
         if let Record::KernelLoaded(k) = &record
             && k.engine == s::Engine::Gpu
-            && !index.gpu_entries.contains(&k.entry)
         {
-            index.gpu_entries.insert(k.entry.clone());
+            index
+                .gpu_kernels
+                .insert((k.runtime, k.kernel), k.entry.clone());
+        }
+        if let Record::GraphOp(op) = &record
+            && let s::OpKind::Kernel { kernel } = op.op
+            && let Some(entry) = index.gpu_kernels.get(&(op.runtime, kernel))
+            && !index.gpu_entries.contains(entry)
+        {
+            index.gpu_entries.insert(entry.clone());
         }
         let (Some(runtime), Some(submission)) = (record.runtime(), submission_of(&record)) else {
             continue;
@@ -218,7 +228,7 @@ impl ChunkIndex {
         &self.reading
     }
 
-    /// Entries of the kernels the trace loads on a GPU.
+    /// Entries of the GPU kernels the trace's graphs dispatch.
     pub(crate) fn gpu_entries(&self) -> impl Iterator<Item = &str> {
         self.gpu_entries.iter().map(String::as_str)
     }

@@ -399,8 +399,14 @@ fn run(
         ));
     }
     options.check_slowdowns(plan.runtimes.iter().flat_map(|rp| {
-        rp.kernels
+        rp.graphs
             .iter()
+            .flat_map(|g| &g.ops)
+            .filter_map(|op| match op.op {
+                hrx_capture::schema::OpKind::Kernel { kernel } => rp.kernel_index.get(&kernel),
+                _ => None,
+            })
+            .map(|&k| &rp.kernels[k])
             .filter(|k| k.engine == hrx_capture::schema::Engine::Gpu)
             .map(|k| k.entry.as_str())
     }))?;

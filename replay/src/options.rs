@@ -239,8 +239,9 @@ impl ReplayOptions {
             .map_or(0, |(_, percent)| *percent)
     }
 
-    /// Refuses slowdowns of kernels the trace never loads on a GPU, naming those it does:
-    /// a misspelt name must not pass as a gate that caught nothing.
+    /// Refuses slowdowns of kernels no graph of the trace dispatches on a GPU, naming those
+    /// it does: a misspelt name, or a kernel loaded but never run (a trim keeps every load),
+    /// must not pass as a gate that caught nothing.
     ///
     /// # Errors
     /// [`crate::ReplayError::Unreplayable`] naming the first such entry.
@@ -259,8 +260,8 @@ impl ReplayOptions {
         {
             None => Ok(()),
             Some((entry, _)) => Err(crate::ReplayError::unreplayable(format!(
-                "--inject-slowdown names kernel {entry}, which the trace never loads on a GPU \
-                 (its GPU kernels: {})",
+                "--inject-slowdown names kernel {entry}, which no graph of the trace runs on a \
+                 GPU (its GPU kernels: {})",
                 if known.is_empty() {
                     "none".to_owned()
                 } else {

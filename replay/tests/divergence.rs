@@ -505,3 +505,32 @@ fn a_baseline_keys_pooled_rows_and_refuses_a_version_1_one() {
     baseline.save(&path).unwrap();
     assert_eq!(hrx_replay::Baseline::load(&path).unwrap(), baseline);
 }
+
+/// A slowdown of a kernel the trace loads but no graph runs is refused, naming those that
+/// run: it would slow nothing, and a gate "testing" itself with it would pass.
+#[test]
+fn a_slowdown_of_a_kernel_no_graph_runs_is_refused() {
+    let frames: Vec<_> = (0..2).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| {
+        let _unused = rt.kernel(&hrx::kernels::iota(64, 0, 1)).expect("iota");
+        run_pipeline(rt, &frames)
+    });
+    assert_eq!(result.expect("pipeline"), 2);
+    for streamed in [false, true] {
+        let options = ReplayOptions::default().slowdown("hrx_iota", 15);
+        let error = if streamed {
+            let (_dir, path) = file(&trace, "p.hrxt");
+            hrx_replay::replay_file(&path, &options).unwrap_err()
+        } else {
+            hrx_replay::replay(&trace, &options).unwrap_err()
+        }
+        .to_string();
+        assert!(
+            error.contains("names kernel hrx_iota, which no graph of the trace runs")
+                && error.contains("hrx_blur_h"),
+            "{error}"
+        );
+        let slowed = ReplayOptions::default().slowdown("hrx_blur_h", 15);
+        assert_eq!(replay_with(&trace, &slowed).exit_code(), 0);
+    }
+}

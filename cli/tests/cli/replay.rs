@@ -594,7 +594,7 @@ fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
 
 /// `--inject-slowdown ENTRY=PERCENT` (a test of a timing gate) slows a kernel the trace
 /// loads, keeps its outputs (the replay still matches) and is said on the `replayed:` line and
-/// in the JSON; a kernel the trace never loads is refused naming those it does; a malformed
+/// in the JSON; a kernel no graph of the trace runs is refused naming those it does; a malformed
 /// value, a zero percent and `--save-baseline` beside it are one line each, exit 2.
 #[test]
 fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
@@ -606,7 +606,7 @@ fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
     );
     assert_error(
         &unknown,
-        "names kernel hrx_nope, which the trace never loads",
+        "names kernel hrx_nope, which no graph of the trace runs",
     );
     let err = stderr(&unknown);
     let known = err
