@@ -42,7 +42,8 @@ pub struct ReplayOptions {
     /// (`trace_contents`); without them digests are compared exactly and a note says so.
     pub tolerance: Option<f64>,
     /// A region whose replay median time exceeds the captured median by more than this
-    /// ratio (and by more than [`ReplayOptions::timing_floor`]) is a timing regression.
+    /// ratio (by the timing rule, and by more than its clock's floor: [`ReplayOptions::floor`])
+    /// is a timing regression.
     pub max_slowdown: Option<f64>,
     /// Differences of median host times below this are never a timing regression: tiny
     /// regions timed on the host are dominated by scheduling noise. Default 100 µs.
@@ -66,7 +67,8 @@ pub struct ReplayOptions {
     /// Slow GPU kernels by entry name, in percent (`hrx-trace replay --inject-slowdown`): a
     /// test that a timing gate catches a slower kernel and names it, without rebuilding it
     /// ([`hrx::kernels::KernelCode::slowdown_percent`]: the software device and hrx's built-in
-    /// kernels on CUDA). The report says it; a baseline is never saved from such a replay.
+    /// kernels on CUDA). The report says it; `hrx-trace replay` saves no baseline from such a
+    /// replay (`--save-baseline` is refused beside it).
     pub slowdowns: Vec<(String, u32)>,
     /// Called as work completes, for progress bars.
     pub progress: Option<Progress>,
