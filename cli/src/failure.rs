@@ -200,10 +200,22 @@ pub fn parse_args<P: clap::Parser>() -> P {
             Some(clap::error::ContextValue::String(arg)) => !arg.starts_with('-'),
             _ => false,
         };
-    let hint = rest
-        .iter()
-        .find_map(|l| l.strip_prefix("tip: "))
-        .map(str::to_owned)
+    // Every other reading verb takes `--json`; replay's JSON is a report format.
+    let replay_json = error.kind() == ErrorKind::UnknownArgument
+        && std::env::args_os()
+            .nth(1)
+            .is_some_and(|verb| verb == "replay")
+        && matches!(
+            error.get(clap::error::ContextKind::InvalidArg),
+            Some(clap::error::ContextValue::String(arg)) if arg.starts_with("--json")
+        );
+    let hint = replay_json
+        .then(|| "replay writes its report as JSON with --report json".to_owned())
+        .or_else(|| {
+            rest.iter()
+                .find_map(|l| l.strip_prefix("tip: "))
+                .map(str::to_owned)
+        })
         .or_else(|| {
             stray_word.then(|| {
                 "a program to record goes after `--`: hrx-trace record [OPTIONS] -- PROGRAM \

@@ -461,6 +461,9 @@ fn a_saved_baseline_judges_a_later_replay() {
         ],
     );
     assert_eq!(code(&x), 0, "{}", stderr(&x));
+    let json = run(dir.path(), &["replay", "h.hrxt", "--json"]);
+    assert_error(&json, "--json");
+    assert!(stderr(&json).contains("hint: replay writes its report as JSON with --report json"));
     let bad = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "fast"]);
     assert_error(&bad, "expected a ratio such as 1.2 or 1.2x");
     let warmups = run(dir.path(), &["replay", "h.hrxt", "--warmup", "11"]);
