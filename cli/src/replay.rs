@@ -84,6 +84,19 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // A path `--save-baseline` cannot write is said before the replay, not after it.
     if let Some(path) = &args.save_baseline {
         hrx_replay::Baseline::check_save(path).map_err(|e| Failure::new(e.to_string()))?;
+        // Judged against and then written over, a baseline would follow every build and
+        // catch no slow drift.
+        if let Some(judged) = &args.baseline
+            && std::fs::canonicalize(judged).ok() == std::fs::canonicalize(path).ok()
+        {
+            return Err(Failure::new(format!(
+                "--save-baseline {}: the baseline this replay is judged against; a baseline \
+                 overwritten by each replay it judges would follow every build",
+                path.display()
+            ))
+            .hint("save to another file, and replace the judged one deliberately")
+            .into());
+        }
     }
     // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).
     let repeat = args

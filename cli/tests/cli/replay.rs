@@ -461,6 +461,18 @@ fn a_saved_baseline_judges_a_later_replay() {
         ],
     );
     assert_eq!(code(&x), 0, "{}", stderr(&x));
+    let same = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--baseline",
+            "b.json",
+            "--save-baseline",
+            "./b.json",
+        ],
+    );
+    assert_error(&same, "the baseline this replay is judged against");
     let json = run(dir.path(), &["replay", "h.hrxt", "--json"]);
     assert_error(&json, "--json");
     assert!(stderr(&json).contains("hint: replay writes its report as JSON with --report json"));
