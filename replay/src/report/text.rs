@@ -505,7 +505,7 @@ impl Report {
                 let b = t.baseline.as_ref()?;
                 Some(row(
                     &t.graphs,
-                    format!("node {}", t.node),
+                    format!("op {}", t.node),
                     &t.label,
                     b,
                     t.replayed,
