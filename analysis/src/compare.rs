@@ -423,7 +423,7 @@ pub fn timing(
     };
     let slow = match (rule.max_ratio, interval) {
         (Some(max), Some((low, _))) => {
-            low > max.max(spread) && n.median_ns.saturating_sub(b.median_ns) > rule.floor_ns
+            past_ratio(low, max, spread) && n.median_ns.saturating_sub(b.median_ns) > rule.floor_ns
         }
         _ => false,
     };
@@ -434,6 +434,13 @@ pub fn timing(
         slow,
         too_few: rule.max_ratio.is_some() && interval.is_none(),
     }
+}
+
+/// Whether a ratio's interval, whose low end is `low`, lies wholly past the maximum slowdown
+/// `max` and the new side's run-to-run `spread`: the first half of [`timing`]'s slow rule
+/// (the second: the medians grew by more than the floor).
+pub fn past_ratio(low: f64, max: f64, spread: f64) -> bool {
+    low > max.max(spread)
 }
 
 /// The run-to-run spread of one side: the larger over the smaller median of the samples of

@@ -321,17 +321,17 @@ impl Baseline {
             let place = (r.kind.as_str(), r.runtime, r.graph, r.index);
             rows.entry(place).or_default().push(r);
         }
-        let find = |kind: &str, runtime, graphs: &[u64], index, label: &str, clock| {
-            rows.get(&(kind, runtime, *graphs.first()?, index))?
+        let find = |kind: &str, runtime, graph, index, label: &str, clock| {
+            rows.get(&(kind, runtime, graph, index))?
                 .iter()
                 .find(|r| r.label == label && r.clock == clock)
                 .copied()
         };
         let mut missing = 0;
-        let mut judge = |kind, t: (u32, &[u64], u32, &str, Clock, Option<Durations>, f64)| {
-            let (runtime, graphs, index, label, clock, replayed, spread) = t;
+        let mut judge = |kind, t: (u32, u64, u32, &str, Clock, Option<Durations>, f64)| {
+            let (runtime, graph, index, label, clock, replayed, spread) = t;
             let replayed = replayed?;
-            let Some(row) = find(kind, runtime, graphs, index, label, clock) else {
+            let Some(row) = find(kind, runtime, graph, index, label, clock) else {
                 missing += 1;
                 return None;
             };
@@ -355,7 +355,7 @@ impl Baseline {
             t.baseline = judge(
                 "region",
                 (
-                    t.runtime, &t.graphs, t.region, &t.label, t.clock, t.replayed, t.spread,
+                    t.runtime, t.graph, t.region, &t.label, t.clock, t.replayed, t.spread,
                 ),
             );
         }
@@ -363,7 +363,7 @@ impl Baseline {
             t.baseline = judge(
                 "op",
                 (
-                    t.runtime, &t.graphs, t.node, &t.label, t.clock, t.replayed, t.spread,
+                    t.runtime, t.graph, t.node, &t.label, t.clock, t.replayed, t.spread,
                 ),
             );
         }

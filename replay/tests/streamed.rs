@@ -45,24 +45,17 @@ fn identical_graphs_pool_alike_whole_and_in_chunks() {
                   replayed: Option<hrx_replay::Durations>| {
         (captured.map(|c| c.samples), replayed.map(|r| r.samples))
     };
-    for t in &whole.timing {
-        assert_eq!(t.graphs, graphs);
-        assert_eq!(
-            judged(t.captured, t.replayed),
-            (Some(12), Some(24)),
-            "{t:?}"
-        );
-        assert!(!t.too_few && t.interval.is_some(), "{t:?}");
-    }
     assert_eq!(whole.op_timing.len(), 9, "{:?}", whole.op_timing);
-    for t in &whole.op_timing {
-        assert_eq!(t.graphs, graphs);
-        assert_eq!(
-            judged(t.captured, t.replayed),
-            (Some(12), Some(24)),
-            "{t:?}"
+    let rows = (whole.timing.iter())
+        .map(|t| (&t.graphs, t.captured, t.replayed, t.too_few, t.interval))
+        .chain(
+            (whole.op_timing.iter())
+                .map(|t| (&t.graphs, t.captured, t.replayed, t.too_few, t.interval)),
         );
-        assert!(!t.too_few && t.interval.is_some(), "{t:?}");
+    for (row_graphs, captured, replayed, too_few, interval) in rows {
+        assert_eq!(*row_graphs, graphs);
+        assert_eq!(judged(captured, replayed), (Some(12), Some(24)));
+        assert!(!too_few && interval.is_some(), "{row_graphs:?}");
     }
     assert_eq!(whole.summary.too_few, 0);
     assert!(!whole.to_text().contains("not judged"));

@@ -114,16 +114,12 @@ pub fn cuda_source(entry: &str) -> Option<&'static str> {
 }
 
 /// A built-in kernel's CUDA source with its self-timing entry and the collector
-/// ([`cuda::instrumented`]): what the CUDA backend compiles. HIP compiles [`cuda_source`].
+/// ([`cuda::instrumented`]), and with `slowed` its slowed entry too
+/// ([`KernelCode::slowdown_percent`]): what the CUDA backend compiles. HIP compiles
+/// [`cuda_source`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn cuda_instrumented_source(entry: &str) -> Option<String> {
-    cuda::lookup(entry).and_then(|s| cuda::instrumented(s, false))
-}
-
-/// [`cuda_instrumented_source`] with the slowed entry too ([`KernelCode::slowdown_percent`]).
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn cuda_slowed_source(entry: &str) -> Option<String> {
-    cuda::lookup(entry).and_then(|s| cuda::instrumented(s, true))
+pub(crate) fn cuda_instrumented_source(entry: &str, slowed: bool) -> Option<String> {
+    cuda::lookup(entry).and_then(|s| cuda::instrumented(s, slowed))
 }
 
 /// Whether a kernel's PTX (as a trace stores it) has the self-timing entry of this build's

@@ -628,7 +628,7 @@ impl Report {
             Clock::Device => self.replay.device_timing_floor_ns,
         };
         let grew = replayed?.median_ns.saturating_sub(captured?.median_ns);
-        (low > max.max(spread) && grew <= floor).then_some(floor)
+        (hrx_analysis::compare::past_ratio(low, max, spread) && grew <= floor).then_some(floor)
     }
 }
 

@@ -77,47 +77,6 @@ impl CudaDevice {
             memory_bytes: memory_bytes as u64,
         })
     }
-
-    /// A built-in kernel whose graphs launch its slowed entry
-    /// ([`crate::kernels::KernelCode::slowdown_percent`]), compiled from hrx's own source into
-    /// a module of its own: the stored PTX a trace keeps never holds that entry.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for a kernel given as PTX or without a built-in source; NVRTC's
-    /// or the driver's error.
-    fn load_slowed(&self, spec: &KernelSpec) -> Result<Kernel> {
-        let unsupported = |why: &str| {
-            Error::Unsupported(format!(
-                "kernel {}: a slowdown needs hrx's built-in CUDA source ({why})",
-                spec.entry
-            ))
-        };
-        if spec.code.ptx.is_some() {
-            return Err(unsupported("it is given as PTX"));
-        }
-        let source = crate::kernels::cuda_slowed_source(&spec.entry)
-            .ok_or_else(|| unsupported("it has none"))?;
-        let slowed_name = format!("{}{}", spec.entry, crate::kernels::SLOWED_SUFFIX);
-        let ptx = compile(&slowed_name, &source)?;
-        self.context.enter()?;
-        let function = self.context.function(&ptx, &spec.entry)?;
-        let timed = timed_entry(&self.context, &ptx, &spec.entry);
-        let slowed = self.context.function(&ptx, &slowed_name)?;
-        Ok(Arc::new(CudaKernel {
-            context: self.context.clone(),
-            entry: spec.entry.clone(),
-            function,
-            parameters: crate::kernels::cuda_parameters(&spec.entry),
-            ptx,
-            timed,
-            slowed: Some(SlowedEntry {
-                function: slowed,
-                max_threads: api::function_max_threads(slowed)
-                    .map_err(|e| self.context.error(e))?,
-                percent: spec.code.slowdown_percent,
-            }),
-        }))
-    }
 }
 
 impl NativeDevice for CudaDevice {
@@ -141,29 +100,66 @@ impl NativeDevice for CudaDevice {
         Ok(Box::new(CudaStream::new(self.context.clone())?))
     }
 
+    /// A kernel from its spec's PTX, or from hrx's built-in source: its self-timing build where
+    /// the source rewrites, else the plain source. A slowdown
+    /// ([`crate::kernels::KernelCode::slowdown_percent`]) compiles the slowed build into a
+    /// module of its own (the stored PTX a trace keeps never holds that entry); it needs the
+    /// built-in source (`Error::Unsupported` for PTX or an unknown entry).
     fn load_kernel(&self, spec: &KernelSpec) -> Result<Kernel> {
-        if spec.code.slowdown_percent > 0 {
-            return self.load_slowed(spec);
-        }
+        let percent = spec.code.slowdown_percent;
+        let slowed_name = format!("{}{}", spec.entry, crate::kernels::SLOWED_SUFFIX);
         let (ptx, parameters) = match &spec.code.ptx {
+            Some(_) if percent > 0 => {
+                return Err(Error::Unsupported(format!(
+                    "kernel {}: a slowdown needs hrx's built-in CUDA source (it is given as PTX)",
+                    spec.entry
+                )));
+            }
             Some(ptx) => (ptx.clone(), None),
             None => {
-                // The self-timing build where the source rewrites, else the plain source.
-                let source = crate::kernels::cuda_instrumented_source(&spec.entry)
-                    .or_else(|| crate::kernels::cuda_source(&spec.entry).map(str::to_owned))
+                let source = crate::kernels::cuda_instrumented_source(&spec.entry, percent > 0)
+                    .or_else(|| {
+                        (percent == 0)
+                            .then(|| crate::kernels::cuda_source(&spec.entry).map(str::to_owned))
+                            .flatten()
+                    })
                     .ok_or_else(|| {
-                        Error::Unsupported(format!(
-                            "kernel {} has no PTX and no built-in CUDA source",
-                            spec.entry
-                        ))
+                        Error::Unsupported(if percent > 0 {
+                            format!(
+                                "kernel {}: a slowdown needs hrx's built-in CUDA source (it has \
+                                 none)",
+                                spec.entry
+                            )
+                        } else {
+                            format!(
+                                "kernel {} has no PTX and no built-in CUDA source",
+                                spec.entry
+                            )
+                        })
                     })?;
+                let key = if percent > 0 {
+                    &slowed_name
+                } else {
+                    &spec.entry
+                };
                 let parameters = crate::kernels::cuda_parameters(&spec.entry);
-                (compile(&spec.entry, &source)?, parameters)
+                (compile(key, &source)?, parameters)
             }
         };
         self.context.enter()?;
         let function = self.context.function(&ptx, &spec.entry)?;
         let timed = timed_entry(&self.context, &ptx, &spec.entry);
+        let slowed = if percent > 0 {
+            let function = self.context.function(&ptx, &slowed_name)?;
+            Some(SlowedEntry {
+                function,
+                max_threads: api::function_max_threads(function)
+                    .map_err(|e| self.context.error(e))?,
+                percent,
+            })
+        } else {
+            None
+        };
         Ok(Arc::new(CudaKernel {
             context: self.context.clone(),
             entry: spec.entry.clone(),
@@ -171,7 +167,7 @@ impl NativeDevice for CudaDevice {
             parameters,
             ptx,
             timed,
-            slowed: None,
+            slowed,
         }))
     }
 

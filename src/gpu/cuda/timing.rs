@@ -294,7 +294,7 @@ mod tests {
             if crate::kernels::cuda_source(entry).is_none() {
                 continue;
             }
-            let source = crate::kernels::cuda_instrumented_source(entry)
+            let source = crate::kernels::cuda_instrumented_source(entry, false)
                 .unwrap_or_else(|| panic!("{entry}: its source rewrites"));
             assert!(source.contains(&format!("void {entry}__body(")), "{entry}");
             assert!(
@@ -302,7 +302,7 @@ mod tests {
                 "{entry}"
             );
         }
-        let source = crate::kernels::cuda_instrumented_source("hrx_blur_h").unwrap();
+        let source = crate::kernels::cuda_instrumented_source("hrx_blur_h", false).unwrap();
         assert!(source.contains(&format!(
             "#define HRX_TIME_LINES {}",
             crate::kernels::TIME_NODE_WORDS / 16
@@ -315,7 +315,7 @@ mod tests {
         )));
         // The slowed build (a gate's test) only where asked: stored PTX never holds it.
         assert!(!source.contains(crate::kernels::SLOWED_SUFFIX));
-        let slowed = crate::kernels::cuda_slowed_source("hrx_blur_h").unwrap();
+        let slowed = crate::kernels::cuda_instrumented_source("hrx_blur_h", true).unwrap();
         assert!(
             slowed.starts_with(&source),
             "the slowed build adds to the timed one"
