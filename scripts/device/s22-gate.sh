@@ -4,14 +4,15 @@
 # samples each) replayed 20 times unchanged and 20 times with hrx_blur_h slowed 15%
 # (--inject-slowdown), each with --max-slowdown 1.1 --per-op (10 repeats, 1 warm-up): one line
 # per replay: verdict, slow rows named, too few, region ratios by kind, operation ratios.
-# PACE=captured paces the unchanged replays as captured; SLOWED=0 leaves out the slowed ones.
+# PACE=captured paces the unchanged replays as captured; SLOWED=0 leaves out the slowed ones;
+# FRAMES=N records N frames (default 24); BIN=DIR takes hrx-trace and photo/ from DIR.
 # Device tool `run`, carry [".device-bin/s22"]; .device-bin/s22/ holds hrx-trace (release,
 # stripped) and photo/ (Aqua.jpg).
 set -u
-d=$PWD/.device-bin/s22
+d=${BIN:-$PWD/.device-bin/s22}
 cd $OUT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm --format=csv > gpu.txt 2>&1
-$d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames 24 -o gate.hrxt
+$d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames ${FRAMES:-24} -o gate.hrxt
 line() {
 python3 - "$@" <<'PY'
 import json, statistics, sys
