@@ -45,10 +45,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 
-mod quiet;
 mod snapshot;
-pub(crate) use quiet::CopyRunning;
-use quiet::{QUIET_WAIT, wait_for_quiet_copies};
 use snapshot::{Held, Settle};
 pub(crate) use snapshot::{Pending, RangeSet, Settled};
 
@@ -617,8 +614,6 @@ impl Hook<'_> {
         // SAFETY: the caller's obligations.
         let captured = unsafe { Captured::new(captures, data) };
         self.recorder.record_deferred(move |out| {
-            // Not beside a copy between host memory and a device (see `quiet`).
-            wait_for_quiet_copies(captured.len, QUIET_WAIT);
             let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
             out.record(&record);
         });
@@ -774,7 +769,6 @@ impl Hook<'_> {
                 let (hashed, hash) = crossbeam_channel::bounded(1);
                 let len_bytes = source.bytes().len() as u64;
                 let job = Box::new(move || {
-                    wait_for_quiet_copies(len_bytes as usize, QUIET_WAIT);
                     let start_ns = crate::clock::now_ns();
                     let xxh3 = xxhash_rust::xxh3::xxh3_64(source.bytes());
                     drop(source); // the fence: a writer of the buffer may go on
@@ -791,7 +785,6 @@ impl Hook<'_> {
                 });
             }
             None => self.recorder.record_deferred(move |out| {
-                wait_for_quiet_copies(source.bytes().len(), QUIET_WAIT);
                 let start_ns = crate::clock::now_ns();
                 let bytes = source.bytes();
                 let payload = if contents {
