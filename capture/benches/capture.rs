@@ -21,6 +21,10 @@
 //!   a trace file; criterion reports it in records per second.
 //! - `timing_bytes`: not timed; prints the on-disk bytes per timing record of a realistic
 //!   stream (a repeating pipeline of 4 regions, monotonically increasing times).
+//! - `bulk_contents/frame`: captured contents of one 1280x800 RGB frame (3,072,000 bytes,
+//!   a distinct blob each time) stored by `Recorder::payload` on the calling thread: its
+//!   hash, the blob's block and the write into a sink that keeps nothing (so the figure is
+//!   the recorder's own passes through memory, not the file system's).
 //! - `timing_bytes_clocked`: not timed; the same with times read on the session clock around
 //!   a little work (run again with `HRX_TRACE_CLOCK=monotonic` for the other clock).
 
@@ -225,6 +229,37 @@ fn lossless(c: &mut Criterion) {
     group.finish();
 }
 
+/// A sink that keeps nothing (`bulk_contents`).
+struct Discard;
+
+impl hrx_capture::Sink for Discard {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        black_box(bytes);
+        Ok(())
+    }
+}
+
+fn bulk_contents(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bulk_contents");
+    let mut frame: Vec<u8> = (0..3_072_000u32)
+        .map(|i| (i * 7 + i / 4096) as u8)
+        .collect();
+    group.throughput(criterion::Throughput::Bytes(frame.len() as u64));
+    let recorder = Recorder::with_sink(Discard, RecorderOptions::default()).expect("recorder");
+    let mut n = 0u64;
+    group.bench_function("frame", |b| {
+        b.iter(|| {
+            // Another frame each time: a blob seen before is only hashed.
+            n += 1;
+            frame[..8].copy_from_slice(&n.to_le_bytes());
+            black_box(recorder.payload(&frame))
+        })
+    });
+    group.finish();
+    let summary = recorder.close().expect("close");
+    assert_eq!(summary.dropped_records, 0, "contents were dropped");
+}
+
 fn timing_bytes(_: &mut Criterion) {
     let records = 1_000_000u64;
     for device in [false, true] {
@@ -308,7 +343,7 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(3));
-    targets = hook_off, timing_record, timed_zone, timed_zone_started, lossless, timing_bytes,
-        timing_bytes_clocked
+    targets = hook_off, timing_record, timed_zone, timed_zone_started, lossless, bulk_contents,
+        timing_bytes, timing_bytes_clocked
 }
 criterion_main!(benches);

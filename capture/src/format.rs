@@ -59,8 +59,8 @@
 //! bounds).
 
 use crate::schema::{
-    BufferId, DeviceSpan, NodeIndex, OpTiming, Poison, Record, RegionIndex, RegionTiming,
-    RuntimeId, SubmissionIndex, TraceRange,
+    Blob, BlobHash, BufferId, DeviceSpan, NodeIndex, OpTiming, Poison, Record, RegionIndex,
+    RegionTiming, RuntimeId, SubmissionIndex, TraceRange,
 };
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -685,6 +685,75 @@ impl BlockEncoder {
     }
 }
 
+impl BlockEncoder {
+    /// Appends the header of a block stored as is whose payload is `head` followed by
+    /// `tail`, then `head`; the caller writes `tail` right after. The bytes are those of
+    /// [`BlockEncoder::encode_with`] over `head` and `tail` joined, uncompressed, without
+    /// the copy: for captured contents of megabytes (a blob), each copy is another pass
+    /// through memory that a copy between host and device shares.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::InvalidInput`] when the payload exceeds [`MAX_BLOCK_BYTES`].
+    pub fn encode_stored_head(
+        kind: BlockKind,
+        head: &[u8],
+        tail: &[u8],
+        record_count: u32,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let len = head.len() + tail.len();
+        if len > MAX_BLOCK_BYTES as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("block payload of {len} bytes is too large"),
+            ));
+        }
+        let mut checksum = xxhash_rust::xxh3::Xxh3::new();
+        checksum.update(head);
+        checksum.update(tail);
+        let header = BlockHeader {
+            kind,
+            flags: 0,
+            stored_len: len as u32,
+            uncompressed_len: len as u32,
+            record_count,
+            checksum: checksum.digest(),
+        };
+        out.extend_from_slice(&header.encode());
+        out.extend_from_slice(head);
+        Ok(())
+    }
+}
+
+/// The frame of a [`Record::Blob`] of `len_bytes` bytes hashed `hash`, up to its bytes: the
+/// frame's length prefix and the body's start (its tag, hash and byte count). The bytes
+/// follow it in the frame, as [`FrameEncoder::encode`] writes it whole.
+///
+/// # Errors
+///
+/// [`postcard::Error::SerializeBufferFull`] when the frame would exceed [`MAX_RECORD_BYTES`].
+pub fn blob_frame_head(hash: BlobHash, len_bytes: usize) -> Result<Vec<u8>, postcard::Error> {
+    let empty = Record::Blob(Blob {
+        hash,
+        bytes: Vec::new(),
+    });
+    let mut body_head = postcard::to_stdvec(&empty)?;
+    // An empty blob ends with its byte count, the one-byte varint 0.
+    if body_head.pop() != Some(0) {
+        return Err(postcard::Error::SerializeBufferFull);
+    }
+    write_varint_u32(&mut body_head, u32::try_from(len_bytes).unwrap_or(u32::MAX));
+    let body_len = body_head.len() + len_bytes;
+    if len_bytes > u32::MAX as usize || body_len > MAX_RECORD_BYTES {
+        return Err(postcard::Error::SerializeBufferFull);
+    }
+    let mut frame = Vec::with_capacity(body_head.len() + 5);
+    write_varint_u32(&mut frame, body_len as u32);
+    frame.extend_from_slice(&body_head);
+    Ok(frame)
+}
+
 /// Appends `value` as a postcard `u32` varint.
 pub fn write_varint_u32(out: &mut Vec<u8>, mut value: u32) {
     while value >= 0x80 {
@@ -1146,6 +1215,43 @@ mod tests {
     use super::*;
     use crate::schema::testgen::{KINDS, Rng, record};
     use proptest::prelude::*;
+
+    proptest! {
+        /// A blob written in parts (its frame head and block header built apart from its
+        /// bytes, which are written where they lie) is byte for byte the blob encoded whole.
+        #[test]
+        fn a_blob_written_in_parts_is_the_blob_encoded_whole(
+            hash in any::<u64>(),
+            // Around the one- to three-byte varint lengths, and a bulk size.
+            len in prop_oneof![0usize..300, 16_000usize..17_000, Just(3 << 20)],
+            seed in any::<u8>(),
+        ) {
+            let bytes: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+            let record = Record::Blob(Blob { hash: BlobHash(hash), bytes: bytes.clone() });
+            let mut whole_frame = Vec::new();
+            FrameEncoder::new().encode(&record, &mut whole_frame).unwrap();
+            let head = blob_frame_head(BlobHash(hash), len).unwrap();
+            prop_assert_eq!(&whole_frame[..head.len()], &head[..]);
+            prop_assert_eq!(&whole_frame[head.len()..], &bytes[..]);
+
+            let mut whole_block = Vec::new();
+            BlockEncoder::new(Some(1))
+                .unwrap()
+                .encode_with(BlockKind::RECORDS, &whole_frame, 1, false, &mut whole_block)
+                .unwrap();
+            let mut parts = Vec::new();
+            BlockEncoder::encode_stored_head(BlockKind::RECORDS, &head, &bytes, 1, &mut parts)
+                .unwrap();
+            parts.extend_from_slice(&bytes);
+            prop_assert_eq!(parts, whole_block);
+        }
+    }
+
+    #[test]
+    fn a_blob_past_the_largest_record_has_no_frame() {
+        assert!(blob_frame_head(BlobHash(7), MAX_RECORD_BYTES).is_err());
+        assert!(blob_frame_head(BlobHash(7), MAX_RECORD_BYTES - 16).is_ok());
+    }
 
     #[test]
     fn file_header_round_trips() {

@@ -673,19 +673,39 @@ impl Core {
             self.dropped[kind_slot("Blob")] += 1;
             return None;
         }
-        let blob = Record::Blob(Blob {
-            hash: BlobHash(hash),
-            bytes: bytes.to_vec(),
-        });
-        // Large blobs (captured buffer contents) go in a block of their own, uncompressed.
-        let bulk = bytes.len() > RAW_BLOB_BYTES;
-        if bulk {
+        // Large blobs (captured buffer contents) go in a block of their own, uncompressed,
+        // written from `bytes` where they lie: one pass to hash them, one for the block's
+        // checksum, one into the file (a copy of the record, the frame and the block would
+        // each be one more through memory that the device's copies share).
+        if bytes.len() > RAW_BLOB_BYTES {
             self.write_pending();
+            self.write_bulk_blob(BlobHash(hash), bytes);
+        } else {
+            let blob = Record::Blob(Blob {
+                hash: BlobHash(hash),
+                bytes: bytes.to_vec(),
+            });
+            self.append_record(&blob).expect("blob encodes");
+            self.write_pending_with(true);
         }
-        self.append_record(&blob).expect("blob encodes");
-        self.write_pending_with(!bulk);
         self.blobs.insert(hash);
         Some(BlobHash(hash))
+    }
+
+    /// Writes a [`Blob`] record of `bytes` as a block of its own, stored as is, without
+    /// copying `bytes` (see [`BlockEncoder::encode_stored_head`]).
+    fn write_bulk_blob(&mut self, hash: BlobHash, bytes: &[u8]) {
+        let written = match crate::format::blob_frame_head(hash, bytes.len()) {
+            Ok(head) => self.write_block_parts(BlockKind::RECORDS, &head, bytes, 1),
+            Err(e) => Err(io::Error::other(e)),
+        };
+        match written {
+            Ok(()) => {
+                self.records += 1;
+                self.write_summary();
+            }
+            Err(e) => self.fail(e, 1),
+        }
     }
 
     /// Captures `bytes` for a record: inline when small, else as a blob, else omitted.
@@ -787,6 +807,37 @@ impl Core {
         self.encoder
             .encode_with(kind, payload, records, compress, &mut self.out)?;
         sink.write_all(&self.out)?;
+        self.block_written(kind, records, self.out.len() - block_start);
+        Ok(())
+    }
+
+    /// As `write_block` for a block stored as is whose payload is `head` then `tail`,
+    /// `tail` written from where it lies.
+    fn write_block_parts(
+        &mut self,
+        kind: BlockKind,
+        head: &[u8],
+        tail: &[u8],
+        records: u32,
+    ) -> io::Result<()> {
+        if let Some(e) = &self.error {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
+        let Some(sink) = self.sink.as_mut() else {
+            return Err(io::Error::other("the trace is closed"));
+        };
+        self.out.clear();
+        self.out.append(&mut self.unwritten_header);
+        let block_start = self.out.len();
+        BlockEncoder::encode_stored_head(kind, head, tail, records, &mut self.out)?;
+        sink.write_all(&self.out)?;
+        sink.write_all(tail)?;
+        self.block_written(kind, records, self.out.len() - block_start + tail.len());
+        Ok(())
+    }
+
+    /// Indexes a block of `len` bytes just written at the current offset.
+    fn block_written(&mut self, kind: BlockKind, records: u32, len: usize) {
         self.index.push(IndexEntry {
             offset: self.offset,
             kind,
@@ -796,9 +847,8 @@ impl Core {
             self.index
                 .reserve(self.index.len().max(fatal::SPARE_INDEX_ENTRIES));
         }
-        self.offset += (self.out.len() - block_start) as u64;
+        self.offset += len as u64;
         FlushReport::block_written(&mut self.report, self.offset, records);
-        Ok(())
     }
 
     fn fail(&mut self, e: io::Error, records: u32) {
@@ -2755,7 +2805,8 @@ mod tests {
             ..RecorderOptions::default()
         };
         let (rec, sink) = memory_recorder(options);
-        let big = vec![7u8; 100_000];
+        // Past the bulk size: written in a block of its own from where it lies.
+        let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + i / 256) as u8).collect();
         rec.record(&timing(0, 1));
         let payload = rec.payload(&big);
         assert_eq!(rec.payload(&big), payload);
@@ -2790,6 +2841,13 @@ mod tests {
             ]
         );
         assert_eq!(records[3], large);
+        assert_eq!(
+            records[1],
+            Record::Blob(Blob {
+                hash: BlobHash(xxh3_64(&big)),
+                bytes: big,
+            })
+        );
     }
 
     /// A guard that counts how many deferred jobs were dropped (run or not).
