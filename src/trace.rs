@@ -614,8 +614,6 @@ impl Hook<'_> {
         // SAFETY: the caller's obligations.
         let captured = unsafe { Captured::new(captures, data) };
         self.recorder.record_deferred(move |out| {
-            // Not while the frame's upload reads the same bytes (see `Captures`).
-            captured.after_copies();
             let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
             out.record(&record);
         });
@@ -824,55 +822,31 @@ pub(crate) const INLINE_DIGEST_BYTES: usize = 4 << 10;
 /// trace writer's thread. Whoever would change or free those bytes waits for them first, so
 /// the trace holds exactly what was written; untraced runtimes never take a fence, and the
 /// check is then one atomic load.
-///
-/// It also counts the traced copies between the buffer and a device running now
-/// ([`Captures::copying`]), which a capture of the buffer's bytes lets finish first
-/// ([`Captured::after_copies`]): the CPU reading megabytes that a DMA engine is reading or
-/// writing at the same time takes memory bandwidth from the copy, inside its measured time.
-/// On the H200, the pipeline with one frame in flight uploaded its 3 MB frame in 91 µs
-/// captured against 78-79 µs replayed (the replay hashes no host write), the hash of the
-/// frame's host write starting as its upload did; with the capture waiting for the copies
-/// of every buffer, 83 µs against 81-84, but with three in flight the waits ran the hashes
-/// into the next frames' copies (67 -> 77 µs): so a capture waits for its own buffer's
-/// copies only.
 #[derive(Default)]
-pub(crate) struct Captures(Arc<CaptureState>);
-
-#[derive(Default)]
-struct CaptureState {
-    /// Deferred captures reading the bytes.
-    fences: AtomicUsize,
-    /// Traced copies between the bytes and a device running now.
-    copying: AtomicUsize,
-}
-
-/// The longest a capture waits for its buffer's copies (see [`Captures`]): a copy of a few
-/// MB takes about 100 µs on a PCIe 5 link; the bound keeps the writer, which runs most
-/// captures, draining every thread's records whatever a copy does.
-const COPY_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+pub(crate) struct Captures(Arc<AtomicUsize>);
 
 impl Captures {
     /// A fence for one deferred capture; writers wait until it drops.
     fn fence(&self) -> CaptureFence {
-        self.0.fences.fetch_add(1, Ordering::AcqRel);
+        self.0.fetch_add(1, Ordering::AcqRel);
         CaptureFence(self.0.clone())
     }
 
     /// Whether a deferred capture reads the buffer now.
     pub fn busy(&self) -> bool {
-        self.0.fences.load(Ordering::Acquire) != 0
+        self.0.load(Ordering::Acquire) != 0
     }
 
     /// Waits until no deferred capture reads the buffer.
     pub fn wait(&self) {
-        if self.busy() {
+        if self.0.load(Ordering::Acquire) != 0 {
             self.wait_slow();
         }
     }
 
     #[cold]
     fn wait_slow(&self) {
-        let idle = || !self.busy();
+        let idle = || self.0.load(Ordering::Acquire) == 0;
         // A capture takes the writer thread tens to hundreds of µs: spin briefly, then sleep.
         if crate::sync::spin_until(idle) {
             return;
@@ -881,25 +855,14 @@ impl Captures {
             std::thread::sleep(std::time::Duration::from_micros(20));
         }
     }
-
-    /// A traced copy between the buffer and a device starts: it counts as running until
-    /// [`Captures::copied`] (see [`Captures`]).
-    pub fn copying(&self) {
-        self.0.copying.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// The copy [`Captures::copying`] announced ended.
-    pub fn copied(&self) {
-        self.0.copying.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 /// Held by a deferred capture while it reads a buffer's bytes.
-struct CaptureFence(Arc<CaptureState>);
+struct CaptureFence(Arc<AtomicUsize>);
 
 impl Drop for CaptureFence {
     fn drop(&mut self) {
-        self.0.fences.fetch_sub(1, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -924,24 +887,6 @@ impl Captured {
             pointer: bytes.as_ptr() as usize,
             len: bytes.len(),
         }
-    }
-
-    /// Waits, at most [`COPY_WAIT`], for no traced copy of the buffer to be running (see
-    /// [`Captures`]); returns whether one was.
-    fn after_copies(&self) -> bool {
-        self.after_copies_within(COPY_WAIT)
-    }
-
-    fn after_copies_within(&self, bound: std::time::Duration) -> bool {
-        let copying = || self._fence.0.copying.load(Ordering::Acquire) != 0;
-        if !copying() {
-            return false;
-        }
-        let start = std::time::Instant::now();
-        while copying() && start.elapsed() < bound {
-            std::hint::spin_loop();
-        }
-        true
     }
 
     fn bytes(&self) -> &[u8] {
@@ -1023,51 +968,5 @@ fn run_hash_jobs(queue: &crossbeam_channel::Receiver<HashJob>) {
             },
         };
         job();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicBool;
-    use std::time::Duration;
-
-    #[test]
-    fn a_capture_reads_its_bytes_after_the_copy_running_on_them_ends() {
-        let captures = Captures::default();
-        let bytes = vec![7u8; 1024];
-        // SAFETY: `bytes` outlives the capture and nothing writes it meanwhile.
-        let captured = unsafe { Captured::new(&captures, &bytes) };
-        assert!(!captured.after_copies_within(Duration::from_secs(600)));
-        captures.copying();
-        let ended = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            let capture = scope.spawn(|| {
-                let waited = captured.after_copies_within(Duration::from_secs(600));
-                // Set before the copy was marked ended: seen here, or the capture read the
-                // bytes beside the copy.
-                (waited, ended.load(Ordering::SeqCst))
-            });
-            std::thread::sleep(Duration::from_millis(20));
-            ended.store(true, Ordering::SeqCst);
-            captures.copied();
-            assert_eq!(capture.join().unwrap(), (true, true));
-        });
-    }
-
-    #[test]
-    fn a_capture_waits_for_its_buffers_copies_only_as_long_as_its_bound() {
-        let (captures, other) = (Captures::default(), Captures::default());
-        let bytes = vec![7u8; 1024];
-        // SAFETY: as above.
-        let captured = unsafe { Captured::new(&captures, &bytes) };
-        other.copying();
-        assert!(!captured.after_copies_within(Duration::from_secs(600)));
-        captures.copying();
-        assert!(captured.after_copies_within(Duration::ZERO));
-        // The copies do not fence writers: only captures do.
-        assert!(captures.busy());
-        drop(captured);
-        assert!(!captures.busy());
     }
 }

@@ -9,7 +9,7 @@
 
 use super::scheduler::{Doorbell, Task};
 use super::shared::Core;
-use super::types::{Queue, RegionKind};
+use super::types::Queue;
 use crate::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -278,17 +278,6 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     // streams time nothing, so it takes an empty one (no allocation, no thread-local).
     let mut ops = if traced { OP_SPANS.take() } else { Vec::new() };
     ops.clear();
-    // A traced copy between host memory and the GPU counts as running on its buffers while
-    // it runs, so that a capture of their bytes lets it finish first (`trace::Captures`).
-    let copying = traced
-        && region.kind == RegionKind::CopyBatch
-        && matches!(queue, Queue::GpuUpload | Queue::GpuDownload);
-    if copying {
-        region
-            .uses
-            .iter()
-            .for_each(|u| u.view.buffer().storage.captures.copying());
-    }
     let (result, native) = match checked {
         Err(error) => (Err(error), false),
         Ok(()) => {
@@ -309,12 +298,6 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
             (result, true)
         }
     };
-    if copying {
-        region
-            .uses
-            .iter()
-            .for_each(|u| u.view.buffer().storage.captures.copied());
-    }
     if let Some(hook) = &hook {
         let end_ns = crate::clock::now_ns();
         if let Some(hooks) = hooks {
