@@ -45,6 +45,8 @@ pub(super) struct SliceRec {
     pub submission: u64,
     /// Device-clock duration, where recorded.
     pub device_ns: Option<u64>,
+    /// The region's run failed.
+    pub failed: bool,
     /// Chrome's `pid` and `tid`, Perfetto's track uuid.
     pub pid: u32,
     pub tid: u32,
@@ -405,6 +407,7 @@ mod tests {
             end_ns: start_ns,
             submission: 0,
             device_ns: None,
+            failed: false,
             pid: 0,
             tid: 0,
             uuid: 0,

@@ -201,6 +201,9 @@ fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> 
         out.extend_from_slice(b",\"device_ns\":");
         uint(out, d)?;
     }
+    if s.failed {
+        out.extend_from_slice(b",\"status\":\"failed\"");
+    }
     out.extend_from_slice(b"}}");
     let middle = s.start_ns + (s.end_ns - s.start_ns) / 2;
     let flows_out = &batch.flows[s.flows_out.0 as usize..s.flows_out.1 as usize];
@@ -423,6 +426,7 @@ impl Sink for Writer {
             end_ns: s.end_ns,
             submission: s.submission,
             device_ns: s.device_ns,
+            failed: s.failed,
             pid: s.place.pid,
             tid: s.place.tid,
             uuid: s.place.uuid,

@@ -11,7 +11,10 @@
 //! - **Slices.** One per region timing (host clock, ns in the trace, µs in the JSON), named
 //!   by the region's label as the timeline names it ([`crate::label_region`]), with
 //!   arguments: submission, region, slot, kind, the region's buffer ranges (`buf 3 [0..64000)
-//!   read-write`) and its hazards (`RAW buf 2 [0..192000) on region 0`).
+//!   read-write`), its hazards (`RAW buf 2 [0..192000) on region 0`) and, for a run that
+//!   failed, `status: failed` (the cause is the `failed` event's, below; a run whose
+//!   submission was written before its outcome arrived, past the settling window, is not
+//!   marked).
 //! - **Operation slices.** An operation timing (`OpTiming`: a backend that times a native
 //!   graph's operations) is a slice nested in its region's: on the same track, written just
 //!   after it, on the same host clock and clamped into its span (a viewer nests slices of a
@@ -19,7 +22,8 @@
 //!   category `operation`, with arguments: submission, region, node (the operation's index
 //!   in its graph), clock (`device` where the backend measured the operation on the device
 //!   clock, else `host`), duration_ns (on that clock, what `stats` counts), device_ns where
-//!   recorded, host_ns. An operation whose region has no timing (a damaged trace), or read
+//!   recorded, host_ns, and `status: region failed` in a failed run. An operation whose
+//!   region has no timing (a damaged trace), or read
 //!   after its submission was written, is a slice of its own at its host times
 //!   ([`ExportCounts::operation_slices`] counts them all). A trace without operation
 //!   timings has undivided region slices; the caller says so
@@ -457,6 +461,8 @@ pub(crate) struct RegionSlice<'a> {
     /// Cross-submission waits, listed after the graph's hazards.
     waits: &'a [CrossWait],
     device_ns: Option<u64>,
+    /// Its run failed (`status: failed`; the cause is the `failed` event's).
+    failed: bool,
     flows_out: &'a [u64],
     flows_in: &'a [u64],
 }
@@ -624,6 +630,8 @@ struct Held {
     flows_in: Vec<(RegionIndex, u64)>,
     /// Its operation timings, written after their region's slice.
     ops: Vec<(NodeIndex, JoinedSpan)>,
+    /// Its regions whose run failed (their slices say so).
+    failed: Vec<RegionIndex>,
 }
 
 impl Held {
@@ -641,6 +649,7 @@ impl Held {
         self.waited_by.clear();
         self.flows_in.clear();
         self.ops.clear();
+        self.failed.clear();
     }
 }
 
@@ -1201,6 +1210,7 @@ impl Settled<'_> {
                     .filter(|(r, _)| *r == region)
                     .map(|&(_, id)| id),
             );
+            let failed = held.failed.contains(&region);
             let slice = region_slice(
                 index,
                 names,
@@ -1212,6 +1222,7 @@ impl Settled<'_> {
                     waits,
                     flows_in,
                     flows_out,
+                    failed,
                 },
             );
             out.region_slice(&slice);
@@ -1223,26 +1234,28 @@ impl Settled<'_> {
             }
             for (node, op) in held.ops.iter().filter(|(_, op)| op.region == span.region) {
                 let within = (span.start_ns, span.end_ns.max(span.start_ns));
-                write_op_slice(index, out, op, *node, Some(within));
+                write_op_slice(index, out, op, *node, Some(within), failed);
             }
         }
         // Operations of regions without a timing: at their own times.
         for (node, op) in &held.ops {
             if !held.spans.iter().any(|(_, s)| s.region == op.region) {
-                write_op_slice(index, out, op, *node, None);
+                let failed = held.failed.contains(&index.region(op.region).index);
+                write_op_slice(index, out, op, *node, None, failed);
             }
         }
     }
 }
 
 /// Writes an operation timing's slice (see the module docs), clamped into `within` (its
-/// region slice's host span) where given.
+/// region slice's host span) where given; `failed`: its region's run failed.
 fn write_op_slice<S: Sink>(
     index: &Index,
     out: &mut Out<S>,
     span: &JoinedSpan,
     node: NodeIndex,
     within: Option<(u64, u64)>,
+    failed: bool,
 ) {
     let info = index.region(span.region);
     let p = &index.prepared()[info.prepared.0 as usize];
@@ -1275,6 +1288,9 @@ fn write_op_slice<S: Sink>(
         args.push(("device_ns", Arg::Uint(d)));
     }
     args.push(("host_ns", Arg::Uint(host_ns)));
+    if failed {
+        args.push(("status", Arg::Str(Cow::Borrowed("region failed"))));
+    }
     let slice = Slice {
         runtime: span.runtime,
         place: Place::default(),
@@ -1295,6 +1311,13 @@ impl<S: Sink> Visitor for Pass<S> {
     fn record(&mut self, index: &Index, record: &Record) {
         if let Some(time_ns) = crate::dump::host_time_ns(record) {
             self.end_ns = self.end_ns.max(time_ns);
+        }
+        // A failed run's slice says so (its `failed` event follows, below).
+        if let Record::RegionDone(d) = record
+            && matches!(d.status, Status::Failed { .. })
+            && let Some(held) = self.held(d.runtime, d.submission)
+        {
+            held.failed.push(d.region);
         }
         match record {
             Record::FatalSignal(f) => self.fatal.push(*f),
@@ -1410,6 +1433,9 @@ impl<S: Sink> Visitor for Pass<S> {
                     waits: &[],
                     flows_in: &[],
                     flows_out: &[],
+                    // Its outcome comes after its timing: not known once its submission
+                    // was written.
+                    failed: false,
                 };
                 let slice = region_slice(index, &self.names, span, args);
                 self.out.region_slice(&slice);
@@ -1421,7 +1447,7 @@ impl<S: Sink> Visitor for Pass<S> {
         match self.held(span.runtime, span.submission) {
             Some(held) => held.ops.push((node, *span)),
             // Its submission was written already: at its own times.
-            None => write_op_slice(index, &mut self.out, span, node, None),
+            None => write_op_slice(index, &mut self.out, span, node, None, false),
         }
     }
 }
@@ -1465,6 +1491,7 @@ struct SliceArgs<'a> {
     waits: &'a [CrossWait],
     flows_in: &'a [u64],
     flows_out: &'a [u64],
+    failed: bool,
 }
 
 fn region_slice<'a>(
@@ -1492,6 +1519,7 @@ fn region_slice<'a>(
         device_ns: span
             .device
             .map(|device| device.end_ns.saturating_sub(device.start_ns)),
+        failed: a.failed,
         flows_out: a.flows_out,
         flows_in: a.flows_in,
     }

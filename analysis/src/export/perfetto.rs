@@ -293,6 +293,7 @@ const NAME_REGION: u64 = 2;
 const NAME_SLOT: u64 = 3;
 const NAME_HAZARDS: u64 = 4;
 const NAME_DEVICE_NS: u64 = 5;
+const NAME_STATUS: u64 = 6;
 
 impl Interner {
     /// The iid of `s` in `table`, made (and queued to be written) on first use. Iids count
@@ -358,8 +359,15 @@ impl Writer {
     pub(super) fn new(batches: Batches<RegionConst>, domain: ClockDomain) -> Writer {
         let mut interner = Interner::default();
         let category = interner.iid(Table::Categories, "region");
-        let names = ["submission", "region", "slot", "hazards", "device_ns"]
-            .map(|name| interner.iid(Table::AnnotationNames, name));
+        let names = [
+            "submission",
+            "region",
+            "slot",
+            "hazards",
+            "device_ns",
+            "status",
+        ]
+        .map(|name| interner.iid(Table::AnnotationNames, name));
         debug_assert_eq!(category, CATEGORY_REGION);
         debug_assert_eq!(
             names,
@@ -368,7 +376,8 @@ impl Writer {
                 NAME_REGION,
                 NAME_SLOT,
                 NAME_HAZARDS,
-                NAME_DEVICE_NS
+                NAME_DEVICE_NS,
+                NAME_STATUS
             ]
         );
         Writer {
@@ -603,6 +612,12 @@ fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
     if let Some(d) = s.device_ns {
         enc.uint_annotation(NAME_DEVICE_NS, d);
     }
+    if s.failed {
+        let status = enc.open(field::DEBUG_ANNOTATIONS);
+        enc.uint(field::ANNOTATION_NAME_IID, NAME_STATUS);
+        enc.string(field::STRING_VALUE, "failed");
+        enc.close(status);
+    }
     enc.uint(field::TYPE, TYPE_SLICE_BEGIN);
     enc.uint(field::NAME_IID, c.name_iid);
     enc.uint(field::TRACK_UUID, track);
@@ -758,6 +773,7 @@ impl Sink for Writer {
             end_ns: s.end_ns,
             submission: s.submission,
             device_ns: s.device_ns,
+            failed: s.failed,
             pid: s.place.pid,
             tid: s.place.tid,
             uuid: s.place.uuid,

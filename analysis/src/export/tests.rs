@@ -1357,3 +1357,81 @@ fn merged_processes_keep_their_threads_and_counters_apart() {
         });
     assert_eq!(decodes, BTreeMap::from([(100, 8), (200, 8)]));
 }
+
+/// The (submission, region) of each failed run in `records`.
+fn failed_runs(records: &[Record]) -> BTreeSet<(u64, u64)> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionDone(d) if matches!(d.status, Status::Failed { .. }) => {
+                Some((d.submission.0, u64::from(d.region.0)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_failed_runs_slices_say_it_failed_in_both_formats() {
+    let spec = PipelineSpec {
+        fail_at: Some(7),
+        ..PipelineSpec::ops(40)
+    };
+    let records: Vec<Record> = crate::synthetic::with_op_timings(pipeline(spec)).collect();
+    let failed = failed_runs(&records);
+    assert!(!failed.is_empty());
+
+    let (out, _) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+    let (mut regions, mut ops) = (BTreeSet::new(), 0);
+    for e in doc["traceEvents"].as_array().unwrap() {
+        let (Some(submission), Some(region)) = (
+            e["args"]["submission"].as_u64(),
+            e["args"]["region"].as_u64(),
+        ) else {
+            continue;
+        };
+        if e["ph"] != "X" || e["cat"] == "host" {
+            continue;
+        }
+        let run_failed = failed.contains(&(submission, region));
+        let status = e["args"]["status"].as_str();
+        if e["cat"] == "operation" {
+            assert_eq!(status, run_failed.then_some("region failed"), "{e}");
+            ops += usize::from(run_failed);
+        } else {
+            assert_eq!(status, run_failed.then_some("failed"), "{e}");
+            if run_failed {
+                regions.insert((submission, region));
+            }
+        }
+    }
+    assert_eq!(regions, failed, "every failed run's slice says so");
+    assert!(ops > 0, "the failed run's operations say so");
+
+    let (out, _) = export(&records, Format::Perfetto);
+    let mut marked = BTreeSet::new();
+    for p in packets(&out) {
+        let Some(e) = p.track_event else { continue };
+        let arg = |name: &str| {
+            e.debug_annotations
+                .iter()
+                .find(|a| a.name.as_deref() == Some(name))
+        };
+        let (Some(submission), Some(region)) = (
+            arg("submission").and_then(|a| a.uint_value),
+            arg("region").and_then(|a| a.uint_value),
+        ) else {
+            continue;
+        };
+        if e.categories.iter().any(|c| c == "region") {
+            let status = arg("status").and_then(|a| a.string_value.clone());
+            let run_failed = failed.contains(&(submission, region));
+            assert_eq!(status.as_deref(), run_failed.then_some("failed"));
+            if run_failed {
+                marked.insert((submission, region));
+            }
+        }
+    }
+    assert_eq!(marked, failed);
+}
