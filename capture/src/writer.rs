@@ -795,20 +795,9 @@ impl Core {
         records: u32,
         compress: bool,
     ) -> io::Result<()> {
-        if let Some(e) = &self.error {
-            return Err(io::Error::new(e.kind(), e.to_string()));
-        }
-        let Some(sink) = self.sink.as_mut() else {
-            return Err(io::Error::other("the trace is closed"));
-        };
-        self.out.clear();
-        self.out.append(&mut self.unwritten_header);
-        let block_start = self.out.len();
-        self.encoder
-            .encode_with(kind, payload, records, compress, &mut self.out)?;
-        sink.write_all(&self.out)?;
-        self.block_written(kind, records, self.out.len() - block_start);
-        Ok(())
+        self.write_block_with(kind, records, &[], |encoder, out| {
+            encoder.encode_with(kind, payload, records, compress, out)
+        })
     }
 
     /// As `write_block` for a block stored as is whose payload is `head` then `tail`,
@@ -820,6 +809,20 @@ impl Core {
         tail: &[u8],
         records: u32,
     ) -> io::Result<()> {
+        self.write_block_with(kind, records, tail, |_, out| {
+            BlockEncoder::encode_stored_head(kind, head, tail, records, out)
+        })
+    }
+
+    /// Writes a block that `encode` appends to the output buffer (after the file header,
+    /// before the first block), followed by `tail`, and indexes it.
+    fn write_block_with(
+        &mut self,
+        kind: BlockKind,
+        records: u32,
+        tail: &[u8],
+        encode: impl FnOnce(&mut BlockEncoder, &mut Vec<u8>) -> io::Result<()>,
+    ) -> io::Result<()> {
         if let Some(e) = &self.error {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
@@ -829,9 +832,11 @@ impl Core {
         self.out.clear();
         self.out.append(&mut self.unwritten_header);
         let block_start = self.out.len();
-        BlockEncoder::encode_stored_head(kind, head, tail, records, &mut self.out)?;
+        encode(&mut self.encoder, &mut self.out)?;
         sink.write_all(&self.out)?;
-        sink.write_all(tail)?;
+        if !tail.is_empty() {
+            sink.write_all(tail)?;
+        }
         self.block_written(kind, records, self.out.len() - block_start + tail.len());
         Ok(())
     }
