@@ -91,6 +91,25 @@ fn the_faults_workload_replays_its_failure_as_expected() {
         "{}",
         stdout(&replay)
     );
+    // A failed run is no duration, on either side (as `stats` leaves it out): the failed
+    // compute region's row holds the runs that succeeded; the upload before it, every run.
+    let json = run(dir.path(), &["replay", "f.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let subs = report["submissions"].as_array().unwrap();
+    let failed = subs.iter().filter(|s| s["captured"] == "failed").count();
+    assert_eq!(failed, 1, "{subs:?}");
+    let samples = |region: u64, side: &str| {
+        report["timing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["region"] == region)
+            .map(|t| t[side]["samples"].as_u64().unwrap())
+    };
+    for side in ["captured", "replayed"] {
+        assert_eq!(samples(0, side), Some(subs.len() as u64), "{side}");
+        assert_eq!(samples(1, side), Some(subs.len() as u64 - 1), "{side}");
+    }
 }
 
 #[test]

@@ -76,8 +76,17 @@ pub(super) fn read_back(
                     contents,
                 });
         }
+        // A failed run is no duration (see `plan`): its region's timing is left out.
+        let failed_runs: std::collections::HashSet<(s::SubmissionIndex, u32)> =
+            (joined.region_done.iter())
+                .filter(|(_, _, status, _)| matches!(status, s::Status::Failed { .. }))
+                .filter_map(|&(submission, region, _, _)| Some((captured(submission)?, region)))
+                .collect();
         for (submission, region, sample) in joined.region_times {
             if let Some(index) = captured(submission) {
+                if failed_runs.contains(&(index, region)) {
+                    continue;
+                }
                 let graph = plan.submissions[plan.submission_index[&index]].graph;
                 observed
                     .region_times

@@ -369,7 +369,16 @@ pub(super) fn runtime_plan<'t>(
     }
     for (submission, region, sample) in joined.region_times {
         if let Some(position) = locate(&plan, submission, "RegionTiming")? {
-            let graph = plan.submissions[position].graph;
+            // A failed run is no duration (it stopped short, or waited on a lost device), as
+            // `stats` leaves it out; its status is compared instead.
+            let submission = &plan.submissions[position];
+            if matches!(
+                submission.region_status.get(&region),
+                Some(s::Status::Failed { .. })
+            ) {
+                continue;
+            }
+            let graph = submission.graph;
             plan.region_times
                 .entry((graph, region))
                 .or_default()
