@@ -69,6 +69,17 @@ pub mod units;
 /// A change that removes or retypes a field moves it on; an added field does not.
 pub const JSON_SCHEMA_VERSION: u32 = 2;
 
+/// The operation a native failure's text names, where it names one: the runtime ends the
+/// errors it raises with the operation it was running in parentheses (`… at device
+/// operation 9 (hrx_blur_h)`: a kernel's entry name, `fill` or `copy`); a failure's record
+/// names only its region. `None` for an error that names none (a native graph failing as a
+/// whole, as CUDA reports it, whose parentheses explain rather than name).
+pub fn failed_operation(error: &str) -> Option<&str> {
+    let inner = error.trim_end().strip_suffix(')')?;
+    let name = &inner[inner.rfind('(')? + 1..];
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
+}
+
 pub use index::{
     Index, LabelRef, LaneInfo, LaneRef, PreparedInfo, PreparedRef, QUEUES, RegionInfo, RegionRef,
     is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,

@@ -22,7 +22,9 @@
 //!   category `operation`, with arguments: submission, region, node (the operation's index
 //!   in its graph), clock (`device` where the backend measured the operation on the device
 //!   clock, else `host`), duration_ns (on that clock, what `stats` counts), device_ns where
-//!   recorded, host_ns, and `status: region failed` in a failed run. An operation whose
+//!   recorded, host_ns, and in a failed run `status`: `failed here` on the operation the
+//!   error names (`failed here?` where several of the region's have its name, as `view`
+//!   marks them), `region failed` on the others. An operation whose
 //!   region has no timing (a damaged trace), or read
 //!   after its submission was written, is a slice of its own at its host times
 //!   ([`ExportCounts::operation_slices`] counts them all). A trace without operation
@@ -630,8 +632,9 @@ struct Held {
     flows_in: Vec<(RegionIndex, u64)>,
     /// Its operation timings, written after their region's slice.
     ops: Vec<(NodeIndex, JoinedSpan)>,
-    /// Its regions whose run failed (their slices say so).
-    failed: Vec<RegionIndex>,
+    /// Its regions whose run failed (their slices say so), with the operation the error
+    /// names, if it names one.
+    failed: Vec<(RegionIndex, Option<String>)>,
 }
 
 impl Held {
@@ -1210,7 +1213,8 @@ impl Settled<'_> {
                     .filter(|(r, _)| *r == region)
                     .map(|&(_, id)| id),
             );
-            let failed = held.failed.contains(&region);
+            let failure = held.failed.iter().find(|(r, _)| *r == region);
+            let failed = failure.is_some();
             let slice = region_slice(
                 index,
                 names,
@@ -1232,37 +1236,75 @@ impl Settled<'_> {
             if first != Some(i) {
                 continue;
             }
-            for (node, op) in held.ops.iter().filter(|(_, op)| op.region == span.region) {
+            let ops = || held.ops.iter().filter(|(_, op)| op.region == span.region);
+            let failed_op = failure.and_then(|(_, op)| op.as_deref());
+            let failed_ops = failed_op.map_or(0, |name| {
+                ops()
+                    .filter(|(node, op)| op_name(index, op, *node) == name)
+                    .count()
+            });
+            for (node, op) in ops() {
                 let within = (span.start_ns, span.end_ns.max(span.start_ns));
-                write_op_slice(index, out, op, *node, Some(within), failed);
+                let status = failure.map(|_| op_status(index, op, *node, failed_op, failed_ops));
+                write_op_slice(index, out, op, *node, Some(within), status);
             }
         }
         // Operations of regions without a timing: at their own times.
         for (node, op) in &held.ops {
             if !held.spans.iter().any(|(_, s)| s.region == op.region) {
-                let failed = held.failed.contains(&index.region(op.region).index);
-                write_op_slice(index, out, op, *node, None, failed);
+                let region = index.region(op.region).index;
+                let failed = held.failed.iter().any(|(r, _)| *r == region);
+                let status = failed.then_some("region failed");
+                write_op_slice(index, out, op, *node, None, status);
             }
         }
     }
 }
 
+/// An operation's name as its slice is named: its kernel's entry, `fill` or `copy`.
+fn op_name(index: &Index, span: &JoinedSpan, node: NodeIndex) -> String {
+    let info = index.region(span.region);
+    let p = &index.prepared()[info.prepared.0 as usize];
+    match index.op(p.runtime, p.graph, node) {
+        Some(op) => index.op_name(p.runtime, op),
+        None => format!("op {node}"),
+    }
+}
+
+/// The `status` of an operation's slice in a failed run: `failed here` for the one the
+/// error names (`failed here?` when several of the region's have that name, as `view`
+/// marks them), `region failed` for the others.
+fn op_status(
+    index: &Index,
+    span: &JoinedSpan,
+    node: NodeIndex,
+    failed_op: Option<&str>,
+    failed_ops: usize,
+) -> &'static str {
+    match failed_op {
+        Some(name) if op_name(index, span, node) == name => {
+            if failed_ops > 1 {
+                "failed here?"
+            } else {
+                "failed here"
+            }
+        }
+        _ => "region failed",
+    }
+}
+
 /// Writes an operation timing's slice (see the module docs), clamped into `within` (its
-/// region slice's host span) where given; `failed`: its region's run failed.
+/// region slice's host span) where given; `status` in a failed run ([`op_status`]).
 fn write_op_slice<S: Sink>(
     index: &Index,
     out: &mut Out<S>,
     span: &JoinedSpan,
     node: NodeIndex,
     within: Option<(u64, u64)>,
-    failed: bool,
+    status: Option<&'static str>,
 ) {
     let info = index.region(span.region);
-    let p = &index.prepared()[info.prepared.0 as usize];
-    let name = match index.op(p.runtime, p.graph, node) {
-        Some(op) => index.op_name(p.runtime, op),
-        None => format!("op {node}"),
-    };
+    let name = op_name(index, span, node);
     let (mut start_ns, mut end_ns) = (span.start_ns, span.end_ns.max(span.start_ns));
     if let Some((lo, hi)) = within {
         start_ns = start_ns.clamp(lo, hi);
@@ -1288,8 +1330,8 @@ fn write_op_slice<S: Sink>(
         args.push(("device_ns", Arg::Uint(d)));
     }
     args.push(("host_ns", Arg::Uint(host_ns)));
-    if failed {
-        args.push(("status", Arg::Str(Cow::Borrowed("region failed"))));
+    if let Some(status) = status {
+        args.push(("status", Arg::Str(Cow::Borrowed(status))));
     }
     let slice = Slice {
         runtime: span.runtime,
@@ -1317,7 +1359,11 @@ impl<S: Sink> Visitor for Pass<S> {
             && matches!(d.status, Status::Failed { .. })
             && let Some(held) = self.held(d.runtime, d.submission)
         {
-            held.failed.push(d.region);
+            let Status::Failed { error } = &d.status else {
+                unreachable!("matched above")
+            };
+            let op = crate::failed_operation(error).map(str::to_owned);
+            held.failed.push((d.region, op));
         }
         match record {
             Record::FatalSignal(f) => self.fatal.push(*f),
@@ -1447,7 +1493,7 @@ impl<S: Sink> Visitor for Pass<S> {
         match self.held(span.runtime, span.submission) {
             Some(held) => held.ops.push((node, *span)),
             // Its submission was written already: at its own times.
-            None => write_op_slice(index, &mut self.out, span, node, None, false),
+            None => write_op_slice(index, &mut self.out, span, node, None, None),
         }
     }
 }

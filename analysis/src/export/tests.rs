@@ -1372,7 +1372,7 @@ fn failed_runs(records: &[Record]) -> BTreeSet<(u64, u64)> {
 }
 
 #[test]
-fn a_failed_runs_slices_say_it_failed_in_both_formats() {
+fn a_failed_runs_slices_say_it_failed_and_where_in_both_formats() {
     let spec = PipelineSpec {
         fail_at: Some(7),
         ..PipelineSpec::ops(40)
@@ -1383,7 +1383,7 @@ fn a_failed_runs_slices_say_it_failed_in_both_formats() {
 
     let (out, _) = export(&records, Format::Chrome);
     let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
-    let (mut regions, mut ops) = (BTreeSet::new(), 0);
+    let (mut regions, mut ops, mut failed_here) = (BTreeSet::new(), 0, Vec::new());
     for e in doc["traceEvents"].as_array().unwrap() {
         let (Some(submission), Some(region)) = (
             e["args"]["submission"].as_u64(),
@@ -1397,8 +1397,18 @@ fn a_failed_runs_slices_say_it_failed_in_both_formats() {
         let run_failed = failed.contains(&(submission, region));
         let status = e["args"]["status"].as_str();
         if e["cat"] == "operation" {
-            assert_eq!(status, run_failed.then_some("region failed"), "{e}");
+            // The operation the error names (`... (sobel)`) failed; the others stopped
+            // with their region.
+            let expected = match (run_failed, e["name"].as_str()) {
+                (false, _) => None,
+                (true, Some("sobel")) => Some("failed here"),
+                (true, _) => Some("region failed"),
+            };
+            assert_eq!(status, expected, "{e}");
             ops += usize::from(run_failed);
+            if status == Some("failed here") {
+                failed_here.push((submission, region));
+            }
         } else {
             assert_eq!(status, run_failed.then_some("failed"), "{e}");
             if run_failed {
@@ -1407,7 +1417,12 @@ fn a_failed_runs_slices_say_it_failed_in_both_formats() {
         }
     }
     assert_eq!(regions, failed, "every failed run's slice says so");
-    assert!(ops > 0, "the failed run's operations say so");
+    assert!(ops > 1, "the failed run's operations say so");
+    assert_eq!(
+        failed_here.len(),
+        failed.len(),
+        "one failed operation a failed run"
+    );
 
     let (out, _) = export(&records, Format::Perfetto);
     let mut marked = BTreeSet::new();
@@ -1434,4 +1449,20 @@ fn a_failed_runs_slices_say_it_failed_in_both_formats() {
         }
     }
     assert_eq!(marked, failed);
+}
+
+#[test]
+fn the_failed_operation_is_the_one_the_error_names_in_parentheses() {
+    let named = crate::failed_operation;
+    assert_eq!(
+        named("device lost: injected fault op=9 at device operation 9 (hrx_blur_h)"),
+        Some("hrx_blur_h")
+    );
+    assert_eq!(named("kernel error: injected (fill)"), Some("fill"));
+    // CUDA's sticky error explains itself in parentheses: that is not an operation.
+    let cuda = "device lost: CUDA_ERROR_ILLEGAL_ADDRESS in cuStreamSynchronize (sticky: the \
+                CUDA context is unusable until every runtime on the device is dropped)";
+    assert_eq!(named(cuda), None);
+    assert_eq!(named("device lost"), None);
+    assert_eq!(named("()"), None);
 }

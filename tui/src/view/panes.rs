@@ -550,12 +550,9 @@ fn op_time(
     format!("{} {on} at +{}", units::duration(ns), units::duration(at))
 }
 
-/// The operation a native failure's text names: the runtime ends the errors it raises
-/// with the operation in parentheses (`… at device operation 9 (hrx_blur_h)`).
+/// The operation a native failure's text names ([`hrx_analysis::failed_operation`]).
 pub(super) fn failed_operation(text: &str) -> Option<String> {
-    let inner = text.trim_end().strip_suffix(')')?;
-    let name = &inner[inner.rfind('(')? + 1..];
-    (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| name.to_owned())
+    hrx_analysis::failed_operation(text).map(str::to_owned)
 }
 
 /// Whether an operation's name ([`Model::op_name`]) is the one a failure names.

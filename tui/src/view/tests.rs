@@ -673,25 +673,6 @@ fn a_span_lists_the_regions_its_submit_started_and_marks_the_submit() {
 }
 
 #[test]
-fn the_failed_operation_is_the_one_the_error_names_in_parentheses() {
-    let named = |t: &str| panes::failed_operation(t);
-    assert_eq!(
-        named("device lost: injected fault op=9 at device operation 9 (hrx_blur_h)").as_deref(),
-        Some("hrx_blur_h")
-    );
-    assert_eq!(
-        named("kernel error: injected (fill)").as_deref(),
-        Some("fill")
-    );
-    // CUDA's sticky error explains itself in parentheses: that is not an operation.
-    let cuda = "device lost: CUDA_ERROR_ILLEGAL_ADDRESS in cuStreamSynchronize (sticky: the \
-                CUDA context is unusable until every runtime on the device is dropped)";
-    assert_eq!(named(cuda), None);
-    assert_eq!(named("device lost"), None);
-    assert_eq!(named("()"), None);
-}
-
-#[test]
 fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
     use hrx_capture::schema::{LostKind, Record, RecorderWait, RecordsLost};
     let sink = hrx_capture::MemorySink::new();
