@@ -801,22 +801,25 @@ pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
         out.push(name);
     }
     // `hrx-trace record`'s own range options choose what is recorded of the run, not the
-    // run: a range recording and a whole one of the same run have the same arguments.
+    // run: a range recording and a whole one of the same run have the same arguments; nor
+    // do what it prints (`-q`, `-v`, `--json`, `--color`) change the run.
     let recorder = out.first().is_some_and(|p| p == "hrx-trace");
     while let Some(a) = rest.next() {
         match a.as_str() {
-            "--capture-range" | "--delay" | "--duration" if recorder => {
+            "--capture-range" | "--delay" | "--duration" | "--color" if recorder => {
                 rest.next();
             }
+            "-q" | "--quiet" | "-v" | "--verbose" | "--json" if recorder => {}
             _ if recorder
-                && ["--capture-range=", "--delay=", "--duration="]
+                && ["--capture-range=", "--delay=", "--duration=", "--color="]
                     .iter()
                     .any(|o| a.starts_with(o)) => {}
+            // The output's name, however it was given, is not the run.
             "-o" | "--output" => {
                 rest.next();
-                out.push(format!("{a} …"));
+                out.push("-o …".to_owned());
             }
-            _ if a.starts_with("--output=") => out.push("--output=…".to_owned()),
+            _ if a.starts_with("--output=") => out.push("-o …".to_owned()),
             _ => out.push(a.clone()),
         }
     }
@@ -997,10 +1000,7 @@ mod tests {
         n.session.as_mut().unwrap().args =
             args(&["/release/app", "--output=b.hrxt", "--frames", "4"]);
         assert_eq!(arguments(&b).unwrap(), ["app", "-o …", "--frames", "4"]);
-        assert_eq!(
-            arguments(&n).unwrap(),
-            ["app", "--output=…", "--frames", "4"]
-        );
+        assert_eq!(arguments(&n).unwrap(), arguments(&b).unwrap());
         // `hrx-trace record`'s range options are not the run's.
         let mut r = profile_records(&records);
         r.session.as_mut().unwrap().args = args(&[
@@ -1009,15 +1009,20 @@ mod tests {
             "--capture-range",
             "submissions:4..7",
             "--delay=1s",
+            "-q",
+            "--color",
+            "never",
+            "--json",
             "--frames",
             "4",
+            "-v",
         ]);
         assert_eq!(
             arguments(&r).unwrap(),
             ["hrx-trace", "record", "--frames", "4"]
         );
         r.session.as_mut().unwrap().args[0] = "/bin/app".to_owned();
-        assert_eq!(arguments(&r).unwrap().len(), 7);
+        assert_eq!(arguments(&r).unwrap().len(), 12);
         n.session.as_mut().unwrap().args = args(&["/release/app", "-o", "b.hrxt", "--frames", "8"]);
         let c = compare(&b, &n, &matched(&records, &records), 1e9);
         assert!(c.arguments_differ());
