@@ -369,14 +369,11 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         (base.graphs.iter()).filter_map(|(graph, b)| Some((*graph, (*b, *new.graphs.get(graph)?)))),
     );
     let mut graph_changes = Vec::new();
-    // Operations timed on both sides, by graph and place ((name, nth)), with their regions.
+    // Operations of both sides, by graph and place ((name, nth)), with their regions.
     let mut timed_ops = Vec::new();
     for (key, paired) in pair(base.operations.clone(), new.operations.clone()) {
         match paired {
             Paired::Both(b, n) => {
-                if b.timings.sketch.count() == 0 || n.timings.sketch.count() == 0 {
-                    continue;
-                }
                 let place = (key.runtime, key.prepared, (key.name, key.nth));
                 timed_ops.push((place, (b, n)));
             }
@@ -404,6 +401,11 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     let mut op_times = Vec::new();
     for ((runtime, prepared, (name, nth)), (b, n)) in pooled_ops {
         let (mut bt, mut nt) = (b.timings, n.timings);
+        // Timed on both sides once pooled: a graph of the pool whose runs all failed on one
+        // side (their times are left out) still brings the other side's samples.
+        if bt.sketch.count() == 0 || nt.sketch.count() == 0 {
+            continue;
+        }
         let stats = |t: &mut crate::stats::Timings| KernelStats {
             label: NO_LABEL,
             name: name.clone(),

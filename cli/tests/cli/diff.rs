@@ -1072,3 +1072,43 @@ fn judged_rows_show_their_interval_and_identical_graphs_pool() {
         "{text}"
     );
 }
+
+/// Operation rows pool the graphs that compute the same thing on both sides: a graph whose
+/// only run failed on one side (its times left out) still brings the other side's samples,
+/// as the row's `graphs` list says.
+#[test]
+fn a_pooled_operation_row_keeps_every_graphs_samples_when_one_side_failed_there() {
+    let Some(photo) = crate::util::photo() else {
+        eprintln!("skipped: mate-backgrounds is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let photo = photo.to_str().unwrap();
+    for (workload, name, frames) in [("pipeline", "p.hrxt", "6"), ("faults", "f.hrxt", "4")] {
+        let args = [
+            "record",
+            "--workload",
+            workload,
+            "--input",
+            photo,
+            "--max-width",
+            "160",
+            "--frames",
+            frames,
+            "-o",
+            name,
+        ];
+        assert_eq!(code(&run(dir.path(), &args)), 0, "{workload}");
+    }
+    let out = run(dir.path(), &["diff", "p.hrxt", "f.hrxt", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["operations"]["times"].as_array().unwrap();
+    let sobel = rows
+        .iter()
+        .find(|r| r["name"] == "hrx_sobel")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    // Three frames in flight: graphs 1-3 pooled; the faults run failed at the second sobel.
+    assert_eq!(sobel["graphs"], serde_json::json!([1, 2, 3]));
+    assert_eq!(sobel["base"]["count"], 6, "{sobel}");
+    assert_eq!(sobel["new"]["count"], 3, "{sobel}");
+}
