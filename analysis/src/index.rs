@@ -465,6 +465,18 @@ pub fn is_copy_region(kind: RegionKind, names: &[(bool, String)]) -> bool {
     kind == RegionKind::CopyBatch || all_copies
 }
 
+/// What a copy on `queue` is called: `upload` on the upload lane, `download` on the
+/// download lane, else `copy` (device to device inside a compute graph). `stats` and `diff`
+/// list copy operations under these names, as Nsight Systems lists memcpys by direction, so
+/// that a 3 MB upload and a 256 B download are never one row of times.
+pub fn copy_name(queue: Queue) -> &'static str {
+    match queue {
+        Queue::GpuUpload => "upload",
+        Queue::GpuDownload => "download",
+        _ => "copy",
+    }
+}
+
 /// The label of a region of `kind` on `queue` whose operations, in node order, have
 /// `names` (each with whether it is a kernel or NPU run): `upload`, `download` or `copy` for
 /// copies, else the first kernel's name (a fill or copy's when there is no kernel) with `+N`
@@ -472,12 +484,7 @@ pub fn is_copy_region(kind: RegionKind, names: &[(bool, String)]) -> bool {
 /// name regions this way.
 pub fn label_region(kind: RegionKind, queue: Queue, names: &[(bool, String)]) -> String {
     if is_copy_region(kind, names) {
-        return match queue {
-            Queue::GpuUpload => "upload",
-            Queue::GpuDownload => "download",
-            _ => "copy",
-        }
-        .to_owned();
+        return copy_name(queue).to_owned();
     }
     // Prefer a kernel's name over fills and copies around it.
     let main = names.iter().position(|(kernel, _)| *kernel).unwrap_or(0);

@@ -4,8 +4,9 @@
 //!
 //! - **Operations.** Where the backend timed a region's operations (`OpTiming` records,
 //!   joined to their region by [`crate::scan`]), each operation's durations count under its
-//!   name ([`Stats::operations`]): a kernel's entry, or its kind (`fill`, `copy`, `scoped`,
-//!   `host`), so a native graph of six kernels is six rows, not one label. Older traces and
+//!   name ([`Stats::operations`]): a kernel's entry, or its kind (`fill`, `scoped`, `host`;
+//!   a copy by its lane: `upload`, `download`, else `copy`, [`crate::index::copy_name`]),
+//!   so a native graph of six kernels is six rows, not one label. Older traces and
 //!   backends that time only whole regions have none ([`OperationTimes::recorded`] is 0):
 //!   readers say so, and the region labels below are all there is.
 //! - **Clock.** A duration is the device clock's span where the backend recorded one (a GPU
@@ -60,7 +61,7 @@
 //! in-flight window ([`crate::scan`]): nothing grows with submissions.
 
 use crate::hash::IdMap;
-use crate::index::{Index, LabelRef, LaneRef, RegionRef, is_gpu_queue};
+use crate::index::{Index, LabelRef, LaneRef, RegionRef, copy_name, is_gpu_queue};
 use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
 use hrx_capture::schema::{
@@ -1078,6 +1079,8 @@ impl StatsVisitor {
             }
             let p = &index.prepared()[index.region(region).prepared.0 as usize];
             let (kind, name) = match index.op(p.runtime, p.graph, node) {
+                // Copies by direction (`copy_name`): one lane's transfers, one row.
+                Some(OpKind::Copy) => ("copy", copy_name(index.region(region).queue).to_owned()),
                 Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
                 None => ("unknown", format!("op {node}")),
             };
@@ -1783,5 +1786,45 @@ mod tests {
         let mut rows = rows;
         rows.sort();
         assert_eq!(rows, [("copy", "copy", 10), ("fill", "fill", 10)]);
+    }
+
+    /// Copy operations are rows by direction (`upload`, `download`), as Nsight Systems lists
+    /// memcpys: an upload's and a download's times are never pooled under one `copy`.
+    #[test]
+    fn copy_operations_are_listed_by_direction() {
+        let spec = crate::synthetic::PipelineSpec::ops(40);
+        let records: Vec<Record> = crate::synthetic::pipeline(spec)
+            .flat_map(|r| {
+                // The upload's copy is node 0, the download's node 3.
+                let op = match &r {
+                    Record::RegionTiming(t) if t.region.0 == 0 || t.region.0 == 2 => {
+                        Some(Record::OpTiming(hrx_capture::schema::OpTiming {
+                            timing: *t,
+                            node: NodeIndex(if t.region.0 == 0 { 0 } else { 3 }),
+                        }))
+                    }
+                    _ => None,
+                };
+                std::iter::once(r).chain(op)
+            })
+            .collect();
+        let (stats, _) = stats_of(&records);
+        let mut rows: Vec<(&str, &str, u64)> = stats
+            .operations
+            .iter()
+            .map(|o| (o.kind.as_str(), o.stats.name.as_str(), o.stats.count))
+            .collect();
+        rows.sort();
+        let timed = |region: u32| {
+            records
+                .iter()
+                .filter(|r| matches!(r, Record::RegionTiming(t) if t.region.0 == region))
+                .count() as u64
+        };
+        assert!(timed(0) > 0 && timed(2) > 0);
+        assert_eq!(
+            rows,
+            [("copy", "download", timed(2)), ("copy", "upload", timed(0))]
+        );
     }
 }
