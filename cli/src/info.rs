@@ -1,6 +1,7 @@
 //! `hrx-trace info FILE`: the file header, the session, record counts per kind, the time
-//! span, the host clock the times were read on, and whether the trace was closed cleanly or
-//! recovered (with every warning).
+//! span, the host clock the times were read on, whether the trace was closed cleanly or
+//! recovered (with every warning), and what became of the submissions (failed, cancelled,
+//! the first failure's error, quarantines and poisoned buffers), as `record`'s summary says.
 
 use crate::args::InfoArgs;
 use crate::failure::TraceError;
@@ -444,6 +445,9 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     }
     if let Some(line) = unjoined(stats) {
         writeln!(out, "{:<12} {line}", "warning")?;
+    }
+    for (key, value) in crate::summary::outcomes(stats) {
+        writeln!(out, "{key:<12} {value}")?;
     }
     writeln!(out, "{:<12} {}", "records", stats.records)?;
     for (kind, count) in stats.kinds_in_order() {

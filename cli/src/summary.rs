@@ -36,40 +36,9 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
             plural(stats.prepared, "prepared graph")
         ),
     )?;
-    let busy = match stats.refused_busy {
-        0 => String::new(),
-        n => format!(" ({n} busy)"),
-    };
-    line(
-        "submissions",
-        format!(
-            "{} accepted, {} refused{busy}",
-            stats.submissions, stats.refused
-        ),
-    )?;
-    let first = match &stats.first_failure {
-        Some(error) => format!("; first: {error}"),
-        None => String::new(),
-    };
-    let faults = match stats.faults {
-        0 => String::new(),
-        n => format!(", {} injected", plural(n, "fault")),
-    };
-    line(
-        "failures",
-        crate::failure::one_line(&format!(
-            "submissions {} failed, {} cancelled; regions {} failed, {} cancelled{faults}{first}",
-            stats.failed, stats.cancelled, stats.regions_failed, stats.regions_cancelled
-        )),
-    )?;
-    line(
-        "quarantines",
-        format!(
-            "{}, {}",
-            plural(stats.quarantines, "graph"),
-            plural(stats.poisoned, "poisoned buffer")
-        ),
-    )?;
+    for (key, value) in outcomes(stats) {
+        line(key, value)?;
+    }
     let copied = match stats.copied_bytes() {
         Some(n) => format!(", {} copied", bytes(n)),
         None => String::new(),
@@ -116,6 +85,48 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
         "file",
         format!("{} ({})", path.display(), stats.close_state()),
     )
+}
+
+/// The `submissions`, `failures` and `quarantines` lines of the summary, which `info` prints
+/// too: what became of the submissions, the first failure's error, what was quarantined and
+/// poisoned.
+pub(crate) fn outcomes(stats: &TraceInfo) -> [(&'static str, String); 3] {
+    let busy = match stats.refused_busy {
+        0 => String::new(),
+        n => format!(" ({n} busy)"),
+    };
+    let first = match &stats.first_failure {
+        Some(error) => format!("; first: {error}"),
+        None => String::new(),
+    };
+    let faults = match stats.faults {
+        0 => String::new(),
+        n => format!(", {} injected", plural(n, "fault")),
+    };
+    [
+        (
+            "submissions",
+            format!(
+                "{} accepted, {} refused{busy}",
+                stats.submissions, stats.refused
+            ),
+        ),
+        (
+            "failures",
+            crate::failure::one_line(&format!(
+                "submissions {} failed, {} cancelled; regions {} failed, {} cancelled{faults}{first}",
+                stats.failed, stats.cancelled, stats.regions_failed, stats.regions_cancelled
+            )),
+        ),
+        (
+            "quarantines",
+            format!(
+                "{}, {}",
+                plural(stats.quarantines, "graph"),
+                plural(stats.poisoned, "poisoned buffer")
+            ),
+        ),
+    ]
 }
 
 #[cfg(test)]

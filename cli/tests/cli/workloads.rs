@@ -205,6 +205,12 @@ fn faults_shows_the_failure_and_the_quarantine() {
     assert!(number(&out, "quarantines") >= 1, "{out}");
     assert!(field(&out, "quarantines").contains("poisoned"), "{out}");
     assert!(field(&out, "file").ends_with("(clean close)"), "{out}");
+    // `info` says the same of the submissions, the failures and the quarantines as the
+    // summary, read from the same trace (it said none of it in text, only in --json).
+    let info = stdout(&run(dir.path(), &["info", "f.hrxt"]));
+    for key in ["submissions", "failures", "quarantines"] {
+        assert_eq!(field(&info, key), field(&out, key), "{key}: {info}");
+    }
 
     let dump = stdout(&run(dir.path(), &["dump", "f.hrxt"]));
     assert!(dump.lines().any(|l| l.contains(" fault ")), "{dump}");
