@@ -21,7 +21,8 @@
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
 //!   region has its median on both sides, pooled over the prepared graphs that compute the
 //!   same thing in both traces (a pipeline's frame contexts: one row, `"graphs": [1, 2, 3]`;
-//!   operations' times alike). Kernels and regions are paired and pooled by
+//!   operations' times alike; the text lists the largest ratios first, reported, not
+//!   judged). Kernels and regions are paired and pooled by
 //!   `hrx_analysis::matching`, the rule `replay` uses too.
 //! - **Outputs** (the `OutputDigest` records) are matched by (runtime by rank, submitted prepared
 //!   graph by rank, the submission's index among that graph's submissions, the first
@@ -571,6 +572,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         u(&g["only_new"]),
         g["relabelled"].as_array().map_or(0, Vec::len)
     )?;
+    write_region_times(out, g)?;
     let o = &r["outputs"];
     writeln!(
         out,
@@ -727,6 +729,44 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
 
 /// What changed in the graphs' operations: what a trace without operation timings lacks,
 /// kernels added to or removed from a graph, and each operation's medians by its place.
+/// The matched regions' medians (`regions.times`), reported, never judged (the kernels
+/// decide): the largest ratio first, [`LISTED`] of them, all with `--json`.
+fn write_region_times(out: &mut impl Write, g: &Value) -> io::Result<()> {
+    let times = g["times"].as_array().map_or(&[][..], Vec::as_slice);
+    if times.is_empty() {
+        return Ok(());
+    }
+    let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
+    writeln!(
+        out,
+        "{:<28} {:>11} {:>11} {:>9}",
+        "  region (by place)", "base p50", "new p50", "ratio"
+    )?;
+    let of = |t: &Value| t["ratio"].as_f64().unwrap_or(f64::NAN);
+    let mut rows: Vec<&Value> = times.iter().collect();
+    rows.sort_by(|a, b| of(b).total_cmp(&of(a)));
+    for t in rows.iter().take(LISTED) {
+        let graphs: Vec<u64> = t["graphs"].as_array().map_or_else(
+            || vec![t["prepared"].as_u64().unwrap_or(0)],
+            |g| g.iter().filter_map(Value::as_u64).collect(),
+        );
+        let name = format!(
+            "  g{} r{} {}",
+            id_runs(&graphs),
+            t["region"].as_u64().unwrap_or(0),
+            t["label"].as_str().unwrap_or("")
+        );
+        let ratio = t["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
+        writeln!(
+            out,
+            "{name:<28} {:>11} {:>11} {ratio:>9}",
+            ns(&t["base_p50_ns"]),
+            ns(&t["new_p50_ns"]),
+        )?;
+    }
+    more(out, times.len())
+}
+
 fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);

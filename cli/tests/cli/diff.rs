@@ -106,6 +106,16 @@ fn a_slowed_kernel_is_a_regression_and_its_own_base_is_not() {
         (&1.into(), &1.into(), &0.into()),
         "{r:#}"
     );
+    // The text lists the region's medians and their ratio, as the JSON has them (it listed
+    // only the count of matched regions).
+    let text = stdout(&run(dir.path(), &["diff", "base.hrxt", "slow.hrxt"]));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  g1 r0 "))
+        .unwrap_or_else(|| panic!("no region row in:\n{text}"));
+    let ratio = times[0]["ratio"].as_f64().unwrap();
+    assert!(ratio > 1.5, "{r:#}");
+    assert!(row.ends_with(&format!("{ratio:.2}x")), "{row}");
     assert_eq!(r["outputs"]["differing"].as_array().unwrap().len(), 0);
 
     // The slowed trace against itself, and a slow base against a fast new: no regression.
