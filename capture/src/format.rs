@@ -318,6 +318,15 @@ pub enum FormatError {
     /// A timing record is malformed, or follows one that is in the same block.
     #[error("timing record does not decode")]
     Timing,
+    /// A blob's bytes are not those its hash names (damaged, or changed while they were
+    /// written): the records that refer to it lack their contents.
+    #[error("blob {hash} holds bytes whose xxh3 is {computed:#018x}: its contents are damaged")]
+    BlobHash {
+        /// The hash the blob is stored under.
+        hash: BlobHash,
+        /// The xxh3-64 of the bytes it holds.
+        computed: u64,
+    },
 }
 
 /// The file header.
@@ -982,7 +991,8 @@ impl FrameDecoder {
     ///
     /// [`FormatError::Record`] for a record that does not decode (e.g. a variant this reader
     /// does not know); [`FormatError::Timing`] for a malformed timing, and for every timing
-    /// after one in the same block.
+    /// after one in the same block; [`FormatError::BlobHash`] for a blob whose bytes are not
+    /// those its hash names.
     pub fn decode(&mut self, body: &[u8]) -> Result<Record, FormatError> {
         match body.first() {
             Some(&tag @ (REGION_TIMING_TAG | OP_TIMING_TAG)) => {
@@ -994,6 +1004,20 @@ impl FrameDecoder {
                 record.ok_or(FormatError::Timing)
             }
             _ => match postcard::take_from_bytes(body) {
+                // A blob is named by the xxh3 of its bytes: bytes that are not those are
+                // damage the block's checksum cannot see (the checksum is taken over what
+                // was written).
+                Ok((Record::Blob(blob), _)) => {
+                    let computed = xxhash_rust::xxh3::xxh3_64(&blob.bytes);
+                    if computed == blob.hash.0 {
+                        Ok(Record::Blob(blob))
+                    } else {
+                        Err(FormatError::BlobHash {
+                            hash: blob.hash,
+                            computed,
+                        })
+                    }
+                }
                 Ok((record, _)) => Ok(record),
                 Err(error) => legacy_poison(body)
                     .or_else(|| legacy_trace_range(body))

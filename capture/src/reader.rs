@@ -2272,6 +2272,59 @@ mod tests {
         assert_eq!(trace.recovery.skipped_records, 1);
     }
 
+    /// A blob whose bytes are not those its hash names, in a block whose checksum was taken
+    /// over them (as bytes changed while a bulk blob was written would be): the blob is
+    /// skipped with a warning naming it, the trace is not whole, the record around it reads.
+    /// Every reader said "closed cleanly", and replay called the changed frame a regression.
+    #[test]
+    fn a_blob_whose_bytes_are_not_its_hash_is_skipped_with_a_warning() {
+        let bytes = vec![5u8; 10_000];
+        let hash = crate::schema::BlobHash(xxhash_rust::xxh3::xxh3_64(&bytes));
+        let mut changed = bytes.clone();
+        changed[4321] ^= 1;
+        let known = record(&mut Rng(1), 2);
+        let mut payload = Vec::new();
+        let mut frames = FrameEncoder::new();
+        for r in [
+            Record::Blob(crate::schema::Blob {
+                hash,
+                bytes: changed,
+            }),
+            known.clone(),
+            Record::Blob(crate::schema::Blob { hash, bytes }),
+        ] {
+            frames.encode(&r, &mut payload).unwrap();
+        }
+        let mut file = FileHeader::current(crate::format::Compression::None)
+            .encode()
+            .to_vec();
+        BlockEncoder::new(None)
+            .unwrap()
+            .encode(BlockKind::RECORDS, &payload, 3, &mut file)
+            .unwrap();
+        let trace = Trace::from_bytes(&file).unwrap();
+        assert_eq!(trace.records.len(), 2, "{:?}", trace.warnings);
+        assert_eq!(trace.records[0], known);
+        assert!(matches!(&trace.records[1], Record::Blob(b) if b.hash == hash));
+        let [warning] = &trace.warnings[..] else {
+            panic!("{:?}", trace.warnings);
+        };
+        assert!(
+            matches!(
+                &warning.kind,
+                WarningKind::RecordSkipped { index: 0, error: FormatError::BlobHash { hash: h, .. } }
+                    if *h == hash
+            ),
+            "{warning}"
+        );
+        assert!(
+            warning.to_string().contains("its contents are damaged"),
+            "{warning}"
+        );
+        assert_eq!(trace.recovery.skipped_records, 1);
+        assert!(!trace.recovery.is_complete());
+    }
+
     #[test]
     fn huge_declared_lengths_do_not_allocate() {
         // A block header declaring the maximum lengths, followed by only a few bytes.

@@ -2825,7 +2825,7 @@ mod tests {
         assert_eq!(rec.payload(b"tiny"), Payload::Inline(b"tiny".to_vec()));
         // Larger than the scratch buffer and the ring: takes the synchronous path.
         let large = Record::Blob(Blob {
-            hash: BlobHash(1),
+            hash: BlobHash(xxh3_64(&[1; 3000])),
             bytes: vec![1; 3000],
         });
         rec.record(&large);
