@@ -100,9 +100,11 @@ fn blob_of(record: &Record) -> Option<s::BlobHash> {
     }
 }
 
-/// Bytes of blobs kept for later chunks (contents are stored once per hash in a trace, so a
-/// frame uploaded again in a later chunk refers to the blob of an earlier one).
-pub(crate) const BLOB_CACHE_BYTES: usize = 256 << 20;
+/// Above this many bytes of blobs held at once, the report says how much replay held
+/// (contents are stored once per hash in a trace, so a frame uploaded again in a later chunk
+/// refers to the blob of an earlier one, which is kept until its last reference is handed
+/// out: [`ChunkIndex`]'s reference counts).
+pub(crate) const BLOB_NOTE_BYTES: usize = 256 << 20;
 
 /// What the first pass over a file learns: where each chunk's records end, and which
 /// submissions a later chunk names (as explicit producer, or in a cross wait).
@@ -138,7 +140,17 @@ pub(crate) struct ChunkIndex {
     /// entry per buffer): what [`ChunkIndex::digests_all`] reads.
     gpu_local: HashSet<(RuntimeId, s::BufferId)>,
     digested: HashSet<(RuntimeId, s::BufferId)>,
+    /// Per blob: how many records that are handed to one chunk (not the structure) refer to
+    /// it, or [`PINNED`] where a structural record does (every chunk needs it). The
+    /// [`Chunker`] drops a blob once the chunks handed out took every reference: a blob is
+    /// never dropped before a chunk that needs it (a cache emptied by size dropped the
+    /// blobs of the chunk being filled, and a good trace of 64 distinct frames, 307 MB,
+    /// read "blob ... is not in the trace (damaged trace?)").
+    blob_refs: HashMap<s::BlobHash, u64>,
 }
+
+/// A blob reference count that never falls to 0: a structural record refers to it.
+const PINNED: u64 = u64::MAX;
 
 impl ChunkIndex {
     /// The chunk of a submission.
@@ -174,6 +186,14 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         }
         if let Record::OutputDigest(d) = &record {
             index.digested.insert((d.runtime, d.buffer));
+        }
+        if let Some(hash) = blob_of(&record) {
+            let refs = index.blob_refs.entry(hash).or_default();
+            *refs = if structural(&record) {
+                PINNED
+            } else {
+                refs.saturating_add(1)
+            };
         }
         if let Record::KernelLoaded(k) = &record
             && k.engine == s::Engine::Gpu
@@ -286,11 +306,11 @@ pub(crate) struct Chunker<R> {
     index: ChunkIndex,
     until: Option<u64>,
     structure: Vec<Record>,
-    /// Blobs read so far, by hash, up to [`BLOB_CACHE_BYTES`].
+    /// Blobs read and still referred to by a record not handed out yet.
     blobs: HashMap<s::BlobHash, s::Blob>,
     blob_bytes: usize,
-    /// Whether the cache was emptied once (a later chunk may then miss a blob).
-    pub blobs_evicted: bool,
+    /// The most bytes of blobs held at once.
+    pub blob_bytes_peak: usize,
     runtimes: BTreeMap<RuntimeId, Runtime>,
     /// Records read, per chunk not handed out yet.
     waiting: BTreeMap<u64, Vec<Record>>,
@@ -318,7 +338,7 @@ impl<R: Read> Chunker<R> {
             structure: Vec::new(),
             blobs: HashMap::new(),
             blob_bytes: 0,
-            blobs_evicted: false,
+            blob_bytes_peak: 0,
             runtimes: BTreeMap::new(),
             waiting: BTreeMap::new(),
             position: 0,
@@ -362,14 +382,16 @@ impl<R: Read> Chunker<R> {
     /// Takes one record read from the file.
     fn read(&mut self, record: Record) {
         if let Record::Blob(b) = record {
-            // Kept aside, handed to every chunk that refers to it.
-            if self.blob_bytes + b.bytes.len() > BLOB_CACHE_BYTES {
-                self.blobs.clear();
-                self.blob_bytes = 0;
-                self.blobs_evicted = true;
+            // Kept aside, handed to every chunk that refers to it, until the last one has
+            // it (one the first pass saw no reference to is never needed).
+            if self.index.blob_refs.get(&b.hash).is_none_or(|&n| n > 0) {
+                let len = b.bytes.len();
+                if let Some(old) = self.blobs.insert(b.hash, b) {
+                    self.blob_bytes -= old.bytes.len();
+                }
+                self.blob_bytes += len;
+                self.blob_bytes_peak = self.blob_bytes_peak.max(self.blob_bytes);
             }
-            self.blob_bytes += b.bytes.len();
-            self.blobs.insert(b.hash, b);
             return;
         }
         if structural(&record) {
@@ -484,6 +506,21 @@ impl<R: Read> Chunker<R> {
         for hash in referenced {
             if let Some(blob) = self.blobs.get(&hash) {
                 records.push(Record::Blob(blob.clone()));
+            }
+        }
+        // The chunk's own references are taken: a blob no later record refers to goes.
+        for hash in mine.iter().filter_map(blob_of) {
+            let Some(refs) = self.index.blob_refs.get_mut(&hash) else {
+                continue;
+            };
+            if *refs == PINNED {
+                continue;
+            }
+            *refs = refs.saturating_sub(1);
+            if *refs == 0
+                && let Some(blob) = self.blobs.remove(&hash)
+            {
+                self.blob_bytes -= blob.bytes.len();
             }
         }
         // Chunks after the first open a range at their lowest submission.
@@ -604,6 +641,136 @@ mod tests {
         }
         recorder.close().expect("close");
         sink.contents()
+    }
+
+    /// Six frames of 8 KiB (over the 4 KiB inlined) written and copied, the last one the first frame again: its
+    /// blob is stored once, before chunk 0, and referred to by chunks 0 and 5.
+    fn frames_with_a_repeat() -> Vec<u8> {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim().recorder(recorder.clone());
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let host = rt
+                .buffer(8192, hrx::Placement::HostVisible)
+                .expect("buffer");
+            let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(host.whole(), gpu.whole()).expect("copy");
+            let graph = graph.prepare().expect("prepare");
+            for frame in [0u8, 1, 2, 3, 4, 0] {
+                let bytes: Vec<u8> = (0..8192u32)
+                    .map(|i| (i as u8) ^ frame.wrapping_mul(37))
+                    .collect();
+                host.write(0, &bytes).expect("write");
+                graph.submit().expect("submit").wait().expect("runs");
+            }
+        }
+        recorder.close().expect("close");
+        sink.contents()
+    }
+
+    /// Every chunk is handed the blobs its records refer to, a blob referred to again by a
+    /// later chunk is kept until then, and none is held once the last chunk is out. (A cache
+    /// emptied when it passed 256 MiB dropped the blobs of the chunk being filled: a good
+    /// 307 MB trace of 64 distinct frames was "not in the trace (damaged trace?)".)
+    #[test]
+    fn a_blob_is_kept_until_the_last_chunk_that_refers_to_it() {
+        let bytes = frames_with_a_repeat();
+        let trace = Trace::from_bytes(&bytes).expect("read back");
+        let writes: Vec<s::BlobHash> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostWrite(_) => blob_of(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(writes.len(), 6, "every frame's write out of line");
+        assert_eq!(writes[0], writes[5]);
+        let index = index(TraceReader::new(&bytes[..]).unwrap(), 1);
+        let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+        let mut handed = 0;
+        while let Some(chunk) = chunker.next_chunk().unwrap() {
+            let held: HashSet<s::BlobHash> = chunk
+                .records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Blob(b) => Some(b.hash),
+                    _ => None,
+                })
+                .collect();
+            for hash in chunk.records.iter().filter_map(blob_of) {
+                assert!(held.contains(&hash), "chunk {handed} lacks blob {hash}");
+            }
+            // The first frame's blob waits for chunk 5; the others go with their chunk.
+            let first_held = chunker.blobs.contains_key(&writes[0]);
+            assert_eq!(first_held, handed < 5, "after chunk {handed}");
+            if handed > 0 && handed < 5 {
+                assert!(
+                    !chunker.blobs.contains_key(&writes[handed]),
+                    "chunk {handed}"
+                );
+            }
+            handed += 1;
+        }
+        assert_eq!(handed, 6);
+        assert_eq!((chunker.blobs.len(), chunker.blob_bytes), (0, 0));
+        assert!(chunker.blob_bytes_peak >= 2 * 8192);
+    }
+
+    /// A recording killed mid-run can hold a submission's completion and timings without
+    /// its `Submit` (each thread's last records are written or not on their own). Such a
+    /// file is replayed, whole and in chunks, leaving those records out with a note naming
+    /// the submissions (it was refused: "RegionTiming names submission 30, which was never
+    /// submitted"); a file closed cleanly that lacks a `Submit` is damaged and still refused.
+    #[test]
+    fn a_cut_short_file_leaves_out_the_records_of_a_submission_it_lacks() {
+        let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
+        let closed = encode(
+            whole
+                .records
+                .iter()
+                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3)),
+        );
+        let Err(error) = crate::plan::plan(&Trace::from_bytes(&closed).unwrap(), None) else {
+            panic!("a closed trace lacking a Submit is refused");
+        };
+        assert!(
+            error.to_string().contains("which was never submitted"),
+            "{error}"
+        );
+        // The same records without the footer: every block read, never closed.
+        let footer =
+            hrx_capture::format::decode_trailer(&closed[closed.len() - 16..]).expect("a trailer");
+        let cut = &closed[..footer as usize];
+        let note = "records of 1 submission left out (3..=3)";
+        let trace = Trace::from_bytes(cut).expect("read back");
+        assert!(!trace.recovery.clean_close);
+        let report = crate::replay(&trace, &Default::default()).expect("replayed");
+        assert!(
+            report.notes.iter().any(|n| n.contains(note)),
+            "{:?}",
+            report.notes
+        );
+        assert_eq!(report.submissions.len(), 5, "{:?}", report.submissions);
+        let options = crate::ReplayOptions::default().chunk_submissions(2);
+        let index = index(TraceReader::new(cut).unwrap(), 2);
+        let streamed = crate::stream::replay_stream(
+            TraceReader::new(cut).unwrap(),
+            index,
+            &options,
+            None,
+            &mut |_, _| {},
+        )
+        .expect("replayed in chunks");
+        assert!(
+            streamed.notes.iter().any(|n| n.contains(note)),
+            "{:?}",
+            streamed.notes
+        );
+        assert_eq!(streamed.exit_code(), report.exit_code());
     }
 
     /// Ten submissions of one copy, each after the one before it (`submit_after`), recorded

@@ -540,7 +540,7 @@ pub(crate) fn replay_stream<R: Read>(
     };
     while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
         let first = chunker.chunks() == 1;
-        let mut plan = match plan::plan(&trace, None) {
+        let mut plan = match plan::plan_of(&trace, None, cut_short(chunker.index())) {
             Ok(plan) => plan,
             // A chunk of late records only.
             Err(ReplayError::NoSubmissions { .. }) if !first => continue,
@@ -662,10 +662,10 @@ pub(crate) fn replay_stream<R: Read>(
             chunker.late
         ));
     }
-    if chunker.blobs_evicted {
+    if chunker.blob_bytes_peak > crate::chunk::BLOB_NOTE_BYTES {
         chunker_notes.push(format!(
-            "the trace's blobs exceed {}: contents a late chunk refers to may be missing (an unreplayable-trace error says so)",
-            hrx_analysis::units::bytes(crate::chunk::BLOB_CACHE_BYTES as u64)
+            "replay held up to {} of captured contents at once (each kept until the last chunk that refers to it)",
+            hrx_analysis::units::bytes(chunker.blob_bytes_peak as u64)
         ));
     }
     if fold.chunks > 1 && options.per_op {
@@ -712,6 +712,13 @@ fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex) {
     }
 }
 
+/// Whether the file the chunks come from is incomplete or lost records, as its first pass
+/// read it (each chunk is read whole: `plan::plan_of`).
+fn cut_short(index: &ChunkIndex) -> bool {
+    let recovery = &index.reading().recovery;
+    !recovery.is_complete() || !recovery.lost.is_none()
+}
+
 fn compare_last(
     fold: &mut Fold<'_>,
     pending: Pending,
@@ -720,7 +727,7 @@ fn compare_last(
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
-    let mut plan = plan::plan(&pending.trace, None)?;
+    let mut plan = plan::plan_of(&pending.trace, None, cut_short(index))?;
     digest_as_captured(&mut plan, index);
     let mut runs = BTreeMap::new();
     for (id, chunk_runs) in pending.runs {

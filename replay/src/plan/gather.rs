@@ -76,6 +76,9 @@ pub(super) struct Gather<'t> {
     /// The first submission of the earliest range, when the trace holds ranges.
     pub(super) range_start: Option<SubmissionIndex>,
     pub(super) range_fault: Option<(SubmissionIndex, s::RangeFault)>,
+    /// The file is incomplete: records naming a submission it lacks are left out
+    /// ([`plan_of`]).
+    pub(super) cut_short: bool,
 }
 
 /// What the reader's recovery means for the replay: notes (records lost while recording, a
@@ -114,6 +117,24 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
 /// # Errors
 /// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
 pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
+    let cut_short = !trace.recovery.is_complete() || !trace.recovery.lost.is_none();
+    plan_of(trace, until, cut_short)
+}
+
+/// [`plan`], where `cut_short` says whether the file `trace` was read from is incomplete or
+/// lost records (a streamed replay's chunk is read whole from a file that may not be).
+/// Then a record naming a submission whose `Submit` the trace lacks is left out, with a
+/// note, where a whole trace refuses it: a recording killed mid-run leaves each thread's
+/// last records unwritten, so a submission's completion and timings can be in the file
+/// while the submitting thread's `Submit` is not (as `export` and `stats` leave them out).
+///
+/// # Errors
+/// As [`plan`].
+pub(crate) fn plan_of(
+    trace: &Trace,
+    until: Option<u64>,
+    cut_short: bool,
+) -> Result<Plan<'_>, ReplayError> {
     let blobs = trace.blobs();
     let lost = trace.recovery.lost;
     let (mut notes, complete) = recovery_notes(&trace.recovery);
@@ -139,6 +160,7 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
             continue;
         };
         let g = gathered.entry(runtime).or_default();
+        g.cut_short = cut_short;
         match record {
             Record::RuntimeStart(r) => {
                 if g.start.is_some() {

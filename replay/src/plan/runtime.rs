@@ -297,13 +297,17 @@ pub(super) fn runtime_plan<'t>(
         });
     }
     // `Some(position)` for a kept submission, `None` for one cut by `until`; unknown ones
-    // are an error.
+    // are an error, but in a file cut short (`plan_of`) are left out and counted.
+    let orphans = std::cell::RefCell::new(std::collections::BTreeSet::new());
     let locate = |plan: &RuntimePlan<'_>, submission: SubmissionIndex, what: &str| {
         if let Some(&position) = plan.submission_index.get(&submission) {
             Ok(Some(position))
         } else if all_submissions.contains_key(&submission)
             || g.range_start.is_some_and(|start| submission < start)
         {
+            Ok(None)
+        } else if g.cut_short {
+            orphans.borrow_mut().insert(submission);
             Ok(None)
         } else {
             Err(bad(format!(
@@ -428,8 +432,17 @@ pub(super) fn runtime_plan<'t>(
             contents,
         });
     }
+    let orphans = orphans.into_inner();
+    if let (Some(first), Some(last)) = (orphans.first(), orphans.last()) {
+        notes.push(format!(
+            "runtime {id}: records of {} left out ({first}..={last}): the trace lacks their Submit (the recording was cut short before the submitting thread's records were written)",
+            hrx_analysis::units::plural(orphans.len() as u64, "submission")
+        ));
+    }
+    // Of every digest, kept or not (a left-out one's buffer was never checked: looked up).
     plan.digests_all = joined.outputs.iter().any(|(_, o)| {
-        plan.buffers[plan.buffer_index[&o.buffer]].placement == s::Placement::GpuLocal
+        (plan.buffer_index.get(&o.buffer))
+            .is_some_and(|&b| plan.buffers[b].placement == s::Placement::GpuLocal)
     });
     if !plan.digests_all && !joined.outputs.is_empty() {
         notes.push(host_observable_note(id));
