@@ -542,8 +542,24 @@ pub(crate) fn replay_stream<R: Read>(
         let first = chunker.chunks() == 1;
         let mut plan = match plan::plan_of(&trace, None, cut_short(chunker.index())) {
             Ok(plan) => plan,
-            // A chunk of late records only.
-            Err(ReplayError::NoSubmissions { .. }) if !first => continue,
+            // A chunk of late records only, or, in a file cut short, of records of
+            // submissions whose `Submit` it lacks: said as a whole replay says them.
+            Err(ReplayError::NoSubmissions { .. }) if !first => {
+                if cut_short(chunker.index()) {
+                    let mut orphans: BTreeMap<RuntimeId, BTreeSet<_>> = BTreeMap::new();
+                    for r in &trace.records {
+                        if let (Some(runtime), Some(s)) =
+                            (r.runtime(), crate::chunk::submission_of(r))
+                        {
+                            orphans.entry(runtime).or_default().insert(s);
+                        }
+                    }
+                    for (runtime, orphans) in orphans {
+                        open_notes.extend(plan::orphans_note(runtime, &orphans));
+                    }
+                }
+                continue;
+            }
             Err(error) => return Err(error),
         };
         if plan.runtimes.is_empty() {

@@ -465,7 +465,7 @@ fn the_statistics_overlay_lists_kernels_as_stats_does_in_tmux() {
         quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace"))),
         quote(&dir.path().join("faults.hrxt"))
     );
-    let tmux = Tmux::start(dir.path(), 120, 40, &command);
+    let tmux = Tmux::start(dir.path(), 120, 50, &command);
     tmux.wait_for("the header", |s| s.contains("hrx-trace view"));
     tmux.send(&["s"]);
     let screen = tmux.wait_for("the statistics", |s| {

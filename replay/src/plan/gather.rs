@@ -123,10 +123,12 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
 
 /// [`plan`], where `cut_short` says whether the file `trace` was read from is incomplete or
 /// lost records (a streamed replay's chunk is read whole from a file that may not be).
-/// Then a record naming a submission whose `Submit` the trace lacks is left out, with a
-/// note, where a whole trace refuses it: a recording killed mid-run leaves each thread's
-/// last records unwritten, so a submission's completion and timings can be in the file
-/// while the submitting thread's `Submit` is not (as `export` and `stats` leave them out).
+/// Then a record naming a submission past the last `Submit` the trace holds is left out,
+/// with a note, where a whole trace refuses it: a recording killed mid-run leaves each
+/// thread's last records unwritten, so a submission's completion and timings can be in the
+/// file while the submitting thread's `Submit` is not (as `export` and `stats` leave them
+/// out). A `Submit` missing before a held one is refused still: later submissions read what
+/// it wrote.
 ///
 /// # Errors
 /// As [`plan`].

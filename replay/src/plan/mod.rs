@@ -31,6 +31,7 @@ mod runtime;
 
 pub(crate) use gather::{plan, plan_of, recovery_notes};
 pub(crate) use runtime::host_observable_note;
+pub(crate) use runtime::orphans_note;
 
 use crate::report::Outcome;
 use hrx_capture::schema::{

@@ -21,6 +21,19 @@ pub(crate) fn host_observable_note(id: RuntimeId) -> String {
     )
 }
 
+/// The note of the records of `orphans`, submissions of runtime `id` past the last `Submit`
+/// of a file cut short, left out ([`super::plan_of`]); `None` when there are none.
+pub(crate) fn orphans_note(
+    id: RuntimeId,
+    orphans: &std::collections::BTreeSet<SubmissionIndex>,
+) -> Option<String> {
+    let (first, last) = (orphans.first()?, orphans.last()?);
+    Some(format!(
+        "runtime {id}: records of {} left out ({first}..={last}): the trace lacks their Submit (the recording was cut short before the submitting thread's records were written)",
+        hrx_analysis::units::plural(orphans.len() as u64, "submission")
+    ))
+}
+
 pub(super) fn runtime_plan<'t>(
     id: RuntimeId,
     g: Gather<'t>,
@@ -297,7 +310,11 @@ pub(super) fn runtime_plan<'t>(
         });
     }
     // `Some(position)` for a kept submission, `None` for one cut by `until`; unknown ones
-    // are an error, but in a file cut short (`plan_of`) are left out and counted.
+    // are an error, but in a file cut short (`plan_of`) those past the last `Submit` it
+    // holds are left out and counted: the tail a killed recording's submitting thread did
+    // not write. One missing between two held submissions (a damaged block) stays an error:
+    // what it wrote, later submissions read, and a replay without it would diverge.
+    let last_submitted = all_submissions.keys().max().copied();
     let orphans = std::cell::RefCell::new(std::collections::BTreeSet::new());
     let locate = |plan: &RuntimePlan<'_>, submission: SubmissionIndex, what: &str| {
         if let Some(&position) = plan.submission_index.get(&submission) {
@@ -306,7 +323,7 @@ pub(super) fn runtime_plan<'t>(
             || g.range_start.is_some_and(|start| submission < start)
         {
             Ok(None)
-        } else if g.cut_short {
+        } else if g.cut_short && last_submitted.is_none_or(|last| submission > last) {
             orphans.borrow_mut().insert(submission);
             Ok(None)
         } else {
@@ -432,13 +449,7 @@ pub(super) fn runtime_plan<'t>(
             contents,
         });
     }
-    let orphans = orphans.into_inner();
-    if let (Some(first), Some(last)) = (orphans.first(), orphans.last()) {
-        notes.push(format!(
-            "runtime {id}: records of {} left out ({first}..={last}): the trace lacks their Submit (the recording was cut short before the submitting thread's records were written)",
-            hrx_analysis::units::plural(orphans.len() as u64, "submission")
-        ));
-    }
+    notes.extend(orphans_note(id, &orphans.into_inner()));
     // Of every digest, kept or not (a left-out one's buffer was never checked: looked up).
     plan.digests_all = joined.outputs.iter().any(|(_, o)| {
         (plan.buffer_index.get(&o.buffer))
