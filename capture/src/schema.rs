@@ -1249,8 +1249,9 @@ impl OpTimeSource {
     }
 }
 
-/// The recording was stopped before the program's own end: a signal asked it to stop (the
-/// program then closed the trace, so the trace reads as closed), after `done` of `asked`
+/// The recording was stopped before the program's own end: a signal asked it to stop, or
+/// the program stopped on an error (the program then closed the trace, so the trace reads
+/// as closed), after `done` of `asked`
 /// units of work where the program counts them (a workload's frames). Written just before
 /// [`SessionEnd`] by whoever stopped the work; `info` says "stopped by SIGINT after 11 of 400
 /// frames" instead of calling the trace whole. Format 1.2; an older reader skips it.
@@ -1258,7 +1259,8 @@ impl OpTimeSource {
 pub struct SessionStopped {
     /// Host time.
     pub time_ns: u64,
-    /// The signal number (2 for SIGINT, 15 for SIGTERM, ...).
+    /// The signal number (2 for SIGINT, 15 for SIGTERM, ...); 0 where no signal stopped
+    /// it but the program's own error (a workload's photograph that does not decode).
     pub signal: i32,
     /// Units of work done, when counted.
     pub done: Option<u64>,

@@ -189,8 +189,12 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
         };
     }
     if let Some(stopped) = &stats.stopped {
-        let signal = crate::record::signal_name(stopped.signal)
-            .map_or_else(|| format!("signal {}", stopped.signal), str::to_owned);
+        let signal = match stopped.signal {
+            // The program stopped its own work on an error (a photograph that does not
+            // decode), `SessionStopped`'s signal 0.
+            0 => "an error".to_owned(),
+            n => crate::record::signal_name(n).map_or_else(|| format!("signal {n}"), str::to_owned),
+        };
         let progress = match (stopped.done, stopped.asked) {
             (Some(done), Some(asked)) => format!(" after {done} of {asked} frames"),
             (Some(done), None) => format!(" after {done} frames"),

@@ -519,6 +519,17 @@ fn pipeline(
     });
     progress.finish_and_clear();
     if let Some(error) = decode_error {
+        // In the trace too: it closes cleanly, but is not the whole run (signal 0: the
+        // program's own error, not a signal), and the timeline marks where and why.
+        hrx::annotate::marker(&format!("stopped: {error}"));
+        hrx_capture::record(&hrx_capture::Record::SessionStopped(
+            hrx_capture::schema::SessionStopped {
+                time_ns: hrx_capture::now_ns(),
+                signal: 0,
+                done: Some(delivered as u64),
+                asked: Some(frames as u64),
+            },
+        ));
         return Err(error.into());
     }
     let (frames_per_second, error) = match result {

@@ -359,6 +359,51 @@ fn a_cut_short_photograph_is_an_error_not_a_grey_frame() {
     assert!(!dir.path().join("hrx.hrxt").exists());
 }
 
+/// A photograph that does not decode after others did stops the run there: an error, and a
+/// closed trace that says it is not the whole run (`stopped by an error after N of M
+/// frames`) and marks why, where it read "whole: recorded to the program's end" (break-it
+/// pass, 2026-12-03).
+#[test]
+fn a_photograph_that_fails_mid_run_leaves_a_trace_that_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
+    std::fs::create_dir(dir.path().join("in")).unwrap();
+    std::fs::write(dir.path().join("in/a.jpg"), &whole).unwrap();
+    std::fs::write(dir.path().join("in/b.jpg"), b"not a photograph").unwrap();
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "pipeline",
+            "--input",
+            "in",
+            "--max-width",
+            "64",
+            "--frames",
+            "4",
+            "-o",
+            "t.hrxt",
+        ],
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(stderr(&output).contains("b.jpg"), "{}", stderr(&output));
+    let info = stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    let capture = field(&info, "capture");
+    assert!(
+        capture.starts_with("stopped by an error after ")
+            && capture.ends_with(" of 4 frames, then closed"),
+        "{info}"
+    );
+    let dump = stdout(&run(dir.path(), &["dump", "t.hrxt"]));
+    assert!(dump.contains("signal=0"), "{dump}");
+    assert!(
+        dump.lines()
+            .any(|l| l.contains("stopped: ") && l.contains("b.jpg")),
+        "{dump}"
+    );
+}
+
 #[test]
 fn an_output_that_is_a_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
