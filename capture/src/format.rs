@@ -320,7 +320,7 @@ pub enum FormatError {
     Timing,
     /// A blob's bytes are not those its hash names (damaged, or changed while they were
     /// written): the records that refer to it lack their contents.
-    #[error("blob {hash} holds bytes whose xxh3 is {computed:#018x}: its contents are damaged")]
+    #[error("blob {:#018x} holds bytes whose xxh3 is {computed:#018x}: its contents are damaged", .hash.0)]
     BlobHash {
         /// The hash the blob is stored under.
         hash: BlobHash,

@@ -228,7 +228,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \
-                 --submissions 1..N` keeps the submissions before it, which replay",
+                 --submissions A..B` keeps a stretch of submissions without it, which replays",
                 args.file.display()
             ))
         } else if no_contents {

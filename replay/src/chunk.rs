@@ -147,6 +147,9 @@ pub(crate) struct ChunkIndex {
     /// blobs of the chunk being filled, and a good trace of 64 distinct frames, 307 MB,
     /// read "blob ... is not in the trace (damaged trace?)").
     blob_refs: HashMap<s::BlobHash, u64>,
+    /// The trace is a trim of an incomplete recording (its `TraceRange` says so): each
+    /// chunk's plan says it, and the whole replay is then not complete.
+    trimmed_incomplete: bool,
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -186,6 +189,9 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         }
         if let Record::OutputDigest(d) = &record {
             index.digested.insert((d.runtime, d.buffer));
+        }
+        if crate::plan::trimmed_from_incomplete(&record).is_some() {
+            index.trimmed_incomplete = true;
         }
         if let Some(hash) = blob_of(&record) {
             let refs = index.blob_refs.entry(hash).or_default();
@@ -263,6 +269,11 @@ impl ChunkIndex {
     pub(crate) fn digests_all(&self, runtime: RuntimeId) -> bool {
         (self.digested.iter())
             .any(|&(r, buffer)| r == runtime && self.gpu_local.contains(&(r, buffer)))
+    }
+
+    /// Whether the trace is a trim of an incomplete recording.
+    pub(crate) fn trimmed_incomplete(&self) -> bool {
+        self.trimmed_incomplete
     }
 
     /// Whether any output digest carries its bytes (a tolerance has something to compare).
@@ -503,12 +514,10 @@ impl<R: Read> Chunker<R> {
             records.iter().chain(&mine).filter_map(blob_of).collect();
         referenced.sort_unstable_by_key(|h| h.0);
         referenced.dedup();
-        for hash in referenced {
-            if let Some(blob) = self.blobs.get(&hash) {
-                records.push(Record::Blob(blob.clone()));
-            }
-        }
-        // The chunk's own references are taken: a blob no later record refers to goes.
+        // The chunk's own references are taken: a blob no later record refers to leaves the
+        // cache, moved into the chunk (not copied: a chunk of distinct frames would hold
+        // each twice).
+        let mut last_use = HashSet::new();
         for hash in mine.iter().filter_map(blob_of) {
             let Some(refs) = self.index.blob_refs.get_mut(&hash) else {
                 continue;
@@ -517,11 +526,19 @@ impl<R: Read> Chunker<R> {
                 continue;
             }
             *refs = refs.saturating_sub(1);
-            if *refs == 0
-                && let Some(blob) = self.blobs.remove(&hash)
-            {
-                self.blob_bytes -= blob.bytes.len();
+            if *refs == 0 {
+                last_use.insert(hash);
             }
+        }
+        for hash in referenced {
+            let blob = if last_use.contains(&hash) {
+                self.blobs.remove(&hash).inspect(|blob| {
+                    self.blob_bytes -= blob.bytes.len();
+                })
+            } else {
+                self.blobs.get(&hash).cloned()
+            };
+            records.extend(blob.map(Record::Blob));
         }
         // Chunks after the first open a range at their lowest submission.
         if !first {
@@ -563,6 +580,7 @@ impl<R: Read> Chunker<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ReplayError;
 
     /// The cross waits of each submission of a trace's plan.
     type Waits = BTreeMap<u64, Vec<u64>>;
@@ -785,6 +803,108 @@ mod tests {
             streamed.notes
         );
         assert_eq!(streamed.exit_code(), 0, "{:?}", streamed.notes);
+    }
+
+    /// Every record of a submission between held ones lost (its blocks damaged: nothing
+    /// names it, so no plan check sees it): the reader counts it missing, and replay refuses
+    /// before anything runs (it replayed SAME, or REGRESSION where later submissions read
+    /// what the lost one wrote).
+    #[test]
+    fn a_submission_missing_between_held_ones_is_refused() {
+        let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
+        let bytes =
+            encode((whole.records.iter()).filter(|r| submission_of(r).is_none_or(|s| s.0 != 3)));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gap.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(error) = crate::replay_file(&path, &Default::default()) else {
+            panic!("a gap is refused");
+        };
+        let text = error.to_string();
+        assert!(
+            matches!(error, ReplayError::Incomplete { .. })
+                && text.contains("1 submission missing"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 submission between those it holds has no Submit"),
+            "{text}"
+        );
+    }
+
+    /// A trim of a recording cut short is closed cleanly, but what its source lost (a digest
+    /// past the cut) is no change: replayed, whole or in chunks, its outputs without a
+    /// captured digest are not compared, with a note, as in the source (it was REGRESSION,
+    /// "written at replay, not in the capture"; break-it pass).
+    #[test]
+    fn a_trim_of_an_incomplete_recording_does_not_count_its_losses_as_changes() {
+        let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
+        let runtime = whole
+            .records
+            .iter()
+            .find_map(|r| match r {
+                Record::RuntimeStart(r) => Some(r.runtime),
+                _ => None,
+            })
+            .expect("a runtime");
+        let without_digest = |trimmed_from: &str| {
+            let range = Record::TraceRange(s::TraceRange {
+                runtime,
+                start: SubmissionIndex(1),
+                end: None,
+                trigger: "trim".into(),
+                trimmed_from: Some(trimmed_from.into()),
+                time_ns: 0,
+                fault: None,
+            });
+            let kept = whole
+                .records
+                .iter()
+                .filter(|r| !matches!(r, Record::OutputDigest(d) if d.submission.0 == 6));
+            encode(kept.chain(std::iter::once(&range)))
+        };
+        let whole_source = without_digest("src.hrxt");
+        let report = crate::replay(
+            &Trace::from_bytes(&whole_source).unwrap(),
+            &Default::default(),
+        )
+        .expect("replayed");
+        assert_eq!(
+            report.exit_code(),
+            1,
+            "a whole source's missing digest is a change"
+        );
+        let cut_source = without_digest("src.hrxt (incomplete: cut short, never closed)");
+        let note = "written at replay has no captured digest";
+        let report = crate::replay(
+            &Trace::from_bytes(&cut_source).unwrap(),
+            &Default::default(),
+        )
+        .expect("replayed");
+        assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
+        assert!(
+            report.notes.iter().any(|n| n.contains(note)),
+            "{:?}",
+            report.notes
+        );
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("trimmed from an incomplete recording (cut short")),
+            "{:?}",
+            report.notes
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trim.hrxt");
+        std::fs::write(&path, &cut_source).unwrap();
+        let streamed = crate::replay_file(&path, &Default::default()).expect("replayed");
+        assert_eq!(streamed.exit_code(), 0, "{:?}", streamed.notes);
+        assert!(
+            streamed.notes.iter().any(|n| n.contains(note)),
+            "{:?}",
+            streamed.notes
+        );
     }
 
     /// Ten submissions of one copy, each after the one before it (`submit_after`), recorded

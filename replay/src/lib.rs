@@ -141,20 +141,21 @@ pub fn replay_file(path: impl AsRef<Path>, options: &ReplayOptions) -> Result<Re
     submissions.sort_by_key(|r| (r.runtime, r.submission));
     outputs.sort_by_key(|o| (o.runtime, o.submission));
     if report.summary.outputs_not_captured > 0 {
-        // Rows went out before the end showed the trace incomplete (module `stream`).
+        // Rows went out before the end showed the trace incomplete (module `stream`); those
+        // a chunk already planned as incomplete (a trim of an incomplete recording) went out
+        // as not captured, and their rows never counted them.
+        let mut converted: std::collections::HashMap<(u32, u64), usize> = Default::default();
         for o in &mut outputs {
             if o.result == OutputResult::Extra {
                 o.result = OutputResult::NotCaptured;
+                *converted.entry((o.runtime, o.submission)).or_default() += 1;
             }
         }
         for row in &mut submissions {
-            let mine =
-                |o: &&OutputCheck| o.runtime == row.runtime && o.submission == row.submission;
-            let not_captured = outputs
-                .iter()
-                .filter(mine)
-                .filter(|o| o.result == OutputResult::NotCaptured)
-                .count();
+            let not_captured = converted
+                .get(&(row.runtime, row.submission))
+                .copied()
+                .unwrap_or(0);
             if not_captured > 0 {
                 row.outputs -= not_captured;
                 row.diverged = report.divergences.iter().any(|d| {
@@ -259,6 +260,8 @@ pub fn replay_file_reading(
             ),
         });
     }
+    // Submissions missing between held ones: refused before anything is replayed.
+    plan::refuse_gaps(&reading.recovery)?;
     // A tolerance compares captured bytes; without any, it would silently compare digests.
     if options.tolerance.is_some() && !index.has_output_contents() {
         return Err(ReplayError::ToleranceWithoutContents);
@@ -386,6 +389,9 @@ fn run(
     source: Option<String>,
 ) -> Result<Report, ReplayError> {
     let lost = trace.recovery.lost;
+    if lost.is_none() {
+        plan::refuse_gaps(&trace.recovery)?;
+    }
     let plan = plan::plan(trace, options.until).map_err(|error| match error {
         // Say first why the trace is inconsistent, when it lost records.
         ReplayError::Unreplayable { why } if !lost.is_none() => {

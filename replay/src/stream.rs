@@ -384,6 +384,12 @@ impl Fold<'_> {
         if not_captured {
             self.not_captured(&mut report);
         }
+        // Those and the ones chunks planned as incomplete (a trim of an incomplete
+        // recording) already counted: one note of the whole trace's count.
+        if report.summary.outputs_not_captured > 0 {
+            let n = report.summary.outputs_not_captured;
+            report.notes.push(compare::not_captured_note(n));
+        }
         let unknown = report.summary.outcomes_unknown;
         if unknown > 0 {
             report.notes.push(format!(
@@ -460,7 +466,7 @@ impl Fold<'_> {
 
     /// In an incomplete trace, an output written at replay without a captured digest is the
     /// trace's loss (its digest record lay past the cut), not the program's: it counts as
-    /// not compared and the report says so.
+    /// not compared (`finish` says how many).
     fn not_captured(&mut self, report: &mut Report) {
         let s = &mut report.summary;
         s.divergences = s.divergences.saturating_sub(self.extra_divergences);
@@ -475,9 +481,6 @@ impl Fold<'_> {
                 o.result = OutputResult::NotCaptured;
             }
         }
-        report
-            .notes
-            .push(compare::not_captured_note(self.extra_outputs));
     }
 }
 
@@ -670,7 +673,9 @@ pub(crate) fn replay_stream<R: Read>(
     compare_last(&mut fold, last, &faults, chunker.index(), rows, &mut ticker)?;
     ticker.finish();
     let recovery = *chunker.recovery();
-    let (notes, complete) = plan::recovery_notes(&recovery);
+    let (notes, mut complete) = plan::recovery_notes(&recovery);
+    // A trim of an incomplete recording: each chunk's plan noted it.
+    complete &= !chunker.index().trimmed_incomplete();
     let mut chunker_notes = open_notes;
     if chunker.late > 0 {
         chunker_notes.push(format!(
@@ -732,7 +737,7 @@ fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex) {
 /// read it (each chunk is read whole: `plan::plan_of`).
 fn cut_short(index: &ChunkIndex) -> bool {
     let recovery = &index.reading().recovery;
-    !recovery.is_complete() || !recovery.lost.is_none()
+    !recovery.is_complete() || !recovery.lost.is_none() || index.trimmed_incomplete()
 }
 
 fn compare_last(

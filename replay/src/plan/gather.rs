@@ -112,6 +112,45 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     (notes, complete)
 }
 
+/// Why the recording a `TraceRange` record's trim was cut from was incomplete (`trim`'s
+/// note in `trimmed_from`, [`hrx_analysis::trim::source_note`]); `None` for any other record
+/// and for a trim of a whole recording.
+pub(crate) fn trimmed_from_incomplete(record: &Record) -> Option<String> {
+    let Record::TraceRange(range) = record else {
+        return None;
+    };
+    let from = range.trimmed_from.as_deref()?;
+    hrx_analysis::trim::source_note(from).1.map(str::to_owned)
+}
+
+/// A trace whose reader found submissions missing between those it holds (their `Submit`
+/// lost with a damaged block, [`hrx_capture::Recovery::missing_submissions`]) is refused: what
+/// they wrote, later submissions may read, and a replay without them would diverge there
+/// (or, where nothing names them, pass over the gap). Records lost in lossy mode are refused
+/// before this, by what was lost.
+///
+/// # Errors
+/// [`ReplayError::Incomplete`] when submissions are missing.
+pub(crate) fn refuse_gaps(recovery: &hrx_capture::Recovery) -> Result<(), ReplayError> {
+    match recovery.missing_submissions {
+        0 => Ok(()),
+        n => Err(ReplayError::Incomplete {
+            how: format!(
+                "{}, {}",
+                recovery.end(),
+                hrx_analysis::units::plural(n, "submission") + " missing"
+            ),
+            why: format!(
+                "{} between those it holds {} no Submit (lost with a damaged block): later \
+                 submissions may read what {} wrote, which replay cannot re-execute",
+                hrx_analysis::units::plural(n, "submission"),
+                if n == 1 { "has" } else { "have" },
+                if n == 1 { "it" } else { "they" },
+            ),
+        }),
+    }
+}
+
 /// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
 ///
 /// # Errors
@@ -139,7 +178,8 @@ pub(crate) fn plan_of(
 ) -> Result<Plan<'_>, ReplayError> {
     let blobs = trace.blobs();
     let lost = trace.recovery.lost;
-    let (mut notes, complete) = recovery_notes(&trace.recovery);
+    let (mut notes, mut complete) = recovery_notes(&trace.recovery);
+    let mut trimmed_incomplete = None;
     let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
     let mut recorded = None;
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
@@ -162,7 +202,6 @@ pub(crate) fn plan_of(
             continue;
         };
         let g = gathered.entry(runtime).or_default();
-        g.cut_short = cut_short;
         match record {
             Record::RuntimeStart(r) => {
                 if g.start.is_some() {
@@ -196,6 +235,9 @@ pub(crate) fn plan_of(
                 ..
             }) => g.named.push(("FaultInjected", *submission, None)),
             Record::TraceRange(r) => {
+                if trimmed_incomplete.is_none() {
+                    trimmed_incomplete = trimmed_from_incomplete(record);
+                }
                 g.range_start = Some(g.range_start.map_or(r.start, |s| s.min(r.start)));
                 if let Some(fault) = &r.fault
                     && g.range_fault.as_ref().is_none_or(|(s, _)| r.start < *s)
@@ -205,6 +247,17 @@ pub(crate) fn plan_of(
             }
             _ => {}
         }
+    }
+    // A trim of an incomplete recording is closed cleanly, but holds what its source held:
+    // what the recording lacked (a digest lost with its end) is not evidence of a change.
+    if let Some(why) = &trimmed_incomplete {
+        complete = false;
+        notes.push(format!(
+            "the trace was trimmed from an incomplete recording ({why}): what the recording lacked cannot be compared"
+        ));
+    }
+    for g in gathered.values_mut() {
+        g.cut_short = cut_short || trimmed_incomplete.is_some();
     }
     // Completions, timings, events, digests and cross waits joined to their submissions and
     // regions by the one join of every reader.

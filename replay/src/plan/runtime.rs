@@ -324,7 +324,10 @@ pub(super) fn runtime_plan<'t>(
         {
             Ok(None)
         } else if g.cut_short && last_submitted.is_none_or(|last| submission > last) {
-            orphans.borrow_mut().insert(submission);
+            // Past what `until` kept, it would not have been replayed anyway: no note.
+            if plan.cut == 0 {
+                orphans.borrow_mut().insert(submission);
+            }
             Ok(None)
         } else {
             Err(bad(format!(
