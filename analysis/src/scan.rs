@@ -25,11 +25,13 @@
 //! never joins is counted in [`ScanSummary::unresolved_waits`]), and each region still
 //! running at the end ([`ScanSummary::running`], joined at the end, so a `RegionStarted`
 //! read before its `Submit` joins too). A region started and never timed is no hang when
-//! the trace says records were lost (a `RecordsLost` count, or the session end's dropped
-//! records: lossy mode drops records when a thread's buffer is full) and either its
-//! submission's outcome was read or the trace was closed cleanly: its timing or completion
-//! was dropped, and it is listed in [`ScanSummary::timing_lost`] instead, for every reader
-//! to say "timing lost (records dropped)" and none to draw it running to the trace's end. Records about a submission that the timeline lists
+//! its submission's outcome was read (its timing never reached the file: dropped by a lossy
+//! recorder, or not written before a kill cut the recording short while the thread that
+//! wrote the outcome was flushed), or when the trace says records were lost (a
+//! `RecordsLost` count, or the session end's dropped records: lossy mode drops records when
+//! a thread's buffer is full) and was closed cleanly: it is listed in
+//! [`ScanSummary::timing_lost`] instead, for every reader to say "timing lost (records
+//! dropped)" and none to draw it running to the trace's end. Records about a submission that the timeline lists
 //! as events (a failed or cancelled region's completion, a quarantine, a poisoning, an
 //! injected fault, where they name a submission) join to it too ([`Visitor::event`]), and
 //! to their region where they name one: read before the `Submit`, they wait for it like a
@@ -926,9 +928,13 @@ impl Joiner {
             }
         }
         running.sort_by_key(|r| (r.runtime, r.submission, r.region));
+        // A region of a submission whose outcome was read is not running in any trace: its
+        // timing never reached the file (dropped by a lossy recorder, or not written before
+        // a kill cut the recording short, where the thread that wrote the outcome was
+        // flushed and the region's was not).
         running
             .into_iter()
-            .partition(|r| !(self.records_lost && (self.session_ended || r.submission_done)))
+            .partition(|r| !(r.submission_done || (self.records_lost && self.session_ended)))
     }
 
     fn park(&mut self, t: RegionTiming, node: Option<NodeIndex>) {

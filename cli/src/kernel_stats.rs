@@ -481,7 +481,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         writeln!(
             out,
             "{:<12} {}: timing lost (records dropped): started, then their timing or \
-             completion was dropped by the lossy recording; not running, and not in the figures",
+             completion was lost (dropped by a lossy recording, or not written before the \
+             recording was cut short); not running, and not in the figures",
             "timing lost",
             plural(timing_lost as u64, "region")
         )?;
