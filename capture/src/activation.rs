@@ -332,8 +332,10 @@ pub fn expand_path(template: impl AsRef<Path>) -> PathBuf {
     }
 }
 
-/// Whether `template` holds `%n` (a `%%n` is a literal `%n`).
-fn has_sequence(template: &Path) -> bool {
+/// Whether `template` holds `%n` (a `%%n` is a literal `%n`): the recorder then takes the
+/// first number whose file it can create, when it creates it, so what [`expand_path`] says
+/// now is a guess another process may take first.
+pub fn has_sequence(template: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let mut bytes = template.as_os_str().as_bytes().iter();
     while let Some(&b) = bytes.next() {

@@ -118,7 +118,7 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Checked as this process expands it; each process of the program expands its own.
     warn_unknown_patterns(&args.output);
     let expanded = hrx_capture::expand_path(&args.output);
-    check_output(&expanded)?;
+    check_output(&args.output, &expanded)?;
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Where each process of the program says which file it records into; without it (no
@@ -420,12 +420,17 @@ pub fn print_summary(
     }
 }
 
-/// Refuses an output path that cannot be a trace file.
+/// Refuses an output path that cannot be a trace file: `path` is `template` (`-o`) as this
+/// process expands it. A `%n` template is not refused for a trace or a live recording at
+/// the expanded name: the runtime takes the first number it can create when it creates the
+/// file, so another recording started together that takes that number first is no
+/// conflict (two `record --workload -o w-%n.hrxt` started together: one was refused,
+/// "another recorder is writing it", about 1 run in 5).
 ///
 /// # Errors
 ///
 /// [`Failure`] when it is a directory or its directory does not exist.
-pub fn check_output(path: &Path) -> Result<(), Failure> {
+pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
     refuse_stdout(path)?;
     refuse_special(path, "trace")?;
     // `sub/` names a directory even when there is none (the runtime could not create it as
@@ -453,6 +458,9 @@ pub fn check_output(path: &Path) -> Result<(), Failure> {
         )));
     }
     check_writable(path)?;
+    if hrx_capture::has_sequence(template) {
+        return Ok(());
+    }
     // Overwrite traces (and empty files) only: `-o` naming a photograph or any other file
     // by mistake must not destroy it.
     const MAGIC: &[u8] = b"HRXTRACE";

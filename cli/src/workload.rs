@@ -125,7 +125,7 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
     crate::record::warn_unknown_patterns(&args.output);
     let output = hrx_capture::expand_path(&args.output);
-    check_output(&output)?;
+    check_output(&args.output, &output)?;
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.

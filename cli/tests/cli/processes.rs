@@ -350,13 +350,13 @@ fn workloads_started_together_with_a_sequence_number_take_two_numbers() {
     };
     let children = [spawn(), spawn()];
     let outputs = children.map(|c| c.wait_with_output().unwrap());
+    for out in &outputs {
+        assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
+    }
     assert_eq!(files(dir.path(), "w-"), ["w-1.hrxt", "w-2.hrxt"]);
     let mut named: Vec<String> = outputs
         .iter()
-        .flat_map(|out| {
-            assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
-            summarised(out)
-        })
+        .flat_map(summarised)
         .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
         .collect();
     named.sort();
