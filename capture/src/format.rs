@@ -692,9 +692,7 @@ impl BlockEncoder {
         out.extend_from_slice(stored);
         Ok(())
     }
-}
 
-impl BlockEncoder {
     /// Appends the header of a block stored as is whose payload is `head` followed by
     /// `tail`, then `head`; the caller writes `tail` right after. The bytes are those of
     /// [`BlockEncoder::encode_with`] over `head` and `tail` joined, uncompressed, without

@@ -141,4 +141,18 @@ impl ReplayError {
     pub(crate) fn unreplayable(why: impl Into<String>) -> ReplayError {
         ReplayError::Unreplayable { why: why.into() }
     }
+
+    /// [`ReplayError::Incomplete`] of a file read with `recovery`: how it ends and the
+    /// submissions missing, then `why`.
+    pub(crate) fn incomplete(recovery: &hrx_capture::Recovery, why: String) -> ReplayError {
+        let missing = match recovery.missing_submissions {
+            0 => String::new(),
+            1 => ", 1 submission missing".to_owned(),
+            n => format!(", {n} submissions missing"),
+        };
+        ReplayError::Incomplete {
+            how: format!("{}{missing}", recovery.end()),
+            why,
+        }
+    }
 }

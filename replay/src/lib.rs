@@ -291,16 +291,7 @@ pub fn replay_file_reading(
         // Likewise what a damaged or cut-short file lacks (a block with a `Submit` lost
         // while a later one names its submission).
         Err(ReplayError::Unreplayable { why }) if !reading.recovery.is_complete() => {
-            let r = &reading.recovery;
-            let missing = match r.missing_submissions {
-                0 => String::new(),
-                1 => ", 1 submission missing".to_owned(),
-                n => format!(", {n} submissions missing"),
-            };
-            Err(ReplayError::Incomplete {
-                how: format!("{}{missing}", r.end()),
-                why,
-            })
+            Err(ReplayError::incomplete(&reading.recovery, why))
         }
         Err(error) => Err(error),
     }

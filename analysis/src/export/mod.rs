@@ -1356,12 +1356,9 @@ impl<S: Sink> Visitor for Pass<S> {
         }
         // A failed run's slice says so (its `failed` event follows, below).
         if let Record::RegionDone(d) = record
-            && matches!(d.status, Status::Failed { .. })
+            && let Status::Failed { error } = &d.status
             && let Some(held) = self.held(d.runtime, d.submission)
         {
-            let Status::Failed { error } = &d.status else {
-                unreachable!("matched above")
-            };
             let op = crate::failed_operation(error).map(str::to_owned);
             held.failed.push((d.region, op));
         }

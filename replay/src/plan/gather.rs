@@ -134,20 +134,16 @@ pub(crate) fn trimmed_from_incomplete(record: &Record) -> Option<String> {
 pub(crate) fn refuse_gaps(recovery: &hrx_capture::Recovery) -> Result<(), ReplayError> {
     match recovery.missing_submissions {
         0 => Ok(()),
-        n => Err(ReplayError::Incomplete {
-            how: format!(
-                "{}, {}",
-                recovery.end(),
-                hrx_analysis::units::plural(n, "submission") + " missing"
-            ),
-            why: format!(
+        n => Err(ReplayError::incomplete(
+            recovery,
+            format!(
                 "{} between those it holds {} no Submit (lost with a damaged block): later \
                  submissions may read what {} wrote, which replay cannot re-execute",
                 hrx_analysis::units::plural(n, "submission"),
                 if n == 1 { "has" } else { "have" },
                 if n == 1 { "it" } else { "they" },
             ),
-        }),
+        )),
     }
 }
 
