@@ -1077,14 +1077,9 @@ impl StatsVisitor {
             if index.region(region).kind == RegionKind::NativeGraph {
                 stats.op_times.native_graph_timed += t.sketch.count();
             }
-            let p = &index.prepared()[index.region(region).prepared.0 as usize];
-            let (kind, name) = match index.op(p.runtime, p.graph, node) {
-                // Copies by direction (`copy_name`): one lane's transfers, one row.
-                Some(OpKind::Copy) => ("copy", copy_name(index.region(region).queue).to_owned()),
-                Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
-                None => ("unknown", format!("op {node}")),
-            };
-            let sum = by_name.entry((kind, name)).or_default();
+            let sum = by_name
+                .entry(operation_row(index, region, node))
+                .or_default();
             sum.sketch.merge(&t.sketch);
             sum.device += t.device;
             sum.failed += t.failed;
@@ -1127,6 +1122,20 @@ pub fn operation_kind(op: &OpKind) -> &'static str {
         OpKind::Copy => "copy",
         OpKind::Scoped => "scoped",
         OpKind::Host => "host",
+    }
+}
+
+/// The kind and name an operation (`node` of `region`'s graph) is counted under in
+/// [`Stats::operations`], and the Parquet export's `op_timings` names it by: its kind
+/// ([`operation_kind`]) and a kernel's entry, or `fill`, ...; a copy by its lane
+/// ([`copy_name`]: one lane's transfers, one row); `unknown` / `op N` where the trace lacks
+/// the operation.
+pub fn operation_row(index: &Index, region: RegionRef, node: NodeIndex) -> (&'static str, String) {
+    let p = &index.prepared()[index.region(region).prepared.0 as usize];
+    match index.op(p.runtime, p.graph, node) {
+        Some(OpKind::Copy) => ("copy", copy_name(index.region(region).queue).to_owned()),
+        Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
+        None => ("unknown", format!("op {node}")),
     }
 }
 

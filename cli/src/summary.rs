@@ -103,11 +103,16 @@ pub(crate) fn outcomes(stats: &TraceInfo) -> [(&'static str, String); 3] {
         0 => String::new(),
         n => format!(", {} injected", plural(n, "fault")),
     };
+    // A trace cut short: the submissions it ends in the middle of (no outcome recorded).
+    let unfinished = match stats.in_flight.len() {
+        0 => String::new(),
+        n => format!(", {n} without an outcome (in flight where the trace ends)"),
+    };
     [
         (
             "submissions",
             format!(
-                "{} accepted, {} refused{busy}",
+                "{} accepted, {} refused{busy}{unfinished}",
                 stats.submissions, stats.refused
             ),
         ),

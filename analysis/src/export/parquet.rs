@@ -58,7 +58,6 @@ use super::origin::{ClockDomain, Origin};
 use super::{Arg, ExportCounts, ExportError, Exported, instant};
 use crate::index::{Index, is_copy_region, label_region, queue_name};
 use crate::scan::{JoinedSpan, Visitor, scan_reader_threaded};
-use crate::stats::operation_kind;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{NodeIndex, Record, RegionKind};
 use parquet::basic::Compression;
@@ -784,11 +783,8 @@ impl Visitor for Rows<'_> {
         use Value::{Int, Text};
         let info = index.region(span.region);
         let prepared = &index.prepared()[info.prepared.0 as usize];
-        let op = index.op(prepared.runtime, prepared.graph, node);
-        let (name, kind) = match op {
-            Some(op) => (index.op_name(prepared.runtime, op), operation_kind(op)),
-            None => (format!("op {node}"), "unknown"),
-        };
+        // As `stats` counts it (copies by lane), so that a query reproduces its table.
+        let (kind, name) = crate::stats::operation_row(index, span.region, node);
         let device_ns = span.device.map(|d| d.end_ns.saturating_sub(d.start_ns));
         let row = [
             Int(span.runtime.0.into()),

@@ -933,6 +933,30 @@ fn parquet_tables_give_stats_per_kernel_figures_in_duckdb() {
             entry.0 += k["count"].as_u64().unwrap();
             entry.1 += k["total_ns"].as_u64().unwrap();
         }
+        // The operations table too, copies by lane (`upload`, `download`, `copy`) as
+        // `stats` lists them: the tables named every copy `copy` (fresh-user pass).
+        let dir_arg = format!("exports/{name}");
+        let Some(ops) = python_check(
+            "tests/parquet/operations.py",
+            std::ffi::OsStr::new(&dir_arg),
+            dir.path(),
+            "HRX_REQUIRE_DUCKDB",
+            "duckdb==2.0.1",
+        ) else {
+            continue;
+        };
+        let listed = stats["operations"].as_array().unwrap();
+        assert!(listed.iter().any(|o| o["name"] == "upload"), "{stats:#}");
+        for o in listed {
+            let key = format!(
+                "{} {}",
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap()
+            );
+            assert_eq!(ops[&key]["count"], o["count"], "{key}: {ops}");
+            assert_eq!(ops[&key]["total_ns"], o["total_ns"], "{key}: {ops}");
+        }
+        assert_eq!(ops.as_object().unwrap().len(), listed.len(), "{ops}");
     }
     assert!(!want.is_empty());
     let Some(got) = duckdb_kernels(dir.path(), "exports/*") else {

@@ -293,3 +293,38 @@ fn records_of_a_submission_whose_submit_was_lost_at_the_end_are_named() {
     let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
     assert!(!whole.contains("whose Submit"), "{whole}");
 }
+
+/// A trace whose last submission has no recorded outcome (a recording cut short in it):
+/// `info`'s text says how many submissions end without one, as its JSON
+/// (`in_flight_at_end`) and `stats` do; it said only "N accepted" (fresh-user pass).
+#[test]
+fn info_says_which_submissions_have_no_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let last_done = trace
+        .records
+        .iter()
+        .rposition(|r| matches!(r, Record::SubmissionDone(_)))
+        .expect("a SubmissionDone");
+    let recorder =
+        Recorder::create(dir.path().join("open.hrxt"), RecorderOptions::default()).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i == last_done || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.close().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", "open.hrxt"]))).unwrap();
+    assert_eq!(json["submissions"]["in_flight_at_end"], 1, "{json:#}");
+    let text = stdout(&run(dir.path(), &["info", "open.hrxt"]));
+    assert!(
+        crate::util::field(&text, "submissions")
+            .ends_with(", 1 without an outcome (in flight where the trace ends)"),
+        "{text}"
+    );
+    let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
+    assert!(!whole.contains("without an outcome"), "{whole}");
+}
