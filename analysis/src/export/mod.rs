@@ -1022,27 +1022,7 @@ impl<S: Sink> Pass<S> {
     /// track: no slice, as it did not run on to the trace's end.
     fn timing_lost(&mut self, index: &Index, regions: &[RunningRegion]) {
         for r in regions {
-            let mut args = vec![
-                ("submission", Arg::Uint(r.submission.0)),
-                ("region", Arg::Uint(u64::from(r.region.0))),
-            ];
-            if let Some(region) = r.region_ref {
-                if let Some(label) = index.label(region) {
-                    let label = index.labels()[label.0 as usize].clone();
-                    args.push(("label", Arg::Str(Cow::Owned(label))));
-                }
-                let queue = queue_name(index.region(region).queue);
-                args.push(("queue", Arg::Str(Cow::Borrowed(queue))));
-            }
-            let instant = Instant {
-                runtime: r.runtime,
-                place: Place::default(),
-                slot: RECORDER_SLOT,
-                name: "timing lost (records dropped)",
-                time_ns: r.start_ns,
-                args,
-            };
-            self.out.instant(instant);
+            self.out.instant(timing_lost_instant(index, r));
             self.out.counts.timing_lost += 1;
         }
     }
@@ -1099,33 +1079,7 @@ impl<S: Sink> Pass<S> {
         // Session-level: on the first runtime's events track.
         let first = self.session_runtime();
         for f in std::mem::take(&mut self.fatal) {
-            let signal = hrx_capture::schema::signal_name(f.signal)
-                .map_or_else(|| format!("signal {}", f.signal), str::to_owned);
-            let mut args = vec![
-                ("signal", Arg::Str(Cow::Owned(signal))),
-                (
-                    "seen_by",
-                    Arg::Str(Cow::Borrowed(match f.witness {
-                        SignalWitness::Handler => "the process's own handler",
-                        SignalWitness::Parent => "hrx-trace record (the process's parent)",
-                    })),
-                ),
-            ];
-            if let Some(address) = f.fault_address {
-                args.push((
-                    "fault_address",
-                    Arg::Str(Cow::Owned(format!("{address:#x}"))),
-                ));
-            }
-            let instant = Instant {
-                runtime: first,
-                place: Place::default(),
-                slot: RECORDER_SLOT,
-                name: "fatal signal",
-                time_ns: f.time_ns,
-                args,
-            };
-            self.out.instant(instant);
+            self.out.instant(fatal_instant(&f, first));
         }
     }
 }
@@ -1639,6 +1593,72 @@ pub(crate) fn incomplete_instant(
     })
 }
 
+/// The mark of a region whose timing or completion a lossy recording dropped: at its start
+/// on its runtime's `Recorder` track, with its submission, region, label and queue (no
+/// slice: it did not run on to the trace's end).
+pub(crate) fn timing_lost_instant(index: &Index, r: &RunningRegion) -> Instant<'static> {
+    Instant {
+        runtime: r.runtime,
+        place: Place::default(),
+        slot: RECORDER_SLOT,
+        name: "timing lost (records dropped)",
+        time_ns: r.start_ns,
+        args: started_region_args(index, r),
+    }
+}
+
+/// A started region's submission, region and, where its submission was read, label and
+/// queue: the arguments of the marks of regions without a timing.
+pub(crate) fn started_region_args(
+    index: &Index,
+    r: &RunningRegion,
+) -> Vec<(&'static str, Arg<'static>)> {
+    let mut args = vec![
+        ("submission", Arg::Uint(r.submission.0)),
+        ("region", Arg::Uint(u64::from(r.region.0))),
+    ];
+    if let Some(region) = r.region_ref {
+        if let Some(label) = index.label(region) {
+            let label = index.labels()[label.0 as usize].clone();
+            args.push(("label", Arg::Str(Cow::Owned(label))));
+        }
+        let queue = queue_name(index.region(region).queue);
+        args.push(("queue", Arg::Str(Cow::Borrowed(queue))));
+    }
+    args
+}
+
+/// The signal that ended the recorded process, as a mark on `runtime`'s `Recorder` track
+/// (the first runtime's: it is the session's).
+pub(crate) fn fatal_instant(f: &FatalSignal, runtime: RuntimeId) -> Instant<'static> {
+    let signal = hrx_capture::schema::signal_name(f.signal)
+        .map_or_else(|| format!("signal {}", f.signal), str::to_owned);
+    let mut args = vec![
+        ("signal", Arg::Str(Cow::Owned(signal))),
+        (
+            "seen_by",
+            Arg::Str(Cow::Borrowed(match f.witness {
+                SignalWitness::Handler => "the process's own handler",
+                SignalWitness::Parent => "hrx-trace record (the process's parent)",
+            })),
+        ),
+    ];
+    if let Some(address) = f.fault_address {
+        args.push((
+            "fault_address",
+            Arg::Str(Cow::Owned(format!("{address:#x}"))),
+        ));
+    }
+    Instant {
+        runtime,
+        place: Place::default(),
+        slot: RECORDER_SLOT,
+        name: "fatal signal",
+        time_ns: f.time_ns,
+        args,
+    }
+}
+
 /// The runtime whose events track shows `record`, if it is an instant event.
 fn instant_runtime(record: &Record) -> Option<RuntimeId> {
     Some(match record {
@@ -1729,7 +1749,10 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
             ("output digest", d.start_ns, args)
         }
         Record::Poison(p) => {
-            let args = vec![("buffer", Arg::Uint(p.buffer.0)), ("cause", str(&p.cause))];
+            // The failed region that poisoned it (format 1.3 on), as the quarantine's.
+            let mut args: Vec<_> = sub(p.submission).into_iter().collect();
+            args.extend(region(p.region));
+            args.extend([("buffer", Arg::Uint(p.buffer.0)), ("cause", str(&p.cause))]);
             ("poison", p.time_ns, args)
         }
         Record::CopyStreamUnhealthy(c) => {

@@ -24,7 +24,7 @@
 //! | `regions` | region timing | runtime, submission, prepared, region, label, kind, queue, category (`kernel`, `copy`, `host`: `stats`' grouping), start_ns, end_ns, duration_ns, device_ns (null where not recorded) |
 //! | `submissions` | `Submit` | runtime, submission, prepared, slot, producers, time_ns |
 //! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
-//! | `events` | event (as the timeline's `Events` and `Recorder` tracks) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none), detail |
+//! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
 //! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
 //! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
 //! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
@@ -57,7 +57,7 @@
 use super::origin::{ClockDomain, Origin};
 use super::{Arg, ExportCounts, ExportError, Exported, instant};
 use crate::index::{Index, is_copy_region, label_region, queue_name};
-use crate::scan::{JoinedSpan, Visitor, scan_reader_threaded};
+use crate::scan::{JoinedSpan, RunningRegion, Visitor, scan_reader_threaded};
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{NodeIndex, Record, RegionKind};
 use parquet::basic::Compression;
@@ -474,6 +474,9 @@ pub fn write_parquet<R: Read + Send>(
             error: None,
         };
         let summary = scan_reader_threaded(reader, &mut pass)?;
+        // What the trace's end shows, as the other formats do: each region still running
+        // (the one a crash or a hang was in) and each whose timing a lossy recording lost.
+        pass.at_the_end(&summary.index, &summary.running, &summary.timing_lost);
         // A trace not read whole says so in its own tables, not only on stderr at export.
         if let Some(event) = summary.recovery.as_ref().and_then(|r| {
             super::incomplete_instant(r, pass.last_ns, hrx_capture::schema::RuntimeId::default())
@@ -564,6 +567,34 @@ impl Rows<'_> {
         self.row(EVENTS, &row);
     }
 
+    /// An `events` row for each region still running where the trace ends (`running at
+    /// end`, at its start, with the trace's end as `trace_end_ns`: its length is not a
+    /// duration, so it is no `regions` row) and for each whose timing was lost.
+    fn at_the_end(&mut self, index: &Index, running: &[RunningRegion], lost: &[RunningRegion]) {
+        let end_ns = self.last_ns;
+        for r in running {
+            let mut args = super::started_region_args(index, r);
+            args.push((
+                "state",
+                Arg::Str("still running when the trace ends".into()),
+            ));
+            args.push(("trace_end_ns", Arg::Uint(self.origin.time(end_ns.max(r.start_ns)))));
+            let event = super::Instant {
+                runtime: r.runtime,
+                place: super::Place::default(),
+                slot: super::EVENTS_SLOT,
+                name: "running at end",
+                time_ns: r.start_ns,
+                args,
+            };
+            self.event(&event);
+        }
+        for r in lost {
+            self.event(&super::timing_lost_instant(index, r));
+            self.counts.timing_lost += 1;
+        }
+    }
+
     fn row(&mut self, table: usize, values: &[Value<'_>]) {
         if self.error.is_none()
             && let Err(e) = self.tables[table].row(self.origin.key, values)
@@ -597,6 +628,10 @@ impl Visitor for Rows<'_> {
                 self.row(SESSIONS, &row);
             }
             Record::HostClock(c) => self.origin.calibrate(c),
+            // The session's: on no runtime's (0), as `records lost`.
+            Record::FatalSignal(f) => {
+                self.event(&super::fatal_instant(f, hrx_capture::schema::RuntimeId(0)));
+            }
             Record::BufferCreated(b) => {
                 let placement = format!("{:?}", b.placement);
                 let row = [

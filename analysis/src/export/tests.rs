@@ -1466,3 +1466,128 @@ fn the_failed_operation_is_the_one_the_error_names_in_parentheses() {
     assert_eq!(named("device lost"), None);
     assert_eq!(named("()"), None);
 }
+
+/// The rows of one table of a Parquet export, each value as text (`None` for a null).
+#[cfg(feature = "parquet")]
+fn parquet_rows(dir: &std::path::Path, table: &str) -> Vec<Vec<Option<String>>> {
+    use ::parquet::file::reader::{FileReader, SerializedFileReader};
+    use ::parquet::record::Field;
+    let file = std::fs::File::open(dir.join(format!("{table}.parquet"))).unwrap();
+    let reader = SerializedFileReader::new(file).unwrap();
+    reader
+        .get_row_iter(None)
+        .unwrap()
+        .map(|row| {
+            row.unwrap()
+                .get_column_iter()
+                .map(|(_, field)| match field {
+                    Field::Null => None,
+                    Field::Str(s) => Some(s.clone()),
+                    other => Some(other.to_string()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What the other formats show at a trace's end is in the Parquet `events` table too: the
+/// region a crash was in (`running at end`, from its start, the trace's end beside it), the
+/// signal, a region whose timing was lost, and a poison with the submission and region
+/// that caused it (all were missing: a SQL user could not find the region that crashed).
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_events_hold_what_the_traces_end_shows_and_poisons_hold_their_cause() {
+    let (mut records, start_ns, end_ns) = crashed_pipeline();
+    let (runtime, first) = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Submit(s) => Some((s.runtime, s.submission)),
+            _ => None,
+        })
+        .unwrap();
+    // The first submission's region 0 started and its timing never reached the file,
+    // though the submission's outcome did: its timing was lost, it is not running.
+    let mut lost_start = 0;
+    records.retain(|r| match r {
+        Record::RegionTiming(t) if t.submission == first && t.region == RegionIndex(0) => {
+            lost_start = t.start_ns;
+            false
+        }
+        _ => true,
+    });
+    records.push(Record::RegionStarted(hrx_capture::schema::RegionStarted {
+        runtime,
+        submission: first,
+        region: RegionIndex(0),
+        time_ns: lost_start,
+    }));
+    records.push(Record::Poison(hrx_capture::schema::Poison {
+        runtime,
+        buffer: hrx_capture::schema::BufferId(3),
+        cause: "poisoned by submission 1 region 2".into(),
+        time_ns: start_ns,
+        submission: Some(SubmissionIndex(1)),
+        region: Some(RegionIndex(2)),
+    }));
+    let running_submission = records
+        .iter()
+        .rev()
+        .find_map(|r| match r {
+            Record::Submit(s) => Some(s.submission.0),
+            _ => None,
+        })
+        .unwrap();
+    let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+    for r in &records {
+        writer.write(r).unwrap();
+    }
+    let bytes = writer.finish().unwrap().0;
+    let dir = tempfile::tempdir().unwrap();
+    let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
+    super::parquet::write_parquet(vec![reader], dir.path()).unwrap();
+    let base = records
+        .iter()
+        .find_map(|r| match r {
+            Record::SessionStart(s) => Some(s.monotonic_base_ns),
+            _ => None,
+        })
+        .unwrap();
+    let abs = |t: u64| Some((base + t).to_string());
+    // Columns: session_id, runtime, time_ns, name, track, submission, region, detail.
+    let events = parquet_rows(dir.path(), "events");
+    let named = |name: &str| -> Vec<&Vec<Option<String>>> {
+        events
+            .iter()
+            .filter(|e| e[3].as_deref() == Some(name))
+            .collect()
+    };
+    let running = named("running at end");
+    assert_eq!(running.len(), 1, "{events:?}");
+    let row = running[0];
+    assert_eq!(row[2], abs(start_ns));
+    assert_eq!(row[4].as_deref(), Some("events"));
+    assert_eq!(row[5], Some(running_submission.to_string()));
+    assert_eq!(row[6].as_deref(), Some("0"));
+    let detail = row[7].as_deref().unwrap();
+    assert!(
+        detail.contains("state=still running when the trace ends")
+            && detail.contains(&format!("trace_end_ns={}", base + end_ns))
+            && detail.contains("label="),
+        "{detail}"
+    );
+    let lost = named("timing lost (records dropped)");
+    assert_eq!(lost.len(), 1, "{events:?}");
+    assert_eq!(lost[0][2], abs(lost_start));
+    assert_eq!(lost[0][4].as_deref(), Some("recorder"));
+    assert_eq!(lost[0][5], Some(first.0.to_string()));
+    let fatal = named("fatal signal");
+    assert_eq!(fatal.len(), 1, "{events:?}");
+    assert_eq!(fatal[0][2], abs(end_ns));
+    assert!(fatal[0][7].as_deref().unwrap().contains("signal=SIGSEGV"));
+    let poison = named("poison");
+    assert_eq!(poison.len(), 1, "{events:?}");
+    assert_eq!(
+        (poison[0][5].as_deref(), poison[0][6].as_deref()),
+        (Some("1"), Some("2"))
+    );
+}
