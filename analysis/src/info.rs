@@ -96,12 +96,41 @@ pub struct TraceInfo {
     /// range's own records start (a range or trim also holds the definitions recorded before
     /// it, at their times).
     pub first_submit_ns: Option<u64>,
+    /// Latest host time of the recorded work (submits, timings, outcomes, host writes and
+    /// spans, annotations, failures), in ns since the session start: where a range's own
+    /// records end (the buffers and runtimes it holds are let go at the session's end, which
+    /// a trim or a range keeps).
+    pub last_activity_ns: Option<u64>,
     /// Waits on the recorder per recording thread: name, waits, total ns.
     pub thread_waits: BTreeMap<u32, (String, u64, u64)>,
     /// What was read back.
     pub recovery: Recovery,
     /// Damage and skipped parts.
     pub warnings: Vec<Warning>,
+}
+
+/// Whether `record` is recorded work rather than a definition, a teardown or the
+/// recorder's bookkeeping (see [`TraceInfo::last_activity_ns`]).
+fn is_activity(record: &Record) -> bool {
+    !matches!(
+        record,
+        Record::SessionStart(_)
+            | Record::SessionEnd(_)
+            | Record::RuntimeStart(_)
+            | Record::RuntimeEnd(_)
+            | Record::BufferCreated(_)
+            | Record::BufferDropped(_)
+            | Record::Blob(_)
+            | Record::KernelLoaded(_)
+            | Record::GraphOp(_)
+            | Record::Prepared(_)
+            | Record::ClockCalibration(_)
+            | Record::HostClock(_)
+            | Record::Counters(_)
+            | Record::TraceRange(_)
+            | Record::BufferSnapshot(_)
+            | Record::RecordsLost(_)
+    )
 }
 
 /// The part of [`TraceInfo`] that is no join: one record at a time.
@@ -177,6 +206,7 @@ impl TraceInfo {
             counters: BTreeMap::new(),
             span_ns: None,
             first_submit_ns: None,
+            last_activity_ns: None,
             thread_waits: BTreeMap::new(),
             recovery: Recovery::default(),
             warnings: Vec::new(),
@@ -208,6 +238,10 @@ impl TraceInfo {
             if matches!(record, Record::Submit(_) | Record::HostWrite(_)) {
                 let first = self.first_submit_ns.get_or_insert(time_ns);
                 *first = (*first).min(time_ns);
+            }
+            if is_activity(record) {
+                let last = self.last_activity_ns.get_or_insert(time_ns);
+                *last = (*last).max(time_ns);
             }
         }
         match record {

@@ -85,6 +85,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "first_ns": stats.span_ns.map(|(first, _)| first),
             "end_ns": stats.duration_ns(),
             "first_submit_ns": stats.first_submit_ns,
+            "last_activity_ns": stats.last_activity_ns,
         },
         "capture": what_it_is(stats, live),
         "live": live,
@@ -350,8 +351,10 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     }
     let span = match (stats.span_ns, stats.duration_ns()) {
         // A range's span is its own submissions', not that of the definitions it holds from
-        // before it (recorded at their times: a trim keeps every one).
+        // before it (recorded at their times: a trim keeps every one), nor of their teardown
+        // at the session's end.
         (Some((first, _)), Some(end)) if !stats.ranges.is_empty() => {
+            let end = stats.last_activity_ns.unwrap_or(end).min(end);
             let start = stats.first_submit_ns.unwrap_or(first).min(end);
             format!(
                 "{} .. {} ({}, the range; its definitions from {})",

@@ -578,7 +578,10 @@ impl Rows<'_> {
                 "state",
                 Arg::Str("still running when the trace ends".into()),
             ));
-            args.push(("trace_end_ns", Arg::Uint(self.origin.time(end_ns.max(r.start_ns)))));
+            args.push((
+                "trace_end_ns",
+                Arg::Uint(self.origin.time(end_ns.max(r.start_ns))),
+            ));
             let event = super::Instant {
                 runtime: r.runtime,
                 place: super::Place::default(),
