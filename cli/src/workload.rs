@@ -360,7 +360,7 @@ fn execute(
                         ))
                         .hint(match fault.target {
                             FaultTarget::Operation(_) => {
-                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's are its `node=` records in `dump`)"
+                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's are its `op` records in `dump` but host ones; `node=` there numbers a graph's operations from 0, op=N counts across submissions from 1)"
                             }
                             FaultTarget::Kernel { .. } => {
                                 "`#N` counts the kernel's dispatches across the run from 1: run more --frames, or check the kernel name and dispatch number against `dump`"
