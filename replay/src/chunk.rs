@@ -150,6 +150,10 @@ pub(crate) struct ChunkIndex {
     /// The trace is a trim of an incomplete recording (its `TraceRange` says so): each
     /// chunk's plan says it, and the whole replay is then not complete.
     trimmed_incomplete: bool,
+    /// Per chunk: the bytes of the blobs read while its submissions were the next to come
+    /// (a frame's contents are written before the submission that uploads them), and its
+    /// submits: what a chunk makes replay hold, for [`ChunkIndex::size_within`].
+    blob_bytes: BTreeMap<u64, (u64, u64)>,
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -159,6 +163,27 @@ impl ChunkIndex {
     /// The chunk of a submission.
     fn chunk_of(&self, submission: SubmissionIndex) -> u64 {
         submission.0 / self.size
+    }
+
+    /// Submissions per chunk.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// A smaller chunk size where a chunk of this one holds more than `budget` bytes of
+    /// blobs (distinct frames, each stored once: a chunk of 2,048 distinct 3840x2160 frames
+    /// would hold 50 GB), in proportion to the heaviest chunk; `None` where every chunk fits
+    /// or chunks are single submissions already. Contents referred to again by a later chunk
+    /// are kept until then whatever the size (a program cycling through 30 photographs
+    /// holds the 30).
+    pub(crate) fn size_within(&self, budget: u64) -> Option<u64> {
+        let &(bytes, submits) = self.blob_bytes.values().max_by_key(|(bytes, _)| *bytes)?;
+        if bytes <= budget || self.size == 1 {
+            return None;
+        }
+        // The heaviest chunk's bytes per submission, to `budget`.
+        let size = u128::from(submits.max(1)) * u128::from(budget) / u128::from(bytes);
+        Some((size as u64).clamp(1, self.size - 1))
     }
 
     /// Notes that chunk `chunk` names `submission` of `runtime`, of an earlier chunk.
@@ -175,8 +200,18 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         size: size.max(1),
         ..ChunkIndex::default()
     };
+    // The chunk whose submissions come next: where the blobs read now are first needed.
+    let mut next_chunk = index.chunk_of(SubmissionIndex(1));
     for (position, item) in (0u64..).zip(reader.by_ref()) {
         let Ok((_, record)) = item else { break };
+        if let Record::Blob(b) = &record {
+            index.blob_bytes.entry(next_chunk).or_default().0 += b.bytes.len() as u64;
+        }
+        if let Record::Submit(submit) = &record {
+            let chunk = index.chunk_of(submit.submission);
+            index.blob_bytes.entry(chunk).or_default().1 += 1;
+            next_chunk = index.chunk_of(SubmissionIndex(submit.submission.0 + 1));
+        }
         if let Record::OutputDigest(d) = &record
             && !matches!(d.contents, s::Payload::Omitted { .. })
         {
@@ -736,6 +771,89 @@ mod tests {
         assert_eq!(handed, 6);
         assert_eq!((chunker.blobs.len(), chunker.blob_bytes), (0, 0));
         assert!(chunker.blob_bytes_peak >= 2 * 8192);
+    }
+
+    /// `count` frames of 8 KiB, each distinct (no blob shared), written and copied.
+    fn distinct_frames(count: u8) -> Vec<u8> {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim().recorder(recorder.clone());
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let host = rt
+                .buffer(8192, hrx::Placement::HostVisible)
+                .expect("buffer");
+            let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(gpu.whole(), host.whole()).expect("copy");
+            graph.copy(host.whole(), gpu.whole()).expect("copy");
+            let graph = graph.prepare().expect("prepare");
+            for frame in 0..count {
+                let bytes: Vec<u8> = (0..8192u32)
+                    .map(|i| (i as u8).wrapping_add(frame.wrapping_mul(29)) ^ frame)
+                    .collect();
+                host.write(0, &bytes).expect("write");
+                graph.submit().expect("submit").wait().expect("runs");
+            }
+        }
+        recorder.close().expect("close");
+        sink.contents()
+    }
+
+    /// Distinct frames make a chunk's contents grow with its submissions: where a chunk
+    /// would bring in more than the budget, chunks are made smaller in proportion, so that
+    /// replay holds about the budget, and the replay in smaller chunks compares every
+    /// submission as before (a chunk of 2,048 distinct 3840x2160 frames held 50 GB).
+    #[test]
+    fn chunks_of_distinct_contents_are_sized_to_the_budget() {
+        let bytes = distinct_frames(12);
+        let frame = 8192;
+        // Submissions are numbered from 1: chunks of 16 hold the 12 in one.
+        let whole = index(TraceReader::new(&bytes[..]).unwrap(), 16);
+        assert_eq!(whole.size_within(64 * frame), None, "12 frames fit");
+        let size = whole.size_within(3 * frame).expect("smaller chunks");
+        assert!((2..=3).contains(&size), "{size} submissions");
+        let peak = |size: u64| {
+            let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
+            let mut chunker = Chunker::new(TraceReader::new(&bytes[..]).unwrap(), index, None);
+            let mut chunks = 0;
+            while chunker.next_chunk().unwrap().is_some() {
+                chunks += 1;
+            }
+            (chunker.blob_bytes_peak as u64, chunks)
+        };
+        let (big, chunks) = peak(16);
+        assert_eq!(chunks, 1);
+        assert!(big >= 12 * frame, "{big}");
+        let (small, chunks) = peak(size);
+        assert!(chunks >= 3, "{chunks}");
+        // What a chunk brings in, and the next one's read ahead of it at most.
+        assert!(
+            small <= 2 * size * frame && small < big,
+            "{small} bytes held"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("distinct.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let options = |budget| {
+            crate::ReplayOptions::default()
+                .chunk_submissions(16)
+                .chunk_blob_bytes(budget)
+        };
+        let whole = crate::replay_file(&path, &options(64 * frame)).expect("replayed");
+        let chunked = crate::replay_file(&path, &options(3 * frame)).expect("replayed");
+        for report in [&whole, &chunked] {
+            assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
+            assert_eq!(report.summary.submissions, 12, "{:?}", report.summary);
+        }
+        let said = |report: &crate::Report| {
+            (report.notes.iter())
+                .any(|n| n.contains(&format!("replayed in chunks of {size} submissions, not 16")))
+        };
+        assert!(said(&chunked), "{:?}", chunked.notes);
+        assert!(!said(&whole), "{:?}", whole.notes);
     }
 
     /// A recording killed mid-run can hold a submission's completion and timings without

@@ -234,12 +234,17 @@ pub fn replay_file_reading(
     };
     // A first pass locates each chunk's last record (module `chunk`) and learns how the
     // file ends, losses included, before anything is replayed.
-    let index = chunk::index(
+    let open = || {
         hrx_capture::TraceReader::open(path)
-            .map_err(read)?
-            .check_submission_numbers(),
-        options.chunk_submissions,
-    );
+            .map(hrx_capture::TraceReader::check_submission_numbers)
+            .map_err(read)
+    };
+    let mut index = chunk::index(open()?, options.chunk_submissions);
+    // Chunks that would bring in more captured contents than allowed (distinct large
+    // frames) are made smaller, located by a second first pass.
+    if let Some(size) = index.size_within(options.chunk_blob_bytes) {
+        index = chunk::index(open()?, size);
+    }
     let reading = index.reading().clone();
     let lost = reading.recovery.lost;
     // Records replay re-executes (or needs to) that the recorder lost: refused before

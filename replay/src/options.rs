@@ -76,7 +76,16 @@ pub struct ReplayOptions {
     /// replay holds at a time (the chunk, the one before it, and their replays). Default
     /// [`DEFAULT_CHUNK_SUBMISSIONS`].
     pub chunk_submissions: u64,
+    /// Bytes of captured contents (blobs) a chunk may bring in: where a chunk of
+    /// [`ReplayOptions::chunk_submissions`] brings more (distinct large frames), chunks are
+    /// made smaller in proportion, and the report says so. Default
+    /// [`DEFAULT_CHUNK_BLOB_BYTES`].
+    pub chunk_blob_bytes: u64,
 }
+
+/// Bytes of captured contents a chunk of a streamed replay brings in at most, where single
+/// submissions do not bring more: 256 MiB.
+pub const DEFAULT_CHUNK_BLOB_BYTES: u64 = 256 << 20;
 
 /// Submissions per chunk of a streamed replay: about 10 KB each are held while a chunk is
 /// replayed and compared (two chunks, plus the records the file holds ahead of the chunk being
@@ -103,6 +112,7 @@ impl Default for ReplayOptions {
             slowdowns: Vec::new(),
             progress: None,
             chunk_submissions: DEFAULT_CHUNK_SUBMISSIONS,
+            chunk_blob_bytes: DEFAULT_CHUNK_BLOB_BYTES,
         }
     }
 }
@@ -215,6 +225,12 @@ impl ReplayOptions {
     /// Sets the submissions per chunk of a streamed replay (at least 1).
     pub fn chunk_submissions(mut self, submissions: u64) -> Self {
         self.chunk_submissions = submissions.max(1);
+        self
+    }
+    /// Sets the bytes of captured contents a chunk of a streamed replay may bring in
+    /// ([`ReplayOptions::chunk_blob_bytes`]).
+    pub fn chunk_blob_bytes(mut self, bytes: u64) -> Self {
+        self.chunk_blob_bytes = bytes;
         self
     }
     /// Sets the progress callback.

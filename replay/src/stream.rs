@@ -689,10 +689,17 @@ pub(crate) fn replay_stream<R: Read>(
             hrx_analysis::units::bytes(chunker.blob_bytes_peak as u64)
         ));
     }
+    let size = chunker.index().size();
+    if size < options.chunk_submissions && fold.chunks > 1 {
+        chunker_notes.push(format!(
+            "replayed in chunks of {size} submissions, not {}: a chunk of that many would have held more than {} of captured contents",
+            options.chunk_submissions,
+            hrx_analysis::units::bytes(options.chunk_blob_bytes)
+        ));
+    }
     if fold.chunks > 1 && options.per_op {
         chunker_notes.push(format!(
-            "per-operation timing compares the capture's operation times of the first {} submissions only (the trace was replayed in chunks)",
-            options.chunk_submissions
+            "per-operation timing compares the capture's operation times of the first {size} submissions only (the trace was replayed in chunks)"
         ));
     }
     let mut report = fold.finish(
