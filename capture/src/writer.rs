@@ -28,7 +28,9 @@
 //!   no thread's records fall far behind in the file) into the block being assembled
 //!   (writing full blocks as it goes) and records on; nothing is
 //!   dropped, and the time this took is recorded as a [`RecorderWait`] (thread, span, and the
-//!   region whose record was being recorded). Waiting for the writer thread instead would
+//!   region whose record was being recorded). A thread storing a host write's contents
+//!   ([`Recorder::payload`]) that finds the trace file held (the writer writing a block to
+//!   a slow disk) waits for it, and that wait is a [`RecorderWait`] too. Waiting for the writer thread instead would
 //!   make the recording thread's progress depend on a thread the scheduler may not run (on
 //!   a loaded machine it does not); a chained overflow buffer would make memory grow without
 //!   bound while the writer is starved. Memory is bounded: one ring per recording thread
@@ -951,6 +953,21 @@ impl Shared {
         }
     }
 
+    /// The core, when no other thread holds it (a poisoned lock is taken, as by `core`).
+    fn try_core(&self) -> Option<CoreGuard<'_>> {
+        let guard = match self.core.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.core_holder
+            .store(fatal::current_thread_id(), Ordering::Relaxed);
+        Some(CoreGuard {
+            guard,
+            holder: &self.core_holder,
+        })
+    }
+
     fn wake(&self) {
         // A full channel means a wake is already queued.
         let _ = self.control.try_send(Control::Wake);
@@ -1426,11 +1443,35 @@ impl Recorder {
     /// Captures `bytes` for a record: inline when small, else as a blob, else
     /// [`Payload::Omitted`].
     pub fn payload(&self, bytes: &[u8]) -> Payload {
+        let shared = &self.handle.shared;
         // Small payloads take no lock.
-        if bytes.len() <= self.handle.shared.inline_payload_bytes {
+        if bytes.len() <= shared.inline_payload_bytes {
             return Payload::Inline(bytes.to_vec());
         }
-        self.handle.shared.core().payload(bytes)
+        if let Some(mut core) = shared.try_core() {
+            return core.payload(bytes);
+        }
+        // The writer (or another thread) holds the trace file: on a slow disk, for as long
+        // as a block takes to write. This thread waits for it, and the wait is recorded as
+        // one on the recorder, as a full ring's hand-over is: a program's host write that
+        // took seconds is never left unexplained.
+        let start_ns = shared.now_ns();
+        let payload = shared.core().payload(bytes);
+        let end_ns = shared.now_ns();
+        if end_ns.saturating_sub(start_ns) >= PAYLOAD_WAIT_RECORDED_NS {
+            self.record_on_thread(|thread| {
+                Record::RecorderWait(RecorderWait {
+                    thread,
+                    thread_name: std::thread::current().name().unwrap_or("").to_owned(),
+                    start_ns,
+                    end_ns,
+                    runtime: None,
+                    submission: None,
+                    region: None,
+                })
+            });
+        }
+        payload
     }
 
     /// Hands `job` to the writer thread, which runs it soon (it is woken now) and writes the
@@ -1978,6 +2019,11 @@ impl Local {
     }
 }
 
+/// A host write's contents stored after waiting this long for the trace file (held by the
+/// writer or another thread) are recorded as a [`RecorderWait`] of the writing thread:
+/// 10 µs, far above an uncontended store's lock, far below a block's write.
+const PAYLOAD_WAIT_RECORDED_NS: u64 = 10_000;
+
 impl Entry {
     /// The ring is full, lossless mode: drain it into the writer's block on this thread (under
     /// the core lock), then push `frame`. Returns the outcome and the [`RecorderWait`] to
@@ -2182,6 +2228,65 @@ mod tests {
         assert_eq!(summary.bytes, sink.contents().len() as u64);
         let mapped = crate::MappedTrace::from_vec(sink.contents()).unwrap();
         assert_eq!(summary.blocks, mapped.blocks().len() as u64);
+    }
+
+    /// A host write's contents stored while another thread holds the trace file (the writer
+    /// writing a block to a slow disk) wait for it, and the wait is a `RecorderWait` of the
+    /// writing thread, spanning the time the file was held (it was silent: a program's
+    /// writes took seconds on a slow disk, and its trace showed no wait). One that finds the
+    /// file free records none.
+    #[test]
+    fn contents_stored_while_the_file_is_held_record_the_wait() {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let big = vec![7u8; 64 << 10];
+        assert!(matches!(rec.payload(&big), Payload::Blob { .. }));
+        let other = vec![9u8; 64 << 10];
+        let tid = AtomicU64::new(0);
+        let (held_from, held_until) = std::thread::scope(|scope| {
+            let core = rec.handle.shared.core();
+            let held_from = rec.now_ns();
+            let writer = std::thread::Builder::new()
+                .name("host-writer".into())
+                .spawn_scoped(scope, || {
+                    tid.store(fatal::current_thread_id() as u64, Ordering::Release);
+                    assert!(matches!(rec.payload(&other), Payload::Blob { .. }));
+                })
+                .unwrap();
+            // Held until the writing thread sleeps on the lock (its state in /proc).
+            let asleep = || {
+                let tid = tid.load(Ordering::Acquire);
+                tid != 0
+                    && std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+                        .ok()
+                        .and_then(|stat| {
+                            Some(stat.rsplit(')').next()?.trim_start().starts_with('S'))
+                        })
+                        .unwrap_or(false)
+            };
+            while !asleep() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let held_until = rec.now_ns();
+            drop(core);
+            writer.join().unwrap();
+            (held_from, held_until)
+        });
+        rec.close().unwrap();
+        let waits: Vec<RecorderWait> = read(&sink)
+            .records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::RecorderWait(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        let wait = &waits[0];
+        assert_eq!(wait.thread_name, "host-writer");
+        assert!(
+            wait.start_ns <= held_until && wait.end_ns >= held_until && wait.start_ns >= held_from,
+            "{wait:?} while the file was held {held_from}..{held_until}"
+        );
     }
 
     /// The records every submission makes, in the forms pushed raw by `Recorder::record`'s
