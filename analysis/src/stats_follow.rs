@@ -208,8 +208,7 @@ impl StatsTail {
             // Counted here, not from the reader's totals, which count the block read again.
             let total = &mut self.recovery;
             total.records += 1;
-            total.lost.observe(&record);
-            total.waits.observe(&record);
+            total.observe(&record);
             if let Record::FatalSignal(fatal) = &record {
                 self.fatal.get_or_insert(*fatal);
             }

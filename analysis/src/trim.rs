@@ -176,7 +176,7 @@ pub struct TrimSummary {
 /// What separates a source's name from why it was incomplete in [`TraceRange::trimmed_from`]:
 /// `cut.hrxt (incomplete: cut short, never closed)`. The trimmed trace itself is closed
 /// cleanly: this is where it says that what it was cut from was not whole.
-const INCOMPLETE: &str = " (incomplete: ";
+const INCOMPLETE: &str = hrx_capture::TRIMMED_FROM_INCOMPLETE;
 
 /// Splits a [`TraceRange::trimmed_from`] into the source's name and, when the source was not
 /// read whole (cut short, crashed, damaged), why: `("cut.hrxt", Some("cut short, never
@@ -208,7 +208,9 @@ fn incomplete(
             None => "cut short, never closed".to_owned(),
         });
     }
-    if !recovery.is_complete() {
+    // A trim of an incomplete recording is whole as a file: what it says of its source is
+    // the reason.
+    if !recovery.file_is_whole() {
         return Some(recovery.end().to_owned());
     }
     inherited

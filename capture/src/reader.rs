@@ -357,7 +357,17 @@ pub struct Recovery {
     /// Submission numbers absent from their runtime's sequence (see
     /// [`WarningKind::SubmissionsMissing`]), counted once the whole file was read.
     pub missing_submissions: u64,
+    /// Whether the trace is a trim of a recording that was not whole (killed, crashed,
+    /// damaged, or itself such a trim): its `TraceRange` says so after the source's name
+    /// (`cut.hrxt (incomplete: cut short, never closed)`). The trim is closed cleanly, but
+    /// it lacks what its source lacked, so it is not complete.
+    #[serde(default)]
+    pub source_incomplete: bool,
 }
+
+/// What separates a source's name from why it was incomplete in a
+/// [`TraceRange::trimmed_from`](crate::schema::TraceRange::trimmed_from).
+pub const TRIMMED_FROM_INCOMPLETE: &str = " (incomplete: ";
 
 /// What the trace's [`RecorderWait`] records add up to: how long recording threads were held
 /// up by the recorder (lossless mode, a full buffer handed over on the thread).
@@ -611,11 +621,33 @@ impl fmt::Display for Lost {
 impl Recovery {
     /// Whether the whole trace was read: closed cleanly and nothing skipped or discarded.
     pub fn is_complete(&self) -> bool {
+        self.file_is_whole() && !self.source_incomplete
+    }
+
+    /// Whether the file itself was read whole: closed cleanly, nothing skipped or missing
+    /// (what its source lacked, for a trim, aside).
+    pub fn file_is_whole(&self) -> bool {
         self.clean_close
             && self.skipped_blocks == 0
             && self.skipped_records == 0
             && self.bytes_discarded == 0
             && self.missing_submissions == 0
+    }
+
+    /// Takes one record read into what the trace says of itself: the records its recorder
+    /// lost, the time threads waited on the recorder, and whether it is a trim of an
+    /// incomplete recording.
+    pub fn observe(&mut self, record: &Record) {
+        self.lost.observe(record);
+        self.waits.observe(record);
+        if let Record::TraceRange(range) = record
+            && range
+                .trimmed_from
+                .as_deref()
+                .is_some_and(|from| from.contains(TRIMMED_FROM_INCOMPLETE))
+        {
+            self.source_incomplete = true;
+        }
     }
 
     /// How the trace ends, in a few words: `closed cleanly`, `closed cleanly, but the
@@ -630,6 +662,9 @@ impl Recovery {
         let damaged = self.skipped_blocks > 0 || self.skipped_records > 0;
         match (self.clean_close, self.closed) {
             (true, _) if self.is_complete() => "closed cleanly",
+            (true, _) if self.file_is_whole() => {
+                "closed cleanly, but trimmed from an incomplete recording"
+            }
             // Submissions missing because the recorder dropped their records (lossy mode),
             // not because anything was damaged.
             (true, _) if !damaged && self.bytes_discarded == 0 && !self.lost.is_none() => {
@@ -1002,8 +1037,7 @@ impl<R: Read> TraceReader<R> {
             match block.next_record() {
                 Some(Ok(record)) => {
                     self.recovery.records += 1;
-                    self.recovery.lost.observe(&record);
-                    self.recovery.waits.observe(&record);
+                    self.recovery.observe(&record);
                     self.recovery.clock.observe(&record);
                     if let Record::SessionEnd(end) = &record
                         && self.check_submissions

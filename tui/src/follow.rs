@@ -288,8 +288,7 @@ impl TraceTail {
             }
             // Counted here, not from the reader's totals, which count the block read again.
             total.records += 1;
-            total.lost.observe(&record);
-            total.waits.observe(&record);
+            total.observe(&record);
             if let Record::FatalSignal(f) = &record {
                 self.fatal = Some(*f);
             }

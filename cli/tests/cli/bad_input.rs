@@ -869,3 +869,62 @@ fn hrx_trace_clock_is_validated() {
         assert_eq!(code(&out), 0, "{ok}: {}", stderr(&out));
     }
 }
+
+/// A trim of a recording whose end is cut off is closed cleanly, but it lacks what its
+/// source lacked:
+/// every verb says it is not complete, as `info`'s text and `replay` did (`info --json`,
+/// `stats`, `export`, `diff` and `view` called it whole; break-it pass).
+#[test]
+fn a_trim_of_a_recording_cut_short_is_incomplete_in_every_verb() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("p.hrxt")).unwrap();
+    // Its end cut off: the footer's block damaged, every submission kept.
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() - 24]).unwrap();
+    let out = run(
+        dir.path(),
+        &["trim", "cut.hrxt", "-o", "t.hrxt", "--submissions", "2.."],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let end = "closed cleanly, but trimmed from an incomplete recording";
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let info = json(&["info", "--json", "t.hrxt"]);
+    assert_eq!(info["closed"]["complete"], false, "{info}");
+    assert_eq!(info["closed"]["end"], end, "{info}");
+    let stats = json(&["stats", "--json", "t.hrxt"]);
+    assert_eq!(stats["complete"], false, "{stats}");
+    let out = run(
+        dir.path(),
+        &["export", "t.hrxt", "--format", "chrome", "-o", "t.json"],
+    );
+    assert!(stderr(&out).contains(end), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let marks = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "trace incomplete")
+        .count();
+    assert_eq!(marks, 1);
+    let out = run(dir.path(), &["diff", "t.hrxt", "t.hrxt"]);
+    assert!(
+        stdout(&out).contains("same as far as both traces go"),
+        "{}",
+        stdout(&out)
+    );
+    // The trim of a whole recording stays whole.
+    let out = run(
+        dir.path(),
+        &["trim", "p.hrxt", "-o", "w.hrxt", "--submissions", "2.."],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let info = json(&["info", "--json", "w.hrxt"]);
+    assert_eq!(info["closed"]["complete"], true, "{info}");
+}

@@ -95,8 +95,9 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     }
     let complete = recovery.is_complete() && lost.is_none();
     // A trace read whole that only lost records is said by the note above: the figures below
-    // would all read "complete".
-    if !recovery.is_complete() {
+    // would all read "complete"; so is a trim of an incomplete recording, by its own note
+    // (`trimmed_from_incomplete`).
+    if !recovery.file_is_whole() {
         let r = recovery;
         notes.push(format!(
             "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
