@@ -255,6 +255,27 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         .hint("`hrx-trace info` says what each trace holds (a recording cut short before its first submit holds none)")
         .into());
     }
+    // Submissions in common, none with an outcome on both sides and no output compared
+    // (two recordings killed before their first completion): a match of nothing.
+    let count = |k: &str| submissions[k].as_u64().unwrap_or(0);
+    if count("compared") == 0
+        && count("unknown") > 0
+        && count("only_base") + count("only_new") == 0
+        && ["compared", "only_base", "only_new"]
+            .iter()
+            .all(|k| report["outputs"][k].as_u64().unwrap_or(0) == 0)
+        && comparison.nothing_compared.is_none()
+    {
+        return Err(Failure::new(format!(
+            "{} and {} hold {} in common, none with a recorded outcome in both and no output \
+             to compare: nothing compared, which is not a match",
+            args.base.display(),
+            args.new.display(),
+            hrx_analysis::units::plural(count("unknown"), "submission")
+        ))
+        .hint("`hrx-trace info` says which submissions end without an outcome (in flight where a trace cut short ends)")
+        .into());
+    }
     // As every exit 2 of the text report: one `error:` line on standard error (the JSON
     // report says it as its verdict, for scripts).
     if let (Some(line), false) = (&comparison.nothing_compared, args.json) {

@@ -773,6 +773,51 @@ mod tests {
         assert!(chunker.blob_bytes_peak >= 2 * 8192);
     }
 
+    /// A trace cut short while every submission it holds was in flight (no outcome, no
+    /// output digest read) compares nothing: exit 2, `NOTHING COMPARED`, whole and in
+    /// chunks (it was `SAME`, exit 0, with a warning: a CI gate passed on nothing). One
+    /// outcome read is a comparison again.
+    #[test]
+    fn a_cut_trace_whose_submissions_all_lack_outcomes_compares_nothing() {
+        let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
+        let in_flight = |kept_outcome: Option<u64>| {
+            let bytes = encode(whole.records.iter().filter(|r| match r {
+                Record::SubmissionDone(d) => Some(d.submission.0) == kept_outcome,
+                Record::RegionDone(d) => Some(d.submission.0) == kept_outcome,
+                Record::OutputDigest(d) => Some(d.submission.0) == kept_outcome,
+                _ => true,
+            }));
+            // Never closed: its footer cut off.
+            let footer =
+                hrx_capture::format::decode_trailer(&bytes[bytes.len() - 16..]).expect("a trailer");
+            bytes[..footer as usize].to_vec()
+        };
+        let none = in_flight(None);
+        let trace = Trace::from_bytes(&none).expect("read back");
+        let report = crate::replay(&trace, &Default::default()).expect("replayed");
+        assert_eq!(report.summary.outcomes_unknown, 6, "{:?}", report.summary);
+        assert_eq!(report.exit_code(), 2, "{:?}", report.summary);
+        assert!(
+            report
+                .to_text()
+                .contains("verdict: NOTHING COMPARED (exit 2)")
+        );
+        let options = crate::ReplayOptions::default().chunk_submissions(2);
+        let streamed = crate::stream::replay_stream(
+            TraceReader::new(&none[..]).unwrap(),
+            index(TraceReader::new(&none[..]).unwrap(), 2),
+            &options,
+            None,
+            &mut |_, _| {},
+        )
+        .expect("replayed in chunks");
+        assert_eq!(streamed.exit_code(), 2, "{:?}", streamed.summary);
+        let one = Trace::from_bytes(&in_flight(Some(2))).expect("read back");
+        let report = crate::replay(&one, &Default::default()).expect("replayed");
+        assert_eq!(report.exit_code(), 0, "{:?}", report.summary);
+        assert!(report.to_text().contains("verdict: SAME (exit 0)"));
+    }
+
     /// `count` frames of 8 KiB, each distinct (no blob shared), written and copied.
     fn distinct_frames(count: u8) -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();

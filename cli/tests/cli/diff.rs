@@ -400,6 +400,42 @@ fn a_submission_without_a_recorded_outcome_is_not_a_changed_outcome() {
     }
 }
 
+/// Two traces whose submissions all lack an outcome and hold no output digest (recordings
+/// killed while everything was in flight) compare nothing: one error line, exit 2, as for
+/// traces without a submission in common (it said `same`, exit 0: a CI gate passed on
+/// nothing; break-it pass).
+#[test]
+fn traces_whose_submissions_all_lack_outcomes_compare_nothing() {
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "a.hrxt");
+    let trace = hrx_capture::read_all(dir.path().join("a.hrxt")).unwrap();
+    let cut = Recorder::create(dir.path().join("cut.hrxt"), RecorderOptions::default()).unwrap();
+    for record in &trace.records {
+        if !matches!(
+            record,
+            Record::SessionStart(_)
+                | Record::SessionEnd(_)
+                | Record::SubmissionDone(_)
+                | Record::RegionDone(_)
+                | Record::OutputDigest(_)
+        ) {
+            cut.record(record);
+        }
+    }
+    cut.close().unwrap();
+    let out = run(dir.path(), &["diff", "cut.hrxt", "cut.hrxt"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert_error(
+        &out,
+        "none with a recorded outcome in both and no output to compare",
+    );
+    // Outputs on one side only are a difference, not nothing.
+    let out = run(dir.path(), &["diff", "a.hrxt", "cut.hrxt"]);
+    assert_ne!(code(&out), 2, "{}", stderr(&out));
+    assert!(stdout(&out).contains("only in base"), "{}", stdout(&out));
+}
+
 #[test]
 fn one_sided_items_are_a_difference_and_other_arguments_are_named() {
     let dir = tempfile::tempdir().unwrap();

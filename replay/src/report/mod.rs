@@ -589,9 +589,32 @@ pub struct Report {
 pub use hrx_analysis::units::duration as format_ns;
 
 impl Report {
-    /// The process exit code: 0 when everything matches, 1 for a regression.
+    /// The process exit code: 0 when everything matches, 1 for a regression, 2 when
+    /// nothing was compared ([`Report::compared_nothing`]): a match of nothing is no match.
     pub fn exit_code(&self) -> i32 {
+        if self.compared_nothing() {
+            return 2;
+        }
         i32::from(self.verdict.exit_code())
+    }
+
+    /// Whether nothing diverged because nothing was compared: no output, and no submission
+    /// with a captured outcome (a trace cut short while its submissions were all in flight).
+    pub fn compared_nothing(&self) -> bool {
+        let s = &self.summary;
+        self.verdict == Verdict::Same
+            && s.outputs_compared == 0
+            && s.submissions == s.outcomes_unknown
+    }
+
+    /// The verdict as the text report names it: `SAME`, `DIFFERENT`, `REGRESSION`, or
+    /// `NOTHING COMPARED`.
+    pub fn verdict_name(&self) -> String {
+        if self.compared_nothing() {
+            "NOTHING COMPARED".to_owned()
+        } else {
+            self.verdict.name().to_uppercase()
+        }
     }
 
     /// Sets [`Report::nothing_compared`] from the summary, once it is final: no output

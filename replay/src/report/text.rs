@@ -183,7 +183,7 @@ impl Report {
         let _ = writeln!(
             out,
             "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {}{}",
-            self.verdict.name().to_uppercase(),
+            self.verdict_name(),
             self.exit_code(),
             s.statuses_matched,
             s.submissions,
