@@ -197,8 +197,18 @@ impl Baseline {
     /// row's figures do not hold together.
     pub fn load(path: &Path) -> Result<Baseline, ReplayError> {
         let baseline = Baseline::read(path)?;
+        let mut places = std::collections::HashSet::new();
         for (i, row) in baseline.rows.iter().enumerate() {
-            if let Err(why) = check_row(row) {
+            let place = (
+                &row.kind,
+                row.runtime,
+                row.graph,
+                row.index,
+                &row.label,
+                row.clock as u8,
+            );
+            let twice = (!places.insert(place)).then(|| "a second row of one place".to_owned());
+            if let Some(why) = twice.map_or_else(|| check_row(row).err(), Some) {
                 return Err(baseline_error(
                     path,
                     format!(
@@ -367,6 +377,19 @@ impl Baseline {
                 ),
             );
         }
+        let judged = (report.timing.iter().map(|t| t.baseline))
+            .chain(report.op_timing.iter().map(|t| t.baseline))
+            .filter(Option::is_some)
+            .count();
+        if judged == 0 {
+            return Err(format!(
+                "none of its {} row{} is a timing row of this replay (of {} here): it judges \
+                 nothing",
+                self.rows.len(),
+                if self.rows.len() == 1 { "" } else { "s" },
+                missing
+            ));
+        }
         if missing > 0 {
             report.notes.push(format!(
                 "{missing} timing row{} without a row of the same label and clock in the baseline \
@@ -427,6 +450,12 @@ impl Baseline {
 /// samples, a positive median within the extremes and percentiles, and the median's
 /// interval around it.
 fn check_row(row: &BaselineRow) -> Result<(), String> {
+    if !matches!(row.kind.as_str(), "region" | "op") {
+        return Err(format!(
+            "its kind {:?} is neither \"region\" nor \"op\"",
+            row.kind
+        ));
+    }
     if row.graphs.first() != Some(&row.graph) || row.graphs.windows(2).any(|w| w[0] >= w[1]) {
         return Err(format!(
             "its graphs {:?} are not ascending from its graph {}",

@@ -334,10 +334,12 @@ fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads()
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains("gpu_clocks"), "{text}");
     assert_eq!(crate::Baseline::load(&path).unwrap(), saved);
-    // A version 2 baseline file as written before the clocks were kept (no such field).
-    let old = r#"{"hrx_replay_baseline": 2, "source": null, "recorded": null,
-                  "backend": "cuda", "device": "NVIDIA H200", "rows": []}"#;
-    std::fs::write(&path, old).unwrap();
+    // A version 2 baseline file as written before the clocks were kept (no such field),
+    // with the saved one's rows.
+    let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+    old["backend"] = "cuda".into();
+    old["device"] = "NVIDIA H200".into();
+    std::fs::write(&path, old.to_string()).unwrap();
     let old = crate::Baseline::load(&path).unwrap();
     assert_eq!(
         (old.device.as_str(), &old.gpu_clocks),
@@ -358,6 +360,54 @@ fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads()
         "{:?}",
         now.notes
     );
+}
+
+/// A baseline that judges nothing (no rows, or none of this replay's) fails the gate, as
+/// one of another recording does; a row of an unknown kind or a second row of one place
+/// is refused when it is read (an empty baseline passed the gate, exit 0, with a note).
+#[test]
+fn a_baseline_that_judges_nothing_or_holds_odd_rows_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let report = fill_report();
+    crate::Baseline::of(&report).save(&path).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(!saved["rows"].as_array().unwrap().is_empty());
+    let with_rows = |rows: serde_json::Value| {
+        let mut v = saved.clone();
+        v["rows"] = rows;
+        std::fs::write(&path, v.to_string()).unwrap();
+        crate::Baseline::load(&path)
+    };
+    let empty = with_rows(serde_json::json!([])).unwrap();
+    let mut now = fill_report();
+    let why = empty
+        .judge(&mut now, &crate::ReplayOptions::default())
+        .unwrap_err();
+    assert!(why.contains("it judges nothing"), "{why}");
+    let mut banana = saved["rows"].clone();
+    banana[0]["kind"] = "banana".into();
+    let Err(error) = with_rows(banana) else {
+        panic!("a row of kind banana is refused")
+    };
+    assert!(error.to_string().contains("neither"), "{error}");
+    let mut twice = saved["rows"].clone();
+    let first = twice[0].clone();
+    twice.as_array_mut().unwrap().push(first);
+    let Err(error) = with_rows(twice) else {
+        panic!("a second row of one place is refused")
+    };
+    assert!(
+        error.to_string().contains("a second row of one place"),
+        "{error}"
+    );
+    // The rows as saved judge.
+    let whole = with_rows(saved["rows"].clone()).unwrap();
+    let mut now = fill_report();
+    whole
+        .judge(&mut now, &crate::ReplayOptions::default())
+        .unwrap();
 }
 
 #[test]
