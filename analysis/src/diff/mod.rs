@@ -25,7 +25,9 @@
 //! submission's index among its graph's submissions, the first operation and use writing
 //! the range, byte range) when both traces submitted the same prepared graphs (however
 //! often each: a graph's extra submissions are one-sided, never paired with another
-//! graph's), else by submission number. Outcomes are keyed alike, without the place.
+//! graph's), else by submission number, and by number too where either trace misses
+//! submissions between those it holds (a damaged block took their records: a graph's n-th
+//! would count one short from there). Outcomes are keyed alike, without the place.
 //! Where either trace holds a range (a range recording or a trim, its `TraceRange`
 //! records), only the submissions both hold are keyed, a graph's n-th counted among those
 //! (a trim against its run pairs each submission with itself, whatever order the run's

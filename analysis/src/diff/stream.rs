@@ -54,7 +54,12 @@ pub(super) fn match_within(
     // another order pair as two whole traces do (by number, a graph's submission met
     // another graph's in the other run).
     let compared = common_range(&base.ranges, &new.ranges);
-    let by_graph = base.shape.keys().eq(new.shape.keys());
+    // A trace missing submissions between those it holds (their records lost with a
+    // damaged block) counts a graph's later submissions one short, whichever graph lost
+    // one: its submissions pair by number, which the trace keeps (paired by count, a
+    // damaged copy of a trace differed from it in every later output).
+    let gaps = |p: &Profile| p.recovery.is_some_and(|r| r.missing_submissions > 0);
+    let by_graph = base.shape.keys().eq(new.shape.keys()) && !gaps(base) && !gaps(new);
     let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
         compared
             .as_ref()

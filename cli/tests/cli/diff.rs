@@ -400,6 +400,67 @@ fn a_submission_without_a_recorded_outcome_is_not_a_changed_outcome() {
     }
 }
 
+/// A trace that lost every record of one submission between those it holds (a damaged
+/// block) pairs its outputs with its undamaged copy's by submission number: nothing differs
+/// (paired by a graph's n-th submission, every later output of that graph met the next
+/// submission's: 6 of 33 differed, a false regression; break-it pass).
+#[test]
+fn a_trace_missing_a_submission_pairs_the_rest_by_number() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // 12 frames of different photographs over three prepared graphs: each graph submitted
+    // four times, each time with other contents.
+    let photos = photo.parent().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "a.hrxt",
+            "--workload",
+            "pipeline",
+            "--frames",
+            "12",
+            "--max-width",
+            "160",
+            "--input",
+            photos.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let trace = hrx_capture::read_all(dir.path().join("a.hrxt")).unwrap();
+    let names_5 = |record: &hrx_capture::Record| {
+        let value = serde_json::to_value(record).unwrap();
+        let body = value.as_object().and_then(|o| o.values().next()).cloned();
+        body.is_some_and(|b| b["submission"] == 5 || b["timing"]["submission"] == 5)
+    };
+    let without = Recorder::create(dir.path().join("b.hrxt"), RecorderOptions::default()).unwrap();
+    for record in &trace.records {
+        if !names_5(record)
+            && !matches!(
+                record,
+                hrx_capture::Record::SessionStart(_) | hrx_capture::Record::SessionEnd(_)
+            )
+        {
+            without.record(record);
+        }
+    }
+    without.close().unwrap();
+    let info = stdout(&run(dir.path(), &["info", "b.hrxt"]));
+    assert!(info.contains("1 of its submissions"), "{info}");
+    let (code, r) = diff_json(dir.path(), &["b.hrxt", "a.hrxt"]);
+    assert_ne!(code, 1, "{r:#}");
+    let outputs = &r["outputs"];
+    assert_eq!(outputs["differing"], serde_json::json!([]), "{outputs:#}");
+    assert!(outputs["compared"].as_u64().unwrap() > 0, "{outputs:#}");
+    let submissions = &r["submissions"];
+    assert_eq!(
+        (&submissions["only_base"], &submissions["only_new"]),
+        (&0.into(), &1.into()),
+        "{submissions:#}"
+    );
+}
+
 /// Two traces whose submissions all lack an outcome and hold no output digest (recordings
 /// killed while everything was in flight) compare nothing: one error line, exit 2, as for
 /// traces without a submission in common (it said `same`, exit 0: a CI gate passed on
