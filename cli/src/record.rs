@@ -253,6 +253,15 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
                     );
                     crate::failure::report(&error);
                     failed = true;
+                } else if !stats.recovery.is_complete() {
+                    // The exit code says the program failed; what its trace lacks is said
+                    // too, `-q` or not (a warning is never silenced).
+                    crate::output::warn(format_args!(
+                        "{}: {}; it holds what was written before {} ended (exit code {code})",
+                        path.display(),
+                        stats.recovery.end(),
+                        name(program)
+                    ));
                 }
             }
             Err(error) => {

@@ -202,6 +202,30 @@ fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
     }
 }
 
+/// A program that dies with its trace unclosed: `record -q` says what the trace lacks on
+/// standard error, beside the program's exit code (it said nothing: the exit code alone).
+#[test]
+fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["-q", "record", "-o", "q.hrxt", "--"])
+        .arg(crashing())
+        .arg("abort")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGABRT, "{}", stderr(&out));
+    // The program's own line only: no summary.
+    assert!(stdout(&out).starts_with("running "), "{}", stdout(&out));
+    assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("warning: q.hrxt: not closed cleanly; ")
+                && l.ends_with(&format!("(exit code {})", 128 + libc::SIGABRT))),
+        "{err}"
+    );
+}
+
 /// SIGKILL runs no handler: `record` notes the death in the trace the program left.
 #[test]
 fn a_program_killed_by_sigkill_is_noted_by_record() {
