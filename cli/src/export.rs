@@ -59,7 +59,7 @@ pub fn infer_format(format: Option<&str>, output: &Path) -> Result<OutputFormat,
         _ => {}
     }
     let hint = "give --format chrome, perfetto or parquet";
-    if output.as_os_str() == "-" {
+    if crate::output::is_standard_output(output) {
         return Err(Failure::new(
             "export to standard output (-o -) needs --format chrome or perfetto",
         )
@@ -135,7 +135,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         readers.push(open(file, &read, &progress)?);
     }
     let domain = ClockDomain::for_sessions(sessions.iter().flatten());
-    let to_stdout = args.output.as_os_str() == "-";
+    // `-`, or standard output's own file (`/dev/stdout`): written through it, the summary
+    // on standard error (opened again, the file would be written over by the summary).
+    let to_stdout = crate::output::is_standard_output(&args.output);
     let interruptible = (!to_stdout).then(Interruptible::install);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
@@ -393,7 +395,7 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 #[cfg(feature = "parquet")]
 fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let dir = &args.output;
-    if dir.as_os_str() == "-" {
+    if crate::output::is_standard_output(dir) {
         return Err(Failure::new(
             "Parquet tables are a directory: they cannot go to standard output (-o -)",
         )

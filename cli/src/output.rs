@@ -191,3 +191,25 @@ mod tests {
         assert_eq!(verdict_tone("same"), Tone::Good);
     }
 }
+
+/// Whether `path` is standard output: `-`, or a path to the file standard output is
+/// (`/dev/stdout`, `/proc/self/fd/1`, or the file it was redirected to), which a verb must
+/// write through standard output itself: a second opening of it is written over by what is
+/// printed there.
+pub fn is_standard_output(path: &std::path::Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    let Ok(target) = std::fs::metadata(path) else {
+        return false;
+    };
+    let stdout = std::io::stdout();
+    let Ok(fd) = stdout.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|out| (out.dev(), out.ino()) == (target.dev(), target.ino()))
+}

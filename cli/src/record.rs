@@ -512,9 +512,10 @@ pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
 ///
 /// # Errors
 ///
-/// A one-line [`Failure`] with a hint when `path` is `-`.
+/// A one-line [`Failure`] with a hint when `path` is `-` or standard output's own file
+/// (`/dev/stdout`, `/proc/self/fd/1`).
 pub fn refuse_stdout(path: &Path) -> Result<(), Failure> {
-    if path.as_os_str() == "-" {
+    if crate::output::is_standard_output(path) {
         return Err(Failure::new(
             "cannot write the trace to standard output: a trace is a seekable file",
         )

@@ -1122,3 +1122,50 @@ fn parquet_annotations_give_stats_range_figures_in_duckdb() {
         .clone();
     assert_eq!(got["counters"]["frames in flight"], samples);
 }
+
+/// `-o /dev/stdout` with standard output redirected to a file is standard output: the
+/// export is written through it (valid JSON, the summary on standard error), and `record`
+/// and `trim` refuse it as they refuse `-` (the export's summary line overwrote the JSON's
+/// first bytes, exit 0; `record` destroyed its own trace; break-it pass).
+#[test]
+fn dev_stdout_redirected_to_a_file_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let into = |name: &str, args: &[&str]| {
+        let file = std::fs::File::create(dir.path().join(name)).unwrap();
+        hrx_trace(dir.path())
+            .args(args)
+            .stdout(std::process::Stdio::from(file))
+            .output()
+            .unwrap()
+    };
+    let out = into(
+        "x.json",
+        &[
+            "export",
+            "h.hrxt",
+            "-o",
+            "/dev/stdout",
+            "--format",
+            "chrome",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = std::fs::read(dir.path().join("x.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&text).expect("valid JSON");
+    assert!(!doc["traceEvents"].as_array().unwrap().is_empty());
+    for args in [
+        &["record", "--workload", "hazards", "-o", "/dev/stdout"][..],
+        &[
+            "trim",
+            "h.hrxt",
+            "-o",
+            "/dev/stdout",
+            "--submissions",
+            "1..",
+        ][..],
+    ] {
+        let out = into("r.out", args);
+        assert_error(&out, "cannot write the trace to standard output");
+    }
+}
