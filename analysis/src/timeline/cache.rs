@@ -53,8 +53,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// 5: the structure is the joiner's [`crate::Index`]; 6: its threads and annotation names,
 /// and the model's host-thread rows (format 1.14); 7: the time range holds the threads'
 /// markers, and capture-fence host spans (format 1.15); 8: `op_spans`, the operation
-/// timings; 9: the statistics' `operations` and `op_times`.
-const FORMAT: u32 = 9;
+/// timings; 9: the statistics' `operations` and `op_times`; 10: the trace's fatal signal
+/// and `Recovery::source_incomplete`.
+const FORMAT: u32 = 10;
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;

@@ -289,6 +289,14 @@ impl ModelBuilder {
         match record {
             Record::SessionStart(s) => self.model.info.session = Some(s.clone()),
             Record::SessionEnd(e) => self.model.info.end = Some(*e),
+            Record::FatalSignal(f) => {
+                let info = &mut self.model.info;
+                if info.fatal.is_none_or(|known| {
+                    known.witness != hrx_capture::schema::SignalWitness::Handler
+                }) {
+                    info.fatal = Some(*f);
+                }
+            }
             Record::RuntimeStart(r) => self.model.info.runtimes.push(r.clone()),
             Record::SubmitRefused(r) => {
                 let kind = match r.kind {

@@ -296,6 +296,10 @@ pub struct TraceInfo {
     pub op_timings: u64,
     /// The latest clock calibration of each runtime.
     pub clocks: Vec<ClockCalibration>,
+    /// The signal that ended the recorded process (its own handler's record preferred to
+    /// its parent's), where one was recorded: what the trace pane says it died of.
+    #[serde(default)]
+    pub fatal: Option<hrx_capture::schema::FatalSignal>,
 }
 
 /// A cross-submission wait resolved to model indices (48 bytes, stored as they are in the

@@ -628,15 +628,11 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
     }
     let recovery = match (&info.recovery, &info.end) {
         (Some(r), _) if !r.is_complete() => format!(
-            "{} records recovered · {} blocks skipped · {} bytes discarded{}",
+            "{} · {} records recovered · {} blocks skipped · {} bytes discarded",
+            r.end(),
             r.records,
             r.skipped_blocks,
             r.bytes_discarded,
-            if r.clean_close {
-                ""
-            } else {
-                " · not closed cleanly"
-            }
         ),
         (_, Some(end)) if end.dropped_records > 0 => {
             format!(
@@ -647,6 +643,12 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
         _ => format!("{} records, complete", info.records),
     };
     lines.push(field("recording", recovery));
+    // How the recorded process ended, where a signal ended it (a crash is never left to
+    // `info` alone).
+    if let Some(fatal) = info.fatal {
+        let red = theme::status_fg(crate::state::SpanStatus::Failed);
+        lines.push(field("ended", Text::styled(fatal.describe(), red)));
+    }
     if let Some(r) = info.recovery.as_ref() {
         if !r.lost.is_none() {
             lines.push(field("lost", r.lost.to_string()));

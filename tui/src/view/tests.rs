@@ -672,6 +672,43 @@ fn a_span_lists_the_regions_its_submit_started_and_marks_the_submit() {
     assert_eq!(Some(cell.bg), theme::SELECTED.bg, "{cell:?}");
 }
 
+/// The trace pane says how a crashed recording ended (the signal) and how it ends (`not
+/// closed cleanly`), as `info` does: it said `failures none` and nothing of the SIGABRT
+/// (break-it pass).
+#[test]
+fn the_trace_pane_says_the_signal_that_ended_the_process() {
+    use hrx_capture::schema::{FatalSignal, Record, SignalWitness};
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let spec = crate::state::synthetic::PipelineSpec::ops(8);
+    for r in crate::state::synthetic::pipeline(spec) {
+        if !matches!(r, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&r);
+        }
+    }
+    recorder.flush().unwrap();
+    let crash = Record::FatalSignal(FatalSignal {
+        time_ns: 1_000_000,
+        signal: 6,
+        witness: SignalWitness::Handler,
+        fault_address: None,
+    });
+    recorder.record(&crash);
+    recorder.flush().unwrap();
+    // Never closed: the file as the fatal-signal flush left it.
+    let bytes = sink.contents();
+    std::mem::forget(recorder);
+    let trace = hrx_capture::Trace::from_bytes(&bytes).unwrap();
+    assert!(!trace.recovery.closed);
+    let model = Model::from_trace(&trace);
+    let state = ViewState::new(&model, 160, 40);
+    let screen = render_to_string(&model, &state, 160, 40);
+    assert!(screen.contains("crashed: SIGABRT"), "{screen}");
+    assert!(screen.contains("not closed cleanly"), "{screen}");
+}
+
 #[test]
 fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
     use hrx_capture::schema::{LostKind, Record, RecorderWait, RecordsLost};
