@@ -306,6 +306,8 @@ struct RuntimePass {
     /// Every submission number seen, as (lowest, highest), and their times.
     seen: Option<(u64, u64)>,
     seen_ns: Option<(u64, u64)>,
+    /// Submits read (fewer than the numbers seen span where some were lost or damaged).
+    submits_read: u64,
 }
 
 impl RuntimePass {
@@ -593,6 +595,7 @@ pub fn trim<R: std::io::Read, W: Write>(
                 let pass = passes.entry(s.runtime).or_default();
                 let (n, t) = (s.submission.0, s.time_ns);
                 pass.seen = Some(pass.seen.map_or((n, n), |(a, b)| (a.min(n), b.max(n))));
+                pass.submits_read += 1;
                 pass.seen_ns = Some(pass.seen_ns.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
                 if in_selection(n, t) {
                     pass.first = Some(pass.first.map_or(n, |f| f.min(n)));
@@ -663,10 +666,17 @@ pub fn trim<R: std::io::Read, W: Write>(
     if windows.is_empty() {
         let holds = passes
             .values()
-            .filter_map(|p| Some((p.seen?, p.seen_ns?)))
-            .map(|((a, b), (ta, tb))| {
+            .filter_map(|p| Some((p.seen?, p.seen_ns?, p.submits_read)))
+            .map(|((a, b), (ta, tb), read)| {
+                // Numbers between held ones whose Submit the file lacks (lost or damaged).
+                let held = match b - a + 1 {
+                    span if read < span => {
+                        format!("{read} of them, the others' Submit records missing; ")
+                    }
+                    _ => String::new(),
+                };
                 format!(
-                    "submissions {a}..={b} (submitted {} to {})",
+                    "submissions {a}..={b} ({held}submitted {} to {})",
                     crate::units::duration(ta),
                     crate::units::duration(tb)
                 )

@@ -381,3 +381,50 @@ fn a_source_note_parts_the_name_from_why() {
         ("x (incomplete: y).hrxt", None)
     );
 }
+
+/// A selection that falls where the trace lacks the Submit records (lost, or damaged) says
+/// how many of the numbers it spans the trace holds: "submissions 1..=8" alone read as if
+/// the selection were outside them (break-it pass, a lossy trace).
+#[test]
+fn an_empty_selection_inside_missing_submissions_says_how_many_are_held() {
+    let whole = hrx_capture::Trace::from_bytes(&trace(&[None; 8])).unwrap();
+    let mut writer = TraceWriter::new(Vec::new()).unwrap();
+    for r in &whole.records {
+        let gap = matches!(r, Record::Submit(s) if (4..=6).contains(&s.submission.0));
+        if !gap && !matches!(r, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            writer.write(r).unwrap();
+        }
+    }
+    let bytes = writer.finish().unwrap().0;
+    let selection = Selection::Submissions {
+        start: 4,
+        end: Some(7),
+    };
+    let open = || TraceReader::new(&bytes[..]);
+    let Err(error) = trim(open, selection, "t.hrxt", Vec::new()) else {
+        panic!("nothing selected")
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains("submissions 1..=8 (5 of them, the others' Submit records missing; "),
+        "{text}"
+    );
+    // A trace holding every number says only its span.
+    let bytes = trace(&[None; 3]);
+    let selection = Selection::Submissions {
+        start: 5,
+        end: None,
+    };
+    let Err(error) = trim(
+        || TraceReader::new(&bytes[..]),
+        selection,
+        "t.hrxt",
+        Vec::new(),
+    ) else {
+        panic!("nothing selected")
+    };
+    assert!(
+        error.to_string().contains("submissions 1..=3 (submitted "),
+        "{error}"
+    );
+}

@@ -103,10 +103,17 @@ pub(crate) fn outcomes(stats: &TraceInfo) -> [(&'static str, String); 3] {
         0 => String::new(),
         n => format!(", {} injected", plural(n, "fault")),
     };
-    // A trace cut short: the submissions it ends in the middle of (no outcome recorded).
+    // A trace cut short: the submissions it ends in the middle of (no outcome recorded);
+    // in a trace whose recorder dropped records, their completions may be what was lost.
+    let (cut, lost) = (!stats.recovery.closed, !stats.recovery.lost.is_none());
+    let why = match (cut, lost) {
+        (_, false) => "in flight where the trace ends",
+        (false, true) => "their completions among the records the recorder lost",
+        (true, true) => "in flight where the trace ends, or their completions lost",
+    };
     let unfinished = match stats.in_flight.len() {
         0 => String::new(),
-        n => format!(", {n} without an outcome (in flight where the trace ends)"),
+        n => format!(", {n} without an outcome ({why})"),
     };
     [
         (

@@ -327,4 +327,35 @@ fn info_says_which_submissions_have_no_outcome() {
     );
     let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
     assert!(!whole.contains("without an outcome"), "{whole}");
+    // Closed by a recorder that dropped records: the completion is among what it lost, not
+    // in flight (a lossy trace's thousands of dropped completions read "in flight").
+    let options = RecorderOptions {
+        mode: TraceMode::Lossy,
+        full_buffer_wait: std::time::Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(dir.path().join("lossy.hrxt"), options).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if i == last_done || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: recorder.now_ns(),
+        lossy: true,
+        total: 1,
+        by_kind: vec![LostKind {
+            kind: "SubmissionDone".into(),
+            records: 1,
+        }],
+    }));
+    recorder.close().unwrap();
+    let text = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
+    assert!(
+        crate::util::field(&text, "submissions").ends_with(
+            ", 1 without an outcome (their completions among the records the recorder lost)"
+        ),
+        "{text}"
+    );
 }
