@@ -815,7 +815,11 @@ mod tests {
         let one = Trace::from_bytes(&in_flight(Some(2))).expect("read back");
         let report = crate::replay(&one, &Default::default()).expect("replayed");
         assert_eq!(report.exit_code(), 0, "{:?}", report.summary);
-        assert!(report.to_text().contains("verdict: SAME (exit 0)"));
+        assert!(
+            (report.to_text()).contains("verdict: SAME AS FAR AS THE TRACE GOES (exit 0)"),
+            "{}",
+            report.to_text()
+        );
     }
 
     /// `count` frames of 8 KiB, each distinct (no blob shared), written and copied.

@@ -607,11 +607,14 @@ impl Report {
             && s.submissions == s.outcomes_unknown
     }
 
-    /// The verdict as the text report names it: `SAME`, `DIFFERENT`, `REGRESSION`, or
-    /// `NOTHING COMPARED`.
+    /// The verdict as the text report names it: `SAME`, `DIFFERENT`, `REGRESSION`,
+    /// `NOTHING COMPARED`, or `SAME AS FAR AS THE TRACE GOES` for a trace not read whole
+    /// (as `diff` says `same as far as both traces go`).
     pub fn verdict_name(&self) -> String {
         if self.compared_nothing() {
             "NOTHING COMPARED".to_owned()
+        } else if self.verdict == Verdict::Same && !self.trace.complete {
+            "SAME AS FAR AS THE TRACE GOES".to_owned()
         } else {
             self.verdict.name().to_uppercase()
         }
