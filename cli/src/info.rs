@@ -283,7 +283,11 @@ pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
     }
     let (count, known, unknown) = stats.snapshots;
     if count > 0 {
-        let mut line = format!("state snapshot: {count} buffer ranges, {}", bytes(known));
+        let mut line = format!(
+            "state snapshot: {}, {}",
+            hrx_analysis::units::plural(count, "buffer range"),
+            bytes(known)
+        );
         if unknown > 0 {
             line.push_str(&format!(
                 ", {} not held by the source: not replayable exactly",

@@ -218,7 +218,16 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             "live: ended: {ended} ({records} records; the final report follows)\n"
         )?;
     }
-    print_report(&report, args.json, write_text)?;
+    if args.json {
+        // One object a line, as the live snapshots before it: a line reader reads it too.
+        let mut out = io::stdout().lock();
+        serde_json::to_writer(&mut out, &crate::output::versioned(report))
+            .map_err(io::Error::from)?;
+        writeln!(out)?;
+        out.flush()?;
+    } else {
+        print_report(&report, args.json, write_text)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -93,10 +93,26 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .map(|text| ("HRX_FAULT", text)),
     };
     let fault = match (given, workload) {
-        (Some((source, text)), _) => Some(
-            text.parse::<FaultSpec>()
-                .map_err(|e| Failure::new(format!("{source}: {e}")))?,
-        ),
+        (Some((source, text)), _) => {
+            let spec = text
+                .parse::<FaultSpec>()
+                .map_err(|e| Failure::new(format!("{source}: {e}")))?;
+            // The workloads run built-in kernels only: another name could never fire, and
+            // would be found so only after the whole run.
+            if let FaultTarget::Kernel { name, .. } = &spec.target
+                && !hrx::kernels::builtin_entries().contains(&name.as_str())
+            {
+                return Err(Failure::new(format!(
+                    "{source}: kernel={name} names no kernel the workloads run"
+                ))
+                .hint(format!(
+                    "the built-in kernels: {}",
+                    hrx::kernels::builtin_entries().join(", ")
+                ))
+                .into());
+            }
+            Some(spec)
+        }
         // Hardware backends fail for real (see the module docs).
         (None, Workload::Faults) if hardware(backend) => None,
         (None, Workload::Faults) => Some(DEFAULT_FAULT.parse::<FaultSpec>()?),
@@ -360,7 +376,7 @@ fn execute(
                         ))
                         .hint(match fault.target {
                             FaultTarget::Operation(_) => {
-                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's are its `op` records in `dump` but host ones; `node=` there numbers a graph's operations from 0, op=N counts across submissions from 1)"
+                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's device operations are its `op` records in `dump` other than host callbacks; `node=` numbers a graph's operations from 0, where op=N counts across submissions from 1)"
                             }
                             FaultTarget::Kernel { .. } => {
                                 "`#N` counts the kernel's dispatches across the run from 1: run more --frames, or check the kernel name and dispatch number against `dump`"

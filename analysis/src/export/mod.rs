@@ -1638,7 +1638,7 @@ pub(crate) fn fatal_instant(f: &FatalSignal, runtime: RuntimeId) -> Instant<'sta
         (
             "seen_by",
             Arg::Str(Cow::Borrowed(match f.witness {
-                SignalWitness::Handler => "the process's own handler",
+                SignalWitness::Handler => "the recorder's signal handler, in the process",
                 SignalWitness::Parent => "hrx-trace record (the process's parent)",
             })),
         ),

@@ -183,14 +183,15 @@ fn stats_follow_waits_for_the_trace_then_its_counts_grow_to_the_final_totals() {
     }
     let status = stats.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    // Live lines until the close was read, then the pretty final report.
-    let at = rest.find("{\n").expect("the final report");
-    for line in rest[..at].lines() {
+    // Live lines until the close was read, then the final report: one object a line too.
+    let lines: Vec<&str> = rest.lines().collect();
+    let (final_line, live_lines) = lines.split_last().expect("the final report");
+    for line in live_lines {
         let now = live(line);
         assert!(now >= last, "{now} < {last}");
         last = now;
     }
-    let report: serde_json::Value = serde_json::from_str(&rest[at..]).unwrap();
+    let report: serde_json::Value = serde_json::from_str(final_line).expect("one line");
     assert_eq!(report["follow"]["ended"], "closed");
     let total = report["follow"]["records"].as_u64().unwrap();
     assert!(total >= last, "{total} < {last}");

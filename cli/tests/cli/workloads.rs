@@ -251,10 +251,10 @@ fn faults_that_never_fire_are_an_error() {
     );
     assert_error(&output, "never fired");
     assert!(stderr(&output).contains("hint: run more --frames"));
-    // The same on `pipeline`: a fault naming a kernel that never runs.
+    // The same on `pipeline`: a fault naming a built-in kernel the pipeline never runs.
     let output = one_frame(
         "pipeline",
-        &["--fault", "kernel=nope:kernel-error", "-o", "p.hrxt"],
+        &["--fault", "kernel=hrx_saxpy:kernel-error", "-o", "p.hrxt"],
     );
     assert_error(&output, "never fired");
     assert!(
@@ -262,6 +262,15 @@ fn faults_that_never_fire_are_an_error() {
         "{}",
         stderr(&output)
     );
+    // A name no workload runs is refused before anything runs (it ran the whole workload
+    // first; fresh-user pass), listing the kernels there are.
+    let output = one_frame(
+        "pipeline",
+        &["--fault", "kernel=nope:kernel-error", "-o", "n.hrxt"],
+    );
+    assert_error(&output, "kernel=nope names no kernel the workloads run");
+    assert!(stderr(&output).contains("hrx_sobel"), "{}", stderr(&output));
+    assert!(!dir.path().join("n.hrxt").exists());
 }
 
 #[test]
