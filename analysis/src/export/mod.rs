@@ -18,7 +18,7 @@
 //! - **Operation slices.** An operation timing (`OpTiming`: a backend that times a native
 //!   graph's operations) is a slice nested in its region's: on the same track, written just
 //!   after it, on the same host clock and clamped into its span (a viewer nests slices of a
-//!   track by time), named by the operation (its kernel's entry, or `fill`, `copy`),
+//!   track by time), named by the operation (its kernel's entry, `fill`, or a copy by lane as `stats` names it),
 //!   category `operation`, with arguments: submission, region, node (the operation's index
 //!   in its graph), clock (`device` where the backend measured the operation on the device
 //!   clock, else `host`), duration_ns (on that clock, what `stats` counts), device_ns where
@@ -1215,7 +1215,7 @@ impl Settled<'_> {
     }
 }
 
-/// An operation's name as its slice is named: its kernel's entry, `fill` or `copy`.
+/// An operation's name as an error names it: its kernel's entry, `fill` or `copy`.
 fn op_name(index: &Index, span: &JoinedSpan, node: NodeIndex) -> String {
     let info = index.region(span.region);
     let p = &index.prepared()[info.prepared.0 as usize];
@@ -1258,7 +1258,9 @@ fn write_op_slice<S: Sink>(
     status: Option<&'static str>,
 ) {
     let info = index.region(span.region);
-    let name = op_name(index, span, node);
+    // Named as `stats` and the Parquet tables name it (copies by lane: `upload`,
+    // `download`, `copy` inside a compute graph), so that a query by name finds the same.
+    let (_, name) = crate::stats::operation_row(index, span.region, node);
     let (mut start_ns, mut end_ns) = (span.start_ns, span.end_ns.max(span.start_ns));
     if let Some((lo, hi)) = within {
         start_ns = start_ns.clamp(lo, hi);

@@ -1206,3 +1206,41 @@ fn dev_stdout_redirected_to_a_file_is_standard_output() {
         assert_error(&out, "cannot write the trace to standard output");
     }
 }
+
+/// An export's operation slices are named as `stats` names the operations (copies by lane:
+/// `upload`, `download`), so a Perfetto query by name finds what `stats` lists (they were
+/// all `copy`; fresh-user pass).
+#[test]
+fn operation_slices_are_named_as_stats_names_operations() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run(
+        dir.path(),
+        &["export", "p.hrxt", "--format", "chrome", "-o", "p.json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("p.json")).unwrap()).unwrap();
+    let sliced: BTreeSet<String> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "operation")
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        sliced.contains("upload") && sliced.contains("download") && !sliced.contains("copy"),
+        "{sliced:?}"
+    );
+    let stats: Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "p.hrxt"]))).unwrap();
+    let listed: BTreeSet<String> = stats["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sliced, listed);
+}
