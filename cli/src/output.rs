@@ -171,27 +171,6 @@ pub fn progress(len: u64) -> indicatif::ProgressBar {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn no_color_turns_auto_off_only_when_set_and_not_empty() {
-        assert!(auto(true, None));
-        assert!(auto(true, Some("".into())));
-        assert!(!auto(true, Some("1".into())));
-        assert!(!auto(false, None), "never into a pipe or a file");
-    }
-
-    #[test]
-    fn painting_wraps_in_sgr_only_when_on() {
-        assert_eq!(paint("MATCH", Tone::Good, false), "MATCH");
-        assert_eq!(paint("MATCH", Tone::Good, true), "\x1b[32mMATCH\x1b[0m");
-        assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
-        assert_eq!(verdict_tone("same"), Tone::Good);
-    }
-}
-
 /// Whether `path` is standard output: `-`, or a path to the file standard output is
 /// (`/dev/stdout`, `/proc/self/fd/1`, or the file it was redirected to), which a verb must
 /// write through standard output itself: a second opening of it is written over by what is
@@ -212,4 +191,25 @@ pub fn is_standard_output(path: &std::path::Path) -> bool {
     std::fs::File::from(fd)
         .metadata()
         .is_ok_and(|out| (out.dev(), out.ino()) == (target.dev(), target.ino()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_turns_auto_off_only_when_set_and_not_empty() {
+        assert!(auto(true, None));
+        assert!(auto(true, Some("".into())));
+        assert!(!auto(true, Some("1".into())));
+        assert!(!auto(false, None), "never into a pipe or a file");
+    }
+
+    #[test]
+    fn painting_wraps_in_sgr_only_when_on() {
+        assert_eq!(paint("MATCH", Tone::Good, false), "MATCH");
+        assert_eq!(paint("MATCH", Tone::Good, true), "\x1b[32mMATCH\x1b[0m");
+        assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
+        assert_eq!(verdict_tone("same"), Tone::Good);
+    }
 }
