@@ -696,9 +696,16 @@ mod tests {
         sink.contents()
     }
 
-    /// Six frames of 8 KiB (over the 4 KiB inlined) written and copied, the last one the first frame again: its
-    /// blob is stored once, before chunk 0, and referred to by chunks 0 and 5.
+    /// Six frames of 8 KiB (over the 4 KiB inlined) written and copied, the last one the
+    /// first frame again: its blob is stored once, before chunk 0, and referred to by chunks
+    /// 0 and 5.
     fn frames_with_a_repeat() -> Vec<u8> {
+        frames([0, 1, 2, 3, 4, 0])
+    }
+
+    /// A frame of 8 KiB per key (equal keys, equal frames) written to a host-visible buffer
+    /// and copied to the GPU and back, one submission each.
+    fn frames(keys: impl IntoIterator<Item = u8>) -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();
         let recorder =
             hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
@@ -710,9 +717,10 @@ mod tests {
                 .expect("buffer");
             let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
             let mut graph = rt.graph();
+            graph.copy(gpu.whole(), host.whole()).expect("copy");
             graph.copy(host.whole(), gpu.whole()).expect("copy");
             let graph = graph.prepare().expect("prepare");
-            for frame in [0u8, 1, 2, 3, 4, 0] {
+            for frame in keys {
                 let bytes: Vec<u8> = (0..8192u32)
                     .map(|i| (i as u8) ^ frame.wrapping_mul(37))
                     .collect();
@@ -822,41 +830,13 @@ mod tests {
         );
     }
 
-    /// `count` frames of 8 KiB, each distinct (no blob shared), written and copied.
-    fn distinct_frames(count: u8) -> Vec<u8> {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
-        {
-            let options = hrx::RuntimeOptions::sim().recorder(recorder.clone());
-            let rt = hrx::Runtime::new(options).expect("runtime");
-            let host = rt
-                .buffer(8192, hrx::Placement::HostVisible)
-                .expect("buffer");
-            let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
-            let mut graph = rt.graph();
-            graph.copy(gpu.whole(), host.whole()).expect("copy");
-            graph.copy(host.whole(), gpu.whole()).expect("copy");
-            let graph = graph.prepare().expect("prepare");
-            for frame in 0..count {
-                let bytes: Vec<u8> = (0..8192u32)
-                    .map(|i| (i as u8).wrapping_add(frame.wrapping_mul(29)) ^ frame)
-                    .collect();
-                host.write(0, &bytes).expect("write");
-                graph.submit().expect("submit").wait().expect("runs");
-            }
-        }
-        recorder.close().expect("close");
-        sink.contents()
-    }
-
     /// Distinct frames make a chunk's contents grow with its submissions: where a chunk
     /// would bring in more than the budget, chunks are made smaller in proportion, so that
     /// replay holds about the budget, and the replay in smaller chunks compares every
     /// submission as before (a chunk of 2,048 distinct 3840x2160 frames held 50 GB).
     #[test]
     fn chunks_of_distinct_contents_are_sized_to_the_budget() {
-        let bytes = distinct_frames(12);
+        let bytes = frames(0..12);
         let frame = 8192;
         // Submissions are numbered from 1: chunks of 16 hold the 12 in one.
         let whole = index(TraceReader::new(&bytes[..]).unwrap(), 16);

@@ -196,6 +196,35 @@ fn a_missing_submit_in_a_damaged_trace_is_named_as_incomplete() {
     assert!(info.contains("are missing"), "{info}");
 }
 
+/// Writes `records` but the one at `lost` to `path` through a lossy recorder, with the
+/// `RecordsLost` record that says it lost that one.
+fn lossy_copy_without(path: &Path, records: &[Record], lost: usize) {
+    let options = RecorderOptions {
+        mode: TraceMode::Lossy,
+        // The copy itself must lose nothing: on a loaded machine a burst of records can
+        // fill the ring before the writer drains it, and the default 10 ms wait drops.
+        full_buffer_wait: std::time::Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    for (i, record) in records.iter().enumerate() {
+        if i == lost || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: recorder.now_ns(),
+        lossy: true,
+        total: 1,
+        by_kind: vec![LostKind {
+            kind: records[lost].kind_name().into(),
+            records: 1,
+        }],
+    }));
+    recorder.close().unwrap();
+}
+
 /// A lossy recording that lost a `Submit` (its submission's other records kept): `info`
 /// says the recorder lost records, not that damaged parts were skipped, and `replay`'s
 /// one error line says first that it cannot be exact and what was lost (it named only the
@@ -207,30 +236,7 @@ fn a_lost_submit_is_named_as_a_loss_not_damage() {
     let trace = read_all(dir.path().join("base.hrxt")).unwrap();
     // A submission in the middle: its number is then a gap in the sequence.
     let last_submit = middle_submit(&trace.records);
-    let options = RecorderOptions {
-        mode: TraceMode::Lossy,
-        // The copy itself must lose nothing: on a loaded machine a burst of records can
-        // fill the ring before the writer drains it, and the default 10 ms wait drops.
-        full_buffer_wait: std::time::Duration::from_secs(3600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(dir.path().join("lossy.hrxt"), options).unwrap();
-    for (i, record) in trace.records.iter().enumerate() {
-        if i == last_submit || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
-            continue;
-        }
-        recorder.record(record);
-    }
-    recorder.record(&Record::RecordsLost(RecordsLost {
-        time_ns: recorder.now_ns(),
-        lossy: true,
-        total: 1,
-        by_kind: vec![LostKind {
-            kind: "Submit".into(),
-            records: 1,
-        }],
-    }));
-    recorder.close().unwrap();
+    lossy_copy_without(&dir.path().join("lossy.hrxt"), &trace.records, last_submit);
 
     let info = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
     assert!(
@@ -329,28 +335,7 @@ fn info_says_which_submissions_have_no_outcome() {
     assert!(!whole.contains("without an outcome"), "{whole}");
     // Closed by a recorder that dropped records: the completion is among what it lost, not
     // in flight (a lossy trace's thousands of dropped completions read "in flight").
-    let options = RecorderOptions {
-        mode: TraceMode::Lossy,
-        full_buffer_wait: std::time::Duration::from_secs(3600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(dir.path().join("lossy.hrxt"), options).unwrap();
-    for (i, record) in trace.records.iter().enumerate() {
-        if i == last_done || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
-            continue;
-        }
-        recorder.record(record);
-    }
-    recorder.record(&Record::RecordsLost(RecordsLost {
-        time_ns: recorder.now_ns(),
-        lossy: true,
-        total: 1,
-        by_kind: vec![LostKind {
-            kind: "SubmissionDone".into(),
-            records: 1,
-        }],
-    }));
-    recorder.close().unwrap();
+    lossy_copy_without(&dir.path().join("lossy.hrxt"), &trace.records, last_done);
     let text = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
     assert!(
         crate::util::field(&text, "submissions").ends_with(
