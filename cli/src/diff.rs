@@ -585,9 +585,18 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         }
     }
     let g = &r["regions"];
+    // The table below pools the regions of identical graphs (one row a place): say so where
+    // it has fewer rows than regions matched.
+    let rows = g["times"].as_array().map_or(0, Vec::len) as u64;
+    let pooled = match u(&g["matched"]) {
+        matched if rows > 0 && rows < matched => {
+            format!(" (in {rows} rows below: identical graphs' regions pooled)")
+        }
+        _ => String::new(),
+    };
     writeln!(
         out,
-        "\nregions      {} matched, {} only in base, {} only in new, {} relabelled",
+        "\nregions      {} matched, {} only in base, {} only in new, {} relabelled{pooled}",
         u(&g["matched"]),
         u(&g["only_base"]),
         u(&g["only_new"]),

@@ -1219,3 +1219,29 @@ fn a_pooled_operation_row_keeps_every_graphs_samples_when_one_side_failed_there(
     assert_eq!(sobel["base"]["count"], 6, "{sobel}");
     assert_eq!(sobel["new"]["count"], 3, "{sobel}");
 }
+
+/// The regions line says where its table pools identical graphs' regions (it said `12
+/// matched` above four rows, with nothing to say why; fresh-user pass).
+#[test]
+fn the_regions_line_says_its_table_pools_identical_graphs() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = record_pipeline(dir.path(), "a.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (_, r) = diff_json(dir.path(), &["a.hrxt", "a.hrxt"]);
+    let matched = r["regions"]["matched"].as_u64().unwrap();
+    let rows = r["regions"]["times"].as_array().unwrap().len() as u64;
+    assert!(rows < matched, "{r:#}");
+    let text = stdout(&run(dir.path(), &["diff", "a.hrxt", "a.hrxt"]));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("regions "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&format!("{matched} matched"))
+            && line.ends_with(&format!(
+                "(in {rows} rows below: identical graphs' regions pooled)"
+            )),
+        "{line}"
+    );
+}
