@@ -120,7 +120,18 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    if args.output.as_os_str() != "-" {
+    // `-`, or standard output's own file (`/dev/stdout`): written through it, the summary
+    // on standard error (opened again, the file would be written over by the summary).
+    let to_stdout = crate::output::is_standard_output(&args.output);
+    if crate::output::standard_stream(&args.output) == Some(crate::output::StandardStream::Error) {
+        return Err(Failure::new(format!(
+            "cannot write the export to {}: it is standard error, where hrx-trace writes its warnings",
+            args.output.display()
+        ))
+        .hint("give -o a file name, or - for standard output")
+        .into());
+    }
+    if !to_stdout {
         check_output(&args.output, format)?;
     }
     let timeline = if format == OutputFormat::Perfetto {
@@ -135,9 +146,6 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         readers.push(open(file, &read, &progress)?);
     }
     let domain = ClockDomain::for_sessions(sessions.iter().flatten());
-    // `-`, or standard output's own file (`/dev/stdout`): written through it, the summary
-    // on standard error (opened again, the file would be written over by the summary).
-    let to_stdout = crate::output::is_standard_output(&args.output);
     let interruptible = (!to_stdout).then(Interruptible::install);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).

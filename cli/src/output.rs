@@ -176,21 +176,39 @@ pub fn progress(len: u64) -> indicatif::ProgressBar {
 /// write through standard output itself: a second opening of it is written over by what is
 /// printed there.
 pub fn is_standard_output(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-" || standard_stream(path) == Some(StandardStream::Output)
+}
+
+/// Which of the process's standard streams `path` names the file of, if any: standard
+/// output or standard error (`/dev/stderr`, or the file it was redirected to).
+pub fn standard_stream(path: &std::path::Path) -> Option<StandardStream> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
-    if path.as_os_str() == "-" {
-        return true;
+    let target = std::fs::metadata(path).ok()?;
+    let same = |fd: std::os::fd::BorrowedFd<'_>| {
+        let Ok(fd) = fd.try_clone_to_owned() else {
+            return false;
+        };
+        std::fs::File::from(fd)
+            .metadata()
+            .is_ok_and(|out| (out.dev(), out.ino()) == (target.dev(), target.ino()))
+    };
+    if same(std::io::stdout().as_fd()) {
+        Some(StandardStream::Output)
+    } else if same(std::io::stderr().as_fd()) {
+        Some(StandardStream::Error)
+    } else {
+        None
     }
-    let Ok(target) = std::fs::metadata(path) else {
-        return false;
-    };
-    let stdout = std::io::stdout();
-    let Ok(fd) = stdout.as_fd().try_clone_to_owned() else {
-        return false;
-    };
-    std::fs::File::from(fd)
-        .metadata()
-        .is_ok_and(|out| (out.dev(), out.ino()) == (target.dev(), target.ino()))
+}
+
+/// A standard stream an output path names ([`standard_stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StandardStream {
+    /// Standard output.
+    Output,
+    /// Standard error.
+    Error,
 }
 
 #[cfg(test)]

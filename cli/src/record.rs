@@ -512,16 +512,20 @@ pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
 ///
 /// # Errors
 ///
-/// A one-line [`Failure`] with a hint when `path` is `-` or standard output's own file
-/// (`/dev/stdout`, `/proc/self/fd/1`).
+/// A one-line [`Failure`] with a hint when `path` is `-` or standard output's or standard
+/// error's own file (`/dev/stdout`, `/proc/self/fd/1`, `/dev/stderr`).
 pub fn refuse_stdout(path: &Path) -> Result<(), Failure> {
-    if crate::output::is_standard_output(path) {
-        return Err(Failure::new(
-            "cannot write the trace to standard output: a trace is a seekable file",
-        )
-        .hint("give -o a file name, e.g. -o run.hrxt"));
-    }
-    Ok(())
+    let stream = match crate::output::standard_stream(path) {
+        _ if path.as_os_str() == "-" => "standard output",
+        Some(crate::output::StandardStream::Output) => "standard output",
+        // What hrx-trace prints there would be written into the trace.
+        Some(crate::output::StandardStream::Error) => "standard error",
+        None => return Ok(()),
+    };
+    Err(Failure::new(format!(
+        "cannot write the trace to {stream}: a trace is a seekable file"
+    ))
+    .hint("give -o a file name, e.g. -o run.hrxt"))
 }
 
 /// Warns about a `%` followed by anything but `p`, `h`, `n` or `%`: it is kept as written

@@ -64,7 +64,10 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     };
     // The input must read before the output is created: a bad input leaves nothing.
     drop(open_checked(&args.file).map_err(read_error)?);
-    let partial = args.output.with_extension("hrxt.partial");
+    // Written through a symlink, not over it: the partial file is the target's sibling,
+    // renamed onto the target (renamed onto the link, it replaced the link).
+    let output = written_through(&args.output);
+    let partial = output.with_extension("hrxt.partial");
     let interruptible = Interruptible::install();
     let file = interruptible
         .create(&partial, "the incomplete trimmed trace")
@@ -105,7 +108,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_file(&partial);
         return Err(live.into());
     }
-    if let Err(error) = std::fs::rename(&partial, &args.output) {
+    if let Err(error) = std::fs::rename(&partial, &output) {
         let _ = std::fs::remove_file(&partial);
         return Err(
             Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
@@ -166,4 +169,20 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file a write to `path` reaches: `path` itself, or where a symlink at `path` points
+/// (resolved whole where the target exists, else relative to the link's folder).
+fn written_through(path: &std::path::Path) -> std::path::PathBuf {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return path.to_owned();
+    }
+    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
+        Ok(target) if target.is_relative() => path
+            .parent()
+            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
+        Ok(target) => target,
+        Err(_) => path.to_owned(),
+    })
 }

@@ -1205,6 +1205,85 @@ fn dev_stdout_redirected_to_a_file_is_standard_output() {
         let out = into("r.out", args);
         assert_error(&out, "cannot write the trace to standard output");
     }
+    // Through a pipe too (it was refused as a FIFO).
+    let out = hrx_trace(dir.path())
+        .args([
+            "export",
+            "h.hrxt",
+            "-o",
+            "/dev/stdout",
+            "--format",
+            "chrome",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert!(!doc["traceEvents"].as_array().unwrap().is_empty());
+    // Standard error's file is refused by every writer (what hrx-trace prints there would
+    // be written into it: the trim replaced /dev/stderr itself with a regular file).
+    let into_stderr = |name: &str, args: &[&str]| {
+        let file = std::fs::File::create(dir.path().join(name)).unwrap();
+        hrx_trace(dir.path())
+            .args(args)
+            .stderr(std::process::Stdio::from(file))
+            .output()
+            .unwrap()
+    };
+    for (args, says) in [
+        (
+            &[
+                "export",
+                "h.hrxt",
+                "-o",
+                "/dev/stderr",
+                "--format",
+                "chrome",
+            ][..],
+            "cannot write the export to /dev/stderr: it is standard error",
+        ),
+        (
+            &["record", "--workload", "hazards", "-o", "/dev/stderr"][..],
+            "cannot write the trace to standard error",
+        ),
+        (
+            &[
+                "trim",
+                "h.hrxt",
+                "-o",
+                "/dev/stderr",
+                "--submissions",
+                "1..",
+            ][..],
+            "cannot write the trace to standard error",
+        ),
+    ] {
+        let out = into_stderr("e.out", args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        let said = std::fs::read_to_string(dir.path().join("e.out")).unwrap();
+        assert!(
+            said.starts_with("error: ") && said.contains(says),
+            "{args:?}: {said}"
+        );
+    }
+}
+
+/// `trim -o LINK` writes through a symlink to its target, as every writer does, and leaves
+/// the link a link (it renamed its output over the link).
+#[test]
+fn trim_writes_through_a_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    std::os::unix::fs::symlink("target.hrxt", dir.path().join("link.hrxt")).unwrap();
+    let out = run(
+        dir.path(),
+        &["trim", "h.hrxt", "-o", "link.hrxt", "--submissions", "1.."],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let link = std::fs::symlink_metadata(dir.path().join("link.hrxt")).unwrap();
+    assert!(link.file_type().is_symlink());
+    let target = std::fs::read(dir.path().join("target.hrxt")).unwrap();
+    assert!(target.starts_with(&hrx_capture::format::MAGIC));
 }
 
 /// An export's operation slices are named as `stats` names the operations (copies by lane:
