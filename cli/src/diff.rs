@@ -266,15 +266,24 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             .all(|k| report["outputs"][k].as_u64().unwrap_or(0) == 0)
         && comparison.nothing_compared.is_none()
     {
-        return Err(Failure::new(format!(
+        let line = format!(
             "{} and {} hold {} in common, none with a recorded outcome in both and no output \
              to compare: nothing compared, which is not a match",
             args.base.display(),
             args.new.display(),
             hrx_analysis::units::plural(count("unknown"), "submission")
-        ))
-        .hint("`hrx-trace info` says which submissions end without an outcome (in flight where a trace cut short ends)")
-        .into());
+        );
+        if !args.json {
+            return Err(Failure::new(line)
+                .hint("`hrx-trace info` says which submissions end without an outcome (in flight where a trace cut short ends)")
+                .into());
+        }
+        // The JSON report says it as its verdict, as for ranges with nothing in common.
+        report["verdict"] = hrx_analysis::diff::NOTHING_COMPARED.into();
+        report["exit_code"] = 2.into();
+        if let Some(reasons) = report["reasons"].as_array_mut() {
+            reasons.insert(0, line.into());
+        }
     }
     // As every exit 2 of the text report: one `error:` line on standard error (the JSON
     // report says it as its verdict, for scripts).

@@ -262,7 +262,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // A baseline is a known-good build's: not saved from a replay whose outputs or
     // statuses diverged.
     if let Some(path) = &args.save_baseline {
-        if report.summary.divergences > 0 {
+        if report.compared_nothing() {
+            crate::output::warn(format_args!(
+                "{}: baseline not saved: the replay compared nothing (no outcome and no output \
+                 of the capture to check it against)",
+                path.display()
+            ));
+        } else if report.summary.divergences > 0 {
             crate::output::warn(format_args!(
                 "{}: baseline not saved: the replay diverged from the capture ({} divergences)",
                 path.display(),
@@ -400,7 +406,7 @@ impl Spool {
             file.seek(std::io::SeekFrom::Start(0))?;
             std::io::copy(&mut file, out).map(drop)
         };
-        let mut rest = serde_json::to_value(report)?;
+        let mut rest = report.json_value();
         if let Some(fields) = rest.as_object_mut() {
             fields.remove("submissions");
             fields.remove("outputs");

@@ -377,17 +377,27 @@ impl Baseline {
                 ),
             );
         }
-        let judged = (report.timing.iter().map(|t| t.baseline))
+        let matched: Vec<BaselineMatch> = (report.timing.iter().map(|t| t.baseline))
             .chain(report.op_timing.iter().map(|t| t.baseline))
-            .filter(Option::is_some)
-            .count();
-        if judged == 0 {
+            .flatten()
+            .collect();
+        if matched.is_empty() {
             return Err(format!(
                 "none of its {} row{} is a timing row of this replay (of {} here): it judges \
                  nothing",
                 self.rows.len(),
                 if self.rows.len() == 1 { "" } else { "s" },
                 missing
+            ));
+        }
+        // Rows found but each with too few samples on a side: nothing judged either.
+        if matched.iter().all(|m| m.too_few) {
+            return Err(format!(
+                "each of the {} row{} it shares with this replay has too few samples to judge \
+                 (under 7 on a side, `hrx_analysis::sketch::median_ranks`): it judges nothing; \
+                 replay with more --repeat, or save the baseline from a longer trace",
+                matched.len(),
+                if matched.len() == 1 { "" } else { "s" },
             ));
         }
         if missing > 0 {

@@ -810,6 +810,8 @@ mod tests {
                 .to_text()
                 .contains("verdict: NOTHING COMPARED (exit 2)")
         );
+        // And in JSON, where a script reads the verdict.
+        assert_eq!(report.json_value()["verdict"], "nothing_compared");
         let options = crate::ReplayOptions::default().chunk_submissions(2);
         let streamed = crate::stream::replay_stream(
             TraceReader::new(&none[..]).unwrap(),

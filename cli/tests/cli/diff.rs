@@ -491,6 +491,17 @@ fn traces_whose_submissions_all_lack_outcomes_compare_nothing() {
         &out,
         "none with a recorded outcome in both and no output to compare",
     );
+    // The JSON report says it as its verdict.
+    let (exit, r) = diff_json(dir.path(), &["cut.hrxt", "cut.hrxt"]);
+    assert_eq!(exit, 2, "{r:#}");
+    assert_eq!(r["verdict"], "nothing_compared", "{r:#}");
+    assert!(
+        r["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("nothing compared"),
+        "{r:#}"
+    );
     // Outputs on one side only are a difference, not nothing.
     let out = run(dir.path(), &["diff", "a.hrxt", "cut.hrxt"]);
     assert_ne!(code(&out), 2, "{}", stderr(&out));

@@ -602,9 +602,14 @@ impl Report {
     /// with a captured outcome (a trace cut short while its submissions were all in flight).
     pub fn compared_nothing(&self) -> bool {
         let s = &self.summary;
+        // Times judged against a baseline are a comparison too.
+        let judged = (self.timing.iter().filter_map(|t| t.baseline))
+            .chain(self.op_timing.iter().filter_map(|t| t.baseline))
+            .any(|b| !b.too_few);
         self.verdict == Verdict::Same
             && s.outputs_compared == 0
             && s.submissions == s.outcomes_unknown
+            && !judged
     }
 
     /// The verdict as the text report names it: `SAME`, `DIFFERENT`, `REGRESSION`,
@@ -660,7 +665,21 @@ impl Report {
 
     /// The report as JSON (what `--report json` prints).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        serde_json::to_string_pretty(&self.json_value())
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The report as a JSON value, its `verdict` `nothing_compared` where nothing was
+    /// ([`Report::compared_nothing`]), as `diff --json` names it: a script reading the
+    /// verdict must not read `same`.
+    pub fn json_value(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if self.compared_nothing()
+            && let Some(fields) = value.as_object_mut()
+        {
+            fields.insert("verdict".into(), "nothing_compared".into());
+        }
+        value
     }
 }
 

@@ -402,6 +402,22 @@ fn a_baseline_that_judges_nothing_or_holds_odd_rows_is_refused() {
         error.to_string().contains("a second row of one place"),
         "{error}"
     );
+    // Rows with too few samples to judge any (3, no interval) judge nothing either: the
+    // gate passed with "4 rows too few to judge" (second break-it pass).
+    let mut few = saved["rows"].clone();
+    for row in few.as_array_mut().unwrap() {
+        row["replayed"]["samples"] = 3.into();
+        row["replayed"]["median_interval_ns"] = serde_json::Value::Null;
+    }
+    let few = with_rows(few).unwrap();
+    let mut now = fill_report();
+    // As `--baseline` judges: with a ratio (1.5 unless given).
+    let gate = crate::ReplayOptions {
+        max_slowdown: Some(1.5),
+        ..Default::default()
+    };
+    let why = few.judge(&mut now, &gate).unwrap_err();
+    assert!(why.contains("too few samples to judge"), "{why}");
     // The rows as saved judge.
     let whole = with_rows(saved["rows"].clone()).unwrap();
     let mut now = fill_report();
