@@ -625,13 +625,14 @@ impl Recovery {
     }
 
     /// Whether the file itself was read whole: closed cleanly, nothing skipped or missing
-    /// (what its source lacked, for a trim, aside).
+    /// (what its source lacked, for a trim of an incomplete recording, aside: submissions
+    /// missing between those it holds are then its source's).
     pub fn file_is_whole(&self) -> bool {
         self.clean_close
             && self.skipped_blocks == 0
             && self.skipped_records == 0
             && self.bytes_discarded == 0
-            && self.missing_submissions == 0
+            && (self.missing_submissions == 0 || self.source_incomplete)
     }
 
     /// Takes one record read into what the trace says of itself: the records its recorder
@@ -965,12 +966,19 @@ impl<R: Read> TraceReader<R> {
         error: FormatError,
     ) -> Result<Option<BlockHeader>, ReadError> {
         let mut byte = [0u8; 1];
+        let first = crate::format::BLOCK_MARKER[0];
+        // Bytes since a marker's first byte last entered the window's end: past
+        // `BLOCK_HEADER_LEN - 2`, none is in the window but (checked) at its start.
+        let mut since = match window[1..].iter().rposition(|&b| b == first) {
+            Some(i) => BLOCK_HEADER_LEN - 2 - i,
+            None => BLOCK_HEADER_LEN,
+        };
         loop {
             // No marker can start in the window but at its first byte (already checked):
             // the bytes up to the next possible marker start are skipped at once (a
             // zero-filled tail was scanned a byte a read, at 40 MB/s).
-            if !window[1..].contains(&crate::format::BLOCK_MARKER[0]) {
-                self.skip_to(crate::format::BLOCK_MARKER[0], &mut window)?;
+            if since > BLOCK_HEADER_LEN - 2 {
+                since = since.saturating_add(self.skip_to(first, &mut window)?);
             }
             if self.read_up_to(&mut byte)? == 0 {
                 if decode_trailer(&window[BLOCK_HEADER_LEN - TRAILER_LEN..]) == Some(at) {
@@ -988,6 +996,7 @@ impl<R: Read> TraceReader<R> {
             }
             window.copy_within(1.., 0);
             window[BLOCK_HEADER_LEN - 1] = byte[0];
+            since = if byte[0] == first { 0 } else { since + 1 };
             if window[..4] != crate::format::BLOCK_MARKER {
                 continue;
             }
@@ -1009,8 +1018,12 @@ impl<R: Read> TraceReader<R> {
 
     /// Consumes the buffered bytes before the next `byte` (all of them when none is
     /// buffered), keeping in `window` the last bytes consumed, as reading them one at a
-    /// time would.
-    fn skip_to(&mut self, byte: u8, window: &mut [u8; BLOCK_HEADER_LEN]) -> Result<(), ReadError> {
+    /// time would; returns how many it consumed.
+    fn skip_to(
+        &mut self,
+        byte: u8,
+        window: &mut [u8; BLOCK_HEADER_LEN],
+    ) -> Result<usize, ReadError> {
         let buf = loop {
             match self.src.fill_buf() {
                 Ok(buf) => break buf,
@@ -1027,7 +1040,7 @@ impl<R: Read> TraceReader<R> {
         }
         self.src.consume(n);
         self.offset += n as u64;
-        Ok(())
+        Ok(n)
     }
 
     /// Verifies a records block and makes it the current block. Its records are decoded one
@@ -2183,6 +2196,8 @@ mod tests {
             (70_000, b"HHRXBHRXB"),
             (131_071, b"HR"),
             (150_000, b"HRXBxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+            (160_000, &[b'H'; 5_000][..]),
+            (170_000, &b"HRXB".repeat(1_000)[..]),
         ] {
             garbage[at..at + decoy.len()].copy_from_slice(decoy);
         }
