@@ -433,6 +433,10 @@ fn u(v: &Value) -> u64 {
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     writeln!(out, "{:<12} {}", "file", r["file"].as_str().unwrap_or(""))?;
     writeln!(out, "{:<12} {}", "span", duration(u(&r["span_ns"])))?;
+    // How the recorded process ended, where a signal ended it, as `info` and `view` say.
+    if let Some(signal) = r["signal"].as_str() {
+        writeln!(out, "{:<12} {signal}", "ended")?;
+    }
     let lost = &r["lost"];
     if u(&lost["records"]) > 0 {
         let kinds: Vec<String> = lost["by_kind"]

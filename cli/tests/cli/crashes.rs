@@ -224,6 +224,12 @@ fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
                 && l.ends_with(&format!("(exit code {})", 128 + libc::SIGABRT))),
         "{err}"
     );
+    // `stats`' text names the signal too, as `info` and `view` do (only its JSON did).
+    let stats = stdout(&run(dir.path(), &["stats", "q.hrxt"]));
+    assert!(
+        field(&stats, "ended").starts_with("crashed: SIGABRT"),
+        "{stats}"
+    );
 }
 
 /// SIGKILL runs no handler: `record` notes the death in the trace the program left.

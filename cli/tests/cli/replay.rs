@@ -438,12 +438,13 @@ fn a_saved_baseline_judges_a_later_replay() {
             "--max-slowdown",
             "1e9",
             "--repeat",
-            "2",
+            "7",
         ],
     );
+    // (7 repeats: a row needs 7 samples a side to be judged; one judging nothing fails.)
     assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
     let out = stdout(&judged);
-    assert!(out.contains("2 repeats after 1 warm-up"), "{out}");
+    assert!(out.contains("7 repeats after 1 warm-up"), "{out}");
     assert!(out.contains(", 0 slow against the baseline"), "{out}");
     assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
