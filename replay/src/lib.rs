@@ -241,9 +241,8 @@ pub fn replay_file_reading(
     };
     let mut index = chunk::index(open()?, options.chunk_submissions);
     // Chunks that would bring in more captured contents than allowed (distinct large
-    // frames) are made smaller, located by a second first pass.
-    // Sized by the heaviest chunk's contents a submission: where contents come unevenly
-    // (the first chunk holding every distinct frame), the smaller size is checked again.
+    // frames) are made smaller, located by another first pass, sized by the heaviest
+    // chunk's contents a submission: where contents come unevenly, checked again.
     for _ in 0..3 {
         let Some(size) = index.size_within(options.chunk_blob_bytes) else {
             break;
