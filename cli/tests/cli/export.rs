@@ -1168,14 +1168,19 @@ fn parquet_annotations_give_stats_range_figures_in_duckdb() {
 fn dev_stdout_redirected_to_a_file_is_standard_output() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
-    let into = |name: &str, args: &[&str]| {
+    // Runs `args` with standard output (or standard error) redirected to the file `name`.
+    let redirected = |name: &str, args: &[&str], stderr: bool| {
         let file = std::fs::File::create(dir.path().join(name)).unwrap();
-        hrx_trace(dir.path())
-            .args(args)
-            .stdout(std::process::Stdio::from(file))
-            .output()
-            .unwrap()
+        let mut command = hrx_trace(dir.path());
+        command.args(args);
+        if stderr {
+            command.stderr(std::process::Stdio::from(file));
+        } else {
+            command.stdout(std::process::Stdio::from(file));
+        }
+        command.output().unwrap()
     };
+    let into = |name: &str, args: &[&str]| redirected(name, args, false);
     let out = into(
         "x.json",
         &[
@@ -1222,14 +1227,7 @@ fn dev_stdout_redirected_to_a_file_is_standard_output() {
     assert!(!doc["traceEvents"].as_array().unwrap().is_empty());
     // Standard error's file is refused by every writer (what hrx-trace prints there would
     // be written into it: the trim replaced /dev/stderr itself with a regular file).
-    let into_stderr = |name: &str, args: &[&str]| {
-        let file = std::fs::File::create(dir.path().join(name)).unwrap();
-        hrx_trace(dir.path())
-            .args(args)
-            .stderr(std::process::Stdio::from(file))
-            .output()
-            .unwrap()
-    };
+    let into_stderr = |name: &str, args: &[&str]| redirected(name, args, true);
     for (args, says) in [
         (
             &[
