@@ -15,37 +15,8 @@ fn traced_child() {
     // Runtime 1 opens the trace from HRX_TRACE; it runs the hazards workload.
     let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1)).unwrap();
     hrx_workloads::run_hazards(&rt).unwrap();
-    // A wait across submissions every time: the hazards workload's depend on timing (a
-    // wait is recorded only where the earlier region is unfinished at the submit), so a
-    // producer is held running until its consumer was submitted.
-    {
-        use hrx::{Access, GpuAccess};
-        let shared = rt.buffer(64, Placement::HostVisible).unwrap();
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let held = std::sync::Mutex::new(held);
-        let mut producer = rt.graph();
-        producer
-            .host(
-                &[GpuAccess::new(shared.whole(), Access::Write)],
-                move |_| {
-                    held.lock().unwrap().recv().ok();
-                    Ok(())
-                },
-            )
-            .unwrap();
-        let producer = producer.prepare().unwrap();
-        let mut consumer = rt.graph();
-        consumer
-            .host(&[GpuAccess::new(shared.whole(), Access::Read)], |_| Ok(()))
-            .unwrap();
-        let consumer = consumer.prepare().unwrap();
-        let first = producer.submit().unwrap();
-        let second = consumer.submit().unwrap();
-        release.send(()).unwrap();
-        first.wait().unwrap();
-        second.wait().unwrap();
-    }
-    // A refused submit: the only slot is still observed.
+    // A wait across submissions every time: the hazards workload's depend on timing.
+    hrx_workloads::run_held_wait(&rt).unwrap();
     let host = rt.buffer(64, Placement::HostVisible).unwrap();
     host.write(0, &[7; 64]).unwrap();
     let device = rt.buffer(64, Placement::GpuLocal).unwrap();

@@ -21,7 +21,7 @@
 pub mod hazards;
 pub mod pipeline;
 
-pub use hazards::{CrossHazard, HazardsReport, run_hazards};
+pub use hazards::{CrossHazard, HazardsReport, run_hazards, run_held_wait};
 pub use pipeline::{Frame, FrameOutput, Pipeline, PipelineOptions, PipelineStats};
 
 /// The photographs to feed the pipeline: `input` itself when it is a file, else the

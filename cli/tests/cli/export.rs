@@ -410,37 +410,14 @@ fn pipeline_exports_match_the_records_and_perfettos_schema() {
 /// timing (a debug build recorded none in 2 of 20 runs, and this test failed).
 #[test]
 fn hazards_export_has_cross_submission_flows() {
-    use hrx::{Access, GpuAccess, Placement, Runtime, RuntimeOptions};
+    use hrx::{Runtime, RuntimeOptions};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.hrxt");
     {
         let recorder =
             hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
         let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
-        let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let held = std::sync::Mutex::new(held);
-        let mut producer = rt.graph();
-        producer
-            .host(
-                &[GpuAccess::new(buffer.whole(), Access::Write)],
-                move |_| {
-                    held.lock().unwrap().recv().ok();
-                    Ok(())
-                },
-            )
-            .unwrap();
-        let producer = producer.prepare().unwrap();
-        let mut consumer = rt.graph();
-        consumer
-            .host(&[GpuAccess::new(buffer.whole(), Access::Read)], |_| Ok(()))
-            .unwrap();
-        let consumer = consumer.prepare().unwrap();
-        let first = producer.submit().unwrap();
-        let second = consumer.submit().unwrap();
-        release.send(()).unwrap();
-        first.wait().unwrap();
-        second.wait().unwrap();
+        hrx_workloads::run_held_wait(&rt).unwrap();
         drop(rt);
         recorder.close().unwrap();
     }
