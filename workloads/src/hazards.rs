@@ -449,6 +449,43 @@ pub fn run_hazards(runtime: &Runtime) -> Result<HazardsReport> {
     })
 }
 
+/// One wait across submissions, every time: a host callback writing a buffer is held
+/// running until a second submission, reading it, was submitted, so that the second is
+/// enqueued behind an unfinished region and records its wait (`CrossWait`). The hazards
+/// workload's waits depend on timing: a wait is recorded only where the earlier region is
+/// still unfinished at the submit.
+///
+/// # Errors
+/// What creating the buffer, building, preparing, submitting or waiting returns.
+pub fn run_held_wait(runtime: &Runtime) -> Result<()> {
+    let buffer = runtime.buffer(64, Placement::HostVisible)?;
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    let mut producer = runtime.graph();
+    producer.host(
+        &[hrx::GpuAccess::new(buffer.whole(), Access::Write)],
+        move |_| {
+            // A poisoned lock or a dropped sender: nothing to wait for any more.
+            if let Ok(held) = held.lock() {
+                held.recv().ok();
+            }
+            Ok(())
+        },
+    )?;
+    let producer = producer.prepare()?;
+    let mut consumer = runtime.graph();
+    consumer.host(&[hrx::GpuAccess::new(buffer.whole(), Access::Read)], |_| {
+        Ok(())
+    })?;
+    let consumer = consumer.prepare()?;
+    let first = producer.submit()?;
+    let second = consumer.submit();
+    // Released whatever the second submit did, so that the first never hangs.
+    let _ = release.send(());
+    first.wait()?;
+    second?.wait()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,41 +565,4 @@ mod tests {
             assert_eq!(run_hazards(&runtime).expect("again"), first);
         }
     }
-}
-
-/// One wait across submissions, every time: a host callback writing a buffer is held
-/// running until a second submission, reading it, was submitted, so that the second is
-/// enqueued behind an unfinished region and records its wait (`CrossWait`). The hazards
-/// workload's waits depend on timing: a wait is recorded only where the earlier region is
-/// still unfinished at the submit.
-///
-/// # Errors
-/// What creating the buffer, building, preparing, submitting or waiting returns.
-pub fn run_held_wait(runtime: &Runtime) -> Result<()> {
-    let buffer = runtime.buffer(64, Placement::HostVisible)?;
-    let (release, held) = std::sync::mpsc::channel::<()>();
-    let held = std::sync::Mutex::new(held);
-    let mut producer = runtime.graph();
-    producer.host(
-        &[hrx::GpuAccess::new(buffer.whole(), Access::Write)],
-        move |_| {
-            // A poisoned lock or a dropped sender: nothing to wait for any more.
-            if let Ok(held) = held.lock() {
-                held.recv().ok();
-            }
-            Ok(())
-        },
-    )?;
-    let producer = producer.prepare()?;
-    let mut consumer = runtime.graph();
-    consumer.host(&[hrx::GpuAccess::new(buffer.whole(), Access::Read)], |_| {
-        Ok(())
-    })?;
-    let consumer = consumer.prepare()?;
-    let first = producer.submit()?;
-    let second = consumer.submit();
-    // Released whatever the second submit did, so that the first never hangs.
-    let _ = release.send(());
-    first.wait()?;
-    second?.wait()
 }
