@@ -501,7 +501,10 @@ impl Buffer {
     }
 
     /// Copy `data` into the buffer at byte `offset` (staged through the backend for
-    /// GPU-local buffers).
+    /// GPU-local buffers). Into a host-visible buffer on CUDA or HIP, 64 KiB or more are
+    /// written with non-temporal stores, past the CPU's caches: the GPU's copy engine then
+    /// reads them from memory, which on the H200 took a 3 MB upload from 79-81 µs to 61-64 µs
+    /// (BENCHMARKS.md, session 26).
     ///
     /// # Errors
     /// As [`Buffer::map_write`], except that GPU-local buffers are supported.
@@ -517,6 +520,12 @@ impl Buffer {
             self.storage.unmap(token, result.is_ok());
             result?;
             self.storage.traced_write(offset, data);
+        } else if data.len() >= crate::dma_memory::STREAMING_MIN_BYTES
+            && self.storage.allocation.read_by_dma()
+        {
+            // Past the CPU's caches, so the copy engine reads it from memory (module
+            // `dma_memory`). Traced when the mapping drops.
+            crate::dma_memory::copy_streaming(&mut self.map_write(range.clone())?, data);
         } else {
             // Traced when the mapping drops.
             self.map_write(range.clone())?.copy_from_slice(data);

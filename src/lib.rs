@@ -28,6 +28,7 @@ mod buffer;
 mod clock;
 mod context;
 mod contract;
+mod dma_memory;
 mod error;
 pub mod execution;
 pub mod fault;

@@ -67,6 +67,13 @@ pub trait NativeAllocation: Send + Sync + Any {
     fn host_pointer(&self) -> *mut u8;
     /// Length in bytes.
     fn len(&self) -> usize;
+    /// Whether a device's copy engine reads the host mapping across the bus (pinned host
+    /// memory on CUDA and HIP; `false`, the default, where the device's copies are the CPU's
+    /// own): large host writes into it are then streamed past the CPU's caches
+    /// (`crate::dma_memory`).
+    fn read_by_dma(&self) -> bool {
+        false
+    }
     /// Whether the allocation has no bytes.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -95,6 +102,9 @@ impl Allocation {
     }
     pub(crate) fn host_pointer(&self) -> *mut u8 {
         self.0.host_pointer()
+    }
+    pub(crate) fn read_by_dma(&self) -> bool {
+        self.0.read_by_dma()
     }
     pub(crate) fn same_memory(&self, other: &Allocation) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

@@ -273,6 +273,35 @@ fn hardware_graph_nodes_and_stream_copies() {
     assert_eq!(read, expected);
 }
 
+/// A large host write into pinned memory is streamed (non-temporal stores, `dma_memory`) and
+/// lands byte for byte at an unaligned offset; the GPU copies it as written.
+#[test]
+fn hardware_streamed_host_write_lands_and_uploads() {
+    use crate::{BackendChoice, Placement, Runtime};
+    if !hardware(false) {
+        return;
+    }
+    let _one = crate::sync::lock(&ONE_AT_A_TIME);
+    let device = CudaDevice::open(0).expect("CUDA device 0");
+    assert!(device.allocate(64, true).unwrap().read_by_dma());
+    assert!(!device.allocate(64, false).unwrap().read_by_dma());
+    let rt = Runtime::new(RuntimeOptions::default().backend(BackendChoice::Cuda)).unwrap();
+    let len = crate::dma_memory::STREAMING_MIN_BYTES * 3 + 77;
+    let data = Lcg(26).bytes(len);
+    let host = rt.buffer(len + 16, Placement::HostVisible).unwrap();
+    host.write(3, &data).unwrap();
+    let mut read = vec![0u8; len];
+    host.read(3, &mut read).unwrap();
+    assert_eq!(read, data);
+    let local = rt.buffer(len, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph
+        .copy(local.view(0..len).unwrap(), host.view(3..3 + len).unwrap())
+        .unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    assert_eq!(local.to_vec().unwrap(), data);
+}
+
 /// The deliberately faulting kernel, submitted through the runtime, answers `DeviceLost`
 /// naming `CUDA_ERROR_ILLEGAL_ADDRESS`; the graph is quarantined, its output poisoned, and
 /// the sticky slot answers the next device call. Only with `HRX_CUDA_HARDWARE=fault`, in a

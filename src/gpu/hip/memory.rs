@@ -113,6 +113,10 @@ impl NativeAllocation for HipAllocation {
     fn len(&self) -> usize {
         self.len
     }
+    fn read_by_dma(&self) -> bool {
+        // Pinned host memory: the GPU's copy engines reach it across the bus.
+        !self.host.is_null()
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
