@@ -13,10 +13,13 @@
 //! CPU's own `memcpy` and gain from cached lines; small writes; other architectures) host
 //! writes are ordinary copies.
 //!
-//! Tried and not kept: the trace's reads of such memory (a host write's hash, an output's
-//! digest) taking their lines back out of the caches (`clflushopt`) as they went, so that a
-//! capture leaves the bytes where an untraced run does. It cost the trace's hashing threads
-//! so much that the traced pipeline on the H200 ran 1.31x its untraced time (1.007x without).
+//! Tried and not kept: the trace's reads of such memory taking their lines back out of the
+//! caches (`clflushopt`) as they went, so that a capture leaves the bytes where an untraced
+//! run does (a download into lines a core read since took 88-101 µs instead of 59-61 in the
+//! measurement above). For host writes and output digests, the traced pipeline on the H200
+//! ran 1.31x its untraced time; for output digests alone 1.062x against 1.015x in the same
+//! call, and its downloads were no faster (26.6 µs either way): the lines had left the
+//! caches by the next download into them.
 
 /// Host writes of at least this many bytes into device-read host memory are streamed: below
 /// it the bytes are few enough that their lines' state costs a copy little, and a caller
