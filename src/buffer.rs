@@ -501,10 +501,11 @@ impl Buffer {
     }
 
     /// Copy `data` into the buffer at byte `offset` (staged through the backend for
-    /// GPU-local buffers). Into a host-visible buffer on CUDA or HIP, 64 KiB or more are
-    /// written with non-temporal stores, past the CPU's caches: the GPU's copy engine then
-    /// reads them from memory, which on the H200 took a 3 MB upload from 79-81 µs to 61-64 µs
-    /// (BENCHMARKS.md, session 26).
+    /// GPU-local buffers). Into a host-visible buffer on CUDA or HIP, on x86-64, 64 KiB or
+    /// more are written with non-temporal stores, past the CPU's caches: the GPU then reads
+    /// them from memory, which on the H200 took a 1280x800 frame's upload from 76.4-80.1 µs
+    /// to 62.1-65.2 µs (BENCHMARKS.md, session 26). A write through [`Buffer::map_write`]
+    /// is the caller's own stores.
     ///
     /// # Errors
     /// As [`Buffer::map_write`], except that GPU-local buffers are supported.

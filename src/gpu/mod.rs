@@ -67,10 +67,10 @@ pub trait NativeAllocation: Send + Sync + Any {
     fn host_pointer(&self) -> *mut u8;
     /// Length in bytes.
     fn len(&self) -> usize;
-    /// Whether a device's copy engine reads the host mapping across the bus (pinned host
-    /// memory on CUDA and HIP; `false`, the default, where the device's copies are the CPU's
-    /// own): large host writes into it are then streamed past the CPU's caches
-    /// (`crate::dma_memory`).
+    /// Whether the device reads the host mapping across the bus (pinned host memory on CUDA
+    /// and HIP, read by copy engines and kernels; `false`, the default, where the device's
+    /// copies are the CPU's own): large host writes into it are then streamed past the CPU's
+    /// caches on x86-64 (`crate::dma_memory`).
     fn read_by_dma(&self) -> bool {
         false
     }
