@@ -39,6 +39,8 @@ pub(crate) const STREAMING_MIN_BYTES: usize = 64 << 10;
 /// When the lengths differ.
 pub(crate) fn copy_streaming(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy_streaming: lengths differ");
+    #[cfg(test)]
+    STREAMED.set(STREAMED.get() + 1);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
@@ -76,6 +78,12 @@ pub(crate) fn copy_streaming(dst: &mut [u8], src: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     dst.copy_from_slice(src);
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Streamed copies made on this thread (for the runtime's tests).
+    pub(crate) static STREAMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -117,5 +125,39 @@ mod tests {
         let mut dst = vec![0u8; src.len() + 3];
         copy_streaming(&mut dst[3..], &src);
         assert_eq!(&dst[3..], &src[..]);
+    }
+
+    /// `Buffer::write` streams 64 KiB or more into host-visible memory that a device reads by
+    /// DMA, and only that; the bytes land alike either way, and a traced write records them.
+    #[test]
+    fn buffer_write_streams_large_writes_into_device_read_memory_only() {
+        use crate::gpu::sim::test_hooks::READ_BY_DMA;
+        use crate::{Placement, Runtime, RuntimeOptions};
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let large: Vec<u8> = (0..STREAMING_MIN_BYTES as u32 + 1001)
+            .map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes()[3])
+            .collect();
+        let small = &large[..STREAMING_MIN_BYTES - 1];
+        let len = large.len() + 64;
+        READ_BY_DMA.set(true);
+        let pinned = rt.buffer(len, Placement::HostVisible).unwrap();
+        let local = rt.buffer(len, Placement::GpuLocal).unwrap();
+        READ_BY_DMA.set(false);
+        let plain = rt.buffer(len, Placement::HostVisible).unwrap();
+        // (buffer, bytes, streamed)
+        let cases = [
+            (&pinned, &large[..], 1),
+            (&pinned, small, 0),
+            (&plain, &large[..], 0),
+            (&local, &large[..], 0),
+        ];
+        for (i, (buffer, bytes, streamed)) in cases.into_iter().enumerate() {
+            let before = STREAMED.get();
+            buffer.write(5, bytes).unwrap();
+            assert_eq!(STREAMED.get() - before, streamed, "case {i}");
+            let mut back = vec![0u8; bytes.len()];
+            buffer.read(5, &mut back).unwrap();
+            assert_eq!(back, bytes, "case {i}");
+        }
     }
 }

@@ -50,6 +50,9 @@ struct SimAllocation {
     len: usize,
     address: u64,
     host_visible: bool,
+    /// Poses as pinned memory a device reads by DMA ([`test_hooks::READ_BY_DMA`]).
+    #[cfg(test)]
+    read_by_dma: bool,
 }
 
 // SAFETY: the allocation is plain host memory owned by this value; concurrent access is
@@ -78,6 +81,10 @@ impl NativeAllocation for SimAllocation {
     }
     fn len(&self) -> usize {
         self.len
+    }
+    #[cfg(test)]
+    fn read_by_dma(&self) -> bool {
+        self.read_by_dma
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -155,6 +162,8 @@ impl NativeDevice for SimDevice {
             len,
             address,
             host_visible,
+            #[cfg(test)]
+            read_by_dma: host_visible && test_hooks::READ_BY_DMA.get(),
         })))
     }
 
@@ -447,6 +456,9 @@ pub(crate) mod test_hooks {
         pub(crate) static ASYNCHRONOUS: Cell<bool> = const { Cell::new(false) };
         /// Graph launches made on this thread.
         pub(crate) static LAUNCHES: Cell<u64> = const { Cell::new(0) };
+        /// Host-visible allocations made on this thread pose as pinned memory that a device
+        /// reads by DMA (`NativeAllocation::read_by_dma`).
+        pub(crate) static READ_BY_DMA: Cell<bool> = const { Cell::new(false) };
     }
 }
 
