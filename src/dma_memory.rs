@@ -2,21 +2,21 @@
 //! HIP: read by the copy engine, and by kernels bound to them): on x86-64, large host writes
 //! into it are streamed past the CPU's caches.
 //!
-//! Measured on the H200 host (BENCHMARKS.md, "Copies and the CPU's caches", session 26): a
-//! 3 MB upload from pinned memory takes 60-63 µs when its bytes lie only in memory, 75-86 µs
-//! right after an ordinary `memcpy` wrote them (their lines dirty in a core's cache, which the
-//! copy engine's reads then go through), and with one frame in flight replays of the image
-//! pipeline uploaded each 1280x800 frame in 76.4-80.1 µs before and 62.1-65.2 µs after this
-//! change. So [`copy_streaming`]
-//! writes [`crate::Buffer::write`]'s bytes of at least [`STREAMING_MIN_BYTES`] into such
-//! memory with non-temporal stores, the stores CUDA's write-combined staging memory
-//! (`cuMemHostAlloc`'s `WRITECOMBINED`) gets, while the memory itself stays cached for a
-//! host that reads it (write-combined memory is uncached to reads). Elsewhere (the software device, whose copies are the
-//! CPU's own `memcpy` and gain from cached lines; small writes; other architectures, Grace
-//! Hopper's aarch64 among them) host writes are ordinary copies. Measured on CUDA only: HIP's
-//! pinned memory is treated alike, untested on hardware (on an integrated GPU, which shares
-//! the CPU's memory, the gain is not known). An NPU-shared buffer that CUDA or HIP allocated
-//! is pinned memory too, and is streamed alike.
+//! Measured on the H200 host (BENCHMARKS.md, "Replay as a gate", "Session 26: copies and the
+//! CPU's caches"): a 3 MB upload from pinned memory takes 60-63 µs when its bytes lie only in
+//! memory and 71-86 µs right after an ordinary `memcpy` wrote them (their lines dirty in a
+//! core's cache, which the copy engine's reads then go through); with one frame in flight,
+//! replays of the image pipeline uploaded each 1280x800 frame in 76.4-80.1 µs before this
+//! change and 62.1-65.2 µs after. So [`copy_streaming`] writes [`crate::Buffer::write`]'s
+//! bytes of at least [`STREAMING_MIN_BYTES`] into such memory with non-temporal stores, the
+//! stores CUDA's write-combined staging memory (`cuMemHostAlloc`'s `WRITECOMBINED`) gets,
+//! while the memory itself stays cached for a host that reads it (write-combined memory is
+//! uncached to reads). Elsewhere (the software device, whose copies are the CPU's own `memcpy`
+//! and gain from cached lines; small writes; other architectures, Grace Hopper's aarch64
+//! among them) host writes are ordinary copies. Measured on CUDA only: HIP's pinned memory is
+//! treated alike, untested on hardware (on an integrated GPU, which shares the CPU's memory,
+//! the gain is not known). An NPU-shared buffer that CUDA or HIP allocated is pinned memory
+//! too, and is streamed alike.
 //!
 //! Tried and not kept: the trace's reads of such memory taking their lines back out of the
 //! caches (`clflushopt`) as they went, so that a capture leaves the bytes where an untraced
@@ -128,7 +128,7 @@ mod tests {
     }
 
     /// `Buffer::write` streams 64 KiB or more into host-visible memory that a device reads by
-    /// DMA, and only that; the bytes land alike either way, and a traced write records them.
+    /// DMA, and only that; the bytes land alike either way.
     #[test]
     fn buffer_write_streams_large_writes_into_device_read_memory_only() {
         use crate::gpu::sim::test_hooks::READ_BY_DMA;
