@@ -103,7 +103,14 @@ pub fn parse_submissions(text: &str) -> Result<(u64, Option<u64>), RangeError> {
     let end = if b.is_empty() {
         None
     } else if let Some(b) = b.strip_prefix('=') {
-        Some(b.parse::<u64>().map_err(|_| bad())?.saturating_add(1))
+        let last: u64 = b.parse().map_err(|_| bad())?;
+        if last < start {
+            return Err(RangeError(format!(
+                "{text:?} selects no submission: the start must not be above the end"
+            )));
+        }
+        // `..=u64::MAX` reaches every later submission: an open end.
+        last.checked_add(1)
     } else {
         Some(b.parse().map_err(|_| bad())?)
     };
@@ -348,6 +355,16 @@ mod tests {
     fn bad_ranges_say_what_is_wrong() {
         let err = |t: &str| t.parse::<CaptureRange>().unwrap_err().to_string();
         assert!(err("submissions:9..3").contains("start must be below the end"));
+        assert!(err("submissions:9..=8").contains("start must not be above the end"));
+        // The last submission number there can be: to the end, not an empty range.
+        let max = u64::MAX;
+        assert_eq!(
+            format!("submissions:{max}..={max}").parse::<CaptureRange>(),
+            Ok(CaptureRange::Submissions {
+                start: max,
+                end: None
+            })
+        );
         assert!(err("submissions:3..3").contains("selects no submission"));
         assert!(err("submissions:0..1").contains("numbered from 1"));
         assert!(err("submissions:..1").contains("numbered from 1"));

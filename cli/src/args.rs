@@ -240,7 +240,7 @@ pub struct RecordArgs {
 
     /// Frames to run, cycling through the photographs [default: each photograph once;
     /// `faults`: at least 4].
-    #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_count, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_frames, allow_negative_numbers = true)]
     pub frames: Option<usize>,
 
     /// Largest frame width in pixels: the first photograph is scaled down to it (aspect
@@ -519,6 +519,18 @@ pub struct ManArgs {
 /// call `-1` an unexpected argument and suggest `-- -1`), to be refused with the reason.
 fn parse_count(text: &str) -> Result<usize, String> {
     text.parse::<usize>().map_err(|e| whole_number(text, &e))
+}
+
+/// `--frames`: a count of at least 1.
+fn parse_frames(text: &str) -> Result<usize, String> {
+    match parse_count(text) {
+        Ok(0) => Err("a run has at least one frame: give 1 or more".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) if text.trim_start().starts_with('-') => {
+            Err("it must not be negative: give a whole number, 1 or more".to_owned())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `--repeat`: a count of at least 1 (the upper bound is checked with the other values).

@@ -389,6 +389,7 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
         ))
         .hint("give -o a file name, e.g. -o trace.json"));
     }
+    crate::record::require_directory(path, "the export")?;
     const CHROME: &[u8] = b"{\"traceEvents\"";
     let what = format!("a {} export", format.name());
     crate::record::refuse_overwrite(path, &what, |head| match format {

@@ -457,15 +457,7 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
         ))
         .hint("give -o a file name, e.g. -o run.hrxt"));
     }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        return Err(Failure::new(format!(
-            "cannot write the trace to {}: directory {} does not exist",
-            path.display(),
-            parent.display()
-        )));
-    }
+    require_directory(path, "the trace")?;
     check_writable(path)?;
     if hrx_capture::has_sequence(template) {
         return Ok(());
@@ -492,6 +484,30 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
 /// # Errors
 ///
 /// A one-line [`Failure`] with a hint when another process holds the lock.
+/// Refuses an output `path` whose directory does not exist, naming it (the OS error would
+/// name the file, or a temporary file beside it).
+///
+/// # Errors
+///
+/// A one-line [`Failure`]: "cannot write WHAT to PATH: directory DIR does not exist".
+pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) if !parent.is_dir() => Err(Failure::new(format!(
+            "cannot write {what} to {}: directory {} does not exist",
+            path.display(),
+            parent.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a recorder holds the regular file `path` now (a trace being recorded). Only a
+/// regular file is asked: opening a FIFO to look would wait for its writer.
+pub fn being_recorded(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && hrx_capture::recorder_holds(path).unwrap_or(false)
+}
+
 pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     if let Ok(file) = std::fs::File::open(path)
         && path.is_file()

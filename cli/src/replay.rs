@@ -56,10 +56,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     crate::workload::require_backend_name(&text)?;
     // A trace still being written is read twice (where each chunk ends, then the chunks)
     // and grows in between: the replay would compare records of two different lengths.
-    // Only a regular file is asked: opening a FIFO to look would wait for its writer.
-    if std::fs::metadata(&args.file).is_ok_and(|m| m.is_file())
-        && hrx_capture::recorder_holds(&args.file).unwrap_or(false)
-    {
+    if crate::record::being_recorded(&args.file) {
         return Err(Failure::new(format!(
             "{}: cannot replay: it is being recorded now (a recorder holds it), and replay needs a closed trace",
             args.file.display()

@@ -681,7 +681,11 @@ fn negative_numbers_and_an_empty_backend_are_refused_by_name() {
         ),
         (
             &["record", "--workload", "hazards", "--frames", "-1"],
-            "'--frames <N>': it must not be negative",
+            "'--frames <N>': it must not be negative: give a whole number, 1 or more",
+        ),
+        (
+            &["record", "--workload", "pipeline", "--frames", "0"],
+            "'--frames <N>': a run has at least one frame: give 1 or more",
         ),
         (
             &["record", "--workload", "hazards", "--in-flight", "-3"],

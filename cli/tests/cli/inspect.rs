@@ -266,6 +266,14 @@ fn a_trace_being_recorded_is_not_called_crashed() {
         &replay,
         "live.hrxt: cannot replay: it is being recorded now",
     );
+    // A trim would end where the recording had got to and call its source cut short for
+    // good: refused too, and nothing is written.
+    let trim = run(
+        dir.path(),
+        &["trim", "live.hrxt", "-o", "t.hrxt", "--submissions", "1.."],
+    );
+    crate::util::assert_error(&trim, "live.hrxt: cannot trim: it is being recorded now");
+    assert!(!dir.path().join("t.hrxt").exists());
     recorder.close().unwrap();
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "capture").starts_with("whole"), "{info}");

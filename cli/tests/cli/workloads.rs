@@ -427,6 +427,32 @@ fn an_output_that_is_a_directory_is_refused() {
         &["record", "-o", "nowhere/t.hrxt", "--", "true"],
     );
     assert_error(&output, "does not exist");
+    // Trim and export name the missing directory as record does (they had given the OS
+    // error, trim's naming its temporary `.partial` file).
+    run(
+        dir.path(),
+        &["record", "-q", "-o", "h.hrxt", "--workload", "hazards"],
+    );
+    for (args, says) in [
+        (
+            &[
+                "trim",
+                "h.hrxt",
+                "-o",
+                "nowhere/t.hrxt",
+                "--submissions",
+                "1..3",
+            ][..],
+            "cannot write the trimmed trace to nowhere/t.hrxt: directory nowhere does not exist",
+        ),
+        (
+            &["export", "h.hrxt", "-o", "nowhere/t.json"][..],
+            "cannot write the export to nowhere/t.json: directory nowhere does not exist",
+        ),
+    ] {
+        assert_error(&run(dir.path(), args), says);
+    }
+    assert!(!dir.path().join("nowhere").exists());
 }
 
 /// A trace that cannot be written whole (a file size limit, as a full disk would) fails the
