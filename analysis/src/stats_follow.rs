@@ -254,10 +254,16 @@ impl StatsTail {
             if partial_end && about_the_end(&warning.kind) {
                 continue;
             }
+            // At its place in the file, as the records' (the reader counts from the header
+            // put before the part it reads).
+            let warning = Warning {
+                offset: (warning.offset + origin).saturating_sub(header_len),
+                kind: warning.kind.clone(),
+            };
             if matches!(warning.kind, WarningKind::TruncatedTail { .. }) {
-                latest.push(warning.clone());
+                latest.push(warning);
             } else {
-                self.warnings.push(warning.clone());
+                self.warnings.push(warning);
             }
         }
         if partial_end {
@@ -389,6 +395,30 @@ mod tests {
         assert_eq!(summary.records, all_summary.records);
         assert!(summary.session_ended);
         assert_eq!(spans(&stats), 2_000);
+    }
+
+    #[test]
+    fn a_followed_traces_warnings_name_their_place_in_the_file() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.hrxt");
+        // Read twice (the second read starts at a later block), then cut inside a block.
+        std::fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        let cut = bytes.len() * 2 / 3 + 5;
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        tail.read_new().unwrap();
+        assert!(tail.resume_at > 0, "the second read started mid-file");
+        let (_, summary) = tail.snapshot();
+        let whole = hrx_capture::Trace::from_bytes(&bytes[..cut]).unwrap();
+        let tails = |warnings: &[Warning]| -> Vec<u64> {
+            (warnings.iter())
+                .filter(|w| matches!(w.kind, WarningKind::TruncatedTail { .. }))
+                .map(|w| w.offset)
+                .collect()
+        };
+        assert_eq!(tails(&summary.warnings), tails(&whole.warnings));
+        assert_eq!(tails(&whole.warnings).len(), 1, "{:?}", whole.warnings);
     }
 
     #[test]
