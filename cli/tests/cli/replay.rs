@@ -206,6 +206,12 @@ fn a_replay_that_compares_no_output_says_so_everywhere() {
     let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert!(report["nothing_compared"].is_null(), "{report}");
     assert!(!stderr(&json).contains("no output was compared"));
+    // `--until` before its first output: the replayed submissions wrote none; the trace does
+    // hold digests (it had said it held none).
+    let until = run(dir.path(), &["replay", "h.hrxt", "--until", "1"]);
+    let said = "no output was compared: the submissions replayed (to 1, `--until`) wrote no output";
+    assert!(stderr(&until).contains(said), "{}", stderr(&until));
+    assert!(!stderr(&until).contains("the trace holds no output digest"));
 }
 
 /// `--tolerance` compares captured bytes: on a trace recorded without them it is an error

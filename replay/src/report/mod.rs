@@ -647,12 +647,20 @@ impl Report {
                     s.outputs_not_captured
                 ));
             }
-            let why = if why.is_empty() {
+            let why = if !why.is_empty() {
+                format!("of its outputs {}", why.join(", "))
+            } else if let Some(until) = self.replay.until
+                && (self.trace.runtimes.iter()).any(|r| r.replayed_submissions < r.submissions)
+            {
+                // The trace may hold digests of later submissions.
+                format!(
+                    "the submissions replayed (to {until}, `--until`) wrote no output hrx \
+                     digests, or digests were off"
+                )
+            } else {
                 "the trace holds no output digest (its submissions wrote no output hrx \
                  digests, or digests were off)"
                     .to_owned()
-            } else {
-                format!("of its outputs {}", why.join(", "))
             };
             let compared = s.submissions - s.outcomes_unknown;
             format!(
