@@ -508,6 +508,23 @@ pub fn being_recorded(path: &Path) -> bool {
         && hrx_capture::recorder_holds(path).unwrap_or(false)
 }
 
+/// Refuses to `verb` the trace `path` while a recorder holds it ([`being_recorded`]);
+/// `needs` says why the verb needs a closed trace.
+///
+/// # Errors
+///
+/// A one-line [`Failure`] with a hint to wait, or to follow the live trace.
+pub fn refuse_being_recorded(path: &Path, verb: &str, needs: &str) -> Result<(), Failure> {
+    if !being_recorded(path) {
+        return Ok(());
+    }
+    Err(Failure::new(format!(
+        "{}: cannot {verb}: it is being recorded now (a recorder holds it), and {needs}",
+        path.display()
+    ))
+    .hint("wait for the recording to end (`hrx-trace stats --follow` and `view --follow` follow a live trace)"))
+}
+
 pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     if let Ok(file) = std::fs::File::open(path)
         && path.is_file()

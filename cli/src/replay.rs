@@ -56,14 +56,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     crate::workload::require_backend_name(&text)?;
     // A trace still being written is read twice (where each chunk ends, then the chunks)
     // and grows in between: the replay would compare records of two different lengths.
-    if crate::record::being_recorded(&args.file) {
-        return Err(Failure::new(format!(
-            "{}: cannot replay: it is being recorded now (a recorder holds it), and replay needs a closed trace",
-            args.file.display()
-        ))
-        .hint("wait for the recording to end (`hrx-trace stats --follow` and `view --follow` follow a live trace)")
-        .into());
-    }
+    crate::record::refuse_being_recorded(&args.file, "replay", "replay needs a closed trace")?;
     let backend: hrx::BackendChoice = text
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;

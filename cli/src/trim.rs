@@ -34,14 +34,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     crate::failure::require_rereadable(&args.file, "trim")?;
     // A trim of a trace still being recorded would end where the recording had got to and
     // say for good that its source was cut short.
-    if crate::record::being_recorded(&args.file) {
-        return Err(Failure::new(format!(
-            "{}: cannot trim: it is being recorded now (a recorder holds it), and a trim needs a closed trace",
-            args.file.display()
-        ))
-        .hint("wait for the recording to end (`hrx-trace stats --follow` and `view --follow` follow a live trace)")
-        .into());
-    }
+    crate::record::refuse_being_recorded(&args.file, "trim", "a trim needs a closed trace")?;
     crate::record::refuse_stdout(&args.output)?;
     crate::record::refuse_special(&args.output, "trim")?;
     let same = |a: &std::path::Path, b: &std::path::Path| matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b);
