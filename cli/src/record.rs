@@ -473,17 +473,6 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
     refuse_live(path, "the trace")
 }
 
-/// Refuses an output that a recorder is writing now: the recorder holds an exclusive lock
-/// on its file ([`hrx_capture::Recorder`] takes it before writing anything), so a file
-/// whose lock is taken is a live recording, which writing `path` (or renaming a file over
-/// it) would destroy. `what` names what was to be written there (`the trace`, `the trimmed
-/// trace`). Every verb writing a trace file checks this. The check asks for a shared lock:
-/// only an exclusive holder (a writer) refuses it, never a follower (`view --follow`,
-/// `stats --follow`) that holds a shared lock for a moment to probe the same thing.
-///
-/// # Errors
-///
-/// A one-line [`Failure`] with a hint when another process holds the lock.
 /// Refuses an output `path` whose directory does not exist, naming it (the OS error would
 /// name the file, or a temporary file beside it).
 ///
@@ -503,7 +492,7 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
 
 /// Whether a recorder holds the regular file `path` now (a trace being recorded). Only a
 /// regular file is asked: opening a FIFO to look would wait for its writer.
-pub fn being_recorded(path: &Path) -> bool {
+fn being_recorded(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && hrx_capture::recorder_holds(path).unwrap_or(false)
 }
@@ -525,6 +514,17 @@ pub fn refuse_being_recorded(path: &Path, verb: &str, needs: &str) -> Result<(),
     .hint("wait for the recording to end (`hrx-trace stats --follow` and `view --follow` follow a live trace)"))
 }
 
+/// Refuses an output that a recorder is writing now: the recorder holds an exclusive lock
+/// on its file ([`hrx_capture::Recorder`] takes it before writing anything), so a file
+/// whose lock is taken is a live recording, which writing `path` (or renaming a file over
+/// it) would destroy. `what` names what was to be written there (`the trace`, `the trimmed
+/// trace`). Every verb writing a trace file checks this. The check asks for a shared lock:
+/// only an exclusive holder (a writer) refuses it, never a follower (`view --follow`,
+/// `stats --follow`) that holds a shared lock for a moment to probe the same thing.
+///
+/// # Errors
+///
+/// A one-line [`Failure`] with a hint when another process holds the lock.
 pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     if let Ok(file) = std::fs::File::open(path)
         && path.is_file()

@@ -1158,17 +1158,15 @@ fn dev_stdout_redirected_to_a_file_is_standard_output() {
         command.output().unwrap()
     };
     let into = |name: &str, args: &[&str]| redirected(name, args, false);
-    let out = into(
-        "x.json",
-        &[
-            "export",
-            "h.hrxt",
-            "-o",
-            "/dev/stdout",
-            "--format",
-            "chrome",
-        ],
-    );
+    let export = [
+        "export",
+        "h.hrxt",
+        "-o",
+        "/dev/stdout",
+        "--format",
+        "chrome",
+    ];
+    let out = into("x.json", &export);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = std::fs::read(dir.path().join("x.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&text).expect("valid JSON");
@@ -1188,17 +1186,7 @@ fn dev_stdout_redirected_to_a_file_is_standard_output() {
         assert_error(&out, "cannot write the trace to standard output");
     }
     // Through a pipe too (it was refused as a FIFO).
-    let out = hrx_trace(dir.path())
-        .args([
-            "export",
-            "h.hrxt",
-            "-o",
-            "/dev/stdout",
-            "--format",
-            "chrome",
-        ])
-        .output()
-        .unwrap();
+    let out = hrx_trace(dir.path()).args(export).output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert!(!doc["traceEvents"].as_array().unwrap().is_empty());
