@@ -287,8 +287,14 @@ impl ExecutableGraph {
             slot,
             producers.iter().map(Completion::submission),
         );
-        let wake = scheduler.enqueue(self.inner.clone(), submission, slot, producers.to_vec());
-        let early = scheduler.claim_launch(submission, self.inner.tracer().traces(submission));
+        let launch = !self.inner.tracer().traces(submission);
+        let (wake, early) = scheduler.enqueue(
+            self.inner.clone(),
+            submission,
+            slot,
+            producers.to_vec(),
+            launch,
+        );
         drop(scheduler);
         if let Some(task) = early {
             super::worker::launch(core, task);
@@ -379,6 +385,25 @@ mod tests {
             assert_eq!(LAUNCHES.get(), before + 1, "round {round}");
         }
         assert_eq!(bytes(&buffer), vec![7; 4096]);
+        assert_eq!(rt.in_flight(), 0);
+    }
+
+    #[test]
+    fn an_early_launch_rings_its_queues_doorbell_once_after_the_launch_not_before() {
+        let (rt, buffer, graph) = fill_graph(true, 3);
+        let doorbell = || {
+            let core = graph.inner.runtime.core();
+            core.doorbell(crate::execution::types::Queue::GpuCompute)
+                .epoch()
+        };
+        let before = doorbell();
+        for _ in 0..5 {
+            graph.submit().unwrap().wait().unwrap();
+        }
+        // Each round trip moves the epoch once, when `launched` shows the region to the
+        // worker; a ring at the enqueue (before the claim) would move it twice.
+        assert_eq!(doorbell() - before, 5);
+        assert_eq!(bytes(&buffer), vec![3; 4096]);
         assert_eq!(rt.in_flight(), 0);
     }
 
