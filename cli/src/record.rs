@@ -228,6 +228,10 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         note_death(&path, &deaths);
         match crate::info::read(&path) {
             Ok(stats) => {
+                if !args.json && !crate::output::quiet() {
+                    println!("{:<12} {} (exit code {code})", "program", name(program));
+                    println!("{:<12} {}", "device", crate::summary::devices(&stats));
+                }
                 let json = args.json.then(|| {
                     serde_json::json!({
                         "program": program.to_string_lossy(),
@@ -470,7 +474,16 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
     })?;
     // Probed now, so that a second recording into the same file is refused before its
     // program runs.
-    refuse_live(path, "the trace")
+    refuse_live(path, "the trace")?;
+    // An earlier trace is replaced, as `-o` asks, but not silently (Nsight Systems refuses
+    // without `--force-overwrite`; a note costs a scripted re-recording nothing).
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        crate::output::note(format_args!(
+            "{} holds an earlier trace: it is replaced",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses an output `path` whose directory does not exist, naming it (the OS error would

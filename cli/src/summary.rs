@@ -87,6 +87,25 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     )
 }
 
+/// The `device` line of a recorded program's summary: the devices its runtimes ran on, each
+/// once ("sim: hrx software device", "cuda: NVIDIA H200 ..., sim: hrx software device (3
+/// runtimes)"), so that a program that fell back from a GPU to the software device says so
+/// where `record` reports (the workloads print their own).
+pub(crate) fn devices(stats: &TraceInfo) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for runtime in &stats.runtimes {
+        let device = format!("{}: {}", runtime.backend, runtime.device);
+        if !seen.contains(&device) {
+            seen.push(device);
+        }
+    }
+    match stats.runtimes.len() {
+        0 => stats.device().unwrap_or_else(|| "(none recorded)".into()),
+        1 => seen.join(", "),
+        n => format!("{} ({n} runtimes)", seen.join(", ")),
+    }
+}
+
 /// The `submissions`, `failures` and `quarantines` lines of the summary, which `info` prints
 /// too: what became of the submissions, the first failure's error, what was quarantined and
 /// poisoned.

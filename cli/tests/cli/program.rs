@@ -108,6 +108,20 @@ fn a_program_that_writes_the_trace_gets_a_summary() {
     let summaries: Vec<_> = out.lines().filter(|l| l.starts_with("file ")).collect();
     assert_eq!(summaries.len(), 2, "{out}");
     assert!(summaries[1].contains("t.hrxt (clean close)"), "{out}");
+    // The outer summary names the program and the device its runtime ran on (the workload
+    // prints its own `device` line first): a program that fell back to the software device
+    // says so where `record` reports.
+    let devices: Vec<_> = out.lines().filter(|l| l.starts_with("device ")).collect();
+    assert_eq!(devices.len(), 2, "{out}");
+    assert!(devices[1].contains("sim: hrx software device"), "{out}");
+    let program = out
+        .lines()
+        .find(|l| l.starts_with("program "))
+        .expect("a program line");
+    assert!(
+        program.contains("hrx-trace") && program.ends_with("(exit code 0)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -156,6 +170,37 @@ fn an_existing_file_that_is_not_a_trace_is_never_overwritten() {
     assert_eq!(
         std::fs::read(dir.path().join("notes.txt")).unwrap(),
         b"precious"
+    );
+}
+
+/// A trace recorded over an earlier one replaces it, as `-o` asks, and says so (a note: not
+/// silently, not refused).
+#[test]
+fn an_earlier_trace_is_replaced_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["record", "-o", "t.hrxt", "--workload", "hazards"];
+    let first = run(dir.path(), &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(
+        !stderr(&first).contains("earlier trace"),
+        "{}",
+        stderr(&first)
+    );
+    let second = run(dir.path(), &args);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("note: t.hrxt holds an earlier trace: it is replaced"),
+        "{}",
+        stderr(&second)
+    );
+    let quiet = run(
+        dir.path(),
+        &["record", "-q", "-o", "t.hrxt", "--workload", "hazards"],
+    );
+    assert!(
+        !stderr(&quiet).contains("earlier trace"),
+        "{}",
+        stderr(&quiet)
     );
 }
 
