@@ -401,10 +401,18 @@ impl Baseline {
             ));
         }
         if missing > 0 {
+            // The usual cause: a baseline saved without `--per-op` holds no operation rows.
+            let no_ops = !report.op_timing.is_empty() && self.rows.iter().all(|r| r.kind != "op");
             report.notes.push(format!(
                 "{missing} timing row{} without a row of the same label and clock in the baseline \
-                 ({source}): not judged against it",
-                if missing == 1 { "" } else { "s" }
+                 (saved from a replay of {source}): not judged against it{}",
+                if missing == 1 { "" } else { "s" },
+                if no_ops {
+                    "; the baseline holds no operation rows: save it with --per-op to judge each \
+                     operation against it"
+                } else {
+                    ""
+                }
             ));
         }
         let slow = report

@@ -454,6 +454,27 @@ fn a_saved_baseline_judges_a_later_replay() {
     assert!(out.contains(", 0 slow against the baseline"), "{out}");
     assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
+    // Operation rows against a baseline saved without them: not judged, and said why.
+    let per_op = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--baseline",
+            "b.json",
+            "--max-slowdown",
+            "1e9",
+            "--repeat",
+            "7",
+            "--per-op",
+        ],
+    );
+    let out = stdout(&per_op);
+    assert_eq!(code(&per_op), 0, "{out}{}", stderr(&per_op));
+    assert!(
+        out.contains("in the baseline (saved from a replay of h.hrxt): not judged against it; the baseline holds no operation rows: save it with --per-op"),
+        "{out}"
+    );
     // Another recording's baseline judges nothing: the gate fails (exit 2), never passes.
     record_hazards(dir.path(), "h2.hrxt");
     let other = run(dir.path(), &["replay", "h2.hrxt", "--baseline", "b.json"]);

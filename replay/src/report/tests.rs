@@ -1,6 +1,6 @@
 //! Tests of the report: its numbers and its text.
 
-use super::text::{timing_cells, tolerance_text};
+use super::text::{NotSlow, timing_cells, tolerance_text};
 use super::*;
 
 #[test]
@@ -73,9 +73,24 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
         None,
         (Some(1.16), Some((1.15, 1.18)), false, false),
         Clock::Host,
-        Some(100_000),
+        Some(NotSlow::UnderFloor(100_000)),
     );
     assert_eq!(under[6], "not slow: grew under the 100 µs floor");
+    // Past the ratio but inside the replay's own run-to-run change: that change is said, so
+    // that a 2.78x row the verdict leaves out does not read as an oversight.
+    let within = timing_cells(
+        &[1],
+        "0".into(),
+        None,
+        None,
+        (Some(2.78), Some((1.97, 3.32)), false, false),
+        Clock::Device,
+        Some(NotSlow::WithinSpread(2.1)),
+    );
+    assert_eq!(
+        within[6],
+        "device, not slow: within the replay's own 2.10x run-to-run change"
+    );
 }
 
 #[test]

@@ -366,8 +366,10 @@ impl Report {
                 out,
                 "\nregion timing (median; spread = replay p10..p90; ratio [its 95% interval]{}):",
                 if r.max_slowdown.is_some() {
-                    "; SLOW = the whole interval past the max slowdown and the replay's own \
-                     spread; too few to judge = under 7 samples on a side"
+                    "; SLOW = the whole interval past the max slowdown and past the replay's \
+                     own run-to-run change (its first half of repeats' median against its \
+                     second's, said where it decided); too few to judge = under 7 samples on a \
+                     side"
                 } else {
                     ""
                 }
@@ -387,7 +389,7 @@ impl Report {
                         t.replayed,
                         (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
-                        self.under_floor(t.interval, t.spread, t.captured, t.replayed, t.clock),
+                        self.not_slow(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
                     cells.push(t.label.clone());
                     cells
@@ -441,7 +443,7 @@ impl Report {
                         t.replayed,
                         (t.ratio, t.interval, t.too_few, t.regression),
                         t.clock,
-                        self.under_floor(t.interval, t.spread, t.captured, t.replayed, t.clock),
+                        self.not_slow(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
                     cells.push(format!("{} (region {})", t.label, t.region));
                     cells
@@ -611,30 +613,47 @@ pub(super) fn tolerance_text(t: f64) -> String {
     }
 }
 
+/// Why a row whose whole interval lies past the maximum slowdown is not slow, said in its mark.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum NotSlow {
+    /// Its median grew by no more than the floor (ns) of its clock.
+    UnderFloor(u64),
+    /// Its interval does not lie past the replay's own run-to-run change (this ratio): two
+    /// halves of the same replay differed by as much.
+    WithinSpread(f64),
+}
+
 impl Report {
-    /// The floor (ns) a row's whole interval lay past the maximum slowdown and the spread
-    /// under: the one reason such a row is not slow, said in its mark (`--max-slowdown` set).
-    fn under_floor(
+    /// Why a row whose whole interval lay past the maximum slowdown is not slow, if it is
+    /// not (`--max-slowdown` set): within the replay's own run-to-run change, or grown under
+    /// the floor.
+    fn not_slow(
         &self,
         interval: Option<(f64, f64)>,
         spread: f64,
         captured: Option<Durations>,
         replayed: Option<Durations>,
         clock: Clock,
-    ) -> Option<u64> {
+    ) -> Option<NotSlow> {
         let (max, (low, _)) = (self.replay.max_slowdown?, interval?);
+        if low <= max {
+            return None;
+        }
+        if !hrx_analysis::compare::past_ratio(low, max, spread) {
+            return Some(NotSlow::WithinSpread(spread));
+        }
         let floor = match clock {
             Clock::Host => self.replay.timing_floor_ns,
             Clock::Device => self.replay.device_timing_floor_ns,
         };
         let grew = replayed?.median_ns.saturating_sub(captured?.median_ns);
-        (hrx_analysis::compare::past_ratio(low, max, spread) && grew <= floor).then_some(floor)
+        (grew <= floor).then_some(NotSlow::UnderFloor(floor))
     }
 }
 
 /// The cells of a timing row up to its label: its graphs (`1-3` for pooled graphs), index,
-/// captured and replayed medians, the replay's spread, the ratio and the mark (`under_floor`:
-/// the floor a row past the maximum slowdown was not slow under).
+/// captured and replayed medians, the replay's spread, the ratio and the mark (`not_slow`: why
+/// a row past the maximum slowdown was not slow).
 pub(super) fn timing_cells(
     graphs: &[u64],
     index: String,
@@ -642,9 +661,16 @@ pub(super) fn timing_cells(
     replayed: Option<Durations>,
     (ratio, interval, too_few, regression): (Option<f64>, Option<(f64, f64)>, bool, bool),
     clock: Clock,
-    under_floor: Option<u64>,
+    not_slow: Option<NotSlow>,
 ) -> Vec<String> {
     let ratio_text = |r: f64| ratio_with_interval(r, interval);
+    let why_not_slow = not_slow.map(|reason| match reason {
+        NotSlow::WithinSpread(spread) => format!(
+            "within the replay's own {} run-to-run change",
+            hrx_analysis::units::ratio(spread)
+        ),
+        NotSlow::UnderFloor(floor) => format!("grew under the {} floor", format_ns(floor)),
+    });
     let median = |s: Option<Durations>| {
         s.map_or("-".to_string(), |s| {
             format!("{} (n={})", format_ns(s.median_ns), s.samples)
@@ -663,14 +689,13 @@ pub(super) fn timing_cells(
         ratio.map_or("-".to_string(), ratio_text),
         match (regression, too_few, clock) {
             (true, _, _) => "SLOW".to_string(),
-            (false, false, clock) if under_floor.is_some() => format!(
-                "{}not slow: grew under the {} floor",
+            (false, false, clock) if let Some(why) = &why_not_slow => format!(
+                "{}not slow: {why}",
                 if clock == Clock::Device {
                     "device, "
                 } else {
                     ""
-                },
-                format_ns(under_floor.unwrap_or_default())
+                }
             ),
             (false, true, Clock::Device) => "device, too few to judge".to_string(),
             (false, true, Clock::Host) => "too few to judge".to_string(),
