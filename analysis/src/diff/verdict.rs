@@ -643,13 +643,23 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             other.submissions
         ));
     }
+    let arguments_differ = arguments[0] != arguments[1];
     for (n, what) in [
         (slow, "slow kernel"),
         (differing, "differing output"),
         (changed, "changed outcome"),
     ] {
         if n > 0 {
-            reasons.push(plural(n as u64, what));
+            let mut reason = plural(n as u64, what);
+            // Still a regression (a CI gate compares one command's runs), but a reader
+            // diffing two runs on other inputs is told where differing outputs may come from.
+            if what == "differing output" && arguments_differ {
+                reason.push_str(
+                    " (the recordings' arguments differ: a run on other inputs gives other \
+                     outputs)",
+                );
+            }
+            reasons.push(reason);
         }
     }
     if !regression && one_sided > 0 {
@@ -701,8 +711,14 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             plural(past_window, "item")
         ));
     }
-    if arguments[0] != arguments[1] {
-        reasons.push("the recordings' arguments differ".to_owned());
+    // Said once: with the differing outputs above, else on its own; beside a *same*
+    // verdict it is no cause, and reads as none.
+    if arguments_differ && differing == 0 {
+        reasons.push(if verdict == Verdict::Same {
+            "nothing compared differs, though the recordings' arguments differ".to_owned()
+        } else {
+            "the recordings' arguments differ".to_owned()
+        });
     }
     // A damaged or cut-short side is compared on what was recovered: nothing in what both
     // hold differs, but that is not "same" (exit 0 still: nothing regressed, as for
@@ -964,6 +980,21 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Regression);
         assert_eq!(c.reasons, ["1 differing output", "1 changed outcome"]);
         assert_eq!(c.one_sided, 0);
+        // Runs on other arguments: still a regression, and the output line says where such
+        // a difference may come from (once: no separate arguments reason).
+        let (b, mut n) = (profile_records(&base), profile_records(&new));
+        n.session.as_mut().unwrap().args =
+            vec!["/bin/app".into(), "--threshold".into(), "9".into()];
+        let c = compare(&b, &n, &matched(&base, &new), 1e9);
+        assert_eq!(c.verdict, Verdict::Regression);
+        assert_eq!(
+            c.reasons,
+            [
+                "1 differing output (the recordings' arguments differ: a run on other inputs \
+                 gives other outputs)",
+                "1 changed outcome"
+            ]
+        );
     }
 
     #[test]
@@ -1029,7 +1060,10 @@ mod tests {
         let c = compare(&b, &n, &matched(&records, &records), 1e9);
         assert!(c.arguments_differ());
         assert_eq!(c.verdict, Verdict::Same);
-        assert_eq!(c.reasons, ["the recordings' arguments differ"]);
+        assert_eq!(
+            c.reasons,
+            ["nothing compared differs, though the recordings' arguments differ"]
+        );
     }
 
     fn with_foo(records: &[Record]) -> Vec<Record> {
