@@ -26,6 +26,13 @@
 //! bit, is not used, with a warning): its files are trusted as the process's own memory
 //! would be, beyond their lengths, which are checked (a value of any other bytes decodes to
 //! some span or submission, never to undefined behaviour: see `column::Plain`).
+//!
+//! **Eviction.** Each entry written leaves at most [`MAX_ENTRIES`] entries, of at most
+//! [`MAX_BYTES`] together, the least recently used going first (a reopen marks its entry
+//! used); the entry just written always stays. The temporary directories of writers that
+//! died go as well. A process that still maps an
+//! evicted entry keeps reading it (the files are unlinked, not truncated). Without this the
+//! directory grew by one entry per large trace ever opened (a fresh-user pass found ten).
 
 use super::column::{Column, Plain};
 use super::lanes::Lane;
@@ -56,6 +63,13 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// timings; 9: the statistics' `operations` and `op_times`; 10: the trace's fatal signal
 /// and `Recovery::source_incomplete`.
 const FORMAT: u32 = 10;
+
+/// The most entries eviction leaves (see the module docs).
+pub const MAX_ENTRIES: usize = 8;
+
+/// The most bytes eviction leaves, all entries together: four entries of 10M-region traces
+/// (about 845 MB each).
+pub const MAX_BYTES: u64 = 4 << 30;
 
 /// Bytes hashed at each end of the trace for its identity.
 const HASH_BYTES: u64 = 64 << 10;
@@ -218,6 +232,9 @@ pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
     }
     let mut model: Model = postcard::from_bytes(rest).map_err(|e| invalid(e.to_string()))?;
     map_columns(&entry, &manifest, &mut model)?;
+    // Used now: eviction goes by the entry's modification time.
+    let _ = File::open(entry.join("model.bin"))
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
     Ok(model)
 }
 
@@ -356,7 +373,70 @@ fn write_with(
     let _ = fs::remove_dir_all(&entry);
     fs::rename(&temporary, &entry).inspect_err(|_| {
         let _ = fs::remove_dir_all(&temporary);
-    })
+    })?;
+    evict(dir, &entry, MAX_ENTRIES, MAX_BYTES);
+    Ok(())
+}
+
+/// Removes from `dir` what eviction removes (see the module docs), keeping `keep`: the
+/// temporary directories of writers no longer running, then the least recently used entries
+/// past `max_entries` or `max_bytes`. Best effort: what cannot be read or removed stays.
+fn evict(dir: &Path, keep: &Path, max_entries: usize, max_bytes: u64) {
+    let Ok(read) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries = Vec::new();
+    for item in read.flatten() {
+        let path = item.path();
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some((_, pid)) = name.split_once(".tmp-") {
+            // Another writer's, while it runs.
+            let alive = pid
+                .parse::<u32>()
+                .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+            if !alive {
+                let _ = fs::remove_dir_all(&path);
+            }
+            continue;
+        }
+        if name.len() != 16 || !name.bytes().all(|b| b.is_ascii_hexdigit()) || path == keep {
+            continue;
+        }
+        let used = fs::metadata(path.join("model.bin"))
+            .and_then(|m| m.modified())
+            .unwrap_or(UNIX_EPOCH);
+        let bytes: u64 = fs::read_dir(&path)
+            .map(|files| {
+                files
+                    .flatten()
+                    .filter_map(|f| f.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        entries.push((used, bytes, path));
+    }
+    let kept_bytes: u64 = fs::read_dir(keep)
+        .map(|files| {
+            files
+                .flatten()
+                .filter_map(|f| f.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    // Most recently used first: the others are kept while they fit.
+    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    let (mut count, mut total) = (1, kept_bytes);
+    for (_, bytes, path) in entries {
+        if count < max_entries && total + bytes <= max_bytes {
+            count += 1;
+            total += bytes;
+        } else {
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
 }
 
 fn create_private_dir(dir: &Path) -> io::Result<()> {

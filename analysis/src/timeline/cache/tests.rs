@@ -177,3 +177,62 @@ fn a_cache_directory_inside_one_others_may_write_is_not_used() {
         }
     }
 }
+
+/// Eviction keeps the entry just written and the most recently used others within the
+/// count and size bounds, removes dead writers' temporary directories and leaves running
+/// writers' and anything not an entry alone.
+#[test]
+fn eviction_keeps_the_most_recently_used_entries_within_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path();
+    let now = std::time::SystemTime::now();
+    // Entry i used i hours ago, 100 bytes each.
+    let entry = |i: u64| {
+        let path = cache.join(format!("{i:016x}"));
+        fs::create_dir(&path).unwrap();
+        let model = File::create(path.join("model.bin")).unwrap();
+        model.set_len(100).unwrap();
+        model
+            .set_modified(now - std::time::Duration::from_secs(3600 * i))
+            .unwrap();
+        path
+    };
+    let entries: Vec<PathBuf> = (0..6).map(entry).collect();
+    let dead = cache.join(format!("{:016x}.tmp-4294967295", 9));
+    let live = cache.join(format!("{:016x}.tmp-{}", 10, std::process::id()));
+    let other = cache.join("notes");
+    for d in [&dead, &live, &other] {
+        fs::create_dir(d).unwrap();
+    }
+    let exists = |p: &PathBuf| p.exists();
+    // The oldest is the one just written: it stays, with the two most recent others.
+    evict(cache, &entries[5], 3, u64::MAX);
+    let kept: Vec<bool> = entries.iter().map(exists).collect();
+    assert_eq!(kept, [true, true, false, false, false, true]);
+    assert!(!dead.exists() && live.exists() && other.exists());
+    // By size: 250 bytes hold the kept one and one more.
+    evict(cache, &entries[5], 8, 250);
+    let kept: Vec<bool> = entries.iter().map(exists).collect();
+    assert_eq!(kept, [true, false, false, false, false, true]);
+}
+
+/// A reopened entry counts as used: eviction keeps it over entries written after it.
+#[test]
+fn a_reopen_marks_its_entry_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(50));
+    let options = options(dir.path());
+    let cache = options.dir.clone().unwrap();
+    open(&trace, &options, None, || load(&trace)).unwrap();
+    let model = entry(&cache, &trace).unwrap().join("model.bin");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    File::options()
+        .write(true)
+        .open(&model)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    reopen(&cache, &trace).unwrap();
+    let used = fs::metadata(&model).unwrap().modified().unwrap();
+    assert!(used > old + std::time::Duration::from_secs(1800));
+}
