@@ -59,10 +59,38 @@ use std::process::{Command, ExitCode, ExitStatus};
 /// [`Failure`] for a bad output path, a program that cannot be started, bad workload
 /// options or a failed workload; I/O errors.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let host = hrx_replay::HostLoad::before();
     match args.workload.as_deref() {
-        Some(name) => crate::workload::run(name, &args),
-        None => record_program(&args),
+        Some(name) => crate::workload::run(name, &args, host),
+        None => record_program(&args, host),
     }
+}
+
+/// After the summary of a recording that wrote a trace: [`load_note`] of `host` (the load
+/// before the recording) with the load now.
+pub fn note_load(host: hrx_replay::HostLoad) {
+    if let Some(note) = load_note(&host.ended()) {
+        crate::output::note(note);
+    }
+}
+
+/// The note after a recording on a loaded host (a load average of at least its CPUs before
+/// or after, as `replay` judges its own host): its times include waits for a CPU, so a gate
+/// that compares a replay against them judges against a noisy reference (a fresh-user pass
+/// recorded at load 7 on 2 cores, and a 2x slowdown replayed later passed against it).
+fn load_note(host: &hrx_replay::HostLoad) -> Option<String> {
+    let load = |l: Option<f64>| l.map_or("unknown".to_string(), |l| format!("{l:.2}"));
+    host.loaded().then(|| {
+        format!(
+            "the host was loaded while recording (load average {} before, {} after, on {} \
+             CPUs): the recorded times include waits for a CPU; as a reference for `replay \
+             --max-slowdown`, record on a quiet host, or save a baseline there with `replay \
+             --save-baseline`",
+            load(host.load_before),
+            load(host.load_after),
+            host.cpus
+        )
+    })
 }
 
 /// The capture range `--capture-range`, `--delay` and `--duration` ask for.
@@ -109,7 +137,7 @@ pub fn note_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, 
     }
 }
 
-fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
+fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Result<ExitCode> {
     let Some((program, program_args)) = args.program.split_first() else {
         return Err(Failure::new("nothing to record")
             .hint("use `hrx-trace record -- PROGRAM [ARGS]...` or `--workload NAME`")
@@ -274,6 +302,10 @@ fn record_program(args: &RecordArgs) -> anyhow::Result<ExitCode> {
                 failed = true;
             }
         }
+    }
+    // An error that ends the run stays its last line.
+    if !failed {
+        note_load(host);
     }
     if failed && code == 0 {
         code = EXIT_FAILURE;
@@ -1059,4 +1091,29 @@ pub(crate) fn signal_name(_signal: i32) -> Option<&'static str> {
 #[cfg(unix)]
 pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     hrx_capture::schema::signal_name(signal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_note;
+    use hrx_replay::HostLoad;
+
+    /// A recording on a loaded host says so, with the loads and CPUs; a quiet one does not.
+    #[test]
+    fn a_recording_on_a_loaded_host_is_noted() {
+        let host = |before, after| HostLoad {
+            cpus: 2,
+            load_before: before,
+            load_after: after,
+        };
+        assert_eq!(load_note(&host(Some(0.5), Some(1.9))), None);
+        let note = load_note(&host(Some(7.05), None)).expect("loaded");
+        assert!(
+            note.starts_with(
+                "the host was loaded while recording (load average 7.05 before, unknown after, on 2 CPUs)"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("--save-baseline"), "{note}");
+    }
 }

@@ -64,7 +64,7 @@ struct Outcome {
 ///
 /// [`Failure`] for an unknown workload or bad options; the runtime's or the workload's
 /// error when the run failed (after the summary of what was recorded).
-pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
+pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Result<ExitCode> {
     let workload = match name {
         "pipeline" => Workload::Pipeline,
         "hazards" => Workload::Hazards,
@@ -208,7 +208,11 @@ pub fn run(name: &str, args: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     match outcome.error {
         Some(error) => Err(error),
-        None => Ok(ExitCode::SUCCESS),
+        None => {
+            // Only after a recording that succeeded: a failed one ends with its error alone.
+            crate::record::note_load(host);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

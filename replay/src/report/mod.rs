@@ -270,16 +270,17 @@ impl HostLoad {
             .ok()
     }
 
-    /// These CPUs and load before, with the load now, as the replay ends.
-    pub(crate) fn ended(self) -> HostLoad {
+    /// These CPUs and load before, with the load now, as the replay (or a recording) ends.
+    pub fn ended(self) -> HostLoad {
         HostLoad {
             load_after: HostLoad::load_now(),
             ..self
         }
     }
 
-    /// The CPUs and the load before a replay (`load_after` is read when it ends).
-    pub(crate) fn before() -> HostLoad {
+    /// The CPUs and the load before a replay or a recording (`load_after` is read when it
+    /// ends, [`HostLoad::ended`]).
+    pub fn before() -> HostLoad {
         HostLoad {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             load_before: HostLoad::load_now(),
