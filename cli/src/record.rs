@@ -773,7 +773,7 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
 /// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
 #[cfg(unix)]
 pub(crate) mod signals {
-    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
     /// The program's pid while it runs, else 0.
     static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -792,6 +792,43 @@ pub(crate) mod signals {
     /// it comes before what the program and `record` say next).
     static NOTED: AtomicBool = AtomicBool::new(false);
     const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// A signal that repeats the last one counted within this many ns is the same
+    /// delivery: coreutils `timeout` sends its signal to its child and then to the child's
+    /// process group, so `record` run under it gets each SIGTERM twice, microseconds apart,
+    /// and counted twice it killed a workload before its trace was closed, or said a program
+    /// ignored the first (a break-it pass: 4 runs of 30 under `timeout 2`). A person's second
+    /// Ctrl-C comes later than this; the margin is for a loaded machine, where the handler may
+    /// run long after the signal was sent.
+    const SAME_DELIVERY_NS: u64 = 200_000_000;
+    /// The last signal counted ([`repeated`]), else 0, and when (`CLOCK_MONOTONIC` ns).
+    static LAST: AtomicI32 = AtomicI32::new(0);
+    static LAST_NS: AtomicU64 = AtomicU64::new(0);
+
+    /// Whether `signal` repeats the last signal counted, within [`SAME_DELIVERY_NS`] of it
+    /// (then it is not counted); async-signal-safe (`clock_gettime` and atomics).
+    pub(crate) fn repeated(signal: libc::c_int) -> bool {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given; async-signal-safe.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        if LAST.load(Ordering::SeqCst) == signal
+            && now_ns.saturating_sub(LAST_NS.load(Ordering::SeqCst)) < SAME_DELIVERY_NS
+        {
+            return true;
+        }
+        LAST.store(signal, Ordering::SeqCst);
+        LAST_NS.store(now_ns, Ordering::SeqCst);
+        false
+    }
+
+    /// Forgets the last signal counted (handlers installed anew).
+    pub(crate) fn forget_repeats() {
+        LAST.store(0, Ordering::SeqCst);
+    }
 
     /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
     /// SIGHUP.
@@ -829,6 +866,9 @@ pub(crate) mod signals {
         info: *mut libc::siginfo_t,
         _context: *mut libc::c_void,
     ) {
+        if repeated(signal) {
+            return;
+        }
         // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
         let code = unsafe { (*info).si_code };
         // The terminal signals the whole foreground process group (si_code SI_KERNEL): the
@@ -860,6 +900,7 @@ pub(crate) mod signals {
     /// process the subreaper of the program's processes (Linux), so that orphans are
     /// reparented here and can be waited for.
     pub fn install() -> Forwarding {
+        forget_repeats();
         // SAFETY: `forward` is an SA_SIGINFO handler that only touches atomics and calls
         // kill, both async-signal-safe. No SA_RESTART: waitpid returns EINTR, and the main
         // thread then forwards the signal to the program's descendants.

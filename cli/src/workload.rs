@@ -219,30 +219,43 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
 /// SIGINT, SIGTERM and SIGHUP during `record --workload`: the first stops a pipeline
 /// workload after its frames in flight (`hazards` runs to its end, milliseconds), so the
 /// trace is closed and the report printed, as Nsight Systems does on Ctrl-C; exit 128+N.
-/// Each handler resets itself (`SA_RESETHAND`): a second signal kills at once.
+/// A second signal kills at once (its default action); the same signal again within a
+/// moment is the same delivery, not a second (`timeout` sends each twice:
+/// `crate::record::signals::repeated`).
 #[cfg(unix)]
 mod stop {
     use std::sync::atomic::{AtomicI32, Ordering};
 
-    use crate::record::signals::{restore_defaults, set_handlers};
+    use crate::record::signals::{forget_repeats, repeated, restore_defaults, set_handlers};
 
     /// The signal received, else 0.
     static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
     extern "C" fn handler(signal: libc::c_int) {
-        RECEIVED.store(signal, Ordering::SeqCst);
+        if repeated(signal) {
+            return;
+        }
+        if RECEIVED
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            // SAFETY: signal and raise are async-signal-safe: the default action, now.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
     }
 
     /// The handlers, until dropped.
     pub struct Stop;
 
     pub fn install() -> Stop {
-        // SAFETY: `handler` is a plain handler that only stores an atomic.
+        forget_repeats();
+        // SAFETY: `handler` only touches atomics and calls clock_gettime, signal and raise,
+        // all async-signal-safe.
         unsafe {
-            set_handlers(
-                handler as *const () as usize,
-                libc::SA_RESETHAND | libc::SA_RESTART,
-            );
+            set_handlers(handler as *const () as usize, libc::SA_RESTART);
         }
         Stop
     }

@@ -478,13 +478,19 @@ fn a_full_disk_fails_the_recording_after_its_report() {
 /// SIGINT (a Ctrl-C) or SIGTERM (a CI runner's timeout) during a long `record --workload`
 /// stops it after the frames in flight: the report and the summary of a cleanly closed
 /// trace, then exit 128+N. Before, the signal killed hrx-trace and left a trace that was
-/// never closed.
+/// never closed. The same signal twice at once, as coreutils `timeout` sends it (to its child,
+/// then to the child's process group), is one: it killed the workload before its trace was
+/// closed when the second counted as a second interrupt.
 #[test]
 fn a_signal_stops_a_workload_with_a_closed_trace() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
-        let file = format!("{name}.hrxt");
+    for (signal, name, times) in [
+        (libc::SIGINT, "SIGINT", 1),
+        (libc::SIGTERM, "SIGTERM", 1),
+        (libc::SIGTERM, "SIGTERM", 2),
+    ] {
+        let file = format!("{name}-{times}.hrxt");
         let mut child = hrx_trace(dir.path())
             .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
             .arg(&photo)
@@ -502,8 +508,12 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        for _ in 0..times {
+            // SAFETY: kill has no memory preconditions; the pid is our child's.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+            // Apart, so that the second is not merged with the first while pending.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         let output = child.wait_with_output().unwrap();
         let (out, err) = (stdout(&output), stderr(&output));
         assert_eq!(code(&output), 128 + signal, "{out}{err}");
