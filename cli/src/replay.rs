@@ -337,9 +337,12 @@ impl Spool {
             tempfile::tempfile()
                 .map(std::io::BufWriter::new)
                 .map_err(|e| {
+                    let dir = std::env::temp_dir();
                     Failure::new(format!(
-                        "cannot create a temporary file for the JSON report: {e}"
+                        "cannot create a temporary file for the JSON report in {}: {e}",
+                        dir.display()
                     ))
+                    .hint("set TMPDIR to a directory that exists and can be written")
                 })
         };
         Ok(Spool {

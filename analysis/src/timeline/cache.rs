@@ -439,12 +439,17 @@ fn evict(dir: &Path, keep: &Path, max_entries: usize, max_bytes: u64) {
     }
 }
 
+/// Creates the cache directory itself, not its parents: a `TMPDIR` that does not exist is
+/// no place to create (a break-it pass found `/nonexistent/tmp` made at the root, 177 MB
+/// written there); the trace is then read without a cache.
 fn create_private_dir(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
+    match builder.create(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
     check_private_dir(dir)
 }
 

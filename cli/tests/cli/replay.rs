@@ -1,7 +1,7 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
 use crate::util::{
-    assert_error, code, record_hazards, run, run_into_closed_stdout, stderr, stdout,
+    assert_error, code, hrx_trace, record_hazards, run, run_into_closed_stdout, stderr, stdout,
 };
 
 #[test]
@@ -740,4 +740,31 @@ fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
     );
     assert_error(&saved, "--save-baseline");
     assert!(!dir.path().join("b.json").exists());
+}
+
+/// `--report json` spools its rows in the temporary directory: a `TMPDIR` that does not exist
+/// is named, with what to do (it said "No such file or directory" and no path).
+#[test]
+fn a_missing_temporary_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let missing = dir.path().join("missing");
+    let out = hrx_trace(dir.path())
+        .args(["replay", "--report", "json", "h.hrxt"])
+        .env("TMPDIR", &missing)
+        .output()
+        .unwrap();
+    assert_error(
+        &out,
+        &format!(
+            "cannot create a temporary file for the JSON report in {}",
+            missing.display()
+        ),
+    );
+    assert!(
+        stderr(&out).contains("hint: set TMPDIR"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!missing.exists());
 }

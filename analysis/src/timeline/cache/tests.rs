@@ -236,3 +236,23 @@ fn a_reopen_marks_its_entry_used() {
     let used = fs::metadata(&model).unwrap().modified().unwrap();
     assert!(used > old + std::time::Duration::from_secs(1800));
 }
+
+/// A cache directory whose parent does not exist (a `TMPDIR` that is not there) is not
+/// created: the trace is read without a cache.
+#[test]
+fn a_cache_dir_whose_parent_is_missing_is_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(50));
+    let options = CacheOptions {
+        dir: Some(dir.path().join("missing").join("hrx-trace-view")),
+        min_bytes: 0,
+    };
+    let mut loaded = false;
+    open(&trace, &options, None, || {
+        loaded = true;
+        load(&trace)
+    })
+    .unwrap();
+    assert!(loaded, "read from the trace");
+    assert!(!dir.path().join("missing").exists());
+}
