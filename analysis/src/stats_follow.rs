@@ -19,6 +19,13 @@
 //! program die, appends one), or when it has neither and nobody writes it any more
 //! ([`TailState::Unclosed`]: a recorder killed with no note of it, a file cut short; no
 //! recorder holds its lock and it stopped growing, [`hrx_capture::WriterWatch`]).
+//!
+//! A new recording to the same path truncates the file and writes it again: appended
+//! blocks would then be read at the old offset, among another recording's bytes (a break-it
+//! pass: 20,312 submissions and a "damaged block" reported for a file of 20,000, clean).
+//! [`rewritten`] tells (the file shorter than what was read, or another first block), and
+//! the tail then starts again from the new recording's beginning
+//! ([`StatsTail::restarts`]); the timeline's `view --follow` asks the same.
 
 use crate::scan::{Joiner, ScanSummary};
 use crate::stats::{Stats, StatsVisitor};
@@ -60,12 +67,51 @@ pub enum TailState {
     Unclosed,
 }
 
+/// Bytes of a block's header: what [`rewritten`] compares of the first block.
+const BLOCK_HEADER_LEN: u64 = hrx_capture::format::BLOCK_HEADER_LEN as u64;
+
+/// The first block's header of the trace at `path` whose file header is `header_len` bytes
+/// (shorter, or empty, when the file is): what [`rewritten`] compares.
+///
+/// # Errors
+///
+/// An I/O error when the file cannot be opened or read.
+pub fn first_block(path: &Path, header_len: u64) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(header_len))?;
+    let mut first = Vec::new();
+    file.take(BLOCK_HEADER_LEN).read_to_end(&mut first)?;
+    Ok(first)
+}
+
+/// Whether the file at `path` is no longer the recording followed so far: shorter than
+/// `read_to` (bytes read), or whose first block ([`first_block`]) is not `first` (a new
+/// recording truncated it and wrote it again). `false` when it cannot be read now (a later
+/// poll tries again).
+pub fn rewritten(path: &Path, header_len: u64, read_to: u64, first: &[u8]) -> bool {
+    let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+        return false;
+    };
+    if len < read_to {
+        return true;
+    }
+    let Ok(now) = first_block(path, header_len) else {
+        return false;
+    };
+    let n = now.len().min(first.len());
+    now[..n] != first[..n]
+}
+
 /// A followed trace's statistics (see the module docs).
 #[derive(Debug)]
 pub struct StatsTail {
     path: PathBuf,
     /// The file header, put before the appended bytes of each later read.
     header: Vec<u8>,
+    /// The first block's header when it was read ([`rewritten`]).
+    first_block: Vec<u8>,
+    /// Times the file was found rewritten by a new recording and read again from its start.
+    restarts: u64,
     joiner: Joiner,
     visitor: StatsVisitor,
     /// File offset of the last block read, and how many of its records were taken.
@@ -100,9 +146,15 @@ impl StatsTail {
                 path: path.to_owned(),
                 source,
             })?;
+        let first_block = first_block(path, header_len).map_err(|source| FollowError::Reopen {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut tail = StatsTail {
             path: path.to_owned(),
             header,
+            first_block,
+            restarts: 0,
             joiner: Joiner::new(),
             visitor: StatsVisitor::new(),
             resume_at: header_len,
@@ -126,6 +178,13 @@ impl StatsTail {
     /// [`FollowError::Reopen`] when the file cannot be reopened; [`FollowError::Read`] when
     /// a read fails.
     pub fn read_new(&mut self) -> Result<u64, FollowError> {
+        let header_len = self.header.len() as u64;
+        if rewritten(&self.path, header_len, self.resume_at, &self.first_block) {
+            let restarts = self.restarts + 1;
+            *self = StatsTail::open(&self.path)?;
+            self.restarts = restarts;
+            return Ok(self.recovery.records);
+        }
         let reopen = |source| FollowError::Reopen {
             path: self.path.clone(),
             source,
@@ -140,6 +199,12 @@ impl StatsTail {
             self.unclosed = true;
         }
         Ok(self.recovery.records - before)
+    }
+
+    /// Times the file was found rewritten by a new recording (see the module docs) and read
+    /// again from its start.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
     }
 
     /// Records taken so far.
@@ -332,6 +397,47 @@ mod tests {
         let copies: u64 = stats.copy_labels.iter().map(|k| k.count).sum();
         let hosts: u64 = stats.host_callbacks.iter().map(|k| k.count).sum();
         stats.kernels.iter().map(|k| k.count).sum::<u64>() + copies + hosts
+    }
+
+    /// A new recording that truncates the followed file and writes it again is followed from
+    /// its start: the totals are the new trace's, with no damage reported (the old offset's
+    /// read counted both recordings and called the new one damaged).
+    #[test]
+    fn a_trace_rewritten_by_a_new_recording_is_followed_from_its_start() {
+        let old = trace_bytes(false);
+        let new = {
+            let sink = MemorySink::new();
+            let options = crate::timeline::fixtures::small_blocks();
+            let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+            for record in pipeline(PipelineSpec::ops(300)) {
+                recorder.record(&record);
+            }
+            recorder.close().unwrap();
+            sink.contents()
+        };
+        assert!(new.len() < old.len() / 2);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        std::fs::write(&path, &old[..old.len() / 2]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        std::fs::write(&path, &new).unwrap();
+        tail.read_new().unwrap();
+        assert_eq!(tail.restarts(), 1);
+        assert_eq!(tail.state(), TailState::Closed);
+        let (stats, summary) = tail.finish();
+        let (expected, expected_summary) = whole(&new);
+        assert_eq!(stats.submissions.accepted, expected.submissions.accepted);
+        assert_eq!(spans(&stats), spans(&expected));
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        let (got, want) = (
+            summary.recovery.unwrap(),
+            expected_summary.recovery.unwrap(),
+        );
+        assert_eq!(
+            (got.records, got.complete_blocks, got.clean_close),
+            (want.records, want.complete_blocks, want.clean_close)
+        );
     }
 
     #[test]

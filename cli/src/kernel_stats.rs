@@ -146,6 +146,18 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut tail = wait_for_trace(path, FOLLOW_WAIT).map_err(fail)?;
+    // A new recording to the same path: said once each time, then followed from its start.
+    let read_new = |tail: &mut hrx_analysis::stats_follow::StatsTail| -> anyhow::Result<()> {
+        let restarts = tail.restarts();
+        tail.read_new().map_err(fail)?;
+        if tail.restarts() > restarts {
+            crate::output::note(format_args!(
+                "{}: a new recording replaced the trace; following it from its start",
+                path.display()
+            ));
+        }
+        Ok(())
+    };
     let mut last: Option<(Instant, u64)> = None;
     while tail.state() == TailState::Live {
         let (stats, summary) = tail.snapshot();
@@ -180,7 +192,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         out.flush()?;
         drop(out);
         std::thread::sleep(Duration::from_secs(1));
-        tail.read_new().map_err(fail)?;
+        read_new(&mut tail)?;
     }
     let state = tail.state();
     if state == TailState::Closed {
@@ -189,7 +201,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !tail.recovery().closed && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
-            tail.read_new().map_err(fail)?;
+            read_new(&mut tail)?;
         }
     }
     let records = tail.records();

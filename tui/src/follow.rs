@@ -234,21 +234,12 @@ impl TraceTail {
     /// or another first block (a new recording truncated it and wrote it again). `false`
     /// when it cannot be read now (a later poll tries again).
     pub fn replaced(&self) -> bool {
-        let Ok(mut file) = File::open(&self.path) else {
-            return false;
-        };
-        let Ok(len) = file.metadata().map(|m| m.len()) else {
-            return false;
-        };
-        if len < self.resume_at {
-            return true;
-        }
-        let mut first = Vec::new();
-        let read = file
-            .seek(SeekFrom::Start(self.header.len() as u64))
-            .and_then(|_| file.take(BLOCK_HEADER_LEN).read_to_end(&mut first));
-        let n = first.len().min(self.first_block.len());
-        read.is_ok() && first[..n] != self.first_block[..n]
+        hrx_analysis::stats_follow::rewritten(
+            &self.path,
+            self.header.len() as u64,
+            self.resume_at,
+            &self.first_block,
+        )
     }
 
     /// The signal that ended the recorded process, when a [`FatalSignal`] was read: the

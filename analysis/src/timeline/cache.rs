@@ -427,7 +427,7 @@ fn evict(dir: &Path, keep: &Path, max_entries: usize, max_bytes: u64) {
         })
         .unwrap_or(0);
     // Most recently used first: the others are kept while they fit.
-    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.0));
     let (mut count, mut total) = (1, kept_bytes);
     for (_, bytes, path) in entries {
         if count < max_entries && total + bytes <= max_bytes {
