@@ -55,6 +55,13 @@ pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
         }
         Some(dir) => {
             let fail = |e: io::Error| Failure::new(format!("{}: {e}", dir.display()));
+            if dir.exists() && !dir.is_dir() {
+                return Err(Failure::new(format!(
+                    "{}: not a directory (--dir names the directory to write the pages into)",
+                    dir.display()
+                ))
+                .into());
+            }
             std::fs::create_dir_all(&dir).map_err(fail)?;
             clap_mangen::generate_to(command, &dir).map_err(fail)?;
         }

@@ -728,8 +728,12 @@ fn name(program: &OsStr) -> String {
 }
 
 fn spawn_failure(program: &OsStr, error: &io::Error) -> Failure {
+    let is_dir = Path::new(program).is_dir();
     let program = name(program);
     match error.kind() {
+        io::ErrorKind::PermissionDenied if is_dir => {
+            Failure::new(format!("cannot run {program}: it is a directory"))
+        }
         io::ErrorKind::NotFound => Failure::new(format!(
             "cannot run {program}: no such program (not a file, and not found in PATH)"
         )),

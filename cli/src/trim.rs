@@ -92,8 +92,11 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
                 TrimError::Empty { .. } => Failure::new(error.to_string())
                     .hint("`hrx-trace info` shows the submissions a trace holds")
                     .into(),
-                other => anyhow::Error::new(other)
-                    .context(format!("cannot write {}", args.output.display())),
+                // Its message holds its cause: as one line, not also as the error's source
+                // (it read "No space left on device (os error 28): No space left ...").
+                other => {
+                    Failure::new(format!("cannot write {}: {other}", args.output.display())).into()
+                }
             });
         }
     };

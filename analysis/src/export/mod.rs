@@ -163,8 +163,10 @@ pub enum ExportError {
     /// The trace could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// The output could not be written.
-    #[error("{0}")]
+    /// The output could not be written. Transparent: its cause is said once (with its own
+    /// message and as its source it read "No space left on device (os error 28): No space
+    /// left on device (os error 28)").
+    #[error(transparent)]
     Write(#[from] io::Error),
 }
 

@@ -1591,3 +1591,13 @@ fn parquet_events_hold_what_the_traces_end_shows_and_poisons_hold_their_cause() 
         (Some("1"), Some("2"))
     );
 }
+
+/// A write error says its cause once: as the error's message, not again as its source (a
+/// full disk read "No space left on device (os error 28): No space left on device (os
+/// error 28)" through a chain that prints both).
+#[test]
+fn a_write_error_says_its_cause_once() {
+    let error = ExportError::Write(std::io::Error::other("No space left on device"));
+    assert_eq!(error.to_string(), "No space left on device");
+    assert!(std::error::Error::source(&error).is_none());
+}

@@ -277,6 +277,9 @@ fn completions_and_man_pages_name_every_verb() {
     }
     let diff = std::fs::read_to_string(dir.path().join("man1/hrx-trace-diff.1")).unwrap();
     assert!(diff.contains("max\\-slowdown"), "{diff}");
+    // A file named as the directory is said to be no directory (it read "File exists").
+    let file = run(dir.path(), &["man", "--dir", "man1/hrx-trace.1"]);
+    crate::util::assert_error(&file, "man1/hrx-trace.1: not a directory");
 }
 
 /// A region row whose every run failed shows dashes, not durations of 0 ns; a trace with no

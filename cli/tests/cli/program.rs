@@ -54,6 +54,16 @@ fn a_program_that_does_not_exist_is_one_line_and_leaves_no_file() {
     assert!(!dir.path().join("hrx.hrxt").exists());
 }
 
+/// A directory named as the program is said to be one (it read "permission denied (is it
+/// executable?)").
+#[test]
+fn a_directory_as_the_program_is_named_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let output = run(dir.path(), &["record", "--", "./sub"]);
+    assert_error(&output, "cannot run ./sub: it is a directory");
+}
+
 #[test]
 fn a_program_killed_by_a_signal_exits_128_plus_the_signal() {
     let dir = tempfile::tempdir().unwrap();
