@@ -166,7 +166,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
         crate::output::warn(format_args!(
-            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 to keep output contents)",
+            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
             args.output.display(),
             r.runtime,
             bytes(r.unknown_bytes),

@@ -391,7 +391,7 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
     assert!(
         err.starts_with(
             "warning: wo.hrxt: not replayable exactly: runtime 1 reads 2 KiB before submission 3"
-        ),
+        ) && err.contains("record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all"),
         "{err}"
     );
     let info = stdout(&run(dir.path(), &["info", "wo.hrxt"]));

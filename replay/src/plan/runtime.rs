@@ -543,7 +543,7 @@ pub(super) fn runtime_plan<'t>(
     }
     if unknown > 0 {
         notes.push(format!(
-            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1?)"
+            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all?)"
         ));
     }
     if !snapshots.is_empty() {
