@@ -835,6 +835,11 @@ mod tests {
             "{}",
             report.to_text()
         );
+        // The JSON names it as the text does (it read `same`).
+        assert_eq!(
+            report.json_value()["verdict"],
+            "same_as_far_as_the_trace_goes"
+        );
     }
 
     /// Distinct frames make a chunk's contents grow with its submissions: where a chunk

@@ -680,13 +680,19 @@ impl Report {
 
     /// The report as a JSON value, its `verdict` `nothing_compared` where nothing was
     /// ([`Report::compared_nothing`]), as `diff --json` names it: a script reading the
-    /// verdict must not read `same`.
+    /// verdict must not read `same`; and `same_as_far_as_the_trace_goes` for a trace not read
+    /// whole, as the text says (and `diff --json` its `same_as_far_as_both_go`).
     pub fn json_value(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).unwrap_or_default();
-        if self.compared_nothing()
-            && let Some(fields) = value.as_object_mut()
-        {
-            fields.insert("verdict".into(), "nothing_compared".into());
+        let verdict = if self.compared_nothing() {
+            Some("nothing_compared")
+        } else if self.verdict == Verdict::Same && !self.trace.complete {
+            Some("same_as_far_as_the_trace_goes")
+        } else {
+            None
+        };
+        if let (Some(verdict), Some(fields)) = (verdict, value.as_object_mut()) {
+            fields.insert("verdict".into(), verdict.into());
         }
         value
     }
