@@ -253,10 +253,15 @@ pub fn replay_file_reading(
     let lost = reading.recovery.lost;
     // Records replay re-executes (or needs to) that the recorder lost: refused before
     // anything is replayed, rather than where the first gap shows, minutes in.
+    // A trim's losses are its source's, counted over the whole recording: its own submissions
+    // are checked by their numbers (`refuse_gaps` below: one lost inside its range is a gap),
+    // so lost `Submit`s alone do not refuse it (a break-it pass: a 10-submission trim that
+    // held all ten was refused for the source's 64,125 lost Submits).
+    let trim = reading.recovery.source_incomplete;
     let needed: Vec<String> = lost
         .by_kind()
         .into_iter()
-        .filter(|(kind, _)| NEEDED_KINDS.contains(kind))
+        .filter(|(kind, _)| NEEDED_KINDS.contains(kind) && !(trim && *kind == "Submit"))
         .map(|(kind, n)| format!("{kind} {n}"))
         .collect();
     if !needed.is_empty() {

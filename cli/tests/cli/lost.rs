@@ -265,6 +265,38 @@ fn a_lost_submit_is_named_as_a_loss_not_damage() {
         lines[1].starts_with("hint: record in the default lossless mode"),
         "{err}"
     );
+    // A trim of the submissions before the lost one holds all of its own: it replays, saying
+    // it cannot be exact (the source's losses); one across the lost one has a gap: refused.
+    let Record::Submit(submit) = &trace.records[last_submit] else {
+        panic!("not a Submit")
+    };
+    let lost = submit.submission.0;
+    assert!(lost > 1, "a submission before the lost one");
+    let before = format!("1..{lost}");
+    // Through the submission after it: the lost one is then a gap between held ones.
+    let across = format!("1..{}", lost + 2);
+    for (range, file) in [(&before, "before.hrxt"), (&across, "across.hrxt")] {
+        let trim = run(
+            dir.path(),
+            &["trim", "lossy.hrxt", "-o", file, "--submissions", range],
+        );
+        assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    }
+    let replay = run(dir.path(), &["replay", "before.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+    assert!(
+        stdout(&replay).contains("cannot be exact"),
+        "{}",
+        stdout(&replay)
+    );
+    let replay = run(dir.path(), &["replay", "across.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stdout(&replay));
+    assert!(
+        stderr(&replay).contains("have no Submit (lost while recording")
+            || stderr(&replay).contains("has no Submit (lost while recording"),
+        "{}",
+        stderr(&replay)
+    );
 }
 
 /// The last submission's `Submit` lost (its submitting thread's last records, with a

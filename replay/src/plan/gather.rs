@@ -138,7 +138,7 @@ pub(crate) fn refuse_gaps(recovery: &hrx_capture::Recovery) -> Result<(), Replay
         n => Err(ReplayError::incomplete(
             recovery,
             format!(
-                "{} between those it holds {} no Submit (lost with a damaged block): later \
+                "{} between those it holds {} no Submit (lost while recording, or with a damaged block): later \
                  submissions may read what {} wrote, which replay cannot re-execute",
                 hrx_analysis::units::plural(n, "submission"),
                 if n == 1 { "has" } else { "have" },
