@@ -378,6 +378,18 @@ fn write_with(
     Ok(())
 }
 
+/// The bytes of the files of the entry `path` (0 where it cannot be read).
+fn entry_bytes(path: &Path) -> u64 {
+    fs::read_dir(path)
+        .map(|files| {
+            (files.flatten())
+                .filter_map(|f| f.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// Removes from `dir` what eviction removes (see the module docs), keeping `keep`: the
 /// temporary directories of writers no longer running, then the least recently used entries
 /// past `max_entries` or `max_bytes`. Best effort: what cannot be read or removed stays.
@@ -406,26 +418,9 @@ fn evict(dir: &Path, keep: &Path, max_entries: usize, max_bytes: u64) {
         let used = fs::metadata(path.join("model.bin"))
             .and_then(|m| m.modified())
             .unwrap_or(UNIX_EPOCH);
-        let bytes: u64 = fs::read_dir(&path)
-            .map(|files| {
-                files
-                    .flatten()
-                    .filter_map(|f| f.metadata().ok())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0);
-        entries.push((used, bytes, path));
+        entries.push((used, entry_bytes(&path), path));
     }
-    let kept_bytes: u64 = fs::read_dir(keep)
-        .map(|files| {
-            files
-                .flatten()
-                .filter_map(|f| f.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0);
+    let kept_bytes = entry_bytes(keep);
     // Most recently used first: the others are kept while they fit.
     entries.sort_by_key(|e| std::cmp::Reverse(e.0));
     let (mut count, mut total) = (1, kept_bytes);

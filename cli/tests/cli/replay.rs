@@ -434,9 +434,8 @@ fn a_saved_baseline_judges_a_later_replay() {
         "{json}"
     );
     // A threshold no loaded machine reaches: the wiring is under test, not the timing.
-    let judged = run(
-        dir.path(),
-        &[
+    let against_baseline = |extra: &[&str]| {
+        let mut args = vec![
             "replay",
             "h.hrxt",
             "--baseline",
@@ -445,8 +444,11 @@ fn a_saved_baseline_judges_a_later_replay() {
             "1e9",
             "--repeat",
             "7",
-        ],
-    );
+        ];
+        args.extend_from_slice(extra);
+        run(dir.path(), &args)
+    };
+    let judged = against_baseline(&[]);
     // (7 repeats: a row needs 7 samples a side to be judged; one judging nothing fails.)
     assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
     let out = stdout(&judged);
@@ -455,20 +457,7 @@ fn a_saved_baseline_judges_a_later_replay() {
     assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
     // Operation rows against a baseline saved without them: not judged, and said why.
-    let per_op = run(
-        dir.path(),
-        &[
-            "replay",
-            "h.hrxt",
-            "--baseline",
-            "b.json",
-            "--max-slowdown",
-            "1e9",
-            "--repeat",
-            "7",
-            "--per-op",
-        ],
-    );
+    let per_op = against_baseline(&["--per-op"]);
     let out = stdout(&per_op);
     assert_eq!(code(&per_op), 0, "{out}{}", stderr(&per_op));
     assert!(
