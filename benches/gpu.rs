@@ -56,6 +56,10 @@
 //! After the groups, a summary table reads the medians from criterion's `estimates.json`
 //! (`$CRITERION_HOME`, else `target/criterion`).
 //!
+//! `HRX_BENCH_ONLY=one_kernel,hundred_kernels` (names among `one_kernel`, `hundred_kernels`,
+//! `copy_bandwidth`, `ablation`, `pipeline_traced`) runs only those groups and their paired
+//! rounds; by default all run.
+//!
 //! Measurement is short (1 s warm-up, 3 s measurement, 40 samples; 30 samples for the copy,
 //! 30 samples over 5 s for the pipeline) so the whole bench runs in about a minute on an H200.
 
@@ -128,19 +132,50 @@ mod gpu {
             .measurement_time(Duration::from_secs(3))
             .sample_size(40)
             .configure_from_args();
-        let paired = [
-            kernel_chain(&mut criterion, &runtime, &cuda, "one_kernel", 1),
-            kernel_chain(&mut criterion, &runtime, &cuda, "hundred_kernels", CHAIN),
-            copy_bandwidth(&mut criterion, &runtime, &cuda),
-        ];
-        if benchmarking {
+        let wanted = wanted_groups();
+        let mut paired = Vec::new();
+        if wanted("one_kernel") {
+            paired.push(kernel_chain(
+                &mut criterion,
+                &runtime,
+                &cuda,
+                "one_kernel",
+                1,
+            ));
+        }
+        if wanted("hundred_kernels") {
+            paired.push(kernel_chain(
+                &mut criterion,
+                &runtime,
+                &cuda,
+                "hundred_kernels",
+                CHAIN,
+            ));
+        }
+        if wanted("copy_bandwidth") {
+            paired.push(copy_bandwidth(&mut criterion, &runtime, &cuda));
+        }
+        if benchmarking && wanted("ablation") {
             one_kernel_ablation(&runtime, &cuda);
         }
         drop(runtime);
-        let traced = pipeline_traced(&mut criterion);
+        let traced = wanted("pipeline_traced").then(|| pipeline_traced(&mut criterion));
         criterion.final_summary();
         if benchmarking {
-            summary(&paired, &traced);
+            summary(&paired, traced.as_ref());
+        }
+    }
+
+    /// Which groups run, paired rounds included: `HRX_BENCH_ONLY` (comma-separated names
+    /// among `one_kernel`, `hundred_kernels`, `copy_bandwidth`, `ablation`,
+    /// `pipeline_traced`), else all. Criterion's filter only skips criterion's own groups;
+    /// this skips their paired rounds too, so that one device call fits more processes of
+    /// the groups it compares.
+    fn wanted_groups() -> impl Fn(&str) -> bool {
+        let only = std::env::var("HRX_BENCH_ONLY").ok();
+        move |group| {
+            only.as_deref()
+                .is_none_or(|only| only.split(',').any(|name| name.trim() == group))
         }
     }
 
@@ -818,7 +853,7 @@ mod gpu {
 
     /// The criterion medians' ratios, then the paired rounds' median ratios (which decide
     /// the targets: consecutive criterion groups drift apart by more than the margins).
-    fn summary(paired: &[(&str, common::Interleaved)], traced: &common::TracedRounds) {
+    fn summary(paired: &[(&str, common::Interleaved)], traced: Option<&common::TracedRounds>) {
         println!();
         println!("summary (criterion medians):");
         println!(
@@ -869,10 +904,12 @@ mod gpu {
         let rows = paired
             .iter()
             .map(|(group, p)| (*group, p, Some(1.15)))
-            .chain([
-                ("pipeline_traced", &traced.traced, Some(1.01)),
-                ("pipeline_traced control", &traced.control, None),
-            ]);
+            .chain(traced.into_iter().flat_map(|traced| {
+                [
+                    ("pipeline_traced", &traced.traced, Some(1.01)),
+                    ("pipeline_traced control", &traced.control, None),
+                ]
+            }));
         for (group, p, target) in rows {
             let (target, met) = match target {
                 Some(t) => (
