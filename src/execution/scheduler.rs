@@ -455,6 +455,17 @@ impl Scheduler {
         if flight.status.is_some() || !flight.producers.is_empty() {
             return None;
         }
+        if self.in_flight.len() == 1 && flight.states.len() == 1 {
+            // Alone in flight with one region (no dependency, no cross wait, no producer):
+            // it is what its queue runs next, when the queue is idle. No search.
+            let region = &flight.prepared.regions[0];
+            let idle = self.running & (1 << region.queue() as u8) == 0;
+            if !(idle && region.launches_asynchronously()) {
+                return None;
+            }
+            debug_assert_eq!(self.next_ready(region.queue()), Some((0, 0)));
+            return Some(self.claim(0, 0));
+        }
         let region = (0..flight.states.len()).find(|&region| {
             let prepared = &flight.prepared.regions[region];
             let queue = prepared.queue();

@@ -278,8 +278,8 @@ impl ExecutableGraph {
         }
         let numbered = scheduler.next_submission();
         debug_assert_eq!(numbered, submission);
-        self.inner.signals[slot].reset(submission);
-        let completion = Completion::new(self.inner.signals[slot].clone(), submission);
+        let signal = &self.inner.signals[slot];
+        signal.reset(submission);
         super::record::submitted(
             self.inner.tracer(),
             self.inner.id,
@@ -295,10 +295,17 @@ impl ExecutableGraph {
             producers.to_vec(),
             launch,
         );
+        // The completion holds the slot's signal (see `super::completion`) before anything can
+        // retire the submission: under the lock, unless `submit` launches it, which makes it
+        // after the launch and before the region is shown to other threads (two reference
+        // counts fewer before the launch, issue 16).
+        let make = || Completion::new(signal.clone(), submission);
+        let completion = if early.is_none() { Some(make()) } else { None };
         drop(scheduler);
-        if let Some(task) = early {
-            super::worker::launch(core, task);
-        }
+        let completion = match early {
+            Some(task) => super::worker::launch(core, task, make),
+            None => completion.expect("made under the lock"),
+        };
         core.wake(wake);
         Ok(completion)
     }

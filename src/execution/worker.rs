@@ -10,7 +10,7 @@
 use super::scheduler::{Doorbell, Task};
 use super::shared::Core;
 use super::types::Queue;
-use crate::Error;
+use crate::{Completion, Error};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -335,8 +335,14 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
 /// Launches, on the thread in `submit`, the region it claimed with
 /// [`super::scheduler::Scheduler::claim_launch`] (see `execution::submit`): on success the
 /// region waits, launched, for the thread that claims it next to complete it; a refused
-/// input or a failed launch is its outcome at once, as in [`run`].
-pub(crate) fn launch(core: &Core, task: Task) {
+/// input or a failed launch is its outcome at once, as in [`run`]. `completion` makes the
+/// submission's [`Completion`]: called after the launch and before the region is shown to
+/// any other thread (which could then retire the submission).
+pub(crate) fn launch(
+    core: &Core,
+    task: Task,
+    completion: impl FnOnce() -> Completion,
+) -> Completion {
     let region = &task.prepared().regions[task.region];
     let (result, native) = match region.check_inputs() {
         Err(error) => (Err(error), false),
@@ -352,6 +358,7 @@ pub(crate) fn launch(core: &Core, task: Task) {
             (result, true)
         }
     };
+    let completion = completion();
     let wake = match result {
         Ok(()) => core.scheduler().launched(task),
         Err(error) => {
@@ -360,6 +367,7 @@ pub(crate) fn launch(core: &Core, task: Task) {
         }
     };
     core.wake(wake);
+    completion
 }
 
 #[cfg(test)]
