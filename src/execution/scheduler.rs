@@ -126,44 +126,74 @@ fn device_operations(region: &Region) -> u64 {
     }
 }
 
-/// What to notify once the scheduler lock is dropped. Inline room for the one retirement a
-/// region's end usually brings: the round trip allocates nothing.
+/// A retired submission's prepared graph, number and outcome, held until the scheduler lock
+/// is dropped: the graph may hold the last reference to the runtime, so it is dropped after
+/// the lock (the rest of a retired submission is dropped under it: it holds no runtime). Its
+/// `SubmissionDone` record is written there too, before the signal is published: recording
+/// under the lock made every other worker and submitter wait for it.
+struct Retired {
+    prepared: Arc<Prepared>,
+    submission: u64,
+    status: Status,
+}
+
+/// What to notify once the scheduler lock is dropped.
+///
+/// The one retirement a region's end usually brings is held inline, outside any container
+/// (a round trip makes three of these and drops them; an inline `SmallVec` of each kind cost
+/// about 60 instructions a round trip to make and drop); more go to `more`, which allocates
+/// only then.
 #[derive(Default)]
 pub(crate) struct Wake {
     /// Bit `q` set: queue `q` may have ready work and its worker is parked: notify it (its
     /// [`Parked`] bit was taken under the lock).
     pub queues: u8,
-    /// Retired submissions' signals, published after `retired` is dropped.
-    pub signals: SmallVec<[Arc<Signal>; 1]>,
-    /// Retired submissions' prepared graphs, with the submission and its outcome: each may
-    /// hold the last reference to the runtime, so they are dropped after the lock (the rest
-    /// of a retired submission is dropped under it: it holds no runtime). Their
-    /// `SubmissionDone` records are written there too, before the signals are published:
-    /// recording under the lock made every other worker and submitter wait for it.
-    retired: SmallVec<[(Arc<Prepared>, u64, Status); 1]>,
+    /// The first retired submission, with its signal to publish.
+    first: Option<(Retired, Arc<Signal>)>,
+    /// Further retired submissions and their signals, in retirement order.
+    more: Vec<(Retired, Arc<Signal>)>,
 }
 
 impl Wake {
     /// Whether there is nothing to notify, drop or publish.
     pub fn is_empty(&self) -> bool {
-        self.queues == 0 && self.signals.is_empty() && self.retired.is_empty()
+        self.queues == 0 && self.first.is_none()
+    }
+
+    /// Takes a retired submission and its signal.
+    fn push(&mut self, retired: Retired, signal: Arc<Signal>) {
+        if self.first.is_none() {
+            self.first = Some((retired, signal));
+        } else {
+            self.more.push((retired, signal));
+        }
     }
 
     /// Records retired submissions' outcomes in the trace, drops what they held, then
     /// publishes their outcomes.
     #[inline]
     pub fn release(&mut self) {
-        if !self.retired.is_empty() {
-            // By reference, then cleared in place: an untraced round trip pays one inlined
-            // branch per retirement, not a `Drain` and its guard.
-            for (prepared, submission, status) in &self.retired {
-                super::record::submission_done(prepared.tracer(), *submission, status);
-            }
-            self.retired.clear();
+        let Some((first, signal)) = self.first.take() else {
+            return;
+        };
+        super::record::submission_done(first.prepared.tracer(), first.submission, &first.status);
+        if self.more.is_empty() {
+            drop(first);
+            signal.publish();
+            return;
         }
-        if !self.signals.is_empty() {
-            publish_all(self.signals.drain(..));
+        for (retired, _) in &self.more {
+            super::record::submission_done(
+                retired.prepared.tracer(),
+                retired.submission,
+                &retired.status,
+            );
         }
+        drop(first);
+        let signals: Vec<Arc<Signal>> = std::iter::once(signal)
+            .chain(self.more.drain(..).map(|(_, signal)| signal))
+            .collect();
+        publish_all(signals);
     }
 }
 
@@ -280,9 +310,15 @@ impl Scheduler {
     }
 
     fn position(&self, submission: u64) -> Option<usize> {
-        self.in_flight
-            .binary_search_by_key(&submission, |f| f.submission)
-            .ok()
+        // The oldest first: on a runtime that is not backed up it is the only one in flight,
+        // and a round trip looks it up four times.
+        match self.in_flight.front() {
+            Some(oldest) if oldest.submission == submission => Some(0),
+            _ => self
+                .in_flight
+                .binary_search_by_key(&submission, |f| f.submission)
+                .ok(),
+        }
     }
 
     /// Takes a submission in flight; with `launch` (an untraced submission), first claims
@@ -715,15 +751,19 @@ impl Scheduler {
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
-        wake.signals.push(retire_slot(
+        let signal = retire_slot(
             &flight.prepared.occupied,
             flight.slot,
             &flight.prepared.signals,
             status.clone(),
-        ));
+        );
         // Recorded and dropped after the lock: it may hold the last reference to the runtime.
-        wake.retired
-            .push((flight.prepared, flight.submission, status));
+        let retired = Retired {
+            prepared: flight.prepared,
+            submission: flight.submission,
+            status,
+        };
+        wake.push(retired, signal);
     }
 
     /// Rings the doorbells of the queues with pending work, and marks in `wake` those whose
