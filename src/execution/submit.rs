@@ -577,3 +577,39 @@ mod tests {
         assert!(out.iter().all(|&b| b == out[0] && b < 4), "{out:?}");
     }
 }
+/// The early launch's round trip on the software device, for instruction counts under
+/// callgrind (BENCHMARKS.md, GPU section, session 28): `N` round trips (default 20,000) of a
+/// one-fill graph whose stream launches asynchronously, as CUDA's does. Ignored by default:
+///
+/// ```text
+/// cargo test -p hrx --release --lib --no-run
+/// N=30000 valgrind --tool=callgrind target/release/deps/hrx-<hash> --ignored --exact \
+///     execution::submit::callgrind::early_launch_round_trips
+/// ```
+#[cfg(test)]
+mod callgrind {
+    #[test]
+    #[ignore = "a profiling harness: run it under callgrind"]
+    fn early_launch_round_trips() {
+        use crate::gpu::sim::test_hooks::{ASYNCHRONOUS, LAUNCHES};
+        use crate::{Placement, Runtime, RuntimeOptions};
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let buffer = rt.buffer(64, Placement::GpuLocal).unwrap();
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), 1).unwrap();
+        ASYNCHRONOUS.set(true);
+        let graph = graph.prepare().unwrap();
+        ASYNCHRONOUS.set(false);
+        let n: u64 = std::env::var("N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(20_000);
+        let before = LAUNCHES.get();
+        for _ in 0..n {
+            graph.submit().unwrap().wait().unwrap();
+        }
+        // Every round trip launched by its `submit`, on this thread.
+        assert_eq!(LAUNCHES.get() - before, n);
+        assert_eq!(buffer.to_vec().unwrap(), vec![1; 64]);
+    }
+}
