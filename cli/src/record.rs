@@ -225,15 +225,21 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 "trace": null,
                 "warning": said,
             });
-            println!("{}", crate::output::versioned(line));
+            if let Err(error) = write_stdout(&format!("{}\n", crate::output::versioned(line))) {
+                crate::failure::report(&anyhow::Error::new(Failure::new(format!(
+                    "cannot write the report to standard output: {error}"
+                ))));
+                return Ok(ExitCode::from(if code == 0 { EXIT_FAILURE } else { code }));
+            }
         }
         return Ok(ExitCode::from(code));
     }
     if written.len() > 1 && !args.json && !crate::output::quiet() {
-        println!(
-            "{} traces written (one per process that used hrx):",
+        // A failure here fails each summary's write below, which says it.
+        let _ = write_stdout(&format!(
+            "{} traces written (one per process that used hrx):\n",
             written.len()
-        );
+        ));
     }
     let shown = |path: &Path| -> std::path::PathBuf {
         let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
@@ -256,17 +262,24 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         note_death(&path, &deaths);
         match crate::info::read(&path) {
             Ok(stats) => {
-                if !args.json && !crate::output::quiet() {
-                    println!("{:<12} {} (exit code {code})", "program", name(program));
-                    println!("{:<12} {}", "device", crate::summary::devices(&stats));
-                }
                 let json = args.json.then(|| {
                     serde_json::json!({
                         "program": program.to_string_lossy(),
                         "exit_code": code,
                     })
                 });
-                print_summary(&path, &stats, json)?;
+                let header = (!args.json && !crate::output::quiet()).then(|| {
+                    format!(
+                        "{:<12} {} (exit code {code})\n{:<12} {}\n",
+                        "program",
+                        name(program),
+                        "device",
+                        crate::summary::devices(&stats)
+                    )
+                });
+                let printed = header
+                    .map_or(Ok(()), |header| write_stdout(&header))
+                    .and_then(|()| print_summary(&path, &stats, json));
                 note_empty_range(range.as_ref(), &path, &stats);
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
@@ -294,6 +307,17 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                         stats.recovery.end(),
                         name(program)
                     ));
+                }
+                if let Err(error) = printed {
+                    // Standard output failing (a full disk, a closed terminal) is this run's
+                    // own failure, said on standard error after what the trace lacks; the
+                    // program's exit code stays what it was where the program failed.
+                    let error = anyhow::Error::new(Failure::new(format!(
+                        "cannot write the summary of {} to standard output: {error}",
+                        path.display()
+                    )));
+                    crate::failure::report(&error);
+                    failed = true;
                 }
             }
             Err(error) => {
@@ -437,6 +461,15 @@ fn monotonic_ns() -> u64 {
         }
     }
     0
+}
+
+/// Writes `text` on standard output; a closed pipe is not an error.
+fn write_stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// Prints the summary on standard output; a closed pipe is not an error. `json`: print it

@@ -486,3 +486,40 @@ fn a_trace_write_failure_is_an_error_even_when_the_program_exits_0() {
     let info = run(dir.path(), &["info", "t.hrxt"]);
     assert_eq!(code(&info), 0, "{}", stderr(&info));
 }
+
+#[test]
+fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
+    if !Path::new("/dev/full").exists() {
+        println!("skipped: no /dev/full");
+        return;
+    }
+    // The program records quietly (nothing on its standard output) and exits 3; the
+    // recording's own standard output is full.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{} -q record -o t.hrxt --workload hazards && exit 3",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let output = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), 3, "{err}");
+    let errors: Vec<_> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("cannot write the summary") && errors[0].contains("t.hrxt"),
+        "{err}"
+    );
+    // The trace itself is whole.
+    let info = run(dir.path(), &["info", "t.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    let info = stdout(&info);
+    assert!(field(&info, "closed").starts_with("cleanly"), "{info}");
+}
