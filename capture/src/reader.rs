@@ -1541,6 +1541,35 @@ impl MappedTrace {
         MappedTrace::build(Bytes::Map(map))
     }
 
+    /// Whether the trace at `path` ends with an intact footer and trailer, as
+    /// [`MappedTrace::clean_close`] says, read from the file's end alone: without the scan of
+    /// every block that opening a trace that was not closed cleanly makes. For a streaming
+    /// reader (`dump`) that warns before its first record.
+    ///
+    /// # Errors
+    ///
+    /// As [`MappedTrace::open`].
+    pub fn ends_cleanly(path: impl AsRef<Path>) -> Result<bool, ReadError> {
+        let file = open_file(path.as_ref())?;
+        if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
+            return Err(ReadError::new(0, ReadErrorKind::Empty));
+        }
+        // SAFETY: as in `open`.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ReadError::new(0, e))?;
+        let mut warnings = Vec::new();
+        let header = parse_header(&map[..], &mut warnings)?;
+        let trace = MappedTrace {
+            bytes: Bytes::Map(map),
+            header,
+            blocks: Vec::new(),
+            warnings,
+            indexed: false,
+            clean_close: false,
+            closed: false,
+        };
+        Ok(trace.index_from_footer().is_ok())
+    }
+
     /// A trace held in memory.
     ///
     /// # Errors

@@ -3,7 +3,9 @@
 //! form, externally tagged: `{"Submit":{...}}`).
 //!
 //! Standard output carries records only; warnings about damaged or missing parts go to
-//! standard error after the last record, so `--json` output always parses line by line.
+//! standard error after the last record, so `--json` output always parses line by line. A
+//! trace that does not end with its footer is also said before the first record, so that a
+//! reader who stops early (`dump | head`) sees it.
 
 use crate::args::DumpArgs;
 use crate::failure::TraceError;
@@ -24,6 +26,14 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         error,
     };
     let mut reader = TraceReader::open(&args.file).map_err(fail)?;
+    // Said before the records too: a reader of `dump | head` stops before the warnings after
+    // them (the other verbs read the whole trace before printing).
+    if let Ok(false) = hrx_capture::MappedTrace::ends_cleanly(&args.file) {
+        crate::output::warn(format_args!(
+            "{}: not closed cleanly (cut short, still being recorded, or damaged at its end):              its records follow as far as they read, and what it lacks is said after them",
+            args.file.display()
+        ));
+    }
     let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
     for item in reader.by_ref() {
         let (_, record) = item.map_err(fail)?;

@@ -932,3 +932,25 @@ fn a_trim_of_a_recording_cut_short_is_incomplete_in_every_verb() {
     let info = json(&["info", "--json", "w.hrxt"]);
     assert_eq!(info["closed"]["complete"], true, "{info}");
 }
+
+/// `dump` of a cut trace says so before its first record too: `dump | head` stops reading at
+/// the closed pipe, before the warnings that follow the records. A whole trace draws none.
+#[test]
+fn dump_of_a_cut_trace_warns_before_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["-q", "record", "-o", "w.hrxt", "--workload", "hazards"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("w.hrxt")).unwrap();
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let out = run_into_closed_stdout(dir.path(), &["dump", "cut.hrxt"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: cut.hrxt: not closed cleanly (cut short"),
+        "{err}"
+    );
+    let out = run_into_closed_stdout(dir.path(), &["dump", "w.hrxt"]);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
