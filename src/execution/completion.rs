@@ -100,6 +100,23 @@ pub(crate) fn retire_slot(
     signal
 }
 
+/// Retires a slot's submission for the thread that holds a [`Completion`] of it and will
+/// publish it itself ([`Signal::publish`] through that completion, once the lock is
+/// dropped): as [`retire_slot`], without the scheduler's clone of the signal. The
+/// completion's own reference keeps the signal alive and the slot from being re-armed
+/// ([`Signal::reusable`]) until its holder drops it, after publishing: a waiter that runs
+/// its own submission's last region (`worker::help`) spares two reference-count changes
+/// between its device's completion and its next launch (issue 16).
+pub(crate) fn retire_own_slot(
+    occupied: &[Flag],
+    slot: usize,
+    signals: &[Arc<Signal>],
+    status: Status,
+) {
+    signals[slot].complete(status);
+    occupied[slot].store(false, StdOrdering::Relaxed);
+}
+
 /// Publishes retired signals (with no lock held, after what their submissions held was
 /// dropped) and drops the scheduler's clones of them.
 pub(crate) fn publish_all(signals: impl IntoIterator<Item = Arc<Signal>>) {
@@ -335,7 +352,7 @@ impl Completion {
             && let Some(core) = self.core().upgrade()
         {
             traced_from = core.context().tracer.on().then(crate::clock::now_ns);
-            super::worker::help(&core, self.submission(), done);
+            super::worker::help(&core, &self.signal, self.submission(), done);
         }
         if !spin_until(done) {
             self.signal.park(None);

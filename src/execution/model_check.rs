@@ -2,7 +2,7 @@
 //! a queue worker's parking ([`super::shared::park`]).
 //!
 //! Every model runs the runtime's own code: [`Signal`], [`Completion`], [`claim_slot`],
-//! [`retire_slot`], [`publish_all`], [`park`], [`Parked::take`] and [`notify`], whose mutexes,
+//! [`retire_slot`], [`retire_own_slot`], [`publish_all`], [`park`], [`Parked::take`] and [`notify`], whose mutexes,
 //! condition variables and atomics are loom's under the `model-check` feature (see [`super::sync`]). Loom runs each model once
 //! per schedule, exhaustively, and fails on a panic in any schedule or on a deadlock (every
 //! thread blocked: a lost wake-up). The `seeded_*` tests switch on a deliberate bug in that
@@ -18,7 +18,8 @@
 //! parking mutex and notifies nobody).
 
 use super::completion::{
-    Completion, PARKED, PUBLISHED, RETIRED, Signal, claim_slot, publish_all, retire_slot,
+    Completion, PARKED, PUBLISHED, RETIRED, Signal, claim_slot, publish_all, retire_own_slot,
+    retire_slot,
 };
 use super::shared::{HasParked, Parked, notify, park};
 use super::types::Status;
@@ -269,6 +270,70 @@ fn slot_reuse() {
     second.join().unwrap();
 }
 
+/// Model 2b: slot reuse when the waiter retires its own submission (`worker::help`): it
+/// retires it under the lock without the scheduler's clone of the signal
+/// ([`retire_own_slot`]), publishes it through its own completion after the lock, then
+/// drops that completion, while a second submitter tries to claim the slot, and a clone of
+/// the first completion waits on another thread. The slot is re-armed only after the first
+/// submission was published and both its completions were dropped: each observes
+/// submission 1 and its outcome.
+fn own_slot_reuse() {
+    let signals = Arc::new(vec![Signal::new(Weak::new())]);
+    let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
+    // Witness, as in `slot_reuse`: set before the last completion of submission 1 drops.
+    let released = Arc::new(AtomicUsize::new(0));
+    let first = {
+        let occupied = lock(&scheduler);
+        let slot = claim_slot(&occupied, &signals).expect("a fresh slot is free");
+        signals[slot].reset(1);
+        completion(&signals[slot])
+    };
+    let other = {
+        let (clone, released) = (first.clone(), released.clone());
+        loom::thread::spawn(move || {
+            let result = clone.wait();
+            assert_eq!(clone.submission(), 1, "the clone saw another submission");
+            assert_eq!(failure_message(&result), Some("one"), "clone: {result:?}");
+            released.fetch_add(1, Ordering::SeqCst);
+            drop(clone);
+        })
+    };
+    let second = {
+        let (signals, scheduler, released) = (signals.clone(), scheduler.clone(), released.clone());
+        loom::thread::spawn(move || {
+            let occupied = lock(&scheduler);
+            let Some(slot) = claim_slot(&occupied, &signals) else {
+                return;
+            };
+            assert_eq!(
+                released.load(Ordering::SeqCst),
+                2,
+                "slot re-armed while a completion of submission 1 was held"
+            );
+            signals[slot].reset(2);
+            let second = completion(&signals[slot]);
+            drop(occupied);
+            retire_own_slot(&lock(&scheduler), slot, &signals, Status::Succeeded);
+            second.signal.publish();
+            assert!(second.wait().is_ok(), "completion 2 saw another outcome");
+        })
+    };
+    // The waiter runs its own region: retires it under the lock, publishes after it.
+    retire_own_slot(&lock(&scheduler), 0, &signals, failed("one"));
+    first.signal.publish();
+    let result = first.wait();
+    assert_eq!(first.submission(), 1, "completion 1 saw another submission");
+    assert_eq!(
+        failure_message(&result),
+        Some("one"),
+        "completion 1: {result:?}"
+    );
+    released.fetch_add(1, Ordering::SeqCst);
+    drop(first);
+    other.join().unwrap();
+    second.join().unwrap();
+}
+
 /// Model 3: status and outcome visibility, polled while the scheduler completes and
 /// publishes. `is_complete()` implies `status()` is set; a published status implies the
 /// scheduler's `outcome()`; the status is the submission's own; and after `publish` every
@@ -375,6 +440,20 @@ fn model_check_waiters_and_publisher() {
 #[test]
 fn model_check_slot_reuse() {
     assert!(check("slot_reuse", None, slot_reuse) > 1);
+}
+
+#[test]
+fn model_check_own_slot_reuse() {
+    assert!(check("own_slot_reuse", None, own_slot_reuse) > 1);
+}
+
+#[test]
+fn model_check_seeded_reuse_while_held_is_seen_when_the_waiter_retires_its_own() {
+    let message = seeded_failure("own_slot_reuse", Bug::ReuseWhileHeld, own_slot_reuse);
+    assert!(
+        message.contains("slot re-armed while a completion of submission 1 was held"),
+        "{message}"
+    );
 }
 
 #[test]

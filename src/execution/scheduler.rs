@@ -38,7 +38,7 @@
 //! it to synchronize. Signals and condition variables are notified after the scheduler lock
 //! is dropped.
 
-use super::completion::{Signal, publish_all, retire_slot};
+use super::completion::{Signal, publish_all, retire_own_slot, retire_slot};
 use super::dependencies::hazards_between;
 use super::region::Region;
 use super::shared::{HasParked, Parked};
@@ -148,10 +148,13 @@ pub(crate) struct Wake {
     /// Bit `q` set: queue `q` may have ready work and its worker is parked: notify it (its
     /// [`Parked`] bit was taken under the lock).
     pub queues: u8,
-    /// The first retired submission, with its signal to publish.
-    first: Option<(Retired, Arc<Signal>)>,
+    /// The first retired submission, with its signal to publish (`None`: the finishing
+    /// thread's own, which it publishes itself, see [`retire_own_slot`]).
+    first: Option<(Retired, Option<Arc<Signal>>)>,
     /// Further retired submissions and their signals, in retirement order.
-    more: Vec<(Retired, Arc<Signal>)>,
+    more: Vec<(Retired, Option<Arc<Signal>>)>,
+    /// The finishing thread's own submission retired: it publishes it after [`Wake::release`].
+    pub own_retired: bool,
 }
 
 impl Wake {
@@ -161,7 +164,7 @@ impl Wake {
     }
 
     /// Takes a retired submission and its signal.
-    fn push(&mut self, retired: Retired, signal: Arc<Signal>) {
+    fn push(&mut self, retired: Retired, signal: Option<Arc<Signal>>) {
         if self.first.is_none() {
             self.first = Some((retired, signal));
         } else {
@@ -179,7 +182,9 @@ impl Wake {
         super::record::submission_done(first.prepared.tracer(), first.submission, &first.status);
         if self.more.is_empty() {
             drop(first);
-            signal.publish();
+            if let Some(signal) = signal {
+                signal.publish();
+            }
             return;
         }
         for (retired, _) in &self.more {
@@ -192,6 +197,7 @@ impl Wake {
         drop(first);
         let signals: Vec<Arc<Signal>> = std::iter::once(signal)
             .chain(self.more.drain(..).map(|(_, signal)| signal))
+            .flatten()
             .collect();
         publish_all(signals);
     }
@@ -607,11 +613,16 @@ impl Scheduler {
 
     /// Records the outcome of a region of `queue`. `native` says whether the error came
     /// from native execution (and may quarantine) rather than from a poisoned input.
+    ///
+    /// `own`: the submission whose [`Completion`] the calling thread holds and publishes
+    /// itself should this retire it (a waiter running its own regions), see
+    /// [`retire_own_slot`].
     pub fn finish(
         &mut self,
         (submission, region, queue): (u64, usize, Queue),
         result: Result<(), Error>,
         native: bool,
+        own: Option<u64>,
     ) -> Wake {
         self.running &= !(1 << queue as u8);
         let mut wake = Wake::default();
@@ -668,7 +679,8 @@ impl Scheduler {
             }
         }
         if flight.unfinished == 0 {
-            self.retire(position, &mut wake);
+            let own = own == Some(submission);
+            self.retire(position, &mut wake, own);
         }
         self.resolve_producers(&mut wake);
         self.wake_queues(&mut wake);
@@ -734,12 +746,14 @@ impl Scheduler {
             Self::cancel_pending(flight, &mut self.pending, &cause);
             flight.status = Some(Status::Cancelled(Arc::new(Error::Cancelled(cause))));
             if flight.unfinished == 0 {
-                self.retire(position, wake);
+                self.retire(position, wake, false);
             }
         }
     }
 
-    fn retire(&mut self, position: usize, wake: &mut Wake) {
+    /// Retires the submission at `position`; `own`: the finishing thread holds its
+    /// completion and publishes it itself ([`retire_own_slot`]).
+    fn retire(&mut self, position: usize, wake: &mut Wake, own: bool) {
         let flight = if position == 0 {
             self.in_flight.pop_front()
         } else {
@@ -751,12 +765,14 @@ impl Scheduler {
         for use_ in &flight.prepared.uses {
             use_.view.buffer().storage.end_device_use(flight.submission);
         }
-        let signal = retire_slot(
-            &flight.prepared.occupied,
-            flight.slot,
-            &flight.prepared.signals,
-            status.clone(),
-        );
+        let (occupied, signals) = (&flight.prepared.occupied, &flight.prepared.signals);
+        let signal = if own {
+            retire_own_slot(occupied, flight.slot, signals, status.clone());
+            wake.own_retired = true;
+            None
+        } else {
+            Some(retire_slot(occupied, flight.slot, signals, status.clone()))
+        };
         // Recorded and dropped after the lock: it may hold the last reference to the runtime.
         let retired = Retired {
             prepared: flight.prepared,

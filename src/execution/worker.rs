@@ -215,12 +215,35 @@ fn leave_to_waiter(core: &Core, doorbell: &Doorbell) {
 /// Runs, on the thread waiting for `submission`, its native regions that are ready while their
 /// queue is idle, one after another, and completes the one `submit` launched (see
 /// [`Scheduler::claim_own`]); returns when none is (the workers run the rest).
-pub(crate) fn help(core: &Core, submission: u64, done: impl Fn() -> bool) {
+///
+/// `signal` is the waiter's completion's: when the waiter's region retires the submission,
+/// the waiter publishes it through that signal (see [`super::completion::retire_own_slot`]).
+pub(crate) fn help(
+    core: &Core,
+    signal: &super::completion::Signal,
+    submission: u64,
+    done: impl Fn() -> bool,
+) {
     while !done() {
         let task = core.scheduler().claim_own(submission);
         let Some(task) = task else { return };
-        run(core, task, Some(core.waiter_hooks()));
+        let waiter = Waiter {
+            hooks: core.waiter_hooks(),
+            signal,
+            submission,
+        };
+        run(core, task, Some(waiter));
     }
+}
+
+/// The thread in [`crate::Completion::wait`] that runs a region, as [`run`] needs it.
+struct Waiter<'a> {
+    /// Where its trace hooks' time is counted ([`WaiterHooks`]).
+    hooks: &'a WaiterHooks,
+    /// Its completion's signal, and the submission: published by it when its region
+    /// retires the submission.
+    signal: &'a super::completion::Signal,
+    submission: u64,
 }
 
 thread_local! {
@@ -232,7 +255,8 @@ thread_local! {
 
 /// Runs one claimed region and records its outcome. On a waiting thread, `hooks` counts the
 /// time its trace hooks take ([`WaiterHooks`]).
-fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
+fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
+    let hooks = waiter.as_ref().map(|w| w.hooks);
     let region = &task.prepared().regions[task.region];
     let queue = region.queue();
     // Host times are read only for the trace: an untraced region pays no clock reads.
@@ -326,10 +350,15 @@ fn run(core: &Core, task: Task, hooks: Option<&WaiterHooks>) {
     let result = result.map(|_| ());
     // The task's last use: `finish` may retire the submission and let its prepared graph go.
     let (submission, region) = (task.submission, task.region);
+    let own = waiter.as_ref().map(|w| w.submission);
     let wake = core
         .scheduler()
-        .finish((submission, region, queue), result, native);
+        .finish((submission, region, queue), result, native, own);
+    let publish = wake.own_retired;
     core.wake(wake);
+    if let (true, Some(waiter)) = (publish, waiter) {
+        waiter.signal.publish();
+    }
 }
 
 /// Launches, on the thread in `submit`, the region it claimed with
@@ -363,7 +392,7 @@ pub(crate) fn launch(
         Ok(()) => core.scheduler().launched(task),
         Err(error) => {
             let key = (task.submission, task.region, region.queue());
-            core.scheduler().finish(key, Err(error), native)
+            core.scheduler().finish(key, Err(error), native, None)
         }
     };
     core.wake(wake);
