@@ -1348,10 +1348,15 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
         7 => "SIGBUS",
         8 => "SIGFPE",
         9 => "SIGKILL",
+        10 => "SIGUSR1",
         11 => "SIGSEGV",
+        12 => "SIGUSR2",
         13 => "SIGPIPE",
         14 => "SIGALRM",
         15 => "SIGTERM",
+        24 => "SIGXCPU",
+        26 => "SIGVTALRM",
+        27 => "SIGPROF",
         _ => return None,
     })
 }

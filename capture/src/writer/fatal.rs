@@ -3,9 +3,11 @@
 //!
 //! Records reach the file at the writer's 100 ms flush; a crash used to lose everything since
 //! the last one, which is exactly the call that crashed. So, for SIGSEGV, SIGBUS, SIGILL,
-//! SIGFPE and SIGABRT (and SIGTERM, SIGINT, SIGHUP and SIGQUIT when the program left their
-//! action the default one, so that a hang killed by `timeout` or Ctrl-C keeps its last
-//! records too), a recorder installs a handler (`SA_SIGINFO | SA_ONSTACK`).
+//! SIGFPE and SIGABRT (and SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+//! SIGVTALRM, SIGPROF, SIGPIPE and SIGXCPU when the program left their action the default
+//! one, which ends it, so that a hang killed by `timeout` or Ctrl-C, or a signal the program
+//! never expected, keeps its last records too), a recorder installs a handler
+//! (`SA_SIGINFO | SA_ONSTACK`).
 //!
 //! When the signal ends the process (the action it had before is the default one, a fault
 //! the program ignores, or `abort`), the handler:
@@ -112,9 +114,24 @@ mod imp {
         libc::SIGFPE,
         libc::SIGABRT,
     ];
-    /// Termination signals: handled only where the program left the default action.
-    const TERMINATIONS: [libc::c_int; 4] =
-        [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
+    /// Termination signals: handled only where the program left the default action (which
+    /// ends the process): those a person or a supervisor sends (`kill`, Ctrl-C, a closed
+    /// terminal, `timeout`), and those whose default action ends a program that did not
+    /// expect them (a timer's or a user signal nobody handles, a write to a closed pipe in
+    /// a program that did not ignore SIGPIPE, a CPU-time limit).
+    const TERMINATIONS: [libc::c_int; 11] = [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGPIPE,
+        libc::SIGXCPU,
+    ];
     const MAX_SIGNAL: usize = 32;
 
     /// The action to chain to for each signal: the one it had before, or the one a chained

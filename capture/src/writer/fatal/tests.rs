@@ -51,6 +51,14 @@ fn child(mode: &str, path: &str) -> ! {
         "segv" => unsafe { std::ptr::write_volatile(16 as *mut u64, 1) },
         "abort" => std::process::abort(),
         // SAFETY: raise has no memory preconditions.
+        "usr1" => unsafe {
+            libc::raise(libc::SIGUSR1);
+        },
+        // SAFETY: as above.
+        "alrm" => unsafe {
+            libc::raise(libc::SIGALRM);
+        },
+        // SAFETY: as above.
         _ => unsafe {
             libc::raise(libc::SIGTERM);
         },
@@ -256,6 +264,9 @@ fn a_fatal_signal_writes_every_threads_pending_records() {
         ("segv", libc::SIGSEGV),
         ("abort", libc::SIGABRT),
         ("term", libc::SIGTERM),
+        // Signals whose default action ends a program that never expected them.
+        ("usr1", libc::SIGUSR1),
+        ("alrm", libc::SIGALRM),
     ] {
         let path = dir.path().join(format!("{mode}.hrxt"));
         let status = std::process::Command::new(std::env::current_exe().unwrap())
