@@ -13,7 +13,10 @@
 //! 2. The scheduler, under its lock, retires the submission: [`retire_slot`] records the
 //!    outcome ([`Signal::complete`]) and frees the slot, keeping a clone of the signal.
 //! 3. With no lock held, the scheduler drops what the submission held, then [`publish_all`]
-//!    announces the outcomes ([`Signal::publish`]) and drops its clones.
+//!    announces the outcomes ([`Signal::publish`]) and drops its clones. A waiter that runs
+//!    its own submission's last region retires it with [`retire_own_slot`] instead (no
+//!    clone: its own `Completion` keeps the signal and the slot) and publishes it itself,
+//!    through that completion, once the lock is dropped and the rest let go.
 //! 4. [`Completion::wait`] spins on the signal's word until `PUBLISHED`, then sets
 //!    `PARKED` and parks on the condition variable; `publish` takes the parking mutex and
 //!    notifies only when `PARKED` is set.
