@@ -30,7 +30,9 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     // them (the other verbs read the whole trace before printing).
     if let Ok(false) = hrx_capture::MappedTrace::ends_cleanly(&args.file) {
         crate::output::warn(format_args!(
-            "{}: not closed cleanly (cut short, still being recorded, or damaged at its end):              its records follow as far as they read, and what it lacks is said after them",
+            "{}: does not end with its index (cut short, still being recorded, or damaged at \
+             its end): its records follow as far as they read, and how it ends is said after \
+             them",
             args.file.display()
         ));
     }

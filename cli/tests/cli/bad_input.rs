@@ -948,7 +948,7 @@ fn dump_of_a_cut_trace_warns_before_its_records() {
     let out = run_into_closed_stdout(dir.path(), &["dump", "cut.hrxt"]);
     let err = stderr(&out);
     assert!(
-        err.contains("warning: cut.hrxt: not closed cleanly (cut short"),
+        err.contains("warning: cut.hrxt: does not end with its index (cut short"),
         "{err}"
     );
     let out = run_into_closed_stdout(dir.path(), &["dump", "w.hrxt"]);

@@ -166,7 +166,13 @@ fn a_damaged_end_after_a_clean_close_is_named_not_called_a_crash() {
             .map(|l| l.split("; ").next().unwrap_or(l).to_owned())
             .collect::<Vec<_>>()
     };
-    assert_eq!(warnings(&replay_err), warnings(&err), "{replay_err}");
+    // `dump` alone also says it before its first record (a reader of `dump | head` stops
+    // before the rest): the same damage, said early.
+    let (early, dump_warnings): (Vec<_>, Vec<_>) = warnings(&err)
+        .into_iter()
+        .partition(|l| l.contains("does not end with its index"));
+    assert_eq!(early.len(), 1, "{err}");
+    assert_eq!(warnings(&replay_err), dump_warnings, "{replay_err}");
     assert!(
         replay_err
             .lines()
