@@ -310,7 +310,11 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             r.runtime, r.submission, r.region
         ),
         Record::FatalSignal(r) => {
-            write!(f, "signal={} seen-by={:?}", r.signal, r.witness)?;
+            write!(f, "signal={}", r.signal)?;
+            if let Some(name) = hrx_capture::schema::signal_name(r.signal) {
+                write!(f, " ({name})")?;
+            }
+            write!(f, " seen-by={:?}", r.witness)?;
             match r.fault_address {
                 Some(address) => write!(f, " address={address:#x}"),
                 None => Ok(()),
@@ -579,6 +583,29 @@ mod tests {
             Line(&record).to_string(),
             "       1.204000 ms  submit         rt=1 sub=12 prepared=3 slot=1 producers=[11]"
         );
+    }
+
+    /// A fatal signal's line names the signal, as `info` does (it read `signal=10`).
+    #[test]
+    fn a_fatal_signal_is_named() {
+        use hrx_capture::schema::{FatalSignal, SignalWitness};
+        let line = |signal, fault_address| {
+            Line(&Record::FatalSignal(FatalSignal {
+                time_ns: 2_000_000,
+                signal,
+                witness: SignalWitness::Handler,
+                fault_address,
+            }))
+            .to_string()
+        };
+        assert!(
+            line(10, None).ends_with("signal=10 (SIGUSR1) seen-by=Handler"),
+            "{}",
+            line(10, None)
+        );
+        assert!(line(11, Some(0x10)).ends_with("signal=11 (SIGSEGV) seen-by=Handler address=0x10"));
+        // A number without a name stays a number.
+        assert!(line(40, None).ends_with("signal=40 seen-by=Handler"));
     }
 
     /// The record kinds of format 1.1 (capture work and losses) read as lines with their

@@ -1354,9 +1354,13 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
         13 => "SIGPIPE",
         14 => "SIGALRM",
         15 => "SIGTERM",
+        16 => "SIGSTKFLT",
         24 => "SIGXCPU",
         26 => "SIGVTALRM",
         27 => "SIGPROF",
+        29 => "SIGIO",
+        30 => "SIGPWR",
+        31 => "SIGSYS",
         _ => return None,
     })
 }

@@ -3,11 +3,12 @@
 //!
 //! Records reach the file at the writer's 100 ms flush; a crash used to lose everything since
 //! the last one, which is exactly the call that crashed. So, for SIGSEGV, SIGBUS, SIGILL,
-//! SIGFPE and SIGABRT (and SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
-//! SIGVTALRM, SIGPROF, SIGPIPE and SIGXCPU when the program left their action the default
-//! one, which ends it, so that a hang killed by `timeout` or Ctrl-C, or a signal the program
-//! never expected, keeps its last records too), a recorder installs a handler
-//! (`SA_SIGINFO | SA_ONSTACK`).
+//! SIGFPE and SIGABRT (and every other signal below 32 whose default action ends the
+//! process: SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
+//! SIGPIPE, SIGXCPU, SIGSYS, SIGTRAP, SIGIO, SIGPWR and SIGSTKFLT, when the program left
+//! their action the default one, so that a hang killed by `timeout` or Ctrl-C, or a signal
+//! the program never expected, keeps its last records too), a recorder installs a handler
+//! (`SA_SIGINFO | SA_ONSTACK`, every one of these signals blocked while it runs).
 //!
 //! When the signal ends the process (the action it had before is the default one, a fault
 //! the program ignores, or `abort`), the handler:
@@ -56,7 +57,8 @@
 //! # What is not
 //!
 //! - SIGKILL (and a kill by the OOM killer) runs no handler: the file keeps what the last
-//!   periodic flush wrote (`hrx-trace record` then notes the death itself).
+//!   periodic flush wrote (`hrx-trace record` then notes the death itself). Nor do the
+//!   real-time signals (SIGRTMIN and up), which are left as the program sets them.
 //! - A crash on a thread that holds the recorder's lock (inside the recorder's own writing),
 //!   or while the writer thread holds it for longer than [`LOCK_WAIT_NS`], writes nothing
 //!   more. A crash during the fatal-signal flush itself (memory so damaged that the rings
@@ -119,7 +121,9 @@ mod imp {
     /// terminal, `timeout`), and those whose default action ends a program that did not
     /// expect them (a timer's or a user signal nobody handles, a write to a closed pipe in
     /// a program that did not ignore SIGPIPE, a CPU-time limit).
-    const TERMINATIONS: [libc::c_int; 11] = [
+    /// (Every signal below 32 whose default action ends the process; the real-time signals
+    /// are not handled: glibc and programs use them as they choose.)
+    const TERMINATIONS: [libc::c_int; 16] = [
         libc::SIGTERM,
         libc::SIGINT,
         libc::SIGHUP,
@@ -131,6 +135,11 @@ mod imp {
         libc::SIGPROF,
         libc::SIGPIPE,
         libc::SIGXCPU,
+        libc::SIGSYS,
+        libc::SIGTRAP,
+        libc::SIGIO,
+        libc::SIGPWR,
+        libc::SIGSTKFLT,
     ];
     const MAX_SIGNAL: usize = 32;
 
@@ -206,7 +215,17 @@ mod imp {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // Every signal handled here waits while the handler runs: a second one (a
+            // `kill -USR1` then `-ALRM`, or `timeout`'s TERM after a Ctrl-C) run inside the
+            // first would find the flush under way on its own thread, skip it and end the
+            // process mid-flush, or overflow the small signal stack (a break-it pass: 4 runs
+            // of 32). Blocked, it is delivered once the first handler passed its signal on.
+            // A fault raised by the handler itself is not held back by this: the kernel
+            // forces a blocked fault's default action.
             libc::sigemptyset(&mut action.sa_mask);
+            for handled in CRASHES.into_iter().chain(TERMINATIONS) {
+                libc::sigaddset(&mut action.sa_mask, handled);
+            }
             let mut previous: libc::sigaction = std::mem::zeroed();
             (libc::sigaction(signal, &action, &mut previous) == 0).then_some(previous)
         }

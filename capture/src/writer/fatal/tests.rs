@@ -58,6 +58,20 @@ fn child(mode: &str, path: &str) -> ! {
         "alrm" => unsafe {
             libc::raise(libc::SIGALRM);
         },
+        // Two signals at once: both pending on this thread, then let in together. The
+        // first's handler runs with the second held back until it passed its own signal on,
+        // so the process dies of the first (the lower number) with its records flushed.
+        // SAFETY: signal set operations on local sets; raise has no memory preconditions.
+        "usr1+alrm" => unsafe {
+            let mut both: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut both);
+            libc::sigaddset(&mut both, libc::SIGUSR1);
+            libc::sigaddset(&mut both, libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &both, std::ptr::null_mut());
+            libc::raise(libc::SIGUSR1);
+            libc::raise(libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &both, std::ptr::null_mut());
+        },
         // SAFETY: as above.
         _ => unsafe {
             libc::raise(libc::SIGTERM);
@@ -267,6 +281,7 @@ fn a_fatal_signal_writes_every_threads_pending_records() {
         // Signals whose default action ends a program that never expected them.
         ("usr1", libc::SIGUSR1),
         ("alrm", libc::SIGALRM),
+        ("usr1+alrm", libc::SIGUSR1),
     ] {
         let path = dir.path().join(format!("{mode}.hrxt"));
         let status = std::process::Command::new(std::env::current_exe().unwrap())
