@@ -227,3 +227,11 @@ impl Error {
         )
     }
 }
+
+/// Writes one line of the runtime's own (a fallback, a file it cannot trace to) on standard
+/// error. A standard error that cannot be written (closed, a full disk) loses the line:
+/// `eprintln!` would panic there, inside the program that uses hrx.
+pub(crate) fn to_stderr(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

@@ -441,7 +441,7 @@ pub(crate) fn open_device(
                     Ok(device) => return Ok(Arc::new(device)),
                     Err(error) => {
                         if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
-                            eprintln!("hrx: using the software device: {error}");
+                            crate::error::to_stderr(format_args!("hrx: using the software device: {error}"));
                         }
                         crate::gpu::cuda::note_fallback(error.to_string());
                     }
@@ -459,7 +459,7 @@ pub(crate) fn open_device(
                     Ok(device) => return Ok(Arc::new(device)),
                     Err(error) => {
                         if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
-                            eprintln!("hrx: skipping HIP: {error}");
+                            crate::error::to_stderr(format_args!("hrx: skipping HIP: {error}"));
                         }
                         crate::gpu::hip::note_fallback(error.to_string());
                     }

@@ -79,7 +79,7 @@ pub fn stop() {
 extern "C" fn close_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         if let Err(error) = close_trace() {
-            eprintln!("hrx: {error}");
+            crate::error::to_stderr(format_args!("hrx: {error}"));
         }
     });
 }
@@ -127,11 +127,11 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
             match hrx_capture::install_or_current(path, options) {
                 Ok(recorder) => Some(recorder),
                 Err(e) if target.from_environment => {
-                    eprintln!(
+                    crate::error::to_stderr(format_args!(
                         "hrx: HRX_TRACE={}: cannot record there ({e}): this process runs \
                          untraced",
                         path.display()
-                    );
+                    ));
                     None
                 }
                 Err(e) => {

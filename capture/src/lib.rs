@@ -74,3 +74,10 @@ pub use writer::{
     CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, RawBatch, Recorder,
     RecorderOptions, Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
 };
+
+/// Writes one line on standard error; one that cannot be written (closed, a full disk) is
+/// lost rather than panicking inside the program that records.
+pub(crate) fn to_stderr(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

@@ -114,11 +114,11 @@ pub fn wait_for_trace<T, E>(
             return Err(error);
         }
         if !said {
-            eprintln!(
+            crate::to_stderr(format_args!(
                 "waiting for {} to be written (up to {} s; Ctrl-C stops)",
                 path.display(),
                 wait.as_secs()
-            );
+            ));
             said = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -75,13 +75,13 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (code, hint) = classify(error);
-    eprintln!(
+    crate::output::eline(format_args!(
         "{} {}",
         crate::output::paint_err("error:", crate::output::Tone::Bad),
         one_line(&format!("{error:#}"))
-    );
+    ));
     if let Some(hint) = hint {
-        eprintln!("hint: {hint}");
+        crate::output::eline(format_args!("hint: {hint}"));
     }
     ExitCode::from(code)
 }
@@ -159,8 +159,13 @@ pub fn parse_args<P: clap::Parser>() -> P {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => error.exit(),
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             match std::env::args_os().nth(1) {
-                None => eprintln!("error: no verb given: say what to do, e.g. `record` or `info`"),
-                Some(verb) => eprintln!("error: `{}` needs arguments", verb.to_string_lossy()),
+                None => crate::output::eline(format_args!(
+                    "error: no verb given: say what to do, e.g. `record` or `info`"
+                )),
+                Some(verb) => crate::output::eline(format_args!(
+                    "error: `{}` needs arguments",
+                    verb.to_string_lossy()
+                )),
             }
             error.exit()
         }
@@ -229,9 +234,9 @@ pub fn parse_args<P: clap::Parser>() -> P {
                 .map(|usage| format!("usage: {usage}; more with --help"))
         })
         .or_else(|| Some("see --help".to_owned()));
-    eprintln!("{}", one_line(message));
+    crate::output::eline(format_args!("{}", one_line(message)));
     if let Some(hint) = hint {
-        eprintln!("hint: {hint}");
+        crate::output::eline(format_args!("hint: {hint}"));
     }
     std::process::exit(i32::from(EXIT_FAILURE));
 }
@@ -323,10 +328,10 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!(
+        crate::output::eline(format_args!(
             "error: internal error (a bug in hrx-trace): {}{place}",
             one_line(message)
-        );
+        ));
     }));
 }
 

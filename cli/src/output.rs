@@ -144,20 +144,29 @@ pub fn versioned(mut report: serde_json::Value) -> serde_json::Value {
 
 /// Prints `warning: {message}` on standard error (always, `-q` too).
 pub fn warn(message: impl std::fmt::Display) {
-    eprintln!("{} {message}", paint_err("warning:", Tone::Warn));
+    eline(format_args!(
+        "{} {message}",
+        paint_err("warning:", Tone::Warn)
+    ));
 }
 
 /// Prints `note: {message}` on standard error, unless `-q`.
 pub fn note(message: impl std::fmt::Display) {
     if !quiet() {
-        eprintln!("{} {message}", paint_err("note:", Tone::Aside));
+        eline(format_args!(
+            "{} {message}",
+            paint_err("note:", Tone::Aside)
+        ));
     }
 }
 
 /// Prints `note: {message}` on standard error with `-v` only.
 pub fn detail(message: impl std::fmt::Display) {
     if verbose() && !quiet() {
-        eprintln!("{} {message}", paint_err("note:", Tone::Aside));
+        eline(format_args!(
+            "{} {message}",
+            paint_err("note:", Tone::Aside)
+        ));
     }
 }
 
@@ -230,4 +239,12 @@ mod tests {
         assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
         assert_eq!(verdict_tone("same"), Tone::Good);
     }
+}
+
+/// Writes one line on standard error. One that cannot be written (a closed pipe, a full
+/// disk) is lost rather than ending the run: `eprintln!` panics there, and the panic hook's
+/// own message then aborted the process (exit 134), whatever the program's exit code was.
+pub fn eline(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

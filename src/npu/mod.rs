@@ -113,7 +113,9 @@ pub(crate) fn open(choice: NpuBackendChoice, fault: bool) -> Result<NpuDevice> {
                     Ok(device) => return Ok(NpuDevice::Xrt(device)),
                     Err(error) => {
                         if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
-                            eprintln!("hrx: using the NPU simulator: {error}");
+                            crate::error::to_stderr(format_args!(
+                                "hrx: using the NPU simulator: {error}"
+                            ));
                         }
                         *crate::sync::lock(&FALLBACK_NOTE) = Some(error.to_string());
                     }

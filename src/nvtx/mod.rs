@@ -101,7 +101,9 @@ mod imp {
         if let Some(path) = std::env::var_os(INJECTION_PATH_VAR).filter(|p| !p.is_empty()) {
             match Tool::load(&path) {
                 Ok(tool) => return Some(Sink::Tool(tool)),
-                Err(err) => eprintln!("hrx: warning: no NVTX ranges: {err}"),
+                Err(err) => {
+                    crate::error::to_stderr(format_args!("hrx: warning: no NVTX ranges: {err}"))
+                }
             }
         }
         // SAFETY: only opens the library (dlopen) to see whether it loads.

@@ -523,3 +523,36 @@ fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
     let info = stdout(&info);
     assert!(field(&info, "closed").starts_with("cleanly"), "{info}");
 }
+
+/// A standard error that cannot be written loses its lines, not the run: `eprintln!`
+/// panicked, the panic hook's own line panicked again, and every verb aborted (exit 134)
+/// whatever the program's exit code or the verb's own was.
+#[test]
+fn a_standard_error_that_cannot_be_written_keeps_the_exit_codes() {
+    if !Path::new("/dev/full").exists() {
+        println!("skipped: no /dev/full");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    // The program writes no trace: `record` warns (on the full standard error) and exits
+    // with the program's code.
+    let output = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", "exit 3"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 3);
+    // A verb's own failure keeps its exit code (2), its `error:` line lost.
+    let output = hrx_trace(dir.path())
+        .args(["info", "missing.hrxt"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2);
+}

@@ -287,7 +287,9 @@ impl NativeStream for CudaStream {
                 self.cupti = Some((cupti, stream));
             }
             Err(why) => KERNEL_TIMES_OFF.call_once(|| {
-                eprintln!("hrx: kernel times off, regions keep their times: {why}");
+                crate::error::to_stderr(format_args!(
+                    "hrx: kernel times off, regions keep their times: {why}"
+                ));
             }),
         }
     }
