@@ -220,6 +220,14 @@ pub enum StandardStream {
     Error,
 }
 
+/// Writes one line on standard error. One that cannot be written (a closed pipe, a full
+/// disk) is lost rather than ending the run: `eprintln!` panics there, and the panic hook's
+/// own message then aborted the process (exit 134), whatever the program's exit code was.
+pub fn eline(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,12 +247,4 @@ mod tests {
         assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
         assert_eq!(verdict_tone("same"), Tone::Good);
     }
-}
-
-/// Writes one line on standard error. One that cannot be written (a closed pipe, a full
-/// disk) is lost rather than ending the run: `eprintln!` panics there, and the panic hook's
-/// own message then aborted the process (exit 134), whatever the program's exit code was.
-pub fn eline(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
