@@ -146,7 +146,8 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     // Checked as this process expands it; each process of the program expands its own.
     warn_unknown_patterns(&args.output);
     let expanded = hrx_capture::expand_path(&args.output);
-    check_output(&args.output, &expanded)?;
+    // Said once the program wrote the file: one that writes no trace leaves it as it was.
+    let earlier = check_output(&args.output, &expanded)?;
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Where each process of the program says which file it records into; without it (no
@@ -213,9 +214,14 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(
             "no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
-             creating an hrx runtime)",
+             creating an hrx runtime){}",
             name(program),
-            args.output.display()
+            args.output.display(),
+            if earlier {
+                "; the earlier trace there is left as it was"
+            } else {
+                ""
+            }
         );
         crate::output::warn(&said);
         if args.json {
@@ -245,6 +251,12 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
         relative.map_or_else(|_| path.to_owned(), Path::to_owned)
     };
+    if earlier
+        && let Ok(expanded) = std::path::absolute(&expanded)
+        && written.contains(&expanded)
+    {
+        note_replaced(&shown(&expanded));
+    }
     let mut failed = false;
     for path in &written {
         let unclaimed = unclaimed.contains(path);
@@ -505,10 +517,13 @@ pub fn print_summary(
 /// conflict (two `record --workload -o w-%n.hrxt` started together: one was refused,
 /// "another recorder is writing it", about 1 run in 5).
 ///
+/// Returns whether `path` holds an earlier trace, which the recording will replace: the
+/// caller says so ([`note_replaced`]) once it is known that it did.
+///
 /// # Errors
 ///
 /// [`Failure`] when it is a directory or its directory does not exist.
-pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
+pub fn check_output(template: &Path, path: &Path) -> Result<bool, Failure> {
     refuse_stdout(path)?;
     refuse_special(path, "trace")?;
     // `sub/` names a directory even when there is none (the runtime could not create it as
@@ -529,7 +544,7 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
     require_directory(path, "the trace")?;
     check_writable(path)?;
     if hrx_capture::has_sequence(template) {
-        return Ok(());
+        return Ok(false);
     }
     // Overwrite traces (and empty files) only: `-o` naming a photograph or any other file
     // by mistake must not destroy it.
@@ -540,15 +555,16 @@ pub fn check_output(template: &Path, path: &Path) -> Result<(), Failure> {
     // Probed now, so that a second recording into the same file is refused before its
     // program runs.
     refuse_live(path, "the trace")?;
-    // An earlier trace is replaced, as `-o` asks, but not silently (Nsight Systems refuses
-    // without `--force-overwrite`; a note costs a scripted re-recording nothing).
-    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
-        crate::output::note(format_args!(
-            "{} holds an earlier trace: it is replaced",
-            path.display()
-        ));
-    }
-    Ok(())
+    Ok(std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0))
+}
+
+/// An earlier trace at `path` is replaced, as `-o` asks, but not silently (Nsight Systems
+/// refuses without `--force-overwrite`; a note costs a scripted re-recording nothing).
+pub fn note_replaced(path: &Path) {
+    crate::output::note(format_args!(
+        "{} held an earlier trace: it is replaced",
+        path.display()
+    ));
 }
 
 /// Refuses an output `path` whose directory does not exist, naming it (the OS error would

@@ -141,7 +141,10 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
     crate::record::warn_unknown_patterns(&args.output);
     let output = hrx_capture::expand_path(&args.output);
-    check_output(&args.output, &output)?;
+    if check_output(&args.output, &output)? {
+        // The workload records into it whatever happens next.
+        crate::record::note_replaced(&output);
+    }
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.

@@ -199,9 +199,38 @@ fn an_earlier_trace_is_replaced_with_a_note() {
     let second = run(dir.path(), &args);
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     assert!(
-        stderr(&second).contains("note: t.hrxt holds an earlier trace: it is replaced"),
+        stderr(&second).contains("note: t.hrxt held an earlier trace: it is replaced"),
         "{}",
         stderr(&second)
+    );
+    // A program that writes no trace leaves the earlier one as it was, and says so (it said
+    // "it is replaced" before running it, then "no trace").
+    let before = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    let nothing = run(dir.path(), &["record", "-o", "t.hrxt", "--", "true"]);
+    let err = stderr(&nothing);
+    assert_eq!(code(&nothing), 0, "{err}");
+    assert!(!err.contains("replaced"), "{err}");
+    assert!(
+        err.contains("no trace: true wrote nothing to t.hrxt")
+            && err.contains("the earlier trace there is left as it was"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), before);
+    // A program that records replaces it, said once it did.
+    let inner = format!(
+        "{} -q record -o t.hrxt --workload hazards",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let program = run(
+        dir.path(),
+        &["record", "-o", "t.hrxt", "--", "sh", "-c", &inner],
+    );
+    let err = stderr(&program);
+    assert_eq!(code(&program), 0, "{err}");
+    assert_eq!(
+        err.matches("held an earlier trace: it is replaced").count(),
+        1,
+        "{err}"
     );
     let quiet = run(
         dir.path(),
