@@ -238,8 +238,15 @@ fn create_unshared(
         }
     }
     let path = expand_path(template);
-    let sibling_wrote =
-        std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
+    // The session's identity is that of the file `HRX_TRACE` names: a process recording
+    // elsewhere (its own `-o`, a nested `hrx-trace record`) compares nothing with it (it took
+    // a finished earlier trace for a sibling's and recorded into `NAME.PID.EXT`).
+    let session_file = std::env::var_os(TRACE_ENV).is_some_and(|named| {
+        let absolute = |p: &Path| std::path::absolute(p).ok();
+        absolute(&expand_path(Path::new(&named))) == absolute(&path)
+    });
+    let sibling_wrote = session_file
+        && std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
     let mut why = "was written by another process of this recording";
     if !sibling_wrote {
         match Recorder::create(&path, options.clone()) {
@@ -251,12 +258,12 @@ fn create_unshared(
         }
     }
     let own = own_path(&path, std::process::id());
-    eprintln!(
+    crate::to_stderr(format_args!(
         "hrx: {} {why}: this process ({}) records into {}",
         path.display(),
         std::process::id(),
         own.display()
-    );
+    ));
     Recorder::create(&own, options).map(|r| (r, own))
 }
 

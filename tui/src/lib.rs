@@ -133,7 +133,9 @@ pub fn open_or_summarise_with(
     let mut options = options.clone();
     if let Err(warning) = state::cache::usable(&options) {
         // Said now, before the terminal is taken; the index is then built without it.
-        eprintln!("warning: {warning}");
+        // A standard error that cannot be written loses the line, not the view.
+        let _ =
+            std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("warning: {warning}\n"));
         options.dir = None;
     }
     if let Some(dir) = &options.dir

@@ -94,7 +94,9 @@ impl CacheOptions {
         };
         let min_bytes = match std::env::var(CACHE_MIN_ENV) {
             Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-                eprintln!(
+                // A standard error that cannot be written loses the line, not the view.
+                let _ = writeln!(
+                    io::stderr(),
                     "warning: {CACHE_MIN_ENV}={v:?} is not a number of bytes: using the \
                      default, {DEFAULT_MIN_BYTES}"
                 );
@@ -286,7 +288,7 @@ pub fn open<E>(
     if let Err(error) = check_private_dir(dir)
         && error.kind() == io::ErrorKind::PermissionDenied
     {
-        eprintln!("warning: view cache not used: {error}");
+        let _ = writeln!(io::stderr(), "warning: view cache not used: {error}");
         return load();
     }
     if let Ok(model) = reopen(dir, path) {

@@ -585,3 +585,32 @@ fn a_standard_error_that_cannot_be_written_keeps_the_exit_codes() {
         .unwrap();
     assert_eq!(code(&output), 2);
 }
+
+/// A process of the recorded program that records to a file of its own (a nested
+/// `hrx-trace record -o inner.hrxt`) records there, run after run: the check for a sibling
+/// that already wrote the recording's file compares `HRX_TRACE`'s file only (a finished
+/// earlier `inner.hrxt` was taken for a sibling's trace, and the second run wrote
+/// `inner.PID.hrxt` beside it).
+#[test]
+fn a_nested_recording_to_its_own_file_records_there_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = format!(
+        "{} -q record --workload hazards -o inner.hrxt",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    for round in 0..2 {
+        let output = run(
+            dir.path(),
+            &["-q", "record", "-o", "app.hrxt", "--", "sh", "-c", &inner],
+        );
+        let err = stderr(&output);
+        assert_eq!(code(&output), 0, "round {round}: {err}");
+        assert!(!err.contains("records into"), "round {round}: {err}");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["inner.hrxt"], "round {round}");
+    }
+}
