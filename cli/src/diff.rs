@@ -152,7 +152,8 @@
 //!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "graph_changes",
 //!              "differing_outputs", "changed_submissions", "one_sided": regions, outputs
 //!              and submissions in one trace only, relabelled regions, new and missing
-//!              kernels, operations added to or removed from graphs,
+//!              kernels, operations added to or removed from graphs, "past_an_end": of
+//!              those, the ones an incomplete trace lacks (not a difference),
 //!              "empty_side": "base"|"new"|null (the trace without a submission)}}
 //! ```
 
@@ -462,7 +463,8 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
             "slow_kernels": c.slow_kernels, "new_kernels": c.new_kernels,
             "missing_kernels": c.missing_kernels, "graph_changes": c.graph_changes.len(),
             "differing_outputs": differing.len(), "changed_submissions": changed.len(),
-            "one_sided": c.one_sided, "empty_side": c.empty_side.map(Side::name),
+            "one_sided": c.one_sided, "past_an_end": c.past_an_end,
+            "empty_side": c.empty_side.map(Side::name),
         },
         "submissions": {"compared": m.outcomes_compared, "unknown": m.outcomes_unknown,
                         "only_base": subs_only_base, "only_new": subs_only_new,
@@ -722,13 +724,21 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         writeln!(out, "  new        {}", line(&a["new"]))?;
     }
     let s = &r["summary"];
-    let one_sided = match u(&s["one_sided"]) {
+    let past = u(&s["past_an_end"]);
+    let s_of = |n: u64| if n == 1 { "" } else { "s" };
+    let mut one_sided = match u(&s["one_sided"]).saturating_sub(past) {
         0 => String::new(),
         n => format!(
             "; {n} item{} in one trace only or relabelled (see above)",
-            if n == 1 { "" } else { "s" }
+            s_of(n)
         ),
     };
+    if past > 0 {
+        one_sided.push_str(&format!(
+            "; {past} item{} past an incomplete trace's end, not compared",
+            s_of(past)
+        ));
+    }
     let graph_changes = match u(&s["graph_changes"]) {
         0 => String::new(),
         n => format!(

@@ -93,6 +93,14 @@ impl Side {
             Side::New => "new",
         }
     }
+
+    /// The other trace.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Base => Side::New,
+            Side::New => Side::Base,
+        }
+    }
 }
 
 /// A kernel (region label) of either trace, paired by name.
@@ -277,8 +285,12 @@ pub struct Comparison {
     pub new_kernels: usize,
     /// Kernels only in base.
     pub missing_kernels: usize,
-    /// Items in one trace only or relabelled (see the module docs).
+    /// Items in one trace only or relabelled (see the module docs), those of
+    /// [`Comparison::past_an_end`] included.
     pub one_sided: usize,
+    /// Of `one_sided`, the items an incomplete trace (cut short, damaged, lossy) lacks:
+    /// past what it holds, not a difference (the verdict leaves them out).
+    pub past_an_end: usize,
     /// The trace that holds no submission while the other holds some.
     pub empty_side: Option<Side>,
     /// The verdict of the counts.
@@ -619,17 +631,32 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         _ => None,
     };
     let regression = slow > 0 || differing > 0 || changed > 0 || empty_side.is_some();
-    let one_sided = regions.only_base
-        + regions.only_new
-        + m.submissions_one_sided.iter().sum::<u64>() as usize
-        + regions.relabelled.len()
-        + added
-        + missing
-        + graph_changes.len()
-        + m.outputs_one_sided.iter().sum::<u64>() as usize;
+    // Items only one trace holds: what base lacks, what new lacks.
+    let removed = graph_changes.iter().filter(|c| !c.added).count();
+    let lacking = [
+        regions.only_new
+            + m.submissions_one_sided[1] as usize
+            + m.outputs_one_sided[1] as usize
+            + added
+            + (graph_changes.len() - removed),
+        regions.only_base
+            + m.submissions_one_sided[0] as usize
+            + m.outputs_one_sided[0] as usize
+            + missing
+            + removed,
+    ];
+    let one_sided = lacking[0] + lacking[1] + regions.relabelled.len();
+    // What an incomplete trace (cut short, damaged, lossy) lacks is past what it holds, not
+    // a difference: "as far as both go" (a cut copy of a trace read `different`, its
+    // submissions past the cut counted as one trace's only; fresh-user pass).
+    let complete_sides = [complete(base), complete(new)];
+    let past_an_end: usize = (0..2)
+        .filter(|&side| !complete_sides[side])
+        .map(|side| lacking[side])
+        .sum();
     let verdict = Verdict::of(
         slow + differing + changed + usize::from(empty_side.is_some()),
-        one_sided,
+        one_sided - past_an_end,
     );
     debug_assert_eq!(regression, verdict == Verdict::Regression);
     let arguments = [arguments(base), arguments(new)];
@@ -662,11 +689,21 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             reasons.push(reason);
         }
     }
-    if !regression && one_sided > 0 {
+    if !regression && one_sided > past_an_end {
         reasons.push(format!(
             "{} in one trace only or relabelled",
-            plural(one_sided as u64, "item")
+            plural((one_sided - past_an_end) as u64, "item")
         ));
+    }
+    for (side, lacks) in [Side::Base, Side::New].into_iter().zip(lacking) {
+        if !complete_sides[side as usize] && lacks > 0 {
+            reasons.push(format!(
+                "{} only in {}: past what {} holds (it is incomplete), not compared",
+                plural(lacks as u64, "item"),
+                side.other().name(),
+                side.name()
+            ));
+        }
     }
     // A range recording or a trim holds only some submissions: say which were compared,
     // or that none was.
@@ -755,11 +792,12 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         new_kernels: added,
         missing_kernels: missing,
         one_sided,
+        past_an_end,
         empty_side,
         verdict,
         reasons,
         arguments,
-        complete: [complete(base), complete(new)],
+        complete: complete_sides,
         records_lost: [lost(base), lost(new)],
         ranged,
         compared: m.compared.clone(),
@@ -952,6 +990,36 @@ mod tests {
         assert_eq!((c.complete, c.records_lost), ([true; 2], [0; 2]));
         assert!(!c.arguments_differ());
         assert_eq!(c.verdict_name(), "same");
+    }
+
+    /// A trace against a cut-short copy of itself (its first half, not read whole): what
+    /// the copy lacks lies past its end, not a difference (it read `different`, its
+    /// missing submissions and outputs counted as base's only). The same half read whole
+    /// (a shorter run) still differs.
+    #[test]
+    fn what_a_cut_short_trace_lacks_is_past_its_end_not_a_difference() {
+        let records = trace(20, &[], None);
+        let cut = &records[..records.len() / 2];
+        for (base, new, incomplete) in [(&records[..], cut, 1), (cut, &records[..], 0)] {
+            let (mut b, mut n) = (profile_records(base), profile_records(new));
+            [&mut b, &mut n][incomplete].recovery = Some(hrx_capture::Recovery::default());
+            let c = compare(&b, &n, &matched(base, new), 1e9);
+            assert_eq!(c.verdict, Verdict::Same, "{:?}", c.reasons);
+            assert_eq!(c.verdict_name(), SAME_AS_FAR_AS_BOTH_GO);
+            assert!(c.past_an_end > 0 && c.past_an_end == c.one_sided, "{c:?}");
+            let side = ["base", "new"][incomplete];
+            assert!(
+                c.reasons.iter().any(|r| r.contains(&format!(
+                    "past what {side} holds (it is incomplete), not compared"
+                ))),
+                "{:?}",
+                c.reasons
+            );
+        }
+        let (b, n) = (profile_records(&records), profile_records(cut));
+        let c = compare(&b, &n, &matched(&records, cut), 1e9);
+        assert_eq!(c.verdict, Verdict::Different, "{:?}", c.reasons);
+        assert_eq!(c.past_an_end, 0);
     }
 
     #[test]
