@@ -778,6 +778,23 @@ impl TraceReader<File> {
         reader.end = len.max(reader.offset);
         Ok(reader)
     }
+
+    /// Whether the trace this reader reads, as long as it was when opened, ends with an
+    /// intact footer and trailer ([`MappedTrace::ends_cleanly`] of the same open file: a file
+    /// replaced at the path since is not the one answered for).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadErrorKind::Io`] when the file cannot be mapped.
+    pub fn ends_cleanly(&self) -> Result<bool, ReadError> {
+        let file = self.src.get_ref();
+        let len = match self.end {
+            // Made with `new`, not `open`: as long as it is now.
+            u64::MAX => file.metadata().map_err(|e| ReadError::new(0, e))?.len(),
+            end => end,
+        };
+        MappedTrace::file_ends_cleanly(file, len)
+    }
 }
 
 impl<R: Read> TraceReader<R> {
@@ -1551,11 +1568,19 @@ impl MappedTrace {
     /// As [`MappedTrace::open`].
     pub fn ends_cleanly(path: impl AsRef<Path>) -> Result<bool, ReadError> {
         let file = open_file(path.as_ref())?;
-        if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
+        let len = file.metadata().map_err(|e| ReadError::new(0, e))?.len();
+        Self::file_ends_cleanly(&file, len)
+    }
+
+    /// [`MappedTrace::ends_cleanly`] of the first `len` bytes of `file`.
+    fn file_ends_cleanly(file: &File, len: u64) -> Result<bool, ReadError> {
+        if len == 0 {
             return Err(ReadError::new(0, ReadErrorKind::Empty));
         }
+        let len = usize::try_from(len).map_err(|_| ReadError::new(0, ReadErrorKind::Empty))?;
         // SAFETY: as in `open`.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ReadError::new(0, e))?;
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }
+            .map_err(|e| ReadError::new(0, e))?;
         let mut warnings = Vec::new();
         let header = parse_header(&map[..], &mut warnings)?;
         let trace = MappedTrace {

@@ -28,7 +28,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     let mut reader = TraceReader::open(&args.file).map_err(fail)?;
     // Said before the records too: a reader of `dump | head` stops before the warnings after
     // them (the other verbs read the whole trace before printing).
-    if let Ok(false) = hrx_capture::MappedTrace::ends_cleanly(&args.file) {
+    if let Ok(false) = reader.ends_cleanly() {
         crate::output::warn(format_args!(
             "{}: does not end with its index (cut short, still being recorded, or damaged at \
              its end): its records follow as far as they read, and how it ends is said after \
