@@ -124,12 +124,13 @@ pub fn capture_range(args: &RecordArgs) -> Result<Option<hrx_capture::CaptureRan
     Ok(Some(hrx_capture::CaptureRange::Time { start_ns, end_ns }))
 }
 
-/// A note when a capture range kept no submission of a trace that recorded some runtime.
-pub fn note_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, stats: &TraceInfo) {
+/// A warning when a capture range kept no submission of a trace that recorded some runtime.
+pub fn warn_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, stats: &TraceInfo) {
     if let Some(range) = range
         && stats.submissions == 0
     {
-        crate::output::note(format_args!(
+        // A warning, kept by `-q`: a trace without a submission lacks what was asked of it.
+        crate::output::warn(format_args!(
             "{}: the capture range {range} kept no submission (the program submitted \
              fewer, or ended before it)",
             path.display()
@@ -292,7 +293,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 let printed = header
                     .map_or(Ok(()), |header| write_stdout(&header))
                     .and_then(|()| print_summary(&path, &stats, json));
-                note_empty_range(range.as_ref(), &path, &stats);
+                warn_empty_range(range.as_ref(), &path, &stats);
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
                         Failure::new(format!(

@@ -62,6 +62,8 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // A trace being recorded is one too: renaming the trim over it would unlink the file
     // the recorder writes, and its recording would be lost.
     crate::record::refuse_live(&args.output, "the trimmed trace")?;
+    // Replaced as `-o` asks, but said, as `record` says it (once the trim is written).
+    let earlier = std::fs::metadata(&args.output).is_ok_and(|m| m.is_file() && m.len() > 0);
     let read_error = |error| TraceError {
         path: args.file.clone(),
         error,
@@ -122,6 +124,9 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         );
     }
     interruptible.finished();
+    if earlier {
+        crate::record::note_replaced(&args.output);
+    }
     // What reading the input found, as every verb reading a trace warns of it; the output
     // says it too (`info`: "trimmed from an incomplete recording").
     crate::failure::warn_partial(

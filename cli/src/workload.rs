@@ -201,7 +201,7 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         })
     });
     print_summary(&output, &stats, json)?;
-    crate::record::note_empty_range(range.as_ref(), &output, &stats);
+    crate::record::warn_empty_range(range.as_ref(), &output, &stats);
     if let Some(signal) = stop::requested() {
         crate::output::note(format_args!(
             "hrx-trace received {} and stopped the workload; the trace is closed",

@@ -614,3 +614,26 @@ fn a_nested_recording_to_its_own_file_records_there_again() {
         assert_eq!(names, ["inner.hrxt"], "round {round}");
     }
 }
+
+/// `trim -o` over an earlier trace replaces it with a note, as `record -o` does (it was
+/// silent); a new file draws none.
+#[test]
+fn a_trim_over_an_earlier_trace_says_it_replaced_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["-q", "record", "-o", "h.hrxt", "--workload", "hazards"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let trim = ["trim", "h.hrxt", "-o", "t.hrxt", "--submissions", "1..2"];
+    let first = run(dir.path(), &trim);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(!stderr(&first).contains("replaced"), "{}", stderr(&first));
+    let again = run(dir.path(), &trim);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("note: t.hrxt held an earlier trace: it is replaced"),
+        "{}",
+        stderr(&again)
+    );
+}
