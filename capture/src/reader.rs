@@ -1581,18 +1581,9 @@ impl MappedTrace {
         // SAFETY: as in `open`.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }
             .map_err(|e| ReadError::new(0, e))?;
-        let mut warnings = Vec::new();
-        let header = parse_header(&map[..], &mut warnings)?;
-        let trace = MappedTrace {
-            bytes: Bytes::Map(map),
-            header,
-            blocks: Vec::new(),
-            warnings,
-            indexed: false,
-            clean_close: false,
-            closed: false,
-        };
-        Ok(trace.index_from_footer().is_ok())
+        Ok(MappedTrace::unindexed(Bytes::Map(map))?
+            .index_from_footer()
+            .is_ok())
     }
 
     /// A trace held in memory.
@@ -1604,14 +1595,15 @@ impl MappedTrace {
         MappedTrace::build(Bytes::Owned(bytes))
     }
 
-    fn build(bytes: Bytes) -> Result<MappedTrace, ReadError> {
+    /// The trace with its header read, no block found yet.
+    fn unindexed(bytes: Bytes) -> Result<MappedTrace, ReadError> {
         let mut warnings = Vec::new();
         let slice = match &bytes {
             Bytes::Map(map) => &map[..],
             Bytes::Owned(vec) => &vec[..],
         };
         let header = parse_header(slice, &mut warnings)?;
-        let mut trace = MappedTrace {
+        Ok(MappedTrace {
             bytes,
             header,
             blocks: Vec::new(),
@@ -1619,7 +1611,11 @@ impl MappedTrace {
             indexed: false,
             clean_close: false,
             closed: false,
-        };
+        })
+    }
+
+    fn build(bytes: Bytes) -> Result<MappedTrace, ReadError> {
+        let mut trace = MappedTrace::unindexed(bytes)?;
         match trace.index_from_footer() {
             Ok(blocks) => {
                 trace.blocks = blocks;

@@ -204,6 +204,46 @@ fn waiters_and_publisher() {
     timed.join().unwrap();
 }
 
+/// The graph's `occupied` flags behind the scheduler lock, as the slot models hold them.
+type Occupied = sync::Arc<Mutex<Vec<std::sync::atomic::AtomicBool>>>;
+
+/// The second submitter of a one-slot model: claims the slot if it can, then checks with
+/// `released` that every completion of submission 1 was let go (else panics with `held`),
+/// arms the slot for submission 2, retires it (as the waiter running it, `own`, or as a
+/// worker) and waits for its own outcome.
+fn second_submitter(
+    signals: Arc<Vec<Arc<Signal>>>,
+    scheduler: Occupied,
+    released: impl Fn() -> bool + Send + 'static,
+    held: &'static str,
+    own: bool,
+) -> loom::thread::JoinHandle<()> {
+    loom::thread::spawn(move || {
+        let occupied = lock(&scheduler);
+        let Some(slot) = claim_slot(&occupied, &signals) else {
+            return;
+        };
+        assert!(released(), "{held}");
+        signals[slot].reset(2);
+        let second = completion(&signals[slot]);
+        drop(occupied);
+        assert_eq!(second.submission(), 2);
+        if own {
+            retire_own_slot(&lock(&scheduler), slot, &signals, Status::Succeeded);
+            second.signal.publish();
+        } else {
+            let wake = [retire_slot(
+                &lock(&scheduler),
+                slot,
+                &signals,
+                Status::Succeeded,
+            )];
+            publish_all(wake);
+        }
+        assert!(second.wait().is_ok(), "completion 2 saw another outcome");
+    })
+}
+
 /// Model 2: slot reuse. One slot; submission 1 is claimed and armed, a worker retires it
 /// (`retire_slot`, then `publish_all` with no lock held), its submitter waits on its
 /// completion and drops it, while a second submitter tries to claim the slot. The slot is
@@ -233,29 +273,10 @@ fn slot_reuse() {
         })
     };
     let second = {
-        let (signals, scheduler, released) = (signals.clone(), scheduler.clone(), released.clone());
-        loom::thread::spawn(move || {
-            let occupied = lock(&scheduler);
-            let Some(slot) = claim_slot(&occupied, &signals) else {
-                return;
-            };
-            assert!(
-                released.load(Ordering::SeqCst),
-                "slot re-armed while completion 1 was held"
-            );
-            signals[slot].reset(2);
-            let second = completion(&signals[slot]);
-            drop(occupied);
-            assert_eq!(second.submission(), 2);
-            let wake = [retire_slot(
-                &lock(&scheduler),
-                slot,
-                &signals,
-                Status::Succeeded,
-            )];
-            publish_all(wake);
-            assert!(second.wait().is_ok(), "completion 2 saw another outcome");
-        })
+        let released = released.clone();
+        let released = move || released.load(Ordering::SeqCst);
+        let held = "slot re-armed while completion 1 was held";
+        second_submitter(signals.clone(), scheduler.clone(), released, held, false)
     };
     let result = first.wait();
     assert_eq!(first.submission(), 1, "completion 1 saw another submission");
@@ -299,24 +320,10 @@ fn own_slot_reuse() {
         })
     };
     let second = {
-        let (signals, scheduler, released) = (signals.clone(), scheduler.clone(), released.clone());
-        loom::thread::spawn(move || {
-            let occupied = lock(&scheduler);
-            let Some(slot) = claim_slot(&occupied, &signals) else {
-                return;
-            };
-            assert_eq!(
-                released.load(Ordering::SeqCst),
-                2,
-                "slot re-armed while a completion of submission 1 was held"
-            );
-            signals[slot].reset(2);
-            let second = completion(&signals[slot]);
-            drop(occupied);
-            retire_own_slot(&lock(&scheduler), slot, &signals, Status::Succeeded);
-            second.signal.publish();
-            assert!(second.wait().is_ok(), "completion 2 saw another outcome");
-        })
+        let released = released.clone();
+        let released = move || released.load(Ordering::SeqCst) == 2;
+        let held = "slot re-armed while a completion of submission 1 was held";
+        second_submitter(signals.clone(), scheduler.clone(), released, held, true)
     };
     // The waiter runs its own region: retires it under the lock, publishes after it.
     retire_own_slot(&lock(&scheduler), 0, &signals, failed("one"));
