@@ -207,6 +207,21 @@ fn waiters_and_publisher() {
 /// The graph's `occupied` flags behind the scheduler lock, as the slot models hold them.
 type Occupied = sync::Arc<Mutex<Vec<std::sync::atomic::AtomicBool>>>;
 
+/// A graph of one slot, the scheduler lock together with its `occupied` flags (always
+/// taken together), and submission 1 claimed and armed in it as `submit` does, with its
+/// completion.
+fn one_slot() -> (Arc<Vec<Arc<Signal>>>, Occupied, Completion) {
+    let signals = Arc::new(vec![Signal::new(Weak::new())]);
+    let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
+    let first = {
+        let occupied = lock(&scheduler);
+        let slot = claim_slot(&occupied, &signals).expect("a fresh slot is free");
+        signals[slot].reset(1);
+        completion(&signals[slot])
+    };
+    (signals, scheduler, first)
+}
+
 /// The second submitter of a one-slot model: claims the slot if it can, then checks with
 /// `released` that every completion of submission 1 was let go (else panics with `held`),
 /// arms the slot for submission 2, retires it (as the waiter running it, `own`, or as a
@@ -251,20 +266,12 @@ fn second_submitter(
 /// dropped, so completion 1 always observes submission 1 and its outcome, and completion 2
 /// its own.
 fn slot_reuse() {
-    let signals = Arc::new(vec![Signal::new(Weak::new())]);
-    // The scheduler lock together with the graph's `occupied` flags (always taken together).
-    let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
+    let (signals, scheduler, first) = one_slot();
     // Witness, not protocol: set by the first submitter just before it drops its completion.
     // A plain `std` atomic, like the signal's `std` `Arc` count that `claim_slot` reads: both
     // are seen in loom's execution order (the happens-before that makes `reset` safe comes
     // from the signal's mutex, which loom does model: completion 1 checks what it observed).
     let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let first = {
-        let occupied = lock(&scheduler);
-        let slot = claim_slot(&occupied, &signals).expect("a fresh slot is free");
-        signals[slot].reset(1);
-        completion(&signals[slot])
-    };
     let worker = {
         let (signals, scheduler) = (signals.clone(), scheduler.clone());
         loom::thread::spawn(move || {
@@ -299,16 +306,9 @@ fn slot_reuse() {
 /// submission was published and both its completions were dropped: each observes
 /// submission 1 and its outcome.
 fn own_slot_reuse() {
-    let signals = Arc::new(vec![Signal::new(Weak::new())]);
-    let scheduler = sync::Arc::new(Mutex::new(vec![std::sync::atomic::AtomicBool::new(false)]));
+    let (signals, scheduler, first) = one_slot();
     // Witness, as in `slot_reuse`: set before the last completion of submission 1 drops.
     let released = Arc::new(AtomicUsize::new(0));
-    let first = {
-        let occupied = lock(&scheduler);
-        let slot = claim_slot(&occupied, &signals).expect("a fresh slot is free");
-        signals[slot].reset(1);
-        completion(&signals[slot])
-    };
     let other = {
         let (clone, released) = (first.clone(), released.clone());
         loom::thread::spawn(move || {
