@@ -214,8 +214,23 @@ pub fn parse_args<P: clap::Parser>() -> P {
             error.get(clap::error::ContextKind::InvalidArg),
             Some(clap::error::ContextValue::String(arg)) if arg.starts_with("--json")
         );
+    // And the other way: `--report json` given to a verb whose JSON is `--json` (clap's tip
+    // read "to pass '--report' as a value, use '-- --report'").
+    let report_elsewhere = error.kind() == ErrorKind::UnknownArgument
+        && matches!(
+            error.get(clap::error::ContextKind::InvalidArg),
+            Some(clap::error::ContextValue::String(arg)) if arg.starts_with("--report")
+        );
+    let verb = std::env::args_os()
+        .nth(1)
+        .map(|verb| verb.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let hint = replay_json
         .then(|| "replay writes its report as JSON with --report json".to_owned())
+        .or_else(|| {
+            report_elsewhere
+                .then(|| format!("{verb} writes JSON with --json (--report json is replay's)"))
+        })
         .or_else(|| {
             rest.iter()
                 .find_map(|l| l.strip_prefix("tip: "))

@@ -512,6 +512,19 @@ fn a_saved_baseline_judges_a_later_replay() {
     let json = run(dir.path(), &["replay", "h.hrxt", "--json"]);
     assert_error(&json, "--json");
     assert!(stderr(&json).contains("hint: replay writes its report as JSON with --report json"));
+    // The other way round: a reading verb's JSON is `--json` (clap's tip told to pass
+    // `--report` as a value after `--`).
+    for verb in ["stats", "info", "diff"] {
+        let report = run(dir.path(), &[verb, "h.hrxt", "--report", "json"]);
+        assert_error(&report, "--report");
+        assert!(
+            stderr(&report).contains(&format!(
+                "hint: {verb} writes JSON with --json (--report json is replay's)"
+            )),
+            "{}",
+            stderr(&report)
+        );
+    }
     let bad = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "fast"]);
     assert_error(&bad, "expected a ratio such as 1.2 or 1.2x");
     let warmups = run(dir.path(), &["replay", "h.hrxt", "--warmup", "11"]);
