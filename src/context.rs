@@ -90,6 +90,7 @@ impl Drop for Context {
             copied_bytes: load(&counters.copied_bytes),
             lane_copy_bytes: [0, 1, 2].map(|i| load(&counters.lane_copy_bytes[i])),
         }));
+        hook.host_load();
         hook.record(s::Record::RuntimeEnd(s::RuntimeEnd {
             runtime: hook.runtime,
             time_ns,

@@ -548,6 +548,7 @@ impl Runtime {
                 runtime: hook.runtime,
                 source: op_time_source(info.backend, &options),
             }));
+            hook.host_load();
         }
         Ok(Self {
             inner: RuntimeOwner::start(context, options.capacity)?,

@@ -554,6 +554,30 @@ impl Hook<'_> {
         self.recorder.now_ns()
     }
 
+    /// Sets counter `name` to `value` now, on the calling thread (a [`s::CounterSample`]).
+    pub fn counter(&self, name: &str, value: f64) {
+        let Some(name) = self.recorder.annotation_name(name) else {
+            return;
+        };
+        let time_ns = self.recorder.now_ns();
+        self.recorder.record_on_thread(|thread| {
+            s::Record::CounterSample(s::CounterSample {
+                thread,
+                name,
+                time_ns,
+                value: s::CounterValue(value),
+            })
+        });
+    }
+
+    /// The host's load per CPU now ([`s::HOST_LOAD_COUNTER`]), at a runtime's start and end:
+    /// what a reader of the trace needs to tell whether its times include waits for a CPU.
+    pub fn host_load(&self) {
+        if let Some(load) = s::host_load_per_cpu_now() {
+            self.counter(s::HOST_LOAD_COUNTER, load);
+        }
+    }
+
     /// `process_ns` (from [`crate::clock::now_ns`]: region start and end times, the host times
     /// backends map device timestamps onto) on the session's clock (each recorder has its own
     /// base), so that every record of a trace is on one clock.

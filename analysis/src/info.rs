@@ -43,6 +43,11 @@ pub struct TraceInfo {
     /// The signal that ended the process, as its recorder's handler or `record` saw it (the
     /// handler's when both did).
     pub fatal: Option<FatalSignal>,
+    /// The host's load per CPU ([`hrx_capture::schema::HOST_LOAD_COUNTER`]) as the runtimes
+    /// set it at their start and end, in trace order: `(first, last, highest)`.
+    pub host_load: Option<(f64, f64, f64)>,
+    /// The id of [`hrx_capture::schema::HOST_LOAD_COUNTER`]'s name, once defined.
+    host_load_name: Option<hrx_capture::schema::AnnotationId>,
     /// Regions started and not finished when the trace ends, joined by the pass
     /// ([`ScanSummary::running`]): what was running at a hang or a crash.
     pub running: Vec<RunningRegion>,
@@ -183,6 +188,8 @@ impl TraceInfo {
             end: None,
             stopped: None,
             fatal: None,
+            host_load: None,
+            host_load_name: None,
             running: Vec::new(),
             in_flight: Vec::new(),
             unjoined: [0; 3],
@@ -249,6 +256,16 @@ impl TraceInfo {
                 self.session.get_or_insert_with(|| start.clone());
             }
             Record::SessionStopped(stopped) => self.stopped = Some(*stopped),
+            Record::AnnotationName(name) if name.text == hrx_capture::schema::HOST_LOAD_COUNTER => {
+                self.host_load_name = Some(name.name);
+            }
+            Record::CounterSample(sample) if Some(sample.name) == self.host_load_name => {
+                let value = sample.value.0;
+                self.host_load = Some(match self.host_load {
+                    Some((first, _, high)) => (first, value, high.max(value)),
+                    None => (value, value, value),
+                });
+            }
             Record::FatalSignal(fatal) => {
                 let better = self
                     .fatal

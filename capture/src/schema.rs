@@ -1188,6 +1188,29 @@ impl PartialEq for CounterValue {
 
 impl Eq for CounterValue {}
 
+/// The counter a traced runtime sets at its start and at its end (a [`CounterSample`] of
+/// its own name): the host's 1-minute load average divided by the CPUs available to the
+/// process. At 1 or more the host was loaded: the recording's host-side times include waits
+/// for a CPU, a poor reference for a replay's `--max-slowdown` (readers say so).
+pub const HOST_LOAD_COUNTER: &str = "hrx: host load per CPU";
+
+/// The host's 1-minute load average (`/proc/loadavg`), `None` where the system does not say.
+pub fn load_average_now() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// [`load_average_now`] per CPU available to the process: the value of
+/// [`HOST_LOAD_COUNTER`].
+pub fn host_load_per_cpu_now() -> Option<f64> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    load_average_now().map(|load| load / cpus as f64)
+}
+
 /// One value of an application's counter (format 1.14): `hrx::annotate::counter`, a named
 /// value over time (a Tracy plot, a Perfetto counter track). The counter holds the value
 /// until its next sample.

@@ -88,6 +88,9 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "last_activity_ns": stats.last_activity_ns,
         },
         "capture": what_it_is(stats, live),
+        "host_load": stats.host_load.map(|(first, last, highest)| serde_json::json!({
+            "per_cpu_first": first, "per_cpu_last": last, "loaded": highest >= 1.0,
+        })),
         "live": live,
         "ranges": ranges(stats),
         "clock": r.clock.to_string(),
@@ -380,6 +383,9 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     writeln!(out, "{:<12} {span}", "time span")?;
 
     writeln!(out, "{:<12} {}", "capture", what_it_is(stats, live))?;
+    if let Some(line) = host_load(stats) {
+        writeln!(out, "{:<12} {line}", "host load")?;
+    }
     for line in ranges(stats) {
         writeln!(out, "{:<12} {line}", "range")?;
     }
@@ -516,4 +522,21 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
             parts.join(", ")
         )
     })
+}
+
+/// The host's load per CPU as the runtimes set it at their start and end
+/// ([`hrx_capture::schema::HOST_LOAD_COUNTER`]), and whether that made it loaded; `None` for
+/// a trace that does not say (recorded by an older hrx, or without `/proc/loadavg`).
+fn host_load(stats: &TraceInfo) -> Option<String> {
+    let (first, last, highest) = stats.host_load?;
+    Some(format!(
+        "{first:.2} per CPU when the runtimes started, {last:.2} when they ended (1-minute \
+         average){}",
+        if highest >= 1.0 {
+            ": loaded, its host-side times include waits for a CPU (a poor reference for \
+             `replay --max-slowdown`)"
+        } else {
+            ""
+        }
+    ))
 }

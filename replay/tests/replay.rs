@@ -15,3 +15,37 @@ mod streamed;
 mod substitution;
 mod unreplayable;
 mod workloads;
+
+/// A capture whose runtimes found the host loaded (the host-load counter they set at their
+/// start and end at 1 per CPU or more) is said to be a poor timing reference, before the
+/// verdict; one on a quiet host is not (the runtime sets the counter from `/proc/loadavg`,
+/// so the test sets its samples).
+#[test]
+fn a_capture_on_a_loaded_host_is_said_to_be_a_poor_timing_reference() {
+    let recorded = common::hazards_trace();
+    let samples = recorded
+        .records
+        .iter()
+        .filter(|r| matches!(r, hrx_capture::Record::CounterSample(_)))
+        .count();
+    if samples == 0 {
+        println!("skipped: no /proc/loadavg here, so the runtime set no host-load counter");
+        return;
+    }
+    let said = "the capture ran on a loaded host";
+    for (load, loaded) in [(2.5, true), (0.25, false)] {
+        let trace = common::rewrite(recorded, |record, _| {
+            if let hrx_capture::Record::CounterSample(sample) = record {
+                sample.value = hrx_capture::schema::CounterValue(load);
+            }
+            true
+        });
+        let report = common::replay_with(&trace, &hrx_replay::ReplayOptions::default());
+        assert_eq!(
+            report.notes.iter().any(|n| n.starts_with(said)),
+            loaded,
+            "load {load}: {:?}",
+            report.notes
+        );
+    }
+}

@@ -144,7 +144,10 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
             _ => None,
         })
         .collect();
-    let mut texts: Vec<&str> = names.values().copied().collect();
+    // The application's, and the runtime's own host-load counter (set at its start and end
+    // where the host says its load).
+    let own = s::HOST_LOAD_COUNTER;
+    let mut texts: Vec<&str> = names.values().copied().filter(|&n| n != own).collect();
     texts.sort_unstable();
     assert_eq!(texts, ["decode", "decoded", "frames in flight", "inner"]);
     let ranges: Vec<(&str, &s::AnnotationRange)> = trace
@@ -183,6 +186,7 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
             _ => None,
         })
         .collect();
+    let (host_load, samples): (Vec<_>, Vec<_>) = samples.into_iter().partition(|s| s.0 == own);
     assert_eq!(
         samples,
         [
@@ -190,4 +194,8 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
             ("frames in flight", submitter.thread, 0.0)
         ]
     );
+    if std::path::Path::new("/proc/loadavg").exists() {
+        assert_eq!(host_load.len(), 2, "{host_load:?}");
+        assert!(host_load.iter().all(|s| s.2 >= 0.0), "{host_load:?}");
+    }
 }

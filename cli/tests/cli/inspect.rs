@@ -284,3 +284,31 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
 }
+
+/// `info` says the host's load per CPU as the runtimes set it at their start and end (the
+/// `hrx: host load per CPU` counter), in text and JSON: a capture on a loaded host is a poor
+/// timing reference, and only `record` said so before.
+#[test]
+fn info_says_the_hosts_load_when_the_runtimes_ran() {
+    if !Path::new("/proc/loadavg").exists() {
+        println!("skipped: no /proc/loadavg");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    hazards_trace(dir.path());
+    let out = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
+    let line = field(&out, "host load");
+    assert!(
+        line.contains(" per CPU when the runtimes started, ") && line.contains(" when they ended"),
+        "{out}"
+    );
+    let json = stdout(&run(dir.path(), &["info", "--json", "whole.hrxt"]));
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let load = &report["host_load"];
+    assert!(load["per_cpu_first"].as_f64().unwrap() >= 0.0, "{load}");
+    assert_eq!(
+        load["loaded"].as_bool().unwrap(),
+        line.contains(": loaded"),
+        "{load} {line}"
+    );
+}

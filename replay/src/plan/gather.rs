@@ -180,8 +180,19 @@ pub(crate) fn plan_of(
     let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
     let mut recorded = None;
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
+    // The capture's host load per CPU, as its runtimes set it at their start and end.
+    let mut host_load = None;
+    let mut loaded = false;
     for record in &trace.records {
         match record {
+            Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
+                host_load = Some(name.name);
+                continue;
+            }
+            Record::CounterSample(sample) => {
+                loaded |= Some(sample.name) == host_load && sample.value.0 >= 1.0;
+                continue;
+            }
             Record::SessionStart(start) => {
                 version = start.format_version;
                 recorded = Some(format!(
@@ -244,6 +255,17 @@ pub(crate) fn plan_of(
             }
             _ => {}
         }
+    }
+    // Said before the verdict, as a replay on a loaded host says its own load: a capture's
+    // times that include waits for a CPU are a poor reference (a fresh-user pass: a 2x
+    // slowdown replayed against such a capture passed, and only `record` had said so).
+    if loaded {
+        notes.push(
+            "the capture ran on a loaded host (a 1-minute load average of at least its CPUs \
+             when a runtime started or ended): its host-side times include waits for a CPU, \
+             a poor reference for --max-slowdown"
+                .to_owned(),
+        );
     }
     // A trim of an incomplete recording is closed cleanly, but holds what its source held:
     // what the recording lacked (a digest lost with its end) is not evidence of a change.

@@ -262,12 +262,7 @@ pub struct HostLoad {
 impl HostLoad {
     /// The 1-minute load average now.
     pub(crate) fn load_now() -> Option<f64> {
-        std::fs::read_to_string("/proc/loadavg")
-            .ok()?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
+        hrx_capture::schema::load_average_now()
     }
 
     /// These CPUs and load before, with the load now, as the replay (or a recording) ends.
