@@ -23,6 +23,26 @@ use std::path::Path;
 /// Ranges kept per trace: a trace opening a range per submission keeps the first ones.
 const RANGES_KEPT: usize = 1024;
 
+/// The samples of the runtimes' host-load counter ([`TraceInfo::host_load`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostLoadSamples {
+    /// The first sample's load per CPU.
+    pub first: f64,
+    /// The last sample's (the first's when there is one).
+    pub last: f64,
+    /// The highest.
+    pub highest: f64,
+    /// How many samples.
+    pub samples: u64,
+}
+
+impl HostLoadSamples {
+    /// Whether the host was loaded at any sample: a load of at least its CPUs.
+    pub fn loaded(&self) -> bool {
+        self.highest >= 1.0
+    }
+}
+
 /// What a trace holds, in numbers (see the module docs).
 #[derive(Debug)]
 pub struct TraceInfo {
@@ -44,8 +64,9 @@ pub struct TraceInfo {
     /// handler's when both did).
     pub fatal: Option<FatalSignal>,
     /// The host's load per CPU ([`hrx_capture::schema::HOST_LOAD_COUNTER`]) as the runtimes
-    /// set it at their start and end, in trace order: `(first, last, highest)`.
-    pub host_load: Option<(f64, f64, f64)>,
+    /// set it at their start and end, in trace order: the first and last samples, the
+    /// highest, and how many there are (one: a trace that ends before a runtime's end).
+    pub host_load: Option<HostLoadSamples>,
     /// The id of [`hrx_capture::schema::HOST_LOAD_COUNTER`]'s name, once defined.
     host_load_name: Option<hrx_capture::schema::AnnotationId>,
     /// Regions started and not finished when the trace ends, joined by the pass
@@ -262,8 +283,18 @@ impl TraceInfo {
             Record::CounterSample(sample) if Some(sample.name) == self.host_load_name => {
                 let value = sample.value.0;
                 self.host_load = Some(match self.host_load {
-                    Some((first, _, high)) => (first, value, high.max(value)),
-                    None => (value, value, value),
+                    Some(h) => HostLoadSamples {
+                        last: value,
+                        highest: h.highest.max(value),
+                        samples: h.samples + 1,
+                        ..h
+                    },
+                    None => HostLoadSamples {
+                        first: value,
+                        last: value,
+                        highest: value,
+                        samples: 1,
+                    },
                 });
             }
             Record::FatalSignal(fatal) => {

@@ -983,10 +983,19 @@ pub fn trim<R: std::io::Read, W: Write>(
     let mut carried: BTreeMap<RuntimeId, Carried> = BTreeMap::new();
     let mut records_kept = 0u64;
     let mut last_time = 0u64;
+    // The runtimes' host-load counter: its samples (a runtime's start and end) are kept
+    // whatever the range, as definitions are, so that a trim says the load its capture ran
+    // under (a range past the start kept none, one at the start only the start's).
+    let mut host_load = None;
     for item in open()? {
         let (_, mut record) = item?;
         if let Some(t) = crate::dump::host_time_ns(&record) {
             last_time = last_time.max(t);
+        }
+        if let Record::AnnotationName(name) = &record
+            && name.text == hrx_capture::schema::HOST_LOAD_COUNTER
+        {
+            host_load = Some(name.name);
         }
         let runtime = record.runtime();
         let window = runtime.and_then(|r| windows.get(&r));
@@ -1035,7 +1044,9 @@ pub fn trim<R: std::io::Read, W: Write>(
             }
             Record::AnnotationRange(a) => host.overlaps(a.start_ns, a.end_ns),
             Record::AnnotationMarker(m) => host.overlaps(m.time_ns, m.time_ns),
-            Record::CounterSample(c) => host.overlaps(c.time_ns, c.time_ns),
+            Record::CounterSample(c) => {
+                Some(c.name) == host_load || host.overlaps(c.time_ns, c.time_ns)
+            }
             // Kept as definitions when before the range (a quarantined graph or poisoned
             // buffer is the range's state); after it, they name a submission it lacks.
             Record::Quarantine(q) => q

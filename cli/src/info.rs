@@ -88,8 +88,11 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "last_activity_ns": stats.last_activity_ns,
         },
         "capture": what_it_is(stats, live),
-        "host_load": stats.host_load.map(|(first, last, highest)| serde_json::json!({
-            "per_cpu_first": first, "per_cpu_last": last, "loaded": highest >= 1.0,
+        "host_load": stats.host_load.map(|h| serde_json::json!({
+            "per_cpu_first": h.first,
+            "per_cpu_last": (h.samples > 1).then_some(h.last),
+            "samples": h.samples,
+            "loaded": h.loaded(),
         })),
         "live": live,
         "ranges": ranges(stats),
@@ -528,11 +531,22 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
 /// ([`hrx_capture::schema::HOST_LOAD_COUNTER`]), and whether that made it loaded; `None` for
 /// a trace that does not say (recorded by an older hrx, or without `/proc/loadavg`).
 fn host_load(stats: &TraceInfo) -> Option<String> {
-    let (first, last, highest) = stats.host_load?;
+    let h = stats.host_load?;
+    let samples = match h.samples {
+        // Set at a runtime's start and end: a trace that ends before, or a trim, holds one.
+        1 => format!(
+            "{:.2} per CPU at its one sample (1-minute average; no later one)",
+            h.first
+        ),
+        n => format!(
+            "{:.2} per CPU at the first of {n} samples, {:.2} at the last (1-minute average, \
+             at the runtimes' starts and ends)",
+            h.first, h.last
+        ),
+    };
     Some(format!(
-        "{first:.2} per CPU when the runtimes started, {last:.2} when they ended (1-minute \
-         average){}",
-        if highest >= 1.0 {
+        "{samples}{}",
+        if h.loaded() {
             ": loaded, its host-side times include waits for a CPU (a poor reference for \
              `replay --max-slowdown`)"
         } else {

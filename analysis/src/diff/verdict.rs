@@ -625,11 +625,17 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     let (differing, changed) = (m.differing.len(), m.changed.len());
     // A trace that holds no submission beside one that holds some: the program did none
     // of its work (it stopped before its first submit), whatever else matches.
-    let empty_side = match (base.submissions > 0, new.submissions > 0) {
+    let empty = match (base.submissions > 0, new.submissions > 0) {
         (true, false) => Some(Side::New),
         (false, true) => Some(Side::Base),
         _ => None,
     };
+    // Unless that trace is incomplete (cut before its first submit, damaged): its work lies
+    // past its end, and nothing was compared (exit 2), where it read "did none of the work"
+    // (exit 1) beside its work counted as past its end (a break-it pass).
+    let complete_sides = [complete(base), complete(new)];
+    let empty_side = empty.filter(|side| complete_sides[*side as usize]);
+    let empty_incomplete = empty.filter(|side| !complete_sides[*side as usize]);
     let regression = slow > 0 || differing > 0 || changed > 0 || empty_side.is_some();
     // Items only one trace holds: what base lacks, what new lacks.
     let removed = graph_changes.iter().filter(|c| !c.added).count();
@@ -649,7 +655,6 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     // What an incomplete trace (cut short, damaged, lossy) lacks is past what it holds, not
     // a difference: "as far as both go" (a cut copy of a trace read `different`, its
     // submissions past the cut counted as one trace's only; fresh-user pass).
-    let complete_sides = [complete(base), complete(new)];
     let past_an_end: usize = (0..2)
         .filter(|&side| !complete_sides[side])
         .map(|side| lacking[side])
@@ -718,6 +723,15 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 holding(base),
                 holding(new)
             )
+        })
+        .or_else(|| {
+            empty_incomplete.map(|side| {
+                format!(
+                    "{} holds no submission and is incomplete: its work lies past its end, \
+                     nothing compared",
+                    side.name()
+                )
+            })
         });
     if let Some(line) = &nothing_compared {
         reasons.insert(0, line.clone());
@@ -1088,6 +1102,19 @@ mod tests {
         assert_eq!(
             c.reasons[0],
             "new holds no submission (20 in the other trace): it did none of the work"
+        );
+        // The same, incomplete (cut before its first submit): its work lies past its end,
+        // nothing was compared (exit 2), not a regression.
+        let (b, mut n) = (profile_records(&base), profile_records(&new));
+        n.recovery = Some(hrx_capture::Recovery::default());
+        let c = compare(&b, &n, &matched(&base, &new), 1e9);
+        assert_eq!(c.empty_side, None);
+        assert_eq!(c.verdict_name(), NOTHING_COMPARED);
+        assert_eq!(c.exit_code(), 2);
+        assert_eq!(
+            c.reasons[0],
+            "new holds no submission and is incomplete: its work lies past its end, nothing \
+             compared"
         );
     }
 

@@ -299,16 +299,27 @@ fn info_says_the_hosts_load_when_the_runtimes_ran() {
     let out = stdout(&run(dir.path(), &["info", "whole.hrxt"]));
     let line = field(&out, "host load");
     assert!(
-        line.contains(" per CPU when the runtimes started, ") && line.contains(" when they ended"),
+        line.contains(" per CPU at the first of 2 samples, ") && line.contains(" at the last"),
         "{out}"
     );
     let json = stdout(&run(dir.path(), &["info", "--json", "whole.hrxt"]));
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     let load = &report["host_load"];
     assert!(load["per_cpu_first"].as_f64().unwrap() >= 0.0, "{load}");
+    assert!(load["per_cpu_last"].as_f64().unwrap() >= 0.0, "{load}");
+    assert_eq!(load["samples"], 2, "{load}");
     assert_eq!(
         load["loaded"].as_bool().unwrap(),
         line.contains(": loaded"),
         "{load} {line}"
     );
+    // A trim keeps both samples whatever its range (a range past the start kept none).
+    let trim = run(
+        dir.path(),
+        &["trim", "whole.hrxt", "-o", "t.hrxt", "--submissions", "3.."],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let json = stdout(&run(dir.path(), &["info", "--json", "t.hrxt"]));
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["host_load"]["samples"], 2, "{report:#}");
 }

@@ -256,7 +256,7 @@ pub(crate) fn plan_of(
             _ => {}
         }
     }
-    // Said before the verdict, as a replay on a loaded host says its own load: a capture's
+    // In the replay's notes, beside the replay's own load in its header: a capture's
     // times that include waits for a CPU are a poor reference (a fresh-user pass: a 2x
     // slowdown replayed against such a capture passed, and only `record` had said so).
     if loaded {
