@@ -267,7 +267,11 @@ impl TraceInfo {
                 let first = self.first_submit_ns.get_or_insert(time_ns);
                 *first = (*first).min(time_ns);
             }
-            if is_activity(record) {
+            // The runtimes' own host-load samples are no activity: a trim keeps the one at
+            // its source's end, past the range.
+            let host_load = matches!(record, Record::CounterSample(c)
+                if Some(c.name) == self.host_load_name);
+            if is_activity(record) && !host_load {
                 let last = self.last_activity_ns.get_or_insert(time_ns);
                 *last = (*last).max(time_ns);
             }
