@@ -252,13 +252,34 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
         relative.map_or_else(|_| path.to_owned(), Path::to_owned)
     };
-    if earlier
-        && let Ok(expanded) = std::path::absolute(&expanded)
-        && written.contains(&expanded)
-    {
-        note_replaced(&shown(&expanded));
+    if let Ok(absolute) = std::path::absolute(&expanded) {
+        let wrote_there = written.contains(&absolute);
+        if earlier && wrote_there {
+            note_replaced(&shown(&absolute));
+        }
+        // Its processes recorded elsewhere (a nested `hrx-trace record -o OTHER`, or their
+        // own `RuntimeOptions::trace`): said, as `-o`'s file was not written (a fresh-user
+        // pass found only the other name in the summary).
+        let pattern = {
+            use std::os::unix::ffi::OsStrExt;
+            args.output.as_os_str().as_bytes().contains(&b'%')
+        };
+        if !wrote_there && !pattern {
+            crate::output::note(format_args!(
+                "{} recorded into {}, not {} (its processes chose their own files)",
+                name(program),
+                written
+                    .iter()
+                    .map(|p| shown(p).display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                shown(&absolute).display()
+            ));
+        }
     }
     let mut failed = false;
+    // Said once: every later summary meets the same standard output.
+    let mut stdout_failed = false;
     for path in &written {
         let unclaimed = unclaimed.contains(path);
         let path = shown(path);
@@ -290,9 +311,13 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                         crate::summary::devices(&stats)
                     )
                 });
-                let printed = header
-                    .map_or(Ok(()), |header| write_stdout(&header))
-                    .and_then(|()| print_summary(&path, &stats, json));
+                let printed = if stdout_failed {
+                    Ok(())
+                } else {
+                    header
+                        .map_or(Ok(()), |header| write_stdout(&header))
+                        .and_then(|()| print_summary(&path, &stats, json))
+                };
                 warn_empty_range(range.as_ref(), &path, &stats);
                 if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
@@ -331,6 +356,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     )));
                     crate::failure::report(&error);
                     failed = true;
+                    stdout_failed = true;
                 }
             }
             Err(error) => {

@@ -546,6 +546,38 @@ fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
         errors[0].contains("cannot write the summary") && errors[0].contains("t.hrxt"),
         "{err}"
     );
+    // Two processes, two traces (one per process: `%p`): the full standard output is said
+    // once.
+    let two = format!(
+        "{0} -q record -o 'u%p.hrxt' --workload hazards & {0} -q record -o 'u%p.hrxt' \
+         --workload hazards; wait; exit 3",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let full2 = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let several = hrx_trace(dir.path())
+        .args(["record", "-o", "u%p.hrxt", "--", "sh", "-c", &two])
+        .stdout(full2)
+        .output()
+        .unwrap();
+    let err2 = stderr(&several);
+    assert_eq!(code(&several), 3, "{err2}");
+    let traces = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.starts_with('u') && name.ends_with(".hrxt")
+        })
+        .count();
+    assert_eq!(traces, 2, "{err2}");
+    assert_eq!(
+        err2.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{err2}"
+    );
     // The trace itself is whole.
     let info = run(dir.path(), &["info", "t.hrxt"]);
     assert_eq!(code(&info), 0, "{}", stderr(&info));
@@ -606,6 +638,16 @@ fn a_nested_recording_to_its_own_file_records_there_again() {
         let err = stderr(&output);
         assert_eq!(code(&output), 0, "round {round}: {err}");
         assert!(!err.contains("records into"), "round {round}: {err}");
+        // `-o app.hrxt` was not written, and a note says so (without -q).
+        let loud = run(
+            dir.path(),
+            &["record", "-o", "app.hrxt", "--", "sh", "-c", &inner],
+        );
+        assert!(
+            stderr(&loud).contains("note: sh recorded into inner.hrxt, not app.hrxt"),
+            "round {round}: {}",
+            stderr(&loud)
+        );
         let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
