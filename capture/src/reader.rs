@@ -780,7 +780,7 @@ impl TraceReader<File> {
     }
 
     /// Whether the trace this reader reads, as long as it was when opened, ends with an
-    /// intact footer and trailer ([`MappedTrace::ends_cleanly`] of the same open file: a file
+    /// intact footer and trailer (read from the same open file's end alone: a file
     /// replaced at the path since is not the one answered for).
     ///
     /// # Errors
@@ -1558,21 +1558,9 @@ impl MappedTrace {
         MappedTrace::build(Bytes::Map(map))
     }
 
-    /// Whether the trace at `path` ends with an intact footer and trailer, as
-    /// [`MappedTrace::clean_close`] says, read from the file's end alone: without the scan of
-    /// every block that opening a trace that was not closed cleanly makes. For a streaming
-    /// reader (`dump`) that warns before its first record.
-    ///
-    /// # Errors
-    ///
-    /// As [`MappedTrace::open`].
-    pub fn ends_cleanly(path: impl AsRef<Path>) -> Result<bool, ReadError> {
-        let file = open_file(path.as_ref())?;
-        let len = file.metadata().map_err(|e| ReadError::new(0, e))?.len();
-        Self::file_ends_cleanly(&file, len)
-    }
-
-    /// [`MappedTrace::ends_cleanly`] of the first `len` bytes of `file`.
+    /// Whether the first `len` bytes of `file` end with an intact footer and trailer, as
+    /// [`MappedTrace::clean_close`] says, read from their end alone: without the scan of every
+    /// block that opening a trace that was not closed cleanly makes.
     fn file_ends_cleanly(file: &File, len: u64) -> Result<bool, ReadError> {
         if len == 0 {
             return Err(ReadError::new(0, ReadErrorKind::Empty));

@@ -725,18 +725,17 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     }
     let s = &r["summary"];
     let past = u(&s["past_an_end"]);
-    let s_of = |n: u64| if n == 1 { "" } else { "s" };
     let mut one_sided = match u(&s["one_sided"]).saturating_sub(past) {
         0 => String::new(),
         n => format!(
-            "; {n} item{} in one trace only or relabelled (see above)",
-            s_of(n)
+            "; {} in one trace only or relabelled (see above)",
+            plural(n, "item")
         ),
     };
     if past > 0 {
         one_sided.push_str(&format!(
-            "; {past} item{} past an incomplete trace's end, not compared",
-            s_of(past)
+            "; {} past an incomplete trace's end, not compared",
+            plural(past, "item")
         ));
     }
     let graph_changes = match u(&s["graph_changes"]) {

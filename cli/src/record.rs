@@ -505,7 +505,12 @@ fn monotonic_ns() -> u64 {
 /// Writes `text` on standard output; a closed pipe is not an error.
 fn write_stdout(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    pipe_closed_is_ok(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
+/// A write to standard output whose reader went away (`| head`) is no error.
+fn pipe_closed_is_ok(written: io::Result<()>) -> io::Result<()> {
+    match written {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
@@ -531,10 +536,7 @@ pub fn print_summary(
         None => summary::write(&mut out, path, stats),
     }
     .and_then(|()| out.flush());
-    match written {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    pipe_closed_is_ok(written)
 }
 
 /// Refuses an output path that cannot be a trace file: `path` is `template` (`-o`) as this

@@ -518,10 +518,7 @@ fn a_trace_write_failure_is_an_error_even_when_the_program_exits_0() {
 
 #[test]
 fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
-    if !Path::new("/dev/full").exists() {
-        println!("skipped: no /dev/full");
-        return;
-    }
+    let Some(full) = dev_full() else { return };
     // The program records quietly (nothing on its standard output) and exits 3; the
     // recording's own standard output is full.
     let dir = tempfile::tempdir().unwrap();
@@ -529,10 +526,6 @@ fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
         "{} -q record -o t.hrxt --workload hazards && exit 3",
         env!("CARGO_BIN_EXE_hrx-trace")
     );
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
     let output = hrx_trace(dir.path())
         .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
         .stdout(full)
@@ -553,10 +546,7 @@ fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
          --workload hazards; wait; exit 3",
         env!("CARGO_BIN_EXE_hrx-trace")
     );
-    let full2 = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
+    let full2 = dev_full().unwrap();
     let several = hrx_trace(dir.path())
         .args(["record", "-o", "u%p.hrxt", "--", "sh", "-c", &two])
         .stdout(full2)
@@ -590,17 +580,11 @@ fn a_summary_that_cannot_be_written_keeps_the_programs_exit_code() {
 /// whatever the program's exit code or the verb's own was.
 #[test]
 fn a_standard_error_that_cannot_be_written_keeps_the_exit_codes() {
-    if !Path::new("/dev/full").exists() {
-        println!("skipped: no /dev/full");
+    if dev_full().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let full = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap()
-    };
+    let full = || dev_full().unwrap();
     // The program writes no trace: `record` warns (on the full standard error) and exits
     // with the program's code.
     let output = hrx_trace(dir.path())

@@ -55,6 +55,18 @@ pub fn run_memory_limited(dir: &Path, limit_kib: u64, args: &[&str]) -> Output {
         .expect("run hrx-trace")
 }
 
+/// `/dev/full` opened for writing (every write fails with ENOSPC), or `None` after printing
+/// why the test is skipped.
+pub fn dev_full() -> Option<std::fs::File> {
+    match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        Ok(file) => Some(file),
+        Err(error) => {
+            println!("skipped: /dev/full: {error}");
+            None
+        }
+    }
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")
