@@ -448,6 +448,17 @@ impl<N: Copy> Nodes<N> {
     }
 
     #[cfg(feature = "cuda")]
+    /// The nodes that depend on no other.
+    pub(crate) fn roots(&self) -> Vec<N> {
+        self.nodes
+            .iter()
+            .zip(&self.dependencies)
+            .filter(|(_, dependencies)| dependencies.is_empty())
+            .map(|(&node, _)| node)
+            .collect()
+    }
+
+    #[cfg(feature = "cuda")]
     /// The graph's dependencies and leaves, for [`super::op_times::launch_inclusive`].
     pub(crate) fn shape(&self) -> super::op_times::GraphShape {
         super::op_times::GraphShape {

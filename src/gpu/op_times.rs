@@ -12,19 +12,25 @@
 //! (one clock reading between operations) and HIP's event-record nodes' (an event between
 //! operations) already do.
 //!
-//! A root (nothing before it in the graph, or only untimed operations) keeps its own start:
-//! the region's start event is not its launch. On the H200 the first kernel of the pipeline's
-//! graph starts 4-5 µs after the start event (graph start-up; under CUPTI up to milliseconds),
-//! where a dependent kernel starts 0.9 µs after its dependency: that time stays in the
-//! region's, outside every operation's, rather than charged to the first kernel. An
-//! operation the device did not time (a fill or copy where only built-in kernels time
-//! themselves) passes on what it waited on: a kernel whose last wait was an untimed copy
-//! includes that copy's time.
+//! A root (nothing before it in the graph, or only untimed operations) of a graph whose
+//! built-in kernels time themselves waits on the graph's start marker (a one-thread kernel
+//! whose `%globaltimer` reading is the region's start, `gpu::cuda::graph`): it is counted from
+//! that reading like any dependent, its launch included. On the H200 a kernel starts 0.77 µs
+//! after the marker's reading, as after a kernel it depends on (BENCHMARKS.md, session 29). In
+//! a graph bracketed by event-record nodes (regions only, CUPTI) a root keeps its own start:
+//! there the region's start event is not its launch. The first kernel of the pipeline's graph
+//! starts 4-5 µs after that event (the event's own cost, 3.3-3.7 µs of a two-kernel graph's
+//! span, and under CUPTI up to milliseconds), which stays in the region's time, outside every
+//! operation's. An operation the device did not time (a fill or copy where only built-in
+//! kernels time themselves) passes on what it waited on: a kernel whose last wait was an
+//! untimed copy includes that copy's time.
 //!
-//! Placement: when every leaf of the graph is timed (the end event-record node waits for the
-//! leaves only), the spans are shifted so the latest leaf's end falls on the region's end, the
-//! end event (its recorded span ends there). Otherwise the backend's placement stays (a
-//! collector kernel's reading or CUPTI's clock calibration, within a microsecond or two).
+//! Placement: with a start marker the backend's placement is exact (the markers and the nodes
+//! read one clock). Otherwise, when every leaf of the graph is timed (the end event-record node
+//! waits for the leaves only), the spans are shifted so the latest leaf's end falls on the
+//! region's end, the end event (its recorded span ends there); else the backend's placement
+//! stays (a collector kernel's reading or CUPTI's clock calibration, within a microsecond or
+//! two).
 
 use super::{DeviceSpan, OpSpan};
 
@@ -41,9 +47,15 @@ pub(crate) struct GraphShape {
 /// Turns the spans of the operations of one launch of a graph shaped `shape` that ran as
 /// `region` (host clock, ns) into operation times counted from what each waits on (module
 /// docs): each span's start moves back to the latest end among its dependencies (untimed ones
-/// pass on their own dependencies'), never later than its own start; a root keeps its start.
-/// Spans of nodes the shape does not know are left alone.
-pub(crate) fn launch_inclusive(ops: &mut [OpSpan], shape: &GraphShape, region: DeviceSpan) {
+/// pass on their own dependencies'), never later than its own start; a root is counted from
+/// the region's start when `from_start` (the graph's start marker is that start), else keeps
+/// its own. Spans of nodes the shape does not know are left alone.
+pub(crate) fn launch_inclusive(
+    ops: &mut [OpSpan],
+    shape: &GraphShape,
+    region: DeviceSpan,
+    from_start: bool,
+) {
     let n = shape.dependencies.len();
     let mut span_of = vec![None; n];
     for (i, op) in ops.iter().enumerate() {
@@ -56,7 +68,10 @@ pub(crate) fn launch_inclusive(ops: &mut [OpSpan], shape: &GraphShape, region: D
         .iter()
         .map(|&l| span_of[l as usize].map(|i| ops[i].span.end_ns))
         .collect();
-    if let Some(latest) = leaf_ends.and_then(|ends| ends.into_iter().max()) {
+    if let Some(latest) = leaf_ends
+        .filter(|_| !from_start)
+        .and_then(|ends| ends.into_iter().max())
+    {
         let shift = i128::from(region.end_ns) - i128::from(latest);
         let moved = |t: u64| u64::try_from(i128::from(t) + shift).unwrap_or(0);
         for &i in span_of.iter().flatten() {
@@ -70,11 +85,16 @@ pub(crate) fn launch_inclusive(ops: &mut [OpSpan], shape: &GraphShape, region: D
     for node in 0..n {
         // Never before the region's start: a dependency's span from outside this launch
         // (a stale or misplaced record) must not stretch its dependents.
-        let ready = shape.dependencies[node]
-            .iter()
-            .filter_map(|&d| done.get(d as usize).copied().flatten())
-            .max()
-            .map(|ready| ready.max(region.start_ns));
+        let dependencies = &shape.dependencies[node];
+        let ready = if dependencies.is_empty() {
+            from_start.then_some(region.start_ns)
+        } else {
+            dependencies
+                .iter()
+                .filter_map(|&d| done.get(d as usize).copied().flatten())
+                .max()
+                .map(|ready| ready.max(region.start_ns))
+        };
         done[node] = match span_of[node] {
             Some(i) => {
                 let span = &mut ops[i].span;
@@ -127,13 +147,38 @@ mod tests {
             start_ns: 1_000,
             end_ns: 10_000,
         };
-        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[1]], &[2]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[1]], &[2]), region, false);
         assert_eq!(
             spans(&ops),
             [(0, 2_000, 4_000), (1, 4_000, 6_000), (2, 6_000, 10_000)]
         );
         let total: u64 = ops.iter().map(|o| o.span.end_ns - o.span.start_ns).sum();
         assert_eq!(total, region.end_ns - 2_000);
+    }
+
+    #[test]
+    fn after_a_start_marker_roots_count_from_the_region_start_and_nothing_is_shifted() {
+        // The marker's reading is the region's start, the collector's its end: the placement
+        // is exact, so the leaves keep their ends; the root (0) and the kernel after an untimed
+        // root (2 after fill 1) start at the marker like dependents at their dependency.
+        let mut ops = vec![op(0, 1_800, 4_000), op(2, 1_900, 6_000), op(3, 6_800, 9_200)];
+        let region = DeviceSpan {
+            start_ns: 1_000,
+            end_ns: 10_000,
+        };
+        let graph = shape(&[&[], &[], &[1], &[0, 2]], &[3]);
+        launch_inclusive(&mut ops, &graph, region, true);
+        assert_eq!(
+            spans(&ops),
+            [(0, 1_000, 4_000), (2, 1_000, 6_000), (3, 6_000, 9_200)]
+        );
+        // Without the marker, the same spans: shifted onto the end, roots from their own start.
+        let mut ops = vec![op(0, 1_800, 4_000), op(2, 1_900, 6_000), op(3, 6_800, 9_200)];
+        launch_inclusive(&mut ops, &graph, region, false);
+        assert_eq!(
+            spans(&ops),
+            [(0, 2_600, 4_800), (2, 2_700, 6_800), (3, 6_800, 10_000)]
+        );
     }
 
     #[test]
@@ -148,18 +193,18 @@ mod tests {
             start_ns: 1_000,
             end_ns: 9_000,
         };
-        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[], &[1, 2]], &[3]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[], &[1, 2]], &[3]), region, false);
         assert_eq!(
             spans(&ops),
             [(0, 2_000, 4_000), (1, 4_000, 7_000), (3, 7_000, 9_000)]
         );
         // An untimed node after a timed one: its dependent starts at the timed one's end.
         let mut ops = vec![op(0, 2_000, 4_000), op(2, 6_000, 9_000)];
-        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[1]], &[2]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[1]], &[2]), region, false);
         assert_eq!(spans(&ops), [(0, 2_000, 4_000), (2, 4_000, 9_000)]);
         // After an untimed root only: a root itself.
         let mut ops = vec![op(1, 3_000, 9_000)];
-        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region, false);
         assert_eq!(spans(&ops), [(1, 3_000, 9_000)]);
     }
 
@@ -171,7 +216,7 @@ mod tests {
             start_ns: 1_000,
             end_ns: 9_000,
         };
-        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region, false);
         assert_eq!(spans(&ops), [(0, 1_500, 3_000)]);
         // Parallel branches: each from its own dependency, never later than its own start.
         let mut ops = vec![
@@ -179,18 +224,18 @@ mod tests {
             op(1, 1_200, 8_000),
             op(2, 1_900, 9_000),
         ];
-        launch_inclusive(&mut ops, &shape(&[&[], &[], &[0]], &[1, 2]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[], &[0]], &[1, 2]), region, false);
         assert_eq!(
             spans(&ops),
             [(0, 1_000, 2_000), (1, 1_200, 8_000), (2, 1_900, 9_000)]
         );
         // A dependency's span from before the region (a stale record) stretches nothing.
         let mut ops = vec![op(0, 10, 10), op(1, 3_000, 9_000)];
-        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region);
+        launch_inclusive(&mut ops, &shape(&[&[], &[0]], &[1]), region, false);
         assert_eq!(spans(&ops), [(0, 10, 10), (1, 1_000, 9_000)]);
         // A node the shape does not know (a copy of the batch) is left alone.
         let mut ops = vec![op(5, 3_000, 4_000)];
-        launch_inclusive(&mut ops, &shape(&[&[]], &[0]), region);
+        launch_inclusive(&mut ops, &shape(&[&[]], &[0]), region, false);
         assert_eq!(spans(&ops), [(5, 3_000, 4_000)]);
     }
 }

@@ -358,6 +358,9 @@ pub(crate) const TIMED_SUFFIX: &str = "__hrx_timed_v1";
 pub(crate) const SLOWED_SUFFIX: &str = "__hrx_slowed_v1";
 /// The entry that folds a launch's node times into the host ring ([`TIMING`]).
 pub(crate) const COLLECT_ENTRY: &str = "hrx_collect_times_v1";
+/// The entry of a timed graph's start marker ([`TIMING`]): one thread writes its
+/// `%globaltimer` reading as a node's start and end, before the graph's roots.
+pub(crate) const MARK_ENTRY: &str = "hrx_time_mark_v1";
 /// 128-byte lines of one timed node: block `b` adds its end to line `b % TIME_LINES`, so a
 /// grid's thousands of atomics spread over as many L2 slices (one warp's lanes fold them).
 pub(crate) const TIME_LINES: usize = 32;
@@ -379,8 +382,12 @@ pub(crate) const TIME_RING: usize = 16;
 /// then counts a node's time from the end of what it waits on (`gpu::op_times`), so that the
 /// launch before the first block is in it, as in Nsight Compute's `gpu__time_duration`.
 ///
-/// `hrx_collect_times_v1` runs after the graph's end event-record node (outside the region's
-/// measured time: the runtime synchronizes after each launch), one warp per node and one lane per
+/// `hrx_time_mark_v1`, one thread before every root of a timed graph, writes its reading into its
+/// own node's first line (start and end alike): the graph's start, from which its roots are
+/// counted as each dependent is from what it waits on.
+///
+/// `hrx_collect_times_v1` runs after the graph's leaves (or its end event-record node: outside
+/// the region's operations; the runtime synchronizes after each launch), one warp per node and one lane per
 /// line: it folds each node's lines into one start and end, zeroes them for the next launch (the
 /// next launch of the executable graph runs after this one: `cuGraphLaunch`), and writes them, with
 /// its own `%globaltimer` reading (the host maps the graph's device times onto the region's span
@@ -411,6 +418,12 @@ __device__ __forceinline__ void hrx_time_begin(u64* times) {
 __device__ __forceinline__ void hrx_time_end(u64* times) {
     __syncthreads();
     if (hrx_thread0()) atomicMax(times + (hrx_block() % HRX_TIME_LINES) * 16 + 1, hrx_globaltimer());
+}
+/* A timed graph's start: one thread, its reading as its node's start and end (line 0). */
+extern "C" __global__ void hrx_time_mark_v1(u64* times) {
+    const u64 now = hrx_globaltimer();
+    times[0] = ~now;
+    times[1] = now;
 }
 /* One warp per node, one lane per line: the lines are read at once and folded by shuffles. */
 extern "C" __global__ void hrx_collect_times_v1(u64* times, u64* ring, u32 nodes) {

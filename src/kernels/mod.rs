@@ -11,7 +11,9 @@
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod cuda;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
-pub(crate) use cuda::{COLLECT_ENTRY, SLOWED_SUFFIX, TIME_NODE_WORDS, TIME_RING, TIMED_SUFFIX};
+pub(crate) use cuda::{
+    COLLECT_ENTRY, MARK_ENTRY, SLOWED_SUFFIX, TIME_NODE_WORDS, TIME_RING, TIMED_SUFFIX,
+};
 mod host;
 
 use crate::{Access, BindingContract, KernelContract};

@@ -424,6 +424,30 @@ pub unsafe fn graph_add_kernel(
     Ok(node)
 }
 
+/// [`cuGraphAddDependencies_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html)
+/// (CUDA 12.3): edges from `from` to each of `to`, with default edge data (a null array).
+pub fn graph_add_dependencies(
+    graph: CUgraph,
+    from: CUgraphNode,
+    to: &[CUgraphNode],
+) -> CuResult<()> {
+    if to.is_empty() {
+        return Ok(());
+    }
+    let from = vec![from; to.len()];
+    // SAFETY: `from` and `to` are nodes of `graph`, each array `to.len()` long; a null edge
+    // data array asks for the default edges.
+    check("cuGraphAddDependencies_v2", unsafe {
+        sys::cuGraphAddDependencies_v2(
+            graph,
+            from.as_ptr(),
+            to.as_ptr(),
+            std::ptr::null(),
+            to.len(),
+        )
+    })
+}
+
 /// [`cuGraphAddEventRecordNode`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html)
 /// (records `event` when the node runs; the graph refers to the event, it does not own it).
 pub fn graph_add_event_record(

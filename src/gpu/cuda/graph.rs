@@ -1,5 +1,18 @@
 //! Native graphs: the builder of memset, memcpy, kernel and event-record nodes, and the
 //! executable graph.
+//!
+//! A timed graph's region is bracketed on the device. Where it launches a built-in kernel (whose
+//! module holds hrx's timing kernels, [`super::timing`]) and kernel times do not come from
+//! CUPTI, by two of those kernels: a one-thread start marker before every root and the
+//! collector after every leaf, each reading `%globaltimer` (the region ends with its leaves
+//! where they timed themselves); otherwise (CUPTI, no built-in kernel, the PTX of an older
+//! build) by a start and an end event-record node. The markers are what make the graph's first kernels measurable like the others (a
+//! root is counted from the start marker as a dependent is from what it waits on,
+//! [`crate::gpu::op_times`]), and they cost the graph less: on the H200 a chain of two
+//! rgb_to_gray-sized kernels took 20.4-20.6 µs from launch to synchronize untimed, 23.0-24.5
+//! µs between event-record nodes and 21.8-22.4 µs between the markers; the event pair's span
+//! exceeded the kernels' own by 3.3-3.7 µs, the markers' by 1.4 µs (BENCHMARKS.md, session 29,
+//! `scripts/device/s29-events.cu`).
 
 use super::activity::Cupti;
 use super::api;
@@ -68,7 +81,7 @@ impl Drop for GraphEvents {
 }
 
 /// A graph under construction (`cuGraphCreate`), destroyed on drop; when timed, with a start
-/// event-record node before every root.
+/// event-record node or (self-timed built-in kernels) a start marker before every root.
 pub(super) struct CudaGraphBuilder {
     context: Arc<Context>,
     raw: sys::CUgraph,
@@ -76,15 +89,21 @@ pub(super) struct CudaGraphBuilder {
     nodes: Nodes<sys::CUgraphNode>,
     /// The timing events of the start and end event-record nodes.
     events: GraphEvents,
-    /// The start event-record node: every root depends on it.
+    /// The start event-record node: every root depends on it. A self-timing graph adds its
+    /// start (marker or event) once built, before its roots ([`CudaGraphBuilder::finish`]).
     start_node: sys::CUgraphNode,
+    /// A self-timing graph's start marker and the collector of its module, from the first
+    /// built-in kernel whose PTX has one (`None`: the graph keeps its start event).
+    mark: Option<(sys::CUfunction, sys::CUfunction)>,
     /// With kernel times: the session, and each operation node's CUPTI id (`None`: an
     /// empty node, which does no work).
     cupti: Option<&'static Cupti>,
     node_ids: Vec<Option<u64>>,
-    /// A timed graph without CUPTI: its built-in kernels' timed entries and their lines
-    /// ([`super::timing`]).
+    /// A timed graph without CUPTI: its start marker's and its built-in kernels' timed
+    /// entries' lines ([`super::timing`]).
     clock: Option<KernelClock>,
+    /// Whether built-in kernels launch their timed entries (else their plain ones).
+    timed_entries: bool,
 }
 
 // SAFETY: the graph is mutated only through `&mut self`; handles are thread-agnostic.
@@ -103,8 +122,9 @@ impl Drop for CudaGraphBuilder {
 
 impl CudaGraphBuilder {
     /// A builder of the empty graph `raw`, owned from here (dropping the builder destroys the
-    /// graph and the events); `timed` adds the start event-record node, and without `cupti`
-    /// launches built-in kernels' timed entries when `builtin_times`. The context is current.
+    /// graph and the events); `timed` brackets it (module docs; without `cupti` the graph's
+    /// start comes once it is built) and, without `cupti`, launches built-in kernels' timed
+    /// entries when `builtin_times`. The context is current.
     ///
     /// # Errors
     /// A mapped driver error.
@@ -115,18 +135,20 @@ impl CudaGraphBuilder {
         cupti: Option<&'static Cupti>,
         builtin_times: bool,
     ) -> Result<Self> {
+        let marked = timed && cupti.is_none();
         let mut builder = Self {
             events: GraphEvents::none(context.clone()),
             context: context.clone(),
             raw,
             nodes: Nodes::default(),
             start_node: std::ptr::null_mut(),
-            clock: (timed && builtin_times && cupti.is_none())
-                .then(|| KernelClock::new(context.clone())),
+            mark: None,
+            clock: marked.then(|| KernelClock::new(context.clone())),
+            timed_entries: builtin_times,
             cupti,
             node_ids: Vec::new(),
         };
-        if timed {
+        if timed && !marked {
             builder.events = GraphEvents::new(builder.context.clone())?;
             builder.start_node = api::graph_add_event_record(raw, &[], builder.events.start)
                 .map_err(|e| builder.context.error(e))?;
@@ -158,6 +180,52 @@ impl CudaGraphBuilder {
                 .push((!empty).then(|| cupti.register_node(node)).flatten());
         }
         Ok(self.nodes.push(node, dependencies))
+    }
+
+    /// The start of a timed graph without CUPTI, before every root: its start marker where it
+    /// launches a built-in kernel whose PTX has the marker (then `true`), else a start
+    /// event-record node and the end's event. Other graphs got theirs when the builder was
+    /// made. The context is current.
+    fn add_start(&mut self) -> Result<bool> {
+        let Some(clock) = &mut self.clock else {
+            return Ok(false);
+        };
+        let roots = self.nodes.roots();
+        let error = |e| self.context.error(e);
+        let start = match self.mark {
+            Some((mark, collect)) => {
+                let mut lines = clock.next_lines(collect)?;
+                let mut pointers: [*mut c_void; 1] = [(&raw mut lines).cast()];
+                let params = sys::CUDA_KERNEL_NODE_PARAMS {
+                    func: mark,
+                    gridDimX: 1,
+                    gridDimY: 1,
+                    gridDimZ: 1,
+                    blockDimX: 1,
+                    blockDimY: 1,
+                    blockDimZ: 1,
+                    sharedMemBytes: 0,
+                    kernelParams: pointers.as_mut_ptr(),
+                    extra: std::ptr::null_mut(),
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                // SAFETY: `hrx_time_mark_v1`'s one parameter, pointing at a live u64 for the
+                // call (the driver copies it); the lines live as long as the executable graph.
+                let node = unsafe { api::graph_add_kernel(self.raw, &[], &params) }
+                    .map_err(error)?;
+                clock.add_node(super::timing::MARK_NODE);
+                node
+            }
+            _ => {
+                self.events = GraphEvents::new(self.context.clone())?;
+                self.start_node = api::graph_add_event_record(self.raw, &[], self.events.start)
+                    .map_err(error)?;
+                self.start_node
+            }
+        };
+        api::graph_add_dependencies(self.raw, start, &roots).map_err(error)?;
+        Ok(self.start_node.is_null())
     }
 }
 
@@ -271,18 +339,29 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             }
             (clock, timed, Some(slowed)) => {
                 if let (Some(clock), Some(timed)) = (clock, timed) {
-                    self.context.enter()?;
-                    lines = clock.next_lines(timed.collect)?;
+                    self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
+                    if self.timed_entries {
+                        self.context.enter()?;
+                        lines = clock.next_lines(timed.collect)?;
+                    }
                 }
                 parameters.push((&raw mut lines).cast());
                 parameters.push((&raw mut percent).cast());
                 slowed.function
             }
-            (Some(clock), Some(timed), None) if threads <= u64::from(timed.max_threads) => {
+            (Some(clock), Some(timed), None)
+                if self.timed_entries && threads <= u64::from(timed.max_threads) =>
+            {
                 self.context.enter()?;
                 lines = clock.next_lines(timed.collect)?;
+                self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
                 parameters.push((&raw mut lines).cast());
                 timed.function
+            }
+            (Some(_), Some(timed), None) => {
+                // Plain, but its module's start marker brackets the graph.
+                self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
+                kernel.function
             }
             _ => kernel.function,
         };
@@ -315,17 +394,24 @@ impl NativeGraphBuilder for CudaGraphBuilder {
 
     fn finish(mut self: Box<Self>) -> Result<GraphExec> {
         self.context.enter()?;
-        // The end event-record node waits for every leaf (the start node in an empty graph).
         let mut leaves = self.nodes.leaves();
-        if leaves.is_empty() {
-            leaves.push(self.start_node);
-        }
-        if !self.events.end.is_null() {
+        let marked = self.add_start()?;
+        if marked {
+            // The collectors read the clock after the leaves: the region's end.
+            if let Some(clock) = &self.clock {
+                clock.add_collectors(self.raw, &leaves)?;
+            }
+        } else if !self.events.end.is_null() {
+            // The end event-record node waits for every leaf (the start node in an empty
+            // graph).
+            if leaves.is_empty() {
+                leaves.push(self.start_node);
+            }
             let end = api::graph_add_event_record(self.raw, &leaves, self.events.end)
                 .map_err(|e| self.context.error(e))?;
             // The timed nodes' collectors run after the end event: outside the region's time.
             if let Some(clock) = &self.clock {
-                clock.add_collectors(self.raw, end)?;
+                clock.add_collectors(self.raw, &[end])?;
             }
         }
         let instantiated = api::graph_instantiate(self.raw);
@@ -338,10 +424,11 @@ impl NativeGraphBuilder for CudaGraphBuilder {
         // The executable graph owns the events from here (the builder keeps null handles).
         let events = std::mem::replace(&mut self.events, GraphEvents::none(self.context.clone()));
         // A timed graph's operation times are counted from what each waits on (`op_times`).
-        let shape = (!events.start.is_null()).then(|| Arc::new(self.nodes.shape()));
+        let shape = (marked || !events.start.is_null()).then(|| Arc::new(self.nodes.shape()));
         Ok(Box::new(CudaGraphExec {
             context: self.context.clone(),
             raw,
+            marked,
             shape,
             events,
             node_ids: std::mem::take(&mut self.node_ids).into(),
@@ -364,6 +451,9 @@ pub(super) struct CudaGraphExec {
     pub(super) clock: Option<Arc<KernelClock>>,
     /// Its dependencies, when timed: operation times run from what each waits on.
     pub(super) shape: Option<Arc<GraphShape>>,
+    /// Whether its region is bracketed by its start marker and its collectors' reading
+    /// rather than by events (module docs): its clock's launch slots hold the region's span.
+    pub(super) marked: bool,
 }
 
 // SAFETY: launched only through `&mut self`; handles are thread-agnostic.

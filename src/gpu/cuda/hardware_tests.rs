@@ -465,9 +465,11 @@ fn hardware_kernel_times() {
 
 /// Built-in kernels that time themselves (`%globaltimer`, no CUPTI): a memset and two
 /// kernels, launched five times, give each launch one span per kernel (not the memset), by
-/// node, the second counted from the first's end, and the timed entries compute what the
-/// plain ones do; a graph of 70 kernels (three chunks of timed nodes) gives 70 spans. Prints
-/// the spans for the H200 run's log.
+/// node, the first counted from the graph's start marker (the region's start), the second
+/// from the first's end, the region ending with it, and the timed entries compute what the
+/// plain ones do; plain entries still give the region a span; a graph of 70 kernels (three
+/// chunks of timed nodes) gives 70 spans tiling its region. Prints the spans for the H200
+/// run's log.
 #[test]
 fn hardware_builtin_kernel_times() {
     if !hardware(false) {
@@ -525,12 +527,9 @@ fn hardware_builtin_kernel_times() {
             assert!(span.span.end_ns > span.span.start_ns, "{span:?}");
         }
         // Counted from what each waits on (`op_times`): the iota after the untimed memset
-        // (a root) from its own start, the fill from the iota's end, the leaf to the
-        // region's end.
-        assert!(
-            spans[0].span.start_ns >= region.start_ns,
-            "{spans:?} {region:?}"
-        );
+        // (a root) from the graph's start marker (the region's start), the fill from the
+        // iota's end; the region ends with the leaf (the fill, timed).
+        assert_eq!(spans[0].span.start_ns, region.start_ns, "{spans:?} {region:?}");
         assert_eq!(spans[0].span.end_ns, spans[1].span.start_ns, "{spans:?}");
         assert_eq!(spans[1].span.end_ns, region.end_ns, "{spans:?} {region:?}");
         let sum: u64 = spans.iter().map(|s| s.span.end_ns - s.span.start_ns).sum();
@@ -554,6 +553,31 @@ fn hardware_builtin_kernel_times() {
         out.chunks_exact(4)
             .all(|w| w == 0xDEAD_BEEFu32.to_le_bytes())
     );
+
+    // Regions only (plain entries): the start marker and the collector still time the
+    // region, and no kernel has a span.
+    stream.set_builtin_kernel_times(false);
+    let mut graph = stream.graph().unwrap();
+    // SAFETY: as above.
+    unsafe {
+        graph
+            .dispatch(
+                &[],
+                &iota_kernel,
+                iota.grid,
+                iota.block,
+                &iota.contract.constants,
+                &[View::new(&a, 0, n * 4)],
+            )
+            .unwrap()
+    };
+    let mut plain = graph.finish().unwrap();
+    for launch in 0..2 {
+        let (spans, region) = launch_timed(stream.as_mut(), plain.as_mut(), launch);
+        assert!(spans.is_empty(), "{spans:?}");
+        assert!(region.end_ns > region.start_ns, "{region:?}");
+    }
+    stream.set_builtin_kernel_times(true);
 
     // 70 kernels in a chain: three chunks of timed nodes, each collected.
     let small = crate::kernels::iota(1024, 0, 1);
@@ -585,6 +609,10 @@ fn hardware_builtin_kernel_times() {
         for pair in spans.windows(2) {
             assert_eq!(pair[0].span.end_ns, pair[1].span.start_ns, "{pair:?}");
         }
+        // The chain tiles its region: from the start marker to the last kernel's end.
+        let region = stream.last_span().expect("a timed launch");
+        assert_eq!(spans[0].span.start_ns, region.start_ns, "{region:?}");
+        assert_eq!(spans[69].span.end_ns, region.end_ns, "{region:?}");
         let mut ns: Vec<_> = spans
             .iter()
             .map(|s| s.span.end_ns - s.span.start_ns)

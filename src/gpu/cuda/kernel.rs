@@ -59,6 +59,9 @@ pub(super) fn compile(entry: &str, source: &str) -> Result<Arc<str>> {
 pub(super) struct TimedEntry {
     pub(super) function: sys::CUfunction,
     pub(super) collect: sys::CUfunction,
+    /// The module's start marker ([`crate::kernels::MARK_ENTRY`]); `None` in the PTX of
+    /// builds before it (a replayed trace's), whose timed graphs keep their start event.
+    pub(super) mark: Option<sys::CUfunction>,
     /// Its largest block (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`): it needs a few more
     /// registers than the plain entry, so a larger block launches the plain one.
     pub(super) max_threads: u32,
@@ -69,7 +72,7 @@ pub(super) struct TimedEntry {
 /// otherwise, and where the driver does not find them (the kernel then runs untimed). The
 /// context is current.
 pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Option<TimedEntry> {
-    use crate::kernels::{COLLECT_ENTRY, TIMED_SUFFIX};
+    use crate::kernels::{COLLECT_ENTRY, MARK_ENTRY, TIMED_SUFFIX};
     let timed = format!("{entry}{TIMED_SUFFIX}");
     let declares = |name: &str| ptx.contains(&format!(".entry {name}("));
     if !declares(&timed) || !declares(COLLECT_ENTRY) {
@@ -79,6 +82,9 @@ pub(super) fn timed_entry(context: &Context, ptx: &Arc<str>, entry: &str) -> Opt
     Some(TimedEntry {
         function,
         collect: context.function(ptx, COLLECT_ENTRY).ok()?,
+        mark: declares(MARK_ENTRY)
+            .then(|| context.function(ptx, MARK_ENTRY).ok())
+            .flatten(),
         max_threads: api::function_max_threads(function).ok()?,
     })
 }

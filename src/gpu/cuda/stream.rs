@@ -5,7 +5,7 @@ use super::api;
 use super::context::Context;
 use super::graph::{CudaGraphBuilder, CudaGraphExec};
 use super::memory::allocation;
-use super::timing::{KernelClock, place};
+use super::timing::{KernelClock, Readings};
 use crate::Result;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::{owned_graph, span_ending_at};
@@ -41,6 +41,12 @@ pub(super) struct CudaStream {
     builtin_times: bool,
     /// Since the last synchronize: the timed graphs launched, each with its launch number.
     clocked: Vec<(Arc<KernelClock>, u64)>,
+    /// Of those, the graphs with a start marker launched while no event batch was open: the
+    /// batch's span counts from their markers ([`super::graph`]'s module docs).
+    marked: Vec<(Arc<KernelClock>, u64)>,
+    /// After a synchronize whose span came from one marked launch alone: the
+    /// `%globaltimer` reading at the span's end, on which its operation times are placed.
+    marked_end: Option<u64>,
     /// Operation times not taken yet ([`NativeStream::op_spans`]).
     ops: Vec<OpSpan>,
     /// Since the last synchronize: timed graph launches and the shape of the last
@@ -84,6 +90,8 @@ impl CudaStream {
             copied: false,
             builtin_times: false,
             clocked: Vec::new(),
+            marked: Vec::new(),
+            marked_end: None,
             ops: Vec::new(),
             graphs: 0,
             shape: None,
@@ -125,6 +133,19 @@ impl CudaStream {
         if self.cupti.is_some() {
             self.launched = Some(graph.node_ids.clone());
         }
+        if graph.marked {
+            self.graphs += 1;
+            self.shape.clone_from(&graph.shape);
+            match (&mut self.batch, &graph.clock) {
+                // An open batch's events cover it: the stream's end event, at synchronize.
+                (Some(batch), _) => batch.end = None,
+                (None, Some(clock)) => self
+                    .marked
+                    .push(self.clocked.last().cloned().unwrap_or((clock.clone(), 0))),
+                (None, None) => {}
+            }
+            return Ok(());
+        }
         // The graph's own event-record nodes bracket its execution (an untimed graph has none).
         let (start, end) = (graph.events.start, graph.events.end);
         if start.is_null() {
@@ -150,20 +171,27 @@ impl CudaStream {
     fn synchronize_entered(&mut self) -> Result<()> {
         let (launched, copied) = (self.launched.take(), std::mem::take(&mut self.copied));
         let clocked = std::mem::take(&mut self.clocked);
+        let marked = std::mem::take(&mut self.marked);
         let (graphs, shape) = (std::mem::take(&mut self.graphs), self.shape.take());
-        self.synchronize_batch()?;
+        // One marked graph launched alone: its region ends with its leaves where each timed
+        // itself.
+        let alone = graphs == 1 && !copied && marked.len() == 1;
+        let leaves = shape.as_ref().filter(|_| alone).map(|s| &*s.leaves);
+        self.synchronize_batch(&marked, leaves)?;
         let before = self.ops.len();
+        let end = self.marked_end.take();
         if let (false, Some(region)) = (clocked.is_empty(), self.last) {
-            place(&clocked, region, &mut self.ops);
+            Readings::read(&clocked).place(region, end, &mut self.ops);
         }
         if let Some((cupti, _)) = self.cupti
             && let Some(nodes) = &launched
         {
             cupti.take_graph(nodes, &mut self.ops);
         }
-        // One graph launch alone in its batch: its region's span is the graph's own.
+        // One graph launch alone in its batch: its region's span is the graph's own (from its
+        // start marker, where it has one).
         if let (1, Some(shape), false, Some(region)) = (graphs, shape, copied, self.last) {
-            launch_inclusive(&mut self.ops[before..], &shape, region);
+            launch_inclusive(&mut self.ops[before..], &shape, region, alone);
         }
         if let Some((cupti, Some(stream))) = self.cupti
             && copied
@@ -173,14 +201,31 @@ impl CudaStream {
         Ok(())
     }
 
-    /// Synchronizes, and times the batch when timed.
-    fn synchronize_batch(&mut self) -> Result<()> {
-        let Some(batch) = self.batch.take() else {
-            // Untimed: no span, so no operation times are placed in an earlier one.
-            self.last = None;
-            return api::stream_synchronize(self.raw).map_err(|e| self.context.error(e));
-        };
+    /// Synchronizes, and times the batch when timed: from its events, and from the start
+    /// markers of `marked` launches (before any event; `leaves`: the leaves of the one marked
+    /// graph that is the whole batch), ending where the synchronize returned.
+    fn synchronize_batch(
+        &mut self,
+        marked: &[(Arc<KernelClock>, u64)],
+        leaves: Option<&[u32]>,
+    ) -> Result<()> {
         self.last = None;
+        let Some(batch) = self.batch.take() else {
+            api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
+            // Untimed without markers: no span, so no operation times are placed in an
+            // earlier one.
+            if !marked.is_empty() {
+                let end_ns = crate::clock::now_ns();
+                if let Some((start, end)) = Readings::read(marked).marked_span(leaves) {
+                    self.last = Some(DeviceSpan {
+                        start_ns: end_ns.saturating_sub(end - start),
+                        end_ns,
+                    });
+                    self.marked_end = Some(end);
+                }
+            }
+            return Ok(());
+        };
         let end = match batch.end {
             Some(end) => end,
             None => {
@@ -191,7 +236,13 @@ impl CudaStream {
         api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
         let end_ns = crate::clock::now_ns();
         let ms = api::event_elapsed_ms(batch.start, end).map_err(|e| self.context.error(e))?;
-        self.last = Some(span_ending_at(end_ns, ms));
+        let mut span = span_ending_at(end_ns, ms);
+        // Marked launches before the batch's first event ran before it, on the same stream.
+        let before = Readings::read(marked)
+            .marked_span(None)
+            .map_or(0, |(start, end)| end - start);
+        span.start_ns = span.start_ns.saturating_sub(before);
+        self.last = Some(span);
         Ok(())
     }
 }

@@ -36,6 +36,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Timed nodes per chunk: one collector launch folds a chunk, a warp a node.
 const CHUNK_NODES: usize = 32;
 
+/// The node index under which a graph's start marker ([`crate::kernels::MARK_ENTRY`]) keeps
+/// its lines: its reading is the region's start, not an operation's time.
+pub(super) const MARK_NODE: usize = usize::MAX;
+
 /// Words of one ring slot of a chunk of `nodes` timed nodes.
 const fn slot_words(nodes: usize) -> usize {
     2 + 2 * nodes
@@ -143,15 +147,15 @@ impl KernelClock {
         Ok(chunk)
     }
 
-    /// Adds one collector kernel node per chunk after `after` (the end event-record node).
-    /// The context is current.
+    /// Adds one collector kernel node per chunk after `after` (the end event-record node, or
+    /// the leaves of a graph with a start marker). The context is current.
     ///
     /// # Errors
     /// A mapped driver error.
     pub(super) fn add_collectors(
         &self,
         graph: sys::CUgraph,
-        after: sys::CUgraphNode,
+        after: &[sys::CUgraphNode],
     ) -> Result<()> {
         for chunk in &self.chunks {
             let (mut times, mut ring, mut nodes) =
@@ -178,7 +182,7 @@ impl KernelClock {
             // SAFETY: the three parameters of `hrx_collect_times`, each pointing at a live
             // value of its type for the call (the driver copies them); the chunk's memory
             // lives as long as the executable graph (this clock is owned by it).
-            unsafe { api::graph_add_kernel(graph, &[after], &params) }
+            unsafe { api::graph_add_kernel(graph, after, &params) }
                 .map_err(|e| self.context.error(e))?;
         }
         Ok(())
@@ -190,10 +194,11 @@ impl KernelClock {
     }
 
     /// Launch `launch`'s node times on `%globaltimer` as `(node, start, end)`, and the
-    /// collector's reading; `None` when its ring slot holds another launch (a launch that did
-    /// not finish, or one overwritten: more than [`TIME_RING`] launches unread).
-    fn read(&self, launch: u64, out: &mut Vec<(usize, u64, u64)>) -> Option<u64> {
-        let mut anchor = None;
+    /// collector's reading and the start marker's (if the graph has one); `None` when its ring
+    /// slot holds another launch (a launch that did not finish, or one overwritten: more than
+    /// [`TIME_RING`] launches unread).
+    fn read(&self, launch: u64, out: &mut Vec<(usize, u64, u64)>) -> Option<(u64, Option<u64>)> {
+        let (mut anchor, mut mark) = (None, None);
         for chunk in &self.chunks {
             let n = chunk.nodes.len();
             let slot = (launch % TIME_RING as u64) as usize * slot_words(n);
@@ -206,12 +211,14 @@ impl KernelClock {
             anchor = anchor.max(Some(word(1)));
             for (i, node) in chunk.nodes.iter().enumerate() {
                 let (start, end) = (word(2 + 2 * i), word(3 + 2 * i));
-                if start != 0 && end >= start {
+                if *node == MARK_NODE {
+                    mark = (start != 0).then_some(start);
+                } else if start != 0 && end >= start {
                     out.push((*node, start, end));
                 }
             }
         }
-        anchor
+        anchor.map(|anchor| (anchor, mark))
     }
 }
 
@@ -234,26 +241,64 @@ impl Drop for Chunk {
     }
 }
 
-/// Appends to `out` the node times of `launches` (each clock with a launch number), placed on
-/// the host clock inside `region`, the span of the batch that ran them: the latest collector
-/// reading falls on the region's end (module docs). Launches whose slot holds another launch
-/// give nothing.
-pub(super) fn place(
-    launches: &[(Arc<KernelClock>, u64)],
-    region: DeviceSpan,
-    out: &mut Vec<OpSpan>,
-) {
-    let mut times = Vec::new();
-    let mut anchor = None;
-    for (clock, launch) in launches {
-        let before = times.len();
-        match clock.read(*launch, &mut times) {
-            Some(reading) => anchor = anchor.max(Some(reading)),
-            None => times.truncate(before),
+/// What the timed launches of one synchronize left in their ring slots.
+#[derive(Debug, Default)]
+pub(super) struct Readings {
+    /// `(node, start, end)` on `%globaltimer`.
+    times: Vec<(usize, u64, u64)>,
+    /// The latest collector reading.
+    anchor: Option<u64>,
+    /// The earliest start marker's reading.
+    mark: Option<u64>,
+}
+
+impl Readings {
+    /// The node times of `launches` (each clock with a launch number), read after the
+    /// stream's synchronize. Launches whose slot holds another launch give nothing.
+    pub(super) fn read(launches: &[(Arc<KernelClock>, u64)]) -> Self {
+        let mut readings = Self::default();
+        for (clock, launch) in launches {
+            let before = readings.times.len();
+            match clock.read(*launch, &mut readings.times) {
+                Some((anchor, mark)) => {
+                    readings.anchor = readings.anchor.max(Some(anchor));
+                    readings.mark = match (readings.mark, mark) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => readings.times.truncate(before),
+            }
         }
+        readings
     }
-    if let Some(anchor) = anchor {
-        out.extend(placed(times, anchor, region));
+
+    /// The span of launches of graphs with a start marker ([`super::graph`]'s module docs),
+    /// on `%globaltimer`: from the earliest start marker's reading to the latest end of
+    /// `leaves` (one launch's graph leaves) where each was timed, else to the latest collector
+    /// reading (after an untimed leaf: a fill, a copy, a kernel of another's code).
+    pub(super) fn marked_span(&self, leaves: Option<&[u32]>) -> Option<(u64, u64)> {
+        let leaf_end = |leaf: &u32| {
+            self.times
+                .iter()
+                .find(|t| t.0 == *leaf as usize)
+                .map(|t| t.2)
+        };
+        let leaves_end = leaves
+            .filter(|leaves| !leaves.is_empty())
+            .and_then(|leaves| leaves.iter().map(leaf_end).collect::<Option<Vec<_>>>())
+            .and_then(|ends| ends.into_iter().max());
+        let end = leaves_end.or(self.anchor)?;
+        Some((self.mark?.min(end), end))
+    }
+
+    /// Appends to `out` the node times, placed on the host clock inside `region`, the span of
+    /// the batch that ran them: `end` (a reading on `%globaltimer`; by default the latest
+    /// collector reading) falls on the region's end (module docs).
+    pub(super) fn place(self, region: DeviceSpan, end: Option<u64>, out: &mut Vec<OpSpan>) {
+        if let Some(anchor) = end.or(self.anchor) {
+            out.extend(placed(self.times, anchor, region));
+        }
     }
 }
 
