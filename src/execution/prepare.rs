@@ -60,7 +60,7 @@ impl Graph {
                         &kernel.inner.contract.constants,
                         arguments,
                         context.faults.clone(),
-                    );
+                    )?;
                     Some((RegionKind::NpuRun, Backend::Npu(Exclusive::new(run))))
                 }
                 Description::Host(callback, bindings) => Some((

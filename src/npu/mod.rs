@@ -249,22 +249,23 @@ pub(crate) enum PreparedRun {
     /// On XRT.
     #[cfg(feature = "xrt")]
     Xrt(xrt::XrtRun),
-    /// Preparing failed; every execution answers this error.
-    #[cfg_attr(not(feature = "xrt"), allow(dead_code))]
-    Failed(Error),
 }
 
 impl PreparedRun {
     /// Prepares a run of `name` with `arguments` (XRT: `xrt::run(kernel)` + `set_arg`, for
-    /// the kernel of that name loaded on the arguments' device). `prepare()` cannot fail
-    /// here, so an XRT failure to prepare is kept and answered by every [`Self::execute`].
+    /// the kernel of that name loaded on the arguments' device), once, at `prepare()`.
+    ///
+    /// # Errors
+    /// XRT's failure to prepare the run, or arguments that mix XRT and simulator buffers:
+    /// `prepare()` fails with it, as the seed's does when its `PreparedRun::new` fails.
+    #[cfg_attr(not(feature = "xrt"), allow(clippy::unnecessary_wraps))]
     pub fn new(
         name: &str,
         host: HostKernelFn,
         constants: &[u8],
         arguments: Vec<Bo>,
         faults: Arc<crate::fault::FaultInjector>,
-    ) -> Self {
+    ) -> Result<Self> {
         #[cfg(feature = "xrt")]
         if arguments.iter().any(|bo| matches!(bo, Bo::Xrt(_))) {
             let bos: Option<Vec<xrt::XrtBo>> = arguments
@@ -275,14 +276,11 @@ impl PreparedRun {
                 })
                 .collect();
             let Some(bos) = bos else {
-                return PreparedRun::Failed(Error::Message(format!(
+                return Err(Error::Message(format!(
                     "NPU kernel {name}: its arguments mix XRT and simulator buffers"
                 )));
             };
-            return match xrt::XrtRun::prepare(name, constants, bos) {
-                Ok(run) => PreparedRun::Xrt(run),
-                Err(error) => PreparedRun::Failed(error),
-            };
+            return xrt::XrtRun::prepare(name, constants, bos).map(PreparedRun::Xrt);
         }
         #[cfg(feature = "xrt")]
         let arguments = arguments
@@ -294,9 +292,9 @@ impl PreparedRun {
             .collect();
         #[cfg(not(feature = "xrt"))]
         let arguments = arguments.into_iter().map(|Bo::Sim(bo)| bo).collect();
-        PreparedRun::Sim(sim::PreparedRun::new(
+        Ok(PreparedRun::Sim(sim::PreparedRun::new(
             name, host, constants, arguments, faults,
-        ))
+        )))
     }
 
     /// Starts the run and waits for it (XRT: `run.start(); run.wait()`).
@@ -305,7 +303,6 @@ impl PreparedRun {
             PreparedRun::Sim(run) => run.execute(),
             #[cfg(feature = "xrt")]
             PreparedRun::Xrt(run) => run.execute(),
-            PreparedRun::Failed(error) => Err(error.clone()),
         }
     }
 }
