@@ -86,7 +86,7 @@ impl FromStr for FaultSpec {
     fn from_str(text: &str) -> Result<Self> {
         let bad = |why: &str| {
             Error::Message(format!(
-                "bad fault spec {text:?}: {why} (expected op=N:device-lost or kernel=NAME[#N]:kernel-error)"
+                "bad fault spec {text:?}: {why} (expected op=N:KIND or kernel=NAME[#N]:KIND, KIND device-lost or kernel-error)"
             ))
         };
         let (target, kind) = text

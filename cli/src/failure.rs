@@ -100,12 +100,17 @@ pub fn verdict(code: u8, written: io::Result<()>) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Whether the error is a write to a closed pipe (the reader went away).
+/// Whether the error is a write to a closed pipe (the reader went away). An export's write
+/// error is transparent (its `io::Error` is not in the chain of causes), so it is looked into.
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        let io = cause.downcast_ref::<io::Error>().or_else(|| {
+            match cause.downcast_ref::<hrx_analysis::export::ExportError>() {
+                Some(hrx_analysis::export::ExportError::Write(e)) => Some(e),
+                _ => None,
+            }
+        });
+        io.is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
     })
 }
 

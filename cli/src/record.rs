@@ -215,7 +215,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(
             "no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
-             creating an hrx runtime){}",
+             creating an hrx runtime, or creating one failed: see its own output){}",
             name(program),
             args.output.display(),
             if earlier {
@@ -1070,7 +1070,7 @@ pub(crate) mod signals {
             let received = RECEIVED.load(Ordering::SeqCst);
             let signal = super::signal_text(FORWARDED.load(Ordering::Relaxed));
             let name = super::name(program);
-            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) {
+            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) && !crate::output::quiet() {
                 // One write: the program's processes write to the same stderr meanwhile
                 // (a shell's "Terminated" for a child the signal killed).
                 let note =

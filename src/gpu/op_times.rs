@@ -161,7 +161,11 @@ mod tests {
         // The marker's reading is the region's start, the collector's its end: the placement
         // is exact, so the leaves keep their ends; the root (0) and the kernel after an untimed
         // root (2 after fill 1) start at the marker like dependents at their dependency.
-        let mut ops = vec![op(0, 1_800, 4_000), op(2, 1_900, 6_000), op(3, 6_800, 9_200)];
+        let mut ops = vec![
+            op(0, 1_800, 4_000),
+            op(2, 1_900, 6_000),
+            op(3, 6_800, 9_200),
+        ];
         let region = DeviceSpan {
             start_ns: 1_000,
             end_ns: 10_000,
@@ -173,7 +177,11 @@ mod tests {
             [(0, 1_000, 4_000), (2, 1_000, 6_000), (3, 6_000, 9_200)]
         );
         // Without the marker, the same spans: shifted onto the end, roots from their own start.
-        let mut ops = vec![op(0, 1_800, 4_000), op(2, 1_900, 6_000), op(3, 6_800, 9_200)];
+        let mut ops = vec![
+            op(0, 1_800, 4_000),
+            op(2, 1_900, 6_000),
+            op(3, 6_800, 9_200),
+        ];
         launch_inclusive(&mut ops, &graph, region, false);
         assert_eq!(
             spans(&ops),
@@ -193,7 +201,12 @@ mod tests {
             start_ns: 1_000,
             end_ns: 9_000,
         };
-        launch_inclusive(&mut ops, &shape(&[&[], &[0], &[], &[1, 2]], &[3]), region, false);
+        launch_inclusive(
+            &mut ops,
+            &shape(&[&[], &[0], &[], &[1, 2]], &[3]),
+            region,
+            false,
+        );
         assert_eq!(
             spans(&ops),
             [(0, 2_000, 4_000), (1, 4_000, 7_000), (3, 7_000, 9_000)]

@@ -534,6 +534,23 @@ fn a_closed_standard_output_after_an_export_is_not_an_error() {
     );
 }
 
+/// `export -o -` into a standard output closed before it is read (`| head -1` on a trace
+/// larger than a pipe holds): the reader went away, which is success, as for every verb. It
+/// was an error (exit 2, "Broken pipe"): the export's write error hid its cause.
+#[test]
+fn an_export_to_standard_output_closed_by_its_reader_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("s.hrxt"), 2_000);
+    for format in ["chrome", "perfetto"] {
+        let out = run_into_closed_stdout(
+            dir.path(),
+            &["export", "s.hrxt", "--format", format, "-o", "-"],
+        );
+        assert_eq!(code(&out), 0, "{format}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{format}");
+    }
+}
+
 /// A synthetic trace of `regions` pipeline regions (as `hrx-analysis`'s gen-trace writes
 /// it), at `path`.
 fn synthetic_trace(path: &Path, regions: u64) {

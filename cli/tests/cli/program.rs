@@ -442,6 +442,26 @@ fn a_program_ignoring_interrupts_is_killed_by_the_third() {
     assert!(!err.contains("waiting for"), "{err}");
 }
 
+/// `record -q`: a forwarded signal is said by the exit code alone, no `note:` line (the note
+/// was written past `-q`, found by a fresh-user pass).
+#[test]
+fn a_forwarded_signal_is_not_noted_under_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "trap 'exit 3' TERM; touch ready; while :; do sleep 0.05; done";
+    let child = hrx_trace(dir.path())
+        .args(["record", "-q", "--", "sh", "-c", script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("ready"));
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), 128 + 15, "{err}");
+    assert!(!err.contains("note:"), "{err}");
+}
+
 /// The same signal twice at once, as coreutils `timeout` sends it (to its child, then to the
 /// child's process group), is forwarded as one: a program that exits on the first is not said
 /// to run on after it.

@@ -212,15 +212,15 @@ impl CudaGraphBuilder {
                 };
                 // SAFETY: `hrx_time_mark_v1`'s one parameter, pointing at a live u64 for the
                 // call (the driver copies it); the lines live as long as the executable graph.
-                let node = unsafe { api::graph_add_kernel(self.raw, &[], &params) }
-                    .map_err(error)?;
+                let node =
+                    unsafe { api::graph_add_kernel(self.raw, &[], &params) }.map_err(error)?;
                 clock.add_node(super::timing::MARK_NODE);
                 node
             }
             _ => {
                 self.events = GraphEvents::new(self.context.clone())?;
-                self.start_node = api::graph_add_event_record(self.raw, &[], self.events.start)
-                    .map_err(error)?;
+                self.start_node =
+                    api::graph_add_event_record(self.raw, &[], self.events.start).map_err(error)?;
                 self.start_node
             }
         };

@@ -529,7 +529,10 @@ fn hardware_builtin_kernel_times() {
         // Counted from what each waits on (`op_times`): the iota after the untimed memset
         // (a root) from the graph's start marker (the region's start), the fill from the
         // iota's end; the region ends with the leaf (the fill, timed).
-        assert_eq!(spans[0].span.start_ns, region.start_ns, "{spans:?} {region:?}");
+        assert_eq!(
+            spans[0].span.start_ns, region.start_ns,
+            "{spans:?} {region:?}"
+        );
         assert_eq!(spans[0].span.end_ns, spans[1].span.start_ns, "{spans:?}");
         assert_eq!(spans[1].span.end_ns, region.end_ns, "{spans:?} {region:?}");
         let sum: u64 = spans.iter().map(|s| s.span.end_ns - s.span.start_ns).sum();
