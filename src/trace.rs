@@ -637,7 +637,8 @@ impl Hook<'_> {
         };
         // SAFETY: the caller's obligations.
         let captured = unsafe { Captured::new(captures, data) };
-        self.recorder.record_deferred(move |out| {
+        let kind = hrx_capture::DeferredKind::HostWrite;
+        self.recorder.record_deferred_of(kind, move |out| {
             let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
             out.record(&record);
         });
@@ -801,29 +802,33 @@ impl Hook<'_> {
                 if threads.send(job).is_err() {
                     return;
                 }
-                self.recorder.record_deferred(move |out| {
+                let kind = hrx_capture::DeferredKind::OutputDigest;
+                self.recorder.record_deferred_of(kind, move |out| {
                     if let Ok((xxh3, times)) = hash.recv() {
                         out.record(&digest(xxh3, s::Payload::Omitted { len_bytes }));
                         out.record(&span(times));
                     }
                 });
             }
-            None => self.recorder.record_deferred(move |out| {
-                let start_ns = crate::clock::now_ns();
-                let bytes = source.bytes();
-                let payload = if contents {
-                    out.payload(bytes)
-                } else {
-                    s::Payload::Omitted {
-                        len_bytes: bytes.len() as u64,
-                    }
-                };
-                let xxh3 = xxhash_rust::xxh3::xxh3_64(bytes);
-                drop(source);
-                let times = (start_ns, crate::clock::now_ns());
-                out.record(&digest(xxh3, payload));
-                out.record(&span(times));
-            }),
+            None => self.recorder.record_deferred_of(
+                hrx_capture::DeferredKind::OutputDigest,
+                move |out| {
+                    let start_ns = crate::clock::now_ns();
+                    let bytes = source.bytes();
+                    let payload = if contents {
+                        out.payload(bytes)
+                    } else {
+                        s::Payload::Omitted {
+                            len_bytes: bytes.len() as u64,
+                        }
+                    };
+                    let xxh3 = xxhash_rust::xxh3::xxh3_64(bytes);
+                    drop(source);
+                    let times = (start_ns, crate::clock::now_ns());
+                    out.record(&digest(xxh3, payload));
+                    out.record(&span(times));
+                },
+            ),
         }
     }
 

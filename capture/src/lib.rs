@@ -68,7 +68,7 @@ pub use reader::{
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;
-pub use staging::RawRecord;
+pub use staging::{DeferredKind, RawRecord};
 pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, RawBatch, Recorder,

@@ -1022,7 +1022,8 @@ pub struct RecordsLost {
     /// Host time of the count.
     pub time_ns: u64,
     /// Whether the session ran in lossy mode (a full thread buffer drops records); `false`
-    /// means the losses came from write errors or records too large to store.
+    /// means the losses came from write errors, records too large to store, or deferred
+    /// captures that a fatal signal left unrun (each then written where the job stood).
     pub lossy: bool,
     /// Records lost, all kinds.
     pub total: u64,

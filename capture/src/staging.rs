@@ -13,6 +13,7 @@
 //! |           | (without the device fields: [`TIMING_BASE_LEN`] bytes)                |
 //! | 3 / 4     | an `OpTiming`: the region timing as for 1 / 2, then the node (`u32`)  |
 //! | 5         | a deferred job: a `Box<DeferredJob>` as a little-endian `u64` address  |
+//! | 13 / 14   | the same, of a job that records a `HostWrite` / an `OutputDigest`     |
 //! | 6         | a [`RegionStarted`]: runtime `u32`, submission `u64`, region `u32`,    |
 //! |           | time `u64` ([`STARTED_LEN`] bytes)                                     |
 //! | 7         | a [`RegionDone`] that succeeded: as 6 ([`STARTED_LEN`] bytes)          |
@@ -70,6 +71,8 @@ const STARTED: u8 = 6;
 const REGION_DONE: u8 = 7;
 const SUBMISSION_DONE: u8 = 8;
 const SUBMIT: u8 = 9;
+const DEFERRED_HOST_WRITE: u8 = 13;
+const DEFERRED_DIGEST: u8 = 14;
 const DIGEST: u8 = 10;
 const HOST_SPAN: u8 = 11;
 const ANNOTATION: u8 = 12;
@@ -462,12 +465,51 @@ fn timing_from(b: &[u8], device: bool) -> RegionTiming {
     }
 }
 
+/// What a deferred job records, as its ring entry says: the fatal-signal flush, which cannot
+/// run a job, names what the trace lacks for it (`writer::fatal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeferredKind {
+    /// A [`crate::schema::HostWrite`] (a host write's contents captured off the thread).
+    HostWrite,
+    /// An [`crate::schema::OutputDigest`] (an output hashed and stored off the thread).
+    OutputDigest,
+    /// Anything else.
+    Other,
+}
+
+impl DeferredKind {
+    /// The record kind name ([`crate::schema::Record::kind_name`]; `"unknown"` for
+    /// [`DeferredKind::Other`]).
+    pub(crate) const fn record_kind(self) -> &'static str {
+        match self {
+            DeferredKind::HostWrite => "HostWrite",
+            DeferredKind::OutputDigest => "OutputDigest",
+            DeferredKind::Other => "unknown",
+        }
+    }
+}
+
 /// The ring entry of a deferred job at `address` (a `Box<DeferredJob>` turned into a raw
-/// pointer; whoever transcodes the entry owns the box again).
-pub(crate) fn deferred_entry(address: usize) -> [u8; DEFERRED_ENTRY] {
-    let mut entry = [DEFERRED; DEFERRED_ENTRY];
+/// pointer; whoever transcodes the entry owns the box again) that records `kind`.
+pub(crate) fn deferred_entry(address: usize, kind: DeferredKind) -> [u8; DEFERRED_ENTRY] {
+    let tag = match kind {
+        DeferredKind::HostWrite => DEFERRED_HOST_WRITE,
+        DeferredKind::OutputDigest => DEFERRED_DIGEST,
+        DeferredKind::Other => DEFERRED,
+    };
+    let mut entry = [tag; DEFERRED_ENTRY];
     entry[1..].copy_from_slice(&(address as u64).to_le_bytes());
     entry
+}
+
+/// The kind of the deferred job whose entry starts `entries`, if one does.
+pub(crate) fn deferred_kind(entries: &[u8]) -> Option<DeferredKind> {
+    match *entries.first()? {
+        DEFERRED => Some(DeferredKind::Other),
+        DEFERRED_HOST_WRITE => Some(DeferredKind::HostWrite),
+        DEFERRED_DIGEST => Some(DeferredKind::OutputDigest),
+        _ => None,
+    }
 }
 
 /// The first entry of `entries`: its length in bytes and the most bytes its frame takes once
@@ -486,7 +528,7 @@ pub(crate) fn entry_bounds(entries: &[u8]) -> Option<(usize, usize)> {
         REGION_DEVICE => (TIMING_LEN, MAX_TIMING_FRAME),
         OP => (TIMING_BASE_LEN + 4, MAX_TIMING_FRAME),
         OP_DEVICE => (TIMING_LEN + 4, MAX_TIMING_FRAME),
-        DEFERRED => (DEFERRED_ENTRY - 1, 0),
+        DEFERRED | DEFERRED_HOST_WRITE | DEFERRED_DIGEST => (DEFERRED_ENTRY - 1, 0),
         STARTED => (STARTED_LEN, MAX_STARTED_FRAME),
         REGION_DONE => (STARTED_LEN, MAX_REGION_DONE_FRAME),
         SUBMISSION_DONE => (SUBMISSION_DONE_LEN, MAX_SUBMISSION_DONE_FRAME),
@@ -553,7 +595,7 @@ pub(crate) fn transcode(
     let mut at = 0;
     while let Some((&kind, rest)) = entries[at..].split_first() {
         let len = match kind {
-            DEFERRED => {
+            DEFERRED | DEFERRED_HOST_WRITE | DEFERRED_DIGEST => {
                 let address = u64_at(rest, 0) as usize;
                 return Transcoded {
                     records,
@@ -748,7 +790,7 @@ mod tests {
             let range = encode_entry(r, &mut scratch).unwrap();
             entries.extend_from_slice(&scratch[range]);
         }
-        entries.extend_from_slice(&deferred_entry(0xDEAD_BEEF));
+        entries.extend_from_slice(&deferred_entry(0xDEAD_BEEF, DeferredKind::Other));
         let (mut at, mut count, mut encoder) = (0, 0, FrameEncoder::new());
         while let Some((len, bound)) = entry_bounds(&entries[at..]) {
             let mut frame = Vec::new();
@@ -772,7 +814,7 @@ mod tests {
         let range = encode_entry(&Record::RegionTiming(a), &mut scratch).unwrap();
         entries.extend_from_slice(&scratch[range]);
         let first = entries.len();
-        entries.extend_from_slice(&deferred_entry(0xDEAD_BEEF));
+        entries.extend_from_slice(&deferred_entry(0xDEAD_BEEF, DeferredKind::Other));
         let range = encode_entry(&Record::RegionTiming(b), &mut scratch).unwrap();
         entries.extend_from_slice(&scratch[range]);
         let (mut encoder, mut frames) = (FrameEncoder::new(), Vec::new());
@@ -964,7 +1006,10 @@ mod tests {
                 _ => assert_eq!(decode_raw(entry).as_ref(), Some(r)),
             }
         }
-        assert_eq!(decode_raw(&deferred_entry(1)), None);
+        assert_eq!(
+            decode_raw(&deferred_entry(1, DeferredKind::HostWrite)),
+            None
+        );
         assert_eq!(decode_raw(&[STARTED, 0, 0]), None);
     }
 

@@ -595,6 +595,9 @@ struct Core {
     unwritten_header: Vec<u8>,
     out: Vec<u8>,
     report: Option<FlushReport>,
+    /// The fatal-signal flush's counts of the deferred jobs it could not run, by the kind
+    /// they record, reserved here because a signal handler cannot allocate (`fatal`).
+    lost_on_signal: Vec<LostKind>,
 }
 
 impl Core {
@@ -1288,6 +1291,17 @@ impl Recorder {
             unwritten_header: header.to_vec(),
             out: Vec::new(),
             report,
+            lost_on_signal: [
+                crate::DeferredKind::HostWrite,
+                crate::DeferredKind::OutputDigest,
+                crate::DeferredKind::Other,
+            ]
+            .into_iter()
+            .map(|kind| LostKind {
+                kind: kind.record_kind().to_owned(),
+                records: 0,
+            })
+            .collect(),
         };
         core.append_record(&Record::SessionStart(start))
             .expect("session start encodes");
@@ -1483,12 +1497,23 @@ impl Recorder {
     /// When the thread's buffer is full, the job runs on the calling thread instead; after
     /// close it is dropped without running.
     pub fn record_deferred(&self, job: impl FnOnce(&mut Deferred<'_>) + Send + 'static) {
+        self.record_deferred_of(crate::DeferredKind::Other, job);
+    }
+
+    /// [`Recorder::record_deferred`] of a job that records `kind`: should a fatal signal end
+    /// the process before the job ran, the trace says that it lacks a record of that kind, at
+    /// the job's place ([`crate::schema::RecordsLost`], `writer::fatal`).
+    pub fn record_deferred_of(
+        &self,
+        kind: crate::DeferredKind,
+        job: impl FnOnce(&mut Deferred<'_>) + Send + 'static,
+    ) {
         let shared = &self.handle.shared;
         let address = Box::into_raw(Box::new(Box::new(job) as DeferredJob)) as usize;
         let outcome = LOCAL
             .try_with(|local| match local.try_borrow_mut() {
                 Ok(mut local) => {
-                    local.record_deferred(shared.id, &|| Some(shared.clone()), address)
+                    local.record_deferred(shared.id, &|| Some(shared.clone()), address, kind)
                 }
                 Err(_) => Deferral::NotTaken,
             })
@@ -1955,6 +1980,7 @@ impl Local {
         id: u64,
         lookup: &dyn Fn() -> Option<Arc<Shared>>,
         address: usize,
+        kind: staging::DeferredKind,
     ) -> Deferral {
         let index = match self.entries.iter().position(|e| e.recorder == id) {
             Some(index) => index,
@@ -1964,7 +1990,7 @@ impl Local {
             },
         };
         let entry = &mut self.entries[index];
-        match entry.producer.push(&staging::deferred_entry(address)) {
+        match entry.producer.push(&staging::deferred_entry(address, kind)) {
             Push::Done | Push::DoneWake => {
                 entry.shared.wake();
                 Deferral::Queued

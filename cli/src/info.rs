@@ -429,7 +429,7 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
         let cause = if lost.lossy {
             "full thread buffers dropped them"
         } else {
-            "write errors or records too large to store"
+            "write errors, records too large to store, or captures a fatal signal left unrun"
         };
         writeln!(out, "{:<12} {lost}: {cause}", "lost")?;
     }

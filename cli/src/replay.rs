@@ -186,7 +186,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
             _ => None,
         };
-        let lossy = matches!(&error, hrx_replay::ReplayError::RecordsLost { .. });
+        let (lost, lossy) = match &error {
+            hrx_replay::ReplayError::RecordsLost { lossy, .. } => (true, *lossy),
+            _ => (false, false),
+        };
         let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
         let no_contents = matches!(&error, hrx_replay::ReplayError::ToleranceWithoutContents);
         let error = error.to_string();
@@ -195,7 +198,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let why = error
             .strip_prefix("the trace cannot be replayed: ")
             .unwrap_or(&error);
-        let failure = if lossy {
+        let failure = if lost {
             Failure::new(format!("{}: {why}", args.file.display()))
         } else {
             Failure::new(format!("{}: cannot replay: {why}", args.file.display()))
@@ -230,6 +233,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure.hint(
                 "record in the default lossless mode (HRX_TRACE_MODE unset or lossless) for a \
                  trace that replays whole",
+            )
+        } else if lost {
+            failure.hint(
+                "where a signal ended the program (`hrx-trace info` says how the capture \
+                 ended), its last host writes were still being captured: end it another way \
+                 (its own exit), or bound the capture before the signal (`record --duration D` \
+                 or `--capture-range`)",
             )
         } else {
             failure

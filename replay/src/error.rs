@@ -41,6 +41,9 @@ pub enum ReplayError {
         lost: String,
         /// What does not hold together without them, naming the record and ids involved.
         why: String,
+        /// Whether the recorder ran in lossy mode (else the losses came from write errors or
+        /// from captures a fatal signal left unrun).
+        lossy: bool,
     },
     /// The file is damaged or cut short ([`hrx_capture::Recovery::is_complete`] is false),
     /// and what it lacks leaves the rest inconsistent (a block with a `Submit` lost while a

@@ -266,6 +266,7 @@ pub fn replay_file_reading(
         .collect();
     if !needed.is_empty() {
         return Err(ReplayError::RecordsLost {
+            lossy: lost.lossy,
             lost: lost.to_string(),
             why: format!(
                 "it re-executes every submission and host write, with the objects they name, \
@@ -300,6 +301,7 @@ pub fn replay_file_reading(
             Err(ReplayError::RecordsLost {
                 lost: lost.to_string(),
                 why,
+                lossy: lost.lossy,
             })
         }
         // Likewise what a damaged or cut-short file lacks (a block with a `Submit` lost

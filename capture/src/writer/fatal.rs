@@ -63,8 +63,14 @@
 //!   or while the writer thread holds it for longer than [`LOCK_WAIT_NS`], writes nothing
 //!   more. A crash during the fatal-signal flush itself (memory so damaged that the rings
 //!   are) stops that flush.
-//! - Work deferred to the writer thread (hashing and storing outputs) that had not run is
-//!   not run: those digests are missing, which is what replay already tolerates.
+//! - Work deferred to the writer thread (hashing and storing outputs and host writes) that had
+//!   not run is not run. Each such job leaves, at its place in its thread's order, a
+//!   [`RecordsLost`] naming the kind of record it would have made (`HostWrite`,
+//!   `OutputDigest`; cumulative, as every loss count): so every reader says what the trace
+//!   lacks, and `replay` refuses a trace that lacks a host write's contents rather than
+//!   re-executing a later submission over stale inputs and calling the difference a
+//!   regression (a break-it pass: Ctrl-C on `record -- PROGRAM`, 4 runs of 24). A lost
+//!   output digest only leaves that output unchecked, which replay tolerates.
 //! - Records a thread pushes while the flush runs may land after the [`FatalSignal`].
 //! - A program that installs its own handler for these signals after the runtime started
 //!   replaces this one (nothing is flushed unless it passes the signal on to the previous
@@ -79,7 +85,7 @@
 
 use super::{Core, Shared};
 use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, IndexEntry};
-use crate::schema::{FatalSignal, Record, SignalWitness};
+use crate::schema::{FatalSignal, Record, RecordsLost, SignalWitness};
 use crate::staging;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -592,21 +598,39 @@ impl Shared {
             }
         };
         self.core_holder.store(me, Ordering::Relaxed);
+        let time_ns = self.now_ns();
         let note = Record::FatalSignal(FatalSignal {
-            time_ns: self.now_ns(),
+            time_ns,
             signal,
             witness: SignalWitness::Handler,
             fault_address,
         });
-        core.write_on_signal(fd, &note);
+        let losses = Losses {
+            time_ns,
+            before: core.dropped_total(self),
+            lossy: self.mode == crate::TraceMode::Lossy,
+        };
+        core.write_on_signal(fd, &note, losses);
         self.core_holder.store(0, Ordering::Relaxed);
     }
 }
 
+/// What a [`RecordsLost`] written by the fatal-signal flush counts on top of its own losses.
+#[derive(Clone, Copy)]
+pub(super) struct Losses {
+    /// The signal's time.
+    pub(super) time_ns: u64,
+    /// Records lost before the signal.
+    pub(super) before: u64,
+    /// Whether the session is lossy.
+    pub(super) lossy: bool,
+}
+
 impl Core {
-    /// Drains every ring into uncompressed blocks written to `fd`, ending with `note`. No
-    /// allocation: entries that do not fit the reserved buffers are skipped.
-    fn write_on_signal(&mut self, fd: i32, note: &Record) {
+    /// Drains every ring into uncompressed blocks written to `fd`, ending with `note`; each
+    /// deferred job met (not run) is replaced by a [`RecordsLost`] naming what it would have
+    /// recorded. No allocation: entries that do not fit the reserved buffers are skipped.
+    pub(super) fn write_on_signal(&mut self, fd: i32, note: &Record, losses: Losses) {
         if self.closed || self.error.is_some() || self.sink.is_none() {
             return;
         }
@@ -619,6 +643,12 @@ impl Core {
             self.consumers[i].drain_into(&mut staging);
             let mut at = 0;
             while let Some((len, frame_bytes)) = staging::entry_bounds(&staging[at..]) {
+                if let Some(kind) = staging::deferred_kind(&staging[at..]) {
+                    // Its box is leaked: freeing could take the allocator's lock.
+                    self.note_lost_on_signal(fd, kind, losses);
+                    at += len;
+                    continue;
+                }
                 if frame_bytes > self.pending.capacity() - self.pending.len() {
                     self.write_block_on_signal(fd);
                 }
@@ -650,6 +680,39 @@ impl Core {
             }
         }
         self.write_block_on_signal(fd);
+    }
+
+    /// Appends the [`RecordsLost`] of a deferred job of `kind` that the flush cannot run: the
+    /// losses before the signal and those of the flush so far, by kind (the entries reserved
+    /// when the recorder started: no allocation).
+    fn note_lost_on_signal(&mut self, fd: i32, kind: staging::DeferredKind, losses: Losses) {
+        let mut by_kind = std::mem::take(&mut self.lost_on_signal);
+        let mut here = 0;
+        for lost in &mut by_kind {
+            if lost.kind == kind.record_kind() {
+                lost.records += 1;
+            }
+            here += lost.records;
+        }
+        let record = Record::RecordsLost(RecordsLost {
+            time_ns: losses.time_ns,
+            lossy: losses.lossy,
+            total: losses.before + here,
+            by_kind,
+        });
+        let mut scratch = [0u8; 160];
+        if let Ok(frame) = crate::format::encode_untimed_frame_in(&record, &mut scratch) {
+            if frame.len() > self.pending.capacity() - self.pending.len() {
+                self.write_block_on_signal(fd);
+            }
+            if frame.len() <= self.pending.capacity() - self.pending.len() {
+                self.pending.extend_from_slice(frame);
+                self.pending_records += 1;
+            }
+        }
+        if let Record::RecordsLost(record) = record {
+            self.lost_on_signal = record.by_kind;
+        }
     }
 
     /// Writes the pending frames as one uncompressed block with `write(2)`.

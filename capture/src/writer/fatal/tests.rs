@@ -329,3 +329,94 @@ fn a_fatal_signal_writes_every_threads_pending_records() {
         }
     }
 }
+
+/// A deferred job still in a ring when the fatal-signal flush drains it cannot run there:
+/// in its place, a `RecordsLost` names the record it would have made, cumulatively, so that
+/// every reader says what the trace lacks (a lost host write made replay re-execute later
+/// submissions over stale inputs and report a regression: a break-it pass). The flush is
+/// driven directly, with the core locked as the handler holds it, so that the writer thread
+/// cannot have run the jobs first.
+#[test]
+fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
+    use super::Losses;
+    use crate::DeferredKind;
+    use crate::schema::{LostKind, RecordsLost};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(&path, options).unwrap();
+    // The thread's ring exists before the core is held (registering takes the lock).
+    recorder.record(&started(0, 0));
+    recorder.flush().unwrap();
+    let shared = recorder.handle.shared.clone();
+    let mut core = shared.core();
+    recorder.record(&started(0, 1));
+    recorder.record_deferred_of(DeferredKind::HostWrite, |out| out.record(&started(0, 90)));
+    recorder.record(&started(0, 2));
+    recorder.record_deferred_of(DeferredKind::OutputDigest, |out| {
+        out.record(&started(0, 91));
+    });
+    recorder.record(&started(0, 3));
+    let note = Record::FatalSignal(FatalSignal {
+        time_ns: 7,
+        signal: libc::SIGTERM,
+        witness: SignalWitness::Handler,
+        fault_address: None,
+    });
+    let losses = Losses {
+        time_ns: 7,
+        before: 0,
+        lossy: false,
+    };
+    core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
+    drop(core);
+    recorder.close().unwrap();
+    let trace = read_all(&path).unwrap();
+    let lost = |host_writes: u64, digests: u64| {
+        Record::RecordsLost(RecordsLost {
+            time_ns: 7,
+            lossy: false,
+            total: host_writes + digests,
+            by_kind: [
+                ("HostWrite", host_writes),
+                ("OutputDigest", digests),
+                ("unknown", 0),
+            ]
+            .into_iter()
+            .map(|(kind, records)| LostKind {
+                kind: kind.into(),
+                records,
+            })
+            .collect(),
+        })
+    };
+    let seen: Vec<&Record> = trace
+        .records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Record::RegionStarted(_) | Record::RecordsLost(_) | Record::FatalSignal(_)
+            )
+        })
+        .collect();
+    let expected = [
+        started(0, 0),
+        started(0, 1),
+        lost(1, 0),
+        started(0, 2),
+        lost(1, 1),
+        started(0, 3),
+        note,
+    ];
+    assert_eq!(seen, expected.iter().collect::<Vec<_>>());
+    let by_kind = trace.recovery.lost.by_kind();
+    assert_eq!(
+        by_kind,
+        [("HostWrite", 1), ("OutputDigest", 1)],
+        "{by_kind:?}"
+    );
+}
