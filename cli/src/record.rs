@@ -912,15 +912,42 @@ pub(crate) mod signals {
         LAST.store(0, Ordering::SeqCst);
     }
 
+    /// The signals of [`SIGNALS`] that this process was started with ignored (bit `signal`),
+    /// read once, before any handler of ours: `nohup` ignores SIGHUP, a shell's `cmd &`
+    /// without job control SIGINT. They stay ignored (and so the program inherits them
+    /// ignored, as without `hrx-trace`): a recording under `nohup` outlives its terminal.
+    fn inherited_ignored() -> u32 {
+        static IGNORED: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        *IGNORED.get_or_init(|| {
+            let mut ignored = 0;
+            for signal in SIGNALS {
+                // SAFETY: a query (null new action) into a zeroed sigaction.
+                let current = unsafe {
+                    let mut current: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(signal, std::ptr::null(), &mut current);
+                    current
+                };
+                if current.sa_sigaction == libc::SIG_IGN {
+                    ignored |= 1 << signal;
+                }
+            }
+            ignored
+        })
+    }
+
     /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
-    /// SIGHUP.
+    /// SIGHUP, except those this process was started with ignored ([`inherited_ignored`]).
     ///
     /// # Safety
     ///
     /// `handler` must be an `extern "C"` function of the shape `flags` declares that does
     /// only async-signal-safe work.
     pub(crate) unsafe fn set_handlers(handler: usize, flags: libc::c_int) {
+        let ignored = inherited_ignored();
         for signal in SIGNALS {
+            if ignored & (1 << signal) != 0 {
+                continue;
+            }
             // SAFETY: a zeroed sigaction is valid; the handler is the caller's promise.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
@@ -932,9 +959,14 @@ pub(crate) mod signals {
         }
     }
 
-    /// Gives SIGINT, SIGTERM and SIGHUP their default action again.
+    /// Gives SIGINT, SIGTERM and SIGHUP their default action again (those started ignored
+    /// stay ignored).
     pub(crate) fn restore_defaults() {
+        let ignored = inherited_ignored();
         for signal in SIGNALS {
+            if ignored & (1 << signal) != 0 {
+                continue;
+            }
             // SAFETY: restoring the default disposition.
             unsafe { libc::signal(signal, libc::SIG_DFL) };
         }

@@ -442,6 +442,52 @@ fn a_program_ignoring_interrupts_is_killed_by_the_third() {
     assert!(!err.contains("waiting for"), "{err}");
 }
 
+/// `nohup hrx-trace record -- PROGRAM`: a signal hrx-trace was started with ignored stays
+/// ignored, neither stopping it nor forwarded to the program, which inherits it ignored (it
+/// was handled and forwarded: the program died of the SIGHUP `nohup` protects it from, a
+/// break-it pass).
+#[test]
+fn a_signal_started_ignored_stays_ignored_and_is_not_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    // The program notes the signals it inherited ignored (SIGHUP is bit 0 of the mask),
+    // then waits for the test's signal to have been sent and exits 0.
+    let script = "grep SigIgn /proc/$$/status > ignored; touch ready; \
+                  while [ ! -e sent ]; do sleep 0.05; done";
+    let mut command = hrx_trace(dir.path());
+    command.args(["record", "--", "sh", "-c", script]);
+    // SAFETY: pre_exec runs in the child before exec; signal is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("ready"));
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::fs::write(dir.path().join("sent"), "").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), 0, "{err}");
+    assert!(!err.contains("SIGHUP"), "{err}");
+    let ignored = std::fs::read_to_string(dir.path().join("ignored")).unwrap();
+    let mask = ignored
+        .split_whitespace()
+        .nth(1)
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        .unwrap_or_else(|| panic!("{ignored:?}"));
+    assert_eq!(
+        mask & 1,
+        1,
+        "the program inherits SIGHUP ignored: {ignored:?}"
+    );
+}
+
 /// `record -q`: a forwarded signal is said by the exit code alone, no `note:` line (the note
 /// was written past `-q`, found by a fresh-user pass).
 #[test]
