@@ -521,6 +521,9 @@ fn more(out: &mut impl Write, rows: usize) -> io::Result<()> {
 }
 
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    // Names as the trace holds them, escaped: no terminal control from a trace.
+    let printable = crate::output::printable(r);
+    let r = &printable;
     let u = |v: &Value| v.as_u64().unwrap_or(0);
     let ns = |v: &Value| v.as_u64().map_or_else(|| "-".to_owned(), duration);
     for side in ["base", "new"] {

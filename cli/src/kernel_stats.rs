@@ -443,6 +443,9 @@ fn u(v: &Value) -> u64 {
 }
 
 fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    // Names as the trace holds them, escaped: no terminal control from a trace.
+    let printable = crate::output::printable(r);
+    let r = &printable;
     writeln!(out, "{:<12} {}", "file", r["file"].as_str().unwrap_or(""))?;
     writeln!(out, "{:<12} {}", "span", duration(u(&r["span_ns"])))?;
     // How the recorded process ended, where a signal ended it, as `info` and `view` say.

@@ -184,6 +184,36 @@ pub fn progress(len: u64) -> indicatif::ProgressBar {
 /// (`/dev/stdout`, `/proc/self/fd/1`, or the file it was redirected to), which a verb must
 /// write through standard output itself: a second opening of it is written over by what is
 /// printed there.
+/// A copy of `report` whose strings show their control characters escaped (`\u{1b}`,
+/// `\n`), for text output: names come from the traced program (its annotations, threads,
+/// kernels, path), and one holding an escape sequence or a newline must not clear a
+/// terminal, retitle it or fake a line of output (a break-it pass), as `dump` already
+/// escapes them. JSON output keeps the strings as recorded (JSON escapes them itself).
+pub fn printable(report: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match report {
+        Value::String(text) if text.chars().any(char::is_control) => Value::String(
+            text.chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_debug().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(printable).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(key, value)| (key.clone(), printable(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 pub fn is_standard_output(path: &std::path::Path) -> bool {
     path.as_os_str() == "-" || standard_stream(path) == Some(StandardStream::Output)
 }
@@ -231,6 +261,20 @@ pub fn eline(line: std::fmt::Arguments<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_control_characters_in_every_string_and_keeps_the_rest() {
+        let report = serde_json::json!({
+            "name": "\u{1b}[2J\u{1b}]0;pwned\u{7}EVIL\nerror: fake",
+            "rows": [{"name": "plain", "count": 3}],
+        });
+        let shown = printable(&report);
+        assert_eq!(
+            shown["name"],
+            "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}EVIL\\nerror: fake"
+        );
+        assert_eq!(shown["rows"], report["rows"]);
+    }
 
     #[test]
     fn no_color_turns_auto_off_only_when_set_and_not_empty() {
