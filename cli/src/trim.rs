@@ -73,7 +73,13 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // Written through a symlink, not over it: the partial file is the target's sibling,
     // renamed onto the target (renamed onto the link, it replaced the link).
     let output = written_through(&args.output);
-    let partial = output.with_extension("hrxt.partial");
+    // Named for this process: two trims into one output each write their own file, and the
+    // last rename wins whole (one fixed name had them write into each other's file, the
+    // winner exiting 0 over a damaged trace: a break-it pass).
+    let partial = {
+        let name = output.file_name().unwrap_or_default().to_string_lossy();
+        output.with_file_name(format!("{name}.{}.partial", std::process::id()))
+    };
     let interruptible = Interruptible::install();
     let file = interruptible
         .create(&partial, "the incomplete trimmed trace")

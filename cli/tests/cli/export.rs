@@ -565,7 +565,7 @@ fn synthetic_trace(path: &Path, regions: u64) {
 fn interrupted(
     dir: &Path,
     args: &[&str],
-    partial: &Path,
+    partial: &str,
     signal: libc::c_int,
 ) -> Option<std::process::Output> {
     use std::process::Stdio;
@@ -576,6 +576,8 @@ fn interrupted(
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
+    // `{pid}`: the name of a file the process names for itself.
+    let partial = dir.join(partial.replace("{pid}", &pid.to_string()));
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let out = child.wait_with_output().unwrap();
@@ -626,7 +628,7 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
         ),
         (
             &["trim", trace, "-o", "t.hrxt", "--submissions", "2..40000"],
-            "t.hrxt.partial",
+            "t.hrxt.{pid}.partial",
             "t.hrxt",
             libc::SIGHUP,
         ),
@@ -643,7 +645,7 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             if !dir.path().join(trace).exists() {
                 synthetic_trace(&dir.path().join(trace), regions);
             }
-            if let Some(out) = interrupted(dir.path(), args, &dir.path().join(partial), signal) {
+            if let Some(out) = interrupted(dir.path(), args, partial, signal) {
                 break out;
             }
             // Finished before it was caught writing: a larger trace, and again.
@@ -1309,4 +1311,46 @@ fn operation_slices_are_named_as_stats_names_operations() {
         .map(|o| o["name"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(sliced, listed);
+}
+
+/// Two trims into one `-o` at once: each writes its own temporary file, so the output is one
+/// of the two trims, whole, and both succeed (one fixed temporary name had them write into
+/// each other's file: the winner exited 0 over a trace with checksum mismatches and the
+/// loser's range, a break-it pass).
+#[test]
+fn two_trims_into_one_output_at_once_leave_one_whole_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("s.hrxt"), 40_000);
+    let trim = |range: &str| {
+        hrx_trace(dir.path())
+            .args([
+                "trim",
+                "-q",
+                "s.hrxt",
+                "-o",
+                "t.hrxt",
+                "--submissions",
+                range,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (trim("1..5000"), trim("6000..11000"));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let info = run(dir.path(), &["info", "--json", "t.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert_eq!(stderr(&info), "", "the trim reads back whole");
+    let report: Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(report["closed"]["clean_close"], true, "{report}");
+    let partials: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(partials.is_empty(), "{partials:?}");
 }
