@@ -147,13 +147,19 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     let domain = ClockDomain::for_sessions(sessions.iter().flatten());
     let interruptible = (!to_stdout).then(Interruptible::install);
+    // Written as OUT.PID.partial beside OUT (through a symlink, beside its target) and
+    // renamed onto it once complete: an export that fails leaves an earlier one whole, and
+    // two into one OUT each write their own file (one wrote into the other's, both exiting
+    // 0 over JSON that did not parse: a break-it pass).
+    let output = crate::trim::written_through(&args.output);
+    let partial = crate::trim::partial_of(&output);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
     let out: Box<dyn Write + Send> = match &interruptible {
         None => Box::new(io::stdout()),
         Some(interruptible) => {
             let file = interruptible
-                .create(&args.output, "the incomplete export")
+                .create_for(&partial, "the incomplete export", &args.output)
                 .map_err(|e| Failure::new(format!("{}: {e}", args.output.display())))?;
             Box::new(file)
         }
@@ -175,10 +181,14 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         Ok(exported) => exported,
         Err(error) if !to_stdout => {
             progress.finish_and_clear();
-            return Err(remove_incomplete(&args.output, error));
+            return Err(remove_incomplete(&partial, &args.output, error));
         }
         Err(error) => return Err(error),
     };
+    if !to_stdout && let Err(error) = std::fs::rename(&partial, &output) {
+        progress.finish_and_clear();
+        return Err(remove_incomplete(&partial, &args.output, error.into()));
+    }
     if let Some(interruptible) = interruptible {
         interruptible.finished();
     }
@@ -273,15 +283,12 @@ fn failed_file(files: &[PathBuf], at: u64) -> PathBuf {
     files.last().cloned().unwrap_or_default()
 }
 
-/// Removes a half-written export (a half-written export is not an export: leave nothing
-/// rather than a file that does not parse) and says so in the error.
-fn remove_incomplete(output: &Path, error: anyhow::Error) -> anyhow::Error {
-    // The regular file written, through any symlink: never the link itself, nor a device
-    // such as `-o /dev/full`.
-    let written = std::fs::canonicalize(output)
-        .ok()
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()));
-    let removed = written.is_some_and(|p| std::fs::remove_file(p).is_ok());
+/// Removes a half-written export `partial` of `output` (a half-written export is not an
+/// export: leave nothing rather than a file that does not parse; an earlier export at
+/// `output` stays) and says so in the error.
+fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> anyhow::Error {
+    let removed = std::fs::metadata(partial).is_ok_and(|m| m.is_file())
+        && std::fs::remove_file(partial).is_ok();
     error.context(format!(
         "cannot write {}{}",
         output.display(),

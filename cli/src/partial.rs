@@ -81,11 +81,21 @@ impl Interruptible {
     ///
     /// When the file cannot be created.
     pub fn create(&self, path: &Path, removed: &str) -> io::Result<File> {
+        self.create_for(path, removed, path)
+    }
+
+    /// [`Interruptible::create`] of a temporary file `path` that will become `shown` (the
+    /// message names `shown`).
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created.
+    pub fn create_for(&self, path: &Path, removed: &str, shown: &Path) -> io::Result<File> {
         let blocked = Blocked::signals();
         let file = File::create(path)?;
         // The regular file written, through any symlink: never the link itself.
         let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        name(&[target], None, removed, path);
+        name(&[target], None, removed, shown);
         drop(blocked);
         Ok(file)
     }

@@ -76,10 +76,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // Named for this process: two trims into one output each write their own file, and the
     // last rename wins whole (one fixed name had them write into each other's file, the
     // winner exiting 0 over a damaged trace: a break-it pass).
-    let partial = {
-        let name = output.file_name().unwrap_or_default().to_string_lossy();
-        output.with_file_name(format!("{name}.{}.partial", std::process::id()))
-    };
+    let partial = partial_of(&output);
     let interruptible = Interruptible::install();
     let file = interruptible
         .create(&partial, "the incomplete trimmed trace")
@@ -191,7 +188,13 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
 
 /// The file a write to `path` reaches: `path` itself, or where a symlink at `path` points
 /// (resolved whole where the target exists, else relative to the link's folder).
-fn written_through(path: &std::path::Path) -> std::path::PathBuf {
+/// The temporary file that becomes `output` once complete: `OUT.PID.partial`, beside it.
+pub(crate) fn partial_of(output: &std::path::Path) -> std::path::PathBuf {
+    let name = output.file_name().unwrap_or_default().to_string_lossy();
+    output.with_file_name(format!("{name}.{}.partial", std::process::id()))
+}
+
+pub(crate) fn written_through(path: &std::path::Path) -> std::path::PathBuf {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if !is_link {
         return path.to_owned();

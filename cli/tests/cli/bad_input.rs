@@ -369,6 +369,25 @@ fn a_failed_export_leaves_no_partial_file() {
     let link = std::fs::symlink_metadata(dir.path().join("link.json")).unwrap();
     assert!(link.file_type().is_symlink());
     assert!(!dir.path().join("real.json").exists(), "partial file left");
+    // An earlier export at the output stays whole when its replacement fails (it was
+    // removed with the incomplete file: a break-it pass).
+    record_hazards(dir.path(), "h.hrxt");
+    let out = run(
+        dir.path(),
+        &["export", "h.hrxt", "--format", "chrome", "-o", "e.json"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let earlier = std::fs::read(dir.path().join("e.json")).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(size_limited("export p.hrxt --format chrome -o e.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_error(&out, "cannot write e.json (removed the incomplete file)");
+    assert_eq!(std::fs::read(dir.path().join("e.json")).unwrap(), earlier);
+    let partials = partial_files(dir.path());
+    assert!(partials.is_empty(), "{partials:?}");
 }
 
 /// `export` and `diff` read their input twice: a pipe is refused in one line (the second

@@ -616,13 +616,13 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
     let cases: [(&[&str], &str, &str, libc::c_int); 4] = [
         (
             &["export", trace, "--format", "chrome", "-o", "big.json"],
-            "big.json",
+            "big.json.{pid}.partial",
             "big.json",
             libc::SIGTERM,
         ),
         (
             &["export", trace, "--format", "perfetto", "-o", "big.pftrace"],
-            "big.pftrace",
+            "big.pftrace.{pid}.partial",
             "big.pftrace",
             libc::SIGINT,
         ),
@@ -1347,10 +1347,36 @@ fn two_trims_into_one_output_at_once_leave_one_whole_trim() {
     assert_eq!(stderr(&info), "", "the trim reads back whole");
     let report: Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(report["closed"]["clean_close"], true, "{report}");
-    let partials: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".partial"))
-        .collect();
+    let partials = partial_files(dir.path());
     assert!(partials.is_empty(), "{partials:?}");
+}
+
+/// Two exports into one `-o` at once: each writes its own temporary file, so the output is
+/// one of the two exports, whole (they wrote into one file, both exiting 0 over JSON that
+/// did not parse: a break-it pass).
+#[test]
+fn two_exports_into_one_output_at_once_leave_one_whole_export() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("a.hrxt"), 20_000);
+    synthetic_trace(&dir.path().join("b.hrxt"), 30_000);
+    let export = |trace: &str| {
+        hrx_trace(dir.path())
+            .args(["export", "-q", trace, "--format", "chrome", "-o", "e.json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (export("a.hrxt"), export("b.hrxt"));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let json: Value = serde_json::from_slice(&std::fs::read(dir.path().join("e.json")).unwrap())
+        .expect("the export parses");
+    assert!(
+        json["traceEvents"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+    );
 }

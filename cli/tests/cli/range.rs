@@ -705,11 +705,7 @@ fn trim_refuses_an_output_a_recorder_is_writing() {
         "cannot write the trimmed trace to live.hrxt: another recorder is writing it",
     );
     assert_eq!(inode(&live), before, "the recorder's file was replaced");
-    let partials: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".partial"))
-        .collect();
+    let partials = crate::util::partial_files(dir.path());
     assert!(partials.is_empty(), "{partials:?}");
     recorder.close().unwrap();
     // The recording is whole, and once it is closed the file may be trimmed into.

@@ -204,3 +204,12 @@ pub fn write_records(path: &Path, records: impl Iterator<Item = hrx_capture::Rec
     }
     assert_eq!(recorder.close().unwrap().dropped_records, 0);
 }
+
+/// The `.partial` files left in `dir` (a trim's or an export's temporary output).
+pub fn partial_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".partial"))
+        .collect()
+}

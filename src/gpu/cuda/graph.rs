@@ -196,20 +196,7 @@ impl CudaGraphBuilder {
             Some((mark, collect)) => {
                 let mut lines = clock.next_lines(collect)?;
                 let mut pointers: [*mut c_void; 1] = [(&raw mut lines).cast()];
-                let params = sys::CUDA_KERNEL_NODE_PARAMS {
-                    func: mark,
-                    gridDimX: 1,
-                    gridDimY: 1,
-                    gridDimZ: 1,
-                    blockDimX: 1,
-                    blockDimY: 1,
-                    blockDimZ: 1,
-                    sharedMemBytes: 0,
-                    kernelParams: pointers.as_mut_ptr(),
-                    extra: std::ptr::null_mut(),
-                    kern: std::ptr::null_mut(),
-                    ctx: std::ptr::null_mut(),
-                };
+                let params = super::timing::one_block(mark, 1, &mut pointers);
                 // SAFETY: `hrx_time_mark_v1`'s one parameter, pointing at a live u64 for the
                 // call (the driver copies it); the lines live as long as the executable graph.
                 let node =

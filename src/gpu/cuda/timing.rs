@@ -165,20 +165,8 @@ impl KernelClock {
                 (&raw mut ring).cast(),
                 (&raw mut nodes).cast(),
             ];
-            let params = sys::CUDA_KERNEL_NODE_PARAMS {
-                func: chunk.collect,
-                gridDimX: 1,
-                gridDimY: 1,
-                gridDimZ: 1,
-                blockDimX: 32 * chunk.nodes.len() as u32,
-                blockDimY: 1,
-                blockDimZ: 1,
-                sharedMemBytes: 0,
-                kernelParams: pointers.as_mut_ptr(),
-                extra: std::ptr::null_mut(),
-                kern: std::ptr::null_mut(),
-                ctx: std::ptr::null_mut(),
-            };
+            let threads = 32 * chunk.nodes.len() as u32;
+            let params = one_block(chunk.collect, threads, &mut pointers);
             // SAFETY: the three parameters of `hrx_collect_times`, each pointing at a live
             // value of its type for the call (the driver copies them); the chunk's memory
             // lives as long as the executable graph (this clock is owned by it).
@@ -238,6 +226,29 @@ impl Drop for Chunk {
                 self.context.record(error);
             }
         }
+    }
+}
+
+/// The node parameters of one block of `threads` threads of `func` (a timing kernel: the
+/// collector, the start marker) with the parameter pointers `pointers`.
+pub(super) fn one_block(
+    func: sys::CUfunction,
+    threads: u32,
+    pointers: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func,
+        gridDimX: 1,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: threads,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: pointers.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
     }
 }
 
