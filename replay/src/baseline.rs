@@ -152,8 +152,8 @@ impl Baseline {
     }
 
     /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
-    /// there or a baseline is, of any version (a trace, or any other file, is never
-    /// overwritten). A tool checks before it replays, so that a replay's verdict is not lost
+    /// there, an empty file (`mktemp`'s, as `record`, `trim` and `export` take) or a
+    /// baseline is, of any version (a trace, or any other file, is never overwritten). A tool checks before it replays, so that a replay's verdict is not lost
     /// for a bad path.
     ///
     /// # Errors
@@ -164,6 +164,7 @@ impl Baseline {
                 path,
                 "cannot write it: it is not a regular file",
             )),
+            Ok(meta) if meta.len() == 0 => Ok(()),
             Ok(_) => match Baseline::read_json(path) {
                 Ok(value) if value.get("hrx_replay_baseline").is_some() => Ok(()),
                 _ => Err(baseline_error(

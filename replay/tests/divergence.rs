@@ -504,6 +504,14 @@ fn a_baseline_keys_pooled_rows_and_refuses_a_version_1_one() {
     hrx_replay::Baseline::check_save(&path).expect("a version 1 baseline may be saved over");
     baseline.save(&path).unwrap();
     assert_eq!(hrx_replay::Baseline::load(&path).unwrap(), baseline);
+
+    // An empty file (as `mktemp` makes) may be saved over, as record, trim and export take
+    // one; a file with anything else in it is refused.
+    std::fs::write(&path, "").unwrap();
+    hrx_replay::Baseline::check_save(&path).expect("an empty file may be saved over");
+    std::fs::write(&path, "notes\n").unwrap();
+    let error = hrx_replay::Baseline::check_save(&path).unwrap_err().to_string();
+    assert!(error.contains("not a replay baseline"), "{error}");
 }
 
 /// A slowdown of a kernel the trace loads but no graph runs is refused, naming those that
