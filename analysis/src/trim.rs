@@ -171,6 +171,10 @@ pub struct TrimSummary {
     /// Why the source was not a whole recording, as the trimmed trace says it after its
     /// source's name ([`source_note`]); `None` for a whole source.
     pub source_incomplete: Option<String>,
+    /// Contents the kept records refer to (kernel code, the range's host writes, digests,
+    /// snapshots) that the source does not hold (a damaged block skipped): the trimmed trace
+    /// lacks them too, and does not replay whole.
+    pub missing_blobs: u64,
 }
 
 /// What separates a source's name from why it was incomplete in [`TraceRange::trimmed_from`]:
@@ -1093,6 +1097,10 @@ pub fn trim<R: std::io::Read, W: Write>(
             }
         }
     }
+    let missing_blobs = keep_blobs
+        .iter()
+        .filter(|hash| !written_blobs.contains(hash))
+        .count() as u64;
     let records_out = writer.records() + 1;
     writer.write(&Record::SessionEnd(SessionEnd {
         time_ns: last_time,
@@ -1110,6 +1118,7 @@ pub fn trim<R: std::io::Read, W: Write>(
             source_warnings,
             source_recovery,
             source_incomplete,
+            missing_blobs,
         },
         out,
     ))

@@ -130,6 +130,34 @@ fn a_snapshot_holds_the_last_host_write_before_the_range_even_a_repeated_blob() 
     assert_eq!((summary.runtimes[0].start, summary.runtimes[0].end), (3, 5));
 }
 
+/// A range whose host write refers to contents the source lost (a damaged block skipped)
+/// says so: the trimmed trace lacks them and would not replay (a break-it pass's trim exited
+/// 0 without a word, and its replay then failed on the missing blob).
+#[test]
+fn contents_the_source_lacks_are_counted() {
+    let (a, b) = ([1u8; 16], [2u8; 16]);
+    let whole = hrx_capture::Trace::from_bytes(&trace(&[Some(a), Some(b), Some(a)])).unwrap();
+    let lost = BlobHash(xxhash_rust::xxh3::xxh3_64(&b));
+    let mut writer = TraceWriter::new(Vec::new()).unwrap();
+    for record in &whole.records {
+        match record {
+            Record::Blob(blob) if blob.hash == lost => {}
+            Record::SessionStart(_) | Record::HostClock(_) | Record::SessionEnd(_) => {}
+            other => writer.write(other).unwrap(),
+        }
+    }
+    let bytes = writer.finish().unwrap().0;
+    let range = |start, end| Selection::Submissions {
+        start,
+        end: Some(end),
+    };
+    let open = || TraceReader::new(&bytes[..]);
+    let (summary, _) = trim(open, range(2, 3), "t.hrxt", Vec::new()).unwrap();
+    assert_eq!(summary.missing_blobs, 1);
+    let (summary, _) = trim(open, range(3, 4), "t.hrxt", Vec::new()).unwrap();
+    assert_eq!(summary.missing_blobs, 0);
+}
+
 #[test]
 fn ranges_merge_and_answer_what_is_missing() {
     let mut r = Ranges::default();

@@ -138,6 +138,26 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         Some(&summary.source_recovery),
         "the trim holds only what was recovered, and says so",
     );
+    // Never silent about what the output lacks: a replay of it would stop at the first.
+    if summary.missing_blobs > 0 {
+        crate::output::warn(format_args!(
+            "{}: {} the range refers to (kernel code, host writes, outputs) {} not in {} (a \
+             damaged part was skipped): the trimmed trace lacks {} and will not replay whole",
+            args.output.display(),
+            hrx_analysis::units::plural(summary.missing_blobs, "stored content"),
+            if summary.missing_blobs == 1 {
+                "is"
+            } else {
+                "are"
+            },
+            args.file.display(),
+            if summary.missing_blobs == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        ));
+    }
     let mut stdout = std::io::stdout().lock();
     for r in &summary.runtimes {
         writeln!(
