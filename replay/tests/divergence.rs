@@ -510,7 +510,9 @@ fn a_baseline_keys_pooled_rows_and_refuses_a_version_1_one() {
     std::fs::write(&path, "").unwrap();
     hrx_replay::Baseline::check_save(&path).expect("an empty file may be saved over");
     std::fs::write(&path, "notes\n").unwrap();
-    let error = hrx_replay::Baseline::check_save(&path).unwrap_err().to_string();
+    let error = hrx_replay::Baseline::check_save(&path)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("not a replay baseline"), "{error}");
 }
 
