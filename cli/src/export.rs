@@ -151,8 +151,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // renamed onto it once complete: an export that fails leaves an earlier one whole, and
     // two into one OUT each write their own file (one wrote into the other's, both exiting
     // 0 over JSON that did not parse: a break-it pass).
-    let output = crate::trim::written_through(&args.output);
-    let partial = crate::trim::partial_of(&output);
+    let output = crate::partial::written_through(&args.output);
+    let partial = crate::partial::partial_of(&output);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
     let out: Box<dyn Write + Send> = match &interruptible {

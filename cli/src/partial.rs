@@ -60,6 +60,29 @@ extern "C" fn handler(signal: libc::c_int) {
     unsafe { libc::_exit(128 + signal) };
 }
 
+/// The file a write to `path` reaches: `path` itself, or where a symlink at `path` points
+/// (resolved whole where the target exists, else relative to the link's folder).
+pub fn written_through(path: &Path) -> std::path::PathBuf {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return path.to_owned();
+    }
+    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
+        Ok(target) if target.is_relative() => path
+            .parent()
+            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
+        Ok(target) => target,
+        Err(_) => path.to_owned(),
+    })
+}
+
+/// The temporary file that becomes `output` once complete: `OUT.PID.partial`, beside it
+/// (named for this process: two writers of one output never share it).
+pub fn partial_of(output: &Path) -> std::path::PathBuf {
+    let name = output.file_name().unwrap_or_default().to_string_lossy();
+    output.with_file_name(format!("{name}.{}.partial", std::process::id()))
+}
+
 /// The handlers, until [`Interruptible::finished`] or drop (see the module docs).
 pub struct Interruptible(());
 

@@ -72,11 +72,11 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     drop(open_checked(&args.file).map_err(read_error)?);
     // Written through a symlink, not over it: the partial file is the target's sibling,
     // renamed onto the target (renamed onto the link, it replaced the link).
-    let output = written_through(&args.output);
+    let output = crate::partial::written_through(&args.output);
     // Named for this process: two trims into one output each write their own file, and the
     // last rename wins whole (one fixed name had them write into each other's file, the
     // winner exiting 0 over a damaged trace: a break-it pass).
-    let partial = partial_of(&output);
+    let partial = crate::partial::partial_of(&output);
     let interruptible = Interruptible::install();
     let file = interruptible
         .create(&partial, "the incomplete trimmed trace")
@@ -204,26 +204,4 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The file a write to `path` reaches: `path` itself, or where a symlink at `path` points
-/// (resolved whole where the target exists, else relative to the link's folder).
-/// The temporary file that becomes `output` once complete: `OUT.PID.partial`, beside it.
-pub(crate) fn partial_of(output: &std::path::Path) -> std::path::PathBuf {
-    let name = output.file_name().unwrap_or_default().to_string_lossy();
-    output.with_file_name(format!("{name}.{}.partial", std::process::id()))
-}
-
-pub(crate) fn written_through(path: &std::path::Path) -> std::path::PathBuf {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if !is_link {
-        return path.to_owned();
-    }
-    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
-        Ok(target) if target.is_relative() => path
-            .parent()
-            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
-        Ok(target) => target,
-        Err(_) => path.to_owned(),
-    })
 }

@@ -161,11 +161,14 @@ mod tests {
         // The marker's reading is the region's start, the collector's its end: the placement
         // is exact, so the leaves keep their ends; the root (0) and the kernel after an untimed
         // root (2 after fill 1) start at the marker like dependents at their dependency.
-        let mut ops = vec![
-            op(0, 1_800, 4_000),
-            op(2, 1_900, 6_000),
-            op(3, 6_800, 9_200),
-        ];
+        let spans_read = || {
+            vec![
+                op(0, 1_800, 4_000),
+                op(2, 1_900, 6_000),
+                op(3, 6_800, 9_200),
+            ]
+        };
+        let mut ops = spans_read();
         let region = DeviceSpan {
             start_ns: 1_000,
             end_ns: 10_000,
@@ -177,11 +180,7 @@ mod tests {
             [(0, 1_000, 4_000), (2, 1_000, 6_000), (3, 6_000, 9_200)]
         );
         // Without the marker, the same spans: shifted onto the end, roots from their own start.
-        let mut ops = vec![
-            op(0, 1_800, 4_000),
-            op(2, 1_900, 6_000),
-            op(3, 6_800, 9_200),
-        ];
+        let mut ops = spans_read();
         launch_inclusive(&mut ops, &graph, region, false);
         assert_eq!(
             spans(&ops),

@@ -325,12 +325,9 @@ impl NativeGraphBuilder for CudaGraphBuilder {
                 )));
             }
             (clock, timed, Some(slowed)) => {
-                if let (Some(clock), Some(timed)) = (clock, timed) {
-                    self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
-                    if self.timed_entries {
-                        self.context.enter()?;
-                        lines = clock.next_lines(timed.collect)?;
-                    }
+                if let (Some(clock), Some(timed), true) = (clock, timed, self.timed_entries) {
+                    self.context.enter()?;
+                    lines = clock.next_lines(timed.collect)?;
                 }
                 parameters.push((&raw mut lines).cast());
                 parameters.push((&raw mut percent).cast());
@@ -341,17 +338,15 @@ impl NativeGraphBuilder for CudaGraphBuilder {
             {
                 self.context.enter()?;
                 lines = clock.next_lines(timed.collect)?;
-                self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
                 parameters.push((&raw mut lines).cast());
                 timed.function
             }
-            (Some(_), Some(timed), None) => {
-                // Plain, but its module's start marker brackets the graph.
-                self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
-                kernel.function
-            }
             _ => kernel.function,
         };
+        // Timed or plain, its module's start marker can bracket the graph.
+        if let (Some(_), Some(timed)) = (&self.clock, kernel.timed) {
+            self.mark = self.mark.or(timed.mark.map(|m| (m, timed.collect)));
+        }
         let params = sys::CUDA_KERNEL_NODE_PARAMS {
             func: function,
             gridDimX: grid[0],

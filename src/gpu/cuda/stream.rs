@@ -44,9 +44,6 @@ pub(super) struct CudaStream {
     /// Of those, the graphs with a start marker launched while no event batch was open: the
     /// batch's span counts from their markers ([`super::graph`]'s module docs).
     marked: Vec<(Arc<KernelClock>, u64)>,
-    /// After a synchronize whose span came from one marked launch alone: the
-    /// `%globaltimer` reading at the span's end, on which its operation times are placed.
-    marked_end: Option<u64>,
     /// Operation times not taken yet ([`NativeStream::op_spans`]).
     ops: Vec<OpSpan>,
     /// Since the last synchronize: timed graph launches and the shape of the last
@@ -91,7 +88,6 @@ impl CudaStream {
             builtin_times: false,
             clocked: Vec::new(),
             marked: Vec::new(),
-            marked_end: None,
             ops: Vec::new(),
             graphs: 0,
             shape: None,
@@ -127,22 +123,18 @@ impl CudaStream {
             Arc::ptr_eq(&g.context, &self.context)
         })?;
         api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
-        if let Some(clock) = &graph.clock {
-            self.clocked.push((clock.clone(), clock.launched()));
-        }
+        let clocked = graph.clock.as_ref().map(|c| (c.clone(), c.launched()));
+        self.clocked.extend(clocked.clone());
         if self.cupti.is_some() {
             self.launched = Some(graph.node_ids.clone());
         }
         if graph.marked {
             self.graphs += 1;
             self.shape.clone_from(&graph.shape);
-            match (&mut self.batch, &graph.clock) {
+            match &mut self.batch {
                 // An open batch's events cover it: the stream's end event, at synchronize.
-                (Some(batch), _) => batch.end = None,
-                (None, Some(clock)) => self
-                    .marked
-                    .push(self.clocked.last().cloned().unwrap_or((clock.clone(), 0))),
-                (None, None) => {}
+                Some(batch) => batch.end = None,
+                None => self.marked.extend(clocked),
             }
             return Ok(());
         }
@@ -177,9 +169,8 @@ impl CudaStream {
         // itself.
         let alone = graphs == 1 && !copied && marked.len() == 1;
         let leaves = shape.as_ref().filter(|_| alone).map(|s| &*s.leaves);
-        self.synchronize_batch(&marked, leaves)?;
+        let end = self.synchronize_batch(&marked, leaves)?;
         let before = self.ops.len();
-        let end = self.marked_end.take();
         if let (false, Some(region)) = (clocked.is_empty(), self.last) {
             Readings::read(&clocked).place(region, end, &mut self.ops);
         }
@@ -203,28 +194,29 @@ impl CudaStream {
 
     /// Synchronizes, and times the batch when timed: from its events, and from the start
     /// markers of `marked` launches (before any event; `leaves`: the leaves of the one marked
-    /// graph that is the whole batch), ending where the synchronize returned.
+    /// graph that is the whole batch), ending where the synchronize returned. Returns the
+    /// `%globaltimer` reading at the span's end when it came from markers alone (the
+    /// operation times are placed on it).
     fn synchronize_batch(
         &mut self,
         marked: &[(Arc<KernelClock>, u64)],
         leaves: Option<&[u32]>,
-    ) -> Result<()> {
+    ) -> Result<Option<u64>> {
         self.last = None;
         let Some(batch) = self.batch.take() else {
             api::stream_synchronize(self.raw).map_err(|e| self.context.error(e))?;
             // Untimed without markers: no span, so no operation times are placed in an
             // earlier one.
-            if !marked.is_empty() {
-                let end_ns = crate::clock::now_ns();
-                if let Some((start, end)) = Readings::read(marked).marked_span(leaves) {
-                    self.last = Some(DeviceSpan {
-                        start_ns: end_ns.saturating_sub(end - start),
-                        end_ns,
-                    });
-                    self.marked_end = Some(end);
-                }
+            if marked.is_empty() {
+                return Ok(None);
             }
-            return Ok(());
+            let end_ns = crate::clock::now_ns();
+            let span = Readings::read(marked).marked_span(leaves);
+            self.last = span.map(|(start, end)| DeviceSpan {
+                start_ns: end_ns.saturating_sub(end - start),
+                end_ns,
+            });
+            return Ok(span.map(|(_, end)| end));
         };
         let end = match batch.end {
             Some(end) => end,
@@ -243,7 +235,7 @@ impl CudaStream {
             .map_or(0, |(start, end)| end - start);
         span.start_ns = span.start_ns.saturating_sub(before);
         self.last = Some(span);
-        Ok(())
+        Ok(None)
     }
 }
 
