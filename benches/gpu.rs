@@ -106,6 +106,7 @@ mod gpu {
         let has = |flag: &str| args.iter().any(|a| a == flag);
         // As criterion decides: `--bench` without `--test` measures; anything else tests.
         let benchmarking = has("--bench") && !has("--test") && !has("--list");
+        common::keep_heap();
         let runtime = match Runtime::new(cuda_options()) {
             Ok(runtime) => runtime,
             Err(error) => {

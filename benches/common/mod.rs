@@ -10,6 +10,23 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
+/// Keeps glibc's heap for the process: allocations up to 32 MiB come from the heap, and
+/// freed memory is not handed back to the kernel. The pipeline groups hand their frames
+/// (2.7 MB each) to the pipeline, which frees each once written: with glibc's defaults, the
+/// free of a round's last frame trimmed the heap inside the timed run in some processes
+/// (1.3 ms, one round in two) and every frame was a fresh mapping to fault in in others,
+/// slowing both turns of a pair by up to 2x and hiding what tracing costs (BENCHMARKS.md,
+/// capture, session 30). What the benches measure is the runtime, not the allocator.
+#[allow(dead_code)] // the GPU bench only
+pub fn keep_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets allocator parameters; called before the groups allocate.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
 /// A deterministic synthetic RGB8 frame (a gradient with per-row and per-seed variation).
 pub fn frame(width: usize, height: usize, seed: usize) -> Frame {
     let rgb = (0..width * height * 3)
