@@ -613,6 +613,18 @@ impl Hook<'_> {
         mapped: Option<&Captures>,
     ) {
         let (runtime, buffer, time_ns) = (self.runtime, s::BufferId(buffer), self.now_ns());
+        let len_bytes = data.len() as u64;
+        let record = move |xxh3: u64, contents: s::Payload| {
+            s::Record::HostWrite(s::HostWrite {
+                runtime,
+                buffer,
+                offset: offset as u64,
+                len_bytes,
+                xxh3,
+                contents,
+                time_ns,
+            })
+        };
         let host_write = move |out: &mut dyn FnMut(&[u8]) -> s::Payload, bytes: &[u8]| {
             let contents = out(bytes);
             let xxh3 = match contents {
@@ -620,15 +632,7 @@ impl Hook<'_> {
                 s::Payload::Blob { hash, .. } => hash.0,
                 _ => xxhash_rust::xxh3::xxh3_64(bytes),
             };
-            s::Record::HostWrite(s::HostWrite {
-                runtime,
-                buffer,
-                offset: offset as u64,
-                len_bytes: bytes.len() as u64,
-                xxh3,
-                contents,
-                time_ns,
-            })
+            record(xxh3, contents)
         };
         let Some(captures) = mapped else {
             let record = host_write(&mut |bytes| self.recorder.payload(bytes), data);
@@ -638,9 +642,41 @@ impl Hook<'_> {
         // SAFETY: the caller's obligations.
         let captured = unsafe { Captured::new(captures, data) };
         let kind = hrx_capture::DeferredKind::HostWrite;
+        let threads = hashing_threads().filter(|_| data.len() > POOLED_HOST_WRITE_BYTES);
+        let Some(threads) = threads else {
+            self.recorder.record_deferred_of(kind, move |out| {
+                let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
+                out.record(&record);
+            });
+            return;
+        };
+        // A large write is hashed at once on a hashing thread, as outputs are, rather than
+        // on the writer's thread in its turn: the writer runs its jobs one after another, in
+        // each recording thread's order, so a frame's hash waited there behind the jobs
+        // queued before it (output digests among them), and the program's next write into
+        // the buffer waited at its fence for all of them (BENCHMARKS.md, session 30). When
+        // the trace already holds these contents (a frame written again), the hashing thread
+        // lets go of the buffer at once; else the writer stores the bytes, then lets go.
+        let (hashed, hash) = crossbeam_channel::bounded(1);
+        let recorder = self.recorder.clone();
+        let job: HashJob = Box::new(move || {
+            let xxh3 = xxhash_rust::xxh3::xxh3_64(captured.bytes());
+            let captured = (!recorder.blob_stored(xxh3)).then_some(captured);
+            let _ = hashed.send((xxh3, captured));
+        });
+        if let Err(crossbeam_channel::SendError(job)) = threads.send(job) {
+            job(); // the hashing threads are gone: hash here, the channel has room
+        }
         self.recorder.record_deferred_of(kind, move |out| {
-            let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
-            out.record(&record);
+            let Ok((xxh3, captured)) = hash.recv() else {
+                return;
+            };
+            let contents = match &captured {
+                Some(captured) => out.payload_hashed(captured.bytes(), xxh3),
+                None => out.stored_blob(xxh3, len_bytes),
+            };
+            drop(captured); // the fence: a writer of the buffer may go on
+            out.record(&record(xxh3, contents));
         });
     }
 
@@ -846,6 +882,12 @@ impl Hook<'_> {
 /// 256 B download waited for the previous submission's digest (taken on a hashing thread)
 /// at a fence, 13-78 µs, inside its own recorded time.
 pub(crate) const INLINE_DIGEST_BYTES: usize = 4 << 10;
+
+/// Host writes larger than this into host-mapped buffers are hashed on the hashing threads
+/// ([`Hook::host_write`]); smaller ones on the writer's thread, where handing them over
+/// would cost more than their hash. Above the recorder's inline payloads (4 KiB), so that
+/// such contents are always blobs.
+const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 
 /// Deferred trace captures (hashing, storing contents) still reading a buffer's bytes on the
 /// trace writer's thread. Whoever would change or free those bytes waits for them first, so

@@ -74,7 +74,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -506,6 +506,8 @@ pub(crate) struct Shared {
     /// The host clock ([`crate::clock::now_ns`]) at the session's start: session time 0.
     base_ns: u64,
     core: Mutex<Core>,
+    /// [`Core`]'s blob hashes, read without the core ([`Recorder::blob_stored`]).
+    stored_blobs: Arc<RwLock<HashSet<u64>>>,
     control: Sender<Control>,
     /// Drops detected outside a ring (no thread-local state, oversized records), by kind.
     dropped: [AtomicU64; KINDS],
@@ -583,7 +585,10 @@ struct Core {
     lost_written: u64,
     /// Records written or pending at the last calibration (see `Shared::sweep`).
     calibrated_at: u64,
-    blobs: HashSet<u64>,
+    /// The content hashes of the blobs written. Shared with [`Shared::stored_blobs`], so that
+    /// [`Recorder::blob_stored`] never waits for the core, which the writer holds for as long
+    /// as a block takes to write.
+    blobs: Arc<RwLock<HashSet<u64>>>,
     error: Option<Arc<io::Error>>,
     closed: bool,
     /// Set once the final records are written (deferred jobs drained at close may still
@@ -670,8 +675,18 @@ impl Core {
     /// Stores `bytes` as a [`Blob`] unless the trace already has it (see
     /// [`Recorder::intern_blob`]).
     fn intern_blob(&mut self, bytes: &[u8]) -> Option<BlobHash> {
-        let hash = xxh3_64(bytes);
-        if self.blobs.contains(&hash) {
+        self.intern_blob_hashed(bytes, xxh3_64(bytes))
+    }
+
+    /// [`Core::intern_blob`] of `bytes` whose xxh3 is `hash`, already computed elsewhere: a
+    /// blob already stored is not read again.
+    fn intern_blob_hashed(&mut self, bytes: &[u8], hash: u64) -> Option<BlobHash> {
+        debug_assert_eq!(
+            hash,
+            xxh3_64(bytes),
+            "a blob is named by the xxh3 of its bytes"
+        );
+        if read_lock(&self.blobs).contains(&hash) {
             return Some(BlobHash(hash));
         }
         if self.closed_for_blobs || bytes.len() > MAX_RECORD_BYTES - 16 {
@@ -693,7 +708,7 @@ impl Core {
             self.append_record(&blob).expect("blob encodes");
             self.write_pending_with(true);
         }
-        self.blobs.insert(hash);
+        write_lock(&self.blobs).insert(hash);
         Some(BlobHash(hash))
     }
 
@@ -715,11 +730,17 @@ impl Core {
 
     /// Captures `bytes` for a record: inline when small, else as a blob, else omitted.
     fn payload(&mut self, bytes: &[u8]) -> Payload {
+        self.payload_with(bytes, None)
+    }
+
+    /// [`Core::payload`], with the xxh3 of `bytes` when it is known.
+    fn payload_with(&mut self, bytes: &[u8], hash: Option<u64>) -> Payload {
         let len_bytes = bytes.len() as u64;
         if bytes.len() <= self.inline_payload_bytes {
             return Payload::Inline(bytes.to_vec());
         }
-        match self.intern_blob(bytes) {
+        let hash = hash.unwrap_or_else(|| xxh3_64(bytes));
+        match self.intern_blob_hashed(bytes, hash) {
             Some(hash) => Payload::Blob { hash, len_bytes },
             None => Payload::Omitted { len_bytes },
         }
@@ -1102,7 +1123,7 @@ impl Shared {
         core.pending = Vec::new();
         core.staging = Vec::new();
         core.out = Vec::new();
-        core.blobs = HashSet::new();
+        *write_lock(&core.blobs) = HashSet::new();
         if let Some(e) = &core.error {
             return Err(WriteError::Io(e.clone()));
         }
@@ -1283,7 +1304,7 @@ impl Recorder {
             dropped: [0; KINDS],
             lost_written: 0,
             calibrated_at: 0,
-            blobs: HashSet::new(),
+            blobs: Arc::default(),
             error: None,
             closed: false,
             closed_for_blobs: false,
@@ -1313,8 +1334,10 @@ impl Recorder {
             return Err(WriteError::Io(e));
         }
         let (control, receiver) = crossbeam_channel::bounded(64);
+        let stored_blobs = core.blobs.clone();
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
+            stored_blobs,
             base_ns,
             core: Mutex::new(core),
             control,
@@ -1454,6 +1477,13 @@ impl Recorder {
         self.handle.shared.core().intern_blob(bytes)
     }
 
+    /// Whether contents whose xxh3 is `hash` are already stored in this trace as a blob, so
+    /// that a record may name them without their bytes ([`Deferred::stored_blob`]). Never
+    /// waits for the writer.
+    pub fn blob_stored(&self, hash: u64) -> bool {
+        read_lock(&self.handle.shared.stored_blobs).contains(&hash)
+    }
+
     /// Captures `bytes` for a record: inline when small, else as a blob, else
     /// [`Payload::Omitted`].
     pub fn payload(&self, bytes: &[u8]) -> Payload {
@@ -1586,6 +1616,26 @@ impl Deferred<'_> {
     /// record this job appends afterwards.
     pub fn payload(&mut self, bytes: &[u8]) -> Payload {
         self.core.payload(bytes)
+    }
+
+    /// [`Deferred::payload`] of `bytes` whose xxh3 (`xxh3_64`) another thread already took:
+    /// contents already stored are not read again, new ones are read once, to be written.
+    /// `xxh3` must be the hash of `bytes` (checked in debug builds): the blob is named by it.
+    pub fn payload_hashed(&mut self, bytes: &[u8], xxh3: u64) -> Payload {
+        self.core.payload_with(bytes, Some(xxh3))
+    }
+
+    /// The payload of `len_bytes` bytes of contents that [`Recorder::blob_stored`] found
+    /// stored under `hash`: a blob, named without its bytes.
+    pub fn stored_blob(&self, hash: u64, len_bytes: u64) -> Payload {
+        debug_assert!(
+            read_lock(&self.core.blobs).contains(&hash),
+            "blob {hash:#x} is not stored"
+        );
+        Payload::Blob {
+            hash: BlobHash(hash),
+            len_bytes,
+        }
     }
 
     /// Appends `record`; a record that does not encode is counted as dropped.
@@ -2183,6 +2233,16 @@ pub(crate) fn host_name() -> String {
 /// section either completes or only loses records, which are counted).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// [`lock`]'s rule for reading a [`RwLock`].
+fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// [`lock`]'s rule for writing a [`RwLock`].
+fn write_lock<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
