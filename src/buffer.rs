@@ -15,6 +15,8 @@
 pub use crate::access::Access;
 use crate::context::Context;
 use crate::sync::lock;
+#[cfg(test)]
+use crate::trace::Captured;
 use crate::trace::Captures;
 use crate::{Engine, Error, Result};
 use std::ops::{Deref, DerefMut, Range};
@@ -303,7 +305,7 @@ impl Storage {
             // their digests have all been taken. Waiting before the check let a submission's
             // region take a fence and end in between, and the host then overwrote bytes
             // still being hashed.
-            self.captures.wait();
+            self.wait_for_captures();
         }
         if access.reads()
             && let Err(error) = self.make_visible(Engine::Host)
@@ -313,6 +315,21 @@ impl Storage {
         }
         // SAFETY: range checked against the allocation length above.
         Ok((token, unsafe { self.pointer.add(range.start) }))
+    }
+
+    /// Waits until no deferred capture reads this buffer (its capture fence); a traced wait
+    /// long enough to matter is recorded on the calling thread ([`crate::trace::Hook::host_fence_waited`]):
+    /// the program's host access took that much longer because of the trace.
+    fn wait_for_captures(&self) {
+        if !self.captures.busy() {
+            return;
+        }
+        let hook = self.context.tracer.hook();
+        let start_ns = hook.as_ref().map(|hook| hook.now_ns());
+        self.captures.wait();
+        if let (Some(hook), Some(start_ns)) = (hook, start_ns) {
+            hook.host_fence_waited(start_ns);
+        }
     }
 
     fn check_host_access(
@@ -386,7 +403,7 @@ impl Storage {
 impl Drop for Storage {
     fn drop(&mut self) {
         // The allocation is freed after this: no capture may still be reading it.
-        self.captures.wait();
+        self.wait_for_captures();
         self.context.tracer.buffer_gone(self.id);
         if let Some(hook) = self.context.tracer.hook() {
             hook.record(hrx_capture::schema::Record::BufferDropped(
@@ -725,5 +742,67 @@ impl BufferView {
             self.offset,
             self.len,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Placement, Runtime, RuntimeOptions};
+    use hrx_capture::schema::{Record, RuntimeId};
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    /// A host write held at its buffer's capture fence (a capture still reads the bytes) is
+    /// recorded as a `RecorderWait` of the runtime on the writing thread, so that the trace
+    /// says what it cost the program; it was not recorded at all.
+    #[test]
+    fn a_host_write_held_at_the_capture_fence_records_the_wait() {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let runtime = RuntimeId(rt.id());
+        let buffer = rt.buffer(4096, Placement::HostVisible).unwrap();
+        let storage = buffer.storage.clone();
+        // A capture of the buffer's first bytes, as a deferred hash holds one.
+        // SAFETY: the bytes lie in the buffer's mapping, which `storage` keeps allocated past
+        // the fence; nothing writes them while it lives (the write below waits for it).
+        let fence = unsafe {
+            super::Captured::new(
+                &storage.captures,
+                std::slice::from_raw_parts(storage.pointer, 16),
+            )
+        };
+        let releaser = std::thread::spawn(move || {
+            // The write has registered its mapping: it is at the fence (or about to be).
+            while storage.mapped.load(Ordering::Acquire) == 0 {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            drop(fence);
+        });
+        buffer.write(0, &[2; 4096]).unwrap();
+        releaser.join().unwrap();
+        // The write's own capture has run: the buffer's release does not wait for it.
+        recorder.flush().unwrap();
+        drop((buffer, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let waits: Vec<_> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::RecorderWait(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        let wait = waits[0];
+        assert_eq!(
+            (wait.runtime, wait.submission, wait.region),
+            (Some(runtime), None, None)
+        );
+        assert!(wait.end_ns >= wait.start_ns + 10_000, "{wait:?}");
     }
 }

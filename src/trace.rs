@@ -554,6 +554,30 @@ impl Hook<'_> {
         self.recorder.now_ns()
     }
 
+    /// Records that the calling thread waited at a buffer's capture fence from `start_ns`
+    /// (session clock) until now, for a host access to the buffer (a write, a write mapping, its
+    /// release), when the wait reached [`HOST_FENCE_WAIT_RECORDED_NS`]: a
+    /// [`s::RecorderWait`] of this runtime, as a wait for the trace file is, so that `info`,
+    /// `stats` and the timeline show what the trace cost the program (issue 17 point 1).
+    pub fn host_fence_waited(&self, start_ns: u64) {
+        let end_ns = self.now_ns();
+        if end_ns.saturating_sub(start_ns) < HOST_FENCE_WAIT_RECORDED_NS {
+            return;
+        }
+        let runtime = self.runtime;
+        self.recorder.record_on_thread(|thread| {
+            s::Record::RecorderWait(s::RecorderWait {
+                thread,
+                thread_name: std::thread::current().name().unwrap_or("").to_owned(),
+                start_ns,
+                end_ns,
+                runtime: Some(runtime),
+                submission: None,
+                region: None,
+            })
+        });
+    }
+
     /// Sets counter `name` to `value` now, on the calling thread (a [`s::CounterSample`]).
     pub fn counter(&self, name: &str, value: f64) {
         let Some(name) = self.recorder.annotation_name(name) else {
@@ -882,6 +906,11 @@ impl Hook<'_> {
 /// 256 B download waited for the previous submission's digest (taken on a hashing thread)
 /// at a fence, 13-78 µs, inside its own recorded time.
 pub(crate) const INLINE_DIGEST_BYTES: usize = 4 << 10;
+
+/// A host access's wait at a buffer's capture fence shorter than this is not recorded
+/// ([`Hook::host_fence_waited`]): as for a host write's wait for the trace file, a record
+/// would cost more than such a wait.
+const HOST_FENCE_WAIT_RECORDED_NS: u64 = 10_000;
 
 /// Host writes larger than this into host-mapped buffers are hashed on the hashing threads
 /// ([`Hook::host_write`]); smaller ones on the writer's thread, where handing them over

@@ -980,7 +980,11 @@ pub struct SessionEnd {
 }
 
 /// A recording thread waited for the recorder (lossless mode): its buffer was full, so it
-/// handed what it held to the writer itself before recording on.
+/// handed what it held to the writer itself before recording on; or a host write's contents
+/// waited for the trace file while the writer held it; or a host access to a buffer (a write,
+/// a write mapping, the buffer's release) waited at its capture fence for capture work still
+/// reading the bytes (then `runtime` names the buffer's runtime and `submission` and `region`
+/// are empty).
 ///
 /// The wait happens while a record is being recorded, which is after the times that record
 /// carries were read: it is never inside a region's measured span, but it does delay what the
