@@ -681,11 +681,6 @@ impl Core {
     /// [`Core::intern_blob`] of `bytes` whose xxh3 is `hash`, already computed elsewhere: a
     /// blob already stored is not read again.
     fn intern_blob_hashed(&mut self, bytes: &[u8], hash: u64) -> Option<BlobHash> {
-        debug_assert_eq!(
-            hash,
-            xxh3_64(bytes),
-            "a blob is named by the xxh3 of its bytes"
-        );
         if read_lock(&self.blobs).contains(&hash) {
             return Some(BlobHash(hash));
         }
@@ -1622,6 +1617,11 @@ impl Deferred<'_> {
     /// contents already stored are not read again, new ones are read once, to be written.
     /// `xxh3` must be the hash of `bytes` (checked in debug builds): the blob is named by it.
     pub fn payload_hashed(&mut self, bytes: &[u8], xxh3: u64) -> Payload {
+        debug_assert_eq!(
+            xxh3,
+            xxh3_64(bytes),
+            "a blob is named by the xxh3 of its bytes"
+        );
         self.core.payload_with(bytes, Some(xxh3))
     }
 
