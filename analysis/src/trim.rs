@@ -97,6 +97,7 @@ impl Selection {
     pub fn describe(&self) -> String {
         let end = |e: Option<u64>| e.map(|e| e.to_string()).unwrap_or_default();
         match *self {
+            Selection::Submissions { start: 0, end: e } => format!("submissions:..{}", end(e)),
             Selection::Submissions { start, end: e } => format!("submissions:{start}..{}", end(e)),
             Selection::Time { start_ns, end_ns } => format!(
                 "time:{}s..{}",

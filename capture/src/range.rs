@@ -127,6 +127,14 @@ pub fn parse_submissions(text: &str) -> Result<(u64, Option<u64>), RangeError> {
             "{text:?} selects no submission: submissions are numbered from 1"
         )));
     }
+    // A written 0 counts as if from 0: `0..2` meant as "the first two" would select one.
+    // An empty start (`..B`) is the plain way to say "from the first".
+    if start == 0 && !a.trim().is_empty() {
+        return Err(RangeError(format!(
+            "{text:?} starts at submission 0, but submissions are numbered from 1: write \
+             1..B (or ..B) for the first ones"
+        )));
+    }
     Ok((start, end))
 }
 
@@ -248,7 +256,11 @@ impl fmt::Display for CaptureRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             CaptureRange::Submissions { start, end } => {
-                write!(f, "submissions:{start}..")?;
+                // `..B` for "from the first": a written 0 does not parse back.
+                match start {
+                    0 => f.write_str("submissions:..")?,
+                    _ => write!(f, "submissions:{start}..")?,
+                }
                 match end {
                     Some(end) => write!(f, "{end}"),
                     None => Ok(()),
@@ -329,6 +341,7 @@ mod tests {
         for text in [
             "submissions:3..7",
             "submissions:3..",
+            "submissions:..4",
             "api",
             "time:1.5s..3s",
         ] {
@@ -369,7 +382,16 @@ mod tests {
         assert!(err("submissions:0..1").contains("numbered from 1"));
         assert!(err("submissions:..1").contains("numbered from 1"));
         assert!(err("submissions:0..=0").contains("numbered from 1"));
-        assert!("submissions:0..2".parse::<CaptureRange>().is_ok());
+        // A written 0 is refused rather than read as 1 (`0..2` would be one submission).
+        assert!(err("submissions:0..2").contains("numbered from 1"));
+        assert!(err("submissions:0..").contains("write 1..B"));
+        assert_eq!(
+            "submissions:..2".parse::<CaptureRange>(),
+            Ok(CaptureRange::Submissions {
+                start: 0,
+                end: Some(2)
+            })
+        );
         assert!(err("submissions:x..3").contains("expected A..B"));
         assert!(err("submissions:-1..3").contains("expected A..B"));
         assert!(err("time:3s..1s").contains("before the end"));
