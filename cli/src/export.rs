@@ -10,7 +10,7 @@
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
-use hrx_analysis::export::{self, ClockDomain, ExportError, Format};
+use hrx_analysis::export::{self, ClockDomain, ExportClock, ExportError, Format};
 use hrx_analysis::units::plural;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Record, SessionStart};
@@ -145,7 +145,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         readers.push(open(file, &read, &progress)?);
     }
-    let domain = ClockDomain::for_sessions(sessions.iter().flatten());
+    let clock = ExportClock::for_sessions(sessions.iter().map(Option::as_ref));
+    let domain = clock.domain;
     let interruptible = (!to_stdout).then(Interruptible::install);
     // Written as OUT.PID.partial beside OUT (through a symlink, beside its target) and
     // renamed onto it once complete: an export that fails leaves an earlier one whole, and
@@ -164,9 +165,15 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             Box::new(file)
         }
     };
+    // Its size, for the warning on JSON too large to open.
+    let written_bytes = Arc::new(AtomicU64::new(0));
+    let out = Written {
+        inner: out,
+        bytes: Arc::clone(&written_bytes),
+    };
     progress.set_message("writing");
     let written =
-        export::write_merged(readers, timeline, domain, out).map_err(|error| match error {
+        export::write_merged(readers, timeline, clock, out).map_err(|error| match error {
             ExportError::Read(error) => {
                 // The trace that failed: the first one not yet read through.
                 let at = read.load(Ordering::Relaxed);
@@ -224,6 +231,11 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     no_operation_times(&total);
+    if format == OutputFormat::Chrome
+        && let Some(warning) = large_json(&args.output, written_bytes.load(Ordering::Relaxed))
+    {
+        crate::output::warn(warning);
+    }
     if !to_stdout {
         // Written, not printed: a closed standard output is an error `main` treats as
         // success, where `println!` would panic.
@@ -256,6 +268,25 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// JSON a viewer may not open: chrome://tracing stops at about 256 MiB (catapult's
+/// trace-viewer issue 627) and Perfetto's UI, which reads JSON in the browser, ran out of
+/// memory on 900 MB (perfetto issue 99), where it streams a protobuf trace of many GB.
+const LARGE_JSON_BYTES: u64 = 256 << 20;
+
+/// The warning for a Chrome JSON export of `bytes` written to `output`, when it is large
+/// enough that viewers may not open it.
+fn large_json(output: &Path, bytes: u64) -> Option<String> {
+    (bytes > LARGE_JSON_BYTES).then(|| {
+        format!(
+            "{}: {} of Chrome JSON: chrome://tracing opens at most about 256 MiB and Perfetto's \
+             UI may run out of memory on JSON this large; export to .pftrace (Perfetto's \
+             protobuf, streamed by its UI and trace processor) or `hrx-trace trim` a range first",
+            output.display(),
+            hrx_analysis::units::bytes(bytes)
+        )
+    })
 }
 
 /// Says, where native graphs ran and no operation was timed, that their slices are not
@@ -323,6 +354,17 @@ fn warn(file: &Path, exported: &export::Exported) {
             2 * export::WINDOW
         ));
     }
+    let crossing = match exported.counts.crossing_slices {
+        0 => None,
+        1 => Some("1 annotation range or host span crosses".to_owned()),
+        n => Some(format!("{n} annotation ranges or host spans cross")),
+    };
+    if let Some(crossing) = crossing {
+        crate::output::warn(format_args!(
+            "{}: {crossing} an earlier one of its thread (closed out of order: neither inside it nor after it); a viewer would draw them wrongly, so they are on the thread's \"(crossing ranges)\" track",
+            file.display(),
+        ));
+    }
     if exported.counts.timing_lost > 0 {
         crate::output::warn(format_args!(
             "{}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
@@ -380,6 +422,24 @@ impl Read for Counting {
         let total = self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
         self.progress.set_position(total);
         Ok(n)
+    }
+}
+
+/// The export's output, counting the bytes written.
+struct Written<W> {
+    inner: W,
+    bytes: Arc<AtomicU64>,
+}
+
+impl<W: Write> Write for Written<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -579,4 +639,37 @@ fn parquet(_args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .hint("build it with the default features (`parquet`)")
             .into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_too_large_to_open_is_warned_of() {
+        let out = Path::new("big.json");
+        assert_eq!(large_json(out, LARGE_JSON_BYTES), None);
+        let warning = large_json(out, 3 << 30).expect("a warning past 256 MiB");
+        assert!(
+            warning.starts_with("big.json: 3 GiB of Chrome JSON"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains(".pftrace") && warning.contains("trim"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn the_written_bytes_are_counted() {
+        let bytes = Arc::new(AtomicU64::new(0));
+        let mut out = Written {
+            inner: Vec::new(),
+            bytes: Arc::clone(&bytes),
+        };
+        out.write_all(b"{\"traceEvents\":[]}").unwrap();
+        out.write_all(&[b' '; 1000]).unwrap();
+        assert_eq!(bytes.load(Ordering::Relaxed), 1018);
+        assert_eq!(out.inner.len(), 1018);
+    }
 }

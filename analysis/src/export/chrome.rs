@@ -7,9 +7,12 @@
 //!   runtime << 4 | slot + 1` (outside real thread ids), named `runtime R: GPU Compute`
 //!   (`thread_name`), ordered by runtime then queue (`thread_sort_index`).
 //! - A slice is a complete event (`ph: "X"`, `ts` and `dur` in µs written exactly to the
-//!   ns, `cat`, `name`, `args`); `ts` is absolute on the export's clock
-//!   ([`super::ClockDomain`]: `CLOCK_MONOTONIC`, or the wall clock for traces of several
-//!   hosts), which `otherData.clock` names at the end of the document.
+//!   ns, `cat`, `name`, `args`); `ts` counts from `otherData.ts_base_ns` (ns, a string:
+//!   a JSON number past 2^53 loses digits) on the export's clock ([`super::ExportClock`]:
+//!   `CLOCK_MONOTONIC`, or the wall clock for traces of several hosts), which
+//!   `otherData.clock` names at the end of the document. Absolute µs with ns decimals
+//!   would pass what a double holds exactly (viewers parse `ts` as one): on the wall clock
+//!   always, on `CLOCK_MONOTONIC` after 104 days of uptime, and slices would cross.
 //! - A flow is a pair of flow events with the same `id` (`cat: "hazard"`, `name: "hazard"`):
 //!   `ph: "s"` at the middle of the producer's slice and `ph: "f"` with `bp: "e"` at the
 //!   middle of the consumer's, so each binds to its enclosing slice.
@@ -49,20 +52,26 @@ pub(super) struct RegionConst {
 pub(super) struct Writer {
     batches: Batches<RegionConst>,
     first: bool,
-    domain: super::ClockDomain,
+    clock: super::ExportClock,
     /// Each region's constant part.
     parts: Parts<RegionConst>,
 }
 
 impl Writer {
     /// A writer into `batches`; nothing is written until the tracks are declared.
-    pub(super) fn new(batches: Batches<RegionConst>, domain: super::ClockDomain) -> Writer {
+    pub(super) fn new(batches: Batches<RegionConst>, clock: super::ExportClock) -> Writer {
         Writer {
             batches,
             first: true,
-            domain,
+            clock,
             parts: Parts::default(),
         }
+    }
+
+    /// `ns` on the export's clock as `ts` counts it: from the clock's base, wrapping (a
+    /// time before the base is negative as an `i64`, and differences stay exact).
+    fn rel(&self, ns: u64) -> u64 {
+        ns.wrapping_sub(self.clock.base_ns)
     }
 
     /// The index in the batch of `region`'s constant part, made again when its label
@@ -166,9 +175,9 @@ fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> 
     out.extend_from_slice(b",\"cat\":\"region\",");
     place(out, pid, tid)?;
     out.extend_from_slice(b",\"ts\":");
-    us(out, s.start_ns)?;
+    ts(out, s.start_ns)?;
     out.extend_from_slice(b",\"dur\":");
-    us(out, s.end_ns - s.start_ns)?;
+    us(out, s.end_ns.wrapping_sub(s.start_ns))?;
     out.extend_from_slice(b",\"args\":{\"submission\":");
     uint(out, s.submission)?;
     out.extend_from_slice(b",\"region\":");
@@ -205,13 +214,16 @@ fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> 
         out.extend_from_slice(b",\"status\":\"failed\"");
     }
     out.extend_from_slice(b"}}");
-    let middle = s.start_ns + (s.end_ns - s.start_ns) / 2;
+    let middle = s
+        .start_ns
+        .wrapping_add(s.end_ns.wrapping_sub(s.start_ns) / 2);
     let flows_out = &batch.flows[s.flows_out.0 as usize..s.flows_out.1 as usize];
     let flows_in = &batch.flows[s.flows_in.0 as usize..s.flows_in.1 as usize];
     flow_events(out, pid, tid, middle, flows_out, flows_in)
 }
 
-/// The flow events of a slice (`middle`: its middle, where they bind).
+/// The flow events of a slice (`middle`: its middle, where they bind, as [`Writer::rel`]
+/// gives it).
 fn flow_events(
     out: &mut Vec<u8>,
     pid: u32,
@@ -230,7 +242,7 @@ fn flow_events(
             out.extend_from_slice(b",\"name\":\"hazard\",\"cat\":\"hazard\",");
             place(out, pid, tid)?;
             out.extend_from_slice(b",\"ts\":");
-            us(out, middle)?;
+            ts(out, middle)?;
             out.push(b'}');
         }
     }
@@ -321,6 +333,18 @@ pub(super) fn us(out: &mut impl Write, ns: u64) -> io::Result<()> {
     out.write_all(&decimals[..len])
 }
 
+/// A `ts` from [`Writer::rel`]'s wrapped difference: µs as [`us`] writes them, negative
+/// where the time is before the base.
+fn ts(out: &mut impl Write, rel: u64) -> io::Result<()> {
+    match rel as i64 {
+        v if v < 0 => {
+            out.write_all(b"-")?;
+            us(out, v.unsigned_abs())
+        }
+        _ => us(out, rel),
+    }
+}
+
 /// `"key":value`; `key` is one of this module's argument names (plain ASCII, nothing to
 /// escape).
 fn member(out: &mut impl Write, key: &str, arg: &Arg<'_>) -> io::Result<()> {
@@ -374,7 +398,7 @@ impl Sink for Writer {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_labels\",");
             place(out, pid, 0)?;
             out.extend_from_slice(b",\"args\":{\"labels\":");
-            let mut labels = format!("host={}", p.origin.host);
+            let mut labels = p.origin.labels();
             if !p.origin.args.is_empty() {
                 labels.push_str(", ");
                 labels.push_str(&p.origin.args.join(" "));
@@ -393,6 +417,10 @@ impl Sink for Writer {
 
     fn slice(&mut self, slice: &Slice<'_>) -> io::Result<()> {
         let (pid, tid) = (slice.place.pid, slice.place.tid);
+        let (start, middle) = (
+            self.rel(slice.start_ns),
+            self.rel(slice.start_ns + (slice.end_ns - slice.start_ns) / 2),
+        );
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"X\",\"name\":");
             string(out, slice.name)?;
@@ -401,13 +429,12 @@ impl Sink for Writer {
             out.push(b',');
             place(out, pid, tid)?;
             out.extend_from_slice(b",\"ts\":");
-            us(out, slice.start_ns)?;
+            ts(out, start)?;
             out.extend_from_slice(b",\"dur\":");
             us(out, slice.end_ns - slice.start_ns)?;
             out.extend_from_slice(b",\"args\":");
             args(out, &slice.args)?;
             out.push(b'}');
-            let middle = slice.start_ns + (slice.end_ns - slice.start_ns) / 2;
             flow_events(out, pid, tid, middle, slice.flows_out, slice.flows_in)
         })
     }
@@ -421,9 +448,14 @@ impl Sink for Writer {
         let waits = (waits_start, batch.waits.len() as u32);
         let flows_out = batch.flows(s.flows_out);
         let flows_in = batch.flows(s.flows_in);
+        let (start_ns, end_ns) = (
+            s.start_ns.wrapping_sub(self.clock.base_ns),
+            s.end_ns.wrapping_sub(self.clock.base_ns),
+        );
+        let batch = &mut self.batches.batch;
         batch.slice(SliceRec {
-            start_ns: s.start_ns,
-            end_ns: s.end_ns,
+            start_ns,
+            end_ns,
             submission: s.submission,
             device_ns: s.device_ns,
             failed: s.failed,
@@ -442,6 +474,7 @@ impl Sink for Writer {
     }
 
     fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
+        let at = self.rel(instant.time_ns);
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"i\",\"s\":\"t\",\"name\":");
             string(out, instant.name)?;
@@ -450,7 +483,7 @@ impl Sink for Writer {
             out.push(b',');
             place(out, instant.place.pid, instant.place.tid)?;
             out.extend_from_slice(b",\"ts\":");
-            us(out, instant.time_ns)?;
+            ts(out, at)?;
             out.extend_from_slice(b",\"args\":");
             args(out, &instant.args)?;
             out.push(b'}');
@@ -470,13 +503,14 @@ impl Sink for Writer {
     }
 
     fn counter(&mut self, sample: &CounterPoint<'_>) -> io::Result<()> {
+        let at = self.rel(sample.time_ns);
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"C\",\"name\":");
             string(out, sample.name)?;
             out.extend_from_slice(b",\"cat\":\"counter\",");
             place(out, sample.place.pid, 0)?;
             out.extend_from_slice(b",\"ts\":");
-            us(out, sample.time_ns)?;
+            ts(out, at)?;
             out.extend_from_slice(b",\"args\":{");
             string(out, sample.name)?;
             // JSON has no NaN or infinity: such a sample is null.
@@ -494,7 +528,9 @@ impl Sink for Writer {
             out.extend_from_slice(b"{\"traceEvents\":[\n");
         }
         out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"");
-        out.extend_from_slice(self.domain.name().as_bytes());
+        out.extend_from_slice(self.clock.domain.name().as_bytes());
+        out.extend_from_slice(b"\",\"ts_base_ns\":\"");
+        uint(out, self.clock.base_ns)?;
         out.extend_from_slice(b"\"}}\n");
         self.batches.batch.end_raw(start);
         self.batches.finish()

@@ -52,6 +52,10 @@
 //!   and, for a callback or a fence, region), the application's ranges
 //!   slices named as the application named them (category `annotation`) and its markers
 //!   instant events there ([`ExportCounts::thread_slices`], [`ExportCounts::markers`]).
+//!   A slice that crosses an earlier one of its thread (ranges closed out of order: a
+//!   viewer nests a track's slices by time) goes on a track of its own beside the thread's,
+//!   `NAME (crossing ranges)` ([`ExportCounts::crossing_slices`]). Two threads with one OS
+//!   thread id (the system gave it again) keep two tracks: the later one a made-up tid.
 //!   Each counter is a counter track of the process named as the counter
 //!   ([`ExportCounts::counter_samples`]). All on the same absolute clock as the regions.
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
@@ -105,8 +109,8 @@ mod parquet;
 mod perfetto;
 
 pub use batch::encode_threads;
-pub use origin::ClockDomain;
-use origin::{Origin, chrome_tid, thread_tid};
+pub use origin::{ClockDomain, ExportClock};
+use origin::{Origin, chrome_tid, crossing_tid, thread_tid};
 #[cfg(feature = "parquet")]
 pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_paths, write_parquet};
 
@@ -201,6 +205,12 @@ pub struct ExportCounts {
     /// Slices on host threads' tracks: `submit` calls, blocking waits, host callbacks and
     /// annotation ranges (not among `slices`).
     pub thread_slices: u64,
+    /// Slices of a host thread that cross an earlier one of its track (ranges closed out
+    /// of order: neither inside it nor after it), put on the thread's `(crossing ranges)`
+    /// track instead (among `thread_slices`; the track among `thread_tracks`): a viewer
+    /// nests a track's slices by time and would draw them wrongly (Perfetto's importer
+    /// drops such JSON slices).
+    pub crossing_slices: u64,
     /// Annotation markers on host threads' tracks (not among the instants).
     pub markers: u64,
     /// Counter tracks (among `tracks`).
@@ -507,13 +517,15 @@ pub fn write<R: Read + Send, W: Write + Send>(
     format: Format,
     out: W,
 ) -> Result<Exported, ExportError> {
-    let mut all = write_merged(vec![reader], format, ClockDomain::Monotonic, out)?;
+    let clock = ExportClock::absolute(ClockDomain::Monotonic);
+    let mut all = write_merged(vec![reader], format, clock, out)?;
     Ok(all.remove(0))
 }
 
 /// Streams several traces into one timeline in `out`, one after the other, each trace's
-/// process and tracks with ids of their own, every timestamp on `domain` (absolute ns:
-/// [`ClockDomain::for_sessions`] picks the domain that lines the traces up). One
+/// process and tracks with ids of their own, every timestamp on `clock` (absolute ns in
+/// Perfetto's protobuf, µs from its base in Chrome JSON: [`ExportClock::for_sessions`]
+/// picks the clock that lines the traces up). One
 /// [`Exported`] per reader, in order; [`ExportCounts`] count what each trace added.
 ///
 /// # Errors
@@ -523,10 +535,10 @@ pub fn write<R: Read + Send, W: Write + Send>(
 pub fn write_merged<R: Read + Send, W: Write + Send>(
     readers: Vec<TraceReader<R>>,
     format: Format,
-    domain: ClockDomain,
+    clock: ExportClock,
     out: W,
 ) -> Result<Vec<Exported>, ExportError> {
-    write_from(format, domain, out, readers, encode_threads())
+    write_from(format, clock, out, readers, encode_threads())
 }
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
@@ -550,14 +562,15 @@ impl Source for &[Record] {
 /// same whatever the number).
 fn write_from<W: Write + Send, T: Source>(
     format: Format,
-    domain: ClockDomain,
+    clock: ExportClock,
     out: W,
     sources: Vec<T>,
     workers: usize,
 ) -> Result<Vec<Exported>, ExportError> {
+    let domain = clock.domain;
     match format {
         Format::Chrome => batch::encode_on_threads(out, workers, chrome::encode_batch, |b| {
-            write_to(chrome::Writer::new(b, domain), domain, sources)
+            write_to(chrome::Writer::new(b, clock), domain, sources)
         }),
         Format::Perfetto => batch::encode_on_threads(out, workers, perfetto::encode_batch, |b| {
             write_to(perfetto::Writer::new(b, domain), domain, sources)
@@ -581,6 +594,8 @@ fn write_to<S: Sink, T: Source>(
         declared: Vec::new(),
         threads: Vec::new(),
         counters: Vec::new(),
+        pids: Vec::new(),
+        nesting: Vec::new(),
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
@@ -687,6 +702,48 @@ struct Out<S> {
     threads: Vec<(u32, Place)>,
     /// The counters whose tracks were declared, with where their samples go (few).
     counters: Vec<(AnnotationId, Place)>,
+    /// Every trace's process so far: host, recorded pid, exported pid ([`Out::place_process`]).
+    pids: Vec<(String, u32, u32)>,
+    /// Each host thread's slices that a later one may still cross ([`Nesting`]; this
+    /// trace's, few threads).
+    nesting: Vec<(u32, Nesting)>,
+}
+
+/// The key of host thread `thread`'s `(crossing ranges)` track among [`Out::threads`].
+const CROSSING: u32 = 1 << 31;
+
+/// The slices of one track, as they come in the order they ended (a thread records a
+/// range or span when it closes), that a later slice may still overlap: a stack of
+/// intervals each after or around the ones below it. A slice crosses when it starts inside
+/// the last one it does not contain. At most [`Nesting::DEPTH`] are kept (the oldest go:
+/// a slice reaching back past them is taken as nested).
+#[derive(Default)]
+struct Nesting(Vec<(u64, u64)>);
+
+impl Nesting {
+    const DEPTH: usize = 256;
+
+    /// Whether `[start, end)` crosses a slice before it; if not, it is kept.
+    fn crosses(&mut self, start: u64, end: u64) -> bool {
+        let stack = &mut self.0;
+        while let Some(&(s, e)) = stack.last()
+            && s >= start
+            && e <= end
+        {
+            stack.pop();
+        }
+        if let Some(&(s, e)) = stack.last()
+            && start < e
+            && !(s <= start && end <= e)
+        {
+            return true;
+        }
+        if stack.len() == Self::DEPTH {
+            stack.remove(0);
+        }
+        stack.push((start, end));
+        false
+    }
 }
 
 impl<S: Sink> Out<S> {
@@ -698,6 +755,33 @@ impl<S: Sink> Out<S> {
         self.declared.clear();
         self.threads.clear();
         self.counters.clear();
+        self.nesting.clear();
+    }
+
+    /// Takes `origin` as the trace's, with the pid the export writes for it: the recorded
+    /// one, unless a trace of another host already has that pid, then one of its own above
+    /// real pids (Linux's are below 2^22) and the recorded one among its labels. Two traces
+    /// of one host and pid stay one process (one process's sessions, or a pid reused later:
+    /// their times do not overlap).
+    fn place_process(&mut self, mut origin: Origin) {
+        let recorded = origin.pid;
+        let same = self
+            .pids
+            .iter()
+            .find(|(h, p, _)| *p == recorded && *h == origin.host);
+        let taken = self.pids.iter().any(|(_, _, e)| *e == recorded);
+        origin.pid = match same {
+            Some(&(_, _, exported)) => exported,
+            None if taken => 0x4000_0000 | (self.pids.len() as u32 + 1),
+            None => recorded,
+        };
+        if origin.pid != recorded {
+            origin.recorded_pid = Some(recorded);
+        }
+        if same.is_none() {
+            self.pids.push((origin.host.clone(), recorded, origin.pid));
+        }
+        self.origin = origin;
     }
 
     /// Declares the trace's process unless it was; `false` after a write error.
@@ -721,24 +805,43 @@ impl<S: Sink> Out<S> {
 
     /// Declares host thread `thread`'s track unless it was (its process first), and answers
     /// where its events go: the process's pid, the thread's OS id (see [`thread_tid`]).
-    fn declare_thread(&mut self, index: &Index, thread: u32) -> Place {
-        if let Some(&(_, place)) = self.threads.iter().find(|(t, _)| *t == thread) {
+    /// `key` is the thread's index, or with [`CROSSING`] its `(crossing ranges)` track's
+    /// key (a made-up tid).
+    fn declare_thread(&mut self, index: &Index, key: u32) -> Place {
+        if let Some(&(_, place)) = self.threads.iter().find(|(t, _)| *t == key) {
             return place;
+        }
+        let thread = key & !CROSSING;
+        let crossing = key & CROSSING != 0;
+        // An OS thread id the system gave again to a later thread: the later thread gets a
+        // made-up one, or a viewer (keying threads by tid) would draw both as one.
+        let mut tid = thread_tid(index.thread_os_tid(thread), thread);
+        if crossing {
+            tid = crossing_tid(thread);
+        } else if self.threads.iter().any(|(_, p)| p.tid == tid) {
+            tid = thread_tid(None, thread);
         }
         let place = Place {
             pid: self.origin.pid,
-            tid: thread_tid(index.thread_os_tid(thread), thread),
-            uuid: self.origin.thread_uuid(thread),
+            tid,
+            uuid: match crossing {
+                true => self.origin.crossing_uuid(thread),
+                false => self.origin.thread_uuid(thread),
+            },
         };
-        self.threads.push((thread, place));
+        self.threads.push((key, place));
         self.counts.tracks += 1;
         self.counts.thread_tracks += 1;
         if !self.declare_process() {
             return place;
         }
+        let name = match crossing {
+            true => format!("{} (crossing ranges)", index.thread_name(thread)),
+            false => index.thread_name(thread).into_owned(),
+        };
         let track = ThreadTrack {
             thread,
-            name: &index.thread_name(thread),
+            name: &name,
             place,
             process_uuid: self.origin.process_uuid(),
         };
@@ -750,7 +853,19 @@ impl<S: Sink> Out<S> {
 
     /// A slice on host thread `thread`'s track.
     fn thread_slice(&mut self, index: &Index, thread: u32, mut slice: Slice<'_>) {
-        slice.place = self.declare_thread(index, thread);
+        let at = match self.nesting.iter().position(|(t, _)| *t == thread) {
+            Some(at) => at,
+            None => {
+                self.nesting.push((thread, Nesting::default()));
+                self.nesting.len() - 1
+            }
+        };
+        let mut key = thread;
+        if self.nesting[at].1.crosses(slice.start_ns, slice.end_ns) {
+            key |= CROSSING;
+            self.counts.crossing_slices += 1;
+        }
+        slice.place = self.declare_thread(index, key);
         if self.error.is_some() {
             return;
         }
@@ -1324,7 +1439,8 @@ impl<S: Sink> Visitor for Pass<S> {
             Record::FatalSignal(f) => self.fatal.push(*f),
             Record::SessionStart(start) => {
                 if !self.out.process_declared {
-                    self.out.origin = Origin::new(start, self.out.domain);
+                    let origin = Origin::new(start, self.out.domain);
+                    self.out.place_process(origin);
                 }
             }
             Record::HostClock(clock) => self.out.origin.calibrate(clock),

@@ -71,11 +71,63 @@ impl ClockDomain {
     }
 }
 
+/// An export's clock: its [`ClockDomain`] and the time Chrome JSON's `ts` count from.
+///
+/// Chrome JSON's `ts` is a number of µs that viewers read as a double: 53 bits hold about 9
+/// × 10^15 ns, which `CLOCK_MONOTONIC` passes after 104 days of uptime and the wall clock
+/// (1.8 × 10^18 ns) always does, so absolute µs with their ns decimals lose digits and
+/// slices cross. The JSON writes `ts` from `base_ns` instead (named in `otherData`); the
+/// Perfetto protobuf keeps absolute ns (64-bit integers lose nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportClock {
+    /// The clock the timestamps are on.
+    pub domain: ClockDomain,
+    /// Chrome JSON's `ts` 0 on `domain`, ns (0: absolute).
+    pub base_ns: u64,
+}
+
+impl ExportClock {
+    /// Absolute timestamps on `domain`.
+    pub fn absolute(domain: ClockDomain) -> ExportClock {
+        ExportClock { domain, base_ns: 0 }
+    }
+
+    /// The clock that lines up `sessions` ([`ClockDomain::for_sessions`]), counting from
+    /// the whole second a second before the earliest session's base on it (calibration
+    /// offsets and early records stay above 0). A trace without a `SessionStart` (`None`:
+    /// its times are session ns as they are) keeps absolute timestamps.
+    pub fn for_sessions<'a>(
+        sessions: impl IntoIterator<Item = Option<&'a SessionStart>> + Clone,
+    ) -> ExportClock {
+        let domain = ClockDomain::for_sessions(sessions.clone().into_iter().flatten());
+        let mut earliest: Option<u64> = None;
+        for s in sessions {
+            let Some(s) = s else {
+                return ExportClock::absolute(domain);
+            };
+            let base = match domain {
+                ClockDomain::Monotonic => s.monotonic_base_ns,
+                ClockDomain::Realtime => Origin::new(s, domain).wall_ns,
+            };
+            earliest = Some(earliest.map_or(base, |e| e.min(base)));
+        }
+        const SECOND: u64 = 1_000_000_000;
+        let base_ns = earliest.map_or(0, |e| (e / SECOND).saturating_sub(1) * SECOND);
+        ExportClock { domain, base_ns }
+    }
+}
+
 /// One trace's process and clock, from its `SessionStart` (defaults where it has none).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Origin {
     pub host: String,
+    /// The pid the export writes: the recorded one, unless another host's trace in the
+    /// same export recorded it too (see [`Origin::recorded_pid`]).
     pub pid: u32,
+    /// The recorded pid, where the export writes another (`Some`): two hosts' (or
+    /// containers') processes with one pid, such as pid 1, would merge into one process
+    /// in a viewer, which keys processes by pid.
+    pub recorded_pid: Option<u32>,
     pub args: Vec<String>,
     /// `CLOCK_MONOTONIC` at the session base, ns.
     pub monotonic_base_ns: u64,
@@ -104,6 +156,7 @@ impl Origin {
         Origin {
             host: s.host.clone(),
             pid: s.pid,
+            recorded_pid: None,
             args: s.args.clone(),
             monotonic_base_ns: s.monotonic_base_ns,
             wall_ns,
@@ -139,6 +192,15 @@ impl Origin {
         base.wrapping_add(t).wrapping_add_signed(offset)
     }
 
+    /// The process's labels: `host=NAME`, and `recorded pid=N` where the export writes
+    /// another pid.
+    pub fn labels(&self) -> String {
+        match self.recorded_pid {
+            Some(pid) => format!("host={}, recorded pid={pid}", self.host),
+            None => format!("host={}", self.host),
+        }
+    }
+
     /// The process's name: its program's file name, or `hrx process` without one.
     pub fn name(&self) -> String {
         self.args
@@ -168,6 +230,11 @@ impl Origin {
         self.tagged_uuid(b't', thread)
     }
 
+    /// Perfetto uuid of the track of host thread `thread`'s crossing ranges.
+    pub fn crossing_uuid(&self, thread: u32) -> u64 {
+        self.tagged_uuid(b'x', thread)
+    }
+
     /// Perfetto uuid of counter `name`'s track (format 1.14).
     pub fn counter_uuid(&self, name: AnnotationId) -> u64 {
         self.tagged_uuid(b'c', name.0)
@@ -188,6 +255,12 @@ impl Origin {
 /// 2^22 on Linux), distinct per runtime and queue.
 pub(crate) fn chrome_tid(runtime: RuntimeId, slot: usize) -> u32 {
     0x4000_0000 | (runtime.0 & 0xff_ffff) << 4 | (slot as u32 + 1)
+}
+
+/// Chrome's `tid` (and Perfetto's) of host thread `thread`'s track of crossing ranges: made
+/// up, apart from [`thread_tid`]'s and [`chrome_tid`]'s.
+pub(crate) fn crossing_tid(thread: u32) -> u32 {
+    0x3000_0000 | (thread & 0xfff_ffff)
 }
 
 /// Chrome's `tid` (and Perfetto's `ThreadDescriptor.tid`) of host thread `thread`: its OS

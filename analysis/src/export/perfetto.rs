@@ -690,7 +690,7 @@ impl Sink for Writer {
                     enc.string(field::CMDLINE, arg);
                 }
                 enc.string(field::PROCESS_NAME, &p.name);
-                enc.string(field::PROCESS_LABELS, &format!("host={}", p.origin.host));
+                enc.string(field::PROCESS_LABELS, &p.origin.labels());
                 enc.close_wide(process);
                 enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
                 enc.close_wide(at);

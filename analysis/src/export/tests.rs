@@ -271,8 +271,8 @@ fn export(records: &[Record], format: Format) -> (Vec<u8>, ExportCounts) {
 
 fn export_on(records: &[Record], format: Format, workers: usize) -> (Vec<u8>, ExportCounts) {
     let mut out = Vec::new();
-    let domain = ClockDomain::Monotonic;
-    let mut exported = write_from(format, domain, &mut out, vec![records], workers).unwrap();
+    let clock = ExportClock::absolute(ClockDomain::Monotonic);
+    let mut exported = write_from(format, clock, &mut out, vec![records], workers).unwrap();
     (out, exported.remove(0).counts)
 }
 
@@ -1005,7 +1005,14 @@ fn packets_of(out: &[u8]) -> Vec<pb::TracePacket> {
 
 fn merged(traces: &[&[Record]], format: Format, domain: ClockDomain) -> Vec<u8> {
     let mut out = Vec::new();
-    write_from(format, domain, &mut out, traces.to_vec(), 2).unwrap();
+    write_from(
+        format,
+        ExportClock::absolute(domain),
+        &mut out,
+        traces.to_vec(),
+        2,
+    )
+    .unwrap();
     out
 }
 
@@ -1109,6 +1116,300 @@ fn two_processes_merge_into_one_timeline_on_their_clock() {
         .map(|e| e["pid"].as_u64().unwrap())
         .collect();
     assert_eq!(pids, BTreeSet::from([100, 200]));
+}
+
+/// Chrome JSON's `ts` count from a base a whole second before the earliest session (named
+/// in `otherData`), so that a viewer reading them as doubles keeps every ns: on the wall
+/// clock (two hosts), absolute µs are about 1.7 × 10^15 with three decimals, past what a
+/// double holds (the 7 ns calibration offset was lost and slices 1 ns apart crossed).
+#[test]
+fn chrome_timestamps_count_from_a_base_and_keep_every_ns_on_the_wall_clock() {
+    let a = process_pipeline("node-a", 100, 5_000_000_000_000, 1_700_000_000);
+    let c = process_pipeline("node-b", 300, 9_000_000_000, 1_700_000_001);
+    let start = |r: &[Record]| match &r[0] {
+        Record::SessionStart(s) => s.clone(),
+        _ => unreachable!(),
+    };
+    let starts = [start(&a), start(&c)];
+    let clock = ExportClock::for_sessions(starts.iter().map(Some));
+    assert_eq!(clock.domain, ClockDomain::Realtime);
+    assert_eq!(clock.base_ns, 1_699_999_999 * 1_000_000_000);
+    // A trace without a session keeps absolute times.
+    assert_eq!(
+        ExportClock::for_sessions([Some(&starts[0]), None]).base_ns,
+        0
+    );
+    let traces: [&[Record]; 2] = [&a, &c];
+    let mut json = Vec::new();
+    write_from(Format::Chrome, clock, &mut json, traces.to_vec(), 2).unwrap();
+    let mut proto = Vec::new();
+    write_from(Format::Perfetto, clock, &mut proto, traces.to_vec(), 2).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(doc["otherData"]["clock"], "CLOCK_REALTIME");
+    let base: u64 = doc["otherData"]["ts_base_ns"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(base, clock.base_ns);
+    // Each process's first compute slice, read as a double, is Perfetto's exact ns.
+    let events = doc["traceEvents"].as_array().unwrap();
+    let packets = packets(&proto);
+    let computes: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
+        .filter_map(|d| d.uuid)
+        .collect();
+    for (pid, track) in [100u64, 300].into_iter().zip(computes) {
+        let tid = events
+            .iter()
+            .find(|e| {
+                e["pid"] == pid
+                    && e["name"] == "thread_name"
+                    && e["args"]["name"].as_str().unwrap().ends_with("GPU Compute")
+            })
+            .unwrap()["tid"]
+            .clone();
+        let first = events
+            .iter()
+            .find(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
+            .unwrap();
+        let ts = first["ts"].as_f64().unwrap();
+        let exact = first_begin(&packets, track);
+        assert_ne!(exact % 250, 0, "ns that a double of absolute µs would lose");
+        assert_eq!((ts * 1000.0).round() as u64 + base, exact, "{first}");
+    }
+    // Every slice of a track keeps its order: none starts before the previous one ends.
+    let mut by_track: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "region")
+    {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        assert!(ts >= 0.0, "{e}");
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        by_track.entry(key).or_default().push((ts, ts + dur));
+    }
+    for slices in by_track.values() {
+        for w in slices.windows(2) {
+            assert!(w[0].1 <= w[1].0 + 1e-9, "{w:?}");
+        }
+    }
+}
+
+/// A time before the base is a negative `ts`, exact.
+#[test]
+fn a_chrome_timestamp_before_the_base_is_negative() {
+    let records = process_pipeline("node-a", 100, 5_000_000_000_000, 1_700_000_000);
+    let clock = ExportClock {
+        domain: ClockDomain::Monotonic,
+        base_ns: 5_000_000_000_000 + 1_000_000_000_000,
+    };
+    let mut json = Vec::new();
+    write_from(Format::Chrome, clock, &mut json, vec![&records[..]], 0).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let first = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ph"] == "X")
+        .unwrap()
+        .clone();
+    let ts = first["ts"].as_f64().unwrap();
+    assert!(ts < -999_000_000.0 && ts > -1_000_000_000.0, "{first}");
+    assert!(first["dur"].as_f64().unwrap() >= 0.0, "{first}");
+}
+
+/// Two hosts' processes with one pid (containers: pid 1 each) stay two processes: a
+/// viewer keys processes by pid, so the second gets a pid of its own above real ones and
+/// its recorded pid among its labels, in both formats; one host's traces of one pid stay
+/// one process.
+#[test]
+fn processes_of_two_hosts_with_one_pid_stay_apart() {
+    let a = process_pipeline("node-a", 1, 5_000_000_000_000, 1_700_000_000);
+    let b = process_pipeline("node-b", 1, 9_000_000_000, 1_700_000_001);
+    let a2 = process_pipeline("node-a", 1, 5_003_000_000_000, 1_700_000_003);
+    let out = merged(&[&a, &b, &a2], Format::Chrome, ClockDomain::Realtime);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let labels: Vec<(u64, String)> = events
+        .iter()
+        .filter(|e| e["name"] == "process_labels")
+        .map(|e| {
+            let labels = e["args"]["labels"].as_str().unwrap().to_owned();
+            (e["pid"].as_u64().unwrap(), labels)
+        })
+        .collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert_eq!(labels[0].0, 1);
+    assert!(
+        labels[0].1.starts_with("host=node-a, /usr/bin/app"),
+        "{labels:?}"
+    );
+    assert!(labels[1].0 >= 1 << 22, "{labels:?}");
+    assert!(
+        labels[1].1.starts_with("host=node-b, recorded pid=1, "),
+        "{labels:?}"
+    );
+    assert_eq!(
+        labels[2].0, 1,
+        "node-a's second trace of pid 1: the same process"
+    );
+    // Every event of the second trace is on its own pid.
+    let pids: BTreeSet<u64> = events.iter().map(|e| e["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids, BTreeSet::from([1, labels[1].0]));
+
+    let out = merged(&[&a, &b], Format::Perfetto, ClockDomain::Realtime);
+    let processes: Vec<(i32, Vec<String>)> = packets(&out)
+        .iter()
+        .filter_map(|p| {
+            let d = p.track_descriptor.as_ref()?.process.as_ref()?;
+            Some((d.pid?, d.process_labels.clone()))
+        })
+        .collect();
+    assert_eq!(processes.len(), 2);
+    assert_eq!(processes[0], (1, vec!["host=node-a".to_owned()]));
+    assert_eq!(labels[1].0, processes[1].0 as u64);
+    assert_eq!(processes[1].1, ["host=node-b, recorded pid=1"]);
+}
+
+/// A thread id the system gave again to a later thread of the process: each thread keeps
+/// a track of its own (the later one a made-up tid), in both formats.
+#[test]
+fn a_reused_thread_id_keeps_two_threads_apart() {
+    let mut records = annotated_process(4242, 5_000_000_000_000, 1_700_000_000);
+    for r in &mut records {
+        if let Record::ThreadName(t) = r {
+            t.os_tid = 777;
+        }
+    }
+    let (out, _) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let tid_of = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
+            .unwrap_or_else(|| panic!("no thread {name}"))["tid"]
+            .as_u64()
+            .unwrap()
+    };
+    // The first thread to appear keeps the OS id; the other is made up.
+    let (main, decoder) = (tid_of("main"), tid_of("decoder"));
+    assert_ne!(main, decoder);
+    assert!(main == 777 || decoder == 777, "{main} {decoder}");
+    let on = |name: &str| -> BTreeSet<u64> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == name)
+            .map(|e| e["tid"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(on("decode"), BTreeSet::from([decoder]));
+    assert_eq!(on("submit"), BTreeSet::from([main]));
+
+    let (out, _) = export(&records, Format::Perfetto);
+    let tids: BTreeSet<i32> = packets(&out)
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.thread.as_ref()?.tid)
+        .collect();
+    assert_eq!(tids, BTreeSet::from([main as i32, decoder as i32]));
+}
+
+/// Ranges closed out of order cross: each crossing one goes on its thread's `(crossing
+/// ranges)` track, counted, in both formats; nested and later ranges stay on the thread's.
+#[test]
+fn crossing_ranges_go_on_a_track_of_their_own() {
+    use hrx_capture::schema::{AnnotationName, AnnotationRange};
+    let mut records = annotated_process(4242, 5_000_000_000_000, 1_700_000_000);
+    let (base, ms) = (100_000_000, 1_000_000);
+    for (id, text) in [
+        (10, "outer"),
+        (11, "inner"),
+        (12, "crossing"),
+        (13, "after"),
+    ] {
+        records.push(Record::AnnotationName(AnnotationName {
+            name: AnnotationId(id),
+            text: text.into(),
+        }));
+    }
+    // In the order they close: inner, outer (around it), crossing (starts inside outer,
+    // ends after it), after.
+    for (id, start, end) in [(11, 2, 3), (10, 1, 4), (12, 3, 6), (13, 7, 8)] {
+        records.push(Record::AnnotationRange(AnnotationRange {
+            thread: 1,
+            name: AnnotationId(id),
+            start_ns: base + start * ms,
+            end_ns: base + end * ms,
+        }));
+    }
+    let (out, counts) = export(&records, Format::Chrome);
+    assert_eq!(counts.crossing_slices, 1);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let tid_of = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
+            .unwrap_or_else(|| panic!("no thread {name}"))["tid"]
+            .as_u64()
+            .unwrap()
+    };
+    let (decoder, crossing) = (tid_of("decoder"), tid_of("decoder (crossing ranges)"));
+    assert_ne!(decoder, crossing);
+    let tid = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "X" && e["name"] == name)
+            .unwrap()["tid"]
+            .as_u64()
+            .unwrap()
+    };
+    for name in ["outer", "inner", "after", "decode"] {
+        assert_eq!(tid(name), decoder, "{name}");
+    }
+    assert_eq!(tid("crossing"), crossing);
+    // Every thread track's slices nest now.
+    let mut by_tid: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"].as_u64().unwrap() < 0x4000_0000)
+    {
+        let ts = (e["ts"].as_f64().unwrap() * 1e3).round() as u64;
+        let dur = (e["dur"].as_f64().unwrap() * 1e3).round() as u64;
+        by_tid
+            .entry(e["tid"].as_u64().unwrap())
+            .or_default()
+            .push((ts, ts + dur));
+    }
+    for slices in by_tid.values() {
+        for (i, a) in slices.iter().enumerate() {
+            for b in &slices[i + 1..] {
+                let apart = a.1 <= b.0 || b.1 <= a.0;
+                let nested = (a.0 <= b.0 && b.1 <= a.1) || (b.0 <= a.0 && a.1 <= b.1);
+                assert!(apart || nested, "{a:?} crosses {b:?}");
+            }
+        }
+    }
+    let (out, counts) = export(&records, Format::Perfetto);
+    assert_eq!(counts.crossing_slices, 1);
+    let names: Vec<String> = packets(&out)
+        .iter()
+        .filter_map(|p| {
+            p.track_descriptor
+                .as_ref()?
+                .thread
+                .as_ref()?
+                .thread_name
+                .clone()
+        })
+        .collect();
+    assert!(
+        names.contains(&"decoder (crossing ranges)".to_owned()),
+        "{names:?}"
+    );
 }
 
 /// A process's pipeline with host threads, annotations and a counter (format 1.14): eight
