@@ -932,6 +932,16 @@ fn process_pipeline(host: &str, pid: u32, base_ns: u64, wall_s: i64) -> Vec<Reco
 }
 
 /// The first region slice's start (Perfetto: its begin packet's timestamp).
+/// The uuids of the Perfetto tracks named `name`, in order.
+fn tracks_named(packets: &[pb::TracePacket], name: &str) -> Vec<u64> {
+    packets
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.name.as_deref() == Some(name))
+        .filter_map(|d| d.uuid)
+        .collect()
+}
+
 fn first_begin(packets: &[pb::TracePacket], track: u64) -> u64 {
     packets
         .iter()
@@ -1057,12 +1067,7 @@ fn two_processes_merge_into_one_timeline_on_their_clock() {
         "a process, a runtime and four queues each"
     );
     // Same recorded session times: b's slices are exactly 2 s after a's.
-    let computes: Vec<u64> = packets
-        .iter()
-        .filter_map(|p| p.track_descriptor.as_ref())
-        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
-        .filter_map(|d| d.uuid)
-        .collect();
+    let computes = tracks_named(&packets, "GPU Compute");
     assert_eq!(computes.len(), 2);
     let (ta, tb) = (
         first_begin(&packets, computes[0]),
@@ -1092,12 +1097,7 @@ fn two_processes_merge_into_one_timeline_on_their_clock() {
     assert!(snapshots.iter().all(
         |s| s.primary_trace_clock == Some(1) && s.clocks.iter().all(|c| c.clock_id == Some(1))
     ));
-    let computes: Vec<u64> = packets
-        .iter()
-        .filter_map(|p| p.track_descriptor.as_ref())
-        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
-        .filter_map(|d| d.uuid)
-        .collect();
+    let computes = tracks_named(&packets, "GPU Compute");
     // Same pid on two hosts: two processes all the same, with their own tracks.
     assert_ne!(computes[0], computes[1]);
     let (ta, tc) = (
@@ -1155,12 +1155,7 @@ fn chrome_timestamps_count_from_a_base_and_keep_every_ns_on_the_wall_clock() {
     // Each process's first compute slice, read as a double, is Perfetto's exact ns.
     let events = doc["traceEvents"].as_array().unwrap();
     let packets = packets(&proto);
-    let computes: Vec<u64> = packets
-        .iter()
-        .filter_map(|p| p.track_descriptor.as_ref())
-        .filter(|d| d.name.as_deref() == Some("GPU Compute"))
-        .filter_map(|d| d.uuid)
-        .collect();
+    let computes = tracks_named(&packets, "GPU Compute");
     for (pid, track) in [100u64, 300].into_iter().zip(computes) {
         let tid = events
             .iter()
@@ -1287,14 +1282,7 @@ fn a_reused_thread_id_keeps_two_threads_apart() {
     let (out, _) = export(&records, Format::Chrome);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
-    let tid_of = |name: &str| {
-        events
-            .iter()
-            .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
-            .unwrap_or_else(|| panic!("no thread {name}"))["tid"]
-            .as_u64()
-            .unwrap()
-    };
+    let tid_of = |name: &str| thread_tid_named(events, name);
     // The first thread to appear keeps the OS id; the other is made up.
     let (main, decoder) = (tid_of("main"), tid_of("decoder"));
     assert_ne!(main, decoder);
@@ -1315,6 +1303,16 @@ fn a_reused_thread_id_keeps_two_threads_apart() {
         .filter_map(|p| p.track_descriptor.as_ref()?.thread.as_ref()?.tid)
         .collect();
     assert_eq!(tids, BTreeSet::from([main as i32, decoder as i32]));
+}
+
+/// The Chrome `tid` of the thread whose `thread_name` is `name`.
+fn thread_tid_named(events: &[serde_json::Value], name: &str) -> u64 {
+    events
+        .iter()
+        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
+        .unwrap_or_else(|| panic!("no thread {name}"))["tid"]
+        .as_u64()
+        .unwrap()
 }
 
 /// Ranges closed out of order cross: each crossing one goes on its thread's `(crossing
@@ -1349,14 +1347,7 @@ fn crossing_ranges_go_on_a_track_of_their_own() {
     assert_eq!(counts.crossing_slices, 1);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
-    let tid_of = |name: &str| {
-        events
-            .iter()
-            .find(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
-            .unwrap_or_else(|| panic!("no thread {name}"))["tid"]
-            .as_u64()
-            .unwrap()
-    };
+    let tid_of = |name: &str| thread_tid_named(events, name);
     let (decoder, crossing) = (tid_of("decoder"), tid_of("decoder (crossing ranges)"));
     assert_ne!(decoder, crossing);
     let tid = |name: &str| {
