@@ -20,6 +20,13 @@
 //! carries the thread's index in the session, whose name and OS thread id are recorded once
 //! (`ThreadName`): readers show annotations on the thread's row.
 //!
+//! A range still open when the process dies of a signal, or when the trace closes (the
+//! program exits inside it, the last runtime drops), is not lost: the recorder records it to
+//! that moment under the name `NAME (open at end)` (interned with the name, the first time
+//! the thread opens a range of it), as Nsight Systems draws an NVTX range left open at the
+//! end of its capture. Each thread tracks its innermost 32 open ranges for this (two relaxed
+//! stores at open and close, in its buffer's shared state); deeper ones are not tracked.
+//!
 //! On CUDA, ranges and markers are also NVTX ranges and marks (Nsight Systems shows them),
 //! where `libnvToolsExt` loads; counters are not (NVTX 2 has none).
 //!
@@ -33,8 +40,8 @@ use std::marker::PhantomData;
 /// closes on the thread that opened it.
 #[must_use = "a range ends when its guard drops: bind it (`let _r = ...`)"]
 pub struct Range {
-    /// The name's id and the start time (session ns), when a trace was open.
-    open: Option<(s::AnnotationId, u64)>,
+    /// The range in the trace, when one was open.
+    open: Option<hrx_capture::OpenRange>,
     /// Its NVTX range, on CUDA (see `crate::nvtx`).
     _nvtx: Option<crate::nvtx::Range>,
     _not_send: PhantomData<*const ()>,
@@ -57,10 +64,8 @@ pub fn range(name: &str) -> Range {
 }
 
 #[inline(never)]
-fn open_range(name: &str) -> Option<(s::AnnotationId, u64)> {
-    // The name is looked up before the start time is read: not part of the range.
-    let id = hrx_capture::annotation_name(name)?;
-    Some((id, hrx_capture::now_ns()))
+fn open_range(name: &str) -> Option<hrx_capture::OpenRange> {
+    hrx_capture::open_range(name)
 }
 
 impl Range {
@@ -73,23 +78,15 @@ impl Range {
 impl Drop for Range {
     #[inline]
     fn drop(&mut self) {
-        if let Some((name, start_ns)) = self.open {
-            close_range(name, start_ns);
+        if let Some(open) = &self.open {
+            close_range(open);
         }
     }
 }
 
 #[inline(never)]
-fn close_range(name: s::AnnotationId, start_ns: u64) {
-    let end_ns = hrx_capture::now_ns();
-    hrx_capture::record_on_thread(|thread| {
-        s::Record::AnnotationRange(s::AnnotationRange {
-            thread,
-            name,
-            start_ns,
-            end_ns,
-        })
-    });
+fn close_range(open: &hrx_capture::OpenRange) {
+    hrx_capture::close_range(open);
 }
 
 /// Records an instant marker named `name` on the calling thread, now.

@@ -94,6 +94,27 @@ pub fn annotation_name(text: &str) -> Option<crate::schema::AnnotationId> {
     writer::annotation_name_with(id, &|| installed(id), text)
 }
 
+/// Opens an annotation range named `text` on the calling thread in the installed recorder,
+/// if any: its name's id, then its start on the session clock. A range still open at a
+/// fatal signal or when the recorder closes is recorded to that moment as `TEXT (open at
+/// end)`; close it with [`close_range`].
+#[inline]
+pub fn open_range(text: &str) -> Option<writer::OpenRange> {
+    let id = CURRENT.load(Ordering::Relaxed);
+    if id == 0 {
+        return None;
+    }
+    writer::open_range_with(id, &|| installed(id), text)
+}
+
+/// Closes `range` now, recording its `AnnotationRange` (nothing when its recorder closed
+/// meanwhile: it was recorded as open at the end).
+#[inline]
+pub fn close_range(range: &writer::OpenRange) {
+    let id = range.recorder();
+    writer::close_range_with(range, &|| installed(id));
+}
+
 /// The installed recorder's session clock in ns (see [`Recorder::now_ns`]); 0 when none is
 /// installed.
 pub fn now_ns() -> u64 {

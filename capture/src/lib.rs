@@ -56,9 +56,9 @@ mod watch;
 mod writer;
 
 pub use activation::{
-    TRACE_ENV, TRACE_PATHS_ENV, TRACE_SESSION_ENV, annotation_name, current, enabled, expand_path,
-    file_identity, has_sequence, install, install_from_env, install_or_current, installed_path,
-    now_ns, own_path, record, record_on_thread, shutdown, uninstall,
+    TRACE_ENV, TRACE_PATHS_ENV, TRACE_SESSION_ENV, annotation_name, close_range, current, enabled,
+    expand_path, file_identity, has_sequence, install, install_from_env, install_or_current,
+    installed_path, now_ns, open_range, own_path, record, record_on_thread, shutdown, uninstall,
 };
 pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};
@@ -71,7 +71,7 @@ pub use schema::Record;
 pub use staging::{DeferredKind, RawRecord};
 pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
-    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, RawBatch, Recorder,
+    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, OpenRange, RawBatch, Recorder,
     RecorderOptions, Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
 };
 

@@ -22,7 +22,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots of a per-kind loss count: every record kind, then one for unknown kinds.
 pub(crate) const KINDS: usize = crate::Record::KIND_NAMES.len() + 1;
@@ -46,7 +46,29 @@ struct Ring {
     /// Records the producer dropped because the ring stayed full (lossy mode), by kind
     /// (index into `Record::KIND_NAMES`).
     dropped: [AtomicU64; KINDS],
+    /// The producer's open annotation ranges, for the flushes at a fatal signal and at
+    /// close ([`Producer::open_range`]).
+    open: Padded<OpenRanges>,
     buf: Box<[UnsafeCell<u8>]>,
+}
+
+/// Open annotation ranges a ring's thread tracks: at most this many at once (deeper ones
+/// are not tracked: a range open at the end that deep is not in the trace).
+pub(crate) const OPEN_RANGES: usize = 32;
+
+/// A slot's name when the slot is free (its range closed).
+const FREE: u32 = u32::MAX;
+
+/// The ranges a thread has open, written by the producer only (relaxed stores, then
+/// `depth` with Release), read by the writer at close or by the fatal-signal flush while
+/// the thread may still be running (a range closing meanwhile may be read either way).
+struct OpenRanges {
+    /// The thread's index in the session, set when the thread registers.
+    thread: AtomicU32,
+    /// Slots in use: every slot below is open or freed out of order.
+    depth: AtomicUsize,
+    /// Each open range's name (the id to record it by) and start (session ns).
+    slots: [(AtomicU32, AtomicU64); OPEN_RANGES],
 }
 
 struct ProducerSide {
@@ -94,6 +116,11 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
         }),
         tail: Padded(AtomicUsize::new(0)),
         dropped: std::array::from_fn(|_| AtomicU64::new(0)),
+        open: Padded(OpenRanges {
+            thread: AtomicU32::new(u32::MAX),
+            depth: AtomicUsize::new(0),
+            slots: std::array::from_fn(|_| (AtomicU32::new(FREE), AtomicU64::new(0))),
+        }),
         buf,
     });
     let producer = Producer {
@@ -219,6 +246,40 @@ impl Producer {
         self.ring.dropped[kind.min(KINDS - 1)].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Sets the thread's index in the session, for the ranges [`Consumer::open_ranges`]
+    /// reports.
+    pub(crate) fn set_thread(&self, thread: u32) {
+        self.ring.open.0.thread.store(thread, Ordering::Relaxed);
+    }
+
+    /// Tracks an annotation range opened at `start_ns`, to be recorded as `name` if it is
+    /// still open at a fatal signal or at close; its slot, `None` past [`OPEN_RANGES`].
+    #[inline]
+    pub(crate) fn open_range(&self, name: u32, start_ns: u64) -> Option<u32> {
+        let open = &self.ring.open.0;
+        let depth = open.depth.load(Ordering::Relaxed);
+        let (slot_name, slot_start) = open.slots.get(depth)?;
+        slot_start.store(start_ns, Ordering::Relaxed);
+        slot_name.store(name, Ordering::Relaxed);
+        open.depth.store(depth + 1, Ordering::Release);
+        Some(depth as u32)
+    }
+
+    /// Frees `slot` (its range closed, in any order), and the freed slots on top.
+    #[inline]
+    pub(crate) fn close_range(&self, slot: u32) {
+        let open = &self.ring.open.0;
+        let Some((name, _)) = open.slots.get(slot as usize) else {
+            return;
+        };
+        name.store(FREE, Ordering::Relaxed);
+        let mut depth = open.depth.load(Ordering::Relaxed);
+        while depth > 0 && open.slots[depth - 1].0.load(Ordering::Relaxed) == FREE {
+            depth -= 1;
+        }
+        open.depth.store(depth, Ordering::Release);
+    }
+
     /// Whether `consumer` is this ring's consumer.
     pub(crate) fn is_paired_with(&self, consumer: &Consumer) -> bool {
         Arc::ptr_eq(&self.ring, &consumer.ring)
@@ -227,6 +288,9 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
+        // The thread is gone: a range it still had open closes through the recorder (or
+        // never), not as open at the end.
+        self.ring.open.0.depth.store(0, Ordering::Release);
         self.ring.producer.0.orphaned.store(true, Ordering::Release);
     }
 }
@@ -279,6 +343,20 @@ impl Consumer {
         self.ring.producer.0.closed.store(true, Ordering::Release);
     }
 
+    /// Calls `each(thread, name, start_ns)` for every range the producer has open, outermost
+    /// first. No allocation (the fatal-signal flush calls it).
+    pub(crate) fn open_ranges(&self, mut each: impl FnMut(u32, u32, u64)) {
+        let open = &self.ring.open.0;
+        let depth = open.depth.load(Ordering::Acquire).min(OPEN_RANGES);
+        let thread = open.thread.load(Ordering::Relaxed);
+        for (name, start) in &open.slots[..depth] {
+            let name = name.load(Ordering::Relaxed);
+            if name != FREE {
+                each(thread, name, start.load(Ordering::Relaxed));
+            }
+        }
+    }
+
     /// Adds the records the producer dropped so far, by kind, to `out`.
     pub(crate) fn add_dropped(&self, out: &mut [u64; KINDS]) {
         for (sum, count) in out.iter_mut().zip(&self.ring.dropped) {
@@ -296,6 +374,42 @@ impl Consumer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Open ranges are reported outermost first; a range closed out of order frees its slot
+    /// and the slots above it once they are free too.
+    #[test]
+    fn open_ranges_are_tracked_in_any_closing_order() {
+        let (producer, consumer) = ring(64);
+        producer.set_thread(7);
+        let open = |c: &Consumer| {
+            let mut v = Vec::new();
+            c.open_ranges(|t, n, s| v.push((t, n, s)));
+            v
+        };
+        let a = producer.open_range(1, 10).unwrap();
+        let b = producer.open_range(2, 20).unwrap();
+        let c = producer.open_range(3, 30).unwrap();
+        assert_eq!(open(&consumer), [(7, 1, 10), (7, 2, 20), (7, 3, 30)]);
+        producer.close_range(b);
+        assert_eq!(open(&consumer), [(7, 1, 10), (7, 3, 30)]);
+        producer.close_range(c);
+        assert_eq!(open(&consumer), [(7, 1, 10)]);
+        // b's slot was freed with c's: the next range takes it.
+        assert_eq!(producer.open_range(4, 40), Some(1));
+        producer.close_range(1);
+        producer.close_range(a);
+        assert_eq!(open(&consumer), []);
+        // Past the tracked depth: not tracked, and the rest still works.
+        let slots: Vec<u32> = (0..OPEN_RANGES as u32)
+            .map(|i| producer.open_range(i, 0).unwrap())
+            .collect();
+        assert_eq!(producer.open_range(99, 0), None);
+        assert_eq!(open(&consumer).len(), OPEN_RANGES);
+        for slot in slots.into_iter().rev() {
+            producer.close_range(slot);
+        }
+        assert_eq!(open(&consumer), []);
+    }
 
     #[test]
     fn push_and_drain_wraps_around() {

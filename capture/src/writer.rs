@@ -61,9 +61,9 @@ use crate::format::{
 use crate::ring::KINDS;
 use crate::ring::{self, Consumer, Producer, Push};
 use crate::schema::{
-    AnnotationId, AnnotationName, Blob, BlobHash, HostClock, LostKind, Payload, Record,
-    RecorderWait, RecordsLost, RegionIndex, RuntimeId, SessionEnd, SessionStart, SubmissionIndex,
-    ThreadName,
+    AnnotationId, AnnotationName, AnnotationRange, Blob, BlobHash, HostClock, LostKind, Payload,
+    Record, RecorderWait, RecordsLost, RegionIndex, RuntimeId, SessionEnd, SessionStart,
+    SubmissionIndex, ThreadName,
 };
 use crate::staging::{self, MAX_RAW_ENTRY, RawRecord};
 use crate::summary::SummaryBuilder;
@@ -1083,6 +1083,23 @@ impl Shared {
             consumer.close();
         }
         core.drain_rings();
+        // The ranges still open, to now, under their `NAME (open at end)` names.
+        let end_ns = self.now_ns();
+        let mut open = Vec::new();
+        for consumer in &core.consumers {
+            consumer.open_ranges(|thread, name, start_ns| {
+                open.push(Record::AnnotationRange(AnnotationRange {
+                    thread,
+                    name: AnnotationId(name),
+                    start_ns,
+                    end_ns: end_ns.max(start_ns),
+                }));
+            });
+        }
+        for record in &open {
+            core.append_record(record)
+                .expect("an annotation range encodes");
+        }
         core.closed_for_blobs = true;
         self.calibrate(&mut core);
         core.note_losses(self);
@@ -1680,8 +1697,9 @@ struct Entry {
     thread: u32,
     /// After a full-ring timeout, drop instead of waiting until this instant.
     no_wait_until: Option<Instant>,
-    /// The annotation names this thread used, and their ids in the session.
-    names: HashMap<Box<str>, AnnotationId, NameHasher>,
+    /// The annotation names this thread used, and their ids in the session, with the id of
+    /// `NAME (open at end)` once the thread opened a range of the name ([`open_range_with`]).
+    names: HashMap<Box<str>, (AnnotationId, Option<AnnotationId>), NameHasher>,
     /// Whether this thread's [`ThreadName`] was recorded (before its first record that
     /// carries a thread index).
     named: bool,
@@ -1917,12 +1935,12 @@ pub(crate) fn annotation_name_with(
             let mut local = local.try_borrow_mut().ok()?;
             let index = local.entry_index(id, lookup)?;
             let entry = &mut local.entries[index];
-            if let Some(&name) = entry.names.get(text) {
+            if let Some(&(name, _)) = entry.names.get(text) {
                 return Some(Some(name));
             }
             let name = entry.shared.intern_annotation_name(text);
             if let Some(name) = name {
-                entry.names.insert(text.into(), name);
+                entry.names.insert(text.into(), (name, None));
             }
             Some(name)
         })
@@ -1931,6 +1949,114 @@ pub(crate) fn annotation_name_with(
     match cached {
         Some(name) => name,
         None => lookup()?.intern_annotation_name(text),
+    }
+}
+
+/// An annotation range open on the calling thread ([`open_range_with`]): recorded when
+/// closed ([`close_range_with`]), or, still open at a fatal signal or when its recorder
+/// closes, recorded by the recorder to that moment as `NAME (open at end)` (what Nsight
+/// Systems shows of an NVTX range open when its capture ends: the range was not lost).
+#[derive(Clone, Copy, Debug)]
+pub struct OpenRange {
+    recorder: u64,
+    name: AnnotationId,
+    start_ns: u64,
+    /// Its slot in the thread's ring, `None` when nested too deep to track.
+    slot: Option<u32>,
+}
+
+impl OpenRange {
+    /// The id of the recorder the range was opened in.
+    pub(crate) fn recorder(&self) -> u64 {
+        self.recorder
+    }
+}
+
+/// Opens a range named `text` on the calling thread in recorder `id`: the name's id (looked
+/// up first: not part of the range), then the start on the session clock, tracked in the
+/// thread's ring. `None` when the recorder is closed or the thread cannot record (its
+/// thread-local state gone, at thread exit).
+pub(crate) fn open_range_with(
+    id: u64,
+    lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    text: &str,
+) -> Option<OpenRange> {
+    LOCAL
+        .try_with(|local| {
+            let mut local = local.try_borrow_mut().ok()?;
+            let index = local.entry_index(id, lookup)?;
+            if !local.entries[index].named {
+                local.name_thread(index);
+            }
+            let entry = &mut local.entries[index];
+            let (name, at_end) = match entry.names.get(text) {
+                Some(&(name, Some(at_end))) => (name, at_end),
+                cached => {
+                    let name = match cached {
+                        Some(&(name, _)) => name,
+                        None => entry.shared.intern_annotation_name(text)?,
+                    };
+                    let at_end = entry
+                        .shared
+                        .intern_annotation_name(&format!("{text} (open at end)"))?;
+                    entry.names.insert(text.into(), (name, Some(at_end)));
+                    (name, at_end)
+                }
+            };
+            let start_ns = entry.shared.now_ns();
+            let slot = entry.producer.open_range(at_end.0, start_ns);
+            Some(OpenRange {
+                recorder: id,
+                name,
+                start_ns,
+                slot,
+            })
+        })
+        .ok()
+        .flatten()
+}
+
+/// Closes `range` now: records its [`AnnotationRange`] on the calling thread and stops
+/// tracking it. Nothing when its recorder is no longer this thread's (closed: it recorded
+/// the range as open at its end). Where the thread's state is gone (at thread exit), the
+/// range is recorded through the recorder with no thread index, as
+/// [`record_on_thread_with`] does.
+pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Arc<Shared>>) {
+    let record = |thread, end_ns| {
+        Record::AnnotationRange(AnnotationRange {
+            thread,
+            name: range.name,
+            start_ns: range.start_ns,
+            end_ns,
+        })
+    };
+    let done = LOCAL.try_with(|local| {
+        let Ok(mut local) = local.try_borrow_mut() else {
+            return false;
+        };
+        let Some(index) = local
+            .entries
+            .iter()
+            .position(|e| e.recorder == range.recorder)
+        else {
+            return true;
+        };
+        let entry = &local.entries[index];
+        let closed = record(entry.thread, entry.shared.now_ns());
+        let outcome = local.push(index, &closed);
+        let entry = &local.entries[index];
+        if let Some(slot) = range.slot {
+            entry.producer.close_range(slot);
+        }
+        if let Outcome::Dropped(kind) = outcome {
+            entry.shared.count_dropped(kind);
+        }
+        true
+    });
+    if done != Ok(true)
+        && let Some(shared) = lookup()
+    {
+        record_with(range.recorder, lookup, &record(u32::MAX, shared.now_ns()));
     }
 }
 
@@ -2066,6 +2192,7 @@ impl Local {
         let shared = lookup()?;
         let producer = shared.register()?;
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
+        producer.set_thread(thread);
         self.entries.push(Entry {
             recorder: id,
             shared,

@@ -13,6 +13,8 @@ fn annotated_child() {
     // Untraced until the runtime opens the trace: annotations record nothing.
     assert!(!hrx::annotate::range("before the trace").is_recorded());
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    // Still open when the trace closes: recorded to the close as `session (open at end)`.
+    let session = hrx::annotate::range("session");
     let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
     let mut graph = rt.graph();
     graph.fill(buffer.whole(), 1).unwrap();
@@ -43,6 +45,7 @@ fn annotated_child() {
     drop((buffer, rt));
     // `executable` moved into the thread and dropped there.
     hrx::close_trace().unwrap();
+    drop(session);
     println!("CHILD done");
 }
 
@@ -149,7 +152,20 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
     let own = s::HOST_LOAD_COUNTER;
     let mut texts: Vec<&str> = names.values().copied().filter(|&n| n != own).collect();
     texts.sort_unstable();
-    assert_eq!(texts, ["decode", "decoded", "frames in flight", "inner"]);
+    // A range's name comes with its `(open at end)` name, interned at its first opening.
+    assert_eq!(
+        texts,
+        [
+            "decode",
+            "decode (open at end)",
+            "decoded",
+            "frames in flight",
+            "inner",
+            "inner (open at end)",
+            "session",
+            "session (open at end)"
+        ]
+    );
     let ranges: Vec<(&str, &s::AnnotationRange)> = trace
         .records
         .iter()
@@ -160,11 +176,25 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
         .collect();
     assert_eq!(
         ranges.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        ["inner", "decode"],
-        "closed innermost first"
+        ["inner", "decode", "session (open at end)"],
+        "closed innermost first, then the one open at the trace's close"
     );
-    let (inner, decode) = (ranges[0].1, ranges[1].1);
-    assert!(ranges.iter().all(|(_, a)| a.thread == submitter.thread));
+    let (inner, decode, session) = (ranges[0].1, ranges[1].1, ranges[2].1);
+    assert!(
+        ranges[..2]
+            .iter()
+            .all(|(_, a)| a.thread == submitter.thread)
+    );
+    assert_ne!(session.thread, submitter.thread);
+    let end = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::SessionEnd(e) => Some(e.time_ns),
+            _ => None,
+        })
+        .unwrap();
+    assert!(session.start_ns <= decode.start_ns && session.end_ns <= end);
     assert!(decode.start_ns <= inner.start_ns && inner.end_ns <= decode.end_ns);
     assert!(decode.end_ns <= submit.start_ns);
     let markers: Vec<_> = trace

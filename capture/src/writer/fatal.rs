@@ -15,7 +15,9 @@
 //!
 //! 1. takes the recorder's core lock with `try_lock`, waiting at most [`LOCK_WAIT_NS`] for
 //!    the writer thread to finish a block (it never waits on a lock its own thread holds);
-//! 2. drains every thread's ring into the block being assembled, appends a
+//! 2. drains every thread's ring into the block being assembled, each thread's annotation
+//!    ranges still open after its records (as `NAME (open at end)`, to the signal's time:
+//!    the range the program crashed in is not lost), appends a
 //!    [`FatalSignal`] record, and writes the block uncompressed with `write(2)` on the file
 //!    descriptor the sink opened at start ([`super::Sink::signal_fd`]), as one or more
 //!    complete blocks;
@@ -85,7 +87,9 @@
 
 use super::{Core, Shared};
 use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, IndexEntry};
-use crate::schema::{FatalSignal, Record, RecordsLost, SignalWitness};
+use crate::schema::{
+    AnnotationId, AnnotationRange, FatalSignal, Record, RecordsLost, SignalWitness,
+};
 use crate::staging;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -667,10 +671,36 @@ impl Core {
                 at += len;
             }
             staging.clear();
+            // The thread's ranges still open, to the signal, after what it recorded.
+            let consumer = &self.consumers[i];
+            let mut open = [(0u32, 0u32, 0u64); crate::ring::OPEN_RANGES];
+            let mut count = 0;
+            consumer.open_ranges(|thread, name, start_ns| {
+                if let Some(slot) = open.get_mut(count) {
+                    *slot = (thread, name, start_ns);
+                    count += 1;
+                }
+            });
+            for &(thread, name, start_ns) in &open[..count] {
+                let range = Record::AnnotationRange(AnnotationRange {
+                    thread,
+                    name: AnnotationId(name),
+                    start_ns,
+                    end_ns: losses.time_ns.max(start_ns),
+                });
+                self.append_on_signal(fd, &range);
+            }
         }
         self.staging = staging;
-        let mut scratch = [0u8; 96];
-        if let Ok(frame) = crate::format::encode_untimed_frame_in(note, &mut scratch) {
+        self.append_on_signal(fd, note);
+        self.write_block_on_signal(fd);
+    }
+
+    /// Appends `record` to the block being assembled (written first when full), encoded on
+    /// the stack.
+    fn append_on_signal(&mut self, fd: i32, record: &Record) {
+        let mut scratch = [0u8; 160];
+        if let Ok(frame) = crate::format::encode_untimed_frame_in(record, &mut scratch) {
             if frame.len() > self.pending.capacity() - self.pending.len() {
                 self.write_block_on_signal(fd);
             }
@@ -679,7 +709,6 @@ impl Core {
                 self.pending_records += 1;
             }
         }
-        self.write_block_on_signal(fd);
     }
 
     /// Appends the [`RecordsLost`] of a deferred job of `kind` that the flush cannot run: the
@@ -700,16 +729,7 @@ impl Core {
             total: losses.before + here,
             by_kind,
         });
-        let mut scratch = [0u8; 160];
-        if let Ok(frame) = crate::format::encode_untimed_frame_in(&record, &mut scratch) {
-            if frame.len() > self.pending.capacity() - self.pending.len() {
-                self.write_block_on_signal(fd);
-            }
-            if frame.len() <= self.pending.capacity() - self.pending.len() {
-                self.pending.extend_from_slice(frame);
-                self.pending_records += 1;
-            }
-        }
+        self.append_on_signal(fd, &record);
         if let Record::RecordsLost(record) = record {
             self.lost_on_signal = record.by_kind;
         }

@@ -420,3 +420,87 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
         "{by_kind:?}"
     );
 }
+
+/// The child of [`ranges_open_at_a_crash_are_recorded_to_the_signal`]: the installed
+/// recorder, an outer range open on a parked thread and on this one, an inner range closed,
+/// then a crash.
+fn ranges_child(path: &str) -> ! {
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    crate::install(recorder);
+    let (opened, ready) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _decode = crate::open_range("decode");
+        opened.send(()).unwrap();
+        loop {
+            std::thread::park();
+        }
+    });
+    ready.recv().unwrap();
+    let _frame = crate::open_range("frame");
+    let inner = crate::open_range("inner").unwrap();
+    crate::close_range(&inner);
+    // SAFETY: none: this write to an unmapped page is the crash under test.
+    unsafe { std::ptr::write_volatile(16 as *mut u64, 1) };
+    unreachable!("the fault ends the process");
+}
+
+/// Ranges open when the process dies of a signal are in the trace, to the signal, as `NAME
+/// (open at end)` on their threads; a range closed before is there once, as itself (they
+/// were lost: a range was recorded only when it closed).
+#[test]
+fn ranges_open_at_a_crash_are_recorded_to_the_signal() {
+    use crate::schema::{AnnotationId, AnnotationRange};
+    use std::os::unix::process::ExitStatusExt;
+    const NAME: &str = "writer::fatal::tests::ranges_open_at_a_crash_are_recorded_to_the_signal";
+    if let Ok(path) = std::env::var(CHILD_ENV) {
+        ranges_child(&path);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let (status, _) = run_child(NAME, &path.display().to_string());
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    let trace = read_all(&path).unwrap();
+    let names: std::collections::HashMap<AnnotationId, String> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationName(n) => Some((n.name, n.text.clone())),
+            _ => None,
+        })
+        .collect();
+    let ranges: Vec<(&str, &AnnotationRange)> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationRange(a) => Some((names[&a.name].as_str(), a)),
+            _ => None,
+        })
+        .collect();
+    let signal_ns = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::FatalSignal(f) => Some(f.time_ns),
+            _ => None,
+        })
+        .expect("the signal");
+    let mut seen: Vec<&str> = ranges.iter().map(|(n, _)| *n).collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        ["decode (open at end)", "frame (open at end)", "inner"]
+    );
+    for (name, range) in &ranges {
+        assert!(range.start_ns <= range.end_ns, "{name}");
+        if name.ends_with("(open at end)") {
+            assert_eq!(range.end_ns, signal_ns, "{name}");
+        }
+    }
+    let thread = |n: &str| ranges.iter().find(|(name, _)| *name == n).unwrap().1.thread;
+    assert_eq!(thread("frame (open at end)"), thread("inner"));
+    assert_ne!(thread("decode (open at end)"), thread("inner"));
+}
