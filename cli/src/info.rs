@@ -6,7 +6,7 @@
 use crate::args::InfoArgs;
 use crate::failure::TraceError;
 use hrx_analysis::info::TraceInfo;
-use hrx_analysis::units::{bytes, duration};
+use hrx_analysis::units::{bytes, duration, plural};
 use hrx_capture::format::{Codec, Compression};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -437,20 +437,21 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     if waits.count > 0 {
         writeln!(
             out,
-            "{:<12} {} waits on the recorder, {} in all, longest {} ({} threads; {} while recording a region)",
+            "{:<12} {} on the recorder, {} in all, longest {} ({}; {} while recording a region)",
             "waited",
-            waits.count,
+            plural(waits.count, "wait"),
             duration(waits.total_ns),
             duration(waits.max_ns),
-            waits.threads,
+            plural(waits.threads.into(), "thread"),
             waits.in_regions
         )?;
         for (thread, (name, count, total_ns)) in &stats.thread_waits {
             let name = if name.is_empty() { "unnamed" } else { name };
             writeln!(
                 out,
-                "{:<12} thread {thread} ({name}): {count} waits, {}",
+                "{:<12} thread {thread} ({name}): {}, {}",
                 "",
+                plural(*count, "wait"),
                 duration(*total_ns)
             )?;
         }

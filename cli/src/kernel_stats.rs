@@ -472,9 +472,9 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     if u(&waits["count"]) > 0 {
         writeln!(
             out,
-            "{:<12} {} waits on the recorder, {} in all, longest {}",
+            "{:<12} {} on the recorder, {} in all, longest {}",
             "waited",
-            u(&waits["count"]),
+            hrx_analysis::units::plural(u(&waits["count"]), "wait"),
             duration(u(&waits["total_ns"])),
             duration(u(&waits["max_ns"]))
         )?;
