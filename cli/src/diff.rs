@@ -63,7 +63,8 @@
 //! count; and its median grew by more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of
 //! microsecond kernels). The tables show each judged row's ratio with that interval
 //! (`1.50x [1.25x..1.75x]`, replay's formatter), and `too few to judge` where a side has
-//! fewer than 7 runs (no interval: never slow). A **regression** is a slow kernel, an output
+//! fewer than 7 runs (no interval: never slow), `too spread to judge` where the interval's
+//! ends differ by more than 10x (its samples do: unlike work under one name). A **regression** is a slow kernel, an output
 //! whose digest differs or a submission whose outcome changed: exit 1. New, missing and
 //! relabelled kernels and regions, and outputs present on one side only, are not
 //! regressions (they mean a different program or run length, not a slower one) but they
@@ -500,10 +501,23 @@ fn judged_ratio(row: &Value) -> String {
         .map_or_else(|| "-".to_owned(), |r| ratio_with_interval(r, interval))
 }
 
-/// The mark of a judged row that is not judged for too few runs on a side (under 7).
+/// An interval whose ends differ by more than this factor says nothing about the ratio: the
+/// samples of a side differ by an order of magnitude (unlike work under one name, such as
+/// two sizes of download in a frame, or a cold first run among warm ones).
+const TOO_WIDE: f64 = 10.0;
+
+/// The mark of a judged row that is not judged: too few runs on a side (under 7), or an
+/// interval too wide to mean anything ([`TOO_WIDE`]), which was printed as if it were a
+/// judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass).
 fn too_few_mark(row: &Value) -> &'static str {
+    let wide = row["interval"]
+        .as_array()
+        .and_then(|i| Some((i.first()?.as_f64()?, i.get(1)?.as_f64()?)))
+        .is_some_and(|(lo, hi)| hi > lo * TOO_WIDE);
     if row["too_few"].as_bool() == Some(true) {
         "  too few to judge"
+    } else if wide {
+        "  too spread to judge (unlike runs under one name?)"
     } else {
         ""
     }
@@ -894,4 +908,23 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         )?;
     }
     more(out, times.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_too_few_or_too_spread_to_judge_says_so() {
+        let row = |interval: Value, too_few| serde_json::json!({"interval": interval, "too_few": too_few});
+        assert_eq!(too_few_mark(&row(Value::Null, true)), "  too few to judge");
+        assert_eq!(too_few_mark(&row(serde_json::json!([0.9, 1.2]), false)), "");
+        assert_eq!(too_few_mark(&row(serde_json::json!([0.3, 2.9]), false)), "");
+        assert!(
+            too_few_mark(&row(serde_json::json!([0.0, 243.62]), false)).starts_with("  too spread")
+        );
+        assert!(
+            too_few_mark(&row(serde_json::json!([0.2, 2.5]), false)).starts_with("  too spread")
+        );
+    }
 }
