@@ -1974,52 +1974,73 @@ impl OpenRange {
 
 /// Opens a range named `text` on the calling thread in recorder `id`: the name's id (looked
 /// up first: not part of the range), then the start on the session clock, tracked in the
-/// thread's ring. `None` when the recorder is closed or the thread cannot record (its
-/// thread-local state gone, at thread exit).
+/// thread's ring. Where the thread's state is gone (at thread exit) the range is opened
+/// through the recorder, untracked (as [`record_on_thread_with`] records). `None` when the
+/// recorder is closed.
 pub(crate) fn open_range_with(
     id: u64,
     lookup: &dyn Fn() -> Option<Arc<Shared>>,
     text: &str,
 ) -> Option<OpenRange> {
-    LOCAL
-        .try_with(|local| {
-            let mut local = local.try_borrow_mut().ok()?;
-            let index = local.entry_index(id, lookup)?;
-            if !local.entries[index].named {
-                local.name_thread(index);
-            }
-            let entry = &mut local.entries[index];
-            let (name, at_end) = match entry.names.get(text) {
-                Some(&(name, Some(at_end))) => (name, at_end),
-                cached => {
-                    let name = match cached {
-                        Some(&(name, _)) => name,
-                        None => entry.shared.intern_annotation_name(text)?,
-                    };
-                    let at_end = entry
-                        .shared
-                        .intern_annotation_name(&format!("{text} (open at end)"))?;
-                    entry.names.insert(text.into(), (name, Some(at_end)));
-                    (name, at_end)
-                }
-            };
-            let start_ns = entry.shared.now_ns();
-            let slot = entry.producer.open_range(at_end.0, start_ns);
+    let here = LOCAL.try_with(|local| {
+        let mut local = local.try_borrow_mut().ok()?;
+        Some(open_range_on(&mut local, id, lookup, text))
+    });
+    match here {
+        Ok(Some(open)) => open,
+        _ => {
+            let shared = lookup()?;
+            let name = shared.intern_annotation_name(text)?;
             Some(OpenRange {
                 recorder: id,
                 name,
-                start_ns,
-                slot,
+                start_ns: shared.now_ns(),
+                slot: None,
             })
-        })
-        .ok()
-        .flatten()
+        }
+    }
+}
+
+/// [`open_range_with`] through this thread's state.
+fn open_range_on(
+    local: &mut Local,
+    id: u64,
+    lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    text: &str,
+) -> Option<OpenRange> {
+    let index = local.entry_index(id, lookup)?;
+    if !local.entries[index].named {
+        local.name_thread(index);
+    }
+    let entry = &mut local.entries[index];
+    let (name, at_end) = match entry.names.get(text) {
+        Some(&(name, Some(at_end))) => (name, at_end),
+        cached => {
+            let name = match cached {
+                Some(&(name, _)) => name,
+                None => entry.shared.intern_annotation_name(text)?,
+            };
+            let at_end = entry
+                .shared
+                .intern_annotation_name(&format!("{text} (open at end)"))?;
+            entry.names.insert(text.into(), (name, Some(at_end)));
+            (name, at_end)
+        }
+    };
+    let start_ns = entry.shared.now_ns();
+    let slot = entry.producer.open_range(at_end.0, start_ns);
+    Some(OpenRange {
+        recorder: id,
+        name,
+        start_ns,
+        slot,
+    })
 }
 
 /// Closes `range` now: records its [`AnnotationRange`] on the calling thread and stops
-/// tracking it. Nothing when its recorder is no longer this thread's (closed: it recorded
-/// the range as open at its end). Where the thread's state is gone (at thread exit), the
-/// range is recorded through the recorder with no thread index, as
+/// tracking it. Nothing when its recorder closed (it recorded the range as open at its
+/// end). Where the thread's state is gone (at thread exit), or holds no ring of the
+/// recorder, the range is recorded through the recorder with no thread index, as
 /// [`record_on_thread_with`] does.
 pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Arc<Shared>>) {
     let record = |thread, end_ns| {
@@ -2039,7 +2060,7 @@ pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Ar
             .iter()
             .position(|e| e.recorder == range.recorder)
         else {
-            return true;
+            return false;
         };
         let entry = &local.entries[index];
         let closed = record(entry.thread, entry.shared.now_ns());
