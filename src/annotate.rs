@@ -24,8 +24,9 @@
 //! program exits inside it, the last runtime drops), is not lost: the recorder records it to
 //! that moment under the name `NAME (open at end)` (interned with the name, the first time
 //! the thread opens a range of it), as Nsight Systems draws an NVTX range left open at the
-//! end of its capture. Each thread tracks its innermost 32 open ranges for this (two relaxed
-//! stores at open and close, in its buffer's shared state); deeper ones are not tracked.
+//! end of its capture. Each thread tracks its innermost 32 open ranges for this (a few
+//! relaxed stores at open and close, in its buffer's shared state); ranges further out are
+//! not tracked.
 //!
 //! On CUDA, ranges and markers are also NVTX ranges and marks (Nsight Systems shows them),
 //! where `libnvToolsExt` loads; counters are not (NVTX 2 has none).

@@ -52,23 +52,67 @@ struct Ring {
     buf: Box<[UnsafeCell<u8>]>,
 }
 
-/// Open annotation ranges a ring's thread tracks: at most this many at once (deeper ones
-/// are not tracked: a range open at the end that deep is not in the trace).
+/// Open annotation ranges a ring's thread tracks: its innermost this many (an outer one
+/// past them is not tracked: a range open at the end that far out is not in the trace).
 pub(crate) const OPEN_RANGES: usize = 32;
 
 /// A slot's name when the slot is free (its range closed).
 const FREE: u32 = u32::MAX;
 
-/// The ranges a thread has open, written by the producer only (relaxed stores, then
-/// `depth` with Release), read by the writer at close or by the fatal-signal flush while
-/// the thread may still be running (a range closing meanwhile may be read either way).
+/// A slot's `closing_at` while its range is not closing.
+const NOT_CLOSING: usize = usize::MAX;
+
+/// One tracked range: its nesting level (which of the levels sharing the slot it is), name
+/// (the id to record it by), start (session ns) and, once its close began, the ring
+/// position its closing record is written at.
+struct OpenSlot {
+    level: AtomicU32,
+    name: AtomicU32,
+    start_ns: AtomicU64,
+    closing_at: AtomicUsize,
+}
+
+/// The ranges a thread has open, by nesting level, level `L` in slot `L % OPEN_RANGES`;
+/// written by the producer (or, once its thread's state is gone, under the recorder's lock),
+/// read by the writer at close or by the fatal-signal flush while the thread may still run.
 struct OpenRanges {
     /// The thread's index in the session, set when the thread registers.
     thread: AtomicU32,
-    /// Slots in use: every slot below is open or freed out of order.
-    depth: AtomicUsize,
-    /// Each open range's name (the id to record it by) and start (session ns).
-    slots: [(AtomicU32, AtomicU64); OPEN_RANGES],
+    /// Levels open: ranges still open at every level below, but for those closed out of
+    /// order (their slots free) and those too far out to be tracked.
+    depth: AtomicU32,
+    slots: [OpenSlot; OPEN_RANGES],
+}
+
+impl OpenRanges {
+    fn slot(&self, level: u32) -> &OpenSlot {
+        &self.slots[level as usize % OPEN_RANGES]
+    }
+
+    /// Frees `level`'s slot, and when it was the innermost level, every freed level inside
+    /// the ranges still open.
+    fn close(&self, level: u32) {
+        let slot = self.slot(level);
+        if slot.level.load(Ordering::Relaxed) == level {
+            slot.name.store(FREE, Ordering::Relaxed);
+        }
+        let mut depth = self.depth.load(Ordering::Relaxed);
+        if level.wrapping_add(1) != depth {
+            // Closed out of order: the levels inside it still hold it open.
+            return;
+        }
+        depth -= 1;
+        while depth > 0 {
+            let below = self.slot(depth - 1);
+            let freed = below.level.load(Ordering::Relaxed) == depth - 1
+                && below.name.load(Ordering::Relaxed) == FREE;
+            if !freed {
+                break;
+            }
+            depth -= 1;
+        }
+        self.depth.store(depth, Ordering::Release);
+    }
 }
 
 struct ProducerSide {
@@ -118,8 +162,13 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
         dropped: std::array::from_fn(|_| AtomicU64::new(0)),
         open: Padded(OpenRanges {
             thread: AtomicU32::new(u32::MAX),
-            depth: AtomicUsize::new(0),
-            slots: std::array::from_fn(|_| (AtomicU32::new(FREE), AtomicU64::new(0))),
+            depth: AtomicU32::new(0),
+            slots: std::array::from_fn(|_| OpenSlot {
+                level: AtomicU32::new(u32::MAX),
+                name: AtomicU32::new(FREE),
+                start_ns: AtomicU64::new(0),
+                closing_at: AtomicUsize::new(NOT_CLOSING),
+            }),
         }),
         buf,
     });
@@ -253,31 +302,34 @@ impl Producer {
     }
 
     /// Tracks an annotation range opened at `start_ns`, to be recorded as `name` if it is
-    /// still open at a fatal signal or at close; its slot, `None` past [`OPEN_RANGES`].
+    /// still open at a fatal signal or at close; answers its nesting level (its handle).
     #[inline]
-    pub(crate) fn open_range(&self, name: u32, start_ns: u64) -> Option<u32> {
+    pub(crate) fn open_range(&self, name: u32, start_ns: u64) -> u32 {
         let open = &self.ring.open.0;
-        let depth = open.depth.load(Ordering::Relaxed);
-        let (slot_name, slot_start) = open.slots.get(depth)?;
-        slot_start.store(start_ns, Ordering::Relaxed);
-        slot_name.store(name, Ordering::Relaxed);
-        open.depth.store(depth + 1, Ordering::Release);
-        Some(depth as u32)
+        let level = open.depth.load(Ordering::Relaxed);
+        let slot = open.slot(level);
+        slot.level.store(level, Ordering::Relaxed);
+        slot.start_ns.store(start_ns, Ordering::Relaxed);
+        slot.closing_at.store(NOT_CLOSING, Ordering::Relaxed);
+        slot.name.store(name, Ordering::Release);
+        open.depth.store(level.wrapping_add(1), Ordering::Release);
+        level
     }
 
-    /// Frees `slot` (its range closed, in any order), and the freed slots on top.
+    /// Marks `level`'s range as closing, before its closing record is pushed: a reader that
+    /// drained past this position has the record and does not take the range for open.
     #[inline]
-    pub(crate) fn close_range(&self, slot: u32) {
-        let open = &self.ring.open.0;
-        let Some((name, _)) = open.slots.get(slot as usize) else {
-            return;
-        };
-        name.store(FREE, Ordering::Relaxed);
-        let mut depth = open.depth.load(Ordering::Relaxed);
-        while depth > 0 && open.slots[depth - 1].0.load(Ordering::Relaxed) == FREE {
-            depth -= 1;
+    pub(crate) fn closing_range(&self, level: u32) {
+        let slot = self.ring.open.0.slot(level);
+        if slot.level.load(Ordering::Relaxed) == level {
+            slot.closing_at.store(self.head, Ordering::Relaxed);
         }
-        open.depth.store(depth, Ordering::Release);
+    }
+
+    /// Stops tracking `level`'s range (closed, in any order).
+    #[inline]
+    pub(crate) fn close_range(&self, level: u32) {
+        self.ring.open.0.close(level);
     }
 
     /// Whether `consumer` is this ring's consumer.
@@ -288,9 +340,6 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        // The thread is gone: a range it still had open closes through the recorder (or
-        // never), not as open at the end.
-        self.ring.open.0.depth.store(0, Ordering::Release);
         self.ring.producer.0.orphaned.store(true, Ordering::Release);
     }
 }
@@ -344,17 +393,32 @@ impl Consumer {
     }
 
     /// Calls `each(thread, name, start_ns)` for every range the producer has open, outermost
-    /// first. No allocation (the fatal-signal flush calls it).
+    /// first, but for those whose closing record this consumer already drained. No
+    /// allocation (the fatal-signal flush calls it).
     pub(crate) fn open_ranges(&self, mut each: impl FnMut(u32, u32, u64)) {
         let open = &self.ring.open.0;
-        let depth = open.depth.load(Ordering::Acquire).min(OPEN_RANGES);
+        let depth = open.depth.load(Ordering::Acquire);
         let thread = open.thread.load(Ordering::Relaxed);
-        for (name, start) in &open.slots[..depth] {
-            let name = name.load(Ordering::Relaxed);
-            if name != FREE {
-                each(thread, name, start.load(Ordering::Relaxed));
+        for level in depth.saturating_sub(OPEN_RANGES as u32)..depth {
+            let slot = open.slot(level);
+            let name = slot.name.load(Ordering::Acquire);
+            let closing_at = slot.closing_at.load(Ordering::Relaxed);
+            let drained = closing_at != NOT_CLOSING && closing_at < self.tail;
+            if name != FREE && slot.level.load(Ordering::Relaxed) == level && !drained {
+                each(thread, name, slot.start_ns.load(Ordering::Relaxed));
             }
         }
+    }
+
+    /// Stops tracking `level`'s range for a producer whose thread's state is gone (its
+    /// range closed through the recorder); under the recorder's lock.
+    pub(crate) fn close_range(&self, level: u32) {
+        self.ring.open.0.close(level);
+    }
+
+    /// The thread index the producer registered with.
+    pub(crate) fn thread(&self) -> u32 {
+        self.ring.open.0.thread.load(Ordering::Relaxed)
     }
 
     /// Adds the records the producer dropped so far, by kind, to `out`.
@@ -376,39 +440,58 @@ mod tests {
     use super::*;
 
     /// Open ranges are reported outermost first; a range closed out of order frees its slot
-    /// and the slots above it once they are free too.
+    /// and, once the ranges inside it close, its level; past [`OPEN_RANGES`] the innermost
+    /// are tracked; a range whose closing record was drained is not reported.
     #[test]
     fn open_ranges_are_tracked_in_any_closing_order() {
-        let (producer, consumer) = ring(64);
+        let (mut producer, mut consumer) = ring(256);
         producer.set_thread(7);
         let open = |c: &Consumer| {
             let mut v = Vec::new();
             c.open_ranges(|t, n, s| v.push((t, n, s)));
             v
         };
-        let a = producer.open_range(1, 10).unwrap();
-        let b = producer.open_range(2, 20).unwrap();
-        let c = producer.open_range(3, 30).unwrap();
+        let a = producer.open_range(1, 10);
+        let b = producer.open_range(2, 20);
+        let c = producer.open_range(3, 30);
         assert_eq!(open(&consumer), [(7, 1, 10), (7, 2, 20), (7, 3, 30)]);
         producer.close_range(b);
         assert_eq!(open(&consumer), [(7, 1, 10), (7, 3, 30)]);
         producer.close_range(c);
         assert_eq!(open(&consumer), [(7, 1, 10)]);
-        // b's slot was freed with c's: the next range takes it.
-        assert_eq!(producer.open_range(4, 40), Some(1));
+        // b's level was freed with c's: the next range takes it.
+        assert_eq!(producer.open_range(4, 40), 1);
         producer.close_range(1);
         producer.close_range(a);
         assert_eq!(open(&consumer), []);
-        // Past the tracked depth: not tracked, and the rest still works.
-        let slots: Vec<u32> = (0..OPEN_RANGES as u32)
-            .map(|i| producer.open_range(i, 0).unwrap())
+        // Deeper than the table: the innermost are tracked, where a crash happens.
+        let levels: Vec<u32> = (0..OPEN_RANGES as u32 + 8)
+            .map(|i| producer.open_range(100 + i, u64::from(i)))
             .collect();
-        assert_eq!(producer.open_range(99, 0), None);
-        assert_eq!(open(&consumer).len(), OPEN_RANGES);
-        for slot in slots.into_iter().rev() {
-            producer.close_range(slot);
+        let seen = open(&consumer);
+        assert_eq!(seen.len(), OPEN_RANGES);
+        assert_eq!(seen[0].1, 108, "the outermost 8 are not tracked");
+        assert_eq!(seen.last().unwrap().1, 100 + OPEN_RANGES as u32 + 7);
+        for level in levels.into_iter().rev() {
+            producer.close_range(level);
         }
         assert_eq!(open(&consumer), []);
+        // A range whose closing record is drained is closed, even before its slot is freed;
+        // one whose record is not drained yet is still open.
+        let d = producer.open_range(5, 50);
+        producer.closing_range(d);
+        assert_eq!(open(&consumer), [(7, 5, 50)], "its record not pushed yet");
+        assert_eq!(producer.push(&[0u8; 16]), Push::Done);
+        assert_eq!(open(&consumer), [(7, 5, 50)], "pushed, not drained");
+        let mut out = Vec::new();
+        consumer.drain_into(&mut out);
+        assert_eq!(open(&consumer), [], "its record drained");
+        producer.close_range(d);
+        assert_eq!(open(&consumer), []);
+        // Closed through the consumer (the thread's state gone): as from the producer.
+        let e = producer.open_range(6, 60);
+        consumer.close_range(e);
+        assert_eq!((open(&consumer), consumer.thread()), (vec![], 7));
     }
 
     #[test]

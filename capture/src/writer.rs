@@ -610,7 +610,9 @@ impl Core {
     fn drain_rings(&mut self) {
         let mut i = 0;
         while i < self.consumers.len() {
-            let orphaned = self.consumers[i].is_orphaned();
+            // At close, a ring whose thread is gone stays for the ranges it left open (the
+            // main thread's state is destroyed when it calls `exit`, before the close).
+            let orphaned = self.consumers[i].is_orphaned() && !self.closed;
             if self.consumers[i].drain_into(&mut self.staging) > 0 {
                 self.transcode_staging();
                 if self.pending.len() >= self.block_bytes {
@@ -1961,8 +1963,9 @@ pub struct OpenRange {
     recorder: u64,
     name: AnnotationId,
     start_ns: u64,
-    /// Its slot in the thread's ring, `None` when nested too deep to track.
-    slot: Option<u32>,
+    /// The thread's index and the range's nesting level in its ring's table of open
+    /// ranges, `None` when opened without the thread's state (untracked).
+    slot: Option<(u32, u32)>,
 }
 
 impl OpenRange {
@@ -2028,7 +2031,7 @@ fn open_range_on(
         }
     };
     let start_ns = entry.shared.now_ns();
-    let slot = entry.producer.open_range(at_end.0, start_ns);
+    let slot = Some((entry.thread, entry.producer.open_range(at_end.0, start_ns)));
     Some(OpenRange {
         recorder: id,
         name,
@@ -2064,10 +2067,15 @@ pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Ar
         };
         let entry = &local.entries[index];
         let closed = record(entry.thread, entry.shared.now_ns());
+        // Marked closing before its record is pushed: a fatal signal's flush that drains
+        // the record does not also take the range for open.
+        if let Some((_, level)) = range.slot {
+            entry.producer.closing_range(level);
+        }
         let outcome = local.push(index, &closed);
         let entry = &local.entries[index];
-        if let Some(slot) = range.slot {
-            entry.producer.close_range(slot);
+        if let Some((_, level)) = range.slot {
+            entry.producer.close_range(level);
         }
         if let Outcome::Dropped(kind) = outcome {
             entry.shared.count_dropped(kind);
@@ -2078,6 +2086,12 @@ pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Ar
         && let Some(shared) = lookup()
     {
         record_with(range.recorder, lookup, &record(u32::MAX, shared.now_ns()));
+        if let Some((thread, level)) = range.slot {
+            let core = shared.core();
+            if let Some(consumer) = core.consumers.iter().find(|c| c.thread() == thread) {
+                consumer.close_range(level);
+            }
+        }
     }
 }
 

@@ -63,8 +63,9 @@
 //! count; and its median grew by more than [`NOISE_FLOOR_NS`] (timer and scheduling noise of
 //! microsecond kernels). The tables show each judged row's ratio with that interval
 //! (`1.50x [1.25x..1.75x]`, replay's formatter), and `too few to judge` where a side has
-//! fewer than 7 runs (no interval: never slow), `too spread to judge` where the interval's
-//! ends differ by more than 10x (its samples do: unlike work under one name). A **regression** is a slow kernel, an output
+//! fewer than 7 runs (no interval: never slow), `too spread to judge` where the interval
+//! holds 1 and its ends differ by more than 10x (its samples do: unlike work under one
+//! name). A **regression** is a slow kernel, an output
 //! whose digest differs or a submission whose outcome changed: exit 1. New, missing and
 //! relabelled kernels and regions, and outputs present on one side only, are not
 //! regressions (they mean a different program or run length, not a slower one) but they
@@ -507,13 +508,14 @@ fn judged_ratio(row: &Value) -> String {
 const TOO_WIDE: f64 = 10.0;
 
 /// The mark of a judged row that is not judged: too few runs on a side (under 7), or an
-/// interval too wide to mean anything ([`TOO_WIDE`]), which was printed as if it were a
-/// judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass).
+/// interval around 1 too wide to mean anything ([`TOO_WIDE`]), which was printed as if it
+/// were a judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass). A wide interval wholly
+/// on one side of 1 still says faster or slower.
 fn too_few_mark(row: &Value) -> &'static str {
     let wide = row["interval"]
         .as_array()
         .and_then(|i| Some((i.first()?.as_f64()?, i.get(1)?.as_f64()?)))
-        .is_some_and(|(lo, hi)| hi > lo * TOO_WIDE);
+        .is_some_and(|(lo, hi)| lo < 1.0 && 1.0 < hi && hi > lo * TOO_WIDE);
     if row["too_few"].as_bool() == Some(true) {
         "  too few to judge"
     } else if wide {
@@ -925,6 +927,15 @@ mod tests {
         );
         assert!(
             too_few_mark(&row(serde_json::json!([0.2, 2.5]), false)).starts_with("  too spread")
+        );
+        // Wide, but wholly faster or slower: judged.
+        assert_eq!(
+            too_few_mark(&row(serde_json::json!([0.0283, 0.293]), false)),
+            ""
+        );
+        assert_eq!(
+            too_few_mark(&row(serde_json::json!([1.5, 40.0]), false)),
+            ""
         );
     }
 }

@@ -398,7 +398,7 @@ impl Sink for Writer {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_labels\",");
             place(out, pid, 0)?;
             out.extend_from_slice(b",\"args\":{\"labels\":");
-            let mut labels = p.origin.labels();
+            let mut labels = p.origin.labels().join(", ");
             if !p.origin.args.is_empty() {
                 labels.push_str(", ");
                 labels.push_str(&p.origin.args.join(" "));

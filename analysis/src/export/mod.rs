@@ -698,19 +698,21 @@ struct Out<S> {
     processes: BTreeMap<RuntimeId, String>,
     /// The tracks declared, by runtime (few) and slot (this trace's).
     declared: Vec<(RuntimeId, [bool; SLOTS])>,
-    /// The host threads whose tracks were declared, with where their events go (few).
-    threads: Vec<(u32, Place)>,
+    /// The host threads' tracks declared, by thread and level (0: the thread's own, from
+    /// 1 its `(crossing ranges)` tracks), with where their events go (few).
+    threads: Vec<((u32, u8), Place)>,
     /// The counters whose tracks were declared, with where their samples go (few).
     counters: Vec<(AnnotationId, Place)>,
     /// Every trace's process so far: host, recorded pid, exported pid ([`Out::place_process`]).
     pids: Vec<(String, u32, u32)>,
-    /// Each host thread's slices that a later one may still cross ([`Nesting`]; this
-    /// trace's, few threads).
-    nesting: Vec<(u32, Nesting)>,
+    /// The slices of each host thread's track (thread, level) that a later one may still
+    /// cross ([`Nesting`]; this trace's, few threads).
+    nesting: Vec<((u32, u8), Nesting)>,
 }
 
-/// The key of host thread `thread`'s `(crossing ranges)` track among [`Out::threads`].
-const CROSSING: u32 = 1 << 31;
+/// `(crossing ranges)` tracks a thread may have: a slice that crosses one on each goes on
+/// the last (ranges crossing that much are not drawn apart).
+const CROSSING_LEVELS: u8 = 15;
 
 /// The slices of one track, as they come in the order they ended (a thread records a
 /// range or span when it closes), that a later slice may still overlap: a stack of
@@ -805,19 +807,19 @@ impl<S: Sink> Out<S> {
 
     /// Declares host thread `thread`'s track unless it was (its process first), and answers
     /// where its events go: the process's pid, the thread's OS id (see [`thread_tid`]).
-    /// `key` is the thread's index, or with [`CROSSING`] its `(crossing ranges)` track's
-    /// key (a made-up tid).
-    fn declare_thread(&mut self, index: &Index, key: u32) -> Place {
+    /// `level` 0 is the thread's own track, from 1 its `(crossing ranges)` tracks (a
+    /// made-up tid each).
+    fn declare_thread(&mut self, index: &Index, thread: u32, level: u8) -> Place {
+        let key = (thread, level);
         if let Some(&(_, place)) = self.threads.iter().find(|(t, _)| *t == key) {
             return place;
         }
-        let thread = key & !CROSSING;
-        let crossing = key & CROSSING != 0;
+        let crossing = level > 0;
         // An OS thread id the system gave again to a later thread: the later thread gets a
         // made-up one, or a viewer (keying threads by tid) would draw both as one.
         let mut tid = thread_tid(index.thread_os_tid(thread), thread);
         if crossing {
-            tid = crossing_tid(thread);
+            tid = crossing_tid(thread, level);
         } else if self.threads.iter().any(|(_, p)| p.tid == tid) {
             tid = thread_tid(None, thread);
         }
@@ -825,7 +827,7 @@ impl<S: Sink> Out<S> {
             pid: self.origin.pid,
             tid,
             uuid: match crossing {
-                true => self.origin.crossing_uuid(thread),
+                true => self.origin.crossing_uuid(thread, level),
                 false => self.origin.thread_uuid(thread),
             },
         };
@@ -835,9 +837,10 @@ impl<S: Sink> Out<S> {
         if !self.declare_process() {
             return place;
         }
-        let name = match crossing {
-            true => format!("{} (crossing ranges)", index.thread_name(thread)),
-            false => index.thread_name(thread).into_owned(),
+        let name = match level {
+            0 => index.thread_name(thread).into_owned(),
+            1 => format!("{} (crossing ranges)", index.thread_name(thread)),
+            n => format!("{} (crossing ranges {n})", index.thread_name(thread)),
         };
         let track = ThreadTrack {
             thread,
@@ -853,19 +856,27 @@ impl<S: Sink> Out<S> {
 
     /// A slice on host thread `thread`'s track.
     fn thread_slice(&mut self, index: &Index, thread: u32, mut slice: Slice<'_>) {
-        let at = match self.nesting.iter().position(|(t, _)| *t == thread) {
-            Some(at) => at,
-            None => {
-                self.nesting.push((thread, Nesting::default()));
-                self.nesting.len() - 1
+        // The first of the thread's tracks where the slice crosses nothing.
+        let mut level = 0;
+        loop {
+            let key = (thread, level);
+            let at = match self.nesting.iter().position(|(k, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    self.nesting.push((key, Nesting::default()));
+                    self.nesting.len() - 1
+                }
+            };
+            if level == CROSSING_LEVELS || !self.nesting[at].1.crosses(slice.start_ns, slice.end_ns)
+            {
+                break;
             }
-        };
-        let mut key = thread;
-        if self.nesting[at].1.crosses(slice.start_ns, slice.end_ns) {
-            key |= CROSSING;
+            level += 1;
+        }
+        if level > 0 {
             self.counts.crossing_slices += 1;
         }
-        slice.place = self.declare_thread(index, key);
+        slice.place = self.declare_thread(index, thread, level);
         if self.error.is_some() {
             return;
         }
@@ -879,7 +890,7 @@ impl<S: Sink> Out<S> {
 
     /// A marker on host thread `thread`'s track.
     fn marker(&mut self, index: &Index, thread: u32, mut instant: Instant<'_>) {
-        instant.place = self.declare_thread(index, thread);
+        instant.place = self.declare_thread(index, thread, 0);
         if self.error.is_some() {
             return;
         }

@@ -193,11 +193,12 @@ impl Origin {
     }
 
     /// The process's labels: `host=NAME`, and `recorded pid=N` where the export writes
-    /// another pid.
-    pub fn labels(&self) -> String {
+    /// another pid (Perfetto's `process_labels`, one each; Chrome's joined by commas).
+    pub fn labels(&self) -> Vec<String> {
+        let host = format!("host={}", self.host);
         match self.recorded_pid {
-            Some(pid) => format!("host={}, recorded pid={pid}", self.host),
-            None => format!("host={}", self.host),
+            Some(pid) => vec![host, format!("recorded pid={pid}")],
+            None => vec![host],
         }
     }
 
@@ -230,9 +231,9 @@ impl Origin {
         self.tagged_uuid(b't', thread)
     }
 
-    /// Perfetto uuid of the track of host thread `thread`'s crossing ranges.
-    pub fn crossing_uuid(&self, thread: u32) -> u64 {
-        self.tagged_uuid(b'x', thread)
+    /// Perfetto uuid of host thread `thread`'s `level`th track of crossing ranges (from 1).
+    pub fn crossing_uuid(&self, thread: u32, level: u8) -> u64 {
+        self.tagged_uuid(b'x', (u32::from(level) << 24) | (thread & 0xff_ffff))
     }
 
     /// Perfetto uuid of counter `name`'s track (format 1.14).
@@ -257,10 +258,10 @@ pub(crate) fn chrome_tid(runtime: RuntimeId, slot: usize) -> u32 {
     0x4000_0000 | (runtime.0 & 0xff_ffff) << 4 | (slot as u32 + 1)
 }
 
-/// Chrome's `tid` (and Perfetto's) of host thread `thread`'s track of crossing ranges: made
-/// up, apart from [`thread_tid`]'s and [`chrome_tid`]'s.
-pub(crate) fn crossing_tid(thread: u32) -> u32 {
-    0x3000_0000 | (thread & 0xfff_ffff)
+/// Chrome's `tid` (and Perfetto's) of host thread `thread`'s `level`th track of crossing
+/// ranges (1 to 15): made up, apart from [`thread_tid`]'s and [`chrome_tid`]'s.
+pub(crate) fn crossing_tid(thread: u32, level: u8) -> u32 {
+    0x3000_0000 | (u32::from(level & 0xf) << 24) | (thread & 0xff_ffff)
 }
 
 /// Chrome's `tid` (and Perfetto's `ThreadDescriptor.tid`) of host thread `thread`: its OS

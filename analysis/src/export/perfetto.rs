@@ -690,7 +690,9 @@ impl Sink for Writer {
                     enc.string(field::CMDLINE, arg);
                 }
                 enc.string(field::PROCESS_NAME, &p.name);
-                enc.string(field::PROCESS_LABELS, &p.origin.labels());
+                for label in p.origin.labels() {
+                    enc.string(field::PROCESS_LABELS, &label);
+                }
                 enc.close_wide(process);
                 enc.int32(field::CHILD_ORDERING, EXPLICIT as i32);
                 enc.close_wide(at);

@@ -1266,7 +1266,7 @@ fn processes_of_two_hosts_with_one_pid_stay_apart() {
     assert_eq!(processes.len(), 2);
     assert_eq!(processes[0], (1, vec!["host=node-a".to_owned()]));
     assert_eq!(labels[1].0, processes[1].0 as u64);
-    assert_eq!(processes[1].1, ["host=node-b, recorded pid=1"]);
+    assert_eq!(processes[1].1, ["host=node-b", "recorded pid=1"]);
 }
 
 /// A thread id the system gave again to a later thread of the process: each thread keeps
@@ -1327,6 +1327,10 @@ fn crossing_ranges_go_on_a_track_of_their_own() {
         (11, "inner"),
         (12, "crossing"),
         (13, "after"),
+        (14, "O"),
+        (15, "X"),
+        (16, "Y"),
+        (17, "Z"),
     ] {
         records.push(Record::AnnotationName(AnnotationName {
             name: AnnotationId(id),
@@ -1334,17 +1338,28 @@ fn crossing_ranges_go_on_a_track_of_their_own() {
         }));
     }
     // In the order they close: inner, outer (around it), crossing (starts inside outer,
-    // ends after it), after.
-    for (id, start, end) in [(11, 2, 3), (10, 1, 4), (12, 3, 6), (13, 7, 8)] {
+    // ends after it), after; then, on `main`, O, X, Y, Z opened and X, Y, Z, O dropped: Y
+    // crosses X, and Z both X and Y (so it crossed Y on the crossing track too).
+    let ranges = [
+        (1, 11, 2, 3),
+        (1, 10, 1, 4),
+        (1, 12, 3, 6),
+        (1, 13, 7, 8),
+        (0, 15, 21, 24),
+        (0, 16, 22, 25),
+        (0, 17, 23, 26),
+        (0, 14, 20, 30),
+    ];
+    for (thread, id, start, end) in ranges {
         records.push(Record::AnnotationRange(AnnotationRange {
-            thread: 1,
+            thread,
             name: AnnotationId(id),
             start_ns: base + start * ms,
             end_ns: base + end * ms,
         }));
     }
     let (out, counts) = export(&records, Format::Chrome);
-    assert_eq!(counts.crossing_slices, 1);
+    assert_eq!(counts.crossing_slices, 3);
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
     let tid_of = |name: &str| thread_tid_named(events, name);
@@ -1362,6 +1377,10 @@ fn crossing_ranges_go_on_a_track_of_their_own() {
         assert_eq!(tid(name), decoder, "{name}");
     }
     assert_eq!(tid("crossing"), crossing);
+    let main = tid_of("main");
+    assert_eq!((tid("O"), tid("X")), (main, main));
+    assert_eq!(tid("Y"), tid_of("main (crossing ranges)"));
+    assert_eq!(tid("Z"), tid_of("main (crossing ranges 2)"));
     // Every thread track's slices nest now.
     let mut by_tid: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
     for e in events
@@ -1385,7 +1404,7 @@ fn crossing_ranges_go_on_a_track_of_their_own() {
         }
     }
     let (out, counts) = export(&records, Format::Perfetto);
-    assert_eq!(counts.crossing_slices, 1);
+    assert_eq!(counts.crossing_slices, 3);
     let names: Vec<String> = packets(&out)
         .iter()
         .filter_map(|p| {
