@@ -5,6 +5,34 @@
 use hrx::{Access, GpuAccess, Placement, Runtime, RuntimeOptions};
 use hrx_capture::schema::{self as s, Record};
 
+/// Runs child test `name` with `HRX_TRACE` set, checks it finished, and reads its trace.
+fn child_trace(name: &str) -> hrx_capture::Trace {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("child.hrxt");
+    let output = super::failure::run_child(name, &[("HRX_TRACE", path.to_str().unwrap())]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("CHILD done"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    hrx_capture::Trace::from_bytes(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// The trace's annotation names by id.
+fn annotation_names(
+    trace: &hrx_capture::Trace,
+) -> std::collections::HashMap<s::AnnotationId, &str> {
+    trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::AnnotationName(n) => Some((n.name, n.text.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn annotated_child() {
     if std::env::var_os("HRX_TEST_CHILD").is_none() {
@@ -51,19 +79,7 @@ fn annotated_child() {
 
 #[test]
 fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_annotations() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("child.hrxt");
-    let output = super::failure::run_child(
-        "runtime::threads::annotated_child",
-        &[("HRX_TRACE", path.to_str().unwrap())],
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("CHILD done"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let trace = hrx_capture::Trace::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
+    let trace = child_trace("runtime::threads::annotated_child");
     let threads: Vec<&s::ThreadName> = trace
         .records
         .iter()
@@ -139,14 +155,7 @@ fn submitting_waiting_and_callback_threads_are_named_and_carry_their_spans_and_a
     assert!(wait.start_ns <= callback.end_ns && callback.end_ns <= wait.end_ns);
 
     // Annotations: each name once, on the submitting thread, nested and before the submit.
-    let names: std::collections::HashMap<s::AnnotationId, &str> = trace
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::AnnotationName(n) => Some((n.name, n.text.as_str())),
-            _ => None,
-        })
-        .collect();
+    let names = annotation_names(&trace);
     // The application's, and the runtime's own host-load counter (set at its start and end
     // where the host says its load).
     let own = s::HOST_LOAD_COUNTER;
@@ -251,27 +260,8 @@ fn ranges_open_at_exit_child() {
 /// the thread's state went first, and the outermost 32 were the ones tracked).
 #[test]
 fn ranges_open_at_exit_are_recorded_to_the_close() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("child.hrxt");
-    let output = super::failure::run_child(
-        "runtime::threads::ranges_open_at_exit_child",
-        &[("HRX_TRACE", path.to_str().unwrap())],
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("CHILD done"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let trace = hrx_capture::Trace::from_bytes(&std::fs::read(&path).unwrap()).unwrap();
-    let names: std::collections::HashMap<s::AnnotationId, &str> = trace
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::AnnotationName(n) => Some((n.name, n.text.as_str())),
-            _ => None,
-        })
-        .collect();
+    let trace = child_trace("runtime::threads::ranges_open_at_exit_child");
+    let names = annotation_names(&trace);
     let open: Vec<&str> = trace
         .records
         .iter()
