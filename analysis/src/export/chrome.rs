@@ -448,10 +448,7 @@ impl Sink for Writer {
         let waits = (waits_start, batch.waits.len() as u32);
         let flows_out = batch.flows(s.flows_out);
         let flows_in = batch.flows(s.flows_in);
-        let (start_ns, end_ns) = (
-            s.start_ns.wrapping_sub(self.clock.base_ns),
-            s.end_ns.wrapping_sub(self.clock.base_ns),
-        );
+        let (start_ns, end_ns) = (self.rel(s.start_ns), self.rel(s.end_ns));
         let batch = &mut self.batches.batch;
         batch.slice(SliceRec {
             start_ns,

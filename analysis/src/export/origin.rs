@@ -107,7 +107,7 @@ impl ExportClock {
             };
             let base = match domain {
                 ClockDomain::Monotonic => s.monotonic_base_ns,
-                ClockDomain::Realtime => Origin::new(s, domain).wall_ns,
+                ClockDomain::Realtime => wall_ns(s),
             };
             earliest = Some(earliest.map_or(base, |e| e.min(base)));
         }
@@ -115,6 +115,13 @@ impl ExportClock {
         let base_ns = earliest.map_or(0, |e| (e / SECOND).saturating_sub(1) * SECOND);
         ExportClock { domain, base_ns }
     }
+}
+
+/// The wall clock at `s`'s session base, ns since the Unix epoch (0 before it).
+fn wall_ns(s: &SessionStart) -> u64 {
+    s.wall_clock_utc
+        .timestamp_nanos_opt()
+        .map_or(0, |ns| ns.max(0) as u64)
 }
 
 /// One trace's process and clock, from its `SessionStart` (defaults where it has none).
@@ -143,10 +150,7 @@ pub(crate) struct Origin {
 impl Origin {
     /// The origin of a trace that starts with `s`, exported on `domain`.
     pub fn new(s: &SessionStart, domain: ClockDomain) -> Origin {
-        let wall_ns = s
-            .wall_clock_utc
-            .timestamp_nanos_opt()
-            .map_or(0, |ns| ns.max(0) as u64);
+        let wall_ns = wall_ns(s);
         let mut key_bytes = Vec::with_capacity(s.host.len() + 32);
         key_bytes.extend_from_slice(s.host.as_bytes());
         key_bytes.push(0);
