@@ -124,7 +124,8 @@
 //!               "base": {stats}|null, "new": {stats}|null, "ratio": p50 ratio|null,
 //!               "interval": [low, high] (the ratio's confidence interval, at least 95%)|null
 //!               (one-sided, or too few runs), "too_few": fewer than 7 runs on a side (not
-//!               judged), "delta_ns"|null, "slow"}]: "relabelled", "added", "removed": a row
+//!               judged), "too_spread": the interval holds 1 and its ends differ by more
+//!               than 10x (not judged), "delta_ns"|null, "slow"}]: "relabelled", "added", "removed": a row
 //!               of one trace only that an operation added to or removed from a graph explains,
 //!  "operations": {"kernels_by": "operation"|"region label", "note": what a trace without
 //!                 operation timings lacks|null,
@@ -134,7 +135,7 @@
 //!                 "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
 //!                            prepared graphs pooled: identical in both traces), "name", "nth",
 //!                            "base_region", "new_region", "base": {stats}, "new": {stats},
-//!                            "ratio", "interval", "too_few", "slow"}]},
+//!                            "ratio", "interval", "too_few", "too_spread", "slow"}]},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "slower"),
@@ -316,7 +317,8 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                 "name": k.name, "status": k.status(),
                 "base": k.base.as_ref().map(kernel_json), "new": k.new.as_ref().map(kernel_json),
                 "ratio": k.ratio(), "interval": k.interval.map(|(l, h)| [l, h]),
-                "too_few": k.too_few, "delta_ns": k.delta_ns(), "slow": k.slow,
+                "too_few": k.too_few, "too_spread": too_spread(k.interval),
+                "delta_ns": k.delta_ns(), "slow": k.slow,
             })
         })
         .collect();
@@ -347,7 +349,8 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
             json!({
                 "name": a.name, "status": status, "base": base.map(stats),
                 "new": new.map(stats), "ratio": ratio, "interval": a.interval.map(|(l, h)| [l, h]),
-                "too_few": a.too_few, "delta_ns": delta_ns, "slow": a.slow,
+                "too_few": a.too_few, "too_spread": too_spread(a.interval),
+                "delta_ns": delta_ns, "slow": a.slow,
             })
         })
         .collect();
@@ -424,7 +427,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                    "base_region": o.region[0], "new_region": o.region[1],
                    "base": kernel_json(&o.base), "new": kernel_json(&o.new),
                    "ratio": ratio, "interval": o.interval.map(|(l, h)| [l, h]),
-                   "too_few": o.too_few, "slow": o.slow})
+                   "too_few": o.too_few, "too_spread": too_spread(o.interval), "slow": o.slow})
         })
         .collect();
     let [outputs_only_base, outputs_only_new] = m.outputs_one_sided.map(|n| n as usize);
@@ -512,17 +515,19 @@ const TOO_WIDE: f64 = 10.0;
 /// were a judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass). A wide interval wholly
 /// on one side of 1 still says faster or slower.
 fn too_few_mark(row: &Value) -> &'static str {
-    let wide = row["interval"]
-        .as_array()
-        .and_then(|i| Some((i.first()?.as_f64()?, i.get(1)?.as_f64()?)))
-        .is_some_and(|(lo, hi)| lo < 1.0 && 1.0 < hi && hi > lo * TOO_WIDE);
     if row["too_few"].as_bool() == Some(true) {
         "  too few to judge"
-    } else if wide {
+    } else if row["too_spread"].as_bool() == Some(true) {
         "  too spread to judge (unlike runs under one name?)"
     } else {
         ""
     }
+}
+
+/// Whether a ratio's confidence `interval` holds 1 and its ends differ by more than
+/// [`TOO_WIDE`]: the row is not judged (JSON `too_spread`, the text's `too spread to judge`).
+fn too_spread(interval: Option<(f64, f64)>) -> bool {
+    interval.is_some_and(|(lo, hi)| lo < 1.0 && 1.0 < hi && hi > lo * TOO_WIDE)
 }
 
 /// Differing outputs and changed outcomes the text report lists, each; `--json` has all.
@@ -918,7 +923,14 @@ mod tests {
 
     #[test]
     fn a_row_too_few_or_too_spread_to_judge_says_so() {
-        let row = |interval: Value, too_few| serde_json::json!({"interval": interval, "too_few": too_few});
+        // As `report` makes a row: `too_spread` from the interval.
+        let row = |interval: Value, too_few| {
+            let ends = interval
+                .as_array()
+                .map(|i| (i[0].as_f64().unwrap(), i[1].as_f64().unwrap()));
+            serde_json::json!({"interval": interval, "too_few": too_few,
+                               "too_spread": too_spread(ends)})
+        };
         assert_eq!(too_few_mark(&row(Value::Null, true)), "  too few to judge");
         assert_eq!(too_few_mark(&row(serde_json::json!([0.9, 1.2]), false)), "");
         assert_eq!(too_few_mark(&row(serde_json::json!([0.3, 2.9]), false)), "");
