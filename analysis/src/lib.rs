@@ -53,6 +53,7 @@ pub mod hash;
 pub mod index;
 pub mod info;
 pub mod matching;
+mod nesting;
 pub mod scan;
 pub mod sketch;
 pub mod stats;

@@ -116,6 +116,7 @@ pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_path
 
 use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
+use crate::nesting::{CrossingTracks, track_name};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
     Access, AnnotationId, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind,
@@ -595,7 +596,7 @@ fn write_to<S: Sink, T: Source>(
         threads: Vec::new(),
         counters: Vec::new(),
         pids: Vec::new(),
-        nesting: Vec::new(),
+        nesting: CrossingTracks::default(),
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
@@ -707,45 +708,7 @@ struct Out<S> {
     pids: Vec<(String, u32, u32)>,
     /// The slices of each host thread's track (thread, level) that a later one may still
     /// cross ([`Nesting`]; this trace's, few threads).
-    nesting: Vec<((u32, u8), Nesting)>,
-}
-
-/// `(crossing ranges)` tracks a thread may have: a slice that crosses one on each goes on
-/// the last (ranges crossing that much are not drawn apart).
-const CROSSING_LEVELS: u8 = 15;
-
-/// The slices of one track, as they come in the order they ended (a thread records a
-/// range or span when it closes), that a later slice may still overlap: a stack of
-/// intervals each after or around the ones below it. A slice crosses when it starts inside
-/// the last one it does not contain. At most [`Nesting::DEPTH`] are kept (the oldest go:
-/// a slice reaching back past them is taken as nested).
-#[derive(Default)]
-struct Nesting(Vec<(u64, u64)>);
-
-impl Nesting {
-    const DEPTH: usize = 256;
-
-    /// Whether `[start, end)` crosses a slice before it; if not, it is kept.
-    fn crosses(&mut self, start: u64, end: u64) -> bool {
-        let stack = &mut self.0;
-        while let Some(&(s, e)) = stack.last()
-            && s >= start
-            && e <= end
-        {
-            stack.pop();
-        }
-        if let Some(&(s, e)) = stack.last()
-            && start < e
-            && !(s <= start && end <= e)
-        {
-            return true;
-        }
-        if stack.len() == Self::DEPTH {
-            stack.remove(0);
-        }
-        stack.push((start, end));
-        false
-    }
+    nesting: CrossingTracks,
 }
 
 impl<S: Sink> Out<S> {
@@ -837,11 +800,7 @@ impl<S: Sink> Out<S> {
         if !self.declare_process() {
             return place;
         }
-        let name = match level {
-            0 => index.thread_name(thread).into_owned(),
-            1 => format!("{} (crossing ranges)", index.thread_name(thread)),
-            n => format!("{} (crossing ranges {n})", index.thread_name(thread)),
-        };
+        let name = track_name(&index.thread_name(thread), level);
         let track = ThreadTrack {
             thread,
             name: &name,
@@ -856,23 +815,7 @@ impl<S: Sink> Out<S> {
 
     /// A slice on host thread `thread`'s track.
     fn thread_slice(&mut self, index: &Index, thread: u32, mut slice: Slice<'_>) {
-        // The first of the thread's tracks where the slice crosses nothing.
-        let mut level = 0;
-        loop {
-            let key = (thread, level);
-            let at = match self.nesting.iter().position(|(k, _)| *k == key) {
-                Some(at) => at,
-                None => {
-                    self.nesting.push((key, Nesting::default()));
-                    self.nesting.len() - 1
-                }
-            };
-            if level == CROSSING_LEVELS || !self.nesting[at].1.crosses(slice.start_ns, slice.end_ns)
-            {
-                break;
-            }
-            level += 1;
-        }
+        let level = self.nesting.place(thread, slice.start_ns, slice.end_ns);
         if level > 0 {
             self.counts.crossing_slices += 1;
         }

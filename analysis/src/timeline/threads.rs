@@ -6,12 +6,17 @@
 //! A row holds its thread's spans sorted by start: `submit` calls, blocking waits, host
 //! callbacks, capture-fence waits (format 1.15) and recorder waits ([`ThreadWhat`]), and the
 //! application's ranges, which nest
-//! (a range's depth is its nesting on the thread); and its markers. Unlike the queues'
+//! (a range's depth is its nesting on the thread); and its markers. A range closed out of
+//! order (it crosses another: neither inside it nor after it) goes on a row of its own after
+//! its thread's, `NAME (crossing ranges)`, by the rule `export` puts it on a track of its own
+//! (`crate::nesting`): drawn on the thread's row it hid the end of the range it crossed, which
+//! then seemed to end where the crossing one began. Unlike the queues'
 //! lanes, rows are kept in memory (24 bytes a span) and not in the view cache's mapped
 //! columns: at most [`ROW_SPANS_LIMIT`] spans and as many markers a row are kept, the rest
 //! counted ([`ThreadRow::not_kept`]) and said by the view.
 
 use crate::Index;
+use crate::nesting::{CrossingTracks, track_name};
 use hrx_capture::schema::{AnnotationId, HostSpanKind, Record, SubmissionIndex};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,12 +47,15 @@ pub struct ThreadSpan {
     pub what: ThreadWhat,
 }
 
-/// One recording thread's row.
+/// One recording thread's row, or one of its rows of crossing ranges.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadRow {
     /// The thread's index in the session.
     pub thread: u32,
-    /// Its name as the index gives it (`thread N` without one).
+    /// 0: the thread's own row; from 1, its `(crossing ranges)` rows (see the module docs).
+    pub level: u8,
+    /// Its name as the index gives it (`thread N` without one), `NAME (crossing ranges)`
+    /// for a row of crossing ranges.
     pub name: String,
     /// Its spans, sorted by start (then longest first, so an enclosing range comes before
     /// what it holds).
@@ -93,24 +101,31 @@ impl ThreadRow {
 /// Gathers the rows in a pass ([`HostThreads::record`]); [`HostThreads::rows`] finishes them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HostThreads {
-    rows: BTreeMap<u32, ThreadRow>,
+    /// By (thread, level).
+    rows: BTreeMap<(u32, u8), ThreadRow>,
+    /// Which of a thread's rows each span goes on.
+    tracks: CrossingTracks,
 }
 
 impl HostThreads {
-    fn row(&mut self, thread: u32) -> &mut ThreadRow {
-        self.rows.entry(thread).or_insert_with(|| ThreadRow {
-            thread,
-            ..ThreadRow::default()
-        })
+    fn row(&mut self, thread: u32, level: u8) -> &mut ThreadRow {
+        self.rows
+            .entry((thread, level))
+            .or_insert_with(|| ThreadRow {
+                thread,
+                level,
+                ..ThreadRow::default()
+            })
     }
 
     fn span(&mut self, thread: u32, start_ns: u64, end_ns: u64, what: ThreadWhat) {
-        let row = self.row(thread);
+        let end_ns = end_ns.max(start_ns);
+        let level = self.tracks.place(thread, start_ns, end_ns);
+        let row = self.row(thread, level);
         if row.spans.len() >= ROW_SPANS_LIMIT {
             row.not_kept += 1;
             return;
         }
-        let end_ns = end_ns.max(start_ns);
         row.max_len_ns = row.max_len_ns.max(end_ns - start_ns);
         row.spans.push(ThreadSpan {
             start_ns,
@@ -133,7 +148,7 @@ impl HostThreads {
                 self.span(a.thread, a.start_ns, a.end_ns, ThreadWhat::Range(a.name));
             }
             Record::AnnotationMarker(m) => {
-                let row = self.row(m.thread);
+                let row = self.row(m.thread, 0);
                 if row.markers.len() >= ROW_SPANS_LIMIT {
                     row.not_kept += 1;
                 } else {
@@ -150,7 +165,7 @@ impl HostThreads {
             .values()
             .map(|row| {
                 let mut row = row.clone();
-                row.name = index.thread_name(row.thread).into_owned();
+                row.name = track_name(&index.thread_name(row.thread), row.level);
                 row.spans.sort_by(|a, b| {
                     a.start_ns
                         .cmp(&b.start_ns)
@@ -198,6 +213,65 @@ mod tests {
         assert_eq!(decoder.visible(at - 1_000_010, at - 1_000_000).count(), 1);
         assert_eq!(main.markers_in(at, at + 110_001).len(), 1);
         assert_eq!(rows.iter().map(|r| r.not_kept).sum::<u64>(), 0);
+    }
+
+    /// A range closed out of order goes on a row of its own after its thread's (as `export`
+    /// puts it on a track of its own); ranges that nest stay on the thread's row.
+    #[test]
+    fn a_crossing_range_goes_on_a_row_of_its_own() {
+        use hrx_capture::schema::{AnnotationName, AnnotationRange, ThreadName};
+        let range = |thread, name, start_ns, end_ns| {
+            Record::AnnotationRange(AnnotationRange {
+                thread,
+                name: AnnotationId(name),
+                start_ns,
+                end_ns,
+            })
+        };
+        let mut records = vec![Record::ThreadName(ThreadName {
+            thread: 0,
+            os_tid: 1000,
+            name: "main".into(),
+        })];
+        for (id, text) in ["inner", "outer", "crossing", "later"]
+            .into_iter()
+            .enumerate()
+        {
+            records.push(Record::AnnotationName(AnnotationName {
+                name: AnnotationId(id as u32),
+                text: text.into(),
+            }));
+        }
+        // In the order they close: inner, outer around it, a range that began inside outer
+        // and closed after it, then one after them all.
+        records.extend([
+            range(0, 0, 200, 300),
+            range(0, 1, 100, 400),
+            range(0, 2, 350, 500),
+            range(0, 3, 600, 700),
+        ]);
+        let model = Model::from_records(&records);
+        let index = model.index();
+        let rows: Vec<(&str, u8, Vec<String>)> = model
+            .threads()
+            .iter()
+            .map(|r| {
+                let labels = r.spans.iter().map(|s| r.label(index, s)).collect();
+                (r.name.as_str(), r.level, labels)
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "main",
+                    0,
+                    vec!["outer".into(), "inner".into(), "later".into()]
+                ),
+                ("main (crossing ranges)", 1, vec!["crossing".to_owned()]),
+            ]
+        );
+        assert!(model.threads().iter().all(|r| r.thread == 0));
     }
 
     /// The trace's time range (what `f` fits) holds a thread's markers: a thread that only

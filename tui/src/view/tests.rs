@@ -77,6 +77,44 @@ fn timeline_with_host_threads() {
     );
 }
 
+/// A range closed out of order (it crosses the `decode` it began in) is drawn on a row of
+/// its own under its thread's, not over the end of the range it crosses.
+#[test]
+fn a_crossing_range_has_a_row_of_its_own() {
+    use hrx_capture::schema::{AnnotationId, AnnotationName, AnnotationRange, Record};
+    let mut records: Vec<_> = pipeline(PipelineSpec {
+        submissions: 4,
+        period_ns: 600_000,
+        busy_every: None,
+        fail_at: None,
+    })
+    .collect();
+    records.extend(crate::state::synthetic::annotations(4, 10_000, 600_000));
+    records.push(Record::AnnotationName(AnnotationName {
+        name: AnnotationId(9),
+        text: "upload".into(),
+    }));
+    // Opened during the first `decode` (10_000 - 600_000 .. 10_000 on the decoder
+    // thread), closed after it.
+    records.push(Record::AnnotationRange(AnnotationRange {
+        thread: 1,
+        name: AnnotationId(9),
+        start_ns: 5_000,
+        end_ns: 300_000,
+    }));
+    let model = Model::from_records(&records);
+    let names: Vec<&str> = model.threads().iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["main", "decoder", "decoder (crossing ranges)"]);
+    let mut state = ViewState::new(&model, 120, 40);
+    state.ascii = true;
+    let screen = format!("{:?}", terminal(&model, &state).backend());
+    let line = screen
+        .lines()
+        .find(|l| l.contains(" decoder (cr"))
+        .unwrap_or_else(|| panic!("no row of crossing ranges: {screen}"));
+    assert!(line.contains("upl"), "{line}");
+}
+
 #[test]
 fn timeline_zoomed_in() {
     let model = failing();
