@@ -38,6 +38,7 @@
 
 pub(crate) mod build;
 pub mod completion;
+pub(crate) mod defer;
 pub mod dependencies;
 pub(crate) mod gpu_kernel;
 pub(crate) mod npu_kernel;

@@ -1,8 +1,10 @@
-//! Loom models of the slot, signal and completion protocol ([`super::completion`]), and of
-//! a queue worker's parking ([`super::shared::park`]).
+//! Loom models of the slot, signal and completion protocol ([`super::completion`]), of
+//! a queue worker's parking ([`super::shared::park`]), and of a waiter's deferred retirement
+//! ([`super::defer`]).
 //!
 //! Every model runs the runtime's own code: [`Signal`], [`Completion`], [`claim_slot`],
-//! [`retire_slot`], [`retire_own_slot`], [`publish_all`], [`park`], [`Parked::take`] and [`notify`], whose mutexes,
+//! [`retire_slot`], [`retire_own_slot`], [`publish_all`], [`park`], [`Parked::take`], [`notify`] and
+//! [`super::defer::Deferral`], whose mutexes,
 //! condition variables and atomics are loom's under the `model-check` feature (see [`super::sync`]). Loom runs each model once
 //! per schedule, exhaustively, and fails on a panic in any schedule or on a deadlock (every
 //! thread blocked: a lost wake-up). The `seeded_*` tests switch on a deliberate bug in that
@@ -48,6 +50,9 @@ pub(crate) enum Bug {
     /// A queue's worker parks without setting its parked bit: wakers, which notify only a
     /// worker whose bit they take, leave it asleep over new work.
     ParkWithoutFlag,
+    /// A lock holder resolving a taken deferral resets it: the graph's last handle, dropped
+    /// meanwhile, no longer waits for that retirement (`super::defer`).
+    ResetTakenDeferral,
 }
 
 thread_local! {
@@ -426,6 +431,90 @@ fn worker_parking() {
     for waker in wakers {
         waker.join().unwrap();
     }
+}
+
+/// Model 5: a waiter's deferred retirement ([`super::defer`]). The scheduler armed the
+/// deferral for the waiter's lone submission; the waiter takes it (or, refused, retires
+/// through `finish`), while the graph's last handle is dropped on another thread and a third
+/// thread takes the scheduler lock (a `submit`, a worker). The submission is retired exactly
+/// once by the time all three are done (a taken deferral nobody resolves would keep the
+/// runtime alive), and a taken one is never retired after the last handle went (that
+/// retirement would drop the graph's last reference under the scheduler lock).
+fn deferred_retirement() {
+    use super::defer::{Deferral, Resolved};
+    use crate::sync::protocol::AtomicBool;
+    // The scheduler's `deferred`: the submission armed, until a lock holder resolves it.
+    let scheduler = Arc::new(Mutex::new(Some(1u64)));
+    let deferral = Arc::new(Deferral::new());
+    deferral.arm();
+    let retired = Arc::new(sync::AtomicUsize::new(0));
+    let handle_gone = Arc::new(AtomicBool::new(false));
+    // What every lock holder does first (`Core::scheduler`).
+    let locked = {
+        let (scheduler, deferral, retired, gone) = (
+            scheduler.clone(),
+            deferral.clone(),
+            retired.clone(),
+            handle_gone.clone(),
+        );
+        move |then: &dyn Fn()| {
+            let mut deferred = lock(&scheduler);
+            if deferred.take().is_some() && deferral.resolve() == Resolved::Taken {
+                assert!(
+                    !gone.load(sync::Ordering::SeqCst),
+                    "a taken deferral retired after the graph's last handle went"
+                );
+                retired.fetch_add(1, sync::Ordering::SeqCst);
+            }
+            then();
+        }
+    };
+    let waiter = {
+        let (deferral, retired, locked) = (deferral.clone(), retired.clone(), locked.clone());
+        loom::thread::spawn(move || {
+            if !deferral.take() {
+                // `finish`: the lock (resolving first), then its own retirement.
+                locked(&|| {
+                    retired.fetch_add(1, sync::Ordering::SeqCst);
+                });
+            }
+        })
+    };
+    let dropper = {
+        let (deferral, gone, locked) = (deferral.clone(), handle_gone.clone(), locked.clone());
+        loom::thread::spawn(move || {
+            if deferral.handle_dropped() {
+                locked(&|| {});
+            }
+            gone.store(true, sync::Ordering::SeqCst);
+        })
+    };
+    locked(&|| {});
+    waiter.join().unwrap();
+    dropper.join().unwrap();
+    assert_eq!(
+        retired.load(sync::Ordering::SeqCst),
+        1,
+        "the submission was not retired exactly once"
+    );
+}
+
+#[test]
+fn model_check_deferred_retirement() {
+    assert!(check("deferred_retirement", None, deferred_retirement) > 1);
+}
+
+#[test]
+fn model_check_seeded_reset_taken_deferral_is_seen() {
+    let message = seeded_failure(
+        "deferred_retirement",
+        Bug::ResetTakenDeferral,
+        deferred_retirement,
+    );
+    assert!(
+        message.contains("retired after the graph's last handle went"),
+        "{message}"
+    );
 }
 
 #[test]

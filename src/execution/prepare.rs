@@ -217,6 +217,7 @@ impl Graph {
                 .map(|_| Signal::new(Arc::downgrade(self.owner.core())))
                 .collect(),
             occupied: (0..slots).map(|_| AtomicBool::new(false)).collect(),
+            defer: super::defer::Deferral::new(),
             runtime: self.owner.clone(),
             parallel,
             regions,

@@ -36,7 +36,9 @@
 //! whose launch is asynchronous ([`Scheduler::claim_launch`], see [`super::submit`]); the
 //! region is then `Launched`, its queue busy, until the waiter or the queue's worker claims
 //! it to synchronize. Signals and condition variables are notified after the scheduler lock
-//! is dropped.
+//! is dropped. A waiter that completed such a launch of its own lone submission publishes it
+//! and leaves its retirement to the next lock holder, which resolves it before anything else
+//! ([`Scheduler::resolve`], [`super::defer`]): no lock holder sees it still running.
 
 use super::completion::{Signal, publish_all, retire_own_slot, retire_slot};
 use super::dependencies::hazards_between;
@@ -228,6 +230,9 @@ pub(crate) struct Scheduler {
     doorbells: Doorbells,
     /// The queues whose worker is parked (see [`Parked`]).
     parked: Parked,
+    /// The submission whose waiter may defer its retirement ([`super::defer`]): armed by
+    /// [`Scheduler::claim_own`], resolved by the next lock holder ([`Scheduler::resolve`]).
+    deferred: Option<u64>,
 }
 
 impl HasParked for Scheduler {
@@ -285,7 +290,41 @@ impl Scheduler {
             regions_run_by_waiters: 0,
             doorbells,
             parked: Parked::default(),
+            deferred: None,
         }
+    }
+
+    /// Ends a deferral armed for a waiter ([`super::defer`]): called first thing under the
+    /// lock ([`super::shared::Core::scheduler`]), so that no lock holder sees a submission
+    /// whose waiter published it as still running. An armed one is disarmed (its waiter then
+    /// retires it through [`Scheduler::finish`]); a taken one is retired here: its waiter
+    /// released its buffers' device uses and published its success; its queue is idle again,
+    /// its slot free. Its graph is dropped here, under the lock: a handle of the graph is
+    /// alive while its deferral is taken (see `defer`), so this is never the last reference.
+    #[inline]
+    pub fn resolve(&mut self) {
+        if let Some(submission) = self.deferred.take() {
+            self.resolve_deferred(submission);
+        }
+    }
+
+    #[inline(never)]
+    fn resolve_deferred(&mut self, submission: u64) {
+        let Some(position) = self.position(submission) else {
+            return;
+        };
+        let flight = &self.in_flight[position];
+        if flight.prepared.defer.resolve() != super::defer::Resolved::Taken {
+            return;
+        }
+        assert_eq!(position, 0, "a deferred submission is alone in flight");
+        debug_assert_eq!(flight.states.len(), 1);
+        debug_assert_eq!(flight.states[0], State::Running);
+        let queue = flight.prepared.regions[0].queue();
+        self.running &= !(1 << queue as u8);
+        // Alone in flight since it was armed (every lock holder resolves first).
+        let flight = self.in_flight.pop_front().expect("position is valid");
+        flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
     }
 
     /// Submissions in flight.
@@ -441,6 +480,17 @@ impl Scheduler {
             })
         {
             self.regions_run_by_waiters += 1;
+            // Alone in flight with one region and no producer: its waiter may publish it and
+            // leave its retirement to the next lock holder ([`super::defer`]).
+            if self.in_flight.len() == 1
+                && let Some(flight) = self.in_flight.front()
+                && flight.states.len() == 1
+                && flight.producers.is_empty()
+                && flight.status.is_none()
+            {
+                flight.prepared.defer.arm();
+                self.deferred = Some(submission);
+            }
             return self.claim_launched(queue);
         }
         let position = self.position(submission)?;

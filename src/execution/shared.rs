@@ -129,8 +129,18 @@ impl Core {
         &self.context
     }
 
-    /// The scheduler, locked.
+    /// The scheduler, locked, a waiter's deferred retirement resolved first
+    /// ([`Scheduler::resolve`]).
     pub fn scheduler(&self) -> parking::MutexGuard<'_, Scheduler> {
+        let mut state = lock(&self.state);
+        state.resolve();
+        state
+    }
+
+    /// The scheduler, locked, as it is: a deferred retirement left for the next lock holder
+    /// (tests of [`super::defer`]).
+    #[cfg(test)]
+    pub fn scheduler_unresolved(&self) -> parking::MutexGuard<'_, Scheduler> {
         lock(&self.state)
     }
 

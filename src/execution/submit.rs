@@ -48,6 +48,8 @@ pub(crate) struct Prepared {
     /// Read and written only under the scheduler lock (atomics only to be shared).
     pub occupied: Box<[AtomicBool]>,
     pub signals: Vec<Arc<Signal>>,
+    /// The graph's handles and its submission's deferred retirement ([`super::defer`]).
+    pub defer: super::defer::Deferral,
     /// What a capture range's lazy snapshot needs of the graph (empty when untraced).
     pub snapshot: SnapshotUses,
 }
@@ -111,9 +113,27 @@ impl Prepared {
 }
 
 /// A prepared graph with fixed bindings and bounded reusable submission slots.
-#[derive(Clone)]
 pub struct ExecutableGraph {
     pub(crate) inner: Arc<Prepared>,
+}
+
+impl Clone for ExecutableGraph {
+    fn clone(&self) -> Self {
+        self.inner.defer.handle_added();
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl Drop for ExecutableGraph {
+    /// A submission of this graph whose retirement its waiter deferred is retired now, under
+    /// the scheduler lock, while this handle still holds the graph ([`super::defer`]).
+    fn drop(&mut self) {
+        if self.inner.defer.handle_dropped() {
+            drop(self.inner.runtime.core().scheduler());
+        }
+    }
 }
 
 impl ExecutableGraph {
@@ -412,6 +432,74 @@ mod tests {
         assert_eq!(doorbell() - before, 5);
         assert_eq!(bytes(&buffer), vec![3; 4096]);
         assert_eq!(rt.in_flight(), 0);
+    }
+
+    /// A waiter that completed its own early launch, alone in flight, publishes it and
+    /// leaves its retirement to the next scheduler lock holder (`execution::defer`): the
+    /// scheduler still lists it until then, and every lock holder sees it retired.
+    #[test]
+    fn a_waiter_leaves_its_lone_launchs_retirement_to_the_next_lock_holder() {
+        let (rt, buffer, graph) = fill_graph(true, 4);
+        let core = graph.inner.runtime.core().clone();
+        for round in 1..=3 {
+            let completion = graph.submit().unwrap();
+            completion.wait().unwrap();
+            assert!(completion.is_complete());
+            assert_eq!(
+                core.scheduler_unresolved().occupied(),
+                1,
+                "round {round}: retired by the waiter itself"
+            );
+            // A host read right after `wait`: the buffer's device use was released.
+            assert_eq!(bytes(&buffer), vec![4; 4096]);
+            drop(completion);
+            // The next lock holder (here `in_flight`) retires it first.
+            assert_eq!(rt.in_flight(), 0, "round {round}");
+            assert_eq!(core.scheduler_unresolved().occupied(), 0);
+        }
+        // The next submit retires it too, and reuses its slot.
+        graph.submit().unwrap().wait().unwrap();
+        let again = graph.submit().unwrap();
+        assert_eq!(
+            core.scheduler_unresolved().occupied(),
+            1,
+            "only the new one"
+        );
+        again.wait().unwrap();
+    }
+
+    /// A deferred retirement never keeps a runtime alive after the program let it go: the
+    /// last handle of the graph retires it before dropping the graph, and a waiter whose
+    /// graph has no handle left retires through the scheduler as before.
+    #[test]
+    fn a_deferred_retirement_does_not_outlive_the_graphs_handles() {
+        for drop_graph_first in [false, true] {
+            let (rt, buffer, graph) = fill_graph(true, 6);
+            let core = std::sync::Arc::downgrade(graph.inner.runtime.core());
+            let clone = graph.clone();
+            let completion = graph.submit().unwrap();
+            if drop_graph_first {
+                drop((graph, clone));
+                completion.wait().unwrap();
+            } else {
+                completion.wait().unwrap();
+                drop(graph);
+                // A handle still lives: the retirement may still be left to a lock holder.
+                drop(clone);
+            }
+            let core_now = core.upgrade().unwrap();
+            assert_eq!(
+                core_now.scheduler_unresolved().occupied(),
+                0,
+                "graph dropped first: {drop_graph_first}"
+            );
+            drop(core_now);
+            drop((completion, buffer, rt));
+            assert!(
+                core.upgrade().is_none(),
+                "the runtime outlived its handles (graph dropped first: {drop_graph_first})"
+            );
+        }
     }
 
     #[test]

@@ -348,6 +348,11 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
         OP_SPANS.set(ops);
     }
     let result = result.map(|_| ());
+    if let (Ok(()), Some(waiter), true, false) = (&result, &waiter, task.launched, traced)
+        && settle_own(&task, waiter)
+    {
+        return;
+    }
     // The task's last use: `finish` may retire the submission and let its prepared graph go.
     let (submission, region) = (task.submission, task.region);
     let own = waiter.as_ref().map(|w| w.submission);
@@ -359,6 +364,28 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
     if let (true, Some(waiter)) = (publish, waiter) {
         waiter.signal.publish();
     }
+}
+
+/// A waiter's deferred retirement of its own submission, launched by `submit` and
+/// synchronized successfully by the waiter ([`super::defer`]): the buffers' device uses
+/// released, the success recorded and published, the rest left to the next scheduler lock
+/// holder. Whether the waiter took the deferral; if not, it retires through `finish`.
+fn settle_own(task: &Task, waiter: &Waiter<'_>) -> bool {
+    let prepared = task.prepared();
+    if !prepared.defer.armed() {
+        return false;
+    }
+    for use_ in &prepared.uses {
+        use_.view.buffer().storage.end_device_use(task.submission);
+    }
+    // Once taken, a lock holder may retire the submission and let the task's graph go: the
+    // task is not used after this.
+    if !prepared.defer.take() {
+        return false;
+    }
+    waiter.signal.complete(super::types::Status::Succeeded);
+    waiter.signal.publish();
+    true
 }
 
 /// Launches, on the thread in `submit`, the region it claimed with
