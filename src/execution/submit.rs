@@ -436,20 +436,21 @@ mod tests {
 
     /// A waiter that completed its own early launch, alone in flight, publishes it and
     /// leaves its retirement to the next scheduler lock holder (`execution::defer`): the
-    /// scheduler still lists it until then, and every lock holder sees it retired.
+    /// scheduler still lists it until then, and every lock holder sees it retired. (A round
+    /// whose launch the queue's worker completed first, its claim grace over on a slow
+    /// start, retires through the scheduler: such rounds are skipped.)
     #[test]
     fn a_waiter_leaves_its_lone_launchs_retirement_to_the_next_lock_holder() {
         let (rt, buffer, graph) = fill_graph(true, 4);
         let core = graph.inner.runtime.core().clone();
-        for round in 1..=3 {
+        let mut deferred = 0;
+        for round in 1..=50 {
             let completion = graph.submit().unwrap();
             completion.wait().unwrap();
             assert!(completion.is_complete());
-            assert_eq!(
-                core.scheduler_unresolved().occupied(),
-                1,
-                "round {round}: retired by the waiter itself"
-            );
+            let listed = core.scheduler_unresolved().occupied();
+            assert!(listed <= 1, "round {round}: {listed} in flight");
+            deferred += listed;
             // A host read right after `wait`: the buffer's device use was released.
             assert_eq!(bytes(&buffer), vec![4; 4096]);
             drop(completion);
@@ -457,12 +458,15 @@ mod tests {
             assert_eq!(rt.in_flight(), 0, "round {round}");
             assert_eq!(core.scheduler_unresolved().occupied(), 0);
         }
+        assert!(
+            deferred > 0,
+            "no waiter deferred its retirement in 50 rounds"
+        );
         // The next submit retires it too, and reuses its slot.
         graph.submit().unwrap().wait().unwrap();
         let again = graph.submit().unwrap();
-        assert_eq!(
-            core.scheduler_unresolved().occupied(),
-            1,
+        assert!(
+            core.scheduler_unresolved().occupied() <= 1,
             "only the new one"
         );
         again.wait().unwrap();
