@@ -83,18 +83,33 @@ struct Mapping {
     access: Access,
 }
 
-#[derive(Debug)]
-struct InFlight {
-    submission: u64,
-    range: Range<usize>,
-    access: Access,
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct HostState {
     pub poison: Option<String>,
     mappings: Vec<Mapping>,
-    in_flight: Vec<InFlight>,
+}
+
+/// Where a buffer's device uses are: the submissions in flight of the runtime that made it
+/// (its scheduler, whose in-flight list is the registration: a submission's graph names the
+/// byte ranges it uses). A host access is checked against them and registered while holding
+/// their lock, which `submit` holds too while it checks the buffer's host mappings: neither
+/// can slip in after the other's check. Kept here, not in each buffer, so that a round trip
+/// registers and releases nothing per buffer (issue 16: two lock pairs fewer between a
+/// device's completion and the next launch).
+pub(crate) trait DeviceUses: Send + Sync {
+    /// Runs `register` under the lock that orders submissions (a deferred retirement
+    /// resolved first), once no submission in flight uses bytes of `range` of buffer
+    /// `buffer` in a way that conflicts with `access`.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] naming the conflicting submission; else `register`'s.
+    fn host_access(
+        &self,
+        buffer: u64,
+        range: &Range<usize>,
+        access: Access,
+        register: &mut dyn FnMut() -> Result<u64>,
+    ) -> Result<u64>;
 }
 
 fn intersects(a: &Range<usize>, b: &Range<usize>) -> bool {
@@ -114,6 +129,9 @@ pub(crate) struct Storage {
     pub npu_device: Option<u32>,
     pub group: Option<u32>,
     pub host: Mutex<HostState>,
+    /// The runtime's in-flight submissions ([`DeviceUses`]); dangling once the runtime is
+    /// gone (then nothing is in flight).
+    pub device_uses: std::sync::Weak<dyn DeviceUses>,
     /// Set with `host.poison` (under that lock), so that the check before every region runs
     /// needs no lock while nothing is poisoned.
     pub poisoned: AtomicBool,
@@ -166,9 +184,9 @@ impl Storage {
         }
     }
 
-    /// `Busy` if a live host mapping conflicts with a device use of `range`. No lock while
-    /// the buffer has no mapping (one made just after is caught by
-    /// [`Storage::begin_device_use`], under the lock).
+    /// `Busy` if a live host mapping conflicts with a device use of `range`. Called by
+    /// `submit` under the scheduler lock, under which every mapping is made
+    /// ([`DeviceUses`]): no lock while the buffer has no mapping.
     pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
         if self.mapped.load(Ordering::Acquire) == 0 {
             return Ok(());
@@ -191,32 +209,6 @@ impl Storage {
             }
         }
         Ok(())
-    }
-
-    /// Registers a device use of `range` by `submission`, or `Busy` if a live host mapping
-    /// conflicts with it: checked again under the lock that registers it, so that no host
-    /// mapping can slip in after [`Storage::host_conflict`] (`map` checks the registered uses
-    /// under the same lock).
-    pub fn begin_device_use(
-        &self,
-        submission: u64,
-        range: Range<usize>,
-        access: Access,
-    ) -> Result<()> {
-        let mut host = lock(&self.host);
-        self.mapping_conflict(&host, &range, access)?;
-        host.in_flight.push(InFlight {
-            submission,
-            range,
-            access,
-        });
-        Ok(())
-    }
-
-    pub fn end_device_use(&self, submission: u64) {
-        lock(&self.host)
-            .in_flight
-            .retain(|use_| use_.submission != submission);
     }
 
     /// Make the latest contents visible to `engine`, synchronizing an NPU buffer object when
@@ -281,24 +273,7 @@ impl Storage {
             )));
         }
         self.check_range(&range)?;
-        let token = {
-            let mut host = lock(&self.host);
-            if let Some(message) = &host.poison {
-                return Err(Error::DeviceLost(format!(
-                    "buffer {} is {message}",
-                    self.id
-                )));
-            }
-            self.check_host_access(&host, &range, access)?;
-            let token = MAPPING_TOKENS.fetch_add(1, Ordering::Relaxed);
-            host.mappings.push(Mapping {
-                token,
-                range: range.clone(),
-                access,
-            });
-            self.mapped.store(host.mappings.len(), Ordering::Release);
-            token
-        };
+        let token = self.register_host_access(range.clone(), access)?;
         if access.writes() {
             // Only now that the mapping is registered: no submission writing the mapped bytes
             // can be accepted any more, and every earlier one has ended, so the fences of
@@ -332,20 +307,42 @@ impl Storage {
         }
     }
 
+    /// Registers a host access of `range` as a mapping (its token), once no submission in
+    /// flight ([`DeviceUses`]) and no live mapping conflicts with it; `DeviceLost` on a
+    /// poisoned buffer.
+    fn register_host_access(&self, range: Range<usize>, access: Access) -> Result<u64> {
+        // Poison first, as before any conflict: a poisoned buffer answers `DeviceLost`.
+        self.poisoned()?;
+        let mut register = || {
+            let mut host = lock(&self.host);
+            if let Some(message) = &host.poison {
+                return Err(Error::DeviceLost(format!(
+                    "buffer {} is {message}",
+                    self.id
+                )));
+            }
+            self.check_host_access(&host, &range, access)?;
+            let token = MAPPING_TOKENS.fetch_add(1, Ordering::Relaxed);
+            host.mappings.push(Mapping {
+                token,
+                range: range.clone(),
+                access,
+            });
+            self.mapped.store(host.mappings.len(), Ordering::Release);
+            Ok(token)
+        };
+        match self.device_uses.upgrade() {
+            Some(uses) => uses.host_access(self.id, &range, access, &mut register),
+            None => register(),
+        }
+    }
+
     fn check_host_access(
         &self,
         host: &HostState,
         range: &Range<usize>,
         access: Access,
     ) -> Result<()> {
-        for use_ in &host.in_flight {
-            if intersects(&use_.range, range) && use_.access.conflicts_with(access) {
-                return Err(Error::Busy(format!(
-                    "buffer {} bytes {}..{} is in use by submission {} ({:?})",
-                    self.id, use_.range.start, use_.range.end, use_.submission, use_.access
-                )));
-            }
-        }
         for mapping in &host.mappings {
             if intersects(&mapping.range, range) && mapping.access.conflicts_with(access) {
                 return Err(Error::Busy(format!(
@@ -583,24 +580,7 @@ impl Buffer {
 
     fn register_staging(&self, range: Range<usize>, access: Access) -> Result<u64> {
         self.storage.check_range(&range)?;
-        let mut host = lock(&self.storage.host);
-        if let Some(message) = &host.poison {
-            return Err(Error::DeviceLost(format!(
-                "buffer {} is {message}",
-                self.storage.id
-            )));
-        }
-        self.storage.check_host_access(&host, &range, access)?;
-        let token = MAPPING_TOKENS.fetch_add(1, Ordering::Relaxed);
-        host.mappings.push(Mapping {
-            token,
-            range,
-            access,
-        });
-        self.storage
-            .mapped
-            .store(host.mappings.len(), Ordering::Release);
-        Ok(token)
+        self.storage.register_host_access(range, access)
     }
 
     /// Make the latest contents visible to `engine` (an NPU buffer-object sync where needed).

@@ -645,6 +645,11 @@ impl Runtime {
             npu_device,
             group,
             host: Default::default(),
+            device_uses: {
+                let core: std::sync::Weak<crate::execution::shared::Core> =
+                    Arc::downgrade(self.inner.core());
+                core as std::sync::Weak<dyn crate::buffer::DeviceUses>
+            },
             poisoned: AtomicBool::new(false),
             visibility: Mutex::new(crate::buffer::Visibility::new()),
             visibility_seen: AtomicU8::new(0b111),

@@ -200,6 +200,21 @@ impl Signal {
             self.changed.notify_all();
         }
     }
+    /// Records a success and publishes it in one read-modify-write: [`Signal::complete`]
+    /// then [`Signal::publish`] with nothing between, for a waiter that retires its own
+    /// submission outside the scheduler lock (`worker::settle_own`, `super::defer`). A
+    /// waiter parked on another completion of it is woken as `publish` wakes it.
+    pub fn publish_success(&self) {
+        if self
+            .word
+            .fetch_or(RETIRED | SUCCEEDED | PUBLISHED, Ordering::AcqRel)
+            & PARKED
+            != 0
+        {
+            drop(lock(&self.status));
+            self.changed.notify_all();
+        }
+    }
     /// The status behind a word with `RETIRED` set (`None` only for a signal never armed).
     fn status_of(&self, word: usize) -> Option<Status> {
         if word & SUCCEEDED != 0 {

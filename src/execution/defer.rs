@@ -3,9 +3,11 @@
 //! A thread that waits for a submission `submit` launched early, alone in flight with one
 //! region, completes the launch itself ([`super::worker::help`]). Once its device
 //! synchronized successfully, what the submission's retirement must do before `wait` returns
-//! is small: release the buffers' device uses (a host map may follow), record and publish
-//! the outcome. The rest (taking it out of the scheduler's list, freeing its slot, its queue
-//! idle again) only matters to whoever takes the scheduler lock next: so the waiter leaves
+//! is small: record and publish the outcome (one read-modify-write,
+//! [`super::completion::Signal::publish_success`]). The rest (taking it out of the
+//! scheduler's list, which is also its buffers' device-use registration
+//! ([`crate::buffer::DeviceUses`]: a host access takes the lock too), freeing its slot, its
+//! queue idle again) only matters to whoever takes the scheduler lock next: so the waiter leaves
 //! it to them, and the next lock holder (in a round-trip loop, the next `submit`, which takes
 //! the lock anyway) retires it first ([`super::scheduler::Scheduler::resolve`], from
 //! [`super::shared::Core::scheduler`]). The waiter's own trip through the lock (`finish`)

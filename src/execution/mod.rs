@@ -19,6 +19,7 @@
 //! - [`scheduler`]: in-flight submissions, readiness, retirement, failure;
 //! - [`worker`]: the queues' worker threads, and waiters that run their own regions;
 //! - [`completion`]: the host's handle on one submission, and the slot protocol;
+//! - [`defer`]: a waiter's retirement of its own lone launch, left to the next lock holder;
 //! - [`shared`]: the state the runtime's handles, its workers and the stages share;
 //! - [`dependencies`]: the hazard frontier over byte ranges;
 //! - [`record`]: the trace records of the stages, built here and handed to the trace hooks.

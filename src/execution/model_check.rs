@@ -209,6 +209,30 @@ fn waiters_and_publisher() {
     timed.join().unwrap();
 }
 
+/// Model 1b: as model 1, the outcome a success that the waiter running the submission
+/// records and publishes at once ([`Signal::publish_success`], a deferred retirement).
+fn waiters_and_own_publisher() {
+    let signal = Signal::new(Weak::new());
+    signal.reset(1);
+    let timed = completion(&signal);
+    let timed = loom::thread::spawn(move || {
+        let result = timed.wait_timeout(Duration::from_secs(3600));
+        assert!(result.is_ok(), "timed wait: {result:?}");
+    });
+    let publisher = {
+        let signal = signal.clone();
+        loom::thread::spawn(move || signal.publish_success())
+    };
+    let result = completion(&signal).wait();
+    assert!(result.is_ok(), "wait: {result:?}");
+    assert!(
+        signal.word.load(Ordering::SeqCst) & PUBLISHED != 0,
+        "wait returned before publish"
+    );
+    publisher.join().unwrap();
+    timed.join().unwrap();
+}
+
 /// The graph's `occupied` flags behind the scheduler lock, as the slot models hold them.
 type Occupied = sync::Arc<Mutex<Vec<std::sync::atomic::AtomicBool>>>;
 
@@ -497,6 +521,11 @@ fn deferred_retirement() {
         1,
         "the submission was not retired exactly once"
     );
+}
+
+#[test]
+fn model_check_waiters_and_own_publisher() {
+    assert!(check("waiters_and_own_publisher", None, waiters_and_own_publisher) > 1);
 }
 
 #[test]

@@ -327,6 +327,34 @@ impl Scheduler {
         flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
     }
 
+    /// `Busy` when a submission in flight uses bytes of `range` of buffer `buffer` in a way
+    /// that conflicts with a host `access` (the buffer's device uses: `buffer::DeviceUses`).
+    pub fn host_conflict(
+        &self,
+        buffer: u64,
+        range: &std::ops::Range<usize>,
+        access: crate::Access,
+    ) -> Result<(), Error> {
+        let overlaps = |r: &std::ops::Range<usize>| {
+            r.start < range.end && range.start < r.end && r.start < r.end && range.start < range.end
+        };
+        for flight in &self.in_flight {
+            for use_ in &flight.prepared.uses {
+                let used = use_.view.range();
+                if use_.buffer_id() == buffer
+                    && overlaps(&used)
+                    && use_.access.conflicts_with(access)
+                {
+                    return Err(Error::Busy(format!(
+                        "buffer {buffer} bytes {}..{} is in use by submission {} ({:?})",
+                        used.start, used.end, flight.submission, use_.access
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Submissions in flight.
     pub fn occupied(&self) -> usize {
         self.in_flight.len()
@@ -812,9 +840,6 @@ impl Scheduler {
         let flight = flight.expect("position is valid");
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
-        for use_ in &flight.prepared.uses {
-            use_.view.buffer().storage.end_device_use(flight.submission);
-        }
         let (occupied, signals) = (&flight.prepared.occupied, &flight.prepared.signals);
         let signal = if own {
             retire_own_slot(occupied, flight.slot, signals, status.clone());

@@ -190,6 +190,20 @@ impl Core {
     }
 }
 
+impl crate::buffer::DeviceUses for Core {
+    fn host_access(
+        &self,
+        buffer: u64,
+        range: &std::ops::Range<usize>,
+        access: crate::Access,
+        register: &mut dyn FnMut() -> crate::Result<u64>,
+    ) -> crate::Result<u64> {
+        let state = self.scheduler();
+        state.host_conflict(buffer, range, access)?;
+        register()
+    }
+}
+
 /// What keeps a runtime's workers running: the core, the cached copy streams and the worker
 /// threads, one per queue.
 pub(crate) struct RuntimeOwner {

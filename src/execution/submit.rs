@@ -281,23 +281,10 @@ impl ExecutableGraph {
                     self.inner.id
                 ))
             })?;
-        // Registered only now that the submit cannot fail otherwise (a registered use makes
-        // conflicting host maps `Busy`), each checked again under its lock: a host mapping
-        // made since the check above refuses the submit, which withdraws what it registered.
-        let submission = scheduler.peek_submission();
-        for (index, use_) in self.inner.uses.iter().enumerate() {
-            let storage = &use_.view.buffer().storage;
-            if let Err(error) = storage.begin_device_use(submission, use_.view.range(), use_.access)
-            {
-                for registered in &self.inner.uses[..index] {
-                    registered.view.buffer().storage.end_device_use(submission);
-                }
-                occupied[slot].store(false, Ordering::Relaxed);
-                return Err(error);
-            }
-        }
-        let numbered = scheduler.next_submission();
-        debug_assert_eq!(numbered, submission);
+        // No registration per buffer: the in-flight entry `enqueue` makes is the buffers'
+        // device-use registration, which host accesses check under this lock
+        // (`buffer::DeviceUses`), as this submit checked their mappings above.
+        let submission = scheduler.next_submission();
         let signal = &self.inner.signals[slot];
         signal.reset(submission);
         super::record::submitted(

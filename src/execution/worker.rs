@@ -367,24 +367,20 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
 }
 
 /// A waiter's deferred retirement of its own submission, launched by `submit` and
-/// synchronized successfully by the waiter ([`super::defer`]): the buffers' device uses
-/// released, the success recorded and published, the rest left to the next scheduler lock
-/// holder. Whether the waiter took the deferral; if not, it retires through `finish`.
+/// synchronized successfully by the waiter ([`super::defer`]): the success recorded and
+/// published, the retirement left to the next scheduler lock holder (a host access of its
+/// buffers, which takes that lock, included). Whether the waiter took the deferral; if not, it retires through `finish`.
 fn settle_own(task: &Task, waiter: &Waiter<'_>) -> bool {
     let prepared = task.prepared();
     if !prepared.defer.armed() {
         return false;
-    }
-    for use_ in &prepared.uses {
-        use_.view.buffer().storage.end_device_use(task.submission);
     }
     // Once taken, a lock holder may retire the submission and let the task's graph go: the
     // task is not used after this.
     if !prepared.defer.take() {
         return false;
     }
-    waiter.signal.complete(super::types::Status::Succeeded);
-    waiter.signal.publish();
+    waiter.signal.publish_success();
     true
 }
 
