@@ -275,6 +275,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 report.summary.divergences
             ));
         } else {
+            let baseline = hrx_replay::Baseline::of(&report);
+            baseline
+                .save(path)
+                .map_err(|e| Failure::new(e.to_string()))?;
             // A baseline of loaded times makes later gates less sensitive: saved, but said.
             if report.replay.host.loaded() {
                 crate::output::warn(format_args!(
@@ -287,10 +291,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     report.replay.host.load_after.unwrap_or_default()
                 ));
             }
-            let baseline = hrx_replay::Baseline::of(&report);
-            baseline
-                .save(path)
-                .map_err(|e| Failure::new(e.to_string()))?;
             crate::output::note(format_args!(
                 "baseline saved to {} ({} timing rows)",
                 path.display(),

@@ -140,15 +140,30 @@ impl Baseline {
     }
 
     /// Writes it as JSON to `path`, which must be a new file or a baseline
-    /// ([`Baseline::check_save`]).
+    /// ([`Baseline::check_save`]): into `PATH.PID.partial` beside it, then renamed over it, so
+    /// that a failed write (a full disk) leaves the previous baseline whole, as `trim` and
+    /// `export` leave their outputs (written in place, a cut-off JSON replaced a good baseline
+    /// and refused every later save: a break-it pass).
     ///
     /// # Errors
     /// [`ReplayError::Baseline`] when the file cannot be written or is not a baseline.
     pub fn save(&self, path: &Path) -> Result<(), ReplayError> {
+        use std::io::Write;
         Baseline::check_save(path)?;
         let text = serde_json::to_string_pretty(self).map_err(|e| baseline_error(path, e))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let partial = path.with_file_name(format!("{name}.{}.partial", std::process::id()));
+        let written = std::fs::File::create(&partial).and_then(|mut file| {
+            file.write_all(text.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()
+        });
+        written
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&partial);
+                baseline_error(path, format!("cannot write it: {e}"))
+            })
     }
 
     /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
@@ -416,6 +431,24 @@ impl Baseline {
                 }
             ));
         }
+        // And the other way: baseline rows this replay has no row for, which judge nothing
+        // (a baseline saved with `--per-op`, a replay without it: its operation rows).
+        let unused = self.rows.len().saturating_sub(matched.len());
+        if unused > 0 {
+            let ops = self.rows.iter().filter(|r| r.kind == "op").count();
+            let without_ops = report.op_timing.is_empty() && ops > 0;
+            report.notes.push(format!(
+                "{unused} row{} of the baseline without a timing row in this replay: not                  judged{}",
+                if unused == 1 { "" } else { "s" },
+                if without_ops {
+                    format!(
+                        "; {ops} of them are operation rows, and this replay timed no                          operation: replay with --per-op to judge each operation against it"
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
         let slow = report
             .timing
             .iter()
@@ -519,5 +552,47 @@ fn baseline_error(path: &Path, why: impl std::fmt::Display) -> ReplayError {
     ReplayError::Baseline {
         path: path.to_owned(),
         why: why.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BASELINE_VERSION, Baseline};
+
+    fn baseline(device: &str) -> Baseline {
+        Baseline {
+            hrx_replay_baseline: BASELINE_VERSION,
+            source: None,
+            recorded: None,
+            backend: "sim".into(),
+            device: device.into(),
+            gpu_clocks: None,
+            rows: Vec::new(),
+        }
+    }
+
+    /// A save that cannot be written (here its temporary file: a directory is in the way;
+    /// a full disk alike) leaves the previous baseline whole, and a later save replaces it.
+    #[test]
+    fn a_failed_save_keeps_the_previous_baseline() {
+        let dir = std::env::temp_dir().join(format!("hrx-baseline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("base.json");
+        baseline("first").save(&path).unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        let partial = dir.join(format!("base.json.{}.partial", std::process::id()));
+        std::fs::create_dir(&partial).unwrap();
+        let error = baseline("second").save(&path).unwrap_err().to_string();
+        assert!(error.contains("cannot write it"), "{error}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), first);
+        std::fs::remove_dir(&partial).unwrap();
+        baseline("second").save(&path).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("\"second\"")
+        );
+        assert!(!partial.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

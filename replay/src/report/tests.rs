@@ -441,6 +441,35 @@ fn a_baseline_that_judges_nothing_or_holds_odd_rows_is_refused() {
         .unwrap();
 }
 
+/// A baseline row this replay has no row for judges nothing and is said: a baseline saved
+/// with `--per-op`, judging a replay without it, lost its operation rows silently (a
+/// break-it pass).
+#[test]
+fn baseline_rows_this_replay_lacks_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    crate::Baseline::of(&fill_report()).save(&path).unwrap();
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut op = saved["rows"][0].clone();
+    op["kind"] = "op".into();
+    saved["rows"].as_array_mut().unwrap().push(op);
+    std::fs::write(&path, saved.to_string()).unwrap();
+    let baseline = crate::Baseline::load(&path).unwrap();
+    let mut now = fill_report();
+    assert!(now.op_timing.is_empty(), "replayed without --per-op");
+    baseline
+        .judge(&mut now, &crate::ReplayOptions::default())
+        .unwrap();
+    let note = now
+        .notes
+        .iter()
+        .find(|n| n.contains("of the baseline without a timing row"))
+        .unwrap_or_else(|| panic!("no note: {:?}", now.notes));
+    assert!(note.starts_with("1 row of the baseline"), "{note}");
+    assert!(note.contains("replay with --per-op"), "{note}");
+}
+
 #[test]
 fn a_host_is_loaded_when_its_load_average_reaches_its_cpus() {
     let host = |cpus, before, after| crate::HostLoad {
