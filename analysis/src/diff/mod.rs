@@ -260,6 +260,9 @@ pub struct Matched {
     pub differing: Vec<DifferingOutput>,
     /// Outputs only in base, only in new.
     pub outputs_one_sided: [u64; 2],
+    /// Of `outputs_one_sided`, those past the other trace's end where it is incomplete
+    /// (its submission after the other's last of its graph): not a difference.
+    pub outputs_past_end: [u64; 2],
     /// Submissions whose outcomes were compared.
     pub outcomes_compared: u64,
     /// Submissions on both sides with no recorded outcome on one of them: not compared.
@@ -268,6 +271,8 @@ pub struct Matched {
     pub changed: Vec<ChangedOutcome>,
     /// Submissions only in base, only in new.
     pub submissions_one_sided: [u64; 2],
+    /// Of `submissions_one_sided`, those past the other trace's end where it is incomplete.
+    pub submissions_past_end: [u64; 2],
     /// Keys (outputs and submissions) of base, of new, that left the match window
     /// unmatched, included in the one-sided counts: where the submission sequences differ,
     /// some may have been matched by a pass holding every key (see the module docs).

@@ -109,6 +109,11 @@ pub(super) struct Places {
     pub(super) graph_runtime: HashMap<RuntimeId, u32>,
     /// `Submit` records per prepared graph.
     pub(super) submits: IdMap<(RuntimeId, PreparedId), u64>,
+    /// Submissions per prepared graph with a recorded outcome (`SubmissionDone`).
+    pub(super) done: IdMap<(RuntimeId, PreparedId), u64>,
+    /// The prepared graph of each submission in flight (submitted, no outcome yet): as many
+    /// as the runtime has in flight, not one per submission.
+    pub(super) in_flight: IdMap<(RuntimeId, u64), PreparedId>,
     /// The submissions held, per runtime with a [`TraceRange`] record.
     pub(super) held: HashMap<RuntimeId, Held>,
 }
@@ -125,8 +130,18 @@ impl Places {
 
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub(super) fn shape(&self) -> BTreeMap<(u32, u64), u64> {
+        self.per_graph(&self.submits)
+    }
+
+    /// Submissions with a recorded outcome per prepared graph (runtime rank, graph rank).
+    pub(super) fn done(&self) -> BTreeMap<(u32, u64), u64> {
+        self.per_graph(&self.done)
+    }
+
+    /// `counts` by (runtime rank, graph rank).
+    fn per_graph(&self, counts: &IdMap<(RuntimeId, PreparedId), u64>) -> BTreeMap<(u32, u64), u64> {
         let mut shape = BTreeMap::new();
-        for (&(runtime, prepared), &count) in &self.submits {
+        for (&(runtime, prepared), &count) in counts {
             let runtime_rank = self.output_runtime.get(&runtime).copied();
             let key = (
                 runtime_rank.unwrap_or(u32::MAX),
@@ -214,9 +229,18 @@ impl Visitor for ProfileVisitor {
                     .submits
                     .entry((s.runtime, s.prepared))
                     .or_default() += 1;
+                self.places
+                    .in_flight
+                    .insert((s.runtime, s.submission.0), s.prepared);
             }
             Record::OutputDigest(d) => {
                 self.digest_runtimes.insert(d.runtime);
+            }
+            Record::SubmissionDone(d) => {
+                let key = (d.runtime, d.submission.0);
+                if let Some(prepared) = self.places.in_flight.remove(&key) {
+                    *self.places.done.entry((d.runtime, prepared)).or_default() += 1;
+                }
             }
             Record::TraceRange(r) => self.ranges.push(r.clone()),
             _ => {}

@@ -3,7 +3,7 @@
 
 use super::range::{Held, common as common_range};
 use super::side::{Event, Side};
-use super::window::{Merge, Window};
+use super::window::{End, Merge, Window};
 use super::{DiffError, MATCH_WINDOW, Matched, Profile, Records};
 use crate::hash::IdMap;
 use crate::scan::Joiner;
@@ -123,6 +123,7 @@ pub(super) fn match_within(
                 compared: compared.clone(),
                 ..Matched::default()
             },
+            ends: [base, new].map(End::of),
         };
         // In step: always read from the side that has read fewer submits (then sent fewer
         // events).

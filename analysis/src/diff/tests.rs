@@ -47,10 +47,19 @@ pub(super) fn matched(base: &[Record], new: &[Record]) -> Matched {
 
 fn matched_within(base: &[Record], new: &[Record], window: usize) -> Matched {
     let (bp, np) = (profile_records(base), profile_records(new));
-    fn stream(records: &[Record]) -> Records<'_> {
-        Box::new(records.iter().map(|r| Ok(r.clone())))
-    }
     match_within((&bp, stream(base)), (&np, stream(new)), window).unwrap()
+}
+
+fn stream(records: &[Record]) -> Records<'_> {
+    Box::new(records.iter().map(|r| Ok(r.clone())))
+}
+
+/// [`matched`] with the profiles given (one marked incomplete, say).
+pub(super) fn matched_profiled(
+    (bp, base): (&Profile, &[Record]),
+    (np, new): (&Profile, &[Record]),
+) -> Matched {
+    match_within((bp, stream(base)), (np, stream(new)), MATCH_WINDOW).unwrap()
 }
 
 #[test]

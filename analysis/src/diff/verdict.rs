@@ -652,13 +652,22 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             + removed,
     ];
     let one_sided = lacking[0] + lacking[1] + regions.relabelled.len();
-    // What an incomplete trace (cut short, damaged, lossy) lacks is past what it holds, not
-    // a difference: "as far as both go" (a cut copy of a trace read `different`, its
-    // submissions past the cut counted as one trace's only; fresh-user pass).
-    let past_an_end: usize = (0..2)
-        .filter(|&side| !complete_sides[side])
-        .map(|side| lacking[side])
-        .sum();
+    // What an incomplete trace (cut short, damaged, lossy) lacks past what it holds is not a
+    // difference: "as far as both go" (a cut copy of a trace read `different`, its
+    // submissions past the cut counted as one trace's only; fresh-user pass). Outputs and
+    // submissions are counted so only past its last submission of their graph (an output
+    // the other trace holds of a submission the cut one holds too is a difference: a
+    // break-it pass); regions, kernels and graph changes, which have no submission, as a
+    // whole.
+    let past_ends: [usize; 2] = std::array::from_fn(|side| {
+        let other = 1 - side;
+        if complete_sides[side] {
+            return 0;
+        }
+        lacking[side] - (m.submissions_one_sided[other] + m.outputs_one_sided[other]) as usize
+            + (m.submissions_past_end[other] + m.outputs_past_end[other]) as usize
+    });
+    let past_an_end: usize = past_ends.iter().sum();
     let verdict = Verdict::of(
         slow + differing + changed + usize::from(empty_side.is_some()),
         one_sided - past_an_end,
@@ -700,8 +709,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             plural((one_sided - past_an_end) as u64, "item")
         ));
     }
-    for (side, lacks) in [Side::Base, Side::New].into_iter().zip(lacking) {
-        if !complete_sides[side as usize] && lacks > 0 {
+    for (side, lacks) in [Side::Base, Side::New].into_iter().zip(past_ends) {
+        if lacks > 0 {
             reasons.push(format!(
                 "{} only in {}: past what {} holds (it is incomplete), not compared",
                 plural(lacks as u64, "item"),
@@ -843,7 +852,7 @@ fn holding(profile: &Profile) -> String {
 
 /// Whether the trace was read whole (closed cleanly, nothing skipped) and lost no records
 /// while recording.
-fn complete(profile: &Profile) -> bool {
+pub(super) fn complete(profile: &Profile) -> bool {
     profile
         .recovery
         .as_ref()
@@ -899,7 +908,7 @@ pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::super::profile_records;
-    use super::super::tests::{matched, trace, two_fills};
+    use super::super::tests::{matched, matched_profiled, trace, two_fills};
     use super::*;
     use hrx_capture::schema::Record;
 
@@ -1017,7 +1026,7 @@ mod tests {
         for (base, new, incomplete) in [(&records[..], cut, 1), (cut, &records[..], 0)] {
             let (mut b, mut n) = (profile_records(base), profile_records(new));
             [&mut b, &mut n][incomplete].recovery = Some(hrx_capture::Recovery::default());
-            let c = compare(&b, &n, &matched(base, new), 1e9);
+            let c = compare(&b, &n, &matched_profiled((&b, base), (&n, new)), 1e9);
             assert_eq!(c.verdict, Verdict::Same, "{:?}", c.reasons);
             assert_eq!(c.verdict_name(), SAME_AS_FAR_AS_BOTH_GO);
             assert!(c.past_an_end > 0 && c.past_an_end == c.one_sided, "{c:?}");
@@ -1034,6 +1043,40 @@ mod tests {
         let c = compare(&b, &n, &matched(&records, cut), 1e9);
         assert_eq!(c.verdict, Verdict::Different, "{:?}", c.reasons);
         assert_eq!(c.past_an_end, 0);
+    }
+
+    /// An output one trace holds of a submission the cut one holds too is a difference, not
+    /// past the cut one's end: only outputs of submissions after its last are (a trace
+    /// recording every digest against a cut copy of one recording outputs only read "same as
+    /// far as both go": a break-it pass).
+    #[test]
+    fn outputs_a_cut_trace_lacks_within_what_it_holds_are_differences() {
+        let records = trace(20, &[], None);
+        // Every third output digest gone from the whole trace, which is then cut in half:
+        // the full trace holds them, and the cut one lacks those of its own submissions.
+        let mut outputs = 0;
+        let thinned: Vec<Record> = records
+            .iter()
+            .filter(|r| {
+                !matches!(r, Record::OutputDigest(_)) || {
+                    outputs += 1;
+                    outputs % 3 != 0
+                }
+            })
+            .cloned()
+            .collect();
+        let cut = &thinned[..thinned.len() / 2];
+        let (b, mut n) = (profile_records(&records), profile_records(cut));
+        n.recovery = Some(hrx_capture::Recovery::default());
+        let m = matched_profiled((&b, &records), (&n, cut));
+        assert!(m.outputs_past_end[0] > 0, "{m:?}");
+        assert!(
+            m.outputs_past_end[0] < m.outputs_one_sided[0],
+            "the outputs within what the cut trace holds are not past its end: {m:?}"
+        );
+        let c = compare(&b, &n, &m, 1e9);
+        assert_eq!(c.verdict, Verdict::Different, "{:?}", c.reasons);
+        assert!(c.past_an_end > 0 && c.past_an_end < c.one_sided, "{c:?}");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub(super) struct Window<K, V> {
     pub(super) len: usize,
     arrivals: u64,
     pub(super) evicted: u64,
+    /// Of `evicted`, those whose key lies past the other trace's end ([`End::past`]).
+    evicted_past: u64,
     /// Values kept at most ([`MATCH_WINDOW`]).
     limit: usize,
 }
@@ -36,6 +38,7 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
             len: 0,
             arrivals: 0,
             evicted: 0,
+            evicted_past: 0,
             limit,
         }
     }
@@ -48,7 +51,9 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
             .is_some_and(|&(oldest, _)| oldest <= n)
     }
 
-    pub(super) fn insert(&mut self, key: K, value: V) {
+    /// Adds a value of `key`; `past` says whether an evicted key lies past the other
+    /// trace's end.
+    pub(super) fn insert(&mut self, key: K, value: V, past: impl Fn(&K) -> bool) {
         let n = self.arrivals;
         self.arrivals += 1;
         self.map.entry(key).or_default().push_back((n, value));
@@ -61,6 +66,7 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
             if Self::waits(&self.map, &oldest, n) {
                 self.take(&oldest);
                 self.evicted += 1;
+                self.evicted_past += u64::from(past(&oldest));
             }
         }
         // Values taken by the other side stay in the order list; drop them now and then.
@@ -85,6 +91,61 @@ impl<K: Hash + Eq + Copy, V> Window<K, V> {
     pub(super) fn one_sided(&self) -> u64 {
         self.len as u64 + self.evicted
     }
+
+    /// Of [`Window::one_sided`], those whose key `past` says lies past the other trace's end.
+    fn one_sided_past(&self, past: impl Fn(&K) -> bool) -> u64 {
+        let waiting: usize = (self.map.iter())
+            .filter(|(key, _)| past(key))
+            .map(|(_, values)| values.len())
+            .sum();
+        waiting as u64 + self.evicted_past
+    }
+}
+
+/// How far a trace goes, for its one-sided keys' other side: a key only one trace holds
+/// lies past the other's end when that one is incomplete (cut short, damaged, lossy) and
+/// the key's submission is not among those the cut one holds whole. Only those are "past
+/// an end"; a key within what both hold whole is a difference (a trace recording every
+/// digest against one recording outputs only read "same as far as both go" against a cut
+/// copy: a break-it pass).
+///
+/// Held whole: a graph's submissions with a recorded outcome, but the last of them (its
+/// output digests may be written after its outcome, past the cut); by submission number,
+/// as many as have an outcome, but one per graph.
+#[derive(Debug, Default, Clone)]
+pub(super) struct End {
+    /// The trace is incomplete.
+    pub(super) incomplete: bool,
+    /// Its submissions held whole per (runtime rank, graph rank).
+    pub(super) whole: std::collections::BTreeMap<(u32, u64), u64>,
+    /// Its submission numbers held whole (from 1).
+    pub(super) whole_numbers: u64,
+}
+
+impl End {
+    /// How far `profile`'s trace goes.
+    pub(super) fn of(profile: &super::Profile) -> End {
+        let done = profile.places.done();
+        End {
+            incomplete: !super::verdict::complete(profile),
+            whole: (done.iter())
+                .map(|(key, &count)| (*key, count.saturating_sub(1)))
+                .collect(),
+            whole_numbers: (done.values().sum::<u64>()).saturating_sub(done.len() as u64),
+        }
+    }
+
+    /// Whether the submission keyed (runtime rank, graph rank or
+    /// [`super::UNKNOWN_GRAPH`], index among the graph's submissions from 0 or submission
+    /// number from 1) lies past what this trace holds whole.
+    pub(super) fn past(&self, (runtime, graph, nth): (u32, u64, u64)) -> bool {
+        self.incomplete
+            && if graph == super::UNKNOWN_GRAPH {
+                nth > self.whole_numbers
+            } else {
+                nth >= self.whole.get(&(runtime, graph)).copied().unwrap_or(0)
+            }
+    }
 }
 
 /// The merge of the two sides' events.
@@ -92,6 +153,8 @@ pub(super) struct Merge {
     pub(super) outputs: [Window<OutputKey, OutputValue>; 2],
     pub(super) outcomes: [Window<SubmissionKey, (Option<Outcome>, u64)>; 2],
     pub(super) matched: Matched,
+    /// How far base and new go.
+    pub(super) ends: [End; 2],
 }
 
 impl Merge {
@@ -99,7 +162,10 @@ impl Merge {
         let other = 1 - side;
         match event {
             Event::Output(key, value) => match self.outputs[other].take(&key) {
-                None => self.outputs[side].insert(key, value),
+                None => {
+                    let end = &self.ends[other];
+                    self.outputs[side].insert(key, value, |k| end.past((k.0, k.1, k.2)));
+                }
                 Some(theirs) => {
                     let (base, new) = if side == 0 {
                         (value, theirs)
@@ -123,7 +189,10 @@ impl Merge {
                 }
             },
             Event::Outcome(key, value) => match self.outcomes[other].take(&key) {
-                None => self.outcomes[side].insert(key, value),
+                None => {
+                    let end = &self.ends[other];
+                    self.outcomes[side].insert(key, value, |k| end.past(*k));
+                }
                 Some(theirs) => {
                     let (base, new) = if side == 0 {
                         (value, theirs)
@@ -161,6 +230,9 @@ impl Merge {
         for s in 0..2 {
             m.outputs_one_sided[s] = self.outputs[s].one_sided();
             m.submissions_one_sided[s] = self.outcomes[s].one_sided();
+            let end = &self.ends[1 - s];
+            m.outputs_past_end[s] = self.outputs[s].one_sided_past(|k| end.past((k.0, k.1, k.2)));
+            m.submissions_past_end[s] = self.outcomes[s].one_sided_past(|k| end.past(*k));
             m.unmatched_past_window[s] = self.outputs[s].evicted + self.outcomes[s].evicted;
         }
         m.late_records = late;
