@@ -603,14 +603,22 @@ pub fn note_replaced(path: &Path) {
 ///
 /// A one-line [`Failure`]: "cannot write WHAT to PATH: directory DIR does not exist".
 pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) if !parent.is_dir() => Err(Failure::new(format!(
-            "cannot write {what} to {}: directory {} does not exist",
-            path.display(),
-            parent.display()
-        ))),
-        _ => Ok(()),
-    }
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    // The system's own reason: a name too long, a symbolic-link loop or a file in the way
+    // are not a missing directory (a break-it pass read "does not exist" for each).
+    let why = match std::fs::metadata(parent) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => "is not a directory".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        Err(e) => format!("cannot be used: {e}"),
+    };
+    Err(Failure::new(format!(
+        "cannot write {what} to {}: directory {} {why}",
+        path.display(),
+        parent.display()
+    )))
 }
 
 /// Whether a recorder holds the regular file `path` now (a trace being recorded). Only a

@@ -453,6 +453,17 @@ fn an_output_that_is_a_directory_is_refused() {
         assert_error(&run(dir.path(), args), says);
     }
     assert!(!dir.path().join("nowhere").exists());
+    // A file where the directory should be, or a symbolic-link loop, is said as such, not
+    // as a missing directory (a break-it pass).
+    std::fs::write(dir.path().join("file"), b"").unwrap();
+    std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
+    for (output, says) in [
+        ("file/t.hrxt", "directory file is not a directory"),
+        ("loop/t.hrxt", "directory loop cannot be used: "),
+    ] {
+        let args = ["record", "-q", "-o", output, "--workload", "hazards"];
+        assert_error(&run(dir.path(), &args), says);
+    }
 }
 
 /// A trace that cannot be written whole (a file size limit, as a full disk would) fails the
