@@ -289,7 +289,16 @@ pub fn warn_partial(
             one_line(&warning.to_string())
         ));
     }
+    // A trace a recorder holds now is not cut short: it is being written (`stats`, `export`
+    // and `diff` said "not closed cleanly" of a live recording: a break-it pass).
+    let live = recovery.is_some_and(|r| !r.is_complete()) && crate::record::being_recorded(path);
     for lack in recovery.map(lacks).unwrap_or_default() {
+        let lack = match live {
+            true if lack == recovery.map(|r| r.end().to_string()).unwrap_or_default() => {
+                "being recorded now (a recorder holds it): read as far as it was written".to_owned()
+            }
+            _ => lack,
+        };
         crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
     }
 }

@@ -623,7 +623,7 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
 
 /// Whether a recorder holds the regular file `path` now (a trace being recorded). Only a
 /// regular file is asked: opening a FIFO to look would wait for its writer.
-fn being_recorded(path: &Path) -> bool {
+pub(crate) fn being_recorded(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && hrx_capture::recorder_holds(path).unwrap_or(false)
 }

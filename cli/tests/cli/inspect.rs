@@ -280,6 +280,20 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     );
     crate::util::assert_error(&trim, "live.hrxt: cannot trim: it is being recorded now");
     assert!(!dir.path().join("t.hrxt").exists());
+    // The verbs that read what was written so far say it is being recorded, not that it
+    // was not closed cleanly (a break-it pass).
+    for args in [
+        &["stats", "live.hrxt"][..],
+        &["diff", "live.hrxt", "live.hrxt"][..],
+        &["export", "live.hrxt", "-o", "live.json"][..],
+    ] {
+        let err = stderr(&run(dir.path(), args));
+        assert!(
+            err.contains("live.hrxt: being recorded now (a recorder holds it)"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("not closed cleanly"), "{args:?}: {err}");
+    }
     recorder.close().unwrap();
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
