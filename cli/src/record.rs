@@ -196,6 +196,9 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let noted = forwarding.noted();
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);
+    // How the program ended, for the summary: its exit code, or the signal that killed it
+    // (a SIGKILL read "exit code 137" as if the program had exited so: a break-it pass).
+    let ended = ended(status, code);
     if let Some(signal) = forwarded {
         if !noted {
             crate::output::note(format_args!(
@@ -304,7 +307,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 });
                 let header = (!args.json && !crate::output::quiet()).then(|| {
                     format!(
-                        "{:<12} {} (exit code {code})\n{:<12} {}\n",
+                        "{:<12} {} ({ended})\n{:<12} {}\n",
                         "program",
                         name(program),
                         "device",
@@ -340,7 +343,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     // The exit code says the program failed; what its trace lacks is said
                     // too, `-q` or not (a warning is never silenced).
                     crate::output::warn(format_args!(
-                        "{}: {}; it holds what was written before {} ended (exit code {code})",
+                        "{}: {}; it holds what was written before {} ended ({ended})",
                         path.display(),
                         stats.recovery.end(),
                         name(program)
@@ -828,6 +831,19 @@ fn spawn_failure(program: &OsStr, error: &io::Error) -> Failure {
         )),
         _ => Failure::new(format!("cannot run {program}: {error}")),
     }
+}
+
+/// How the program ended: `exit code N`, or `killed by signal N (NAME), exit code 128+N`.
+fn ended(status: ExitStatus, code: u8) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by {}, exit code {code}", signal_text(signal));
+        }
+    }
+    let _ = status;
+    format!("exit code {code}")
 }
 
 /// The program's exit code, or 128+N for a signal (reported on standard error).

@@ -221,7 +221,11 @@ fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
     assert!(
         err.lines()
             .any(|l| l.starts_with("warning: q.hrxt: not closed cleanly; ")
-                && l.ends_with(&format!("(exit code {})", 128 + libc::SIGABRT))),
+                && l.ends_with(&format!(
+                    "(killed by signal {} (SIGABRT), exit code {})",
+                    libc::SIGABRT,
+                    128 + libc::SIGABRT
+                ))),
         "{err}"
     );
     // `stats`' text names the signal too, as `info` and `view` do (only its JSON did).
