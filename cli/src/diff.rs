@@ -92,7 +92,9 @@
 //! release build of one program are one program); when they differ, both are printed, so
 //! a "different" verdict from a run with `--frames 8` against one with `--frames 4` says
 //! why. `hrx-trace record`'s range options (`--capture-range`, `--delay`, `--duration`)
-//! are left out: they choose what of the run is recorded.
+//! are left out: they choose what of the run is recorded; its other options are compared in
+//! any order and form (`--frames=8` as `--frames 8`, each with its value as one item), the
+//! recorded program's own arguments after `--` in their order.
 //!
 //! # Ranges
 //!

@@ -898,11 +898,54 @@ pub fn arguments(profile: &Profile) -> Option<Vec<String>> {
                 rest.next();
                 out.push("-o …".to_owned());
             }
-            _ if a.starts_with("--output=") => out.push("-o …".to_owned()),
+            _ if a.starts_with("--output=") || (a.starts_with("-o") && !a.starts_with("--")) => {
+                out.push("-o …".to_owned());
+            }
+            "--" if recorder => {
+                out.push(a.clone());
+                out.extend(rest.by_ref().cloned());
+            }
             _ => out.push(a.clone()),
         }
     }
+    if recorder {
+        normalize_options(&mut out);
+    }
     Some(out)
+}
+
+/// `hrx-trace record`'s options in one order and form: each option with its value as one
+/// item (`--frames=8` as `--frames 8`), sorted, up to a `--` (the recorded program's own
+/// arguments after it keep their order): `--frames 8 --workload pipeline` and `--workload
+/// pipeline --frames 8` are one run (a break-it pass read them as different runs).
+fn normalize_options(args: &mut Vec<String>) {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    // The program and its subcommand (`record`) stay first.
+    let start = if args.get(1).is_some_and(|a| !a.starts_with('-')) {
+        2
+    } else {
+        1
+    };
+    let mut items: Vec<String> = Vec::new();
+    let mut i = start;
+    while i < end {
+        let a = &args[i];
+        let item = match a.split_once('=') {
+            Some((option, value)) if a.starts_with("--") => format!("{option} {value}"),
+            _ if a.starts_with('-') && i + 1 < end && !args[i + 1].starts_with('-') => {
+                i += 1;
+                format!("{a} {}", args[i])
+            }
+            _ => a.clone(),
+        };
+        items.push(item);
+        i += 1;
+    }
+    items.sort();
+    let rest = args.split_off(end.max(start.min(end)));
+    args.truncate(start.min(args.len()));
+    args.extend(items);
+    args.extend(rest);
 }
 
 #[cfg(test)]
@@ -1190,7 +1233,51 @@ mod tests {
         ]);
         assert_eq!(
             arguments(&r).unwrap(),
-            ["hrx-trace", "record", "--frames", "4"]
+            ["hrx-trace", "record", "--frames 4"]
+        );
+        // Its options in any order and form, and the output's name attached (`-oa.hrxt`),
+        // are one run; the recorded program's arguments after `--` keep their order.
+        let recorded = |a: &[&str]| {
+            let mut p = profile_records(&records);
+            p.session.as_mut().unwrap().args = args(a);
+            arguments(&p).unwrap()
+        };
+        let one = recorded(&[
+            "hrx-trace",
+            "record",
+            "--workload",
+            "pipeline",
+            "--frames",
+            "8",
+            "-oa1.hrxt",
+        ]);
+        let other = recorded(&[
+            "/bin/hrx-trace",
+            "record",
+            "-o",
+            "b.hrxt",
+            "--frames=8",
+            "--workload",
+            "pipeline",
+        ]);
+        assert_eq!(one, other);
+        assert_eq!(
+            one,
+            [
+                "hrx-trace",
+                "record",
+                "--frames 8",
+                "--workload pipeline",
+                "-o …"
+            ]
+        );
+        let program = |a: &str, b: &str| {
+            recorded(&["hrx-trace", "record", "--frames", "2", "--", "app", a, b])
+        };
+        assert_ne!(program("x", "y"), program("y", "x"));
+        assert_eq!(
+            program("x", "y"),
+            ["hrx-trace", "record", "--frames 2", "--", "app", "x", "y"]
         );
         r.session.as_mut().unwrap().args[0] = "/bin/app".to_owned();
         assert_eq!(arguments(&r).unwrap().len(), 12);
