@@ -120,6 +120,15 @@ fn classify(error: &anyhow::Error) -> (u8, Option<String>) {
             return (failure.code, failure.hint.clone());
         }
         if let Some(trace) = cause.downcast_ref::<TraceError>() {
+            // `-` is a file name here, not standard input, which the verbs do not read (a
+            // trace is read twice, and indexed from its end).
+            if trace.path.as_os_str() == "-"
+                && matches!(&trace.error.kind, ReadErrorKind::Open(e) if e.kind() == io::ErrorKind::NotFound)
+            {
+                let hint =
+                    "hrx-trace reads trace files, not standard input: save the trace to a file";
+                return (EXIT_FAILURE, Some(hint.to_owned()));
+            }
             return (EXIT_FAILURE, read_hint(&trace.error));
         }
     }

@@ -174,6 +174,14 @@ impl Baseline {
     /// # Errors
     /// [`ReplayError::Baseline`] saying why not.
     pub fn check_save(path: &Path) -> Result<(), ReplayError> {
+        // `-` would be a file of that name: standard output is never a baseline's place.
+        if path.as_os_str() == "-" {
+            return Err(baseline_error(
+                path,
+                "cannot write it to standard output: give a file name (the JSON report is \
+                 --report json)",
+            ));
+        }
         match std::fs::metadata(path) {
             Ok(meta) if !meta.is_file() => Err(baseline_error(
                 path,

@@ -337,3 +337,21 @@ fn info_says_the_hosts_load_when_the_runtimes_ran() {
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(report["host_load"]["samples"], 2, "{report:#}");
 }
+
+/// `-` is not standard input for the verbs that read traces, nor standard output for a
+/// replay's baseline: each says so in one line, and no file named `-` is written (a
+/// break-it pass: `info -` read "No such file", `--save-baseline -` wrote a file `-`).
+#[test]
+fn a_dash_is_neither_standard_input_nor_a_baseline_file() {
+    let dir = tempfile::tempdir().unwrap();
+    hazards_trace(dir.path());
+    let info = run(dir.path(), &["info", "-"]);
+    assert_error(&info, "-: cannot open it");
+    assert!(stderr(&info).contains("hint: hrx-trace reads trace files, not standard input"));
+    let replay = run(
+        dir.path(),
+        &["replay", "-q", "whole.hrxt", "--save-baseline", "-"],
+    );
+    assert_error(&replay, "baseline -: cannot write it to standard output");
+    assert!(!dir.path().join("-").exists());
+}
