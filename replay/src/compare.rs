@@ -960,6 +960,7 @@ pub(crate) fn report(
             recorded: plan.recorded.clone(),
             complete: plan.complete,
             records_lost: plan.lost.total,
+            range_unknown_bytes: plan.runtimes.iter().map(|r| r.range_unknown_bytes).sum(),
             records_lost_by_kind: plan
                 .lost
                 .by_kind()

@@ -402,11 +402,15 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
         "{info}"
     );
     let replay = run(dir.path(), &["replay", "wo.hrxt"]);
+    // Said first, before the verdict (it was the last note), and in the JSON.
     assert!(
-        stdout(&replay).contains("cannot be exact"),
+        stdout(&replay).starts_with("cannot be exact: the range reads 2048 bytes"),
         "{}",
         stdout(&replay)
     );
+    let json = run(dir.path(), &["replay", "wo.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["trace"]["range_unknown_bytes"], 2048, "{report}");
 }
 
 /// `--capture-range time:200ms..400ms`, the same range as `--delay 200ms --duration 200ms`,

@@ -182,6 +182,9 @@ pub(crate) struct RuntimePlan<'t> {
     /// The run's injected fault counted from a range's start (`TraceRange::fault`, format
     /// 1.13), with that start.
     pub range_fault: Option<(SubmissionIndex, s::RangeFault)>,
+    /// Bytes the range reads whose contents at its start the trace lacks (a trim of a
+    /// recording without contents): the replay cannot be exact.
+    pub range_unknown_bytes: u64,
     pub buffers: Vec<BufferPlan>,
     pub buffer_index: HashMap<BufferId, usize>,
     pub kernels: Vec<KernelPlan<'t>>,

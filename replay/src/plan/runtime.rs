@@ -63,6 +63,7 @@ pub(super) fn runtime_plan<'t>(
         op_time_source: g.op_time_source,
         range_start: g.range_start,
         range_fault: g.range_fault,
+        range_unknown_bytes: 0,
         buffers: Vec::new(),
         buffer_index: HashMap::new(),
         kernels: Vec::new(),
@@ -541,6 +542,7 @@ pub(super) fn runtime_plan<'t>(
             None => unknown += snap.len_bytes,
         }
     }
+    plan.range_unknown_bytes = unknown;
     if unknown > 0 {
         notes.push(format!(
             "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all?)"

@@ -54,6 +54,10 @@ pub struct TraceInfo {
     pub records_lost: u64,
     /// Records lost by kind.
     pub records_lost_by_kind: BTreeMap<String, u64>,
+    /// Bytes the trace's range (a trim, a range recording) reads whose contents at its start
+    /// it lacks: a replay cannot be exact then, and a digest that depends on them may differ
+    /// without a regression (said first, as lost records are).
+    pub range_unknown_bytes: u64,
     /// Each captured runtime.
     pub runtimes: Vec<RuntimeInfo>,
 }

@@ -46,6 +46,15 @@ impl Report {
                 kinds.join(", ")
             );
         }
+        if self.trace.range_unknown_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "cannot be exact: the range reads {} bytes whose contents at its start the \
+                 trace lacks (a trim of a recording without HRX_TRACE_CONTENTS=1 \
+                 HRX_TRACE_DIGESTS=all): outputs that depend on them may differ",
+                self.trace.range_unknown_bytes
+            );
+        }
         let several = self.trace.runtimes.len() > 1;
         let _ = writeln!(
             out,
