@@ -493,6 +493,76 @@ mod tests {
         }
     }
 
+    /// Deferred retirements beside everything that resolves them: one thread submits and
+    /// waits on its lone early launch (deferring), another reads and maps its buffer (host
+    /// accesses resolve under the scheduler lock), clones and drops its graph's handle (a
+    /// drop resolves), and submits work of its own (an enqueue resolves); a third asks
+    /// `in_flight`. Every round's bytes are right, nothing hangs, and the runtime goes when
+    /// the handles do.
+    #[test]
+    fn deferred_retirements_beside_host_access_handle_drops_and_other_submits() {
+        let (rt, buffer, graph) = fill_graph(true, 2);
+        let core = std::sync::Arc::downgrade(graph.inner.runtime.core());
+        let other = rt.buffer(4096, Placement::HostVisible).unwrap();
+        let mut fill = rt.graph();
+        fill.fill(other.whole(), 9).unwrap();
+        let fill = fill.prepare().unwrap();
+        // Filled once first: every read below then finds the fill's bytes or answers Busy.
+        graph.submit().unwrap().wait().unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // Set however this thread ends (a panic included), so the others stop.
+                struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+                impl Drop for Done<'_> {
+                    fn drop(&mut self) {
+                        self.0.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
+                let _done = Done(&done);
+                for _ in 0..500 {
+                    // Busy while the other thread reads the buffer (its staging mapping).
+                    let completion = loop {
+                        match graph.submit() {
+                            Ok(completion) => break completion,
+                            Err(crate::Error::Busy(_)) => std::thread::yield_now(),
+                            Err(error) => panic!("{error}"),
+                        }
+                    };
+                    completion.wait().unwrap();
+                }
+            });
+            scope.spawn(|| {
+                let mut round = 0u32;
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    round += 1;
+                    // A host read: Busy while a round is in flight, else the fill's bytes.
+                    let mut out = vec![0; 64];
+                    match buffer.read(0, &mut out) {
+                        Ok(()) => assert_eq!(out, vec![2; 64]),
+                        Err(crate::Error::Busy(_)) => {}
+                        Err(error) => panic!("{error}"),
+                    }
+                    drop(graph.clone());
+                    if round % 4 == 0 {
+                        fill.submit().unwrap().wait().unwrap();
+                        assert_eq!(other.map_read(0..16).unwrap()[..], [9; 16]);
+                    }
+                }
+            });
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    assert!(rt.in_flight() <= 2);
+                    std::thread::yield_now();
+                }
+            });
+        });
+        assert_eq!(rt.in_flight(), 0);
+        assert_eq!(bytes(&buffer), vec![2; 4096]);
+        drop((graph, fill, buffer, other, rt));
+        assert!(core.upgrade().is_none(), "the runtime outlived its handles");
+    }
+
     #[test]
     fn a_synchronous_graph_is_still_run_by_the_waiter_or_the_worker_not_by_submit() {
         let (_rt, buffer, graph) = fill_graph(false, 9);
