@@ -544,7 +544,7 @@ mod tests {
                         Err(error) => panic!("{error}"),
                     }
                     drop(graph.clone());
-                    if round % 4 == 0 {
+                    if round.is_multiple_of(4) {
                         fill.submit().unwrap().wait().unwrap();
                         assert_eq!(other.map_read(0..16).unwrap()[..], [9; 16]);
                     }
