@@ -298,9 +298,10 @@ impl Scheduler {
     /// lock ([`super::shared::Core::scheduler`]), so that no lock holder sees a submission
     /// whose waiter published it as still running. An armed one is disarmed (its waiter then
     /// retires it through [`Scheduler::finish`]); a taken one is retired here: its waiter
-    /// released its buffers' device uses and published its success; its queue is idle again,
-    /// its slot free. Its graph is dropped here, under the lock: a handle of the graph is
-    /// alive while its deferral is taken (see `defer`), so this is never the last reference.
+    /// published its success; it leaves the in-flight list (its buffers' device uses with
+    /// it), its queue is idle again, its slot free. Its graph is dropped here, under the lock:
+    /// a handle of the graph is alive while its deferral is taken (see `defer`), so this is
+    /// never the last reference.
     #[inline]
     pub fn resolve(&mut self) {
         if let Some(submission) = self.deferred.take() {
@@ -317,13 +318,17 @@ impl Scheduler {
         if flight.prepared.defer.resolve() != super::defer::Resolved::Taken {
             return;
         }
-        assert_eq!(position, 0, "a deferred submission is alone in flight");
-        debug_assert_eq!(flight.states.len(), 1);
+        // Alone in flight since it was armed (every lock holder resolves first).
+        debug_assert_eq!((position, flight.states.len()), (0, 1));
         debug_assert_eq!(flight.states[0], State::Running);
         let queue = flight.prepared.regions[0].queue();
         self.running &= !(1 << queue as u8);
-        // Alone in flight since it was armed (every lock holder resolves first).
-        let flight = self.in_flight.pop_front().expect("position is valid");
+        let flight = if position == 0 {
+            self.in_flight.pop_front()
+        } else {
+            self.in_flight.remove(position)
+        };
+        let flight = flight.expect("position is valid");
         flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
     }
 

@@ -369,7 +369,8 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
 /// A waiter's deferred retirement of its own submission, launched by `submit` and
 /// synchronized successfully by the waiter ([`super::defer`]): the success recorded and
 /// published, the retirement left to the next scheduler lock holder (a host access of its
-/// buffers, which takes that lock, included). Whether the waiter took the deferral; if not, it retires through `finish`.
+/// buffers, which takes that lock, included). Whether the waiter took the deferral; if not,
+/// it retires through `finish`.
 fn settle_own(task: &Task, waiter: &Waiter<'_>) -> bool {
     let prepared = task.prepared();
     if !prepared.defer.armed() {
