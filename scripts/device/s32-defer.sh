@@ -1,27 +1,13 @@
 #!/bin/bash
 # Run on the device machine from the repository root (BENCHMARKS.md, GPU section, session 32):
-# `one_kernel`'s paired rounds against raw CUDA, builds in rotation, one process each
-# (`HRX_BENCH_ONLY=one_kernel`, 2000 paired rounds of 100 round trips), PAIRS times; then
-# `hundred_kernels` once per build; then the CUDA tests of the newest build.
-# .device-bin/s32/ holds stripped builds: gpu-bench-<build> (`cargo bench -p hrx --bench gpu
-# --no-run`), hrx-lib and conformance (`cargo test -p hrx --release --no-run`).
+# `one_kernel`'s paired rounds against raw CUDA (builds in rotation, one process each, PAIRS
+# times), `hundred_kernels` once per build, then the CUDA tests of the newest build
+# (s32-common.sh).
 d=.device-bin/s32
+. scripts/device/s32-common.sh
 builds=${BUILDS:-"a c"}
 uptime > $OUT/uptime.txt
-for i in $(seq 1 ${PAIRS:-8}); do
-  for b in $builds; do
-    HRX_BENCH_ONLY=one_kernel HRX_BENCH_ROUNDS=2000 CRITERION_HOME=/tmp/c-$b-$i timeout 60 $d/gpu-bench-$b --bench no-criterion-group > $OUT/one-$b-$i.txt 2>&1
-    echo "== one_kernel $b $i: $(grep -h "raw (a) vs hrx (b)" $OUT/one-$b-$i.txt | sed 's/.*rounds: //')"
-  done
-done
-for b in $builds; do
-  HRX_BENCH_ONLY=hundred_kernels HRX_BENCH_ROUNDS=400 CRITERION_HOME=/tmp/h-$b timeout 120 $d/gpu-bench-$b --bench no-criterion-group > $OUT/hundred-$b.txt 2>&1
-  echo "== hundred_kernels $b: $(grep -h "raw (a) vs hrx (b)" $OUT/hundred-$b.txt | sed 's/.*rounds: //')"
-done
-if [ -x $d/conformance ]; then
-  HRX_TEST_BACKENDS=sim,cuda timeout 150 $d/conformance > $OUT/conformance.txt 2>&1
-  HRX_CUDA_HARDWARE=1 timeout 60 $d/hrx-lib execution:: > $OUT/execution-tests.txt 2>&1
-  HRX_CUDA_HARDWARE=1 timeout 120 $d/hrx-lib gpu::cuda::hardware_tests --test-threads 1 > $OUT/hardware.txt 2>&1
-  tail -qn 3 $OUT/conformance.txt $OUT/execution-tests.txt $OUT/hardware.txt | grep "test result"
-fi
+one_kernel_rounds "$builds" ${PAIRS:-8}
+hundred_kernels "$builds"
+cuda_tests
 uptime >> $OUT/uptime.txt
