@@ -112,7 +112,8 @@ pub(crate) trait DeviceUses: Send + Sync {
     ) -> Result<u64>;
 }
 
-fn intersects(a: &Range<usize>, b: &Range<usize>) -> bool {
+/// Whether two byte ranges share a byte (an empty range shares none).
+pub(crate) fn intersects(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end && a.start < a.end && b.start < b.end
 }
 

@@ -300,14 +300,8 @@ pub fn warn_partial(
     }
     // A trace a recorder holds now is not cut short: it is being written (`stats`, `export`
     // and `diff` said "not closed cleanly" of a live recording: a break-it pass).
-    let live = recovery.is_some_and(|r| !r.is_complete()) && crate::record::being_recorded(path);
-    for lack in recovery.map(lacks).unwrap_or_default() {
-        let lack = match live {
-            true if lack == recovery.map(|r| r.end().to_string()).unwrap_or_default() => {
-                "being recorded now (a recorder holds it): read as far as it was written".to_owned()
-            }
-            _ => lack,
-        };
+    let live = || crate::record::being_recorded(path);
+    for lack in recovery.map(|r| lacks_as(r, live)).unwrap_or_default() {
         crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
     }
 }
@@ -315,9 +309,19 @@ pub fn warn_partial(
 /// What a trace lacks, as the warnings say it: how it ends when it was not read whole, and
 /// the records its recorder lost.
 pub fn lacks(recovery: &hrx_capture::Recovery) -> Vec<String> {
+    lacks_as(recovery, || false)
+}
+
+/// [`lacks`], an incomplete trace that `live` says a recorder holds now said to be being
+/// recorded rather than by how it ends (asked only of an incomplete one).
+fn lacks_as(recovery: &hrx_capture::Recovery, live: impl FnOnce() -> bool) -> Vec<String> {
     let mut lacks = Vec::new();
     if !recovery.is_complete() {
-        lacks.push(recovery.end().to_string());
+        lacks.push(if live() {
+            "being recorded now (a recorder holds it): read as far as it was written".to_owned()
+        } else {
+            recovery.end().to_string()
+        });
     }
     if !recovery.lost.is_none() {
         lacks.push(format!("{} while recording", recovery.lost));

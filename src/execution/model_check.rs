@@ -181,50 +181,45 @@ fn failure_message(result: &crate::Result<()>) -> Option<&str> {
 /// returns before `publish` set `published` (each sees the outcome), and neither misses
 /// the wake-up (a lost wake-up leaves a thread parked forever: loom reports a deadlock).
 fn waiters_and_publisher() {
-    let signal = Signal::new(Weak::new());
-    signal.reset(1);
-    let timed = completion(&signal);
-    let timed = loom::thread::spawn(move || {
-        let result = timed.wait_timeout(Duration::from_secs(3600));
-        assert_eq!(
-            failure_message(&result),
-            Some("one"),
-            "timed wait: {result:?}"
-        );
-    });
-    let publisher = {
-        let signal = signal.clone();
-        loom::thread::spawn(move || {
+    waiters_and(
+        |signal| {
             signal.complete(failed("one"));
             signal.publish();
-        })
-    };
-    let result = completion(&signal).wait();
-    assert_eq!(failure_message(&result), Some("one"), "wait: {result:?}");
-    assert!(
-        signal.word.load(Ordering::SeqCst) & PUBLISHED != 0,
-        "wait returned before publish"
+        },
+        Some("one"),
     );
-    publisher.join().unwrap();
-    timed.join().unwrap();
 }
 
 /// Model 1b: as model 1, the outcome a success that the waiter running the submission
 /// records and publishes at once ([`Signal::publish_success`], a deferred retirement).
 fn waiters_and_own_publisher() {
+    waiters_and(Signal::publish_success, None);
+}
+
+/// Asserts `result` is the failure of message `failure`, or a success where it is `None`.
+fn assert_outcome(result: &crate::Result<()>, failure: Option<&str>, what: &str) {
+    match failure {
+        Some(_) => assert_eq!(failure_message(result), failure, "{what}: {result:?}"),
+        None => assert!(result.is_ok(), "{what}: {result:?}"),
+    }
+}
+
+/// Models 1 and 1b: two waiters beside a thread that runs `publish` on the signal; each
+/// wait's failure message is `failure` (`None`: a success).
+fn waiters_and(publish: fn(&Signal), failure: Option<&'static str>) {
     let signal = Signal::new(Weak::new());
     signal.reset(1);
     let timed = completion(&signal);
     let timed = loom::thread::spawn(move || {
         let result = timed.wait_timeout(Duration::from_secs(3600));
-        assert!(result.is_ok(), "timed wait: {result:?}");
+        assert_outcome(&result, failure, "timed wait");
     });
     let publisher = {
         let signal = signal.clone();
-        loom::thread::spawn(move || signal.publish_success())
+        loom::thread::spawn(move || publish(&signal))
     };
     let result = completion(&signal).wait();
-    assert!(result.is_ok(), "wait: {result:?}");
+    assert_outcome(&result, failure, "wait");
     assert!(
         signal.word.load(Ordering::SeqCst) & PUBLISHED != 0,
         "wait returned before publish"

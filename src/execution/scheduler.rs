@@ -323,13 +323,19 @@ impl Scheduler {
         debug_assert_eq!(flight.states[0], State::Running);
         let queue = flight.prepared.regions[0].queue();
         self.running &= !(1 << queue as u8);
+        let flight = self.take_flight(position);
+        flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
+    }
+
+    /// Takes the in-flight submission at `position` out of the list (the oldest without a
+    /// shift).
+    fn take_flight(&mut self, position: usize) -> InFlight {
         let flight = if position == 0 {
             self.in_flight.pop_front()
         } else {
             self.in_flight.remove(position)
         };
-        let flight = flight.expect("position is valid");
-        flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
+        flight.expect("position is valid")
     }
 
     /// `Busy` when a submission in flight uses bytes of `range` of buffer `buffer` in a way
@@ -340,14 +346,11 @@ impl Scheduler {
         range: &std::ops::Range<usize>,
         access: crate::Access,
     ) -> Result<(), Error> {
-        let overlaps = |r: &std::ops::Range<usize>| {
-            r.start < range.end && range.start < r.end && r.start < r.end && range.start < range.end
-        };
         for flight in &self.in_flight {
             for use_ in &flight.prepared.uses {
                 let used = use_.view.range();
                 if use_.buffer_id() == buffer
-                    && overlaps(&used)
+                    && crate::buffer::intersects(&used, range)
                     && use_.access.conflicts_with(access)
                 {
                     return Err(Error::Busy(format!(
@@ -837,12 +840,7 @@ impl Scheduler {
     /// Retires the submission at `position`; `own`: the finishing thread holds its
     /// completion and publishes it itself ([`retire_own_slot`]).
     fn retire(&mut self, position: usize, wake: &mut Wake, own: bool) {
-        let flight = if position == 0 {
-            self.in_flight.pop_front()
-        } else {
-            self.in_flight.remove(position)
-        };
-        let flight = flight.expect("position is valid");
+        let flight = self.take_flight(position);
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
         let (occupied, signals) = (&flight.prepared.occupied, &flight.prepared.signals);

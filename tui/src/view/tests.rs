@@ -56,15 +56,7 @@ fn timeline_fit() {
 /// its markers, the decoder thread's `decode` ranges: the GPU idles while it decodes.
 #[test]
 fn timeline_with_host_threads() {
-    let mut records: Vec<_> = pipeline(PipelineSpec {
-        submissions: 4,
-        period_ns: 600_000,
-        busy_every: None,
-        fail_at: None,
-    })
-    .collect();
-    records.extend(crate::state::synthetic::annotations(4, 10_000, 600_000));
-    let model = Model::from_records(&records);
+    let model = Model::from_records(&host_threads_records());
     assert_eq!(model.threads().len(), 2);
     let state = ViewState::new(&model, 120, 40);
     insta::assert_snapshot!(terminal(&model, &state).backend());
@@ -77,11 +69,9 @@ fn timeline_with_host_threads() {
     );
 }
 
-/// A range closed out of order (it crosses the `decode` it began in) is drawn on a row of
-/// its own under its thread's, not over the end of the range it crosses.
-#[test]
-fn a_crossing_range_has_a_row_of_its_own() {
-    use hrx_capture::schema::{AnnotationId, AnnotationName, AnnotationRange, Record};
+/// Four submissions of the pipeline, 0.6 ms apart, with the main thread's spans and the
+/// decoder thread's `decode` ranges.
+fn host_threads_records() -> Vec<hrx_capture::schema::Record> {
     let mut records: Vec<_> = pipeline(PipelineSpec {
         submissions: 4,
         period_ns: 600_000,
@@ -90,6 +80,15 @@ fn a_crossing_range_has_a_row_of_its_own() {
     })
     .collect();
     records.extend(crate::state::synthetic::annotations(4, 10_000, 600_000));
+    records
+}
+
+/// A range closed out of order (it crosses the `decode` it began in) is drawn on a row of
+/// its own under its thread's, not over the end of the range it crosses.
+#[test]
+fn a_crossing_range_has_a_row_of_its_own() {
+    use hrx_capture::schema::{AnnotationId, AnnotationName, AnnotationRange, Record};
+    let mut records = host_threads_records();
     records.push(Record::AnnotationName(AnnotationName {
         name: AnnotationId(9),
         text: "upload".into(),
