@@ -520,7 +520,7 @@ fn too_few_mark(row: &Value) -> &'static str {
     if row["too_few"].as_bool() == Some(true) {
         "  too few to judge"
     } else if row["too_spread"].as_bool() == Some(true) {
-        "  too spread to judge (unlike runs under one name?)"
+        "  too spread to judge (unlike work under one name, or a loaded host?)"
     } else {
         ""
     }
