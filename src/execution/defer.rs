@@ -1,9 +1,9 @@
 //! A waiter's deferred retirement (issue 16: the round trip's serial path).
 //!
-//! A thread that waits for a submission `submit` launched early, alone in flight with one
-//! region, completes the launch itself ([`super::worker::help`]). Once its device
-//! synchronized successfully, what the submission's retirement must do before `wait` returns
-//! is small: record and publish the outcome (one read-modify-write,
+//! A thread that waits for a submission alone in flight with one region runs that region
+//! itself, or completes it when `submit` launched it early ([`super::worker::help`]). Once
+//! the region succeeded (the device synchronized), what the submission's retirement must do
+//! before `wait` returns is small: record and publish the outcome (one read-modify-write,
 //! [`super::completion::Signal::publish_success`]). The rest (taking it out of the
 //! scheduler's list, which is also its buffers' device-use registration
 //! ([`crate::buffer::DeviceUses`]: a host access takes the lock too), freeing its slot, its
@@ -14,8 +14,8 @@
 //! and the wake-ups after it leave the path from the device's completion to the next launch.
 //!
 //! The hand-over is one word per prepared graph ([`Deferral`]): the scheduler *arms* it, under
-//! its lock, when the waiter claims the launched region and the submission is alone; the
-//! waiter *takes* it after its synchronize succeeded; any lock holder *resolves* it (first
+//! its lock, when the waiter claims the region and the submission is alone and untraced;
+//! the waiter *takes* it after its region succeeded; any lock holder *resolves* it (first
 //! thing under the lock): an armed deferral is disarmed, and the waiter, whose take then
 //! fails, retires through `finish` as before; a taken one is retired there.
 //!
@@ -31,8 +31,10 @@
 //! of a taken submission therefore always happens while a handle of its graph is alive, and
 //! never drops the last reference to the graph (or the runtime) under the scheduler lock.
 //!
-//! Only untraced submissions launch early, so a deferred retirement has no trace records to
-//! write (a traced one records its `SubmissionDone` when it retires).
+//! Only untraced submissions defer, so a deferred retirement has no trace records to write
+//! (a traced one records its `SubmissionDone` when it retires). Session 32 deferred only
+//! early launches (CUDA, HIP); session 33 the software device's synchronous regions too
+//! (`submit_to_complete`: one scheduler lock a round trip fewer there).
 
 use crate::sync::protocol::{AtomicUsize, Ordering};
 

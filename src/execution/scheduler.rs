@@ -245,28 +245,53 @@ impl HasParked for Scheduler {
 /// scheduler lock and watched by the queue's spinning worker without it. A submit rings it
 /// with one store (one cache-line transfer), and a waiter's claim clears its flag with one
 /// more: the fewest a hand-over can take.
+///
+/// The word also counts the claims made by threads in `Completion::wait`: a worker that
+/// finds them moving while it leaves new work to a waiter gives the next work a grace too
+/// (`worker::leave_to_waiter`), without watching the line meanwhile.
 #[derive(Default)]
 pub(crate) struct Doorbell {
-    /// `epoch << 1 | claimable`: the epoch moves with every wake that may make the queue's
-    /// work ready; `claimable` says the queue is idle and holds pending regions, ready or not.
+    /// `epoch << EPOCH_SHIFT | waiter claims << 1 | claimable`: the epoch moves with every
+    /// wake that may make the queue's work ready; the claims count (wrapping) moves with each
+    /// claim by a waiter; `claimable` says the queue is idle and holds pending regions, ready
+    /// or not.
     word: AtomicU64,
 }
 
+/// One reading of a [`Doorbell`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rung {
+    pub epoch: u64,
+    /// Claims by waiters, wrapping.
+    pub claims: u64,
+    pub claimable: bool,
+}
+
 impl Doorbell {
+    const CLAIMS_MASK: u64 = 0xffff;
+    const EPOCH_SHIFT: u32 = 17;
+
+    /// The word after `word`, with the epoch moved (`ring`), a waiter's claim counted
+    /// (`claimed`) and the claimable flag.
+    fn rung(word: u64, ring: bool, claimed: bool, claimable: bool) -> u64 {
+        let epoch = (word >> Self::EPOCH_SHIFT) + u64::from(ring);
+        let claims = ((word >> 1) + u64::from(claimed)) & Self::CLAIMS_MASK;
+        epoch << Self::EPOCH_SHIFT | claims << 1 | u64::from(claimable)
+    }
+
     /// Moved by every ring.
     pub(super) fn epoch(&self) -> u64 {
-        self.word.load(Ordering::Acquire) >> 1
+        self.load().epoch
     }
 
-    /// Whether the queue is idle and holds pending regions.
-    pub(super) fn claimable(&self) -> bool {
-        self.word.load(Ordering::Acquire) & 1 != 0
-    }
-
-    /// The epoch and the claimable flag, from one read of the word.
-    pub(super) fn load(&self) -> (u64, bool) {
+    /// The epoch, the waiters' claims and the claimable flag, from one read of the word.
+    pub(super) fn load(&self) -> Rung {
         let word = self.word.load(Ordering::Acquire);
-        (word >> 1, word & 1 != 0)
+        Rung {
+            epoch: word >> Self::EPOCH_SHIFT,
+            claims: word >> 1 & Self::CLAIMS_MASK,
+            claimable: word & 1 != 0,
+        }
     }
 }
 
@@ -496,13 +521,13 @@ impl Scheduler {
     /// Claims the oldest ready region of `queue`, unless a region of `queue` is running.
     pub fn find_ready(&mut self, queue: Queue) -> Option<Task> {
         if self.launched & (1 << queue as u8) != 0 {
-            return self.claim_launched(queue);
+            return self.claim_launched(queue, false);
         }
         if self.running & (1 << queue as u8) != 0 || self.pending[queue as usize] == 0 {
             return None;
         }
         let (position, region) = self.next_ready(queue)?;
-        Some(self.claim(position, region))
+        Some(self.claim(position, region, false))
     }
 
     /// Claims, for a thread waiting on `submission`, a native region of it that an idle
@@ -516,18 +541,10 @@ impl Scheduler {
             })
         {
             self.regions_run_by_waiters += 1;
-            // Alone in flight with one region and no producer: its waiter may publish it and
-            // leave its retirement to the next lock holder ([`super::defer`]).
-            if self.in_flight.len() == 1
-                && let Some(flight) = self.in_flight.front()
-                && flight.states.len() == 1
-                && flight.producers.is_empty()
-                && flight.status.is_none()
-            {
-                flight.prepared.defer.arm();
-                self.deferred = Some(submission);
+            if let Some(position) = self.position(submission) {
+                self.arm_deferral(position);
             }
-            return self.claim_launched(queue);
+            return self.claim_launched(queue, true);
         }
         let position = self.position(submission)?;
         let flight = &self.in_flight[position];
@@ -555,7 +572,8 @@ impl Scheduler {
             }
             debug_assert_eq!(self.next_ready(queue), Some((0, 0)));
             self.regions_run_by_waiters += 1;
-            return Some(self.claim(0, 0));
+            self.arm_deferral(0);
+            return Some(self.claim(0, 0, true));
         }
         let found = (0..flight.states.len()).find(|&region| {
             let prepared = &self.in_flight[position].prepared.regions[region];
@@ -569,7 +587,26 @@ impl Scheduler {
                 && self.next_ready(queue) == Some((position, region))
         })?;
         self.regions_run_by_waiters += 1;
-        Some(self.claim(position, found))
+        Some(self.claim(position, found, true))
+    }
+
+    /// Arms the deferred retirement ([`super::defer`]) of the submission at `position`, whose
+    /// only region its waiter is claiming, when it is alone in flight with no producer and no
+    /// outcome yet, and untraced (a traced retirement records its `SubmissionDone`): the
+    /// waiter may then publish its success and leave its retirement to the next lock holder.
+    /// Whether it runs the region itself or completes `submit`'s early launch, the retirement
+    /// left is the same.
+    fn arm_deferral(&mut self, position: usize) {
+        if self.in_flight.len() == 1
+            && let Some(flight) = self.in_flight.get(position)
+            && flight.states.len() == 1
+            && flight.producers.is_empty()
+            && flight.status.is_none()
+            && !flight.prepared.tracer().traces(flight.submission)
+        {
+            flight.prepared.defer.arm();
+            self.deferred = Some(flight.submission);
+        }
     }
 
     /// Claims, for `submit`, the region of `submission` that its queue would run next while
@@ -592,7 +629,7 @@ impl Scheduler {
                 return None;
             }
             debug_assert_eq!(self.next_ready(region.queue()), Some((0, 0)));
-            return Some(self.claim(0, 0));
+            return Some(self.claim(0, 0, false));
         }
         let region = (0..flight.states.len()).find(|&region| {
             let prepared = &flight.prepared.regions[region];
@@ -602,7 +639,7 @@ impl Scheduler {
                 && self.running & (1 << queue as u8) == 0
                 && self.next_ready(queue) == Some((position, region))
         })?;
-        Some(self.claim(position, region))
+        Some(self.claim(position, region, false))
     }
 
     /// Records that `task`'s graph was launched (by `submit`): the region waits, its queue
@@ -618,17 +655,22 @@ impl Scheduler {
         let bit = 1 << queue as u8;
         self.launched |= bit;
         self.launched_at[queue as usize] = (task.submission, task.region);
-        self.ring(bit, self.shown(self.claimable()));
+        self.ring(bit, self.shown(self.claimable()), 0);
         wake.queues = self.parked.take(bit);
         wake
     }
 
-    /// Claims queue `queue`'s launched region, to complete it.
-    fn claim_launched(&mut self, queue: Queue) -> Option<Task> {
+    /// Claims queue `queue`'s launched region, to complete it; `by_waiter` for a thread in
+    /// `Completion::wait` (counted on the doorbell, see [`Doorbell`]).
+    fn claim_launched(&mut self, queue: Queue, by_waiter: bool) -> Option<Task> {
         let bit = 1 << queue as u8;
         let (submission, region) = self.launched_at[queue as usize];
         self.launched &= !bit;
-        self.ring(0, self.shown(self.claimable()));
+        self.ring(
+            0,
+            self.shown(self.claimable()),
+            if by_waiter { bit } else { 0 },
+        );
         let position = self.position(submission)?;
         let flight = &mut self.in_flight[position];
         debug_assert_eq!(flight.states[region], State::Launched);
@@ -652,11 +694,18 @@ impl Scheduler {
         mask & !self.running | self.launched
     }
 
-    fn claim(&mut self, position: usize, region: usize) -> Task {
+    /// Claims a ready region; `by_waiter` for a thread in `Completion::wait` (counted on the
+    /// doorbell, see [`Doorbell`]).
+    fn claim(&mut self, position: usize, region: usize, by_waiter: bool) -> Task {
         let queue = self.in_flight[position].prepared.regions[region].queue();
+        let bit = 1 << queue as u8;
         self.pending[queue as usize] -= 1;
-        self.running |= 1 << queue as u8;
-        self.ring(0, self.shown(self.claimable()));
+        self.running |= bit;
+        self.ring(
+            0,
+            self.shown(self.claimable()),
+            if by_waiter { bit } else { 0 },
+        );
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
         let earlier: u64 = flight.prepared.regions[..region]
@@ -864,7 +913,7 @@ impl Scheduler {
     /// worker is parked, for a notification once the lock is dropped.
     fn wake_queues(&mut self, wake: &mut Wake) {
         let pending = self.pending_queues();
-        self.ring(pending, self.shown(pending));
+        self.ring(pending, self.shown(pending), 0);
         wake.queues = self.parked.take(pending);
     }
 
@@ -873,18 +922,22 @@ impl Scheduler {
         self.claimable
     }
 
-    /// Moves the epoch of the queues in `ring` and shows bit `q` of `claimable` on queue
-    /// `q`'s doorbell, storing only the words that change: the spinning workers keep their
-    /// copies of the other lines.
-    fn ring(&mut self, ring: u8, claimable: u8) {
-        let mut changed = ring | (claimable ^ self.claimable);
+    /// Moves the epoch of the queues in `ring`, counts a waiter's claim on the queues in
+    /// `claimed` and shows bit `q` of `claimable` on queue `q`'s doorbell, storing only the
+    /// words that change: the spinning workers keep their copies of the other lines.
+    fn ring(&mut self, ring: u8, claimable: u8, claimed: u8) {
+        let mut changed = ring | claimed | (claimable ^ self.claimable);
         self.claimable = claimable;
         while changed != 0 {
             let q = changed.trailing_zeros() as usize;
             changed &= changed - 1;
             let rung = &mut self.rung[q];
-            let epoch = (*rung >> 1) + u64::from(ring >> q & 1);
-            let word = epoch << 1 | u64::from(claimable >> q & 1);
+            let word = Doorbell::rung(
+                *rung,
+                ring >> q & 1 != 0,
+                claimed >> q & 1 != 0,
+                claimable >> q & 1 != 0,
+            );
             // Release, not SeqCst (an xchg on x86, twice per round trip): no decision
             // rests on the doorbell's order against another location; a worker parks
             // only after re-checking the state under the scheduler lock.
@@ -917,5 +970,36 @@ impl Scheduler {
             }
         }
         pending
+    }
+}
+
+#[cfg(all(test, not(feature = "model-check")))]
+mod tests {
+    use super::{Doorbell, Rung};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_doorbell_word_keeps_its_epoch_claims_and_flag_apart() {
+        let doorbell = Doorbell::default();
+        let read = |word| {
+            doorbell.word.store(word, Ordering::Relaxed);
+            doorbell.load()
+        };
+        let rung = |epoch, claims, claimable| Rung {
+            epoch,
+            claims,
+            claimable,
+        };
+        let word = Doorbell::rung(0, true, false, true);
+        assert_eq!(read(word), rung(1, 0, true));
+        let word = Doorbell::rung(word, false, true, false);
+        assert_eq!(read(word), rung(1, 1, false));
+        // The claims count wraps without touching the epoch.
+        let mut word = word;
+        for _ in 0..Doorbell::CLAIMS_MASK {
+            word = Doorbell::rung(word, false, true, false);
+        }
+        assert_eq!(read(word), rung(1, 0, false));
+        assert_eq!(read(Doorbell::rung(word, true, true, true)), rung(2, 1, true));
     }
 }

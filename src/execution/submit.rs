@@ -421,14 +421,21 @@ mod tests {
         assert_eq!(rt.in_flight(), 0);
     }
 
-    /// A waiter that completed its own early launch, alone in flight, publishes it and
-    /// leaves its retirement to the next scheduler lock holder (`execution::defer`): the
-    /// scheduler still lists it until then, and every lock holder sees it retired. (A round
-    /// whose launch the queue's worker completed first, its claim grace over on a slow
-    /// start, retires through the scheduler: such rounds are skipped.)
+    /// A waiter that completed its own early launch, or ran its own region (the software
+    /// device's synchronous launch), alone in flight, publishes it and leaves its retirement
+    /// to the next scheduler lock holder (`execution::defer`): the scheduler still lists it
+    /// until then, and every lock holder sees it retired. (A round whose region the queue's
+    /// worker took first, its claim grace over on a slow start, retires through the
+    /// scheduler: such rounds are skipped.)
     #[test]
-    fn a_waiter_leaves_its_lone_launchs_retirement_to_the_next_lock_holder() {
-        let (rt, buffer, graph) = fill_graph(true, 4);
+    fn a_waiter_leaves_its_lone_regions_retirement_to_the_next_lock_holder() {
+        for asynchronous in [true, false] {
+            leaves_its_lone_regions_retirement(asynchronous);
+        }
+    }
+
+    fn leaves_its_lone_regions_retirement(asynchronous: bool) {
+        let (rt, buffer, graph) = fill_graph(asynchronous, 4);
         let core = graph.inner.runtime.core().clone();
         let mut deferred = 0;
         for round in 1..=50 {
@@ -447,7 +454,7 @@ mod tests {
         }
         assert!(
             deferred > 0,
-            "no waiter deferred its retirement in 50 rounds"
+            "no waiter deferred its retirement in 50 rounds (asynchronous: {asynchronous})"
         );
         // The next submit retires it too, and reuses its slot.
         graph.submit().unwrap().wait().unwrap();
@@ -464,8 +471,10 @@ mod tests {
     /// graph has no handle left retires through the scheduler as before.
     #[test]
     fn a_deferred_retirement_does_not_outlive_the_graphs_handles() {
-        for drop_graph_first in [false, true] {
-            let (rt, buffer, graph) = fill_graph(true, 6);
+        for (drop_graph_first, asynchronous) in
+            [(false, true), (true, true), (false, false), (true, false)]
+        {
+            let (rt, buffer, graph) = fill_graph(asynchronous, 6);
             let core = std::sync::Arc::downgrade(graph.inner.runtime.core());
             let clone = graph.clone();
             let completion = graph.submit().unwrap();
@@ -482,13 +491,13 @@ mod tests {
             assert_eq!(
                 core_now.scheduler_unresolved().occupied(),
                 0,
-                "graph dropped first: {drop_graph_first}"
+                "graph dropped first: {drop_graph_first}, asynchronous: {asynchronous}"
             );
             drop(core_now);
             drop((completion, buffer, rt));
             assert!(
                 core.upgrade().is_none(),
-                "the runtime outlived its handles (graph dropped first: {drop_graph_first})"
+                "the runtime outlived its handles (graph dropped first: {drop_graph_first}, asynchronous: {asynchronous})"
             );
         }
     }
@@ -501,7 +510,13 @@ mod tests {
     /// the handles do.
     #[test]
     fn deferred_retirements_beside_host_access_handle_drops_and_other_submits() {
-        let (rt, buffer, graph) = fill_graph(true, 2);
+        for asynchronous in [true, false] {
+            deferred_retirements_beside(asynchronous);
+        }
+    }
+
+    fn deferred_retirements_beside(asynchronous: bool) {
+        let (rt, buffer, graph) = fill_graph(asynchronous, 2);
         let core = std::sync::Arc::downgrade(graph.inner.runtime.core());
         let other = rt.buffer(4096, Placement::HostVisible).unwrap();
         let mut fill = rt.graph();
