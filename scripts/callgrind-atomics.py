@@ -25,6 +25,11 @@ for line in open(path):
         if m and m.group(2): obmap[m.group(1)]=m.group(2)
         ob=obmap.get(m.group(1)) if m else line[3:]
         continue
+    if line.startswith('cob='):
+        # Object names may first appear on a callee's line; the ids are shared.
+        m=re.match(r'cob=\((\d+)\) (.*)',line)
+        if m: obmap[m.group(1)]=m.group(2)
+        continue
     if line.startswith('calls='): skip=True; continue
     if not line or not (line[0] in '0123456789+-*'): continue
     tok=line.split()

@@ -1000,6 +1000,9 @@ mod tests {
             word = Doorbell::rung(word, false, true, false);
         }
         assert_eq!(read(word), rung(1, 0, false));
-        assert_eq!(read(Doorbell::rung(word, true, true, true)), rung(2, 1, true));
+        assert_eq!(
+            read(Doorbell::rung(word, true, true, true)),
+            rung(2, 1, true)
+        );
     }
 }
