@@ -1,7 +1,7 @@
 //! The text report's submission table: equal rows of consecutive submissions grouped.
 //!
 //! Consecutive submissions of one runtime whose outcomes and output counts are equal share
-//! one line, `first..last`, with the graphs they ran (a pipeline that rotates three frame
+//! one line, `first..=last` (the CLI's inclusive range notation), with the graphs they ran (a pipeline that rotates three frame
 //! contexts submits three graphs in turn; its clean replay is still one line). A clean
 //! replay of a million submissions is one line, not a million; `--report json` lists every
 //! row. At most [`MAX_GROUPS`] lines are kept: what follows is counted.
@@ -53,12 +53,12 @@ impl SubmissionGroup {
         ]
     }
 
-    /// `first..last`, or the one submission.
+    /// `first..=last` (both included, as the CLI's ranges write it: `trim --submissions 4..=6`), or the one submission.
     pub fn submissions(&self) -> String {
         if self.first == self.last {
             self.first.to_string()
         } else {
-            format!("{}..{}", self.first, self.last)
+            format!("{}..={}", self.first, self.last)
         }
     }
 

@@ -306,7 +306,7 @@ fn equal_rows_of_consecutive_submissions_share_one_line_of_the_text_report() {
     let text = report.to_text();
     let lines = submission_rows(&text);
     assert_eq!(lines.len(), 1, "{text}");
-    let range = format!("{}..{} ", rows[0].submission, rows[5].submission);
+    let range = format!("{}..={} ", rows[0].submission, rows[5].submission);
     assert!(lines[0].starts_with(&range), "{text}");
     // The JSON still lists every submission.
     let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
@@ -330,7 +330,7 @@ fn a_submission_with_another_outcome_breaks_a_group_of_equal_rows() {
     let text = report.to_text();
     let lines = submission_rows(&text);
     assert_eq!(lines.len(), 2, "{text}");
-    let range = format!("{}..{} ", rows[0].submission, rows[1].submission);
+    let range = format!("{}..={} ", rows[0].submission, rows[1].submission);
     assert!(lines[0].starts_with(&range), "{text}");
     assert!(
         lines[1].starts_with(&format!("{} ", rows[2].submission)),
@@ -353,7 +353,7 @@ fn submissions_of_different_graphs_with_equal_outcomes_share_a_line_naming_the_g
     let cells: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         cells[0],
-        format!("{}..{}", rows[0].submission, rows[3].submission),
+        format!("{}..={}", rows[0].submission, rows[3].submission),
         "{text}"
     );
     let named: Vec<u64> = cells[1].split(',').map(|g| g.parse().unwrap()).collect();
