@@ -93,7 +93,7 @@ impl Grouper {
         if let Some(last) = self.groups.last_mut()
             && self.omitted == 0
             && last.runtime == row.runtime
-            && row.submission > last.last
+            && row.submission == last.last + 1
             && last.cells == cells
         {
             last.last = row.submission;
@@ -118,5 +118,40 @@ impl Grouper {
             more_graphs: false,
             cells,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Grouper;
+    use crate::report::{Outcome, SubmissionRow};
+
+    fn row(submission: u64) -> SubmissionRow {
+        SubmissionRow {
+            runtime: 1,
+            submission,
+            graph: 7,
+            captured: Some(Outcome::Ok),
+            captured_error: String::new(),
+            replayed: Some(Outcome::Ok),
+            replayed_error: String::new(),
+            outputs: 1,
+            matched: 1,
+            excluded: 0,
+            diverged: false,
+            timing_dependent: false,
+        }
+    }
+
+    /// A line's `first..=last` includes every submission between: a submission the table
+    /// has no row for (not in the trace) starts a new line rather than hide in a range.
+    #[test]
+    fn a_line_holds_only_consecutive_submissions_written_inclusively() {
+        let mut grouper = Grouper::default();
+        for submission in [1, 2, 3, 5, 6, 8] {
+            grouper.push(&row(submission));
+        }
+        let lines: Vec<String> = grouper.groups.iter().map(|g| g.submissions()).collect();
+        assert_eq!(lines, ["1..=3", "5..=6", "8"]);
     }
 }
