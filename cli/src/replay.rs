@@ -282,13 +282,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             // A baseline of loaded times makes later gates less sensitive: saved, but said.
             if report.replay.host.loaded() {
                 crate::output::warn(format_args!(
-                    "{}: saved from a replay on a loaded host ({} CPUs, load {:.2} before and {:.2} \
-                     after): later replays are judged against slower times than a quiet \
-                     machine's; save it again on a quiet one",
+                    "{}: saved from a replay on a loaded host ({}): later replays are judged \
+                     against slower times than a quiet machine's; save it again on a quiet one",
                     path.display(),
-                    report.replay.host.cpus,
-                    report.replay.host.load_before.unwrap_or_default(),
-                    report.replay.host.load_after.unwrap_or_default()
+                    report.replay.host.describe()
                 ));
             }
             crate::output::note(format_args!(

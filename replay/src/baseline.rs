@@ -28,7 +28,7 @@
 //! [`crate::CLOCKS_DIFFER`] says so in a note: its times may reflect the clocks, not only the
 //! code. A baseline saved before the clocks were kept has none (and loads as before).
 
-use crate::report::{Clock, Durations, GpuClocksAround, Report, clocks_moved};
+use crate::report::{Clock, Durations, GpuClocksAround, HostLoad, Report, clocks_moved};
 use crate::{ReplayError, ReplayOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -56,6 +56,11 @@ pub struct Baseline {
     /// and in a baseline saved before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_clocks: Option<GpuClocksAround>,
+    /// The host the replay it was saved from ran on, its CPUs and load (`None` in a baseline
+    /// saved before it was kept): a baseline of a loaded host's times is said so each time it
+    /// judges, not only when it is saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLoad>,
     /// Each timing row's replayed distribution.
     pub rows: Vec<BaselineRow>,
 }
@@ -135,6 +140,7 @@ impl Baseline {
             backend: report.replay.backend.clone(),
             device: report.replay.device.clone(),
             gpu_clocks: report.replay.gpu_clocks.clone(),
+            host: Some(report.replay.host),
             rows: region_rows.chain(op_rows).collect(),
         }
     }
@@ -346,6 +352,14 @@ impl Baseline {
         }
         if let Some(note) = self.clocks_note(report, source) {
             report.notes.push(note);
+        }
+        if let Some(host) = self.host.filter(HostLoad::loaded) {
+            report.notes.push(format!(
+                "the baseline ({source}) was saved from a replay on a loaded host ({}): its \
+                 times may be slower than a quiet machine's, so a slowdown judged against it \
+                 can go unflagged; save it again on a quiet host",
+                host.describe()
+            ));
         }
         // The rows by place: a pooled row by its first graph (a pool's graphs are its first
         // graph's twins: a replay cut short by `--until` pools fewer of them, the same row), in
@@ -575,6 +589,7 @@ mod tests {
             backend: "sim".into(),
             device: device.into(),
             gpu_clocks: None,
+            host: None,
             rows: Vec::new(),
         }
     }

@@ -249,11 +249,21 @@ impl HostLoad {
                 .flatten()
                 .any(|l| l >= self.cpus as f64)
     }
+
+    /// `N CPUs, load B before and A after`, for the notes that name a loaded host.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} CPUs, load {:.2} before and {:.2} after",
+            self.cpus,
+            self.load_before.unwrap_or_default(),
+            self.load_after.unwrap_or_default()
+        )
+    }
 }
 
 /// The host a replay ran on: its CPUs and the 1-minute load average (`/proc/loadavg`)
 /// before and after the replay (`None` where the system does not say).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct HostLoad {
     /// CPUs available to the process.
     pub cpus: usize,

@@ -338,6 +338,58 @@ fn a_baseline_keeps_its_clocks_and_notes_when_a_replays_differ_by_more_than_5_pe
     assert_eq!(clock_notes(&unread), Vec::<String>::new());
 }
 
+/// A baseline saved on a loaded host is said so each time it judges (its times are slower
+/// than a quiet machine's: a slowdown judged against it can go unflagged), not only when it
+/// was saved; one from a quiet host, or saved before the host was kept, says nothing.
+#[test]
+fn a_baseline_saved_on_a_loaded_host_says_so_when_it_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let host_notes = |report: &Report| -> Vec<String> {
+        (report.notes.iter())
+            .filter(|n| n.contains("loaded host"))
+            .cloned()
+            .collect()
+    };
+    let options = crate::ReplayOptions::default();
+    for (load, said) in [(3.0, true), (0.5, false)] {
+        let mut saved_from = fill_report();
+        saved_from.replay.host = crate::HostLoad {
+            cpus: 2,
+            load_before: Some(load),
+            load_after: Some(1.25),
+        };
+        crate::Baseline::of(&saved_from).save(&path).unwrap();
+        let baseline = crate::Baseline::load(&path).unwrap();
+        assert_eq!(baseline.host, Some(saved_from.replay.host));
+        let mut now = fill_report();
+        baseline.judge(&mut now, &options).unwrap();
+        let notes = host_notes(&now);
+        if said {
+            assert_eq!(notes.len(), 1, "{:?}", now.notes);
+            assert!(
+                notes[0].contains(
+                    "saved from a replay on a loaded host (2 CPUs, load 3.00 before and 1.25 after)"
+                ),
+                "{}",
+                notes[0]
+            );
+        } else {
+            assert_eq!(notes, Vec::<String>::new());
+        }
+    }
+    // A baseline file from before the host was kept: loads, says nothing of it.
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("host");
+    std::fs::write(&path, old.to_string()).unwrap();
+    let old = crate::Baseline::load(&path).unwrap();
+    assert_eq!(old.host, None);
+    let mut now = fill_report();
+    old.judge(&mut now, &options).unwrap();
+    assert_eq!(host_notes(&now), Vec::<String>::new());
+}
+
 #[test]
 fn a_baseline_without_clocks_round_trips_and_one_saved_before_them_still_loads() {
     let dir = tempfile::tempdir().unwrap();
