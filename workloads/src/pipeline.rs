@@ -38,6 +38,9 @@
 //! frame's RGB bytes into the context's host-visible input with [`hrx::Buffer::write`]
 //! (which the trace records, so a replay can reproduce the inputs) and submits.
 
+/// The counter the pipeline samples as frames enter and leave flight.
+const FRAMES_IN_FLIGHT: &str = "frames in flight";
+
 use hrx::{
     Buffer, Completion, Error, ExecutableGraph, NpuKernel, Placement, RegionInfo, Result, Runtime,
     kernels,
@@ -386,11 +389,16 @@ impl Pipeline {
             context.pending = Some((index, completion));
             stats.frames += 1;
             stats.max_in_flight = stats.max_in_flight.max(self.runtime.in_flight());
-            let outstanding = self.contexts.iter().filter(|c| c.pending.is_some()).count();
+            let outstanding = self.outstanding();
             stats.max_outstanding = stats.max_outstanding.max(outstanding);
-            hrx::annotate::counter("frames in flight", outstanding as f64);
+            hrx::annotate::counter(FRAMES_IN_FLIGHT, outstanding as f64);
         }
         self.drain(on_output)
+    }
+
+    /// Frames submitted and not yet collected.
+    fn outstanding(&self) -> usize {
+        self.contexts.iter().filter(|c| c.pending.is_some()).count()
     }
 
     fn check(&self, index: usize, frame: &Frame) -> Result<()> {
@@ -419,13 +427,17 @@ impl Pipeline {
         slot: usize,
         on_output: &mut impl FnMut(usize, FrameOutput),
     ) -> Result<()> {
-        let context = &mut self.contexts[slot];
-        let Some((index, completion)) = context.pending.take() else {
+        let Some((index, completion)) = self.contexts[slot].pending.take() else {
             return Ok(());
         };
-        completion.wait()?;
+        let waited = completion.wait();
+        // Sampled as a frame leaves flight too, not only as one enters it: the counter goes
+        // back down, to 0 after the last frame (a timeline user reads it as a level).
+        hrx::annotate::counter(FRAMES_IN_FLIGHT, self.outstanding() as f64);
+        waited?;
         // Dropping the completion frees the graph's slot for the next frame.
         drop(completion);
+        let context = &mut self.contexts[slot];
         let output = {
             let _read = hrx::annotate::range("read output");
             context.read_output(self.width, self.height)?
@@ -452,10 +464,15 @@ impl Pipeline {
     /// Waits for every frame still in flight and discards it, so the contexts' buffers
     /// are free again. Errors are dropped: the caller already reports one.
     fn abandon(&mut self) {
+        let mut abandoned = false;
         for context in &mut self.contexts {
             if let Some((_, completion)) = context.pending.take() {
                 let _ = completion.wait();
+                abandoned = true;
             }
+        }
+        if abandoned {
+            hrx::annotate::counter(FRAMES_IN_FLIGHT, 0.0);
         }
     }
 }

@@ -29,6 +29,34 @@ fn pipeline_on_a_photo_records_operations_and_submissions() {
     assert!(dir.path().join("run.hrxt").is_file());
 }
 
+/// The pipeline's `frames in flight` counter is sampled as frames enter flight and as they
+/// leave it: it rises to the frames in flight and comes back to 0 after the last frame (it
+/// was sampled at submit only, so it never went down: a fresh user's pass).
+#[test]
+fn the_frames_in_flight_counter_returns_to_zero() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = record_pipeline(dir.path(), "run.hrxt", &photo);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let dump = stdout(&run(dir.path(), &["dump", "--json", "run.hrxt"]));
+    let records: Vec<serde_json::Value> = dump
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON record a line"))
+        .collect();
+    let name = records
+        .iter()
+        .find(|r| r["AnnotationName"]["text"] == "frames in flight")
+        .map(|r| r["AnnotationName"]["name"].clone())
+        .unwrap_or_else(|| panic!("no frames-in-flight counter:\n{dump}"));
+    let values: Vec<f64> = records
+        .iter()
+        .filter(|r| r["CounterSample"]["name"] == name)
+        .map(|r| r["CounterSample"]["value"].as_f64().unwrap())
+        .collect();
+    // Three frames, three in flight by default: up one a submit, down one a collect.
+    assert_eq!(values, [1.0, 2.0, 3.0, 2.0, 1.0, 0.0], "{dump}");
+}
+
 #[test]
 fn info_describes_a_recorded_pipeline() {
     let Some(photo) = photo() else { return };
