@@ -661,7 +661,8 @@ fn pipeline_annotations_and_host_threads_reach_stats_export_and_diff() {
     }
     // One wait per frame pulled, and one that finds the decoder done.
     assert_eq!(count("annotations", "wait for a decoded photo", "count"), 4);
-    assert_eq!(count("counters", "frames in flight", "samples"), 3);
+    // As each frame enters flight and as it leaves.
+    assert_eq!(count("counters", "frames in flight", "samples"), 6);
     assert_eq!(count("threads", "decoder", "ranges"), 2);
     assert_eq!(count("threads", "decoder", "submits"), 0);
     assert_eq!(count("threads", "main", "submits"), 3);
