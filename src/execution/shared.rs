@@ -214,6 +214,20 @@ pub(crate) struct RuntimeOwner {
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Test hooks, read on the thread that starts a runtime.
+#[cfg(test)]
+pub(crate) mod test_hooks {
+    use super::Queue;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// A runtime started on this thread has no worker for this queue: only its waiters
+        /// run its regions there, so a test can observe what a waiter does without racing a
+        /// worker's claim (whose grace a loaded machine can outlast).
+        pub(crate) static WITHOUT_WORKER: Cell<Option<Queue>> = const { Cell::new(None) };
+    }
+}
+
 impl RuntimeOwner {
     /// Starts one worker per queue over a scheduler of `capacity` submissions.
     ///
@@ -227,6 +241,10 @@ impl RuntimeOwner {
             workers: Mutex::new(Vec::new()),
         });
         for queue in Queue::ALL {
+            #[cfg(test)]
+            if test_hooks::WITHOUT_WORKER.get() == Some(queue) {
+                continue;
+            }
             let core = owner.core.clone();
             let handle = std::thread::Builder::new()
                 .name(format!(
