@@ -823,6 +823,14 @@ fn spawn_failure(program: &OsStr, error: &io::Error) -> Failure {
         io::ErrorKind::PermissionDenied if is_dir => {
             Failure::new(format!("cannot run {program}: it is a directory"))
         }
+        // A bare name is looked up in PATH only, as a shell does: a file of that name here
+        // is not run (nor is it "not a file").
+        io::ErrorKind::NotFound if !program.contains('/') && Path::new(&program).is_file() => {
+            Failure::new(format!(
+                "cannot run {program}: not found in PATH (a file of that name is in the current \
+                 directory: run it as ./{program} if it is a program)"
+            ))
+        }
         io::ErrorKind::NotFound => Failure::new(format!(
             "cannot run {program}: no such program (not a file, and not found in PATH)"
         )),

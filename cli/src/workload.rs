@@ -207,6 +207,8 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             "hrx-trace received {} and stopped the workload; the trace is closed",
             crate::record::signal_text(signal)
         ));
+        // What was recorded before the stop is a reference like a whole run's.
+        crate::record::note_load(host);
         return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
     }
     match outcome.error {

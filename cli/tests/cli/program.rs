@@ -64,6 +64,21 @@ fn a_directory_as_the_program_is_named_as_one() {
     assert_error(&output, "cannot run ./sub: it is a directory");
 }
 
+/// A bare name is looked up in PATH only: a file of that name in the current directory is
+/// said to be there, with how to run it (it read "not a file, and not found in PATH": a
+/// fresh user's pass).
+#[test]
+fn a_bare_name_of_a_file_here_says_how_to_run_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a program\n").unwrap();
+    let output = run(dir.path(), &["record", "--", "notes.txt"]);
+    assert_error(
+        &output,
+        "cannot run notes.txt: not found in PATH (a file of that name is in the current directory: run it as ./notes.txt if it is a program)",
+    );
+    assert!(!dir.path().join("hrx.hrxt").exists());
+}
+
 #[test]
 fn a_program_killed_by_a_signal_exits_128_plus_the_signal() {
     let dir = tempfile::tempdir().unwrap();
