@@ -30,3 +30,14 @@ cuda_tests() {
   HRX_CUDA_HARDWARE=1 timeout 120 $d/hrx-lib gpu::cuda::hardware_tests --test-threads 1 > $OUT/hardware.txt 2>&1
   tail -qn 3 $OUT/conformance.txt $OUT/execution-tests.txt $OUT/hardware.txt | grep "test result"
 }
+
+# Criterion's `submit` and `submit_to_complete` of the runtime bench builds ($1, runtime-<build>)
+# in turns, $2 rounds, each line the two medians (session 33).
+submit_criterion() {
+  for i in $(seq 1 $2); do
+    for b in $1; do
+      CRITERION_HOME=/tmp/s-$b-$i $d/runtime-$b --bench '^submit' > $OUT/submit-$b-$i.txt 2>&1
+      echo "criterion $b $i $(grep -E 'time:' $OUT/submit-$b-$i.txt | awk '{print $1, $5, $6}' | tr '\n' ' ')"
+    done
+  done
+}

@@ -10,12 +10,7 @@ uptime > $OUT/uptime.txt
 for i in 1 2 3; do
   for b in head new; do echo "rt $b $i $($d/rt-$b 1000000)"; done
 done
-for i in 1 2 3; do
-  for b in head new; do
-    CRITERION_HOME=/tmp/s-$b-$i $d/runtime-$b --bench '^submit' > $OUT/submit-$b-$i.txt 2>&1
-    echo "criterion $b $i $(grep -E 'time:' $OUT/submit-$b-$i.txt | awk '{print $1, $5, $6}' | tr '\n' ' ')"
-  done
-done
+submit_criterion "head new" 3
 one_kernel_rounds "e new" ${PAIRS:-3}
 hundred_kernels "new e"
 for pair in "head e" "new new"; do

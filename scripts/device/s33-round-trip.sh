@@ -16,12 +16,7 @@ for i in 1 2 3 4; do
   echo "rt claims-poll250 $i $(HRX_WORKER_POLL_NS=250 $d/rt-claims 1000000)"
   echo "rt claims-poll1000 $i $(HRX_WORKER_POLL_NS=1000 $d/rt-claims 1000000)"
 done
-for i in 1 2 3; do
-  for b in head claims; do
-    CRITERION_HOME=/tmp/s-$b-$i $d/runtime-$b --bench '^submit' > $OUT/submit-$b-$i.txt 2>&1
-    echo "criterion $b $i $(grep -E 'time:' $OUT/submit-$b-$i.txt | awk '{print $1, $5, $6}' | tr '\n' ' ')"
-  done
-done
+submit_criterion "head claims" 3
 one_kernel_rounds "e claims" ${PAIRS:-4}
 hundred_kernels "e claims"
 [ -n "$WHOLE" ] && for b in head claims; do

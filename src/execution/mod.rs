@@ -49,6 +49,8 @@ pub(crate) mod region;
 pub(crate) mod scheduler;
 pub(crate) mod shared;
 pub(crate) mod submit;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub(crate) mod types;
 pub(crate) mod worker;
 

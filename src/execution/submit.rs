@@ -535,24 +535,12 @@ mod tests {
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                // Set however this thread ends (a panic included), so the others stop.
-                struct Done<'a>(&'a std::sync::atomic::AtomicBool);
-                impl Drop for Done<'_> {
-                    fn drop(&mut self) {
-                        self.0.store(true, std::sync::atomic::Ordering::Release);
-                    }
-                }
-                let _done = Done(&done);
+                let _done = crate::execution::test_util::SetOnDrop(&done);
                 for _ in 0..500 {
                     // Busy while the other thread reads the buffer (its staging mapping).
-                    let completion = loop {
-                        match graph.submit() {
-                            Ok(completion) => break completion,
-                            Err(crate::Error::Busy(_)) => std::thread::yield_now(),
-                            Err(error) => panic!("{error}"),
-                        }
-                    };
-                    completion.wait().unwrap();
+                    crate::execution::test_util::submit_when_free(&graph)
+                        .wait()
+                        .unwrap();
                 }
             });
             scope.spawn(|| {

@@ -552,15 +552,9 @@ mod tests {
                     round_trip.submit().unwrap().wait().unwrap();
                 }
             });
-            let _done = scopeguard(&done);
+            let _done = crate::execution::test_util::SetOnDrop(&done);
             for _ in 0..50 {
-                let completion = loop {
-                    match unwaited.submit() {
-                        Ok(completion) => break completion,
-                        Err(crate::Error::Busy(_)) => std::thread::yield_now(),
-                        Err(error) => panic!("{error}"),
-                    }
-                };
+                let completion = crate::execution::test_util::submit_when_free(&unwaited);
                 // Never `wait`: only a worker runs it.
                 while !completion.is_complete() {
                     std::hint::spin_loop();
@@ -569,17 +563,6 @@ mod tests {
             }
         });
         assert_eq!(b.to_vec().unwrap(), vec![2; 4096]);
-    }
-
-    /// Sets `flag` when dropped (however the test's thread ends).
-    fn scopeguard(flag: &std::sync::atomic::AtomicBool) -> impl Drop + '_ {
-        struct Set<'a>(&'a std::sync::atomic::AtomicBool);
-        impl Drop for Set<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, std::sync::atomic::Ordering::Release);
-            }
-        }
-        Set(flag)
     }
 
     const GRACE_NS: u64 = CLAIM_GRACE.as_nanos() as u64;
