@@ -133,6 +133,9 @@ struct Fold<'o> {
     /// outputs without a captured digest count; with each row's count of those and whether
     /// it diverged otherwise.
     held: Vec<(SubmissionRow, usize, bool)>,
+    /// Per runtime, the ranges whose replayed bytes replay cannot vouch for at the end of
+    /// the chunks compared so far (`substitute::exclusions`): taint outlives its chunk.
+    taint: BTreeMap<RuntimeId, crate::substitute::Taint>,
 }
 
 fn is_extra(d: &Divergence) -> bool {
@@ -529,6 +532,7 @@ pub(crate) fn replay_stream<R: Read>(
         extra_divergences: 0,
         first_not_extra: None,
         held: Vec::new(),
+        taint: BTreeMap::new(),
     };
     let mut ticker = Ticker {
         done: 0,
@@ -757,6 +761,12 @@ fn compare_last(
 ) -> Result<(), ReplayError> {
     let mut plan = plan::plan_of(&pending.trace, None, cut_short(index))?;
     digest_as_captured(&mut plan, index);
+    // The plan marked what its own chunk taints; again with what earlier chunks left.
+    for rp in &mut plan.runtimes {
+        let carried = fold.taint.remove(&rp.id).unwrap_or_default();
+        let left = crate::substitute::exclusions(rp, carried);
+        fold.taint.insert(rp.id, left);
+    }
     let mut runs = BTreeMap::new();
     for (id, chunk_runs) in pending.runs {
         runs.insert(id, (chunk_runs, faults.get(&id).cloned().flatten()));

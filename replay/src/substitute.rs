@@ -166,11 +166,22 @@ fn captured_bindings<'t>(
     Ok(writes)
 }
 
-/// Marks outputs that depend on operations replay could not reproduce: the written ranges
-/// of an unavailable substitution, and everything later that reads them.
-pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>) {
-    // Taint: (buffer, start, end, why).
-    let mut taint: Vec<(BufferId, u64, u64, Arc<str>)> = Vec::new();
+/// Written ranges whose replayed bytes replay cannot vouch for, each with the reason:
+/// `(buffer, start, end, why)`.
+pub(crate) type Taint = Vec<(BufferId, u64, u64, Arc<str>)>;
+
+/// Marks outputs that depend on what replay could not reproduce: the written ranges of an
+/// unavailable substitution, the bytes a range reads whose contents at its start the trace
+/// lacks ([`RuntimePlan::range_unknown`]: a trim of a recording without contents), and
+/// everything later that reads them. `carried` is the taint at the end of the previous
+/// chunk of a streamed replay (empty for the first, or a whole trace); returns the taint at
+/// the end of this one, for the next.
+///
+/// Before, a trim's replay compared such outputs and called the difference a REGRESSION,
+/// and taint ended with its chunk: an output 2,048 submissions after an unavailable
+/// callback was compared again.
+pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>, carried: Taint) -> Taint {
+    let mut taint = carried;
     let unavailable: HashMap<(SubmissionIndex, u32), String> = plan
         .substitutions
         .iter()
@@ -191,13 +202,10 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>) {
                 })
         })
         .collect();
-    if unavailable.is_empty() {
-        return;
+    if unavailable.is_empty() && plan.range_unknown.is_empty() && taint.is_empty() {
+        return taint;
     }
-    let subtract = |taint: &mut Vec<(BufferId, u64, u64, Arc<str>)>,
-                    buffer: BufferId,
-                    start: u64,
-                    end: u64| {
+    let subtract = |taint: &mut Taint, buffer: BufferId, start: u64, end: u64| {
         let mut kept = Vec::with_capacity(taint.len());
         for (b, s, e, why) in taint.drain(..) {
             if b != buffer || e <= start || end <= s {
@@ -213,7 +221,34 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>) {
         }
         *taint = kept;
     };
+    // The unknown ranges enter at their snapshot's host time, as known snapshots are
+    // applied: before a host write or a submission of the same time.
+    let unknown = std::mem::take(&mut plan.range_unknown);
+    let mut next_unknown = 0;
+    let mut enter_until = |taint: &mut Taint, time_ns: u64| {
+        while let Some(&(at, buffer, start, end)) = unknown.get(next_unknown)
+            && at <= time_ns
+        {
+            next_unknown += 1;
+            subtract(taint, buffer, start, end);
+            taint.push((
+                buffer,
+                start,
+                end,
+                Arc::from(format!(
+                    "depends on buffer {buffer} bytes {start}..{end}, whose contents at the \
+                     range's start the trace lacks (trimmed from a recording without \
+                     HRX_TRACE_CONTENTS=1)"
+                )),
+            ));
+        }
+    };
     for event in plan.timeline.clone() {
+        let time_ns = match event {
+            Event::HostWrite(i) => plan.host_writes[i].time_ns,
+            Event::Submit(position) => plan.submissions[position].time_ns,
+        };
+        enter_until(&mut taint, time_ns);
         match event {
             Event::HostWrite(i) => {
                 let w = &plan.host_writes[i];
@@ -259,4 +294,7 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>) {
             }
         }
     }
+    enter_until(&mut taint, u64::MAX);
+    plan.range_unknown = unknown;
+    taint
 }

@@ -442,3 +442,43 @@ fn graphs_alike_but_for_their_buffers_placements_do_not_pool() {
         }
     }
 }
+
+/// A trim of a recording without contents lacks bytes its range reads before writing them
+/// (the hazards workload's submissions 3.. read what 1 and 2 wrote). The outputs that
+/// depend on them are excluded with that reason, whole and in chunks of one submission
+/// (the taint outlives its chunk: the snapshot is in the first, the output that reads it
+/// in the second); replay used to compare them and call the difference a REGRESSION.
+#[test]
+fn outputs_that_read_bytes_a_trim_lacks_are_excluded_in_every_chunk() {
+    let (trace, result) = record(RuntimeOptions::sim(), hrx_workloads::run_hazards);
+    result.expect("hazards");
+    let (dir, whole) = file(&trace, "whole.hrxt");
+    let selection = hrx_analysis::trim::Selection::Submissions {
+        start: 3,
+        end: None,
+    };
+    let open = || hrx_analysis::trim::open_checked(&whole);
+    let (summary, bytes) =
+        hrx_analysis::trim::trim(open, selection, "whole.hrxt", Vec::new()).expect("trim");
+    assert!(summary.unknown_bytes() > 0, "the range reads earlier bytes");
+    let trimmed = dir.path().join("trimmed.hrxt");
+    std::fs::write(&trimmed, bytes).unwrap();
+    for chunk in [1, 1000] {
+        let options = ReplayOptions::default().chunk_submissions(chunk);
+        let report = replay_file(&trimmed, &options).expect("replay");
+        let what = format!("chunks of {chunk}: {}", report.to_text());
+        assert_eq!(report.exit_code(), 0, "{what}");
+        assert_eq!(report.verdict, Verdict::Same, "{what}");
+        assert!(report.summary.outputs_excluded > 0, "{what}");
+        for output in &report.outputs {
+            match &output.result {
+                OutputResult::Excluded { why } => assert!(
+                    why.contains("whose contents at the range's start the trace lacks"),
+                    "{why}"
+                ),
+                OutputResult::Match => {}
+                other => panic!("{other:?}: {what}"),
+            }
+        }
+    }
+}

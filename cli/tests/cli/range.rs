@@ -339,7 +339,7 @@ fn record_refuses_bad_ranges_with_one_line() {
 /// The hazards workload reads, in its later submissions, what earlier ones wrote: a trim
 /// of them needs a snapshot. Recorded with contents (`HRX_TRACE_CONTENTS=1` and every
 /// written range digested), the trim replays exactly; without, it says in one line that
-/// it cannot, and its replay says so too.
+/// it cannot, and its replay says so too and excludes the output that depends on them.
 #[test]
 fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -405,6 +405,13 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
     // Said first, before the verdict (it was the last note), and in the JSON.
     assert!(
         stdout(&replay).starts_with("cannot be exact: the range reads 2048 bytes"),
+        "{}",
+        stdout(&replay)
+    );
+    // The output that reads those bytes is excluded with the reason, not a REGRESSION.
+    assert_eq!(code(&replay), 0, "{}", stdout(&replay));
+    assert!(
+        stdout(&replay).contains("0 divergences") && stdout(&replay).contains("1 excluded"),
         "{}",
         stdout(&replay)
     );

@@ -185,6 +185,10 @@ pub(crate) struct RuntimePlan<'t> {
     /// Bytes the range reads whose contents at its start the trace lacks (a trim of a
     /// recording without contents): the replay cannot be exact.
     pub range_unknown_bytes: u64,
+    /// Those bytes, as `(time_ns, buffer, start, end)` in host-time order: the state
+    /// snapshots whose contents the trace lacks. Outputs that depend on them are excluded
+    /// from comparison (module `substitute`).
+    pub range_unknown: Vec<(u64, BufferId, u64, u64)>,
     pub buffers: Vec<BufferPlan>,
     pub buffer_index: HashMap<BufferId, usize>,
     pub kernels: Vec<KernelPlan<'t>>,

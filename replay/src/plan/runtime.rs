@@ -64,6 +64,7 @@ pub(super) fn runtime_plan<'t>(
         range_start: g.range_start,
         range_fault: g.range_fault,
         range_unknown_bytes: 0,
+        range_unknown: Vec::new(),
         buffers: Vec::new(),
         buffer_index: HashMap::new(),
         kernels: Vec::new(),
@@ -539,10 +540,15 @@ pub(super) fn runtime_plan<'t>(
                 time_ns: snap.time_ns,
                 digest_ok: xxhash_rust::xxh3::xxh3_64(bytes) == snap.xxh3,
             }),
-            None => unknown += snap.len_bytes,
+            None => {
+                unknown += snap.len_bytes;
+                plan.range_unknown
+                    .push((snap.time_ns, snap.buffer, snap.offset, end));
+            }
         }
     }
     plan.range_unknown_bytes = unknown;
+    plan.range_unknown.sort_by_key(|u| u.0); // stable: file order at equal times
     if unknown > 0 {
         notes.push(format!(
             "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all?)"
@@ -572,7 +578,7 @@ pub(super) fn runtime_plan<'t>(
         .extend((next_write..plan.host_writes.len()).map(Event::HostWrite));
 
     crate::substitute::plan_substitutions(&mut plan)?;
-    crate::substitute::exclusions(&mut plan);
+    crate::substitute::exclusions(&mut plan, Vec::new());
     if plan.refusals > 0 {
         notes.push(format!(
             "runtime {id}: the capture saw {} refused submits (Busy or quarantined); replay submits only accepted submissions and waits instead of being refused",

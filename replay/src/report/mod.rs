@@ -55,8 +55,8 @@ pub struct TraceInfo {
     /// Records lost by kind.
     pub records_lost_by_kind: BTreeMap<String, u64>,
     /// Bytes the trace's range (a trim, a range recording) reads whose contents at its start
-    /// it lacks: a replay cannot be exact then, and a digest that depends on them may differ
-    /// without a regression (said first, as lost records are).
+    /// it lacks: a replay cannot be exact then, and the outputs that depend on them are
+    /// excluded from the comparison (said first, as lost records are).
     pub range_unknown_bytes: u64,
     /// Each captured runtime.
     pub runtimes: Vec<RuntimeInfo>,
@@ -315,7 +315,8 @@ pub struct Summary {
     pub outputs_matched: usize,
     /// Output ranges that differ but lie within the float tolerance.
     pub outputs_within_tolerance: usize,
-    /// Output ranges excluded from comparison (they depend on work replay cannot redo).
+    /// Output ranges excluded from comparison (they depend on work replay cannot redo, or on
+    /// bytes a trimmed trace lacks).
     pub outputs_excluded: usize,
     /// Output ranges the replay wrote whose captured digest an incomplete trace (cut short,
     /// killed, recovered) lacks: lost with the trace's end, so not compared (in a whole
@@ -647,7 +648,7 @@ impl Report {
             let mut why = Vec::new();
             if s.outputs_excluded > 0 {
                 why.push(format!(
-                    "{} excluded (they depend on work replay cannot redo)",
+                    "{} excluded (they depend on work replay cannot redo, or on bytes the trace lacks)",
                     s.outputs_excluded
                 ));
             }

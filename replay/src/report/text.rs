@@ -51,7 +51,7 @@ impl Report {
                 out,
                 "cannot be exact: the range reads {} bytes whose contents at its start the \
                  trace lacks (a trim of a recording without HRX_TRACE_CONTENTS=1 \
-                 HRX_TRACE_DIGESTS=all): outputs that depend on them may differ",
+                 HRX_TRACE_DIGESTS=all): outputs that depend on them are excluded from the comparison",
                 self.trace.range_unknown_bytes
             );
         }
