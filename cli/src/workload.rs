@@ -150,6 +150,15 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // `installed_path` says which file it wrote.
     let trace_path = args.output.clone();
     let range = crate::record::capture_range(args)?;
+    // Refused before anything runs: a built-in workload never calls `hrx::trace::start()`,
+    // so an `api` range would keep no submission (it ran every frame, then warned).
+    if range == Some(hrx_capture::CaptureRange::Api) {
+        return Err(Failure::new(
+            "--capture-range api: the built-in workloads never call hrx::trace::start(), so \
+             it would keep nothing; use submissions:A..B or time:S..E",
+        )
+        .into());
+    }
     let mut options = RuntimeOptions::default()
         .backend(backend)
         .trace(trace_path)

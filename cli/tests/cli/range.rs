@@ -328,6 +328,11 @@ fn record_refuses_bad_ranges_with_one_line() {
             "--delay: \"soon\" is not a duration",
         ),
         (vec!["--duration", "0"], "--duration: must be more than 0"),
+        // A built-in workload never opens an `api` range: it would keep nothing.
+        (
+            vec!["--capture-range", "api"],
+            "--capture-range api: the built-in workloads never call hrx::trace::start()",
+        ),
     ] {
         let mut all = vec!["record", "--workload", "hazards", "-o", "h.hrxt"];
         all.extend(args);
