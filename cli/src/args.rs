@@ -271,9 +271,10 @@ pub struct RecordArgs {
     /// Record only some submissions: `submissions:A..B` (the runtime numbers them from 1;
     /// B excluded, A..=B includes it, A.. to the end), `time:S..E` (submitted S to E after
     /// the trace session starts: 1.5s..3s) or `api` (from the program's
-    /// `hrx::trace::start()` to its `stop()`; a program's only). Buffers, kernels and graphs are always
-    /// recorded, and, just before each submission of the range, the bytes it reads that the
-    /// range has not written yet (a state snapshot), so the trace replays on its own.
+    /// `hrx::trace::start()` to its `stop()`; a program's only). Buffers, kernels and
+    /// graphs are always recorded, and, just before each submission of the range, the
+    /// bytes it reads that the range has not written yet (a state snapshot), so the trace
+    /// replays on its own.
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["delay", "duration"])]
     pub capture_range: Option<String>,
 
