@@ -15,10 +15,12 @@
 //!
 //! Without contents, or for a scoped callback writing a GPU-local buffer (a callback gets
 //! views, not a device to write through), the callback does nothing. Its written ranges are
-//! then *tainted*; taint flows in timeline order to every region that reads a tainted
-//! range (all of that region's writes become tainted), is cleared by clean writes and by
-//! host writes, and every captured output over a tainted range is excluded from comparison
-//! with the reason.
+//! then *tainted*, as are the bytes a trimmed range reads whose contents at its start the
+//! trace lacks; taint flows in timeline order to every operation that reads a tainted
+//! range (all of that operation's writes become tainted), is cleared by clean writes and by
+//! host writes, and every captured output over a range still tainted when its region ends
+//! is excluded from comparison with the reason; it carries from one chunk of a streamed
+//! replay to the next.
 
 use crate::error::ReplayError;
 use crate::plan::{Event, OpPlan, RuntimePlan, SubmissionPlan};
@@ -166,6 +168,16 @@ fn captured_bindings<'t>(
     Ok(writes)
 }
 
+/// An excluded written range: (region, buffer, start, end, why).
+type Excluded = (u32, BufferId, u64, u64, Arc<str>);
+
+/// Why `buffer[start..end]` is tainted, if any byte of it is.
+fn tainted(taint: &Taint, buffer: BufferId, start: u64, end: u64) -> Option<Arc<str>> {
+    (taint.iter())
+        .find(|(b, s, e, _)| *b == buffer && *s < end && start < *e)
+        .map(|(.., why)| why.clone())
+}
+
 /// Written ranges whose replayed bytes replay cannot vouch for, each with the reason:
 /// `(buffer, start, end, why)`.
 pub(crate) type Taint = Vec<(BufferId, u64, u64, Arc<str>)>;
@@ -265,28 +277,49 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>, carried: Taint) -> Taint {
                 let mut excluded = Vec::new();
                 for (index, region) in graph.regions.iter().enumerate() {
                     let index = index as u32;
-                    let why: Option<Arc<str>> = unavailable
+                    let unavailable = unavailable
                         .get(&(submission.index, index))
-                        .map(|w| Arc::from(w.as_str()))
-                        .or_else(|| {
-                            region
-                                .uses
-                                .iter()
+                        .map(|w| Arc::<str>::from(w.as_str()));
+                    // Operation by operation, in the region's order (which its hazards
+                    // respect): an output that reads no tainted byte is compared, even
+                    // beside one in the same region that does (a break-it pass: a lone
+                    // fill beside a kernel reading missing bytes was excluded with it).
+                    // Without its operations (none recorded), the region's summarized uses.
+                    let ops: Option<Vec<&[s::Use]>> = (!region.nodes.is_empty())
+                        .then(|| {
+                            (region.nodes.iter())
+                                .map(|n| graph.ops.get(n.0 as usize).map(|op| &op.uses[..]))
+                                .collect()
+                        })
+                        .flatten();
+                    let steps = ops.unwrap_or_else(|| vec![&region.uses[..]]);
+                    let mut written = Vec::new();
+                    for uses in steps {
+                        let why = unavailable.clone().or_else(|| {
+                            (uses.iter())
                                 .filter(|u| u.access != Access::Write)
-                                .find_map(|u| {
-                                    taint
-                                        .iter()
-                                        .find(|(b, s, e, _)| {
-                                            *b == u.buffer && *s < u.end && u.start < *e
-                                        })
-                                        .map(|(.., why)| why.clone())
-                                })
+                                .find_map(|u| tainted(&taint, u.buffer, u.start, u.end))
                         });
-                    for u in region.uses.iter().filter(|u| u.access != Access::Read) {
-                        subtract(&mut taint, u.buffer, u.start, u.end);
-                        if let Some(why) = &why {
-                            taint.push((u.buffer, u.start, u.end, why.clone()));
-                            excluded.push((index, u.buffer, u.start, u.end, why.clone()));
+                        for u in uses.iter().filter(|u| u.access != Access::Read) {
+                            subtract(&mut taint, u.buffer, u.start, u.end);
+                            if let Some(why) = &why {
+                                taint.push((u.buffer, u.start, u.end, why.clone()));
+                            }
+                            written.push((u.buffer, u.start, u.end));
+                        }
+                    }
+                    // Its outputs are digested as it ends: what it wrote that is tainted then.
+                    for (buffer, start, end) in written {
+                        for (b, s, e, why) in &taint {
+                            if *b == buffer && *s < end && start < *e {
+                                let part = (index, buffer, (*s).max(start), (*e).min(end));
+                                if !excluded
+                                    .iter()
+                                    .any(|x: &Excluded| (x.0, x.1, x.2, x.3) == part)
+                                {
+                                    excluded.push((part.0, part.1, part.2, part.3, why.clone()));
+                                }
+                            }
                         }
                     }
                 }
