@@ -160,13 +160,20 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     }
     let mut stdout = std::io::stdout().lock();
     for r in &summary.runtimes {
+        // What the source did not hold is said beside what it did: "(0 B)" alone read as
+        // "nothing needed" (a break-it pass).
+        let unknown = if r.unknown_bytes > 0 {
+            format!(" held, {} not held by the source", bytes(r.unknown_bytes))
+        } else {
+            String::new()
+        };
         writeln!(
             stdout,
-            "runtime {}: submissions {}..{}, snapshot of {} ranges ({})",
+            "runtime {}: submissions {}..{}, snapshot of {} ({}{unknown})",
             r.runtime,
             r.start,
             r.end,
-            r.snapshots,
+            plural(r.snapshots, "range"),
             bytes(r.snapshot_bytes)
         )?;
     }
@@ -194,12 +201,17 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
         crate::output::warn(format_args!(
-            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold (buffers {}; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
+            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold ({} {}; its replay excludes the outputs that depend on them; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
             args.output.display(),
             r.runtime,
             bytes(r.unknown_bytes),
             r.start,
             args.file.display(),
+            if buffers.len() == 1 {
+                "buffer"
+            } else {
+                "buffers"
+            },
             buffers.join(", ")
         ));
     }

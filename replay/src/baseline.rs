@@ -460,11 +460,13 @@ impl Baseline {
             let ops = self.rows.iter().filter(|r| r.kind == "op").count();
             let without_ops = report.op_timing.is_empty() && ops > 0;
             report.notes.push(format!(
-                "{unused} row{} of the baseline without a timing row in this replay: not                  judged{}",
+                "{unused} row{} of the baseline without a timing row in this replay: not \
+                 judged{}",
                 if unused == 1 { "" } else { "s" },
                 if without_ops {
                     format!(
-                        "; {ops} of them are operation rows, and this replay timed no                          operation: replay with --per-op to judge each operation against it"
+                        "; {ops} of them are operation rows, and this replay timed no \
+                         operation: replay with --per-op to judge each operation against it"
                     )
                 } else {
                     String::new()

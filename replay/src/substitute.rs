@@ -249,8 +249,8 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>, carried: Taint) -> Taint {
                 end,
                 Arc::from(format!(
                     "depends on buffer {buffer} bytes {start}..{end}, whose contents at the \
-                     range's start the trace lacks (trimmed from a recording without \
-                     HRX_TRACE_CONTENTS=1)"
+                     range's start the trace lacks (a trim of a recording without \
+                     HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all)"
                 )),
             ));
         }

@@ -393,12 +393,20 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
         ],
     );
     assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    // What the source lacks is said beside what the snapshot holds ("(0 B)" alone read as
+    // nothing needed).
+    assert!(
+        field(&stdout(&trim), "runtime").contains(" not held by the source)"),
+        "{}",
+        stdout(&trim)
+    );
     let err = stderr(&trim);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with(
             "warning: wo.hrxt: not replayable exactly: runtime 1 reads 2 KiB before submission 3"
-        ) && err.contains("record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all"),
+        ) && err.contains("(buffer 1; its replay excludes the outputs that depend on them")
+            && err.contains("record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all"),
         "{err}"
     );
     let info = stdout(&run(dir.path(), &["info", "wo.hrxt"]));
@@ -417,6 +425,18 @@ fn a_trim_that_needs_earlier_contents_has_them_or_says_so() {
     assert_eq!(code(&replay), 0, "{}", stdout(&replay));
     assert!(
         stdout(&replay).contains("0 divergences") && stdout(&replay).contains("1 excluded"),
+        "{}",
+        stdout(&replay)
+    );
+    // Which one, and why, in the text report too.
+    assert!(
+        stdout(&replay)
+            .lines()
+            .any(|l| l == "excluded from the comparison (1):")
+            && stdout(&replay)
+                .lines()
+                .any(|l| l.starts_with("  submission 4 region ")
+                    && l.contains("whose contents at the range's start the trace lacks")),
         "{}",
         stdout(&replay)
     );

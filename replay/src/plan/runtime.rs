@@ -551,7 +551,7 @@ pub(super) fn runtime_plan<'t>(
     plan.range_unknown.sort_by_key(|u| u.0); // stable: file order at equal times
     if unknown > 0 {
         notes.push(format!(
-            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (trimmed from a recording without HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all?)"
+            "runtime {id}: cannot be exact: the range reads {unknown} bytes whose contents at its start the trace lacks (a trim of a recording without HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all): the outputs that depend on them are excluded"
         ));
     }
     if !snapshots.is_empty() {

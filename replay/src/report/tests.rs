@@ -522,6 +522,7 @@ fn baseline_rows_this_replay_lacks_are_said() {
         .unwrap_or_else(|| panic!("no note: {:?}", now.notes));
     assert!(note.starts_with("1 row of the baseline"), "{note}");
     assert!(note.contains("replay with --per-op"), "{note}");
+    assert!(!note.contains("  "), "one space between words: {note}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The report as readable text: header, per-submission table (equal rows grouped),
 //! first divergence, timing table, substitutions and notes.
 
-use super::{Clock, Durations, Report, format_ns};
+use super::{Clock, Durations, OutputCheck, OutputResult, Report, format_ns};
 // A ratio with its interval (`1.50x [1.25x..1.75x]`: the one formatter of `replay` and
 // `diff`), and the graphs a pooled row pools as runs (`1-3`).
 use hrx_analysis::units::{id_runs, ratio_with_interval};
@@ -328,6 +328,36 @@ impl Report {
                 }
             }
             None => out.push_str("no divergence\n"),
+        }
+        // Which outputs were not compared and why: the counts alone left a user to find the
+        // reasons in the JSON (a break-it pass).
+        let excluded: Vec<(&OutputCheck, &str)> = (self.outputs.iter())
+            .filter_map(|o| match &o.result {
+                OutputResult::Excluded { why } => Some((o, why.as_str())),
+                _ => None,
+            })
+            .collect();
+        if !excluded.is_empty() {
+            let _ = writeln!(
+                out,
+                "excluded from the comparison ({}):",
+                self.summary.outputs_excluded.max(excluded.len())
+            );
+            for (o, why) in excluded.iter().take(5) {
+                let region = o.region.map(|r| format!(" region {r}")).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  submission {}{region} buffer {} bytes {}..{}: {why}",
+                    o.submission, o.buffer, o.start, o.end
+                );
+            }
+            if excluded.len() > 5 {
+                let _ = writeln!(
+                    out,
+                    "  ... {} more (`--report json` lists every one with its reason)",
+                    excluded.len() - 5
+                );
+            }
         }
         if !self.timing_dependent.is_empty() {
             // Name the kinds of failure the rows have (a device-loss race once read "a poison
