@@ -42,6 +42,18 @@ const BASELINE_MAX_SLOWDOWN: f64 = 1.5;
 /// a hundred repeats give a row run once a hundred samples, its median to a few ranks.
 const MAX_REPEAT: usize = 100;
 
+/// A baseline at `path` that can judge nothing here, and `why`: the gate fails (exit 2).
+fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
+    Failure::new(format!(
+        "baseline {}: {why}: nothing judged",
+        path.display()
+    ))
+    .hint(
+        "save a baseline from this recording on this device (`--save-baseline`) and judge \
+         its later replays",
+    )
+}
+
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // `--backend`, else `HRX_BACKEND` as `record` reads it, else auto (the replay runtime
@@ -61,9 +73,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
     // A baseline that does not read is said before anything is replayed.
+    // So is one saved from another recording: its header says which.
     let baseline = match &args.baseline {
         Some(path) => {
-            Some(hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?)
+            let baseline =
+                hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?;
+            baseline
+                .check_trace(&args.file)
+                .map_err(|why| nothing_judged(path, &why))?;
+            Some(baseline)
         }
         None => None,
     };
@@ -248,16 +266,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (mut report, reading) = report;
     // A baseline that can judge nothing here fails the gate (exit 2), never passes it.
     if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
-        baseline.judge(&mut report, &options).map_err(|why| {
-            Failure::new(format!(
-                "baseline {}: {why}: nothing judged",
-                path.display()
-            ))
-            .hint(
-                "save a baseline from this recording on this device (`--save-baseline`) and \
-                 judge its later replays",
-            )
-        })?;
+        baseline
+            .judge(&mut report, &options)
+            .map_err(|why| nothing_judged(path, &why))?;
     }
     // A baseline is a known-good build's: not saved from a replay whose outputs or
     // statuses diverged.

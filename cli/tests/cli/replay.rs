@@ -129,16 +129,10 @@ fn unreadable_input_is_the_readers_error_and_hint_exit_2() {
     assert_eq!(code(&bad), 2);
 }
 
-/// A trace whose runtime prepared a graph but never submitted it has nothing to compare:
-/// exit 2 with one line saying so, not a match of nothing (it said "MATCH (exit 0)").
-#[test]
-fn a_trace_without_submissions_is_not_a_match() {
-    let dir = tempfile::tempdir().unwrap();
-    let recorder = hrx_capture::Recorder::create(
-        dir.path().join("idle.hrxt"),
-        hrx_capture::RecorderOptions::default(),
-    )
-    .unwrap();
+/// Records at `path`, in this process, a runtime that prepares a graph and never submits it.
+fn record_idle(path: &std::path::Path) {
+    let recorder =
+        hrx_capture::Recorder::create(path, hrx_capture::RecorderOptions::default()).unwrap();
     let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
     let mut graph = rt.graph();
@@ -146,6 +140,14 @@ fn a_trace_without_submissions_is_not_a_match() {
     let prepared = graph.prepare().unwrap();
     drop((prepared, buffer, rt));
     recorder.close().unwrap();
+}
+
+/// A trace whose runtime prepared a graph but never submitted it has nothing to compare:
+/// exit 2 with one line saying so, not a match of nothing (it said "MATCH (exit 0)").
+#[test]
+fn a_trace_without_submissions_is_not_a_match() {
+    let dir = tempfile::tempdir().unwrap();
+    record_idle(&dir.path().join("idle.hrxt"));
     let replay = run(dir.path(), &["replay", "idle.hrxt"]);
     assert_error(
         &replay,
@@ -468,6 +470,13 @@ fn a_saved_baseline_judges_a_later_replay() {
     record_hazards(dir.path(), "h2.hrxt");
     let other = run(dir.path(), &["replay", "h2.hrxt", "--baseline", "b.json"]);
     assert_error(&other, "baseline b.json: saved from another recording");
+    // Refused before anything is replayed, from the trace's session start: a recording with
+    // nothing to replay is told the baseline is not its own (a replay first said it holds
+    // no submission).
+    record_idle(&dir.path().join("idle.hrxt"));
+    let idle = run(dir.path(), &["replay", "idle.hrxt", "--baseline", "b.json"]);
+    assert_error(&idle, "baseline b.json: saved from another recording");
+    assert_eq!(stdout(&idle), "");
     // Without a maximum slowdown nothing is judged, and the verdict says so.
     let plain = stdout(&run(dir.path(), &["replay", "h.hrxt"]));
     assert!(

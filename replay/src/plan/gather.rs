@@ -195,12 +195,7 @@ pub(crate) fn plan_of(
             }
             Record::SessionStart(start) => {
                 version = start.format_version;
-                recorded = Some(format!(
-                    "{} pid {} at {}",
-                    start.host,
-                    start.pid,
-                    start.wall_clock_utc.to_rfc3339()
-                ));
+                recorded = Some(crate::baseline::recording(start));
                 continue;
             }
             Record::SessionEnd(_) => continue,
