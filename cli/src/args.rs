@@ -17,7 +17,7 @@ pub struct Cli {
     pub command: Command,
 
     /// Print results, warnings and errors only: no progress bars, no notes (and no summary
-    /// from `record`). Warnings about what a trace lacks are never silenced.
+    /// from `record` or `trim`). Warnings about what a trace lacks are never silenced.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
