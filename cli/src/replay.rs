@@ -209,6 +209,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             _ => (false, false),
         };
         let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
+        // A lost blob names the first submission that needs it: a trim before it replays.
+        let blob_needed_by = match &error {
+            hrx_replay::ReplayError::BlobMissing { submission, .. } => Some(*submission),
+            _ => None,
+        };
         let no_contents = matches!(&error, hrx_replay::ReplayError::ToleranceWithoutContents);
         let error = error.to_string();
         // The replay errors about the trace itself open with what this line already says;
@@ -236,6 +241,26 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     "--max-slowdown"
                 }
             ))
+        } else if let Some(needed_by) = blob_needed_by {
+            failure.hint(match needed_by {
+                Some(n) if n <= 1 => format!(
+                    "the first submission needs it: `hrx-trace trim {0} -o OUT --submissions \
+                     B..` keeps a stretch after it, which replays where its own host writes \
+                     replace these bytes",
+                    args.file.display()
+                ),
+                Some(n) => format!(
+                    "the submissions before {n} do not need it: `hrx-trace trim {0} -o OUT \
+                     --submissions A..{n}` keeps a stretch of them, which replays (so does a \
+                     stretch after {n} whose own host writes replace these bytes)",
+                    args.file.display()
+                ),
+                None => format!(
+                    "`hrx-trace trim {} -o OUT --submissions A..B` keeps a stretch of \
+                     submissions without it, which replays",
+                    args.file.display()
+                ),
+            })
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \

@@ -779,3 +779,79 @@ fn a_missing_temporary_directory_is_named() {
     );
     assert!(!missing.exists());
 }
+
+/// A damaged block that held a host write's contents (its blob): `replay` names the blob,
+/// the write and the first submission that needs it, and its hint a trim before that
+/// submission, which replays. The hint pointed to `info`, which reports the damaged block
+/// but neither the blob nor the submissions that need it.
+#[test]
+fn a_lost_blob_names_the_submission_that_needs_it_and_a_trim_that_replays() {
+    use hrx_capture::schema::Record;
+    let Some(photo) = crate::util::photo() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "p.hrxt",
+            "--workload",
+            "pipeline",
+            "--input",
+            photo.parent().unwrap().to_str().unwrap(),
+            "--frames",
+            "4",
+            "--max-width",
+            "160",
+        ],
+    );
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    // The last block holding a blob: the last frame's photograph (four photographs of the
+    // folder, each stored once), which only the last frame's submission reads. One byte of
+    // its payload flipped: the block is skipped.
+    let path = dir.path().join("p.hrxt");
+    let trace = hrx_capture::MappedTrace::open(&path).unwrap();
+    let block = (0..trace.blocks().len())
+        .rev()
+        .find(|&i| {
+            (trace.read_block(i).unwrap().records.iter()).any(|r| matches!(r, Record::Blob(_)))
+        })
+        .expect("a block with a blob");
+    let info = trace.blocks()[block];
+    drop(trace);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = info.offset as usize
+        + hrx_capture::format::BLOCK_HEADER_LEN
+        + info.header.stored_len as usize / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(dir.path().join("flip.hrxt"), &bytes).unwrap();
+
+    let replay = run(dir.path(), &["replay", "flip.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stderr(&replay));
+    let err = stderr(&replay);
+    let error = err.lines().find(|l| l.starts_with("error: ")).unwrap();
+    assert!(error.contains("host write into buffer"), "{err}");
+    let needs = error
+        .split(" is not in the trace, and submission ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" of runtime 1 needs it"))
+        .unwrap_or_else(|| panic!("no blob and submission named: {err}"));
+    let n: u64 = needs.parse().unwrap();
+    assert!(n > 1, "{err}");
+    let hint = err.lines().find(|l| l.starts_with("hint: ")).unwrap();
+    assert!(
+        hint.contains(&format!("--submissions A..{n}")) && !hint.contains("info"),
+        "{err}"
+    );
+    // The hint holds: the submissions before it trim into a trace that replays.
+    let range = format!("1..{n}");
+    let trim = run(
+        dir.path(),
+        &["trim", "flip.hrxt", "-o", "t.hrxt", "--submissions", &range],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let replay = run(dir.path(), &["replay", "t.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+}
