@@ -42,6 +42,12 @@ const BASELINE_MAX_SLOWDOWN: f64 = 1.5;
 /// a hundred repeats give a row run once a hundred samples, its median to a few ranks.
 const MAX_REPEAT: usize = 100;
 
+/// The largest `--max-slowdown`: a region a hundred times slower than captured is a broken
+/// build or a broken machine, which a gate of 100 still catches; past it (`1e308`, `inf`) a
+/// gate never fires, and reads as one that passed. (`--inject-slowdown` tests a gate with at
+/// most 11x.)
+const MAX_SLOWDOWN: f64 = 100.0;
+
 /// A baseline at `path` that can judge nothing here, and `why`: the gate fails (exit 2).
 fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
     Failure::new(format!(
@@ -121,10 +127,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     if let Some(ratio) = args.max_slowdown
-        && !(ratio.is_finite() && ratio >= 1.0)
+        && !(ratio > 1.0 && ratio <= MAX_SLOWDOWN)
     {
         return Err(Failure::new(format!(
-            "--max-slowdown {ratio}: must be a number of at least 1 (a time ratio)"
+            "--max-slowdown {ratio}: must be a time ratio above 1 and at most {MAX_SLOWDOWN} \
+             (a larger one is a gate that never fires; leave the option out to judge no timing)"
         ))
         .into());
     }
