@@ -757,6 +757,9 @@ pub struct TraceReader<R> {
     submissions_checked: bool,
     /// The input's end: no byte at or past this offset is read (`u64::MAX`: to the end).
     end: u64,
+    /// Whether a recorder was writing the trace when it was opened, as the caller found
+    /// ([`TraceReader::being_recorded`]).
+    being_recorded: bool,
 }
 
 impl TraceReader<File> {
@@ -820,6 +823,7 @@ impl<R: Read> TraceReader<R> {
             ranges: std::collections::BTreeMap::new(),
             check_submissions: false,
             submissions_checked: false,
+            being_recorded: false,
             end: u64::MAX,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
@@ -844,6 +848,20 @@ impl<R: Read> TraceReader<R> {
     pub fn check_submission_numbers(mut self) -> Self {
         self.check_submissions = true;
         self
+    }
+
+    /// Says that a recorder was writing the trace when it was opened (the caller asked
+    /// [`recorder_holds`](crate::recorder_holds)): a trace that does not end with its index is
+    /// then one read as far as it was written, not one cut short, and readers that describe
+    /// how it ends (an export's mark) say so. Off by default.
+    pub fn being_recorded(mut self, live: bool) -> Self {
+        self.being_recorded = live;
+        self
+    }
+
+    /// Whether [`TraceReader::being_recorded`] said a recorder was writing the trace.
+    pub fn is_being_recorded(&self) -> bool {
+        self.being_recorded
     }
 
     /// Decodes records blocks on `threads` threads of their own, up to `threads + 2`

@@ -73,7 +73,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -508,6 +508,8 @@ pub(crate) struct Shared {
     core: Mutex<Core>,
     /// [`Core`]'s blob hashes, read without the core ([`Recorder::blob_stored`]).
     stored_blobs: Arc<RwLock<HashSet<u64>>>,
+    /// Whether a write to the sink failed ([`Recorder::write_failed`]).
+    write_failed: Arc<AtomicBool>,
     control: Sender<Control>,
     /// Drops detected outside a ring (no thread-local state, oversized records), by kind.
     dropped: [AtomicU64; KINDS],
@@ -590,6 +592,9 @@ struct Core {
     /// as a block takes to write.
     blobs: Arc<RwLock<HashSet<u64>>>,
     error: Option<Arc<io::Error>>,
+    /// Whether `error` was ever set: shared with [`Shared::write_failed`], so that
+    /// [`Recorder::write_failed`] never waits for the core.
+    failed: Arc<AtomicBool>,
     closed: bool,
     /// Set once the final records are written (deferred jobs drained at close may still
     /// store blobs before): later blobs are dropped.
@@ -883,6 +888,7 @@ impl Core {
         self.dropped[KINDS - 1] += u64::from(records);
         if self.error.is_none() {
             self.error = Some(Arc::new(e));
+            self.failed.store(true, Ordering::Relaxed);
         }
     }
 
@@ -894,6 +900,7 @@ impl Core {
             Some(Err(e)) => {
                 let e = Arc::new(e);
                 self.error = Some(e.clone());
+                self.failed.store(true, Ordering::Relaxed);
                 Err(WriteError::Io(e))
             }
             _ => Ok(()),
@@ -1320,6 +1327,7 @@ impl Recorder {
             calibrated_at: 0,
             blobs: Arc::default(),
             error: None,
+            failed: Arc::default(),
             closed: false,
             closed_for_blobs: false,
             inline_payload_bytes: options.inline_payload_bytes,
@@ -1349,9 +1357,11 @@ impl Recorder {
         }
         let (control, receiver) = crossbeam_channel::bounded(64);
         let stored_blobs = core.blobs.clone();
+        let write_failed = core.failed.clone();
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
             stored_blobs,
+            write_failed,
             base_ns,
             core: Mutex::new(core),
             control,
@@ -1586,6 +1596,13 @@ impl Recorder {
             .send(Control::Flush(ack))
             .map_err(|_| WriteError::Closed)?;
         done.recv().map_err(|_| WriteError::Closed)?
+    }
+
+    /// Whether a write to the trace failed (a full disk, a file size limit): every later
+    /// block is dropped, and [`Recorder::close`] returns the error. One relaxed load: a
+    /// program can poll it to stop work whose trace is lost.
+    pub fn write_failed(&self) -> bool {
+        self.handle.shared.write_failed.load(Ordering::Relaxed)
     }
 
     /// Records dropped so far (full buffers, oversized records, write errors).
@@ -3384,10 +3401,12 @@ mod tests {
     fn write_errors_are_reported_and_counted() {
         let rec =
             Recorder::with_sink(FailingSink { writes: 1 }, RecorderOptions::default()).unwrap();
+        assert!(!rec.write_failed());
         for i in 0..100 {
             rec.record(&timing(0, i));
         }
         rec.flush().unwrap_err();
+        assert!(rec.write_failed());
         assert!(rec.dropped_records() >= 100);
         let err = rec.close().unwrap_err();
         assert!(err.to_string().contains("disk full"), "{err}");

@@ -17,7 +17,7 @@ pub struct Cli {
     pub command: Command,
 
     /// Print results, warnings and errors only: no progress bars, no notes (and no summary
-    /// from `record`). Warnings about what a trace lacks are never silenced.
+    /// from `record` or `trim`). Warnings about what a trace lacks are never silenced.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
@@ -169,7 +169,9 @@ pub struct ReplayArgs {
     /// kernels. A row with fewer than 7 samples on a side is not judged and said
     /// so [default: off, timings are reported but not judged: a replay often runs on another
     /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
-    /// with it.
+    /// with it. Above 1 and at most 100: a hundredfold slowdown is a broken build or machine,
+    /// which 100 still catches; a larger ratio is a gate that never fires (leave the option
+    /// out to judge no timing).
     #[arg(long, value_name = "R", value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 

@@ -405,7 +405,9 @@ fn open(
         read: read.clone(),
         progress: progress.clone(),
     })
-    .map_err(fail)?;
+    .map_err(fail)?
+    // A trace being recorded is marked so in the export, not as cut short.
+    .being_recorded(crate::record::being_recorded(path));
     Ok(reader)
 }
 

@@ -258,9 +258,14 @@ pub fn parse_args<P: clap::Parser>() -> P {
             })
         })
         .or_else(|| {
-            rest.iter()
-                .find_map(|l| l.strip_prefix("Usage: "))
-                .map(|usage| format!("usage: {usage}; more with --help"))
+            // The verb's own usage, with `[OPTIONS]`: clap's usage in an error lists the
+            // options given as if they were required (`record --output <FILE> <...>`).
+            let usage = verb_usage::<P>(&verb).or_else(|| {
+                rest.iter()
+                    .find_map(|l| l.strip_prefix("Usage: "))
+                    .map(str::to_owned)
+            });
+            usage.map(|usage| format!("usage: {usage}; more with --help"))
         })
         .or_else(|| Some("see --help".to_owned()));
     crate::output::eline(format_args!("{}", one_line(message)));
@@ -268,6 +273,19 @@ pub fn parse_args<P: clap::Parser>() -> P {
         crate::output::eline(format_args!("hint: {hint}"));
     }
     std::process::exit(i32::from(EXIT_FAILURE));
+}
+
+/// The usage line of `verb` as its `--help` prints it (`hrx-trace record [OPTIONS] ...`),
+/// without the `Usage: ` before it; `None` when `verb` is not one.
+fn verb_usage<P: clap::CommandFactory>(verb: &str) -> Option<String> {
+    let mut command = P::command();
+    command.build();
+    let usage = command
+        .find_subcommand_mut(verb)?
+        .render_usage()
+        .to_string();
+    let usage = usage.trim();
+    Some(usage.strip_prefix("Usage: ").unwrap_or(usage).to_owned())
 }
 
 /// Prints what a reading verb must say about a trace it could not read whole, on standard

@@ -77,6 +77,11 @@ fn view(
                 "run it in a terminal (or tmux); without one, `stats` prints the timeline's \
                  statistics and `export` writes the timeline for Perfetto",
             ),
+            hrx_tui::TuiError::NoAnswer { .. } => failure.hint(
+                "run it in an interactive terminal (or tmux); for use without one, `info` and \
+                 `stats` print the trace's summary and statistics and `export` writes the \
+                 timeline for Perfetto",
+            ),
             _ => failure,
         })
     })?;

@@ -42,6 +42,24 @@ const BASELINE_MAX_SLOWDOWN: f64 = 1.5;
 /// a hundred repeats give a row run once a hundred samples, its median to a few ranks.
 const MAX_REPEAT: usize = 100;
 
+/// The largest `--max-slowdown`: a region a hundred times slower than captured is a broken
+/// build or a broken machine, which a gate of 100 still catches; past it (`1e308`, `inf`) a
+/// gate never fires, and reads as one that passed. (`--inject-slowdown` tests a gate with at
+/// most 11x.)
+const MAX_SLOWDOWN: f64 = 100.0;
+
+/// A baseline at `path` that can judge nothing here, and `why`: the gate fails (exit 2).
+fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
+    Failure::new(format!(
+        "baseline {}: {why}: nothing judged",
+        path.display()
+    ))
+    .hint(
+        "save a baseline from this recording on this device (`--save-baseline`) and judge \
+         its later replays",
+    )
+}
+
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // `--backend`, else `HRX_BACKEND` as `record` reads it, else auto (the replay runtime
@@ -61,9 +79,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .parse()
         .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
     // A baseline that does not read is said before anything is replayed.
+    // So is one saved from another recording: its header says which.
     let baseline = match &args.baseline {
         Some(path) => {
-            Some(hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?)
+            let baseline =
+                hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?;
+            baseline
+                .check_trace(&args.file)
+                .map_err(|why| nothing_judged(path, &why))?;
+            Some(baseline)
         }
         None => None,
     };
@@ -103,10 +127,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     if let Some(ratio) = args.max_slowdown
-        && !(ratio.is_finite() && ratio >= 1.0)
+        && !(ratio > 1.0 && ratio <= MAX_SLOWDOWN)
     {
         return Err(Failure::new(format!(
-            "--max-slowdown {ratio}: must be a number of at least 1 (a time ratio)"
+            "--max-slowdown {ratio}: must be a time ratio above 1 and at most {MAX_SLOWDOWN} \
+             (a larger one is a gate that never fires; leave the option out to judge no timing)"
         ))
         .into());
     }
@@ -191,6 +216,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             _ => (false, false),
         };
         let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
+        // A lost blob names the first submission that needs it: a trim before it replays.
+        let blob_needed_by = match &error {
+            hrx_replay::ReplayError::BlobMissing { submission, .. } => Some(*submission),
+            _ => None,
+        };
         let no_contents = matches!(&error, hrx_replay::ReplayError::ToleranceWithoutContents);
         let error = error.to_string();
         // The replay errors about the trace itself open with what this line already says;
@@ -218,6 +248,26 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     "--max-slowdown"
                 }
             ))
+        } else if let Some(needed_by) = blob_needed_by {
+            failure.hint(match needed_by {
+                Some(n) if n <= 1 => format!(
+                    "the first submission needs it: `hrx-trace trim {0} -o OUT --submissions \
+                     B..` keeps a stretch after it, which replays where its own host writes \
+                     replace these bytes",
+                    args.file.display()
+                ),
+                Some(n) => format!(
+                    "the submissions before {n} do not need it: `hrx-trace trim {0} -o OUT \
+                     --submissions A..{n}` keeps a stretch of them, which replays (so does a \
+                     stretch after {n} whose own host writes replace these bytes)",
+                    args.file.display()
+                ),
+                None => format!(
+                    "`hrx-trace trim {} -o OUT --submissions A..B` keeps a stretch of \
+                     submissions without it, which replays",
+                    args.file.display()
+                ),
+            })
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \
@@ -248,16 +298,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let (mut report, reading) = report;
     // A baseline that can judge nothing here fails the gate (exit 2), never passes it.
     if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
-        baseline.judge(&mut report, &options).map_err(|why| {
-            Failure::new(format!(
-                "baseline {}: {why}: nothing judged",
-                path.display()
-            ))
-            .hint(
-                "save a baseline from this recording on this device (`--save-baseline`) and \
-                 judge its later replays",
-            )
-        })?;
+        baseline
+            .judge(&mut report, &options)
+            .map_err(|why| nothing_judged(path, &why))?;
     }
     // A baseline is a known-good build's: not saved from a replay whose outputs or
     // statuses diverged.

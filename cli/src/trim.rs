@@ -7,7 +7,7 @@
 use crate::args::TrimArgs;
 use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
-use hrx_analysis::trim::{Selection, TrimError, open_checked, trim};
+use hrx_analysis::trim::{Selection, TrimError, TrimSummary, open_checked, trim};
 use hrx_analysis::units::{bytes, plural};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -158,6 +158,33 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             },
         ));
     }
+    // `-q`: the trim's summary is not a result (the trace written is), as `record`'s is not.
+    if !crate::output::quiet() {
+        print_summary(&args, &summary)?;
+    }
+    for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
+        let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
+        crate::output::warn(format_args!(
+            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold ({} {}; its replay excludes the outputs that depend on them; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
+            args.output.display(),
+            r.runtime,
+            bytes(r.unknown_bytes),
+            r.start,
+            args.file.display(),
+            if buffers.len() == 1 {
+                "buffer"
+            } else {
+                "buffers"
+            },
+            buffers.join(", ")
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The trim's two summary lines on standard output: each runtime's range and snapshot, then
+/// what `OUT` holds.
+fn print_summary(args: &TrimArgs, summary: &TrimSummary) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     for r in &summary.runtimes {
         // What the source did not hold is said beside what it did: "(0 B)" alone read as
@@ -198,22 +225,5 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         own,
         parts.join(", ")
     )?;
-    for r in summary.runtimes.iter().filter(|r| r.unknown_bytes > 0) {
-        let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
-        crate::output::warn(format_args!(
-            "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold ({} {}; its replay excludes the outputs that depend on them; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
-            args.output.display(),
-            r.runtime,
-            bytes(r.unknown_bytes),
-            r.start,
-            args.file.display(),
-            if buffers.len() == 1 {
-                "buffer"
-            } else {
-                "buffers"
-            },
-            buffers.join(", ")
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

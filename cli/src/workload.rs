@@ -376,6 +376,11 @@ fn execute(
                         .map_or_else(|| format!("signal {signal}"), str::to_owned);
                     (format!("stopped by {name}: {done}"), None)
                 }
+                // Closing the trace then says why, as one error line after the report.
+                (_, None, _) if run.trace_failed => (
+                    format!("stopped when the trace could not be written: {done}"),
+                    None,
+                ),
                 (Workload::Faults, Some(error), None) => (
                     format!(
                         "hrx_fail (an out-of-bounds write) in frame {} failed as intended; \
@@ -493,6 +498,9 @@ struct PipelineRun {
     error: Option<hrx::Error>,
     /// The signal that stopped the run before its last frame, if one did.
     stopped: Option<i32>,
+    /// Whether the run stopped before its last frame because the trace could not be
+    /// written.
+    trace_failed: bool,
 }
 
 /// Runs `frames` frames through the pipeline.
@@ -528,7 +536,9 @@ fn pipeline(
         let decoder = std::thread::Builder::new().name("decoder".into());
         let decoder = decoder.spawn_scoped(scope, move || {
             for index in 0..frames {
-                if stop::requested().is_some() {
+                // A signal, or a trace that can no longer be written (a full disk): the
+                // frames after it would run for nothing.
+                if stop::requested().is_some() || trace_failed() {
                     return None;
                 }
                 match photos.frame(index, frames) {
@@ -589,7 +599,13 @@ fn pipeline(
         frames_per_second,
         error,
         stopped: stop::requested().filter(|_| delivered < frames),
+        trace_failed: delivered < frames && trace_failed(),
     })
+}
+
+/// Whether a write to the installed trace failed (a full disk, a file size limit).
+fn trace_failed() -> bool {
+    hrx_capture::current().is_some_and(|recorder| recorder.write_failed())
 }
 
 /// Refuses an empty `--backend` (the runtime reads an empty `HRX_BACKEND` as `auto`, but an

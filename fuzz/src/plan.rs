@@ -30,7 +30,11 @@ pub fn plan(input: &[u8]) -> bool {
         Ok(report) => panic!("replayed without a backend: {:?}", report.verdict),
         // A trace without submissions was planned whole before it was found empty.
         Err(ReplayError::Runtime { .. } | ReplayError::NoSubmissions { .. }) => true,
-        Err(ReplayError::Unreplayable { .. } | ReplayError::KernelMissing { .. }) => false,
+        Err(
+            ReplayError::Unreplayable { .. }
+            | ReplayError::BlobMissing { .. }
+            | ReplayError::KernelMissing { .. },
+        ) => false,
         Err(other) => panic!("planning answered {other}"),
     }
 }

@@ -65,6 +65,30 @@ pub struct Baseline {
     pub rows: Vec<BaselineRow>,
 }
 
+/// Which recording `start` begins, as [`crate::TraceInfo::recorded`] names it: its host,
+/// pid and wall-clock start.
+pub(crate) fn recording(start: &hrx_capture::schema::SessionStart) -> String {
+    format!(
+        "{} pid {} at {}",
+        start.host,
+        start.pid,
+        start.wall_clock_utc.to_rfc3339()
+    )
+}
+
+/// The recording the trace at `path` holds, from the session start among its first records
+/// (where a recorder writes it); `None` where it does not read or holds none there.
+fn recording_at(path: &Path) -> Option<String> {
+    /// How far to look: the session start is a trace's first record; a few damaged ones
+    /// before it are passed over.
+    const FIRST_RECORDS: usize = 64;
+    let reader = hrx_capture::TraceReader::open(path).ok()?;
+    reader.take(FIRST_RECORDS).find_map(|item| match item {
+        Ok((_, hrx_capture::schema::Record::SessionStart(start))) => Some(recording(&start)),
+        _ => None,
+    })
+}
+
 /// One row of a baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRow {
@@ -320,6 +344,33 @@ impl Baseline {
             .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
     }
 
+    /// Whether this baseline was saved from a replay of the recording `this` names
+    /// ([`crate::TraceInfo::recorded`]; `None`, and a baseline that does not say, pass).
+    ///
+    /// # Errors
+    /// Why not, in one line, as [`Baseline::judge`] says it.
+    pub fn check_recording(&self, this: Option<&str>) -> Result<(), String> {
+        let source = self.source.as_deref().unwrap_or("an unnamed trace");
+        match (&self.recorded, this) {
+            (Some(saved), Some(this)) if saved != this => Err(format!(
+                "saved from another recording (of {source}, {saved}; this trace: {this}): a \
+                 baseline judges replays of its own recording only"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Baseline::check_recording`] against the trace at `path`, from its session start,
+    /// before anything is replayed (the replay's report says the same, after the replay). A
+    /// trace that does not read, or whose first records hold no session start, passes: the
+    /// replay says what it finds.
+    ///
+    /// # Errors
+    /// As [`Baseline::check_recording`].
+    pub fn check_trace(&self, path: &Path) -> Result<(), String> {
+        self.check_recording(recording_at(path).as_deref())
+    }
+
     /// Judges `report`'s rows against this baseline by the timing rule, past the replay's own
     /// spread: each matched row gets its [`BaselineMatch`]; regressions count as slow and
     /// decide the verdict; notes say what could not be compared.
@@ -330,14 +381,7 @@ impl Baseline {
     /// judge against a baseline that judges nothing must not pass as if it had.
     pub fn judge(&self, report: &mut Report, options: &ReplayOptions) -> Result<(), String> {
         let source = self.source.as_deref().unwrap_or("an unnamed trace");
-        if let (Some(saved), Some(this)) = (&self.recorded, &report.trace.recorded)
-            && saved != this
-        {
-            return Err(format!(
-                "saved from another recording (of {source}, {saved}; this trace: {this}): a \
-                 baseline judges replays of its own recording only"
-            ));
-        }
+        self.check_recording(report.trace.recorded.as_deref())?;
         if (self.backend.as_str(), self.device.as_str())
             != (
                 report.replay.backend.as_str(),

@@ -58,6 +58,29 @@ pub enum ReplayError {
         /// What does not hold together, naming the record and ids involved.
         why: String,
     },
+    /// Captured contents a record refers to (a host write's, a range's snapshot, an output's)
+    /// are not in the trace: the block that held their blob was lost (a damaged or cut-short
+    /// file, records lost while recording). Names the record, the blob and the first
+    /// submission that needs it, so that a trim before it replays.
+    #[error(
+        "the trace cannot be replayed: {}{what}: blob {hash:#018x} is not in the trace{}",
+        context.as_deref().map(|c| format!("{c}, and replay needs what it lacks: ")).unwrap_or_default(),
+        submission.map(|s| format!(", and submission {s} of runtime {runtime} needs it")).unwrap_or_default()
+    )]
+    BlobMissing {
+        /// The captured runtime.
+        runtime: u32,
+        /// The record that refers to the blob.
+        what: String,
+        /// The blob's content hash.
+        hash: u64,
+        /// The first submission that needs it (the output's own; the first submitted at or
+        /// after a host write or snapshot); `None` when none does.
+        submission: Option<u64>,
+        /// What the trace lacks, when it says so: `the trace is incomplete (HOW)` or
+        /// `cannot be exact: N records lost ...`.
+        context: Option<String>,
+    },
     /// A float tolerance was asked for, but the trace holds no output contents to compare
     /// within it (only digests, which compare exactly).
     #[error(
@@ -148,14 +171,40 @@ impl ReplayError {
     /// [`ReplayError::Incomplete`] of a file read with `recovery`: how it ends and the
     /// submissions missing, then `why`.
     pub(crate) fn incomplete(recovery: &hrx_capture::Recovery, why: String) -> ReplayError {
-        let missing = match recovery.missing_submissions {
-            0 => String::new(),
-            1 => ", 1 submission missing".to_owned(),
-            n => format!(", {n} submissions missing"),
-        };
         ReplayError::Incomplete {
-            how: format!("{}{missing}", recovery.end()),
+            how: incomplete_how(recovery),
             why,
         }
     }
+
+    /// A [`ReplayError::BlobMissing`] said with `context` (what the trace lacks); any other
+    /// error as it is.
+    pub(crate) fn blob_context(self, said: String) -> ReplayError {
+        match self {
+            ReplayError::BlobMissing {
+                runtime,
+                what,
+                hash,
+                submission,
+                context: None,
+            } => ReplayError::BlobMissing {
+                runtime,
+                what,
+                hash,
+                submission,
+                context: Some(said),
+            },
+            other => other,
+        }
+    }
+}
+
+/// How a file read with `recovery` ends, and the submissions missing.
+pub(crate) fn incomplete_how(recovery: &hrx_capture::Recovery) -> String {
+    let missing = match recovery.missing_submissions {
+        0 => String::new(),
+        1 => ", 1 submission missing".to_owned(),
+        n => format!(", {n} submissions missing"),
+    };
+    format!("{}{missing}", recovery.end())
 }

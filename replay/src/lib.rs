@@ -296,6 +296,16 @@ pub fn replay_file_reading(
             report.replay.host = host.ended();
             Ok((report, reading))
         }
+        // So is it why a blob is missing, or what a damaged or cut-short file lacks.
+        Err(error @ ReplayError::BlobMissing { .. }) if !lost.is_none() => {
+            Err(error.blob_context(format!("cannot be exact: {lost} while recording")))
+        }
+        Err(error @ ReplayError::BlobMissing { .. }) if !reading.recovery.is_complete() => {
+            Err(error.blob_context(format!(
+                "the trace is incomplete ({})",
+                error::incomplete_how(&reading.recovery)
+            )))
+        }
         // What the recorder lost is why the trace does not hold together: say that first.
         Err(ReplayError::Unreplayable { why }) if !lost.is_none() => {
             Err(ReplayError::RecordsLost {
@@ -404,6 +414,14 @@ fn run(
         ReplayError::Unreplayable { why } if !lost.is_none() => {
             ReplayError::unreplayable(format!("cannot be exact: {lost} while recording; {why}"))
         }
+        error @ ReplayError::BlobMissing { .. } if !lost.is_none() => {
+            error.blob_context(format!("cannot be exact: {lost} while recording"))
+        }
+        error @ ReplayError::BlobMissing { .. } if !trace.recovery.is_complete() => error
+            .blob_context(format!(
+                "the trace is incomplete ({})",
+                error::incomplete_how(&trace.recovery)
+            )),
         other => other,
     })?;
     if plan.runtimes.is_empty() {

@@ -128,7 +128,8 @@ fn parse_size(text: &str) -> Option<(u16, u16)> {
 /// [`TuiError::Read`] when the trace cannot be read (before the terminal is touched);
 /// [`TuiError::NotATerminal`] when standard input or output is not a terminal (checked
 /// before it is touched, so no escape sequences reach a pipe or file);
-/// [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
+/// [`TuiError::NoAnswer`] when the terminal does not answer a query (a pseudo-terminal
+/// nobody reads); [`TuiError::Terminal`] when the terminal cannot be set up or drawn.
 pub fn run(path: &Path, follow: bool) -> Result<(), TuiError> {
     run_coloured(path, follow, !no_color(std::env::var_os("NO_COLOR")))
 }
@@ -625,6 +626,10 @@ impl TerminalGuard {
             terminal::EnterAlternateScreen,
             event::EnableMouseCapture
         )?;
+        // Ask the terminal where its cursor is before anything waits on it: one that does
+        // not answer (crossterm gives up after 2 s) is said as such, not as a raw I/O error
+        // from the first clear, which asks the same.
+        cursor::position().map_err(|source| TuiError::NoAnswer { source })?;
         guard.terminal.clear()?;
         Ok(guard)
     }

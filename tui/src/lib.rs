@@ -76,6 +76,17 @@ pub enum TuiError {
     /// Standard input or output is not a terminal (a pipe, a file): nothing to draw on.
     #[error("view needs an interactive terminal, and standard input or output is not one")]
     NotATerminal,
+    /// Standard input and output are terminals, but the terminal did not answer the query
+    /// for its cursor position (a pseudo-terminal nobody reads, as under `script ...
+    /// /dev/null`): it would not answer keys either.
+    #[error(
+        "the terminal did not answer view's query for its cursor position: nothing seems to \
+         read it (as under `script -c ... /dev/null`)"
+    )]
+    NoAnswer {
+        /// crossterm's error (it waits 2 s for the answer).
+        source: io::Error,
+    },
 }
 
 /// Opens the trace at `path` for the timeline through the view cache

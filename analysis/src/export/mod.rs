@@ -544,16 +544,25 @@ pub fn write_merged<R: Read + Send, W: Write + Send>(
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
 trait Source {
+    /// Whether a recorder was writing the trace when it was opened
+    /// ([`TraceReader::being_recorded`]).
+    fn being_recorded(&self) -> bool;
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
 
 impl<R: Read + Send> Source for TraceReader<R> {
+    fn being_recorded(&self) -> bool {
+        self.is_being_recorded()
+    }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
         scan_reader_threaded(self, visitor)
     }
 }
 
 impl Source for &[Record] {
+    fn being_recorded(&self) -> bool {
+        false
+    }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
         Ok(crate::scan::scan_records(self, visitor))
     }
@@ -610,6 +619,7 @@ fn write_to<S: Sink, T: Source>(
             end_ns: 0,
             runtimes: Vec::new(),
         };
+        let live = source.being_recorded();
         let summary = source.scan(&mut pass)?;
         let runtimes: Vec<RuntimeId> = pass.runtimes.iter().map(|(r, _)| *r).collect();
         for runtime in runtimes {
@@ -617,7 +627,7 @@ fn write_to<S: Sink, T: Source>(
         }
         pass.at_the_end(&summary.index, &summary.running);
         if let Some(recovery) = &summary.recovery {
-            pass.incomplete(recovery);
+            pass.incomplete(recovery, live);
         }
         pass.timing_lost(&summary.index, &summary.timing_lost);
         out = pass.out;
@@ -1101,9 +1111,9 @@ impl<S: Sink> Pass<S> {
     /// Writes what the trace's end shows: each region still running (a slice to the end)
     /// and the signal that ended the process.
     /// Marks a trace not read whole in the export itself ([`incomplete_instant`]).
-    fn incomplete(&mut self, recovery: &Recovery) {
+    fn incomplete(&mut self, recovery: &Recovery, live: bool) {
         let first = self.session_runtime();
-        if let Some(instant) = incomplete_instant(recovery, self.end_ns, first) {
+        if let Some(instant) = incomplete_instant(recovery, live, self.end_ns, first) {
             self.out.instant(instant);
         }
     }
@@ -1641,17 +1651,28 @@ fn running_slice<'a>(
 /// incomplete` on the recorder's track, at the last host time read, with how the trace ends
 /// and what was read), so that whoever opens the file later sees it, not only the warning
 /// on standard error at export time; `None` for a trace read whole. Records lost while
-/// recording are marked by their own `records lost` event.
+/// recording are marked by their own `records lost` event. A trace a recorder was writing
+/// (`live`) is not cut short: its mark is `trace being recorded`, read as far as it was
+/// written, as `stats` and `diff` say it.
 pub(crate) fn incomplete_instant(
     recovery: &Recovery,
+    live: bool,
     last_ns: u64,
     runtime: RuntimeId,
 ) -> Option<Instant<'static>> {
     if recovery.is_complete() {
         return None;
     }
+    let (name, end) = if live {
+        (
+            "trace being recorded",
+            "being recorded when exported (a recorder held it): read as far as it was written",
+        )
+    } else {
+        ("trace incomplete", recovery.end())
+    };
     let args = vec![
-        ("end", Arg::Str(Cow::Owned(recovery.end().to_string()))),
+        ("end", Arg::Str(Cow::Borrowed(end))),
         ("records_read", Arg::Uint(recovery.records)),
         ("complete_blocks", Arg::Uint(recovery.complete_blocks)),
         ("skipped_blocks", Arg::Uint(recovery.skipped_blocks)),
@@ -1661,7 +1682,7 @@ pub(crate) fn incomplete_instant(
         runtime,
         place: Place::default(),
         slot: RECORDER_SLOT,
-        name: "trace incomplete",
+        name,
         time_ns: last_ns,
         args,
     })

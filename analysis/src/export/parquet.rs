@@ -473,13 +473,19 @@ pub fn write_parquet<R: Read + Send>(
             counts: ExportCounts::default(),
             error: None,
         };
+        let live = reader.is_being_recorded();
         let summary = scan_reader_threaded(reader, &mut pass)?;
         // What the trace's end shows, as the other formats do: each region still running
         // (the one a crash or a hang was in) and each whose timing a lossy recording lost.
         pass.at_the_end(&summary.index, &summary.running, &summary.timing_lost);
         // A trace not read whole says so in its own tables, not only on stderr at export.
         if let Some(event) = summary.recovery.as_ref().and_then(|r| {
-            super::incomplete_instant(r, pass.last_ns, hrx_capture::schema::RuntimeId::default())
+            super::incomplete_instant(
+                r,
+                live,
+                pass.last_ns,
+                hrx_capture::schema::RuntimeId::default(),
+            )
         }) {
             pass.event(&event);
         }

@@ -236,6 +236,10 @@ fn replay_refuses_meaningless_numbers() {
         ("--max-slowdown", "NaN"),
         ("--max-slowdown", "0.5"),
         ("--max-slowdown", "inf"),
+        // A gate that could never fire, or one that flags a slowdown however small.
+        ("--max-slowdown", "1e308"),
+        ("--max-slowdown", "101"),
+        ("--max-slowdown", "1"),
         ("--tolerance", "NaN"),
         ("--tolerance=-1", ""),
         ("--until", "0"),

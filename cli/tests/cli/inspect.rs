@@ -294,6 +294,30 @@ fn a_trace_being_recorded_is_not_called_crashed() {
         );
         assert!(!err.contains("not closed cleanly"), "{args:?}: {err}");
     }
+    // So does the export's own mark, in the file: `trace being recorded`, read as far as it
+    // was written (it wrote `trace incomplete`, "not closed cleanly", as for a crash).
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("live.json")).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"trace incomplete"), "{names:?}");
+    let marks: Vec<&serde_json::Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "trace being recorded")
+        .collect();
+    assert_eq!(marks.len(), 1, "{names:?}");
+    assert!(
+        marks[0]["args"]["end"]
+            .as_str()
+            .is_some_and(|end| end.contains("read as far as it was written")),
+        "{marks:?}"
+    );
     recorder.close().unwrap();
     let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
     assert!(field(&info, "capture").starts_with("whole"), "{info}");

@@ -124,6 +124,48 @@ fn a_range_past_the_end_names_the_submissions_held_inclusively() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
+/// `trim -q` prints nothing on success (it printed its two summary lines), and still its
+/// errors.
+#[test]
+fn a_quiet_trim_prints_nothing_but_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::util::record_hazards(dir.path(), "h.hrxt");
+    let out = run(
+        dir.path(),
+        &[
+            "trim",
+            "-q",
+            "h.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "1..3",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "");
+    assert!(dir.path().join("t.hrxt").exists());
+    let loud = run(
+        dir.path(),
+        &["trim", "h.hrxt", "-o", "t2.hrxt", "--submissions", "1..3"],
+    );
+    assert_eq!(stdout(&loud).lines().count(), 2, "{}", stdout(&loud));
+    let bad = run(
+        dir.path(),
+        &[
+            "trim",
+            "-q",
+            "h.hrxt",
+            "-o",
+            "u.hrxt",
+            "--submissions",
+            "20..30",
+        ],
+    );
+    assert_error(&bad, "selects no submission");
+}
+
 #[test]
 fn trim_refuses_bad_ranges_with_one_line() {
     let Some(photo) = photo() else { return };

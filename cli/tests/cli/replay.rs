@@ -28,8 +28,9 @@ fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
 fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
-    // The note is under test, not the timing: a ratio no loaded machine reaches (CI once saw
-    // one replay of a 1.6 µs copy take 3.94 ms, 2519x, under `--max-slowdown 1000`).
+    // The note is under test, not the timing: the largest ratio there is, and a row slowed
+    // past it on a loaded machine tolerated (CI once saw one replay of a 1.6 µs copy take
+    // 3.94 ms, 2519x, under `--max-slowdown 1000`).
     for (repeat, note) in [
         (
             Some("1"),
@@ -38,7 +39,7 @@ fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
         (Some("2"), None),
         (None, None),
     ] {
-        let mut args = vec!["replay", "h.hrxt", "--max-slowdown", "1e9"];
+        let mut args = vec!["replay", "h.hrxt", "--max-slowdown", "100"];
         args.extend(repeat.map(|r| ["--repeat", r]).into_iter().flatten());
         let replay = run(dir.path(), &args);
         if repeat.is_none() {
@@ -49,7 +50,7 @@ fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
             );
         }
         let repeat = repeat.unwrap_or("default");
-        assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+        assert_passed_or_slow(&replay);
         let err = stderr(&replay);
         match note {
             Some(note) => assert!(
@@ -129,16 +130,10 @@ fn unreadable_input_is_the_readers_error_and_hint_exit_2() {
     assert_eq!(code(&bad), 2);
 }
 
-/// A trace whose runtime prepared a graph but never submitted it has nothing to compare:
-/// exit 2 with one line saying so, not a match of nothing (it said "MATCH (exit 0)").
-#[test]
-fn a_trace_without_submissions_is_not_a_match() {
-    let dir = tempfile::tempdir().unwrap();
-    let recorder = hrx_capture::Recorder::create(
-        dir.path().join("idle.hrxt"),
-        hrx_capture::RecorderOptions::default(),
-    )
-    .unwrap();
+/// Records at `path`, in this process, a runtime that prepares a graph and never submits it.
+fn record_idle(path: &std::path::Path) {
+    let recorder =
+        hrx_capture::Recorder::create(path, hrx_capture::RecorderOptions::default()).unwrap();
     let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
     let mut graph = rt.graph();
@@ -146,6 +141,14 @@ fn a_trace_without_submissions_is_not_a_match() {
     let prepared = graph.prepare().unwrap();
     drop((prepared, buffer, rt));
     recorder.close().unwrap();
+}
+
+/// A trace whose runtime prepared a graph but never submitted it has nothing to compare:
+/// exit 2 with one line saying so, not a match of nothing (it said "MATCH (exit 0)").
+#[test]
+fn a_trace_without_submissions_is_not_a_match() {
+    let dir = tempfile::tempdir().unwrap();
+    record_idle(&dir.path().join("idle.hrxt"));
     let replay = run(dir.path(), &["replay", "idle.hrxt"]);
     assert_error(
         &replay,
@@ -433,7 +436,7 @@ fn a_saved_baseline_judges_a_later_replay() {
         json["rows"].as_array().is_some_and(|r| !r.is_empty()),
         "{json}"
     );
-    // A threshold no loaded machine reaches: the wiring is under test, not the timing.
+    // The largest threshold: the wiring is under test, not the timing.
     let against_baseline = |extra: &[&str]| {
         let mut args = vec![
             "replay",
@@ -441,7 +444,7 @@ fn a_saved_baseline_judges_a_later_replay() {
             "--baseline",
             "b.json",
             "--max-slowdown",
-            "1e9",
+            "100",
             "--repeat",
             "7",
         ];
@@ -450,16 +453,16 @@ fn a_saved_baseline_judges_a_later_replay() {
     };
     let judged = against_baseline(&[]);
     // (7 repeats: a row needs 7 samples a side to be judged; one judging nothing fails.)
-    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    assert_passed_or_slow(&judged);
     let out = stdout(&judged);
     assert!(out.contains("7 repeats after 1 warm-up"), "{out}");
-    assert!(out.contains(", 0 slow against the baseline"), "{out}");
-    assert!(out.contains("against the baseline (0 of "), "{out}");
+    assert!(out.contains(" slow against the baseline"), "{out}");
+    assert!(out.contains("\nagainst the baseline ("), "{out}");
     assert!(out.contains("host: "), "{out}");
     // Operation rows against a baseline saved without them: not judged, and said why.
     let per_op = against_baseline(&["--per-op"]);
     let out = stdout(&per_op);
-    assert_eq!(code(&per_op), 0, "{out}{}", stderr(&per_op));
+    assert_passed_or_slow(&per_op);
     assert!(
         out.contains("in the baseline (saved from a replay of h.hrxt): not judged against it; the baseline holds no operation rows: save it with --per-op"),
         "{out}"
@@ -468,6 +471,13 @@ fn a_saved_baseline_judges_a_later_replay() {
     record_hazards(dir.path(), "h2.hrxt");
     let other = run(dir.path(), &["replay", "h2.hrxt", "--baseline", "b.json"]);
     assert_error(&other, "baseline b.json: saved from another recording");
+    // Refused before anything is replayed, from the trace's session start: a recording with
+    // nothing to replay is told the baseline is not its own (a replay first said it holds
+    // no submission).
+    record_idle(&dir.path().join("idle.hrxt"));
+    let idle = run(dir.path(), &["replay", "idle.hrxt", "--baseline", "b.json"]);
+    assert_error(&idle, "baseline b.json: saved from another recording");
+    assert_eq!(stdout(&idle), "");
     // Without a maximum slowdown nothing is judged, and the verdict says so.
     let plain = stdout(&run(dir.path(), &["replay", "h.hrxt"]));
     assert!(
@@ -491,12 +501,12 @@ fn a_saved_baseline_judges_a_later_replay() {
             "replay",
             "h.hrxt",
             "--max-slowdown",
-            "1e9x",
+            "100x",
             "--repeat",
             "2",
         ],
     );
-    assert_eq!(code(&x), 0, "{}", stderr(&x));
+    assert_passed_or_slow(&x);
     let same = run(
         dir.path(),
         &[
@@ -576,19 +586,19 @@ fn record_small_pipeline(dir: &std::path::Path, name: &str, frames: &str) {
 fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
     let dir = tempfile::tempdir().unwrap();
     record_small_pipeline(dir.path(), "p.hrxt", "12");
-    // A ratio no machine reaches: which rows are judged is under test, not their times.
+    // The largest ratio: which rows are judged is under test, not their times.
     let args = [
         "replay",
         "p.hrxt",
         "--max-slowdown",
-        "1e9",
+        "100",
         "--repeat",
         "2",
         "--report",
         "json",
     ];
     let out = run(dir.path(), &args);
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_passed_or_slow(&out);
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let rows = report["timing"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "{report:#}");
@@ -638,14 +648,14 @@ fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
             "--baseline",
             "b.json",
             "--max-slowdown",
-            "1e9",
+            "100",
             "--repeat",
             "2",
         ],
     );
-    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    assert_passed_or_slow(&judged);
     let out = stdout(&judged);
-    assert!(out.contains("against the baseline (0 of 4 slow"), "{out}");
+    assert!(out.contains(" of 4 slow"), "{out}");
     assert!(!out.contains("too few to judge against it"), "{out}");
 
     // A baseline of version 1 (rows per graph) is one line saying to save it again.
@@ -769,4 +779,93 @@ fn a_missing_temporary_directory_is_named() {
         stderr(&out)
     );
     assert!(!missing.exists());
+}
+
+/// A damaged block that held a host write's contents (its blob): `replay` names the blob,
+/// the write and the first submission that needs it, and its hint a trim before that
+/// submission, which replays. The hint pointed to `info`, which reports the damaged block
+/// but neither the blob nor the submissions that need it.
+#[test]
+fn a_lost_blob_names_the_submission_that_needs_it_and_a_trim_that_replays() {
+    use hrx_capture::schema::Record;
+    let Some(photo) = crate::util::photo() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "p.hrxt",
+            "--workload",
+            "pipeline",
+            "--input",
+            photo.parent().unwrap().to_str().unwrap(),
+            "--frames",
+            "4",
+            "--max-width",
+            "160",
+        ],
+    );
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    // The last block holding a blob: the last frame's photograph (four photographs of the
+    // folder, each stored once), which only the last frame's submission reads. One byte of
+    // its payload flipped: the block is skipped.
+    let path = dir.path().join("p.hrxt");
+    let trace = hrx_capture::MappedTrace::open(&path).unwrap();
+    let block = (0..trace.blocks().len())
+        .rev()
+        .find(|&i| {
+            (trace.read_block(i).unwrap().records.iter()).any(|r| matches!(r, Record::Blob(_)))
+        })
+        .expect("a block with a blob");
+    let info = trace.blocks()[block];
+    drop(trace);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = info.offset as usize
+        + hrx_capture::format::BLOCK_HEADER_LEN
+        + info.header.stored_len as usize / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(dir.path().join("flip.hrxt"), &bytes).unwrap();
+
+    let replay = run(dir.path(), &["replay", "flip.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stderr(&replay));
+    let err = stderr(&replay);
+    let error = err.lines().find(|l| l.starts_with("error: ")).unwrap();
+    assert!(error.contains("host write into buffer"), "{err}");
+    let needs = error
+        .split(" is not in the trace, and submission ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" of runtime 1 needs it"))
+        .unwrap_or_else(|| panic!("no blob and submission named: {err}"));
+    let n: u64 = needs.parse().unwrap();
+    assert!(n > 1, "{err}");
+    let hint = err.lines().find(|l| l.starts_with("hint: ")).unwrap();
+    assert!(
+        hint.contains(&format!("--submissions A..{n}")) && !hint.contains("info"),
+        "{err}"
+    );
+    // The hint holds: the submissions before it trim into a trace that replays.
+    let range = format!("1..{n}");
+    let trim = run(
+        dir.path(),
+        &["trim", "flip.hrxt", "-o", "t.hrxt", "--submissions", &range],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let replay = run(dir.path(), &["replay", "t.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+}
+
+/// Asserts that a replay whose timing is not under test passed: exit 0, or exit 1 for rows
+/// slowed past `--max-slowdown` alone, every status and output matching (the largest ratio,
+/// 100, can be passed on a loaded machine: CI saw 2519x on one replay).
+fn assert_passed_or_slow(output: &std::process::Output) {
+    let out = stdout(output);
+    let timing_only = code(output) == 1
+        && match serde_json::from_str::<serde_json::Value>(&out) {
+            Ok(report) => report["summary"]["divergences"] == 0,
+            Err(_) => out.contains(" 0 divergences, "),
+        };
+    assert!(code(output) == 0 || timing_only, "{out}{}", stderr(output));
 }

@@ -61,3 +61,27 @@ fn bad_flags_exit_2() {
     }
     assert!(!dir.path().join("hrx.hrxt").exists());
 }
+
+/// A verb missing what it needs is hinted at with its usage as `--help` prints it: options
+/// given (`-o`, `--frames`) are not shown as if required (clap's usage in the error read
+/// `hrx-trace record --output <FILE> <--workload <NAME>|PROGRAM [ARGS]...>`, although
+/// `--output` has a default).
+#[test]
+fn the_usage_in_a_hint_shows_options_as_optional() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["record", "-o", "x.hrxt"][..],
+        &["record", "--frames", "2"],
+    ] {
+        let output = run(dir.path(), args);
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+        let err = stderr(&output);
+        let hint = err.lines().nth(1).unwrap_or_default();
+        assert_eq!(
+            hint,
+            "hint: usage: hrx-trace record [OPTIONS] <--workload <NAME>|PROGRAM [ARGS]...>; \
+             more with --help",
+            "{args:?}: {err}"
+        );
+    }
+}

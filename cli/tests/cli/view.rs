@@ -387,6 +387,53 @@ fn view_without_a_terminal_is_one_error_and_a_hint() {
     assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
 }
 
+/// On a pseudo-terminal nobody reads (`script -qec ... /dev/null` with nothing on its
+/// input), standard input and output are terminals but the cursor-position query gets no
+/// answer: one error line saying so, a hint, exit 2 (it was crossterm's raw "The cursor
+/// position could not be read within a normal duration", with no hint). Without `script`
+/// (util-linux) the test says so and passes.
+#[test]
+fn a_terminal_that_does_not_answer_is_one_error_and_a_hint() {
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("skipped: script (util-linux) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let view = format!(
+        "{} view h.hrxt",
+        quote(Path::new(env!("CARGO_BIN_EXE_hrx-trace")))
+    );
+    let output = Command::new("script")
+        .args(["-qec", &view, "/dev/null"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // `script -e` exits with the command's code; the pty merges stdout and stderr.
+    let screen = stdout(&output);
+    assert_eq!(code(&output), 2, "{screen}");
+    let text: Vec<&str> = screen
+        .lines()
+        .filter_map(|l| {
+            l.find("error:")
+                .or_else(|| l.find("hint:"))
+                .map(|at| &l[at..])
+        })
+        .collect();
+    assert_eq!(text.len(), 2, "{screen}");
+    assert!(
+        text[0].starts_with("error: the terminal did not answer"),
+        "{screen}"
+    );
+    assert!(
+        text[1].starts_with("hint: run it in an interactive terminal"),
+        "{screen}"
+    );
+    assert!(!screen.contains("could not be read"), "{screen}");
+}
+
 /// A trace that is not there is told, and hinted at, as `info` tells it (`view` had no
 /// hint).
 #[test]

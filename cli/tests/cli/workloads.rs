@@ -514,6 +514,41 @@ fn a_full_disk_fails_the_recording_after_its_report() {
     );
 }
 
+/// A pipeline whose trace cannot be written (a file size limit, as a full disk would) stops
+/// at the first write that fails, after the frames in flight, not after its last frame: the
+/// report says so, then one error line. It ran all its frames, and only then said the trace
+/// could not be written.
+#[test]
+fn a_full_disk_stops_the_pipeline_at_the_first_failed_write() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = photo.parent().unwrap().to_str().unwrap().to_owned();
+    let record = format!(
+        "record -o t.hrxt --workload pipeline --input '{folder}' --frames 48 --max-width 160"
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &size_limited(&record)])
+        .current_dir(dir.path())
+        .env_remove("HRX_TRACE")
+        .output()
+        .unwrap();
+    assert_error(&output, "the trace is incomplete");
+    assert!(
+        stderr(&output).contains("File too large"),
+        "{}",
+        stderr(&output)
+    );
+    let out = stdout(&output);
+    let outcome = field(&out, "outcome");
+    let delivered: usize = outcome
+        .strip_prefix("stopped when the trace could not be written: ")
+        .and_then(|rest| rest.strip_suffix(" of 48 frames delivered"))
+        .unwrap_or_else(|| panic!("{out}"))
+        .parse()
+        .unwrap();
+    assert!(delivered < 48, "{out}");
+}
+
 /// SIGINT (a Ctrl-C) or SIGTERM (a CI runner's timeout) during a long `record --workload`
 /// stops it after the frames in flight: the report and the summary of a cleanly closed
 /// trace, then exit 128+N. Before, the signal killed hrx-trace and left a trace that was

@@ -17,11 +17,14 @@ pub(super) fn to_usize(value: u64, what: impl FnOnce() -> String) -> Result<usiz
 }
 
 /// Resolves captured contents to their bytes: `Ok(None)` when they were not captured.
+/// `needed_by` names the runtime and the first submission that needs them, asked only when
+/// their blob is missing ([`ReplayError::BlobMissing`]).
 pub(super) fn contents<'t>(
     p: &'t Payload,
     expected_len: u64,
     blobs: &HashMap<BlobHash, &'t [u8]>,
     what: &dyn Fn() -> String,
+    needed_by: &dyn Fn() -> (u32, Option<u64>),
 ) -> Result<Option<&'t [u8]>, ReplayError> {
     let bytes: &'t [u8] = match p {
         Payload::Omitted { .. } => return Ok(None),
@@ -34,11 +37,14 @@ pub(super) fn contents<'t>(
                 )));
             }
             blobs.get(hash).copied().ok_or_else(|| {
-                bad(format!(
-                    "{}: blob {:#018x} is not in the trace (damaged trace?)",
-                    what(),
-                    hash.0
-                ))
+                let (runtime, submission) = needed_by();
+                ReplayError::BlobMissing {
+                    runtime,
+                    what: what(),
+                    hash: hash.0,
+                    submission,
+                    context: None,
+                }
             })?
         }
     };
@@ -195,12 +201,7 @@ pub(crate) fn plan_of(
             }
             Record::SessionStart(start) => {
                 version = start.format_version;
-                recorded = Some(format!(
-                    "{} pid {} at {}",
-                    start.host,
-                    start.pid,
-                    start.wall_clock_utc.to_rfc3339()
-                ));
+                recorded = Some(crate::baseline::recording(start));
                 continue;
             }
             Record::SessionEnd(_) => continue,

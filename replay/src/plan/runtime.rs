@@ -444,7 +444,8 @@ pub(super) fn runtime_plan<'t>(
         };
         let what = || format!("runtime {id} output digest of submission {submission}");
         check_range(&plan, o.buffer, o.start, o.end, &what)?;
-        let contents = contents(&o.contents, o.end - o.start, blobs, &what)?;
+        let needed_by = || (id.0, Some(submission.0));
+        let contents = contents(&o.contents, o.end - o.start, blobs, &what, &needed_by)?;
         plan.submissions[position].outputs.push(Output {
             region: None,
             buffer: o.buffer,
@@ -495,13 +496,15 @@ pub(super) fn runtime_plan<'t>(
             .checked_add(w.len_bytes)
             .ok_or_else(|| bad(format!("{}: the range overflows", what())))?;
         check_range(&plan, w.buffer, w.offset, end, &what)?;
-        let bytes = contents(&w.contents, w.len_bytes, blobs, &what)?.ok_or_else(|| {
-            bad(format!(
-                "{}: its {} bytes were not captured, so the input cannot be reproduced",
-                what(),
-                w.len_bytes
-            ))
-        })?;
+        let needed_by = || (id.0, first_submitted_at(&plan, w.time_ns));
+        let bytes =
+            contents(&w.contents, w.len_bytes, blobs, &what, &needed_by)?.ok_or_else(|| {
+                bad(format!(
+                    "{}: its {} bytes were not captured, so the input cannot be reproduced",
+                    what(),
+                    w.len_bytes
+                ))
+            })?;
         plan.host_writes.push(HostWritePlan {
             buffer: w.buffer,
             offset: to_usize(w.offset, what)?,
@@ -532,7 +535,8 @@ pub(super) fn runtime_plan<'t>(
             .checked_add(snap.len_bytes)
             .ok_or_else(|| bad(format!("{}: the range overflows", what())))?;
         check_range(&plan, snap.buffer, snap.offset, end, &what)?;
-        match contents(&snap.contents, snap.len_bytes, blobs, &what)? {
+        let needed_by = || (id.0, first_submitted_at(&plan, snap.time_ns));
+        match contents(&snap.contents, snap.len_bytes, blobs, &what, &needed_by)? {
             Some(bytes) => snapshots.push(HostWritePlan {
                 buffer: snap.buffer,
                 offset: to_usize(snap.offset, what)?,
@@ -604,4 +608,13 @@ fn merge_by_time<'t>(
     }
     merged.extend(then);
     merged
+}
+
+/// The first submission of `plan` submitted at or after `time_ns` (host time): the first
+/// that can read a host write or snapshot made then.
+fn first_submitted_at(plan: &RuntimePlan<'_>, time_ns: u64) -> Option<u64> {
+    (plan.submissions.iter())
+        .filter(|s| s.time_ns >= time_ns)
+        .map(|s| s.index.0)
+        .min()
 }
