@@ -169,9 +169,7 @@ pub struct ReplayArgs {
     /// kernels. A row with fewer than 7 samples on a side is not judged and said
     /// so [default: off, timings are reported but not judged: a replay often runs on another
     /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
-    /// with it. Above 1 and at most 100: a hundredfold slowdown is a broken build or machine,
-    /// which 100 still catches; a larger ratio is a gate that never fires (leave the option
-    /// out to judge no timing).
+    /// with it.
     #[arg(long, value_name = "R", value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 

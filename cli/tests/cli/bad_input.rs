@@ -236,10 +236,6 @@ fn replay_refuses_meaningless_numbers() {
         ("--max-slowdown", "NaN"),
         ("--max-slowdown", "0.5"),
         ("--max-slowdown", "inf"),
-        // A gate that could never fire, or one that flags a slowdown however small.
-        ("--max-slowdown", "1e308"),
-        ("--max-slowdown", "101"),
-        ("--max-slowdown", "1"),
         ("--tolerance", "NaN"),
         ("--tolerance=-1", ""),
         ("--until", "0"),
@@ -252,6 +248,16 @@ fn replay_refuses_meaningless_numbers() {
         let out = run(dir.path(), &args);
         assert_error(&out, flag.split('=').next().unwrap());
     }
+    // A gate too wide to fire is said, not refused (a loaded machine may need a wide one).
+    let out = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "1e308"]);
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.starts_with("warning: --max-slowdown 1e308: ")
+                && l.contains("catches almost nothing")),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `stats`, `diff`, `export` and `dump` of a cut-short trace say so, each warning naming

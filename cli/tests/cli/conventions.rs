@@ -174,7 +174,7 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
             "-q",
             "h.hrxt",
             "--max-slowdown",
-            "100",
+            "1000",
             "--repeat",
             "1",
         ],
@@ -183,7 +183,14 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
     assert!(!stderr(&replay).contains("note:"), "{}", stderr(&replay));
     let noisy = run(
         dir.path(),
-        &["replay", "h.hrxt", "--max-slowdown", "100", "--repeat", "1"],
+        &[
+            "replay",
+            "h.hrxt",
+            "--max-slowdown",
+            "1000",
+            "--repeat",
+            "1",
+        ],
     );
     assert!(
         stderr(&noisy).contains("note: --max-slowdown"),

@@ -28,9 +28,8 @@ fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
 fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
-    // The note is under test, not the timing: the largest ratio there is, and a row slowed
-    // past it on a loaded machine tolerated (CI once saw one replay of a 1.6 µs copy take
-    // 3.94 ms, 2519x, under `--max-slowdown 1000`).
+    // The note is under test, not the timing: a ratio no loaded machine reaches (CI once saw
+    // one replay of a 1.6 µs copy take 3.94 ms, 2519x, under `--max-slowdown 1000`).
     for (repeat, note) in [
         (
             Some("1"),
@@ -39,7 +38,7 @@ fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
         (Some("2"), None),
         (None, None),
     ] {
-        let mut args = vec!["replay", "h.hrxt", "--max-slowdown", "100"];
+        let mut args = vec!["replay", "h.hrxt", "--max-slowdown", "1e9"];
         args.extend(repeat.map(|r| ["--repeat", r]).into_iter().flatten());
         let replay = run(dir.path(), &args);
         if repeat.is_none() {
@@ -50,11 +49,13 @@ fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
             );
         }
         let repeat = repeat.unwrap_or("default");
-        assert_passed_or_slow(&replay);
+        assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
         let err = stderr(&replay);
         match note {
+            // After the warning that a gate of 1e9 catches almost nothing.
             Some(note) => assert!(
-                err.starts_with("note: --max-slowdown judged") && err.contains(note),
+                err.lines()
+                    .any(|l| l.starts_with("note: --max-slowdown judged") && l.contains(note)),
                 "--repeat {repeat}: {err}"
             ),
             None => assert!(!err.contains("note:"), "--repeat {repeat}: {err}"),
@@ -436,7 +437,7 @@ fn a_saved_baseline_judges_a_later_replay() {
         json["rows"].as_array().is_some_and(|r| !r.is_empty()),
         "{json}"
     );
-    // The largest threshold: the wiring is under test, not the timing.
+    // A threshold no loaded machine reaches: the wiring is under test, not the timing.
     let against_baseline = |extra: &[&str]| {
         let mut args = vec![
             "replay",
@@ -444,7 +445,7 @@ fn a_saved_baseline_judges_a_later_replay() {
             "--baseline",
             "b.json",
             "--max-slowdown",
-            "100",
+            "1e9",
             "--repeat",
             "7",
         ];
@@ -453,16 +454,16 @@ fn a_saved_baseline_judges_a_later_replay() {
     };
     let judged = against_baseline(&[]);
     // (7 repeats: a row needs 7 samples a side to be judged; one judging nothing fails.)
-    assert_passed_or_slow(&judged);
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
     let out = stdout(&judged);
     assert!(out.contains("7 repeats after 1 warm-up"), "{out}");
-    assert!(out.contains(" slow against the baseline"), "{out}");
-    assert!(out.contains("\nagainst the baseline ("), "{out}");
+    assert!(out.contains(", 0 slow against the baseline"), "{out}");
+    assert!(out.contains("against the baseline (0 of "), "{out}");
     assert!(out.contains("host: "), "{out}");
     // Operation rows against a baseline saved without them: not judged, and said why.
     let per_op = against_baseline(&["--per-op"]);
     let out = stdout(&per_op);
-    assert_passed_or_slow(&per_op);
+    assert_eq!(code(&per_op), 0, "{out}{}", stderr(&per_op));
     assert!(
         out.contains("in the baseline (saved from a replay of h.hrxt): not judged against it; the baseline holds no operation rows: save it with --per-op"),
         "{out}"
@@ -501,12 +502,12 @@ fn a_saved_baseline_judges_a_later_replay() {
             "replay",
             "h.hrxt",
             "--max-slowdown",
-            "100x",
+            "1e9x",
             "--repeat",
             "2",
         ],
     );
-    assert_passed_or_slow(&x);
+    assert_eq!(code(&x), 0, "{}", stderr(&x));
     let same = run(
         dir.path(),
         &[
@@ -586,19 +587,19 @@ fn record_small_pipeline(dir: &std::path::Path, name: &str, frames: &str) {
 fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
     let dir = tempfile::tempdir().unwrap();
     record_small_pipeline(dir.path(), "p.hrxt", "12");
-    // The largest ratio: which rows are judged is under test, not their times.
+    // A ratio no machine reaches: which rows are judged is under test, not their times.
     let args = [
         "replay",
         "p.hrxt",
         "--max-slowdown",
-        "100",
+        "1e9",
         "--repeat",
         "2",
         "--report",
         "json",
     ];
     let out = run(dir.path(), &args);
-    assert_passed_or_slow(&out);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let rows = report["timing"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "{report:#}");
@@ -648,14 +649,14 @@ fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
             "--baseline",
             "b.json",
             "--max-slowdown",
-            "100",
+            "1e9",
             "--repeat",
             "2",
         ],
     );
-    assert_passed_or_slow(&judged);
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
     let out = stdout(&judged);
-    assert!(out.contains(" of 4 slow"), "{out}");
+    assert!(out.contains("against the baseline (0 of 4 slow"), "{out}");
     assert!(!out.contains("too few to judge against it"), "{out}");
 
     // A baseline of version 1 (rows per graph) is one line saying to save it again.
@@ -855,17 +856,4 @@ fn a_lost_blob_names_the_submission_that_needs_it_and_a_trim_that_replays() {
     assert_eq!(code(&trim), 0, "{}", stderr(&trim));
     let replay = run(dir.path(), &["replay", "t.hrxt"]);
     assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
-}
-
-/// Asserts that a replay whose timing is not under test passed: exit 0, or exit 1 for rows
-/// slowed past `--max-slowdown` alone, every status and output matching (the largest ratio,
-/// 100, can be passed on a loaded machine: CI saw 2519x on one replay).
-fn assert_passed_or_slow(output: &std::process::Output) {
-    let out = stdout(output);
-    let timing_only = code(output) == 1
-        && match serde_json::from_str::<serde_json::Value>(&out) {
-            Ok(report) => report["summary"]["divergences"] == 0,
-            Err(_) => out.contains(" 0 divergences, "),
-        };
-    assert!(code(output) == 0 || timing_only, "{out}{}", stderr(output));
 }
