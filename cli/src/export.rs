@@ -400,8 +400,15 @@ fn open(
         error,
     };
     let file = hrx_capture::open_file(path).map_err(fail)?;
+    // Read as long as the trace is now, as `TraceReader::open` reads it: a trace being
+    // recorded faster than it is exported would otherwise never end.
+    let left = file
+        .metadata()
+        .map_err(|e| Failure::new(format!("{}: {e}", path.display())))?
+        .len();
     let reader = TraceReader::new(Counting {
         inner: file,
+        left,
         read: read.clone(),
         progress: progress.clone(),
     })
@@ -414,13 +421,19 @@ fn open(
 /// A file that reports the bytes read to a progress bar.
 struct Counting {
     inner: File,
+    /// Bytes left to read: the file's length when it was opened, less what was read.
+    left: u64,
     read: Arc<AtomicU64>,
     progress: ProgressBar,
 }
 
 impl Read for Counting {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let most = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..most])?;
+        self.left -= n as u64;
         let total = self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
         self.progress.set_position(total);
         Ok(n)
@@ -646,6 +659,34 @@ fn parquet(_args: &ExportArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An export reads a trace as long as it was when opened: one a recorder appends to
+    /// faster than the export reads never ended (as `info`'s once did).
+    #[test]
+    fn an_export_reads_a_growing_trace_as_long_as_it_was_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        std::fs::write(&path, [1u8; 1000]).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut counting = Counting {
+            left: file.metadata().unwrap().len(),
+            inner: file,
+            read: Arc::default(),
+            progress: ProgressBar::hidden(),
+        };
+        let mut first = [0u8; 600];
+        counting.read_exact(&mut first).unwrap();
+        // The recorder appends meanwhile.
+        let mut more = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        more.write_all(&[2u8; 5000]).unwrap();
+        let mut rest = Vec::new();
+        counting.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, [1u8; 400]);
+        assert_eq!(counting.read.load(Ordering::Relaxed), 1000);
+    }
 
     #[test]
     fn json_too_large_to_open_is_warned_of() {
