@@ -180,10 +180,12 @@ pub fn open_counting(
             source,
         };
         let file = hrx_capture::open_file(path).map_err(read_error)?;
-        let counting = state::stream::Counting {
-            inner: file,
-            read_bytes,
-        };
+        let counting = state::stream::Counting::as_long_as_now(file, read_bytes).map_err(|e| {
+            read_error(hrx_capture::ReadError {
+                offset: 0,
+                kind: e.into(),
+            })
+        })?;
         let reader = hrx_capture::TraceReader::new(counting).map_err(read_error)?;
         Model::from_reader(reader.check_submission_numbers()).map_err(read_error)
     })

@@ -132,6 +132,23 @@ pub struct Counting<'a, R> {
     pub read_bytes: &'a AtomicU64,
 }
 
+impl<'a> Counting<'a, io::Take<std::fs::File>> {
+    /// `file` as long as it is now, counted into `read_bytes`: a trace being recorded is
+    /// read to its length at the open, as `TraceReader::open` reads it (one recorded faster
+    /// than it is read never ended).
+    ///
+    /// # Errors
+    ///
+    /// The file's length cannot be read.
+    pub fn as_long_as_now(file: std::fs::File, read_bytes: &'a AtomicU64) -> io::Result<Self> {
+        let len = file.metadata()?.len();
+        Ok(Counting {
+            inner: file.take(len),
+            read_bytes,
+        })
+    }
+}
+
 impl<R: Read> Read for Counting<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
@@ -156,10 +173,7 @@ pub(crate) fn build(
 ) -> io::Result<(Manifest, Model)> {
     let unread = AtomicU64::new(0);
     let file = hrx_capture::open_file(path).map_err(io::Error::other)?;
-    let counting = Counting {
-        inner: file,
-        read_bytes: read_bytes.unwrap_or(&unread),
-    };
+    let counting = Counting::as_long_as_now(file, read_bytes.unwrap_or(&unread))?;
     let mut reader = hrx_capture::TraceReader::new(counting)
         .map_err(io::Error::other)?
         .check_submission_numbers();
