@@ -333,11 +333,15 @@ fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> any
 
 /// The warnings of one trace's export.
 fn warn(file: &Path, exported: &export::Exported) {
-    crate::failure::warn_partial(
+    // As the file's mark says: whether a recorder held the trace when it was opened (one
+    // that closed during a long export read "not closed cleanly" here, "being recorded" in
+    // the file: a break-it pass).
+    crate::failure::warn_partial_as(
         file,
         &exported.warnings,
         exported.recovery.as_ref(),
         "the export covers only what was recovered",
+        || exported.being_recorded,
     );
     if exported.unplaced_timings > 0 {
         crate::output::warn(format_args!(

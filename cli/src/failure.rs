@@ -297,6 +297,21 @@ pub fn warn_partial(
     recovery: Option<&hrx_capture::Recovery>,
     covers: &str,
 ) {
+    // A trace a recorder holds now is not cut short: it is being written (`stats`, `export`
+    // and `diff` said "not closed cleanly" of a live recording: a break-it pass).
+    let live = || crate::record::being_recorded(path);
+    warn_partial_as(path, warnings, recovery, covers, live);
+}
+
+/// [`warn_partial`], `live` saying whether a recorder was writing the trace (an export asks
+/// when it opens the trace, and its file says the same).
+pub fn warn_partial_as(
+    path: &std::path::Path,
+    warnings: impl IntoIterator<Item = impl std::fmt::Display>,
+    recovery: Option<&hrx_capture::Recovery>,
+    covers: &str,
+    live: impl FnOnce() -> bool,
+) {
     if let Some(r) = recovery {
         crate::output::detail(format_args!(
             "{}: read {} records from {} complete blocks ({} blocks and {} records skipped), \
@@ -316,9 +331,6 @@ pub fn warn_partial(
             one_line(&warning.to_string())
         ));
     }
-    // A trace a recorder holds now is not cut short: it is being written (`stats`, `export`
-    // and `diff` said "not closed cleanly" of a live recording: a break-it pass).
-    let live = || crate::record::being_recorded(path);
     for lack in recovery.map(|r| lacks_as(r, live)).unwrap_or_default() {
         crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
     }

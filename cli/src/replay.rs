@@ -266,13 +266,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure.hint(match needed_by {
                 Some(n) if n <= 1 => format!(
                     "the first submission needs it: `hrx-trace trim {0} -o OUT --submissions \
-                     B..` keeps a stretch after it, which replays where its own host writes \
-                     replace these bytes",
+                     N..` keeps the submissions from N on (N past 1), which replays where \
+                     their own host writes replace these bytes",
                     args.file.display()
                 ),
                 Some(n) => format!(
                     "the submissions before {n} do not need it: `hrx-trace trim {0} -o OUT \
-                     --submissions A..{n}` keeps a stretch of them, which replays (so does a \
+                     --submissions ..{n}` keeps them, which replays (so does a \
                      stretch after {n} whose own host writes replace these bytes)",
                     args.file.display()
                 ),
@@ -336,6 +336,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             baseline
                 .save(path)
                 .map_err(|e| Failure::new(e.to_string()))?;
+            // Without the trace's session start the baseline names no recording, and the
+            // check that it judges its own recording's replays cannot be made: said.
+            if report.trace.recorded.is_none() {
+                crate::output::warn(format_args!(
+                    "{}: saved without naming its recording (the trace's session start is \
+                     lost): it cannot tell a replay of another recording from its own",
+                    path.display()
+                ));
+            }
             // A baseline of loaded times makes later gates less sensitive: saved, but said.
             if report.replay.host.loaded() {
                 crate::output::warn(format_args!(

@@ -152,11 +152,23 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     let range = crate::record::capture_range(args)?;
     // Refused before anything runs: a built-in workload never calls `hrx::trace::start()`,
     // so an `api` range would keep no submission (it ran every frame, then warned).
-    if range == Some(hrx_capture::CaptureRange::Api) {
-        return Err(Failure::new(
-            "--capture-range api: the built-in workloads never call hrx::trace::start(), so \
-             it would keep nothing; use submissions:A..B or time:S..E",
-        )
+    // `HRX_TRACE_RANGE=api` from the environment alike (the runtime reads it when no
+    // option gives a range; a break-it pass: it kept nothing, and said nothing).
+    let from_env = range.is_none()
+        && matches!(
+            hrx_capture::CaptureRange::from_env(),
+            Ok(Some(hrx_capture::CaptureRange::Api))
+        );
+    if range == Some(hrx_capture::CaptureRange::Api) || from_env {
+        return Err(Failure::new(format!(
+            "{}: the built-in workloads never call hrx::trace::start(), so it would keep \
+             nothing; use submissions:A..B or time:S..E",
+            if from_env {
+                "HRX_TRACE_RANGE=api"
+            } else {
+                "--capture-range api"
+            }
+        ))
         .into());
     }
     let mut options = RuntimeOptions::default()

@@ -382,6 +382,20 @@ impl Baseline {
     pub fn judge(&self, report: &mut Report, options: &ReplayOptions) -> Result<(), String> {
         let source = self.source.as_deref().unwrap_or("an unnamed trace");
         self.check_recording(report.trace.recorded.as_deref())?;
+        // One side names no recording (a trace whose session start is lost, a baseline
+        // saved from one): judged, but not silently (a break-it pass: another recording's
+        // baseline passed a damaged trace with SAME and not a word).
+        if self.recorded.is_none() || report.trace.recorded.is_none() {
+            let which = if self.recorded.is_none() {
+                "the baseline names no recording"
+            } else {
+                "the trace's session start is lost"
+            };
+            report.notes.push(format!(
+                "the baseline's recording could not be checked ({which}): its rows judge this \
+                 replay as if it were of the recording it was saved from"
+            ));
+        }
         if (self.backend.as_str(), self.device.as_str())
             != (
                 report.replay.backend.as_str(),

@@ -497,6 +497,7 @@ pub fn write_parquet<R: Read + Send>(
             warnings: summary.warnings,
             recovery: summary.recovery,
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+            being_recorded: live,
         });
     }
     for table in tables {

@@ -1912,3 +1912,18 @@ fn a_write_error_says_its_cause_once() {
     assert_eq!(error.to_string(), "No space left on device");
     assert!(std::error::Error::source(&error).is_none());
 }
+
+/// An export says whether the trace was being recorded as its reader was told at the open,
+/// so that the CLI's warning says what the file's mark says (a recording that closed
+/// during a long export read "not closed cleanly" on standard error and "being recorded"
+/// in the file: a break-it pass).
+#[test]
+fn an_export_keeps_whether_the_trace_was_being_recorded_when_opened() {
+    let file = trace_file(PipelineSpec::ops(40));
+    let cut = &file[..file.len() / 2];
+    for live in [true, false] {
+        let reader = TraceReader::new(cut).unwrap().being_recorded(live);
+        let exported = write(reader, Format::Chrome, io::sink()).unwrap();
+        assert_eq!(exported.being_recorded, live);
+    }
+}

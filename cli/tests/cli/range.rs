@@ -381,6 +381,16 @@ fn record_refuses_bad_ranges_with_one_line() {
         assert_error(&run(dir.path(), &all), says);
         assert!(!dir.path().join("h.hrxt").exists());
     }
+    // The same range from the environment (the runtime reads it when no option gives one).
+    let mut command = crate::util::hrx_trace(dir.path());
+    command
+        .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
+        .env("HRX_TRACE_RANGE", "api");
+    assert_error(
+        &command.output().unwrap(),
+        "HRX_TRACE_RANGE=api: the built-in workloads never call hrx::trace::start()",
+    );
+    assert!(!dir.path().join("h.hrxt").exists());
 }
 
 /// The hazards workload reads, in its later submissions, what earlier ones wrote: a trim

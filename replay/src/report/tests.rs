@@ -541,3 +541,42 @@ fn a_host_is_loaded_when_its_load_average_reaches_its_cpus() {
     );
     assert!(!host(4, None, None).loaded());
 }
+
+/// A baseline judges a replay whose recording it cannot check (one side names none: a trace
+/// whose session start is lost, a baseline saved from one) with a note, never silently (a
+/// break-it pass: another recording's baseline passed a damaged trace with SAME).
+#[test]
+fn a_baseline_that_cannot_check_the_recording_says_so() {
+    let options = crate::ReplayOptions::default();
+    let saved_from = fill_report();
+    assert!(
+        saved_from.trace.recorded.is_some(),
+        "the fixture names its recording"
+    );
+    let unchecked = |report: &Report| {
+        (report.notes.iter())
+            .filter(|n| n.starts_with("the baseline's recording could not be checked"))
+            .count()
+    };
+    // Both sides name the recording: no note.
+    let mut now = fill_report();
+    crate::Baseline::of(&saved_from)
+        .judge(&mut now, &options)
+        .unwrap();
+    assert_eq!(unchecked(&now), 0, "{:?}", now.notes);
+    // The trace's session start lost.
+    let mut now = fill_report();
+    now.trace.recorded = None;
+    crate::Baseline::of(&saved_from)
+        .judge(&mut now, &options)
+        .unwrap();
+    assert_eq!(unchecked(&now), 1, "{:?}", now.notes);
+    // A baseline saved from such a trace.
+    let mut lost = fill_report();
+    lost.trace.recorded = None;
+    let mut now = fill_report();
+    crate::Baseline::of(&lost)
+        .judge(&mut now, &options)
+        .unwrap();
+    assert_eq!(unchecked(&now), 1, "{:?}", now.notes);
+}
