@@ -222,6 +222,12 @@ fn entry(dir: &Path, path: &Path) -> io::Result<PathBuf> {
 /// An I/O error when there is no entry, it belongs to another version of the trace (or of
 /// this program), or a file is missing or of the wrong length.
 pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
+    reopen_as(dir, path, &TraceKey::of(path)?)
+}
+
+/// [`reopen`], the entry current when its trace's key is `key` (the trace as it was when
+/// an entry was just built from it, though it has grown since).
+fn reopen_as(dir: &Path, path: &Path, key: &TraceKey) -> io::Result<Model> {
     check_private_dir(dir)?;
     let entry = entry(dir, path)?;
     let bytes = fs::read(entry.join("model.bin"))?;
@@ -230,7 +236,7 @@ pub fn reopen(dir: &Path, path: &Path) -> io::Result<Model> {
     if manifest.format != FORMAT || manifest.version != env!("CARGO_PKG_VERSION") {
         return Err(invalid("cache of another format"));
     }
-    if manifest.trace != TraceKey::of(path)? {
+    if manifest.trace != *key {
         return Err(invalid("the trace changed since it was cached"));
     }
     let mut model: Model = postcard::from_bytes(rest).map_err(|e| invalid(e.to_string()))?;
@@ -296,7 +302,11 @@ pub fn open<E>(
         return Ok(model);
     }
     // The key is taken before the read: a trace that grows meanwhile is cached as the
-    // older version it was, and rebuilt on the next open.
+    // older version it was, and rebuilt on the next open. The entry just built is opened
+    // by that key, not the trace's key now: a trace being recorded is shown as long as it
+    // was when opened, as every reader reads it (a break-it pass: the entry of a growing
+    // trace was refused as stale at once, and `load` read the grown trace again into
+    // memory, minutes at "100%").
     let Ok(key) = TraceKey::of(path) else {
         return load();
     };
@@ -307,13 +317,13 @@ pub fn open<E>(
         write_model(temporary, key.clone(), manifest, &model)
     })
     .is_ok()
-        && let Ok(mapped) = reopen(dir, path)
+        && let Ok(mapped) = reopen_as(dir, path, &key)
     {
         return Ok(mapped);
     }
     let model = load()?;
     if write(dir, path, &key, &model).is_ok()
-        && let Ok(mapped) = reopen(dir, path)
+        && let Ok(mapped) = reopen_as(dir, path, &key)
     {
         return Ok(mapped);
     }

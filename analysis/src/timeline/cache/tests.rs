@@ -256,3 +256,25 @@ fn a_cache_dir_whose_parent_is_missing_is_not_created() {
     assert!(loaded, "read from the trace");
     assert!(!dir.path().join("missing").exists());
 }
+
+/// The entry just built from a trace that grew meanwhile (one being recorded) is opened by
+/// the key the trace had when the build began, as `open` does: the trace as long as it was
+/// when opened. By the trace's key now it is stale (a break-it pass: `open` refused it at
+/// once and read the grown trace again into memory).
+#[test]
+fn an_entry_opens_by_the_key_it_was_built_for_after_the_trace_grew() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(400));
+    let cache = options(dir.path());
+    let key = TraceKey::of(&trace).unwrap();
+    let built = open(&trace, &cache, None, || load(&trace)).unwrap();
+    assert_eq!(built.span_count(), 400);
+    // The recorder appends.
+    let mut file = fs::OpenOptions::new().append(true).open(&trace).unwrap();
+    file.write_all(&[0u8; 4096]).unwrap();
+    let dir = cache.dir.as_deref().unwrap();
+    assert!(reopen(dir, &trace).is_err(), "stale by the trace's key now");
+    let reopened = reopen_as(dir, &trace, &key).unwrap();
+    assert_eq!(reopened.span_count(), 400);
+    assert!(reopened.submissions.is_mapped());
+}
