@@ -26,6 +26,36 @@ fn a_host_write_without_contents_is_unreplayable() {
     assert!(error.to_string().contains("were not captured"), "{error}");
 }
 
+/// An output whose stored contents are lost (their blob's block damaged) keeps its digest,
+/// which is what replay compares: compared by it, with a note, where the whole replay was
+/// refused (a break-it pass). A host write's lost contents stay unreplayable (above).
+#[test]
+fn an_output_whose_stored_contents_are_lost_is_compared_by_its_digest() {
+    let mut lost = 0;
+    let trace = rewrite(hazards_trace(), |record, _| {
+        if let Record::OutputDigest(o) = record
+            && !matches!(o.contents, s::Payload::Omitted { .. })
+        {
+            lost += 1;
+            o.contents = s::Payload::Blob {
+                hash: s::BlobHash(0x5eed_0000_0000_0001 + lost),
+                len_bytes: o.end - o.start,
+            };
+        }
+        true
+    });
+    assert!(lost > 0, "the hazards trace stores its outputs' contents");
+    let report = replay(&trace, &ReplayOptions::default()).expect("replays");
+    assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+    assert!(report.summary.outputs_matched > 0, "{}", report.to_text());
+    let said = format!("the stored contents of {lost} outputs are not in the trace");
+    assert!(
+        report.notes.iter().any(|n| n.contains(&said)),
+        "{:?}",
+        report.notes
+    );
+}
+
 /// A few bytes of trace can declare buffers of any size: more than this machine's memory is
 /// refused before anything is allocated (it swapped, or aborted, before).
 #[test]

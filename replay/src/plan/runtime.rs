@@ -438,6 +438,7 @@ pub(super) fn runtime_plan<'t>(
 
     // Output digests, joined to their submission (module `joins`), attributed to regions
     // per submission.
+    let mut contents_lost = 0u64;
     for &(submission, o) in &joined.outputs {
         let Some(position) = locate(&plan, submission, "OutputDigest")? else {
             continue;
@@ -445,7 +446,17 @@ pub(super) fn runtime_plan<'t>(
         let what = || format!("runtime {id} output digest of submission {submission}");
         check_range(&plan, o.buffer, o.start, o.end, &what)?;
         let needed_by = || (id.0, Some(submission.0));
-        let contents = contents(&o.contents, o.end - o.start, blobs, &what, &needed_by)?;
+        // An output's stored contents lost with a damaged block leave its digest, which is
+        // what replay compares: the output is compared by it (a break-it pass: the whole
+        // replay was refused). Contents serve a `--tolerance` and a callback's substitute,
+        // which do without them as for a trace recorded without contents.
+        let contents = match contents(&o.contents, o.end - o.start, blobs, &what, &needed_by) {
+            Err(ReplayError::BlobMissing { .. }) => {
+                contents_lost += 1;
+                None
+            }
+            other => other?,
+        };
         plan.submissions[position].outputs.push(Output {
             region: None,
             buffer: o.buffer,
@@ -454,6 +465,14 @@ pub(super) fn runtime_plan<'t>(
             xxh3: o.xxh3,
             contents,
         });
+    }
+    if contents_lost > 0 {
+        notes.push(format!(
+            "runtime {id}: the stored contents of {} are not in the trace (lost with a damaged \
+             block): compared by their digests, without contents for --tolerance or a \
+             callback's substitute",
+            hrx_analysis::units::plural(contents_lost, "output")
+        ));
     }
     notes.extend(orphans_note(id, &orphans.into_inner()));
     // Of every digest, kept or not (a left-out one's buffer was never checked: looked up).
