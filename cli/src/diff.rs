@@ -211,13 +211,7 @@ fn kernel_json(k: &KernelStats) -> Value {
 /// An unreadable trace ([`TraceError`]), a bad `--max-slowdown` ([`Failure`]) or a write
 /// error.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    if !(args.max_slowdown.is_finite() && args.max_slowdown >= 1.0) {
-        return Err(Failure::new(format!(
-            "--max-slowdown {}: must be a number of at least 1 (a time ratio)",
-            args.max_slowdown
-        ))
-        .into());
-    }
+    crate::replay::check_max_slowdown(args.max_slowdown)?;
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
     let mut base = load(&args.base)?;

@@ -45,6 +45,26 @@ const MAX_REPEAT: usize = 100;
 /// Past this `--max-slowdown` the timing gate is all but off, and said to be.
 const WIDE_SLOWDOWN: f64 = 100.0;
 
+/// `--max-slowdown`'s value, for `replay` and `diff`: a finite time ratio of at least 1.
+/// A number too large for an `f64` (`1e309`) parses as infinity and is said so, not echoed
+/// as `inf`, which the user never typed.
+///
+/// # Errors
+/// A [`Failure`] naming the value.
+pub(crate) fn check_max_slowdown(ratio: f64) -> Result<(), Failure> {
+    if ratio.is_finite() && ratio >= 1.0 {
+        return Ok(());
+    }
+    let shown = if ratio == f64::INFINITY {
+        "too large (it reads as infinity)".to_owned()
+    } else {
+        format!("{ratio}")
+    };
+    Err(Failure::new(format!(
+        "--max-slowdown {shown}: must be a finite number of at least 1 (a time ratio)"
+    )))
+}
+
 /// A baseline at `path` that can judge nothing here, and `why`: the gate fails (exit 2).
 fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
     Failure::new(format!(
@@ -123,13 +143,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    if let Some(ratio) = args.max_slowdown
-        && !(ratio.is_finite() && ratio >= 1.0)
-    {
-        return Err(Failure::new(format!(
-            "--max-slowdown {ratio}: must be a number of at least 1 (a time ratio)"
-        ))
-        .into());
+    if let Some(ratio) = args.max_slowdown {
+        check_max_slowdown(ratio)?;
     }
     // Said, not refused: a gate this wide fires only on a broken build or machine, and a
     // loaded CI machine may need it (one replay there read 2,519x); but `1e308` read as a

@@ -248,6 +248,18 @@ fn replay_refuses_meaningless_numbers() {
         let out = run(dir.path(), &args);
         assert_error(&out, flag.split('=').next().unwrap());
     }
+    // A number past an f64's range reads as infinity: said so, not echoed as `inf`, which
+    // was never typed (a break-it pass), by `replay` and `diff` alike.
+    for args in [
+        &["replay", "h.hrxt", "--max-slowdown", "1e309"][..],
+        &["diff", "h.hrxt", "h.hrxt", "--max-slowdown", "1e309"],
+    ] {
+        let out = run(dir.path(), args);
+        assert_error(
+            &out,
+            "--max-slowdown too large (it reads as infinity): must be",
+        );
+    }
     // A gate too wide to fire is said, not refused (a loaded machine may need a wide one).
     let out = run(dir.path(), &["replay", "h.hrxt", "--max-slowdown", "1e308"]);
     assert!(
