@@ -726,7 +726,12 @@ impl Core {
                 self.records += 1;
                 self.write_summary();
             }
-            Err(e) => self.fail(e, 1),
+            Err(e) => {
+                let at = self.offset;
+                self.fail(e, 1, || {
+                    format!("a blob of {} bytes at byte {at}", bytes.len())
+                })
+            }
         }
     }
 
@@ -791,7 +796,10 @@ impl Core {
         let records = self.pending_records;
         let payload = std::mem::take(&mut self.pending);
         if let Err(e) = self.write_block(BlockKind::RECORDS, &payload, records, compress) {
-            self.fail(e, records);
+            let at = self.offset;
+            self.fail(e, records, || {
+                format!("a block of {records} records at byte {at}")
+            });
         } else {
             self.records += u64::from(records);
             self.write_summary();
@@ -812,7 +820,8 @@ impl Core {
             return;
         };
         if let Err(e) = self.write_block(BlockKind::SUMMARY, &bytes, 0, false) {
-            self.fail(e, 0);
+            let at = self.offset;
+            self.fail(e, 0, || format!("a summary block at byte {at}"));
         }
     }
 
@@ -884,10 +893,16 @@ impl Core {
         FlushReport::block_written(&mut self.report, self.offset, records);
     }
 
-    fn fail(&mut self, e: io::Error, records: u32) {
+    /// A write of `what` (the part of the trace, for the error: "the final index", "a block
+    /// of 12 records at byte 4096") failed with `e`: its `records` are counted as dropped, and
+    /// the first failure is kept, naming what it was writing, as every later write is refused.
+    fn fail(&mut self, e: io::Error, records: u32, what: impl FnOnce() -> String) {
         self.dropped[KINDS - 1] += u64::from(records);
         if self.error.is_none() {
-            self.error = Some(Arc::new(e));
+            self.error = Some(Arc::new(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", what()),
+            )));
             self.failed.store(true, Ordering::Relaxed);
         }
     }
@@ -1127,16 +1142,28 @@ impl Shared {
         };
         let footer_offset = core.offset;
         let payload = postcard::to_stdvec(&footer).expect("footer encodes");
-        let result = core
+        let index = core
             .write_block(BlockKind::FOOTER, &payload, 0, true)
             .and_then(|()| {
                 let sink = core.sink.as_mut().expect("sink present until finish");
                 sink.write_all(&encode_trailer(footer_offset))?;
-                sink.flush()?;
-                sink.sync()
+                sink.flush()
             });
-        if let Err(e) = result {
-            core.fail(e, 0);
+        match index {
+            // Every record is in the file when only this fails: a reader recovers them
+            // without the index, as after a crash, and is told to.
+            Err(e) => core.fail(e, 0, || {
+                format!(
+                    "the final index at byte {footer_offset} (the records before it were \
+                     written: readers recover them without it, as after a crash)"
+                )
+            }),
+            Ok(()) => {
+                let sink = core.sink.as_mut().expect("sink present until finish");
+                if let Err(e) = sink.sync() {
+                    core.fail(e, 0, || "syncing the trace to its disk".to_owned());
+                }
+            }
         }
         // Thread-local entries may keep `Shared` alive for a while: free what it holds.
         core.sink = None;
@@ -3410,6 +3437,53 @@ mod tests {
         assert!(rec.dropped_records() >= 100);
         let err = rec.close().unwrap_err();
         assert!(err.to_string().contains("disk full"), "{err}");
+    }
+
+    /// Keeps what it is given, and fails the write of the trailer (after the final index).
+    #[derive(Clone, Default)]
+    struct NoTrailer(Arc<Mutex<Vec<u8>>>);
+
+    impl Sink for NoTrailer {
+        fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+            if crate::format::decode_trailer(bytes).is_some() {
+                return Err(io::Error::other("disk full"));
+            }
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_names_what_it_was_writing() {
+        // The first block: its records, and where.
+        let rec =
+            Recorder::with_sink(FailingSink { writes: 1 }, RecorderOptions::default()).unwrap();
+        rec.record(&timing(0, 1));
+        let err = rec.close().unwrap_err().to_string();
+        assert!(
+            err.contains(" records at byte ") && err.ends_with("disk full"),
+            "{err}"
+        );
+        // Only the final index: the records are all there, and a reader recovers them.
+        let sink = NoTrailer::default();
+        let rec = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        for i in 0..10 {
+            rec.record(&timing(0, i));
+        }
+        let err = rec.close().unwrap_err().to_string();
+        assert!(
+            err.contains("the final index at byte ")
+                && err.contains("readers recover them without it"),
+            "{err}"
+        );
+        let trace = Trace::from_bytes(&sink.0.lock().unwrap()).unwrap();
+        assert!(!trace.recovery.clean_close);
+        let timings = trace
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::RegionTiming(_)))
+            .count();
+        assert_eq!(timings, 10);
     }
 
     #[test]
