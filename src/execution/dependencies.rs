@@ -556,6 +556,53 @@ mod tests {
         );
     }
 
+    /// Hazards follow the bytes, not the handle: views of one buffer through its clones
+    /// conflict where their ranges share a byte, and adjacent ranges (one ends where the
+    /// other starts) never do, within a graph and between submissions.
+    #[test]
+    fn clones_of_a_buffer_share_its_hazards_and_adjacent_ranges_never_conflict() {
+        let rt = runtime();
+        let b = rt.buffer(64, Placement::GpuLocal).unwrap();
+        let clone = b.clone();
+        let mut f = Frontier::default();
+        f.hazards(0, &[use_(&b, 0..32, Access::Write)]);
+        assert!(
+            f.hazards(1, &[use_(&clone, 32..64, Access::Write)])
+                .is_empty()
+        );
+        assert_eq!(
+            f.hazards(2, &[use_(&clone, 31..33, Access::Read)]),
+            vec![
+                Hazard {
+                    producer: 0,
+                    kind: HazardKind::ReadAfterWrite,
+                    buffer: b.id(),
+                    range: 31..32
+                },
+                Hazard {
+                    producer: 1,
+                    kind: HazardKind::ReadAfterWrite,
+                    buffer: b.id(),
+                    range: 32..33
+                },
+            ]
+        );
+        let earlier = [use_(&b, 0..32, Access::Write)];
+        assert!(hazards_between(&earlier, &[use_(&clone, 32..64, Access::Write)]).is_empty());
+        assert_eq!(
+            hazards_between(&earlier, &[use_(&clone, 16..40, Access::Write)]),
+            vec![Hazard {
+                producer: 0,
+                kind: HazardKind::WriteAfterWrite,
+                buffer: b.id(),
+                range: 16..32
+            }]
+        );
+        // An empty view conflicts with nothing.
+        assert!(f.hazards(3, &[use_(&b, 10..10, Access::Write)]).is_empty());
+        assert!(hazards_between(&earlier, &[use_(&clone, 10..10, Access::Write)]).is_empty());
+    }
+
     #[test]
     fn hazards_between_groups_report_each_conflict() {
         let rt = runtime();

@@ -654,6 +654,42 @@ mod tests {
         assert_eq!(bytes(&buffer), vec![3; 4096]);
     }
 
+    /// The seed makes every use visible to the region's engine before its launch, written-only
+    /// uses too; `submit`'s early launch keeps that step: a fill of part of a buffer the NPU
+    /// wrote last, launched by `submit`, first syncs the NPU's bytes back, or the rest of the
+    /// buffer would keep stale bytes once the GPU is its last writer.
+    #[test]
+    fn an_early_launch_makes_every_use_visible_before_it_launches() {
+        use crate::{Engine, kernels};
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
+        let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+        let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+        let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
+        input.write(0, &[200; 64]).unwrap();
+        let mut npu = rt.graph();
+        npu.npu(&kernel, &[input.whole(), output.whole()]).unwrap();
+        npu.prepare().unwrap().submit().unwrap().wait().unwrap();
+        assert!(!output.visible_to(Engine::Gpu), "the NPU wrote it last");
+        let mut fill = rt.graph();
+        fill.fill(output.view(0..8).unwrap(), 7).unwrap();
+        ASYNCHRONOUS.set(true);
+        let fill = fill.prepare().unwrap();
+        ASYNCHRONOUS.set(false);
+        let (launches, syncs) = (LAUNCHES.get(), rt.counters().visibility_syncs);
+        let completion = fill.submit().unwrap();
+        assert_eq!(LAUNCHES.get(), launches + 1, "launched by submit");
+        assert_eq!(
+            rt.counters().visibility_syncs,
+            syncs + 1,
+            "the written-only use synced the NPU's bytes before the launch"
+        );
+        completion.wait().unwrap();
+        let mut expected = vec![255; 64];
+        expected[..8].fill(7);
+        assert_eq!(output.to_vec().unwrap(), expected);
+    }
+
     #[test]
     fn a_failed_early_launch_fails_its_submission_as_a_failed_run_does() {
         let outcome = |asynchronous: bool, spec: &str| {

@@ -3,7 +3,10 @@
 //! every use, written-only ones too, is made visible to the region's engine before it runs;
 //! poison is per buffer and names its cause.
 
-use hrx::{Access, Engine, Error, GpuAccess, Placement, Runtime, RuntimeOptions, kernels};
+use hrx::{
+    Access, Engine, Error, GpuAccess, Placement, Queue, RegionKind, Runtime, RuntimeOptions,
+    kernels,
+};
 use hrx_capture::schema::Record;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -215,4 +218,300 @@ fn any_failed_copy_batch_marks_its_lanes_copy_stream_unhealthy() {
         .unwrap()
         .wait()
         .unwrap();
+}
+
+/// The seed's `gpu_scoped`: "The callback runs on a worker, never in `poll`". A thread that
+/// waits runs its own native regions (issue 16), never a scoped callback, even while it has
+/// nothing else to do.
+#[test]
+fn a_scoped_callback_runs_on_a_worker_never_on_the_waiting_thread() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let threads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = threads.clone();
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.whole(), Access::Write)],
+                move |_| {
+                    seen.lock().unwrap().push(std::thread::current().id());
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    let executable = graph.prepare().unwrap();
+    for _ in 0..20 {
+        // Let the workers park first, so that the waiter could claim before a woken worker.
+        std::thread::sleep(Duration::from_millis(2));
+        executable.submit().unwrap().wait().unwrap();
+    }
+    let threads = threads.lock().unwrap();
+    assert_eq!(threads.len(), 20);
+    assert!(!threads.contains(&std::thread::current().id()));
+    assert_eq!(rt.counters().regions_run_by_waiters, 0);
+}
+
+/// The seed's `prepare`: an NPU run is a region of its own, so it ends a run of same-lane
+/// GPU operations (an NPU entry is on the Compute lane too): fill, NPU run, fill is three
+/// regions, not the fills lowered into one native graph around it.
+#[test]
+fn an_npu_run_is_a_region_of_its_own_between_same_lane_operations() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
+    let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+    let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+    let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
+    let other = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(input.whole(), 200).unwrap();
+    graph
+        .npu(&kernel, &[input.whole(), output.whole()])
+        .unwrap();
+    graph.fill(other.whole(), 1).unwrap();
+    let executable = graph.prepare().unwrap();
+    let shape: Vec<_> = executable
+        .describe()
+        .iter()
+        .map(|r| (r.queue, r.kind, r.nodes.clone()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (Queue::GpuCompute, RegionKind::NativeGraph, 0..1),
+            (Queue::Npu, RegionKind::NpuRun, 1..2),
+            (Queue::GpuCompute, RegionKind::NativeGraph, 2..3),
+        ]
+    );
+    executable.submit().unwrap().wait().unwrap();
+    assert_eq!(output.to_vec().unwrap(), vec![255; 64]);
+}
+
+/// The seed's `prepare` imports an NPU binding as its whole buffer object only when the view
+/// is the whole buffer, and as a sub-buffer object at the view's offset otherwise: an NPU run
+/// over views reads and writes exactly their bytes.
+#[test]
+fn an_npu_run_over_partial_views_touches_exactly_their_bytes() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let kernel = rt.npu_kernel(&kernels::npu_threshold(32, 100)).unwrap();
+    let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+    let input = rt.buffer(96, Placement::NpuShared { group: g0 }).unwrap();
+    let output = rt.buffer(96, Placement::NpuShared { group: g1 }).unwrap();
+    // Input bytes 64..96 are above the level, the rest below it.
+    let bytes: Vec<u8> = (0..96).map(|i| if i >= 64 { 150 } else { 50 }).collect();
+    input.write(0, &bytes).unwrap();
+    output.write(0, &[7; 96]).unwrap();
+    let mut graph = rt.graph();
+    graph
+        .npu(
+            &kernel,
+            &[input.view(64..96).unwrap(), output.view(16..48).unwrap()],
+        )
+        .unwrap();
+    graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    let expected: Vec<u8> = (0..96)
+        .map(|i| if (16..48).contains(&i) { 255 } else { 7 })
+        .collect();
+    assert_eq!(output.to_vec().unwrap(), expected);
+}
+
+/// The seed orders conflicting work across submissions by exact byte ranges, across lanes
+/// ("memory hazards apply across every lane"), whichever view names the bytes: while a
+/// blocked submission writes bytes 0..32, work on the adjacent bytes 32..64 runs (through a
+/// view of a clone of the buffer), while a write of bytes 31..33 (write-after-write) and a
+/// read of byte 16 (read-after-write) wait for it.
+#[test]
+fn conflicts_across_submissions_are_exact_byte_ranges_through_any_view_and_lane() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let clone = buffer.clone();
+    let source = rt.buffer(64, Placement::HostVisible).unwrap();
+    let sink = rt.buffer(1, Placement::HostVisible).unwrap();
+    source.write(0, &[5; 64]).unwrap();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut writer = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        writer
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
+                move |_| {
+                    gate.lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(20))
+                        .ok();
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    let writer = writer.prepare().unwrap();
+    let upload = |dst: hrx::BufferView, src: hrx::BufferView| {
+        let mut graph = rt.graph();
+        graph.copy_on(dst, src, hrx::GpuLane::Upload).unwrap();
+        graph.prepare().unwrap()
+    };
+    let adjacent = upload(clone.view(32..64).unwrap(), source.view(32..64).unwrap());
+    let overlapping = upload(clone.view(31..33).unwrap(), source.view(0..2).unwrap());
+    let mut reader = rt.graph();
+    reader
+        .copy_on(
+            sink.whole(),
+            buffer.view(16..17).unwrap(),
+            hrx::GpuLane::Download,
+        )
+        .unwrap();
+    let reader = reader.prepare().unwrap();
+    let first = writer.submit().unwrap();
+    adjacent
+        .submit()
+        .unwrap()
+        .wait_timeout(Duration::from_secs(20))
+        .expect("adjacent bytes do not conflict");
+    let waw = overlapping.submit().unwrap();
+    let raw = reader.submit().unwrap();
+    for (completion, what) in [(&waw, "write-after-write"), (&raw, "read-after-write")] {
+        assert!(
+            matches!(
+                completion.wait_timeout(Duration::from_millis(50)),
+                Err(Error::Timeout(_))
+            ),
+            "a {what} on one byte must wait"
+        );
+    }
+    release.send(()).unwrap();
+    first.wait().unwrap();
+    waw.wait().unwrap();
+    raw.wait().unwrap();
+    assert_eq!(&buffer.to_vec().unwrap()[31..64], &[5; 33][..]);
+}
+
+/// The seed checks every use of a region for poison before it runs, written-only uses too: a
+/// region ordered after a concurrent uncertain failure that only writes other bytes of the
+/// poisoned buffer fails with `DeviceLost` without running (its other writes never happen).
+#[test]
+fn a_written_only_use_of_a_poisoned_buffer_fails_its_region_without_running() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let shared = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let order = rt.buffer(16, Placement::GpuLocal).unwrap();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut failing = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        failing
+            .gpu_scoped(
+                &[
+                    GpuAccess::new(shared.view(0..32).unwrap(), Access::Write),
+                    GpuAccess::new(order.whole(), Access::Read),
+                ],
+                move |_| {
+                    gate.lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(20))
+                        .ok();
+                    Err(Error::DeviceLost("the callback's stream faulted".into()))
+                },
+            )
+            .unwrap();
+    }
+    let failing = failing.prepare().unwrap();
+    let mut writer = rt.graph();
+    // One native graph: a write-after-read on `order` orders it after the callback; its
+    // other write is to bytes of `shared` that the callback never declared.
+    writer.fill(order.whole(), 1).unwrap();
+    writer.fill(shared.view(32..64).unwrap(), 2).unwrap();
+    let writer = writer.prepare().unwrap();
+    assert_eq!(writer.regions(), 1);
+    let first = failing.submit().unwrap();
+    let second = writer.submit().unwrap();
+    release.send(()).unwrap();
+    assert!(first.wait().unwrap_err().is_device_loss());
+    let error = second.wait().unwrap_err();
+    assert!(
+        error.is_device_loss() && error.to_string().contains("poisoned by submission"),
+        "{error}"
+    );
+    assert_eq!(order.to_vec().unwrap(), vec![0; 16], "the region never ran");
+    assert!(
+        order.poisoned().is_none(),
+        "a refused region poisons nothing"
+    );
+    assert!(
+        !writer.quarantined(),
+        "a refused region quarantines nothing"
+    );
+}
+
+/// The seed's `usable` check comes first in `submit`: a quarantined graph answers
+/// `DeviceLost`, not `Busy`, even while its only slot is held and the runtime's capacity is
+/// exhausted.
+#[test]
+fn a_quarantined_graph_answers_device_lost_before_busy() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1).capacity(1)).unwrap();
+    let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        graph
+            .gpu_scoped(&[GpuAccess::new(buffer.whole(), Access::Write)], |_| {
+                Err(Error::DeviceLost("lost".into()))
+            })
+            .unwrap();
+    }
+    let executable = graph.prepare().unwrap();
+    let held = executable.submit().unwrap();
+    assert!(held.wait().unwrap_err().is_device_loss());
+    // Capacity taken by a blocked submission of another graph.
+    let other = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut blocked = rt.graph();
+    blocked
+        .host(&[GpuAccess::new(other.whole(), Access::Write)], move |_| {
+            gate.lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(20))
+                .ok();
+            Ok(())
+        })
+        .unwrap();
+    let blocked = blocked.prepare().unwrap();
+    let in_flight = blocked.submit().unwrap();
+    let error = executable.submit().unwrap_err();
+    assert!(
+        matches!(error, Error::DeviceLost(_)) && error.to_string().contains("quarantined"),
+        "{error}"
+    );
+    release.send(()).unwrap();
+    in_flight.wait().unwrap();
+    drop(held);
+}
+
+/// The seed caches one copy stream per lane and never replaces it: once a batch failed, a
+/// copy graph prepared afterwards gets the same unhealthy stream and fails too, and the
+/// failed batch counted no copied bytes.
+#[test]
+fn an_unhealthy_copy_stream_is_kept_for_graphs_prepared_after_the_failure() {
+    let rt =
+        Runtime::new(RuntimeOptions::sim().fault("op=1:kernel-error".parse().unwrap())).unwrap();
+    let host = rt.buffer(8, Placement::HostVisible).unwrap();
+    let device = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let upload = || {
+        let mut graph = rt.graph();
+        graph.copy(device.whole(), host.whole()).unwrap();
+        graph.prepare().unwrap()
+    };
+    assert!(upload().submit().unwrap().wait().is_err());
+    assert_eq!(rt.counters().lane_copy_bytes, [0, 0, 0]);
+    let later = upload().submit().unwrap().wait().unwrap_err();
+    assert!(
+        later.to_string().contains("copy stream is unhealthy"),
+        "{later}"
+    );
+    assert_eq!(rt.counters().copy_streams_created, 1);
+    assert_eq!(rt.counters().copied_bytes, 0);
 }
