@@ -716,7 +716,9 @@ impl BufferView {
     /// The GPU view of these bytes.
     ///
     /// # Errors
-    /// [`Error::DeviceLost`] when the buffer is poisoned.
+    /// None today: every placement has a GPU allocation. The `Result` is the seed's, whose
+    /// placements need not all be GPU-visible. Poison is not checked here but where the
+    /// bytes are used: at `submit` and before every region runs.
     pub fn gpu(&self) -> Result<crate::gpu::View<'_>> {
         Ok(crate::gpu::View::new(
             &self.buffer.storage.allocation,

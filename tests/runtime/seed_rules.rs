@@ -1,7 +1,10 @@
-//! The seed's failure rules (`shared/seed/graph.rs`), each exactly: a scoped callback's error
-//! is an uncertain failure; any failed copy batch marks its lane's copy stream unhealthy;
-//! every use, written-only ones too, is made visible to the region's engine before it runs;
-//! poison is per buffer and names its cause.
+//! The seed's rules (`shared/seed/graph.rs`), each exactly: a scoped callback's error is an
+//! uncertain failure, and the callback runs on a worker only; any failed copy batch marks its
+//! lane's copy stream unhealthy, for good; every use, written-only ones too, is made visible
+//! to the region's engine before it runs and checked for poison; poison is per buffer and
+//! names its cause; an NPU run is a region of its own over exactly its views' bytes, and its
+//! failures are classified as any native failure's; conflicts across submissions are exact
+//! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`.
 
 use hrx::{
     Access, Engine, Error, GpuAccess, Placement, Queue, RegionKind, Runtime, RuntimeOptions,
@@ -514,4 +517,38 @@ fn an_unhealthy_copy_stream_is_kept_for_graphs_prepared_after_the_failure() {
     );
     assert_eq!(rt.counters().copy_streams_created, 1);
     assert_eq!(rt.counters().copied_bytes, 0);
+}
+
+/// Failures of an NPU run are classified as any native failure's: a device loss (uncertain
+/// extent) quarantines its graph and poisons what the run writes, not what it reads; a
+/// kernel error (known extent) does neither, and the graph runs again.
+#[test]
+fn an_npu_runs_failure_is_classified_as_any_native_failure() {
+    for (kind, uncertain) in [("device-lost", true), ("kernel-error", false)] {
+        let rt = Runtime::new(RuntimeOptions::sim().fault(format!("op=1:{kind}").parse().unwrap()))
+            .unwrap();
+        let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
+        let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+        let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+        let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
+        input.write(0, &[200; 64]).unwrap();
+        let mut graph = rt.graph();
+        graph
+            .npu(&kernel, &[input.whole(), output.whole()])
+            .unwrap();
+        let executable = graph.prepare().unwrap();
+        let error = executable.submit().unwrap().wait().unwrap_err();
+        assert!(rt.fault_fired(), "{kind}");
+        assert_eq!(error.is_device_loss(), uncertain, "{kind}: {error}");
+        assert_eq!(executable.quarantined(), uncertain, "{kind}");
+        assert_eq!(output.poisoned().is_some(), uncertain, "{kind}");
+        assert!(
+            input.poisoned().is_none(),
+            "{kind}: the run only read its input"
+        );
+        if !uncertain {
+            executable.submit().unwrap().wait().unwrap();
+            assert_eq!(output.to_vec().unwrap(), vec![255; 64]);
+        }
+    }
 }
