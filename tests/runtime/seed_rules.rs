@@ -223,40 +223,6 @@ fn any_failed_copy_batch_marks_its_lanes_copy_stream_unhealthy() {
         .unwrap();
 }
 
-/// The seed's `gpu_scoped`: "The callback runs on a worker, never in `poll`". A thread that
-/// waits runs its own native regions (issue 16), never a scoped callback, even while it has
-/// nothing else to do.
-#[test]
-fn a_scoped_callback_runs_on_a_worker_never_on_the_waiting_thread() {
-    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-    let buffer = rt.buffer(64, Placement::GpuLocal).unwrap();
-    let threads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = threads.clone();
-    let mut graph = rt.graph();
-    // SAFETY: the callback touches no memory and owns no native resource.
-    unsafe {
-        graph
-            .gpu_scoped(
-                &[GpuAccess::new(buffer.whole(), Access::Write)],
-                move |_| {
-                    seen.lock().unwrap().push(std::thread::current().id());
-                    Ok(())
-                },
-            )
-            .unwrap();
-    }
-    let executable = graph.prepare().unwrap();
-    for _ in 0..20 {
-        // Let the workers park first, so that the waiter could claim before a woken worker.
-        std::thread::sleep(Duration::from_millis(2));
-        executable.submit().unwrap().wait().unwrap();
-    }
-    let threads = threads.lock().unwrap();
-    assert_eq!(threads.len(), 20);
-    assert!(!threads.contains(&std::thread::current().id()));
-    assert_eq!(rt.counters().regions_run_by_waiters, 0);
-}
-
 /// The seed's `prepare`: an NPU run is a region of its own, so it ends a run of same-lane
 /// GPU operations (an NPU entry is on the Compute lane too): fill, NPU run, fill is three
 /// regions, not the fills lowered into one native graph around it.

@@ -344,32 +344,49 @@ conformance! {
 }
 
 /// User callbacks never run on a waiting thread: a host callback always runs on the Host
-/// queue's worker, even while the caller waits with nothing else to do.
+/// queue's worker, and a scoped native callback on its lane's worker (the seed: "the callback
+/// runs on a worker, never in `poll`"), even while the caller waits with nothing else to do.
 #[test]
-fn host_callbacks_never_run_on_the_waiting_thread() {
-    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
-    let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
-    let mut graph = rt.graph();
-    let seen = threads.clone();
-    graph
-        .host(
-            &[GpuAccess::new(buffer.whole(), Access::Write)],
-            move |_| {
-                seen.lock().unwrap().push(std::thread::current().id());
-                Ok(())
-            },
-        )
-        .unwrap();
-    let executable = graph.prepare().unwrap();
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(2));
-        executable.submit().unwrap().wait().unwrap();
+fn callbacks_never_run_on_the_waiting_thread() {
+    for scoped in [false, true] {
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+        let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut graph = rt.graph();
+        let seen = threads.clone();
+        let callback = move || seen.lock().unwrap().push(std::thread::current().id());
+        let bindings = [GpuAccess::new(buffer.whole(), Access::Write)];
+        if scoped {
+            // SAFETY: the callback touches no memory and owns no native resource.
+            unsafe {
+                graph.gpu_scoped(&bindings, move |_| {
+                    callback();
+                    Ok(())
+                })
+            }
+            .unwrap();
+        } else {
+            graph
+                .host(&bindings, move |_| {
+                    callback();
+                    Ok(())
+                })
+                .unwrap();
+        }
+        let executable = graph.prepare().unwrap();
+        for _ in 0..20 {
+            // Let the workers park first, so that the waiter could claim before a woken one.
+            std::thread::sleep(Duration::from_millis(2));
+            executable.submit().unwrap().wait().unwrap();
+        }
+        let threads = threads.lock().unwrap();
+        assert_eq!(threads.len(), 20, "scoped: {scoped}");
+        assert!(
+            !threads.contains(&std::thread::current().id()),
+            "scoped: {scoped}"
+        );
+        assert_eq!(rt.counters().regions_run_by_waiters, 0, "scoped: {scoped}");
     }
-    let threads = threads.lock().unwrap();
-    assert_eq!(threads.len(), 20);
-    assert!(!threads.contains(&std::thread::current().id()));
-    assert_eq!(rt.counters().regions_run_by_waiters, 0);
 }
 
 /// At most one region of a queue runs at a time, whether a worker or a waiting thread runs
