@@ -611,6 +611,15 @@ struct Core {
 }
 
 impl Core {
+    /// In a child forked without `exec` ([`Shared::forked`]): closed, writing nothing. The
+    /// sink is forgotten, not dropped, so that nothing of its (the parent's file and lock)
+    /// is touched.
+    fn abandon(&mut self) {
+        self.closed = true;
+        self.closed_for_blobs = true;
+        std::mem::forget(self.sink.take());
+    }
+
     /// Drains every ring into `pending`, writing full blocks as it goes.
     fn drain_rings(&mut self) {
         let mut i = 0;
@@ -987,7 +996,10 @@ impl Shared {
     }
 
     fn core(&self) -> CoreGuard<'_> {
-        let guard = lock(&self.core);
+        let mut guard = lock(&self.core);
+        if !guard.closed && self.forked() {
+            guard.abandon();
+        }
         self.core_holder
             .store(fatal::current_thread_id(), Ordering::Relaxed);
         CoreGuard {
@@ -1185,7 +1197,22 @@ impl Shared {
         })
     }
 
+    /// Whether this process is a child forked without `exec` from the one that opened the
+    /// recorder: it shares its parent's file descriptor, but the parent's writer thread is
+    /// not in it. It never writes its parent's trace (its own records are lost with it, as at
+    /// a fatal signal: `fatal.rs`), and never waits for that writer.
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
     fn close(&self) -> Result<CloseSummary, WriteError> {
+        if self.forked() {
+            // The parent closes its trace; the child's exit (`atexit`) or dropped runtime
+            // must neither write into it nor join a writer thread it does not have.
+            fatal::unregister(self);
+            drop(activation::uninstall_if(self.id));
+            return Ok(CloseSummary::default());
+        }
         // Before the final write: a fatal signal from now on leaves this trace to its close.
         fatal::unregister(self);
         let displaced = activation::uninstall_if(self.id);
@@ -1616,6 +1643,10 @@ impl Recorder {
     ///
     /// [`WriteError::Closed`] after close; [`WriteError::Io`] after a write error.
     pub fn flush(&self) -> Result<(), WriteError> {
+        if self.handle.shared.forked() {
+            // No writer thread in a forked child: its answer would never come.
+            return Err(WriteError::Closed);
+        }
         let (ack, done) = crossbeam_channel::bounded(1);
         self.handle
             .shared
@@ -2312,6 +2343,10 @@ impl Entry {
     /// record.
     #[cold]
     fn hand_over(&mut self, frame: &[u8], record: &Record) -> (Outcome, Option<Record>) {
+        if self.shared.forked() {
+            // Before the lock, which the parent's writer may have held at the fork.
+            return (Outcome::Closed, None);
+        }
         let start_ns = self.shared.now_ns();
         {
             let mut core = self.shared.core();

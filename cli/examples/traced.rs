@@ -5,6 +5,11 @@
 //! and the other variables apply), prints `started PID` and waits PAUSE_MS (so that several
 //! processes overlap), then submits a one-fill graph SUBMISSIONS times, waiting for each, and
 //! exits 0; the runtime closes its trace at exit. Errors print one line and exit 1.
+//!
+//! With `TRACED_FORK=N` in the environment it then forks (without exec) a child that records
+//! N counter samples named `child` (more than a thread's buffer holds for N of 300,000), then
+//! exits with `exit(0)`, running the trace's close at exit as the parent's copy of it; the
+//! parent waits for the child, submits once more and exits 0.
 
 use hrx::{Placement, Runtime, RuntimeOptions};
 
@@ -30,6 +35,32 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     graph.fill(buffer.whole(), 0x5A)?;
     let graph = graph.prepare()?;
     for _ in 0..submissions {
+        graph.submit()?.wait()?;
+    }
+    if let Some(samples) = std::env::var_os("TRACED_FORK") {
+        let samples: u64 = samples
+            .to_str()
+            .ok_or("TRACED_FORK: not a number")?
+            .parse()?;
+        // SAFETY: the child runs only this process's own Rust code, then exits.
+        let child = unsafe { libc::fork() };
+        if child < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        if child == 0 {
+            for i in 0..samples {
+                hrx::annotate::counter("child", i as f64);
+            }
+            std::process::exit(0);
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        if unsafe { libc::waitpid(child, &mut status, 0) } != child
+            || !libc::WIFEXITED(status)
+            || libc::WEXITSTATUS(status) != 0
+        {
+            return Err(format!("the forked child failed (wait status {status})").into());
+        }
         graph.submit()?.wait()?;
     }
     Ok(())

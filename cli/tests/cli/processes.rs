@@ -362,3 +362,40 @@ fn workloads_started_together_with_a_sequence_number_take_two_numbers() {
     named.sort();
     assert_eq!(named, ["w-1.hrxt", "w-2.hrxt"]);
 }
+
+#[test]
+fn a_child_forked_without_exec_never_writes_into_its_parents_trace() {
+    // The child shares the parent's trace file descriptor and a copy of its recorder, but not
+    // its writer thread: it filled its buffer and wrote blocks into the parent's file (whose
+    // end then read as damaged, with the child's copy of the session's records in it), and
+    // its close at exit panicked joining the writer thread it does not have.
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(traced())
+        .arg("2")
+        .env("TRACED_FORK", "300000")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{}{err}", stdout(&out));
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(files(dir.path(), "t"), ["t.hrxt"]);
+    check_traces(dir.path(), &["t.hrxt".to_owned()], &[3]);
+    let trace = hrx_capture::read_all(dir.path().join("t.hrxt")).unwrap();
+    let count = |kind: &str| {
+        trace
+            .records
+            .iter()
+            .filter(|r| r.kind_name() == kind)
+            .count()
+    };
+    assert_eq!(count("SessionStart"), 1);
+    assert_eq!(count("RuntimeStart"), 1);
+    // The child's samples are not the parent's; its own trace is lost with it.
+    assert_eq!(
+        count("CounterSample"),
+        2,
+        "the host load's two samples only"
+    );
+}
