@@ -10,6 +10,10 @@
 //! N counter samples named `child` (more than a thread's buffer holds for N of 300,000), then
 //! exits with `exit(0)`, running the trace's close at exit as the parent's copy of it; the
 //! parent waits for the child, submits once more and exits 0.
+//!
+//! With `TRACED_EXEC=open` (or `closed`) it then replaces itself with `exec` by `traced 1`
+//! (`TRACED_EXEC` removed), its trace left open (or closed first with
+//! `hrx::close_trace()`).
 
 use hrx::{Placement, Runtime, RuntimeOptions};
 
@@ -62,6 +66,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("the forked child failed (wait status {status})").into());
         }
         graph.submit()?.wait()?;
+    }
+    if let Some(exec) = std::env::var_os("TRACED_EXEC") {
+        use std::os::unix::process::CommandExt;
+        if exec == "closed" {
+            hrx::close_trace()?;
+        }
+        let error = std::process::Command::new(std::env::current_exe()?)
+            .arg("1")
+            .env_remove("TRACED_EXEC")
+            .exec();
+        return Err(error.into());
     }
     Ok(())
 }

@@ -285,6 +285,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let mut stdout_failed = false;
     for path in &written {
         let unclaimed = unclaimed.contains(path);
+        let absolute = path;
         let path = shown(path);
         if unclaimed {
             crate::output::note(format_args!(
@@ -322,7 +323,32 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                         .and_then(|()| print_summary(&path, &stats, json))
                 };
                 warn_empty_range(range.as_ref(), &path, &stats);
-                if code == 0 && !stats.recovery.clean_close {
+                let replaced_by = (code == 0 && !stats.recovery.clean_close)
+                    .then(|| exec_successor(absolute, &stats, &written))
+                    .flatten();
+                if let (Some(later), Some(session)) = (replaced_by, &stats.session) {
+                    // Not a full disk: exec runs no exit handler, so the trace of the
+                    // program image it replaced is never closed (a break-it pass: the
+                    // hint sent the user to free disk space).
+                    let error = anyhow::Error::new(
+                        Failure::new(format!(
+                            "the trace {} is incomplete ({}): its process (pid {}) replaced \
+                             itself with exec, which runs no exit handler, so the trace was \
+                             never closed and what it recorded since its last flush (at most \
+                             100 ms) is lost; {} is the trace of the program it ran",
+                            path.display(),
+                            stats.recovery.end(),
+                            session.pid,
+                            shown(&later).display()
+                        ))
+                        .hint(
+                            "call hrx::close_trace() before exec: the program it runs then \
+                             records into a trace of its own",
+                        ),
+                    );
+                    crate::failure::report(&error);
+                    failed = true;
+                } else if code == 0 && !stats.recovery.clean_close {
                     let error = anyhow::Error::new(
                         Failure::new(format!(
                             "the trace {} is incomplete ({}): {} exited 0, but the process \
@@ -1303,4 +1329,25 @@ mod tests {
         );
         assert!(note.contains("--save-baseline"), "{note}");
     }
+}
+
+/// Another trace of this recording, `trace`'s process's own, begun after it: the program image
+/// that wrote `trace` (`path`) ran exec (same pid, a later session), leaving it unclosed.
+fn exec_successor(
+    path: &Path,
+    trace: &TraceInfo,
+    written: &[std::path::PathBuf],
+) -> Option<std::path::PathBuf> {
+    let session = trace.session.as_ref()?;
+    written
+        .iter()
+        .filter(|other| other.as_path() != path)
+        .find(|other| {
+            crate::info::read(other).is_ok_and(|info| {
+                info.session.is_some_and(|later| {
+                    later.pid == session.pid && later.wall_clock_utc >= session.wall_clock_utc
+                })
+            })
+        })
+        .cloned()
 }

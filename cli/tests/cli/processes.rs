@@ -399,3 +399,46 @@ fn a_child_forked_without_exec_never_writes_into_its_parents_trace() {
         "the host load's two samples only"
     );
 }
+
+#[test]
+fn a_trace_left_open_by_exec_is_said_so_not_blamed_on_a_full_disk() {
+    // exec runs no exit handler: the image that ran it never closes its trace. `record` said
+    // "killed, crashed, or its writes failed: a full disk ...?" and hinted at freeing space.
+    let dir = tempfile::tempdir().unwrap();
+    let exec = |how: &str| {
+        hrx_trace(dir.path())
+            .args(["record", "-o", &format!("{how}.hrxt"), "--"])
+            .arg(traced())
+            .arg("2")
+            .env("TRACED_EXEC", how)
+            .output()
+            .unwrap()
+    };
+    let out = exec("open");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{}{err}", stdout(&out));
+    assert!(
+        err.contains("open.hrxt is incomplete (not closed cleanly): its process (pid"),
+        "{err}"
+    );
+    assert!(err.contains("replaced itself with exec"), "{err}");
+    assert!(
+        err.contains("hint: call hrx::close_trace() before exec"),
+        "{err}"
+    );
+    assert!(!err.contains("free some space"), "{err}");
+    // The program exec ran recorded into a file of its own (same pid, a later session).
+    let names = files(dir.path(), "open.");
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        err.contains(&format!("{} is the trace of the program it ran", names[0])),
+        "{err}"
+    );
+    check_traces(dir.path(), &names[..1], &[1]);
+    // What the hint says works: both traces closed, exit 0.
+    let out = exec("closed");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let names = files(dir.path(), "closed.");
+    assert_eq!(names.len(), 2, "{names:?}");
+    check_traces(dir.path(), &names, &[1, 2]);
+}
