@@ -991,12 +991,12 @@ impl<R: Read> TraceReader<R> {
             BlockKind::RECORDS => self.records_block(at, &header, stored),
             BlockKind::FOOTER => self.footer_block(at, &header, &stored)?,
             // Read by `crate::summary::read_summaries`; nothing for a record stream, but
-            // a block the writer wrote and reported, so counted when intact.
-            BlockKind::SUMMARY => {
-                if decode_payload(&header, &stored).is_ok() {
-                    self.recovery.complete_blocks += 1;
-                }
-            }
+            // a block the writer wrote and reported, so counted when intact, and said when
+            // damaged (it was left out without a word: the trace read as closed cleanly).
+            BlockKind::SUMMARY => match decode_payload(&header, &stored) {
+                Ok(_) => self.recovery.complete_blocks += 1,
+                Err(error) => self.skip_block(at, 0, error),
+            },
             kind => self.warn(
                 at,
                 WarningKind::UnknownBlockKind {
@@ -2274,6 +2274,32 @@ mod tests {
             trace.warnings[0].kind,
             WarningKind::Resynchronized { .. }
         ));
+    }
+
+    /// A summary block (format 1.9) whose payload does not verify is a damaged block, said
+    /// like any other: it was left out of the block count without a word, the trace read as
+    /// closed cleanly, and `view`'s first frame of a large trace silently lacked its regions.
+    #[test]
+    fn a_damaged_summary_block_is_said_not_silently_dropped() {
+        let (mut bytes, records) = small_trace();
+        let block = *MappedTrace::from_vec(bytes.clone())
+            .unwrap()
+            .blocks()
+            .iter()
+            .filter(|b| b.header.kind == BlockKind::SUMMARY)
+            .max_by_key(|b| b.header.stored_len)
+            .expect("a summary block");
+        assert!(block.header.stored_len > 0);
+        let summary = block.offset as usize;
+        bytes[summary + BLOCK_HEADER_LEN + block.header.stored_len as usize / 2] ^= 1;
+        let trace = Trace::from_bytes(&bytes).unwrap();
+        assert_eq!(trace.records, records);
+        assert_eq!(trace.recovery.skipped_blocks, 1);
+        assert_eq!(trace.recovery.skipped_records, 0);
+        assert!(!trace.recovery.is_complete());
+        let w = trace.warnings[0].to_string();
+        assert!(w.starts_with(&format!("byte {summary}: ")), "{w}");
+        assert!(w.contains("checksum"), "{w}");
     }
 
     /// Damage between blocks that is long (past the read buffer), mostly zeros, and holds
