@@ -362,8 +362,11 @@ impl Completion {
     /// it retired records nothing.
     ///
     /// # Errors
-    /// The failure of the submission or [`Error::Cancelled`].
+    /// The failure of the submission or [`Error::Cancelled`]; [`Error::Unsupported`] in a
+    /// child process forked after the runtime was created, for a submission not yet retired
+    /// (the parent's workers run it, not the child's).
     pub fn wait(&self) -> Result<()> {
+        self.refuse_if_forked()?;
         let done = || self.signal.is_published();
         let mut traced_from = None;
         if !done()
@@ -379,6 +382,18 @@ impl Completion {
             self.waited(start_ns);
         }
         self.signal.result()
+    }
+
+    /// In a child forked since the runtime was created, a submission not yet retired never
+    /// will be (its workers are the parent's): an error, not a wait for ever. A retired one
+    /// answers its outcome.
+    fn refuse_if_forked(&self) -> Result<()> {
+        match self.core().upgrade() {
+            Some(core) if core.forked() && !self.signal.is_published() => {
+                Err(crate::sync::forked_error())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Records a blocking wait that began at `start_ns` and ends now.
@@ -399,6 +414,7 @@ impl Completion {
         if self.signal.is_published() {
             return self.signal.result();
         }
+        self.refuse_if_forked()?;
         let traced_from = self
             .core()
             .upgrade()

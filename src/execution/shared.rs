@@ -106,12 +106,15 @@ pub(crate) struct Core {
     /// Written by traced waiters around their regions' trace hooks, read by workers in their
     /// claim grace: on its own line.
     waiter_hooks: CachePadded<WaiterHooks>,
+    /// The process's fork count when the runtime was created ([`crate::sync::watch_forks`]).
+    forks: u64,
 }
 
 impl Core {
     fn new(context: Arc<Context>, capacity: usize) -> Self {
         let doorbells = Doorbells::default();
         Self {
+            forks: crate::sync::watch_forks(),
             context,
             state: CachePadded::new(parking::Mutex::new(Scheduler::new(
                 capacity,
@@ -163,6 +166,13 @@ impl Core {
     /// The time waiters spend in trace hooks, for the workers' claim grace.
     pub fn waiter_hooks(&self) -> &WaiterHooks {
         &self.waiter_hooks
+    }
+
+    /// Whether this process is a child forked since the runtime was created (see
+    /// [`crate::sync::forked_error`]): one relaxed load.
+    #[inline]
+    pub fn forked(&self) -> bool {
+        crate::sync::forks() != self.forks
     }
 
     /// Whether the runtime is shutting down (its workers exit once nothing is in flight).
@@ -294,6 +304,13 @@ impl RuntimeOwner {
 
 impl Drop for RuntimeOwner {
     fn drop(&mut self) {
+        if self.core.forked() {
+            // In a forked child the workers are the parent's, not here to stop or join (the
+            // join would fail, a lock a parent's thread held at the fork never frees): the
+            // handles go without a join, the rest as usual.
+            std::mem::forget(std::mem::take(&mut *lock(&self.workers)));
+            return;
+        }
         self.core.stop();
         let current = std::thread::current().id();
         for handle in lock(&self.workers).drain(..) {

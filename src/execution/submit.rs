@@ -155,7 +155,8 @@ impl ExecutableGraph {
     /// # Errors
     /// [`Error::Busy`] when the runtime's capacity or this graph's slots are exhausted or a
     /// live host mapping conflicts; [`Error::DeviceLost`] when the graph is quarantined or
-    /// a buffer it uses is poisoned.
+    /// a buffer it uses is poisoned; [`Error::Unsupported`] in a child process forked after
+    /// the runtime was created (its workers are not in the child).
     pub fn submit(&self) -> Result<Completion> {
         self.submit_after(&[])
     }
@@ -168,6 +169,10 @@ impl ExecutableGraph {
     /// As [`ExecutableGraph::submit`]; [`Error::ForeignRuntime`] for another runtime's
     /// completion; [`Error::Message`] for an orphaned incomplete producer.
     pub fn submit_after(&self, producers: &[Completion]) -> Result<Completion> {
+        // Before the trace's hooks, whose capture fences would wait for the parent's writer.
+        if self.inner.runtime.core().forked() {
+            return Err(crate::sync::forked_error());
+        }
         // The call's span, for the submitting thread's row: one branch untraced.
         let start_ns = self.inner.tracer().on().then(crate::clock::now_ns);
         self.open_trace_range();

@@ -3,6 +3,7 @@
 mod backends;
 mod buffers;
 mod failure;
+mod fork;
 mod graphs;
 mod properties;
 mod range_snapshot;
