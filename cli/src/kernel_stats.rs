@@ -755,7 +755,17 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
             "\n{:<28} {:>7} {:>11} {:>11} {:>11}",
             "counter", "samples", "min", "max", "last"
         )?;
-        let value = |v: &Value| format!("{}", v.as_f64().unwrap_or(f64::NAN));
+        // JSON has no infinity or NaN (serde_json writes null): `-` here, said below. Huge
+        // and tiny values in exponent form (1e308 was 309 digits; a break-it pass).
+        let mut non_finite = false;
+        let mut value = |v: &Value| match v.as_f64() {
+            None => {
+                non_finite = true;
+                "-".to_owned()
+            }
+            Some(x) if x != 0.0 && !(1e-6..1e12).contains(&x.abs()) => format!("{x:e}"),
+            Some(x) => format!("{x}"),
+        };
         for c in &counters {
             writeln!(
                 out,
@@ -766,6 +776,9 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
                 value(&c["max"]),
                 value(&c["last"]),
             )?;
+        }
+        if non_finite {
+            writeln!(out, "(-: not a finite number, null in --json)")?;
         }
     }
     let threads = rows("threads");
@@ -846,6 +859,27 @@ mod tests {
                 .any(|l| l.starts_with("late         923 spans") && l.contains("at most 5")),
             "{said}"
         );
+    }
+
+    /// A counter's value that JSON cannot hold (infinite, NaN: null there) reads `-` with a
+    /// note, not `NaN` for an infinite maximum; a huge one is in exponent form, not 309 digits.
+    #[test]
+    fn counters_that_json_cannot_hold_read_as_such() {
+        let report = serde_json::json!({
+            "file": "t.hrxt", "span_ns": 1000,
+            "counters": [{"name": "queue depth", "samples": 3, "min": -1.5, "max": null,
+                          "last": 1e308}],
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("queue depth"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let cells: Vec<_> = row.split_whitespace().collect();
+        assert_eq!(cells[2..], ["3", "-1.5", "-", "1e308"], "{text}");
+        assert!(text.contains("(-: not a finite number"), "{text}");
     }
 
     /// Regions whose timing a lossy recording dropped are said as timing lost, one line with
