@@ -20,7 +20,8 @@
 //!   concurrently do, by structure: `hrx_analysis::diff::align`); a matched region
 //!   whose label changed is *relabelled* (the graph was built differently). Each matched
 //!   region has its median on both sides, pooled over the prepared graphs that compute the
-//!   same thing in both traces (a pipeline's frame contexts: one row, `"graphs": [1, 2, 3]`;
+//!   same thing in both traces, and a graph one trace alone prepared with the graphs identical
+//!   to it (a pipeline's frame contexts, at any `--in-flight`: one row, `"graphs": [1, 2, 3]`;
 //!   operations' times alike; the text lists the largest ratios first, reported, not
 //!   judged). Kernels and regions are paired and pooled by
 //!   `hrx_analysis::matching`, the rule `replay` uses too.

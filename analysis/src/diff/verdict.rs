@@ -51,6 +51,7 @@ use super::range::{Held, describe};
 use super::{Matched, OpKey, Profile};
 use crate::compare::{Slowdown, TimingMatch, Verdict, timing};
 use crate::matching::{Paired, Pools, RegionKey, pair};
+use crate::sketch::Sketch;
 use crate::stats::{AnnotationStats, KernelStats, NO_LABEL};
 use crate::units::plural;
 use std::collections::BTreeMap;
@@ -376,10 +377,23 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     };
     // Graphs that compute the same thing in both traces pool their timing rows (the rule of
     // `crate::matching`): a graph's signature on both sides, so that a graph changed in one
-    // trace leaves its pool.
-    let pools = Pools::new(
-        (base.graphs.iter()).filter_map(|(graph, b)| Some((*graph, (*b, *new.graphs.get(graph)?)))),
-    );
+    // trace leaves its pool. A graph one trace alone prepared joins the pool of the graphs
+    // identical in both to it (its signature on both sides): the frame contexts of a pipeline
+    // recorded at another `--in-flight` (three identical graphs against one) are samples of
+    // the same regions, where they were left one-sided and the rows too few to judge (a
+    // fresh user's pass).
+    let pools = Pools::new(base.graphs.keys().chain(new.graphs.keys()).map(|graph| {
+        let (b, n) = (base.graphs.get(graph), new.graphs.get(graph));
+        let signature = b.or(n).expect("a graph of one side");
+        (*graph, (*b.unwrap_or(signature), *n.unwrap_or(signature)))
+    }));
+    let in_both =
+        |graph: &(u32, u64)| base.graphs.contains_key(graph) && new.graphs.contains_key(graph);
+    // A graph of one side that pools with graphs of both: its rows join theirs.
+    let pooled_with_both = |runtime: u32, prepared: u64| {
+        let first = pools.first(runtime, prepared);
+        first != prepared && in_both(&(runtime, first)) && !in_both(&(runtime, prepared))
+    };
     let mut graph_changes = Vec::new();
     // Operations of both sides, by graph and place ((name, nth)), with their regions.
     let mut timed_ops = Vec::new();
@@ -388,6 +402,14 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             Paired::Both(b, n) => {
                 let place = (key.runtime, key.prepared, (key.name, key.nth));
                 timed_ops.push((place, (b, n)));
+            }
+            Paired::Base(op) if pooled_with_both(key.runtime, key.prepared) => {
+                let place = (key.runtime, key.prepared, (key.name, key.nth));
+                timed_ops.push((place, (op, Default::default())));
+            }
+            Paired::New(op) if pooled_with_both(key.runtime, key.prepared) => {
+                let place = (key.runtime, key.prepared, (key.name, key.nth));
+                timed_ops.push((place, (Default::default(), op)));
             }
             Paired::Base(op) | Paired::New(op) if graphs_of_both(&key) => {
                 let added = !base.operations.contains_key(&key);
@@ -551,6 +573,19 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     for (key, paired) in pair(base.regions.clone(), new.regions.clone()) {
         let ((label, d), (new_label, nd)) = match paired {
             Paired::Both(b, n) => (b, n),
+            // Compared in its pool's rows (see `pools`).
+            Paired::Base((label, d)) if pooled_with_both(key.runtime, key.prepared) => {
+                regions.matched += 1;
+                let region = (key.runtime, key.prepared, key.region);
+                timed_regions.push((region, (label, d, Sketch::default())));
+                continue;
+            }
+            Paired::New((label, nd)) if pooled_with_both(key.runtime, key.prepared) => {
+                regions.matched += 1;
+                let region = (key.runtime, key.prepared, key.region);
+                timed_regions.push((region, (label, Sketch::default(), nd)));
+                continue;
+            }
             Paired::Base(_) => {
                 regions.only_base += 1;
                 continue;
@@ -579,6 +614,10 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         nd.merge(&more_nd);
     });
     for ((runtime, prepared, region), (label, mut d, mut nd)) in pooled {
+        // Timed on both sides once pooled (a one-sided graph's runs alone compare nothing).
+        if d.count() == 0 || nd.count() == 0 {
+            continue;
+        }
         regions.times.push(RegionTimes {
             key: RegionKey {
                 runtime,
@@ -1465,6 +1504,46 @@ mod tests {
         // different ones in new.
         let c = compared(&same, &apart, 1e9);
         assert!(c.regions.times.iter().all(|t| t.graphs.len() == 1));
+    }
+
+    /// A graph one trace alone prepared pools with the graphs identical to it in both: two
+    /// frame contexts against one (a pipeline at `--in-flight 2` against 1) are one row of
+    /// every run on each side, nothing one-sided; they were left one-sided, the rows too few
+    /// to judge (a fresh user's pass). Either way round.
+    #[test]
+    fn a_graph_of_one_side_pools_with_the_graphs_identical_to_it_in_both() {
+        let two = ops(two_fills(20, [1, 1]));
+        let one = ops(trace(20, &[], None)
+            .into_iter()
+            .map(|r| match r {
+                Record::GraphOp(mut op) if op.node.0 == 0 => {
+                    op.op = hrx_capture::schema::OpKind::Fill { value: 1 };
+                    Record::GraphOp(op)
+                }
+                r => r,
+            })
+            .collect());
+        for (base, new) in [(&two, &one), (&one, &two)] {
+            let c = compared(base, new, 1e9);
+            assert_eq!((c.regions.only_base, c.regions.only_new), (0, 0));
+            assert_eq!(c.regions.times.len(), 4, "{:?}", c.regions.times);
+            assert!(
+                (c.regions.times.iter()).all(|t| t.graphs == [0, 1] && t.key.prepared == 0),
+                "{:?}",
+                c.regions.times
+            );
+            let counts: Vec<(u64, u64)> = (c.op_times.iter())
+                .map(|o| (o.base.count, o.new.count))
+                .collect();
+            assert_eq!(counts, [(20, 20), (20, 20)]);
+            assert!(c.op_times.iter().all(|o| !o.too_few));
+        }
+        // One graph changed on the side that has both: the one-sided graph pools with
+        // nothing (its signature is no longer identical in both).
+        let changed = ops(two_fills(20, [2, 1]));
+        let c = compared(&changed, &one, 1e9);
+        assert!(c.regions.times.iter().all(|t| t.graphs.len() == 1));
+        assert_eq!(c.regions.only_base, 4);
     }
 
     /// Each judged row carries its ratio's interval; a side with fewer than 7 runs has
