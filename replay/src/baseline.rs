@@ -413,7 +413,7 @@ impl Baseline {
         }
         if let Some(host) = self.host.filter(HostLoad::loaded) {
             report.notes.push(format!(
-                "the baseline ({source}) was saved from a replay on a loaded host ({}): its \
+                "the baseline (of a replay of {source}) was saved on a loaded host ({}): its \
                  times may be slower than a quiet machine's, so a slowdown judged against it \
                  can go unflagged; save it again on a quiet host",
                 host.describe()
@@ -570,9 +570,9 @@ impl Baseline {
         .collect();
         (!differ.is_empty()).then(|| {
             format!(
-                "the GPU's clocks differ by more than {:.0}% from those the baseline ({source}) \
-                 was saved with (baseline -> now: {}): the times judged against it may reflect \
-                 the clocks, not only the code",
+                "the GPU's clocks differ by more than {:.0}% from those the baseline (of a \
+                 replay of {source}) was saved with (baseline -> now: {}): the times judged \
+                 against it may reflect the clocks, not only the code",
                 crate::CLOCKS_DIFFER * 100.0,
                 differ.join(", ")
             )

@@ -370,9 +370,10 @@ fn a_baseline_saved_on_a_loaded_host_says_so_when_it_judges() {
         if said {
             assert_eq!(notes.len(), 1, "{:?}", now.notes);
             assert!(
-                notes[0].contains(
-                    "saved from a replay on a loaded host (2 CPUs, load 3.00 before and 1.25 after)"
-                ),
+                notes[0].starts_with("the baseline (of a replay of ")
+                    && notes[0].contains(
+                        ") was saved on a loaded host (2 CPUs, load 3.00 before and 1.25 after)"
+                    ),
                 "{}",
                 notes[0]
             );
