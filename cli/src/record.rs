@@ -1306,6 +1306,27 @@ pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     hrx_capture::schema::signal_name(signal)
 }
 
+/// Another trace of this recording, `trace`'s process's own, begun after it: the program image
+/// that wrote `trace` (`path`) ran exec (same pid, a later session), leaving it unclosed.
+fn exec_successor(
+    path: &Path,
+    trace: &TraceInfo,
+    written: &[std::path::PathBuf],
+) -> Option<std::path::PathBuf> {
+    let session = trace.session.as_ref()?;
+    written
+        .iter()
+        .filter(|other| other.as_path() != path)
+        .find(|other| {
+            crate::info::read(other).is_ok_and(|info| {
+                info.session.is_some_and(|later| {
+                    later.pid == session.pid && later.wall_clock_utc >= session.wall_clock_utc
+                })
+            })
+        })
+        .cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::load_note;
@@ -1329,25 +1350,4 @@ mod tests {
         );
         assert!(note.contains("--save-baseline"), "{note}");
     }
-}
-
-/// Another trace of this recording, `trace`'s process's own, begun after it: the program image
-/// that wrote `trace` (`path`) ran exec (same pid, a later session), leaving it unclosed.
-fn exec_successor(
-    path: &Path,
-    trace: &TraceInfo,
-    written: &[std::path::PathBuf],
-) -> Option<std::path::PathBuf> {
-    let session = trace.session.as_ref()?;
-    written
-        .iter()
-        .filter(|other| other.as_path() != path)
-        .find(|other| {
-            crate::info::read(other).is_ok_and(|info| {
-                info.session.is_some_and(|later| {
-                    later.pid == session.pid && later.wall_clock_utc >= session.wall_clock_utc
-                })
-            })
-        })
-        .cloned()
 }
