@@ -56,6 +56,8 @@ struct Outcome {
     outcome: String,
     /// Why the run failed unexpectedly (reported after the summary).
     error: Option<anyhow::Error>,
+    /// Whether a signal stopped the run before its last frame.
+    stopped: bool,
 }
 
 /// Runs the workload `name` as `args` describe and prints its report and trace summary.
@@ -223,14 +225,15 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     });
     print_summary(&output, &stats, json)?;
     crate::record::warn_empty_range(range.as_ref(), &output, &stats);
-    if let Some(signal) = stop::requested() {
-        crate::output::note(format_args!(
-            "hrx-trace received {} and stopped the workload; the trace is closed",
-            crate::record::signal_text(signal)
-        ));
-        // What was recorded before the stop is a reference like a whole run's.
-        crate::record::note_load(host);
-        return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
+    match after_signal(stop::requested(), outcome.stopped) {
+        AfterSignal::Stopped { note, code } => {
+            crate::output::note(format_args!("{note}"));
+            // What was recorded before the stop is a reference like a whole run's.
+            crate::record::note_load(host);
+            return Ok(ExitCode::from(code));
+        }
+        AfterSignal::Whole(note) => crate::output::note(format_args!("{note}")),
+        AfterSignal::None => {}
     }
     match outcome.error {
         Some(error) => Err(error),
@@ -239,6 +242,39 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             crate::record::note_load(host);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// What a signal received during `record --workload` makes of its end.
+#[derive(Debug, PartialEq, Eq)]
+enum AfterSignal {
+    /// It stopped the run before its last frame: the note, and the exit code, 128+N.
+    Stopped { note: String, code: u8 },
+    /// It came when there was nothing left to stop (after the last frame, or during
+    /// `hazards`, which runs to its end): the run is whole and ends as one, with this note.
+    Whole(String),
+    /// No signal.
+    None,
+}
+
+/// [`AfterSignal`] of `signal` (received, if any) for a run the signal `stopped` or not. It
+/// said "stopped the workload" and exited 128+N beside `outcome ok: 200 of 200 frames
+/// delivered` when the signal came after the last frame (a fresh user's pass).
+fn after_signal(signal: Option<i32>, stopped: bool) -> AfterSignal {
+    match signal {
+        Some(signal) if stopped => AfterSignal::Stopped {
+            note: format!(
+                "hrx-trace received {} and stopped the workload; the trace is closed",
+                crate::record::signal_text(signal)
+            ),
+            code: (128 + signal).clamp(0, 255) as u8,
+        },
+        Some(signal) => AfterSignal::Whole(format!(
+            "hrx-trace received {} when the workload had nothing left to stop: the run and \
+             its trace are whole",
+            crate::record::signal_text(signal)
+        )),
+        None => AfterSignal::None,
     }
 }
 
@@ -450,6 +486,7 @@ fn execute(
                 device,
                 outcome,
                 error,
+                stopped: run.stopped.is_some(),
             }
         }
         (_, None) => unreachable!("photos are opened for every pipeline workload"),
@@ -490,6 +527,7 @@ fn hazards(runtime: &Runtime, device: String) -> Outcome {
                 device,
                 outcome: "ok: final buffers match the sequential reference".into(),
                 error: None,
+                stopped: false,
             }
         }
         Err(error) => Outcome {
@@ -497,6 +535,7 @@ fn hazards(runtime: &Runtime, device: String) -> Outcome {
             device,
             outcome: format!("failed: {error}"),
             error: Some(anyhow::Error::new(error).context("the hazards workload failed")),
+            stopped: false,
         },
     }
 }
@@ -633,4 +672,31 @@ pub fn require_backend_name(text: &str) -> Result<&str, Failure> {
         ));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AfterSignal, after_signal};
+
+    /// A signal that stopped the run exits 128+N with its note; one that came with nothing
+    /// left to stop says so and leaves the exit to the run (it said "stopped the workload"
+    /// and exited 130 beside 200 of 200 frames delivered).
+    #[test]
+    fn a_signal_after_the_last_frame_stops_nothing_and_says_so() {
+        match after_signal(Some(2), true) {
+            AfterSignal::Stopped { note, code } => {
+                assert_eq!(code, 130);
+                assert!(note.contains("stopped the workload"), "{note}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match after_signal(Some(15), false) {
+            AfterSignal::Whole(note) => {
+                assert!(note.contains("nothing left to stop"), "{note}");
+                assert!(!note.contains("stopped the workload"), "{note}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(after_signal(None, false), AfterSignal::None);
+    }
 }
