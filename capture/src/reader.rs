@@ -111,6 +111,14 @@ pub fn wait_for_trace<T, E>(
             m.is_file() && m.len() < (FILE_HEADER_LEN + BLOCK_HEADER_LEN) as u64
         });
         if !starting || std::time::Instant::now() >= deadline {
+            if said && starting {
+                // The error that follows (no such file) would read as if nothing had waited.
+                crate::to_stderr(format_args!(
+                    "gave up waiting for {} after {} s",
+                    path.display(),
+                    wait.as_secs()
+                ));
+            }
             return Err(error);
         }
         if !said {
