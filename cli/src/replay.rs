@@ -24,7 +24,6 @@
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
 use hrx_replay::ReplayOptions;
-use indicatif::ProgressStyle;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -172,13 +171,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let progress = crate::output::progress(0).with_style(
-        ProgressStyle::with_template(
-            "{spinner} replay {pos}/{len} submissions [{bar:30}] {per_sec}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    let progress = crate::output::progress(0).with_style(crate::output::bar_style(
+        "{spinner} replay {pos}/{len} submissions [{bar:30}] {rate}",
+    ));
     let bar = progress.clone();
     let mut options = ReplayOptions::default()
         .backend(backend)

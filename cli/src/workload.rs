@@ -25,7 +25,6 @@ use anyhow::Context;
 use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
 use hrx_analysis::units::plural;
 use hrx_workloads::{Pipeline, PipelineOptions};
-use indicatif::ProgressStyle;
 use std::process::ExitCode;
 
 /// The fault `faults` injects unless `--fault` is given: the second Sobel dispatch loses
@@ -573,11 +572,9 @@ fn pipeline(
     };
     let mut pipeline = Pipeline::new(runtime, photos.width, photos.height, options)
         .map_err(|e| Failure::new(format!("cannot build the pipeline: {e}")))?;
-    let progress = crate::output::progress(frames as u64).with_style(
-        ProgressStyle::with_template("{spinner} frame {pos}/{len} [{bar:30}] {per_sec} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let progress = crate::output::progress(frames as u64).with_style(crate::output::bar_style(
+        "{spinner} frame {pos}/{len} [{bar:30}] {rate} {msg}",
+    ));
     let mut delivered = 0;
     // Frames are decoded on a thread of their own, a few ahead of the pipeline, so that
     // decoding a photograph (tens to hundreds of ms) overlaps the frames in flight.
