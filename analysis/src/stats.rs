@@ -268,6 +268,14 @@ pub struct AnnotationStats {
     /// A 97.5% confidence interval of the median in ns; `None` with fewer than 7 ranges.
     #[serde(default)]
     pub p50_interval_ns: Option<(u64, u64)>,
+    /// Capture work left out of the durations, in ns: the thread's waits on the trace
+    /// recorder ([`RecorderWait`]) and at capture fences ([`HostSpanKind::CaptureFence`])
+    /// inside its ranges. Capture never appears inside a measured time.
+    #[serde(default)]
+    pub capture_wait_ns: u64,
+    /// Ranges that held any such wait.
+    #[serde(default)]
+    pub capture_wait_ranges: u64,
 }
 
 /// One marker name's count (format 1.14).
@@ -576,13 +584,47 @@ pub struct StatsVisitor {
 #[derive(Clone, Debug, Default)]
 struct Annotations {
     ranges: BTreeMap<AnnotationId, Sketch>,
+    /// Per name: capture waits left out of its ranges (ns) and the ranges that held any.
+    capture_in_ranges: BTreeMap<AnnotationId, (u64, u64)>,
+    /// Per thread: its latest capture waits (recorder waits, capture fences), `(start, end)`,
+    /// oldest first, at most [`CAPTURE_WAITS_KEPT`]. A wait is recorded before the range
+    /// around it (ranges are recorded as they close, on the same thread, in order).
+    capture_waits: BTreeMap<u32, VecDeque<(u64, u64)>>,
     markers: BTreeMap<AnnotationId, u64>,
     /// Samples, min, max, (time, value) of the latest.
     counters: BTreeMap<AnnotationId, (u64, f64, f64, (u64, f64))>,
     threads: BTreeMap<u32, ThreadStats>,
 }
 
+/// Capture waits kept per thread to leave out of the ranges around them: a range is left
+/// its newest ones (waits are rare: a few per second on a loaded host).
+const CAPTURE_WAITS_KEPT: usize = 4096;
+
 impl Annotations {
+    /// A capture wait of `thread`, to leave out of the ranges around it.
+    fn capture_wait(&mut self, thread: u32, (start_ns, end_ns): (u64, u64)) {
+        let waits = self.capture_waits.entry(thread).or_default();
+        if waits.len() == CAPTURE_WAITS_KEPT {
+            waits.pop_front();
+        }
+        waits.push_back((start_ns, end_ns.max(start_ns)));
+    }
+
+    /// The time `thread`'s capture waits take of `start_ns..end_ns`.
+    fn capture_within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> u64 {
+        let Some(waits) = self.capture_waits.get(&thread) else {
+            return 0;
+        };
+        waits
+            .iter()
+            .rev()
+            // Newest first, in time order on one thread: older ones end before the range.
+            .take_while(|&&(_, end)| end > start_ns)
+            .map(|&(start, end)| end.min(end_ns).saturating_sub(start.max(start_ns)))
+            .sum::<u64>()
+            .min(end_ns.saturating_sub(start_ns))
+    }
+
     fn thread(&mut self, thread: u32) -> &mut ThreadStats {
         self.threads.entry(thread).or_insert_with(|| ThreadStats {
             thread,
@@ -603,10 +645,20 @@ impl Annotations {
                 };
                 *count += 1;
                 *total = total.saturating_add(ns);
+                if h.kind == HostSpanKind::CaptureFence {
+                    self.capture_wait(h.thread, (h.start_ns, h.end_ns));
+                }
             }
+            Record::RecorderWait(w) => self.capture_wait(w.thread, (w.start_ns, w.end_ns)),
             Record::AnnotationRange(a) => {
-                let ns = a.end_ns.saturating_sub(a.start_ns);
+                let capture = self.capture_within(a.thread, (a.start_ns, a.end_ns));
+                let ns = a.end_ns.saturating_sub(a.start_ns) - capture;
                 self.ranges.entry(a.name).or_default().add(ns);
+                if capture > 0 {
+                    let left_out = self.capture_in_ranges.entry(a.name).or_default();
+                    left_out.0 += capture;
+                    left_out.1 += 1;
+                }
                 self.thread(a.thread).ranges += 1;
             }
             Record::AnnotationMarker(m) => *self.markers.entry(m.name).or_default() += 1,
@@ -641,6 +693,8 @@ impl Annotations {
                 max_ns: d.max(),
                 exact: d.is_exact(),
                 p50_interval_ns: d.median_interval(),
+                capture_wait_ns: self.capture_in_ranges.get(&name).map_or(0, |c| c.0),
+                capture_wait_ranges: self.capture_in_ranges.get(&name).map_or(0, |c| c.1),
             });
         }
         stats.annotations.sort_by(|a, b| {
@@ -1214,6 +1268,66 @@ pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, Sc
 mod tests {
     use super::*;
 
+    /// A thread's waits on the recorder and at capture fences inside its own ranges are left
+    /// out of their durations, and counted: capture never appears inside a measured time (a
+    /// fresh user's pass: a 6 ms range held 5 ms of waits on the recorder). Another thread's
+    /// waits, and the thread's own before the range, are not.
+    #[test]
+    fn capture_waits_inside_a_range_are_left_out_of_its_duration() {
+        use hrx_capture::schema::{AnnotationName, AnnotationRange, HostSpan, RecorderWait};
+        let wait = |thread, start_ns, end_ns| {
+            Record::RecorderWait(RecorderWait {
+                thread,
+                thread_name: String::new(),
+                start_ns,
+                end_ns,
+                runtime: None,
+                submission: None,
+                region: None,
+            })
+        };
+        let range = |start_ns, end_ns| {
+            Record::AnnotationRange(AnnotationRange {
+                thread: 0,
+                name: AnnotationId(0),
+                start_ns,
+                end_ns,
+            })
+        };
+        let records = [
+            Record::AnnotationName(AnnotationName {
+                name: AnnotationId(0),
+                text: "fill staging".into(),
+            }),
+            wait(0, 0, 500),
+            // Inside the first range: a recorder wait, a capture fence, another thread's wait.
+            wait(0, 1_000, 1_400),
+            Record::HostSpan(HostSpan {
+                thread: 0,
+                kind: HostSpanKind::CaptureFence,
+                runtime: hrx_capture::schema::RuntimeId(0),
+                submission: hrx_capture::schema::SubmissionIndex(1),
+                region: None,
+                start_ns: 1_500,
+                end_ns: 1_600,
+            }),
+            wait(1, 1_000, 1_900),
+            range(800, 2_000),
+            // Straddling the second range's start: only its part inside counts.
+            wait(0, 2_900, 3_100),
+            range(3_000, 4_000),
+            range(5_000, 6_000),
+        ];
+        let (stats, _) = stats_of(&records);
+        let [a] = &stats.annotations[..] else {
+            panic!("{:?}", stats.annotations)
+        };
+        assert_eq!(a.name, "fill staging");
+        assert_eq!((a.count, a.total_ns), (3, 700 + 900 + 1_000));
+        assert_eq!((a.min_ns, a.max_ns), (700, 1_000));
+        assert_eq!((a.capture_wait_ns, a.capture_wait_ranges), (600, 2));
+    }
+
     #[test]
     fn annotations_markers_counters_and_host_threads_are_summed_by_name_and_thread() {
         let mut records = crate::synthetic::annotations(8, 10_000_000, 1_000_000);
@@ -1244,6 +1358,8 @@ mod tests {
                 max_ns: 2_000_000,
                 exact: true,
                 p50_interval_ns: Some((1_000_000, 2_000_000)),
+                capture_wait_ns: 0,
+                capture_wait_ranges: 0,
             }]
         );
         assert_eq!(

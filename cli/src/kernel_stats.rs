@@ -85,7 +85,10 @@
 //!  or the trace closed cleanly): not running, and not in the figures (the text says how
 //!  many),
 //!  "annotations": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
-//!                   "max_ns", "exact"}]: the application's ranges by name (format 1.14),
+//!                   "max_ns", "exact", "capture_wait_ns", "capture_wait_ranges"}]: the
+//!                   application's ranges by name (format 1.14), their times without the
+//!                   thread's waits on the recorder and at capture fences inside them
+//!                   ("capture_wait_ns" in all, in "capture_wait_ranges" ranges),
 //!  "markers": [{"name", "count"}], "counters": [{"name", "samples", "min", "max", "last"}]
 //!  (values in the application's unit),
 //!  "threads": [{"thread", "name", "submits", "submit_ns", "waits", "wait_ns",
@@ -737,6 +740,22 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
                 duration(u(&a["p50_ns"])),
                 duration(u(&a["p99_ns"])),
                 duration(u(&a["max_ns"])),
+            )?;
+        }
+        // Capture work inside the ranges, left out of their times: said, never silent.
+        let (left_out, held) = ranges.iter().fold((0, 0), |(ns, n), a| {
+            (
+                ns + u(&a["capture_wait_ns"]),
+                n + u(&a["capture_wait_ranges"]),
+            )
+        });
+        if left_out > 0 {
+            writeln!(
+                out,
+                "(times leave out {} of waits on the trace recorder and at capture fences \
+                 inside {})",
+                duration(left_out),
+                plural(held, "range")
             )?;
         }
     }
