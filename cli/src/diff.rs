@@ -139,7 +139,9 @@
 //!                            prepared graphs pooled: identical in both traces), "name", "nth",
 //!                            "base_region", "new_region", "base": {stats}, "new": {stats},
 //!                            "ratio", "interval", "too_few", "too_spread", "slow"}]},
-//!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), judged
+//!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), their
+//!                   times without the thread's waits on the recorder and at capture fences
+//!                   inside them (each side's "capture_wait_ns"), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "slower"),
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
@@ -328,6 +330,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                     "name": s.name, "count": s.count, "total_ns": s.total_ns,
                     "mean_ns": s.mean_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
                     "min_ns": s.min_ns, "max_ns": s.max_ns,
+                    "capture_wait_ns": s.capture_wait_ns,
                 })
             };
             let (base, new) = (a.base.as_ref(), a.new.as_ref());
@@ -613,6 +616,18 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                 ns(&a["base"]["p99_ns"]),
                 ns(&a["new"]["p99_ns"]),
                 judged_ratio(a),
+            )?;
+        }
+        // Capture work inside the ranges, left out of their times (`stats` does the same).
+        let left_out = |side: &str| rows.iter().map(|a| u(&a[side]["capture_wait_ns"])).sum();
+        let (base, new): (u64, u64) = (left_out("base"), left_out("new"));
+        if base + new > 0 {
+            writeln!(
+                out,
+                "(times leave out waits on the trace recorder and at capture fences inside the \
+                 ranges: {} in base, {} in new)",
+                duration(base),
+                duration(new)
             )?;
         }
     }
