@@ -330,6 +330,17 @@ impl std::fmt::Debug for Completion {
     }
 }
 
+/// In a child forked since `core`'s runtime was created, a submission not yet retired never
+/// will be (its workers are the parent's): an error, not a wait for ever. Asked only of a
+/// submission found not retired (a retired one answers its outcome), with the core the wait
+/// takes anyway: no extra reference count on a round trip.
+fn refuse_if_forked(core: &Core) -> Result<()> {
+    if core.forked() {
+        return Err(crate::sync::forked_error());
+    }
+    Ok(())
+}
+
 impl Completion {
     /// The submission's index (from 1, per runtime).
     pub fn submission(&self) -> u64 {
@@ -366,12 +377,12 @@ impl Completion {
     /// child process forked after the runtime was created, for a submission not yet retired
     /// (the parent's workers run it, not the child's).
     pub fn wait(&self) -> Result<()> {
-        self.refuse_if_forked()?;
         let done = || self.signal.is_published();
         let mut traced_from = None;
         if !done()
             && let Some(core) = self.core().upgrade()
         {
+            refuse_if_forked(&core)?;
             traced_from = core.context().tracer.on().then(crate::clock::now_ns);
             super::worker::help(&core, &self.signal, self.submission(), done);
         }
@@ -382,18 +393,6 @@ impl Completion {
             self.waited(start_ns);
         }
         self.signal.result()
-    }
-
-    /// In a child forked since the runtime was created, a submission not yet retired never
-    /// will be (its workers are the parent's): an error, not a wait for ever. A retired one
-    /// answers its outcome.
-    fn refuse_if_forked(&self) -> Result<()> {
-        match self.core().upgrade() {
-            Some(core) if core.forked() && !self.signal.is_published() => {
-                Err(crate::sync::forked_error())
-            }
-            _ => Ok(()),
-        }
     }
 
     /// Records a blocking wait that began at `start_ns` and ends now.
@@ -414,11 +413,12 @@ impl Completion {
         if self.signal.is_published() {
             return self.signal.result();
         }
-        self.refuse_if_forked()?;
-        let traced_from = self
-            .core()
-            .upgrade()
-            .and_then(|core| core.context().tracer.on().then(crate::clock::now_ns));
+        let core = self.core().upgrade();
+        if let Some(core) = &core {
+            refuse_if_forked(core)?;
+        }
+        let traced_from =
+            core.and_then(|core| core.context().tracer.on().then(crate::clock::now_ns));
         let retired = self.signal.park(Some(Instant::now() + timeout));
         if let Some(start_ns) = traced_from {
             self.waited(start_ns);
