@@ -12,34 +12,10 @@
 //! [`spin_until`] is the runtime's one bounded spin (completion waits, idle workers, trace
 //! capture fences and hashing threads).
 
-/// Forks this process went through: `pthread_atfork`'s child handler adds one in the child
-/// ([`watch_forks`]). A runtime keeps the count it was created under, so that one relaxed load
-/// tells it that it is in a child forked since ([`forked_error`]), where `getpid()` would be a
-/// system call on every submit.
-static FORKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Starts counting forks (once a process) and returns the count now.
-pub(crate) fn watch_forks() -> u64 {
-    #[cfg(unix)]
-    {
-        extern "C" fn child() {
-            FORKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        static WATCH: std::sync::Once = std::sync::Once::new();
-        // SAFETY: the handler only adds to an atomic, which is safe in a forked child of a
-        // multithreaded process (async-signal-safe); it is registered once.
-        WATCH.call_once(|| unsafe {
-            libc::pthread_atfork(None, None, Some(child));
-        });
-    }
-    forks()
-}
-
-/// Forks counted by [`watch_forks`] so far.
-#[inline]
-pub(crate) fn forks() -> u64 {
-    FORKS.load(std::sync::atomic::Ordering::Relaxed)
-}
+/// The process's fork count ([`hrx_capture::fork`], the trace's own): a runtime keeps the
+/// count it was created under, so that one relaxed load tells it that it is in a child
+/// forked since ([`forked_error`]).
+pub(crate) use hrx_capture::fork::{forks, watch_forks};
 
 /// What a runtime answers in a child forked after it was created: its workers (and any
 /// device context, as CUDA's) are not in the child, so it would wait for them for ever.

@@ -43,6 +43,7 @@
 
 mod activation;
 pub mod clock;
+pub mod fork;
 pub mod format;
 mod note;
 pub mod range;

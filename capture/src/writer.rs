@@ -533,6 +533,8 @@ pub(crate) struct Shared {
     /// The process that opened the recorder: a child forked without exec shares the file
     /// descriptor, and its fatal signal must not write into this trace.
     pid: u32,
+    /// The process's fork count when the recorder was opened ([`crate::fork`]).
+    forks: u64,
 }
 
 /// The core, locked; records its holder in [`Shared::core_holder`] while it lives.
@@ -1202,7 +1204,7 @@ impl Shared {
     /// not in it. It never writes its parent's trace (its own records are lost with it, as at
     /// a fatal signal: `fatal.rs`), and never waits for that writer.
     fn forked(&self) -> bool {
-        std::process::id() != self.pid
+        crate::fork::forks() != self.forks
     }
 
     fn close(&self) -> Result<CloseSummary, WriteError> {
@@ -1433,6 +1435,7 @@ impl Recorder {
             core_holder: AtomicI32::new(0),
             signal_fd,
             pid: std::process::id(),
+            forks: crate::fork::watch_forks(),
         });
         let thread_shared = shared.clone();
         let writer = std::thread::Builder::new()
