@@ -14,6 +14,39 @@ use hrx_capture::schema::Record;
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// A graph whose scoped callback writes bytes 0..32 of `shared` and reads `order`, waits until
+/// the returned sender sends (at most 20 s), then fails with `DeviceLost`: an uncertain
+/// failure, whose graph is quarantined and `shared` poisoned, while later work ordered after it
+/// (a write-after-read on `order`) waits.
+fn gated_uncertain_failure(
+    rt: &Runtime,
+    shared: &hrx::Buffer,
+    order: &hrx::Buffer,
+) -> (hrx::ExecutableGraph, mpsc::Sender<()>) {
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut failing = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        failing
+            .gpu_scoped(
+                &[
+                    GpuAccess::new(shared.view(0..32).unwrap(), Access::Write),
+                    GpuAccess::new(order.whole(), Access::Read),
+                ],
+                move |_| {
+                    gate.lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(20))
+                        .ok();
+                    Err(Error::DeviceLost("the callback's stream faulted".into()))
+                },
+            )
+            .unwrap();
+    }
+    (failing.prepare().unwrap(), release)
+}
+
 conformance! {
     /// The seed: "On an uncertain failure return an error; captured resources and bindings
     /// are then quarantined together". Any error, not only `DeviceLost`.
@@ -89,25 +122,7 @@ conformance! {
         let shared = rt.buffer(64, Placement::GpuLocal).unwrap();
         let order = rt.buffer(16, Placement::GpuLocal).unwrap();
         let sink = rt.buffer(32, Placement::GpuLocal).unwrap();
-        let (release, gate) = mpsc::channel::<()>();
-        let gate = std::sync::Mutex::new(gate);
-        let mut failing = rt.graph();
-        // SAFETY: the callback touches no memory and owns no native resource.
-        unsafe {
-            failing
-                .gpu_scoped(
-                    &[
-                        GpuAccess::new(shared.view(0..32).unwrap(), Access::Write),
-                        GpuAccess::new(order.whole(), Access::Read),
-                    ],
-                    move |_| {
-                        gate.lock().unwrap().recv_timeout(Duration::from_secs(10)).ok();
-                        Err(Error::DeviceLost("the callback's stream faulted".into()))
-                    },
-                )
-                .unwrap();
-        }
-        let failing = failing.prepare().unwrap();
+        let (failing, release) = gated_uncertain_failure(&rt, &shared, &order);
         let mut reader = rt.graph();
         reader.fill(order.whole(), 1).unwrap();
         reader.copy(sink.whole(), shared.view(32..64).unwrap()).unwrap();
@@ -366,28 +381,7 @@ fn a_written_only_use_of_a_poisoned_buffer_fails_its_region_without_running() {
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
     let shared = rt.buffer(64, Placement::GpuLocal).unwrap();
     let order = rt.buffer(16, Placement::GpuLocal).unwrap();
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
-    let mut failing = rt.graph();
-    // SAFETY: the callback touches no memory and owns no native resource.
-    unsafe {
-        failing
-            .gpu_scoped(
-                &[
-                    GpuAccess::new(shared.view(0..32).unwrap(), Access::Write),
-                    GpuAccess::new(order.whole(), Access::Read),
-                ],
-                move |_| {
-                    gate.lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(20))
-                        .ok();
-                    Err(Error::DeviceLost("the callback's stream faulted".into()))
-                },
-            )
-            .unwrap();
-    }
-    let failing = failing.prepare().unwrap();
+    let (failing, release) = gated_uncertain_failure(&rt, &shared, &order);
     let mut writer = rt.graph();
     // One native graph: a write-after-read on `order` orders it after the callback; its
     // other write is to bytes of `shared` that the callback never declared.
