@@ -997,6 +997,13 @@ impl Shared {
         core.calibrated_at = core.records + u64::from(core.pending_records);
     }
 
+    /// The core for a recording thread, `None` in a child forked without `exec`
+    /// ([`Shared::forked`]) before its lock is taken: the parent's writer may have held it
+    /// at the fork, and in the child nothing would ever release it.
+    fn core_unless_forked(&self) -> Option<CoreGuard<'_>> {
+        (!self.forked()).then(|| self.core())
+    }
+
     fn core(&self) -> CoreGuard<'_> {
         let mut guard = lock(&self.core);
         if !guard.closed && self.forked() {
@@ -1032,7 +1039,7 @@ impl Shared {
 
     /// A new ring for the calling thread, or `None` once closed.
     fn register(&self) -> Option<Producer> {
-        let mut core = self.core();
+        let mut core = self.core_unless_forked()?;
         if core.closed {
             return None;
         }
@@ -1068,7 +1075,9 @@ impl Shared {
 
     /// Writes a record too large for the ring, after the thread's own ring.
     fn record_large(&self, producer: &Producer, record: &Record) -> Outcome {
-        let mut core = self.core();
+        let Some(mut core) = self.core_unless_forked() else {
+            return Outcome::Closed;
+        };
         if core.closed {
             return Outcome::Closed;
         }
@@ -1082,7 +1091,9 @@ impl Shared {
     /// Records `record` under the core lock, for a thread that cannot use its ring (its
     /// thread-local state is gone or busy) in lossless mode.
     fn record_locked(&self, record: &Record) -> Outcome {
-        let mut core = self.core();
+        let Some(mut core) = self.core_unless_forked() else {
+            return Outcome::Closed;
+        };
         if core.closed {
             return Outcome::Closed;
         }
@@ -1555,7 +1566,7 @@ impl Recorder {
     /// Returns `None` (and counts a dropped record) when the blob is larger than
     /// [`MAX_RECORD_BYTES`] allows or the recorder is closed.
     pub fn intern_blob(&self, bytes: &[u8]) -> Option<BlobHash> {
-        self.handle.shared.core().intern_blob(bytes)
+        self.handle.shared.core_unless_forked()?.intern_blob(bytes)
     }
 
     /// Whether contents whose xxh3 is `hash` are already stored in this trace as a blob, so
@@ -1581,7 +1592,13 @@ impl Recorder {
         // one on the recorder, as a full ring's hand-over is: a program's host write that
         // took seconds is never left unexplained.
         let start_ns = shared.now_ns();
-        let payload = shared.core().payload(bytes);
+        let Some(mut core) = shared.core_unless_forked() else {
+            return Payload::Omitted {
+                len_bytes: bytes.len() as u64,
+            };
+        };
+        let payload = core.payload(bytes);
+        drop(core);
         let end_ns = shared.now_ns();
         if end_ns.saturating_sub(start_ns) >= PAYLOAD_WAIT_RECORDED_NS {
             self.record_on_thread(|thread| {
@@ -3475,6 +3492,49 @@ mod tests {
         assert!(rec.dropped_records() >= 100);
         let err = rec.close().unwrap_err();
         assert!(err.to_string().contains("disk full"), "{err}");
+    }
+
+    /// A child forked while the parent's writer held the core lock never takes it (nothing in
+    /// the child would release it): a new annotation name, a large record and a blob answer
+    /// at once, as closed, where they waited for ever.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_never_waits_for_a_lock_its_parent_held_at_the_fork() {
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        rec.record(&timing(0, 1));
+        let held = rec.handle.shared.core();
+        // SAFETY: the child only records and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let named = rec.annotation_name("a name new in the child");
+            let blob = rec.intern_blob(&[7; 4096]);
+            let code = if named.is_none() && blob.is_none() {
+                0
+            } else {
+                1
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        drop(held);
+        let mut status = 0;
+        let mut waited = 0;
+        // A child that hangs is killed after a minute, and the test fails.
+        // SAFETY: `pid` is our child; `status` a valid out-pointer.
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            waited += 1;
+            if waited == 600 {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child hung or recorded: {status:#x}"
+        );
+        rec.close().unwrap();
+        assert!(read(&sink).recovery.clean_close);
     }
 
     /// Keeps what it is given, and fails the write of the trailer (after the final index).
