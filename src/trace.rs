@@ -1026,10 +1026,16 @@ type HashJob = Box<dyn FnOnce() + Send>;
 /// record about the same buffer from another thread (a host write, the buffer's release) may
 /// precede its `OutputDigest` in the file; the schema lets records of different threads
 /// interleave and names the digest's submission, buffer and range by id.
+///
+/// None in a child forked since they started (they are the parent's threads, not the
+/// child's: a job sent to them never ran, and the capture fence it held kept the child's
+/// next write to the buffer waiting for ever; a break-it pass): the writer's thread hashes
+/// there, as where no hashing thread could start.
 fn hashing_threads() -> Option<&'static crossbeam_channel::Sender<HashJob>> {
-    static THREADS: OnceLock<Option<crossbeam_channel::Sender<HashJob>>> = OnceLock::new();
-    THREADS
-        .get_or_init(|| {
+    static THREADS: OnceLock<(u64, Option<crossbeam_channel::Sender<HashJob>>)> = OnceLock::new();
+    let (forks, threads) = THREADS.get_or_init(|| {
+        let forks = crate::sync::watch_forks();
+        let threads = {
             let (jobs, queue) = crossbeam_channel::unbounded::<HashJob>();
             let count = std::thread::available_parallelism()
                 .map_or(1, |n| n.get() / 4)
@@ -1044,8 +1050,10 @@ fn hashing_threads() -> Option<&'static crossbeam_channel::Sender<HashJob>> {
                 })
                 .count();
             (started > 0).then_some(jobs)
-        })
-        .as_ref()
+        };
+        (forks, threads)
+    });
+    threads.as_ref().filter(|_| *forks == crate::sync::forks())
 }
 
 /// A hashing thread: like a runtime worker, it spins a while for the next job before it

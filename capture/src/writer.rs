@@ -1637,6 +1637,14 @@ impl Recorder {
         job: impl FnOnce(&mut Deferred<'_>) + Send + 'static,
     ) {
         let shared = &self.handle.shared;
+        if shared.forked() {
+            // No writer thread in a forked child: a job queued in this thread's ring would
+            // never run nor drop, and what it holds (a runtime's capture fence) would keep a
+            // writer of the buffer waiting for ever. Dropped now, as after close, before the
+            // lock, which the parent's writer may have held at the fork.
+            drop(job);
+            return;
+        }
         let address = Box::into_raw(Box::new(Box::new(job) as DeferredJob)) as usize;
         let outcome = LOCAL
             .try_with(|local| match local.try_borrow_mut() {
@@ -2535,6 +2543,38 @@ mod tests {
 
     fn read(sink: &MemorySink) -> Trace {
         Trace::from_bytes(&sink.contents()).unwrap()
+    }
+
+    /// A deferred job recorded in a child forked without `exec` is dropped at once, with what
+    /// it holds: queued in the thread's ring it never ran (the writer thread is the
+    /// parent's), and a runtime's capture fence it held kept the child's next write to the
+    /// buffer waiting for ever (a break-it pass).
+    #[cfg(unix)]
+    #[test]
+    fn a_deferred_job_in_a_forked_child_is_dropped_at_once() {
+        let (recorder, _sink) = memory_recorder(RecorderOptions::default());
+        // This thread's ring exists before the fork, as a traced program's does.
+        recorder.record(&timing(0, 1));
+        recorder.flush().unwrap();
+        // SAFETY: the child records one job, reads a reference count and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let held = Arc::new(());
+            let in_job = held.clone();
+            recorder.record_deferred(move |_| drop(in_job));
+            let code = i32::from(Arc::strong_count(&held) != 1);
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: `pid` is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's job was not dropped: {status}"
+        );
+        recorder.close().unwrap();
     }
 
     /// The records but the session clock's calibrations (written at start, at every flush,

@@ -118,3 +118,81 @@ fn a_runtime_refuses_work_in_a_child_forked_after_it_was_created() {
         }
     }
 }
+
+/// Host writes, twice to one buffer (the second waits for the first's capture), and a copy
+/// read back: a new runtime's work in a forked child. 0 when it all held.
+fn child_work(rt: &Runtime) -> i32 {
+    let run = || -> hrx::Result<u8> {
+        let (a, b) = (
+            rt.buffer(1 << 20, Placement::HostVisible)?,
+            rt.buffer(1 << 20, Placement::HostVisible)?,
+        );
+        let mut copy = rt.graph();
+        copy.copy(b.whole(), a.whole())?;
+        let copy = copy.prepare()?;
+        for value in [3, 4] {
+            a.write(0, &vec![value; 1 << 20])?;
+            copy.submit()?.wait()?;
+        }
+        let mut out = [0u8; 1];
+        b.read(0, &mut out)?;
+        Ok(out[0])
+    };
+    match run() {
+        Ok(4) => 0,
+        _ => 1,
+    }
+}
+
+/// A new runtime in a child forked from a traced process works, traced by the parent's
+/// recorder (which writes nothing there) or by a trace of the child's own: its host writes'
+/// captures went to the parent's writer and hashing threads, which are not in the child, so
+/// the second write into a buffer waited at its capture fence for ever (a break-it pass).
+#[test]
+fn a_new_runtime_in_a_forked_child_of_a_traced_process_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("parent.hrxt");
+    let own = dir.path().join("child.hrxt");
+    let recorder =
+        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    // The parent's hashing threads and this thread's ring exist before the fork.
+    assert_eq!(child_work(&rt), 0);
+    for own_trace in [false, true] {
+        // SAFETY: the child runs a runtime of its own and `_exit`s: no test harness, no exit
+        // handlers of the parent's.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let options = RuntimeOptions::sim();
+            let code = if own_trace {
+                let mine =
+                    hrx_capture::Recorder::create(&own, hrx_capture::RecorderOptions::default())
+                        .unwrap();
+                let code =
+                    Runtime::new(options.recorder(mine.clone())).map_or(2, |rt| child_work(&rt));
+                match mine.close() {
+                    Ok(_)
+                        if hrx_capture::read_all(&own).is_ok_and(|t| t.recovery.is_complete()) =>
+                    {
+                        code
+                    }
+                    _ => 3,
+                }
+            } else {
+                Runtime::new(options.recorder(recorder.clone())).map_or(2, |rt| child_work(&rt))
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let code = exit_code(pid);
+        assert_eq!(
+            code, 0,
+            "own trace: {own_trace}: 1 the work failed, 2 no runtime, 3 no trace, -2 it hung"
+        );
+    }
+    assert_eq!(child_work(&rt), 0);
+    drop(rt);
+    recorder.close().unwrap();
+    assert!(hrx_capture::read_all(&path).unwrap().recovery.is_complete());
+}
