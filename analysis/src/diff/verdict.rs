@@ -604,9 +604,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             });
             continue;
         }
-        if d.count() == 0 || nd.count() == 0 {
-            continue;
-        }
+        // Runs on one side only still join the pool (a graph of both that one trace never
+        // ran, its frames run by an identical graph): the pooled row needs both, below.
         timed_regions.push(((key.runtime, key.prepared, key.region), (label, d, nd)));
     }
     let pooled = pools.pool(timed_regions, |(_, d, nd), (_, more_d, more_nd)| {
@@ -1544,6 +1543,44 @@ mod tests {
         let c = compared(&changed, &one, 1e9);
         assert!(c.regions.times.iter().all(|t| t.graphs.len() == 1));
         assert_eq!(c.regions.only_base, 4);
+    }
+
+    /// A graph of both traces that one of them never ran (prepared, its frames run by an
+    /// identical graph of its own) still gives its pool the other side's runs: they were
+    /// left out before pooling, the pool then had runs on one side only, and the regions read
+    /// matched with no row (a pipeline at `--in-flight 1` against a trim of one at 3 whose
+    /// first graph ran before the trim: `12 matched` and an empty table; a break-it pass).
+    #[test]
+    fn a_graph_in_both_run_on_one_side_only_gives_its_pool_those_runs() {
+        let records = trace(20, &[], None);
+        let one = profile_records(&records);
+        // The same program with a second identical graph that ran every frame, the first
+        // prepared and never run (as the comparison of a trim leaves it).
+        let mut second = profile_records(&records);
+        let signature = second.graphs[&(0, 0)];
+        second.graphs.insert((0, 1), signature);
+        for (key, (label, sketch)) in one.regions.iter().filter(|(k, _)| k.prepared == 0) {
+            let moved = RegionKey {
+                prepared: 1,
+                ..*key
+            };
+            second
+                .regions
+                .insert(moved, (label.clone(), sketch.clone()));
+            second
+                .regions
+                .insert(*key, (label.clone(), Sketch::default()));
+        }
+        let m = matched(&records, &records);
+        for (base, new) in [(&one, &second), (&second, &one)] {
+            let c = compare(base, new, &m, 1e9);
+            assert_eq!(c.regions.times.len(), 4, "{:?}", c.regions);
+            assert!(
+                (c.regions.times.iter()).all(|t| t.graphs == [0, 1]),
+                "{:?}",
+                c.regions.times
+            );
+        }
     }
 
     /// Each judged row carries its ratio's interval; a side with fewer than 7 runs has
