@@ -157,9 +157,10 @@ pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
     }
 }
 
-/// A handle to the installed recorder, if any.
+/// A handle to the installed recorder, if any (not one a child forked without `exec`
+/// inherited from its parent: that one writes nothing here).
 pub fn current() -> Option<Recorder> {
-    lock(&SLOT).clone()
+    lock(&SLOT).clone().filter(|r| !r.shared().forked())
 }
 
 /// The installed recorder, or a new one recording to `path` (after [`expand_path`]), which
@@ -173,6 +174,14 @@ pub fn install_or_current(
     options: RecorderOptions,
 ) -> Result<Recorder, WriteError> {
     let mut slot = lock(&SLOT);
+    // A recorder inherited by a child forked without `exec` is its parent's, writing nothing
+    // here: the child records into a trace of its own, as a process it `exec`s would (beside
+    // the parent's, `NAME.PID.EXT`: the parent holds that file). It recorded nothing, and
+    // said nothing (a break-it pass).
+    if slot.as_ref().is_some_and(|r| r.shared().forked()) {
+        CURRENT.store(0, Ordering::Release);
+        std::mem::forget(slot.take());
+    }
     if let Some(recorder) = slot.as_ref() {
         return Ok(recorder.clone());
     }
@@ -525,6 +534,49 @@ mod tests {
         assert!(read_all(&trace).unwrap().recovery.clean_close);
     }
 
+    /// In a child forked without `exec` from a process whose recorder is installed, that
+    /// recorder is its parent's, writing nothing there: `current` has none, and
+    /// `install_or_current` opens the child's own trace (here `%p`, the child's pid), which
+    /// closes complete; the parent's is untouched. It joined the parent's recorder and
+    /// recorded nothing, silently (a break-it pass).
+    #[cfg(unix)]
+    fn forked_child_records_into_a_trace_of_its_own(template: &Path, parent: &Recorder) {
+        // SAFETY: the child records, closes its trace and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let checks = || -> Option<()> {
+                (current().is_none()).then_some(())?;
+                let own = install_or_current(template, RecorderOptions::default()).ok()?;
+                (own.id() != parent.id() && enabled()).then_some(())?;
+                record(&Record::RuntimeEnd(RuntimeEnd {
+                    runtime: RuntimeId(7),
+                    time_ns: now_ns(),
+                }));
+                shutdown().ok()??;
+                let trace = read_all(installed_path()?).ok()?;
+                (trace.recovery.clean_close
+                    && trace
+                        .records
+                        .iter()
+                        .any(|r| r.runtime() == Some(RuntimeId(7))))
+                .then_some(())
+            };
+            let code = i32::from(checks().is_none());
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: `pid` is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the forked child's own trace: {status:#x}"
+        );
+        let child = template.with_file_name(format!("shared-{pid}.hrxt"));
+        assert!(read_all(&child).unwrap().recovery.clean_close);
+    }
+
     /// The only test touching the process-wide slot (tests run in parallel).
     #[test]
     fn global_slot_gates_and_shares_one_trace() {
@@ -541,6 +593,8 @@ mod tests {
         let second =
             install_or_current(dir.path().join("unused"), RecorderOptions::default()).unwrap();
         assert!(enabled());
+        #[cfg(unix)]
+        forked_child_records_into_a_trace_of_its_own(&path, &first);
         let (a, b) = (first.next_runtime_id(), second.next_runtime_id());
         assert_ne!(a, b);
         let from_other_thread = std::thread::spawn(move || {

@@ -1214,7 +1214,7 @@ impl Shared {
     /// recorder: it shares its parent's file descriptor, but the parent's writer thread is
     /// not in it. It never writes its parent's trace (its own records are lost with it, as at
     /// a fatal signal: `fatal.rs`), and never waits for that writer.
-    fn forked(&self) -> bool {
+    pub(crate) fn forked(&self) -> bool {
         crate::fork::forks() != self.forks
     }
 
