@@ -590,6 +590,9 @@ struct Annotations {
     /// oldest first, at most [`CAPTURE_WAITS_KEPT`]. A wait is recorded before the range
     /// around it (ranges are recorded as they close, on the same thread, in order).
     capture_waits: BTreeMap<u32, VecDeque<(u64, u64)>>,
+    /// Per thread: the waits let go of to keep that bound, as (first start, last end, total
+    /// ns): a range around all of them (one around a whole `main`) still leaves them out.
+    capture_evicted: BTreeMap<u32, (u64, u64, u64)>,
     markers: BTreeMap<AnnotationId, u64>,
     /// Samples, min, max, (time, value) of the latest.
     counters: BTreeMap<AnnotationId, (u64, f64, f64, (u64, f64))>,
@@ -604,25 +607,38 @@ impl Annotations {
     /// A capture wait of `thread`, to leave out of the ranges around it.
     fn capture_wait(&mut self, thread: u32, (start_ns, end_ns): (u64, u64)) {
         let waits = self.capture_waits.entry(thread).or_default();
-        if waits.len() == CAPTURE_WAITS_KEPT {
-            waits.pop_front();
+        if waits.len() == CAPTURE_WAITS_KEPT
+            && let Some((start, end)) = waits.pop_front()
+        {
+            let evicted = self
+                .capture_evicted
+                .entry(thread)
+                .or_insert((start, end, 0));
+            evicted.1 = end;
+            evicted.2 += end - start;
         }
         waits.push_back((start_ns, end_ns.max(start_ns)));
     }
 
-    /// The time `thread`'s capture waits take of `start_ns..end_ns`.
+    /// The time `thread`'s capture waits take of `start_ns..end_ns`. Of the waits let go of
+    /// (past [`CAPTURE_WAITS_KEPT`]), those of a range around all of them; a range that began
+    /// among them is left those it can be told, the kept ones.
     fn capture_within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> u64 {
         let Some(waits) = self.capture_waits.get(&thread) else {
             return 0;
         };
-        waits
+        let kept: u64 = waits
             .iter()
             .rev()
             // Newest first, in time order on one thread: older ones end before the range.
             .take_while(|&&(_, end)| end > start_ns)
             .map(|&(start, end)| end.min(end_ns).saturating_sub(start.max(start_ns)))
-            .sum::<u64>()
-            .min(end_ns.saturating_sub(start_ns))
+            .sum();
+        let evicted = match self.capture_evicted.get(&thread) {
+            Some(&(first, last, total)) if start_ns <= first && last <= end_ns => total,
+            _ => 0,
+        };
+        (kept + evicted).min(end_ns.saturating_sub(start_ns))
     }
 
     fn thread(&mut self, thread: u32) -> &mut ThreadStats {
@@ -1272,6 +1288,37 @@ mod tests {
     /// out of their durations, and counted: capture never appears inside a measured time (a
     /// fresh user's pass: a 6 ms range held 5 ms of waits on the recorder). Another thread's
     /// waits, and the thread's own before the range, are not.
+    /// More waits on one thread than are kept one by one: a range around all of them (a
+    /// whole `main`) still leaves every one out (a break-it pass: only the newest 4,096 were).
+    #[test]
+    fn a_range_around_more_waits_than_are_kept_leaves_them_all_out() {
+        use hrx_capture::schema::{AnnotationRange, RecorderWait};
+        let n = CAPTURE_WAITS_KEPT as u64 + 1_000;
+        let mut records: Vec<Record> = (0..n)
+            .map(|i| {
+                Record::RecorderWait(RecorderWait {
+                    thread: 0,
+                    thread_name: String::new(),
+                    start_ns: 1_000 + i * 100,
+                    end_ns: 1_000 + i * 100 + 10,
+                    runtime: None,
+                    submission: None,
+                    region: None,
+                })
+            })
+            .collect();
+        records.push(Record::AnnotationRange(AnnotationRange {
+            thread: 0,
+            name: AnnotationId(0),
+            start_ns: 0,
+            end_ns: 1_000 + n * 100,
+        }));
+        let (stats, _) = stats_of(&records);
+        let a = &stats.annotations[0];
+        assert_eq!(a.capture_wait_ns, n * 10);
+        assert_eq!(a.total_ns, 1_000 + n * 100 - n * 10);
+    }
+
     #[test]
     fn capture_waits_inside_a_range_are_left_out_of_its_duration() {
         use hrx_capture::schema::{AnnotationName, AnnotationRange, HostSpan, RecorderWait};
