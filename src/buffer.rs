@@ -145,6 +145,10 @@ pub(crate) struct Storage {
     /// a buffer without mappings for conflicts without the lock.
     pub mapped: AtomicUsize,
     pub captures: Captures,
+    /// The process's fork count when the buffer was allocated ([`crate::sync::forks`]): in a
+    /// child forked since, the buffer belongs to its parent's runtime, whose workers, trace
+    /// and in-flight work are not in the child.
+    pub forks: u64,
 }
 
 // SAFETY: `pointer` is a host mapping owned by `allocation`, which is Send + Sync; every
@@ -266,7 +270,18 @@ impl Storage {
             .store(visibility_word(&visibility), Ordering::Release);
     }
 
+    /// In a child forked since the buffer was allocated: refused, as its runtime's `submit` is
+    /// (a host access waits for in-flight work and capture fences the parent's threads would
+    /// end, and none is in the child: it waited for ever; a break-it pass).
+    fn usable_here(&self) -> Result<()> {
+        if crate::sync::forks() != self.forks {
+            return Err(crate::sync::forked_error());
+        }
+        Ok(())
+    }
+
     fn map(&self, range: Range<usize>, access: Access) -> Result<(u64, *mut u8)> {
+        self.usable_here()?;
         if self.pointer.is_null() {
             return Err(Error::Unsupported(format!(
                 "buffer {} is GPU-local and has no host mapping; use read/write",
@@ -400,6 +415,11 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
+        if self.usable_here().is_err() {
+            // A capture pending at the fork never ends in the child: the allocation is let go
+            // without a wait (the parent frees its own), and nothing is recorded.
+            return;
+        }
         // The allocation is freed after this: no capture may still be reading it.
         self.wait_for_captures();
         self.context.tracer.buffer_gone(self.id);
@@ -483,7 +503,9 @@ impl Buffer {
     /// Map `range` for host reading.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for GPU-local buffers; [`Error::Busy`] while an in-flight
+    /// [`Error::Unsupported`] for GPU-local buffers, and for every buffer in a child process
+    /// forked after it was allocated (its runtime's work is not in the child); [`Error::Busy`]
+    /// while an in-flight
     /// submission or a host write mapping writes an intersecting range;
     /// [`Error::DeviceLost`] when poisoned; [`Error::OutOfBounds`].
     pub fn map_read(&self, range: Range<usize>) -> Result<HostRead<'_>> {
@@ -580,6 +602,7 @@ impl Buffer {
     }
 
     fn register_staging(&self, range: Range<usize>, access: Access) -> Result<u64> {
+        self.storage.usable_here()?;
         self.storage.check_range(&range)?;
         self.storage.register_host_access(range, access)
     }

@@ -655,6 +655,7 @@ impl Runtime {
             visibility_seen: AtomicU8::new(0b111),
             mapped: AtomicUsize::new(0),
             captures: Default::default(),
+            forks: crate::sync::forks(),
         });
         if let Some(hook) = context.tracer.hook() {
             hook.record(s::Record::BufferCreated(s::BufferCreated {

@@ -11,6 +11,7 @@ use std::time::Duration;
 /// The child's checks: 0 when each holds, else the number of the first that failed.
 fn in_child(
     rt: Runtime,
+    buffer: hrx::Buffer,
     fill: hrx::ExecutableGraph,
     held: hrx::ExecutableGraph,
     pending: hrx::Completion,
@@ -25,8 +26,13 @@ fn in_child(
     if !refused(pending.wait_timeout(Duration::from_secs(1))) {
         return 3;
     }
+    // Host access to the parent runtime's buffer, bytes in flight at the fork or not: it
+    // would wait for work and captures the parent's threads end.
+    if !refused(buffer.write(200, &[1; 8])) || !refused(buffer.to_vec().map(drop)) {
+        return 4;
+    }
     // The last handles: the runtime goes without joining the parent's workers.
-    drop((fill, held, pending));
+    drop((buffer, fill, held, pending));
     drop(rt);
     0
 }
@@ -96,7 +102,7 @@ fn a_runtime_refuses_work_in_a_child_forked_after_it_was_created() {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
-            let code = in_child(rt, fill, held, pending);
+            let code = in_child(rt, buffer, fill, held, pending);
             // SAFETY: ends the child at once.
             unsafe { libc::_exit(code) };
         }
@@ -107,9 +113,10 @@ fn a_runtime_refuses_work_in_a_child_forked_after_it_was_created() {
         fill.submit().unwrap().wait().unwrap();
         assert_eq!(
             code, 0,
-            "traced: {traced}: the child's check {code} failed (1 submit, 2 wait, 3 wait_timeout; \
-             -1 it crashed, -2 it hung)"
+            "traced: {traced}: the child's check {code} failed (1 submit, 2 wait, 3 wait_timeout, \
+             4 host access; -1 it crashed, -2 it hung)"
         );
+        assert_eq!(buffer.to_vec().unwrap()[128..], [7; 128]);
         drop((fill, held, pending, buffer, rt));
         if let Some(recorder) = recorder {
             recorder.close().unwrap();
