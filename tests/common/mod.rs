@@ -1,6 +1,19 @@
 //! Shared test helpers.
 
 use hrx::{BackendChoice, NpuBackendChoice, Runtime, RuntimeOptions};
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
+
+/// A gate for a callback: the wait it calls returns once the sender sends (or is dropped),
+/// or after `limit`, so that a test that fails never hangs on it.
+pub fn gate(limit: Duration) -> (mpsc::Sender<()>, impl Fn() + Send + Sync + 'static) {
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let wait = move || {
+        let _ = gate.lock().unwrap().recv_timeout(limit);
+    };
+    (release, wait)
+}
 
 /// The backends the conformance suite runs on: `sim`, plus `HRX_TEST_BACKENDS` (GPU backends
 /// `cuda`, `hip`; `xrt` is the software GPU with the XRT NPU).

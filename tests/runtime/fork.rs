@@ -5,7 +5,6 @@
 //! used after `fork`.
 
 use hrx::{Access, Error, GpuAccess, Placement, Runtime, RuntimeOptions};
-use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 /// The child's checks: 0 when each holds, else the number of the first that failed.
@@ -81,16 +80,12 @@ fn a_runtime_refuses_work_in_a_child_forked_after_it_was_created() {
         let fill = fill.prepare().unwrap();
         fill.submit().unwrap().wait().unwrap();
         // In flight at the fork: a host callback held by the parent's gate.
-        let (release, gate) = mpsc::channel::<()>();
-        let gate = Mutex::new(gate);
+        let (release, wait) = crate::common::gate(Duration::from_secs(60));
         let mut held = rt.graph();
         held.host(
             &[GpuAccess::new(buffer.view(0..128).unwrap(), Access::Write)],
             move |_| {
-                gate.lock()
-                    .unwrap()
-                    .recv_timeout(Duration::from_secs(60))
-                    .ok();
+                wait();
                 Ok(())
             },
         )

@@ -6,6 +6,7 @@
 //! failures are classified as any native failure's; conflicts across submissions are exact
 //! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`.
 
+use crate::common::gate;
 use hrx::{
     Access, Engine, Error, GpuAccess, Placement, Queue, RegionKind, Runtime, RuntimeOptions,
     kernels,
@@ -23,8 +24,7 @@ fn gated_uncertain_failure(
     shared: &hrx::Buffer,
     order: &hrx::Buffer,
 ) -> (hrx::ExecutableGraph, mpsc::Sender<()>) {
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
+    let (release, wait) = gate(Duration::from_secs(20));
     let mut failing = rt.graph();
     // SAFETY: the callback touches no memory and owns no native resource.
     unsafe {
@@ -35,10 +35,7 @@ fn gated_uncertain_failure(
                     GpuAccess::new(order.whole(), Access::Read),
                 ],
                 move |_| {
-                    gate.lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(20))
-                        .ok();
+                    wait();
                     Err(Error::DeviceLost("the callback's stream faulted".into()))
                 },
             )
@@ -314,8 +311,7 @@ fn conflicts_across_submissions_are_exact_byte_ranges_through_any_view_and_lane(
     let source = rt.buffer(64, Placement::HostVisible).unwrap();
     let sink = rt.buffer(1, Placement::HostVisible).unwrap();
     source.write(0, &[5; 64]).unwrap();
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
+    let (release, wait) = gate(Duration::from_secs(20));
     let mut writer = rt.graph();
     // SAFETY: the callback touches no memory and owns no native resource.
     unsafe {
@@ -323,10 +319,7 @@ fn conflicts_across_submissions_are_exact_byte_ranges_through_any_view_and_lane(
             .gpu_scoped(
                 &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
                 move |_| {
-                    gate.lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(20))
-                        .ok();
+                    wait();
                     Ok(())
                 },
             )
@@ -430,15 +423,11 @@ fn a_quarantined_graph_answers_device_lost_before_busy() {
     assert!(held.wait().unwrap_err().is_device_loss());
     // Capacity taken by a blocked submission of another graph.
     let other = rt.buffer(8, Placement::HostVisible).unwrap();
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
+    let (release, wait) = gate(Duration::from_secs(20));
     let mut blocked = rt.graph();
     blocked
         .host(&[GpuAccess::new(other.whole(), Access::Write)], move |_| {
-            gate.lock()
-                .unwrap()
-                .recv_timeout(Duration::from_secs(20))
-                .ok();
+            wait();
             Ok(())
         })
         .unwrap();
