@@ -541,37 +541,27 @@ mod tests {
     /// recorded nothing, silently (a break-it pass).
     #[cfg(unix)]
     fn forked_child_records_into_a_trace_of_its_own(template: &Path, parent: &Recorder) {
-        // SAFETY: the child records, closes its trace and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let checks = || -> Option<()> {
-                (current().is_none()).then_some(())?;
-                let own = install_or_current(template, RecorderOptions::default()).ok()?;
-                (own.id() != parent.id() && enabled()).then_some(())?;
-                record(&Record::RuntimeEnd(RuntimeEnd {
-                    runtime: RuntimeId(7),
-                    time_ns: now_ns(),
-                }));
-                shutdown().ok()??;
-                let trace = read_all(installed_path()?).ok()?;
-                (trace.recovery.clean_close
-                    && trace
-                        .records
-                        .iter()
-                        .any(|r| r.runtime() == Some(RuntimeId(7))))
-                .then_some(())
-            };
-            let code = i32::from(checks().is_none());
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: `pid` is our child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        let checks = || -> Option<()> {
+            (current().is_none()).then_some(())?;
+            let own = install_or_current(template, RecorderOptions::default()).ok()?;
+            (own.id() != parent.id() && enabled()).then_some(())?;
+            record(&Record::RuntimeEnd(RuntimeEnd {
+                runtime: RuntimeId(7),
+                time_ns: now_ns(),
+            }));
+            shutdown().ok()??;
+            let trace = read_all(installed_path()?).ok()?;
+            (trace.recovery.clean_close
+                && trace
+                    .records
+                    .iter()
+                    .any(|r| r.runtime() == Some(RuntimeId(7))))
+            .then_some(())
+        };
+        let pid = crate::fork::child::spawn(|| checks().is_some());
         assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the forked child's own trace: {status:#x}"
+            crate::fork::child::held(pid),
+            "the forked child's own trace"
         );
         let child = template.with_file_name(format!("shared-{pid}.hrxt"));
         assert!(read_all(&child).unwrap().recovery.clean_close);

@@ -33,24 +33,52 @@ pub fn forks() -> u64 {
     FORKS.load(Ordering::Relaxed)
 }
 
+/// Test support: a child process running `checks`, for the tests of what a forked child
+/// may and may not do.
+#[cfg(all(test, unix))]
+pub(crate) mod child {
+    /// Forks a child that runs `checks` and `_exit`s with 0 when they held, 1 when not;
+    /// returns its pid in the parent.
+    pub(crate) fn spawn(checks: impl FnOnce() -> bool) -> libc::pid_t {
+        // SAFETY: the child runs `checks` and `_exit`s: no test harness, no exit handlers.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let code = i32::from(!checks());
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        pid
+    }
+
+    /// Whether child `pid`'s checks held. A child still running after a minute (a hang) is
+    /// killed and did not hold: the test fails rather than hangs.
+    pub(crate) fn held(pid: libc::pid_t) -> bool {
+        let mut status = 0;
+        for _ in 0..600 {
+            // SAFETY: `pid` is our child; `status` a valid out-pointer.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // SAFETY: as above; the child is killed and reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+        false
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     /// A child forked after the count was taken sees it move; the parent does not.
     #[test]
     fn a_forked_child_counts_its_fork() {
         let before = super::watch_forks();
-        // SAFETY: the child only reads an atomic and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let code = if super::forks() == before + 1 { 0 } else { 1 };
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: `pid` is our child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        let pid = super::child::spawn(|| super::forks() == before + 1);
+        assert!(super::child::held(pid));
         assert_eq!(super::forks(), before);
     }
 }

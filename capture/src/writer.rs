@@ -2556,23 +2556,15 @@ mod tests {
         // This thread's ring exists before the fork, as a traced program's does.
         recorder.record(&timing(0, 1));
         recorder.flush().unwrap();
-        // SAFETY: the child records one job, reads a reference count and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
+        let pid = crate::fork::child::spawn(|| {
             let held = Arc::new(());
             let in_job = held.clone();
             recorder.record_deferred(move |_| drop(in_job));
-            let code = i32::from(Arc::strong_count(&held) != 1);
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) };
-        }
-        let mut status = 0;
-        // SAFETY: `pid` is our child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            Arc::strong_count(&held) == 1
+        });
         assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the child's job was not dropped: {status}"
+            crate::fork::child::held(pid),
+            "the child's job was not dropped"
         );
         recorder.close().unwrap();
     }
@@ -3543,36 +3535,13 @@ mod tests {
         let (rec, sink) = memory_recorder(RecorderOptions::default());
         rec.record(&timing(0, 1));
         let held = rec.handle.shared.core();
-        // SAFETY: the child only records and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
+        let pid = crate::fork::child::spawn(|| {
             let named = rec.annotation_name("a name new in the child");
             let blob = rec.intern_blob(&[7; 4096]);
-            let code = if named.is_none() && blob.is_none() {
-                0
-            } else {
-                1
-            };
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) };
-        }
+            named.is_none() && blob.is_none()
+        });
         drop(held);
-        let mut status = 0;
-        let mut waited = 0;
-        // A child that hangs is killed after a minute, and the test fails.
-        // SAFETY: `pid` is our child; `status` a valid out-pointer.
-        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
-            waited += 1;
-            if waited == 600 {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the child hung or recorded: {status:#x}"
-        );
+        assert!(crate::fork::child::held(pid), "the child hung or recorded");
         rec.close().unwrap();
         assert!(read(&sink).recovery.clean_close);
     }
