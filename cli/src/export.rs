@@ -411,8 +411,7 @@ fn open(
         .map_err(|e| Failure::new(format!("{}: {e}", path.display())))?
         .len();
     let reader = TraceReader::new(Counting {
-        inner: file,
-        left,
+        inner: file.take(left),
         read: read.clone(),
         progress: progress.clone(),
     })
@@ -424,20 +423,15 @@ fn open(
 
 /// A file that reports the bytes read to a progress bar.
 struct Counting {
-    inner: File,
-    /// Bytes left to read: the file's length when it was opened, less what was read.
-    left: u64,
+    /// The file as long as it was when opened.
+    inner: io::Take<File>,
     read: Arc<AtomicU64>,
     progress: ProgressBar,
 }
 
 impl Read for Counting {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let most = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..most])?;
-        self.left -= n as u64;
+        let n = self.inner.read(buf)?;
         let total = self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
         self.progress.set_position(total);
         Ok(n)
@@ -672,9 +666,9 @@ mod tests {
         let path = dir.path().join("t.hrxt");
         std::fs::write(&path, [1u8; 1000]).unwrap();
         let file = File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
         let mut counting = Counting {
-            left: file.metadata().unwrap().len(),
-            inner: file,
+            inner: file.take(len),
             read: Arc::default(),
             progress: ProgressBar::hidden(),
         };
