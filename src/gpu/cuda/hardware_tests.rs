@@ -11,7 +11,6 @@ use super::*;
 use crate::RuntimeOptions;
 use crate::gpu::{Allocation, NativeDevice, View};
 use crate::kernels::KernelSpec;
-use cudarc::driver::sys;
 
 /// One hardware test at a time: CUPTI, which `hardware_kernel_times` turns on for the whole
 /// process, is attached while other tests' threads launch work when they run in parallel, and
@@ -373,68 +372,6 @@ fn hardware_context_made_current_again_after_the_application_switched() {
         device.read(&View::new(&local, 0, 64), &mut read).unwrap();
         assert_eq!(read, [5 + round; 64]);
     }
-}
-
-/// A launch and an untimed stream's synchronize leave the thread's context as the application
-/// set it (no context, or another context of its own) and still run and wait for this
-/// stream's work: the driver finds the context from the graph and the stream, so the round
-/// trip makes two driver calls fewer (issue 16 point 4). A timed synchronize still makes its
-/// context current (its events need it).
-#[test]
-fn hardware_untimed_synchronize_needs_no_current_context() {
-    if !hardware(false) {
-        return;
-    }
-    let _one = crate::sync::lock(&ONE_AT_A_TIME);
-    let device = CudaDevice::open(0).expect("CUDA device 0");
-    let local = device.allocate(1 << 20, false).unwrap();
-    let mut stream = device.stream().unwrap();
-    stream.set_timed(false);
-    let whole = View::new(&local, 0, 1 << 20);
-    let mut foreign: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: a new context of device 0 for this test alone, destroyed below (it becomes the
-    // thread's current context); zeroed parameters ask for no affinity and no CIG.
-    let created = unsafe {
-        let mut params: sys::CUctxCreateParams = std::mem::zeroed();
-        sys::cuCtxCreate_v4(&mut foreign, &mut params, 0, 0)
-    };
-    assert_eq!(created, sys::CUresult::CUDA_SUCCESS, "cuCtxCreate_v4");
-    for (round, current) in [std::ptr::null_mut(), foreign].into_iter().enumerate() {
-        let value = 9 + round as u8;
-        let mut graph = stream.graph().unwrap();
-        graph.fill(&[], &whole, value).unwrap();
-        let mut exec = graph.finish().unwrap();
-        // The application's own code on this thread, before the launch and the wait.
-        api::ctx_set_current(current).unwrap();
-        stream.launch(exec.as_mut()).unwrap();
-        assert_eq!(
-            api::ctx_get_current().unwrap(),
-            current,
-            "round {round}: the launch left the application's context current"
-        );
-        stream.synchronize().unwrap();
-        assert_eq!(
-            api::ctx_get_current().unwrap(),
-            current,
-            "round {round}: the synchronize left the application's context current"
-        );
-        let mut read = vec![0u8; 1 << 20];
-        device.read(&whole, &mut read).unwrap();
-        assert!(read.iter().all(|&b| b == value), "round {round}");
-    }
-    // SAFETY: the context created above, used by nothing else.
-    let destroyed = unsafe { sys::cuCtxDestroy_v2(foreign) };
-    assert_eq!(destroyed, sys::CUresult::CUDA_SUCCESS, "cuCtxDestroy_v2");
-    // Timed: the batch's events are recorded with the context made current.
-    stream.set_timed(true);
-    let mut graph = stream.graph().unwrap();
-    graph.fill(&[], &whole, 1).unwrap();
-    let mut exec = graph.finish().unwrap();
-    stream.launch(exec.as_mut()).unwrap();
-    api::ctx_set_current(std::ptr::null_mut()).unwrap();
-    stream.synchronize().unwrap();
-    assert!(!api::ctx_get_current().unwrap().is_null());
-    assert!(stream.last_span().is_some(), "a timed launch has its span");
 }
 
 /// Launches `exec` on `stream`, synchronizes, and returns its operation spans (all device

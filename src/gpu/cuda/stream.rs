@@ -119,21 +119,10 @@ impl CudaStream {
 
     /// [`NativeStream::launch`] with the context current.
     fn launch_entered(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
-        let graph = self.ours(graph)?;
-        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
-        self.launched_graph(graph);
-        Ok(())
-    }
-
-    /// `graph` as this stream's context's own.
-    fn ours<'g>(&self, graph: &'g mut dyn NativeGraphExec) -> Result<&'g mut CudaGraphExec> {
-        owned_graph(graph, |g: &CudaGraphExec| {
+        let graph = owned_graph(graph, |g: &CudaGraphExec| {
             Arc::ptr_eq(&g.context, &self.context)
-        })
-    }
-
-    /// After `cuGraphLaunch` of `graph` succeeded: what the next synchronize times.
-    fn launched_graph(&mut self, graph: &CudaGraphExec) {
+        })?;
+        api::graph_launch(graph.raw, self.raw).map_err(|e| self.context.error(e))?;
         let clocked = graph.clock.as_ref().map(|c| (c.clone(), c.launched()));
         self.clocked.extend(clocked.clone());
         if self.cupti.is_some() {
@@ -147,13 +136,13 @@ impl CudaStream {
                 Some(batch) => batch.end = None,
                 None => self.marked.extend(clocked),
             }
-            return;
+            return Ok(());
         }
         // The graph's own event-record nodes bracket its execution (an untimed graph has none).
         let (start, end) = (graph.events.start, graph.events.end);
         if start.is_null() {
             self.batch = None;
-            return;
+            return Ok(());
         }
         self.graphs += 1;
         self.shape.clone_from(&graph.shape);
@@ -166,17 +155,7 @@ impl CudaStream {
                 });
             }
         }
-    }
-
-    /// Whether nothing enqueued since the last synchronize is timed: no event batch, no
-    /// clocked or marked graph, no CUPTI launch, no copy (an untraced runtime's launches).
-    fn nothing_to_time(&self) -> bool {
-        self.batch.is_none()
-            && self.clocked.is_empty()
-            && self.marked.is_empty()
-            && self.launched.is_none()
-            && !self.copied
-            && self.graphs == 0
+        Ok(())
     }
 
     /// [`NativeStream::synchronize`] with the context current, then, with kernel times, the
@@ -260,19 +239,6 @@ impl CudaStream {
     }
 }
 
-/// Whether a driver call made without entering the context may have failed for want of it
-/// being current (the driver's answers to a handle of a context other than the current
-/// one), so that it is worth making again entered. A real error of these codes then comes
-/// back from the second call.
-fn may_want_context(error: &super::error::CuError) -> bool {
-    matches!(
-        error.code,
-        sys::CUresult::CUDA_ERROR_INVALID_CONTEXT
-            | sys::CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED
-            | sys::CUresult::CUDA_ERROR_INVALID_HANDLE
-    )
-}
-
 impl Drop for CudaStream {
     fn drop(&mut self) {
         if !self.context.enter_for_drop() {
@@ -314,22 +280,6 @@ impl NativeStream for CudaStream {
     }
 
     fn synchronize(&mut self) -> Result<()> {
-        if self.nothing_to_time() {
-            self.context.sticky().check()?;
-            // `cuStreamSynchronize` finds the stream's context from the stream itself (with
-            // no context current, or another one, it answers for this stream: the H200's
-            // hardware tests), so an untimed wait skips the `cuCtxGetCurrent` that `enter`
-            // makes, one driver call off the one-kernel round trip (issue 16). A driver that
-            // wants the context current says so, and the call is made again entered.
-            match api::stream_synchronize(self.raw) {
-                Ok(()) => {
-                    self.last = None;
-                    return Ok(());
-                }
-                Err(error) if !may_want_context(&error) => return Err(self.context.error(error)),
-                Err(_) => {}
-            }
-        }
         self.context.enter()?;
         self.synchronize_entered()
     }
@@ -353,22 +303,6 @@ impl NativeStream for CudaStream {
     }
 
     fn launch(&mut self, graph: &mut dyn NativeGraphExec) -> Result<()> {
-        // As for an untimed synchronize: `cuGraphLaunch` takes the context from the graph and
-        // the stream, so the launch skips `enter`'s `cuCtxGetCurrent` (issue 16), and makes
-        // the call again entered where the driver wants the context current. Kernel times
-        // keep the context current (CUPTI's records are by context).
-        if self.cupti.is_none() {
-            self.context.sticky().check()?;
-            let graph = self.ours(graph)?;
-            match api::graph_launch(graph.raw, self.raw) {
-                Ok(()) => {
-                    self.launched_graph(graph);
-                    return Ok(());
-                }
-                Err(error) if !may_want_context(&error) => return Err(self.context.error(error)),
-                Err(_) => {}
-            }
-        }
         self.context.enter()?;
         self.launch_entered(graph)
     }
