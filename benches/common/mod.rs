@@ -138,8 +138,11 @@ pub struct TracedRounds {
     /// Untraced (a) vs traced (b).
     pub traced: Interleaved,
     /// Untraced (a) vs a second untraced runtime (b): how far two runtimes of the same options
-    /// differ, which bounds the ratio that `traced` can resolve.
+    /// differ, which bounds the ratio that `traced` can resolve; with
+    /// [`traced_rounds_against`]'s control options, untraced vs that traced control turn.
     pub control: Interleaved,
+    /// Whether the control turn traced ([`traced_rounds_against`]), which its label says.
+    pub control_traced: bool,
     /// The control turn (a) vs traced (b): where the control turn traces too
     /// ([`traced_rounds_against`]), what the traced turn's options add to its.
     #[allow(dead_code)] // read by the GPU bench only
@@ -232,16 +235,22 @@ pub fn traced_rounds_against(
         against_control: Interleaved::new(control.clone(), traced.clone()),
         traced: Interleaved::new(untraced.clone(), traced),
         control: Interleaved::new(untraced, control),
+        control_traced: control_options.is_some(),
         epochs,
     }
 }
 
 impl std::fmt::Display for TracedRounds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let second = if self.control_traced {
+            "the control turn's traced runtime"
+        } else {
+            "a second untraced runtime"
+        };
         write!(
             f,
             "untraced (a) vs traced (b), {} epochs of fresh runtimes, {}\n  control: untraced \
-             (a) vs a second untraced runtime (b), {}",
+             (a) vs {second} (b), {}",
             self.epochs, self.traced, self.control
         )
     }
