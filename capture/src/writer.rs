@@ -2329,6 +2329,8 @@ impl Local {
         self.entries.retain(|e| !e.producer.is_closed());
         let shared = lookup()?;
         let producer = shared.register()?;
+        // A thread that records gets a signal stack the fatal-signal flush fits on.
+        fatal::signal_stack();
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
         producer.set_thread(thread);
         self.entries.push(Entry {

@@ -8,7 +8,17 @@
 //! SIGPIPE, SIGXCPU, SIGSYS, SIGTRAP, SIGIO, SIGPWR and SIGSTKFLT, when the program left
 //! their action the default one, so that a hang killed by `timeout` or Ctrl-C, or a signal
 //! the program never expected, keeps its last records too), a recorder installs a handler
-//! (`SA_SIGINFO | SA_ONSTACK`, every one of these signals blocked while it runs).
+//! (`SA_SIGINFO`, every one of these signals blocked while it runs).
+//!
+//! The handler's stack: SIGSEGV and SIGBUS may mean the thread's stack is exhausted, so they
+//! run on the thread's alternate signal stack (`SA_ONSTACK`); every other signal runs on the
+//! stack of the thread it interrupted, which has room. Rust gives each thread an alternate
+//! stack of about 8 KiB (`SIGSTKSZ`), which the kernel's frame for AVX-512 state takes 3 KiB of
+//! and an unoptimized build of the flush overflowed (the trace kept nothing of the crash;
+//! a SIGTERM died of SIGSEGV on a fresh user's AMD EPYC host), so each thread that records,
+//! and the one that installs the handlers, gets an alternate stack of [`SIGNAL_STACK_BYTES`]
+//! where its own is smaller, as Breakpad and Crashpad give theirs; it is given back when the
+//! thread ends.
 //!
 //! When the signal ends the process (the action it had before is the default one, a fault
 //! the program ignores, or `abort`), the handler:
@@ -101,6 +111,9 @@ pub(crate) const SLOTS: usize = 8;
 pub(super) const SPARE_INDEX_ENTRIES: usize = 64;
 /// Longest wait for the writer thread to let go of the recorder: 2 s.
 pub(crate) const LOCK_WAIT_NS: u64 = 2_000_000_000;
+/// Bytes of the alternate signal stack each recording thread gets where its own is smaller
+/// (module docs), below a guard page.
+pub(crate) const SIGNAL_STACK_BYTES: usize = 64 << 10;
 
 /// The recorders to flush: `Arc::into_raw` of a registered [`Shared`], or null.
 static RECORDERS: [AtomicPtr<Shared>; SLOTS] =
@@ -188,8 +201,100 @@ mod imp {
         unsafe { libc::syscall(libc::SYS_gettid) as i32 }
     }
 
+    /// The calling thread's alternate signal stack of [`SIGNAL_STACK_BYTES`] (a guard page
+    /// below it), given back when the thread ends.
+    struct SignalStack {
+        mapping: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl Drop for SignalStack {
+        fn drop(&mut self) {
+            let top = self.mapping as usize + self.len;
+            // SAFETY: querying and disabling the calling thread's alternate stack; the mapping
+            // is this one's own, no longer the thread's signal stack once disabled (or
+            // replaced: Rust's thread exit disables whichever one is current).
+            unsafe {
+                let mut current: libc::stack_t = std::mem::zeroed();
+                if libc::sigaltstack(std::ptr::null(), &mut current) == 0
+                    && current.ss_flags & libc::SS_DISABLE == 0
+                    && current.ss_sp as usize + current.ss_size == top
+                {
+                    if current.ss_flags & libc::SS_ONSTACK != 0 {
+                        return; // running on it (a handler ending the thread): keep it
+                    }
+                    let disable = libc::stack_t {
+                        ss_sp: std::ptr::null_mut(),
+                        ss_flags: libc::SS_DISABLE,
+                        ss_size: 0,
+                    };
+                    libc::sigaltstack(&disable, std::ptr::null_mut());
+                }
+                libc::munmap(self.mapping, self.len);
+            }
+        }
+    }
+
+    thread_local! {
+        static SIGNAL_STACK: std::cell::RefCell<Option<SignalStack>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// Gives the calling thread an alternate signal stack of [`SIGNAL_STACK_BYTES`] unless it
+    /// has one at least that large (module docs). Once per thread; nothing where the thread is
+    /// ending or the system refuses.
+    pub(crate) fn signal_stack() {
+        let _ = SIGNAL_STACK.try_with(|held| {
+            let Ok(mut held) = held.try_borrow_mut() else {
+                return;
+            };
+            if held.is_some() {
+                return;
+            }
+            // SAFETY: querying the thread's alternate stack; mapping fresh memory and making
+            // it the thread's alternate stack, a guard page below it, unmapped on failure.
+            unsafe {
+                let mut current: libc::stack_t = std::mem::zeroed();
+                if libc::sigaltstack(std::ptr::null(), &mut current) != 0
+                    || current.ss_flags & libc::SS_ONSTACK != 0
+                    || (current.ss_flags & libc::SS_DISABLE == 0
+                        && current.ss_size >= SIGNAL_STACK_BYTES)
+                {
+                    return;
+                }
+                let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
+                let len = SIGNAL_STACK_BYTES + page;
+                let mapping = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                    -1,
+                    0,
+                );
+                if mapping == libc::MAP_FAILED {
+                    return;
+                }
+                let stack = SignalStack { mapping, len };
+                let installed = libc::mprotect(mapping, page, libc::PROT_NONE) == 0 && {
+                    let new = libc::stack_t {
+                        ss_sp: mapping.cast::<u8>().add(page).cast(),
+                        ss_flags: 0,
+                        ss_size: SIGNAL_STACK_BYTES,
+                    };
+                    libc::sigaltstack(&new, std::ptr::null_mut()) == 0
+                };
+                if installed {
+                    *held = Some(stack);
+                }
+                // Else dropped: not the thread's stack, so only unmapped.
+            }
+        });
+    }
+
     /// Installs the handlers, once per process.
     pub(super) fn install() {
+        signal_stack();
         static ONCE: Once = Once::new();
         ONCE.call_once(|| {
             for signal in CRASHES {
@@ -224,7 +329,11 @@ mod imp {
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as usize;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            action.sa_flags = libc::SA_SIGINFO;
+            // Only a fault may come from an exhausted stack (module docs).
+            if matches!(signal, libc::SIGSEGV | libc::SIGBUS) {
+                action.sa_flags |= libc::SA_ONSTACK;
+            }
             // Every signal handled here waits while the handler runs: a second one (a
             // `kill -USR1` then `-ALRM`, or `timeout`'s TERM after a Ctrl-C) run inside the
             // first would find the flush under way on its own thread, skip it and end the
@@ -506,6 +615,7 @@ mod imp {
         0
     }
     pub(super) fn install() {}
+    pub(crate) fn signal_stack() {}
     pub(super) fn process_id() -> u32 {
         std::process::id()
     }
@@ -518,7 +628,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::current_thread_id;
+pub(crate) use imp::{current_thread_id, signal_stack};
 
 /// Flushes `shared` on a fatal signal (installing the handlers on first use). A recorder
 /// that finds no free slot is not flushed.
