@@ -212,6 +212,26 @@ impl JoinedSpan {
     }
 }
 
+/// Whether `record` holds a time span (host or device) that ends before it starts: no
+/// recorder writes one (crafted or damaged times). Readers take such a span as 0 ns long
+/// and say how many they read ([`ScanSummary::ends_before_start`]).
+pub fn ends_before_start(record: &Record) -> bool {
+    let backwards = |start: u64, end: u64| end < start;
+    let timing = |t: &RegionTiming| {
+        backwards(t.start_ns, t.end_ns) || t.device.is_some_and(|d| backwards(d.start_ns, d.end_ns))
+    };
+    match record {
+        Record::RegionTiming(t) => timing(t),
+        Record::OpTiming(o) => timing(&o.timing),
+        Record::HostSpan(h) => backwards(h.start_ns, h.end_ns),
+        Record::AnnotationRange(a) => backwards(a.start_ns, a.end_ns),
+        Record::RecorderWait(w) => backwards(w.start_ns, w.end_ns),
+        Record::CaptureFence(f) => backwards(f.start_ns, f.end_ns),
+        Record::DigestSpan(d) => backwards(d.start_ns, d.end_ns),
+        _ => false,
+    }
+}
+
 /// What a pass hands to its consumer. Every method has an empty default.
 pub trait Visitor {
     /// A record as read, after the index absorbed it.
@@ -341,6 +361,9 @@ pub struct ScanSummary {
     /// waiting for it, in [`Joiner::snapshot`]): with the unplaced timings and unjoined
     /// digests, what a trace cut short keeps of submissions whose `Submit` it lost.
     pub unjoined_outcomes: u64,
+    /// Records whose time span ends before it starts ([`ends_before_start`]: crafted or
+    /// damaged times): read as 0 ns long, and counted here so that every verb says so.
+    pub ends_before_start: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -424,6 +447,8 @@ pub struct Joiner {
     unplaced_op_timings: u64,
     /// Whether a `RecordsLost` or the session end counted lost records.
     records_lost: bool,
+    /// Records whose time span ends before it starts.
+    ends_before_start: u64,
 }
 
 impl Joiner {
@@ -494,6 +519,7 @@ impl Joiner {
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs + self.parked_output_count as u64,
             unjoined_outcomes: self.parked_outcomes.len() as u64,
+            ends_before_start: self.ends_before_start,
             fatal: self.fatal,
             recovery,
             warnings,
@@ -503,6 +529,7 @@ impl Joiner {
     /// Takes one record.
     pub fn push(&mut self, record: &Record, visitor: &mut impl Visitor) {
         self.records += 1;
+        self.ends_before_start += u64::from(ends_before_start(record));
         self.index.push(record);
         visitor.record(&self.index, record);
         match record {
@@ -1132,6 +1159,7 @@ impl Joiner {
             unjoined_events: self.unjoined_events + self.parked_event_count as u64,
             unjoined_outputs: self.unjoined_outputs,
             unjoined_outcomes: self.parked_outcomes.len() as u64,
+            ends_before_start: self.ends_before_start,
             recovery,
             warnings,
         }

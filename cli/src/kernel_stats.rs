@@ -72,7 +72,8 @@
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
 //!               "unhealthy_streams", "faults_injected"},
-//!  "unplaced_timings": timings that joined no region, "late_spans": spans that arrived after
+//!  "unplaced_timings": timings that joined no region, "ends_before_start": records whose
+//!  time span (host or device) ends before it starts, each counted as 0 ns long, "late_spans": spans that arrived after
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
 //!  flush far out of order), counted in full, "late_ns": their time below it, by which the
 //!  busy times are too high at most (their overlap with older spans, none where a queue's
@@ -406,6 +407,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             "faults_injected": f.faults_injected,
         },
         "unplaced_timings": stats.unplaced_timings,
+        "ends_before_start": summary.ends_before_start,
         "late_spans": stats.late_spans,
         "late_ns": stats.late_ns,
         "running": running_json(summary, &summary.running),
@@ -490,6 +492,19 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             "{:<12} {unplaced} region timings joined no submission (a submit missing or far \
              out of order): the kernel and queue figures leave them out",
             "unplaced"
+        )?;
+    }
+    let backwards = u(&r["ends_before_start"]);
+    if backwards > 0 {
+        writeln!(
+            out,
+            "{:<12} {backwards} {} (crafted or damaged times): each counted as 0 ns long",
+            "backwards",
+            if backwards == 1 {
+                "span or range ends before it starts"
+            } else {
+                "spans or ranges end before they start"
+            }
         )?;
     }
     for running in r["running"].as_array().into_iter().flatten() {

@@ -77,6 +77,9 @@ pub struct Profile {
     pub recovery: Option<Recovery>,
     /// Damage, skipped parts and gaps in submission numbers.
     pub warnings: Vec<Warning>,
+    /// Spans and ranges that end before they start (crafted or damaged times), each taken
+    /// as 0 ns long ([`ScanSummary::ends_before_start`]).
+    pub ends_before_start: u64,
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub shape: BTreeMap<(u32, u64), u64>,
     /// The submissions a range recording or a trim holds, per runtime rank (of runtimes
@@ -438,6 +441,7 @@ impl ProfileVisitor {
             session: self.session,
             recovery: summary.recovery,
             warnings: summary.warnings,
+            ends_before_start: summary.ends_before_start,
             shape,
             ranges,
             graphs,

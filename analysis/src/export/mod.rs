@@ -393,6 +393,9 @@ pub struct Exported {
     /// Region and operation timings that never joined a recorded submission and region:
     /// they are not exported.
     pub unplaced_timings: u64,
+    /// Spans and ranges that end before they start (crafted or damaged times): exported as
+    /// 0 ns long.
+    pub ends_before_start: u64,
     /// Whether a recorder was writing the trace when it was opened, as its reader was told
     /// (the file's mark says so; the warnings must say the same, not what holds at the end).
     pub being_recorded: bool,
@@ -642,6 +645,7 @@ fn write_to<S: Sink, T: Source>(
             warnings: summary.warnings,
             recovery: summary.recovery,
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+            ends_before_start: summary.ends_before_start,
             being_recorded: live,
         });
     }

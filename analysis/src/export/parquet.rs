@@ -497,6 +497,7 @@ pub fn write_parquet<R: Read + Send>(
             warnings: summary.warnings,
             recovery: summary.recovery,
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+            ends_before_start: summary.ends_before_start,
             being_recorded: live,
         });
     }

@@ -950,3 +950,83 @@ fn finish_copy_is_a_finished_copy() {
     assert_eq!(ended, facts(alone.finish(&mut b, None, Vec::new())));
     assert_eq!(a.0, b.0);
 }
+
+/// Every record that holds a time span is counted when that span (host or device) ends
+/// before it starts, and only then: a span of 0 ns is no such span.
+#[test]
+fn spans_that_end_before_they_start_are_counted() {
+    use hrx_capture::schema::{
+        AnnotationId, AnnotationRange, BufferId, CaptureFence, DigestSpan, HostSpan, HostSpanKind,
+        OpTiming, RecorderWait,
+    };
+    let timing = |(start_ns, end_ns), device: Option<(u64, u64)>| RegionTiming {
+        runtime: RuntimeId(1),
+        submission: SubmissionIndex(1),
+        region: RegionIndex(0),
+        start_ns,
+        end_ns,
+        device: device.map(|(start_ns, end_ns)| DeviceSpan { start_ns, end_ns }),
+    };
+    let spans = |(start_ns, end_ns): (u64, u64)| {
+        vec![
+            Record::RegionTiming(timing((start_ns, end_ns), None)),
+            Record::OpTiming(OpTiming {
+                timing: timing((start_ns, end_ns), None),
+                node: NodeIndex(0),
+            }),
+            Record::RegionTiming(timing((5, 5), Some((start_ns, end_ns)))),
+            Record::HostSpan(HostSpan {
+                thread: 1,
+                kind: HostSpanKind::Submit,
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(1),
+                region: None,
+                start_ns,
+                end_ns,
+            }),
+            Record::AnnotationRange(AnnotationRange {
+                thread: 1,
+                name: AnnotationId(1),
+                start_ns,
+                end_ns,
+            }),
+            Record::RecorderWait(RecorderWait {
+                thread: 1,
+                thread_name: "main".into(),
+                start_ns,
+                end_ns,
+                runtime: None,
+                submission: None,
+                region: None,
+            }),
+            Record::CaptureFence(CaptureFence {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(1),
+                region: RegionIndex(0),
+                buffer: BufferId(1),
+                start_ns,
+                end_ns,
+            }),
+            Record::DigestSpan(DigestSpan {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(1),
+                buffer: BufferId(1),
+                start: 0,
+                end: 8,
+                start_ns,
+                end_ns,
+            }),
+        ]
+    };
+    let forwards = [spans((10, 20)), spans((10, 10))].concat();
+    assert!(forwards.iter().all(|r| !ends_before_start(r)));
+    let summary = scan_records(&forwards, &mut Count::default());
+    assert_eq!(summary.ends_before_start, 0);
+    let backwards = spans((20, 10));
+    assert!(backwards.iter().all(ends_before_start));
+    let summary = scan_records(
+        &[forwards, backwards.clone()].concat(),
+        &mut Count::default(),
+    );
+    assert_eq!(summary.ends_before_start, backwards.len() as u64);
+}

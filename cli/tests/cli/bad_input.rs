@@ -225,6 +225,66 @@ fn huge_indices_in_a_crafted_trace_cost_no_memory() {
 }
 
 /// `replay` refuses numbers that would disable its checks or exhaust memory.
+/// A span whose end precedes its start (a region's timing, a host span: crafted times) is
+/// counted as 0 ns long and said by `stats` (text and JSON), `export` and `diff`, as other
+/// malformed data is; it counted as 0 ns in silence.
+#[test]
+fn spans_that_end_before_they_start_are_counted_and_said() {
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = hrx_capture::read_all(dir.path().join("base.hrxt")).unwrap();
+    let (mut timing, mut host) = (false, false);
+    let records = trace.records.into_iter().map(|mut record| {
+        match &mut record {
+            Record::RegionTiming(t) if !timing => {
+                (t.start_ns, t.end_ns) = (t.end_ns + 1_000, t.start_ns);
+                timing = true;
+            }
+            Record::HostSpan(h) if !host => {
+                (h.start_ns, h.end_ns) = (h.end_ns + 1_000, h.start_ns);
+                host = true;
+            }
+            _ => {}
+        }
+        record
+    });
+    write_records(&dir.path().join("backwards.hrxt"), records);
+    let said = "2 spans or ranges end before they start (crafted or damaged times)";
+
+    let stats = run(dir.path(), &["stats", "backwards.hrxt"]);
+    assert_eq!(code(&stats), 0, "{}", stderr(&stats));
+    assert!(
+        stdout(&stats).contains(&format!("backwards    {said}: each counted as 0 ns long")),
+        "{}",
+        stdout(&stats)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["stats", "--json", "backwards.hrxt"],
+    )))
+    .unwrap();
+    assert_eq!(json["ends_before_start"], 2);
+    let export = run(dir.path(), &["export", "backwards.hrxt", "-o", "b.json"]);
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    assert!(
+        stderr(&export).contains(&format!("warning: backwards.hrxt: {said}: each exported")),
+        "{}",
+        stderr(&export)
+    );
+    let diff = run(dir.path(), &["diff", "base.hrxt", "backwards.hrxt"]);
+    assert!(
+        stderr(&diff).contains(&format!("warning: backwards.hrxt: {said}: each compared")),
+        "{}",
+        stderr(&diff)
+    );
+    // A recorded trace has none, and none is said.
+    let whole = run(dir.path(), &["stats", "--json", "base.hrxt"]);
+    assert!(stdout(&whole).contains("\"ends_before_start\": 0"));
+    let export = run(dir.path(), &["export", "base.hrxt", "-o", "base.json"]);
+    assert!(!stderr(&export).contains("before they start"));
+}
+
 #[test]
 fn replay_refuses_meaningless_numbers() {
     let dir = tempfile::tempdir().unwrap();
