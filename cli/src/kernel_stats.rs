@@ -27,7 +27,9 @@
 //! time whole regions) says so (`operations   per-operation times: none recorded; ...`)
 //! and has only the region table. Durations are device spans where the backend recorded
 //! them, host spans otherwise (the `clock` line says how many of each); a failed run's
-//! region and operation times are left out and counted apart (`+N failed`), and so is a
+//! region and operation times are left out and counted apart (`+N failed` on a region's
+//! row; `+N in failed runs` on an operation's, its runs in regions that failed, whichever
+//! operation failed), and so is a
 //! failed copy batch's from the bandwidth. Copy batches are no kernels: they are counted in the copy
 //! table, per lane (`diff` still compares their durations, as `upload`, `download` or
 //! `copy`). Host callbacks (host work run by a worker thread, label `host`) are no kernels
@@ -46,7 +48,8 @@
 //!  "operations": [{"kind", "name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns",
 //!                  "min_ns", "max_ns", "exact", "failed", "device"}]: per kernel name
 //!                  ("kind" "kernel") or operation kind ("fill", "copy", "scoped", "host"),
-//!                  from operation timings; empty without them,
+//!                  from operation timings; empty without them; "failed" counts the
+//!                  operation's runs in regions that failed or were cancelled,
 //!  "operation_times": {"recorded", "failed", "device", "unplaced", "native_graph_runs",
 //!                      "native_graph_ops", "untimed_native_ops", "sources", "note"}:
 //!                      operation timings joined to a region, those in failed or cancelled
@@ -623,12 +626,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             what, "count", "total", "mean", "p50", "p99", "max"
         )
     };
-    let durations = |out: &mut dyn Write, rows: &Value| -> io::Result<()> {
+    // Failed runs are not in the durations: said after them, `failed` as what they are (a
+    // region failed; an operation ran in a region that failed, whichever operation did).
+    let durations = |out: &mut dyn Write, rows: &Value, failed: &str| -> io::Result<()> {
         for k in rows.as_array().into_iter().flatten() {
-            // Failed runs are not in the durations: said after them.
             let failed = match u(&k["failed"]) {
                 0 => String::new(),
-                n => format!("  +{n} failed"),
+                n => format!("  +{n} {failed}"),
             };
             // A row whose every run failed has no durations: dashes, not 0 ns.
             let time = |field: &str| match u(&k["count"]) {
@@ -652,12 +656,20 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     // Kernels by name from their own timings (none without them), then regions by label.
     if r["operations"].as_array().is_some_and(|o| !o.is_empty()) {
         header(out, "kernel")?;
-        durations(out, &r["operations"])?;
+        durations(out, &r["operations"], "in failed runs")?;
+        let mut operations = r["operations"].as_array().into_iter().flatten();
+        if operations.any(|k| u(&k["failed"]) > 0) {
+            writeln!(
+                out,
+                "\n(+N in failed runs: runs of the operation in regions that failed or were \
+                 cancelled, left out of its times, whichever operation of the region failed)"
+            )?;
+        }
     }
     // A trace without native work (copies only, say) has no region rows: no empty table.
     if r["regions"].as_array().is_some_and(|o| !o.is_empty()) {
         header(out, "region")?;
-        durations(out, &r["regions"])?;
+        durations(out, &r["regions"], "failed")?;
     }
     // Host work run by worker threads: no kernel, its own rows (none without any).
     if r["host_callbacks"]
@@ -665,7 +677,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         .is_some_and(|h| !h.is_empty())
     {
         header(out, "host callback")?;
-        durations(out, &r["host_callbacks"])?;
+        durations(out, &r["host_callbacks"], "failed")?;
     }
     writeln!(
         out,
