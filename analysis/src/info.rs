@@ -23,6 +23,38 @@ use std::path::Path;
 /// Ranges kept per trace: a trace opening a range per submission keeps the first ones.
 const RANGES_KEPT: usize = 1024;
 
+/// A range a trace holds, in words (`info`'s and `stats`' `range` lines): `trimmed from
+/// whole.hrxt, submissions 4..7 (submissions:4..7)`, `submissions 4..7 of a recording
+/// (submissions:4..7)`, or a range that never opened; `runtime` names its runtime first (a
+/// trace of several).
+pub fn range_text(r: &TraceRange, runtime: bool) -> String {
+    let end = r
+        .end
+        .map_or_else(|| "(to the end)".to_owned(), |e| e.to_string());
+    let runtime = if runtime {
+        format!("runtime {}, ", r.runtime)
+    } else {
+        String::new()
+    };
+    match &r.trimmed_from {
+        Some(from) => format!(
+            "trimmed from {from}, {runtime}submissions {}..{end} ({})",
+            r.start, r.trigger
+        ),
+        // Recorded at the run's end for a range that never opened.
+        None if r.end == Some(r.start) => format!(
+            "{runtime}no submission of a recording ({} never opened: the run ended at \
+             submission {})",
+            r.trigger,
+            r.start.0.saturating_sub(1)
+        ),
+        None => format!(
+            "{runtime}submissions {}..{end} of a recording ({})",
+            r.start, r.trigger
+        ),
+    }
+}
+
 /// The samples of the runtimes' host-load counter ([`TraceInfo::host_load`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HostLoadSamples {

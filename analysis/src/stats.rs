@@ -66,7 +66,7 @@ use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
 use hrx_capture::schema::{
     AnnotationId, HostSpanKind, NodeIndex, OpKind, Queue, Record, RefusalKind, RegionKind,
-    RuntimeId, SubmissionIndex,
+    RuntimeId, SubmissionIndex, TraceRange,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -388,6 +388,11 @@ pub struct Stats {
     /// Host threads with spans or annotations, by thread index.
     #[serde(default)]
     pub threads: Vec<ThreadStats>,
+    /// The ranges of a recording the trace holds (its `TraceRange` records: a capture range
+    /// or a trim), by runtime and first submission; empty for a whole recording. The figures
+    /// cover those submissions only.
+    #[serde(default)]
+    pub ranges: Vec<TraceRange>,
 }
 
 impl Stats {
@@ -578,7 +583,13 @@ pub struct StatsVisitor {
     submissions: SubmissionCounts,
     failures: FailureCounts,
     annotations: Annotations,
+    /// The trace's ranges (`TraceRange` records), by runtime and first submission, at most
+    /// [`RANGES_KEPT`].
+    ranges: BTreeMap<(RuntimeId, u64), TraceRange>,
 }
+
+/// Ranges kept: a trace opening a range per submission keeps the first ones.
+const RANGES_KEPT: usize = 1024;
 
 /// What [`StatsVisitor`] gathers of annotations and host threads (format 1.14), by id.
 #[derive(Clone, Debug, Default)]
@@ -748,6 +759,14 @@ impl Annotations {
 impl Visitor for StatsVisitor {
     fn record(&mut self, _index: &Index, record: &Record) {
         self.annotations.record(record);
+        // The latest record of each range (a range's closing one restates it with its end).
+        if let Record::TraceRange(range) = record
+            && (self.ranges.len() < RANGES_KEPT
+                || self.ranges.contains_key(&(range.runtime, range.start.0)))
+        {
+            self.ranges
+                .insert((range.runtime, range.start.0), range.clone());
+        }
         if let Record::OpTimes(o) = record
             && !self.op_time_sources.contains(&o.source)
         {
@@ -1029,6 +1048,7 @@ impl StatsVisitor {
             submissions: self.submissions,
             failures: self.failures,
             annotations: self.annotations.clone(),
+            ranges: self.ranges.clone(),
         }
     }
 
@@ -1179,6 +1199,7 @@ impl StatsVisitor {
             });
         }
         self.annotations.finish(index, &mut stats);
+        stats.ranges = self.ranges.values().cloned().collect();
         stats
     }
 }

@@ -232,35 +232,7 @@ pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
     let mut lines: Vec<String> = stats
         .ranges
         .values()
-        .map(|r| {
-            let end = r
-                .end
-                .map_or_else(|| "(to the end)".to_owned(), |e| e.to_string());
-            let runtime = if stats.runtimes.len() > 1 {
-                format!("runtime {}, ", r.runtime)
-            } else {
-                String::new()
-            };
-            match &r.trimmed_from {
-                Some(from) => {
-                    format!(
-                        "trimmed from {from}, {runtime}submissions {}..{end} ({})",
-                        r.start, r.trigger
-                    )
-                }
-                // Recorded at the run's end for a range that never opened.
-                None if r.end == Some(r.start) => format!(
-                    "{runtime}no submission of a recording ({} never opened: the run ended at \
-                     submission {})",
-                    r.trigger,
-                    r.start.0.saturating_sub(1)
-                ),
-                None => format!(
-                    "{runtime}submissions {}..{end} of a recording ({})",
-                    r.start, r.trigger
-                ),
-            }
-        })
+        .map(|r| hrx_analysis::info::range_text(r, stats.runtimes.len() > 1))
         .collect();
     // A fault counts operations from the run's start, which the range lacks.
     for r in stats.ranges.values() {

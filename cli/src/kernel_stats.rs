@@ -75,6 +75,8 @@
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
 //!               "unhealthy_streams", "faults_injected"},
+//!  "ranges": [the ranges of a recording the trace holds (a capture range or a trim), in
+//!             words, as `info` says them; empty for a whole recording],
 //!  "unplaced_timings": timings that joined no region, "ends_before_start": records whose
 //!  time span (host or device) ends before it starts, each counted as 0 ns long, "late_spans": spans that arrived after
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
@@ -411,6 +413,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         },
         "unplaced_timings": stats.unplaced_timings,
         "ends_before_start": summary.ends_before_start,
+        "ranges": ranges(stats),
         "late_spans": stats.late_spans,
         "late_ns": stats.late_ns,
         "running": running_json(summary, &summary.running),
@@ -420,6 +423,18 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "counters": stats.counters,
         "threads": stats.threads,
     })
+}
+
+/// The ranges of a recording the trace holds, in words (as `info` says them): a trim or a
+/// capture range lacks the submissions outside them.
+fn ranges(stats: &Stats) -> Vec<String> {
+    let mut runtimes: Vec<_> = stats.ranges.iter().map(|r| r.runtime).collect();
+    runtimes.dedup();
+    stats
+        .ranges
+        .iter()
+        .map(|r| hrx_analysis::info::range_text(r, runtimes.len() > 1))
+        .collect()
 }
 
 /// Regions started and never timed (still running when the trace ends, or whose timing
@@ -459,6 +474,15 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     // How the recorded process ended, where a signal ended it, as `info` and `view` say.
     if let Some(signal) = r["signal"].as_str() {
         writeln!(out, "{:<12} {signal}", "ended")?;
+    }
+    // A range of a recording lacks the submissions outside it, as `info` says.
+    for range in r["ranges"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<12} {}: these figures cover the range's submissions only",
+            "range",
+            range.as_str().unwrap_or("")
+        )?;
     }
     let lost = &r["lost"];
     if u(&lost["records"]) > 0 {

@@ -331,3 +331,42 @@ fn stats_prints_no_zero_durations_and_no_empty_tables() {
     assert!(!text.contains("\nregion "), "{text}");
     assert!(text.contains("\ncopies "), "{text}");
 }
+
+/// `stats` of a trim says it is a range of a recording, and which (text and JSON): its
+/// figures cover those submissions only. It read as the whole run's (only `info` said it).
+#[test]
+fn stats_of_a_trim_says_its_figures_cover_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "whole.hrxt");
+    let trim = run(
+        dir.path(),
+        &[
+            "trim",
+            "whole.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "2..4",
+        ],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let range = "trimmed from whole.hrxt, submissions 2..4 (submissions:2..4)";
+    let text = stdout(&run(dir.path(), &["stats", "t.hrxt"]));
+    assert_eq!(
+        field(&text, "range"),
+        format!("{range}: these figures cover the range's submissions only"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "t.hrxt"]))).unwrap();
+    assert_eq!(json["ranges"], serde_json::json!([range]));
+    // A whole recording has none.
+    let text = stdout(&run(dir.path(), &["stats", "whole.hrxt"]));
+    assert!(!text.contains("\nrange "), "{text}");
+    let json: Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["stats", "--json", "whole.hrxt"],
+    )))
+    .unwrap();
+    assert_eq!(json["ranges"], serde_json::json!([]));
+}
