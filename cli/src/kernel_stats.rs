@@ -77,6 +77,8 @@
 //!               "unhealthy_streams", "faults_injected"},
 //!  "ranges": [the ranges of a recording the trace holds (a capture range or a trim), in
 //!             words, as `info` says them; empty for a whole recording],
+//!  "host_load": {"samples", "max_per_cpu", "last_per_cpu", "loaded"} (the runtimes'
+//!               `hrx: host load per CPU` samples; "loaded" at 1 or more) or null,
 //!  "unplaced_timings": timings that joined no region, "ends_before_start": records whose
 //!  time span (host or device) ends before it starts, each counted as 0 ns long, "late_spans": spans that arrived after
 //!  their lane's older busy time was retired into a sum (a loaded recording's threads can
@@ -414,6 +416,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "unplaced_timings": stats.unplaced_timings,
         "ends_before_start": summary.ends_before_start,
         "ranges": ranges(stats),
+        "host_load": host_load(stats),
         "late_spans": stats.late_spans,
         "late_ns": stats.late_ns,
         "running": running_json(summary, &summary.running),
@@ -435,6 +438,22 @@ fn ranges(stats: &Stats) -> Vec<String> {
         .iter()
         .map(|r| hrx_analysis::info::range_text(r, runtimes.len() > 1))
         .collect()
+}
+
+/// The runtimes' samples of the host's load per CPU (`hrx: host load per CPU`, at their
+/// starts and ends), as JSON: `loaded` at 1 or more, when host-side times include waits for
+/// a CPU; `null` without samples.
+fn host_load(stats: &Stats) -> Value {
+    let load = stats
+        .counters
+        .iter()
+        .find(|c| c.name == hrx_capture::schema::HOST_LOAD_COUNTER);
+    load.map_or(Value::Null, |c| {
+        json!({
+            "samples": c.samples, "max_per_cpu": c.max, "last_per_cpu": c.last,
+            "loaded": c.max >= 1.0,
+        })
+    })
 }
 
 /// Regions started and never timed (still running when the trace ends, or whose timing
@@ -482,6 +501,16 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             "{:<12} {}: these figures cover the range's submissions only",
             "range",
             range.as_str().unwrap_or("")
+        )?;
+    }
+    let load = &r["host_load"];
+    if load["loaded"].as_bool() == Some(true) {
+        writeln!(
+            out,
+            "{:<12} loaded: up to {:.2} per CPU (1-minute average, at the runtimes' starts and \
+             ends): host-side times include waits for a CPU",
+            "host load",
+            load["max_per_cpu"].as_f64().unwrap_or(0.0)
         )?;
     }
     let lost = &r["lost"];

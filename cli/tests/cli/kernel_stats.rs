@@ -370,3 +370,56 @@ fn stats_of_a_trim_says_its_figures_cover_the_range() {
     .unwrap();
     assert_eq!(json["ranges"], serde_json::json!([]));
 }
+
+/// `stats` of a recording made on a loaded host (a runtime's `hrx: host load per CPU` sample
+/// of 1 or more) says its host-side times include waits for a CPU (text and JSON), as `info`
+/// and `replay` do; it listed the counter alone.
+#[test]
+fn stats_of_a_recording_on_a_loaded_host_says_so() {
+    use hrx_capture::Record;
+    use hrx_capture::schema::HOST_LOAD_COUNTER;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "quiet.hrxt");
+    let trace = hrx_capture::read_all(dir.path().join("quiet.hrxt")).unwrap();
+    let mut load = None;
+    let mut samples = 0;
+    let loaded: Vec<Record> = trace
+        .records
+        .into_iter()
+        .map(|mut record| {
+            match &mut record {
+                Record::AnnotationName(n) if n.text == HOST_LOAD_COUNTER => load = Some(n.name),
+                Record::CounterSample(c) if Some(c.name) == load => {
+                    c.value.0 = 2.5;
+                    samples += 1;
+                }
+                _ => {}
+            }
+            record
+        })
+        .collect();
+    assert!(samples > 0, "no host load samples");
+    write_records(&dir.path().join("loaded.hrxt"), loaded.into_iter());
+    let text = stdout(&run(dir.path(), &["stats", "loaded.hrxt"]));
+    assert_eq!(
+        field(&text, "host load"),
+        "loaded: up to 2.50 per CPU (1-minute average, at the runtimes' starts and ends): \
+         host-side times include waits for a CPU",
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["stats", "--json", "loaded.hrxt"],
+    )))
+    .unwrap();
+    assert_eq!(json["host_load"]["loaded"], true);
+    assert_eq!(json["host_load"]["max_per_cpu"], 2.5);
+    // On a quiet host it says nothing, and the JSON says not loaded.
+    let quiet = run(dir.path(), &["stats", "--json", "quiet.hrxt"]);
+    let json: Value = serde_json::from_str(&stdout(&quiet)).unwrap();
+    if json["host_load"]["max_per_cpu"].as_f64().unwrap() < 1.0 {
+        assert_eq!(json["host_load"]["loaded"], false);
+        let text = stdout(&run(dir.path(), &["stats", "quiet.hrxt"]));
+        assert!(!text.lines().any(|l| l.starts_with("host load ")), "{text}");
+    }
+}
