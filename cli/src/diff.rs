@@ -123,6 +123,9 @@
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
+//!  "host_load": {"base", "new"}: the highest `hrx: host load per CPU` sample of each trace
+//!  (null without one); 1 or more is a loaded host, whose host-side times include waits for
+//!  a CPU (the text says so on a `host load` line),
 //!  "kernels": [{"name", "status": "matched"|"new"|"missing"|"relabelled"|"added"|"removed",
 //!               "base": {stats}|null, "new": {stats}|null, "ratio": p50 ratio|null,
 //!               "interval": [low, high] (the ratio's confidence interval, at least 95%)|null
@@ -251,6 +254,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
     report["graphs_matched_by_structure"] = reordered.into();
+    // A side recorded on a loaded host has host-side times that include waits for a CPU.
+    report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate). Ranges with no
     // submission in common say so in the report (exit 2).
@@ -791,6 +796,15 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             plural(n, "operation")
         ),
     };
+    for side in ["base", "new"] {
+        if let Some(load) = r["host_load"][side].as_f64().filter(|&l| l >= 1.0) {
+            writeln!(
+                out,
+                "host load    {side} was recorded on a loaded host (up to {load:.2} per CPU, \
+                 1-minute average): its host-side times include waits for a CPU"
+            )?;
+        }
+    }
     let reasons: Vec<&str> = r["reasons"]
         .as_array()
         .into_iter()

@@ -80,6 +80,9 @@ pub struct Profile {
     /// Spans and ranges that end before they start (crafted or damaged times), each taken
     /// as 0 ns long ([`ScanSummary::ends_before_start`]).
     pub ends_before_start: u64,
+    /// The highest of the runtimes' `hrx: host load per CPU` samples (1 or more: recorded on
+    /// a loaded host, its host-side times include waits for a CPU); `None` without any.
+    pub host_load_max: Option<f64>,
     /// How often each prepared graph (runtime rank, graph rank) was submitted.
     pub shape: BTreeMap<(u32, u64), u64>,
     /// The submissions a range recording or a trim holds, per runtime rank (of runtimes
@@ -421,7 +424,13 @@ impl ProfileVisitor {
             .into_iter()
             .map(|o| (o.stats.name.clone(), o.stats))
             .collect();
+        let host_load_max = stats
+            .counters
+            .iter()
+            .find(|c| c.name == hrx_capture::schema::HOST_LOAD_COUNTER)
+            .map(|c| c.max);
         Profile {
+            host_load_max,
             op_kernels,
             op_timed_labels,
             operations,

@@ -1260,3 +1260,29 @@ fn the_regions_line_says_its_table_pools_identical_graphs() {
         "{line}"
     );
 }
+
+/// `diff` says which trace was recorded on a loaded host (text and JSON): its host-side
+/// times include waits for a CPU, which a slow kernel may be. It said nothing, where `info`,
+/// `replay` and `record` say it.
+#[test]
+fn a_trace_recorded_on_a_loaded_host_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    loaded_copy(dir.path(), "base.hrxt", "quiet.hrxt", 0.25);
+    loaded_copy(dir.path(), "base.hrxt", "loaded.hrxt", 3.0);
+    let out = run(dir.path(), &["diff", "quiet.hrxt", "loaded.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        field(&text, "host load"),
+        "new was recorded on a loaded host (up to 3.00 per CPU, 1-minute average): its \
+         host-side times include waits for a CPU",
+        "{text}"
+    );
+    let (_, json) = diff_json(dir.path(), &["quiet.hrxt", "loaded.hrxt"]);
+    assert_eq!(json["host_load"]["base"], 0.25);
+    assert_eq!(json["host_load"]["new"], 3.0);
+    // Two quiet recordings: no such line.
+    let out = run(dir.path(), &["diff", "quiet.hrxt", "quiet.hrxt"]);
+    assert!(!stdout(&out).contains("\nhost load "), "{}", stdout(&out));
+}

@@ -376,30 +376,9 @@ fn stats_of_a_trim_says_its_figures_cover_the_range() {
 /// and `replay` do; it listed the counter alone.
 #[test]
 fn stats_of_a_recording_on_a_loaded_host_says_so() {
-    use hrx_capture::Record;
-    use hrx_capture::schema::HOST_LOAD_COUNTER;
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "quiet.hrxt");
-    let trace = hrx_capture::read_all(dir.path().join("quiet.hrxt")).unwrap();
-    let mut load = None;
-    let mut samples = 0;
-    let loaded: Vec<Record> = trace
-        .records
-        .into_iter()
-        .map(|mut record| {
-            match &mut record {
-                Record::AnnotationName(n) if n.text == HOST_LOAD_COUNTER => load = Some(n.name),
-                Record::CounterSample(c) if Some(c.name) == load => {
-                    c.value.0 = 2.5;
-                    samples += 1;
-                }
-                _ => {}
-            }
-            record
-        })
-        .collect();
-    assert!(samples > 0, "no host load samples");
-    write_records(&dir.path().join("loaded.hrxt"), loaded.into_iter());
+    loaded_copy(dir.path(), "quiet.hrxt", "loaded.hrxt", 2.5);
     let text = stdout(&run(dir.path(), &["stats", "loaded.hrxt"]));
     assert_eq!(
         field(&text, "host load"),

@@ -217,6 +217,32 @@ pub fn write_records(path: &Path, records: impl Iterator<Item = hrx_capture::Rec
     assert_eq!(recorder.close().unwrap().dropped_records, 0);
 }
 
+/// Writes `dir/to`: the trace `dir/from` as if recorded on a loaded host, its runtimes'
+/// `hrx: host load per CPU` samples set to `load`.
+pub fn loaded_copy(dir: &Path, from: &str, to: &str, load: f64) {
+    use hrx_capture::Record;
+    use hrx_capture::schema::HOST_LOAD_COUNTER;
+    let trace = hrx_capture::read_all(dir.join(from)).unwrap();
+    let (mut name, mut samples) = (None, 0);
+    let records: Vec<Record> = trace
+        .records
+        .into_iter()
+        .map(|mut record| {
+            match &mut record {
+                Record::AnnotationName(n) if n.text == HOST_LOAD_COUNTER => name = Some(n.name),
+                Record::CounterSample(c) if Some(c.name) == name => {
+                    c.value.0 = load;
+                    samples += 1;
+                }
+                _ => {}
+            }
+            record
+        })
+        .collect();
+    assert!(samples > 0, "{from} holds no host load sample");
+    write_records(&dir.join(to), records.into_iter());
+}
+
 /// The `.partial` files left in `dir` (a trim's or an export's temporary output).
 pub fn partial_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
