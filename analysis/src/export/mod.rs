@@ -1775,6 +1775,7 @@ fn instant_runtime(record: &Record) -> Option<RuntimeId> {
         Record::CopyStreamUnhealthy(c) => c.runtime,
         Record::FaultInjected(f) => f.runtime,
         Record::SubmitRefused(r) => r.runtime,
+        Record::TraceRange(r) => r.runtime,
         _ => return None,
     })
 }
@@ -1831,6 +1832,19 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
             args.extend(sub(w.submission));
             args.extend(region(w.region));
             ("recorder wait", w.start_ns, args)
+        }
+        // A capture range or a trim: the trace lacks the submissions outside it, said in the
+        // file as `info` says it (at the range's opening, and again at its close).
+        Record::TraceRange(r) => {
+            let mut args = vec![
+                (
+                    "range",
+                    Arg::Str(Cow::Owned(crate::info::range_text(r, false))),
+                ),
+                ("first_submission", Arg::Uint(r.start.0)),
+            ];
+            args.extend(r.end.map(|e| ("end_submission", Arg::Uint(e.0))));
+            ("trace range", r.time_ns, args)
         }
         Record::CaptureFence(f) => {
             let args = vec![
@@ -1889,6 +1903,7 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
     // a track of their own, so that the `Events` track holds what `view` counts.
     let slot = match record {
         Record::RecordsLost(_)
+        | Record::TraceRange(_)
         | Record::RecorderWait(_)
         | Record::CaptureFence(_)
         | Record::DigestSpan(_) => RECORDER_SLOT,

@@ -102,7 +102,9 @@ fn expected(records: &[Value]) -> Expected {
         // track of their own.
         let track = if view_event(kind, body) {
             "events"
-        } else if ["CaptureFence", "DigestSpan", "RecorderWait"].contains(&kind.as_str()) {
+        } else if ["CaptureFence", "DigestSpan", "RecorderWait", "TraceRange"]
+            .contains(&kind.as_str())
+        {
             "recorder"
         } else {
             continue;
@@ -1380,4 +1382,56 @@ fn two_exports_into_one_output_at_once_leave_one_whole_export() {
             .as_array()
             .is_some_and(|e| !e.is_empty())
     );
+}
+
+/// The export of a trim (or a capture range) says in the file which range of a recording
+/// it holds (a `trace range` mark on the recorder's track, as `info` words it), so that
+/// whoever opens it sees that the submissions outside it are missing; a whole recording's
+/// has none. The export read as the whole run's.
+#[test]
+fn the_export_of_a_trim_says_the_range_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "whole.hrxt");
+    let trim = run(
+        dir.path(),
+        &[
+            "trim",
+            "whole.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "2..4",
+        ],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let ranges = |trace: &str| -> Vec<Value> {
+        let out = run(dir.path(), &["export", trace, "-o", "out.json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
+                .unwrap();
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "trace range")
+            .cloned()
+            .collect()
+    };
+    let marks = ranges("t.hrxt");
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    let args = &marks[0]["args"];
+    assert_eq!(
+        args["range"],
+        "trimmed from whole.hrxt, submissions 2..4 (submissions:2..4)"
+    );
+    assert_eq!(
+        (&args["first_submission"], &args["end_submission"]),
+        (&2.into(), &4.into())
+    );
+    let out = run(dir.path(), &["export", "t.hrxt", "-o", "t.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("t.pftrace")).unwrap();
+    assert!(bytes.windows(11).any(|w| w == b"trace range"));
+    assert!(ranges("whole.hrxt").is_empty());
 }
