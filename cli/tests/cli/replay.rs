@@ -861,3 +861,45 @@ fn a_lost_blob_names_the_submission_that_needs_it_and_a_trim_that_replays() {
     let replay = run(dir.path(), &["replay", "t.hrxt"]);
     assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
 }
+
+/// `replay` of a trim says it replays a range of a recording, which (as `info` words it):
+/// the submissions outside it are not compared. Only the submission numbers in its table
+/// showed it.
+#[test]
+fn replay_of_a_trim_says_it_is_a_range() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "whole.hrxt");
+    let trim = run(
+        dir.path(),
+        &[
+            "trim",
+            "whole.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "2..4",
+        ],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let note = "the trace is a range: trimmed from whole.hrxt, submissions 2..4 \
+                (submissions:2..4): only its submissions are replayed and compared";
+    let out = run(dir.path(), &["replay", "--backend", "sim", "t.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(stdout(&out).contains(note), "{}", stdout(&out));
+    let out = run(
+        dir.path(),
+        &["replay", "--backend", "sim", "--report", "json", "t.hrxt"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        json["notes"].as_array().unwrap().iter().any(|n| n == note),
+        "{}",
+        json["notes"]
+    );
+    let out = run(dir.path(), &["replay", "--backend", "sim", "whole.hrxt"]);
+    assert!(
+        !stdout(&out).contains("the trace is a range"),
+        "{}",
+        stdout(&out)
+    );
+}

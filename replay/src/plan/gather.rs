@@ -189,6 +189,8 @@ pub(crate) fn plan_of(
     // The capture's host load per CPU, as its runtimes set it at their start and end.
     let mut host_load = None;
     let mut loaded = false;
+    // The latest record of each range (a capture range's closing one restates its opening).
+    let mut ranges: BTreeMap<(RuntimeId, u64), &s::TraceRange> = BTreeMap::new();
     for record in &trace.records {
         match record {
             Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
@@ -244,6 +246,7 @@ pub(crate) fn plan_of(
                 ..
             }) => g.named.push(("FaultInjected", *submission, None)),
             Record::TraceRange(r) => {
+                ranges.insert((r.runtime, r.start.0), r);
                 if trimmed_incomplete.is_none() {
                     trimmed_incomplete = trimmed_from_incomplete(record);
                 }
@@ -267,6 +270,18 @@ pub(crate) fn plan_of(
              a poor reference for --max-slowdown"
                 .to_owned(),
         );
+    }
+    // A range of a recording (a trim, a capture range) lacks the submissions outside it: said
+    // as `info` says it (only the submission numbers in the table showed it).
+    let several = ranges
+        .keys()
+        .any(|&(r, _)| Some(r) != ranges.keys().next().map(|k| k.0));
+    for range in ranges.values() {
+        notes.push(format!(
+            "the trace is a range: {}: only its submissions are replayed \
+             and compared",
+            hrx_analysis::info::range_text(range, several)
+        ));
     }
     // A trim of an incomplete recording is closed cleanly, but holds what its source held:
     // what the recording lacked (a digest lost with its end) is not evidence of a change.
