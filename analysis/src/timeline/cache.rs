@@ -62,8 +62,8 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// markers, and capture-fence host spans (format 1.15); 8: `op_spans`, the operation
 /// timings; 9: the statistics' `operations` and `op_times`; 10: the trace's fatal signal
 /// and `Recovery::source_incomplete`; 11: a thread's crossing ranges on rows of their own
-/// (`ThreadRow::level`).
-const FORMAT: u32 = 11;
+/// (`ThreadRow::level`); 12: the trace's ranges and host load (`TraceInfo`).
+const FORMAT: u32 = 12;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

@@ -283,6 +283,7 @@ impl ModelBuilder {
         self.joiner.push(record, &mut self.joins);
         add_lanes(&mut self.model.lanes, self.joiner.index());
         self.model.info.records += 1;
+        self.model.info.observe(record);
         if let Some(ns) = crate::dump::host_time_ns(record) {
             self.last_ns = self.last_ns.max(ns);
         }

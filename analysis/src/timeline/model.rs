@@ -28,8 +28,8 @@ use crate::stats::Stats;
 use hrx_capture::Recovery;
 use hrx_capture::schema::{
     BufferCreated, BufferId, ClockCalibration, GraphOp, HazardKind, KernelId, KernelLoaded,
-    Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, RegionIndex, RuntimeId, RuntimeStart,
-    SessionEnd, SessionStart, SubmissionIndex,
+    Lane as GpuLane, NodeIndex, OpKind, PreparedId, Queue, Record, RegionIndex, RuntimeId,
+    RuntimeStart, SessionEnd, SessionStart, SubmissionIndex,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -300,6 +300,48 @@ pub struct TraceInfo {
     /// its parent's), where one was recorded: what the trace pane says it died of.
     #[serde(default)]
     pub fatal: Option<hrx_capture::schema::FatalSignal>,
+    /// The ranges of a recording the trace holds (`TraceRange` records, the latest of each
+    /// runtime's range, at most [`RANGES_KEPT`]): a trim or a capture range lacks the
+    /// submissions outside them.
+    #[serde(default)]
+    pub ranges: Vec<hrx_capture::schema::TraceRange>,
+    /// The highest of the runtimes' `hrx: host load per CPU` samples: 1 or more, recorded on
+    /// a loaded host (its host-side times include waits for a CPU).
+    #[serde(default)]
+    pub host_load_max: Option<f64>,
+    /// The id of `hrx: host load per CPU`, once named.
+    #[serde(default)]
+    pub host_load_name: Option<hrx_capture::schema::AnnotationId>,
+}
+
+/// Ranges [`TraceInfo::ranges`] keeps: a trace opening a range per submission keeps the
+/// first ones.
+pub const RANGES_KEPT: usize = 64;
+
+impl TraceInfo {
+    /// Takes what a record says of the trace as a whole: its ranges and host load.
+    pub(crate) fn observe(&mut self, record: &Record) {
+        match record {
+            Record::TraceRange(r) => {
+                let same = |k: &hrx_capture::schema::TraceRange| {
+                    (k.runtime, k.start) == (r.runtime, r.start)
+                };
+                if let Some(known) = self.ranges.iter_mut().find(|k| same(k)) {
+                    *known = r.clone();
+                } else if self.ranges.len() < RANGES_KEPT {
+                    self.ranges.push(r.clone());
+                }
+            }
+            Record::AnnotationName(n) if n.text == hrx_capture::schema::HOST_LOAD_COUNTER => {
+                self.host_load_name = Some(n.name);
+            }
+            Record::CounterSample(c) if Some(c.name) == self.host_load_name => {
+                let load = c.value.0;
+                self.host_load_max = Some(self.host_load_max.map_or(load, |m| m.max(load)));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A cross-submission wait resolved to model indices (48 bytes, stored as they are in the

@@ -643,6 +643,26 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
         _ => format!("{} records, complete", info.records),
     };
     lines.push(field("recording", recovery));
+    // What a trim or a capture range lacks, and a loaded host's times, as `info` says them.
+    let several = info
+        .ranges
+        .iter()
+        .any(|r| r.runtime != info.ranges[0].runtime);
+    for range in &info.ranges {
+        lines.push(field(
+            "range",
+            format!(
+                "{}: the submissions outside it are not in the trace",
+                hrx_analysis::info::range_text(range, several)
+            ),
+        ));
+    }
+    if let Some(load) = info.host_load_max.filter(|&l| l >= 1.0) {
+        lines.push(field(
+            "host load",
+            format!("loaded: up to {load:.2} per CPU: host-side times include waits for a CPU"),
+        ));
+    }
     // How the recorded process ended, where a signal ended it (a crash is never left to
     // `info` alone).
     if let Some(fatal) = info.fatal {

@@ -746,6 +746,70 @@ fn the_trace_pane_says_the_signal_that_ended_the_process() {
     assert!(screen.contains("not closed cleanly"), "{screen}");
 }
 
+/// The trace pane says what a trim or a capture range lacks (its range, as `info` words it)
+/// and that a recording on a loaded host has host-side times that include waits for a
+/// CPU: it said `complete` of both.
+#[test]
+fn the_trace_pane_says_a_range_and_a_loaded_host() {
+    use hrx_capture::schema::{
+        AnnotationId, AnnotationName, CounterSample, CounterValue, HOST_LOAD_COUNTER, Record,
+        RuntimeId, SubmissionIndex, TraceRange,
+    };
+    let screen = |extra: &[Record]| {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let spec = crate::state::synthetic::PipelineSpec::ops(8);
+        for r in crate::state::synthetic::pipeline(spec) {
+            if !matches!(r, Record::SessionStart(_) | Record::SessionEnd(_)) {
+                recorder.record(&r);
+            }
+        }
+        for r in extra {
+            recorder.record(r);
+        }
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let model = Model::from_trace(&trace);
+        let state = ViewState::new(&model, 160, 40);
+        render_to_string(&model, &state, 160, 40)
+    };
+    let range = Record::TraceRange(TraceRange {
+        runtime: RuntimeId(0),
+        start: SubmissionIndex(3),
+        end: Some(SubmissionIndex(6)),
+        trigger: "submissions:3..6".into(),
+        trimmed_from: Some("whole.hrxt".into()),
+        time_ns: 10,
+        fault: None,
+    });
+    let name = Record::AnnotationName(AnnotationName {
+        name: AnnotationId(90),
+        text: HOST_LOAD_COUNTER.into(),
+    });
+    let load = |value: f64| {
+        Record::CounterSample(CounterSample {
+            thread: 0,
+            name: AnnotationId(90),
+            time_ns: 20,
+            value: CounterValue(value),
+        })
+    };
+    let said = screen(&[range, name.clone(), load(0.5), load(2.25)]);
+    assert!(
+        said.contains("range       trimmed from whole.hrxt, submissions 3..6"),
+        "{said}"
+    );
+    assert!(
+        said.contains("host load   loaded: up to 2.25 per CPU: host-side times include"),
+        "{said}"
+    );
+    let quiet = screen(&[name, load(0.5)]);
+    assert!(!quiet.contains("range       "), "{quiet}");
+    assert!(!quiet.contains("host load   "), "{quiet}");
+}
+
 #[test]
 fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
     use hrx_capture::schema::{LostKind, Record, RecorderWait, RecordsLost};
