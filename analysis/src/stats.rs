@@ -276,6 +276,10 @@ pub struct AnnotationStats {
     /// Ranges that held any such wait.
     #[serde(default)]
     pub capture_wait_ranges: u64,
+    /// Ranges that began among the waits let go of (more than [`CAPTURE_WAITS_KEPT`] on
+    /// their thread since): waits of theirs among those are not left out of their times.
+    #[serde(default)]
+    pub capture_wait_untold_ranges: u64,
 }
 
 /// One marker name's count (format 1.14).
@@ -595,8 +599,9 @@ const RANGES_KEPT: usize = 1024;
 #[derive(Clone, Debug, Default)]
 struct Annotations {
     ranges: BTreeMap<AnnotationId, Sketch>,
-    /// Per name: capture waits left out of its ranges (ns) and the ranges that held any.
-    capture_in_ranges: BTreeMap<AnnotationId, (u64, u64)>,
+    /// Per name: capture waits left out of its ranges (ns), the ranges that held any, and
+    /// the ranges that began among the waits let go of ([`Annotations::capture_within`]).
+    capture_in_ranges: BTreeMap<AnnotationId, (u64, u64, u64)>,
     /// Per thread: its latest capture waits (recorder waits, capture fences), `(start, end)`,
     /// oldest first, at most [`CAPTURE_WAITS_KEPT`]. A wait is recorded before the range
     /// around it (ranges are recorded as they close, on the same thread, in order).
@@ -612,7 +617,7 @@ struct Annotations {
 
 /// Capture waits kept per thread to leave out of the ranges around them: a range is left
 /// its newest ones (waits are rare: a few per second on a loaded host).
-const CAPTURE_WAITS_KEPT: usize = 4096;
+pub const CAPTURE_WAITS_KEPT: usize = 4096;
 
 impl Annotations {
     /// A capture wait of `thread`, to leave out of the ranges around it.
@@ -631,12 +636,13 @@ impl Annotations {
         waits.push_back((start_ns, end_ns.max(start_ns)));
     }
 
-    /// The time `thread`'s capture waits take of `start_ns..end_ns`. Of the waits let go of
-    /// (past [`CAPTURE_WAITS_KEPT`]), those of a range around all of them; a range that began
-    /// among them is left those it can be told, the kept ones.
-    fn capture_within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> u64 {
+    /// The time `thread`'s capture waits take of `start_ns..end_ns`, and whether the range
+    /// may hold waits that cannot be told. Of the waits let go of (past
+    /// [`CAPTURE_WAITS_KEPT`]), those of a range around all of them; a range that began
+    /// among them is left those it can be told, the kept ones (and is counted, to be said).
+    fn capture_within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> (u64, bool) {
         let Some(waits) = self.capture_waits.get(&thread) else {
-            return 0;
+            return (0, false);
         };
         let kept: u64 = waits
             .iter()
@@ -645,11 +651,16 @@ impl Annotations {
             .take_while(|&&(_, end)| end > start_ns)
             .map(|&(start, end)| end.min(end_ns).saturating_sub(start.max(start_ns)))
             .sum();
-        let evicted = match self.capture_evicted.get(&thread) {
-            Some(&(first, last, total)) if start_ns <= first && last <= end_ns => total,
-            _ => 0,
+        let (evicted, untold) = match self.capture_evicted.get(&thread) {
+            Some(&(first, last, total)) if start_ns <= first && last <= end_ns => (total, false),
+            // Some of the waits let go of may lie inside the range.
+            Some(&(first, last, _)) => (0, start_ns < last && first < end_ns),
+            None => (0, false),
         };
-        (kept + evicted).min(end_ns.saturating_sub(start_ns))
+        (
+            (kept + evicted).min(end_ns.saturating_sub(start_ns)),
+            untold,
+        )
     }
 
     fn thread(&mut self, thread: u32) -> &mut ThreadStats {
@@ -678,13 +689,14 @@ impl Annotations {
             }
             Record::RecorderWait(w) => self.capture_wait(w.thread, (w.start_ns, w.end_ns)),
             Record::AnnotationRange(a) => {
-                let capture = self.capture_within(a.thread, (a.start_ns, a.end_ns));
+                let (capture, untold) = self.capture_within(a.thread, (a.start_ns, a.end_ns));
                 let ns = a.end_ns.saturating_sub(a.start_ns) - capture;
                 self.ranges.entry(a.name).or_default().add(ns);
-                if capture > 0 {
+                if capture > 0 || untold {
                     let left_out = self.capture_in_ranges.entry(a.name).or_default();
                     left_out.0 += capture;
-                    left_out.1 += 1;
+                    left_out.1 += u64::from(capture > 0);
+                    left_out.2 += u64::from(untold);
                 }
                 self.thread(a.thread).ranges += 1;
             }
@@ -722,6 +734,7 @@ impl Annotations {
                 p50_interval_ns: d.median_interval(),
                 capture_wait_ns: self.capture_in_ranges.get(&name).map_or(0, |c| c.0),
                 capture_wait_ranges: self.capture_in_ranges.get(&name).map_or(0, |c| c.1),
+                capture_wait_untold_ranges: self.capture_in_ranges.get(&name).map_or(0, |c| c.2),
             });
         }
         stats.annotations.sort_by(|a, b| {
@@ -1340,6 +1353,55 @@ mod tests {
         assert_eq!(a.total_ns, 1_000 + n * 100 - n * 10);
     }
 
+    /// A range that began among the waits let go of (past [`CAPTURE_WAITS_KEPT`] on its
+    /// thread) keeps those of them inside it in its time: it is counted, to be said (it was
+    /// left them in silence); a range around all of them, or after them, is not.
+    #[test]
+    fn a_range_that_began_among_the_waits_let_go_of_is_counted() {
+        use hrx_capture::schema::{AnnotationRange, RecorderWait};
+        let n = CAPTURE_WAITS_KEPT as u64 + 1_000;
+        let mut records: Vec<Record> = (0..n)
+            .map(|i| {
+                Record::RecorderWait(RecorderWait {
+                    thread: 0,
+                    thread_name: String::new(),
+                    start_ns: 1_000 + i * 100,
+                    end_ns: 1_000 + i * 100 + 10,
+                    runtime: None,
+                    submission: None,
+                    region: None,
+                })
+            })
+            .collect();
+        let range = |name, start_ns, end_ns| {
+            Record::AnnotationRange(AnnotationRange {
+                thread: 0,
+                name: AnnotationId(name),
+                start_ns,
+                end_ns,
+            })
+        };
+        let end = 1_000 + n * 100;
+        // Began among the first 1,000 waits, which were let go of.
+        records.push(range(0, 1_000 + 500 * 100, end));
+        // Around all of them, and past them all (a range among the kept ones).
+        records.push(range(1, 0, end));
+        records.push(range(2, end - 50 * 100, end));
+        let (stats, _) = stats_of(&records);
+        let by = |name: &str| {
+            stats
+                .annotations
+                .iter()
+                .find(|a| a.name == name)
+                .unwrap_or_else(|| panic!("{name} in {:?}", stats.annotations))
+        };
+        let [among, around, after] = [0, 1, 2].map(|i| by(&format!("annotation {i}")));
+        assert_eq!(among.capture_wait_untold_ranges, 1);
+        assert_eq!(around.capture_wait_untold_ranges, 0);
+        assert_eq!(after.capture_wait_untold_ranges, 0);
+        assert_eq!(after.capture_wait_ns, 50 * 10);
+    }
+
     #[test]
     fn capture_waits_inside_a_range_are_left_out_of_its_duration() {
         use hrx_capture::schema::{AnnotationName, AnnotationRange, HostSpan, RecorderWait};
@@ -1428,6 +1490,7 @@ mod tests {
                 p50_interval_ns: Some((1_000_000, 2_000_000)),
                 capture_wait_ns: 0,
                 capture_wait_ranges: 0,
+                capture_wait_untold_ranges: 0,
             }]
         );
         assert_eq!(

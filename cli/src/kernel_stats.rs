@@ -93,10 +93,12 @@
 //!  or the trace closed cleanly): not running, and not in the figures (the text says how
 //!  many),
 //!  "annotations": [{"name", "count", "total_ns", "mean_ns", "p50_ns", "p99_ns", "min_ns",
-//!                   "max_ns", "exact", "capture_wait_ns", "capture_wait_ranges"}]: the
-//!                   application's ranges by name (format 1.14), their times without the
-//!                   thread's waits on the recorder and at capture fences inside them
-//!                   ("capture_wait_ns" in all, in "capture_wait_ranges" ranges),
+//!                   "max_ns", "exact", "capture_wait_ns", "capture_wait_ranges",
+//!                   "capture_wait_untold_ranges"}]: the application's ranges by name
+//!                   (format 1.14), their times without the thread's waits on the recorder
+//!                   and at capture fences inside them ("capture_wait_ns" in all, in
+//!                   "capture_wait_ranges" ranges; "capture_wait_untold_ranges" began among
+//!                   more such waits than are kept, 4,096 a thread, and keep those in),
 //!  "markers": [{"name", "count"}], "counters": [{"name", "samples", "min", "max", "last"}]
 //!  (values in the application's unit),
 //!  "threads": [{"thread", "name", "submits", "submit_ns", "waits", "wait_ns",
@@ -838,6 +840,19 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
                 plural(held, "range")
             )?;
         }
+        let untold: u64 = ranges
+            .iter()
+            .map(|a| u(&a["capture_wait_untold_ranges"]))
+            .sum();
+        if untold > 0 {
+            writeln!(
+                out,
+                "({} began among more than {} earlier waits of their thread on the recorder \
+                 and at capture fences: those inside them are not left out of their times)",
+                plural(untold, "range"),
+                hrx_analysis::stats::CAPTURE_WAITS_KEPT
+            )?;
+        }
     }
     let markers = rows("markers");
     if !markers.is_empty() {
@@ -958,6 +973,33 @@ mod tests {
                 .any(|l| l.starts_with("late         923 spans") && l.contains("at most 5")),
             "{said}"
         );
+    }
+
+    /// Ranges that began among more capture waits than `stats` keeps are said under the
+    /// annotation table: waits among those it let go of stay in their times.
+    #[test]
+    fn ranges_that_keep_untold_capture_waits_are_said() {
+        let text = |untold: u64| {
+            let report = serde_json::json!({
+                "file": "t.hrxt", "span_ns": 1000,
+                "annotations": [{"name": "main", "count": 3, "total_ns": 9000,
+                                 "capture_wait_ns": 0, "capture_wait_ranges": 0,
+                                 "capture_wait_untold_ranges": untold}],
+            });
+            let mut out = Vec::new();
+            write_text(&mut out, &report).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let said = text(2);
+        assert!(
+            said.contains(
+                "(2 ranges began among more than 4096 earlier waits of their thread on the \
+                 recorder and at capture fences: those inside them are not left out of their \
+                 times)"
+            ),
+            "{said}"
+        );
+        assert!(!text(0).contains("began among"));
     }
 
     /// A counter's value that JSON cannot hold (infinite, NaN: null there) reads `-` with a
