@@ -69,7 +69,8 @@
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}] (host clock),
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s", "device"}]:
 //!            copy batches that succeeded, "device" of them timed on the device clock,
-//!  "complete": whether the whole trace was read, "end": how it ends, "signal": how a signal
+//!  "complete": whether the whole trace was read, "end": how it ends, "warnings": [what
+//!  standard error warned of the trace, one line each, as `info --json` lists them], "signal": how a signal
 //!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
@@ -364,6 +365,14 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
         "file": path.display().to_string(),
         "complete": recovery.is_none_or(|r| r.is_complete()) && lost.is_none(),
         "end": recovery.map(|r| r.end()),
+        // What standard error warned, as `info --json` lists it: the reader's warnings (damage,
+        // parts of a newer format skipped), how the trace ends and the records it lost.
+        "warnings": summary
+            .warnings
+            .iter()
+            .map(|w| crate::failure::one_line(&w.to_string()))
+            .chain(recovery.map(crate::failure::lacks).unwrap_or_default())
+            .collect::<Vec<_>>(),
         "signal": summary.fatal.map(|f| f.describe()),
         "lost": {
             "records": lost.total,

@@ -285,6 +285,48 @@ fn spans_that_end_before_they_start_are_counted_and_said() {
     assert!(!stderr(&export).contains("before they start"));
 }
 
+/// `stats --json` lists what standard error warned of a trace (as `info --json` does): the
+/// reader's warnings and how the trace ends. A trace of a newer minor format (parts this
+/// reader skips) and a cut one said it on standard error alone, and `complete` in the JSON.
+#[test]
+fn stats_json_lists_the_warnings() {
+    use hrx_capture::format::{FILE_HEADER_LEN, FileHeader, FormatMinor};
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let mut bytes = std::fs::read(dir.path().join("h.hrxt")).unwrap();
+    let (mut header, _) = FileHeader::decode(bytes[..FILE_HEADER_LEN].try_into().unwrap()).unwrap();
+    header.version.minor = FormatMinor(header.version.minor.0 + 1);
+    bytes[..FILE_HEADER_LEN].copy_from_slice(&header.encode());
+    std::fs::write(dir.path().join("newer.hrxt"), &bytes).unwrap();
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let warnings = |name: &str| -> Vec<String> {
+        let out = run(dir.path(), &["stats", "--json", name]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let warnings: Vec<String> = json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_owned())
+            .collect();
+        // Each is on standard error too.
+        for w in &warnings {
+            assert!(stderr(&out).contains(w.as_str()), "{w} in {}", stderr(&out));
+        }
+        warnings
+    };
+    let newer = warnings("newer.hrxt");
+    assert!(
+        newer
+            .iter()
+            .any(|w| w.contains("is newer than this reader's")),
+        "{newer:?}"
+    );
+    let cut = warnings("cut.hrxt");
+    assert!(cut.iter().any(|w| w == "not closed cleanly"), "{cut:?}");
+    assert!(warnings("h.hrxt").is_empty());
+}
+
 #[test]
 fn replay_refuses_meaningless_numbers() {
     let dir = tempfile::tempdir().unwrap();
