@@ -594,10 +594,23 @@ fn interrupted(
     }
     // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    // Not reaped: stopped while writing (a stopped child is not reported without WUNTRACED).
-    if let Some(status) = child.try_wait().unwrap() {
+    // `kill` returns before the child stops: wait until it has stopped or exited (WNOWAIT
+    // leaves either state to be reaped below), else a child still finishing when the signal
+    // was sent exits 0 (a break-it pass on a loaded host: the trim case, `left: 0`).
+    // SAFETY: a zeroed siginfo_t is valid to be written by waitid; `pid` is our child.
+    let stopped = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT;
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) == 0
+            && info.si_code == libc::CLD_STOPPED
+    };
+    // Exited, or stopped once its output was complete (the partial file renamed away): it
+    // finished before it was caught writing.
+    if !stopped || !partial.exists() {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
         let out = child.wait_with_output().unwrap();
-        assert!(status.success(), "{args:?}: {}", stderr(&out));
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         return None;
     }
     // SAFETY: as above; the signal waits for SIGCONT.
