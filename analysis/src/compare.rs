@@ -371,6 +371,23 @@ pub struct TimingMatch {
     /// Whether the pair could not be judged for too few samples (fewer than 7 on a side)
     /// while a maximum slowdown was set.
     pub too_few: bool,
+    /// Whether the pair could not be judged, while a maximum slowdown was set, for an
+    /// interval that holds 1 and spans more than [`TOO_WIDE`] ([`too_spread`]).
+    pub too_spread: bool,
+}
+
+/// An interval whose ends differ by more than this factor says nothing about the ratio: the
+/// samples of a side differ by an order of magnitude (unlike work under one name, such as
+/// two sizes of download in a frame, a cold first run among warm ones, or runs on a loaded
+/// host, some waiting for a CPU).
+pub const TOO_WIDE: f64 = 10.0;
+
+/// Whether a ratio's confidence `interval` holds 1 and its ends differ by more than
+/// [`TOO_WIDE`]: the pair is not judged, and `diff` and `replay` say so (`too spread to
+/// judge`) rather than count it as not slow. A wide interval wholly on one side of 1 still
+/// says faster or slower.
+pub fn too_spread(interval: Option<(f64, f64)>) -> bool {
+    interval.is_some_and(|(lo, hi)| lo < 1.0 && 1.0 < hi && hi > lo * TOO_WIDE)
 }
 
 impl Default for TimingMatch {
@@ -382,6 +399,7 @@ impl Default for TimingMatch {
             spread: 1.0,
             slow: false,
             too_few: false,
+            too_spread: false,
         }
     }
 }
@@ -433,6 +451,7 @@ pub fn timing(
         spread,
         slow,
         too_few: rule.max_ratio.is_some() && interval.is_none(),
+        too_spread: rule.max_ratio.is_some() && !slow && too_spread(interval),
     }
 }
 
@@ -636,6 +655,28 @@ mod tests {
         });
         let t = timing(centre(10_000, 9_000, 11_000), few, &rule, true, 1.0);
         assert_eq!((t.ratio, t.slow, t.too_few), (Some(9.0), false, true));
+        // A side's samples an order of magnitude apart (a slowed kernel replayed on a loaded
+        // host: 0.73x [0.20x..7.82x]): not slow, and not judged either, said as too spread;
+        // a wide interval wholly past 1 still judges.
+        let t = timing(
+            centre(10_000, 3_000, 30_000),
+            centre(7_300, 6_000, 23_460),
+            &rule,
+            true,
+            1.0,
+        );
+        let (low, high) = t.interval.unwrap();
+        assert!(low < 1.0 && high > 10.0 * low, "{:?}", t.interval);
+        assert_eq!((t.slow, t.too_few, t.too_spread), (false, false, true));
+        let t = timing(
+            centre(10_000, 9_000, 11_000),
+            centre(200_000, 20_000, 400_000),
+            &rule,
+            true,
+            1.0,
+        );
+        assert_eq!((t.slow, t.too_spread), (true, false));
+        assert!(!too_spread(Some((0.9, 1.2))) && !too_spread(None));
         // No maximum: reported, not judged, nothing too few.
         let off = Slowdown {
             max_ratio: None,
@@ -643,6 +684,14 @@ mod tests {
         };
         let t = timing(centre(10_000, 9_000, 11_000), few, &off, true, 1.0);
         assert_eq!((t.ratio, t.slow, t.too_few), (Some(9.0), false, false));
+        let t = timing(
+            centre(10_000, 3_000, 30_000),
+            centre(7_300, 6_000, 23_460),
+            &off,
+            true,
+            1.0,
+        );
+        assert!(!t.too_spread, "nothing is judged without a maximum");
         // Not comparable, one side missing, or a base median of 0: nothing.
         for t in [
             timing(centre(10_000, 9_000, 11_000), few, &rule, false, 1.0),

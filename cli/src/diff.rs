@@ -172,6 +172,7 @@ use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use crate::kernel_stats::print_report;
 use hrx_analysis::KernelStats;
+use hrx_analysis::compare::too_spread;
 use hrx_analysis::diff::{
     Comparison, DiffError, Matched, NOISE_FLOOR_NS, Place, Profile, SAME_AS_FAR_AS_BOTH_GO, Side,
     UNKNOWN_GRAPH, compare,
@@ -520,13 +521,8 @@ fn judged_ratio(row: &Value) -> String {
         .map_or_else(|| "-".to_owned(), |r| ratio_with_interval(r, interval))
 }
 
-/// An interval whose ends differ by more than this factor says nothing about the ratio: the
-/// samples of a side differ by an order of magnitude (unlike work under one name, such as
-/// two sizes of download in a frame, or a cold first run among warm ones).
-const TOO_WIDE: f64 = 10.0;
-
 /// The mark of a judged row that is not judged: too few runs on a side (under 7), or an
-/// interval around 1 too wide to mean anything ([`TOO_WIDE`]), which was printed as if it
+/// interval around 1 too wide to mean anything ([`hrx_analysis::compare::TOO_WIDE`]), which was printed as if it
 /// were a judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass). A wide interval wholly
 /// on one side of 1 still says faster or slower.
 fn too_few_mark(row: &Value) -> &'static str {
@@ -537,12 +533,6 @@ fn too_few_mark(row: &Value) -> &'static str {
     } else {
         ""
     }
-}
-
-/// Whether a ratio's confidence `interval` holds 1 and its ends differ by more than
-/// [`TOO_WIDE`]: the row is not judged (JSON `too_spread`, the text's `too spread to judge`).
-fn too_spread(interval: Option<(f64, f64)>) -> bool {
-    interval.is_some_and(|(lo, hi)| lo < 1.0 && 1.0 < hi && hi > lo * TOO_WIDE)
 }
 
 /// Differing outputs and changed outcomes the text report lists, each; `--json` has all.

@@ -821,6 +821,7 @@ pub(crate) fn report(
                 interval: judged.interval,
                 spread: judged.spread,
                 too_few: judged.too_few,
+                too_spread: judged.too_spread,
                 regression: judged.slow,
                 baseline: None,
             });
@@ -875,6 +876,7 @@ pub(crate) fn report(
                 interval: judged.interval,
                 spread: judged.spread,
                 too_few: judged.too_few,
+                too_spread: judged.too_spread,
                 regression: judged.slow,
                 baseline: None,
             });
@@ -899,6 +901,8 @@ pub(crate) fn report(
     summary.timing_dependent = timing_dependent.len();
     summary.too_few = timing.iter().filter(|t| t.too_few).count()
         + op_timing.iter().filter(|t| t.too_few).count();
+    summary.too_spread = timing.iter().filter(|t| t.too_spread).count()
+        + op_timing.iter().filter(|t| t.too_spread).count();
     summary.slow = timing.iter().filter(|t| t.regression).count()
         + op_timing.iter().filter(|t| t.regression).count();
     if options.tolerance.is_some()

@@ -453,6 +453,7 @@ impl Fold<'_> {
                     interval: judged.interval,
                     spread: judged.spread,
                     too_few: judged.too_few,
+                    too_spread: judged.too_spread,
                     regression: judged.slow,
                     baseline: None,
                 }
@@ -460,6 +461,8 @@ impl Fold<'_> {
             .collect();
         report.summary.too_few = report.timing.iter().filter(|t| t.too_few).count()
             + report.op_timing.iter().filter(|t| t.too_few).count();
+        report.summary.too_spread = report.timing.iter().filter(|t| t.too_spread).count()
+            + report.op_timing.iter().filter(|t| t.too_spread).count();
         report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
             + report.op_timing.iter().filter(|t| t.regression).count();
         report.verdict = Verdict::of(report.summary.divergences + report.summary.slow, 0);

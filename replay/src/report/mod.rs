@@ -331,6 +331,9 @@ pub struct Summary {
     /// Regions and operations not judged for too few samples (under 7 on a side), with
     /// `max_slowdown` set.
     pub too_few: usize,
+    /// Regions and operations not judged, with `max_slowdown` set, for an interval that
+    /// holds 1 and spans more than 10x ([`hrx_analysis::compare::too_spread`]).
+    pub too_spread: usize,
     /// Regions and operations slower than `max_slowdown` allows against a baseline
     /// ([`crate::Baseline::judge`]).
     pub baseline_slow: usize,
@@ -482,6 +485,9 @@ pub struct RegionTimingRow {
     pub spread: f64,
     /// Not judged, for too few samples (with `max_slowdown` set).
     pub too_few: bool,
+    /// Not judged, for an interval that holds 1 and spans more than 10x (with
+    /// `max_slowdown` set; [`hrx_analysis::compare::too_spread`]).
+    pub too_spread: bool,
     /// Whether this is a timing regression ([`hrx_analysis::compare::timing`]: the whole
     /// interval past `max_slowdown` and the spread, medians apart by more than the noise
     /// floor).
@@ -521,6 +527,8 @@ pub struct OpTimingRow {
     pub spread: f64,
     /// Not judged, for too few samples ([`RegionTimingRow::too_few`]).
     pub too_few: bool,
+    /// Not judged, too spread ([`RegionTimingRow::too_spread`]).
+    pub too_spread: bool,
     /// Whether this is a timing regression.
     pub regression: bool,
     /// Judged against a baseline ([`RegionTimingRow::baseline`]).

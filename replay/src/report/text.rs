@@ -265,6 +265,17 @@ impl Report {
                 }
             );
         }
+        if s.too_spread > 0 {
+            let _ = writeln!(
+                out,
+                "not judged: {} timing row{} too spread to judge (the interval holds 1 and \
+                 spans more than 10x: a side's samples differ by an order of magnitude, as on a \
+                 loaded host or for unlike work under one name); raise --repeat, or replay on \
+                 a quiet host",
+                s.too_spread,
+                if s.too_spread == 1 { "" } else { "s" },
+            );
+        }
         if let Some(what) = &self.nothing_compared {
             let _ = writeln!(out, "warning: {what}");
         }
@@ -426,7 +437,7 @@ impl Report {
                         t.region.to_string(),
                         t.captured,
                         t.replayed,
-                        (t.ratio, t.interval, t.too_few, t.regression),
+                        (t.ratio, t.interval, t.too_few || t.too_spread, t.regression),
                         t.clock,
                         self.not_slow(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
@@ -480,7 +491,7 @@ impl Report {
                         t.node.to_string(),
                         t.captured,
                         t.replayed,
-                        (t.ratio, t.interval, t.too_few, t.regression),
+                        (t.ratio, t.interval, t.too_few || t.too_spread, t.regression),
                         t.clock,
                         self.not_slow(t.interval, t.spread, t.captured, t.replayed, t.clock),
                     ));
@@ -736,8 +747,20 @@ pub(super) fn timing_cells(
                     ""
                 }
             ),
-            (false, true, Clock::Device) => "device, too few to judge".to_string(),
-            (false, true, Clock::Host) => "too few to judge".to_string(),
+            // Not judged: too few samples (no interval), or an interval too spread.
+            (false, true, clock) => format!(
+                "{}{}",
+                if clock == Clock::Device {
+                    "device, "
+                } else {
+                    ""
+                },
+                if interval.is_some() {
+                    "too spread to judge"
+                } else {
+                    "too few to judge"
+                }
+            ),
             (false, false, Clock::Device) => "device".to_string(),
             (false, false, Clock::Host) => String::new(),
         },
