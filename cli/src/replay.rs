@@ -337,9 +337,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             ));
         } else if report.summary.divergences > 0 {
             crate::output::warn(format_args!(
-                "{}: baseline not saved: the replay diverged from the capture ({} divergences)",
+                "{}: baseline not saved: the replay diverged from the capture ({})",
                 path.display(),
-                report.summary.divergences
+                hrx_analysis::units::plural(report.summary.divergences as u64, "divergence")
             ));
         } else {
             let baseline = hrx_replay::Baseline::of(&report);
