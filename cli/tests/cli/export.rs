@@ -1404,19 +1404,7 @@ fn two_exports_into_one_output_at_once_leave_one_whole_export() {
 #[test]
 fn the_export_of_a_trim_says_the_range_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    record_hazards(dir.path(), "whole.hrxt");
-    let trim = run(
-        dir.path(),
-        &[
-            "trim",
-            "whole.hrxt",
-            "-o",
-            "t.hrxt",
-            "--submissions",
-            "2..4",
-        ],
-    );
-    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    record_hazards_trimmed(dir.path());
     let ranges = |trace: &str| -> Vec<Value> {
         let out = run(dir.path(), &["export", trace, "-o", "out.json"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));

@@ -337,19 +337,7 @@ fn stats_prints_no_zero_durations_and_no_empty_tables() {
 #[test]
 fn stats_of_a_trim_says_its_figures_cover_the_range() {
     let dir = tempfile::tempdir().unwrap();
-    record_hazards(dir.path(), "whole.hrxt");
-    let trim = run(
-        dir.path(),
-        &[
-            "trim",
-            "whole.hrxt",
-            "-o",
-            "t.hrxt",
-            "--submissions",
-            "2..4",
-        ],
-    );
-    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    record_hazards_trimmed(dir.path());
     let range = "trimmed from whole.hrxt, submissions 2..4 (submissions:2..4)";
     let text = stdout(&run(dir.path(), &["stats", "t.hrxt"]));
     assert_eq!(

@@ -1,7 +1,8 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
 use crate::util::{
-    assert_error, code, hrx_trace, record_hazards, run, run_into_closed_stdout, stderr, stdout,
+    assert_error, code, hrx_trace, record_hazards, record_hazards_trimmed, run,
+    run_into_closed_stdout, stderr, stdout,
 };
 
 #[test]
@@ -868,19 +869,7 @@ fn a_lost_blob_names_the_submission_that_needs_it_and_a_trim_that_replays() {
 #[test]
 fn replay_of_a_trim_says_it_is_a_range() {
     let dir = tempfile::tempdir().unwrap();
-    record_hazards(dir.path(), "whole.hrxt");
-    let trim = run(
-        dir.path(),
-        &[
-            "trim",
-            "whole.hrxt",
-            "-o",
-            "t.hrxt",
-            "--submissions",
-            "2..4",
-        ],
-    );
-    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    record_hazards_trimmed(dir.path());
     let note = "the trace is a range: trimmed from whole.hrxt, submissions 2..4 \
                 (submissions:2..4): only its submissions are replayed and compared";
     let out = run(dir.path(), &["replay", "--backend", "sim", "t.hrxt"]);

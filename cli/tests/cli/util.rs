@@ -155,6 +155,24 @@ pub fn record_hazards(dir: &Path, name: &str) {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
+/// Records the `hazards` workload into `dir/whole.hrxt` and trims its submissions 2..4 into
+/// `dir/t.hrxt`; panics unless both exit 0.
+pub fn record_hazards_trimmed(dir: &Path) {
+    record_hazards(dir, "whole.hrxt");
+    let trim = run(
+        dir,
+        &[
+            "trim",
+            "whole.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "2..4",
+        ],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+}
+
 /// Records the pipeline over the photograph into `dir/name`; returns the output.
 pub fn record_pipeline(dir: &Path, name: &str, photo: &Path) -> Output {
     run(
