@@ -1318,19 +1318,11 @@ pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, Sc
 mod tests {
     use super::*;
 
-    /// A thread's waits on the recorder and at capture fences inside its own ranges are left
-    /// out of their durations, and counted: capture never appears inside a measured time (a
-    /// fresh user's pass: a 6 ms range held 5 ms of waits on the recorder). Another thread's
-    /// waits, and the thread's own before the range, are not.
-    /// More waits on one thread than are kept one by one: a range around all of them (a
-    /// whole `main`) still leaves every one out (a break-it pass: only the newest 4,096 were).
-    #[test]
-    fn a_range_around_more_waits_than_are_kept_leaves_them_all_out() {
-        use hrx_capture::schema::{AnnotationRange, RecorderWait};
-        let n = CAPTURE_WAITS_KEPT as u64 + 1_000;
-        let mut records: Vec<Record> = (0..n)
+    /// `n` waits of 10 ns on the recorder by thread 0, one every 100 ns from 1 µs.
+    fn waits_every_100ns(n: u64) -> Vec<Record> {
+        (0..n)
             .map(|i| {
-                Record::RecorderWait(RecorderWait {
+                Record::RecorderWait(hrx_capture::schema::RecorderWait {
                     thread: 0,
                     thread_name: String::new(),
                     start_ns: 1_000 + i * 100,
@@ -1340,7 +1332,20 @@ mod tests {
                     region: None,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    /// A thread's waits on the recorder and at capture fences inside its own ranges are left
+    /// out of their durations, and counted: capture never appears inside a measured time (a
+    /// fresh user's pass: a 6 ms range held 5 ms of waits on the recorder). Another thread's
+    /// waits, and the thread's own before the range, are not.
+    /// More waits on one thread than are kept one by one: a range around all of them (a
+    /// whole `main`) still leaves every one out (a break-it pass: only the newest 4,096 were).
+    #[test]
+    fn a_range_around_more_waits_than_are_kept_leaves_them_all_out() {
+        use hrx_capture::schema::AnnotationRange;
+        let n = CAPTURE_WAITS_KEPT as u64 + 1_000;
+        let mut records = waits_every_100ns(n);
         records.push(Record::AnnotationRange(AnnotationRange {
             thread: 0,
             name: AnnotationId(0),
@@ -1358,21 +1363,9 @@ mod tests {
     /// left them in silence); a range around all of them, or after them, is not.
     #[test]
     fn a_range_that_began_among_the_waits_let_go_of_is_counted() {
-        use hrx_capture::schema::{AnnotationRange, RecorderWait};
+        use hrx_capture::schema::AnnotationRange;
         let n = CAPTURE_WAITS_KEPT as u64 + 1_000;
-        let mut records: Vec<Record> = (0..n)
-            .map(|i| {
-                Record::RecorderWait(RecorderWait {
-                    thread: 0,
-                    thread_name: String::new(),
-                    start_ns: 1_000 + i * 100,
-                    end_ns: 1_000 + i * 100 + 10,
-                    runtime: None,
-                    submission: None,
-                    region: None,
-                })
-            })
-            .collect();
+        let mut records = waits_every_100ns(n);
         let range = |name, start_ns, end_ns| {
             Record::AnnotationRange(AnnotationRange {
                 thread: 0,
