@@ -242,7 +242,13 @@ pub fn file(trace: &Trace, name: &str) -> (tempfile::TempDir, PathBuf) {
 pub fn assert_same(whole: &Report, streamed: &Report, what: &str) {
     assert_eq!(whole.verdict, streamed.verdict, "{what}");
     assert_eq!(whole.exit_code(), streamed.exit_code(), "{what}");
-    assert_eq!(whole.summary, streamed.summary, "{what}");
+    // Whether a row's interval is too spread to judge comes from live timings, which two
+    // replays never share (the tests' maximum slowdown makes none slow): not compared.
+    let settled = |r: &Report| hrx_replay::Summary {
+        too_spread: 0,
+        ..r.summary.clone()
+    };
+    assert_eq!(settled(whole), settled(streamed), "{what}");
     // The replay's errors name its own graph ids, which another replay runtime numbers
     // otherwise (process-wide counters): those are not compared.
     let rows = |r: &Report| -> Vec<hrx_replay::SubmissionRow> {
