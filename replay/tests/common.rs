@@ -246,7 +246,7 @@ pub fn assert_same(whole: &Report, streamed: &Report, what: &str) {
     // replays never share (the tests' maximum slowdown makes none slow): not compared.
     let settled = |r: &Report| hrx_replay::Summary {
         too_spread: 0,
-        ..r.summary.clone()
+        ..r.summary
     };
     assert_eq!(settled(whole), settled(streamed), "{what}");
     // The replay's errors name its own graph ids, which another replay runtime numbers
