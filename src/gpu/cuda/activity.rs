@@ -28,12 +28,6 @@
 //!   application's own too (their records are dropped), until the process ends.
 //! - **Clock.** CUPTI's timestamps are in ns on its own clock (`cuptiGetTimestamp`); each flush
 //!   samples it between two readings of the session clock and maps records by that offset.
-//! - **Regions.** With kernel times on, a graph launch's start event ran 0.4-0.7 ms before its
-//!   first node on the H200 (session 36: CUPTI's own work for the launch), and a copy batch's
-//!   events took in the waits of its copies' calls behind other threads' flushes (a 70 µs
-//!   upload read 1.5 ms). A region or copy batch whose every operation CUPTI timed therefore
-//!   runs from its first operation's start to its last one's end (`gpu::cuda`'s stream), so
-//!   that CUPTI's cost stays out of the times, as capture work must.
 
 use crate::gpu::{DeviceSpan, OpSpan};
 use crate::sync::lock;
