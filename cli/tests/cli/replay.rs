@@ -613,7 +613,8 @@ fn a_twelve_frame_pipeline_pools_its_frame_contexts_into_judged_rows() {
     }
     assert_eq!(report["summary"]["too_few"], 0);
     let text = stdout(&run(dir.path(), &args[..6]));
-    assert!(!text.contains("not judged"), "{text}");
+    // No row too few to judge (whether a live timing row is too spread is the run's).
+    assert!(!text.contains("with too few samples"), "{text}");
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("1-3 ") && l.contains("(n=12)")),

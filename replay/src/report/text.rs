@@ -419,7 +419,7 @@ impl Report {
                     "; SLOW = the whole interval past the max slowdown and past the replay's \
                      own run-to-run change (its first half of repeats' median against its \
                      second's, said where it decided); too few to judge = under 7 samples on a \
-                     side"
+                     side; too spread to judge = the interval holds 1 and spans more than 10x"
                 } else {
                     ""
                 }
