@@ -200,16 +200,7 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
         profile.recovery.as_ref(),
         "these figures cover only what was recovered",
     );
-    if profile.ends_before_start > 0 {
-        crate::output::warn(format_args!(
-            "{}: {} (crafted or damaged times): each compared as 0 ns long",
-            path.display(),
-            match profile.ends_before_start {
-                1 => "1 span or range ends before it starts".to_owned(),
-                n => format!("{n} spans or ranges end before they start"),
-            }
-        ));
-    }
+    crate::output::warn_ends_before_start(path, profile.ends_before_start as u64, "compared");
     Ok(profile)
 }
 

@@ -350,16 +350,7 @@ fn warn(file: &Path, exported: &export::Exported) {
             exported.unplaced_timings
         ));
     }
-    if exported.ends_before_start > 0 {
-        crate::output::warn(format_args!(
-            "{}: {} (crafted or damaged times): each exported as 0 ns long",
-            file.display(),
-            match exported.ends_before_start {
-                1 => "1 span or range ends before it starts".to_owned(),
-                n => format!("{n} spans or ranges end before they start"),
-            }
-        ));
-    }
+    crate::output::warn_ends_before_start(file, exported.ends_before_start, "exported");
     if exported.counts.flows_not_drawn > 0 {
         crate::output::warn(format_args!(
             "{}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",

@@ -270,6 +270,22 @@ pub fn eline(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// Warns that `n` spans or ranges of `path` end before they start (crafted or damaged times),
+/// each taken as 0 ns long by `verb` ("compared", "exported"); nothing when `n` is 0.
+pub fn warn_ends_before_start(path: &std::path::Path, n: u64, verb: &str) {
+    if n == 0 {
+        return;
+    }
+    warn(format_args!(
+        "{}: {} (crafted or damaged times): each {verb} as 0 ns long",
+        path.display(),
+        match n {
+            1 => "1 span or range ends before it starts".to_owned(),
+            n => format!("{n} spans or ranges end before they start"),
+        }
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
