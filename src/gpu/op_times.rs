@@ -44,6 +44,15 @@ pub(crate) struct GraphShape {
     pub(crate) leaves: Box<[u32]>,
 }
 
+/// The span from the earliest start to the latest end of `ops` (host clock, ns); `None`
+/// for no operation. A region timed by its operations alone (CUPTI's, `gpu::cuda`'s
+/// stream) runs over it.
+pub(crate) fn covering(ops: &[OpSpan]) -> Option<DeviceSpan> {
+    let start_ns = ops.iter().map(|op| op.span.start_ns).min()?;
+    let end_ns = ops.iter().map(|op| op.span.end_ns).max()?;
+    Some(DeviceSpan { start_ns, end_ns })
+}
+
 /// Turns the spans of the operations of one launch of a graph shaped `shape` that ran as
 /// `region` (host clock, ns) into operation times counted from what each waits on (module
 /// docs): each span's start moves back to the latest end among its dependencies (untimed ones
@@ -131,6 +140,32 @@ mod tests {
         ops.iter()
             .map(|o| (o.index, o.span.start_ns, o.span.end_ns))
             .collect()
+    }
+
+    #[test]
+    fn a_region_timed_by_its_operations_covers_them_all() {
+        assert_eq!(covering(&[]), None);
+        // Copies in start order, a gap between them; a graph's out of order.
+        let copies = [op(0, 1_000, 1_500), op(1, 1_600, 9_000)];
+        assert_eq!(
+            covering(&copies),
+            Some(DeviceSpan {
+                start_ns: 1_000,
+                end_ns: 9_000
+            })
+        );
+        let graph = [
+            op(2, 5_000, 7_000),
+            op(0, 2_000, 3_000),
+            op(1, 3_000, 6_000),
+        ];
+        assert_eq!(
+            covering(&graph),
+            Some(DeviceSpan {
+                start_ns: 2_000,
+                end_ns: 7_000
+            })
+        );
     }
 
     #[test]

@@ -28,6 +28,24 @@
 //!   application's own too (their records are dropped), until the process ends.
 //! - **Clock.** CUPTI's timestamps are in ns on its own clock (`cuptiGetTimestamp`); each flush
 //!   samples it between two readings of the session clock and maps records by that offset.
+//! - **Batches.** A record can reach hrx after its batch's synchronize and forced flush (on the
+//!   H200 a copy's came with the next batch of its lane, 10 ms later, session 36), and a
+//!   graph's nodes keep records of earlier launches. So each batch is known by its window on
+//!   the session clock: its records start after the midpoint between the previous
+//!   synchronize's return and the batch's first enqueue (the previous batch's work ended
+//!   before the first, this one's starts after the second; the midpoint leaves half the gap
+//!   for the clocks' mapping). Older records are another batch's, come late: dropped and
+//!   counted ([`Cupti::late`]). While a batch lacks a record of an operation it enqueued, CUPTI
+//!   is flushed again, a few times over about 4 ms; then it keeps what came (its missing
+//!   operations untimed, its region on its events).
+//! - **Regions.** With kernel times on, a graph launch's start event ran 0.4-0.7 ms before its
+//!   first node on the H200 (session 36: CUPTI's own work for the launch), and a copy batch's
+//!   events took in the waits of its copies' calls behind other threads' flushes (a 70 µs
+//!   upload read 1.5 ms). A region or copy batch whose every operation CUPTI timed therefore
+//!   runs from its first operation's start to its last one's end (`gpu::cuda`'s stream), so
+//!   that CUPTI's cost stays out of the times, as capture work must. Only a batch whose every
+//!   operation's record came in its window: one taken from another batch would take that
+//!   batch's span.
 
 use crate::gpu::{DeviceSpan, OpSpan};
 use crate::sync::lock;
@@ -35,11 +53,15 @@ use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// Bytes of each activity buffer handed to CUPTI.
 const BUFFER_BYTES: usize = 8 << 20;
 /// Their alignment (CUPTI asks for 8).
 const BUFFER_ALIGN: usize = 8;
+/// The waits before each further flush while a batch lacks records (module docs): 4.3 ms
+/// in all, once per batch at most.
+const REFLUSH_WAITS_US: [u64; 10] = [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000];
 
 /// The symbols hrx calls, resolved before the first call.
 const SYMBOLS: &[&str] = &[
@@ -83,6 +105,86 @@ struct State {
     by_stream: HashMap<u32, Vec<Activity>>,
     /// Records dropped as not registered (the application's own work).
     foreign: u64,
+    /// Records of registered work that came after their batch was taken (module docs).
+    late: u64,
+}
+
+/// Where a batch's records begin on the session clock (ns): the midpoint between the
+/// previous synchronize's return (`synced_ns`, 0: none) and the batch's first enqueue
+/// (`enqueued_ns`). Records starting before it are an earlier batch's (module docs).
+pub(super) fn batch_boundary(synced_ns: u64, enqueued_ns: u64) -> u64 {
+    if synced_ns == 0 || enqueued_ns <= synced_ns {
+        return synced_ns.min(enqueued_ns);
+    }
+    synced_ns + (enqueued_ns - synced_ns) / 2
+}
+
+/// A CUPTI timestamp on the session clock, through `offset` (ns).
+fn session_ns(cupti_ns: u64, offset: i128) -> u64 {
+    u64::try_from((i128::from(cupti_ns) + offset).max(0)).unwrap_or(u64::MAX)
+}
+
+impl State {
+    /// Drops the records in `records` that start before `boundary` (session clock, through
+    /// `offset`) and counts them late; whether one of those left is timed.
+    fn keep_from(records: &mut Vec<Activity>, boundary: u64, offset: i128, late: &mut u64) -> bool {
+        let before = records.len();
+        records.retain(|r| !r.timed() || session_ns(r.start, offset) >= boundary);
+        *late += (before - records.len()) as u64;
+        records.iter().any(Activity::timed)
+    }
+
+    /// Whether every node of `nodes` has a timed record in the batch from `boundary`,
+    /// older ones dropped.
+    fn graph_ready(&mut self, nodes: &[Option<u64>], boundary: u64, offset: i128) -> bool {
+        let mut ready = true;
+        for id in nodes.iter().flatten() {
+            ready &= match self.by_node.get_mut(id) {
+                Some(records) => Self::keep_from(records, boundary, offset, &mut self.late),
+                None => false,
+            };
+        }
+        ready
+    }
+
+    /// Takes the batch's records of `nodes` (the last launch's of each node, module docs) as
+    /// [`OpSpan`]s indexed by node.
+    fn take_graph(&mut self, nodes: &[Option<u64>], offset: i128, out: &mut Vec<OpSpan>) {
+        for (index, id) in nodes.iter().enumerate() {
+            let Some(records) = id.and_then(|id| self.by_node.remove(&id)) else {
+                continue;
+            };
+            // Two launches of one graph in a batch: the last is the one whose nodes the
+            // stream knows. A record without timestamps (0: CUPTI could not take them; seen
+            // once on the H200 among 12 launches) times nothing.
+            if let Some(last) = records.iter().filter(|r| r.timed()).max_by_key(|r| r.start) {
+                out.push(span(index, *last, offset));
+            }
+        }
+    }
+
+    /// How many timed records stream `stream` holds in the batch from `boundary`, older
+    /// ones dropped.
+    fn stream_ready(&mut self, stream: u32, boundary: u64, offset: i128) -> usize {
+        let Some(records) = self.by_stream.get_mut(&stream) else {
+            return 0;
+        };
+        Self::keep_from(records, boundary, offset, &mut self.late);
+        records.iter().filter(|r| r.timed()).count()
+    }
+
+    /// Takes the batch's copies on `stream` in start order, indexed in that order.
+    fn take_stream(&mut self, stream: u32, offset: i128, out: &mut Vec<OpSpan>) {
+        let mut records = self.by_stream.remove(&stream).unwrap_or_default();
+        records.retain(Activity::timed);
+        records.sort_by_key(|r| r.start);
+        out.extend(
+            records
+                .into_iter()
+                .enumerate()
+                .map(|(index, r)| span(index, r, offset)),
+        );
+    }
 }
 
 /// The process's CUPTI activity session, started by the first stream that asks for kernel
@@ -92,6 +194,9 @@ pub(super) struct Cupti {
 }
 
 static CUPTI: OnceLock<Result<Cupti, String>> = OnceLock::new();
+
+/// A batch left without some of its records, said once per process.
+static INCOMPLETE: std::sync::Once = std::sync::Once::new();
 
 /// The activity session, started on first use; `Err`: why kernel times cannot be had
 /// (reported once by the caller).
@@ -288,42 +393,66 @@ impl Cupti {
         i128::from(before / 2 + after / 2) - i128::from(cupti_ns)
     }
 
-    /// The times of the operations of the graph launch just synchronized: `nodes[i]` is the
-    /// CUPTI id of its node `i` (`None`: not timed, an empty node), appended as
-    /// [`OpSpan`]s with `index` `i`, device-measured.
-    pub(super) fn take_graph(&self, nodes: &[Option<u64>], out: &mut Vec<OpSpan>) {
-        let offset = self.flush();
-        let mut state = lock(&self.state);
-        for (index, id) in nodes.iter().enumerate() {
-            let Some(records) = id.and_then(|id| state.by_node.remove(&id)) else {
-                continue;
-            };
-            // One launch at a time per graph: a record left from an earlier launch (a flush
-            // that came late) is older than this launch's, which is the last. A record
-            // without timestamps (0: CUPTI could not take them; seen once on the H200 among
-            // 12 launches) times nothing.
-            if let Some(last) = records.iter().filter(|r| r.timed()).max_by_key(|r| r.start) {
-                out.push(span(index, *last, offset));
+    /// Flushes until `ready` says the batch has all its records, or the waits of
+    /// [`REFLUSH_WAITS_US`] are spent; returns the state, locked, and the last flush's clock
+    /// offset.
+    fn flushed_until(
+        &self,
+        mut ready: impl FnMut(&mut State, i128) -> bool,
+    ) -> (std::sync::MutexGuard<'_, State>, i128) {
+        let mut offset = self.flush();
+        for wait in REFLUSH_WAITS_US {
+            let mut state = lock(&self.state);
+            if ready(&mut state, offset) {
+                return (state, offset);
             }
+            drop(state);
+            std::thread::sleep(Duration::from_micros(wait));
+            offset = self.flush();
         }
+        let mut state = lock(&self.state);
+        if !ready(&mut state, offset) {
+            INCOMPLETE.call_once(|| {
+                crate::error::to_stderr(format_args!(
+                    "hrx: kernel times: CUPTI had not delivered every record of a batch 4 ms \
+                     after it finished; its missing operations keep no time and its region \
+                     keeps its event span (said once)"
+                ));
+            });
+        }
+        (state, offset)
     }
 
-    /// The times of the copies of the batch just synchronized on stream `stream` (a CUPTI
-    /// id), in start order: the batch's copies in the order they were enqueued.
-    pub(super) fn take_stream(&self, stream: u32, out: &mut Vec<OpSpan>) {
-        let offset = self.flush();
-        let mut records = lock(&self.state)
-            .by_stream
-            .remove(&stream)
-            .unwrap_or_default();
-        records.retain(Activity::timed);
-        records.sort_by_key(|r| r.start);
-        out.extend(
-            records
-                .into_iter()
-                .enumerate()
-                .map(|(index, r)| span(index, r, offset)),
-        );
+    /// The times of the operations of the graph launch just synchronized, its batch starting
+    /// at `boundary` ([`batch_boundary`]): `nodes[i]` is the CUPTI id of its node `i`
+    /// (`None`: not timed, an empty node), appended as [`OpSpan`]s with `index` `i`,
+    /// device-measured.
+    pub(super) fn take_graph(&self, nodes: &[Option<u64>], boundary: u64, out: &mut Vec<OpSpan>) {
+        let (mut state, offset) =
+            self.flushed_until(|state, offset| state.graph_ready(nodes, boundary, offset));
+        state.take_graph(nodes, offset, out);
+    }
+
+    /// The times of the `copies` copies of the batch just synchronized on stream `stream` (a
+    /// CUPTI id), its batch starting at `boundary`, in start order: the batch's copies in the
+    /// order they were enqueued.
+    pub(super) fn take_stream(
+        &self,
+        stream: u32,
+        boundary: u64,
+        copies: usize,
+        out: &mut Vec<OpSpan>,
+    ) {
+        let (mut state, offset) = self.flushed_until(|state, offset| {
+            state.stream_ready(stream, boundary, offset) >= copies
+        });
+        state.take_stream(stream, offset, out);
+    }
+
+    /// Records of registered work that came after their batch was taken, so far (dropped).
+    #[cfg(test)]
+    pub(super) fn late(&self) -> u64 {
+        lock(&self.state).late
     }
 
     /// Records dropped so far as the application's own work.
@@ -359,12 +488,11 @@ impl Cupti {
 
 /// An activity record as an operation's span on the session clock.
 fn span(index: usize, record: Activity, offset: i128) -> OpSpan {
-    let at = |ns: u64| (i128::from(ns) + offset).max(0) as u64;
     OpSpan {
         index,
         span: DeviceSpan {
-            start_ns: at(record.start),
-            end_ns: at(record.end.max(record.start)),
+            start_ns: session_ns(record.start, offset),
+            end_ns: session_ns(record.end.max(record.start), offset),
         },
         device: true,
     }
@@ -483,6 +611,84 @@ unsafe extern "C" fn on_callback(
 
 #[cfg(test)]
 mod tests {
+    use super::{Activity, State, batch_boundary};
+
+    fn at(start: u64, end: u64) -> Activity {
+        Activity { start, end }
+    }
+
+    /// The boundary lies halfway between the previous synchronize and the first enqueue;
+    /// without a previous synchronize every record counts.
+    #[test]
+    fn a_batch_starts_halfway_from_the_last_synchronize() {
+        assert_eq!(batch_boundary(0, 5_000), 0);
+        assert_eq!(batch_boundary(10_000, 14_000), 12_000);
+        // Clocks read out of order (never expected): the earlier one.
+        assert_eq!(batch_boundary(10_000, 9_000), 9_000);
+    }
+
+    /// Session 36's defect: a copy's record that came after its batch was taken was read
+    /// by the lane's next batch as its own. Now a batch keeps only records from its
+    /// boundary on, counts the older one late, and waits for as many as it enqueued.
+    #[test]
+    fn a_copy_batch_takes_only_its_own_records_and_counts_a_late_one() {
+        let mut state = State::default();
+        state.streams.insert(7);
+        // CUPTI's clock is 1,000 ns behind the session clock: offset +1,000.
+        let offset = 1_000;
+        // Batch 1 (enqueued at 10,000 session ns) was taken with one record missing; it came
+        // now, with batch 2's two copies (enqueued at 30,000 after a synchronize at 20,000).
+        let late = at(12_000, 18_000);
+        let mine = [at(30_500, 31_000), at(31_200, 39_000)];
+        let boundary = batch_boundary(20_000, 30_000);
+        state.by_stream.insert(7, vec![mine[1], late]);
+        assert_eq!(state.stream_ready(7, boundary, offset), 1, "one of two so far");
+        assert_eq!(state.late, 1);
+        state.by_stream.get_mut(&7).unwrap().push(mine[0]);
+        assert_eq!(state.stream_ready(7, boundary, offset), 2);
+        let mut out = Vec::new();
+        state.take_stream(7, offset, &mut out);
+        let spans: Vec<_> = out
+            .iter()
+            .map(|o| (o.index, o.span.start_ns, o.span.end_ns))
+            .collect();
+        assert_eq!(spans, [(0, 31_500, 32_000), (1, 32_200, 40_000)]);
+        assert!(out.iter().all(|o| o.device));
+        assert_eq!(state.stream_ready(7, boundary, offset), 0, "all taken");
+    }
+
+    /// A graph's nodes keep records of earlier launches whose flush came late: a launch
+    /// is ready only when each timed node has a record from its boundary on, and takes
+    /// that one, never the older.
+    #[test]
+    fn a_graph_launch_waits_for_each_node_and_never_takes_an_earlier_launchs_record() {
+        let mut state = State::default();
+        let nodes = [Some(1), None, Some(2)];
+        state.nodes.extend([1, 2]);
+        let boundary = 50_000;
+        // Node 1: the previous launch's record (late) and this one's; node 2: only the
+        // previous launch's so far.
+        state
+            .by_node
+            .insert(1, vec![at(41_000, 42_000), at(51_000, 52_000)]);
+        state.by_node.insert(2, vec![at(42_000, 43_000)]);
+        assert!(!state.graph_ready(&nodes, boundary, 0));
+        assert_eq!(state.late, 2);
+        // A record CUPTI could not time (start 0) does not make the node ready.
+        state.by_node.get_mut(&2).unwrap().push(at(0, 0));
+        assert!(!state.graph_ready(&nodes, boundary, 0));
+        state.by_node.get_mut(&2).unwrap().push(at(52_000, 55_000));
+        assert!(state.graph_ready(&nodes, boundary, 0));
+        let mut out = Vec::new();
+        state.take_graph(&nodes, 0, &mut out);
+        let spans: Vec<_> = out
+            .iter()
+            .map(|o| (o.index, o.span.start_ns, o.span.end_ns))
+            .collect();
+        assert_eq!(spans, [(0, 51_000, 52_000), (2, 52_000, 55_000)]);
+        assert!(state.by_node.is_empty());
+    }
+
     /// Without libcupti (this build machine, CI), asking for kernel times is an error that
     /// names the library and how to point hrx at it, not a panic in cudarc's loader. Where
     /// libcupti is installed (the H200 host) there is nothing to check here.
