@@ -443,9 +443,8 @@ impl Cupti {
         copies: usize,
         out: &mut Vec<OpSpan>,
     ) {
-        let (mut state, offset) = self.flushed_until(|state, offset| {
-            state.stream_ready(stream, boundary, offset) >= copies
-        });
+        let (mut state, offset) = self
+            .flushed_until(|state, offset| state.stream_ready(stream, boundary, offset) >= copies);
         state.take_stream(stream, offset, out);
     }
 
@@ -642,7 +641,11 @@ mod tests {
         let mine = [at(30_500, 31_000), at(31_200, 39_000)];
         let boundary = batch_boundary(20_000, 30_000);
         state.by_stream.insert(7, vec![mine[1], late]);
-        assert_eq!(state.stream_ready(7, boundary, offset), 1, "one of two so far");
+        assert_eq!(
+            state.stream_ready(7, boundary, offset),
+            1,
+            "one of two so far"
+        );
         assert_eq!(state.late, 1);
         state.by_stream.get_mut(&7).unwrap().push(mine[0]);
         assert_eq!(state.stream_ready(7, boundary, offset), 2);
