@@ -285,6 +285,8 @@ impl RuntimeOptions {
             }
             self.trace = Some(path.into());
         }
+        // Read at the software device's first allocation, where it would fail every one.
+        crate::gpu::sim::memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
         // Read by the clock at its first use, where a typo would fall back silently.
         hrx_capture::clock::ClockChoice::from_env().map_err(|text| {
             Error::Message(format!(

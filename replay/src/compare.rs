@@ -286,6 +286,14 @@ pub(crate) fn report(
     later: Option<&Later<'_>>,
 ) -> Report {
     let several = plan.runtimes.len() > 1;
+    // The repeats that ran: fewer than asked where a streamed replay ran out of memory
+    // holding them side by side (`stream`).
+    let repeats_run = runs
+        .iter()
+        .map(|r| r.repeats.len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let mut summary = Summary::default();
     let mut submissions = Vec::new();
     let mut outputs = Vec::new();
@@ -369,7 +377,7 @@ pub(crate) fn report(
                 repeats: 1,
                 kind,
                 show_runtime: several,
-                of_repeats: options.repeat.max(1),
+                of_repeats: repeats_run,
             }
         };
 
@@ -803,7 +811,7 @@ pub(crate) fn report(
             let judged = judge(
                 c,
                 r,
-                spread_of(&replayed, clock, options.repeat),
+                spread_of(&replayed, clock, run.repeats.len()),
                 options,
                 comparable,
                 clock,
@@ -853,7 +861,7 @@ pub(crate) fn report(
             let judged = judge(
                 c,
                 r,
-                spread_of(&replayed, clock, options.repeat),
+                spread_of(&replayed, clock, run.repeats.len()),
                 options,
                 comparable,
                 clock,
@@ -977,7 +985,7 @@ pub(crate) fn report(
             backend,
             requested: backend_name(options.backend).to_owned(),
             device,
-            repeat: options.repeat.max(1),
+            repeat: repeats_run,
             per_op: options.per_op,
             isolated: options.per_op && options.isolated,
             tolerance: options.tolerance,

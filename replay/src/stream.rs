@@ -192,7 +192,8 @@ impl Fold<'_> {
                 let entry = self.captured.entry(key).or_default();
                 samples.iter().for_each(|s| entry.add(s, 0));
             }
-            let k = self.options.repeat.max(1);
+            // The repeats that ran (fewer than asked where memory ran out: `replay_stream`).
+            let k = repeats.len().max(1);
             for (repeat, observed) in repeats.iter().enumerate() {
                 let half = usize::from(repeat >= k / 2);
                 for ((graph, region), samples) in &observed.region_times {
@@ -490,6 +491,81 @@ impl Fold<'_> {
     }
 }
 
+/// Whether `error` is the replay runtime running out of memory (a buffer it could not
+/// allocate).
+fn out_of_memory(error: &ReplayError) -> bool {
+    matches!(
+        error,
+        ReplayError::Runtime {
+            source: hrx::Error::Device(hrx::DeviceError::OutOfMemory(_)),
+            ..
+        }
+    )
+}
+
+/// A streamed replay runs its repeats side by side, chunk by chunk (the trace is read once),
+/// so each holds every buffer of its runtime at once: `--repeat 10` of a trace whose buffers
+/// take 2 GB needs 20 GB. Opens the repeats' sessions of `plan`'s runtime; where the device
+/// runs out of memory for one after the first, replays with those that opened and says so in
+/// `notes` (a gate's statistics then say which rows have too few samples), rather than
+/// failing a replay that can run.
+///
+/// # Errors
+/// The first session's failure, and any other than out of memory.
+fn open_repeats(
+    plan: &crate::plan::RuntimePlan<'_>,
+    options: &ReplayOptions,
+    fault: Option<hrx::FaultSpec>,
+    contents: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Session>, ReplayError> {
+    let repeat = options.repeat.max(1);
+    let mut repeats = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        match Session::open(plan, options, fault.clone(), contents) {
+            Ok(session) => repeats.push(session),
+            Err(error) if !repeats.is_empty() && out_of_memory(&error) => {
+                let ran = repeats.len();
+                notes.push(format!(
+                    "runtime {} replayed {ran} time{}, not {repeat}: a streamed replay holds \
+                     its repeats side by side, each with every buffer, and replay {} ran out \
+                     of memory ({error}); timings are pooled over {ran}",
+                    plan.id.0,
+                    if ran == 1 { "" } else { "s" },
+                    ran + 1,
+                ));
+                break;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(repeats)
+}
+
+/// `error` of a chunk's replay, with a hint where it ran out of memory with `side_by_side`
+/// repeats open ([`open_repeats`]): buffers a later chunk creates are allocated once a repeat.
+fn side_by_side_hint(error: ReplayError, side_by_side: usize) -> ReplayError {
+    match error {
+        ReplayError::Runtime {
+            runtime,
+            context,
+            source,
+        } if side_by_side > 1
+            && matches!(source, hrx::Error::Device(hrx::DeviceError::OutOfMemory(_))) =>
+        {
+            ReplayError::Runtime {
+                runtime,
+                context: format!(
+                    "{context} (with {side_by_side} repeats side by side, each holding every \
+                     buffer: a lower --repeat needs less)"
+                ),
+                source,
+            }
+        }
+        other => other,
+    }
+}
+
 /// Per runtime: one replay session per repeat, and the fault they inject.
 struct Sessions {
     repeats: Vec<Session>,
@@ -603,10 +679,8 @@ pub(crate) fn replay_stream<R: Read>(
                         warmup.run_chunk(rp, options, Some(&place), &mut ticker)?;
                         warmup.finish()?;
                     }
-                    let mut repeats = Vec::with_capacity(repeat);
-                    for _ in 0..repeat {
-                        repeats.push(Session::open(rp, options, fault.clone(), contents)?);
-                    }
+                    let repeats =
+                        open_repeats(rp, options, fault.clone(), contents, &mut open_notes)?;
                     e.insert(Sessions {
                         repeats,
                         fault: fault.map(|f| f.to_string()),
@@ -623,8 +697,10 @@ pub(crate) fn replay_stream<R: Read>(
                 clocks.before(runtime);
             }
             let mut chunk_runs = Vec::with_capacity(repeat);
+            let side_by_side = entry.repeats.len();
             for session in &mut entry.repeats {
-                chunk_runs.push(session.run_chunk(rp, options, Some(&place), &mut ticker)?);
+                let run = session.run_chunk(rp, options, Some(&place), &mut ticker);
+                chunk_runs.push(run.map_err(|e| side_by_side_hint(e, side_by_side))?);
             }
             runs.insert(rp.id, chunk_runs);
         }

@@ -27,6 +27,55 @@ const ALIGNMENT: usize = 256;
 const HOST_ALIGNMENT: usize = 4096;
 const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
 
+/// The software device's memory, `HRX_SIM_MEMORY` bytes (`K`, `M`, `G`: KiB, MiB, GiB),
+/// unlimited when unset: one device shared by every runtime of the process, as a GPU's memory
+/// is shared by its contexts, so that running out of device memory can be reproduced
+/// without a GPU (a replay's repeats side by side, an application on a smaller card).
+pub(crate) const MEMORY_ENV: &str = "HRX_SIM_MEMORY";
+
+/// `HRX_SIM_MEMORY` read once: `Ok(None)` unlimited; `Err`: the line saying what is wrong.
+pub(crate) fn memory_limit() -> std::result::Result<Option<u64>, &'static str> {
+    static LIMIT: std::sync::OnceLock<std::result::Result<Option<u64>, String>> =
+        std::sync::OnceLock::new();
+    LIMIT
+        .get_or_init(|| match std::env::var(MEMORY_ENV) {
+            Err(_) => Ok(None),
+            Ok(text) => parse_bytes(&text).map(Some).ok_or_else(|| {
+                format!(
+                    "{MEMORY_ENV}: expected a size in bytes such as 1048576, 64M or 2G, got \
+                     {text:?}"
+                )
+            }),
+        })
+        .as_ref()
+        .copied()
+        .map_err(String::as_str)
+}
+
+/// `N`, `NK`, `NM` or `NG` (KiB, MiB, GiB); `None` for anything else or an overflow.
+fn parse_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&text[..i], c.to_ascii_uppercase()),
+        _ => (text, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return None,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// Bytes of the software device's memory in use by every runtime of the process, counted
+/// only under a [`memory_limit`].
+static IN_USE: AtomicU64 = AtomicU64::new(0);
+
 /// The software device.
 pub(crate) struct SimDevice {
     ordinal: usize,
@@ -63,6 +112,9 @@ unsafe impl Sync for SimAllocation {}
 
 impl Drop for SimAllocation {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = memory_limit() {
+            IN_USE.fetch_sub(self.layout.size() as u64, Ordering::Relaxed);
+        }
         // SAFETY: allocated in `allocate` with this layout.
         unsafe { std::alloc::dealloc(self.pointer, self.layout) }
     }
@@ -140,10 +192,30 @@ impl NativeDevice for SimDevice {
         let rounded = len.max(1).div_ceil(alignment) * alignment;
         let layout = Layout::from_size_align(rounded, alignment)
             .map_err(|_| Error::Message(format!("cannot allocate {len} bytes")))?;
+        let limit = memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
+        if let Some(limit) = limit {
+            let before = IN_USE.fetch_add(rounded as u64, Ordering::Relaxed);
+            if before + rounded as u64 > limit {
+                IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
+                return Err(crate::DeviceError::OutOfMemory(crate::DeviceCall {
+                    backend: "sim",
+                    call: "alloc_zeroed",
+                    code: 0,
+                    name: "out of memory".into(),
+                    detail: format!(
+                        "allocating {len} bytes with {before} of {limit} in use ({MEMORY_ENV})"
+                    ),
+                })
+                .into());
+            }
+        }
         // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
         // guaranteed to be but deterministic contents make runs comparable.
         let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
         if pointer.is_null() {
+            if limit.is_some() {
+                IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
+            }
             return Err(crate::DeviceError::OutOfMemory(crate::DeviceCall {
                 backend: "sim",
                 call: "alloc_zeroed",
@@ -464,6 +536,28 @@ pub(crate) mod test_hooks {
 
 #[cfg(test)]
 mod tests {
+    /// `HRX_SIM_MEMORY`'s sizes: bytes or binary units, nothing else.
+    #[test]
+    fn the_software_devices_memory_size_reads_bytes_and_binary_units() {
+        use super::parse_bytes;
+        assert_eq!(parse_bytes("1048576"), Some(1 << 20));
+        assert_eq!(parse_bytes("64M"), Some(64 << 20));
+        assert_eq!(parse_bytes("2g"), Some(2 << 30));
+        assert_eq!(parse_bytes(" 3K "), Some(3 << 10));
+        for bad in [
+            "",
+            "M",
+            "1.5G",
+            "-1",
+            "12T",
+            "1 G",
+            "99999999999999999999",
+            "17179869184G",
+        ] {
+            assert_eq!(parse_bytes(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     /// A timed stream times each node of a launch and each copy of a batch, once each

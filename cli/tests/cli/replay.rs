@@ -893,3 +893,77 @@ fn replay_of_a_trim_says_it_is_a_range() {
         stdout(&out)
     );
 }
+
+/// A streamed replay runs its repeats side by side, each holding every buffer of the trace:
+/// `--repeat 3` of a trace with a 48 MiB buffer needs 144 MiB of device memory. Where the
+/// memory for another repeat runs out (here the software device's, `HRX_SIM_MEMORY=64M`),
+/// the replay goes on with those it could open and says so, as a note in the text and the
+/// JSON, whose `repeat` is the count that ran; it failed with "out of device memory"
+/// before, a replay that can run refused.
+#[test]
+fn a_replay_out_of_memory_for_its_repeats_side_by_side_runs_fewer_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("big.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let big = rt.buffer(48 << 20, hrx::Placement::GpuLocal).unwrap();
+    let out = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    let head = big.view(0..256).unwrap();
+    // The copy reads what the fill wrote: ordered by the hazard on those bytes.
+    graph.fill(head.clone(), 7).unwrap();
+    graph.copy(out.whole(), head).unwrap();
+    let prepared = graph.prepare().unwrap();
+    for _ in 0..3 {
+        prepared.submit().unwrap().wait().unwrap();
+    }
+    drop((prepared, big, out, rt));
+    recorder.close().unwrap();
+
+    let replay = |extra: &[&str]| {
+        hrx_trace(dir.path())
+            .env("HRX_SIM_MEMORY", "64M")
+            .args(["replay", "big.hrxt", "--repeat", "3"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let text = replay(&[]);
+    assert_eq!(code(&text), 0, "{}", stderr(&text));
+    let said = "runtime 1 replayed 1 time, not 3: a streamed replay holds its repeats side by \
+                side, each with every buffer, and replay 2 ran out of memory";
+    assert!(stdout(&text).contains(said), "{}", stdout(&text));
+    let json = replay(&["--report", "json"]);
+    assert_eq!(code(&json), 0, "{}", stderr(&json));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["replay"]["repeat"], 1, "{report}");
+    let notes = report["notes"].as_array().expect("notes");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains(said))),
+        "{notes:?}"
+    );
+}
+
+/// `HRX_SIM_MEMORY` that is not a size is one line naming it, before anything runs.
+#[test]
+fn a_bad_software_device_memory_size_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = hrx_trace(dir.path())
+        .env("HRX_SIM_MEMORY", "lots")
+        .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&record), 2, "{}", stderr(&record));
+    assert!(
+        stderr(&record).contains(
+            "HRX_SIM_MEMORY: expected a size in bytes such as 1048576, 64M or 2G, got \"lots\""
+        ),
+        "{}",
+        stderr(&record)
+    );
+}
