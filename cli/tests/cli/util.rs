@@ -15,6 +15,7 @@ pub fn hrx_trace(dir: &Path) -> Command {
         .env_remove("HRX_FAULT")
         .env_remove("HRX_TRACE_CONTENTS")
         .env_remove("HRX_TRACE_KERNELS")
+        .env_remove("HRX_SIM_MEMORY")
         .env_remove(hrx_capture::clock::CLOCK_ENV);
     // SIGINT and SIGQUIT at their default actions, whatever the test runner inherited: a
     // shell starts a background job (`cargo test &`) with both ignored, `hrx-trace` keeps a
