@@ -144,7 +144,9 @@
 //!                            "ratio", "interval", "too_few", "too_spread", "slow"}]},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), their
 //!                   times without the thread's waits on the recorder and at capture fences
-//!                   inside them (each side's "capture_wait_ns"), judged
+//!                   inside them (each side's "capture_wait_ns"; its
+//!                   "capture_wait_untold_ranges" began among more such waits than are kept,
+//!                   and keep those in their times, as `stats`), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "slower"),
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
@@ -312,6 +314,17 @@ fn from_one(rank: u64) -> u64 {
     rank.saturating_add(1)
 }
 
+/// One side of an annotation row of the report (`stats`' fields for a range name).
+fn annotation_json(s: &hrx_analysis::AnnotationStats) -> Value {
+    json!({
+        "name": s.name, "count": s.count, "total_ns": s.total_ns,
+        "mean_ns": s.mean_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+        "min_ns": s.min_ns, "max_ns": s.max_ns,
+        "capture_wait_ns": s.capture_wait_ns,
+        "capture_wait_untold_ranges": s.capture_wait_untold_ranges,
+    })
+}
+
 /// The report (`--json`'s layout, see the module docs) of hrx-analysis's comparison `c`
 /// and second pass `m`.
 fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
@@ -332,14 +345,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
         .annotations
         .iter()
         .map(|a| {
-            let stats = |s: &hrx_analysis::AnnotationStats| {
-                json!({
-                    "name": s.name, "count": s.count, "total_ns": s.total_ns,
-                    "mean_ns": s.mean_ns, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
-                    "min_ns": s.min_ns, "max_ns": s.max_ns,
-                    "capture_wait_ns": s.capture_wait_ns,
-                })
-            };
+            let stats = annotation_json;
             let (base, new) = (a.base.as_ref(), a.new.as_ref());
             let status = match (base, new) {
                 (Some(_), Some(_)) => "matched",
@@ -624,6 +630,22 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
                  ranges: {} in base, {} in new)",
                 duration(base),
                 duration(new)
+            )?;
+        }
+        // Ranges that began among the waits let go of keep those in their times (as `stats`).
+        let untold = |side: &str| -> u64 {
+            rows.iter()
+                .map(|a| u(&a[side]["capture_wait_untold_ranges"]))
+                .sum()
+        };
+        let (base, new) = (untold("base"), untold("new"));
+        if base + new > 0 {
+            writeln!(
+                out,
+                "(ranges that began among more than {} earlier waits of their thread on the \
+                 recorder and at capture fences: {base} in base, {new} in new; those waits \
+                 inside them are not left out of their times)",
+                hrx_analysis::stats::CAPTURE_WAITS_KEPT
             )?;
         }
     }
@@ -966,5 +988,39 @@ mod tests {
             too_few_mark(&row(serde_json::json!([1.5, 40.0]), false)),
             ""
         );
+    }
+
+    /// Ranges that began among more capture waits than are kept are counted in the JSON and
+    /// said under the annotation table, per side, as `stats` does.
+    #[test]
+    fn ranges_that_keep_untold_capture_waits_are_said() {
+        let side = |untold| {
+            annotation_json(&hrx_analysis::AnnotationStats {
+                name: "main".into(),
+                count: 3,
+                capture_wait_untold_ranges: untold,
+                ..Default::default()
+            })
+        };
+        let text = |base: u64, new: u64| {
+            let report = serde_json::json!({
+                "annotations": [{"name": "main", "status": "matched",
+                                 "base": side(base), "new": side(new)}],
+            });
+            let mut out = Vec::new();
+            write_text(&mut out, &report).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(side(2)["capture_wait_untold_ranges"], 2);
+        let said = text(0, 2);
+        assert!(
+            said.contains(
+                "(ranges that began among more than 4096 earlier waits of their thread on the \
+                 recorder and at capture fences: 0 in base, 2 in new; those waits inside them \
+                 are not left out of their times)"
+            ),
+            "{said}"
+        );
+        assert!(!text(0, 0).contains("began among"));
     }
 }
