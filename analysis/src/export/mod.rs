@@ -40,8 +40,11 @@
 //!   recorded cause: the events `view` lists, and [`ExportCounts::instants`] counts them
 //!   alike. The recorder's own marks are on a `Recorder` track
 //!   ([`ExportCounts::recorder_instants`]): output digests, capture fences, its waits, lost
-//!   records, and the signal that ended the process (`fatal signal: SIGSEGV`, from a
-//!   [`FatalSignal`] record, on the first runtime's). Perfetto users read an `Events` track
+//!   records, a trim or capture range (`trace range`), each of the runtimes' host-load
+//!   samples at or past the host's CPUs (`host loaded`: host-side times include waits for a
+//!   CPU, said in words beside the counter that draws it), and the signal that ended the
+//!   process (`fatal signal: SIGSEGV`, from a [`FatalSignal`] record, on the first
+//!   runtime's). Perfetto users read an `Events` track
 //!   as what went wrong; a digest per output there buried the one failure among hundreds
 //!   of marks (and `export` counted hundreds of events where `view` showed none).
 //! - **Host threads** (format 1.14). Each recording thread with a `HostSpan`, an
@@ -119,8 +122,8 @@ use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slo
 use crate::nesting::{CrossingTracks, track_name};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, AnnotationId, CrossWait, FatalSignal, NodeIndex, Prepared, Record, RefusalKind,
-    RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
+    Access, AnnotationId, CounterSample, CrossWait, FatalSignal, NodeIndex, Prepared, Record,
+    RefusalKind, RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
@@ -1471,7 +1474,14 @@ impl<S: Sink> Visitor for Pass<S> {
                 };
                 self.out.marker(index, m.thread, instant);
             }
-            Record::CounterSample(c) => self.out.counter(index, c.name, c.time_ns, c.value.0),
+            Record::CounterSample(c) => {
+                self.out.counter(index, c.name, c.time_ns, c.value.0);
+                if self.out.error.is_none()
+                    && let Some(mark) = host_loaded_instant(index, c)
+                {
+                    self.out.instant(mark);
+                }
+            }
             Record::Prepared(p) => self.names.prepared(p),
             Record::GraphOp(_) | Record::KernelLoaded(_) => self.names.generation += 1,
             Record::Submit(s) => {
@@ -1760,6 +1770,36 @@ pub(crate) fn fatal_instant(f: &FatalSignal, runtime: RuntimeId) -> Instant<'sta
         time_ns: f.time_ns,
         args,
     }
+}
+
+/// The mark of a runtime's host-load sample ([`hrx_capture::schema::HOST_LOAD_COUNTER`])
+/// at or past the host's CPUs, as `stats`, `diff` and `info` call a host loaded: the counter
+/// draws the load, this says in words what it means for the times around it. Session-level,
+/// on runtime 0's `Recorder` track, as `records lost`; `None` for any other sample.
+pub(crate) fn host_loaded_instant(index: &Index, c: &CounterSample) -> Option<Instant<'static>> {
+    let load = c.value.0;
+    let loaded = load >= 1.0; // NaN is no load
+    if !loaded || index.annotation_name(c.name) != hrx_capture::schema::HOST_LOAD_COUNTER {
+        return None;
+    }
+    let args = vec![
+        ("load_per_cpu", Arg::Str(Cow::Owned(format!("{load:.2}")))),
+        (
+            "meaning",
+            Arg::Str(Cow::Borrowed(
+                "the host was loaded while recording (1-minute load average per CPU at 1 or \
+                 more): host-side times include waits for a CPU",
+            )),
+        ),
+    ];
+    Some(Instant {
+        runtime: RuntimeId(0),
+        place: Place::default(),
+        slot: RECORDER_SLOT,
+        name: "host loaded",
+        time_ns: c.time_ns,
+        args,
+    })
 }
 
 /// The runtime whose events track shows `record`, if it is an instant event.

@@ -24,7 +24,7 @@
 //! | `regions` | region timing | runtime, submission, prepared, region, label, kind, queue, category (`kernel`, `copy`, `host`: `stats`' grouping), start_ns, end_ns, duration_ns, device_ns (null where not recorded) |
 //! | `submissions` | `Submit` | runtime, submission, prepared, slot, producers, time_ns |
 //! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
-//! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
+//! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0), a runtime's host-load sample at or past the host's CPUs (`host loaded`, runtime 0: host-side times include waits for a CPU) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
 //! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
 //! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
 //! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
@@ -781,6 +781,9 @@ impl Visitor for Rows<'_> {
                 ];
                 self.counts.counter_samples += 1;
                 self.row(COUNTERS, &row);
+                if let Some(event) = super::host_loaded_instant(index, c) {
+                    self.event(&event);
+                }
             }
             other => {
                 let Some(event) = instant(other) else { return };

@@ -96,14 +96,22 @@ fn expected(records: &[Value]) -> Expected {
         }
     }
     let mut instants = 0;
+    let mut host_load = None;
     for r in records {
         let (kind, body) = r.as_object().unwrap().iter().next().unwrap();
-        // The recorder's marks (a loaded machine makes capture fences and waits) have a
-        // track of their own.
+        if kind == "AnnotationName" && body["text"] == hrx_capture::schema::HOST_LOAD_COUNTER {
+            host_load = body["name"].as_u64();
+        }
+        let loaded = kind == "CounterSample"
+            && body["name"].as_u64() == host_load
+            && body["value"].as_f64().unwrap() >= 1.0;
+        // The recorder's marks (a loaded machine makes capture fences and waits, and
+        // `host loaded` marks) have a track of their own.
         let track = if view_event(kind, body) {
             "events"
         } else if ["CaptureFence", "DigestSpan", "RecorderWait", "TraceRange"]
             .contains(&kind.as_str())
+            || loaded
         {
             "recorder"
         } else {
@@ -1395,6 +1403,60 @@ fn two_exports_into_one_output_at_once_leave_one_whole_export() {
             .as_array()
             .is_some_and(|e| !e.is_empty())
     );
+}
+
+/// An export of a recording made on a loaded host marks each of the runtimes' host-load
+/// samples at 1 or more per CPU with a `host loaded` mark in words on the `Recorder` track
+/// (Chrome JSON, Perfetto, a Parquet `events` row), as `stats` and `diff` say it: the
+/// counter alone drew the load without saying what it means for the times. A quiet
+/// recording has none.
+#[test]
+fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "whole.hrxt");
+    loaded_copy(dir.path(), "whole.hrxt", "loaded.hrxt", 2.5);
+    loaded_copy(dir.path(), "whole.hrxt", "quiet.hrxt", 0.25);
+    let marks = |trace: &str| -> Vec<Value> {
+        let out = run(dir.path(), &["export", trace, "-o", "out.json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
+                .unwrap();
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "host loaded")
+            .cloned()
+            .collect()
+    };
+    let samples = records(dir.path(), "loaded.hrxt")
+        .iter()
+        .filter(|r| r.get("CounterSample").is_some())
+        .count();
+    let loaded = marks("loaded.hrxt");
+    assert_eq!(loaded.len(), samples, "{loaded:?}");
+    assert_eq!(loaded[0]["ph"], "i");
+    assert_eq!(loaded[0]["args"]["load_per_cpu"], "2.50");
+    assert_eq!(
+        loaded[0]["args"]["meaning"],
+        "the host was loaded while recording (1-minute load average per CPU at 1 or more): \
+         host-side times include waits for a CPU"
+    );
+    assert!(marks("quiet.hrxt").is_empty());
+    // Counted among the recorder's marks in both formats, as the records say.
+    check_both(dir.path(), "loaded.hrxt");
+    let out = run(dir.path(), &["export", "loaded.hrxt", "-o", "l.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bytes = std::fs::read(dir.path().join("l.pftrace")).unwrap();
+    assert!(bytes.windows(11).any(|w| w == b"host loaded"));
+    let out = run(
+        dir.path(),
+        &["export", "loaded.hrxt", "--format", "parquet", "-o", "pq"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let events = std::fs::read(dir.path().join("pq/events.parquet")).unwrap();
+    assert!(events.windows(11).any(|w| w == b"host loaded"));
 }
 
 /// The export of a trim (or a capture range) says in the file which range of a recording
