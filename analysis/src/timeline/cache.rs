@@ -62,8 +62,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// markers, and capture-fence host spans (format 1.15); 8: `op_spans`, the operation
 /// timings; 9: the statistics' `operations` and `op_times`; 10: the trace's fatal signal
 /// and `Recovery::source_incomplete`; 11: a thread's crossing ranges on rows of their own
-/// (`ThreadRow::level`); 12: the trace's ranges and host load (`TraceInfo`).
-const FORMAT: u32 = 12;
+/// (`ThreadRow::level`); 12: the trace's ranges and host load (`TraceInfo`); 13: spans
+/// that end before they start (`TraceInfo::ends_before_start`, a flag of a span's).
+const FORMAT: u32 = 13;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

@@ -126,6 +126,9 @@ pub(super) fn unpack_device(start_ns: u64, len_ns: u32) -> Option<(u64, u64)> {
 const FLAG_UNTIMED: u8 = 1;
 /// The span started and never finished: it reaches the trace's end.
 const FLAG_UNFINISHED: u8 = 2;
+/// Its timing ends before it starts (host or device times: crafted or damaged), drawn as
+/// 0 ns ([`crate::scan::ends_before_start`]).
+const FLAG_BACKWARDS: u8 = 4;
 
 /// One execution of a region of a submission on a lane (40 bytes, stored as they are in
 /// the view cache's lane files).
@@ -163,6 +166,7 @@ impl Span {
         submission: SubId,
         region: RegionRef,
     ) -> Span {
+        let backwards = end_ns < start_ns || device.is_some_and(|d| d.end_ns < d.start_ns);
         let (device_start_ns, device_len_ns) = pack_device(device);
         Span {
             start_ns,
@@ -172,7 +176,7 @@ impl Span {
             submission,
             region,
             status: SpanStatus::Unknown as u8,
-            flags: 0,
+            flags: if backwards { FLAG_BACKWARDS } else { 0 },
             _pad: [0; 2],
         }
     }
@@ -230,6 +234,12 @@ impl Span {
     /// still running at the trace's end: its bar's length is not its duration).
     pub fn ran(&self) -> bool {
         self.flags & (FLAG_UNTIMED | FLAG_UNFINISHED) == 0
+    }
+
+    /// Whether its timing ended before it started (host or device times: crafted or
+    /// damaged); it is drawn as 0 ns long.
+    pub fn ends_before_start(&self) -> bool {
+        self.flags & FLAG_BACKWARDS != 0
     }
 
     /// The end used by window queries: at least one ns after the start.

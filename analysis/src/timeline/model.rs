@@ -312,6 +312,10 @@ pub struct TraceInfo {
     /// The id of `hrx: host load per CPU`, once named.
     #[serde(default)]
     pub host_load_name: Option<hrx_capture::schema::AnnotationId>,
+    /// Records whose time span ends before it starts ([`crate::scan::ends_before_start`]:
+    /// crafted or damaged times), drawn as 0 ns long.
+    #[serde(default)]
+    pub ends_before_start: u64,
 }
 
 /// Ranges [`TraceInfo::ranges`] keeps: a trace opening a range per submission keeps the
@@ -319,8 +323,10 @@ pub struct TraceInfo {
 pub const RANGES_KEPT: usize = 64;
 
 impl TraceInfo {
-    /// Takes what a record says of the trace as a whole: its ranges and host load.
+    /// Takes what a record says of the trace as a whole: its ranges, host load and spans
+    /// that end before they start.
     pub(crate) fn observe(&mut self, record: &Record) {
+        self.ends_before_start += u64::from(crate::scan::ends_before_start(record));
         match record {
             Record::TraceRange(r) => {
                 let same = |k: &hrx_capture::schema::TraceRange| {

@@ -425,6 +425,16 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
             format!("never ran; done at {}", units::time(span.start_ns)),
         ));
     }
+    // Its recorded times end before they start (crafted or damaged): drawn as 0 ns, said.
+    if span.ends_before_start() {
+        lines.push(field(
+            "times",
+            Text::styled(
+                "end before they start (crafted or damaged): drawn as 0 ns long",
+                theme::status_fg(SpanStatus::Failed),
+            ),
+        ));
+    }
     if let Some((d0, d1)) = span.device_ns() {
         let times = match model.clock(runtime) {
             Some(c) => format!(
@@ -661,6 +671,21 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
         lines.push(field(
             "host load",
             format!("loaded: up to {load:.2} per CPU: host-side times include waits for a CPU"),
+        ));
+    }
+    // Spans with crafted or damaged times, drawn as 0 ns, as `stats` counts them.
+    if info.ends_before_start > 0 {
+        lines.push(field(
+            "backwards",
+            format!(
+                "{} {} (crafted or damaged times): each drawn as 0 ns long",
+                info.ends_before_start,
+                if info.ends_before_start == 1 {
+                    "span or range ends before it starts"
+                } else {
+                    "spans or ranges end before they start"
+                }
+            ),
         ));
     }
     // How the recorded process ended, where a signal ended it (a crash is never left to

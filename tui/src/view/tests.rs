@@ -746,6 +746,71 @@ fn the_trace_pane_says_the_signal_that_ended_the_process() {
     assert!(screen.contains("not closed cleanly"), "{screen}");
 }
 
+/// A region timing that ends before it starts (crafted or damaged times) is drawn as 0 ns
+/// and said: in its details (`times`), and counted in the Trace pane (`backwards`), as
+/// `stats` counts it; the view drew it as 0 ns without a word.
+#[test]
+fn a_span_that_ends_before_it_starts_is_said() {
+    use hrx_capture::schema::Record;
+    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8)).collect();
+    let mut crafted = None;
+    for (i, r) in records.iter_mut().enumerate() {
+        if let Record::RegionTiming(t) = r
+            && crafted.is_none()
+        {
+            (t.start_ns, t.end_ns) = (t.end_ns.max(t.start_ns + 1), t.start_ns);
+            crafted = Some(i);
+        }
+    }
+    assert!(crafted.is_some());
+    let model = Model::from_records(&records);
+    assert_eq!(model.info().ends_before_start, 1);
+    let mut state = ViewState::new(&model, 160, 40);
+    let trace = render_to_string(&model, &state, 160, 40);
+    assert!(
+        trace.contains(
+            "backwards   1 span or range ends before it starts (crafted or damaged times):"
+        ),
+        "{trace}"
+    );
+    let (lane, index) = model
+        .lanes()
+        .iter()
+        .enumerate()
+        .find_map(|(l, lane)| {
+            let i = lane.spans().iter().position(|s| s.ends_before_start())?;
+            Some((l, i))
+        })
+        .expect("the crafted span");
+    let span = crate::state::SpanRef {
+        lane: crate::state::LaneRef(lane as u32),
+        index: index as u32,
+    };
+    assert_eq!(model.span(span).duration_ns(), 0);
+    state.selection = Some(span);
+    state.list = None;
+    let details = render_to_string(&model, &state, 160, 40);
+    assert!(
+        details
+            .contains("times       end before they start (crafted or damaged): drawn as 0 ns long"),
+        "{details}"
+    );
+    // Another span says nothing of it.
+    let other = model.lanes()[lane].spans().len() > 1;
+    if other {
+        state.selection = Some(crate::state::SpanRef {
+            lane: crate::state::LaneRef(lane as u32),
+            index: u32::from(index == 0),
+        });
+        let details = render_to_string(&model, &state, 160, 40);
+        assert!(!details.contains("end before they start"), "{details}");
+    }
+    // An honest trace has no `backwards` line.
+    let honest = Model::from_records(&pipeline(PipelineSpec::ops(8)).collect::<Vec<_>>());
+    let said = render_to_string(&honest, &ViewState::new(&honest, 160, 40), 160, 40);
+    assert!(!said.contains("backwards "), "{said}");
+}
+
 /// The trace pane says what a trim or a capture range lacks (its range, as `info` words it)
 /// and that a recording on a loaded host has host-side times that include waits for a
 /// CPU: it said `complete` of both.
