@@ -397,6 +397,12 @@ impl Index {
         }
     }
 
+    /// The name operation `op` of a region on `queue` is listed under ([`listed_op_name`]):
+    /// a copy by its lane, `upload`, `download` or `copy`, any other as [`Index::op_name`].
+    pub fn listed_op_name(&self, runtime: RuntimeId, op: &OpKind, queue: Queue) -> String {
+        listed_op_name(op, queue, || self.op_name(runtime, op))
+    }
+
     /// The operations of a region: each one's name and whether it is a kernel or NPU run.
     pub fn region_ops(&self, region: RegionRef) -> Vec<(bool, String)> {
         let info = self.region(region);
@@ -474,6 +480,17 @@ pub fn copy_name(queue: Queue) -> &'static str {
         Queue::GpuUpload => "upload",
         Queue::GpuDownload => "download",
         _ => "copy",
+    }
+}
+
+/// The name an operation of a region on `queue` is listed under in `stats`, `diff`'s
+/// kernel and operation tables, `export` and `replay --per-op`: a copy by its lane
+/// ([`copy_name`]: `upload`, `download`, else `copy`), any other by `name` (its kernel's
+/// entry, `fill`, ...). The one rule, so that a copy reads the same in every verb.
+pub fn listed_op_name(op: &OpKind, queue: Queue, name: impl FnOnce() -> String) -> String {
+    match op {
+        OpKind::Copy => copy_name(queue).to_owned(),
+        _ => name(),
     }
 }
 

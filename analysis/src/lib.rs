@@ -83,7 +83,7 @@ pub fn failed_operation(error: &str) -> Option<&str> {
 
 pub use index::{
     Index, LabelRef, LaneInfo, LaneRef, PreparedInfo, PreparedRef, QUEUES, RegionInfo, RegionRef,
-    is_copy_region, is_gpu_queue, label_region, queue_name, queue_slot,
+    copy_name, is_copy_region, is_gpu_queue, label_region, listed_op_name, queue_name, queue_slot,
 };
 pub use scan::{
     JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, LinkBeforeRange,

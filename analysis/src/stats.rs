@@ -61,7 +61,7 @@
 //! in-flight window ([`crate::scan`]): nothing grows with submissions.
 
 use crate::hash::IdMap;
-use crate::index::{Index, LabelRef, LaneRef, RegionRef, copy_name, is_gpu_queue};
+use crate::index::{Index, LabelRef, LaneRef, RegionRef, is_gpu_queue};
 use crate::scan::{JoinedRegion, JoinedSpan, Outcome, ScanSummary, Visitor};
 use crate::sketch::Sketch;
 use hrx_capture::schema::{
@@ -1232,13 +1232,15 @@ pub fn operation_kind(op: &OpKind) -> &'static str {
 /// The kind and name an operation (`node` of `region`'s graph) is counted under in
 /// [`Stats::operations`], and the Parquet export's `op_timings` names it by: its kind
 /// ([`operation_kind`]) and a kernel's entry, or `fill`, ...; a copy by its lane
-/// ([`copy_name`]: one lane's transfers, one row); `unknown` / `op N` where the trace lacks
+/// ([`crate::index::copy_name`]: one lane's transfers, one row); `unknown` / `op N` where the trace lacks
 /// the operation.
 pub fn operation_row(index: &Index, region: RegionRef, node: NodeIndex) -> (&'static str, String) {
     let p = &index.prepared()[index.region(region).prepared.0 as usize];
     match index.op(p.runtime, p.graph, node) {
-        Some(OpKind::Copy) => ("copy", copy_name(index.region(region).queue).to_owned()),
-        Some(op) => (operation_kind(op), index.op_name(p.runtime, op)),
+        Some(op) => (
+            operation_kind(op),
+            index.listed_op_name(p.runtime, op, index.region(region).queue),
+        ),
         None => ("unknown", format!("op {node}")),
     }
 }

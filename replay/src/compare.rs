@@ -854,6 +854,11 @@ pub(crate) fn report(
         });
         for ((_, first, node), (graph, captured, replayed)) in ops {
             let g = &rp.graphs[graph];
+            let region = g
+                .regions
+                .iter()
+                .position(|r| r.nodes.iter().any(|n| n.0 == node))
+                .unwrap_or_default();
             let (captured, all_replayed) = (captured.concat(), replayed.concat());
             // An operation launched on its own is timed by its region, host or device alike.
             let clock = clock_of(&captured, &all_replayed);
@@ -871,12 +876,8 @@ pub(crate) fn report(
                 graph: first,
                 graphs: pools.members(runtime, first),
                 node,
-                region: g
-                    .regions
-                    .iter()
-                    .position(|r| r.nodes.iter().any(|n| n.0 == node))
-                    .unwrap_or_default() as u32,
-                label: rp.op_name(&g.ops[node as usize]),
+                region: region as u32,
+                label: op_label(rp, g, node, region),
                 clock,
                 captured: c,
                 replayed: r,
@@ -1067,6 +1068,17 @@ pub(crate) fn not_captured_note(n: usize) -> String {
         if n == 1 { "it" } else { "them" },
         if n == 1 { "it was" } else { "they were" },
     )
+}
+
+/// The name `replay --per-op` lists operation `node` of graph `g` under, its region the
+/// `region`-th: as `stats` and `diff` list it ([`hrx_analysis::listed_op_name`]: a copy by
+/// its lane, `upload`, `download` or `copy`).
+fn op_label(rp: &RuntimePlan<'_>, g: &GraphPlan, node: u32, region: usize) -> String {
+    let op = &g.ops[node as usize];
+    match g.regions.get(region) {
+        Some(r) => hrx_analysis::listed_op_name(&op.op, r.queue, || rp.op_name(op)),
+        None => rp.op_name(op),
+    }
 }
 
 #[cfg(test)]

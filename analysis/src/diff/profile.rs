@@ -338,7 +338,8 @@ impl ProfileVisitor {
                 let Some(op) = index.op(p.runtime, p.graph, node) else {
                     continue;
                 };
-                let name = index.op_name(p.runtime, op);
+                // As `stats` lists it: a copy by its lane (`upload`, `download`, `copy`).
+                let name = index.listed_op_name(p.runtime, op, index.region(region).queue);
                 let nth = seen.entry(name.clone()).or_default();
                 let key = OpKey {
                     runtime,

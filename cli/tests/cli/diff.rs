@@ -6,6 +6,7 @@ use hrx::kernels::{HostLaunch, builtin_code, fill_u32};
 use hrx::{Placement, Runtime, RuntimeOptions};
 use hrx_capture::{MemorySink, Recorder, RecorderOptions};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -1285,4 +1286,54 @@ fn a_trace_recorded_on_a_loaded_host_is_said() {
     // Two quiet recordings: no such line.
     let out = run(dir.path(), &["diff", "quiet.hrxt", "quiet.hrxt"]);
     assert!(!stdout(&out).contains("\nhost load "), "{}", stdout(&out));
+}
+
+/// A copy has one name in every verb: `upload` or `download` where its lane says the
+/// direction, `copy` inside a compute graph: `stats`' operations, `diff`'s kernel and
+/// operation-by-place tables and `replay --per-op` alike. `diff`'s operation table and
+/// `replay --per-op` said `copy` of uploads and downloads.
+#[test]
+fn a_copy_has_one_name_in_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "a.hrxt");
+    let stats: Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "a.hrxt"]))).unwrap();
+    let copies: BTreeSet<String> = stats["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "copy")
+        .map(|o| o["name"].as_str().unwrap().to_owned())
+        .collect();
+    let directions = ["download", "upload"].map(str::to_owned);
+    assert!(
+        copies.is_superset(&directions.iter().cloned().collect()),
+        "{copies:?}"
+    );
+    let (_, diff) = diff_json(dir.path(), &["a.hrxt", "a.hrxt"]);
+    let names = |rows: &Value| -> BTreeSet<String> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let by_place = names(&diff["operations"]["times"]);
+    let kernels = names(&diff["kernels"]);
+    for name in &copies {
+        assert!(by_place.contains(name), "{name}: {by_place:?}");
+        assert!(kernels.contains(name), "{name}: {kernels:?}");
+    }
+    // `copy` only where `stats` says `copy` (inside a compute graph).
+    assert_eq!(by_place.contains("copy"), copies.contains("copy"));
+    let out = run(dir.path(), &["replay", "--per-op", "a.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let per_op = text
+        .split("per-operation timing")
+        .nth(1)
+        .expect("a per-operation table");
+    for name in &directions {
+        assert!(per_op.contains(&format!("{name} (region ")), "{per_op}");
+    }
 }
