@@ -65,7 +65,7 @@ pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};
 pub use reader::{
     HostClocks, Lost, MappedTrace, ReadError, RecorderWaits, Recovery, TRIMMED_FROM_INCOMPLETE,
-    Trace, TraceReader, Warning, open_file, read_all, special_file, wait_for_trace,
+    Trace, TraceReader, WaitError, Warning, open_file, read_all, special_file, wait_for_trace,
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;

@@ -92,12 +92,14 @@ pub enum ReadErrorKind {
 ///
 /// # Errors
 ///
-/// `open`'s error when the file is there but unusable, or when `wait` has passed.
+/// `open`'s error when the file is there but unusable, or when `wait` has passed; then
+/// [`WaitError::gave_up_after`] says how long it waited, for the caller's one error line
+/// (a line of its own here, then the error, read as two failures).
 pub fn wait_for_trace<T, E>(
     path: &Path,
     wait: std::time::Duration,
     mut open: impl FnMut(&Path) -> Result<T, E>,
-) -> Result<T, E> {
+) -> Result<T, WaitError<E>> {
     let deadline = std::time::Instant::now() + wait;
     let mut said = false;
     loop {
@@ -111,15 +113,10 @@ pub fn wait_for_trace<T, E>(
             m.is_file() && m.len() < (FILE_HEADER_LEN + BLOCK_HEADER_LEN) as u64
         });
         if !starting || std::time::Instant::now() >= deadline {
-            if said && starting {
-                // The error that follows (no such file) would read as if nothing had waited.
-                crate::to_stderr(format_args!(
-                    "gave up waiting for {} after {} s",
-                    path.display(),
-                    wait.as_secs()
-                ));
-            }
-            return Err(error);
+            return Err(WaitError {
+                error,
+                gave_up_after: (said && starting).then_some(wait),
+            });
         }
         if !said {
             crate::to_stderr(format_args!(
@@ -130,6 +127,30 @@ pub fn wait_for_trace<T, E>(
             said = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Why [`wait_for_trace`] opened no trace.
+#[derive(Debug)]
+pub struct WaitError<E> {
+    /// The last error of `open`.
+    pub error: E,
+    /// How long it waited for the file to be written, where it waited and gave up (the
+    /// file still missing or shorter than a header); `None` where it failed at once.
+    pub gave_up_after: Option<std::time::Duration>,
+}
+
+impl<E> WaitError<E> {
+    /// The line that says it gave up, where it did: `gave up waiting 30 s for PATH to be
+    /// written`, to put before the error.
+    pub fn gave_up(&self, path: &Path) -> Option<String> {
+        self.gave_up_after.map(|wait| {
+            format!(
+                "gave up waiting {} s for {} to be written",
+                wait.as_secs(),
+                path.display()
+            )
+        })
     }
 }
 

@@ -149,17 +149,8 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
     let terminal = io::stdout().is_terminal();
     let path = &args.file;
-    let fail = |error: FollowError| -> anyhow::Error {
-        match error {
-            FollowError::Read(error) => TraceError {
-                path: path.clone(),
-                error,
-            }
-            .into(),
-            other => other.into(),
-        }
-    };
-    let mut tail = wait_for_trace(path, FOLLOW_WAIT).map_err(fail)?;
+    let fail = |error: FollowError| follow_error(path, error);
+    let mut tail = wait_for_trace(path, FOLLOW_WAIT)?;
     // A new recording to the same path: said once each time, then followed from its start.
     let read_new = |tail: &mut hrx_analysis::stats_follow::StatsTail| -> anyhow::Result<()> {
         let restarts = tail.restarts();
@@ -257,10 +248,34 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A followed trace's error as every verb tells a trace's ([`TraceError`]).
+fn follow_error(path: &Path, error: FollowError) -> anyhow::Error {
+    match error {
+        FollowError::Read(error) => TraceError {
+            path: path.to_owned(),
+            error,
+        }
+        .into(),
+        other => other.into(),
+    }
+}
+
 /// Opens `path` for following, waiting up to `wait` while it does not exist yet or is
 /// shorter than a header (the recording may be starting), as `view --follow` does.
-fn wait_for_trace(path: &Path, wait: Duration) -> Result<StatsTail, FollowError> {
-    hrx_capture::wait_for_trace(path, wait, StatsTail::open)
+///
+/// # Errors
+///
+/// The trace's error; where it gave up waiting, one line that says so first (`gave up
+/// waiting 30 s for PATH to be written: PATH: cannot open it: ...`).
+fn wait_for_trace(path: &Path, wait: Duration) -> anyhow::Result<StatsTail> {
+    hrx_capture::wait_for_trace(path, wait, StatsTail::open).map_err(|w| {
+        let gave_up = w.gave_up(path);
+        let error = follow_error(path, w.error);
+        match gave_up {
+            Some(line) => error.context(line),
+            None => error,
+        }
+    })
 }
 
 /// Prints a verb's report to stdout: pretty JSON with `json` (with its `schema_version`),
@@ -982,6 +997,34 @@ mod tests {
                 .any(|l| l.starts_with("late         923 spans") && l.contains("at most 5")),
             "{said}"
         );
+    }
+
+    /// `stats --follow` of a trace never written says so in one error line: it printed a
+    /// `gave up waiting` line of its own and then the open error, read as two failures.
+    #[test]
+    fn a_trace_never_written_is_one_error_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("never.hrxt");
+        // Long enough to wait once (each try is 100 ms apart).
+        let error = wait_for_trace(&path, Duration::from_millis(150))
+            .err()
+            .unwrap();
+        let said = format!("{error:#}");
+        assert!(
+            said.starts_with(&format!(
+                "gave up waiting 0 s for {0} to be written: {0}: cannot open it:",
+                path.display()
+            )),
+            "{said}"
+        );
+        assert!(error.chain().any(|c| c.is::<TraceError>()));
+        // A file that is there but no trace fails at once, without that line.
+        let junk = dir.path().join("junk");
+        std::fs::write(&junk, vec![7u8; 4096]).unwrap();
+        let error = wait_for_trace(&junk, Duration::from_secs(600))
+            .err()
+            .unwrap();
+        assert!(!format!("{error:#}").contains("gave up"), "{error:#}");
     }
 
     /// Ranges that began among more capture waits than `stats` keeps are said under the

@@ -65,11 +65,31 @@ fn view(
     };
     hrx_tui::app::run_coloured(file, follow, colour).map_err(|error| {
         // A trace that does not read is told, and hinted at, as every other verb tells it.
-        if let hrx_tui::TuiError::Read { path, source } = error {
-            return anyhow::Error::from(failure::TraceError {
+        match error {
+            hrx_tui::TuiError::Read { path, source } => {
+                return anyhow::Error::from(failure::TraceError {
+                    path,
+                    error: source,
+                });
+            }
+            // As `stats --follow` says it: one line.
+            hrx_tui::TuiError::NotWritten {
                 path,
-                error: source,
-            });
+                waited,
+                source,
+            } => {
+                let waited = hrx_capture::WaitError {
+                    error: (),
+                    gave_up_after: Some(waited),
+                };
+                let gave_up = waited.gave_up(&path).unwrap_or_default();
+                return anyhow::Error::from(failure::TraceError {
+                    path,
+                    error: source,
+                })
+                .context(gave_up);
+            }
+            _ => {}
         }
         let failure = failure::Failure::new(error.to_string());
         anyhow::Error::from(match error {

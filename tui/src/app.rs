@@ -67,9 +67,18 @@ pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 ///
 /// # Errors
 ///
-/// [`TuiError::Read`] as [`crate::load`].
+/// [`TuiError::Read`] as [`crate::load`]; [`TuiError::NotWritten`] where it gave up waiting.
 pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<TraceTail, TuiError> {
-    hrx_capture::wait_for_trace(path, wait, TraceTail::open)
+    hrx_capture::wait_for_trace(path, wait, TraceTail::open).map_err(|w| {
+        match (w.gave_up_after, w.error) {
+            (Some(waited), TuiError::Read { path, source }) => TuiError::NotWritten {
+                path,
+                waited,
+                source,
+            },
+            (_, error) => error,
+        }
+    })
 }
 
 /// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.

@@ -62,6 +62,17 @@ pub enum TuiError {
         /// The reader's error.
         source: hrx_capture::ReadError,
     },
+    /// A trace to follow was not written in the time `view --follow` waits for it (still
+    /// missing, or shorter than a header).
+    #[error("gave up waiting {} s for {path} to be written: {path}: {source}", waited.as_secs())]
+    NotWritten {
+        /// The trace.
+        path: PathBuf,
+        /// How long it waited.
+        waited: std::time::Duration,
+        /// The reader's last error.
+        source: hrx_capture::ReadError,
+    },
     /// A followed trace could not be reopened or read on (`view --follow`).
     #[error("{path}: {source}")]
     Follow {
