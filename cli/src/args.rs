@@ -18,18 +18,22 @@ pub struct Cli {
 
     /// Print results, warnings and errors only: no progress bars, no notes (and no summary
     /// from `record` or `trim`). Warnings about what a trace lacks are never silenced.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, conflicts_with = "verbose", help_heading = GLOBAL)]
     pub quiet: bool,
 
     /// Say more on standard error: what each reading read, and how long it took.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub verbose: bool,
 
     /// Colour verdicts and the error, warning and note prefixes: auto (on a terminal,
     /// unless NO_COLOR is set and not empty), always or never.
-    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = crate::output::ColorChoice::Auto)]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "WHEN", value_enum, default_value_t = crate::output::ColorChoice::Auto)]
     pub color: crate::output::ColorChoice,
 }
+
+/// The `--help` heading of the options every verb takes (`-q`, `-v`, `--color`), apart from
+/// the verb's own.
+const GLOBAL: &str = "Global options";
 
 /// `--version`: the release, the trace format it writes and the backends built in.
 fn version() -> &'static str {

@@ -25,6 +25,33 @@ fn every_verb_has_help() {
     }
 }
 
+/// `-q`, `-v` and `--color` are global options, under a heading of their own after a verb's
+/// own options (and the top level's): they sat among each verb's options, as if `stats -q`
+/// were an option of `stats`.
+#[test]
+fn global_options_have_a_heading_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--help"][..], &["stats", "--help"], &["diff", "--help"]] {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}");
+        let help = stdout(&out);
+        let (own, global) = help
+            .split_once("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("{args:?}: no global heading:\n{help}"));
+        for option in ["-q, --quiet", "-v, --verbose", "--color <WHEN>"] {
+            assert!(global.contains(option), "{args:?}: {option}:\n{help}");
+            assert!(!own.contains(option), "{args:?}: {option}:\n{help}");
+        }
+        if args[0] == "stats" {
+            assert!(own.contains("--follow"), "{help}");
+            assert!(!global.contains("--follow"), "{help}");
+        }
+    }
+    // Still taken before or after the verb.
+    let out = run(dir.path(), &["-q", "stats", "--help"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn version() {
     let dir = tempfile::tempdir().unwrap();
