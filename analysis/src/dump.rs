@@ -321,11 +321,15 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             }
         }
         Record::RecorderWait(r) => {
+            write!(f, "thread={} ", r.thread)?;
+            // A thread without a name is said so, as `info` says it, not `""`.
+            match r.thread_name.as_str() {
+                "" => write!(f, "(unnamed)")?,
+                name => write!(f, "{name:?}")?,
+            }
             write!(
                 f,
-                "thread={} {:?} waited={}",
-                r.thread,
-                r.thread_name,
+                " waited={}",
                 duration(r.end_ns.saturating_sub(r.start_ns))
             )?;
             if let Some(rt) = r.runtime {
@@ -652,6 +656,26 @@ mod tests {
         assert_eq!(
             Line(&lost).to_string(),
             "       3.000000 ms  records-lost   total=7 lossy=true [RegionTiming=7]"
+        );
+    }
+
+    /// A recorder wait of a thread without a name says `(unnamed)`, as `info` does: it
+    /// read `thread=3 ""`.
+    #[test]
+    fn a_recorder_wait_of_an_unnamed_thread_says_so() {
+        use hrx_capture::schema::RecorderWait;
+        let wait = Record::RecorderWait(RecorderWait {
+            thread: 3,
+            thread_name: String::new(),
+            start_ns: 2_000_000,
+            end_ns: 2_250_000,
+            runtime: None,
+            submission: None,
+            region: None,
+        });
+        assert_eq!(
+            Line(&wait).to_string(),
+            "       2.250000 ms  recorder-wait  thread=3 (unnamed) waited=250 µs"
         );
     }
 
