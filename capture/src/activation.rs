@@ -277,7 +277,13 @@ fn create_unshared(
     });
     let sibling_wrote = session_file
         && std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
-    let mut why = "was written by another process of this recording";
+    // The process itself, before an exec (the image that ran this program recorded into
+    // it: same pid, an earlier session), is no other process.
+    let mut why = if sibling_wrote && reported_before(&path) {
+        "was written by this same process in an earlier session (before an exec)"
+    } else {
+        "was written by another process of this recording"
+    };
     if !sibling_wrote {
         match Recorder::create(&path, options.clone()) {
             Err(e) if taken(&e) => why = "is being written by another process",
@@ -306,6 +312,27 @@ fn report_path(path: &Path) {
     if let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) {
         report_path_in(Path::new(&dir), path);
     }
+}
+
+/// Whether this process (its pid) reported `path` to `hrx-trace record` before
+/// ([`report_path`]): an image that `exec`ed this program recorded into it.
+fn reported_before(path: &Path) -> bool {
+    std::env::var_os(TRACE_PATHS_ENV)
+        .filter(|d| !d.is_empty())
+        .is_some_and(|dir| reported_in(Path::new(&dir), path, std::process::id()))
+}
+
+/// Whether `dir` holds a report of process `pid` naming `path` (`DIR/PID`, `DIR/PID.N`).
+fn reported_in(dir: &Path, path: &Path, pid: u32) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    (0..100u32)
+        .map(|n| match n {
+            0 => pid.to_string(),
+            n => format!("{pid}.{n}"),
+        })
+        .map_while(|name| std::fs::read(dir.join(name)).ok())
+        .any(|bytes| bytes == path.as_os_str().as_bytes())
 }
 
 fn report_path_in(dir: &Path, path: &Path) {
@@ -412,6 +439,22 @@ mod tests {
     use super::*;
     use crate::reader::read_all;
     use crate::schema::{RuntimeEnd, RuntimeId};
+
+    /// A process that reported a path before (an image that exec'ed this program) is told
+    /// apart from another process of the recording: only its own pid's reports count.
+    #[test]
+    fn a_path_this_process_reported_before_is_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let (trace, other) = (dir.path().join("t.hrxt"), dir.path().join("u.hrxt"));
+        let pid = std::process::id();
+        assert!(!reported_in(dir.path(), &trace, pid));
+        report_path_in(dir.path(), &other);
+        report_path_in(dir.path(), &trace);
+        assert!(reported_in(dir.path(), &trace, pid));
+        assert!(reported_in(dir.path(), &other, pid));
+        assert!(!reported_in(dir.path(), &trace, pid + 1));
+        assert!(!reported_in(dir.path(), &dir.path().join("v.hrxt"), pid));
+    }
 
     #[test]
     fn expands_pid() {

@@ -427,6 +427,13 @@ fn a_trace_left_open_by_exec_is_said_so_not_blamed_on_a_full_disk() {
         "{err}"
     );
     assert!(!err.contains("free some space"), "{err}");
+    // The program exec ran says whose the file was: its own process's, before the exec (it
+    // said "written by another process").
+    assert!(
+        err.contains("open.hrxt was written by this same process in an earlier session (before an exec): this process ("),
+        "{err}"
+    );
+    assert!(!err.contains("another process"), "{err}");
     // The program exec ran recorded into a file of its own (same pid, a later session).
     let names = files(dir.path(), "open.");
     assert_eq!(names.len(), 2, "{names:?}");
