@@ -11,9 +11,11 @@
 //! utilisation; copy bandwidth per lane.
 //!
 //! Duration tables have the columns of `stats`: count, total, mean, p50, p99, max (device
-//! spans where recorded, host spans otherwise; failed runs left out of them) and `failed`
-//! (runs that failed or were cancelled, blank for none). At 80 columns all of them fit with
-//! a name of 19; wider, the durations take the width `stats` gives them and the name grows
+//! spans where recorded, host spans otherwise; failed runs left out of them) and the runs
+//! left out, blank for none: a region's `failed` (runs that failed or were cancelled); an
+//! operation's `in failed` (its runs in regions that failed or were cancelled, whichever
+//! operation failed: `stats`' `+N in failed runs`, said in a note under the table). At 80
+//! columns all of them fit with a name of 16; wider, the durations take the width `stats` gives them and the name grows
 //! up to 32; narrower, durations go from the right: max, then p99, p50, mean, total.
 
 use super::{Model, Stats, units};
@@ -48,11 +50,12 @@ const COUNT: usize = 7;
 /// where every column fits with it, the wider one of `stats`.
 const DURATION: usize = 9;
 const DURATION_WIDE: usize = 11;
-/// Width of the failed column (right-aligned).
-const FAILED: usize = 7;
+/// Width of the column of runs left out (right-aligned): `failed`, or an operation's `in
+/// failed`.
+const FAILED: usize = 10;
 /// Narrowest name column: what is left of 78 inner columns (an 80-column terminal) with
 /// every duration shown.
-const NAME_MIN: usize = 19;
+const NAME_MIN: usize = 16;
 /// Widest name column.
 const NAME_MAX: usize = 32;
 
@@ -101,16 +104,24 @@ pub fn stats_overlay(model: &Model, width: usize) -> Vec<StatsRow> {
     // by label, as `stats` lists them.
     if !stats.operations.is_empty() {
         rows.push(plain(String::new()));
-        rows.push(heading(table.heading("kernel")));
+        rows.push(heading(table.heading("kernel", "in failed")));
         rows.extend(stats.operations.iter().map(|o| plain(table.row(&o.stats))));
+        // Not the operation's own failures: its runs in regions that failed (as `stats`).
+        if stats.operations.iter().any(|o| o.stats.failed > 0) {
+            let note = "(in failed: runs of the operation in regions that failed or were \
+                        cancelled, left out of its times, whichever operation of the region \
+                        failed)";
+            rows.push(plain(String::new()));
+            rows.extend(wrap(note, width).into_iter().map(plain));
+        }
     }
     rows.push(plain(String::new()));
-    rows.push(heading(table.heading("region")));
+    rows.push(heading(table.heading("region", "failed")));
     rows.extend(stats.kernels.iter().map(|k| plain(table.row(k))));
     // Host work run by worker threads is no kernel: its own table, when there is any.
     if !stats.host_callbacks.is_empty() {
         rows.push(plain(String::new()));
-        rows.push(heading(table.heading("host callback")));
+        rows.push(heading(table.heading("host callback", "failed")));
         rows.extend(stats.host_callbacks.iter().map(|k| plain(table.row(k))));
     }
     rows.push(plain(String::new()));
@@ -281,7 +292,8 @@ impl Table {
         }
     }
 
-    fn heading(&self, title: &str) -> String {
+    /// The heading row: `title`, the columns, and `left_out` over the runs left out.
+    fn heading(&self, title: &str, left_out: &str) -> String {
         let mut text = format!(
             "{:<w$}{:>COUNT$}",
             fit(title, self.name - 1),
@@ -291,7 +303,7 @@ impl Table {
         for (name, _) in self.durations {
             text.push_str(&format!("{name:>w$}", w = self.duration));
         }
-        text.push_str(&format!("{:>FAILED$}", "failed"));
+        text.push_str(&format!("{left_out:>FAILED$}"));
         text
     }
 
@@ -342,10 +354,10 @@ mod tests {
     fn tables_keep_every_column_at_80_columns() {
         let t = Table::for_width(78);
         assert_eq!((t.name, t.durations.len()), (NAME_MIN, 5));
-        assert!(t.heading("kernel").chars().count() <= 78);
+        assert!(t.heading("kernel", "in failed").chars().count() <= 78);
         let narrow = Table::for_width(70);
         assert_eq!(narrow.durations.len(), 4);
-        assert!(!narrow.heading("kernel").contains("max"));
+        assert!(!narrow.heading("kernel", "in failed").contains("max"));
         let wide = Table::for_width(118);
         assert_eq!(
             (wide.name, wide.duration, wide.durations.len()),

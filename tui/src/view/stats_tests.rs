@@ -77,11 +77,28 @@ fn statistics_list_kernels_by_operation_name_above_the_regions() {
     let (kernels, regions) = (heading("kernel"), heading("region"));
     assert!(kernels < regions, "{rows:#?}");
     let columns: Vec<&str> = rows[kernels].split_whitespace().collect();
+    // The last column holds an operation's runs in regions that failed (blur's too, where
+    // sobel failed), named for that and said under the table; it read `failed`.
     assert_eq!(
         columns,
         [
-            "kernel", "count", "total", "mean", "p50", "p99", "max", "failed"
+            "kernel", "count", "total", "mean", "p50", "p99", "max", "in", "failed"
         ]
+    );
+    let note = rows[kernels + 1..regions]
+        .iter()
+        .skip_while(|r| !r.starts_with("(in failed: "))
+        .map(|r| r.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(
+        note.trim_end(),
+        "(in failed: runs of the operation in regions that failed or were cancelled, left \
+         out of its times, whichever operation of the region failed)"
+    );
+    assert!(
+        rows[regions].trim_end().ends_with(" max    failed"),
+        "{rows:#?}"
     );
     for o in &stats.operations {
         let k = &o.stats;
@@ -168,7 +185,7 @@ fn statistics_with_operation_times_in_a_small_terminal() {
         .find(|r| r.starts_with("kernel"))
         .unwrap_or_else(|| panic!("{top:#?}"));
     assert!(
-        heading.ends_with("p50      p99      max failed"),
+        heading.ends_with("p50      p99      max in failed"),
         "{heading}"
     );
     assert!(top.iter().any(|r| r.starts_with("blur ")), "{top:#?}");

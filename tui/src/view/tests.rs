@@ -199,7 +199,7 @@ fn statistics_in_a_small_terminal_scroll() {
     let top = terminal(&model, &state).backend().to_string();
     assert!(top.contains("↑/↓ scroll"), "{top}");
     assert!(
-        top.contains("p50      p99      max failed") && !top.contains(" min"),
+        top.contains("p50      p99      max    failed") && !top.contains(" min"),
         "{top}"
     );
     // ↓ scrolls the overlay until its last row is at the bottom, and leaves the queue
