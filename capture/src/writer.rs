@@ -130,9 +130,28 @@ pub trait Sink: Send + 'static {
 
 /// A trace file. Writes go straight to the OS (no user-space buffering), so they survive
 /// the process being killed.
+///
+/// The traced program owns the process's file descriptors: a daemon closes every one from 3
+/// up, or `dup2`s `/dev/null` over them, and the next file it opens takes the trace's number.
+/// So before each write (and in the fatal-signal flush, [`Sink::signal_fd`]) the sink checks
+/// with `fstat` that its descriptor still refers to the trace file it created (its device
+/// and inode). When it does not, the descriptor is the program's now: the sink never writes
+/// to it nor closes it, reopens the trace by its absolute path (locked again, at the offset
+/// where it stopped), says so once on standard error and records on; if that fails, the
+/// write fails with an error naming the descriptor, as any failed write does (the recorder
+/// stops writing and the trace reads as not closed cleanly). A program that closes the
+/// descriptor and opens another file in the instant between the check and the write is not
+/// caught.
 #[derive(Debug)]
 pub struct FileSink {
-    file: File,
+    /// `None` after the program took the descriptor and the trace could not be reopened.
+    file: Option<File>,
+    /// The trace file's absolute path, to reopen it.
+    path: PathBuf,
+    /// The trace file's device and inode.
+    identity: (u64, u64),
+    /// Bytes written so far: where a reopened file goes on.
+    written: u64,
 }
 
 impl FileSink {
@@ -175,7 +194,7 @@ impl FileSink {
             ));
         }
         file.set_len(0)?;
-        Ok(FileSink { file })
+        FileSink::new(file, path)
     }
 
     /// Creates a trace file at `path` where nothing exists yet, atomically (`O_EXCL`), and
@@ -194,7 +213,103 @@ impl FileSink {
             .create_new(true)
             .open(path)?;
         lock_as_writer(&file, path)?;
-        Ok(FileSink { file })
+        FileSink::new(file, path)
+    }
+
+    fn new(file: File, path: &Path) -> io::Result<FileSink> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata()?;
+        Ok(FileSink {
+            file: Some(file),
+            path: std::path::absolute(path)?,
+            identity: (meta.dev(), meta.ino()),
+            written: 0,
+        })
+    }
+
+    /// Whether `file`'s descriptor still refers to the trace file: one `fstat`
+    /// (async-signal-safe, no allocation).
+    fn is_ours(identity: (u64, u64), file: &File) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a `stat` into the buffer given; it is read only on success.
+        unsafe {
+            libc::fstat(file.as_raw_fd(), stat.as_mut_ptr()) == 0 && {
+                let stat = stat.assume_init();
+                (stat.st_dev as u64, stat.st_ino as u64) == identity
+            }
+        }
+    }
+
+    /// The trace's file, reopened if the program closed or replaced its descriptor (see
+    /// [`FileSink`]).
+    fn file(&mut self) -> io::Result<&mut File> {
+        use std::os::fd::AsRawFd;
+        let identity = self.identity;
+        let Some(file) = self.file.take() else {
+            return Err(io::Error::other(
+                "the trace's file descriptor was closed or replaced by the program",
+            ));
+        };
+        if FileSink::is_ours(identity, &file) {
+            return Ok(self.file.insert(file));
+        }
+        let fd = file.as_raw_fd();
+        // The number is the program's now (closed, or another of its files): never close it.
+        std::mem::forget(file);
+        match self.reopen() {
+            Ok(file) => {
+                crate::to_stderr(format_args!(
+                    "hrx: the program closed or replaced the trace's file descriptor {fd}: \
+                     reopened {} and recording goes on",
+                    self.path.display()
+                ));
+                Ok(self.file.insert(file))
+            }
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "the program closed or replaced the trace's file descriptor {fd}, and {} \
+                     could not be reopened: {e}",
+                    self.path.display()
+                ),
+            )),
+        }
+    }
+
+    /// Opens the trace file again, locked, positioned where the last write ended.
+    fn reopen(&self) -> io::Result<File> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::MetadataExt;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)?;
+        let meta = file.metadata()?;
+        if (meta.dev(), meta.ino()) != self.identity {
+            return Err(io::Error::other("the path names another file now"));
+        }
+        lock_as_writer(&file, &self.path)?;
+        if meta.len() != self.written {
+            return Err(io::Error::other(format!(
+                "it holds {} bytes, not the {} written",
+                meta.len(),
+                self.written
+            )));
+        }
+        file.seek(SeekFrom::Start(self.written))?;
+        Ok(file)
+    }
+}
+
+impl Drop for FileSink {
+    fn drop(&mut self) {
+        // A descriptor the program closed (or reused) is not closed again.
+        if let Some(file) = self.file.take()
+            && !FileSink::is_ours(self.identity, &file)
+        {
+            std::mem::forget(file);
+        }
     }
 }
 
@@ -278,17 +393,25 @@ pub fn recorder_holds(path: &Path) -> io::Result<bool> {
 
 impl Sink for FileSink {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file.write_all(bytes)
+        self.file()?.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file()?.sync_data()
     }
 
+    /// The descriptor, while it still refers to the trace file (checked with `fstat` at each
+    /// call: the fatal-signal flush asks it at the signal); `None` once the program closed or
+    /// replaced it.
     #[cfg(unix)]
     fn signal_fd(&self) -> Option<i32> {
         use std::os::fd::AsRawFd;
-        Some(self.file.as_raw_fd())
+        self.file
+            .as_ref()
+            .filter(|file| FileSink::is_ours(self.identity, file))
+            .map(|file| file.as_raw_fd())
     }
 }
 

@@ -16,6 +16,8 @@ mod contention;
 mod conventions;
 #[path = "cli/crashes.rs"]
 mod crashes;
+#[path = "cli/daemon.rs"]
+mod daemon;
 #[path = "cli/diff.rs"]
 mod diff;
 #[path = "cli/export.rs"]

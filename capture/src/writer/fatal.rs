@@ -691,8 +691,7 @@ impl Shared {
     /// Writes every thread's pending records and a [`FatalSignal`] to the file, from a signal
     /// handler on thread `me`.
     fn flush_on_signal(&self, signal: i32, fault_address: Option<u64>, me: i32) {
-        let Some(fd) = self.signal_fd else { return };
-        if imp::process_id() != self.pid {
+        if self.signal_fd.is_none() || imp::process_id() != self.pid {
             return;
         }
         let deadline = imp::monotonic_ns().saturating_add(LOCK_WAIT_NS);
@@ -712,6 +711,12 @@ impl Shared {
             }
         };
         self.core_holder.store(me, Ordering::Relaxed);
+        // Asked now, not at start: the program may have closed the descriptor, or given its
+        // number to a file of its own, since (the sink then says none).
+        let Some(fd) = core.sink.as_ref().and_then(|sink| sink.signal_fd()) else {
+            self.core_holder.store(0, Ordering::Relaxed);
+            return;
+        };
         let time_ns = self.now_ns();
         let note = Record::FatalSignal(FatalSignal {
             time_ns,

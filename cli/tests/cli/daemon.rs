@@ -1,0 +1,87 @@
+//! Programs that do what daemons and thread-heavy servers do while recording: close or
+//! `dup2` over every file descriptor, change directory, start thousands of threads. The
+//! program is `cli/examples/daemonish.rs`, which `cargo test` builds. Structural: the
+//! program flushes its trace itself where the order matters.
+
+use crate::util::*;
+use std::path::{Path, PathBuf};
+
+/// The `daemonish` example, beside this test executable.
+fn daemonish() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("daemonish");
+    assert!(
+        path.is_file(),
+        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
+         run `cargo build -p hrx-trace --example daemonish` first)"
+    );
+    path
+}
+
+/// `hrx-trace record -o t.hrxt -- daemonish ARGS` in `dir`.
+fn record(dir: &Path, args: &[&str]) -> std::process::Output {
+    hrx_trace(dir)
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(daemonish())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The count `info` lists for record kind `kind` (0 when it lists none).
+fn count(info: &str, kind: &str) -> u64 {
+    info.lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(kind))
+                .then(|| words.next().and_then(|n| n.parse().ok()))
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// A daemon closes every descriptor from 3 up and opens its log, which takes the trace's
+/// number: the recorder must neither write its blocks into the log nor close it (a debug
+/// build aborted: "IO Safety violation"), and reopens the trace, losing nothing.
+#[test]
+fn a_program_that_closes_every_descriptor_keeps_its_files_and_its_whole_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), &["close-fds"]);
+    let (stdout, stderr) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{stdout}{stderr}");
+    let log = std::fs::read(dir.path().join("daemonish-log.txt")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&log),
+        "log line\nlog line 2\n",
+        "the program's own file holds only its own lines"
+    );
+    assert!(
+        stderr.contains("closed or replaced the trace's file descriptor"),
+        "{stderr}"
+    );
+    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    assert_eq!(count(&info, "Submit"), 12, "{info}");
+    assert_eq!(count(&info, "AnnotationMarker"), 2, "before and after: {info}");
+}
+
+/// A program that `dup2`s `/dev/null` (read-only) over every descriptor: its trace used to
+/// end at the `dup2` (every later write failed with EBADF).
+#[test]
+fn a_program_that_dup2s_over_every_descriptor_keeps_its_whole_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), &["dup2-fds"]);
+    let (stdout, stderr) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{stdout}{stderr}");
+    assert!(!stderr.contains("writing the trace failed"), "{stderr}");
+    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    assert_eq!(count(&info, "Submit"), 3, "{info}");
+    assert_eq!(count(&info, "AnnotationMarker"), 2, "before and after: {info}");
+}
