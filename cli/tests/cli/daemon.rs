@@ -85,3 +85,30 @@ fn a_program_that_dup2s_over_every_descriptor_keeps_its_whole_trace() {
     assert_eq!(count(&info, "Submit"), 3, "{info}");
     assert_eq!(count(&info, "AnnotationMarker"), 2, "before and after: {info}");
 }
+
+/// Thousands of short-lived threads, each recording a range and a marker: every record is
+/// kept, and the memory of each thread's 1 MiB buffer goes back to the system when it ends
+/// (from the heap, glibc zeroed and kept them: 4,000 threads peaked over 300 MiB, against
+/// 6 MiB untraced; now about 15 MiB).
+#[test]
+fn thousands_of_short_lived_threads_keep_every_record_and_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let threads = 4000;
+    let out = record(dir.path(), &["threads", &threads.to_string()]);
+    let (stdout, stderr) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{stdout}{stderr}");
+    let peak_kib: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("peak resident "))
+        .and_then(|l| l.trim_end_matches(" kB").parse().ok())
+        .unwrap_or_else(|| panic!("no peak: {stdout}"));
+    assert!(
+        peak_kib < 96 << 10,
+        "peak resident memory {peak_kib} KiB for {threads} threads"
+    );
+    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    assert!(!info.contains("lost"), "{info}");
+    assert_eq!(count(&info, "AnnotationRange"), threads, "{info}");
+    assert_eq!(count(&info, "AnnotationMarker"), threads + 2, "{info}");
+}
