@@ -72,29 +72,40 @@ struct Bytes {
 const MAPPED_RING_BYTES: usize = 64 << 10;
 
 impl Bytes {
-    fn zeroed(len: usize) -> Bytes {
+    /// `len` zeroed bytes, or `None` when the system has no memory for them (a limit on the
+    /// address space, `ulimit -v`): the caller records without a ring rather than abort.
+    fn zeroed(len: usize) -> Option<Bytes> {
         if len >= MAPPED_RING_BYTES
             && let Ok(mut map) = memmap2::MmapMut::map_anon(len)
         {
             let base = map.as_mut_ptr();
-            return Bytes {
+            return Some(Bytes {
                 _map: Some(map),
                 _heap: None,
                 base,
                 len,
-            };
+            });
         }
-        let zeroed: Box<[u8]> = vec![0u8; len].into_boxed_slice();
-        // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8`, so a boxed slice of one
-        // is a boxed slice of the other, with the same length and allocation layout.
-        let heap = unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [UnsafeCell<u8>]) };
-        let base = UnsafeCell::raw_get(heap.as_ptr());
-        Bytes {
+        let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+        // SAFETY: `len` is at least 64 (non-zero size); a null result is handled.
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        if base.is_null() {
+            return None;
+        }
+        // SAFETY: `base` was allocated above with the layout of `[u8; len]`, which is that of
+        // `[UnsafeCell<u8>; len]` (`repr(transparent)`), and is owned by the box from here.
+        let heap = unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                base.cast::<UnsafeCell<u8>>(),
+                len,
+            ))
+        };
+        Some(Bytes {
             _map: None,
             _heap: Some(heap),
             base,
             len,
-        }
+        })
     }
 }
 
@@ -195,10 +206,10 @@ impl Ring {
 /// The bytes come zeroed (fresh anonymous pages for a large ring, [`Bytes`]), so a ring
 /// costs resident memory only as far as its thread has written into it: a thread that
 /// records little keeps most of its ring untouched, and a dropped ring's pages go back to
-/// the system.
-pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
+/// the system. `None` when there is no memory for it.
+pub(crate) fn ring(capacity: usize) -> Option<(Producer, Consumer)> {
     let capacity = capacity.max(64).next_power_of_two();
-    let buf = Bytes::zeroed(capacity);
+    let buf = Bytes::zeroed(capacity)?;
     let ring = Arc::new(Ring {
         producer: Padded(ProducerSide {
             head: AtomicUsize::new(0),
@@ -225,7 +236,7 @@ pub(crate) fn ring(capacity: usize) -> (Producer, Consumer) {
         tail: 0,
         woken_at_tail: usize::MAX,
     };
-    (producer, Consumer { ring, tail: 0 })
+    Some((producer, Consumer { ring, tail: 0 }))
 }
 
 /// What happened to a pushed frame.
@@ -491,7 +502,7 @@ mod tests {
     /// are tracked; a range whose closing record was drained is not reported.
     #[test]
     fn open_ranges_are_tracked_in_any_closing_order() {
-        let (mut producer, mut consumer) = ring(256);
+        let (mut producer, mut consumer) = ring(256).unwrap();
         producer.set_thread(7);
         let open = |c: &Consumer| {
             let mut v = Vec::new();
@@ -543,7 +554,7 @@ mod tests {
 
     #[test]
     fn push_and_drain_wraps_around() {
-        let (mut p, mut c) = ring(64);
+        let (mut p, mut c) = ring(64).unwrap();
         let mut out = Vec::new();
         let mut expected = Vec::new();
         for i in 0..200u8 {
@@ -564,7 +575,7 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_and_wakes_once_per_drain() {
-        let (mut p, mut c) = ring(64);
+        let (mut p, mut c) = ring(64).unwrap();
         assert_eq!(p.capacity(), 64);
         // The high-water mark is a quarter of the ring: 16 of 64 bytes.
         let frame = [1u8; 12];
@@ -583,7 +594,7 @@ mod tests {
 
     #[test]
     fn push_fixed_commits_only_len_and_wraps() {
-        let (mut p, mut c) = ring(64);
+        let (mut p, mut c) = ring(64).unwrap();
         let mut out = Vec::new();
         let mut expected = Vec::new();
         for i in 0..100u8 {
@@ -601,7 +612,7 @@ mod tests {
 
     #[test]
     fn close_and_orphan_flags() {
-        let (mut p, c) = ring(64);
+        let (mut p, c) = ring(64).unwrap();
         p.count_dropped(3);
         let mut dropped = [0; KINDS];
         c.add_dropped(&mut dropped);
@@ -616,7 +627,7 @@ mod tests {
 
     #[test]
     fn concurrent_producer_and_consumer_preserve_bytes() {
-        let (mut p, mut c) = ring(256);
+        let (mut p, mut c) = ring(256).unwrap();
         let n = 50_000u32;
         let producer = std::thread::spawn(move || {
             for i in 0..n {

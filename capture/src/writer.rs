@@ -1160,15 +1160,16 @@ impl Shared {
         let _ = self.control.try_send(Control::Wake);
     }
 
-    /// A new ring for the calling thread, or `None` once closed.
-    fn register(&self) -> Option<Producer> {
-        let mut core = self.core_unless_forked()?;
+    /// A new ring for the calling thread.
+    fn register(&self) -> Result<Producer, Unregistered> {
+        let mut core = self.core_unless_forked().ok_or(Unregistered::Closed)?;
         if core.closed {
-            return None;
+            return Err(Unregistered::Closed);
         }
-        let (producer, consumer) = ring::ring(self.thread_buffer_bytes);
+        let (producer, consumer) =
+            ring::ring(self.thread_buffer_bytes).ok_or(Unregistered::NoMemory)?;
         core.consumers.push(consumer);
-        Some(producer)
+        Ok(producer)
     }
 
     /// The session's id of annotation name `text`, recording its [`AnnotationName`] (under
@@ -2123,7 +2124,7 @@ pub(crate) fn record_on_thread_with(
     let outcome = LOCAL
         .try_with(|local| match local.try_borrow_mut() {
             Ok(mut local) => match local.entry_index(id, lookup) {
-                Some(index) => {
+                Ok(index) => {
                     if !local.entries[index].named {
                         local.name_thread(index);
                     }
@@ -2131,7 +2132,9 @@ pub(crate) fn record_on_thread_with(
                     let record = (make.take().expect("made once"))(thread);
                     local.push(index, &record)
                 }
-                None => Outcome::Closed,
+                Err(Unregistered::Closed) => Outcome::Closed,
+                // Through the recorder, with `make` still untaken.
+                Err(Unregistered::NoMemory) => Outcome::NoLocal,
             },
             Err(_) => Outcome::NoLocal,
         })
@@ -2161,7 +2164,7 @@ pub(crate) fn annotation_name_with(
     let cached = LOCAL
         .try_with(|local| {
             let mut local = local.try_borrow_mut().ok()?;
-            let index = local.entry_index(id, lookup)?;
+            let index = local.entry_index(id, lookup).ok()?;
             let entry = &mut local.entries[index];
             if let Some(&(name, _)) = entry.names.get(text) {
                 return Some(Some(name));
@@ -2213,7 +2216,7 @@ pub(crate) fn open_range_with(
 ) -> Option<OpenRange> {
     let here = LOCAL.try_with(|local| {
         let mut local = local.try_borrow_mut().ok()?;
-        Some(open_range_on(&mut local, id, lookup, text))
+        open_range_on(&mut local, id, lookup, text)
     });
     match here {
         Ok(Some(open)) => open,
@@ -2230,14 +2233,19 @@ pub(crate) fn open_range_with(
     }
 }
 
-/// [`open_range_with`] through this thread's state.
+/// [`open_range_with`] through this thread's state: `None` where the thread has no ring
+/// (there was no memory for one), so that the range is opened through the recorder.
 fn open_range_on(
     local: &mut Local,
     id: u64,
     lookup: &dyn Fn() -> Option<Arc<Shared>>,
     text: &str,
-) -> Option<OpenRange> {
-    let index = local.entry_index(id, lookup)?;
+) -> Option<Option<OpenRange>> {
+    let index = match local.entry_index(id, lookup) {
+        Ok(index) => index,
+        Err(Unregistered::Closed) => return Some(None),
+        Err(Unregistered::NoMemory) => return None,
+    };
     if !local.entries[index].named {
         local.name_thread(index);
     }
@@ -2258,12 +2266,12 @@ fn open_range_on(
     };
     let start_ns = entry.shared.now_ns();
     let slot = Some((entry.thread, entry.producer.open_range(at_end.0, start_ns)));
-    Some(OpenRange {
+    Some(Some(OpenRange {
         recorder: id,
         name,
         start_ns,
         slot,
-    })
+    }))
 }
 
 /// Closes `range` now: records its [`AnnotationRange`] on the calling thread and stops
@@ -2334,6 +2342,18 @@ pub(crate) fn now_ns_with(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> 
     cached.or_else(|| lookup().map(|s| s.now_ns())).unwrap_or(0)
 }
 
+/// Why a thread has no ring for a recorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unregistered {
+    /// The recorder is closed (or inherited by a forked child): nothing is recorded.
+    Closed,
+    /// There was no memory for the ring (`ulimit -v`): the thread records through the
+    /// recorder's lock, as a thread whose state is gone does, rather than abort the program
+    /// (a break-it pass: a traced program under `ulimit -v` died of "memory allocation of
+    /// 1048576 bytes failed" where it ran untraced).
+    NoMemory,
+}
+
 impl Local {
     #[inline]
     fn record(
@@ -2343,17 +2363,22 @@ impl Local {
         record: &Record,
     ) -> Outcome {
         match self.entry_index(id, lookup) {
-            Some(index) => self.push(index, record),
-            None => Outcome::Closed,
+            Ok(index) => self.push(index, record),
+            Err(Unregistered::Closed) => Outcome::Closed,
+            Err(Unregistered::NoMemory) => Outcome::NoLocal,
         }
     }
 
     /// The index of this thread's entry for recorder `id`, registering the thread on its
-    /// first record; `None` once the recorder closed.
+    /// first record.
     #[inline]
-    fn entry_index(&mut self, id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> Option<usize> {
+    fn entry_index(
+        &mut self,
+        id: u64,
+        lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    ) -> Result<usize, Unregistered> {
         match self.entries.iter().position(|e| e.recorder == id) {
-            Some(index) => Some(index),
+            Some(index) => Ok(index),
             None => self.register(id, lookup),
         }
     }
@@ -2422,8 +2447,8 @@ impl Local {
         let index = match self.entries.iter().position(|e| e.recorder == id) {
             Some(index) => index,
             None => match self.register(id, lookup) {
-                Some(index) => index,
-                None => return Deferral::NotTaken,
+                Ok(index) => index,
+                Err(_) => return Deferral::NotTaken,
             },
         };
         let entry = &mut self.entries[index];
@@ -2448,9 +2473,13 @@ impl Local {
     }
 
     #[cold]
-    fn register(&mut self, id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> Option<usize> {
+    fn register(
+        &mut self,
+        id: u64,
+        lookup: &dyn Fn() -> Option<Arc<Shared>>,
+    ) -> Result<usize, Unregistered> {
         self.entries.retain(|e| !e.producer.is_closed());
-        let shared = lookup()?;
+        let shared = lookup().ok_or(Unregistered::Closed)?;
         let producer = shared.register()?;
         // A thread that records gets a signal stack the fatal-signal flush fits on.
         fatal::signal_stack();
@@ -2465,7 +2494,7 @@ impl Local {
             names: HashMap::default(),
             named: false,
         });
-        Some(self.entries.len() - 1)
+        Ok(self.entries.len() - 1)
     }
 
     /// Records the [`ThreadName`] of entry `index`'s thread, before its first record that

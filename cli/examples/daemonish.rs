@@ -14,7 +14,8 @@
 //! - `chdir DIR`: changes the working directory to DIR;
 //! - `threads N`: starts N short-lived threads one after another, each recording a range
 //!   `work` and a marker `tick`, joined before the next starts, then prints `peak resident
-//!   N kB` (the process's peak resident memory, `VmHWM`);
+//!   N kB` and `peak virtual N kB` (the process's peak resident and virtual memory,
+//!   `VmHWM` and `VmPeak`);
 //! - `exit-thread`: starts 4 threads recording ranges in a loop, then one thread calls
 //!   `std::process::exit(0)`;
 //! - `underscore-exit`: starts 4 threads recording in a loop, then calls `libc::_exit(0)`;
@@ -105,11 +106,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .map_err(|_| "a thread panicked")?;
             }
             let status = std::fs::read_to_string("/proc/self/status")?;
-            let peak = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .ok_or("no VmHWM in /proc/self/status")?;
-            println!("peak resident {}", peak.trim());
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(str::trim)
+                    .ok_or(format!("no {key} in /proc/self/status"))
+            };
+            println!("peak resident {}", field("VmHWM:")?);
+            println!("peak virtual {}", field("VmPeak:")?);
         }
         "exit-thread" => {
             spin_recorders(4);

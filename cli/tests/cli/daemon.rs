@@ -112,3 +112,24 @@ fn thousands_of_short_lived_threads_keep_every_record_and_little_memory() {
     assert_eq!(count(&info, "AnnotationRange"), threads, "{info}");
     assert_eq!(count(&info, "AnnotationMarker"), threads + 2, "{info}");
 }
+
+/// A program under a limit on its address space (`ulimit -v`) that it fits untraced: the
+/// rings of its recording threads cannot all be had. A thread without one records through
+/// the recorder's lock, losing nothing; the program used to abort ("memory allocation of
+/// 1048576 bytes failed").
+#[test]
+fn threads_without_memory_for_a_ring_record_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("ulimit -v 400000 && exec {} threads 50", daemonish().display());
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{stdout}{stderr}");
+    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    assert!(!info.contains("lost"), "{info}");
+    assert_eq!(count(&info, "AnnotationRange"), 50, "{info}");
+    assert_eq!(count(&info, "AnnotationMarker"), 52, "{info}");
+}
