@@ -124,8 +124,26 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                 mode: target.mode,
                 ..RecorderOptions::default()
             };
+            // An earlier trace `HRX_TRACE` names is replaced, but not silently (`hrx-trace
+            // record -o` says so too, and is the one to say it when it set the variable).
+            let earlier = (target.from_environment
+                && hrx_capture::current().is_none()
+                && std::env::var_os(hrx_capture::TRACE_PATHS_ENV).is_none()
+                && !hrx_capture::has_sequence(path))
+            .then(|| hrx_capture::expand_path(path))
+            .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() > 0));
             match hrx_capture::install_or_current(path, options) {
-                Ok(recorder) => Some(recorder),
+                Ok(recorder) => {
+                    if let Some(file) = earlier
+                        && hrx_capture::installed_path().as_deref() == Some(file.as_path())
+                    {
+                        crate::error::to_stderr(format_args!(
+                            "hrx: HRX_TRACE={}: it held an earlier trace: it is replaced",
+                            path.display()
+                        ));
+                    }
+                    Some(recorder)
+                }
                 Err(e) if target.from_environment => {
                     crate::error::to_stderr(format_args!(
                         "hrx: HRX_TRACE={}: cannot record there ({e}): this process runs \

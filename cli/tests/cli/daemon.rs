@@ -133,3 +133,33 @@ fn threads_without_memory_for_a_ring_record_without_one() {
     assert_eq!(count(&info, "AnnotationRange"), 50, "{info}");
     assert_eq!(count(&info, "AnnotationMarker"), 52, "{info}");
 }
+
+/// A program run with `HRX_TRACE` naming an earlier trace replaces it, as `record -o` does,
+/// and says so as `record -o` does (it used to replace it silently); the first run, and a
+/// run under `record` (which says it itself), say nothing.
+#[test]
+fn hrx_trace_naming_an_earlier_trace_says_it_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_with_env = || {
+        std::process::Command::new(daemonish())
+            .current_dir(dir.path())
+            .env("HRX_TRACE", "t.hrxt")
+            .env_remove("HRX_TRACE_PATHS")
+            .args(["sleep", "0"])
+            .output()
+            .unwrap()
+    };
+    let first = run_with_env();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(!stderr(&first).contains("replaced"), "{}", stderr(&first));
+    let second = run_with_env();
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("HRX_TRACE=t.hrxt: it held an earlier trace: it is replaced"),
+        "{}",
+        stderr(&second)
+    );
+    let recorded = record(dir.path(), &["sleep", "0"]);
+    let notes = stderr(&recorded);
+    assert_eq!(notes.matches("replaced").count(), 1, "{notes}");
+}
