@@ -145,8 +145,15 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                     Some(recorder)
                 }
                 Err(e) if target.from_environment => {
+                    use std::os::unix::ffi::OsStrExt;
+                    // The system says "Is a directory" of a name that is none yet: say why.
+                    let why = if path.as_os_str().as_bytes().ends_with(b"/") && !path.is_dir() {
+                        "a directory's name (it ends with /), not a file's".to_owned()
+                    } else {
+                        e.to_string()
+                    };
                     crate::error::to_stderr(format_args!(
-                        "hrx: HRX_TRACE={}: cannot record there ({e}): this process runs \
+                        "hrx: HRX_TRACE={}: cannot record there ({why}): this process runs \
                          untraced",
                         path.display()
                     ));

@@ -163,3 +163,29 @@ fn hrx_trace_naming_an_earlier_trace_says_it_is_replaced() {
     let notes = stderr(&recorded);
     assert_eq!(notes.matches("replaced").count(), 1, "{notes}");
 }
+
+/// `HRX_TRACE` ending with `/` names a directory that does not exist: the program runs
+/// untraced and says why in one line (it said "Is a directory", of nothing).
+#[test]
+fn hrx_trace_ending_with_a_slash_says_it_names_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(daemonish())
+        .current_dir(dir.path())
+        .env("HRX_TRACE", "new.hrxt/")
+        .env_remove("HRX_TRACE_PATHS")
+        .args(["sleep", "0"])
+        .output()
+        .unwrap();
+    let stderr = stderr(&out);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "HRX_TRACE=new.hrxt/: cannot record there (a directory's name (it ends with /), not \
+             a file's): this process runs untraced"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Is a directory"), "{stderr}");
+    assert!(!dir.path().join("new.hrxt").exists());
+}
