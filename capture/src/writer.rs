@@ -236,7 +236,10 @@ impl FileSink {
         unsafe {
             libc::fstat(file.as_raw_fd(), stat.as_mut_ptr()) == 0 && {
                 let stat = stat.assume_init();
-                (stat.st_dev as u64, stat.st_ino as u64) == identity
+                // `dev_t` and `ino_t` are u64 on Linux, narrower elsewhere.
+                #[allow(clippy::unnecessary_cast)]
+                let found = (stat.st_dev as u64, stat.st_ino as u64);
+                found == identity
             }
         }
     }
