@@ -68,7 +68,11 @@ fn a_program_that_closes_every_descriptor_keeps_its_files_and_its_whole_trace() 
     let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
     assert!(info.contains("closed       cleanly"), "{info}");
     assert_eq!(count(&info, "Submit"), 12, "{info}");
-    assert_eq!(count(&info, "AnnotationMarker"), 2, "before and after: {info}");
+    assert_eq!(
+        count(&info, "AnnotationMarker"),
+        2,
+        "before and after: {info}"
+    );
 }
 
 /// A program that `dup2`s `/dev/null` (read-only) over every descriptor: its trace used to
@@ -83,7 +87,11 @@ fn a_program_that_dup2s_over_every_descriptor_keeps_its_whole_trace() {
     let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
     assert!(info.contains("closed       cleanly"), "{info}");
     assert_eq!(count(&info, "Submit"), 3, "{info}");
-    assert_eq!(count(&info, "AnnotationMarker"), 2, "before and after: {info}");
+    assert_eq!(
+        count(&info, "AnnotationMarker"),
+        2,
+        "before and after: {info}"
+    );
 }
 
 /// Thousands of short-lived threads, each recording a range and a marker: every record is
@@ -120,7 +128,10 @@ fn thousands_of_short_lived_threads_keep_every_record_and_little_memory() {
 #[test]
 fn threads_without_memory_for_a_ring_record_without_one() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -v 400000 && exec {} threads 50", daemonish().display());
+    let script = format!(
+        "ulimit -v 400000 && exec {} threads 50",
+        daemonish().display()
+    );
     let out = hrx_trace(dir.path())
         .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
         .output()
