@@ -352,15 +352,18 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     let error = anyhow::Error::new(
                         Failure::new(format!(
                             "the trace {} is incomplete ({}): {} exited 0, but the process \
-                             writing the trace did not close it (killed, crashed, or its writes \
-                             failed: a full disk or a file size limit?)",
+                             writing the trace did not close it (it ended with _exit, which runs \
+                             no exit handler, losing what it recorded since its last flush, at \
+                             most 100 ms; or it was killed or crashed, or its writes failed: a \
+                             full disk or a file size limit?)",
                             path.display(),
                             stats.recovery.end(),
                             name(program)
                         ))
                         .hint(
-                            "if no process was killed, free some space or record to another \
-                             file system with -o",
+                            "a program that ends with _exit: call hrx::close_trace() before it; \
+                             otherwise, if no process was killed, free some space or record to \
+                             another file system with -o",
                         ),
                     );
                     crate::failure::report(&error);

@@ -200,3 +200,23 @@ fn hrx_trace_ending_with_a_slash_says_it_names_a_directory() {
     assert!(!stderr.contains("Is a directory"), "{stderr}");
     assert!(!dir.path().join("new.hrxt").exists());
 }
+
+/// A program that ends with `_exit` while threads record (as a daemon's child does) never
+/// closes its trace: `record` says `_exit` may be why and how to close it first (it blamed a
+/// kill, a crash or a full disk, and hinted at freeing space).
+#[test]
+fn a_trace_left_open_by_underscore_exit_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), &["underscore-exit"]);
+    let stderr = stderr(&out);
+    assert_eq!(code(&out), 2, "{}{stderr}", stdout(&out));
+    assert!(
+        stderr.contains("exited 0, but the process writing the trace did not close it")
+            && stderr.contains("it ended with _exit, which runs no exit handler"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("call hrx::close_trace() before it"),
+        "{stderr}"
+    );
+}
