@@ -20,7 +20,8 @@
 //!   `std::process::exit(0)`;
 //! - `underscore-exit`: starts 4 threads recording in a loop, then calls `libc::_exit(0)`;
 //! - `return`: starts 4 threads recording in a loop, then returns from `main`;
-//! - `sleep N`: sleeps N ms between two submissions (SIGSTOP it meanwhile).
+//! - `sleep N`: sleeps N ms between two submissions (SIGSTOP it meanwhile);
+//! - `wait-line`: flushes the trace, prints `waiting` and reads a line from standard input.
 //!
 //! Then (for the modes that go on) submits once more, marks `after`, prints `done` and exits
 //! 0. Errors print one line and exit 1.
@@ -131,6 +132,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "return" => {
             spin_recorders(4);
             return Ok(());
+        }
+        "wait-line" => {
+            flush()?;
+            println!("waiting");
+            std::io::stdout().flush()?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
         }
         "sleep" => {
             let n: u64 = args.get(1).ok_or("sleep N")?.parse()?;

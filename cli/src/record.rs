@@ -213,7 +213,26 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let crate::traces::Written {
         paths: written,
         unclaimed,
+        gone,
     } = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
+    let shown = |path: &Path| -> std::path::PathBuf {
+        let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
+        relative.map_or_else(|_| path.to_owned(), Path::to_owned)
+    };
+    // A trace deleted (or moved) while it was recorded is lost: said, never taken for a
+    // program that recorded nothing (a break-it pass: "wrote nothing ... it does not use
+    // hrx" of a trace whose directory was removed meanwhile).
+    for path in &gone {
+        crate::failure::report(&anyhow::Error::new(Failure::new(format!(
+            "the trace {} is lost: a process of {} recorded into it, but it no longer exists \
+             (deleted or moved while it was recorded)",
+            shown(path).display(),
+            name(program)
+        ))));
+    }
+    if written.is_empty() && !gone.is_empty() {
+        return Ok(ExitCode::from(if code == 0 { EXIT_FAILURE } else { code }));
+    }
     if written.is_empty() {
         // A recording that recorded nothing is said even with -q, and in the JSON.
         let said = format!(
@@ -251,10 +270,6 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
             written.len()
         ));
     }
-    let shown = |path: &Path| -> std::path::PathBuf {
-        let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
-        relative.map_or_else(|_| path.to_owned(), Path::to_owned)
-    };
     if let Ok(absolute) = std::path::absolute(&expanded) {
         let wrote_there = written.contains(&absolute);
         if earlier && wrote_there {
@@ -280,7 +295,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
             ));
         }
     }
-    let mut failed = false;
+    let mut failed = !gone.is_empty();
     // Said once: every later summary meets the same standard output.
     let mut stdout_failed = false;
     for path in &written {

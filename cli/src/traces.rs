@@ -159,6 +159,9 @@ pub struct Written {
     /// Those of `paths` no process said it wrote, found by their names: a process built with
     /// an older hrx, or one `HRX_TRACE_PATHS` did not reach (`record` says so for each).
     pub unclaimed: Vec<PathBuf>,
+    /// Files a process reported writing that are no longer there (deleted or moved while
+    /// they were recorded): traces lost, which `record` says.
+    pub gone: Vec<PathBuf>,
 }
 
 /// The traces the program's processes wrote: the paths they reported in `reports`
@@ -169,11 +172,14 @@ pub struct Written {
 /// report). A file another recording's process reported, in a sibling reports directory
 /// still present, is that recording's. When no process reported, the files `snapshot` sees.
 pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
-    let ours = reports.map(read_reports).unwrap_or_default();
+    let reported = reports.map(read_reported).unwrap_or_default();
+    let (ours, gone): (Vec<PathBuf>, Vec<PathBuf>) =
+        reported.into_iter().partition(|path| path.is_file());
     if ours.is_empty() {
         return Written {
             paths: snapshot.written(),
             unclaimed: Vec::new(),
+            gone,
         };
     }
     let key = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
@@ -198,6 +204,7 @@ pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
     let mut written = Written {
         paths: ours,
         unclaimed: Vec::new(),
+        gone,
     };
     for path in snapshot.written() {
         let k = key(&path);
@@ -216,13 +223,19 @@ pub const REPORTS_PREFIX: &str = "hrx-trace-paths-";
 
 /// The existing files named in the reports of directory `dir`, sorted.
 fn read_reports(dir: &Path) -> Vec<PathBuf> {
+    let mut paths = read_reported(dir);
+    paths.retain(|path| path.is_file());
+    paths
+}
+
+/// The files named in the reports of directory `dir`, existing or not, sorted.
+fn read_reported(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
         .map(|bytes| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
-        .filter(|path| path.is_file())
         .collect();
     paths.sort();
     paths.dedup();

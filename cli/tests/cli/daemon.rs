@@ -220,3 +220,40 @@ fn a_trace_left_open_by_underscore_exit_names_it() {
         "{stderr}"
     );
 }
+
+/// The trace's directory is removed while the program records: `record` says the trace is
+/// lost and exits 2 (it said the program "wrote nothing ... it does not use hrx", exit 0).
+/// The program flushes its trace and waits to be told (a line on its standard input), so
+/// the removal falls inside the recording.
+#[test]
+fn a_trace_deleted_while_recorded_is_said_lost() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", "traces/t.hrxt", "--"])
+        .arg(daemonish())
+        .arg("wait-line")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "waiting\n");
+    assert!(traces.join("t.hrxt").is_file());
+    std::fs::remove_dir_all(&traces).unwrap();
+    writeln!(child.stdin.take().unwrap()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains("t.hrxt is lost: a process of")
+            && err.contains("no longer exists (deleted or moved while it was recorded)"),
+        "{err}"
+    );
+    assert!(!err.contains("wrote nothing"), "{err}");
+}
