@@ -402,7 +402,21 @@ impl Sink for FileSink {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.file()?.sync_data()
+        use std::os::unix::fs::MetadataExt;
+        let file = self.file()?;
+        file.sync_data()?;
+        // Deleted (or its directory removed) while it was recorded: the trace is gone with
+        // the last descriptor, which is this one. Said here unless `hrx-trace record`, which
+        // says it itself, runs the program.
+        if file.metadata().is_ok_and(|m| m.nlink() == 0)
+            && std::env::var_os(activation::TRACE_PATHS_ENV).is_none()
+        {
+            crate::to_stderr(format_args!(
+                "hrx: the trace {} was deleted while it was recorded: nothing of it remains",
+                self.path.display()
+            ));
+        }
+        Ok(())
     }
 
     /// The descriptor, while it still refers to the trace file (checked with `fstat` at each

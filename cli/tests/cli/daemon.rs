@@ -257,3 +257,37 @@ fn a_trace_deleted_while_recorded_is_said_lost() {
     );
     assert!(!err.contains("wrote nothing"), "{err}");
 }
+
+/// The same, run with `HRX_TRACE` and no `record`: the program says so itself, in one line,
+/// as it closes the trace (it said nothing).
+#[test]
+fn a_trace_deleted_while_recorded_says_so_without_record() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let mut child = std::process::Command::new(daemonish())
+        .current_dir(dir.path())
+        .env("HRX_TRACE", "traces/t.hrxt")
+        .env_remove("HRX_TRACE_PATHS")
+        .arg("wait-line")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "waiting\n");
+    std::fs::remove_dir_all(&traces).unwrap();
+    writeln!(child.stdin.take().unwrap()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("traces/t.hrxt was deleted while it was recorded: nothing of it remains"),
+        "{err}"
+    );
+}
