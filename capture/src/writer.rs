@@ -218,6 +218,7 @@ impl FileSink {
 
     fn new(file: File, path: &Path) -> io::Result<FileSink> {
         use std::os::unix::fs::MetadataExt;
+        let file = above_stdio(file)?;
         let meta = file.metadata()?;
         Ok(FileSink {
             file: Some(file),
@@ -284,10 +285,11 @@ impl FileSink {
     fn reopen(&self) -> io::Result<File> {
         use std::io::{Seek, SeekFrom};
         use std::os::unix::fs::MetadataExt;
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&self.path)?;
+        let mut file = above_stdio(file)?;
         let meta = file.metadata()?;
         if (meta.dev(), meta.ino()) != self.identity {
             return Err(io::Error::other("the path names another file now"));
@@ -303,6 +305,25 @@ impl FileSink {
         file.seek(SeekFrom::Start(self.written))?;
         Ok(file)
     }
+}
+
+/// `file` on a descriptor above 2. A program that closed its standard streams (a daemon
+/// closing every descriptor from 0) gives the next file it opens number 0, 1 or 2: the trace
+/// there would take in whatever the program (or this recorder, on stderr) prints.
+fn above_stdio(file: File) -> io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    if file.as_raw_fd() > 2 {
+        return Ok(file);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor this function owns; on success the new
+    // one is owned by the `File` made from it, and `file` (the low one) is closed when
+    // dropped. The lock, held on the open file description, stays.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 impl Drop for FileSink {

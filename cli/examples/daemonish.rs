@@ -9,6 +9,9 @@
 //!   `daemonish-log.txt` in the working directory, writes `log line` to it, submits 10
 //!   times, flushes the trace (the file gets its number: the recorder must not write there)
 //!   and writes `log line 2`;
+//! - `close-all`: closes every descriptor from 0 to 1023, standard streams included, opens
+//!   the log (which takes number 0), writes `log line`, submits, flushes the trace, prints a
+//!   line on standard output and on standard error, and writes `log line 2`;
 //! - `dup2-fds`: `dup2`s `/dev/null` (read-only) over every descriptor from 3 to 1023,
 //!   submits once and flushes the trace;
 //! - `chdir DIR`: changes the working directory to DIR;
@@ -79,6 +82,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             }
             // Writes what was recorded now, while the log holds the trace's old number.
             flush()?;
+            log.write_all(b"log line 2\n")?;
+        }
+        "close-all" => {
+            for fd in 0..1024 {
+                // SAFETY: closing descriptors is what the mode tests.
+                unsafe { libc::close(fd) };
+            }
+            let mut log = std::fs::File::create("daemonish-log.txt")?;
+            log.write_all(b"log line\n")?;
+            graph.submit()?.wait()?;
+            flush()?;
+            // To the closed standard streams, or to whatever file took their numbers.
+            println!("printed after closing every descriptor");
+            eprintln!("printed after closing every descriptor");
             log.write_all(b"log line 2\n")?;
         }
         "dup2-fds" => {

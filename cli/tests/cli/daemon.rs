@@ -304,3 +304,29 @@ fn a_trace_deleted_while_recorded_says_so_without_record() {
         "{err}"
     );
 }
+
+/// A daemon that closes its standard streams too: the trace, reopened, must not take number
+/// 1 or 2, where the program's (and the recorder's) printing would land in it.
+#[test]
+fn a_program_that_closes_its_standard_streams_keeps_its_trace_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), &["close-all"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let log = std::fs::read(dir.path().join("daemonish-log.txt")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&log), "log line\nlog line 2\n");
+    let trace = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    assert!(
+        !trace.windows(7).any(|w| w == b"printed"),
+        "the program's printing is in the trace"
+    );
+    let info = run(dir.path(), &["info", "t.hrxt"]);
+    let (text, warnings) = (crate::util::stdout(&info), stderr(&info));
+    assert!(text.contains("closed       cleanly"), "{text}{warnings}");
+    assert!(warnings.is_empty(), "{warnings}");
+    assert_eq!(count(&text, "Submit"), 3, "{text}");
+    assert_eq!(
+        count(&text, "AnnotationMarker"),
+        2,
+        "before and after: {text}"
+    );
+}
