@@ -17,22 +17,9 @@ use std::process::Stdio;
 /// Runs of each case.
 const RUNS: usize = 3;
 
-/// The `crashing` example, beside this test executable.
+/// The `crashing` example.
 fn crashing() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("crashing");
-    assert!(
-        path.is_file(),
-        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
-         run `cargo build -p hrx-trace --example crashing` first)"
-    );
-    path
+    crate::util::example("crashing")
 }
 
 /// What the trace at `path` must hold after the program died of `signal`: one submit, the

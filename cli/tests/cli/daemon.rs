@@ -6,22 +6,9 @@
 use crate::util::*;
 use std::path::{Path, PathBuf};
 
-/// The `daemonish` example, beside this test executable.
+/// The `daemonish` example.
 fn daemonish() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("daemonish");
-    assert!(
-        path.is_file(),
-        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
-         run `cargo build -p hrx-trace --example daemonish` first)"
-    );
-    path
+    crate::util::example("daemonish")
 }
 
 /// `hrx-trace record -o t.hrxt -- daemonish ARGS` in `dir`.

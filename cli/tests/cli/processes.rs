@@ -6,17 +6,9 @@
 use crate::util::*;
 use std::path::{Path, PathBuf};
 
-/// The `traced` example, beside this test executable (`target/debug/examples/traced`).
+/// The `traced` example.
 fn traced() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let examples = exe.parent().unwrap().parent().unwrap().join("examples");
-    let path = examples.join("traced");
-    assert!(
-        path.is_file(),
-        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
-         run `cargo build -p hrx-trace --example traced` first)"
-    );
-    path
+    crate::util::example("traced")
 }
 
 /// Runs `record -o OUTPUT -- sh -c SCRIPT`, where `$T` in the script is the example.

@@ -80,6 +80,25 @@ pub fn dev_full() -> Option<std::fs::File> {
     }
 }
 
+/// The example program `name` (`cli/examples/NAME.rs`), beside this test executable
+/// (`target/debug/examples/NAME`), which `cargo test -p hrx-trace` builds.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
+         run `cargo build -p hrx-trace --example {name}` first)"
+    );
+    path
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")
