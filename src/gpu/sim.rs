@@ -192,21 +192,28 @@ impl NativeDevice for SimDevice {
         let rounded = len.max(1).div_ceil(alignment) * alignment;
         let layout = Layout::from_size_align(rounded, alignment)
             .map_err(|_| Error::Message(format!("cannot allocate {len} bytes")))?;
+        // The software device out of memory: `name` says whose limit, `detail` how.
+        let out_of_memory = |name: &str, detail: String| -> Error {
+            crate::DeviceError::OutOfMemory(crate::DeviceCall {
+                backend: "sim",
+                call: "alloc_zeroed",
+                code: 0,
+                name: name.into(),
+                detail,
+            })
+            .into()
+        };
         let limit = memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
         if let Some(limit) = limit {
             let before = IN_USE.fetch_add(rounded as u64, Ordering::Relaxed);
             if before + rounded as u64 > limit {
                 IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
-                return Err(crate::DeviceError::OutOfMemory(crate::DeviceCall {
-                    backend: "sim",
-                    call: "alloc_zeroed",
-                    code: 0,
-                    name: "out of memory".into(),
-                    detail: format!(
+                return Err(out_of_memory(
+                    "out of memory",
+                    format!(
                         "allocating {len} bytes with {before} of {limit} in use ({MEMORY_ENV})"
                     ),
-                })
-                .into());
+                ));
             }
         }
         // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
@@ -216,14 +223,10 @@ impl NativeDevice for SimDevice {
             if limit.is_some() {
                 IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
             }
-            return Err(crate::DeviceError::OutOfMemory(crate::DeviceCall {
-                backend: "sim",
-                call: "alloc_zeroed",
-                code: 0,
-                name: "null".into(),
-                detail: format!("allocating {len} bytes of host memory"),
-            })
-            .into());
+            return Err(out_of_memory(
+                "null",
+                format!("allocating {len} bytes of host memory"),
+            ));
         }
         let address = self
             .next_address
