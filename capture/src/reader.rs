@@ -32,10 +32,17 @@
 //! - **Damaged block header**: the reader searches forward for the next block marker with a
 //!   valid header checksum and resumes there.
 //! - **Unknown block kind or record variant** (a newer minor): skipped with a warning.
+//! - **Another trace joined on** (`cat cut.hrxt other.hrxt`): where a file header that
+//!   decodes stands where a block should, or lies in bytes taken for damage (a block whose
+//!   payload checksum fails, bytes skipped to resynchronize, a payload cut short, or across
+//!   a damaged block's end), the trace ends at its cut there, said as a cut trace is
+//!   ([`WarningKind::TruncatedTail`]), and [`WarningKind::AnotherTrace`] says that the rest
+//!   is another trace's: the torn last block's length reached into the second trace, whose
+//!   records were read as the first's. Both readers stop at the same place.
 
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
-    FormatError, FormatVersion, FrameDecoder, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
+    FormatError, FormatVersion, FrameDecoder, MAGIC, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
     decode_trailer, read_varint_u32,
 };
 use crate::schema::{BlobHash, HostClockSource, Record};
@@ -757,6 +764,66 @@ pub(crate) fn parse_header(
     Ok(header)
 }
 
+/// Where the first file header that decodes starts in `bytes`, wholly inside them: another
+/// trace's start, in bytes a reader took for damage (two files joined by `cat`, the first
+/// cut short: its torn last block's length reaches into the second).
+pub(crate) fn file_header_in(bytes: &[u8]) -> Option<usize> {
+    let last = bytes.len().checked_sub(FILE_HEADER_LEN)?;
+    let mut from = 0;
+    while from <= last {
+        let at = from + bytes[from..=last].iter().position(|&b| b == MAGIC[0])?;
+        let fixed: &[u8; FILE_HEADER_LEN] = bytes[at..at + FILE_HEADER_LEN]
+            .try_into()
+            .expect("FILE_HEADER_LEN bytes");
+        if fixed.starts_with(&MAGIC) && FileHeader::decode(fixed).is_ok() {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// What a block skipped for its payload checksum leaves to look at for another trace's
+/// start: a file header inside its payload, or the payload's last bytes, where a header
+/// that the bytes after the block end may start.
+pub(crate) struct Remains {
+    /// Where a file header that decodes starts in the payload.
+    header: Option<usize>,
+    /// The payload's last bytes (fewer than a file header).
+    tail: Vec<u8>,
+    /// The payload's length.
+    len: usize,
+}
+
+impl Remains {
+    /// What `stored`, a payload that failed with `error`, leaves: nothing unless its checksum
+    /// failed (a payload as written holds what the writer put there).
+    pub(crate) fn of(stored: &[u8], error: &FormatError) -> Option<Remains> {
+        if !matches!(error, FormatError::PayloadChecksum { .. }) {
+            return None;
+        }
+        let keep = stored.len().min(FILE_HEADER_LEN - 1);
+        Some(Remains {
+            header: file_header_in(stored),
+            tail: stored[stored.len() - keep..].to_vec(),
+            len: stored.len(),
+        })
+    }
+}
+
+/// A block just skipped for its payload checksum: if the bytes after it end a file header
+/// that its payload's last bytes begin, it was the torn end of a trace joined to another.
+struct Damaged {
+    /// The block's offset.
+    at: u64,
+    /// Records its header declared (counted as skipped).
+    records: u32,
+    /// Offset of `tail`.
+    tail_at: u64,
+    /// The payload's last bytes.
+    tail: Vec<u8>,
+}
+
 /// A streaming trace reader: an iterator of `(block offset, record)` in file order.
 ///
 /// Iteration yields `Err` only for I/O errors (and then ends); damage is reported through
@@ -789,6 +856,8 @@ pub struct TraceReader<R> {
     /// Whether a recorder was writing the trace when it was opened, as the caller found
     /// ([`TraceReader::being_recorded`]).
     being_recorded: bool,
+    /// The block skipped last, until the next block header is read.
+    damaged: Option<Damaged>,
 }
 
 impl TraceReader<File> {
@@ -854,6 +923,7 @@ impl<R: Read> TraceReader<R> {
             submissions_checked: false,
             being_recorded: false,
             end: u64::MAX,
+            damaged: None,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -987,14 +1057,109 @@ impl<R: Read> TraceReader<R> {
             return Ok(());
         }
         if n < BLOCK_HEADER_LEN {
-            self.tail(n as u64);
-            return Ok(());
+            return self.short_header(&raw[..n]);
         }
         self.block_from_header(at, raw)
     }
 
+    /// The input ends with `raw`, shorter than a block header, read just before the offset.
+    fn short_header(&mut self, raw: &[u8]) -> Result<(), ReadError> {
+        let at = self.offset - raw.len() as u64;
+        if self.joined_after_damage(at, raw)? {
+            return Ok(());
+        }
+        self.tail(raw.len() as u64);
+        Ok(())
+    }
+
+    /// Whether the block skipped last was the torn end of a trace joined to another: its
+    /// payload's last bytes and `raw`, read at `at` just after it, hold a file header that
+    /// starts before `at`. Then the skip is taken back and the trace ends there.
+    fn joined_after_damage(&mut self, at: u64, raw: &[u8]) -> Result<bool, ReadError> {
+        let Some(damaged) = self.damaged.take() else {
+            return Ok(false);
+        };
+        if damaged.tail_at + damaged.tail.len() as u64 != at {
+            return Ok(false);
+        }
+        let bytes = [&damaged.tail[..], raw].concat();
+        match file_header_in(&bytes).filter(|&p| p < damaged.tail.len()) {
+            Some(p) => {
+                // The block was a torn tail, not damage: its skip is taken back.
+                self.recovery.skipped_blocks -= 1;
+                self.recovery.skipped_records -= u64::from(damaged.records);
+                if let Some(i) = self.warnings.iter().rposition(|w| {
+                    w.offset == damaged.at && matches!(w.kind, WarningKind::BlockSkipped { .. })
+                }) {
+                    self.warnings.remove(i);
+                }
+                self.another_trace(damaged.at, damaged.tail_at + p as u64)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Another trace's file header starts at `header_at`, found in bytes taken for damage
+    /// from `at` on (two files joined, the first cut short): the trace ends at its cut, `at`,
+    /// as a trace cut there would (a torn tail), and the rest of the input, from that
+    /// header, is the other trace's: not read, said.
+    fn another_trace(&mut self, at: u64, header_at: u64) -> Result<(), ReadError> {
+        if header_at > at {
+            let bytes = header_at - at;
+            self.recovery.bytes_discarded += bytes;
+            self.warn(at, WarningKind::TruncatedTail { bytes });
+        }
+        self.skip_bytes(u64::MAX)?;
+        let bytes = self.offset - header_at;
+        self.recovery.bytes_discarded += bytes;
+        self.warn(header_at, WarningKind::AnotherTrace { bytes });
+        self.block = None;
+        self.done = true;
+        Ok(())
+    }
+
+    /// The input ends inside the payload of the block at `at`, `stored` read of it: a torn
+    /// tail, or where another trace was joined on, if its header is in `stored`.
+    fn torn_payload(&mut self, at: u64, stored: &[u8]) -> Result<(), ReadError> {
+        if let Some(p) = file_header_in(stored) {
+            return self.another_trace(at, at + BLOCK_HEADER_LEN as u64 + p as u64);
+        }
+        self.tail(BLOCK_HEADER_LEN as u64 + stored.len() as u64);
+        Ok(())
+    }
+
+    /// A block whose payload, read at `at`, does not verify: skipped, unless the payload
+    /// holds another trace's file header (`remains`: the trace was cut there, and the other
+    /// joined after it).
+    fn damaged_block(
+        &mut self,
+        at: u64,
+        records: u32,
+        error: FormatError,
+        remains: Option<Remains>,
+    ) -> Result<(), ReadError> {
+        let payload_at = at + BLOCK_HEADER_LEN as u64;
+        if let Some(p) = remains.as_ref().and_then(|r| r.header) {
+            return self.another_trace(at, payload_at + p as u64);
+        }
+        self.skip_block(at, records, error);
+        if let Some(r) = remains {
+            self.damaged = Some(Damaged {
+                at,
+                records,
+                tail_at: payload_at + (r.len - r.tail.len()) as u64,
+                tail: r.tail,
+            });
+        }
+        Ok(())
+    }
+
     /// [`TraceReader::next_block`] once the header `raw`, read at `at`, is read.
     fn block_from_header(&mut self, at: u64, raw: [u8; BLOCK_HEADER_LEN]) -> Result<(), ReadError> {
+        if self.joined_after_damage(at, &raw)? {
+            return Ok(());
+        }
         let header = match BlockHeader::decode(&raw) {
             Ok(header) => header,
             Err(_) if raw.starts_with(&crate::format::MAGIC) => {
@@ -1012,19 +1177,30 @@ impl<R: Read> TraceReader<R> {
         let at = self.offset - BLOCK_HEADER_LEN as u64;
         let stored = self.read_payload(header.stored_len)?;
         if stored.len() < header.stored_len as usize {
-            self.tail(BLOCK_HEADER_LEN as u64 + stored.len() as u64);
-            return Ok(());
+            return self.torn_payload(at, &stored);
         }
         self.blocks_seen += 1;
         match header.kind {
-            BlockKind::RECORDS => self.records_block(at, &header, stored),
-            BlockKind::FOOTER => self.footer_block(at, &header, &stored)?,
+            BlockKind::RECORDS => self.records_block(at, &header, stored)?,
+            BlockKind::FOOTER => {
+                // A footer cut short and another trace joined on: its payload holds the
+                // other's header.
+                if header.checksum != xxhash_rust::xxh3::xxh3_64(&stored)
+                    && let Some(p) = file_header_in(&stored)
+                {
+                    return self.another_trace(at, at + BLOCK_HEADER_LEN as u64 + p as u64);
+                }
+                self.footer_block(at, &header, &stored)?
+            }
             // Read by `crate::summary::read_summaries`; nothing for a record stream, but
             // a block the writer wrote and reported, so counted when intact, and said when
             // damaged (it was left out without a word: the trace read as closed cleanly).
             BlockKind::SUMMARY => match decode_payload(&header, &stored) {
                 Ok(_) => self.recovery.complete_blocks += 1,
-                Err(error) => self.skip_block(at, 0, error),
+                Err(error) => {
+                    let remains = Remains::of(&stored, &error);
+                    self.damaged_block(at, 0, error, remains)?;
+                }
             },
             kind => self.warn(
                 at,
@@ -1077,6 +1253,13 @@ impl<R: Read> TraceReader<R> {
             window.copy_within(1.., 0);
             window[BLOCK_HEADER_LEN - 1] = byte[0];
             since = if byte[0] == first { 0 } else { since + 1 };
+            // Another trace's header among the damaged bytes (two files joined, the first
+            // cut short): the trace ends at its cut. The magic starts with the marker's
+            // first byte, so the window holds each place one may start, whole.
+            if window.starts_with(&MAGIC) && file_header_in(&window) == Some(0) {
+                self.another_trace(at, self.offset - BLOCK_HEADER_LEN as u64)?;
+                return Ok(None);
+            }
             if window[..4] != crate::format::BLOCK_MARKER {
                 continue;
             }
@@ -1127,13 +1310,18 @@ impl<R: Read> TraceReader<R> {
     /// Verifies a records block and makes it the current block. Its records are decoded one
     /// at a time by `next`, so a reader holds one block's payload and one record, never a
     /// block's worth of decoded records (up to 40 times the payload's size).
-    fn records_block(&mut self, at: u64, header: &BlockHeader, stored: Vec<u8>) {
+    fn records_block(
+        &mut self,
+        at: u64,
+        header: &BlockHeader,
+        stored: Vec<u8>,
+    ) -> Result<(), ReadError> {
         let decompressed = match decode_payload(header, &stored) {
             Ok(Cow::Owned(payload)) => Some(payload),
             Ok(Cow::Borrowed(_)) => None,
             Err(error) => {
-                self.skip_block(at, header.record_count, error);
-                return;
+                let remains = Remains::of(&stored, &error);
+                return self.damaged_block(at, header.record_count, error, remains);
             }
         };
         self.recovery.complete_blocks += 1;
@@ -1142,6 +1330,7 @@ impl<R: Read> TraceReader<R> {
             at,
             Current::Decoder(BlockDecoder::new(Cow::Owned(payload), header.record_count)),
         ));
+        Ok(())
     }
 
     /// A records block whose payload does not verify or decompress: skipped whole.
@@ -1748,6 +1937,10 @@ impl MappedTrace {
         while at < len {
             match self.header_at(at) {
                 Ok(header) if at + header.block_len() <= len => {
+                    if let Some(found) = self.another_trace_in_block(at, &header) {
+                        self.joined(at, found);
+                        return;
+                    }
                     self.blocks.push(BlockInfo { offset: at, header });
                     at += header.block_len();
                     if header.kind == BlockKind::FOOTER {
@@ -1775,7 +1968,12 @@ impl MappedTrace {
                     }
                 }
                 Ok(_) => {
-                    self.truncated(at, len); // the payload is cut short
+                    // The payload is cut short; perhaps where another trace was joined on.
+                    let payload = &self.bytes()[at as usize + BLOCK_HEADER_LEN..];
+                    match file_header_in(payload) {
+                        Some(p) => self.joined(at, at + (BLOCK_HEADER_LEN + p) as u64),
+                        None => self.truncated(at, len),
+                    }
                     return;
                 }
                 Err(_) if len - at < BLOCK_HEADER_LEN as u64 => {
@@ -1787,23 +1985,85 @@ impl MappedTrace {
                     self.warnings.push(Warning { offset: at, kind });
                     return;
                 }
-                Err(error) => match self.find_block_after(at) {
-                    Some(found) => {
-                        let skipped_bytes = found - at;
-                        let kind = WarningKind::Resynchronized {
-                            skipped_bytes,
-                            error,
-                        };
-                        self.warnings.push(Warning { offset: at, kind });
-                        at = found;
-                    }
-                    None => {
-                        self.truncated(at, len);
+                Err(error) => {
+                    let next = self.find_block_after(at);
+                    // Another trace's header among the damaged bytes: the trace ends there.
+                    if let Some(found) = self.file_header_after(at, next) {
+                        self.joined(at, found);
                         return;
                     }
-                },
+                    match next {
+                        Some(found) => {
+                            let skipped_bytes = found - at;
+                            let kind = WarningKind::Resynchronized {
+                                skipped_bytes,
+                                error,
+                            };
+                            self.warnings.push(Warning { offset: at, kind });
+                            at = found;
+                        }
+                        None => {
+                            self.truncated(at, len);
+                            return;
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /// Where another trace's file header starts in the block at `at` whose payload does not
+    /// verify, or across its end (two files joined, the first cut short inside this block),
+    /// as the streaming reader finds it: inside the payload, or begun by its last bytes.
+    fn another_trace_in_block(&self, at: u64, header: &BlockHeader) -> Option<u64> {
+        if ![BlockKind::RECORDS, BlockKind::SUMMARY, BlockKind::FOOTER].contains(&header.kind) {
+            return None;
+        }
+        let bytes = self.bytes();
+        let start = at as usize + BLOCK_HEADER_LEN;
+        let end = at as usize + header.block_len() as usize;
+        if xxhash_rust::xxh3::xxh3_64(&bytes[start..end]) == header.checksum {
+            return None;
+        }
+        // A footer is followed by its trailer, not read as a block header.
+        let reach = if header.kind == BlockKind::FOOTER {
+            end
+        } else {
+            (end + FILE_HEADER_LEN - 1).min(bytes.len())
+        };
+        let p = file_header_in(&bytes[start..reach]).filter(|&p| start + p < end)?;
+        Some((start + p) as u64)
+    }
+
+    /// Where another trace's file header starts after the damaged block header at `at` and
+    /// before `next`, the next block found (or anywhere after, when none is).
+    fn file_header_after(&self, at: u64, next: Option<u64>) -> Option<u64> {
+        let bytes = self.bytes();
+        let from = at as usize + 1;
+        let reach = next.map_or(bytes.len(), |n| {
+            (n as usize + FILE_HEADER_LEN - 1).min(bytes.len())
+        });
+        let p = file_header_in(bytes.get(from..reach)?)?;
+        let found = (from + p) as u64;
+        next.is_none_or(|n| found < n).then_some(found)
+    }
+
+    /// The trace ends at its cut, `at`, and another trace, joined on, starts at
+    /// `header_at`: said as the streaming reader says it.
+    fn joined(&mut self, at: u64, header_at: u64) {
+        if header_at > at {
+            let kind = WarningKind::TruncatedTail {
+                bytes: header_at - at,
+            };
+            self.warnings.push(Warning { offset: at, kind });
+        }
+        let kind = WarningKind::AnotherTrace {
+            bytes: self.bytes().len() as u64 - header_at,
+        };
+        self.warnings.push(Warning {
+            offset: header_at,
+            kind,
+        });
     }
 
     fn truncated(&mut self, at: u64, len: u64) {
@@ -1905,6 +2165,9 @@ impl MappedTrace {
 }
 
 const _: () = assert!(MAX_BLOCK_BYTES as u64 <= u32::MAX as u64);
+// A block header's window holds a whole file header; the magic starts with the marker's byte.
+const _: () = assert!(FILE_HEADER_LEN == BLOCK_HEADER_LEN);
+const _: () = assert!(MAGIC[0] == crate::format::BLOCK_MARKER[0]);
 
 #[cfg(test)]
 mod tests {
@@ -2220,6 +2483,62 @@ mod tests {
             .map(|w| (w.offset, &w.kind))
             .collect();
         assert_eq!(warnings, [(first.len() as u64, &another)]);
+    }
+
+    /// `head -c N a.hrxt > cut; cat cut b.hrxt`: wherever the first trace is cut (before its
+    /// footer), every reader reads of the joined file what it reads of the cut alone, says
+    /// how the cut ends as it does, and says that another trace starts at the cut. The torn
+    /// last block's declared length reached into the second trace: its records were read as
+    /// the first's, after "skipped a damaged block" (19 submissions where the first held 7).
+    #[test]
+    fn a_trace_joined_after_a_cut_one_is_read_to_the_cut_by_every_reader() {
+        let (first, _) = small_trace();
+        let mut rng = Rng(21);
+        let b: Vec<_> = (0..KINDS * 2).map(|k| record(&mut rng, k)).collect();
+        let (b1, b2) = b.split_at(b.len() / 2);
+        let blocks = [
+            (BlockKind::RECORDS, b1.to_vec()),
+            (BlockKind::RECORDS, b2.to_vec()),
+        ];
+        let second = file(&blocks, FormatVersion::CURRENT);
+        let footer_at = decode_trailer(&first[first.len() - TRAILER_LEN..]).unwrap() as usize;
+        let read = |bytes: &[u8], threads: usize| {
+            let mut reader = TraceReader::new(bytes).unwrap().decode_ahead(threads);
+            let records: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
+            (records, reader.warnings().to_vec(), *reader.recovery())
+        };
+        let mapped = |bytes: &[u8]| {
+            let trace = MappedTrace::from_vec(bytes.to_vec()).unwrap();
+            let blocks: Vec<_> = trace.blocks().iter().map(|b| b.offset).collect();
+            (blocks, trace.warnings().to_vec())
+        };
+        for cut in FILE_HEADER_LEN + 1..=footer_at {
+            let joined = [&first[..cut], &second[..]].concat();
+            let another = Warning {
+                offset: cut as u64,
+                kind: WarningKind::AnotherTrace {
+                    bytes: second.len() as u64,
+                },
+            };
+            let (records, mut warnings, mut recovery) = read(&first[..cut], 0);
+            warnings.push(another.clone());
+            recovery.bytes_discarded += second.len() as u64;
+            for threads in [0, 2] {
+                let (got, said, r) = read(&joined, threads);
+                assert!(
+                    got == records,
+                    "cut {cut}, {threads} threads: {} records read, {} in the cut alone",
+                    got.len(),
+                    records.len()
+                );
+                assert_eq!(said, warnings, "cut {cut}, {threads} threads");
+                assert_eq!(r, recovery, "cut {cut}, {threads} threads");
+                assert_eq!(r.end(), "not closed cleanly", "cut {cut}");
+            }
+            let (blocks, mut mapped_warnings) = mapped(&first[..cut]);
+            mapped_warnings.push(another);
+            assert_eq!(mapped(&joined), (blocks, mapped_warnings), "mapped, cut {cut}");
+        }
     }
 
     /// A block cut out of a trace whose footer went too (no footer lists it): the session

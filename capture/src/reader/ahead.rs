@@ -17,7 +17,7 @@
 //! stopped for long; the others have their blocks verified, decompressed and the first
 //! chunks decoded by then.
 
-use super::{BlockDecoder, Current, ReadError, TraceReader, WarningKind};
+use super::{BlockDecoder, Current, ReadError, Remains, TraceReader, WarningKind};
 use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, FormatError, decode_payload};
 use crate::schema::Record;
 use std::borrow::Cow;
@@ -38,8 +38,9 @@ pub(super) type Item = Result<Record, Option<WarningKind>>;
 /// What a decoding thread sends about its block, in order: `Skipped` alone, or chunks of
 /// records and then `End`.
 enum Piece {
-    /// The payload does not verify or decompress: the block is skipped whole.
-    Skipped(FormatError),
+    /// The payload does not verify or decompress: the block is skipped whole (unless what
+    /// it leaves holds another trace's start).
+    Skipped(FormatError, Option<Remains>),
     Items(VecDeque<Item>),
     /// The block's closing warnings (`BlockDecoder::finish`).
     End(Vec<WarningKind>),
@@ -71,7 +72,7 @@ impl Decoded {
                 }
                 Ok(Piece::End(warnings)) => self.finish = Some(warnings),
                 // Sent only first, and then handled by `step_ahead`.
-                Ok(Piece::Skipped(_)) => self.finish = Some(Vec::new()),
+                Ok(Piece::Skipped(..)) => self.finish = Some(Vec::new()),
                 Err(_) => panic!("the thread decoding a records block panicked"),
             }
         }
@@ -96,7 +97,8 @@ fn decode(
         Ok(Cow::Owned(payload)) => Some(payload),
         Ok(Cow::Borrowed(_)) => None,
         Err(error) => {
-            let _ = reply.send(Piece::Skipped(error));
+            let remains = Remains::of(&stored, &error);
+            let _ = reply.send(Piece::Skipped(error, remains));
             return;
         }
     };
@@ -142,8 +144,10 @@ struct Pending {
 enum Held {
     /// The input ended between blocks.
     End,
-    /// The input ended inside a block: this many bytes before the offset.
-    Tail(u64),
+    /// The input ended inside a block header: the bytes read of it.
+    Short(Vec<u8>),
+    /// The input ended inside the payload of the block at this offset: what was read of it.
+    Torn(u64, Vec<u8>),
     /// A block header that is damaged or not a records block's, read at this offset.
     Header(u64, [u8; BLOCK_HEADER_LEN]),
     /// A read failed.
@@ -239,7 +243,7 @@ impl<R: Read> TraceReader<R> {
             return Ok(Some(Held::End));
         }
         if n < BLOCK_HEADER_LEN {
-            return Ok(Some(Held::Tail(n as u64)));
+            return Ok(Some(Held::Short(raw[..n].to_vec())));
         }
         let header = match BlockHeader::decode(&raw) {
             Ok(header) if header.kind == BlockKind::RECORDS => header,
@@ -247,8 +251,7 @@ impl<R: Read> TraceReader<R> {
         };
         let stored = self.read_payload(header.stored_len)?;
         if stored.len() < header.stored_len as usize {
-            let bytes = BLOCK_HEADER_LEN as u64 + stored.len() as u64;
-            return Ok(Some(Held::Tail(bytes)));
+            return Ok(Some(Held::Torn(at, stored)));
         }
         self.blocks_seen += 1;
         let Some(ahead) = &mut self.ahead else {
@@ -293,10 +296,17 @@ impl<R: Read> TraceReader<R> {
                 .reply
                 .recv()
                 .unwrap_or_else(|_| panic!("the thread decoding a records block panicked"));
+            // A block after the one skipped last: that one was not a torn end.
+            self.damaged = None;
             let (chunk, finish) = match first {
-                Piece::Skipped(error) => {
-                    self.skip_block(pending.at, pending.records, error);
-                    return Ok(());
+                Piece::Skipped(error, remains) => {
+                    if remains.as_ref().is_some_and(|r| r.header.is_some()) {
+                        // Another trace starts inside it: what was read ahead is that
+                        // trace's.
+                        ahead.pending.clear();
+                        ahead.held = None;
+                    }
+                    return self.damaged_block(pending.at, pending.records, error, remains);
                 }
                 Piece::Items(chunk) => (chunk, None),
                 Piece::End(warnings) => (VecDeque::new(), Some(warnings)),
@@ -313,7 +323,8 @@ impl<R: Read> TraceReader<R> {
         }
         match ahead.held.take() {
             None | Some(Held::End) => self.done = true,
-            Some(Held::Tail(bytes)) => self.tail(bytes),
+            Some(Held::Short(raw)) => self.short_header(&raw)?,
+            Some(Held::Torn(at, stored)) => self.torn_payload(at, &stored)?,
             Some(Held::Header(at, raw)) => self.block_from_header(at, raw)?,
             Some(Held::Failed(error)) => return Err(error),
         }
