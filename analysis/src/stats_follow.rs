@@ -311,6 +311,7 @@ impl StatsTail {
         total.complete_blocks += read.complete_blocks.saturating_sub(reread);
         total.skipped_blocks += read.skipped_blocks.saturating_sub(missing.0);
         total.skipped_records += read.skipped_records.saturating_sub(missing.1);
+        total.newer_records += read.newer_records;
         total.bytes_discarded = read.bytes_discarded;
         total.clean_close = read.clean_close;
         total.closed = read.closed;

@@ -266,7 +266,30 @@ pub enum WarningKind {
         /// The damage.
         error: FormatError,
     },
-    /// A record that does not decode was skipped (e.g. a variant of a newer minor).
+    /// Records of a newer minor version that this reader cannot decode, in blocks that
+    /// verified: skipped, and not damage.
+    #[error(
+        "{records} records this reader cannot decode (written by a newer minor version \
+         {version}; update hrx-trace)"
+    )]
+    NewerRecords {
+        /// Records skipped (in the file, or in the block for [`MappedTrace::read_block`]).
+        records: u64,
+        /// The file's version.
+        version: FormatVersion,
+    },
+    /// The file holds more than one session (session starts): a recording writes one, so it
+    /// was made by hand or by joining traces. Readers read them all as one: every figure
+    /// covers every session together. Said at the second session's block.
+    #[error(
+        "{sessions} sessions in one file (the second starts here; a recording writes one): \
+         the figures cover them all together"
+    )]
+    Sessions {
+        /// Session starts read.
+        sessions: u64,
+    },
+    /// A record that does not decode was skipped (e.g. damage the block's checksum missed).
     #[error("skipped record {index} of the block: {error}")]
     RecordSkipped {
         /// Index of the record within its block.
@@ -399,6 +422,11 @@ pub struct Recovery {
     /// it lacks what its source lacked, so it is not complete.
     #[serde(default)]
     pub source_incomplete: bool,
+    /// Records of a newer minor version this reader cannot decode
+    /// ([`WarningKind::NewerRecords`]): in blocks that verified, so not damage, and not in
+    /// `skipped_records`; but not read, so the trace is not complete.
+    #[serde(default)]
+    pub newer_records: u64,
 }
 
 /// What separates a source's name from why it was incomplete in a
@@ -660,6 +688,17 @@ impl Recovery {
         self.file_is_whole() && !self.source_incomplete
     }
 
+    /// Whether the trace holds records of a newer minor version this reader cannot decode,
+    /// and nothing else lacks: closed cleanly, nothing damaged, skipped or missing.
+    fn only_newer_records(&self) -> bool {
+        self.newer_records > 0
+            && Recovery {
+                newer_records: 0,
+                ..*self
+            }
+            .file_is_whole()
+    }
+
     /// Whether the file itself was read whole: closed cleanly, nothing skipped or missing
     /// (what its source lacked, for a trim of an incomplete recording, aside: submissions
     /// missing between those it holds are then its source's).
@@ -667,6 +706,7 @@ impl Recovery {
         self.clean_close
             && self.skipped_blocks == 0
             && self.skipped_records == 0
+            && self.newer_records == 0
             && self.bytes_discarded == 0
             && (self.missing_submissions == 0 || self.source_incomplete)
     }
@@ -687,7 +727,9 @@ impl Recovery {
         }
     }
 
-    /// How the trace ends, in a few words: `closed cleanly`, `closed cleanly, but the
+    /// How the trace ends, in a few words: `closed cleanly`, `closed cleanly, but holds
+    /// records of a newer minor version this reader cannot decode` (nothing damaged),
+    /// `closed cleanly, but the
     /// recorder lost records` (submissions missing because the recorder dropped their
     /// records, lossy mode), `closed, but damaged parts were skipped` (blocks or records
     /// before the end), `closed, but its end is damaged` (a
@@ -699,6 +741,10 @@ impl Recovery {
         let damaged = self.skipped_blocks > 0 || self.skipped_records > 0;
         match (self.clean_close, self.closed) {
             (true, _) if self.is_complete() => "closed cleanly",
+            (true, _) if self.only_newer_records() => {
+                "closed cleanly, but holds records of a newer minor version this reader cannot \
+                 decode"
+            }
             (true, _) if self.file_is_whole() => {
                 "closed cleanly, but trimmed from an incomplete recording"
             }
@@ -858,6 +904,11 @@ pub struct TraceReader<R> {
     being_recorded: bool,
     /// The block skipped last, until the next block header is read.
     damaged: Option<Damaged>,
+    /// The block of the first record of a newer minor this reader could not decode.
+    first_newer: Option<u64>,
+    /// Session starts read, and the block of the second.
+    sessions: u64,
+    second_session: u64,
 }
 
 impl TraceReader<File> {
@@ -924,6 +975,9 @@ impl<R: Read> TraceReader<R> {
             being_recorded: false,
             end: u64::MAX,
             damaged: None,
+            first_newer: None,
+            sessions: 0,
+            second_session: 0,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -1328,7 +1382,11 @@ impl<R: Read> TraceReader<R> {
         let payload = decompressed.unwrap_or(stored);
         self.block = Some((
             at,
-            Current::Decoder(BlockDecoder::new(Cow::Owned(payload), header.record_count)),
+            Current::Decoder(BlockDecoder::new(
+                Cow::Owned(payload),
+                header.record_count,
+                is_newer_minor(self.header.version),
+            )),
         ));
         Ok(())
     }
@@ -1350,6 +1408,12 @@ impl<R: Read> TraceReader<R> {
                 Some(Ok(record)) => {
                     self.recovery.records += 1;
                     self.recovery.observe(&record);
+                    if let Record::SessionStart(_) = record {
+                        self.sessions += 1;
+                        if self.sessions == 2 {
+                            self.second_session = at;
+                        }
+                    }
                     self.recovery.clock.observe(&record);
                     if let Record::SessionEnd(end) = &record
                         && self.check_submissions
@@ -1375,11 +1439,15 @@ impl<R: Read> TraceReader<R> {
                     }
                     return Some((at, record));
                 }
-                Some(Err(kind)) => {
+                Some(Err(Skip::Damaged(kind))) => {
                     self.recovery.skipped_records += 1;
                     if let Some(kind) = kind {
                         self.warnings.push(Warning { offset: at, kind });
                     }
+                }
+                Some(Err(Skip::Newer)) => {
+                    self.recovery.newer_records += 1;
+                    self.first_newer.get_or_insert(at);
                 }
                 None => break,
             }
@@ -1491,6 +1559,17 @@ impl Current {
     }
 }
 
+/// Why a record of a verified block was not handed out.
+#[derive(Debug)]
+pub(crate) enum Skip {
+    /// It does not decode: damage, with its warning for the first [`LISTED_SKIPS`] of the
+    /// block.
+    Damaged(Option<WarningKind>),
+    /// Its body does not decode, in a file of a newer minor version: a record this reader
+    /// cannot decode (a variant or a timing form added since), not damage.
+    Newer,
+}
+
 /// Decodes the records of one verified payload, one at a time.
 struct BlockDecoder<'a> {
     payload: Cow<'a, [u8]>,
@@ -1500,10 +1579,16 @@ struct BlockDecoder<'a> {
     declared: u32,
     found: u32,
     skipped: u32,
+    /// Whether the file is of a newer minor version than this reader's.
+    newer: bool,
+    /// Records skipped as [`Skip::Newer`].
+    newer_skipped: u32,
 }
 
 impl<'a> BlockDecoder<'a> {
-    fn new(payload: Cow<'a, [u8]>, declared: u32) -> BlockDecoder<'a> {
+    /// A decoder of `payload`, a block declaring `declared` records in a file of a newer minor
+    /// version than this reader's if `newer`.
+    fn new(payload: Cow<'a, [u8]>, declared: u32, newer: bool) -> BlockDecoder<'a> {
         BlockDecoder {
             payload,
             pos: 0,
@@ -1511,12 +1596,16 @@ impl<'a> BlockDecoder<'a> {
             declared,
             found: 0,
             skipped: 0,
+            newer,
+            newer_skipped: 0,
         }
     }
 
-    /// The next record; `Err` for one that does not decode, with its warning for the first
-    /// [`LISTED_SKIPS`] of the block (the rest are counted by `finish`); `None` at the end.
-    fn next_record(&mut self) -> Option<Result<Record, Option<WarningKind>>> {
+    /// The next record; `Err` for one that does not decode: [`Skip::Newer`] for a body that
+    /// does not decode in a file of a newer minor (its frame is whole: the block verified),
+    /// else [`Skip::Damaged`] with its warning for the first [`LISTED_SKIPS`] of the block
+    /// (the rest are counted by `finish`); `None` at the end.
+    fn next_record(&mut self) -> Option<Result<Record, Skip>> {
         let at = self.pos;
         let rest = self.payload.get(at..).filter(|rest| !rest.is_empty())?;
         // As `Frames`: a varint length, then the body; a malformed frame ends the block.
@@ -1537,8 +1626,17 @@ impl<'a> BlockDecoder<'a> {
             }
         };
         Some(decoded.map_err(|error| {
+            // A blob whose bytes are not its hash, or a broken frame, is damage in any
+            // version; a body that does not decode may be a newer minor's.
+            if self.newer && matches!(error, FormatError::Record(_) | FormatError::Timing) {
+                self.newer_skipped = self.newer_skipped.saturating_add(1);
+                return Skip::Newer;
+            }
             self.skipped = self.skipped.saturating_add(1);
-            (self.skipped <= LISTED_SKIPS).then_some(WarningKind::RecordSkipped { index, error })
+            Skip::Damaged(
+                (self.skipped <= LISTED_SKIPS)
+                    .then_some(WarningKind::RecordSkipped { index, error }),
+            )
         }))
     }
 
@@ -1561,23 +1659,57 @@ impl<'a> BlockDecoder<'a> {
     }
 }
 
-/// Decodes a records payload; undecodable records and count mismatches become warnings.
-fn decode_records(payload: Cow<'_, [u8]>, declared: u32) -> (Vec<Record>, Vec<WarningKind>) {
+/// Decodes a records payload of a file of version `version`; undecodable records and count
+/// mismatches become warnings (records of a newer minor this reader cannot decode, one for
+/// the block).
+fn decode_records(
+    payload: Cow<'_, [u8]>,
+    declared: u32,
+    version: FormatVersion,
+) -> (Vec<Record>, Vec<WarningKind>) {
     // The declared count is untrusted: reserve no more than a small, fixed amount up front.
     let mut records = Vec::with_capacity((declared as usize).min(payload.len() / 4).min(4096));
     let mut warnings = Vec::new();
-    let mut block = BlockDecoder::new(payload, declared);
+    let mut block = BlockDecoder::new(payload, declared, is_newer_minor(version));
     while let Some(next) = block.next_record() {
         match next {
             Ok(record) => records.push(record),
-            Err(warning) => warnings.extend(warning),
+            Err(Skip::Damaged(warning)) => warnings.extend(warning),
+            Err(Skip::Newer) => {}
         }
+    }
+    if block.newer_skipped > 0 {
+        warnings.push(WarningKind::NewerRecords {
+            records: block.newer_skipped.into(),
+            version,
+        });
     }
     warnings.extend(block.finish());
     (records, warnings)
 }
 
+/// Whether a file of `version` is of a newer minor than this reader's (a readable one).
+fn is_newer_minor(version: FormatVersion) -> bool {
+    version.check_readable_by(FormatVersion::CURRENT) == Ok(Compatibility::NewerMinor)
+}
+
 impl<R: Read> TraceReader<R> {
+    /// At the end, once: what is said of the whole file rather than of a block (records of a
+    /// newer minor this reader cannot decode, sessions after the first).
+    fn say_the_whole_file(&mut self) {
+        if let Some(at) = self.first_newer.take() {
+            let kind = WarningKind::NewerRecords {
+                records: self.recovery.newer_records,
+                version: self.header.version,
+            };
+            self.warn(at, kind);
+        }
+        if self.sessions > 1 {
+            let sessions = std::mem::take(&mut self.sessions);
+            self.warn(self.second_session, WarningKind::Sessions { sessions });
+        }
+    }
+
     /// At the end: a runtime numbers its submissions 1, 2, 3, ..., so fewer submits than its
     /// highest number means some are missing (a duplicated submit would hide one; none is
     /// ever written twice).
@@ -1639,6 +1771,7 @@ impl<R: Read> Iterator for TraceReader<R> {
             }
             if self.done {
                 self.check_submissions();
+                self.say_the_whole_file();
                 return None;
             }
             let step = if self.ahead.is_some() {
@@ -2143,7 +2276,8 @@ impl MappedTrace {
         let stored = &self.bytes()[start..start + info.header.stored_len as usize];
         let payload =
             decode_payload(&info.header, stored).map_err(|e| ReadError::new(info.offset, e))?;
-        let (records, warnings) = decode_records(payload, info.header.record_count);
+        let (records, warnings) =
+            decode_records(payload, info.header.record_count, self.header.version);
         let warnings = warnings
             .into_iter()
             .map(|kind| Warning {
@@ -2521,7 +2655,12 @@ mod tests {
                 },
             };
             let (records, mut warnings, mut recovery) = read(&first[..cut], 0);
-            warnings.push(another.clone());
+            // Before what is said of the whole file at its end (its sessions).
+            let end = warnings
+                .iter()
+                .position(|w| matches!(w.kind, WarningKind::Sessions { .. }))
+                .unwrap_or(warnings.len());
+            warnings.insert(end, another.clone());
             recovery.bytes_discarded += second.len() as u64;
             for threads in [0, 2] {
                 let (got, said, r) = read(&joined, threads);
@@ -2845,7 +2984,9 @@ mod tests {
             .iter()
             .position(|k| *k == "HostClock")
             .unwrap() as u64;
+        // One session start (kind 0): two would be warned of.
         let records: Vec<Record> = (0..40)
+            .filter(|&k| k == 0 || k % before != 0)
             .map(|k| record(&mut rng, k % before))
             .filter(|r| !matches!(r, Record::HostClock(_)))
             .collect();
@@ -2889,6 +3030,120 @@ mod tests {
             WarningKind::RecordSkipped { index: 1, .. }
         ));
         assert_eq!(trace.recovery.skipped_records, 1);
+    }
+
+    /// A closed file of `version` holding one records block of `payload` (`records` frames).
+    fn closed_file(payload: &[u8], records: u32, version: FormatVersion) -> Vec<u8> {
+        let mut header = FileHeader::current(crate::format::Compression::None);
+        header.version = version;
+        let mut bytes = header.encode().to_vec();
+        let mut encoder = BlockEncoder::new(None).unwrap();
+        let at = bytes.len() as u64;
+        encoder
+            .encode(BlockKind::RECORDS, payload, records, &mut bytes)
+            .unwrap();
+        let footer = Footer {
+            blocks: vec![crate::format::IndexEntry {
+                offset: at,
+                kind: BlockKind::RECORDS,
+                record_count: records,
+            }],
+            records: u64::from(records),
+            dropped_records: 0,
+        };
+        let footer_at = bytes.len() as u64;
+        let payload = postcard::to_allocvec(&footer).unwrap();
+        encoder
+            .encode(BlockKind::FOOTER, &payload, 0, &mut bytes)
+            .unwrap();
+        bytes.extend_from_slice(&crate::format::encode_trailer(footer_at));
+        bytes
+    }
+
+    /// A record of a newer minor this reader cannot decode, in a block that verified, is
+    /// said as such, once for the file, and not as damage ("skipped record 1 of the block",
+    /// "closed, but damaged parts were skipped"); by both readers. In a file of this reader's
+    /// version the same bytes are damage.
+    #[test]
+    fn records_of_a_newer_minor_are_said_as_undecodable_not_as_damage() {
+        let known = record(&mut Rng(1), 2);
+        let mut payload = Vec::new();
+        let mut frames = FrameEncoder::new();
+        frames.encode(&known, &mut payload).unwrap();
+        // Two records of a variant a newer minor appended: tag 200, some body.
+        payload.extend_from_slice(&[3, 0xc8, 0x01, 0x05, 3, 0xc9, 0x01, 0x06]);
+        frames.encode(&known, &mut payload).unwrap();
+        let newer = FormatVersion {
+            minor: FormatMinor(FormatVersion::CURRENT.minor.0 + 1),
+            ..FormatVersion::CURRENT
+        };
+        let bytes = closed_file(&payload, 4, newer);
+        let undecodable = |version| {
+            format!(
+                "byte 32: 2 records this reader cannot decode (written by a newer minor \
+                 version {version}; update hrx-trace)"
+            )
+        };
+        for threads in [0, 2] {
+            let reader = TraceReader::new(&bytes[..]).unwrap().decode_ahead(threads);
+            let trace = Trace::read_whole(reader.check_submission_numbers()).unwrap();
+            assert_eq!(trace.records, vec![known.clone(), known.clone()]);
+            let said: Vec<_> = trace.warnings.iter().map(|w| w.to_string()).collect();
+            assert_eq!(said.len(), 2, "{said:?}");
+            assert!(said[0].contains("is newer than this reader's"), "{said:?}");
+            assert_eq!(said[1], undecodable(newer));
+            let r = trace.recovery;
+            assert_eq!(r.skipped_records, 0, "{r:?}");
+            assert!(r.clean_close && !r.is_complete(), "{r:?}");
+            assert_eq!(
+                r.end(),
+                "closed cleanly, but holds records of a newer minor version this reader \
+                 cannot decode"
+            );
+        }
+        let mapped = MappedTrace::from_vec(bytes).unwrap();
+        let block = mapped.read_block(0).unwrap();
+        assert_eq!(block.records, vec![known.clone(), known.clone()]);
+        let said: Vec<_> = block.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(said, [undecodable(newer)]);
+        // Of this reader's own version: damage.
+        let same = closed_file(&payload, 4, FormatVersion::CURRENT);
+        let trace = Trace::from_bytes(&same).unwrap();
+        assert_eq!(trace.recovery.skipped_records, 2);
+        assert_eq!(trace.recovery.end(), "closed, but damaged parts were skipped");
+    }
+
+    /// A crafted file with two sessions (two session starts; a recording writes one) is
+    /// said, once, at the second's block, with what the figures cover; it read as one
+    /// session without a word.
+    #[test]
+    fn a_file_with_two_sessions_is_said() {
+        let mut rng = Rng(5);
+        // Kind 0 is a session start.
+        let a: Vec<_> = (0..4).map(|k| record(&mut rng, k)).collect();
+        let b: Vec<_> = (0..4).map(|k| record(&mut rng, k)).collect();
+        assert!(matches!(b[0], Record::SessionStart(_)));
+        let blocks = [
+            (BlockKind::RECORDS, a.clone()),
+            (BlockKind::RECORDS, b.clone()),
+        ];
+        let bytes = file(&blocks, FormatVersion::CURRENT);
+        let second = MappedTrace::from_vec(bytes.clone()).unwrap().blocks()[1].offset;
+        for threads in [0, 2] {
+            let reader = TraceReader::new(&bytes[..]).unwrap().decode_ahead(threads);
+            let trace = Trace::read_whole(reader).unwrap();
+            assert_eq!(trace.records, [a.clone(), b.clone()].concat());
+            let said: Vec<_> = trace.warnings.iter().map(|w| w.to_string()).collect();
+            assert_eq!(
+                said,
+                [format!(
+                    "byte {second}: 2 sessions in one file (the second starts here; a \
+                     recording writes one): the figures cover them all together"
+                )]
+            );
+        }
+        let one = file(&[(BlockKind::RECORDS, a)], FormatVersion::CURRENT);
+        assert!(Trace::from_bytes(&one).unwrap().warnings.is_empty());
     }
 
     /// A blob whose bytes are not those its hash names, in a block whose checksum was taken

@@ -301,6 +301,7 @@ impl TraceTail {
         total.complete_blocks += read.complete_blocks.saturating_sub(reread);
         total.skipped_blocks += read.skipped_blocks;
         total.skipped_records += read.skipped_records;
+        total.newer_records += read.newer_records;
         total.bytes_discarded = read.bytes_discarded;
         total.clean_close = read.clean_close;
         total.closed = read.closed;

@@ -63,8 +63,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// timings; 9: the statistics' `operations` and `op_times`; 10: the trace's fatal signal
 /// and `Recovery::source_incomplete`; 11: a thread's crossing ranges on rows of their own
 /// (`ThreadRow::level`); 12: the trace's ranges and host load (`TraceInfo`); 13: spans
-/// that end before they start (`TraceInfo::ends_before_start`, a flag of a span's).
-const FORMAT: u32 = 13;
+/// that end before they start (`TraceInfo::ends_before_start`, a flag of a span's); 14:
+/// `Recovery::newer_records`.
+const FORMAT: u32 = 14;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

@@ -17,7 +17,7 @@
 //! stopped for long; the others have their blocks verified, decompressed and the first
 //! chunks decoded by then.
 
-use super::{BlockDecoder, Current, ReadError, Remains, TraceReader, WarningKind};
+use super::{BlockDecoder, Current, ReadError, Remains, Skip, TraceReader, WarningKind};
 use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, FormatError, decode_payload};
 use crate::schema::Record;
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ const CHUNK: usize = 4096;
 const CHUNKS_PER_BLOCK: usize = 4;
 
 /// One record's decoding: the record, or its warning (see `BlockDecoder::next_record`).
-pub(super) type Item = Result<Record, Option<WarningKind>>;
+pub(super) type Item = Result<Record, Skip>;
 
 /// What a decoding thread sends about its block, in order: `Skipped` alone, or chunks of
 /// records and then `End`.
@@ -89,6 +89,7 @@ impl Decoded {
 /// gone.
 fn decode(
     header: &BlockHeader,
+    newer: bool,
     stored: Vec<u8>,
     reply: &SyncSender<Piece>,
     spare: &crossbeam_channel::Receiver<VecDeque<Item>>,
@@ -110,7 +111,7 @@ fn decode(
         chunk.clear();
         chunk
     };
-    let mut block = BlockDecoder::new(Cow::Owned(payload), header.record_count);
+    let mut block = BlockDecoder::new(Cow::Owned(payload), header.record_count, newer);
     let mut chunk = fresh();
     while let Some(item) = block.next_record() {
         chunk.push_back(item);
@@ -129,6 +130,8 @@ fn decode(
 
 struct Job {
     header: BlockHeader,
+    /// Whether the file is of a newer minor version than the reader's.
+    newer: bool,
     stored: Vec<u8>,
     reply: SyncSender<Piece>,
 }
@@ -183,7 +186,7 @@ impl Ahead {
                 .name(format!("hrx-decode-{i}"))
                 .spawn(move || {
                     for job in receive {
-                        decode(&job.header, job.stored, &job.reply, &spare);
+                        decode(&job.header, job.newer, job.stored, &job.reply, &spare);
                     }
                 });
             match spawned {
@@ -260,6 +263,7 @@ impl<R: Read> TraceReader<R> {
         let (reply, receive) = sync_channel(CHUNKS_PER_BLOCK);
         let job = Job {
             header,
+            newer: super::is_newer_minor(self.header.version),
             stored,
             reply,
         };
@@ -268,7 +272,7 @@ impl<R: Read> TraceReader<R> {
             // Every decoding thread is gone (one panicked): this block is decoded here,
             // with room for all its chunks.
             let (reply, receive) = sync_channel(usize::MAX >> 8);
-            decode(&job.header, job.stored, &reply, &ahead.spare.1);
+            decode(&job.header, job.newer, job.stored, &reply, &ahead.spare.1);
             ahead.pending.push_back(Pending {
                 at,
                 records: header.record_count,

@@ -103,17 +103,34 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     // A trace read whole that only lost records is said by the note above: the figures below
     // would all read "complete"; so is a trim of an incomplete recording, by its own note
     // (`trimmed_from_incomplete`).
-    if !recovery.file_is_whole() {
-        let r = recovery;
+    let r = recovery;
+    if r.newer_records > 0
+        && (hrx_capture::Recovery {
+            newer_records: 0,
+            ..*r
+        })
+        .file_is_whole()
+    {
+        // Nothing damaged or missing: records this reader cannot decode, said as such.
+        notes.push(format!(
+            "the trace holds {} records of a newer minor version this reader cannot decode \
+             (update hrx-trace): what they say cannot be compared",
+            r.newer_records
+        ));
+    } else if !recovery.file_is_whole() {
         notes.push(format!(
             "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
-             records skipped, {} bytes discarded, {} submissions missing): what it lacks cannot \
-             be compared",
+             records skipped, {} bytes discarded, {} submissions missing{}): what it lacks \
+             cannot be compared",
             r.clean_close,
             r.skipped_blocks,
             r.skipped_records,
             r.bytes_discarded,
-            r.missing_submissions
+            r.missing_submissions,
+            match r.newer_records {
+                0 => String::new(),
+                n => format!(", {n} records of a newer minor version not decoded"),
+            }
         ));
     }
     (notes, complete)
