@@ -32,6 +32,8 @@ mod killed;
 mod live;
 #[path = "cli/lost.rs"]
 mod lost;
+#[path = "cli/not_one_recording.rs"]
+mod not_one_recording;
 #[path = "cli/processes.rs"]
 mod processes;
 #[path = "cli/program.rs"]
