@@ -1569,9 +1569,11 @@ impl<R: Read> TraceReader<R> {
         if header_at < footer_end {
             // Not a damaged footer: a torn one, so the trace was not closed.
             self.recovery.closed = false;
-            if let Some(i) = self.warnings.iter().rposition(|w| {
-                w.offset == at && matches!(w.kind, WarningKind::BadFooter { .. })
-            }) {
+            if let Some(i) = self
+                .warnings
+                .iter()
+                .rposition(|w| w.offset == at && matches!(w.kind, WarningKind::BadFooter { .. }))
+            {
                 self.warnings.remove(i);
             }
             return self.another_trace(at, header_at);
@@ -2730,7 +2732,11 @@ mod tests {
             }
             let (blocks, mut mapped_warnings) = mapped(&first[..cut]);
             mapped_warnings.push(another);
-            assert_eq!(mapped(&joined), (blocks, mapped_warnings), "mapped, cut {cut}");
+            assert_eq!(
+                mapped(&joined),
+                (blocks, mapped_warnings),
+                "mapped, cut {cut}"
+            );
         }
     }
 
@@ -3164,7 +3170,10 @@ mod tests {
         let same = closed_file(&payload, 4, FormatVersion::CURRENT);
         let trace = Trace::from_bytes(&same).unwrap();
         assert_eq!(trace.recovery.skipped_records, 2);
-        assert_eq!(trace.recovery.end(), "closed, but damaged parts were skipped");
+        assert_eq!(
+            trace.recovery.end(),
+            "closed, but damaged parts were skipped"
+        );
     }
 
     /// A crafted file with two sessions (two session starts; a recording writes one) is

@@ -5,8 +5,8 @@
 
 use crate::util::*;
 use hrx_capture::format::{
-    BLOCK_HEADER_LEN, BlockEncoder, BlockHeader, BlockKind, FILE_HEADER_LEN, FileHeader,
-    Footer, FormatMinor, FrameEncoder, IndexEntry, TRAILER_LEN, decode_payload, decode_trailer,
+    BLOCK_HEADER_LEN, BlockEncoder, BlockHeader, BlockKind, FILE_HEADER_LEN, FileHeader, Footer,
+    FormatMinor, FrameEncoder, IndexEntry, TRAILER_LEN, decode_payload, decode_trailer,
     encode_trailer,
 };
 use std::path::Path;
@@ -42,9 +42,15 @@ const DAMAGE: [&str; 3] = ["damaged parts", "damaged block", "skipped record"];
 /// Asserts that every verb says `text` of `dir/name`, and none calls it damage.
 fn said_by_every_verb(dir: &Path, name: &str, text: &str) {
     for (verb, code, said) in every_verb(dir, name) {
-        assert!(said.contains(text), "{verb} (exit {code}) does not say {text:?}: {said}");
+        assert!(
+            said.contains(text),
+            "{verb} (exit {code}) does not say {text:?}: {said}"
+        );
         for not in DAMAGE {
-            assert!(!said.contains(not), "{verb} (exit {code}) says {not:?}: {said}");
+            assert!(
+                !said.contains(not),
+                "{verb} (exit {code}) says {not:?}: {said}"
+            );
         }
     }
 }
@@ -94,7 +100,9 @@ fn a_trace_joined_after_a_cut_one_is_said_by_every_verb() {
     record_hazards(dir.path(), "h.hrxt");
     record_hazards(dir.path(), "b.hrxt");
     // The first in a block a record, so that its first two thirds hold submissions.
-    let records = hrx_capture::read_all(dir.path().join("h.hrxt")).unwrap().records;
+    let records = hrx_capture::read_all(dir.path().join("h.hrxt"))
+        .unwrap()
+        .records;
     let recorder = hrx_capture::Recorder::create(
         dir.path().join("a.hrxt"),
         hrx_capture::RecorderOptions::default(),
@@ -136,7 +144,14 @@ fn records_of_a_newer_minor_are_said_by_every_verb_not_as_damage() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
     // A variant a newer minor appended: tag 200, some body.
-    with_block(dir.path(), "h.hrxt", "newer.hrxt", &[3, 0xc8, 0x01, 0x05], 1, 1);
+    with_block(
+        dir.path(),
+        "h.hrxt",
+        "newer.hrxt",
+        &[3, 0xc8, 0x01, 0x05],
+        1,
+        1,
+    );
     let bytes = std::fs::read(dir.path().join("newer.hrxt")).unwrap();
     let (file, _) = FileHeader::decode(bytes[..FILE_HEADER_LEN].try_into().unwrap()).unwrap();
     let text = format!(
