@@ -1541,11 +1541,17 @@ impl<R: Read> TraceReader<R> {
             self.warn(self.offset - bytes, WarningKind::BadFooter { reason });
             return Ok(());
         }
-        let rest = self.skip_bytes(u64::MAX)?;
+        // Another trace appended to this whole one (`cat whole.hrxt other.hrxt`)?
+        let rest_at = self.offset;
+        let mut next = [0u8; FILE_HEADER_LEN];
+        let k = self.read_up_to(&mut next)?;
+        if file_header_in(&next[..k]) == Some(0) {
+            return self.another_trace(rest_at, rest_at);
+        }
+        let rest = k as u64 + self.skip_bytes(u64::MAX)?;
         if rest > 0 {
-            let offset = self.offset - rest;
             self.recovery.bytes_discarded += rest;
-            self.warn(offset, WarningKind::TrailingData { bytes: rest });
+            self.warn(rest_at, WarningKind::TrailingData { bytes: rest });
         } else {
             self.recovery.clean_close = intact;
         }
@@ -2156,8 +2162,13 @@ impl MappedTrace {
                                     .iter()
                                     .all(|w| !matches!(w.kind, WarningKind::BadFooter { .. }));
                             } else {
-                                let kind = WarningKind::TrailingData { bytes: extra };
                                 let offset = at + TRAILER_LEN as u64;
+                                // Another trace appended to this whole one?
+                                let next = &rest[TRAILER_LEN..rest.len().min(TRAILER_LEN + 32)];
+                                let kind = match file_header_in(next) {
+                                    Some(0) => WarningKind::AnotherTrace { bytes: extra },
+                                    _ => WarningKind::TrailingData { bytes: extra },
+                                };
                                 self.warnings.push(Warning { offset, kind });
                             }
                             return;
@@ -2684,7 +2695,7 @@ mod tests {
     }
 
     /// `head -c N a.hrxt > cut; cat cut b.hrxt`: wherever the first trace is cut (its footer
-    /// and trailer included), every reader reads of the joined file what it reads of the cut alone, says
+    /// and trailer included, or not at all), every reader reads of the joined file what it reads of the cut alone, says
     /// how the cut ends as it does, and says that another trace starts at the cut. The torn
     /// last block's declared length reached into the second trace: its records were read as
     /// the first's, after "skipped a damaged block" (19 submissions where the first held 7).
@@ -2703,7 +2714,7 @@ mod tests {
             let blocks: Vec<_> = trace.blocks().iter().map(|b| b.offset).collect();
             (blocks, trace.warnings().to_vec())
         };
-        for cut in FILE_HEADER_LEN + 1..first.len() {
+        for cut in FILE_HEADER_LEN + 1..=first.len() {
             let joined = [&first[..cut], &second[..]].concat();
             let another = Warning {
                 offset: cut as u64,
@@ -2719,6 +2730,8 @@ mod tests {
                 .unwrap_or(warnings.len());
             warnings.insert(end, another.clone());
             recovery.bytes_discarded += second.len() as u64;
+            // Whole, with another after it: its end is not clean.
+            recovery.clean_close = false;
             for threads in [0, 2] {
                 let (got, said, r) = read(&joined, threads);
                 assert!(
