@@ -875,6 +875,46 @@ fn the_trace_pane_says_a_range_and_a_loaded_host() {
     assert!(!quiet.contains("host load   "), "{quiet}");
 }
 
+/// The reader's warnings of a file that is not one recording read whole are in the Trace
+/// pane: another trace joined after a cut one (`cat`), two sessions in one file.
+#[test]
+fn the_trace_pane_says_a_joined_trace_and_two_sessions() {
+    use hrx_capture::schema::Record;
+    let recorded = |second_session: bool| {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let spec = crate::state::synthetic::PipelineSpec::ops(8);
+        for r in crate::state::synthetic::pipeline(spec) {
+            let session = matches!(r, Record::SessionStart(_));
+            if (session && second_session)
+                || !matches!(r, Record::SessionStart(_) | Record::SessionEnd(_))
+            {
+                recorder.record(&r);
+            }
+        }
+        recorder.close().unwrap();
+        sink.contents()
+    };
+    let screen = |bytes: &[u8]| {
+        let trace = hrx_capture::Trace::from_bytes(bytes).unwrap();
+        let model = Model::from_trace(&trace);
+        let state = ViewState::new(&model, 160, 40);
+        render_to_string(&model, &state, 160, 40)
+    };
+    let one = recorded(false);
+    let joined = [&one[..one.len() * 2 / 3], &one[..]].concat();
+    let said = screen(&joined);
+    assert!(
+        said.contains("another trace starts here (two files joined?)"),
+        "{said}"
+    );
+    let said = screen(&recorded(true));
+    assert!(said.contains("2 sessions in one file"), "{said}");
+    assert!(!screen(&one).contains("warning"));
+}
+
 #[test]
 fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
     use hrx_capture::schema::{LostKind, Record, RecorderWait, RecordsLost};
