@@ -35,9 +35,10 @@
 //!   synchronize's return and the batch's first enqueue (the previous batch's work ended
 //!   before the first, this one's starts after the second; the midpoint leaves half the gap
 //!   for the clocks' mapping). Older records are another batch's, come late: dropped and
-//!   counted ([`Cupti::late`]). While a batch lacks a record of an operation it enqueued, CUPTI
+//!   counted (`State::late`). While a batch lacks a record of an operation it enqueued, CUPTI
 //!   is flushed again, a few times over about 4 ms; then it keeps what came (its missing
-//!   operations untimed, its region on its events).
+//!   operations untimed, its region on its events). After three such batches in a row, one
+//!   flush a batch until one is complete again.
 //! - **Regions.** With kernel times on, a graph launch's start event ran 0.4-0.7 ms before its
 //!   first node on the H200 (session 36: CUPTI's own work for the launch), and a copy batch's
 //!   events took in the waits of its copies' calls behind other threads' flushes (a 70 µs
@@ -52,6 +53,7 @@ use crate::sync::lock;
 use cudarc::cupti::sys as cupti;
 use cudarc::driver::sys;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -62,6 +64,8 @@ const BUFFER_ALIGN: usize = 8;
 /// The waits before each further flush while a batch lacks records (module docs): 4.3 ms
 /// in all, once per batch at most.
 const REFLUSH_WAITS_US: [u64; 10] = [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000];
+/// Batches left incomplete in a row after which a batch waits no more ([`Cupti::flushed_until`]).
+const GIVE_UP_AFTER: u32 = 3;
 
 /// The symbols hrx calls, resolved before the first call.
 const SYMBOLS: &[&str] = &[
@@ -191,6 +195,8 @@ impl State {
 /// times.
 pub(super) struct Cupti {
     state: Mutex<State>,
+    /// Batches left without some of their records in a row ([`Cupti::flushed_until`]).
+    incomplete_in_a_row: AtomicU32,
 }
 
 static CUPTI: OnceLock<Result<Cupti, String>> = OnceLock::new();
@@ -324,6 +330,7 @@ unsafe fn start() -> Result<Cupti, String> {
     }
     Ok(Cupti {
         state: Mutex::new(State::default()),
+        incomplete_in_a_row: AtomicU32::new(0),
     })
 }
 
@@ -395,15 +402,23 @@ impl Cupti {
 
     /// Flushes until `ready` says the batch has all its records, or the waits of
     /// [`REFLUSH_WAITS_US`] are spent; returns the state, locked, and the last flush's clock
-    /// offset.
+    /// offset. After [`GIVE_UP_AFTER`] batches in a row were left incomplete, one flush only
+    /// until a batch is complete again: work whose records never come (a kind CUPTI does not
+    /// report) must not add 4 ms to every batch.
     fn flushed_until(
         &self,
         mut ready: impl FnMut(&mut State, i128) -> bool,
     ) -> (std::sync::MutexGuard<'_, State>, i128) {
         let mut offset = self.flush();
-        for wait in REFLUSH_WAITS_US {
+        let waits = if self.incomplete_in_a_row.load(Ordering::Relaxed) >= GIVE_UP_AFTER {
+            &[][..]
+        } else {
+            &REFLUSH_WAITS_US[..]
+        };
+        for &wait in waits {
             let mut state = lock(&self.state);
             if ready(&mut state, offset) {
+                self.incomplete_in_a_row.store(0, Ordering::Relaxed);
                 return (state, offset);
             }
             drop(state);
@@ -411,7 +426,10 @@ impl Cupti {
             offset = self.flush();
         }
         let mut state = lock(&self.state);
-        if !ready(&mut state, offset) {
+        if ready(&mut state, offset) {
+            self.incomplete_in_a_row.store(0, Ordering::Relaxed);
+        } else {
+            self.incomplete_in_a_row.fetch_add(1, Ordering::Relaxed);
             INCOMPLETE.call_once(|| {
                 crate::error::to_stderr(format_args!(
                     "hrx: kernel times: CUPTI had not delivered every record of a batch 4 ms \
