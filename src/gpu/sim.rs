@@ -27,10 +27,12 @@ const ALIGNMENT: usize = 256;
 const HOST_ALIGNMENT: usize = 4096;
 const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
 
-/// The software device's memory, `HRX_SIM_MEMORY` bytes (`K`, `M`, `G`: KiB, MiB, GiB),
-/// unlimited when unset: one device shared by every runtime of the process, as a GPU's memory
-/// is shared by its contexts, so that running out of device memory can be reproduced
-/// without a GPU (a replay's repeats side by side, an application on a smaller card).
+/// The software device's memory, `HRX_SIM_MEMORY` bytes (`K`, `M`, `G`: KiB, MiB, GiB; at
+/// least 1), unlimited when unset: one device shared by every runtime of the process, as a
+/// GPU's memory is shared by its contexts, so that running out of device memory can be
+/// reproduced without a GPU (a replay's repeats side by side, an application on a smaller
+/// card). Only device-local allocations count: host-visible ones stand for pinned host
+/// memory, which a GPU's memory does not hold.
 pub(crate) const MEMORY_ENV: &str = "HRX_SIM_MEMORY";
 
 /// `HRX_SIM_MEMORY` read once: `Ok(None)` unlimited; `Err`: the line saying what is wrong.
@@ -40,12 +42,15 @@ pub(crate) fn memory_limit() -> std::result::Result<Option<u64>, &'static str> {
     LIMIT
         .get_or_init(|| match std::env::var(MEMORY_ENV) {
             Err(_) => Ok(None),
-            Ok(text) => parse_bytes(&text).map(Some).ok_or_else(|| {
-                format!(
-                    "{MEMORY_ENV}: expected a size in bytes such as 1048576, 64M or 2G, got \
-                     {text:?}"
-                )
-            }),
+            Ok(text) => parse_bytes(&text)
+                .filter(|&bytes| bytes > 0)
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{MEMORY_ENV}: expected a size in bytes above 0 such as 1048576, 64M \
+                         or 2G, got {text:?}"
+                    )
+                }),
         })
         .as_ref()
         .copied()
@@ -112,7 +117,9 @@ unsafe impl Sync for SimAllocation {}
 
 impl Drop for SimAllocation {
     fn drop(&mut self) {
-        if let Ok(Some(_)) = memory_limit() {
+        if !self.host_visible
+            && let Ok(Some(_)) = memory_limit()
+        {
             IN_USE.fetch_sub(self.layout.size() as u64, Ordering::Relaxed);
         }
         // SAFETY: allocated in `allocate` with this layout.
@@ -204,12 +211,14 @@ impl NativeDevice for SimDevice {
             .into()
         };
         let limit = memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
+        // Device memory only: a host-visible allocation stands for pinned host memory.
+        let limit = limit.filter(|_| !host_visible);
         if let Some(limit) = limit {
             let before = IN_USE.fetch_add(rounded as u64, Ordering::Relaxed);
             if before + rounded as u64 > limit {
                 IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
                 return Err(out_of_memory(
-                    "out of memory",
+                    "over HRX_SIM_MEMORY",
                     format!(
                         "allocating {len} bytes with {before} of {limit} in use ({MEMORY_ENV})"
                     ),

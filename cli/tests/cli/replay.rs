@@ -950,21 +950,23 @@ fn a_replay_out_of_memory_for_its_repeats_side_by_side_runs_fewer_and_says_so() 
     );
 }
 
-/// `HRX_SIM_MEMORY` that is not a size is one line naming it, before anything runs.
+/// `HRX_SIM_MEMORY` that is not a size above 0 (0 would fail every allocation) is one line
+/// naming it, before anything runs.
 #[test]
 fn a_bad_software_device_memory_size_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let record = hrx_trace(dir.path())
-        .env("HRX_SIM_MEMORY", "lots")
-        .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&record), 2, "{}", stderr(&record));
-    assert!(
-        stderr(&record).contains(
-            "HRX_SIM_MEMORY: expected a size in bytes such as 1048576, 64M or 2G, got \"lots\""
-        ),
-        "{}",
-        stderr(&record)
-    );
+    for bad in ["lots", "0"] {
+        let record = hrx_trace(dir.path())
+            .env("HRX_SIM_MEMORY", bad)
+            .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&record), 2, "{}", stderr(&record));
+        let said = format!(
+            "HRX_SIM_MEMORY: expected a size in bytes above 0 such as 1048576, 64M or 2G, got \
+             {bad:?}"
+        );
+        assert!(stderr(&record).contains(&said), "{}", stderr(&record));
+        assert_eq!(stderr(&record).lines().count(), 1, "{}", stderr(&record));
+    }
 }
