@@ -190,7 +190,22 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     let outcome = execute(workload, options, photos, args);
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
-    let outcome = outcome?;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            // A failure before the run could report (building the pipeline, opening the
+            // device): the trace was written and closed, but no record holds this error.
+            let output = hrx_capture::installed_path().unwrap_or(output);
+            if closed.is_ok() && output.is_file() {
+                crate::output::note(format_args!(
+                    "{} was written and closed: it holds what ran before the error below, not \
+                     the error itself",
+                    output.display()
+                ));
+            }
+            return Err(error);
+        }
+    };
 
     {
         use std::io::Write;

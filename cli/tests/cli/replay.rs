@@ -970,3 +970,40 @@ fn a_bad_software_device_memory_size_is_one_line() {
         assert_eq!(stderr(&record).lines().count(), 1, "{}", stderr(&record));
     }
 }
+
+/// A workload that fails before it can report (the pipeline's buffers out of device memory)
+/// says that its trace was written and closed without the error, before the error line;
+/// `record` printed the error alone, and the trace (closed cleanly, no failure in it) said
+/// nothing of it.
+#[test]
+fn a_workload_that_fails_while_it_builds_says_its_trace_lacks_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = hrx_trace(dir.path())
+        .env("HRX_SIM_MEMORY", "8M")
+        .args([
+            "record",
+            "--workload",
+            "pipeline",
+            "--backend",
+            "sim",
+            "-o",
+            "p.hrxt",
+        ])
+        .args(["--input", crate::util::PHOTO])
+        .output()
+        .unwrap();
+    assert_eq!(code(&record), 2, "{}", stderr(&record));
+    let err = stderr(&record);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2],
+        "note: p.hrxt was written and closed: it holds what ran before the error below, not \
+         the error itself",
+        "{err}"
+    );
+    assert!(
+        lines[lines.len() - 1]
+            .starts_with("error: cannot build the pipeline: out of device memory"),
+        "{err}"
+    );
+}
