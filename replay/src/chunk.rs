@@ -835,6 +835,16 @@ mod tests {
             "{}",
             report.to_text()
         );
+        // The submissions without an outcome are said as such, not as mismatches.
+        let unknown = report.summary.outcomes_unknown;
+        assert!(unknown > 0, "{:?}", report.summary);
+        assert!(
+            (report.to_text()).contains(&format!(
+                "statuses match ({unknown} without a recorded outcome, not compared)"
+            )),
+            "{}",
+            report.to_text()
+        );
         // The JSON names it as the text does (it read `same`).
         assert_eq!(
             report.json_value()["verdict"],

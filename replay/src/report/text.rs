@@ -191,11 +191,21 @@ impl Report {
         let s = &self.summary;
         let _ = writeln!(
             out,
-            "verdict: {} (exit {}): {}/{} statuses match, {}/{} outputs match{}{}, {} divergence{}{}, {}{}",
+            "verdict: {} (exit {}): {}/{} statuses match{}, {}/{} outputs match{}{}, {} divergence{}{}, {}{}",
             self.verdict_name(),
             self.exit_code(),
             s.statuses_matched,
             s.submissions,
+            // A trace cut short or crashed holds no outcome for its last submissions: not a
+            // mismatch ("0/1 statuses match" of a crashed run read as one).
+            if s.outcomes_unknown > 0 {
+                format!(
+                    " ({} without a recorded outcome, not compared)",
+                    s.outcomes_unknown
+                )
+            } else {
+                String::new()
+            },
             s.outputs_matched + s.outputs_within_tolerance,
             s.outputs_compared,
             if s.outputs_within_tolerance > 0 {
