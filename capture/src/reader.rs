@@ -39,7 +39,11 @@
 //!   cut there, said as the cut alone is
 //!   ([`WarningKind::TruncatedTail`]), and [`WarningKind::AnotherTrace`] says that the rest
 //!   is another trace's: the torn last block's length reached into the second trace, whose
-//!   records were read as the first's. Both readers stop at the same place.
+//!   records were read as the first's. Both readers stop at the same place. A file header
+//!   inside a block whose payload fails its checksum is a buffer's contents instead (a
+//!   program wrote a trace file into a buffer, its blob recorded) when that trace's blocks
+//!   end inside the payload and a block header follows the block: the block is skipped
+//!   as damaged and reading goes on.
 
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
@@ -830,12 +834,43 @@ pub(crate) fn file_header_in(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// Whether the trace whose file header starts at `p` in `payload` lies wholly inside it:
+/// its blocks, followed from its header, end before the payload does, at bytes that are
+/// no block header (its trailer, or whatever the payload holds after it). Such a trace is
+/// the contents of a buffer the program held (a trace file written into a host-visible
+/// buffer, its blob recorded), not another trace joined on after a cut, whose blocks run
+/// past the torn block's end to the end of the file.
+fn trace_inside(payload: &[u8], p: usize) -> bool {
+    let mut q = p + FILE_HEADER_LEN;
+    loop {
+        let Some(rest) = payload.get(q..).filter(|rest| !rest.is_empty()) else {
+            // Past the payload's end, or ending just at it: not inside.
+            return false;
+        };
+        let Some(raw) = rest.first_chunk::<BLOCK_HEADER_LEN>() else {
+            // A block header the payload's end may cut, or bytes that begin none.
+            let m = rest.len().min(crate::format::BLOCK_MARKER.len());
+            return rest[..m] != crate::format::BLOCK_MARKER[..m];
+        };
+        match BlockHeader::decode(raw) {
+            Ok(header) => q = q.saturating_add(header.block_len() as usize),
+            Err(_) => return true,
+        }
+    }
+}
+
 /// What a block skipped for its payload checksum leaves to look at for another trace's
 /// start: a file header inside its payload, or the payload's last bytes, where a header
 /// that the bytes after the block end may start.
 pub(crate) struct Remains {
-    /// Where a file header that decodes starts in the payload.
+    /// Where a file header that decodes starts in the payload, of a trace that does not
+    /// lie wholly inside it ([`trace_inside`]): another trace joined on.
     header: Option<usize>,
+    /// Where the first file header that decodes starts in the payload when every such
+    /// trace lies wholly inside it: a buffer's contents if a block header follows the
+    /// block, else another trace joined on (cut short: a small whole trace and then
+    /// another).
+    inside: Option<usize>,
     /// The payload's last bytes (fewer than a file header).
     tail: Vec<u8>,
     /// The payload's length.
@@ -850,12 +885,31 @@ impl Remains {
             return None;
         }
         let keep = stored.len().min(FILE_HEADER_LEN - 1);
+        let (header, inside) = headers_in_payload(stored);
         Some(Remains {
-            header: file_header_in(stored),
+            header,
+            inside,
             tail: stored[stored.len() - keep..].to_vec(),
             len: stored.len(),
         })
     }
+}
+
+/// The file headers in a damaged block's `payload`: where the first one of a trace that
+/// does not lie wholly inside the payload starts (another trace joined on), else where the
+/// first one starts (every such trace inside: what follows the block decides).
+fn headers_in_payload(payload: &[u8]) -> (Option<usize>, Option<usize>) {
+    let mut first = None;
+    let mut from = 0;
+    while let Some(p) = payload.get(from..).and_then(file_header_in) {
+        let at = from + p;
+        if !trace_inside(payload, at) {
+            return (Some(at), None);
+        }
+        first.get_or_insert(at);
+        from = at + 1;
+    }
+    (None, first)
 }
 
 /// A block just skipped for its payload checksum: if the bytes after it end a file header
@@ -863,6 +917,10 @@ impl Remains {
 struct Damaged {
     /// The block's offset.
     at: u64,
+    /// Offset of a file header in its payload whose trace lies inside it
+    /// ([`Remains::inside`]): a buffer's contents when a block header follows the block,
+    /// else another trace's start.
+    inside: Option<u64>,
     /// Records its header declared (counted as skipped).
     records: u32,
     /// Offset of `tail`.
@@ -1138,8 +1196,23 @@ impl<R: Read> TraceReader<R> {
             return Ok(false);
         }
         let bytes = [&damaged.tail[..], raw].concat();
-        match file_header_in(&bytes).filter(|&p| p < damaged.tail.len()) {
-            Some(p) => {
+        let found = match damaged.inside {
+            // A block follows: the trace inside was the payload's contents, and the block
+            // is damaged.
+            Some(_)
+                if raw
+                    .first_chunk()
+                    .is_some_and(|h| BlockHeader::decode(h).is_ok()) =>
+            {
+                None
+            }
+            Some(inside) => Some(inside),
+            None => file_header_in(&bytes)
+                .filter(|&p| p < damaged.tail.len())
+                .map(|p| damaged.tail_at + p as u64),
+        };
+        match found {
+            Some(header_at) => {
                 // The block was a torn tail, not damage: its skip is taken back.
                 self.recovery.skipped_blocks -= 1;
                 self.recovery.skipped_records -= u64::from(damaged.records);
@@ -1148,7 +1221,7 @@ impl<R: Read> TraceReader<R> {
                 }) {
                     self.warnings.remove(i);
                 }
-                self.another_trace(damaged.at, damaged.tail_at + p as u64)?;
+                self.another_trace(damaged.at, header_at)?;
                 Ok(true)
             }
             None => Ok(false),
@@ -1202,6 +1275,7 @@ impl<R: Read> TraceReader<R> {
         if let Some(r) = remains {
             self.damaged = Some(Damaged {
                 at,
+                inside: r.inside.map(|p| payload_at + p as u64),
                 records,
                 tail_at: payload_at + (r.len - r.tail.len()) as u64,
                 tail: r.tail,
@@ -2233,9 +2307,24 @@ impl MappedTrace {
         if xxhash_rust::xxh3::xxh3_64(&bytes[start..end]) == header.checksum {
             return None;
         }
+        let (header, inside) = headers_in_payload(&bytes[start..end]);
+        if let Some(p) = header {
+            return Some((start + p) as u64);
+        }
+        if let Some(p) = inside {
+            // Traces wholly inside the payload: its contents if a block follows (or
+            // nothing does), as the streaming reader decides on the bytes after the block.
+            let next = &bytes[end..];
+            let block_follows = next.is_empty()
+                || next
+                    .first_chunk()
+                    .is_some_and(|h| BlockHeader::decode(h).is_ok());
+            return (!block_follows).then_some((start + p) as u64);
+        }
         let reach = (end + FILE_HEADER_LEN - 1).min(bytes.len());
-        let p = file_header_in(&bytes[start..reach]).filter(|&p| start + p < end)?;
-        Some((start + p) as u64)
+        let from = end.saturating_sub(FILE_HEADER_LEN - 1).max(start);
+        let p = file_header_in(&bytes[from..reach]).filter(|&p| from + p < end)?;
+        Some((from + p) as u64)
     }
 
     /// Where another trace's file header starts after the damaged block header at `at` and
@@ -2751,6 +2840,126 @@ mod tests {
                 "mapped, cut {cut}"
             );
         }
+    }
+
+    /// A file of records blocks of `blocks`, their payloads stored as is; and where each
+    /// block starts.
+    fn stored_as_is(blocks: &[&[Record]]) -> (Vec<u8>, Vec<u64>) {
+        let mut out = FileHeader::current(crate::format::Compression::None)
+            .encode()
+            .to_vec();
+        let mut encoder = BlockEncoder::new(None).unwrap();
+        let mut starts = Vec::new();
+        for records in blocks {
+            starts.push(out.len() as u64);
+            let mut payload = Vec::new();
+            let mut frames = FrameEncoder::new();
+            for r in *records {
+                frames.encode(r, &mut payload).unwrap();
+            }
+            encoder
+                .encode(BlockKind::RECORDS, &payload, records.len() as u32, &mut out)
+                .unwrap();
+        }
+        (out, starts)
+    }
+
+    /// A trace whose records block holds a blob that is itself a whole trace file (a program
+    /// wrote one into a host-visible buffer, its contents recorded; the payload stored as
+    /// is), that block damaged: the block is skipped and the blocks after it are read, by
+    /// both readers. They took the blob's file header for another trace joined on and
+    /// dropped everything after it ("another trace starts here", "cut short" of a trace
+    /// closed whole).
+    #[test]
+    fn a_damaged_block_holding_a_whole_trace_is_skipped_not_taken_for_a_join() {
+        let (inner, _) = small_trace_of(5);
+        let mut rng = Rng(13);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let c: Vec<_> = (5..9).map(|k| record(&mut rng, k)).collect();
+        // The buffer as large as the file, or larger.
+        for pad in [0, 100] {
+            let mut contents = inner.clone();
+            contents.extend(std::iter::repeat_n(0xa5u8, pad));
+            let blob = Record::Blob(crate::schema::Blob {
+                hash: BlobHash(xxhash_rust::xxh3::xxh3_64(&contents)),
+                bytes: contents,
+            });
+            let (whole, starts) = stored_as_is(&[&a[..], &[blob][..], &c[..]]);
+            let inner_at = file_header_in(&whole[FILE_HEADER_LEN..]).unwrap() + FILE_HEADER_LEN;
+            assert_eq!(&whole[inner_at..inner_at + inner.len()], &inner[..]);
+            // In the padding, in the inner trace's first block's payload, in its trailer.
+            let mut places = vec![inner_at + FILE_HEADER_LEN + BLOCK_HEADER_LEN + 3];
+            places.push(inner_at + inner.len() - 2);
+            if pad > 0 {
+                places.push(inner_at + inner.len() + pad / 2);
+            }
+            for place in places {
+                let mut damaged = whole.clone();
+                damaged[place] ^= 0x5a;
+                let expected: Vec<_> = a.iter().chain(&c).cloned().collect();
+                for threads in [0, 2] {
+                    let mut reader = TraceReader::new(&damaged[..])
+                        .unwrap()
+                        .decode_ahead(threads);
+                    let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
+                    let said = format!("{:?}", reader.warnings());
+                    assert_eq!(
+                        got, expected,
+                        "pad {pad}, byte {place}, {threads} threads: {said}"
+                    );
+                    assert_eq!(reader.recovery().skipped_blocks, 1, "{said}");
+                    assert!(!said.contains("AnotherTrace"), "{said}");
+                }
+                let mapped = MappedTrace::from_vec(damaged).unwrap();
+                let blocks: Vec<_> = mapped.blocks().iter().map(|b| b.offset).collect();
+                assert_eq!(blocks, starts, "mapped, pad {pad}, byte {place}");
+                let said = format!("{:?}", mapped.warnings());
+                assert!(!said.contains("AnotherTrace"), "mapped: {said}");
+            }
+        }
+    }
+
+    /// A trace cut inside a long block, then a small whole trace and another joined after
+    /// it (`cat cut small other`): the small trace lies inside the torn block's declared
+    /// length, yet no block follows that length, so both readers still end at the cut.
+    #[test]
+    fn a_small_whole_trace_inside_a_torn_block_is_still_another_trace() {
+        let mut rng = Rng(14);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let long = Record::Blob(crate::schema::Blob {
+            hash: BlobHash(1),
+            bytes: (0..20_000u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect(),
+        });
+        let (first, starts) = stored_as_is(&[&a[..], &[long][..]]);
+        let (small, _) = small_trace_of(6);
+        let (other, _) = small_trace_of(7);
+        // Inside the long block, the small trace and the other's start within its length.
+        let cut = starts[1] as usize + 100;
+        assert!(cut + small.len() + FILE_HEADER_LEN < first.len());
+        let joined = [&first[..cut], &small[..], &other[..]].concat();
+        let another = WarningKind::AnotherTrace {
+            bytes: (small.len() + other.len()) as u64,
+        };
+        for threads in [0, 2] {
+            let mut reader = TraceReader::new(&joined[..]).unwrap().decode_ahead(threads);
+            let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
+            assert_eq!(got, a, "{threads} threads");
+            let said: Vec<_> = reader
+                .warnings()
+                .iter()
+                .map(|w| (w.offset, &w.kind))
+                .collect();
+            assert!(said.contains(&(cut as u64, &another)), "{said:?}");
+        }
+        let mapped = MappedTrace::from_vec(joined).unwrap();
+        let said: Vec<_> = mapped
+            .warnings()
+            .iter()
+            .map(|w| (w.offset, &w.kind))
+            .collect();
+        assert!(said.contains(&(cut as u64, &another)), "mapped: {said:?}");
     }
 
     /// A block cut out of a trace whose footer went too (no footer lists it): the session
