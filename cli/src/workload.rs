@@ -142,10 +142,10 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
     crate::record::warn_unknown_patterns(&args.output);
     let output = hrx_capture::expand_path(&args.output);
-    if check_output(&args.output, &output)? {
-        // The workload records into it whatever happens next.
-        crate::record::note_replaced(&output);
-    }
+    // Said once the runtime created the trace there: a runtime that cannot start (a bad
+    // `HRX_SIM_MEMORY`, no device) leaves the earlier trace as it was (it said "it is
+    // replaced", then "was written and closed", of a file never touched).
+    let earlier = check_output(&args.output, &output)?;
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.
@@ -190,13 +190,20 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     let outcome = execute(workload, options, photos, args);
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
+    // The file this run's runtime created, if it created one.
+    let installed = hrx_capture::installed_path();
+    if earlier && installed.as_deref() == Some(output.as_path()) {
+        crate::record::note_replaced(&output);
+    }
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
             // A failure before the run could report (building the pipeline, opening the
             // device): the trace was written and closed, but no record holds this error.
-            let output = hrx_capture::installed_path().unwrap_or(output);
-            if closed.is_ok() && output.is_file() {
+            // None when the runtime never created it: an earlier trace there is untouched.
+            if let Some(output) = installed.filter(|_| closed.is_ok())
+                && output.is_file()
+            {
                 crate::output::note(format_args!(
                     "{} was written and closed: it holds what ran before the error below, not \
                      the error itself",

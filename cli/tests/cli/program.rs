@@ -198,6 +198,30 @@ fn an_existing_file_that_is_not_a_trace_is_never_overwritten() {
     );
 }
 
+/// A workload whose runtime cannot start (here a bad `HRX_SIM_MEMORY`) leaves an earlier
+/// trace at `-o` as it was, and says nothing of replacing or writing it. It said "t.hrxt
+/// held an earlier trace: it is replaced" and "t.hrxt was written and closed: it holds what
+/// ran before the error below" of a file it never touched.
+#[test]
+fn a_workload_whose_runtime_cannot_start_leaves_an_earlier_trace_unsaid() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["record", "-o", "t.hrxt", "--workload", "hazards"];
+    let first = run(dir.path(), &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let before = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    let failed = hrx_trace(dir.path())
+        .args(args)
+        .env("HRX_SIM_MEMORY", "64MB")
+        .output()
+        .unwrap();
+    let err = stderr(&failed);
+    assert_eq!(code(&failed), 2, "{err}");
+    assert!(err.contains("HRX_SIM_MEMORY"), "{err}");
+    assert!(!err.contains("replaced"), "{err}");
+    assert!(!err.contains("was written and closed"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), before);
+}
+
 /// A trace recorded over an earlier one replaces it, as `-o` asks, and says so (a note: not
 /// silently, not refused).
 #[test]
