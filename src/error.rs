@@ -190,7 +190,7 @@ pub enum Error {
     },
     /// A binding rejected by the kernel's contract.
     #[error("invalid binding: {0}")]
-    Binding(#[from] BindingError),
+    Binding(BindingError),
     /// `prepare` on a graph without operations.
     #[error("cannot prepare an empty graph")]
     EmptyGraph,
@@ -211,8 +211,16 @@ pub enum Error {
     #[error("timed out after {0:?}")]
     Timeout(std::time::Duration),
     /// A device call failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Device(#[from] DeviceError),
+}
+
+/// Without a `source`: the message already holds the binding error's, which a chain of
+/// causes printed again (`invalid binding: X: X`).
+impl From<BindingError> for Error {
+    fn from(error: BindingError) -> Self {
+        Error::Binding(error)
+    }
 }
 
 impl Error {
@@ -234,4 +242,48 @@ impl Error {
 pub(crate) fn to_stderr(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error and its causes as `anyhow`'s `{:#}` prints them: joined by `: `.
+    fn chain(error: &Error) -> String {
+        let mut said = error.to_string();
+        let mut cause = std::error::Error::source(error);
+        while let Some(c) = cause {
+            said = format!("{said}: {c}");
+            cause = c.source();
+        }
+        said
+    }
+
+    /// A device error or a binding error is said once in the chain of causes: `hrx-trace
+    /// record` printed "out of device memory: sim alloc_zeroed failed: ...: out of device
+    /// memory: sim alloc_zeroed failed: ..." (the message, then its source, the same text).
+    #[test]
+    fn a_device_or_binding_error_is_said_once_in_its_chain() {
+        let device = Error::from(DeviceError::OutOfMemory(DeviceCall {
+            backend: "sim",
+            call: "alloc_zeroed",
+            code: 0,
+            name: "over HRX_SIM_MEMORY".into(),
+            detail: "allocating 8192 bytes".into(),
+        }));
+        assert_eq!(
+            chain(&device).matches("allocating 8192 bytes").count(),
+            1,
+            "{}",
+            chain(&device)
+        );
+        let binding = Error::from(BindingError::Count {
+            expected: 2,
+            actual: 3,
+        });
+        assert_eq!(
+            chain(&binding),
+            "invalid binding: kernel takes 2 bindings, got 3"
+        );
+    }
 }
