@@ -542,6 +542,77 @@ fn open_repeats(
     Ok(repeats)
 }
 
+/// The warm-up replays of `plan`'s runtime over the first chunk it is in (`place`), run and
+/// thrown away, then its repeats' sessions ([`open_repeats`]); `session` is the fault
+/// they inject and whether they keep contents.
+fn warm_up_and_open(
+    plan: &crate::plan::RuntimePlan<'_>,
+    options: &ReplayOptions,
+    session: (Option<hrx::FaultSpec>, bool),
+    place: &ChunkPlace<'_>,
+    ticker: &mut Ticker<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Session>, ReplayError> {
+    let (fault, contents) = session;
+    for _ in 0..options.warmup {
+        let mut warmup = Session::open(plan, options, fault.clone(), contents)?;
+        warmup.run_chunk(plan, options, Some(place), ticker)?;
+        warmup.finish()?;
+    }
+    open_repeats(plan, options, fault, contents, notes)
+}
+
+/// The sessions of the runtimes opened so far and their runs of the chunks not yet
+/// compared.
+struct Held<'h> {
+    sessions: &'h mut BTreeMap<RuntimeId, Sessions>,
+    runs: &'h mut BTreeMap<RuntimeId, Vec<ChunkRun>>,
+    pending: Option<&'h mut Pending>,
+}
+
+impl Held<'_> {
+    /// Runtime `short` ran out of memory for its first session while the runtimes opened
+    /// before it hold their repeats side by side: the last repeat of the one with the most
+    /// (more than one) is given back, with its runs of the chunks not yet compared, and
+    /// `notes` say so (replacing what [`open_repeats`] said of it). False when none has more
+    /// than one.
+    fn give_back_repeat(
+        self,
+        short: RuntimeId,
+        repeat: usize,
+        error: &ReplayError,
+        notes: &mut Vec<String>,
+    ) -> bool {
+        let Some((&id, held)) = self
+            .sessions
+            .iter_mut()
+            .filter(|(_, s)| s.repeats.len() > 1)
+            .max_by_key(|(_, s)| s.repeats.len())
+        else {
+            return false;
+        };
+        // Dropped: its runtime and buffers go.
+        drop(held.repeats.pop());
+        if let Some(runs) = self.runs.get_mut(&id) {
+            runs.truncate(held.repeats.len());
+        }
+        if let Some(runs) = self.pending.and_then(|p| p.runs.get_mut(&id)) {
+            runs.truncate(held.repeats.len());
+        }
+        let ran = held.repeats.len();
+        let prefix = format!("runtime {} replayed ", id.0);
+        notes.retain(|n| !n.starts_with(&prefix));
+        notes.push(format!(
+            "{prefix}{ran} time{}, not {repeat}: a streamed replay holds every runtime's repeats \
+             side by side, each with every buffer, and runtime {} ran out of memory beside them \
+             ({error}); timings are pooled over {ran}",
+            if ran == 1 { "" } else { "s" },
+            short.0,
+        ));
+        true
+    }
+}
+
 /// `error` of a chunk's replay, with a hint where it ran out of memory with `side_by_side`
 /// repeats open ([`open_repeats`]): buffers a later chunk creates are allocated once a repeat.
 fn side_by_side_hint(error: ReplayError, side_by_side: usize) -> ReplayError {
@@ -657,36 +728,55 @@ pub(crate) fn replay_stream<R: Read>(
         let mut runs = BTreeMap::new();
         for rp in &plan.runtimes {
             ticker.total += (rp.submissions.len() * repeat) as u64;
-            let entry = match sessions.entry(rp.id) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    let fault = crate::replay_fault(options, rp, &mut open_notes)?;
-                    let contents = options.tolerance.is_some()
-                        && rp
-                            .submissions
-                            .iter()
-                            .flat_map(|s| &s.outputs)
-                            .any(|o| o.contents.is_some());
-                    let producer_until = |s| chunker.index().producer_until(rp.id, s);
-                    let place = ChunkPlace {
-                        chunk: chunker.handed_out().unwrap_or_default(),
-                        producer_until: &producer_until,
-                    };
-                    // Warm-up replays of this first chunk: run, then thrown away.
-                    for _ in 0..options.warmup {
-                        ticker.total += rp.submissions.len() as u64;
-                        let mut warmup = Session::open(rp, options, fault.clone(), contents)?;
-                        warmup.run_chunk(rp, options, Some(&place), &mut ticker)?;
-                        warmup.finish()?;
+            if !sessions.contains_key(&rp.id) {
+                let fault = crate::replay_fault(options, rp, &mut open_notes)?;
+                let contents = options.tolerance.is_some()
+                    && rp
+                        .submissions
+                        .iter()
+                        .flat_map(|s| &s.outputs)
+                        .any(|o| o.contents.is_some());
+                let producer_until = |s| chunker.index().producer_until(rp.id, s);
+                let place = ChunkPlace {
+                    chunk: chunker.handed_out().unwrap_or_default(),
+                    producer_until: &producer_until,
+                };
+                ticker.total += (rp.submissions.len() * options.warmup) as u64;
+                let repeats = loop {
+                    let opened = warm_up_and_open(
+                        rp,
+                        options,
+                        (fault.clone(), contents),
+                        &place,
+                        &mut ticker,
+                        &mut open_notes,
+                    );
+                    match opened {
+                        // The runtimes opened before hold the memory with their repeats
+                        // side by side: one of theirs is given back, and this one tried
+                        // again (it failed: "cannot replay" where --repeat 1 ran).
+                        Err(error) if out_of_memory(&error) => {
+                            let held = Held {
+                                sessions: &mut sessions,
+                                runs: &mut runs,
+                                pending: pending.as_mut(),
+                            };
+                            if !held.give_back_repeat(rp.id, repeat, &error, &mut open_notes) {
+                                return Err(error);
+                            }
+                        }
+                        opened => break opened?,
                     }
-                    let repeats =
-                        open_repeats(rp, options, fault.clone(), contents, &mut open_notes)?;
-                    e.insert(Sessions {
+                };
+                sessions.insert(
+                    rp.id,
+                    Sessions {
                         repeats,
                         fault: fault.map(|f| f.to_string()),
-                    })
-                }
-            };
+                    },
+                );
+            }
+            let entry = sessions.get_mut(&rp.id).expect("opened above");
             let producer_until = |s| chunker.index().producer_until(rp.id, s);
             let place = ChunkPlace {
                 chunk: chunker.handed_out().unwrap_or_default(),

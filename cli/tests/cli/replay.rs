@@ -950,6 +950,46 @@ fn a_replay_out_of_memory_for_its_repeats_side_by_side_runs_fewer_and_says_so() 
     );
 }
 
+/// Two runtimes in one trace, each with a 24 MiB buffer, replayed with `--repeat 2` under
+/// `HRX_SIM_MEMORY=64M`: the first runtime's two repeats took 48 MiB, and the second's first
+/// session ran out: "cannot replay", where `--repeat 1` ran. Now the first gives a repeat
+/// back, the second opens, and the notes say which ran fewer and why.
+#[test]
+fn a_later_runtime_out_of_memory_beside_earlier_repeats_takes_one_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = hrx_capture::Recorder::create(
+        dir.path().join("two.hrxt"),
+        hrx_capture::RecorderOptions::default(),
+    )
+    .unwrap();
+    for fill in [1, 2] {
+        let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let big = rt.buffer(24 << 20, hrx::Placement::GpuLocal).unwrap();
+        let out = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+        let mut graph = rt.graph();
+        let head = big.view(0..256).unwrap();
+        graph.fill(head.clone(), fill).unwrap();
+        graph.copy(out.whole(), head).unwrap();
+        graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+    }
+    recorder.close().unwrap();
+    let replay = |repeat: &str| {
+        hrx_trace(dir.path())
+            .env("HRX_SIM_MEMORY", "64M")
+            .args(["replay", "two.hrxt", "--repeat", repeat])
+            .output()
+            .unwrap()
+    };
+    let one = replay("1");
+    assert_eq!(code(&one), 0, "{}", stderr(&one));
+    let two = replay("2");
+    assert_eq!(code(&two), 0, "{}{}", stdout(&two), stderr(&two));
+    let said = "replayed 1 time, not 2: a streamed replay holds every runtime's repeats side by \
+                side, each with every buffer, and runtime";
+    assert!(stdout(&two).contains(said), "{}", stdout(&two));
+    assert!(stdout(&two).contains("verdict: SAME"), "{}", stdout(&two));
+}
+
 /// `HRX_SIM_MEMORY` that is not a size above 0 (0 would fail every allocation) is one line
 /// naming it, before anything runs.
 #[test]
