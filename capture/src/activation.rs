@@ -335,6 +335,32 @@ fn reported_in(dir: &Path, path: &Path, pid: u32) -> bool {
         .any(|bytes| bytes == path.as_os_str().as_bytes())
 }
 
+/// The trace `from` that this process reported to `hrx-trace record` ([`report_path`]) was
+/// moved to `to` while it was recorded: its report names `to` now, so that `record` reads
+/// the trace there (it said "the trace is lost" of a file whole under its new name).
+pub(crate) fn report_moved(from: &Path, to: &Path) {
+    if let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) {
+        report_moved_in(Path::new(&dir), from, to, std::process::id());
+    }
+}
+
+fn report_moved_in(dir: &Path, from: &Path, to: &Path, pid: u32) {
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::path::absolute(from).unwrap_or_else(|_| from.to_owned());
+    for n in 0..100u32 {
+        let name = dir.join(match n {
+            0 => pid.to_string(),
+            n => format!("{pid}.{n}"),
+        });
+        let Ok(bytes) = std::fs::read(&name) else {
+            return;
+        };
+        if bytes == from.as_os_str().as_bytes() {
+            let _ = std::fs::write(&name, to.as_os_str().as_bytes());
+        }
+    }
+}
+
 fn report_path_in(dir: &Path, path: &Path) {
     use std::io::Write;
     use std::os::unix::ffi::OsStrExt;

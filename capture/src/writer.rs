@@ -281,6 +281,13 @@ impl FileSink {
         }
     }
 
+    /// The name `file` has now (Linux's `/proc/self/fd`), if it has one.
+    fn name_of(file: &File) -> Option<PathBuf> {
+        use std::os::fd::AsRawFd;
+        let name = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+        name.is_absolute().then_some(name)
+    }
+
     /// Opens the trace file again, locked, positioned where the last write ended.
     fn reopen(&self) -> io::Result<File> {
         use std::io::{Seek, SeekFrom};
@@ -429,12 +436,27 @@ impl Sink for FileSink {
         // Deleted (or its directory removed) while it was recorded: the trace is gone with
         // the last descriptor, which is this one. Said here unless `hrx-trace record`, which
         // says it itself, runs the program.
-        if file.metadata().is_ok_and(|m| m.nlink() == 0)
-            && std::env::var_os(activation::TRACE_PATHS_ENV).is_none()
-        {
+        let linked = file.metadata().is_ok_and(|m| m.nlink() > 0);
+        let now = FileSink::name_of(file);
+        if !linked && std::env::var_os(activation::TRACE_PATHS_ENV).is_none() {
             crate::to_stderr(format_args!(
                 "hrx: the trace {} was deleted while it was recorded: nothing of it remains",
                 self.path.display()
+            ));
+        }
+        // Moved (renamed) while it was recorded: whole under its new name, which the
+        // descriptor knows. Said, and `hrx-trace record` told where it is (it said "the
+        // trace is lost" of a file whole under another name).
+        let here = std::fs::metadata(&self.path).map(|m| (m.dev(), m.ino()));
+        if linked
+            && here.ok() != Some(self.identity)
+            && let Some(now) = now
+        {
+            activation::report_moved(&self.path, &now);
+            crate::to_stderr(format_args!(
+                "hrx: the trace {} was moved while it was recorded: it is {} now",
+                self.path.display(),
+                now.display()
             ));
         }
         Ok(())

@@ -258,6 +258,46 @@ fn a_trace_deleted_while_recorded_is_said_lost() {
     assert!(!err.contains("wrote nothing"), "{err}");
 }
 
+/// A trace moved (renamed) while it was recorded is whole under its new name: the program
+/// says where it is, and `record` reads it there (exit 0). It said "the trace t.hrxt is
+/// lost ... no longer exists" (exit 2) of a trace closed cleanly as moved.hrxt.
+#[test]
+fn a_trace_moved_while_recorded_is_read_where_it_is() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(daemonish())
+        .arg("wait-line")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "waiting\n");
+    std::fs::rename(dir.path().join("t.hrxt"), dir.path().join("moved.hrxt")).unwrap();
+    writeln!(child.stdin.take().unwrap()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("t.hrxt was moved while it was recorded: it is")
+            && err.contains("moved.hrxt now"),
+        "{err}"
+    );
+    assert!(!err.contains("is lost"), "{err}");
+    let info = run(dir.path(), &["info", "moved.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert!(
+        stdout(&info).contains("closed       cleanly"),
+        "{}",
+        stdout(&info)
+    );
+}
+
 /// The same, run with `HRX_TRACE` and no `record`: the program says so itself, in one line,
 /// as it closes the trace (it said nothing).
 #[test]
