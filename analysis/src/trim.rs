@@ -128,6 +128,11 @@ pub enum TrimError {
         /// What the trace holds, e.g. `submissions 1..=12 (submitted 12.3 ms to 1.71 s)`, in
         /// `--submissions`' syntax (`A..=B` includes B).
         holds: String,
+        /// What reading the trace found (a cut, another trace joined on, damage): why it
+        /// may hold fewer submissions than were recorded.
+        warnings: Vec<Warning>,
+        /// How the read went (boxed: the error stays small).
+        recovery: Box<Recovery>,
     },
 }
 
@@ -694,6 +699,8 @@ pub fn trim<R: std::io::Read, W: Write>(
             } else {
                 holds.join(", ")
             },
+            warnings: source_warnings,
+            recovery: Box::new(source_recovery),
         });
     }
 

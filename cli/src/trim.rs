@@ -94,9 +94,24 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             let _ = std::fs::remove_file(&partial);
             return Err(match error {
                 TrimError::Read(error) => read_error(error).into(),
-                TrimError::Empty { .. } => Failure::new(error.to_string())
-                    .hint("`hrx-trace info` shows the submissions a trace holds")
-                    .into(),
+                TrimError::Empty {
+                    ref warnings,
+                    ref recovery,
+                    ..
+                } => {
+                    // What the read found first: a trace cut short, or another joined on
+                    // after a cut (its submissions are not this trace's), says why it holds
+                    // none (only "holds no submission" was said).
+                    crate::failure::warn_partial(
+                        &args.file,
+                        warnings,
+                        Some(recovery),
+                        "it holds only what was recovered",
+                    );
+                    Failure::new(error.to_string())
+                        .hint("`hrx-trace info` shows the submissions a trace holds")
+                        .into()
+                }
                 // Its message holds its cause: as one line, not also as the error's source
                 // (it read "No space left on device (os error 28): No space left ...").
                 other => {

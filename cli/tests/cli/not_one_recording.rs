@@ -136,6 +136,41 @@ fn a_trace_joined_after_a_cut_one_is_said_by_every_verb() {
     assert_eq!(submissions("joined.hrxt"), submissions("cut.hrxt"));
 }
 
+/// `trim` of a trace joined after one cut before its first submission: the selection finds
+/// no submission, and the error came alone ("the trace holds no submission") of a file
+/// whose second trace holds several. What the read found is said first, as every verb says
+/// it: the cut, and that another trace starts there.
+#[test]
+fn a_trim_that_finds_no_submission_says_another_trace_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "a.hrxt");
+    record_hazards(dir.path(), "b.hrxt");
+    let a = std::fs::read(dir.path().join("a.hrxt")).unwrap();
+    let b = std::fs::read(dir.path().join("b.hrxt")).unwrap();
+    let cut = FILE_HEADER_LEN + 100;
+    std::fs::write(dir.path().join("joined.hrxt"), [&a[..cut], &b[..]].concat()).unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "trim",
+            "joined.hrxt",
+            "-o",
+            "t.hrxt",
+            "--submissions",
+            "1..3",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("selects no submission"), "{err}");
+    let another = format!(
+        "byte {cut}: another trace starts here (two files joined?): its {} bytes are not read",
+        b.len()
+    );
+    assert!(err.contains(&another), "{err}");
+    assert!(!dir.path().join("t.hrxt").exists());
+}
+
 /// A record of a newer minor version this reader cannot decode (in a block whose checksum
 /// verified) is said as such by every verb, not as damage ("skipped record 1 of the block",
 /// "closed, but damaged parts were skipped").
