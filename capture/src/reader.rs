@@ -43,7 +43,9 @@
 //!   inside a block whose payload fails its checksum is a buffer's contents instead (a
 //!   program wrote a trace file into a buffer, its blob recorded) when that trace's blocks
 //!   end inside the payload and a block header follows the block: the block is skipped
-//!   as damaged and reading goes on.
+//!   as damaged and reading goes on. Bytes skipped to resynchronize after a damaged block
+//!   header skip such a trace's blocks with them, where its header lies past the damaged
+//!   header's own bytes and its blocks end before the file does.
 
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
@@ -1386,7 +1388,21 @@ impl<R: Read> TraceReader<R> {
             // cut short): the trace ends at its cut. The magic starts with the marker's
             // first byte, so the window holds each place one may start, whole.
             if window.starts_with(&MAGIC) && file_header_in(&window) == Some(0) {
-                self.another_trace(at, self.offset - BLOCK_HEADER_LEN as u64)?;
+                let header_at = self.offset - BLOCK_HEADER_LEN as u64;
+                // Past the damaged header's own bytes: a trace file held in the damaged
+                // block's payload (a buffer's contents), whose blocks are skipped with it,
+                // unless they run to the end of the input (another trace joined on).
+                if header_at - at >= BLOCK_HEADER_LEN as u64
+                    && let Some(end) = self.skip_trace_blocks()?
+                {
+                    window = end;
+                    since = match window[1..].iter().rposition(|&b| b == first) {
+                        Some(i) => BLOCK_HEADER_LEN - 2 - i,
+                        None => BLOCK_HEADER_LEN,
+                    };
+                    continue;
+                }
+                self.another_trace(at, header_at)?;
                 return Ok(None);
             }
             if window[..4] != crate::format::BLOCK_MARKER {
@@ -1404,6 +1420,28 @@ impl<R: Read> TraceReader<R> {
                     },
                 );
                 return Ok(Some(header));
+            }
+        }
+    }
+
+    /// Skips the blocks of the trace whose file header was just read: each block header that
+    /// decodes and its payload. Returns the 32 bytes read after them, which are no block
+    /// header; `None` when the input ends first (that trace ran to the end: another one
+    /// joined on).
+    fn skip_trace_blocks(&mut self) -> Result<Option<[u8; BLOCK_HEADER_LEN]>, ReadError> {
+        loop {
+            let mut raw = [0u8; BLOCK_HEADER_LEN];
+            if self.read_up_to(&mut raw)? < BLOCK_HEADER_LEN {
+                return Ok(None);
+            }
+            match BlockHeader::decode(&raw) {
+                Ok(header) => {
+                    let len = u64::from(header.stored_len);
+                    if self.skip_bytes(len)? < len {
+                        return Ok(None);
+                    }
+                }
+                Err(_) => return Ok(Some(raw)),
             }
         }
     }
@@ -2268,12 +2306,27 @@ impl MappedTrace {
                     return;
                 }
                 Err(error) => {
-                    let next = self.find_block_after(at);
-                    // Another trace's header among the damaged bytes: the trace ends there.
-                    if let Some(found) = self.file_header_after(at, next) {
-                        self.joined(at, found);
-                        return;
-                    }
+                    // Another trace's header among the damaged bytes: the trace ends there,
+                    // unless it is past the damaged header's own bytes and its blocks end
+                    // before the file does (a trace file held in the damaged block's
+                    // payload: skipped with it), as the streaming reader decides.
+                    let mut from = at;
+                    let next = loop {
+                        let next = self.find_block_after(from);
+                        let Some(found) = self.file_header_after(from, next) else {
+                            break next;
+                        };
+                        let inside = (found - at >= BLOCK_HEADER_LEN as u64)
+                            .then(|| self.trace_blocks_end(found + FILE_HEADER_LEN as u64))
+                            .flatten();
+                        match inside {
+                            Some(end) => from = end,
+                            None => {
+                                self.joined(at, found);
+                                return;
+                            }
+                        }
+                    };
                     match next {
                         Some(found) => {
                             let skipped_bytes = found - at;
@@ -2325,6 +2378,22 @@ impl MappedTrace {
         let from = end.saturating_sub(FILE_HEADER_LEN - 1).max(start);
         let p = file_header_in(&bytes[from..reach]).filter(|&p| from + p < end)?;
         Some((from + p) as u64)
+    }
+
+    /// Where the blocks that start at `at` (block headers that decode, one after another)
+    /// end, at bytes that are no block header; `None` when they run to the end of the file.
+    fn trace_blocks_end(&self, mut at: u64) -> Option<u64> {
+        let len = self.bytes().len() as u64;
+        loop {
+            if len - at.min(len) < BLOCK_HEADER_LEN as u64 {
+                return None;
+            }
+            match self.header_at(at) {
+                Ok(header) if at + header.block_len() > len => return None,
+                Ok(header) => at += header.block_len(),
+                Err(_) => return Some(at),
+            }
+        }
     }
 
     /// Where another trace's file header starts after the damaged block header at `at` and
@@ -2866,8 +2935,8 @@ mod tests {
 
     /// A trace whose records block holds a blob that is itself a whole trace file (a program
     /// wrote one into a host-visible buffer, its contents recorded; the payload stored as
-    /// is), that block damaged: the block is skipped and the blocks after it are read, by
-    /// both readers. They took the blob's file header for another trace joined on and
+    /// is), that block damaged (its payload, or its header): the block is skipped and the
+    /// blocks after it are read, by both readers. They took the blob's file header for another trace joined on and
     /// dropped everything after it ("another trace starts here", "cut short" of a trace
     /// closed whole).
     #[test]
@@ -2916,6 +2985,28 @@ mod tests {
                 let said = format!("{:?}", mapped.warnings());
                 assert!(!said.contains("AnotherTrace"), "mapped: {said}");
             }
+            // The block's header damaged: resynchronized past the blob's trace, to the next
+            // block, by both readers.
+            let mut damaged = whole.clone();
+            damaged[starts[1] as usize + 8] ^= 0x5a;
+            let expected: Vec<_> = a.iter().chain(&c).cloned().collect();
+            for threads in [0, 2] {
+                let mut reader = TraceReader::new(&damaged[..])
+                    .unwrap()
+                    .decode_ahead(threads);
+                let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
+                let said = format!("{:?}", reader.warnings());
+                assert_eq!(
+                    got, expected,
+                    "pad {pad}, header, {threads} threads: {said}"
+                );
+                assert!(!said.contains("AnotherTrace"), "{said}");
+            }
+            let mapped = MappedTrace::from_vec(damaged).unwrap();
+            let blocks: Vec<_> = mapped.blocks().iter().map(|b| b.offset).collect();
+            assert_eq!(blocks, [starts[0], starts[2]], "mapped, pad {pad}, header");
+            let said = format!("{:?}", mapped.warnings());
+            assert!(!said.contains("AnotherTrace"), "mapped: {said}");
         }
     }
 
