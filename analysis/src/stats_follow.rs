@@ -326,7 +326,12 @@ impl StatsTail {
                 offset: (warning.offset + origin).saturating_sub(header_len),
                 kind: warning.kind.clone(),
             };
-            if matches!(warning.kind, WarningKind::TruncatedTail { .. }) {
+            // Of the file's end as read now: said once, by the latest read (another trace
+            // joined on was said again by every read after it).
+            if matches!(
+                warning.kind,
+                WarningKind::TruncatedTail { .. } | WarningKind::AnotherTrace { .. }
+            ) {
                 latest.push(warning);
             } else {
                 self.warnings.push(warning);
@@ -529,6 +534,38 @@ mod tests {
         };
         assert_eq!(tails(&summary.warnings), tails(&whole.warnings));
         assert_eq!(tails(&whole.warnings).len(), 1, "{:?}", whole.warnings);
+    }
+
+    /// A followed trace joined after a cut one (`cat cut other`), read again and again: that
+    /// another trace starts at the cut is said once, as a whole read says it (it was said
+    /// again by every read, three times in `stats --follow`).
+    #[test]
+    fn another_trace_after_a_followed_cut_is_said_once() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("joined.hrxt");
+        let cut = bytes.len() * 2 / 3 + 5;
+        let joined = [&bytes[..cut], &bytes[..]].concat();
+        std::fs::write(&path, &joined[..cut]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        std::fs::write(&path, &joined).unwrap();
+        tail.read_new().unwrap();
+        tail.read_new().unwrap();
+        let (_, summary) = tail.finish();
+        let whole = hrx_capture::Trace::from_bytes(&joined).unwrap();
+        let another = |warnings: &[Warning]| -> Vec<u64> {
+            (warnings.iter())
+                .filter(|w| matches!(w.kind, WarningKind::AnotherTrace { .. }))
+                .map(|w| w.offset)
+                .collect()
+        };
+        assert_eq!(another(&whole.warnings), [cut as u64]);
+        assert_eq!(
+            another(&summary.warnings),
+            [cut as u64],
+            "{:?}",
+            summary.warnings
+        );
     }
 
     #[test]
