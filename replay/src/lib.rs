@@ -470,12 +470,7 @@ fn run(
     let mut clocks = clocks::ClockWatch::default();
     for rp in &plan.runtimes {
         let fault = replay_fault(options, rp, &mut notes)?;
-        let contents = options.tolerance.is_some()
-            && rp
-                .submissions
-                .iter()
-                .flat_map(|s| &s.outputs)
-                .any(|o| o.contents.is_some());
+        let contents = rp.keeps_contents(options);
         // Warm-up replays: run, then thrown away.
         for _ in 0..options.warmup {
             execute::run(rp, options, fault.clone(), contents, &mut ticker, None)?;

@@ -730,12 +730,7 @@ pub(crate) fn replay_stream<R: Read>(
             ticker.total += (rp.submissions.len() * repeat) as u64;
             if !sessions.contains_key(&rp.id) {
                 let fault = crate::replay_fault(options, rp, &mut open_notes)?;
-                let contents = options.tolerance.is_some()
-                    && rp
-                        .submissions
-                        .iter()
-                        .flat_map(|s| &s.outputs)
-                        .any(|o| o.contents.is_some());
+                let contents = rp.keeps_contents(options);
                 let producer_until = |s| chunker.index().producer_until(rp.id, s);
                 let place = ChunkPlace {
                     chunk: chunker.handed_out().unwrap_or_default(),

@@ -13,21 +13,9 @@ use crate::util::{code, hrx_trace, run, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-/// The `host_visible` example, beside this test executable.
+/// The `host_visible` example.
 fn host_visible() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/host_visible");
-    assert!(
-        path.is_file(),
-        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
-         run `cargo build -p hrx-trace --example host_visible` first)"
-    );
-    path
+    crate::util::example("host_visible")
 }
 
 /// Busy-loop processes, killed (by their own ids) when dropped.

@@ -198,21 +198,9 @@ fn trim_refuses_bad_ranges_with_one_line() {
     assert!(!dir.path().join("x.hrxt").exists());
 }
 
-/// The `ranged` example, beside this test executable (`target/debug/examples/ranged`).
+/// The `ranged` example.
 fn ranged() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/ranged");
-    assert!(
-        path.is_file(),
-        "{path:?} is missing: `cargo test -p hrx-trace` builds it (with `--test cli` alone, \
-         run `cargo build -p hrx-trace --example ranged` first)"
-    );
-    path
+    crate::util::example("ranged")
 }
 
 /// `record [OPTIONS] -o NAME -- ranged ARGS`.

@@ -219,6 +219,15 @@ pub(crate) struct RuntimePlan<'t> {
 }
 
 impl RuntimePlan<'_> {
+    /// Whether its replays keep their outputs' contents: a float tolerance compares them, and
+    /// the capture kept some to compare against.
+    pub fn keeps_contents(&self, options: &crate::options::ReplayOptions) -> bool {
+        options.tolerance.is_some()
+            && (self.submissions.iter())
+                .flat_map(|s| &s.outputs)
+                .any(|o| o.contents.is_some())
+    }
+
     /// A short label for region `region` of graph `graph`: queue, kind and the names of its
     /// operations; with `range`, only the operations writing it.
     pub fn region_label(
