@@ -152,6 +152,8 @@ pub struct FileSink {
     identity: (u64, u64),
     /// Bytes written so far: where a reopened file goes on.
     written: u64,
+    /// Times the trace was reopened (said on the first, counted at close).
+    reopened: u64,
 }
 
 impl FileSink {
@@ -225,6 +227,7 @@ impl FileSink {
             path: std::path::absolute(path)?,
             identity: (meta.dev(), meta.ino()),
             written: 0,
+            reopened: 0,
         })
     }
 
@@ -263,11 +266,16 @@ impl FileSink {
         std::mem::forget(file);
         match self.reopen() {
             Ok(file) => {
-                crate::to_stderr(format_args!(
-                    "hrx: the program closed or replaced the trace's file descriptor {fd}: \
-                     reopened {} and recording goes on",
-                    self.path.display()
-                ));
+                self.reopened += 1;
+                // Once: a program that closes its descriptors in a loop would print it at
+                // every write (the count comes at close).
+                if self.reopened == 1 {
+                    crate::to_stderr(format_args!(
+                        "hrx: the program closed or replaced the trace's file descriptor {fd}: \
+                         reopened {} and recording goes on",
+                        self.path.display()
+                    ));
+                }
                 Ok(self.file.insert(file))
             }
             Err(e) => Err(io::Error::new(
@@ -335,6 +343,14 @@ fn above_stdio(file: File) -> io::Result<File> {
 
 impl Drop for FileSink {
     fn drop(&mut self) {
+        if self.reopened > 1 {
+            crate::to_stderr(format_args!(
+                "hrx: the program closed or replaced the trace's file descriptor {} times: \
+                 {} was reopened each time, nothing lost",
+                self.reopened,
+                self.path.display()
+            ));
+        }
         // A descriptor the program closed (or reused) is not closed again.
         if let Some(file) = self.file.take()
             && !FileSink::is_ours(self.identity, &file)

@@ -9,6 +9,8 @@
 //!   `daemonish-log.txt` in the working directory, writes `log line` to it, submits 10
 //!   times, flushes the trace (the file gets its number: the recorder must not write there)
 //!   and writes `log line 2`;
+//! - `close-fds-loop N`: N times, closes every descriptor from 3 to 1023, submits and
+//!   flushes the trace;
 //! - `close-all`: closes every descriptor from 0 to 1023, standard streams included, opens
 //!   the log (which takes number 0), writes `log line`, submits, flushes the trace, prints a
 //!   line on standard output and on standard error, and writes `log line 2`;
@@ -83,6 +85,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             // Writes what was recorded now, while the log holds the trace's old number.
             flush()?;
             log.write_all(b"log line 2\n")?;
+        }
+        "close-fds-loop" => {
+            let rounds: u32 = args.get(1).ok_or("close-fds-loop N")?.parse()?;
+            for _ in 0..rounds {
+                for fd in 3..1024 {
+                    // SAFETY: closing descriptors is what the mode tests.
+                    unsafe { libc::close(fd) };
+                }
+                graph.submit()?.wait()?;
+                flush()?;
+            }
         }
         "close-all" => {
             for fd in 0..1024 {

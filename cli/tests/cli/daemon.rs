@@ -62,6 +62,31 @@ fn a_program_that_closes_every_descriptor_keeps_its_files_and_its_whole_trace() 
     );
 }
 
+/// A program that closes its descriptors again and again: the trace is reopened each time
+/// and whole, and standard error says so once, then the count at close (it printed the
+/// reopen line at every reopen: 16 lines for 16 rounds).
+#[test]
+fn a_program_that_closes_its_descriptors_again_and_again_is_told_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = record(dir.path(), &["close-fds-loop", "5"]);
+    let (stdout, stderr) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{stdout}{stderr}");
+    assert_eq!(
+        stderr
+            .matches("closed or replaced the trace's file descriptor 3: reopened")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("closed or replaced the trace's file descriptor 5 times"),
+        "{stderr}"
+    );
+    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    assert_eq!(count(&info, "Submit"), 7, "{info}");
+}
+
 /// A program that `dup2`s `/dev/null` (read-only) over every descriptor: its trace used to
 /// end at the `dup2` (every later write failed with EBADF).
 #[test]
