@@ -2945,6 +2945,13 @@ mod tests {
         let mut rng = Rng(13);
         let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
         let c: Vec<_> = (5..9).map(|k| record(&mut rng, k)).collect();
+        // The streaming reader's records, warnings and skipped blocks of `bytes`.
+        let streamed = |bytes: &[u8], threads| {
+            let mut reader = TraceReader::new(bytes).unwrap().decode_ahead(threads);
+            let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
+            let said = format!("{:?}", reader.warnings());
+            (got, said, reader.recovery().skipped_blocks)
+        };
         // The buffer as large as the file, or larger.
         for pad in [0, 100] {
             let mut contents = inner.clone();
@@ -2967,16 +2974,12 @@ mod tests {
                 damaged[place] ^= 0x5a;
                 let expected: Vec<_> = a.iter().chain(&c).cloned().collect();
                 for threads in [0, 2] {
-                    let mut reader = TraceReader::new(&damaged[..])
-                        .unwrap()
-                        .decode_ahead(threads);
-                    let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
-                    let said = format!("{:?}", reader.warnings());
+                    let (got, said, skipped) = streamed(&damaged, threads);
                     assert_eq!(
                         got, expected,
                         "pad {pad}, byte {place}, {threads} threads: {said}"
                     );
-                    assert_eq!(reader.recovery().skipped_blocks, 1, "{said}");
+                    assert_eq!(skipped, 1, "{said}");
                     assert!(!said.contains("AnotherTrace"), "{said}");
                 }
                 let mapped = MappedTrace::from_vec(damaged).unwrap();
@@ -2991,11 +2994,7 @@ mod tests {
             damaged[starts[1] as usize + 8] ^= 0x5a;
             let expected: Vec<_> = a.iter().chain(&c).cloned().collect();
             for threads in [0, 2] {
-                let mut reader = TraceReader::new(&damaged[..])
-                    .unwrap()
-                    .decode_ahead(threads);
-                let got: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
-                let said = format!("{:?}", reader.warnings());
+                let (got, said, _) = streamed(&damaged, threads);
                 assert_eq!(
                     got, expected,
                     "pad {pad}, header, {threads} threads: {said}"

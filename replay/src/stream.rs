@@ -615,26 +615,17 @@ impl Held<'_> {
 
 /// `error` of a chunk's replay, with a hint where it ran out of memory with `side_by_side`
 /// repeats open ([`open_repeats`]): buffers a later chunk creates are allocated once a repeat.
-fn side_by_side_hint(error: ReplayError, side_by_side: usize) -> ReplayError {
-    match error {
-        ReplayError::Runtime {
-            runtime,
-            context,
-            source,
-        } if side_by_side > 1
-            && matches!(source, hrx::Error::Device(hrx::DeviceError::OutOfMemory(_))) =>
-        {
-            ReplayError::Runtime {
-                runtime,
-                context: format!(
-                    "{context} (with {side_by_side} repeats side by side, each holding every \
-                     buffer: a lower --repeat needs less)"
-                ),
-                source,
-            }
-        }
-        other => other,
+fn side_by_side_hint(mut error: ReplayError, side_by_side: usize) -> ReplayError {
+    if side_by_side > 1
+        && out_of_memory(&error)
+        && let ReplayError::Runtime { context, .. } = &mut error
+    {
+        context.push_str(&format!(
+            " (with {side_by_side} repeats side by side, each holding every buffer: a lower \
+             --repeat needs less)"
+        ));
     }
+    error
 }
 
 /// Per runtime: one replay session per repeat, and the fault they inject.

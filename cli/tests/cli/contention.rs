@@ -46,17 +46,7 @@ impl Drop for BusyLoops {
     }
 }
 
-/// The count `info` lists for record kind `kind` (0 when it lists none).
-fn count(info: &str, kind: &str) -> u64 {
-    info.lines()
-        .find_map(|line| {
-            let mut words = line.split_whitespace();
-            (words.next() == Some(kind))
-                .then(|| words.next().and_then(|n| n.parse().ok()))
-                .flatten()
-        })
-        .unwrap_or(0)
-}
+use crate::util::info_count as count;
 
 /// Records `submissions` submissions from two threads under two busy loops into
 /// `dir/t.hrxt`; checks that nothing was lost and that the trace replays with exit 0 (its

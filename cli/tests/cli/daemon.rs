@@ -21,16 +21,13 @@ fn record(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-/// The count `info` lists for record kind `kind` (0 when it lists none).
-fn count(info: &str, kind: &str) -> u64 {
-    info.lines()
-        .find_map(|line| {
-            let mut words = line.split_whitespace();
-            (words.next() == Some(kind))
-                .then(|| words.next().and_then(|n| n.parse().ok()))
-                .flatten()
-        })
-        .unwrap_or(0)
+use crate::util::info_count as count;
+
+/// `info` of the test's trace `t.hrxt`, which closed cleanly.
+fn info_closed_cleanly(dir: &Path) -> String {
+    let info = crate::util::stdout(&run(dir, &["info", "t.hrxt"]));
+    assert!(info.contains("closed       cleanly"), "{info}");
+    info
 }
 
 /// A daemon closes every descriptor from 3 up and opens its log, which takes the trace's
@@ -52,8 +49,7 @@ fn a_program_that_closes_every_descriptor_keeps_its_files_and_its_whole_trace() 
         stderr.contains("closed or replaced the trace's file descriptor"),
         "{stderr}"
     );
-    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
-    assert!(info.contains("closed       cleanly"), "{info}");
+    let info = info_closed_cleanly(dir.path());
     assert_eq!(count(&info, "Submit"), 12, "{info}");
     assert_eq!(
         count(&info, "AnnotationMarker"),
@@ -82,8 +78,7 @@ fn a_program_that_closes_its_descriptors_again_and_again_is_told_once() {
         stderr.contains("closed or replaced the trace's file descriptor 5 times"),
         "{stderr}"
     );
-    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
-    assert!(info.contains("closed       cleanly"), "{info}");
+    let info = info_closed_cleanly(dir.path());
     assert_eq!(count(&info, "Submit"), 7, "{info}");
 }
 
@@ -96,8 +91,7 @@ fn a_program_that_dup2s_over_every_descriptor_keeps_its_whole_trace() {
     let (stdout, stderr) = (stdout(&out), stderr(&out));
     assert_eq!(code(&out), 0, "{stdout}{stderr}");
     assert!(!stderr.contains("writing the trace failed"), "{stderr}");
-    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
-    assert!(info.contains("closed       cleanly"), "{info}");
+    let info = info_closed_cleanly(dir.path());
     assert_eq!(count(&info, "Submit"), 3, "{info}");
     assert_eq!(
         count(&info, "AnnotationMarker"),
@@ -126,8 +120,7 @@ fn thousands_of_short_lived_threads_keep_every_record_and_little_memory() {
         peak_kib < 96 << 10,
         "peak resident memory {peak_kib} KiB for {threads} threads"
     );
-    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
-    assert!(info.contains("closed       cleanly"), "{info}");
+    let info = info_closed_cleanly(dir.path());
     assert!(!info.contains("lost"), "{info}");
     assert_eq!(count(&info, "AnnotationRange"), threads, "{info}");
     assert_eq!(count(&info, "AnnotationMarker"), threads + 2, "{info}");
@@ -163,8 +156,7 @@ fn threads_without_memory_for_a_ring_record_without_one() {
         .unwrap();
     let (stdout, stderr) = (stdout(&out), stderr(&out));
     assert_eq!(code(&out), 0, "{stdout}{stderr}");
-    let info = crate::util::stdout(&run(dir.path(), &["info", "t.hrxt"]));
-    assert!(info.contains("closed       cleanly"), "{info}");
+    let info = info_closed_cleanly(dir.path());
     assert!(!info.contains("lost"), "{info}");
     assert_eq!(count(&info, "AnnotationRange"), 50, "{info}");
     assert_eq!(count(&info, "AnnotationMarker"), 52, "{info}");

@@ -1405,6 +1405,21 @@ fn two_exports_into_one_output_at_once_leave_one_whole_export() {
     );
 }
 
+/// The Chrome JSON events named `name` of `trace`'s export (into `out.json` in `dir`).
+fn chrome_events_named(dir: &std::path::Path, trace: &str, name: &str) -> Vec<Value> {
+    let out = run(dir, &["export", trace, "-o", "out.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out.json")).unwrap()).unwrap();
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == name)
+        .cloned()
+        .collect()
+}
+
 /// An export of a recording made on a loaded host marks each of the runtimes' host-load
 /// samples at 1 or more per CPU with a `host loaded` mark in words on the `Recorder` track
 /// (Chrome JSON, Perfetto, a Parquet `events` row), as `stats` and `diff` say it: the
@@ -1416,20 +1431,7 @@ fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
     record_hazards(dir.path(), "whole.hrxt");
     loaded_copy(dir.path(), "whole.hrxt", "loaded.hrxt", 2.5);
     loaded_copy(dir.path(), "whole.hrxt", "quiet.hrxt", 0.25);
-    let marks = |trace: &str| -> Vec<Value> {
-        let out = run(dir.path(), &["export", trace, "-o", "out.json"]);
-        assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let doc: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
-                .unwrap();
-        doc["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["name"] == "host loaded")
-            .cloned()
-            .collect()
-    };
+    let marks = |trace: &str| chrome_events_named(dir.path(), trace, "host loaded");
     let samples = records(dir.path(), "loaded.hrxt")
         .iter()
         .filter(|r| r.get("CounterSample").is_some())
@@ -1467,20 +1469,7 @@ fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
 fn the_export_of_a_trim_says_the_range_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards_trimmed(dir.path());
-    let ranges = |trace: &str| -> Vec<Value> {
-        let out = run(dir.path(), &["export", trace, "-o", "out.json"]);
-        assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let doc: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
-                .unwrap();
-        doc["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["name"] == "trace range")
-            .cloned()
-            .collect()
-    };
+    let ranges = |trace: &str| chrome_events_named(dir.path(), trace, "trace range");
     let marks = ranges("t.hrxt");
     assert_eq!(marks.len(), 1, "{marks:?}");
     let args = &marks[0]["args"];

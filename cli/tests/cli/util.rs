@@ -99,6 +99,18 @@ pub fn example(name: &str) -> PathBuf {
     path
 }
 
+/// The count `info` lists for record kind `kind` (0 when it lists none).
+pub fn info_count(info: &str, kind: &str) -> u64 {
+    info.lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(kind))
+                .then(|| words.next().and_then(|n| n.parse().ok()))
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
 /// Runs `hrx-trace ARGS` in `dir`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
     hrx_trace(dir).args(args).output().expect("run hrx-trace")
