@@ -7,7 +7,7 @@
 # release builds hrx-trace and hrx-lib (`cargo test --release -p hrx --lib --no-run`), and
 # photo/Aqua.jpg.
 set -u
-d=$PWD/.device-bin/s36c
+d=$PWD/${BIN:-.device-bin/s36c}
 s=$PWD/scripts/device
 cd $OUT
 HRX_CUDA_HARDWARE=1 timeout 120 $d/hrx-lib gpu::cuda::hardware_tests::hardware_kernel_times --nocapture > hw.txt 2>&1; echo "hw rc=$?"

@@ -6,8 +6,8 @@
 # Device tool `run`, carry [".device-bin/s36b"]: stripped release builds hrx-trace and
 # gpu-bench (`cargo bench -p hrx --bench gpu --no-run`), and photo/Aqua.jpg.
 set -u
-BIN=.device-bin/s36b SKIP_TESTS=1 bash scripts/device/s29-markers.sh
-d=$PWD/.device-bin/s36b
+BIN=${BIN:-.device-bin/s36b} SKIP_TESTS=${SKIP_TESTS-1} bash scripts/device/s29-markers.sh
+d=$PWD/${BIN:-.device-bin/s36b}
 cd $OUT
 for pass in $(seq ${PASSES:-3}); do
   HRX_BENCH_ONLY=pipeline_traced HRX_BENCH_ROUNDS=${ROUNDS:-200} CRITERION_HOME=/tmp/p-$pass timeout 150 $d/gpu-bench --bench no-criterion-group > pipeline-$pass.txt 2>&1
