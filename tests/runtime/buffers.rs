@@ -176,3 +176,73 @@ fn device_work_syncs_visibility_before_running() {
     assert_eq!(dst.to_vec().unwrap(), vec![5; 64]);
     assert!(dst.visible_to(Engine::Host));
 }
+
+/// A buffer's release (`BufferDropped`) is recorded when the runtime lets its memory go, not
+/// when the program drops its handle: a submission in flight that uses it keeps it until it
+/// retired, and so does a view of it (a replay lets go of its own buffer there: with a
+/// release recorded at the handle's drop, it would free memory its submissions still use).
+#[test]
+fn a_buffer_is_recorded_released_when_its_memory_goes_not_when_its_handle_drops() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let used = rt.buffer(64, Placement::HostVisible).unwrap();
+    let viewed = rt.buffer(64, Placement::HostVisible).unwrap();
+    let view = viewed.view(0..8).unwrap();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut graph = rt.graph();
+    let write = GpuAccess::new(used.whole(), Access::Write);
+    graph
+        .host(&[write], move |_| {
+            gate.lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10))
+                .ok();
+            Ok(())
+        })
+        .unwrap();
+    // The prepared graph goes at once: the submission in flight holds it.
+    let completion = graph.prepare().unwrap().submit().unwrap();
+    let (used_id, viewed_id) = (used.id(), viewed.id());
+    drop((used, viewed));
+    let handles_dropped = recorder.now_ns();
+    release.send(()).unwrap();
+    completion.wait().unwrap();
+    drop(completion);
+    let retired = recorder.now_ns();
+    drop(view);
+    drop(rt);
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let released = |id: u64| {
+        let mut times = trace.records.iter().filter_map(|r| match r {
+            hrx_capture::schema::Record::BufferDropped(d) if d.buffer.0 == id => Some(d.time_ns),
+            _ => None,
+        });
+        let time = times
+            .next()
+            .unwrap_or_else(|| panic!("buffer {id} is released"));
+        assert_eq!(times.next(), None, "buffer {id} is released once");
+        time
+    };
+    let done = (trace.records.iter())
+        .find_map(|r| match r {
+            hrx_capture::schema::Record::SubmissionDone(d) => Some(d.time_ns),
+            _ => None,
+        })
+        .expect("the submission's outcome");
+    let used_at = released(used_id);
+    assert!(
+        used_at > handles_dropped && used_at > done,
+        "released at {used_at} ns: its handle dropped at {handles_dropped}, its submission \
+         retired at {done}"
+    );
+    let viewed_at = released(viewed_id);
+    assert!(
+        viewed_at > retired,
+        "released at {viewed_at} ns, before its view dropped (after {retired})"
+    );
+}
