@@ -502,7 +502,12 @@ pub struct BufferCreated {
     pub time_ns: u64,
 }
 
-/// A buffer was freed.
+/// A buffer's memory was released (format 1.0): recorded when the runtime lets it go, that
+/// is when the last of the program's handles, views and graphs of it is gone and every
+/// submission using it retired (the runtime's storage is dropped), not when a handle drops;
+/// on whichever thread let it go last, so it may come in the file before records of the
+/// program's thread that precede it in time. Nothing names the buffer after it (ids are never
+/// reused): replay lets go of its own buffer at this time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferDropped {
     /// The owning runtime.

@@ -44,6 +44,8 @@ mod range;
 mod range_fault;
 #[path = "cli/replay.rs"]
 mod replay;
+#[path = "cli/replay_released.rs"]
+mod replay_released;
 #[path = "cli/usage.rs"]
 mod usage;
 #[path = "cli/view.rs"]

@@ -26,10 +26,12 @@
 //! needs nothing special: the first pass saw what the second reads, and records that never
 //! came are missing from their chunk as from a whole-trace replay.
 //!
-//! Records naming no submission: a host write or a snapshot goes to the first chunk not
-//! handed out whose last submit (by host time) is not before it, so that the plan orders it
-//! among the submits as a whole-trace replay does (a range resumed after `stop()` snapshots
-//! mid-trace); others (refusals) go to the first chunk not handed out. The last chunk is handed out only at the end of the file, so it gets
+//! Records naming no submission: a host write, a snapshot or a buffer's release
+//! (`BufferDropped`) goes to the first chunk not handed out whose last submit (by host time)
+//! is not before it, so that the plan orders it among the submits as a whole-trace replay
+//! does (a range resumed after `stop()` snapshots mid-trace; the replay lets go of a buffer
+//! where the program did, module `execute`); others (refusals) go to the first chunk not
+//! handed out. The last chunk is handed out only at the end of the file, so it gets
 //! whatever follows the last submission's records.
 //!
 //! Chunks after the first carry a `TraceRange` record per runtime that opens at their lowest
@@ -483,6 +485,7 @@ impl<R: Read> Chunker<R> {
         let (runtime, time_ns) = match record {
             Record::HostWrite(w) => (w.runtime, w.time_ns),
             Record::BufferSnapshot(s) => (s.runtime, s.time_ns),
+            Record::BufferDropped(d) => (d.runtime, d.time_ns),
             _ => return current,
         };
         // Before the first submit of this runtime at or after it, else after its last.

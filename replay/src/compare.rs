@@ -390,7 +390,7 @@ pub(crate) fn report(
                     .skip_while(|e| **e != Event::HostWrite(*write))
                     .find_map(|e| match e {
                         Event::Submit(p) => Some(rp.submissions[*p].index.0),
-                        Event::HostWrite(_) => None,
+                        Event::HostWrite(_) | Event::Release(_) => None,
                     })
                     .unwrap_or_else(|| rp.submissions.last().map_or(0, |s| s.index.0 + 1));
                 let w = &rp.host_writes[*write];

@@ -13,11 +13,13 @@
 //!
 //! 1. **Plan** (module `plan`): the trace is untrusted; it is parsed into buffers, kernels,
 //!    prepared graphs (operations in build order plus the captured regions), a timeline of
-//!    host writes and submits, and per submission the expected status, quarantine and
-//!    output digests. Every inconsistency is a [`ReplayError`] (exit code 2), never a panic.
+//!    host writes, submits and buffer releases, and per submission the expected status,
+//!    quarantine and output digests. Every inconsistency is a [`ReplayError`] (exit code
+//!    2), never a panic.
 //! 2. **Execute** (module `execute`): each captured runtime is replayed in its own fresh
 //!    [`hrx::Runtime`] (same graph slots and capacity; the captured fault injection on the
-//!    software device), `repeat` times. The replay runtime records into its own in-memory
+//!    software device), `repeat` times, holding the buffers the program held: each made
+//!    where the timeline first needs it, let go where the program let go of it. The replay runtime records into its own in-memory
 //!    trace, so its region timings and output digests come back in the capture's schema.
 //!    The host's load is read before and after the replay, and the GPU's clocks (on CUDA)
 //!    right before the first timed repeat and right after the last (module `clocks`), for
@@ -34,15 +36,16 @@
 //! A trace file ([`replay_file`], [`replay_file_streaming`]) is streamed (module `stream`):
 //! read in chunks of [`ReplayOptions::chunk_submissions`] (module `chunk`), each planned,
 //! replayed on replay runtimes kept across chunks, and compared as above, the results folded
-//! into one report; memory grows with the program's objects, not its submissions.
+//! into one report; memory grows with the program's objects, not its submissions, and its
+//! device memory with the buffers the program held at once.
 //! [`replay`] of a trace in memory runs the stages once over the whole trace.
 //!
 //! # How captured ids map to new objects
 //!
 //! Ids in a trace are the capturing process's (process-wide counters), so nothing is
 //! looked up by id in the replay runtime. Buffers, kernels and prepared graphs are
-//! created in capture order and kept in vectors parallel to the plan's; each captured id
-//! maps to its index there. Going back, the replay's own trace is read with tables from
+//! kept in vectors parallel to the plan's (a buffer or graph made when the timeline needs
+//! it, let go when the program let go of it); each captured id maps to its index there. Going back, the replay's own trace is read with tables from
 //! the new objects' ids (`Buffer::id`, `ExecutableGraph::id`, `Completion::submission`) to
 //! the captured ids, so every comparison is in captured ids: the report names captured
 //! submissions, graphs and buffers.

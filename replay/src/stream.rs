@@ -504,9 +504,10 @@ fn out_of_memory(error: &ReplayError) -> bool {
 }
 
 /// A streamed replay runs its repeats side by side, chunk by chunk (the trace is read once),
-/// so each holds every buffer of its runtime at once: `--repeat 10` of a trace whose buffers
-/// take 2 GB needs 20 GB. Opens the repeats' sessions of `plan`'s runtime; where the device
-/// runs out of memory for one after the first, replays with those that opened and says so in
+/// so each holds its own copy of the buffers its runtime holds (module `execute`'s
+/// `objects`): `--repeat 10` of a trace whose live buffers take 2 GB needs 20 GB. Opens the
+/// repeats' sessions of `plan`'s runtime; where the device runs out of memory for one after
+/// the first, replays with those that opened and says so in
 /// `notes` (a gate's statistics then say which rows have too few samples), rather than
 /// failing a replay that can run.
 ///
@@ -528,7 +529,7 @@ fn open_repeats(
                 let ran = repeats.len();
                 notes.push(format!(
                     "runtime {} replayed {ran} time{}, not {repeat}: a streamed replay holds \
-                     its repeats side by side, each with every buffer, and replay {} ran out \
+                     its repeats side by side, each with its own buffers, and replay {} ran out \
                      of memory ({error}); timings are pooled over {ran}",
                     plan.id.0,
                     if ran == 1 { "" } else { "s" },
@@ -604,7 +605,7 @@ impl Held<'_> {
         notes.retain(|n| !n.starts_with(&prefix));
         notes.push(format!(
             "{prefix}{ran} time{}, not {repeat}: a streamed replay holds every runtime's repeats \
-             side by side, each with every buffer, and runtime {} ran out of memory beside them \
+             side by side, each with its own buffers, and runtime {} ran out of memory beside them \
              ({error}); timings are pooled over {ran}",
             if ran == 1 { "" } else { "s" },
             short.0,
@@ -621,7 +622,7 @@ fn side_by_side_hint(mut error: ReplayError, side_by_side: usize) -> ReplayError
         && let ReplayError::Runtime { context, .. } = &mut error
     {
         context.push_str(&format!(
-            " (with {side_by_side} repeats side by side, each holding every buffer: a lower \
+            " (with {side_by_side} repeats side by side, each holding its own buffers: a lower \
              --repeat needs less)"
         ));
     }

@@ -259,6 +259,8 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>, carried: Taint) -> Taint {
         let time_ns = match event {
             Event::HostWrite(i) => plan.host_writes[i].time_ns,
             Event::Submit(position) => plan.submissions[position].time_ns,
+            // A released buffer's bytes are read by nothing after.
+            Event::Release(_) => continue,
         };
         enter_until(&mut taint, time_ns);
         match event {
@@ -325,6 +327,7 @@ pub(crate) fn exclusions(plan: &mut RuntimePlan<'_>, carried: Taint) -> Taint {
                 }
                 plan.submissions[position].excluded = excluded;
             }
+            Event::Release(_) => {}
         }
     }
     enter_until(&mut taint, u64::MAX);

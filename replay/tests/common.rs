@@ -111,6 +111,28 @@ pub fn pipeline_trace() -> &'static Trace {
     })
 }
 
+/// Two rounds, each allocating a GPU-local buffer, writing its head, copying the head into
+/// a host-visible buffer and letting go of the graph and both buffers (`BufferDropped`)
+/// before the next round: what a program freeing memory to fit a device does.
+pub fn rounds_trace() -> &'static Trace {
+    static TRACE: OnceLock<Trace> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        record(RuntimeOptions::sim(), |rt| {
+            for round in 1..=2u8 {
+                let big = rt.buffer(4096, hrx::Placement::GpuLocal).expect("big");
+                let out = rt.buffer(256, hrx::Placement::HostVisible).expect("out");
+                big.write(0, &[round; 256]).expect("write");
+                let mut graph = rt.graph();
+                let head = big.view(0..256).expect("view");
+                graph.copy(out.whole(), head).expect("copy");
+                let prepared = graph.prepare().expect("prepare");
+                prepared.submit().expect("submit").wait().expect("copied");
+            }
+        })
+        .0
+    })
+}
+
 /// The photographic pipeline with the second Sobel dispatch losing the device.
 pub fn faulty_pipeline_trace() -> &'static Trace {
     static TRACE: OnceLock<Trace> = OnceLock::new();

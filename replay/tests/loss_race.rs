@@ -106,6 +106,8 @@ fn raced(trace: &Trace, ix: &Indexes) -> Trace {
             Record::Quarantine(q) if q.submission.is_some_and(ok_again) => return false,
             Record::Poison(p) if p.submission.is_some_and(ok_again) => return false,
             Record::SubmitRefused(_) => return false,
+            // The program let go of its buffers after its last submission, `x_last` too.
+            Record::BufferDropped(d) => d.time_ns += 2_000_000_000,
             _ => {}
         }
         // X's records, once more as `x_last`, a second later.

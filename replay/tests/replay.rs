@@ -49,3 +49,34 @@ fn a_capture_on_a_loaded_host_is_said_to_be_a_poor_timing_reference() {
         );
     }
 }
+
+/// At one instant of the session clock, a host write comes before the submit, and a buffer's
+/// release after it: the program wrote what it submitted, and its runtime lets a buffer go
+/// only once every submission using it retired. Each round's write and its buffers' release
+/// moved to the instant of its submit replay as recorded; the release placed first would
+/// fail the replay ("used after the trace released it"), the write placed after the submit
+/// would change its output.
+#[test]
+fn a_write_and_a_release_at_the_instant_of_a_submit_go_before_and_after_it() {
+    use hrx_capture::schema::Record;
+    let trace = common::rounds_trace();
+    let submits: Vec<u64> = records!(trace, Submit).map(|s| s.time_ns).collect();
+    // Buffers are created in order, two a round (big, out); each round writes once.
+    let first = records!(trace, BufferCreated)
+        .next()
+        .expect("a buffer")
+        .buffer
+        .0;
+    let round_of = |buffer: hrx_capture::schema::BufferId| ((buffer.0 - first) / 2) as usize;
+    let edited = common::rewrite(trace, |record, _| {
+        match record {
+            Record::BufferDropped(d) => d.time_ns = submits[round_of(d.buffer)],
+            Record::HostWrite(w) => w.time_ns = submits[round_of(w.buffer)],
+            _ => {}
+        }
+        true
+    });
+    let report = common::replay_with(&edited, &hrx_replay::ReplayOptions::default());
+    assert_eq!(report.exit_code(), 0, "{}", report.to_text());
+    assert_eq!(report.summary.outputs_matched, 2, "{}", report.to_text());
+}

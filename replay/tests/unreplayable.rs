@@ -1,6 +1,7 @@
 //! Traces that cannot be replayed give a typed error (exit code 2), never a panic.
 
 use crate::common::*;
+use crate::records;
 use hrx_capture::schema::{self as s, Record};
 use hrx_replay::{ReplayError, ReplayOptions, replay, replay_file};
 
@@ -281,4 +282,83 @@ fn damaged_records_never_panic() {
     }
     println!("match/regression/unreplayable: {outcomes:?}");
     assert!(outcomes[2] > 0);
+}
+
+/// Both replays of `trace`, whole and streamed a submission at a time, fail with the same
+/// error, which says `said`.
+fn both_refuse(trace: &hrx_capture::Trace, said: &str) {
+    let error = error_of(trace);
+    assert!(
+        matches!(error, ReplayError::Unreplayable { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(said), "{error}");
+    let (_dir, path) = file(trace, "released.hrxt");
+    let options = ReplayOptions::default().chunk_submissions(1);
+    let streamed = replay_file(&path, &options).expect_err("unreplayable streamed");
+    assert_eq!(streamed.to_string(), error.to_string());
+}
+
+/// Round `round`'s (1 or 2) records of [`rounds_trace`]: its big buffer, its prepared graph
+/// and its submission.
+fn round(round: usize) -> (s::BufferId, s::PreparedId, s::SubmissionIndex) {
+    let trace = rounds_trace();
+    let big = records!(trace, BufferCreated)
+        .filter(|b| b.placement == s::Placement::GpuLocal)
+        .nth(round - 1)
+        .expect("round's buffer")
+        .buffer;
+    let submit = records!(trace, Submit)
+        .nth(round - 1)
+        .expect("round's submit");
+    (big, submit.prepared, submit.submission)
+}
+
+/// A record naming a buffer after the trace released it (an edited or damaged trace: the
+/// program's runtime lets a buffer go only once nothing uses it) is one clear error, in a
+/// whole and in a streamed replay: a submit of a graph using it, a host write into it.
+#[test]
+fn a_buffer_used_after_the_trace_released_it_is_unreplayable() {
+    let ((first, graph, _), (_, _, second)) = (round(1), round(2));
+    // Round 2 submits round 1's graph, whose buffers round 1 let go of.
+    let trace = rewrite(rounds_trace(), |record, _| {
+        if let Record::Submit(s) = record
+            && s.submission == second
+        {
+            s.prepared = graph;
+        }
+        true
+    });
+    both_refuse(
+        &trace,
+        &format!("buffer {first} used after the trace released it (by submission {second})"),
+    );
+    // Round 2's host write goes into round 1's buffer.
+    let trace = rewrite(rounds_trace(), |record, _| {
+        if let Record::HostWrite(w) = record
+            && w.buffer != first
+        {
+            w.buffer = first;
+        }
+        true
+    });
+    both_refuse(
+        &trace,
+        &format!("buffer {first} used after the trace released it (by a host write at byte 0)"),
+    );
+}
+
+/// A buffer released twice is a damaged trace.
+#[test]
+fn a_buffer_released_twice_is_unreplayable() {
+    let (first, ..) = round(1);
+    let trace = rewrite(rounds_trace(), |record, recorder| {
+        if let Record::BufferDropped(d) = record
+            && d.buffer == first
+        {
+            recorder.record(record);
+        }
+        true
+    });
+    both_refuse(&trace, &format!("buffer {first} is released twice"));
 }

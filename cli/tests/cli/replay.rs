@@ -894,7 +894,7 @@ fn replay_of_a_trim_says_it_is_a_range() {
     );
 }
 
-/// A streamed replay runs its repeats side by side, each holding every buffer of the trace:
+/// A streamed replay runs its repeats side by side, each holding its own buffers:
 /// `--repeat 3` of a trace with a 48 MiB buffer needs 144 MiB of device memory. Where the
 /// memory for another repeat runs out (here the software device's, `HRX_SIM_MEMORY=64M`),
 /// the replay goes on with those it could open and says so, as a note in the text and the
@@ -935,7 +935,7 @@ fn a_replay_out_of_memory_for_its_repeats_side_by_side_runs_fewer_and_says_so() 
     assert_eq!(code(&text), 0, "{}", stderr(&text));
     // (The runtime's number is this test process's: runtimes count per process.)
     let said = "replayed 1 time, not 3: a streamed replay holds its repeats side by side, \
-                each with every buffer, and replay 2 ran out of memory";
+                each with its own buffers, and replay 2 ran out of memory";
     assert!(stdout(&text).contains(said), "{}", stdout(&text));
     let json = replay(&["--report", "json"]);
     assert_eq!(code(&json), 0, "{}", stderr(&json));
@@ -950,10 +950,12 @@ fn a_replay_out_of_memory_for_its_repeats_side_by_side_runs_fewer_and_says_so() 
     );
 }
 
-/// Two runtimes in one trace, each with a 24 MiB buffer, replayed with `--repeat 2` under
+/// Two runtimes in one trace, each with a 24 MiB buffer the program still held when its
+/// trace closed (so the replay holds them to the end), replayed with `--repeat 2` under
 /// `HRX_SIM_MEMORY=64M`: the first runtime's two repeats took 48 MiB, and the second's first
 /// session ran out: "cannot replay", where `--repeat 1` ran. Now the first gives a repeat
-/// back, the second opens, and the notes say which ran fewer and why.
+/// back, the second opens, and the notes say which ran fewer and why. (A buffer the trace
+/// says the program let go of, the replay lets go of too: `replay_released`.)
 #[test]
 fn a_later_runtime_out_of_memory_beside_earlier_repeats_takes_one_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -962,6 +964,7 @@ fn a_later_runtime_out_of_memory_beside_earlier_repeats_takes_one_back() {
         hrx_capture::RecorderOptions::default(),
     )
     .unwrap();
+    let mut held = Vec::new();
     for fill in [1, 2] {
         let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
         let big = rt.buffer(24 << 20, hrx::Placement::GpuLocal).unwrap();
@@ -971,8 +974,10 @@ fn a_later_runtime_out_of_memory_beside_earlier_repeats_takes_one_back() {
         graph.fill(head.clone(), fill).unwrap();
         graph.copy(out.whole(), head).unwrap();
         graph.prepare().unwrap().submit().unwrap().wait().unwrap();
+        held.push((rt, big, out));
     }
     recorder.close().unwrap();
+    drop(held);
     let replay = |repeat: &str| {
         hrx_trace(dir.path())
             .env("HRX_SIM_MEMORY", "64M")
@@ -985,7 +990,7 @@ fn a_later_runtime_out_of_memory_beside_earlier_repeats_takes_one_back() {
     let two = replay("2");
     assert_eq!(code(&two), 0, "{}{}", stdout(&two), stderr(&two));
     let said = "replayed 1 time, not 2: a streamed replay holds every runtime's repeats side by \
-                side, each with every buffer, and runtime";
+                side, each with its own buffers, and runtime";
     assert!(stdout(&two).contains(said), "{}", stdout(&two));
     assert!(stdout(&two).contains("verdict: SAME"), "{}", stdout(&two));
 }

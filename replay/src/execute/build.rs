@@ -1,15 +1,13 @@
-//! Step 2 of a replay: every prepared graph rebuilt operation by operation with the captured
-//! byte ranges, scoped callbacks and host operations replaced by callbacks that write the
-//! captured contents (or fail as the capture's did).
+//! Step 2 of a replay: a prepared graph rebuilt operation by operation with the captured
+//! byte ranges (module `objects` says when), scoped callbacks and host operations replaced
+//! by callbacks that write the captured contents (or fail as the capture's did).
 
-use super::open::{access, check_memory, lane, load_kernel, placement};
-use super::{Entry, EntryQueue, Loaded, Objects, lock};
-use crate::error::ReplayError;
-use crate::options::ReplayOptions;
+use super::objects::Objects;
+use super::open::{access, lane};
+use super::{Entry, EntryQueue, Loaded, lock};
 use crate::plan::{OpPlan, RuntimePlan};
-use hrx::{BufferView, Error, GpuAccess, HostViews, Runtime};
+use hrx::{BufferView, Error, GpuAccess, HostViews};
 use hrx_capture::schema::{self as s, OpKind};
-use std::collections::HashMap;
 
 /// Runs the next queued entry of a replaced callback: nothing, the captured failure, or
 /// the captured bytes handed to `write` (binding index, bytes).
@@ -111,7 +109,7 @@ pub(super) fn aliases(op: &OpPlan) -> bool {
     })
 }
 
-/// Adds captured operation `op` to `graph`.
+/// Adds captured operation `op` to `graph` (its buffers made).
 pub(super) fn add_op(
     graph: &mut hrx::Graph,
     plan: &RuntimePlan<'_>,
@@ -123,7 +121,8 @@ pub(super) fn add_op(
         .uses
         .iter()
         .map(|u| {
-            objects.buffers[plan.buffer_index[&u.buffer]].view(u.start as usize..u.end as usize)
+            (objects.live_buffer(plan.buffer_index[&u.buffer]))
+                .and_then(|b| b.view(u.start as usize..u.end as usize))
         })
         .collect::<hrx::Result<Vec<BufferView>>>()?;
     let bindings = || {
@@ -182,82 +181,4 @@ pub(super) fn same_lowering(captured: &[s::Region], replayed: &[hrx::RegionInfo]
             };
             c.kind == kind && c.nodes.iter().map(|n| n.0 as usize).eq(r.nodes.clone())
         })
-}
-
-/// Creates buffers, loads kernels, rebuilds and prepares every graph.
-pub(super) fn build(
-    runtime: &Runtime,
-    plan: &RuntimePlan<'_>,
-    options: &ReplayOptions,
-    notes: &mut Vec<String>,
-) -> Result<Objects, ReplayError> {
-    check_memory(runtime, plan)?;
-    let mut objects = Objects {
-        buffers: Vec::with_capacity(plan.buffers.len()),
-        kernels: Vec::with_capacity(plan.kernels.len()),
-        graphs: Vec::with_capacity(plan.graphs.len()),
-        queues: HashMap::new(),
-    };
-    build_more(runtime, plan, options, notes, &mut objects)?;
-    Ok(objects)
-}
-
-/// Creates the buffers, kernels and graphs of `plan` that `objects` lacks: those after its
-/// own (a later chunk of a streamed trace names every object of the earlier ones first, in
-/// the same order).
-pub(super) fn build_more(
-    runtime: &Runtime,
-    plan: &RuntimePlan<'_>,
-    options: &ReplayOptions,
-    notes: &mut Vec<String>,
-    objects: &mut Objects,
-) -> Result<(), ReplayError> {
-    let runtime_error = |context: String| {
-        move |source| ReplayError::Runtime {
-            runtime: plan.id.0,
-            context,
-            source,
-        }
-    };
-    for b in plan.buffers.iter().skip(objects.buffers.len()) {
-        let buffer = runtime
-            .buffer(b.len, placement(b.placement))
-            .map_err(runtime_error(format!(
-                "allocating buffer {} ({} bytes, {:?})",
-                b.id, b.len, b.placement
-            )))?;
-        objects.buffers.push(buffer);
-    }
-    for k in plan.kernels.iter().skip(objects.kernels.len()) {
-        let loaded = load_kernel(runtime, plan, k, options)?;
-        objects.kernels.push(loaded);
-    }
-    for sub in &plan.substitutions {
-        objects.queues.entry((sub.graph, sub.node)).or_default();
-    }
-    for (index, g) in plan.graphs.iter().enumerate().skip(objects.graphs.len()) {
-        let mut graph = runtime.graph();
-        for (node, op) in g.ops.iter().enumerate() {
-            let queue = objects.queues.get(&(index, node)).cloned();
-            add_op(&mut graph, plan, objects, op, queue).map_err(runtime_error(format!(
-                "rebuilding graph {} operation {node} ({})",
-                g.prepared,
-                plan.op_name(op)
-            )))?;
-        }
-        let executable = graph
-            .prepare()
-            .map_err(runtime_error(format!("preparing graph {}", g.prepared)))?;
-        if !same_lowering(&g.regions, &executable.describe()) {
-            notes.push(format!(
-                "runtime {}: graph {} lowers into different regions at replay ({} captured, {} replayed): region attribution may be off",
-                plan.id,
-                g.prepared,
-                g.regions.len(),
-                executable.regions()
-            ));
-        }
-        objects.graphs.push(executable);
-    }
-    Ok(())
 }

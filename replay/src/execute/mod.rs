@@ -5,26 +5,31 @@
 //! 1. A new [`Runtime`] records into a runtime-local [`Recorder`] over a [`MemorySink`],
 //!    so the replay's region timings, output digests and failures come back as trace
 //!    records of the same schema as the capture's, without touching the process's trace.
-//! 2. Buffers are created in capture order, kernels loaded (built-in code by entry name,
-//!    else the captured code), every prepared graph rebuilt operation by operation with
-//!    the captured byte ranges, and prepared. Captured ids map to the new objects through
-//!    the plan's indices; the replay's own ids map back through the returned tables.
-//! 3. The timeline is walked: host writes with [`Buffer::write`], submits in submission
-//!    order with [`ExecutableGraph::submit_after`] for captured producers. Whenever the
-//!    runtime answers `Busy` (capacity, slots, a host write conflicting with work in
-//!    flight), the oldest outstanding submission is waited for and the call retried.
+//! 2. Kernels are loaded (built-in code by entry name, else the captured code); buffers
+//!    are created and prepared graphs rebuilt operation by operation with the captured byte
+//!    ranges, and prepared, in capture order: those the timeline needs before the program
+//!    let go of its first buffer up front, the others when the timeline first needs them
+//!    (module `objects`). Captured ids map to the new objects through the plan's indices;
+//!    the replay's own ids map back through the returned tables.
+//! 3. The timeline is walked: host writes with [`hrx::Buffer::write`], submits in
+//!    submission order with [`hrx::ExecutableGraph::submit_after`] for captured producers,
+//!    releases where the program let go of a buffer (its submissions in flight waited for,
+//!    then the buffer and the graphs using it let go). Whenever the runtime answers `Busy`
+//!    (capacity, slots, a host write conflicting with work in flight), the oldest
+//!    outstanding submission is waited for and the call retried.
 //! 4. Scoped callbacks and host operations are replaced by callbacks that write the
 //!    captured contents of their written bindings (or fail as the capture's did); see
 //!    [`crate::substitute`] for what is substituted.
 //!
-//! The files: this one holds what a replay hands back ([`Observed`]) and the objects it
-//! keeps; `open` opens the runtime and loads kernels (1); `build` rebuilds the graphs and
-//! the callbacks that replace captured ones (2, 4); `session` keeps a runtime across the
+//! The files: this one holds what a replay hands back ([`Observed`]); `open` opens the
+//! runtime and loads kernels (1); `objects` keeps the objects along the timeline (2);
+//! `build` rebuilds a graph and the callbacks that replace captured ones (2, 4); `session` keeps a runtime across the
 //! chunks of a streamed trace ([`Session`], [`run`]); `walk` walks the timeline (3);
 //! `read_back` reads the replay's own trace back onto captured ids; `timing` times each
 //! operation on its own ([`time_ops`]).
 
 mod build;
+mod objects;
 pub(crate) mod open;
 pub(crate) use open::times_more_than_kernels;
 mod read_back;
@@ -38,7 +43,7 @@ pub(crate) use walk::ChunkPlace;
 
 use crate::plan::Sample;
 use crate::report::Outcome;
-use hrx::{Buffer, ExecutableGraph, GpuKernel, NpuKernel};
+use hrx::{GpuKernel, NpuKernel};
 use hrx_capture::schema::{BufferId, SubmissionIndex};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -117,15 +122,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 enum Loaded {
     Gpu(GpuKernel),
     Npu(NpuKernel),
-}
-
-/// The replay runtime's objects, parallel to the plan's vectors.
-struct Objects {
-    buffers: Vec<Buffer>,
-    kernels: Vec<Loaded>,
-    graphs: Vec<ExecutableGraph>,
-    /// Callback queues of substituted operations by (graph, node).
-    queues: HashMap<(usize, usize), EntryQueue>,
 }
 
 pub(crate) fn outcome(status: &hrx::Status) -> (Outcome, String) {

@@ -5,7 +5,7 @@
 use super::Loaded;
 use crate::error::ReplayError;
 use crate::options::ReplayOptions;
-use crate::plan::{KernelPlan, RuntimePlan};
+use crate::plan::{Event, KernelPlan, RuntimePlan};
 use hrx::kernels::{KernelSpec, NpuKernelSpec, builtin_code};
 use hrx::{
     Access, BindingContract, Error, GpuLane, KernelContract, Placement, Runtime, RuntimeOptions,
@@ -35,15 +35,11 @@ pub(super) fn lane(lane: s::Lane) -> GpuLane {
 /// Refuses a trace whose buffers cannot fit: GPU-local ones in the device's memory (where the
 /// backend knows it), all of them in host memory on the software device and host-visible
 /// ones anywhere. A trace is untrusted; a few bytes can declare terabytes of buffers, and
-/// allocating them would swap or exhaust the machine before failing.
+/// allocating them would swap or exhaust the machine before failing. What counts is the most
+/// the replay holds at once ([`held_bytes`]): a program that frees buffers to fit a device
+/// declares more than it ever holds.
 pub(super) fn check_memory(runtime: &Runtime, plan: &RuntimePlan<'_>) -> Result<(), ReplayError> {
-    let total = |filter: &dyn Fn(s::Placement) -> bool| -> u64 {
-        plan.buffers
-            .iter()
-            .filter(|b| filter(b.placement))
-            .map(|b| b.len as u64)
-            .fold(0, u64::saturating_add)
-    };
+    let total = |filter: &dyn Fn(s::Placement) -> bool| held_bytes(plan, filter);
     let info = runtime.device_info();
     let device_local = total(&|p| matches!(p, s::Placement::GpuLocal));
     let on_host = match info.backend {
@@ -65,6 +61,49 @@ pub(super) fn check_memory(runtime: &Runtime, plan: &RuntimePlan<'_>) -> Result<
         return Err(refuse("host", on_host, host));
     }
     Ok(())
+}
+
+/// The most bytes of the buffers `filter` takes that a replay of `plan` holds at once: each
+/// from the timeline's first need of it (module `objects`) to its release.
+pub(super) fn held_bytes(plan: &RuntimePlan<'_>, filter: &dyn Fn(s::Placement) -> bool) -> u64 {
+    // Per buffer: 0 not made, 1 held, 2 released.
+    let mut state = vec![0u8; plan.buffers.len()];
+    let (mut held, mut most) = (0u64, 0u64);
+    let bytes = |b: usize| {
+        let buffer = &plan.buffers[b];
+        if filter(buffer.placement) {
+            buffer.len as u64
+        } else {
+            0
+        }
+    };
+    let need = |b: usize, state: &mut [u8], held: &mut u64| {
+        if state[b] == 0 {
+            state[b] = 1;
+            *held = held.saturating_add(bytes(b));
+        }
+    };
+    for event in &plan.timeline {
+        match *event {
+            Event::HostWrite(i) => {
+                let b = plan.buffer_index[&plan.host_writes[i].buffer];
+                need(b, &mut state, &mut held);
+            }
+            Event::Submit(position) => {
+                let graph = plan.submissions[position].graph;
+                for &b in &plan.graphs[graph].buffers {
+                    need(b, &mut state, &mut held);
+                }
+            }
+            Event::Release(b) => {
+                most = most.max(held);
+                if std::mem::replace(&mut state[b], 2) == 1 {
+                    held = held.saturating_sub(bytes(b));
+                }
+            }
+        }
+    }
+    most.max(held)
 }
 
 /// Physical memory of this machine, where the OS says.

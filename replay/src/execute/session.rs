@@ -1,8 +1,7 @@
 //! A replay runtime and its objects kept across the chunks of a streamed trace, what one
 //! chunk's replay leaves to read back, and [`run`], one whole replay.
 
-use super::Objects;
-use super::build::{build, build_more};
+use super::objects::{Maker, Objects};
 use super::open::open_runtime;
 use super::read_back::read_back;
 use super::walk::{Carried, ChunkPlace, walk};
@@ -158,13 +157,12 @@ impl Session {
         let (runtime, recorder) = open_runtime(plan, options, fault, contents, sink.clone())?;
         let info = runtime.device_info();
         let mut notes = Vec::new();
-        let objects = build(&runtime, plan, options, &mut notes)?;
-        let buffer_of: HashMap<u64, BufferId> = objects
-            .buffers
-            .iter()
-            .zip(&plan.buffers)
-            .map(|(b, p)| (b.id(), p.id))
-            .collect();
+        let maker = Maker {
+            runtime: &runtime,
+            options,
+        };
+        let objects = Objects::open(maker, plan, &mut notes)?;
+        let buffer_of = objects.buffer_of.clone();
         Ok(Session {
             carried: Carried::paced(options.pace_captured),
             objects: Some(objects),
@@ -215,19 +213,8 @@ impl Session {
         let (Some(runtime), Some(objects)) = (&self.runtime, &mut self.objects) else {
             unreachable!("the runtime and objects live until finish");
         };
-        build_more(runtime, plan, options, &mut self.notes, objects)?;
-        let grown = objects.buffers.len() != self.buffer_of.len();
-        if grown {
-            self.buffer_of = Arc::new(
-                objects
-                    .buffers
-                    .iter()
-                    .zip(&plan.buffers)
-                    .map(|(b, p)| (b.id(), p.id))
-                    .collect(),
-            );
-        }
-        let objects = &*objects;
+        let maker = Maker { runtime, options };
+        objects.grow(maker, plan, &mut self.notes)?;
         let mut observed = Observed {
             backend: self.backend.clone(),
             device: self.device.clone(),
@@ -236,12 +223,17 @@ impl Session {
         };
         let replay_index = walk(
             plan,
+            maker,
             objects,
             &mut observed,
             ticker,
             &mut self.carried,
             place,
         )?;
+        // Buffers made in the walk (every buffer made is kept here, released or not).
+        if objects.buffer_of.len() != self.buffer_of.len() {
+            self.buffer_of = Arc::new(objects.buffer_of.clone());
+        }
         self.recorder
             .flush()
             .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;

@@ -1,5 +1,6 @@
 //! Step 3 of a replay: the timeline walked (host writes, submits in submission order,
-//! waiting for the oldest outstanding submission whenever the runtime answers `Busy`).
+//! waiting for the oldest outstanding submission whenever the runtime answers `Busy`, and
+//! releases: module `objects`).
 //!
 //! A submission's completion is kept while a later submission names it as explicit
 //! producer (`submit_after`), until that submission is submitted, as the capture's program
@@ -7,7 +8,8 @@
 //! the completions earlier chunks kept for it and hands on those a later chunk names
 //! ([`Carried`]).
 
-use super::{Entry, EntryQueue, Objects, Observed, Ticker, lock, outcome};
+use super::objects::{Maker, Objects};
+use super::{Entry, EntryQueue, Observed, Ticker, lock, outcome};
 use crate::error::ReplayError;
 use crate::plan::{Event, RuntimePlan};
 use crate::report::Outcome;
@@ -31,6 +33,30 @@ impl Flight {
         let Some((index, completion)) = self.outstanding.pop_front() else {
             return false;
         };
+        self.retire(index, completion, ticker);
+        true
+    }
+
+    /// Waits for the outstanding submissions whose graph uses buffer `buffer` (an index
+    /// into `plan`'s buffers).
+    fn retire_using(&mut self, plan: &RuntimePlan<'_>, buffer: usize, ticker: &mut Ticker<'_>) {
+        let uses = |index: &SubmissionIndex| {
+            let graph = plan.submissions[plan.submission_index[index]].graph;
+            plan.graphs[graph].buffers.binary_search(&buffer).is_ok()
+        };
+        let mut position = 0;
+        while position < self.outstanding.len() {
+            if uses(&self.outstanding[position].0) {
+                let (index, completion) = self.outstanding.remove(position).expect("in range");
+                self.retire(index, completion, ticker);
+            } else {
+                position += 1;
+            }
+        }
+    }
+
+    /// Waits for `completion` of submission `index` and keeps its status.
+    fn retire(&mut self, index: SubmissionIndex, completion: Completion, ticker: &mut Ticker<'_>) {
         let _ = completion.wait();
         let status = completion
             .status()
@@ -38,7 +64,6 @@ impl Flight {
             .unwrap_or((Outcome::Failed, "no status after wait".into()));
         self.statuses.insert(index, status);
         ticker.tick();
-        true
     }
 }
 
@@ -90,13 +115,19 @@ pub(crate) struct ChunkPlace<'a> {
     pub producer_until: &'a dyn Fn(SubmissionIndex) -> Option<u64>,
 }
 
-/// Walks `plan`'s timeline on `objects` and retires every submission; returns the replay's
-/// submission numbers mapped to captured ones. `carried` holds, before, the completions
-/// earlier chunks kept for this one and later ones, and after, those `place` says a later
-/// chunk names (a whole replay: no place, nothing carried).
+/// Walks `plan`'s timeline on `objects` (making what it needs with `maker`, letting go what
+/// it releases) and retires every submission; returns the replay's submission numbers
+/// mapped to captured ones. `carried` holds, before, the completions earlier chunks kept
+/// for this one and later ones, and after, those `place` says a later chunk names (a whole
+/// replay: no place, nothing carried).
+///
+/// # Errors
+/// A buffer used after the trace released it ([`ReplayError::Unreplayable`]), an object
+/// that cannot be made, a submit or host write that stays busy with nothing in flight.
 pub(super) fn walk(
     plan: &RuntimePlan<'_>,
-    objects: &Objects,
+    maker: Maker<'_>,
+    objects: &mut Objects,
     observed: &mut Observed,
     ticker: &mut Ticker<'_>,
     carried: &mut Carried,
@@ -130,14 +161,17 @@ pub(super) fn walk(
         }
     }
     // Substitution entries per submission.
-    let mut entries: HashMap<SubmissionIndex, Vec<(&EntryQueue, &Substitute<'_>)>> = HashMap::new();
+    let mut entries: HashMap<SubmissionIndex, Vec<(EntryQueue, &Substitute<'_>)>> = HashMap::new();
     for sub in &plan.substitutions {
         if !sub.writes {
             continue;
         }
         let queue = &objects.queues[&(sub.graph, sub.node)];
         for (index, entry) in &sub.per_submission {
-            entries.entry(*index).or_default().push((queue, entry));
+            entries
+                .entry(*index)
+                .or_default()
+                .push((queue.clone(), entry));
         }
     }
 
@@ -151,7 +185,8 @@ pub(super) fn walk(
         match *event {
             Event::HostWrite(i) => {
                 let w = &plan.host_writes[i];
-                let buffer = &objects.buffers[plan.buffer_index[&w.buffer]];
+                let user = || format!("by a host write at byte {}", w.offset);
+                let buffer = objects.buffer(maker, plan, plan.buffer_index[&w.buffer], &user)?;
                 loop {
                     match buffer.write(w.offset, w.bytes) {
                         Ok(()) => break,
@@ -201,7 +236,9 @@ pub(super) fn walk(
                     .iter()
                     .filter_map(|p| flight.held.get(p).cloned())
                     .collect();
-                let graph = &objects.graphs[submission.graph];
+                let user = || format!("by submission {}", submission.index);
+                let graph =
+                    objects.graph(maker, plan, submission.graph, &mut observed.notes, &user)?;
                 let completion = loop {
                     match graph.submit_after(&producers) {
                         Ok(completion) => break Some(completion),
@@ -236,6 +273,11 @@ pub(super) fn walk(
                         .get(index)
                         .is_some_and(|&last| last > position)
                 });
+            }
+            Event::Release(buffer) => {
+                // The program's runtime let the memory go once its users retired.
+                flight.retire_using(plan, buffer, ticker);
+                objects.release(plan, buffer);
             }
         }
     }

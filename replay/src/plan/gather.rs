@@ -73,6 +73,8 @@ pub(super) struct Gather<'t> {
     pub(super) submits: Vec<&'t s::Submit>,
     pub(super) refusals: usize,
     pub(super) host_writes: Vec<&'t s::HostWrite>,
+    /// The buffers the program let go of (the runtime released their memory).
+    pub(super) drops: Vec<&'t s::BufferDropped>,
     pub(super) poisons: Vec<&'t s::Poison>,
     pub(super) snapshots: Vec<&'t s::BufferSnapshot>,
     /// The submission (and region) each completion, timing and event names, with the
@@ -245,6 +247,7 @@ pub(crate) fn plan_of(
             Record::Submit(r) => g.submits.push(r),
             Record::SubmitRefused(_) => g.refusals += 1,
             Record::HostWrite(r) => g.host_writes.push(r),
+            Record::BufferDropped(r) => g.drops.push(r),
             Record::Poison(r) => g.poisons.push(r),
             Record::BufferSnapshot(r) => g.snapshots.push(r),
             Record::SubmissionDone(r) => g.named.push(("SubmissionDone", r.submission, None)),

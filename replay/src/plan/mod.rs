@@ -2,7 +2,8 @@
 //!
 //! The plan holds, per captured runtime: its buffers (length, placement), kernels (entry,
 //! contract, launch dimensions, captured code), prepared graphs (their operations in build
-//! order and the captured regions), the timeline of host writes and submits, and what each
+//! order and the captured regions), the timeline of host writes, submits and buffer
+//! releases, and what each
 //! submission is expected to produce (status, quarantine, output digests attributed to
 //! regions). Nothing in the trace is trusted: every reference is checked (ids exist, ranges
 //! lie inside their buffer, payload lengths agree, operations match their kernel's
@@ -13,7 +14,13 @@
 //! Records of one thread keep their order in the file; records of different threads are
 //! ordered only by their timestamps. So the timeline orders submits by submission index and
 //! places each host write before the first submit recorded after it (`time_ns`), ties going
-//! to the write. Output digests carry no region: a digest is attributed to the region of
+//! to the write, and each buffer's release (`BufferDropped`, written by whichever thread let
+//! the buffer go last, often a worker, so anywhere in the file) before the first submit
+//! recorded after it, ties going to the submit: the runtime lets a buffer go only once every
+//! submission using it retired. A release of a buffer the trace does not create is left out;
+//! one released twice is refused. A record using a buffer after its release is refused when
+//! the replay reaches it (module `execute`), where a streamed replay knows earlier chunks'
+//! releases too. Output digests carry no region: a digest is attributed to the region of
 //! its submission's graph whose summarized uses write exactly that range; when several
 //! regions write the same range, the k-th digest of that range (file order) goes to the
 //! k-th such region (the runtime orders them write-after-write, and digests are taken
@@ -52,6 +59,9 @@ pub(crate) struct BufferPlan {
     pub id: BufferId,
     pub len: usize,
     pub placement: s::Placement,
+    /// The prepared graphs (indices into [`RuntimePlan::graphs`]) whose operations use it:
+    /// a replay lets them go with it ([`Event::Release`]).
+    pub graphs: Vec<usize>,
 }
 
 /// A captured kernel.
@@ -86,6 +96,8 @@ pub(crate) struct GraphPlan {
     pub prepared: PreparedId,
     pub ops: Vec<OpPlan>,
     pub regions: Vec<s::Region>,
+    /// The buffers (indices into [`RuntimePlan::buffers`]) its operations use, ascending.
+    pub buffers: Vec<usize>,
 }
 
 /// A host write, with its captured bytes.
@@ -157,6 +169,9 @@ pub(crate) enum Event {
     HostWrite(usize),
     /// Index into [`RuntimePlan::submissions`].
     Submit(usize),
+    /// The program let go of a buffer (its `BufferDropped`: the runtime released its memory,
+    /// every graph and submission using it gone): index into [`RuntimePlan::buffers`].
+    Release(usize),
 }
 
 /// A captured time: host span, and device span where the backend had one.
@@ -198,6 +213,7 @@ pub(crate) struct RuntimePlan<'t> {
     pub host_writes: Vec<HostWritePlan<'t>>,
     pub submissions: Vec<SubmissionPlan<'t>>,
     pub submission_index: HashMap<SubmissionIndex, usize>,
+    /// Host writes, submits and releases in replay order (see the module docs).
     pub timeline: Vec<Event>,
     pub substitutions: Vec<crate::substitute::SubstitutionPlan<'t>>,
     /// Captured region times by (graph index, region).

@@ -1,6 +1,6 @@
 //! One runtime's gathered records validated into its [`RuntimePlan`]: buffers, kernels,
-//! graphs, the timeline of host writes and submits, and what each submission is expected
-//! to produce (see the plan's module docs for the order rules).
+//! graphs, the timeline of host writes, submits and buffer releases, and what each
+//! submission is expected to produce (see the plan's module docs for the order rules).
 
 use super::check::attribute;
 use super::check::check_op;
@@ -109,6 +109,7 @@ pub(super) fn runtime_plan<'t>(
             id: b.buffer,
             len,
             placement: b.placement,
+            graphs: Vec::new(),
         });
     }
     let buffer_len = |plan: &RuntimePlan<'_>, buffer: BufferId| -> Result<u64, ReplayError> {
@@ -246,12 +247,21 @@ pub(super) fn runtime_plan<'t>(
                 check_range(&plan, u.buffer, u.start, u.end, &what)?;
             }
         }
-        plan.graph_index
-            .insert(prepared.prepared, plan.graphs.len());
+        let graph = plan.graphs.len();
+        let mut buffers: Vec<usize> = (checked.iter().flat_map(|op| &op.uses))
+            .map(|u| plan.buffer_index[&u.buffer])
+            .collect();
+        buffers.sort_unstable();
+        buffers.dedup();
+        for &b in &buffers {
+            plan.buffers[b].graphs.push(graph);
+        }
+        plan.graph_index.insert(prepared.prepared, graph);
         plan.graphs.push(GraphPlan {
             prepared: prepared.prepared,
             ops: checked,
             regions: prepared.regions.clone(),
+            buffers,
         });
     }
 
@@ -587,18 +597,8 @@ pub(super) fn runtime_plan<'t>(
             "runtime {id}: {edited} host writes carry contents that do not match their recorded digest (edited or damaged trace); replayed as captured"
         ));
     }
-    let mut next_write = 0;
-    for (position, submission) in plan.submissions.iter().enumerate() {
-        while next_write < plan.host_writes.len()
-            && plan.host_writes[next_write].time_ns <= submission.time_ns
-        {
-            plan.timeline.push(Event::HostWrite(next_write));
-            next_write += 1;
-        }
-        plan.timeline.push(Event::Submit(position));
-    }
-    plan.timeline
-        .extend((next_write..plan.host_writes.len()).map(Event::HostWrite));
+    let releases = releases(&plan, &g.drops, last_submit_ns)?;
+    plan.timeline = timeline(&plan, &releases);
 
     crate::substitute::plan_substitutions(&mut plan)?;
     crate::substitute::exclusions(&mut plan, Vec::new());
@@ -609,6 +609,78 @@ pub(super) fn runtime_plan<'t>(
         ));
     }
     Ok(plan)
+}
+
+/// The buffers the program let go of (`BufferDropped`), as (host time, buffer index) in host
+/// time order (file order at equal times); with `until`'s cut, those after the last kept
+/// submission are left out, as its host writes are. A release naming a buffer the trace does
+/// not create is left out too: ids are never reused, so nothing else can name it (and a
+/// streamed replay's chunk may get the release of a buffer created and let go between two
+/// flushes before the file's `BufferCreated`, another thread's, is read).
+///
+/// # Errors
+/// [`ReplayError::Unreplayable`] for a buffer released twice.
+fn releases(
+    plan: &RuntimePlan<'_>,
+    drops: &[&s::BufferDropped],
+    last_submit_ns: Option<u64>,
+) -> Result<Vec<(u64, usize)>, ReplayError> {
+    let mut releases = Vec::with_capacity(drops.len());
+    let mut released = HashSet::new();
+    for d in drops {
+        let Some(&buffer) = plan.buffer_index.get(&d.buffer) else {
+            continue;
+        };
+        if !released.insert(buffer) {
+            return Err(bad(format!(
+                "runtime {}: buffer {} is released twice",
+                plan.id, d.buffer
+            )));
+        }
+        if plan.cut > 0 && last_submit_ns.is_none_or(|last| d.time_ns > last) {
+            continue;
+        }
+        releases.push((d.time_ns, buffer));
+    }
+    releases.sort_by_key(|r| r.0); // stable: file order at equal times
+    Ok(releases)
+}
+
+/// The timeline: submits in submission order; each host write before the first submit
+/// recorded after it, ties going to the write (what the submit may read); each release
+/// (`releases`, in host-time order) before the first submit recorded after it, ties going
+/// to the submit (the program let go of a buffer only once every submission using it
+/// retired, so a submit of the same instant came first); between two submits, host writes
+/// and releases in host-time order, a write first at equal times.
+fn timeline(plan: &RuntimePlan<'_>, releases: &[(u64, usize)]) -> Vec<Event> {
+    let mut timeline =
+        Vec::with_capacity(plan.submissions.len() + plan.host_writes.len() + releases.len());
+    let (mut write, mut release) = (0, 0);
+    let mut until = |timeline: &mut Vec<Event>, time_ns: Option<u64>| loop {
+        let w = (plan.host_writes.get(write)).filter(|w| time_ns.is_none_or(|t| w.time_ns <= t));
+        let r = (releases.get(release)).filter(|r| time_ns.is_none_or(|t| r.0 < t));
+        match (w, r) {
+            (Some(w), Some(r)) if r.0 < w.time_ns => {
+                timeline.push(Event::Release(r.1));
+                release += 1;
+            }
+            (Some(_), _) => {
+                timeline.push(Event::HostWrite(write));
+                write += 1;
+            }
+            (None, Some(r)) => {
+                timeline.push(Event::Release(r.1));
+                release += 1;
+            }
+            (None, None) => break,
+        }
+    };
+    for (position, submission) in plan.submissions.iter().enumerate() {
+        until(&mut timeline, Some(submission.time_ns));
+        timeline.push(Event::Submit(position));
+    }
+    until(&mut timeline, None);
+    timeline
 }
 
 /// `first` and `then`, each in host-time order, merged in host-time order; at equal times
