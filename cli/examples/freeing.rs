@@ -5,9 +5,9 @@
 //!
 //! `freeing ROUNDS MIB`: one runtime on the software device (so `HRX_TRACE` and the other
 //! variables apply); each round allocates a GPU-local buffer of MIB MiB, writes 256 bytes of
-//! the round's number into its head, copies the head into a 256-byte host-visible buffer
-//! (whose digest a trace takes), waits, and lets go of both buffers and the graph before
-//! the next round. So it holds one round's device memory at a time: under
+//! the round's number (counting 1 to 255, then again) into its head, copies the head into a
+//! 256-byte host-visible buffer (whose digest a trace takes), waits, and lets go of both
+//! buffers and the graph before the next round. So it holds one round's device memory at a time: under
 //! `HRX_SIM_MEMORY=64M`, rounds of 40 MiB run one after the other where two at once would
 //! not fit. Prints `ROUNDS rounds of MIB MiB, one at a time` and exits 0; errors print one
 //! line and exit 1.
@@ -45,7 +45,7 @@ fn run() -> Result<(), Error> {
     for round in 0..rounds {
         let big = runtime.buffer(mib << 20, Placement::GpuLocal)?;
         let out = runtime.buffer(256, Placement::HostVisible)?;
-        big.write(0, &[round as u8 + 1; 256])?;
+        big.write(0, &[(round % 255 + 1) as u8; 256])?;
         let mut graph = runtime.graph();
         graph.copy(out.whole(), big.view(0..256)?)?;
         graph.prepare()?.submit()?.wait()?;
