@@ -1418,6 +1418,12 @@ impl Shared {
         crate::fork::forks() != self.forks
     }
 
+    /// The forks this process had gone through when the recorder was opened (see
+    /// [`Shared::forked`]).
+    pub(crate) fn forks_at_creation(&self) -> u64 {
+        self.forks
+    }
+
     fn close(&self) -> Result<CloseSummary, WriteError> {
         if self.forked() {
             // The parent closes its trace; the child's exit (`atexit`) or dropped runtime
