@@ -1412,8 +1412,9 @@ impl Shared {
 
     /// Whether this process is a child forked without `exec` from the one that opened the
     /// recorder: it shares its parent's file descriptor, but the parent's writer thread is
-    /// not in it. It never writes its parent's trace (its own records are lost with it, as at
-    /// a fatal signal: `fatal.rs`), and never waits for that writer.
+    /// not in it. It never writes its parent's trace and never waits for that writer: its
+    /// annotations open a trace of its own (`activation::own_recorder`), as a runtime it
+    /// creates does.
     pub(crate) fn forked(&self) -> bool {
         crate::fork::forks() != self.forks
     }
