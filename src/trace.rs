@@ -152,9 +152,17 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                     } else {
                         e.to_string()
                     };
+                    // The recorder empties an earlier trace before its first write: where
+                    // that write failed (a full disk), the earlier trace is gone.
+                    let lost = earlier
+                        .as_deref()
+                        .filter(|file| !file.exists())
+                        .map_or(String::new(), |file| {
+                            format!(" (the earlier trace {} is lost)", file.display())
+                        });
                     crate::error::to_stderr(format_args!(
                         "hrx: HRX_TRACE={}: cannot record there ({why}): this process runs \
-                         untraced",
+                         untraced{lost}",
                         path.display()
                     ));
                     None

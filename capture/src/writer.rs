@@ -1519,7 +1519,29 @@ impl Recorder {
             path: path.to_owned(),
             source: Arc::new(e),
         })?;
-        Recorder::with_sink(sink, options)
+        Recorder::with_file_sink(sink, path, options)
+    }
+
+    /// [`Recorder::with_sink`] of a file just created (or emptied) at `path`: where the
+    /// recording cannot start (its first write fails: a full disk, a file size limit), the
+    /// empty file is removed, as no trace, rather than left to read as "the file is empty:
+    /// the recording process probably died before its first write" (a break-it pass).
+    fn with_file_sink(
+        sink: FileSink,
+        path: &Path,
+        options: RecorderOptions,
+    ) -> Result<Recorder, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = sink.identity;
+        Recorder::with_sink(sink, options).inspect_err(|_| {
+            // Only the file this recorder made empty, still empty (its lock is given back
+            // with the sink: another recorder may have taken and written it since).
+            if std::fs::symlink_metadata(path)
+                .is_ok_and(|m| (m.dev(), m.ino()) == identity && m.is_file() && m.len() == 0)
+            {
+                let _ = std::fs::remove_file(path);
+            }
+        })
     }
 
     /// [`Recorder::create`] at a `path` where nothing exists yet ([`FileSink::create_new`]).
@@ -1531,7 +1553,7 @@ impl Recorder {
             path: path.to_owned(),
             source: Arc::new(e),
         })?;
-        Recorder::with_sink(sink, options)
+        Recorder::with_file_sink(sink, path, options)
     }
 
     /// Starts recording into `sink`: writes the file header and [`SessionStart`] at once, in

@@ -149,6 +149,11 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let expanded = hrx_capture::expand_path(&args.output);
     // Said once the program wrote the file: one that writes no trace leaves it as it was.
     let earlier = check_output(&args.output, &expanded)?;
+    // What the earlier trace was, to tell one left as it was from one a recorder emptied
+    // and could not write (a full disk at its first write).
+    let earlier_identity = std::path::absolute(&expanded)
+        .map(|path| hrx_capture::file_identity(&path))
+        .ok();
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Where each process of the program says which file it records into; without it (no
@@ -240,10 +245,19 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
              creating an hrx runtime, or creating one failed: see its own output){}",
             name(program),
             args.output.display(),
-            if earlier {
-                "; the earlier trace there is left as it was"
-            } else {
-                ""
+            match earlier {
+                false => "",
+                true if std::path::absolute(&expanded)
+                    .map(|path| hrx_capture::file_identity(&path))
+                    .ok()
+                    == earlier_identity =>
+                {
+                    "; the earlier trace there is left as it was"
+                }
+                true => {
+                    "; the earlier trace there is lost: the program's recorder emptied the file \
+                     and could not write it (see its own output)"
+                }
             }
         );
         crate::output::warn(&said);

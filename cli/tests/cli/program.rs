@@ -768,3 +768,83 @@ fn a_trim_over_an_earlier_trace_says_it_replaced_it() {
         stderr(&again)
     );
 }
+
+#[test]
+fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death() {
+    // A full disk at the trace's first write (a file size limit of 0 stands in for it): the
+    // runtime says it runs untraced, and the program runs. The recorder left the empty file
+    // it had created, and `record` then said "t.hrxt: byte 0: the file is empty ... the
+    // recording process probably died before its first write" (exit 2); an earlier trace
+    // there, emptied by the recorder, was then "left as it was".
+    let dir = tempfile::tempdir().unwrap();
+    let record = |quiet: &str| {
+        let script = format!(
+            "ulimit -f 0; trap '' XFSZ; exec {} {quiet} record -o t.hrxt -- {} 3",
+            env!("CARGO_BIN_EXE_hrx-trace"),
+            example("traced").display()
+        );
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = record("");
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("cannot record there"), "{err}");
+    assert!(err.contains("warning: no trace:"), "{err}");
+    assert!(!err.contains("died"), "{err}");
+    assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
+
+    let earlier = run(
+        dir.path(),
+        &[
+            "-q",
+            "record",
+            "-o",
+            "t.hrxt",
+            "--",
+            example("traced").to_str().unwrap(),
+            "1",
+        ],
+    );
+    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    let out = record("-q");
+    let err = stderr(&out);
+    assert!(err.contains("warning: no trace:"), "{err}");
+    assert!(!err.contains("left as it was"), "{err}");
+    assert!(err.contains("the earlier trace there is lost"), "{err}");
+    assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
+
+    // Without `record`, the runtime's own line says the earlier trace is lost.
+    let earlier = run(
+        dir.path(),
+        &[
+            "-q",
+            "record",
+            "-o",
+            "t.hrxt",
+            "--",
+            example("traced").to_str().unwrap(),
+            "1",
+        ],
+    );
+    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    let script = format!(
+        "ulimit -f 0; trap '' XFSZ; HRX_TRACE=t.hrxt exec {} 3",
+        example("traced").display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env_remove("HRX_TRACE_PATHS")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("this process runs untraced (the earlier trace t.hrxt is lost)"),
+        "{err}"
+    );
+}
