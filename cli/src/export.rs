@@ -161,7 +161,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         Some(interruptible) => {
             let file = interruptible
                 .create_for(&partial, "the incomplete export", &args.output)
-                .map_err(|e| Failure::new(format!("{}: {e}", args.output.display())))?;
+                .map_err(|e| {
+                    Failure::new(format!(
+                        "cannot write the export to {}: {e}",
+                        args.output.display()
+                    ))
+                })?;
             Box::new(file)
         }
     };

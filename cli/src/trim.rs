@@ -80,7 +80,13 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     let interruptible = Interruptible::install();
     let file = interruptible
         .create(&partial, "the incomplete trimmed trace")
-        .map_err(|e| Failure::new(format!("{}: {e}", partial.display())))?;
+        .map_err(|e| {
+            // The partial file is ours, not a name the user gave: name the output.
+            Failure::new(format!(
+                "cannot write the trimmed trace to {}: {e}",
+                args.output.display()
+            ))
+        })?;
     let source = args.file.display().to_string();
     let result = trim(
         || open_checked(&args.file),

@@ -1097,3 +1097,32 @@ fn dump_of_a_cut_trace_warns_before_its_records() {
     let out = run_into_closed_stdout(dir.path(), &["dump", "w.hrxt"]);
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_output_that_cannot_be_created_is_named_not_its_partial_file() {
+    // A directory that exists but takes no new file (`/proc`, as root too): `trim` said
+    // "error: /proc/x.hrxt.PID.partial: No such file or directory", a file the user never
+    // named, and `export` the bare OS error; neither said what could not be written.
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let trim = run(
+        dir.path(),
+        &[
+            "trim",
+            "h.hrxt",
+            "--submissions",
+            "1..3",
+            "-o",
+            "/proc/x.hrxt",
+        ],
+    );
+    assert_error(&trim, "cannot write the trimmed trace to /proc/x.hrxt: ");
+    assert!(!stderr(&trim).contains("partial"), "{}", stderr(&trim));
+    for format in ["chrome", "perfetto"] {
+        let export = run(
+            dir.path(),
+            &["export", "h.hrxt", "--format", format, "-o", "/proc/x.out"],
+        );
+        assert_error(&export, "cannot write the export to /proc/x.out: ");
+    }
+}
