@@ -151,10 +151,23 @@ fn own_recorder(id: u64) -> u64 {
 #[cold]
 #[inline(never)]
 fn open_in_forked_child(id: u64) -> u64 {
-    let forked = lock(&SLOT)
+    // A thread of the parent may have held the slot's lock at the fork: in the child no
+    // thread will ever release it, and a plain lock would wait for ever.
+    let Some(slot) = slot_in_forked_child() else {
+        CURRENT.store(0, Ordering::Release);
+        crate::to_stderr(format_args!(
+            "hrx: process {} (forked from a traced process without exec) cannot open a trace \
+             of its own (a thread of its parent held the recorder's lock at the fork): its \
+             annotations are not recorded",
+            std::process::id()
+        ));
+        return 0;
+    };
+    let forked = slot
         .as_ref()
         .filter(|r| r.id() == id)
         .is_some_and(|r| r.shared().forked());
+    drop(slot);
     if !forked {
         return CURRENT.load(Ordering::Relaxed);
     }
@@ -180,6 +193,22 @@ fn open_in_forked_child(id: u64) -> u64 {
             0
         }
     }
+}
+
+/// The slot's lock in a child forked without `exec`, or `None` when it stays taken for
+/// 100 ms: a thread of the parent held it at the fork, and in the child no thread ever
+/// releases it (a thread the child started holds it only briefly).
+fn slot_in_forked_child() -> Option<std::sync::MutexGuard<'static, Option<Recorder>>> {
+    for _ in 0..100 {
+        match SLOT.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+    None
 }
 
 fn installed(id: u64) -> Option<Arc<Shared>> {
@@ -717,6 +746,19 @@ mod tests {
         );
         let child = template.with_file_name(format!("shared-{pid}.hrxt"));
         assert!(read_all(&child).unwrap().recovery.clean_close);
+
+        // The slot's lock held at the fork (by this thread here; by another of the parent's
+        // threads in a program), never released in the child: its annotation records
+        // nothing and returns, without waiting for ever.
+        let held = lock(&SLOT);
+        let pid = crate::fork::child::spawn(|| {
+            annotation_name("in the child").is_none() && open_range("range").is_none()
+        });
+        drop(held);
+        assert!(
+            crate::fork::child::held(pid),
+            "the child waited for a lock held at the fork"
+        );
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).
