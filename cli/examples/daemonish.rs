@@ -126,33 +126,6 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "chdir" => {
             std::env::set_current_dir(args.get(1).ok_or("chdir DIR")?)?;
         }
-        "odd-names" => {
-            let long = "x".repeat(10_000);
-            for name in [
-                "line one\nline two",
-                "\u{1b}[31mred\u{1b}[0m\u{1b}]0;title\u{7}",
-                "nul\0inside",
-                "tab\there\rcr",
-                long.as_str(),
-                "",
-            ] {
-                let _r = hrx::annotate::range(name);
-                hrx::annotate::marker(name);
-                hrx::annotate::counter(name, 1.0);
-            }
-        }
-        "nest" => {
-            let depth: usize = args.get(1).ok_or("nest N")?.parse()?;
-            fn nest(left: usize) {
-                if left > 0 {
-                    let _r = hrx::annotate::range("level");
-                    nest(left - 1);
-                }
-            }
-            for _ in 0..100 {
-                nest(depth);
-            }
-        }
         "threads" => {
             let n: usize = args.get(1).ok_or("threads N")?.parse()?;
             for _ in 0..n {
