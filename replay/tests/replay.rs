@@ -61,13 +61,17 @@ fn a_write_and_a_release_at_the_instant_of_a_submit_go_before_and_after_it() {
     use hrx_capture::schema::Record;
     let trace = common::rounds_trace();
     let submits: Vec<u64> = records!(trace, Submit).map(|s| s.time_ns).collect();
-    // Buffers are created in order, two a round (big, out); each round writes once.
-    let first = records!(trace, BufferCreated)
-        .next()
-        .expect("a buffer")
-        .buffer
-        .0;
-    let round_of = |buffer: hrx_capture::schema::BufferId| ((buffer.0 - first) / 2) as usize;
+    // Buffers are created in order, two a round (big, out); each round writes once. Their
+    // ids are process-wide (tests running beside this one take ids in between), so a
+    // buffer's round is its place among the trace's creations, not its id's offset.
+    let created: Vec<u64> = records!(trace, BufferCreated).map(|b| b.buffer.0).collect();
+    let round_of = |buffer: hrx_capture::schema::BufferId| {
+        created
+            .iter()
+            .position(|&id| id == buffer.0)
+            .expect("a buffer the trace creates")
+            / 2
+    };
     let edited = common::rewrite(trace, |record, _| {
         match record {
             Record::BufferDropped(d) => d.time_ns = submits[round_of(d.buffer)],

@@ -17,15 +17,17 @@ pub fn hrx_trace(dir: &Path) -> Command {
         .env_remove("HRX_TRACE_KERNELS")
         .env_remove("HRX_SIM_MEMORY")
         .env_remove(hrx_capture::clock::CLOCK_ENV);
-    // SIGINT and SIGQUIT at their default actions, whatever the test runner inherited: a
-    // shell starts a background job (`cargo test &`) with both ignored, `hrx-trace` keeps a
-    // signal it was started with ignored (as `nohup` asks), and a test interrupting a
-    // recording then waited on it forever.
+    // SIGINT, SIGQUIT, SIGHUP and SIGTERM at their default actions, whatever the test
+    // runner inherited: a shell starts a background job (`cargo test &`) with SIGINT and
+    // SIGQUIT ignored, `nohup cargo test` SIGHUP, `hrx-trace` keeps a signal it was started
+    // with ignored (as `nohup` asks), and a test interrupting a recording then waited on it
+    // forever, or a trim sent SIGHUP finished and exited 0 (a fresh user's `nohup` run).
     // SAFETY: pre_exec runs in the child before exec; signal is async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
             Ok(())
         });
     }
