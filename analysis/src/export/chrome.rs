@@ -410,7 +410,10 @@ impl Sink for Writer {
     }
 
     fn track(&mut self, track: &Track, _new_runtime: bool) -> io::Result<()> {
-        let name = format!("runtime {}: {}", track.runtime, track.name);
+        let name = match track.process_level {
+            true => track.name.to_owned(),
+            false => format!("runtime {}: {}", track.runtime, track.name),
+        };
         let rank = u64::from(track.runtime.0) * super::SLOTS as u64 + track.slot as u64;
         self.thread_metadata(track.place, &name, rank)
     }

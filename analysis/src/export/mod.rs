@@ -7,7 +7,9 @@
 //!   module `origin`), each runtime a track of it, and each of a runtime's queues on which a
 //!   region ran a track under it (`GPU Upload`, `GPU Compute`, `GPU Download`, `NPU`,
 //!   `Host`; in Chrome a made-up `tid` above real thread ids, named `runtime R: QUEUE`); an
-//!   `Events` track and a `Recorder` track hold the instant events when there are any.
+//!   `Events` track and a `Recorder` track hold the instant events when there are any; the
+//!   process's own marks (`host loaded`, `records lost`) are on a `Recorder (process)` track
+//!   of the process, under no runtime.
 //! - **Slices.** One per region timing (host clock, ns in the trace, µs in the JSON), named
 //!   by the region's label as the timeline names it ([`crate::label_region`]), with
 //!   arguments: submission, region, slot, kind, the region's buffer ranges (`buf 3 [0..64000)
@@ -38,7 +40,8 @@
 //! - **Instant events** on the `Events` track: failed and cancelled regions, quarantine,
 //!   poison, unhealthy copy streams, injected faults and refused submits, with the
 //!   recorded cause: the events `view` lists, and [`ExportCounts::instants`] counts them
-//!   alike. The recorder's own marks are on a `Recorder` track
+//!   alike. The recorder's own marks are on a `Recorder` track (those of no runtime on the
+//!   process's `Recorder (process)` track)
 //!   ([`ExportCounts::recorder_instants`]): output digests, capture fences, its waits, lost
 //!   records, a trim or capture range (`trace range`), each of the runtimes' host-load
 //!   samples at or past the host's CPUs (`host loaded`: host-side times include waits for a
@@ -141,6 +144,15 @@ const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
 
 /// Track slots: the queues', `Events`, `Recorder`.
 const SLOTS: usize = RECORDER_SLOT + 1;
+
+/// The "runtime" of the process's own marks (`host loaded`, `records lost`, a recorder wait
+/// of no runtime): no runtime has id 0, so these go on a track of the process,
+/// [`PROCESS_RECORDER`], not under a runtime 0 that the trace does not hold.
+const PROCESS: RuntimeId = RuntimeId(0);
+
+/// The name of the process's own track of recorder marks ([`PROCESS`]), apart from each
+/// runtime's `Recorder` track.
+const PROCESS_RECORDER: &str = "Recorder (process)";
 
 /// The `slot` of a host thread's slice or marker (format 1.14): no runtime's track, its
 /// place is the thread's ([`Out::declare_thread`]).
@@ -266,6 +278,8 @@ pub(crate) struct Track {
     name: &'static str,
     /// The runtime's display name.
     runtime_name: String,
+    /// A track of the process ([`PROCESS`]'s marks), under no runtime.
+    process_level: bool,
     place: Place,
     /// Perfetto uuids of the runtime's track and of its process's.
     runtime_uuid: u64,
@@ -933,14 +947,17 @@ impl<S: Sink> Out<S> {
         if !self.declare_process() {
             return place;
         }
+        let process_level = runtime == PROCESS;
         let track = Track {
             runtime,
             slot,
             name: match QUEUES.get(slot) {
                 Some(&q) => queue_name(q),
                 None if slot == EVENTS_SLOT => "Events",
+                None if process_level => PROCESS_RECORDER,
                 None => "Recorder",
             },
+            process_level,
             runtime_name: self
                 .processes
                 .get(&runtime)
@@ -1774,8 +1791,9 @@ pub(crate) fn fatal_instant(f: &FatalSignal, runtime: RuntimeId) -> Instant<'sta
 
 /// The mark of a runtime's host-load sample ([`hrx_capture::schema::HOST_LOAD_COUNTER`])
 /// at or past the host's CPUs, as `stats`, `diff` and `info` call a host loaded: the counter
-/// draws the load, this says in words what it means for the times around it. Session-level,
-/// on runtime 0's `Recorder` track, as `records lost`; `None` for any other sample.
+/// draws the load, this says in words what it means for the times around it. Of the process,
+/// on its own `Recorder (process)` track ([`PROCESS`]), as `records lost`; `None` for any
+/// other sample.
 pub(crate) fn host_loaded_instant(index: &Index, c: &CounterSample) -> Option<Instant<'static>> {
     let load = c.value.0;
     let loaded = load >= 1.0; // NaN is no load
@@ -1793,7 +1811,7 @@ pub(crate) fn host_loaded_instant(index: &Index, c: &CounterSample) -> Option<In
         ),
     ];
     Some(Instant {
-        runtime: RuntimeId(0),
+        runtime: PROCESS,
         place: Place::default(),
         slot: RECORDER_SLOT,
         name: "host loaded",
@@ -1807,8 +1825,8 @@ fn instant_runtime(record: &Record) -> Option<RuntimeId> {
     Some(match record {
         Record::RegionDone(d) if !matches!(d.status, Status::Ok) => d.runtime,
         Record::Quarantine(q) => q.runtime,
-        Record::RecordsLost(_) => RuntimeId(0),
-        Record::RecorderWait(w) => w.runtime.unwrap_or_default(),
+        Record::RecordsLost(_) => PROCESS,
+        Record::RecorderWait(w) => w.runtime.unwrap_or(PROCESS),
         Record::CaptureFence(f) => f.runtime,
         Record::DigestSpan(d) => d.runtime,
         Record::Poison(p) => p.runtime,

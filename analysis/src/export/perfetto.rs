@@ -703,7 +703,13 @@ impl Sink for Writer {
     }
 
     fn track(&mut self, track: &Track, new_runtime: bool) -> io::Result<()> {
-        if new_runtime {
+        // The process's own marks: a track of the process, before its runtimes (ranked by
+        // their ids, from 1), with no runtime above it.
+        let (parent, rank) = match track.process_level {
+            true => (track.process_uuid, 0),
+            false => (track.runtime_uuid, track.slot as i32),
+        };
+        if new_runtime && !track.process_level {
             self.packet(
                 None,
                 |enc, _| {
@@ -725,8 +731,8 @@ impl Sink for Writer {
                 let at = enc.open(field::TRACK_DESCRIPTOR);
                 enc.uint(field::UUID, track.place.uuid);
                 enc.string(field::NAME, track.name);
-                enc.uint(field::PARENT_UUID, track.runtime_uuid);
-                enc.int32(field::SIBLING_ORDER_RANK, track.slot as i32);
+                enc.uint(field::PARENT_UUID, parent);
+                enc.int32(field::SIBLING_ORDER_RANK, rank);
                 enc.close(at);
             },
             true,

@@ -1927,3 +1927,103 @@ fn an_export_keeps_whether_the_trace_was_being_recorded_when_opened() {
         assert_eq!(exported.being_recorded, live);
     }
 }
+
+/// The process's own marks (here a `host loaded` sample and a recorder wait of no runtime)
+/// go on one track of the process named `Recorder (process)`, under no runtime: no
+/// `runtime 0` that the trace does not hold (a user saw two tracks named `Recorder`, one
+/// of them `runtime 0: Recorder`), apart from the runtime's own `Recorder` track.
+#[test]
+fn the_process_marks_are_on_a_process_track_not_a_runtime_0() {
+    use hrx_capture::schema::{AnnotationId, AnnotationName, CounterValue, RecorderWait};
+    let base = 5_000_000_000_000;
+    let mut records = process_pipeline("node-a", 4242, base, 1_700_000_000);
+    records.push(Record::AnnotationName(AnnotationName {
+        name: AnnotationId(90),
+        text: hrx_capture::schema::HOST_LOAD_COUNTER.into(),
+    }));
+    records.push(Record::CounterSample(CounterSample {
+        thread: 0,
+        name: AnnotationId(90),
+        time_ns: 1_000,
+        value: CounterValue(2.5),
+    }));
+    let wait = |runtime| {
+        Record::RecorderWait(RecorderWait {
+            thread: 0,
+            thread_name: "main".into(),
+            start_ns: 2_000,
+            end_ns: 3_000,
+            runtime,
+            submission: None,
+            region: None,
+        })
+    };
+    records.push(wait(None));
+    records.push(wait(Some(RuntimeId(1))));
+
+    let (out, counts) = export(&records, Format::Perfetto);
+    assert_eq!(counts.recorder_instants, 3);
+    let packets = packets(&out);
+    let tracks = tracks_of(&packets);
+    let process = tracks
+        .iter()
+        .find(|(_, t)| t.0 == "app" && t.1.is_none())
+        .map(|(uuid, _)| *uuid)
+        .unwrap();
+    let on = |name: &str| -> BTreeSet<u64> {
+        packets
+            .iter()
+            .filter_map(|p| p.track_event.as_ref())
+            .filter(|e| e.name.as_deref() == Some(name))
+            .map(|e| e.track_uuid.unwrap())
+            .collect()
+    };
+    let loaded = on("host loaded");
+    assert_eq!(loaded.len(), 1);
+    let track = &tracks[loaded.first().unwrap()];
+    assert_eq!(
+        (track.0.as_str(), track.1),
+        ("Recorder (process)", Some(process))
+    );
+    // The wait of no runtime beside it; the runtime's on its runtime's `Recorder`.
+    let waits = on("recorder wait");
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    assert!(waits.contains(loaded.first().unwrap()));
+    let names: Vec<&str> = tracks.values().map(|t| t.0.as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "Recorder").count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "Recorder (process)").count(),
+        1
+    );
+    // One runtime under the process (a track with tracks under it), as the trace holds.
+    let parents: BTreeSet<u64> = tracks.values().filter_map(|t| t.1).collect();
+    let runtimes: Vec<&str> = tracks
+        .iter()
+        .filter(|(uuid, t)| t.1 == Some(process) && parents.contains(uuid))
+        .map(|(_, t)| t.0.as_str())
+        .collect();
+    assert_eq!(runtimes.len(), 1, "{runtimes:?}");
+    assert!(!names.iter().any(|n| n.contains("runtime 0")), "{names:?}");
+
+    let (out, _) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mark = events.iter().find(|e| e["name"] == "host loaded").unwrap();
+    assert_eq!(
+        mark["tid"].as_u64(),
+        Some(thread_tid_named(events, "Recorder (process)"))
+    );
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("runtime 0")),
+        "{names:?}"
+    );
+}
