@@ -119,6 +119,31 @@ pub fn rate(per_s: f64, noun: &str) -> String {
     format!("{value:.decimals$}{prefix} {noun}/s")
 }
 
+/// A host's 1-minute load, as [`host_load`] writes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// The load average of a host with `cpus` CPUs (the host `record` or `replay` ran on).
+    Average { load: f64, cpus: usize },
+    /// The load average per CPU alone: what a trace records (`hrx: host load per CPU`).
+    PerCpu(f64),
+}
+
+/// A host's 1-minute load, the one way every verb writes it: the load average with its
+/// value per CPU, `4.96 (2.48 per CPU on 2 CPUs)`, where the CPUs are known, else the value
+/// per CPU alone, `2.48 per CPU` (at 1 or more per CPU the host is loaded). A user found
+/// `record`, `replay` and the readers each writing it in a unit of their own.
+pub fn host_load(load: Load) -> String {
+    match load {
+        Load::Average { load, cpus: 0 } => format!("{load:.2}"),
+        Load::Average { load, cpus } => format!(
+            "{load:.2} ({:.2} per CPU on {})",
+            load / cpus as f64,
+            plural(cpus as u64, "CPU")
+        ),
+        Load::PerCpu(per_cpu) => format!("{per_cpu:.2} per CPU"),
+    }
+}
+
 /// A ratio such as a slowdown, two decimals, or scientific notation for huge ones: `1.23x`,
 /// `1.00e9x`.
 pub fn ratio(x: f64) -> String {
@@ -235,6 +260,15 @@ fn decimals_for(step_ns: u64, unit_ns: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_load_is_its_average_and_its_value_per_cpu() {
+        let average = |load, cpus| host_load(Load::Average { load, cpus });
+        assert_eq!(average(4.96, 2), "4.96 (2.48 per CPU on 2 CPUs)");
+        assert_eq!(average(0.5, 1), "0.50 (0.50 per CPU on 1 CPU)");
+        assert_eq!(average(3.0, 0), "3.00");
+        assert_eq!(host_load(Load::PerCpu(2.48)), "2.48 per CPU");
+    }
 
     #[test]
     fn plurals_of_nouns_ending_in_a_hiss_take_es() {

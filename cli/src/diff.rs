@@ -803,8 +803,9 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         if let Some(load) = r["host_load"][side].as_f64().filter(|&l| l >= 1.0) {
             writeln!(
                 out,
-                "host load    {side} was recorded on a loaded host (up to {load:.2} per CPU, \
-                 1-minute average): its host-side times include waits for a CPU"
+                "host load    {side} was recorded on a loaded host (up to {}, 1-minute \
+                 average): its host-side times include waits for a CPU",
+                hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(load))
             )?;
         }
     }

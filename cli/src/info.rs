@@ -505,16 +505,19 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
 /// a trace that does not say (recorded by an older hrx, or without `/proc/loadavg`).
 fn host_load(stats: &TraceInfo) -> Option<String> {
     let h = stats.host_load?;
+    // As every verb writes a load; a trace holds the value per CPU alone.
+    let load = |l| hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(l));
     let samples = match h.samples {
         // Set at a runtime's start and end: a trace that ends before, or a trim, holds one.
         1 => format!(
-            "{:.2} per CPU at its one sample (1-minute average; no later one)",
-            h.first
+            "{} at its one sample (1-minute average; no later one)",
+            load(h.first)
         ),
         n => format!(
-            "{:.2} per CPU at the first of {n} samples, {:.2} at the last (1-minute average, \
-             at the runtimes' starts and ends)",
-            h.first, h.last
+            "{} at the first of {n} samples, {} at the last (1-minute average, at the \
+             runtimes' starts and ends)",
+            load(h.first),
+            load(h.last)
         ),
     };
     Some(format!(

@@ -533,10 +533,12 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     if load["loaded"].as_bool() == Some(true) {
         writeln!(
             out,
-            "{:<12} loaded: up to {:.2} per CPU (1-minute average, at the runtimes' starts and \
-             ends): host-side times include waits for a CPU",
+            "{:<12} loaded: up to {} (1-minute average, at the runtimes' starts and ends): \
+             host-side times include waits for a CPU",
             "host load",
-            load["max_per_cpu"].as_f64().unwrap_or(0.0)
+            hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(
+                load["max_per_cpu"].as_f64().unwrap_or(0.0)
+            ))
         )?;
     }
     let lost = &r["lost"];

@@ -79,16 +79,12 @@ pub fn note_load(host: hrx_replay::HostLoad) {
 /// that compares a replay against them judges against a noisy reference (a fresh-user pass
 /// recorded at load 7 on 2 cores, and a 2x slowdown replayed later passed against it).
 fn load_note(host: &hrx_replay::HostLoad) -> Option<String> {
-    let load = |l: Option<f64>| l.map_or("unknown".to_string(), |l| format!("{l:.2}"));
     host.loaded().then(|| {
         format!(
-            "the host was loaded while recording (load average {} before, {} after, on {} \
-             CPUs): the recorded times include waits for a CPU; as a reference for `replay \
-             --max-slowdown`, record on a quiet host, or save a baseline there with `replay \
-             --save-baseline`",
-            load(host.load_before),
-            load(host.load_after),
-            host.cpus
+            "the host was loaded while recording, its 1-minute load {}: the recorded times \
+             include waits for a CPU; as a reference for `replay --max-slowdown`, record on a \
+             quiet host, or save a baseline there with `replay --save-baseline`",
+            host.describe()
         )
     })
 }
@@ -1376,7 +1372,8 @@ mod tests {
         let note = load_note(&host(Some(7.05), None)).expect("loaded");
         assert!(
             note.starts_with(
-                "the host was loaded while recording (load average 7.05 before, unknown after, on 2 CPUs)"
+                "the host was loaded while recording, its 1-minute load 7.05 (3.52 per CPU on 2 \
+                 CPUs) before and unknown after: "
             ),
             "{note}"
         );

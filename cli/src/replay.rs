@@ -358,7 +358,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             // A baseline of loaded times makes later gates less sensitive: saved, but said.
             if report.replay.host.loaded() {
                 crate::output::warn(format_args!(
-                    "{}: saved from a replay on a loaded host ({}): later replays are judged \
+                    "{}: saved from a replay on a loaded host, its load {}: later replays are judged \
                      against slower times than a quiet machine's; save it again on a quiet one",
                     path.display(),
                     report.replay.host.describe()

@@ -413,8 +413,8 @@ impl Baseline {
         }
         if let Some(host) = self.host.filter(HostLoad::loaded) {
             report.notes.push(format!(
-                "the baseline (of a replay of {source}) was saved on a loaded host ({}): its \
-                 times may be slower than a quiet machine's, so a slowdown judged against it \
+                "the baseline (of a replay of {source}) was saved on a loaded host, its load \
+                 {}: its times may be slower than a quiet machine's, so a slowdown judged against it \
                  can go unflagged; save it again on a quiet host",
                 host.describe()
             ));

@@ -250,13 +250,22 @@ impl HostLoad {
                 .any(|l| l >= self.cpus as f64)
     }
 
-    /// `N CPUs, load B before and A after`, for the notes that name a loaded host.
+    /// `B before and A after`, each load as every verb writes it
+    /// ([`hrx_analysis::units::host_load`]: `4.96 (2.48 per CPU on 2 CPUs)`, or `unknown`),
+    /// for `replay`'s `host:` line, `record`'s note and the notes that name a loaded host.
     pub fn describe(&self) -> String {
+        let load = |l: Option<f64>| {
+            l.map_or("unknown".to_owned(), |load| {
+                hrx_analysis::units::host_load(hrx_analysis::units::Load::Average {
+                    load,
+                    cpus: self.cpus,
+                })
+            })
+        };
         format!(
-            "{} CPUs, load {:.2} before and {:.2} after",
-            self.cpus,
-            self.load_before.unwrap_or_default(),
-            self.load_after.unwrap_or_default()
+            "{} before and {} after",
+            load(self.load_before),
+            load(self.load_after)
         )
     }
 }

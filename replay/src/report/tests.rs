@@ -372,7 +372,8 @@ fn a_baseline_saved_on_a_loaded_host_says_so_when_it_judges() {
             assert!(
                 notes[0].starts_with("the baseline (of a replay of ")
                     && notes[0].contains(
-                        ") was saved on a loaded host (2 CPUs, load 3.00 before and 1.25 after)"
+                        ") was saved on a loaded host, its load 3.00 (1.50 per CPU on 2 CPUs) \
+                         before and 1.25 (0.62 per CPU on 2 CPUs) after:"
                     ),
                 "{}",
                 notes[0]
@@ -580,4 +581,25 @@ fn a_baseline_that_cannot_check_the_recording_says_so() {
         .judge(&mut now, &options)
         .unwrap();
     assert_eq!(unchecked(&now), 1, "{:?}", now.notes);
+}
+
+/// The replay's `host:` line writes each load as every verb does
+/// (`hrx_analysis::units::host_load`: the load average and its value per CPU), not a raw
+/// load beside a CPU count (a user read `load 5.10` here, `2.55 per CPU` in `stats`); an
+/// unknown one reads `unknown`.
+#[test]
+fn the_host_line_gives_each_load_and_its_value_per_cpu() {
+    let mut report = fill_report();
+    report.replay.host = crate::HostLoad {
+        cpus: 2,
+        load_before: Some(4.96),
+        load_after: None,
+    };
+    let text = report.to_text();
+    let host = text.lines().find(|l| l.starts_with("host: ")).unwrap();
+    assert_eq!(
+        host,
+        "host: load 4.96 (2.48 per CPU on 2 CPUs) before and unknown after (1-minute average): \
+         loaded, host-side times may read slower than on a quiet machine"
+    );
 }

@@ -149,15 +149,12 @@ impl Report {
             let _ = write!(out, ", max slowdown {}", hrx_analysis::units::ratio(m));
         }
         out.push('\n');
-        let load = |l: Option<f64>| l.map_or("-".to_string(), |l| format!("{l:.2}"));
         if r.host.cpus > 0 {
             let loaded = r.host.loaded();
             let _ = writeln!(
                 out,
-                "host: {} CPUs, load {} before and {} after (1-minute average){}",
-                r.host.cpus,
-                load(r.host.load_before),
-                load(r.host.load_after),
+                "host: load {} (1-minute average){}",
+                r.host.describe(),
                 if loaded {
                     ": loaded, host-side times may read slower than on a quiet machine"
                 } else {

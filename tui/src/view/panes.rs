@@ -670,7 +670,10 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
     if let Some(load) = info.host_load_max.filter(|&l| l >= 1.0) {
         lines.push(field(
             "host load",
-            format!("loaded: up to {load:.2} per CPU: host-side times include waits for a CPU"),
+            format!(
+                "loaded: up to {}: host-side times include waits for a CPU",
+                hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(load))
+            ),
         ));
     }
     // Spans with crafted or damaged times, drawn as 0 ns, as `stats` counts them.
