@@ -123,7 +123,12 @@ pub fn rate(per_s: f64, noun: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Load {
     /// The load average of a host with `cpus` CPUs (the host `record` or `replay` ran on).
-    Average { load: f64, cpus: usize },
+    Average {
+        /// The 1-minute load average.
+        load: f64,
+        /// The host's CPUs (0: unknown).
+        cpus: usize,
+    },
     /// The load average per CPU alone: what a trace records (`hrx: host load per CPU`).
     PerCpu(f64),
 }
