@@ -148,7 +148,7 @@
 //!                   "capture_wait_untold_ranges" began among more such waits than are kept,
 //!                   and keep those in their times, as `stats`), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
-//!                 "slower"),
+//!                 "past R (reported, not judged)", as an operation's row by place),
 //!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
 //!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
 //!              "base", "new"}],
@@ -532,6 +532,20 @@ fn too_few_mark(row: &Value) -> &'static str {
     }
 }
 
+/// The mark of a row compared by the kernel rule but not judged (an annotation range, an
+/// operation by place: the kernels' rows decide the verdict) whose ratio's interval lies
+/// past `--max-slowdown`: what it is, not `slower`, which a user read as a judgement beside
+/// a `same` verdict while the README says such rows are "reported, not judged".
+fn not_judged_mark(r: &Value, row: &Value) -> String {
+    match row["slow"].as_bool() {
+        Some(true) => format!(
+            "  past {} (reported, not judged)",
+            ratio(r["max_slowdown"].as_f64().unwrap_or(0.0))
+        ),
+        _ => too_few_mark(row).to_owned(),
+    }
+}
+
 /// Differing outputs and changed outcomes the text report lists, each; `--json` has all.
 const LISTED: usize = 20;
 
@@ -602,11 +616,10 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         )?;
         for a in rows {
             let runs = format!("{}/{}", u(&a["base"]["count"]), u(&a["new"]["count"]));
-            let mark = match (a["status"].as_str(), a["slow"].as_bool()) {
-                (_, Some(true)) => "  slower",
-                (Some("new"), _) => "  new",
-                (Some("missing"), _) => "  missing",
-                _ => too_few_mark(a),
+            let mark = match a["status"].as_str() {
+                Some("new") => "  new".to_owned(),
+                Some("missing") => "  missing".to_owned(),
+                _ => not_judged_mark(r, a),
             };
             writeln!(
                 out,
@@ -939,11 +952,7 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
             t["name"].as_str().unwrap_or("")
         );
         let runs = format!("{}/{}", u(&t["base"]["count"]), u(&t["new"]["count"]));
-        let mark = if t["slow"].as_bool() == Some(true) {
-            "  slower"
-        } else {
-            too_few_mark(t)
-        };
+        let mark = not_judged_mark(r, t);
         writeln!(
             out,
             "{name:<28} {runs:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
@@ -1023,5 +1032,41 @@ mod tests {
             "{said}"
         );
         assert!(!text(0, 0).contains("began among"));
+    }
+
+    /// An annotation range, or an operation by place, whose ratio lies past `--max-slowdown`
+    /// is marked as reported, not judged (the kernels' rows decide the verdict), never
+    /// `slower` as if it were judged; a kernel so slow is `SLOW`.
+    #[test]
+    fn rows_that_are_not_judged_do_not_read_as_judged() {
+        let stats = serde_json::json!({"count": 12, "p50_ns": 1_000_000, "p99_ns": 2_000_000});
+        let slow = serde_json::json!({"name": "hrx_sobel", "status": "matched", "slow": true,
+                                      "ratio": 4.29, "interval": [1.93, 8.06],
+                                      "base": stats, "new": stats});
+        let mut op = slow.clone();
+        op["nth"] = 1.into();
+        op["prepared"] = 1.into();
+        op["new_region"] = 1.into();
+        let mut range = slow.clone();
+        range["name"] = "scale photo".into();
+        let report = serde_json::json!({
+            "max_slowdown": 1.5, "kernels": [slow], "annotations": [range],
+            "operations": {"times": [op]},
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap();
+        assert!(
+            line("hrx_sobel ").ends_with("4.29x [1.93x..8.06x]  SLOW"),
+            "{text}"
+        );
+        for row in ["scale photo ", "g1 r1 hrx_sobel "] {
+            assert!(
+                line(row).ends_with("4.29x [1.93x..8.06x]  past 1.50x (reported, not judged)"),
+                "{text}"
+            );
+        }
+        assert!(!text.contains("slower"), "{text}");
     }
 }
