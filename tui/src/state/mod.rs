@@ -45,5 +45,5 @@ pub use hrx_analysis::{QUEUES, label_region, queue_name, queue_slot};
 pub use lanes::{Bar, CellSummary, DenseCell, LaneRaster, Raster, SPANS_PER_COLUMN};
 pub use layout::{Area, GUTTER, Hit, LaneRow, ScreenLayout, ThreadRowArea, list_offset};
 pub use live::{Carried, Live};
-pub use stats_overlay::{RowStyle, StatsRow, fit, stats_overlay, stats_rows};
+pub use stats_overlay::{RowStyle, StatsRow, fit, stats_overlay, stats_rows, wrap};
 pub use view_state::{Action, Focus, KEYS, ListKind, MIN_WINDOW_NS, ViewState};

@@ -839,6 +839,18 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
     let width = usize::from(area.width.saturating_sub(2));
     let sym = Symbols::for_ascii(state.ascii);
     let (title, items): (String, Vec<Line<'static>>) = match state.list {
+        Some(ListKind::Events) if model.events().is_empty() => {
+            // Said, not an empty box (a user read `Events (0)` over nothing): what would be
+            // listed, as the hazards list says `no hazards`.
+            let text = "no events: no failure, cancellation, quarantine, poison, injected \
+                        fault or refused submit in this trace";
+            let items = crate::state::wrap(text, width.max(1))
+                .into_iter()
+                .take(rows)
+                .map(|line| Line::styled(line, theme::DIM))
+                .collect();
+            (" Events (0) ".to_owned(), items)
+        }
         Some(ListKind::Events) => {
             let events = model.events();
             let cursor = state.event_cursor.unwrap_or(0);

@@ -97,7 +97,7 @@ fn statistics_list_kernels_by_operation_name_above_the_regions() {
          out of its times, whichever operation of the region failed)"
     );
     assert!(
-        rows[regions].trim_end().ends_with(" max    failed"),
+        rows[regions].trim_end().ends_with(" max     failed"),
         "{rows:#?}"
     );
     for o in &stats.operations {
@@ -185,7 +185,7 @@ fn statistics_with_operation_times_in_a_small_terminal() {
         .find(|r| r.starts_with("kernel"))
         .unwrap_or_else(|| panic!("{top:#?}"));
     assert!(
-        heading.ends_with("p50      p99      max in failed"),
+        heading.ends_with("p50      p99      max  in failed"),
         "{heading}"
     );
     assert!(top.iter().any(|r| r.starts_with("blur ")), "{top:#?}");

@@ -199,7 +199,7 @@ fn statistics_in_a_small_terminal_scroll() {
     let top = terminal(&model, &state).backend().to_string();
     assert!(top.contains("↑/↓ scroll"), "{top}");
     assert!(
-        top.contains("p50      p99      max    failed") && !top.contains(" min"),
+        top.contains("p50      p99      max     failed") && !top.contains(" min"),
         "{top}"
     );
     // ↓ scrolls the overlay until its last row is at the bottom, and leaves the queue
@@ -953,4 +953,37 @@ fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
         screen.contains("threads waited 1 times on the recorder"),
         "{screen}"
     );
+}
+
+/// The events list of a trace without events says so inside its box, and what events would
+/// be, where it was an empty box titled `Events (0)`.
+#[test]
+fn an_events_list_without_events_says_so() {
+    let model = Model::from_records(&host_threads_records());
+    assert!(model.events().is_empty());
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleEvents);
+    let screen = render_to_string(&model, &state, 120, 40);
+    let inside: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.contains("Events (0)"))
+        .skip(1)
+        .take(2)
+        .collect();
+    let words = inside
+        .iter()
+        .map(|l| l.rsplit('│').nth(1).unwrap_or("").trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.starts_with("no events: no failure, cancellation, quarantine, poison,"),
+        "{screen}"
+    );
+    assert!(words.ends_with("refused submit in this trace"), "{screen}");
+    // Narrow panes and tiny terminals wrap it, or cut it, without panicking.
+    for (w, h) in [(1, 1), (20, 8), (40, 12)] {
+        let mut state = ViewState::new(&model, w, h);
+        state.update(&model, Action::ToggleEvents);
+        render_to_string(&model, &state, w, h);
+    }
 }
