@@ -14,4 +14,4 @@ out=$OUT
 mkdir -p $out/cupti $out/fidelity
 OUT=$out/cupti REGIONS=1 bash scripts/device/s36-cupti.sh
 echo "== fidelity"
-OUT=$out/fidelity SKIP_TESTS= bash scripts/device/s36-fidelity.sh
+OUT=$out/fidelity SKIP_TESTS=${SKIP_TESTS-} bash scripts/device/s36-fidelity.sh
