@@ -758,6 +758,106 @@ mod tests {
     use std::sync::atomic::Ordering;
     use std::time::Duration;
 
+    /// A sink whose writes wait while its gate is shut, saying when one waits: a trace
+    /// writer stalled on a slow disk.
+    struct GatedSink {
+        bytes: hrx_capture::MemorySink,
+        gate: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+        stalled: std::sync::mpsc::SyncSender<()>,
+    }
+
+    impl hrx_capture::Sink for GatedSink {
+        fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+            let (shut, opened) = &*self.gate;
+            let mut guard = shut.lock().unwrap();
+            if *guard {
+                let _ = self.stalled.try_send(());
+            }
+            while *guard {
+                guard = opened.wait(guard).unwrap();
+            }
+            drop(guard);
+            self.bytes.write_all(bytes)
+        }
+    }
+
+    /// A large host write's bytes are copied aside once hashed, so the program's next write
+    /// into the buffer does not wait for the trace writer to store them: with the writer
+    /// stalled on its sink, a second write goes through (it waited at the capture fence until
+    /// the writer had stored the first, for ever here), and the trace holds both writes'
+    /// bytes as written.
+    #[test]
+    fn a_host_write_does_not_wait_for_the_writer_to_store_the_one_before() {
+        let bytes = hrx_capture::MemorySink::new();
+        let gate = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (stalled, stall) = std::sync::mpsc::sync_channel(1);
+        let sink = GatedSink {
+            bytes: bytes.clone(),
+            gate: gate.clone(),
+            stalled,
+        };
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink, hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let len = 1 << 20;
+        let buffer = rt.buffer(len, Placement::HostVisible).unwrap();
+        let open = |gate: &(std::sync::Mutex<bool>, std::sync::Condvar)| {
+            *gate.0.lock().unwrap() = false;
+            gate.1.notify_all();
+        };
+        // The writing thread records once before the stall: a thread's first record takes
+        // the trace file's lock to get its buffer (not what this test is about).
+        let (ready, is_ready) = std::sync::mpsc::channel();
+        let (go, goes) = std::sync::mpsc::channel::<()>();
+        let (wrote, written) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            buffer.write(0, &[0; 16]).unwrap();
+            ready.send(()).unwrap();
+            goes.recv().unwrap();
+            buffer.write(0, &vec![1; len]).unwrap();
+            buffer.write(0, &vec![2; len]).unwrap();
+            let _ = wrote.send(());
+            buffer
+        });
+        is_ready.recv().unwrap();
+        // Stall the writer: a flush blocks in the sink, holding the trace file.
+        *gate.0.lock().unwrap() = true;
+        let flusher = {
+            let recorder = recorder.clone();
+            std::thread::spawn(move || recorder.flush())
+        };
+        stall.recv().unwrap();
+        go.send(()).unwrap();
+        // A hang (the second write at the fence) fails the test rather than the run.
+        let through = written.recv_timeout(Duration::from_secs(60));
+        open(&gate);
+        through.expect("the second write waited for the stalled trace writer");
+        let buffer = writer.join().unwrap();
+        flusher.join().unwrap().unwrap();
+        drop((buffer, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&bytes.contents()).unwrap();
+        let hashes: Vec<u64> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostWrite(w) => Some(w.xxh3),
+                _ => None,
+            })
+            .collect();
+        let expected = [xxhash_rust::xxh3::xxh3_64(&[0; 16])]
+            .into_iter()
+            .chain([1u8, 2].map(|b| xxhash_rust::xxh3::xxh3_64(&vec![b; len])))
+            .collect::<Vec<_>>();
+        assert_eq!(hashes, expected, "each write's own bytes");
+        let blobs = trace.blobs();
+        for &hash in &expected[1..] {
+            let blob = blobs[&hrx_capture::schema::BlobHash(hash)];
+            assert_eq!(xxhash_rust::xxh3::xxh3_64(blob), hash, "the bytes stored");
+        }
+    }
+
     /// A host write held at its buffer's capture fence (a capture still reads the bytes) is
     /// recorded as a `RecorderWait` of the runtime on the writing thread, so that the trace
     /// says what it cost the program; it was not recorded at all.
