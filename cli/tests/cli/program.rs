@@ -797,19 +797,23 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     assert!(!err.contains("died"), "{err}");
     assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
 
-    let earlier = run(
-        dir.path(),
-        &[
-            "-q",
-            "record",
-            "-o",
-            "t.hrxt",
-            "--",
-            example("traced").to_str().unwrap(),
-            "1",
-        ],
-    );
-    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    // A whole earlier trace at t.hrxt, which the failing recorder empties.
+    let record_earlier = || {
+        let earlier = run(
+            dir.path(),
+            &[
+                "-q",
+                "record",
+                "-o",
+                "t.hrxt",
+                "--",
+                example("traced").to_str().unwrap(),
+                "1",
+            ],
+        );
+        assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    };
+    record_earlier();
     let out = record("-q");
     let err = stderr(&out);
     assert!(err.contains("warning: no trace:"), "{err}");
@@ -818,19 +822,7 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
 
     // Without `record`, the runtime's own line says the earlier trace is lost.
-    let earlier = run(
-        dir.path(),
-        &[
-            "-q",
-            "record",
-            "-o",
-            "t.hrxt",
-            "--",
-            example("traced").to_str().unwrap(),
-            "1",
-        ],
-    );
-    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    record_earlier();
     let script = format!(
         "ulimit -f 0; trap '' XFSZ; HRX_TRACE=t.hrxt exec {} 3",
         example("traced").display()

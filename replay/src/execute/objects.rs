@@ -122,6 +122,22 @@ impl Objects {
         Ok(())
     }
 
+    /// The buffer host write `i` of `plan` writes into, made if pending, and the write.
+    ///
+    /// # Errors
+    /// As [`Objects::buffer`].
+    pub fn host_write_target<'p, 't>(
+        &mut self,
+        maker: Maker<'_>,
+        plan: &'p RuntimePlan<'t>,
+        i: usize,
+    ) -> Result<(&Buffer, &'p crate::plan::HostWritePlan<'t>), ReplayError> {
+        let w = &plan.host_writes[i];
+        let user = || format!("by a host write at byte {}", w.offset);
+        let buffer = self.buffer(maker, plan, plan.buffer_index[&w.buffer], &user)?;
+        Ok((buffer, w))
+    }
+
     /// Buffer `index`, made if pending; `user` says what needs it.
     ///
     /// # Errors

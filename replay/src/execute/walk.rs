@@ -184,9 +184,7 @@ pub(super) fn walk(
     for event in &plan.timeline {
         match *event {
             Event::HostWrite(i) => {
-                let w = &plan.host_writes[i];
-                let user = || format!("by a host write at byte {}", w.offset);
-                let buffer = objects.buffer(maker, plan, plan.buffer_index[&w.buffer], &user)?;
+                let (buffer, w) = objects.host_write_target(maker, plan, i)?;
                 loop {
                     match buffer.write(w.offset, w.bytes) {
                         Ok(()) => break,
