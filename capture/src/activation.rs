@@ -248,7 +248,24 @@ pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
 /// A handle to the installed recorder, if any (not one a child forked without `exec`
 /// inherited from its parent: that one writes nothing here).
 pub fn current() -> Option<Recorder> {
-    lock(&SLOT).clone().filter(|r| !r.shared().forked())
+    slot()?.clone().filter(|r| !r.shared().forked())
+}
+
+/// The slot's lock; in a child forked since the installed recorder was made, `None` once it
+/// stayed taken for 100 ms ([`slot_in_forked_child`]): a lock a thread of the parent held at
+/// the fork is never released there, and a runtime made in the child waited for ever.
+fn slot() -> Option<std::sync::MutexGuard<'static, Option<Recorder>>> {
+    if crate::fork::forks() == INSTALLED_FORKS.load(Ordering::Relaxed) {
+        return Some(lock(&SLOT));
+    }
+    slot_in_forked_child()
+}
+
+/// Why a forked child records nothing: [`slot`] stayed taken.
+fn slot_held_at_fork() -> WriteError {
+    WriteError::Io(Arc::new(std::io::Error::other(
+        "a thread of its parent held the recorder's lock when it forked",
+    )))
 }
 
 /// The installed recorder, or a new one recording to `path` (after [`expand_path`]), which
@@ -261,7 +278,7 @@ pub fn install_or_current(
     path: impl AsRef<Path>,
     options: RecorderOptions,
 ) -> Result<Recorder, WriteError> {
-    let mut slot = lock(&SLOT);
+    let mut slot = slot().ok_or_else(slot_held_at_fork)?;
     // A recorder inherited by a child forked without `exec` is its parent's, writing nothing
     // here: the child records into a trace of its own, as a process it `exec`s would (beside
     // the parent's, `NAME.PID.EXT`: the parent holds that file). It recorded nothing, and
@@ -753,6 +770,19 @@ mod tests {
         let held = lock(&SLOT);
         let pid = crate::fork::child::spawn(|| {
             annotation_name("in the child").is_none() && open_range("range").is_none()
+        });
+        drop(held);
+        assert!(
+            crate::fork::child::held(pid),
+            "the child waited for a lock held at the fork"
+        );
+        // A runtime made in such a child (it asks for the current recorder, then opens one)
+        // gets none and an error saying why, without waiting for ever.
+        let held = lock(&SLOT);
+        let pid = crate::fork::child::spawn(|| {
+            current().is_none()
+                && install_or_current(template, RecorderOptions::default())
+                    .is_err_and(|e| e.to_string().contains("held the recorder's lock"))
         });
         drop(held);
         assert!(
