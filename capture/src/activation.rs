@@ -47,6 +47,11 @@ pub const TRACE_PATHS_ENV: &str = "HRX_TRACE_PATHS";
 /// Id of the installed recorder, 0 when none: the gate.
 static CURRENT: AtomicU64 = AtomicU64::new(0);
 static SLOT: Mutex<Option<Recorder>> = Mutex::new(None);
+/// Which process's thread holds [`SLOT`]'s lock: its fork count ([`crate::fork::forks`]) plus
+/// one, 0 when none ([`SlotGuard`]). A forked child waiting for the lock tells by it a thread
+/// of its own (one opening the child's trace, which may take long on a slow disk) from a
+/// thread of its parent that held the lock at the fork, which never lets go there.
+static SLOT_HOLDER: AtomicU64 = AtomicU64::new(0);
 /// The forks the installed recorder's process had gone through when it was opened
 /// ([`crate::fork`]): a count that differs now says this is a child forked since, without
 /// `exec`, where that recorder is its parent's and writes nothing (one relaxed load an
@@ -179,7 +184,7 @@ fn open_in_forked_child(id: u64) -> u64 {
     match opened {
         Ok(recorder) => recorder.id(),
         Err(why) => {
-            let mut slot = lock(&SLOT);
+            let mut slot = lock_slot();
             if slot.as_ref().is_some_and(|r| r.shared().forked()) {
                 CURRENT.store(0, Ordering::Release);
                 std::mem::forget(slot.take());
@@ -195,15 +200,63 @@ fn open_in_forked_child(id: u64) -> u64 {
     }
 }
 
+/// [`SLOT`]'s lock, its holder noted ([`SLOT_HOLDER`]).
+struct SlotGuard(std::sync::MutexGuard<'static, Option<Recorder>>);
+
+impl SlotGuard {
+    fn new(guard: std::sync::MutexGuard<'static, Option<Recorder>>) -> SlotGuard {
+        SLOT_HOLDER.store(this_holder(), Ordering::Release);
+        SlotGuard(guard)
+    }
+}
+
+impl std::ops::Deref for SlotGuard {
+    type Target = Option<Recorder>;
+    fn deref(&self) -> &Option<Recorder> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SlotGuard {
+    fn deref_mut(&mut self) -> &mut Option<Recorder> {
+        &mut self.0
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        // Before the lock itself is let go (the field drops after this).
+        SLOT_HOLDER.store(0, Ordering::Release);
+    }
+}
+
+/// What [`SLOT_HOLDER`] holds while a thread of this process holds the lock.
+fn this_holder() -> u64 {
+    crate::fork::forks() + 1
+}
+
+/// [`SLOT`]'s lock, waiting for it.
+fn lock_slot() -> SlotGuard {
+    SlotGuard::new(lock(&SLOT))
+}
+
 /// The slot's lock in a child forked without `exec`, or `None` when it stays taken for
-/// 100 ms: a thread of the parent held it at the fork, and in the child no thread ever
-/// releases it (a thread the child started holds it only briefly).
-fn slot_in_forked_child() -> Option<std::sync::MutexGuard<'static, Option<Recorder>>> {
-    for _ in 0..100 {
+/// 100 ms by no thread of the child: a thread of the parent held it at the fork, and in the
+/// child no thread ever releases it. A thread of the child holding it is waited for, however
+/// long (it was taken for the parent's after 100 ms: a runtime made while another thread
+/// opened the child's trace recorded nothing, told its parent held the lock).
+fn slot_in_forked_child() -> Option<SlotGuard> {
+    let mut waited_ms = 0;
+    while waited_ms < 100 {
         match SLOT.try_lock() {
-            Ok(guard) => return Some(guard),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Ok(guard) => return Some(SlotGuard::new(guard)),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                return Some(SlotGuard::new(poisoned.into_inner()));
+            }
             Err(std::sync::TryLockError::WouldBlock) => {
+                if SLOT_HOLDER.load(Ordering::Acquire) != this_holder() {
+                    waited_ms += 1;
+                }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
@@ -212,7 +265,7 @@ fn slot_in_forked_child() -> Option<std::sync::MutexGuard<'static, Option<Record
 }
 
 fn installed(id: u64) -> Option<Arc<Shared>> {
-    lock(&SLOT)
+    lock_slot()
         .as_ref()
         .filter(|r| r.id() == id)
         .map(|r| r.shared().clone())
@@ -220,7 +273,7 @@ fn installed(id: u64) -> Option<Arc<Shared>> {
 
 /// Installs `recorder` as the process's recorder and returns the one it replaces.
 pub fn install(recorder: Recorder) -> Option<Recorder> {
-    let mut slot = lock(&SLOT);
+    let mut slot = lock_slot();
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
     *lock(&TEMPLATE) = None;
     CURRENT.store(recorder.id(), Ordering::Release);
@@ -229,14 +282,14 @@ pub fn install(recorder: Recorder) -> Option<Recorder> {
 
 /// Removes the installed recorder and returns it (it keeps recording for its handles).
 pub fn uninstall() -> Option<Recorder> {
-    let mut slot = lock(&SLOT);
+    let mut slot = lock_slot();
     CURRENT.store(0, Ordering::Release);
     slot.take()
 }
 
 /// Removes the installed recorder if its id is `id`.
 pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
-    let mut slot = lock(&SLOT);
+    let mut slot = lock_slot();
     if slot.as_ref().is_some_and(|r| r.id() == id) {
         CURRENT.store(0, Ordering::Release);
         slot.take()
@@ -254,9 +307,9 @@ pub fn current() -> Option<Recorder> {
 /// The slot's lock; in a child forked since the installed recorder was made, `None` once it
 /// stayed taken for 100 ms ([`slot_in_forked_child`]): a lock a thread of the parent held at
 /// the fork is never released there, and a runtime made in the child waited for ever.
-fn slot() -> Option<std::sync::MutexGuard<'static, Option<Recorder>>> {
+fn slot() -> Option<SlotGuard> {
     if crate::fork::forks() == INSTALLED_FORKS.load(Ordering::Relaxed) {
-        return Some(lock(&SLOT));
+        return Some(lock_slot());
     }
     slot_in_forked_child()
 }
@@ -767,7 +820,7 @@ mod tests {
         // The slot's lock held at the fork (by this thread here; by another of the parent's
         // threads in a program), never released in the child: its annotation records
         // nothing and returns, without waiting for ever.
-        let held = lock(&SLOT);
+        let held = lock_slot();
         let pid = crate::fork::child::spawn(|| {
             annotation_name("in the child").is_none() && open_range("range").is_none()
         });
@@ -778,7 +831,7 @@ mod tests {
         );
         // A runtime made in such a child (it asks for the current recorder, then opens one)
         // gets none and an error saying why, without waiting for ever.
-        let held = lock(&SLOT);
+        let held = lock_slot();
         let pid = crate::fork::child::spawn(|| {
             current().is_none()
                 && install_or_current(template, RecorderOptions::default())
@@ -789,6 +842,27 @@ mod tests {
             crate::fork::child::held(pid),
             "the child waited for a lock held at the fork"
         );
+        // A thread of the child itself holding the lock past 100 ms (opening the child's
+        // own trace on a slow disk, as `install_or_current` does under it): another thread
+        // of the child making a runtime meanwhile waits for it, as in any process, and
+        // shares its trace. It was told its parent held the lock and recorded nothing.
+        let pid = crate::fork::child::spawn(|| {
+            let (taken, take) = std::sync::mpsc::channel();
+            let holder = std::thread::spawn(move || {
+                let slot = slot();
+                let _ = taken.send(slot.is_some());
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                drop(slot);
+            });
+            let opened = take.recv() == Ok(true)
+                && install_or_current(template, RecorderOptions::default()).is_ok();
+            holder.join().is_ok() && opened && shutdown().is_ok_and(|s| s.is_some())
+        });
+        assert!(
+            crate::fork::child::held(pid),
+            "a thread of the child holding the lock was taken for its parent's"
+        );
+        let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).
