@@ -1455,6 +1455,15 @@ fn tracks_of(packets: &[pb::TracePacket]) -> Tracks {
         .collect()
 }
 
+/// The uuid of the track of process `name` (a top-level track).
+fn process_track(tracks: &Tracks, name: &str) -> u64 {
+    tracks
+        .iter()
+        .find(|(_, t)| t.0 == name && t.1.is_none())
+        .map(|(uuid, _)| *uuid)
+        .expect("the process's track")
+}
+
 /// Host threads (format 1.14): a thread track per recording thread under the trace's
 /// process (its real pid, the thread's OS tid and name), holding its `submit` and `wait`
 /// slices, its annotation ranges and markers; a counter track per counter with its samples;
@@ -1478,11 +1487,7 @@ fn host_threads_are_thread_tracks_with_their_spans_annotations_and_counters() {
     assert_eq!(trace.encode_to_vec(), out, "fields as prost writes them");
     let packets = resolved(&trace);
     let tracks = tracks_of(&packets);
-    let process = tracks
-        .iter()
-        .find(|(_, t)| t.0 == "app" && t.1.is_none())
-        .map(|(uuid, _)| *uuid)
-        .unwrap();
+    let process = process_track(&tracks, "app");
     let track = |name: &str| {
         let (uuid, t) = tracks.iter().find(|(_, t)| t.0 == name).unwrap();
         (*uuid, t.clone())
@@ -1965,11 +1970,7 @@ fn the_process_marks_are_on_a_process_track_not_a_runtime_0() {
     assert_eq!(counts.recorder_instants, 3);
     let packets = packets(&out);
     let tracks = tracks_of(&packets);
-    let process = tracks
-        .iter()
-        .find(|(_, t)| t.0 == "app" && t.1.is_none())
-        .map(|(uuid, _)| *uuid)
-        .unwrap();
+    let process = process_track(&tracks, "app");
     let on = |name: &str| -> BTreeSet<u64> {
         packets
             .iter()
