@@ -238,19 +238,17 @@ fn a_trace_left_open_by_underscore_exit_names_it() {
     );
 }
 
-/// The trace's directory is removed while the program records: `record` says the trace is
-/// lost and exits 2 (it said the program "wrote nothing ... it does not use hrx", exit 0).
-/// The program flushes its trace and waits to be told (a line on its standard input), so
-/// the removal falls inside the recording.
-#[test]
-fn a_trace_deleted_while_recorded_is_said_lost() {
-    use std::io::{BufRead, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let traces = dir.path().join("traces");
-    std::fs::create_dir(&traces).unwrap();
-    let mut child = hrx_trace(dir.path())
-        .args(["record", "-o", "traces/t.hrxt", "--"])
-        .arg(daemonish())
+/// A daemonish run with `wait-line`, waiting for a line on its standard input; its
+/// standard output kept open (the program prints again before it ends).
+struct Waiting {
+    child: std::process::Child,
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// `command` (running daemonish; `wait-line` is added) started, once it said it waits.
+fn waiting(mut command: std::process::Command) -> Waiting {
+    use std::io::BufRead;
+    let mut child = command
         .arg("wait-line")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -261,10 +259,36 @@ fn a_trace_deleted_while_recorded_is_said_lost() {
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert_eq!(line, "waiting\n");
+    Waiting {
+        child,
+        _stdout: stdout,
+    }
+}
+
+/// Sends a [`waiting`] run its line and waits for it to end.
+fn go_on(mut waiting: Waiting) -> std::process::Output {
+    use std::io::Write;
+    writeln!(waiting.child.stdin.take().unwrap()).unwrap();
+    waiting.child.wait_with_output().unwrap()
+}
+
+/// The trace's directory is removed while the program records: `record` says the trace is
+/// lost and exits 2 (it said the program "wrote nothing ... it does not use hrx", exit 0).
+/// The program flushes its trace and waits to be told (a line on its standard input), so
+/// the removal falls inside the recording.
+#[test]
+fn a_trace_deleted_while_recorded_is_said_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let mut command = hrx_trace(dir.path());
+    command
+        .args(["record", "-o", "traces/t.hrxt", "--"])
+        .arg(daemonish());
+    let child = waiting(command);
     assert!(traces.join("t.hrxt").is_file());
     std::fs::remove_dir_all(&traces).unwrap();
-    writeln!(child.stdin.take().unwrap()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = go_on(child);
     let err = stderr(&out);
     assert_eq!(code(&out), 2, "{err}");
     assert!(
@@ -280,24 +304,14 @@ fn a_trace_deleted_while_recorded_is_said_lost() {
 /// lost ... no longer exists" (exit 2) of a trace closed cleanly as moved.hrxt.
 #[test]
 fn a_trace_moved_while_recorded_is_read_where_it_is() {
-    use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = hrx_trace(dir.path())
+    let mut command = hrx_trace(dir.path());
+    command
         .args(["record", "-o", "t.hrxt", "--"])
-        .arg(daemonish())
-        .arg("wait-line")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line, "waiting\n");
+        .arg(daemonish());
+    let child = waiting(command);
     std::fs::rename(dir.path().join("t.hrxt"), dir.path().join("moved.hrxt")).unwrap();
-    writeln!(child.stdin.take().unwrap()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = go_on(child);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(
@@ -319,27 +333,17 @@ fn a_trace_moved_while_recorded_is_read_where_it_is() {
 /// as it closes the trace (it said nothing).
 #[test]
 fn a_trace_deleted_while_recorded_says_so_without_record() {
-    use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
     let traces = dir.path().join("traces");
     std::fs::create_dir(&traces).unwrap();
-    let mut child = std::process::Command::new(daemonish())
+    let mut command = std::process::Command::new(daemonish());
+    command
         .current_dir(dir.path())
         .env("HRX_TRACE", "traces/t.hrxt")
-        .env_remove("HRX_TRACE_PATHS")
-        .arg("wait-line")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "waiting\n");
+        .env_remove("HRX_TRACE_PATHS");
+    let child = waiting(command);
     std::fs::remove_dir_all(&traces).unwrap();
-    writeln!(child.stdin.take().unwrap()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = go_on(child);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
