@@ -714,14 +714,14 @@ impl Hook<'_> {
         // the buffer waited at its fence for all of them (BENCHMARKS.md, session 30). When
         // the trace already holds these contents (a frame written again), the hashing thread
         // lets go of the buffer at once; else it copies the bytes aside and lets go, and the
-        // writer stores the copy ([`HostBytes::aside`]): the program's next write into the buffer
+        // writer stores the copy ([`aside`]): the program's next write into the buffer
         // waits for a hash and a copy, not for the writer's turn and the store (the `linked`
         // example: 0.3-3 ms a write on a loaded host).
         let (hashed, hash) = crossbeam_channel::bounded(1);
         let recorder = self.recorder.clone();
         let job: HashJob = Box::new(move || {
             let xxh3 = xxhash_rust::xxh3::xxh3_64(captured.bytes());
-            let held = (!recorder.blob_stored(xxh3)).then(|| HostBytes::aside(captured));
+            let held = (!recorder.blob_stored(xxh3)).then(|| aside(captured));
             let _ = hashed.send((xxh3, held));
         });
         if let Err(crossbeam_channel::SendError(job)) = threads.send(job) {
@@ -732,10 +732,10 @@ impl Hook<'_> {
                 return;
             };
             let contents = match &held {
-                Some(held) => out.payload_hashed(held.bytes(), xxh3),
+                Some((bytes, _)) => out.payload_hashed(bytes.bytes(), xxh3),
                 None => out.stored_blob(xxh3, len_bytes),
             };
-            drop(held); // a fence still held: a writer of the buffer may go on
+            drop(held); // a fence still held, or the copy's reservation
             out.record(&record(xxh3, contents));
         });
     }
@@ -1032,7 +1032,7 @@ impl Captured {
     }
 }
 
-/// Most bytes of host writes copied aside ([`HostBytes::aside`]) and not yet stored by the trace
+/// Most bytes of host writes copied aside ([`aside`]) and not yet stored by the trace
 /// writer, for the process: past it a capture keeps its buffer fenced until stored, as
 /// before, so a writer that falls behind holds the program back rather than taking memory
 /// without bound.
@@ -1041,55 +1041,41 @@ const ASIDE_LIMIT_BYTES: usize = 128 << 20;
 /// Bytes copied aside now ([`ASIDE_LIMIT_BYTES`]).
 static ASIDE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-/// A host write's bytes that the trace writer has yet to store.
-enum HostBytes {
-    /// Still in the buffer's mapping, behind its capture fence.
-    Fenced(Captured),
-    /// Copied aside, the fence let go: the program may write the buffer again at once.
-    Aside(Vec<u8>),
-}
+/// [`ASIDE_BYTES`] held by one copy until it drops.
+struct AsideReservation(usize);
 
-impl HostBytes {
-    /// `captured`'s bytes copied aside and its fence dropped, where [`ASIDE_LIMIT_BYTES`]
-    /// allows; else `captured` itself. Copying is the trace's work, on a hashing thread,
-    /// and costs the program nothing it measures: the buffer is fenced until the copy ends,
-    /// about as long as the hash before it took.
-    fn aside(captured: Captured) -> HostBytes {
-        let len = captured.len;
-        let reserved = ASIDE_BYTES
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                (held + len <= ASIDE_LIMIT_BYTES).then_some(held + len)
-            })
-            .is_ok();
-        if !reserved {
-            return HostBytes::Fenced(captured);
-        }
-        let copy = captured.bytes().to_vec();
-        drop(captured);
-        HostBytes::Aside(copy)
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match self {
-            HostBytes::Fenced(captured) => captured.bytes(),
-            HostBytes::Aside(copy) => copy,
-        }
-    }
-}
-
-impl Drop for HostBytes {
+impl Drop for AsideReservation {
     fn drop(&mut self) {
-        if let HostBytes::Aside(copy) = self {
-            ASIDE_BYTES.fetch_sub(copy.len(), Ordering::AcqRel);
-        }
+        ASIDE_BYTES.fetch_sub(self.0, Ordering::AcqRel);
     }
 }
 
-/// The bytes an output digest hashes.
+/// A host write's bytes for the trace writer to store: `captured`'s bytes copied aside
+/// ([`Output::Staged`]) and its fence dropped, so that the program may write the buffer again
+/// at once, where [`ASIDE_LIMIT_BYTES`] allows (with the reservation); else `captured`
+/// itself. Copying is the trace's work, on a hashing thread, and costs the program nothing it
+/// measures: the buffer is fenced until the copy ends, about as long as the hash before it
+/// took.
+fn aside(captured: Captured) -> (Output, Option<AsideReservation>) {
+    let len = captured.len;
+    let reserved = ASIDE_BYTES
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+            (held + len <= ASIDE_LIMIT_BYTES).then_some(held + len)
+        })
+        .is_ok();
+    if !reserved {
+        return (Output::Captured(captured), None);
+    }
+    let copy = captured.bytes().to_vec();
+    drop(captured);
+    (Output::Staged(copy), Some(AsideReservation(len)))
+}
+
+/// The bytes a deferred capture reads (an output digest, a host write's contents).
 pub(crate) enum Output {
     /// In the buffer's host mapping, behind a capture fence.
     Captured(Captured),
-    /// Read back from GPU-local memory.
+    /// Its own copy: read back from GPU-local memory, or copied aside ([`aside`]).
     Staged(Vec<u8>),
 }
 
