@@ -192,18 +192,33 @@ pub fn bar_style(template: &str) -> indicatif::ProgressStyle {
         .progress_chars("=> ")
 }
 
-/// Whether `path` is standard output: `-`, or a path to the file standard output is
-/// (`/dev/stdout`, `/proc/self/fd/1`, or the file it was redirected to), which a verb must
-/// write through standard output itself: a second opening of it is written over by what is
-/// printed there.
 /// A copy of `report` whose strings show their control characters escaped (`\u{1b}`,
 /// `\n`), for text output: names come from the traced program (its annotations, threads,
 /// kernels, path), and one holding an escape sequence or a newline must not clear a
 /// terminal, retitle it or fake a line of output (a break-it pass), as `dump` already
-/// escapes them. JSON output keeps the strings as recorded (JSON escapes them itself).
+/// escapes them. A name (a field whose key ends in `name`) longer than [`NAME_SHOWN_CHARS`]
+/// is shortened in its middle, saying how long it is, so that one 10,000-byte annotation
+/// name does not push a table's columns off every screen (a break-it pass); its head and tail
+/// tell names with a common prefix apart. JSON output keeps the strings as recorded (JSON
+/// escapes them itself).
 pub fn printable(report: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match report {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(key, value)| {
+                    let shown = printable(value);
+                    let shown = match shown {
+                        Value::String(text) if key.ends_with("name") => {
+                            Value::String(shortened(text))
+                        }
+                        other => other,
+                    };
+                    (key.clone(), shown)
+                })
+                .collect(),
+        ),
         Value::String(text) if text.chars().any(char::is_control) => Value::String(
             text.chars()
                 .map(|c| {
@@ -216,16 +231,31 @@ pub fn printable(report: &serde_json::Value) -> serde_json::Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(printable).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(key, value)| (key.clone(), printable(value)))
-                .collect(),
-        ),
         other => other.clone(),
     }
 }
 
+/// The longest name [`printable`] shows whole, in characters.
+pub const NAME_SHOWN_CHARS: usize = 120;
+
+/// `name` whole when it is at most [`NAME_SHOWN_CHARS`] characters, otherwise its first and
+/// last characters around `...(N chars)...`, at most [`NAME_SHOWN_CHARS`] in all.
+fn shortened(name: String) -> String {
+    let count = name.chars().count();
+    if count <= NAME_SHOWN_CHARS {
+        return name;
+    }
+    let middle = format!("...({count} chars)...");
+    let kept = NAME_SHOWN_CHARS.saturating_sub(middle.len());
+    let head: String = name.chars().take(kept - kept / 3).collect();
+    let tail: String = name.chars().skip(count - kept / 3).collect();
+    format!("{head}{middle}{tail}")
+}
+
+/// Whether `path` is standard output: `-`, or a path to the file standard output is
+/// (`/dev/stdout`, `/proc/self/fd/1`, or the file it was redirected to), which a verb must
+/// write through standard output itself: a second opening of it is written over by what is
+/// printed there.
 pub fn is_standard_output(path: &std::path::Path) -> bool {
     path.as_os_str() == "-" || standard_stream(path) == Some(StandardStream::Output)
 }
@@ -302,6 +332,29 @@ mod tests {
             "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}EVIL\\nerror: fake"
         );
         assert_eq!(shown["rows"], report["rows"]);
+    }
+
+    #[test]
+    fn printable_shortens_a_long_name_in_its_middle_and_nothing_else() {
+        let long = format!("head{}tail", "x".repeat(10_000));
+        let message = "y".repeat(500);
+        let report = serde_json::json!({
+            "rows": [{"name": long, "thread_name": long, "short_name": "plain"}],
+            "message": message,
+        });
+        let shown = printable(&report);
+        let row = &shown["rows"][0];
+        for key in ["name", "thread_name"] {
+            let name = row[key].as_str().unwrap();
+            assert!(name.chars().count() <= NAME_SHOWN_CHARS, "{name}");
+            assert!(name.starts_with("headxx") && name.ends_with("xxtail"), "{name}");
+            assert!(name.contains("...(10008 chars)..."), "{name}");
+        }
+        assert_eq!(row["short_name"], "plain");
+        // Only names: a message is shown whole.
+        assert_eq!(shown["message"], message.as_str());
+        let exact = "z".repeat(NAME_SHOWN_CHARS);
+        assert_eq!(printable(&serde_json::json!({"name": exact}))["name"], exact.as_str());
     }
 
     #[test]
