@@ -152,8 +152,9 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                     } else {
                         e.to_string()
                     };
-                    // The recorder empties an earlier trace before its first write: where
-                    // that write failed (a full disk), the earlier trace is gone.
+                    // The recorder replaces an earlier trace at its first write, so one whose
+                    // first write failed leaves it; where it had to empty it in place (a
+                    // folder it may not write), the earlier trace is gone.
                     let lost = earlier
                         .as_deref()
                         .filter(|file| !file.exists())

@@ -154,17 +154,43 @@ pub struct FileSink {
     written: u64,
     /// Times the trace was reopened (said on the first, counted at close).
     reopened: u64,
+    /// An earlier trace this one replaces once its first write succeeds ([`Replacing`]).
+    replacing: Option<Replacing>,
+}
+
+/// A new recording at the path of an earlier trace, written first as a hidden sibling
+/// (`.NAME.PID.new`) and renamed over the earlier trace once its first write succeeded
+/// ([`FileSink::create`]): a reader still reading the earlier trace keeps reading it whole
+/// (the file was truncated in place, so a reader mid-file went on inside the new recording
+/// and read two recordings as one, its seam as "damage", and a mapped reader could fault
+/// with SIGBUS: a break-it pass at scale), and a recording whose first write fails (a full
+/// disk) leaves the earlier trace as it was. An editor's save and GFXReconstruct's capture
+/// files do the same.
+#[derive(Debug)]
+struct Replacing {
+    /// The new recording's name until its first write.
+    temp: PathBuf,
+    /// The earlier trace's path (through a symlink, its target's): where `temp` goes.
+    target: PathBuf,
+    /// The earlier trace, locked until it is replaced: another recorder that opened it
+    /// cannot take it meanwhile (and finds, once it can, that the name is another file's).
+    _earlier: File,
 }
 
 impl FileSink {
-    /// Creates (or truncates) the file at `path`, holding an exclusive advisory lock on it
-    /// while the sink lives, so two recorders never interleave their blocks in one file.
+    /// Creates the file at `path`, holding an exclusive advisory lock on it while the sink
+    /// lives, so two recorders never interleave their blocks in one file. An earlier trace
+    /// at `path` is replaced by a new file once the first write succeeds ([`Replacing`]),
+    /// not truncated: readers of it keep reading it whole. Where the new file cannot be
+    /// made beside it (a folder this process may not write), the earlier trace is emptied
+    /// in place, as before.
     ///
     /// # Errors
     ///
     /// When the file cannot be created, when `path` is a FIFO, a socket or a device
-    /// ([`io::ErrorKind::InvalidInput`]), or another recorder holds it
-    /// ([`io::ErrorKind::WouldBlock`]).
+    /// ([`io::ErrorKind::InvalidInput`]), or another recorder holds it or replaced it
+    /// meanwhile ([`io::ErrorKind::WouldBlock`]); where the earlier trace is replaced, the
+    /// first [`Sink::write_all`] fails when the rename fails (the earlier trace then stays).
     pub fn create(path: impl AsRef<Path>) -> io::Result<FileSink> {
         let path = path.as_ref();
         // A FIFO opened for writing waits for a reader (a traced program would hang in
@@ -194,6 +220,13 @@ impl FileSink {
                 io::ErrorKind::AlreadyExists,
                 format!("{} exists and is not an hrx trace", path.display()),
             ));
+        }
+        if file.metadata()?.len() > 0
+            && let Some((replacing, fresh)) = Replacing::beside(&file, path)?
+        {
+            let mut sink = FileSink::new(fresh, path)?;
+            sink.replacing = Some(replacing);
+            return Ok(sink);
         }
         file.set_len(0)?;
         FileSink::new(file, path)
@@ -228,6 +261,7 @@ impl FileSink {
             identity: (meta.dev(), meta.ino()),
             written: 0,
             reopened: 0,
+            replacing: None,
         })
     }
 
@@ -343,6 +377,10 @@ fn above_stdio(file: File) -> io::Result<File> {
 
 impl Drop for FileSink {
     fn drop(&mut self) {
+        // A recording that never wrote: its hidden file goes, the earlier trace stays.
+        if let Some(replacing) = self.replacing.take() {
+            let _ = std::fs::remove_file(&replacing.temp);
+        }
         if self.reopened > 1 {
             crate::to_stderr(format_args!(
                 "hrx: the program closed or replaced the trace's file descriptor {} times: \
@@ -373,6 +411,72 @@ fn lock_as_writer(file: &File, path: &Path) -> io::Result<()> {
         io::ErrorKind::WouldBlock,
         format!("{} is being written by another recorder", path.display()),
     ))
+}
+
+impl Replacing {
+    /// The hidden new file beside `earlier` (the trace at `path`, locked by this process),
+    /// created empty, locked, with the earlier trace's permissions, and what replaces the
+    /// earlier trace with it. `None` where it cannot be
+    /// made there (the folder is not writable, a read-only file system): the caller empties
+    /// the earlier trace in place instead.
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::WouldBlock`] when `path` no longer names `earlier` (another recorder
+    /// replaced it in the meantime and records there now); other errors of the new file.
+    fn beside(earlier: &File, path: &Path) -> io::Result<Option<(Replacing, File)>> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+        let target = std::fs::canonicalize(path)?;
+        let held = earlier.metadata()?;
+        let named = std::fs::metadata(&target)?;
+        if (named.dev(), named.ino()) != (held.dev(), held.ino()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is being written by another recorder", path.display()),
+            ));
+        }
+        let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
+            return Ok(None);
+        };
+        let mut hidden = std::ffi::OsString::from(".");
+        hidden.push(name);
+        hidden.push(format!(".{}.new", std::process::id()));
+        let temp = folder.join(hidden);
+        let fresh = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(held.permissions().mode() & 0o7777)
+            .open(&temp)
+        {
+            Ok(file) => file,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        // Locked before anyone can reach it by the trace's name (it gets that name later).
+        let locked = lock_as_writer(&fresh, path).and_then(|()| earlier.try_clone());
+        match locked {
+            Ok(earlier) => Ok(Some((
+                Replacing {
+                    temp,
+                    target,
+                    _earlier: earlier,
+                },
+                fresh,
+            ))),
+            Err(error) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(error)
+            }
+        }
+    }
 }
 
 /// Whether `file` is empty or starts like a trace (the [`MAGIC`](crate::format::MAGIC), or
@@ -442,6 +546,20 @@ impl Sink for FileSink {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.file()?.write_all(bytes)?;
         self.written += bytes.len() as u64;
+        if let Some(replacing) = self.replacing.take() {
+            // The first write is the file header and the session's start: from now on the
+            // name is this recording's (the earlier trace's lock goes with `replacing`).
+            if let Err(error) = std::fs::rename(&replacing.temp, &replacing.target) {
+                let _ = std::fs::remove_file(&replacing.temp);
+                return Err(io::Error::new(
+                    error.kind(),
+                    format!(
+                        "cannot replace the earlier trace {}: {error}",
+                        replacing.target.display()
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -4171,5 +4289,131 @@ mod tests {
             assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
             assert_eq!(error.to_string(), format!("it is {kind}, not a file"));
         }
+    }
+
+    /// One recording of `records` timings of runtime `runtime` at `path`, closed.
+    fn record_at(path: &Path, runtime: u32, records: u64) {
+        let recorder = Recorder::create(path, RecorderOptions::default()).unwrap();
+        for submission in 0..records {
+            recorder.record(&timing(runtime, submission));
+        }
+        recorder.close().unwrap();
+    }
+
+    fn runtimes_in(bytes: &[u8]) -> HashSet<u32> {
+        Trace::from_bytes(bytes)
+            .unwrap()
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::RegionTiming(t) => Some(t.runtime.0),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A new recording at an earlier trace's path replaces the file, not its bytes: a reader
+    /// holding the earlier trace open reads it whole after the new recording began and
+    /// closed (it was truncated in place, so a reader mid-file went on inside the new
+    /// recording: two recordings read as one, the seam as damage; a break-it pass at scale).
+    /// The name then holds the new recording alone, with the earlier file's permissions,
+    /// through a symlink the link's target, and no hidden file is left behind.
+    #[test]
+    fn a_new_recording_replaces_an_earlier_trace_that_a_reader_still_reads_whole() {
+        use std::io::Read;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        record_at(&path, 1, 1000);
+        let earlier = std::fs::read(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // A reader that has read the header and stopped mid-file.
+        let mut reader = File::open(&path).unwrap();
+        let mut head = vec![0; 64];
+        reader.read_exact(&mut head).unwrap();
+
+        let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+        for submission in 0..10 {
+            recorder.record(&timing(2, submission));
+        }
+        recorder.flush().unwrap();
+        // The name is the new recording's from its first write on.
+        assert_eq!(
+            runtimes_in(&std::fs::read(&path).unwrap()),
+            HashSet::from([2])
+        );
+        recorder.close().unwrap();
+
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        head.extend(rest);
+        assert_eq!(head, earlier, "the reader's file changed under it");
+        assert_eq!(runtimes_in(&head), HashSet::from([1]));
+        assert_eq!(
+            runtimes_in(&std::fs::read(&path).unwrap()),
+            HashSet::from([2])
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+
+        // Through a symlink: the target is replaced, the link stays a link.
+        let link = dir.path().join("link.hrxt");
+        std::os::unix::fs::symlink("t.hrxt", &link).unwrap();
+        record_at(&link, 3, 10);
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            runtimes_in(&std::fs::read(&path).unwrap()),
+            HashSet::from([3])
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    /// While a recorder writes a trace, a second recorder at its path is refused, whether it
+    /// opened the name before or after the first replaced the earlier trace there; a
+    /// recording whose first write fails leaves the earlier trace as it was and no hidden
+    /// file (it emptied the earlier trace first).
+    #[test]
+    fn a_replacement_is_one_recorders_and_a_first_write_that_fails_keeps_the_earlier_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        record_at(&path, 1, 100);
+        let earlier = std::fs::read(&path).unwrap();
+        // The earlier trace opened (and locked) by a second recorder before the first
+        // replaced it.
+        let before = File::open(&path).unwrap();
+        let first = Recorder::create(&path, RecorderOptions::default()).unwrap();
+        let Err(error) = FileSink::create(&path) else {
+            panic!("a second recorder took the trace being written")
+        };
+        assert_eq!(error.kind(), io::ErrorKind::WouldBlock, "{error}");
+        // Once replaced, the earlier file's lock is free: a recorder that opened it before
+        // takes it, then finds that the name is another file's.
+        assert!(lock_exclusive(&before).unwrap());
+        let Err(error) = Replacing::beside(&before, &path) else {
+            panic!("the earlier file, no longer named, was replaced again")
+        };
+        assert_eq!(error.kind(), io::ErrorKind::WouldBlock, "{error}");
+        first.close().unwrap();
+
+        // A first write that fails: the sink is dropped unwritten.
+        std::fs::write(&path, &earlier).unwrap();
+        let sink = FileSink::create(&path).unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "the hidden file"
+        );
+        drop(sink);
+        assert_eq!(std::fs::read(&path).unwrap(), earlier);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

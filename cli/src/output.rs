@@ -347,14 +347,20 @@ mod tests {
         for key in ["name", "thread_name"] {
             let name = row[key].as_str().unwrap();
             assert!(name.chars().count() <= NAME_SHOWN_CHARS, "{name}");
-            assert!(name.starts_with("headxx") && name.ends_with("xxtail"), "{name}");
+            assert!(
+                name.starts_with("headxx") && name.ends_with("xxtail"),
+                "{name}"
+            );
             assert!(name.contains("...(10008 chars)..."), "{name}");
         }
         assert_eq!(row["short_name"], "plain");
         // Only names: a message is shown whole.
         assert_eq!(shown["message"], message.as_str());
         let exact = "z".repeat(NAME_SHOWN_CHARS);
-        assert_eq!(printable(&serde_json::json!({"name": exact}))["name"], exact.as_str());
+        assert_eq!(
+            printable(&serde_json::json!({"name": exact}))["name"],
+            exact.as_str()
+        );
     }
 
     #[test]

@@ -797,7 +797,9 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     assert!(!err.contains("died"), "{err}");
     assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
 
-    // A whole earlier trace at t.hrxt, which the failing recorder empties.
+    // A whole earlier trace at t.hrxt: the failing recorder wrote its new recording beside
+    // it, to replace it at its first write, so the earlier trace is left as it was (it
+    // emptied it in place, and the earlier trace was lost).
     let record_earlier = || {
         let earlier = run(
             dir.path(),
@@ -814,15 +816,23 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
         assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
     };
     record_earlier();
+    let earlier = std::fs::read(dir.path().join("t.hrxt")).unwrap();
     let out = record("-q");
     let err = stderr(&out);
     assert!(err.contains("warning: no trace:"), "{err}");
-    assert!(!err.contains("left as it was"), "{err}");
-    assert!(err.contains("the earlier trace there is lost"), "{err}");
-    assert!(!dir.path().join("t.hrxt").exists(), "an empty file is left");
+    assert!(
+        err.contains("the earlier trace there is left as it was"),
+        "{err}"
+    );
+    assert!(!err.contains("is lost"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), earlier);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "a file is left"
+    );
 
-    // Without `record`, the runtime's own line says the earlier trace is lost.
-    record_earlier();
+    // Without `record`, the runtime's own line says nothing is lost.
     let script = format!(
         "ulimit -f 0; trap '' XFSZ; HRX_TRACE=t.hrxt exec {} 3",
         example("traced").display()
@@ -835,8 +845,7 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    assert!(
-        err.contains("this process runs untraced (the earlier trace t.hrxt is lost)"),
-        "{err}"
-    );
+    assert!(err.contains("this process runs untraced"), "{err}");
+    assert!(!err.contains("is lost"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), earlier);
 }
