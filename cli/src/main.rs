@@ -63,7 +63,12 @@ fn view(
         output::ColorChoice::Never => false,
         output::ColorChoice::Auto => !hrx_tui::app::no_color(std::env::var_os("NO_COLOR")),
     };
-    hrx_tui::app::run_coloured(file, follow, colour).map_err(|error| {
+    let shown = hrx_tui::app::run_coloured(file, follow, colour);
+    // Said once the terminal is given back (the index is built while it shows the summary).
+    if let Some(unwritten) = hrx_analysis::timeline::cache::take_unwritten(file) {
+        output::warn(format_args!("{unwritten}"));
+    }
+    shown.map_err(|error| {
         // A trace that does not read is told, and hinted at, as every other verb tells it.
         match error {
             hrx_tui::TuiError::Read { path, source } => {

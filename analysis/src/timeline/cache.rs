@@ -324,12 +324,47 @@ pub fn open<E>(
         return Ok(mapped);
     }
     let model = load()?;
-    if write(dir, path, &key, &model).is_ok()
-        && let Ok(mapped) = reopen_as(dir, path, &key)
-    {
-        return Ok(mapped);
+    match write(dir, path, &key, &model) {
+        Ok(()) => {
+            if let Ok(mapped) = reopen_as(dir, path, &key) {
+                return Ok(mapped);
+            }
+        }
+        // Read whole into memory instead, and again on every view: said (a full disk or a
+        // file size limit left it silent, a view taking 18.6 s where a reopen takes 0.4 s;
+        // a break-it pass at scale).
+        Err(error) => unwritten().push((
+            path.to_owned(),
+            format!(
+                "the view cache could not keep the index of {} in {} ({error}): it was built \
+                 in memory, and is built again at every view (free space there, or set \
+                 {CACHE_ENV} to another folder)",
+                path.display(),
+                dir.display()
+            ),
+        )),
     }
     Ok(model)
+}
+
+/// Why [`open`] could not write the entries of traces it opened: (trace, reason), until
+/// [`take_unwritten`] takes them. Kept here, not printed, because `view` builds the index
+/// while its terminal shows the summary frame: it says them once the terminal is its own.
+static UNWRITTEN: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The reason [`open`] could not write the view cache's entry of the trace at `path`, if
+/// it could not (once: taken).
+pub fn take_unwritten(path: &Path) -> Option<String> {
+    let mut unwritten = unwritten();
+    let at = unwritten.iter().position(|(p, _)| p == path)?;
+    Some(unwritten.swap_remove(at).1)
+}
+
+/// [`UNWRITTEN`], even after a panic while it was held (it holds only messages).
+fn unwritten() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String)>> {
+    UNWRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether the cache directory of `options` may be used: `Err` (after the warning

@@ -469,6 +469,38 @@ fn an_invalid_cache_threshold_is_named() {
     assert!(!stdout(&output).is_empty());
 }
 
+/// A view-cache entry that cannot be written (a file size limit here, a full disk alike) is
+/// said after the view, naming the folder and the way out; it was dropped in silence and
+/// every later view built the index again.
+#[test]
+fn a_view_cache_entry_that_cannot_be_written_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let cache = dir.path().join("cache");
+    let script = format!(
+        "ulimit -f 1; trap '' XFSZ; exec {} view h.hrxt",
+        env!("CARGO_BIN_EXE_hrx-trace")
+    );
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env("HRX_VIEW_CACHE_MIN_BYTES", "0")
+        .env("HRX_VIEW_CACHE", &cache)
+        .env("HRX_TUI_HEADLESS_FRAME", "80x24")
+        .env("HRX_TUI_HEADLESS_INDEX", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), 0, "{err}");
+    assert!(!stdout(&output).is_empty());
+    assert!(
+        err.contains("warning: the view cache could not keep the index of h.hrxt in ")
+            && err.contains("HRX_VIEW_CACHE"),
+        "{err}"
+    );
+    assert_eq!(err.matches("view cache could not").count(), 1, "{err}");
+}
+
 /// The statistics overlay (`s`) in a real terminal on the faults trace, whose operations
 /// the software device timed: the kernels by operation name, each row as `stats` prints it
 /// (count, total, mean, p50, p99, max; the failed run's timings counted apart), above the

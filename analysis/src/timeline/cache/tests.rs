@@ -278,3 +278,35 @@ fn an_entry_opens_by_the_key_it_was_built_for_after_the_trace_grew() {
     assert_eq!(reopened.span_count(), 400);
     assert!(reopened.submissions.is_mapped());
 }
+
+/// An entry that cannot be written (a full disk, a file size limit; here a file where its
+/// temporary folder goes) leaves the trace read whole into memory, and says why, once, for
+/// `view` to print: it was dropped in silence, every later view building the index again.
+#[test]
+fn an_entry_that_cannot_be_written_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(400));
+    let cache = options(dir.path());
+    let cache_dir = cache.dir.clone().unwrap();
+    create_private_dir(&cache_dir).unwrap();
+    let blocked = entry(&cache_dir, &trace)
+        .unwrap()
+        .with_extension(format!("tmp-{}", std::process::id()));
+    fs::write(&blocked, b"in the way").unwrap();
+    let model = open(&trace, &cache, None, || load(&trace)).unwrap();
+    assert_eq!(model.span_count(), 400);
+    assert!(!model.submissions.is_mapped(), "read into memory");
+    let said = take_unwritten(&trace).expect("the failure is said");
+    assert!(
+        said.starts_with("the view cache could not keep the index of")
+            && said.contains(&cache_dir.display().to_string())
+            && said.contains(CACHE_ENV),
+        "{said}"
+    );
+    assert_eq!(take_unwritten(&trace), None, "said once");
+    // Written once the way is clear: nothing to say.
+    fs::remove_file(&blocked).unwrap();
+    let model = open(&trace, &cache, None, || load(&trace)).unwrap();
+    assert!(model.submissions.is_mapped());
+    assert_eq!(take_unwritten(&trace), None);
+}
