@@ -275,7 +275,9 @@ pub struct Matched {
     pub submissions_past_end: [u64; 2],
     /// Keys (outputs and submissions) of base, of new, that left the match window
     /// unmatched, included in the one-sided counts: where the submission sequences differ,
-    /// some may have been matched by a pass holding every key (see the module docs).
+    /// some may have been matched by a pass holding every key (see the module docs). Keys
+    /// past the other trace's end (it is incomplete) are not among them: they are counted
+    /// in `outputs_past_end` and `submissions_past_end`.
     pub unmatched_past_window: [u64; 2],
     /// Digests and completions of base, of new, that arrived more than [`LIVE_WINDOW`]
     /// submits after their own submission, or waited for it past [`PARK_LIMIT`] (a

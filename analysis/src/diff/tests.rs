@@ -145,6 +145,24 @@ fn keys_past_the_window_are_counted_one_sided_and_said() {
     assert_eq!(m.outputs_one_sided, [0, 12_000]);
 }
 
+/// A cut copy of a trace longer than the window: the keys past its end leave the window
+/// as past its end, not as a sequence difference (they read as "the submission sequences
+/// differ" at scale: a break-it pass).
+#[test]
+fn keys_past_a_cut_traces_end_are_not_said_to_have_left_the_window() {
+    let window = 8192;
+    let base = trace(15_000, &[], None);
+    let cut = trace(3000, &[], None);
+    let (bp, mut np) = (profile_records(&base), profile_records(&cut));
+    np.recovery = Some(hrx_capture::Recovery::default());
+    let m = match_within((&bp, stream(&base)), (&np, stream(&cut)), window).unwrap();
+    assert_eq!(m.identical, 3000);
+    assert_eq!(m.unmatched_past_window, [0, 0], "{m:?}");
+    assert_eq!(m.outputs_one_sided, [12_000, 0]);
+    assert_eq!(m.outputs_past_end[0], m.outputs_one_sided[0]);
+    assert_eq!(m.submissions_past_end[0], m.submissions_one_sided[0]);
+}
+
 #[test]
 fn digests_before_their_submit_are_keyed_by_graph() {
     let base = trace(20, &[], None);

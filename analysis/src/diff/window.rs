@@ -233,7 +233,10 @@ impl Merge {
             let end = &self.ends[1 - s];
             m.outputs_past_end[s] = self.outputs[s].one_sided_past(|k| end.past((k.0, k.1, k.2)));
             m.submissions_past_end[s] = self.outcomes[s].one_sided_past(|k| end.past(*k));
-            m.unmatched_past_window[s] = self.outputs[s].evicted + self.outcomes[s].evicted;
+            // Past the other trace's end is no sequence difference: left out (a cut copy of
+            // a large trace read as "the submission sequences differ": a break-it pass).
+            m.unmatched_past_window[s] = (self.outputs[s].evicted - self.outputs[s].evicted_past)
+                + (self.outcomes[s].evicted - self.outcomes[s].evicted_past);
         }
         m.late_records = late;
         m.differing.sort_by_key(|d| d.key);
