@@ -154,8 +154,9 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Where each process of the program says which file it records into; without it (no
     // temporary directory), the files are found by their names as before.
+    crate::traces::sweep_reports(&std::env::temp_dir());
     let reports = tempfile::Builder::new()
-        .prefix(crate::traces::REPORTS_PREFIX)
+        .prefix(&crate::traces::reports_prefix())
         .tempdir()
         .ok();
     // Handlers first: a signal that arrives while the program starts is held, then sent.

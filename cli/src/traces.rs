@@ -218,8 +218,40 @@ pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
     written
 }
 
-/// The prefix of the temporary directory `record` names in `HRX_TRACE_PATHS`.
+/// The prefix of the temporary directory `record` names in `HRX_TRACE_PATHS`; the
+/// directory is `PREFIX` + `record`'s pid + `-` + a random part ([`reports_prefix`]).
 pub const REPORTS_PREFIX: &str = "hrx-trace-paths-";
+
+/// The prefix of this process's reports directory: [`REPORTS_PREFIX`], its pid and `-`,
+/// so that [`sweep_reports`] can tell one whose `record` no longer runs.
+pub fn reports_prefix() -> String {
+    format!("{REPORTS_PREFIX}{}-", std::process::id())
+}
+
+/// Removes from `dir` the reports directories of `record`s no longer running (a SIGKILLed
+/// `record` runs no clean-up and left its own, a break-it pass; and a reports directory
+/// still present claims its files as another recording's, [`reported`]). One named without
+/// a pid (an older `record`) is left: its owner cannot be told. Best effort.
+pub fn sweep_reports(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(REPORTS_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let running = Path::new(&format!("/proc/{pid}")).exists();
+        if !running && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
 
 /// The existing files named in the reports of directory `dir`, sorted.
 fn read_reports(dir: &Path) -> Vec<PathBuf> {
@@ -251,6 +283,25 @@ pub fn per_process(output: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reports directories of `record`s no longer running go; this one's, one named
+    /// without a pid, and anything else stay.
+    #[test]
+    fn only_the_reports_of_records_no_longer_running_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        // Past Linux's largest pid (2^22): never running.
+        let gone = dir.path().join(format!("{REPORTS_PREFIX}4194305-abc"));
+        let ours = dir.path().join(format!("{}xyz", reports_prefix()));
+        let older = dir.path().join(format!("{REPORTS_PREFIX}QWErty"));
+        let other = dir.path().join("hrx-trace-view");
+        for d in [&gone, &ours, &older, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("123"), "t.hrxt\n").unwrap();
+        }
+        sweep_reports(dir.path());
+        assert!(!gone.exists());
+        assert!(ours.exists() && older.exists() && other.exists());
+    }
 
     #[test]
     fn patterns_match_what_the_runtime_writes() {
