@@ -572,12 +572,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             )?;
         }
     }
+    let kernels = r["kernels"].as_array().map_or(&[][..], Vec::as_slice);
+    let w = runs_width(kernels);
     writeln!(
         out,
-        "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+        "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
         "kernel", "runs", "base p50", "new p50", "base p99", "new p99", "ratio [95% interval]"
     )?;
-    for k in r["kernels"].as_array().into_iter().flatten() {
+    for k in kernels {
         let runs = format!("{}/{}", u(&k["base"]["count"]), u(&k["new"]["count"]));
         let mark = match (k["status"].as_str(), k["slow"].as_bool()) {
             (_, Some(true)) => "  SLOW",
@@ -590,7 +592,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         };
         writeln!(
             out,
-            "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+            "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
             k["name"].as_str().unwrap_or(""),
             runs,
             ns(&k["base"]["p50_ns"]),
@@ -603,9 +605,10 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     write_operations(out, r)?;
     // The application's ranges (format 1.14): reported, never judged.
     if let Some(rows) = r["annotations"].as_array().filter(|a| !a.is_empty()) {
+        let w = runs_width(rows);
         writeln!(
             out,
-            "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+            "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
             "annotation",
             "ranges",
             "base p50",
@@ -623,7 +626,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             };
             writeln!(
                 out,
-                "{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+                "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
                 a["name"].as_str().unwrap_or(""),
                 runs,
                 ns(&a["base"]["p50_ns"]),
@@ -922,9 +925,10 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
     if times.is_empty() {
         return Ok(());
     }
+    let w = runs_width(times);
     writeln!(
         out,
-        "\n{:<28} {:>9} {:>11} {:>11} {:>11} {:>11} {:>22}",
+        "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
         "operation (by place)",
         "runs",
         "base p50",
@@ -955,7 +959,7 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         let mark = not_judged_mark(r, t);
         writeln!(
             out,
-            "{name:<28} {runs:>9} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+            "{name:<28} {runs:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
             ns(&t["base"]["p50_ns"]),
             ns(&t["new"]["p50_ns"]),
             ns(&t["base"]["p99_ns"]),
@@ -966,9 +970,29 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
     more(out, times.len())
 }
 
+/// The width of a table's `runs` column (`BASE/NEW` counts): at least its header's 9, so
+/// that 15,000,000 runs a side do not push the later columns out of line.
+fn runs_width(rows: &[Value]) -> usize {
+    let count = |row: &Value, side: &str| row[side]["count"].as_u64().unwrap_or(0);
+    (rows.iter())
+        .map(|row| format!("{}/{}", count(row, "base"), count(row, "new")).len())
+        .fold(9, usize::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runs_column_is_as_wide_as_its_widest_count() {
+        let rows = [
+            serde_json::json!({"base": {"count": 15_000_000}, "new": {"count": 15_000_000}}),
+            serde_json::json!({"base": {"count": 3}, "new": {"count": 4}}),
+        ];
+        assert_eq!(runs_width(&rows), "15000000/15000000".len());
+        assert_eq!(runs_width(&rows[1..]), 9);
+        assert_eq!(runs_width(&[]), 9);
+    }
 
     #[test]
     fn a_row_too_few_or_too_spread_to_judge_says_so() {
