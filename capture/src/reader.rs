@@ -386,6 +386,41 @@ pub enum WarningKind {
         /// The highest submission number found.
         last: u64,
     },
+    /// A trace that was not closed (killed, crashed, cut short) lacks some of a runtime's
+    /// submission numbers, and nothing in it was damaged, skipped or lost: each submitting
+    /// thread's last records were still in its buffer, or in the torn last block, when the
+    /// trace ended, so the trace ends for the runtime before `first`, the lowest number it
+    /// lacks (another thread's later submissions, written earlier, may follow). Those
+    /// submissions are not missing from the middle of the trace: they are past its end
+    /// ([`Recovery::unwritten_submissions`]). See [`TraceReader::check_submission_numbers`].
+    #[error(
+        "runtime {runtime}: the trace ends before submission {first} (never closed: the \
+         Submit of {missing} of its submissions {first}..={last} was never written, and \
+         {past} later ones it holds are past where it ends)"
+    )]
+    SubmissionsUnwritten {
+        /// The runtime.
+        runtime: u32,
+        /// The lowest submission number the trace lacks: it ends before it.
+        first: u64,
+        /// Submission numbers absent (all at or after `first`).
+        missing: u64,
+        /// Submissions the trace holds after `first` (submitted by other threads).
+        past: u64,
+        /// The highest submission number found.
+        last: u64,
+    },
+}
+
+impl WarningKind {
+    /// The runtime and the submission a trace that was never closed ends before, for that
+    /// runtime ([`WarningKind::SubmissionsUnwritten`]); `None` for any other warning.
+    pub fn ends_before(&self) -> Option<(u32, u64)> {
+        match *self {
+            WarningKind::SubmissionsUnwritten { runtime, first, .. } => Some((runtime, first)),
+            _ => None,
+        }
+    }
 }
 
 /// How much of a trace was read back (serde: the timeline's cache keeps it).
@@ -423,6 +458,11 @@ pub struct Recovery {
     /// Submission numbers absent from their runtime's sequence (see
     /// [`WarningKind::SubmissionsMissing`]), counted once the whole file was read.
     pub missing_submissions: u64,
+    /// Submission numbers absent at the end of a trace that was not closed, where nothing was
+    /// damaged, skipped or lost (see [`WarningKind::SubmissionsUnwritten`]): the trace ends
+    /// before them, they are not missing from its middle (not in `missing_submissions`).
+    #[serde(default)]
+    pub unwritten_submissions: u64,
     /// Whether the trace is a trim of a recording that was not whole (killed, crashed,
     /// damaged, or itself such a trim): its `TraceRange` says so after the source's name
     /// (`cut.hrxt (incomplete: cut short, never closed)`). The trim is closed cleanly, but
@@ -947,10 +987,9 @@ pub struct TraceReader<R> {
     ahead: Option<ahead::Ahead>,
     blocks_seen: u64,
     done: bool,
-    /// Per runtime: the highest submission number seen and how many submits were read,
-    /// checked for gaps at the end when `check_submissions` is on. Bounded by runtimes, not
-    /// submissions.
-    submissions: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// Per runtime: the submission numbers seen, checked for gaps at the end when
+    /// `check_submissions` is on. Bounded by runtimes and gaps, not submissions.
+    submissions: std::collections::BTreeMap<u32, Numbers>,
     /// Per runtime: the submission ranges its [`TraceRange`](crate::schema::TraceRange)
     /// records declare, start -> end (`None`: open), so that a range's trace is not read as
     /// missing the submissions before and after it.
@@ -1923,36 +1962,154 @@ impl<R: Read> TraceReader<R> {
     /// At the end: a runtime numbers its submissions 1, 2, 3, ..., so fewer submits than its
     /// highest number means some are missing (a duplicated submit would hide one; none is
     /// ever written twice).
+    ///
+    /// Missing from the middle, or past where the trace ends? A recording writes each
+    /// thread's records in order, a buffer at a time, and closing it writes every buffer:
+    /// a closed trace lacks a `Submit` only where records were lost (lossy mode, a write
+    /// error: its `RecordsLost` says so) or damaged since (skipped blocks or records, blocks
+    /// its footer or session end counts that are gone). A trace never closed (killed,
+    /// crashed, cut with `head -c`, still being written) lacks besides each submitting
+    /// thread's last records, those still in its buffer or in the torn last block when it
+    /// ended, while another thread's later submissions, written before, are in the file.
+    /// So in a trace that was not closed and where nothing was damaged, skipped or lost,
+    /// the numbers a runtime lacks are its threads' unwritten tails: the trace ends for it
+    /// before the lowest one ([`WarningKind::SubmissionsUnwritten`]). Anywhere else they
+    /// are missing ([`WarningKind::SubmissionsMissing`]): replay refuses such a gap (later
+    /// submissions read what the missing ones wrote), and readers say it as damage.
     fn check_submissions(&mut self) {
         if std::mem::replace(&mut self.submissions_checked, true) {
             return;
         }
+        let r = &self.recovery;
+        let ends_early = !r.closed
+            && r.skipped_blocks == 0
+            && r.skipped_records == 0
+            && r.lost.is_none()
+            && !r.source_incomplete;
         let submissions = std::mem::take(&mut self.submissions);
         let ranges = std::mem::take(&mut self.ranges);
-        for (runtime, (last, count)) in submissions {
+        for (runtime, seen) in submissions {
+            let last = seen.last;
             // A range's trace holds only the numbers its ranges cover (up to the last seen).
-            let expected = match ranges.get(&runtime) {
+            let expected: Vec<(u64, u64)> = match ranges.get(&runtime) {
                 Some(ranges) => ranges
                     .iter()
                     .map(|(&start, &end)| {
-                        let end = end.unwrap_or(u64::MAX).min(last.saturating_add(1));
-                        end.saturating_sub(start)
+                        (start, end.unwrap_or(u64::MAX).min(last.saturating_add(1)))
                     })
-                    .fold(0u64, u64::saturating_add),
-                None => last,
+                    .collect(),
+                None => vec![(1, last.saturating_add(1))],
             };
-            if count < expected {
-                let missing = expected - count;
-                self.recovery.missing_submissions =
-                    self.recovery.missing_submissions.saturating_add(missing);
-                let kind = WarningKind::SubmissionsMissing {
-                    runtime,
-                    missing,
-                    last,
-                };
-                self.warn(self.offset, kind);
+            let expected_count = (expected.iter())
+                .map(|&(start, end)| end.saturating_sub(start))
+                .fold(0u64, u64::saturating_add);
+            if seen.count >= expected_count {
+                continue;
+            }
+            let missing = expected_count - seen.count;
+            let first = if ends_early {
+                (expected.iter())
+                    .filter_map(|&(start, end)| seen.first_lacking(start, end))
+                    .min()
+            } else {
+                None
+            };
+            let kind = match first {
+                Some(first) => {
+                    self.recovery.unwritten_submissions =
+                        self.recovery.unwritten_submissions.saturating_add(missing);
+                    WarningKind::SubmissionsUnwritten {
+                        runtime,
+                        first,
+                        missing,
+                        past: seen.held_from(first),
+                        last,
+                    }
+                }
+                None => {
+                    self.recovery.missing_submissions =
+                        self.recovery.missing_submissions.saturating_add(missing);
+                    WarningKind::SubmissionsMissing {
+                        runtime,
+                        missing,
+                        last,
+                    }
+                }
+            };
+            self.warn(self.offset, kind);
+        }
+    }
+}
+
+/// A runtime's submission numbers read, as maximal runs `start -> end` (inclusive): a run
+/// a gap, so few where numbers come in order (threads' submits interleave only by the
+/// blocks they were flushed in). Past [`Numbers::MAX_RUNS`] gaps the runs are dropped and
+/// only the count and the highest number kept: the lowest number lacking is then unknown.
+#[derive(Debug, Default)]
+struct Numbers {
+    /// The highest number read.
+    last: u64,
+    /// Submits read.
+    count: u64,
+    runs: std::collections::BTreeMap<u64, u64>,
+    /// Too many gaps to keep the runs.
+    overflow: bool,
+}
+
+impl Numbers {
+    const MAX_RUNS: usize = 1 << 16;
+
+    fn insert(&mut self, n: u64) {
+        self.last = self.last.max(n);
+        self.count = self.count.saturating_add(1);
+        if self.overflow {
+            return;
+        }
+        let below = self.runs.range(..=n).next_back().map(|(&s, &e)| (s, e));
+        let above = (n < u64::MAX)
+            .then(|| self.runs.get(&(n + 1)).copied())
+            .flatten();
+        match (below, above) {
+            (Some((_, end)), _) if n <= end => {}
+            (Some((start, end)), Some(above_end)) if end + 1 == n => {
+                self.runs.remove(&(n + 1));
+                self.runs.insert(start, above_end);
+            }
+            (Some((start, end)), None) if end + 1 == n => {
+                self.runs.insert(start, n);
+            }
+            (_, Some(above_end)) => {
+                self.runs.remove(&(n + 1));
+                self.runs.insert(n, above_end);
+            }
+            _ if self.runs.len() >= Self::MAX_RUNS => {
+                self.overflow = true;
+                self.runs = std::collections::BTreeMap::new();
+            }
+            _ => {
+                self.runs.insert(n, n);
             }
         }
+    }
+
+    /// The lowest number in `start..end` not read; `None` when every one was (or, past
+    /// too many gaps, when that is not known).
+    fn first_lacking(&self, start: u64, end: u64) -> Option<u64> {
+        if self.overflow || start >= end {
+            return None;
+        }
+        let first = match self.runs.range(..=start).next_back() {
+            Some((_, &run_end)) if run_end >= start => run_end.checked_add(1)?,
+            _ => start,
+        };
+        (first < end).then_some(first)
+    }
+
+    /// Numbers read from `first` on.
+    fn held_from(&self, first: u64) -> u64 {
+        (self.runs.range(first..))
+            .map(|(&start, &end)| end - start + 1)
+            .fold(0u64, u64::saturating_add)
     }
 }
 
@@ -1965,8 +2122,7 @@ impl<R: Read> Iterator for TraceReader<R> {
                 match (self.check_submissions, &item) {
                     (true, (_, Record::Submit(submit))) => {
                         let seen = self.submissions.entry(submit.runtime.0).or_default();
-                        seen.0 = seen.0.max(submit.submission.0);
-                        seen.1 = seen.1.saturating_add(1);
+                        seen.insert(submit.submission.0);
                     }
                     (true, (_, Record::TraceRange(range))) => {
                         let ranges = self.ranges.entry(range.runtime.0).or_default();
@@ -2669,13 +2825,15 @@ mod tests {
                 fault: None,
             })
         };
+        // Absent either way: `file` writes no footer, so the numbers lacked count as past
+        // where the never-closed trace ends (the next test tells the two apart).
         let missing = |records: Vec<Record>| {
             let bytes = file(&[(BlockKind::RECORDS, records)], FormatVersion::CURRENT);
             let reader = TraceReader::new(&bytes[..]).unwrap();
-            Trace::read_whole(reader.check_submission_numbers())
+            let recovery = Trace::read_whole(reader.check_submission_numbers())
                 .unwrap()
-                .recovery
-                .missing_submissions
+                .recovery;
+            recovery.missing_submissions + recovery.unwritten_submissions
         };
         let whole = vec![range(None), submit(5), submit(6), submit(7), range(Some(8))];
         assert_eq!(missing(whole), 0);
@@ -2685,6 +2843,133 @@ mod tests {
         assert_eq!(missing(gap), 1);
         let without_range = vec![submit(5), submit(6), submit(7)];
         assert_eq!(missing(without_range), 4);
+    }
+
+    /// A trace never closed, where nothing was damaged, skipped or lost, that lacks some of a
+    /// runtime's submission numbers while holding later ones: a submitting thread's last
+    /// records unwritten when it ended, another thread's later ones written. It ends before
+    /// the first number lacked, and those are not missing (replay refused them as a gap in
+    /// the middle of the trace, the D4 finding of the scale pass). The same numbers lacked in
+    /// a closed trace, beside a damaged block, or with records lost, are missing.
+    #[test]
+    fn numbers_a_never_closed_trace_lacks_at_its_end_are_past_it_not_missing() {
+        use crate::schema::{
+            LostKind, PreparedId, RecordsLost, RuntimeId, SubmissionIndex, Submit,
+        };
+        let submit = |n| {
+            Record::Submit(Submit {
+                runtime: RuntimeId(1),
+                prepared: PreparedId(1),
+                submission: SubmissionIndex(n),
+                slot: 0,
+                producers: Vec::new(),
+                time_ns: n,
+            })
+        };
+        let submits = |numbers: &[u64]| numbers.iter().map(|&n| submit(n)).collect::<Vec<_>>();
+        let read = |bytes: &[u8]| {
+            let reader = TraceReader::new(bytes).unwrap();
+            Trace::read_whole(reader.check_submission_numbers()).unwrap()
+        };
+        // One thread's 4 and 6 unwritten; the other's 5, 7..=10 in the file.
+        let held = [1, 2, 3, 5, 7, 8, 9, 10];
+        let blocks = [
+            (BlockKind::RECORDS, submits(&held[..3])),
+            (BlockKind::RECORDS, submits(&held[3..])),
+        ];
+        let cut = file(&blocks, FormatVersion::CURRENT);
+        let trace = read(&cut);
+        assert!(!trace.recovery.closed);
+        assert_eq!(
+            trace.recovery.missing_submissions, 0,
+            "{:?}",
+            trace.warnings
+        );
+        assert_eq!(trace.recovery.unwritten_submissions, 2);
+        let unwritten = WarningKind::SubmissionsUnwritten {
+            runtime: 1,
+            first: 4,
+            missing: 2,
+            past: 5,
+            last: 10,
+        };
+        let kinds: Vec<_> = trace.warnings.iter().map(|w| w.kind.clone()).collect();
+        assert_eq!(kinds, std::slice::from_ref(&unwritten));
+        assert_eq!(unwritten.ends_before(), Some((1, 4)));
+        assert!(
+            unwritten
+                .to_string()
+                .starts_with("runtime 1: the trace ends before submission 4"),
+            "{unwritten}"
+        );
+        // Torn in its last block as well: the same.
+        let mut torn = cut.clone();
+        torn.extend(
+            &file(
+                &[(BlockKind::RECORDS, submits(&[11]))],
+                FormatVersion::CURRENT,
+            )[FILE_HEADER_LEN..FILE_HEADER_LEN + 20],
+        );
+        assert_eq!(read(&torn).recovery.unwritten_submissions, 2);
+        assert!(read(&torn).recovery.bytes_discarded > 0);
+
+        let missing = |trace: &Trace, n: u64| {
+            assert_eq!(
+                trace.recovery.unwritten_submissions, 0,
+                "{:?}",
+                trace.warnings
+            );
+            assert_eq!(
+                trace.recovery.missing_submissions, n,
+                "{:?}",
+                trace.warnings
+            );
+            assert!(
+                (trace.warnings.iter())
+                    .any(|w| matches!(w.kind, WarningKind::SubmissionsMissing { .. })),
+                "{:?}",
+                trace.warnings
+            );
+        };
+        // Closed: every thread's buffer was written.
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        for record in submits(&held) {
+            recorder.record(&record);
+        }
+        recorder.close().unwrap();
+        missing(&read(&sink.contents()), 2);
+        // A damaged block before the end (its submission 3 lost with it).
+        let with_three = [
+            (BlockKind::RECORDS, submits(&[1, 2])),
+            (BlockKind::RECORDS, submits(&[3])),
+            (BlockKind::RECORDS, submits(&held[3..])),
+        ];
+        let mut damaged = file(&with_three, FormatVersion::CURRENT);
+        let second = file(&with_three[..1], FormatVersion::CURRENT).len();
+        damaged[second + BLOCK_HEADER_LEN + 2] ^= 0xff;
+        let trace = read(&damaged);
+        assert_eq!(trace.recovery.skipped_blocks, 1, "{:?}", trace.warnings);
+        missing(&trace, 3);
+        // Records the recorder lost (lossy mode): dropped, not unwritten.
+        let lost = Record::RecordsLost(RecordsLost {
+            time_ns: 11,
+            lossy: true,
+            total: 2,
+            by_kind: vec![LostKind {
+                kind: "Submit".into(),
+                records: 2,
+            }],
+        });
+        let mut lossy = submits(&held);
+        lossy.push(lost);
+        missing(
+            &read(&file(
+                &[(BlockKind::RECORDS, lossy)],
+                FormatVersion::CURRENT,
+            )),
+            2,
+        );
     }
 
     fn is_prefix(prefix: &[Record], of: &[Record]) -> bool {
