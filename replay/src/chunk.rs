@@ -378,13 +378,19 @@ pub(crate) struct Chunker<R> {
     pub late: u64,
     /// Submissions left out by `until`, per runtime.
     pub cut: BTreeMap<RuntimeId, u64>,
+    /// Where the file ends for each runtime, if it was never closed before some of its
+    /// submitting threads' last records were written ([`crate::plan::ends`]): records of
+    /// submissions from there on are left out, as a whole-trace replay leaves them out.
+    ends: BTreeMap<RuntimeId, SubmissionIndex>,
 }
 
 impl<R: Read> Chunker<R> {
     /// A chunker over `reader`, whose chunks `index` (the first pass over the same file)
     /// located.
     pub fn new(reader: TraceReader<R>, index: ChunkIndex, until: Option<u64>) -> Chunker<R> {
+        let ends = crate::plan::ends(&index.reading().warnings);
         Chunker {
+            ends,
             reader,
             index,
             until,
@@ -449,6 +455,9 @@ impl<R: Read> Chunker<R> {
         }
         if structural(&record) {
             self.structure.push(record);
+            return;
+        }
+        if crate::plan::past_the_end(&self.ends, &record) {
             return;
         }
         let chunk = match (record.runtime(), submission_of(&record)) {
@@ -981,6 +990,67 @@ mod tests {
             streamed.notes
         );
         assert_eq!(streamed.exit_code(), 0, "{:?}", streamed.notes);
+    }
+
+    /// A recording of two submitting threads killed (or cut with `head -c`) can lack one
+    /// thread's last `Submit`s while holding the other's later ones: the trace ends there,
+    /// nothing was lost. Read as `replay_file` reads it (submission numbers checked), it is
+    /// replayed, whole and in chunks, up to the first submission it lacks, the later ones
+    /// left out with a note, and matches as far as it goes (it was refused, exit 2: "1
+    /// submission between those it holds has no Submit (lost while recording, or with a
+    /// damaged block)"; D4 of the scale pass). The same lack in a closed file is refused.
+    #[test]
+    fn a_never_closed_file_ends_before_the_first_submission_it_lacks() {
+        let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
+        // Submission 3's Submit unwritten (its thread's last records), 4..=6 held (another
+        // thread's); 3's completion and digests in the file, as a waiting thread writes them.
+        let without_three = encode(
+            (whole.records.iter())
+                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3)),
+        );
+        let footer =
+            hrx_capture::format::decode_trailer(&without_three[without_three.len() - 16..])
+                .expect("a trailer");
+        let cut = &without_three[..footer as usize];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.hrxt");
+        std::fs::write(&path, cut).unwrap();
+        // (Its runtime's id depends on the runtimes other tests made before.)
+        let note = "the trace ends before submission 3, the first whose Submit it lacks";
+        let left_out = "submissions from 3 on are left out, 3 submissions it holds (written by other threads) and 1 submission without a Submit";
+        let said = |report: &crate::Report| {
+            assert!(
+                (report.notes.iter()).any(|n| n.contains(note) && n.contains(left_out)),
+                "{:?}",
+                report.notes
+            );
+            assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
+            assert!(!report.trace.complete);
+            let replayed: Vec<u64> = (report.submissions.iter()).map(|s| s.submission).collect();
+            assert_eq!(replayed, [1, 2], "{:?}", report.notes);
+        };
+        for chunk in [16, 2, 1] {
+            let options = crate::ReplayOptions::default().chunk_submissions(chunk);
+            let report = crate::replay_file(&path, &options).expect("replayed");
+            said(&report);
+        }
+        let reader = TraceReader::new(cut).unwrap().check_submission_numbers();
+        let trace = Trace::read_whole(reader).unwrap();
+        assert_eq!(trace.recovery.unwritten_submissions, 1);
+        said(&crate::replay(&trace, &Default::default()).expect("replayed whole"));
+
+        // Closed, the same lack is a gap: refused.
+        let closed = dir.path().join("closed.hrxt");
+        std::fs::write(&closed, &without_three).unwrap();
+        let Err(error) = crate::replay_file(&closed, &Default::default()) else {
+            panic!("a gap in a closed trace is refused");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("1 submission between those it holds has no Submit"),
+            "{error}"
+        );
     }
 
     /// Every record of a submission between held ones lost (its blocks damaged: nothing

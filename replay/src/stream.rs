@@ -837,6 +837,7 @@ pub(crate) fn replay_stream<R: Read>(
     // A trim of an incomplete recording: each chunk's plan noted it.
     complete &= !chunker.index().trimmed_incomplete();
     let mut chunker_notes = open_notes;
+    chunker_notes.extend(plan::ends_notes(&chunker.index().reading().warnings));
     if chunker.late > 0 {
         chunker_notes.push(format!(
             "{} records came after their submission's chunk was replayed (the trace grew while it was replayed) and were not compared",

@@ -173,6 +173,53 @@ pub(crate) fn refuse_gaps(recovery: &hrx_capture::Recovery) -> Result<(), Replay
     }
 }
 
+/// Where a trace that was never closed ends for each runtime: the submission it ends before
+/// ([`hrx_capture::reader::WarningKind::SubmissionsUnwritten`], found by a reader that checked
+/// submission numbers). The numbers a runtime lacks there are its submitting threads'
+/// unwritten last records, not a gap in the middle of the trace (the reader tells the two
+/// apart: only a trace not closed, with nothing damaged, skipped or lost, ends so): replay
+/// keeps the submissions before it, and leaves out those from it on, which other threads'
+/// records in the file may hold (they may read what the unwritten ones wrote).
+pub(crate) fn ends(warnings: &[hrx_capture::Warning]) -> BTreeMap<RuntimeId, SubmissionIndex> {
+    (warnings.iter())
+        .filter_map(|w| w.kind.ends_before())
+        .map(|(runtime, first)| (RuntimeId(runtime), SubmissionIndex(first)))
+        .collect()
+}
+
+/// Whether `record` names a submission at or past where the trace ends for its runtime
+/// ([`ends`]).
+pub(crate) fn past_the_end(ends: &BTreeMap<RuntimeId, SubmissionIndex>, record: &Record) -> bool {
+    match (record.runtime(), crate::chunk::submission_of(record)) {
+        (Some(runtime), Some(submission)) => ends.get(&runtime).is_some_and(|&e| submission >= e),
+        _ => false,
+    }
+}
+
+/// The replay's notes on the submissions left out past where the trace ends ([`ends`]).
+pub(crate) fn ends_notes(warnings: &[hrx_capture::Warning]) -> Vec<String> {
+    use hrx_analysis::units::plural;
+    (warnings.iter())
+        .filter_map(|w| match w.kind {
+            hrx_capture::reader::WarningKind::SubmissionsUnwritten {
+                runtime,
+                first,
+                missing,
+                past,
+                ..
+            } => Some(format!(
+                "runtime {runtime}: the trace ends before submission {first}, the first whose \
+                 Submit it lacks (never closed: its submitting thread's last records were not \
+                 written): submissions from {first} on are left out, {} it holds (written by \
+                 other threads) and {} without a Submit",
+                plural(past, "submission"),
+                plural(missing, "submission"),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
 ///
 /// # Errors
@@ -201,6 +248,13 @@ pub(crate) fn plan_of(
     let blobs = trace.blobs();
     let lost = trace.recovery.lost;
     let (mut notes, mut complete) = recovery_notes(&trace.recovery);
+    // Records of submissions past where the trace ends for their runtime are left out, as if
+    // the file ended there (a chunk of a streamed replay has them left out by its chunker).
+    let ends = ends(&trace.warnings);
+    notes.extend(ends_notes(&trace.warnings));
+    let records: Vec<&Record> = (trace.records.iter())
+        .filter(|r| !past_the_end(&ends, r))
+        .collect();
     let mut trimmed_incomplete = None;
     let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
     let mut recorded = None;
@@ -210,7 +264,7 @@ pub(crate) fn plan_of(
     let mut loaded = false;
     // The latest record of each range (a capture range's closing one restates its opening).
     let mut ranges: BTreeMap<(RuntimeId, u64), &s::TraceRange> = BTreeMap::new();
-    for record in &trace.records {
+    for &record in &records {
         match record {
             Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
                 host_load = Some(name.name);
@@ -316,7 +370,6 @@ pub(crate) fn plan_of(
     }
     // Completions, timings, events, digests and cross waits joined to their submissions and
     // regions by the one join of every reader.
-    let records: Vec<&Record> = trace.records.iter().collect();
     let mut joins = crate::joins::join(&records);
     let mut runtimes = Vec::new();
     for (id, g) in gathered {

@@ -36,7 +36,10 @@ mod check;
 mod gather;
 mod runtime;
 
-pub(crate) use gather::{plan, plan_of, recovery_notes, refuse_gaps, trimmed_from_incomplete};
+pub(crate) use gather::{
+    ends, ends_notes, past_the_end, plan, plan_of, recovery_notes, refuse_gaps,
+    trimmed_from_incomplete,
+};
 pub(crate) use runtime::host_observable_note;
 pub(crate) use runtime::orphans_note;
 
