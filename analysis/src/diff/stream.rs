@@ -58,7 +58,13 @@ pub(super) fn match_within(
     // damaged block) counts a graph's later submissions one short, whichever graph lost
     // one: its submissions pair by number, which the trace keeps (paired by count, a
     // damaged copy of a trace differed from it in every later output).
-    let gaps = |p: &Profile| p.recovery.is_some_and(|r| r.missing_submissions > 0);
+    // So does one that ends before some of a runtime's submissions while holding later ones
+    // (never closed: a submitting thread's last records unwritten, another's later ones in
+    // the file; [`hrx_capture::reader::WarningKind::SubmissionsUnwritten`]).
+    let gaps = |p: &Profile| {
+        p.recovery
+            .is_some_and(|r| r.missing_submissions > 0 || r.unwritten_submissions > 0)
+    };
     let by_graph = base.shape.keys().eq(new.shape.keys()) && !gaps(base) && !gaps(new);
     let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
         compared

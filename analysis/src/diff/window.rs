@@ -126,12 +126,35 @@ impl End {
     /// How far `profile`'s trace goes.
     pub(super) fn of(profile: &super::Profile) -> End {
         let done = profile.places.done();
+        let graphs = done.len() as u64;
+        // A trace never closed before a submitting thread's last records were written ends
+        // before the first submission it lacks ([`WarningKind::SubmissionsUnwritten`]), though
+        // it holds other threads' later ones: by number (such a trace pairs by number),
+        // nothing from there on is held whole (the others' outcomes counted above would put
+        // the lacking ones' numbers among those held), and before it, as above, as many as
+        // have an outcome, but one per graph.
+        //
+        // [`WarningKind::SubmissionsUnwritten`]: hrx_capture::reader::WarningKind::SubmissionsUnwritten
+        let ends = (profile.warnings.iter())
+            .filter_map(|w| w.kind.ends_before())
+            .map(|(runtime, first)| {
+                let without_outcome = (profile.places.in_flight.keys())
+                    .filter(|&&(r, submission)| r.0 == runtime && submission < first)
+                    .count() as u64;
+                (first.saturating_sub(1))
+                    .saturating_sub(without_outcome)
+                    .saturating_sub(graphs)
+            })
+            .min()
+            .unwrap_or(u64::MAX);
         End {
             incomplete: !super::verdict::complete(profile),
             whole: (done.iter())
                 .map(|(key, &count)| (*key, count.saturating_sub(1)))
                 .collect(),
-            whole_numbers: (done.values().sum::<u64>()).saturating_sub(done.len() as u64),
+            whole_numbers: (done.values().sum::<u64>())
+                .saturating_sub(graphs)
+                .min(ends),
         }
     }
 
