@@ -37,6 +37,47 @@ pub fn match_streams(
     match_within(base, new, MATCH_WINDOW)
 }
 
+/// Where a trace never closed before a submitting thread's last records were written ends
+/// for each runtime: the first submission it lacks
+/// ([`hrx_capture::reader::WarningKind::SubmissionsUnwritten`]). Its records of submissions
+/// from there on (other threads' later ones, completions and digests of the unwritten ones)
+/// are not compared, as `replay` leaves them out: the trace ends there ([`End`] counts what
+/// the other trace holds from there on as past it).
+fn ends(profile: &Profile) -> IdMap<RuntimeId, u64> {
+    (profile.warnings.iter())
+        .filter_map(|w| w.kind.ends_before())
+        .map(|(runtime, first)| (RuntimeId(runtime), first))
+        .collect()
+}
+
+/// Whether `record` names a submission at or past where its trace ends ([`ends`]).
+fn past_the_end(ends: &IdMap<RuntimeId, u64>, record: &hrx_capture::Record) -> bool {
+    use hrx_capture::Record as R;
+    if ends.is_empty() {
+        return false;
+    }
+    // The records that name a submission (as `hrx-replay`'s chunks place them).
+    let submission = match record {
+        R::Submit(r) => Some(r.submission),
+        R::CrossWait(r) => Some(r.submission),
+        R::RegionTiming(r) => Some(r.submission),
+        R::OpTiming(r) => Some(r.timing.submission),
+        R::RegionDone(r) => Some(r.submission),
+        R::SubmissionDone(r) => Some(r.submission),
+        R::Quarantine(r) => r.submission,
+        R::Poison(r) => r.submission,
+        R::FaultInjected(r) => r.submission,
+        R::OutputDigest(r) => Some(r.submission),
+        R::CaptureFence(r) => Some(r.submission),
+        R::RegionStarted(r) => Some(r.submission),
+        _ => None,
+    };
+    match (record.runtime(), submission) {
+        (Some(runtime), Some(submission)) => ends.get(&runtime).is_some_and(|&e| submission.0 >= e),
+        _ => false,
+    }
+}
+
 /// [`match_streams`] with a match window of `window` keys per side and kind.
 pub(super) fn match_within(
     (base, base_records): (&Profile, Records<'_>),
@@ -94,8 +135,13 @@ pub(super) fn match_within(
                     send.send(batch).is_ok()
                 };
                 let mut sent_at = 0;
+                let ends = ends(profile);
                 for record in records {
-                    joiner.push(&record?, &mut side);
+                    let record = record?;
+                    if past_the_end(&ends, &record) {
+                        continue;
+                    }
+                    joiner.push(&record, &mut side);
                     if side.events.len() >= BATCH || side.submits >= sent_at + BATCH as u64 {
                         sent_at = side.submits;
                         if !flush(&mut side, sent_at) {
