@@ -108,6 +108,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "skipped_blocks": r.skipped_blocks,
             "skipped_records": r.skipped_records,
             "missing_submissions": r.missing_submissions,
+            "unwritten_submissions": r.unwritten_submissions,
         },
         "lost": {
             "total": lost.total,

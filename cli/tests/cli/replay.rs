@@ -1052,3 +1052,94 @@ fn a_workload_that_fails_while_it_builds_says_its_trace_lacks_the_error() {
         "{err}"
     );
 }
+
+/// A recording of two submitting threads killed (or cut with `head -c`) mid-run can lack
+/// one thread's last `Submit`s, still in its buffer or in the torn last block, while the
+/// other thread's later submissions are in the file. Built here from a real two-thread
+/// recording (`host_visible`), deterministically: the `Submit`s of every other submission
+/// from 41 on left out (one thread's unwritten tail; the waiting threads' completions and
+/// digests of them kept), the file cut before its index and a few bytes of a torn block
+/// after it. The trace ends before submission 41: `replay` replays 1..=40 and leaves the rest
+/// out with a note (it exited 2, "1 submission between those it holds has no Submit (lost
+/// while recording, or with a damaged block)"), `info` says where it ends rather than
+/// "missing", and `diff` against the whole trace says "same as far as both traces go"
+/// (it said "different", the held submissions counted as "in one trace only"): D4 of the
+/// scale pass.
+#[test]
+fn a_killed_two_thread_trace_ends_before_the_first_submit_it_lacks() {
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = hrx_trace(dir.path())
+        .args(["record", "-q", "-o", "rec.hrxt", "--"])
+        .arg(crate::util::example("host_visible"))
+        .args(["60", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    let records = hrx_capture::read_all(dir.path().join("rec.hrxt"))
+        .unwrap()
+        .records;
+    // Both written by the same recorder, so that the cut one is the whole one's prefix but
+    // for what its thread did not write.
+    crate::util::write_records(&dir.path().join("whole.hrxt"), records.iter().cloned());
+    let unwritten = |r: &Record| matches!(r, Record::Submit(s) if s.submission.0 >= 41 && s.submission.0 % 2 == 1);
+    let cut_path = dir.path().join("cut.hrxt");
+    crate::util::write_records(&cut_path, records.iter().filter(|r| !unwritten(r)).cloned());
+    let closed = std::fs::read(&cut_path).unwrap();
+    let footer = hrx_capture::format::decode_trailer(&closed[closed.len() - 16..]).unwrap();
+    let mut cut = closed[..footer as usize].to_vec();
+    // A torn block: the start of the footer's.
+    cut.extend_from_slice(&closed[footer as usize..footer as usize + 20]);
+    std::fs::write(&cut_path, &cut).unwrap();
+
+    let replay = run(dir.path(), &["replay", "cut.hrxt"]);
+    let (out, err) = (stdout(&replay), stderr(&replay));
+    assert_eq!(code(&replay), 0, "{out}{err}");
+    assert!(
+        out.contains("verdict: SAME AS FAR AS THE TRACE GOES"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "runtime 1: the trace ends before submission 41, the first whose Submit it lacks"
+        ) && out.contains(
+            "10 submissions it holds (written by other threads) and 10 submissions without a Submit"
+        ),
+        "{out}"
+    );
+    let json = run(dir.path(), &["replay", "cut.hrxt", "--report", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(
+        report["verdict"], "same_as_far_as_the_trace_goes",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["submissions"].as_array().unwrap().len(),
+        40,
+        "{report:#}"
+    );
+
+    let info = run(dir.path(), &["info", "cut.hrxt"]);
+    let out = stdout(&info);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    assert!(
+        !out.contains("of its submissions 1..=60 are missing"),
+        "{out}"
+    );
+    assert!(
+        out.contains("runtime 1: the trace ends before submission 41 (never closed: the Submit of 10 of its submissions 41..=60 was never written, and 10 later ones it holds are past where it ends)"),
+        "{out}"
+    );
+    let json = run(dir.path(), &["info", "--json", "cut.hrxt"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["closed"]["missing_submissions"], 0, "{report:#}");
+    assert_eq!(report["closed"]["unwritten_submissions"], 10, "{report:#}");
+
+    let diff = run(dir.path(), &["diff", "whole.hrxt", "cut.hrxt"]);
+    let out = stdout(&diff);
+    assert_eq!(code(&diff), 0, "{out}{}", stderr(&diff));
+    assert!(
+        crate::util::field(&out, "verdict").starts_with("same as far as both traces go (exit 0)"),
+        "{out}"
+    );
+}
