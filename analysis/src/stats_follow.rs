@@ -35,6 +35,66 @@ use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning, WriterWatch
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Environment variable: `N` bounds each refresh of `stats --follow` and `view --follow`
+/// to about `N` bytes of the file besides its time bound ([`ReadBudget::refresh`]), so that
+/// a test can be behind a recording without racing one.
+pub const READ_BYTES_ENV: &str = "HRX_FOLLOW_READ_BYTES";
+
+/// How much one read of a followed trace may take before it returns with what it read
+/// (see the module docs): it stops at the first block that starts `bytes` or more past
+/// where it started, or once `deadline` has passed (asked at each block). A read always
+/// takes at least one record when there is one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadBudget {
+    /// Bytes of the file past the read's start.
+    pub bytes: Option<u64>,
+    /// When to stop.
+    pub deadline: Option<Instant>,
+}
+
+impl ReadBudget {
+    /// No bound: a read goes to the file's end as it is then.
+    pub const UNBOUNDED: ReadBudget = ReadBudget {
+        bytes: None,
+        deadline: None,
+    };
+
+    /// A read that stops at the first block starting `bytes` or more past its start.
+    pub fn bytes(bytes: u64) -> ReadBudget {
+        ReadBudget {
+            bytes: Some(bytes),
+            deadline: None,
+        }
+    }
+
+    /// A read that stops at the first block once `deadline` has passed.
+    pub fn until(deadline: Instant) -> ReadBudget {
+        ReadBudget {
+            bytes: None,
+            deadline: Some(deadline),
+        }
+    }
+
+    /// A refresh's budget in `stats --follow` and `view --follow`: until `deadline`, and
+    /// no more than [`READ_BYTES_ENV`] bytes where that is set to a number (anything else
+    /// there is ignored).
+    pub fn refresh(deadline: Instant) -> ReadBudget {
+        ReadBudget {
+            bytes: std::env::var(READ_BYTES_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            deadline: Some(deadline),
+        }
+    }
+
+    /// Whether a read that started at file offset `start` stops at a block starting at `at`.
+    pub fn spent(&self, start: u64, at: u64) -> bool {
+        self.bytes.is_some_and(|b| at.saturating_sub(start) >= b)
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
 
 /// Why following a trace failed.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +187,8 @@ pub struct StatsTail {
     /// Asked after each read whether the recording ended without a close.
     watch: WriterWatch,
     unclosed: bool,
+    /// Bytes of the file the latest read left for the next one (its budget was spent).
+    unread: u64,
 }
 
 impl StatsTail {
@@ -137,6 +199,16 @@ impl StatsTail {
     /// [`FollowError::Read`] when it cannot be opened, its header is unreadable, or a read
     /// fails.
     pub fn open(path: &Path) -> Result<StatsTail, FollowError> {
+        StatsTail::open_within(path, ReadBudget::UNBOUNDED)
+    }
+
+    /// Reads the trace at `path` as it is now, as far as `budget` goes: the rest is left
+    /// for [`StatsTail::read_new_within`] ([`StatsTail::unread_bytes`] says how much).
+    ///
+    /// # Errors
+    ///
+    /// As [`StatsTail::open`].
+    pub fn open_within(path: &Path, budget: ReadBudget) -> Result<StatsTail, FollowError> {
         let reader = TraceReader::open(path)?;
         let header_len = u64::from(reader.header().header_len);
         let mut header = Vec::new();
@@ -165,8 +237,9 @@ impl StatsTail {
             fatal: None,
             watch: WriterWatch::default(),
             unclosed: false,
+            unread: 0,
         };
-        tail.take(reader, header_len)?;
+        tail.take(reader, header_len, budget)?;
         Ok(tail)
     }
 
@@ -178,10 +251,20 @@ impl StatsTail {
     /// [`FollowError::Reopen`] when the file cannot be reopened; [`FollowError::Read`] when
     /// a read fails.
     pub fn read_new(&mut self) -> Result<u64, FollowError> {
+        self.read_new_within(ReadBudget::UNBOUNDED)
+    }
+
+    /// [`StatsTail::read_new`], as far as `budget` goes (see the module docs): the rest is
+    /// left for the next read, which continues where this one stopped.
+    ///
+    /// # Errors
+    ///
+    /// As [`StatsTail::read_new`].
+    pub fn read_new_within(&mut self, budget: ReadBudget) -> Result<u64, FollowError> {
         let header_len = self.header.len() as u64;
         if rewritten(&self.path, header_len, self.resume_at, &self.first_block) {
             let restarts = self.restarts + 1;
-            *self = StatsTail::open(&self.path)?;
+            *self = StatsTail::open_within(&self.path, budget)?;
             self.restarts = restarts;
             return Ok(self.recovery.records);
         }
@@ -194,8 +277,10 @@ impl StatsTail {
         let reader = TraceReader::new(Cursor::new(self.header.clone()).chain(file))?;
         let before = self.recovery.records;
         // Offsets in the stream are the header, then the file from `resume_at`.
-        self.take(reader, self.resume_at)?;
-        if self.state() == TailState::Live && self.watch.ended(&self.path) {
+        self.take(reader, self.resume_at, budget)?;
+        // A read that left part of the file has not seen the end: nobody writing it any
+        // more would end the following before the rest was read.
+        if self.unread == 0 && self.state() == TailState::Live && self.watch.ended(&self.path) {
             self.unclosed = true;
         }
         Ok(self.recovery.records - before)
@@ -205,6 +290,12 @@ impl StatsTail {
     /// again from its start.
     pub fn restarts(&self) -> u64 {
         self.restarts
+    }
+
+    /// Bytes of the file the latest read left unread because its budget was spent (as
+    /// long as the file was then); 0 when it read to the end.
+    pub fn unread_bytes(&self) -> u64 {
+        self.unread
     }
 
     /// Records taken so far.
@@ -254,17 +345,27 @@ impl StatsTail {
     }
 
     /// Takes every record of `reader` (whose first block is at file offset `origin`) not
-    /// taken before.
-    fn take<R: Read>(&mut self, mut reader: TraceReader<R>, origin: u64) -> Result<(), ReadError> {
+    /// taken before, as far as `budget` goes.
+    fn take<R: Read>(
+        &mut self,
+        mut reader: TraceReader<R>,
+        origin: u64,
+        budget: ReadBudget,
+    ) -> Result<(), ReadError> {
         let header_len = self.header.len() as u64;
         let (mut block, mut in_block) = (self.resume_at, 0u64);
         // A block already taken from is read again first: the reader counts it again.
         let reread = u64::from(self.taken > 0);
+        let mut stopped = false;
+        self.unread = 0;
         for item in reader.by_ref() {
             let (offset, record) = item?;
             let at = (offset + origin).saturating_sub(header_len);
             if at != block {
                 (block, in_block) = (at, 0);
+                // Its first record is taken, then the read stops: the next one resumes at
+                // this block, as after any block read last.
+                stopped = budget.spent(self.resume_at, at);
             }
             in_block += 1;
             if at == self.resume_at && in_block <= self.taken {
@@ -278,9 +379,17 @@ impl StatsTail {
                 self.fatal.get_or_insert(*fatal);
             }
             self.joiner.push(&record, &mut self.visitor);
+            if stopped {
+                break;
+            }
         }
         if block != self.resume_at || in_block > self.taken {
             (self.resume_at, self.taken) = (block, in_block);
+        }
+        if stopped {
+            let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+            // At least a byte: the read did stop short.
+            self.unread = len.saturating_sub(block).max(1);
         }
         let read = *reader.recovery();
         // A later read starts mid-file: the footer's block count and the trailer's offset
@@ -510,6 +619,104 @@ mod tests {
         assert_eq!(summary.records, all_summary.records);
         assert!(summary.session_ended);
         assert_eq!(spans(&stats), 2_000);
+    }
+
+    /// A recorder that writes faster than one thread decodes: each read is given less than
+    /// what is there (a budget of bytes), returns with what it took and says how much it
+    /// left, and the next continues exactly where it stopped. The totals at the end are a
+    /// whole read's: nothing taken twice, nothing skipped. (A read went to the file's end,
+    /// which kept moving: `stats --follow` printed nothing for four minutes.)
+    #[test]
+    fn a_bounded_read_stops_early_says_what_it_left_and_the_next_continues_there() {
+        let bytes = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let budget = ReadBudget::bytes(bytes.len() as u64 / 20);
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let mut tail = StatsTail::open_within(&path, budget).unwrap();
+        assert!(tail.unread_bytes() > 0, "the open left part of the file");
+        assert_eq!(
+            tail.unread_bytes(),
+            (bytes.len() / 2) as u64 - tail.resume_at,
+            "from the block it stopped in to the file's end"
+        );
+        // The rest is written at once: more than one read's budget.
+        std::fs::write(&path, &bytes).unwrap();
+        let mut reads = 1;
+        let mut records = tail.records();
+        while tail.state() == TailState::Live || tail.unread_bytes() > 0 {
+            let (unread, at) = (tail.unread_bytes(), tail.resume_at);
+            let took = tail.read_new_within(budget).unwrap();
+            assert!(took > 0, "every read makes progress");
+            assert_eq!(tail.records(), records + took);
+            records = tail.records();
+            assert!(tail.resume_at >= at);
+            if tail.unread_bytes() > 0 {
+                assert!(tail.unread_bytes() < unread.max(bytes.len() as u64 - at));
+                assert_eq!(tail.unread_bytes(), bytes.len() as u64 - tail.resume_at);
+                // The totals as they stand: no read of the end yet, so nothing said of it.
+                let (_, summary) = tail.snapshot();
+                assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+            }
+            reads += 1;
+            assert!(reads < 100, "it never caught up");
+        }
+        assert!(reads > 5, "the budget bounded each read: {reads} reads");
+        assert_eq!(tail.state(), TailState::Closed);
+        let (stats, summary) = tail.finish();
+        let (all, all_summary) = whole(&bytes);
+        assert_eq!(stats, all);
+        assert_eq!(summary.records, all_summary.records);
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        let (got, want) = (summary.recovery.unwrap(), all_summary.recovery.unwrap());
+        assert_eq!(
+            (
+                got.records,
+                got.complete_blocks,
+                got.clean_close,
+                got.closed
+            ),
+            (
+                want.records,
+                want.complete_blocks,
+                want.clean_close,
+                want.closed
+            )
+        );
+        assert!(got.is_complete(), "{got:?}");
+    }
+
+    /// A recording that stopped (nobody writes it, never closed) while the reads are behind
+    /// it: it is not called ended before the last of it was read, so the final totals cover
+    /// the whole file.
+    #[test]
+    fn a_trace_nobody_writes_is_read_to_its_end_before_it_is_called_unclosed() {
+        let bytes = trace_bytes(false);
+        let cut = &bytes[..bytes.len() * 3 / 4 + 3];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.hrxt");
+        std::fs::write(&path, cut).unwrap();
+        let budget = ReadBudget::bytes(bytes.len() as u64 / 20);
+        let mut tail = StatsTail::open_within(&path, budget).unwrap();
+        tail.watch = WriterWatch::new(std::time::Duration::ZERO);
+        let mut reads = 0;
+        while tail.unread_bytes() > 0 {
+            assert_eq!(tail.state(), TailState::Live);
+            tail.read_new_within(budget).unwrap();
+            reads += 1;
+            assert!(reads < 100, "it never caught up");
+        }
+        assert!(reads > 5, "{reads} reads");
+        // Read to the end: two probes at the same length with nobody holding it.
+        tail.read_new_within(budget).unwrap();
+        tail.read_new_within(budget).unwrap();
+        assert_eq!(tail.state(), TailState::Unclosed);
+        let records = tail.records();
+        let (stats, summary) = tail.finish();
+        let (all, all_summary) = whole(cut);
+        assert_eq!(records, all_summary.records);
+        assert_eq!(stats, all);
+        assert_eq!(summary.recovery.unwrap().records, all_summary.records);
     }
 
     #[test]
