@@ -12,8 +12,12 @@
 //! the final report after a `live: ended: closed`, `live: ended: crashed: ...` or
 //! `live: ended: not closed ...` line (with `--json`, its `"follow"` says which), exit 0;
 //! or until Ctrl-C. Each refresh reads only the blocks
-//! appended since the last one (`hrx_analysis::stats_follow`). A trace that does not exist
-//! yet is waited for, up to 30 s, as `view --follow` waits.
+//! appended since the last one (`hrx_analysis::stats_follow`), and for about a second at
+//! most ([`REFRESH`]): a recording written faster than it is read is summarised as far as it
+//! was read, the `live:` line saying how much of the file is not read yet (`behind: 1.25 GiB
+//! not read yet`; JSON `"unread_bytes"`), and the next refresh goes on from there without
+//! waiting; the final report reads the rest first. A trace that does not exist yet is waited
+//! for, up to 30 s, as `view --follow` waits.
 //!
 //! The numbers come from `hrx_analysis::stats`: one streaming pass over the memory-mapped
 //! trace in bounded memory (nothing is kept per submission or region). The timeline's
@@ -114,7 +118,7 @@
 use crate::args::StatsArgs;
 use crate::failure::TraceError;
 use hrx_analysis::sketch::{EXACT_LIMIT, RELATIVE_ERROR};
-use hrx_analysis::stats_follow::{FollowError, StatsTail, TailState};
+use hrx_analysis::stats_follow::{FollowError, ReadBudget, StatsTail, TailState};
 use hrx_analysis::units::{bandwidth, bytes, duration, plural, rate};
 use hrx_analysis::{
     KernelStats, OperationStats, RunningRegion, ScanSummary, Stats, StatsVisitor, queue_name,
@@ -143,6 +147,10 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
 /// How long `stats --follow` waits for a trace that does not exist yet (as `view --follow`).
 const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 
+/// How often `stats --follow` prints, and how long one refresh reads at most before it
+/// prints what it has (a recording may be written faster than it is read).
+const REFRESH: Duration = Duration::from_secs(1);
+
 /// `stats --follow`: a summary each second, read one new block at a time, until the trace
 /// is closed or its program crashed; then the final report (see the module docs).
 fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
@@ -152,9 +160,9 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     let fail = |error: FollowError| follow_error(path, error);
     let mut tail = wait_for_trace(path, FOLLOW_WAIT)?;
     // A new recording to the same path: said once each time, then followed from its start.
-    let read_new = |tail: &mut hrx_analysis::stats_follow::StatsTail| -> anyhow::Result<()> {
+    let read_new = |tail: &mut StatsTail, budget: ReadBudget| -> anyhow::Result<()> {
         let restarts = tail.restarts();
-        tail.read_new().map_err(fail)?;
+        tail.read_new_within(budget).map_err(fail)?;
         if tail.restarts() > restarts {
             crate::output::note(format_args!(
                 "{}: a new recording replaced the trace; following it from its start",
@@ -173,10 +181,15 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         });
         last = Some((now, records));
         let report = report(path, &stats, &summary);
+        let unread = tail.unread_bytes();
         let mut out = io::stdout().lock();
         if args.json {
             let mut line = report;
-            line["live"] = json!({"records": records, "records_per_s": per_s});
+            line["live"] = json!({
+                "records": records,
+                "records_per_s": per_s,
+                "unread_bytes": unread,
+            });
             serde_json::to_writer(&mut out, &crate::output::versioned(line))
                 .map_err(io::Error::from)?;
             writeln!(out)?;
@@ -185,10 +198,14 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
                 // Home and clear: each summary replaces the last.
                 write!(out, "\x1b[H\x1b[2J")?;
             }
+            let behind = match unread {
+                0 => String::new(),
+                n => format!(", behind: {} not read yet", bytes(n)),
+            };
             writeln!(
                 out,
-                "live: {records} records, {} (refreshed each second until the trace is \
-                 closed; Ctrl-C stops)\n",
+                "live: {records} records, {}{behind} (refreshed each second until the trace \
+                 is closed; Ctrl-C stops)\n",
                 rate(per_s, "records")
             )?;
             write_text(&mut out, &report)?;
@@ -196,8 +213,15 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         }
         out.flush()?;
         drop(out);
-        std::thread::sleep(Duration::from_secs(1));
-        read_new(&mut tail)?;
+        // Behind the recording: the next refresh reads on at once, for one period.
+        if unread == 0 {
+            std::thread::sleep(REFRESH);
+        }
+        read_new(&mut tail, ReadBudget::refresh(Instant::now() + REFRESH))?;
+    }
+    // The final report covers the whole file: what the last refresh left is read now.
+    if tail.unread_bytes() > 0 {
+        read_new(&mut tail, ReadBudget::UNBOUNDED)?;
     }
     let state = tail.state();
     if state == TailState::Closed {
@@ -206,7 +230,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !tail.recovery().closed && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
-            read_new(&mut tail)?;
+            read_new(&mut tail, ReadBudget::UNBOUNDED)?;
         }
     }
     let records = tail.records();
@@ -268,7 +292,9 @@ fn follow_error(path: &Path, error: FollowError) -> anyhow::Error {
 /// The trace's error; where it gave up waiting, one line that says so first (`gave up
 /// waiting 30 s for PATH to be written: PATH: cannot open it: ...`).
 fn wait_for_trace(path: &Path, wait: Duration) -> anyhow::Result<StatsTail> {
-    hrx_capture::wait_for_trace(path, wait, StatsTail::open).map_err(|w| {
+    let open =
+        |path: &Path| StatsTail::open_within(path, ReadBudget::refresh(Instant::now() + REFRESH));
+    hrx_capture::wait_for_trace(path, wait, open).map_err(|w| {
         let gave_up = w.gave_up(path);
         let error = follow_error(path, w.error);
         match gave_up {

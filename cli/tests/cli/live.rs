@@ -205,3 +205,85 @@ fn stats_follow_waits_for_the_trace_then_its_counts_grow_to_the_final_totals() {
     assert_eq!(report["complete"], true);
     assert_eq!(report["end"], whole["end"]);
 }
+
+/// A trace written faster than `stats --follow` reads it: each refresh reads a bounded slice
+/// (here `HRX_FOLLOW_READ_BYTES`, so that the test need not race a recorder), prints what it
+/// has with how much of the file is not read yet, and the next refresh goes on from there at
+/// once; the final report is the whole trace's, as `stats` reads it. (A refresh read to the
+/// file's end, which kept moving under a fast recorder: two lines in four minutes.)
+#[test]
+fn stats_follow_behind_the_trace_prints_each_slice_then_the_whole_trace() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("big.hrxt");
+    // Many small blocks, closed cleanly: a read bounded in bytes stops at a block.
+    let options = RecorderOptions {
+        backend: "sim".into(),
+        device: "synthetic".into(),
+        full_buffer_wait: Duration::from_secs(600),
+        ..hrx_analysis::timeline::fixtures::small_blocks()
+    };
+    let recorder = Recorder::create(&trace, options).unwrap();
+    for record in pipeline(PipelineSpec::ops(3_000)) {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&record);
+        }
+    }
+    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+    let len = std::fs::metadata(&trace).unwrap().len();
+    let records = hrx_capture::read_all(&trace).unwrap().records.len() as u64;
+    let slice = (len / 8).to_string();
+
+    let out = hrx_trace(dir.path())
+        .args(["stats", "--follow", "--json", "big.hrxt"])
+        .env(hrx_analysis::stats_follow::READ_BYTES_ENV, &slice)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let (report, live) = lines.split_last().expect("the final report");
+    // A summary for each slice, each saying how much is left, less each time.
+    assert!(live.len() >= 4, "{} live lines: {text}", live.len());
+    let mut shown = (0, u64::MAX);
+    for line in live {
+        let now = (
+            line["live"]["records"].as_u64().unwrap(),
+            line["live"]["unread_bytes"].as_u64().unwrap(),
+        );
+        assert!(
+            now.0 > shown.0 && now.1 < shown.1 && now.1 > 0,
+            "{now:?} after {shown:?}"
+        );
+        assert!(now.1 < len, "{now:?}");
+        shown = now;
+    }
+    // The final report: the whole trace, as `stats` reads it.
+    assert_eq!(report["follow"]["ended"], "closed");
+    assert_eq!(report["follow"]["records"], records);
+    let whole = crate::util::run(dir.path(), &["stats", "--json", "big.hrxt"]);
+    let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
+    for key in ["kernels", "submissions", "regions", "complete", "end"] {
+        assert_eq!(report[key], whole[key], "{key}");
+    }
+    assert_eq!(report["complete"], true);
+
+    // In text, the `live:` line says how far behind it is.
+    let out = hrx_trace(dir.path())
+        .args(["stats", "--follow", "big.hrxt"])
+        .env(hrx_analysis::stats_follow::READ_BYTES_ENV, &slice)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let behind = text
+        .lines()
+        .filter(|l| l.starts_with("live: ") && l.contains(" not read yet (refreshed each second"))
+        .count();
+    assert!(behind >= 4, "{text}");
+    assert!(text.contains("live: ended: closed ("), "{text}");
+}
