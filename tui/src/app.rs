@@ -20,6 +20,9 @@
 //! ([`crate::follow::TraceTail`]: the loop borrows it from the follower), carries the view
 //! over to it ([`ViewState::carry_over`], by keys taken before the refresh) and draws it,
 //! so new blocks are on screen within about one flush and one poll. The record rate is measured over the last second or more of reads.
+//! A refresh reads for [`FOLLOW_READ`] at most, then draws what it has: a recording written
+//! faster than the viewer reads it leaves it behind, which the status line says (`behind:
+//! 310 MiB not read`), and the next refresh goes on at once.
 //! A followed trace stops being live when it is closed, when its recorded process died
 //! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`), or when it is neither
 //! and nobody writes it any more (no recorder holds its lock and it stopped growing,
@@ -39,6 +42,7 @@ use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
 use crossterm::{cursor, execute, terminal};
+use hrx_analysis::stats_follow::ReadBudget;
 use hrx_capture::WriterWatch;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -57,6 +61,15 @@ type ViewTerminal = Terminal<CrosstermBackend<FrameWriter<Stdout>>>;
 /// How often a followed trace is checked for growth.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(50);
 
+/// How long one refresh of a followed trace reads at most before it draws what it read (a
+/// recording may be written faster than it is read: the next refresh goes on from there).
+pub const FOLLOW_READ: Duration = Duration::from_millis(200);
+
+/// The budget of one read of a followed trace ([`FOLLOW_READ`] from now).
+fn follow_budget() -> ReadBudget {
+    ReadBudget::refresh(Instant::now() + FOLLOW_READ)
+}
+
 /// How long `view --follow` waits for a trace that does not exist yet, or is still empty
 /// (a recording started just before the viewer).
 pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
@@ -69,15 +82,14 @@ pub const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 ///
 /// [`TuiError::Read`] as [`crate::load`]; [`TuiError::NotWritten`] where it gave up waiting.
 pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<TraceTail, TuiError> {
-    hrx_capture::wait_for_trace(path, wait, TraceTail::open).map_err(|w| {
-        match (w.gave_up_after, w.error) {
-            (Some(waited), TuiError::Read { path, source }) => TuiError::NotWritten {
-                path,
-                waited,
-                source,
-            },
-            (_, error) => error,
-        }
+    let open = |path: &Path| TraceTail::open_within(path, follow_budget());
+    hrx_capture::wait_for_trace(path, wait, open).map_err(|w| match (w.gave_up_after, w.error) {
+        (Some(waited), TuiError::Read { path, source }) => TuiError::NotWritten {
+            path,
+            waited,
+            source,
+        },
+        (_, error) => error,
     })
 }
 
@@ -204,6 +216,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         state.model_changed(model, model, 0.0);
         state.live_ended_by(f.ended_by());
         state.live_unclosed(f.unclosed);
+        state.live_behind(f.tail.unread_bytes());
     }
     event_loop(&mut guard.terminal, &mut shown, &mut state)?;
     guard.leave()?;
@@ -355,8 +368,13 @@ fn event_loop(
             render(shown.model(), state, frame);
             monochrome(frame.buffer_mut());
         })?;
+        // Behind the recording: the next refresh reads on at once.
+        let poll = match shown {
+            Shown::Followed(f) if f.tail.unread_bytes() > 0 => Duration::ZERO,
+            _ => FOLLOW_POLL,
+        };
         if let Shown::Followed(f) = shown
-            && !event::poll(FOLLOW_POLL)?
+            && !event::poll(poll)?
         {
             // Taken before the refresh changes the model in place.
             let carried = state.carried(f.tail.model());
@@ -368,6 +386,7 @@ fn event_loop(
                 state.live_ended_by(f.ended_by());
             }
             state.live_unclosed(f.unclosed);
+            state.live_behind(f.tail.unread_bytes());
             continue;
         }
         let event = event::read()?;
@@ -436,7 +455,9 @@ impl<'a> Follower<'a> {
     /// program's death, late) is still read.
     fn reread(&mut self) -> Option<Reread> {
         let stamp = Self::stamp(self.path);
-        if stamp.is_none() || stamp == self.seen {
+        // What the last read left is read whether the file changed or not.
+        let behind = self.tail.unread_bytes() > 0;
+        if !behind && (stamp.is_none() || stamp == self.seen) {
             if !self.closed && self.tail.fatal().is_none() && self.watch.ended(self.path) {
                 self.unclosed = true;
             }
@@ -444,7 +465,7 @@ impl<'a> Follower<'a> {
         }
         if self.tail.replaced() {
             // A header not yet written is tried again at the next poll.
-            let tail = TraceTail::open(self.path).ok()?;
+            let tail = TraceTail::open_within(self.path, follow_budget()).ok()?;
             let info = tail.model().info();
             self.closed = info.end.is_some();
             self.samples = [(Instant::now(), info.records)].into();
@@ -456,14 +477,14 @@ impl<'a> Follower<'a> {
                 reloaded: true,
             });
         }
-        if self.closed || self.tail.fatal().is_some() {
+        if !behind && (self.closed || self.tail.fatal().is_some()) {
             self.seen = stamp;
             return None;
         }
         // An error (the file replaced, a read failing) is tried again at the next poll; what
         // was read before it is in the model, and shown.
         let before = self.tail.model().info().records;
-        if self.tail.read_new().is_ok() {
+        if self.tail.read_new_within(follow_budget()).is_ok() {
             self.seen = stamp;
         }
         let info = self.tail.model().info();
@@ -865,6 +886,45 @@ mod tests {
             );
             assert!(follower.reread().is_none(), "unchanged since");
         }
+    }
+
+    /// A follower left behind by its refreshes' budget reads on although the file did not
+    /// change since (it waited for the file to change, so it stayed behind until the
+    /// recording wrote again), and the status line says how far behind it is until it has
+    /// read the last of it; the model is then a whole read's.
+    #[test]
+    fn a_follower_behind_reads_on_while_the_file_is_unchanged_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let bytes = recording(800);
+        std::fs::write(&path, &bytes).unwrap();
+        let budget = ReadBudget::bytes(bytes.len() as u64 / 10);
+        let tail = TraceTail::open_within(&path, budget).unwrap();
+        let behind = tail.unread_bytes();
+        assert!(behind > 0);
+        let mut follower = Follower::new(&path, tail);
+        let mut state = ViewState::new(follower.tail.model(), 160, 40);
+        state.start_live();
+        state.live_behind(behind);
+        let screen = crate::render_to_string(follower.tail.model(), &state, 160, 40);
+        let said = format!("behind: {} not read", units::bytes(behind));
+        assert!(screen.contains(&said), "{said}: {screen}");
+        let mut reads = 0;
+        while follower.tail.unread_bytes() > 0 {
+            let carried = state.carried(follower.tail.model());
+            let read = follower
+                .reread()
+                .expect("what was left, the file unchanged");
+            state.carry_over(carried, follower.tail.model(), read.rate);
+            state.live_behind(follower.tail.unread_bytes());
+            reads += 1;
+            assert!(reads < 1000, "it never caught up");
+        }
+        let screen = crate::render_to_string(follower.tail.model(), &state, 160, 40);
+        assert!(!screen.contains("behind:"), "{screen}");
+        let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
+        hrx_analysis::timeline::fixtures::assert_same(follower.tail.model(), &whole);
+        assert!(follower.reread().is_none(), "nothing more");
     }
 
     /// A followed trace whose process died of a signal stops being live and says how.

@@ -46,6 +46,8 @@ pub struct Live {
     /// Neither closed nor crashed, and nobody writes it any more (a recorder killed with
     /// no note of it, a file cut short): nothing more will come.
     pub unclosed: bool,
+    /// Bytes of the file the latest refresh left for the next (it is behind the recording).
+    pub behind_bytes: u64,
 }
 
 impl ViewState {
@@ -110,6 +112,14 @@ impl ViewState {
     pub fn live_ended_by(&mut self, text: Option<String>) {
         if let Some(live) = &mut self.live {
             live.ended_by = text;
+        }
+    }
+
+    /// Bytes of a live trace the latest refresh left for the next: it is behind the
+    /// recording (0: it read to the file's end).
+    pub fn live_behind(&mut self, bytes: u64) {
+        if let Some(live) = &mut self.live {
+            live.behind_bytes = bytes;
         }
     }
 

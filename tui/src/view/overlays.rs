@@ -129,8 +129,12 @@ pub(super) fn status_line(model: &Model, state: &ViewState, area: Rect, buf: &mu
         } else if live.unclosed {
             format!("ended: {} ", hrx_capture::UNCLOSED_ENDING)
         } else {
+            let behind = match live.behind_bytes {
+                0 => String::new(),
+                n => format!("behind: {} not read · ", units::bytes(n)),
+            };
             format!(
-                "live · {} · {} ",
+                "live · {} · {behind}{} ",
                 units::rate(live.records_per_s, "records"),
                 if live.following {
                     "following"
