@@ -22,7 +22,10 @@
 //! so new blocks are on screen within about one flush and one poll. The record rate is measured over the last second or more of reads.
 //! A refresh reads for [`FOLLOW_READ`] at most, then draws what it has: a recording written
 //! faster than the viewer reads it leaves it behind, which the status line says (`behind:
-//! 310 MiB not read`), and the next refresh goes on at once.
+//! 310 MiB not read`), and the next refresh goes on at once. `view --follow` checks for a
+//! terminal before it reads the trace, and opens a large trace that is already closed
+//! cleanly as `view` does, through the view cache (it holds a followed trace's whole model
+//! in memory, [`crate::follow`]), saying so.
 //! A followed trace stops being live when it is closed, when its recorded process died
 //! of a signal (a `FatalSignal`: the status says `crashed: SIGSEGV`), or when it is neither
 //! and nobody writes it any more (no recorder holds its lock and it stopped growing,
@@ -187,12 +190,18 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         }
         return Ok(());
     }
+    // Before the trace is read: a followed one may take long to read, or not exist yet.
+    let terminal = || io::stdin().is_terminal() && io::stdout().is_terminal();
+    if follow && !terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    let follow = follow && !opened_as_closed(path);
     let opened = if follow {
         Opened::Followed(Box::new(wait_for_trace(path, FOLLOW_WAIT)?))
     } else {
         Opened::Read(crate::open_or_summarise(path)?)
     };
-    if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
+    if !terminal() {
         return Err(TuiError::NotATerminal);
     }
     let ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
@@ -221,6 +230,39 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     event_loop(&mut guard.terminal, &mut shown, &mut state)?;
     guard.leave()?;
     Ok(())
+}
+
+/// Whether `view --follow` of the trace at `path` opens it as `view` does, saying so on
+/// standard error: it is large (the view cache's threshold, [`crate::open_or_summarise`])
+/// and already closed cleanly ([`closed_and_large`]).
+fn opened_as_closed(path: &Path) -> bool {
+    let options = crate::state::cache::CacheOptions::from_env();
+    let closed = closed_and_large(path, options.min_bytes);
+    if closed {
+        // A standard error that cannot be written loses the line, not the view.
+        let _ = io::Write::write_fmt(
+            &mut io::stderr(),
+            format_args!(
+                "note: {}: closed cleanly, nothing more to follow: opened as `view` opens it \
+                 (a new recording to it is not followed)\n",
+                path.display()
+            ),
+        );
+    }
+    closed
+}
+
+/// Whether the trace at `path` is `min_bytes` or longer and ends with an intact footer and
+/// trailer: a recording that ended, with nothing more to follow. `view --follow` opens such
+/// a trace through the view cache, as `view` does, since a followed trace's model is held
+/// in memory whole (about 110-220 bytes a region: 2 GB for 3M regions). `false` when it
+/// cannot be read (the follower then says why, or waits for it).
+pub fn closed_and_large(path: &Path, min_bytes: u64) -> bool {
+    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= min_bytes);
+    large
+        && hrx_capture::TraceReader::open(path)
+            .and_then(|r| r.ends_cleanly())
+            .unwrap_or(false)
 }
 
 /// What [`run`] opened before it takes the terminal.
@@ -925,6 +967,23 @@ mod tests {
         let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
         hrx_analysis::timeline::fixtures::assert_same(follower.tail.model(), &whole);
         assert!(follower.reread().is_none(), "nothing more");
+    }
+
+    /// `view --follow` opens a large trace that is already closed cleanly as `view` does
+    /// (through the view cache, not holding its whole model in memory); a trace still being
+    /// written, or below the threshold, is followed.
+    #[test]
+    fn only_a_large_cleanly_closed_trace_is_opened_as_view_opens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let bytes = recording(400);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(closed_and_large(&path, 0));
+        assert!(closed_and_large(&path, bytes.len() as u64));
+        assert!(!closed_and_large(&path, bytes.len() as u64 + 1));
+        std::fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
+        assert!(!closed_and_large(&path, 0), "still being written");
+        assert!(!closed_and_large(&dir.path().join("gone.hrxt"), 0));
     }
 
     /// A followed trace whose process died of a signal stops being live and says how.

@@ -28,7 +28,8 @@
 //! left ([`TraceTail::unread_bytes`]); the next read continues exactly there.
 //!
 //! The model is held in memory, whole: about 110-220 bytes a region (1.96 GB for a closed
-//! trace of 3M regions), unlike `view`'s mapped view cache.
+//! trace of 3M regions), unlike `view`'s mapped view cache. The viewer opens a large trace
+//! that is already closed through that cache instead ([`crate::app::run_coloured`]).
 //!
 //! # Cost of a refresh
 //!

@@ -387,6 +387,29 @@ fn view_without_a_terminal_is_one_error_and_a_hint() {
     assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
 }
 
+/// `view --follow` without a terminal says so before it reads the trace: of one not
+/// written yet at once, rather than after waiting for it (it loaded a 246 MiB trace whole,
+/// 63 s and 2 GB, before saying it). The trace is left alone.
+#[test]
+fn view_follow_without_a_terminal_says_so_before_reading_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = hrx_trace(dir.path())
+        .args(["view", "--follow", "later.hrxt"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    assert!(output.stdout.is_empty(), "{:?}", stdout(&output));
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "no waiting for the trace first: {err}");
+    assert_eq!(
+        lines[0],
+        "error: view needs an interactive terminal, and standard input or output is not one"
+    );
+    assert!(!dir.path().join("later.hrxt").exists());
+}
+
 /// On a pseudo-terminal nobody reads (`script -qec ... /dev/null` with nothing on its
 /// input), standard input and output are terminals but the cursor-position query gets no
 /// answer: one error line saying so, a hint, exit 2 (it was crossterm's raw "The cursor
