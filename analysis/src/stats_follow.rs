@@ -391,77 +391,103 @@ impl StatsTail {
             // At least a byte: the read did stop short.
             self.unread = len.saturating_sub(block).max(1);
         }
-        let read = *reader.recovery();
-        // A later read starts mid-file: the footer's block count and the trailer's offset
-        // are checked against that part, so what the reader says of them is wrong there.
-        // The end is checked on the file itself, from its footer's index.
-        let partial_end = origin > header_len && read.closed;
-        let about_the_end = |kind: &WarningKind| {
-            matches!(
-                kind,
-                WarningKind::BadFooter { .. }
-                    | WarningKind::MissingBlocks { .. }
-                    | WarningKind::TrailingData { .. }
-            )
-        };
-        let missing = reader
-            .warnings()
-            .iter()
-            .filter_map(|w| match w.kind {
-                WarningKind::MissingBlocks { blocks, records } if partial_end => {
-                    Some((blocks, records))
-                }
-                _ => None,
-            })
-            .fold((0, 0), |(b, r), (blocks, records)| {
-                (b + blocks, r + records)
-            });
-        let total = &mut self.recovery;
-        total.complete_blocks += read.complete_blocks.saturating_sub(reread);
-        total.skipped_blocks += read.skipped_blocks.saturating_sub(missing.0);
-        total.skipped_records += read.skipped_records.saturating_sub(missing.1);
-        total.newer_records += read.newer_records;
-        total.bytes_discarded = read.bytes_discarded;
-        total.clean_close = read.clean_close;
-        total.closed = read.closed;
-        let mut latest = Vec::new();
-        for warning in reader.warnings() {
-            if partial_end && about_the_end(&warning.kind) {
-                continue;
-            }
-            // At its place in the file, as the records' (the reader counts from the header
-            // put before the part it reads).
-            let warning = Warning {
-                offset: (warning.offset + origin).saturating_sub(header_len),
-                kind: warning.kind.clone(),
-            };
-            // Of the file's end as read now: said once, by the latest read (another trace
-            // joined on was said again by every read after it).
-            if matches!(
-                warning.kind,
-                WarningKind::TruncatedTail { .. } | WarningKind::AnotherTrace { .. }
-            ) {
-                latest.push(warning);
-            } else {
-                self.warnings.push(warning);
-            }
-        }
-        if partial_end {
-            let mapped = hrx_capture::MappedTrace::open(&self.path)?;
-            total.bytes_discarded = 0;
-            total.clean_close = mapped.clean_close();
-            total.closed = mapped.closed();
-            latest.extend(
-                mapped
-                    .warnings()
-                    .iter()
-                    .filter(|w| about_the_end(&w.kind))
-                    .cloned(),
-            );
-        }
+        let (kept, latest) = account_read(
+            &self.path,
+            (header_len, origin, reread),
+            (reader.recovery(), reader.warnings()),
+            &mut self.recovery,
+        )?;
+        self.warnings.extend(kept);
         self.latest_warnings = latest;
         Ok(())
     }
+}
+
+/// Adds what a follower's read found to `total`: `read`'s block and damage counts (less
+/// `reread`, the block read again first) and its warnings, placed in the whole file (the
+/// part read from file offset `origin` was read with the file header, `header_len` bytes,
+/// before it). Returns the warnings to keep and those of the file's end as read now, which
+/// replace the last read's. A read from mid-file that reached the footer and trailer
+/// checked them against the part it read (blocks missing, a trailer "damaged"): how the
+/// trace ends is then checked on the file at `path` itself, from its footer's index. One
+/// rule for `stats --follow` and `view --follow` (the view's follower lacked it and warned of
+/// missing blocks and a damaged trailer at every close it followed; a helper's pass).
+///
+/// # Errors
+///
+/// When the file at `path` cannot be mapped to check its end.
+pub fn account_read(
+    path: &Path,
+    (header_len, origin, reread): (u64, u64, u64),
+    (read, warnings): (&Recovery, &[Warning]),
+    total: &mut Recovery,
+) -> Result<(Vec<Warning>, Vec<Warning>), ReadError> {
+    // A later read starts mid-file: the footer's block count and the trailer's offset
+    // are checked against that part, so what the reader says of them is wrong there.
+    // The end is checked on the file itself, from its footer's index.
+    let partial_end = origin > header_len && read.closed;
+    let about_the_end = |kind: &WarningKind| {
+        matches!(
+            kind,
+            WarningKind::BadFooter { .. }
+                | WarningKind::MissingBlocks { .. }
+                | WarningKind::TrailingData { .. }
+        )
+    };
+    let missing = warnings
+        .iter()
+        .filter_map(|w| match w.kind {
+            WarningKind::MissingBlocks { blocks, records } if partial_end => {
+                Some((blocks, records))
+            }
+            _ => None,
+        })
+        .fold((0, 0), |(b, r), (blocks, records)| {
+            (b + blocks, r + records)
+        });
+    total.complete_blocks += read.complete_blocks.saturating_sub(reread);
+    total.skipped_blocks += read.skipped_blocks.saturating_sub(missing.0);
+    total.skipped_records += read.skipped_records.saturating_sub(missing.1);
+    total.newer_records += read.newer_records;
+    total.bytes_discarded = read.bytes_discarded;
+    total.clean_close = read.clean_close;
+    total.closed = read.closed;
+    let (mut kept, mut latest) = (Vec::new(), Vec::new());
+    for warning in warnings {
+        if partial_end && about_the_end(&warning.kind) {
+            continue;
+        }
+        // At its place in the file, as the records' (the reader counts from the header
+        // put before the part it reads).
+        let warning = Warning {
+            offset: (warning.offset + origin).saturating_sub(header_len),
+            kind: warning.kind.clone(),
+        };
+        // Of the file's end as read now: said once, by the latest read (another trace
+        // joined on was said again by every read after it).
+        if matches!(
+            warning.kind,
+            WarningKind::TruncatedTail { .. } | WarningKind::AnotherTrace { .. }
+        ) {
+            latest.push(warning);
+        } else {
+            kept.push(warning);
+        }
+    }
+    if partial_end {
+        let mapped = hrx_capture::MappedTrace::open(path)?;
+        total.bytes_discarded = 0;
+        total.clean_close = mapped.clean_close();
+        total.closed = mapped.closed();
+        latest.extend(
+            mapped
+                .warnings()
+                .iter()
+                .filter(|w| about_the_end(&w.kind))
+                .cloned(),
+        );
+    }
+    Ok((kept, latest))
 }
 
 #[cfg(test)]

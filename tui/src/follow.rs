@@ -81,7 +81,6 @@ use crate::TuiError;
 use crate::state::Model;
 use hrx_analysis::stats_follow::ReadBudget;
 use hrx_analysis::timeline::{LiveBuilder, Publish};
-use hrx_capture::reader::WarningKind;
 use hrx_capture::schema::{FatalSignal, Record};
 use hrx_capture::{Recovery, TraceReader};
 use std::fs::File;
@@ -364,23 +363,14 @@ impl TraceTail {
         if let Some(error) = failed {
             return Err(error);
         }
-        let read = reader.recovery();
-        total.complete_blocks += read.complete_blocks.saturating_sub(reread);
-        total.skipped_blocks += read.skipped_blocks;
-        total.skipped_records += read.skipped_records;
-        total.newer_records += read.newer_records;
-        total.bytes_discarded = read.bytes_discarded;
-        total.clean_close = read.clean_close;
-        total.closed = read.closed;
-        let mut latest = Vec::new();
-        for warning in reader.warnings() {
-            if matches!(warning.kind, WarningKind::TruncatedTail { .. }) {
-                latest.push(warning.to_string());
-            } else {
-                self.warnings.push(warning.to_string());
-            }
-        }
-        self.latest_warnings = latest;
+        let (kept, latest) = hrx_analysis::stats_follow::account_read(
+            &self.path,
+            (header_len, origin, reread),
+            (reader.recovery(), reader.warnings()),
+            &mut self.recovery,
+        )?;
+        self.warnings.extend(kept.iter().map(ToString::to_string));
+        self.latest_warnings = latest.iter().map(ToString::to_string).collect();
         Ok(())
     }
 }
@@ -507,13 +497,25 @@ mod tests {
         assert!(!tail.read_new_within(budget).unwrap(), "nothing new");
         let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
         assert_same(tail.model(), &whole);
-        // Records and the close; the tail's block counts and footer checks of a read that
-        // started mid-file are not a whole read's (as before bounded reads).
+        // Records and the close as a whole read's, and no word of damage: the end of a
+        // trace followed from its middle is checked on the file, as `stats --follow` checks
+        // it (this follower warned of missing blocks and a damaged trailer, and called the
+        // trace not closed cleanly). Its block count is not a whole read's yet (left).
         let (got, want) = (
             tail.model().info().recovery.unwrap(),
             whole.info().recovery.unwrap(),
         );
-        assert_eq!((got.records, got.closed), (want.records, want.closed));
+        assert_eq!(
+            (got.records, got.closed, got.clean_close),
+            (want.records, want.closed, want.clean_close)
+        );
+        assert!(want.clean_close);
+        assert!(tail.warnings.is_empty(), "{:?}", tail.warnings);
+        assert!(
+            tail.latest_warnings.is_empty(),
+            "{:?}",
+            tail.latest_warnings
+        );
     }
 
     /// The failing pipeline's records in `order` run by run, one of its late regions left running (its
