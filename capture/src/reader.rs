@@ -2799,21 +2799,24 @@ mod tests {
         assert_eq!(whole, records.len());
     }
 
+    /// Submission `n` of runtime 1 (prepared graph 1, slot 0, at `n` ns).
+    fn submit(n: u64) -> Record {
+        use crate::schema::{PreparedId, RuntimeId, SubmissionIndex, Submit};
+        Record::Submit(Submit {
+            runtime: RuntimeId(1),
+            prepared: PreparedId(1),
+            submission: SubmissionIndex(n),
+            slot: 0,
+            producers: Vec::new(),
+            time_ns: n,
+        })
+    }
+
     /// A range's trace holds submissions `start..end` only: not a gap; one missing inside
     /// the range still is.
     #[test]
     fn a_range_is_not_read_as_missing_submissions_but_a_gap_inside_it_is() {
-        use crate::schema::{PreparedId, RuntimeId, SubmissionIndex, Submit, TraceRange};
-        let submit = |n| {
-            Record::Submit(Submit {
-                runtime: RuntimeId(1),
-                prepared: PreparedId(1),
-                submission: SubmissionIndex(n),
-                slot: 0,
-                producers: Vec::new(),
-                time_ns: n,
-            })
-        };
+        use crate::schema::{RuntimeId, SubmissionIndex, TraceRange};
         let range = |end: Option<u64>| {
             Record::TraceRange(TraceRange {
                 runtime: RuntimeId(1),
@@ -2853,19 +2856,7 @@ mod tests {
     /// a closed trace, beside a damaged block, or with records lost, are missing.
     #[test]
     fn numbers_a_never_closed_trace_lacks_at_its_end_are_past_it_not_missing() {
-        use crate::schema::{
-            LostKind, PreparedId, RecordsLost, RuntimeId, SubmissionIndex, Submit,
-        };
-        let submit = |n| {
-            Record::Submit(Submit {
-                runtime: RuntimeId(1),
-                prepared: PreparedId(1),
-                submission: SubmissionIndex(n),
-                slot: 0,
-                producers: Vec::new(),
-                time_ns: n,
-            })
-        };
+        use crate::schema::{LostKind, RecordsLost};
         let submits = |numbers: &[u64]| numbers.iter().map(|&n| submit(n)).collect::<Vec<_>>();
         let read = |bytes: &[u8]| {
             let reader = TraceReader::new(bytes).unwrap();
