@@ -96,6 +96,71 @@ impl ReadBudget {
     }
 }
 
+/// One read of a follower over the blocks from where the last read left off (the block at
+/// `resume_at`, `taken` of its records already taken), within a [`ReadBudget`]: which
+/// records are new, when to stop, and where the next read resumes. One walk for `stats
+/// --follow` and `view --follow`, whose reads differ only in what they do with a record.
+#[derive(Debug)]
+pub struct Walk {
+    resume_at: u64,
+    taken: u64,
+    budget: ReadBudget,
+    block: u64,
+    in_block: u64,
+    stopped: bool,
+}
+
+impl Walk {
+    /// A read resuming at the block at file offset `resume_at`, `taken` of whose records an
+    /// earlier read took.
+    pub fn new(resume_at: u64, taken: u64, budget: ReadBudget) -> Walk {
+        Walk {
+            resume_at,
+            taken,
+            budget,
+            block: resume_at,
+            in_block: 0,
+            stopped: false,
+        }
+    }
+
+    /// Blocks the reader reads again and counts again: the block already taken from.
+    pub fn reread(&self) -> u64 {
+        u64::from(self.taken > 0)
+    }
+
+    /// A record of the block at file offset `at`: `None` when an earlier read took it, else
+    /// whether the read stops after taking it (a block past the budget has its first record
+    /// taken, then the read stops: the next one resumes at that block, as after any block
+    /// read last).
+    pub fn record(&mut self, at: u64) -> Option<bool> {
+        if at != self.block {
+            (self.block, self.in_block) = (at, 0);
+            self.stopped = self.budget.spent(self.resume_at, at);
+        }
+        self.in_block += 1;
+        (at != self.resume_at || self.in_block > self.taken).then_some(self.stopped)
+    }
+
+    /// Where the next read resumes (`resume_at`, `taken`), and the bytes of the file at
+    /// `path` this read left unread because its budget was spent (at least 1), else 0.
+    /// What was taken is not taken again, even when the read failed after it.
+    pub fn end(&self, path: &Path) -> (u64, u64, u64) {
+        let (resume_at, taken) = if self.block != self.resume_at || self.in_block > self.taken {
+            (self.block, self.in_block)
+        } else {
+            (self.resume_at, self.taken)
+        };
+        let unread = if self.stopped {
+            let len = std::fs::metadata(path).map_or(0, |m| m.len());
+            len.saturating_sub(self.block).max(1)
+        } else {
+            0
+        };
+        (resume_at, taken, unread)
+    }
+}
+
 /// Why following a trace failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -353,24 +418,14 @@ impl StatsTail {
         budget: ReadBudget,
     ) -> Result<(), ReadError> {
         let header_len = self.header.len() as u64;
-        let (mut block, mut in_block) = (self.resume_at, 0u64);
-        // A block already taken from is read again first: the reader counts it again.
-        let reread = u64::from(self.taken > 0);
-        let mut stopped = false;
+        let mut walk = Walk::new(self.resume_at, self.taken, budget);
         self.unread = 0;
         for item in reader.by_ref() {
             let (offset, record) = item?;
             let at = (offset + origin).saturating_sub(header_len);
-            if at != block {
-                (block, in_block) = (at, 0);
-                // Its first record is taken, then the read stops: the next one resumes at
-                // this block, as after any block read last.
-                stopped = budget.spent(self.resume_at, at);
-            }
-            in_block += 1;
-            if at == self.resume_at && in_block <= self.taken {
+            let Some(stopped) = walk.record(at) else {
                 continue;
-            }
+            };
             // Counted here, not from the reader's totals, which count the block read again.
             let total = &mut self.recovery;
             total.records += 1;
@@ -383,17 +438,10 @@ impl StatsTail {
                 break;
             }
         }
-        if block != self.resume_at || in_block > self.taken {
-            (self.resume_at, self.taken) = (block, in_block);
-        }
-        if stopped {
-            let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
-            // At least a byte: the read did stop short.
-            self.unread = len.saturating_sub(block).max(1);
-        }
+        (self.resume_at, self.taken, self.unread) = walk.end(&self.path);
         let (kept, latest) = account_read(
             &self.path,
-            (header_len, origin, reread),
+            (header_len, origin, walk.reread()),
             (reader.recovery(), reader.warnings()),
             &mut self.recovery,
         )?;

@@ -79,7 +79,7 @@
 
 use crate::TuiError;
 use crate::state::Model;
-use hrx_analysis::stats_follow::ReadBudget;
+use hrx_analysis::stats_follow::{ReadBudget, Walk};
 use hrx_analysis::timeline::{LiveBuilder, Publish};
 use hrx_capture::schema::{FatalSignal, Record};
 use hrx_capture::{Recovery, TraceReader};
@@ -309,12 +309,9 @@ impl TraceTail {
         budget: ReadBudget,
     ) -> Result<(), hrx_capture::ReadError> {
         let header_len = self.header.len() as u64;
-        let (mut block, mut in_block) = (self.resume_at, 0u64);
-        // A block already taken from is read again first: the reader counts it again.
-        let reread = u64::from(self.taken > 0);
+        let mut walk = Walk::new(self.resume_at, self.taken, budget);
         let total = &mut self.recovery;
         let mut failed = None;
-        let mut stopped = false;
         self.unread = 0;
         for item in reader.by_ref() {
             let (offset, record) = match item {
@@ -325,16 +322,9 @@ impl TraceTail {
                 }
             };
             let at = (offset + origin).saturating_sub(header_len);
-            if at != block {
-                (block, in_block) = (at, 0);
-                // Its first record is taken, then the read stops: the next one resumes at
-                // this block, as after any block read last.
-                stopped = budget.spent(self.resume_at, at);
-            }
-            in_block += 1;
-            if at == self.resume_at && in_block <= self.taken {
+            let Some(stopped) = walk.record(at) else {
                 continue;
-            }
+            };
             // Counted here, not from the reader's totals, which count the block read again.
             total.records += 1;
             total.observe(&record);
@@ -352,20 +342,13 @@ impl TraceTail {
             }
         }
         // What was taken is not taken again, even when the read failed after it.
-        if block != self.resume_at || in_block > self.taken {
-            (self.resume_at, self.taken) = (block, in_block);
-        }
-        if stopped {
-            let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
-            // At least a byte: the read did stop short.
-            self.unread = len.saturating_sub(block).max(1);
-        }
+        (self.resume_at, self.taken, self.unread) = walk.end(&self.path);
         if let Some(error) = failed {
             return Err(error);
         }
         let (kept, latest) = hrx_analysis::stats_follow::account_read(
             &self.path,
-            (header_len, origin, reread),
+            (header_len, origin, walk.reread()),
             (reader.recovery(), reader.warnings()),
             &mut self.recovery,
         )?;
