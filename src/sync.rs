@@ -10,7 +10,8 @@
 //! every schedule of the real code. [`lock`] takes both.
 //!
 //! [`spin_until`] is the runtime's one bounded spin (completion waits, idle workers, trace
-//! capture fences and hashing threads).
+//! capture fences and hashing threads); [`relax`] is each spin's pause, which gives the core
+//! away when hrx's spinning threads outnumber the CPUs.
 
 /// The process's fork count ([`hrx_capture::fork`], the trace's own): a runtime keeps the
 /// count it was created under, so that one relaxed load tells it that it is in a child
@@ -187,7 +188,7 @@ impl<T> Drop for ExclusiveGuard<'_, T> {
 #[cfg_attr(feature = "model-check", allow(dead_code))] // `MODEL_SPINS` polls instead
 pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// Polls `done` for up to [`SPIN`]; whether it became true.
+/// Polls `done` for up to [`SPIN`], pausing with [`relax`]; whether it became true.
 #[cfg(not(feature = "model-check"))]
 pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
     // Checked before the clock is read: a wait that finds its submission done reads none.
@@ -200,12 +201,66 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
             if done() {
                 return true;
             }
-            std::hint::spin_loop();
+            relax();
         }
         if start.elapsed() >= SPIN {
             return false;
         }
     }
+}
+
+/// hrx's threads that spin while idle (every runtime's queue workers, the trace's hashing
+/// threads), alive now: see [`relax`].
+static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts the thread holding it among the threads that spin while idle ([`relax`]).
+pub(crate) struct Spinner(());
+
+impl Spinner {
+    pub(crate) fn new() -> Spinner {
+        SPINNERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Spinner(())
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        SPINNERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether hrx's spinning threads and one application thread outnumber the CPUs this
+/// process may use (`available_parallelism`: affinity and cgroup quota included).
+#[cfg_attr(feature = "model-check", allow(dead_code))] // loom's spins never yield
+pub(crate) fn oversubscribed() -> bool {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    outnumbered(SPINNERS.load(std::sync::atomic::Ordering::Relaxed), cpus)
+}
+
+/// CUDA's rule (see [`relax`]): `spinners` and the one thread that submits and waits
+/// outnumber `cpus`.
+#[cfg_attr(feature = "model-check", allow(dead_code))]
+fn outnumbered(spinners: usize, cpus: usize) -> bool {
+    spinners + 1 > cpus
+}
+
+/// One pause in a spin for work or for a flag: a spin-loop hint, or, where the spinning
+/// threads outnumber the CPUs ([`oversubscribed`]), a yield of the CPU. That is CUDA's rule
+/// for `cudaDeviceScheduleAuto` (the CUDA Runtime API, `cudaSetDeviceFlags`: with more active
+/// contexts than logical processors, yield while waiting, else spin): on a 2-core machine
+/// the three queue workers' spin took half the CPU from the thread that submits and runs its
+/// regions and from the trace's writer (`host_visible 1000000` untraced 0.90-1.12 s spinning,
+/// 0.49-0.52 s yielding; BENCHMARKS.md, session 40). A yield with nothing else to run
+/// returns at once, so the spin still picks work up without sleeping.
+#[inline]
+pub(crate) fn relax() {
+    #[cfg(not(feature = "model-check"))]
+    if oversubscribed() {
+        std::thread::yield_now();
+        return;
+    }
+    std::hint::spin_loop();
 }
 
 /// Under loom (no wall clock): polls `done` a fixed [`MODEL_SPINS`] times, so a model
@@ -270,5 +325,19 @@ mod tests {
             assert!(second, "a second claim while held must panic");
         }
         assert_eq!(*cell.claim(), 2, "claimable again once the guard dropped");
+    }
+
+    /// The spin yields only where hrx's spinning threads and the application's thread
+    /// outnumber the CPUs: a runtime's three queue workers on 2 CPUs (the CI machine), not on
+    /// 16 (the GPU host), nor with the trace's four hashing threads beside them there.
+    #[test]
+    fn spins_yield_only_where_the_spinning_threads_outnumber_the_cpus() {
+        use super::outnumbered;
+        assert!(outnumbered(3, 2));
+        assert!(outnumbered(3, 3));
+        assert!(!outnumbered(3, 4));
+        assert!(!outnumbered(3 + 4, 16));
+        assert!(outnumbered(16, 16));
+        assert!(!outnumbered(0, 1), "an application thread alone never yields");
     }
 }

@@ -1135,6 +1135,7 @@ fn hashing_threads() -> Option<&'static crossbeam_channel::Sender<HashJob>> {
 /// A hashing thread: like a runtime worker, it spins a while for the next job before it
 /// blocks, so that a busy program hands it jobs without a syscall.
 fn run_hash_jobs(queue: &crossbeam_channel::Receiver<HashJob>) {
+    let _spinner = crate::sync::Spinner::new();
     loop {
         let next = std::cell::Cell::new(None);
         crate::sync::spin_until(|| match queue.try_recv() {

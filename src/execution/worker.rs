@@ -29,6 +29,7 @@ use std::time::Duration;
 /// leaving new work for [`CLAIM_GRACE`] to a thread that waits for it, then re-checks the
 /// state; after a whole spin without new work it parks.
 pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
+    let _spinner = crate::sync::Spinner::new();
     let doorbell = core.doorbell(queue);
     let mut state = core.scheduler();
     let mut spun = false;
@@ -229,7 +230,7 @@ fn poll(core: &Core, doorbell: &Doorbell, epoch: u64) -> Option<Rung> {
             }
             next = now + poll_ns;
         }
-        std::hint::spin_loop();
+        crate::sync::relax();
     }
 }
 
@@ -246,7 +247,7 @@ fn leave_to_waiter(core: &Core, doorbell: &Doorbell, mut rung: Rung) -> Option<R
         let mut grace = Grace::new(crate::clock::now_ns(), hooks.load());
         while !grace.over(crate::clock::now_ns(), || hooks.load()) {
             for _ in 0..GRACE_SPINS {
-                std::hint::spin_loop();
+                crate::sync::relax();
             }
         }
         match after_grace(rung, doorbell.load()) {
