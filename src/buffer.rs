@@ -881,10 +881,7 @@ mod tests {
         staging.write(0, &frame).unwrap();
         assert!(captures.parked() && captures.busy(), "hashed at the write");
         graph.submit().unwrap().wait().unwrap();
-        assert!(
-            !captures.parked(),
-            "the upload ran and its hash did not start"
-        );
+        assert!(!captures.parked(), "the upload ran and its hash did not start");
         captures.wait();
         drop((graph, staging, device, rt));
         recorder.close().unwrap();

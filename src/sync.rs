@@ -339,9 +339,6 @@ mod tests {
         assert!(!outnumbered(5, 6));
         assert!(!outnumbered(2 * 5 + 4, 16));
         assert!(outnumbered(3 * 5 + 4, 16));
-        assert!(
-            !outnumbered(0, 1),
-            "an application thread alone never yields"
-        );
+        assert!(!outnumbered(0, 1), "an application thread alone never yields");
     }
 }

@@ -1025,6 +1025,7 @@ fn parked_hash_wait(state: &CaptureState) -> std::time::Duration {
     PARKED_HASH_WAIT
 }
 
+
 /// Runs `job` on the hashing threads, or here when they are gone.
 fn hash_now(job: HashJob) {
     match hashing_threads() {
@@ -1263,3 +1264,4 @@ fn run_hash_jobs(queue: &crossbeam_channel::Receiver<HashJob>) {
         job();
     }
 }
+
