@@ -858,48 +858,6 @@ mod tests {
         }
     }
 
-    /// A large host write's hash waits until a region that reads the buffer has run (it read
-    /// the bytes while the upload's copy engine did, BENCHMARKS.md sessions 26 and 40), then
-    /// runs: the trace holds the write's bytes under their hash. The trace writer's own start
-    /// of the hash is put off for the test, which would otherwise race it.
-    #[test]
-    fn a_large_host_writes_hash_waits_for_a_region_that_reads_the_buffer() {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
-        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
-        let len = 1 << 20;
-        let staging = rt.buffer(len, Placement::HostVisible).unwrap();
-        let device = rt.buffer(len, Placement::GpuLocal).unwrap();
-        let mut graph = rt.graph();
-        graph.copy(device.whole(), staging.whole()).unwrap();
-        let graph = graph.prepare().unwrap();
-        let frame = vec![7u8; len];
-        let captures = &staging.storage.captures;
-        captures.put_off_writers_start();
-        staging.write(0, &frame).unwrap();
-        assert!(captures.parked() && captures.busy(), "hashed at the write");
-        graph.submit().unwrap().wait().unwrap();
-        assert!(!captures.parked(), "the upload ran and its hash did not start");
-        captures.wait();
-        drop((graph, staging, device, rt));
-        recorder.close().unwrap();
-        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
-        let hash = xxhash_rust::xxh3::xxh3_64(&frame);
-        let written: Vec<u64> = trace
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::HostWrite(w) => Some(w.xxh3),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(written, [hash]);
-        let blob = trace.blobs()[&hrx_capture::schema::BlobHash(hash)];
-        assert_eq!(blob, &frame[..], "the bytes stored");
-    }
-
     /// A host write held at its buffer's capture fence (a capture still reads the bytes) is
     /// recorded as a `RecorderWait` of the runtime on the writing thread, so that the trace
     /// says what it cost the program; it was not recorded at all.

@@ -414,11 +414,6 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
     }
     if traced {
         OP_SPANS.set(ops);
-        // Its reads are done: host writes' hashes parked until then start now, after its
-        // end time was read (`trace::Captures::park`), in or out of a recorded range.
-        for use_ in region.uses.iter().filter(|u| u.access.reads()) {
-            use_.view.buffer().storage.captures.release();
-        }
     }
     let result = result.map(|_| ());
     if let (Ok(()), Some(waiter), false) = (&result, &waiter, traced)
