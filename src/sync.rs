@@ -209,8 +209,8 @@ pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
     }
 }
 
-/// hrx's threads that spin while idle (every runtime's queue workers, the trace's hashing
-/// threads), alive now: see [`relax`].
+/// hrx's threads that spin while idle and are counted for [`relax`], alive now: the queue
+/// workers of runtimes on the software device and the trace's hashing threads.
 static SPINNERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Counts the thread holding it among the threads that spin while idle ([`relax`]).
@@ -253,6 +253,12 @@ fn outnumbered(spinners: usize, cpus: usize) -> bool {
 /// regions and from the trace's writer (`host_visible 1000000` untraced 0.90-1.12 s spinning,
 /// 0.49-0.52 s yielding; BENCHMARKS.md, session 40). A yield with nothing else to run
 /// returns at once, so the spin still picks work up without sleeping.
+///
+/// A GPU backend's queue workers are not counted, so that a process of GPU runtimes alone
+/// spins as before: on the H100 host the GPU bench, whose three CUDA runtimes' fifteen
+/// workers made every spin yield there, died in its CUPTI turn in 3 of 24 processes (heap
+/// corruption) against none of 22 without this session's changes; the cause is not known,
+/// and the yield stays off GPU hosts until it is (RELIABILITY.md, session 40).
 #[inline]
 pub(crate) fn relax() {
     #[cfg(not(feature = "model-check"))]
@@ -328,8 +334,8 @@ mod tests {
     }
 
     /// The spin yields only where hrx's spinning threads and the application's thread
-    /// outnumber the CPUs: a runtime's five queue workers on 2 CPUs (the CI machine), not on
-    /// 16 (the GPU host), nor with the trace's four hashing threads and a second runtime
+    /// outnumber the CPUs: a software-device runtime's five queue workers on 2 CPUs (the CI
+    /// machine), not on 16, nor with the trace's four hashing threads and a second runtime
     /// beside them there; three traced runtimes there do.
     #[test]
     fn spins_yield_only_where_the_spinning_threads_outnumber_the_cpus() {
@@ -339,6 +345,9 @@ mod tests {
         assert!(!outnumbered(5, 6));
         assert!(!outnumbered(2 * 5 + 4, 16));
         assert!(outnumbered(3 * 5 + 4, 16));
-        assert!(!outnumbered(0, 1), "an application thread alone never yields");
+        assert!(
+            !outnumbered(0, 1),
+            "an application thread alone never yields"
+        );
     }
 }

@@ -29,7 +29,9 @@ use std::time::Duration;
 /// leaving new work for [`CLAIM_GRACE`] to a thread that waits for it, then re-checks the
 /// state; after a whole spin without new work it parks.
 pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
-    let _spinner = crate::sync::Spinner::new();
+    // Counted for `sync::relax` on the software device only (see there why not on a GPU).
+    let software = core.context().device.info().backend == "sim";
+    let _spinner = software.then(crate::sync::Spinner::new);
     let doorbell = core.doorbell(queue);
     let mut state = core.scheduler();
     let mut spun = false;
