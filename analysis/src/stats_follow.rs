@@ -10,7 +10,10 @@
 //! `view --follow` reads the same way).
 //!
 //! A block the writer has not finished yet reads as a torn tail: it is read again at the
-//! next refresh, and only the latest read's torn tail is reported. The footer and trailer
+//! next refresh, and only the latest read's torn tail is reported. So is everything a read
+//! found from the block the next read resumes at (that block, and the summaries, damaged
+//! blocks and torn tail after it): the next read's count of it replaces this one's, so the
+//! blocks, damage and warnings add up to a one-shot read's ([`account_read`]). The footer and trailer
 //! describe the whole file, so when a later read reaches them, how the trace ends (closed
 //! cleanly, blocks missing, a damaged footer) is checked on the file itself through its
 //! footer's block index ([`hrx_capture::MappedTrace`]), not from the part read. The trace is over when
@@ -108,12 +111,22 @@ pub struct Walk {
     block: u64,
     in_block: u64,
     stopped: bool,
+    /// The reader's counts and warnings before `block` ([`TraceReader::before_block`]).
+    before_block: (Recovery, usize),
+    /// Warnings of the file header, said again by every read.
+    header_warnings: usize,
 }
 
 impl Walk {
-    /// A read resuming at the block at file offset `resume_at`, `taken` of whose records an
-    /// earlier read took.
-    pub fn new(resume_at: u64, taken: u64, budget: ReadBudget) -> Walk {
+    /// A read by `reader`, just opened, resuming at the block at file offset `resume_at`,
+    /// `taken` of whose records an earlier read took.
+    pub fn new<R: Read>(
+        reader: &TraceReader<R>,
+        resume_at: u64,
+        taken: u64,
+        budget: ReadBudget,
+    ) -> Walk {
+        let header_warnings = reader.warnings().len();
         Walk {
             resume_at,
             taken,
@@ -121,21 +134,20 @@ impl Walk {
             block: resume_at,
             in_block: 0,
             stopped: false,
+            // The read starts at that block: nothing before it but the header.
+            before_block: (Recovery::default(), header_warnings),
+            header_warnings,
         }
     }
 
-    /// Blocks the reader reads again and counts again: the block already taken from.
-    pub fn reread(&self) -> u64 {
-        u64::from(self.taken > 0)
-    }
-
-    /// A record of the block at file offset `at`: `None` when an earlier read took it, else
-    /// whether the read stops after taking it (a block past the budget has its first record
-    /// taken, then the read stops: the next one resumes at that block, as after any block
-    /// read last).
-    pub fn record(&mut self, at: u64) -> Option<bool> {
+    /// A record of the block at file offset `at`, just handed out by `reader`: `None` when
+    /// an earlier read took it, else whether the read stops after taking it (a block past
+    /// the budget has its first record taken, then the read stops: the next one resumes at
+    /// that block, as after any block read last).
+    pub fn record<R: Read>(&mut self, reader: &TraceReader<R>, at: u64) -> Option<bool> {
         if at != self.block {
             (self.block, self.in_block) = (at, 0);
+            self.before_block = reader.before_block();
             self.stopped = self.budget.spent(self.resume_at, at);
         }
         self.in_block += 1;
@@ -244,6 +256,9 @@ pub struct StatsTail {
     taken: u64,
     /// Totals over every read so far.
     recovery: Recovery,
+    /// What the latest read counted from the block the next resumes at, which the next
+    /// counts again ([`account_read`]).
+    provisional: Recovery,
     /// Warnings of earlier reads that stay true (not a torn tail: that is read again).
     warnings: Vec<Warning>,
     /// The latest read's torn tail, if it ended inside a block.
@@ -297,6 +312,7 @@ impl StatsTail {
             resume_at: header_len,
             taken: 0,
             recovery: Recovery::default(),
+            provisional: Recovery::default(),
             warnings: Vec::new(),
             latest_warnings: Vec::new(),
             fatal: None,
@@ -418,12 +434,12 @@ impl StatsTail {
         budget: ReadBudget,
     ) -> Result<(), ReadError> {
         let header_len = self.header.len() as u64;
-        let mut walk = Walk::new(self.resume_at, self.taken, budget);
+        let mut walk = Walk::new(&reader, self.resume_at, self.taken, budget);
         self.unread = 0;
-        for item in reader.by_ref() {
+        while let Some(item) = reader.next() {
             let (offset, record) = item?;
             let at = (offset + origin).saturating_sub(header_len);
-            let Some(stopped) = walk.record(at) else {
+            let Some(stopped) = walk.record(&reader, at) else {
                 continue;
             };
             // Counted here, not from the reader's totals, which count the block read again.
@@ -441,9 +457,9 @@ impl StatsTail {
         (self.resume_at, self.taken, self.unread) = walk.end(&self.path);
         let (kept, latest) = account_read(
             &self.path,
-            (header_len, origin, walk.reread()),
-            (reader.recovery(), reader.warnings()),
-            &mut self.recovery,
+            (header_len, origin),
+            (&walk, &reader),
+            (&mut self.recovery, &mut self.provisional),
         )?;
         self.warnings.extend(kept);
         self.latest_warnings = latest;
@@ -451,25 +467,34 @@ impl StatsTail {
     }
 }
 
-/// Adds what a follower's read found to `total`: `read`'s block and damage counts (less
-/// `reread`, the block read again first) and its warnings, placed in the whole file (the
-/// part read from file offset `origin` was read with the file header, `header_len` bytes,
-/// before it). Returns the warnings to keep and those of the file's end as read now, which
-/// replace the last read's. A read from mid-file that reached the footer and trailer
-/// checked them against the part it read (blocks missing, a trailer "damaged"): how the
-/// trace ends is then checked on the file at `path` itself, from its footer's index. One
-/// rule for `stats --follow` and `view --follow` (the view's follower lacked it and warned of
-/// missing blocks and a damaged trailer at every close it followed; a helper's pass).
+/// Adds what a follower's read by `reader`, over `walk`, found to `total`: its block and
+/// damage counts and its warnings, placed in the whole file (the part read from file offset
+/// `origin` was read with the file header, `header_len` bytes, before it). Returns the
+/// warnings to keep and those the next read finds again, which replace the last read's.
+///
+/// The next read resumes at a block this one read (the block it stopped in, or the last
+/// records block: blocks after it may be torn still), so it reads that block and
+/// whatever followed it again. What this read counted from there on is `provisional`: the
+/// next read's count of the same bytes replaces it, so that the totals are a one-shot
+/// read's (they counted the block read again, and the summary blocks, footer and damaged
+/// blocks after it, once per read: 24 blocks for 22).
+///
+/// A read from mid-file that reached the footer and trailer checked them against the part
+/// it read (blocks missing, a trailer "damaged"): how the trace ends is then checked on the
+/// file at `path` itself, from its footer's index. One rule for `stats --follow` and
+/// `view --follow` (the view's follower lacked it and warned of missing blocks and a
+/// damaged trailer at every close it followed; a helper's pass).
 ///
 /// # Errors
 ///
 /// When the file at `path` cannot be mapped to check its end.
-pub fn account_read(
+pub fn account_read<R: Read>(
     path: &Path,
-    (header_len, origin, reread): (u64, u64, u64),
-    (read, warnings): (&Recovery, &[Warning]),
-    total: &mut Recovery,
+    (header_len, origin): (u64, u64),
+    (walk, reader): (&Walk, &TraceReader<R>),
+    (total, provisional): (&mut Recovery, &mut Recovery),
 ) -> Result<(Vec<Warning>, Vec<Warning>), ReadError> {
+    let (read, warnings) = (reader.recovery(), reader.warnings());
     // A later read starts mid-file: the footer's block count and the trailer's offset
     // are checked against that part, so what the reader says of them is wrong there.
     // The end is checked on the file itself, from its footer's index.
@@ -493,15 +518,61 @@ pub fn account_read(
         .fold((0, 0), |(b, r), (blocks, records)| {
             (b + blocks, r + records)
         });
-    total.complete_blocks += read.complete_blocks.saturating_sub(reread);
-    total.skipped_blocks += read.skipped_blocks.saturating_sub(missing.0);
-    total.skipped_records += read.skipped_records.saturating_sub(missing.1);
-    total.newer_records += read.newer_records;
-    total.bytes_discarded = read.bytes_discarded;
+    let mut counted = *read;
+    if partial_end {
+        counted.skipped_blocks = counted.skipped_blocks.saturating_sub(missing.0);
+        counted.skipped_records = counted.skipped_records.saturating_sub(missing.1);
+        // The trailer did not point at the footer's offset in the part read: the bytes
+        // after the footer read as damage there.
+        counted.bytes_discarded = reader.before_block().0.bytes_discarded;
+    }
+    let (before_resume, said_before_resume) = walk.before_block;
+    for (total, earlier, now, before) in [
+        (
+            &mut total.complete_blocks,
+            &mut provisional.complete_blocks,
+            counted.complete_blocks,
+            before_resume.complete_blocks,
+        ),
+        (
+            &mut total.skipped_blocks,
+            &mut provisional.skipped_blocks,
+            counted.skipped_blocks,
+            before_resume.skipped_blocks,
+        ),
+        (
+            &mut total.skipped_records,
+            &mut provisional.skipped_records,
+            counted.skipped_records,
+            before_resume.skipped_records,
+        ),
+        (
+            &mut total.newer_records,
+            &mut provisional.newer_records,
+            counted.newer_records,
+            before_resume.newer_records,
+        ),
+        (
+            &mut total.bytes_discarded,
+            &mut provisional.bytes_discarded,
+            counted.bytes_discarded,
+            before_resume.bytes_discarded,
+        ),
+    ] {
+        *total = total.saturating_sub(*earlier).saturating_add(now);
+        *earlier = now.saturating_sub(before);
+    }
     total.clean_close = read.clean_close;
     total.closed = read.closed;
+    // A later read says the file header's warnings again: the first read said them.
+    let header = if origin > header_len {
+        walk.header_warnings
+    } else {
+        0
+    };
+    let split = said_before_resume.max(header);
     let (mut kept, mut latest) = (Vec::new(), Vec::new());
-    for warning in warnings {
+    for (i, warning) in warnings.iter().enumerate().skip(header) {
         if partial_end && about_the_end(&warning.kind) {
             continue;
         }
@@ -511,15 +582,12 @@ pub fn account_read(
             offset: (warning.offset + origin).saturating_sub(header_len),
             kind: warning.kind.clone(),
         };
-        // Of the file's end as read now: said once, by the latest read (another trace
-        // joined on was said again by every read after it).
-        if matches!(
-            warning.kind,
-            WarningKind::TruncatedTail { .. } | WarningKind::AnotherTrace { .. }
-        ) {
-            latest.push(warning);
-        } else {
+        // From the block the next read resumes at: found again by it (a torn tail, another
+        // trace joined on, a damaged block were said again by every read after them).
+        if i < split {
             kept.push(warning);
+        } else {
+            latest.push(warning);
         }
     }
     if partial_end {
@@ -758,6 +826,57 @@ mod tests {
             )
         );
         assert!(got.is_complete(), "{got:?}");
+    }
+
+    /// `bytes` with the payload of its middle records block damaged (it fails its
+    /// checksum); the block's offset and the middle of the block after it.
+    fn damaged_in_the_middle(bytes: &[u8]) -> (Vec<u8>, usize, usize) {
+        let mapped = hrx_capture::MappedTrace::from_vec(bytes.to_vec()).unwrap();
+        let blocks: Vec<_> = (mapped.blocks().iter())
+            .filter(|b| b.header.kind == hrx_capture::format::BlockKind::RECORDS)
+            .collect();
+        let (damaged, next) = (blocks[blocks.len() / 2], blocks[blocks.len() / 2 + 1]);
+        let mut bytes = bytes.to_vec();
+        bytes[damaged.offset as usize + BLOCK_HEADER_LEN as usize + 1] ^= 0xFF;
+        let middle = next.offset + next.header.block_len() / 2;
+        (bytes, damaged.offset as usize, middle as usize)
+    }
+
+    /// A damaged block after the last records block a read took is read again by every
+    /// read after it (they resume at that records block): counted once, said once, and
+    /// the totals at the end are a one-shot read's, blocks and damage included (the block
+    /// and its 20-odd records were counted again by each read, and the block read again
+    /// too).
+    #[test]
+    fn a_damaged_block_read_again_is_counted_once() {
+        let (bytes, damaged, torn) = damaged_in_the_middle(&trace_bytes(false));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        // Up to the damaged block and half of the one after it (being written).
+        std::fs::write(&path, &bytes[..torn]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert!(
+            tail.resume_at < damaged as u64,
+            "the damaged block is read again"
+        );
+        tail.read_new().unwrap();
+        let (_, summary) = tail.snapshot();
+        assert_eq!(summary.recovery.unwrap().skipped_blocks, 1);
+        // A budget that stops inside the blocks after it, then the rest.
+        std::fs::write(&path, &bytes).unwrap();
+        tail.read_new_within(ReadBudget::bytes(1)).unwrap();
+        assert!(tail.unread_bytes() > 0);
+        while tail.state() == TailState::Live || tail.unread_bytes() > 0 {
+            tail.read_new_within(ReadBudget::bytes(4096)).unwrap();
+        }
+        tail.read_new().unwrap();
+        let (_, summary) = tail.finish();
+        let (_, want) = whole(&bytes);
+        let got = summary.recovery.unwrap();
+        assert_eq!(got.skipped_blocks, 1);
+        assert!(got.skipped_records > 0);
+        assert_eq!(got, want.recovery.unwrap());
+        assert_eq!(summary.warnings, want.warnings);
     }
 
     /// A recording that stopped (nobody writes it, never closed) while the reads are behind

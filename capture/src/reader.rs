@@ -759,11 +759,12 @@ impl Recovery {
     }
 
     /// Takes one record read into what the trace says of itself: the records its recorder
-    /// lost, the time threads waited on the recorder, and whether it is a trim of an
-    /// incomplete recording.
+    /// lost, the time threads waited on the recorder, its host clock, and whether it is a
+    /// trim of an incomplete recording.
     pub fn observe(&mut self, record: &Record) {
         self.lost.observe(record);
         self.waits.observe(record);
+        self.clock.observe(record);
         if let Record::TraceRange(range) = record
             && range
                 .trimmed_from
@@ -1009,6 +1010,9 @@ pub struct TraceReader<R> {
     /// Session starts read, and the block of the second.
     sessions: u64,
     second_session: u64,
+    /// [`TraceReader::before_block`]: the counts and the number of warnings before the
+    /// records block or footer read last.
+    before_block: (Recovery, usize),
 }
 
 impl TraceReader<File> {
@@ -1114,6 +1118,7 @@ impl<R: Read> TraceReader<R> {
             first_newer: None,
             sessions: 0,
             second_session: 0,
+            before_block: (Recovery::default(), 0),
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -1179,6 +1184,20 @@ impl<R: Read> TraceReader<R> {
     /// What was recovered so far (final once iteration has ended).
     pub fn recovery(&self) -> &Recovery {
         &self.recovery
+    }
+
+    /// What [`TraceReader::recovery`] was, and how many [`TraceReader::warnings`] there
+    /// were, just before the records block or footer read last (the block of the latest
+    /// record, while its records are handed out): what was counted and said before it. A
+    /// follower that reads the file again from that block counts it and what follows it
+    /// again, and only that (`stats --follow`, `view --follow`).
+    pub fn before_block(&self) -> (Recovery, usize) {
+        self.before_block
+    }
+
+    /// Marks the block about to be counted (see [`TraceReader::before_block`]).
+    fn mark_block(&mut self) {
+        self.before_block = (self.recovery, self.warnings.len());
     }
 
     /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -1566,6 +1585,7 @@ impl<R: Read> TraceReader<R> {
                 return self.damaged_block(at, header.record_count, error, remains);
             }
         };
+        self.mark_block();
         self.recovery.complete_blocks += 1;
         let payload = decompressed.unwrap_or(stored);
         self.block = Some((
@@ -1602,7 +1622,6 @@ impl<R: Read> TraceReader<R> {
                             self.second_session = at;
                         }
                     }
-                    self.recovery.clock.observe(&record);
                     if let Record::SessionEnd(end) = &record
                         && self.check_submissions
                     {
@@ -1653,6 +1672,7 @@ impl<R: Read> TraceReader<R> {
         header: &BlockHeader,
         stored: &[u8],
     ) -> Result<(), ReadError> {
+        self.mark_block();
         self.recovery.closed = true;
         let footer = decode_payload(header, stored).and_then(|payload| {
             postcard::from_bytes::<Footer>(&payload).map_err(FormatError::Record)

@@ -9,7 +9,9 @@
 //! refresh. Neither step costs the whole trace (see "Cost of a refresh" below).
 //!
 //! A block the writer has not finished yet reads as a torn tail: it is left for the next
-//! refresh, and only the latest read's torn tail is reported. Submission numbers are not
+//! refresh, and only the latest read's torn tail is reported; the counts of blocks and
+//! damage add up to a one-shot read's, as `stats --follow`'s
+//! ([`account_read`](hrx_analysis::stats_follow::account_read)). Submission numbers are not
 //! checked (a live trace's newest submissions may still sit in the writer's buffers).
 //!
 //! A new recording to the same path truncates the file and writes it again: appended
@@ -106,6 +108,9 @@ pub struct TraceTail {
     taken: u64,
     /// Totals over every read so far.
     recovery: Recovery,
+    /// What the latest read counted from the block the next resumes at, which the next
+    /// counts again ([`account_read`](hrx_analysis::stats_follow::account_read)).
+    provisional: Recovery,
     /// Warnings of earlier reads that stay true (not a torn tail: that is read again).
     warnings: Vec<String>,
     /// The latest read's torn tail, if it ended inside a block.
@@ -161,6 +166,7 @@ impl TraceTail {
             resume_at: header_len,
             taken: 0,
             recovery: Recovery::default(),
+            provisional: Recovery::default(),
             warnings: Vec::new(),
             latest_warnings: Vec::new(),
             first_block,
@@ -309,11 +315,11 @@ impl TraceTail {
         budget: ReadBudget,
     ) -> Result<(), hrx_capture::ReadError> {
         let header_len = self.header.len() as u64;
-        let mut walk = Walk::new(self.resume_at, self.taken, budget);
+        let mut walk = Walk::new(&reader, self.resume_at, self.taken, budget);
         let total = &mut self.recovery;
         let mut failed = None;
         self.unread = 0;
-        for item in reader.by_ref() {
+        while let Some(item) = reader.next() {
             let (offset, record) = match item {
                 Ok(item) => item,
                 Err(error) => {
@@ -322,7 +328,7 @@ impl TraceTail {
                 }
             };
             let at = (offset + origin).saturating_sub(header_len);
-            let Some(stopped) = walk.record(at) else {
+            let Some(stopped) = walk.record(&reader, at) else {
                 continue;
             };
             // Counted here, not from the reader's totals, which count the block read again.
@@ -348,9 +354,9 @@ impl TraceTail {
         }
         let (kept, latest) = hrx_analysis::stats_follow::account_read(
             &self.path,
-            (header_len, origin, walk.reread()),
-            (reader.recovery(), reader.warnings()),
-            &mut self.recovery,
+            (header_len, origin),
+            (&walk, &reader),
+            (&mut self.recovery, &mut self.provisional),
         )?;
         self.warnings.extend(kept.iter().map(ToString::to_string));
         self.latest_warnings = latest.iter().map(ToString::to_string).collect();
@@ -480,18 +486,15 @@ mod tests {
         assert!(!tail.read_new_within(budget).unwrap(), "nothing new");
         let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
         assert_same(tail.model(), &whole);
-        // Records and the close as a whole read's, and no word of damage: the end of a
-        // trace followed from its middle is checked on the file, as `stats --follow` checks
-        // it (this follower warned of missing blocks and a damaged trailer, and called the
-        // trace not closed cleanly). Its block count is not a whole read's yet (left).
+        // Records, blocks and the close as a whole read's, and no word of damage: the end
+        // of a trace followed from its middle is checked on the file, as `stats --follow`
+        // checks it (this follower warned of missing blocks and a damaged trailer, and
+        // called the trace not closed cleanly; it counted 24 blocks for 22).
         let (got, want) = (
             tail.model().info().recovery.unwrap(),
             whole.info().recovery.unwrap(),
         );
-        assert_eq!(
-            (got.records, got.closed, got.clean_close),
-            (want.records, want.closed, want.clean_close)
-        );
+        assert_eq!(got, want);
         assert!(want.clean_close);
         assert!(tail.warnings.is_empty(), "{:?}", tail.warnings);
         assert!(
@@ -499,6 +502,42 @@ mod tests {
             "{:?}",
             tail.latest_warnings
         );
+    }
+
+    /// A damaged block just after the last records block read is read again by the reads
+    /// after it (they resume at that records block): the follower counts it, its records
+    /// and the blocks as a one-shot read does, and says it once (each read counted it and
+    /// its records again; `stats --follow` shares the rule).
+    #[test]
+    fn a_damaged_block_read_again_is_counted_once() {
+        // One session: the recorder writes its own start.
+        let mut bytes = recorded(
+            pipeline(PipelineSpec::ops(2_000)).filter(|r| !matches!(r, Record::SessionStart(_))),
+        );
+        let mapped = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+        let blocks: Vec<_> = (mapped.blocks().iter())
+            .filter(|b| b.header.kind == hrx_capture::format::BlockKind::RECORDS)
+            .collect();
+        let (damaged, next) = (blocks[blocks.len() / 2], blocks[blocks.len() / 2 + 1]);
+        bytes[damaged.offset as usize + BLOCK_HEADER_LEN as usize + 1] ^= 0xFF;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        // Up to the middle of the block after the damaged one (being written).
+        let torn = (next.offset + next.header.block_len() / 2) as usize;
+        std::fs::write(&path, &bytes[..torn]).unwrap();
+        let mut tail = TraceTail::open(&path).unwrap();
+        assert!(
+            tail.resume_at < damaged.offset,
+            "the damaged block is read again"
+        );
+        assert!(!tail.read_new().unwrap(), "nothing new");
+        std::fs::write(&path, &bytes).unwrap();
+        while tail.read_new_within(ReadBudget::bytes(4096)).unwrap() {}
+        let whole = Model::from_reader(TraceReader::new(&bytes[..]).unwrap()).unwrap();
+        let got = tail.model().info().recovery.unwrap();
+        assert_eq!((got.skipped_blocks, got.closed), (1, true));
+        assert_eq!(got, whole.info().recovery.unwrap());
+        assert_eq!(tail.model().info().warnings, whole.info().warnings);
     }
 
     /// The failing pipeline's records in `order` run by run, one of its late regions left running (its

@@ -321,6 +321,7 @@ impl<R: Read> TraceReader<R> {
                 finish,
                 spare: ahead.spare.0.clone(),
             };
+            self.mark_block();
             self.recovery.complete_blocks += 1;
             self.block = Some((pending.at, Current::Decoded(decoded)));
             return Ok(());
