@@ -23,12 +23,20 @@
 //! ([`TailState::Unclosed`]: a recorder killed with no note of it, a file cut short; no
 //! recorder holds its lock and it stopped growing, [`hrx_capture::WriterWatch`]).
 //!
-//! A new recording to the same path truncates the file and writes it again: appended
-//! blocks would then be read at the old offset, among another recording's bytes (a break-it
-//! pass: 20,312 submissions and a "damaged block" reported for a file of 20,000, clean).
-//! [`rewritten`] tells (the file shorter than what was read, or another first block), and
-//! the tail then starts again from the new recording's beginning
-//! ([`StatsTail::restarts`]); the timeline's `view --follow` asks the same.
+//! A new recording to the same path is written as a new file renamed over it
+//! ([`hrx_capture::FileSink::create`]), once the earlier recording's recorder let go of it.
+//! The tail holds the file it opened and reads on in it: the report is of the recording it
+//! followed, whole, and [`StatsTail::recorded_again`] says that the path names another one
+//! now (`stats --follow` says so under its report; it reopened the path at each read, so it
+//! went on in the new file at the old offset, or ended with the earlier report and no word
+//! of the new one when the rename came during its last read).
+//!
+//! Where the folder is not writable, a new recording truncates the file and writes it
+//! again: appended blocks would then be read at the old offset, among another recording's
+//! bytes (a break-it pass: 20,312 submissions and a "damaged block" reported for a file of
+//! 20,000, clean). [`rewritten`] tells (the file shorter than what was read, or another
+//! first block), and the tail then starts again from the new recording's beginning
+//! ([`StatsTail::restarts`]); the timeline's `view --follow` asks the same, of the path.
 
 use crate::scan::{Joiner, ScanSummary};
 use crate::stats::{Stats, StatsVisitor};
@@ -37,6 +45,7 @@ use hrx_capture::schema::FatalSignal;
 use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning, WriterWatch};
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -214,11 +223,24 @@ const BLOCK_HEADER_LEN: u64 = hrx_capture::format::BLOCK_HEADER_LEN as u64;
 ///
 /// An I/O error when the file cannot be opened or read.
 pub fn first_block(path: &Path, header_len: u64) -> io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(header_len))?;
-    let mut first = Vec::new();
-    file.take(BLOCK_HEADER_LEN).read_to_end(&mut first)?;
-    Ok(first)
+    read_at(&File::open(path)?, header_len, BLOCK_HEADER_LEN)
+}
+
+/// Up to `len` bytes of `file` from offset `at` (fewer where it ends first), read without
+/// moving its offset.
+fn read_at(file: &File, at: u64, len: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
+    let mut read = 0;
+    while read < bytes.len() {
+        match file.read_at(&mut bytes[read..], at + read as u64) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(read);
+    Ok(bytes)
 }
 
 /// Whether the file at `path` is no longer the recording followed so far: shorter than
@@ -226,13 +248,18 @@ pub fn first_block(path: &Path, header_len: u64) -> io::Result<Vec<u8>> {
 /// recording truncated it and wrote it again). `false` when it cannot be read now (a later
 /// poll tries again).
 pub fn rewritten(path: &Path, header_len: u64, read_to: u64, first: &[u8]) -> bool {
-    let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+    File::open(path).is_ok_and(|file| rewritten_file(&file, header_len, read_to, first))
+}
+
+/// [`rewritten`] of a file open.
+fn rewritten_file(file: &File, header_len: u64, read_to: u64, first: &[u8]) -> bool {
+    let Ok(len) = file.metadata().map(|m| m.len()) else {
         return false;
     };
     if len < read_to {
         return true;
     }
-    let Ok(now) = first_block(path, header_len) else {
+    let Ok(now) = read_at(file, header_len, BLOCK_HEADER_LEN) else {
         return false;
     };
     let n = now.len().min(first.len());
@@ -243,6 +270,8 @@ pub fn rewritten(path: &Path, header_len: u64, read_to: u64, first: &[u8]) -> bo
 #[derive(Debug)]
 pub struct StatsTail {
     path: PathBuf,
+    /// The file followed, held open: every read reads it, whatever `path` names later.
+    file: File,
     /// The file header, put before the appended bytes of each later read.
     header: Vec<u8>,
     /// The first block's header when it was read ([`rewritten`]).
@@ -289,21 +318,21 @@ impl StatsTail {
     ///
     /// As [`StatsTail::open`].
     pub fn open_within(path: &Path, budget: ReadBudget) -> Result<StatsTail, FollowError> {
-        let reader = TraceReader::open(path)?;
-        let header_len = u64::from(reader.header().header_len);
-        let mut header = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(header_len).read_to_end(&mut header))
-            .map_err(|source| FollowError::Reopen {
-                path: path.to_owned(),
-                source,
-            })?;
-        let first_block = first_block(path, header_len).map_err(|source| FollowError::Reopen {
+        let reopen = |source| FollowError::Reopen {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let file = hrx_capture::reader::open_file(path)?;
+        // As long as it is now, as `TraceReader::open` reads: a writer faster than this read
+        // would keep it from ending.
+        let len = file.metadata().map_err(reopen)?.len();
+        let reader = TraceReader::new(file.try_clone().map_err(reopen)?.take(len))?;
+        let header_len = u64::from(reader.header().header_len);
+        let header = read_at(&file, 0, header_len).map_err(reopen)?;
+        let first_block = read_at(&file, header_len, BLOCK_HEADER_LEN).map_err(reopen)?;
         let mut tail = StatsTail {
             path: path.to_owned(),
+            file,
             header,
             first_block,
             restarts: 0,
@@ -343,7 +372,7 @@ impl StatsTail {
     /// As [`StatsTail::read_new`].
     pub fn read_new_within(&mut self, budget: ReadBudget) -> Result<u64, FollowError> {
         let header_len = self.header.len() as u64;
-        if rewritten(&self.path, header_len, self.resume_at, &self.first_block) {
+        if rewritten_file(&self.file, header_len, self.resume_at, &self.first_block) {
             let restarts = self.restarts + 1;
             *self = StatsTail::open_within(&self.path, budget)?;
             self.restarts = restarts;
@@ -353,7 +382,7 @@ impl StatsTail {
             path: self.path.clone(),
             source,
         };
-        let mut file = File::open(&self.path).map_err(reopen)?;
+        let mut file = self.file.try_clone().map_err(reopen)?;
         file.seek(SeekFrom::Start(self.resume_at)).map_err(reopen)?;
         let reader = TraceReader::new(Cursor::new(self.header.clone()).chain(file))?;
         let before = self.recovery.records;
@@ -361,7 +390,8 @@ impl StatsTail {
         self.take(reader, self.resume_at, budget)?;
         // A read that left part of the file has not seen the end: nobody writing it any
         // more would end the following before the rest was read.
-        if self.unread == 0 && self.state() == TailState::Live && self.watch.ended(&self.path) {
+        if self.unread == 0 && self.state() == TailState::Live && self.watch.ended_file(&self.file)
+        {
             self.unclosed = true;
         }
         Ok(self.recovery.records - before)
@@ -371,6 +401,25 @@ impl StatsTail {
     /// again from its start.
     pub fn restarts(&self) -> u64 {
         self.restarts
+    }
+
+    /// Whether the path followed names another recording now than the one read (see the
+    /// module docs): another file (a new recording renamed over it), or this one written
+    /// again since the last read. `false` when the path names nothing now.
+    pub fn recorded_again(&self) -> bool {
+        let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
+        let named = std::fs::metadata(&self.path).map(identity);
+        let held = self.file.metadata().map(identity);
+        match (named, held) {
+            (Ok(named), Ok(held)) if named != held => true,
+            (Ok(_), _) => rewritten_file(
+                &self.file,
+                self.header.len() as u64,
+                self.resume_at,
+                &self.first_block,
+            ),
+            (Err(_), _) => false,
+        }
     }
 
     /// Bytes of the file the latest read left unread because its budget was spent (as
@@ -682,8 +731,10 @@ mod tests {
         let mut tail = StatsTail::open(&path).unwrap();
         assert_eq!(tail.state(), TailState::Live);
         std::fs::write(&path, &new).unwrap();
+        assert!(tail.recorded_again(), "the file it read was written again");
         tail.read_new().unwrap();
         assert_eq!(tail.restarts(), 1);
+        assert!(!tail.recorded_again(), "it reads the new recording now");
         assert_eq!(tail.state(), TailState::Closed);
         let (stats, summary) = tail.finish();
         let (expected, expected_summary) = whole(&new);
@@ -698,6 +749,50 @@ mod tests {
             (got.records, got.complete_blocks, got.clean_close),
             (want.records, want.complete_blocks, want.clean_close)
         );
+    }
+
+    /// A new recording renamed over the followed path (as a recorder replaces an earlier
+    /// trace, `FileSink::create`) while the tail is behind the earlier recording: the tail
+    /// reads the earlier one on to its end, whole, in the file it holds, and says that the
+    /// path names another recording now. It reopened the path at each read: it went on in
+    /// the new file from the old offset (here a restart on the new recording's totals), or
+    /// ended with the earlier report and no word of the new one.
+    #[test]
+    fn a_trace_recorded_again_while_followed_is_read_whole_and_said_so() {
+        let old = trace_bytes(false);
+        let new = {
+            let sink = MemorySink::new();
+            let options = crate::timeline::fixtures::small_blocks();
+            let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+            for record in pipeline(PipelineSpec::ops(300)) {
+                if !matches!(record, Record::SessionStart(_)) {
+                    recorder.record(&record);
+                }
+            }
+            recorder.close().unwrap();
+            sink.contents()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let mut earlier = File::create(&path).unwrap();
+        earlier.write_all(&old[..old.len() / 3]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        assert!(!tail.recorded_again());
+        let beside = dir.path().join(".live.hrxt.1.new");
+        std::fs::write(&beside, &new).unwrap();
+        std::fs::rename(&beside, &path).unwrap();
+        assert!(tail.recorded_again(), "the path names the new recording");
+        // The earlier recording's last blocks reach its file, which has no name now.
+        earlier.write_all(&old[old.len() / 3..]).unwrap();
+        tail.read_new().unwrap();
+        assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
+        assert!(tail.recorded_again());
+        let (stats, summary) = tail.finish();
+        let (want, want_summary) = whole(&old);
+        assert_eq!(stats, want);
+        assert_eq!(summary.recovery, want_summary.recovery);
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
     }
 
     #[test]

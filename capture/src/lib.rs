@@ -74,6 +74,7 @@ pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, OpenRange, RawBatch, Recorder,
     RecorderOptions, Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
+    recorder_holds_file,
 };
 
 /// Writes one line on standard error; one that cannot be written (closed, a full disk) is

@@ -16,6 +16,7 @@
 //! locking the file in that instant has to wait out, so it is asked about once a
 //! [`WriterWatch::SETTLE`], not at every poll.
 
+use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -53,17 +54,36 @@ impl WriterWatch {
     /// file, not empty, kept its length in between. `false` until then, and whenever the
     /// file cannot be probed (a later call tries again).
     pub fn ended(&mut self, path: &Path) -> bool {
+        self.probe(|| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| m.len())
+                .filter(|&len| len > 0)
+                .filter(|_| matches!(crate::recorder_holds(path), Ok(false)))
+        })
+    }
+
+    /// [`WriterWatch::ended`] of a trace file the follower holds open (it reads on in it
+    /// when a new recording is renamed over its path).
+    pub fn ended_file(&mut self, file: &File) -> bool {
+        self.probe(|| {
+            file.metadata()
+                .ok()
+                .map(|m| m.len())
+                .filter(|&len| len > 0)
+                .filter(|_| matches!(crate::recorder_holds_file(file), Ok(false)))
+        })
+    }
+
+    /// A probe by `free_len`: the file's length when nobody holds it, else `None`.
+    fn probe(&mut self, free_len: impl FnOnce() -> Option<u64>) -> bool {
         let now = Instant::now();
         if let Some((at, _)) = self.last
             && now.duration_since(at) < self.settle
         {
             return false;
         }
-        let free_len = std::fs::metadata(path)
-            .ok()
-            .map(|m| m.len())
-            .filter(|&len| len > 0)
-            .filter(|_| matches!(crate::recorder_holds(path), Ok(false)));
+        let free_len = free_len();
         let before = self.last.and_then(|(_, len)| len);
         self.last = Some((now, free_len));
         free_len.is_some() && free_len == before

@@ -531,7 +531,16 @@ pub(crate) fn lock_exclusive(file: &File) -> io::Result<bool> {
 ///
 /// When the file cannot be opened or the lock cannot be asked for.
 pub fn recorder_holds(path: &Path) -> io::Result<bool> {
-    let file = File::open(path)?;
+    recorder_holds_file(&File::open(path)?)
+}
+
+/// [`recorder_holds`] of a trace file already open: a follower that holds the file it
+/// reads asks of that file, whatever its path names now.
+///
+/// # Errors
+///
+/// When the lock cannot be asked for.
+pub fn recorder_holds_file(file: &File) -> io::Result<bool> {
     match file.try_lock_shared() {
         Ok(()) => {
             file.unlock()?;

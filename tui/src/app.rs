@@ -903,8 +903,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.hrxt");
         let old = recording(400);
-        // Longer than the old one (its first block tells them apart), and shorter.
-        for (old_len, new_ops) in [(old.len(), 800), (old.len() * 2 / 3, 800), (old.len(), 40)] {
+        // Longer than the old one (its first block tells them apart), and shorter; in place
+        // (a folder not writable), and renamed over it (as a recorder replaces a trace).
+        for (old_len, new_ops, renamed) in [
+            (old.len(), 800, false),
+            (old.len() * 2 / 3, 800, false),
+            (old.len(), 40, false),
+            (old.len(), 800, true),
+            (old.len() * 2 / 3, 40, true),
+        ] {
             let new = recording(new_ops);
             let whole_new = Model::from_reader(TraceReader::new(&new[..]).unwrap()).unwrap();
             std::fs::write(&path, &old[..old_len]).unwrap();
@@ -913,9 +920,15 @@ mod tests {
             let mut state = ViewState::new(follower.tail.model(), 120, 40);
             state.start_live();
             let carried = state.carried(follower.tail.model());
-            std::fs::write(&path, &new).unwrap();
+            if renamed {
+                let beside = dir.path().join(".t.hrxt.1.new");
+                std::fs::write(&beside, &new).unwrap();
+                std::fs::rename(&beside, &path).unwrap();
+            } else {
+                std::fs::write(&path, &new).unwrap();
+            }
             let read = follower.reread().expect("the new recording");
-            assert!(read.reloaded, "{old_len}");
+            assert!(read.reloaded, "{old_len} {renamed}");
             let model = follower.tail.model();
             assert_eq!(model.info().records, whole_new.info().records);
             assert_eq!(model.span_count(), whole_new.span_count());

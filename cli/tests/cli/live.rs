@@ -287,3 +287,99 @@ fn stats_follow_behind_the_trace_prints_each_slice_then_the_whole_trace() {
     assert!(behind >= 4, "{text}");
     assert!(text.contains("live: ended: closed ("), "{text}");
 }
+
+/// A closed recording of `ops` operations in many small blocks, as `record` would leave it,
+/// as its bytes (written at `path` first).
+fn small_block_recording(path: &Path, ops: u64) -> Vec<u8> {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let options = RecorderOptions {
+        backend: "sim".into(),
+        device: "synthetic".into(),
+        full_buffer_wait: Duration::from_secs(600),
+        ..hrx_analysis::timeline::fixtures::small_blocks()
+    };
+    let recorder = Recorder::create(path, options).unwrap();
+    for record in pipeline(PipelineSpec::ops(ops)) {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            recorder.record(&record);
+        }
+    }
+    assert_eq!(recorder.close().unwrap().dropped_records, 0);
+    std::fs::read(path).unwrap()
+}
+
+/// A trace recorded again while `stats --follow` follows it: the new recording is renamed
+/// over the path (as a recorder replaces an earlier trace) while the earlier one is still
+/// being written (here the test holds its lock and writes its last blocks after the
+/// rename). `stats --follow` reads the earlier recording to its end, whole, in the file it
+/// holds, and says under its report that the path names a new one (`note:`, and
+/// `recorded_again` in `--json`'s `live` and `follow`). It reopened the path at each read,
+/// so it went on in the new file (a restart, the earlier recording's report lost) or, when
+/// the rename came during its last read, ended with the earlier report without a word.
+#[test]
+fn stats_follow_of_a_trace_recorded_again_reports_the_earlier_and_says_so() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let earlier_bytes = small_block_recording(&dir.path().join("earlier.hrxt"), 2_000);
+    let new_bytes = small_block_recording(&dir.path().join("new.hrxt"), 300);
+    let path = dir.path().join("live.hrxt");
+    // The earlier recording, a third written, its writer's lock held.
+    let mut earlier = std::fs::File::create(&path).unwrap();
+    earlier.lock().unwrap();
+    let third = earlier_bytes.len() / 3;
+    earlier.write_all(&earlier_bytes[..third]).unwrap();
+
+    let mut stats = hrx_trace(dir.path())
+        .args(["stats", "--follow", "--json", "live.hrxt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(stats.stdout.take().unwrap());
+    let err = lines_of(stats.stderr.take().unwrap());
+    let live: serde_json::Value =
+        serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
+    assert_eq!(live["live"]["recorded_again"], false);
+
+    // The new recording takes the name; the earlier one's last blocks go to its file.
+    let beside = dir.path().join(".live.hrxt.1.new");
+    std::fs::write(&beside, &new_bytes).unwrap();
+    std::fs::rename(&beside, &path).unwrap();
+    earlier.write_all(&earlier_bytes[third..]).unwrap();
+    drop(earlier);
+
+    let mut lines = Vec::new();
+    while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
+        lines.push(line);
+    }
+    let status = stats.wait().unwrap();
+    let mut errors = Vec::new();
+    while let Ok(line) = err.recv_timeout(crate::view::STEP_TIMEOUT) {
+        errors.push(line);
+    }
+    assert!(status.success(), "{status:?} {errors:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(lines.last().expect("the final report")).unwrap();
+    // The earlier recording, whole, as `stats` reads it.
+    let whole = crate::util::run(dir.path(), &["stats", "--json", "earlier.hrxt"]);
+    let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
+    for key in ["kernels", "submissions", "regions", "complete", "end"] {
+        assert_eq!(report[key], whole[key], "{key}");
+    }
+    assert_eq!(report["follow"]["ended"], "closed");
+    assert_eq!(report["follow"]["recorded_again"], true);
+    let note = "note: live.hrxt was recorded again while it was followed; this report is of \
+                the earlier recording (read live.hrxt again for the new one)";
+    assert_eq!(
+        errors.iter().filter(|l| l.as_str() == note).count(),
+        1,
+        "{errors:?}"
+    );
+    assert!(
+        !errors
+            .iter()
+            .any(|l| l.contains("following it from its start")),
+        "{errors:?}"
+    );
+}
