@@ -150,6 +150,8 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     let earlier_identity = std::path::absolute(&expanded)
         .map(|path| hrx_capture::file_identity(&path))
         .ok();
+    // Which file it was: one replaced is another file afterwards, one emptied in place is not.
+    let earlier_inode = earlier.then(|| file_inode(&expanded)).flatten();
     let absolute = std::path::absolute(&args.output)?;
     let snapshot = crate::traces::Snapshot::take(&absolute);
     // Where each process of the program says which file it records into; without it (no
@@ -284,7 +286,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     if let Ok(absolute) = std::path::absolute(&expanded) {
         let wrote_there = written.contains(&absolute);
         if earlier && wrote_there {
-            note_replaced(&shown(&absolute));
+            note_replaced(&shown(&absolute), earlier_inode);
         }
         // Its processes recorded elsewhere (a nested `hrx-trace record -o OTHER`, or their
         // own `RuntimeOptions::trace`): said, as `-o`'s file was not written (a fresh-user
@@ -647,11 +649,56 @@ pub fn check_output(template: &Path, path: &Path) -> Result<bool, Failure> {
 
 /// An earlier trace at `path` is replaced, as `-o` asks, but not silently (Nsight Systems
 /// refuses without `--force-overwrite`; a note costs a scripted re-recording nothing).
-pub fn note_replaced(path: &Path) {
+///
+/// `earlier` is the earlier trace's file ([`file_inode`], taken before the recording).
+/// Where `path` is still that file, the recorder could not create its new file beside it
+/// and emptied the earlier trace in place ([`hrx_capture::FileSink::create`]): a reader
+/// still reading it then read the start of one recording and the rest of the other. That
+/// is said instead (it read "it is replaced", as a replacement that readers never see).
+pub fn note_replaced(path: &Path, earlier: Option<(u64, u64)>) {
+    if earlier.is_none() || file_inode(path) != earlier {
+        crate::output::note(format_args!(
+            "{} held an earlier trace: it is replaced",
+            path.display()
+        ));
+        return;
+    }
+    let folder = folder_of(path);
+    let why = match creates_files_in(&folder) {
+        Err(_) => "as its folder is not writable",
+        Ok(()) => "by a recorder that did not write a new file beside it (an older hrx?)",
+    };
     crate::output::note(format_args!(
-        "{} held an earlier trace: it is replaced",
+        "{} held an earlier trace: it was emptied in place, {why}; a reader still reading it \
+         reads two recordings as one",
         path.display()
     ));
+}
+
+/// The device and inode of the file at `path`: whether a recording replaced it or emptied
+/// it in place ([`note_replaced`]).
+pub fn file_inode(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The folder of the file at `path` (`.` for a bare name).
+fn folder_of(path: &Path) -> std::path::PathBuf {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => std::path::PathBuf::from("."),
+    }
+}
+
+/// Whether this process can create a file in `dir`: creates one and removes it.
+fn creates_files_in(dir: &Path) -> io::Result<()> {
+    let probe = dir.join(format!(".hrx-trace-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Refuses an output `path` whose directory does not exist, naming it (the OS error would
@@ -846,25 +893,9 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
             .map(drop)
             .map_err(|e| refuse("it cannot be opened for writing".into(), e));
     }
-    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(dir) => dir.to_path_buf(),
-        None => std::path::PathBuf::from("."),
-    };
-    let probe = dir.join(format!(".hrx-trace-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(refuse(
-            format!("no file can be created in {}", dir.display()),
-            e,
-        )),
-    }
+    let dir = folder_of(path);
+    creates_files_in(&dir)
+        .map_err(|e| refuse(format!("no file can be created in {}", dir.display()), e))
 }
 
 fn name(program: &OsStr) -> String {

@@ -149,7 +149,8 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     }
     interruptible.finished();
     if earlier {
-        crate::record::note_replaced(&args.output);
+        // Renamed over it: always another file.
+        crate::record::note_replaced(&args.output, None);
     }
     // What reading the input found, as every verb reading a trace warns of it; the output
     // says it too (`info`: "trimmed from an incomplete recording").

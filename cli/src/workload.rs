@@ -146,6 +146,9 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // `HRX_SIM_MEMORY`, no device) leaves the earlier trace as it was (it said "it is
     // replaced", then "was written and closed", of a file never touched).
     let earlier = check_output(&args.output, &output)?;
+    let earlier_inode = earlier
+        .then(|| crate::record::file_inode(&output))
+        .flatten();
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.
@@ -193,7 +196,7 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // The file this run's runtime created, if it created one.
     let installed = hrx_capture::installed_path();
     if earlier && installed.as_deref() == Some(output.as_path()) {
-        crate::record::note_replaced(&output);
+        crate::record::note_replaced(&output, earlier_inode);
     }
     let outcome = match outcome {
         Ok(outcome) => outcome,

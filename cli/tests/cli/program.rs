@@ -282,6 +282,66 @@ fn an_earlier_trace_is_replaced_with_a_note() {
     );
 }
 
+/// An earlier trace in a folder the recording may not write (only the trace file is
+/// writable): the recorder cannot write its new file beside it and empties the earlier
+/// trace in place, so a reader still reading it reads two recordings as one. `record` of a
+/// program and of a workload says so; it said "it is replaced", as of a replacement that
+/// its readers never notice. The recordings run as `nobody` where the test runs as root,
+/// whom a folder's permissions do not stop.
+#[test]
+fn an_earlier_trace_emptied_in_place_is_said() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.hrxt");
+    let first = run(
+        dir.path(),
+        &["record", "-o", "t.hrxt", "--workload", "hazards"],
+    );
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let mode = |mode| std::fs::Permissions::from_mode(mode);
+    if root {
+        // nobody may write the trace and enter the folder, not create files in it.
+        std::os::unix::fs::chown(&trace, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir.path(), mode(0o755)).unwrap();
+    } else {
+        std::fs::set_permissions(dir.path(), mode(0o555)).unwrap();
+    }
+    let inode = || std::fs::metadata(&trace).unwrap().ino();
+    let before = inode();
+    let traced = example("traced");
+    let program = [
+        "record",
+        "-o",
+        "t.hrxt",
+        "--",
+        traced.to_str().unwrap(),
+        "2",
+    ];
+    let workload = ["record", "-o", "t.hrxt", "--workload", "hazards"];
+    for args in [&program[..], &workload[..]] {
+        let mut command = hrx_trace(dir.path());
+        command.args(args);
+        if root {
+            command.uid(65534).gid(65534);
+        }
+        let out = command.output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(code(&out), 0, "{args:?}: {err}");
+        assert_eq!(inode(), before, "{args:?}: emptied in place, not replaced");
+        assert!(
+            err.contains(
+                "note: t.hrxt held an earlier trace: it was emptied in place, as its folder is \
+                 not writable; a reader still reading it reads two recordings as one"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("it is replaced"), "{args:?}: {err}");
+    }
+    std::fs::set_permissions(dir.path(), mode(0o700)).unwrap();
+}
+
 #[test]
 fn a_second_recorder_on_the_same_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
