@@ -31,6 +31,11 @@
 //!   meaningful; [`Recovery::skipped_blocks`] tells replay that something is missing.
 //! - **Damaged block header**: the reader searches forward for the next block marker with a
 //!   valid header checksum and resumes there.
+//! - **Blocks cut out whole** (nothing left to skip): counted from the footer's index or
+//!   the session end's record count when the trace was closed; in a trace never closed,
+//!   only a block summary left without the records block it follows tells
+//!   ([`WarningKind::SummaryWithoutBlock`]; the rest reads as the trace's end, see
+//!   [`TraceReader::check_submission_numbers`]).
 //! - **Unknown block kind or record variant** (a newer minor): skipped with a warning.
 //! - **Another trace joined on** (`cat cut.hrxt other.hrxt`): where a file header that
 //!   decodes stands where a block should, or lies in bytes taken for damage (a block whose
@@ -361,6 +366,16 @@ pub enum WarningKind {
         /// Records the footer counts in them.
         records: u64,
     },
+    /// A block summary with no records block right before it: the recorder writes each one
+    /// right after the records block whose timings it counts, so that block was cut out
+    /// (not damaged: nothing was left to skip). The only sign of a block cut out of a trace
+    /// that was never closed: a records block cut out with its summary, or one that had none
+    /// (no timings), leaves none ([`TraceReader::check_submission_numbers`]).
+    #[error(
+        "a records block is missing before this block summary (cut out: a summary follows \
+         the records block it counts)"
+    )]
+    SummaryWithoutBlock,
     /// The session end counts more records written before it than were read or skipped:
     /// whole blocks are gone (cut out of a trace whose footer is gone too, so no footer
     /// lists them).
@@ -1013,6 +1028,10 @@ pub struct TraceReader<R> {
     /// [`TraceReader::before_block`]: the counts and the number of warnings before the
     /// records block or footer read last.
     before_block: (Recovery, usize),
+    /// The kind of the block read last (`None` before the first; a records block where
+    /// damaged bytes were skipped to reach the next header, which cannot be told): whether a
+    /// summary follows its records block ([`WarningKind::SummaryWithoutBlock`]).
+    previous: Option<BlockKind>,
 }
 
 impl TraceReader<File> {
@@ -1119,6 +1138,7 @@ impl<R: Read> TraceReader<R> {
             sessions: 0,
             second_session: 0,
             before_block: (Recovery::default(), 0),
+            previous: None,
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -1136,7 +1156,11 @@ impl<R: Read> TraceReader<R> {
     /// [`WarningKind::SubmissionsMissing`] and counts in [`Recovery::missing_submissions`]
     /// (a block lost whole, or records dropped). Likewise the session end's count of the
     /// records written before it: records neither read nor skipped become a
-    /// [`WarningKind::RecordsMissing`] (blocks cut out where no footer lists them). Off by
+    /// [`WarningKind::RecordsMissing`] (blocks cut out where no footer lists them). In a
+    /// trace never closed where nothing was damaged, a gap is the trace's end for the
+    /// runtime ([`WarningKind::SubmissionsUnwritten`]): nothing in the format orders blocks,
+    /// so blocks cut out of its middle read so too, unless a block summary is left without
+    /// its records block ([`WarningKind::SummaryWithoutBlock`]). Off by
     /// default: the format itself allows any numbers and records anywhere (synthetic traces,
     /// tests); readers of runtime traces (`info`, `diff`, `replay`) turn it on.
     pub fn check_submission_numbers(mut self) -> Self {
@@ -1395,10 +1419,15 @@ impl<R: Read> TraceReader<R> {
                 return Ok(());
             }
             Err(error) => match self.resynchronize(at, raw, error)? {
-                Some(header) => header,
+                // What the skipped bytes held is unknown: taken for a records block.
+                Some(header) => {
+                    self.previous = Some(BlockKind::RECORDS);
+                    header
+                }
                 None => return Ok(()),
             },
         };
+        let previous = self.previous.replace(header.kind);
         let at = self.offset - BLOCK_HEADER_LEN as u64;
         let stored = self.read_payload(header.stored_len)?;
         if stored.len() < header.stored_len as usize {
@@ -1421,7 +1450,14 @@ impl<R: Read> TraceReader<R> {
             // a block the writer wrote and reported, so counted when intact, and said when
             // damaged (it was left out without a word: the trace read as closed cleanly).
             BlockKind::SUMMARY => match decode_payload(&header, &stored) {
-                Ok(_) => self.recovery.complete_blocks += 1,
+                Ok(_) => {
+                    self.recovery.complete_blocks += 1;
+                    // First, or after another summary: the records block it counts is gone.
+                    if matches!(previous, None | Some(BlockKind::SUMMARY)) {
+                        self.recovery.skipped_blocks += 1;
+                        self.warn(at, WarningKind::SummaryWithoutBlock);
+                    }
+                }
                 Err(error) => {
                     let remains = Remains::of(&stored, &error);
                     self.damaged_block(at, 0, error, remains)?;
@@ -1996,6 +2032,17 @@ impl<R: Read> TraceReader<R> {
     /// before the lowest one ([`WarningKind::SubmissionsUnwritten`]). Anywhere else they
     /// are missing ([`WarningKind::SubmissionsMissing`]): replay refuses such a gap (later
     /// submissions read what the missing ones wrote), and readers say it as damage.
+    ///
+    /// Whole blocks cut out of the middle of a trace never closed are told from unwritten
+    /// tails only where a block summary is left without its records block
+    /// ([`WarningKind::SummaryWithoutBlock`], a skipped block: the gap is then missing).
+    /// Nothing else in the format orders blocks: block headers carry no sequence number,
+    /// records no thread or per-thread counter, summaries no offsets or counts of the
+    /// blocks before them, and what counts blocks and records (the footer, the session
+    /// end) is written at the close. A records block cut out with its summary, or one with
+    /// no summary after it (no timing placed while it was written), leaves the gap read as
+    /// the trace's end for that runtime; telling them apart would take a format change (a
+    /// block sequence number in the header, say).
     fn check_submissions(&mut self) {
         if std::mem::replace(&mut self.submissions_checked, true) {
             return;
@@ -2980,6 +3027,119 @@ mod tests {
                 FormatVersion::CURRENT,
             )),
             2,
+        );
+    }
+
+    /// A trace never closed, recorded by two threads, with a records block cut out of its
+    /// middle: the block summary the recorder wrote right after it stays, with no records
+    /// block before it, so the gap it leaves in the submission numbers is missing (damage:
+    /// replay refuses it), not the trace ending before it (which a submitting thread's
+    /// unwritten last records make). The same block cut out with its summary leaves no sign
+    /// in the format (no block sequence numbers, no per-thread counters, no offsets in
+    /// later blocks): that gap still reads as the trace's end for the runtime.
+    #[test]
+    fn a_records_block_cut_from_a_never_closed_trace_leaves_its_summary_and_is_missing() {
+        use crate::schema::{RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
+        let timing = |n: u64| {
+            Record::RegionTiming(RegionTiming {
+                runtime: RuntimeId(1),
+                submission: SubmissionIndex(n),
+                region: RegionIndex(0),
+                start_ns: n * 1000,
+                end_ns: n * 1000 + 500,
+                device: None,
+            })
+        };
+        let sink = MemorySink::new();
+        let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).unwrap();
+        // Two threads take turns: 1..=3, 4..=6, 7..=9, 10..=12, each turn flushed as a block
+        // (then a summary of the timings placed: the first turn's wait for the second's);
+        // the recorder is never closed.
+        for (turn, numbers) in [1..=3, 4..=6, 7..=9, 10..=12].into_iter().enumerate() {
+            let recorder = recorder.clone();
+            std::thread::Builder::new()
+                .name(format!("submitter {}", turn % 2))
+                .spawn(move || {
+                    for n in numbers {
+                        recorder.record(&submit(n));
+                        recorder.record(&timing(n));
+                    }
+                    recorder.flush().unwrap();
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+        let bytes = sink.contents();
+        std::mem::forget(recorder);
+        let mapped = MappedTrace::from_vec(bytes.clone()).unwrap();
+        let blocks = mapped.blocks();
+        let holds_7 = (0..blocks.len())
+            .find(|&i| {
+                let block = mapped.read_block(i).unwrap();
+                block.records.iter().any(|r| *r == submit(7))
+            })
+            .unwrap();
+        let (cut, summary) = (&blocks[holds_7], &blocks[holds_7 + 1]);
+        assert_eq!(blocks[holds_7 - 1].header.kind, BlockKind::SUMMARY);
+        assert_eq!(summary.header.kind, BlockKind::SUMMARY);
+        let end = |b: &BlockInfo| (b.offset + b.header.block_len()) as usize;
+        let read = |bytes: &[u8]| {
+            let reader = TraceReader::new(bytes).unwrap();
+            Trace::read_whole(reader.check_submission_numbers()).unwrap()
+        };
+        assert_eq!(read(&bytes).recovery.unwritten_submissions, 0);
+        assert!(
+            read(&bytes).warnings.is_empty(),
+            "{:?}",
+            read(&bytes).warnings
+        );
+
+        // The records block alone: its summary says it is gone.
+        let without = [&bytes[..cut.offset as usize], &bytes[end(cut)..]].concat();
+        let trace = read(&without);
+        assert!(!trace.recovery.closed);
+        assert_eq!(trace.recovery.skipped_blocks, 1);
+        assert_eq!(trace.recovery.unwritten_submissions, 0);
+        assert_eq!(trace.recovery.missing_submissions, 3);
+        let kinds: Vec<_> = trace.warnings.iter().map(|w| &w.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                &WarningKind::SummaryWithoutBlock,
+                &WarningKind::SubmissionsMissing {
+                    runtime: 1,
+                    missing: 3,
+                    last: 12
+                }
+            ]
+        );
+        assert_eq!(trace.warnings[0].offset, cut.offset);
+        // Decoding ahead reads it the same.
+        let ahead = Trace::read_whole(
+            TraceReader::new(&without[..])
+                .unwrap()
+                .decode_ahead(2)
+                .check_submission_numbers(),
+        )
+        .unwrap();
+        assert_eq!(
+            (ahead.warnings, ahead.recovery),
+            (trace.warnings, trace.recovery)
+        );
+
+        // With its summary: nothing tells, and the runtime's numbers end before 7.
+        let both = [&bytes[..cut.offset as usize], &bytes[end(summary)..]].concat();
+        let trace = read(&both);
+        assert_eq!(trace.recovery.skipped_blocks, 0);
+        assert_eq!(trace.recovery.unwritten_submissions, 3);
+        assert_eq!(
+            trace
+                .warnings
+                .iter()
+                .map(|w| w.kind.ends_before())
+                .collect::<Vec<_>>(),
+            [Some((1, 7))]
         );
     }
 

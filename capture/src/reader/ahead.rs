@@ -310,6 +310,7 @@ impl<R: Read> TraceReader<R> {
                         ahead.pending.clear();
                         ahead.held = None;
                     }
+                    self.previous = Some(BlockKind::RECORDS);
                     return self.damaged_block(pending.at, pending.records, error, remains);
                 }
                 Piece::Items(chunk) => (chunk, None),
@@ -322,6 +323,7 @@ impl<R: Read> TraceReader<R> {
                 spare: ahead.spare.0.clone(),
             };
             self.mark_block();
+            self.previous = Some(BlockKind::RECORDS);
             self.recovery.complete_blocks += 1;
             self.block = Some((pending.at, Current::Decoded(decoded)));
             return Ok(());
