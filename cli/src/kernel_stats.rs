@@ -172,73 +172,77 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let mut last: Option<(Instant, u64)> = None;
-    // Until the trace is over; a final read that found a new recording in the file (written
-    // again in place) follows that one.
-    while tail.state() == TailState::Live {
-        while tail.state() == TailState::Live {
-            let (stats, summary) = tail.snapshot();
-            let now = Instant::now();
-            let records = tail.records();
-            let per_s = last.map_or(0.0, |(then, before): (Instant, u64)| {
-                records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
-            });
-            last = Some((now, records));
-            let report = report(path, &stats, &summary);
-            let unread = tail.unread_bytes();
-            let mut out = io::stdout().lock();
-            if args.json {
-                let mut line = report;
-                line["live"] = json!({
-                    "records": records,
-                    "records_per_s": per_s,
-                    "unread_bytes": unread,
-                    "recorded_again": tail.recorded_again(),
-                });
-                serde_json::to_writer(&mut out, &crate::output::versioned(line))
-                    .map_err(io::Error::from)?;
-                writeln!(out)?;
-            } else {
-                if terminal {
-                    // Home and clear: each summary replaces the last.
-                    write!(out, "\x1b[H\x1b[2J")?;
-                }
-                let behind = match unread {
-                    0 => String::new(),
-                    n => format!(", behind: {} not read yet", bytes(n)),
-                };
-                writeln!(
-                    out,
-                    "live: {records} records, {}{behind} (refreshed each second until the trace \
-                 is closed; Ctrl-C stops)\n",
-                    rate(per_s, "records")
-                )?;
-                write_text(&mut out, &report)?;
-                writeln!(out)?;
-            }
-            out.flush()?;
-            drop(out);
-            // Behind the recording: the next refresh reads on at once, for one period.
-            if unread == 0 {
-                std::thread::sleep(REFRESH);
-            }
-            read_new(&mut tail, ReadBudget::refresh(Instant::now() + REFRESH))?;
-        }
-        // The final report covers the whole file: what the last refresh left is read now.
-        if tail.unread_bytes() > 0 {
-            read_new(&mut tail, ReadBudget::UNBOUNDED)?;
-        }
-        if tail.state() == TailState::Closed {
-            // The session end is written before the footer and trailer: give the recorder a
-            // moment to finish them, so that the final report says how the file ends.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while tail.state() == TailState::Closed
-                && !tail.recovery().closed
-                && Instant::now() < deadline
-            {
-                std::thread::sleep(Duration::from_millis(100));
+    loop {
+        if tail.state() != TailState::Live {
+            // The final report covers the whole file: what the last refresh left is read now.
+            if tail.unread_bytes() > 0 {
                 read_new(&mut tail, ReadBudget::UNBOUNDED)?;
             }
+            if tail.state() == TailState::Closed {
+                // The session end is written before the footer and trailer: give the recorder
+                // a moment to finish them, so that the final report says how the file ends.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while tail.state() == TailState::Closed
+                    && !tail.recovery().closed
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                    read_new(&mut tail, ReadBudget::UNBOUNDED)?;
+                }
+            }
+            // A final read that found a new recording in the file (written again in place)
+            // follows that one.
+            if tail.state() != TailState::Live {
+                break;
+            }
+            continue;
         }
+        let (stats, summary) = tail.snapshot();
+        let now = Instant::now();
+        let records = tail.records();
+        let per_s = last.map_or(0.0, |(then, before): (Instant, u64)| {
+            records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
+        });
+        last = Some((now, records));
+        let report = report(path, &stats, &summary);
+        let unread = tail.unread_bytes();
+        let mut out = io::stdout().lock();
+        if args.json {
+            let mut line = report;
+            line["live"] = json!({
+                "records": records,
+                "records_per_s": per_s,
+                "unread_bytes": unread,
+                "recorded_again": tail.recorded_again(),
+            });
+            serde_json::to_writer(&mut out, &crate::output::versioned(line))
+                .map_err(io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            if terminal {
+                // Home and clear: each summary replaces the last.
+                write!(out, "\x1b[H\x1b[2J")?;
+            }
+            let behind = match unread {
+                0 => String::new(),
+                n => format!(", behind: {} not read yet", bytes(n)),
+            };
+            writeln!(
+                out,
+                "live: {records} records, {}{behind} (refreshed each second until the trace \
+                 is closed; Ctrl-C stops)\n",
+                rate(per_s, "records")
+            )?;
+            write_text(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        out.flush()?;
+        drop(out);
+        // Behind the recording: the next refresh reads on at once, for one period.
+        if unread == 0 {
+            std::thread::sleep(REFRESH);
+        }
+        read_new(&mut tail, ReadBudget::refresh(Instant::now() + REFRESH))?;
     }
     let state = tail.state();
     let records = tail.records();
