@@ -249,10 +249,11 @@ fn outnumbered(spinners: usize, cpus: usize) -> bool {
 /// threads outnumber the CPUs ([`oversubscribed`]), a yield of the CPU. That is CUDA's rule
 /// for `cudaDeviceScheduleAuto` (the CUDA Runtime API, `cudaSetDeviceFlags`: with more active
 /// contexts than logical processors, yield while waiting, else spin): on a 2-core machine
-/// the queue workers' spin (three of the five rung a round trip) took half the CPU from the thread that submits and runs its
-/// regions and from the trace's writer (`host_visible 1000000` untraced 0.90-1.12 s spinning,
-/// 0.49-0.52 s yielding; BENCHMARKS.md, session 40). A yield with nothing else to run
-/// returns at once, so the spin still picks work up without sleeping.
+/// the queue workers' spin (three of the five are rung a round trip) took half the CPU from
+/// the thread that submits and runs its regions and from the trace's writer (`host_visible
+/// 1000000` untraced 0.90-1.12 s spinning, 0.49-0.52 s yielding; BENCHMARKS.md, session 40).
+/// A yield with nothing else to run returns at once, so the spin still picks work up
+/// without sleeping.
 ///
 /// A GPU backend's queue workers are not counted, so that a process of GPU runtimes alone
 /// spins as before: on the H100 host the GPU bench, whose three CUDA runtimes' fifteen
