@@ -122,6 +122,26 @@ fn view_and_stats_follow_a_recording_in_progress() {
     view.wait_for_exit();
 }
 
+/// `stats --follow --json live.hrxt` in `dir`, started, and the lines of its stdout and
+/// stderr as they come.
+fn stats_follow_json(
+    dir: &std::path::Path,
+) -> (
+    std::process::Child,
+    std::sync::mpsc::Receiver<String>,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let mut stats = hrx_trace(dir)
+        .args(["stats", "--follow", "--json", "live.hrxt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(stats.stdout.take().unwrap());
+    let err = lines_of(stats.stderr.take().unwrap());
+    (stats, out, err)
+}
+
 /// The lines a child writes to `stream`, as they come.
 fn lines_of(stream: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     use std::io::BufRead;
@@ -149,14 +169,7 @@ fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
 fn stats_follow_waits_for_the_trace_then_its_counts_grow_to_the_final_totals() {
     let dir = tempfile::tempdir().unwrap();
     // Started before the trace exists: it waits instead of failing.
-    let mut stats = hrx_trace(dir.path())
-        .args(["stats", "--follow", "--json", "live.hrxt"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = lines_of(stats.stdout.take().unwrap());
-    let err = lines_of(stats.stderr.take().unwrap());
+    let (mut stats, out, err) = stats_follow_json(dir.path());
     let waiting = next_line(&err, "waiting line");
     assert!(waiting.starts_with("waiting for live.hrxt"), "{waiting}");
 
@@ -330,14 +343,7 @@ fn stats_follow_of_a_trace_recorded_again_reports_the_earlier_and_says_so() {
     let third = earlier_bytes.len() / 3;
     earlier.write_all(&earlier_bytes[..third]).unwrap();
 
-    let mut stats = hrx_trace(dir.path())
-        .args(["stats", "--follow", "--json", "live.hrxt"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = lines_of(stats.stdout.take().unwrap());
-    let err = lines_of(stats.stderr.take().unwrap());
+    let (mut stats, out, err) = stats_follow_json(dir.path());
     let live: serde_json::Value =
         serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
     assert_eq!(live["live"]["recorded_again"], false);
