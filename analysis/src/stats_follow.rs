@@ -163,18 +163,19 @@ impl Walk {
         (at != self.resume_at || self.in_block > self.taken).then_some(self.stopped)
     }
 
-    /// Where the next read resumes (`resume_at`, `taken`), and the bytes of the file at
-    /// `path` this read left unread because its budget was spent (at least 1), else 0.
-    /// What was taken is not taken again, even when the read failed after it.
-    pub fn end(&self, path: &Path) -> (u64, u64, u64) {
+    /// Where the next read resumes (`resume_at`, `taken`), and the bytes of the file read
+    /// (`len` bytes long now) that this read left unread because its budget was spent (at
+    /// least 1), else 0. What was taken is not taken again, even when the read failed after
+    /// it. The length is the file's that was read, not the path's: a path recorded again
+    /// names another file meanwhile.
+    pub fn end(&self, len: impl FnOnce() -> u64) -> (u64, u64, u64) {
         let (resume_at, taken) = if self.block != self.resume_at || self.in_block > self.taken {
             (self.block, self.in_block)
         } else {
             (self.resume_at, self.taken)
         };
         let unread = if self.stopped {
-            let len = std::fs::metadata(path).map_or(0, |m| m.len());
-            len.saturating_sub(self.block).max(1)
+            len().saturating_sub(self.block).max(1)
         } else {
             0
         };
@@ -503,7 +504,8 @@ impl StatsTail {
                 break;
             }
         }
-        (self.resume_at, self.taken, self.unread) = walk.end(&self.path);
+        (self.resume_at, self.taken, self.unread) =
+            walk.end(|| self.file.metadata().map_or(0, |m| m.len()));
         let (kept, latest) = account_read(
             &self.path,
             (header_len, origin),
@@ -785,6 +787,12 @@ mod tests {
         assert!(tail.recorded_again(), "the path names the new recording");
         // The earlier recording's last blocks reach its file, which has no name now.
         earlier.write_all(&old[old.len() / 3..]).unwrap();
+        // A bounded read says what it left of that file, not of the one the path names.
+        assert_ne!(old.len(), new.len());
+        tail.read_new_within(ReadBudget::bytes(old.len() as u64 / 10))
+            .unwrap();
+        assert!(tail.unread_bytes() > 0);
+        assert_eq!(tail.unread_bytes(), old.len() as u64 - tail.resume_at);
         tail.read_new().unwrap();
         assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
         assert!(tail.recorded_again());

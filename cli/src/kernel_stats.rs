@@ -227,10 +227,15 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
                 0 => String::new(),
                 n => format!(", behind: {} not read yet", bytes(n)),
             };
+            // Its path names a newer recording now: this one is read to its end.
+            let until = if tail.recorded_again() {
+                "recorded again: reading the earlier recording to its end"
+            } else {
+                "refreshed each second until the trace is closed"
+            };
             writeln!(
                 out,
-                "live: {records} records, {}{behind} (refreshed each second until the trace \
-                 is closed; Ctrl-C stops)\n",
+                "live: {records} records, {}{behind} ({until}; Ctrl-C stops)\n",
                 rate(per_s, "records")
             )?;
             write_text(&mut out, &report)?;

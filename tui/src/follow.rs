@@ -348,7 +348,9 @@ impl TraceTail {
             }
         }
         // What was taken is not taken again, even when the read failed after it.
-        (self.resume_at, self.taken, self.unread) = walk.end(&self.path);
+        // The view's follower reads the file its path names at each read.
+        (self.resume_at, self.taken, self.unread) =
+            walk.end(|| std::fs::metadata(&self.path).map_or(0, |m| m.len()));
         if let Some(error) = failed {
             return Err(error);
         }
