@@ -3351,15 +3351,24 @@ mod tests {
     }
 
     /// `head -c N a.hrxt > cut; cat cut b.hrxt`: wherever the first trace is cut (its footer
-    /// and trailer included, or not at all), every reader reads of the joined file what it reads of the cut alone, says
-    /// how the cut ends as it does, and says that another trace starts at the cut. The torn
-    /// last block's declared length reached into the second trace: its records were read as
-    /// the first's, after "skipped a damaged block" (19 submissions where the first held 7).
+    /// and trailer included, or not at all), every reader reads of the joined file what it
+    /// reads of the cut alone, says how the cut ends as it does, and says that another trace
+    /// starts at the cut. The torn last block's declared length reached into the second
+    /// trace: its records were read as the first's, after "skipped a damaged block" (19
+    /// submissions where the first held 7).
     #[test]
     fn a_trace_joined_after_a_cut_one_is_read_to_the_cut_by_every_reader() {
         let (first, _) = small_trace();
         // Closed: its trailer, at the joined file's end, points into the first trace.
         let (second, _) = small_trace_of(21);
+        for cut in FILE_HEADER_LEN + 1..=first.len() {
+            assert_joined_reads_as_the_cut(&first, cut, &second);
+        }
+    }
+
+    /// `first` cut at `cut` and `second` joined after it is read, by every reader, as the
+    /// cut alone is, and then said to be another trace from the cut on.
+    fn assert_joined_reads_as_the_cut(first: &[u8], cut: usize, second: &[u8]) {
         let read = |bytes: &[u8], threads: usize| {
             let mut reader = TraceReader::new(bytes).unwrap().decode_ahead(threads);
             let records: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
@@ -3370,43 +3379,41 @@ mod tests {
             let blocks: Vec<_> = trace.blocks().iter().map(|b| b.offset).collect();
             (blocks, trace.warnings().to_vec())
         };
-        for cut in FILE_HEADER_LEN + 1..=first.len() {
-            let joined = [&first[..cut], &second[..]].concat();
-            let another = Warning {
-                offset: cut as u64,
-                kind: WarningKind::AnotherTrace {
-                    bytes: second.len() as u64,
-                },
-            };
-            let (records, mut warnings, mut recovery) = read(&first[..cut], 0);
-            // Before what is said of the whole file at its end (its sessions).
-            let end = warnings
-                .iter()
-                .position(|w| matches!(w.kind, WarningKind::Sessions { .. }))
-                .unwrap_or(warnings.len());
-            warnings.insert(end, another.clone());
-            recovery.bytes_discarded += second.len() as u64;
-            // Whole, with another after it: its end is not clean.
-            recovery.clean_close = false;
-            for threads in [0, 2] {
-                let (got, said, r) = read(&joined, threads);
-                assert!(
-                    got == records,
-                    "cut {cut}, {threads} threads: {} records read, {} in the cut alone",
-                    got.len(),
-                    records.len()
-                );
-                assert_eq!(said, warnings, "cut {cut}, {threads} threads");
-                assert_eq!(r, recovery, "cut {cut}, {threads} threads");
-            }
-            let (blocks, mut mapped_warnings) = mapped(&first[..cut]);
-            mapped_warnings.push(another);
-            assert_eq!(
-                mapped(&joined),
-                (blocks, mapped_warnings),
-                "mapped, cut {cut}"
+        let joined = [&first[..cut], second].concat();
+        let another = Warning {
+            offset: cut as u64,
+            kind: WarningKind::AnotherTrace {
+                bytes: second.len() as u64,
+            },
+        };
+        let (records, mut warnings, mut recovery) = read(&first[..cut], 0);
+        // Before what is said of the whole file at its end (its sessions).
+        let end = warnings
+            .iter()
+            .position(|w| matches!(w.kind, WarningKind::Sessions { .. }))
+            .unwrap_or(warnings.len());
+        warnings.insert(end, another.clone());
+        recovery.bytes_discarded += second.len() as u64;
+        // Whole, with another after it: its end is not clean.
+        recovery.clean_close = false;
+        for threads in [0, 2] {
+            let (got, said, r) = read(&joined, threads);
+            assert!(
+                got == records,
+                "cut {cut}, {threads} threads: {} records read, {} in the cut alone",
+                got.len(),
+                records.len()
             );
+            assert_eq!(said, warnings, "cut {cut}, {threads} threads");
+            assert_eq!(r, recovery, "cut {cut}, {threads} threads");
         }
+        let (blocks, mut mapped_warnings) = mapped(&first[..cut]);
+        mapped_warnings.push(another);
+        assert_eq!(
+            mapped(&joined),
+            (blocks, mapped_warnings),
+            "mapped, cut {cut}"
+        );
     }
 
     /// A file of records blocks of `blocks`, their payloads stored as is; and where each
