@@ -39,9 +39,10 @@
 //! - **Unknown block kind or record variant** (a newer minor): skipped with a warning.
 //! - **Another trace joined on** (`cat cut.hrxt other.hrxt`): where a file header that
 //!   decodes stands where a block should, or lies in bytes taken for damage (a block whose
-//!   payload checksum fails, bytes skipped to resynchronize, a payload cut short, across
-//!   a damaged block's end, or a trailer that is not the trace's), the trace ends at its
-//!   cut there, said as the cut alone is
+//!   payload checksum fails, its header included: cut in its last byte, the header is made
+//!   whole again by the other trace's first where both are `H`; bytes skipped to
+//!   resynchronize, a payload cut short, across a damaged block's end, or a trailer that
+//!   is not the trace's), the trace ends at its cut there, said as the cut alone is
 //!   ([`WarningKind::TruncatedTail`]), and [`WarningKind::AnotherTrace`] says that the rest
 //!   is another trace's: the torn last block's length reached into the second trace, whose
 //!   records were read as the first's. Both readers stop at the same place. A file header
@@ -892,6 +893,30 @@ pub(crate) fn file_header_in(bytes: &[u8]) -> Option<usize> {
     None
 }
 
+/// Where a file header that decodes starts inside the header of a block whose payload,
+/// `stored`, does not verify, and runs on into that payload; from the block's start. A cut
+/// one byte short of a block header ending in the magic's first byte (`H`, one header in
+/// 256), the other trace joined there: its first byte made the header whole again, so the
+/// header verifies and the header to find starts before the payload.
+fn file_header_in_block_header(header: &BlockHeader, stored: &[u8]) -> Option<usize> {
+    let raw = header.encode();
+    let bytes = [&raw[1..], &stored[..stored.len().min(FILE_HEADER_LEN - 1)]].concat();
+    let p = file_header_in(&bytes).filter(|&p| p < BLOCK_HEADER_LEN - 1)?;
+    Some(1 + p)
+}
+
+/// The last bytes of the block of `header` whose payload is `stored` (fewer than a file
+/// header, and never its first byte, the block marker's), where a file header that the
+/// bytes after the block end may start: the payload's, and its header's where the payload
+/// is shorter.
+fn block_tail(header: &BlockHeader, stored: &[u8]) -> Vec<u8> {
+    let keep = (stored.len() + BLOCK_HEADER_LEN - 1).min(FILE_HEADER_LEN - 1);
+    let of_header = keep.saturating_sub(stored.len());
+    let raw = header.encode();
+    let of_payload = &stored[stored.len() - (keep - of_header)..];
+    [&raw[BLOCK_HEADER_LEN - of_header..], of_payload].concat()
+}
+
 /// Whether the trace whose file header starts at `p` in `payload` lies wholly inside it:
 /// its blocks, followed from its header, end before the payload does, at bytes that are
 /// no block header (its trailer, or whatever the payload holds after it). Such a trace is
@@ -918,36 +943,44 @@ fn trace_inside(payload: &[u8], p: usize) -> bool {
 }
 
 /// What a block skipped for its payload checksum leaves to look at for another trace's
-/// start: a file header inside its payload, or the payload's last bytes, where a header
-/// that the bytes after the block end may start.
+/// start: a file header inside its header or payload, or the block's last bytes, where a
+/// header that the bytes after the block end may start.
 pub(crate) struct Remains {
-    /// Where a file header that decodes starts in the payload, of a trace that does not
-    /// lie wholly inside it ([`trace_inside`]): another trace joined on.
+    /// Where a file header that decodes starts, from the block's start: inside its header
+    /// ([`file_header_in_block_header`]), or in the payload, of a trace that does not lie
+    /// wholly inside it ([`trace_inside`]): another trace joined on.
     header: Option<usize>,
     /// Where the first file header that decodes starts in the payload when every such
     /// trace lies wholly inside it: a buffer's contents if a block header follows the
     /// block, else another trace joined on (cut short: a small whole trace and then
     /// another).
     inside: Option<usize>,
-    /// The payload's last bytes (fewer than a file header).
+    /// The block's last bytes ([`block_tail`]).
     tail: Vec<u8>,
     /// The payload's length.
     len: usize,
 }
 
 impl Remains {
-    /// What `stored`, a payload that failed with `error`, leaves: nothing unless its checksum
-    /// failed (a payload as written holds what the writer put there).
-    pub(crate) fn of(stored: &[u8], error: &FormatError) -> Option<Remains> {
+    /// What `stored`, the payload of the block of `header` that failed with `error`,
+    /// leaves: nothing unless its checksum failed (a payload as written holds what the
+    /// writer put there).
+    pub(crate) fn of(header: &BlockHeader, stored: &[u8], error: &FormatError) -> Option<Remains> {
         if !matches!(error, FormatError::PayloadChecksum { .. }) {
             return None;
         }
-        let keep = stored.len().min(FILE_HEADER_LEN - 1);
-        let (header, inside) = headers_in_payload(stored);
+        let tail = block_tail(header, stored);
+        let (header, inside) = match file_header_in_block_header(header, stored) {
+            Some(p) => (Some(p), None),
+            None => {
+                let (header, inside) = headers_in_payload(stored);
+                (header.map(|p| BLOCK_HEADER_LEN + p), inside)
+            }
+        };
         Some(Remains {
             header,
             inside,
-            tail: stored[stored.len() - keep..].to_vec(),
+            tail,
             len: stored.len(),
         })
     }
@@ -971,7 +1004,7 @@ fn headers_in_payload(payload: &[u8]) -> (Option<usize>, Option<usize>) {
 }
 
 /// A block just skipped for its payload checksum: if the bytes after it end a file header
-/// that its payload's last bytes begin, it was the torn end of a trace joined to another.
+/// that its last bytes begin, it was the torn end of a trace joined to another.
 struct Damaged {
     /// The block's offset.
     at: u64,
@@ -983,7 +1016,7 @@ struct Damaged {
     records: u32,
     /// Offset of `tail`.
     tail_at: u64,
-    /// The payload's last bytes.
+    /// The block's last bytes ([`block_tail`]).
     tail: Vec<u8>,
 }
 
@@ -1367,11 +1400,19 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
-    /// The input ends inside the payload of the block at `at`, `stored` read of it: a torn
-    /// tail, or where another trace was joined on, if its header is in `stored`.
-    fn torn_payload(&mut self, at: u64, stored: &[u8]) -> Result<(), ReadError> {
-        if let Some(p) = file_header_in(stored) {
-            return self.another_trace(at, at + BLOCK_HEADER_LEN as u64 + p as u64);
+    /// The input ends inside the payload of the block at `at` of `header`, `stored` read of
+    /// it: a torn tail, or where another trace was joined on, if its header starts in the
+    /// block's.
+    fn torn_payload(
+        &mut self,
+        at: u64,
+        header: &BlockHeader,
+        stored: &[u8],
+    ) -> Result<(), ReadError> {
+        let found = file_header_in_block_header(header, stored)
+            .or_else(|| file_header_in(stored).map(|p| BLOCK_HEADER_LEN + p));
+        if let Some(p) = found {
+            return self.another_trace(at, at + p as u64);
         }
         self.tail(BLOCK_HEADER_LEN as u64 + stored.len() as u64);
         Ok(())
@@ -1389,7 +1430,7 @@ impl<R: Read> TraceReader<R> {
     ) -> Result<(), ReadError> {
         let payload_at = at + BLOCK_HEADER_LEN as u64;
         if let Some(p) = remains.as_ref().and_then(|r| r.header) {
-            return self.another_trace(at, payload_at + p as u64);
+            return self.another_trace(at, at + p as u64);
         }
         self.skip_block(at, records, error);
         if let Some(r) = remains {
@@ -1397,7 +1438,7 @@ impl<R: Read> TraceReader<R> {
                 at,
                 inside: r.inside.map(|p| payload_at + p as u64),
                 records,
-                tail_at: payload_at + (r.len - r.tail.len()) as u64,
+                tail_at: payload_at + r.len as u64 - r.tail.len() as u64,
                 tail: r.tail,
             });
         }
@@ -1431,18 +1472,19 @@ impl<R: Read> TraceReader<R> {
         let at = self.offset - BLOCK_HEADER_LEN as u64;
         let stored = self.read_payload(header.stored_len)?;
         if stored.len() < header.stored_len as usize {
-            return self.torn_payload(at, &stored);
+            return self.torn_payload(at, &header, &stored);
         }
         self.blocks_seen += 1;
         match header.kind {
             BlockKind::RECORDS => self.records_block(at, &header, stored)?,
             BlockKind::FOOTER => {
-                // A footer cut short and another trace joined on: its payload holds the
-                // other's header.
+                // A footer cut short and another trace joined on: its header or payload
+                // holds the other's header.
                 if header.checksum != xxhash_rust::xxh3::xxh3_64(&stored)
-                    && let Some(p) = file_header_in(&stored)
+                    && let Some(p) = file_header_in_block_header(&header, &stored)
+                        .or_else(|| file_header_in(&stored).map(|p| BLOCK_HEADER_LEN + p))
                 {
-                    return self.another_trace(at, at + BLOCK_HEADER_LEN as u64 + p as u64);
+                    return self.another_trace(at, at + p as u64);
                 }
                 self.footer_block(at, &header, &stored)?
             }
@@ -1459,7 +1501,7 @@ impl<R: Read> TraceReader<R> {
                     }
                 }
                 Err(error) => {
-                    let remains = Remains::of(&stored, &error);
+                    let remains = Remains::of(&header, &stored, &error);
                     self.damaged_block(at, 0, error, remains)?;
                 }
             },
@@ -1617,7 +1659,7 @@ impl<R: Read> TraceReader<R> {
             Ok(Cow::Owned(payload)) => Some(payload),
             Ok(Cow::Borrowed(_)) => None,
             Err(error) => {
-                let remains = Remains::of(&stored, &error);
+                let remains = Remains::of(header, &stored, &error);
                 return self.damaged_block(at, header.record_count, error, remains);
             }
         };
@@ -1761,13 +1803,15 @@ impl<R: Read> TraceReader<R> {
             false => self.read_up_to(&mut more)?,
         };
         if !ours {
-            let stored_at = at + BLOCK_HEADER_LEN as u64;
             let damaged = header.checksum != xxhash_rust::xxh3::xxh3_64(stored);
-            let tail = &stored[stored.len() - usize::from(damaged) * stored.len().min(31)..];
-            let window = [tail, &trailer[..n], &more[..m]].concat();
+            let tail = match damaged {
+                true => block_tail(header, stored),
+                false => Vec::new(),
+            };
+            let window = [&tail[..], &trailer[..n], &more[..m]].concat();
             let starts = tail.len() + n;
             if let Some(p) = file_header_in(&window).filter(|&p| p < starts) {
-                let tail_at = stored_at + (stored.len() - tail.len()) as u64;
+                let tail_at = at + header.block_len() - tail.len() as u64;
                 return self.ended_before_another(at, header, tail_at + p as u64);
             }
         }
@@ -2530,11 +2574,13 @@ impl MappedTrace {
                         }
                     }
                 }
-                Ok(_) => {
+                Ok(header) => {
                     // The payload is cut short; perhaps where another trace was joined on.
                     let payload = &self.bytes()[at as usize + BLOCK_HEADER_LEN..];
-                    match file_header_in(payload) {
-                        Some(p) => self.joined(at, at + (BLOCK_HEADER_LEN + p) as u64),
+                    let found = file_header_in_block_header(&header, payload)
+                        .or_else(|| file_header_in(payload).map(|p| BLOCK_HEADER_LEN + p));
+                    match found {
+                        Some(p) => self.joined(at, at + p as u64),
                         None => self.truncated(at, len),
                     }
                     return;
@@ -2592,7 +2638,8 @@ impl MappedTrace {
 
     /// Where another trace's file header starts in the block at `at` whose payload does not
     /// verify, or across its end (two files joined, the first cut short inside this block),
-    /// as the streaming reader finds it: inside the payload, or begun by its last bytes.
+    /// as the streaming reader finds it: inside its header or payload, or begun by its last
+    /// bytes.
     fn another_trace_in_block(&self, at: u64, header: &BlockHeader) -> Option<u64> {
         if ![BlockKind::RECORDS, BlockKind::SUMMARY, BlockKind::FOOTER].contains(&header.kind) {
             return None;
@@ -2602,6 +2649,9 @@ impl MappedTrace {
         let end = at as usize + header.block_len() as usize;
         if xxhash_rust::xxh3::xxh3_64(&bytes[start..end]) == header.checksum {
             return None;
+        }
+        if let Some(p) = file_header_in_block_header(header, &bytes[start..end]) {
+            return Some(at + p as u64);
         }
         let (header, inside) = headers_in_payload(&bytes[start..end]);
         if let Some(p) = header {
@@ -2618,7 +2668,9 @@ impl MappedTrace {
             return (!block_follows).then_some((start + p) as u64);
         }
         let reach = (end + FILE_HEADER_LEN - 1).min(bytes.len());
-        let from = end.saturating_sub(FILE_HEADER_LEN - 1).max(start);
+        // From the block header's second byte on where the payload is short (as
+        // `block_tail`).
+        let from = end.saturating_sub(FILE_HEADER_LEN - 1).max(at as usize + 1);
         let p = file_header_in(&bytes[from..reach]).filter(|&p| from + p < end)?;
         Some((from + p) as u64)
     }
@@ -2808,6 +2860,67 @@ mod tests {
         recorder.close().unwrap();
         let trace = Trace::from_bytes(&sink.contents()).unwrap();
         (sink.contents(), trace.records)
+    }
+
+    /// A closed trace of the records `seed` draws, laid out as a recorder lays out
+    /// [`small_trace`] (records blocks of ten, compressed and stored as is, a summary after
+    /// some, the footer's index, the trailer), and the same bytes at every run: a
+    /// recorder's own records hold its clock, so the bytes where a test cuts one differ
+    /// from run to run.
+    fn closed_trace_of(seed: u64) -> Vec<u8> {
+        let mut rng = Rng(seed);
+        let records: Vec<_> = (0..KINDS * 2).map(|k| record(&mut rng, k)).collect();
+        let mut out = FileHeader::current(crate::format::Compression::Zstd)
+            .encode()
+            .to_vec();
+        let mut encoder = BlockEncoder::new(Some(1)).unwrap();
+        let mut index = Vec::new();
+        let mut block = |kind, payload: &[u8], records: usize, compress, out: &mut Vec<u8>| {
+            let record_count = records as u32;
+            let offset = out.len() as u64;
+            index.push(crate::format::IndexEntry {
+                offset,
+                kind,
+                record_count,
+            });
+            let encoded = encoder.encode_with(kind, payload, record_count, compress, out);
+            encoded.unwrap();
+        };
+        // The first record alone, as the recorder flushes it, then ten a block.
+        let (head, rest) = records.split_at(1);
+        for (i, records) in std::iter::once(head).chain(rest.chunks(10)).enumerate() {
+            let mut payload = Vec::new();
+            let mut frames = FrameEncoder::new();
+            for r in records {
+                frames.encode(r, &mut payload).unwrap();
+            }
+            block(
+                BlockKind::RECORDS,
+                &payload,
+                records.len(),
+                i % 2 == 0,
+                &mut out,
+            );
+            if i % 3 == 2 {
+                let summary = crate::summary::BlockSummary {
+                    lanes: Vec::new(),
+                    unplaced: rng.u32(),
+                };
+                let payload = postcard::to_allocvec(&summary).unwrap();
+                block(BlockKind::SUMMARY, &payload, 0, false, &mut out);
+            }
+        }
+        let footer = Footer {
+            blocks: index,
+            records: records.len() as u64,
+            dropped_records: 0,
+        };
+        let footer_at = out.len() as u64;
+        let payload = postcard::to_allocvec(&footer).unwrap();
+        let encoded = encoder.encode_with(BlockKind::FOOTER, &payload, 0, true, &mut out);
+        encoded.unwrap();
+        out.extend_from_slice(&crate::format::encode_trailer(footer_at));
+        out
     }
 
     fn file(blocks: &[(BlockKind, Vec<Record>)], version: FormatVersion) -> Vec<u8> {
@@ -3414,6 +3527,46 @@ mod tests {
             (blocks, mapped_warnings),
             "mapped, cut {cut}"
         );
+    }
+
+    /// A cut one byte short of the end of a block header whose last byte is the magic's
+    /// first (`H`: a header's checksum ends so one time in 256), another trace joined there:
+    /// that trace's first byte makes the header whole again, so it verifies, and the other
+    /// trace's header starts inside it, before the payload found damaged. Every reader read
+    /// the other trace's records as the first's, after a skipped block (or a damaged
+    /// footer). For a records block, a summary and the footer, the other trace longer than
+    /// the payload declared, or shorter (the payload torn).
+    #[test]
+    fn a_trace_joined_where_a_block_header_lacks_only_its_last_byte_is_found() {
+        for kind in [BlockKind::RECORDS, BlockKind::SUMMARY, BlockKind::FOOTER] {
+            // The first trace, of those seeds draw, with such a block, and where it starts.
+            let (first, at) = (0..2048)
+                .find_map(|seed| {
+                    let trace = closed_trace_of(seed);
+                    let blocks = MappedTrace::from_vec(trace.clone())
+                        .unwrap()
+                        .blocks()
+                        .to_vec();
+                    let at = blocks.iter().map(|b| b.offset as usize).find(|&at| {
+                        BlockHeader::decode(trace[at..][..BLOCK_HEADER_LEN].try_into().unwrap())
+                            .is_ok_and(|h| h.kind == kind)
+                            && trace[at + BLOCK_HEADER_LEN - 1] == MAGIC[0]
+                    })?;
+                    Some((trace, at))
+                })
+                .expect("a block header ending in the magic's first byte");
+            let cut = at + BLOCK_HEADER_LEN - 1;
+            let bare = FileHeader::current(crate::format::Compression::Zstd).encode();
+            for second in [closed_trace_of(9999), bare.to_vec()] {
+                let joined = [&first[..cut], &second[..]].concat();
+                assert_eq!(
+                    joined[at..cut + 1],
+                    first[at..cut + 1],
+                    "{kind}: the joined file holds the header whole"
+                );
+                assert_joined_reads_as_the_cut(&first, cut, &second);
+            }
+        }
     }
 
     /// A file of records blocks of `blocks`, their payloads stored as is; and where each

@@ -98,7 +98,7 @@ fn decode(
         Ok(Cow::Owned(payload)) => Some(payload),
         Ok(Cow::Borrowed(_)) => None,
         Err(error) => {
-            let remains = Remains::of(&stored, &error);
+            let remains = Remains::of(header, &stored, &error);
             let _ = reply.send(Piece::Skipped(error, remains));
             return;
         }
@@ -149,8 +149,9 @@ enum Held {
     End,
     /// The input ended inside a block header: the bytes read of it.
     Short(Vec<u8>),
-    /// The input ended inside the payload of the block at this offset: what was read of it.
-    Torn(u64, Vec<u8>),
+    /// The input ended inside the payload of the block at this offset, of this header: what
+    /// was read of it.
+    Torn(u64, BlockHeader, Vec<u8>),
     /// A block header that is damaged or not a records block's, read at this offset.
     Header(u64, [u8; BLOCK_HEADER_LEN]),
     /// A read failed.
@@ -254,7 +255,7 @@ impl<R: Read> TraceReader<R> {
         };
         let stored = self.read_payload(header.stored_len)?;
         if stored.len() < header.stored_len as usize {
-            return Ok(Some(Held::Torn(at, stored)));
+            return Ok(Some(Held::Torn(at, header, stored)));
         }
         self.blocks_seen += 1;
         let Some(ahead) = &mut self.ahead else {
@@ -331,7 +332,7 @@ impl<R: Read> TraceReader<R> {
         match ahead.held.take() {
             None | Some(Held::End) => self.done = true,
             Some(Held::Short(raw)) => self.short_header(&raw)?,
-            Some(Held::Torn(at, stored)) => self.torn_payload(at, &stored)?,
+            Some(Held::Torn(at, header, stored)) => self.torn_payload(at, &header, &stored)?,
             Some(Held::Header(at, raw)) => self.block_from_header(at, raw)?,
             Some(Held::Failed(error)) => return Err(error),
         }
