@@ -45,13 +45,16 @@
 //!   is not the trace's), the trace ends at its cut there, said as the cut alone is
 //!   ([`WarningKind::TruncatedTail`]), and [`WarningKind::AnotherTrace`] says that the rest
 //!   is another trace's: the torn last block's length reached into the second trace, whose
-//!   records were read as the first's. Both readers stop at the same place. A file header
-//!   inside a block whose payload fails its checksum is a buffer's contents instead (a
-//!   program wrote a trace file into a buffer, its blob recorded) when that trace's blocks
-//!   end inside the payload and a block header follows the block: the block is skipped
-//!   as damaged and reading goes on. Bytes skipped to resynchronize after a damaged block
-//!   header skip such a trace's blocks with them, where its header lies past the damaged
-//!   header's own bytes and its blocks end before the file does.
+//!   records were read as the first's. A header begun in the last bytes of a block that
+//!   verifies (the bytes the cut took were the other trace's first, a payload ending in
+//!   `H`) leaves that block whole: it is read, and the other trace said from its header.
+//!   Both readers stop at the same place. A file header inside a block whose payload
+//!   fails its checksum is a buffer's contents instead (a program wrote a trace file into
+//!   a buffer, its blob recorded) when that trace's blocks end inside the payload and a
+//!   block header follows the block: the block is skipped as damaged and reading goes on.
+//!   Bytes skipped to resynchronize after a damaged block header skip such a trace's
+//!   blocks with them, where its header lies past the damaged header's own bytes and its
+//!   blocks end before the file does.
 
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
@@ -1065,6 +1068,10 @@ pub struct TraceReader<R> {
     /// damaged bytes were skipped to reach the next header, which cannot be told): whether a
     /// summary follows its records block ([`WarningKind::SummaryWithoutBlock`]).
     previous: Option<BlockKind>,
+    /// Where the block whose payload was read whole last ends, and its last bytes
+    /// ([`block_tail`]), where another trace's header may start
+    /// ([`TraceReader::joined_across_block_end`]).
+    last_block: (u64, Vec<u8>),
 }
 
 impl TraceReader<File> {
@@ -1172,6 +1179,7 @@ impl<R: Read> TraceReader<R> {
             second_session: 0,
             before_block: (Recovery::default(), 0),
             previous: None,
+            last_block: (0, Vec::new()),
         };
         let mut fixed = [0u8; FILE_HEADER_LEN];
         let n = reader.read_up_to(&mut fixed)?;
@@ -1331,11 +1339,30 @@ impl<R: Read> TraceReader<R> {
     /// The input ends with `raw`, shorter than a block header, read just before the offset.
     fn short_header(&mut self, raw: &[u8]) -> Result<(), ReadError> {
         let at = self.offset - raw.len() as u64;
-        if self.joined_after_damage(at, raw)? {
+        if self.joined_after_damage(at, raw)? || self.joined_across_block_end(at, raw)? {
             return Ok(());
         }
         self.tail(raw.len() as u64);
         Ok(())
+    }
+
+    /// Whether another trace's file header starts in the last bytes of the block read last
+    /// and runs on into `raw`, read at `at` just after it, where no block header decodes:
+    /// the bytes a cut took off this trace were the other's first (a payload ending in `H`,
+    /// the magic's first byte, one in 256), so the block reads whole. This trace ends with
+    /// it, and the rest is said as the other's, from its header on.
+    fn joined_across_block_end(&mut self, at: u64, raw: &[u8]) -> Result<bool, ReadError> {
+        let (end, tail) = &self.last_block;
+        if *end != at {
+            return Ok(false);
+        }
+        let bytes = [&tail[..], raw].concat();
+        let Some(p) = file_header_in(&bytes).filter(|&p| p < tail.len()) else {
+            return Ok(false);
+        };
+        let header_at = at - (tail.len() - p) as u64;
+        self.another_trace(at, header_at)?;
+        Ok(true)
     }
 
     /// Whether the block skipped last was the torn end of a trace joined to another: its
@@ -1384,7 +1411,8 @@ impl<R: Read> TraceReader<R> {
     /// Another trace's file header starts at `header_at`, found in bytes taken for damage
     /// from `at` on (two files joined, the first cut short): the trace ends at its cut, `at`,
     /// as a trace cut there would (a torn tail), and the rest of the input, from that
-    /// header, is the other trace's: not read, said.
+    /// header, is the other trace's: not read, said. A header before `at` began in the last
+    /// bytes of a block read whole, which are not counted as discarded.
     fn another_trace(&mut self, at: u64, header_at: u64) -> Result<(), ReadError> {
         if header_at > at {
             let bytes = header_at - at;
@@ -1393,7 +1421,7 @@ impl<R: Read> TraceReader<R> {
         }
         self.skip_bytes(u64::MAX)?;
         let bytes = self.offset - header_at;
-        self.recovery.bytes_discarded += bytes;
+        self.recovery.bytes_discarded += self.offset - header_at.max(at);
         self.warn(header_at, WarningKind::AnotherTrace { bytes });
         self.block = None;
         self.done = true;
@@ -1459,14 +1487,19 @@ impl<R: Read> TraceReader<R> {
                 self.done = true;
                 return Ok(());
             }
-            Err(error) => match self.resynchronize(at, raw, error)? {
-                // What the skipped bytes held is unknown: taken for a records block.
-                Some(header) => {
-                    self.previous = Some(BlockKind::RECORDS);
-                    header
+            Err(error) => {
+                if self.joined_across_block_end(at, &raw)? {
+                    return Ok(());
                 }
-                None => return Ok(()),
-            },
+                match self.resynchronize(at, raw, error)? {
+                    // What the skipped bytes held is unknown: taken for a records block.
+                    Some(header) => {
+                        self.previous = Some(BlockKind::RECORDS);
+                        header
+                    }
+                    None => return Ok(()),
+                }
+            }
         };
         let previous = self.previous.replace(header.kind);
         let at = self.offset - BLOCK_HEADER_LEN as u64;
@@ -1474,6 +1507,7 @@ impl<R: Read> TraceReader<R> {
         if stored.len() < header.stored_len as usize {
             return self.torn_payload(at, &header, &stored);
         }
+        self.last_block = (self.offset, block_tail(&header, &stored));
         self.blocks_seen += 1;
         match header.kind {
             BlockKind::RECORDS => self.records_block(at, &header, stored)?,
@@ -1804,15 +1838,12 @@ impl<R: Read> TraceReader<R> {
         };
         if !ours {
             let damaged = header.checksum != xxhash_rust::xxh3::xxh3_64(stored);
-            let tail = match damaged {
-                true => block_tail(header, stored),
-                false => Vec::new(),
-            };
+            let tail = block_tail(header, stored);
             let window = [&tail[..], &trailer[..n], &more[..m]].concat();
             let starts = tail.len() + n;
             if let Some(p) = file_header_in(&window).filter(|&p| p < starts) {
                 let tail_at = at + header.block_len() - tail.len() as u64;
-                return self.ended_before_another(at, header, tail_at + p as u64);
+                return self.ended_before_another(at, header, damaged, tail_at + p as u64);
             }
         }
         if n == 0 {
@@ -1848,18 +1879,20 @@ impl<R: Read> TraceReader<R> {
 
 impl<R: Read> TraceReader<R> {
     /// Another trace's file header starts at `header_at`, in the last bytes of the footer at
-    /// `at` (whose payload did not verify) or in its trailer: this trace was cut there and
-    /// the other joined on. It ends as the cut alone reads, then the rest is said as the
-    /// other trace's: cut in the footer, a torn tail (not closed); cut in the trailer, a
-    /// damaged (or missing) trailer.
+    /// `at` or in its trailer: this trace was cut there and the other joined on. It ends as
+    /// the cut alone reads, then the rest is said as the other trace's: cut in the footer
+    /// (`damaged`: its payload did not verify), a torn tail (not closed); cut in the
+    /// trailer, a damaged (or missing) trailer. A footer that verified though the header
+    /// starts in its last bytes is whole: the bytes the cut took were the other's first.
     fn ended_before_another(
         &mut self,
         at: u64,
         header: &BlockHeader,
+        damaged: bool,
         header_at: u64,
     ) -> Result<(), ReadError> {
         let footer_end = at + header.block_len();
-        if header_at < footer_end {
+        if header_at < footer_end && damaged {
             // Not a damaged footer: a torn one, so the trace was not closed.
             self.recovery.closed = false;
             if let Some(i) = self
@@ -1871,14 +1904,14 @@ impl<R: Read> TraceReader<R> {
             }
             return self.another_trace(at, header_at);
         }
-        let bytes = header_at - footer_end;
+        let bytes = header_at.saturating_sub(footer_end);
         let reason = match bytes {
             0 => "the trailer is missing".to_owned(),
             _ => format!("the trailer is damaged ({bytes} bytes after the footer)"),
         };
         self.recovery.bytes_discarded += bytes;
         self.warn(footer_end, WarningKind::BadFooter { reason });
-        self.another_trace(header_at, header_at)
+        self.another_trace(header_at.max(footer_end), header_at)
     }
 }
 
@@ -2537,7 +2570,14 @@ impl MappedTrace {
         let len = self.bytes().len() as u64;
         let mut at = u64::from(self.header.header_len);
         while at < len {
-            match self.header_at(at) {
+            let next = self.header_at(at);
+            if next.is_err()
+                && let Some(found) = self.header_across_block_end(at)
+            {
+                self.joined(at, found);
+                return;
+            }
+            match next {
                 Ok(header) if at + header.block_len() <= len => {
                     if let Some(found) = self.another_trace_in_block(at, &header) {
                         self.joined(at, found);
@@ -2672,6 +2712,24 @@ impl MappedTrace {
         // `block_tail`).
         let from = end.saturating_sub(FILE_HEADER_LEN - 1).max(at as usize + 1);
         let p = file_header_in(&bytes[from..reach]).filter(|&p| from + p < end)?;
+        Some((from + p) as u64)
+    }
+
+    /// Where another trace's file header starts in the last bytes ([`block_tail`]) of the
+    /// block that ends at `at`, where no block header decodes, and runs on past it: a block
+    /// read whole whose last bytes were also the other trace's first, as the streaming
+    /// reader finds it ([`TraceReader::joined_across_block_end`]).
+    fn header_across_block_end(&self, at: u64) -> Option<u64> {
+        let last = self.blocks.last()?;
+        if last.offset + last.header.block_len() != at {
+            return None;
+        }
+        let (bytes, at) = (self.bytes(), at as usize);
+        let from = at
+            .saturating_sub(FILE_HEADER_LEN - 1)
+            .max(last.offset as usize + 1);
+        let reach = (at + FILE_HEADER_LEN - 1).min(bytes.len());
+        let p = file_header_in(&bytes[from..reach]).filter(|&p| from + p < at)?;
         Some((from + p) as u64)
     }
 
@@ -3484,6 +3542,13 @@ mod tests {
     /// `first` cut at `cut` and `second` joined after it is read, by every reader, as the
     /// cut alone is, and then said to be another trace from the cut on.
     fn assert_joined_reads_as_the_cut(first: &[u8], cut: usize, second: &[u8]) {
+        assert_joined_reads_as(first, cut, cut, second);
+    }
+
+    /// `first` cut at `cut` and `second` joined after it is read, by every reader, as
+    /// `first[..whole]` is (`whole` past `cut` where the bytes the cut took were `second`'s
+    /// first), and then said to be another trace from the cut on.
+    fn assert_joined_reads_as(first: &[u8], whole: usize, cut: usize, second: &[u8]) {
         let read = |bytes: &[u8], threads: usize| {
             let mut reader = TraceReader::new(bytes).unwrap().decode_ahead(threads);
             let records: Vec<_> = reader.by_ref().map(|r| r.unwrap().1).collect();
@@ -3501,28 +3566,29 @@ mod tests {
                 bytes: second.len() as u64,
             },
         };
-        let (records, mut warnings, mut recovery) = read(&first[..cut], 0);
+        let (records, mut warnings, mut recovery) = read(&first[..whole], 0);
         // Before what is said of the whole file at its end (its sessions).
         let end = warnings
             .iter()
             .position(|w| matches!(w.kind, WarningKind::Sessions { .. }))
             .unwrap_or(warnings.len());
         warnings.insert(end, another.clone());
-        recovery.bytes_discarded += second.len() as u64;
+        // Less its first bytes, read as the first trace's.
+        recovery.bytes_discarded += (second.len() - (whole - cut)) as u64;
         // Whole, with another after it: its end is not clean.
         recovery.clean_close = false;
         for threads in [0, 2] {
             let (got, said, r) = read(&joined, threads);
             assert!(
                 got == records,
-                "cut {cut}, {threads} threads: {} records read, {} in the cut alone",
+                "cut {cut}, {threads} threads: {} records read, {} in the first {whole} bytes",
                 got.len(),
                 records.len()
             );
             assert_eq!(said, warnings, "cut {cut}, {threads} threads");
             assert_eq!(r, recovery, "cut {cut}, {threads} threads");
         }
-        let (blocks, mut mapped_warnings) = mapped(&first[..cut]);
+        let (blocks, mut mapped_warnings) = mapped(&first[..whole]);
         mapped_warnings.push(another);
         assert_eq!(
             mapped(&joined),
@@ -3569,6 +3635,93 @@ mod tests {
                 assert_joined_reads_as_the_cut(&first, cut, &second);
             }
         }
+    }
+
+    /// A cut in the last bytes of a block, where they are the same as the other trace's
+    /// first (a payload ending in `H`, the magic's first byte, one in 256): joined, the
+    /// block is whole again and verifies, and the other trace's header starts inside it.
+    /// Every reader read the block, found no block header after it and resynchronized into
+    /// the other trace, reading its records as the first's (or said the footer's trailer
+    /// damaged). The block is read, being whole, and the other trace said from its header
+    /// on; for a records block (a blob ending in the magic's first 1, 3 or 8 bytes), a
+    /// summary and the footer.
+    #[test]
+    fn a_trace_joined_where_a_block_lacks_only_its_last_bytes_is_found() {
+        let mut rng = Rng(15);
+        let a: Vec<_> = (0..5).map(|k| record(&mut rng, k)).collect();
+        let frames = |records: &[Record]| {
+            let (mut payload, mut frames) = (Vec::new(), FrameEncoder::new());
+            for r in records {
+                frames.encode(r, &mut payload).unwrap();
+            }
+            payload
+        };
+        // Payloads stored as is, ending in the bytes given; and where each block ends.
+        let encode = |blocks: &[(BlockKind, Vec<u8>, u32)]| {
+            let mut out = FileHeader::current(crate::format::Compression::None)
+                .encode()
+                .to_vec();
+            let mut encoder = BlockEncoder::new(None).unwrap();
+            let mut ends = Vec::new();
+            for (kind, payload, records) in blocks {
+                encoder.encode(*kind, payload, *records, &mut out).unwrap();
+                ends.push(out.len());
+            }
+            (out, ends)
+        };
+        let second = closed_trace_of(9999);
+        for k in [1, 3, 8] {
+            let mut contents = vec![0xa5; 100];
+            contents.extend_from_slice(&MAGIC[..k]);
+            let blob = Record::Blob(crate::schema::Blob {
+                hash: BlobHash(xxhash_rust::xxh3::xxh3_64(&contents)),
+                bytes: contents,
+            });
+            let (first, ends) = encode(&[
+                (BlockKind::RECORDS, frames(&a), 5),
+                (BlockKind::RECORDS, frames(&[blob]), 1),
+                (BlockKind::RECORDS, frames(&a), 5),
+            ]);
+            assert!(first[..ends[1]].ends_with(&MAGIC[..k]));
+            assert_joined_reads_as(&first, ends[1], ends[1] - k, &second);
+        }
+        // Its count of timings not placed, 72, is the magic's first byte.
+        let summary = crate::summary::BlockSummary {
+            lanes: Vec::new(),
+            unplaced: u32::from(MAGIC[0]),
+        };
+        let (first, ends) = encode(&[
+            (BlockKind::RECORDS, frames(&a), 5),
+            (
+                BlockKind::SUMMARY,
+                postcard::to_allocvec(&summary).unwrap(),
+                0,
+            ),
+            (BlockKind::RECORDS, frames(&a), 5),
+        ]);
+        assert_eq!(first[ends[1] - 1], MAGIC[0]);
+        assert_joined_reads_as(&first, ends[1], ends[1] - 1, &second);
+        // Its count of dropped records (which no reader checks), likewise.
+        let footer = Footer {
+            blocks: vec![crate::format::IndexEntry {
+                offset: FILE_HEADER_LEN as u64,
+                kind: BlockKind::RECORDS,
+                record_count: 5,
+            }],
+            records: 5,
+            dropped_records: u64::from(MAGIC[0]),
+        };
+        let (mut first, ends) = encode(&[
+            (BlockKind::RECORDS, frames(&a), 5),
+            (
+                BlockKind::FOOTER,
+                postcard::to_allocvec(&footer).unwrap(),
+                0,
+            ),
+        ]);
+        first.extend_from_slice(&crate::format::encode_trailer(ends[0] as u64));
+        assert_eq!(first[ends[1] - 1], MAGIC[0]);
+        assert_joined_reads_as(&first, ends[1], ends[1] - 1, &second);
     }
 
     /// A file of records blocks of `blocks`, their payloads stored as is; and where each

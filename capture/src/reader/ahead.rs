@@ -257,6 +257,7 @@ impl<R: Read> TraceReader<R> {
         if stored.len() < header.stored_len as usize {
             return Ok(Some(Held::Torn(at, header, stored)));
         }
+        self.last_block = (self.offset, super::block_tail(&header, &stored));
         self.blocks_seen += 1;
         let Some(ahead) = &mut self.ahead else {
             return Ok(None);
