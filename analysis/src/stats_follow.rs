@@ -506,8 +506,9 @@ impl StatsTail {
         }
         (self.resume_at, self.taken, self.unread) =
             walk.end(|| self.file.metadata().map_or(0, |m| m.len()));
+        let file = &self.file;
         let (kept, latest) = account_read(
-            &self.path,
+            || hrx_capture::MappedTrace::map_file(file),
             (header_len, origin),
             (&walk, &reader),
             (&mut self.recovery, &mut self.provisional),
@@ -532,15 +533,15 @@ impl StatsTail {
 ///
 /// A read from mid-file that reached the footer and trailer checked them against the part
 /// it read (blocks missing, a trailer "damaged"): how the trace ends is then checked on the
-/// file at `path` itself, from its footer's index. One rule for `stats --follow` and
-/// `view --follow` (the view's follower lacked it and warned of missing blocks and a
-/// damaged trailer at every close it followed; a helper's pass).
+/// file read itself (`mapped`, called then), from its footer's index. One rule for `stats
+/// --follow` and `view --follow` (the view's follower lacked it and warned of missing
+/// blocks and a damaged trailer at every close it followed; a helper's pass).
 ///
 /// # Errors
 ///
-/// When the file at `path` cannot be mapped to check its end.
+/// When `mapped` cannot map the file read to check its end.
 pub fn account_read<R: Read>(
-    path: &Path,
+    mapped: impl FnOnce() -> Result<hrx_capture::MappedTrace, ReadError>,
     (header_len, origin): (u64, u64),
     (walk, reader): (&Walk, &TraceReader<R>),
     (total, provisional): (&mut Recovery, &mut Recovery),
@@ -642,7 +643,9 @@ pub fn account_read<R: Read>(
         }
     }
     if partial_end {
-        let mapped = hrx_capture::MappedTrace::open(path)?;
+        // The file read, not the path's: the path may name another recording by now, or
+        // none (`stats --follow` of a trace deleted while followed failed here).
+        let mapped = mapped()?;
         total.bytes_discarded = 0;
         total.clean_close = mapped.clean_close();
         total.closed = mapped.closed();
@@ -796,6 +799,29 @@ mod tests {
         tail.read_new().unwrap();
         assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
         assert!(tail.recorded_again());
+        let (stats, summary) = tail.finish();
+        let (want, want_summary) = whole(&old);
+        assert_eq!(stats, want);
+        assert_eq!(summary.recovery, want_summary.recovery);
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    }
+
+    /// A trace deleted (or renamed away) while followed is read to its end in the file the
+    /// follower holds, its close checked there: `stats --follow` failed with "cannot open
+    /// it" at the read that reached the footer, and printed no report (a break-it pass).
+    #[test]
+    fn a_trace_deleted_while_followed_is_read_to_its_close() {
+        let old = trace_bytes(false);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let mut earlier = File::create(&path).unwrap();
+        earlier.write_all(&old[..old.len() / 3]).unwrap();
+        let mut tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        std::fs::remove_file(&path).unwrap();
+        earlier.write_all(&old[old.len() / 3..]).unwrap();
+        tail.read_new().unwrap();
+        assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
         let (stats, summary) = tail.finish();
         let (want, want_summary) = whole(&old);
         assert_eq!(stats, want);

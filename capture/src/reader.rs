@@ -2426,14 +2426,23 @@ impl MappedTrace {
     /// be mapped; the file header errors of
     /// [`TraceReader::new`].
     pub fn open(path: impl AsRef<Path>) -> Result<MappedTrace, ReadError> {
-        let file = open_file(path.as_ref())?;
+        MappedTrace::map_file(&open_file(path.as_ref())?)
+    }
+
+    /// Maps the trace in `file`, open already: the file a follower holds, which its path
+    /// may no longer name (deleted, renamed away, or recorded again).
+    ///
+    /// # Errors
+    ///
+    /// As [`MappedTrace::open`], but for opening.
+    pub fn map_file(file: &File) -> Result<MappedTrace, ReadError> {
         if file.metadata().map_err(|e| ReadError::new(0, e))?.len() == 0 {
             return Err(ReadError::new(0, ReadErrorKind::Empty));
         }
         // SAFETY: the map is read-only and only read as bytes. If another process truncates
         // the file while it is mapped, reads past the new end fault (SIGBUS); traces are
         // append-only, so this only happens when the file is replaced under the reader.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ReadError::new(0, e))?;
+        let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| ReadError::new(0, e))?;
         MappedTrace::build(Bytes::Map(map))
     }
 

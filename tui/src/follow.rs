@@ -354,8 +354,9 @@ impl TraceTail {
         if let Some(error) = failed {
             return Err(error);
         }
+        let path = &self.path;
         let (kept, latest) = hrx_analysis::stats_follow::account_read(
-            &self.path,
+            || hrx_capture::MappedTrace::open(path),
             (header_len, origin),
             (&walk, &reader),
             (&mut self.recovery, &mut self.provisional),
