@@ -132,13 +132,32 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                 && !hrx_capture::has_sequence(path))
             .then(|| hrx_capture::expand_path(path))
             .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.len() > 0));
+            // Which file it was, and how long: a replacement leaves it whole until the first
+            // write; a recorder that may not create files in its folder empties it in place.
+            let held = |file: &Path| {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(file).map(|m| (m.dev(), m.ino(), m.len()))
+            };
+            let earlier_file = earlier.as_deref().and_then(|file| held(file).ok());
             match hrx_capture::install_or_current(path, options) {
                 Ok(recorder) => {
                     if let Some(file) = earlier
                         && hrx_capture::installed_path().as_deref() == Some(file.as_path())
                     {
+                        let emptied = match (earlier_file, held(&file)) {
+                            (Some((dev, ino, len)), Ok((now_dev, now_ino, now_len))) => {
+                                (dev, ino) == (now_dev, now_ino) && now_len < len
+                            }
+                            _ => false,
+                        };
+                        let what = if emptied {
+                            "it was emptied in place, as its folder is not writable; a reader \
+                             still reading it reads two recordings as one"
+                        } else {
+                            "it is replaced"
+                        };
                         crate::error::to_stderr(format_args!(
-                            "hrx: HRX_TRACE={}: it held an earlier trace: it is replaced",
+                            "hrx: HRX_TRACE={}: it held an earlier trace: {what}",
                             path.display()
                         ));
                     }

@@ -339,6 +339,26 @@ fn an_earlier_trace_emptied_in_place_is_said() {
         );
         assert!(!err.contains("it is replaced"), "{args:?}: {err}");
     }
+    // The runtime's own word under `HRX_TRACE`, without `record`.
+    let mut command = std::process::Command::new(&traced);
+    command
+        .arg("2")
+        .current_dir(dir.path())
+        .env("HRX_TRACE", "t.hrxt");
+    if root {
+        command.uid(65534).gid(65534);
+    }
+    let out = command.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(inode(), before, "emptied in place, not replaced");
+    assert!(
+        err.contains(
+            "hrx: HRX_TRACE=t.hrxt: it held an earlier trace: it was emptied in place, as its \
+             folder is not writable; a reader still reading it reads two recordings as one"
+        ),
+        "{err}"
+    );
     std::fs::set_permissions(dir.path(), mode(0o700)).unwrap();
 }
 
