@@ -704,6 +704,26 @@ mod tests {
         (visitor.finish(&summary), summary)
     }
 
+    /// A follower of `live.hrxt` in `dir`, opened while the file held a third of `bytes`,
+    /// and that file, still open for the rest.
+    fn following_a_third(dir: &Path, bytes: &[u8]) -> (File, StatsTail) {
+        let path = dir.join("live.hrxt");
+        let mut earlier = File::create(&path).unwrap();
+        earlier.write_all(&bytes[..bytes.len() / 3]).unwrap();
+        let tail = StatsTail::open(&path).unwrap();
+        assert_eq!(tail.state(), TailState::Live);
+        (earlier, tail)
+    }
+
+    /// `tail`'s report is a one-pass read of the whole of `bytes`, with no warning.
+    fn assert_read_whole(tail: StatsTail, bytes: &[u8]) {
+        let (stats, summary) = tail.finish();
+        let (want, want_summary) = whole(bytes);
+        assert_eq!(stats, want);
+        assert_eq!(summary.recovery, want_summary.recovery);
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    }
+
     /// Spans timed: the kernels', the copies' and the host callbacks' (which are no
     /// kernels).
     fn spans(stats: &Stats) -> u64 {
@@ -779,10 +799,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("live.hrxt");
-        let mut earlier = File::create(&path).unwrap();
-        earlier.write_all(&old[..old.len() / 3]).unwrap();
-        let mut tail = StatsTail::open(&path).unwrap();
-        assert_eq!(tail.state(), TailState::Live);
+        let (mut earlier, mut tail) = following_a_third(dir.path(), &old);
         assert!(!tail.recorded_again());
         let beside = dir.path().join(".live.hrxt.1.new");
         std::fs::write(&beside, &new).unwrap();
@@ -799,11 +816,7 @@ mod tests {
         tail.read_new().unwrap();
         assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
         assert!(tail.recorded_again());
-        let (stats, summary) = tail.finish();
-        let (want, want_summary) = whole(&old);
-        assert_eq!(stats, want);
-        assert_eq!(summary.recovery, want_summary.recovery);
-        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        assert_read_whole(tail, &old);
     }
 
     /// A trace deleted (or renamed away) while followed is read to its end in the file the
@@ -813,20 +826,12 @@ mod tests {
     fn a_trace_deleted_while_followed_is_read_to_its_close() {
         let old = trace_bytes(false);
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("live.hrxt");
-        let mut earlier = File::create(&path).unwrap();
-        earlier.write_all(&old[..old.len() / 3]).unwrap();
-        let mut tail = StatsTail::open(&path).unwrap();
-        assert_eq!(tail.state(), TailState::Live);
-        std::fs::remove_file(&path).unwrap();
+        let (mut earlier, mut tail) = following_a_third(dir.path(), &old);
+        std::fs::remove_file(dir.path().join("live.hrxt")).unwrap();
         earlier.write_all(&old[old.len() / 3..]).unwrap();
         tail.read_new().unwrap();
         assert_eq!((tail.state(), tail.restarts()), (TailState::Closed, 0));
-        let (stats, summary) = tail.finish();
-        let (want, want_summary) = whole(&old);
-        assert_eq!(stats, want);
-        assert_eq!(summary.recovery, want_summary.recovery);
-        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        assert_read_whole(tail, &old);
     }
 
     #[test]

@@ -320,15 +320,18 @@ fn an_earlier_trace_emptied_in_place_is_said() {
         "2",
     ];
     let workload = ["record", "-o", "t.hrxt", "--workload", "hazards"];
-    for args in [&program[..], &workload[..]] {
-        let mut command = hrx_trace(dir.path());
-        command.args(args);
+    // Run as nobody where the test runs as root (root's writes ignore the folder's mode).
+    let run_as_nobody = |command: &mut std::process::Command| {
         if root {
             command.uid(65534).gid(65534);
         }
         let out = command.output().unwrap();
         let err = stderr(&out);
-        assert_eq!(code(&out), 0, "{args:?}: {err}");
+        assert_eq!(code(&out), 0, "{err}");
+        err
+    };
+    for args in [&program[..], &workload[..]] {
+        let err = run_as_nobody(hrx_trace(dir.path()).args(args));
         assert_eq!(inode(), before, "{args:?}: emptied in place, not replaced");
         assert!(
             err.contains(
@@ -340,17 +343,12 @@ fn an_earlier_trace_emptied_in_place_is_said() {
         assert!(!err.contains("it is replaced"), "{args:?}: {err}");
     }
     // The runtime's own word under `HRX_TRACE`, without `record`.
-    let mut command = std::process::Command::new(&traced);
-    command
-        .arg("2")
-        .current_dir(dir.path())
-        .env("HRX_TRACE", "t.hrxt");
-    if root {
-        command.uid(65534).gid(65534);
-    }
-    let out = command.output().unwrap();
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
+    let err = run_as_nobody(
+        std::process::Command::new(&traced)
+            .arg("2")
+            .current_dir(dir.path())
+            .env("HRX_TRACE", "t.hrxt"),
+    );
     assert_eq!(inode(), before, "emptied in place, not replaced");
     assert!(
         err.contains(
