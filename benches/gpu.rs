@@ -274,11 +274,22 @@ mod gpu {
         }
         // About a millisecond per timed batch: far above the clock's resolution.
         let batch = if count == 1 { 100 } else { 8 };
+        let before = runtime.counters();
         let paired = paired(
             || (0..batch).for_each(|_| cuda.launch_sync(&raw_graph)),
             || (0..batch).for_each(|_| graph.submit().expect("submit").wait().expect("wait")),
         );
+        let after = runtime.counters();
         println!("{name}: raw (a) vs hrx (b), batches of {batch} launches, {paired}");
+        // Where hrx's round trip goes beyond raw's: a region left to a worker, a parked
+        // worker woken (a syscall on the submitting thread).
+        println!(
+            "{name}: of {} submissions in those rounds, the waiting thread ran {} itself; \
+             parked workers woken {} times",
+            after.submissions - before.submissions,
+            after.regions_run_by_waiters - before.regions_run_by_waiters,
+            after.worker_wakes - before.worker_wakes,
+        );
         cuda.free(raw_buffer);
         (name, paired)
     }

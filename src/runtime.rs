@@ -405,6 +405,10 @@ pub struct Counters {
     /// Native regions that a thread in `Completion::wait` ran itself, its queue being idle,
     /// instead of the queue's worker.
     pub regions_run_by_waiters: u64,
+    /// Notifications of a parked queue worker (each a futex wake on the notifying thread, an
+    /// inter-processor interrupt where the worker's CPU sleeps): work that came after the
+    /// worker's idle spin ended.
+    pub worker_wakes: u64,
 }
 
 static RUNTIME_IDS: AtomicU32 = AtomicU32::new(1);
@@ -697,9 +701,13 @@ impl Runtime {
     pub fn counters(&self) -> Counters {
         let c = &self.context().counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let (submissions, regions_run_by_waiters) = {
+        let (submissions, regions_run_by_waiters, worker_wakes) = {
             let state = self.inner.core().scheduler();
-            (state.submissions(), state.regions_run_by_waiters)
+            (
+                state.submissions(),
+                state.regions_run_by_waiters,
+                state.worker_wakes,
+            )
         };
         Counters {
             submissions,
@@ -713,6 +721,7 @@ impl Runtime {
             ],
             visibility_syncs: load(&c.visibility_syncs),
             regions_run_by_waiters,
+            worker_wakes,
         }
     }
 

@@ -227,6 +227,8 @@ pub(crate) struct Scheduler {
     with_producers: usize,
     /// Regions claimed by threads in `Completion::wait` ([`Scheduler::claim_own`]).
     pub regions_run_by_waiters: u64,
+    /// Parked workers notified ([`Scheduler::take_parked`]): each a syscall after the lock.
+    pub worker_wakes: u64,
     doorbells: Doorbells,
     /// The queues whose worker is parked (see [`Parked`]).
     parked: Parked,
@@ -313,6 +315,7 @@ impl Scheduler {
             pending: [0; 5],
             with_producers: 0,
             regions_run_by_waiters: 0,
+            worker_wakes: 0,
             doorbells,
             parked: Parked::default(),
             deferred: None,
@@ -656,7 +659,7 @@ impl Scheduler {
         self.launched |= bit;
         self.launched_at[queue as usize] = (task.submission, task.region);
         self.ring(bit, self.shown(self.claimable()), 0);
-        wake.queues = self.parked.take(bit);
+        wake.queues = self.take_parked(bit);
         wake
     }
 
@@ -914,7 +917,7 @@ impl Scheduler {
     fn wake_queues(&mut self, wake: &mut Wake) {
         let pending = self.pending_queues();
         self.ring(pending, self.shown(pending), 0);
-        wake.queues = self.parked.take(pending);
+        wake.queues = self.take_parked(pending);
     }
 
     /// The doorbells' claimable flags, as last stored.
@@ -944,6 +947,14 @@ impl Scheduler {
             self.doorbells[q].word.store(word, Ordering::Release);
             *rung = word;
         }
+    }
+
+    /// Takes the parked bits of `queues` (see [`Parked::take`]), counting them in
+    /// [`Scheduler::worker_wakes`].
+    fn take_parked(&mut self, queues: u8) -> u8 {
+        let woken = self.parked.take(queues);
+        self.worker_wakes += u64::from(woken.count_ones());
+        woken
     }
 
     fn pending_queues(&self) -> u8 {

@@ -670,6 +670,33 @@ mod tests {
     }
 
     #[test]
+    fn a_submission_that_finds_its_queues_worker_parked_counts_one_worker_wake() {
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let mut graph = rt.graph();
+        // A host callback runs on the Host queue's worker, never on the waiting thread.
+        graph.host(&[], |_| Ok(())).unwrap();
+        let graph = graph.prepare().unwrap();
+        graph.submit().unwrap().wait().unwrap();
+        // Each round leaves the worker time to end its idle spin and park; on a loaded
+        // machine it may still be spinning (no wake), so rounds repeat until one finds it
+        // parked.
+        let mut woken = 0;
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(5));
+            let before = rt.counters().worker_wakes;
+            graph.submit().unwrap().wait().unwrap();
+            woken = rt.counters().worker_wakes - before;
+            if woken > 0 {
+                break;
+            }
+        }
+        assert_eq!(
+            woken, 1,
+            "one parked worker (the Host queue's) woken by the submission"
+        );
+    }
+
+    #[test]
     fn traced_waiters_count_the_time_in_their_hooks_and_leave_every_hook_they_enter() {
         let dir = tempfile::tempdir().unwrap();
         let recorder = hrx_capture::Recorder::create(
