@@ -32,6 +32,15 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
     // Counted for `sync::relax` on the software device only (see there why not on a GPU).
     let software = core.context().device.info().backend == "sim";
     let _spinner = software.then(crate::sync::Spinner::new);
+    let gpu_queue = matches!(
+        queue,
+        Queue::GpuUpload | Queue::GpuCompute | Queue::GpuDownload
+    );
+    let spin = if gpu_queue && !software {
+        GPU_IDLE_SPIN
+    } else {
+        crate::sync::SPIN
+    };
     let doorbell = core.doorbell(queue);
     let mut state = core.scheduler();
     let mut spun = false;
@@ -49,7 +58,7 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
         if !spun {
             let epoch = doorbell.epoch();
             drop(state);
-            spun = !idle_spin(&core, doorbell, epoch);
+            spun = !idle_spin(&core, doorbell, epoch, spin);
             state = core.scheduler();
             continue;
         }
@@ -183,12 +192,26 @@ impl Grace {
     }
 }
 
+/// How long the worker of a GPU queue (upload, compute, download) of a GPU runtime spins idle
+/// before it parks, where other workers spin [`crate::sync::SPIN`]. A parked worker costs
+/// the next `submit` that rings it a notification: a futex wake on the submitting thread
+/// and, where the worker's CPU sleeps, an inter-processor interrupt (a hypervisor exit in a
+/// VM). An early launch rings its queue's worker even though its waiter completes it: a
+/// graph longer than the spin paid that on every round trip (`hundred_kernels`, 151 µs a
+/// launch: +2.4 µs against raw CUDA on the H100 host, BENCHMARKS.md session 41), which
+/// CUDA, whose `cuStreamSynchronize` spins for the whole wait under
+/// `cudaDeviceScheduleAuto`, never pays. Spinning 1 ms bounds that cost to a fraction of a
+/// percent of the round trip that follows, for a worker's spin of at most 1 ms of one CPU
+/// after the queue's last work (yielding where the spinners outnumber the CPUs,
+/// [`crate::sync::relax`]).
+const GPU_IDLE_SPIN: Duration = Duration::from_millis(1);
+
 /// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
 /// true once its queue may hold unclaimed work that no waiter takes (or at shutdown), false
-/// after a whole [`crate::sync::SPIN`] without a ring (the worker then parks).
-fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
+/// after a whole `spin` without a ring (the worker then parks).
+fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64, spin: Duration) -> bool {
     loop {
-        let Some(rung) = poll(core, doorbell, epoch) else {
+        let Some(rung) = poll(core, doorbell, epoch, spin) else {
             return false;
         };
         if core.stopping() {
@@ -215,8 +238,8 @@ fn idle_spin(core: &Core, doorbell: &Doorbell, mut epoch: u64) -> bool {
 const POLL: Duration = Duration::from_nanos(500);
 
 /// Looks at the doorbell every [`POLL`] until its epoch moves from `epoch` or the runtime
-/// stops; `None` after [`crate::sync::SPIN`] without either.
-fn poll(core: &Core, doorbell: &Doorbell, epoch: u64) -> Option<Rung> {
+/// stops; `None` after `spin` without either.
+fn poll(core: &Core, doorbell: &Doorbell, epoch: u64, spin: Duration) -> Option<Rung> {
     let poll_ns = POLL.as_nanos() as u64;
     let start = crate::clock::now_ns();
     let mut next = start;
@@ -227,7 +250,7 @@ fn poll(core: &Core, doorbell: &Doorbell, epoch: u64) -> Option<Rung> {
             if rung.epoch != epoch || core.stopping() {
                 return Some(rung);
             }
-            if now.saturating_sub(start) >= crate::sync::SPIN.as_nanos() as u64 {
+            if now.saturating_sub(start) >= spin.as_nanos() as u64 {
                 return None;
             }
             next = now + poll_ns;
