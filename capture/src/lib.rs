@@ -72,8 +72,9 @@ pub use schema::Record;
 pub use staging::{DeferredKind, RawRecord};
 pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
-    CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, MemorySink, OpenRange, RawBatch, Recorder,
-    RecorderOptions, Sink, TRACE_MODE_ENV, TraceMode, WriteError, recorder_holds,
+    COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink,
+    MAX_COMPRESSION_THREADS, MemorySink, OpenRange, RawBatch, Recorder, RecorderOptions, Sink,
+    TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads, recorder_holds,
     recorder_holds_file,
 };
 

@@ -7,6 +7,9 @@
 //!  thread A ──encode into thread-local scratch──▶ ring A ─┐
 //!  thread B ──encode into thread-local scratch──▶ ring B ─┼─▶ writer thread: drain rings,
 //!  large record / blob ──(core lock, synchronous)─────────┘    transcode, compress, write
+//!                                                                  │ ▲ where CPUs are spare:
+//!                                              compression threads ◀─┘ │ compress there,
+//!                                              (zstd, checksum) ───────┘ written in order
 //! ```
 //!
 //! - **Hot path.** [`Recorder::record`] encodes the record into a thread-local scratch
@@ -35,7 +38,8 @@
 //!   a loaded machine it does not); a chained overflow buffer would make memory grow without
 //!   bound while the writer is starved. Memory is bounded: one ring per recording thread
 //!   ([`RecorderOptions::thread_buffer_bytes`]) plus the writer's one block being assembled
-//!   ([`RecorderOptions::block_bytes`]) and its compressed copy.
+//!   ([`RecorderOptions::block_bytes`]) and its compressed copy, and with n compression
+//!   threads up to n + 1 more of each, in flight (see below).
 //!   In [`TraceMode::Lossy`] (only when asked: `HRX_TRACE_MODE=lossy`) the thread instead
 //!   waits up to [`RecorderOptions::full_buffer_wait`] for the writer, then drops the record
 //!   and counts it by kind; after a timeout it drops without waiting for one flush interval.
@@ -46,6 +50,11 @@
 //!   is written synchronously under the core lock after draining the thread's own ring
 //!   first, which keeps the thread's order. [`Recorder::intern_blob`] writes the blob before
 //!   it returns, so it precedes every record recorded after it, on any thread.
+//! - **Compression threads.** Where the machine has CPUs to spare (4 or more: one thread, 8
+//!   or more: two; [`RecorderOptions::compression_threads`], [`COMPRESSION_THREADS_ENV`]),
+//!   full records blocks are compressed and checksummed beside the writer, and written in
+//!   their order by whoever holds the core next: the writer's work per record is draining
+//!   and transcoding. The file is the same; see `compress.rs`.
 //! - **Fatal signals.** A recorder writing to a file ([`Sink::signal_fd`]) also writes every
 //!   thread's pending records from the handler of a fatal signal (see `fatal.rs`): the call
 //!   that crashed, and the region that was running, are in the trace.
@@ -80,7 +89,12 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use xxhash_rust::xxh3::xxh3_64;
 
+mod compress;
 mod fatal;
+
+pub use compress::{
+    COMPRESSION_THREADS_ENV, MAX_COMPRESSION_THREADS, automatic_compression_threads,
+};
 
 /// Room reserved in the block being assembled beyond its target size: a drained ring's
 /// frames are added before the block is written.
@@ -710,8 +724,8 @@ pub struct RecorderOptions {
     /// Target uncompressed block size in bytes. Default 1 MiB.
     pub block_bytes: usize,
     /// zstd level (1-3), or `None` to store blocks uncompressed. Default `Some(1)`: the
-    /// writer thread competes with the application for CPU, and on timing streams level 3
-    /// saves little.
+    /// writer thread (and the compression threads) compete with the application for CPU,
+    /// and on timing streams level 3 saves little.
     pub compression_level: Option<i32>,
     /// Largest payload [`Recorder::payload`] stores inline; larger ones become blobs.
     /// Default 4 KiB.
@@ -724,6 +738,13 @@ pub struct RecorderOptions {
     /// A file the writer appends one line to after every block it wrote (for tests and
     /// reliability benchmarks; see [`FLUSH_REPORT_ENV`]). Default `None`.
     pub flush_report: Option<PathBuf>,
+    /// Threads compressing records blocks beside the writer thread (at most
+    /// [`MAX_COMPRESSION_THREADS`]): `Some(0)` compresses on the thread writing, as before;
+    /// `None` (the default) takes [`COMPRESSION_THREADS_ENV`] when it is set, else
+    /// [`automatic_compression_threads`] (none on fewer than 4 CPUs). The file is the same
+    /// either way. With n threads up to n + 1 blocks are in flight, each a block's payload
+    /// ([`RecorderOptions::block_bytes`]) and its compressed copy.
+    pub compression_threads: Option<usize>,
 }
 
 /// The environment variable naming a flush report file for recorders opened by
@@ -750,6 +771,7 @@ impl Default for RecorderOptions {
             full_buffer_wait: Duration::from_millis(10),
             mode: TraceMode::Lossless,
             flush_report: None,
+            compression_threads: None,
         }
     }
 }
@@ -805,6 +827,9 @@ pub enum WriteError {
     /// [`CLOCK_ENV`](crate::clock::CLOCK_ENV) names no clock.
     #[error("{env}={0:?}: expected auto or monotonic", env = crate::clock::CLOCK_ENV)]
     BadClock(String),
+    /// [`COMPRESSION_THREADS_ENV`] is neither a number nor `auto`.
+    #[error("{COMPRESSION_THREADS_ENV}={0:?}: expected auto, 0, 1 or 2")]
+    BadCompressionThreads(String),
 }
 
 /// What a closed recorder wrote.
@@ -894,6 +919,9 @@ impl Drop for CoreGuard<'_> {
 struct Core {
     sink: Option<Box<dyn Sink>>,
     encoder: BlockEncoder,
+    /// The compression threads and the blocks handed to them (`compress.rs`); `None`:
+    /// blocks are compressed where they are written.
+    compressors: Option<compress::Compressors>,
     /// Framed records of the block being assembled.
     pending: Vec<u8>,
     /// Ring entries drained, before transcoding into `pending`.
@@ -946,6 +974,8 @@ impl Core {
         self.closed = true;
         self.closed_for_blobs = true;
         std::mem::forget(self.sink.take());
+        // Their threads are the parent's: their lock is never taken here.
+        std::mem::forget(self.compressors.take());
     }
 
     /// Drains every ring into `pending`, writing full blocks as it goes.
@@ -1125,9 +1155,10 @@ impl Core {
         self.write_pending_with(true);
     }
 
-    /// As `write_pending`, storing the block uncompressed when `compress` is false.
+    /// As `write_pending`, storing the block uncompressed when `compress` is false. A block
+    /// to compress goes to the compression threads where there are some (`compress.rs`).
     fn write_pending_with(&mut self, compress: bool) {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() || (compress && self.hand_over_pending()) {
             return;
         }
         let records = self.pending_records;
@@ -1197,6 +1228,8 @@ impl Core {
         tail: &[u8],
         encode: impl FnOnce(&mut BlockEncoder, &mut Vec<u8>) -> io::Result<()>,
     ) -> io::Result<()> {
+        // The blocks handed to the compression threads come first.
+        self.write_compressed(0);
         if let Some(e) = &self.error {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
@@ -1320,7 +1353,7 @@ impl Shared {
     fn calibrate(&self, core: &mut Core) {
         let record = host_clock(self.base_ns, crate::clock::recalibrate());
         let _ = core.append_record(&record);
-        core.calibrated_at = core.records + u64::from(core.pending_records);
+        core.calibrated_at = core.recorded();
     }
 
     /// The core for a recording thread, `None` in a child forked without `exec`
@@ -1435,18 +1468,21 @@ impl Shared {
         self.dropped[kind.min(KINDS - 1)].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// One pass of the writer: drain all rings; on `tick`, also write what is pending.
+    /// One pass of the writer: write the blocks compressed since the last, drain all rings;
+    /// on `tick`, also write what is pending, and every block in flight.
     fn sweep(&self, tick: bool) {
         let mut core = self.core();
+        core.write_compressed(usize::MAX);
         core.drain_rings();
         if tick {
             // An idle session's flush writes nothing, not even a calibration: the clock's
             // piece stays in force until records need it.
-            if core.records + u64::from(core.pending_records) > core.calibrated_at {
+            if core.recorded() > core.calibrated_at {
                 self.calibrate(&mut core);
             }
             core.note_losses(self);
             core.write_pending();
+            core.write_compressed(0);
             let _ = core.flush_sink();
         }
     }
@@ -1459,6 +1495,9 @@ impl Shared {
             consumer.close();
         }
         core.drain_rings();
+        // Every block in flight written (its losses counted before the session's end says
+        // them); the last blocks and the footer are compressed here.
+        core.stop_compressors();
         // The ranges still open, to now, under their `NAME (open at end)` names.
         let end_ns = self.now_ns();
         let mut open = Vec::new();
@@ -1482,7 +1521,7 @@ impl Shared {
         let dropped = core.dropped_total(self);
         let end = Record::SessionEnd(SessionEnd {
             time_ns: self.now_ns(),
-            records: core.records + u64::from(core.pending_records),
+            records: core.recorded(),
             dropped_records: dropped,
         });
         core.append_record(&end).expect("session end encodes");
@@ -1689,9 +1728,14 @@ impl Recorder {
     /// # Errors
     ///
     /// [`WriteError::Io`] when the header cannot be written or zstd cannot start,
-    /// [`WriteError::Spawn`] when the writer thread cannot be started.
+    /// [`WriteError::Spawn`] when the writer thread cannot be started,
+    /// [`WriteError::BadCompressionThreads`] when [`COMPRESSION_THREADS_ENV`] is neither a
+    /// number nor `auto`. A compression thread that cannot be started is no error: there
+    /// is one fewer.
     pub fn with_sink(sink: impl Sink, options: RecorderOptions) -> Result<Recorder, WriteError> {
         let io_error = |e| WriteError::Io(Arc::new(e));
+        let compression_threads =
+            compress::threads_for(options.compression_threads, options.compression_level)?;
         let signal_fd = sink.signal_fd();
         let sink: Box<dyn Sink> = Box::new(sink);
         let encoder = BlockEncoder::new(options.compression_level).map_err(io_error)?;
@@ -1735,6 +1779,7 @@ impl Recorder {
         let mut core = Core {
             sink: Some(sink),
             encoder,
+            compressors: None,
             pending: Vec::with_capacity(block_bytes + MAX_RECORD_FRAME_SLACK),
             staging: Vec::with_capacity(thread_buffer_bytes.max(64).next_power_of_two()),
             frames: FrameEncoder::new(),
@@ -1779,6 +1824,8 @@ impl Recorder {
             return Err(WriteError::Io(e));
         }
         let (control, receiver) = crossbeam_channel::bounded(64);
+        core.compressors =
+            compress::Compressors::start(compression_threads, options.compression_level, &control);
         let stored_blobs = core.blobs.clone();
         let write_failed = core.failed.clone();
         let shared = Arc::new(Shared {

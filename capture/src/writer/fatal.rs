@@ -25,12 +25,13 @@
 //!
 //! 1. takes the recorder's core lock with `try_lock`, waiting at most [`LOCK_WAIT_NS`] for
 //!    the writer thread to finish a block (it never waits on a lock its own thread holds);
-//! 2. drains every thread's ring into the block being assembled, each thread's annotation
-//!    ranges still open after its records (as `NAME (open at end)`, to the signal's time:
-//!    the range the program crashed in is not lost), appends a
-//!    [`FatalSignal`] record, and writes the block uncompressed with `write(2)` on the file
-//!    descriptor the sink opened at start ([`super::Sink::signal_fd`]), as one or more
-//!    complete blocks;
+//! 2. writes the blocks handed to the compression threads and not yet written, from their
+//!    payloads, stored uncompressed (`compress.rs`); drains every thread's ring into the
+//!    block being assembled, each thread's annotation ranges still open after its records
+//!    (as `NAME (open at end)`, to the signal's time: the range the program crashed in is
+//!    not lost), appends a [`FatalSignal`] record, and writes the block uncompressed with
+//!    `write(2)` on the file descriptor the sink opened at start
+//!    ([`super::Sink::signal_fd`]), as one or more complete blocks;
 //! 3. puts the action the signal had before back and passes the signal on: a fault the
 //!    kernel raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE with a positive `si_code`) repeats when
 //!    the handler returns; a signal a process sent (`kill`, `abort`) is raised again and
@@ -55,7 +56,8 @@
 //! Nothing on this path allocates or takes a lock another thread may hold forever: the
 //! buffers (a ring's worth of staging, a block's worth of frames, spare index entries) are
 //! reserved when the recorder starts, the frames are encoded in place, the signal record on
-//! the stack.
+//! the stack; the blocks in flight to the compression threads are written without waiting
+//! for them (and never freed).
 //!
 //! # What is guaranteed
 //!
@@ -73,8 +75,9 @@
 //!   real-time signals (SIGRTMIN and up), which are left as the program sets them.
 //! - A crash on a thread that holds the recorder's lock (inside the recorder's own writing),
 //!   or while the writer thread holds it for longer than [`LOCK_WAIT_NS`], writes nothing
-//!   more. A crash during the fatal-signal flush itself (memory so damaged that the rings
-//!   are) stops that flush.
+//!   more; so does a fault on a compression thread (inside zstd) while the writer holds the
+//!   lock waiting for that thread's block. A crash during the fatal-signal flush itself
+//!   (memory so damaged that the rings are) stops that flush.
 //! - Work deferred to the writer thread (hashing and storing outputs and host writes) that had
 //!   not run is not run. Each such job leaves, at its place in its thread's order, a
 //!   [`RecordsLost`] naming the kind of record it would have made (`HostWrite`,
@@ -96,7 +99,7 @@
 //!   file descriptor; its own records are lost with it).
 
 use super::{Core, Shared};
-use crate::format::{BLOCK_HEADER_LEN, BlockHeader, BlockKind, IndexEntry};
+use crate::format::{BlockHeader, BlockKind, IndexEntry};
 use crate::schema::{
     AnnotationId, AnnotationRange, FatalSignal, Record, RecordsLost, SignalWitness,
 };
@@ -290,6 +293,21 @@ mod imp {
                 // Else dropped: not the thread's stack, so only unmapped.
             }
         });
+    }
+
+    /// Blocks the termination signals on the calling thread, a compression thread: a signal
+    /// sent to the process is then handled on another thread (`compress.rs`).
+    pub(crate) fn block_termination_signals() {
+        // SAFETY: sigset operations on a local set; pthread_sigmask changes only the calling
+        // thread's mask.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for signal in TERMINATIONS {
+                libc::sigaddset(&mut set, signal);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        }
     }
 
     /// Installs the handlers, once per process.
@@ -615,6 +633,7 @@ mod imp {
         0
     }
     pub(super) fn install() {}
+    pub(crate) fn block_termination_signals() {}
     pub(crate) fn signal_stack() {}
     pub(super) fn process_id() -> u32 {
         std::process::id()
@@ -628,7 +647,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{current_thread_id, signal_stack};
+pub(crate) use imp::{block_termination_signals, current_thread_id, signal_stack};
 
 /// Flushes `shared` on a fatal signal (installing the handlers on first use). A recorder
 /// that finds no free slot is not flushed.
@@ -753,6 +772,8 @@ impl Core {
         if self.closed || self.error.is_some() || self.sink.is_none() {
             return;
         }
+        // Blocks handed to the compression threads come first in the file.
+        self.write_in_flight_on_signal(fd);
         let mut staging = std::mem::take(&mut self.staging);
         staging.clear();
         for i in 0..self.consumers.len() {
@@ -855,34 +876,59 @@ impl Core {
         if self.pending.is_empty() {
             return;
         }
+        // Taken and put back: nothing allocated.
+        let pending = std::mem::take(&mut self.pending);
+        self.write_stored_on_signal(fd, &pending, self.pending_records);
+        self.pending = pending;
+        self.pending.clear();
+        self.pending_records = 0;
+        self.frames.reset();
+    }
+
+    /// Writes `payload`, `records` framed records, as one uncompressed records block with
+    /// `write(2)`; false when a write failed.
+    pub(super) fn write_stored_on_signal(&mut self, fd: i32, payload: &[u8], records: u32) -> bool {
         let header = BlockHeader {
             kind: BlockKind::RECORDS,
             flags: 0,
-            stored_len: self.pending.len() as u32,
-            uncompressed_len: self.pending.len() as u32,
-            record_count: self.pending_records,
-            checksum: xxhash_rust::xxh3::xxh3_64(&self.pending),
+            stored_len: payload.len() as u32,
+            uncompressed_len: payload.len() as u32,
+            record_count: records,
+            checksum: xxhash_rust::xxh3::xxh3_64(payload),
         }
         .encode();
+        self.write_block_bytes_on_signal(fd, BlockKind::RECORDS, records, &header, payload)
+    }
+
+    /// Writes the block `head` then `body` (after the file header, before the first block)
+    /// with `write(2)`, indexes it and reports it; false when a write failed.
+    pub(super) fn write_block_bytes_on_signal(
+        &mut self,
+        fd: i32,
+        kind: BlockKind,
+        records: u32,
+        head: &[u8],
+        body: &[u8],
+    ) -> bool {
         let written = imp::write_fd(fd, &self.unwritten_header)
-            && imp::write_fd(fd, &header)
-            && imp::write_fd(fd, &self.pending);
+            && imp::write_fd(fd, head)
+            && imp::write_fd(fd, body);
         if written {
             let header_len = self.unwritten_header.len() as u64;
             self.unwritten_header.clear();
             if self.index.len() < self.index.capacity() {
                 self.index.push(IndexEntry {
                     offset: self.offset + header_len,
-                    kind: BlockKind::RECORDS,
-                    record_count: self.pending_records,
+                    kind,
+                    record_count: records,
                 });
             }
-            self.offset += header_len + (BLOCK_HEADER_LEN + self.pending.len()) as u64;
-            self.records += u64::from(self.pending_records);
+            self.offset += header_len + (head.len() + body.len()) as u64;
+            self.records += u64::from(records);
             #[cfg(unix)]
             if let Some(report) = &mut self.report {
                 report.blocks += 1;
-                report.records += u64::from(self.pending_records);
+                report.records += u64::from(records);
                 let mut line = LineBuf::default();
                 line.push(b"blocks ");
                 line.number(report.blocks);
@@ -895,9 +941,7 @@ impl Core {
                 let _ = imp::write_fd(report.file.as_raw_fd(), line.bytes());
             }
         }
-        self.pending.clear();
-        self.pending_records = 0;
-        self.frames.reset();
+        written
     }
 }
 
