@@ -15,7 +15,9 @@
 # at-a-time scheduling) left out of the count; per submission = (count at 30,000 - count at
 # 10,000) / 20,000, so start-up and close cancel out. Threads: the submitting thread (the
 # example's scoped thread, which also runs its regions in `wait`), the trace writer, the
-# runtime's workers (mostly their spin). Which thread runs a region moves the submitting
+# trace's compression threads (none on fewer than 4 CPUs: set
+# HRX_TRACE_COMPRESSION_THREADS=1 or 2 to have them), the runtime's workers (mostly their
+# spin). Which thread runs a region moves the submitting
 # thread's count by a few hundred instructions from run to run (the workers take a few
 # regions): compare builds over repeated runs (REPEAT, default 1).
 # Needs valgrind (callgrind_annotate) and python3. Scratch files in a temporary directory.
@@ -25,7 +27,8 @@ set -euo pipefail
 out=$(mktemp -d "${SCRATCH:-/tmp}/bench-callgrind.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+    "HRX_TRACE_COMPRESSION_THREADS=${HRX_TRACE_COMPRESSION_THREADS-unset}"
 for round in $(seq "${REPEAT:-1}"); do
     for bin in "$@"; do
         dir="$out/$(basename "$bin")-$round"
@@ -78,6 +81,8 @@ def threads(mode, n):
         names = functions(f, True)
         if names.get("hrx_capture::writer::run_writer"):
             kind = "writer"
+        elif names.get("hrx_capture::writer::compress::compress"):
+            kind = "compressing"
         elif names.get("hrx::execution::completion::Completion::wait"):
             kind, submitter = "submitting", f
         else:
@@ -97,7 +102,8 @@ for mode in ("untraced", "traced", "handed"):
 for mode in ("untraced", "traced"):
     per, _ = rows[mode]
     print(f"{mode:9}  " + "  ".join(
-        f"{k} {per.get(k, 0):,.0f}" for k in ("submitting", "writer", "workers", "hand-overs")))
+        f"{k} {per.get(k, 0):,.0f}"
+        for k in ("submitting", "writer", "compressing", "workers", "hand-overs")))
 waiter = [open(f"{d}/{m}-30000.out").read().strip() for m in ("untraced", "traced")]
 print("           " + " / ".join(waiter))
 un, tr = rows["untraced"][1], rows["handed"][1]
