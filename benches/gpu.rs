@@ -107,6 +107,7 @@ mod gpu {
         // As criterion decides: `--bench` without `--test` measures; anything else tests.
         let benchmarking = has("--bench") && !has("--test") && !has("--list");
         common::keep_heap();
+        common::backtrace_on_crash();
         let runtime = match Runtime::new(cuda_options()) {
             Ok(runtime) => runtime,
             Err(error) => {

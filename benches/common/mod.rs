@@ -27,6 +27,35 @@ pub fn keep_heap() {
     }
 }
 
+/// Prints the crashing thread's name and backtrace to stderr on SIGSEGV, SIGBUS, SIGILL and
+/// SIGFPE, then lets the signal's default action end the process: a bench that dies on a
+/// device host says where (session 40's CUPTI-turn crashes left only their signal). Not
+/// async-signal-safe (it allocates): a diagnostic for a process that is ending anyway. Not
+/// SIGABRT: glibc aborts on heap corruption holding its allocator's lock, which the
+/// backtrace would wait for. A trace recorder installed later runs its own handler first,
+/// then this one (it passes signals on).
+#[allow(dead_code)] // the GPU bench's
+pub fn backtrace_on_crash() {
+    extern "C" fn on_crash(signal: libc::c_int) {
+        let thread = std::thread::current();
+        let backtrace = std::backtrace::Backtrace::force_capture();
+        eprintln!(
+            "bench: signal {signal} on thread {:?}:\n{backtrace}",
+            thread.name()
+        );
+    }
+    for signal in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE] {
+        // SAFETY: a zeroed sigaction with a plain handler, reset to the default action once
+        // it ran (the faulting instruction then ends the process).
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_crash as *const () as usize;
+            action.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER;
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// A deterministic synthetic RGB8 frame (a gradient with per-row and per-seed variation).
 pub fn frame(width: usize, height: usize, seed: usize) -> Frame {
     let rgb = (0..width * height * 3)
