@@ -36,7 +36,7 @@ pub(crate) fn worker(core: Arc<Core>, queue: Queue) {
         queue,
         Queue::GpuUpload | Queue::GpuCompute | Queue::GpuDownload
     );
-    let spin = if gpu_queue && !software {
+    let spin = if gpu_queue && !software && spare_cpus() {
         GPU_IDLE_SPIN
     } else {
         crate::sync::SPIN
@@ -202,9 +202,21 @@ impl Grace {
 /// CUDA, whose `cuStreamSynchronize` spins for the whole wait under
 /// `cudaDeviceScheduleAuto`, never pays. Spinning 1 ms bounds that cost to a fraction of a
 /// percent of the round trip that follows, for a worker's spin of at most 1 ms of one CPU
-/// after the queue's last work (yielding where the spinners outnumber the CPUs,
-/// [`crate::sync::relax`]).
+/// after the queue's last work. Only where the process may use [`SPARE_CPUS`] CPUs or more
+/// ([`spare_cpus`]): on fewer, three workers spinning a millisecond after each region would
+/// take CPUs from the application's threads (GPU workers do not yield, see
+/// [`crate::sync::relax`]), and they spin 50 µs as before.
 const GPU_IDLE_SPIN: Duration = Duration::from_millis(1);
+
+/// CPUs the process may use for [`GPU_IDLE_SPIN`]: the three GPU queues' workers, the
+/// submitting thread and the trace's writer and hashing threads, with some left over.
+const SPARE_CPUS: usize = 8;
+
+/// Whether the process may use [`SPARE_CPUS`] CPUs or more (`available_parallelism`:
+/// affinity and cgroup quota included).
+fn spare_cpus() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= SPARE_CPUS)
+}
 
 /// A worker's spin while its queue has nothing to claim, without the scheduler lock: returns
 /// true once its queue may hold unclaimed work that no waiter takes (or at shutdown), false
