@@ -3898,8 +3898,8 @@ mod tests {
     }
 
     /// Takes `writes` writes (the first holds the header and session start), then fails.
-    struct FailingSink {
-        writes: usize,
+    pub(super) struct FailingSink {
+        pub(super) writes: usize,
     }
 
     impl Sink for FailingSink {

@@ -986,5 +986,23 @@ impl LineBuf {
     }
 }
 
+/// A SIGTERM noted by the handler at `time_ns` 7 with nothing lost before it: what the tests
+/// that drive [`Core::write_on_signal`] directly pass it.
+#[cfg(test)]
+pub(super) fn test_sigterm() -> (Record, Losses) {
+    let note = Record::FatalSignal(crate::schema::FatalSignal {
+        time_ns: 7,
+        signal: libc::SIGTERM,
+        witness: crate::schema::SignalWitness::Handler,
+        fault_address: None,
+    });
+    let losses = Losses {
+        time_ns: 7,
+        before: 0,
+        lossy: false,
+    };
+    (note, losses)
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests;

@@ -1,17 +1,14 @@
 //! The compression threads write the file the writer writes alone.
 
+use super::Queue;
 use crate::format::BlockKind;
 use crate::reader::Trace;
 use crate::schema::testgen::{KINDS, Rng, record};
-use crate::schema::{
-    FatalSignal, Record, RegionIndex, RegionStarted, RegionTiming, RuntimeId, SignalWitness,
-    SubmissionIndex,
-};
-use crate::writer::fatal::Losses;
-use crate::{
-    CloseSummary, MappedTrace, MemorySink, Recorder, RecorderOptions, Sink, read_all, summary,
-};
-use std::io;
+use crate::schema::{Record, RegionIndex, RegionStarted, RegionTiming, RuntimeId, SubmissionIndex};
+use crate::writer::Core;
+use crate::writer::tests::FailingSink;
+use crate::{CloseSummary, MappedTrace, MemorySink, Recorder, RecorderOptions, read_all, summary};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn timing(i: u64) -> Record {
@@ -52,6 +49,29 @@ fn of_the_moment(r: &Record) -> bool {
         r,
         Record::SessionStart(_) | Record::SessionEnd(_) | Record::HostClock(_)
     )
+}
+
+/// Holds the compression threads back and puts `blocks` blocks of `per_block` records
+/// (`make(1..)`, each block below `block_bytes`: nothing waits for them) in flight; returns
+/// the queue, to let them go.
+fn hold_in_flight(
+    core: &mut Core,
+    blocks: u64,
+    per_block: u64,
+    make: fn(u64) -> Record,
+) -> Arc<Queue> {
+    let queue = core.compressors.as_ref().unwrap().queue();
+    queue.hold(true);
+    for block in 0..blocks {
+        for i in 0..per_block {
+            core.append_record(&make(1 + block * per_block + i))
+                .unwrap();
+        }
+        core.write_pending();
+    }
+    let in_flight = core.compressors.as_ref().unwrap().in_flight.len();
+    assert_eq!(in_flight as u64, blocks);
+    queue
 }
 
 /// The same recording, with `threads` compression threads: batches of timings and records
@@ -211,32 +231,13 @@ fn a_fatal_signal_writes_the_blocks_in_flight_first() {
     rec.flush().unwrap();
     let shared = rec.handle.shared.clone();
     let mut core = shared.core();
-    let queue = core.compressors.as_ref().unwrap().queue();
-    queue.hold(true);
-    // Two blocks in flight (the limit with one thread), each below `block_bytes`: nothing
-    // waits for them here.
-    for block in 0..2 {
-        for i in 0..300 {
-            core.append_record(&started(1 + block * 300 + i)).unwrap();
-        }
-        core.write_pending();
-    }
-    assert_eq!(core.compressors.as_ref().unwrap().in_flight.len(), 2);
+    // Two blocks in flight (the limit with one thread).
+    let queue = hold_in_flight(&mut core, 2, 300, started);
     // Then records still in the ring.
     for i in 601..700 {
         rec.record(&started(i));
     }
-    let note = Record::FatalSignal(FatalSignal {
-        time_ns: 7,
-        signal: libc::SIGTERM,
-        witness: SignalWitness::Handler,
-        fault_address: None,
-    });
-    let losses = Losses {
-        time_ns: 7,
-        before: 0,
-        lossy: false,
-    };
+    let (note, losses) = crate::writer::fatal::test_sigterm();
     core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
     assert!(core.compressors.as_ref().unwrap().in_flight.is_empty());
     queue.hold(false);
@@ -262,21 +263,6 @@ fn a_fatal_signal_writes_the_blocks_in_flight_first() {
         .map(|b| b.header.flags)
         .collect();
     assert_eq!(blocks_of_300, [0, 0]);
-}
-
-/// Takes `writes` writes (the first holds the header and session start), then fails.
-struct FailingSink {
-    writes: usize,
-}
-
-impl Sink for FailingSink {
-    fn write_all(&mut self, _: &[u8]) -> io::Result<()> {
-        if self.writes == 0 {
-            return Err(io::Error::other("disk full"));
-        }
-        self.writes -= 1;
-        Ok(())
-    }
 }
 
 /// A write that fails behind the compression threads fails as one on the writer: its
@@ -315,16 +301,8 @@ fn a_forked_child_never_waits_for_its_parents_compression_threads() {
     rec.record(&timing(0));
     rec.flush().unwrap();
     let mut core = rec.handle.shared.core();
-    let queue = core.compressors.as_ref().unwrap().queue();
-    queue.hold(true);
-    // Three blocks in flight (the limit with two threads), each below `block_bytes`.
-    for block in 0..3 {
-        for i in 0..200 {
-            core.append_record(&timing(1 + block * 200 + i)).unwrap();
-        }
-        core.write_pending();
-    }
-    assert_eq!(core.compressors.as_ref().unwrap().in_flight.len(), 3);
+    // Three blocks in flight (the limit with two threads).
+    let queue = hold_in_flight(&mut core, 3, 200, timing);
     drop(core);
     for i in 601..700 {
         rec.record(&timing(i));

@@ -338,7 +338,6 @@ fn a_fatal_signal_writes_every_threads_pending_records() {
 /// cannot have run the jobs first.
 #[test]
 fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
-    use super::Losses;
     use crate::DeferredKind;
     use crate::schema::{LostKind, RecordsLost};
     let dir = tempfile::tempdir().unwrap();
@@ -360,17 +359,7 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
         out.record(&started(0, 91));
     });
     recorder.record(&started(0, 3));
-    let note = Record::FatalSignal(FatalSignal {
-        time_ns: 7,
-        signal: libc::SIGTERM,
-        witness: SignalWitness::Handler,
-        fault_address: None,
-    });
-    let losses = Losses {
-        time_ns: 7,
-        before: 0,
-        lossy: false,
-    };
+    let (note, losses) = super::test_sigterm();
     core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
     drop(core);
     recorder.close().unwrap();
