@@ -705,8 +705,8 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
             lines.push(field(
                 "recorder",
                 format!(
-                    "threads waited {} times on the recorder, {} in all (longest {})",
-                    r.waits.count,
+                    "threads waited {} on the recorder, {} in all (longest {})",
+                    units::plural(r.waits.count, "time"),
                     units::duration(r.waits.total_ns),
                     units::duration(r.waits.max_ns)
                 ),

@@ -950,7 +950,7 @@ fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
         "{screen}"
     );
     assert!(
-        screen.contains("threads waited 1 times on the recorder"),
+        screen.contains("threads waited 1 time on the recorder"),
         "{screen}"
     );
 }
