@@ -74,8 +74,8 @@ pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink,
     MAX_COMPRESSION_THREADS, MemorySink, OpenRange, RawBatch, Recorder, RecorderOptions, Sink,
-    TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads, recorder_holds,
-    recorder_holds_file,
+    TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads,
+    compression_threads_from_env, recorder_holds, recorder_holds_file,
 };
 
 /// Writes one line on standard error; one that cannot be written (closed, a full disk) is

@@ -94,6 +94,7 @@ mod fatal;
 
 pub use compress::{
     COMPRESSION_THREADS_ENV, MAX_COMPRESSION_THREADS, automatic_compression_threads,
+    compression_threads_from_env,
 };
 
 /// Room reserved in the block being assembled beyond its target size: a drained ring's
@@ -827,7 +828,7 @@ pub enum WriteError {
     /// [`CLOCK_ENV`](crate::clock::CLOCK_ENV) names no clock.
     #[error("{env}={0:?}: expected auto or monotonic", env = crate::clock::CLOCK_ENV)]
     BadClock(String),
-    /// [`COMPRESSION_THREADS_ENV`] is neither a number nor `auto`.
+    /// [`COMPRESSION_THREADS_ENV`] is none of `auto`, `0`, `1` and `2`.
     #[error("{COMPRESSION_THREADS_ENV}={0:?}: expected auto, 0, 1 or 2")]
     BadCompressionThreads(String),
 }
@@ -1729,8 +1730,8 @@ impl Recorder {
     ///
     /// [`WriteError::Io`] when the header cannot be written or zstd cannot start,
     /// [`WriteError::Spawn`] when the writer thread cannot be started,
-    /// [`WriteError::BadCompressionThreads`] when [`COMPRESSION_THREADS_ENV`] is neither a
-    /// number nor `auto`. A compression thread that cannot be started is no error: there
+    /// [`WriteError::BadCompressionThreads`] when [`COMPRESSION_THREADS_ENV`] is none of
+    /// `auto`, `0`, `1` and `2`. A compression thread that cannot be started is no error: there
     /// is one fewer.
     pub fn with_sink(sink: impl Sink, options: RecorderOptions) -> Result<Recorder, WriteError> {
         let io_error = |e| WriteError::Io(Arc::new(e));

@@ -63,14 +63,44 @@ pub fn automatic_compression_threads() -> usize {
     }
 }
 
+/// The compression threads [`COMPRESSION_THREADS_ENV`] asks for: `None` when it is unset,
+/// empty or `auto` (the default rule), else its `0`, `1` or `2`. The runtime reads it when it
+/// starts, as it reads the other `HRX_TRACE_*` variables, so that a mistyped value stops the
+/// program with its name rather than leaving it untraced.
+///
+/// # Errors
+///
+/// [`WriteError::BadCompressionThreads`] for any other value (`3` is refused, not cut to
+/// two: the variable takes what its documentation lists).
+pub fn compression_threads_from_env() -> Result<Option<usize>, WriteError> {
+    threads_in_env(std::env::var(COMPRESSION_THREADS_ENV))
+}
+
+/// [`compression_threads_from_env`] with the variable's value `env`.
+fn threads_in_env(env: Result<String, std::env::VarError>) -> Result<Option<usize>, WriteError> {
+    match env {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(text) => match text.as_str() {
+            "" | "auto" => Ok(None),
+            "0" => Ok(Some(0)),
+            "1" => Ok(Some(1)),
+            "2" => Ok(Some(2)),
+            _ => Err(WriteError::BadCompressionThreads(text)),
+        },
+        Err(std::env::VarError::NotUnicode(text)) => Err(WriteError::BadCompressionThreads(
+            text.to_string_lossy().into_owned(),
+        )),
+    }
+}
+
 /// The compression threads for a recorder: `option` when given, else
 /// [`COMPRESSION_THREADS_ENV`], else [`automatic_compression_threads`]; none when blocks are stored
 /// uncompressed (`level` `None`); at most [`MAX_COMPRESSION_THREADS`].
 ///
 /// # Errors
 ///
-/// [`WriteError::BadCompressionThreads`] when the variable is set to anything else than a
-/// number or `auto`.
+/// [`WriteError::BadCompressionThreads`] when the variable is set to anything else than
+/// `auto`, `0`, `1` or `2`.
 pub(super) fn threads_for(option: Option<usize>, level: Option<i32>) -> Result<usize, WriteError> {
     threads_with(option, level, std::env::var(COMPRESSION_THREADS_ENV))
 }
@@ -83,18 +113,7 @@ fn threads_with(
 ) -> Result<usize, WriteError> {
     let threads = match option {
         Some(threads) => threads,
-        None => match env {
-            Err(std::env::VarError::NotPresent) => automatic_compression_threads(),
-            Ok(text) if text.is_empty() || text == "auto" => automatic_compression_threads(),
-            Ok(text) => text
-                .parse()
-                .map_err(|_| WriteError::BadCompressionThreads(text))?,
-            Err(std::env::VarError::NotUnicode(text)) => {
-                return Err(WriteError::BadCompressionThreads(
-                    text.to_string_lossy().into_owned(),
-                ));
-            }
-        },
+        None => threads_in_env(env)?.unwrap_or_else(automatic_compression_threads),
     };
     Ok(if level.is_some() {
         threads.min(MAX_COMPRESSION_THREADS)

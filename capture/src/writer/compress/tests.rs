@@ -327,8 +327,8 @@ fn a_forked_child_never_waits_for_its_parents_compression_threads() {
 }
 
 /// The option first, then the variable, then the rule; at most two threads, none for
-/// blocks stored uncompressed; anything else than a number or `auto` in the variable is
-/// refused, as a bad `HRX_TRACE_MODE` is.
+/// blocks stored uncompressed; anything else than `auto`, `0`, `1` or `2` in the variable
+/// is refused, as a bad `HRX_TRACE_MODE` is.
 #[test]
 fn the_thread_count_comes_from_the_option_then_the_variable() {
     use super::{automatic_compression_threads, threads_with};
@@ -350,4 +350,29 @@ fn the_thread_count_comes_from_the_option_then_the_variable() {
             .contains("HRX_TRACE_COMPRESSION_THREADS=\"many\""),
         "{err}"
     );
+}
+
+/// The variable takes what its message and the README list, `auto`, `0`, `1` or `2`: a
+/// number past two, a sign, a leading zero or a space is refused by name (`3` and `99` were
+/// cut to two and `+1` read as one, silently, while the error said "expected auto, 0, 1 or
+/// 2"; break-it pass). The option alone is cut to two, as its documentation says.
+#[test]
+fn the_variable_takes_only_the_values_it_lists() {
+    use super::{threads_in_env, threads_with};
+    let env = |text: &str| Ok(text.to_owned());
+    for bad in ["3", "99", "-1", "+1", "00", " 2", "2 ", "AUTO", "many"] {
+        let err = threads_with(None, Some(1), env(bad)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2")
+        );
+        assert!(threads_in_env(env(bad)).is_err(), "{bad:?}");
+    }
+    for (good, threads) in [("0", Some(0)), ("1", Some(1)), ("2", Some(2))] {
+        assert_eq!(threads_in_env(env(good)).unwrap(), threads);
+    }
+    assert_eq!(threads_in_env(env("auto")).unwrap(), None);
+    assert_eq!(threads_in_env(env("")).unwrap(), None);
+    assert_eq!(threads_in_env(Err(std::env::VarError::NotPresent)).unwrap(), None);
+    assert_eq!(threads_with(Some(3), Some(1), env("many")).unwrap(), 2);
 }
