@@ -302,6 +302,9 @@ impl RuntimeOptions {
             self.trace_range =
                 hrx_capture::CaptureRange::from_env().map_err(|e| Error::Message(e.to_string()))?;
         }
+        // Read by the recorder as it opens, where a typo would leave the process untraced
+        // (`HRX_TRACE`: "cannot record there") and `record -- PROGRAM` exiting 0.
+        hrx_capture::compression_threads_from_env().map_err(|e| Error::Message(e.to_string()))?;
         // Each widens only (as HRX_TRACE_DIGESTS): an explicit `true` option stays.
         self.trace_contents |= env_flag("HRX_TRACE_CONTENTS")?;
         if !self.kernel_times && self.builtin_kernel_times {

@@ -1017,6 +1017,51 @@ fn hrx_trace_clock_is_validated() {
     }
 }
 
+/// A mistyped `HRX_TRACE_COMPRESSION_THREADS` is refused by name, by a workload and by a
+/// program's runtime, as a mistyped `HRX_TRACE_MODE` is (break-it pass: a program ran
+/// untraced, `record` saying "no trace" and exiting 0, and `3` meant two).
+#[test]
+fn hrx_trace_compression_threads_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["many", "3", "-1"] {
+        let says = format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2");
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "w.hrxt"])
+            .env("HRX_TRACE_COMPRESSION_THREADS", bad)
+            .output()
+            .unwrap();
+        assert_error(&out, &says);
+        assert!(!dir.path().join("w.hrxt").exists());
+        let out = hrx_trace(dir.path())
+            .args(["record", "-o", "p.hrxt", "--"])
+            .arg(example("traced"))
+            .arg("1")
+            .env("HRX_TRACE_COMPRESSION_THREADS", bad)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(code(&out), 1, "the program's own exit code: {err}");
+        assert!(err.contains(&format!("traced: {says}")), "{err}");
+        assert!(!err.contains("runs untraced"), "{err}");
+    }
+    for ok in ["auto", "", "0", "1", "2"] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "w.hrxt"])
+            .env("HRX_TRACE_COMPRESSION_THREADS", ok)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
+        let out = hrx_trace(dir.path())
+            .args(["record", "-o", "p.hrxt", "--"])
+            .arg(example("traced"))
+            .arg("1")
+            .env("HRX_TRACE_COMPRESSION_THREADS", ok)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
+    }
+}
+
 /// A trim of a recording whose end is cut off is closed cleanly, but it lacks what its
 /// source lacked:
 /// every verb says it is not complete, as `info`'s text and `replay` did (`info --json`,
