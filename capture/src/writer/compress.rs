@@ -27,6 +27,12 @@
 //! - **Forks.** A child forked without `exec` has none of its parent's threads: its copy of
 //!   the parent's recorder is abandoned (`Core::abandon`) with the compressors forgotten,
 //!   never locked nor joined. A recorder the child opens starts threads of its own.
+//! - **Started late.** The threads start with the first block handed over, not when the
+//!   recorder opens: the runtime's workers and the program's own threads start after the
+//!   recorder, and these optional threads must not take the room they need under a limit on
+//!   threads (`RLIMIT_NPROC`, a container's `pids.max`), where opening them first made a
+//!   program that runs with threads=0 fail to start its runtime (break-it pass). A recorder
+//!   closed before its first block starts none.
 //! - **Errors.** A block whose compression or write fails fails as an inline one does (its
 //!   records counted lost, the first error kept); a thread that cannot be started leaves one
 //!   fewer (none: inline, as before).
@@ -182,50 +188,63 @@ pub(super) struct Compressors {
     spare: Vec<(Vec<u8>, Vec<u8>)>,
     /// Most blocks in flight.
     limit: usize,
+    /// The threads to start, at zstd level `.1`, each waking the writer through `.2`: started
+    /// with the first block handed over ([`Compressors::start_threads`]).
+    to_start: Option<(usize, Option<i32>, Sender<Control>)>,
     /// The process's fork count when the threads started ([`crate::fork`]).
     forks: u64,
 }
 
 impl Compressors {
-    /// Starts `threads` compression threads at zstd `level`, each waking the writer through
-    /// `wake` when it finished a block. Threads that cannot be started are left out; `None`
-    /// when none could be (or `threads` is 0): the writer compresses inline.
+    /// `threads` compression threads at zstd `level`, each to wake the writer through `wake`
+    /// when it finished a block; started with the first block handed over
+    /// ([`Compressors::start_threads`]). `None` when `threads` is 0: the writer compresses
+    /// inline.
     pub(super) fn start(
         threads: usize,
         level: Option<i32>,
         wake: &Sender<Control>,
     ) -> Option<Compressors> {
+        if threads == 0 {
+            return None;
+        }
         let queue = Arc::new(Queue {
             state: Mutex::default(),
             work: Condvar::new(),
             done: Condvar::new(),
         });
-        let mut handles = Vec::new();
-        for i in 0..threads {
-            let Ok(encoder) = BlockEncoder::new(level) else {
-                break;
-            };
-            let (queue, wake) = (queue.clone(), wake.clone());
-            match std::thread::Builder::new()
-                .name(format!("hrx-capture-zstd{i}"))
-                .spawn(move || compress(&queue, encoder, &wake))
-            {
-                Ok(handle) => handles.push(handle),
-                Err(_) => break,
-            }
-        }
-        if handles.is_empty() {
-            return None;
-        }
         Some(Compressors {
-            limit: handles.len() + 1,
+            limit: threads + 1,
             queue,
-            threads: handles,
+            threads: Vec::new(),
             in_flight: VecDeque::new(),
             records: 0,
             spare: Vec::new(),
             forks: crate::fork::watch_forks(),
+            to_start: Some((threads, level, wake.clone())),
         })
+    }
+
+    /// Starts the threads, once; false when none is running (none could be started): the
+    /// writer compresses inline. Threads that cannot be started are left out.
+    fn start_threads(&mut self) -> bool {
+        if let Some((threads, level, wake)) = self.to_start.take() {
+            for i in 0..threads {
+                let Ok(encoder) = BlockEncoder::new(level) else {
+                    break;
+                };
+                let (queue, wake) = (self.queue.clone(), wake.clone());
+                match std::thread::Builder::new()
+                    .name(format!("hrx-capture-zstd{i}"))
+                    .spawn(move || compress(&queue, encoder, &wake))
+                {
+                    Ok(handle) => self.threads.push(handle),
+                    Err(_) => break,
+                }
+            }
+            self.limit = self.threads.len() + 1;
+        }
+        !self.threads.is_empty()
     }
 
     /// Records in the blocks in flight.
@@ -264,6 +283,7 @@ impl Drop for Compressors {
         // there: never take it (`Core::abandon` forgets the compressors before this).
         if crate::fork::forks() != self.forks {
             std::mem::forget(std::mem::take(&mut self.threads));
+            std::mem::forget(self.to_start.take());
             return;
         }
         // Not joined: the threads end once they see `stop` (`Core::stop_compressors` joins).
@@ -327,14 +347,25 @@ impl Core {
             + u64::from(self.pending_records)
     }
 
-    /// Hands the pending block, and the summary of its timings, to the compression threads,
-    /// writing the oldest block in flight first when [`Compressors::limit`] are (waiting for
-    /// it). False, with nothing done, when there are no compression threads or the trace
-    /// has failed: the caller writes the block inline.
+    /// Hands the pending block, and the summary of its timings, to the compression threads
+    /// (started with the first block, unless the trace is closing), writing the oldest block
+    /// in flight first when [`Compressors::limit`] are (waiting for it). False, with nothing
+    /// done, when there are no compression threads or the trace has failed: the caller
+    /// writes the block inline.
     pub(super) fn hand_over_pending(&mut self) -> bool {
-        let Some(limit) = self.compressors.as_ref().map(|c| c.limit) else {
+        let closed = self.closed;
+        let Some(compressors) = self.compressors.as_mut() else {
             return false;
         };
+        if compressors.to_start.is_some() && closed {
+            // Closing before the first block: no thread started for the last blocks.
+            return false;
+        }
+        if !compressors.start_threads() {
+            self.compressors = None;
+            return false;
+        }
+        let limit = compressors.limit;
         self.write_compressed(limit - 1);
         if self.error.is_some() || self.sink.is_none() {
             return false;

@@ -222,6 +222,47 @@ fn summaries_read_the_same_with_compression_threads() {
 /// then what the rings held and the signal. Driven directly, with the core locked as the
 /// handler holds it and the compression threads held back, so that the blocks are still in
 /// flight.
+/// The compression threads start with the first block handed over, not when the recorder
+/// opens: the runtime's workers and the program's threads start after it, and these optional
+/// ones must not take their room under a limit on threads (break-it pass: under `ulimit -u
+/// 8`, `traced` recorded with two failed with "cannot start a worker thread" where it ran
+/// with none). A recorder closing before its first block starts none.
+#[test]
+fn the_threads_start_with_the_first_block_not_at_open() {
+    let threads = |rec: &Recorder| {
+        let core = rec.handle.shared.core();
+        core.compressors.as_ref().map(|c| c.threads.len())
+    };
+    let rec = Recorder::with_sink(MemorySink::new(), options(2)).unwrap();
+    assert_eq!(threads(&rec), Some(0));
+    for i in 0..2000 {
+        rec.record(&timing(i));
+    }
+    rec.flush().unwrap();
+    assert_eq!(threads(&rec), Some(2));
+    rec.close().unwrap();
+
+    let sink = MemorySink::new();
+    let rec = Recorder::with_sink(sink.clone(), options(2)).unwrap();
+    {
+        let mut core = rec.handle.shared.core();
+        // As `finish` finds it: closing, its last block written inline.
+        core.closed = true;
+        core.append_record(&started(1)).unwrap();
+        core.write_pending();
+        assert_eq!(core.compressors.as_ref().map(|c| c.threads.len()), Some(0));
+        core.closed = false;
+    }
+    rec.close().unwrap();
+    let trace = Trace::from_bytes(&sink.contents()).unwrap();
+    assert!(
+        trace
+            .records
+            .iter()
+            .any(|r| matches!(r, Record::RegionStarted(_)))
+    );
+}
+
 #[test]
 fn a_fatal_signal_writes_the_blocks_in_flight_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -373,6 +414,9 @@ fn the_variable_takes_only_the_values_it_lists() {
     }
     assert_eq!(threads_in_env(env("auto")).unwrap(), None);
     assert_eq!(threads_in_env(env("")).unwrap(), None);
-    assert_eq!(threads_in_env(Err(std::env::VarError::NotPresent)).unwrap(), None);
+    assert_eq!(
+        threads_in_env(Err(std::env::VarError::NotPresent)).unwrap(),
+        None
+    );
     assert_eq!(threads_with(Some(3), Some(1), env("many")).unwrap(), 2);
 }
