@@ -436,9 +436,17 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     Ok(ExitCode::from(code))
 }
 
+/// A process that hrx-trace reaped after it died of a signal.
+#[derive(Clone, Copy, Debug)]
+struct Death {
+    signal: i32,
+    /// `CLOCK_MONOTONIC` when it was reaped: the time of its note ([`note_death`]).
+    reaped_ns: u64,
+}
+
 /// Waits for `child`, then for every process it left running (forwarding a signal
 /// hrx-trace received to them too); returns the child's status and, by pid, the signal
-/// each process that hrx-trace reaped died of.
+/// each process that hrx-trace reaped died of, and when.
 ///
 /// # Errors
 ///
@@ -447,7 +455,7 @@ fn wait_for_all(
     program: &OsStr,
     child: std::process::Child,
     forwarding: &signals::Forwarding,
-) -> io::Result<(ExitStatus, std::collections::BTreeMap<u32, i32>)> {
+) -> io::Result<(ExitStatus, std::collections::BTreeMap<u32, Death>)> {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
@@ -474,7 +482,8 @@ fn wait_for_all(
             }
             let exit = ExitStatus::from_raw(raw);
             if let Some(signal) = exit.signal() {
-                deaths.insert(reaped as u32, signal);
+                let reaped_ns = monotonic_ns();
+                deaths.insert(reaped as u32, Death { signal, reaped_ns });
             }
             if reaped == pid {
                 status = Some(exit);
@@ -506,10 +515,12 @@ fn wait_for_all(
 
 /// Notes in the trace at `path`, when its recorder left it unclosed and the process that
 /// wrote it died of a signal that it did not note itself (SIGKILL runs no handler), that
-/// death: a [`FatalSignal`](hrx_capture::schema::FatalSignal) seen by the parent, so that
-/// `info` says "killed by SIGKILL ..." instead of only "never closed". A trace that cannot
-/// take the note keeps what it has (a warning says why).
-fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
+/// death: a [`FatalSignal`](hrx_capture::schema::FatalSignal) seen by the parent, at the
+/// time hrx-trace reaped the process, so that `info` says "killed by SIGKILL ..." instead of
+/// only "never closed" and the trace's span ends there (it ended when the note was written:
+/// after the processes the program left had ended and the trace was read, seconds later). A
+/// trace that cannot take the note keeps what it has (a warning says why).
+fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, Death>) {
     use hrx_capture::schema::{FatalSignal, SignalWitness};
     if deaths.is_empty() {
         return;
@@ -520,7 +531,7 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
     let Some(session) = &stats.session else {
         return;
     };
-    let Some(&signal) = deaths.get(&session.pid) else {
+    let Some(&Death { signal, reaped_ns }) = deaths.get(&session.pid) else {
         return;
     };
     let noted = stats
@@ -529,9 +540,8 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, i32>) {
     if stats.recovery.closed || noted {
         return;
     }
-    let now_ns = monotonic_ns();
     let note = hrx_capture::Record::FatalSignal(FatalSignal {
-        time_ns: now_ns.saturating_sub(session.monotonic_base_ns),
+        time_ns: reaped_ns.saturating_sub(session.monotonic_base_ns),
         signal,
         witness: SignalWitness::Parent,
         fault_address: None,

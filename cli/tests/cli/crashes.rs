@@ -263,6 +263,78 @@ fn a_program_killed_by_sigkill_is_noted_by_record() {
     assert!(capture.ends_with("(cut short: never closed)"), "{capture}");
 }
 
+/// The note of a SIGKILL is dated when `record` reaped the program, not when it wrote the
+/// note: that came after every process the program left had ended (and the trace was read),
+/// so a killed program's trace ran on to the end of its leftovers (seconds, a break-it pass).
+/// Here the program leaves a `cat` of a FIFO behind, released only once the program is reaped.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("release");
+    let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo touches no other memory.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let file = "left.hrxt";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "-o", file, "--", "sh", "-c"])
+        .arg(r#"cat "$0" > /dev/null 2>&1 & exec "$1" hang"#)
+        .arg(&fifo)
+        .arg(crashing())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    // Reaped by `record` (gone from /proc), while its `cat` still runs.
+    let mut polls = 0;
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        polls += 1;
+        assert!(polls < 60_000, "record never reaped {pid}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
+        0
+    );
+    let released_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    let _: Vec<String> = lines.map(Result::unwrap).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+    let path = dir.path().join(file);
+    let trace = hrx_capture::read_all(&path).unwrap();
+    let base = trace
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::SessionStart(s) => Some(s.monotonic_base_ns),
+            _ => None,
+        })
+        .unwrap();
+    let fatal = fatal_signals(&path);
+    assert_eq!(fatal.len(), 1, "{fatal:?}");
+    assert_eq!(
+        (fatal[0].signal, fatal[0].witness),
+        (libc::SIGKILL, SignalWitness::Parent)
+    );
+    assert!(
+        fatal[0].time_ns < released_ns - base,
+        "noted at {} ns, after the program's leftovers were released at {} ns",
+        fatal[0].time_ns,
+        released_ns - base
+    );
+}
+
 /// The [`FatalSignal`]s of the trace at `path`.
 fn fatal_signals(path: &Path) -> Vec<FatalSignal> {
     let trace = hrx_capture::read_all(path).unwrap();
