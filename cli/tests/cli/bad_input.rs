@@ -1023,42 +1023,36 @@ fn hrx_trace_clock_is_validated() {
 #[test]
 fn hrx_trace_compression_threads_is_validated() {
     let dir = tempfile::tempdir().unwrap();
-    for bad in ["many", "3", "-1"] {
-        let says = format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2");
-        let out = hrx_trace(dir.path())
+    // A workload's recording, then a program's, with the variable at `value`.
+    let record = |value: &str| {
+        let workload = hrx_trace(dir.path())
             .args(["record", "--workload", "hazards", "-o", "w.hrxt"])
-            .env("HRX_TRACE_COMPRESSION_THREADS", bad)
+            .env("HRX_TRACE_COMPRESSION_THREADS", value)
             .output()
             .unwrap();
-        assert_error(&out, &says);
-        assert!(!dir.path().join("w.hrxt").exists());
-        let out = hrx_trace(dir.path())
+        let program = hrx_trace(dir.path())
             .args(["record", "-o", "p.hrxt", "--"])
             .arg(example("traced"))
             .arg("1")
-            .env("HRX_TRACE_COMPRESSION_THREADS", bad)
+            .env("HRX_TRACE_COMPRESSION_THREADS", value)
             .output()
             .unwrap();
-        let err = stderr(&out);
-        assert_eq!(code(&out), 1, "the program's own exit code: {err}");
+        (workload, program)
+    };
+    for bad in ["many", "3", "-1"] {
+        let says = format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2");
+        let (workload, program) = record(bad);
+        assert_error(&workload, &says);
+        assert!(!dir.path().join("w.hrxt").exists());
+        let err = stderr(&program);
+        assert_eq!(code(&program), 1, "the program's own exit code: {err}");
         assert!(err.contains(&format!("traced: {says}")), "{err}");
         assert!(!err.contains("runs untraced"), "{err}");
     }
     for ok in ["auto", "", "0", "1", "2"] {
-        let out = hrx_trace(dir.path())
-            .args(["record", "--workload", "hazards", "-o", "w.hrxt"])
-            .env("HRX_TRACE_COMPRESSION_THREADS", ok)
-            .output()
-            .unwrap();
-        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
-        let out = hrx_trace(dir.path())
-            .args(["record", "-o", "p.hrxt", "--"])
-            .arg(example("traced"))
-            .arg("1")
-            .env("HRX_TRACE_COMPRESSION_THREADS", ok)
-            .output()
-            .unwrap();
-        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
+        let (workload, program) = record(ok);
+        assert_eq!(code(&workload), 0, "{ok:?}: {}", stderr(&workload));
+        assert_eq!(code(&program), 0, "{ok:?}: {}", stderr(&program));
     }
 }
 

@@ -228,36 +228,13 @@ fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
 fn a_program_killed_by_sigkill_is_noted_by_record() {
     let dir = tempfile::tempdir().unwrap();
     let file = "kill.hrxt";
-    let mut child = hrx_trace(dir.path())
+    let mut record = hrx_trace(dir.path());
+    record
         .args(["record", "-o", file, "--"])
         .arg(crashing())
-        .arg("hang")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
-    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let _: Vec<String> = lines.map(Result::unwrap).collect();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
-    let trace = hrx_capture::read_all(dir.path().join(file)).unwrap();
-    let fatal: Vec<&FatalSignal> = trace
-        .records
-        .iter()
-        .filter_map(|r| match r {
-            Record::FatalSignal(f) => Some(f),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(fatal.len(), 1, "{fatal:?}");
-    assert_eq!(
-        (fatal[0].signal, fatal[0].witness),
-        (libc::SIGKILL, SignalWitness::Parent)
-    );
+        .arg("hang");
+    record_killed(record, "running ", |_| ());
+    noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
     assert!(capture.ends_with("(cut short: never closed)"), "{capture}");
@@ -276,41 +253,33 @@ fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
     // SAFETY: a valid NUL-terminated path; mkfifo touches no other memory.
     assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
     let file = "left.hrxt";
-    let mut child = hrx_trace(dir.path())
+    let mut record = hrx_trace(dir.path());
+    record
         .args(["record", "-o", file, "--", "sh", "-c"])
         .arg(r#"cat "$0" > /dev/null 2>&1 & exec "$1" hang"#)
         .arg(&fifo)
-        .arg(crashing())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
-    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    // Reaped by `record` (gone from /proc), while its `cat` still runs.
-    let mut polls = 0;
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        polls += 1;
-        assert!(polls < 60_000, "record never reaped {pid}");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    assert_eq!(
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
-        0
-    );
-    let released_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-    drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
-    let _: Vec<String> = lines.map(Result::unwrap).collect();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+        .arg(crashing());
+    let mut released_ns = 0;
+    record_killed(record, "running ", |pid| {
+        // Reaped by `record` (gone from /proc), while its `cat` still runs.
+        let mut polls = 0;
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            polls += 1;
+            assert!(polls < 60_000, "record never reaped {pid}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec.
+        assert_eq!(
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
+            0
+        );
+        released_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    });
     let path = dir.path().join(file);
     let trace = hrx_capture::read_all(&path).unwrap();
     let base = trace
@@ -321,18 +290,44 @@ fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
             _ => None,
         })
         .unwrap();
-    let fatal = fatal_signals(&path);
+    let fatal = noted_sigkill(&path);
+    assert!(
+        fatal.time_ns < released_ns - base,
+        "noted at {} ns, after the program's leftovers were released at {} ns",
+        fatal.time_ns,
+        released_ns - base
+    );
+}
+
+/// Runs `record` (the command) until the recorded program prints its first line, `PREFIX
+/// PID`, kills that program with SIGKILL, calls `then` with its pid, and waits for `record`,
+/// which must exit as the program did.
+fn record_killed(mut record: std::process::Command, prefix: &str, then: impl FnOnce(i32)) {
+    let mut child = record
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let pid: i32 = line.strip_prefix(prefix).unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    then(pid);
+    let _: Vec<String> = lines.map(Result::unwrap).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+}
+
+/// The one [`FatalSignal`] of the trace at `path`: a SIGKILL that `record` noted.
+fn noted_sigkill(path: &Path) -> FatalSignal {
+    let fatal = fatal_signals(path);
     assert_eq!(fatal.len(), 1, "{fatal:?}");
     assert_eq!(
         (fatal[0].signal, fatal[0].witness),
         (libc::SIGKILL, SignalWitness::Parent)
     );
-    assert!(
-        fatal[0].time_ns < released_ns - base,
-        "noted at {} ns, after the program's leftovers were released at {} ns",
-        fatal[0].time_ns,
-        released_ns - base
-    );
+    fatal[0]
 }
 
 /// The [`FatalSignal`]s of the trace at `path`.
@@ -414,28 +409,13 @@ fn a_segv_or_bus_sent_to_a_program_that_survives_is_not_a_crash() {
     alone.wait().unwrap();
 
     let file = "sent.hrxt";
-    let mut child = hrx_trace(dir.path())
+    let mut record = hrx_trace(dir.path());
+    record
         .args(["record", "-o", file, "--"])
         .arg(crashing())
-        .arg("sent")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    let pid: i32 = line.strip_prefix("survived ").unwrap().parse().unwrap();
-    // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let _: Vec<String> = lines.map(Result::unwrap).collect();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
-    let fatal = fatal_signals(&dir.path().join(file));
-    assert_eq!(fatal.len(), 1, "{fatal:?}");
-    assert_eq!(
-        (fatal[0].signal, fatal[0].witness),
-        (libc::SIGKILL, SignalWitness::Parent)
-    );
+        .arg("sent");
+    record_killed(record, "survived ", |_| ());
+    noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
 }
