@@ -192,17 +192,20 @@ use std::process::ExitCode;
 /// [`TraceError`] when the trace cannot be read. Reader warnings and how a damaged trace
 /// ends go to standard error, one `warning:` line each.
 fn load(path: &Path) -> anyhow::Result<Profile> {
-    let profile = hrx_analysis::diff::profile(path).map_err(|error| TraceError {
+    let (profile, held) =
+        crate::record::read_while_held(path, || hrx_analysis::diff::profile(path));
+    let profile = profile.map_err(|error| TraceError {
         path: path.to_owned(),
         error,
     })?;
-    crate::failure::warn_partial(
+    crate::failure::warn_partial_as(
         path,
         &profile.warnings,
         profile.recovery.as_ref(),
         "these figures cover only what was recovered",
+        || held,
     );
-    crate::output::warn_ends_before_start(path, profile.ends_before_start as u64, "compared");
+    crate::output::warn_ends_before_start(path, profile.ends_before_start, "compared");
     Ok(profile)
 }
 

@@ -25,7 +25,9 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         path: args.file.clone(),
         error,
     };
-    let mut reader = TraceReader::open(&args.file).map_err(fail)?;
+    let (reader, held) =
+        crate::record::read_while_held(&args.file, || TraceReader::open(&args.file));
+    let mut reader = reader.map_err(fail)?;
     // Said before the records too: a reader of `dump | head` stops before the warnings after
     // them (the other verbs read the whole trace before printing).
     if let Ok(false) = reader.ends_cleanly() {
@@ -50,7 +52,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
     drop(out);
 
     let recovery = reader.recovery();
-    crate::failure::warn_partial(
+    crate::failure::warn_partial_as(
         &args.file,
         reader.warnings(),
         Some(recovery),
@@ -58,6 +60,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
             "{} records from {} complete blocks recovered",
             recovery.records, recovery.complete_blocks
         ),
+        || held,
     );
     Ok(ExitCode::SUCCESS)
 }

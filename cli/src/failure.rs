@@ -129,11 +129,25 @@ fn classify(error: &anyhow::Error) -> (u8, Option<String>) {
                     "hrx-trace reads trace files, not standard input: save the trace to a file";
                 return (EXIT_FAILURE, Some(hint.to_owned()));
             }
+            // A file a recorder has created and holds, its first block not written yet (a
+            // reader between the two: a break-it pass's reads every 0.2 s from the start of
+            // `record`), is being recorded, not a recording that died before writing.
+            if matches!(
+                trace.error.kind,
+                ReadErrorKind::Empty | ReadErrorKind::TruncatedHeader { .. }
+            ) && crate::record::being_recorded(&trace.path)
+            {
+                return (EXIT_FAILURE, Some(NOTHING_WRITTEN_YET.to_owned()));
+            }
             return (EXIT_FAILURE, read_hint(&trace.error));
         }
     }
     (EXIT_FAILURE, None)
 }
+
+/// The hint for a trace a recorder holds that has nothing to read yet.
+pub(crate) const NOTHING_WRITTEN_YET: &str = "a recorder holds it and has not written its first block yet: read it again \
+     in a moment, or follow it with `hrx-trace stats --follow` or `hrx-trace view --follow`";
 
 /// A hint for a trace that cannot be read, where one helps.
 fn read_hint(error: &ReadError) -> Option<String> {

@@ -33,13 +33,21 @@ pub fn read(path: &Path) -> Result<TraceInfo, TraceError> {
 ///
 /// An unreadable trace ([`TraceError`]) or a write error.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let stats = read(&args.file)?;
-    // An unclosed trace whose recorder still holds its lock is being written, not crashed.
-    let live = !stats.recovery.closed && hrx_capture::recorder_holds(&args.file).unwrap_or(false);
+    // An unclosed trace whose recorder held its lock as it was read is being written, not
+    // crashed (asked before the read: a recording may end during it).
+    let (stats, held) = crate::record::read_while_held(&args.file, || read(&args.file));
+    let stats = stats?;
+    let live = !stats.recovery.closed && held;
     // On standard error too, as every verb says what a trace lacks (never silenced by -q);
     // with -v, what was read.
     let covers = "the report covers what was read";
-    crate::failure::warn_partial(&args.file, None::<&str>, Some(&stats.recovery), covers);
+    crate::failure::warn_partial_as(
+        &args.file,
+        None::<&str>,
+        Some(&stats.recovery),
+        covers,
+        || held,
+    );
     if args.json {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
         return Ok(ExitCode::SUCCESS);

@@ -368,15 +368,18 @@ pub fn print_report(
 /// a trace are never mistaken for the whole.
 pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary)> {
     let mut visitor = StatsVisitor::new();
-    let summary = hrx_analysis::scan(path, &mut visitor).map_err(|error| TraceError {
+    let (summary, held) =
+        crate::record::read_while_held(path, || hrx_analysis::scan(path, &mut visitor));
+    let summary = summary.map_err(|error| TraceError {
         path: path.to_path_buf(),
         error,
     })?;
-    crate::failure::warn_partial(
+    crate::failure::warn_partial_as(
         path,
         &summary.warnings,
         summary.recovery.as_ref(),
         "these figures cover only what was recovered",
+        || held,
     );
     Ok((visitor.finish(&summary), summary))
 }

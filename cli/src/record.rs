@@ -743,6 +743,19 @@ pub(crate) fn being_recorded(path: &Path) -> bool {
         && hrx_capture::recorder_holds(path).unwrap_or(false)
 }
 
+/// Reads the trace `path` with `read`, and whether a recorder held it as the read began
+/// ([`being_recorded`], asked first): a reading verb says a trace it read while it was
+/// being recorded is being recorded, read as far as it was written. Asked after the read,
+/// a recording that closed (or was killed) during a long read made `info`, `stats`,
+/// `dump` and `diff` call what they read "not closed cleanly" and `info` "cut short:
+/// never closed (the process was killed or crashed ...)" (a break-it pass: `info` of a
+/// 250 MB trace read while `host_visible 3000000` recorded it, with or without compression
+/// threads), as `export`, which asked at open, did not.
+pub(crate) fn read_while_held<T>(path: &Path, read: impl FnOnce() -> T) -> (T, bool) {
+    let held = being_recorded(path);
+    (read(), held)
+}
+
 /// Refuses to `verb` the trace `path` while a recorder holds it ([`being_recorded`]);
 /// `needs` says why the verb needs a closed trace.
 ///
@@ -1399,8 +1412,30 @@ fn exec_successor(
 
 #[cfg(test)]
 mod tests {
-    use super::load_note;
+    use super::{load_note, read_while_held};
     use hrx_replay::HostLoad;
+
+    /// A trace read while its recorder held it is said to be being recorded even when the
+    /// recording ends before the read does: whether a recorder holds it is asked as the read
+    /// begins, not after it (then the recorder had closed, and what was read, as far as it
+    /// had been written, was called "not closed cleanly").
+    #[test]
+    fn a_trace_is_asked_whether_it_is_being_recorded_before_it_is_read() {
+        use hrx_capture::{Recorder, RecorderOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.hrxt");
+        let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+        // The recording ends during the read.
+        let (read, held) = read_while_held(&path, || {
+            let len = std::fs::metadata(&path).unwrap().len();
+            recorder.close().unwrap();
+            len
+        });
+        assert!(held, "a recorder held the trace as its read began");
+        assert!(read > 0);
+        // Nobody holds it now, nor as a later read begins.
+        assert!(!read_while_held(&path, || ()).1);
+    }
 
     /// A recording on a loaded host says so, with the loads and CPUs; a quiet one does not.
     #[test]

@@ -323,6 +323,33 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
 }
 
+/// A trace file a recorder has created and holds but not written yet (its first block
+/// follows the file's creation) is being recorded: the reading verbs say so in their hint,
+/// not that "the recording process probably died before its first write" (a break-it
+/// pass's reads every 0.2 s from the start of `record` met it).
+#[test]
+fn an_empty_trace_a_recorder_holds_is_being_recorded_not_dead() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.hrxt");
+    let sink = hrx_capture::FileSink::create(&path).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    for verb in ["info", "stats", "dump"] {
+        let out = run(dir.path(), &[verb, "live.hrxt"]);
+        assert_error(
+            &out,
+            "hint: a recorder holds it and has not written its first block yet",
+        );
+        assert!(!stderr(&out).contains("died"), "{verb}: {}", stderr(&out));
+    }
+    // Once nobody holds it, an empty file is what a recording that died left.
+    drop(sink);
+    let err = stderr(&run(dir.path(), &["info", "live.hrxt"]));
+    assert!(
+        err.contains("probably died before its first write"),
+        "{err}"
+    );
+}
+
 /// `info` says the host's load per CPU as the runtimes set it at their start and end (the
 /// `hrx: host load per CPU` counter), in text and JSON: a capture on a loaded host is a poor
 /// timing reference, and only `record` said so before.
