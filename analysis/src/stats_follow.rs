@@ -423,6 +423,12 @@ impl StatsTail {
         }
     }
 
+    /// Whether a recorder holds the file followed now: the file read, not the path's, which
+    /// may name a new recording by now (see the module docs).
+    pub fn being_recorded(&self) -> bool {
+        hrx_capture::recorder_holds_file(&self.file).unwrap_or(false)
+    }
+
     /// Bytes of the file the latest read left unread because its budget was spent (as
     /// long as the file was then); 0 when it read to the end.
     pub fn unread_bytes(&self) -> u64 {

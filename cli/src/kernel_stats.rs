@@ -261,12 +261,19 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             path.display()
         ));
     }
+    // Whether a recorder still writes the recording followed (the loop ends once it is
+    // over, so only one found written again in place and followed anew): asked of the file
+    // read, not of the path, which names the new recording when it was recorded again (an
+    // earlier recording killed, then recorded again, was "being recorded now (a recorder
+    // holds it)" under a report that said it ended with nobody writing it).
+    let held = state == TailState::Live && tail.being_recorded();
     let (stats, summary) = tail.finish();
-    crate::failure::warn_partial(
+    crate::failure::warn_partial_as(
         path,
         &summary.warnings,
         summary.recovery.as_ref(),
         "these figures cover only what was recovered",
+        || held,
     );
     let mut report = report(path, &stats, &summary);
     let ended = match state {

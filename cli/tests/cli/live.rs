@@ -389,3 +389,64 @@ fn stats_follow_of_a_trace_recorded_again_reports_the_earlier_and_says_so() {
         "{errors:?}"
     );
 }
+
+/// A recording killed while `stats --follow` follows it, then recorded again (the new
+/// recording renamed over the path, and still being written): the report of the earlier
+/// recording says how it ended, "not closed cleanly", not "being recorded now (a recorder
+/// holds it)": that is the new recording, which the path names. It asked the path, and
+/// said both under one report (a break-it pass: `host_visible` killed with SIGKILL and run
+/// again into the same file).
+#[test]
+fn stats_follow_of_a_killed_recording_recorded_again_says_how_the_earlier_ended() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let earlier_bytes = small_block_recording(&dir.path().join("earlier.hrxt"), 2_000);
+    let new_bytes = small_block_recording(&dir.path().join("new.hrxt"), 300);
+    let path = dir.path().join("live.hrxt");
+    // The earlier recording, a third written, its writer's lock held.
+    let mut earlier = std::fs::File::create(&path).unwrap();
+    earlier.lock().unwrap();
+    earlier
+        .write_all(&earlier_bytes[..earlier_bytes.len() / 3])
+        .unwrap();
+
+    let (mut stats, out, err) = stats_follow_json(dir.path());
+    let live: serde_json::Value =
+        serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
+    assert_eq!(live["live"]["recorded_again"], false);
+
+    // The new recording takes the name, its writer's lock held, a third written; the
+    // earlier one's writer is gone (killed: nothing more, no close).
+    let beside = dir.path().join(".live.hrxt.1.new");
+    let mut new = std::fs::File::create(&beside).unwrap();
+    new.lock().unwrap();
+    new.write_all(&new_bytes[..new_bytes.len() / 3]).unwrap();
+    std::fs::rename(&beside, &path).unwrap();
+    drop(earlier);
+
+    let mut lines = Vec::new();
+    while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
+        lines.push(line);
+    }
+    let status = stats.wait().unwrap();
+    let mut errors = Vec::new();
+    while let Ok(line) = err.recv_timeout(crate::view::STEP_TIMEOUT) {
+        errors.push(line);
+    }
+    drop(new);
+    assert!(status.success(), "{status:?} {errors:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(lines.last().expect("the final report")).unwrap();
+    assert_eq!(report["follow"]["ended"], hrx_capture::UNCLOSED_ENDING);
+    assert_eq!(report["follow"]["recorded_again"], true);
+    assert!(
+        errors
+            .iter()
+            .any(|l| l == "warning: live.hrxt: not closed cleanly; these figures cover only what was recovered"),
+        "{errors:?}"
+    );
+    assert!(
+        !errors.iter().any(|l| l.contains("being recorded now")),
+        "{errors:?}"
+    );
+}
