@@ -350,15 +350,14 @@ pub fn warn_partial_as(
     }
 }
 
-/// What a trace lacks, as the warnings say it: how it ends when it was not read whole, and
-/// the records its recorder lost.
-pub fn lacks(recovery: &hrx_capture::Recovery) -> Vec<String> {
-    lacks_as(recovery, || false)
-}
-
-/// [`lacks`], an incomplete trace that `live` says a recorder holds now said to be being
-/// recorded rather than by how it ends (asked only of an incomplete one).
-fn lacks_as(recovery: &hrx_capture::Recovery, live: impl FnOnce() -> bool) -> Vec<String> {
+/// What a trace lacks, as the warnings say it: how it ends when it was not read whole (an
+/// incomplete trace that `live` says a recorder held as it was read said to be being
+/// recorded rather than by how it ends; asked only of an incomplete one), and the records
+/// its recorder lost. The JSON reports' `warnings` list it as standard error warned it.
+pub(crate) fn lacks_as(
+    recovery: &hrx_capture::Recovery,
+    live: impl FnOnce() -> bool,
+) -> Vec<String> {
     let mut lacks = Vec::new();
     if !recovery.is_complete() {
         lacks.push(if live() {

@@ -157,7 +157,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             .iter()
             .map(|w| crate::failure::one_line(&w.to_string()))
             .chain(unjoined(stats))
-            .chain(crate::failure::lacks(&stats.recovery))
+            .chain(crate::failure::lacks_as(&stats.recovery, || live))
             .collect::<Vec<_>>(),
         "records": {
             "total": stats.records,

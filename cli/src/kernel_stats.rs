@@ -138,8 +138,8 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     if args.follow {
         return follow(&args);
     }
-    let (stats, summary) = load(&args.file)?;
-    let report = report(&args.file, &stats, &summary);
+    let (stats, summary, held) = load(&args.file)?;
+    let report = report(&args.file, &stats, &summary, held);
     print_report(&report, args.json, write_text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -204,7 +204,8 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
-        let report = report(path, &stats, &summary);
+        // A live line is of a recording being written.
+        let report = report(path, &stats, &summary, true);
         let unread = tail.unread_bytes();
         let mut out = io::stdout().lock();
         if args.json {
@@ -275,7 +276,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         "these figures cover only what was recovered",
         || held,
     );
-    let mut report = report(path, &stats, &summary);
+    let mut report = report(path, &stats, &summary, held);
     let ended = match state {
         TailState::Crashed(fatal) => fatal.describe(),
         TailState::Unclosed => hrx_capture::UNCLOSED_ENDING.to_owned(),
@@ -364,7 +365,8 @@ pub fn print_report(
     out.flush()
 }
 
-/// Reads a trace's statistics in one streaming pass.
+/// Reads a trace's statistics in one streaming pass, and whether a recorder held the trace
+/// as the read began.
 ///
 /// # Errors
 ///
@@ -373,7 +375,7 @@ pub fn print_report(
 /// A damaged or cut-short trace is read as far as it was recovered; its reader warnings and
 /// how it ends go to standard error, one `warning:` line each, so that numbers from part of
 /// a trace are never mistaken for the whole.
-pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary)> {
+pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary, bool)> {
     let mut visitor = StatsVisitor::new();
     let (summary, held) =
         crate::record::read_while_held(path, || hrx_analysis::scan(path, &mut visitor));
@@ -388,7 +390,7 @@ pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary)> {
         "these figures cover only what was recovered",
         || held,
     );
-    Ok((visitor.finish(&summary), summary))
+    Ok((visitor.finish(&summary), summary, held))
 }
 
 /// One kernel's durations as JSON.
@@ -414,8 +416,9 @@ pub fn operation_times_note(stats: &Stats) -> Option<&'static str> {
     stats.operation_times_note()
 }
 
-/// Every statistic as JSON (the shape in the module docs).
-pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
+/// Every statistic as JSON (the shape in the module docs); `live`: a recorder held the
+/// trace as it was read, and its `warnings` say so, as standard error does.
+pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> Value {
     let queues: Vec<Value> = stats
         .lanes
         .iter()
@@ -453,7 +456,11 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary) -> Value {
             .warnings
             .iter()
             .map(|w| crate::failure::one_line(&w.to_string()))
-            .chain(recovery.map(crate::failure::lacks).unwrap_or_default())
+            .chain(
+                recovery
+                    .map(|r| crate::failure::lacks_as(r, || live))
+                    .unwrap_or_default(),
+            )
             .collect::<Vec<_>>(),
         "signal": summary.fatal.map(|f| f.describe()),
         "lost": {

@@ -294,6 +294,23 @@ fn a_trace_being_recorded_is_not_called_crashed() {
         );
         assert!(!err.contains("not closed cleanly"), "{args:?}: {err}");
     }
+    // So do the JSON reports' `warnings`, which list what standard error warned (they said
+    // "not closed cleanly" beside that warning: a break-it pass).
+    for verb in ["info", "stats"] {
+        let out = run(dir.path(), &[verb, "--json", "live.hrxt"]);
+        let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let warnings = report["warnings"].as_array().unwrap();
+        assert!(
+            warnings.iter().any(|w| w
+                .as_str()
+                .is_some_and(|w| w.starts_with("being recorded now (a recorder holds it)"))),
+            "{verb}: {warnings:?}"
+        );
+        assert!(
+            !warnings.iter().any(|w| w == "not closed cleanly"),
+            "{verb}: {warnings:?}"
+        );
+    }
     // So does the export's own mark, in the file: `trace being recorded`, read as far as it
     // was written (it wrote `trace incomplete`, "not closed cleanly", as for a crash).
     let doc: serde_json::Value =
