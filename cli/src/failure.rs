@@ -10,8 +10,9 @@
 //! an error: exit 0, or the verdict's code for `replay` and `diff`.
 
 use hrx_capture::ReadError;
+use hrx_capture::Warning;
 use hrx_capture::format::{FormatError, VersionError};
-use hrx_capture::reader::ReadErrorKind;
+use hrx_capture::reader::{ReadErrorKind, WarningKind};
 use std::fmt;
 use std::io;
 use std::process::ExitCode;
@@ -305,9 +306,9 @@ fn verb_usage<P: clap::CommandFactory>(verb: &str) -> Option<String> {
 /// Prints what a reading verb must say about a trace it could not read whole, on standard
 /// error, each on one `warning:` line naming the file: the reader's warnings, then, unless
 /// the trace was read whole, how it ends and `covers` (what that means for the output).
-pub fn warn_partial(
+pub fn warn_partial<'a>(
     path: &std::path::Path,
-    warnings: impl IntoIterator<Item = impl std::fmt::Display>,
+    warnings: impl IntoIterator<Item = &'a Warning>,
     recovery: Option<&hrx_capture::Recovery>,
     covers: &str,
 ) {
@@ -319,9 +320,9 @@ pub fn warn_partial(
 
 /// [`warn_partial`], `live` saying whether a recorder was writing the trace (an export asks
 /// when it opens the trace, and its file says the same).
-pub fn warn_partial_as(
+pub fn warn_partial_as<'a>(
     path: &std::path::Path,
-    warnings: impl IntoIterator<Item = impl std::fmt::Display>,
+    warnings: impl IntoIterator<Item = &'a Warning>,
     recovery: Option<&hrx_capture::Recovery>,
     covers: &str,
     live: impl FnOnce() -> bool,
@@ -338,16 +339,29 @@ pub fn warn_partial_as(
             crate::output::since_start().as_secs_f64()
         ));
     }
-    for warning in warnings {
+    // Asked only of a trace not read whole, as `lacks_as` asks.
+    let live = recovery.is_some_and(|r| !r.is_complete()) && live();
+    for warning in warnings.into_iter().filter(|w| said(w, live)) {
         crate::output::warn(format_args!(
             "{}: {}",
             path.display(),
             one_line(&warning.to_string())
         ));
     }
-    for lack in recovery.map(|r| lacks_as(r, live)).unwrap_or_default() {
+    for lack in recovery.map(|r| lacks_as(r, || live)).unwrap_or_default() {
         crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
     }
+}
+
+/// Whether a reading verb says the reader's `warning` of a trace that `live` says a
+/// recorder held as it was read: not its torn tail, the block the recorder was writing when
+/// the read reached it, which the live warning covers ("read as far as it was written").
+/// A one-shot read that met a block being written called it damage ("the file ends inside
+/// a block: N bytes discarded"), and `info --json` and `stats --json` listed it (a break-it
+/// pass: a trace cut inside a block, its recorder's lock held, read as a live recording
+/// is).
+pub(crate) fn said(warning: &Warning, live: bool) -> bool {
+    !(live && matches!(warning.kind, WarningKind::TruncatedTail { .. }))
 }
 
 /// What a trace lacks, as the warnings say it: how it ends when it was not read whole (an

@@ -41,13 +41,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     // On standard error too, as every verb says what a trace lacks (never silenced by -q);
     // with -v, what was read.
     let covers = "the report covers what was read";
-    crate::failure::warn_partial_as(
-        &args.file,
-        None::<&str>,
-        Some(&stats.recovery),
-        covers,
-        || held,
-    );
+    crate::failure::warn_partial_as(&args.file, [], Some(&stats.recovery), covers, || held);
     if args.json {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
         return Ok(ExitCode::SUCCESS);
@@ -155,6 +149,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
         "warnings": stats
             .warnings
             .iter()
+            .filter(|w| crate::failure::said(w, live))
             .map(|w| crate::failure::one_line(&w.to_string()))
             .chain(unjoined(stats))
             .chain(crate::failure::lacks_as(&stats.recovery, || live))

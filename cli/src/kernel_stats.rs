@@ -455,6 +455,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
         "warnings": summary
             .warnings
             .iter()
+            .filter(|w| crate::failure::said(w, live && recovery.is_some_and(|r| !r.is_complete())))
             .map(|w| crate::failure::one_line(&w.to_string()))
             .chain(
                 recovery

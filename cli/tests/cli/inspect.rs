@@ -340,6 +340,58 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
 }
 
+/// A trace whose recorder is writing its last block as a verb reads it (the file ends
+/// inside that block, the recorder's lock held) is read as far as it was written: the block
+/// being written is the live end, not damage. `stats`, `export` and `dump` warned "the file
+/// ends inside a block: N bytes discarded" beside "being recorded now", and `info --json`
+/// and `stats --json` listed it (a break-it pass). Once nobody holds it, the same bytes are
+/// a torn tail.
+#[test]
+fn a_block_being_written_is_the_live_end_not_damage() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = hazards_trace(dir.path());
+    // Cut inside a block (said as a torn tail below, once nobody holds the file).
+    let mut live = std::fs::File::create(dir.path().join("live.hrxt")).unwrap();
+    live.lock().unwrap();
+    live.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    let torn = "the file ends inside a block";
+    for args in [
+        &["stats", "live.hrxt"][..],
+        &["export", "live.hrxt", "-o", "live.json"][..],
+        &["dump", "live.hrxt"][..],
+        &["info", "live.hrxt"][..],
+    ] {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("being recorded now"), "{args:?}: {err}");
+        assert!(!err.contains(torn), "{args:?}: {err}");
+    }
+    for verb in ["info", "stats"] {
+        let out = run(dir.path(), &[verb, "--json", "live.hrxt"]);
+        let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert!(
+            !report["warnings"].to_string().contains(torn),
+            "{verb}: {}",
+            report["warnings"]
+        );
+    }
+    // Its recorder gone (killed), the block it was writing is a torn tail.
+    drop(live);
+    for args in [
+        &["stats", "live.hrxt"][..],
+        &["info", "--json", "live.hrxt"][..],
+    ] {
+        let out = run(dir.path(), args);
+        assert!(
+            stderr(&out).contains(torn) || stdout(&out).contains(torn),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
 /// A trace file a recorder has created and holds but not written yet (its first block
 /// follows the file's creation) is being recorded: the reading verbs say so in their hint,
 /// not that "the recording process probably died before its first write" (a break-it
