@@ -76,6 +76,10 @@
 //!  "complete": whether the whole trace was read, "end": how it ends, "warnings": [what
 //!  standard error warned of the trace, one line each, as `info --json` lists them], "signal": how a signal
 //!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
+//!  "lost": {"records", "lossy_mode", "by_kind": {kind: records}}: records the recorder
+//!          lost, whether lossy mode dropped them (false for a write error's losses) and by
+//!          kind; a lossy recording that lost nothing reads as a lossless one (the trace
+//!          records losses, not the mode),
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
