@@ -322,6 +322,68 @@ fn small_block_recording(path: &Path, ops: u64) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// A `stats --follow --json` following `live.hrxt` in `dir`: a third of an earlier
+/// recording written, its writer's lock held by the returned file, and the first live line
+/// read; with the earlier and a new recording's bytes.
+struct FollowedEarlier {
+    earlier: std::fs::File,
+    earlier_bytes: Vec<u8>,
+    new_bytes: Vec<u8>,
+    stats: std::process::Child,
+    out: std::sync::mpsc::Receiver<String>,
+    err: std::sync::mpsc::Receiver<String>,
+}
+
+fn follow_an_earlier_recording(dir: &std::path::Path) -> FollowedEarlier {
+    use std::io::Write;
+    let earlier_bytes = small_block_recording(&dir.join("earlier.hrxt"), 2_000);
+    let new_bytes = small_block_recording(&dir.join("new.hrxt"), 300);
+    let mut earlier = std::fs::File::create(dir.join("live.hrxt")).unwrap();
+    earlier.lock().unwrap();
+    earlier
+        .write_all(&earlier_bytes[..earlier_bytes.len() / 3])
+        .unwrap();
+    let (stats, out, err) = stats_follow_json(dir);
+    let live: serde_json::Value =
+        serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
+    assert_eq!(live["live"]["recorded_again"], false);
+    FollowedEarlier {
+        earlier,
+        earlier_bytes,
+        new_bytes,
+        stats,
+        out,
+        err,
+    }
+}
+
+impl FollowedEarlier {
+    /// Lets go of the earlier recording's file (its writer ends, closed or killed), then
+    /// waits for the follower's end: its final report and its standard error's lines.
+    fn end(self) -> (serde_json::Value, Vec<String>) {
+        let FollowedEarlier {
+            earlier,
+            mut stats,
+            out,
+            err,
+            ..
+        } = self;
+        drop(earlier);
+        let mut lines = Vec::new();
+        while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
+            lines.push(line);
+        }
+        let status = stats.wait().unwrap();
+        let mut errors = Vec::new();
+        while let Ok(line) = err.recv_timeout(crate::view::STEP_TIMEOUT) {
+            errors.push(line);
+        }
+        assert!(status.success(), "{status:?} {errors:?}");
+        let report = serde_json::from_str(lines.last().expect("the final report")).unwrap();
+        (report, errors)
+    }
+}
+
 /// A trace recorded again while `stats --follow` follows it: the new recording is renamed
 /// over the path (as a recorder replaces an earlier trace) while the earlier one is still
 /// being written (here the test holds its lock and writes its last blocks after the
@@ -334,39 +396,18 @@ fn small_block_recording(path: &Path, ops: u64) -> Vec<u8> {
 fn stats_follow_of_a_trace_recorded_again_reports_the_earlier_and_says_so() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let earlier_bytes = small_block_recording(&dir.path().join("earlier.hrxt"), 2_000);
-    let new_bytes = small_block_recording(&dir.path().join("new.hrxt"), 300);
     let path = dir.path().join("live.hrxt");
     // The earlier recording, a third written, its writer's lock held.
-    let mut earlier = std::fs::File::create(&path).unwrap();
-    earlier.lock().unwrap();
-    let third = earlier_bytes.len() / 3;
-    earlier.write_all(&earlier_bytes[..third]).unwrap();
-
-    let (mut stats, out, err) = stats_follow_json(dir.path());
-    let live: serde_json::Value =
-        serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
-    assert_eq!(live["live"]["recorded_again"], false);
+    let mut followed = follow_an_earlier_recording(dir.path());
 
     // The new recording takes the name; the earlier one's last blocks go to its file.
     let beside = dir.path().join(".live.hrxt.1.new");
-    std::fs::write(&beside, &new_bytes).unwrap();
+    std::fs::write(&beside, &followed.new_bytes).unwrap();
     std::fs::rename(&beside, &path).unwrap();
-    earlier.write_all(&earlier_bytes[third..]).unwrap();
-    drop(earlier);
-
-    let mut lines = Vec::new();
-    while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
-        lines.push(line);
-    }
-    let status = stats.wait().unwrap();
-    let mut errors = Vec::new();
-    while let Ok(line) = err.recv_timeout(crate::view::STEP_TIMEOUT) {
-        errors.push(line);
-    }
-    assert!(status.success(), "{status:?} {errors:?}");
-    let report: serde_json::Value =
-        serde_json::from_str(lines.last().expect("the final report")).unwrap();
+    let third = followed.earlier_bytes.len() / 3;
+    let rest = followed.earlier_bytes[third..].to_vec();
+    followed.earlier.write_all(&rest).unwrap();
+    let (report, errors) = followed.end();
     // The earlier recording, whole, as `stats` reads it.
     let whole = crate::util::run(dir.path(), &["stats", "--json", "earlier.hrxt"]);
     let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
@@ -400,43 +441,20 @@ fn stats_follow_of_a_trace_recorded_again_reports_the_earlier_and_says_so() {
 fn stats_follow_of_a_killed_recording_recorded_again_says_how_the_earlier_ended() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let earlier_bytes = small_block_recording(&dir.path().join("earlier.hrxt"), 2_000);
-    let new_bytes = small_block_recording(&dir.path().join("new.hrxt"), 300);
     let path = dir.path().join("live.hrxt");
     // The earlier recording, a third written, its writer's lock held.
-    let mut earlier = std::fs::File::create(&path).unwrap();
-    earlier.lock().unwrap();
-    earlier
-        .write_all(&earlier_bytes[..earlier_bytes.len() / 3])
-        .unwrap();
-
-    let (mut stats, out, err) = stats_follow_json(dir.path());
-    let live: serde_json::Value =
-        serde_json::from_str(&next_line(&out, "live summary")).expect("one JSON object");
-    assert_eq!(live["live"]["recorded_again"], false);
+    let followed = follow_an_earlier_recording(dir.path());
 
     // The new recording takes the name, its writer's lock held, a third written; the
     // earlier one's writer is gone (killed: nothing more, no close).
     let beside = dir.path().join(".live.hrxt.1.new");
     let mut new = std::fs::File::create(&beside).unwrap();
     new.lock().unwrap();
+    let new_bytes = &followed.new_bytes;
     new.write_all(&new_bytes[..new_bytes.len() / 3]).unwrap();
     std::fs::rename(&beside, &path).unwrap();
-    drop(earlier);
-
-    let mut lines = Vec::new();
-    while let Ok(line) = out.recv_timeout(crate::view::STEP_TIMEOUT) {
-        lines.push(line);
-    }
-    let status = stats.wait().unwrap();
-    let mut errors = Vec::new();
-    while let Ok(line) = err.recv_timeout(crate::view::STEP_TIMEOUT) {
-        errors.push(line);
-    }
+    let (report, errors) = followed.end();
     drop(new);
-    assert!(status.success(), "{status:?} {errors:?}");
-    let report: serde_json::Value =
-        serde_json::from_str(lines.last().expect("the final report")).unwrap();
     assert_eq!(report["follow"]["ended"], hrx_capture::UNCLOSED_ENDING);
     assert_eq!(report["follow"]["recorded_again"], true);
     assert!(
