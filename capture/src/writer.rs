@@ -1231,6 +1231,22 @@ impl Core {
     ) -> io::Result<()> {
         // The blocks handed to the compression threads come first.
         self.write_compressed(0);
+        self.write_block_now(kind, records, tail, encode)
+    }
+
+    /// [`Core::write_block_with`] without writing the blocks in flight first: for those
+    /// blocks themselves (`compress.rs`, an encoded block as `tail`).
+    ///
+    /// # Errors
+    ///
+    /// The trace's first error, once it has one; the encoder's; the sink's.
+    fn write_block_now(
+        &mut self,
+        kind: BlockKind,
+        records: u32,
+        tail: &[u8],
+        encode: impl FnOnce(&mut BlockEncoder, &mut Vec<u8>) -> io::Result<()>,
+    ) -> io::Result<()> {
         if let Some(e) = &self.error {
             return Err(io::Error::new(e.kind(), e.to_string()));
         }
@@ -1241,7 +1257,9 @@ impl Core {
         self.out.append(&mut self.unwritten_header);
         let block_start = self.out.len();
         encode(&mut self.encoder, &mut self.out)?;
-        sink.write_all(&self.out)?;
+        if !self.out.is_empty() {
+            sink.write_all(&self.out)?;
+        }
         if !tail.is_empty() {
             sink.write_all(tail)?;
         }

@@ -499,22 +499,7 @@ impl Core {
     ///
     /// The trace's first error, once it has one; the sink's.
     fn write_encoded(&mut self, kind: BlockKind, records: u32, block: &[u8]) -> io::Result<()> {
-        if let Some(e) = &self.error {
-            return Err(io::Error::new(e.kind(), e.to_string()));
-        }
-        let Some(sink) = self.sink.as_mut() else {
-            return Err(io::Error::other("the trace is closed"));
-        };
-        if self.unwritten_header.is_empty() {
-            sink.write_all(block)?;
-        } else {
-            self.out.clear();
-            self.out.append(&mut self.unwritten_header);
-            self.out.extend_from_slice(block);
-            sink.write_all(&self.out)?;
-        }
-        self.block_written(kind, records, block.len());
-        Ok(())
+        self.write_block_now(kind, records, block, |_, _| Ok(()))
     }
 
     /// At close: writes every block in flight and ends the compression threads; later blocks
