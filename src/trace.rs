@@ -807,19 +807,17 @@ impl Hook<'_> {
         region: Option<usize>,
         (start_ns, end_ns): (u64, u64),
     ) {
-        let (start_ns, end_ns) = (self.session_ns(start_ns), self.session_ns(end_ns));
-        let runtime = self.runtime;
-        self.recorder.record_on_thread(|thread| {
-            s::Record::HostSpan(s::HostSpan {
-                thread,
+        // The thread index is the recorder's to fill in.
+        self.recorder
+            .record_raw_on_thread(hrx_capture::RawRecord::HostSpan(&s::HostSpan {
+                thread: u32::MAX,
                 kind,
-                runtime,
+                runtime: self.runtime,
                 submission: s::SubmissionIndex(submission),
                 region: region.map(|r| s::RegionIndex(r as u32)),
-                start_ns,
-                end_ns,
-            })
-        });
+                start_ns: self.session_ns(start_ns),
+                end_ns: self.session_ns(end_ns),
+            }));
     }
 
     /// A region's host time `(start, end)` and device time (both from

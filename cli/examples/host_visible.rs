@@ -9,8 +9,9 @@
 //! download 256 B into a host-visible buffer, whose digest a trace takes) and submits it
 //! `SUBMISSIONS / THREADS` times (the first thread takes the remainder), waiting for each.
 //! Prints one line, `SUBMISSIONS submissions (REGIONS regions) from THREADS threads, R run by
-//! the waiting threads` (R: the runtime's `regions_run_by_waiters`, the regions a thread in
-//! `wait` ran itself rather than a queue's worker), and exits 0; the runtime closes its trace
+//! the waiting threads, W parked workers woken` (R: the runtime's `regions_run_by_waiters`,
+//! the regions a thread in `wait` ran itself rather than a queue's worker; W: its
+//! `worker_wakes`, the notifications of parked queue workers), and exits 0; the runtime closes its trace
 //! at exit. Errors print one line and exit 1.
 
 use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
@@ -59,11 +60,13 @@ fn run() -> Result<(), Error> {
             .into_iter()
             .try_for_each(|w| w.join().map_err(|_| Error::from("a thread panicked"))?)
     })?;
+    let counters = runtime.counters();
     println!(
         "{submissions} submissions ({} regions) from {threads} threads, {} run by the waiting \
-         threads",
+         threads, {} parked workers woken",
         submissions * 3,
-        runtime.counters().regions_run_by_waiters
+        counters.regions_run_by_waiters,
+        counters.worker_wakes
     );
     Ok(())
 }

@@ -319,19 +319,17 @@ pub(crate) fn region_starting(
     }));
 }
 
-/// After a region ran (`hook` being its submission's), the times of the operations its
-/// backend timed ([`crate::gpu::NativeStream::op_spans`]), as [`s::OpTiming`] records
-/// naming each operation's graph node; a failed region's too, which readers leave out of
-/// durations as they leave out its region time. Nothing for an untimed backend.
-pub(crate) fn ops_ran(
+/// The times of the operations a region's backend timed
+/// ([`crate::gpu::NativeStream::op_spans`]), as [`s::OpTiming`] records naming each
+/// operation's graph node, into the region's end batch (`region_ran`); a failed region's
+/// too, which readers leave out of durations as they leave out its region time. Nothing for
+/// an untimed backend.
+fn ops_ran(
     hook: &Hook<'_>,
+    batch: &mut hrx_capture::RawBatch<'_>,
     (submission, index, region): (u64, usize, &super::region::Region),
     ops: &[crate::gpu::OpSpan],
 ) {
-    if ops.is_empty() {
-        return;
-    }
-    let mut batch = hook.raw_batch();
     for op in ops {
         let Some(node) = region.operation(op.index) else {
             continue;
@@ -356,19 +354,25 @@ pub(crate) fn ops_ran(
 
 /// After a region ran, `hook` being its submission's: its timing, the injected fault it hit,
 /// digests of what it wrote and, when it succeeded, its [`s::RegionDone`] at its end time,
-/// handed to the thread's trace buffer at once (a [`hrx_capture::RawBatch`]). Here, before
+/// then the times of its operations (`ops`), handed to the thread's trace buffer at once (a
+/// [`hrx_capture::RawBatch`]: one push a region, not one for the region and one for its
+/// operations). Here, before
 /// the scheduler lock is taken, not under it (a failure's outcome, which may poison and
 /// cancel, is recorded there): the other workers and the submitter wait for that lock. And at
 /// the end time already read, not a fresh clock reading: three fewer a submission of three
 /// regions.
 pub(crate) fn region_ran(
     hook: &Hook<'_>,
-    (submission, index, uses): (u64, usize, &[Use]),
+    (submission, index, region): (u64, usize, &super::region::Region),
     host_callback: bool,
     times_ns: (u64, u64),
-    result: &crate::Result<Option<crate::gpu::DeviceSpan>>,
+    (result, ops): (
+        &crate::Result<Option<crate::gpu::DeviceSpan>>,
+        &[crate::gpu::OpSpan],
+    ),
     fault: Option<String>,
 ) {
+    let uses = &region.uses[..];
     let mut batch = hook.raw_batch();
     let device = result.as_ref().ok().copied().flatten();
     if host_callback {
@@ -396,6 +400,7 @@ pub(crate) fn region_ran(
         }));
     }
     if result.is_err() {
+        ops_ran(hook, &mut batch, (submission, index, region), ops);
         return;
     }
     for use_ in uses.iter().filter(|u| u.access.writes()) {
@@ -455,6 +460,7 @@ pub(crate) fn region_ran(
         status: s::Status::Ok,
         time_ns: hook.session_ns(times_ns.1),
     }));
+    ops_ran(hook, &mut batch, (submission, index, region), ops);
 }
 
 #[inline]

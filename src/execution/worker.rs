@@ -438,13 +438,12 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
             .flatten();
         super::record::region_ran(
             hook,
-            (task.submission, task.region, &region.uses),
+            (task.submission, task.region, region),
             queue == Queue::Host,
             (start_ns, end_ns),
-            &result,
+            (&result, &ops),
             fault,
         );
-        super::record::ops_ran(hook, (task.submission, task.region, region), &ops);
         if let Some(hooks) = hooks {
             hooks.leave(queue, crate::clock::now_ns().saturating_sub(end_ns));
         }
