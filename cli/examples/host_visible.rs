@@ -11,8 +11,8 @@
 //! Prints one line, `SUBMISSIONS submissions (REGIONS regions) from THREADS threads, R run by
 //! the waiting threads, W parked workers woken` (R: the runtime's `regions_run_by_waiters`,
 //! the regions a thread in `wait` ran itself rather than a queue's worker; W: its
-//! `worker_wakes`, the notifications of parked queue workers), and exits 0; the runtime closes its trace
-//! at exit. Errors print one line and exit 1.
+//! `worker_wakes`, the notifications of parked queue workers), and exits 0; the runtime
+//! closes its trace at exit. Errors print one line and exit 1.
 
 use hrx::{ExecutableGraph, Placement, Runtime, RuntimeOptions};
 

@@ -356,11 +356,10 @@ fn ops_ran(
 /// digests of what it wrote and, when it succeeded, its [`s::RegionDone`] at its end time,
 /// then the times of its operations (`ops`), handed to the thread's trace buffer at once (a
 /// [`hrx_capture::RawBatch`]: one push a region, not one for the region and one for its
-/// operations). Here, before
-/// the scheduler lock is taken, not under it (a failure's outcome, which may poison and
-/// cancel, is recorded there): the other workers and the submitter wait for that lock. And at
-/// the end time already read, not a fresh clock reading: three fewer a submission of three
-/// regions.
+/// operations). Here, before the scheduler lock is taken, not under it (a failure's outcome,
+/// which may poison and cancel, is recorded there): the other workers and the submitter wait
+/// for that lock. And at the end time already read, not a fresh clock reading: three fewer a
+/// submission of three regions.
 pub(crate) fn region_ran(
     hook: &Hook<'_>,
     (submission, index, region): (u64, usize, &super::region::Region),
