@@ -189,14 +189,31 @@ impl Storage {
         }
     }
 
-    /// `Busy` if a live host mapping conflicts with a device use of `range`. Called by
-    /// `submit` under the scheduler lock, under which every mapping is made
-    /// ([`DeviceUses`]): no lock while the buffer has no mapping.
+    /// `Busy` if a live host mapping conflicts with a device use of `range` (of any byte of
+    /// an NPU buffer object: [`Storage::device_range`]). Called by `submit` under the
+    /// scheduler lock, under which every mapping is made ([`DeviceUses`]): no lock while the
+    /// buffer has no mapping.
     pub fn host_conflict(&self, range: &Range<usize>, access: Access) -> Result<()> {
         if self.mapped.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
-        self.mapping_conflict(&lock(&self.host), range, access)
+        self.mapping_conflict(&lock(&self.host), &self.device_range(range), access)
+    }
+
+    /// The bytes a host access and a device use of `range` are checked against each other
+    /// on: `range` itself, except for an NPU buffer object, where it is the whole buffer.
+    /// Visibility is per buffer, as in the seed (`make_visible(engine)` and `wrote(engine)`
+    /// of the whole storage before and after each region, and `host_conflict(access)` with
+    /// no range): one sync of the whole object to or from the device cannot keep both the
+    /// host's and an engine's writes to disjoint bytes made at the same time (whichever side
+    /// recorded its write last would have the other's bytes overwritten or left unsynced).
+    /// Memory without syncs (pinned host memory, mapped by the GPU) keeps exact byte ranges.
+    fn device_range(&self, range: &Range<usize>) -> Range<usize> {
+        if self.bo.is_some() {
+            0..self.len
+        } else {
+            range.clone()
+        }
     }
 
     fn mapping_conflict(
@@ -348,7 +365,10 @@ impl Storage {
             Ok(token)
         };
         match self.device_uses.upgrade() {
-            Some(uses) => uses.host_access(self.id, &range, access, &mut register),
+            Some(uses) => {
+                let device_range = self.device_range(&range);
+                uses.host_access(self.id, &device_range, access, &mut register)
+            }
             None => register(),
         }
     }

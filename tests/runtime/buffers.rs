@@ -140,6 +140,52 @@ fn host_access_during_a_conflicting_submission_is_busy_never_a_race() {
     buffer.map_read(0..16).unwrap();
 }
 
+/// Visibility is per buffer, as in the seed (`make_visible` and `wrote` of the whole storage,
+/// `host_conflict(access)` with no range): on an NPU buffer object, whose syncs move the
+/// whole object, a host access and a device use conflict at any bytes, both ways; pinned
+/// memory keeps exact byte ranges (the two tests above).
+#[test]
+fn on_an_npu_buffer_object_host_access_and_device_use_conflict_at_any_bytes() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::NpuShared { group: 0 }).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.view(0..32).unwrap(), 9).unwrap();
+    let fill_low = graph.prepare().unwrap();
+    let mapping = buffer.map_read(32..64).unwrap();
+    let error = fill_low.submit().unwrap_err();
+    assert!(matches!(error, Error::Busy(_)), "{error}");
+    assert!(error.to_string().contains("mapped"), "{error}");
+    drop(mapping);
+
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
+                move |_| {
+                    gate.lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(10))
+                        .ok();
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    let completion = graph.prepare().unwrap().submit().unwrap();
+    assert!(matches!(buffer.map_read(32..64), Err(Error::Busy(_))));
+    assert!(matches!(buffer.write(40, &[1; 4]), Err(Error::Busy(_))));
+    release.send(()).unwrap();
+    completion.wait().unwrap();
+    buffer.write(40, &[1; 4]).unwrap();
+    fill_low.submit().unwrap().wait().unwrap();
+    let bytes = buffer.to_vec().unwrap();
+    assert_eq!((&bytes[..32], &bytes[40..44]), (&[9; 32][..], &[1; 4][..]));
+}
+
 #[test]
 fn visibility_is_tracked_between_engines() {
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
