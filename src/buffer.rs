@@ -11,6 +11,11 @@
 //! uncertain failure does not say which bytes it reached): every later use of any of its
 //! bytes answers [`Error::DeviceLost`] naming the cause ("poisoned by submission S region
 //! R"), including uses of bytes the failed region never declared.
+//!
+//! Visibility is per buffer, as the seed's `wrote(engine)` after each writer: the last writer
+//! recorded must be the last that wrote, so a host write mapping records the host's write
+//! before it goes, while it still refuses every conflicting submit (after, a device writer
+//! accepted in between could record its write first and be overwritten by the host's).
 
 pub use crate::access::Access;
 use crate::context::Context;
@@ -158,6 +163,19 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 static MAPPING_TOKENS: AtomicU64 = AtomicU64::new(1);
+
+/// Test hooks, run on the thread that ends a host access.
+#[cfg(test)]
+pub(crate) mod test_hooks {
+    use std::cell::Cell;
+
+    type Hook = Box<dyn FnOnce()>;
+
+    thread_local! {
+        /// Run once, right after a host access's mapping is removed.
+        pub(crate) static AFTER_UNMAP: Cell<Option<Hook>> = const { Cell::new(None) };
+    }
+}
 
 impl Storage {
     /// `DeviceLost` naming the cause when poisoned. Checked per use at every submit and
@@ -390,13 +408,21 @@ impl Storage {
         Ok(())
     }
 
+    /// Ends a host access; `wrote`: the host wrote, so it becomes the last writer. That is
+    /// recorded *before* the mapping goes, while it still refuses every conflicting submit:
+    /// recorded after, a device region accepted in between could run and record its own
+    /// write first, which the host's late record then overwrote (an NPU write left unsynced).
     fn unmap(&self, token: u64, wrote: bool) {
+        if wrote {
+            self.wrote(Engine::Host);
+        }
         let mut host = lock(&self.host);
         host.mappings.retain(|m| m.token != token);
         self.mapped.store(host.mappings.len(), Ordering::Release);
         drop(host);
-        if wrote {
-            self.wrote(Engine::Host);
+        #[cfg(test)]
+        if let Some(hook) = test_hooks::AFTER_UNMAP.take() {
+            hook();
         }
     }
 
@@ -777,6 +803,39 @@ mod tests {
     use hrx_capture::schema::{Record, RuntimeId};
     use std::sync::atomic::Ordering;
     use std::time::Duration;
+
+    /// The seed tracks visibility per buffer through each writer's `wrote(engine)`
+    /// (`shared/seed/graph.rs` 583-594): the last writer recorded must be the last that
+    /// wrote. A host write mapping records the host's write before it goes: an NPU region
+    /// accepted once it went and run to its end must stay the last writer.
+    #[test]
+    fn a_host_write_is_recorded_before_its_mapping_lets_device_writers_in() {
+        use super::test_hooks::AFTER_UNMAP;
+        use crate::{Engine, kernels};
+        let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+        let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
+        let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+        let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+        let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
+        input.write(0, &[200; 64]).unwrap();
+        let mut npu = rt.graph();
+        npu.npu(&kernel, &[input.whole(), output.whole()]).unwrap();
+        let npu = npu.prepare().unwrap();
+        let run = npu.clone();
+        // Between the mapping's removal and the end of `unmap`, the NPU writes `output`.
+        AFTER_UNMAP.set(Some(Box::new(move || {
+            run.submit().unwrap().wait().unwrap();
+        })));
+        output.map_write(0..8).unwrap()[0] = 1;
+        assert!(AFTER_UNMAP.take().is_none(), "the hook ran");
+        assert!(
+            !output.visible_to(Engine::Host),
+            "the NPU wrote last: the host must sync its bytes back before reading"
+        );
+        let syncs = rt.counters().visibility_syncs;
+        assert_eq!(output.to_vec().unwrap(), vec![255; 64]);
+        assert_eq!(rt.counters().visibility_syncs, syncs + 1);
+    }
 
     /// A sink whose writes wait while its gate is shut, saying when one waits: a trace
     /// writer stalled on a slow disk.
