@@ -6,7 +6,8 @@
 //!
 //! Host access and device use never race: while a submission that uses a range is in flight,
 //! a conflicting host mapping answers [`Error::Busy`]; while a host mapping is live, a
-//! conflicting `submit` answers `Busy`. A buffer written by a region that failed with an
+//! conflicting `submit` answers `Busy`. Conflicts are exact byte ranges in pinned memory,
+//! and any bytes of an NPU buffer object, whose syncs move the whole object (below). A buffer written by a region that failed with an
 //! uncertain extent is *poisoned*, as a whole (the seed keeps poison per buffer: an
 //! uncertain failure does not say which bytes it reached): every later use of any of its
 //! bytes answers [`Error::DeviceLost`] naming the cause ("poisoned by submission S region
@@ -15,7 +16,11 @@
 //! Visibility is per buffer, as the seed's `wrote(engine)` after each writer: the last writer
 //! recorded must be the last that wrote, so a host write mapping records the host's write
 //! before it goes, while it still refuses every conflicting submit (after, a device writer
-//! accepted in between could record its write first and be overwritten by the host's).
+//! accepted in between could record its write first and be overwritten by the host's). For
+//! the same reason a host access of an NPU buffer object conflicts with a device use of any of
+//! its bytes, as the seed's `host_conflict(access)`, which takes no range: the host's and an
+//! engine's writes to disjoint bytes at the same time cannot both survive one whole-object
+//! sync.
 
 pub use crate::access::Access;
 use crate::context::Context;
