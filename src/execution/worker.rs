@@ -404,8 +404,15 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
     };
     // The region's operation times, where its backend times them (tracing on): a buffer
     // kept per thread, so that timing a region allocates nothing; an untraced region's
-    // streams time nothing, so it takes an empty one (no allocation, no thread-local).
-    let mut ops = if traced { OP_SPANS.take() } else { Vec::new() };
+    // streams time nothing, so it takes an empty one (no allocation, no thread-local). A
+    // thread whose thread-locals are being destroyed (a wait in another thread-local's
+    // destructor) takes a new one: `with` would panic there, and a panic in a thread-local's
+    // destructor aborts the process.
+    let mut ops = if traced {
+        OP_SPANS.try_with(std::cell::Cell::take).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     ops.clear();
     let (result, native) = match checked {
         Err(error) => (Err(error), false),
@@ -449,7 +456,8 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
         }
     }
     if traced {
-        OP_SPANS.set(ops);
+        // Gone with the thread's other thread-locals: dropped here instead.
+        let _ = OP_SPANS.try_with(|spans| spans.set(ops));
     }
     let result = result.map(|_| ());
     if let (Ok(()), Some(waiter), false) = (&result, &waiter, traced)

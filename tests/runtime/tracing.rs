@@ -1052,3 +1052,86 @@ fn the_software_device_times_every_operation_of_a_traced_native_graph() {
         ]
     );
 }
+
+/// A thread that submits and waits from a thread-local's destructor, after it first
+/// recorded: the runtime's and the recorder's thread-locals are gone by then (destroyed in
+/// the reverse order of their first use). Run by
+/// `a_thread_may_submit_and_wait_in_a_thread_locals_destructor` in a child process, as a
+/// panic there aborts the process; prints each host span's thread and each thread's name.
+#[test]
+fn thread_local_destructor_child() {
+    if std::env::var_os("HRX_TEST_TLS_CHILD").is_none() {
+        return;
+    }
+    struct Late(Option<hrx::ExecutableGraph>);
+    impl Drop for Late {
+        fn drop(&mut self) {
+            if let Some(graph) = self.0.take() {
+                for _ in 0..20 {
+                    graph.submit().unwrap().wait().unwrap();
+                }
+            }
+        }
+    }
+    thread_local! {
+        static LATE: std::cell::RefCell<Late> = const { std::cell::RefCell::new(Late(None)) };
+    }
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let graph = |rt: &Runtime| {
+        let host = rt.buffer(64, Placement::HostVisible).unwrap();
+        let device = rt.buffer(64, Placement::GpuLocal).unwrap();
+        let mut graph = rt.graph();
+        graph.copy(device.whole(), host.whole()).unwrap();
+        graph.fill(device.whole(), 1).unwrap();
+        graph.copy(host.whole(), device.whole()).unwrap();
+        graph.prepare().unwrap()
+    };
+    let (first, late) = (graph(&rt), graph(&rt));
+    std::thread::Builder::new()
+        .name("exiting".into())
+        .spawn(move || {
+            // The graph's thread-local first, then the runtime's and the recorder's.
+            LATE.with(|l| l.borrow_mut().0 = Some(late));
+            for _ in 0..5 {
+                first.submit().unwrap().wait().unwrap();
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(rt);
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    for record in &trace.records {
+        match record {
+            Record::HostSpan(span) if span.kind != s::HostSpanKind::HostCallback => {
+                println!("span {:?} thread {}", span.kind, span.thread);
+            }
+            Record::ThreadName(name) => println!("name {} {}", name.thread, name.name),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_thread_may_submit_and_wait_in_a_thread_locals_destructor() {
+    let output = super::failure::run_child(
+        "runtime::tracing::thread_local_destructor_child",
+        &[("HRX_TEST_TLS_CHILD", "1")],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Traced, the waiting thread's buffer of operation times was read after its
+    // destruction: a panic in a destructor, which aborts.
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let submits = stdout.matches("span Submit thread ").count();
+    assert_eq!(submits, 25, "{stdout}");
+}
