@@ -1913,7 +1913,7 @@ impl Recorder {
     }
 
     /// Records the record `make` builds for the calling thread's index in the session
-    /// ([`ThreadName::thread`]; `u32::MAX` while the thread's state is being torn down): how
+    /// ([`ThreadName::thread`], kept while the thread's state is being torn down): how
     /// records with a `thread` field ([`crate::schema::HostSpan`],
     /// [`crate::schema::AnnotationRange`], ...) are recorded. Costs what
     /// [`Recorder::record`] costs.
@@ -2301,6 +2301,72 @@ thread_local! {
             scratch: Vec::new(),
         })
     };
+    /// This thread's index in the last [`THREAD_INDICES`] recorders it registered with, and
+    /// whether its [`ThreadName`] was recorded there: `(recorder, thread, named)`, recorder 0
+    /// for none. Without a destructor, so that it outlives `LOCAL`: a record carrying the
+    /// thread's index made once `LOCAL` is gone (a submit or wait in another thread-local's
+    /// destructor) or borrowed (a reentrant call) names the thread by it, not by `u32::MAX`
+    /// ([`record_on_thread_with`]).
+    static INDICES: std::cell::Cell<[(u64, u32, bool); THREAD_INDICES]> = const {
+        std::cell::Cell::new([(0, u32::MAX, false); THREAD_INDICES])
+    };
+}
+
+/// The recorders whose thread index [`INDICES`] keeps.
+const THREAD_INDICES: usize = 4;
+
+/// This thread's index in recorder `id`, and whether it was named there, as [`INDICES`]
+/// keeps it.
+fn cached_index(id: u64) -> Option<(u32, bool)> {
+    INDICES
+        .try_with(|cell| {
+            cell.get()
+                .iter()
+                .find(|&&(recorder, ..)| recorder == id)
+                .map(|&(_, thread, named)| (thread, named))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Keeps this thread's index in recorder `id` in [`INDICES`] (replacing the oldest).
+fn cache_index(id: u64, thread: u32, named: bool) {
+    let _ = INDICES.try_with(|cell| {
+        let mut indices = cell.get();
+        let at = indices
+            .iter()
+            .position(|&(recorder, ..)| recorder == id)
+            .unwrap_or_else(|| {
+                indices.rotate_right(1);
+                0
+            });
+        indices[at] = (id, thread, named);
+        cell.set(indices);
+    });
+}
+
+/// This thread's index in recorder `id` for a record made without its `LOCAL` state:
+/// the one it registered with, else a new one, named first (a [`ThreadName`] recorded
+/// through the recorder).
+#[cold]
+fn index_without_local(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> u32 {
+    let (thread, named) = match cached_index(id) {
+        Some(cached) => cached,
+        None => match lookup() {
+            Some(shared) => (shared.next_thread.fetch_add(1, Ordering::Relaxed), false),
+            None => return u32::MAX,
+        },
+    };
+    if !named {
+        cache_index(id, thread, true);
+        let name = Record::ThreadName(ThreadName {
+            thread,
+            os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
+            name: std::thread::current().name().unwrap_or("").to_owned(),
+        });
+        record_with(id, lookup, &name);
+    }
+    thread
 }
 
 /// Bytes of raw entries a [`RawBatch`] pushes at most at once: a region's timing (with a
@@ -2503,7 +2569,7 @@ pub(crate) fn record_on_thread_with(
     match outcome {
         Outcome::NoLocal => {
             if let Some(make) = make {
-                record_with(id, lookup, &make(u32::MAX));
+                record_with(id, lookup, &make(index_without_local(id, lookup)));
             }
         }
         Outcome::Dropped(kind) => {
@@ -2638,7 +2704,7 @@ fn open_range_on(
 /// Closes `range` now: records its [`AnnotationRange`] on the calling thread and stops
 /// tracking it. Nothing when its recorder closed (it recorded the range as open at its
 /// end). Where the thread's state is gone (at thread exit), or holds no ring of the
-/// recorder, the range is recorded through the recorder with no thread index, as
+/// recorder, the range is recorded through the recorder, with the thread's index, as
 /// [`record_on_thread_with`] does.
 pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Arc<Shared>>) {
     let record = |thread, end_ns| {
@@ -2680,7 +2746,12 @@ pub(crate) fn close_range_with(range: &OpenRange, lookup: &dyn Fn() -> Option<Ar
     if done != Ok(true)
         && let Some(shared) = lookup()
     {
-        record_with(range.recorder, lookup, &record(u32::MAX, shared.now_ns()));
+        // The thread's index all the same (its state gone, the range is no less its own).
+        let thread = range.slot.map_or_else(
+            || index_without_local(range.recorder, lookup),
+            |(thread, _)| thread,
+        );
+        record_with(range.recorder, lookup, &record(thread, shared.now_ns()));
         if let Some((thread, level)) = range.slot {
             let core = shared.core();
             if let Some(consumer) = core.consumers.iter().find(|c| c.thread() == thread) {
@@ -2846,6 +2917,7 @@ impl Local {
         fatal::signal_stack();
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
         producer.set_thread(thread);
+        cache_index(id, thread, false);
         self.entries.push(Entry {
             recorder: id,
             shared,
@@ -2864,6 +2936,7 @@ impl Local {
     fn name_thread(&mut self, index: usize) {
         let entry = &mut self.entries[index];
         entry.named = true;
+        cache_index(entry.recorder, entry.thread, true);
         let name = Record::ThreadName(ThreadName {
             thread: entry.thread,
             os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
@@ -3462,6 +3535,90 @@ mod tests {
         assert_eq!(
             (names[0].1, names[0].2, names[1].1, names[1].2),
             (decode, "decode", AnnotationId(decode.0 + 1), "upload")
+        );
+    }
+
+    /// A thread that records a span from a thread-local's destructor, once the recorder's
+    /// thread-local state is gone (destroyed first, as it was used after that thread-local
+    /// was), names itself by its index, not `u32::MAX` (a break-it pass: a submit and a wait
+    /// in a destructor read `thread=4294967295` in `dump`). One that records there first
+    /// gets an index, and its name, then.
+    #[test]
+    fn a_thread_keeps_its_index_in_its_thread_locals_destructors() {
+        use crate::schema::{HostSpan, HostSpanKind};
+        let (rec, sink) = memory_recorder(RecorderOptions::default());
+        let span = |thread| HostSpan {
+            thread,
+            kind: HostSpanKind::Wait,
+            runtime: RuntimeId(0),
+            submission: SubmissionIndex(1),
+            region: None,
+            start_ns: 10,
+            end_ns: 20,
+        };
+        struct AtExit(Option<(Recorder, bool)>);
+        impl Drop for AtExit {
+            fn drop(&mut self) {
+                if let Some((rec, raw)) = self.0.take() {
+                    let span = HostSpan {
+                        thread: u32::MAX,
+                        kind: HostSpanKind::Wait,
+                        runtime: RuntimeId(0),
+                        submission: SubmissionIndex(1),
+                        region: None,
+                        start_ns: 10,
+                        end_ns: 20,
+                    };
+                    if raw {
+                        rec.record_raw_on_thread(RawRecord::HostSpan(&span));
+                    } else {
+                        rec.record_on_thread(|thread| {
+                            Record::HostSpan(HostSpan { thread, ..span })
+                        });
+                    }
+                }
+            }
+        }
+        thread_local! {
+            static AT_EXIT: RefCell<AtExit> = const { RefCell::new(AtExit(None)) };
+        }
+        for (name, first, raw) in [("early", true, true), ("late", false, false)] {
+            let rec = rec.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    // This thread-local first, the recorder's after it.
+                    AT_EXIT.with(|a| a.borrow_mut().0 = Some((rec.clone(), raw)));
+                    if first {
+                        rec.record_raw_on_thread(RawRecord::HostSpan(&span(u32::MAX)));
+                    }
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+        rec.close().unwrap();
+        let trace = read(&sink);
+        let names: HashMap<u32, String> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::ThreadName(t) => Some((t.thread, t.name.clone())),
+                _ => None,
+            })
+            .collect();
+        let spans: Vec<_> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostSpan(h) => Some(names.get(&h.thread).map(String::as_str)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            spans,
+            [Some("early"), Some("early"), Some("late")],
+            "{names:?}"
         );
     }
 

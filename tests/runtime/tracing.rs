@@ -1134,4 +1134,20 @@ fn a_thread_may_submit_and_wait_in_a_thread_locals_destructor() {
     );
     let submits = stdout.matches("span Submit thread ").count();
     assert_eq!(submits, 25, "{stdout}");
+    // Each span names the thread that submitted and waited, by its index, in its destructor
+    // too (it read `u32::MAX` there before: the recorder's thread-local state was gone).
+    let exiting: Vec<&str> = stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(3)
+        .filter(|w| w[0] == "name" && w[2] == "exiting")
+        .map(|w| w[1])
+        .collect();
+    let threads: BTreeSet<&str> = stdout
+        .split("span ")
+        .skip(1)
+        .filter_map(|s| s.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(exiting.len(), 1, "{stdout}");
+    assert_eq!(threads, BTreeSet::from([exiting[0]]), "{stdout}");
 }
