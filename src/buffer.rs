@@ -816,17 +816,9 @@ mod tests {
     #[test]
     fn a_host_write_is_recorded_before_its_mapping_lets_device_writers_in() {
         use super::test_hooks::AFTER_UNMAP;
-        use crate::{Engine, kernels};
+        use crate::Engine;
         let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-        let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
-        let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
-        let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
-        let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
-        input.write(0, &[200; 64]).unwrap();
-        let mut npu = rt.graph();
-        npu.npu(&kernel, &[input.whole(), output.whole()]).unwrap();
-        let npu = npu.prepare().unwrap();
-        let run = npu.clone();
+        let (_input, output, run) = crate::execution::test_util::npu_threshold(&rt);
         // Between the mapping's removal and the end of `unmap`, the NPU writes `output`.
         AFTER_UNMAP.set(Some(Box::new(move || {
             run.submit().unwrap().wait().unwrap();

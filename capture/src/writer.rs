@@ -3547,28 +3547,22 @@ mod tests {
     fn a_thread_keeps_its_index_in_its_thread_locals_destructors() {
         use crate::schema::{HostSpan, HostSpanKind};
         let (rec, sink) = memory_recorder(RecorderOptions::default());
-        let span = |thread| HostSpan {
-            thread,
-            kind: HostSpanKind::Wait,
-            runtime: RuntimeId(0),
-            submission: SubmissionIndex(1),
-            region: None,
-            start_ns: 10,
-            end_ns: 20,
-        };
+        fn span(thread: u32) -> HostSpan {
+            HostSpan {
+                thread,
+                kind: HostSpanKind::Wait,
+                runtime: RuntimeId(0),
+                submission: SubmissionIndex(1),
+                region: None,
+                start_ns: 10,
+                end_ns: 20,
+            }
+        }
         struct AtExit(Option<(Recorder, bool)>);
         impl Drop for AtExit {
             fn drop(&mut self) {
                 if let Some((rec, raw)) = self.0.take() {
-                    let span = HostSpan {
-                        thread: u32::MAX,
-                        kind: HostSpanKind::Wait,
-                        runtime: RuntimeId(0),
-                        submission: SubmissionIndex(1),
-                        region: None,
-                        start_ns: 10,
-                        end_ns: 20,
-                    };
+                    let span = span(u32::MAX);
                     if raw {
                         rec.record_raw_on_thread(RawRecord::HostSpan(&span));
                     } else {

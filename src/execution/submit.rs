@@ -665,16 +665,10 @@ mod tests {
     /// buffer would keep stale bytes once the GPU is its last writer.
     #[test]
     fn an_early_launch_makes_every_use_visible_before_it_launches() {
-        use crate::{Engine, kernels};
+        use crate::Engine;
         let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-        let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
-        let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
-        let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
-        let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
-        input.write(0, &[200; 64]).unwrap();
-        let mut npu = rt.graph();
-        npu.npu(&kernel, &[input.whole(), output.whole()]).unwrap();
-        npu.prepare().unwrap().submit().unwrap().wait().unwrap();
+        let (_input, output, npu) = super::super::test_util::npu_threshold(&rt);
+        npu.submit().unwrap().wait().unwrap();
         assert!(!output.visible_to(Engine::Gpu), "the NPU wrote it last");
         let mut fill = rt.graph();
         fill.fill(output.view(0..8).unwrap(), 7).unwrap();

@@ -109,29 +109,32 @@ fn a_live_mapping_makes_a_conflicting_submit_busy_and_a_disjoint_one_run() {
     assert_eq!(&buffer.to_vec().unwrap()[..64], &[9; 64]);
 }
 
-#[test]
-fn host_access_during_a_conflicting_submission_is_busy_never_a_race() {
-    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+/// A submission writing `view` (a scoped callback that touches no memory), held in flight
+/// until the sender sends (or 10 s pass).
+fn write_held(rt: &Runtime, view: hrx::BufferView) -> (hrx::Completion, mpsc::Sender<()>) {
     let (release, gate) = mpsc::channel::<()>();
     let gate = std::sync::Mutex::new(gate);
     let mut graph = rt.graph();
     // SAFETY: the callback touches no memory.
     unsafe {
         graph
-            .gpu_scoped(
-                &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
-                move |_| {
-                    gate.lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(10))
-                        .ok();
-                    Ok(())
-                },
-            )
+            .gpu_scoped(&[GpuAccess::new(view, Access::Write)], move |_| {
+                gate.lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10))
+                    .ok();
+                Ok(())
+            })
             .unwrap();
     }
-    let completion = graph.prepare().unwrap().submit().unwrap();
+    (graph.prepare().unwrap().submit().unwrap(), release)
+}
+
+#[test]
+fn host_access_during_a_conflicting_submission_is_busy_never_a_race() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
+    let (completion, release) = write_held(&rt, buffer.view(0..32).unwrap());
     assert!(matches!(buffer.map_read(0..16), Err(Error::Busy(_))));
     assert!(matches!(buffer.write(16, &[1; 4]), Err(Error::Busy(_))));
     buffer.map_read(32..64).unwrap();
@@ -157,25 +160,7 @@ fn on_an_npu_buffer_object_host_access_and_device_use_conflict_at_any_bytes() {
     assert!(error.to_string().contains("mapped"), "{error}");
     drop(mapping);
 
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
-    let mut graph = rt.graph();
-    // SAFETY: the callback touches no memory.
-    unsafe {
-        graph
-            .gpu_scoped(
-                &[GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write)],
-                move |_| {
-                    gate.lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(10))
-                        .ok();
-                    Ok(())
-                },
-            )
-            .unwrap();
-    }
-    let completion = graph.prepare().unwrap().submit().unwrap();
+    let (completion, release) = write_held(&rt, buffer.view(0..32).unwrap());
     assert!(matches!(buffer.map_read(32..64), Err(Error::Busy(_))));
     assert!(matches!(buffer.write(40, &[1; 4]), Err(Error::Busy(_))));
     release.send(()).unwrap();
