@@ -556,8 +556,8 @@ impl Buffer {
     /// # Errors
     /// [`Error::Unsupported`] for GPU-local buffers, and for every buffer in a child process
     /// forked after it was allocated (its runtime's work is not in the child); [`Error::Busy`]
-    /// while an in-flight
-    /// submission or a host write mapping writes an intersecting range;
+    /// while an in-flight submission or a host write mapping writes an intersecting range
+    /// (of an NPU-shared buffer, any of its bytes: see the module docs);
     /// [`Error::DeviceLost`] when poisoned; [`Error::OutOfBounds`].
     pub fn map_read(&self, range: Range<usize>) -> Result<HostRead<'_>> {
         let len = range.len();
