@@ -7,11 +7,12 @@
 //! Host access and device use never race: while a submission that uses a range is in flight,
 //! a conflicting host mapping answers [`Error::Busy`]; while a host mapping is live, a
 //! conflicting `submit` answers `Busy`. Conflicts are exact byte ranges in pinned memory,
-//! and any bytes of an NPU buffer object, whose syncs move the whole object (below). A buffer written by a region that failed with an
-//! uncertain extent is *poisoned*, as a whole (the seed keeps poison per buffer: an
-//! uncertain failure does not say which bytes it reached): every later use of any of its
-//! bytes answers [`Error::DeviceLost`] naming the cause ("poisoned by submission S region
-//! R"), including uses of bytes the failed region never declared.
+//! and any bytes of an NPU buffer object, whose syncs move the whole object (below). A
+//! buffer written by a region that failed with an uncertain extent is *poisoned*, as a whole
+//! (the seed keeps poison per buffer: an uncertain failure does not say which bytes it
+//! reached): every later use of any of its bytes answers [`Error::DeviceLost`] naming the
+//! cause ("poisoned by submission S region R"), including uses of bytes the failed region
+//! never declared.
 //!
 //! Visibility is per buffer, as the seed's `wrote(engine)` after each writer: the last writer
 //! recorded must be the last that wrote, so a host write mapping records the host's write
