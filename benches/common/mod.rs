@@ -184,7 +184,8 @@ pub struct TracedRounds {
 /// Each epoch makes three runtimes of `options`, an untraced one, a second untraced one (the
 /// control) and one tracing into a new trace file in `dir` (output digests on, the default),
 /// in an order rotated every epoch, then runs the three pipelines in turn (see
-/// [`rotated`]), the trace flushed before each. Fresh runtimes spread over the epochs
+/// [`rotated`]), the trace flushed before each. With `HRX_BENCH_NO_HOST_WRITES` set the
+/// traced runtime records no host write's bytes (`RuntimeOptions::trace_host_writes`). Fresh runtimes spread over the epochs
 /// average out what one runtime's threads and memory placement add to all its rounds alike.
 pub fn traced_rounds(
     options: impl Fn() -> RuntimeOptions,
@@ -220,7 +221,11 @@ pub fn traced_rounds_against(
         for turn in 0..3 {
             let i = (epoch + turn) % 3;
             let runtime_options = match (i, control_options) {
-                (2, _) => options().recorder(recorder.clone()),
+                // A diagnostic: `HRX_BENCH_NO_HOST_WRITES` set, the traced turn records no
+                // host write's bytes (what capturing the frames costs, session 43).
+                (2, _) => options()
+                    .recorder(recorder.clone())
+                    .trace_host_writes(std::env::var_os("HRX_BENCH_NO_HOST_WRITES").is_none()),
                 (1, Some(control)) => control().recorder(recorder.clone()),
                 _ => options(),
             };
