@@ -1953,34 +1953,28 @@ impl Recorder {
     /// [`Recorder::record_raw`].
     #[inline(always)]
     pub fn record_raw_on_thread(&self, record: RawRecord<'_>) {
-        let shared = &self.handle.shared;
-        let mut entry = [0; MAX_RAW_ENTRY];
-        let on_thread = matches!(
+        if !matches!(
             record,
             RawRecord::HostSpan(_) | RawRecord::AnnotationRange(_)
-        );
+        ) {
+            return self.record_raw(record);
+        }
+        let shared = &self.handle.shared;
+        let mut entry = [0; MAX_RAW_ENTRY];
         if let Some(len) = record.encode(&mut entry)
-            && (if on_thread {
-                push_raw_on_thread(shared.id, &mut entry, len)
-            } else {
-                push_raw(shared.id, &entry, len)
-            })
+            && push_raw_on_thread(shared.id, &mut entry, len)
         {
             return;
         }
-        if on_thread {
-            record_on_thread_with(shared.id, &|| Some(shared.clone()), |thread| {
-                match record.to_record() {
-                    Record::HostSpan(span) => Record::HostSpan(HostSpan { thread, ..span }),
-                    Record::AnnotationRange(range) => {
-                        Record::AnnotationRange(AnnotationRange { thread, ..range })
-                    }
-                    other => other,
+        record_on_thread_with(shared.id, &|| Some(shared.clone()), |thread| {
+            match record.to_record() {
+                Record::HostSpan(span) => Record::HostSpan(HostSpan { thread, ..span }),
+                Record::AnnotationRange(range) => {
+                    Record::AnnotationRange(AnnotationRange { thread, ..range })
                 }
-            });
-        } else {
-            record_with(shared.id, &|| Some(shared.clone()), &record.to_record());
-        }
+                other => other,
+            }
+        });
     }
 
     /// A [`RawBatch`]: records of the calling thread gathered and handed to its buffer at
@@ -2345,6 +2339,15 @@ fn cache_index(id: u64, thread: u32, named: bool) {
     });
 }
 
+/// The calling thread's [`ThreadName`], as index `thread` in a session.
+fn this_thread_name(thread: u32) -> Record {
+    Record::ThreadName(ThreadName {
+        thread,
+        os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
+        name: std::thread::current().name().unwrap_or("").to_owned(),
+    })
+}
+
 /// This thread's index in recorder `id` for a record made without its `LOCAL` state:
 /// the one it registered with, else a new one, named first (a [`ThreadName`] recorded
 /// through the recorder).
@@ -2359,12 +2362,7 @@ fn index_without_local(id: u64, lookup: &dyn Fn() -> Option<Arc<Shared>>) -> u32
     };
     if !named {
         cache_index(id, thread, true);
-        let name = Record::ThreadName(ThreadName {
-            thread,
-            os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
-            name: std::thread::current().name().unwrap_or("").to_owned(),
-        });
-        record_with(id, lookup, &name);
+        record_with(id, lookup, &this_thread_name(thread));
     }
     thread
 }
@@ -2937,11 +2935,7 @@ impl Local {
         let entry = &mut self.entries[index];
         entry.named = true;
         cache_index(entry.recorder, entry.thread, true);
-        let name = Record::ThreadName(ThreadName {
-            thread: entry.thread,
-            os_tid: u64::try_from(fatal::current_thread_id()).unwrap_or(0),
-            name: std::thread::current().name().unwrap_or("").to_owned(),
-        });
+        let name = this_thread_name(entry.thread);
         if let Outcome::Dropped(kind) = self.push(index, &name) {
             self.entries[index].shared.count_dropped(kind);
         }
