@@ -847,7 +847,13 @@ pub struct CloseSummary {
 }
 
 enum Control {
+    /// A ring passed its wake mark: drain the rings.
     Wake,
+    /// A compression thread finished a block: write the finished blocks, nothing else. Not
+    /// a drain of the rings: a block's boundary then never depends on when a compression
+    /// finished (the file is the one the writer writes alone; a drain mid-batch cut one
+    /// batch into two blocks under load).
+    Compressed,
     Flush(Sender<Result<(), WriteError>>),
     Close,
 }
@@ -1647,6 +1653,7 @@ fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSu
     loop {
         match control.recv_deadline(deadline) {
             Ok(Control::Wake) => shared.sweep(false),
+            Ok(Control::Compressed) => shared.core().write_compressed(usize::MAX),
             Ok(Control::Flush(ack)) => {
                 shared.sweep(true);
                 let _ = ack.send(shared.core().flush_sink());

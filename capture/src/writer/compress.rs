@@ -18,7 +18,9 @@
 //!   every block written inline (which must come after them in the file) first write the
 //!   blocks in flight, waiting for them: the flush interval bounds what a killed process
 //!   loses as before, and a block in a flush report is in the file. A compression thread
-//!   wakes the writer when it finishes a block, so finished blocks do not wait for the tick.
+//!   wakes the writer when it finishes a block, so finished blocks do not wait for the tick;
+//!   that wake writes finished blocks only and drains no ring, so where a block ends never
+//!   depends on when a compression finished.
 //! - **Fatal signals.** The handler, holding the core, writes the blocks in flight first,
 //!   from their payloads, stored uncompressed (it neither waits for a compression thread nor
 //!   allocates), then its own. The compression threads block the termination signals, so
@@ -165,6 +167,12 @@ impl Queue {
         lock(&self.state).held = held;
         self.work.notify_all();
     }
+
+    /// Tests: the threads wake the writer `late` after each block, as a loaded machine may.
+    #[cfg(test)]
+    fn wake_late(&self, late: std::time::Duration) {
+        lock(&self.state).wake_late = late;
+    }
 }
 
 #[derive(Default)]
@@ -174,6 +182,9 @@ struct QueueState {
     /// Tests: the threads take no job while set.
     #[cfg(test)]
     held: bool,
+    /// Tests: how long the threads wait before waking the writer.
+    #[cfg(test)]
+    wake_late: std::time::Duration,
 }
 
 /// The compression threads of a recorder and the blocks in flight.
@@ -334,8 +345,13 @@ fn compress(queue: &Queue, mut encoder: BlockEncoder, wake: &Sender<Control>) {
             drop(job);
         }
         queue.done.notify_all();
+        #[cfg(test)]
+        {
+            let late = lock(&queue.state).wake_late;
+            std::thread::sleep(late);
+        }
         // A full channel means a wake is already queued.
-        let _ = wake.try_send(Control::Wake);
+        let _ = wake.try_send(Control::Compressed);
     }
 }
 
