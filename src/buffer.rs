@@ -935,6 +935,88 @@ mod tests {
         }
     }
 
+    /// A large host write's hash waits until a region that reads the buffer has run (it read
+    /// the bytes while the upload's copy engine did, BENCHMARKS.md sessions 26 and 40), then
+    /// runs: the trace holds the write's bytes under their hash. The trace writer, which
+    /// starts a parked hash itself when it reaches the write's record first, is kept away by
+    /// an hour's flush interval (nothing else in the test wakes it).
+    #[test]
+    fn a_large_host_writes_hash_waits_for_a_region_that_reads_the_buffer() {
+        let sink = hrx_capture::MemorySink::new();
+        let options = hrx_capture::RecorderOptions {
+            flush_interval: std::time::Duration::from_secs(3600),
+            ..hrx_capture::RecorderOptions::default()
+        };
+        let recorder = hrx_capture::Recorder::with_sink(sink.clone(), options).unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let len = 1 << 20;
+        let staging = rt.buffer(len, Placement::HostVisible).unwrap();
+        let device = rt.buffer(len, Placement::GpuLocal).unwrap();
+        let mut graph = rt.graph();
+        graph.copy(device.whole(), staging.whole()).unwrap();
+        let graph = graph.prepare().unwrap();
+        let frame = vec![7u8; len];
+        let captures = &staging.storage.captures;
+        staging.write(0, &frame).unwrap();
+        assert!(captures.parked() && captures.busy(), "hashed at the write");
+        graph.submit().unwrap().wait().unwrap();
+        assert!(
+            !captures.parked(),
+            "the upload ran and its hash did not start"
+        );
+        captures.wait();
+        drop((graph, staging, device, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let hash = xxhash_rust::xxh3::xxh3_64(&frame);
+        let written: Vec<u64> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostWrite(w) => Some(w.xxh3),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(written, [hash]);
+        let blob = trace.blobs()[&hrx_capture::schema::BlobHash(hash)];
+        assert_eq!(blob, &frame[..], "the bytes stored");
+    }
+
+    /// A large host write's hash that no region releases (nothing reads the buffer) is
+    /// started by the trace writer when it reaches the write's record: a flush returns, and
+    /// the trace holds the write's bytes.
+    #[test]
+    fn a_parked_hash_nothing_releases_is_started_by_the_trace_writer() {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let len = 1 << 20;
+        let staging = rt.buffer(len, Placement::HostVisible).unwrap();
+        let frame: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        staging.write(0, &frame).unwrap();
+        recorder.flush().unwrap();
+        assert!(!staging.storage.captures.parked(), "started by the writer");
+        drop((staging, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let hash = xxhash_rust::xxh3::xxh3_64(&frame);
+        let written: Vec<u64> = trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::HostWrite(w) => Some(w.xxh3),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(written, [hash]);
+        assert_eq!(
+            trace.blobs()[&hrx_capture::schema::BlobHash(hash)],
+            &frame[..]
+        );
+    }
+
     /// A host write held at its buffer's capture fence (a capture still reads the bytes) is
     /// recorded as a `RecorderWait` of the runtime on the writing thread, so that the trace
     /// says what it cost the program; it was not recorded at all.

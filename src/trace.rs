@@ -719,15 +719,14 @@ impl Hook<'_> {
         // SAFETY: the caller's obligations.
         let captured = unsafe { Captured::new(captures, data) };
         let kind = hrx_capture::DeferredKind::HostWrite;
-        let threads = hashing_threads().filter(|_| data.len() > POOLED_HOST_WRITE_BYTES);
-        let Some(threads) = threads else {
+        if data.len() <= POOLED_HOST_WRITE_BYTES || hashing_threads().is_none() {
             self.recorder.record_deferred_of(kind, move |out| {
                 let record = host_write(&mut |bytes| out.payload(bytes), captured.bytes());
                 out.record(&record);
             });
             return;
-        };
-        // A large write is hashed at once on a hashing thread, as outputs are, rather than
+        }
+        // A large write is hashed on a hashing thread, as outputs are, rather than
         // on the writer's thread in its turn: the writer runs its jobs one after another, in
         // each recording thread's order, so a frame's hash waited there behind the jobs
         // queued before it (output digests among them), and the program's next write into
@@ -737,6 +736,9 @@ impl Hook<'_> {
         // writer stores the copy ([`aside`]): the program's next write into the buffer
         // waits for a hash and a copy, not for the writer's turn and the store (the `linked`
         // example: 0.3-3 ms a write on a loaded host).
+        //
+        // The hash starts once a region that reads the buffer has run ([`Captures::park`]),
+        // so that it does not read the bytes while an upload's copy engine does.
         let (hashed, hash) = crossbeam_channel::bounded(1);
         let recorder = self.recorder.clone();
         let job: HashJob = Box::new(move || {
@@ -744,11 +746,18 @@ impl Hook<'_> {
             let held = (!recorder.blob_stored(xxh3)).then(|| aside(captured));
             let _ = hashed.send((xxh3, held));
         });
-        if let Err(crossbeam_channel::SendError(job)) = threads.send(job) {
-            job(); // the hashing threads are gone: hash here, the channel has room
-        }
+        captures.park(job);
+        let parked = captures.0.clone();
         self.recorder.record_deferred_of(kind, move |out| {
-            let Ok((xxh3, held)) = hash.recv() else {
+            // Not started yet (nothing read the buffer since): started now, rather than
+            // waited for. The writer holds its lock here, which the thread that would
+            // start it may need (its first record registers its ring): a wait for it was
+            // a stall of every recording thread, a hang in a test (session 43).
+            if hash.is_empty() {
+                parked.release();
+            }
+            let hashed = hash.recv();
+            let Ok((xxh3, held)) = hashed else {
                 return;
             };
             let contents = match &held {
@@ -976,31 +985,106 @@ const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 /// trace writer's thread. Whoever would change or free those bytes waits for them first, so
 /// the trace holds exactly what was written; untraced runtimes never take a fence, and the
 /// check is then one atomic load.
+///
+/// A large host write's hash waits here ([`Captures::park`]) until a region that reads the
+/// buffer has run: hashed at once, it read the frame from host memory while the upload's
+/// copy engine read it too, and the captured upload took 5-20% longer than untraced or
+/// replayed (BENCHMARKS.md, sessions 26 and 40: capture work inside a measured time, and the
+/// replay gate's copy regions off by as much). It runs after that region's end time was read
+/// ([`Captures::release`]), or when anyone waits at the fence (a host access, a region that
+/// writes the buffer, its release), or when the trace writer reaches the write's record
+/// first (every 100 ms tick, or a ring's wake mark; it never waits for a region to start it:
+/// it holds its lock then, which the region's thread may need).
 #[derive(Default)]
-pub(crate) struct Captures(Arc<AtomicUsize>);
+pub(crate) struct Captures(Arc<CaptureState>);
+
+#[derive(Default)]
+struct CaptureState {
+    /// Fences alive ([`CaptureFence`]).
+    fences: AtomicUsize,
+    /// Whether `parked` holds a job: one load on a region's end, no lock.
+    has_parked: AtomicBool,
+    /// A host write's hash not started yet ([`Captures::park`]).
+    parked: Mutex<Option<HashJob>>,
+}
+
+impl CaptureState {
+    /// Starts the parked hash, if any, on the hashing threads.
+    fn release(&self) {
+        if !self.has_parked.load(Ordering::Acquire) {
+            return;
+        }
+        let job = {
+            let mut parked = crate::sync::lock(&self.parked);
+            self.has_parked.store(false, Ordering::Release);
+            parked.take()
+        };
+        if let Some(job) = job {
+            hash_now(job);
+        }
+    }
+}
+
+/// Runs `job` on the hashing threads, or here when they are gone.
+fn hash_now(job: HashJob) {
+    match hashing_threads() {
+        Some(threads) => {
+            if let Err(crossbeam_channel::SendError(job)) = threads.send(job) {
+                job();
+            }
+        }
+        None => job(),
+    }
+}
 
 impl Captures {
     /// A fence for one deferred capture; writers wait until it drops.
     fn fence(&self) -> CaptureFence {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        self.0.fences.fetch_add(1, Ordering::AcqRel);
         CaptureFence(self.0.clone())
     }
 
     /// Whether a deferred capture reads the buffer now.
     pub fn busy(&self) -> bool {
-        self.0.load(Ordering::Acquire) != 0
+        self.0.fences.load(Ordering::Acquire) != 0
     }
 
-    /// Waits until no deferred capture reads the buffer.
+    /// Holds `job` (a host write's hash, holding a fence) until [`Captures::release`] or a
+    /// wait at the fence starts it; a job parked before is started now.
+    fn park(&self, job: HashJob) {
+        let earlier = {
+            let mut parked = crate::sync::lock(&self.0.parked);
+            self.0.has_parked.store(true, Ordering::Release);
+            parked.replace(job)
+        };
+        if let Some(earlier) = earlier {
+            hash_now(earlier);
+        }
+    }
+
+    /// Whether a host write's hash is parked, not started ([`Captures::park`]).
+    #[cfg(test)]
+    pub(crate) fn parked(&self) -> bool {
+        self.0.has_parked.load(Ordering::Acquire)
+    }
+
+    /// Starts the parked hash, if any: a region that reads the buffer has run.
+    #[inline]
+    pub fn release(&self) {
+        self.0.release();
+    }
+
+    /// Waits until no deferred capture reads the buffer (a parked hash started first).
     pub fn wait(&self) {
-        if self.0.load(Ordering::Acquire) != 0 {
+        if self.busy() {
+            self.0.release();
             self.wait_slow();
         }
     }
 
     #[cold]
     fn wait_slow(&self) {
-        let idle = || self.0.load(Ordering::Acquire) == 0;
+        let idle = || self.0.fences.load(Ordering::Acquire) == 0;
         // A capture takes the writer thread tens to hundreds of µs: spin briefly, then sleep.
         if crate::sync::spin_until(idle) {
             return;
@@ -1012,11 +1096,11 @@ impl Captures {
 }
 
 /// Held by a deferred capture while it reads a buffer's bytes.
-struct CaptureFence(Arc<AtomicUsize>);
+struct CaptureFence(Arc<CaptureState>);
 
 impl Drop for CaptureFence {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Release);
+        self.0.fences.fetch_sub(1, Ordering::Release);
     }
 }
 

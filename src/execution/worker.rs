@@ -458,6 +458,11 @@ fn run(core: &Core, task: Task, waiter: Option<Waiter<'_>>) {
     if traced {
         // Gone with the thread's other thread-locals: dropped here instead.
         let _ = OP_SPANS.try_with(|spans| spans.set(ops));
+        // Its reads are done: host writes' hashes parked until then start now, after its
+        // end time was read (`trace::Captures::park`), in or out of a recorded range.
+        for use_ in region.uses.iter().filter(|u| u.access.reads()) {
+            use_.view.buffer().storage.captures.release();
+        }
     }
     let result = result.map(|_| ());
     if let (Ok(()), Some(waiter), false) = (&result, &waiter, traced)
