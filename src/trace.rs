@@ -745,28 +745,37 @@ impl Hook<'_> {
             let xxh3 = xxhash_rust::xxh3::xxh3_64(captured.bytes());
             let held = (!recorder.blob_stored(xxh3)).then(|| aside(captured));
             let _ = hashed.send((xxh3, held));
+            // Its record is held back until now (below).
+            recorder.wake_writer();
         });
         captures.park(job);
         let parked = captures.0.clone();
-        self.recorder.record_deferred_of(kind, move |out| {
-            // Not started yet (nothing read the buffer since): started now, rather than
-            // waited for. The writer holds its lock here, which the thread that would
-            // start it may need (its first record registers its ring): a wait for it was
-            // a stall of every recording thread, a hang in a test (session 43).
-            if hash.is_empty() {
-                parked.release();
-            }
-            let hashed = hash.recv();
-            let Ok((xxh3, held)) = hashed else {
-                return;
-            };
-            let contents = match &held {
-                Some((bytes, _)) => out.payload_hashed(bytes.bytes(), xxh3),
-                None => out.stored_blob(xxh3, len_bytes),
-            };
-            drop(held); // a fence still held, or the copy's reservation
-            out.record(&record(xxh3, contents));
-        });
+        // The writer holds this thread's later records back until the hash is done, rather
+        // than start it while the upload reads the bytes; a flush, the tick or close runs the
+        // job at once, which then starts the hash itself.
+        // It never waits for a region to start it: it would wait with its lock held, which
+        // the region's thread may need (its first record registers its ring: a hang in a
+        // test, session 43).
+        let done = hash.clone();
+        self.recorder.record_deferred_when(
+            kind,
+            move || !done.is_empty(),
+            move |out| {
+                if hash.is_empty() {
+                    parked.release();
+                }
+                let hashed = hash.recv();
+                let Ok((xxh3, held)) = hashed else {
+                    return;
+                };
+                let contents = match &held {
+                    Some((bytes, _)) => out.payload_hashed(bytes.bytes(), xxh3),
+                    None => out.stored_blob(xxh3, len_bytes),
+                };
+                drop(held); // a fence still held, or the copy's reservation
+                out.record(&record(xxh3, contents));
+            },
+        );
     }
 
     /// Waits for the captures still reading a buffer that region `region` of `submission`
@@ -992,9 +1001,11 @@ const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 /// replayed (BENCHMARKS.md, sessions 26 and 40: capture work inside a measured time, and the
 /// replay gate's copy regions off by as much). It runs after that region's end time was read
 /// ([`Captures::release`]), or when anyone waits at the fence (a host access, a region that
-/// writes the buffer, its release), or when the trace writer reaches the write's record
-/// first (every 100 ms tick, or a ring's wake mark; it never waits for a region to start it:
-/// it holds its lock then, which the region's thread may need).
+/// writes the buffer, its release), or when the trace writer must record the write before
+/// (a flush, its 100 ms tick, close: it never waits for a region to
+/// start it, as it holds its lock then, which the region's thread may need). Until the hash
+/// is done the writer holds the writing thread's later records back
+/// ([`hrx_capture::Recorder::record_deferred_when`]).
 #[derive(Default)]
 pub(crate) struct Captures(Arc<CaptureState>);
 

@@ -236,7 +236,14 @@ pub(crate) fn ring(capacity: usize) -> Option<(Producer, Consumer)> {
         tail: 0,
         woken_at_tail: usize::MAX,
     };
-    Some((producer, Consumer { ring, tail: 0 }))
+    Some((
+        producer,
+        Consumer {
+            ring,
+            tail: 0,
+            held: Vec::new(),
+        },
+    ))
 }
 
 /// What happened to a pushed frame.
@@ -407,6 +414,9 @@ pub(crate) struct Consumer {
     ring: Arc<Ring>,
     /// Consumer-local copy of `ring.tail`.
     tail: usize,
+    /// Entries drained and held back behind a deferred job not ready yet (the writer's
+    /// `Core::drain_consumer`), to be transcoded before the ring's next ones.
+    pub(crate) held: Vec<u8>,
 }
 
 impl Consumer {

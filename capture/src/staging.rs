@@ -12,7 +12,7 @@
 //! | 1 / 2     | a [`RegionTiming`] without / with device span, [`TIMING_LEN`] bytes   |
 //! |           | (without the device fields: [`TIMING_BASE_LEN`] bytes)                |
 //! | 3 / 4     | an `OpTiming`: the region timing as for 1 / 2, then the node (`u32`)  |
-//! | 5         | a deferred job: a `Box<DeferredJob>` as a little-endian `u64` address  |
+//! | 5         | a deferred job: a `Box<DeferredWork>` as a little-endian `u64` address |
 //! | 13 / 14   | the same, of a job that records a `HostWrite` / an `OutputDigest`     |
 //! | 6         | a [`RegionStarted`]: runtime `u32`, submission `u64`, region `u32`,    |
 //! |           | time `u64` ([`STARTED_LEN`] bytes)                                     |
@@ -489,7 +489,7 @@ impl DeferredKind {
     }
 }
 
-/// The ring entry of a deferred job at `address` (a `Box<DeferredJob>` turned into a raw
+/// The ring entry of a deferred job at `address` (a `Box<DeferredWork>` turned into a raw
 /// pointer; whoever transcodes the entry owns the box again) that records `kind`.
 pub(crate) fn deferred_entry(address: usize, kind: DeferredKind) -> [u8; DEFERRED_ENTRY] {
     let tag = match kind {
@@ -510,6 +510,13 @@ pub(crate) fn deferred_kind(entries: &[u8]) -> Option<DeferredKind> {
         DEFERRED_DIGEST => Some(DeferredKind::OutputDigest),
         _ => None,
     }
+}
+
+/// The address of the deferred job whose entry starts `entries`, if one does (the entry is
+/// not consumed: its box stays the transcoder's).
+pub(crate) fn deferred_address(entries: &[u8]) -> Option<usize> {
+    deferred_kind(entries)?;
+    Some(u64_at(entries.get(1..DEFERRED_ENTRY)?, 0) as usize)
 }
 
 /// The first entry of `entries`: its length in bytes and the most bytes its frame takes once

@@ -985,18 +985,20 @@ impl Core {
         std::mem::forget(self.compressors.take());
     }
 
-    /// Drains every ring into `pending`, writing full blocks as it goes.
-    fn drain_rings(&mut self) {
+    /// Drains every ring into `pending`, writing full blocks as it goes. `patient`: a
+    /// deferred job not ready yet ([`Recorder::record_deferred_when`]) holds its thread's
+    /// records back until a later drain, instead of running now (the writer's wake; not a
+    /// flush, the tick, close or a thread writing its own ring, which run every job).
+    fn drain_rings(&mut self, patient: bool) {
         let mut i = 0;
         while i < self.consumers.len() {
             // At close, a ring whose thread is gone stays for the ranges it left open (the
             // main thread's state is destroyed when it calls `exit`, before the close).
             let orphaned = self.consumers[i].is_orphaned() && !self.closed;
-            if self.consumers[i].drain_into(&mut self.staging) > 0 {
-                self.transcode_staging();
-                if self.pending.len() >= self.block_bytes {
-                    self.write_pending();
-                }
+            if self.drain_consumer(i, patient && !orphaned)
+                && self.pending.len() >= self.block_bytes
+            {
+                self.write_pending();
             }
             if orphaned {
                 let mut dropped = self.dropped;
@@ -1009,22 +1011,51 @@ impl Core {
         }
     }
 
-    /// Drains the ring paired with `producer`, keeping that thread's order.
+    /// Drains the ring paired with `producer`, keeping that thread's order: every job runs.
     fn drain_ring_of(&mut self, producer: &Producer) {
-        if let Some(consumer) = self
+        if let Some(i) = self
             .consumers
-            .iter_mut()
-            .find(|c| producer.is_paired_with(c))
+            .iter()
+            .position(|c| producer.is_paired_with(c))
         {
-            consumer.drain_into(&mut self.staging);
-            self.transcode_staging();
+            self.drain_consumer(i, false);
         }
     }
 
-    /// Moves drained ring entries into `pending` as frames, running deferred jobs in place.
-    fn transcode_staging(&mut self) {
+    /// Transcodes consumer `i`'s held entries, then its ring's, into `pending`; whether there
+    /// were any. `patient`: see [`Core::drain_rings`]. Held entries are bounded by the ring's
+    /// capacity: past it, the job runs now.
+    fn drain_consumer(&mut self, i: usize, patient: bool) -> bool {
+        let consumer = &mut self.consumers[i];
+        let patient = patient && consumer.held.len() < consumer.capacity();
+        if patient && staging::deferred_address(&consumer.held).is_some_and(|a| !ready(a)) {
+            // Still not ready: the ring's entries join those held, untranscoded.
+            let mut held = std::mem::take(&mut consumer.held);
+            consumer.drain_into(&mut held);
+            consumer.held = held;
+            return false;
+        }
+        let mut staging = std::mem::take(&mut self.staging);
+        staging.clear();
+        staging.append(&mut consumer.held);
+        consumer.drain_into(&mut staging);
+        let any = !staging.is_empty();
+        self.staging = staging;
+        if any && let Some(rest) = self.transcode_staging(patient) {
+            let consumer = &mut self.consumers[i];
+            consumer.held.extend_from_slice(&self.staging[rest..]);
+        }
+        self.staging.clear();
+        any
+    }
+
+    /// Moves the staged ring entries into `pending` as frames, running deferred jobs in
+    /// place. `patient`: stops at a job not ready yet and returns the offset of its entry,
+    /// from which the entries are to be held; the caller clears the staging.
+    fn transcode_staging(&mut self, patient: bool) -> Option<usize> {
         let staging = std::mem::take(&mut self.staging);
         let mut at = 0;
+        let mut rest = None;
         while at < staging.len() {
             let done = staging::transcode(
                 &staging[at..],
@@ -1035,14 +1066,17 @@ impl Core {
             self.pending_records += done.records;
             at += done.consumed;
             if let Some(address) = done.deferred {
-                // SAFETY: the address came from `Box::into_raw` in `Recorder::record_deferred`
-                // and its entry is transcoded exactly once, here.
-                let job = unsafe { take_job(address) };
-                self.run_job(job);
+                if patient && !ready(address) {
+                    rest = Some(at - staging::DEFERRED_ENTRY);
+                    break;
+                }
+                // SAFETY: as above; its entry is transcoded for the last time here.
+                let work = unsafe { take_job(address) };
+                self.run_job(work.job);
             }
         }
         self.staging = staging;
-        self.staging.clear();
+        rest
     }
 
     /// Runs a deferred job: its blobs and records go where the job stood.
@@ -1498,7 +1532,8 @@ impl Shared {
     fn sweep(&self, tick: bool) {
         let mut core = self.core();
         core.write_compressed(usize::MAX);
-        core.drain_rings();
+        // A wake waits for a job not ready yet; the tick runs it (a bounded delay).
+        core.drain_rings(!tick);
         if tick {
             // An idle session's flush writes nothing, not even a calibration: the clock's
             // piece stays in force until records need it.
@@ -1519,7 +1554,7 @@ impl Shared {
         for consumer in &core.consumers {
             consumer.close();
         }
-        core.drain_rings();
+        core.drain_rings(false);
         // Every block in flight written (its losses counted before the session's end says
         // them); the last blocks and the footer are compressed here.
         core.stop_compressors();
@@ -2096,16 +2131,52 @@ impl Recorder {
         kind: crate::DeferredKind,
         job: impl FnOnce(&mut Deferred<'_>) + Send + 'static,
     ) {
+        self.queue_deferred(kind, None, Box::new(job));
+    }
+
+    /// [`Recorder::record_deferred_of`] of a job that waits for other work (a hash on another
+    /// thread): the writer runs it once `ready` returns true, holding this thread's later
+    /// records back meanwhile (their order kept), rather than waiting inside the job with its
+    /// lock held, which the thread doing that work may need. A flush, the periodic flush,
+    /// close, and the rare paths that write this thread's records past its ring (a record
+    /// too large for it, a job queued while it is full) run it whether ready or not: the job
+    /// must then get what it waits for itself (start the work it waits for, then wait). A
+    /// thread's records held back are bounded by its ring's capacity, past which the job
+    /// runs too.
+    /// Call [`Recorder::wake_writer`] when the job becomes ready, so that it is not left to
+    /// the next wake. `ready` runs on the writer under its lock: it must be cheap and never
+    /// block.
+    pub fn record_deferred_when(
+        &self,
+        kind: crate::DeferredKind,
+        ready: impl Fn() -> bool + Send + 'static,
+        job: impl FnOnce(&mut Deferred<'_>) + Send + 'static,
+    ) {
+        self.queue_deferred(kind, Some(Box::new(ready)), Box::new(job));
+    }
+
+    /// Wakes the writer thread to drain the rings (a job of
+    /// [`Recorder::record_deferred_when`] became ready). Costs one non-blocking channel send.
+    pub fn wake_writer(&self) {
+        self.handle.shared.wake();
+    }
+
+    fn queue_deferred(
+        &self,
+        kind: crate::DeferredKind,
+        ready: Option<Box<dyn Fn() -> bool + Send>>,
+        job: DeferredJob,
+    ) {
         let shared = &self.handle.shared;
         if shared.forked() {
             // No writer thread in a forked child: a job queued in this thread's ring would
             // never run nor drop, and what it holds (a runtime's capture fence) would keep a
             // writer of the buffer waiting for ever. Dropped now, as after close, before the
             // lock, which the parent's writer may have held at the fork.
-            drop(job);
+            drop((ready, job));
             return;
         }
-        let address = Box::into_raw(Box::new(Box::new(job) as DeferredJob)) as usize;
+        let address = Box::into_raw(Box::new(DeferredWork { ready, job })) as usize;
         let outcome = LOCAL
             .try_with(|local| match local.try_borrow_mut() {
                 Ok(mut local) => {
@@ -2119,8 +2190,8 @@ impl Recorder {
             let job = unsafe { take_job(address) };
             let mut core = shared.core();
             if !core.closed {
-                core.drain_rings();
-                core.run_job(job);
+                core.drain_rings(false);
+                core.run_job(job.job);
             }
         }
     }
@@ -2173,14 +2244,30 @@ impl Recorder {
 /// Work for the writer thread (see [`Recorder::record_deferred`]).
 type DeferredJob = Box<dyn FnOnce(&mut Deferred<'_>) + Send>;
 
-/// Takes back ownership of a job passed through a ring entry.
+/// A deferred job and, where it waits for other work, whether it is ready
+/// ([`Recorder::record_deferred_when`]); a ring entry holds its address.
+struct DeferredWork {
+    ready: Option<Box<dyn Fn() -> bool + Send>>,
+    job: DeferredJob,
+}
+
+/// Whether the work at `address`, in a ring entry not yet transcoded for the last time, is
+/// ready to run ([`Recorder::record_deferred_when`]).
+fn ready(address: usize) -> bool {
+    // SAFETY: the address came from `Box::into_raw` of a `Box<DeferredWork>` in
+    // `Recorder::queue_deferred`, taken back (`take_job`) only once its entry is run.
+    let work = unsafe { &*(address as *const DeferredWork) };
+    work.ready.as_ref().is_none_or(|ready| ready())
+}
+
+/// Takes back ownership of the work passed through a ring entry.
 ///
 /// # Safety
 ///
-/// `address` must come from `Box::into_raw` of a `Box<DeferredJob>` not taken back yet.
-unsafe fn take_job(address: usize) -> DeferredJob {
+/// `address` must come from `Box::into_raw` of a `Box<DeferredWork>` not taken back yet.
+unsafe fn take_job(address: usize) -> DeferredWork {
     // SAFETY: as the caller promises.
-    *unsafe { Box::from_raw(address as *mut DeferredJob) }
+    *unsafe { Box::from_raw(address as *mut DeferredWork) }
 }
 
 /// What a deferred job records through: blobs and records land where the job was queued.
@@ -2902,7 +2989,7 @@ impl Local {
                 let mut core = entry.shared.core();
                 if !core.closed {
                     core.drain_ring_of(&entry.producer);
-                    core.run_job(job);
+                    core.run_job(job.job);
                 }
                 Deferral::Queued
             }
@@ -2973,8 +3060,9 @@ impl Entry {
             // Every ring, not only this thread's: a starved writer thread otherwise leaves
             // the other threads' records (a worker's region outcomes) behind until its next
             // sweep, thousands of submissions later in the file than their submit, past
-            // what a streaming reader waits for. Work the writer would do anyway.
-            core.drain_rings();
+            // what a streaming reader waits for. Work the writer would do anyway. Patient:
+            // this ring is emptied all the same, a job not ready held with what follows it.
+            core.drain_rings(true);
             if core.pending.len() >= core.block_bytes {
                 core.write_pending();
             }
@@ -4121,6 +4209,103 @@ mod tests {
             }
         }
         assert_eq!(deferred, 2_000);
+    }
+
+    /// The thread's records, by runtime 0's submissions and deferred runtime 1's, in file
+    /// order.
+    fn timings_in_order(trace: &Trace) -> Vec<(u32, u64)> {
+        trace
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::RegionTiming(t) => Some((t.runtime.0, t.submission.0)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Polls `done` until it holds (the deadline only turns a hang into a failure).
+    fn eventually(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A job that waits for other work is not run by the writer's wake before it is ready:
+    /// the thread's later records are held back behind it, in order, while another thread's
+    /// go on; once ready and the writer woken, it runs in place.
+    #[test]
+    fn a_job_not_ready_holds_its_threads_later_records_back_until_ready() {
+        let options = RecorderOptions {
+            flush_interval: Duration::from_secs(3600),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        let ready = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(AtomicBool::new(false));
+        rec.record(&timing(0, 1));
+        let (is_ready, has_run) = (ready.clone(), ran.clone());
+        rec.record_deferred_when(
+            crate::DeferredKind::Other,
+            move || is_ready.load(Ordering::SeqCst),
+            move |out| {
+                has_run.store(true, Ordering::SeqCst);
+                out.record(&timing(1, 1));
+            },
+        );
+        rec.record(&timing(0, 2));
+        let held = || {
+            let core = rec.handle.shared.core();
+            core.consumers.iter().map(|c| c.held.len()).sum::<usize>()
+        };
+        // The push woke the writer, which drained the ring and held the job's entry back.
+        eventually("the writer never drained the ring", || held() > 0);
+        // Another thread's record is not held back (its ring is drained into `pending`).
+        let other = rec.clone();
+        std::thread::spawn(move || other.record(&timing(2, 1)))
+            .join()
+            .unwrap();
+        rec.wake_writer();
+        // Its ring goes once drained (the thread is gone).
+        eventually("the other thread's record never drained", || {
+            rec.handle.shared.core().consumers.len() == 1
+        });
+        assert!(!ran.load(Ordering::SeqCst), "run before it was ready");
+        assert!(held() > 0);
+        ready.store(true, Ordering::SeqCst);
+        rec.wake_writer();
+        eventually("the job never ran once ready", || {
+            ran.load(Ordering::SeqCst)
+        });
+        eventually("records still held", || held() == 0);
+        rec.close().unwrap();
+        let order = timings_in_order(&read(&sink));
+        let mine: Vec<_> = order.iter().filter(|(r, _)| *r != 2).copied().collect();
+        assert_eq!(mine, [(0, 1), (1, 1), (0, 2)]);
+        assert!(order.contains(&(2, 1)));
+    }
+
+    /// A flush runs a job that is not ready (the job then gets what it waits for itself):
+    /// everything recorded before the flush is in the sink when it returns.
+    #[test]
+    fn a_flush_runs_a_job_not_ready() {
+        let options = RecorderOptions {
+            flush_interval: Duration::from_secs(3600),
+            ..RecorderOptions::default()
+        };
+        let (rec, sink) = memory_recorder(options);
+        rec.record(&timing(0, 1));
+        rec.record_deferred_when(
+            crate::DeferredKind::Other,
+            || false,
+            |out| out.record(&timing(1, 1)),
+        );
+        rec.record(&timing(0, 2));
+        rec.flush().unwrap();
+        assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
+        rec.close().unwrap();
     }
 
     #[test]

@@ -780,32 +780,13 @@ impl Core {
             if staging.capacity() < self.consumers[i].capacity() {
                 continue;
             }
+            // Entries held back behind a job not ready yet come first (moved, not copied).
+            let mut held = std::mem::take(&mut self.consumers[i].held);
+            self.transcode_on_signal(fd, &held, losses);
+            held.clear();
+            self.consumers[i].held = held;
             self.consumers[i].drain_into(&mut staging);
-            let mut at = 0;
-            while let Some((len, frame_bytes)) = staging::entry_bounds(&staging[at..]) {
-                if let Some(kind) = staging::deferred_kind(&staging[at..]) {
-                    // Its box is leaked: freeing could take the allocator's lock.
-                    self.note_lost_on_signal(fd, kind, losses);
-                    at += len;
-                    continue;
-                }
-                if frame_bytes > self.pending.capacity() - self.pending.len() {
-                    self.write_block_on_signal(fd);
-                }
-                if frame_bytes <= self.pending.capacity() - self.pending.len() {
-                    // One whole entry: a deferred job's is left unrun (and its box leaked:
-                    // freeing could take the allocator's lock).
-                    let done = staging::transcode(
-                        &staging[at..at + len],
-                        &mut self.frames,
-                        &mut self.pending,
-                        // No summary: it may allocate, and this runs in a signal handler.
-                        None,
-                    );
-                    self.pending_records += done.records;
-                }
-                at += len;
-            }
+            self.transcode_on_signal(fd, &staging, losses);
             staging.clear();
             // The thread's ranges still open, to the signal, after what it recorded.
             let consumer = &self.consumers[i];
@@ -844,6 +825,35 @@ impl Core {
                 self.pending.extend_from_slice(frame);
                 self.pending_records += 1;
             }
+        }
+    }
+
+    /// Transcodes ring `entries` into uncompressed blocks written to `fd`; each deferred job
+    /// met (not run) is replaced by a [`RecordsLost`]. No allocation: an entry that does not
+    /// fit the reserved buffers is skipped.
+    fn transcode_on_signal(&mut self, fd: i32, entries: &[u8], losses: Losses) {
+        let mut at = 0;
+        while let Some((len, frame_bytes)) = staging::entry_bounds(&entries[at..]) {
+            if let Some(kind) = staging::deferred_kind(&entries[at..]) {
+                // Its box is leaked: freeing could take the allocator's lock.
+                self.note_lost_on_signal(fd, kind, losses);
+                at += len;
+                continue;
+            }
+            if frame_bytes > self.pending.capacity() - self.pending.len() {
+                self.write_block_on_signal(fd);
+            }
+            if frame_bytes <= self.pending.capacity() - self.pending.len() {
+                let done = staging::transcode(
+                    &entries[at..at + len],
+                    &mut self.frames,
+                    &mut self.pending,
+                    // No summary: it may allocate, and this runs in a signal handler.
+                    None,
+                );
+                self.pending_records += done.records;
+            }
+            at += len;
         }
     }
 
