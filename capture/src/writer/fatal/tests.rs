@@ -410,6 +410,74 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
     );
 }
 
+/// Records the writer holds back behind a job not ready yet (`Recorder::record_deferred_when`)
+/// are written by the fatal-signal flush in their place, before the ring's later ones, the
+/// job a loss at its place.
+#[test]
+fn records_held_behind_a_job_not_ready_are_flushed_at_a_signal() {
+    use crate::DeferredKind;
+    use crate::schema::RecordsLost;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(&path, options).unwrap();
+    recorder.record(&started(0, 0));
+    recorder.flush().unwrap();
+    recorder.record(&started(0, 1));
+    recorder.record_deferred_when(
+        DeferredKind::HostWrite,
+        || false,
+        |out| out.record(&started(0, 90)),
+    );
+    recorder.record(&started(0, 2));
+    let shared = recorder.handle.shared.clone();
+    let held = || {
+        shared
+            .core()
+            .consumers
+            .iter()
+            .map(|c| c.held.len())
+            .sum::<usize>()
+    };
+    // The job's push woke the writer, which held the job and what follows it back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while held() == 0 {
+        assert!(std::time::Instant::now() < deadline, "never held back");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut core = shared.core();
+    recorder.record(&started(0, 3));
+    let (note, losses) = super::test_sigterm();
+    core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
+    drop(core);
+    recorder.close().unwrap();
+    let trace = read_all(&path).unwrap();
+    let seen: Vec<String> = trace
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::RegionStarted(s) => Some(format!("started {}", s.submission.0)),
+            Record::RecordsLost(RecordsLost { total, .. }) => Some(format!("lost {total}")),
+            Record::FatalSignal(_) => Some("signal".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "started 0",
+            "started 1",
+            "lost 1",
+            "started 2",
+            "started 3",
+            "signal"
+        ]
+    );
+}
+
 /// The child of [`ranges_open_at_a_crash_are_recorded_to_the_signal`]: the installed
 /// recorder, an outer range open on a parked thread and on this one, an inner range closed,
 /// then a crash.
