@@ -6,8 +6,9 @@
 # 092c17f, before the put-off host-write hash) and photo/ (Aqua.jpg). PARTS (default
 # "tests gate"):
 # tests: the CUDA tests (conformance on sim and CUDA, execution, hardware, buffer);
-# gate:  issue 22 point 5's unchanged half (scripts/device/s22-gate.sh, SLOWED=0 unless set):
-#        20 replays of a 24-frame capture, region ratios by kind;
+# gate:  issue 22 point 5's unchanged half (scripts/device/s22-gate.sh, SLOWED=0 unless set,
+#        PACE as there): 20 replays of a 24-frame capture, region ratios by kind; with
+#        AGAIN=PACE, 20 more replays of the same capture at that pace (`again` lines);
 # pipe:  issue 17 point 4 (d) and a crash hunt: the GPU bench's `pipeline_traced` (regions
 #        only against untraced, then self-timed and CUPTI turns), PASSES times each of new,
 #        new with HRX_BENCH_NO_HOST_WRITES=1, old, old with it; one process each, its exit
@@ -30,17 +31,31 @@ if [[ $parts == *tests* ]]; then
 fi
 if [[ $parts == *gate* ]]; then
   (BIN=$d SLOWED=${SLOWED:-0} bash scripts/device/s22-gate.sh)
+  if [ -n "${AGAIN:-}" ]; then
+    (cd $OUT && for i in $(seq 1 20); do
+      timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --pace $AGAIN --report json > r.json 2> r.err
+      echo "again $i rc $? $(python3 -c "
+import json, statistics
+r = json.load(open('r.json'))
+k = {}
+for t in r['timing']:
+    if t['ratio']: k.setdefault(t['label'].split(',')[0].replace('GPU ', ''), []).append(t['ratio'])
+print(r['verdict'], r['summary']['slow'], ' '.join(f'{a} {statistics.median(v):.3f}' for a, v in k.items()))
+")" >> gate.txt
+    done)
+  fi
   cat $OUT/gate.txt
   python3 - $OUT/gate.txt <<'PY'
 import re, statistics, sys
 kinds = {}
 for line in open(sys.argv[1]):
-    if not line.startswith("same"):
+    tag = line.split()[0]
+    if tag not in ("same", "again"):
         continue
     for k, v in re.findall(r"(Upload|Download|Compute|NPU)\w* ([0-9.]+)", line.split("|")[0]):
-        kinds.setdefault(k, []).append(float(v))
-for k, v in kinds.items():
-    print(f"{k}: {min(v):.3f}-{max(v):.3f} (median {statistics.median(v):.3f}) over {len(v)} replays")
+        kinds.setdefault((tag, k), []).append(float(v))
+for (tag, k), v in kinds.items():
+    print(f"{tag} {k}: {min(v):.3f}-{max(v):.3f} (median {statistics.median(v):.3f}) over {len(v)} replays")
 PY
   echo "gate done at ${SECONDS}s"
 fi
