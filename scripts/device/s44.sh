@@ -12,7 +12,10 @@
 # pipe:  issue 17 point 4 (d) and a crash hunt: the GPU bench's `pipeline_traced` (regions
 #        only against untraced, then self-timed and CUPTI turns), PASSES times each of new,
 #        new with HRX_BENCH_NO_HOST_WRITES=1, old, old with it; one process each, its exit
-#        status said (a signal: its traces described with `hrx-trace info`).
+#        status said (a signal: its traces described with `hrx-trace info`);
+# sw:    issue 17 point 4 (d) on the software device: `runtime-bench --bench pipeline_traced`
+#        (paired rounds) of `runtime-bench` (HEAD) and `runtime-old` (78f6479), in turn,
+#        PASSES times.
 set -u
 d=$PWD/.device-bin/s44
 parts=${PARTS:-tests gate}
@@ -75,6 +78,15 @@ if [[ $parts == *pipe* ]]; then
       fi
       [ $i = 1 ] && cp $t/out.txt $OUT/pipe-$v.txt
       rm -rf $t
+    done
+  done
+fi
+if [[ $parts == *sw* ]]; then
+  for i in $(seq 1 ${PASSES:-2}); do
+    for v in new old; do
+      b=$d/runtime-bench; [ $v = old ] && b=$d/runtime-old
+      CRITERION_HOME=/tmp/sw-$v-$i timeout 150 $b --bench pipeline_traced > $OUT/sw-$v-$i.txt 2>&1
+      echo "sw $v $i rc=$? $(grep -E '^pipeline_traced: ' $OUT/sw-$v-$i.txt | grep -oE 'median [0-9.]+ \[[^]]*\]' | head -2 | paste -sd' ') at ${SECONDS}s"
     done
   done
 fi
