@@ -91,6 +91,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 mod compress;
 mod fatal;
+#[cfg(test)]
+mod held_tests;
 
 pub use compress::{
     COMPRESSION_THREADS_ENV, MAX_COMPRESSION_THREADS, automatic_compression_threads,
@@ -1693,11 +1695,16 @@ fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSu
                 shared.sweep(true);
                 let _ = ack.send(shared.core().flush_sink());
             }
-            Err(RecvTimeoutError::Timeout) => {
-                shared.sweep(true);
-                deadline = Instant::now() + shared.flush_interval;
-            }
+            Err(RecvTimeoutError::Timeout) => {}
             Ok(Control::Close) | Err(RecvTimeoutError::Disconnected) => return shared.finish(),
+        }
+        // The tick is due whether or not a message came first: `recv_deadline` returns a
+        // queued message before it looks at the deadline, so a writer always woken (a busy
+        // program's rings, hashing and compression threads) never timed out, and held a
+        // job not ready, and its thread's later records, for seconds.
+        if Instant::now() >= deadline {
+            shared.sweep(true);
+            deadline = Instant::now() + shared.flush_interval;
         }
     }
 }
