@@ -2264,7 +2264,13 @@ fn ready(address: usize) -> bool {
     // SAFETY: the address came from `Box::into_raw` of a `Box<DeferredWork>` in
     // `Recorder::queue_deferred`, taken back (`take_job`) only once its entry is run.
     let work = unsafe { &*(address as *const DeferredWork) };
-    work.ready.as_ref().is_none_or(|ready| ready())
+    // A caller's `ready` that panics would unwind the writer thread (or a recording thread
+    // handing its ring over) under the core lock, with the thread's held entries taken out
+    // of its consumer: every record after it lost, the trace left without its end. Taken
+    // for ready instead: the job runs (and gets what it waits for itself, as at a flush).
+    work.ready.as_ref().is_none_or(|ready| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ready())).unwrap_or(true)
+    })
 }
 
 /// Takes back ownership of the work passed through a ring entry.

@@ -290,3 +290,32 @@ fn many_threads_with_held_records_keep_their_order() {
     }
     assert_eq!(next, vec![400; threads as usize]);
 }
+/// A `ready` that panics (a bug in the caller's closure) must not take the whole trace with
+/// it: the writer thread runs it under the core lock, with the thread's held entries taken
+/// out of the consumer.
+#[test]
+fn a_ready_that_panics_loses_no_other_records() {
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let (rec, sink) = memory_recorder(options);
+    rec.record(&timing(0, 1));
+    rec.record_deferred_when(
+        crate::DeferredKind::Other,
+        || panic!("ready panicked"),
+        |out| out.record(&timing(1, 1)),
+    );
+    rec.record(&timing(0, 2));
+    rec.wake_writer();
+    std::thread::sleep(Duration::from_millis(100));
+    rec.record(&timing(0, 3));
+    let closed = rec.close();
+    assert!(closed.is_ok(), "{closed:?}");
+    assert_eq!(
+        timings_in_order(&read(&sink)),
+        [(0, 1), (1, 1), (0, 2), (0, 3)],
+        "taken for ready: the job runs in place"
+    );
+}
+
