@@ -264,8 +264,7 @@ fn many_threads_with_held_records_keep_their_order() {
             s.spawn(move || {
                 for i in 0..200u64 {
                     rec.record(&timing(t, 2 * i));
-                    let (flag, rec2) = (flag.clone(), rec.clone());
-                    let _ = rec2;
+                    let flag = flag.clone();
                     rec.record_deferred_when(
                         crate::DeferredKind::Other,
                         move || flag.load(Ordering::SeqCst),
