@@ -661,3 +661,40 @@ fn followers_end_a_trace_nobody_writes_any_more() {
         );
     }
 }
+
+/// A SIGTERM 20 ms after a 1 MiB write into a host-visible buffer that no region has read
+/// yet (`big_writes N idle_term`: the program then submits a fill until it raises SIGTERM):
+/// the write's hash is parked until a region reads the buffer and its `HostWrite` job is
+/// held back by the trace writer until the hash is done or the 100 ms tick, so the
+/// fatal-signal flush found the job unrun and left a `RecordsLost` (HostWrite) in its
+/// place, and `replay` refuses the whole trace ("cannot be exact"). Before the hold
+/// (`record_deferred_when`), the writer ran the job at its next wake, a few ms after the
+/// write.
+#[test]
+fn a_sigterm_soon_after_a_large_host_write_nothing_read_keeps_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    for run_index in 0..RUNS {
+        let file = format!("term{run_index}.hrxt");
+        let out = hrx_trace(dir.path())
+            .args(["record", "-o", &file, "--"])
+            .arg(crate::util::example("big_writes"))
+            .args(["100000", "idle_term"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 128 + libc::SIGTERM, "{}", stderr(&out));
+        let trace = hrx_capture::read_all(dir.path().join(&file)).unwrap();
+        let count = |kind: &str| {
+            trace
+                .records
+                .iter()
+                .filter(|r| r.kind_name() == kind)
+                .count()
+        };
+        assert!(count("Submit") > 0, "the fills ran before the signal");
+        assert_eq!(
+            (count("HostWrite"), count("RecordsLost")),
+            (1, 0),
+            "run {run_index}: the host write was lost at the signal"
+        );
+    }
+}
