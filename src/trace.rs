@@ -751,8 +751,9 @@ impl Hook<'_> {
         captures.park(job);
         let parked = captures.0.clone();
         // The writer holds this thread's later records back until the hash is done, rather
-        // than start it while the upload reads the bytes; a flush, the tick or close runs the
-        // job at once, which then starts the hash itself.
+        // than start it while the upload reads the bytes; after 2 ms of that
+        // (`hrx_capture::HOLD_LIMIT`: a buffer nothing reads, or reads late), or at a flush,
+        // the tick or close, it runs the job anyway, which then starts the hash itself.
         // It never waits for a region to start it: it would wait with its lock held, which
         // the region's thread may need (its first record registers its ring: a hang in a
         // test, session 43).
@@ -1001,11 +1002,11 @@ const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 /// replayed (BENCHMARKS.md, sessions 26 and 40: capture work inside a measured time, and the
 /// replay gate's copy regions off by as much). It runs after that region's end time was read
 /// ([`Captures::release`]), or when anyone waits at the fence (a host access, a region that
-/// writes the buffer, its release), or when the trace writer must record the write before
-/// (a flush, its 100 ms tick, close: it never waits for a region to
-/// start it, as it holds its lock then, which the region's thread may need). Until the hash
-/// is done the writer holds the writing thread's later records back
-/// ([`hrx_capture::Recorder::record_deferred_when`]).
+/// writes the buffer, its release), or when the trace writer must record the write first
+/// (2 ms after the write, [`hrx_capture::HOLD_LIMIT`]; a flush, its tick, close). Until the
+/// hash is done the writer holds the writing thread's later records back
+/// ([`hrx_capture::Recorder::record_deferred_when`]); it never waits for a region to start
+/// the hash, as it would wait holding its lock, which the region's thread may need.
 #[derive(Default)]
 pub(crate) struct Captures(Arc<CaptureState>);
 

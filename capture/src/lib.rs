@@ -72,7 +72,7 @@ pub use schema::Record;
 pub use staging::{DeferredKind, RawRecord};
 pub use watch::{UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
-    COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink,
+    COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, HOLD_LIMIT,
     MAX_COMPRESSION_THREADS, MemorySink, OpenRange, RawBatch, Recorder, RecorderOptions, Sink,
     TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads,
     compression_threads_from_env, recorder_holds, recorder_holds_file,

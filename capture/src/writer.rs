@@ -736,6 +736,10 @@ pub struct RecorderOptions {
     /// In [`TraceMode::Lossy`], how long a recording thread waits for room in a full ring
     /// before dropping the record. Default 10 ms.
     pub full_buffer_wait: Duration,
+    /// How long the writer holds a deferred job that is not ready, and its thread's later
+    /// records, before it runs it anyway ([`Recorder::record_deferred_when`]). Default
+    /// [`HOLD_LIMIT`].
+    pub hold_limit: Duration,
     /// Whether a full thread buffer may drop records. Default [`TraceMode::Lossless`].
     pub mode: TraceMode,
     /// A file the writer appends one line to after every block it wrote (for tests and
@@ -772,6 +776,7 @@ impl Default for RecorderOptions {
             compression_level: Some(1),
             inline_payload_bytes: 4 << 10,
             full_buffer_wait: Duration::from_millis(10),
+            hold_limit: HOLD_LIMIT,
             mode: TraceMode::Lossless,
             flush_report: None,
             compression_threads: None,
@@ -881,6 +886,7 @@ pub(crate) struct Shared {
     mode: TraceMode,
     flush_interval: Duration,
     full_buffer_wait: Duration,
+    hold_limit: Duration,
     thread_buffer_bytes: usize,
     inline_payload_bytes: usize,
     writer: Mutex<Option<JoinHandle<Result<CloseSummary, WriteError>>>>,
@@ -942,6 +948,9 @@ struct Core {
     pending_records: u32,
     block_bytes: usize,
     consumers: Vec<Consumer>,
+    /// Since when a ring's entries have been held back behind a job not ready (the oldest
+    /// such hold still on; `None`: none held), for [`RecorderOptions::hold_limit`].
+    held_since: Option<Instant>,
     /// File offset of the next block.
     offset: u64,
     index: Vec<IndexEntry>,
@@ -1010,6 +1019,11 @@ impl Core {
             } else {
                 i += 1;
             }
+        }
+        if self.consumers.iter().any(|c| !c.held.is_empty()) {
+            self.held_since.get_or_insert_with(Instant::now);
+        } else {
+            self.held_since = None;
         }
     }
 
@@ -1531,7 +1545,10 @@ impl Shared {
 
     /// One pass of the writer: write the blocks compressed since the last, drain all rings;
     /// on `tick`, also write what is pending, and every block in flight.
-    fn sweep(&self, tick: bool) {
+    /// Drains the rings (`tick`: and runs every job held, calibrates, writes what is pending
+    /// and flushes the sink); when a job held back not ready must run
+    /// ([`RecorderOptions::hold_limit`]).
+    fn sweep(&self, tick: bool) -> Option<Instant> {
         let mut core = self.core();
         core.write_compressed(usize::MAX);
         // A wake waits for a job not ready yet; the tick runs it (a bounded delay).
@@ -1547,6 +1564,14 @@ impl Shared {
             core.write_compressed(0);
             let _ = core.flush_sink();
         }
+        core.held_since.map(|since| since + self.hold_limit)
+    }
+
+    /// Runs the jobs held back not ready (their hold limit passed) and drains the rings.
+    fn run_held(&self) -> Option<Instant> {
+        let mut core = self.core();
+        core.drain_rings(false);
+        core.held_since.map(|since| since + self.hold_limit)
     }
 
     /// Final pass: stop the rings, drain, write session end, footer and trailer, fsync.
@@ -1687,12 +1712,15 @@ impl Shared {
 
 fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSummary, WriteError> {
     let mut deadline = Instant::now() + shared.flush_interval;
+    // When the oldest job held back not ready ([`Recorder::record_deferred_when`]) must run.
+    let mut held: Option<Instant> = None;
     loop {
-        match control.recv_deadline(deadline) {
-            Ok(Control::Wake) => shared.sweep(false),
+        let wake_at = held.map_or(deadline, |held| held.min(deadline));
+        match control.recv_deadline(wake_at) {
+            Ok(Control::Wake) => held = shared.sweep(false),
             Ok(Control::Compressed) => shared.core().write_compressed(usize::MAX),
             Ok(Control::Flush(ack)) => {
-                shared.sweep(true);
+                held = shared.sweep(true);
                 let _ = ack.send(shared.core().flush_sink());
             }
             Err(RecvTimeoutError::Timeout) => {}
@@ -1702,9 +1730,12 @@ fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSu
         // queued message before it looks at the deadline, so a writer always woken (a busy
         // program's rings, hashing and compression threads) never timed out, and held a
         // job not ready, and its thread's later records, for seconds.
-        if Instant::now() >= deadline {
-            shared.sweep(true);
-            deadline = Instant::now() + shared.flush_interval;
+        let now = Instant::now();
+        if now >= deadline {
+            held = shared.sweep(true);
+            deadline = now + shared.flush_interval;
+        } else if held.is_some_and(|held| now >= held) {
+            held = shared.run_held();
         }
     }
 }
@@ -1855,6 +1886,7 @@ impl Recorder {
             pending_records: 0,
             block_bytes,
             consumers: Vec::new(),
+            held_since: None,
             offset: header.len() as u64,
             index: Vec::with_capacity(fatal::SPARE_INDEX_ENTRIES),
             records: 0,
@@ -1910,6 +1942,7 @@ impl Recorder {
             mode: options.mode,
             flush_interval: options.flush_interval.max(Duration::from_millis(1)),
             full_buffer_wait: options.full_buffer_wait,
+            hold_limit: options.hold_limit,
             thread_buffer_bytes,
             inline_payload_bytes: options.inline_payload_bytes,
             writer: Mutex::new(None),
@@ -2144,12 +2177,12 @@ impl Recorder {
     /// [`Recorder::record_deferred_of`] of a job that waits for other work (a hash on another
     /// thread): the writer runs it once `ready` returns true, holding this thread's later
     /// records back meanwhile (their order kept), rather than waiting inside the job with its
-    /// lock held, which the thread doing that work may need. A flush, the periodic flush,
-    /// close, and the rare paths that write this thread's records past its ring (a record
-    /// too large for it, a job queued while it is full) run it whether ready or not: the job
-    /// must then get what it waits for itself (start the work it waits for, then wait). A
-    /// thread's records held back are bounded by its ring's capacity, past which the job
-    /// runs too.
+    /// lock held, which the thread doing that work may need. The writer runs it whether
+    /// ready or not after [`RecorderOptions::hold_limit`], and at a flush, the periodic flush, close, and the
+    /// rare paths that write this thread's records past its ring (a record too large for it,
+    /// a job queued while it is full): the job must then get what it waits for itself (start
+    /// the work it waits for, then wait). A thread's records held back are bounded by about
+    /// twice its ring's capacity, past which the job runs too.
     /// Call [`Recorder::wake_writer`] when the job becomes ready, so that it is not left to
     /// the next wake. `ready` runs on the writer under its lock: it must be cheap and never
     /// block.
@@ -2250,6 +2283,15 @@ impl Recorder {
 
 /// Work for the writer thread (see [`Recorder::record_deferred`]).
 type DeferredJob = Box<dyn FnOnce(&mut Deferred<'_>) + Send>;
+
+/// The default of [`RecorderOptions::hold_limit`]: how long the writer holds a job not
+/// ready ([`Recorder::record_deferred_when`]), and its thread's later records, before it
+/// runs it anyway. Its records are then in the next block
+/// as any others, within reach of a fatal-signal flush and of the next flush: held until the
+/// 100 ms tick, a host write's record was lost to a SIGTERM 20 ms later (a break-it pass).
+/// Long enough for what a job waits for to finish in the usual case (a frame's upload and
+/// hash, well under a millisecond).
+pub const HOLD_LIMIT: Duration = Duration::from_millis(2);
 
 /// A deferred job and, where it waits for other work, whether it is ready
 /// ([`Recorder::record_deferred_when`]); a ring entry holds its address.
@@ -4253,6 +4295,7 @@ mod tests {
     fn a_job_not_ready_holds_its_threads_later_records_back_until_ready() {
         let options = RecorderOptions {
             flush_interval: Duration::from_secs(3600),
+            hold_limit: Duration::from_secs(3600),
             ..RecorderOptions::default()
         };
         let (rec, sink) = memory_recorder(options);

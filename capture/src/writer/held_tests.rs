@@ -72,16 +72,35 @@ fn never_ready(rec: &Recorder, first: u64) -> Arc<AtomicBool> {
     ran
 }
 
+/// Without any flush or tick, the writer runs a job that never becomes ready once its hold
+/// limit has passed (a fatal signal soon after then finds its records written).
+#[test]
+fn a_never_ready_job_runs_after_the_hold_limit() {
+    let (rec, sink) = memory_recorder(RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    });
+    let ran = never_ready(&rec, 1);
+    assert!(within(120, || ran.load(Ordering::SeqCst)), "never ran");
+    assert!(within(120, || held(&rec) == 0), "records still held");
+    rec.close().unwrap();
+    assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
+}
+
 /// Without any flush, the periodic flush runs a job that never becomes ready.
 #[test]
 fn a_never_ready_job_runs_at_the_periodic_flush() {
     let options = RecorderOptions {
         flush_interval: Duration::from_millis(50),
+        hold_limit: Duration::from_secs(3600),
         ..RecorderOptions::default()
     };
     let (rec, sink) = memory_recorder(options);
     let ran = never_ready(&rec, 1);
-    assert!(within(10, || ran.load(Ordering::SeqCst)), "the tick never ran it");
+    assert!(
+        within(10, || ran.load(Ordering::SeqCst)),
+        "the tick never ran it"
+    );
     assert!(within(10, || held(&rec) == 0));
     rec.close().unwrap();
     assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
@@ -97,6 +116,7 @@ fn a_never_ready_job_runs_at_the_periodic_flush() {
 fn a_never_ready_job_runs_at_the_periodic_flush_under_constant_wakes() {
     let options = RecorderOptions {
         flush_interval: Duration::from_millis(50),
+        hold_limit: Duration::from_secs(3600),
         mode: TraceMode::Lossy,
         ..RecorderOptions::default()
     };
@@ -124,7 +144,10 @@ fn a_never_ready_job_runs_at_the_periodic_flush_under_constant_wakes() {
         thread.join().unwrap();
     }
     rec.close().unwrap();
-    assert!(ran_in_time, "the 50 ms tick had not run the job after {took:?}");
+    assert!(
+        ran_in_time,
+        "the 50 ms tick had not run the job after {took:?}"
+    );
 }
 
 /// A thread that queues a job never ready and exits: its orphaned ring runs the job at the
@@ -133,6 +156,7 @@ fn a_never_ready_job_runs_at_the_periodic_flush_under_constant_wakes() {
 fn a_never_ready_job_of_a_thread_gone_runs_at_the_next_wake() {
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         ..RecorderOptions::default()
     };
     let (rec, sink) = memory_recorder(options);
@@ -157,6 +181,7 @@ fn a_never_ready_job_of_a_thread_gone_runs_at_the_next_wake() {
 fn a_large_record_behind_held_records_keeps_its_place() {
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         thread_buffer_bytes: 4096,
         ..RecorderOptions::default()
     };
@@ -168,7 +193,10 @@ fn a_large_record_behind_held_records_keeps_its_place() {
         bytes: vec![1; 3000],
     });
     rec.record(&large);
-    assert!(ran.load(Ordering::SeqCst), "the large record did not run the job");
+    assert!(
+        ran.load(Ordering::SeqCst),
+        "the large record did not run the job"
+    );
     rec.record(&timing(0, 3));
     rec.close().unwrap();
     let trace = read(&sink);
@@ -190,6 +218,7 @@ fn a_large_record_behind_held_records_keeps_its_place() {
 fn lossless_tiny_ring_behind_a_never_ready_job_keeps_every_record_bounded() {
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         thread_buffer_bytes: 4096,
         full_buffer_wait: Duration::ZERO,
         mode: TraceMode::Lossless,
@@ -253,6 +282,7 @@ fn lossless_tiny_ring_behind_a_never_ready_job_keeps_every_record_bounded() {
 fn many_threads_with_held_records_keep_their_order() {
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         ..RecorderOptions::default()
     };
     let (rec, sink) = memory_recorder(options);
@@ -296,6 +326,7 @@ fn many_threads_with_held_records_keep_their_order() {
 fn a_ready_that_panics_loses_no_other_records() {
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         ..RecorderOptions::default()
     };
     let (rec, sink) = memory_recorder(options);
@@ -317,4 +348,3 @@ fn a_ready_that_panics_loses_no_other_records() {
         "taken for ready: the job runs in place"
     );
 }
-

@@ -421,6 +421,7 @@ fn records_held_behind_a_job_not_ready_are_flushed_at_a_signal() {
     let path = dir.path().join("t.hrxt");
     let options = RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
         ..RecorderOptions::default()
     };
     let recorder = Recorder::create(&path, options).unwrap();
