@@ -938,13 +938,14 @@ mod tests {
     /// A large host write's hash waits until a region that reads the buffer has run (it read
     /// the bytes while the upload's copy engine did, BENCHMARKS.md sessions 26 and 40), then
     /// runs: the trace holds the write's bytes under their hash. The trace writer, which
-    /// starts a parked hash itself when it reaches the write's record first, is kept away by
-    /// an hour's flush interval (nothing else in the test wakes it).
+    /// starts a parked hash itself at its tick or once it has held the write's record for its
+    /// hold limit, is given an hour of each.
     #[test]
     fn a_large_host_writes_hash_waits_for_a_region_that_reads_the_buffer() {
         let sink = hrx_capture::MemorySink::new();
         let options = hrx_capture::RecorderOptions {
             flush_interval: std::time::Duration::from_secs(3600),
+            hold_limit: std::time::Duration::from_secs(3600),
             ..hrx_capture::RecorderOptions::default()
         };
         let recorder = hrx_capture::Recorder::with_sink(sink.clone(), options).unwrap();
@@ -967,19 +968,7 @@ mod tests {
         captures.wait();
         drop((graph, staging, device, rt));
         recorder.close().unwrap();
-        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
-        let hash = xxhash_rust::xxh3::xxh3_64(&frame);
-        let written: Vec<u64> = trace
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::HostWrite(w) => Some(w.xxh3),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(written, [hash]);
-        let blob = trace.blobs()[&hrx_capture::schema::BlobHash(hash)];
-        assert_eq!(blob, &frame[..], "the bytes stored");
+        assert_one_host_write_stored(&sink, &frame);
     }
 
     /// A large host write's hash that no region releases (nothing reads the buffer) is
@@ -1000,8 +989,13 @@ mod tests {
         assert!(!staging.storage.captures.parked(), "started by the writer");
         drop((staging, rt));
         recorder.close().unwrap();
+        assert_one_host_write_stored(&sink, &frame);
+    }
+
+    /// The trace in `sink` records one host write, of `frame`, whose bytes it stores.
+    fn assert_one_host_write_stored(sink: &hrx_capture::MemorySink, frame: &[u8]) {
         let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
-        let hash = xxhash_rust::xxh3::xxh3_64(&frame);
+        let hash = xxhash_rust::xxh3::xxh3_64(frame);
         let written: Vec<u64> = trace
             .records
             .iter()
@@ -1011,10 +1005,8 @@ mod tests {
             })
             .collect();
         assert_eq!(written, [hash]);
-        assert_eq!(
-            trace.blobs()[&hrx_capture::schema::BlobHash(hash)],
-            &frame[..]
-        );
+        let blob = trace.blobs()[&hrx_capture::schema::BlobHash(hash)];
+        assert_eq!(blob, frame, "the bytes stored");
     }
 
     /// A host write held at its buffer's capture fence (a capture still reads the bytes) is

@@ -3257,7 +3257,7 @@ mod tests {
         SubmissionIndex, Submit,
     };
 
-    fn timing(runtime: u32, submission: u64) -> Record {
+    pub(super) fn timing(runtime: u32, submission: u64) -> Record {
         Record::RegionTiming(RegionTiming {
             runtime: RuntimeId(runtime),
             submission: SubmissionIndex(submission),
@@ -3268,12 +3268,12 @@ mod tests {
         })
     }
 
-    fn memory_recorder(options: RecorderOptions) -> (Recorder, MemorySink) {
+    pub(super) fn memory_recorder(options: RecorderOptions) -> (Recorder, MemorySink) {
         let sink = MemorySink::new();
         (Recorder::with_sink(sink.clone(), options).unwrap(), sink)
     }
 
-    fn read(sink: &MemorySink) -> Trace {
+    pub(super) fn read(sink: &MemorySink) -> Trace {
         Trace::from_bytes(&sink.contents()).unwrap()
     }
 
@@ -4264,104 +4264,6 @@ mod tests {
             }
         }
         assert_eq!(deferred, 2_000);
-    }
-
-    /// The thread's records, by runtime 0's submissions and deferred runtime 1's, in file
-    /// order.
-    fn timings_in_order(trace: &Trace) -> Vec<(u32, u64)> {
-        trace
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::RegionTiming(t) => Some((t.runtime.0, t.submission.0)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Polls `done` until it holds (the deadline only turns a hang into a failure).
-    fn eventually(what: &str, done: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !done() {
-            assert!(Instant::now() < deadline, "{what}");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// A job that waits for other work is not run by the writer's wake before it is ready:
-    /// the thread's later records are held back behind it, in order, while another thread's
-    /// go on; once ready and the writer woken, it runs in place.
-    #[test]
-    fn a_job_not_ready_holds_its_threads_later_records_back_until_ready() {
-        let options = RecorderOptions {
-            flush_interval: Duration::from_secs(3600),
-            hold_limit: Duration::from_secs(3600),
-            ..RecorderOptions::default()
-        };
-        let (rec, sink) = memory_recorder(options);
-        let ready = Arc::new(AtomicBool::new(false));
-        let ran = Arc::new(AtomicBool::new(false));
-        rec.record(&timing(0, 1));
-        let (is_ready, has_run) = (ready.clone(), ran.clone());
-        rec.record_deferred_when(
-            crate::DeferredKind::Other,
-            move || is_ready.load(Ordering::SeqCst),
-            move |out| {
-                has_run.store(true, Ordering::SeqCst);
-                out.record(&timing(1, 1));
-            },
-        );
-        rec.record(&timing(0, 2));
-        let held = || {
-            let core = rec.handle.shared.core();
-            core.consumers.iter().map(|c| c.held.len()).sum::<usize>()
-        };
-        // The push woke the writer, which drained the ring and held the job's entry back.
-        eventually("the writer never drained the ring", || held() > 0);
-        // Another thread's record is not held back (its ring is drained into `pending`).
-        let other = rec.clone();
-        std::thread::spawn(move || other.record(&timing(2, 1)))
-            .join()
-            .unwrap();
-        rec.wake_writer();
-        // Its ring goes once drained (the thread is gone).
-        eventually("the other thread's record never drained", || {
-            rec.handle.shared.core().consumers.len() == 1
-        });
-        assert!(!ran.load(Ordering::SeqCst), "run before it was ready");
-        assert!(held() > 0);
-        ready.store(true, Ordering::SeqCst);
-        rec.wake_writer();
-        eventually("the job never ran once ready", || {
-            ran.load(Ordering::SeqCst)
-        });
-        eventually("records still held", || held() == 0);
-        rec.close().unwrap();
-        let order = timings_in_order(&read(&sink));
-        let mine: Vec<_> = order.iter().filter(|(r, _)| *r != 2).copied().collect();
-        assert_eq!(mine, [(0, 1), (1, 1), (0, 2)]);
-        assert!(order.contains(&(2, 1)));
-    }
-
-    /// A flush runs a job that is not ready (the job then gets what it waits for itself):
-    /// everything recorded before the flush is in the sink when it returns.
-    #[test]
-    fn a_flush_runs_a_job_not_ready() {
-        let options = RecorderOptions {
-            flush_interval: Duration::from_secs(3600),
-            ..RecorderOptions::default()
-        };
-        let (rec, sink) = memory_recorder(options);
-        rec.record(&timing(0, 1));
-        rec.record_deferred_when(
-            crate::DeferredKind::Other,
-            || false,
-            |out| out.record(&timing(1, 1)),
-        );
-        rec.record(&timing(0, 2));
-        rec.flush().unwrap();
-        assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
-        rec.close().unwrap();
     }
 
     #[test]

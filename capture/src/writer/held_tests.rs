@@ -1,30 +1,11 @@
 //! Break-it tests of `Recorder::record_deferred_when`: a job not ready holds its thread's
 //! later records back (`Consumer::held`).
 
+use super::tests::{memory_recorder, read, timing};
 use super::*;
 use crate::reader::Trace;
-use crate::schema::{Blob, BlobHash, RegionIndex, RegionTiming, RuntimeId, SubmissionIndex};
+use crate::schema::{Blob, BlobHash};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-
-fn timing(runtime: u32, submission: u64) -> Record {
-    Record::RegionTiming(RegionTiming {
-        runtime: RuntimeId(runtime),
-        submission: SubmissionIndex(submission),
-        region: RegionIndex(0),
-        start_ns: submission * 1000,
-        end_ns: submission * 1000 + 500,
-        device: None,
-    })
-}
-
-fn memory_recorder(options: RecorderOptions) -> (Recorder, MemorySink) {
-    let sink = MemorySink::new();
-    (Recorder::with_sink(sink.clone(), options).unwrap(), sink)
-}
-
-fn read(sink: &MemorySink) -> Trace {
-    Trace::from_bytes(&sink.contents()).unwrap()
-}
 
 fn timings_in_order(trace: &Trace) -> Vec<(u32, u64)> {
     trace
@@ -347,4 +328,81 @@ fn a_ready_that_panics_loses_no_other_records() {
         [(0, 1), (1, 1), (0, 2), (0, 3)],
         "taken for ready: the job runs in place"
     );
+}
+
+/// A job that waits for other work is not run by the writer's wake before it is ready:
+/// the thread's later records are held back behind it, in order, while another thread's
+/// go on; once ready and the writer woken, it runs in place.
+#[test]
+fn a_job_not_ready_holds_its_threads_later_records_back_until_ready() {
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let (rec, sink) = memory_recorder(options);
+    let ready = Arc::new(AtomicBool::new(false));
+    let ran = Arc::new(AtomicBool::new(false));
+    rec.record(&timing(0, 1));
+    let (is_ready, has_run) = (ready.clone(), ran.clone());
+    rec.record_deferred_when(
+        crate::DeferredKind::Other,
+        move || is_ready.load(Ordering::SeqCst),
+        move |out| {
+            has_run.store(true, Ordering::SeqCst);
+            out.record(&timing(1, 1));
+        },
+    );
+    rec.record(&timing(0, 2));
+    // The push woke the writer, which drained the ring and held the job's entry back.
+    assert!(
+        within(120, || held(&rec) > 0),
+        "the writer never drained the ring"
+    );
+    // Another thread's record is not held back (its ring is drained into `pending`).
+    let other = rec.clone();
+    std::thread::spawn(move || other.record(&timing(2, 1)))
+        .join()
+        .unwrap();
+    rec.wake_writer();
+    // Its ring goes once drained (the thread is gone).
+    assert!(
+        within(120, || { rec.handle.shared.core().consumers.len() == 1 }),
+        "the other thread's record never drained"
+    );
+    assert!(!ran.load(Ordering::SeqCst), "run before it was ready");
+    assert!(held(&rec) > 0);
+    ready.store(true, Ordering::SeqCst);
+    rec.wake_writer();
+    assert!(
+        within(120, || { ran.load(Ordering::SeqCst) }),
+        "the job never ran once ready"
+    );
+    assert!(within(120, || held(&rec) == 0), "records still held");
+    rec.close().unwrap();
+    let order = timings_in_order(&read(&sink));
+    let mine: Vec<_> = order.iter().filter(|(r, _)| *r != 2).copied().collect();
+    assert_eq!(mine, [(0, 1), (1, 1), (0, 2)]);
+    assert!(order.contains(&(2, 1)));
+}
+
+/// A flush runs a job that is not ready (the job then gets what it waits for itself):
+/// everything recorded before the flush is in the sink when it returns.
+#[test]
+fn a_flush_runs_a_job_not_ready() {
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let (rec, sink) = memory_recorder(options);
+    rec.record(&timing(0, 1));
+    rec.record_deferred_when(
+        crate::DeferredKind::Other,
+        || false,
+        |out| out.record(&timing(1, 1)),
+    );
+    rec.record(&timing(0, 2));
+    rec.flush().unwrap();
+    assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
+    rec.close().unwrap();
 }

@@ -665,11 +665,10 @@ fn followers_end_a_trace_nobody_writes_any_more() {
 /// A SIGTERM 20 ms after a 1 MiB write into a host-visible buffer that no region has read
 /// yet (`big_writes N idle_term`: the program then submits a fill until it raises SIGTERM):
 /// the write's hash is parked until a region reads the buffer and its `HostWrite` job is
-/// held back by the trace writer until the hash is done or the 100 ms tick, so the
-/// fatal-signal flush found the job unrun and left a `RecordsLost` (HostWrite) in its
-/// place, and `replay` refuses the whole trace ("cannot be exact"). Before the hold
-/// (`record_deferred_when`), the writer ran the job at its next wake, a few ms after the
-/// write.
+/// held back by the trace writer until the hash is done, at most `hrx_capture::HOLD_LIMIT`
+/// (2 ms). Held until the 100 ms tick (session 44's first hold), the fatal-signal flush found
+/// the job unrun and left a `RecordsLost` (HostWrite) in its place, and `replay` refused the
+/// whole trace ("cannot be exact").
 #[test]
 fn a_sigterm_soon_after_a_large_host_write_nothing_read_keeps_the_write() {
     let dir = tempfile::tempdir().unwrap();
