@@ -82,7 +82,8 @@ pub struct DeviceCall {
     pub backend: &'static str,
     /// The vendor function, e.g. `cuMemAlloc_v2`, `hipGraphLaunch`.
     pub call: &'static str,
-    /// The vendor's result code (`CUresult`, `hipError_t`, an XRT shim status), as a number.
+    /// The vendor's result code (`CUresult`, `hipError_t`, an XRT shim status), as a number;
+    /// 0 where no vendor call returned one (the software device), and then not displayed.
     pub code: i64,
     /// The code's vendor name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
     pub name: String,
@@ -92,11 +93,12 @@ pub struct DeviceCall {
 
 impl std::fmt::Display for DeviceCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {} failed: {} ({})",
-            self.backend, self.call, self.name, self.code
-        )?;
+        write!(f, "{} {} failed: {}", self.backend, self.call, self.name)?;
+        // No vendor returns 0 for a failure (the software device's own limits do): a `(0)`
+        // read as a limit of zero (a fresh-user pass: "over HRX_SIM_MEMORY (0)").
+        if self.code != 0 {
+            write!(f, " ({})", self.code)?;
+        }
         if !self.detail.is_empty() {
             write!(f, "; {}", self.detail)?;
         }
@@ -260,13 +262,14 @@ mod tests {
     }
 
     /// A device error or a binding error is said once in the chain of causes: `hrx-trace
-    /// record` printed "out of device memory: sim alloc_zeroed failed: ...: out of device
-    /// memory: sim alloc_zeroed failed: ..." (the message, then its source, the same text).
+    /// record` printed "out of device memory: sim alloc failed: ...: out of device
+    /// memory: sim alloc failed: ..." (the message, then its source, the same text). The
+    /// software device's code (0, no vendor's) is not displayed.
     #[test]
     fn a_device_or_binding_error_is_said_once_in_its_chain() {
         let device = Error::from(DeviceError::OutOfMemory(DeviceCall {
             backend: "sim",
-            call: "alloc_zeroed",
+            call: "alloc",
             code: 0,
             name: "over HRX_SIM_MEMORY".into(),
             detail: "allocating 8192 bytes".into(),
@@ -277,6 +280,7 @@ mod tests {
             "{}",
             chain(&device)
         );
+        assert!(!chain(&device).contains("(0)"), "{}", chain(&device));
         let binding = Error::from(BindingError::Count {
             expected: 2,
             actual: 3,

@@ -709,6 +709,15 @@ pub(crate) fn replay_stream<R: Read>(
                 }
                 continue;
             }
+            // A chunk is read whole even where the file is not: the file's state says
+            // whether the recording may have stopped before its first submission (a
+            // fresh-user pass: a cut trace read like one that never submitted).
+            Err(ReplayError::NoSubmissions { runtimes, .. }) if cut_short(chunker.index()) => {
+                return Err(ReplayError::NoSubmissions {
+                    runtimes,
+                    complete: false,
+                });
+            }
             Err(error) => return Err(error),
         };
         if plan.runtimes.is_empty() {

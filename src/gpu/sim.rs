@@ -203,7 +203,7 @@ impl NativeDevice for SimDevice {
         let out_of_memory = |name: &str, detail: String| -> Error {
             crate::DeviceError::OutOfMemory(crate::DeviceCall {
                 backend: "sim",
-                call: "alloc_zeroed",
+                call: "alloc",
                 code: 0,
                 name: name.into(),
                 detail,

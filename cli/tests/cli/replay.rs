@@ -159,6 +159,30 @@ fn a_trace_without_submissions_is_not_a_match() {
     assert_eq!(stdout(&replay), "");
 }
 
+/// The same trace cut short (its end lost, as a killed recording's) says that the recording
+/// may have stopped before its submissions: it read exactly as one that never submitted (a
+/// fresh-user pass).
+#[test]
+fn a_cut_trace_without_submissions_says_it_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("idle.hrxt");
+    record_idle(&whole);
+    let bytes = std::fs::read(&whole).unwrap();
+    // The footer and the trailer go, and the session's end with them: the records remain.
+    let read = hrx_capture::read_all(&whole).unwrap();
+    assert!(read.recovery.clean_close);
+    let cut = &bytes[..bytes.len() - 64];
+    std::fs::write(dir.path().join("cut.hrxt"), cut).unwrap();
+    let replay = run(dir.path(), &["replay", "cut.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stderr(&replay));
+    assert!(
+        stderr(&replay)
+            .contains("it holds no submission to compare (1 runtime); it was not closed cleanly"),
+        "{}",
+        stderr(&replay)
+    );
+}
+
 /// A trace whose submissions wrote nothing hrx digests (a fill of a GPU-local buffer) replays
 /// its statuses, and says, in the text, on standard error and in the JSON, that no output
 /// was compared: "MATCH" of nothing said nothing before.
