@@ -998,8 +998,9 @@ impl Core {
 
     /// Drains every ring into `pending`, writing full blocks as it goes. `patient`: a
     /// deferred job not ready yet ([`Recorder::record_deferred_when`]) holds its thread's
-    /// records back until a later drain, instead of running now (the writer's wake; not a
-    /// flush, the tick, close or a thread writing its own ring, which run every job).
+    /// records back until a later drain, instead of running now (the writer's wake and a
+    /// thread's lossless hand-over of its full ring; a flush, the tick, close and the hold
+    /// limit run every job).
     fn drain_rings(&mut self, patient: bool) {
         let mut i = 0;
         while i < self.consumers.len() {
@@ -2178,14 +2179,14 @@ impl Recorder {
     /// thread): the writer runs it once `ready` returns true, holding this thread's later
     /// records back meanwhile (their order kept), rather than waiting inside the job with its
     /// lock held, which the thread doing that work may need. The writer runs it whether
-    /// ready or not after [`RecorderOptions::hold_limit`], and at a flush, the periodic flush, close, and the
-    /// rare paths that write this thread's records past its ring (a record too large for it,
-    /// a job queued while it is full): the job must then get what it waits for itself (start
-    /// the work it waits for, then wait). A thread's records held back are bounded by about
-    /// twice its ring's capacity, past which the job runs too.
-    /// Call [`Recorder::wake_writer`] when the job becomes ready, so that it is not left to
-    /// the next wake. `ready` runs on the writer under its lock: it must be cheap and never
-    /// block.
+    /// ready or not after [`RecorderOptions::hold_limit`], at a flush, the periodic flush and
+    /// close, and on the rare paths that write this thread's records past its ring (a record
+    /// too large for it, a job queued while it is full): the job must then get what it waits
+    /// for itself (start the work it waits for, then wait). A thread's records held back are
+    /// bounded by about twice its ring's capacity, past which the job runs too. Call
+    /// [`Recorder::wake_writer`] when the job becomes ready, so that it is not left to the
+    /// next wake. `ready` runs on the writer under its lock: it must be cheap and never block
+    /// (one that panics counts as ready).
     pub fn record_deferred_when(
         &self,
         kind: crate::DeferredKind,
@@ -2286,9 +2287,9 @@ type DeferredJob = Box<dyn FnOnce(&mut Deferred<'_>) + Send>;
 
 /// The default of [`RecorderOptions::hold_limit`]: how long the writer holds a job not
 /// ready ([`Recorder::record_deferred_when`]), and its thread's later records, before it
-/// runs it anyway. Its records are then in the next block
-/// as any others, within reach of a fatal-signal flush and of the next flush: held until the
-/// 100 ms tick, a host write's record was lost to a SIGTERM 20 ms later (a break-it pass).
+/// runs it anyway. Its records are then in the next block as any others, within reach of a
+/// fatal-signal flush and of the next flush: held until the 100 ms tick, a host write's
+/// record was lost to a SIGTERM 20 ms later (a break-it pass).
 /// Long enough for what a job waits for to finish in the usual case (a frame's upload and
 /// hash, well under a millisecond).
 pub const HOLD_LIMIT: Duration = Duration::from_millis(2);
