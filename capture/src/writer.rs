@@ -2312,7 +2312,7 @@ fn ready(address: usize) -> bool {
     // of its consumer: every record after it lost, the trace left without its end. Taken
     // for ready instead: the job runs (and gets what it waits for itself, as at a flush).
     work.ready.as_ref().is_none_or(|ready| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ready())).unwrap_or(true)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(ready)).unwrap_or(true)
     })
 }
 
