@@ -330,6 +330,22 @@ fn a_fatal_signal_writes_every_threads_pending_records() {
     }
 }
 
+/// A recorder writing `t.hrxt` in `dir` that neither ticks nor gives up holding a job back
+/// (an hour each), after `started(0, 0)` and a flush: this thread's ring exists before a
+/// test holds the core (registering takes the lock).
+fn registered_recorder(dir: &tempfile::TempDir) -> (std::path::PathBuf, Recorder) {
+    let path = dir.path().join("t.hrxt");
+    let options = RecorderOptions {
+        flush_interval: Duration::from_secs(3600),
+        hold_limit: Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(&path, options).unwrap();
+    recorder.record(&started(0, 0));
+    recorder.flush().unwrap();
+    (path, recorder)
+}
+
 /// A deferred job still in a ring when the fatal-signal flush drains it cannot run there:
 /// in its place, a `RecordsLost` names the record it would have made, cumulatively, so that
 /// every reader says what the trace lacks (a lost host write made replay re-execute later
@@ -341,15 +357,7 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
     use crate::DeferredKind;
     use crate::schema::{LostKind, RecordsLost};
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.hrxt");
-    let options = RecorderOptions {
-        flush_interval: Duration::from_secs(3600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(&path, options).unwrap();
-    // The thread's ring exists before the core is held (registering takes the lock).
-    recorder.record(&started(0, 0));
-    recorder.flush().unwrap();
+    let (path, recorder) = registered_recorder(&dir);
     let shared = recorder.handle.shared.clone();
     let mut core = shared.core();
     recorder.record(&started(0, 1));
@@ -418,15 +426,7 @@ fn records_held_behind_a_job_not_ready_are_flushed_at_a_signal() {
     use crate::DeferredKind;
     use crate::schema::RecordsLost;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.hrxt");
-    let options = RecorderOptions {
-        flush_interval: Duration::from_secs(3600),
-        hold_limit: Duration::from_secs(3600),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::create(&path, options).unwrap();
-    recorder.record(&started(0, 0));
-    recorder.flush().unwrap();
+    let (path, recorder) = registered_recorder(&dir);
     recorder.record(&started(0, 1));
     recorder.record_deferred_when(
         DeferredKind::HostWrite,
