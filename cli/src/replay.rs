@@ -240,6 +240,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             _ => (false, false),
         };
         let incomplete = matches!(&error, hrx_replay::ReplayError::Incomplete { .. });
+        let no_start = error.lacks_runtime_start();
         // A lost blob names the first submission that needs it: a trim before it replays.
         let blob_needed_by = match &error {
             hrx_replay::ReplayError::BlobMissing { submission, .. } => Some(*submission),
@@ -292,6 +293,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     args.file.display()
                 ),
             })
+        } else if no_start {
+            // A trim keeps what the trace holds: it cannot bring the start back (a fresh-user
+            // pass followed a trim hint here in a loop).
+            failure.hint(format!(
+                "`hrx-trace info {0}` says what is missing; no trim of it replays, as the \
+                 runtime's start is lost with its block: record again",
+                args.file.display()
+            ))
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \

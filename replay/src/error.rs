@@ -164,6 +164,18 @@ impl ReplayError {
         2
     }
 
+    /// Whether the trace lost a runtime's `RuntimeStart` (its block damaged or cut): no
+    /// trim of it replays, as a trim keeps only what the trace holds.
+    pub fn lacks_runtime_start(&self) -> bool {
+        match self {
+            ReplayError::Unreplayable { why } | ReplayError::Incomplete { why, .. } => {
+                why.contains(NO_RUNTIME_START)
+            }
+            ReplayError::RecordsLost { why, .. } => why.contains(NO_RUNTIME_START),
+            _ => false,
+        }
+    }
+
     pub(crate) fn unreplayable(why: impl Into<String>) -> ReplayError {
         ReplayError::Unreplayable { why: why.into() }
     }
@@ -208,3 +220,7 @@ pub(crate) fn incomplete_how(recovery: &hrx_capture::Recovery) -> String {
     };
     format!("{}{missing}", recovery.end())
 }
+
+/// What a runtime's records say when its `RuntimeStart` is not in the trace
+/// ([`ReplayError::lacks_runtime_start`]).
+pub(crate) const NO_RUNTIME_START: &str = "has records but no RuntimeStart";

@@ -183,6 +183,49 @@ fn a_cut_trace_without_submissions_says_it_was_cut() {
     );
 }
 
+/// A trace whose block holding its runtime's start was damaged cannot be replayed, trimmed
+/// or not: the hint says so. It suggested a trim, which kept the damage, and its replay gave
+/// the same error and hint (a fresh-user pass followed it in a loop).
+#[test]
+fn a_trace_that_lost_its_runtime_start_is_not_sent_to_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let recorder =
+        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let prepared = graph.prepare().unwrap();
+    // The runtime's start and its graph in the first block, the submissions after.
+    recorder.flush().unwrap();
+    for _ in 0..4 {
+        prepared.submit().unwrap().wait().unwrap();
+    }
+    drop((prepared, buffer, rt));
+    recorder.close().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let trace = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
+    let start = (0..trace.blocks().len())
+        .find(|&i| {
+            let records = trace.read_block(i).unwrap().records;
+            records.iter().any(|r| r.kind_name() == "RuntimeStart")
+        })
+        .expect("a block holds the runtime's start");
+    let at = trace.blocks()[start].offset as usize + 40;
+    for b in &mut bytes[at..at + 16] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let replay = run(dir.path(), &["replay", "t.hrxt"]);
+    assert_error(&replay, "no RuntimeStart");
+    let hint = stderr(&replay);
+    assert!(
+        hint.contains("no trim of it replays") && !hint.contains("--submissions"),
+        "{hint}"
+    );
+}
+
 /// A trace whose submissions wrote nothing hrx digests (a fill of a GPU-local buffer) replays
 /// its statuses, and says, in the text, on standard error and in the JSON, that no output
 /// was compared: "MATCH" of nothing said nothing before.

@@ -44,7 +44,8 @@ pub(super) fn runtime_plan<'t>(
 ) -> Result<RuntimePlan<'t>, ReplayError> {
     let start = g.start.ok_or_else(|| {
         bad(format!(
-            "runtime {id} has records but no RuntimeStart (damaged trace?)"
+            "runtime {id} {} (damaged trace?)",
+            crate::error::NO_RUNTIME_START
         ))
     })?;
     if start.graph_slots == 0 || start.capacity == 0 || start.graph_slots > MAX_GRAPH_SLOTS {
