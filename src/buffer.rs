@@ -915,14 +915,7 @@ mod tests {
         drop((buffer, rt));
         recorder.close().unwrap();
         let trace = hrx_capture::Trace::from_bytes(&bytes.contents()).unwrap();
-        let hashes: Vec<u64> = trace
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::HostWrite(w) => Some(w.xxh3),
-                _ => None,
-            })
-            .collect();
+        let hashes = host_write_hashes(&trace);
         let expected = [xxhash_rust::xxh3::xxh3_64(&[0; 16])]
             .into_iter()
             .chain([1u8, 2].map(|b| xxhash_rust::xxh3::xxh3_64(&vec![b; len])))
@@ -992,19 +985,23 @@ mod tests {
         assert_one_host_write_stored(&sink, &frame);
     }
 
-    /// The trace in `sink` records one host write, of `frame`, whose bytes it stores.
-    fn assert_one_host_write_stored(sink: &hrx_capture::MemorySink, frame: &[u8]) {
-        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
-        let hash = xxhash_rust::xxh3::xxh3_64(frame);
-        let written: Vec<u64> = trace
+    /// The hashes of the host writes `trace` records, in its order.
+    fn host_write_hashes(trace: &hrx_capture::Trace) -> Vec<u64> {
+        trace
             .records
             .iter()
             .filter_map(|r| match r {
                 Record::HostWrite(w) => Some(w.xxh3),
                 _ => None,
             })
-            .collect();
-        assert_eq!(written, [hash]);
+            .collect()
+    }
+
+    /// The trace in `sink` records one host write, of `frame`, whose bytes it stores.
+    fn assert_one_host_write_stored(sink: &hrx_capture::MemorySink, frame: &[u8]) {
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let hash = xxhash_rust::xxh3::xxh3_64(frame);
+        assert_eq!(host_write_hashes(&trace), [hash]);
         let blob = trace.blobs()[&hrx_capture::schema::BlobHash(hash)];
         assert_eq!(blob, frame, "the bytes stored");
     }

@@ -346,6 +346,21 @@ fn registered_recorder(dir: &tempfile::TempDir) -> (std::path::PathBuf, Recorder
     (path, recorder)
 }
 
+/// Drives the fatal-signal flush of a SIGTERM with `core` held, as the handler holds it
+/// (so that the writer thread cannot run anything first), then closes `recorder` and reads
+/// the trace at `path`; returns the flush's note and the trace.
+fn flush_at_sigterm(
+    recorder: &Recorder,
+    mut core: super::super::CoreGuard<'_>,
+    path: &std::path::Path,
+) -> (Record, crate::reader::Trace) {
+    let (note, losses) = super::test_sigterm();
+    core.write_on_signal(recorder.handle.shared.signal_fd.unwrap(), &note, losses);
+    drop(core);
+    recorder.close().unwrap();
+    (note, read_all(path).unwrap())
+}
+
 /// A deferred job still in a ring when the fatal-signal flush drains it cannot run there:
 /// in its place, a `RecordsLost` names the record it would have made, cumulatively, so that
 /// every reader says what the trace lacks (a lost host write made replay re-execute later
@@ -359,7 +374,7 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
     let dir = tempfile::tempdir().unwrap();
     let (path, recorder) = registered_recorder(&dir);
     let shared = recorder.handle.shared.clone();
-    let mut core = shared.core();
+    let core = shared.core();
     recorder.record(&started(0, 1));
     recorder.record_deferred_of(DeferredKind::HostWrite, |out| out.record(&started(0, 90)));
     recorder.record(&started(0, 2));
@@ -367,11 +382,7 @@ fn a_deferred_job_the_flush_cannot_run_leaves_a_loss_at_its_place() {
         out.record(&started(0, 91));
     });
     recorder.record(&started(0, 3));
-    let (note, losses) = super::test_sigterm();
-    core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
-    drop(core);
-    recorder.close().unwrap();
-    let trace = read_all(&path).unwrap();
+    let (note, trace) = flush_at_sigterm(&recorder, core, &path);
     let lost = |host_writes: u64, digests: u64| {
         Record::RecordsLost(RecordsLost {
             time_ns: 7,
@@ -449,13 +460,9 @@ fn records_held_behind_a_job_not_ready_are_flushed_at_a_signal() {
         assert!(std::time::Instant::now() < deadline, "never held back");
         std::thread::sleep(Duration::from_millis(1));
     }
-    let mut core = shared.core();
+    let core = shared.core();
     recorder.record(&started(0, 3));
-    let (note, losses) = super::test_sigterm();
-    core.write_on_signal(shared.signal_fd.unwrap(), &note, losses);
-    drop(core);
-    recorder.close().unwrap();
-    let trace = read_all(&path).unwrap();
+    let (_, trace) = flush_at_sigterm(&recorder, core, &path);
     let seen: Vec<String> = trace
         .records
         .iter()
