@@ -662,13 +662,13 @@ fn followers_end_a_trace_nobody_writes_any_more() {
     }
 }
 
-/// A SIGTERM 20 ms after a 1 MiB write into a host-visible buffer that no region has read
-/// yet (`big_writes N idle_term`: the program then submits a fill until it raises SIGTERM):
-/// the write's hash is parked until a region reads the buffer and its `HostWrite` job is
-/// held back by the trace writer until the hash is done, at most `hrx_capture::HOLD_LIMIT`
-/// (2 ms). Held until the 100 ms tick (session 44's first hold), the fatal-signal flush found
-/// the job unrun and left a `RecordsLost` (HostWrite) in its place, and `replay` refused the
-/// whole trace ("cannot be exact").
+/// A SIGTERM after a 1 MiB write into a host-visible buffer that no region reads
+/// (`big_writes N idle_term`: the program submits a fill until the trace writer has stored
+/// the write, then raises SIGTERM): the write's hash, parked until a region reads the
+/// buffer, is started by the trace writer itself, with no flush, and the fatal-signal flush
+/// keeps the `HostWrite`. The program waits for the store, not for a time (a 20 ms wait
+/// failed on a loaded machine); that the writer holds such a job at most
+/// `hrx_capture::HOLD_LIMIT` is `writer::held_tests::a_never_ready_job_runs_after_the_hold_limit`.
 #[test]
 fn a_sigterm_soon_after_a_large_host_write_nothing_read_keeps_the_write() {
     let dir = tempfile::tempdir().unwrap();
