@@ -177,7 +177,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "R", value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 
-    /// Replay only the first N submissions of each runtime (N >= 1).
+    /// Replay only the first N submissions of each runtime (N >= 1; an N past the last
+    /// submission replays them all, with a warning).
     #[arg(long, value_name = "N", value_parser = parse_until, allow_negative_numbers = true)]
     pub until: Option<u64>,
 

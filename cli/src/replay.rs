@@ -401,6 +401,24 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         ));
     }
+    // A count past every runtime's last submission cut nothing: the replay is whole and
+    // its verdict stands, but the number was likely meant for another trace (a warning,
+    // kept by `-q`, not an error: a script passing one `--until` to traces of several
+    // lengths still gets its verdicts). A trace without submissions is said below.
+    if let Some(until) = args.until
+        && let Some(most) = (report.trace.runtimes.iter()).map(|r| r.submissions).max()
+        && most > 0
+        && until > most as u64
+    {
+        crate::output::warn(format_args!(
+            "--until {until} is past the trace's last submission ({}): all were replayed",
+            if report.trace.runtimes.len() == 1 {
+                format!("it holds {most}")
+            } else {
+                format!("its runtimes hold at most {most} each")
+            }
+        ));
+    }
     // A match of nothing is no match: said on standard error as well as in the report.
     if let Some(what) = &report.nothing_compared {
         crate::output::warn(format_args!("{}: {what}", args.file.display()));

@@ -286,6 +286,47 @@ fn a_replay_that_compares_no_output_says_so_everywhere() {
     assert!(!stderr(&until).contains("the trace holds no output digest"));
 }
 
+/// `--until N` past the trace's last submission cut nothing: one warning line (kept by
+/// `-q`), the whole replay and its verdict (it was silent); at the last submission or
+/// before it, no such line; a value that is no count stays a one-line error.
+#[test]
+fn until_past_the_last_submission_is_said_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let past = run(dir.path(), &["-q", "replay", "h.hrxt", "--until", "5"]);
+    assert_eq!(code(&past), 0, "{}{}", stdout(&past), stderr(&past));
+    assert!(stdout(&past).contains("verdict: SAME"), "{}", stdout(&past));
+    let said: Vec<_> = (stderr(&past).lines())
+        .filter(|l| l.contains("--until"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "warning: --until 5 is past the trace's last submission (it holds 4): all were \
+          replayed"
+        ],
+        "{}",
+        stderr(&past)
+    );
+    for within in ["4", "2"] {
+        let out = run(dir.path(), &["replay", "h.hrxt", "--until", within]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("past the trace's last"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    for (value, said) in [
+        ("many", "invalid value 'many' for '--until <N>'"),
+        ("0", "submissions count from 1"),
+    ] {
+        let out = run(dir.path(), &["replay", "h.hrxt", "--until", value]);
+        assert_error(&out, said);
+    }
+}
+
 /// `--tolerance` compares captured bytes: on a trace recorded without them it is an error
 /// before anything is replayed, not a silent exact comparison (it was a note at the end).
 #[test]
