@@ -296,7 +296,12 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
             bytes(r.lane_copy_bytes[1]),
             bytes(r.lane_copy_bytes[2])
         ),
-        Record::SessionEnd(r) => write!(f, "records={} dropped={}", r.records, r.dropped_records),
+        // The records before it, as the format counts them (`info` counts it too: one more).
+        Record::SessionEnd(r) => write!(
+            f,
+            "records_before={} dropped={}",
+            r.records, r.dropped_records
+        ),
         Record::SessionStopped(r) => write!(
             f,
             "signal={} done={} asked={}",

@@ -475,3 +475,27 @@ fn a_dash_is_neither_standard_input_nor_a_baseline_file() {
     assert_error(&replay, "baseline -: cannot write it to standard output");
     assert!(!dir.path().join("-").exists());
 }
+
+/// `dump`'s session end names what it counts, the records before it: `info`'s count of
+/// records read less the session end itself (it read `records=N`, one fewer than `info`'s
+/// `records N`, with nothing to say they counted different things).
+#[test]
+fn dumps_session_end_counts_the_records_before_it_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let info = run(dir.path(), &["info", "--json", "h.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
+    let info: serde_json::Value = serde_json::from_str(&stdout(&info)).unwrap();
+    let records = info["records"]["total"].as_u64().expect("info's records");
+    let dump = run(dir.path(), &["dump", "h.hrxt"]);
+    assert_eq!(code(&dump), 0, "{}", stderr(&dump));
+    let text = stdout(&dump);
+    let end = text.lines().last().unwrap();
+    assert!(end.contains("session-end"), "{end}");
+    assert!(
+        end.ends_with(&format!("records_before={} dropped=0", records - 1)),
+        "{end} (info: {records} records)"
+    );
+    // Every line but the session end's is a record before it.
+    assert_eq!(text.lines().count() as u64, records, "{text}");
+}
