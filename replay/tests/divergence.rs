@@ -72,7 +72,7 @@ fn with_output_digests_only_the_divergence_shows_where_it_becomes_visible() {
     assert_eq!((first.submission, first.region), (1, Some(2)), "{first}");
     assert_eq!(
         first.region_label.as_deref(),
-        Some("GPU Download, copy batch: copy")
+        Some("GPU Download, copy batch: 1 download")
     );
     assert!(
         report
@@ -116,7 +116,7 @@ fn a_flipped_input_byte_diverges_at_the_first_region_reading_it() {
     );
     assert_eq!(
         first.region_label.as_deref(),
-        Some("GPU Upload, copy batch: copy")
+        Some("GPU Upload, copy batch: 1 upload")
     );
     // Frames 1, 3 and 4 are untouched.
     let diverged: Vec<u64> = report

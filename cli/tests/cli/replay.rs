@@ -327,6 +327,38 @@ fn until_past_the_last_submission_is_said_in_one_line() {
     }
 }
 
+/// A copy batch's timing row names it once, by its lane and its copies under the lane's
+/// name for them (`upload`, `download`), as `stats` and `--per-op` name them: it read
+/// `GPU Upload, copy batch: copy`.
+#[test]
+fn a_copy_batch_is_named_by_its_lane_and_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let replay = run(dir.path(), &["replay", "h.hrxt", "--per-op"]);
+    assert_eq!(code(&replay), 0, "{}", stderr(&replay));
+    let text = stdout(&replay);
+    assert!(!text.contains("copy batch: copy"), "{text}");
+    for lane in [
+        "GPU Upload, copy batch: 1 upload",
+        "GPU Download, copy batch: 1 download",
+    ] {
+        assert!(
+            text.lines().any(|l| l.ends_with(lane)),
+            "{lane:?} not in: {text}"
+        );
+    }
+    // Per operation, the same copies by the same names.
+    assert!(
+        text.lines().any(|l| l.ends_with("upload (region 0)")),
+        "{text}"
+    );
+    // A copy inside a compute graph keeps its name among the graph's operations.
+    assert!(
+        text.contains("native graph: hrx_iota, copy, fill"),
+        "{text}"
+    );
+}
+
 /// `--tolerance` compares captured bytes: on a trace recorded without them it is an error
 /// before anything is replayed, not a silent exact comparison (it was a note at the end).
 #[test]

@@ -248,7 +248,8 @@ impl RuntimePlan<'_> {
     }
 
     /// A short label for region `region` of graph `graph`: queue, kind and the names of its
-    /// operations; with `range`, only the operations writing it.
+    /// operations, a copy batch's counted (`GPU Upload, copy batch: 2 uploads`); with
+    /// `range`, only the operations writing it.
     pub fn region_label(
         &self,
         graph: usize,
@@ -289,15 +290,39 @@ impl RuntimePlan<'_> {
                 }
             }
             let name = self.op_name(op);
-            if !names.contains(&name) {
+            if r.kind == RegionKind::CopyBatch {
+                // Each copy counted, under its lane's name.
+                names.push(match op.op {
+                    OpKind::Copy => hrx_analysis::copy_name(r.queue).to_owned(),
+                    _ => name,
+                });
+            } else if !names.contains(&name) {
                 names.push(name);
             }
         }
         if names.is_empty() {
-            format!("{queue}, {kind}")
-        } else {
-            format!("{queue}, {kind}: {}", names.join(", "))
+            return format!("{queue}, {kind}");
         }
+        if r.kind == RegionKind::CopyBatch {
+            // Its copies by count and by the lane's name for them (`upload`, `download`), as
+            // `stats`, `view` and `--per-op` name them: "copy batch: copy" said the kind twice.
+            let mut counted: Vec<(String, u64)> = Vec::new();
+            for name in names {
+                match counted.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, count)) => *count += 1,
+                    None => counted.push((name, 1)),
+                }
+            }
+            let counted: Vec<String> = (counted.iter())
+                .map(|(name, n)| match (name.as_str(), n) {
+                    (_, 1) => format!("1 {name}"),
+                    ("copy", n) => format!("{n} copies"),
+                    (name, n) => format!("{n} {name}s"),
+                })
+                .collect();
+            return format!("{queue}, {kind}: {}", counted.join(", "));
+        }
+        format!("{queue}, {kind}: {}", names.join(", "))
     }
 
     /// The display name of an operation: the kernel entry, or fill/copy/scoped/host.
