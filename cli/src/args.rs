@@ -443,7 +443,9 @@ pub struct StatsArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// One JSON object instead of text (times in ns, bandwidth in bytes/s).
+    /// One JSON object instead of text (times in ns, bandwidth in bytes/s): `operations` the
+    /// kernel table, `regions` the region table (`kernels` is a deprecated copy of
+    /// `regions`, kept for older scripts).
     #[arg(long)]
     pub json: bool,
 

@@ -68,7 +68,8 @@
 //!               are no copies or host callbacks; succeeded runs only; "failed" counts the
 //!               runs that failed (the text says "+N failed" after their row); "device" how
 //!               many durations are device spans (the rest host spans),
-//!  "kernels": the same rows as "regions", under the name schema 2 gave them,
+//!  "kernels": deprecated: the same rows as "regions" (region labels, not kernels),
+//!             under the name schema 2 gave them; kept for older scripts, read "regions",
 //!  "host_callbacks": [per label, as "regions"],
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}] (host clock),
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s", "device"}]:
@@ -497,6 +498,8 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
             "note": operation_times_note(stats),
         },
         "regions": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
+        // Deprecated (the rows are regions): kept for scripts written against schema 2's
+        // first form, which read region rows here.
         "kernels": stats.kernels.iter().map(kernel_json).collect::<Vec<_>>(),
         "host_callbacks": stats.host_callbacks.iter().map(kernel_json).collect::<Vec<_>>(),
         "queues": queues,

@@ -990,7 +990,7 @@ fn parquet_tables_give_stats_per_kernel_figures_in_duckdb() {
         let out = run(dir.path(), &["stats", "--json", &format!("{name}.hrxt")]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let stats: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        for k in stats["kernels"].as_array().unwrap() {
+        for k in stats["regions"].as_array().unwrap() {
             let entry = want
                 .entry(k["name"].as_str().unwrap().to_owned())
                 .or_default();

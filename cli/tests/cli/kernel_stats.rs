@@ -46,9 +46,9 @@ fn stats_json_counts_match_the_records() {
     assert_eq!(u(&s["failures"]["regions_cancelled"]), done("Cancelled"));
     assert!(u(&s["failures"]["regions_failed"]) >= 1);
 
-    // Every timing that ran is in exactly one kernel or copy lane, with consistent order
+    // Every timing that ran is in exactly one region row or copy lane, with consistent order
     // statistics.
-    let kernels = s["kernels"].as_array().unwrap();
+    let kernels = s["regions"].as_array().unwrap();
     let copies: u64 = s["copies"]
         .as_array()
         .unwrap()
@@ -180,6 +180,7 @@ fn stats_lists_kernels_by_name_from_operation_timings_or_says_there_are_none() {
         (Some(16), Some(2))
     );
     assert!(times["note"].is_null());
+    // `kernels`: the deprecated copy of the region rows, kept for older scripts.
     assert_eq!(s["regions"], s["kernels"]);
     assert_eq!(s["regions"][0]["name"], "blur +1");
     let text = stdout(&run(dir.path(), &["stats", "ops.hrxt"]));
@@ -388,5 +389,25 @@ fn stats_of_a_recording_on_a_loaded_host_says_so() {
         assert_eq!(json["host_load"]["loaded"], false);
         let text = stdout(&run(dir.path(), &["stats", "quiet.hrxt"]));
         assert!(!text.lines().any(|l| l.starts_with("host load ")), "{text}");
+    }
+}
+
+/// `stats --help` says which JSON key holds which table: region rows under `regions`, and
+/// `kernels` a deprecated copy of them (the help said nothing of either, and `kernels`
+/// read as the kernel table, which is `operations`).
+#[test]
+fn stats_help_names_the_json_tables_and_deprecates_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = run(dir.path(), &["stats", "--help"]);
+    assert_eq!(code(&help), 0, "{}", stderr(&help));
+    let text = stdout(&help)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for said in [
+        "`operations` the kernel table, `regions` the region table",
+        "(`kernels` is a deprecated copy of `regions`, kept for older scripts)",
+    ] {
+        assert!(text.contains(said), "{said:?} not in: {text}");
     }
 }

@@ -213,7 +213,7 @@ fn stats_follow_waits_for_the_trace_then_its_counts_grow_to_the_final_totals() {
     recording.0.wait().unwrap();
     let whole = crate::util::run(dir.path(), &["stats", "--json", "live.hrxt"]);
     let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
-    assert_eq!(report["kernels"], whole["kernels"]);
+    assert_eq!(report["regions"], whole["regions"]);
     assert_eq!(report["submissions"], whole["submissions"]);
     assert_eq!(report["complete"], true);
     assert_eq!(report["end"], whole["end"]);
