@@ -290,7 +290,8 @@ pub struct Comparison {
     /// [`Comparison::past_an_end`] included.
     pub one_sided: usize,
     /// Of `one_sided`, the items an incomplete trace (cut short, damaged, lossy) lacks:
-    /// past what it holds, not a difference (the verdict leaves them out).
+    /// past its end, lost to its damage or by its recorder (the reasons say which), not a
+    /// difference (the verdict leaves them out). The name is the field's JSON key.
     pub past_an_end: usize,
     /// The trace that holds no submission while the other holds some.
     pub empty_side: Option<Side>,
@@ -749,11 +750,12 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     }
     for (side, lacks) in [Side::Base, Side::New].into_iter().zip(past_ends) {
         if lacks > 0 {
+            let profile = if side == Side::Base { base } else { new };
             reasons.push(format!(
-                "{} only in {}: past what {} holds (it is incomplete), not compared",
+                "{} only in {}: {}, not compared",
                 plural(lacks as u64, "item"),
                 side.other().name(),
-                side.name()
+                lacking_where(profile, side)
             ));
         }
     }
@@ -773,10 +775,11 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         })
         .or_else(|| {
             empty_incomplete.map(|side| {
+                let profile = if side == Side::Base { base } else { new };
                 format!(
-                    "{} holds no submission and is incomplete: its work lies past its end, \
-                     nothing compared",
-                    side.name()
+                    "{} holds no submission and is incomplete: its work is {}, nothing compared",
+                    side.name(),
+                    lacking_where(profile, side)
                 )
             })
         });
@@ -895,6 +898,61 @@ pub(super) fn complete(profile: &Profile) -> bool {
         .recovery
         .as_ref()
         .is_none_or(|r| r.is_complete() && r.lost.is_none())
+}
+
+/// Where what an incomplete trace lacks of the other's is, in words that follow "its work
+/// is": `lost to new's damage (from byte 1252)`, `past new's end (cut short)`, `lost by
+/// new's recorder`, ... (each that applies, joined by "or"). Matching by order cannot tell
+/// where a lost submission stood: damage at a file's start reads as items past its end,
+/// which "past what new holds" said of every incomplete trace.
+fn lacking_where(profile: &Profile, side: Side) -> String {
+    use hrx_capture::reader::WarningKind as W;
+    let name = side.name();
+    let Some(r) = &profile.recovery else {
+        return format!("past what {name} holds (it is incomplete)");
+    };
+    let mut places = Vec::new();
+    if r.skipped_blocks > 0 || r.skipped_records > 0 {
+        // The first damaged place the reader named, as its warnings say it (`byte N: ...`).
+        let first = (profile.warnings.iter())
+            .filter(|w| {
+                matches!(
+                    w.kind,
+                    W::BlockSkipped { .. }
+                        | W::Resynchronized { .. }
+                        | W::RecordSkipped { .. }
+                        | W::MoreRecordsSkipped { .. }
+                )
+            })
+            .map(|w| w.offset)
+            .min();
+        places.push(match first {
+            Some(byte) => format!("lost to {name}'s damage (from byte {byte})"),
+            None => format!("lost to {name}'s damage"),
+        });
+    }
+    if !r.closed {
+        places.push(format!("past {name}'s end (cut short)"));
+    } else if !r.clean_close && places.is_empty() {
+        places.push(format!("past {name}'s damaged end"));
+    }
+    if !r.lost.is_none() {
+        places.push(format!("lost by {name}'s recorder"));
+    }
+    if r.source_incomplete {
+        places.push(format!(
+            "missing from {name}'s source recording (a trim of an incomplete one)"
+        ));
+    }
+    if r.newer_records > 0 {
+        places.push(format!(
+            "in {name}'s records of a newer format this reader skips"
+        ));
+    }
+    if places.is_empty() {
+        return format!("past what {name} holds (it is incomplete)");
+    }
+    places.join(" or ")
 }
 
 /// Records the trace lost while recording.
@@ -1113,9 +1171,9 @@ mod tests {
             assert!(c.past_an_end > 0 && c.past_an_end == c.one_sided, "{c:?}");
             let side = ["base", "new"][incomplete];
             assert!(
-                c.reasons.iter().any(|r| r.contains(&format!(
-                    "past what {side} holds (it is incomplete), not compared"
-                ))),
+                c.reasons
+                    .iter()
+                    .any(|r| r.contains(&format!("past {side}'s end (cut short), not compared"))),
                 "{:?}",
                 c.reasons
             );
@@ -1237,8 +1295,71 @@ mod tests {
         assert_eq!(c.exit_code(), 2);
         assert_eq!(
             c.reasons[0],
-            "new holds no submission and is incomplete: its work lies past its end, nothing \
-             compared"
+            "new holds no submission and is incomplete: its work is past new's end (cut short), \
+             nothing compared"
+        );
+    }
+
+    /// Damage at the start of a trace is said where it is: the submissions a damaged first
+    /// block held are matched by order, so base's last ones are those new lacks, which read
+    /// "past what new holds" as though new were cut short. Now the reason names the damage
+    /// and its first byte (and a cut-short trace its end, a lossy one its recorder).
+    #[test]
+    fn what_a_trace_damaged_at_its_start_lacks_is_said_to_be_lost_to_the_damage() {
+        use hrx_capture::reader::{Warning, WarningKind};
+        let records = trace(20, &[], None);
+        // New lost its first five submissions (and what they ran) to a damaged block.
+        let first_submits: Vec<u64> = (records.iter())
+            .filter_map(|r| match r {
+                Record::Submit(s) => Some(s.submission.0),
+                _ => None,
+            })
+            .take(5)
+            .collect();
+        let lost = |r: &Record| match r {
+            Record::Submit(s) => first_submits.contains(&s.submission.0),
+            Record::SubmissionDone(d) => first_submits.contains(&d.submission.0),
+            Record::OutputDigest(d) => first_submits.contains(&d.submission.0),
+            _ => false,
+        };
+        let damaged: Vec<Record> = records.iter().filter(|r| !lost(r)).cloned().collect();
+        let (b, mut n) = (profile_records(&records), profile_records(&damaged));
+        n.recovery = Some(hrx_capture::Recovery {
+            clean_close: true,
+            closed: true,
+            skipped_blocks: 1,
+            skipped_records: 15,
+            ..hrx_capture::Recovery::default()
+        });
+        n.warnings.push(Warning {
+            offset: 1252,
+            kind: WarningKind::BlockSkipped {
+                records: 15,
+                error: hrx_capture::format::FormatError::PayloadChecksum {
+                    stored: 1,
+                    computed: 2,
+                },
+            },
+        });
+        let c = compare(
+            &b,
+            &n,
+            &matched_profiled((&b, &records), (&n, &damaged)),
+            1e9,
+        );
+        assert!(c.past_an_end > 0, "{c:?}");
+        let said: Vec<_> = (c.reasons.iter())
+            .filter(|r| r.contains("only in base"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", c.reasons);
+        assert!(
+            said[0].ends_with("only in base: lost to new's damage (from byte 1252), not compared"),
+            "{said:?}"
+        );
+        assert!(
+            !c.reasons.iter().any(|r| r.contains("past what")),
+            "{:?}",
+            c.reasons
         );
     }
 
