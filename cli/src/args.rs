@@ -92,6 +92,7 @@ Examples:
   hrx-trace replay pipeline.hrxt
   hrx-trace replay --backend cuda --max-slowdown 1.2 pipeline.hrxt
   hrx-trace replay --save-baseline good.json pipeline.hrxt   (on a known-good build)
+  hrx-trace replay --add-to-baseline good.json pipeline.hrxt (3-5 times: runs apart)
   hrx-trace replay --baseline good.json pipeline.hrxt        (after each build)
   hrx-trace replay --report json pipeline.hrxt > report.json")]
 pub struct ReplayArgs {
@@ -108,7 +109,7 @@ pub struct ReplayArgs {
     pub backend: Option<String>,
 
     /// Replays to time; timings are medians over them [default: 1; with --max-slowdown,
-    /// --baseline or --save-baseline 10,
+    /// --baseline, --save-baseline or --add-to-baseline 10,
     /// so that a region run at least twice in the trace has 7 or more samples in each half of
     /// the repeats (the replay's own spread) and one run once has 10 (its median's interval)].
     #[arg(long, value_name = "N", value_parser = parse_repeat, allow_negative_numbers = true)]
@@ -119,6 +120,14 @@ pub struct ReplayArgs {
     /// that exists must be a baseline (a trace is never overwritten).
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
+
+    /// Add this replay's timings to a baseline as one more run (a file not there yet, or
+    /// empty, becomes a baseline of one run): replays of a known-good build, each its own
+    /// process, added to one baseline say how far a replay moves from one process to the
+    /// next (copies move most), which `--baseline` then takes as a floor a slowdown must
+    /// pass, against the baseline and the capture alike. 3 to 5 runs make a gate's baseline.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["save_baseline", "inject_slowdown"])]
+    pub add_to_baseline: Option<PathBuf>,
 
     /// Judge the timings against a baseline `--save-baseline` wrote on a known-good build, by
     /// the same rule and `--max-slowdown` (default 1.5 with a baseline), as well as against

@@ -111,8 +111,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let max_slowdown = args
         .max_slowdown
         .or(baseline.is_some().then_some(BASELINE_MAX_SLOWDOWN));
-    // A path `--save-baseline` cannot write is said before the replay, not after it.
-    if let Some(path) = &args.save_baseline {
+    // A path `--save-baseline` or `--add-to-baseline` cannot write is said before the
+    // replay, not after it; so is a baseline this replay cannot be added to.
+    let saved_to = (args.save_baseline.as_ref().map(|p| ("--save-baseline", p))).or(args
+        .add_to_baseline
+        .as_ref()
+        .map(|p| ("--add-to-baseline", p)));
+    let mut added_to = None;
+    if let Some((flag, path)) = saved_to {
         hrx_replay::Baseline::check_save(path).map_err(|e| Failure::new(e.to_string()))?;
         // Judged against and then written over, a baseline would follow every build and
         // catch no slow drift.
@@ -120,18 +126,28 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             && std::fs::canonicalize(judged).ok() == std::fs::canonicalize(path).ok()
         {
             return Err(Failure::new(format!(
-                "--save-baseline {}: the baseline this replay is judged against; a baseline \
+                "{flag} {}: the baseline this replay is judged against; a baseline \
                  overwritten by each replay it judges would follow every build",
                 path.display()
             ))
             .hint("save to another file, and replace the judged one deliberately")
             .into());
         }
+        if args.add_to_baseline.is_some()
+            && std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0)
+        {
+            let earlier =
+                hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?;
+            earlier.check_trace(&args.file).map_err(|why| {
+                Failure::new(format!("--add-to-baseline {}: {why}", path.display()))
+            })?;
+            added_to = Some(earlier);
+        }
     }
     // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).
     let repeat = args
         .repeat
-        .unwrap_or(if max_slowdown.is_some() || args.save_baseline.is_some() {
+        .unwrap_or(if max_slowdown.is_some() || saved_to.is_some() {
             GATE_REPEAT
         } else {
             1
@@ -337,7 +353,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     // A baseline is a known-good build's: not saved from a replay whose outputs or
     // statuses diverged.
-    if let Some(path) = &args.save_baseline {
+    if let Some((_, path)) = saved_to {
         if report.compared_nothing() {
             crate::output::warn(format_args!(
                 "{}: baseline not saved: the replay compared nothing (no outcome and no output \
@@ -351,7 +367,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 hrx_analysis::units::plural(report.summary.divergences as u64, "divergence")
             ));
         } else {
-            let baseline = hrx_replay::Baseline::of(&report);
+            let mut baseline = hrx_replay::Baseline::of(&report);
+            if let Some(mut earlier) = added_to {
+                earlier.add(baseline).map_err(|why| {
+                    Failure::new(format!(
+                        "--add-to-baseline {}: {why}: not added",
+                        path.display()
+                    ))
+                })?;
+                baseline = earlier;
+            }
             baseline
                 .save(path)
                 .map_err(|e| Failure::new(e.to_string()))?;
@@ -373,11 +398,30 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     report.replay.host.describe()
                 ));
             }
-            crate::output::note(format_args!(
-                "baseline saved to {} ({} timing rows)",
-                path.display(),
-                baseline.rows.len()
-            ));
+            if baseline.runs == 1 {
+                crate::output::note(format_args!(
+                    "baseline saved to {} ({} timing rows)",
+                    path.display(),
+                    baseline.rows.len()
+                ));
+            } else {
+                // The row whose runs lie furthest apart: the floor it now sets.
+                let widest = (baseline.rows.iter())
+                    .max_by(|a, b| a.between_runs().total_cmp(&b.between_runs()));
+                crate::output::note(format_args!(
+                    "baseline {} now holds {} runs ({} timing rows){}",
+                    path.display(),
+                    baseline.runs,
+                    baseline.rows.len(),
+                    widest.map_or(String::new(), |row| format!(
+                        "; its runs' medians lie at most {} apart ({} {}: {})",
+                        hrx_analysis::units::ratio(row.between_runs()),
+                        row.kind,
+                        row.index,
+                        row.label
+                    ))
+                ));
+            }
         }
     }
     // What reading the file found, as every reading verb warns of it (after the replay, so

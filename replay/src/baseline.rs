@@ -16,6 +16,20 @@
 //! note, nothing judged). Rows the baseline lacks (another trace, or `--per-op` on one side
 //! only) are counted in a note.
 //!
+//! # Runs
+//!
+//! A replay's copies and host work move more from one replay process to the next than among
+//! one process's repeats (on an H100, a replay's uploads read 0.92-1.16x of the capture from
+//! process to process while each one's repeats agreed within 1%: BENCHMARKS.md, "Replay as a
+//! gate", session 44), so a gate that knows only one process's spread raises false alarms on
+//! copies. `--add-to-baseline` adds each replay of a known-good build as one more run: a row
+//! keeps every run's distribution ([`BaselineRow::runs`]), judges by the middle run's, and
+//! the largest over the smallest of its runs' medians ([`BaselineRow::between_runs`]) is a
+//! floor a slowdown must pass, as the replay's own spread is, against the baseline and
+//! against the capture (one process's draw of the same movement); a row the floor clears
+//! against the capture is said in a note. Pinpoint-style gates (several runs a side) work
+//! alike; a baseline of one run judges as before.
+//!
 //! # Versions
 //!
 //! Version 2 keys rows by their pooled graphs (`graphs`); version 1 (before identical graphs
@@ -61,8 +75,16 @@ pub struct Baseline {
     /// judges, not only when it is saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostLoad>,
+    /// How many replays it holds (`--add-to-baseline` adds one each; 1 for a baseline
+    /// `--save-baseline` wrote, and for one saved before runs were counted).
+    #[serde(default = "one_run")]
+    pub runs: usize,
     /// Each timing row's replayed distribution.
     pub rows: Vec<BaselineRow>,
+}
+
+fn one_run() -> usize {
+    1
 }
 
 /// Which recording `start` begins, as [`crate::TraceInfo::recorded`] names it: its host,
@@ -108,8 +130,40 @@ pub struct BaselineRow {
     pub label: String,
     /// The clock its times are on.
     pub clock: Clock,
-    /// The replayed times.
+    /// The replayed times: the middle run's by median where the baseline holds several
+    /// ([`BaselineRow::runs`]).
     pub replayed: Durations,
+    /// Every run's replayed times, in the order they were added (`--add-to-baseline`); empty
+    /// in a baseline of one run, whose times are `replayed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Durations>,
+}
+
+impl BaselineRow {
+    /// How far its runs' medians lie apart: the largest over the smallest; 1 with one run.
+    /// A replay process's copies and host work move by more between processes than within
+    /// one (BENCHMARKS.md, "Replay as a gate": a replay's uploads 0.92-1.16x of the capture
+    /// from one process to the next, its own repeats within 1%), which the replay's own
+    /// spread, taken within its process, cannot show.
+    pub fn between_runs(&self) -> f64 {
+        let medians = self.runs.iter().map(|d| d.median_ns);
+        match (medians.clone().min(), medians.max()) {
+            (Some(low), Some(high)) if low > 0 => high as f64 / low as f64,
+            _ => 1.0,
+        }
+    }
+
+    /// Adds one run's times: `replayed` becomes the middle run's by median (the lower
+    /// middle of an even count, as medians are taken here).
+    fn add_run(&mut self, run: Durations) {
+        if self.runs.is_empty() {
+            self.runs.push(self.replayed);
+        }
+        self.runs.push(run);
+        let mut by_median: Vec<&Durations> = self.runs.iter().collect();
+        by_median.sort_by_key(|d| d.median_ns);
+        self.replayed = *by_median[(by_median.len() - 1) / 2];
+    }
 }
 
 /// A row judged against the baseline.
@@ -125,6 +179,11 @@ pub struct BaselineMatch {
     pub regression: bool,
     /// Not judged, for too few samples on a side (under 7).
     pub too_few: bool,
+    /// The runs the baseline row holds (`--add-to-baseline`; 1 for one saved run).
+    pub runs: usize,
+    /// How far its runs' medians lie apart ([`BaselineRow::between_runs`]): a floor a
+    /// slowdown must pass, as the replay's own spread is.
+    pub between_runs: f64,
 }
 
 /// The largest baseline read: a baseline holds a few hundred bytes a row.
@@ -143,6 +202,7 @@ impl Baseline {
                 label: t.label.clone(),
                 clock: t.clock,
                 replayed: t.replayed?,
+                runs: Vec::new(),
             })
         });
         let op_rows = report.op_timing.iter().filter_map(|t| {
@@ -155,6 +215,7 @@ impl Baseline {
                 label: t.label.clone(),
                 clock: t.clock,
                 replayed: t.replayed?,
+                runs: Vec::new(),
             })
         });
         Baseline {
@@ -165,8 +226,56 @@ impl Baseline {
             device: report.replay.device.clone(),
             gpu_clocks: report.replay.gpu_clocks.clone(),
             host: Some(report.replay.host),
+            runs: 1,
             rows: region_rows.chain(op_rows).collect(),
         }
+    }
+
+    /// Adds `run` (the baseline of one more replay of the same recording on the same device,
+    /// [`Baseline::of`]) as one more run: each row it shares gains the run's times, a row
+    /// only it has is added (with its one run). The clocks and host kept are the first run's.
+    ///
+    /// # Errors
+    /// Why the run cannot join, in one line: another recording, backend or device.
+    pub fn add(&mut self, run: Baseline) -> Result<(), String> {
+        run.check_recording(self.recorded.as_deref())?;
+        if (self.backend.as_str(), self.device.as_str())
+            != (run.backend.as_str(), run.device.as_str())
+        {
+            return Err(format!(
+                "saved from replays on {} ({}), this replay on {} ({}): a baseline's runs are \
+                 of one device",
+                self.backend, self.device, run.backend, run.device
+            ));
+        }
+        if self.recorded.is_none() {
+            self.recorded = run.recorded;
+        }
+        for row in run.rows {
+            let same = self.rows.iter_mut().find(|r| {
+                (
+                    r.kind.as_str(),
+                    r.runtime,
+                    r.graph,
+                    r.index,
+                    r.label.as_str(),
+                    r.clock,
+                ) == (
+                    row.kind.as_str(),
+                    row.runtime,
+                    row.graph,
+                    row.index,
+                    row.label.as_str(),
+                    row.clock,
+                )
+            });
+            match same {
+                Some(same) => same.add_run(row.replayed),
+                None => self.rows.push(row),
+            }
+        }
+        self.runs += run.runs;
+        Ok(())
     }
 
     /// Writes it as JSON to `path`, which must be a new file or a baseline
@@ -251,6 +360,22 @@ impl Baseline {
     /// row's figures do not hold together.
     pub fn load(path: &Path) -> Result<Baseline, ReplayError> {
         let baseline = Baseline::read(path)?;
+        if baseline.runs == 0 {
+            return Err(baseline_error(path, "it holds 0 runs"));
+        }
+        if let Some(row) = baseline.rows.iter().find(|r| r.runs.len() > baseline.runs) {
+            return Err(baseline_error(
+                path,
+                format!(
+                    "a row ({} {} of graph {}) holds {} runs of the baseline's {}",
+                    row.kind,
+                    row.index,
+                    row.graph,
+                    row.runs.len(),
+                    baseline.runs
+                ),
+            ));
+        }
         let mut places = std::collections::HashSet::new();
         for (i, row) in baseline.rows.iter().enumerate() {
             let place = (
@@ -441,10 +566,11 @@ impl Baseline {
                 missing += 1;
                 return None;
             };
+            let between_runs = row.between_runs();
             let judged = crate::compare::judge(
                 Some(row.replayed),
                 Some(replayed),
-                spread,
+                spread.max(between_runs),
                 options,
                 true,
                 clock,
@@ -455,6 +581,8 @@ impl Baseline {
                 interval: judged.interval,
                 regression: judged.slow,
                 too_few: judged.too_few,
+                runs: row.runs.len().max(1),
+                between_runs,
             })
         };
         for t in &mut report.timing {
@@ -531,6 +659,7 @@ impl Baseline {
                 }
             ));
         }
+        self.floor_capture_judgements(report, options, source);
         let slow = report
             .timing
             .iter()
@@ -549,6 +678,53 @@ impl Baseline {
 }
 
 impl Baseline {
+    /// Judges again, against the capture, each row slow there whose baseline row's runs lie
+    /// further apart ([`BaselineRow::between_runs`]) than the replay's own spread: a
+    /// slowdown against the capture within how far known-good replays moved from one process
+    /// to the next is no regression (the capture is one process's draw of the same
+    /// movement). Said in a note, with the rows' count; `summary.slow` recounted.
+    fn floor_capture_judgements(&self, report: &mut Report, options: &ReplayOptions, source: &str) {
+        let Some(max) = options.max_slowdown else {
+            return;
+        };
+        let mut cleared = Vec::new();
+        let mut floor = |regression: &mut bool,
+                         interval: Option<(f64, f64)>,
+                         m: Option<BaselineMatch>,
+                         label: &str| {
+            let Some(m) = m else { return };
+            if *regression
+                && let Some((low, _)) = interval
+                && !hrx_analysis::compare::past_ratio(low, max, m.between_runs)
+            {
+                *regression = false;
+                cleared.push(format!(
+                    "{label} ({} within {})",
+                    hrx_analysis::units::ratio(low),
+                    hrx_analysis::units::ratio(m.between_runs)
+                ));
+            }
+        };
+        for t in &mut report.timing {
+            floor(&mut t.regression, t.interval, t.baseline, &t.label);
+        }
+        for t in &mut report.op_timing {
+            floor(&mut t.regression, t.interval, t.baseline, &t.label);
+        }
+        if cleared.is_empty() {
+            return;
+        }
+        report.summary.slow = report.timing.iter().filter(|t| t.regression).count()
+            + report.op_timing.iter().filter(|t| t.regression).count();
+        report.notes.push(format!(
+            "{} past --max-slowdown against the capture, not counted slow: each interval's low \
+             end lies within how far the baseline's {} runs (replays of {source}) moved apart: {}",
+            hrx_analysis::units::plural(cleared.len() as u64, "row"),
+            self.runs,
+            cleared.join(", ")
+        ));
+    }
+
     /// The note when `report`'s GPU clocks differ from this baseline's by more than
     /// [`crate::CLOCKS_DIFFER`], before or after the repeats (each compared where both read).
     fn clocks_note(&self, report: &Report, source: &str) -> Option<String> {
@@ -596,7 +772,18 @@ fn check_row(row: &BaselineRow) -> Result<(), String> {
             row.graphs, row.graph
         ));
     }
-    let d = &row.replayed;
+    check_durations(&row.replayed)?;
+    for (i, run) in row.runs.iter().enumerate() {
+        check_durations(run).map_err(|why| format!("run {}: {why}", i + 1))?;
+    }
+    if !row.runs.is_empty() && !row.runs.contains(&row.replayed) {
+        return Err("its times are none of its runs' (the middle run's are)".into());
+    }
+    Ok(())
+}
+
+/// Whether one distribution's figures hold together ([`check_row`]).
+fn check_durations(d: &Durations) -> Result<(), String> {
     if d.samples == 0 {
         return Err("no samples".into());
     }
@@ -650,6 +837,7 @@ mod tests {
             device: device.into(),
             gpu_clocks: None,
             host: None,
+            runs: 1,
             rows: Vec::new(),
         }
     }

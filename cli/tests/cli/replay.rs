@@ -545,6 +545,116 @@ fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
     }
 }
 
+/// `--add-to-baseline` adds each replay as one more run of a baseline (a new file its first
+/// run), says how many runs it holds and how far their medians lie apart, and `--baseline`
+/// judges against it naming its runs; another recording's replay is refused before it
+/// replays, and the flag does not go with `--save-baseline`, `--inject-slowdown`, or the
+/// file judged.
+#[test]
+fn replays_added_to_a_baseline_are_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let add = |file: &str| {
+        run(
+            dir.path(),
+            &[
+                "replay",
+                file,
+                "--add-to-baseline",
+                "b.json",
+                "--repeat",
+                "7",
+            ],
+        )
+    };
+    let first = add("h.hrxt");
+    assert_eq!(code(&first), 0, "{}{}", stdout(&first), stderr(&first));
+    assert!(
+        stderr(&first).contains("baseline saved to b.json ("),
+        "{}",
+        stderr(&first)
+    );
+    for runs in 2..=3 {
+        let more = add("h.hrxt");
+        assert_eq!(code(&more), 0, "{}{}", stdout(&more), stderr(&more));
+        let said = stderr(&more);
+        assert!(
+            said.contains(&format!("baseline b.json now holds {runs} runs (")),
+            "{said}"
+        );
+        assert!(said.contains("its runs' medians lie at most "), "{said}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("b.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"], 3);
+    let rows = json["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert_eq!(row["runs"].as_array().map(Vec::len), Some(3), "{row}");
+    }
+    let judged = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--baseline",
+            "b.json",
+            "--max-slowdown",
+            "1e9",
+            "--repeat",
+            "7",
+        ],
+    );
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    assert!(
+        stdout(&judged).contains("against the baseline of 3 runs, their medians at most "),
+        "{}",
+        stdout(&judged)
+    );
+    // Another recording: refused before replaying, the baseline untouched.
+    record_hazards(dir.path(), "h2.hrxt");
+    let before = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
+    let other = add("h2.hrxt");
+    assert_error(
+        &other,
+        "--add-to-baseline b.json: saved from another recording",
+    );
+    assert_eq!(stdout(&other), "");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.json")).unwrap(),
+        before
+    );
+    for extra in [
+        &["--save-baseline", "c.json"][..],
+        &["--inject-slowdown", "fill=10"][..],
+    ] {
+        let mut args = vec!["replay", "h.hrxt", "--add-to-baseline", "b.json"];
+        args.extend_from_slice(extra);
+        let both = run(dir.path(), &args);
+        assert_eq!(code(&both), 2, "{}", stderr(&both));
+        assert!(
+            stderr(&both).contains("cannot be used with"),
+            "{}",
+            stderr(&both)
+        );
+    }
+    let judged_too = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--baseline",
+            "b.json",
+            "--add-to-baseline",
+            "./b.json",
+        ],
+    );
+    assert_error(
+        &judged_too,
+        "--add-to-baseline ./b.json: the baseline this replay is judged against",
+    );
+}
+
 /// `--save-baseline` writes the replay's timings; `--baseline` judges a later replay against
 /// them (and against the capture), saying so in the verdict line and in a table of its own;
 /// a baseline that is missing or none is one line, exit 2, before anything is replayed;

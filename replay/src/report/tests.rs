@@ -603,3 +603,137 @@ fn the_host_line_gives_each_load_and_its_value_per_cpu() {
          loaded, host-side times may read slower than on a quiet machine"
     );
 }
+
+/// `median` ns over 20 samples, its median's interval 2% either side.
+fn durations(median: u64) -> Durations {
+    Durations {
+        samples: 20,
+        median_ns: median,
+        min_ns: median * 9 / 10,
+        p10_ns: median * 95 / 100,
+        p90_ns: median * 105 / 100,
+        p99_ns: median * 11 / 10,
+        max_ns: median * 11 / 10,
+        median_interval_ns: Some((median * 98 / 100, median * 102 / 100)),
+    }
+}
+
+/// A replay report whose first region replayed in `median` ns (20 samples).
+fn replayed_in(median: u64) -> Report {
+    let mut report = fill_report();
+    assert!(
+        !report.timing.is_empty(),
+        "the fill replay has a timing row"
+    );
+    report.timing[0].replayed = Some(durations(median));
+    report
+}
+
+/// Replays added to a baseline each add a run: its rows keep every run's times, judge by
+/// the middle run's, and say how far their medians lie apart; the file round-trips, and one
+/// whose runs do not hold together is refused. A replay of another device does not join.
+#[test]
+fn a_baseline_of_several_runs_keeps_the_middle_run_and_how_far_their_medians_lie_apart() {
+    let mut baseline = crate::Baseline::of(&replayed_in(1_000_000));
+    assert_eq!((baseline.runs, baseline.rows[0].between_runs()), (1, 1.0));
+    for median in [1_100_000, 950_000, 1_200_000] {
+        baseline
+            .add(crate::Baseline::of(&replayed_in(median)))
+            .unwrap();
+    }
+    let row = &baseline.rows[0];
+    assert_eq!(baseline.runs, 4);
+    let medians: Vec<u64> = row.runs.iter().map(|d| d.median_ns).collect();
+    assert_eq!(medians, [1_000_000, 1_100_000, 950_000, 1_200_000]);
+    // The lower middle of 0.95, 1.0, 1.1 and 1.2 ms.
+    assert_eq!(row.replayed.median_ns, 1_000_000);
+    assert!((row.between_runs() - 120.0 / 95.0).abs() < 1e-9);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    baseline.save(&path).unwrap();
+    assert_eq!(crate::Baseline::load(&path).unwrap(), baseline);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let refused = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = saved.clone();
+        edit(&mut v);
+        std::fs::write(&path, v.to_string()).unwrap();
+        crate::Baseline::load(&path).unwrap_err().to_string()
+    };
+    let why = refused(&|v| v["rows"][0]["replayed"]["median_ns"] = 990_000.into());
+    assert!(why.contains("none of its runs'"), "{why}");
+    let why = refused(&|v| v["runs"] = 3.into());
+    assert!(why.contains("holds 4 runs of the baseline's 3"), "{why}");
+    let why = refused(&|v| v["rows"][0]["runs"][2]["samples"] = 0.into());
+    assert!(why.contains("run 3: no samples"), "{why}");
+
+    let mut elsewhere = crate::Baseline::of(&replayed_in(1_000_000));
+    elsewhere.device = "another device".into();
+    let why = baseline.add(elsewhere).unwrap_err();
+    assert!(why.contains("a baseline's runs are of one device"), "{why}");
+    assert_eq!(baseline.runs, 4, "a run refused adds nothing");
+}
+
+/// A region slower than --max-slowdown against the capture, but within how far a
+/// baseline's runs moved apart, is no regression (said in a note); past that spread it
+/// stays one, and a baseline of one run judges as before.
+#[test]
+fn a_slowdown_within_how_far_a_baselines_runs_moved_is_no_regression() {
+    let options = crate::ReplayOptions {
+        max_slowdown: Some(1.1),
+        ..Default::default()
+    };
+    // Replayed 1.25x of the capture, its interval [1.2, 1.3]: slow against the capture.
+    let slow_now = || {
+        let mut report = replayed_in(1_250_000);
+        let t = &mut report.timing[0];
+        t.captured = Some(durations(1_000_000));
+        (t.ratio, t.interval, t.spread, t.regression) = (Some(1.25), Some((1.2, 1.3)), 1.0, true);
+        report.summary.slow = 1;
+        report
+    };
+    let one_run = crate::Baseline::of(&replayed_in(1_000_000));
+    let mut report = slow_now();
+    one_run.judge(&mut report, &options).unwrap();
+    assert!(report.timing[0].regression);
+    assert!(report.timing[0].baseline.unwrap().regression);
+    assert_eq!((report.summary.slow, report.summary.baseline_slow), (1, 1));
+    assert_eq!(report.verdict, Verdict::Regression);
+
+    // Two runs 1.3x apart: the same replay is within them, against both references.
+    let mut two_runs = one_run.clone();
+    two_runs
+        .add(crate::Baseline::of(&replayed_in(1_300_000)))
+        .unwrap();
+    let mut report = slow_now();
+    two_runs.judge(&mut report, &options).unwrap();
+    let b = report.timing[0].baseline.unwrap();
+    assert_eq!((b.runs, b.regression), (2, false));
+    assert!(!report.timing[0].regression);
+    assert_eq!((report.summary.slow, report.summary.baseline_slow), (0, 0));
+    assert_eq!(report.verdict, Verdict::Same);
+    let note = (report.notes.iter())
+        .find(|n| n.contains("not counted slow"))
+        .expect("the cleared row is said");
+    assert!(
+        note.starts_with("1 row past --max-slowdown against the capture"),
+        "{note}"
+    );
+    assert!(note.contains("the baseline's 2 runs"), "{note}");
+    assert!(
+        report.to_text().contains("against the baseline of 2 runs"),
+        "{}",
+        report.to_text()
+    );
+
+    // Runs 1.15x apart: 1.2x is past them, still a regression against the capture.
+    let mut close_runs = one_run.clone();
+    close_runs
+        .add(crate::Baseline::of(&replayed_in(1_150_000)))
+        .unwrap();
+    let mut report = slow_now();
+    close_runs.judge(&mut report, &options).unwrap();
+    assert!(report.timing[0].regression);
+    assert_eq!(report.verdict, Verdict::Regression);
+}

@@ -572,9 +572,24 @@ impl Report {
             }))
             .collect();
         if !rows.is_empty() {
+            // A baseline of several runs: how many, and the floor their spread sets.
+            let runs = (self.timing.iter().filter_map(|t| t.baseline))
+                .chain(self.op_timing.iter().filter_map(|t| t.baseline))
+                .fold((1, 1.0f64), |(n, w), b| {
+                    (n.max(b.runs), w.max(b.between_runs))
+                });
+            let of_runs = if runs.0 > 1 {
+                format!(
+                    " of {} runs, their medians at most {} apart (a floor of each row's)",
+                    runs.0,
+                    hrx_analysis::units::ratio(runs.1)
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "\nagainst the baseline ({} of {} slow; median baseline -> replayed, ratio [its 95% interval]):",
+                "\nagainst the baseline{of_runs} ({} of {} slow; median baseline -> replayed, ratio [its 95% interval]):",
                 self.summary.baseline_slow,
                 rows.len()
             );
