@@ -6,10 +6,12 @@
 # pipe"), each skipped once DEADLINE seconds (default 560) have passed:
 # topo:  the host's NUMA nodes and the GPU's place among them;
 # tests: the CUDA tests (conformance on sim and CUDA, execution, hardware, buffer);
-# gate:  issue 22 point 5: one 24-frame capture (self-timed kernels, 3 in flight) replayed
-#        20 times unchanged at `--pace captured`, 20 times with hrx_blur_h slowed 15% at that
-#        pace, and 20 times unchanged at `--pace none` (session 44's setting), each
-#        `--max-slowdown 1.1 --per-op`; one line per replay, region ratios by kind;
+# gate:  issue 22 point 5: one 24-frame capture (self-timed kernels, 3 in flight); RUNS (5)
+#        replays added to a baseline (`--add-to-baseline b.json`); then REPLAYS (20) each of:
+#        unchanged and hrx_blur_h slowed 15% at `--pace captured`, unchanged and slowed at
+#        `--pace none` judged against the baseline too (`-b`), each `--max-slowdown 1.1
+#        --per-op`; one line per replay (slow against capture+baseline, rows cleared by the
+#        baseline's runs), then region ratios by kind;
 # fid:   issue 20 point 5: scripts/device/s29-markers.sh without its tests (self-timed,
 #        regions-only and CUPTI traces against ncu, replay --per-op);
 # rt:    issue 16 point 4: `one_kernel` (3 processes) and `hundred_kernels` (2) against raw;
@@ -52,7 +54,9 @@ for t in r["timing"]:
         kinds.setdefault(t["label"].split(",")[0].replace("GPU ", ""), []).append(t["ratio"])
 ops = {t["label"][:14]: t["ratio"] for t in r["op_timing"] if t["ratio"] and t["label"].startswith("hrx_")}
 slow = [t["label"][:24] for t in r["timing"] + r["op_timing"] if t["regression"]]
-print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']} {slow} too_few {s['too_few']} "
+slow += ["b:" + t["label"][:22] for t in r["timing"] + r["op_timing"] if (t.get("baseline") or {}).get("regression")]
+cleared = sum("not counted slow" in n for n in r.get("notes", []))
+print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']}+{s.get('baseline_slow', 0)} {slow} cleared {cleared} too_few {s['too_few']} "
       + " ".join(f"{k} {statistics.median(v):.3f}" for k, v in kinds.items()) + " | "
       + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
 PY
@@ -62,11 +66,16 @@ if [[ $parts == *gate* ]] && ! late gate; then
   (cd $OUT/gate
    $d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames 24 -o gate.hrxt
    $d/hrx-trace stats gate.hrxt > stats.txt 2>&1
-   for set in "captured same" "captured slowed" "none same"; do
+   for i in $(seq 1 ${RUNS:-5}); do
+     timeout 60 $d/hrx-trace replay gate.hrxt --backend cuda --per-op --add-to-baseline b.json > add-$i.txt 2>&1
+     echo "add $i rc $? $(grep -E 'baseline' add-$i.txt | tail -1)"
+   done
+   for set in "captured same" "captured slowed" "none same-b" "none slowed-b"; do
      read pace tag <<< "$set"
-     extra=""; [ $tag = slowed ] && extra="--inject-slowdown hrx_blur_h=15"
+     extra=""; [[ $tag == slowed* ]] && extra="--inject-slowdown hrx_blur_h=15"
+     [[ $tag == *-b ]] && extra="$extra --baseline b.json"
      for i in $(seq 1 ${REPLAYS:-20}); do
-       [ $SECONDS -gt ${GATE_DEADLINE:-400} ] && break
+       [ $SECONDS -gt ${GATE_DEADLINE:-420} ] && break
        timeout 60 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --pace $pace $extra --report json > r.json 2> r.err
        line "$pace-$tag" $i $? >> gate.txt
        [ $i = 1 ] && cp r.json first-$pace-$tag.json
