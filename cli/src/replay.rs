@@ -117,7 +117,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .add_to_baseline
         .as_ref()
         .map(|p| ("--add-to-baseline", p)));
-    let mut added_to = None;
     if let Some((flag, path)) = saved_to {
         hrx_replay::Baseline::check_save(path).map_err(|e| Failure::new(e.to_string()))?;
         // Judged against and then written over, a baseline would follow every build and
@@ -136,12 +135,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         if args.add_to_baseline.is_some()
             && std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0)
         {
+            // Read again, locked, when the run is added (`Baseline::add_to`).
             let earlier =
                 hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?;
             earlier.check_trace(&args.file).map_err(|why| {
                 Failure::new(format!("--add-to-baseline {}: {why}", path.display()))
             })?;
-            added_to = Some(earlier);
         }
     }
     // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).
@@ -367,19 +366,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 hrx_analysis::units::plural(report.summary.divergences as u64, "divergence")
             ));
         } else {
-            let mut baseline = hrx_replay::Baseline::of(&report);
-            if let Some(mut earlier) = added_to {
-                earlier.add(baseline).map_err(|why| {
-                    Failure::new(format!(
-                        "--add-to-baseline {}: {why}: not added",
-                        path.display()
-                    ))
-                })?;
-                baseline = earlier;
+            let baseline = hrx_replay::Baseline::of(&report);
+            let baseline = if args.add_to_baseline.is_some() {
+                hrx_replay::Baseline::add_to(path, baseline)
+            } else {
+                baseline.save(path).map(|()| baseline)
             }
-            baseline
-                .save(path)
-                .map_err(|e| Failure::new(e.to_string()))?;
+            .map_err(|e| Failure::new(e.to_string()))?;
             // Without the trace's session start the baseline names no recording, and the
             // check that it judges its own recording's replays cannot be made: said.
             if report.trace.recorded.is_none() {

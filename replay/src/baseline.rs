@@ -278,6 +278,38 @@ impl Baseline {
         Ok(())
     }
 
+    /// Adds `run` to the baseline at `path` ([`Baseline::add`]) and saves it; a new or empty
+    /// file becomes `run` itself. The file is read again here, not before the replay, with
+    /// its directory locked (`flock`) from the read to the rename, so that replays adding to
+    /// one baseline at once each add their run (read before the replay, one of two
+    /// concurrent adds was lost). Returns what was saved.
+    ///
+    /// # Errors
+    /// [`ReplayError::Baseline`]: the file cannot be read or written, is no baseline, or the
+    /// run cannot join it (another recording, backend or device); the file is then unchanged.
+    pub fn add_to(path: &Path, run: Baseline) -> Result<Baseline, ReplayError> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Advisory, and only where the directory opens and locks: a read-only or odd file
+        // system still saves, as before.
+        let lock = std::fs::File::open(dir).ok().filter(|d| d.lock().is_ok());
+        let saved = match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > 0 => {
+                let mut baseline = Baseline::load(path)?;
+                baseline
+                    .add(run)
+                    .map_err(|why| baseline_error(path, format!("{why}: not added")))?;
+                baseline
+            }
+            _ => run,
+        };
+        saved.save(path)?;
+        drop(lock);
+        Ok(saved)
+    }
+
     /// Writes it as JSON to `path`, which must be a new file or a baseline
     /// ([`Baseline::check_save`]): into `PATH.PID.partial` beside it, then renamed over it, so
     /// that a failed write (a full disk) leaves the previous baseline whole, as `trim` and

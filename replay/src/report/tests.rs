@@ -737,3 +737,29 @@ fn a_slowdown_within_how_far_a_baselines_runs_moved_is_no_regression() {
     assert!(report.timing[0].regression);
     assert_eq!(report.verdict, Verdict::Regression);
 }
+
+/// Replays adding to one baseline at once each add their run: the file is read and
+/// rewritten under a lock (read before the replay, concurrent adds lost runs).
+#[test]
+fn concurrent_adds_to_one_baseline_keep_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let run = crate::Baseline::of(&replayed_in(1_000_000));
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..10 {
+                    crate::Baseline::add_to(&path, run.clone()).unwrap();
+                }
+            });
+        }
+    });
+    let saved = crate::Baseline::load(&path).unwrap();
+    assert_eq!(saved.runs, 40);
+    assert_eq!(saved.rows[0].runs.len(), 40);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["b.json"], "no partial or lock file left");
+}
