@@ -366,11 +366,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 hrx_analysis::units::plural(report.summary.divergences as u64, "divergence")
             ));
         } else {
-            let baseline = hrx_replay::Baseline::of(&report);
+            let run = hrx_replay::Baseline::of(&report);
+            // Added to the file as it is now, not as it was read before the replay: another
+            // replay may have added its run since (`Baseline::add_to` locks it).
             let baseline = if args.add_to_baseline.is_some() {
-                hrx_replay::Baseline::add_to(path, baseline)
+                hrx_replay::Baseline::add_to(path, run)
             } else {
-                baseline.save(path).map(|()| baseline)
+                run.save(path).map(|()| run)
             }
             .map_err(|e| Failure::new(e.to_string()))?;
             // Without the trace's session start the baseline names no recording, and the

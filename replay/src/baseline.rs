@@ -87,6 +87,10 @@ fn one_run() -> usize {
     1
 }
 
+/// The fewest samples a side judged by the timing rule has (fewer: `too few to judge`,
+/// `hrx_analysis::sketch::median_ranks`).
+const JUDGED_SAMPLES: usize = 7;
+
 /// Which recording `start` begins, as [`crate::TraceInfo::recorded`] names it: its host,
 /// pid and wall-clock start.
 pub(crate) fn recording(start: &hrx_capture::schema::SessionStart) -> String {
@@ -154,13 +158,20 @@ impl BaselineRow {
     }
 
     /// Adds one run's times: `replayed` becomes the middle run's by median (the lower
-    /// middle of an even count, as medians are taken here).
+    /// middle of an even count, as medians are taken here), among the runs with samples
+    /// enough to judge by ([`JUDGED_SAMPLES`]) where any has: a run of fewer (a replay cut
+    /// short by `--until`, or of one repeat) made the middle left every later replay's row
+    /// `too few to judge` against a baseline of 24 samples a run (a break-it pass).
     fn add_run(&mut self, run: Durations) {
         if self.runs.is_empty() {
             self.runs.push(self.replayed);
         }
         self.runs.push(run);
-        let mut by_median: Vec<&Durations> = self.runs.iter().collect();
+        let judged = |d: &&Durations| d.samples >= JUDGED_SAMPLES;
+        let mut by_median: Vec<&Durations> = self.runs.iter().filter(judged).collect();
+        if by_median.is_empty() {
+            by_median = self.runs.iter().collect();
+        }
         by_median.sort_by_key(|d| d.median_ns);
         self.replayed = *by_median[(by_median.len() - 1) / 2];
     }
@@ -248,8 +259,20 @@ impl Baseline {
                 self.backend, self.device, run.backend, run.device
             ));
         }
+        let runs = (self.runs.checked_add(run.runs)).ok_or_else(|| {
+            format!(
+                "it holds {} runs already: no more can be counted",
+                self.runs
+            )
+        })?;
         if self.recorded.is_none() {
             self.recorded = run.recorded;
+        }
+        // A run on a loaded host widens how far the runs lie apart, the floor every later
+        // replay's slowdown must pass: its host is kept, so that each judgement says the
+        // baseline's times are a loaded host's (the first run's alone hid it).
+        if run.host.is_some_and(|host| host.loaded()) && !self.host.is_some_and(|h| h.loaded()) {
+            self.host = run.host;
         }
         for row in run.rows {
             let same = self.rows.iter_mut().find(|r| {
@@ -274,7 +297,7 @@ impl Baseline {
                 None => self.rows.push(row),
             }
         }
-        self.runs += run.runs;
+        self.runs = runs;
         Ok(())
     }
 
@@ -288,7 +311,10 @@ impl Baseline {
     /// [`ReplayError::Baseline`]: the file cannot be read or written, is no baseline, or the
     /// run cannot join it (another recording, backend or device); the file is then unchanged.
     pub fn add_to(path: &Path, run: Baseline) -> Result<Baseline, ReplayError> {
-        let dir = match path.parent() {
+        Baseline::check_save(path)?;
+        // The directory the file lies in, behind a symbolic link too (`save` writes through).
+        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let dir = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
@@ -322,15 +348,19 @@ impl Baseline {
         use std::io::Write;
         Baseline::check_save(path)?;
         let text = serde_json::to_string_pretty(self).map_err(|e| baseline_error(path, e))?;
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let partial = path.with_file_name(format!("{name}.{}.partial", std::process::id()));
+        // A symbolic link is written through, not replaced by a file: `--add-to-baseline`
+        // read the baseline it names, and wrote the runs beside it into a new file of the
+        // link's name, the baseline named left at its earlier runs (a break-it pass).
+        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let partial = target.with_file_name(format!("{name}.{}.partial", std::process::id()));
         let written = std::fs::File::create(&partial).and_then(|mut file| {
             file.write_all(text.as_bytes())?;
             file.write_all(b"\n")?;
             file.sync_all()
         });
         written
-            .and_then(|()| std::fs::rename(&partial, path))
+            .and_then(|()| std::fs::rename(&partial, &target))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&partial);
                 baseline_error(path, format!("cannot write it: {e}"))

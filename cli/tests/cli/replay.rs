@@ -441,7 +441,7 @@ fn replay_defaults_to_auto_and_says_its_backend() {
     assert_eq!(report["replay"]["requested"], "auto", "{report}");
     // HRX_BACKEND is honoured as `record` honours it; --backend wins over it.
     let env = |value: &str, args: &[&str]| {
-        crate::util::hrx_trace(dir.path())
+        hrx_trace(dir.path())
             .env("HRX_BACKEND", value)
             .args(["replay", "h.hrxt", "--report", "json"])
             .args(args)
@@ -653,6 +653,57 @@ fn replays_added_to_a_baseline_are_its_runs() {
         &judged_too,
         "--add-to-baseline ./b.json: the baseline this replay is judged against",
     );
+}
+
+/// Replays added to one baseline at once, each its own process, all count (each read the
+/// baseline as its replay began and wrote it as it ended: the later write dropped the other's
+/// run, both saying it was added); a baseline named by a symbolic link is added to through
+/// it, the link kept.
+#[test]
+fn replays_added_to_a_baseline_at_once_all_count() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let args = [
+        "replay",
+        "h.hrxt",
+        "--add-to-baseline",
+        "b.json",
+        "--repeat",
+        "7",
+    ];
+    let first = run(dir.path(), &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let adds: Vec<_> = (0..2)
+        .map(|_| {
+            hrx_trace(dir.path())
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for add in adds {
+        let out = add.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let runs = |name: &str| {
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+        json["runs"].clone()
+    };
+    assert_eq!(runs("b.json"), 3);
+    std::os::unix::fs::symlink("b.json", dir.path().join("link.json")).unwrap();
+    let mut through = args;
+    through[3] = "link.json";
+    let out = run(dir.path(), &through);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("link.json"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert_eq!(runs("b.json"), 4);
 }
 
 /// `--save-baseline` writes the replay's timings; `--baseline` judges a later replay against

@@ -763,3 +763,113 @@ fn concurrent_adds_to_one_baseline_keep_every_run() {
         .collect();
     assert_eq!(leftovers, ["b.json"], "no partial or lock file left");
 }
+
+/// A run with too few samples to judge by (a replay cut short by `--until`, or of one
+/// repeat) is kept among the runs but never becomes the one judged by: a baseline of runs
+/// of 20 samples kept judging (the run of 6 made every later replay's row `too few to judge`
+/// against it). Only where no run has enough is the middle taken among them all.
+#[test]
+fn a_run_too_short_to_judge_by_is_never_the_middle_run() {
+    let short = |median: u64| {
+        let mut report = replayed_in(median);
+        report.timing[0].replayed = Some(Durations {
+            samples: 6,
+            median_interval_ns: None,
+            ..durations(median)
+        });
+        crate::Baseline::of(&report)
+    };
+    let mut baseline = crate::Baseline::of(&replayed_in(1_000_000));
+    baseline.add(short(900_000)).unwrap();
+    let row = &baseline.rows[0];
+    assert_eq!(row.runs.len(), 2);
+    assert_eq!(
+        (row.replayed.median_ns, row.replayed.samples),
+        (1_000_000, 20)
+    );
+    baseline.add(short(800_000)).unwrap();
+    assert_eq!(baseline.rows[0].replayed.median_ns, 1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    baseline.save(&path).unwrap();
+    assert_eq!(crate::Baseline::load(&path).unwrap(), baseline);
+
+    let mut all_short = short(1_000_000);
+    all_short.add(short(900_000)).unwrap();
+    all_short.add(short(1_100_000)).unwrap();
+    assert_eq!(all_short.rows[0].replayed.median_ns, 1_000_000);
+}
+
+/// A hand-edited baseline whose run count cannot grow refuses the run in a line, the
+/// baseline unchanged (it panicked on the overflow, after the whole replay).
+#[test]
+fn a_baseline_of_runs_past_counting_takes_no_more() {
+    let mut baseline = crate::Baseline::of(&replayed_in(1_000_000));
+    baseline.runs = usize::MAX;
+    let before = baseline.clone();
+    let why = baseline
+        .add(crate::Baseline::of(&replayed_in(1_000_000)))
+        .unwrap_err();
+    assert!(why.contains("no more can be counted"), "{why}");
+    assert_eq!(baseline, before);
+}
+
+/// A run added on a loaded host (which widens how far the runs lie apart, the floor of every
+/// later judgement) is said each time the baseline judges, as a loaded first run is.
+#[test]
+fn a_run_added_on_a_loaded_host_is_said_when_the_baseline_judges() {
+    let host = |load: f64| {
+        Some(crate::report::HostLoad {
+            cpus: 2,
+            load_before: Some(load),
+            load_after: Some(load),
+        })
+    };
+    let mut baseline = crate::Baseline::of(&replayed_in(1_000_000));
+    baseline.host = host(0.1);
+    let mut loaded = crate::Baseline::of(&replayed_in(2_000_000));
+    loaded.host = host(3.5);
+    baseline.add(loaded).unwrap();
+    let mut quiet = crate::Baseline::of(&replayed_in(1_000_000));
+    quiet.host = host(0.2);
+    baseline.add(quiet).unwrap();
+    assert_eq!(baseline.host, host(3.5));
+    let mut report = replayed_in(1_000_000);
+    let options = crate::ReplayOptions {
+        max_slowdown: Some(1.5),
+        ..Default::default()
+    };
+    baseline.judge(&mut report, &options).unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("saved on a loaded host")),
+        "{:?}",
+        report.notes
+    );
+}
+
+/// A baseline named by a symbolic link is written through it: the link stays, and the
+/// baseline it names holds the runs added (the link was replaced by a new file, the
+/// baseline named left at its earlier runs).
+#[cfg(unix)]
+#[test]
+fn a_baseline_behind_a_symbolic_link_is_added_to_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (real, link) = (dir.path().join("real.json"), dir.path().join("link.json"));
+    crate::Baseline::of(&replayed_in(1_000_000))
+        .save(&real)
+        .unwrap();
+    std::os::unix::fs::symlink("real.json", &link).unwrap();
+    let added =
+        crate::Baseline::add_to(&link, crate::Baseline::of(&replayed_in(1_100_000))).unwrap();
+    assert_eq!(added.runs, 2);
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(crate::Baseline::load(&real).unwrap(), added);
+    crate::Baseline::of(&replayed_in(1_000_000))
+        .save(&link)
+        .unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(crate::Baseline::load(&real).unwrap().runs, 1);
+}
