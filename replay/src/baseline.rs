@@ -244,7 +244,8 @@ impl Baseline {
 
     /// Adds `run` (the baseline of one more replay of the same recording on the same device,
     /// [`Baseline::of`]) as one more run: each row it shares gains the run's times, a row
-    /// only it has is added (with its one run). The clocks and host kept are the first run's.
+    /// only it has is added (with its one run). The clocks kept are the first run's; the host
+    /// the first run's, or the first loaded one's where a later run's host was loaded.
     ///
     /// # Errors
     /// Why the run cannot join, in one line: another recording, backend or device.
