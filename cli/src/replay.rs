@@ -403,7 +403,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 // The row whose runs lie furthest apart: the floor it now sets.
                 let widest = (baseline.rows.iter())
                     .max_by(|a, b| a.between_runs().total_cmp(&b.between_runs()));
-                crate::output::note(format_args!(
+                let said = format!(
                     "baseline {} now holds {} runs ({} timing rows){}",
                     path.display(),
                     baseline.runs,
@@ -415,7 +415,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                         row.index,
                         row.label
                     ))
-                ));
+                );
+                // A floor past the gate's ratio: that row's slowdowns under it go uncaught.
+                let gate = max_slowdown.unwrap_or(BASELINE_MAX_SLOWDOWN);
+                if widest.is_some_and(|row| row.between_runs() > gate) {
+                    crate::output::warn(format_args!(
+                        "{said}: past --max-slowdown {} there, so a slowdown under it is not \
+                         caught; add the runs again on a quiet machine",
+                        hrx_analysis::units::ratio(gate)
+                    ));
+                } else {
+                    crate::output::note(format_args!("{said}"));
+                }
             }
         }
     }

@@ -750,6 +750,24 @@ impl Baseline {
         let Some(max) = options.max_slowdown else {
             return;
         };
+        // A floor past the ratio asked for weakens the gate there: never silently (one run
+        // on a loaded host set a floor of 1.94x, and a region slowed 1.55x passed at 1.5: a
+        // break-it pass).
+        let wide: Vec<(f64, &str)> = (report.timing.iter().map(|t| (t.baseline, &t.label)))
+            .chain(report.op_timing.iter().map(|t| (t.baseline, &t.label)))
+            .filter_map(|(m, label)| Some((m?.between_runs, label.as_str())))
+            .filter(|(between, _)| *between > max)
+            .collect();
+        if let Some((widest, label)) = wide.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+            report.notes.push(format!(
+                "the baseline's runs lie further apart than --max-slowdown {} in {} (widest {}: \
+                 {label}): a slowdown under that spread is not caught there; add its runs \
+                 again on a quiet machine (a run on a loaded host widens it)",
+                hrx_analysis::units::ratio(max),
+                hrx_analysis::units::plural(wide.len() as u64, "row"),
+                hrx_analysis::units::ratio(*widest),
+            ));
+        }
         let mut cleared = Vec::new();
         let mut floor = |regression: &mut bool,
                          interval: Option<(f64, f64)>,

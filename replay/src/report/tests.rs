@@ -721,6 +721,11 @@ fn a_slowdown_within_how_far_a_baselines_runs_moved_is_no_regression() {
         "{note}"
     );
     assert!(note.contains("the baseline's 2 runs"), "{note}");
+    // Runs 1.3x apart under a gate of 1.1x: the weaker gate is said.
+    let wide = (report.notes.iter())
+        .find(|n| n.contains("further apart than --max-slowdown"))
+        .expect("a floor past the ratio is said");
+    assert!(wide.contains("in 1 row (widest 1.30x: "), "{wide}");
     assert!(
         report.to_text().contains("against the baseline of 2 runs"),
         "{}",
@@ -736,6 +741,22 @@ fn a_slowdown_within_how_far_a_baselines_runs_moved_is_no_regression() {
     close_runs.judge(&mut report, &options).unwrap();
     assert!(report.timing[0].regression);
     assert_eq!(report.verdict, Verdict::Regression);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("further apart than")),
+        "1.15x apart, past 1.1x: said"
+    );
+    // One run: no floor, nothing said.
+    let mut report = slow_now();
+    one_run.judge(&mut report, &options).unwrap();
+    assert!(
+        !report
+            .notes
+            .iter()
+            .any(|n| n.contains("further apart than"))
+    );
 }
 
 /// Replays adding to one baseline at once each add their run: the file is read and
