@@ -2,14 +2,14 @@
 # Run on the device machine from the repository root (session 45). Device tool `run`, carry
 # [".device-bin/s45"]: stripped release builds of HEAD (`hrx-trace`; `gpu-bench`: `cargo bench
 # -p hrx --bench gpu --no-run`; `conformance` and `hrx-lib`: `cargo test --release -p hrx
-# --lib --test tests --no-run`) and photo/ (Aqua.jpg). PARTS (default "topo tests gate fid rt
-# pipe"), each skipped once DEADLINE seconds (default 560) have passed:
+# --lib --test tests --no-run`) and photo/ (Aqua.jpg). PARTS (default "topo gate rt fid tests
+# pipe"), run in that order, each skipped once DEADLINE seconds (default 560) have passed:
 # topo:  the host's NUMA nodes and the GPU's place among them;
 # tests: the CUDA tests (conformance on sim and CUDA, execution, hardware, buffer);
 # gate:  issue 22 point 5: one 24-frame capture (self-timed kernels, 3 in flight); RUNS (5)
 #        replays added to a baseline (`--add-to-baseline b.json`); then REPLAYS (20) each of:
-#        unchanged and hrx_blur_h slowed 15% at `--pace captured`, unchanged and slowed at
-#        `--pace none` judged against the baseline too (`-b`), each `--max-slowdown 1.1
+#        unchanged and hrx_blur_h slowed 15% at `--pace none` judged against the baseline too
+#        (`-b`), unchanged and slowed at `--pace captured`, in turn, each `--max-slowdown 1.1
 #        --per-op`; one line per replay (slow against capture+baseline, rows cleared by the
 #        baseline's runs), then region ratios by kind;
 # fid:   issue 20 point 5: scripts/device/s29-markers.sh without its tests (self-timed,
@@ -18,17 +18,18 @@
 # pipe:  issue 17 point 4 (d): `pipeline_traced` regions only against untraced, 2 processes.
 set -u
 d=$PWD/.device-bin/s45
-parts=${PARTS:-topo tests gate fid rt pipe}
+parts=${PARTS:-topo gate rt fid tests pipe}
 late() { [ $SECONDS -gt ${DEADLINE:-560} ] && echo "-- $1 skipped at ${SECONDS}s" && return 0; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pci.bus_id --format=csv,noheader
 echo "cpus $(nproc), $(uptime)"
-if [[ $parts == *topo* ]]; then
+part_topo() {
   (lscpu | grep -iE "model name|numa|socket"; nvidia-smi topo -m;
    cat /sys/kernel/mm/transparent_hugepage/enabled;
    for b in /sys/bus/pci/devices/*; do [ "$(cat $b/vendor 2>/dev/null)" = 0x10de ] && echo "$b numa_node $(cat $b/numa_node)"; done) > $OUT/topo.txt 2>&1
   grep -iE "numa|socket|numa_node" $OUT/topo.txt
-fi
-if [[ $parts == *tests* ]] && ! late tests; then
+}
+part_tests() {
+  late tests && return
   HRX_TEST_BACKENDS=sim,cuda timeout 150 $d/conformance > $OUT/conformance.txt 2>&1
   HRX_CUDA_HARDWARE=1 timeout 60 $d/hrx-lib execution:: > $OUT/execution-tests.txt 2>&1
   HRX_CUDA_HARDWARE=1 timeout 120 $d/hrx-lib gpu::cuda::hardware_tests --test-threads 1 > $OUT/hardware.txt 2>&1
@@ -38,7 +39,7 @@ if [[ $parts == *tests* ]] && ! late tests; then
   done
   grep -E "FAILED|panicked" $OUT/*.txt | head -20
   echo "tests done at ${SECONDS}s"
-fi
+}
 line() {
 python3 - "$@" <<'PY'
 import json, statistics, sys
@@ -61,7 +62,8 @@ print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']}+{s.get('baseline_slow
       + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
 PY
 }
-if [[ $parts == *gate* ]] && ! late gate; then
+part_gate() {
+  late gate && return
   mkdir -p $OUT/gate
   (cd $OUT/gate
    $d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames 24 -o gate.hrxt
@@ -70,12 +72,13 @@ if [[ $parts == *gate* ]] && ! late gate; then
      timeout 60 $d/hrx-trace replay gate.hrxt --backend cuda --per-op --add-to-baseline b.json > add-$i.txt 2>&1
      echo "add $i rc $? $(grep -E 'baseline' add-$i.txt | tail -1)"
    done
-   for set in "captured same" "captured slowed" "none same-b" "none slowed-b"; do
-     read pace tag <<< "$set"
-     extra=""; [[ $tag == slowed* ]] && extra="--inject-slowdown hrx_blur_h=15"
-     [[ $tag == *-b ]] && extra="$extra --baseline b.json"
-     for i in $(seq 1 ${REPLAYS:-20}); do
-       [ $SECONDS -gt ${GATE_DEADLINE:-420} ] && break
+   # The four sets in turn, so that a deadline leaves each as many replays.
+   for i in $(seq 1 ${REPLAYS:-20}); do
+     for set in "none same-b" "none slowed-b" "captured same" "captured slowed"; do
+       [ $SECONDS -gt ${GATE_DEADLINE:-330} ] && break 2
+       read pace tag <<< "$set"
+       extra=""; [[ $tag == slowed* ]] && extra="--inject-slowdown hrx_blur_h=15"
+       [[ $tag == *-b ]] && extra="$extra --baseline b.json"
        timeout 60 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --pace $pace $extra --report json > r.json 2> r.err
        line "$pace-$tag" $i $? >> gate.txt
        [ $i = 1 ] && cp r.json first-$pace-$tag.json
@@ -96,13 +99,15 @@ for (tag, k), v in kinds.items():
     print(f"{tag} {k}: {min(v):.3f}-{max(v):.3f} (median {statistics.median(v):.3f}) over {len(v)} replays")
 PY
   echo "gate done at ${SECONDS}s"
-fi
-if [[ $parts == *fid* ]] && ! late fid; then
+}
+part_fid() {
+  late fid && return
   mkdir -p $OUT/fid
   OUT=$OUT/fid BIN=.device-bin/s45 SKIP_TESTS=1 bash scripts/device/s29-markers.sh 2>&1 | tail -40
   echo "fid done at ${SECONDS}s"
-fi
-if [[ $parts == *rt* ]] && ! late rt; then
+}
+part_rt() {
+  late rt && return
   for i in 1 2 3; do
     HRX_BENCH_ONLY=one_kernel HRX_BENCH_ROUNDS=2000 CRITERION_HOME=/tmp/c-one-$i timeout 60 $d/gpu-bench --bench no-criterion-group > $OUT/one-$i.txt 2>&1
     echo "== one_kernel $i: $(grep -h "raw (a) vs hrx (b)" $OUT/one-$i.txt | sed 's/.*rounds: //')"
@@ -112,8 +117,8 @@ if [[ $parts == *rt* ]] && ! late rt; then
     HRX_BENCH_ONLY=hundred_kernels HRX_BENCH_ROUNDS=400 CRITERION_HOME=/tmp/h-$i timeout 120 $d/gpu-bench --bench no-criterion-group > $OUT/hundred-$i.txt 2>&1
     echo "== hundred_kernels $i: $(grep -h "raw (a) vs hrx (b)" $OUT/hundred-$i.txt | sed 's/.*rounds: //')"
   done
-fi
-if [[ $parts == *pipe* ]]; then
+}
+part_pipe() {
   for i in 1 2; do
     late pipe && break
     t=$(mktemp -d /tmp/p-XXXX)
@@ -121,5 +126,6 @@ if [[ $parts == *pipe* ]]; then
     echo "pipe $i rc=$? $(grep -E '^pipeline_traced \(regions only\)' $OUT/pipe-$i.txt | grep -oE 'median [0-9.]+ \[[^]]*\]') control $(grep -A1 '^pipeline_traced (regions only)' $OUT/pipe-$i.txt | tail -1 | grep -oE 'median [0-9.]+') at ${SECONDS}s"
     rm -rf $t
   done
-fi
+}
+for p in $parts; do part_$p; done
 echo "all done at ${SECONDS}s"
