@@ -606,7 +606,7 @@ impl<R: Read> Chunker<R> {
                     runtime,
                     start,
                     end: None,
-                    trigger: "replay chunk".into(),
+                    trigger: CHUNK_TRIGGER.into(),
                     trimmed_from: None,
                     time_ns: 0,
                     fault: None,
@@ -628,6 +628,11 @@ impl<R: Read> Chunker<R> {
         }
     }
 }
+
+/// The trigger of the `TraceRange` a chunk after the first opens at its lowest submission:
+/// the replay's own cut, never said as the trace's (a fresh-user pass: every replay of more
+/// than 2,048 submissions noted "the trace is a range: submissions 2048..(to the end)").
+pub(crate) const CHUNK_TRIGGER: &str = "replay chunk";
 
 #[cfg(test)]
 mod tests {
@@ -990,6 +995,29 @@ mod tests {
             streamed.notes
         );
         assert_eq!(streamed.exit_code(), 0, "{:?}", streamed.notes);
+    }
+
+    /// A whole trace replayed in chunks is not said to be a range: the range each chunk
+    /// after the first opens is the replay's own cut (every replay of more than 2,048
+    /// submissions noted "the trace is a range" once a chunk: a fresh-user pass).
+    #[test]
+    fn a_whole_trace_replayed_in_chunks_is_not_said_to_be_a_range() {
+        let bytes = frames_with_a_repeat();
+        let options = crate::ReplayOptions::default().chunk_submissions(2);
+        let streamed = crate::stream::replay_stream(
+            TraceReader::new(&bytes[..]).unwrap(),
+            index(TraceReader::new(&bytes[..]).unwrap(), 2),
+            &options,
+            None,
+            &mut |_, _| {},
+        )
+        .expect("replayed in chunks");
+        assert_eq!(streamed.exit_code(), 0, "{:?}", streamed.notes);
+        assert!(
+            !streamed.notes.iter().any(|n| n.contains("is a range")),
+            "{:?}",
+            streamed.notes
+        );
     }
 
     /// A recording of two submitting threads killed (or cut with `head -c`) can lack one

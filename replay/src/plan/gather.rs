@@ -350,7 +350,7 @@ pub(crate) fn plan_of(
     let several = ranges
         .keys()
         .any(|&(r, _)| Some(r) != ranges.keys().next().map(|k| k.0));
-    for range in ranges.values() {
+    for range in (ranges.values()).filter(|r| r.trigger != crate::chunk::CHUNK_TRIGGER) {
         notes.push(format!(
             "the trace is a range: {}: only its submissions are replayed \
              and compared",
