@@ -959,6 +959,10 @@ struct Core {
     dropped: [u64; KINDS],
     /// The loss total of the last [`RecordsLost`] written.
     lost_written: u64,
+    /// Whether a lossy session's mode is in the trace: a [`RecordsLost`] of none is written
+    /// at its first flush, so that readers tell a lossy recording that lost nothing from a
+    /// lossless one (`stats --json` read `lossy_mode: false` for it: a fresh-user pass).
+    mode_written: bool,
     /// Records written or pending at the last calibration (see `Shared::sweep`).
     calibrated_at: u64,
     /// The content hashes of the blobs written. Shared with [`Shared::stored_blobs`], so that
@@ -1384,17 +1388,19 @@ impl Core {
         self.lost(shared).iter().sum()
     }
 
-    /// Appends a [`RecordsLost`] when the losses grew since the last one.
+    /// Appends a [`RecordsLost`] when the losses grew since the last one, and once, losses
+    /// or not, in a lossy session (its mode).
     fn note_losses(&mut self, shared: &Shared) {
         let lost = self.lost(shared);
         let total: u64 = lost.iter().sum();
-        if total == self.lost_written {
+        let lossy = shared.mode == TraceMode::Lossy;
+        if total == self.lost_written && (self.mode_written || !lossy) {
             return;
         }
         let names = Record::KIND_NAMES.iter().copied().chain(["unknown"]);
         let record = Record::RecordsLost(RecordsLost {
             time_ns: shared.now_ns(),
-            lossy: shared.mode == TraceMode::Lossy,
+            lossy,
             total,
             by_kind: names
                 .zip(lost)
@@ -1407,6 +1413,7 @@ impl Core {
         });
         if self.append_record(&record).is_ok() {
             self.lost_written = total;
+            self.mode_written = true;
         }
     }
 }
@@ -1893,6 +1900,7 @@ impl Recorder {
             records: 0,
             dropped: [0; KINDS],
             lost_written: 0,
+            mode_written: false,
             calibrated_at: 0,
             blobs: Arc::default(),
             error: None,
@@ -3966,14 +3974,15 @@ mod tests {
         assert!(dropped > 500, "{dropped}");
         let summary = rec.close().unwrap();
         assert_eq!(summary.dropped_records, dropped);
-        // Session start and end, one RecordsLost, and the clock's calibrations.
-        let clocks = read(&written)
-            .records
-            .iter()
-            .filter(|r| matches!(r, Record::HostClock(_)))
-            .count() as u64;
+        // Session start and end, the RecordsLost (one, or the lossy mode's before the
+        // losses too) and the clock's calibrations.
+        let records = read(&written).records;
+        let count = |kind: fn(&Record) -> bool| records.iter().filter(|r| kind(r)).count() as u64;
+        let clocks = count(|r| matches!(r, Record::HostClock(_)));
+        let lost = count(|r| matches!(r, Record::RecordsLost(_)));
         assert!(clocks >= 2);
-        assert_eq!(summary.records + dropped, 1000 + 2 + 1 + clocks);
+        assert!((1..=2).contains(&lost), "{lost}");
+        assert_eq!(summary.records + dropped, 1000 + 2 + lost + clocks);
     }
 
     #[test]

@@ -79,8 +79,9 @@
 //!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
 //!  "lost": {"records", "lossy_mode", "by_kind": {kind: records}}: records the recorder
 //!          lost, whether lossy mode dropped them (false for a write error's losses) and by
-//!          kind; a lossy recording that lost nothing reads as a lossless one (the trace
-//!          records losses, not the mode),
+//!          kind; `lossy_mode` is true for a lossy recording that lost nothing too (its
+//!          writer records the mode at its first flush; a trace cut before it, or recorded
+//!          before session 45, reads as lossless),
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",

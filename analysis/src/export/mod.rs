@@ -1879,7 +1879,13 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
                 ("by_kind", Arg::List(kinds)),
                 ("lossy_mode", Arg::Str(Cow::Owned(lost.lossy.to_string()))),
             ];
-            ("records lost", lost.time_ns, args)
+            // A lossy session's mode, written at its first flush before any loss.
+            let name = if lost.total == 0 {
+                "lossy mode (none lost yet)"
+            } else {
+                "records lost"
+            };
+            (name, lost.time_ns, args)
         }
         Record::RecorderWait(w) => {
             let mut args = vec![

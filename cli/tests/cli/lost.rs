@@ -5,7 +5,7 @@
 //! recorder leaves it: two `RegionTiming` records missing and a `RecordsLost` saying so. The
 //! recorder's own counting in lossy mode is tested in `hrx-capture` (a stuck writer).
 
-use crate::util::{code, record_hazards, run, stderr, stdout};
+use crate::util::{code, hrx_trace, record_hazards, run, stderr, stdout};
 use hrx_capture::schema::{LostKind, RecordsLost};
 use hrx_capture::{Record, Recorder, RecorderOptions, TraceMode, read_all};
 use std::path::Path;
@@ -375,4 +375,50 @@ fn info_says_which_submissions_have_no_outcome() {
         ),
         "{text}"
     );
+}
+
+/// A lossy recording that lost nothing says its mode: `info` in a line, `stats --json`'s
+/// `lossy_mode`, `info --json`'s `lossy` (it read `lossy_mode: false`, as a lossless one: a
+/// fresh-user pass); a lossless one says nothing of it.
+#[test]
+fn a_lossy_recording_that_lost_nothing_says_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, file) in [("lossy", "lossy.hrxt"), ("lossless", "lossless.hrxt")] {
+        let out = hrx_trace(dir.path())
+            .env("HRX_TRACE_MODE", mode)
+            .args([
+                "record",
+                "-q",
+                "--workload",
+                "hazards",
+                "--backend",
+                "sim",
+                "-o",
+                file,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let info = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
+    assert!(
+        info.contains("none, recorded in lossy mode (HRX_TRACE_MODE=lossy"),
+        "{info}"
+    );
+    assert!(!stdout(&run(dir.path(), &["info", "lossless.hrxt"])).contains("lossy mode"));
+    for (file, lossy) in [("lossy.hrxt", true), ("lossless.hrxt", false)] {
+        let stats: serde_json::Value =
+            serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", file]))).unwrap();
+        assert_eq!(stats["lost"]["lossy_mode"], lossy, "{file}");
+        assert_eq!(stats["lost"]["records"], 0, "{file}");
+        let info: serde_json::Value =
+            serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", file]))).unwrap();
+        assert_eq!(info["lost"]["lossy"], lossy, "{file}: {}", info["lost"]);
+    }
+    // Nothing lost: it replays as a lossless recording does.
+    assert_eq!(code(&run(dir.path(), &["replay", "lossy.hrxt"])), 0);
 }
