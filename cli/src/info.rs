@@ -492,7 +492,21 @@ fn shell_words(args: &[String]) -> String {
 /// trace cut short can keep one thread's records of submissions whose submitting thread's
 /// records were lost, and those submissions are then missing from every count.
 pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
-    let [timings, completions, digests] = stats.unjoined;
+    unjoined_line(stats.unjoined)
+}
+
+/// [`unjoined`] of a scan's joins (`stats` reads the trace with its own visitor).
+pub(crate) fn unjoined_of(summary: &hrx_analysis::ScanSummary) -> Option<String> {
+    unjoined_line([
+        summary.unplaced_timings,
+        summary.unjoined_outcomes,
+        summary.unjoined_outputs,
+    ])
+}
+
+/// The line of [`unjoined`]: `[timings, completions, digests]` naming submissions whose
+/// `Submit` the trace lacks.
+fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option<String> {
     let parts: Vec<String> = [
         (timings, "region timing"),
         (completions, "completion"),
@@ -502,11 +516,23 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
     .filter(|&(n, _)| n > 0)
     .map(|(n, what)| hrx_analysis::units::plural(n, what))
     .collect();
+    // One record names one submission ("1 region timing name submissions" read garbled).
+    let one = timings + completions + digests == 1;
     (!parts.is_empty()).then(|| {
         format!(
-            "{} name submissions whose Submit the trace lacks (lost while recording, or cut \
-             off at its end): those submissions are missing from the counts",
-            parts.join(", ")
+            "{} {} whose Submit the trace lacks (lost while recording, or cut off at its \
+             end): {} missing from the counts",
+            parts.join(", "),
+            if one {
+                "names a submission"
+            } else {
+                "name submissions"
+            },
+            if one {
+                "that submission is"
+            } else {
+                "those submissions are"
+            }
         )
     })
 }
@@ -540,4 +566,29 @@ fn host_load(stats: &TraceInfo) -> Option<String> {
             ""
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    /// One record naming a submission the trace lacks reads in the singular (it read "1
+    /// region timing name submissions ...": a fresh-user pass); several in the plural.
+    #[test]
+    fn records_of_submissions_the_trace_lacks_are_counted_in_words() {
+        assert_eq!(super::unjoined_line([0, 0, 0]), None);
+        let one = super::unjoined_line([1, 0, 0]).unwrap();
+        assert!(
+            one.starts_with("1 region timing names a submission whose Submit the trace lacks"),
+            "{one}"
+        );
+        assert!(
+            one.ends_with(": that submission is missing from the counts"),
+            "{one}"
+        );
+        let several = super::unjoined_line([2, 1, 0]).unwrap();
+        assert!(
+            several.starts_with("2 region timings, 1 completion name submissions whose"),
+            "{several}"
+        );
+        assert!(several.ends_with("those submissions are missing from the counts"));
+    }
 }

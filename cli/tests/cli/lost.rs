@@ -327,6 +327,31 @@ fn records_of_a_submission_whose_submit_was_lost_at_the_end_are_named() {
     assert!(warning.starts_with("warning"), "{info}");
     assert!(warning.contains("1 completion"), "{info}");
     assert!(warning.contains("region timing"), "{info}");
+    // `stats` says it too, on standard error and in its JSON's warnings (it was silent:
+    // a fresh-user pass).
+    let stats = run(dir.path(), &["stats", "cut.hrxt"]);
+    assert!(
+        stderr(&stats).contains("whose Submit the trace lacks"),
+        "{}",
+        stderr(&stats)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "cut.hrxt"]))).unwrap();
+    assert!(
+        json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("whose Submit the trace lacks")),
+        "{}",
+        json["warnings"]
+    );
+    let whole = run(dir.path(), &["stats", "base.hrxt"]);
+    assert!(
+        !stderr(&whole).contains("whose Submit"),
+        "{}",
+        stderr(&whole)
+    );
     // The whole recording has no such line.
     let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
     assert!(!whole.contains("whose Submit"), "{whole}");
