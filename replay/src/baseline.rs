@@ -723,6 +723,7 @@ impl Baseline {
             ));
         }
         self.floor_capture_judgements(report, options, source);
+        slower_than_capture(report, options, source);
         let slow = report
             .timing
             .iter()
@@ -834,6 +835,34 @@ impl Baseline {
                 differ.join(", ")
             )
         })
+    }
+}
+
+/// Notes rows whose baseline median is slower than the capture's past `--max-slowdown`: a
+/// baseline saved while the machine was busier than the 1-minute load shows (a build just
+/// started) read 9.59 ms for a region captured at 6.51 ms, and a doubled kernel passed
+/// against it with SAME and no word (a fresh-user pass).
+fn slower_than_capture(report: &mut Report, options: &ReplayOptions, source: &str) {
+    let Some(max) = options.max_slowdown else {
+        return;
+    };
+    let slower: Vec<(f64, &str)> = (report.timing.iter())
+        .filter_map(|t| {
+            let (b, c) = (t.baseline?.baseline, t.captured?);
+            (c.median_ns > 0).then(|| (b.median_ns as f64 / c.median_ns as f64, t.label.as_str()))
+        })
+        .filter(|&(ratio, _)| ratio > max)
+        .collect();
+    if let Some((widest, label)) = slower.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        report.notes.push(format!(
+            "the baseline (of a replay of {source}) is slower than the capture past \
+             --max-slowdown {} in {} (widest {}: {label}): it may have been saved on a busier \
+             machine, and a slowdown judged against it can go unflagged; save it again on a \
+             quiet one",
+            hrx_analysis::units::ratio(max),
+            hrx_analysis::units::plural(slower.len() as u64, "region row"),
+            hrx_analysis::units::ratio(*widest),
+        ));
     }
 }
 

@@ -894,3 +894,33 @@ fn a_baseline_behind_a_symbolic_link_is_added_to_through_it() {
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     assert_eq!(crate::Baseline::load(&real).unwrap().runs, 1);
 }
+
+/// A baseline slower than the capture past --max-slowdown is said when it judges (saved on a
+/// busier machine, it lets a slowdown through unflagged); one as fast says nothing.
+#[test]
+fn a_baseline_slower_than_the_capture_is_said() {
+    let options = crate::ReplayOptions {
+        max_slowdown: Some(1.5),
+        ..Default::default()
+    };
+    let captured_in = |median: u64| {
+        let mut report = replayed_in(median);
+        report.timing[0].captured = Some(durations(1_000_000));
+        report
+    };
+    let said = |baseline: &crate::Baseline| {
+        let mut now = captured_in(1_000_000);
+        baseline.judge(&mut now, &options).unwrap();
+        now.notes
+            .iter()
+            .find(|n| n.contains("slower than the capture"))
+            .cloned()
+    };
+    let busy = crate::Baseline::of(&captured_in(1_600_000));
+    let note = said(&busy).expect("a baseline 1.6x the capture is said");
+    assert!(
+        note.contains("past --max-slowdown 1.50x in 1 region row (widest 1.60x: "),
+        "{note}"
+    );
+    assert_eq!(said(&crate::Baseline::of(&captured_in(1_100_000))), None);
+}
