@@ -194,10 +194,11 @@ use std::process::ExitCode;
 fn load(path: &Path) -> anyhow::Result<Profile> {
     let (profile, held) =
         crate::record::read_while_held(path, || hrx_analysis::diff::profile(path));
-    let profile = profile.map_err(|error| TraceError {
+    let mut profile = profile.map_err(|error| TraceError {
         path: path.to_owned(),
         error,
     })?;
+    profile.being_recorded = held;
     crate::failure::warn_partial_as(
         path,
         &profile.warnings,

@@ -80,6 +80,10 @@ pub struct Profile {
     /// Spans and ranges that end before they start (crafted or damaged times), each taken
     /// as 0 ns long ([`ScanSummary::ends_before_start`]).
     pub ends_before_start: u64,
+    /// Whether a recorder still held the file as it was read (set by the caller, which
+    /// asks; `false` from [`profile`]): its end is then not yet written, which the verdict
+    /// says as such, not as a recording that was cut short.
+    pub being_recorded: bool,
     /// The highest of the runtimes' `hrx: host load per CPU` samples (1 or more: recorded on
     /// a loaded host, its host-side times include waits for a CPU); `None` without any.
     pub host_load_max: Option<f64>,
@@ -452,6 +456,7 @@ impl ProfileVisitor {
             recovery: summary.recovery,
             warnings: summary.warnings,
             ends_before_start: summary.ends_before_start,
+            being_recorded: false,
             shape,
             ranges,
             graphs,

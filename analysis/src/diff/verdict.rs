@@ -831,6 +831,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             let how = p.recovery.as_ref().map_or("", |r| {
                 if r.is_complete() {
                     "the recorder lost records"
+                } else if p.being_recorded {
+                    "being recorded now: its end is not written yet"
                 } else {
                     r.end()
                 }

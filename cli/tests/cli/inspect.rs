@@ -294,6 +294,30 @@ fn a_trace_being_recorded_is_not_called_crashed() {
         );
         assert!(!err.contains("not closed cleanly"), "{args:?}: {err}");
     }
+    // And `diff`'s verdict, which said "new is incomplete (not closed cleanly)", as of a
+    // crash (a fresh-user pass).
+    crate::util::record_hazards(dir.path(), "base.hrxt");
+    let growing =
+        Recorder::create(dir.path().join("growing.hrxt"), RecorderOptions::default()).unwrap();
+    for record in hrx_capture::read_all(dir.path().join("base.hrxt"))
+        .unwrap()
+        .records
+    {
+        if !matches!(
+            record,
+            hrx_capture::Record::SessionStart(_) | hrx_capture::Record::SessionEnd(_)
+        ) {
+            growing.record(&record);
+        }
+    }
+    growing.flush().unwrap();
+    let diff = stdout(&run(dir.path(), &["diff", "base.hrxt", "growing.hrxt"]));
+    drop(growing);
+    assert!(
+        diff.contains("new is incomplete (being recorded now: its end is not written yet)"),
+        "{diff}"
+    );
+    assert!(!diff.contains("not closed cleanly"), "{diff}");
     // So do the JSON reports' `warnings`, which list what standard error warned (they said
     // "not closed cleanly" beside that warning: a break-it pass).
     for verb in ["info", "stats"] {
