@@ -63,7 +63,19 @@ fn view(
         output::ColorChoice::Never => false,
         output::ColorChoice::Auto => !hrx_tui::app::no_color(std::env::var_os("NO_COLOR")),
     };
+    // Asked before it opens: a trace a recorder still writes is shown as far as it was
+    // written, its Trace pane saying "not closed cleanly" of the end not yet written (a
+    // fresh-user pass: nothing pointed at `--follow`).
+    let live = !follow && crate::record::being_recorded(file);
     let shown = hrx_tui::app::run_coloured(file, follow, colour);
+    if live {
+        output::warn(format_args!(
+            "{0}: being recorded now (a recorder holds it): the view showed what was written \
+             when it opened, its end not written yet (not a crash); `hrx-trace view --follow \
+             {0}` follows it as it grows",
+            file.display()
+        ));
+    }
     // Said once the terminal is given back (the index is built while it shows the summary).
     if let Some(unwritten) = hrx_analysis::timeline::cache::take_unwritten(file) {
         output::warn(format_args!("{unwritten}"));

@@ -589,3 +589,43 @@ fn the_statistics_overlay_lists_kernels_as_stats_does_in_tmux() {
     tmux.send(&["q"]);
     tmux.wait_for_exit();
 }
+
+/// A plain `view` of a trace a recorder still writes says so once the terminal is given
+/// back, pointing at `--follow` (its Trace pane read "not closed cleanly", as of a crash,
+/// and nothing said more: a fresh-user pass); a closed trace's view says nothing of it.
+#[test]
+fn a_view_of_a_trace_being_recorded_points_at_follow() {
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let live = Recorder::create(dir.path().join("live.hrxt"), RecorderOptions::default()).unwrap();
+    for record in hrx_capture::read_all(dir.path().join("h.hrxt"))
+        .unwrap()
+        .records
+    {
+        if !matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            live.record(&record);
+        }
+    }
+    live.flush().unwrap();
+    let view = |file: &str| {
+        hrx_trace(dir.path())
+            .args(["view", file])
+            .env("HRX_TUI_HEADLESS_FRAME", "80x24")
+            .output()
+            .unwrap()
+    };
+    let shown = view("live.hrxt");
+    drop(live);
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    assert!(
+        stderr(&shown).contains(
+            "live.hrxt: being recorded now (a recorder holds it): the view showed what was \
+             written when it opened"
+        ),
+        "{}",
+        stderr(&shown)
+    );
+    assert!(stderr(&shown).contains("`hrx-trace view --follow live.hrxt`"));
+    assert!(!stderr(&view("h.hrxt")).contains("being recorded"));
+}
