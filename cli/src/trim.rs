@@ -180,6 +180,23 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             },
         ));
     }
+    // A range past what the trace holds kept less than asked: said (`--submissions 1..3` of
+    // a trace holding 1..2 read `submissions 1..2 (submissions:1..3)` and nothing more: a
+    // fresh-user pass).
+    if let Selection::Submissions {
+        end: Some(asked), ..
+    } = selection
+        && let Some(kept) = summary.runtimes.iter().map(|r| r.end).max()
+        && kept < asked
+    {
+        crate::output::warn(format_args!(
+            "{}: --submissions {} reaches past the submissions it holds: kept up to {} \
+             (`hrx-trace info` shows what a trace holds)",
+            args.file.display(),
+            args.submissions.as_deref().unwrap_or_default(),
+            kept.saturating_sub(1)
+        ));
+    }
     // `-q`: the trim's summary is not a result (the trace written is), as `record`'s is not.
     if !crate::output::quiet() {
         print_summary(&args, &summary)?;

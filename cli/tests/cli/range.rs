@@ -917,3 +917,43 @@ fn a_trim_of_a_cut_short_or_damaged_trace_warns_and_says_so() {
     let info = stdout(&run(dir.path(), &["info", "w1.hrxt"]));
     assert!(!info.contains("incomplete"), "{info}");
 }
+
+/// `trim --submissions A..B` reaching past the trace's last submission says it kept less
+/// than asked (it shrank the range and said nothing: a fresh-user pass); a range within
+/// the trace says nothing of it.
+#[test]
+fn a_trim_past_the_last_submission_says_what_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::util::record_hazards(dir.path(), "h.hrxt");
+    let past = run(
+        dir.path(),
+        &[
+            "trim",
+            "h.hrxt",
+            "-o",
+            "past.hrxt",
+            "--submissions",
+            "1..300",
+        ],
+    );
+    assert_eq!(code(&past), 0, "{}", stderr(&past));
+    let said = stderr(&past);
+    assert!(
+        said.contains(
+            "h.hrxt: --submissions 1..300 reaches past the submissions it holds: kept up to 4"
+        ),
+        "{said}"
+    );
+    let within = run(
+        dir.path(),
+        &[
+            "trim",
+            "h.hrxt",
+            "-o",
+            "within.hrxt",
+            "--submissions",
+            "1..3",
+        ],
+    );
+    assert!(!stderr(&within).contains("reaches past"));
+}
