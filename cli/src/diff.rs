@@ -308,6 +308,19 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             .hint("diff traces that hold some submissions in common (`hrx-trace info` says which each holds)")
             .into());
     }
+    // One file on both sides is most likely a slip (a fresh-user pass: no word of it);
+    // said beside a report, after any error's one line.
+    if let (Ok(a), Ok(b)) = (
+        std::fs::canonicalize(&args.base),
+        std::fs::canonicalize(&args.new),
+    ) && a == b
+    {
+        crate::output::note(format_args!(
+            "{} and {} are the same file: it is compared with itself",
+            args.base.display(),
+            args.new.display()
+        ));
+    }
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
     crate::failure::verdict(code, print_report(&report, args.json, write_text))
 }
@@ -675,7 +688,10 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let rows = g["times"].as_array().map_or(0, Vec::len) as u64;
     let pooled = match u(&g["matched"]) {
         matched if rows > 0 && rows < matched => {
-            format!(" (in {rows} rows below: identical graphs' regions pooled)")
+            format!(
+                " (in {} below: identical graphs' regions pooled)",
+                hrx_analysis::units::plural(rows, "row")
+            )
         }
         _ => String::new(),
     };
