@@ -144,6 +144,18 @@ pub struct BaselineRow {
 }
 
 impl BaselineRow {
+    /// What finds the row: its kind, runtime, first graph, index, label and clock.
+    fn place(&self) -> (&str, u32, u64, u32, &str, Clock) {
+        (
+            self.kind.as_str(),
+            self.runtime,
+            self.graph,
+            self.index,
+            self.label.as_str(),
+            self.clock,
+        )
+    }
+
     /// How far its runs' medians lie apart: the largest over the smallest; 1 with one run.
     /// A replay process's copies and host work move by more between processes than within
     /// one (BENCHMARKS.md, "Replay as a gate": a replay's uploads 0.92-1.16x of the capture
@@ -276,23 +288,7 @@ impl Baseline {
             self.host = run.host;
         }
         for row in run.rows {
-            let same = self.rows.iter_mut().find(|r| {
-                (
-                    r.kind.as_str(),
-                    r.runtime,
-                    r.graph,
-                    r.index,
-                    r.label.as_str(),
-                    r.clock,
-                ) == (
-                    row.kind.as_str(),
-                    row.runtime,
-                    row.graph,
-                    row.index,
-                    row.label.as_str(),
-                    row.clock,
-                )
-            });
+            let same = self.rows.iter_mut().find(|r| r.place() == row.place());
             match same {
                 Some(same) => same.add_run(row.replayed),
                 None => self.rows.push(row),

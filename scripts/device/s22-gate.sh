@@ -10,29 +10,11 @@
 # stripped) and photo/ (Aqua.jpg).
 set -u
 d=${BIN:-$PWD/.device-bin/s22}
+s=$PWD/scripts/device
 cd $OUT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm --format=csv > gpu.txt 2>&1
 $d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames ${FRAMES:-24} -o gate.hrxt
-line() {
-python3 - "$@" <<'PY'
-import json, statistics, sys
-tag, i, rc = sys.argv[1], sys.argv[2], sys.argv[3]
-try:
-    r = json.load(open("r.json"))
-except Exception as e:
-    print(f"{tag} {i}: rc {rc}, no report: {open('r.err').read()[:300]}"); sys.exit()
-s = r["summary"]
-kinds = {}
-for t in r["timing"]:
-    if t["ratio"]:
-        kinds.setdefault(t["label"].split(",")[0].replace("GPU ", ""), []).append(t["ratio"])
-ops = {t["label"][:14]: t["ratio"] for t in r["op_timing"] if t["ratio"] and t["label"].startswith("hrx_")}
-slow = [t["label"][:24] for t in r["timing"] + r["op_timing"] if t["regression"]]
-print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']} {slow} too_few {s['too_few']} "
-      + " ".join(f"{k} {statistics.median(v):.3f}" for k, v in kinds.items()) + " | "
-      + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
-PY
-}
+line() { python3 $s/gate_line.py "$@"; }
 # PACE=captured: the unchanged replays submit at the captured pace (--pace captured).
 for i in $(seq 1 20); do
   timeout 120 $d/hrx-trace replay gate.hrxt --backend cuda --max-slowdown 1.1 --per-op --pace ${PACE:-none} --report json > r.json 2> r.err

@@ -19,6 +19,7 @@
 set -u
 d=$PWD/.device-bin/s45
 parts=${PARTS:-topo gate rt fid tests pipe}
+. scripts/device/s32-common.sh
 late() { [ $SECONDS -gt ${DEADLINE:-560} ] && echo "-- $1 skipped at ${SECONDS}s" && return 0; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pci.bus_id --format=csv,noheader
 echo "cpus $(nproc), $(uptime)"
@@ -30,38 +31,13 @@ part_topo() {
 }
 part_tests() {
   late tests && return
-  HRX_TEST_BACKENDS=sim,cuda timeout 150 $d/conformance > $OUT/conformance.txt 2>&1
-  HRX_CUDA_HARDWARE=1 timeout 60 $d/hrx-lib execution:: > $OUT/execution-tests.txt 2>&1
-  HRX_CUDA_HARDWARE=1 timeout 120 $d/hrx-lib gpu::cuda::hardware_tests --test-threads 1 > $OUT/hardware.txt 2>&1
-  timeout 60 $d/hrx-lib buffer:: > $OUT/buffer-tests.txt 2>&1
-  for f in conformance execution-tests hardware buffer-tests; do
-    echo "$f: $(grep 'test result' $OUT/$f.txt | tail -1)"
-  done
+  cuda_tests
+  timeout 60 $d/hrx-lib buffer:: 2>&1 | grep "test result"
   grep -E "FAILED|panicked" $OUT/*.txt | head -20
   echo "tests done at ${SECONDS}s"
 }
-line() {
-python3 - "$@" <<'PY'
-import json, statistics, sys
-tag, i, rc = sys.argv[1], sys.argv[2], sys.argv[3]
-try:
-    r = json.load(open("r.json"))
-except Exception as e:
-    print(f"{tag} {i}: rc {rc}, no report: {open('r.err').read()[:300]}"); sys.exit()
-s = r["summary"]
-kinds = {}
-for t in r["timing"]:
-    if t["ratio"]:
-        kinds.setdefault(t["label"].split(",")[0].replace("GPU ", ""), []).append(t["ratio"])
-ops = {t["label"][:14]: t["ratio"] for t in r["op_timing"] if t["ratio"] and t["label"].startswith("hrx_")}
-slow = [t["label"][:24] for t in r["timing"] + r["op_timing"] if t["regression"]]
-slow += ["b:" + t["label"][:22] for t in r["timing"] + r["op_timing"] if (t.get("baseline") or {}).get("regression")]
-cleared = sum("not counted slow" in n for n in r.get("notes", []))
-print(f"{tag} {i}: rc {rc} {r['verdict']} slow {s['slow']}+{s.get('baseline_slow', 0)} {slow} cleared {cleared} too_few {s['too_few']} "
-      + " ".join(f"{k} {statistics.median(v):.3f}" for k, v in kinds.items()) + " | "
-      + " ".join(f"{k} {v:.3f}" for k, v in ops.items()))
-PY
-}
+sd=$PWD/scripts/device
+line() { python3 $sd/gate_line.py "$@"; }
 part_gate() {
   late gate && return
   mkdir -p $OUT/gate
