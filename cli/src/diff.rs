@@ -199,6 +199,10 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
         error,
     })?;
     profile.being_recorded = held;
+    // Records of submissions the trace lacks, as `info` and `stats` say them.
+    if let Some(line) = crate::info::unjoined_line(profile.unjoined) {
+        crate::output::warn(format_args!("{}: {line}", path.display()));
+    }
     crate::failure::warn_partial_as(
         path,
         &profile.warnings,

@@ -506,7 +506,7 @@ pub(crate) fn unjoined_of(summary: &hrx_analysis::ScanSummary) -> Option<String>
 
 /// The line of [`unjoined`]: `[timings, completions, digests]` naming submissions whose
 /// `Submit` the trace lacks.
-fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option<String> {
+pub(crate) fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option<String> {
     let parts: Vec<String> = [
         (timings, "region timing"),
         (completions, "completion"),

@@ -80,6 +80,10 @@ pub struct Profile {
     /// Spans and ranges that end before they start (crafted or damaged times), each taken
     /// as 0 ns long ([`ScanSummary::ends_before_start`]).
     pub ends_before_start: u64,
+    /// Records naming submissions whose `Submit` the trace lacks: region timings,
+    /// completions and output digests ([`ScanSummary::unplaced_timings`],
+    /// [`ScanSummary::unjoined_outcomes`], [`ScanSummary::unjoined_outputs`]).
+    pub unjoined: [u64; 3],
     /// Whether a recorder still held the file as it was read (set by the caller, which
     /// asks; `false` from [`profile`]): its end is then not yet written, which the verdict
     /// says as such, not as a recording that was cut short.
@@ -457,6 +461,11 @@ impl ProfileVisitor {
             warnings: summary.warnings,
             ends_before_start: summary.ends_before_start,
             being_recorded: false,
+            unjoined: [
+                summary.unplaced_timings,
+                summary.unjoined_outcomes,
+                summary.unjoined_outputs,
+            ],
             shape,
             ranges,
             graphs,

@@ -352,6 +352,13 @@ fn records_of_a_submission_whose_submit_was_lost_at_the_end_are_named() {
         "{}",
         stderr(&whole)
     );
+    // And `diff`, of the side that lacks them.
+    let diff = stderr(&run(dir.path(), &["diff", "base.hrxt", "cut.hrxt"]));
+    assert!(
+        diff.contains("cut.hrxt: ") && diff.contains("whose Submit the trace lacks"),
+        "{diff}"
+    );
+    assert!(!diff.contains("base.hrxt: 1"), "{diff}");
     // The whole recording has no such line.
     let whole = stdout(&run(dir.path(), &["info", "base.hrxt"]));
     assert!(!whole.contains("whose Submit"), "{whole}");
