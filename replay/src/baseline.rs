@@ -27,8 +27,8 @@
 //! the largest over the smallest of its runs' medians ([`BaselineRow::between_runs`]) is a
 //! floor a slowdown must pass, as the replay's own spread is, against the baseline and
 //! against the capture (one process's draw of the same movement); a row the floor clears
-//! against the capture is said in a note. Pinpoint-style gates (several runs a side) work
-//! alike; a baseline of one run judges as before.
+//! against the capture is said in a note, as is a floor past `--max-slowdown` (the gate is
+//! then weaker there than asked). A baseline of one run judges as before.
 //!
 //! # Versions
 //!
