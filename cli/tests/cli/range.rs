@@ -957,3 +957,32 @@ fn a_trim_past_the_last_submission_says_what_it_kept() {
     );
     assert!(!stderr(&within).contains("reaches past"));
 }
+
+/// A capture range of more than a replay chunk (2,048 submissions) is said once, closed: the
+/// range's end is recorded at the run's end, so the first chunk read it open and the last
+/// closed, and the replay said both ("submissions 2..(to the end)" and "submissions
+/// 2..2100": a break-it pass).
+#[test]
+fn a_capture_range_replayed_in_chunks_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = crate::util::hrx_trace(dir.path())
+        .args(["record", "-q", "-o", "r.hrxt"])
+        .args(["--capture-range", "submissions:2..2100", "--"])
+        .arg(crate::util::example("host_visible"))
+        .args(["2200", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
+    let replay = run(dir.path(), &["replay", "r.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+    let text = stdout(&replay);
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("the trace is a range"))
+        .collect();
+    assert_eq!(said.len(), 1, "{text}");
+    assert!(
+        said[0].contains("submissions 2..2100 of a recording (submissions:2..2100)"),
+        "{text}"
+    );
+}
