@@ -923,4 +923,22 @@ fn a_baseline_slower_than_the_capture_is_said() {
         "{note}"
     );
     assert_eq!(said(&crate::Baseline::of(&captured_in(1_100_000))), None);
+    // Slower by less than the timing floor (100 µs on host time): nothing is judged either
+    // way, so nothing can go unflagged (a 0.7 µs region's 1.4 µs baseline was said).
+    let short = |median: u64| {
+        let mut report = replayed_in(median);
+        report.timing[0].captured = Some(durations(1_000));
+        report
+    };
+    let mut now = short(1_000);
+    crate::Baseline::of(&short(2_000))
+        .judge(&mut now, &options)
+        .unwrap();
+    assert!(
+        !now.notes
+            .iter()
+            .any(|n| n.contains("slower than the capture")),
+        "{:?}",
+        now.notes
+    );
 }
