@@ -183,19 +183,27 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // A range past what the trace holds kept less than asked: said (`--submissions 1..3` of
     // a trace holding 1..2 read `submissions 1..2 (submissions:1..3)` and nothing more: a
     // fresh-user pass).
-    if let Selection::Submissions {
-        end: Some(asked), ..
-    } = selection
+    // Its start too: `--submissions 61100..61500` of a trace holding 61405 past a gap read
+    // "kept up to 61405", as if 61100..=61405 were kept, and `1..15` of a trim holding 10..20
+    // shrank to 10..15 silently (a break-it pass).
+    if let Selection::Submissions { start, end } = selection
+        && let Some(first) = summary.runtimes.iter().map(|r| r.start).min()
         && let Some(kept) = summary.runtimes.iter().map(|r| r.end).max()
-        && kept < asked
     {
-        crate::output::warn(format_args!(
-            "{}: --submissions {} reaches past the submissions it holds: kept up to {} \
-             (`hrx-trace info` shows what a trace holds)",
-            args.file.display(),
-            args.submissions.as_deref().unwrap_or_default(),
-            kept.saturating_sub(1)
-        ));
+        let later = start > 0 && first > start;
+        let what = if later {
+            format!("kept {first}..={}", kept.saturating_sub(1))
+        } else {
+            format!("kept up to {}", kept.saturating_sub(1))
+        };
+        if later || end.is_some_and(|asked| kept < asked) {
+            crate::output::warn(format_args!(
+                "{}: --submissions {} reaches past the submissions it holds: {what} \
+                 (`hrx-trace info` shows what a trace holds)",
+                args.file.display(),
+                args.submissions.as_deref().unwrap_or_default(),
+            ));
+        }
     }
     // `-q`: the trim's summary is not a result (the trace written is), as `record`'s is not.
     if !crate::output::quiet() {

@@ -956,6 +956,28 @@ fn a_trim_past_the_last_submission_says_what_it_kept() {
         ],
     );
     assert!(!stderr(&within).contains("reaches past"));
+    // Past its first submission too: a trim of 2..4 trimmed again from 1 kept from 2, which
+    // was said of neither end ("kept up to 3" read as 1..=3, or nothing).
+    let trim = |from: &str, to: &str, range: &str| {
+        let out = run(
+            dir.path(),
+            &["trim", from, "-o", to, "--submissions", range],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stderr(&out)
+    };
+    trim("h.hrxt", "two.hrxt", "2..4");
+    let said = trim("two.hrxt", "again.hrxt", "1..3");
+    assert!(
+        said.contains(
+            "two.hrxt: --submissions 1..3 reaches past the submissions it holds: kept 2..=2"
+        ),
+        "{said}"
+    );
+    let said = trim("two.hrxt", "again.hrxt", "1..9");
+    assert!(said.contains("holds: kept 2..=3 "), "{said}");
+    assert!(!trim("two.hrxt", "again.hrxt", "..3").contains("reaches past"));
+    assert!(!trim("two.hrxt", "again.hrxt", "2..4").contains("reaches past"));
 }
 
 /// A capture range of more than a replay chunk (2,048 submissions) is said once, closed: the
