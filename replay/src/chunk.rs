@@ -156,6 +156,11 @@ pub(crate) struct ChunkIndex {
     /// (a frame's contents are written before the submission that uploads them), and its
     /// submits: what a chunk makes replay hold, for [`ChunkIndex::size_within`].
     blob_bytes: BTreeMap<u64, (u64, u64)>,
+    /// Each of the recording's `TraceRange` records as the file last states it, by runtime
+    /// and start: a capture range's end is recorded when the run ends, so a chunk read
+    /// before then is handed the range closed, as a whole-trace replay reads it (an early
+    /// chunk said it open, a later one closed: two notes, a break-it pass).
+    ranges: HashMap<(RuntimeId, SubmissionIndex), s::TraceRange>,
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -234,6 +239,9 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         }
         if crate::plan::trimmed_from_incomplete(&record).is_some() {
             index.trimmed_incomplete = true;
+        }
+        if let Record::TraceRange(r) = &record {
+            index.ranges.insert((r.runtime, r.start), r.clone());
         }
         if let Some(hash) = blob_of(&record) {
             let refs = index.blob_refs.entry(hash).or_default();
@@ -454,6 +462,12 @@ impl<R: Read> Chunker<R> {
             return;
         }
         if structural(&record) {
+            let record = match record {
+                Record::TraceRange(r) => Record::TraceRange(
+                    (self.index.ranges.get(&(r.runtime, r.start)).cloned()).unwrap_or(r),
+                ),
+                other => other,
+            };
             self.structure.push(record);
             return;
         }

@@ -149,21 +149,6 @@ fn per_chunk_note(note: &str) -> bool {
         || note.contains("no captured digest")
 }
 
-/// Whether `note` says the range `said` said open (`A..(to the end)`) with its end
-/// (`A..B`): a chunk read before a capture range's end was recorded says it open.
-fn closes(said: &str, note: &str) -> bool {
-    const RANGE: &str = "the trace is a range: ";
-    let Some((before, after)) = said.split_once("..(to the end)") else {
-        return false;
-    };
-    said.starts_with(RANGE)
-        && note
-            .strip_prefix(before)
-            .and_then(|rest| rest.strip_prefix(".."))
-            .and_then(|rest| rest.strip_suffix(after))
-            .is_some_and(|end| !end.is_empty() && end.bytes().all(|b| b.is_ascii_digit()))
-}
-
 impl Fold<'_> {
     /// Compares one chunk (its replays' late records already with it, `later`: where it
     /// lies) and folds it in.
@@ -339,15 +324,8 @@ impl Fold<'_> {
             }
         }
         for note in chunk.notes {
-            if per_chunk_note(&note) || report.notes.contains(&note) {
-                continue;
-            }
-            // A capture range's end is recorded at the run's end: an earlier chunk said the
-            // range open ("100..(to the end)"), a later one closed ("100..4900"): one range,
-            // said once, as its end says it (both were said: a break-it pass).
-            match (report.notes.iter_mut()).find(|said| closes(said, &note)) {
-                Some(said) => *said = note,
-                None => report.notes.push(note),
+            if !per_chunk_note(&note) && !report.notes.contains(&note) {
+                report.notes.push(note);
             }
         }
         for info in chunk.trace.runtimes {
