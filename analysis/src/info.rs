@@ -275,11 +275,7 @@ impl TraceInfo {
 
     /// Takes the pass's joins and what the reader recovered.
     fn joined(mut self, summary: ScanSummary) -> TraceInfo {
-        self.unjoined = [
-            summary.unplaced_timings,
-            summary.unjoined_outcomes,
-            summary.unjoined_outputs,
-        ];
+        self.unjoined = summary.unjoined();
         self.running = summary.running;
         self.in_flight = summary.in_flight;
         self.records = summary.records;

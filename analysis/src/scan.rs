@@ -370,6 +370,18 @@ pub struct ScanSummary {
     pub warnings: Vec<Warning>,
 }
 
+impl ScanSummary {
+    /// Records naming submissions whose `Submit` the trace lacks, as `[region timings,
+    /// completions, output digests]`: what every verb that says so counts.
+    pub fn unjoined(&self) -> [u64; 3] {
+        [
+            self.unplaced_timings,
+            self.unjoined_outcomes,
+            self.unjoined_outputs,
+        ]
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Live {
     joined: JoinedSubmission,

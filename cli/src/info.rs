@@ -495,15 +495,6 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
     unjoined_line(stats.unjoined)
 }
 
-/// [`unjoined`] of a scan's joins (`stats` reads the trace with its own visitor).
-pub(crate) fn unjoined_of(summary: &hrx_analysis::ScanSummary) -> Option<String> {
-    unjoined_line([
-        summary.unplaced_timings,
-        summary.unjoined_outcomes,
-        summary.unjoined_outputs,
-    ])
-}
-
 /// The line of [`unjoined`]: `[timings, completions, digests]` naming submissions whose
 /// `Submit` the trace lacks.
 pub(crate) fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option<String> {

@@ -397,7 +397,7 @@ pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary, bool)> {
         || held,
     );
     // Records of submissions the trace lacks, as `info` and `export` say them.
-    if let Some(line) = crate::info::unjoined_of(&summary) {
+    if let Some(line) = crate::info::unjoined_line(summary.unjoined()) {
         crate::output::warn(format_args!("{}: {line}", path.display()));
     }
     Ok((visitor.finish(&summary), summary, held))
@@ -467,7 +467,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
             .iter()
             .filter(|w| crate::failure::said(w, live && recovery.is_some_and(|r| !r.is_complete())))
             .map(|w| crate::failure::one_line(&w.to_string()))
-            .chain(crate::info::unjoined_of(summary))
+            .chain(crate::info::unjoined_line(summary.unjoined()))
             .chain(
                 recovery
                     .map(|r| crate::failure::lacks_as(r, || live))

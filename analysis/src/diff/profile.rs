@@ -80,9 +80,7 @@ pub struct Profile {
     /// Spans and ranges that end before they start (crafted or damaged times), each taken
     /// as 0 ns long ([`ScanSummary::ends_before_start`]).
     pub ends_before_start: u64,
-    /// Records naming submissions whose `Submit` the trace lacks: region timings,
-    /// completions and output digests ([`ScanSummary::unplaced_timings`],
-    /// [`ScanSummary::unjoined_outcomes`], [`ScanSummary::unjoined_outputs`]).
+    /// Records naming submissions whose `Submit` the trace lacks ([`ScanSummary::unjoined`]).
     pub unjoined: [u64; 3],
     /// Whether a recorder still held the file as it was read (set by the caller, which
     /// asks; `false` from [`profile`]): its end is then not yet written, which the verdict
@@ -438,6 +436,7 @@ impl ProfileVisitor {
             .iter()
             .find(|c| c.name == hrx_capture::schema::HOST_LOAD_COUNTER)
             .map(|c| c.max);
+        let unjoined = summary.unjoined();
         Profile {
             host_load_max,
             op_kernels,
@@ -461,11 +460,7 @@ impl ProfileVisitor {
             warnings: summary.warnings,
             ends_before_start: summary.ends_before_start,
             being_recorded: false,
-            unjoined: [
-                summary.unplaced_timings,
-                summary.unjoined_outcomes,
-                summary.unjoined_outputs,
-            ],
+            unjoined,
             shape,
             ranges,
             graphs,
