@@ -157,7 +157,7 @@ pub(crate) struct ChunkIndex {
     /// submits: what a chunk makes replay hold, for [`ChunkIndex::size_within`].
     blob_bytes: BTreeMap<u64, (u64, u64)>,
     /// Each of the recording's `TraceRange` records as the file last states it, by runtime
-    /// and start: a capture range's end is recorded when the run ends, so a chunk read
+    /// and start (its end is what a chunk takes from it): a capture range's end is recorded when the run ends, so a chunk read
     /// before then is handed the range closed, as a whole-trace replay reads it (an early
     /// chunk said it open, a later one closed: two notes, a break-it pass).
     ranges: HashMap<(RuntimeId, SubmissionIndex), s::TraceRange>,
@@ -462,10 +462,15 @@ impl<R: Read> Chunker<R> {
             return;
         }
         if structural(&record) {
+            // The range's end as the file last states it; the rest as this record has it
+            // (the record at a range's start carries its fault count, the closing one not).
             let record = match record {
-                Record::TraceRange(r) => Record::TraceRange(
-                    (self.index.ranges.get(&(r.runtime, r.start)).cloned()).unwrap_or(r),
-                ),
+                Record::TraceRange(mut r) => {
+                    if let Some(last) = self.index.ranges.get(&(r.runtime, r.start)) {
+                        r.end = last.end;
+                    }
+                    Record::TraceRange(r)
+                }
                 other => other,
             };
             self.structure.push(record);
