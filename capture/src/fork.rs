@@ -3,8 +3,16 @@
 //! now in a child forked since (where `getpid()` would be a system call each time). A child
 //! forked without `exec` holds copies of its parent's recorders and runtimes, but none of
 //! their threads.
+//!
+//! The same handler lets go of the trace files the parent's recorders write ([`Held`]): a
+//! writer's lock (`flock`) belongs to the open file description, which a forked child shares
+//! until it closes its descriptor, so a child that outlived its killed parent kept the lock,
+//! and readers called the dead recording "being recorded now" until the child exited (Linux
+//! has no close-on-fork flag). The child's descriptor is pointed at `/dev/null` instead
+//! (`dup2`, so the number stays taken and the child's `File` closes nothing of another's);
+//! the child records nothing anyway.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Forks this process went through, counted in each child as it starts.
 static FORKS: AtomicU64 = AtomicU64::new(0);
@@ -16,6 +24,7 @@ pub fn watch_forks() -> u64 {
     {
         extern "C" fn child() {
             FORKS.fetch_add(1, Ordering::Relaxed);
+            release_held();
         }
         static WATCH: std::sync::Once = std::sync::Once::new();
         // SAFETY: the handler only adds to an atomic, which is async-signal-safe (what a
@@ -31,6 +40,109 @@ pub fn watch_forks() -> u64 {
 #[inline]
 pub fn forks() -> u64 {
     FORKS.load(Ordering::Relaxed)
+}
+
+/// One trace file a forked child lets go of: its descriptor (-1 when the slot is free) and
+/// the file's device and inode, checked in the child so that a number the program reused
+/// for a file of its own is never touched.
+struct Slot {
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+}
+
+/// Trace files open for writing at once in one process: one per live recorder (more
+/// recorders than this keep their locks in a forked child, as before).
+const SLOTS: usize = 32;
+
+#[allow(clippy::declare_interior_mutable_const)] // a fresh slot per array element
+const FREE: Slot = Slot {
+    fd: AtomicI32::new(-1),
+    dev: AtomicU64::new(0),
+    ino: AtomicU64::new(0),
+};
+static HELD: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// A trace file's descriptor that a child forked without `exec` lets go of (see the module
+/// docs) for as long as this lives.
+#[derive(Debug)]
+pub(crate) struct Held(usize);
+
+impl Held {
+    /// Registers descriptor `fd` of the file `identity` (device, inode); `None` when every
+    /// slot is taken.
+    pub(crate) fn new(fd: i32, identity: (u64, u64)) -> Option<Held> {
+        watch_forks();
+        (0..SLOTS).find_map(|i| {
+            let slot = &HELD[i];
+            // Taken by a placeholder first, so that no other thread takes the slot while
+            // its identity is written; the descriptor goes in last.
+            slot.fd
+                .compare_exchange(-1, -2, Ordering::Acquire, Ordering::Relaxed)
+                .ok()?;
+            slot.dev.store(identity.0, Ordering::Relaxed);
+            slot.ino.store(identity.1, Ordering::Relaxed);
+            slot.fd.store(fd, Ordering::Release);
+            Some(Held(i))
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD[self.0].fd.store(-1, Ordering::Release);
+    }
+}
+
+/// In a child just forked: each registered descriptor that still names its trace file is
+/// pointed at `/dev/null`. Only async-signal-safe calls (`fstat`, `open`, `dup2`, `fcntl`, `close`),
+/// as a child of a multithreaded process may make; no allocation.
+#[cfg(unix)]
+fn release_held() {
+    let mut null = -1;
+    for slot in &HELD {
+        let fd = slot.fd.load(Ordering::Acquire);
+        if fd < 0 {
+            continue;
+        }
+        let identity = (
+            slot.dev.load(Ordering::Relaxed),
+            slot.ino.load(Ordering::Relaxed),
+        );
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a `stat` into the buffer given; it is read only on success.
+        let ours = unsafe {
+            libc::fstat(fd, stat.as_mut_ptr()) == 0 && {
+                let stat = stat.assume_init();
+                #[allow(clippy::unnecessary_cast)] // `dev_t`, `ino_t` narrower off Linux
+                let found = (stat.st_dev as u64, stat.st_ino as u64);
+                found == identity
+            }
+        };
+        if !ours {
+            continue;
+        }
+        if null < 0 {
+            // SAFETY: a NUL-terminated path; the descriptor is closed below.
+            null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+            if null < 0 {
+                return;
+            }
+        }
+        // SAFETY: replaces this process's copy of `fd` (checked above to be the trace file)
+        // with `/dev/null`, close-on-exec as the trace's was (`dup2` clears the flag; the
+        // child has no other thread to exec meanwhile); the parent's descriptor, and so its
+        // lock, is untouched.
+        unsafe {
+            if libc::dup2(null, fd) == fd {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+    if null >= 0 {
+        // SAFETY: opened above, ours.
+        unsafe { libc::close(null) };
+    }
 }
 
 /// Test support: a child process running `checks`, for the tests of what a forked child

@@ -173,6 +173,9 @@ pub struct FileSink {
     reopened: u64,
     /// An earlier trace this one replaces once its first write succeeds ([`Replacing`]).
     replacing: Option<Replacing>,
+    /// `file`'s descriptor, let go of by a child forked without `exec` so that the writer's
+    /// lock dies with this process ([`crate::fork::Held`]).
+    _held: Option<crate::fork::Held>,
 }
 
 /// A new recording at the path of an earlier trace, written first as a hidden sibling
@@ -269,13 +272,16 @@ impl FileSink {
     }
 
     fn new(file: File, path: &Path) -> io::Result<FileSink> {
+        use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         let file = above_stdio(file)?;
         let meta = file.metadata()?;
+        let identity = (meta.dev(), meta.ino());
         Ok(FileSink {
+            _held: crate::fork::Held::new(file.as_raw_fd(), identity),
             file: Some(file),
             path: std::path::absolute(path)?,
-            identity: (meta.dev(), meta.ino()),
+            identity,
             written: 0,
             reopened: 0,
             replacing: None,
@@ -318,6 +324,7 @@ impl FileSink {
         match self.reopen() {
             Ok(file) => {
                 self.reopened += 1;
+                self._held = crate::fork::Held::new(file.as_raw_fd(), identity);
                 // Once: a program that closes its descriptors in a loop would print it at
                 // every write (the count comes at close).
                 if self.reopened == 1 {
@@ -4379,6 +4386,50 @@ mod tests {
         assert!(crate::fork::child::held(pid), "the child hung or recorded");
         rec.close().unwrap();
         assert!(read(&sink).recovery.clean_close);
+    }
+
+    /// A child forked without `exec` does not keep its parent's trace locked: once the
+    /// parent lets go of the file (closes it, or is killed), no recorder holds it though the
+    /// child lives on, so readers say the recording ended rather than "being recorded now".
+    /// The child shared the open file description, and with it the `flock`, until it exited.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_does_not_keep_its_parents_trace_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let sink = FileSink::create(&path).unwrap();
+        assert!(recorder_holds(&path).unwrap());
+        let (mut ready, mut done) = ([0; 2], [0; 2]);
+        // SAFETY: two fresh pipes, closed below.
+        unsafe {
+            assert_eq!(libc::pipe(ready.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe(done.as_mut_ptr()), 0);
+        }
+        let pid = crate::fork::child::spawn(move || {
+            let mut byte = [0u8; 1];
+            // SAFETY: the pipes' ends, open in the child; one byte each way.
+            unsafe {
+                libc::write(ready[1], b"r".as_ptr().cast(), 1) == 1
+                    && libc::read(done[0], byte.as_mut_ptr().cast(), 1) == 1
+            }
+        });
+        let mut byte = [0u8; 1];
+        // SAFETY: as above; the child has run its fork handler once it wrote.
+        assert_eq!(
+            unsafe { libc::read(ready[0], byte.as_mut_ptr().cast(), 1) },
+            1
+        );
+        drop(sink);
+        let held = recorder_holds(&path).unwrap();
+        // SAFETY: as above, then every end closed.
+        unsafe {
+            libc::write(done[1], b"d".as_ptr().cast(), 1);
+            for fd in ready.into_iter().chain(done) {
+                libc::close(fd);
+            }
+        }
+        assert!(crate::fork::child::held(pid), "the child failed");
+        assert!(!held, "the forked child kept the writer's lock");
     }
 
     /// Keeps what it is given, and fails the write of the trailer (after the final index).
