@@ -200,9 +200,7 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
     })?;
     profile.being_recorded = held;
     // Records of submissions the trace lacks, as `info` and `stats` say them.
-    if let Some(line) = crate::info::unjoined_line(profile.unjoined) {
-        crate::output::warn(format_args!("{}: {line}", path.display()));
-    }
+    crate::info::warn_unjoined(path, profile.unjoined);
     crate::failure::warn_partial_as(
         path,
         &profile.warnings,

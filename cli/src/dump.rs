@@ -5,11 +5,15 @@
 //! Standard output carries records only; warnings about damaged or missing parts go to
 //! standard error after the last record, so `--json` output always parses line by line. A
 //! trace that does not end with its footer is also said before the first record, so that a
-//! reader who stops early (`dump | head`) sees it.
+//! reader who stops early (`dump | head`) sees it. Records naming submissions whose `Submit`
+//! the trace lacks are counted as the records pass (`hrx_analysis::scan::Joiner`, bounded
+//! as every streaming reader's join) and said after them, in the words of `info`, `stats`
+//! and `diff`.
 
 use crate::args::DumpArgs;
 use crate::failure::TraceError;
 use hrx_analysis::dump::Line;
+use hrx_analysis::scan::{Joiner, Visitor};
 use hrx_capture::TraceReader;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -39,8 +43,11 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
+    // Joined as they pass, for the records naming submissions the trace lacks.
+    let mut joiner = Joiner::new();
     for item in reader.by_ref() {
         let (_, record) = item.map_err(fail)?;
+        joiner.push(&record, &mut Unvisited);
         if args.json {
             serde_json::to_writer(&mut out, &record).map_err(io::Error::from)?;
             out.write_all(b"\n")?;
@@ -62,5 +69,12 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         ),
         || held,
     );
+    let joined = joiner.finish(&mut Unvisited, None, Vec::new());
+    crate::info::warn_unjoined(&args.file, joined.unjoined());
     Ok(ExitCode::SUCCESS)
 }
+
+/// The join's visitor: `dump` needs only its counts.
+struct Unvisited;
+
+impl Visitor for Unvisited {}

@@ -495,6 +495,15 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
     unjoined_line(stats.unjoined)
 }
 
+/// Warns on standard error of records naming submissions whose `Submit` the trace at
+/// `path` lacks ([`unjoined_line`] of `counts`, as [`hrx_analysis::ScanSummary::unjoined`]
+/// counts them): what `stats`, `diff` and `dump` say, in `info`'s words.
+pub(crate) fn warn_unjoined(path: &Path, counts: [u64; 3]) {
+    if let Some(line) = unjoined_line(counts) {
+        crate::output::warn(format_args!("{}: {line}", path.display()));
+    }
+}
+
 /// The line of [`unjoined`]: `[timings, completions, digests]` naming submissions whose
 /// `Submit` the trace lacks.
 pub(crate) fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option<String> {

@@ -397,9 +397,7 @@ pub fn load(path: &Path) -> anyhow::Result<(Stats, ScanSummary, bool)> {
         || held,
     );
     // Records of submissions the trace lacks, as `info` and `export` say them.
-    if let Some(line) = crate::info::unjoined_line(summary.unjoined()) {
-        crate::output::warn(format_args!("{}: {line}", path.display()));
-    }
+    crate::info::warn_unjoined(path, summary.unjoined());
     Ok((visitor.finish(&summary), summary, held))
 }
 
