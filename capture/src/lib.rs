@@ -70,7 +70,7 @@ pub use reader::{
 pub use rewrite::TraceWriter;
 pub use schema::Record;
 pub use staging::{DeferredKind, RawRecord};
-pub use watch::{UNCLOSED_ENDING, WriterWatch};
+pub use watch::{BEING_RECORDED, UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, HOLD_LIMIT,
     MAX_COMPRESSION_THREADS, MemorySink, OpenRange, RawBatch, Recorder, RecorderOptions, Sink,

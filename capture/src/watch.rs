@@ -23,6 +23,11 @@ use std::time::{Duration, Instant};
 /// How a follower says a trace ended without a close and with nobody writing it.
 pub const UNCLOSED_ENDING: &str = "not closed and no recorder is writing it (killed, or cut short)";
 
+/// How a reader says that a trace it read without its end was held by a recorder as it was
+/// read (`diff`'s verdict, `view`'s Trace pane): written as far as it was read, not cut
+/// short.
+pub const BEING_RECORDED: &str = "being recorded now: its end is not written yet";
+
 /// Watches a followed trace for the end of a recording that was not closed (see the module
 /// docs). Ask [`WriterWatch::ended`] after each read that found the trace neither closed nor
 /// crashed.

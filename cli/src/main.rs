@@ -64,8 +64,8 @@ fn view(
         output::ColorChoice::Auto => !hrx_tui::app::no_color(std::env::var_os("NO_COLOR")),
     };
     // Asked before it opens: a trace a recorder still writes is shown as far as it was
-    // written, its Trace pane saying "not closed cleanly" of the end not yet written (a
-    // fresh-user pass: nothing pointed at `--follow`).
+    // written, its Trace pane saying it is being recorded now (the view asks too), and
+    // `--follow` is pointed at once the terminal is given back (a fresh-user pass).
     let live = !follow && crate::record::being_recorded(file);
     let shown = hrx_tui::app::run_coloured(file, follow, colour);
     if live {

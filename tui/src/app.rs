@@ -196,6 +196,8 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         return Err(TuiError::NotATerminal);
     }
     let follow = follow && !opened_as_closed(path);
+    // Asked before the read, as every reading verb asks: a recording may end during it.
+    let held = !follow && hrx_capture::recorder_holds(path).unwrap_or(false);
     let opened = if follow {
         Opened::Followed(Box::new(wait_for_trace(path, FOLLOW_WAIT)?))
     } else {
@@ -219,6 +221,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     let size = guard.terminal.size()?;
     let mut state = ViewState::new(shown.model(), size.width, size.height);
     state.ascii = ascii;
+    state.being_recorded = held;
     if let Shown::Followed(f) = &shown {
         state.start_live();
         let model = f.tail.model();

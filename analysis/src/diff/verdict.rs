@@ -832,7 +832,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 if r.is_complete() {
                     "the recorder lost records"
                 } else if p.being_recorded {
-                    "being recorded now: its end is not written yet"
+                    hrx_capture::BEING_RECORDED
                 } else {
                     r.end()
                 }

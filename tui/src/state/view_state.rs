@@ -221,6 +221,9 @@ pub struct ViewState {
     pub height: u16,
     /// Following a trace being written (`view --follow`); `None` for a finished file.
     pub live: Option<Live>,
+    /// A recorder held the trace when a plain `view` opened it: what it shows ends where
+    /// the recording had got to, not where it was cut short ([`ViewState::recording_now`]).
+    pub being_recorded: bool,
     /// Per search key ([`crate::state::RegionInfo`]'s): matches the search (`None`: no
     /// filter).
     pub(super) filter: Option<Vec<bool>>,
@@ -270,6 +273,7 @@ impl ViewState {
             width,
             height,
             live: None,
+            being_recorded: false,
             filter: None,
             search_origin: None,
         };
@@ -277,6 +281,17 @@ impl ViewState {
         state.lane = state.visible_lanes(model).first().copied();
         state.cursor_ns = state.window.start_ns;
         state
+    }
+
+    /// Whether the trace shown is still being recorded: opened while a recorder held it,
+    /// or followed and not ended (closed, crashed, or left unclosed by a recorder gone).
+    /// Its missing end is then the part not written yet, not a crash.
+    pub fn recording_now(&self) -> bool {
+        self.being_recorded
+            || self
+                .live
+                .as_ref()
+                .is_some_and(|l| !l.closed && l.ended_by.is_none() && !l.unclosed)
     }
 
     /// Lanes shown, top to bottom: those with spans, or all when empty lanes are shown

@@ -104,7 +104,7 @@ fn details_content(model: &Model, state: &ViewState) -> (String, Vec<Line<'stati
         ),
         None => match event {
             Some(e) => (" Event ".to_owned(), event_lines(e)),
-            None => (" Trace ".to_owned(), trace_lines(model)),
+            None => (" Trace ".to_owned(), trace_lines(model, state)),
         },
     }
 }
@@ -610,7 +610,7 @@ fn event_lines(e: &Event) -> Vec<Line<'static>> {
     ]
 }
 
-fn trace_lines(model: &Model) -> Vec<Line<'static>> {
+fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
     let info = model.info();
     let mut lines = Vec::new();
     if let Some(s) = &info.session {
@@ -639,7 +639,12 @@ fn trace_lines(model: &Model) -> Vec<Line<'static>> {
     let recovery = match (&info.recovery, &info.end) {
         (Some(r), _) if !r.is_complete() => format!(
             "{} · {} records recovered · {} blocks skipped · {} bytes discarded",
-            r.end(),
+            // Not written yet, as `diff` says it: "not closed cleanly" read as a crash.
+            if state.recording_now() && !r.closed {
+                hrx_capture::BEING_RECORDED
+            } else {
+                r.end()
+            },
             r.records,
             r.skipped_blocks,
             r.bytes_discarded,

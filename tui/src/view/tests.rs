@@ -746,6 +746,57 @@ fn the_trace_pane_says_the_signal_that_ended_the_process() {
     assert!(screen.contains("not closed cleanly"), "{screen}");
 }
 
+/// The Trace pane of a trace a recorder is still writing says it is being recorded now,
+/// as `diff` says it, not "not closed cleanly" as of a crash: followed (`view --follow`)
+/// while it grows, or opened by a plain `view` while a recorder held it. One that ended
+/// without a close (nobody writes it any more) still reads "not closed cleanly".
+#[test]
+fn the_trace_pane_of_a_trace_being_recorded_says_so() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    for r in pipeline(PipelineSpec::ops(8)) {
+        if !matches!(
+            r,
+            hrx_capture::schema::Record::SessionStart(_)
+                | hrx_capture::schema::Record::SessionEnd(_)
+        ) {
+            recorder.record(&r);
+        }
+    }
+    recorder.flush().unwrap();
+    // Not closed: the file as a recorder still writing it leaves it.
+    let bytes = sink.contents();
+    std::mem::forget(recorder);
+    let trace = hrx_capture::Trace::from_bytes(&bytes).unwrap();
+    assert!(!trace.recovery.closed);
+    let model = Model::from_trace(&trace);
+    let pane = |state: &ViewState| render_to_string(&model, state, 160, 40);
+    let recording = hrx_capture::BEING_RECORDED;
+    // Followed as it grows.
+    let mut followed = ViewState::new(&model, 160, 40);
+    followed.start_live();
+    let screen = pane(&followed);
+    assert!(screen.contains(recording), "{screen}");
+    assert!(!screen.contains("not closed cleanly"), "{screen}");
+    // Followed to where nobody writes it any more: cut short.
+    followed.live_unclosed(true);
+    let screen = pane(&followed);
+    assert!(screen.contains("not closed cleanly"), "{screen}");
+    assert!(!screen.contains(recording), "{screen}");
+    // A plain view of it, opened while a recorder held it.
+    let mut opened = ViewState::new(&model, 160, 40);
+    opened.being_recorded = true;
+    let screen = pane(&opened);
+    assert!(screen.contains(recording), "{screen}");
+    assert!(!screen.contains("not closed cleanly"), "{screen}");
+    // And without a recorder: a crash or a kill, as before.
+    let screen = pane(&ViewState::new(&model, 160, 40));
+    assert!(screen.contains("not closed cleanly"), "{screen}");
+    assert!(!screen.contains(recording), "{screen}");
+}
+
 /// A region timing that ends before it starts (crafted or damaged times) is drawn as 0 ns
 /// and said: in its details (`times`), and counted in the Trace pane (`backwards`), as
 /// `stats` counts it; the view drew it as 0 ns without a word.
