@@ -690,6 +690,16 @@ impl Lost {
         self.total == 0
     }
 
+    /// A lossy recording that lost nothing, in the words every reader says it after `lost`
+    /// (`info`'s line, `view`'s Trace pane, `replay`'s report, `diff` and `record`): `None`
+    /// for a lossless recording, and for one that lost records (its count says the mode).
+    pub fn lossy_without_loss(&self) -> Option<&'static str> {
+        (self.lossy && self.is_none()).then_some(
+            "none, recorded in lossy mode (HRX_TRACE_MODE=lossy: a full thread buffer would \
+             have dropped records)",
+        )
+    }
+
     /// Records lost by kind, largest first; records whose kind the trace does not name are
     /// reported as `"unknown"`.
     pub fn by_kind(&self) -> Vec<(&'static str, u64)> {

@@ -209,6 +209,14 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
         || held,
     );
     crate::output::warn_ends_before_start(path, profile.ends_before_start, "compared");
+    // A lossy recording that lost nothing compares as a lossless one: its mode is a note.
+    if let Some(mode) = profile
+        .recovery
+        .as_ref()
+        .and_then(|r| r.lost.lossy_without_loss())
+    {
+        crate::output::note(format_args!("{}: lost {mode}", path.display()));
+    }
     Ok(profile)
 }
 

@@ -408,13 +408,8 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
             "write errors, records too large to store, or captures a fatal signal left unrun"
         };
         writeln!(out, "{:<12} {lost}: {cause}", "lost")?;
-    } else if lost.lossy {
-        writeln!(
-            out,
-            "{:<12} none, recorded in lossy mode (HRX_TRACE_MODE=lossy: a full thread buffer \
-             would have dropped records)",
-            "lost"
-        )?;
+    } else if let Some(mode) = lost.lossy_without_loss() {
+        writeln!(out, "{:<12} {mode}", "lost")?;
     }
     let waits = &stats.recovery.waits;
     if waits.count > 0 {

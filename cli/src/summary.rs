@@ -59,6 +59,8 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     let lost = &stats.recovery.lost;
     if !lost.is_none() {
         line("lost", lost.to_string())?;
+    } else if let Some(mode) = lost.lossy_without_loss() {
+        line("lost", mode.to_owned())?;
     }
     if let Some(unjoined) = crate::info::unjoined(stats) {
         line("incomplete", unjoined)?;

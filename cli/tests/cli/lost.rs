@@ -429,7 +429,8 @@ fn info_says_which_submissions_have_no_outcome() {
 
 /// A lossy recording that lost nothing says its mode: `info` in a line, `stats --json`'s
 /// `lossy_mode`, `info --json`'s `lossy` (it read `lossy_mode: false`, as a lossless one: a
-/// fresh-user pass); a lossless one says nothing of it.
+/// fresh-user pass), `replay`'s report, a `diff` note and `record`'s summary; a lossless
+/// one says nothing of it.
 #[test]
 fn a_lossy_recording_that_lost_nothing_says_its_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -469,6 +470,38 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
             serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", file]))).unwrap();
         assert_eq!(info["lost"]["lossy"], lossy, "{file}: {}", info["lost"]);
     }
-    // Nothing lost: it replays as a lossless recording does.
-    assert_eq!(code(&run(dir.path(), &["replay", "lossy.hrxt"])), 0);
+    // Nothing lost: it replays as a lossless recording does, its report saying the mode
+    // in `info`'s words; so do `diff` and `record`'s summary (they read as lossless: a
+    // break-it pass).
+    let said = "lost none, recorded in lossy mode (HRX_TRACE_MODE=lossy";
+    let replay = run(dir.path(), &["replay", "lossy.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}", stderr(&replay));
+    assert!(stdout(&replay).contains(said), "{}", stdout(&replay));
+    let replay = run(dir.path(), &["replay", "lossless.hrxt"]);
+    assert!(!stdout(&replay).contains("lossy"), "{}", stdout(&replay));
+    let diff = stderr(&run(dir.path(), &["diff", "lossless.hrxt", "lossy.hrxt"]));
+    assert!(
+        diff.contains(&format!("note: lossy.hrxt: {said}")),
+        "{diff}"
+    );
+    assert!(!diff.contains("lossless.hrxt: lost"), "{diff}");
+    let out = hrx_trace(dir.path())
+        .env("HRX_TRACE_MODE", "lossy")
+        .args([
+            "record",
+            "--workload",
+            "hazards",
+            "--backend",
+            "sim",
+            "-o",
+            "again.hrxt",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        summary.contains("lost         none, recorded in lossy mode"),
+        "{summary}"
+    );
 }

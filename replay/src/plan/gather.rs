@@ -100,6 +100,8 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
             "cannot be exact: {lost} while recording: missing submissions, host writes or \
              digests show up as divergences"
         ));
+    } else if let Some(mode) = lost.lossy_without_loss() {
+        notes.push(format!("lost {mode}"));
     }
     let complete = recovery.is_complete() && lost.is_none();
     // A trace read whole that only lost records is said by the note above: the figures below

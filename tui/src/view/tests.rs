@@ -1006,6 +1006,36 @@ fn the_trace_pane_says_what_was_lost_and_how_long_threads_waited() {
     );
 }
 
+/// A lossy recording that lost nothing says its mode in the Trace pane, in `info`'s words
+/// (a `RecordsLost` of none, written at a lossy session's first flush): it read as a
+/// lossless one (a fresh-user pass).
+#[test]
+fn the_trace_pane_says_a_lossy_recording_that_lost_nothing() {
+    use hrx_capture::schema::{Record, RecordsLost};
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: 5,
+        lossy: true,
+        total: 0,
+        by_kind: Vec::new(),
+    }));
+    recorder.close().unwrap();
+    let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+    let model = Model::from_trace(&trace);
+    let screen = render_to_string(&model, &ViewState::new(&model, 160, 40), 160, 40);
+    assert!(
+        screen.contains("lost        none, recorded in lossy mode"),
+        "{screen}"
+    );
+    // A lossless recording says nothing of a mode.
+    let model = Model::from_records(&pipeline(PipelineSpec::ops(8)).collect::<Vec<_>>());
+    let screen = render_to_string(&model, &ViewState::new(&model, 160, 40), 160, 40);
+    assert!(!screen.contains("lossy"), "{screen}");
+}
+
 /// The events list of a trace without events says so inside its box, and what events would
 /// be, where it was an empty box titled `Events (0)`.
 #[test]
