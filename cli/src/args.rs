@@ -500,7 +500,8 @@ pub struct DiffArgs {
     )]
     pub max_slowdown: f64,
 
-    /// One JSON object instead of text (times in ns).
+    /// One JSON object instead of text (times in ns): `reasons` say what decided the
+    /// verdict, `warnings` what standard error warned of either trace.
     #[arg(long)]
     pub json: bool,
 }

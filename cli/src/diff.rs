@@ -116,7 +116,10 @@
 //! ```text
 //! {"base", "new", "max_slowdown", "noise_floor_ns",
 //!  "verdict": "same"|"same_as_far_as_both_go"|"different"|"regression"|"nothing_compared",
-//!  "reasons": [text],
+//!  "reasons": [text]: what decided the verdict (the text's `because` line),
+//!  "warnings": [text]: what standard error warned of either trace (damage, how it ends,
+//!              records it lacks), each naming its trace (`cut.hrxt: not closed cleanly;
+//!              ...`), as the other verbs' JSON lists its warnings,
 //!  "complete": {"base", "new"}, "records_lost": {"base", "new"}, "exit_code",
 //!  "compared_range": null (both whole)|{"held_by": "base"|"new"|"both", "runtimes":
 //!                    [{"runtime", "submissions": "4..7", "ranges": [[start, end|null]]}]},
@@ -190,8 +193,9 @@ use std::process::ExitCode;
 /// # Errors
 ///
 /// [`TraceError`] when the trace cannot be read. Reader warnings and how a damaged trace
-/// ends go to standard error, one `warning:` line each.
-fn load(path: &Path) -> anyhow::Result<Profile> {
+/// ends go to standard error, one `warning:` line each, and are returned beside the
+/// profile (the JSON's `warnings`).
+fn load(path: &Path) -> anyhow::Result<(Profile, Vec<String>)> {
     let (profile, held) =
         crate::record::read_while_held(path, || hrx_analysis::diff::profile(path));
     let mut profile = profile.map_err(|error| TraceError {
@@ -200,15 +204,21 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
     })?;
     profile.being_recorded = held;
     // Records of submissions the trace lacks, as `info` and `stats` say them.
-    crate::info::warn_unjoined(path, profile.unjoined);
-    crate::failure::warn_partial_as(
+    let mut warned: Vec<String> = crate::info::warn_unjoined(path, profile.unjoined)
+        .into_iter()
+        .collect();
+    warned.extend(crate::failure::warn_partial_as(
         path,
         &profile.warnings,
         profile.recovery.as_ref(),
         "these figures cover only what was recovered",
         || held,
-    );
-    crate::output::warn_ends_before_start(path, profile.ends_before_start, "compared");
+    ));
+    warned.extend(crate::output::warn_ends_before_start(
+        path,
+        profile.ends_before_start,
+        "compared",
+    ));
     // A lossy recording that lost nothing compares as a lossless one: its mode is a note.
     if let Some(mode) = profile
         .recovery
@@ -217,7 +227,7 @@ fn load(path: &Path) -> anyhow::Result<Profile> {
     {
         crate::output::note(format_args!("{}: lost {mode}", path.display()));
     }
-    Ok(profile)
+    Ok((profile, warned))
 }
 
 /// One kernel's durations as JSON.
@@ -238,8 +248,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     crate::replay::check_max_slowdown(args.max_slowdown)?;
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
-    let mut base = load(&args.base)?;
-    let mut new = load(&args.new)?;
+    let (mut base, base_warned) = load(&args.base)?;
+    let (mut new, new_warned) = load(&args.new)?;
     let trace_error = |e: DiffError| match e {
         DiffError::Base(error) => TraceError {
             path: args.base.clone(),
@@ -264,6 +274,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     report["graphs_matched_by_structure"] = reordered.into();
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
+    // What standard error warned of either trace, as the other verbs' JSON lists it.
+    report["warnings"] = json!([base_warned, new_warned].concat());
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate). Ranges with no
     // submission in common say so in the report (exit 2).

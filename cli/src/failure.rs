@@ -319,14 +319,15 @@ pub fn warn_partial<'a>(
 }
 
 /// [`warn_partial`], `live` saying whether a recorder was writing the trace (an export asks
-/// when it opens the trace, and its file says the same).
+/// when it opens the trace, and its file says the same). Returns the lines warned, without
+/// their `warning: ` (a JSON report's `warnings`).
 pub fn warn_partial_as<'a>(
     path: &std::path::Path,
     warnings: impl IntoIterator<Item = &'a Warning>,
     recovery: Option<&hrx_capture::Recovery>,
     covers: &str,
     live: impl FnOnce() -> bool,
-) {
+) -> Vec<String> {
     if let Some(r) = recovery {
         crate::output::detail(format_args!(
             "{}: read {} records from {} complete blocks ({} blocks and {} records skipped), \
@@ -341,16 +342,18 @@ pub fn warn_partial_as<'a>(
     }
     // Asked only of a trace not read whole, as `lacks_as` asks.
     let live = recovery.is_some_and(|r| !r.is_complete()) && live();
-    for warning in warnings.into_iter().filter(|w| said(w, live)) {
-        crate::output::warn(format_args!(
-            "{}: {}",
-            path.display(),
-            one_line(&warning.to_string())
-        ));
+    let warned: Vec<String> = (warnings.into_iter().filter(|w| said(w, live)))
+        .map(|warning| format!("{}: {}", path.display(), one_line(&warning.to_string())))
+        .chain(
+            (recovery.map(|r| lacks_as(r, || live)).unwrap_or_default())
+                .into_iter()
+                .map(|lack| format!("{}: {lack}; {covers}", path.display())),
+        )
+        .collect();
+    for line in &warned {
+        crate::output::warn(line);
     }
-    for lack in recovery.map(|r| lacks_as(r, || live)).unwrap_or_default() {
-        crate::output::warn(format_args!("{}: {lack}; {covers}", path.display()));
-    }
+    warned
 }
 
 /// Whether a reading verb says the reader's `warning` of a trace that `live` says a

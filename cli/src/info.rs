@@ -492,11 +492,12 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
 
 /// Warns on standard error of records naming submissions whose `Submit` the trace at
 /// `path` lacks ([`unjoined_line`] of `counts`, as [`hrx_analysis::ScanSummary::unjoined`]
-/// counts them): what `stats`, `diff` and `dump` say, in `info`'s words.
-pub(crate) fn warn_unjoined(path: &Path, counts: [u64; 3]) {
-    if let Some(line) = unjoined_line(counts) {
-        crate::output::warn(format_args!("{}: {line}", path.display()));
-    }
+/// counts them): what `stats`, `diff` and `dump` say, in `info`'s words. Returns the line
+/// warned, without its `warning: ` (a JSON report's `warnings`).
+pub(crate) fn warn_unjoined(path: &Path, counts: [u64; 3]) -> Option<String> {
+    let line = format!("{}: {}", path.display(), unjoined_line(counts)?);
+    crate::output::warn(&line);
+    Some(line)
 }
 
 /// The line of [`unjoined`]: `[timings, completions, digests]` naming submissions whose

@@ -302,18 +302,21 @@ pub fn eline(line: std::fmt::Arguments<'_>) {
 
 /// Warns that `n` spans or ranges of `path` end before they start (crafted or damaged times),
 /// each taken as 0 ns long by `verb` ("compared", "exported"); nothing when `n` is 0.
-pub fn warn_ends_before_start(path: &std::path::Path, n: u64, verb: &str) {
+/// Returns the line warned, without its `warning: ` (a JSON report's `warnings`).
+pub fn warn_ends_before_start(path: &std::path::Path, n: u64, verb: &str) -> Option<String> {
     if n == 0 {
-        return;
+        return None;
     }
-    warn(format_args!(
+    let line = format!(
         "{}: {} (crafted or damaged times): each {verb} as 0 ns long",
         path.display(),
         match n {
             1 => "1 span or range ends before it starts".to_owned(),
             n => format!("{n} spans or ranges end before they start"),
         }
-    ));
+    );
+    warn(&line);
+    Some(line)
 }
 
 #[cfg(test)]

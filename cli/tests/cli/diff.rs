@@ -1344,3 +1344,47 @@ fn a_copy_has_one_name_in_every_verb() {
         assert!(per_op.contains(&format!("{name} (region ")), "{per_op}");
     }
 }
+
+/// `diff --json` lists what standard error warned under `warnings`, each line naming its
+/// trace, as the other verbs' JSON reports do (it had no `warnings`: a script read them in
+/// `reasons`, which say what decided the verdict, and found no reader warning there); two
+/// whole traces give none.
+#[test]
+fn diff_json_lists_what_standard_error_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let bytes = std::fs::read(dir.path().join("base.hrxt")).unwrap();
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let out = run(dir.path(), &["diff", "--json", "base.hrxt", "cut.hrxt"]);
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let warned: Vec<String> = stderr(&out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: "))
+        .map(str::to_owned)
+        .collect();
+    assert!(!warned.is_empty(), "{}", stderr(&out));
+    let listed: Vec<String> = report["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no warnings: {report:#}"))
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, warned);
+    assert!(
+        listed.iter().all(|w| w.starts_with("cut.hrxt: ")),
+        "{listed:?}"
+    );
+    assert!(
+        listed.iter().any(|w| w.contains("not closed cleanly")),
+        "{listed:?}"
+    );
+    // The verdict's reasons stay where they were.
+    assert!(report["reasons"].is_array(), "{report:#}");
+    let (_, whole) = diff_json(dir.path(), &["base.hrxt", "base.hrxt"]);
+    assert_eq!(whole["warnings"], serde_json::json!([]), "{whole:#}");
+    let help = stdout(&run(dir.path(), &["diff", "--help"]));
+    assert!(
+        help.contains("`warnings` what standard error warned of either trace"),
+        "{help}"
+    );
+}
