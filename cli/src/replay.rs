@@ -77,6 +77,12 @@ fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
 }
 
 /// Replays `args.file`; the exit code is the report's (0 match, 1 regression) or 2.
+///
+/// # Errors
+///
+/// A [`Failure`] or [`TraceError`] before the replay, or one the replay met, in one line
+/// with nothing else printed; a baseline that cannot be saved or added to once the replay
+/// is done, after its report.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // `--backend`, else `HRX_BACKEND` as `record` reads it, else auto (the replay runtime
     // itself does not read the environment).
@@ -351,7 +357,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .map_err(|why| nothing_judged(path, &why))?;
     }
     // A baseline is a known-good build's: not saved from a replay whose outputs or
-    // statuses diverged.
+    // statuses diverged. One that cannot be saved or added to now (another device, a write
+    // that fails) is the run's one error line, after its report: the replay's verdict is
+    // not lost with it.
+    let mut unsaved = None;
     if let Some((_, path)) = saved_to {
         if report.compared_nothing() {
             crate::output::warn(format_args!(
@@ -373,60 +382,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 hrx_replay::Baseline::add_to(path, run)
             } else {
                 run.save(path).map(|()| run)
-            }
-            .map_err(|e| Failure::new(e.to_string()))?;
-            // Without the trace's session start the baseline names no recording, and the
-            // check that it judges its own recording's replays cannot be made: said.
-            if report.trace.recorded.is_none() {
-                crate::output::warn(format_args!(
-                    "{}: saved without naming its recording (the trace's session start is \
-                     lost): it cannot tell a replay of another recording from its own",
-                    path.display()
-                ));
-            }
-            // A baseline of loaded times makes later gates less sensitive: saved, but said.
-            if report.replay.host.loaded() {
-                crate::output::warn(format_args!(
-                    "{}: saved from a replay on a loaded host, its load {}: later replays are judged \
-                     against slower times than a quiet machine's; save it again on a quiet one",
-                    path.display(),
-                    report.replay.host.describe()
-                ));
-            }
-            if baseline.runs == 1 {
-                crate::output::note(format_args!(
-                    "baseline saved to {} ({} timing rows)",
-                    path.display(),
-                    baseline.rows.len()
-                ));
-            } else {
-                // The row whose runs lie furthest apart: the floor it now sets.
-                let widest = (baseline.rows.iter())
-                    .max_by(|a, b| a.between_runs().total_cmp(&b.between_runs()));
-                let said = format!(
-                    "baseline {} now holds {} runs ({} timing rows){}",
-                    path.display(),
-                    baseline.runs,
-                    baseline.rows.len(),
-                    widest.map_or(String::new(), |row| format!(
-                        "; its runs' medians lie at most {} apart ({} {}: {})",
-                        hrx_analysis::units::ratio(row.between_runs()),
-                        row.kind,
-                        row.index,
-                        row.label
-                    ))
-                );
-                // A floor past the gate's ratio: that row's slowdowns under it go uncaught.
-                let gate = max_slowdown.unwrap_or(BASELINE_MAX_SLOWDOWN);
-                if widest.is_some_and(|row| row.between_runs() > gate) {
-                    crate::output::warn(format_args!(
-                        "{said}: past --max-slowdown {} there, so a slowdown under it is not \
-                         caught; add the runs again on a quiet machine",
-                        hrx_analysis::units::ratio(gate)
-                    ));
-                } else {
-                    crate::output::note(format_args!("{said}"));
-                }
+            };
+            match baseline {
+                Ok(baseline) => say_saved(path, &baseline, &report, max_slowdown),
+                Err(e) => unsaved = Some(Failure::new(e.to_string())),
             }
         }
     }
@@ -480,7 +439,75 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         None => write!(out, "{}", paint_verdict(&report.to_text())),
     };
     let code = report.exit_code().clamp(0, 255) as u8;
-    crate::failure::verdict(code, written.and_then(|()| out.flush()))
+    let verdict = crate::failure::verdict(code, written.and_then(|()| out.flush()));
+    // After the report, the run's last line and its exit code (2).
+    match unsaved {
+        Some(failure) => verdict.and(Err(failure.into())),
+        None => verdict,
+    }
+}
+
+/// Says what a saved or added baseline now holds, and what makes it a poor one (a replay
+/// without its recording's name, on a loaded host; runs further apart than the gate).
+fn say_saved(
+    path: &std::path::Path,
+    baseline: &hrx_replay::Baseline,
+    report: &hrx_replay::Report,
+    max_slowdown: Option<f64>,
+) {
+    // Without the trace's session start the baseline names no recording, and the
+    // check that it judges its own recording's replays cannot be made: said.
+    if report.trace.recorded.is_none() {
+        crate::output::warn(format_args!(
+            "{}: saved without naming its recording (the trace's session start is \
+             lost): it cannot tell a replay of another recording from its own",
+            path.display()
+        ));
+    }
+    // A baseline of loaded times makes later gates less sensitive: saved, but said.
+    if report.replay.host.loaded() {
+        crate::output::warn(format_args!(
+            "{}: saved from a replay on a loaded host, its load {}: later replays are judged \
+             against slower times than a quiet machine's; save it again on a quiet one",
+            path.display(),
+            report.replay.host.describe()
+        ));
+    }
+    if baseline.runs == 1 {
+        crate::output::note(format_args!(
+            "baseline saved to {} ({} timing rows)",
+            path.display(),
+            baseline.rows.len()
+        ));
+    } else {
+        // The row whose runs lie furthest apart: the floor it now sets.
+        let widest =
+            (baseline.rows.iter()).max_by(|a, b| a.between_runs().total_cmp(&b.between_runs()));
+        let said = format!(
+            "baseline {} now holds {} runs ({} timing rows){}",
+            path.display(),
+            baseline.runs,
+            baseline.rows.len(),
+            widest.map_or(String::new(), |row| format!(
+                "; its runs' medians lie at most {} apart ({} {}: {})",
+                hrx_analysis::units::ratio(row.between_runs()),
+                row.kind,
+                row.index,
+                row.label
+            ))
+        );
+        // A floor past the gate's ratio: that row's slowdowns under it go uncaught.
+        let gate = max_slowdown.unwrap_or(BASELINE_MAX_SLOWDOWN);
+        if widest.is_some_and(|row| row.between_runs() > gate) {
+            crate::output::warn(format_args!(
+                "{said}: past --max-slowdown {} there, so a slowdown under it is not \
+                 caught; add the runs again on a quiet machine",
+                hrx_analysis::units::ratio(gate)
+            ));
+        } else {
+            crate::output::note(format_args!("{said}"));
+        }
+    }
 }
 
 /// `--report json`'s submission rows and output checks, spooled as JSON array elements.

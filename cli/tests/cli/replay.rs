@@ -1444,3 +1444,54 @@ fn a_killed_two_thread_trace_ends_before_the_first_submit_it_lacks() {
         "{out}"
     );
 }
+
+/// A replay whose run cannot be added to its baseline once it is done (the baseline was
+/// replayed on another device, which only the replay tells) prints its report, then the
+/// one-line error, exit 2, the baseline unchanged (the report was lost: only the error was
+/// printed).
+#[test]
+fn a_baseline_add_that_fails_after_the_replay_prints_the_report_first() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let saved = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--save-baseline",
+            "b.json",
+            "--repeat",
+            "7",
+        ],
+    );
+    assert_eq!(code(&saved), 0, "{}", stderr(&saved));
+    let path = dir.path().join("b.json");
+    let mut baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    baseline["device"] = "another device".into();
+    let elsewhere = serde_json::to_string_pretty(&baseline).unwrap();
+    std::fs::write(&path, &elsewhere).unwrap();
+    let added = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--add-to-baseline",
+            "b.json",
+            "--repeat",
+            "7",
+        ],
+    );
+    assert_eq!(code(&added), 2, "{}{}", stdout(&added), stderr(&added));
+    assert!(
+        stdout(&added).contains("verdict: SAME"),
+        "{}",
+        stdout(&added)
+    );
+    let err = stderr(&added);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: "), "{err}");
+    assert!(last.contains("another device"), "{err}");
+    assert_eq!(err.matches("error: ").count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), elsewhere);
+}
