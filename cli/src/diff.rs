@@ -152,7 +152,8 @@
 //!                   and keep those in their times, as `stats`), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
 //!                 "past R (reported, not judged)", as an operation's row by place),
-//!  "regions": {"matched", "only_base", "only_new", "relabelled": [{"runtime" (the n-th
+//!  "regions": {"matched", "only_base", "only_new" (regions of prepared graphs, by graph
+//!              and index, each over its runs: not runs), "relabelled": [{"runtime" (the n-th
 //!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
 //!              "base", "new"}],
 //!              "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
@@ -717,9 +718,13 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         }
         _ => String::new(),
     };
+    // Regions of prepared graphs, as their rows below (each over its runs, as the kernels'
+    // `runs` column counts them): a count of runs read "1 matched" beside "8/8 runs" as if
+    // the other 7 were unmatched.
     writeln!(
         out,
-        "\nregions      {} matched, {} only in base, {} only in new, {} relabelled{pooled}",
+        "\nregions      {} matched (each a prepared graph's region, over its runs), {} only in \
+         base, {} only in new, {} relabelled{pooled}",
         u(&g["matched"]),
         u(&g["only_base"]),
         u(&g["only_new"]),

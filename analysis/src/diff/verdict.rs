@@ -249,7 +249,8 @@ pub struct OpTimes {
 /// Regions paired by [`RegionKey`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Regions {
-    /// Regions of both traces (relabelled ones included).
+    /// Regions of both traces (relabelled ones included): regions of prepared graphs, by
+    /// graph and index, each over its runs, not the runs themselves.
     pub matched: usize,
     /// Regions only in base.
     pub only_base: usize,

@@ -1388,3 +1388,22 @@ fn diff_json_lists_what_standard_error_warned() {
         "{help}"
     );
 }
+
+/// The regions line says what it counts: regions of prepared graphs, each over its runs,
+/// not the runs (one graph's one region run 8 times read "1 matched" beside a kernel row of
+/// 8 runs, as if 7 runs were unmatched); the JSON's `matched` counts the same.
+#[test]
+fn the_regions_line_says_it_counts_graphs_regions_not_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    record_fill(&dir.path().join("base.hrxt"), false);
+    let (_, r) = diff_json(dir.path(), &["base.hrxt", "base.hrxt"]);
+    assert_eq!(r["regions"]["matched"], 1, "{r:#}");
+    assert_eq!(kernel(&r, "hrx_fill_u32")["base"]["count"], 8, "{r:#}");
+    let text = stdout(&run(dir.path(), &["diff", "base.hrxt", "base.hrxt"]));
+    assert!(
+        field(&text, "regions").starts_with(
+            "1 matched (each a prepared graph's region, over its runs), 0 only in base"
+        ),
+        "{text}"
+    );
+}
