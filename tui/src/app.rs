@@ -197,7 +197,10 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     }
     let follow = follow && !opened_as_closed(path);
     // Asked before the read, as every reading verb asks: a recording may end during it.
-    let held = !follow && hrx_capture::recorder_holds(path).unwrap_or(false);
+    // Of a regular file only: opening a FIFO to ask would wait for its writer.
+    let held = !follow
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && hrx_capture::recorder_holds(path).unwrap_or(false);
     let opened = if follow {
         Opened::Followed(Box::new(wait_for_trace(path, FOLLOW_WAIT)?))
     } else {
