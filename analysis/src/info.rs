@@ -23,6 +23,34 @@ use std::path::Path;
 /// Ranges kept per trace: a trace opening a range per submission keeps the first ones.
 const RANGES_KEPT: usize = 1024;
 
+/// What was recovered of a trace not read whole, in the one sentence every verb explains
+/// it with (`info`'s `recovered` line, the `warning:` line of each reading verb, `record`'s
+/// `file` line, an export's `trace incomplete` mark): `22 records read from 6 complete
+/// blocks; 1 block and 100 records skipped, 1.06 KiB discarded` (the parts that are 0 left
+/// out).
+pub fn recovered(r: &Recovery) -> String {
+    let read = format!(
+        "{} read from {}",
+        plural(r.records, "record"),
+        plural(r.complete_blocks, "complete block")
+    );
+    let skipped: Vec<String> = [(r.skipped_blocks, "block"), (r.skipped_records, "record")]
+        .into_iter()
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, what)| plural(n, what))
+        .collect();
+    let lost: Vec<String> = (!skipped.is_empty())
+        .then(|| format!("{} skipped", skipped.join(" and ")))
+        .into_iter()
+        .chain((r.bytes_discarded > 0).then(|| format!("{} discarded", bytes(r.bytes_discarded))))
+        .collect();
+    if lost.is_empty() {
+        read
+    } else {
+        format!("{read}; {}", lost.join(", "))
+    }
+}
+
 /// A range a trace holds, in words (`info`'s and `stats`' `range` lines): `trimmed from
 /// whole.hrxt, submissions 4..7 (submissions:4..7)`, `submissions 4..7 of a recording
 /// (submissions:4..7)`, or a range that never opened; `runtime` names its runtime first (a
@@ -510,23 +538,9 @@ impl TraceInfo {
                 "clean close, but the recorder lost {} while recording",
                 plural(r.lost.total, "record")
             )
-        } else if r.clean_close {
-            format!(
-                "closed, but damaged: {} blocks and {} records skipped",
-                r.skipped_blocks, r.skipped_records
-            )
-        } else if r.closed {
-            format!(
-                "closed, but its end is damaged: recovered {} complete blocks, {} discarded",
-                r.complete_blocks,
-                bytes(r.bytes_discarded)
-            )
         } else {
-            format!(
-                "not closed cleanly: recovered {} complete blocks, {} discarded",
-                r.complete_blocks,
-                bytes(r.bytes_discarded)
-            )
+            // In the words of every other verb's explanation.
+            format!("{}: {}", r.end(), recovered(r))
         }
     }
 }

@@ -1195,14 +1195,17 @@ pub fn scan_mapped(
 /// reader: a mapped file's pages count towards the process's resident memory as they are
 /// read, so a 10M-region trace would cost its whole size; streamed, the pass holds one
 /// few blocks at a time, decoded on a second thread ([`scan_reader_threaded`]).
-/// [`scan_mapped`] reads a trace already mapped or held in memory.
+/// [`scan_mapped`] reads a trace already mapped or held in memory. Submission numbers and
+/// the session end's count of records are checked
+/// ([`TraceReader::check_submission_numbers`]), as `info` reads a trace.
 ///
 /// # Errors
 ///
 /// The reader's [`ReadError`]: the file cannot be opened, has no valid header, or a read
 /// fails.
 pub fn scan(path: &Path, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
-    scan_reader_threaded(TraceReader::open(path)?, visitor)
+    // Checked as `info` reads a trace: what a damaged block took is counted alike.
+    scan_reader_threaded(TraceReader::open(path)?.check_submission_numbers(), visitor)
 }
 
 /// The one pass of [`scan`] and [`scan_mapped`], over any reader (one that counts the bytes

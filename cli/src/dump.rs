@@ -29,8 +29,10 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         path: args.file.clone(),
         error,
     };
-    let (reader, held) =
-        crate::record::read_while_held(&args.file, || TraceReader::open(&args.file));
+    // Checked as every reading verb reads it: what a damaged block took is counted alike.
+    let (reader, held) = crate::record::read_while_held(&args.file, || {
+        TraceReader::open(&args.file).map(TraceReader::check_submission_numbers)
+    });
     let mut reader = reader.map_err(fail)?;
     // Said before the records too: a reader of `dump | head` stops before the warnings after
     // them (the other verbs read the whole trace before printing).
@@ -63,10 +65,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
         &args.file,
         reader.warnings(),
         Some(recovery),
-        &format!(
-            "{} records from {} complete blocks recovered",
-            recovery.records, recovery.complete_blocks
-        ),
+        "the records above are what was recovered",
         || held,
     );
     let joined = joiner.finish(&mut Unvisited, None, Vec::new());

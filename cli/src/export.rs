@@ -422,6 +422,9 @@ fn open(
         progress: progress.clone(),
     })
     .map_err(fail)?
+    // Submission numbers and the session end's count checked, as `info` reads it: the
+    // records a damaged block took are counted alike (the mark said 0 skipped of 100).
+    .check_submission_numbers()
     // A trace being recorded is marked so in the export, not as cut short.
     .being_recorded(crate::record::being_recorded(path));
     Ok(reader)

@@ -342,13 +342,25 @@ pub fn warn_partial_as<'a>(
     }
     // Asked only of a trace not read whole, as `lacks_as` asks.
     let live = recovery.is_some_and(|r| !r.is_complete()) && live();
+    // How it ends with what was recovered, in the sentence every verb explains it with
+    // (`info`, `stats` and `export` explained one damaged block three ways); not of a file
+    // read whole (a trim of an incomplete recording) or being written.
+    let ends = recovery.and_then(|r| {
+        let explained = if !r.file_is_whole() && !live {
+            format!(": {}", hrx_analysis::info::recovered(r))
+        } else {
+            String::new()
+        };
+        ends_as(r, || live).map(|end| format!("{end}; {covers}{explained}"))
+    });
+    let lost = recovery
+        .and_then(lost_as)
+        .map(|lost| format!("{lost}; {covers}"));
     let warned: Vec<String> = (warnings.into_iter().filter(|w| said(w, live)))
-        .map(|warning| format!("{}: {}", path.display(), one_line(&warning.to_string())))
-        .chain(
-            (recovery.map(|r| lacks_as(r, || live)).unwrap_or_default())
-                .into_iter()
-                .map(|lack| format!("{}: {lack}; {covers}", path.display())),
-        )
+        .map(|warning| one_line(&warning.to_string()))
+        .chain(ends)
+        .chain(lost)
+        .map(|line| format!("{}: {line}", path.display()))
         .collect();
     for line in &warned {
         crate::output::warn(line);
@@ -375,18 +387,25 @@ pub(crate) fn lacks_as(
     recovery: &hrx_capture::Recovery,
     live: impl FnOnce() -> bool,
 ) -> Vec<String> {
-    let mut lacks = Vec::new();
-    if !recovery.is_complete() {
-        lacks.push(if live() {
+    (ends_as(recovery, live).into_iter())
+        .chain(lost_as(recovery))
+        .collect()
+}
+
+/// How a trace not read whole ends, as [`lacks_as`] says it; `None` for one read whole.
+fn ends_as(recovery: &hrx_capture::Recovery, live: impl FnOnce() -> bool) -> Option<String> {
+    (!recovery.is_complete()).then(|| {
+        if live() {
             "being recorded now (a recorder holds it): read as far as it was written".to_owned()
         } else {
             recovery.end().to_string()
-        });
-    }
-    if !recovery.lost.is_none() {
-        lacks.push(format!("{} while recording", recovery.lost));
-    }
-    lacks
+        }
+    })
+}
+
+/// The records a trace's recorder lost, as [`lacks_as`] says them; `None` for none.
+fn lost_as(recovery: &hrx_capture::Recovery) -> Option<String> {
+    (!recovery.lost.is_none()).then(|| format!("{} while recording", recovery.lost))
 }
 
 /// Refuses an input that is a pipe or a device: the trace reader never opens one (a FIFO

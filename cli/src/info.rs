@@ -40,7 +40,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let live = !stats.recovery.closed && held;
     // On standard error too, as every verb says what a trace lacks (never silenced by -q);
     // with -v, what was read.
-    let covers = "the report covers what was read";
+    let covers = "the report covers only what was recovered";
     crate::failure::warn_partial_as(&args.file, [], Some(&stats.recovery), covers, || held);
     if args.json {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
@@ -389,16 +389,8 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
             }
         };
         writeln!(out, "{:<12} {}{more}", "recovered", r.end())?;
-        writeln!(
-            out,
-            "{:<12} {} complete blocks, {} records, {} discarded, {} blocks and {} records skipped",
-            "",
-            r.complete_blocks,
-            r.records,
-            bytes(r.bytes_discarded),
-            r.skipped_blocks,
-            r.skipped_records
-        )?;
+        // In the sentence every verb explains it with.
+        writeln!(out, "{:<12} {}", "", hrx_analysis::info::recovered(r))?;
     }
     let lost = &stats.recovery.lost;
     if !lost.is_none() {

@@ -1712,6 +1712,11 @@ pub(crate) fn incomplete_instant(
         ("complete_blocks", Arg::Uint(recovery.complete_blocks)),
         ("skipped_blocks", Arg::Uint(recovery.skipped_blocks)),
         ("skipped_records", Arg::Uint(recovery.skipped_records)),
+        // In the sentence every verb explains it with.
+        (
+            "recovered",
+            Arg::Str(Cow::Owned(crate::info::recovered(recovery))),
+        ),
     ];
     Some(Instant {
         runtime,

@@ -409,7 +409,10 @@ fn stats_diff_export_and_dump_of_a_truncated_trace_warn() {
             &["export", "cut.hrxt", "--format", "chrome", "-o", "cut.json"][..],
             "the export covers only what was recovered",
         ),
-        (&["dump", "cut.hrxt"][..], "complete blocks recovered"),
+        (
+            &["dump", "cut.hrxt"][..],
+            "the records above are what was recovered: ",
+        ),
     ] {
         let out = run(dir.path(), args);
         assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
@@ -1164,4 +1167,52 @@ fn an_output_that_cannot_be_created_is_named_not_its_partial_file() {
         );
         assert_error(&export, "cannot write the export to /proc/x.out: ");
     }
+}
+
+/// One damaged block is explained in one sentence by every verb that reads it (the
+/// records read from how many complete blocks, what was skipped and discarded): `info`'s
+/// `recovered` line, the `warning:` line of `stats`, `export` and `dump`, and the export's
+/// `trace incomplete` mark. They said it three ways: `info` counted 101 records skipped
+/// (the session end's count, read with the submission checks), `stats` said nothing of
+/// them, the export's mark counted 0.
+#[test]
+fn one_damaged_block_is_explained_alike_by_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let mut bytes = std::fs::read(dir.path().join("h.hrxt")).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(dir.path().join("dmg.hrxt"), &bytes).unwrap();
+    let info = stdout(&run(dir.path(), &["info", "dmg.hrxt"]));
+    let mut lines = info.lines().skip_while(|l| !l.starts_with("recovered "));
+    assert!(
+        field(&info, "recovered").starts_with("closed, but damaged parts were skipped"),
+        "{info}"
+    );
+    let said = lines.nth(1).unwrap_or_else(|| panic!("{info}")).trim();
+    assert!(said.contains(" skipped"), "{info}");
+    for args in [
+        &["info", "dmg.hrxt"][..],
+        &["stats", "dmg.hrxt"],
+        &["export", "dmg.hrxt", "--format", "chrome", "-o", "dmg.json"],
+        &["dump", "dmg.hrxt"],
+    ] {
+        let err = stderr(&run(dir.path(), args));
+        assert!(
+            err.lines().any(|l| l
+                .starts_with("warning: dmg.hrxt: closed, but damaged parts were skipped; ")
+                && l.ends_with(&format!(": {said}"))),
+            "{args:?}: {said}\n{err}"
+        );
+    }
+    let export: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("dmg.json")).unwrap())
+            .unwrap();
+    let mark = export["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "trace incomplete")
+        .unwrap_or_else(|| panic!("{export:#}"));
+    assert_eq!(mark["args"]["recovered"], said, "{mark}");
 }
