@@ -65,6 +65,22 @@ static TEMPLATE: Mutex<Option<(PathBuf, RecorderOptions)>> = Mutex::new(None);
 /// `NAME.PID.EXT`, that name): see [`installed_path`].
 static INSTALLED_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
+/// Every file a recorder installed by [`install_or_current`] wrote in this process or in a
+/// process it was forked from, with the fork count at the time: a child forked without
+/// `exec` never records into one of its ancestors' ([`create_unshared`]). It was kept from
+/// them by the writer's lock it inherited, until the child let go of that
+/// ([`crate::fork`]): a child that outlived its parent then replaced the parent's trace.
+static WRITTEN: Mutex<Vec<(PathBuf, u64)>> = Mutex::new(Vec::new());
+
+/// Whether a process this one was forked from wrote `path` ([`WRITTEN`]).
+fn an_ancestor_wrote(path: &Path) -> bool {
+    let forks = crate::fork::forks();
+    let here = std::path::absolute(path).ok();
+    lock(&WRITTEN)
+        .iter()
+        .any(|(written, at)| *at != forks && Some(written) == here.as_ref())
+}
+
 /// The file the recorder installed by [`install_or_current`] (or [`install_from_env`])
 /// writes, or wrote if it was closed since: the name it fell back to when another process
 /// held the one asked for. `None` when no recorder was installed from a path.
@@ -351,6 +367,9 @@ pub fn install_or_current(
     }
     let (recorder, written) = create_unshared(path.as_ref(), options.clone())?;
     report_path(&written);
+    if let Ok(absolute) = std::path::absolute(&written) {
+        lock(&WRITTEN).push((absolute, recorder.shared().forks_at_creation()));
+    }
     *lock(&INSTALLED_PATH) = Some(written);
     *lock(&TEMPLATE) = Some((path.as_ref().to_owned(), options));
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
@@ -404,7 +423,9 @@ pub fn shutdown() -> Result<Option<CloseSummary>, WriteError> {
 ///   `NAME.PID.EXT` beside it and says so on standard error: tracing never makes the traced
 ///   program fail for want of a file, and never silently overwrites a sibling's trace;
 /// - likewise when the file exists and is not a trace (notes, a photograph: `HRX_TRACE`
-///   set by hand to the wrong name), which is left as it is.
+///   set by hand to the wrong name), which is left as it is;
+/// - likewise in a child forked without `exec` when a process it was forked from wrote the
+///   file ([`WRITTEN`]), finished or not.
 fn create_unshared(
     template: &Path,
     options: RecorderOptions,
@@ -439,12 +460,15 @@ fn create_unshared(
         && std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before != file_identity(&path));
     // The process itself, before an exec (the image that ran this program recorded into
     // it: same pid, an earlier session), is no other process.
-    let mut why = if sibling_wrote && reported_before(&path) {
+    let ancestor_wrote = an_ancestor_wrote(&path);
+    let mut why = if ancestor_wrote {
+        "was written by the process this one was forked from"
+    } else if sibling_wrote && reported_before(&path) {
         "was written by this same process in an earlier session (before an exec)"
     } else {
         "was written by another process of this recording"
     };
-    if !sibling_wrote {
+    if !sibling_wrote && !ancestor_wrote {
         match Recorder::create(&path, options.clone()) {
             Err(e) if taken(&e) => why = "is being written by another process",
             Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
@@ -863,6 +887,53 @@ mod tests {
             "a thread of the child holding the lock was taken for its parent's"
         );
         let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
+    }
+
+    /// A child forked without `exec` never records into a trace its parent wrote, even once
+    /// the parent has closed it (no lock then keeps the child out): it records into
+    /// `NAME.PID.EXT`, and the parent's trace stays whole. It replaced the parent's trace once
+    /// the child no longer inherited the writer's lock (a break-it pass). The process-wide slot
+    /// is used only in forked children here, so this test shares nothing with
+    /// `global_slot_gates_and_shares_one_trace`.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_never_records_into_its_parents_finished_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("parent.hrxt");
+        let parent = path.clone();
+        let pid = crate::fork::child::spawn(move || {
+            // The parent: records, closes, then forks a child that records too.
+            let Ok(recorder) = install_or_current(&parent, RecorderOptions::default()) else {
+                return false;
+            };
+            recorder.record(&crate::Record::RuntimeEnd(crate::schema::RuntimeEnd {
+                runtime: crate::schema::RuntimeId(7),
+                time_ns: 1,
+            }));
+            if shutdown().is_err() {
+                return false;
+            }
+            let child = crate::fork::child::spawn(|| {
+                let own = own_path(&parent, std::process::id());
+                install_or_current(&parent, RecorderOptions::default()).is_ok()
+                    && installed_path().as_deref() == Some(own.as_path())
+                    && shutdown().is_ok()
+            });
+            crate::fork::child::held(child)
+        });
+        assert!(
+            crate::fork::child::held(pid),
+            "a child failed or took its parent's name"
+        );
+        let trace = read_all(&path).unwrap();
+        assert!(trace.recovery.clean_close);
+        assert!(
+            trace
+                .records
+                .iter()
+                .any(|r| matches!(r, crate::Record::RuntimeEnd(e) if e.runtime.0 == 7)),
+            "the parent's trace was replaced"
+        );
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).

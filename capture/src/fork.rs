@@ -66,7 +66,10 @@ static HELD: [Slot; SLOTS] = [FREE; SLOTS];
 /// A trace file's descriptor that a child forked without `exec` lets go of (see the module
 /// docs) for as long as this lives.
 #[derive(Debug)]
-pub(crate) struct Held(usize);
+pub(crate) struct Held {
+    slot: usize,
+    fd: i32,
+}
 
 impl Held {
     /// Registers descriptor `fd` of the file `identity` (device, inode); `None` when every
@@ -83,14 +86,19 @@ impl Held {
             slot.dev.store(identity.0, Ordering::Relaxed);
             slot.ino.store(identity.1, Ordering::Relaxed);
             slot.fd.store(fd, Ordering::Release);
-            Some(Held(i))
+            Some(Held { slot: i, fd })
         })
     }
 }
 
 impl Drop for Held {
+    /// Frees the slot if it still holds this descriptor: a forked child frees the slots of
+    /// the descriptors it let go of ([`release_held`]) for its own trace files to take.
     fn drop(&mut self) {
-        HELD[self.0].fd.store(-1, Ordering::Release);
+        let _ =
+            HELD[self.slot]
+                .fd
+                .compare_exchange(self.fd, -1, Ordering::Release, Ordering::Relaxed);
     }
 }
 
@@ -125,19 +133,23 @@ fn release_held() {
         if null < 0 {
             // SAFETY: a NUL-terminated path; the descriptor is closed below.
             null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-            if null < 0 {
-                return;
-            }
         }
         // SAFETY: replaces this process's copy of `fd` (checked above to be the trace file)
         // with `/dev/null`, close-on-exec as the trace's was (`dup2` clears the flag; the
         // child has no other thread to exec meanwhile); the parent's descriptor, and so its
-        // lock, is untouched.
+        // lock, is untouched. Without `/dev/null` (a full descriptor table) the copy is
+        // closed: the child's `File` of it then names no trace, which the sink checks before
+        // it closes or writes a descriptor (`FileSink::is_ours`).
         unsafe {
-            if libc::dup2(null, fd) == fd {
+            if null < 0 {
+                libc::close(fd);
+            } else if libc::dup2(null, fd) == fd {
                 libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
             }
         }
+        // The slot is free for the child's own trace files (its inherited recorders are
+        // never closed in it).
+        slot.fd.store(-1, Ordering::Release);
     }
     if null >= 0 {
         // SAFETY: opened above, ours.
