@@ -102,6 +102,22 @@ impl Drop for Held {
     }
 }
 
+/// Whether descriptor `fd` is open on the file `identity` (device, inode): one `fstat`
+/// (async-signal-safe, no allocation).
+#[cfg(unix)]
+pub(crate) fn names_file(fd: i32, identity: (u64, u64)) -> bool {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes a `stat` into the buffer given; it is read only on success.
+    unsafe {
+        libc::fstat(fd, stat.as_mut_ptr()) == 0 && {
+            let stat = stat.assume_init();
+            #[allow(clippy::unnecessary_cast)] // `dev_t`, `ino_t` narrower off Linux
+            let found = (stat.st_dev as u64, stat.st_ino as u64);
+            found == identity
+        }
+    }
+}
+
 /// In a child just forked: each registered descriptor that still names its trace file is
 /// pointed at `/dev/null`. Only async-signal-safe calls (`fstat`, `open`, `dup2`, `fcntl`, `close`),
 /// as a child of a multithreaded process may make; no allocation.
@@ -117,17 +133,7 @@ fn release_held() {
             slot.dev.load(Ordering::Relaxed),
             slot.ino.load(Ordering::Relaxed),
         );
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes a `stat` into the buffer given; it is read only on success.
-        let ours = unsafe {
-            libc::fstat(fd, stat.as_mut_ptr()) == 0 && {
-                let stat = stat.assume_init();
-                #[allow(clippy::unnecessary_cast)] // `dev_t`, `ino_t` narrower off Linux
-                let found = (stat.st_dev as u64, stat.st_ino as u64);
-                found == identity
-            }
-        };
-        if !ours {
+        if !names_file(fd, identity) {
             continue;
         }
         if null < 0 {

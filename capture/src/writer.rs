@@ -292,17 +292,7 @@ impl FileSink {
     /// (async-signal-safe, no allocation).
     fn is_ours(identity: (u64, u64), file: &File) -> bool {
         use std::os::fd::AsRawFd;
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes a `stat` into the buffer given; it is read only on success.
-        unsafe {
-            libc::fstat(file.as_raw_fd(), stat.as_mut_ptr()) == 0 && {
-                let stat = stat.assume_init();
-                // `dev_t` and `ino_t` are u64 on Linux, narrower elsewhere.
-                #[allow(clippy::unnecessary_cast)]
-                let found = (stat.st_dev as u64, stat.st_ino as u64);
-                found == identity
-            }
-        }
+        crate::fork::names_file(file.as_raw_fd(), identity)
     }
 
     /// The trace's file, reopened if the program closed or replaced its descriptor (see
