@@ -195,6 +195,8 @@ struct Replacing {
     /// The earlier trace, locked until it is replaced: another recorder that opened it
     /// cannot take it meanwhile (and finds, once it can, that the name is another file's).
     _earlier: File,
+    /// `_earlier`'s descriptor, let go of by a forked child ([`crate::fork::Held`]).
+    _earlier_held: Option<crate::fork::Held>,
 }
 
 impl FileSink {
@@ -404,11 +406,15 @@ impl Drop for FileSink {
             ));
         }
         // A descriptor the program closed (or reused) is not closed again.
-        if let Some(file) = self.file.take()
-            && !FileSink::is_ours(self.identity, &file)
-        {
-            std::mem::forget(file);
+        if let Some(file) = self.file.take() {
+            if FileSink::is_ours(self.identity, &file) {
+                drop(file);
+            } else {
+                std::mem::forget(file);
+            }
         }
+        // Registered until the descriptor is closed (a fork in between would keep the lock).
+        self._held = None;
     }
 }
 
@@ -481,6 +487,10 @@ impl Replacing {
                 Replacing {
                     temp,
                     target,
+                    _earlier_held: {
+                        use std::os::fd::AsRawFd;
+                        crate::fork::Held::new(earlier.as_raw_fd(), (held.dev(), held.ino()))
+                    },
                     _earlier: earlier,
                 },
                 fresh,
