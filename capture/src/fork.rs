@@ -27,8 +27,9 @@ pub fn watch_forks() -> u64 {
             release_held();
         }
         static WATCH: std::sync::Once = std::sync::Once::new();
-        // SAFETY: the handler only adds to an atomic, which is async-signal-safe (what a
-        // forked child of a multithreaded process may do); it is registered once.
+        // SAFETY: the handler adds to an atomic and makes only async-signal-safe calls
+        // (`release_held`: what a forked child of a multithreaded process may do); it is
+        // registered once.
         WATCH.call_once(|| unsafe {
             libc::pthread_atfork(None, None, Some(child));
         });
