@@ -4407,8 +4407,11 @@ mod tests {
         }
         let pid = crate::fork::child::spawn(move || {
             let mut byte = [0u8; 1];
-            // SAFETY: the pipes' ends, open in the child; one byte each way.
+            // SAFETY: the pipes' ends, open in the child; one byte each way. The ends the
+            // child does not use are closed first: a parent that dies then ends its read.
             unsafe {
+                libc::close(ready[0]);
+                libc::close(done[1]);
                 libc::write(ready[1], b"r".as_ptr().cast(), 1) == 1
                     && libc::read(done[0], byte.as_mut_ptr().cast(), 1) == 1
             }
