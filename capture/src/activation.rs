@@ -889,53 +889,6 @@ mod tests {
         let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
     }
 
-    /// A child forked without `exec` never records into a trace its parent wrote, even once
-    /// the parent has closed it (no lock then keeps the child out): it records into
-    /// `NAME.PID.EXT`, and the parent's trace stays whole. It replaced the parent's trace once
-    /// the child no longer inherited the writer's lock (a break-it pass). The process-wide slot
-    /// is used only in forked children here, so this test shares nothing with
-    /// `global_slot_gates_and_shares_one_trace`.
-    #[cfg(unix)]
-    #[test]
-    fn a_forked_child_never_records_into_its_parents_finished_trace() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("parent.hrxt");
-        let parent = path.clone();
-        let pid = crate::fork::child::spawn(move || {
-            // The parent: records, closes, then forks a child that records too.
-            let Ok(recorder) = install_or_current(&parent, RecorderOptions::default()) else {
-                return false;
-            };
-            recorder.record(&crate::Record::RuntimeEnd(crate::schema::RuntimeEnd {
-                runtime: crate::schema::RuntimeId(7),
-                time_ns: 1,
-            }));
-            if shutdown().is_err() {
-                return false;
-            }
-            let child = crate::fork::child::spawn(|| {
-                let own = own_path(&parent, std::process::id());
-                install_or_current(&parent, RecorderOptions::default()).is_ok()
-                    && installed_path().as_deref() == Some(own.as_path())
-                    && shutdown().is_ok()
-            });
-            crate::fork::child::held(child)
-        });
-        assert!(
-            crate::fork::child::held(pid),
-            "a child failed or took its parent's name"
-        );
-        let trace = read_all(&path).unwrap();
-        assert!(trace.recovery.clean_close);
-        assert!(
-            trace
-                .records
-                .iter()
-                .any(|r| matches!(r, crate::Record::RuntimeEnd(e) if e.runtime.0 == 7)),
-            "the parent's trace was replaced"
-        );
-    }
-
     /// The only test touching the process-wide slot (tests run in parallel).
     #[test]
     fn global_slot_gates_and_shares_one_trace() {

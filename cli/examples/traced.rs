@@ -11,6 +11,10 @@
 //! exits with `exit(0)`, running the trace's close at exit as the parent's copy of it; the
 //! parent waits for the child, submits once more and exits 0.
 //!
+//! With `TRACED_FORK_CLOSED=1` it then closes its trace (`hrx::close_trace()`) and forks
+//! (without exec) a child that creates a runtime of its own (which opens a trace from
+//! `HRX_TRACE`), submits once and exits 0; the parent waits for the child and exits 0.
+//!
 //! With `TRACED_EXEC=open` (or `closed`) it then replaces itself with `exec` by `traced 1`
 //! (`TRACED_EXEC` removed), its trace left open (or closed first with
 //! `hrx::close_trace()`).
@@ -67,6 +71,32 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         graph.submit()?.wait()?;
     }
+    if std::env::var_os("TRACED_FORK_CLOSED").is_some() {
+        hrx::close_trace()?;
+        // SAFETY: the child runs only this process's own Rust code, then exits.
+        let child = unsafe { libc::fork() };
+        if child < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        if child == 0 {
+            let code = match forked_child_records() {
+                Ok(()) => 0,
+                Err(error) => {
+                    eprintln!("traced (forked child): {error}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        if unsafe { libc::waitpid(child, &mut status, 0) } != child
+            || !libc::WIFEXITED(status)
+            || libc::WEXITSTATUS(status) != 0
+        {
+            return Err(format!("the forked child failed (wait status {status})").into());
+        }
+    }
     if let Some(exec) = std::env::var_os("TRACED_EXEC") {
         use std::os::unix::process::CommandExt;
         if exec == "closed" {
@@ -78,5 +108,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .exec();
         return Err(error.into());
     }
+    Ok(())
+}
+
+/// `TRACED_FORK_CLOSED`'s child: a runtime of its own, one submission, its trace closed.
+fn forked_child_records() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = Runtime::new(RuntimeOptions::sim())?;
+    println!("child {}", std::process::id());
+    let buffer = runtime.buffer(4096, Placement::GpuLocal)?;
+    let mut graph = runtime.graph();
+    graph.fill(buffer.whole(), 0x3C)?;
+    graph.prepare()?.submit()?.wait()?;
+    drop(runtime);
+    hrx::close_trace()?;
     Ok(())
 }

@@ -453,3 +453,58 @@ fn a_trace_left_open_by_exec_is_said_so_not_blamed_on_a_full_disk() {
     assert_eq!(names.len(), 2, "{names:?}");
     check_traces(dir.path(), &names, &[1, 2]);
 }
+
+/// A child forked without `exec` after its parent closed its trace (plain `HRX_TRACE`, no
+/// `record` session to tell it) records into `NAME.PID.EXT`, saying why, and the parent's
+/// trace stays the parent's. Once a forked child no longer kept its parent's writer lock
+/// (so that a killed parent's trace reads as ended, not as being recorded), nothing kept such
+/// a child out of the parent's file, and it replaced the parent's trace with its own (a
+/// break-it pass).
+#[test]
+fn a_child_forked_after_its_parent_closed_its_trace_keeps_out_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(traced())
+        .arg("2")
+        .current_dir(dir.path())
+        .env("HRX_TRACE", "t.hrxt")
+        .env("TRACED_FORK_CLOSED", "1")
+        .env_remove("HRX_TRACE_SESSION")
+        .env_remove("HRX_TRACE_PATHS")
+        .output()
+        .unwrap();
+    let (said, err) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{said}{err}");
+    let pid = |word: &str| -> u64 {
+        said.lines()
+            .find_map(|l| l.strip_prefix(word))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {word:?} line: {said}"))
+    };
+    let (parent, child) = (pid("started "), pid("child "));
+    assert!(
+        err.contains("was written by the process this one was forked from")
+            && err.contains(&format!("t.{child}.hrxt")),
+        "{err}"
+    );
+    let mut expected = ["t.hrxt".to_owned(), format!("t.{child}.hrxt")];
+    expected.sort();
+    assert_eq!(files(dir.path(), "t"), expected);
+    check_traces(dir.path(), &files(dir.path(), "t"), &[1, 2]);
+    let session_pid = |name: &str| {
+        let trace = hrx_capture::read_all(dir.path().join(name)).unwrap();
+        trace
+            .records
+            .iter()
+            .find_map(|r| match r {
+                hrx_capture::Record::SessionStart(s) => Some(u64::from(s.pid)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        session_pid("t.hrxt"),
+        parent,
+        "the parent's trace was replaced"
+    );
+    assert_eq!(session_pid(&format!("t.{child}.hrxt")), child);
+}
