@@ -3878,14 +3878,14 @@ mod tests {
         assert!(lost.lossy);
         if lost.total > 0 {
             assert_eq!(lost.by_kind(), vec![("RegionTiming", lost.total)]);
-            // The last record but the session end and the close's calibration.
-            let mut before_end = trace
-                .records
-                .iter()
-                .rev()
-                .filter(|r| !matches!(r, Record::HostClock(_)));
-            let Some(Record::RecordsLost(counted)) = before_end.nth(1) else {
-                panic!("no RecordsLost before the session end")
+            // The last count written holds them all: at the close, or at an earlier flush
+            // when nothing was lost after it (on a loaded machine the threads' losses can all
+            // come before the writer's last tick; the test asked for a count at the close).
+            let Some(counted) = trace.records.iter().rev().find_map(|r| match r {
+                Record::RecordsLost(counted) => Some(counted),
+                _ => None,
+            }) else {
+                panic!("no RecordsLost in the trace")
             };
             assert_eq!(counted.total, lost.total);
         }
