@@ -428,6 +428,22 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         ));
     }
+    // A gate's own test that it missed: a slowdown injected on purpose and nothing judged
+    // slow means this gate would pass such a build here (a fresh user's doubled kernel read
+    // 1.46x under a loaded host's baseline floor, SAME, with no word).
+    if max_slowdown.is_some()
+        && !args.inject_slowdown.is_empty()
+        && report.summary.slow == 0
+        && report.summary.baseline_slow == 0
+    {
+        let injected: Vec<String> = (args.inject_slowdown.iter())
+            .map(|(entry, percent)| format!("{entry} +{percent}%"))
+            .collect();
+        crate::output::warn(format_args!(
+            "the slowdown injected on purpose ({}) was not caught: nothing was judged slow,              so this gate would pass such a build here (the notes below say what held it              back; more samples, a quieter host or --pace captured catch more)",
+            injected.join(", ")
+        ));
+    }
     // A match of nothing is no match: said on standard error as well as in the report.
     if let Some(what) = &report.nothing_compared {
         crate::output::warn(format_args!("{}: {what}", args.file.display()));

@@ -1027,6 +1027,32 @@ fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
         "the last one given for an entry wins"
     );
     assert_eq!(report["verdict"], "same");
+    // Not judged (no gate option): nothing to say of what was not caught.
+    assert!(
+        !stderr(&json).contains("was not caught"),
+        "{}",
+        stderr(&json)
+    );
+    // Judged and missed (a 5% slowdown under a 50x gate): said, as the gate's own test failed.
+    let missed = run(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--inject-slowdown",
+            &format!("{known}=5"),
+            "--max-slowdown",
+            "50",
+        ],
+    );
+    assert_eq!(code(&missed), 0, "{}", stderr(&missed));
+    assert!(
+        stderr(&missed).contains(&format!(
+            "the slowdown injected on purpose ({known} +5%) was not caught"
+        )),
+        "{}",
+        stderr(&missed)
+    );
     let plain = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
     let plain: serde_json::Value = serde_json::from_str(&stdout(&plain)).unwrap();
     assert!(plain["replay"].get("slowdowns").is_none());
