@@ -70,7 +70,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
 /// before the recording) with the load now.
 pub fn note_load(host: hrx_replay::HostLoad) {
     if let Some(note) = load_note(&host.ended()) {
-        crate::output::note(note);
+        // What a trace lacks (a quiet host) is kept by `-q`, as a warning there.
+        if crate::output::quiet() {
+            crate::output::warn(note);
+        } else {
+            crate::output::note(note);
+        }
     }
 }
 
@@ -602,7 +607,17 @@ pub fn print_summary(
                 .map_err(io::Error::from)
                 .and_then(|()| writeln!(out))
         }
-        None if crate::output::quiet() => Ok(()),
+        None if crate::output::quiet() => {
+            // `-q` keeps what the trace lacks (README, "What a trace may lack"): the summary's
+            // `lost` line, as a warning.
+            let lost = &stats.recovery.lost;
+            if !lost.is_none() {
+                crate::output::warn(format_args!("{}: {lost}", path.display()));
+            } else if let Some(mode) = lost.lossy_without_loss() {
+                crate::output::warn(format_args!("{}: lost {mode}", path.display()));
+            }
+            Ok(())
+        }
         None => summary::write(&mut out, path, stats),
     }
     .and_then(|()| out.flush());

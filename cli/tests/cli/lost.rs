@@ -437,6 +437,14 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // `-q` keeps what a trace lacks, the mode of a lossy recording too (the summary
+        // that says it is not printed): it said nothing.
+        assert_eq!(
+            stderr(&out).contains("recorded in lossy mode"),
+            mode == "lossy",
+            "{mode}: {}",
+            stderr(&out)
+        );
     }
     let info = stdout(&run(dir.path(), &["info", "lossy.hrxt"]));
     assert!(
