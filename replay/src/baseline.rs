@@ -75,6 +75,12 @@ pub struct Baseline {
     /// judges, not only when it is saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostLoad>,
+    /// Whether the replays it holds were paced as captured (`--pace captured`); `None` in a
+    /// baseline saved before it was kept. A baseline judging a replay at another pace says
+    /// so, and its runs are of one pace (a fresh user's `--pace none` baseline judged a
+    /// `--pace captured` replay without a word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_captured: Option<bool>,
     /// How many replays it holds (`--add-to-baseline` adds one each; 1 for a baseline
     /// `--save-baseline` wrote, and for one saved before runs were counted).
     #[serde(default = "one_run")]
@@ -85,6 +91,15 @@ pub struct Baseline {
 
 fn one_run() -> usize {
     1
+}
+
+/// `--pace captured` or `--pace none`.
+fn pace(captured: bool) -> &'static str {
+    if captured {
+        "--pace captured"
+    } else {
+        "--pace none"
+    }
 }
 
 /// The fewest samples a side judged by the timing rule has (fewer: `too few to judge`,
@@ -249,6 +264,7 @@ impl Baseline {
             device: report.replay.device.clone(),
             gpu_clocks: report.replay.gpu_clocks.clone(),
             host: Some(report.replay.host),
+            pace_captured: Some(report.replay.pace_captured),
             runs: 1,
             rows: region_rows.chain(op_rows).collect(),
         }
@@ -272,6 +288,15 @@ impl Baseline {
                 self.backend, self.device, run.backend, run.device
             ));
         }
+        if let (Some(kept), Some(this)) = (self.pace_captured, run.pace_captured)
+            && kept != this
+        {
+            return Err(format!(
+                "saved from replays at {}, this replay at {}: a baseline's runs are of one pace",
+                pace(kept),
+                pace(this)
+            ));
+        }
         let runs = (self.runs.checked_add(run.runs)).ok_or_else(|| {
             format!(
                 "it holds {} runs already: no more can be counted",
@@ -280,6 +305,9 @@ impl Baseline {
         })?;
         if self.recorded.is_none() {
             self.recorded = run.recorded;
+        }
+        if self.pace_captured.is_none() {
+            self.pace_captured = run.pace_captured;
         }
         // A run on a loaded host widens how far the runs lie apart, the floor every later
         // replay's slowdown must pass: its host is kept, so that each judgement says the
@@ -594,6 +622,15 @@ impl Baseline {
         }
         if let Some(note) = self.clocks_note(report, source) {
             report.notes.push(note);
+        }
+        if let Some(kept) = self.pace_captured
+            && kept != report.replay.pace_captured
+        {
+            report.notes.push(format!(
+                "the baseline (of a replay of {source}) was replayed at {}, this replay at {}:                  submissions ran at another pace, which moves copies and host times; gate at                  the baseline's pace",
+                pace(kept),
+                pace(report.replay.pace_captured)
+            ));
         }
         if let Some(host) = self.host.filter(HostLoad::loaded) {
             report.notes.push(format!(
@@ -947,6 +984,7 @@ mod tests {
             device: device.into(),
             gpu_clocks: None,
             host: None,
+            pace_captured: None,
             runs: 1,
             rows: Vec::new(),
         }

@@ -611,6 +611,38 @@ fn replays_added_to_a_baseline_are_its_runs() {
         "{}",
         stdout(&judged)
     );
+    assert!(
+        !stdout(&judged).contains("another pace"),
+        "{}",
+        stdout(&judged)
+    );
+    // The baseline keeps its pace: a replay at another is judged with a note, and is no
+    // run of it (one line, exit 2, after the replay's report; the baseline untouched).
+    let before = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
+    assert!(before.contains("\"pace_captured\": false"), "{before}");
+    let paced = |more: &[&str]| {
+        let mut args = vec!["replay", "h.hrxt", "--pace", "captured", "--repeat", "7"];
+        args.extend_from_slice(more);
+        run(dir.path(), &args)
+    };
+    let judged = paced(&["--baseline", "b.json", "--max-slowdown", "1e9"]);
+    assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    assert!(
+        stdout(&judged).contains("was replayed at --pace none, this replay at --pace captured"),
+        "{}",
+        stdout(&judged)
+    );
+    let added = paced(&["--add-to-baseline", "b.json"]);
+    assert_eq!(code(&added), 2, "{}", stderr(&added));
+    assert!(
+        stderr(&added).contains("a baseline's runs are of one pace"),
+        "{}",
+        stderr(&added)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.json")).unwrap(),
+        before
+    );
     // Another recording: refused before replaying, the baseline untouched.
     record_hazards(dir.path(), "h2.hrxt");
     let before = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
