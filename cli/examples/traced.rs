@@ -50,52 +50,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .to_str()
             .ok_or("TRACED_FORK: not a number")?
             .parse()?;
-        // SAFETY: the child runs only this process's own Rust code, then exits.
-        let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
-        if child == 0 {
+        fork_and_wait(|| {
             for i in 0..samples {
                 hrx::annotate::counter("child", i as f64);
             }
-            std::process::exit(0);
-        }
-        let mut status = 0;
-        // SAFETY: waits for the child just forked.
-        if unsafe { libc::waitpid(child, &mut status, 0) } != child
-            || !libc::WIFEXITED(status)
-            || libc::WEXITSTATUS(status) != 0
-        {
-            return Err(format!("the forked child failed (wait status {status})").into());
-        }
+            Ok(())
+        })?;
         graph.submit()?.wait()?;
     }
     if std::env::var_os("TRACED_FORK_CLOSED").is_some() {
         hrx::close_trace()?;
-        // SAFETY: the child runs only this process's own Rust code, then exits.
-        let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
-        if child == 0 {
-            let code = match forked_child_records() {
-                Ok(()) => 0,
-                Err(error) => {
-                    eprintln!("traced (forked child): {error}");
-                    1
-                }
-            };
-            std::process::exit(code);
-        }
-        let mut status = 0;
-        // SAFETY: waits for the child just forked.
-        if unsafe { libc::waitpid(child, &mut status, 0) } != child
-            || !libc::WIFEXITED(status)
-            || libc::WEXITSTATUS(status) != 0
-        {
-            return Err(format!("the forked child failed (wait status {status})").into());
-        }
+        fork_and_wait(forked_child_records)?;
     }
     if let Some(exec) = std::env::var_os("TRACED_EXEC") {
         use std::os::unix::process::CommandExt;
@@ -121,5 +86,40 @@ fn forked_child_records() -> Result<(), Box<dyn std::error::Error>> {
     graph.prepare()?.submit()?.wait()?;
     drop(runtime);
     hrx::close_trace()?;
+    Ok(())
+}
+
+/// Forks (without exec) a child that runs `child` and exits with `exit` (0, or 1 after
+/// printing its error), and waits for it.
+///
+/// # Errors
+///
+/// The fork's error, or the child's failure.
+fn fork_and_wait(
+    child: impl FnOnce() -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    // SAFETY: the child runs only this process's own Rust code, then exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    if pid == 0 {
+        let code = match child() {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("traced (forked child): {error}");
+                1
+            }
+        };
+        std::process::exit(code);
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid
+        || !libc::WIFEXITED(status)
+        || libc::WEXITSTATUS(status) != 0
+    {
+        return Err(format!("the forked child failed (wait status {status})").into());
+    }
     Ok(())
 }
