@@ -435,12 +435,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         && !args.inject_slowdown.is_empty()
         && report.summary.slow == 0
         && report.summary.baseline_slow == 0
+        && report.exit_code() == 0
     {
         let injected: Vec<String> = (args.inject_slowdown.iter())
             .map(|(entry, percent)| format!("{entry} +{percent}%"))
             .collect();
         crate::output::warn(format_args!(
-            "the slowdown injected on purpose ({}) was not caught: nothing was judged slow,              so this gate would pass such a build here (the notes below say what held it              back; more samples, a quieter host or --pace captured catch more)",
+            "the slowdown injected on purpose ({}) was not caught: nothing was judged slow \
+             and the verdict passes, so this gate would pass such a build here (rows too few \
+             or too spread to judge, under the timing floor or within a baseline's floor are \
+             not counted: the report's `not judged:` line and notes say which)",
             injected.join(", ")
         ));
     }

@@ -76,7 +76,8 @@ pub struct Baseline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostLoad>,
     /// Whether the replays it holds were paced as captured (`--pace captured`); `None` in a
-    /// baseline saved before it was kept. A baseline judging a replay at another pace says
+    /// baseline saved before it was kept, which runs added later do not stamp (its earlier
+    /// runs' pace stays unknown). A baseline judging a replay at another pace says
     /// so, and its runs are of one pace (a fresh user's `--pace none` baseline judged a
     /// `--pace captured` replay without a word).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -305,9 +306,6 @@ impl Baseline {
         })?;
         if self.recorded.is_none() {
             self.recorded = run.recorded;
-        }
-        if self.pace_captured.is_none() {
-            self.pace_captured = run.pace_captured;
         }
         // A run on a loaded host widens how far the runs lie apart, the floor every later
         // replay's slowdown must pass: its host is kept, so that each judgement says the
@@ -627,7 +625,9 @@ impl Baseline {
             && kept != report.replay.pace_captured
         {
             report.notes.push(format!(
-                "the baseline (of a replay of {source}) was replayed at {}, this replay at {}:                  submissions ran at another pace, which moves copies and host times; gate at                  the baseline's pace",
+                "the baseline (of a replay of {source}) was replayed at {}, this replay at {}: \
+                 submissions ran at another pace, which moves copies and host times; gate at \
+                 the baseline's pace",
                 pace(kept),
                 pace(report.replay.pace_captured)
             ));
