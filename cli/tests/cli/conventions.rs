@@ -166,7 +166,14 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
     );
     assert_eq!(code(&recorded), 0, "{}", stderr(&recorded));
     assert_eq!(stdout(&recorded), "", "no summary with -q");
-    assert_eq!(stderr(&recorded), "");
+    // Nothing but what the trace lacks, which `-q` keeps: on a loaded machine (CI's), the
+    // host's load, as a warning.
+    let said = stderr(&recorded);
+    assert!(
+        said.lines()
+            .all(|l| l.starts_with("warning: the host was loaded while recording")),
+        "{said}"
+    );
     let replay = run(
         dir.path(),
         &[
