@@ -61,16 +61,22 @@ static INSTALLED_FORKS: AtomicU64 = AtomicU64::new(0);
 /// [`install_or_current`]: a child forked without `exec` that annotates opens a trace of its
 /// own from them, as a runtime it creates does.
 static TEMPLATE: Mutex<Option<(PathBuf, RecorderOptions)>> = Mutex::new(None);
-/// The file the last recorder installed from a path writes (after a fallback to
-/// `NAME.PID.EXT`, that name): see [`installed_path`].
-static INSTALLED_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// A file a recorder installed by [`install_or_current`] wrote.
+struct Written {
+    /// As [`installed_path`] gives it (after a fallback to `NAME.PID.EXT`, that name).
+    path: PathBuf,
+    /// `path` made absolute when it was written, to compare with later paths.
+    absolute: Option<PathBuf>,
+    /// The process's fork count then ([`crate::fork`]).
+    forks: u64,
+}
 
 /// Every file a recorder installed by [`install_or_current`] wrote in this process or in a
-/// process it was forked from, with the fork count at the time: a child forked without
-/// `exec` never records into one of its ancestors' ([`create_unshared`]). It was kept from
-/// them by the writer's lock it inherited, until the child let go of that
+/// process it was forked from, oldest first (the last is [`installed_path`]'s): a child
+/// forked without `exec` never records into one of its ancestors' ([`create_unshared`]). It
+/// was kept from them by the writer's lock it inherited, until the child let go of that
 /// ([`crate::fork`]): a child that outlived its parent then replaced the parent's trace.
-static WRITTEN: Mutex<Vec<(PathBuf, u64)>> = Mutex::new(Vec::new());
+static WRITTEN: Mutex<Vec<Written>> = Mutex::new(Vec::new());
 
 /// Whether a process this one was forked from wrote `path` ([`WRITTEN`]).
 fn an_ancestor_wrote(path: &Path) -> bool {
@@ -78,14 +84,14 @@ fn an_ancestor_wrote(path: &Path) -> bool {
     let here = std::path::absolute(path).ok();
     lock(&WRITTEN)
         .iter()
-        .any(|(written, at)| *at != forks && Some(written) == here.as_ref())
+        .any(|w| w.forks != forks && w.absolute.is_some() && w.absolute == here)
 }
 
 /// The file the recorder installed by [`install_or_current`] (or [`install_from_env`])
 /// writes, or wrote if it was closed since: the name it fell back to when another process
 /// held the one asked for. `None` when no recorder was installed from a path.
 pub fn installed_path() -> Option<PathBuf> {
-    lock(&INSTALLED_PATH).clone()
+    lock(&WRITTEN).last().map(|w| w.path.clone())
 }
 
 /// Whether a recorder is installed: one relaxed atomic load.
@@ -367,10 +373,11 @@ pub fn install_or_current(
     }
     let (recorder, written) = create_unshared(path.as_ref(), options.clone())?;
     report_path(&written);
-    if let Ok(absolute) = std::path::absolute(&written) {
-        lock(&WRITTEN).push((absolute, recorder.shared().forks_at_creation()));
-    }
-    *lock(&INSTALLED_PATH) = Some(written);
+    lock(&WRITTEN).push(Written {
+        absolute: std::path::absolute(&written).ok(),
+        path: written,
+        forks: recorder.shared().forks_at_creation(),
+    });
     *lock(&TEMPLATE) = Some((path.as_ref().to_owned(), options));
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
     CURRENT.store(recorder.id(), Ordering::Release);

@@ -74,7 +74,7 @@ pub use watch::{BEING_RECORDED, UNCLOSED_ENDING, WriterWatch};
 pub use writer::{
     COMPRESSION_THREADS_ENV, CloseSummary, Deferred, FLUSH_REPORT_ENV, FileSink, HOLD_LIMIT,
     MAX_COMPRESSION_THREADS, MemorySink, OpenRange, RawBatch, Recorder, RecorderOptions, Sink,
-    TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads,
+    TRACE_MODE_ENV, TraceMode, WriteError, automatic_compression_threads, being_recorded,
     compression_threads_from_env, recorder_holds, recorder_holds_file,
 };
 

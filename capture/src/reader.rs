@@ -700,6 +700,16 @@ impl Lost {
         )
     }
 
+    /// What a reader's `lost` line says: the records lost (the [`std::fmt::Display`] form),
+    /// or [`Lost::lossy_without_loss`]; `None` for a lossless recording that lost nothing.
+    pub fn said(&self) -> Option<String> {
+        if self.is_none() {
+            self.lossy_without_loss().map(str::to_owned)
+        } else {
+            Some(self.to_string())
+        }
+    }
+
     /// Records lost by kind, largest first; records whose kind the trace does not name are
     /// reported as `"unknown"`.
     pub fn by_kind(&self) -> Vec<(&'static str, u64)> {

@@ -558,6 +558,13 @@ pub fn recorder_holds(path: &Path) -> io::Result<bool> {
     recorder_holds_file(&File::open(path)?)
 }
 
+/// Whether a recorder holds the regular file `path` now (a trace being recorded): `false`
+/// for anything else and when it cannot be asked. Only a regular file is asked: opening a
+/// FIFO to look would wait for its writer.
+pub fn being_recorded(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file()) && recorder_holds(path).unwrap_or(false)
+}
+
 /// [`recorder_holds`] of a trace file already open: a follower that holds the file it
 /// reads asks of that file, whatever its path names now.
 ///

@@ -751,12 +751,8 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
     )))
 }
 
-/// Whether a recorder holds the regular file `path` now (a trace being recorded). Only a
-/// regular file is asked: opening a FIFO to look would wait for its writer.
-pub(crate) fn being_recorded(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && hrx_capture::recorder_holds(path).unwrap_or(false)
-}
+/// Whether a recorder holds the regular file `path` now ([`hrx_capture::being_recorded`]).
+pub(crate) use hrx_capture::being_recorded;
 
 /// Reads the trace `path` with `read`, and whether a recorder held it as the read began
 /// ([`being_recorded`], asked first): a reading verb says a trace it read while it was

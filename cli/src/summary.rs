@@ -56,11 +56,8 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     for range in crate::info::ranges(stats) {
         line("range", range)?;
     }
-    let lost = &stats.recovery.lost;
-    if !lost.is_none() {
-        line("lost", lost.to_string())?;
-    } else if let Some(mode) = lost.lossy_without_loss() {
-        line("lost", mode.to_owned())?;
+    if let Some(lost) = stats.recovery.lost.said() {
+        line("lost", lost)?;
     }
     if let Some(unjoined) = crate::info::unjoined(stats) {
         line("incomplete", unjoined)?;

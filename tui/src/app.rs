@@ -197,10 +197,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     }
     let follow = follow && !opened_as_closed(path);
     // Asked before the read, as every reading verb asks: a recording may end during it.
-    // Of a regular file only: opening a FIFO to ask would wait for its writer.
-    let held = !follow
-        && std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && hrx_capture::recorder_holds(path).unwrap_or(false);
+    let held = !follow && hrx_capture::being_recorded(path);
     let opened = if follow {
         Opened::Followed(Box::new(wait_for_trace(path, FOLLOW_WAIT)?))
     } else {

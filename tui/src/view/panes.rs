@@ -703,10 +703,8 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
         lines.push(field("ended", Text::styled(fatal.describe(), red)));
     }
     if let Some(r) = info.recovery.as_ref() {
-        if !r.lost.is_none() {
-            lines.push(field("lost", r.lost.to_string()));
-        } else if let Some(mode) = r.lost.lossy_without_loss() {
-            lines.push(field("lost", mode));
+        if let Some(lost) = r.lost.said() {
+            lines.push(field("lost", lost));
         }
         if r.waits.count > 0 {
             lines.push(field(
