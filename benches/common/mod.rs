@@ -178,6 +178,77 @@ pub struct TracedRounds {
     pub against_control: Interleaved,
     /// Fresh sets of runtimes the rounds were spread over.
     pub epochs: usize,
+    /// Where the traced turn's host time went, read back from its traces (where the control
+    /// turn does not trace into them too).
+    pub spans: Option<TracedSpans>,
+}
+
+/// The traced turn's host spans, capture fences, recorder waits, annotations and digests,
+/// summed over its timed and untimed runs alike (the traces hold both), per run: what a
+/// traced run spends where (issue 17 (d): the traced pipeline's extra on the GPU).
+#[derive(Default)]
+pub struct TracedSpans {
+    /// Pipeline runs the traces hold (timed and warm-up).
+    runs: usize,
+    /// Label -> (spans, total ns).
+    totals: std::collections::BTreeMap<String, (u64, u64)>,
+}
+
+impl TracedSpans {
+    fn add(&mut self, label: String, (start_ns, end_ns): (u64, u64)) {
+        let entry = self.totals.entry(label).or_default();
+        entry.0 += 1;
+        entry.1 += end_ns.saturating_sub(start_ns);
+    }
+
+    /// Adds what the trace at `path` holds, `runs` pipeline runs.
+    fn read(&mut self, path: &Path, runs: usize) {
+        use hrx_capture::schema::Record;
+        let Ok(trace) = hrx_capture::read_all(path) else {
+            return;
+        };
+        self.runs += runs;
+        let mut names = std::collections::HashMap::new();
+        for record in &trace.records {
+            match record {
+                Record::AnnotationName(n) => {
+                    names.insert(n.name, n.text.clone());
+                }
+                Record::HostSpan(s) => self.add(s.kind.label().into(), (s.start_ns, s.end_ns)),
+                Record::RecorderWait(w) => self.add("recorder wait".into(), (w.start_ns, w.end_ns)),
+                Record::DigestSpan(d) => {
+                    self.add("digest (capture)".into(), (d.start_ns, d.end_ns))
+                }
+                Record::AnnotationRange(a) => {
+                    let name = names.get(&a.name).cloned().unwrap_or_default();
+                    self.add(format!("range {name}"), (a.start_ns, a.end_ns));
+                }
+                Record::RegionTiming(t) => {
+                    self.add("region (host)".into(), (t.start_ns, t.end_ns));
+                    if let Some(d) = t.device {
+                        self.add("region (device)".into(), (d.start_ns, d.end_ns));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TracedSpans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let runs = self.runs.max(1) as f64;
+        write!(f, "traced turn's spans per run ({} runs):", self.runs)?;
+        for (label, (count, ns)) in &self.totals {
+            write!(
+                f,
+                "\n    {label:<24} {:>7.1} spans {:>10.1} µs",
+                *count as f64 / runs,
+                *ns as f64 / runs / 1e3
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The image pipeline over `frames` in `rounds` paired rounds spread over `epochs` epochs.
@@ -211,6 +282,7 @@ pub fn traced_rounds_against(
     let (width, height) = (frames[0].width, frames[0].height);
     let epochs = epochs.clamp(1, rounds.max(1));
     let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let mut spans = control_options.is_none().then(TracedSpans::default);
     for epoch in 0..epochs {
         let recorder = Recorder::create(
             dir.join(format!("rounds-{epoch}.hrxt")),
@@ -263,6 +335,10 @@ pub fn traced_rounds_against(
         drop(pipelines);
         drop(runtimes);
         recorder.close().expect("close the rounds' trace");
+        if let Some(spans) = &mut spans {
+            // `rotated`'s runs of the traced turn: one untimed warm-up and `share` timed.
+            spans.read(&dir.join(format!("rounds-{epoch}.hrxt")), share.max(1) + 1);
+        }
     }
     let [untraced, control, traced] = times;
     TracedRounds {
@@ -271,6 +347,7 @@ pub fn traced_rounds_against(
         control: Interleaved::new(untraced, control),
         control_traced: control_options.is_some(),
         epochs,
+        spans,
     }
 }
 
@@ -286,7 +363,11 @@ impl std::fmt::Display for TracedRounds {
             "untraced (a) vs traced (b), {} epochs of fresh runtimes, {}\n  control: untraced \
              (a) vs {second} (b), {}",
             self.epochs, self.traced, self.control
-        )
+        )?;
+        if let Some(spans) = &self.spans {
+            write!(f, "\n  {spans}")?;
+        }
+        Ok(())
     }
 }
 
