@@ -215,7 +215,20 @@ impl TracedSpans {
                     names.insert(n.name, n.text.clone());
                 }
                 Record::HostSpan(s) => self.add(s.kind.label().into(), (s.start_ns, s.end_ns)),
-                Record::RecorderWait(w) => self.add("recorder wait".into(), (w.start_ns, w.end_ns)),
+                // A host access held at a capture fence names no submission; a full
+                // ring's wait does.
+                Record::RecorderWait(w) => self.add(
+                    format!(
+                        "{} {}",
+                        if w.submission.is_some() {
+                            "ring full"
+                        } else {
+                            "host fence"
+                        },
+                        w.thread_name
+                    ),
+                    (w.start_ns, w.end_ns),
+                ),
                 Record::DigestSpan(d) => {
                     self.add("digest (capture)".into(), (d.start_ns, d.end_ns))
                 }
