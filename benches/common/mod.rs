@@ -245,6 +245,53 @@ impl TracedSpans {
                 _ => {}
             }
         }
+        self.place_fence_waits(&trace.records);
+    }
+
+    /// Each host access held at a capture fence, by the frame of its run it preceded
+    /// (submissions counted in time order, 8 a run), with the time since the end of the
+    /// first region (the upload) of the submission 3 before (the frame whose host write
+    /// last filled the slot's input: 3 frames in flight).
+    fn place_fence_waits(&mut self, records: &[hrx_capture::schema::Record]) {
+        use hrx_capture::schema::Record;
+        let mut submits: Vec<(u64, u64)> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Submit(s) => Some((s.time_ns, s.submission.0)),
+                _ => None,
+            })
+            .collect();
+        submits.sort_unstable();
+        let mut first_region_end = std::collections::HashMap::new();
+        for record in records {
+            if let Record::RegionTiming(t) = record
+                && t.region.0 == 0
+            {
+                first_region_end.insert(t.submission.0, t.end_ns);
+            }
+        }
+        for record in records {
+            let Record::RecorderWait(w) = record else {
+                continue;
+            };
+            if w.submission.is_some() {
+                continue;
+            }
+            let next = submits.partition_point(|&(time, _)| time < w.start_ns);
+            self.add(
+                format!("  fence before frame {}", next % 8),
+                (w.start_ns, w.end_ns),
+            );
+            if let Some(end) = next
+                .checked_sub(3)
+                .and_then(|i| first_region_end.get(&submits[i].1))
+            {
+                self.add(
+                    format!("  .. since frame {}'s slot's upload end", next % 8),
+                    (*end, w.start_ns),
+                );
+            }
+        }
     }
 }
 
