@@ -278,6 +278,39 @@ impl TracedSpans {
                 continue;
             }
             let next = submits.partition_point(|&(time, _)| time < w.start_ns);
+            // A probe build records each host write's hash as a digest of submission
+            // `u64::MAX`: the one the wait waited for ends nearest the wait's end.
+            let hash = records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::DigestSpan(d) if d.submission.0 == u64::MAX => {
+                        Some((d.start_ns, d.end_ns))
+                    }
+                    _ => None,
+                })
+                .min_by_key(|&(_, end)| end.abs_diff(w.end_ns));
+            if let Some((start, end)) = hash {
+                self.add(
+                    format!("  .. its hash ran (frame {})", next % 8),
+                    (start, end),
+                );
+                self.add(
+                    format!(
+                        "  .. its hash ended, to the wait's end (frame {})",
+                        next % 8
+                    ),
+                    (end.min(w.end_ns), w.end_ns.max(end)),
+                );
+                if let Some(upload_end) = next
+                    .checked_sub(3)
+                    .and_then(|i| first_region_end.get(&submits[i].1))
+                {
+                    self.add(
+                        format!("  .. upload end to its hash's start (frame {})", next % 8),
+                        (*upload_end, start),
+                    );
+                }
+            }
             self.add(
                 format!("  fence before frame {}", next % 8),
                 (w.start_ns, w.end_ns),
