@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run on the device machine from the repository root (session 47). Device tool `run`, carry
 # [".device-bin/s47"]: `gpu-bench` (HEAD, its traced rounds naming each recorder wait's kind and
-# thread) and `gpu-bench-spin` (the same with /tmp/s47-spin.patch: a host access at a capture
+# thread) and `gpu-bench-spin` (the same with scripts/device/s47-spin.patch: a host access at a capture
 # fence spins up to 2 ms before it sleeps in 20 µs steps), PASSES (2) processes of each in turn,
 # the traced pipeline's paired rounds (100): issue 17 (d).
 set -u
