@@ -191,7 +191,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = parse_until, allow_negative_numbers = true)]
     pub until: Option<u64>,
 
-    /// Report format.
+    /// Report format. JSON: `warnings` what standard error warned, each line; `complete`
+    /// and `lost` (`total`, `lossy`) as the other verbs' JSON says them.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub report: String,
 }
@@ -337,7 +338,8 @@ pub struct InfoArgs {
     pub file: PathBuf,
 
     /// The same as one JSON object (with `schema_version`; times in ns, digests as hex
-    /// strings) instead of text.
+    /// strings) instead of text: `complete` (read whole, nothing lost), `lost` (`total`,
+    /// `lossy`) and `warnings` as the other verbs' JSON says them.
     #[arg(long)]
     pub json: bool,
 }
@@ -454,7 +456,8 @@ pub struct StatsArgs {
 
     /// One JSON object instead of text (times in ns, bandwidth in bytes/s): `operations` the
     /// kernel table, `regions` the region table (`kernels` is a deprecated copy of
-    /// `regions`, kept for older scripts).
+    /// `regions`, kept for older scripts); `complete`, `lost` (`total`, `lossy`) and
+    /// `warnings` as the other verbs' JSON says them.
     #[arg(long)]
     pub json: bool,
 
@@ -501,7 +504,8 @@ pub struct DiffArgs {
     pub max_slowdown: f64,
 
     /// One JSON object instead of text (times in ns): `reasons` say what decided the
-    /// verdict, `warnings` what standard error warned of either trace.
+    /// verdict, `warnings` what standard error warned of either trace; `complete` and
+    /// `lost` (`total`, `lossy`) of each, `base` and `new`.
     #[arg(long)]
     pub json: bool,
 }

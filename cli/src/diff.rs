@@ -120,7 +120,11 @@
 //!  "warnings": [text]: what standard error warned of either trace (damage, how it ends,
 //!              records it lacks), each naming its trace (`cut.hrxt: not closed cleanly;
 //!              ...`), as the other verbs' JSON lists its warnings,
-//!  "complete": {"base", "new"}, "records_lost": {"base", "new"}, "exit_code",
+//!  "complete": {"base", "new"}: each trace read whole and its recorder lost nothing,
+//!  "lost": {"base", "new"}: each {"total", "lossy", "by_kind"}, as the other verbs' JSON
+//!          says one trace's (`complete`, `lost.total` and `lost.lossy` are alike in
+//!          `info`, `stats`, `replay` and, per side, `diff`),
+//!  "records_lost": {"base", "new"} (each side's lost.total), "exit_code",
 //!  "compared_range": null (both whole)|{"held_by": "base"|"new"|"both", "runtimes":
 //!                    [{"runtime", "submissions": "4..7", "ranges": [[start, end|null]]}]},
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
@@ -277,6 +281,11 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
     // What standard error warned of either trace, as the other verbs' JSON lists it.
     report["warnings"] = json!([base_warned, new_warned].concat());
+    // Each side's losses under every verb's keys (`records_lost` stays).
+    let lost = |p: &Profile| {
+        crate::info::lost_json(&p.recovery.as_ref().map(|r| r.lost).unwrap_or_default())
+    };
+    report["lost"] = json!({"base": lost(&base), "new": lost(&new)});
     // As replay: nothing compared is not a match (two recordings cut short before their
     // first submit would otherwise read "same" and pass a CI gate). Ranges with no
     // submission in common say so in the report (exit 2).

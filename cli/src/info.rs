@@ -52,14 +52,34 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether a trace was read whole (closed cleanly, nothing damaged, skipped or missing) and
+/// its recorder lost no record: every verb's JSON `complete` (`diff`'s of each side), in one
+/// sense (`info`'s `closed.complete` is the file's alone, losses aside).
+pub(crate) fn complete(recovery: Option<&hrx_capture::Recovery>) -> bool {
+    recovery.is_none_or(|r| r.is_complete() && r.lost.is_none())
+}
+
+/// The records a trace's recorder lost, as every verb's JSON `lost` says them: `{"total",
+/// "lossy" (recorded in lossy mode, whether or not it lost any), "by_kind": {kind:
+/// records}}` (`diff`'s of each side; `stats` keeps `records` and `lossy_mode` beside them,
+/// its names before these were shared).
+pub(crate) fn lost_json(lost: &hrx_capture::Lost) -> Value {
+    json!({
+        "total": lost.total,
+        "lossy": lost.lossy,
+        "by_kind": lost.by_kind().into_iter().collect::<BTreeMap<_, _>>(),
+    })
+}
+
 /// `info --json`: what the text says, as one object (times in ns since the session start;
 /// the sentences the text prints, `capture`, `range`, `clock`, `end`, kept as strings).
 pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
     let h = &stats.header;
     let r = &stats.recovery;
-    let lost = &r.lost;
     json!({
         "file": {"path": path.display().to_string(), "bytes": stats.file_len_bytes},
+        // As every verb's JSON says it: read whole, and nothing lost while recording.
+        "complete": complete(Some(r)),
         "format": {
             "version": h.version.to_string(),
             "codec": codec_name(h.codec),
@@ -112,11 +132,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "missing_submissions": r.missing_submissions,
             "unwritten_submissions": r.unwritten_submissions,
         },
-        "lost": {
-            "total": lost.total,
-            "lossy": lost.lossy,
-            "by_kind": lost.by_kind().into_iter().collect::<BTreeMap<_, _>>(),
-        },
+        "lost": lost_json(&r.lost),
         "recorder_waits": {
             "count": r.waits.count,
             "total_ns": r.waits.total_ns,

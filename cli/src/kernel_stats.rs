@@ -74,14 +74,18 @@
 //!  "queues": [{"runtime", "queue", "spans", "busy_ns", "utilisation"}] (host clock),
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s", "device"}]:
 //!            copy batches that succeeded, "device" of them timed on the device clock,
-//!  "complete": whether the whole trace was read, "end": how it ends, "warnings": [what
-//!  standard error warned of the trace, one line each, as `info --json` lists them], "signal": how a signal
-//!  ended the recorded process ("crashed: SIGSEGV", "killed by SIGKILL") or null,
-//!  "lost": {"records", "lossy_mode", "by_kind": {kind: records}}: records the recorder
-//!          lost, whether lossy mode dropped them (false for a write error's losses) and by
-//!          kind; `lossy_mode` is true for a lossy recording that lost nothing too (its
-//!          writer records the mode at its first flush; a trace cut before it, or recorded
-//!          before session 45, reads as lossless),
+//!  "complete": whether the whole trace was read and its recorder lost nothing, "end": how
+//!  it ends, "warnings": [what standard error warned of the trace, one line each, as `info
+//!  --json` lists them], "signal": how a signal ended the recorded process ("crashed:
+//!  SIGSEGV", "killed by SIGKILL") or null,
+//!  "lost": {"total", "lossy", "by_kind": {kind: records}, "records", "lossy_mode"}: records
+//!          the recorder lost, whether the trace was recorded in lossy mode (false for a write
+//!          error's losses) and by kind, under every verb's keys (`complete`, `lost.total`
+//!          and `lost.lossy` are alike in `info`, `stats`, `replay` and, per side, `diff`);
+//!          "records" and "lossy_mode" are "total" and "lossy" under this verb's
+//!          first names, kept for older scripts; "lossy" is true for a lossy recording that
+//!          lost nothing too (its writer records the mode at its first flush; a trace cut
+//!          before it, or recorded before session 45, reads as lossless),
 //!  "submissions": {"accepted", "ok", "failed", "cancelled", "unknown", "busy_refusals",
 //!                  "other_refusals"},
 //!  "failures": {"regions_failed", "regions_cancelled", "quarantines", "poisoned_buffers",
@@ -453,10 +457,15 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
     let o = &stats.op_times;
     let recovery = summary.recovery.as_ref();
     let lost = recovery.map(|r| r.lost).unwrap_or_default();
+    // Every verb's `total`, `lossy` and `by_kind`, and this verb's first names for them
+    // (`records`, `lossy_mode`), kept for the scripts that read them.
+    let mut lost_said = crate::info::lost_json(&lost);
+    lost_said["records"] = lost.total.into();
+    lost_said["lossy_mode"] = lost.lossy.into();
     let waits = recovery.map(|r| r.waits).unwrap_or_default();
     json!({
         "file": path.display().to_string(),
-        "complete": recovery.is_none_or(|r| r.is_complete()) && lost.is_none(),
+        "complete": crate::info::complete(recovery),
         "end": recovery.map(|r| r.end()),
         // What standard error warned, as `info --json` lists it: the reader's warnings (damage,
         // parts of a newer format skipped), how the trace ends and the records it lost.
@@ -473,15 +482,7 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
             )
             .collect::<Vec<_>>(),
         "signal": summary.fatal.map(|f| f.describe()),
-        "lost": {
-            "records": lost.total,
-            "lossy_mode": lost.lossy,
-            "by_kind": lost
-                .by_kind()
-                .into_iter()
-                .map(|(kind, n)| (kind.to_owned(), json!(n)))
-                .collect::<serde_json::Map<_, _>>(),
-        },
+        "lost": lost_said,
         "recorder_waits": {
             "count": waits.count, "total_ns": waits.total_ns, "max_ns": waits.max_ns,
             "threads": waits.threads, "in_regions": waits.in_regions,

@@ -142,12 +142,39 @@ pub fn versioned(mut report: serde_json::Value) -> serde_json::Value {
     report
 }
 
-/// Prints `warning: {message}` on standard error (always, `-q` too).
+/// Prints `warning: {message}` on standard error (always, `-q` too), and keeps it where
+/// [`keep_warnings`] asked for them.
 pub fn warn(message: impl std::fmt::Display) {
+    let message = message.to_string();
     eline(format_args!(
         "{} {message}",
         paint_err("warning:", Tone::Warn)
     ));
+    if let Some(kept) = kept().as_mut() {
+        kept.push(message);
+    }
+}
+
+/// The lines [`warn`] printed since [`keep_warnings`], without their `warning: `; `None`
+/// while nobody asked for them (a `stats --follow` of hours keeps nothing).
+static KEPT: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(None);
+
+fn kept() -> std::sync::MutexGuard<'static, Option<Vec<String>>> {
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// From now on, keeps each line [`warn`] prints, for a JSON report's `warnings` to list
+/// what standard error warned, every line of it ([`kept_warnings`]): `replay`'s warnings
+/// come from a dozen places (the reading, the options, the gate, the baseline).
+pub fn keep_warnings() {
+    kept().get_or_insert_with(Vec::new);
+}
+
+/// The lines [`warn`] printed since [`keep_warnings`], without their `warning: `, in order
+/// (none where it was not called).
+pub fn kept_warnings() -> Vec<String> {
+    kept().clone().unwrap_or_default()
 }
 
 /// Prints `note: {message}` on standard error, unless `-q`.

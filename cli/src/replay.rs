@@ -20,6 +20,14 @@
 //! is frames a person looks at, where this one's is a verdict a CI job acts on: a replay
 //! without the lost submissions would shift every later output, so its divergences would be
 //! false regressions, and a match over what was left would pass work never compared.
+//!
+//! `--report json` is the report's serde form (`hrx_replay::Report::json_value`: `verdict`,
+//! `trace`, `replay`, `summary`, the rows, `notes`, ...) with the keys every reading verb's
+//! JSON has: `complete` (read whole, and nothing lost while recording: `trace.complete`),
+//! `lost` (`{"total", "lossy", "by_kind"}`: `trace.records_lost` and its kinds, and whether
+//! the trace was recorded in lossy mode) and `warnings` (each `warning:` line standard error
+//! has, without its `warning: `, in order: what reading the trace found, the options, the
+//! gate and the baseline), as `info --json`, `stats --json` and, per side, `diff --json`.
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -84,6 +92,10 @@ fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
 /// with nothing else printed; a baseline that cannot be saved or added to once the replay
 /// is done, after its report.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    // The JSON lists every `warning:` line standard error has (`warnings`).
+    if args.report == "json" {
+        crate::output::keep_warnings();
+    }
     // `--backend`, else `HRX_BACKEND` as `record` reads it, else auto (the replay runtime
     // itself does not read the environment).
     let (source, text) = match &args.backend {
@@ -595,7 +607,8 @@ impl Spool {
         self.error = result.err();
     }
 
-    /// The report as one JSON object: the spooled arrays, then every other field.
+    /// The report as one JSON object: the spooled arrays, then every other field, and
+    /// `warnings`: the `warning:` lines printed so far ([`crate::output::kept_warnings`]).
     fn write(self, out: &mut impl Write, report: &hrx_replay::Report) -> std::io::Result<()> {
         if let Some(error) = self.error {
             return Err(error);
@@ -610,6 +623,8 @@ impl Spool {
         if let Some(fields) = rest.as_object_mut() {
             fields.remove("submissions");
             fields.remove("outputs");
+            // What standard error warned, each line, as the other verbs' JSON lists it.
+            fields.insert("warnings".into(), crate::output::kept_warnings().into());
         }
         out.write_all(b"{\n  \"submissions\": [")?;
         copy(self.submissions, out)?;

@@ -973,6 +973,7 @@ pub(crate) fn report(
             recorded: plan.recorded.clone(),
             complete: plan.complete,
             records_lost: plan.lost.total,
+            lossy: plan.lost.lossy,
             range_unknown_bytes: plan.runtimes.iter().map(|r| r.range_unknown_bytes).sum(),
             records_lost_by_kind: plan
                 .lost

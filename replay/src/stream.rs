@@ -356,6 +356,7 @@ impl Fold<'_> {
         let (notes, complete, lost) = plan_notes;
         report.trace.complete = complete;
         report.trace.records_lost = lost.total;
+        report.trace.lossy = lost.lossy;
         report.trace.records_lost_by_kind = lost
             .by_kind()
             .into_iter()

@@ -496,3 +496,75 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
         "{summary}"
     );
 }
+
+/// What a trace lacks is under one pair of keys in every verb's JSON, with the same values
+/// (a whole trace, a lossy one, one cut short by its program's crash):
+/// `complete` (read whole, nothing lost while recording), `lost.total`, `lost.lossy` and a
+/// `warnings` list (`diff`'s of each side: `complete.new`, `lost.new`). Each verb had its
+/// own: `stats` `complete` and `lost.records`/`lost.lossy_mode`, `info` `closed.complete`
+/// (the file's alone) and `lost.total`/`lost.lossy`, `replay` `trace.complete` and
+/// `trace.records_lost`; those stay, and agree.
+#[test]
+fn every_verbs_json_says_what_a_trace_lacks_under_the_same_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    lossy_copy(dir.path());
+    crate::util::record_crashed(dir.path(), "cut.hrxt");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = run(dir.path(), args);
+        assert!(code(&out) < 2, "{args:?}: {}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    // (trace, complete, lost.total, lost.lossy)
+    for (trace, complete, total, lossy) in [
+        ("base.hrxt", true, 0, false),
+        ("lossy.hrxt", false, 2, true),
+        ("cut.hrxt", false, 0, false),
+    ] {
+        let info = json(&["info", "--json", trace]);
+        let stats = json(&["stats", "--json", trace]);
+        let replay = json(&["replay", "--report", "json", trace]);
+        let diff = json(&["diff", "--json", "base.hrxt", trace]);
+        let diff_side = serde_json::json!({
+            "complete": diff["complete"]["new"],
+            "lost": diff["lost"]["new"],
+            "warnings": diff["warnings"],
+        });
+        for (verb, report) in [
+            ("info", &info),
+            ("stats", &stats),
+            ("replay", &replay),
+            ("diff", &diff_side),
+        ] {
+            let said = (
+                report["complete"].as_bool(),
+                report["lost"]["total"].as_u64(),
+                report["lost"]["lossy"].as_bool(),
+            );
+            assert_eq!(
+                said,
+                (Some(complete), Some(total), Some(lossy)),
+                "{verb} {trace}: {report:#}"
+            );
+            let warnings = report["warnings"].as_array();
+            assert!(warnings.is_some(), "{verb} {trace}: {report:#}");
+            // What it lacks is warned of; a whole trace warns of nothing.
+            assert_eq!(
+                warnings.unwrap().is_empty(),
+                complete,
+                "{verb} {trace}: {report:#}"
+            );
+        }
+        assert_eq!(diff["lost"]["base"]["total"], 0);
+        // The verbs' own names stay, and agree.
+        assert_eq!(stats["lost"]["records"], total, "{trace}");
+        assert_eq!(stats["lost"]["lossy_mode"], lossy, "{trace}");
+        assert_eq!(replay["trace"]["complete"], complete, "{trace}");
+        assert_eq!(replay["trace"]["records_lost"], total, "{trace}");
+        assert_eq!(diff["records_lost"]["new"], total, "{trace}");
+        assert_eq!(info["closed"]["complete"], trace != "cut.hrxt", "{trace}");
+        for verb in [&info, &stats, &replay] {
+            assert_eq!(verb["lost"]["by_kind"], info["lost"]["by_kind"], "{trace}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! `hrx-trace replay`: verdicts and exit codes through the real binary.
 
 use crate::util::{
-    assert_error, code, hrx_trace, record_hazards, record_hazards_trimmed, run,
+    assert_error, code, hrx_trace, record_crashed, record_hazards, record_hazards_trimmed, run,
     run_into_closed_stdout, stderr, stdout,
 };
 
@@ -1557,4 +1557,63 @@ fn a_baseline_add_that_fails_after_the_replay_prints_the_report_first() {
     assert!(last.contains("another device"), "{err}");
     assert_eq!(err.matches("error: ").count(), 1, "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), elsewhere);
+}
+
+/// `replay --report json` lists what standard error warned under `warnings`, each line as
+/// printed without its `warning: `, as `info`, `stats` and `diff` do (it had no `warnings`:
+/// a script saw a cut trace's replay only as its verdict); a whole trace replayed plainly
+/// has none. Three sources here: the reading (the trace of a program that crashed),
+/// `--until` past the last submission, a `--max-slowdown` too wide to catch anything.
+#[test]
+fn replay_json_lists_what_standard_error_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    record_crashed(dir.path(), "cut.hrxt");
+    let args = [
+        "replay",
+        "cut.hrxt",
+        "--report",
+        "json",
+        "--until",
+        "1000000",
+        "--max-slowdown",
+        "1000",
+        "--repeat",
+        "2",
+    ];
+    let out = run(dir.path(), &args);
+    assert!(code(&out) < 2, "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let warned: Vec<String> = stderr(&out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: "))
+        .map(str::to_owned)
+        .collect();
+    let listed: Vec<String> = report["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no warnings: {report:#}"))
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, warned);
+    for said in [
+        "not closed cleanly",
+        "--until 1000000 is past the trace's last submission",
+        "--max-slowdown 1000: a region must replay over",
+    ] {
+        assert!(
+            listed.iter().any(|w| w.contains(said)),
+            "{said}: {listed:?}"
+        );
+    }
+    let whole = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
+    assert_eq!(code(&whole), 0, "{}", stderr(&whole));
+    let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
+    assert_eq!(whole["warnings"], serde_json::json!([]), "{whole:#}");
+    let help = stdout(&run(dir.path(), &["replay", "--help"]));
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("JSON: `warnings` what standard error warned, each line"),
+        "{help}"
+    );
 }

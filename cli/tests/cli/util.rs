@@ -189,6 +189,18 @@ pub fn record_hazards(dir: &Path, name: &str) {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
+/// Records the `crashing` example's `segv` into `dir/name`: a trace cut short (never
+/// closed) whose one submission has no outcome and which replays, as far as it goes.
+pub fn record_crashed(dir: &Path, name: &str) {
+    let out = hrx_trace(dir)
+        .args(["record", "-o", name, "--"])
+        .arg(example("crashing"))
+        .arg("segv")
+        .output()
+        .expect("run hrx-trace");
+    assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+}
+
 /// Records the `hazards` workload into `dir/whole.hrxt` and trims its submissions 2..4 into
 /// `dir/t.hrxt`; panics unless both exit 0.
 pub fn record_hazards_trimmed(dir: &Path) {

@@ -54,6 +54,10 @@ pub struct TraceInfo {
     pub records_lost: u64,
     /// Records lost by kind.
     pub records_lost_by_kind: BTreeMap<String, u64>,
+    /// Whether the trace was recorded in lossy mode, whether or not it lost any
+    /// ([`hrx_capture::Lost::lossy`]): the JSON's `lost.lossy` ([`Report::json_value`]).
+    #[serde(skip)]
+    pub lossy: bool,
     /// Bytes the trace's range (a trim, a range recording) reads whose contents at its start
     /// it lacks: a replay cannot be exact then, and the outputs that depend on them are
     /// excluded from the comparison (said first, as lost records are).
@@ -708,7 +712,9 @@ impl Report {
     /// The report as a JSON value, its `verdict` `nothing_compared` where nothing was
     /// ([`Report::compared_nothing`]), as `diff --json` names it: a script reading the
     /// verdict must not read `same`; and `same_as_far_as_the_trace_goes` for a trace not read
-    /// whole, as the text says (and `diff --json` its `same_as_far_as_both_go`).
+    /// whole, as the text says (and `diff --json` its `same_as_far_as_both_go`). It has
+    /// every reading verb's keys for what the trace lacks besides: `complete` (as
+    /// `trace.complete`) and `lost` (`{"total", "lossy", "by_kind"}`).
     pub fn json_value(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).unwrap_or_default();
         let verdict = if self.compared_nothing() {
@@ -718,8 +724,22 @@ impl Report {
         } else {
             None
         };
-        if let (Some(verdict), Some(fields)) = (verdict, value.as_object_mut()) {
-            fields.insert("verdict".into(), verdict.into());
+        if let Some(fields) = value.as_object_mut() {
+            if let Some(verdict) = verdict {
+                fields.insert("verdict".into(), verdict.into());
+            }
+            // What every reading verb's JSON says of its trace under one pair of keys (`info`,
+            // `stats`, and `diff` of each side): read whole with nothing lost, and the
+            // records its recorder lost (`trace.complete` and `trace.records_lost` stay).
+            fields.insert("complete".into(), self.trace.complete.into());
+            fields.insert(
+                "lost".into(),
+                serde_json::json!({
+                    "total": self.trace.records_lost,
+                    "lossy": self.trace.lossy,
+                    "by_kind": self.trace.records_lost_by_kind,
+                }),
+            );
         }
         value
     }
