@@ -292,6 +292,11 @@ pub trait Visitor {
     }
 }
 
+/// How every reader words a [`RunningRegion`] of a trace nobody writes any more: the view's
+/// region pane, the exports' `state`, `stats`' `running` line. (Of a trace being recorded,
+/// it is running now: `hrx_capture::BEING_RECORDED`.)
+pub const RUNNING_AT_END: &str = "still running when the trace ends";
+
 /// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
 /// it was still running, the region a hang or a crash was in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -102,7 +102,8 @@
 //!  spans never overlap; the text report says so whenever either count is not 0),
 //!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
 //!  started and not finished where the trace ends: running now in a trace still being
-//!  written, what a hang or a crash was in otherwise (the text says so),
+//!  written, what a hang, a crash or a kill was in otherwise (the text says which: `running
+//!  now` or `still running when the trace ends`),
 //!  "timing_lost": [as "running"]: regions started whose timing or completion a lossy
 //!  recording dropped (the trace counts lost records, and the submission's outcome was read
 //!  or the trace closed cleanly): not running, and not in the figures (the text says how
@@ -150,7 +151,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     }
     let (stats, summary, held) = load(&args.file)?;
     let report = report(&args.file, &stats, &summary, held);
-    print_report(&report, args.json, write_text)?;
+    print_report(&report, args.json, |out, r| write_text(out, r, held))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -249,7 +250,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
                 "live: {records} records, {}{behind} ({until}; Ctrl-C stops)\n",
                 rate(per_s, "records")
             )?;
-            write_text(&mut out, &report)?;
+            write_text(&mut out, &report, true)?;
             writeln!(out)?;
         }
         out.flush()?;
@@ -316,7 +317,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         out.flush()?;
     } else {
-        print_report(&report, args.json, write_text)?;
+        print_report(&report, args.json, |out, r| write_text(out, r, held))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -597,7 +598,9 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
-fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
+/// The text report of `r` (the JSON [`report`] made); `live`: a recorder held the trace as
+/// it was read.
+fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     // Names as the trace holds them, escaped: no terminal control from a trace.
     let printable = crate::output::printable(r);
     let r = &printable;
@@ -683,10 +686,17 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             (Some(label), Some(queue)) => format!(" ({label} on {queue})"),
             _ => String::new(),
         };
+        // Running now only where a recorder writes the trace; else, as `view` and the
+        // exports say it, still running when it ends (a killed recording's last submission
+        // read "running now", a fresh user's pass).
+        let state = if live {
+            format!("running now ({})", hrx_capture::BEING_RECORDED)
+        } else {
+            hrx_analysis::RUNNING_AT_END.to_owned()
+        };
         writeln!(
             out,
-            "{:<12} submission {}, region {}{what}: started at {}, not finished where the \
-             trace ends (running now, or what a hang or a crash was in)",
+            "{:<12} submission {}, region {}{what}: started at {}, {state}",
             "running",
             u(&running["submission"]),
             u(&running["region"]),
@@ -1063,7 +1073,7 @@ mod tests {
     fn unplaced_timings_and_late_spans_are_said_in_the_text_report() {
         let text = |report: &Value| {
             let mut out = Vec::new();
-            write_text(&mut out, report).unwrap();
+            write_text(&mut out, report, false).unwrap();
             String::from_utf8(out).unwrap()
         };
         let clean = text(&serde_json::json!({"file": "t.hrxt", "span_ns": 1000}));
@@ -1128,7 +1138,7 @@ mod tests {
                                  "capture_wait_untold_ranges": untold}],
             });
             let mut out = Vec::new();
-            write_text(&mut out, &report).unwrap();
+            write_text(&mut out, &report, false).unwrap();
             String::from_utf8(out).unwrap()
         };
         let said = text(2);
@@ -1153,7 +1163,7 @@ mod tests {
                           "last": 1e308}],
         });
         let mut out = Vec::new();
-        write_text(&mut out, &report).unwrap();
+        write_text(&mut out, &report, false).unwrap();
         let text = String::from_utf8(out).unwrap();
         let row = text
             .lines()
@@ -1162,6 +1172,41 @@ mod tests {
         let cells: Vec<_> = row.split_whitespace().collect();
         assert_eq!(cells[2..], ["3", "-1.5", "-", "1e308"], "{text}");
         assert!(text.contains("(-: not a finite number"), "{text}");
+    }
+
+    /// A region started and never finished is running now only in a trace a recorder still
+    /// writes; in one nobody writes (killed, crashed, cut short) it was still running when
+    /// the trace ends, as `view` and the exports say (it read "running now" of a killed
+    /// recording's last submission).
+    #[test]
+    fn a_region_running_at_the_end_is_running_now_only_while_recorded() {
+        let report = serde_json::json!({
+            "file": "t.hrxt", "span_ns": 1000,
+            "running": [{"runtime": 1, "submission": 3, "region": 2, "label": "host",
+                         "queue": "Host", "start_ns": 5}],
+        });
+        let line = |live| {
+            let mut out = Vec::new();
+            write_text(&mut out, &report, live).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("running "))
+                .map(str::to_owned);
+            line.unwrap_or_else(|| panic!("{text}"))
+        };
+        let ended = line(false);
+        assert!(
+            ended.starts_with("running      submission 3, region 2 (host on Host): started at ")
+                && ended.ends_with(&format!(", {}", hrx_analysis::RUNNING_AT_END)),
+            "{ended}"
+        );
+        assert!(!ended.contains("now"), "{ended}");
+        let live = line(true);
+        assert!(
+            live.ends_with(&format!(", running now ({})", hrx_capture::BEING_RECORDED)),
+            "{live}"
+        );
     }
 
     /// Regions whose timing a lossy recording dropped are said as timing lost, one line with
@@ -1177,7 +1222,7 @@ mod tests {
             "timing_lost": [region.clone(), region],
         });
         let mut out = Vec::new();
-        write_text(&mut out, &report).unwrap();
+        write_text(&mut out, &report, false).unwrap();
         let said = String::from_utf8(out).unwrap();
         assert!(
             said.lines()

@@ -1177,10 +1177,9 @@ impl<S: Sink> Pass<S> {
             let mut slice = running_slice(index, names, &span, r.region);
             // Its arguments are not those of its finished slices.
             slice.args.retain(|(name, _)| *name != "slot");
-            slice.args.push((
-                "state",
-                Arg::Str(Cow::Borrowed("still running when the trace ends")),
-            ));
+            slice
+                .args
+                .push(("state", Arg::Str(Cow::Borrowed(crate::RUNNING_AT_END))));
             let name = format!("{} (running at end)", slice.name);
             slice.name = &name;
             self.out.slice(slice);

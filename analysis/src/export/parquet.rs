@@ -582,10 +582,7 @@ impl Rows<'_> {
         let end_ns = self.last_ns;
         for r in running {
             let mut args = super::started_region_args(index, r);
-            args.push((
-                "state",
-                Arg::Str("still running when the trace ends".into()),
-            ));
+            args.push(("state", Arg::Str(crate::RUNNING_AT_END.into())));
             args.push((
                 "trace_end_ns",
                 Arg::Uint(self.origin.time(end_ns.max(r.start_ns))),

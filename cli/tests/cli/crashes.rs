@@ -173,10 +173,21 @@ fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let line = lines.next().unwrap().unwrap();
         assert!(line.starts_with("running "), "{line}");
+        // While the program hangs, its recorder writes the trace: `stats` calls the region
+        // the hang is in running now (once the writer's next flush has written its start).
+        // Asserted once the program is stopped: a failure must not leave it hanging.
+        let live = (run_index == 0).then(|| running_line(dir.path(), &file, true));
         // SAFETY: kill has no memory preconditions; the pid is our child's.
         assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
         let rest: Vec<String> = lines.map(Result::unwrap).collect();
         let out = child.wait_with_output().unwrap();
+        if let Some(running) = live {
+            let running = running.expect("a running line while recorded, within a minute");
+            assert!(
+                running.ends_with(&format!(", running now ({})", hrx_capture::BEING_RECORDED)),
+                "{running}"
+            );
+        }
         let err = stderr(&out);
         assert_eq!(code(&out), 128 + libc::SIGTERM, "{err}");
         assert!(rest.iter().any(|l| l.starts_with("file ")), "{rest:?}");
@@ -186,7 +197,30 @@ fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
             capture.starts_with(&format!("killed by SIGTERM {during}")),
             "{capture}"
         );
+        // Killed, nobody writes it: the region was still running when the trace ends, as
+        // `view` and the exports say (`stats` said "running now" of it).
+        let running = running_line(dir.path(), &file, false).expect("a running line");
+        assert!(
+            running.ends_with(&format!(", {}", hrx_analysis::RUNNING_AT_END)),
+            "{running}"
+        );
+        assert!(!running.contains("now"), "{running}");
     }
+}
+
+/// The `running` line of `stats` of the trace `file` in `dir`, if it has one; `wait`: the
+/// trace is being written, so asked again until its writer has flushed the region's start
+/// (a liveness limit of a minute, not a measurement).
+fn running_line(dir: &Path, file: &str, wait: bool) -> Option<String> {
+    for _ in 0..600 {
+        let text = stdout(&run(dir, &["stats", file]));
+        let line = text.lines().find(|l| l.starts_with("running "));
+        if line.is_some() || !wait {
+            return line.map(str::to_owned);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    None
 }
 
 /// A program that dies with its trace unclosed: `record -q` says what the trace lacks on

@@ -404,8 +404,9 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         lines.push(field(
             "host",
             format!(
-                "{} → still running when the trace ends ({})",
+                "{} → {} ({})",
                 units::time(span.start_ns),
+                hrx_analysis::RUNNING_AT_END,
                 units::time(span.end_ns)
             ),
         ));
