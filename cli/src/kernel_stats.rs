@@ -3,9 +3,10 @@
 //!
 //! With `--follow` the trace may still be being written: the summary is printed again
 //! each second (over the previous one on a terminal, after a `live:` line with the record
-//! count and rate; one compact JSON object a line with `--json`, its `"live"` holding
-//! them) until the trace is closed or its recorded process died of a signal (a
-//! `FatalSignal`: `live: ended: crashed: SIGSEGV`, nothing more will come), or it is
+//! count and rate, `rate: measuring` on the first line, before a second count gives one;
+//! one compact JSON object a line with `--json`, its `"live"` holding them, its
+//! `"records_per_s"` null on the first) until the trace is closed or its recorded process
+//! died of a signal (a `FatalSignal`: `live: ended: crashed: SIGSEGV`, nothing more will come), or it is
 //! neither and nobody writes it any more (no recorder holds its lock and it stopped
 //! growing: a recorder killed with no note of it, a file cut short; `live: ended: not
 //! closed and no recorder is writing it (killed, or cut short)`), then once more in full,
@@ -155,6 +156,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `live:` line's rate until a second count gives one (`stats --follow`'s first line).
+const RATE_MEASURING: &str = "rate: measuring";
+
 /// How long `stats --follow` waits for a trace that does not exist yet (as `view --follow`).
 const FOLLOW_WAIT: Duration = Duration::from_secs(30);
 
@@ -211,7 +215,9 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         let (stats, summary) = tail.snapshot();
         let now = Instant::now();
         let records = tail.records();
-        let per_s = last.map_or(0.0, |(then, before): (Instant, u64)| {
+        // A rate needs two counts: the first line has none yet (it read `0 records/s`, as if
+        // the recording had stalled).
+        let per_s = last.map(|(then, before): (Instant, u64)| {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
@@ -248,7 +254,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             writeln!(
                 out,
                 "live: {records} records, {}{behind} ({until}; Ctrl-C stops)\n",
-                rate(per_s, "records")
+                per_s.map_or_else(|| RATE_MEASURING.to_owned(), |r| rate(r, "records"))
             )?;
             write_text(&mut out, &report, true)?;
             writeln!(out)?;

@@ -468,3 +468,61 @@ fn stats_follow_of_a_killed_recording_recorded_again_says_how_the_earlier_ended(
         "{errors:?}"
     );
 }
+
+/// `stats --follow` gives no rate before it has two record counts: its first `live:` line
+/// says `rate: measuring` (JSON `records_per_s` null), where it said `0 records/s`, as if
+/// the recording had stalled; the lines after it have a rate. A closed trace read in slices
+/// (`HRX_FOLLOW_READ_BYTES`) gives several live lines without racing a recorder.
+#[test]
+fn stats_follow_gives_no_rate_before_two_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = small_block_recording(&dir.path().join("big.hrxt"), 3_000).len() as u64;
+    let follow = |json: bool| {
+        let mut args = vec!["stats", "--follow", "big.hrxt"];
+        if json {
+            args.push("--json");
+        }
+        let out = hrx_trace(dir.path())
+            .args(&args)
+            .env(
+                hrx_analysis::stats_follow::READ_BYTES_ENV,
+                (len / 8).to_string(),
+            )
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out)
+    };
+    let text = follow(false);
+    let live: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("live: ") && !l.starts_with("live: ended"))
+        .collect();
+    assert!(live.len() >= 2, "{text}");
+    assert!(
+        live[0].contains(" records, rate: measuring") && !live[0].contains("records/s"),
+        "{}",
+        live[0]
+    );
+    for line in &live[1..] {
+        assert!(
+            line.contains(" records/s") && !line.contains("measuring"),
+            "{line}"
+        );
+    }
+    let text = follow(true);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let (_, live) = lines.split_last().expect("the final report");
+    assert!(live.len() >= 2, "{text}");
+    assert!(
+        live[0]["live"]["records_per_s"].is_null(),
+        "{}",
+        live[0]["live"]
+    );
+    for line in &live[1..] {
+        assert!(line["live"]["records_per_s"].is_f64(), "{}", line["live"]);
+    }
+}
