@@ -155,7 +155,10 @@
 //!                   "capture_wait_untold_ranges" began among more such waits than are kept,
 //!                   and keep those in their times, as `stats`), judged
 //!                 by the kernel rule but deciding nothing (the text marks a slow one
-//!                 "past R (reported, not judged)", as an operation's row by place),
+//!                 "past R (reported, not judged)", as an operation's row by place, and one
+//!                 "too_few" or "too_spread" `too few ranges to compare` or `too spread to
+//!                 compare`, saying where its few ranges are why: at 9 or fewer a side the
+//!                 median's interval spans every sample),
 //!  "regions": {"matched", "only_base", "only_new" (regions of prepared graphs, by graph
 //!              and index, each over its runs: not runs), "relabelled": [{"runtime" (the n-th
 //!              runtime, from 1), "prepared" (the n-th prepared graph, from 1), "region",
@@ -582,16 +585,39 @@ fn too_few_mark(row: &Value) -> &'static str {
 }
 
 /// The mark of a row compared by the kernel rule but not judged (an annotation range, an
-/// operation by place: the kernels' rows decide the verdict) whose ratio's interval lies
-/// past `--max-slowdown`: what it is, not `slower`, which a user read as a judgement beside
-/// a `same` verdict while the README says such rows are "reported, not judged".
-fn not_judged_mark(r: &Value, row: &Value) -> String {
-    match row["slow"].as_bool() {
-        Some(true) => format!(
+/// operation by place: the kernels' rows decide the verdict), its samples `noun` (`ranges`,
+/// `runs`): one whose ratio's interval lies past `--max-slowdown` is what it is, not
+/// `slower`, which a user read as a judgement beside a `same` verdict while the README says
+/// such rows are "reported, not judged"; one too few or too spread to say faster or slower
+/// is too few or too spread to compare, not "to judge" (it never is), and not for "unlike
+/// work under one name, or a loaded host?" where its few samples are why: at 9 or fewer a
+/// side, the median's interval runs from a side's fastest sample to its slowest (a fresh
+/// user's 8 frames called four of five annotation ranges `too spread to judge`).
+fn not_judged_mark(r: &Value, row: &Value, noun: &str) -> String {
+    let fewer = ["base", "new"]
+        .iter()
+        .filter_map(|side| row[side]["count"].as_u64())
+        .min()
+        .unwrap_or(0);
+    if row["slow"].as_bool() == Some(true) {
+        format!(
             "  past {} (reported, not judged)",
             ratio(r["max_slowdown"].as_f64().unwrap_or(0.0))
-        ),
-        _ => too_few_mark(row).to_owned(),
+        )
+    } else if row["too_few"].as_bool() == Some(true) {
+        format!("  too few {noun} to compare (reported, not judged)")
+    } else if row["too_spread"].as_bool() != Some(true) {
+        String::new()
+    } else if hrx_analysis::sketch::median_ranks(fewer) == Some((1, fewer)) {
+        format!(
+            "  too spread to compare: at {fewer} {noun} a side the interval spans them all \
+             (reported, not judged)"
+        )
+    } else {
+        format!(
+            "  too spread to compare: a side's {noun} differ by an order of magnitude \
+             (reported, not judged)"
+        )
     }
 }
 
@@ -671,7 +697,7 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             let mark = match a["status"].as_str() {
                 Some("new") => "  new".to_owned(),
                 Some("missing") => "  missing".to_owned(),
-                _ => not_judged_mark(r, a),
+                _ => not_judged_mark(r, a, "ranges"),
             };
             writeln!(
                 out,
@@ -1012,7 +1038,7 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
             t["name"].as_str().unwrap_or("")
         );
         let runs = format!("{}/{}", u(&t["base"]["count"]), u(&t["new"]["count"]));
-        let mark = not_judged_mark(r, t);
+        let mark = not_judged_mark(r, t, "runs");
         writeln!(
             out,
             "{name:<28} {runs:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
@@ -1112,6 +1138,68 @@ mod tests {
             "{said}"
         );
         assert!(!text(0, 0).contains("began among"));
+    }
+
+    /// Rows reported, not judged (annotation ranges, operations by place), too few or too
+    /// spread to say faster or slower, say so without "to judge" (they never are), and why
+    /// where their few samples are the reason: 8 ranges a side make the median's interval
+    /// every sample's (a fresh user's 8 frames called four of five annotation rows `too
+    /// spread to judge (unlike work under one name, or a loaded host?)`). A kernel's row,
+    /// judged, keeps its words.
+    #[test]
+    fn rows_not_judged_say_they_are_too_few_or_too_spread_to_compare_and_why() {
+        let side = |count: u64| serde_json::json!({"count": count, "p50_ns": 1_000_000});
+        let row = |name: &str, count: u64, (lo, hi): (f64, f64)| {
+            serde_json::json!({"name": name, "status": "matched", "slow": false,
+                               "ratio": 1.01, "interval": [lo, hi], "too_few": false,
+                               "too_spread": too_spread(Some((lo, hi))),
+                               "base": side(count), "new": side(count)})
+        };
+        let mut op = row("hrx_sobel", 8, (0.22, 3.45));
+        op["nth"] = 1.into();
+        op["prepared"] = 1.into();
+        op["new_region"] = 1.into();
+        let once = serde_json::json!({"name": "open", "status": "matched", "slow": false,
+                                      "too_few": true, "base": side(3), "new": side(3)});
+        let report = serde_json::json!({
+            "max_slowdown": 1.5,
+            "kernels": [row("hrx_sobel", 8, (0.22, 3.45))],
+            "annotations": [row("scale photo", 8, (0.22, 3.45)),
+                            row("wait for a photo", 40, (0.01, 134.0)), once],
+            "operations": {"times": [op]},
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap();
+        assert!(
+            line("hrx_sobel ")
+                .ends_with("  too spread to judge (unlike work under one name, or a loaded host?)"),
+            "{text}"
+        );
+        for (row, mark) in [
+            (
+                "scale photo ",
+                "  too spread to compare: at 8 ranges a side the interval spans them all \
+                 (reported, not judged)",
+            ),
+            (
+                "wait for a photo ",
+                "  too spread to compare: a side's ranges differ by an order of magnitude \
+                 (reported, not judged)",
+            ),
+            (
+                "open ",
+                "  too few ranges to compare (reported, not judged)",
+            ),
+            (
+                "g1 r1 hrx_sobel ",
+                "  too spread to compare: at 8 runs a side the interval spans them all \
+                 (reported, not judged)",
+            ),
+        ] {
+            assert!(line(row).ends_with(mark), "{row:?}: {text}");
+        }
     }
 
     /// An annotation range, or an operation by place, whose ratio lies past `--max-slowdown`
