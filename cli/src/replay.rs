@@ -159,6 +159,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             earlier.check_trace(&args.file).map_err(|why| {
                 Failure::new(format!("--add-to-baseline {}: {why}", path.display()))
             })?;
+            // A run at another pace than its runs' is no run of it: said before a replay that
+            // could not be added (it was refused after the whole replay).
+            earlier
+                .check_pace(args.pace == "captured")
+                .map_err(|why| {
+                    Failure::new(format!("--add-to-baseline {}: {why}", path.display())).hint(
+                        "add it at the baseline's pace (--pace), or save a baseline of this                          pace to another file (--save-baseline)",
+                    )
+                })?;
         }
     }
     // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).

@@ -271,6 +271,24 @@ impl Baseline {
         }
     }
 
+    /// Whether a replay paced as captured or not (`pace_captured`) may be one of its runs: a
+    /// baseline's runs are of one pace (one saved before its pace was kept takes either). A
+    /// tool asks before it replays ([`Baseline::add`] asks again), so that a replay is not
+    /// run for nothing (it was refused only after the replay).
+    ///
+    /// # Errors
+    /// Why not, in one line naming both paces.
+    pub fn check_pace(&self, pace_captured: bool) -> Result<(), String> {
+        match self.pace_captured {
+            Some(kept) if kept != pace_captured => Err(format!(
+                "saved from replays at {}, this replay at {}: a baseline's runs are of one pace",
+                pace(kept),
+                pace(pace_captured)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Adds `run` (the baseline of one more replay of the same recording on the same device,
     /// [`Baseline::of`]) as one more run: each row it shares gains the run's times, a row
     /// only it has is added (with its one run). The clocks kept are the first run's; the host
@@ -289,14 +307,8 @@ impl Baseline {
                 self.backend, self.device, run.backend, run.device
             ));
         }
-        if let (Some(kept), Some(this)) = (self.pace_captured, run.pace_captured)
-            && kept != this
-        {
-            return Err(format!(
-                "saved from replays at {}, this replay at {}: a baseline's runs are of one pace",
-                pace(kept),
-                pace(this)
-            ));
+        if let Some(this) = run.pace_captured {
+            self.check_pace(this)?;
         }
         let runs = (self.runs.checked_add(run.runs)).ok_or_else(|| {
             format!(

@@ -617,7 +617,8 @@ fn replays_added_to_a_baseline_are_its_runs() {
         stdout(&judged)
     );
     // The baseline keeps its pace: a replay at another is judged with a note, and is no
-    // run of it (one line, exit 2, after the replay's report; the baseline untouched).
+    // run of it: refused before it replays (one line, exit 2, no report; the baseline
+    // untouched), where it was refused after the whole replay.
     let before = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
     assert!(before.contains("\"pace_captured\": false"), "{before}");
     let paced = |more: &[&str]| {
@@ -635,12 +636,12 @@ fn replays_added_to_a_baseline_are_its_runs() {
     assert!(!line.trim_start().contains("  "), "single-spaced: {line}");
     assert!(line.contains("submissions ran at another pace"), "{line}");
     let added = paced(&["--add-to-baseline", "b.json"]);
-    assert_eq!(code(&added), 2, "{}", stderr(&added));
-    assert!(
-        stderr(&added).contains("a baseline's runs are of one pace"),
-        "{}",
-        stderr(&added)
+    assert_error(
+        &added,
+        "error: --add-to-baseline b.json: saved from replays at --pace none, this replay at \
+         --pace captured: a baseline's runs are of one pace",
     );
+    assert_eq!(stdout(&added), "", "replayed before it was refused");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("b.json")).unwrap(),
         before
