@@ -40,6 +40,7 @@
 
 use crate::scan::{Joiner, ScanSummary};
 use crate::stats::{Stats, StatsVisitor};
+use hrx_capture::ShowPath;
 use hrx_capture::reader::WarningKind;
 use hrx_capture::schema::FatalSignal;
 use hrx_capture::{ReadError, Record, Recovery, TraceReader, Warning, WriterWatch};
@@ -191,7 +192,7 @@ pub enum FollowError {
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The file could not be opened again for the appended part.
-    #[error("{}: cannot read what was appended: {source}", path.display())]
+    #[error("{}: cannot read what was appended: {source}", path.shown())]
     Reopen {
         /// The trace.
         path: PathBuf,

@@ -20,6 +20,7 @@
 //! skips the slot lookup. The slot is never read on the hot path: the gate is an atomic id,
 //! and each thread caches its ring for that id.
 
+use crate::ShowPath;
 use crate::writer::{CloseSummary, Recorder, RecorderOptions, Shared, WriteError, lock};
 use crate::{Record, writer};
 use std::ffi::OsString;
@@ -487,9 +488,9 @@ fn create_unshared(
     let own = own_path(&path, std::process::id());
     crate::to_stderr(format_args!(
         "hrx: {} {why}: this process ({}) records into {}",
-        path.display(),
+        path.shown(),
         std::process::id(),
-        own.display()
+        own.shown()
     ));
     Recorder::create(&own, options).map(|r| (r, own))
 }

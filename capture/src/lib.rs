@@ -51,6 +51,7 @@ pub mod reader;
 mod rewrite;
 mod ring;
 pub mod schema;
+mod shown;
 mod staging;
 pub mod summary;
 mod watch;
@@ -69,6 +70,7 @@ pub use reader::{
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;
+pub use shown::{ShowPath, Shown};
 pub use staging::{DeferredKind, RawRecord};
 pub use watch::{BEING_RECORDED, UNCLOSED_ENDING, WriterWatch};
 pub use writer::{

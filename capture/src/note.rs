@@ -9,6 +9,7 @@
 //! part of a header was written, the reader resynchronizes on the appended block's marker.
 //! Either way the note reads back. The file lock proves no recorder still writes the file.
 
+use crate::ShowPath;
 use crate::format::{BLOCK_HEADER_LEN, BlockEncoder, BlockHeader, BlockKind, FrameEncoder};
 use crate::reader::WarningKind;
 use crate::{MappedTrace, Record};
@@ -39,7 +40,7 @@ pub fn append_to_unclosed(path: &Path, records: &[Record]) -> io::Result<()> {
     if !crate::writer::lock_exclusive(&file)? {
         return Err(io::Error::new(
             io::ErrorKind::WouldBlock,
-            format!("{} is being written by a recorder", path.display()),
+            format!("{} is being written by a recorder", path.shown()),
         ));
     }
     let mut frames = FrameEncoder::new();

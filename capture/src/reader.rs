@@ -56,6 +56,7 @@
 //!   blocks with them, where its header lies past the damaged header's own bytes and its
 //!   blocks end before the file does.
 
+use crate::ShowPath;
 use crate::format::{
     BLOCK_HEADER_LEN, BlockHeader, BlockKind, Compatibility, FILE_HEADER_LEN, FileHeader, Footer,
     FormatError, FormatVersion, FrameDecoder, MAGIC, MAX_BLOCK_BYTES, TRAILER_LEN, decode_payload,
@@ -144,7 +145,7 @@ pub fn wait_for_trace<T, E>(
         if !said {
             crate::to_stderr(format_args!(
                 "waiting for {} to be written (up to {} s; Ctrl-C stops)",
-                path.display(),
+                path.shown(),
                 wait.as_secs()
             ));
             said = true;
@@ -171,7 +172,7 @@ impl<E> WaitError<E> {
             format!(
                 "gave up waiting {} s for {} to be written",
                 wait.as_secs(),
-                path.display()
+                path.shown()
             )
         })
     }

@@ -62,6 +62,7 @@
 //!   them, writes [`SessionEnd`], the footer index and the trailer, and fsyncs. A record
 //!   racing with `close` on another thread may be missed.
 
+use crate::ShowPath;
 use crate::activation;
 use crate::format::{
     BlockEncoder, BlockKind, FileHeader, Footer, FormatVersion, FrameEncoder, IndexEntry,
@@ -240,7 +241,7 @@ impl FileSink {
         if !holds_a_trace_or_nothing(&file)? {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                format!("{} exists and is not an hrx trace", path.display()),
+                format!("{} exists and is not an hrx trace", path.shown()),
             ));
         }
         if file.metadata()?.len() > 0
@@ -323,7 +324,7 @@ impl FileSink {
                     crate::to_stderr(format_args!(
                         "hrx: the program closed or replaced the trace's file descriptor {fd}: \
                          reopened {} and recording goes on",
-                        self.path.display()
+                        self.path.shown()
                     ));
                 }
                 Ok(self.file.insert(file))
@@ -333,7 +334,7 @@ impl FileSink {
                 format!(
                     "the program closed or replaced the trace's file descriptor {fd}, and {} \
                      could not be reopened: {e}",
-                    self.path.display()
+                    self.path.shown()
                 ),
             )),
         }
@@ -402,7 +403,7 @@ impl Drop for FileSink {
                 "hrx: the program closed or replaced the trace's file descriptor {} times: \
                  {} was reopened each time, nothing lost",
                 self.reopened,
-                self.path.display()
+                self.path.shown()
             ));
         }
         // A descriptor the program closed (or reused) is not closed again.
@@ -429,7 +430,7 @@ fn lock_as_writer(file: &File, path: &Path) -> io::Result<()> {
     }
     Err(io::Error::new(
         io::ErrorKind::WouldBlock,
-        format!("{} is being written by another recorder", path.display()),
+        format!("{} is being written by another recorder", path.shown()),
     ))
 }
 
@@ -452,7 +453,7 @@ impl Replacing {
         if (named.dev(), named.ino()) != (held.dev(), held.ino()) {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
-                format!("{} is being written by another recorder", path.display()),
+                format!("{} is being written by another recorder", path.shown()),
             ));
         }
         let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
@@ -595,7 +596,7 @@ impl Sink for FileSink {
                     error.kind(),
                     format!(
                         "cannot replace the earlier trace {}: {error}",
-                        replacing.target.display()
+                        replacing.target.shown()
                     ),
                 ));
             }
@@ -615,7 +616,7 @@ impl Sink for FileSink {
         if !linked && std::env::var_os(activation::TRACE_PATHS_ENV).is_none() {
             crate::to_stderr(format_args!(
                 "hrx: the trace {} was deleted while it was recorded: nothing of it remains",
-                self.path.display()
+                self.path.shown()
             ));
         }
         // Moved (renamed) while it was recorded: whole under its new name, which the
@@ -629,8 +630,8 @@ impl Sink for FileSink {
             activation::report_moved(&self.path, &now);
             crate::to_stderr(format_args!(
                 "hrx: the trace {} was moved while it was recorded: it is {} now",
-                self.path.display(),
-                now.display()
+                self.path.shown(),
+                now.shown()
             ));
         }
         Ok(())
@@ -824,7 +825,7 @@ impl FlushReport {
 #[non_exhaustive]
 pub enum WriteError {
     /// The trace file could not be created.
-    #[error("cannot create trace file {}: {source}", path.display())]
+    #[error("cannot create trace file {}: {source}", path.shown())]
     Create {
         /// The path.
         path: PathBuf,

@@ -8,6 +8,7 @@
 use crate::args::{Cli, CompletionsArgs, ManArgs};
 use crate::failure::Failure;
 use clap::CommandFactory;
+use hrx_capture::ShowPath;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -54,11 +55,11 @@ pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         Some(dir) => {
-            let fail = |e: io::Error| Failure::new(format!("{}: {e}", dir.display()));
+            let fail = |e: io::Error| Failure::new(format!("{}: {e}", dir.shown()));
             if dir.exists() && !dir.is_dir() {
                 return Err(Failure::new(format!(
                     "{}: not a directory (--dir names the directory to write the pages into)",
-                    dir.display()
+                    dir.shown()
                 ))
                 .into());
             }

@@ -191,6 +191,7 @@ use hrx_analysis::diff::{
     UNKNOWN_GRAPH, compare,
 };
 use hrx_analysis::units::{duration, id_runs, plural, ratio, ratio_with_interval};
+use hrx_capture::ShowPath;
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -233,7 +234,7 @@ fn load(path: &Path) -> anyhow::Result<(Profile, Vec<String>)> {
         .as_ref()
         .and_then(|r| r.lost.lossy_without_loss())
     {
-        crate::output::note(format_args!("{}: lost {mode}", path.display()));
+        crate::output::note(format_args!("{}: lost {mode}", path.shown()));
     }
     Ok((profile, warned))
 }
@@ -300,8 +301,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     if held == 0 && comparison.nothing_compared.is_none() {
         return Err(Failure::new(format!(
             "neither {} nor {} holds a submission: nothing to compare, which is not a match",
-            args.base.display(),
-            args.new.display()
+            args.base.shown(),
+            args.new.shown()
         ))
         .hint("`hrx-trace info` says what each trace holds (a recording cut short before its first submit holds none)")
         .into());
@@ -320,8 +321,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         let line = format!(
             "{} and {} hold {} in common, none with a recorded outcome in both and no output \
              to compare: nothing compared, which is not a match",
-            args.base.display(),
-            args.new.display(),
+            args.base.shown(),
+            args.new.shown(),
             hrx_analysis::units::plural(count("unknown"), "submission")
         );
         if !args.json {
@@ -352,8 +353,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     {
         crate::output::note(format_args!(
             "{} and {} are the same file: it is compared with itself",
-            args.base.display(),
-            args.new.display()
+            args.base.shown(),
+            args.new.shown()
         ));
     }
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;

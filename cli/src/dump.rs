@@ -13,6 +13,7 @@
 use crate::args::DumpArgs;
 use crate::failure::TraceError;
 use hrx_analysis::dump::Line;
+use hrx_capture::ShowPath;
 use hrx_capture::TraceReader;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -40,7 +41,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
             "{}: does not end with its index (cut short, still being recorded, or damaged at \
              its end): its records follow as far as they read, and how it ends is said after \
              them",
-            args.file.display()
+            args.file.shown()
         ));
     }
     let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());

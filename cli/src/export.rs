@@ -12,6 +12,7 @@ use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
 use hrx_analysis::export::{self, ClockDomain, ExportClock, ExportError, Format};
 use hrx_analysis::units::plural;
+use hrx_capture::ShowPath;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{Record, SessionStart};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -78,12 +79,12 @@ pub fn infer_format(format: Option<&str>, output: &Path) -> Result<OutputFormat,
         Some("parquet") => Ok(OutputFormat::Parquet),
         Some(other) => Err(Failure::new(format!(
             "cannot tell the export format from {}: .{other} is none of .json (chrome), .pftrace, .perfetto-trace, .perfetto or .pb (perfetto), .parquet or a directory (parquet)",
-            output.display()
+            output.shown()
         ))
         .hint(hint)),
         None => Err(Failure::new(format!(
             "cannot tell the export format from {}: it has no extension",
-            output.display()
+            output.shown()
         ))
         .hint(hint)),
     }
@@ -126,7 +127,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     if crate::output::standard_stream(&args.output) == Some(crate::output::StandardStream::Error) {
         return Err(Failure::new(format!(
             "cannot write the export to {}: it is standard error, where hrx-trace writes its warnings",
-            args.output.display()
+            args.output.shown()
         ))
         .hint("give -o a file name, or - for standard output")
         .into());
@@ -164,7 +165,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| {
                     Failure::new(format!(
                         "cannot write the export to {}: {e}",
-                        args.output.display()
+                        args.output.shown()
                     ))
                 })?;
             Box::new(file)
@@ -263,7 +264,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         writeln!(
             out,
             "{}: {}, {}{operations}, {}, {} (as view lists them), {}{host} ({})",
-            args.output.display(),
+            args.output.shown(),
             plural(total.tracks as u64, "track"),
             plural(total.slices, "slice"),
             plural(total.flows, "flow"),
@@ -288,7 +289,7 @@ fn large_json(output: &Path, bytes: u64) -> Option<String> {
             "{}: {} of Chrome JSON: chrome://tracing opens at most about 256 MiB and Perfetto's \
              UI may run out of memory on JSON this large; export to .pftrace (Perfetto's \
              protobuf, streamed by its UI and trace processor) or `hrx-trace trim` a range first",
-            output.display(),
+            output.shown(),
             hrx_analysis::units::bytes(bytes)
         )
     })
@@ -327,7 +328,7 @@ fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> any
         && std::fs::remove_file(partial).is_ok();
     error.context(format!(
         "cannot write {}{}",
-        output.display(),
+        output.shown(),
         if removed {
             " (removed the incomplete file)"
         } else {
@@ -351,7 +352,7 @@ fn warn(file: &Path, exported: &export::Exported) {
     if exported.unplaced_timings > 0 {
         crate::output::warn(format_args!(
             "{}: {} timings name a submission or region the trace does not record; they are not exported",
-            file.display(),
+            file.shown(),
             exported.unplaced_timings
         ));
     }
@@ -359,7 +360,7 @@ fn warn(file: &Path, exported: &export::Exported) {
     if exported.counts.flows_not_drawn > 0 {
         crate::output::warn(format_args!(
             "{}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",
-            file.display(),
+            file.shown(),
             exported.counts.flows_not_drawn,
             2 * export::WINDOW
         ));
@@ -372,13 +373,13 @@ fn warn(file: &Path, exported: &export::Exported) {
     if let Some(crossing) = crossing {
         crate::output::warn(format_args!(
             "{}: {crossing} an earlier one of its thread (closed out of order: neither inside it nor after it); a viewer would draw them wrongly, so they are on the thread's \"(crossing ranges)\" track",
-            file.display(),
+            file.shown(),
         ));
     }
     if exported.counts.timing_lost > 0 {
         crate::output::warn(format_args!(
             "{}: {} timing lost (records dropped): started, then their timing or completion was dropped by the lossy recording; marked on the Recorder track, not drawn running",
-            file.display(),
+            file.shown(),
             plural(exported.counts.timing_lost, "region"),
         ));
     }
@@ -414,7 +415,7 @@ fn open(
     // recorded faster than it is exported would otherwise never end.
     let left = file
         .metadata()
-        .map_err(|e| Failure::new(format!("{}: {e}", path.display())))?
+        .map_err(|e| Failure::new(format!("{}: {e}", path.shown())))?
         .len();
     let reader = TraceReader::new(Counting {
         inner: file.take(left),
@@ -474,7 +475,7 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
     if path.is_dir() {
         return Err(Failure::new(format!(
             "cannot write the export to {}: it is a directory",
-            path.display()
+            path.shown()
         ))
         .hint("give -o a file name, e.g. -o trace.json"));
     }
@@ -509,20 +510,20 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         if !dir.is_dir() {
             return Err(Failure::new(format!(
                 "cannot write Parquet tables to {}: it is a file, not a directory",
-                dir.display()
+                dir.shown()
             ))
             .hint("give -o a directory (created if missing), e.g. -o tables/")
             .into());
         }
         let other = std::fs::read_dir(dir)
-            .map_err(|e| Failure::new(format!("{}: {e}", dir.display())))?
+            .map_err(|e| Failure::new(format!("{}: {e}", dir.shown())))?
             .filter_map(Result::ok)
             .find(|e| !ours.iter().any(|o| e.file_name() == o.as_str()));
         if let Some(other) = other {
             return Err(Failure::new(format!(
                 "refusing to write Parquet tables into {}: it holds {}, which is no earlier table",
-                dir.display(),
-                other.file_name().to_string_lossy()
+                dir.shown(),
+                Path::new(&other.file_name()).shown()
             ))
             .hint("give -o an empty or new directory")
             .into());
@@ -536,7 +537,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         if tables > 0 && !dir.join(PARQUET_MARKER).is_file() {
             return Err(Failure::new(format!(
                 "refusing to write Parquet tables into {}: its tables were not written by hrx-trace export (no {PARQUET_MARKER})",
-                dir.display()
+                dir.shown()
             ))
             .hint("give -o an empty or new directory")
             .into());
@@ -549,7 +550,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         readers.push(open(file, &read, &progress)?);
     }
     std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.shown())))?;
     // Interrupted (SIGINT, SIGTERM, SIGHUP), the tables are removed as any export is, and
     // the directory when this export created it: no table without its footer is left for a
     // query over `exports/*/` to stumble on.
@@ -566,7 +567,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         dir.join(PARQUET_MARKER),
         b"hrx-trace export --format parquet\n",
     )
-    .map_err(|e| Failure::new(format!("cannot write {}: {e}", dir.display())))?;
+    .map_err(|e| Failure::new(format!("cannot write {}: {e}", dir.shown())))?;
     let written = export::write_parquet(readers, dir);
     let exported = match written {
         Ok(exported) => exported,
@@ -586,7 +587,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             };
             return Err(error.context(format!(
                 "cannot write Parquet tables to {} (removed the tables written)",
-                dir.display()
+                dir.shown()
             )));
         }
     };
@@ -604,7 +605,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "{}: {} tables, {}, {} of {}, {} (parquet)",
-        dir.display(),
+        dir.shown(),
         ours.len() - 1, // the marker is no table
         plural(total.slices, "region row"),
         plural(total.operation_slices, "operation timing row"),
@@ -641,8 +642,8 @@ fn refuse_same_session(
         if let Some((first, _)) = seen.iter().find(|(_, s)| same(s)) {
             return Err(Failure::new(format!(
                 "{} and {} hold the same recording session (host {}, pid {}): a merged export would show it twice",
-                first.display(),
-                file.display(),
+                first.shown(),
+                file.shown(),
                 session.host,
                 session.pid
             ))

@@ -10,6 +10,7 @@
 //! an error: exit 0, or the verdict's code for `replay` and `diff`.
 
 use hrx_capture::ReadError;
+use hrx_capture::ShowPath;
 use hrx_capture::Warning;
 use hrx_capture::format::{FormatError, VersionError};
 use hrx_capture::reader::{ReadErrorKind, WarningKind};
@@ -64,7 +65,7 @@ pub struct TraceError {
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.error)
+        write!(f, "{}: {}", self.path.shown(), self.error)
     }
 }
 
@@ -332,7 +333,7 @@ pub fn warn_partial_as<'a>(
         crate::output::detail(format_args!(
             "{}: read {} records from {} complete blocks ({} blocks and {} records skipped), \
              {:.3} s after start",
-            path.display(),
+            path.shown(),
             r.records,
             r.complete_blocks,
             r.skipped_blocks,
@@ -360,7 +361,7 @@ pub fn warn_partial_as<'a>(
         .map(|warning| one_line(&warning.to_string()))
         .chain(ends)
         .chain(lost)
-        .map(|line| format!("{}: {line}", path.display()))
+        .map(|line| format!("{}: {line}", path.shown()))
         .collect();
     for line in &warned {
         crate::output::warn(line);
@@ -419,7 +420,7 @@ pub fn require_rereadable(path: &std::path::Path, verb: &str) -> Result<(), Fail
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() && !m.is_dir() => Err(Failure::new(format!(
             "{}: not a regular file (a pipe or a device): `{verb}` reads trace files, not streams",
-            path.display()
+            path.shown()
         ))
         .hint("save the trace to a file first")),
         _ => Ok(()),

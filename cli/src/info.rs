@@ -7,6 +7,7 @@ use crate::args::InfoArgs;
 use crate::failure::TraceError;
 use hrx_analysis::info::TraceInfo;
 use hrx_analysis::units::{bytes, duration, plural};
+use hrx_capture::ShowPath;
 use hrx_capture::format::{Codec, Compression};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -304,7 +305,7 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
         out,
         "{:<12} {} ({})",
         "file",
-        path.display(),
+        path.shown(),
         bytes(stats.file_len_bytes)
     )?;
     let blocks = match h.compression {
@@ -503,7 +504,7 @@ pub(crate) fn unjoined(stats: &TraceInfo) -> Option<String> {
 /// counts them): what `stats`, `diff` and `dump` say, in `info`'s words. Returns the line
 /// warned, without its `warning: ` (a JSON report's `warnings`).
 pub(crate) fn warn_unjoined(path: &Path, counts: [u64; 3]) -> Option<String> {
-    let line = format!("{}: {}", path.display(), unjoined_line(counts)?);
+    let line = format!("{}: {}", path.shown(), unjoined_line(counts)?);
     crate::output::warn(&line);
     Some(line)
 }

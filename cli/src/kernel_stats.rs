@@ -135,6 +135,7 @@ use hrx_analysis::units::{bandwidth, bytes, duration, plural, rate};
 use hrx_analysis::{
     KernelStats, OperationStats, RunningRegion, ScanSummary, Stats, StatsVisitor, queue_name,
 };
+use hrx_capture::ShowPath;
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -181,7 +182,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         if tail.restarts() > restarts {
             crate::output::note(format_args!(
                 "{}: a new recording replaced the trace; following it from its start",
-                path.display()
+                path.shown()
             ));
         }
         Ok(())
@@ -276,7 +277,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         crate::output::note(format_args!(
             "{0} was recorded again while it was followed; this report is of the earlier \
              recording (read {0} again for the new one)",
-            path.display()
+            path.shown()
         ));
     }
     // Whether a recorder still writes the recording followed (the loop ends once it is

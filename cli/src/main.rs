@@ -22,6 +22,7 @@ mod trim;
 mod workload;
 
 use args::{Cli, Command};
+use hrx_capture::ShowPath;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -73,7 +74,7 @@ fn view(
             "{0}: being recorded now (a recorder holds it): the view showed what was written \
              when it opened, its end not written yet (not a crash); `hrx-trace view --follow \
              {0}` follows it as it grows",
-            file.display()
+            file.shown()
         ));
     }
     // Said once the terminal is given back (the index is built while it shows the summary).

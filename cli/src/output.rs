@@ -12,6 +12,7 @@
 //!   unless the environment sets `NO_COLOR` to anything non-empty (<https://no-color.org>);
 //!   `always` and `never` override it, as `ls`, `git` and `cargo` do. JSON is never coloured.
 
+use hrx_capture::ShowPath;
 use std::io::IsTerminal;
 use std::sync::OnceLock;
 
@@ -336,7 +337,7 @@ pub fn warn_ends_before_start(path: &std::path::Path, n: u64, verb: &str) -> Opt
     }
     let line = format!(
         "{}: {} (crafted or damaged times): each {verb} as 0 ns long",
-        path.display(),
+        path.shown(),
         match n {
             1 => "1 span or range ends before it starts".to_owned(),
             n => format!("{n} spans or ranges end before they start"),

@@ -12,6 +12,7 @@
 //! [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals their
 //! default action again.
 
+use hrx_capture::ShowPath;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, IsTerminal};
@@ -155,7 +156,7 @@ fn name(paths: &[std::path::PathBuf], dir: Option<&Path>, removed: &str, shown: 
         let name = crate::record::signal_text(signal);
         let text = format!(
             "{clear}error: interrupted by {name}: removed {removed} {}\n",
-            shown.display()
+            shown.shown()
         );
         (signal, text.into_bytes())
     };

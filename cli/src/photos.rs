@@ -13,6 +13,7 @@
 //! decoded frames are kept and reused instead of decoded again.
 
 use crate::failure::Failure;
+use hrx_capture::ShowPath;
 use hrx_workloads::Frame;
 use image::DynamicImage;
 use image::imageops::FilterType;
@@ -55,7 +56,7 @@ impl Photos {
     pub fn open(input: Option<&Path>, max_width: u32) -> Result<Photos, Failure> {
         let default_dir = Path::new(DEFAULT_DIR);
         let (source, origin) = match input {
-            Some(path) => (Source::Files(list(path)?), path.display().to_string()),
+            Some(path) => (Source::Files(list(path)?), path.shown().to_string()),
             None if default_dir.is_dir() => match list(default_dir) {
                 Ok(files) => (Source::Files(files), DEFAULT_DIR.to_string()),
                 Err(_) => (Source::BuiltIn, "the built-in photo".to_string()),
@@ -128,7 +129,7 @@ impl Photos {
             Source::Files(files) => {
                 let path = &files[index];
                 let cannot = |what: &str, e: &dyn std::fmt::Display| {
-                    Failure::new(format!("cannot {what} {}: {e}", path.display()))
+                    Failure::new(format!("cannot {what} {}: {e}", path.shown()))
                 };
                 let bytes = std::fs::read(path).map_err(|e| cannot("open", &e))?;
                 let reader = image::ImageReader::new(std::io::Cursor::new(&bytes))
@@ -213,15 +214,15 @@ fn list(input: &Path) -> Result<Vec<PathBuf>, Failure> {
     if std::fs::metadata(input).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         return Err(Failure::new(format!(
             "--input {}: not an image file or a directory of them",
-            input.display()
+            input.shown()
         )));
     }
     let images = hrx_workloads::image_files(input)
-        .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.display())))?;
+        .map_err(|e| Failure::new(format!("cannot read {}: {e}", input.shown())))?;
     if images.is_empty() {
         return Err(Failure::new(format!(
             "no .jpg, .jpeg or .png images in {}",
-            input.display()
+            input.shown()
         ))
         .hint("give --input a JPEG/PNG file or a directory of them"));
     }

@@ -47,6 +47,7 @@ use crate::args::RecordArgs;
 use crate::failure::{EXIT_FAILURE, Failure};
 use crate::summary;
 use hrx_analysis::info::TraceInfo;
+use hrx_capture::ShowPath;
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::path::Path;
@@ -134,7 +135,7 @@ pub fn warn_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, 
         crate::output::warn(format_args!(
             "{}: the capture range {range} kept no submission (the program submitted \
              fewer, or ended before it)",
-            path.display()
+            path.shown()
         ));
     }
 }
@@ -224,7 +225,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         unclaimed,
         gone,
     } = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
-    let shown = |path: &Path| -> std::path::PathBuf {
+    let relative = |path: &Path| -> std::path::PathBuf {
         let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
         relative.map_or_else(|_| path.to_owned(), Path::to_owned)
     };
@@ -235,7 +236,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         crate::failure::report(&anyhow::Error::new(Failure::new(format!(
             "the trace {} is lost: a process of {} recorded into it, but it no longer exists \
              (deleted or moved while it was recorded)",
-            shown(path).display(),
+            relative(path).shown(),
             name(program)
         ))));
     }
@@ -248,7 +249,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
             "no trace: {} wrote nothing to {} (it does not use hrx, or it exited before \
              creating an hrx runtime, or creating one failed: see its own output){}",
             name(program),
-            args.output.display(),
+            args.output.shown(),
             match earlier {
                 false => "",
                 true if std::path::absolute(&expanded)
@@ -291,7 +292,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     if let Ok(absolute) = std::path::absolute(&expanded) {
         let wrote_there = written.contains(&absolute);
         if earlier && wrote_there {
-            note_replaced(&shown(&absolute), earlier_inode);
+            note_replaced(&relative(&absolute), earlier_inode);
         }
         // Its processes recorded elsewhere (a nested `hrx-trace record -o OTHER`, or their
         // own `RuntimeOptions::trace`): said, as `-o`'s file was not written (a fresh-user
@@ -306,10 +307,10 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 name(program),
                 written
                     .iter()
-                    .map(|p| shown(p).display().to_string())
+                    .map(|p| relative(p).shown().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                shown(&absolute).display()
+                relative(&absolute).shown()
             ));
         }
     }
@@ -319,14 +320,14 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     for path in &written {
         let unclaimed = unclaimed.contains(path);
         let absolute = path;
-        let path = shown(path);
+        let path = relative(path);
         if unclaimed {
             crate::output::note(format_args!(
                 "{} was written while {} ran by a process that did not tell this recording \
                  which file it records into (built with an older hrx, HRX_TRACE_PATHS did not \
                  reach it, or another recording to the same name that has ended): taken as \
                  this recording's",
-                path.display(),
+                path.shown(),
                 name(program)
             ));
         }
@@ -369,10 +370,10 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                              itself with exec, which runs no exit handler, so the trace was \
                              never closed and what it recorded since its last flush (at most \
                              100 ms) is lost; {} is the trace of the program it ran",
-                            path.display(),
+                            path.shown(),
                             stats.recovery.end(),
                             session.pid,
-                            shown(&later).display()
+                            relative(&later).shown()
                         ))
                         .hint(
                             "call hrx::close_trace() before exec: the program it runs then \
@@ -389,7 +390,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                              no exit handler, losing what it recorded since its last flush, at \
                              most 100 ms; or it was killed or crashed, or its writes failed: a \
                              full disk or a file size limit?)",
-                            path.display(),
+                            path.shown(),
                             stats.recovery.end(),
                             name(program)
                         ))
@@ -406,7 +407,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     // too, `-q` or not (a warning is never silenced).
                     crate::output::warn(format_args!(
                         "{}: {}; it holds what was written before {} ended ({ended})",
-                        path.display(),
+                        path.shown(),
                         stats.recovery.end(),
                         name(program)
                     ));
@@ -417,7 +418,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     // program's exit code stays what it was where the program failed.
                     let error = anyhow::Error::new(Failure::new(format!(
                         "cannot write the summary of {} to standard output: {error}",
-                        path.display()
+                        path.shown()
                     )));
                     crate::failure::report(&error);
                     failed = true;
@@ -554,7 +555,7 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, Death>) {
     if let Err(error) = hrx_capture::append_to_unclosed(path, &[note]) {
         crate::output::warn(format_args!(
             "{}: could not note the program's death in the trace: {error}",
-            path.display()
+            path.shown()
         ));
     }
 }
@@ -612,9 +613,9 @@ pub fn print_summary(
             // `lost` line, as a warning.
             let lost = &stats.recovery.lost;
             if !lost.is_none() {
-                crate::output::warn(format_args!("{}: {lost}", path.display()));
+                crate::output::warn(format_args!("{}: {lost}", path.shown()));
             } else if let Some(mode) = lost.lossy_without_loss() {
-                crate::output::warn(format_args!("{}: lost {mode}", path.display()));
+                crate::output::warn(format_args!("{}: lost {mode}", path.shown()));
             }
             Ok(())
         }
@@ -646,7 +647,7 @@ pub fn check_output(template: &Path, path: &Path) -> Result<bool, Failure> {
     if path.is_dir() || path.as_os_str().as_bytes().ends_with(b"/") {
         return Err(Failure::new(format!(
             "cannot write the trace to {}: it is a directory{}",
-            path.display(),
+            path.shown(),
             if path.is_dir() {
                 ""
             } else {
@@ -684,7 +685,7 @@ pub fn note_replaced(path: &Path, earlier: Option<(u64, u64)>) {
     if earlier.is_none() || file_inode(path) != earlier {
         crate::output::note(format_args!(
             "{} held an earlier trace: it is replaced",
-            path.display()
+            path.shown()
         ));
         return;
     }
@@ -696,7 +697,7 @@ pub fn note_replaced(path: &Path, earlier: Option<(u64, u64)>) {
     crate::output::note(format_args!(
         "{} held an earlier trace: it was emptied in place, {why}; a reader still reading it \
          reads two recordings as one",
-        path.display()
+        path.shown()
     ));
 }
 
@@ -746,8 +747,8 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
     };
     Err(Failure::new(format!(
         "cannot write {what} to {}: directory {} {why}",
-        path.display(),
-        parent.display()
+        path.shown(),
+        parent.shown()
     )))
 }
 
@@ -779,7 +780,7 @@ pub fn refuse_being_recorded(path: &Path, verb: &str, needs: &str) -> Result<(),
     }
     Err(Failure::new(format!(
         "{}: cannot {verb}: it is being recorded now (a recorder holds it), and {needs}",
-        path.display()
+        path.shown()
     ))
     .hint("wait for the recording to end (`hrx-trace stats --follow` and `view --follow` follow a live trace)"))
 }
@@ -802,7 +803,7 @@ pub fn refuse_live(path: &Path, what: &str) -> Result<(), Failure> {
     {
         return Err(Failure::new(format!(
             "cannot write {what} to {}: another recorder is writing it",
-            path.display()
+            path.shown()
         ))
         .hint("choose another -o file, or wait for that recording to end"));
     }
@@ -867,7 +868,7 @@ pub fn refuse_special(path: &Path, what: &str) -> Result<(), Failure> {
     {
         Some(kind) => Err(Failure::new(format!(
             "cannot write the {what} to {}: it is {kind}, not a file",
-            path.display()
+            path.shown()
         ))
         .hint("give -o a regular file")),
         None => Ok(()),
@@ -901,7 +902,7 @@ pub fn refuse_overwrite(
             format!("it exists and is not {what}")
         };
         return Err(
-            Failure::new(format!("refusing to overwrite {}: {is}", path.display()))
+            Failure::new(format!("refusing to overwrite {}: {is}", path.shown()))
                 .hint("choose another -o file, or remove it first"),
         );
     }
@@ -916,7 +917,7 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
     let refuse = |what: String, error: io::Error| {
         Failure::new(format!(
             "cannot write the trace to {}: {what}: {error}",
-            path.display()
+            path.shown()
         ))
         .hint("choose a writable -o path")
     };
@@ -929,11 +930,13 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
     }
     let dir = folder_of(path);
     creates_files_in(&dir)
-        .map_err(|e| refuse(format!("no file can be created in {}", dir.display()), e))
+        .map_err(|e| refuse(format!("no file can be created in {}", dir.shown()), e))
 }
 
+/// The recorded program as messages name it: a path, shown as every path is
+/// ([`ShowPath::shown`]).
 fn name(program: &OsStr) -> String {
-    program.to_string_lossy().into_owned()
+    Path::new(program).shown().to_string()
 }
 
 fn spawn_failure(program: &OsStr, error: &io::Error) -> Failure {

@@ -31,6 +31,7 @@
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
+use hrx_capture::ShowPath;
 use hrx_replay::ReplayOptions;
 use std::io::Write;
 use std::process::ExitCode;
@@ -74,11 +75,7 @@ pub(crate) fn check_max_slowdown(ratio: f64) -> Result<(), Failure> {
 
 /// A baseline at `path` that can judge nothing here, and `why`: the gate fails (exit 2).
 fn nothing_judged(path: &std::path::Path, why: &str) -> Failure {
-    Failure::new(format!(
-        "baseline {}: {why}: nothing judged",
-        path.display()
-    ))
-    .hint(
+    Failure::new(format!("baseline {}: {why}: nothing judged", path.shown())).hint(
         "save a baseline from this recording on this device (`--save-baseline`) and judge \
          its later replays",
     )
@@ -145,7 +142,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             return Err(Failure::new(format!(
                 "{flag} {}: the baseline this replay is judged against; a baseline \
                  overwritten by each replay it judges would follow every build",
-                path.display()
+                path.shown()
             ))
             .hint("save to another file, and replace the judged one deliberately")
             .into());
@@ -157,14 +154,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             let earlier =
                 hrx_replay::Baseline::load(path).map_err(|e| Failure::new(e.to_string()))?;
             earlier.check_trace(&args.file).map_err(|why| {
-                Failure::new(format!("--add-to-baseline {}: {why}", path.display()))
+                Failure::new(format!("--add-to-baseline {}: {why}", path.shown()))
             })?;
             // A run at another pace than its runs' is no run of it: said before a replay that
             // could not be added (it was refused after the whole replay).
             earlier
                 .check_pace(args.pace == "captured")
                 .map_err(|why| {
-                    Failure::new(format!("--add-to-baseline {}: {why}", path.display())).hint(
+                    Failure::new(format!("--add-to-baseline {}: {why}", path.shown())).hint(
                         "add it at the baseline's pace (--pace), or save a baseline of this                          pace to another file (--save-baseline)",
                     )
                 })?;
@@ -296,9 +293,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .strip_prefix("the trace cannot be replayed: ")
             .unwrap_or(&error);
         let failure = if lost {
-            Failure::new(format!("{}: {why}", args.file.display()))
+            Failure::new(format!("{}: {why}", args.file.shown()))
         } else {
-            Failure::new(format!("{}: cannot replay: {why}", args.file.display()))
+            Failure::new(format!("{}: cannot replay: {why}", args.file.shown()))
         };
         if unavailable {
             failure.hint(
@@ -321,18 +318,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     "the first submission needs it: `hrx-trace trim {0} -o OUT --submissions \
                      N..` keeps the submissions from N on (N past 1), which replays where \
                      their own host writes replace these bytes",
-                    args.file.display()
+                    args.file.shown()
                 ),
                 Some(n) => format!(
                     "the submissions before {n} do not need it: `hrx-trace trim {0} -o OUT \
                      --submissions ..{n}` keeps them, which replays (so does a \
                      stretch after {n} whose own host writes replace these bytes)",
-                    args.file.display()
+                    args.file.shown()
                 ),
                 None => format!(
                     "`hrx-trace trim {} -o OUT --submissions A..B` keeps a stretch of \
                      submissions without it, which replays",
-                    args.file.display()
+                    args.file.shown()
                 ),
             })
         } else if no_start {
@@ -341,13 +338,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; no trim of it replays, as the \
                  runtime's start is lost with its block: record again",
-                args.file.display()
+                args.file.shown()
             ))
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \
                  --submissions A..B` keeps a stretch of submissions without it, which replays",
-                args.file.display()
+                args.file.shown()
             ))
         } else if no_contents {
             failure.hint(
@@ -387,12 +384,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             crate::output::warn(format_args!(
                 "{}: baseline not saved: the replay compared nothing (no outcome and no output \
                  of the capture to check it against)",
-                path.display()
+                path.shown()
             ));
         } else if report.summary.divergences > 0 {
             crate::output::warn(format_args!(
                 "{}: baseline not saved: the replay diverged from the capture ({})",
-                path.display(),
+                path.shown(),
                 hrx_analysis::units::plural(report.summary.divergences as u64, "divergence")
             ));
         } else {
@@ -471,7 +468,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     // A match of nothing is no match: said on standard error as well as in the report.
     if let Some(what) = &report.nothing_compared {
-        crate::output::warn(format_args!("{}: {what}", args.file.display()));
+        crate::output::warn(format_args!("{}: {what}", args.file.shown()));
     }
     // Written, not printed: `print!` would panic on a closed standard output (`| head`).
     let mut out = std::io::stdout().lock();
@@ -502,7 +499,7 @@ fn say_saved(
         crate::output::warn(format_args!(
             "{}: saved without naming its recording (the trace's session start is \
              lost): it cannot tell a replay of another recording from its own",
-            path.display()
+            path.shown()
         ));
     }
     // A baseline of loaded times makes later gates less sensitive: saved, but said.
@@ -510,14 +507,14 @@ fn say_saved(
         crate::output::warn(format_args!(
             "{}: saved from a replay on a loaded host, its load {}: later replays are judged \
              against slower times than a quiet machine's; save it again on a quiet one",
-            path.display(),
+            path.shown(),
             report.replay.host.describe()
         ));
     }
     if baseline.runs == 1 {
         crate::output::note(format_args!(
             "baseline saved to {} ({} timing rows)",
-            path.display(),
+            path.shown(),
             baseline.rows.len()
         ));
     } else {
@@ -526,7 +523,7 @@ fn say_saved(
             (baseline.rows.iter()).max_by(|a, b| a.between_runs().total_cmp(&b.between_runs()));
         let said = format!(
             "baseline {} now holds {} runs ({} timing rows){}",
-            path.display(),
+            path.shown(),
             baseline.runs,
             baseline.rows.len(),
             widest.map_or(String::new(), |row| format!(
@@ -568,7 +565,7 @@ impl Spool {
                     let dir = std::env::temp_dir();
                     Failure::new(format!(
                         "cannot create a temporary file for the JSON report in {}: {e}",
-                        dir.display()
+                        dir.shown()
                     ))
                     .hint("set TMPDIR to a directory that exists and can be written")
                 })

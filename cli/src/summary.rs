@@ -14,6 +14,7 @@
 
 use hrx_analysis::info::TraceInfo;
 use hrx_analysis::units::{bytes, duration, plural};
+use hrx_capture::ShowPath;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -82,7 +83,7 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     }
     line(
         "file",
-        format!("{} ({})", path.display(), stats.close_state()),
+        format!("{} ({})", path.shown(), stats.close_state()),
     )
 }
 

@@ -9,6 +9,7 @@ use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
 use hrx_analysis::trim::{Selection, TrimError, TrimSummary, open_checked, trim};
 use hrx_analysis::units::{bytes, plural};
+use hrx_capture::ShowPath;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -41,7 +42,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     if same(&args.file, &args.output) {
         return Err(Failure::new(format!(
             "refusing to trim {} into itself",
-            args.file.display()
+            args.file.shown()
         ))
         .hint("give -o another file")
         .into());
@@ -49,7 +50,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     if args.output.is_dir() {
         return Err(Failure::new(format!(
             "cannot write the trimmed trace to {}: it is a directory",
-            args.output.display()
+            args.output.shown()
         ))
         .hint("give -o a file name, e.g. -o trimmed.hrxt")
         .into());
@@ -84,7 +85,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             // The partial file is ours, not a name the user gave: name the output.
             Failure::new(format!(
                 "cannot write the trimmed trace to {}: {e}",
-                args.output.display()
+                args.output.shown()
             ))
         })?;
     let source = args.file.display().to_string();
@@ -121,7 +122,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
                 // Its message holds its cause: as one line, not also as the error's source
                 // (it read "No space left on device (os error 28): No space left ...").
                 other => {
-                    Failure::new(format!("cannot write {}: {other}", args.output.display())).into()
+                    Failure::new(format!("cannot write {}: {other}", args.output.shown())).into()
                 }
             });
         }
@@ -132,9 +133,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         .and_then(|f| f.sync_all());
     if let Err(error) = finish {
         let _ = std::fs::remove_file(&partial);
-        return Err(
-            Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
-        );
+        return Err(Failure::new(format!("cannot write {}: {error}", args.output.shown())).into());
     }
     // Again, as late as can be: a recording may have started there while trimming.
     if let Err(live) = crate::record::refuse_live(&args.output, "the trimmed trace") {
@@ -143,9 +142,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     }
     if let Err(error) = std::fs::rename(&partial, &output) {
         let _ = std::fs::remove_file(&partial);
-        return Err(
-            Failure::new(format!("cannot write {}: {error}", args.output.display())).into(),
-        );
+        return Err(Failure::new(format!("cannot write {}: {error}", args.output.shown())).into());
     }
     interruptible.finished();
     if earlier {
@@ -165,14 +162,14 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         crate::output::warn(format_args!(
             "{}: {} the range refers to (kernel code, host writes, outputs) {} not in {} (a \
              damaged part was skipped): the trimmed trace lacks {} and will not replay whole",
-            args.output.display(),
+            args.output.shown(),
             hrx_analysis::units::plural(summary.missing_blobs, "stored content"),
             if summary.missing_blobs == 1 {
                 "is"
             } else {
                 "are"
             },
-            args.file.display(),
+            args.file.shown(),
             if summary.missing_blobs == 1 {
                 "it"
             } else {
@@ -200,7 +197,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
             crate::output::warn(format_args!(
                 "{}: --submissions {} reaches past the submissions it holds: {what} \
                  (`hrx-trace info` shows what a trace holds)",
-                args.file.display(),
+                args.file.shown(),
                 args.submissions.as_deref().unwrap_or_default(),
             ));
         }
@@ -213,11 +210,11 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         let buffers: Vec<String> = r.unknown_buffers.iter().map(|b| b.to_string()).collect();
         crate::output::warn(format_args!(
             "{}: not replayable exactly: runtime {} reads {} before submission {} that {} does not hold ({} {}; its replay excludes the outputs that depend on them; record with HRX_TRACE_CONTENTS=1 HRX_TRACE_DIGESTS=all to keep the contents of every output, GPU-local ones too)",
-            args.output.display(),
+            args.output.shown(),
             r.runtime,
             bytes(r.unknown_bytes),
             r.start,
-            args.file.display(),
+            args.file.shown(),
             if buffers.len() == 1 {
                 "buffer"
             } else {
@@ -264,7 +261,7 @@ fn print_summary(args: &TrimArgs, summary: &TrimSummary) -> std::io::Result<()> 
     writeln!(
         stdout,
         "{}: {} records, {} ({} of the {} read, {} of the trim's own: {})",
-        args.output.display(),
+        args.output.shown(),
         summary.records_out,
         bytes(summary.bytes_out),
         summary.records_kept,

@@ -24,6 +24,7 @@ use crate::record::{check_output, print_summary};
 use anyhow::Context;
 use hrx::{BackendChoice, FaultSpec, FaultTarget, Runtime, RuntimeOptions};
 use hrx_analysis::units::plural;
+use hrx_capture::ShowPath;
 use hrx_workloads::{Pipeline, PipelineOptions};
 use std::process::ExitCode;
 
@@ -210,7 +211,7 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
                 crate::output::note(format_args!(
                     "{} was written and closed: it holds what ran before the error below, not \
                      the error itself",
-                    output.display()
+                    output.shown()
                 ));
             }
             return Err(error);

@@ -44,6 +44,7 @@
 
 use crate::report::{Clock, Durations, GpuClocksAround, HostLoad, Report, clocks_moved};
 use crate::{ReplayError, ReplayOptions};
+use hrx_capture::ShowPath;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -441,7 +442,7 @@ impl Baseline {
                 } else {
                     Err(baseline_error(
                         path,
-                        format!("cannot write it: no directory {}", dir.display()),
+                        format!("cannot write it: no directory {}", dir.shown()),
                     ))
                 }
             }

@@ -5,6 +5,7 @@
 //! could not be set up. A replay that ran and found differences is not an error: it is a
 //! [`crate::Report`] with the verdict [`crate::Verdict::Regression`].
 
+use hrx_capture::ShowPath;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -14,7 +15,7 @@ use thiserror::Error;
 pub enum ReplayError {
     /// The trace file could not be read (including a format major version this reader
     /// refuses).
-    #[error("cannot read trace {}: {source}", path.display())]
+    #[error("cannot read trace {}: {source}", path.shown())]
     Read {
         /// The file.
         path: PathBuf,
@@ -149,7 +150,7 @@ pub enum ReplayError {
         why: String,
     },
     /// A baseline file ([`crate::Baseline`]) could not be read or written, or is none.
-    #[error("baseline {}: {why}", path.display())]
+    #[error("baseline {}: {why}", path.shown())]
     Baseline {
         /// The file.
         path: PathBuf,

@@ -46,6 +46,7 @@ use crossterm::event::{
 };
 use crossterm::{cursor, execute, terminal};
 use hrx_analysis::stats_follow::ReadBudget;
+use hrx_capture::ShowPath;
 use hrx_capture::WriterWatch;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -248,7 +249,7 @@ fn opened_as_closed(path: &Path) -> bool {
             format_args!(
                 "note: {}: closed cleanly, nothing more to follow: opened as `view` opens it \
                  (a new recording to it is not followed)\n",
-                path.display()
+                path.shown()
             ),
         );
     }

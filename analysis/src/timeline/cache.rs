@@ -37,6 +37,7 @@
 use super::column::{Column, Plain};
 use super::lanes::Lane;
 use super::model::Model;
+use hrx_capture::ShowPath;
 use hrx_capture::schema::{Queue, RuntimeId};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
@@ -339,8 +340,8 @@ pub fn open<E>(
                 "the view cache could not keep the index of {} in {} ({error}): it was built \
                  in memory, and is built again at every view (free space there, or set \
                  {CACHE_ENV} to another folder)",
-                path.display(),
-                dir.display()
+                path.shown(),
+                dir.shown()
             ),
         )),
     }
@@ -519,7 +520,7 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
                 format!(
                     "{} is not a private directory of this user (owner uid {}, mode {:o}); \
                      set {CACHE_ENV} to another directory, or to off",
-                    dir.display(),
+                    dir.shown(),
                     meta.uid(),
                     meta.mode() & 0o7777
                 ),
@@ -537,8 +538,8 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
                     format!(
                         "{} is in {}, which another user may change (owner uid {}, mode \
                          {:o}); set {CACHE_ENV} to another directory, or to off",
-                        dir.display(),
-                        parent.display(),
+                        dir.shown(),
+                        parent.shown(),
                         meta.uid(),
                         meta.mode() & 0o7777
                     ),

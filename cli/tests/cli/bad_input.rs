@@ -1216,3 +1216,75 @@ fn one_damaged_block_is_explained_alike_by_every_verb() {
         .unwrap_or_else(|| panic!("{export:#}"));
     assert_eq!(mark["args"]["recovered"], said, "{mark}");
 }
+
+/// A trace's name holding a newline or an escape sequence is shown quoted and escaped in
+/// every message naming it (`error:`, `warning:`, `note:` lines, the one-line headers of the
+/// reports), as Rust's `{:?}` writes a string: printed raw, one warning read as two lines,
+/// the second no message at all, and the escape sequence reached the terminal. A plain name
+/// is shown as it is (every other test).
+#[test]
+fn a_trace_name_with_control_characters_is_escaped_in_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "cut\n\u{1b}[2Jshort.hrxt";
+    let shown = r#""cut\n\u{1b}[2Jshort.hrxt""#;
+    // Each line of standard error one message; nothing of the name raw.
+    let one_line_each = |what: &str, err: &str| {
+        for line in err.lines() {
+            assert!(
+                ["error: ", "warning: ", "note: ", "hint: ", "running "]
+                    .iter()
+                    .any(|p| line.starts_with(p)),
+                "{what}: a line that is no message: {line:?} in {err:?}"
+            );
+        }
+        assert!(!err.contains('\u{1b}'), "{what}: {err:?}");
+    };
+    let missing = run(dir.path(), &["info", "no\nsuch.hrxt"]);
+    assert_error(&missing, r#"error: "no\nsuch.hrxt": cannot open it"#);
+    // The crashing example's trace: `record`, and every reader, warn that it is cut short.
+    let record = hrx_trace(dir.path())
+        .args(["record", "-o", name, "--"])
+        .arg(example("crashing"))
+        .arg("segv")
+        .output()
+        .unwrap();
+    assert_eq!(code(&record), 128 + libc::SIGSEGV, "{}", stderr(&record));
+    one_line_each("record", &stderr(&record));
+    assert!(
+        stderr(&record).contains(&format!("warning: {shown}: not closed cleanly")),
+        "{}",
+        stderr(&record)
+    );
+    assert!(
+        stdout(&record).contains(&format!("file         {shown} (not closed cleanly")),
+        "{}",
+        stdout(&record)
+    );
+    for args in [
+        &["info", name][..],
+        &["stats", name],
+        &["dump", name],
+        &["replay", name],
+        &["diff", name, name],
+        &["export", name, "-o", "out.json"],
+    ] {
+        let out = run(dir.path(), args);
+        assert!(code(&out) < 2, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        one_line_each(args[0], &err);
+        assert!(
+            err.contains(&format!("warning: {shown}: ")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !stdout(&out).contains('\u{1b}'),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+    }
+    let replay = stdout(&run(dir.path(), &["replay", name]));
+    assert!(
+        replay.contains(&format!("hrx-trace replay: {shown} (trace format ")),
+        "{replay}"
+    );
+}

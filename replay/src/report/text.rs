@@ -2,6 +2,7 @@
 //! first divergence, timing table, substitutions and notes.
 
 use super::{Clock, Durations, OutputCheck, OutputResult, Report, format_ns};
+use hrx_capture::ShowPath;
 // A ratio with its interval (`1.50x [1.25x..1.75x]`: the one formatter of `replay` and
 // `diff`), and the graphs a pooled row pools as runs (`1-3`).
 use hrx_analysis::units::{id_runs, ratio_with_interval};
@@ -62,7 +63,7 @@ impl Report {
             self.trace
                 .source
                 .as_ref()
-                .map(|s| format!(": {s}"))
+                .map(|s| format!(": {}", std::path::Path::new(s).shown()))
                 .unwrap_or_default(),
             self.trace.format_version,
             if self.trace.complete {
