@@ -32,10 +32,14 @@ fn started(i: u64) -> Record {
 }
 
 /// Options whose blocks are cut only where the test flushes: no periodic flush, small
-/// blocks, batches below a quarter of the ring (which would wake the writer).
+/// blocks, batches below a quarter of the ring (which would wake the writer: a drain in the
+/// middle of a batch, at a moment of the machine's choosing, cuts it into two blocks). The
+/// ring is named, not the default: `recording`'s batch takes 67 KB of it, a quarter is
+/// 256 KiB.
 fn options(threads: usize) -> RecorderOptions {
     RecorderOptions {
         flush_interval: Duration::from_secs(3600),
+        thread_buffer_bytes: 1 << 20,
         block_bytes: 4 << 10,
         compression_threads: Some(threads),
         ..RecorderOptions::default()
