@@ -916,6 +916,11 @@ pub(crate) struct Shared {
     pid: u32,
     /// The process's fork count when the recorder was opened ([`crate::fork`]).
     forks: u64,
+    /// Tests: the most messages the writer handled in a row while its periodic flush was
+    /// due (its deadline passed when each was received): at most 1 when the tick runs after
+    /// any message that finds it due, however many wakes are queued ([`run_writer`]).
+    #[cfg(test)]
+    most_handled_past_tick: AtomicU64,
 }
 
 /// The core, locked; records its holder in [`Shared::core_holder`] while it lives.
@@ -1737,9 +1742,20 @@ fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSu
     let mut deadline = Instant::now() + shared.flush_interval;
     // When the oldest job held back not ready ([`Recorder::record_deferred_when`]) must run.
     let mut held: Option<Instant> = None;
+    // Tests: messages handled in a row while the tick was due ([`Shared::most_handled_past_tick`]).
+    #[cfg(test)]
+    let mut past_tick = 0u64;
     loop {
         let wake_at = held.map_or(deadline, |held| held.min(deadline));
-        match control.recv_deadline(wake_at) {
+        let message = control.recv_deadline(wake_at);
+        #[cfg(test)]
+        if message.is_ok() && Instant::now() >= deadline {
+            past_tick += 1;
+            shared
+                .most_handled_past_tick
+                .fetch_max(past_tick, Ordering::Relaxed);
+        }
+        match message {
             Ok(Control::Wake) => held = shared.sweep(false),
             Ok(Control::Compressed) => shared.core().write_compressed(usize::MAX),
             Ok(Control::Flush(ack)) => {
@@ -1757,6 +1773,10 @@ fn run_writer(shared: Arc<Shared>, control: Receiver<Control>) -> Result<CloseSu
         if now >= deadline {
             held = shared.sweep(true);
             deadline = now + shared.flush_interval;
+            #[cfg(test)]
+            {
+                past_tick = 0;
+            }
         } else if held.is_some_and(|held| now >= held) {
             held = shared.run_held();
         }
@@ -1975,6 +1995,8 @@ impl Recorder {
             signal_fd,
             pid: std::process::id(),
             forks: crate::fork::watch_forks(),
+            #[cfg(test)]
+            most_handled_past_tick: AtomicU64::new(0),
         });
         let thread_shared = shared.clone();
         let writer = std::thread::Builder::new()

@@ -79,10 +79,10 @@ fn a_never_ready_job_runs_at_the_periodic_flush() {
     let (rec, sink) = memory_recorder(options);
     let ran = never_ready(&rec, 1);
     assert!(
-        within(10, || ran.load(Ordering::SeqCst)),
+        within(120, || ran.load(Ordering::SeqCst)),
         "the tick never ran it"
     );
-    assert!(within(10, || held(&rec) == 0));
+    assert!(within(120, || held(&rec) == 0));
     rec.close().unwrap();
     assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
 }
@@ -92,7 +92,9 @@ fn a_never_ready_job_runs_at_the_periodic_flush() {
 /// `recv_deadline` returns a queued message before it looks at the deadline, so a writer
 /// that always has a wake queued did not reach its 50 ms tick for 3-7 s (2 cores): the job,
 /// and every record its thread made after it, stayed held that long (nor was anything
-/// flushed or calibrated meanwhile).
+/// flushed or calibrated meanwhile). Counted, not timed (a 1 s bound on the job's run was a
+/// race on a loaded machine): the writer handles at most one message once its tick is due,
+/// however many wakes are queued; the old writer handled them until the channel ran dry.
 #[test]
 fn a_never_ready_job_runs_at_the_periodic_flush_under_constant_wakes() {
     let options = RecorderOptions {
@@ -115,19 +117,35 @@ fn a_never_ready_job_runs_at_the_periodic_flush_under_constant_wakes() {
             })
         })
         .collect();
+    let most = || {
+        rec.handle
+            .shared
+            .most_handled_past_tick
+            .load(Ordering::Relaxed)
+    };
+    // The busy threads under way first (not a bound: the count below waits for them).
     std::thread::sleep(Duration::from_millis(200));
-    let start = Instant::now();
     let ran = never_ready(&rec, 1);
-    let ran_in_time = within(1, || ran.load(Ordering::SeqCst));
-    let took = start.elapsed();
+    // Ran (by the tick: the hold limit is an hour away), and a tick came due while a wake
+    // was queued at least once, so that the count below says something.
+    let ran_and_busy = within(120, || ran.load(Ordering::SeqCst) && most() > 0);
     stop.store(true, Ordering::Relaxed);
     for thread in busy {
         thread.join().unwrap();
     }
     rec.close().unwrap();
     assert!(
-        ran_in_time,
-        "the 50 ms tick had not run the job after {took:?}"
+        ran.load(Ordering::SeqCst),
+        "the 50 ms tick never ran the job"
+    );
+    assert!(
+        ran_and_busy,
+        "no tick came due with a wake queued: the test proves nothing"
+    );
+    assert_eq!(
+        most(),
+        1,
+        "messages handled in a row while the periodic flush was due"
     );
 }
 
@@ -145,14 +163,14 @@ fn a_never_ready_job_of_a_thread_gone_runs_at_the_next_wake() {
         let rec = rec.clone();
         std::thread::spawn(move || {
             let ran = never_ready(&rec, 1);
-            assert!(within(10, || held(&rec) > 0), "never held");
+            assert!(within(120, || held(&rec) > 0), "never held");
             ran
         })
         .join()
         .unwrap()
     };
     rec.wake_writer();
-    assert!(within(10, || ran.load(Ordering::SeqCst)), "never ran");
+    assert!(within(120, || ran.load(Ordering::SeqCst)), "never ran");
     rec.close().unwrap();
     assert_eq!(timings_in_order(&read(&sink)), [(0, 1), (1, 1), (0, 2)]);
 }
@@ -168,7 +186,7 @@ fn a_large_record_behind_held_records_keeps_its_place() {
     };
     let (rec, sink) = memory_recorder(options);
     let ran = never_ready(&rec, 1);
-    assert!(within(10, || held(&rec) > 0), "never held");
+    assert!(within(120, || held(&rec) > 0), "never held");
     let large = Record::Blob(Blob {
         hash: BlobHash(xxh3_64(&[1; 3000])),
         bytes: vec![1; 3000],
