@@ -4061,6 +4061,14 @@ mod tests {
         assert!(summary.records > count, "{summary:?}");
     }
 
+    /// Whether thread `tid` of this process sleeps (its state in /proc: `S`, as on a lock).
+    fn thread_sleeps(tid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+            .ok()
+            .and_then(|stat| Some(stat.rsplit(')').next()?.trim_start().starts_with('S')))
+            .unwrap_or(false)
+    }
+
     #[test]
     fn a_full_buffer_waits_for_a_stuck_writer_and_records_the_wait() {
         let (blocked, on_blocked) = crossbeam_channel::bounded(1);
@@ -4080,8 +4088,15 @@ mod tests {
         rec.record(&timing(0, 0));
         // The writer took the first record and is stuck writing it, holding the core.
         on_blocked.recv().unwrap();
+        // Released once this thread sleeps on the core, its ring full (its state in /proc):
+        // a release after a fixed 20 ms could come before the ring filled on a loaded
+        // machine, and then nothing need wait.
+        let tid = fatal::current_thread_id();
         let releaser = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !thread_sleeps(tid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             release.send(()).unwrap();
         });
         let per_thread = 1000u64; // about ten rings' worth
