@@ -267,7 +267,7 @@ fn a_program_killed_by_sigkill_is_noted_by_record() {
         .args(["record", "-o", file, "--"])
         .arg(crashing())
         .arg("hang");
-    record_killed(record, "running ", |_| ());
+    record_killed(record, "running ", |_, _| ());
     noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
@@ -277,7 +277,11 @@ fn a_program_killed_by_sigkill_is_noted_by_record() {
 /// The note of a SIGKILL is dated when `record` reaped the program, not when it wrote the
 /// note: that came after every process the program left had ended (and the trace was read),
 /// so a killed program's trace ran on to the end of its leftovers (seconds, a break-it pass).
-/// Here the program leaves a `cat` of a FIFO behind, released only once the program is reaped.
+/// Here the program leaves a `cat` of a FIFO behind, released only once `record` said it
+/// waits for it: it says so after it reaped the program and read the clock, so the release
+/// comes after the reaping by causality, with no margin (the test read `/proc` to see the
+/// reaping and released 300 ms later; CI's loaded run once saw the pid gone 0.9 µs before
+/// `record` read its clock).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
@@ -294,18 +298,9 @@ fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
         .arg(&fifo)
         .arg(crashing());
     let mut released_ns = 0;
-    record_killed(record, "running ", |pid| {
-        // Reaped by `record` (gone from /proc), while its `cat` still runs.
-        let mut polls = 0;
-        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            polls += 1;
-            assert!(polls < 60_000, "record never reaped {pid}");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        // `record` reads the clock just after `waitpid` returns, and this thread can see
-        // the pid gone first (CI's loaded run read it 0.9 µs before `record` did): release
-        // the leftover well after, so that only a note dated at the leftover's end fails.
-        std::thread::sleep(std::time::Duration::from_millis(300));
+    record_killed(record, "running ", |_, stderr| {
+        // A liveness limit, not a measurement: the note comes at the reaping, or never.
+        let waiting = stderr.wait_for(|l| l.contains("waiting for 1 process that sh left"));
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -317,6 +312,11 @@ fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
         );
         released_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
         drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+        assert!(
+            waiting,
+            "record never said it waits for the leftover: {:?}",
+            stderr.seen
+        );
     });
     let path = dir.path().join(file);
     let trace = hrx_capture::read_all(&path).unwrap();
@@ -337,24 +337,78 @@ fn a_sigkill_is_noted_at_its_reaping_not_after_what_the_program_left() {
     );
 }
 
+/// `record`'s standard error, line by line as it comes.
+struct Lines {
+    lines: std::sync::mpsc::Receiver<String>,
+    /// The lines read so far.
+    seen: Vec<String>,
+}
+
+impl Lines {
+    fn of(stream: impl std::io::Read + Send + 'static) -> Lines {
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads lines until one satisfies `done` (true), the stream ends, or two minutes pass
+    /// without one (false: a liveness limit, not a time bound).
+    fn wait_for(&mut self, done: impl Fn(&str) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                return false;
+            };
+            let found = done(&line);
+            self.seen.push(line);
+            if found {
+                return true;
+            }
+        }
+    }
+
+    /// Every line, once the stream has ended.
+    fn all(mut self) -> String {
+        self.seen.extend(self.lines.iter());
+        self.seen.join("\n")
+    }
+}
+
 /// Runs `record` (the command) until the recorded program prints its first line, `PREFIX
-/// PID`, kills that program with SIGKILL, calls `then` with its pid, and waits for `record`,
-/// which must exit as the program did.
-fn record_killed(mut record: std::process::Command, prefix: &str, then: impl FnOnce(i32)) {
+/// PID`, kills that program with SIGKILL, calls `then` with its pid and `record`'s standard
+/// error, and waits for `record`, which must exit as the program did.
+fn record_killed(
+    mut record: std::process::Command,
+    prefix: &str,
+    then: impl FnOnce(i32, &mut Lines),
+) {
     let mut child = record
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stderr = Lines::of(child.stderr.take().unwrap());
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let line = lines.next().unwrap().unwrap();
     let pid: i32 = line.strip_prefix(prefix).unwrap().parse().unwrap();
     // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    then(pid);
+    then(pid, &mut stderr);
     let _: Vec<String> = lines.map(Result::unwrap).collect();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 128 + libc::SIGKILL, "{}", stderr(&out));
+    let status = child.wait().unwrap();
+    let stderr = stderr.all();
+    assert_eq!(status.code(), Some(128 + libc::SIGKILL), "{stderr}");
 }
 
 /// The one [`FatalSignal`] of the trace at `path`: a SIGKILL that `record` noted.
@@ -452,7 +506,7 @@ fn a_segv_or_bus_sent_to_a_program_that_survives_is_not_a_crash() {
         .args(["record", "-o", file, "--"])
         .arg(crashing())
         .arg("sent");
-    record_killed(record, "survived ", |_| ());
+    record_killed(record, "survived ", |_, _| ());
     noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
