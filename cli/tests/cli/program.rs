@@ -633,33 +633,37 @@ fn a_forwarded_signal_is_not_noted_under_quiet() {
 
 /// The same signal twice at once, as coreutils `timeout` sends it (to its child, then to the
 /// child's process group), is forwarded as one: a program that exits on the first is not said
-/// to run on after it.
+/// to run on after it. A try whose two signals this test could not send within 100 ms of each
+/// other (a loaded machine) is not judged: it runs again.
 #[test]
 fn a_signal_sent_twice_at_once_is_one_interrupt() {
-    let dir = tempfile::tempdir().unwrap();
-    // It takes a moment to exit, as a program closing its trace does.
-    let script = "trap 'sleep 0.3; exit 3' TERM; touch ready; while :; do sleep 0.05; done";
-    let child = hrx_trace(dir.path())
-        .args(["record", "--", "sh", "-c", script])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&dir.path().join("ready"));
-    for _ in 0..2 {
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        // It takes a moment to exit, as a program closing its trace does.
+        let script = "trap 'sleep 0.3; exit 3' TERM; touch ready; while :; do sleep 0.05; done";
+        let child = hrx_trace(dir.path())
+            .args(["record", "--", "sh", "-c", script])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&dir.path().join("ready"));
+        let at_once = send_twice_at_once(child.id(), libc::SIGTERM);
+        let output = child.wait_with_output().unwrap();
+        if !at_once {
+            continue;
+        }
+        let err = stderr(&output);
+        assert_eq!(code(&output), 128 + 15, "{err}");
+        assert!(!err.contains("still running"), "{err}");
+        assert_eq!(
+            err.matches("received signal 15 (SIGTERM) and forwarded it")
+                .count(),
+            1,
+            "{err}"
+        );
+        return;
     }
-    let output = child.wait_with_output().unwrap();
-    let err = stderr(&output);
-    assert_eq!(code(&output), 128 + 15, "{err}");
-    assert!(!err.contains("still running"), "{err}");
-    assert_eq!(
-        err.matches("received signal 15 (SIGTERM) and forwarded it")
-            .count(),
-        1,
-        "{err}"
-    );
+    panic!("10 tries, none sent its two signals within 100 ms");
 }
 
 /// Waits for `path` to appear. No time limit: a loaded machine may take long to start a

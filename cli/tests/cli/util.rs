@@ -315,3 +315,19 @@ pub fn partial_files(dir: &Path) -> Vec<String> {
         .filter(|n| n.ends_with(".partial"))
         .collect()
 }
+
+/// Sends `signal` to `pid` twice "at once", as coreutils `timeout` does (to its child, then
+/// to the child's process group): 2 ms apart, so that the second is not merged with the
+/// first while pending. Whether both went within 100 ms: `record` and `record --workload`
+/// count a signal within 200 ms of the last one they handled as the same delivery, and a
+/// loaded machine that deschedules this thread between the two sends two signals a person
+/// could have sent, which the caller does not judge (it tries again).
+pub fn send_twice_at_once(pid: u32, signal: libc::c_int) -> bool {
+    let start = std::time::Instant::now();
+    for _ in 0..2 {
+        // SAFETY: kill has no memory preconditions; the pid is the caller's child.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    start.elapsed() < std::time::Duration::from_millis(100)
+}

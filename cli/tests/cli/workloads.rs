@@ -554,7 +554,8 @@ fn a_full_disk_stops_the_pipeline_at_the_first_failed_write() {
 /// trace, then exit 128+N. Before, the signal killed hrx-trace and left a trace that was
 /// never closed. The same signal twice at once, as coreutils `timeout` sends it (to its child,
 /// then to the child's process group), is one: it killed the workload before its trace was
-/// closed when the second counted as a second interrupt.
+/// closed when the second counted as a second interrupt. A try whose two signals this test
+/// could not send within 100 ms of each other (a loaded machine) is not judged: it runs again.
 #[test]
 fn a_signal_stops_a_workload_with_a_closed_trace() {
     let Some(photo) = photo() else { return };
@@ -564,59 +565,70 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
         (libc::SIGTERM, "SIGTERM", 1),
         (libc::SIGTERM, "SIGTERM", 2),
     ] {
-        let file = format!("{name}-{times}.hrxt");
-        let mut child = hrx_trace(dir.path())
-            .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
-            .arg(&photo)
-            .args(["--frames", "1000000", "--max-width", "64"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The trace exists once the runtime runs, after the handlers are installed.
-        while !dir.path().join(&file).exists() {
+        for attempt in 0.. {
+            let file = format!("{name}-{times}-{attempt}.hrxt");
+            let mut child = hrx_trace(dir.path())
+                .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
+                .arg(&photo)
+                .args(["--frames", "1000000", "--max-width", "64"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The trace exists once the runtime runs, after the handlers are installed.
+            while !dir.path().join(&file).exists() {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "it exited without a trace"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let at_once = if times == 2 {
+                send_twice_at_once(child.id(), signal)
+            } else {
+                // SAFETY: kill has no memory preconditions; the pid is our child's.
+                assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+                true
+            };
+            let output = child.wait_with_output().unwrap();
+            if !at_once {
+                assert!(
+                    attempt < 9,
+                    "10 tries, none sent its two signals within 100 ms"
+                );
+                continue;
+            }
+            let (out, err) = (stdout(&output), stderr(&output));
+            assert_eq!(code(&output), 128 + signal, "{out}{err}");
             assert!(
-                child.try_wait().unwrap().is_none(),
-                "it exited without a trace"
+                field(&out, "outcome").starts_with(&format!("stopped by {name}: ")),
+                "{out}"
             );
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            assert!(field(&out, "file").contains("(clean close)"), "{out}");
+            assert!(
+                err.contains(&format!(
+                    "received signal {signal} ({name}) and stopped the workload"
+                )),
+                "{err}"
+            );
+            let info = run(dir.path(), &["info", &file]);
+            assert_eq!(code(&info), 0, "{}", stderr(&info));
+            assert!(
+                !stdout(&info).contains("not closed cleanly"),
+                "{}",
+                stdout(&info)
+            );
+            // Closed, but not the whole run: it said "closed cleanly" and nothing more.
+            let capture = field_of(&stdout(&info), "capture");
+            assert!(
+                capture.starts_with(&format!("stopped by {name} after "))
+                    && capture.contains(" of 1000000 frames"),
+                "{}",
+                stdout(&info)
+            );
+            break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        for _ in 0..times {
-            // SAFETY: kill has no memory preconditions; the pid is our child's.
-            assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-            // Apart, so that the second is not merged with the first while pending.
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        let output = child.wait_with_output().unwrap();
-        let (out, err) = (stdout(&output), stderr(&output));
-        assert_eq!(code(&output), 128 + signal, "{out}{err}");
-        assert!(
-            field(&out, "outcome").starts_with(&format!("stopped by {name}: ")),
-            "{out}"
-        );
-        assert!(field(&out, "file").contains("(clean close)"), "{out}");
-        assert!(
-            err.contains(&format!(
-                "received signal {signal} ({name}) and stopped the workload"
-            )),
-            "{err}"
-        );
-        let info = run(dir.path(), &["info", &file]);
-        assert_eq!(code(&info), 0, "{}", stderr(&info));
-        assert!(
-            !stdout(&info).contains("not closed cleanly"),
-            "{}",
-            stdout(&info)
-        );
-        // Closed, but not the whole run: it said "closed cleanly" and nothing more.
-        let capture = field_of(&stdout(&info), "capture");
-        assert!(
-            capture.starts_with(&format!("stopped by {name} after "))
-                && capture.contains(" of 1000000 frames"),
-            "{}",
-            stdout(&info)
-        );
     }
     // A run to its end is whole.
     let out = run(
