@@ -6,6 +6,12 @@
 //! processes overlap), then submits a one-fill graph SUBMISSIONS times, waiting for each, and
 //! exits 0; the runtime closes its trace at exit. Errors print one line and exit 1.
 //!
+//! With `TRACED_TOGETHER=N` in the environment it then creates `opened.PID` in the current
+//! directory and waits (before its pause) until N such files are there: N processes started
+//! together all have their traces open before any goes on, however late a loaded machine
+//! starts one (a pause alone let one end before another opened its trace). A process still
+//! waiting after two minutes fails.
+//!
 //! With `TRACED_FORK=N` in the environment it then forks (without exec) a child that records
 //! N counter samples named `child` (more than a thread's buffer holds for N of 300,000), then
 //! exits with `exit(0)`, running the trace's close at exit as the parent's copy of it; the
@@ -37,6 +43,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let pause_ms: u64 = args.get(1).map_or(Ok(0), |a| a.parse())?;
     let runtime = Runtime::new(RuntimeOptions::sim())?;
     println!("started {}", std::process::id());
+    if let Some(together) = std::env::var_os("TRACED_TOGETHER") {
+        let together: usize = together
+            .to_str()
+            .ok_or("TRACED_TOGETHER: not a number")?
+            .parse()?;
+        wait_for_the_others(together)?;
+    }
     std::thread::sleep(std::time::Duration::from_millis(pause_ms));
     let buffer = runtime.buffer(4096, Placement::GpuLocal)?;
     let mut graph = runtime.graph();
@@ -74,6 +87,28 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err(error.into());
     }
     Ok(())
+}
+
+/// `TRACED_TOGETHER`: notes this process's trace open (`opened.PID`) and waits until
+/// `together` processes have.
+fn wait_for_the_others(together: usize) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::write(format!("opened.{}", std::process::id()), "")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let opened = std::fs::read_dir(".")?
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("opened."))
+            })
+            .count();
+        if opened >= together {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!("{opened} of {together} processes opened their traces").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// `TRACED_FORK_CLOSED`'s child: a runtime of its own, one submission, its trace closed.

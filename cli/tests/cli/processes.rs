@@ -77,10 +77,19 @@ fn two_concurrent_processes_with_pid_patterns_write_two_traces() {
     assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
 }
 
+/// The three hold their traces open until all three have opened theirs (`TRACED_TOGETHER`):
+/// with a 400 ms pause each instead, a loaded machine could start one after another ended,
+/// which then replaces nothing and says so differently.
 #[test]
 fn three_concurrent_processes_without_a_pattern_each_get_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let out = record_script(dir.path(), "t.hrxt", "$T 3 400 & $T 4 400 & $T 5 400; wait");
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
+        .arg("$T 3 & $T 4 & $T 5; wait")
+        .env("T", traced())
+        .env("TRACED_TOGETHER", "3")
+        .output()
+        .unwrap();
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{}{err}", stdout(&out));
     let names = files(dir.path(), "t.");
@@ -204,19 +213,22 @@ fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
 /// `t.PID.hrxt`. Each process tells its own `record` which file it writes, so the first to
 /// end lists only its own trace (both listed both, silently). The one that ends later no
 /// longer sees the first's reports (its temporary directory is gone) and lists the first's
-/// file too, saying it was not told about it: nothing is dropped for want of a report.
+/// file too, saying it was not told about it: nothing is dropped for want of a report. Each
+/// program holds its trace open until both have opened theirs (`TRACED_TOGETHER`; a 200 ms
+/// pause could end one before a loaded machine started the other).
 #[test]
 fn two_recordings_started_together_to_one_name_each_list_their_own_trace() {
     let dir = tempfile::tempdir().unwrap();
     let spawn = |name: &str, submissions: u64| {
         // Both programs start hrx once both `record`s are running; `b` ends on `release`.
         let script = format!(
-            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" {submissions} 200; \
+            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" {submissions}; \
              while [ {name} = b ] && [ ! -e release ]; do sleep 0.01; done"
         );
         hrx_trace(dir.path())
             .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
             .env("T", traced())
+            .env("TRACED_TOGETHER", "2")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
