@@ -46,10 +46,21 @@ fn annotated_child() {
     let buffer = rt.buffer(64, Placement::HostVisible).unwrap();
     let mut graph = rt.graph();
     graph.fill(buffer.whole(), 1).unwrap();
+    // The submitting thread's id, once its submit returned.
+    let submitted = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let waiter = submitted.clone();
     graph
-        .host(&[GpuAccess::new(buffer.whole(), Access::Read)], |_| {
-            // Long enough that the submitter's wait blocks.
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        .host(&[GpuAccess::new(buffer.whole(), Access::Read)], move |_| {
+            // Until the submitter's wait blocks (the submitter asleep once its submit
+            // returned, its state in /proc): a fixed 20 ms let a loaded machine run the
+            // whole region before `wait` looked, which then recorded no span. A liveness
+            // limit, not a time bound.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while !thread_sleeps(waiter.load(std::sync::atomic::Ordering::SeqCst))
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             Ok(())
         })
         .unwrap();
@@ -64,7 +75,11 @@ fn annotated_child() {
                 hrx::annotate::marker("decoded");
             }
             hrx::annotate::counter("frames in flight", 1.5);
-            executable.submit().unwrap().wait().unwrap();
+            let completion = executable.submit().unwrap();
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+            submitted.store(tid, std::sync::atomic::Ordering::SeqCst);
+            completion.wait().unwrap();
             hrx::annotate::counter("frames in flight", 0.0);
         })
         .unwrap()
@@ -75,6 +90,15 @@ fn annotated_child() {
     hrx::close_trace().unwrap();
     drop(session);
     println!("CHILD done");
+}
+
+/// Whether thread `tid` of this process sleeps (its state in /proc: `S`); false for 0.
+fn thread_sleeps(tid: i32) -> bool {
+    tid != 0
+        && std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+            .ok()
+            .and_then(|stat| Some(stat.rsplit(')').next()?.trim_start().starts_with('S')))
+            .unwrap_or(false)
 }
 
 #[test]
