@@ -524,27 +524,35 @@ fn a_program_ignoring_interrupts_is_killed_by_the_third() {
     };
     wait_for(&dir.path().join("ready"));
     let pid = child.id() as i32;
-    // Interrupts one at a time, each once `record` said what the last one did, and 300 ms
-    // after that: `record` counts a signal within 200 ms of the one it handled last as the
-    // same delivery (`SAME_DELIVERY_NS`), and a note comes after its signal was handled, so
-    // the next is more than 200 ms later by causality. (The test sent another whenever a
-    // note had not come after a second: on a loaded machine, one more than three, which
-    // finds hrx-trace with its default action again.) None after the kill's note.
+    // Interrupts one at a time, each once `record` waits for its program (asleep in
+    // `waitpid`, which the signal interrupts: `record` notes a signal there, and one that
+    // came before it got there only at the next), and once `record` said what the last one
+    // did, 300 ms after that: `record` counts a signal within 200 ms of the one it handled
+    // last as the same delivery (`SAME_DELIVERY_NS`), and a note comes after its signal was
+    // handled, so the next is more than 200 ms later by causality. (The test sent another
+    // whenever a note had not come after a second: on a loaded machine, one more than three,
+    // which finds hrx-trace with its default action again.) None after the kill's note.
     for note in [
         "received signal 2 (SIGINT) and forwarded it to sh",
         "is still running after signal 2 (SIGINT); interrupt once more",
         "third interrupt: killed sh",
     ] {
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-        // A liveness limit, not a time bound: the note comes, or never.
+        // Liveness limits, not time bounds: each comes, or never.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !seen.lock().unwrap().contains(note) {
+        let mut give_up = |what: &str| {
             if std::time::Instant::now() >= deadline {
                 let _ = child.kill();
-                panic!("no {note:?} after an interrupt: {}", seen.lock().unwrap());
+                panic!("{what} before {note:?}: {}", seen.lock().unwrap());
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        while !waits_for_a_child(pid) {
+            give_up("record never waited for its program");
+        }
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        while !seen.lock().unwrap().contains(note) {
+            give_up("no note after an interrupt");
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
@@ -664,6 +672,21 @@ fn a_signal_sent_twice_at_once_is_one_interrupt() {
         return;
     }
     panic!("10 tries, none sent its two signals within 100 ms");
+}
+
+/// Whether the main thread of process `pid` sleeps waiting for a child (`waitpid`): its
+/// `wchan` is `do_wait`, or, where the kernel does not say (`0`), it sleeps.
+fn waits_for_a_child(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let sleeps = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'));
+    match std::fs::read_to_string(format!("/proc/{pid}/wchan")) {
+        Ok(wchan) if wchan.trim() != "0" && !wchan.trim().is_empty() => {
+            sleeps && wchan.trim() == "do_wait"
+        }
+        _ => sleeps,
+    }
 }
 
 /// Waits for `path` to appear. No time limit: a loaded machine may take long to start a
