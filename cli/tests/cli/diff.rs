@@ -1221,7 +1221,8 @@ fn a_pooled_operation_row_keeps_every_graphs_samples_when_one_side_failed_there(
             "-o",
             name,
         ];
-        assert_eq!(code(&run(dir.path(), &args)), 0, "{workload}");
+        let out = run(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{workload}: {}", stderr(&out));
     }
     let out = run(dir.path(), &["diff", "p.hrxt", "f.hrxt", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

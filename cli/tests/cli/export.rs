@@ -382,7 +382,8 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
 fn pipeline_exports_match_the_records_and_perfettos_schema() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(code(&record_pipeline(dir.path(), "p.hrxt", &photo)), 0);
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let want = check_both(dir.path(), "p.hrxt");
     // 3 frames: upload, compute, download and NPU regions, linked by in-graph hazards.
     assert!(
@@ -721,7 +722,8 @@ fn two_traces_merge_into_one_timeline_on_the_monotonic_clock() {
             "-o",
             &format!("{one}.pftrace"),
         ];
-        assert_eq!(code(&run(dir.path(), &args)), 0);
+        let out = run(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
     }
     let Some(merged) = perfetto_check(&dir.path().join("ab.pftrace")) else {
         return;
@@ -1135,7 +1137,8 @@ fn parquet_refuses_standard_output_and_tables_it_did_not_write() {
 fn parquet_annotations_give_stats_range_figures_in_duckdb() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(code(&record_pipeline(dir.path(), "p.hrxt", &photo)), 0);
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = run(dir.path(), &["export", "p.hrxt", "-o", "exports/p/"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = run(dir.path(), &["stats", "--json", "p.hrxt"]);

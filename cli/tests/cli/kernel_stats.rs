@@ -248,7 +248,8 @@ fn completions_and_man_pages_name_every_verb() {
             assert!(script.contains(verb), "{shell} lacks {verb}");
         }
     }
-    assert_eq!(code(&run(dir.path(), &["completions", "tcsh"])), 2);
+    let out = run(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
 
     // Bash completes a verb's options too (bash runs the script as a shell would).
     let script = dir.path().join("hrx-trace.bash");

@@ -170,7 +170,8 @@ fn a_quiet_trim_prints_nothing_but_errors() {
 fn trim_refuses_bad_ranges_with_one_line() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(code(&record(dir.path(), "w.hrxt", &photo, &[])), 0);
+    let out = record(dir.path(), "w.hrxt", &photo, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     for (args, says) in [
         (vec!["--submissions", "9..3"], "start must be below the end"),
         (vec!["--submissions", "abc"], "is not a submission range"),
@@ -287,7 +288,8 @@ fn a_range_recorded_mid_run_replays_and_matches_the_whole_run() {
 fn a_pipeline_range_recording_replays_and_matches_the_whole_replay() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(code(&record(dir.path(), "whole.hrxt", &photo, &[])), 0);
+    let out = record(dir.path(), "whole.hrxt", &photo, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let whole = replayed_outputs(dir.path(), "whole.hrxt");
     let out = record(
         dir.path(),

@@ -86,7 +86,8 @@ fn the_faults_workload_replays_its_failure_as_expected() {
         "-o",
         "f.hrxt",
     ];
-    assert_eq!(code(&run(dir.path(), &args)), 0);
+    let out = run(dir.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let replay = run(dir.path(), &["replay", "f.hrxt"]);
     assert_eq!(code(&replay), 0, "{}", stdout(&replay));
     assert!(
@@ -536,7 +537,8 @@ fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
     );
     // (`--backend sim`: the default, auto, would pick CUDA where it is.)
     let sim = ["--backend", "sim"];
-    assert_eq!(code(&run(dir.path(), &["replay", cuda, sim[0], sim[1]])), 1);
+    let out = run(dir.path(), &["replay", cuda, sim[0], sim[1]]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
     for report in ["json", "text"] {
         let args = ["replay", cuda, sim[0], sim[1], "--report", report];
         let out = run_into_closed_stdout(dir.path(), &args);

@@ -134,7 +134,8 @@ fn dump_prints_one_line_per_record_as_text_and_json() {
 fn dump_into_a_closed_pipe_ends_quietly() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(code(&record_pipeline(dir.path(), "run.hrxt", &photo)), 0);
+    let out = record_pipeline(dir.path(), "run.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     // The JSON form holds the frame bytes, far more than a pipe buffer: the writes after
     // the reader is gone fail with EPIPE.
     let mut child = hrx_trace(dir.path())
