@@ -48,6 +48,8 @@ pub mod format;
 mod note;
 pub mod range;
 pub mod reader;
+#[cfg(unix)]
+pub mod replace;
 mod rewrite;
 mod ring;
 pub mod schema;

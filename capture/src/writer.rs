@@ -446,7 +446,7 @@ impl Replacing {
     /// [`io::ErrorKind::WouldBlock`] when `path` no longer names `earlier` (another recorder
     /// replaced it in the meantime and records there now); other errors of the new file.
     fn beside(earlier: &File, path: &Path) -> io::Result<Option<(Replacing, File)>> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let target = std::fs::canonicalize(path)?;
         let held = earlier.metadata()?;
         let named = std::fs::metadata(&target)?;
@@ -456,20 +456,13 @@ impl Replacing {
                 format!("{} is being written by another recorder", path.shown()),
             ));
         }
-        let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
+        if target.parent().is_none() || target.file_name().is_none() {
             return Ok(None);
-        };
-        let mut hidden = std::ffi::OsString::from(".");
-        hidden.push(name);
-        hidden.push(format!(".{}.new", std::process::id()));
-        let temp = folder.join(hidden);
-        let fresh = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(held.permissions().mode() & 0o7777)
-            .open(&temp)
-        {
+        }
+        // `.NAME.PID.new`, with the earlier trace's permission bits.
+        let temp = crate::replace::temporary_beside(&target, ".", "new");
+        let mode = held.permissions().mode() & 0o7777;
+        let fresh = match crate::replace::create_temporary(&temp, Some(mode)) {
             Ok(file) => file,
             Err(error)
                 if matches!(

@@ -154,21 +154,20 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // two into one OUT each write their own file (one wrote into the other's, both exiting
     // 0 over JSON that did not parse: a break-it pass).
     let output = crate::partial::written_through(&args.output);
-    let partial = crate::partial::partial_of(&output);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
-    let out: Box<dyn Write + Send> = match &interruptible {
-        None => Box::new(io::stdout()),
+    let (out, partial): (Box<dyn Write + Send>, _) = match &interruptible {
+        None => (Box::new(io::stdout()), std::path::PathBuf::new()),
         Some(interruptible) => {
-            let file = interruptible
-                .create_for(&partial, "the incomplete export", &args.output)
+            let (partial, file) = interruptible
+                .create_beside(&output, "the incomplete export", &args.output)
                 .map_err(|e| {
                     Failure::new(format!(
                         "cannot write the export to {}: {e}",
                         args.output.shown()
                     ))
                 })?;
-            Box::new(file)
+            (Box::new(file), partial)
         }
     };
     // Its size, for the warning on JSON too large to open.
@@ -485,7 +484,8 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
     crate::record::refuse_overwrite(path, &what, |head| match format {
         OutputFormat::Perfetto => head.first() == Some(&0x0a),
         _ => head.starts_with(CHROME) || CHROME.starts_with(head),
-    })
+    })?;
+    crate::record::refuse_unwritable(path, "the export")
 }
 
 /// `export --format parquet -o DIR`: the tables of every trace into `DIR` (created when

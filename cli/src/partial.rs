@@ -3,8 +3,9 @@
 //! trace, a `.partial` trim left beside its output).
 //!
 //! [`Interruptible::install`] sets handlers for SIGINT, SIGTERM and SIGHUP (with
-//! `record::signals::set_handlers`, as `record` does); [`Interruptible::create`] then creates
-//! the output with the signals blocked, and names it to the handlers before they may run. A
+//! `record::signals::set_handlers`, as `record` does); [`Interruptible::create_beside`] then
+//! creates the output's temporary file with the signals blocked, and names it to the
+//! handlers before they may run. A
 //! handler unlinks the file named, says so on standard error and exits 128+N for signal N,
 //! as `record` does (all three async-signal-safe: `unlink`, `write`, `_exit`). The file's
 //! name and the message are prepared before, in memory that is never freed, so a handler
@@ -77,13 +78,6 @@ pub fn written_through(path: &Path) -> std::path::PathBuf {
     })
 }
 
-/// The temporary file that becomes `output` once complete: `OUT.PID.partial`, beside it
-/// (named for this process: two writers of one output never share it).
-pub fn partial_of(output: &Path) -> std::path::PathBuf {
-    let name = output.file_name().unwrap_or_default().to_string_lossy();
-    output.with_file_name(format!("{name}.{}.partial", std::process::id()))
-}
-
 /// The handlers, until [`Interruptible::finished`] or drop (see the module docs).
 pub struct Interruptible(());
 
@@ -96,32 +90,31 @@ impl Interruptible {
         Interruptible(())
     }
 
-    /// Creates (or truncates) `path` with the signals blocked, and names it to the handlers
-    /// before they may run: an interruption at any point after leaves no file. `removed`
-    /// says what the handler removed (`the incomplete export`). Through a symlink, the file
-    /// it points to is removed, never the link.
+    /// Creates the temporary file that becomes `output` once complete, beside it
+    /// ([`hrx_capture::replace::create_beside`]: `OUT.PID.partial`, named for this process so
+    /// that two writers of one output never share it, with the permission bits of the file it
+    /// replaces), with the
+    /// signals blocked, and names it to the handlers before they may run: an interruption at
+    /// any point after leaves no file. `removed` says what the handler removed (`the
+    /// incomplete export`), of `shown` (the output as the user named it). Returns the
+    /// temporary file's path, and the file.
     ///
     /// # Errors
     ///
     /// When the file cannot be created.
-    pub fn create(&self, path: &Path, removed: &str) -> io::Result<File> {
-        self.create_for(path, removed, path)
-    }
-
-    /// [`Interruptible::create`] of a temporary file `path` that will become `shown` (the
-    /// message names `shown`).
-    ///
-    /// # Errors
-    ///
-    /// When the file cannot be created.
-    pub fn create_for(&self, path: &Path, removed: &str, shown: &Path) -> io::Result<File> {
+    pub fn create_beside(
+        &self,
+        output: &Path,
+        removed: &str,
+        shown: &Path,
+    ) -> io::Result<(std::path::PathBuf, File)> {
         let blocked = Blocked::signals();
-        let file = File::create(path)?;
-        // The regular file written, through any symlink: never the link itself.
-        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        name(&[target], None, removed, shown);
+        let (temp, file) = hrx_capture::replace::create_beside(output, "partial")?;
+        // By its whole path (created new, it is no symbolic link).
+        let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
+        name(&[whole], None, removed, shown);
         drop(blocked);
-        Ok(file)
+        Ok((temp, file))
     }
 
     /// Names a set of files (not yet created, or some of them) to the handlers, and the

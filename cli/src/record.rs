@@ -909,6 +909,23 @@ pub fn refuse_overwrite(
     Ok(())
 }
 
+/// Refuses to replace the file `path` (`what`: "the export") that the user may not write
+/// ([`hrx_capture::replace::check_writable`]): renamed over, a write-protected file was
+/// replaced all the same, as `record` never does ([`check_writable`]).
+///
+/// # Errors
+///
+/// A one-line [`Failure`]: "cannot write WHAT to PATH: it cannot be opened for writing: WHY".
+pub fn refuse_unwritable(path: &Path, what: &str) -> Result<(), Failure> {
+    hrx_capture::replace::check_writable(path).map_err(|error| {
+        Failure::new(format!(
+            "cannot write {what} to {}: it cannot be opened for writing: {error}",
+            path.shown()
+        ))
+        .hint("choose a writable -o path")
+    })
+}
+
 /// Refuses an output the recorder could not write, before anything runs: an existing file
 /// that cannot be opened for writing, or a directory in which no file can be created (read
 /// only, a read-only file system, `/proc`). The directory is probed with a file of its own,

@@ -60,6 +60,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         head.starts_with(&hrx_capture::format::MAGIC)
             || hrx_capture::format::MAGIC.starts_with(head)
     })?;
+    crate::record::refuse_unwritable(&args.output, "the trimmed trace")?;
     // A trace being recorded is one too: renaming the trim over it would unlink the file
     // the recorder writes, and its recording would be lost.
     crate::record::refuse_live(&args.output, "the trimmed trace")?;
@@ -77,10 +78,9 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // Named for this process: two trims into one output each write their own file, and the
     // last rename wins whole (one fixed name had them write into each other's file, the
     // winner exiting 0 over a damaged trace: a break-it pass).
-    let partial = crate::partial::partial_of(&output);
     let interruptible = Interruptible::install();
-    let file = interruptible
-        .create(&partial, "the incomplete trimmed trace")
+    let (partial, file) = interruptible
+        .create_beside(&output, "the incomplete trimmed trace", &args.output)
         .map_err(|e| {
             // The partial file is ours, not a name the user gave: name the output.
             Failure::new(format!(

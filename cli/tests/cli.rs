@@ -42,6 +42,8 @@ mod program;
 mod range;
 #[path = "cli/range_fault.rs"]
 mod range_fault;
+#[path = "cli/replaced.rs"]
+mod replaced;
 #[path = "cli/replay.rs"]
 mod replay;
 #[path = "cli/replay_released.rs"]

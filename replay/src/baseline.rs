@@ -388,13 +388,15 @@ impl Baseline {
         // read the baseline it names, and wrote the runs beside it into a new file of the
         // link's name, the baseline named left at its earlier runs (a break-it pass).
         let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        let name = target.file_name().unwrap_or_default().to_string_lossy();
-        let partial = target.with_file_name(format!("{name}.{}.partial", std::process::id()));
-        let written = std::fs::File::create(&partial).and_then(|mut file| {
-            file.write_all(text.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()
-        });
+        // `PATH.PID.partial`, with the earlier baseline's permission bits: a `chmod 600`
+        // baseline stays private.
+        let (partial, mut file) = hrx_capture::replace::create_beside(&target, "partial")
+            .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))?;
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.sync_all());
+        drop(file);
         written
             .and_then(|()| std::fs::rename(&partial, &target))
             .map_err(|e| {
@@ -405,8 +407,9 @@ impl Baseline {
 
     /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
     /// there, an empty file (`mktemp`'s, as `record`, `trim` and `export` take) or a
-    /// baseline is, of any version (a trace, or any other file, is never overwritten). A tool checks before it replays, so that a replay's verdict is not lost
-    /// for a bad path.
+    /// baseline is, of any version (a trace, or any other file, is never overwritten), and
+    /// the user may write it (a write-protected baseline is not replaced). A tool checks
+    /// before it replays, so that a replay's verdict is not lost for a bad path.
     ///
     /// # Errors
     /// [`ReplayError::Baseline`] saying why not.
@@ -424,14 +427,24 @@ impl Baseline {
                 path,
                 "cannot write it: it is not a regular file",
             )),
-            Ok(meta) if meta.len() == 0 => Ok(()),
-            Ok(_) => match Baseline::read_json(path) {
-                Ok(value) if value.get("hrx_replay_baseline").is_some() => Ok(()),
-                _ => Err(baseline_error(
-                    path,
-                    "refusing to overwrite it: it is not a replay baseline (a trace, or another file)",
-                )),
-            },
+            Ok(meta) => {
+                if meta.len() > 0 {
+                    match Baseline::read_json(path) {
+                        Ok(value) if value.get("hrx_replay_baseline").is_some() => {}
+                        _ => {
+                            return Err(baseline_error(
+                                path,
+                                "refusing to overwrite it: it is not a replay baseline (a \
+                                 trace, or another file)",
+                            ));
+                        }
+                    }
+                }
+                // Renamed over, a write-protected file would be replaced all the same (the
+                // folder's permission is what a rename asks): refused, as `record` refuses.
+                hrx_capture::replace::check_writable(path)
+                    .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let dir = match path.parent() {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,

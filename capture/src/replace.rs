@@ -1,0 +1,111 @@
+//! A file replaced whole: written under a temporary name beside it, then renamed onto it
+//! (a recording over an earlier trace, a trim, an export, a replay baseline).
+//!
+//! Every such writer takes its temporary file here ([`create_beside`]), so that each
+//! - gives it the permission bits of the file it replaces, as `record` did: a baseline kept
+//!   `chmod 600` came back readable by everyone, and a `chmod 444` one writable;
+//! - and, with [`check_writable`] first, refuses to replace a file the user may not write
+//!   (the rename needs only the folder's write permission: a write-protected baseline was
+//!   replaced with exit 0).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The temporary name beside `target` that becomes `target` once complete:
+/// `{prefix}NAME.PID.{suffix}` (`NAME.PID.partial`, `.NAME.PID.new`), named for this process
+/// so that two writers of one file never share it.
+pub fn temporary_beside(target: &Path, prefix: &str, suffix: &str) -> PathBuf {
+    let name = target.file_name().unwrap_or_default();
+    target.with_file_name(temporary_name(
+        name.as_bytes(),
+        prefix,
+        suffix,
+        std::process::id(),
+    ))
+}
+
+/// [`temporary_beside`]'s name for `name` and process `pid`.
+fn temporary_name(name: &[u8], prefix: &str, suffix: &str, pid: u32) -> OsString {
+    let mut out = prefix.as_bytes().to_vec();
+    out.extend_from_slice(name);
+    out.extend_from_slice(format!(".{pid}.{suffix}").as_bytes());
+    OsString::from_vec(out)
+}
+
+/// Creates the temporary file `temp` (new: never one already there, nor through a symbolic
+/// link) with the permission bits `mode` exactly (the umask does not take any away), or,
+/// with `mode` `None`, as a new file is created (0666 less the umask). A file left at
+/// `temp` by an earlier process of this one's id (killed) is removed first.
+///
+/// # Errors
+///
+/// When the file cannot be created.
+pub fn create_temporary(temp: &Path, mode: Option<u32>) -> io::Result<File> {
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(mode.unwrap_or(0o666))
+            .open(temp)
+    };
+    let file = match open() {
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(temp)?;
+            open()?
+        }
+        other => other?,
+    };
+    if let Some(mode) = mode {
+        // Only the bits the umask took away are at stake (created with `mode`, the file
+        // is no more open than asked): where a file system refuses, it keeps those.
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+    }
+    Ok(file)
+}
+
+/// The permission bits of the file at `target`, which its replacement takes; `None` where
+/// there is none (or it cannot be asked).
+pub fn mode_of(target: &Path) -> Option<u32> {
+    let meta = std::fs::metadata(target).ok()?;
+    meta.is_file().then(|| meta.permissions().mode() & 0o7777)
+}
+
+/// The temporary file that replaces `target` ([`temporary_beside`]`(target, "", suffix)`),
+/// created with `target`'s permission bits where it exists ([`create_temporary`]): its
+/// path, and the file open for writing.
+///
+/// # Errors
+///
+/// When the file cannot be created.
+pub fn create_beside(target: &Path, suffix: &str) -> io::Result<(PathBuf, File)> {
+    let temp = temporary_beside(target, "", suffix);
+    let file = create_temporary(&temp, mode_of(target))?;
+    Ok((temp, file))
+}
+
+/// Whether the user may write the file at `path`, which a rename onto it replaces: `Ok`
+/// where there is none, else `access(W_OK)` as the real user (the rename needs only the
+/// folder's permission, so a write-protected file would be replaced all the same).
+///
+/// # Errors
+///
+/// The system's error where the file may not be written (`Permission denied`, a read-only
+/// file system).
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: `name` is a valid NUL-terminated string; access reads it only.
+    if unsafe { libc::access(name.as_ptr(), libc::W_OK) } == 0 {
+        return Ok(());
+    }
+    match io::Error::last_os_error() {
+        error if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        error => Err(error),
+    }
+}

@@ -1,0 +1,150 @@
+//! Files hrx-trace replaces whole, written beside them and renamed onto them (a replay
+//! baseline, a trim, an export, a recording over an earlier trace): each keeps the earlier
+//! file's permission bits, and a file the user may not write is refused.
+
+use crate::util::{assert_error, code, partial_files, record_hazards, run, stderr, stdout};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The commands that replace `name` in a folder holding the trace `h.hrxt`: a baseline
+/// added to and saved, a trim, an export, a recording.
+fn replacing(name: &str) -> [(&'static str, Vec<String>); 5] {
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    [
+        (
+            "--add-to-baseline",
+            args(&[
+                "replay",
+                "h.hrxt",
+                "--repeat",
+                "1",
+                "--add-to-baseline",
+                name,
+            ]),
+        ),
+        (
+            "--save-baseline",
+            args(&["replay", "h.hrxt", "--repeat", "1", "--save-baseline", name]),
+        ),
+        (
+            "trim",
+            args(&["trim", "h.hrxt", "-o", name, "--submissions", "1..2"]),
+        ),
+        (
+            "export",
+            args(&["export", "h.hrxt", "--format", "chrome", "-o", name]),
+        ),
+        (
+            "record",
+            args(&["record", "--workload", "hazards", "-o", name]),
+        ),
+    ]
+}
+
+/// The file each of [`replacing`]'s commands writes (a baseline, a trace, an export).
+fn file_for(what: &str) -> &'static str {
+    match what {
+        "--add-to-baseline" | "--save-baseline" => "b.json",
+        "export" => "e.json",
+        _ => "t.hrxt",
+    }
+}
+
+/// A file replaced keeps the permission bits it had, as `record` kept them: a baseline
+/// kept private (`chmod 600`) was rewritten readable by everyone (0644), as were trims and
+/// exports (a break-it pass). Bits the umask would take away are kept too (0660).
+#[test]
+fn a_replaced_file_keeps_its_permission_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    for mode in [0o600, 0o660] {
+        for (what, args) in replacing("NAME") {
+            let file = file_for(what);
+            let args: Vec<&str> = (args.iter())
+                .map(|a| if a == "NAME" { file } else { a.as_str() })
+                .collect();
+            // The first write makes the file; the second replaces it.
+            if !dir.path().join(file).exists() {
+                let out = run(dir.path(), &args);
+                assert_eq!(code(&out), 0, "{what}: {}", stderr(&out));
+            }
+            let path = dir.path().join(file);
+            set_mode(&path, mode);
+            let out = run(dir.path(), &args);
+            assert_eq!(code(&out), 0, "{what}: {}", stderr(&out));
+            assert_eq!(mode_of(&path), mode, "{what}: the mode was {mode:o}");
+        }
+    }
+    assert_eq!(partial_files(dir.path()), Vec::<String>::new());
+}
+
+/// Whether this process runs as root (who writes a write-protected file).
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs hrx-trace with `args` in `dir` as the user `nobody` where the test runs as root
+/// (root may write any file), else as this user.
+fn run_unprivileged(dir: &Path, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = crate::util::hrx_trace(dir);
+    command.args(args);
+    if root() {
+        command.uid(65534).gid(65534);
+    }
+    command.output().unwrap()
+}
+
+/// A folder the user who runs [`run_unprivileged`] owns, holding the trace `h.hrxt`.
+fn unprivileged_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    if root() {
+        std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(dir.path().join("h.hrxt"), Some(65534), Some(65534)).unwrap();
+    }
+    dir
+}
+
+/// A file the user may not write is not replaced: a `chmod 444` baseline (trim, export,
+/// trace) in a writable folder was renamed over with exit 0 and came back writable (the
+/// rename asks only the folder's permission; `record` alone refused). Refused in one line
+/// naming the file, exit 2, the file untouched; `--add-to-baseline` before it replays.
+#[test]
+fn a_write_protected_file_is_not_replaced() {
+    let dir = unprivileged_folder();
+    // Each file made by the user, then write-protected.
+    for (what, args) in replacing("NAME") {
+        let file = file_for(what);
+        let args: Vec<&str> = (args.iter())
+            .map(|a| if a == "NAME" { file } else { a.as_str() })
+            .collect();
+        let path = dir.path().join(file);
+        if !path.exists() {
+            let out = run_unprivileged(dir.path(), &args);
+            assert_eq!(code(&out), 0, "{what}: {}", stderr(&out));
+        }
+        set_mode(&path, 0o444);
+        let before = std::fs::read(&path).unwrap();
+        let out = run_unprivileged(dir.path(), &args);
+        assert_error(&out, file);
+        let err = stderr(&out);
+        assert!(err.contains("Permission denied"), "{what}: {err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{what}: replaced");
+        assert_eq!(mode_of(&path), 0o444, "{what}");
+        if what == "--add-to-baseline" {
+            assert_eq!(stdout(&out), "", "replayed before it was refused");
+        }
+        set_mode(&path, 0o644);
+    }
+    assert_eq!(partial_files(dir.path()), Vec::<String>::new());
+}
