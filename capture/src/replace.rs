@@ -2,6 +2,9 @@
 //! (a recording over an earlier trace, a trim, an export, a replay baseline).
 //!
 //! Every such writer takes its temporary file here ([`create_beside`]), so that each
+//! - names it so that it fits a file name's limit ([`NAME_MAX`] bytes) whatever the name it
+//!   replaces: `NAME.PID.partial` (or `.NAME.PID.new`) of a legal name of 241 to 255 bytes
+//!   did not, and each write of such a name failed (a break-it pass);
 //! - gives it the permission bits of the file it replaces, as `record` did: a baseline kept
 //!   `chmod 600` came back readable by everyone, and a `chmod 444` one writable;
 //! - and, with [`check_writable`] first, refuses to replace a file the user may not write
@@ -15,9 +18,14 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// The longest file name (one path component) a Linux file system takes, in bytes.
+pub const NAME_MAX: usize = 255;
+
 /// The temporary name beside `target` that becomes `target` once complete:
 /// `{prefix}NAME.PID.{suffix}` (`NAME.PID.partial`, `.NAME.PID.new`), named for this process
-/// so that two writers of one file never share it.
+/// so that two writers of one file never share it. Where that is longer than [`NAME_MAX`],
+/// NAME is cut (at a character's boundary) and a hash of the whole name keeps it apart from
+/// other names of the same start: `{prefix}START~HASH.PID.{suffix}`.
 pub fn temporary_beside(target: &Path, prefix: &str, suffix: &str) -> PathBuf {
     let name = target.file_name().unwrap_or_default();
     target.with_file_name(temporary_name(
@@ -30,9 +38,22 @@ pub fn temporary_beside(target: &Path, prefix: &str, suffix: &str) -> PathBuf {
 
 /// [`temporary_beside`]'s name for `name` and process `pid`.
 fn temporary_name(name: &[u8], prefix: &str, suffix: &str, pid: u32) -> OsString {
+    let tail = format!(".{pid}.{suffix}");
+    let room = NAME_MAX.saturating_sub(prefix.len() + tail.len());
     let mut out = prefix.as_bytes().to_vec();
-    out.extend_from_slice(name);
-    out.extend_from_slice(format!(".{pid}.{suffix}").as_bytes());
+    if name.len() <= room {
+        out.extend_from_slice(name);
+    } else {
+        let mark = format!("~{:016x}", xxhash_rust::xxh3::xxh3_64(name));
+        let mut keep = room.saturating_sub(mark.len()).min(name.len());
+        // Not inside a UTF-8 character: a name that was text stays text.
+        while keep > 0 && keep < name.len() && (name[keep] & 0xc0) == 0x80 {
+            keep -= 1;
+        }
+        out.extend_from_slice(&name[..keep]);
+        out.extend_from_slice(mark.as_bytes());
+    }
+    out.extend_from_slice(tail.as_bytes());
     OsString::from_vec(out)
 }
 
@@ -107,5 +128,41 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
     match io::Error::last_os_error() {
         error if error.kind() == io::ErrorKind::NotFound => Ok(()),
         error => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NAME_MAX, temporary_name};
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn a_temporary_name_fits_a_file_name_whatever_the_name_it_replaces() {
+        // A short name keeps its form.
+        assert_eq!(
+            temporary_name(b"t.hrxt", "", "partial", 42),
+            "t.hrxt.42.partial"
+        );
+        assert_eq!(temporary_name(b"t.hrxt", ".", "new", 42), ".t.hrxt.42.new");
+        for len in [200, 240, 241, 245, 250, 255] {
+            let name = vec![b'a'; len];
+            for (prefix, suffix) in [("", "partial"), (".", "new")] {
+                let temp = temporary_name(&name, prefix, suffix, u32::MAX);
+                assert!(temp.len() <= NAME_MAX, "{len}: {} bytes", temp.len());
+                assert!(
+                    temp.as_bytes()
+                        .ends_with(format!(".{}.{suffix}", u32::MAX).as_bytes())
+                );
+            }
+        }
+        // Two long names of one start get two names; a UTF-8 name is cut between characters.
+        let (a, b) = ("é".repeat(125) + "-1.hrxt", "é".repeat(125) + "-2.hrxt");
+        let (ta, tb) = (
+            temporary_name(a.as_bytes(), "", "partial", 7),
+            temporary_name(b.as_bytes(), "", "partial", 7),
+        );
+        assert_ne!(ta, tb);
+        assert!(ta.to_str().is_some(), "{ta:?}");
+        assert!(ta.len() <= NAME_MAX);
     }
 }

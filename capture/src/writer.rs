@@ -459,7 +459,7 @@ impl Replacing {
         if target.parent().is_none() || target.file_name().is_none() {
             return Ok(None);
         }
-        // `.NAME.PID.new`, with the earlier trace's permission bits.
+        // `.NAME.PID.new`, shortened where that would pass a file name's limit.
         let temp = crate::replace::temporary_beside(&target, ".", "new");
         let mode = held.permissions().mode() & 0o7777;
         let fresh = match crate::replace::create_temporary(&temp, Some(mode)) {

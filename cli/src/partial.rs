@@ -92,8 +92,8 @@ impl Interruptible {
 
     /// Creates the temporary file that becomes `output` once complete, beside it
     /// ([`hrx_capture::replace::create_beside`]: `OUT.PID.partial`, named for this process so
-    /// that two writers of one output never share it, with the permission bits of the file it
-    /// replaces), with the
+    /// that two writers of one output never share it, shortened where a long name would pass
+    /// a file name's limit, with the permission bits of the file it replaces), with the
     /// signals blocked, and names it to the handlers before they may run: an interruption at
     /// any point after leaves no file. `removed` says what the handler removed (`the
     /// incomplete export`), of `shown` (the output as the user named it). Returns the

@@ -388,8 +388,8 @@ impl Baseline {
         // read the baseline it names, and wrote the runs beside it into a new file of the
         // link's name, the baseline named left at its earlier runs (a break-it pass).
         let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        // `PATH.PID.partial`, with the earlier baseline's permission bits: a `chmod 600`
-        // baseline stays private.
+        // `PATH.PID.partial` (shortened where a long name would pass a file name's limit),
+        // with the earlier baseline's permission bits: a `chmod 600` baseline stays private.
         let (partial, mut file) = hrx_capture::replace::create_beside(&target, "partial")
             .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))?;
         let written = file

@@ -1,6 +1,7 @@
 //! Files hrx-trace replaces whole, written beside them and renamed onto them (a replay
 //! baseline, a trim, an export, a recording over an earlier trace): each keeps the earlier
-//! file's permission bits, and a file the user may not write is refused.
+//! file's permission bits, a file the user may not write is refused, and a name of up to
+//! 255 bytes (a file name's limit) is written, the temporary name beside it fitting too.
 
 use crate::util::{assert_error, code, partial_files, record_hazards, run, stderr, stdout};
 use std::os::unix::fs::PermissionsExt;
@@ -147,4 +148,43 @@ fn a_write_protected_file_is_not_replaced() {
         set_mode(&path, 0o644);
     }
     assert_eq!(partial_files(dir.path()), Vec::<String>::new());
+}
+
+/// A name of 250 bytes (legal: a file name holds up to 255) is written, and written again
+/// over itself: the temporary names beside it (`NAME.PID.partial`, `.NAME.PID.new`) passed
+/// the limit, and each write failed ("File name too long") at its first write, or a
+/// recording over the same name did.
+#[test]
+fn a_name_of_250_bytes_is_written_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    for (what, args) in replacing("NAME") {
+        let extension = if file_for(what).ends_with(".json") {
+            ".json"
+        } else {
+            ".hrxt"
+        };
+        let name = "n".repeat(250 - extension.len()) + extension;
+        assert_eq!(name.len(), 250);
+        let args: Vec<&str> = (args.iter())
+            .map(|a| {
+                if a == "NAME" {
+                    name.as_str()
+                } else {
+                    a.as_str()
+                }
+            })
+            .collect();
+        for time in ["written", "replaced"] {
+            let out = run(dir.path(), &args);
+            assert_eq!(code(&out), 0, "{what} {time}: {}", stderr(&out));
+            assert!(dir.path().join(&name).is_file(), "{what} {time}");
+        }
+        std::fs::remove_file(dir.path().join(&name)).unwrap();
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["h.hrxt"], "temporary files left");
 }
