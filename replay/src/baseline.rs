@@ -429,8 +429,11 @@ impl Baseline {
             )),
             Ok(meta) => {
                 if meta.len() > 0 {
-                    match Baseline::read_json(path) {
+                    match Baseline::read_value(path) {
                         Ok(value) if value.get("hrx_replay_baseline").is_some() => {}
+                        // A file that cannot be read says why (an unreadable baseline is
+                        // no "other file").
+                        Err(Unread::Io(why)) => return Err(baseline_error(path, why)),
                         _ => {
                             return Err(baseline_error(
                                 path,
@@ -547,37 +550,38 @@ impl Baseline {
 
     /// The JSON of a file of a baseline's size.
     fn read_json(path: &Path) -> Result<serde_json::Value, ReplayError> {
+        Baseline::read_value(path)
+            .map_err(|(Unread::Io(why) | Unread::NotBaseline(why))| baseline_error(path, why))
+    }
+
+    /// [`Baseline::read_json`], telling a file that cannot be read from one that is no
+    /// baseline.
+    fn read_value(path: &Path) -> Result<serde_json::Value, Unread> {
         // A FIFO would block, a device never end: only a regular file, of a baseline's size.
-        let meta = std::fs::metadata(path)
-            .map_err(|e| baseline_error(path, format!("cannot read it: {e}")))?;
+        let meta =
+            std::fs::metadata(path).map_err(|e| Unread::Io(format!("cannot read it: {e}")))?;
         if !meta.is_file() {
-            return Err(baseline_error(
-                path,
-                "cannot read it: it is not a regular file",
+            return Err(Unread::NotBaseline(
+                "cannot read it: it is not a regular file".into(),
             ));
         }
         if meta.len() > MAX_BASELINE_BYTES {
-            return Err(baseline_error(
-                path,
-                format!("{} bytes: larger than a replay baseline can be", meta.len()),
-            ));
+            return Err(Unread::NotBaseline(format!(
+                "{} bytes: larger than a replay baseline can be",
+                meta.len()
+            )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            baseline_error(
-                path,
-                match e.kind() {
-                    // A trace (or any binary file) given where the baseline goes.
-                    std::io::ErrorKind::InvalidData => {
-                        "not a replay baseline: not JSON text (a trace? a baseline is the JSON \
-                         `--save-baseline` writes)"
-                            .to_owned()
-                    }
-                    _ => format!("cannot read it: {e}"),
-                },
-            )
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            // A trace (or any binary file) given where the baseline goes.
+            std::io::ErrorKind::InvalidData => Unread::NotBaseline(
+                "not a replay baseline: not JSON text (a trace? a baseline is the JSON \
+                 `--save-baseline` writes)"
+                    .into(),
+            ),
+            _ => Unread::Io(format!("cannot read it: {e}")),
         })?;
         serde_json::from_str(&text)
-            .map_err(|e| baseline_error(path, format!("not a replay baseline: {e}")))
+            .map_err(|e| Unread::NotBaseline(format!("not a replay baseline: {e}")))
     }
 
     /// Whether this baseline was saved from a replay of the recording `this` names
@@ -988,6 +992,13 @@ fn check_durations(d: &Durations) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Why [`Baseline::read_value`] read no JSON, in words: the file could not be read, or it
+/// holds no baseline (not a regular file, too large, not JSON).
+enum Unread {
+    Io(String),
+    NotBaseline(String),
 }
 
 fn baseline_error(path: &Path, why: impl std::fmt::Display) -> ReplayError {

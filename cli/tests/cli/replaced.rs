@@ -150,6 +150,37 @@ fn a_write_protected_file_is_not_replaced() {
     assert_eq!(partial_files(dir.path()), Vec::<String>::new());
 }
 
+/// A baseline the user may not read: `--add-to-baseline` (and `--save-baseline`) say the
+/// read's error, as `--baseline` does; it said "refusing to overwrite it: it is not a
+/// replay baseline", of a baseline.
+#[test]
+fn an_unreadable_baseline_says_why_it_cannot_be_read() {
+    let dir = unprivileged_folder();
+    let out = run_unprivileged(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--repeat",
+            "1",
+            "--save-baseline",
+            "b.json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let path = dir.path().join("b.json");
+    set_mode(&path, 0o000);
+    let before = std::fs::read(&path).unwrap();
+    for option in ["--baseline", "--add-to-baseline", "--save-baseline"] {
+        let out = run_unprivileged(dir.path(), &["replay", "h.hrxt", option, "b.json"]);
+        assert_error(&out, "b.json: cannot read it: Permission denied");
+        assert!(!stderr(&out).contains("not a replay baseline"), "{option}");
+        assert_eq!(stdout(&out), "", "{option}: replayed before it was refused");
+    }
+    set_mode(&path, 0o644);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
 /// A name of 250 bytes (legal: a file name holds up to 255) is written, and written again
 /// over itself: the temporary names beside it (`NAME.PID.partial`, `.NAME.PID.new`) passed
 /// the limit, and each write failed ("File name too long") at its first write, or a
