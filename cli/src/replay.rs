@@ -158,13 +158,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             })?;
             // A run at another pace than its runs' is no run of it: said before a replay that
             // could not be added (it was refused after the whole replay).
-            earlier
-                .check_pace(args.pace == "captured")
-                .map_err(|why| {
-                    Failure::new(format!("--add-to-baseline {}: {why}", path.shown())).hint(
-                        "add it at the baseline's pace (--pace), or save a baseline of this                          pace to another file (--save-baseline)",
-                    )
-                })?;
+            earlier.check_pace(args.pace == "captured").map_err(|why| {
+                Failure::new(format!("--add-to-baseline {}: {why}", path.shown())).hint(
+                    "add it at the baseline's pace (--pace), or save a baseline of this \
+                     pace to another file (--save-baseline)",
+                )
+            })?;
         }
     }
     // A gate, or a baseline saved for one, needs the gate's samples (GATE_REPEAT).

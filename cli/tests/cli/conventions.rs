@@ -293,3 +293,132 @@ fn the_readme_example_is_the_compiled_example() {
     );
     assert!(code.lines().count() <= 25, "a short example");
 }
+
+/// The ordinary (not raw) string literals of the Rust source `text`: (line, the literal's
+/// source text between its quotes). Comments, raw strings and character literals skipped.
+fn string_literals(text: &str) -> Vec<(usize, &str)> {
+    let b = text.as_bytes();
+    let lines = |from: usize, to: usize| b[from..to].iter().filter(|&&c| c == b'\n').count();
+    let ident = |at: usize| at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_');
+    let (mut out, mut i, mut line) = (Vec::new(), 0, 1);
+    while i < b.len() {
+        let rest = &b[i..];
+        let raw = (!ident(i))
+            .then(|| rest.strip_prefix(b"br").or_else(|| rest.strip_prefix(b"r")))
+            .flatten()
+            .and_then(|r| {
+                let hashes = r.iter().position(|&c| c != b'#')?;
+                (r[hashes] == b'"').then_some(hashes)
+            });
+        let end = if rest.starts_with(b"//") {
+            i + rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len())
+        } else if rest.starts_with(b"/*") {
+            i + 2 + text[i + 2..].find("*/").unwrap() + 2
+        } else if let Some(hashes) = raw {
+            // A raw string: up to its quote and as many #.
+            let start = i + rest.iter().position(|&c| c == b'"').unwrap() + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            start + text[start..].find(&close).unwrap() + close.len()
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push((line, &text[i + 1..j]));
+            j + 1
+        } else if b[i] == b'\'' && b.get(i + 1) == Some(&b'\\') {
+            i + 2 + rest[2..].iter().position(|&c| c == b'\'').unwrap() + 1
+        } else if b[i] == b'\'' && b.get(i + 2) == Some(&b'\'') {
+            i + 3
+        } else {
+            // Anything else one byte at a time: a lifetime, or a character literal of several
+            // bytes ('é', whose bytes are no quote or newline).
+            i + 1
+        };
+        line += lines(i, end);
+        i = end;
+    }
+    out
+}
+
+/// Whether the string literal `literal` (its source text) carries a line's end into its
+/// text: once its continuations (`\`, the newline and the next line's leading whitespace)
+/// are taken out, a newline followed by source indentation (8 spaces), or a run of 10
+/// spaces between words (lines joined, their indentation kept).
+fn lost_continuation(literal: &str) -> bool {
+    let mut text = String::new();
+    let mut chars = literal.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some('\n')) => {
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+            }
+            ('\\', Some(&escaped)) => {
+                text.extend([c, escaped]);
+                chars.next();
+            }
+            _ => text.push(c),
+        }
+    }
+    let indented = text.split('\n').skip(1).any(|l| l.starts_with("        "));
+    let spaced = text.split('\n').any(|l| l.trim().contains(&" ".repeat(10)));
+    indented || spaced
+}
+
+/// A message written over several source lines continues each with `\`, which drops the
+/// newline and the next line's indentation. A line that ends inside a string literal
+/// without it carries the newline and the indentation into the message (or, joined, a run
+/// of spaces: the `--pace` hint read "save a baseline of this" and 26 spaces before "pace",
+/// a break-it pass). No string literal of the CLI and of the crates it prints from does
+/// ([`lost_continuation`]; tables' columns are narrower, help texts start at column 0).
+#[test]
+fn string_literals_are_continued_with_a_backslash() {
+    // The check finds the defect in either form, and passes a continued literal.
+    let source = "let a = \"one \\\n             two\";\nlet b = 'x'; // \"not a literal\n\
+                  let c = \"one\n             two\";\nlet d = \"one                two\";\n\
+                  let e = r#\"raw\n             \"#;\n";
+    let found: Vec<(usize, bool)> = string_literals(source)
+        .into_iter()
+        .map(|(line, l)| (line, lost_continuation(l)))
+        .collect();
+    assert_eq!(found, [(1, false), (4, true), (6, true)], "{source}");
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs: Vec<std::path::PathBuf> = [
+        "cli/src",
+        "replay/src",
+        "analysis/src",
+        "capture/src",
+        "tui/src",
+        "src",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    let (mut bad, mut literals) = (Vec::new(), 0);
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (line, literal) in string_literals(&text) {
+                    literals += 1;
+                    if lost_continuation(literal) {
+                        let file = path.strip_prefix(&root).unwrap_or(&path);
+                        bad.push(format!("{}:{line}: \"{literal}\"", file.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(literals > 1000, "{literals} string literals found");
+    assert!(
+        bad.is_empty(),
+        "string literals continued without \\:\n{}",
+        bad.join("\n")
+    );
+}

@@ -643,6 +643,15 @@ fn replays_added_to_a_baseline_are_its_runs() {
         "error: --add-to-baseline b.json: saved from replays at --pace none, this replay at \
          --pace captured: a baseline's runs are of one pace",
     );
+    // Its hint single-spaced (it held 26 spaces where a line's `\` was lost).
+    assert!(
+        stderr(&added).contains(
+            "\nhint: add it at the baseline's pace (--pace), or save a baseline of this pace to \
+             another file (--save-baseline)\n"
+        ),
+        "{}",
+        stderr(&added)
+    );
     assert_eq!(stdout(&added), "", "replayed before it was refused");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("b.json")).unwrap(),
