@@ -44,7 +44,7 @@
 
 use crate::report::{Clock, Durations, GpuClocksAround, HostLoad, Report, clocks_moved};
 use crate::{ReplayError, ReplayOptions};
-use hrx_capture::ShowPath;
+use hrx_capture::{ShowPath, Shown};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -590,11 +590,15 @@ impl Baseline {
     /// # Errors
     /// Why not, in one line, as [`Baseline::judge`] says it.
     pub fn check_recording(&self, this: Option<&str>) -> Result<(), String> {
-        let source = self.source.as_deref().unwrap_or("an unnamed trace");
+        // As a path is shown: a stored name holding a newline or an escape sequence, quoted
+        // and escaped (written raw, it broke the line or reached the terminal).
+        let source = Path::new(self.source.as_deref().unwrap_or("an unnamed trace")).shown();
         match (&self.recorded, this) {
             (Some(saved), Some(this)) if saved != this => Err(format!(
-                "saved from another recording (of {source}, {saved}; this trace: {this}): a \
-                 baseline judges replays of its own recording only"
+                "saved from another recording (of {source}, {}; this trace: {}): a \
+                 baseline judges replays of its own recording only",
+                Path::new(saved).shown(),
+                Path::new(this).shown()
             )),
             _ => Ok(()),
         }
@@ -620,7 +624,9 @@ impl Baseline {
     /// or replayed on another backend or device (whose times are no baseline). A gate asked to
     /// judge against a baseline that judges nothing must not pass as if it had.
     pub fn judge(&self, report: &mut Report, options: &ReplayOptions) -> Result<(), String> {
-        let source = self.source.as_deref().unwrap_or("an unnamed trace");
+        // As a path is shown: a stored name holding a newline or an escape sequence, quoted
+        // and escaped (written raw, it broke the line or reached the terminal).
+        let source = Path::new(self.source.as_deref().unwrap_or("an unnamed trace")).shown();
         self.check_recording(report.trace.recorded.as_deref())?;
         // One side names no recording (a trace whose session start is lost, a baseline
         // saved from one): judged, but not silently (a break-it pass: another recording's
@@ -645,7 +651,10 @@ impl Baseline {
             return Err(format!(
                 "replayed on {} ({}), this replay on {} ({}): times of another device are no \
                  baseline",
-                self.backend, self.device, report.replay.backend, report.replay.device
+                Path::new(&self.backend).shown(),
+                Path::new(&self.device).shown(),
+                report.replay.backend,
+                report.replay.device
             ));
         }
         if let Some(note) = self.clocks_note(report, source) {
@@ -810,7 +819,12 @@ impl Baseline {
     /// slowdown against the capture within how far known-good replays moved from one process
     /// to the next is no regression (the capture is one process's draw of the same
     /// movement). Said in a note, with the rows' count; `summary.slow` recounted.
-    fn floor_capture_judgements(&self, report: &mut Report, options: &ReplayOptions, source: &str) {
+    fn floor_capture_judgements(
+        &self,
+        report: &mut Report,
+        options: &ReplayOptions,
+        source: Shown<'_>,
+    ) {
         let Some(max) = options.max_slowdown else {
             return;
         };
@@ -872,7 +886,7 @@ impl Baseline {
 
     /// The note when `report`'s GPU clocks differ from this baseline's by more than
     /// [`crate::CLOCKS_DIFFER`], before or after the repeats (each compared where both read).
-    fn clocks_note(&self, report: &Report, source: &str) -> Option<String> {
+    fn clocks_note(&self, report: &Report, source: Shown<'_>) -> Option<String> {
         let (saved, now) = (
             self.gpu_clocks.as_ref()?,
             report.replay.gpu_clocks.as_ref()?,
@@ -905,7 +919,7 @@ impl Baseline {
 /// baseline saved while the machine was busier than the 1-minute load shows (a build just
 /// started) read 9.59 ms for a region captured at 6.51 ms, and a doubled kernel passed
 /// against it with SAME and no word (a fresh-user pass).
-fn slower_than_capture(report: &mut Report, options: &ReplayOptions, source: &str) {
+fn slower_than_capture(report: &mut Report, options: &ReplayOptions, source: Shown<'_>) {
     let Some(max) = options.max_slowdown else {
         return;
     };

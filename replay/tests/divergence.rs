@@ -407,6 +407,42 @@ fn a_baseline_judges_later_replays_by_the_timing_rule() {
     );
 }
 
+/// A baseline's stored name of its source trace is shown as a path is: one holding a
+/// newline or an escape sequence quoted and escaped in each note and error naming it
+/// (written raw, it broke the line, and its escape sequence reached the terminal: a
+/// break-it pass).
+#[test]
+fn a_baseline_shows_its_source_name_on_one_line() {
+    let frames: Vec<_> = (0..24).map(|seed| synthetic(24, 16, seed)).collect();
+    let (trace, result) = record(hrx::RuntimeOptions::sim(), |rt| run_pipeline(rt, &frames));
+    assert_eq!(result.expect("pipeline"), 24);
+    let options = ReplayOptions::default().repeat(2).max_slowdown(1e9);
+    let good = replay_with(&trace, &options);
+    let mut baseline = hrx_replay::Baseline::of(&good);
+    baseline.source = Some("a\nb\u{1b}[2J.hrxt".into());
+    let shown = r#""a\nb\u{1b}[2J.hrxt""#;
+    // Another pace, and a row it lacks: each said in a note naming the source.
+    baseline.pace_captured = Some(!good.replay.pace_captured);
+    baseline.rows.pop();
+    let mut report = replay_with(&trace, &options);
+    baseline.judge(&mut report, &options).unwrap();
+    // (A third where this host was loaded as the baseline was taken.)
+    let naming = report.notes.iter().filter(|n| n.contains(shown)).count();
+    assert!(naming >= 2, "{:?}", report.notes);
+    assert!(
+        report.notes.iter().all(|n| !n.contains(['\n', '\u{1b}'])),
+        "{:?}",
+        report.notes
+    );
+    // Saved from another recording: refused naming it.
+    baseline.recorded = Some("elsewhere pid 1 at 2026-01-01T00:00:00+00:00".into());
+    let why = baseline.check_recording(Some("here")).unwrap_err();
+    assert!(
+        why.contains(shown) && !why.contains(['\n', '\u{1b}']),
+        "{why}"
+    );
+}
+
 /// A baseline keys rows as the report pools them: each row names the identical graphs it
 /// pools, saved and loaded as they are, and judges a later replay's pooled rows (twelve
 /// frames: judged, not too few); a baseline of version 1 (rows per graph) is refused with a
