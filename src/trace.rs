@@ -39,7 +39,7 @@
 //! bytes from a finished trace.
 
 use hrx_capture::schema as s;
-use hrx_capture::{Recorder, RecorderOptions, TraceMode};
+use hrx_capture::{Recorder, RecorderOptions, ShowPath, TraceMode};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -158,7 +158,7 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                         };
                         crate::error::to_stderr(format_args!(
                             "hrx: HRX_TRACE={}: it held an earlier trace: {what}",
-                            path.display()
+                            path.shown()
                         ));
                     }
                     Some(recorder)
@@ -178,19 +178,19 @@ pub(crate) fn open(target: TraceTarget<'_>) -> crate::Result<Option<Recorder>> {
                         .as_deref()
                         .filter(|file| !file.exists())
                         .map_or(String::new(), |file| {
-                            format!(" (the earlier trace {} is lost)", file.display())
+                            format!(" (the earlier trace {} is lost)", file.shown())
                         });
                     crate::error::to_stderr(format_args!(
                         "hrx: HRX_TRACE={}: cannot record there ({why}): this process runs \
                          untraced{lost}",
-                        path.display()
+                        path.shown()
                     ));
                     None
                 }
                 Err(e) => {
                     return Err(crate::Error::Message(format!(
                         "cannot open trace {}: {e}",
-                        path.display()
+                        path.shown()
                     )));
                 }
             }

@@ -1288,3 +1288,69 @@ fn a_trace_name_with_control_characters_is_escaped_in_messages() {
         "{replay}"
     );
 }
+
+/// The runtime's own `hrx:` lines (`HRX_TRACE` naming where a traced program records, and
+/// `record --workload`'s trace the runtime opens) name the path as every other message
+/// does: quoted and escaped where it holds a control character. Printed raw (a break-it
+/// pass), `hrx: HRX_TRACE=x` and `y^[[1m.hrxt: it held an earlier trace...` read as two
+/// lines, the second no message, and the escape sequence reached the terminal.
+#[test]
+fn the_runtimes_own_messages_show_a_path_with_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = |path: &str| {
+        std::process::Command::new(example("traced"))
+            .arg("1")
+            .current_dir(dir.path())
+            .env_remove("HRX_TRACE_PATHS")
+            .env("HRX_TRACE", path)
+            .output()
+            .unwrap()
+    };
+    let one_line = |what: &str, err: &str| {
+        for line in err.lines() {
+            assert!(
+                ["hrx: ", "error: ", "warning: ", "note: ", "hint: "]
+                    .iter()
+                    .any(|p| line.starts_with(p)),
+                "{what}: a line that is no message: {line:?} in {err:?}"
+            );
+        }
+        assert!(!err.contains('\u{1b}'), "{what}: {err:?}");
+    };
+    // Recorded twice: the second run replaces the first's trace, and says so.
+    let name = "x\ny\u{1b}[1m.hrxt";
+    assert!(traced(name).status.success());
+    let err = stderr(&traced(name));
+    one_line("replaced", &err);
+    assert!(
+        err.contains(r#"hrx: HRX_TRACE="x\ny\u{1b}[1m.hrxt": it held an earlier trace"#),
+        "{err}"
+    );
+    // A folder that is not there: the program runs untraced, and says where it could not.
+    let err = stderr(&traced("nodir\n/t.hrxt"));
+    one_line("cannot record there", &err);
+    assert!(
+        err.contains(r#"hrx: HRX_TRACE="nodir\n/t.hrxt": cannot record there ("#),
+        "{err}"
+    );
+    // `record --workload` whose runtime cannot open its trace (a name as long as the
+    // system allows, which the replacement's temporary name is longer than).
+    let long = format!("a\n{}.hrxt", "K".repeat(243));
+    let args = [
+        "record",
+        "-q",
+        "--workload",
+        "hazards",
+        "--backend",
+        "sim",
+        "-o",
+        &long,
+    ];
+    let first = run(dir.path(), &args);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let again = run(dir.path(), &args);
+    assert_eq!(code(&again), 2, "{}", stderr(&again));
+    let err = stderr(&again);
+    one_line("cannot open trace", &err);
+    assert!(err.contains(r#"cannot open trace "a\nKKK"#), "{err}");
+}

@@ -268,7 +268,12 @@ fn preload() -> Option<String> {
                 std::mem::forget(library);
                 return None;
             }
-            Err(error) => last = Some(format!("{}: {error}", path.display())),
+            Err(error) => {
+                last = Some(format!(
+                    "{}: {error}",
+                    hrx_capture::ShowPath::shown(path.as_path())
+                ))
+            }
         }
     }
     last
