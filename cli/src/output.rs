@@ -221,7 +221,8 @@ pub fn bar_style(template: &str) -> indicatif::ProgressStyle {
 }
 
 /// A copy of `report` whose strings show their control characters escaped (`\u{1b}`,
-/// `\n`), for text output: names come from the traced program (its annotations, threads,
+/// `\n`), and the other characters messages escape in a path ([`hrx_capture::needs_escape`]:
+/// line separators, bidirectional overrides), for text output: names come from the traced program (its annotations, threads,
 /// kernels, path), and one holding an escape sequence or a newline must not clear a
 /// terminal, retitle it or fake a line of output (a break-it pass), as `dump` already
 /// escapes them. A name (a field whose key ends in `name`) longer than [`NAME_SHOWN_CHARS`]
@@ -247,10 +248,10 @@ pub fn printable(report: &serde_json::Value) -> serde_json::Value {
                 })
                 .collect(),
         ),
-        Value::String(text) if text.chars().any(char::is_control) => Value::String(
+        Value::String(text) if text.chars().any(hrx_capture::needs_escape) => Value::String(
             text.chars()
                 .map(|c| {
-                    if c.is_control() {
+                    if hrx_capture::needs_escape(c) {
                         c.escape_debug().to_string()
                     } else {
                         c.to_string()
@@ -363,6 +364,9 @@ mod tests {
             "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}EVIL\\nerror: fake"
         );
         assert_eq!(shown["rows"], report["rows"]);
+        // As a path in a message: separators and bidirectional overrides too.
+        let report = serde_json::json!({"name": "a\u{2028}b\u{202e}c\u{85}"});
+        assert_eq!(printable(&report)["name"], "a\\u{2028}b\\u{202e}c\\u{85}");
     }
 
     #[test]

@@ -1354,3 +1354,37 @@ fn the_runtimes_own_messages_show_a_path_with_control_characters_escaped() {
     one_line("cannot open trace", &err);
     assert!(err.contains(r#"cannot open trace "a\nKKK"#), "{err}");
 }
+
+/// Names that are no UTF-8, or hold a character that is no control character but ends or
+/// reorders a line (U+2028, a bidirectional override), are shown quoted and escaped too:
+/// `a\xE9.hrxt` and `a\xE8.hrxt` were both shown `a\u{fffd}.hrxt`, and a line separator
+/// split the message (a break-it pass).
+#[test]
+fn a_trace_name_that_is_no_utf8_or_holds_a_line_separator_is_escaped_in_messages() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, shown) in [
+        (&b"a\xe9.hrxt"[..], r#"error: "a\xE9.hrxt": cannot open it"#),
+        (b"a\xe8.hrxt", r#"error: "a\xE8.hrxt": cannot open it"#),
+        (
+            "a\u{2028}b.hrxt".as_bytes(),
+            r#"error: "a\u{2028}b.hrxt": cannot open it"#,
+        ),
+        (
+            "a\u{202e}txt.hrxt".as_bytes(),
+            r#"error: "a\u{202e}txt.hrxt": cannot open it"#,
+        ),
+    ] {
+        let out = hrx_trace(dir.path())
+            .arg("info")
+            .arg(std::ffi::OsStr::from_bytes(name))
+            .output()
+            .unwrap();
+        assert_error(&out, shown);
+        assert!(
+            !stderr(&out).contains(['\u{2028}', '\u{202e}']),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
