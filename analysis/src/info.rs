@@ -51,8 +51,9 @@ pub fn recovered(r: &Recovery) -> String {
     }
 }
 
-/// A range a trace holds, in words (`info`'s and `stats`' `range` lines): `trimmed from
-/// whole.hrxt, submissions 4..7 (submissions:4..7)`, `submissions 4..7 of a recording
+/// A range a trace holds, in words (`info`'s and `stats`' `range` lines, `replay`'s note):
+/// `trimmed from whole.hrxt, submissions 4..7 (submissions:4..7)` (the source's name as
+/// [`hrx_capture::ShowPath::shown`] shows it), `submissions 4..7 of a recording
 /// (submissions:4..7)`, or a range that never opened; `runtime` names its runtime first (a
 /// trace of several).
 pub fn range_text(r: &TraceRange, runtime: bool) -> String {
@@ -65,10 +66,21 @@ pub fn range_text(r: &TraceRange, runtime: bool) -> String {
         String::new()
     };
     match &r.trimmed_from {
-        Some(from) => format!(
-            "trimmed from {from}, {runtime}submissions {}..{end} ({})",
-            r.start, r.trigger
-        ),
+        // The source's name as messages show a path (quoted and escaped where it holds a
+        // newline or an escape sequence): `info`'s line and `replay`'s note printed it raw
+        // (a break-it pass), where `stats` escaped it.
+        Some(from) => {
+            let (name, why) = crate::trim::source_note(from);
+            let why = why.map_or(String::new(), |why| {
+                format!("{}{why})", hrx_capture::TRIMMED_FROM_INCOMPLETE)
+            });
+            format!(
+                "trimmed from {}{why}, {runtime}submissions {}..{end} ({})",
+                hrx_capture::ShowPath::shown(std::path::Path::new(name)),
+                r.start,
+                r.trigger
+            )
+        }
         // Recorded at the run's end for a range that never opened.
         None if r.end == Some(r.start) => format!(
             "{runtime}no submission of a recording ({} never opened: the run ended at \

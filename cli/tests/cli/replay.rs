@@ -1629,3 +1629,32 @@ fn replay_json_lists_what_standard_error_warned() {
         "{help}"
     );
 }
+
+/// A trim of a trace whose name holds a newline or an escape sequence names its source as
+/// every message names a path, quoted and escaped, in `info`'s `range` line, `stats`' and
+/// `replay`'s note: `info` and `replay` printed the stored name raw (a break-it pass), a
+/// note split in two and the escape sequence reaching the terminal, where `stats` escaped
+/// it.
+#[test]
+fn the_source_of_a_trim_is_named_escaped_by_info_stats_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "wh\nole\u{1b}[7m.hrxt";
+    record_hazards(dir.path(), name);
+    let trim = run(
+        dir.path(),
+        &["trim", name, "-o", "t.hrxt", "--submissions", "2..4"],
+    );
+    assert_eq!(code(&trim), 0, "{}", stderr(&trim));
+    let range = r#"trimmed from "wh\nole\u{1b}[7m.hrxt", submissions 2..4 (submissions:2..4)"#;
+    for args in [
+        &["info", "t.hrxt"][..],
+        &["stats", "t.hrxt"],
+        &["replay", "--backend", "sim", "t.hrxt"],
+    ] {
+        let out = run(dir.path(), args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains(range), "{args:?}: {text}");
+        assert!(!text.contains('\u{1b}'), "{args:?}: {text:?}");
+    }
+}
