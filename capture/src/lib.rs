@@ -72,7 +72,7 @@ pub use reader::{
 };
 pub use rewrite::TraceWriter;
 pub use schema::Record;
-pub use shown::{ShowPath, Shown, needs_escape};
+pub use shown::{ForShell, ShowPath, Shown, needs_escape};
 pub use staging::{DeferredKind, RawRecord};
 pub use watch::{BEING_RECORDED, UNCLOSED_ENDING, WriterWatch};
 pub use writer::{

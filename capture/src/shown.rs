@@ -61,17 +61,87 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
+/// A path as a command a hint prints names it, for the user to paste into a shell:
+/// [`ShowPath::for_shell`].
+#[derive(Clone, Copy, Debug)]
+pub struct ForShell<'a>(&'a Path);
+
+/// The bytes a word holds unquoted in a shell command and means itself.
+fn plain_in_shell(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"_./%+,:=@-".contains(&byte)
+}
+
+impl fmt::Display for ForShell<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = self.0.as_os_str().as_bytes();
+        // A leading `-` would be read as an option: `./-a.hrxt` names the same file.
+        let (dot, bytes) = match bytes.first() {
+            Some(b'-') => ("./", bytes),
+            _ => ("", bytes),
+        };
+        f.write_str(dot)?;
+        if !bytes.is_empty() && bytes.iter().all(|&b| plain_in_shell(b)) {
+            // All ASCII, so UTF-8.
+            return f.write_str(std::str::from_utf8(bytes).unwrap_or_default());
+        }
+        let text = std::str::from_utf8(bytes).ok();
+        match text.filter(|t| !t.chars().any(needs_escape)) {
+            // Single quotes keep everything but a single quote, written `'\''`.
+            Some(text) => {
+                f.write_char('\'')?;
+                f.write_str(&text.replace('\'', r"'\''"))?;
+                f.write_char('\'')
+            }
+            // A control character (or a byte that is no UTF-8) cannot be pasted inside
+            // single quotes as one line: `$'...'` writes it escaped (bash, zsh, ksh).
+            None => {
+                f.write_str("$'")?;
+                for chunk in bytes.utf8_chunks() {
+                    for c in chunk.valid().chars() {
+                        match c {
+                            '\'' | '\\' => write!(f, "\\{c}")?,
+                            '\n' => f.write_str("\\n")?,
+                            '\t' => f.write_str("\\t")?,
+                            '\r' => f.write_str("\\r")?,
+                            c if c.is_ascii() && needs_escape(c) => {
+                                write!(f, "\\x{:02X}", c as u32)?
+                            }
+                            c if needs_escape(c) => write!(f, "\\u{:04X}", c as u32)?,
+                            c => f.write_char(c)?,
+                        }
+                    }
+                    for byte in chunk.invalid() {
+                        write!(f, "\\x{byte:02X}")?;
+                    }
+                }
+                f.write_char('\'')
+            }
+        }
+    }
+}
+
 /// How messages name a path (see the module docs).
 pub trait ShowPath {
     /// The path as it is where it holds no character [`needs_escape`] and is UTF-8 (as
     /// `Path::display`), else quoted with them escaped (`"a\nb.hrxt"`, `"\u{1b}[2J.hrxt"`,
     /// `"a\u{2028}b.hrxt"`, `"a\xE9.hrxt"`).
     fn shown(&self) -> Shown<'_>;
+
+    /// The path as a command printed for the user to copy names it (a hint's `hrx-trace
+    /// trim FILE -o OUT ...`), one word to a shell: as it is where it holds only letters,
+    /// digits and `_./%+,:=@-`; else in single quotes (a quote as `'\''`), or as `$'...'`
+    /// where it holds a character [`needs_escape`] or a byte that is no UTF-8 (`$'a\nb'`);
+    /// `./` before a leading `-`, which would read as an option.
+    fn for_shell(&self) -> ForShell<'_>;
 }
 
 impl ShowPath for Path {
     fn shown(&self) -> Shown<'_> {
         Shown(self)
+    }
+
+    fn for_shell(&self) -> ForShell<'_> {
+        ForShell(self)
     }
 }
 
@@ -128,5 +198,36 @@ mod tests {
         assert_eq!(raw(b"a\xe8.hrxt"), r#""a\xE8.hrxt""#);
         assert_eq!(raw(b"\xff\n\xc3"), r#""\xFF\n\xC3""#);
         assert_eq!(raw(b"\xc3\xbcn\xe9"), r#""ün\xE9""#);
+    }
+
+    /// A path in a command a hint prints is one shell word that names the file: quoted
+    /// where it holds a space, a quote or a shell character, `$'...'` with a control
+    /// character, `./` before a leading `-` (a break-it pass pasted `hrx-trace trim bad
+    /// blob.hrxt -o OUT ...` and trimmed `bad`).
+    #[test]
+    fn a_path_for_a_shell_is_one_word_naming_the_file() {
+        let word = |name: &[u8]| {
+            Path::new(std::ffi::OsStr::from_bytes(name))
+                .for_shell()
+                .to_string()
+        };
+        for (name, shell) in [
+            (&b"t.hrxt"[..], "t.hrxt"),
+            (b"dir/a-b_1.hrxt", "dir/a-b_1.hrxt"),
+            (b"bad blob.hrxt", "'bad blob.hrxt'"),
+            (b"it's.hrxt", r"'it'\''s.hrxt'"),
+            (b"$HOME`x`*.hrxt", "'$HOME`x`*.hrxt'"),
+            (b"~a.hrxt", "'~a.hrxt'"),
+            (b"-badblob.hrxt", "./-badblob.hrxt"),
+            (b"-bad blob.hrxt", "./'-bad blob.hrxt'"),
+            (b"bad\nblob.hrxt", r"$'bad\nblob.hrxt'"),
+            (b"a\x1b[1m'\\.hrxt", r"$'a\x1B[1m\'\\.hrxt'"),
+            (b"a\xe9.hrxt", r"$'a\xE9.hrxt'"),
+            ("ü\u{2028}.hrxt".as_bytes(), r"$'ü\u2028.hrxt'"),
+            ("ünï.hrxt".as_bytes(), "'ünï.hrxt'"),
+            (b"", "''"),
+        ] {
+            assert_eq!(word(name), shell, "{name:?}");
+        }
     }
 }

@@ -73,8 +73,9 @@ fn view(
         output::warn(format_args!(
             "{0}: being recorded now (a recorder holds it): the view showed what was written \
              when it opened, its end not written yet (not a crash); `hrx-trace view --follow \
-             {0}` follows it as it grows",
-            file.shown()
+             {1}` follows it as it grows",
+            file.shown(),
+            file.for_shell()
         ));
     }
     // Said once the terminal is given back (the index is built while it shows the summary).

@@ -317,18 +317,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     "the first submission needs it: `hrx-trace trim {0} -o OUT --submissions \
                      N..` keeps the submissions from N on (N past 1), which replays where \
                      their own host writes replace these bytes",
-                    args.file.shown()
+                    args.file.for_shell()
                 ),
                 Some(n) => format!(
                     "the submissions before {n} do not need it: `hrx-trace trim {0} -o OUT \
                      --submissions ..{n}` keeps them, which replays (so does a \
                      stretch after {n} whose own host writes replace these bytes)",
-                    args.file.shown()
+                    args.file.for_shell()
                 ),
                 None => format!(
                     "`hrx-trace trim {} -o OUT --submissions A..B` keeps a stretch of \
                      submissions without it, which replays",
-                    args.file.shown()
+                    args.file.for_shell()
                 ),
             })
         } else if no_start {
@@ -337,13 +337,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; no trim of it replays, as the \
                  runtime's start is lost with its block: record again",
-                args.file.shown()
+                args.file.for_shell()
             ))
         } else if incomplete {
             failure.hint(format!(
                 "`hrx-trace info {0}` says what is missing; `hrx-trace trim {0} -o OUT \
                  --submissions A..B` keeps a stretch of submissions without it, which replays",
-                args.file.shown()
+                args.file.for_shell()
             ))
         } else if no_contents {
             failure.hint(

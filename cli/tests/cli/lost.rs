@@ -568,3 +568,68 @@ fn every_verbs_json_says_what_a_trace_lacks_under_the_same_keys() {
         }
     }
 }
+
+/// A command a hint prints names the trace as one shell word, for the user to paste: a
+/// trace named `bad blob.hrxt` was hinted `hrx-trace trim bad blob.hrxt -o OUT ...`,
+/// which trims `bad`; `-badblob.hrxt` read as an option and one with a newline ran as two
+/// commands (a break-it pass). Run by a shell as printed, the hint's `hrx-trace info`
+/// reads the trace.
+#[test]
+fn a_hint_names_the_trace_as_one_shell_word() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let gone = middle_submit(&trace.records);
+    for (name, word) in [
+        ("bad blob.hrxt", "'bad blob.hrxt'"),
+        ("-badblob.hrxt", "./-badblob.hrxt"),
+        ("bad\nblob's.hrxt", r"$'bad\nblob\'s.hrxt'"),
+    ] {
+        let recorder = Recorder::create(dir.path().join(name), RecorderOptions::default()).unwrap();
+        for (i, record) in trace.records.iter().enumerate() {
+            if i == gone || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+                continue;
+            }
+            recorder.record(record);
+        }
+        recorder.close().unwrap();
+        let replay = run(dir.path(), &["replay", "--", name]);
+        assert_eq!(code(&replay), 2, "{}", stdout(&replay));
+        let err = stderr(&replay);
+        let hint = err
+            .lines()
+            .find(|l| l.starts_with("hint: "))
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(
+            hint.contains(&format!("`hrx-trace info {word}` says what is missing"))
+                && hint.contains(&format!(
+                    "`hrx-trace trim {word} -o OUT --submissions A..B`"
+                )),
+            "{hint}"
+        );
+        // The command as printed, pasted into a shell.
+        let command = hint.split('`').nth(1).unwrap();
+        let pasted = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(command.replacen("hrx-trace", "\"$HRX_TRACE_BIN\"", 1))
+            .env("HRX_TRACE_BIN", env!("CARGO_BIN_EXE_hrx-trace"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let direct = run(dir.path(), &["info", "--", name]);
+        assert_eq!(
+            code(&pasted),
+            code(&direct),
+            "{command}: {}",
+            stderr(&pasted)
+        );
+        // The same report (its `file` line names the path as given: `./-badblob.hrxt`).
+        let rest = |out: &std::process::Output| stdout(out).split_once('\n').unwrap().1.to_owned();
+        assert_eq!(rest(&pasted), rest(&direct), "{command}");
+        assert!(
+            stdout(&pasted).contains("are missing"),
+            "{command}: {}",
+            stdout(&pasted)
+        );
+    }
+}
