@@ -87,8 +87,8 @@ pub use index::{
 };
 pub use scan::{
     JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, LinkBeforeRange,
-    Outcome, RUNNING_AT_END, RunningRegion, ScanSummary, Visitor, decode_threads, scan,
-    scan_mapped, scan_reader, scan_reader_threaded, scan_records,
+    Outcome, RUNNING_AT_END, RunningRegion, ScanSummary, Visitor, decode_threads, running_mark,
+    running_state, scan, scan_mapped, scan_reader, scan_reader_threaded, scan_records,
 };
 pub use stats::{
     AnnotationStats, CopyStats, CounterStats, FailureCounts, KernelStats, LaneStats, MarkerStats,

@@ -297,6 +297,29 @@ pub trait Visitor {
 /// it is running now: `hrx_capture::BEING_RECORDED`.)
 pub const RUNNING_AT_END: &str = "still running when the trace ends";
 
+/// How every reader words a [`RunningRegion`]'s state where the trace ends: `live`, a
+/// recorder still writes the trace, it is running now (`running now (being recorded now:
+/// its end is not written yet)`, `stats`' words); else [`RUNNING_AT_END`]. The exports of
+/// a trace being recorded said `still running when the trace ends` where `stats` said
+/// `running now` (a break-it pass).
+pub fn running_state(live: bool) -> String {
+    if live {
+        format!("running now ({})", hrx_capture::BEING_RECORDED)
+    } else {
+        RUNNING_AT_END.to_owned()
+    }
+}
+
+/// The short form of [`running_state`] the exports name a running region by (`LABEL
+/// (running now)`, `LABEL (running at end)`; Parquet's `events` row).
+pub fn running_mark(live: bool) -> &'static str {
+    if live {
+        "running now"
+    } else {
+        "running at end"
+    }
+}
+
 /// A region that started ([`Record::RegionStarted`]) and has no timing when the trace ends:
 /// it was still running, the region a hang or a crash was in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

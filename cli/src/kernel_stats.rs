@@ -696,11 +696,7 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
         // Running now only where a recorder writes the trace; else, as `view` and the
         // exports say it, still running when it ends (a killed recording's last submission
         // read "running now", a fresh user's pass).
-        let state = if live {
-            format!("running now ({})", hrx_capture::BEING_RECORDED)
-        } else {
-            hrx_analysis::RUNNING_AT_END.to_owned()
-        };
+        let state = hrx_analysis::running_state(live);
         writeln!(
             out,
             "{:<12} submission {}, region {}{what}: started at {}, {state}",

@@ -67,7 +67,10 @@
 //! - **Running regions.** A region that started and has no timing when the trace ends (the
 //!   region a crash or a hang was in) is a slice from its start to the trace's end (its last
 //!   host time), named `LABEL (running at end)` with the argument `state`: `still running
-//!   when the trace ends`, as the timeline draws it: its length is not a duration. A region
+//!   when the trace ends`, as the timeline draws it: its length is not a duration. Of a
+//!   trace a recorder still writes, it is `LABEL (running now)`, `state` `running now
+//!   (being recorded now: its end is not written yet)`, as `stats` says it
+//!   ([`crate::running_state`]). A region
 //!   whose timing or completion a lossy recording dropped ([`ScanSummary::timing_lost`]) is
 //!   no hang and gets no slice: a `timing lost (records dropped)` mark at its start on the
 //!   `Recorder` track, with its submission, region, label and queue
@@ -648,7 +651,7 @@ fn write_to<S: Sink, T: Source>(
         for runtime in runtimes {
             pass.settle(&summary.index, runtime, u64::MAX);
         }
-        pass.at_the_end(&summary.index, &summary.running);
+        pass.at_the_end(&summary.index, &summary.running, live);
         if let Some(recovery) = &summary.recovery {
             pass.incomplete(recovery, live);
         }
@@ -1157,7 +1160,7 @@ impl<S: Sink> Pass<S> {
             .unwrap_or_default()
     }
 
-    fn at_the_end(&mut self, index: &Index, running: &[RunningRegion]) {
+    fn at_the_end(&mut self, index: &Index, running: &[RunningRegion], live: bool) {
         for r in running {
             let Some(region) = r.region_ref else { continue };
             let info = index.region(region);
@@ -1179,8 +1182,8 @@ impl<S: Sink> Pass<S> {
             slice.args.retain(|(name, _)| *name != "slot");
             slice
                 .args
-                .push(("state", Arg::Str(Cow::Borrowed(crate::RUNNING_AT_END))));
-            let name = format!("{} (running at end)", slice.name);
+                .push(("state", Arg::Str(Cow::Owned(crate::running_state(live)))));
+            let name = format!("{} ({})", slice.name, crate::running_mark(live));
             slice.name = &name;
             self.out.slice(slice);
         }

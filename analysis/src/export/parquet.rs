@@ -24,7 +24,7 @@
 //! | `regions` | region timing | runtime, submission, prepared, region, label, kind, queue, category (`kernel`, `copy`, `host`: `stats`' grouping), start_ns, end_ns, duration_ns, device_ns (null where not recorded) |
 //! | `submissions` | `Submit` | runtime, submission, prepared, slot, producers, time_ns |
 //! | `waits` | `CrossWait` | runtime, submission, region, on_submission, on_region, hazard, buffer, start, end |
-//! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0), a runtime's host-load sample at or past the host's CPUs (`host loaded`, runtime 0: host-side times include waits for a CPU) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
+//! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, or `running now` in a trace a recorder still writes, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0), a runtime's host-load sample at or past the host's CPUs (`host loaded`, runtime 0: host-side times include waits for a CPU) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
 //! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
 //! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
 //! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
@@ -477,7 +477,7 @@ pub fn write_parquet<R: Read + Send>(
         let summary = scan_reader_threaded(reader, &mut pass)?;
         // What the trace's end shows, as the other formats do: each region still running
         // (the one a crash or a hang was in) and each whose timing a lossy recording lost.
-        pass.at_the_end(&summary.index, &summary.running, &summary.timing_lost);
+        pass.at_the_end(&summary.index, &summary.running, &summary.timing_lost, live);
         // A trace not read whole says so in its own tables, not only on stderr at export.
         if let Some(event) = summary.recovery.as_ref().and_then(|r| {
             super::incomplete_instant(
@@ -578,11 +578,17 @@ impl Rows<'_> {
     /// An `events` row for each region still running where the trace ends (`running at
     /// end`, at its start, with the trace's end as `trace_end_ns`: its length is not a
     /// duration, so it is no `regions` row) and for each whose timing was lost.
-    fn at_the_end(&mut self, index: &Index, running: &[RunningRegion], lost: &[RunningRegion]) {
+    fn at_the_end(
+        &mut self,
+        index: &Index,
+        running: &[RunningRegion],
+        lost: &[RunningRegion],
+        live: bool,
+    ) {
         let end_ns = self.last_ns;
         for r in running {
             let mut args = super::started_region_args(index, r);
-            args.push(("state", Arg::Str(crate::RUNNING_AT_END.into())));
+            args.push(("state", Arg::Str(crate::running_state(live).into())));
             args.push((
                 "trace_end_ns",
                 Arg::Uint(self.origin.time(end_ns.max(r.start_ns))),
@@ -591,7 +597,7 @@ impl Rows<'_> {
                 runtime: r.runtime,
                 place: super::Place::default(),
                 slot: super::EVENTS_SLOT,
-                name: "running at end",
+                name: crate::running_mark(live),
                 time_ns: r.start_ns,
                 args,
             };

@@ -2028,3 +2028,67 @@ fn the_process_marks_are_on_a_process_track_not_a_runtime_0() {
         "{names:?}"
     );
 }
+
+/// A region still running in a trace a recorder still writes is running now, as `stats`
+/// says it (`running now (being recorded now: ...)`): the exports labelled it `(running
+/// at end)`, `still running when the trace ends`, of the same trace at the same moment (a
+/// break-it pass). Of a trace nobody writes, it is still running when the trace ends.
+#[test]
+fn a_region_running_in_a_trace_being_recorded_is_exported_running_now() {
+    let (mut records, _, _) = crashed_pipeline();
+    records.retain(|r| !matches!(r, Record::FatalSignal(_)));
+    let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+    for r in &records {
+        writer.write(r).unwrap();
+    }
+    let bytes = writer.finish().unwrap().0;
+    for (live, mark, state) in [
+        (
+            true,
+            " (running now)",
+            "running now (being recorded now: its end is not written yet)",
+        ),
+        (
+            false,
+            " (running at end)",
+            "still running when the trace ends",
+        ),
+    ] {
+        let reader = TraceReader::new(&bytes[..]).unwrap().being_recorded(live);
+        let mut out = Vec::new();
+        write(reader, Format::Chrome, &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+        let running: Vec<&serde_json::Value> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().contains(" (running "))
+            .collect();
+        assert_eq!(running.len(), 1, "{live}: {running:?}");
+        assert!(
+            running[0]["name"].as_str().unwrap().ends_with(mark),
+            "{running:?}"
+        );
+        assert_eq!(running[0]["args"]["state"], state);
+        #[cfg(feature = "parquet")]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let reader = TraceReader::new(&bytes[..]).unwrap().being_recorded(live);
+            super::parquet::write_parquet(vec![reader], dir.path()).unwrap();
+            let events = parquet_rows(dir.path(), "events");
+            let name = mark.trim_start().trim_matches(['(', ')']);
+            let rows: Vec<_> = events
+                .iter()
+                .filter(|e| e[3].as_deref() == Some(name))
+                .collect();
+            assert_eq!(rows.len(), 1, "{live}: {events:?}");
+            assert!(
+                rows[0][7]
+                    .as_deref()
+                    .unwrap()
+                    .contains(&format!("state={state}")),
+                "{rows:?}"
+            );
+        }
+    }
+}
