@@ -574,14 +574,76 @@ fn judged_ratio(row: &Value) -> String {
 /// The mark of a judged row that is not judged: too few runs on a side (under 7), or an
 /// interval around 1 too wide to mean anything ([`hrx_analysis::compare::TOO_WIDE`]), which was printed as if it
 /// were a judgement (`0.85x [0.00x..243.62x]`: a fresh user's pass). A wide interval wholly
-/// on one side of 1 still says faster or slower.
-fn too_few_mark(row: &Value) -> &'static str {
+/// on one side of 1 still says faster or slower. Why it is too spread is said as for the
+/// rows that are not judged ([`spread_why`]): a kernel row over 8 runs a side gave "unlike
+/// work under one name, or a loaded host?" where the same samples' operation row said its
+/// few runs were why (a break-it pass).
+fn too_few_mark(row: &Value) -> String {
     if row["too_few"].as_bool() == Some(true) {
-        "  too few to judge"
+        "  too few to judge".to_owned()
     } else if row["too_spread"].as_bool() == Some(true) {
-        "  too spread to judge (unlike work under one name, or a loaded host?)"
+        match spread_why(row, "runs") {
+            SpreadWhy::Magnitude(why) => {
+                format!(
+                    "  too spread to judge: {why} (unlike work under one name, or a loaded host?)"
+                )
+            }
+            SpreadWhy::Few(why) | SpreadWhy::Interval(why) => {
+                format!("  too spread to judge: {why}")
+            }
+        }
     } else {
-        ""
+        String::new()
+    }
+}
+
+/// Why a row's ratio's interval is too spread, as its samples show it ([`spread_why`]).
+enum SpreadWhy {
+    /// Few samples: the median's interval runs from a side's fastest sample to its slowest
+    /// (at 9 or fewer a side).
+    Few(String),
+    /// A side's slowest sample is 10 times its fastest or more.
+    Magnitude(String),
+    /// Neither: the ratio's interval spans more than 10x (what `too_spread` means).
+    Interval(String),
+}
+
+/// Why `row`'s interval is too spread, its samples called `noun` (`runs`, `ranges`), in
+/// words that are true of it: at 9 or fewer samples on its fewer side, the median's
+/// interval spans all of them (`at 8 ranges a side`, or `at 8 and 12 ranges` where the
+/// sides differ); where a side's slowest is 10 times its fastest or more, they differ by an
+/// order of magnitude; else the ratio's interval spans more than 10x at so many samples.
+/// (A break-it pass: rows of 10 to 14 samples a side, their sides within 3x, read "a side's
+/// ranges differ by an order of magnitude", and sides of 8 and 12 "at 8 ranges a side".)
+fn spread_why(row: &Value, noun: &str) -> SpreadWhy {
+    let counts: Vec<u64> = ["base", "new"]
+        .iter()
+        .filter_map(|side| row[side]["count"].as_u64())
+        .collect();
+    let fewer = counts.iter().copied().min().unwrap_or(0);
+    let at = match counts[..] {
+        [a, b] if a != b => format!("at {a} and {b} {noun}"),
+        _ => format!("at {fewer} {noun} a side"),
+    };
+    let magnitude = ["base", "new"].iter().any(|side| {
+        let (Some(min), Some(max)) = (row[side]["min_ns"].as_u64(), row[side]["max_ns"].as_u64())
+        else {
+            return false;
+        };
+        max > 0 && max as f64 >= min as f64 * hrx_analysis::compare::TOO_WIDE
+    });
+    if fewer > 0 && hrx_analysis::sketch::median_ranks(fewer) == Some((1, fewer)) {
+        SpreadWhy::Few(match counts[..] {
+            [a, b] if a != b => format!("{at} the interval spans all {fewer} of a side"),
+            _ => format!("{at} the interval spans them all"),
+        })
+    } else if magnitude {
+        SpreadWhy::Magnitude(format!("a side's {noun} differ by an order of magnitude"))
+    } else {
+        SpreadWhy::Interval(format!(
+            "{at} the ratio's interval spans more than {}x",
+            hrx_analysis::compare::TOO_WIDE
+        ))
     }
 }
 
@@ -593,13 +655,9 @@ fn too_few_mark(row: &Value) -> &'static str {
 /// is too few or too spread to compare, not "to judge" (it never is), and not for "unlike
 /// work under one name, or a loaded host?" where its few samples are why: at 9 or fewer a
 /// side, the median's interval runs from a side's fastest sample to its slowest (a fresh
-/// user's 8 frames called four of five annotation ranges `too spread to judge`).
+/// user's 8 frames called four of five annotation ranges `too spread to judge`). Why is
+/// [`spread_why`]'s.
 fn not_judged_mark(r: &Value, row: &Value, noun: &str) -> String {
-    let fewer = ["base", "new"]
-        .iter()
-        .filter_map(|side| row[side]["count"].as_u64())
-        .min()
-        .unwrap_or(0);
     if row["slow"].as_bool() == Some(true) {
         format!(
             "  past {} (reported, not judged)",
@@ -609,16 +667,10 @@ fn not_judged_mark(r: &Value, row: &Value, noun: &str) -> String {
         format!("  too few {noun} to compare (reported, not judged)")
     } else if row["too_spread"].as_bool() != Some(true) {
         String::new()
-    } else if hrx_analysis::sketch::median_ranks(fewer) == Some((1, fewer)) {
-        format!(
-            "  too spread to compare: at {fewer} {noun} a side the interval spans them all \
-             (reported, not judged)"
-        )
     } else {
-        format!(
-            "  too spread to compare: a side's {noun} differ by an order of magnitude \
-             (reported, not judged)"
-        )
+        let (SpreadWhy::Few(why) | SpreadWhy::Magnitude(why) | SpreadWhy::Interval(why)) =
+            spread_why(row, noun);
+        format!("  too spread to compare: {why} (reported, not judged)")
     }
 }
 
@@ -658,12 +710,12 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
     for k in kernels {
         let runs = format!("{}/{}", u(&k["base"]["count"]), u(&k["new"]["count"]));
         let mark = match (k["status"].as_str(), k["slow"].as_bool()) {
-            (_, Some(true)) => "  SLOW",
-            (Some("new"), _) => "  NEW",
-            (Some("missing"), _) => "  MISSING",
-            (Some("added"), _) => "  added to a graph (below)",
-            (Some("removed"), _) => "  removed from a graph (below)",
-            (Some("relabelled"), _) => "  relabelled region (below)",
+            (_, Some(true)) => "  SLOW".to_owned(),
+            (Some("new"), _) => "  NEW".to_owned(),
+            (Some("missing"), _) => "  MISSING".to_owned(),
+            (Some("added"), _) => "  added to a graph (below)".to_owned(),
+            (Some("removed"), _) => "  removed from a graph (below)".to_owned(),
+            (Some("relabelled"), _) => "  relabelled region (below)".to_owned(),
             _ => too_few_mark(k),
         };
         writeln!(
@@ -1143,42 +1195,65 @@ mod tests {
 
     /// Rows reported, not judged (annotation ranges, operations by place), too few or too
     /// spread to say faster or slower, say so without "to judge" (they never are), and why
-    /// where their few samples are the reason: 8 ranges a side make the median's interval
-    /// every sample's (a fresh user's 8 frames called four of five annotation rows `too
-    /// spread to judge (unlike work under one name, or a loaded host?)`). A kernel's row,
-    /// judged, keeps its words.
+    /// in words true of their samples: 8 ranges a side make the median's interval every
+    /// sample's (a fresh user's 8 frames called four of five annotation rows `too spread to
+    /// judge (unlike work under one name, or a loaded host?)`); an order of magnitude only
+    /// where a side's slowest is 10 times its fastest (rows of 12 ranges a side within 3x
+    /// were said to differ so), and sides of 8 and 12 as such. A kernel's row, judged, says
+    /// too spread to judge, and its few runs where those are why, as the operation row over
+    /// the same runs does (a break-it pass: the two gave two explanations).
     #[test]
     fn rows_not_judged_say_they_are_too_few_or_too_spread_to_compare_and_why() {
-        let side = |count: u64| serde_json::json!({"count": count, "p50_ns": 1_000_000});
-        let row = |name: &str, count: u64, (lo, hi): (f64, f64)| {
-            serde_json::json!({"name": name, "status": "matched", "slow": false,
+        let side = |count: u64, (min, max): (u64, u64)| {
+            serde_json::json!({"count": count, "p50_ns": 1_000_000, "min_ns": min,
+                               "max_ns": max})
+        };
+        let close = (800_000, 1_500_000);
+        let row =
+            |name: &str, (base, new): (u64, u64), spread: (u64, u64), (lo, hi): (f64, f64)| {
+                serde_json::json!({"name": name, "status": "matched", "slow": false,
                                "ratio": 1.01, "interval": [lo, hi], "too_few": false,
                                "too_spread": too_spread(Some((lo, hi))),
-                               "base": side(count), "new": side(count)})
-        };
-        let mut op = row("hrx_sobel", 8, (0.22, 3.45));
+                               "base": side(base, spread), "new": side(new, spread)})
+            };
+        let mut op = row("hrx_sobel", (8, 8), close, (0.22, 3.45));
         op["nth"] = 1.into();
         op["prepared"] = 1.into();
         op["new_region"] = 1.into();
         let once = serde_json::json!({"name": "open", "status": "matched", "slow": false,
-                                      "too_few": true, "base": side(3), "new": side(3)});
+                                      "too_few": true, "base": side(3, close),
+                                      "new": side(3, close)});
         let report = serde_json::json!({
             "max_slowdown": 1.5,
-            "kernels": [row("hrx_sobel", 8, (0.22, 3.45))],
-            "annotations": [row("scale photo", 8, (0.22, 3.45)),
-                            row("wait for a photo", 40, (0.01, 134.0)), once],
+            "kernels": [row("hrx_sobel", (8, 8), close, (0.22, 3.45)),
+                        row("hrx_blur", (40, 40), (10_000, 900_000), (0.01, 134.0)),
+                        row("hrx_scale", (12, 14), close, (0.3, 3.2))],
+            "annotations": [row("scale photo", (8, 8), close, (0.22, 3.45)),
+                            row("wait for a photo", (40, 40), (10_000, 900_000), (0.01, 134.0)),
+                            row("decode", (12, 12), close, (0.3, 3.2)),
+                            row("write", (8, 12), close, (0.3, 3.2)),
+                            once],
             "operations": {"times": [op]},
         });
         let mut out = Vec::new();
         write_text(&mut out, &report).unwrap();
         let text = String::from_utf8(out).unwrap();
         let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap();
-        assert!(
-            line("hrx_sobel ")
-                .ends_with("  too spread to judge (unlike work under one name, or a loaded host?)"),
-            "{text}"
-        );
         for (row, mark) in [
+            (
+                "hrx_sobel ",
+                "  too spread to judge: at 8 runs a side the interval spans them all",
+            ),
+            (
+                "hrx_blur ",
+                "  too spread to judge: a side's runs differ by an order of magnitude (unlike \
+                 work under one name, or a loaded host?)",
+            ),
+            (
+                "hrx_scale ",
+                "  too spread to judge: at 12 and 14 runs the ratio's interval spans more than \
+                 10x",
+            ),
             (
                 "scale photo ",
                 "  too spread to compare: at 8 ranges a side the interval spans them all \
@@ -1187,6 +1262,16 @@ mod tests {
             (
                 "wait for a photo ",
                 "  too spread to compare: a side's ranges differ by an order of magnitude \
+                 (reported, not judged)",
+            ),
+            (
+                "decode ",
+                "  too spread to compare: at 12 ranges a side the ratio's interval spans more \
+                 than 10x (reported, not judged)",
+            ),
+            (
+                "write ",
+                "  too spread to compare: at 8 and 12 ranges the interval spans all 8 of a side \
                  (reported, not judged)",
             ),
             (
