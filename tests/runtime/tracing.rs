@@ -1151,3 +1151,25 @@ fn a_thread_may_submit_and_wait_in_a_thread_locals_destructor() {
     assert_eq!(exiting.len(), 1, "{stdout}");
     assert_eq!(threads, BTreeSet::from([exiting[0]]), "{stdout}");
 }
+
+/// A trace the program names that the runtime cannot open fails `Runtime::new` with one line
+/// naming it quoted and escaped where it holds control characters (`cannot open trace
+/// "no\u{1b}[1mdir\n/t.hrxt": ...`): the name was printed raw, a newline splitting the
+/// error and an escape sequence reaching the terminal (a break-it pass).
+#[test]
+fn a_trace_the_runtime_cannot_open_is_named_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no\u{1b}[1mdir\n").join("t.hrxt");
+    let error = Runtime::new(RuntimeOptions::sim().trace(&path))
+        .err()
+        .expect("a trace in a folder that is not there cannot be opened")
+        .to_string();
+    assert!(
+        !error.contains('\n') && !error.contains('\u{1b}'),
+        "{error:?}"
+    );
+    assert!(
+        error.contains(r#"cannot open trace ""#) && error.contains(r#"no\u{1b}[1mdir\n/t.hrxt""#),
+        "{error:?}"
+    );
+}
