@@ -270,6 +270,14 @@ impl TracedSpans {
                 first_region_end.insert(t.submission.0, t.end_ns);
             }
         }
+        // A probe build records each host write's hash as a digest of submission `u64::MAX`.
+        let hashes: Vec<(u64, u64)> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::DigestSpan(d) if d.submission.0 == u64::MAX => Some((d.start_ns, d.end_ns)),
+                _ => None,
+            })
+            .collect();
         for record in records {
             let Record::RecorderWait(w) = record else {
                 continue;
@@ -278,16 +286,10 @@ impl TracedSpans {
                 continue;
             }
             let next = submits.partition_point(|&(time, _)| time < w.start_ns);
-            // A probe build records each host write's hash as a digest of submission
-            // `u64::MAX`: the one the wait waited for ends nearest the wait's end.
-            let hash = records
+            // The hash the wait waited for ends nearest the wait's end.
+            let hash = hashes
                 .iter()
-                .filter_map(|r| match r {
-                    Record::DigestSpan(d) if d.submission.0 == u64::MAX => {
-                        Some((d.start_ns, d.end_ns))
-                    }
-                    _ => None,
-                })
+                .copied()
                 .min_by_key(|&(_, end)| end.abs_diff(w.end_ns));
             if let Some((start, end)) = hash {
                 self.add(

@@ -911,7 +911,7 @@ pub fn refuse_overwrite(
 
 /// Refuses to replace the file `path` (`what`: "the export") that the user may not write
 /// ([`hrx_capture::replace::check_writable`]): renamed over, a write-protected file was
-/// replaced all the same, as `record` never does ([`check_writable`]).
+/// replaced all the same. `record`'s `-o` is refused so too ([`check_writable`]).
 ///
 /// # Errors
 ///
@@ -931,23 +931,18 @@ pub fn refuse_unwritable(path: &Path, what: &str) -> Result<(), Failure> {
 /// only, a read-only file system, `/proc`). The directory is probed with a file of its own,
 /// created and removed at once; FILE itself is never created or truncated here.
 fn check_writable(path: &Path) -> Result<(), Failure> {
-    let refuse = |what: String, error: io::Error| {
-        Failure::new(format!(
-            "cannot write the trace to {}: {what}: {error}",
-            path.shown()
-        ))
-        .hint("choose a writable -o path")
-    };
     if path.exists() {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map(drop)
-            .map_err(|e| refuse("it cannot be opened for writing".into(), e));
+        return refuse_unwritable(path, "the trace");
     }
     let dir = folder_of(path);
-    creates_files_in(&dir)
-        .map_err(|e| refuse(format!("no file can be created in {}", dir.shown()), e))
+    creates_files_in(&dir).map_err(|error| {
+        Failure::new(format!(
+            "cannot write the trace to {}: no file can be created in {}: {error}",
+            path.shown(),
+            dir.shown()
+        ))
+        .hint("choose a writable -o path")
+    })
 }
 
 /// The recorded program as messages name it: a path, shown as every path is
