@@ -399,7 +399,8 @@ pub struct ExportArgs {
     pub format: Option<String>,
 
     /// Output file (a directory for parquet): created, or replaced if it is an earlier
-    /// export in the same format (nothing else is overwritten); `-` for standard output.
+    /// export in the same format (nothing else is overwritten; a failed or interrupted
+    /// export leaves the earlier one as it was); `-` for standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
 }

@@ -489,8 +489,16 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 }
 
 /// `export --format parquet -o DIR`: the tables of every trace into `DIR` (created when
-/// missing; an existing one must hold nothing but earlier tables, which are replaced). On a
-/// failure the tables written are removed, and `DIR` too when this export created it.
+/// missing; an existing one must hold nothing but earlier tables, which are replaced).
+///
+/// The tables are written into a staging directory inside `DIR`
+/// ([`staging_directory`]) and renamed into place only once every one is complete, so that
+/// an export that fails or is interrupted leaves an earlier export's tables as they were (it
+/// removed them: `export a.hrxt -o t/` then an interrupted `export b.hrxt -o t/` left no
+/// table) and never mixes two exports' tables. Inside `DIR`, not beside it, so that the
+/// renames stay on one file system (a `DIR` that is a mount point) and a folder beside it
+/// need not be writable. On a failure the staging directory is removed, and `DIR` too when
+/// this export created it.
 #[cfg(feature = "parquet")]
 fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let dir = &args.output;
@@ -515,10 +523,15 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .hint("give -o a directory (created if missing), e.g. -o tables/")
             .into());
         }
+        // A staging directory another export left (killed) or is writing is no reason to
+        // refuse: it is not among the tables a query over `DIR/*.parquet` reads.
         let other = std::fs::read_dir(dir)
             .map_err(|e| Failure::new(format!("{}: {e}", dir.shown())))?
             .filter_map(Result::ok)
-            .find(|e| !ours.iter().any(|o| e.file_name() == o.as_str()));
+            .find(|e| {
+                !ours.iter().any(|o| e.file_name() == o.as_str())
+                    && !is_staging_directory(&e.file_name())
+            });
         if let Some(other) = other {
             return Err(Failure::new(format!(
                 "refusing to write Parquet tables into {}: it holds {}, which is no earlier table",
@@ -551,33 +564,47 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.shown())))?;
-    // Interrupted (SIGINT, SIGTERM, SIGHUP), the tables are removed as any export is, and
-    // the directory when this export created it: no table without its footer is left for a
-    // query over `exports/*/` to stumble on.
+    let staging = staging_directory(dir);
+    // Interrupted (SIGINT, SIGTERM, SIGHUP), the staging directory's tables are removed as
+    // any export is, then it, then the directory when this export created it: no table
+    // without its footer is left for a query over `exports/*/` to stumble on, and an earlier
+    // export's tables stay.
     let interruptible = Interruptible::install();
-    let mut paths: Vec<PathBuf> = export::table_paths(dir);
-    paths.push(dir.join(PARQUET_MARKER));
-    interruptible.name_all(
-        &paths,
-        created.then_some(dir.as_path()),
-        "the incomplete Parquet tables in",
-        dir,
-    );
-    std::fs::write(
-        dir.join(PARQUET_MARKER),
-        b"hrx-trace export --format parquet\n",
-    )
-    .map_err(|e| Failure::new(format!("cannot write {}: {e}", dir.shown())))?;
-    let written = export::write_parquet(readers, dir);
+    let mut paths: Vec<PathBuf> = export::table_paths(&staging);
+    paths.push(staging.join(PARQUET_MARKER));
+    let mut dirs = vec![staging.as_path()];
+    if created {
+        dirs.push(dir.as_path());
+    }
+    interruptible.name_all(&paths, &dirs, "the incomplete Parquet tables in", dir);
+    let remove_staging = || {
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+        let _ = std::fs::remove_dir(&staging);
+        if created {
+            let _ = std::fs::remove_dir(dir);
+        }
+    };
+    // One left by an earlier process of this id (killed) is ours to reuse.
+    let _ = std::fs::remove_dir_all(&staging);
+    let written = std::fs::create_dir(&staging)
+        .and_then(|()| {
+            std::fs::write(
+                staging.join(PARQUET_MARKER),
+                b"hrx-trace export --format parquet\n",
+            )
+        })
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", staging.shown())));
+    if let Err(error) = written {
+        remove_staging();
+        return Err(error.into());
+    }
+    let written = export::write_parquet(readers, &staging);
     let exported = match written {
         Ok(exported) => exported,
         Err(error) => {
-            for path in &paths {
-                let _ = std::fs::remove_file(path);
-            }
-            if created {
-                let _ = std::fs::remove_dir(dir);
-            }
+            remove_staging();
             let error = match error {
                 ExportError::Read(error) => anyhow::Error::from(TraceError {
                     path: failed_file(&args.files, read.load(Ordering::Relaxed)),
@@ -585,12 +612,31 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
                 }),
                 other => anyhow::Error::from(other),
             };
+            let kept = if created {
+                "removed the tables written"
+            } else {
+                "removed the tables written; its earlier tables are as they were"
+            };
             return Err(error.context(format!(
-                "cannot write Parquet tables to {} (removed the tables written)",
+                "cannot write Parquet tables to {} ({kept})",
                 dir.shown()
             )));
         }
     };
+    interruptible
+        .commit(|| {
+            for name in &ours {
+                std::fs::rename(staging.join(name), dir.join(name))?;
+            }
+            std::fs::remove_dir(&staging)
+        })
+        .map_err(|e| {
+            Failure::new(format!(
+                "cannot move the Parquet tables from {} into {}: {e}",
+                staging.shown(),
+                dir.shown()
+            ))
+        })?;
     let mut total = export::ExportCounts::default();
     let mut events = 0;
     for (file, exported) in args.files.iter().zip(&exported) {
@@ -614,6 +660,32 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     )?;
     interruptible.finished();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where `export --format parquet -o DIR` writes its tables before they are complete:
+/// `DIR/.hrx-export.PID.partial`, named for this process so that two exports into one
+/// directory never share it.
+#[cfg(feature = "parquet")]
+fn staging_directory(dir: &Path) -> PathBuf {
+    dir.join(format!(
+        "{STAGING_PREFIX}{}{STAGING_SUFFIX}",
+        std::process::id()
+    ))
+}
+
+#[cfg(feature = "parquet")]
+const STAGING_PREFIX: &str = ".hrx-export.";
+#[cfg(feature = "parquet")]
+const STAGING_SUFFIX: &str = ".partial";
+
+/// Whether `name` is a staging directory's ([`staging_directory`]), of any process.
+#[cfg(feature = "parquet")]
+fn is_staging_directory(name: &std::ffi::OsStr) -> bool {
+    name.to_str().is_some_and(|name| {
+        name.strip_prefix(STAGING_PREFIX)
+            .and_then(|rest| rest.strip_suffix(STAGING_SUFFIX))
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The file an export writes beside its Parquet tables, so that a later export knows the

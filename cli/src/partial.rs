@@ -27,9 +27,9 @@ use crate::record::signals::{restore_defaults, set_handlers};
 struct Removal {
     /// The files removed (one output, or a directory's tables).
     paths: Vec<CString>,
-    /// A directory removed after them (when the export created it): `rmdir`, so only when
-    /// it is left empty.
-    dir: Option<CString>,
+    /// Directories removed after them, in order (a directory of tables being written, then
+    /// the one the export created for them): `rmdir`, so each only when it is left empty.
+    dirs: Vec<CString>,
     /// (signal, message) for each signal.
     messages: [(libc::c_int, Vec<u8>); 3],
 }
@@ -48,7 +48,7 @@ extern "C" fn handler(signal: libc::c_int) {
             for path in &removal.paths {
                 removed |= libc::unlink(path.as_ptr()) == 0;
             }
-            if let Some(dir) = &removal.dir {
+            for dir in &removal.dirs {
                 libc::rmdir(dir.as_ptr());
             }
             if removed
@@ -112,24 +112,38 @@ impl Interruptible {
         let (temp, file) = hrx_capture::replace::create_beside(output, "partial")?;
         // By its whole path (created new, it is no symbolic link).
         let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
-        name(&[whole], None, removed, shown);
+        name(&[whole], &[], removed, shown);
         drop(blocked);
         Ok((temp, file))
     }
 
     /// Names a set of files (not yet created, or some of them) to the handlers, and the
-    /// directory `dir` to remove after them when it is then empty: a directory of Parquet
-    /// tables. `removed` and `shown` make the message (`removed {removed} {shown}`).
+    /// directories `dirs` to remove after them, in order, each when it is then empty: a
+    /// directory of Parquet tables being written, and the one made for it. `removed` and
+    /// `shown` make the message (`removed {removed} {shown}`).
     pub fn name_all(
         &self,
         paths: &[std::path::PathBuf],
-        dir: Option<&Path>,
+        dirs: &[&Path],
         removed: &str,
         shown: &Path,
     ) {
         let blocked = Blocked::signals();
-        name(paths, dir, removed, shown);
+        name(paths, dirs, removed, shown);
         drop(blocked);
+    }
+
+    /// Runs `commit` (the renames that put a complete output in place) with SIGINT, SIGTERM
+    /// and SIGHUP blocked on this thread, the output forgotten first: a signal then (on
+    /// another thread) ends the process without removing anything, so that the output
+    /// is never left without the files already renamed into it.
+    pub fn commit<R>(&self, commit: impl FnOnce() -> R) -> R {
+        let blocked = Blocked::signals();
+        // Leaked, not freed: a handler that started before may still read it.
+        OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst);
+        let done = commit();
+        drop(blocked);
+        done
     }
 
     /// The output is complete (or removed by its own error path): forgets it and gives the
@@ -138,7 +152,7 @@ impl Interruptible {
 }
 
 /// Stores what the handler removes and says (signals blocked by the caller).
-fn name(paths: &[std::path::PathBuf], dir: Option<&Path>, removed: &str, shown: &Path) {
+fn name(paths: &[std::path::PathBuf], dirs: &[&Path], removed: &str, shown: &Path) {
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).ok();
     let clear = if io::stderr().is_terminal() {
         "\r\x1b[K"
@@ -155,7 +169,7 @@ fn name(paths: &[std::path::PathBuf], dir: Option<&Path>, removed: &str, shown: 
     };
     let removal = Box::new(Removal {
         paths: paths.iter().filter_map(|p| c(p)).collect(),
-        dir: dir.and_then(c),
+        dirs: dirs.iter().filter_map(|d| c(d)).collect(),
         messages: [
             message(libc::SIGINT),
             message(libc::SIGTERM),

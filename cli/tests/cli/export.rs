@@ -660,7 +660,7 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
         // A directory of tables: every table and the directory it created are removed.
         (
             &["export", trace, "--format", "parquet", "-o", "tables"],
-            "tables/regions.parquet",
+            "tables/.hrx-export.{pid}.partial/regions.parquet",
             "tables",
             libc::SIGTERM,
         ),
@@ -694,6 +694,74 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             .collect();
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
+}
+
+/// A Parquet export into a directory of earlier tables that is interrupted leaves the earlier
+/// tables as they were (it removed them all), and one that completes replaces them whole,
+/// leaving no staging directory behind.
+#[test]
+fn an_interrupted_parquet_export_keeps_the_earlier_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    synthetic_trace(&dir.path().join("small.hrxt"), 50);
+    let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let files = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let name = e.file_name().into_string().unwrap();
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                (name, bytes)
+            })
+            .collect()
+    };
+    let earlier = files(&tables);
+    assert!(
+        earlier.contains_key("regions.parquet"),
+        "{:?}",
+        earlier.keys()
+    );
+
+    let trace = "big.hrxt";
+    let args = ["export", trace, "--format", "parquet", "-o", "tables"];
+    let partial = "tables/.hrx-export.{pid}.partial/regions.parquet";
+    let mut regions = 200_000;
+    let out = loop {
+        synthetic_trace(&dir.path().join(trace), regions);
+        if let Some(out) = interrupted(dir.path(), &args, partial, libc::SIGINT) {
+            break out;
+        }
+        // Finished before it was caught writing: the earlier tables back, a larger trace.
+        assert!(regions < 200_000 << 4, "never caught writing");
+        regions *= 2;
+        std::fs::remove_dir_all(&tables).unwrap();
+        let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    assert_eq!(code(&out), 128 + libc::SIGINT, "{}", stderr(&out));
+    assert!(stderr(&out).contains("removed the incomplete Parquet tables in"));
+    let after = files(&tables);
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        earlier.keys().collect::<Vec<_>>(),
+        "the earlier tables, nothing else"
+    );
+    assert!(
+        after == earlier,
+        "the earlier tables' bytes are as they were"
+    );
+
+    // Completed, the export replaces every table and leaves nothing else.
+    let out = run(dir.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let replaced = files(&tables);
+    assert_eq!(
+        replaced.keys().collect::<Vec<_>>(),
+        earlier.keys().collect::<Vec<_>>()
+    );
+    assert_ne!(replaced["regions.parquet"], earlier["regions.parquet"]);
 }
 
 /// Two processes recorded one after the other on this host, exported together: one
