@@ -608,10 +608,16 @@ fn replays_added_to_a_baseline_are_its_runs() {
         ],
     );
     assert_eq!(code(&judged), 0, "{}{}", stdout(&judged), stderr(&judged));
+    // Each row's floor is its own: the header names the widest and the typical one.
+    let header = stdout(&judged)
+        .lines()
+        .find(|l| l.starts_with("against the baseline of 3 runs, each row's floor how far its runs' medians lay apart: "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{}", stdout(&judged)));
+    assert!(header.contains(" at the median row, at most "), "{header}");
     assert!(
-        stdout(&judged).contains("against the baseline of 3 runs, their medians at most "),
-        "{}",
-        stdout(&judged)
+        !header.contains("  "),
+        "one sentence, single-spaced: {header}"
     );
     assert!(
         !stdout(&judged).contains("another pace"),

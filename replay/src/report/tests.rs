@@ -942,3 +942,43 @@ fn a_baseline_slower_than_the_capture_is_said() {
         now.notes
     );
 }
+
+/// The baseline table's header gives each row's floor as its own: the typical row's and the
+/// widest, named, so that one noisy row's spread does not read as every row's.
+#[test]
+fn a_baselines_header_names_its_widest_floor_and_the_typical_one() {
+    let mut report = replayed_in(1_000_000);
+    let first = report.timing[0].clone();
+    report.timing.clear();
+    for (label, between_runs) in [
+        ("GPU Compute, native graph: hrx_fill", 1.02),
+        ("GPU Download, copy batch: 1 download", 1.38),
+        ("NPU, NPU run: hrx_npu_threshold", 1.04),
+    ] {
+        let mut row = first.clone();
+        row.label = label.into();
+        row.baseline = Some(crate::BaselineMatch {
+            baseline: durations(1_000_000),
+            ratio: Some(1.0),
+            interval: Some((0.98, 1.02)),
+            regression: false,
+            too_few: false,
+            runs: 5,
+            between_runs,
+        });
+        report.timing.push(row);
+    }
+    let text = report.to_text();
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("against the baseline of 5 runs"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        header.contains(&format!(
+            "each row's floor how far its runs' medians lay apart: {} at the median row, at most {} (GPU Download, copy batch: 1 download)",
+            hrx_analysis::units::ratio(1.04),
+            hrx_analysis::units::ratio(1.38)
+        )),
+        "{header}"
+    );
+}
