@@ -9,12 +9,7 @@
 # each build's at `--pace captured` and `none` (REPEAT (1) repeats after the warm-up), in turn;
 # one line per replay: each region kind's median ratio (range over the kind's rows) and the
 # widest captured-median interval of the kind, relative.
-set -u
-d=$PWD/.device-bin/s48
-photo=$PWD/.device-bin/s45/photo
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-echo "cpus $(nproc), $(uptime)"
-cd $OUT
+source scripts/device/s48-host.sh
 frames=${FRAMES:-240}
 timeout 120 $d/hrx-trace-base record -q --workload pipeline --backend cuda --input $photo --frames $frames -o long.hrxt
 echo "recorded $frames frames rc=$? at ${SECONDS}s"

@@ -8,12 +8,7 @@
 # ROUNDS (2) rounds of, for each build in turn: a 24-frame pipeline capture on CUDA, then
 # REPLAYS (3) replays at `--pace captured` (the default `--repeat`) without and with
 # `--per-op`; one line per replay: each region kind's ratio and the captured/replayed NPU spread.
-set -u
-d=$PWD/.device-bin/s48
-photo=$PWD/.device-bin/s45/photo
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-echo "cpus $(nproc), $(uptime)"
-cd $OUT
+source scripts/device/s48-host.sh
 for i in $(seq 1 ${ROUNDS:-2}); do
   for b in base npuspin; do
     timeout 60 $d/hrx-trace-$b record -q --workload pipeline --backend cuda --input $photo --frames 24 -o $b-$i.hrxt
