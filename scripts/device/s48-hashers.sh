@@ -3,7 +3,7 @@
 # fewer hashing threads, reading the captured bytes less at once, cost the traced pipeline
 # less. Device tool `run`, carry [".device-bin/s48"]: `gpu-bench-hashers` is the GPU bench of
 # 0b0eff3 with scripts/device/s48-hashers.patch (HRX_SCRATCH_HASHERS: the hashing threads'
-# count; 4 on this host's 16 CPUs by default). PASSES (2) passes of 1, 2 and 4 threads in turn,
+# count; 4 on this host's 16 CPUs by default). PASSES (2) passes of COUNTS (1 2 4) threads in turn,
 # the traced pipeline's paired rounds (100).
 set -u
 d=$PWD/.device-bin/s48
