@@ -499,6 +499,11 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 /// renames stay on one file system (a `DIR` that is a mount point) and a folder beside it
 /// need not be writable. On a failure the staging directory is removed, and `DIR` too when
 /// this export created it.
+///
+/// The export holds `DIR`'s `flock` ([`lock`]) while it makes its staging directory and
+/// while it moves its tables in, so that two exports' moves never interleave, and holds its
+/// staging directory's while it lives, so that one a killed export left (no handler runs on
+/// SIGKILL) is told from one being written, and removed.
 #[cfg(feature = "parquet")]
 fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let dir = &args.output;
@@ -510,8 +515,10 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     crate::record::refuse_special(dir, "export")?;
-    let ours: Vec<String> = export::table_files()
-        .chain([PARQUET_MARKER.to_owned()])
+    // The marker first: moved in first, any table in `DIR` has it beside it (an export that
+    // fails or is killed while moving its tables in leaves tables the next one replaces).
+    let ours: Vec<String> = std::iter::once(PARQUET_MARKER.to_owned())
+        .chain(export::table_files())
         .collect();
     let created = !dir.exists();
     if dir.exists() {
@@ -529,8 +536,11 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| Failure::new(format!("{}: {e}", dir.shown())))?
             .filter_map(Result::ok)
             .find(|e| {
-                !ours.iter().any(|o| e.file_name() == o.as_str())
-                    && !is_staging_directory(&e.file_name())
+                // A directory of a table's name is no table: the rename onto it would fail
+                // halfway through moving the tables in.
+                let table = ours.iter().any(|o| e.file_name() == o.as_str())
+                    && !e.file_type().is_ok_and(|t| t.is_dir());
+                !table && !is_staging_directory(&e.file_name())
             });
         if let Some(other) = other {
             return Err(Failure::new(format!(
@@ -555,6 +565,12 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .hint("give -o an empty or new directory")
             .into());
         }
+        // A table the user may not write is not replaced, as no other output is: the rename
+        // that replaces it asks only the directory's permission. Tables named before the
+        // marker, which is hidden.
+        for name in ours.iter().skip(1).chain(&ours[..1]) {
+            crate::record::refuse_unwritable(&dir.join(name), "the Parquet tables")?;
+        }
     }
     let mut readers = Vec::new();
     let read = Arc::new(AtomicU64::new(0));
@@ -570,36 +586,48 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     // without its footer is left for a query over `exports/*/` to stumble on, and an earlier
     // export's tables stay.
     let interruptible = Interruptible::install();
-    let mut paths: Vec<PathBuf> = export::table_paths(&staging);
-    paths.push(staging.join(PARQUET_MARKER));
+    let paths: Vec<PathBuf> = ours.iter().map(|name| staging.join(name)).collect();
     let mut dirs = vec![staging.as_path()];
     if created {
         dirs.push(dir.as_path());
     }
     interruptible.name_all(&paths, &dirs, "the incomplete Parquet tables in", dir);
     let remove_staging = || {
-        for path in &paths {
-            let _ = std::fs::remove_file(path);
-        }
-        let _ = std::fs::remove_dir(&staging);
+        remove_tables(&staging, &ours);
         if created {
             let _ = std::fs::remove_dir(dir);
         }
     };
-    // One left by an earlier process of this id (killed) is ours to reuse.
-    let _ = std::fs::remove_dir_all(&staging);
-    let written = std::fs::create_dir(&staging)
-        .and_then(|()| {
-            std::fs::write(
-                staging.join(PARQUET_MARKER),
-                b"hrx-trace export --format parquet\n",
-            )
-        })
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", staging.shown())));
-    if let Err(error) = written {
-        remove_staging();
-        return Err(error.into());
+    let locked = lock(dir, true);
+    if locked.is_some() {
+        remove_abandoned(dir, &ours);
+    } else {
+        // No locks here: only one of this process id (killed) is known to be abandoned.
+        remove_tables(&staging, &ours);
     }
+    // Locked before `DIR` is unlocked, so that no other export takes it for a killed one's;
+    // held until the export ends.
+    let written = std::fs::create_dir(&staging).and_then(|()| {
+        let held = lock(&staging, false);
+        std::fs::write(
+            staging.join(PARQUET_MARKER),
+            b"hrx-trace export --format parquet\n",
+        )?;
+        Ok(held)
+    });
+    drop(locked);
+    let _held = match written {
+        Ok(held) => held,
+        Err(e) => {
+            remove_staging();
+            return Err(Failure::new(format!(
+                "cannot write Parquet tables to {}: {e}",
+                dir.shown()
+            ))
+            .hint("choose a writable -o directory")
+            .into());
+        }
+    };
     let written = export::write_parquet(readers, &staging);
     let exported = match written {
         Ok(exported) => exported,
@@ -623,20 +651,34 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     };
-    interruptible
-        .commit(|| {
-            for name in &ours {
-                std::fs::rename(staging.join(name), dir.join(name))?;
-            }
-            std::fs::remove_dir(&staging)
-        })
-        .map_err(|e| {
-            Failure::new(format!(
-                "cannot move the Parquet tables from {} into {}: {e}",
-                staging.shown(),
-                dir.shown()
-            ))
-        })?;
+    let locked = lock(dir, true);
+    let mut moved = 0;
+    let committed = interruptible.commit(|| {
+        for name in &ours {
+            std::fs::rename(staging.join(name), dir.join(name))?;
+            moved += 1;
+        }
+        std::fs::remove_dir(&staging)
+    });
+    drop(locked);
+    if let Err(e) = committed {
+        remove_staging();
+        let kept = match moved {
+            0 if created => "removed the tables written".to_owned(),
+            0 => "removed the tables written; its earlier tables are as they were".to_owned(),
+            // The marker is no table.
+            moved => format!(
+                "moved {} of {} tables in, removed the rest",
+                moved - 1,
+                ours.len() - 1
+            ),
+        };
+        return Err(Failure::new(format!(
+            "cannot move the Parquet tables into {} ({kept}): {e}",
+            dir.shown()
+        ))
+        .into());
+    }
     let mut total = export::ExportCounts::default();
     let mut events = 0;
     for (file, exported) in args.files.iter().zip(&exported) {
@@ -677,6 +719,58 @@ fn staging_directory(dir: &Path) -> PathBuf {
 const STAGING_PREFIX: &str = ".hrx-export.";
 #[cfg(feature = "parquet")]
 const STAGING_SUFFIX: &str = ".partial";
+
+/// An exclusive `flock` on the directory `dir`, held until the file is dropped; waits for
+/// it where `wait`. `None` where it is not had: held by another (not `wait`), or a file
+/// system that has none on a directory (NFS), where the export goes on unlocked.
+#[cfg(feature = "parquet")]
+fn lock(dir: &Path, wait: bool) -> Option<File> {
+    use std::os::fd::AsRawFd;
+    let file = File::open(dir).ok()?;
+    let operation = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+            return Some(file);
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
+}
+
+/// Removes the staging directories in `dir` (locked) that no export holds: a killed
+/// export's, which would stay, as large as its tables, for ever.
+#[cfg(feature = "parquet")]
+fn remove_abandoned(dir: &Path, ours: &[String]) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        // A symbolic link of that name is not followed to remove tables where it points.
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && is_staging_directory(&entry.file_name()) {
+            let path = entry.path();
+            if let Some(_held) = lock(&path, false) {
+                remove_tables(&path, ours);
+            }
+        }
+    }
+}
+
+/// Removes the files an export writes into `staging`, then it when that leaves it empty
+/// (nothing else in it is an export's to remove).
+#[cfg(feature = "parquet")]
+fn remove_tables(staging: &Path, ours: &[String]) {
+    for name in ours {
+        let _ = std::fs::remove_file(staging.join(name));
+    }
+    let _ = std::fs::remove_dir(staging);
+}
 
 /// Whether `name` is a staging directory's ([`staging_directory`]), of any process.
 #[cfg(feature = "parquet")]

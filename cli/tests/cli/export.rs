@@ -570,16 +570,31 @@ fn synthetic_trace(path: &Path, regions: u64) {
     write_records(path, pipeline(PipelineSpec::ops(regions)));
 }
 
-/// Runs `hrx-trace ARGS` in `dir` and sends it `signal` while it writes: once `partial`
-/// (the file it writes) exists, it is stopped (SIGSTOP), so that it cannot finish before
-/// the signal, signalled and continued. `None` when it finished before it could be stopped
-/// (the trace is too small to catch it writing).
+/// Runs `hrx-trace ARGS` in `dir` and sends it `signal` while it writes
+/// ([`stopped_while_writing`]), then continues it. `None` when it finished before it could
+/// be stopped (the trace is too small to catch it writing).
 fn interrupted(
     dir: &Path,
     args: &[&str],
     partial: &str,
     signal: libc::c_int,
 ) -> Option<std::process::Output> {
+    let child = stopped_while_writing(dir, args, partial)?;
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped; the
+    // signal waits for SIGCONT.
+    unsafe {
+        libc::kill(pid, signal);
+        libc::kill(pid, libc::SIGCONT);
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// Runs `hrx-trace ARGS` in `dir` and stops it (SIGSTOP) while it writes: once `partial`
+/// (the file it writes; `{pid}` in it is the process's id) exists, and still exists once
+/// it stopped. `None` when it finished before it could be stopped (the trace is too small
+/// to catch it writing).
+fn stopped_while_writing(dir: &Path, args: &[&str], partial: &str) -> Option<std::process::Child> {
     use std::process::Stdio;
     let mut child = hrx_trace(dir)
         .args(args)
@@ -622,12 +637,7 @@ fn interrupted(
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         return None;
     }
-    // SAFETY: as above; the signal waits for SIGCONT.
-    unsafe {
-        libc::kill(pid, signal);
-        libc::kill(pid, libc::SIGCONT);
-    }
-    Some(child.wait_with_output().unwrap())
+    Some(child)
 }
 
 /// SIGINT, SIGTERM or SIGHUP while `export` or `trim` writes leaves no output behind (a
@@ -706,17 +716,7 @@ fn an_interrupted_parquet_export_keeps_the_earlier_tables() {
     synthetic_trace(&dir.path().join("small.hrxt"), 50);
     let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let files = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap())
-            .map(|e| {
-                let name = e.file_name().into_string().unwrap();
-                let bytes = std::fs::read(e.path()).unwrap_or_default();
-                (name, bytes)
-            })
-            .collect()
-    };
+    let files = dir_files;
     let earlier = files(&tables);
     assert!(
         earlier.contains_key("regions.parquet"),
@@ -762,6 +762,265 @@ fn an_interrupted_parquet_export_keeps_the_earlier_tables() {
         earlier.keys().collect::<Vec<_>>()
     );
     assert_ne!(replaced["regions.parquet"], earlier["regions.parquet"]);
+}
+
+/// Each file in `dir` and its bytes (a directory's as none).
+fn dir_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let name = e.file_name().into_string().unwrap();
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// The staging directories (`.hrx-export.PID.partial`) in `dir`.
+fn staging_left(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(".hrx-export.") && n.ends_with(".partial"))
+        .collect()
+}
+
+/// A directory of the tables of `small.hrxt` (50 regions), `dir/tables`, and the trace
+/// `big.hrxt` (`regions` regions) beside it.
+fn earlier_tables(dir: &Path, regions: u64) -> BTreeMap<String, Vec<u8>> {
+    synthetic_trace(&dir.join("small.hrxt"), 50);
+    synthetic_trace(&dir.join("big.hrxt"), regions);
+    let _ = std::fs::remove_dir_all(dir.join("tables"));
+    let out = run(dir, &["export", "small.hrxt", "-o", "tables/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    dir_files(&dir.join("tables"))
+}
+
+/// Whether process `pid` waits in `flock` (its main thread, as `/proc/PID/syscall` says).
+fn waits_in_flock(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<libc::c_long>().ok())
+        == Some(libc::SYS_flock)
+}
+
+/// Two Parquet exports into one directory move their tables in one after the other, never
+/// interleaved: each holds the directory's `flock` while it moves them in. Two exports of
+/// two traces started together left a mix of both exports' tables (12 runs in 1000 on two
+/// loaded CPUs). Shown with the lock held here: an export whose tables are complete waits
+/// for it, the directory's tables untouched, then moves them all in.
+#[test]
+fn parquet_exports_move_their_tables_in_one_after_the_other() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    let args = ["export", "big.hrxt", "--format", "parquet", "-o", "tables"];
+    let partial = "tables/.hrx-export.{pid}.partial/regions.parquet";
+    let mut regions = 200_000;
+    let (earlier, child, lock) = loop {
+        assert!(regions < 200_000 << 4, "never caught writing");
+        let earlier = earlier_tables(dir.path(), regions);
+        regions *= 2;
+        let Some(child) = stopped_while_writing(dir.path(), &args, partial) else {
+            continue;
+        };
+        let lock = std::fs::File::open(&tables).unwrap();
+        // SAFETY: flock on an open descriptor.
+        let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        // SAFETY: `child` is our child, not yet reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGCONT) };
+        if locked == 0 {
+            break (earlier, child, lock);
+        }
+        // Stopped while it moved its tables in (it holds the lock): again.
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    let pid = child.id();
+    let mut child = child;
+    while !waits_in_flock(pid) {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "it moved its tables in while another held the directory's lock: {}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut now = dir_files(&tables);
+    now.retain(|name, _| !name.ends_with(".partial"));
+    assert!(now == earlier, "the tables changed under the lock");
+    drop(lock);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(staging_left(&tables), Vec::<String>::new());
+    let after = dir_files(&tables);
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        earlier.keys().collect::<Vec<_>>()
+    );
+    assert_ne!(after["regions.parquet"], earlier["regions.parquet"]);
+}
+
+/// A Parquet export killed with SIGKILL (no handler runs) leaves its staging directory, as
+/// large as the tables; the next export into the directory removes it (it stayed, unseen,
+/// for ever), and leaves alone one that an export is writing now.
+#[test]
+fn a_killed_parquet_exports_staging_directory_is_removed_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    let args = ["export", "big.hrxt", "--format", "parquet", "-o", "tables"];
+    let partial = "tables/.hrx-export.{pid}.partial/regions.parquet";
+    let mut regions = 200_000;
+    let earlier = loop {
+        assert!(regions < 200_000 << 4, "never caught writing");
+        let earlier = earlier_tables(dir.path(), regions);
+        regions *= 2;
+        if let Some(mut child) = stopped_while_writing(dir.path(), &args, partial) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break earlier;
+        }
+    };
+    assert_eq!(staging_left(&tables).len(), 1, "the killed export's");
+    // One being written now stays, and completes.
+    let writing = loop {
+        if let Some(child) = stopped_while_writing(dir.path(), &args, partial) {
+            break child;
+        }
+        // It finished first: the earlier tables back.
+        let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    let own = format!(".hrx-export.{}.partial", writing.id());
+    let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        staging_left(&tables),
+        [own],
+        "the killed export's is removed"
+    );
+    assert!(
+        dir_files(&tables)
+            .into_iter()
+            .filter(|(n, _)| !n.ends_with(".partial"))
+            .eq(earlier)
+    );
+    // SAFETY: `writing` is our child, not yet reaped.
+    unsafe { libc::kill(writing.id() as libc::pid_t, libc::SIGCONT) };
+    let out = writing.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(staging_left(&tables), Vec::<String>::new());
+}
+
+/// A Parquet export that cannot move all its tables in (a directory made where a table
+/// goes while it wrote) removes its staging directory and says how far it got in one
+/// line; the marker moved in first, so that the next export replaces the tables moved in
+/// (the staging directory stayed, and the next export refused: "its tables were not
+/// written by hrx-trace export").
+#[test]
+fn a_parquet_export_that_cannot_move_its_tables_in_leaves_no_staging_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    synthetic_trace(&dir.path().join("small.hrxt"), 50);
+    let args = ["export", "big.hrxt", "--format", "parquet", "-o", "tables"];
+    let partial = "tables/.hrx-export.{pid}.partial/regions.parquet";
+    let mut regions = 200_000;
+    let child = loop {
+        assert!(regions < 200_000 << 4, "never caught writing");
+        synthetic_trace(&dir.path().join("big.hrxt"), regions);
+        regions *= 2;
+        let _ = std::fs::remove_dir_all(&tables);
+        if let Some(child) = stopped_while_writing(dir.path(), &args, partial) {
+            break child;
+        }
+    };
+    std::fs::create_dir(tables.join("waits.parquet")).unwrap();
+    // SAFETY: `child` is our child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    assert_error(&out, "cannot move the Parquet tables into tables (moved ");
+    assert!(stderr(&out).contains("Is a directory"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(".partial"), "{}", stderr(&out));
+    assert_eq!(staging_left(&tables), Vec::<String>::new());
+    std::fs::remove_dir(tables.join("waits.parquet")).unwrap();
+    let out = run(dir.path(), &["export", "small.hrxt", "-o", "tables/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// Refused before anything is written, the directory as it was: a directory where a table
+/// goes (the rename onto it failed halfway through moving the tables in, leaving two
+/// exports' tables), a table the user may not write (the rename replaced it, asking only the
+/// directory's permission; no other output is replaced so), and a directory the user may not
+/// write (said of the staging directory, `DIR/.hrx-export.PID.partial`, not of DIR).
+#[test]
+fn parquet_refuses_a_directory_in_a_tables_place_and_tables_it_may_not_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    earlier_tables(dir.path(), 1000);
+    std::fs::remove_file(tables.join("waits.parquet")).unwrap();
+    std::fs::create_dir(tables.join("waits.parquet")).unwrap();
+    let before = dir_files(&tables);
+    let out = run(dir.path(), &["export", "big.hrxt", "-o", "tables/"]);
+    assert_error(&out, "it holds waits.parquet, which is no earlier table");
+    assert!(dir_files(&tables) == before);
+
+    // Made by the user who exports (nobody, where the test runs as root), then protected.
+    std::fs::remove_dir_all(&tables).unwrap();
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::copy(dir.path().join("small.hrxt"), mine.join("small.hrxt")).unwrap();
+    std::fs::copy(dir.path().join("big.hrxt"), mine.join("big.hrxt")).unwrap();
+    let root = crate::replaced::root();
+    if root {
+        std::os::unix::fs::chown(&mine, Some(65534), Some(65534)).unwrap();
+    }
+    let out = crate::replaced::run_unprivileged(&mine, &["export", "small.hrxt", "-o", "t/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let protected = mine.join("t/regions.parquet");
+    std::fs::set_permissions(&protected, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = dir_files(&mine.join("t"));
+    let out = crate::replaced::run_unprivileged(&mine, &["export", "big.hrxt", "-o", "t/"]);
+    assert_error(
+        &out,
+        "t/regions.parquet: it cannot be opened for writing: Permission denied",
+    );
+    assert!(dir_files(&mine.join("t")) == before, "replaced");
+    let mode = std::fs::metadata(&protected).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+
+    // A directory the user may not write: said of it, no staging directory named.
+    std::fs::remove_dir_all(mine.join("t")).unwrap();
+    std::fs::create_dir(mine.join("t")).unwrap();
+    std::fs::set_permissions(mine.join("t"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = crate::replaced::run_unprivileged(&mine, &["export", "small.hrxt", "-o", "t/"]);
+    assert_error(&out, "cannot write Parquet tables to t/: Permission denied");
+    assert!(!stderr(&out).contains(".hrx-export"), "{}", stderr(&out));
+    std::fs::set_permissions(mine.join("t"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A Parquet export that fails writing (a file size limit: EFBIG, as a full disk's ENOSPC)
+/// into a directory of earlier tables leaves them as they were, and no staging directory.
+#[test]
+fn a_failed_parquet_export_keeps_the_earlier_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = dir.path().join("tables");
+    let earlier = earlier_tables(dir.path(), 20_000);
+    let out = Command::new("sh")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(size_limited("export big.hrxt --format parquet -o tables"))
+        .output()
+        .unwrap();
+    assert_error(
+        &out,
+        "cannot write Parquet tables to tables (removed the tables written; its earlier tables are as they were)",
+    );
+    assert!(stderr(&out).contains("File too large"), "{}", stderr(&out));
+    assert!(dir_files(&tables) == earlier, "the earlier tables changed");
 }
 
 /// Two processes recorded one after the other on this host, exported together: one

@@ -88,14 +88,14 @@ fn a_replaced_file_keeps_its_permission_bits() {
 }
 
 /// Whether this process runs as root (who writes a write-protected file).
-fn root() -> bool {
+pub(crate) fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// Runs hrx-trace with `args` in `dir` as the user `nobody` where the test runs as root
 /// (root may write any file), else as this user.
-fn run_unprivileged(dir: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn run_unprivileged(dir: &Path, args: &[&str]) -> std::process::Output {
     use std::os::unix::process::CommandExt;
     let mut command = crate::util::hrx_trace(dir);
     command.args(args);
