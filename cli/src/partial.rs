@@ -121,6 +121,7 @@ impl Interruptible {
     /// directories `dirs` to remove after them, in order, each when it is then empty: a
     /// directory of Parquet tables being written, and the one made for it. `removed` and
     /// `shown` make the message (`removed {removed} {shown}`).
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // Parquet's only
     pub fn name_all(
         &self,
         paths: &[std::path::PathBuf],
@@ -137,6 +138,7 @@ impl Interruptible {
     /// and SIGHUP blocked on this thread, the output forgotten first: a signal then (on
     /// another thread) ends the process without removing anything, so that the output
     /// is never left without the files already renamed into it.
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // Parquet's only
     pub fn commit<R>(&self, commit: impl FnOnce() -> R) -> R {
         let blocked = Blocked::signals();
         // Leaked, not freed: a handler that started before may still read it.
