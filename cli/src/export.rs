@@ -520,6 +520,18 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     let ours: Vec<String> = std::iter::once(PARQUET_MARKER.to_owned())
         .chain(export::table_files())
         .collect();
+    // A symbolic link to nothing: `create_dir_all` would answer "File exists".
+    if !dir.exists()
+        && let Ok(target) = std::fs::read_link(dir.components().collect::<PathBuf>())
+    {
+        return Err(Failure::new(format!(
+            "cannot write Parquet tables to {}: it is a symbolic link to {}, which does not exist",
+            dir.shown(),
+            target.shown()
+        ))
+        .hint("create the directory it points to, or give -o another directory")
+        .into());
+    }
     let created = !dir.exists();
     if dir.exists() {
         if !dir.is_dir() {

@@ -1399,6 +1399,19 @@ fn parquet_export_writes_a_directory_and_refuses_others() {
         &["export", "h.hrxt", "--format", "parquet", "-o", "h.hrxt"],
     );
     assert_error(&out, "it is a file, not a directory");
+    // A symbolic link to nothing is said as such (it said "File exists"), and nothing made.
+    std::os::unix::fs::symlink("nowhere", dir.path().join("dangling")).unwrap();
+    for dangling in ["dangling", "dangling/"] {
+        let out = run(
+            dir.path(),
+            &["export", "h.hrxt", "--format", "parquet", "-o", dangling],
+        );
+        assert_error(
+            &out,
+            "it is a symbolic link to nowhere, which does not exist",
+        );
+    }
+    assert!(!dir.path().join("nowhere").exists());
     // A trace that cannot be read leaves no directory behind.
     std::fs::write(dir.path().join("bad.hrxt"), b"not a trace").unwrap();
     let out = run(dir.path(), &["export", "bad.hrxt", "-o", "new.parquet"]);
