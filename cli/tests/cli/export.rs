@@ -839,7 +839,14 @@ fn parquet_exports_move_their_tables_in_one_after_the_other() {
     };
     let pid = child.id();
     let mut child = child;
+    // A liveness limit, not a timing: where `/proc/PID/syscall` cannot be read the export
+    // would wait on our lock for ever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !waits_in_flock(pid) {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the export never showed in /proc/{pid}/syscall as waiting in flock");
+        }
         if child.try_wait().unwrap().is_some() {
             let out = child.wait_with_output().unwrap();
             panic!(
