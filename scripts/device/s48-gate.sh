@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run on the device machine from the repository root (session 48): this session's replay
 # changes on CUDA. Device tool `run`, carry [".device-bin/s48", ".device-bin/s45/photo"]:
-# `hrx-trace-head` (stripped release build of HEAD). A 24-frame pipeline capture, 3 replays
+# `hrx-trace-head` (stripped release build of 820c076). A 24-frame pipeline capture, 3 replays
 # added to a baseline, then a gate replay (`--max-slowdown 1.1 --per-op --pace captured`)
 # against it with two injections, hrx_blur_h +15% (caught) and hrx_sobel +1% (missed): its
 # verdict, the warning of the one missed and the baseline header.
