@@ -151,7 +151,8 @@ pub struct ReplayArgs {
     /// much more work (each block of hrx's built-in kernels on CUDA, the host code on the
     /// software device, stays that share of its own time longer; outputs unchanged), e.g.
     /// `--inject-slowdown hrx_blur_h=15 --max-slowdown 1.1`. The report says it; repeatable;
-    /// not with --save-baseline.
+    /// not with --save-baseline. On CUDA not in proportion for every kernel: read the slowed
+    /// kernel's own row (`--per-op`) for what it did.
     #[arg(long, value_name = "ENTRY=PERCENT", value_parser = parse_slowdown, conflicts_with = "save_baseline")]
     pub inject_slowdown: Vec<(String, u32)>,
 
