@@ -2,14 +2,15 @@
 # Run on the device machine from the repository root (session 48): how exactly
 # `--inject-slowdown` slows a kernel on CUDA, each block's stretch timed on `%globaltimer`
 # (`hrx-trace-head`, 820c076) or on its SM's cycle counter (`hrx-trace-cycles`, 820c076 with
-# scripts/device/s48-cycles.patch). Device tool `run`, carry [".device-bin/s48", ".device-bin/s45/photo"]. A 24-frame pipeline
+# scripts/device/s48-cycles.patch), or BUILDS="head shared" (`hrx-trace-shared`: 820c076 with
+# s48-cycles.patch and s48-shared.patch, the start kept in shared memory). Device tool `run`, carry [".device-bin/s48", ".device-bin/s45/photo"]. A 24-frame pipeline
 # capture, then for each build in turn, ROUNDS (2) rounds of replays (`--per-op --pace
 # captured --max-slowdown 100`: 10 repeats) with hrx_sobel slowed 1, 5 and 15% and hrx_blur_h
 # 15%: each slowed kernel's replay / capture ratio.
 source scripts/device/s48-host.sh
 $d/hrx-trace-head record -q --workload pipeline --backend cuda --input $photo --frames 24 -o i.hrxt
 for i in $(seq 1 ${ROUNDS:-2}); do
-  for b in head cycles; do
+  for b in ${BUILDS:-head cycles}; do
     for slow in hrx_sobel=1 hrx_sobel=5 hrx_sobel=15 hrx_blur_h=15; do
       timeout 90 $d/hrx-trace-$b replay i.hrxt --backend cuda --per-op --pace captured \
         --max-slowdown 100 --inject-slowdown $slow --report json > r.json 2> r.err
