@@ -3,8 +3,9 @@
 # `--inject-slowdown` slows a kernel on CUDA, each block's stretch timed on `%globaltimer`
 # (`hrx-trace-head`, 820c076) or on its SM's cycle counter (`hrx-trace-cycles`, 820c076 with
 # scripts/device/s48-cycles.patch), or BUILDS="head shared" (`hrx-trace-shared`: 820c076 with
-# s48-shared.patch, which holds s48-cycles.patch too: the start kept in shared memory). Device tool `run`, carry [".device-bin/s48", ".device-bin/s45/photo"]. A 24-frame pipeline
-# capture, then for each build in turn, ROUNDS (2) rounds of replays (`--per-op --pace
+# s48-shared.patch, which holds s48-cycles.patch too: the start kept in shared memory). Device
+# tool `run`, carry [".device-bin/s48", ".device-bin/s45/photo"]. A 24-frame pipeline capture,
+# then for each build in turn, ROUNDS (2) rounds of replays (`--per-op --pace
 # captured --max-slowdown 100`: 10 repeats) with hrx_sobel slowed 1, 5 and 15% and hrx_blur_h
 # 15%: each slowed kernel's replay / capture ratio.
 source scripts/device/s48-host.sh
