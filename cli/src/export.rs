@@ -732,27 +732,19 @@ const STAGING_PREFIX: &str = ".hrx-export.";
 #[cfg(feature = "parquet")]
 const STAGING_SUFFIX: &str = ".partial";
 
-/// An exclusive `flock` on the directory `dir`, held until the file is dropped; waits for
-/// it where `wait`. `None` where it is not had: held by another (not `wait`), or a file
-/// system that has none on a directory (NFS), where the export goes on unlocked.
+/// An exclusive lock on the directory `dir` (std's `File::lock`: `flock` on Linux, as the
+/// trace writer takes on its file), held until the file is dropped; waits for it where
+/// `wait`. `None` where it is not had: held by another (not `wait`), or a file system that
+/// has none on a directory (NFS), where the export goes on unlocked.
 #[cfg(feature = "parquet")]
 fn lock(dir: &Path, wait: bool) -> Option<File> {
-    use std::os::fd::AsRawFd;
     let file = File::open(dir).ok()?;
-    let operation = if wait {
-        libc::LOCK_EX
+    let locked = if wait {
+        file.lock().is_ok()
     } else {
-        libc::LOCK_EX | libc::LOCK_NB
+        file.try_lock().is_ok()
     };
-    loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-            return Some(file);
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return None;
-        }
-    }
+    locked.then_some(file)
 }
 
 /// Removes the staging directories in `dir` (locked) that no export holds: a killed
