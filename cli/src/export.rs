@@ -160,7 +160,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         None => (Box::new(io::stdout()), std::path::PathBuf::new()),
         Some(interruptible) => {
             let (partial, file) = interruptible
-                .create_beside(&output, "the incomplete export", &args.output)
+                .create_beside(&output, "the incomplete export meant for", &args.output)
                 .map_err(|e| {
                     Failure::new(format!(
                         "cannot write the export to {}: {e}",
@@ -533,6 +533,8 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let created = !dir.exists();
+    // An earlier export's tables, replaced below (said, as `record` and `trim` say theirs).
+    let mut earlier_tables = 0;
     if dir.exists() {
         if !dir.is_dir() {
             return Err(Failure::new(format!(
@@ -569,6 +571,7 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .filter(|p| p.exists())
             .count();
+        earlier_tables = tables;
         if tables > 0 && !dir.join(PARQUET_MARKER).is_file() {
             return Err(Failure::new(format!(
                 "refusing to write Parquet tables into {}: its tables were not written by hrx-trace export (no {PARQUET_MARKER})",
@@ -603,7 +606,12 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     if created {
         dirs.push(dir.as_path());
     }
-    interruptible.name_all(&paths, &dirs, "the incomplete Parquet tables in", dir);
+    interruptible.name_all(
+        &paths,
+        &dirs,
+        "the incomplete Parquet tables meant for",
+        dir,
+    );
     let remove_staging = || {
         remove_tables(&staging, &ours);
         if created {
@@ -690,6 +698,12 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             dir.shown()
         ))
         .into());
+    }
+    if earlier_tables > 0 {
+        crate::output::note(format_args!(
+            "{} held an earlier export's tables: they are replaced",
+            dir.shown()
+        ));
     }
     let mut total = export::ExportCounts::default();
     let mut events = 0;

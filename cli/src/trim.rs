@@ -80,7 +80,11 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     // winner exiting 0 over a damaged trace: a break-it pass).
     let interruptible = Interruptible::install();
     let (partial, file) = interruptible
-        .create_beside(&output, "the incomplete trimmed trace", &args.output)
+        .create_beside(
+            &output,
+            "the incomplete trimmed trace meant for",
+            &args.output,
+        )
         .map_err(|e| {
             // The partial file is ours, not a name the user gave: name the output.
             Failure::new(format!(

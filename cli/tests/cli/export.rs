@@ -697,6 +697,13 @@ fn an_interrupted_export_or_trim_leaves_no_output() {
             "{}",
             stderr(&out)
         );
+        // What was removed was meant for the output, not the output itself (an earlier one
+        // stays; a fresh user read "removed the incomplete export h2.json" as it gone).
+        assert!(
+            stderr(&out).contains(&format!("meant for {output}")),
+            "{}",
+            stderr(&out)
+        );
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -741,7 +748,8 @@ fn an_interrupted_parquet_export_keeps_the_earlier_tables() {
         assert_eq!(code(&out), 0, "{}", stderr(&out));
     };
     assert_eq!(code(&out), 128 + libc::SIGINT, "{}", stderr(&out));
-    assert!(stderr(&out).contains("removed the incomplete Parquet tables in"));
+    // Of the tables meant for it: the earlier ones stay (it read "removed ... in tables").
+    assert!(stderr(&out).contains("removed the incomplete Parquet tables meant for tables"));
     let after = files(&tables);
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
@@ -1469,11 +1477,18 @@ fn parquet_refuses_standard_output_and_tables_it_did_not_write() {
         std::fs::read(mine.join("regions.parquet")).unwrap(),
         b"someone else's table"
     );
-    // An export's own tables are replaced by the next export.
+    // An export's own tables are replaced by the next export, which says so (as `record`
+    // and `trim` say of a file they replace); the first says nothing of it.
     let ours = run(dir.path(), &["export", "h.hrxt", "-o", "ours/"]);
     assert_eq!(code(&ours), 0, "{}", stderr(&ours));
+    assert!(!stderr(&ours).contains("replaced"), "{}", stderr(&ours));
     let again = run(dir.path(), &["export", "h.hrxt", "-o", "ours/"]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("note: ours/ held an earlier export's tables: they are replaced"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 /// The pipeline's annotations (format 1.14) as Parquet tables, queried with DuckDB
