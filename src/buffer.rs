@@ -434,7 +434,9 @@ impl Storage {
 
     /// Records a host write of `data` at `offset` in the trace: `data` is the caller's for a
     /// GPU-local buffer, else this buffer's own host mapping (captured later, fenced).
-    fn traced_write(&self, offset: usize, data: &[u8]) {
+    ///
+    /// `known`: the xxh3 of `data`, when it was taken as the bytes were copied in.
+    fn traced_write(&self, offset: usize, data: &[u8], known: Option<u64>) {
         // Outside a capture range a later range snapshots the bytes if it reads them.
         let Some(hook) = self.context.tracer.open_hook() else {
             return;
@@ -450,7 +452,7 @@ impl Storage {
         // SAFETY: a host-mapped buffer's `data` is its mapping at `offset` (`HostWrite`'s
         // bytes): this storage's drop waits for the capture fences before the allocation is
         // freed, and every writer of the buffer (`Region::run`, write mappings) waits for them.
-        unsafe { hook.host_write(self.id, offset, data, mapped) }
+        unsafe { hook.host_write(self.id, offset, data, mapped, known) }
     }
 
     fn check_range(&self, range: &Range<usize>) -> Result<()> {
@@ -586,6 +588,7 @@ impl Buffer {
             buffer: self,
             token,
             bytes,
+            known: None,
         })
     }
 
@@ -609,13 +612,21 @@ impl Buffer {
             });
             self.storage.unmap(token, result.is_ok());
             result?;
-            self.storage.traced_write(offset, data);
+            self.storage.traced_write(offset, data, None);
         } else if data.len() >= crate::dma_memory::STREAMING_MIN_BYTES
             && self.storage.allocation.read_by_dma()
         {
             // Past the CPU's caches, so the copy engine reads it from memory (module
-            // `dma_memory`). Traced when the mapping drops.
-            crate::dma_memory::copy_streaming(&mut self.map_write(range.clone())?, data);
+            // `dma_memory`). Traced when the mapping drops: hashed while copied when traced.
+            let mut mapping = self.map_write(range.clone())?;
+            let copy = |mapping: &mut HostWrite<'_>| {
+                crate::dma_memory::copy_streaming(mapping, data);
+            };
+            if self.storage.context.tracer.hashes_beside(data.len()) {
+                mapping.known = crate::trace::hash_beside(data, || copy(&mut mapping));
+            } else {
+                copy(&mut mapping);
+            }
         } else {
             // Traced when the mapping drops.
             self.map_write(range.clone())?.copy_from_slice(data);
@@ -703,6 +714,8 @@ pub struct HostWrite<'a> {
     buffer: &'a Buffer,
     token: u64,
     bytes: &'a mut [u8],
+    /// The xxh3 of `bytes`, taken while [`Buffer::write`] copied them in (for the trace).
+    known: Option<u64>,
 }
 
 impl Deref for HostWrite<'_> {
@@ -723,7 +736,7 @@ impl Drop for HostWrite<'_> {
         let storage = &self.buffer.storage;
         // The mapping's address minus the buffer's host pointer is its offset.
         let offset = self.bytes.as_ptr() as usize - storage.pointer as usize;
-        storage.traced_write(offset, self.bytes);
+        storage.traced_write(offset, self.bytes, self.known);
         storage.unmap(self.token, true);
     }
 }
@@ -983,6 +996,56 @@ mod tests {
         drop((staging, rt));
         recorder.close().unwrap();
         assert_one_host_write_stored(&sink, &frame);
+    }
+
+    /// A large write into memory a device reads by DMA is hashed as it is copied in
+    /// (`trace::hash_beside`): contents the trace holds already are recorded at once, by
+    /// name, with no capture fence left on the buffer (the program's next write into it
+    /// never waits for a hash of the bytes), and new contents are captured as before. The
+    /// trace names each write by its bytes' xxh3 and stores each content once.
+    #[test]
+    fn a_frame_written_again_is_recorded_by_name_without_a_capture_fence() {
+        use crate::gpu::sim::test_hooks::READ_BY_DMA;
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let len = 1 << 20;
+        READ_BY_DMA.set(true);
+        let staging = rt.buffer(len, Placement::HostVisible).unwrap();
+        READ_BY_DMA.set(false);
+        let frame = |seed: u8| -> Vec<u8> {
+            (0..len as u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 ^ seed)
+                .collect()
+        };
+        let (a, b) = (frame(1), frame(2));
+        let captures = &staging.storage.captures;
+        crate::trace::BESIDE_WAITS.set(true);
+        staging.write(0, &a).unwrap();
+        assert!(captures.busy(), "new contents are captured behind a fence");
+        recorder.flush().unwrap();
+        captures.wait();
+        staging.write(0, &a).unwrap();
+        assert!(
+            !captures.busy() && !captures.parked(),
+            "a frame the trace holds took a capture fence"
+        );
+        staging.write(0, &b).unwrap();
+        assert!(captures.busy(), "new contents are captured behind a fence");
+        crate::trace::BESIDE_WAITS.set(false);
+        drop((staging, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let (ha, hb) = (
+            xxhash_rust::xxh3::xxh3_64(&a),
+            xxhash_rust::xxh3::xxh3_64(&b),
+        );
+        assert_eq!(host_write_hashes(&trace), [ha, ha, hb]);
+        let blobs = trace.blobs();
+        assert_eq!(blobs[&hrx_capture::schema::BlobHash(ha)], &a[..]);
+        assert_eq!(blobs[&hrx_capture::schema::BlobHash(hb)], &b[..]);
     }
 
     /// The hashes of the host writes `trace` records, in its order.

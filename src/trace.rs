@@ -325,6 +325,13 @@ impl Tracer {
         self.host_writes
     }
 
+    /// Whether a host write of `len` bytes, recorded now, is hashed as it is copied in
+    /// ([`hash_beside`]): a large write while host writes are recorded.
+    #[inline]
+    pub fn hashes_beside(&self, len: usize) -> bool {
+        len > POOLED_HOST_WRITE_BYTES && self.host_writes && self.open_hook().is_some()
+    }
+
     /// Times operations on the device too when traced ([`crate::RuntimeOptions::kernel_times`]).
     pub fn kernel_times(mut self, on: bool) -> Self {
         self.kernel_times = on && self.recorder.is_some();
@@ -682,12 +689,16 @@ impl Hook<'_> {
     /// # Safety
     /// - with `mapped`, `data` lies in the buffer's host mapping, which stays allocated while a
     ///   fence of `mapped` lives, and nothing writes those bytes while one lives.
+    ///
+    /// `known`: the xxh3 of `data`, when [`hash_beside`] took it while the bytes were copied
+    /// in; contents the trace already holds are then recorded at once, holding no fence.
     pub unsafe fn host_write(
         &self,
         buffer: u64,
         offset: usize,
         data: &[u8],
         mapped: Option<&Captures>,
+        known: Option<u64>,
     ) {
         let (runtime, buffer, time_ns) = (self.runtime, s::BufferId(buffer), self.now_ns());
         let len_bytes = data.len() as u64;
@@ -711,6 +722,18 @@ impl Hook<'_> {
             };
             record(xxh3, contents)
         };
+        if let Some(xxh3) = known
+            && self.recorder.blob_stored(xxh3)
+        {
+            // A frame written again: its name is all the trace needs, and nothing reads the
+            // buffer after this write, so no fence holds its next writer.
+            let contents = s::Payload::Blob {
+                hash: s::BlobHash(xxh3),
+                len_bytes,
+            };
+            self.recorder.record(&record(xxh3, contents));
+            return;
+        }
         let Some(captures) = mapped else {
             let record = host_write(&mut |bytes| self.recorder.payload(bytes), data);
             self.recorder.record(&record);
@@ -742,7 +765,7 @@ impl Hook<'_> {
         let (hashed, hash) = crossbeam_channel::bounded(1);
         let recorder = self.recorder.clone();
         let job: HashJob = Box::new(move || {
-            let xxh3 = xxhash_rust::xxh3::xxh3_64(captured.bytes());
+            let xxh3 = known.unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(captured.bytes()));
             let held = (!recorder.blob_stored(xxh3)).then(|| aside(captured));
             let _ = hashed.send((xxh3, held));
             // Its record is held back until now (below).
@@ -1204,6 +1227,110 @@ impl Output {
 
 type HashJob = Box<dyn FnOnce() + Send>;
 
+#[cfg(test)]
+thread_local! {
+    /// Whether [`hash_beside`] on this thread waits (up to 10 s) after its copy for a hashing
+    /// thread to start the hash, so that a test's hash is never cancelled by timing.
+    pub(crate) static BESIDE_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Takes the xxh3 of `data` on a hashing thread while `copy` runs on this one, for a large
+/// host write whose copy into the buffer reads `data` anyway: the hash then reads the bytes
+/// while the copy has them in the caches, instead of reading the buffer again from memory
+/// once an upload has read it ([`Captures::park`]). On an H100 host the traced image
+/// pipeline's extra came from that second read of each 2.76 MB frame and the output digests,
+/// not from what it records (BENCHMARKS.md, session 48); and contents the trace holds
+/// already then take no capture fence at all ([`Hook::host_write`]'s `known`).
+///
+/// Returns `None`, having hashed nothing, when no hashing thread had started the hash by the
+/// time the copy ended (all busy, or none): the write is then captured as before. Returns
+/// only once no hashing thread reads `data` any more, even when `copy` panics.
+pub(crate) fn hash_beside(data: &[u8], copy: impl FnOnce()) -> Option<u64> {
+    const QUEUED: u8 = 0;
+    const STARTED: u8 = 1;
+    const DONE: u8 = 2;
+    const CANCELLED: u8 = 3;
+    struct Beside {
+        state: std::sync::atomic::AtomicU8,
+        xxh3: std::sync::atomic::AtomicU64,
+    }
+    /// `data`, for the hashing thread: read only between `STARTED` and `DONE`.
+    struct Bytes(*const u8, usize);
+    // SAFETY: the bytes are only read, and `hash_beside` does not return (`Join`) while the
+    // job may read them.
+    unsafe impl Send for Bytes {}
+    /// Waits for the hash or cancels it: the caller's `data` outlives every read of it.
+    struct Join(Arc<Beside>, bool);
+    impl Join {
+        fn finish(&mut self) -> Option<u64> {
+            self.1 = true;
+            let state = &self.0.state;
+            if state
+                .compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return None;
+            }
+            let done = || state.load(Ordering::Acquire) == DONE;
+            if !crate::sync::spin_until(done) {
+                while !done() {
+                    std::thread::yield_now();
+                }
+            }
+            Some(self.0.xxh3.load(Ordering::Acquire))
+        }
+    }
+    impl Drop for Join {
+        fn drop(&mut self) {
+            if !self.1 {
+                self.finish();
+            }
+        }
+    }
+
+    let Some(threads) = hashing_threads() else {
+        copy();
+        return None;
+    };
+    let beside = Arc::new(Beside {
+        state: std::sync::atomic::AtomicU8::new(QUEUED),
+        xxh3: std::sync::atomic::AtomicU64::new(0),
+    });
+    let bytes = Bytes(data.as_ptr(), data.len());
+    let job_state = beside.clone();
+    let job: HashJob = Box::new(move || {
+        let bytes = bytes;
+        let state = &job_state.state;
+        if state
+            .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return; // cancelled: the caller may have returned, `bytes` may be gone
+        }
+        // SAFETY: `STARTED` was set before the caller's `Join` looked: it waits for `DONE`
+        // before `data` can go.
+        let data = unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) };
+        let xxh3 = xxhash_rust::xxh3::xxh3_64(data);
+        job_state.xxh3.store(xxh3, Ordering::Release);
+        state.store(DONE, Ordering::Release);
+    });
+    if threads.send(job).is_err() {
+        copy();
+        return None;
+    }
+    let mut join = Join(beside, false);
+    copy();
+    #[cfg(test)]
+    if BESIDE_WAITS.get() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while join.0.state.load(Ordering::Acquire) == QUEUED && std::time::Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
+    }
+    join.finish()
+}
+
 /// The process's output-digest hashing threads (`hrx-trace-hash-N`, a quarter of the cores,
 /// 1 to 4), started on first use; `None` if none could be started.
 ///
@@ -1266,5 +1393,63 @@ fn run_hash_jobs(queue: &crossbeam_channel::Receiver<HashJob>) {
             },
         };
         job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BESIDE_WAITS, hash_beside, hash_now};
+    use xxhash_rust::xxh3::xxh3_64;
+
+    /// The hash taken beside a copy is the bytes' xxh3, and the copy runs exactly once.
+    #[test]
+    fn a_hash_beside_a_copy_is_the_bytes_xxh3() {
+        let data: Vec<u8> = (0..3u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let mut copies = 0;
+        let mut hashed = 0;
+        for waits in [false, false, true] {
+            BESIDE_WAITS.set(waits);
+            let xxh3 = hash_beside(&data, || copies += 1);
+            BESIDE_WAITS.set(false);
+            match xxh3 {
+                Some(xxh3) => {
+                    assert_eq!(xxh3, xxh3_64(&data));
+                    hashed += 1;
+                }
+                // A hashing thread that had not started by the copy's end is not waited for.
+                None => assert!(!waits, "waited for the hash to start, and it did not"),
+            }
+        }
+        assert_eq!(copies, 3);
+        assert!(hashed > 0);
+    }
+
+    /// A hash no hashing thread started by the copy's end is cancelled: `hash_beside`
+    /// answers `None` at once, and the job, run later, does not read the (then freed) bytes.
+    #[test]
+    fn a_hash_not_started_by_the_copys_end_is_cancelled() {
+        // Every hashing thread (at most 4) busy until the copy has ended.
+        let (release, released) = crossbeam_channel::bounded::<()>(0);
+        let (ran, runs) = crossbeam_channel::unbounded::<()>();
+        for _ in 0..4 {
+            let (released, ran) = (released.clone(), ran.clone());
+            hash_now(Box::new(move || {
+                let _ = released.recv();
+                let _ = ran.send(());
+            }));
+        }
+        let data = vec![5u8; 1 << 20];
+        let xxh3 = hash_beside(&data, || {});
+        drop(data);
+        drop(release);
+        assert_eq!(
+            xxh3, None,
+            "the hash started while every hashing thread was busy"
+        );
+        for _ in 0..4 {
+            runs.recv().unwrap();
+        }
     }
 }
