@@ -613,23 +613,26 @@ impl Buffer {
             self.storage.unmap(token, result.is_ok());
             result?;
             self.storage.traced_write(offset, data, None);
-        } else if data.len() >= crate::dma_memory::STREAMING_MIN_BYTES
-            && self.storage.allocation.read_by_dma()
-        {
-            // Past the CPU's caches, so the copy engine reads it from memory (module
-            // `dma_memory`). Traced when the mapping drops: hashed while copied when traced.
+        } else {
+            // Into a host mapping; traced when the mapping drops, hashed while copied when
+            // traced ([`crate::trace::hash_beside`]). Large writes into memory a device reads
+            // by DMA go past the CPU's caches, so that the copy engine reads them from memory
+            // (module `dma_memory`).
+            let stream = data.len() >= crate::dma_memory::STREAMING_MIN_BYTES
+                && self.storage.allocation.read_by_dma();
             let mut mapping = self.map_write(range.clone())?;
             let copy = |mapping: &mut HostWrite<'_>| {
-                crate::dma_memory::copy_streaming(mapping, data);
+                if stream {
+                    crate::dma_memory::copy_streaming(mapping, data);
+                } else {
+                    mapping.copy_from_slice(data);
+                }
             };
             if self.storage.context.tracer.hashes_beside(data.len()) {
                 mapping.known = crate::trace::hash_beside(data, || copy(&mut mapping));
             } else {
                 copy(&mut mapping);
             }
-        } else {
-            // Traced when the mapping drops.
-            self.map_write(range.clone())?.copy_from_slice(data);
         }
         Ok(())
     }
@@ -998,13 +1001,20 @@ mod tests {
         assert_one_host_write_stored(&sink, &frame);
     }
 
-    /// A large write into memory a device reads by DMA is hashed as it is copied in
-    /// (`trace::hash_beside`): contents the trace holds already are recorded at once, by
-    /// name, with no capture fence left on the buffer (the program's next write into it
-    /// never waits for a hash of the bytes), and new contents are captured as before. The
-    /// trace names each write by its bytes' xxh3 and stores each content once.
+    /// A large host write is hashed as it is copied in (`trace::hash_beside`), whether
+    /// streamed past the caches (memory a device reads by DMA) or not: contents the trace
+    /// holds already are recorded at once, by name, with no capture fence left on the
+    /// buffer (the program's next write into it never waits for a hash of the bytes), and
+    /// new contents are captured as before. The trace names each write by its bytes' xxh3
+    /// and stores each content once.
     #[test]
     fn a_frame_written_again_is_recorded_by_name_without_a_capture_fence() {
+        for read_by_dma in [true, false] {
+            frame_written_again(read_by_dma);
+        }
+    }
+
+    fn frame_written_again(read_by_dma: bool) {
         use crate::gpu::sim::test_hooks::READ_BY_DMA;
         let sink = hrx_capture::MemorySink::new();
         let recorder =
@@ -1012,9 +1022,10 @@ mod tests {
                 .unwrap();
         let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
         let len = 1 << 20;
-        READ_BY_DMA.set(true);
+        READ_BY_DMA.set(read_by_dma);
         let staging = rt.buffer(len, Placement::HostVisible).unwrap();
         READ_BY_DMA.set(false);
+        let streamed = crate::dma_memory::STREAMED.get();
         let frame = |seed: u8| -> Vec<u8> {
             (0..len as u32)
                 .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 ^ seed)
@@ -1035,6 +1046,8 @@ mod tests {
         staging.write(0, &b).unwrap();
         assert!(captures.busy(), "new contents are captured behind a fence");
         crate::trace::BESIDE_WAITS.set(false);
+        let streamed = crate::dma_memory::STREAMED.get() - streamed;
+        assert_eq!(streamed, if read_by_dma { 3 } else { 0 });
         drop((staging, rt));
         recorder.close().unwrap();
         let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();

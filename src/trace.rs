@@ -1019,8 +1019,8 @@ const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 /// the trace holds exactly what was written; untraced runtimes never take a fence, and the
 /// check is then one atomic load.
 ///
-/// A large host write's hash waits here ([`Captures::park`]) until a region that reads the
-/// buffer has run: hashed at once, it read the frame from host memory while the upload's
+/// A large host write's hash waits here ([`Captures::park`]), unless [`hash_beside`] took it
+/// during the write's copy, until a region that reads the buffer has run: hashed at once, it read the frame from host memory while the upload's
 /// copy engine read it too, and the captured upload took 5-20% longer than untraced or
 /// replayed (BENCHMARKS.md, sessions 26 and 40: capture work inside a measured time, and the
 /// replay gate's copy regions off by as much). It runs after that region's end time was read
