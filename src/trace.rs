@@ -1235,12 +1235,16 @@ thread_local! {
 }
 
 /// Takes the xxh3 of `data` on a hashing thread while `copy` runs on this one, for a large
-/// host write whose copy into the buffer reads `data` anyway: the hash then reads the bytes
-/// while the copy has them in the caches, instead of reading the buffer again from memory
-/// once an upload has read it ([`Captures::park`]). On an H100 host the traced image
-/// pipeline's extra came from that second read of each 2.76 MB frame and the output digests,
-/// not from what it records (BENCHMARKS.md, session 48); and contents the trace holds
-/// already then take no capture fence at all ([`Hook::host_write`]'s `known`).
+/// host write whose copy into the buffer reads `data` anyway: the hash reads the bytes while
+/// the copy has them in the caches, instead of reading the buffer again once an upload has
+/// read it ([`Captures::park`]), and contents the trace holds already then take no capture
+/// fence at all ([`Hook::host_write`]'s `known`). On the software device the traced image
+/// pipeline read 1.011-1.019 of untraced so, against 1.031-1.052 with the hash parked (a
+/// 2-core VM), and 0.999 either way on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
+/// Not for a write streamed past the caches into memory a GPU's copy engine reads
+/// ([`crate::dma_memory`]): there the program's frames were not in the caches either, the
+/// hash read them from memory beside the copy, and the traced GPU pipeline read 1.33 of
+/// untraced against 1.25-1.28 parked on that H100 host.
 ///
 /// Returns `None`, having hashed nothing, when no hashing thread had started the hash by the
 /// time the copy ended (all busy, or none): the write is then captured as before. Returns
