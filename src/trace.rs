@@ -1242,9 +1242,9 @@ thread_local! {
 /// pipeline read 1.011-1.019 of untraced so, against 1.031-1.052 with the hash parked (a
 /// 2-core VM), and 0.999 either way on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
 /// Not for a write streamed past the caches into memory a GPU's copy engine reads
-/// ([`crate::dma_memory`]): there the program's frames were not in the caches either, the
-/// hash read them from memory beside the copy, and the traced GPU pipeline read 1.33 of
-/// untraced against 1.25-1.28 parked on that H100 host.
+/// ([`crate::dma_memory`]): there the traced GPU pipeline read 1.33 of untraced against
+/// 1.25-1.28 parked on that H100 host (most likely the program's frames were not in the
+/// caches, and the hash read them from memory beside the copy the program waits for).
 ///
 /// Returns `None`, having hashed nothing, when no hashing thread had started the hash by the
 /// time the copy ended (all busy, or none): the write is then captured as before. Returns
