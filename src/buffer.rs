@@ -982,11 +982,7 @@ mod tests {
     /// the trace holds the write's bytes.
     #[test]
     fn a_parked_hash_nothing_releases_is_started_by_the_trace_writer() {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
-        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let (sink, recorder, rt) = traced_sim();
         let len = 1 << 20;
         let staging = rt.buffer(len, Placement::HostVisible).unwrap();
         let frame: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
@@ -1014,11 +1010,7 @@ mod tests {
 
     fn frame_written_again(read_by_dma: bool) {
         use crate::gpu::sim::test_hooks::READ_BY_DMA;
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
-        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let (sink, recorder, rt) = traced_sim();
         let len = 1 << 20;
         READ_BY_DMA.set(read_by_dma);
         let staging = rt.buffer(len, Placement::HostVisible).unwrap();
@@ -1068,6 +1060,16 @@ mod tests {
         assert_eq!(blobs[&hrx_capture::schema::BlobHash(hb)], &b[..]);
     }
 
+    /// A software-device runtime recording into a memory sink, with the recorder's defaults.
+    fn traced_sim() -> (hrx_capture::MemorySink, hrx_capture::Recorder, Runtime) {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        (sink, recorder, rt)
+    }
+
     /// The hashes of the host writes `trace` records, in its order.
     fn host_write_hashes(trace: &hrx_capture::Trace) -> Vec<u64> {
         trace
@@ -1094,11 +1096,7 @@ mod tests {
     /// says what it cost the program; it was not recorded at all.
     #[test]
     fn a_host_write_held_at_the_capture_fence_records_the_wait() {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
-        let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+        let (sink, recorder, rt) = traced_sim();
         let runtime = RuntimeId(rt.id());
         let buffer = rt.buffer(4096, Placement::HostVisible).unwrap();
         let storage = buffer.storage.clone();

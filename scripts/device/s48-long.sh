@@ -18,29 +18,7 @@ for j in $(seq 1 ${REPLAYS:-5}); do
   for pace in captured none; do
     timeout 120 $d/hrx-trace-$b replay long.hrxt --backend cuda --pace $pace --repeat ${REPEAT:-1} ${EXTRA:-} --report json > r.json 2> r.err
     rc=$?
-    python3 - "$j" "$b $pace" "$rc" <<'PY'
-import json, sys
-j, pace, rc = sys.argv[1:]
-try:
-    r = json.load(open("r.json"))
-except Exception as e:
-    print(f"#{j} {pace}: rc={rc}, no report ({e})"); sys.exit()
-kinds = {}
-for t in r["timing"]:
-    label = t["label"]
-    if not (label.startswith("GPU ") or label.startswith("NPU")):
-        continue
-    k = label.split(",")[0].replace("GPU ", "")
-    c = t["captured"]
-    lo, hi = c["median_interval_ns"]
-    width = max(hi / c["median_ns"] - 1, 1 - lo / c["median_ns"])
-    kinds.setdefault(k, []).append((t["ratio"], width, c["samples"], t["replayed"]["samples"]))
-out = []
-for k, v in kinds.items():
-    rs = [x[0] for x in v]
-    out.append(f"{k} {min(rs):.3f}-{max(rs):.3f} (±{max(x[1] for x in v)*100:.1f}%, n {v[0][2]}/{v[0][3]})")
-print(f"#{j} {pace:16} {r.get('verdict', '?')}: " + "; ".join(out))
-PY
+    python3 $d/../../scripts/device/region-kinds.py r.json "$j" "$b $pace" "$rc"
   done
   done
 done

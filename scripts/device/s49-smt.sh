@@ -6,7 +6,8 @@
 # `photo/`. Two FRAMES (240)-frame pipeline captures on CUDA, one as the process is placed
 # (`plain`) and one under `taskset` on one logical CPU of each core (`core`), then REPLAYS (4)
 # rounds of each capture's replay at `--pace captured`, under the same placement; one line
-# per replay: each region kind's median ratio (range over the kind's rows).
+# per replay (scripts/device/region-kinds.py): each region kind's median ratio (range over the
+# kind's rows).
 set -u
 d=$PWD/.device-bin/s49
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -25,21 +26,7 @@ for j in $(seq 1 ${REPLAYS:-4}); do
   for p in plain core; do
     run $p timeout 120 $d/hrx-trace replay $p.hrxt --backend cuda --pace captured --report json > r.json 2> r.err
     rc=$?
-    python3 - "$j" "$p" "$rc" <<'PY'
-import json, sys
-j, p, rc = sys.argv[1:]
-try:
-    r = json.load(open("r.json"))
-except Exception as e:
-    print(f"#{j} {p}: rc={rc}, no report ({e})"); sys.exit()
-kinds = {}
-for t in r["timing"]:
-    label = t["label"]
-    if not (label.startswith("GPU ") or label.startswith("NPU")):
-        continue
-    kinds.setdefault(label.split(",")[0].replace("GPU ", ""), []).append(t["ratio"])
-print(f"#{j} {p:6} {r.get('verdict', '?')}: " + "; ".join(f"{k} {min(v):.3f}-{max(v):.3f}" for k, v in kinds.items()))
-PY
+    python3 $d/../../scripts/device/region-kinds.py r.json "$j" "$p" "$rc"
   done
 done
 rm -f r.json r.err *.hrxt
