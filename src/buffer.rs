@@ -624,8 +624,7 @@ impl Buffer {
                 // traced GPU pipeline dearer (`crate::trace::hash_beside`).
                 crate::dma_memory::copy_streaming(&mut mapping, data);
             } else if self.storage.context.tracer.hashes_beside(data.len()) {
-                let copy = || mapping.copy_from_slice(data);
-                let known = crate::trace::hash_beside(data, copy);
+                let known = crate::trace::hash_beside(&mut mapping, data);
                 mapping.known = known;
             } else {
                 mapping.copy_from_slice(data);
@@ -1010,7 +1009,9 @@ mod tests {
 
     fn frame_written_again(read_by_dma: bool) {
         use crate::gpu::sim::test_hooks::READ_BY_DMA;
-        let (sink, recorder, rt) = traced_sim();
+        // The trace writer starts a parked hash itself at its tick or after its hold limit:
+        // an hour of each, so that a descheduled test thread still finds the fence.
+        let (sink, recorder, rt) = traced_sim_holding();
         let len = 1 << 20;
         READ_BY_DMA.set(read_by_dma);
         let staging = rt.buffer(len, Placement::HostVisible).unwrap();
@@ -1062,12 +1063,139 @@ mod tests {
 
     /// A software-device runtime recording into a memory sink, with the recorder's defaults.
     fn traced_sim() -> (hrx_capture::MemorySink, hrx_capture::Recorder, Runtime) {
+        traced_sim_with(hrx_capture::RecorderOptions::default())
+    }
+
+    /// As [`traced_sim`], whose trace writer holds a parked hash until a flush (its tick and
+    /// hold limit an hour).
+    fn traced_sim_holding() -> (hrx_capture::MemorySink, hrx_capture::Recorder, Runtime) {
+        traced_sim_with(hrx_capture::RecorderOptions {
+            flush_interval: Duration::from_secs(3600),
+            hold_limit: Duration::from_secs(3600),
+            ..hrx_capture::RecorderOptions::default()
+        })
+    }
+
+    fn traced_sim_with(
+        options: hrx_capture::RecorderOptions,
+    ) -> (hrx_capture::MemorySink, hrx_capture::Recorder, Runtime) {
         let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
+        let recorder = hrx_capture::Recorder::with_sink(sink.clone(), options).unwrap();
         let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
         (sink, recorder, rt)
+    }
+
+    /// `len` bytes of memory mapped twice (a `memfd`): what one mapping holds, another thread
+    /// can change through the other, as a frame in memory shared with another process.
+    fn shared_twice(len: usize) -> (*mut u8, *mut u8) {
+        // SAFETY: plain libc calls; the mappings are never unmapped (the test's process ends).
+        unsafe {
+            let fd = libc::memfd_create(c"hrx-test".as_ptr(), 0);
+            assert!(fd >= 0);
+            assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+            let map = || {
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED);
+                p.cast::<u8>()
+            };
+            let both = (map(), map());
+            libc::close(fd);
+            both
+        }
+    }
+
+    /// A host write whose source another thread changes meanwhile (memory shared with a
+    /// producer) is recorded as the bytes the buffer then holds, and every blob the trace
+    /// stores hashes to its name. The hash taken beside the copy is of the buffer, not of the
+    /// source: hashed from the source, 57 of 100 writes were recorded as contents the buffer
+    /// did not hold, and a new frame's blob was stored under another frame's name, so that
+    /// readers skipped it and later writes of that frame named a blob the trace lacked (a
+    /// helper's break-it pass, session 49).
+    #[test]
+    fn a_write_whose_source_changes_is_recorded_as_what_the_buffer_holds() {
+        use std::sync::atomic::AtomicBool;
+        use xxhash_rust::xxh3::xxh3_64;
+        let len: usize = 1 << 20;
+        let k = len / 2;
+        let (a, b) = shared_twice(len);
+        let x: Vec<u8> = (0..len as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let mut y = x.clone();
+        y[k] ^= 1;
+        // SAFETY: `a` maps `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(x.as_ptr(), a, len) };
+        let (sink, recorder, rt) = traced_sim();
+        let staging = rt.buffer(len, Placement::HostVisible).unwrap();
+        crate::trace::BESIDE_WAITS.set(true);
+        // `x` stored: a later write of it is recorded by name; `y` is new to the trace.
+        staging.write(0, &x).unwrap();
+        recorder.flush().unwrap();
+        staging.storage.captures.wait();
+        let stop = AtomicBool::new(false);
+        let b = b as usize;
+        let held: Vec<u64> = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let p = (b + k) as *mut u8;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: within the second mapping.
+                    unsafe {
+                        std::ptr::write_volatile(p, x[k]);
+                        std::ptr::write_volatile(p, y[k]);
+                    }
+                }
+            });
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _stop = Stop(&stop);
+            (0..40)
+                .map(|round| {
+                    // SAFETY: `a` maps `len` bytes (the other mapping changes one of them).
+                    let source = unsafe { std::slice::from_raw_parts(a.cast_const(), len) };
+                    staging.write(0, source).unwrap();
+                    if round % 4 == 0 {
+                        // New contents stored now: the next writes of them go by name.
+                        recorder.flush().unwrap();
+                        staging.storage.captures.wait();
+                    }
+                    xxh3_64(&staging.to_vec().unwrap())
+                })
+                .collect()
+        });
+        // A stable `y`, written three times.
+        for _ in 0..3 {
+            staging.write(0, &y).unwrap();
+        }
+        crate::trace::BESIDE_WAITS.set(false);
+        drop((staging, rt));
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+        let blobs = trace.blobs();
+        for (hash, bytes) in &blobs {
+            assert_eq!(xxh3_64(bytes), hash.0, "blob {hash:?} holds other bytes");
+        }
+        let recorded = host_write_hashes(&trace);
+        let wrong = recorded[1..41]
+            .iter()
+            .zip(&held)
+            .filter(|(r, h)| r != h)
+            .count();
+        assert_eq!(wrong, 0, "{wrong} of 40 writes recorded as other contents");
+        for w in &recorded[41..] {
+            assert_eq!(blobs[&hrx_capture::schema::BlobHash(*w)], &y[..]);
+        }
     }
 
     /// The hashes of the host writes `trace` records, in its order.

@@ -1020,8 +1020,9 @@ const POOLED_HOST_WRITE_BYTES: usize = 64 << 10;
 /// check is then one atomic load.
 ///
 /// A large host write's hash waits here ([`Captures::park`]), unless [`hash_beside`] took it
-/// during the write's copy, until a region that reads the buffer has run: hashed at once, it read the frame from host memory while the upload's
-/// copy engine read it too, and the captured upload took 5-20% longer than untraced or
+/// during the write's copy, until a region that reads the buffer has run: hashed at once, it
+/// read the frame from host memory while the upload's copy engine read it too, and the
+/// captured upload took 5-20% longer than untraced or
 /// replayed (BENCHMARKS.md, sessions 26 and 40: capture work inside a measured time, and the
 /// replay gate's copy regions off by as much). It runs after that region's end time was read
 /// ([`Captures::release`]), or when anyone waits at the fence (a host access, a region that
@@ -1234,13 +1235,16 @@ thread_local! {
     pub(crate) static BESIDE_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Takes the xxh3 of `data` on a hashing thread while `copy` runs on this one, for a large
-/// host write whose copy into the buffer reads `data` anyway: the hash reads the bytes while
-/// the copy has them in the caches, instead of reading the buffer again once an upload has
-/// read it ([`Captures::park`]), and contents the trace holds already then take no capture
-/// fence at all ([`Hook::host_write`]'s `known`). On the software device the traced image
-/// pipeline read 1.011-1.019 of untraced so, against 1.031-1.052 with the hash parked (a
-/// 2-core VM), and 0.999 either way on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
+/// Copies `src` into `dst` (a buffer's host mapping, the same length) in pieces, while a
+/// hashing thread takes the xxh3 of `dst` one piece behind, for a large host write: the hash
+/// reads each piece while the copy has just brought it into the caches, instead of reading
+/// the buffer again once an upload has read it ([`Captures::park`]), and contents the trace
+/// holds already then take no capture fence at all ([`Hook::host_write`]'s `known`). The
+/// hash is of `dst`, the bytes the buffer holds, not of `src`: a source another thread or
+/// process changes meanwhile (shared memory) must not give the trace a blob named by other
+/// bytes than its own. On the software device the traced image pipeline read 1.011-1.019 of
+/// untraced so, against 1.031-1.052 with the hash parked (a 2-core VM), and 0.999 either way
+/// on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
 /// Not for a write streamed past the caches into memory a GPU's copy engine reads
 /// ([`crate::dma_memory`]): there the traced GPU pipeline read 1.33 of untraced against
 /// 1.25-1.28 parked on that H100 host (most likely the program's frames were not in the
@@ -1248,22 +1252,32 @@ thread_local! {
 ///
 /// Returns `None`, having hashed nothing, when no hashing thread had started the hash by the
 /// time the copy ended (all busy, or none): the write is then captured as before. Returns
-/// only once no hashing thread reads `data` any more, even when `copy` panics.
-pub(crate) fn hash_beside(data: &[u8], copy: impl FnOnce()) -> Option<u64> {
+/// only once no hashing thread reads `dst` any more, even when the copy panics.
+///
+/// # Panics
+/// When the lengths differ.
+pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8]) -> Option<u64> {
     const QUEUED: u8 = 0;
     const STARTED: u8 = 1;
     const DONE: u8 = 2;
     const CANCELLED: u8 = 3;
+    /// The copy's pieces: the hash trails the copy by at most one, so it reads what the copy
+    /// has just written while it is still in the caches.
+    const PIECE: usize = 64 << 10;
     struct Beside {
         state: std::sync::atomic::AtomicU8,
+        /// Bytes of `dst` copied so far: written, and never written again while the hash
+        /// may read them.
+        copied: AtomicUsize,
         xxh3: std::sync::atomic::AtomicU64,
     }
-    /// `data`, for the hashing thread: read only between `STARTED` and `DONE`.
+    /// `dst`, for the hashing thread: read only between `STARTED` and `DONE`, and only its
+    /// bytes below `copied`.
     struct Bytes(*const u8, usize);
     // SAFETY: the bytes are only read, and `hash_beside` does not return (`Join`) while the
     // job may read them.
     unsafe impl Send for Bytes {}
-    /// Waits for the hash or cancels it: the caller's `data` outlives every read of it.
+    /// Waits for the hash or cancels it: `dst` outlives every read of it.
     struct Join(Arc<Beside>, bool);
     impl Join {
         fn finish(&mut self) -> Option<u64> {
@@ -1287,20 +1301,28 @@ pub(crate) fn hash_beside(data: &[u8], copy: impl FnOnce()) -> Option<u64> {
     impl Drop for Join {
         fn drop(&mut self) {
             if !self.1 {
+                // The copy panicked: let the hash finish over what was copied.
+                self.0.copied.store(usize::MAX, Ordering::Release);
                 self.finish();
             }
         }
     }
 
+    assert_eq!(dst.len(), src.len(), "hash_beside: lengths differ");
     let Some(threads) = hashing_threads() else {
-        copy();
+        dst.copy_from_slice(src);
         return None;
     };
+    let len = dst.len();
     let beside = Arc::new(Beside {
         state: std::sync::atomic::AtomicU8::new(QUEUED),
+        copied: AtomicUsize::new(0),
         xxh3: std::sync::atomic::AtomicU64::new(0),
     });
-    let bytes = Bytes(data.as_ptr(), data.len());
+    // Every access to `dst` below goes through this pointer, so the hashing thread's reads and
+    // this thread's writes are of disjoint bytes of one allocation.
+    let base = dst.as_mut_ptr();
+    let bytes = Bytes(base, len);
     let job_state = beside.clone();
     let job: HashJob = Box::new(move || {
         let bytes = bytes;
@@ -1309,21 +1331,43 @@ pub(crate) fn hash_beside(data: &[u8], copy: impl FnOnce()) -> Option<u64> {
             .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return; // cancelled: the caller may have returned, `bytes` may be gone
+            return; // cancelled: the caller may have returned, `dst` may be gone
         }
-        // SAFETY: `STARTED` was set before the caller's `Join` looked: it waits for `DONE`
-        // before `data` can go.
-        let data = unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) };
-        let xxh3 = xxhash_rust::xxh3::xxh3_64(data);
-        job_state.xxh3.store(xxh3, Ordering::Release);
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut hashed = 0;
+        while hashed < bytes.1 {
+            let copied = || job_state.copied.load(Ordering::Acquire);
+            if copied() == hashed && !crate::sync::spin_until(|| copied() > hashed) {
+                while copied() == hashed {
+                    std::thread::yield_now();
+                }
+            }
+            // `usize::MAX`: the copy panicked, and what it left is hashed (a hash nobody reads).
+            let to = copied().min(bytes.1);
+            // SAFETY: `STARTED` was set before the caller's `Join` looked, so it waits for
+            // `DONE` before `dst` can go; the bytes below `copied` were written before it was
+            // published (Release, read here with Acquire) and are not written again.
+            let piece = unsafe { std::slice::from_raw_parts(bytes.0.add(hashed), to - hashed) };
+            hasher.update(piece);
+            hashed = to;
+        }
+        job_state.xxh3.store(hasher.digest(), Ordering::Release);
         state.store(DONE, Ordering::Release);
     });
     if threads.send(job).is_err() {
-        copy();
+        dst.copy_from_slice(src);
         return None;
     }
     let mut join = Join(beside, false);
-    copy();
+    let mut at = 0;
+    while at < len {
+        let to = (at + PIECE).min(len);
+        // SAFETY: `at..to` lies within both slices (the same length); `src` cannot overlap
+        // `dst`, which is borrowed mutably; no thread reads `dst`'s bytes at or above `at`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(at), base.add(at), to - at) };
+        join.0.copied.store(to, Ordering::Release);
+        at = to;
+    }
     #[cfg(test)]
     if BESIDE_WAITS.get() {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -1405,18 +1449,21 @@ mod tests {
     use super::{BESIDE_WAITS, hash_beside, hash_now};
     use xxhash_rust::xxh3::xxh3_64;
 
-    /// The hash taken beside a copy is the bytes' xxh3, and the copy runs exactly once.
+    /// The hash taken beside a copy is the copied bytes' xxh3, and every byte is copied,
+    /// whether the hash starts at once, late or never (cancelled).
     #[test]
     fn a_hash_beside_a_copy_is_the_bytes_xxh3() {
-        let data: Vec<u8> = (0..3u32 << 20)
+        // Not a whole number of the copy's 64 KiB pieces.
+        let data: Vec<u8> = (0..(3u32 << 20) + 77)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
-        let mut copies = 0;
         let mut hashed = 0;
         for waits in [false, false, true] {
+            let mut dst = vec![0u8; data.len()];
             BESIDE_WAITS.set(waits);
-            let xxh3 = hash_beside(&data, || copies += 1);
+            let xxh3 = hash_beside(&mut dst, &data);
             BESIDE_WAITS.set(false);
+            assert!(dst == data, "the copy");
             match xxh3 {
                 Some(xxh3) => {
                     assert_eq!(xxh3, xxh3_64(&data));
@@ -1426,7 +1473,6 @@ mod tests {
                 None => assert!(!waits, "waited for the hash to start, and it did not"),
             }
         }
-        assert_eq!(copies, 3);
         assert!(hashed > 0);
     }
 
@@ -1445,8 +1491,10 @@ mod tests {
             }));
         }
         let data = vec![5u8; 1 << 20];
-        let xxh3 = hash_beside(&data, || {});
-        drop(data);
+        let mut dst = vec![0u8; 1 << 20];
+        let xxh3 = hash_beside(&mut dst, &data);
+        assert!(dst == data, "the copy");
+        drop((data, dst));
         drop(release);
         assert_eq!(
             xxh3, None,
