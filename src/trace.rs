@@ -1242,9 +1242,9 @@ thread_local! {
 /// holds already then take no capture fence at all ([`Hook::host_write`]'s `known`). The
 /// hash is of `dst`, the bytes the buffer holds, not of `src`: a source another thread or
 /// process changes meanwhile (shared memory) must not give the trace a blob named by other
-/// bytes than its own. On the software device the traced image pipeline read 1.011-1.019 of
-/// untraced so, against 1.031-1.052 with the hash parked (a 2-core VM), and 0.999 either way
-/// on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
+/// bytes than its own. On the software device the traced image pipeline read a median 1.022
+/// of untraced so, against 1.033 with the hash parked (a loaded 2-core VM), and 0.996-1.000
+/// either way on an H100 host's 16 CPUs (BENCHMARKS.md, session 49).
 /// Not for a write streamed past the caches into memory a GPU's copy engine reads
 /// ([`crate::dma_memory`]): there the traced GPU pipeline read 1.33 of untraced against
 /// 1.25-1.28 parked on that H100 host (most likely the program's frames were not in the
