@@ -1252,7 +1252,7 @@ thread_local! {
 ///
 /// Returns `None`, having hashed nothing, when no hashing thread had started the hash by the
 /// time the copy ended (all busy, or none): the write is then captured as before. Returns
-/// only once no hashing thread reads `dst` any more, even when the copy panics.
+/// only once no hashing thread reads `dst` any more.
 ///
 /// # Panics
 /// When the lengths differ.
@@ -1274,38 +1274,25 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8]) -> Option<u64> {
     /// `dst`, for the hashing thread: read only between `STARTED` and `DONE`, and only its
     /// bytes below `copied`.
     struct Bytes(*const u8, usize);
-    // SAFETY: the bytes are only read, and `hash_beside` does not return (`Join`) while the
+    // SAFETY: the bytes are only read, and `hash_beside` does not return (`finish`) while the
     // job may read them.
     unsafe impl Send for Bytes {}
     /// Waits for the hash or cancels it: `dst` outlives every read of it.
-    struct Join(Arc<Beside>, bool);
-    impl Join {
-        fn finish(&mut self) -> Option<u64> {
-            self.1 = true;
-            let state = &self.0.state;
-            if state
-                .compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return None;
-            }
-            let done = || state.load(Ordering::Acquire) == DONE;
-            if !crate::sync::spin_until(done) {
-                while !done() {
-                    std::thread::yield_now();
-                }
-            }
-            Some(self.0.xxh3.load(Ordering::Acquire))
+    fn finish(beside: &Beside) -> Option<u64> {
+        let state = &beside.state;
+        if state
+            .compare_exchange(QUEUED, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return None;
         }
-    }
-    impl Drop for Join {
-        fn drop(&mut self) {
-            if !self.1 {
-                // The copy panicked: let the hash finish over what was copied.
-                self.0.copied.store(usize::MAX, Ordering::Release);
-                self.finish();
+        let done = || state.load(Ordering::Acquire) == DONE;
+        if !crate::sync::spin_until(done) {
+            while !done() {
+                std::thread::yield_now();
             }
         }
+        Some(beside.xxh3.load(Ordering::Acquire))
     }
 
     assert_eq!(dst.len(), src.len(), "hash_beside: lengths differ");
@@ -1342,8 +1329,7 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8]) -> Option<u64> {
                     std::thread::yield_now();
                 }
             }
-            // `usize::MAX`: the copy panicked, and what it left is hashed (a hash nobody reads).
-            let to = copied().min(bytes.1);
+            let to = copied();
             // SAFETY: `STARTED` was set before the caller's `Join` looked, so it waits for
             // `DONE` before `dst` can go; the bytes below `copied` were written before it was
             // published (Release, read here with Acquire) and are not written again.
@@ -1358,25 +1344,25 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8]) -> Option<u64> {
         dst.copy_from_slice(src);
         return None;
     }
-    let mut join = Join(beside, false);
+    // Nothing below panics before `finish`: the job never outlives `dst` unwaited.
     let mut at = 0;
     while at < len {
         let to = (at + PIECE).min(len);
         // SAFETY: `at..to` lies within both slices (the same length); `src` cannot overlap
         // `dst`, which is borrowed mutably; no thread reads `dst`'s bytes at or above `at`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(at), base.add(at), to - at) };
-        join.0.copied.store(to, Ordering::Release);
+        beside.copied.store(to, Ordering::Release);
         at = to;
     }
     #[cfg(test)]
     if BESIDE_WAITS.get() {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while join.0.state.load(Ordering::Acquire) == QUEUED && std::time::Instant::now() < deadline
+        while beside.state.load(Ordering::Acquire) == QUEUED && std::time::Instant::now() < deadline
         {
             std::thread::yield_now();
         }
     }
-    join.finish()
+    finish(&beside)
 }
 
 /// The process's output-digest hashing threads (`hrx-trace-hash-N`, a quarter of the cores,
