@@ -36,25 +36,108 @@ pub(crate) struct ChunkRun {
     /// The replay's objects (runtime, buffers, kernels, graph operations, prepared graphs)
     /// written so far: what its timings and completions are joined over.
     structure: Arc<Vec<Record>>,
-    records: Vec<Record>,
+    records: Packed,
     buffer_of: Arc<HashMap<u64, BufferId>>,
+}
+
+/// Records kept encoded (postcard, one after another) until they are read back.
+///
+/// A streamed replay holds the records of every repeat for two chunks at once (a chunk's
+/// late digests come with the next one). Decoded, a record takes a few hundred bytes: a
+/// three-region submission's 14 records about 4.4 KB, so `--repeat 100` of a 2,048-submission
+/// chunk held about 2 GB (a break-it pass, session 50). Encoded, with what
+/// [`ChunkRun::take_late`] sorts them by, they take a fraction of that.
+#[derive(Default)]
+struct Packed {
+    bytes: Vec<u8>,
+    /// Per record, in order: where its bytes end, and what sorts it.
+    index: Vec<Packing>,
+}
+
+#[derive(Clone, Copy)]
+struct Packing {
+    end: usize,
+    /// The submission it is about (replay numbering), or [`NOT_ABOUT_ONE`], or [`BLOB`].
+    about: u64,
+}
+
+/// [`Packing::about`] of a record about no submission.
+const NOT_ABOUT_ONE: u64 = u64::MAX;
+/// [`Packing::about`] of a blob (about no submission either).
+const BLOB: u64 = u64::MAX - 1;
+
+impl Packed {
+    #[cfg(test)]
+    fn of(records: impl IntoIterator<Item = Record>) -> Packed {
+        let mut packed = Packed::default();
+        packed.extend(records);
+        packed
+    }
+
+    fn extend(&mut self, records: impl IntoIterator<Item = Record>) {
+        for record in records {
+            self.bytes = postcard::to_extend(&record, std::mem::take(&mut self.bytes))
+                .expect("a record encodes into a growing buffer");
+            let about = match &record {
+                Record::Blob(_) => BLOB,
+                r => crate::chunk::submission_of(r).map_or(NOT_ABOUT_ONE, |s| s.0),
+            };
+            self.index.push(Packing {
+                end: self.bytes.len(),
+                about,
+            });
+        }
+    }
+
+    /// Gives back what growing left spare: a streamed replay holds many of these.
+    fn shrink(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.index.shrink_to_fit();
+    }
+
+    /// Each record's packing and encoded bytes, in the order they were added.
+    fn entries(&self) -> impl Iterator<Item = (Packing, &[u8])> {
+        let starts = std::iter::once(0).chain(self.index.iter().map(|p| p.end));
+        (self.index.iter())
+            .zip(starts)
+            .map(|(p, start)| (*p, &self.bytes[start..p.end]))
+    }
+
+    fn push(&mut self, packing: Packing, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.index.push(Packing {
+            end: self.bytes.len(),
+            ..packing
+        });
+    }
+
+    /// The records, decoded in the order they were added.
+    fn unpack(&self) -> Vec<Record> {
+        (self.entries())
+            .map(|(_, bytes)| {
+                postcard::from_bytes::<Record>(bytes)
+                    .expect("a record this process encoded decodes")
+            })
+            .collect()
+    }
 }
 
 impl ChunkRun {
     /// Moves the records of `later` that are about this chunk's submissions (digests hashed
     /// after the chunk was drained) here.
     pub fn take_late(&mut self, later: &mut ChunkRun) {
-        let (mine, theirs): (Vec<Record>, Vec<Record>) = std::mem::take(&mut later.records)
-            .into_iter()
-            .partition(|r| {
-                crate::chunk::submission_of(r).is_some_and(|s| self.replay_index.contains_key(&s.0))
-            });
-        // Blobs stay with both: either side's digests may name them.
-        let blobs = theirs
-            .iter()
-            .filter(|r| matches!(r, Record::Blob(_)))
-            .cloned();
-        self.records.extend(mine.into_iter().chain(blobs));
+        let mut theirs = Packed::default();
+        for (packing, bytes) in later.records.entries() {
+            let mine = self.replay_index.contains_key(&packing.about);
+            // Blobs stay with both: either side's digests may name them.
+            if mine || packing.about == BLOB {
+                self.records.push(packing, bytes);
+            }
+            if !mine {
+                theirs.push(packing, bytes);
+            }
+        }
+        theirs.shrink();
         later.records = theirs;
     }
 
@@ -94,7 +177,7 @@ impl ChunkRun {
             },
             replay_index,
             structure: Arc::default(),
-            records,
+            records: Packed::of(records),
             buffer_of: Arc::new(buffer_of),
         }
     }
@@ -104,7 +187,7 @@ impl ChunkRun {
         read_back(
             plan,
             &self.structure,
-            &self.records,
+            &self.records.unpack(),
             &self.replay_index,
             &self.buffer_of,
             &mut self.observed,
@@ -180,6 +263,13 @@ impl Session {
 
     /// Decodes what the recorder wrote since the last call.
     fn drain(&mut self) -> Result<Vec<Record>, ReplayError> {
+        let mut records = Vec::new();
+        self.drain_each(|record| records.push(record))?;
+        Ok(records)
+    }
+
+    /// Decodes what the recorder wrote since the last call, handing each record to `f`.
+    fn drain_each(&mut self, mut f: impl FnMut(Record)) -> Result<(), ReplayError> {
         let measurement = |why: String| ReplayError::Measurement { why };
         let bytes = std::mem::take(&mut *lock(&self.sink.0));
         let mut input = Vec::with_capacity(self.header.len() + bytes.len());
@@ -194,10 +284,11 @@ impl Session {
             input.extend_from_slice(&bytes);
         }
         let reader = TraceReader::new(input.as_slice()).map_err(|e| measurement(e.to_string()))?;
-        reader
-            .map(|item| item.map(|(_, record)| record))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| measurement(e.to_string()))
+        for item in reader {
+            let (_, record) = item.map_err(|e| measurement(e.to_string()))?;
+            f(record);
+        }
+        Ok(())
     }
 
     /// Replays `plan`'s timeline (one chunk, at `place` among a streamed replay's chunks:
@@ -237,8 +328,16 @@ impl Session {
         self.recorder
             .flush()
             .map_err(|e| ReplayError::Measurement { why: e.to_string() })?;
-        let (objects, records): (Vec<Record>, Vec<Record>) =
-            self.drain()?.into_iter().partition(structural);
+        // Packed as they are decoded: a chunk's records are never all decoded at once.
+        let (mut objects, mut records) = (Vec::new(), Packed::default());
+        self.drain_each(|record| {
+            if structural(&record) {
+                objects.push(record);
+            } else {
+                records.extend([record]);
+            }
+        })?;
+        records.shrink();
         if !objects.is_empty() {
             let mut structure = Vec::clone(&self.structure);
             structure.extend(objects);
@@ -298,4 +397,59 @@ pub(crate) fn run(
     let mut run = session.run_chunk(plan, options, None, ticker)?;
     run.records.extend(session.finish()?);
     Ok(run.observe(plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Packed;
+    use hrx_capture::schema::Record;
+
+    /// Every kind a replay writes (blobs over the 4 KiB inlined among them) comes back from
+    /// its packed form as it went in, in order, in less room than decoded.
+    #[test]
+    fn packed_records_unpack_as_they_were_in_less_room() {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .trace_digests(hrx::TraceDigests::All);
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let host = rt
+                .buffer(8192, hrx::Placement::HostVisible)
+                .expect("buffer");
+            let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(gpu.whole(), host.whole()).expect("copy");
+            graph.fill(gpu.view(0..64).expect("view"), 7).expect("fill");
+            graph.copy(host.whole(), gpu.whole()).expect("copy");
+            let graph = graph.prepare().expect("prepare");
+            for frame in 0..4u8 {
+                host.write(0, &[frame; 8192]).expect("write");
+                graph.submit().expect("submit").wait().expect("runs");
+            }
+        }
+        recorder.close().expect("close");
+        let records = hrx_capture::Trace::from_bytes(&sink.contents())
+            .expect("read back")
+            .records;
+        assert!(records.iter().any(|r| matches!(r, Record::Blob(_))));
+        assert!(records.iter().any(|r| matches!(r, Record::RegionTiming(_))));
+        let packed = Packed::of(records.clone());
+        assert_eq!(packed.unpack(), records);
+        // What the decoded records take: each its size, a blob its bytes besides.
+        let blob_bytes: usize = (records.iter())
+            .map(|r| match r {
+                Record::Blob(b) => b.bytes.len(),
+                _ => 0,
+            })
+            .sum();
+        let decoded = records.len() * std::mem::size_of::<Record>() + blob_bytes;
+        assert!(
+            packed.bytes.len() < decoded,
+            "{} bytes packed, {decoded} decoded",
+            packed.bytes.len()
+        );
+    }
 }
