@@ -10,7 +10,8 @@
 //!   name and their place among the graph's operations of that name (the k-th `hrx_blur`
 //!   of graph 1), timed or not: one in a trace only is a kernel *added* to or *removed*
 //!   from the graph (`graph 1 region 1: + hrx_foo (added)`), one-sided; the region label
-//!   that changed with it is listed as *relabelled*, not as a new or missing kernel.
+//!   that changed with it is listed as *relabelled*, not as a new or missing kernel (a
+//!   kernel that, so added or removed, runs in one trace only is counted as new or missing).
 //!   Operations timed in both have their medians on both sides (judged by the kernel rule,
 //!   reported: the kernels by name decide the verdict).
 //! - **Regions** are matched by (runtime, prepared graph, region index), runtimes and
@@ -173,7 +174,9 @@
 //!                "start", "end", "base_xxh3", "new_xxh3"}]},
 //!  "submissions": {"compared", "unknown", "only_base", "only_new", "changed":
 //!                  [{"runtime", "submission", "base", "new"}]},
-//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels", "graph_changes",
+//!  "summary": {"slow_kernels", "new_kernels", "missing_kernels" (kernels by name that
+//!              run in one trace only: "new" or "added" rows, "missing" or "removed" rows;
+//!              a "relabelled" one is none), "graph_changes",
 //!              "differing_outputs", "changed_submissions", "one_sided": regions, outputs
 //!              and submissions in one trace only, relabelled regions, new and missing
 //!              kernels, operations added to or removed from graphs, "past_an_end": of

@@ -23,8 +23,10 @@
 //! lacks them, kernels are region labels on both sides, and [`Comparison::op_note`] says
 //! which trace lacks them. Either way, every operation of every graph both traces prepared
 //! is paired by [`OpKey`]: the k-th operation named N of the graph. One of one trace only
-//! is a kernel added to or removed from its graph ([`GraphChange`], one-sided), and the
-//! region label that changed with it ("blur +1" to "blur +2") is no new or missing kernel
+//! is a kernel added to or removed from its graph ([`GraphChange`], one-sided; a kernel
+//! that so runs in one trace only is also counted among [`Comparison::new_kernels`] or
+//! [`Comparison::missing_kernels`], not among the one-sided items twice), and the region
+//! label that changed with it ("blur +1" to "blur +2") is no new or missing kernel
 //! ([`KernelRow::graph_change`]). Operations timed on both sides have their medians compared
 //! by the kernel rule ([`OpTimes`]), reported per place in the graph; the verdict is the
 //! kernels' (by name), so that one slowdown is not counted twice.
@@ -121,10 +123,10 @@ pub struct KernelRow {
     /// Not judged: a kernel of both traces with fewer than 7 runs on a side.
     pub too_few: bool,
     /// A row of one trace only that a graph's gained or lost operation explains
-    /// ([`Comparison::graph_changes`]), counted there, not as a new or missing kernel: the
-    /// region label of a region matched in the other trace under another label
-    /// (`relabelled`), or the name of the operation added to or removed from the graph
-    /// (`added`, `removed`).
+    /// ([`Comparison::graph_changes`]): the region label of a region matched in the other
+    /// trace under another label (`relabelled`, counted there and not as a new or missing
+    /// kernel), or the name of the operation added to or removed from the graph (`added`,
+    /// `removed`: a kernel that runs in one trace only, counted as new or missing too).
     pub graph_change: bool,
 }
 
@@ -283,9 +285,11 @@ pub struct Comparison {
     pub regions: Regions,
     /// Slow kernels.
     pub slow_kernels: usize,
-    /// Kernels only in new.
+    /// Kernels only in new: by name, whether or not an operation added to a graph explains
+    /// it (status `new` or `added`; a `relabelled` region label is none).
     pub new_kernels: usize,
-    /// Kernels only in base.
+    /// Kernels only in base, which new never runs: status `missing` or `removed` (an
+    /// operation removed from a graph); a `relabelled` region label is none.
     pub missing_kernels: usize,
     /// Items in one trace only or relabelled (see the module docs), those of
     /// [`Comparison::past_an_end`] included.
@@ -505,6 +509,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     };
     let mut kernels = Vec::new();
     let (mut slow, mut added, mut missing) = (0, 0, 0);
+    let (mut added_kernels, mut removed_kernels) = (0, 0);
     for (name, paired) in pair(kernel_rows(base), kernel_rows(new)) {
         let row = match paired {
             Paired::Both(b, n) => {
@@ -656,9 +661,15 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             .iter()
             .any(|c| Some(c.added) == side && c.key.name == row.name);
         row.graph_change = relabelled || (by_operation && changed);
+        // `added` and `removed` rows are counted again here, in the summary's counts: a
+        // kernel that no longer runs is missing whatever explains it (a script gating on
+        // `missing_kernels` missed six kernels gone from a graph: a break-it pass); the
+        // one-sided count below takes them from the graph changes only.
         match row.status() {
             "missing" => missing += 1,
             "new" => added += 1,
+            "removed" => removed_kernels += 1,
+            "added" => added_kernels += 1,
             _ => {}
         }
     }
@@ -856,8 +867,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         annotations,
         regions,
         slow_kernels: slow,
-        new_kernels: added,
-        missing_kernels: missing,
+        new_kernels: added + added_kernels,
+        missing_kernels: missing + removed_kernels,
         one_sided,
         past_an_end,
         empty_side,
@@ -1463,7 +1474,8 @@ mod tests {
 
     /// A kernel added to a graph is reported as such (graph, region, name, added), not as
     /// a new kernel named after its region, with operation timings or without; with them,
-    /// kernels are paired by their own names and each operation by its place.
+    /// kernels are paired by their own names and each operation by its place, and the one
+    /// added (removed, the other way) is counted as a new (missing) kernel.
     #[test]
     fn a_kernel_added_to_a_graph_is_reported_as_added_not_as_a_new_region_kernel() {
         let plain = trace(20, &[], None);
@@ -1488,10 +1500,12 @@ mod tests {
                 ("hrx_foo", 0, 1, 5)
             );
             assert!(change.added);
-            // No kernel named after the region is new or missing.
+            // No kernel named after the region is new or missing; by operation, hrx_foo
+            // runs in new only, so it is a new kernel as well as an added operation.
+            let foo = usize::from(timed);
             assert_eq!(
                 (c.new_kernels, c.missing_kernels),
-                (0, 0),
+                (foo, 0),
                 "{:?}",
                 c.kernels
             );
@@ -1522,10 +1536,19 @@ mod tests {
                     .collect();
                 assert_eq!(relabelled, ["blur +1", "blur +2"]);
             }
-            // Removed, the other way round.
+            // Removed, the other way round: a kernel that no longer runs is missing, though
+            // a graph change explains it (a script gating on `missing_kernels` missed six
+            // such kernels: a break-it pass); counted once among the one-sided items.
             let back = compared(&new, &base, 1e9);
             assert_eq!(back.graph_changes.len(), 1);
             assert!(!back.graph_changes[0].added);
+            assert_eq!(
+                (back.new_kernels, back.missing_kernels),
+                (0, foo),
+                "{:?}",
+                back.kernels
+            );
+            assert_eq!(back.one_sided, c.one_sided, "{back:?}");
         }
     }
 

@@ -1050,7 +1050,8 @@ fn a_trim_is_timed_on_its_submissions_and_disjoint_trims_compare_nothing() {
 
 /// A kernel added to a graph is said as such, `graph 1 region 1: + hrx_foo (added)`, not
 /// as a new kernel named after its region; kernels are compared by their own names where
-/// both traces timed operations, by region label with a note where one did not.
+/// both traces timed operations (one added or removed then counts as a new or missing
+/// kernel), by region label with a note where one did not.
 #[test]
 fn a_kernel_added_to_a_graph_is_said_as_added() {
     use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_kernel_added, with_op_timings};
@@ -1081,7 +1082,8 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
     };
     let r = json("base.hrxt", "new.hrxt");
     assert_eq!(r["summary"]["graph_changes"], 1);
-    assert_eq!(r["summary"]["new_kernels"], 0);
+    // hrx_foo runs in new only: a new kernel, though a graph change explains it.
+    assert_eq!(r["summary"]["new_kernels"], 1);
     assert_eq!(r["operations"]["kernels_by"], "operation");
     let statuses: Vec<(&str, &str)> = r["kernels"]
         .as_array()
@@ -1098,9 +1100,22 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["blur", "sobel"]);
-    // Removed, the other way round.
+    // Removed, the other way round: a kernel that no longer runs is missing, in the JSON
+    // and on the verdict line (it read `0 missing kernels`: a break-it pass).
     let back = json("new.hrxt", "base.hrxt");
     assert_eq!(back["operations"]["graph_changes"][0]["change"], "removed");
+    assert_eq!(
+        (
+            &back["summary"]["new_kernels"],
+            &back["summary"]["missing_kernels"]
+        ),
+        (&0.into(), &1.into())
+    );
+    let text = stdout(&run(dir.path(), &["diff", "new.hrxt", "base.hrxt"]));
+    assert!(
+        field(&text, "verdict").contains("0 new kernels, 1 missing kernel"),
+        "{text}"
+    );
 
     // Base without operation timings: region labels, and the note says which lacks them.
     let r = json("plain.hrxt", "new.hrxt");
