@@ -374,7 +374,11 @@ waits on earlier submissions.
 Timestamps are absolute: CLOCK_MONOTONIC of the recording host (ns; µs in Chrome JSON),
 with the traced process's real pid, command line and host name. Several traces give one
 timeline: each process its own tracks, traces of one host lined up by CLOCK_MONOTONIC,
-traces of several hosts by the wall clock (export says which).
+traces of several hosts by the wall clock (export says which). A trace whose session
+record was lost (its first block damaged) is exported alone, its times put on
+CLOCK_MONOTONIC from its clock calibrations, its host, pid, command line and wall clock
+said to be unknown; merging it with another trace is refused (which recording it is, and
+where it lines up, cannot be told).
 
 The format comes from --format, or else from OUT: .json is chrome; .pftrace,
 .perfetto-trace, .perfetto and .pb are perfetto; an existing directory, a path ending in /

@@ -10,11 +10,11 @@
 use crate::args::ExportArgs;
 use crate::failure::{Failure, TraceError};
 use crate::partial::Interruptible;
-use hrx_analysis::export::{self, ClockDomain, ExportClock, ExportError, Format};
+use hrx_analysis::export::{self, ClockDomain, ExportClock, ExportError, Format, TraceSession};
 use hrx_analysis::units::plural;
 use hrx_capture::ShowPath;
 use hrx_capture::TraceReader;
-use hrx_capture::schema::{Record, SessionStart};
+use hrx_capture::schema::SessionStart;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -105,11 +105,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let sessions = args
         .files
         .iter()
-        .map(|file| session_start(file))
+        .map(|file| session(file))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    refuse_lost_session(&args.files, &sessions)?;
     refuse_same_session(&args.files, &sessions)?;
     if format == OutputFormat::Parquet {
-        return parquet(&args);
+        return parquet(&args, sessions);
     }
     let file_len = args
         .files
@@ -146,7 +147,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         readers.push(open(file, &read, &progress)?);
     }
-    let clock = ExportClock::for_sessions(sessions.iter().map(Option::as_ref));
+    let clock = ExportClock::for_sessions(&sessions);
     let domain = clock.domain;
     let interruptible = (!to_stdout).then(Interruptible::install);
     // Written as OUT.PID.partial beside OUT (through a symlink, beside its target) and
@@ -177,18 +178,18 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         bytes: Arc::clone(&written_bytes),
     };
     progress.set_message("writing");
-    let written =
-        export::write_merged(readers, timeline, clock, out).map_err(|error| match error {
-            ExportError::Read(error) => {
-                // The trace that failed: the first one not yet read through.
-                let at = read.load(Ordering::Relaxed);
-                anyhow::Error::from(TraceError {
-                    path: failed_file(&args.files, at),
-                    error,
-                })
-            }
-            other => anyhow::Error::from(other),
-        });
+    let traces = readers.into_iter().zip(sessions.iter().cloned()).collect();
+    let written = export::write_merged(traces, timeline, clock, out).map_err(|error| match error {
+        ExportError::Read(error) => {
+            // The trace that failed: the first one not yet read through.
+            let at = read.load(Ordering::Relaxed);
+            anyhow::Error::from(TraceError {
+                path: failed_file(&args.files, at),
+                error,
+            })
+        }
+        other => anyhow::Error::from(other),
+    });
     let exported = match written {
         Ok(exported) => exported,
         Err(error) if !to_stdout => {
@@ -206,8 +207,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish_and_clear();
     let mut total = export::ExportCounts::default();
-    for (file, exported) in args.files.iter().zip(&exported) {
-        warn(file, exported);
+    for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
+        warn(file, exported, session);
         let c = &exported.counts;
         total.tracks += c.tracks;
         total.slices += c.slices;
@@ -221,8 +222,11 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         total.counter_samples += c.counter_samples;
     }
     if args.files.len() > 1 {
-        let hosts: std::collections::BTreeSet<&str> =
-            sessions.iter().flatten().map(|s| s.host.as_str()).collect();
+        let hosts: std::collections::BTreeSet<&str> = sessions
+            .iter()
+            .filter_map(|s| s.start())
+            .map(|s| s.host.as_str())
+            .collect();
         let how = match domain {
             ClockDomain::Monotonic => "lined up by CLOCK_MONOTONIC",
             ClockDomain::Realtime => {
@@ -337,7 +341,12 @@ fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> any
 }
 
 /// The warnings of one trace's export.
-fn warn(file: &Path, exported: &export::Exported) {
+fn warn(file: &Path, exported: &export::Exported, session: &TraceSession) {
+    // Its times were moved (or left relative) and its process is of unknown identity: said
+    // here as in the output (the damaged block's warning alone did not say it).
+    if let Some(note) = session.lost_note() {
+        crate::output::warn(format_args!("{}: {note}", file.shown()));
+    }
     // As the file's mark says: whether a recorder held the trace when it was opened (one
     // that closed during a long export read "not closed cleanly" here, "being recorded" in
     // the file: a break-it pass).
@@ -384,19 +393,16 @@ fn warn(file: &Path, exported: &export::Exported) {
     }
 }
 
-/// The trace's `SessionStart` (its first record), or `None` when its first records hold
-/// none (a damaged start): its times are then exported as recorded.
-fn session_start(path: &Path) -> anyhow::Result<Option<SessionStart>> {
+/// The trace's `SessionStart` (its first record), or where its first records hold none (a
+/// damaged start), its first clock calibration ([`export::read_session`]).
+fn session(path: &Path) -> anyhow::Result<TraceSession> {
     let fail = |error| TraceError {
         path: path.to_owned(),
         error,
     };
     let file = hrx_capture::open_file(path).map_err(fail)?;
     let reader = TraceReader::new(file).map_err(fail)?;
-    Ok(reader.take(16).find_map(|r| match r {
-        Ok((_, Record::SessionStart(s))) => Some(s),
-        _ => None,
-    }))
+    Ok(export::read_session(reader))
 }
 
 /// Opens the trace with a reader that advances `progress` by the bytes it reads.
@@ -505,7 +511,7 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 /// staging directory's while it lives, so that one a killed export left (no handler runs on
 /// SIGKILL) is told from one being written, and removed.
 #[cfg(feature = "parquet")]
-fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<ExitCode> {
     let dir = &args.output;
     if crate::output::is_standard_output(dir) {
         return Err(Failure::new(
@@ -648,7 +654,8 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     };
-    let written = export::write_parquet(readers, &staging);
+    let traces = readers.into_iter().zip(sessions.iter().cloned()).collect();
+    let written = export::write_parquet(traces, &staging);
     let exported = match written {
         Ok(exported) => exported,
         Err(error) => {
@@ -707,8 +714,8 @@ fn parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     }
     let mut total = export::ExportCounts::default();
     let mut events = 0;
-    for (file, exported) in args.files.iter().zip(&exported) {
-        warn(file, exported);
+    for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
+        warn(file, exported, session);
         total.slices += exported.counts.slices;
         total.operation_slices += exported.counts.operation_slices;
         total.native_graph_slices += exported.counts.native_graph_slices;
@@ -805,16 +812,42 @@ fn is_staging_directory(name: &std::ffi::OsStr) -> bool {
 #[cfg(feature = "parquet")]
 const PARQUET_MARKER: &str = ".hrx-export";
 
+/// Refuses a merged export of a trace whose session record was lost with any other: which
+/// recording it is cannot be told (a damaged copy of another trace merged with it showed
+/// one run twice, as two processes: a break-it pass), nor its host, so no clock lines it up
+/// with the others (`CLOCK_MONOTONIC` is one host's, and its wall clock is lost). Refused
+/// rather than warned of: the merged timeline would be wrong in a way a warning on standard
+/// error does not mend, and exported alone it loses nothing.
+fn refuse_lost_session(files: &[PathBuf], sessions: &[TraceSession]) -> Result<(), Failure> {
+    if files.len() < 2 {
+        return Ok(());
+    }
+    match files
+        .iter()
+        .zip(sessions)
+        .find(|(_, s)| s.start().is_none())
+    {
+        Some((file, _)) => Err(Failure::new(format!(
+            "cannot merge {}: its session record was lost (its first block is damaged), so \
+             neither whether it is the same recording as another trace given nor its host and \
+             wall clock to line it up by can be told",
+            file.shown()
+        ))
+        .hint(format!(
+            "export it alone: hrx-trace export {} -o OUT",
+            file.shown()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a merged export of one recording session twice (a trace given twice, or a trace
 /// with its own trim, which keeps its session): every slice would be drawn twice on the same
 /// process and thread, and a Parquet join would count it twice.
-fn refuse_same_session(
-    files: &[PathBuf],
-    sessions: &[Option<SessionStart>],
-) -> Result<(), Failure> {
+fn refuse_same_session(files: &[PathBuf], sessions: &[TraceSession]) -> Result<(), Failure> {
     let mut seen: Vec<(&PathBuf, &SessionStart)> = Vec::new();
     for (file, session) in files.iter().zip(sessions) {
-        let Some(session) = session else {
+        let Some(session) = session.start() else {
             continue;
         };
         let same = |s: &SessionStart| {
@@ -840,7 +873,7 @@ fn refuse_same_session(
 
 /// Without the `parquet` feature: the format is refused.
 #[cfg(not(feature = "parquet"))]
-fn parquet(_args: &ExportArgs) -> anyhow::Result<ExitCode> {
+fn parquet(_args: &ExportArgs, _sessions: Vec<TraceSession>) -> anyhow::Result<ExitCode> {
     Err(
         Failure::new("this hrx-trace was built without Parquet export")
             .hint("build it with the default features (`parquet`)")

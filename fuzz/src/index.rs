@@ -137,12 +137,12 @@ pub fn index(file: &[u8]) {
 /// Exports `file` in both formats (`hrx-trace export`'s one pass) into a sink: no panic,
 /// and an error is one line.
 fn export(file: &[u8]) {
-    use hrx_analysis::export::{Format, write};
+    use hrx_analysis::export::{Format, read_session, write};
     for format in [Format::Chrome, Format::Perfetto] {
-        let Ok(reader) = TraceReader::new(file) else {
+        let (Ok(reader), Ok(start)) = (TraceReader::new(file), TraceReader::new(file)) else {
             return;
         };
-        match write(reader, format, std::io::sink()) {
+        match write(reader, read_session(start), format, std::io::sink()) {
             Ok(_) => {}
             Err(e) => assert!(!e.to_string().contains('\n'), "a multi-line error: {e}"),
         }

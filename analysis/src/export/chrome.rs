@@ -10,7 +10,9 @@
 //!   ns, `cat`, `name`, `args`); `ts` counts from `otherData.ts_base_ns` (ns, a string:
 //!   a JSON number past 2^53 loses digits) on the export's clock ([`super::ExportClock`]:
 //!   `CLOCK_MONOTONIC`, or the wall clock for traces of several hosts), which
-//!   `otherData.clock` names at the end of the document. Absolute µs with ns decimals
+//!   `otherData.clock` names at the end of the document (where a trace's session record was
+//!   lost, `otherData.session_record` says what is unknown, and `clock` says where its
+//!   times are ns from the session's start, no calibration having recovered them). Absolute µs with ns decimals
 //!   would pass what a double holds exactly (viewers parse `ts` as one): on the wall clock
 //!   always, on `CLOCK_MONOTONIC` after 104 days of uptime, and slices would cross.
 //! - A flow is a pair of flow events with the same `id` (`cat: "hazard"`, `name: "hazard"`):
@@ -55,6 +57,9 @@ pub(super) struct Writer {
     clock: super::ExportClock,
     /// Each region's constant part.
     parts: Parts<RegionConst>,
+    /// A trace's session was lost: what its labels say, and whether its times were put on
+    /// `CLOCK_MONOTONIC` (`otherData` says it too).
+    lost: Option<(&'static str, bool)>,
 }
 
 impl Writer {
@@ -65,6 +70,7 @@ impl Writer {
             first: true,
             clock,
             parts: Parts::default(),
+            lost: None,
         }
     }
 
@@ -386,6 +392,9 @@ fn args(out: &mut impl Write, args: &[(&'static str, Arg<'_>)]) -> io::Result<()
 impl Sink for Writer {
     fn process(&mut self, p: &Process<'_>) -> io::Result<()> {
         let pid = p.origin.pid;
+        if let Some(note) = p.origin.lost_note() {
+            self.lost = Some((note, p.origin.recovered));
+        }
         self.raw(|out| {
             out.extend_from_slice(b"\"ph\":\"M\",\"name\":\"process_name\",");
             place(out, pid, 0)?;
@@ -527,11 +536,20 @@ impl Sink for Writer {
         if std::mem::take(&mut self.first) {
             out.extend_from_slice(b"{\"traceEvents\":[\n");
         }
-        out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"");
-        out.extend_from_slice(self.clock.domain.name().as_bytes());
-        out.extend_from_slice(b"\",\"ts_base_ns\":\"");
+        out.extend_from_slice(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":");
+        let clock = match self.lost {
+            Some((_, false)) => "ns from the session's start (its session record was lost)",
+            _ => self.clock.domain.name(),
+        };
+        string(out, clock)?;
+        out.extend_from_slice(b",\"ts_base_ns\":\"");
         uint(out, self.clock.base_ns)?;
-        out.extend_from_slice(b"\"}}\n");
+        out.extend_from_slice(b"\"");
+        if let Some((note, _)) = self.lost {
+            out.extend_from_slice(b",\"session_record\":");
+            string(out, note)?;
+        }
+        out.extend_from_slice(b"}}\n");
         self.batches.batch.end_raw(start);
         self.batches.finish()
     }

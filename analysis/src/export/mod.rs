@@ -118,7 +118,7 @@ mod parquet;
 mod perfetto;
 
 pub use batch::encode_threads;
-pub use origin::{ClockDomain, ExportClock};
+pub use origin::{ClockDomain, ExportClock, TraceSession, read_session};
 use origin::{Origin, chrome_tid, crossing_tid, thread_tid};
 #[cfg(feature = "parquet")]
 pub use parquet::{Column, ColumnKind, ROW_GROUP, TABLES, table_files, table_paths, write_parquet};
@@ -128,8 +128,9 @@ use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slo
 use crate::nesting::{CrossingTracks, track_name};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
 use hrx_capture::schema::{
-    Access, AnnotationId, CounterSample, CrossWait, FatalSignal, NodeIndex, Prepared, Record,
-    RefusalKind, RegionIndex, RegionKind, RuntimeId, SignalWitness, Status, SubmissionIndex, Use,
+    Access, AnnotationId, CounterSample, CrossWait, FatalSignal, HostClock, NodeIndex, Prepared,
+    Record, RefusalKind, RegionIndex, RegionKind, RuntimeId, SignalWitness, Status,
+    SubmissionIndex, Use,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::borrow::Cow;
@@ -532,8 +533,10 @@ trait Sink {
 }
 
 /// Streams every timing and event of `reader` into `out` in `format`, in one pass, on
-/// the trace's host `CLOCK_MONOTONIC` (absolute ns; µs in Chrome JSON). `out` is written in
-/// chunks of 1 MiB on a thread of its own (no buffer is needed).
+/// the trace's host `CLOCK_MONOTONIC` (absolute ns; µs in Chrome JSON). `session` is what
+/// [`read_session`] read of the same trace: where its `SessionStart` was lost, its first
+/// calibration puts its times on that clock. `out` is written in chunks of 1 MiB on a
+/// thread of its own (no buffer is needed).
 ///
 /// # Errors
 ///
@@ -541,31 +544,40 @@ trait Sink {
 /// output cannot be written (the output's own error, such as "No space left on device").
 pub fn write<R: Read + Send, W: Write + Send>(
     reader: TraceReader<R>,
+    session: TraceSession,
     format: Format,
     out: W,
 ) -> Result<Exported, ExportError> {
-    let clock = ExportClock::absolute(ClockDomain::Monotonic);
-    let mut all = write_merged(vec![reader], format, clock, out)?;
+    let clock = ExportClock::for_sessions([&session]);
+    let mut all = write_merged(vec![(reader, session)], format, clock, out)?;
     Ok(all.remove(0))
 }
 
 /// Streams several traces into one timeline in `out`, one after the other, each trace's
 /// process and tracks with ids of their own, every timestamp on `clock` (absolute ns in
 /// Perfetto's protobuf, µs from its base in Chrome JSON: [`ExportClock::for_sessions`]
-/// picks the clock that lines the traces up). One
-/// [`Exported`] per reader, in order; [`ExportCounts`] count what each trace added.
+/// picks the clock that lines the traces up). Each reader comes with what [`read_session`]
+/// read of it. One [`Exported`] per reader, in order; [`ExportCounts`] count what each
+/// trace added.
+///
+/// A trace whose `SessionStart` was lost is exported as one process of unknown host, pid
+/// and command line (`hrx process (session record lost)`, its labels saying so), with a
+/// `session record lost` mark, and no wall clock in its Perfetto clock snapshot; its
+/// times are on `CLOCK_MONOTONIC` where a calibration recovered them ([`TraceSession`]).
+/// Such a trace cannot be lined up with others or told apart from their recordings: the
+/// caller should not merge it.
 ///
 /// # Errors
 ///
 /// As [`write`]: the first trace that cannot be read, or the output's error. Nothing is
 /// read after the first error.
 pub fn write_merged<R: Read + Send, W: Write + Send>(
-    readers: Vec<TraceReader<R>>,
+    traces: Vec<(TraceReader<R>, TraceSession)>,
     format: Format,
     clock: ExportClock,
     out: W,
 ) -> Result<Vec<Exported>, ExportError> {
-    write_from(format, clock, out, readers, encode_threads())
+    write_from(format, clock, out, traces, encode_threads())
 }
 
 /// Where the pass reads records: a trace file, or records in memory (tests).
@@ -573,21 +585,38 @@ trait Source {
     /// Whether a recorder was writing the trace when it was opened
     /// ([`TraceReader::being_recorded`]).
     fn being_recorded(&self) -> bool;
+    /// The first calibration, where the trace's `SessionStart` was lost.
+    fn lost_session_clock(&self) -> Option<HostClock>;
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
 
-impl<R: Read + Send> Source for TraceReader<R> {
+impl<R: Read + Send> Source for (TraceReader<R>, TraceSession) {
     fn being_recorded(&self) -> bool {
-        self.is_being_recorded()
+        self.0.is_being_recorded()
+    }
+    fn lost_session_clock(&self) -> Option<HostClock> {
+        match &self.1 {
+            TraceSession::Lost { clock } => *clock,
+            TraceSession::Recorded(_) => None,
+        }
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
-        scan_reader_threaded(self, visitor)
+        scan_reader_threaded(self.0, visitor)
     }
 }
 
 impl Source for &[Record] {
     fn being_recorded(&self) -> bool {
         false
+    }
+    fn lost_session_clock(&self) -> Option<HostClock> {
+        if matches!(self.first(), Some(Record::SessionStart(_))) {
+            return None;
+        }
+        self.iter().find_map(|r| match r {
+            Record::HostClock(c) => Some(*c),
+            _ => None,
+        })
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
         Ok(crate::scan::scan_records(self, visitor))
@@ -624,7 +653,7 @@ fn write_to<S: Sink, T: Source>(
         counts: ExportCounts::default(),
         error: None,
         domain,
-        origin: Origin::unknown(domain),
+        origin: Origin::lost(domain, None),
         process_declared: false,
         processes: BTreeMap::new(),
         declared: Vec::new(),
@@ -635,7 +664,7 @@ fn write_to<S: Sink, T: Source>(
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
-        out.next_trace();
+        out.next_trace(source.lost_session_clock().as_ref());
         out.counts = ExportCounts::default();
         let mut pass = Pass {
             out,
@@ -643,6 +672,7 @@ fn write_to<S: Sink, T: Source>(
             scratch: Scratch::default(),
             fatal: Vec::new(),
             end_ns: 0,
+            start_ns: None,
             runtimes: Vec::new(),
         };
         let live = source.being_recorded();
@@ -652,6 +682,7 @@ fn write_to<S: Sink, T: Source>(
             pass.settle(&summary.index, runtime, u64::MAX);
         }
         pass.at_the_end(&summary.index, &summary.running, live);
+        pass.session_lost();
         if let Some(recovery) = &summary.recovery {
             pass.incomplete(recovery, live);
         }
@@ -750,9 +781,10 @@ struct Out<S> {
 }
 
 impl<S: Sink> Out<S> {
-    /// Starts the next trace's pass.
-    fn next_trace(&mut self) {
-        self.origin = Origin::unknown(self.domain);
+    /// Starts the next trace's pass; `clock`: its first calibration, should its
+    /// `SessionStart` be lost (the origin until one is read).
+    fn next_trace(&mut self, clock: Option<&HostClock>) {
+        self.origin = Origin::lost(self.domain, clock);
         self.process_declared = false;
         self.processes.clear();
         self.declared.clear();
@@ -1052,6 +1084,8 @@ struct Pass<S> {
     fatal: Vec<FatalSignal>,
     /// The trace's last host time, ns: where a running region's slice ends.
     end_ns: u64,
+    /// Its first host time, ns: where a lost session's mark goes.
+    start_ns: Option<u64>,
     /// Held submissions by runtime (few).
     runtimes: Vec<(RuntimeId, RuntimeHeld)>,
 }
@@ -1141,6 +1175,15 @@ impl<S: Sink> Pass<S> {
 
     /// Writes what the trace's end shows: each region still running (a slice to the end)
     /// and the signal that ended the process.
+    /// Marks a trace whose `SessionStart` was lost, at its first time
+    /// ([`session_lost_instant`]).
+    fn session_lost(&mut self) {
+        let first = self.session_runtime();
+        if let Some(instant) = session_lost_instant(&self.out.origin, self.start_ns, first) {
+            self.out.instant(instant);
+        }
+    }
+
     /// Marks a trace not read whole in the export itself ([`incomplete_instant`]).
     fn incomplete(&mut self, recovery: &Recovery, live: bool) {
         let first = self.session_runtime();
@@ -1420,6 +1463,7 @@ impl<S: Sink> Visitor for Pass<S> {
     fn record(&mut self, index: &Index, record: &Record) {
         if let Some(time_ns) = crate::dump::host_time_ns(record) {
             self.end_ns = self.end_ns.max(time_ns);
+            self.start_ns = Some(self.start_ns.map_or(time_ns, |s| s.min(time_ns)));
         }
         // A failed run's slice says so (its `failed` event follows, below).
         if let Record::RegionDone(d) = record
@@ -1682,6 +1726,25 @@ fn running_slice<'a>(
         flows_out: &[],
         flows_in: &[],
     }
+}
+
+/// The mark of a trace whose `SessionStart` was lost, at `start_ns` (its first host time,
+/// 0 without one) on the `Recorder` track: what is unknown and what its times are on
+/// ([`Origin::lost_note`]); `None` where the session was read.
+pub(crate) fn session_lost_instant(
+    origin: &Origin,
+    start_ns: Option<u64>,
+    runtime: RuntimeId,
+) -> Option<Instant<'static>> {
+    let note = origin.lost_note()?;
+    Some(Instant {
+        runtime,
+        place: Place::default(),
+        slot: RECORDER_SLOT,
+        name: "session record lost",
+        time_ns: start_ns.unwrap_or(0),
+        args: vec![("detail", Arg::Str(Cow::Borrowed(note)))],
+    })
 }
 
 /// The mark an export leaves in its own file for a trace it could not read whole (`trace

@@ -20,6 +20,16 @@
 //! calibration by a few ns); the later calibrations differ from it by the session clock's
 //! drift, which the recorder bounds by calibrating at every flush.
 //!
+//! # A lost session
+//!
+//! Where a trace's `SessionStart` was lost (its first block damaged: [`TraceSession::Lost`]),
+//! nothing is made up for it: its host, pid, command line and wall clock are said to be
+//! unknown (process labels, Chrome `otherData.session_record`, no wall clock in the Perfetto
+//! clock snapshot, null in Parquet `sessions`), and its times are put on `CLOCK_MONOTONIC`
+//! from its first calibration read (`monotonic_ns - next_session_ns`: the session's base
+//! plus the clock's offset then, which differs from the lost first calibration's by the
+//! drift between them), else left as session ns and said to be.
+//!
 //! # Identifiers
 //!
 //! The Perfetto track uuids of a trace are derived from [`Origin::key`], an xxh3-64 of its
@@ -30,7 +40,104 @@
 //! A host thread's track and a counter's (format 1.14) are xxh3-64 of `key`, a tag (`t`,
 //! `c`) and the thread's session index or the counter's name id, low 8 bits set.
 
-use hrx_capture::schema::{AnnotationId, HostClock, RuntimeId, SessionStart};
+use hrx_capture::TraceReader;
+use hrx_capture::schema::{AnnotationId, HostClock, Record, RuntimeId, SessionStart};
+use std::io::Read;
+
+/// What an export knows of a trace's session before its pass ([`read_session`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceSession {
+    /// Its `SessionStart`.
+    Recorded(SessionStart),
+    /// Its `SessionStart` was lost (its first block damaged): its host, pid, command line
+    /// and wall clock are unknown, and no export makes them up. `clock`, the first
+    /// calibration read (format 1.6), puts its times back on `CLOCK_MONOTONIC` (its
+    /// reading less the session's: to within the clock's drift since the lost first
+    /// calibration); without one they stay ns from the session's start.
+    Lost {
+        /// The first `HostClock` read.
+        clock: Option<HostClock>,
+    },
+}
+
+impl TraceSession {
+    /// Its `SessionStart`, where it was read.
+    pub fn start(&self) -> Option<&SessionStart> {
+        match self {
+            TraceSession::Recorded(s) => Some(s),
+            TraceSession::Lost { .. } => None,
+        }
+    }
+
+    /// Where its session was lost, what is unknown and what its times are on, in words.
+    pub fn lost_note(&self) -> Option<&'static str> {
+        match self {
+            TraceSession::Recorded(_) => None,
+            TraceSession::Lost { clock } => Some(lost_note(clock.is_some())),
+        }
+    }
+
+    /// `CLOCK_MONOTONIC` at the session's start, ns: recorded, or recovered from a
+    /// calibration (`None` where neither is there).
+    pub fn monotonic_base_ns(&self) -> Option<u64> {
+        match self {
+            TraceSession::Recorded(s) => Some(s.monotonic_base_ns),
+            TraceSession::Lost { clock } => clock.as_ref().map(recovered_base_ns),
+        }
+    }
+}
+
+/// What a lost session leaves unknown and what its times are on (`recovered`: put on
+/// `CLOCK_MONOTONIC` from a calibration), in words: the export's labels, marks and warning.
+fn lost_note(recovered: bool) -> &'static str {
+    match recovered {
+        true => {
+            "session record lost (first block damaged): host, pid, command line and wall clock \
+             unknown; times put on CLOCK_MONOTONIC from the first clock calibration read"
+        }
+        false => {
+            "session record lost (first block damaged): host, pid, command line and wall clock \
+             unknown; times are ns from the session's start, not CLOCK_MONOTONIC (no clock \
+             calibration read)"
+        }
+    }
+}
+
+/// Records read for a `SessionStart` (the first record) before it is taken as lost.
+const SESSION_RECORDS: usize = 16;
+
+/// Records read past a lost `SessionStart` for a calibration: every flush that writes
+/// records writes one, so the first surviving block holds one; older traces (before 1.6)
+/// hold none, and are not read whole for it.
+const CLOCK_RECORDS: usize = 1 << 16;
+
+/// Reads the start of a trace for its session: its `SessionStart`, or where that was lost,
+/// its first calibration ([`TraceSession::Lost`]). Records that cannot be read are
+/// skipped (the export's own pass says what was lost).
+pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
+    let mut records = reader.filter_map(Result::ok).map(|(_, r)| r);
+    let mut clock = None;
+    for record in records.by_ref().take(SESSION_RECORDS) {
+        match record {
+            Record::SessionStart(s) => return TraceSession::Recorded(s),
+            Record::HostClock(c) if clock.is_none() => clock = Some(c),
+            _ => {}
+        }
+    }
+    if clock.is_none() {
+        clock = records.take(CLOCK_RECORDS).find_map(|r| match r {
+            Record::HostClock(c) => Some(c),
+            _ => None,
+        });
+    }
+    TraceSession::Lost { clock }
+}
+
+/// `CLOCK_MONOTONIC` at session ns 0, from a calibration: its reading less the session
+/// clock's there.
+fn recovered_base_ns(clock: &HostClock) -> u64 {
+    clock.monotonic_ns.wrapping_sub(clock.next_session_ns)
+}
 
 /// The clock an export's timestamps are on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,20 +201,27 @@ impl ExportClock {
 
     /// The clock that lines up `sessions` ([`ClockDomain::for_sessions`]), counting from
     /// the whole second a second before the earliest session's base on it (calibration
-    /// offsets and early records stay above 0). A trace without a `SessionStart` (`None`:
-    /// its times are session ns as they are) keeps absolute timestamps.
+    /// offsets and early records stay above 0).
+    ///
+    /// A trace whose session was lost counts on `CLOCK_MONOTONIC` from its recovered base,
+    /// where it has one; on the wall clock, or without one, the clock keeps absolute
+    /// timestamps (its times are as they are).
     pub fn for_sessions<'a>(
-        sessions: impl IntoIterator<Item = Option<&'a SessionStart>> + Clone,
+        sessions: impl IntoIterator<Item = &'a TraceSession> + Clone,
     ) -> ExportClock {
-        let domain = ClockDomain::for_sessions(sessions.clone().into_iter().flatten());
+        let domain =
+            ClockDomain::for_sessions(sessions.clone().into_iter().filter_map(|s| s.start()));
         let mut earliest: Option<u64> = None;
         for s in sessions {
-            let Some(s) = s else {
-                return ExportClock::absolute(domain);
-            };
-            let base = match domain {
-                ClockDomain::Monotonic => s.monotonic_base_ns,
-                ClockDomain::Realtime => wall_ns(s),
+            let base = match (domain, s) {
+                (ClockDomain::Realtime, TraceSession::Recorded(s)) => wall_ns(s),
+                (ClockDomain::Monotonic, s) => match s.monotonic_base_ns() {
+                    Some(base) => base,
+                    None => return ExportClock::absolute(domain),
+                },
+                (ClockDomain::Realtime, TraceSession::Lost { .. }) => {
+                    return ExportClock::absolute(domain);
+                }
             };
             earliest = Some(earliest.map_or(base, |e| e.min(base)));
         }
@@ -145,6 +259,11 @@ pub(crate) struct Origin {
     /// The session clock's offset from `CLOCK_MONOTONIC`, once fixed.
     offset_ns: Option<i64>,
     domain: ClockDomain,
+    /// Its `SessionStart` was lost: host, pid, command line and wall clock unknown.
+    pub lost: bool,
+    /// Where `lost`: whether its times were put on `CLOCK_MONOTONIC` (from a calibration),
+    /// else they are ns from the session's start.
+    pub recovered: bool,
 }
 
 impl Origin {
@@ -167,16 +286,43 @@ impl Origin {
             key: xxhash_rust::xxh3::xxh3_64(&key_bytes),
             offset_ns: None,
             domain,
+            lost: false,
+            recovered: false,
         }
     }
 
-    /// The origin of a trace without a `SessionStart`: its session times as they are.
-    pub fn unknown(domain: ClockDomain) -> Origin {
-        Origin {
+    /// The origin of a trace whose `SessionStart` was lost: on `CLOCK_MONOTONIC` from
+    /// `clock`, its first calibration, where there is one (and the export is on that
+    /// clock), else its session times as they are. Its key is made of the calibration
+    /// (unique to the recording, as a session's base is), so that two such traces keep
+    /// apart in a data set.
+    pub fn lost(domain: ClockDomain, clock: Option<&HostClock>) -> Origin {
+        let mut key_bytes = b"hrx session lost".to_vec();
+        // Without a calibration up front, times stay session ns throughout: one read later
+        // in the pass would move only the times after it.
+        let mut origin = Origin {
             domain,
-            key: 0x6872_7800_0000_0000,
+            lost: true,
+            offset_ns: Some(0),
             ..Origin::default()
+        };
+        if let Some(c) = clock {
+            for v in [c.ticks, c.session_ns, c.monotonic_ns, c.next_session_ns] {
+                key_bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            if domain == ClockDomain::Monotonic {
+                origin.monotonic_base_ns = recovered_base_ns(c);
+                origin.offset_ns = Some(0);
+                origin.recovered = true;
+            }
         }
+        origin.key = xxhash_rust::xxh3::xxh3_64(&key_bytes);
+        origin
+    }
+
+    /// What is unknown and what its times are on, in words, where its session was lost.
+    pub fn lost_note(&self) -> Option<&'static str> {
+        self.lost.then(|| lost_note(self.recovered))
     }
 
     /// Takes the first calibration's offset, unless a time was mapped already.
@@ -199,6 +345,9 @@ impl Origin {
     /// The process's labels: `host=NAME`, and `recorded pid=N` where the export writes
     /// another pid (Perfetto's `process_labels`, one each; Chrome's joined by commas).
     pub fn labels(&self) -> Vec<String> {
+        if let Some(note) = self.lost_note() {
+            return vec![note.to_owned()];
+        }
         let host = format!("host={}", self.host);
         match self.recorded_pid {
             Some(pid) => vec![host, format!("recorded pid={pid}")],
@@ -206,8 +355,12 @@ impl Origin {
         }
     }
 
-    /// The process's name: its program's file name, or `hrx process` without one.
+    /// The process's name: its program's file name, or `hrx process` without one
+    /// (`hrx process (session record lost)` where it was lost).
     pub fn name(&self) -> String {
+        if self.lost {
+            return "hrx process (session record lost)".to_owned();
+        }
         self.args
             .first()
             .and_then(|a| std::path::Path::new(a).file_name())

@@ -11,12 +11,15 @@
 //! `prepared` (+ `region`) or `submission` (+ `region`). Times are absolute
 //! `CLOCK_MONOTONIC` ns of the recording host (`*_ns`, INT64), as the Perfetto export
 //! writes them; `sessions` has the wall clock at the session's monotonic base, to put them
-//! on UTC. Unsigned 64-bit values (ids, byte counts, addresses) are stored as INT64 (two's
+//! on UTC. Every `session_id` of the other tables has its `sessions` row, so that a join
+//! on it drops no trace's rows: a trace whose `SessionStart` was lost has one with what it
+//! lost null (its `session_id` then an xxh3 of its first calibration read, its times
+//! put on `CLOCK_MONOTONIC` from it) and a `session record lost` row in `events`. Unsigned 64-bit values (ids, byte counts, addresses) are stored as INT64 (two's
 //! complement past 2^63, which none reaches in practice).
 //!
 //! | table | one row per | columns beside `session_id` |
 //! | --- | --- | --- |
-//! | `sessions` | `SessionStart` | host, pid, args (space-joined), wall_clock_utc_ns, monotonic_base_ns, producer, backend, device |
+//! | `sessions` | `SessionStart`, or a trace whose `SessionStart` was lost (its first block damaged) | host, pid, args (space-joined), wall_clock_utc_ns, monotonic_base_ns, producer, backend, device (each null where the session record was lost; monotonic_base_ns there as a calibration recovered it, null without one), session_record (`recorded` or `lost`), clock (`CLOCK_MONOTONIC`, or `session`: ns from the session's start, where a lost session's times could not be recovered) |
 //! | `buffers` | `BufferCreated` | runtime, buffer, len_bytes, placement, device_address, time_ns |
 //! | `kernels` | `KernelLoaded` | runtime, kernel, entry, engine, grid_x/y/z, block_x/y/z, bindings, constants_bytes |
 //! | `graphs` | `Prepared` | runtime, graph, prepared, slots, regions, time_ns |
@@ -54,7 +57,7 @@
 //! what is held is at most that many rows per table (snappy-compressed pages, statistics
 //! per column chunk), whatever the trace's length.
 
-use super::origin::{ClockDomain, Origin};
+use super::origin::{ClockDomain, Origin, TraceSession};
 use super::{Arg, ExportCounts, ExportError, Exported, instant};
 use crate::index::{Index, is_copy_region, label_region, queue_name};
 use crate::scan::{JoinedSpan, RunningRegion, Visitor, scan_reader_threaded};
@@ -79,14 +82,16 @@ pub const TABLES: [(&str, &[Column]); 14] = [
     (
         "sessions",
         &[
-            s("host"),
-            i("pid"),
-            s("args"),
-            i("wall_clock_utc_ns"),
-            i("monotonic_base_ns"),
-            s("producer"),
-            s("backend"),
-            s("device"),
+            os("host"),
+            oi("pid"),
+            os("args"),
+            oi("wall_clock_utc_ns"),
+            oi("monotonic_base_ns"),
+            os("producer"),
+            os("backend"),
+            os("device"),
+            s("session_record"),
+            s("clock"),
         ],
     ),
     (
@@ -259,6 +264,8 @@ pub enum ColumnKind {
     OptionalInt,
     /// `REQUIRED BYTE_ARRAY (STRING)`.
     Text,
+    /// `OPTIONAL BYTE_ARRAY (STRING)`.
+    OptionalText,
     /// `REQUIRED DOUBLE`.
     Double,
 }
@@ -284,6 +291,13 @@ const fn d(name: &'static str) -> Column {
     }
 }
 
+const fn os(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: ColumnKind::OptionalText,
+    }
+}
+
 const fn s(name: &'static str) -> Column {
     Column {
         name,
@@ -296,6 +310,7 @@ enum Value<'a> {
     Int(u64),
     OptionalInt(Option<u64>),
     Text(&'a str),
+    OptionalText(Option<&'a str>),
     Double(f64),
 }
 
@@ -304,6 +319,7 @@ enum Buffer {
     Int(Vec<i64>),
     OptionalInt(Vec<i64>, Vec<i16>),
     Text(Vec<ByteArray>),
+    OptionalText(Vec<ByteArray>, Vec<i16>),
     Double(Vec<f64>),
 }
 
@@ -322,10 +338,11 @@ impl Table {
                 ColumnKind::Int => " REQUIRED INT64 ",
                 ColumnKind::OptionalInt => " OPTIONAL INT64 ",
                 ColumnKind::Text => " REQUIRED BYTE_ARRAY ",
+                ColumnKind::OptionalText => " OPTIONAL BYTE_ARRAY ",
                 ColumnKind::Double => " REQUIRED DOUBLE ",
             });
             message.push_str(c.name);
-            if c.kind == ColumnKind::Text {
+            if matches!(c.kind, ColumnKind::Text | ColumnKind::OptionalText) {
                 message.push_str(" (STRING)");
             }
             message.push(';');
@@ -346,6 +363,7 @@ impl Table {
             ColumnKind::Int => Buffer::Int(Vec::new()),
             ColumnKind::OptionalInt => Buffer::OptionalInt(Vec::new(), Vec::new()),
             ColumnKind::Text => Buffer::Text(Vec::new()),
+            ColumnKind::OptionalText => Buffer::OptionalText(Vec::new(), Vec::new()),
             ColumnKind::Double => Buffer::Double(Vec::new()),
         }));
         Ok(Table {
@@ -368,6 +386,10 @@ impl Table {
                     v.extend(x.map(|x| x as i64));
                 }
                 (Buffer::Text(v), Value::Text(t)) => v.push(ByteArray::from(t.as_bytes().to_vec())),
+                (Buffer::OptionalText(v, levels), Value::OptionalText(t)) => {
+                    levels.push(i16::from(t.is_some()));
+                    v.extend(t.map(|t| ByteArray::from(t.as_bytes().to_vec())));
+                }
                 (Buffer::Double(v), Value::Double(x)) => v.push(*x),
                 _ => debug_assert!(false, "a value of another type than its column"),
             }
@@ -403,6 +425,13 @@ impl Table {
                 Buffer::Text(v) => {
                     column.typed::<ByteArrayType>().write_batch(v, None, None)?;
                     v.clear();
+                }
+                Buffer::OptionalText(v, levels) => {
+                    column
+                        .typed::<ByteArrayType>()
+                        .write_batch(v, Some(levels), None)?;
+                    v.clear();
+                    levels.clear();
                 }
                 Buffer::Double(v) => {
                     column.typed::<DoubleType>().write_batch(v, None, None)?;
@@ -457,7 +486,7 @@ pub fn table_files() -> impl Iterator<Item = String> {
 /// cannot be written (the file system's error, or the Parquet writer's as text). The
 /// caller removes the files written ([`table_files`]).
 pub fn write_parquet<R: Read + Send>(
-    readers: Vec<TraceReader<R>>,
+    traces: Vec<(TraceReader<R>, TraceSession)>,
     dir: &Path,
 ) -> Result<Vec<Exported>, ExportError> {
     let mut tables = Vec::with_capacity(TABLES.len());
@@ -465,16 +494,26 @@ pub fn write_parquet<R: Read + Send>(
         tables.push(Table::create(dir, name, columns)?);
     }
     let mut all = Vec::new();
-    for reader in readers {
+    for (reader, session) in traces {
+        let clock = match &session {
+            TraceSession::Lost { clock } => clock.as_ref(),
+            TraceSession::Recorded(_) => None,
+        };
         let mut pass = Rows {
             tables: &mut tables,
-            origin: Origin::unknown(ClockDomain::Monotonic),
+            origin: Origin::lost(ClockDomain::Monotonic, clock),
             last_ns: 0,
+            first_ns: None,
             counts: ExportCounts::default(),
             error: None,
         };
         let live = reader.is_being_recorded();
         let summary = scan_reader_threaded(reader, &mut pass)?;
+        // A lost session has a row too, its unknowns null: every other table's
+        // `session_id` joins `sessions` (the README's query dropped such a trace's rows).
+        if pass.origin.lost {
+            pass.lost_session();
+        }
         // What the trace's end shows, as the other formats do: each region still running
         // (the one a crash or a hang was in) and each whose timing a lossy recording lost.
         pass.at_the_end(&summary.index, &summary.running, &summary.timing_lost, live);
@@ -534,12 +573,45 @@ struct Rows<'t> {
     origin: Origin,
     /// The latest host time seen (session ns): where a trace read short ends.
     last_ns: u64,
+    /// The earliest (session ns): where a lost session's mark goes.
+    first_ns: Option<u64>,
     counts: ExportCounts,
     /// The first write error; nothing is written after it.
     error: Option<ExportError>,
 }
 
 impl Rows<'_> {
+    /// The `sessions` row of a trace whose `SessionStart` was lost (what it recorded null,
+    /// the base where a calibration recovered it) and its `session record lost` event.
+    fn lost_session(&mut self) {
+        use Value::{OptionalInt, OptionalText, Text};
+        let base = self
+            .origin
+            .recovered
+            .then_some(self.origin.monotonic_base_ns);
+        let row = [
+            OptionalText(None),
+            OptionalInt(None),
+            OptionalText(None),
+            OptionalInt(None),
+            OptionalInt(base),
+            OptionalText(None),
+            OptionalText(None),
+            OptionalText(None),
+            Text("lost"),
+            Text(if base.is_some() {
+                "CLOCK_MONOTONIC"
+            } else {
+                "session"
+            }),
+        ];
+        self.row(SESSIONS, &row);
+        let runtime = hrx_capture::schema::RuntimeId(0);
+        if let Some(event) = super::session_lost_instant(&self.origin, self.first_ns, runtime) {
+            self.event(&event);
+        }
+    }
+
     /// A row of `events` (what the timeline's `Events` and `Recorder` tracks show).
     fn event(&mut self, event: &super::Instant<'_>) {
         use Value::{Int, Text};
@@ -622,6 +694,7 @@ impl Visitor for Rows<'_> {
     fn record(&mut self, index: &Index, record: &Record) {
         if let Some(t) = crate::dump::host_time_ns(record) {
             self.last_ns = self.last_ns.max(t);
+            self.first_ns = Some(self.first_ns.map_or(t, |f| f.min(t)));
         }
         use Value::{Int, Text};
         let time = |origin: &mut Origin, t: u64| Int(origin.time(t));
@@ -630,14 +703,16 @@ impl Visitor for Rows<'_> {
                 self.origin = Origin::new(s, ClockDomain::Monotonic);
                 let args = s.args.join(" ");
                 let row = [
-                    Text(&s.host),
-                    Int(s.pid.into()),
-                    Text(&args),
-                    Int(self.origin.wall_ns),
-                    Int(s.monotonic_base_ns),
-                    Text(&s.producer),
-                    Text(&s.backend),
-                    Text(&s.device),
+                    Value::OptionalText(Some(&s.host)),
+                    Value::OptionalInt(Some(s.pid.into())),
+                    Value::OptionalText(Some(&args)),
+                    Value::OptionalInt(Some(self.origin.wall_ns)),
+                    Value::OptionalInt(Some(s.monotonic_base_ns)),
+                    Value::OptionalText(Some(&s.producer)),
+                    Value::OptionalText(Some(&s.backend)),
+                    Value::OptionalText(Some(&s.device)),
+                    Text("recorded"),
+                    Text("CLOCK_MONOTONIC"),
                 ];
                 self.row(SESSIONS, &row);
             }

@@ -14,7 +14,8 @@
 //! - Each trace is a process track (`TrackDescriptor.process`: the traced process's `pid`,
 //!   `cmdline`, `process_name` (its program's file name) and `process_labels` (`host=NAME`)),
 //!   preceded by a `ClockSnapshot` of the session's base (`CLOCK_MONOTONIC` and
-//!   `CLOCK_REALTIME` read together at the session's start). Each runtime is a child track
+//!   `CLOCK_REALTIME` read together at the session's start; no wall clock where the session
+//!   record was lost, and `CLOCK_MONOTONIC` at the base a calibration recovered, if any). Each runtime is a child track
 //!   of its process (`hrx runtime 0 (sim: ...)`), and each of its queues (and its events) a
 //!   child of the runtime's, ordered explicitly in timeline order. Track uuids are unique
 //!   per host, process, session and runtime (`origin`'s module docs).
@@ -636,7 +637,8 @@ fn region_slice(enc: &mut Encoder, batch: &Batch<RegionConst>, s: &SliceRec) {
 impl Writer {
     /// A packet holding the clock snapshot of `p`'s session base: `CLOCK_MONOTONIC` and
     /// `CLOCK_REALTIME` read together (only the latter when the export is on the wall
-    /// clock: the hosts' monotonic clocks are not one clock).
+    /// clock: the hosts' monotonic clocks are not one clock; only the former where the
+    /// session record was lost, at its recovered base).
     fn clock_snapshot(&mut self, p: &Process<'_>) -> io::Result<()> {
         let raw = &mut self.batches.batch.raw;
         let start = raw.len();
@@ -645,9 +647,16 @@ impl Writer {
         };
         let at = enc.open(field::TRACE_PACKET);
         let snapshot = enc.open(field::CLOCK_SNAPSHOT);
-        let mut clocks = vec![(ClockDomain::Realtime, p.origin.wall_ns)];
+        // A lost session's wall clock is unknown: none is claimed (it read 1970).
+        let mut clocks = match p.origin.lost {
+            true => vec![],
+            false => vec![(ClockDomain::Realtime, p.origin.wall_ns)],
+        };
         if p.domain == ClockDomain::Monotonic {
             clocks.insert(0, (ClockDomain::Monotonic, p.origin.monotonic_base_ns));
+        }
+        if clocks.is_empty() {
+            return Ok(());
         }
         for (clock, timestamp) in clocks {
             let c = enc.open(field::CLOCKS);

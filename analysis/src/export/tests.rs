@@ -694,7 +694,8 @@ fn the_export_reads_the_trace_once() {
             read: read.clone(),
         })
         .unwrap();
-        let exported = write(reader, format, io::sink()).unwrap();
+        let session = read_session(TraceReader::new(&file[..]).unwrap());
+        let exported = write(reader, session, format, io::sink()).unwrap();
         assert_eq!(exported.counts.slices, 400);
         assert_eq!(exported.unplaced_timings, 0);
         // The two-pass export read it twice.
@@ -1131,14 +1132,14 @@ fn chrome_timestamps_count_from_a_base_and_keep_every_ns_on_the_wall_clock() {
         _ => unreachable!(),
     };
     let starts = [start(&a), start(&c)];
-    let clock = ExportClock::for_sessions(starts.iter().map(Some));
+    let sessions: Vec<TraceSession> = starts.iter().cloned().map(TraceSession::Recorded).collect();
+    let clock = ExportClock::for_sessions(&sessions);
     assert_eq!(clock.domain, ClockDomain::Realtime);
     assert_eq!(clock.base_ns, 1_699_999_999 * 1_000_000_000);
-    // A trace without a session keeps absolute times.
-    assert_eq!(
-        ExportClock::for_sessions([Some(&starts[0]), None]).base_ns,
-        0
-    );
+    // A trace whose session was lost, with no calibration to place it, keeps absolute
+    // times.
+    let lost = [sessions[0].clone(), TraceSession::Lost { clock: None }];
+    assert_eq!(ExportClock::for_sessions(&lost).base_ns, 0);
     let traces: [&[Record]; 2] = [&a, &c];
     let mut json = Vec::new();
     write_from(Format::Chrome, clock, &mut json, traces.to_vec(), 2).unwrap();
@@ -1860,7 +1861,8 @@ fn parquet_events_hold_what_the_traces_end_shows_and_poisons_hold_their_cause() 
     let bytes = writer.finish().unwrap().0;
     let dir = tempfile::tempdir().unwrap();
     let reader = hrx_capture::TraceReader::new(&bytes[..]).unwrap();
-    super::parquet::write_parquet(vec![reader], dir.path()).unwrap();
+    let session = read_session(TraceReader::new(&bytes[..]).unwrap());
+    super::parquet::write_parquet(vec![(reader, session)], dir.path()).unwrap();
     let base = records
         .iter()
         .find_map(|r| match r {
@@ -1928,7 +1930,8 @@ fn an_export_keeps_whether_the_trace_was_being_recorded_when_opened() {
     let cut = &file[..file.len() / 2];
     for live in [true, false] {
         let reader = TraceReader::new(cut).unwrap().being_recorded(live);
-        let exported = write(reader, Format::Chrome, io::sink()).unwrap();
+        let session = read_session(TraceReader::new(cut).unwrap());
+        let exported = write(reader, session, Format::Chrome, io::sink()).unwrap();
         assert_eq!(exported.being_recorded, live);
     }
 }
@@ -2056,7 +2059,8 @@ fn a_region_running_in_a_trace_being_recorded_is_exported_running_now() {
     ] {
         let reader = TraceReader::new(&bytes[..]).unwrap().being_recorded(live);
         let mut out = Vec::new();
-        write(reader, Format::Chrome, &mut out).unwrap();
+        let session = read_session(TraceReader::new(&bytes[..]).unwrap());
+        write(reader, session, Format::Chrome, &mut out).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
         let running: Vec<&serde_json::Value> = doc["traceEvents"]
             .as_array()
@@ -2074,7 +2078,8 @@ fn a_region_running_in_a_trace_being_recorded_is_exported_running_now() {
         {
             let dir = tempfile::tempdir().unwrap();
             let reader = TraceReader::new(&bytes[..]).unwrap().being_recorded(live);
-            super::parquet::write_parquet(vec![reader], dir.path()).unwrap();
+            let session = read_session(TraceReader::new(&bytes[..]).unwrap());
+            super::parquet::write_parquet(vec![(reader, session)], dir.path()).unwrap();
             let events = parquet_rows(dir.path(), "events");
             let name = mark.trim_start().trim_matches(['(', ')']);
             let rows: Vec<_> = events
@@ -2091,4 +2096,203 @@ fn a_region_running_in_a_trace_being_recorded_is_exported_running_now() {
             );
         }
     }
+}
+
+/// `process_pipeline`'s records as a trace whose first block was lost: no `SessionStart`,
+/// its calibration read only after the first timed records (as a later block has it); with
+/// `clock` false, no calibration at all.
+fn lost_session(records: &[Record], clock: bool) -> Vec<Record> {
+    let calibration = records
+        .iter()
+        .find(|r| matches!(r, Record::HostClock(_)))
+        .cloned()
+        .unwrap();
+    let mut lost: Vec<Record> = records
+        .iter()
+        .filter(|r| !matches!(r, Record::SessionStart(_) | Record::HostClock(_)))
+        .cloned()
+        .collect();
+    if clock {
+        lost.push(calibration);
+    }
+    lost
+}
+
+/// Chrome's complete events as (name, ts, dur), sorted.
+fn chrome_slices(doc: &serde_json::Value) -> Vec<(String, String, String)> {
+    let mut slices: Vec<_> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            (
+                e["name"].to_string(),
+                e["ts"].to_string(),
+                e["dur"].to_string(),
+            )
+        })
+        .collect();
+    slices.sort();
+    slices
+}
+
+/// A trace whose `SessionStart` was lost is exported at the times its calibration recovers
+/// (those of the intact trace), and says what it lost in the output: no made-up wall clock
+/// in the Perfetto snapshot, a process named and labelled as lost, Chrome's `otherData`, a
+/// `session record lost` mark. It was exported at session ns under a snapshot of
+/// `CLOCK_MONOTONIC` 0 and 1970, as pid 0 of host "" (a break-it pass).
+#[test]
+fn a_lost_session_is_exported_on_its_recovered_clock_and_says_what_it_lost() {
+    let base = 5_000_000_000_000;
+    let intact = process_pipeline("node-a", 4242, base, 1_700_000_000);
+    let lost = lost_session(&intact, true);
+    let chrome = |records: &[Record]| -> serde_json::Value {
+        serde_json::from_slice(&export(records, Format::Chrome).0).unwrap()
+    };
+    let (doc, intact_doc) = (chrome(&lost), chrome(&intact));
+    assert_eq!(chrome_slices(&doc), chrome_slices(&intact_doc));
+    assert_eq!(doc["otherData"]["clock"], "CLOCK_MONOTONIC");
+    let note = doc["otherData"]["session_record"].as_str().unwrap();
+    assert!(
+        note.starts_with("session record lost") && note.contains("CLOCK_MONOTONIC"),
+        "{note}"
+    );
+    assert!(intact_doc["otherData"].get("session_record").is_none());
+    let events = doc["traceEvents"].as_array().unwrap();
+    let meta = |name: &str| events.iter().find(|e| e["name"] == name).unwrap()["args"].clone();
+    assert_eq!(
+        meta("process_name")["name"],
+        "hrx process (session record lost)"
+    );
+    assert_eq!(meta("process_labels")["labels"], note);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "i" && e["name"] == "session record lost"),
+        "no mark"
+    );
+
+    let (out, counts) = export(&lost, Format::Perfetto);
+    let (intact_out, intact_counts) = export(&intact, Format::Perfetto);
+    assert_eq!(
+        counts.recorder_instants,
+        intact_counts.recorder_instants + 1
+    );
+    let packets = packets_of(&out);
+    let snapshots: Vec<Vec<(u32, u64)>> = packets
+        .iter()
+        .filter_map(|p| p.clock_snapshot.as_ref())
+        .map(|s| {
+            s.clocks
+                .iter()
+                .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
+                .collect()
+        })
+        .collect();
+    // CLOCK_MONOTONIC at the recovered base (the session's plus the calibration's offset);
+    // no wall clock.
+    assert_eq!(snapshots, [vec![(3, base + 7)]]);
+    let process = packets
+        .iter()
+        .find_map(|p| p.track_descriptor.as_ref()?.process.as_ref())
+        .unwrap();
+    assert_eq!(process.process_labels, [note]);
+    let intact_packets = packets_of(&intact_out);
+    assert_eq!(
+        first_begin(&packets, track_named(&out, "GPU Compute")),
+        first_begin(&intact_packets, track_named(&intact_out, "GPU Compute"))
+    );
+
+    // No calibration: session ns, and the output says they are not CLOCK_MONOTONIC.
+    let doc = chrome(&lost_session(&intact, false));
+    let clock = doc["otherData"]["clock"].as_str().unwrap();
+    assert!(clock.starts_with("ns from the session's start"), "{clock}");
+    let note = doc["otherData"]["session_record"].as_str().unwrap();
+    assert!(note.contains("not CLOCK_MONOTONIC"), "{note}");
+}
+
+/// Parquet `sessions` has a row for a trace whose `SessionStart` was lost, so that the
+/// README's join on `session_id` keeps its rows (it had none, and the join dropped every
+/// one): what it lost null, `session_record` `lost`, the base its calibration recovered and
+/// its times as the intact trace's; two such traces keep apart (one constant id before).
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_sessions_has_a_row_for_a_lost_session_that_its_rows_join() {
+    let base = 5_000_000_000_000;
+    let intact = process_pipeline("node-a", 4242, base, 1_700_000_000);
+    let other = process_pipeline("node-a", 4243, base + 1_000_000_000, 1_700_000_001);
+    let file = |records: &[Record]| -> Vec<u8> {
+        let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+        for r in records {
+            writer.write(r).unwrap();
+        }
+        writer.finish().unwrap().0
+    };
+    let tables = |files: &[&Vec<u8>]| {
+        let dir = tempfile::tempdir().unwrap();
+        let traces = files
+            .iter()
+            .map(|b| {
+                let session = read_session(TraceReader::new(&b[..]).unwrap());
+                (TraceReader::new(&b[..]).unwrap(), session)
+            })
+            .collect();
+        super::parquet::write_parquet(traces, dir.path()).unwrap();
+        dir
+    };
+    let (lost, lost_other) = (
+        file(&lost_session(&intact, true)),
+        file(&lost_session(&other, true)),
+    );
+    let dir = tables(&[&lost, &lost_other]);
+    let intact_dir = tables(&[&file(&intact)]);
+    // Columns: session_id, host, pid, args, wall_clock_utc_ns, monotonic_base_ns, producer,
+    // backend, device, session_record, clock.
+    let sessions = parquet_rows(dir.path(), "sessions");
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    let row = &sessions[0];
+    assert_eq!(row[1..5], [None, None, None, None], "{row:?}");
+    assert_eq!(row[5], Some((base + 7).to_string()));
+    assert_eq!(row[6..9], [None, None, None], "{row:?}");
+    assert_eq!(
+        (row[9].as_deref(), row[10].as_deref()),
+        (Some("lost"), Some("CLOCK_MONOTONIC"))
+    );
+    assert_ne!(sessions[0][0], sessions[1][0], "two lost sessions, one id");
+    let intact_sessions = parquet_rows(intact_dir.path(), "sessions");
+    assert_eq!(
+        (
+            intact_sessions[0][1].as_deref(),
+            intact_sessions[0][9].as_deref()
+        ),
+        (Some("node-a"), Some("recorded"))
+    );
+    // Every row of every other table joins a `sessions` row.
+    let ids: BTreeSet<Option<String>> = sessions.iter().map(|r| r[0].clone()).collect();
+    for (table, _) in TABLES.iter().skip(1) {
+        for r in parquet_rows(dir.path(), table) {
+            assert!(ids.contains(&r[0]), "{table}: {r:?} joins no session");
+        }
+    }
+    // The first trace's region times are the intact trace's.
+    let starts = |dir: &std::path::Path, id: &Option<String>| -> Vec<Option<String>> {
+        parquet_rows(dir, "regions")
+            .into_iter()
+            .filter(|r| &r[0] == id)
+            .map(|r| r[9].clone())
+            .collect()
+    };
+    let regions = starts(dir.path(), &sessions[0][0]);
+    assert!(!regions.is_empty());
+    assert_eq!(regions, starts(intact_dir.path(), &intact_sessions[0][0]));
+    let events = parquet_rows(dir.path(), "events");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e[3].as_deref() == Some("session record lost"))
+            .count(),
+        2,
+        "{events:?}"
+    );
 }

@@ -1852,3 +1852,149 @@ fn the_export_of_a_trim_says_the_range_in_the_file() {
     assert!(bytes.windows(11).any(|w| w == b"trace range"));
     assert!(ranges("whole.hrxt").is_empty());
 }
+
+/// A trace whose first block (its session record) is damaged: exported alone, its times are
+/// on CLOCK_MONOTONIC as the intact trace's (recovered from its clock calibrations, not
+/// session ns under a snapshot of CLOCK_MONOTONIC 0 and 1970), it says what it lost on
+/// stderr and in each output, and its Parquet rows join a `sessions` row; merged with
+/// another trace (here its own intact copy: the same run shown twice) it is refused, in
+/// every format (a break-it pass).
+#[test]
+fn a_trace_whose_session_record_was_lost_is_exported_as_such_and_never_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let mut bytes = std::fs::read(dir.path().join("h.hrxt")).unwrap();
+    // The first block's marker, just after the 32-byte file header.
+    bytes[32] ^= 0xff;
+    std::fs::write(dir.path().join("d.hrxt"), &bytes).unwrap();
+    for output in ["m.json", "m.pftrace", "tables/"] {
+        let out = run(dir.path(), &["export", "h.hrxt", "d.hrxt", "-o", output]);
+        assert_error(
+            &out,
+            "cannot merge d.hrxt: its session record was lost (its first block is damaged)",
+        );
+        assert!(!dir.path().join(output).exists(), "nothing written");
+    }
+    let lost = "session record lost (first block damaged): host, pid, command line and wall \
+                clock unknown; times put on CLOCK_MONOTONIC";
+    for (trace, output) in [("h.hrxt", "h.json"), ("d.hrxt", "d.json")] {
+        let out = run(dir.path(), &["export", trace, "-o", output]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out).contains(&format!("warning: {trace}: {lost}")),
+            trace == "d.hrxt",
+            "{}",
+            stderr(&out)
+        );
+    }
+    let json = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap()
+    };
+    // Each slice's absolute start, ns, by name, sorted.
+    let starts = |doc: &Value| -> Vec<(String, i128)> {
+        let base: i128 = doc["otherData"]["ts_base_ns"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut starts: Vec<(String, i128)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                let ts = (e["ts"].as_f64().unwrap() * 1000.0).round() as i128;
+                (e["name"].as_str().unwrap().to_owned(), base + ts)
+            })
+            .collect();
+        starts.sort();
+        starts
+    };
+    let (h, d) = (json("h.json"), json("d.json"));
+    let (intact, recovered) = (starts(&h), starts(&d));
+    assert_eq!(intact.len(), recovered.len());
+    for ((name, a), (other, b)) in intact.iter().zip(&recovered) {
+        // Calibrations a block apart differ by the session clock's drift (ns here); the
+        // session ns exported before were the host's uptime away.
+        assert!(
+            name == other && (a - b).abs() < 1_000_000,
+            "{name} {a} {other} {b}"
+        );
+    }
+    assert_eq!(d["otherData"]["clock"], "CLOCK_MONOTONIC");
+    assert!(
+        d["otherData"]["session_record"]
+            .as_str()
+            .unwrap()
+            .starts_with(lost),
+        "{}",
+        d["otherData"]
+    );
+    for format in ["pftrace", "parquet"] {
+        let out = run(
+            dir.path(),
+            &["export", "d.hrxt", "-o", &format!("d.{format}")],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stderr(&out).contains(lost), "{}", stderr(&out));
+    }
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "h.parquet"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    if let Some(v) = python_check(
+        "tests/perfetto/check.py",
+        std::ffi::OsStr::new("d.pftrace"),
+        dir.path(),
+        "HRX_REQUIRE_PERFETTO",
+        "perfetto==0.59.1 protobuf==6.31.1",
+    ) {
+        let n = |k: &str| v[k].as_u64().unwrap();
+        assert_eq!(
+            (
+                n("unknown_fields"),
+                n("unmatched_flow_ids"),
+                n("unbalanced_ends")
+            ),
+            (0, 0, 0),
+            "{v}"
+        );
+        // CLOCK_MONOTONIC at the recovered base, and no wall clock (it read 1970).
+        let snapshots = v["clock_snapshots"].as_array().unwrap();
+        assert_eq!(snapshots.len(), 1, "{v}");
+        let clocks = snapshots[0]["clocks"].as_object().unwrap();
+        assert_eq!(clocks.keys().collect::<Vec<_>>(), ["3"], "{v}");
+        assert!(clocks["3"].as_u64().unwrap() > 0, "{v}");
+        let labels = &v["processes"][0]["labels"];
+        assert!(labels[0].as_str().unwrap().starts_with(lost), "{v}");
+    }
+    // Both exports queried as one data set: every row joins a `sessions` row.
+    if let Some(v) = python_check(
+        "tests/parquet/sessions.py",
+        std::ffi::OsStr::new("*.parquet"),
+        dir.path(),
+        "HRX_REQUIRE_DUCKDB",
+        "duckdb==2.0.1",
+    ) {
+        let sessions = v["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 2, "{v}");
+        assert_eq!(
+            (
+                &sessions[0]["session_record"],
+                &sessions[0]["host"],
+                &sessions[0]["pid"]
+            ),
+            (&"lost".into(), &Value::Null, &Value::Null),
+            "{v}"
+        );
+        assert_eq!(sessions[0]["clock"], "CLOCK_MONOTONIC", "{v}");
+        assert!(
+            sessions[0]["monotonic_base_ns"].as_u64().unwrap() > 0,
+            "{v}"
+        );
+        assert_eq!(sessions[1]["session_record"], "recorded", "{v}");
+        for (table, n) in v["unjoined"].as_object().unwrap() {
+            assert_eq!(n, 0, "{table}: {v}");
+        }
+        assert_eq!(v["regions"]["lost"], v["regions"]["recorded"], "{v}");
+        assert!(v["regions"]["lost"].as_u64().unwrap() > 0, "{v}");
+    }
+}
