@@ -254,22 +254,22 @@ pub struct RecordArgs {
     #[arg(long, value_name = "PATH", conflicts_with = "program")]
     pub input: Option<PathBuf>,
 
-    /// Frames to run, cycling through the photographs [default: each photograph once;
-    /// `faults`: at least 4].
+    /// Frames to run (`pipeline`, `faults`), cycling through the photographs [default: each
+    /// photograph once; `faults`: at least 4].
     #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_frames, allow_negative_numbers = true)]
     pub frames: Option<usize>,
 
-    /// Largest frame width in pixels: the first photograph is scaled down to it (aspect
-    /// kept) and every other one scaled and centre-cropped to that size.
+    /// Largest frame width in pixels (`pipeline`, `faults`): the first photograph is scaled
+    /// down to it (aspect kept) and every other one scaled and centre-cropped to that size
+    /// [default: 1280].
     #[arg(
         long,
         value_name = "PX",
-        default_value_t = 1280,
         conflicts_with = "program",
         value_parser = parse_width,
         allow_negative_numbers = true
     )]
-    pub max_width: u32,
+    pub max_width: Option<u32>,
 
     /// Frames in flight in the pipeline, 1 to the runtime's 64 submission slots [default: 3].
     #[arg(long, value_name = "N", conflicts_with = "program", value_parser = parse_count, allow_negative_numbers = true)]

@@ -35,6 +35,9 @@ pub const DEFAULT_FAULT: &str = "kernel=hrx_sobel#2:device-lost";
 /// The workload names, as `--workload` takes them.
 pub const NAMES: [&str; 3] = ["pipeline", "hazards", "faults"];
 
+/// `--max-width`'s default, in pixels.
+const DEFAULT_MAX_WIDTH: u32 = 1280;
+
 /// Fewest frames `faults` runs, so that the fault lands mid-run.
 const FAULTS_MIN_FRAMES: usize = 4;
 
@@ -130,15 +133,29 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     if args.frames == Some(0) {
         return Err(Failure::new("--frames must be at least 1").into());
     }
-    if workload == Workload::Hazards && (args.input.is_some() || args.frames.is_some()) {
-        return Err(Failure::new(
-            "--input and --frames apply to the pipeline and faults workloads",
-        )
-        .into());
+    // `hazards` has no photos, frames or frames in flight: an option it would ignore is
+    // refused, as a mistake (it ignored `--in-flight` and `--max-width` silently, and `diff`
+    // then told two identical runs apart by their arguments: a break-it pass).
+    if workload == Workload::Hazards {
+        let given = [
+            ("--input", args.input.is_some()),
+            ("--frames", args.frames.is_some()),
+            ("--max-width", args.max_width.is_some()),
+            ("--in-flight", args.in_flight.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(Failure::new(format!(
+                "{flag} applies to the pipeline and faults workloads, not hazards"
+            ))
+            .into());
+        }
     }
     let photos = match workload {
         Workload::Hazards => None,
-        _ => Some(Photos::open(args.input.as_deref(), args.max_width)?),
+        _ => Some(Photos::open(
+            args.input.as_deref(),
+            args.max_width.unwrap_or(DEFAULT_MAX_WIDTH),
+        )?),
     };
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
     crate::record::warn_unknown_patterns(&args.output);

@@ -342,6 +342,39 @@ fn bad_backend_and_fault_specs_are_one_line_errors() {
     assert!(!dir.path().join("hrx.hrxt").exists());
 }
 
+/// `hazards` has no photos, frames or frames in flight: each option for them is refused in
+/// one line, as `--frames` was, before anything is recorded (`--in-flight` and
+/// `--max-width` were ignored silently, and `diff` then told identical runs apart by their
+/// arguments: a break-it pass).
+#[test]
+fn hazards_refuses_every_pipeline_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value) in [
+        ("--in-flight", "8"),
+        ("--max-width", "10"),
+        ("--frames", "5"),
+        ("--input", "x.jpg"),
+    ] {
+        let output = run(
+            dir.path(),
+            &[
+                "record",
+                "--workload",
+                "hazards",
+                flag,
+                value,
+                "-o",
+                "h.hrxt",
+            ],
+        );
+        assert_error(
+            &output,
+            &format!("{flag} applies to the pipeline and faults workloads, not hazards"),
+        );
+        assert!(!dir.path().join("h.hrxt").exists(), "{flag}");
+    }
+}
+
 /// `faults` injects the fault `HRX_FAULT` names instead of its own, and says so.
 #[test]
 fn faults_runs_the_fault_hrx_fault_names() {
