@@ -527,10 +527,33 @@ fn reported_in(dir: &Path, path: &Path, pid: u32) -> bool {
         .any(|bytes| bytes == path.as_os_str().as_bytes())
 }
 
-/// The trace `from` that this process reported to `hrx-trace record` ([`report_path`]) was
-/// moved to `to` while it was recorded: its report names `to` now, so that `record` reads
-/// the trace there (it said "the trace is lost" of a file whole under its new name).
+/// Traces this process wrote that were moved (renamed) while they were recorded: (the
+/// path written, made absolute; the path now), for [`moved_to`].
+static MOVED: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Where the trace this process wrote at `path` is now, when it was moved (renamed) while
+/// it was recorded (as its writer last found it); `None` where it was not.
+pub fn moved_to(path: &Path) -> Option<PathBuf> {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    lock(&MOVED)
+        .iter()
+        .find(|(from, _)| *from == path)
+        .map(|(_, to)| to.clone())
+}
+
+/// The trace `from` that this process wrote was moved to `to` while it was recorded: kept
+/// for [`moved_to`] (`record --workload` summarises it there), and the report to
+/// `hrx-trace record` ([`report_path`]) names `to` now, so that `record` reads the trace
+/// there (it said "the trace is lost" of a file whole under its new name).
 pub(crate) fn report_moved(from: &Path, to: &Path) {
+    {
+        let absolute = std::path::absolute(from).unwrap_or_else(|_| from.to_owned());
+        let mut moved = lock(&MOVED);
+        match moved.iter_mut().find(|(f, _)| *f == absolute) {
+            Some(entry) => entry.1 = to.to_owned(),
+            None => moved.push((absolute, to.to_owned())),
+        }
+    }
     if let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) {
         report_moved_in(Path::new(&dir), from, to, std::process::id());
     }

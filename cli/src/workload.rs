@@ -250,22 +250,53 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             writeln!(out, "{key:<12} {}", crate::failure::one_line(value))?;
         }
     }
-    // After the report: a trace that could not be written whole (a full disk) does not hide
-    // what the run did.
-    closed.context("the trace is incomplete")?;
     // The file the runtime wrote: `-o`'s, or `NAME.PID.EXT` beside it when another process
     // (a concurrent recording to the same name) held that one.
     let output = hrx_capture::installed_path().unwrap_or(output);
-    let stats = crate::info::read(&output)?;
+    // Renamed while it was recorded: whole under its new name, which its writer found (it
+    // said "cannot open it ... record one", exit 2, of a trace closed cleanly: a break-it
+    // pass). Deleted: lost, said without a hint to record one.
+    let output = match hrx_capture::moved_to(&output) {
+        Some(now) => {
+            crate::output::note(format_args!(
+                "the summary below is of {}, the trace's name now",
+                now.shown()
+            ));
+            now
+        }
+        None => output,
+    };
+    if !output.exists() && closed.is_ok() {
+        return Err(Failure::new(format!(
+            "the trace {} is lost: it was deleted while it was recorded",
+            output.shown()
+        ))
+        .into());
+    }
+    // A trace that could not be written whole (a full disk) is summarised as far as it was
+    // written, after the report, and its error comes last: the summary (and `--json`'s line)
+    // was missing, though the trace holds what ran.
+    let closed = closed.context("the trace is incomplete");
+    let stats = match crate::info::read(&output) {
+        Ok(stats) => stats,
+        Err(error) => return Err(closed.err().unwrap_or_else(|| error.into())),
+    };
+    let failed = match (&outcome.error, &closed) {
+        (Some(error), _) | (None, Err(error)) => {
+            Some(crate::failure::one_line(&format!("{error:#}")))
+        }
+        (None, Ok(())) => None,
+    };
     let json = args.json.then(|| {
         serde_json::json!({
             "workload": outcome.workload,
             "device": outcome.device,
             "outcome": outcome.outcome,
-            "failed": outcome.error.as_ref().map(|e| crate::failure::one_line(&format!("{e:#}"))),
+            "failed": failed,
         })
     });
     print_summary(&output, &stats, json)?;
+    closed?;
     crate::record::warn_empty_range(range.as_ref(), &output, &stats);
     match after_signal(stop::requested(), outcome.stopped) {
         AfterSignal::Stopped { note, code } => {
@@ -451,6 +482,12 @@ fn execute(
             // run, see the trace) are not delivered.
             let done = format!("{} of {frames} frames delivered", run.delivered);
             let (outcome, error) = match (workload, run.error, fault) {
+                // Reported as the run's failure, after the summary of what it recorded (it
+                // was an error alone, with no summary nor `--json` line: a break-it pass).
+                _ if run.input_error.is_some() => (
+                    format!("stopped by an input error: {done}"),
+                    run.input_error.map(anyhow::Error::new),
+                ),
                 (_, None, _) if run.stopped.is_some() => {
                     let signal = run.stopped.unwrap_or_default();
                     // In the trace too: it closes cleanly, but is not the whole run.
@@ -594,13 +631,16 @@ struct PipelineRun {
     /// Whether the run stopped before its last frame because the trace could not be
     /// written.
     trace_failed: bool,
+    /// The photograph that did not decode, which stopped the run there.
+    input_error: Option<Failure>,
 }
 
 /// Runs `frames` frames through the pipeline.
 ///
 /// # Errors
 ///
-/// [`Failure`] when a photograph does not decode; the pipeline's construction errors.
+/// The pipeline's construction errors (a photograph that does not decode stops the run,
+/// in [`PipelineRun::input_error`]).
 fn pipeline(
     runtime: &Runtime,
     photos: &mut Photos,
@@ -666,7 +706,7 @@ fn pipeline(
         (result, decode_error)
     });
     progress.finish_and_clear();
-    if let Some(error) = decode_error {
+    if let Some(error) = &decode_error {
         // In the trace too: it closes cleanly, but is not the whole run (signal 0: the
         // program's own error, not a signal), and the timeline marks where and why.
         hrx::annotate::marker(&format!("stopped: {error}"));
@@ -678,7 +718,6 @@ fn pipeline(
                 asked: Some(frames as u64),
             },
         ));
-        return Err(error.into());
     }
     let (frames_per_second, error) = match result {
         Ok(stats) => (stats.fps(), None),
@@ -691,6 +730,7 @@ fn pipeline(
         error,
         stopped: stop::requested().filter(|_| delivered < frames),
         trace_failed: delivered < frames && trace_failed(),
+        input_error: decode_error,
     })
 }
 

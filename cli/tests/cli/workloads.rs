@@ -2,6 +2,7 @@
 
 use crate::util::*;
 use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::process::Stdio;
 
 #[test]
@@ -546,6 +547,12 @@ fn a_full_disk_fails_the_recording_after_its_report() {
         "{}",
         stdout(&output)
     );
+    // And what was written, summarised (there was no `file` line).
+    assert!(
+        field(&stdout(&output), "file").contains("not closed cleanly"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 /// A pipeline whose trace cannot be written (a file size limit, as a full disk would) stops
@@ -581,6 +588,167 @@ fn a_full_disk_stops_the_pipeline_at_the_first_failed_write() {
         .parse()
         .unwrap();
     assert!(delivered < 48, "{out}");
+}
+
+/// Starts `record --workload pipeline` of a million frames into `dir/t.hrxt`, waits until
+/// the trace exists, does `meanwhile`, then stops the run with SIGTERM; returns its output.
+fn while_recording(dir: &Path, photo: &Path, meanwhile: impl FnOnce()) -> std::process::Output {
+    let mut child = hrx_trace(dir)
+        .args([
+            "record",
+            "--workload",
+            "pipeline",
+            "-o",
+            "t.hrxt",
+            "--input",
+        ])
+        .arg(photo)
+        .args(["--frames", "1000000", "--max-width", "64"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !dir.join("t.hrxt").exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it exited without a trace"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    meanwhile();
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    child.wait_with_output().unwrap()
+}
+
+/// A trace renamed while it was recorded is whole under its new name: `record --workload`
+/// summarises it there, saying so, and ends as the run does (it said "cannot open it" with
+/// a hint to record one, exit 2: a break-it pass). One deleted is lost: exit 2, said once,
+/// with no such hint.
+#[test]
+fn a_workload_trace_moved_while_recorded_is_summarised_where_it_is() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = while_recording(dir.path(), &photo, || {
+        std::fs::rename(dir.path().join("t.hrxt"), dir.path().join("moved.hrxt")).unwrap();
+    });
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(code(&output), 128 + libc::SIGTERM, "{out}{err}");
+    assert!(
+        field(&out, "file").contains("moved.hrxt (clean close)"),
+        "{out}"
+    );
+    assert!(
+        err.contains("note: the summary below is of ")
+            && err.contains("moved.hrxt, the trace's name now"),
+        "{err}"
+    );
+    assert!(!err.contains("error:") && !err.contains("hint:"), "{err}");
+
+    let output = while_recording(dir.path(), &photo, || {
+        std::fs::remove_file(dir.path().join("t.hrxt")).unwrap();
+    });
+    let err = stderr(&output);
+    assert_eq!(code(&output), 2, "{err}");
+    assert!(
+        err.lines().last().is_some_and(
+            |l| l == "error: the trace t.hrxt is lost: it was deleted while it was recorded"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("hint:"), "{err}");
+}
+
+/// A photograph that does not decode mid-run stops it with an error after the report and
+/// the summary of the trace written, and `--json` prints its line (text printed no summary,
+/// and `--json` nothing: a break-it pass).
+#[test]
+fn a_workload_stopped_by_a_bad_photograph_is_summarised() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
+    std::fs::create_dir(dir.path().join("in")).unwrap();
+    std::fs::write(dir.path().join("in/a.jpg"), &whole).unwrap();
+    std::fs::write(dir.path().join("in/b.jpg"), &whole[..whole.len() / 2]).unwrap();
+    let args = [
+        "record",
+        "--workload",
+        "pipeline",
+        "--input",
+        "in",
+        "--max-width",
+        "64",
+        "--frames",
+        "4",
+        "-o",
+        "t.hrxt",
+    ];
+    let text = run(dir.path(), &args);
+    let (out, err) = (stdout(&text), stderr(&text));
+    assert_eq!(code(&text), 2, "{out}{err}");
+    assert!(
+        field(&out, "outcome").starts_with("stopped by an input error: ")
+            && field(&out, "outcome").ends_with(" of 4 frames delivered"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "file").starts_with("t.hrxt (clean close)"),
+        "{out}"
+    );
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error: ") && l.contains("b.jpg")),
+        "{err}"
+    );
+    let json = run(dir.path(), &[&args[..], &["--json"]].concat());
+    assert_eq!(code(&json), 2, "{}", stderr(&json));
+    let line: serde_json::Value = serde_json::from_str(stdout(&json).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&json), stderr(&json)));
+    assert!(
+        line["outcome"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped by an input error"),
+        "{line:#}"
+    );
+    assert!(
+        line["failed"].as_str().unwrap().contains("b.jpg"),
+        "{line:#}"
+    );
+    assert_eq!(line["trace"]["complete"], true, "{line:#}");
+}
+
+/// A trace that cannot be written whole (a file size limit, as a full disk would): `--json`
+/// prints the line of what was written, `complete: false`, then the error (it printed
+/// nothing).
+#[test]
+fn a_full_disk_still_prints_the_json_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &size_limited("record --json -o t.hrxt --workload hazards"),
+        ])
+        .current_dir(dir.path())
+        .env_remove("HRX_TRACE")
+        .env("HRX_TRACE_CONTENTS", "1")
+        .output()
+        .unwrap();
+    assert_error(&output, "the trace is incomplete");
+    let line: serde_json::Value = serde_json::from_str(stdout(&output).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}", stdout(&output)));
+    assert_eq!(line["trace"]["complete"], false, "{line:#}");
+    assert!(
+        line["outcome"].as_str().unwrap().starts_with("ok"),
+        "{line:#}"
+    );
+    assert!(
+        line["failed"]
+            .as_str()
+            .unwrap()
+            .starts_with("the trace is incomplete"),
+        "{line:#}"
+    );
 }
 
 /// SIGINT (a Ctrl-C) or SIGTERM (a CI runner's timeout) during a long `record --workload`
