@@ -36,6 +36,29 @@ pub fn temporary_beside(target: &Path, prefix: &str, suffix: &str) -> PathBuf {
     ))
 }
 
+/// Whether `candidate` is a name [`temporary_beside`] gives `target` for some process: a
+/// temporary file of `target` that a writer killed may have left.
+pub fn is_temporary_of(
+    target: &Path,
+    candidate: &std::ffi::OsStr,
+    prefix: &str,
+    suffix: &str,
+) -> bool {
+    let name = target.file_name().unwrap_or_default();
+    let tail = format!(".{suffix}");
+    let Some(rest) = candidate.as_bytes().strip_suffix(tail.as_bytes()) else {
+        return false;
+    };
+    let digits = rest.rsplit(|&b| b == b'.').next().unwrap_or_default();
+    let pid = std::str::from_utf8(digits)
+        .ok()
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u32>().ok());
+    // Built again for that id: a name of another output that only looks alike is not this
+    // one's (nor one with its id written otherwise, `007`).
+    pid.is_some_and(|pid| temporary_name(name.as_bytes(), prefix, suffix, pid) == candidate)
+}
+
 /// [`temporary_beside`]'s name for `name` and process `pid`.
 fn temporary_name(name: &[u8], prefix: &str, suffix: &str, pid: u32) -> OsString {
     let tail = format!(".{pid}.{suffix}");
@@ -133,7 +156,35 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{NAME_MAX, temporary_name};
+    use super::{NAME_MAX, is_temporary_of, temporary_name};
+    use std::path::Path;
+
+    #[test]
+    fn a_temporary_name_is_told_from_other_names() {
+        let out = Path::new("dir/k.json");
+        let of = |name: &str| is_temporary_of(out, name.as_ref(), "", "partial");
+        assert!(of("k.json.1878.partial"));
+        assert!(of(&format!("k.json.{}.partial", u32::MAX)));
+        for other in [
+            "k.json",
+            "k.json.partial",
+            "k.json..partial",
+            "k.json.12x.partial",
+            "k.json.007.partial",
+            "k.json.1878.new",
+            "kk.json.1878.partial",
+            "x.k.json.1878.partial",
+            "k.json.99999999999.partial",
+        ] {
+            assert!(!of(other), "{other}");
+        }
+        // A long name, shortened with its hash, is known as its own, not another's.
+        let long = "é".repeat(125) + "-1.hrxt";
+        let temp = temporary_name(long.as_bytes(), "", "partial", 42);
+        assert!(is_temporary_of(Path::new(&long), &temp, "", "partial"));
+        let other = "é".repeat(125) + "-2.hrxt";
+        assert!(!is_temporary_of(Path::new(&other), &temp, "", "partial"));
+    }
     use std::os::unix::ffi::OsStrExt;
 
     #[test]

@@ -624,7 +624,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             let _ = std::fs::remove_dir(dir);
         }
     };
-    let locked = lock(dir, true);
+    let locked = crate::partial::lock(dir, true);
     if locked.is_some() {
         remove_abandoned(dir, &ours);
     } else {
@@ -634,7 +634,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
     // Locked before `DIR` is unlocked, so that no other export takes it for a killed one's;
     // held until the export ends.
     let written = std::fs::create_dir(&staging).and_then(|()| {
-        let held = lock(&staging, false);
+        let held = crate::partial::lock(&staging, false);
         std::fs::write(
             staging.join(PARQUET_MARKER),
             b"hrx-trace export --format parquet\n",
@@ -678,7 +678,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             )));
         }
     };
-    let locked = lock(dir, true);
+    let locked = crate::partial::lock(dir, true);
     let mut moved = 0;
     let committed = interruptible.commit(|| {
         for name in &ours {
@@ -753,38 +753,18 @@ const STAGING_PREFIX: &str = ".hrx-export.";
 #[cfg(feature = "parquet")]
 const STAGING_SUFFIX: &str = ".partial";
 
-/// An exclusive lock on the directory `dir` (std's `File::lock`: `flock` on Linux, as the
-/// trace writer takes on its file), held until the file is dropped; waits for it where
-/// `wait`. `None` where it is not had: held by another (not `wait`), or a file system that
-/// has none on a directory (NFS), where the export goes on unlocked.
-#[cfg(feature = "parquet")]
-fn lock(dir: &Path, wait: bool) -> Option<File> {
-    let file = File::open(dir).ok()?;
-    let locked = if wait {
-        file.lock().is_ok()
-    } else {
-        file.try_lock().is_ok()
-    };
-    locked.then_some(file)
-}
-
 /// Removes the staging directories in `dir` (locked) that no export holds: a killed
-/// export's, which would stay, as large as its tables, for ever.
+/// export's ([`crate::partial::remove_abandoned`]).
 #[cfg(feature = "parquet")]
 fn remove_abandoned(dir: &Path, ours: &[String]) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok) {
+    crate::partial::remove_abandoned(
+        dir,
         // A symbolic link of that name is not followed to remove tables where it points.
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && is_staging_directory(&entry.file_name()) {
-            let path = entry.path();
-            if let Some(_held) = lock(&path, false) {
-                remove_tables(&path, ours);
-            }
-        }
-    }
+        |entry| {
+            entry.file_type().is_ok_and(|t| t.is_dir()) && is_staging_directory(&entry.file_name())
+        },
+        |staging| remove_tables(staging, ours),
+    );
 }
 
 /// Removes the files an export writes into `staging`, then it when that leaves it empty

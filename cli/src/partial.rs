@@ -12,13 +12,20 @@
 //! running on any thread while the output is finished or forgotten reads a valid one.
 //! [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals their
 //! default action again.
+//!
+//! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
+//! killed one left ([`remove_abandoned`]). Each writer holds a lock on its temporary output
+//! while it lives, so one whose lock can be taken is abandoned, whatever became of its
+//! process id (reused by another process or not); the folder is locked meanwhile, so that
+//! a temporary output just created, not yet locked, is not taken for an abandoned one.
 
 use hrx_capture::ShowPath;
 use std::ffi::CString;
-use std::fs::File;
+use std::fs::{DirEntry, File};
 use std::io::{self, IsTerminal};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::record::signals::{restore_defaults, set_handlers};
@@ -78,8 +85,42 @@ pub fn written_through(path: &Path) -> std::path::PathBuf {
     })
 }
 
-/// The handlers, until [`Interruptible::finished`] or drop (see the module docs).
-pub struct Interruptible(());
+/// An exclusive lock on the file or directory at `path` (std's `File::lock`: `flock` on
+/// Linux, as the trace writer takes on its file), held until the file is dropped; waits for
+/// it where `wait`. `None` where it is not had: held by another (not `wait`), or a file
+/// system that has none (NFS), where the caller goes on unlocked.
+pub fn lock(path: &Path, wait: bool) -> Option<File> {
+    let file = File::open(path).ok()?;
+    let locked = if wait {
+        file.lock().is_ok()
+    } else {
+        file.try_lock().is_ok()
+    };
+    locked.then_some(file)
+}
+
+/// Removes, with `remove`, each entry of `dir` (locked by the caller, [`lock`]) that `left`
+/// takes for a temporary output and whose lock can be taken: no live writer holds it, so
+/// a killed one left it, which would stay, as large as its output, for ever.
+pub fn remove_abandoned(dir: &Path, left: impl Fn(&DirEntry) -> bool, remove: impl Fn(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if left(&entry) {
+            let path = entry.path();
+            if let Some(_held) = lock(&path, false) {
+                remove(&path);
+            }
+        }
+    }
+}
+
+/// The handlers, until [`Interruptible::finished`] or drop (see the module docs), and the
+/// lock on the temporary output while it is written.
+pub struct Interruptible {
+    held: OnceLock<File>,
+}
 
 impl Interruptible {
     /// Sets the handlers: from now on SIGINT, SIGTERM or SIGHUP exit 128+N (removing the
@@ -87,7 +128,9 @@ impl Interruptible {
     pub fn install() -> Interruptible {
         // SAFETY: `handler` is a plain handler doing only async-signal-safe work.
         unsafe { set_handlers(handler as *const () as usize, 0) };
-        Interruptible(())
+        Interruptible {
+            held: OnceLock::new(),
+        }
     }
 
     /// Creates the temporary file that becomes `output` once complete, beside it
@@ -96,7 +139,9 @@ impl Interruptible {
     /// a file name's limit, with the permission bits of the file it replaces), with the
     /// signals blocked, and names it to the handlers before they may run: an interruption at
     /// any point after leaves no file. `removed` says what the handler removed (`the
-    /// incomplete export`), of `shown` (the output as the user named it). Returns the
+    /// incomplete export`), of `shown` (the output as the user named it). The file is
+    /// locked until [`Interruptible::finished`] (or drop), and temporary files of `output`
+    /// that killed writers left are removed first (see the module docs). Returns the
     /// temporary file's path, and the file.
     ///
     /// # Errors
@@ -109,7 +154,39 @@ impl Interruptible {
         shown: &Path,
     ) -> io::Result<(std::path::PathBuf, File)> {
         let blocked = Blocked::signals();
+        let folder = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(folder) => folder,
+            None => Path::new("."),
+        };
+        // Held until ours is locked: no other writer takes it for a killed one's meanwhile.
+        let locked = lock(folder, true);
+        if locked.is_some() {
+            remove_abandoned(
+                folder,
+                |entry| {
+                    // A symbolic link of that name is not followed to remove where it points.
+                    entry.file_type().is_ok_and(|t| t.is_file())
+                        && hrx_capture::replace::is_temporary_of(
+                            output,
+                            &entry.file_name(),
+                            "",
+                            "partial",
+                        )
+                },
+                |path| {
+                    let _ = std::fs::remove_file(path);
+                },
+            );
+        }
         let (temp, file) = hrx_capture::replace::create_beside(output, "partial")?;
+        // On a descriptor of its own that shares the file's lock: the caller may close the
+        // file before it renames it.
+        if let Ok(held) = file.try_clone()
+            && held.try_lock().is_ok()
+        {
+            let _ = self.held.set(held);
+        }
+        drop(locked);
         // By its whole path (created new, it is no symbolic link).
         let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
         name(&[whole], &[], removed, shown);

@@ -595,6 +595,16 @@ fn interrupted(
 /// it stopped. `None` when it finished before it could be stopped (the trace is too small
 /// to catch it writing).
 fn stopped_while_writing(dir: &Path, args: &[&str], partial: &str) -> Option<std::process::Child> {
+    stopped_once(dir, args, partial, |p| p.exists())
+}
+
+/// [`stopped_while_writing`], once `ready` says so of `partial`.
+fn stopped_once(
+    dir: &Path,
+    args: &[&str],
+    partial: &str,
+    ready: fn(&Path) -> bool,
+) -> Option<std::process::Child> {
     use std::process::Stdio;
     let mut child = hrx_trace(dir)
         .args(args)
@@ -611,7 +621,7 @@ fn stopped_while_writing(dir: &Path, args: &[&str], partial: &str) -> Option<std
             assert!(status.success(), "{args:?}: {}", stderr(&out));
             return None;
         }
-        if partial.exists() {
+        if ready(&partial) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -928,6 +938,82 @@ fn a_killed_parquet_exports_staging_directory_is_removed_by_the_next() {
     let out = writing.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(staging_left(&tables), Vec::<String>::new());
+}
+
+/// A Chrome or Perfetto export, or a trim, killed with SIGKILL (an OOM kill: no handler
+/// runs) leaves its `OUT.PID.partial`; the next export or trim to the same OUT removes it
+/// (it stayed for ever: 480 MB after one second of export, a break-it pass), by its lock,
+/// not its process id: one named for a live process that is no writer (an id reused) goes
+/// too, while the one a live export or trim writes now stays and completes, and another
+/// output's is left alone.
+#[test]
+fn a_killed_export_or_trims_partial_file_is_removed_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("small.hrxt"), 50);
+    let cases: [(&[&str], &str, &[&str]); 2] = [
+        (
+            &["export", "big.hrxt", "--format", "chrome", "-o", "k.json"],
+            "k.json",
+            &["export", "small.hrxt", "-o", "k.json"],
+        ),
+        (
+            &["trim", "big.hrxt", "-o", "kt.hrxt", "--submissions", "1.."],
+            "kt.hrxt",
+            &[
+                "trim",
+                "small.hrxt",
+                "-o",
+                "kt.hrxt",
+                "--submissions",
+                "1..3",
+            ],
+        ),
+    ];
+    // Caught once it has written (its partial file created and the folder let go of).
+    let written = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);
+    for (args, out, next) in cases {
+        let partial = format!("{out}.{{pid}}.partial");
+        let mut regions = 200_000;
+        let killed = loop {
+            assert!(regions < 200_000 << 4, "{out}: never caught writing");
+            synthetic_trace(&dir.path().join("big.hrxt"), regions);
+            regions *= 2;
+            if let Some(mut child) = stopped_once(dir.path(), args, &partial, written) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break child.id();
+            }
+        };
+        let left = dir.path().join(format!("{out}.{killed}.partial"));
+        assert!(left.is_file(), "{out}: the killed one's");
+        // Named for a live process (this test's) that writes no export: an id reused.
+        let reused = dir
+            .path()
+            .join(format!("{out}.{}.partial", std::process::id()));
+        std::fs::write(&reused, b"left").unwrap();
+        let other = dir.path().join(format!("other.json.{killed}.partial"));
+        std::fs::write(&other, b"another output's").unwrap();
+        let writing = loop {
+            if let Some(child) = stopped_once(dir.path(), args, &partial, written) {
+                break child;
+            }
+        };
+        let own = format!("{out}.{}.partial", writing.id());
+        let done = run(dir.path(), next);
+        let mut partials = partial_files(dir.path());
+        // Continued before any assertion: a failed test leaves no stopped process.
+        // SAFETY: `writing` is our child, not yet reaped.
+        unsafe { libc::kill(writing.id() as libc::pid_t, libc::SIGCONT) };
+        let finished = writing.wait_with_output().unwrap();
+        assert_eq!(code(&done), 0, "{out}: {}", stderr(&done));
+        partials.sort();
+        let mut kept = vec![own, format!("other.json.{killed}.partial")];
+        kept.sort();
+        assert_eq!(partials, kept, "{out}");
+        assert_eq!(code(&finished), 0, "{out}: {}", stderr(&finished));
+        std::fs::remove_file(&other).unwrap();
+        assert_eq!(partial_files(dir.path()), Vec::<String>::new(), "{out}");
+    }
 }
 
 /// A Parquet export that cannot move all its tables in (a directory made where a table
