@@ -187,8 +187,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "R", value_parser = parse_ratio, allow_negative_numbers = true)]
     pub max_slowdown: Option<f64>,
 
-    /// Replay only the first N submissions of each runtime (N >= 1; an N past the last
-    /// submission replays them all, with a warning).
+    /// Replay only submissions 1 to N of each runtime (N >= 1), numbered as in the whole
+    /// recording, as a range or trim keeps them (one holding 4..=7 replays 4 and 5 with
+    /// --until 5); an N before the trace's first submission is an error, one past its last
+    /// replays them all, with a warning.
     #[arg(long, value_name = "N", value_parser = parse_until, allow_negative_numbers = true)]
     pub until: Option<u64>,
 
@@ -542,7 +544,6 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `--until N`: a count of submissions, which the runtime numbers from 1.
 /// A count given on the command line: negative numbers parse as far as here (clap would
 /// call `-1` an unexpected argument and suggest `-- -1`), to be refused with the reason.
 fn parse_count(text: &str) -> Result<usize, String> {
@@ -619,6 +620,7 @@ fn whole_number(text: &str, error: &std::num::ParseIntError) -> String {
     }
 }
 
+/// `--until N`: a submission number, which the runtime numbers from 1.
 fn parse_until(text: &str) -> Result<u64, String> {
     if text.trim_start().starts_with('-') {
         return Err("submissions count from 1: give 1 or more".to_owned());

@@ -431,17 +431,21 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // its verdict stands, but the number was likely meant for another trace (a warning,
     // kept by `-q`, not an error: a script passing one `--until` to traces of several
     // lengths still gets its verdicts). A trace without submissions is said below.
+    // Numbered as in the whole recording, as `--until` numbers them (it said "it holds 4"
+    // of a range holding 4..=7, the count, not the number).
     if let Some(until) = args.until
-        && let Some(most) = (report.trace.runtimes.iter()).map(|r| r.submissions).max()
-        && most > 0
-        && until > most as u64
+        && let Some(last) = (report.trace.runtimes.iter())
+            .map(|r| r.last_submission)
+            .max()
+        && last > 0
+        && until > last
     {
         crate::output::warn(format_args!(
             "--until {until} is past the trace's last submission ({}): all were replayed",
             if report.trace.runtimes.len() == 1 {
-                format!("it holds {most}")
+                format!("submission {last}")
             } else {
-                format!("its runtimes hold at most {most} each")
+                format!("its runtimes' last is submission {last}")
             }
         ));
     }

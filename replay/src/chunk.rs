@@ -352,11 +352,19 @@ impl ChunkIndex {
     }
 }
 
+/// What `until` left out of one runtime.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cut {
+    /// Submissions left out.
+    pub count: u64,
+    /// The lowest and highest submission numbers left out.
+    pub first: u64,
+    pub last: u64,
+}
+
 /// Per runtime: what `until` has cut.
 #[derive(Default)]
 struct Runtime {
-    /// Submits read (kept or cut by `until`).
-    seen: u64,
     /// Submissions cut by `until`: the first of them (records from it on are skipped).
     cut_from: Option<SubmissionIndex>,
 }
@@ -385,7 +393,7 @@ pub(crate) struct Chunker<R> {
     /// after the first pass).
     pub late: u64,
     /// Submissions left out by `until`, per runtime.
-    pub cut: BTreeMap<RuntimeId, u64>,
+    pub cut: BTreeMap<RuntimeId, Cut>,
     /// Where the file ends for each runtime, if it was never closed before some of its
     /// submitting threads' last records were written ([`crate::plan::ends`]): records of
     /// submissions from there on are left out, as a whole-trace replay leaves them out.
@@ -482,13 +490,20 @@ impl<R: Read> Chunker<R> {
         let chunk = match (record.runtime(), submission_of(&record)) {
             (Some(runtime), Some(submission)) => {
                 let rt = self.runtimes.entry(runtime).or_default();
-                if let Record::Submit(_) = record {
-                    rt.seen += 1;
-                    if self.until.is_some_and(|n| rt.seen > n) {
-                        rt.cut_from = Some(rt.cut_from.map_or(submission, |c| c.min(submission)));
-                        *self.cut.entry(runtime).or_default() += 1;
-                        return;
-                    }
+                // By its number in the whole recording, which a range or trim keeps (it
+                // counted the Submits held: `--until 2` of a trim holding 4..=7 kept 4 and 5).
+                if let Record::Submit(_) = record
+                    && self.until.is_some_and(|n| submission.0 > n)
+                {
+                    rt.cut_from = Some(rt.cut_from.map_or(submission, |c| c.min(submission)));
+                    let cut = self.cut.entry(runtime).or_default();
+                    cut.first = match cut.count {
+                        0 => submission.0,
+                        _ => cut.first.min(submission.0),
+                    };
+                    cut.count += 1;
+                    cut.last = cut.last.max(submission.0);
+                    return;
                 }
                 if rt.cut_from.is_some_and(|c| submission >= c) {
                     return;

@@ -342,6 +342,7 @@ pub(crate) fn report(
             graphs: rp.graphs.len(),
             submissions: rp.captured_submissions(),
             replayed_submissions: rp.submissions.len(),
+            last_submission: rp.last_captured.map_or(0, |s| s.0),
             captured_fault: rp.fault.clone(),
             replay_fault: run.replay_fault.clone(),
         });

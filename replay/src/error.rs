@@ -143,6 +143,18 @@ pub enum ReplayError {
         /// Whether the trace was read whole ([`hrx_capture::Recovery::is_complete`]).
         complete: bool,
     },
+    /// `until` keeps none of the submissions the trace holds: a range or trim that starts
+    /// past it (submissions are numbered as in the whole recording).
+    #[error(
+        "--until {until} keeps none of the submissions the trace holds: its first is \
+         submission {first} (numbered as in the whole recording)"
+    )]
+    UntilKeepsNothing {
+        /// The `until` asked for.
+        until: u64,
+        /// The first submission the trace holds.
+        first: u64,
+    },
     /// The replay's own measurements (its in-memory trace) could not be recorded or read.
     #[error("recording the replay's measurements: {why}")]
     Measurement {

@@ -72,7 +72,7 @@
 //! - **Fault injection** exists on the software device only: a captured fault is not
 //!   replayed on CUDA or HIP (the report says so, and the captured failures then diverge).
 //! - Several runtimes in one trace are replayed one after the other, each in its own
-//!   replay runtime; `until` counts submissions per runtime.
+//!   replay runtime; `until` numbers submissions per runtime, as the whole recording does.
 #![warn(missing_docs)]
 
 mod baseline;

@@ -54,7 +54,8 @@ pub struct ReplayOptions {
     /// scheduling noise the host floor stands for is not in device times, so a kernel of a
     /// few µs can be judged.
     pub device_timing_floor: Duration,
-    /// Replay only the first N submissions of each runtime.
+    /// Replay only submissions 1 to N of each runtime, numbered as in the whole recording
+    /// (a range or trim that starts later keeps its numbers).
     pub until: Option<u64>,
     /// Replay the fault injection the trace recorded (`RuntimeStart::fault`) on the
     /// software device. Default `true`. Ignored where [`ReplayOptions::fault`] is set.
@@ -194,7 +195,8 @@ impl ReplayOptions {
         self.timing_floor = floor;
         self
     }
-    /// Replays only the first `submissions` submissions of each runtime.
+    /// Replays only submissions 1 to `submissions` of each runtime, numbered as in the whole
+    /// recording.
     pub fn until(mut self, submissions: u64) -> Self {
         self.until = Some(submissions);
         self

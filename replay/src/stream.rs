@@ -333,6 +333,7 @@ impl Fold<'_> {
                 Some(seen) => {
                     seen.submissions += info.submissions;
                     seen.replayed_submissions += info.replayed_submissions;
+                    seen.last_submission = seen.last_submission.max(info.last_submission);
                     seen.buffers = seen.buffers.max(info.buffers);
                     seen.kernels = seen.kernels.max(info.kernels);
                     seen.graphs = seen.graphs.max(info.graphs);
@@ -350,7 +351,7 @@ impl Fold<'_> {
         mut self,
         chunker_notes: Vec<String>,
         plan_notes: (Vec<String>, bool, hrx_capture::Lost),
-        cut: &BTreeMap<RuntimeId, u64>,
+        cut: &BTreeMap<RuntimeId, crate::chunk::Cut>,
     ) -> Report {
         let mut report = self.report.take().expect("a first chunk");
         let (notes, complete, lost) = plan_notes;
@@ -362,9 +363,10 @@ impl Fold<'_> {
             .into_iter()
             .map(|(kind, n)| (kind.to_owned(), n))
             .collect();
-        for (id, n) in cut {
+        for (id, cut) in cut {
             if let Some(info) = self.runtimes.get_mut(&id.0) {
-                info.submissions += *n as usize;
+                info.submissions += cut.count as usize;
+                info.last_submission = info.last_submission.max(cut.last);
             }
         }
         report.trace.runtimes = std::mem::take(&mut self.runtimes).into_values().collect();
@@ -713,6 +715,13 @@ pub(crate) fn replay_stream<R: Read>(
             // A chunk is read whole even where the file is not: the file's state says
             // whether the recording may have stopped before its first submission (a
             // fresh-user pass: a cut trace read like one that never submitted).
+            // Every submission of the first chunk cut: `until` keeps none.
+            Err(ReplayError::NoSubmissions { .. })
+                if let Some(until) = options.until
+                    && let Some(first) = (chunker.cut.values()).map(|c| c.first).min() =>
+            {
+                return Err(ReplayError::UntilKeepsNothing { until, first });
+            }
             Err(ReplayError::NoSubmissions { runtimes, .. }) if cut_short(chunker.index()) => {
                 return Err(ReplayError::NoSubmissions {
                     runtimes,

@@ -304,7 +304,7 @@ fn until_past_the_last_submission_is_said_in_one_line() {
     assert_eq!(
         said,
         [
-            "warning: --until 5 is past the trace's last submission (it holds 4): all were \
+            "warning: --until 5 is past the trace's last submission (submission 4): all were \
           replayed"
         ],
         "{}",
@@ -326,6 +326,55 @@ fn until_past_the_last_submission_is_said_in_one_line() {
         let out = run(dir.path(), &["replay", "h.hrxt", "--until", value]);
         assert_error(&out, said);
     }
+}
+
+/// `--until N` numbers submissions as in the whole recording, as a trim keeps them (the
+/// trim holds 2 and 3): `--until 2` replays submission 2 alone, `--until 3` both without a
+/// warning, `--until 4` warns naming submission 3, and `--until 1`, before the first, is an
+/// error saying so. It counted the submissions held: `--until 2` replayed both, and 3 was
+/// "past the trace's last submission (it holds 2)" (a break-it pass).
+#[test]
+fn until_numbers_submissions_as_in_the_whole_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards_trimmed(dir.path());
+    let replayed = |until: &str| {
+        let out = run(
+            dir.path(),
+            &["replay", "t.hrxt", "--until", until, "--report", "json"],
+        );
+        assert_eq!(code(&out), 0, "{until}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let runtime = &report["trace"]["runtimes"][0];
+        let warned: Vec<String> = (stderr(&out).lines())
+            .filter(|l| l.starts_with("warning: --until"))
+            .map(str::to_owned)
+            .collect();
+        (
+            runtime["replayed_submissions"].as_u64().unwrap(),
+            runtime["last_submission"].as_u64().unwrap(),
+            warned,
+        )
+    };
+    assert_eq!(replayed("2"), (1, 3, vec![]));
+    assert_eq!(replayed("3"), (2, 3, vec![]));
+    assert_eq!(
+        replayed("4"),
+        (
+            2,
+            3,
+            vec![
+                "warning: --until 4 is past the trace's last submission (submission 3): all \
+                 were replayed"
+                    .to_owned()
+            ]
+        )
+    );
+    let before = run(dir.path(), &["replay", "t.hrxt", "--until", "1"]);
+    assert_error(
+        &before,
+        "t.hrxt: cannot replay: --until 1 keeps none of the submissions the trace holds: its \
+         first is submission 2 (numbered as in the whole recording)",
+    );
 }
 
 /// A copy batch's timing row names it once, by its lane and its copies under the lane's

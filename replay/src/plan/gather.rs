@@ -222,7 +222,8 @@ pub(crate) fn ends_notes(warnings: &[hrx_capture::Warning]) -> Vec<String> {
         .collect()
 }
 
-/// Builds the plan of `trace`, keeping the first `until` submissions of each runtime.
+/// Builds the plan of `trace`, keeping submissions 1 to `until` of each runtime (numbered
+/// as in the whole recording).
 ///
 /// # Errors
 /// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
@@ -396,6 +397,15 @@ pub(crate) fn plan_of(
         return Err(ReplayError::NoSubmissions {
             runtimes: runtimes.len(),
             complete,
+        });
+    }
+    if let Some(until) = until
+        && runtimes.iter().all(|r| r.submissions.is_empty())
+        && let Some(first) = runtimes.iter().filter_map(|r| r.first_captured).min()
+    {
+        return Err(ReplayError::UntilKeepsNothing {
+            until,
+            first: first.0,
         });
     }
     Ok(Plan {

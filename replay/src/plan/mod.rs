@@ -232,6 +232,9 @@ pub(crate) struct RuntimePlan<'t> {
     pub refusals: usize,
     /// Submissions left out by `until`.
     pub cut: usize,
+    /// The lowest and highest submission numbers the trace holds (kept or cut by `until`).
+    pub first_captured: Option<SubmissionIndex>,
+    pub last_captured: Option<SubmissionIndex>,
     /// Whether the capture digested every written range (`TraceDigests::All`), inferred
     /// from a digest of a GPU-local buffer; otherwise only host-observable outputs.
     pub digests_all: bool,

@@ -87,6 +87,8 @@ pub(super) fn runtime_plan<'t>(
         cross_waits: HashMap::new(),
         refusals: g.refusals,
         cut: 0,
+        first_captured: None,
+        last_captured: None,
         digests_all: false,
     };
 
@@ -302,7 +304,8 @@ pub(super) fn runtime_plan<'t>(
                 )));
             }
         }
-        if until.is_some_and(|n| position as u64 >= n) {
+        // By its number in the whole recording, which a range or trim keeps.
+        if until.is_some_and(|n| submit.submission.0 > n) {
             plan.cut += 1;
             continue;
         }
@@ -328,6 +331,8 @@ pub(super) fn runtime_plan<'t>(
     // not write. One missing between two held submissions (a damaged block) stays an error:
     // what it wrote, later submissions read, and a replay without it would diverge.
     let last_submitted = all_submissions.keys().max().copied();
+    plan.first_captured = all_submissions.keys().min().copied();
+    plan.last_captured = last_submitted;
     let orphans = std::cell::RefCell::new(std::collections::BTreeSet::new());
     let locate = |plan: &RuntimePlan<'_>, submission: SubmissionIndex, what: &str| {
         if let Some(&position) = plan.submission_index.get(&submission) {

@@ -90,6 +90,9 @@ pub struct RuntimeInfo {
     pub submissions: usize,
     /// Submissions replayed (fewer with `until`).
     pub replayed_submissions: usize,
+    /// The highest submission number captured (0 for none), numbered as in the whole
+    /// recording, as `until` numbers them: a range or trim may start past 1.
+    pub last_submission: u64,
     /// The captured fault injection.
     pub captured_fault: Option<String>,
     /// The fault injected at replay.
