@@ -257,7 +257,11 @@ fn kernel_json(k: &KernelStats) -> Value {
 /// An unreadable trace ([`TraceError`]), a bad `--max-slowdown` ([`Failure`]) or a write
 /// error.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    crate::replay::check_max_slowdown(args.max_slowdown)?;
+    let wide = crate::replay::check_max_slowdown(
+        args.max_slowdown,
+        |wide| format!("a kernel's median must grow over {wide} times"),
+        "output digests and outcomes",
+    )?;
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
     let (mut base, base_warned) = load(&args.base)?;
@@ -287,7 +291,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
     // What standard error warned of either trace, as the other verbs' JSON lists it.
-    report["warnings"] = json!([base_warned, new_warned].concat());
+    report["warnings"] = json!([Vec::from_iter(wide), base_warned, new_warned].concat());
     // Each side's losses under every verb's keys (`records_lost` stays).
     let lost = |p: &Profile| {
         crate::info::lost_json(&p.recovery.as_ref().map(|r| r.lost).unwrap_or_default())
