@@ -338,14 +338,36 @@ pub fn open<E>(
             path.to_owned(),
             format!(
                 "the view cache could not keep the index of {} in {} ({error}): it was built \
-                 in memory, and is built again at every view (free space there, or set \
-                 {CACHE_ENV} to another folder)",
+                 in memory, and is built again at every view ({})",
                 path.shown(),
-                dir.shown()
+                dir.shown(),
+                unwritten_hint(&error, dir)
             ),
         )),
     }
     Ok(model)
+}
+
+/// What to do about an entry that could not be written in `dir` for `error`: free space
+/// only where space ran out (a missing folder read "free space there": a break-it pass).
+fn unwritten_hint(error: &io::Error, dir: &Path) -> String {
+    let elsewhere = format!("set {CACHE_ENV} to another folder");
+    match error.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::FileTooLarge | io::ErrorKind::QuotaExceeded => {
+            format!("free space there, or {elsewhere}")
+        }
+        // The cache directory is created, not the folders above it.
+        io::ErrorKind::NotFound => match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) if !parent.is_dir() => {
+                format!(
+                    "{} does not exist: create it, or {elsewhere}",
+                    parent.shown()
+                )
+            }
+            _ => elsewhere,
+        },
+        _ => elsewhere,
+    }
 }
 
 /// Why [`open`] could not write the entries of traces it opened: (trace, reason), until

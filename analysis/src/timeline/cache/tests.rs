@@ -310,3 +310,30 @@ fn an_entry_that_cannot_be_written_is_said() {
     assert!(model.submissions.is_mapped());
     assert_eq!(take_unwritten(&trace), None);
 }
+
+/// A cache folder whose parent is missing is said as such, with no hint to free space
+/// there (a break-it pass); space running out keeps that hint.
+#[test]
+fn an_entry_in_a_missing_folder_is_not_blamed_on_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_file(dir.path(), PipelineSpec::ops(400));
+    let missing = dir.path().join("missing");
+    let cache = CacheOptions {
+        dir: Some(missing.join("cache")),
+        ..options(dir.path())
+    };
+    let model = open(&trace, &cache, None, || load(&trace)).unwrap();
+    assert_eq!(model.span_count(), 400);
+    let said = take_unwritten(&trace).expect("the failure is said");
+    assert!(
+        !said.contains("free space")
+            && said.contains(&format!("{} does not exist: create it", missing.display())),
+        "{said}"
+    );
+    assert!(
+        !missing.exists(),
+        "the folders above the cache are not created"
+    );
+    let full = io::Error::from(io::ErrorKind::StorageFull);
+    assert!(unwritten_hint(&full, dir.path()).starts_with("free space there"));
+}
