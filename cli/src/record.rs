@@ -728,28 +728,45 @@ fn creates_files_in(dir: &Path) -> io::Result<()> {
 }
 
 /// Refuses an output `path` whose directory does not exist, naming it (the OS error would
-/// name the file, or a temporary file beside it).
+/// name the file, or a temporary file beside it); through a symbolic link, the directory of
+/// the file it points to (a dangling link's was not named: a break-it pass).
 ///
 /// # Errors
 ///
 /// A one-line [`Failure`]: "cannot write WHAT to PATH: directory DIR does not exist".
 pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
-    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
-        return Ok(());
+    let missing = |file: &Path| -> Option<(std::path::PathBuf, String)> {
+        let parent = file.parent().filter(|p| !p.as_os_str().is_empty())?;
+        // The system's own reason: a name too long, a symbolic-link loop or a file in the
+        // way are not a missing directory (a break-it pass read "does not exist" for each).
+        let why = match std::fs::metadata(parent) {
+            Ok(meta) if meta.is_dir() => return None,
+            Ok(_) => "is not a directory".to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+            Err(e) => format!("cannot be used: {e}"),
+        };
+        Some((parent.to_owned(), why))
     };
-    // The system's own reason: a name too long, a symbolic-link loop or a file in the way
-    // are not a missing directory (a break-it pass read "does not exist" for each).
-    let why = match std::fs::metadata(parent) {
-        Ok(meta) if meta.is_dir() => return Ok(()),
-        Ok(_) => "is not a directory".to_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
-        Err(e) => format!("cannot be used: {e}"),
-    };
-    Err(Failure::new(format!(
-        "cannot write {what} to {}: directory {} {why}",
-        path.shown(),
-        parent.shown()
-    )))
+    if let Some((parent, why)) = missing(path) {
+        return Err(Failure::new(format!(
+            "cannot write {what} to {}: directory {} {why}",
+            path.shown(),
+            parent.shown()
+        )));
+    }
+    let target = crate::partial::written_through(path);
+    if target != path
+        && let Some((parent, why)) = missing(&target)
+    {
+        return Err(Failure::new(format!(
+            "cannot write {what} to {}: directory {} {why} ({} links to {})",
+            path.shown(),
+            parent.shown(),
+            path.shown(),
+            target.shown()
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a recorder holds the regular file `path` now ([`hrx_capture::being_recorded`]).

@@ -527,6 +527,36 @@ fn an_output_that_is_a_directory_is_refused() {
         let args = ["record", "-q", "-o", output, "--workload", "hazards"];
         assert_error(&run(dir.path(), &args), says);
     }
+    // Through a dangling symbolic link, the missing directory is the link's target's, named
+    // as a plain missing one is (it was "cannot start the hrx runtime: cannot open trace
+    // ...: No such file or directory": a break-it pass).
+    for (args, what, link) in [
+        (
+            &["record", "-q", "-o", "d.hrxt", "--workload", "hazards"][..],
+            "the trace",
+            "d.hrxt",
+        ),
+        (
+            &["trim", "h.hrxt", "-o", "t.hrxt", "--submissions", "1..3"],
+            "the trimmed trace",
+            "t.hrxt",
+        ),
+        (
+            &["export", "h.hrxt", "-o", "e.json"],
+            "the export",
+            "e.json",
+        ),
+    ] {
+        std::os::unix::fs::symlink(format!("gone/{link}"), dir.path().join(link)).unwrap();
+        assert_error(
+            &run(dir.path(), args),
+            &format!(
+                "cannot write {what} to {link}: directory gone does not exist ({link} links \
+                 to gone/{link})"
+            ),
+        );
+    }
+    assert!(!dir.path().join("gone").exists());
 }
 
 /// A trace that cannot be written whole (a file size limit, as a full disk would) fails the
