@@ -669,7 +669,7 @@ impl<R: Read> Chunker<R> {
 pub(crate) const CHUNK_TRIGGER: &str = "replay chunk";
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ReplayError;
 
@@ -761,7 +761,7 @@ mod tests {
 
     /// A frame of 8 KiB per key (equal keys, equal frames) written to a host-visible buffer
     /// and copied to the GPU and back, one submission each.
-    fn frames(keys: impl IntoIterator<Item = u8>) -> Vec<u8> {
+    pub(crate) fn frames(keys: impl IntoIterator<Item = u8>) -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();
         let recorder =
             hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");

@@ -431,6 +431,31 @@ fn a_cut_short_photograph_is_an_error_not_a_grey_frame() {
     assert!(!dir.path().join("hrx.hrxt").exists());
 }
 
+/// `dir/in` holding the test photograph whole as `a.jpg` and `bad` as `b.jpg`, and the
+/// arguments recording the pipeline over it into `t.hrxt`.
+fn photos_with_a_bad_one(
+    dir: &std::path::Path,
+    bad: impl FnOnce(&[u8]) -> Vec<u8>,
+) -> [&'static str; 11] {
+    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
+    std::fs::create_dir(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/a.jpg"), &whole).unwrap();
+    std::fs::write(dir.join("in/b.jpg"), bad(&whole)).unwrap();
+    [
+        "record",
+        "--workload",
+        "pipeline",
+        "--input",
+        "in",
+        "--max-width",
+        "64",
+        "--frames",
+        "4",
+        "-o",
+        "t.hrxt",
+    ]
+}
+
 /// A photograph that does not decode after others did stops the run there: an error, and a
 /// closed trace that says it is not the whole run (`stopped by an error after N of M
 /// frames`) and marks why, where it read "whole: recorded to the program's end" (break-it
@@ -438,26 +463,8 @@ fn a_cut_short_photograph_is_an_error_not_a_grey_frame() {
 #[test]
 fn a_photograph_that_fails_mid_run_leaves_a_trace_that_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
-    std::fs::create_dir(dir.path().join("in")).unwrap();
-    std::fs::write(dir.path().join("in/a.jpg"), &whole).unwrap();
-    std::fs::write(dir.path().join("in/b.jpg"), b"not a photograph").unwrap();
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "pipeline",
-            "--input",
-            "in",
-            "--max-width",
-            "64",
-            "--frames",
-            "4",
-            "-o",
-            "t.hrxt",
-        ],
-    );
+    let args = photos_with_a_bad_one(dir.path(), |_| b"not a photograph".to_vec());
+    let output = run(dir.path(), &args);
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(stderr(&output).contains("b.jpg"), "{}", stderr(&output));
     let info = stdout(&run(dir.path(), &["info", "t.hrxt"]));
@@ -695,23 +702,7 @@ fn a_workload_trace_moved_while_recorded_is_summarised_where_it_is() {
 #[test]
 fn a_workload_stopped_by_a_bad_photograph_is_summarised() {
     let dir = tempfile::tempdir().unwrap();
-    let whole = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/photo.jpg")).unwrap();
-    std::fs::create_dir(dir.path().join("in")).unwrap();
-    std::fs::write(dir.path().join("in/a.jpg"), &whole).unwrap();
-    std::fs::write(dir.path().join("in/b.jpg"), &whole[..whole.len() / 2]).unwrap();
-    let args = [
-        "record",
-        "--workload",
-        "pipeline",
-        "--input",
-        "in",
-        "--max-width",
-        "64",
-        "--frames",
-        "4",
-        "-o",
-        "t.hrxt",
-    ];
+    let args = photos_with_a_bad_one(dir.path(), |whole| whole[..whole.len() / 2].to_vec());
     let text = run(dir.path(), &args);
     let (out, err) = (stdout(&text), stderr(&text));
     assert_eq!(code(&text), 2, "{out}{err}");

@@ -404,34 +404,11 @@ mod tests {
     use super::Packed;
     use hrx_capture::schema::Record;
 
-    /// Every kind a replay writes (blobs over the 4 KiB inlined among them) comes back from
-    /// its packed form as it went in, in order, in less room than decoded.
+    /// A replayed run's records (blobs over the 4 KiB inlined among them) come back from
+    /// their packed form as they went in, in order, in less room than decoded.
     #[test]
     fn packed_records_unpack_as_they_were_in_less_room() {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
-        {
-            let options = hrx::RuntimeOptions::sim()
-                .recorder(recorder.clone())
-                .trace_digests(hrx::TraceDigests::All);
-            let rt = hrx::Runtime::new(options).expect("runtime");
-            let host = rt
-                .buffer(8192, hrx::Placement::HostVisible)
-                .expect("buffer");
-            let gpu = rt.buffer(8192, hrx::Placement::GpuLocal).expect("buffer");
-            let mut graph = rt.graph();
-            graph.copy(gpu.whole(), host.whole()).expect("copy");
-            graph.fill(gpu.view(0..64).expect("view"), 7).expect("fill");
-            graph.copy(host.whole(), gpu.whole()).expect("copy");
-            let graph = graph.prepare().expect("prepare");
-            for frame in 0..4u8 {
-                host.write(0, &[frame; 8192]).expect("write");
-                graph.submit().expect("submit").wait().expect("runs");
-            }
-        }
-        recorder.close().expect("close");
-        let records = hrx_capture::Trace::from_bytes(&sink.contents())
+        let records = hrx_capture::Trace::from_bytes(&crate::chunk::tests::frames([0, 1, 2, 0]))
             .expect("read back")
             .records;
         assert!(records.iter().any(|r| matches!(r, Record::Blob(_))));
