@@ -624,7 +624,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             let _ = std::fs::remove_dir(dir);
         }
     };
-    let locked = crate::partial::lock(dir, true);
+    let locked = crate::partial::lock_folder(dir);
     if locked.is_some() {
         remove_abandoned(dir, &ours);
     } else {
@@ -634,7 +634,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
     // Locked before `DIR` is unlocked, so that no other export takes it for a killed one's;
     // held until the export ends.
     let written = std::fs::create_dir(&staging).and_then(|()| {
-        let held = crate::partial::lock(&staging, false);
+        let held = crate::partial::lock(&staging);
         std::fs::write(
             staging.join(PARQUET_MARKER),
             b"hrx-trace export --format parquet\n",
@@ -678,7 +678,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             )));
         }
     };
-    let locked = crate::partial::lock(dir, true);
+    let locked = crate::partial::lock_folder(dir);
     let mut moved = 0;
     let committed = interruptible.commit(|| {
         for name in &ours {

@@ -85,18 +85,35 @@ pub fn written_through(path: &Path) -> std::path::PathBuf {
     })
 }
 
-/// An exclusive lock on the file or directory at `path` (std's `File::lock`: `flock` on
-/// Linux, as the trace writer takes on its file), held until the file is dropped; waits for
-/// it where `wait`. `None` where it is not had: held by another (not `wait`), or a file
-/// system that has none (NFS), where the caller goes on unlocked.
-pub fn lock(path: &Path, wait: bool) -> Option<File> {
+/// An exclusive lock on the file or directory at `path` (std's `File::try_lock`: `flock` on
+/// Linux, as the trace writer takes on its file), held until the file is dropped. `None`
+/// where it is not had: held by another, or a file system that has none (NFS), where the
+/// caller goes on unlocked.
+pub fn lock(path: &Path) -> Option<File> {
     let file = File::open(path).ok()?;
-    let locked = if wait {
-        file.lock().is_ok()
-    } else {
-        file.try_lock().is_ok()
-    };
-    locked.then_some(file)
+    file.try_lock().is_ok().then_some(file)
+}
+
+/// How long a writer waits for its output folder's lock before it goes on without it: the
+/// folder may be locked around this very command (`flock DIR hrx-trace export ... -o
+/// DIR/x`, a shell's mutual exclusion), which waiting for ever would deadlock.
+const FOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The lock on an output folder (see [`lock`]), waited for at most [`FOLDER_WAIT`]: `None`
+/// where another holds it that long, or where there is none to take. Without it a writer
+/// removes no abandoned output (one just created, not yet locked, could be taken for one).
+pub fn lock_folder(path: &Path) -> Option<File> {
+    let file = File::open(path).ok()?;
+    let deadline = std::time::Instant::now() + FOLDER_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Some(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Removes, with `remove`, each entry of `dir` (locked by the caller, [`lock`]) that `left`
@@ -109,7 +126,7 @@ pub fn remove_abandoned(dir: &Path, left: impl Fn(&DirEntry) -> bool, remove: im
     for entry in entries.filter_map(Result::ok) {
         if left(&entry) {
             let path = entry.path();
-            if let Some(_held) = lock(&path, false) {
+            if let Some(_held) = lock(&path) {
                 remove(&path);
             }
         }
@@ -153,13 +170,14 @@ impl Interruptible {
         removed: &str,
         shown: &Path,
     ) -> io::Result<(std::path::PathBuf, File)> {
-        let blocked = Blocked::signals();
         let folder = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(folder) => folder,
             None => Path::new("."),
         };
         // Held until ours is locked: no other writer takes it for a killed one's meanwhile.
-        let locked = lock(folder, true);
+        // Waited for before the signals are blocked: an interrupt ends the wait.
+        let locked = lock_folder(folder);
+        let blocked = Blocked::signals();
         if locked.is_some() {
             remove_abandoned(
                 folder,

@@ -940,6 +940,49 @@ fn a_killed_parquet_exports_staging_directory_is_removed_by_the_next() {
     assert_eq!(staging_left(&tables), Vec::<String>::new());
 }
 
+/// An export or trim whose output folder another process holds locked (a script's `flock
+/// DIR hrx-trace ... -o DIR/x`) goes on without the lock and removes nothing there: it
+/// waited for the lock for ever, with its interrupts blocked (a break-it pass, session 50).
+/// Each run is bounded by `timeout`, so that a wait for ever fails here (137) instead of
+/// hanging the tests.
+#[test]
+fn an_export_or_trim_into_a_locked_folder_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_trace(&dir.path().join("t.hrxt"), 50);
+    let mut held = Vec::new();
+    for folder in ["out", "pq"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+        let file = std::fs::File::open(dir.path().join(folder)).unwrap();
+        file.lock().unwrap();
+        held.push(file);
+    }
+    // Another writer's partial, which a writer without the folder's lock must leave alone.
+    std::fs::write(dir.path().join("out/x.json.1.partial"), b"another's").unwrap();
+    let cases: [&[&str]; 3] = [
+        &["export", "t.hrxt", "-o", "out/x.json"],
+        &[
+            "trim",
+            "t.hrxt",
+            "-o",
+            "out/t.hrxt",
+            "--submissions",
+            "1..3",
+        ],
+        &["export", "t.hrxt", "-o", "pq/"],
+    ];
+    for args in cases {
+        let output = hrx_trace_bounded(dir.path(), 300)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{args:?}: {}", stderr(&output));
+    }
+    assert!(dir.path().join("out/x.json").is_file());
+    assert!(dir.path().join("out/t.hrxt").is_file());
+    assert!(dir.path().join("out/x.json.1.partial").is_file());
+    drop(held);
+}
+
 /// A Chrome or Perfetto export, or a trim, killed with SIGKILL (an OOM kill: no handler
 /// runs) leaves its `OUT.PID.partial`; the next export or trim to the same OUT removes it
 /// (it stayed for ever: 480 MB after one second of export, a break-it pass), by its lock,

@@ -8,7 +8,21 @@ pub const PHOTO: &str = "/usr/share/backgrounds/mate/nature/FreshFlower.jpg";
 
 /// `hrx-trace` with a clean environment for tracing, run in `dir`.
 pub fn hrx_trace(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hrx-trace"));
+    cleaned(Command::new(env!("CARGO_BIN_EXE_hrx-trace")), dir)
+}
+
+/// `hrx-trace` as [`hrx_trace`], killed (exit 137) if it runs past `seconds`: for a test
+/// whose failure would be a wait for ever.
+pub fn hrx_trace_bounded(dir: &Path, seconds: u32) -> Command {
+    let mut command = Command::new("timeout");
+    command
+        .args(["-s", "KILL", &seconds.to_string()])
+        .arg(env!("CARGO_BIN_EXE_hrx-trace"));
+    cleaned(command, dir)
+}
+
+/// `command` run in `dir` with a clean environment for tracing and default signals.
+fn cleaned(mut command: Command, dir: &Path) -> Command {
     command
         .current_dir(dir)
         .env_remove("HRX_TRACE")
