@@ -541,6 +541,27 @@ pub fn moved_to(path: &Path) -> Option<PathBuf> {
         .map(|(_, to)| to.clone())
 }
 
+/// Traces this process wrote whose file was deleted while they were recorded (the path
+/// written, made absolute), for [`deleted`].
+static DELETED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Whether the trace this process wrote at `path` was deleted while it was recorded (its
+/// writer found its file unlinked): whatever `path` names now is another file.
+pub fn deleted(path: &Path) -> bool {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    lock(&DELETED).contains(&path)
+}
+
+/// The trace `path` that this process wrote was deleted while it was recorded: kept for
+/// [`deleted`].
+pub(crate) fn report_deleted(path: &Path) {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut deleted = lock(&DELETED);
+    if !deleted.contains(&absolute) {
+        deleted.push(absolute);
+    }
+}
+
 /// The trace `from` that this process wrote was moved to `to` while it was recorded: kept
 /// for [`moved_to`] (`record --workload` summarises it there), and the report to
 /// `hrx-trace record` ([`report_path`]) names `to` now, so that `record` reads the trace

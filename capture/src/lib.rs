@@ -60,10 +60,10 @@ mod watch;
 mod writer;
 
 pub use activation::{
-    TRACE_ENV, TRACE_PATHS_ENV, TRACE_SESSION_ENV, annotation_name, close_range, current, enabled,
-    expand_path, file_identity, has_sequence, install, install_from_env, install_or_current,
-    installed_path, moved_to, now_ns, open_range, own_path, record, record_on_thread, shutdown,
-    uninstall,
+    TRACE_ENV, TRACE_PATHS_ENV, TRACE_SESSION_ENV, annotation_name, close_range, current, deleted,
+    enabled, expand_path, file_identity, has_sequence, install, install_from_env,
+    install_or_current, installed_path, moved_to, now_ns, open_range, own_path, record,
+    record_on_thread, shutdown, uninstall,
 };
 pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};

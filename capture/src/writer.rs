@@ -605,7 +605,15 @@ impl Sink for FileSink {
         // the last descriptor, which is this one. Said here unless `hrx-trace record`, which
         // says it itself, runs the program.
         let linked = file.metadata().is_ok_and(|m| m.nlink() > 0);
-        let now = FileSink::name_of(file);
+        // Only a name that is this file: the kernel names a descriptor whose own name was
+        // unlinked "PATH (deleted)", whatever other links the file keeps (a break-it pass
+        // read that as a move to "PATH (deleted)", and summarised a file of that name).
+        let now = FileSink::name_of(file).filter(|now| {
+            std::fs::metadata(now).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
+        });
+        if !linked {
+            activation::report_deleted(&self.path);
+        }
         if !linked && std::env::var_os(activation::TRACE_PATHS_ENV).is_none() {
             crate::to_stderr(format_args!(
                 "hrx: the trace {} was deleted while it was recorded: nothing of it remains",

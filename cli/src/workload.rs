@@ -256,6 +256,8 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // Renamed while it was recorded: whole under its new name, which its writer found (it
     // said "cannot open it ... record one", exit 2, of a trace closed cleanly: a break-it
     // pass). Deleted: lost, said without a hint to record one.
+    // Deleted: whatever the path names now (a file moved over it) is not this run's trace.
+    let gone = hrx_capture::deleted(&output);
     let output = match hrx_capture::moved_to(&output) {
         Some(now) => {
             crate::output::note(format_args!(
@@ -266,9 +268,10 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         }
         None => output,
     };
-    if !output.exists() && closed.is_ok() {
+    if (gone || !output.exists()) && closed.is_ok() {
         return Err(Failure::new(format!(
-            "the trace {} is lost: it was deleted while it was recorded",
+            "the trace {} is lost: it was deleted (or unlinked from that name) while it was \
+             recorded",
             output.shown()
         ))
         .into());

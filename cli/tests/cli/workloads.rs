@@ -682,18 +682,38 @@ fn a_workload_trace_moved_while_recorded_is_summarised_where_it_is() {
     );
     assert!(!err.contains("error:") && !err.contains("hint:"), "{err}");
 
-    let output = while_recording(dir.path(), &photo, || {
-        std::fs::remove_file(dir.path().join("t.hrxt")).unwrap();
-    });
-    let err = stderr(&output);
-    assert_eq!(code(&output), 2, "{err}");
-    assert!(
-        err.lines().last().is_some_and(
-            |l| l == "error: the trace t.hrxt is lost: it was deleted while it was recorded"
-        ),
-        "{err}"
-    );
-    assert!(!err.contains("hint:"), "{err}");
+    // Deleted; replaced by another trace moved over it (which was summarised as this run's,
+    // exit 0: a second break-it pass); unlinked from its name beside a hard link (said to be
+    // "moved to t.hrxt (deleted)").
+    record_hazards(dir.path(), "other.hrxt");
+    let lost = "error: the trace t.hrxt is lost: it was deleted (or unlinked from that name) \
+                while it was recorded";
+    let ways: [(&str, &dyn Fn()); 3] = [
+        ("deleted", &|| {
+            std::fs::remove_file(dir.path().join("t.hrxt")).unwrap()
+        }),
+        ("replaced", &|| {
+            std::fs::rename(dir.path().join("other.hrxt"), dir.path().join("t.hrxt")).unwrap()
+        }),
+        ("unlinked beside a hard link", &|| {
+            let _ = std::fs::remove_file(dir.path().join("linked.hrxt"));
+            std::fs::hard_link(dir.path().join("t.hrxt"), dir.path().join("linked.hrxt")).unwrap();
+            std::fs::remove_file(dir.path().join("t.hrxt")).unwrap();
+        }),
+    ];
+    for (way, change) in ways {
+        // Each recording's own t.hrxt is waited for before the change.
+        let _ = std::fs::remove_file(dir.path().join("t.hrxt"));
+        let output = while_recording(dir.path(), &photo, change);
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert_eq!(code(&output), 2, "{way}: {out}{err}");
+        assert!(err.lines().last() == Some(lost), "{way}: {err}");
+        assert!(
+            !err.contains("hint:") && !err.contains("moved"),
+            "{way}: {err}"
+        );
+        assert!(!out.contains("file "), "{way}: {out}");
+    }
 }
 
 /// A photograph that does not decode mid-run stops it with an error after the report and
