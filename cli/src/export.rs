@@ -678,7 +678,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             )));
         }
     };
-    let locked = crate::partial::lock_folder(dir);
+    let locked = crate::partial::lock_folder_waiting(dir, dir);
     let mut moved = 0;
     let committed = interruptible.commit(|| {
         for name in &ours {

@@ -103,6 +103,18 @@ const FOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// where another holds it that long, or where there is none to take. Without it a writer
 /// removes no abandoned output (one just created, not yet locked, could be taken for one).
 pub fn lock_folder(path: &Path) -> Option<File> {
+    folder_lock(path, None)
+}
+
+/// The lock on an output folder, waited for as long as it takes (Parquet's tables are moved
+/// in under it, never interleaved with another export's): past [`FOLDER_WAIT`] standard
+/// error says what it waits for, naming the folder as `shown`; an interrupt ends the wait.
+/// `None` where there is no lock to take.
+pub fn lock_folder_waiting(path: &Path, shown: &Path) -> Option<File> {
+    folder_lock(path, Some(shown))
+}
+
+fn folder_lock(path: &Path, then_wait: Option<&Path>) -> Option<File> {
     let file = File::open(path).ok()?;
     let deadline = std::time::Instant::now() + FOLDER_WAIT;
     loop {
@@ -110,6 +122,15 @@ pub fn lock_folder(path: &Path) -> Option<File> {
             Ok(()) => return Some(file),
             Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let shown = then_wait?;
+                crate::output::note(format_args!(
+                    "waiting for the lock on {}: another export moving its tables in, or a \
+                     process holding it (`flock`), has it; Ctrl-C stops",
+                    shown.shown()
+                ));
+                return file.lock().is_ok().then_some(file);
             }
             Err(_) => return None,
         }

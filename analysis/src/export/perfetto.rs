@@ -640,13 +640,6 @@ impl Writer {
     /// clock: the hosts' monotonic clocks are not one clock; only the former where the
     /// session record was lost, at its recovered base).
     fn clock_snapshot(&mut self, p: &Process<'_>) -> io::Result<()> {
-        let raw = &mut self.batches.batch.raw;
-        let start = raw.len();
-        let mut enc = Encoder {
-            buf: std::mem::take(raw),
-        };
-        let at = enc.open(field::TRACE_PACKET);
-        let snapshot = enc.open(field::CLOCK_SNAPSHOT);
         // A lost session's wall clock is unknown: none is claimed (it read 1970).
         let mut clocks = match p.origin.lost {
             true => vec![],
@@ -655,9 +648,17 @@ impl Writer {
         if p.domain == ClockDomain::Monotonic {
             clocks.insert(0, (ClockDomain::Monotonic, p.origin.monotonic_base_ns));
         }
+        // Before the batch's bytes are taken: a return after would drop them.
         if clocks.is_empty() {
             return Ok(());
         }
+        let raw = &mut self.batches.batch.raw;
+        let start = raw.len();
+        let mut enc = Encoder {
+            buf: std::mem::take(raw),
+        };
+        let at = enc.open(field::TRACE_PACKET);
+        let snapshot = enc.open(field::CLOCK_SNAPSHOT);
         for (clock, timestamp) in clocks {
             let c = enc.open(field::CLOCKS);
             enc.uint(field::CLOCK_ID, clock.perfetto_clock_id().into());
