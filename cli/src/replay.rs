@@ -65,6 +65,15 @@ const WIDE_SLOWDOWN: f64 = 100.0;
 ///
 /// # Errors
 /// A [`Failure`] naming the value.
+/// A ratio as a reader takes it in: `{}` of 1e308 or 2e-308 is over 300 digits.
+fn shown_ratio(ratio: f64) -> String {
+    if ratio == 0.0 || (1e-6..1e6).contains(&ratio.abs()) {
+        ratio.to_string()
+    } else {
+        format!("{ratio:e}")
+    }
+}
+
 pub(crate) fn check_max_slowdown(
     ratio: f64,
     slower: fn(f64) -> String,
@@ -74,12 +83,7 @@ pub(crate) fn check_max_slowdown(
         if ratio <= WIDE_SLOWDOWN {
             return Ok(None);
         }
-        // As written: `{}` of 1e308 is 309 digits.
-        let shown = if ratio < 1e6 {
-            ratio.to_string()
-        } else {
-            format!("{ratio:e}")
-        };
+        let shown = shown_ratio(ratio);
         let warning = format!(
             "--max-slowdown {shown}: {} to be flagged, so the timing gate catches almost \
              nothing ({judged} are judged as ever)",
@@ -91,7 +95,7 @@ pub(crate) fn check_max_slowdown(
     let shown = if ratio == f64::INFINITY {
         "too large (it reads as infinity)".to_owned()
     } else {
-        format!("{ratio}")
+        shown_ratio(ratio)
     };
     Err(Failure::new(format!(
         "--max-slowdown {shown}: must be a finite number of at least 1 (a time ratio)"

@@ -255,8 +255,8 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     let output = hrx_capture::installed_path().unwrap_or(output);
     // Renamed while it was recorded: whole under its new name, which its writer found (it
     // said "cannot open it ... record one", exit 2, of a trace closed cleanly: a break-it
-    // pass). Deleted: lost, said without a hint to record one.
-    // Deleted: whatever the path names now (a file moved over it) is not this run's trace.
+    // pass). Deleted: lost, said without a hint to record one; whatever the path names now
+    // (a file moved over it) is not this run's trace.
     let gone = hrx_capture::deleted(&output);
     let output = match hrx_capture::moved_to(&output) {
         Some(now) => {

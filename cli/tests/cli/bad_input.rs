@@ -362,6 +362,16 @@ fn replay_refuses_meaningless_numbers() {
             "--max-slowdown too large (it reads as infinity): must be",
         );
     }
+    // A tiny one is refused in a line a reader takes in (it printed 2e-308 in 300 digits:
+    // a second break-it pass).
+    let out = run(
+        dir.path(),
+        &["replay", "h.hrxt", "--max-slowdown", "2e-308"],
+    );
+    assert_error(
+        &out,
+        "--max-slowdown 2e-308: must be a finite number of at least 1",
+    );
     // A gate too wide to fire is said, not refused (a loaded machine may need a wide one),
     // by `diff` as by `replay` (it said nothing: a break-it pass), and listed in its JSON.
     let wide = |out: &std::process::Output| {
