@@ -340,10 +340,9 @@ impl FileSink {
         }
     }
 
-    /// The name `file` has now (Linux's `/proc/self/fd`), if it has one.
-    fn name_of(file: &File) -> Option<PathBuf> {
-        use std::os::fd::AsRawFd;
-        let name = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    /// The name descriptor `fd` has now (Linux's `/proc/self/fd`), if it has one.
+    fn name_of(fd: std::os::fd::RawFd) -> Option<PathBuf> {
+        let name = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
         name.is_absolute().then_some(name)
     }
 
@@ -605,12 +604,7 @@ impl Sink for FileSink {
         // the last descriptor, which is this one. Said here unless `hrx-trace record`, which
         // says it itself, runs the program.
         let linked = file.metadata().is_ok_and(|m| m.nlink() > 0);
-        // Only a name that is this file: the kernel names a descriptor whose own name was
-        // unlinked "PATH (deleted)", whatever other links the file keeps (a break-it pass
-        // read that as a move to "PATH (deleted)", and summarised a file of that name).
-        let now = FileSink::name_of(file).filter(|now| {
-            std::fs::metadata(now).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
-        });
+        let fd = std::os::fd::AsRawFd::as_raw_fd(file);
         if !linked {
             activation::report_deleted(&self.path);
         }
@@ -624,9 +618,14 @@ impl Sink for FileSink {
         // descriptor knows. Said, and `hrx-trace record` told where it is (it said "the
         // trace is lost" of a file whole under another name).
         let here = std::fs::metadata(&self.path).map(|m| (m.dev(), m.ino()));
+        // Only a name that is this file: the kernel names a descriptor whose own name was
+        // unlinked "PATH (deleted)", whatever other links the file keeps (a break-it pass
+        // read that as a move to "PATH (deleted)", and summarised a file of that name).
         if linked
             && here.ok() != Some(self.identity)
-            && let Some(now) = now
+            && let Some(now) = FileSink::name_of(fd).filter(|now| {
+                std::fs::metadata(now).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
+            })
         {
             activation::report_moved(&self.path, &now);
             crate::to_stderr(format_args!(

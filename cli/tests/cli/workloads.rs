@@ -566,18 +566,25 @@ fn an_output_that_is_a_directory_is_refused() {
     assert!(!dir.path().join("gone").exists());
 }
 
+/// `record FLAGS -o t.hrxt --workload hazards` in `dir`, contents traced, under a file size
+/// limit that the trace passes, as a full disk would stop it ([`size_limited`]).
+fn hazards_on_a_full_disk(dir: &Path, flags: &str) -> std::process::Output {
+    let args = format!("record {flags} -o t.hrxt --workload hazards");
+    std::process::Command::new("sh")
+        .args(["-c", &size_limited(&args)])
+        .current_dir(dir)
+        .env_remove("HRX_TRACE")
+        .env("HRX_TRACE_CONTENTS", "1")
+        .output()
+        .unwrap()
+}
+
 /// A trace that cannot be written whole (a file size limit, as a full disk would) fails the
 /// recording in one line, after the report of what the workload did.
 #[test]
 fn a_full_disk_fails_the_recording_after_its_report() {
     let dir = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new("sh")
-        .args(["-c", &size_limited("record -o t.hrxt --workload hazards")])
-        .current_dir(dir.path())
-        .env_remove("HRX_TRACE")
-        .env("HRX_TRACE_CONTENTS", "1")
-        .output()
-        .unwrap();
+    let output = hazards_on_a_full_disk(dir.path(), "");
     assert_error(&output, "the trace is incomplete");
     assert!(
         field(&stdout(&output), "outcome").starts_with("ok"),
@@ -765,16 +772,7 @@ fn a_workload_stopped_by_a_bad_photograph_is_summarised() {
 #[test]
 fn a_full_disk_still_prints_the_json_line() {
     let dir = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new("sh")
-        .args([
-            "-c",
-            &size_limited("record --json -o t.hrxt --workload hazards"),
-        ])
-        .current_dir(dir.path())
-        .env_remove("HRX_TRACE")
-        .env("HRX_TRACE_CONTENTS", "1")
-        .output()
-        .unwrap();
+    let output = hazards_on_a_full_disk(dir.path(), "--json");
     assert_error(&output, "the trace is incomplete");
     let line: serde_json::Value = serde_json::from_str(stdout(&output).trim())
         .unwrap_or_else(|e| panic!("{e}: {}", stdout(&output)));
