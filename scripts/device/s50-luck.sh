@@ -1,12 +1,12 @@
 #!/bin/bash
 # Run on the device machine from the repository root (session 50, issue 22 point 5): whether a
 # replay's region ratios follow the capture process (its own luck) or the replay process.
-# Device tool `run`, carry [".device-bin/s50"] (as s50-reads.sh). CAPTURES (3) pipeline captures
+# Device tool `run`, carry [".device-bin/s50"] (as s50-reads.sh), or BIN (a folder of those builds). CAPTURES (3) pipeline captures
 # of FRAMES (240) frames on CUDA, each replayed REPLAYS (3) times at each of PACES (`captured none`), captures in turn; then
 # the first capture replayed REPLAYS times with `--repeat 5` (each repeat a fresh runtime, the
 # samples pooled). One line per replay (scripts/device/region-kinds.py).
 set -u
-d=$PWD/.device-bin/s50
+d=${BIN:-$PWD/.device-bin/s50}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 echo "cpus $(nproc), $(uptime)"
 cd "$OUT"
