@@ -27,7 +27,8 @@
 //! that so runs in one trace only is also counted among [`Comparison::new_kernels`] or
 //! [`Comparison::missing_kernels`], not among the one-sided items twice), and the region
 //! label that changed with it ("blur +1" to "blur +2") is no new or missing kernel
-//! ([`KernelRow::graph_change`]). Operations timed on both sides have their medians compared
+//! ([`KernelRow::graph_change`]), unless it names the operation added or removed (an NPU
+//! region's, whose operations are not timed: [`KernelRow::operation_change`]). Operations timed on both sides have their medians compared
 //! by the kernel rule ([`OpTimes`]), reported per place in the graph; the verdict is the
 //! kernels' (by name), so that one slowdown is not counted twice.
 //!
@@ -128,14 +129,23 @@ pub struct KernelRow {
     /// kernel), or the name of the operation added to or removed from the graph (`added`,
     /// `removed`: a kernel that runs in one trace only, counted as new or missing too).
     pub graph_change: bool,
+    /// A row of one trace only named as an operation added to or removed from a graph on
+    /// its side ([`Comparison::graph_changes`]): a kernel that runs in one trace only,
+    /// `added` or `removed` (counted as new or missing) even where its row is a region
+    /// label that a relabelled region carries too (an NPU region, whose operations are not
+    /// timed, that changed with the graph).
+    pub operation_change: bool,
 }
 
 impl KernelRow {
     /// `matched`, `missing` (base only), `new` (new only), or, where a graph change explains
-    /// it ([`KernelRow::graph_change`]), `relabelled`, `added` or `removed`.
+    /// it ([`KernelRow::graph_change`]), `relabelled`, `added` or `removed`: `added` or
+    /// `removed` wherever an operation of its name was ([`KernelRow::operation_change`]).
     pub fn status(&self) -> &'static str {
         let label = |k: &Option<KernelStats>| k.as_ref().is_some_and(|k| k.label != NO_LABEL);
         match (&self.base, &self.new) {
+            (None, Some(_)) if self.operation_change => "added",
+            (Some(_), None) if self.operation_change => "removed",
             _ if self.graph_change && (label(&self.base) || label(&self.new)) => "relabelled",
             (None, Some(_)) if self.graph_change => "added",
             (Some(_), None) if self.graph_change => "removed",
@@ -523,6 +533,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                     interval: judged.interval,
                     too_few: judged.too_few,
                     graph_change: false,
+                    operation_change: false,
                 }
             }
             Paired::Base(b) => KernelRow {
@@ -533,6 +544,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 interval: None,
                 too_few: false,
                 graph_change: false,
+                operation_change: false,
             },
             Paired::New(n) => KernelRow {
                 name,
@@ -542,6 +554,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 interval: None,
                 too_few: false,
                 graph_change: false,
+                operation_change: false,
             },
         };
         kernels.push(row);
@@ -660,7 +673,13 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         let changed = graph_changes
             .iter()
             .any(|c| Some(c.added) == side && c.key.name == row.name);
-        row.graph_change = relabelled || (by_operation && changed);
+        row.graph_change = relabelled || changed;
+        // A kernel of one side named by an operation added or removed there runs in one
+        // trace only, whatever else changed with it: an NPU region's label row (its
+        // operations untimed) that a relabelled region carries was `relabelled`, counted
+        // as neither new nor missing (a break-it pass: `diff` of the hazards workload
+        // against the pipeline, `hrx_npu_threshold 0/3`).
+        row.operation_change = changed;
         // `added` and `removed` rows are counted again here, in the summary's counts: a
         // kernel that no longer runs is missing whatever explains it (a script gating on
         // `missing_kernels` missed six kernels gone from a graph: a break-it pass); the

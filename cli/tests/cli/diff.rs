@@ -1139,6 +1139,61 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
     );
 }
 
+/// A kernel that runs in one trace only is a new or missing kernel whatever happened to its
+/// region's label: the pipeline's NPU kernel, whose operations are not timed (so its row is
+/// its region's label), against the hazards workload, whose matched region carries another
+/// label. It read `relabelled region`, counted as neither (`hrx_npu_threshold 0/3`, while
+/// the operation table said `+ hrx_npu_threshold (added)`: a second break-it pass).
+#[test]
+fn a_kernel_of_one_trace_is_new_or_missing_whatever_its_region_label() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let photo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/photo.jpg");
+    let out = record_pipeline(dir.path(), "p.hrxt", &photo);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for (base, new, npu) in [
+        ("h.hrxt", "p.hrxt", "added"),
+        ("p.hrxt", "h.hrxt", "removed"),
+    ] {
+        let (_, r) = diff_json(dir.path(), &[base, new]);
+        assert_eq!(kernel(&r, "hrx_npu_threshold")["status"], npu, "{r:#}");
+        let rows = r["kernels"].as_array().unwrap();
+        let one_sided = |side: &str, statuses: [&str; 2]| -> u64 {
+            let rows: Vec<&Value> = rows.iter().filter(|k| k[side].is_null()).collect();
+            for k in &rows {
+                assert!(
+                    statuses.contains(&k["status"].as_str().unwrap()),
+                    "{base} {new}: {k:#}"
+                );
+            }
+            rows.len() as u64
+        };
+        let summary = &r["summary"];
+        assert_eq!(
+            summary["new_kernels"].as_u64(),
+            Some(one_sided("base", ["new", "added"])),
+            "{base} {new}: {r:#}"
+        );
+        assert_eq!(
+            summary["missing_kernels"].as_u64(),
+            Some(one_sided("new", ["missing", "removed"])),
+            "{base} {new}: {r:#}"
+        );
+        let text = stdout(&run(dir.path(), &["diff", base, new]));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("hrx_npu_threshold "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.ends_with(&format!(
+                "{npu} {} a graph (below)",
+                if npu == "added" { "to" } else { "from" }
+            )),
+            "{line}"
+        );
+    }
+}
+
 /// Each judged row reads with its ratio's interval as `replay` writes it, in the text and
 /// the JSON; a kernel with fewer than 7 runs on a side says it is too few to judge; a
 /// pipeline's identical frame contexts are one row of region and operation times.
