@@ -150,12 +150,20 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             .into());
         }
     }
+    // Refused with the other options, before the photographs are read: a failure to read
+    // them prints `--json`'s line.
+    if args.max_width == Some(0) {
+        return Err(Failure::new("--max-width must be at least 1").into());
+    }
     let photos = match workload {
         Workload::Hazards => None,
-        _ => Some(Photos::open(
+        _ => match Photos::open(
             args.input.as_deref(),
             args.max_width.unwrap_or(DEFAULT_MAX_WIDTH),
-        )?),
+        ) {
+            Ok(photos) => Some(photos),
+            Err(error) => return Err(not_started(workload, args, error)?),
+        },
     };
     // Expanded here (`%p` is this process), then passed literally (`%` doubled).
     crate::record::warn_unknown_patterns(&args.output);
@@ -585,6 +593,39 @@ fn hardware(backend: BackendChoice) -> bool {
 /// The frame (from 0) whose graph runs `hrx_fail` on hardware: the second, as with
 /// [`DEFAULT_FAULT`].
 const FAULTING_FRAME: usize = 1;
+
+/// A run stopped by its input before it started (no photograph, or the first does not
+/// decode): nothing ran and no trace was written, but `--json` prints its line, as for a
+/// later photograph that does not decode, its `trace` null (it printed nothing: a break-it
+/// pass). Returns `error` to end with, or the error of a standard output that cannot be
+/// written.
+fn not_started(
+    workload: Workload,
+    args: &RecordArgs,
+    error: Failure,
+) -> anyhow::Result<anyhow::Error> {
+    let error = anyhow::Error::new(error);
+    if args.json {
+        use std::io::Write;
+        let line = serde_json::json!({
+            "workload": name(workload),
+            "device": null,
+            "outcome": "stopped by an input error before the first frame: nothing recorded",
+            "failed": crate::failure::one_line(&format!("{error:#}")),
+            "trace": null,
+        });
+        let mut out = std::io::stdout().lock();
+        let written = serde_json::to_writer(&mut out, &crate::output::versioned(line))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush());
+        match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
+    }
+    Ok(error)
+}
 
 fn name(workload: Workload) -> &'static str {
     match workload {

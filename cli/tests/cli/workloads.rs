@@ -725,7 +725,8 @@ fn a_workload_trace_moved_while_recorded_is_summarised_where_it_is() {
 
 /// A photograph that does not decode mid-run stops it with an error after the report and
 /// the summary of the trace written, and `--json` prints its line (text printed no summary,
-/// and `--json` nothing: a break-it pass).
+/// and `--json` nothing: a break-it pass); so does a first photograph that does not decode,
+/// though nothing was recorded (a second break-it pass).
 #[test]
 fn a_workload_stopped_by_a_bad_photograph_is_summarised() {
     let dir = tempfile::tempdir().unwrap();
@@ -764,6 +765,45 @@ fn a_workload_stopped_by_a_bad_photograph_is_summarised() {
         "{line:#}"
     );
     assert_eq!(line["trace"]["complete"], true, "{line:#}");
+    // The first photograph: nothing ran and no trace was written, but `--json` prints its
+    // line, `trace` null, then the error (it printed nothing).
+    let first = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "pipeline",
+            "--input",
+            "in/b.jpg",
+            "-o",
+            "first.hrxt",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&first), 2, "{}", stderr(&first));
+    let line: serde_json::Value = serde_json::from_str(stdout(&first).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&first), stderr(&first)));
+    assert!(
+        line["outcome"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped by an input error before the first frame"),
+        "{line:#}"
+    );
+    assert!(
+        line["failed"].as_str().unwrap().contains("b.jpg"),
+        "{line:#}"
+    );
+    assert_eq!(line["trace"], serde_json::Value::Null, "{line:#}");
+    assert!(
+        stderr(&first)
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error: ") && l.contains("b.jpg")),
+        "{}",
+        stderr(&first)
+    );
+    assert!(!dir.path().join("first.hrxt").exists());
 }
 
 /// A trace that cannot be written whole (a file size limit, as a full disk would): `--json`
