@@ -585,8 +585,9 @@ trait Source {
     /// Whether a recorder was writing the trace when it was opened
     /// ([`TraceReader::being_recorded`]).
     fn being_recorded(&self) -> bool;
-    /// The first calibration, where the trace's `SessionStart` was lost.
-    fn lost_session_clock(&self) -> Option<HostClock>;
+    /// Where the trace's `SessionStart` was lost: its first calibration, and what survived
+    /// of its start ([`origin::Survived`]).
+    fn lost_session(&self) -> (Option<HostClock>, u64);
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
 
@@ -594,10 +595,10 @@ impl<R: Read + Send> Source for (TraceReader<R>, TraceSession) {
     fn being_recorded(&self) -> bool {
         self.0.is_being_recorded()
     }
-    fn lost_session_clock(&self) -> Option<HostClock> {
+    fn lost_session(&self) -> (Option<HostClock>, u64) {
         match &self.1 {
-            TraceSession::Lost { clock } => *clock,
-            TraceSession::Recorded(_) => None,
+            TraceSession::Lost { clock, survived } => (*clock, *survived),
+            TraceSession::Recorded(_) => (None, 0),
         }
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
@@ -609,14 +610,20 @@ impl Source for &[Record] {
     fn being_recorded(&self) -> bool {
         false
     }
-    fn lost_session_clock(&self) -> Option<HostClock> {
+    fn lost_session(&self) -> (Option<HostClock>, u64) {
         if matches!(self.first(), Some(Record::SessionStart(_))) {
-            return None;
+            return (None, 0);
         }
-        self.iter().find_map(|r| match r {
+        let clock = self.iter().find_map(|r| match r {
             Record::HostClock(c) => Some(*c),
             _ => None,
-        })
+        });
+        // In memory: the records of one block at offset 0.
+        let mut survived = origin::Survived::default();
+        for r in self.iter() {
+            survived.add(0, r);
+        }
+        (clock, survived.digest())
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
         Ok(crate::scan::scan_records(self, visitor))
@@ -653,7 +660,7 @@ fn write_to<S: Sink, T: Source>(
         counts: ExportCounts::default(),
         error: None,
         domain,
-        origin: Origin::lost(domain, None),
+        origin: Origin::lost(domain, None, 0),
         process_declared: false,
         processes: BTreeMap::new(),
         declared: Vec::new(),
@@ -664,7 +671,8 @@ fn write_to<S: Sink, T: Source>(
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
-        out.next_trace(source.lost_session_clock().as_ref());
+        let (clock, survived) = source.lost_session();
+        out.next_trace(clock.as_ref(), survived);
         out.counts = ExportCounts::default();
         let mut pass = Pass {
             out,
@@ -781,10 +789,11 @@ struct Out<S> {
 }
 
 impl<S: Sink> Out<S> {
-    /// Starts the next trace's pass; `clock`: its first calibration, should its
-    /// `SessionStart` be lost (the origin until one is read).
-    fn next_trace(&mut self, clock: Option<&HostClock>) {
-        self.origin = Origin::lost(self.domain, clock);
+    /// Starts the next trace's pass; `clock`: its first calibration, and `survived`, what
+    /// survived of its start, should its `SessionStart` be lost (the origin until one is
+    /// read).
+    fn next_trace(&mut self, clock: Option<&HostClock>, survived: u64) {
+        self.origin = Origin::lost(self.domain, clock, survived);
         self.process_declared = false;
         self.processes.clear();
         self.declared.clear();

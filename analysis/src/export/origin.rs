@@ -34,7 +34,8 @@
 //!
 //! The Perfetto track uuids of a trace are derived from [`Origin::key`], an xxh3-64 of its
 //! host name, process id, wall-clock start and monotonic base (so two traces of one process
-//! id, such as a recycled pid, or of two hosts never collide): the process track is `key`
+//! id, such as a recycled pid, or of two hosts never collide; a lost session's, of what
+//! survived of it: [`Origin::lost`]): the process track is `key`
 //! with its low 8 bits cleared, a runtime's track is xxh3-64 of `key` and the runtime id, its
 //! low 8 bits cleared, and a queue's track is the runtime's uuid plus the queue's slot + 1.
 //! A host thread's track and a counter's (format 1.14) are xxh3-64 of `key`, a tag (`t`,
@@ -57,6 +58,9 @@ pub enum TraceSession {
     Lost {
         /// The first `HostClock` read.
         clock: Option<HostClock>,
+        /// What survived of the trace's start, as a number: an xxh3 of its first block read
+        /// ([`Survived`]). The trace's identity where its session's is unknown.
+        survived: u64,
     },
 }
 
@@ -73,7 +77,7 @@ impl TraceSession {
     pub fn lost_note(&self) -> Option<&'static str> {
         match self {
             TraceSession::Recorded(_) => None,
-            TraceSession::Lost { clock } => Some(lost_note(clock.is_some())),
+            TraceSession::Lost { clock, .. } => Some(lost_note(clock.is_some())),
         }
     }
 
@@ -82,7 +86,7 @@ impl TraceSession {
     pub fn monotonic_base_ns(&self) -> Option<u64> {
         match self {
             TraceSession::Recorded(s) => Some(s.monotonic_base_ns),
-            TraceSession::Lost { clock } => clock.as_ref().map(recovered_base_ns),
+            TraceSession::Lost { clock, .. } => clock.as_ref().map(recovered_base_ns),
         }
     }
 }
@@ -115,22 +119,68 @@ const CLOCK_RECORDS: usize = 1 << 16;
 /// its first calibration ([`TraceSession::Lost`]). Records that cannot be read are
 /// skipped (the export's own pass says what was lost).
 pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
-    let mut records = reader.filter_map(Result::ok).map(|(_, r)| r);
     let mut clock = None;
-    for record in records.by_ref().take(SESSION_RECORDS) {
-        match record {
-            Record::SessionStart(s) => return TraceSession::Recorded(s),
-            Record::HostClock(c) if clock.is_none() => clock = Some(c),
-            _ => {}
+    let mut survived = Survived::default();
+    for (n, (at, record)) in reader.filter_map(Result::ok).enumerate() {
+        if n < SESSION_RECORDS
+            && let Record::SessionStart(s) = record
+        {
+            return TraceSession::Recorded(s);
+        }
+        let first_block = survived.add(at, &record);
+        if clock.is_none()
+            && let Record::HostClock(c) = record
+        {
+            clock = Some(c);
+        }
+        // Read on for a calibration, and to the end of the first block read.
+        let enough = clock.is_some() && !first_block;
+        if n + 1 >= SESSION_RECORDS && (enough || n + 1 >= SESSION_RECORDS + CLOCK_RECORDS) {
+            break;
         }
     }
-    if clock.is_none() {
-        clock = records.take(CLOCK_RECORDS).find_map(|r| match r {
-            Record::HostClock(c) => Some(c),
-            _ => None,
-        });
+    TraceSession::Lost {
+        clock,
+        survived: survived.digest(),
     }
-    TraceSession::Lost { clock }
+}
+
+/// What survived of a lost session's start: an xxh3-64 of the records of the first block
+/// read (each one's block offset in the file and its postcard encoding, as the block holds
+/// them; up to [`SESSION_RECORDS`] + [`CLOCK_RECORDS`] of them).
+///
+/// It tells two traces whose `SessionStart` was lost apart where no calibration does (a
+/// trace older than format 1.6, or one whose calibrations were damaged too): a block holds
+/// its recording's own times, so two recordings differ, and the same file gives the same
+/// number every time, wherever it lies (a digest of the file's name or inode would change
+/// with a copy, and tell a copy from its original). A trace of which no record survived has
+/// nothing of its own to hash: all such traces share one number.
+#[derive(Default)]
+pub(crate) struct Survived {
+    hash: xxhash_rust::xxh3::Xxh3Default,
+    /// The first block read: its offset.
+    block: Option<u64>,
+}
+
+impl Survived {
+    /// Hashes `record`, read from the block at offset `at`, if that is the first block read
+    /// (returns whether it was).
+    pub(crate) fn add(&mut self, at: u64, record: &Record) -> bool {
+        if *self.block.get_or_insert(at) != at {
+            return false;
+        }
+        self.hash.update(&at.to_le_bytes());
+        // A record that does not encode (none does: it was decoded) counts by its offset.
+        if let Ok(bytes) = postcard::to_stdvec(record) {
+            self.hash.update(&bytes);
+        }
+        true
+    }
+
+    /// The digest of what was hashed.
+    pub(crate) fn digest(&self) -> u64 {
+        self.hash.digest()
+    }
 }
 
 /// `CLOCK_MONOTONIC` at session ns 0, from a calibration: its reading less the session
@@ -294,10 +344,13 @@ impl Origin {
     /// The origin of a trace whose `SessionStart` was lost: on `CLOCK_MONOTONIC` from
     /// `clock`, its first calibration, where there is one (and the export is on that
     /// clock), else its session times as they are. Its key is made of the calibration
-    /// (unique to the recording, as a session's base is), so that two such traces keep
-    /// apart in a data set.
-    pub fn lost(domain: ClockDomain, clock: Option<&HostClock>) -> Origin {
+    /// (unique to the recording, as a session's base is) and of `survived`, what survived
+    /// of the trace's start ([`Survived`]), so that two such traces keep apart in a
+    /// data set, with a calibration or without one (all of those without shared one key),
+    /// and the same trace exported twice keeps its key.
+    pub fn lost(domain: ClockDomain, clock: Option<&HostClock>, survived: u64) -> Origin {
         let mut key_bytes = b"hrx session lost".to_vec();
+        key_bytes.extend_from_slice(&survived.to_le_bytes());
         // Without a calibration up front, times stay session ns throughout: one read later
         // in the pass would move only the times after it.
         let mut origin = Origin {

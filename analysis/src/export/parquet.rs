@@ -13,8 +13,11 @@
 //! writes them; `sessions` has the wall clock at the session's monotonic base, to put them
 //! on UTC. Every `session_id` of the other tables has its `sessions` row, so that a join
 //! on it drops no trace's rows: a trace whose `SessionStart` was lost has one with what it
-//! lost null (its `session_id` then an xxh3 of its first calibration read, its times
-//! put on `CLOCK_MONOTONIC` from it) and a `session record lost` row in `events`. Unsigned 64-bit values (ids, byte counts, addresses) are stored as INT64 (two's
+//! lost null (its `session_id` then an xxh3 of its first calibration read and of its first
+//! records read, their contents and offsets, so that two such traces keep apart and the same
+//! one exported again keeps its id: [`Origin::lost`]; its times put on `CLOCK_MONOTONIC`
+//! from the calibration) and a `session record lost` row in `events`. Unsigned 64-bit
+//! values (ids, byte counts, addresses) are stored as INT64 (two's
 //! complement past 2^63, which none reaches in practice).
 //!
 //! | table | one row per | columns beside `session_id` |
@@ -495,13 +498,13 @@ pub fn write_parquet<R: Read + Send>(
     }
     let mut all = Vec::new();
     for (reader, session) in traces {
-        let clock = match &session {
-            TraceSession::Lost { clock } => clock.as_ref(),
-            TraceSession::Recorded(_) => None,
+        let (clock, survived) = match &session {
+            TraceSession::Lost { clock, survived } => (clock.as_ref(), *survived),
+            TraceSession::Recorded(_) => (None, 0),
         };
         let mut pass = Rows {
             tables: &mut tables,
-            origin: Origin::lost(ClockDomain::Monotonic, clock),
+            origin: Origin::lost(ClockDomain::Monotonic, clock, survived),
             last_ns: 0,
             first_ns: None,
             counts: ExportCounts::default(),

@@ -1138,7 +1138,13 @@ fn chrome_timestamps_count_from_a_base_and_keep_every_ns_on_the_wall_clock() {
     assert_eq!(clock.base_ns, 1_699_999_999 * 1_000_000_000);
     // A trace whose session was lost, with no calibration to place it, keeps absolute
     // times.
-    let lost = [sessions[0].clone(), TraceSession::Lost { clock: None }];
+    let lost = [
+        sessions[0].clone(),
+        TraceSession::Lost {
+            clock: None,
+            survived: 0,
+        },
+    ];
     assert_eq!(ExportClock::for_sessions(&lost).base_ns, 0);
     let traces: [&[Record]; 2] = [&a, &c];
     let mut json = Vec::new();
@@ -2295,4 +2301,61 @@ fn parquet_sessions_has_a_row_for_a_lost_session_that_its_rows_join() {
         2,
         "{events:?}"
     );
+}
+
+/// Traces that lost their `SessionStart` and every calibration get a Parquet `session_id`
+/// of their own, from what survived of their start (they all had one, so that two such
+/// traces exported into one folder, or compared across exports, joined one `sessions`
+/// row: a second break-it pass); the same trace exported again keeps its id.
+#[cfg(feature = "parquet")]
+#[test]
+fn lost_sessions_without_a_calibration_get_ids_of_their_own() {
+    let a = lost_session(
+        &process_pipeline("node-a", 4242, 5_000_000_000_000, 1),
+        false,
+    );
+    // Another recording: its own times.
+    let b: Vec<Record> = a
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            if let Record::Submit(s) = &mut r {
+                s.time_ns += 1;
+            }
+            r
+        })
+        .collect();
+    assert_ne!(a, b);
+    let file = |records: &[Record]| -> Vec<u8> {
+        let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+        for r in records {
+            writer.write(r).unwrap();
+        }
+        writer.finish().unwrap().0
+    };
+    let (a, b) = (file(&a), file(&b));
+    let ids = |files: &[&Vec<u8>]| -> Vec<Option<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let traces = files
+            .iter()
+            .map(|bytes| {
+                let session = read_session(TraceReader::new(&bytes[..]).unwrap());
+                assert!(
+                    matches!(session, TraceSession::Lost { clock: None, .. }),
+                    "{session:?}"
+                );
+                (TraceReader::new(&bytes[..]).unwrap(), session)
+            })
+            .collect();
+        super::parquet::write_parquet(traces, dir.path()).unwrap();
+        let sessions = parquet_rows(dir.path(), "sessions");
+        assert!(sessions.iter().all(|r| r[10].as_deref() == Some("session")));
+        sessions.into_iter().map(|r| r[0].clone()).collect()
+    };
+    let one = ids(&[&a, &b, &a]);
+    assert_ne!(one[0], one[1], "two lost sessions, one id");
+    assert_eq!(one[0], one[2], "one trace, two ids");
+    // Another export of the same files: the same ids.
+    assert_eq!(ids(&[&b]), [one[1].clone()]);
+    assert_eq!(ids(&[&a]), [one[0].clone()]);
 }
