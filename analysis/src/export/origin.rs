@@ -28,7 +28,10 @@
 //! clock snapshot, null in Parquet `sessions`), and its times are put on `CLOCK_MONOTONIC`
 //! from its first calibration read (`monotonic_ns - next_session_ns`: the session's base
 //! plus the clock's offset then, which differs from the lost first calibration's by the
-//! drift between them), else left as session ns and said to be.
+//! drift between them), else left as session ns and said to be (Chrome's `otherData.clock`,
+//! Parquet's `clock` `session`; the Perfetto export then names no clock at all: no clock
+//! snapshot and no `timestamp_clock_id`, so the times are the trace's own, not
+//! `CLOCK_MONOTONIC`).
 //!
 //! # Identifiers
 //!

@@ -46,7 +46,9 @@
 //! packet sets the sequence's `TracePacketDefaults.timestamp_clock_id` (`MONOTONIC`, or
 //! `REALTIME` for traces of several hosts) and every clock snapshot names it as the
 //! `primary_trace_clock`, so the trace processor keeps the times as written; `BOOTTIME`,
-//! Perfetto's usual default, is not recorded by hrx and not claimed. `TrackEventDefaults.track_uuid` is
+//! Perfetto's usual default, is not recorded by hrx and not claimed. A trace that lost its
+//! session record and every calibration has session ns only: it names no clock (no
+//! defaults, no snapshot), its process labels saying what its times are. `TrackEventDefaults.track_uuid` is
 //! not used: a submission's slices go to four or five tracks in turn, so a default would
 //! drop the uuid (three bytes) from one track's events only, and per-track sequences would
 //! split the interning state.
@@ -350,6 +352,9 @@ pub(super) struct Writer {
     batches: Batches<RegionConst>,
     first: bool,
     domain: ClockDomain,
+    /// Whether the timestamps are on `domain`'s clock: not where the trace's session was
+    /// lost with every calibration ([`Writer::process`]); its times are session ns then.
+    on_domain: bool,
     interner: Interner,
     /// Each region's constant part.
     parts: Parts<RegionConst>,
@@ -385,6 +390,7 @@ impl Writer {
             batches,
             first: true,
             domain,
+            on_domain: true,
             interner,
             parts: Parts::default(),
         }
@@ -393,7 +399,8 @@ impl Writer {
     /// Appends a packet (`Trace.packet`) with its timestamp and sequence; `body` writes the
     /// track event (field 11) or, with `descriptor`, the track descriptor (60); the entries
     /// it interned follow in the same packet. `wide`: room for a two-byte length. The
-    /// first packet also sets the sequence's defaults (its timestamps' clock).
+    /// first packet also sets the sequence's defaults (its timestamps' clock), unless its
+    /// times are on no clock the export knows ([`Writer::on_domain`]).
     fn packet(
         &mut self,
         timestamp: Option<u64>,
@@ -429,7 +436,7 @@ impl Writer {
             SEQ_NEEDS_INCREMENTAL_STATE
         };
         enc.uint(field::SEQUENCE_FLAGS, flags);
-        if first {
+        if first && self.on_domain {
             let defaults = enc.open(field::TRACE_PACKET_DEFAULTS);
             let clock = self.domain.perfetto_clock_id();
             enc.uint(field::TIMESTAMP_CLOCK_ID, clock.into());
@@ -638,14 +645,17 @@ impl Writer {
     /// A packet holding the clock snapshot of `p`'s session base: `CLOCK_MONOTONIC` and
     /// `CLOCK_REALTIME` read together (only the latter when the export is on the wall
     /// clock: the hosts' monotonic clocks are not one clock; only the former where the
-    /// session record was lost, at its recovered base).
+    /// session record was lost, at its recovered base; none where it was lost with every
+    /// calibration).
     fn clock_snapshot(&mut self, p: &Process<'_>) -> io::Result<()> {
         // A lost session's wall clock is unknown: none is claimed (it read 1970).
         let mut clocks = match p.origin.lost {
             true => vec![],
             false => vec![(ClockDomain::Realtime, p.origin.wall_ns)],
         };
-        if p.domain == ClockDomain::Monotonic {
+        // Nor its monotonic clock, where no calibration recovered it: its times are session
+        // ns (it claimed `CLOCK_MONOTONIC` 0 at session ns 0).
+        if p.domain == ClockDomain::Monotonic && self.on_domain {
             clocks.insert(0, (ClockDomain::Monotonic, p.origin.monotonic_base_ns));
         }
         // Before the batch's bytes are taken: a return after would drop them.
@@ -683,6 +693,12 @@ impl Writer {
 impl Sink for Writer {
     fn process(&mut self, p: &Process<'_>) -> io::Result<()> {
         if self.first {
+            // A trace that lost its session and every calibration holds session ns: no
+            // clock is named for them, neither as the sequence's default nor in a snapshot
+            // (a custom clock, id 64 and up, converts to none the viewer knows, which drops
+            // its events), so the viewer takes them as its own trace time. Such a trace is
+            // exported alone (`write_merged`), so the first process decides.
+            self.on_domain = !p.origin.lost || p.origin.recovered;
             // The sequence's defaults first: the snapshot is no track event, but its
             // packet starts the sequence.
             self.packet(None, |_, _| {}, false, false)?;

@@ -2218,6 +2218,58 @@ fn a_lost_session_is_exported_on_its_recovered_clock_and_says_what_it_lost() {
     assert!(note.contains("not CLOCK_MONOTONIC"), "{note}");
 }
 
+/// A trace that lost its `SessionStart` and every calibration holds session ns: its
+/// Perfetto export names no clock for them, neither as the sequence's default clock nor in
+/// a snapshot (it wrote `timestamp_clock_id` 3 and a snapshot of `CLOCK_MONOTONIC` 0, as
+/// if session ns were the host's monotonic clock: a second break-it pass), and its process
+/// labels say what they are, as Chrome's `otherData.clock` does. Its slices keep the
+/// trace's own times.
+#[test]
+fn a_lost_session_without_a_calibration_claims_no_clock_in_perfetto() {
+    let base = 5_000_000_000_000;
+    let intact = process_pipeline("node-a", 4242, base, 1_700_000_000);
+    let lost = lost_session(&intact, false);
+    let (out, _) = export(&lost, Format::Perfetto);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    assert_eq!(trace.encode_to_vec(), out, "fields as prost writes them");
+    let clocks: Vec<u32> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.trace_packet_defaults.as_ref()?.timestamp_clock_id)
+        .collect();
+    assert!(clocks.is_empty(), "a default clock named: {clocks:?}");
+    let packets = packets_of(&out);
+    assert!(
+        packets.iter().all(|p| p.clock_snapshot.is_none()),
+        "no clock snapshot"
+    );
+    let process = packets
+        .iter()
+        .find_map(|p| p.track_descriptor.as_ref()?.process.as_ref())
+        .unwrap();
+    let label = &process.process_labels[0];
+    assert!(
+        label.contains("times are ns from the session's start, not CLOCK_MONOTONIC"),
+        "{label}"
+    );
+    // Session ns, as the records hold them: the first GPU Compute slice where the intact
+    // trace's lies less its base.
+    let (intact_out, _) = export(&intact, Format::Perfetto);
+    let intact_first = first_begin(
+        &packets_of(&intact_out),
+        track_named(&intact_out, "GPU Compute"),
+    );
+    assert_eq!(
+        first_begin(&packets, track_named(&out, "GPU Compute")),
+        intact_first - (base + 7)
+    );
+    // A calibration read keeps it on CLOCK_MONOTONIC, as the sequence's default too.
+    let (recovered, _) = export(&lost_session(&intact, true), Format::Perfetto);
+    let trace = pb::Trace::decode(&recovered[..]).unwrap();
+    let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
+    assert_eq!(defaults.timestamp_clock_id, Some(3));
+}
+
 /// Parquet `sessions` has a row for a trace whose `SessionStart` was lost, so that the
 /// README's join on `session_id` keeps its rows (it had none, and the join dropped every
 /// one): what it lost null, `session_record` `lost`, the base its calibration recovered and

@@ -2124,3 +2124,52 @@ fn a_trace_whose_session_record_was_lost_is_exported_as_such_and_never_merged() 
         assert!(v["regions"]["lost"].as_u64().unwrap() > 0, "{v}");
     }
 }
+
+/// A trace that lost its session record and every calibration (an older trace, or one
+/// whose calibrations were damaged too) holds session ns: its Perfetto export names no
+/// clock for them, neither as the sequence's default nor in a snapshot (it said
+/// `CLOCK_MONOTONIC`, 0 at session ns 0: a second break-it pass), and still decodes with the
+/// official definitions, every slice balanced; its label and the warning say what its
+/// times are.
+#[test]
+fn a_lost_session_without_a_calibration_is_exported_on_no_clock() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::Record;
+    let dir = tempfile::tempdir().unwrap();
+    // Written as they are (a recorder writes a session start and calibrations of its own).
+    let file = std::fs::File::create(dir.path().join("n.hrxt")).unwrap();
+    let mut writer = hrx_capture::TraceWriter::new(file).unwrap();
+    for r in pipeline(PipelineSpec::ops(40)) {
+        if !matches!(r, Record::SessionStart(_) | Record::HostClock(_)) {
+            writer.write(&r).unwrap();
+        }
+    }
+    writer.finish().unwrap();
+    let out = run(dir.path(), &["export", "n.hrxt", "-o", "n.pftrace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let times = "times are ns from the session's start, not CLOCK_MONOTONIC";
+    assert!(stderr(&out).contains(times), "{}", stderr(&out));
+    if let Some(v) = python_check(
+        "tests/perfetto/check.py",
+        std::ffi::OsStr::new("n.pftrace"),
+        dir.path(),
+        "HRX_REQUIRE_PERFETTO",
+        "perfetto==0.59.1 protobuf==6.31.1",
+    ) {
+        assert_eq!(v["clock_snapshots"], serde_json::json!([]), "{v}");
+        assert_eq!(v["timestamp_clock_ids"], serde_json::json!([]), "{v}");
+        let n = |k: &str| v[k].as_u64().unwrap();
+        assert_eq!(
+            (
+                n("unknown_fields"),
+                n("unbalanced_ends"),
+                n("packets_without_state")
+            ),
+            (0, 0, 0),
+            "{v}"
+        );
+        assert!(n("slices") > 0, "{v}");
+        let labels = &v["processes"][0]["labels"];
+        assert!(labels[0].as_str().unwrap().contains(times), "{v}");
+    }
+}
