@@ -483,8 +483,13 @@ impl TraceInfo {
     /// trace): "crashed: SIGSEGV during submission 12, region 2 running", "killed by SIGKILL
     /// after 3 submissions".
     pub fn death(&self) -> Option<String> {
-        let fatal = self.fatal?;
-        Some(format!("{} {}", fatal.describe(), self.at_the_end()))
+        death(
+            self.fatal,
+            self.runtimes.len() > 1,
+            &self.running,
+            &self.in_flight,
+            self.submissions,
+        )
     }
 
     /// What the runtime was doing when the trace ends: "during submission 12, region 2
@@ -492,52 +497,12 @@ impl TraceInfo {
     /// hang or a crash was in), "during submission 12, no region running" (submitted, not
     /// done), or "after 3 submissions" (none in flight).
     pub fn at_the_end(&self) -> String {
-        let several = self.runtimes.len() > 1;
-        let runtime = |r: RuntimeId| {
-            if several {
-                format!("runtime {r} ")
-            } else {
-                String::new()
-            }
-        };
-        // The latest submission with a running region, and its running regions; a region
-        // start read after its submission's done (blocks out of time order) is not running.
-        let in_flight: BTreeSet<_> = self.in_flight.iter().copied().collect();
-        let running: BTreeSet<_> = self
-            .running
-            .iter()
-            .map(|r| (r.runtime, r.submission, r.region))
-            .filter(|(r, s, _)| in_flight.contains(&(*r, *s)))
-            .collect();
-        if let Some(&(rt, submission, _)) = running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
-            let regions: Vec<String> = running
-                .iter()
-                .filter(|(r, s, _)| (*r, *s) == (rt, submission))
-                .map(|(_, _, region)| region.to_string())
-                .collect();
-            let others = running.len() - regions.len();
-            let noun = if regions.len() == 1 {
-                "region"
-            } else {
-                "regions"
-            };
-            let more = match others {
-                0 => String::new(),
-                n => format!(" (and {} of other submissions)", plural(n as u64, "region")),
-            };
-            return format!(
-                "during {}submission {submission}, {noun} {} running{more}",
-                runtime(rt),
-                regions.join(", ")
-            );
-        }
-        if let Some(&(rt, submission)) = in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
-            return format!(
-                "during {}submission {submission}, no region running",
-                runtime(rt)
-            );
-        }
-        format!("after {}", plural(self.submissions, "submission"))
+        at_the_end(
+            self.runtimes.len() > 1,
+            &self.running,
+            &self.in_flight,
+            self.submissions,
+        )
     }
 
     /// How the file ended, in a few words.
@@ -555,6 +520,94 @@ impl TraceInfo {
             format!("{}: {}", r.end(), recovered(r))
         }
     }
+}
+
+impl ScanSummary {
+    /// How a signal ended the recorded process, in the words of `info`, `record`'s summary
+    /// and `stats` ([`TraceInfo::death`]), from the streaming pass's joins.
+    pub fn death(&self) -> Option<String> {
+        death(
+            self.fatal,
+            self.index.runtimes().len() > 1,
+            &self.running,
+            &self.in_flight,
+            self.submissions,
+        )
+    }
+}
+
+/// How a signal ended the recorded process, when one did (`fatal`): its description then
+/// where the trace ends ([`at_the_end`]), "crashed: SIGSEGV during submission 12, region 2
+/// running", "killed by SIGKILL after 3 submissions".
+fn death(
+    fatal: Option<FatalSignal>,
+    several_runtimes: bool,
+    running: &[RunningRegion],
+    in_flight: &[(RuntimeId, SubmissionIndex)],
+    submissions: u64,
+) -> Option<String> {
+    let fatal = fatal?;
+    Some(format!(
+        "{} {}",
+        fatal.describe(),
+        at_the_end(several_runtimes, running, in_flight, submissions)
+    ))
+}
+
+/// What the runtime was doing when the trace ends: "during submission 12, region 2
+/// running" (a region of a submission in flight started and not finished: the one a hang or
+/// a crash was in), "during submission 12, no region running" (submitted, not done), or
+/// "after 3 submissions" (none in flight); `several_runtimes` names the runtime too.
+fn at_the_end(
+    several_runtimes: bool,
+    running: &[RunningRegion],
+    in_flight: &[(RuntimeId, SubmissionIndex)],
+    submissions: u64,
+) -> String {
+    let runtime = |r: RuntimeId| {
+        if several_runtimes {
+            format!("runtime {r} ")
+        } else {
+            String::new()
+        }
+    };
+    // The latest submission with a running region, and its running regions; a region start
+    // read after its submission's done (blocks out of time order) is not running.
+    let in_flight: BTreeSet<_> = in_flight.iter().copied().collect();
+    let running: BTreeSet<_> = running
+        .iter()
+        .map(|r| (r.runtime, r.submission, r.region))
+        .filter(|(r, s, _)| in_flight.contains(&(*r, *s)))
+        .collect();
+    if let Some(&(rt, submission, _)) = running.iter().max_by_key(|(r, s, _)| (*s, *r)) {
+        let regions: Vec<String> = running
+            .iter()
+            .filter(|(r, s, _)| (*r, *s) == (rt, submission))
+            .map(|(_, _, region)| region.to_string())
+            .collect();
+        let others = running.len() - regions.len();
+        let noun = if regions.len() == 1 {
+            "region"
+        } else {
+            "regions"
+        };
+        let more = match others {
+            0 => String::new(),
+            n => format!(" (and {} of other submissions)", plural(n as u64, "region")),
+        };
+        return format!(
+            "during {}submission {submission}, {noun} {} running{more}",
+            runtime(rt),
+            regions.join(", ")
+        );
+    }
+    if let Some(&(rt, submission)) = in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
+        return format!(
+            "during {}submission {submission}, no region running",
+            runtime(rt)
+        );
+    }
+    format!("after {}", plural(submissions, "submission"))
 }
 
 #[cfg(test)]

@@ -78,7 +78,8 @@
 //!  "complete": whether the whole trace was read and its recorder lost nothing, "end": how
 //!  it ends, "warnings": [what standard error warned of the trace, one line each, as `info
 //!  --json` lists them], "signal": how a signal ended the recorded process ("crashed:
-//!  SIGSEGV", "killed by SIGKILL") or null,
+//!  SIGSEGV", "killed by SIGKILL") or null, "ended": that and where the trace ends, as
+//!  `info` says it ("crashed: SIGSEGV during submission 12, region 2 running") or null,
 //!  "lost": {"total", "lossy", "by_kind": {kind: records}, "records", "lossy_mode"}: records
 //!          the recorder lost, whether the trace was recorded in lossy mode (false for a write
 //!          error's losses) and by kind, under every verb's keys (`complete`, `lost.total`
@@ -490,6 +491,9 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
             )
             .collect::<Vec<_>>(),
         "signal": summary.fatal.map(|f| f.describe()),
+        // The signal and where the trace ends, as `info`'s `capture` line and `record`'s
+        // `ended` line say it.
+        "ended": summary.death(),
         "lost": lost_said,
         "recorder_waits": {
             "count": waits.count, "total_ns": waits.total_ns, "max_ns": waits.max_ns,
@@ -613,9 +617,10 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     let r = &printable;
     writeln!(out, "{:<12} {}", "file", r["file"].as_str().unwrap_or(""))?;
     writeln!(out, "{:<12} {}", "span", duration(u(&r["span_ns"])))?;
-    // How the recorded process ended, where a signal ended it, as `info` and `view` say.
-    if let Some(signal) = r["signal"].as_str() {
-        writeln!(out, "{:<12} {signal}", "ended")?;
+    // How the recorded process ended, where a signal ended it, and where the trace ends, as
+    // `info` and `record`'s summary say (it said the signal alone).
+    if let Some(ended) = r["ended"].as_str() {
+        writeln!(out, "{:<12} {ended}", "ended")?;
     }
     // A range of a recording lacks the submissions outside it, as `info` says.
     for range in r["ranges"].as_array().into_iter().flatten() {

@@ -249,12 +249,20 @@ fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
                 ))),
         "{err}"
     );
-    // `stats`' text names the signal too, as `info` and `view` do (only its JSON did).
+    // `stats`' text names the signal too, as `info` and `view` do (only its JSON did), and
+    // where the trace ends, in `info`'s words (it said `crashed: SIGABRT` alone).
     let stats = stdout(&run(dir.path(), &["stats", "q.hrxt"]));
+    let ended = field(&stats, "ended");
     assert!(
-        field(&stats, "ended").starts_with("crashed: SIGABRT"),
+        ended.starts_with("crashed: SIGABRT during submission 1, region "),
         "{stats}"
     );
+    let capture = capture_line(dir.path(), "q.hrxt");
+    assert_eq!(capture, format!("{ended} (cut short: never closed)"));
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", "q.hrxt"]))).unwrap();
+    assert_eq!(json["ended"], ended, "{json}");
+    assert_eq!(json["signal"], "crashed: SIGABRT", "{json}");
 }
 
 /// SIGKILL runs no handler: `record` notes the death in the trace the program left.
